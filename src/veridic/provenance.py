@@ -1,0 +1,375 @@
+"""Branded text: where a string came from, carried by the string itself.
+
+``TrustedInstruction`` and ``UntrustedText`` are ``typing.NewType`` brands over
+``str``, so the type checker tells them apart at no run-time cost. A NewType
+alone would be forgeable at run time (``TrustedInstruction(x)`` is the identity
+function), so the values veridic mints are instances of private ``str``
+subclasses that carry their provenance. Every ``str`` operation returns a plain
+``str``: slicing, ``.upper()``, f-strings, ``format``, ``%`` and ``str.join``
+all drop the brand. The one operation that keeps it is ``+`` between two
+trusted values, and :func:`join` of trusted parts: exactly the composition
+rules the ``veridic.mypy`` plugin applies statically.
+
+The trust rules:
+
+=====================================  =========================
+operation                              result
+=====================================  =========================
+``instruction("literal")``             trusted, kind ``code``
+reading an ``InstructionField``        trusted, kind ``field``
+``ToolView.capability_section()``      trusted, kind ``registry``
+instruction template, trusted values   trusted, kind ``template``
+``TrustPolicy(name).vouch(...)``       trusted, kind ``policy``
+trusted ``+`` trusted, ``join()``      trusted, spans of each part
+``untrusted(x, source=...)``           untrusted, kind ``untrusted``
+anything else                          plain ``str`` (``unknown``)
+=====================================  =========================
+
+>>> greeting = instruction("You are a support assistant.")
+>>> is_trusted(greeting), is_trusted(greeting.upper()), is_trusted(greeting + greeting)
+(True, False, True)
+>>> provenance(untrusted("hi", source="ticket:42"))
+Provenance(kind='untrusted', origin='ticket:42')
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final, Literal, LiteralString, NewType
+
+from veridic._sample import clip
+from veridic.config import settings
+from veridic.errors import ProvenanceError
+
+__all__ = [
+    "Kind",
+    "Provenance",
+    "Span",
+    "TrustedInstruction",
+    "UntrustedText",
+    "instruction",
+    "is_trusted",
+    "join",
+    "provenance",
+    "untrusted",
+]
+
+TrustedInstruction = NewType("TrustedInstruction", str)
+"""Text allowed to give the model instructions. Mint it; never construct it."""
+
+UntrustedText = NewType("UntrustedText", str)
+"""Text from outside the code: a data position only, always fenced or in a user turn."""
+
+Kind = Literal["code", "field", "template", "registry", "policy", "untrusted", "unknown"]
+TRUSTED_KINDS: Final = frozenset({"code", "field", "template", "registry", "policy"})
+
+_log = logging.getLogger("veridic")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """The characters ``[start, end)`` of a value and where they came from."""
+
+    start: int
+    end: int
+    kind: Kind
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a value came from.
+
+    ``kind`` and ``origin`` describe the whole value when it has one source.
+    A value assembled from several (a :func:`join`, a template with values)
+    reports the kind and origin of its first part, and every part in
+    ``spans``; ``trusted`` holds for the value as a whole.
+    """
+
+    kind: Kind
+    origin: str
+    spans: tuple[Span, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"Provenance(kind={self.kind!r}, origin={self.origin!r})"
+
+    @property
+    def trusted(self) -> bool:
+        return self.kind in TRUSTED_KINDS
+
+
+class _Mint:
+    """The key that private constructors check, so only veridic mints."""
+
+
+_KEY: Final = _Mint()
+
+
+class _Trusted(str):
+    """Run-time form of a minted ``TrustedInstruction``."""
+
+    __slots__ = ("_spans",)
+    _spans: tuple[Span, ...]
+
+    def __new__(cls, text: str, spans: tuple[Span, ...], key: _Mint) -> _Trusted:
+        if key is not _KEY:
+            raise ProvenanceError(
+                "trusted text cannot be constructed directly; mint it with instruction(), "
+                "read it from an InstructionField, join() trusted parts or vouch for it "
+                "with a TrustPolicy"
+            )
+        value = super().__new__(cls, text)
+        value._spans = spans
+        return value
+
+    def __add__(self, other: str) -> str:
+        joined = str.__add__(self, other)
+        if type(other) is _Trusted:
+            return _Trusted(joined, concat_spans((self, other), ""), _KEY)
+        return joined
+
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        # Trust does not survive a trip through storage: a pickled instruction
+        # comes back as plain text, like any other stored text.
+        return (str, (str(self),))
+
+    def __copy__(self) -> _Trusted:
+        return self
+
+    def __deepcopy__(self, memo: object) -> _Trusted:
+        return self
+
+
+class _Untrusted(str):
+    """Run-time form of ``UntrustedText``: a plain string that remembers its source."""
+
+    __slots__ = ("_source",)
+    _source: str
+
+    def __new__(cls, text: str, source: str, key: _Mint) -> _Untrusted:
+        if key is not _KEY:
+            raise ProvenanceError("untrusted text is made with untrusted(text, source=...)")
+        value = super().__new__(cls, text)
+        value._source = source
+        return value
+
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        return (str, (str(self),))
+
+    def __copy__(self) -> _Untrusted:
+        return self
+
+    def __deepcopy__(self, memo: object) -> _Untrusted:
+        return self
+
+
+def mint(text: str, kind: Kind, origin: str) -> TrustedInstruction:
+    """Brand ``text`` as trusted with one span. For veridic's own minting sites only."""
+    return TrustedInstruction(_Trusted(text, (Span(0, len(text), kind, origin),), _KEY))
+
+
+def mint_spans(text: str, spans: tuple[Span, ...]) -> TrustedInstruction:
+    """Brand ``text`` as trusted with the given spans. For veridic's own minting sites only."""
+    return TrustedInstruction(_Trusted(text, spans, _KEY))
+
+
+def instruction(text: LiteralString, /) -> TrustedInstruction:
+    """Mint an instruction from text written in code.
+
+    The caller's ``file:line`` becomes the origin. The type checker (with the
+    ``veridic.mypy`` plugin, or pyright natively) accepts only literals here;
+    at run time a branded untrusted value is refused as well.
+
+    >>> rule = instruction("Answer in English.")
+    >>> provenance(rule).kind
+    'code'
+
+    Raises:
+        ProvenanceError: ``text`` is ``UntrustedText``.
+    """
+    if type(text) is _Untrusted:
+        raise ProvenanceError(
+            f"instruction() got untrusted text (source {text._source!r}): {clip(text)}; "
+            "instruction() mints only text written in code: place outside text with "
+            "Composer.data() or Composer.user(), or vouch for it with a TrustPolicy"
+        )
+    if type(text) is _Trusted:
+        return TrustedInstruction(text)
+    return mint(text, "code", _caller(2))
+
+
+def untrusted(text: str, /, *, source: str) -> UntrustedText:
+    """Brand text from outside the code with the source it came from.
+
+    ``source`` names where the text came from (``"ticket:42"``,
+    ``"web:https://example.com"``) so that every audit and error can say so.
+
+    >>> provenance(untrusted("Please reset my password", source="ticket:42")).origin
+    'ticket:42'
+
+    Raises:
+        ProvenanceError: ``source`` is empty.
+    """
+    if not isinstance(source, str) or not source.strip():
+        raise ProvenanceError(
+            f"untrusted() needs a non-empty source label, got {source!r}: "
+            'say where the text came from, e.g. untrusted(body, source="ticket:42")'
+        )
+    return UntrustedText(_Untrusted(text, source, _KEY))
+
+
+def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> TrustedInstruction:
+    """Join trusted parts into one trusted value that keeps every part's spans.
+
+    ``str.join`` gives a plain ``str``; this is the join that stays trusted.
+
+    >>> both = join([instruction("Be brief."), instruction("Cite sources.")], sep=" ")
+    >>> both, is_trusted(both), [s.kind for s in provenance(both).spans]
+    ('Be brief. Cite sources.', True, ['code', 'code', 'code'])
+
+    Raises:
+        ProvenanceError: a part or the separator is not trusted text (in
+            report mode: logged, and the result is a plain ``str``).
+    """
+    items = list(parts)
+    origin = _caller(2)
+    if type(sep) is not _Trusted:
+        if type(sep) is _Untrusted:
+            raise ProvenanceError(
+                f"join() got an untrusted separator (source {sep._source!r}); "
+                "the separator is part of the instruction: write it in code"
+            )
+        sep = mint(sep, "code", origin)
+    for index, part in enumerate(items):
+        if not is_trusted(part):
+            report(part, f"join() part {index} (called at {origin})")
+            return TrustedInstruction(str.join(sep, items))
+    if not items:
+        return mint("", "code", origin)
+    return mint_spans(str.join(sep, items), concat_spans(items, sep))
+
+
+def is_trusted(value: object) -> bool:
+    """Whether ``value`` was minted trusted (not merely typed so).
+
+    >>> from typing import cast
+    >>> is_trusted(cast(TrustedInstruction, "forged")), is_trusted(instruction("real"))
+    (False, True)
+    """
+    return type(value) is _Trusted
+
+
+def provenance(value: str) -> Provenance:
+    """Where ``value`` came from: its kind, its origin and its spans.
+
+    >>> provenance("typed by someone")
+    Provenance(kind='unknown', origin='unbranded str')
+    """
+    if type(value) is _Trusted:
+        spans = value._spans
+        if not spans:
+            return Provenance("unknown", "unbranded str")
+        first = spans[0]
+        return Provenance(first.kind, first.origin, spans)
+    if type(value) is _Untrusted:
+        return Provenance(
+            "untrusted", value._source, (Span(0, len(value), "untrusted", value._source),)
+        )
+    return Provenance(
+        "unknown", "unbranded str", (Span(0, len(value), "unknown", "unbranded str"),)
+    )
+
+
+def spans_of(value: str) -> tuple[Span, ...]:
+    """The spans of any string, branded or not."""
+    if type(value) is _Trusted:
+        return value._spans
+    return provenance(value).spans
+
+
+def describe(value: str) -> str:
+    """Say where ``value`` came from, for an error message."""
+    if type(value) is _Untrusted:
+        return f"provenance untrusted (source {value._source!r})"
+    if type(value) is _Trusted:
+        return f"provenance {provenance(value).kind}"
+    if isinstance(value, str):
+        return (
+            "provenance unknown (a plain str: f-strings, str.join, format, % and slicing "
+            "all give plain str)"
+        )
+    return f"a {type(value).__name__}, not text"
+
+
+def report(value: object, sink: str) -> None:
+    """Refuse ``value`` at an instruction position ``sink``, or log it in report mode.
+
+    Raises:
+        ProvenanceError: in enforce mode, always.
+    """
+    sample = clip(value) if isinstance(value, str) else repr(value)[:60]
+    where = describe(value) if isinstance(value, str) else f"a {type(value).__name__}, not text"
+    message = (
+        f"{sink} got text of {where}: {sample}; only TrustedInstruction may give "
+        "instructions: mint it with instruction(), read it from an InstructionField, "
+        "join() trusted parts, or place it as data with Composer.data() or Composer.user()"
+    )
+    if settings().mode == "report" and isinstance(value, str):
+        _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": sink})
+        return
+    raise ProvenanceError(message)
+
+
+def concat_spans(parts: Iterable[str], sep: str) -> tuple[Span, ...]:
+    """Spans of ``sep.join(parts)``, shifted into place; adjacent twins merge."""
+    spans: list[Span] = []
+    offset = 0
+    sep_spans = spans_of(sep)
+    empty: tuple[Span, ...] = ()
+    for index, part in enumerate(parts):
+        if index:
+            _extend(spans, sep_spans, offset)
+            offset += len(sep)
+        own = spans_of(part)
+        empty = empty or own[:1]
+        _extend(spans, own, offset)
+        offset += len(part)
+    if not spans and empty:
+        # All parts were empty: keep where the (empty) value came from.
+        return (Span(0, 0, empty[0].kind, empty[0].origin),)
+    return tuple(spans)
+
+
+def _extend(spans: list[Span], more: tuple[Span, ...], offset: int) -> None:
+    for span in more:
+        if span.start == span.end:
+            continue
+        start, end = span.start + offset, span.end + offset
+        if (
+            spans
+            and spans[-1].end == start
+            and spans[-1].kind == span.kind
+            and spans[-1].origin == span.origin
+        ):
+            spans[-1] = Span(spans[-1].start, end, span.kind, span.origin)
+        else:
+            spans.append(Span(start, end, span.kind, span.origin))
+
+
+def _caller(depth: int) -> str:
+    frame = sys._getframe(depth)
+    return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+@lru_cache(maxsize=512)
+def _display_path(filename: str) -> str:
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if relative.startswith("..") else relative
