@@ -43,11 +43,9 @@ from veridic.prompt import Message, Prompt, ToolCall
 from veridic.provenance import (
     TrustedInstruction,
     UntrustedText,
-    concat_spans,
     is_trusted,
     mint,
     report,
-    spans_of,
 )
 
 __all__ = ["Composer"]
@@ -92,7 +90,7 @@ class Composer:
         :meth:`data`, which fences it.
         """
         self._require_text(text, "user()")
-        self._turns.append(Message("user", str(text), spans_of(text)))
+        self._turns.append(Message("user", str(text), (text,)))
         return self
 
     def data(self, label: str, text: UntrustedText) -> Self:
@@ -104,7 +102,7 @@ class Composer:
     def assistant(self, text: str = "") -> Self:
         """Add an assistant turn (model output; it instructs nothing)."""
         self._require_text(text, "assistant()", allow_empty=True)
-        self._turns.append(Message("assistant", str(text), spans_of(text)))
+        self._turns.append(Message("assistant", str(text), (text,)))
         return self
 
     def tool_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> Self:
@@ -131,10 +129,10 @@ class Composer:
         last = self._turns[-1] if self._turns else None
         if last is not None and last.role == "assistant":
             self._turns[-1] = Message(
-                "assistant", last.content, last.spans, (*last.tool_calls, call)
+                "assistant", last.content, last.parts, (*last.tool_calls, call)
             )
         else:
-            self._turns.append(Message("assistant", "", (), (call,)))
+            self._turns.append(Message("assistant", "", ("",), (call,)))
         return self
 
     def tool_result(self, call_id: str, text: UntrustedText) -> Self:
@@ -170,9 +168,8 @@ class Composer:
             )
         messages = list(self._turns)
         if self._system:
-            content = _SYSTEM_SEPARATOR.join(self._system)
-            spans = concat_spans(self._system, _SYSTEM_SEPARATOR)
-            messages.insert(0, Message("system", content, spans))
+            parts = _between(self._system, _SYSTEM_SEPARATOR)
+            messages.insert(0, Message("system", "".join(parts), parts))
         return Prompt(tuple(messages))
 
     @staticmethod
@@ -189,4 +186,10 @@ class Composer:
 def _fenced(role: Literal["user", "tool"], label: str, text: str, call_id: str | None) -> Message:
     opening, closing = fence_parts(label, text)
     parts = (mint(opening, "code", _FENCE_ORIGIN), text, mint(closing, "code", _FENCE_ORIGIN))
-    return Message(role, "".join(parts), concat_spans(parts, ""), (), call_id)
+    return Message(role, "".join(parts), parts, (), call_id)
+
+
+def _between(parts: list[str], separator: str) -> tuple[str, ...]:
+    spaced = [separator] * (2 * len(parts) - 1)
+    spaced[::2] = parts
+    return tuple(spaced)

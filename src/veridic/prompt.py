@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, cast
 
 from veridic.errors import VeridicError
-from veridic.provenance import Kind, Span
+from veridic.provenance import Kind, Span, concat_spans
 from veridic.wire import (
     AnthropicBlock,
     AnthropicMessage,
@@ -40,13 +40,18 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One message: its role, exact text, spans, and tool-call links."""
+    """One message: its role, exact text, the branded parts it was made of, tool-call links."""
 
     role: Role
     content: str
-    spans: tuple[Span, ...]
+    parts: tuple[str, ...] = field(repr=False, compare=False)
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        """Where every character of ``content`` came from (worked out on request)."""
+        return concat_spans(self.parts, "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,37 @@
+"""The examples in docstrings and in the README run, and say what they show."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import veridic
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULES = sorted(info.name for info in pkgutil.walk_packages(veridic.__path__, prefix="veridic."))
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name: str) -> None:
+    module = importlib.import_module(name)
+    public = {name: getattr(veridic, name) for name in veridic.__all__}
+    result = doctest.testmod(module, extraglobs=public, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{result.failed} doctest example(s) failed in {name}"
+
+
+def test_readme_examples_run() -> None:
+    result = doctest.testfile(
+        str(ROOT / "README.md"), module_relative=False, optionflags=doctest.ELLIPSIS
+    )
+    assert result.attempted > 0
+    assert result.failed == 0, "a README example printed something else"
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    head = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:12]
+    assert any(line.startswith("make demo") for line in head)
+    assert any(line.startswith("make test") for line in head)
