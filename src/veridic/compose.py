@@ -59,8 +59,8 @@ class Composer:
 
     Raises (from its methods):
         ProvenanceError: ``system()`` got text that is not trusted.
-        VeridicError: a turn is empty, a label is not a label, a tool result
-            answers no call, or ``build()`` finds a tool call without result.
+        VeridicError: a turn is empty, a label is not a label, a call id is
+            reused, or a call gets a second result.
     """
 
     __slots__ = ("_calls", "_system", "_turns")
@@ -136,36 +136,35 @@ class Composer:
         return self
 
     def tool_result(self, call_id: str, text: UntrustedText) -> Self:
-        """Answer tool call ``call_id`` with its result, fenced as data."""
-        name = self._calls.get(call_id)
-        if name is None:
-            known = ", ".join(map(repr, self._calls)) or "none"
+        """Answer tool call ``call_id`` with its result, fenced as data.
+
+        The block is labelled ``tool:<name>`` when the call was recorded with
+        :meth:`tool_call`, else ``tool_result`` (a call replayed from history
+        the application did not record; providers check the pairing).
+        """
+        if not call_id:
             raise VeridicError(
-                f"tool_result() for call id {call_id!r}, which no tool_call() made "
-                f"(calls so far: {known}): record the model's call with tool_call() first"
+                "tool_result() needs the id of the call it answers, got an empty id: "
+                "pass the id the model gave the call"
             )
-        answered = {m.tool_call_id for m in self._turns if m.role == "tool"}
-        if call_id in answered:
+        name = self._calls.get(call_id)
+        if any(m.tool_call_id == call_id for m in self._turns):
             raise VeridicError(
-                f"tool call {call_id!r} ({name}) already has a result: one result per call"
+                f"tool call {call_id!r} ({name or 'unrecorded'}) already has a result: "
+                "one result per call"
             )
         self._require_text(text, f"tool_result({call_id!r}, ...)", allow_empty=True)
-        self._turns.append(_fenced("tool", f"tool:{name}", text, call_id))
+        label = f"tool:{name}" if name else "tool_result"
+        self._turns.append(_fenced("tool", label, text, call_id))
         return self
 
     def build(self) -> Prompt:
         """Freeze the composition into a :class:`~veridic.Prompt`.
 
-        Raises:
-            VeridicError: a tool call has no result (both providers reject that).
+        A prompt may end with calls still waiting for results (the model's
+        latest turn, kept for audit); :attr:`Prompt.pending_tool_calls` lists
+        them, and a gateway refuses to send such a prompt.
         """
-        answered = {m.tool_call_id for m in self._turns if m.role == "tool"}
-        missing = [f"{cid} ({name})" for cid, name in self._calls.items() if cid not in answered]
-        if missing:
-            raise VeridicError(
-                f"tool call(s) without a result: {', '.join(missing)}; answer each with "
-                "tool_result(call_id, untrusted(output, source=...)) before build()"
-            )
         messages = list(self._turns)
         if self._system:
             parts = _between(self._system, _SYSTEM_SEPARATOR)

@@ -97,6 +97,14 @@ class Prompt:
         encoded = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
 
+    @property
+    def pending_tool_calls(self) -> tuple[ToolCall, ...]:
+        """Tool calls no later tool result answers; providers reject a prompt with any."""
+        answered = {m.tool_call_id for m in self.messages if m.tool_call_id is not None}
+        return tuple(
+            call for m in self.messages for call in m.tool_calls if call.id not in answered
+        )
+
     def spans(self) -> tuple[PromptSpan, ...]:
         """Every character range of every message with where it came from."""
         return tuple(
