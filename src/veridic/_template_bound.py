@@ -1,0 +1,209 @@
+"""Bound templates: a compiled template, its parameter type, and how it renders.
+
+The public classes :class:`InstructionTemplate` and :class:`DataTemplate` are
+documented with :mod:`veridic.templates`, which creates them; this module
+holds how a render runs and what it checks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Generic, TypeVar
+
+from jinja2 import Template as JinjaTemplate
+from jinja2.exceptions import SecurityError
+from jinja2.exceptions import TemplateError as JinjaTemplateError
+from pydantic import BaseModel
+
+from veridic._sample import clip
+from veridic._template_analysis import Analysis
+from veridic._template_env import ProvenanceEnvironment, SandboxedProvenanceEnvironment
+from veridic._template_params import Check, Params, trusted_text
+from veridic._template_runtime import TRUSTED, data_text, instruction_text
+from veridic.config import settings
+from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError
+from veridic.provenance import (
+    Span,
+    TrustedInstruction,
+    UntrustedText,
+    describe,
+    untrusted,
+)
+
+__all__ = ["Bound", "DataTemplate", "InstructionTemplate", "P"]
+
+P = TypeVar("P", bound="Mapping[str, object] | BaseModel")
+"""A template's parameter type: a ``TypedDict`` or a pydantic model."""
+
+_log = logging.getLogger("veridic")
+
+
+class Bound(Generic[P]):
+    """A compiled template bound to its parameter type; shared, immutable, thread-safe."""
+
+    __slots__ = ("_analysis", "_env", "_params", "_template", "name", "origin", "sandboxed")
+
+    def __init__(
+        self,
+        template: JinjaTemplate,
+        env: ProvenanceEnvironment,
+        params: Params,
+        analysis: Analysis,
+        origin: str,
+    ) -> None:
+        self._template = template
+        self._env = env
+        self._params = params
+        self._analysis = analysis
+        self.name: str = template.name or origin
+        """The template's load name (for a stored source: its origin and a digest)."""
+        self.origin: str = origin
+        """The template's file path, or the origin of its stored source."""
+        self.sandboxed: bool = isinstance(env, SandboxedProvenanceEnvironment)
+        """Whether it renders in jinja2's sandbox (a template from stored text)."""
+
+    @property
+    def variables(self) -> frozenset[str]:
+        """The variables the template reads: the keys of its parameter type."""
+        return self._analysis.variables
+
+    def _run(self, values: dict[str, object]) -> list[str]:
+        template = self._template
+        try:
+            return list(template.root_render_func(template.new_context(values)))
+        except SecurityError as error:
+            raise self._sandbox_error(error) from error
+        except OverflowError as error:
+            if not self.sandboxed:
+                raise
+            raise self._sandbox_error(error) from error
+        except JinjaTemplateError as error:
+            raise TemplateError(
+                f"template {self.origin!r}{_line(error)} failed to render: {error}; pass every "
+                "variable it reads, and check its attribute and item names against the "
+                "values' types"
+            ) from error
+
+    def _sandbox_error(self, error: Exception) -> TemplateSandboxError:
+        return TemplateSandboxError(
+            f"stored template {self.origin!r}{_line(error)} tried something jinja2's sandbox "
+            f"forbids: {error}; a template from stored text may use its variables, filters "
+            "and tests, not Python internals or unbounded ranges: remove that from the stored "
+            "template, or ship the template with the code and load it with Templates(directory)"
+        )
+
+
+class InstructionTemplate(Bound[P]):
+    """A template whose output instructs: :meth:`render` returns a ``TrustedInstruction``.
+
+    Obtain one with :meth:`Templates.instruction` or
+    :meth:`Templates.instruction_from_source`.
+    """
+
+    __slots__ = ("_checks", "_head", "_mints")
+
+    def __init__(
+        self,
+        template: JinjaTemplate,
+        env: ProvenanceEnvironment,
+        params: Params,
+        analysis: Analysis,
+        origin: str,
+        checks: dict[str, Check],
+        mints: bool,
+    ) -> None:
+        super().__init__(template, env, params, analysis, origin)
+        self._checks = tuple(checks.items())
+        self._head = (Span(0, 0, "template", origin),)
+        self._mints = mints
+
+    def render(self, params: P) -> TrustedInstruction:
+        """Render with trusted values into trusted text.
+
+        The result's provenance is kind ``template`` with the template's file
+        as origin; its spans keep every part: the template's literal text
+        (kind ``template``, origin ``file:line``), each value as it was
+        minted, and text computed from values (``file:line`` of the expression).
+
+        Raises:
+            ProvenanceError: a value is not trusted (checked before rendering;
+                the message names the variable, the template and the line).
+                In report mode the violation is logged and the result is a
+                plain ``str``: report mode never mints.
+            TemplateError: the render failed (an undefined attribute, a
+                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
+        """
+        values = self._params.values(params)
+        mints = self._mints
+        for key, check in self._checks:
+            if key in values:
+                value = values[key]
+                if type(value) is TRUSTED and check is trusted_text:
+                    continue  # the common case, without a call
+                bad = check(value)
+                if bad is not None:
+                    self._refuse(key, bad)
+                    mints = False
+        text = instruction_text(self._run(values), self._head)
+        if not mints:
+            return TrustedInstruction(str.__str__(text))  # report mode: plain text
+        return text
+
+    def _refuse(self, key: str, bad: tuple[str, object]) -> None:
+        path, value = bad
+        where = self._analysis.where.get(key)
+        place = f" ({where[0]} line {where[1]})" if where is not None else ""
+        what = (
+            f"{describe(value)}: {clip(value)}"
+            if isinstance(value, str)
+            else f"a {type(value).__name__}, not text"
+        )
+        message = (
+            f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
+            f"text of {what}; an instruction template renders into the system slot, so only "
+            "TrustedInstruction values may fill it: mint the value with instruction() or read "
+            "it from an InstructionField, or render this text with a data template "
+            "(templates.data) and place it with Composer.user()"
+        )
+        if settings().mode == "report":
+            _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": self.origin})
+            return
+        raise ProvenanceError(message)
+
+
+class DataTemplate(Bound[P]):
+    """A template for a user turn: :meth:`render` fences every value that is not trusted.
+
+    Obtain one with :meth:`Templates.data` or :meth:`Templates.data_from_source`.
+    """
+
+    __slots__ = ()
+
+    def render(self, params: P) -> UntrustedText:
+        """Render into text for a user turn (``Composer.user``), values fenced.
+
+        Which output is fenced is the module's rule (see ``veridic.templates``);
+        :func:`veridic.unfence` on the result gives back each fenced value
+        exactly, labelled with the expression's dotted name. The result is
+        ``UntrustedText`` whose source is the template's origin.
+
+        Raises:
+            TemplateError: the render failed (an undefined attribute, a
+                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
+        """
+        text = data_text(self._run(self._params.values(params)))
+        return untrusted(text, source=self.origin)
+
+
+def _line(error: BaseException) -> str:
+    """`` (file line N)`` of the innermost template frame in ``error``'s traceback."""
+    found = ""
+    trace = error.__traceback__
+    while trace is not None:
+        template = trace.tb_frame.f_globals.get("__jinja_template__")
+        if isinstance(template, JinjaTemplate):
+            line = template.get_corresponding_lineno(trace.tb_lineno)
+            found = f" ({template.filename or template.name} line {line})"
+        trace = trace.tb_next
+    return found

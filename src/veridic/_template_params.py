@@ -1,0 +1,266 @@
+"""A template's parameter type: its keys, and what an instruction template may be given.
+
+A template is bound to a ``TypedDict`` or a pydantic model. This module reads
+the keys that type declares (checked against the template's variables when
+the template loads) and, for an instruction template, turns each field's type
+into a run-time check. An instruction field may only hold trusted text, so its
+type must be ``TrustedInstruction`` (``InstructionField`` included), ``bool``,
+``None``, an ordered container of those (``list``, ``tuple``, ``Sequence``,
+``Mapping`` or ``dict`` with ``TrustedInstruction`` keys, a nested
+``TypedDict``), or a union of them. A ``bool`` or ``None`` only selects a
+branch the template's author wrote: it carries no words. Sets are refused
+because their order, and so the prompt's bytes, changes from run to run.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Final, Union
+
+import typing_extensions
+from pydantic import BaseModel
+
+from veridic.errors import ProvenanceError, TemplateParamsError
+from veridic.provenance import TrustedInstruction, is_trusted
+
+__all__ = ["Check", "Params", "instruction_checks", "read_params", "trusted_text"]
+
+Bad = tuple[str, object] | None
+"""What a check found: ``None`` when the value may render, else the path and the offending leaf."""
+
+Check = Callable[[object], Bad]
+
+_WRAPPERS: Final = frozenset(
+    {
+        typing_extensions.Required,
+        typing_extensions.NotRequired,
+        typing_extensions.ReadOnly,
+        typing.Required,
+        typing.NotRequired,
+    }
+)
+_SEQUENCES: Final = frozenset({list, tuple, Sequence})
+_MAPPINGS: Final = frozenset({dict, Mapping})
+
+
+class Params:
+    """What a parameter type declares: its name, its keys, and whether it is a model."""
+
+    __slots__ = ("keys", "model", "name", "type")
+
+    def __init__(self, params: type, model: bool, keys: tuple[str, ...]) -> None:
+        self.type = params
+        self.name = params.__name__
+        self.model = model
+        self.keys = keys
+
+    def values(self, value: object) -> dict[str, object]:
+        """The template variables ``value`` holds.
+
+        A model's fields are read as attributes, never dumped: dumping turns an
+        ``InstructionField`` back into plain text.
+
+        Raises:
+            TemplateParamsError: ``value`` is not an instance of the parameter type.
+        """
+        if self.model:
+            if isinstance(value, self.type):
+                return {key: getattr(value, key) for key in self.keys}
+        elif isinstance(value, Mapping):
+            return {key: value[key] for key in self.keys if key in value}
+        shape = f"a {self.name} instance" if self.model else f"a dict with the keys of {self.name}"
+        raise TemplateParamsError(
+            f"render() got a {type(value).__name__}, but the template is bound to "
+            f"{self.name}: pass {shape}"
+        )
+
+
+def read_params(params: object) -> Params:
+    """Read a parameter type.
+
+    Raises:
+        TemplateParamsError: ``params`` is neither a ``TypedDict`` nor a pydantic model.
+    """
+    if isinstance(params, type):
+        if typing_extensions.is_typeddict(params):
+            # The keys alone: a data template never needs its types resolved.
+            return Params(params, False, tuple(params.__annotations__))
+        if issubclass(params, BaseModel):
+            return Params(params, True, tuple(params.model_fields))
+    raise TemplateParamsError(
+        f"params={params!r} is not a parameter type: bind a template to a TypedDict or a "
+        "pydantic model whose keys are the template's variables, e.g. "
+        "class Params(TypedDict): persona: TrustedInstruction"
+    )
+
+
+def instruction_checks(params: Params, template: str) -> dict[str, Check]:
+    """One run-time check per key of ``params``, for an instruction template.
+
+    Raises:
+        ProvenanceError: a field's type admits text that is not trusted. It is
+            the run-time twin of the type error a plain ``str`` gets in the
+            system slot, so it is the same error.
+    """
+    hints: dict[str, object]
+    if params.model and issubclass(params.type, BaseModel):
+        hints = {key: info.annotation for key, info in params.type.model_fields.items()}
+    else:
+        hints = _hints(params.type)
+    checks: dict[str, Check] = {}
+    for key, annotation in hints.items():
+        try:
+            checks[key] = _check_for(annotation)
+        except _Refused as refused:
+            raise ProvenanceError(
+                f"instruction template {template!r} is bound to {params.name}, whose field "
+                f"{key!r} is typed {_show(annotation)}, which admits {_show(refused.part)}, "
+                "not trusted text; an instruction template renders into the system slot, so "
+                "each field must be TrustedInstruction, InstructionField, bool, or a list, "
+                "tuple or Mapping of them: retype the field, or render untrusted text with a "
+                "data template (templates.data) and place it with Composer.user()"
+            ) from None
+    return checks
+
+
+def _hints(typed_dict: type) -> dict[str, object]:
+    try:
+        return typing.get_type_hints(typed_dict, include_extras=True)
+    except NameError as error:
+        raise TemplateParamsError(
+            f"the annotations of {typed_dict.__name__} cannot be resolved ({error}): define the "
+            "parameter type at module level, in a module that imports every name its "
+            "annotations use"
+        ) from error
+
+
+class _Refused(Exception):
+    def __init__(self, part: object) -> None:
+        super().__init__(repr(part))
+        self.part = part
+
+
+def _show(annotation: object) -> str:
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__name__
+    return repr(annotation).replace("typing.", "").replace("veridic.provenance.", "")
+
+
+def _check_for(annotation: object) -> Check:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Annotated or origin in _WRAPPERS:
+        return _check_for(args[0])
+    if annotation is TrustedInstruction:
+        return trusted_text
+    if annotation is bool:
+        return _flag
+    if annotation is None or annotation is type(None):
+        return _none
+    if origin is Union or origin is types.UnionType:
+        return _any_of(tuple(_check_for(arg) for arg in args))
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return _each(_check_for(args[0]))
+    if origin is tuple and args:
+        return _positions(tuple(_check_for(arg) for arg in args))
+    if origin in _SEQUENCES and len(args) == 1:
+        return _each(_check_for(args[0]))
+    if origin in _MAPPINGS and len(args) == 2:
+        return _items(_check_for(args[0]), _check_for(args[1]))
+    if isinstance(annotation, type) and typing_extensions.is_typeddict(annotation):
+        fields = _hints(annotation)
+        return _record({key: _check_for(value) for key, value in fields.items()})
+    raise _Refused(annotation)
+
+
+def trusted_text(value: object) -> Bad:
+    """The check of a ``TrustedInstruction`` field."""
+    return None if is_trusted(value) else ("", value)
+
+
+def _flag(value: object) -> Bad:
+    return None if type(value) is bool else ("", value)
+
+
+def _none(value: object) -> Bad:
+    return None if value is None else ("", value)
+
+
+def _any_of(checks: tuple[Check, ...]) -> Check:
+    def check(value: object) -> Bad:
+        deepest: Bad = None
+        for each in checks:
+            bad = each(value)
+            if bad is None:
+                return None
+            # Report the leaf that failed deepest inside a container.
+            if deepest is None or len(bad[0]) > len(deepest[0]):
+                deepest = bad
+        return deepest
+
+    return check
+
+
+def _each(item: Check) -> Check:
+    def check(value: object) -> Bad:
+        if type(value) is not list and type(value) is not tuple:
+            return ("", value)
+        for index, element in enumerate(value):
+            bad = item(element)
+            if bad is not None:
+                return (f"[{index}]{bad[0]}", bad[1])
+        return None
+
+    return check
+
+
+def _positions(items: tuple[Check, ...]) -> Check:
+    def check(value: object) -> Bad:
+        if type(value) is not tuple or len(value) != len(items):
+            return ("", value)
+        for index, (each, element) in enumerate(zip(items, value, strict=True)):
+            bad = each(element)
+            if bad is not None:
+                return (f"[{index}]{bad[0]}", bad[1])
+        return None
+
+    return check
+
+
+def _items(key_check: Check, value_check: Check) -> Check:
+    def check(value: object) -> Bad:
+        if not isinstance(value, Mapping):
+            return ("", value)
+        for key, element in value.items():
+            bad = key_check(key)
+            if bad is not None:
+                return (f" (the key {_clipped(key)})", bad[1])
+            bad = value_check(element)
+            if bad is not None:
+                return (f"[{_clipped(key)}]{bad[0]}", bad[1])
+        return None
+
+    return check
+
+
+def _record(fields: dict[str, Check]) -> Check:
+    def check(value: object) -> Bad:
+        if not isinstance(value, dict):
+            return ("", value)
+        for key, element in value.items():
+            each = fields.get(key)
+            if each is None:
+                return (f" (the key {_clipped(key)}, which its TypedDict does not declare)", key)
+            bad = each(element)
+            if bad is not None:
+                return (f"[{key!r}]{bad[0]}", bad[1])
+        return None
+
+    return check
+
+
+def _clipped(key: object) -> str:
+    text = repr(key)
+    return text if len(text) <= 40 else f"{text[:39]}…"
