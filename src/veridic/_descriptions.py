@@ -1,0 +1,119 @@
+"""What counts as a real description, and the codes of every documentation gap.
+
+For the model a description is not polish, it is the gate: a tool without
+one is a tool it never learns about, and a placeholder is worse, because it
+passes a presence check while telling the model nothing. So the registry
+withholds a tool whose description is missing, blank, a placeholder (TODO,
+TBD, FIXME, XXX, "description", ...) or only its own name, and
+:func:`veridic.find_doc_gaps` reports it with the same code.
+
+The codes live here, in one place, so the registry (which withholds) and the
+lint (which reports) can never disagree about what is missing.
+
+>>> description_problem("delete_user", "Delete user")
+<GapCode.DESCRIPTION_IS_NAME: 'description-is-name'>
+>>> description_problem("delete_user", "TODO: describe") is GapCode.PLACEHOLDER_DESCRIPTION
+True
+>>> description_problem("delete_user", "Permanently delete a user account.") is None
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Final
+
+__all__ = [
+    "GapCode",
+    "backticked_names",
+    "description_problem",
+    "one_line",
+]
+
+
+class GapCode(StrEnum):
+    """The kinds of documentation gap; each member is its own string value."""
+
+    MISSING_DESCRIPTION = "missing-description"
+    """No description at all: no docstring, an empty or blank one, or no summary."""
+    FSTRING_DOCSTRING = "fstring-docstring"
+    """The function starts with an f-string, which Python does not keep as ``__doc__``."""
+    PLACEHOLDER_DESCRIPTION = "placeholder-description"
+    """A placeholder such as TODO, TBD, FIXME, XXX or "description"."""
+    DESCRIPTION_IS_NAME = "description-is-name"
+    """The description only repeats the tool's name."""
+    UNDOCUMENTED_PARAMETER = "undocumented-parameter"
+    """A parameter without a description (docstring section or ``Field(description=...)``)."""
+    UNKNOWN_PARAMETER = "unknown-parameter"
+    """A description names (in backticks, or in a docstring section) a parameter the tool lacks."""
+
+
+WITHHOLDING_CODES: Final = frozenset(
+    {
+        GapCode.MISSING_DESCRIPTION,
+        GapCode.FSTRING_DOCSTRING,
+        GapCode.PLACEHOLDER_DESCRIPTION,
+        GapCode.DESCRIPTION_IS_NAME,
+    }
+)
+"""The codes that keep a tool out of every view (the others are reported only)."""
+
+_PLACEHOLDER_WORDS: Final = frozenset({"todo", "tbd", "tbc", "fixme", "xxx", "placeholder", "wip"})
+_PLACEHOLDER_TEXTS: Final = frozenset(
+    {
+        "add description",
+        "describe",
+        "desc",
+        "description",
+        "docstring",
+        "lorem ipsum",
+        "n a",
+        "na",
+        "no description",
+        "none",
+        "description here",
+        "tool",
+        "tool description",
+        "",
+    }
+)
+_WORDS: Final = re.compile(r"[^\W_]+")
+_BACKTICKED: Final = re.compile(r"(?<!`)`([A-Za-z_][A-Za-z0-9_]*)`(?!`)")
+_SPACES: Final = re.compile(r"\s+")
+_FIRST_WORD: Final = re.compile(r"[\W_]*([^\W_]+)\s*(:?)")
+
+
+def description_problem(name: str, text: str | None) -> GapCode | None:
+    """Why ``text`` is not a real description of tool ``name``, or ``None`` when it is."""
+    if text is None or not text.strip():
+        return GapCode.MISSING_DESCRIPTION
+    words = _WORDS.findall(text.casefold())
+    if _starts_with_placeholder(text, len(words)) or " ".join(words) in _PLACEHOLDER_TEXTS:
+        return GapCode.PLACEHOLDER_DESCRIPTION
+    if "".join(words) == "".join(_WORDS.findall(name.casefold())):
+        return GapCode.DESCRIPTION_IS_NAME
+    return None
+
+
+def _starts_with_placeholder(text: str, word_count: int) -> bool:
+    # "TODO: describe", "FIXME", "tbd" are placeholders; "Todo items of a user." is not.
+    first = _FIRST_WORD.match(text)
+    if first is None or first.group(1).casefold() not in _PLACEHOLDER_WORDS:
+        return False
+    return first.group(1).isupper() or first.group(2) == ":" or word_count <= 2
+
+
+def backticked_names(texts: Iterable[str]) -> list[str]:
+    """Identifiers quoted in single backticks, in order (double backticks are code, skipped).
+
+    >>> backticked_names(["Set `user_id`; ``raw`` and `a.b` are not names."])
+    ['user_id']
+    """
+    return [match for text in texts for match in _BACKTICKED.findall(text)]
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace turned into one space, for a one-line listing."""
+    return _SPACES.sub(" ", text).strip()

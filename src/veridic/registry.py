@@ -1,0 +1,525 @@
+"""``Registry``: the one place tools are defined, and where every view comes from.
+
+The prompt never lies about its tools when it cannot: the capability section,
+the provider tool list and the dispatch table are projections of one
+:class:`~veridic.ToolView`, and every view comes from the registry. There is
+no second code path that could promise a tool the executor lacks.
+
+Registering and booting are two steps:
+
+- **registering** (the decorators, :meth:`Registry.external`) is cheap and
+  happens at import time: it records the declaration, refuses a duplicate
+  name and a declaration that cannot mean anything;
+- **booting** happens once, explicitly with :meth:`Registry.boot` at start-up
+  or implicitly on the first :meth:`Registry.view`: it resolves every tool
+  (schema, descriptions, risk), checks the risk floors (raising
+  :class:`~veridic.RiskFloorError` for every tool declared below its floor),
+  and then runs each component's boot check once. A tool registered after
+  boot is resolved and checked on the next ``boot()`` or ``view()``, so a
+  floor violation surfaces at start-up, never at a tool's first call.
+
+>>> from veridic import Registry, Risk
+>>> registry = Registry("shop")
+>>> @registry.tool(kind="write", irreversible=True)
+... def delete_order(order_id: int) -> str:
+...     '''Permanently delete an order; this cannot be undone.
+...
+...     Args:
+...         order_id: The order to delete.
+...     '''
+...     return f"deleted {order_id}"
+>>> pro = registry.component("Pro extension", boot=lambda: False, provides="Refunds")
+>>> @pro.tool(kind="write")
+... def refund(order_id: int) -> str:
+...     '''Refund an order to the original payment method.
+...
+...     Args:
+...         order_id: The order to refund.
+...     '''
+...     return "refunded"
+>>> view = registry.view()
+>>> view.tool("delete_order").risk
+<Risk.HIGH: 'high'>
+>>> view.status("refund").state, view.status("refund").cause
+('unavailable', 'component')
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final, LiteralString, TypeVar
+
+from pydantic import BaseModel
+
+from veridic.errors import RiskFloorError, VeridicError
+from veridic.risk import FloorViolation, RiskLike, ToolKind
+from veridic.tool import (
+    BuiltTool,
+    Tool,
+    ToolOptions,
+    check_tool_name,
+    external_tool,
+    function_tool,
+)
+from veridic.view import ComponentState, Deny, Predicate, ToolView, build_view
+
+__all__ = ["Component", "Registry"]
+
+F = TypeVar("F", bound=Callable[..., object])
+
+_log = logging.getLogger("veridic.registry")
+_NOT_BOOTED: Final = "not booted yet"
+
+
+class _Declaration:
+    """A registered tool before boot: the function and what was declared about it."""
+
+    __slots__ = ("built", "component", "function", "localns", "options")
+
+    def __init__(
+        self,
+        function: Callable[..., object] | None,
+        options: ToolOptions,
+        component: str | None,
+        localns: Mapping[str, object] | None,
+        built: BuiltTool | None = None,
+    ) -> None:
+        self.function = function
+        self.options = options
+        self.component = component
+        self.localns = localns
+        self.built = built
+
+    def build(self) -> BuiltTool:
+        if self.built is None:
+            if self.function is None:  # pragma: no cover - externals are built when declared
+                raise VeridicError("an external declaration was not built when it was declared")
+            self.built = function_tool(self.function, self.options, self.component, self.localns)
+        return self.built
+
+
+class Component:
+    """An optional part of the application (a plug-in, a paid tier) and its tools.
+
+    Made by :meth:`Registry.component`. Its ``boot`` check runs once when
+    the registry boots; if it raises (or returns ``False``) the component did
+    not start: its tools are in no view, and every view's capability section
+    says so, with the reason and the hint.
+    """
+
+    __slots__ = ("_boot", "_registry", "hint", "name", "provides")
+
+    def __init__(
+        self,
+        registry: Registry,
+        name: str,
+        boot: Callable[[], object] | None,
+        hint: str,
+        provides: str | None,
+    ) -> None:
+        self._registry = registry
+        self._boot = boot
+        self.name = name
+        self.hint = hint
+        self.provides = provides
+
+    def __repr__(self) -> str:
+        return f"<Component {self.name!r} of {self._registry!r}>"
+
+    def tool(
+        self,
+        *,
+        kind: ToolKind,
+        risk: RiskLike | None = None,
+        irreversible: bool = False,
+        writes: Iterable[type[BaseModel]] = (),
+        name: str | None = None,
+        description: LiteralString | None = None,
+        roles: Iterable[str] = (),
+    ) -> Callable[[F], F]:
+        """Register a tool of this component; same keywords as :meth:`Registry.tool`."""
+        return self._registry._decorator(
+            self.name, kind, risk, irreversible, writes, name, description, roles
+        )
+
+    def external(
+        self,
+        *,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, object],
+        handler: Callable[[dict[str, object]], object],
+        kind: ToolKind,
+        risk: RiskLike | None = None,
+        pin: str | None = None,
+        irreversible: bool = False,
+        source: str = "an external spec",
+        roles: Iterable[str] = (),
+    ) -> None:
+        """Register an external tool of this component; as :meth:`Registry.external`."""
+        self._registry._external(
+            self.name,
+            name,
+            description,
+            input_schema,
+            handler,
+            kind,
+            risk,
+            pin,
+            irreversible,
+            source,
+            roles,
+        )
+
+    def run_boot(self) -> ComponentState:
+        """Run the boot check (the registry calls this once) and say how it went."""
+        if self._boot is None:
+            return ComponentState(self.name, True, "", self.hint, self.provides)
+        try:
+            result = self._boot()
+        except Exception as error:
+            reason = str(error).strip() or type(error).__name__
+            _log.warning("component %r did not start: %s", self.name, reason)
+            _log.debug("component %r boot failure", self.name, exc_info=True)
+            return ComponentState(self.name, False, reason, self.hint, self.provides)
+        if result is False:
+            reason = "its boot check returned False"
+            _log.warning("component %r did not start: %s", self.name, reason)
+            return ComponentState(self.name, False, reason, self.hint, self.provides)
+        return ComponentState(self.name, True, "", self.hint, self.provides)
+
+
+class Registry:
+    """All the tools of an application; the only source of every :class:`~veridic.ToolView`.
+
+    One registry per application, one view per request.
+
+    Raises (from its methods):
+        VeridicError: a duplicate tool or component name, a declaration that
+            cannot mean anything, an annotation that cannot be resolved.
+        RiskFloorError: at boot, a tool declared below its risk floor.
+    """
+
+    __slots__ = ("_booted", "_components", "_declared", "_lock", "_snapshot", "_states", "name")
+
+    def __init__(self, name: str = "registry") -> None:
+        self.name = name
+        self._declared: dict[str, _Declaration] = {}
+        self._components: dict[str, Component] = {}
+        self._states: dict[str, ComponentState] = {}
+        self._booted = False
+        self._snapshot: tuple[Tool, ...] = ()
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"Registry({self.name!r})"
+
+    # --- registering ------------------------------------------------------------
+
+    def tool(
+        self,
+        *,
+        kind: ToolKind,
+        risk: RiskLike | None = None,
+        irreversible: bool = False,
+        writes: Iterable[type[BaseModel]] = (),
+        name: str | None = None,
+        description: LiteralString | None = None,
+        roles: Iterable[str] = (),
+    ) -> Callable[[F], F]:
+        """Register a typed function as a tool; the decorator returns the function unchanged.
+
+        - ``kind``: ``"query"`` (reads, changes nothing) or ``"write"``.
+        - ``risk``: defaults to low for a query and mid for a write, raised to
+          the floors: ``irreversible=True`` and writes of instruction fields
+          (arguments holding an ``InstructionField``, or ``writes=`` models
+          that have one) are high. Declaring lower fails at boot.
+        - ``writes``: the pydantic models the tool writes, so their
+          instruction fields count towards its floor.
+        - ``name``: defaults to the function's name.
+        - ``description``: defaults to the docstring's summary paragraph;
+          parameter descriptions come from the docstring (Google, NumPy or
+          reST) or ``Annotated[..., Field(description=...)]``. A tool
+          without a real description is in no view.
+        - ``roles``: when given, only views built with one of these roles expose it.
+
+        Raises:
+            VeridicError: the name is taken or invalid, ``kind`` or ``risk`` is
+                not one of its values, a query declares an effect.
+        """
+        return self._decorator(None, kind, risk, irreversible, writes, name, description, roles)
+
+    def component(
+        self,
+        name: str,
+        *,
+        boot: Callable[[], object] | None = None,
+        hint: str = "",
+        provides: str | None = None,
+    ) -> Component:
+        """Declare an optional part of the application whose tools need ``boot`` to succeed.
+
+        ``boot`` runs once when the registry boots; raising (or returning
+        ``False``) means the component did not start, and the exception's
+        message is the reason. ``hint`` tells the user what to do about it,
+        ``provides`` names what the component offers, for the truthful line:
+        "Code snippets are not available on this site: the Pro extension did
+        not start (requires core >= 2.3). <hint>".
+
+        Raises:
+            VeridicError: a component of that name exists already.
+        """
+        with self._lock:
+            if not isinstance(name, str) or not name.strip():
+                raise VeridicError(
+                    f"component name {name!r} is empty: name the part of the application, "
+                    'e.g. registry.component("Pro extension", boot=..., hint=...)'
+                )
+            if name in self._components:
+                raise VeridicError(
+                    f"component {name!r} is declared twice in {self!r}: declare it once and "
+                    "register all its tools on that object"
+                )
+            component = Component(self, name, boot, hint, provides)
+            self._components[name] = component
+            self._booted = False
+            return component
+
+    def external(
+        self,
+        *,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, object],
+        handler: Callable[[dict[str, object]], object],
+        kind: ToolKind,
+        risk: RiskLike | None = None,
+        pin: str | None = None,
+        irreversible: bool = False,
+        source: str = "an external spec",
+        roles: Iterable[str] = (),
+    ) -> None:
+        """Register a tool described by someone else (an MCP server, an OpenAPI document).
+
+        Its arguments are validated against ``input_schema`` with the
+        ``jsonschema`` package (``pip install 'veridic[external]'``), and
+        ``handler`` is called with them as one ``dict``. Its description came
+        from outside, so it is untrusted: unless ``pin`` (``"sha256:"`` + the
+        hex digest of the description's UTF-8 bytes, see
+        :func:`veridic.tool.description_pin`) vouches for it in code, the
+        capability section lists the tool without repeating its description.
+        When the description no longer matches its pin, the tool is
+        unavailable: "description changed since it was pinned".
+
+        Why an unpinned tool is still exposed: the tool list is where every
+        MCP client shows a server's descriptions, and the application chose
+        to register the server; what veridic guarantees is that no text from
+        outside reaches an instruction position. The capability section
+        names the tool and says its description is unverified data. To keep
+        unpinned tools out entirely, build views with
+        ``deny=[Deny(when=lambda t: t.description_trust == "unpinned")]``.
+
+        ``source`` says where the spec came from (``"mcp:github"``), for
+        messages and the capability section; ``irreversible`` and ``roles``
+        mean what they mean for :meth:`tool`.
+
+        Raises:
+            VeridicError: the name is taken or invalid, the schema is not a
+                JSON schema of an object, the pin is malformed, or
+                ``jsonschema`` is not installed.
+        """
+        self._external(
+            None,
+            name,
+            description,
+            input_schema,
+            handler,
+            kind,
+            risk,
+            pin,
+            irreversible,
+            source,
+            roles,
+        )
+
+    # --- booting ----------------------------------------------------------------
+
+    def boot(self) -> None:
+        """Resolve every tool, check the risk floors, run each component's boot check once.
+
+        Idempotent; :meth:`view` calls it. Call it at start-up to fail there.
+
+        Raises:
+            RiskFloorError: tools declared below their risk floor (all listed;
+                no component boot runs then).
+            VeridicError: a tool's signature cannot be resolved.
+        """
+        with self._lock:
+            if self._booted:
+                return
+            built = [declaration.build() for declaration in self._declared.values()]
+            violations = [(b.tool, v) for b in built for v in b.violations]
+            if violations:
+                raise RiskFloorError(_floor_message(violations))
+            for name, component in self._components.items():
+                if name not in self._states:
+                    self._states[name] = component.run_boot()
+            self._snapshot = tuple(b.tool for b in built)
+            self._booted = True
+
+    def view(
+        self,
+        *,
+        roles: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        deny: Iterable[str | Deny] = (),
+        predicates: Iterable[Predicate] = (),
+    ) -> ToolView:
+        """The tools one request may use: boot state and filters applied.
+
+        - ``roles``: the roles of this request; a tool that declares roles is
+          exposed only to a view with one of them (fail closed).
+        - ``allow``: when given, only these names (the built-in schema tool
+          is always there).
+        - ``deny``: names to hide, or :class:`~veridic.Deny` filters that hide
+          or tombstone the tools they match, with a reason.
+        - ``predicates``: functions of a :class:`~veridic.Tool` (licence,
+          feature flag, ...); a tool for which one returns ``False`` is hidden.
+
+        Boots the registry first if it has not booted (or gained tools since).
+
+        Raises:
+            RiskFloorError, VeridicError: from :meth:`boot`.
+            UnknownToolError: ``allow`` or ``deny`` names a tool never registered.
+        """
+        self.boot()
+        return build_view(
+            self._snapshot,
+            self._states,
+            f"Registry({self.name!r}).view()",
+            roles=roles,
+            allow=allow,
+            deny=deny,
+            predicates=predicates,
+        )
+
+    # --- reading ----------------------------------------------------------------
+
+    def tools(self) -> tuple[Tool, ...]:
+        """Every registered tool, resolved but without booting components or checking floors.
+
+        For the lint and the manifest: a tool of a component that did not
+        start, or without a description, is here too.
+
+        Raises:
+            VeridicError: a tool's signature cannot be resolved.
+        """
+        with self._lock:
+            return tuple(declaration.build().tool for declaration in self._declared.values())
+
+    def components(self) -> tuple[ComponentState, ...]:
+        """Each component and how its boot went (``started is None`` before boot)."""
+        with self._lock:
+            return tuple(
+                self._states.get(name)
+                or ComponentState(name, None, _NOT_BOOTED, component.hint, component.provides)
+                for name, component in self._components.items()
+            )
+
+    # --- internals ----------------------------------------------------------------
+
+    def _decorator(
+        self,
+        component: str | None,
+        kind: ToolKind,
+        risk: RiskLike | None,
+        irreversible: bool,
+        writes: Iterable[type[BaseModel]],
+        name: str | None,
+        description: str | None,
+        roles: Iterable[str],
+    ) -> Callable[[F], F]:
+        written = tuple(writes)
+        role_set = frozenset((roles,) if isinstance(roles, str) else roles)
+        # The scope the decorator is applied in: its names resolve annotations
+        # of tools defined inside a function (e.g. a model defined in a test).
+        caller = sys._getframe(2)
+        localns = dict(caller.f_locals) if caller.f_code.co_name != "<module>" else None
+
+        def register(function: F) -> F:
+            tool_name = name or getattr(function, "__name__", None)
+            where = f"{tool_name!r} ({getattr(function, '__qualname__', function)!r})"
+            if not callable(function):
+                raise VeridicError(
+                    f"@tool was applied to {function!r}, which is not callable: decorate the "
+                    "function that implements the tool"
+                )
+            options = ToolOptions.check(
+                where, kind, risk, irreversible, written, name, description, role_set
+            )
+            checked = check_tool_name(tool_name, where)
+            self._add(checked, _Declaration(function, options, component, localns))
+            return function
+
+        return register
+
+    def _external(
+        self,
+        component: str | None,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, object],
+        handler: Callable[[dict[str, object]], object],
+        kind: ToolKind,
+        risk: RiskLike | None,
+        pin: str | None,
+        irreversible: bool,
+        source: str,
+        roles: Iterable[str],
+    ) -> None:
+        where = f"{name!r} (external, from {source})"
+        options = ToolOptions.check(where, kind, risk, irreversible, (), name, None, roles)
+        built = external_tool(
+            name=name,
+            description=description,
+            input_schema=input_schema,
+            handler=handler,
+            options=options,
+            pin=pin,
+            source=source,
+            component=component,
+        )
+        self._add(name, _Declaration(None, options, component, None, built))
+
+    def _add(self, name: str, declaration: _Declaration) -> None:
+        with self._lock:
+            existing = self._declared.get(name)
+            if existing is not None:
+                first = existing.built.tool.origin if existing.built else _where(existing)
+                raise VeridicError(
+                    f"tool name {name!r} is registered twice in {self!r} (first at {first}): "
+                    "tool names are unique, the second registration does not replace the "
+                    "first; rename one of them with name=..."
+                )
+            self._declared[name] = declaration
+            self._booted = False
+
+
+def _where(declaration: _Declaration) -> str:
+    function = declaration.function
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    return repr(function)
+
+
+def _floor_message(violations: list[tuple[Tool, FloorViolation]]) -> str:
+    parts = [
+        f"tool {tool.name!r} ({tool.origin}) declares risk {v.declared.value}, but "
+        f"{v.detail} (rule: {v.rule.rule}): {v.rule.fix}"
+        for tool, v in violations
+    ]
+    return f"{len(parts)} risk floor violation(s) at boot: " + "; ".join(parts)

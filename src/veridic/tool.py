@@ -1,0 +1,720 @@
+"""``Tool``: one registered tool, resolved once: its contract, its risk, its handler.
+
+A registry keeps what was declared (cheap, at import time) and resolves each
+declaration into a :class:`Tool` when it boots: the input schema from the
+signature through pydantic, the descriptions from the docstring, the risk
+from its kind and floors. Views, specs, dispatch and the lint all read these
+values; none of them looks at the function again.
+
+Two sources of tools:
+
+- a typed Python function (:func:`function_tool`): its description is written
+  in code, so it is trusted;
+- a spec written by someone else (:func:`external_tool`), an MCP server or an
+  OpenAPI document: its description is untrusted unless the code pins it by
+  hash, and its arguments are validated against its JSON schema with the
+  optional ``jsonschema`` package (``pip install 'veridic[external]'``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import re
+import typing
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.errors import PydanticUserError
+from pydantic.fields import FieldInfo
+
+from veridic._descriptions import GapCode, description_problem
+from veridic._docstrings import parse_docstring
+from veridic._sample import clip
+from veridic.errors import InvalidArgumentsError, ProvenanceError, VeridicError
+from veridic.fields import instruction_fields
+from veridic.provenance import _display_path, provenance
+from veridic.risk import (
+    INSTRUCTION_ARGUMENTS,
+    INSTRUCTION_WRITES,
+    IRREVERSIBLE,
+    FloorRule,
+    FloorViolation,
+    Risk,
+    RiskLike,
+    ToolKind,
+    resolve_risk,
+)
+
+__all__ = [
+    "SCHEMA_TOOL",
+    "BuiltTool",
+    "DescriptionTrust",
+    "JsonObject",
+    "Tool",
+    "ToolOptions",
+    "check_tool_name",
+    "description_pin",
+    "external_tool",
+    "function_tool",
+    "with_handler",
+]
+
+JsonObject = dict[str, object]
+"""A JSON object as Python sees it after ``json.loads``."""
+
+DescriptionTrust = Literal["code", "pinned", "unpinned", "changed"]
+"""Where a tool's description comes from: code (trusted), an external spec
+pinned by hash in code (trusted), an external spec not pinned (untrusted), or
+an external spec whose text no longer matches its pin (withheld)."""
+
+SCHEMA_TOOL: Final = "get_tool_schema"
+"""The built-in query every view carries: read a tool's contract, don't recall it."""
+
+_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_PIN: Final = re.compile(r"sha256:[0-9a-f]{64}")
+_INSTRUCTION_MARK: Final = "x-veridic-instruction"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """A resolved tool: what every projection and the dispatcher read.
+
+    ``risk`` is the risk the tool runs at (declared, or the default of its
+    kind raised to its floors). ``instruction_arguments`` are the dotted
+    paths of arguments that are read as instruction (``InstructionField``);
+    ``instruction_writes`` the ``Model.field`` paths of instruction fields in
+    the models it declares in ``writes``. ``input_model`` is the pydantic
+    model of a function tool's arguments (``None`` for an external tool).
+    ``description_gap`` is why the description is not a real one (``None``
+    when it is): such a tool is in no view. ``documented_elsewhere`` holds
+    docstring entries for parameters the function does not take.
+    """
+
+    name: str
+    kind: ToolKind
+    risk: Risk
+    irreversible: bool
+    description: str
+    description_trust: DescriptionTrust
+    pin: str | None
+    component: str | None
+    roles: frozenset[str]
+    parameters: tuple[str, ...]
+    required: tuple[str, ...]
+    parameter_descriptions: Mapping[str, str]
+    documented_elsewhere: frozenset[str]
+    instruction_arguments: frozenset[str]
+    instruction_writes: frozenset[str]
+    writes: tuple[type[BaseModel], ...]
+    input_model: type[BaseModel] | None
+    origin: str
+    handler: Callable[..., object]
+    is_async: bool
+    description_gap: GapCode | None
+    schema_json: str = field(repr=False)
+    _validate: Callable[[object], dict[str, object]] = field(repr=False)
+    _invoke: Callable[[Mapping[str, object]], object] = field(repr=False)
+    _memo: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def external(self) -> bool:
+        """Whether the tool was registered from someone else's spec."""
+        return self.description_trust != "code"
+
+    @property
+    def writes_instruction_fields(self) -> bool:
+        """Whether it is a write whose effect is text another feature reads as instruction."""
+        return self.kind == "write" and bool(self.instruction_arguments or self.instruction_writes)
+
+    @property
+    def input_schema(self) -> JsonObject:
+        """The JSON schema of the tool's arguments (a fresh copy: mutate it freely)."""
+        loaded: JsonObject = json.loads(self.schema_json)
+        return loaded
+
+    def validate(self, arguments: object) -> dict[str, object]:
+        """Check ``arguments`` against the input schema; give the keyword arguments to call with.
+
+        A function tool's values come back as pydantic validated them (nested
+        models as model instances, instruction fields minted); an external
+        tool's come back as sent.
+
+        Raises:
+            InvalidArgumentsError: not a JSON object, or a field is missing,
+                unknown or of the wrong type (``.fields`` names them).
+        """
+        return self._validate(arguments)
+
+    def invoke(self, arguments: Mapping[str, object]) -> object:
+        """Call the handler with arguments that :meth:`validate` returned.
+
+        For an ``async`` handler this returns the coroutine for the caller to await.
+        """
+        return self._invoke(arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """What a registration declared, checked when it was declared."""
+
+    kind: ToolKind
+    risk: Risk | None
+    irreversible: bool
+    writes: tuple[type[BaseModel], ...]
+    name: str | None
+    description: str | None
+    roles: frozenset[str]
+
+    @staticmethod
+    def check(
+        where: str,
+        kind: object,
+        risk: RiskLike | None,
+        irreversible: bool,
+        writes: Iterable[type[BaseModel]],
+        name: str | None,
+        description: str | None,
+        roles: Iterable[str],
+    ) -> ToolOptions:
+        """Refuse declarations that cannot mean anything, at the decorator.
+
+        Raises:
+            VeridicError: an unknown kind or risk, a query declared
+                irreversible or writing models, or ``writes`` holding
+                something other than pydantic models.
+            ProvenanceError: ``description`` is untrusted text.
+        """
+        if kind not in ("query", "write"):
+            raise VeridicError(
+                f"tool {where} declares kind={kind!r}: a tool is a query (reads, changes "
+                'nothing) or a write (changes something): pass kind="query" or kind="write"'
+            )
+        resolved_kind: ToolKind = "query" if kind == "query" else "write"
+        written = tuple(writes)
+        if resolved_kind == "query" and (irreversible or written):
+            raise VeridicError(
+                f'tool {where} is declared kind="query" with an effect '
+                f"(irreversible={irreversible}, writes={_model_names(written)}): a query changes "
+                'nothing; declare kind="write"'
+            )
+        for model in written:
+            if not (isinstance(model, type) and issubclass(model, BaseModel)):
+                raise VeridicError(
+                    f"tool {where} declares writes=({model!r},), which is not a pydantic model: "
+                    "list the pydantic models the tool writes, so their instruction fields count"
+                )
+        if description is not None:
+            _refuse_untrusted_description(where, description)
+        return ToolOptions(
+            resolved_kind,
+            _risk(where, risk),
+            bool(irreversible),
+            written,
+            name,
+            description,
+            frozenset((roles,) if isinstance(roles, str) else roles),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltTool:
+    """A resolved tool and the floor rules its declared risk breaks (checked at boot)."""
+
+    tool: Tool
+    violations: tuple[FloorViolation, ...]
+
+
+def check_tool_name(name: object, where: str, *, builtin: bool = False) -> str:
+    """Refuse a name that a provider would reject (OpenAI and Anthropic: ``[A-Za-z0-9_-]{1,64}``).
+
+    Raises:
+        VeridicError: the name is not such a string, or is the built-in schema tool's name.
+    """
+    if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+        raise VeridicError(
+            f"tool name {name!r} ({where}) is not a valid tool name: providers accept 1-64 "
+            "letters, digits, _ and -; pass name=... with such a name"
+        )
+    if name == SCHEMA_TOOL and not builtin:
+        raise VeridicError(
+            f"tool name {name!r} ({where}) is reserved: every view carries the built-in "
+            f"{SCHEMA_TOOL} query; give your tool another name"
+        )
+    return name
+
+
+def description_pin(description: str) -> str:
+    """The pin of an external description: ``"sha256:"`` + hex digest of its UTF-8 bytes.
+
+    >>> pin = description_pin("Search the web.")
+    >>> pin[:7], len(pin)
+    ('sha256:', 71)
+    """
+    return "sha256:" + hashlib.sha256(description.encode("utf-8")).hexdigest()
+
+
+def function_tool(
+    function: Callable[..., object],
+    options: ToolOptions,
+    component: str | None,
+    localns: Mapping[str, object] | None = None,
+    *,
+    builtin: bool = False,
+) -> BuiltTool:
+    """Resolve a typed function into a tool: schema, descriptions, risk.
+
+    ``localns`` holds the names visible where the function was decorated, so
+    annotations that name a class defined in a function body resolve.
+
+    Raises:
+        VeridicError: an annotation is missing or cannot be resolved, a
+            parameter is ``*args``/``**kwargs`` or starts with ``_``, or
+            pydantic cannot build a JSON schema for a parameter type.
+    """
+    origin = _origin_of(function)
+    name = check_tool_name(
+        options.name or getattr(function, "__name__", ""), origin, builtin=builtin
+    )
+    where = f"{name!r} ({origin})"
+    docstring = parse_docstring(getattr(function, "__doc__", None))
+    description = options.description if options.description is not None else docstring.summary
+    model, positional = _input_model(function, name, where, docstring.parameters, localns)
+    schema = _json_schema(model, where)
+    parameters = tuple(model.model_fields)
+    arguments = instruction_fields(model)
+    writes = frozenset(
+        f"{written.__name__}.{path}"
+        for written in options.writes
+        for path in sorted(instruction_fields(written))
+    )
+    resolved = resolve_risk(options.kind, options.risk, *_floors(options, arguments, writes))
+    tool = Tool(
+        name=name,
+        kind=options.kind,
+        risk=resolved.risk,
+        irreversible=options.irreversible,
+        description=description,
+        description_trust="code",
+        pin=None,
+        component=component,
+        roles=options.roles,
+        parameters=parameters,
+        required=tuple(n for n, info in model.model_fields.items() if info.is_required()),
+        parameter_descriptions=MappingProxyType(
+            {n: info.description or "" for n, info in model.model_fields.items()}
+        ),
+        documented_elsewhere=frozenset(docstring.parameters) - set(parameters),
+        instruction_arguments=arguments,
+        instruction_writes=writes,
+        writes=options.writes,
+        input_model=model,
+        origin=origin,
+        handler=function,
+        is_async=inspect.iscoroutinefunction(function),
+        description_gap=description_problem(name, description),
+        schema_json=json.dumps(schema, ensure_ascii=False),
+        _validate=_pydantic_validator(name, model),
+        _invoke=_function_invoker(function, positional),
+    )
+    return BuiltTool(tool, resolved.violations)
+
+
+def external_tool(
+    *,
+    name: str,
+    description: str,
+    input_schema: Mapping[str, object],
+    handler: Callable[[dict[str, object]], object],
+    options: ToolOptions,
+    pin: str | None,
+    source: str,
+    component: str | None,
+) -> BuiltTool:
+    """Resolve a tool described by someone else's spec.
+
+    Raises:
+        VeridicError: the name, schema, pin or handler is malformed, or the
+            ``jsonschema`` package (extra ``external``) is not installed.
+    """
+    origin = source.strip() or "an external spec"
+    check_tool_name(name, origin)
+    where = f"{name!r} ({origin})"
+    if not isinstance(description, str):
+        raise VeridicError(
+            f"external tool {where} has a description of type {type(description).__name__}: "
+            "pass the description text the spec gives (a str)"
+        )
+    if not callable(handler):
+        raise VeridicError(
+            f"external tool {where} has handler {handler!r}, which is not callable: pass the "
+            "function that forwards a call to the tool (it receives the arguments as a dict)"
+        )
+    schema = _plain_json(input_schema, where)
+    validator = _schema_validator(schema, where)
+    trust = _pin_state(description, pin, where)
+    properties = schema.get("properties")
+    props: dict[str, object] = dict(properties) if isinstance(properties, dict) else {}
+    required = schema.get("required")
+    arguments = frozenset(
+        p for p, sub in props.items() if _mentions_instruction(sub, schema, frozenset())
+    )
+    resolved = resolve_risk(options.kind, options.risk, *_floors(options, arguments, frozenset()))
+    tool = Tool(
+        name=name,
+        kind=options.kind,
+        risk=resolved.risk,
+        irreversible=options.irreversible,
+        description=description,
+        description_trust=trust,
+        pin=pin,
+        component=component,
+        roles=options.roles,
+        parameters=tuple(props),
+        required=tuple(r for r in required if isinstance(r, str))
+        if isinstance(required, list)
+        else (),
+        parameter_descriptions=MappingProxyType(
+            {p: _schema_description(sub) for p, sub in props.items()}
+        ),
+        documented_elsewhere=frozenset(),
+        instruction_arguments=arguments,
+        instruction_writes=frozenset(),
+        writes=(),
+        input_model=None,
+        origin=origin,
+        handler=handler,
+        is_async=inspect.iscoroutinefunction(handler),
+        description_gap=description_problem(name, description),
+        schema_json=json.dumps(schema, ensure_ascii=False),
+        _validate=validator(name),
+        _invoke=lambda arguments: handler(dict(arguments)),
+    )
+    return BuiltTool(tool, resolved.violations)
+
+
+def with_handler(tool: Tool, handler: Callable[..., object]) -> Tool:
+    """The same tool answered by another function with the same signature."""
+    built = _function_invoker(handler, ())
+    return replace(tool, handler=handler, _invoke=built, _memo=tool._memo)
+
+
+# --- declarations ---------------------------------------------------------------
+
+
+def _risk(where: str, risk: object) -> Risk | None:
+    if risk is None or isinstance(risk, Risk):
+        return risk
+    if isinstance(risk, str) and risk in ("low", "mid", "high"):
+        return Risk(risk)
+    raise VeridicError(
+        f"tool {where} declares risk={risk!r}: use Risk.LOW, Risk.MID or Risk.HIGH "
+        "(or leave it unset: queries default to low, writes to mid)"
+    )
+
+
+def _refuse_untrusted_description(where: str, description: object) -> None:
+    if not isinstance(description, str):
+        raise VeridicError(
+            f"tool {where} has description={description!r}, which is not text: write the "
+            "description as a string literal where the tool is defined"
+        )
+    if provenance(description).kind == "untrusted":
+        raise ProvenanceError(
+            f"tool {where} got an untrusted description (source "
+            f"{provenance(description).origin!r}): {clip(description)}; a tool's description "
+            "instructs the model, so write it in code, or register the tool with "
+            "registry.external(..., pin=...) to pin text from outside by hash"
+        )
+
+
+def _model_names(models: tuple[type[BaseModel], ...]) -> str:
+    names = [getattr(m, "__name__", repr(m)) for m in models]
+    return f"({names[0]},)" if len(names) == 1 else "(" + ", ".join(names) + ")"
+
+
+def _floors(
+    options: ToolOptions, arguments: frozenset[str], writes: frozenset[str]
+) -> tuple[tuple[FloorRule, ...], tuple[str, ...]]:
+    rules: list[FloorRule] = []
+    details: list[str] = []
+    if options.irreversible:
+        rules.append(IRREVERSIBLE)
+        details.append("it is declared irreversible=True")
+    if options.kind == "write" and arguments:
+        rules.append(INSTRUCTION_ARGUMENTS)
+        details.append(
+            "its arguments hold instruction fields (" + ", ".join(sorted(arguments)) + ")"
+        )
+    if options.kind == "write" and writes:
+        rules.append(INSTRUCTION_WRITES)
+        details.append(
+            f"it declares writes={_model_names(options.writes)}, whose instruction fields "
+            f"({', '.join(sorted(writes))}) are read as instruction"
+        )
+    return tuple(rules), tuple(details)
+
+
+def _origin_of(function: Callable[..., object]) -> str:
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    if code is not None:
+        return f"{_display_path(code.co_filename)}:{code.co_firstlineno}"
+    qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
+    return f"{getattr(function, '__module__', None) or type(function).__module__}.{qualname}"
+
+
+# --- function tools ---------------------------------------------------------------
+
+
+def _input_model(
+    function: Callable[..., object],
+    name: str,
+    where: str,
+    documented: Mapping[str, str],
+    localns: Mapping[str, object] | None,
+) -> tuple[type[BaseModel], tuple[str, ...]]:
+    try:
+        signature = inspect.signature(function, eval_str=True, locals=localns)
+    except (NameError, SyntaxError, TypeError, ValueError) as error:
+        raise VeridicError(
+            f"tool {where}: cannot read its signature ({error}): define the types its "
+            "annotations name before the registry boots, at module level or above the tool"
+        ) from error
+    fields: dict[str, tuple[object, object]] = {}
+    positional: list[str] = []
+    for parameter in signature.parameters.values():
+        fields[parameter.name] = _field(parameter, where, documented.get(parameter.name))
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            positional.append(parameter.name)
+    config = ConfigDict(extra="forbid", protected_namespaces=(), title=name)
+    try:
+        with warnings.catch_warnings():
+            # A parameter called ``json`` or ``copy`` shadows a BaseModel method on
+            # the model class; values are read with getattr on the instance, which
+            # finds the field, so the warning says nothing the caller must act on.
+            warnings.filterwarnings("ignore", message="Field name .* shadows an attribute")
+            model = create_model(name, __config__=config, **fields)  # type: ignore[call-overload]  # fields are built at run time from a signature
+        model.model_rebuild(raise_errors=True)
+    except NameError as error:
+        raise VeridicError(
+            f"tool {where}: cannot resolve an annotation ({error}): define the types its "
+            "annotations name before the registry boots, at module level or above the tool"
+        ) from error
+    except (PydanticUserError, TypeError, ValueError) as error:
+        raise VeridicError(
+            f"tool {where}: pydantic cannot validate its parameters ({error}): annotate each "
+            "parameter with a type pydantic supports (str, int, a BaseModel, ...)"
+        ) from error
+    return model, tuple(positional)
+
+
+def _field(
+    parameter: inspect.Parameter, where: str, documented: str | None
+) -> tuple[object, object]:
+    if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        raise VeridicError(
+            f"tool {where} takes *{parameter.name} or **{parameter.name}, which has no schema: "
+            "list every argument the model may send as a named, typed parameter"
+        )
+    if parameter.name.startswith("_") or parameter.name == "model_config":
+        raise VeridicError(
+            f"tool {where} has parameter {parameter.name!r}, a name pydantic reserves: rename it "
+            "(no leading underscore, not model_config)"
+        )
+    if parameter.annotation is inspect.Parameter.empty:
+        raise VeridicError(
+            f"tool {where} has parameter {parameter.name!r} without a type annotation: annotate "
+            "it, the model reads the argument's schema from the annotation"
+        )
+    annotation: object = parameter.annotation
+    default: object = ... if parameter.default is inspect.Parameter.empty else parameter.default
+    described = _annotated_description(annotation) or (
+        isinstance(default, FieldInfo) and bool(default.description)
+    )
+    if not documented or described:
+        return annotation, default
+    # Annotated metadata merges with a FieldInfo default, so both forms keep their constraints.
+    return Annotated[annotation, Field(description=documented)], default
+
+
+def _annotated_description(annotation: object) -> bool:
+    if typing.get_origin(annotation) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in typing.get_args(annotation)[1:])
+
+
+def _json_schema(model: type[BaseModel], where: str) -> JsonObject:
+    try:
+        return model.model_json_schema()
+    except (PydanticUserError, TypeError, ValueError) as error:
+        raise VeridicError(
+            f"tool {where}: its parameters have no JSON schema ({error}): use parameter types "
+            "and defaults that JSON can express"
+        ) from error
+
+
+def _pydantic_validator(name: str, model: type[BaseModel]) -> Callable[[object], dict[str, object]]:
+    names = tuple(model.model_fields)
+
+    def validate(arguments: object) -> dict[str, object]:
+        if not isinstance(arguments, Mapping):
+            raise _not_an_object(name, arguments)
+        try:
+            instance = model.model_validate(dict(arguments))
+        except ValidationError as error:
+            problems = [
+                (".".join(str(part) for part in item["loc"]) or "(arguments)", item["msg"])
+                for item in error.errors(include_url=False, include_input=False)
+            ]
+            raise _invalid(name, problems) from None
+        return {field: getattr(instance, field) for field in names}
+
+    return validate
+
+
+def _function_invoker(
+    function: Callable[..., object], positional: tuple[str, ...]
+) -> Callable[[Mapping[str, object]], object]:
+    if not positional:
+        return lambda arguments: function(**arguments)
+
+    def invoke(arguments: Mapping[str, object]) -> object:
+        args = [arguments[n] for n in positional]
+        kwargs = {k: v for k, v in arguments.items() if k not in positional}
+        return function(*args, **kwargs)
+
+    return invoke
+
+
+def _not_an_object(name: str, arguments: object) -> InvalidArgumentsError:
+    return InvalidArgumentsError(
+        f"tool {name!r} got arguments of type {type(arguments).__name__}, not a JSON object: "
+        f"send an object whose keys are its parameters (read them with {SCHEMA_TOOL})",
+        tool=name,
+        fields=("(arguments)",),
+    )
+
+
+def _invalid(name: str, problems: list[tuple[str, str]]) -> InvalidArgumentsError:
+    listed = "; ".join(f"{path}: {message}" for path, message in problems)
+    return InvalidArgumentsError(
+        f"tool {name!r} got invalid arguments from the model's call: {listed}; send arguments "
+        f"that match its input schema (read it with {SCHEMA_TOOL}(name={name!r}))",
+        tool=name,
+        fields=tuple(dict.fromkeys(path for path, _ in problems)),
+    )
+
+
+# --- external tools ---------------------------------------------------------------
+
+
+def _plain_json(schema: object, where: str) -> JsonObject:
+    try:
+        copied = json.loads(json.dumps(schema))
+    except (TypeError, ValueError) as error:
+        raise VeridicError(
+            f"external tool {where} has an input schema that is not JSON ({error}): pass the "
+            "JSON schema as the spec gives it (dicts, lists, strings, numbers)"
+        ) from error
+    if not isinstance(copied, dict) or copied.get("type") != "object":
+        raise VeridicError(
+            f"external tool {where} has an input schema that does not describe an object: "
+            f"{clip(json.dumps(copied))}; providers need a tool's input to be "
+            '{"type": "object", "properties": {...}}'
+        )
+    result: JsonObject = copied
+    return result
+
+
+def _schema_validator(
+    schema: JsonObject, where: str
+) -> Callable[[str], Callable[[object], dict[str, object]]]:
+    try:
+        import jsonschema
+        import jsonschema.exceptions
+        import jsonschema.validators
+    except ImportError as error:
+        raise VeridicError(
+            f"external tool {where} needs the jsonschema package to validate its arguments, "
+            "which is not installed: pip install 'veridic[external]'"
+        ) from error
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as error:
+        raise VeridicError(
+            f"external tool {where} has an invalid JSON schema ({error.message}): fix the "
+            "schema where it is defined, or leave the tool unregistered"
+        ) from error
+    checker = cls(schema)
+
+    def bind(name: str) -> Callable[[object], dict[str, object]]:
+        def validate(arguments: object) -> dict[str, object]:
+            if not isinstance(arguments, Mapping):
+                raise _not_an_object(name, arguments)
+            plain = dict(arguments)
+            problems: list[tuple[str, str]] = []
+            for error in sorted(checker.iter_errors(plain), key=lambda e: list(map(str, e.path))):
+                problems.extend(_schema_problems(error))
+            if problems:
+                raise _invalid(name, problems)
+            return plain
+
+        return validate
+
+    return bind
+
+
+def _schema_problems(error: object) -> list[tuple[str, str]]:
+    path = ".".join(str(part) for part in getattr(error, "absolute_path", ()))
+    message = str(getattr(error, "message", error))
+    validator = getattr(error, "validator", None)
+    instance = getattr(error, "instance", None)
+    value = getattr(error, "validator_value", None)
+    if validator == "required" and isinstance(instance, dict) and isinstance(value, list):
+        missing = [str(p) for p in value if p not in instance]
+        return [(f"{path}.{p}" if path else p, "Field required") for p in missing]
+    return [(path or "(arguments)", message)]
+
+
+def _pin_state(description: str, pin: str | None, where: str) -> DescriptionTrust:
+    if pin is None:
+        return "unpinned"
+    if not isinstance(pin, str) or _PIN.fullmatch(pin) is None:
+        raise VeridicError(
+            f"external tool {where} has pin={pin!r}, which is not a pin: pass "
+            '"sha256:" + the hex digest of the description\'s UTF-8 bytes, '
+            f"e.g. pin={description_pin(description)!r} after reviewing the description"
+        )
+    return "pinned" if pin == description_pin(description) else "changed"
+
+
+def _mentions_instruction(schema: object, root: JsonObject, seen: frozenset[str]) -> bool:
+    # Whether text read as instruction sits anywhere under ``schema``, through local $refs.
+    if isinstance(schema, list):
+        return any(_mentions_instruction(v, root, seen) for v in schema)
+    if not isinstance(schema, dict):
+        return False
+    if schema.get(_INSTRUCTION_MARK) is True:
+        return True
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
+        target: object = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        if _mentions_instruction(target, root, seen | {ref}):
+            return True
+    return any(_mentions_instruction(v, root, seen) for k, v in schema.items() if k != "$defs")
+
+
+def _schema_description(schema: object) -> str:
+    if isinstance(schema, dict):
+        text = schema.get("description")
+        return text if isinstance(text, str) else ""
+    return ""
