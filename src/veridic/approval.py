@@ -1,0 +1,265 @@
+"""Approvals: per-tool rules, and the mode every call records.
+
+``ApprovalMode`` is the vocabulary of invariant I8: every executed write says
+how it came to run, so "an instruction-field write approved by an always rule"
+is a query over the audit store, not a guess.
+
+- ``NOT_REQUIRED``: the call needs no approval (a query).
+- ``ALWAYS_RULE``: a standing "always allow" rule approved it (never a
+  high-risk tool: :class:`AlwaysAllowRefused`).
+- ``USER_CONFIRMED``: the user approved this one call.
+- ``DENIED``: a deny rule or the user refused it; it did not run.
+
+An :class:`ApprovalPolicy` holds the user's standing rules for one view's
+tools: ``always``, ``ask`` (the default for a write) or ``deny``. "Always
+allow" is a permission, not a mood: it is refused outright for a high-risk
+tool (:class:`~veridic.AlwaysAllowRefused`), because a hard delete or a write
+that becomes another feature's system prompt must never be taught to the
+agent as permanently fine. A single call of a high-risk tool can always be
+confirmed by the user.
+
+>>> from veridic import Registry
+>>> registry = Registry()
+>>> @registry.tool(kind="write", irreversible=True)
+... def delete_golden(name: str) -> str:
+...     '''Permanently delete a golden fixture; this cannot be undone.
+...
+...     Args:
+...         name: The fixture to delete.
+...     '''
+...     return "deleted"
+>>> policy = ApprovalPolicy(registry.view())
+>>> policy.allow_always("delete_golden")
+Traceback (most recent call last):
+  ...
+veridic.errors.AlwaysAllowRefused: "always allow" was asked for tool 'delete_golden', ...
+>>> policy.decide("delete_golden", {"name": "v1"}, confirm=lambda request: True)
+<ApprovalMode.USER_CONFIRMED: 'user_confirmed'>
+>>> ApprovalMode("always_rule") is ApprovalMode.ALWAYS_RULE
+True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal
+
+from veridic.errors import AlwaysAllowRefused, VeridicError
+from veridic.risk import ApprovalMode, Risk, ToolKind
+from veridic.tool import Tool
+from veridic.view import ToolView
+
+__all__ = ["ApprovalMode", "ApprovalPolicy", "ApprovalRequest", "Confirm", "Rule"]
+
+Rule = Literal["always", "ask", "deny"]
+_RULES: Final = ("always", "ask", "deny")
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """One call and what the policy decided about it before asking anyone.
+
+    ``mode`` is the decision when the policy can make it alone
+    (``NOT_REQUIRED``, ``ALWAYS_RULE``, ``DENIED``) and ``None`` while the
+    user must be asked (:attr:`pending`); ``why`` says which rule applied,
+    for the confirmation dialog and the audit record.
+    """
+
+    tool: str
+    kind: ToolKind
+    risk: Risk
+    irreversible: bool
+    writes_instruction_fields: bool
+    mode: ApprovalMode | None
+    why: str
+    arguments: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def pending(self) -> bool:
+        """Whether the user must confirm this call."""
+        return self.mode is None
+
+    def answer(self, confirmed: bool) -> ApprovalMode:
+        """The mode of a pending request once the user answered.
+
+        Raises:
+            VeridicError: the request is not pending (the policy decided it).
+        """
+        if self.mode is not None:
+            raise VeridicError(
+                f"the call of {self.tool!r} is not waiting for the user: the policy decided "
+                f"{self.mode.value} ({self.why}); record that mode instead of asking"
+            )
+        return ApprovalMode.USER_CONFIRMED if confirmed is True else ApprovalMode.DENIED
+
+
+Confirm = Callable[[ApprovalRequest], bool]
+"""Asks the user about one pending call; ``True`` (exactly) confirms it."""
+
+
+class ApprovalPolicy:
+    """The standing approval rules for the tools of one view.
+
+    Decisions, for a tool the view exposes:
+
+    ========================================  ==========================
+    the call                                   mode
+    ========================================  ==========================
+    a ``deny`` rule                            ``DENIED``
+    a high-risk tool (any kind)                the user is asked
+    a query without an ``ask`` rule            ``NOT_REQUIRED``
+    a write with an ``always`` rule            ``ALWAYS_RULE``
+    any other write, an ``ask`` rule           the user is asked
+    ========================================  ==========================
+
+    The user's answer is ``USER_CONFIRMED`` or ``DENIED``; with no one to
+    ask (no ``confirm`` callback) a pending call is ``DENIED``. Rules are
+    per tool name and may be carried to the next request's view with
+    ``ApprovalPolicy(next_view, rules=policy.rules)``; every rule is checked
+    again there. Safe to share between threads.
+
+    Raises (from its methods):
+        UnknownToolError: a rule or decision names a tool never registered.
+        AlwaysAllowRefused: an ``always`` rule for a high-risk tool.
+    """
+
+    __slots__ = ("_lock", "_rules", "_view")
+
+    def __init__(self, view: ToolView, rules: Mapping[str, Rule] | None = None) -> None:
+        if not isinstance(view, ToolView):
+            raise VeridicError(
+                f"ApprovalPolicy() needs the request's ToolView, got {type(view).__name__}: "
+                "pass registry.view(...), the view that dispatches the calls"
+            )
+        self._view = view
+        self._rules: dict[str, Rule] = {}
+        self._lock = threading.Lock()
+        for name, rule in (rules or {}).items():
+            self._set(name, rule)
+
+    def __repr__(self) -> str:
+        return f"ApprovalPolicy({self._view!r}, {len(self._rules)} rule(s))"
+
+    @property
+    def view(self) -> ToolView:
+        """The view whose tools these rules judge."""
+        return self._view
+
+    @property
+    def rules(self) -> Mapping[str, Rule]:
+        """A read-only copy of the rules, by tool name."""
+        with self._lock:
+            return MappingProxyType(dict(self._rules))
+
+    def rule(self, name: str) -> Rule | None:
+        """The rule set for ``name``, or ``None``."""
+        with self._lock:
+            return self._rules.get(name)
+
+    def allow_always(self, name: str) -> None:
+        """Let every call of ``name`` run without asking.
+
+        Raises:
+            AlwaysAllowRefused: ``name`` is a high-risk tool; a single call of
+                it can still be confirmed by the user.
+            UnknownToolError: no tool is named ``name``.
+        """
+        self._set(name, "always")
+
+    def ask(self, name: str) -> None:
+        """Ask the user before each call of ``name`` (the default for a write)."""
+        self._set(name, "ask")
+
+    def deny(self, name: str) -> None:
+        """Refuse every call of ``name``; it is recorded as ``DENIED``."""
+        self._set(name, "deny")
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        """What the policy decides about a call of ``name``, before asking anyone.
+
+        Raises:
+            UnknownToolError, ToolUnavailableError, ToolDeniedError: the view
+                does not expose ``name`` (as :meth:`ToolView.tool`).
+        """
+        tool = self._view.tool(name)
+        rule = self.rule(name)
+        mode, why = _decide(tool, rule)
+        return ApprovalRequest(
+            tool.name,
+            tool.kind,
+            tool.risk,
+            tool.irreversible,
+            tool.writes_instruction_fields,
+            mode,
+            why,
+            MappingProxyType(dict(arguments or {})),
+        )
+
+    def decide(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        *,
+        confirm: Confirm | None = None,
+    ) -> ApprovalMode:
+        """The approval mode of one call of ``name``, asking ``confirm`` when the rules say so.
+
+        A pending call with no ``confirm`` callback is ``DENIED``: nobody
+        confirmed it.
+
+        Raises:
+            UnknownToolError, ToolUnavailableError, ToolDeniedError: as :meth:`request`.
+        """
+        request = self.request(name, arguments)
+        if request.mode is not None:
+            return request.mode
+        return request.answer(confirm is not None and confirm(request) is True)
+
+    def _set(self, name: str, rule: Rule) -> None:
+        if rule not in _RULES:
+            raise VeridicError(
+                f"approval rule {rule!r} for tool {name!r} is not a rule: use "
+                '"always", "ask" or "deny"'
+            )
+        tool = self._registered(name)
+        if rule == "always" and tool.risk >= Risk.HIGH:
+            raise AlwaysAllowRefused(
+                f'"always allow" was asked for tool {name!r}, which is high risk '
+                f"({_why_high(tool)}; declared at {tool.origin}); high-risk tools are never "
+                "always allowed: keep the default (ask), or deny it; a single call can still "
+                "be confirmed by the user when it is made"
+            )
+        with self._lock:
+            self._rules[name] = rule
+
+    def _registered(self, name: str) -> Tool:
+        status = self._view.status(name)
+        if status.tool is None:
+            error = status.error()
+            raise error if error is not None else VeridicError(f"no tool is named {name!r}")
+        return status.tool
+
+
+def _decide(tool: Tool, rule: Rule | None) -> tuple[ApprovalMode | None, str]:
+    if rule == "deny":
+        return ApprovalMode.DENIED, f"a deny rule for {tool.name!r}"
+    if tool.risk >= Risk.HIGH:
+        return None, f"{tool.name!r} is high risk ({_why_high(tool)}): each call is confirmed"
+    if tool.kind == "query" and rule != "ask":
+        return ApprovalMode.NOT_REQUIRED, "a query needs no approval"
+    if rule == "always":
+        return ApprovalMode.ALWAYS_RULE, f"an always rule for {tool.name!r}"
+    if rule == "ask":
+        return None, f"an ask rule for {tool.name!r}"
+    return None, f"{tool.name!r} is a write without an always rule"
+
+
+def _why_high(tool: Tool) -> str:
+    if tool.irreversible:
+        return "irreversible"
+    if tool.writes_instruction_fields:
+        return "it writes text read as instruction"
+    return "declared high"

@@ -1,0 +1,507 @@
+"""The audit store: one record per tool call, and the questions it must answer.
+
+Invariant I8 says every write records how it was approved; the seeds add two
+numbers an operator must be able to check rather than assume:
+
+- instruction-field writes approved by an "always" rule: the gates make this
+  zero (an always rule is refused for high-risk tools, and a guard denies an
+  instruction write unless the directly dispatched tool is high and its call
+  was confirmed), so the query exists to prove it;
+- the substitution rate: after a call is denied, does the model's next call in
+  the same request attempt the same blocked operation through another door?
+
+:class:`AuditSink` is the one method a store needs; :class:`SQLiteAuditSink`
+is the default (standard library only). Every record is validated before it
+is stored (:class:`AuditRecordError`), and committed before ``write`` returns,
+so a crash loses at most the record in flight.
+
+>>> sink = SQLiteAuditSink(":memory:")
+>>> sink.write(AuditRecord(
+...     time=1.0, request_id="req-1", tool="delete_golden", kind="write", risk=Risk.HIGH,
+...     approval=ApprovalMode.USER_CONFIRMED, wrote_instruction_fields=False, irreversible=True,
+...     prompt_sha256="0" * 64, tools_sha256="f" * 64, outcome=CallOutcome.OK))
+>>> sink.writes_by_approval()[ApprovalMode.USER_CONFIRMED]
+1
+>>> sink.instruction_writes_under_always_rule()
+()
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum, unique
+from typing import Final, Literal, Protocol, Self, runtime_checkable
+
+from veridic._sample import clip
+from veridic.approval import ApprovalMode
+from veridic.errors import AuditRecordError
+from veridic.risk import Risk, ToolKind
+
+__all__ = [
+    "AuditRecord",
+    "AuditSink",
+    "CallOutcome",
+    "SQLiteAuditSink",
+    "Substitution",
+]
+
+_KINDS: Final = ("query", "write")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+
+
+@unique
+class CallOutcome(StrEnum):
+    """What became of a call.
+
+    ``DENIED``, ``BLOCKED`` and ``REFUSED`` are the three ways a call is
+    stopped; each is a "denied call" for :meth:`SQLiteAuditSink.substitutions`.
+    """
+
+    OK = "ok"
+    """The handler ran and returned."""
+    FAILED = "failed"
+    """The handler ran and raised (a guard refusal is ``BLOCKED`` instead)."""
+    DENIED = "denied"
+    """Approval refused it (a deny rule, or the user said no); the handler never ran."""
+    BLOCKED = "blocked"
+    """A guard refused an operation inside the handler, before it happened."""
+    REFUSED = "refused"
+    """The view refused the call: unknown, unavailable or filtered tool, invalid arguments."""
+
+
+_STOPPED: Final = frozenset({CallOutcome.DENIED, CallOutcome.BLOCKED, CallOutcome.REFUSED})
+_NOT_RUN: Final = frozenset({CallOutcome.DENIED, CallOutcome.REFUSED})
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One tool call as it happened.
+
+    Attributes:
+        time: seconds since the epoch (``time.time()``) when the call ended.
+        request_id: the request (one model turn or agent run) the call belongs to.
+        tool: the name the model called, even when no such tool exists.
+        kind: ``"query"`` or ``"write"``; ``None`` only for a refused call
+            whose name the view could not resolve.
+        risk: the tool's declared risk; ``None`` only for such a refused call.
+        approval: how the call was approved; ``DENIED`` exactly when the call
+            did not run (outcome ``DENIED`` or ``REFUSED``).
+        wrote_instruction_fields: the call wrote a field read as instruction.
+        irreversible: the call did something that cannot be undone.
+        prompt_sha256: ``Prompt.sha256`` of the prompt the model answered.
+        tools_sha256: hash of the tool list the model was shown.
+        outcome: what became of the call.
+        detail: why it was stopped or failed (a reason, a guard, an error),
+            a short clipped text; empty for a plain success.
+        operations: the guarded operations the call attempted or was declared
+            to perform (``"instruction_write:StoredPrompt.content"``,
+            ``"irreversible:hard delete golden fixture"``), sorted, unique;
+            how a later call is recognised as attempting the same thing.
+
+    Raises:
+        AuditRecordError: a field has the wrong type or value, or the fields
+            contradict each other (a denied call that wrote something).
+    """
+
+    time: float
+    request_id: str
+    tool: str
+    kind: ToolKind | None
+    risk: Risk | None
+    approval: ApprovalMode
+    wrote_instruction_fields: bool
+    irreversible: bool
+    prompt_sha256: str
+    tools_sha256: str
+    outcome: CallOutcome
+    detail: str = ""
+    operations: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the call was denied, blocked or refused."""
+        return self.outcome in _STOPPED
+
+
+@dataclass(frozen=True, slots=True)
+class Substitution:
+    """A stopped call and what the model called next in the same request.
+
+    ``same_operation`` holds when the next call names the same tool or
+    attempts one of the stopped call's operations: the model tried the
+    blocked thing again, through the same door or another one.
+    """
+
+    denied: AuditRecord
+    next: AuditRecord | None
+
+    @property
+    def same_tool(self) -> bool:
+        return self.next is not None and self.next.tool == self.denied.tool
+
+    @property
+    def same_operation(self) -> bool:
+        if self.next is None:
+            return False
+        return self.same_tool or not set(self.denied.operations).isdisjoint(self.next.operations)
+
+
+@runtime_checkable
+class AuditSink(Protocol):
+    """Where audit records go. ``write`` must store the record durably or raise."""
+
+    def write(self, record: AuditRecord, /) -> None:
+        """Store ``record``; raise :class:`AuditRecordError` for a malformed one."""
+        ...
+
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS veridic_audit (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    kind TEXT CHECK (kind IN ('query', 'write')),
+    risk TEXT CHECK (risk IN ('low', 'mid', 'high')),
+    approval TEXT NOT NULL
+        CHECK (approval IN ('not_required', 'always_rule', 'user_confirmed', 'denied')),
+    wrote_instruction_fields INTEGER NOT NULL CHECK (wrote_instruction_fields IN (0, 1)),
+    irreversible INTEGER NOT NULL CHECK (irreversible IN (0, 1)),
+    prompt_sha256 TEXT NOT NULL,
+    tools_sha256 TEXT NOT NULL,
+    outcome TEXT NOT NULL
+        CHECK (outcome IN ('ok', 'failed', 'denied', 'blocked', 'refused')),
+    detail TEXT NOT NULL,
+    operations TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS veridic_audit_request ON veridic_audit (request_id, id);
+"""
+_COLUMNS: Final = (
+    "time, request_id, tool, kind, risk, approval, wrote_instruction_fields, irreversible, "
+    "prompt_sha256, tools_sha256, outcome, detail, operations"
+)
+_INSERT: Final = f"INSERT INTO veridic_audit ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+
+_Row = tuple[float, str, str, str | None, str | None, str, int, int, str, str, str, str, str]
+
+
+class SQLiteAuditSink:
+    """The default audit store: one SQLite table, one committed transaction per record.
+
+    ``path`` is a file (opened in WAL mode, so readers never block the
+    writer) or ``":memory:"``. One connection is shared behind a lock, so any
+    number of threads may call :meth:`write`; asyncio tasks may call it
+    directly (a write holds the loop for tens of microseconds) or through
+    ``asyncio.to_thread``. Each record is its own transaction, committed
+    before ``write`` returns: a crash loses at most the record in flight.
+
+    ``synchronous`` is SQLite's setting: ``"NORMAL"`` (the default) survives
+    a crash of the process; ``"FULL"`` also survives power loss, at the price
+    of an fsync per record.
+
+    Raises:
+        AuditRecordError: :meth:`write` got something that is not a valid
+            :class:`AuditRecord`.
+        sqlite3.Error: the database cannot be opened or written.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise AuditRecordError(
+                f"SQLiteAuditSink(synchronous={synchronous!r}) is not a setting; "
+                'use "NORMAL" (survives a process crash) or "FULL" (survives power loss)'
+            )
+        self._path = os.fspath(path)
+        self._lock = threading.Lock()
+        # isolation_level=None: autocommit, so each INSERT is its own committed transaction.
+        self._db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        with self._lock:
+            if self._path != ":memory:":
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            self._db.executescript(_SCHEMA)
+
+    def __repr__(self) -> str:
+        return f"SQLiteAuditSink({self._path!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; every record written so far is already committed."""
+        with self._lock:
+            self._db.close()
+
+    def write(self, record: AuditRecord, /) -> None:
+        """Validate ``record`` and commit it before returning.
+
+        Raises:
+            AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
+        """
+        if not isinstance(record, AuditRecord):
+            raise AuditRecordError(
+                f"{self!r}.write() got a {type(record).__name__}, not an AuditRecord: "
+                "build an AuditRecord (its fields are checked when it is made)"
+            )
+        # A frozen dataclass can still be altered with object.__setattr__: check again.
+        _validate(record)
+        row = _to_row(record)
+        with self._lock:
+            self._db.execute(_INSERT, row)
+
+    def records(self, request_id: str | None = None) -> tuple[AuditRecord, ...]:
+        """Every record in the order written, or those of one request."""
+        with self._read() as db:
+            if request_id is None:
+                rows = db.execute(f"SELECT {_COLUMNS} FROM veridic_audit ORDER BY id").fetchall()
+            else:
+                rows = db.execute(
+                    f"SELECT {_COLUMNS} FROM veridic_audit WHERE request_id = ? ORDER BY id",
+                    (request_id,),
+                ).fetchall()
+        return tuple(_from_row(row) for row in rows)
+
+    def count(self) -> int:
+        """How many records the store holds."""
+        with self._read() as db:
+            (total,) = db.execute("SELECT COUNT(*) FROM veridic_audit").fetchone()
+        return int(total)
+
+    def writes_by_approval(self) -> dict[ApprovalMode, int]:
+        """How many write calls were recorded under each approval mode (every mode present)."""
+        counts = dict.fromkeys(ApprovalMode, 0)
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT approval, COUNT(*) FROM veridic_audit WHERE kind = 'write' "
+                "GROUP BY approval"
+            ).fetchall()
+        for approval, total in rows:
+            counts[ApprovalMode(approval)] = int(total)
+        return counts
+
+    def instruction_writes_under_always_rule(self) -> tuple[AuditRecord, ...]:
+        """Calls that wrote instruction fields approved by an always rule: must be empty.
+
+        The gates make it so; a non-empty answer is a bug to report, with the
+        records that prove it.
+        """
+        with self._read() as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM veridic_audit "
+                "WHERE wrote_instruction_fields = 1 AND approval = 'always_rule' ORDER BY id"
+            ).fetchall()
+        return tuple(_from_row(row) for row in rows)
+
+    def substitutions(self) -> tuple[Substitution, ...]:
+        """For each stopped call, the next call of the same request (or ``None``), in order."""
+        with self._read() as db:
+            rows = db.execute(
+                f"SELECT id, LEAD(id) OVER (PARTITION BY request_id ORDER BY id), {_COLUMNS} "
+                "FROM veridic_audit ORDER BY id"
+            ).fetchall()
+        records = {row[0]: _from_row(row[2:]) for row in rows}
+        return tuple(
+            Substitution(records[row[0]], None if row[1] is None else records[row[1]])
+            for row in rows
+            if records[row[0]].stopped
+        )
+
+    def substitution_rate(self) -> float | None:
+        """Of the stopped calls that the model followed with another call in the
+        same request, the share whose next call attempted the same operation.
+
+        ``None`` when no stopped call was followed by anything (a stopped call
+        that ends its request says nothing about substitution).
+        """
+        followed = [s for s in self.substitutions() if s.next is not None]
+        if not followed:
+            return None
+        return sum(s.same_operation for s in followed) / len(followed)
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            yield self._db
+
+
+def _to_row(record: AuditRecord) -> _Row:
+    return (
+        record.time,
+        record.request_id,
+        record.tool,
+        record.kind,
+        None if record.risk is None else record.risk.value,
+        record.approval.value,
+        int(record.wrote_instruction_fields),
+        int(record.irreversible),
+        record.prompt_sha256,
+        record.tools_sha256,
+        record.outcome.value,
+        record.detail,
+        json.dumps(list(record.operations), ensure_ascii=False) if record.operations else "[]",
+    )
+
+
+def _from_row(row: Sequence[object]) -> AuditRecord:
+    (time, request_id, tool, kind, risk, approval, wrote, irreversible) = row[:8]
+    (prompt_sha256, tools_sha256, outcome, detail, operations) = row[8:13]
+    try:
+        return AuditRecord(
+            time=float(time),  # type: ignore[arg-type]  # REAL column, sqlite gives a float
+            request_id=str(request_id),
+            tool=str(tool),
+            kind=_kind(kind),
+            risk=None if risk is None else Risk(str(risk)),
+            approval=ApprovalMode(str(approval)),
+            wrote_instruction_fields=bool(wrote),
+            irreversible=bool(irreversible),
+            prompt_sha256=str(prompt_sha256),
+            tools_sha256=str(tools_sha256),
+            outcome=CallOutcome(str(outcome)),
+            detail=str(detail),
+            operations=tuple(str(o) for o in json.loads(str(operations))),
+        )
+    except (KeyError, ValueError) as error:
+        raise AuditRecordError(
+            f"audit row {_shown(tuple(row), 120)} cannot be read back ({error}); "
+            "the table was written by something other than veridic: check what else "
+            "writes to veridic_audit"
+        ) from error
+
+
+def _kind(value: object) -> ToolKind | None:
+    if value == "query":
+        return "query"
+    if value == "write":
+        return "write"
+    if value is None:
+        return None
+    raise ValueError(f"kind {value!r}")
+
+
+def _validate(record: AuditRecord) -> None:
+    if _well_formed(record):
+        return
+    problems = list(_problems(record))
+    if problems:
+        where = f"audit record of tool {record.tool!r} in request {record.request_id!r}"
+        raise AuditRecordError(
+            f"{where} is malformed: {'; '.join(problems)}; build the record from the call "
+            "as it happened (veridic.execute does), or fix the listed fields"
+        )
+
+
+def _well_formed(r: AuditRecord) -> bool:
+    """The fast answer of :func:`_problems` (no problem), checked on every write."""
+    approval, outcome, risk, kind = r.approval, r.outcome, r.risk, r.kind
+    if not (
+        type(r.time) in (float, int)
+        and 0 <= r.time < math.inf
+        and isinstance(r.request_id, str)
+        and r.request_id.strip()
+        and isinstance(r.tool, str)
+        and r.tool.strip()
+        and (kind is None or kind in _KINDS)
+        and (risk is None or isinstance(risk, Risk))
+        and isinstance(approval, ApprovalMode)
+        and isinstance(outcome, CallOutcome)
+        and type(r.wrote_instruction_fields) is bool
+        and type(r.irreversible) is bool
+        and isinstance(r.prompt_sha256, str)
+        and _SHA256.fullmatch(r.prompt_sha256)
+        and isinstance(r.tools_sha256, str)
+        and _SHA256.fullmatch(r.tools_sha256)
+        and isinstance(r.detail, str)
+        and isinstance(r.operations, tuple)
+    ):
+        return False
+    if r.operations and not (
+        all(isinstance(o, str) and o for o in r.operations)
+        and list(r.operations) == sorted(set(r.operations))
+    ):
+        return False
+    did_not_run = outcome in _NOT_RUN
+    return (
+        did_not_run == (approval is ApprovalMode.DENIED)
+        and not (did_not_run and (r.wrote_instruction_fields or r.irreversible))
+        and ((kind is not None and risk is not None) or outcome is CallOutcome.REFUSED)
+    )
+
+
+def _problems(r: AuditRecord) -> Iterator[str]:
+    if type(r.time) not in (float, int) or not math.isfinite(r.time) or r.time < 0:
+        yield f"time must be seconds since the epoch (a finite float >= 0), got {r.time!r}"
+    for name in ("request_id", "tool"):
+        value = getattr(r, name)
+        if not isinstance(value, str) or not value.strip():
+            yield f"{name} must be a non-empty string, got {_shown(value)}"
+    if r.kind is not None and r.kind not in _KINDS:
+        yield f'kind must be "query", "write" or None, got {r.kind!r}'
+    if r.risk is not None and not isinstance(r.risk, Risk):
+        yield f"risk must be a Risk or None, got {r.risk!r}"
+    if not isinstance(r.approval, ApprovalMode):
+        yield f"approval must be an ApprovalMode, got {r.approval!r}"
+    if not isinstance(r.outcome, CallOutcome):
+        yield f"outcome must be a CallOutcome, got {r.outcome!r}"
+    for name in ("wrote_instruction_fields", "irreversible"):
+        if type(getattr(r, name)) is not bool:
+            yield f"{name} must be a bool, got {getattr(r, name)!r}"
+    for name in ("prompt_sha256", "tools_sha256"):
+        value = getattr(r, name)
+        if not isinstance(value, str) or not _SHA256.fullmatch(value):
+            yield (
+                f"{name} must be 64 lowercase hex digits (hashlib.sha256().hexdigest()), "
+                f"got {_shown(value)}"
+            )
+    if not isinstance(r.detail, str):
+        yield f"detail must be a string, got {type(r.detail).__name__}"
+    if not isinstance(r.operations, tuple) or not all(
+        isinstance(o, str) and o for o in r.operations
+    ):
+        yield f"operations must be a tuple of non-empty strings, got {_shown(r.operations)}"
+    elif list(r.operations) != sorted(set(r.operations)):
+        yield f"operations must be sorted and unique, got {_shown(r.operations)}"
+    if isinstance(r.outcome, CallOutcome) and isinstance(r.approval, ApprovalMode):
+        yield from _contradictions(r)
+
+
+def _contradictions(r: AuditRecord) -> Iterator[str]:
+    did_not_run = r.outcome in _NOT_RUN
+    if did_not_run != (r.approval is ApprovalMode.DENIED):
+        yield (
+            f"approval {r.approval.value} contradicts outcome {r.outcome.value} "
+            "(approval is denied exactly when the call did not run: outcome denied or refused)"
+        )
+    if did_not_run and (r.wrote_instruction_fields is True or r.irreversible is True):
+        yield f"a call with outcome {r.outcome.value} did not run, so it wrote nothing"
+    if (r.kind is None or r.risk is None) and r.outcome is not CallOutcome.REFUSED:
+        yield (
+            "kind and risk may be None only for a refused call (a name the view could not resolve)"
+        )
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """``value`` for a message: a string clipped and quoted, anything else as a clipped repr."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"

@@ -1,0 +1,166 @@
+"""A test harness that judges a tool's risk by what it did, not by what it says.
+
+A declared risk ships in the same change as the behaviour it describes, so
+the case worth catching is behaviour moving while the declaration stands
+still: a hard delete named ``purge`` declared mid. The guards in store code
+(:func:`~veridic.guards.guard_irreversible`,
+:func:`~veridic.guards.guard_instruction_write`) are the observation points:
+run the tool under :func:`observe`, and the guards record what fired instead of
+refusing it, so the whole handler runs and every effect is seen. Then
+:func:`check_declared_risk` fails when an observed effect needs a higher risk
+than the tool declared.
+
+Only guarded operations are seen: an effect the store does not mark (mail,
+an after-commit hook, a background job) is invisible here, as it is to the
+run-time gate.
+
+>>> def purge(name: str) -> None:
+...     guard_irreversible("hard delete golden fixture")
+>>> with observe("purge", Risk.MID) as seen:
+...     purge("fixture-42")
+>>> seen.observation.required, seen.observation.operations
+(<Risk.HIGH: 'high'>, ('irreversible:hard delete golden fixture',))
+>>> check_declared_risk([seen.observation])
+Traceback (most recent call last):
+  ...
+veridic.errors.RiskFloorError: tool 'purge' declares risk mid but did ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from veridic.approval import ApprovalMode
+from veridic.errors import RiskFloorError, VeridicError
+from veridic.guards import Dispatch, DispatchScope, GuardEvent, _entered
+from veridic.risk import Risk
+from veridic.view import ToolView
+
+__all__ = [
+    "Observation",
+    "Observer",
+    "arun_observed",
+    "check_declared_risk",
+    "observe",
+    "run_observed",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What a tool did while it was observed: the guards that fired, in order."""
+
+    tool: str
+    declared: Risk
+    events: tuple[GuardEvent, ...]
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        """Every guarded operation the tool performed, sorted, unique."""
+        return tuple(sorted({op for event in self.events for op in event.operations}))
+
+    @property
+    def required(self) -> Risk | None:
+        """The least risk the observed effects need (``None`` when no guard fired)."""
+        return Risk.HIGH if self.events else None
+
+    @property
+    def understated(self) -> bool:
+        """Whether the tool declared less than its effects need."""
+        return self.required is not None and self.declared < self.required
+
+
+class Observer:
+    """Yielded by :func:`observe`; :attr:`observation` holds what was seen so far."""
+
+    __slots__ = ("_scope",)
+
+    def __init__(self, scope: DispatchScope) -> None:
+        self._scope = scope
+
+    @property
+    def observation(self) -> Observation:
+        call = self._scope.call
+        return Observation(call.tool, call.risk, self._scope.events)
+
+
+@contextmanager
+def observe(tool: str, declared: Risk) -> Iterator[Observer]:
+    """Run the body as a user-confirmed dispatch of ``tool`` whose guards record, never refuse.
+
+    For tests only: inside it, an understated tool's dangerous operations
+    really happen, so point it at test data. Entered inside a real dispatch
+    it switches nothing off: the guards keep judging the outer call.
+    """
+    call = Dispatch(tool, declared, ApprovalMode.USER_CONFIRMED, "veridic.effects")
+    with _entered(call, observing=True) as scope:
+        yield Observer(scope)
+
+
+def run_observed(
+    view: ToolView, name: str, arguments: Mapping[str, object] | str | None = None
+) -> Observation:
+    """Dispatch ``name`` through ``view`` under :func:`observe` with its declared risk.
+
+    The handler's own errors propagate; an ``async`` tool needs :func:`arun_observed`.
+
+    Raises:
+        UnknownToolError, ToolUnavailableError, ToolDeniedError,
+        InvalidArgumentsError: as :meth:`ToolView.validate`.
+        VeridicError: the tool is ``async``.
+    """
+    prepared = view.validate(name, arguments)
+    if prepared.tool.is_async:
+        raise VeridicError(
+            f"tool {name!r} ({prepared.tool.origin}) is async: observe it with "
+            "await arun_observed(view, name, arguments)"
+        )
+    with observe(prepared.tool.name, prepared.tool.risk) as seen:
+        prepared.invoke()
+    return seen.observation
+
+
+async def arun_observed(
+    view: ToolView, name: str, arguments: Mapping[str, object] | str | None = None
+) -> Observation:
+    """:func:`run_observed` for any tool, awaiting an ``async`` handler inside the observation."""
+    prepared = view.validate(name, arguments)
+    with observe(prepared.tool.name, prepared.tool.risk) as seen:
+        await prepared.ainvoke()
+    return seen.observation
+
+
+def check_declared_risk(observations: Iterable[Observation]) -> None:
+    """Fail when any observed tool did something its declared risk does not cover.
+
+    Raises:
+        RiskFloorError: naming every understated tool, each effect and where
+            it happened, and the declaration to write instead.
+    """
+    problems = [_problem(o) for o in observations if o.understated]
+    if problems:
+        raise RiskFloorError("; ".join(problems))
+
+
+def _problem(observation: Observation) -> str:
+    seen = ", ".join(
+        f"{_describe(op)} (at {event.where})"
+        for event in observation.events
+        for op in event.operations
+    )
+    required = observation.required or Risk.HIGH
+    return (
+        f"tool {observation.tool!r} declares risk {observation.declared.value} but did {seen} "
+        f"while observed; those effects need risk {required.value}: declare "
+        f"risk=Risk.{required.name} (irreversible=True for an operation that cannot be "
+        "undone, writes= the model for a write read as instruction), or remove the effect"
+    )
+
+
+def _describe(operation: str) -> str:
+    kind, _, what = operation.partition(":")
+    if kind == "irreversible":
+        return f"irreversible operation {what!r}"
+    return f"a write of instruction field {what}"

@@ -1,0 +1,389 @@
+"""The executor: approve, dispatch under guard, record. One audit record per call, always.
+
+:func:`execute` (and :func:`aexecute` for ``async`` code) is the road from a
+model's tool call to its effect (see "The road data takes" in DESIGN.md):
+
+1. the name is checked against the view that produced the prompt; an unknown,
+   unavailable or denied tool, or invalid arguments, is *refused* and nothing
+   runs;
+2. the :class:`~veridic.ApprovalPolicy` decides the approval mode, asking the
+   user through ``confirm`` when its rules say so; a denied call does not run;
+3. the handler runs inside :func:`~veridic.guards.dispatching`, so the guards
+   in store code judge this call, the one the agent dispatched directly;
+4. an :class:`~veridic.AuditRecord` is written whatever happened: refused,
+   denied, blocked by a guard, failed, or done.
+
+Errors from the call are returned in :class:`CallResult`, not raised, so the
+agent loop can answer the model (``result.error``) and carry on; only misuse
+of the executor itself raises.
+
+>>> from veridic import ApprovalPolicy, Prompt, Registry, SQLiteAuditSink, instruction
+>>> registry = Registry()
+>>> @registry.tool(kind="write")
+... def rename_fixture(name: str, new_name: str) -> str:
+...     \'\'\'Rename a golden fixture; the old name is kept as an alias.
+...
+...     Args:
+...         name: The fixture.
+...         new_name: Its new name.
+...     \'\'\'
+...     return new_name
+>>> view = registry.view()
+>>> policy = ApprovalPolicy(view)
+>>> policy.allow_always("rename_fixture")
+>>> audit = SQLiteAuditSink(":memory:")
+>>> prompt = Composer().system(instruction("You maintain fixtures.")).build()
+>>> result = execute(view, "rename_fixture", {"name": "a", "new_name": "b"}, policy=policy,
+...                  audit=audit, request_id="req-1", prompt=prompt)
+>>> result.value, result.record.approval, result.record.outcome
+('b', <ApprovalMode.ALWAYS_RULE: 'always_rule'>, <CallOutcome.OK: 'ok'>)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from veridic.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Confirm
+from veridic.audit import AuditRecord, AuditSink, CallOutcome
+from veridic.errors import (
+    ApprovalDeniedError,
+    GuardDeniedError,
+    InvalidArgumentsError,
+    VeridicError,
+)
+from veridic.guards import DispatchScope, dispatching
+from veridic.prompt import Prompt
+from veridic.tool import Tool
+from veridic.view import PreparedCall, ToolView
+
+__all__ = ["AsyncConfirm", "CallResult", "aexecute", "execute", "tools_sha256"]
+
+AsyncConfirm = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
+"""Asks the user about a pending call from async code; may return an awaitable."""
+
+_DETAIL_LIMIT: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """What became of one call: the handler's value or the error, and its audit record."""
+
+    record: AuditRecord
+    value: object = None
+    error: Exception | None = None
+
+    @property
+    def outcome(self) -> CallOutcome:
+        return self.record.outcome
+
+    @property
+    def ok(self) -> bool:
+        return self.record.outcome is CallOutcome.OK
+
+    def unwrap(self) -> object:
+        """The handler's value; raises the call's error when it did not succeed."""
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def execute(
+    view: ToolView,
+    name: str,
+    arguments: Mapping[str, object] | str | None = None,
+    *,
+    policy: ApprovalPolicy,
+    audit: AuditSink,
+    request_id: str,
+    prompt: Prompt | str,
+    confirm: Confirm | None = None,
+    tools_digest: str | None = None,
+) -> CallResult:
+    """Run one model tool call: check, approve, dispatch under guard, record.
+
+    ``prompt`` is the :class:`~veridic.Prompt` the model answered (or its
+    ``sha256``); ``tools_digest`` the hash of the tool list sent with it
+    (default: :func:`tools_sha256` of ``view``). ``confirm`` asks the user
+    about a call the policy will not decide alone; without it such a call
+    is denied.
+
+    Raises:
+        VeridicError: misuse: ``policy`` belongs to another view, the tool is
+            ``async`` (use :func:`aexecute`), or ``prompt`` is not a prompt or
+            a sha256.
+        AuditRecordError, sqlite3.Error: the audit record could not be written
+            (the call's own errors are in the result, never raised).
+        BaseException: whatever ``confirm`` or the handler raised that is
+            not an ``Exception`` (``KeyboardInterrupt``), after recording it.
+    """
+    call = _Call(view, name, policy, audit, request_id, prompt, tools_digest)
+    checked = call.check(arguments, sync=True)
+    if isinstance(checked, CallResult):
+        return checked
+    prepared, request = checked
+    mode = request.mode
+    if mode is None:
+        mode = call.ask(prepared.tool, request, confirm)
+    if mode is ApprovalMode.DENIED:
+        return call.denied(prepared.tool, request, asked=confirm is not None)
+    with dispatching(prepared.tool.name, prepared.tool.risk, mode, request_id=request_id) as scope:
+        try:
+            value = prepared.invoke()
+        except BaseException as error:
+            return call.failed(prepared.tool, mode, scope, error)
+    return call.finish(prepared.tool, mode, scope, value)
+
+
+async def aexecute(
+    view: ToolView,
+    name: str,
+    arguments: Mapping[str, object] | str | None = None,
+    *,
+    policy: ApprovalPolicy,
+    audit: AuditSink,
+    request_id: str,
+    prompt: Prompt | str,
+    confirm: AsyncConfirm | None = None,
+    tools_digest: str | None = None,
+) -> CallResult:
+    """:func:`execute` for async code: awaits ``async`` handlers and an async ``confirm``.
+
+    The dispatch context follows the handler's awaits (a context variable of
+    the task), so guards in async store code judge this call too.
+    """
+    call = _Call(view, name, policy, audit, request_id, prompt, tools_digest)
+    checked = call.check(arguments, sync=False)
+    if isinstance(checked, CallResult):
+        return checked
+    prepared, request = checked
+    mode = request.mode
+    if mode is None:
+        try:
+            answer = confirm(request) if confirm is not None else False
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except BaseException:
+            call.confirm_raised(prepared.tool, request)
+            raise
+        mode = request.answer(answer is True)
+    if mode is ApprovalMode.DENIED:
+        return call.denied(prepared.tool, request, asked=confirm is not None)
+    with dispatching(prepared.tool.name, prepared.tool.risk, mode, request_id=request_id) as scope:
+        try:
+            value = await prepared.ainvoke()
+        except BaseException as error:
+            return call.failed(prepared.tool, mode, scope, error)
+    return call.finish(prepared.tool, mode, scope, value)
+
+
+def tools_sha256(view: ToolView) -> str:
+    """SHA-256 of the view's tool list (its MCP specs as canonical JSON), cached per view.
+
+    The audit record's ``tools_sha256`` when the caller does not pass the
+    digest of the list it sent.
+    """
+    with _DIGEST_LOCK:
+        cached = _DIGESTS.get(id(view))
+        if cached is not None and cached[0] is view:
+            _DIGESTS.move_to_end(id(view))
+            return cached[1]
+    specs = json.dumps(
+        view.tool_specs("mcp"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    digest = hashlib.sha256(specs.encode("utf-8", "surrogatepass")).hexdigest()
+    with _DIGEST_LOCK:
+        # The entry keeps the view alive, so its id cannot be reused while it is cached.
+        _DIGESTS[id(view)] = (view, digest)
+        while len(_DIGESTS) > _DIGEST_KEPT:
+            _DIGESTS.popitem(last=False)
+    return digest
+
+
+_DIGEST_KEPT: Final = 64
+_DIGESTS: Final[OrderedDict[int, tuple[ToolView, str]]] = OrderedDict()
+_DIGEST_LOCK: Final = threading.Lock()
+
+
+class _Call:
+    """One call's fixed facts, and the records it can end with."""
+
+    __slots__ = ("audit", "name", "policy", "prompt_sha256", "request_id", "tools_sha256", "view")
+
+    def __init__(
+        self,
+        view: ToolView,
+        name: str,
+        policy: ApprovalPolicy,
+        audit: AuditSink,
+        request_id: str,
+        prompt: Prompt | str,
+        tools_digest: str | None,
+    ) -> None:
+        if not isinstance(view, ToolView) or not isinstance(policy, ApprovalPolicy):
+            raise VeridicError(
+                f"execute() needs a ToolView and an ApprovalPolicy, got {type(view).__name__} "
+                f"and {type(policy).__name__}: pass the request's view and ApprovalPolicy(view)"
+            )
+        if policy.view is not view:
+            raise VeridicError(
+                f"execute() got a policy built for another view ({policy.view!r}, not "
+                f"{view!r}): build the policy for this request's view, "
+                "ApprovalPolicy(view, rules=previous.rules)"
+            )
+        digest = prompt.sha256 if isinstance(prompt, Prompt) else prompt
+        if not isinstance(digest, str):
+            raise VeridicError(
+                f"execute() got prompt={type(prompt).__name__}: pass the Prompt the model "
+                "answered, or its .sha256"
+            )
+        self.view = view
+        self.name = name
+        self.policy = policy
+        self.audit = audit
+        self.request_id = request_id
+        self.prompt_sha256 = digest
+        self.tools_sha256 = tools_digest if tools_digest is not None else tools_sha256(view)
+
+    def check(
+        self, arguments: Mapping[str, object] | str | None, *, sync: bool
+    ) -> CallResult | tuple[PreparedCall, ApprovalRequest]:
+        """Refuse what the view cannot run; otherwise the prepared call and the policy's view."""
+        status = self.view.status(self.name)
+        if not status.exposed:
+            error = status.error() or VeridicError(f"tool {self.name!r} is not exposed")
+            return self._refused(status.tool, f"{status.state}: {status.reason}", error)
+        try:
+            prepared = self.view.validate(self.name, arguments)
+        except InvalidArgumentsError as error:
+            return self._refused(
+                status.tool, f"invalid_arguments: {', '.join(error.fields)}", error
+            )
+        if sync and prepared.tool.is_async:
+            raise VeridicError(
+                f"tool {self.name!r} ({prepared.tool.origin}) is async, and execute() would "
+                "leave its coroutine to run after the dispatch's guards were gone: use "
+                "await aexecute(...)"
+            )
+        return prepared, self.policy.request(self.name, prepared.arguments)
+
+    def ask(self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None) -> ApprovalMode:
+        if confirm is None:
+            return ApprovalMode.DENIED
+        try:
+            answer = confirm(request)
+        except BaseException:
+            self.confirm_raised(tool, request)
+            raise
+        return request.answer(answer is True)
+
+    def confirm_raised(self, tool: Tool, request: ApprovalRequest) -> None:
+        self.write(tool, ApprovalMode.DENIED, CallOutcome.DENIED, f"{request.why}; confirm raised")
+
+    def denied(self, tool: Tool, request: ApprovalRequest, *, asked: bool) -> CallResult:
+        if request.mode is ApprovalMode.DENIED:
+            why = request.why
+        elif not asked:
+            why = f"{request.why}; there was no confirm callback, so nobody confirmed it"
+        else:
+            why = f"{request.why}; the user refused"
+        record = self.write(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why)
+        error = ApprovalDeniedError(
+            f"the call of tool {tool.name!r} was not approved ({why}), so it did not run: "
+            "tell the user it needs their approval; do not reach for another tool to do it"
+        )
+        return CallResult(record, error=error)
+
+    def failed(
+        self, tool: Tool, mode: ApprovalMode, scope: DispatchScope, error: BaseException
+    ) -> CallResult:
+        result = self._ended(tool, mode, scope, None, error)
+        if not isinstance(error, Exception):
+            raise error
+        return result
+
+    def finish(
+        self, tool: Tool, mode: ApprovalMode, scope: DispatchScope, value: object
+    ) -> CallResult:
+        return self._ended(tool, mode, scope, value, None)
+
+    def _ended(
+        self,
+        tool: Tool,
+        mode: ApprovalMode,
+        scope: DispatchScope,
+        value: object,
+        error: BaseException | None,
+    ) -> CallResult:
+        events = scope.events
+        blocked = [event for event in events if not event.allowed]
+        if blocked:
+            outcome = CallOutcome.BLOCKED
+            detail = "a guard refused " + ", ".join(
+                f"{op} (at {event.where})" for event in blocked for op in event.operations
+            )
+        elif error is not None:
+            outcome, detail = CallOutcome.FAILED, f"{type(error).__name__}: {error}"
+        else:
+            outcome, detail = CallOutcome.OK, ""
+        allowed = [event for event in events if event.allowed]
+        done = outcome is CallOutcome.OK
+        wrote = any(e.kind == "instruction_write" for e in allowed) or (
+            done and tool.writes_instruction_fields
+        )
+        irreversible = any(e.kind == "irreversible" for e in allowed) or (
+            done and tool.irreversible
+        )
+        operations = {op for event in events for op in event.operations}
+        record = self.write(tool, mode, outcome, detail, wrote, irreversible, operations)
+        if isinstance(error, Exception):
+            return CallResult(record, error=error)
+        if blocked:
+            # The handler caught the guard's refusal; the call still did not do what it tried.
+            caught = GuardDeniedError(f"{detail}; the handler of {tool.name!r} caught the refusal")
+            return CallResult(record, value=value, error=caught)
+        return CallResult(record, value=value)
+
+    def _refused(self, tool: Tool | None, detail: str, error: Exception) -> CallResult:
+        record = self.write(tool, ApprovalMode.DENIED, CallOutcome.REFUSED, detail)
+        return CallResult(record, error=error)
+
+    def write(
+        self,
+        tool: Tool | None,
+        mode: ApprovalMode,
+        outcome: CallOutcome,
+        detail: str,
+        wrote: bool = False,
+        irreversible: bool = False,
+        operations: set[str] | None = None,
+    ) -> AuditRecord:
+        declared = (
+            set() if tool is None else {f"instruction_write:{p}" for p in tool.instruction_writes}
+        )
+        if len(detail) > _DETAIL_LIMIT:
+            detail = f"{detail[:_DETAIL_LIMIT]}… ({len(detail)} chars)"
+        record = AuditRecord(
+            time=time.time(),
+            request_id=self.request_id,
+            tool=self.name,
+            kind=None if tool is None else tool.kind,
+            risk=None if tool is None else tool.risk,
+            approval=mode,
+            wrote_instruction_fields=wrote,
+            irreversible=irreversible,
+            prompt_sha256=self.prompt_sha256,
+            tools_sha256=self.tools_sha256,
+            outcome=outcome,
+            detail=detail,
+            operations=tuple(sorted(declared | (operations or set()))),
+        )
+        self.audit.write(record)
+        return record

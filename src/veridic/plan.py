@@ -1,0 +1,479 @@
+"""The plan normalizer: nothing the model proposed vanishes without a trace.
+
+A plan is not a list of independent conveniences: its steps depend on each
+other. The seed's normalizer skipped two steps naming tools the site could
+not run (a plug-in had not booted), and the four that survived ran green and
+built something broken. :func:`normalize_plan` checks every step against the
+same :class:`~veridic.ToolView` that wrote the prompt (invariant I5) and:
+
+- drops a step whose tool is ``"unknown"`` (never registered: a hallucinated
+  name, with the nearest valid names), ``"unavailable"`` (its component did
+  not start, or it has no description), ``"denied"`` (filtered by this view's
+  policy) or whose arguments are invalid (``"invalid_arguments"``, with the
+  offending fields);
+- invalidates every step that depends on a dropped one, directly or
+  transitively: it is not run;
+- writes a ``notice`` for the user naming every removed ability, why, and
+  the component's hint;
+- raises :class:`~veridic.IncompletePlanError` instead in strict mode.
+
+A malformed plan (duplicate ids, a dependency on no step, a cycle, a step
+that is not a mapping with the right keys) is a :class:`~veridic.PlanError`:
+there is no sensible plan to return.
+
+>>> from veridic import Registry
+>>> registry = Registry()
+>>> @registry.tool(kind="write")
+... def create_webhook(url: str) -> str:
+...     '''Create a webhook that receives form submissions.
+...
+...     Args:
+...         url: Where deliveries are sent.
+...     '''
+...     return "hook-1"
+>>> plan = normalize_plan(
+...     [
+...         {"id": "s1", "tool": "create_webhook", "arguments": {"url": "https://x.test"}},
+...         {"id": "s2", "tool": "create_snippet", "arguments": {}},
+...         {"id": "s3", "tool": "create_webhook", "arguments": {"url": "y"}, "depends_on": ["s2"]},
+...     ],
+...     registry.view(),
+... )
+>>> [s.id for s in plan.steps], [(d.id, d.reason) for d in plan.dropped], plan.complete
+(['s1'], [('s2', 'unknown')], False)
+>>> [(i.id, i.because) for i in plan.invalidated]
+[('s3', ('s2',))]
+>>> print(plan.notice.splitlines()[0])
+Some proposed steps were removed because this site cannot run them: create_snippet. ...
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal
+
+from veridic._sample import clip
+from veridic.errors import (
+    IncompletePlanError,
+    InvalidArgumentsError,
+    PlanError,
+    VeridicError,
+)
+from veridic.view import ToolStatus, ToolView
+
+__all__ = [
+    "DropReason",
+    "DroppedStep",
+    "InvalidatedStep",
+    "NormalizedPlan",
+    "PlanStep",
+    "normalize_plan",
+]
+
+DropReason = Literal["unknown", "unavailable", "denied", "invalid_arguments"]
+INVALIDATED: Final = "depends_on_removed"
+"""The ``reason`` of every invalidated step."""
+
+_PLAIN_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_KEYS: Final = ("id", "tool", "arguments", "depends_on")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    """One proposed step: an id, a tool name, its arguments and the ids it depends on.
+
+    ``arguments`` is kept read-only, as the model sent it (a mapping; JSON
+    text is decoded when the step is read).
+    """
+
+    id: str
+    tool: str
+    arguments: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    depends_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedStep:
+    """A step removed because its tool cannot run here, or its arguments are invalid.
+
+    Attributes:
+        reason: ``"unknown"``, ``"unavailable"``, ``"denied"`` or ``"invalid_arguments"``.
+        why: the view's short explanation (``"its component 'pro' did not start (...)"``).
+        detail: the full message dispatching it would raise.
+        hint: what to do about it (the component's hint for an unavailable tool).
+        suggestions: the nearest valid names, for an unknown one.
+        fields: the offending argument paths, for invalid arguments.
+    """
+
+    id: str
+    tool: str
+    reason: DropReason
+    why: str
+    detail: str
+    hint: str = ""
+    suggestions: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidatedStep:
+    """A step not run because a step it depends on (maybe transitively) was dropped.
+
+    ``because`` lists those dropped steps' ids, in plan order.
+    """
+
+    id: str
+    tool: str
+    because: tuple[str, ...]
+    reason: Literal["depends_on_removed"] = "depends_on_removed"
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedPlan:
+    """A plan checked against a view: what may run, and everything that may not, with why.
+
+    ``steps`` keeps the plan's order. ``notice`` is empty when the plan is
+    complete; otherwise it is text for the user (not an instruction: it
+    quotes the model's names), to show before anything runs.
+    """
+
+    steps: tuple[PlanStep, ...]
+    dropped: tuple[DroppedStep, ...]
+    invalidated: tuple[InvalidatedStep, ...]
+    notice: str
+
+    @property
+    def complete(self) -> bool:
+        """Whether every proposed step is kept."""
+        return not self.dropped and not self.invalidated
+
+    @property
+    def removed(self) -> tuple[DroppedStep | InvalidatedStep, ...]:
+        """The dropped and the invalidated steps."""
+        return (*self.dropped, *self.invalidated)
+
+
+def normalize_plan(
+    steps: Iterable[Mapping[str, object] | PlanStep],
+    view: ToolView,
+    *,
+    strict: bool = False,
+) -> NormalizedPlan:
+    """Check a proposed plan against ``view``; drop, invalidate and explain, never skip silently.
+
+    ``steps`` are :class:`PlanStep` objects or mappings with keys ``id``,
+    ``tool``, ``arguments`` (a mapping, JSON text or absent) and
+    ``depends_on`` (a list of ids, or absent); other keys are ignored.
+    Arguments are validated against the tool's schema without running it.
+
+    Raises:
+        PlanError: the plan is malformed (duplicate ids, a dependency on an
+            id no step has, a cycle, a step of the wrong shape).
+        IncompletePlanError: ``strict`` is true and a step was removed; its
+            ``.plan`` is the :class:`NormalizedPlan`.
+    """
+    if not isinstance(view, ToolView):
+        raise VeridicError(
+            f"normalize_plan() needs the ToolView that produced the prompt, got "
+            f"{type(view).__name__}: pass registry.view(...) of this request"
+        )
+    plan = _read(steps)
+    _check_graph(plan)
+    exposed = view.names()
+    dropped = {step.id: d for step in plan if (d := _check_step(step, view, exposed)) is not None}
+    because = _dependents(plan, dropped)
+    invalidated = tuple(
+        InvalidatedStep(step.id, step.tool, because[step.id])
+        for step in plan
+        if step.id in because and step.id not in dropped
+    )
+    gone = set(dropped) | {step.id for step in invalidated}
+    result = NormalizedPlan(
+        tuple(step for step in plan if step.id not in gone),
+        tuple(dropped.values()),
+        invalidated,
+        _notice(tuple(dropped.values()), invalidated),
+    )
+    if strict and not result.complete:
+        raise IncompletePlanError(
+            f"the proposed plan cannot run as proposed: {len(result.dropped)} step(s) removed "
+            f"and {len(result.invalidated)} invalidated. {result.notice} Re-plan with the tools "
+            "this view lists, or normalize without strict=True and show .notice before running "
+            "the remaining steps",
+            result,
+        )
+    return result
+
+
+# --- reading the plan ---------------------------------------------------------------
+
+
+def _read(steps: Iterable[Mapping[str, object] | PlanStep]) -> tuple[PlanStep, ...]:
+    if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Iterable):
+        raise PlanError(
+            f"a plan is a list of steps, got a {type(steps).__name__}: pass a list of "
+            "mappings with keys id, tool, arguments, depends_on (or PlanStep objects)"
+        )
+    return tuple(_step(index, step) for index, step in enumerate(steps))
+
+
+def _step(index: int, raw: object) -> PlanStep:
+    if isinstance(raw, PlanStep):
+        return _step(index, {k: getattr(raw, k) for k in _KEYS})
+    if not isinstance(raw, Mapping):
+        raise PlanError(
+            f"plan step #{index} is a {type(raw).__name__}, not a step: write each step as "
+            '{"id": ..., "tool": ..., "arguments": {...}, "depends_on": [...]}'
+        )
+    step_id = raw.get("id")
+    if not isinstance(step_id, str) or not step_id.strip():
+        raise PlanError(
+            f"plan step #{index} has id {_shown(step_id)}: every step needs a non-empty string "
+            'id, e.g. "step_1", so that other steps can depend on it'
+        )
+    tool = raw.get("tool")
+    if not isinstance(tool, str) or not tool.strip():
+        raise PlanError(
+            f"{_where(index, step_id)} has tool {_shown(tool)}: every step names the tool it "
+            "calls as a non-empty string"
+        )
+    arguments = _arguments(index, step_id, raw.get("arguments"))
+    return PlanStep(step_id, tool, arguments, _needs(index, step_id, raw.get("depends_on")))
+
+
+def _where(index: int, step_id: str) -> str:
+    return f"plan step #{index} ({step_id!r})"
+
+
+def _arguments(index: int, step_id: str, raw: object) -> Mapping[str, object]:
+    if raw is None:
+        return MappingProxyType({})
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except ValueError as error:
+            raise PlanError(
+                f"{_where(index, step_id)} has arguments that are not JSON ({error}): send the "
+                "arguments as an object (or JSON text of one)"
+            ) from error
+    if not isinstance(raw, dict | Mapping) or not all(isinstance(key, str) for key in raw):
+        raise PlanError(
+            f"{_where(index, step_id)} has arguments {_shown(raw)}: arguments are an object "
+            "whose keys are the tool's parameter names"
+        )
+    return MappingProxyType(dict(raw))
+
+
+def _needs(index: int, step_id: str, needs: object) -> tuple[str, ...]:
+    if needs is None:
+        return ()
+    if not isinstance(needs, list | tuple) and (
+        isinstance(needs, str) or not isinstance(needs, Sequence)
+    ):
+        raise PlanError(
+            f"{_where(index, step_id)} has depends_on {_shown(needs)}: list the ids of the "
+            'steps it needs, e.g. ["step_1"] (a list even for one id)'
+        )
+    if not all(isinstance(need, str) for need in needs):
+        raise PlanError(
+            f"{_where(index, step_id)} has depends_on {_shown(needs)}: the ids must be strings"
+        )
+    return tuple(dict.fromkeys(needs))
+
+
+def _check_graph(plan: tuple[PlanStep, ...]) -> None:
+    seen: set[str] = set()
+    for step in plan:
+        if step.id in seen:
+            raise PlanError(
+                f"plan step id {step.id!r} is used by more than one step: give each step its "
+                "own id, so depends_on says which one it means"
+            )
+        seen.add(step.id)
+    for step in plan:
+        unknown = [need for need in step.depends_on if need not in seen]
+        if unknown:
+            raise PlanError(
+                f"plan step {step.id!r} depends on {', '.join(map(repr, unknown))}, which no "
+                f"step of the plan has as its id (ids: {_listing(seen)}): depend only on steps "
+                "of this plan"
+            )
+    cycle = _cycle(plan)
+    if cycle:
+        raise PlanError(
+            f"the plan's dependencies form a cycle: {' -> '.join(map(repr, cycle))}; a step "
+            "cannot wait for itself: remove one of these dependencies"
+        )
+
+
+def _cycle(plan: tuple[PlanStep, ...]) -> list[str]:
+    needs = {step.id: step.depends_on for step in plan}
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    for start in needs:
+        if start in state:
+            continue
+        path: list[str] = [start]
+        todo: list[Iterator[str]] = [iter(needs[start])]
+        state[start] = 1
+        while todo:
+            following = next(todo[-1], None)
+            if following is None:
+                state[path.pop()] = 2
+                todo.pop()
+            elif state.get(following) == 1:
+                return [*path[path.index(following) :], following]
+            elif following not in state:
+                state[following] = 1
+                path.append(following)
+                todo.append(iter(needs[following]))
+    return []
+
+
+def _listing(names: Iterable[str], limit: int = 10) -> str:
+    ordered = sorted(names)
+    shown = ", ".join(map(repr, ordered[:limit]))
+    return shown + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+
+
+# --- checking each step ------------------------------------------------------------------
+
+
+def _check_step(step: PlanStep, view: ToolView, exposed: frozenset[str]) -> DroppedStep | None:
+    if step.tool not in exposed:
+        return _refused(step, view.status(step.tool))
+    try:
+        view.validate(step.tool, step.arguments)
+    except InvalidArgumentsError as error:
+        return DroppedStep(
+            step.id,
+            step.tool,
+            "invalid_arguments",
+            f"invalid arguments: {', '.join(error.fields) or '(arguments)'}",
+            str(error),
+            hint=f"read the contract with get_tool_schema(name={step.tool!r}) and re-plan",
+            fields=error.fields,
+        )
+    return None
+
+
+def _refused(step: PlanStep, status: ToolStatus) -> DroppedStep:
+    error = status.error()
+    detail = str(error) if error is not None else status.reason
+    reason: DropReason = (
+        "unknown"
+        if status.state == "unknown"
+        else "unavailable"
+        if status.state == "unavailable"
+        else "denied"
+    )
+    suggestions = status.suggestions[:3] if reason == "unknown" else ()
+    return DroppedStep(step.id, step.tool, reason, status.reason, detail, status.hint, suggestions)
+
+
+def _dependents(
+    plan: tuple[PlanStep, ...], dropped: Mapping[str, DroppedStep]
+) -> dict[str, tuple[str, ...]]:
+    """For every step downstream of a dropped one: the dropped ids it depends on, in plan order."""
+    users: dict[str, list[str]] = {step.id: [] for step in plan}
+    for step in plan:
+        for need in step.depends_on:
+            users[need].append(step.id)
+    found: dict[str, set[str]] = {}
+    for root in dropped:
+        todo, reached = list(users[root]), set()
+        while todo:
+            current = todo.pop()
+            if current not in reached:
+                reached.add(current)
+                todo.extend(users[current])
+        for current in reached:
+            found.setdefault(current, set()).add(root)
+    order = {step.id: index for index, step in enumerate(plan)}
+    return {key: tuple(sorted(roots, key=order.__getitem__)) for key, roots in found.items()}
+
+
+# --- the notice ---------------------------------------------------------------------------
+
+_WHY: Final = {
+    "unknown": "no tool has this name here",
+    "unavailable": "cannot run on this site",
+    "denied": "not allowed in this session",
+    "invalid_arguments": "the proposed arguments do not fit the tool",
+}
+
+
+def _notice(dropped: tuple[DroppedStep, ...], invalidated: tuple[InvalidatedStep, ...]) -> str:
+    if not dropped and not invalidated:
+        return ""
+    cannot = _tools(d for d in dropped if d.reason != "invalid_arguments")
+    misfit = _tools(d for d in dropped if d.reason == "invalid_arguments")
+    lines = []
+    if cannot:
+        lines.append(
+            f"Some proposed steps were removed because this site cannot run them: {cannot}."
+        )
+    if misfit:
+        lines.append(
+            "Some proposed steps were removed because their arguments do not fit the tool's "
+            f"contract: {misfit}."
+        )
+    if dropped:
+        lines[-1] += " The remaining plan may be incomplete."
+    groups: dict[tuple[str, str, str], list[DroppedStep]] = {}
+    for item in dropped:
+        explanation = _explain(item)
+        groups.setdefault((item.reason, explanation, item.hint), []).append(item)
+    for (reason, explanation, hint), items in groups.items():
+        tools = ", ".join(dict.fromkeys(_name(d.tool) for d in items))
+        ids = ", ".join(_name(d.id) for d in items)
+        line = f"- {tools} ({'steps' if len(items) > 1 else 'step'} {ids}): {_WHY[reason]}"
+        line += f"; {explanation}" if explanation else ""
+        # Only a component's hint speaks to the user; the others tell the model what to call.
+        line += f". {_sentence(hint)}" if hint and reason == "unavailable" else ""
+        line += "" if line.endswith((".", "?")) else "."
+        lines.append(line)
+    if invalidated:
+        listed = ", ".join(
+            f"{_name(i.tool)} (step {_name(i.id)}, needs {', '.join(map(_name, i.because))})"
+            for i in invalidated
+        )
+        lines.append(f"Not run, because they depend on removed steps: {listed}.")
+    return "\n".join(lines)
+
+
+def _tools(items: Iterable[DroppedStep]) -> str:
+    return ", ".join(dict.fromkeys(_name(d.tool) for d in items))
+
+
+def _explain(item: DroppedStep) -> str:
+    if item.reason == "unknown":
+        nearest = ", ".join(item.suggestions)
+        return f"did you mean {nearest}?" if nearest else ""
+    if item.reason == "invalid_arguments":
+        return f"check {', '.join(map(_name, item.fields))}" if item.fields else ""
+    return item.why.strip().rstrip(".")
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _name(name: str) -> str:
+    """A model-written name, shown as is when it looks like a name, clipped and quoted otherwise."""
+    return name if _PLAIN_NAME.fullmatch(name) else clip(name, 40)
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """``value`` for a message: a string clipped and quoted, anything else as a clipped repr."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
