@@ -85,14 +85,25 @@ def configure(
 
 
 def _policies_from_pyproject(start: Path) -> frozenset[str] | None:
+    candidate = find_pyproject(start)
+    return None if candidate is None else _read_policies(candidate)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` in ``start`` or above it, or ``None``."""
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
-            return _read_policies(candidate)
+            return candidate
     return None
 
 
-def _read_policies(path: Path) -> frozenset[str] | None:
+def tool_section(path: Path) -> dict[str, object]:
+    """The ``[tool.veridic]`` table of ``path`` (empty when absent).
+
+    Raises:
+        VeridicError: the file is not valid TOML, or the section is not a table.
+    """
     with path.open("rb") as handle:
         try:
             document = tomllib.load(handle)
@@ -102,7 +113,16 @@ def _read_policies(path: Path) -> frozenset[str] | None:
                 "fix the file or call veridic.configure(trust_policies=...) before first use"
             ) from error
     section = document.get("tool", {}).get("veridic", {})
-    names = section.get("trust-policies")
+    if not isinstance(section, dict):
+        raise VeridicError(
+            f"[tool.veridic] in {path} must be a table, got {section!r}: "
+            "write it as a [tool.veridic] section with one key per line"
+        )
+    return section
+
+
+def _read_policies(path: Path) -> frozenset[str] | None:
+    names = tool_section(path).get("trust-policies")
     if names is None:
         return None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):

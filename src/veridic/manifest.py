@@ -1,0 +1,284 @@
+"""``veridic manifest``: a committed snapshot of what the agent can do, so changes show in review.
+
+A reworded description changes which tool the model picks; a hard delete
+demoted to mid risk becomes eligible for "always allow". Both are behaviour
+changes that look like nothing in a code diff. The manifest records, for every
+registered tool, what the model and the approval loop see:
+
+- ``name``, ``description``, ``kind``, ``risk``, ``irreversible``,
+  ``writes_instruction_fields``, ``input_schema`` (``"sha256:..."`` of the
+  canonical JSON schema: any change to the arguments shows) and ``component``;
+- each component and its boot state (``started``, ``reason``);
+- the number of tools at each risk level, and the names of the high-risk ones,
+  so a change to the high-risk set is a line in the diff.
+
+It is JSON with sorted keys, two-space indentation and one item per line, so a
+diff of the file reads like a list of changes; :func:`diff_manifest` says the
+same in words ("tool delete_golden: risk changed from high to mid").
+
+>>> from veridic import Registry
+>>> registry = Registry()
+>>> @registry.tool(kind="query")
+... def find_user(email: str) -> str:
+...     '''Find a user by email address.
+...
+...     Args:
+...         email: The address to look up.
+...     '''
+...     return email
+>>> snapshot = build_manifest(registry)
+>>> snapshot["risk_counts"], snapshot["tools"]["find_user"]["risk"]
+({'low': 1, 'mid': 0, 'high': 0}, 'low')
+>>> diff_manifest(render_manifest(snapshot), snapshot)
+[]
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from veridic.errors import VeridicError
+from veridic.lint import tools_of
+from veridic.registry import Registry
+from veridic.risk import Risk
+from veridic.tool import Tool
+from veridic.view import ToolView
+
+__all__ = [
+    "FORMAT",
+    "Drift",
+    "ManifestFormatError",
+    "build_manifest",
+    "diff_manifest",
+    "render_manifest",
+]
+
+FORMAT: Final = 1
+"""The manifest format version, stored under ``veridic_manifest``."""
+
+_TOOL_FIELDS: Final = (
+    "description",
+    "kind",
+    "risk",
+    "irreversible",
+    "writes_instruction_fields",
+    "input_schema",
+    "component",
+)
+_WORDS_SHOWN: Final = 6
+_SHORT: Final = 80
+
+
+class ManifestFormatError(VeridicError):
+    """A committed manifest that is not a veridic manifest (not JSON, or another format)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """One difference between a committed manifest and the registry.
+
+    ``subject`` is ``"tool NAME"``, ``"component NAME"`` or ``"risk counts"``;
+    ``change`` is ``"added"``, ``"removed"`` or ``"changed"``; ``field`` the
+    changed field (``None`` for added and removed); ``before`` and ``after``
+    the values (JSON values, ``None`` when absent); ``text`` the sentence.
+    """
+
+    subject: str
+    change: Literal["added", "removed", "changed"]
+    field: str | None
+    before: object
+    after: object
+    text: str
+
+
+def build_manifest(source: Registry | ToolView) -> dict[str, object]:
+    """The snapshot of a registry (booted first, so components have a state) or of a view.
+
+    From a view, only the components that did not start are known.
+
+    Raises:
+        RiskFloorError: the registry does not boot (a tool below its risk floor).
+        VeridicError: a tool's signature cannot be resolved.
+    """
+    if isinstance(source, Registry):
+        source.boot()
+        components = {
+            state.name: {"started": state.started, "reason": state.reason}
+            for state in source.components()
+        }
+    else:
+        components = {
+            state.name: {"started": state.started, "reason": state.reason}
+            for state in source.unavailable_components()
+        }
+    tools = {tool.name: _tool_entry(tool) for tool in tools_of(source)}
+    counts = {risk.value: 0 for risk in Risk}
+    for entry in tools.values():
+        counts[str(entry["risk"])] += 1
+    return {
+        "veridic_manifest": FORMAT,
+        "tools": tools,
+        "components": components,
+        "risk_counts": counts,
+        "high_risk_tools": sorted(n for n, e in tools.items() if e["risk"] == Risk.HIGH.value),
+    }
+
+
+def render_manifest(manifest: Mapping[str, object]) -> str:
+    """The stable text of a manifest: sorted keys, one item per line, a final newline."""
+    return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def diff_manifest(committed: str, current: Mapping[str, object]) -> list[Drift]:
+    """What changed from the ``committed`` manifest text to the ``current`` snapshot.
+
+    Empty when nothing did. Formatting does not count, only content.
+
+    Raises:
+        ManifestFormatError: ``committed`` is not JSON or not a manifest of this format.
+    """
+    before = _parse(committed)
+    changes: list[Drift] = []
+    changes.extend(_diff_entries("tool", _table(before, "tools"), _table(current, "tools")))
+    changes.extend(
+        _diff_entries("component", _table(before, "components"), _table(current, "components"))
+    )
+    old_counts, new_counts = _table(before, "risk_counts"), _table(current, "risk_counts")
+    if old_counts != new_counts:
+        levels = [r.value for r in Risk]
+        shown = ", ".join(
+            f"{level} {old_counts.get(level, 0)} -> {new_counts.get(level, 0)}"
+            for level in levels
+            if old_counts.get(level, 0) != new_counts.get(level, 0)
+        )
+        changes.append(
+            Drift(
+                "risk counts",
+                "changed",
+                "risk_counts",
+                dict(old_counts),
+                dict(new_counts),
+                f"tools per risk level changed: {shown}",
+            )
+        )
+    return changes
+
+
+def _tool_entry(tool: Tool) -> dict[str, object]:
+    canonical = json.dumps(tool.input_schema, sort_keys=True, separators=(",", ":"))
+    return {
+        "description": tool.description,
+        "kind": tool.kind,
+        "risk": tool.risk.value,
+        "irreversible": tool.irreversible,
+        "writes_instruction_fields": tool.writes_instruction_fields,
+        "input_schema": "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
+        "component": tool.component,
+    }
+
+
+def _parse(text: str) -> dict[str, object]:
+    try:
+        loaded: object = json.loads(text)
+    except ValueError as error:
+        raise ManifestFormatError(
+            f"the committed manifest is not JSON ({error}): regenerate it with veridic manifest "
+            "MODULE:ATTR -o FILE (do not edit it by hand)"
+        ) from error
+    if not isinstance(loaded, dict) or loaded.get("veridic_manifest") != FORMAT:
+        found = loaded.get("veridic_manifest") if isinstance(loaded, dict) else None
+        raise ManifestFormatError(
+            f"the committed file is not a veridic manifest of format {FORMAT} "
+            f"(veridic_manifest: {found!r}): regenerate it with "
+            "veridic manifest MODULE:ATTR -o FILE"
+        )
+    return loaded
+
+
+def _table(manifest: Mapping[str, object], key: str) -> dict[str, object]:
+    value = manifest.get(key, {})
+    if not isinstance(value, dict):
+        raise ManifestFormatError(
+            f"the manifest's {key!r} is a {type(value).__name__}, not a table: regenerate it "
+            "with veridic manifest MODULE:ATTR -o FILE"
+        )
+    return value
+
+
+def _diff_entries(
+    what: str, before: Mapping[str, object], after: Mapping[str, object]
+) -> list[Drift]:
+    changes: list[Drift] = []
+    for name in sorted(before.keys() | after.keys()):
+        subject = f"{what} {name}"
+        old, new = before.get(name), after.get(name)
+        if old is None:
+            changes.append(Drift(subject, "added", None, None, new, f"{subject} added{_gist(new)}"))
+        elif new is None:
+            changes.append(
+                Drift(subject, "removed", None, old, None, f"{subject} removed{_gist(old)}")
+            )
+        elif isinstance(old, dict) and isinstance(new, dict):
+            for field in sorted(old.keys() | new.keys(), key=_field_order):
+                was, now = old.get(field), new.get(field)
+                if was != now:
+                    text = f"{subject}: {field} changed {_change(field, was, now)}"
+                    changes.append(Drift(subject, "changed", field, was, now, text))
+        elif old != new:
+            text = f"{subject} changed {_change('value', old, new)}"
+            changes.append(Drift(subject, "changed", None, old, new, text))
+    return changes
+
+
+def _field_order(field: str) -> tuple[int, str]:
+    return (_TOOL_FIELDS.index(field) if field in _TOOL_FIELDS else len(_TOOL_FIELDS), field)
+
+
+def _gist(entry: object) -> str:
+    if not isinstance(entry, dict):
+        return ""
+    if "risk" in entry:
+        description = _short(str(entry.get("description")))
+        return f" ({entry.get('kind')}, risk {entry.get('risk')}: {description})"
+    if "started" in entry:
+        return " (started)" if entry.get("started") else f" (did not start: {entry.get('reason')})"
+    return ""
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _SHORT else text[: _SHORT - 1] + "…"
+
+
+def _change(field: str, before: object, after: object) -> str:
+    if field == "description" and isinstance(before, str) and isinstance(after, str):
+        return f"({_word_diff(before, after)})"
+    return f"from {json.dumps(before)} to {json.dumps(after)}"
+
+
+def _word_diff(before: str, after: str) -> str:
+    """The changed words as ``[-removed-]{+added+}``, with a little context around each change."""
+    old, new = before.split(), after.split()
+    parts: list[str] = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    opcodes = matcher.get_opcodes()
+    for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        if tag == "equal":
+            words = old[i1:i2]
+            first, last = index == 0, index == len(opcodes) - 1
+            if len(words) > 2 * _WORDS_SHOWN or ((first or last) and len(words) > _WORDS_SHOWN):
+                head = [] if first else words[:_WORDS_SHOWN]
+                tail = [] if last else words[-_WORDS_SHOWN:]
+                parts.append(" ".join([*head, "…", *tail]).strip())
+            else:
+                parts.append(" ".join(words))
+            continue
+        if i2 > i1:
+            parts.append("[-" + " ".join(old[i1:i2]) + "-]")
+        if j2 > j1:
+            parts.append("{+" + " ".join(new[j1:j2]) + "+}")
+    return " ".join(p for p in parts if p)

@@ -1,0 +1,230 @@
+"""``veridic lint`` and ``veridic check``: each kind of finding, on a fixture application.
+
+The commands run as subprocesses in tests/cli_fixtures; the near-duplicate
+join is also checked in-process against the naive all-pairs comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from veridic import Registry, ToolView, TrustedInstruction
+from veridic._similarity import naive_similar_pairs, similar_pairs
+from veridic.lint import check_projections, lint
+
+FIXTURES = Path(__file__).parent / "cli_fixtures"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "veridic", *args],
+        cwd=FIXTURES,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def report(*args: str) -> tuple[int, dict[str, list[dict[str, object]]]]:
+    done = run(*args, "--format", "json")
+    return done.returncode, json.loads(done.stdout)
+
+
+def kinds(items: list[dict[str, object]]) -> list[tuple[object, object, object]]:
+    return [(i["kind"], i.get("tool"), i["line"]) for i in items]
+
+
+def test_each_doc_gap_is_a_finding_naming_tool_file_and_line() -> None:
+    code, found = report("lint", "gaps_app:registry")
+    assert code == 1
+    assert sorted(kinds(found["findings"]), key=str) == sorted(
+        [
+            ("missing-description", "list_users", 10),
+            ("undocumented-parameter", "list_users", 10),
+            ("placeholder-description", "list_teams", 15),
+            ("undocumented-parameter", "find_order", 25),
+            ("unknown-parameter", "find_order", 25),
+        ],
+        key=str,
+    )
+    assert {f["file"] for f in found["findings"]} == {"gaps_app.py"}
+
+
+def test_doc_gap_text_output_is_grouped_by_kind() -> None:
+    done = run("lint", "gaps_app:registry")
+    assert done.returncode == 1
+    assert "  placeholder-description (1)\n    gaps_app.py:15  list_teams\n" in done.stdout
+    assert "  undocumented-parameter (2)\n" in done.stdout
+
+
+def test_near_duplicate_descriptions_fail_with_their_score() -> None:
+    code, found = report("lint", "duplicates_app:registry")
+    assert code == 1
+    [finding] = found["findings"]
+    assert (finding["kind"], finding["tool"], finding["other"]) == (
+        "near-duplicate",
+        "archive_ticket",
+        "close_ticket",
+    )
+    assert isinstance(finding["score"], float)
+    assert 0.7 <= finding["score"] < 1
+    message = str(finding["message"])
+    assert "near-identical descriptions" in message  # what
+    assert (finding["file"], finding["line"]) == ("duplicates_app.py", 10)  # where
+    assert "duplicates_app.py:20" in message  # where the other one is
+    assert 'siblings = [["archive_ticket", "close_ticket"]]' in message  # what to do
+
+
+def test_acknowledged_siblings_are_listed_and_do_not_fail() -> None:
+    code, found = report("lint", "duplicates_app:registry", "--config", "siblings.toml")
+    assert code == 0
+    assert found["findings"] == []
+    assert [i["kind"] for i in found["listed"]] == ["near-duplicate-acknowledged"]
+
+
+def test_raising_the_threshold_above_the_score_clears_the_pair(tmp_path: Path) -> None:
+    config = tmp_path / "pyproject.toml"
+    config.write_text("[tool.veridic]\nsimilarity-threshold = 0.95\n")
+    code, found = report("lint", "duplicates_app:registry", "--config", str(config))
+    assert code == 0
+    assert found["findings"] == []
+
+
+def test_sibling_entry_naming_no_tool_is_a_warning(tmp_path: Path) -> None:
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.veridic]\nsiblings = [["find_ticket", "find_tikcet"]]\n')
+    code, found = report("lint", "clean_app:registry", "--config", str(config))
+    assert code == 0
+    [warning] = found["warnings"]
+    assert (warning["kind"], warning["tool"]) == ("unknown-sibling", "find_tikcet")
+    assert "remove it or fix the name" in str(warning["message"])
+
+
+def test_risk_below_its_floor_is_a_finding_with_rule_and_fix() -> None:
+    code, found = report("lint", "floor_app:registry")
+    assert code == 1
+    [finding] = found["findings"]
+    assert kinds([finding]) == [("risk-floor", "purge_user", 10)]
+    message = str(finding["message"])
+    assert "declares risk mid" in message  # what
+    assert "an irreversible tool must be high risk" in message  # the rule
+    assert "declare risk=Risk.HIGH" in message  # what to do
+
+
+def test_high_risk_tool_not_saying_what_is_irreversible_is_a_warning() -> None:
+    code, found = report("lint", "unstated_app:registry")
+    assert code == 0
+    [warning] = found["warnings"]
+    assert kinds([warning]) == [("irreversibility-unstated", "purge_user", 10)]
+    assert "cannot be undone" in str(warning["message"])
+
+
+def test_check_reports_a_floor_violation_once_per_tool() -> None:
+    code, found = report("check", "floor_app:registry")
+    assert code == 1
+    assert kinds(found["findings"]) == [("risk-floor", "purge_user", 10)]
+
+
+def test_check_lists_components_that_did_not_start() -> None:
+    code, found = report("check", "component_app:registry")
+    assert code == 0
+    [item] = found["listed"]
+    assert item["kind"] == "component-down"
+    assert "'Pro extension' did not start here (requires core >= 2.3)" in str(item["message"])
+
+
+def test_check_runs_the_lint() -> None:
+    code, found = report("check", "gaps_app:registry")
+    assert code == 1
+    assert "placeholder-description" in {f["kind"] for f in found["findings"]}
+
+
+def test_lint_of_a_view_covers_its_tools_in_process() -> None:
+    registry = Registry("in-process")
+
+    @registry.tool(kind="query")
+    def list_users(team: str) -> str:
+        """List the users of a team with their roles.
+
+        Args:
+            team: The team whose users to list.
+        """
+        return team
+
+    @registry.tool(kind="query")
+    def list_members(team: str) -> str:
+        """List the users of a team with their roles.
+
+        Args:
+            team: The team whose users to list.
+        """
+        return team
+
+    found = lint(registry.view())
+    assert [(f.code, f.tool, f.other) for f in found] == [
+        ("near-duplicate", "list_members", "list_users")
+    ]
+    assert found[0].score == 1.0
+
+
+def test_capability_section_that_omits_a_tool_is_a_coupling_finding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registry = Registry("coupling")
+
+    @registry.tool(kind="query")
+    def find_user(email: str) -> str:
+        """Find a user by email address.
+
+        Args:
+            email: The address to look up.
+        """
+        return email
+
+    view = registry.view()
+    real = ToolView.capability_section
+
+    def without_find_user(self: ToolView) -> TrustedInstruction:
+        text = real(self)
+        kept = "\n".join(line for line in text.splitlines() if "find_user" not in line)
+        return instruction_like(kept)
+
+    monkeypatch.setattr(ToolView, "capability_section", without_find_user)
+    [finding] = check_projections(view)
+    assert finding.code == "coupling"
+    assert "dispatchable but not listed: find_user" in finding.message
+    assert "view.capability_section()" in finding.message
+
+
+def instruction_like(text: str) -> TrustedInstruction:
+    from veridic.provenance import mint
+
+    return mint(text, "registry", "test")
+
+
+_WORDS = st.sampled_from(
+    ["delete", "user", "ticket", "archive", "close", "the", "open", "queue", "read", "a", "x"]
+)
+
+
+@given(
+    descriptions=st.dictionaries(
+        st.from_regex(r"[a-z]{1,6}", fullmatch=True),
+        st.lists(_WORDS, max_size=12).map(" ".join),
+        max_size=12,
+    ),
+    threshold=st.floats(min_value=0.05, max_value=1.0),
+)
+def test_property_prefix_filtered_join_finds_exactly_the_naive_pairs(
+    descriptions: dict[str, str], threshold: float
+) -> None:
+    assert similar_pairs(descriptions, threshold=threshold) == naive_similar_pairs(
+        descriptions, threshold=threshold
+    )

@@ -1,0 +1,204 @@
+"""``veridic manifest``: a stable snapshot, and drift that fails with a readable diff.
+
+The commands run as subprocesses in tests/cli_fixtures; the snapshot's
+stability is also checked in-process for any registration order.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from veridic import Registry
+from veridic.manifest import build_manifest, diff_manifest, render_manifest
+
+FIXTURES = Path(__file__).parent / "cli_fixtures"
+Manifest = dict[str, Any]  # a loaded manifest, edited by hand in the drift tests
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "veridic", *args],
+        cwd=FIXTURES,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def snapshot(tmp_path: Path, target: str = "clean_app:registry") -> Path:
+    path = tmp_path / "manifest.json"
+    done = run("manifest", target, "-o", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return path
+
+
+def edit(path: Path, change: Callable[[Manifest], None]) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def test_manifest_records_each_tool_component_and_risk_count(tmp_path: Path) -> None:
+    data = json.loads(snapshot(tmp_path).read_text())
+    assert data["veridic_manifest"] == 1
+    assert data["risk_counts"] == {"low": 1, "mid": 2, "high": 2}
+    assert data["high_risk_tools"] == ["delete_golden", "edit_prompt"]
+    assert data["components"] == {"Billing extension": {"reason": "", "started": True}}
+    edit_prompt = data["tools"]["edit_prompt"]
+    assert edit_prompt["risk"] == "high"
+    assert edit_prompt["writes_instruction_fields"] is True
+    assert edit_prompt["kind"] == "write"
+    assert str(edit_prompt["input_schema"]).startswith("sha256:")
+    assert data["tools"]["refund_order"]["component"] == "Billing extension"
+    assert data["tools"]["delete_golden"]["irreversible"] is True
+
+
+def test_manifest_text_is_sorted_with_one_item_per_line(tmp_path: Path) -> None:
+    text = snapshot(tmp_path).read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert list(data["tools"]) == sorted(data["tools"])
+
+
+def test_manifest_records_a_component_that_did_not_start(tmp_path: Path) -> None:
+    data = json.loads(snapshot(tmp_path, "component_app:registry").read_text())
+    assert data["components"] == {
+        "Pro extension": {"reason": "requires core >= 2.3", "started": False}
+    }
+    assert "create_snippet" in data["tools"]
+
+
+def test_unchanged_registry_passes_the_check(tmp_path: Path) -> None:
+    path = snapshot(tmp_path)
+    done = run("manifest", "clean_app:registry", "--check", str(path))
+    assert done.returncode == 0
+    assert "matches the registry" in done.stdout
+
+
+def test_committed_fixture_manifest_is_checked_by_veridic_check() -> None:
+    done = run("check", "clean_app:registry", "--config", "check.toml")
+    assert done.returncode == 0, done.stdout
+    assert "clean_app.manifest.json matches the registry" in done.stdout
+
+
+def test_demoted_risk_is_drift_with_before_and_after(tmp_path: Path) -> None:
+    path = snapshot(tmp_path)
+    edit(path, lambda d: d["tools"]["delete_golden"].update(risk="mid"))
+    done = run("manifest", "clean_app:registry", "--check", str(path))
+    assert done.returncode == 1
+    assert 'tool delete_golden: risk changed from "mid" to "high"' in done.stdout
+    assert f"veridic manifest clean_app:registry -o {path}" in done.stdout  # what to do
+
+
+def test_reworded_description_shows_a_word_diff(tmp_path: Path) -> None:
+    path = snapshot(tmp_path)
+    edit(
+        path,
+        lambda d: d["tools"]["close_ticket"].update(
+            description="Close a ticket; a closed ticket is gone for good."
+        ),
+    )
+    done = run("manifest", "clean_app:registry", "--check", str(path), "--format", "json")
+    assert done.returncode == 1
+    [finding] = json.loads(done.stdout)["findings"]
+    assert finding["field"] == "description"
+    assert finding["before"] == "Close a ticket; a closed ticket is gone for good."
+    assert "[-is gone for good.-] {+can be reopened later from the archive.+}" in str(
+        finding["message"]
+    )
+
+
+def test_added_and_removed_tools_and_counts_are_drift(tmp_path: Path) -> None:
+    path = snapshot(tmp_path)
+
+    def change(data: Manifest) -> None:
+        data["tools"]["old_tool"] = data["tools"].pop("delete_golden")
+        data["risk_counts"]["high"] = 1
+        data["risk_counts"]["low"] = 2
+
+    edit(path, change)
+    done = run("manifest", "clean_app:registry", "--check", str(path), "--format", "json")
+    assert done.returncode == 1
+    drift = json.loads(done.stdout)["drift"]
+    assert drift[0].startswith("tool delete_golden added (write, risk high: Permanently delete")
+    assert drift[1].startswith("tool old_tool removed (write, risk high:")
+    assert drift[2] == "tools per risk level changed: low 2 -> 1, high 1 -> 2"
+
+
+def test_component_boot_state_change_is_drift(tmp_path: Path) -> None:
+    path = snapshot(tmp_path, "component_app:registry")
+    edit(path, lambda d: d["components"]["Pro extension"].update(started=True, reason=""))
+    done = run("manifest", "component_app:registry", "--check", str(path))
+    assert done.returncode == 1
+    assert "component Pro extension: started changed from true to false" in done.stdout
+    assert 'component Pro extension: reason changed from "" to "requires core' in done.stdout
+
+
+def test_check_command_compares_the_manifest(tmp_path: Path) -> None:
+    path = snapshot(tmp_path)
+    edit(path, lambda d: d["tools"]["find_ticket"].update(kind="write"))
+    done = run("check", "clean_app:registry", "--manifest", str(path))
+    assert done.returncode == 1
+    assert 'tool find_ticket: kind changed from "write" to "query"' in done.stdout
+
+
+def test_file_that_is_not_a_manifest_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    path.write_text('{"tools": {}}')
+    done = run("manifest", "clean_app:registry", "--check", str(path))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "not a veridic manifest of format 1" in done.stderr  # what
+    assert str(path) in done.stderr  # where
+    assert "regenerate it with veridic manifest" in done.stderr  # what to do
+
+
+def test_missing_manifest_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "absent.json"
+    done = run("manifest", "clean_app:registry", "--check", str(path))
+    assert done.returncode == 2
+    assert f"cannot read the manifest {path}" in done.stderr
+    assert f"write it first with veridic manifest clean_app:registry -o {path}" in done.stderr
+
+
+def test_manifest_needs_output_or_check() -> None:
+    done = run("manifest", "clean_app:registry")
+    assert done.returncode == 2
+    assert "one of the arguments -o/--output --check is required" in done.stderr
+
+
+def test_registry_that_does_not_boot_writes_no_manifest(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    done = run("manifest", "floor_app:registry", "-o", str(path))
+    assert done.returncode == 1
+    assert "RiskFloorError" in done.stdout
+    assert not path.exists()
+
+
+def _query(number: int) -> Callable[[str], str]:
+    def handler(text: str) -> str:
+        return text
+
+    handler.__name__ = f"tool_{number}"
+    handler.__doc__ = f"Look up record kind {number} by its text.\n\nArgs:\n    text: The key."
+    return handler
+
+
+@given(st.permutations(range(6)))
+def test_property_manifest_text_does_not_depend_on_registration_order(order: list[int]) -> None:
+    reference, shuffled = Registry("a"), Registry("b")
+    for number in range(6):
+        reference.tool(kind="query")(_query(number))
+    for number in order:
+        shuffled.tool(kind="query")(_query(number))
+    text = render_manifest(build_manifest(shuffled))
+    assert text == render_manifest(build_manifest(reference))
+    assert diff_manifest(text, build_manifest(reference)) == []
