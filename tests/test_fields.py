@@ -57,7 +57,7 @@ def test_serialisation_gives_plain_strings_back() -> None:
 
 
 def test_construct_without_validation_does_not_mint() -> None:
-    unchecked = StoredPrompt.model_construct(name="t", content=TrustedInstruction("forged"))
+    unchecked = StoredPrompt.model_construct(name="t", content=TrustedInstruction("forged"))  # type: ignore[veridic-forge]  # under test
     assert not is_trusted(unchecked.content)
 
 

@@ -12,10 +12,26 @@ do instead.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the plan module raises it; errors import nothing at run time
+    from veridic.plan import NormalizedPlan
+
 __all__ = [
     "AlwaysAllowRefused",
+    "ApprovalDeniedError",
+    "AuditRecordError",
+    "GuardDeniedError",
+    "IncompletePlanError",
+    "InvalidArgumentsError",
+    "MissingExtraError",
+    "PlanError",
     "ProvenanceError",
     "RiskFloorError",
+    "TemplateError",
+    "TemplateParamsError",
+    "TemplateSandboxError",
+    "ToolCouplingError",
     "ToolDeniedError",
     "ToolUnavailableError",
     "UnknownToolError",
@@ -47,9 +63,72 @@ class ToolDeniedError(VeridicError, PermissionError):
     """A registered, working tool that a policy filtered out of this view."""
 
 
+class InvalidArgumentsError(VeridicError, ValueError):
+    """A tool call's arguments do not match the tool's input schema.
+
+    ``tool`` is the tool's name and ``fields`` the dotted paths of the
+    offending arguments, so a caller can answer the model precisely.
+    """
+
+    def __init__(self, message: str, *, tool: str = "", fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.fields = fields
+
+
+class ToolCouplingError(VeridicError, AssertionError):
+    """The tool specs sent to a provider and a view's dispatch table disagree."""
+
+
 class RiskFloorError(VeridicError):
     """A tool declared a risk below the floor its effects require."""
 
 
 class AlwaysAllowRefused(VeridicError):
     """An "always allow" rule was asked for a tool whose risk forbids it."""
+
+
+class ApprovalDeniedError(VeridicError, PermissionError):
+    """A call was not approved (a deny rule, the user said no, nobody to ask); it did not run."""
+
+
+class GuardDeniedError(VeridicError, PermissionError):
+    """A guarded operation (irreversible, or a write of instruction fields) was refused.
+
+    Raised by the guards in store code, before the operation happens, when the
+    tool the agent dispatched directly is not high risk or its call was not
+    confirmed by the user. Not a :class:`ToolDeniedError`: the tool exists and
+    ran; one thing it tried to do is above what its call was approved for.
+    """
+
+
+class PlanError(VeridicError, ValueError):
+    """A plan is malformed: duplicate step ids, a dependency on no step, a cycle."""
+
+
+class IncompletePlanError(VeridicError):
+    """Strict plan normalisation removed steps; ``.plan`` holds the full result."""
+
+    def __init__(self, message: str, plan: NormalizedPlan) -> None:
+        super().__init__(message)
+        self.plan = plan
+
+
+class AuditRecordError(VeridicError, ValueError):
+    """An audit record is malformed, so the store refuses it rather than keep a lie."""
+
+
+class TemplateError(VeridicError):
+    """A template could not be loaded or rendered: not found, bad syntax, a forbidden construct."""
+
+
+class TemplateParamsError(TemplateError):
+    """A template's variables and its parameter type disagree (checked when it loads)."""
+
+
+class TemplateSandboxError(TemplateError):
+    """A template from stored text tried something jinja2's sandbox forbids."""
+
+
+class MissingExtraError(VeridicError, ImportError):
+    """An optional integration was used without its extra installed (a provider SDK)."""

@@ -118,11 +118,12 @@ class _Joined:
     first request.
     """
 
-    __slots__ = ("parts", "sep")
+    __slots__ = ("head", "parts", "sep")
 
-    def __init__(self, parts: tuple[str, ...], sep: str) -> None:
+    def __init__(self, parts: tuple[str, ...], sep: str, head: tuple[Span, ...] = ()) -> None:
         self.parts = parts
         self.sep = sep
+        self.head = head
 
 
 class _Trusted(str):
@@ -193,9 +194,13 @@ def mint_spans(text: str, spans: tuple[Span, ...]) -> TrustedInstruction:
     return TrustedInstruction(_Trusted(text, spans, _KEY))
 
 
-def joined(parts: Sequence[str], sep: str) -> TrustedInstruction:
-    """``sep.join(parts)`` as trusted text; every part and ``sep`` must already be trusted."""
-    return TrustedInstruction(_Trusted(sep.join(parts), _Joined(tuple(parts), sep), _KEY))
+def joined(parts: Sequence[str], sep: str, head: tuple[Span, ...] = ()) -> TrustedInstruction:
+    """``sep.join(parts)`` as trusted text; every part and ``sep`` must already be trusted.
+
+    ``head`` goes before the parts' spans: an empty span there names the whole
+    value (a template's file) without covering a character.
+    """
+    return TrustedInstruction(_Trusted(sep.join(parts), _Joined(tuple(parts), sep, head), _KEY))
 
 
 def instruction(text: LiteralString, /) -> TrustedInstruction:
@@ -317,7 +322,7 @@ def spans_of(value: str) -> tuple[Span, ...]:
 def _trusted_spans(value: _Trusted) -> tuple[Span, ...]:
     spans = value._spans
     if isinstance(spans, _Joined):
-        spans = value._spans = concat_spans(spans.parts, spans.sep)
+        spans = value._spans = spans.head + concat_spans(spans.parts, spans.sep)
     return spans
 
 
