@@ -43,12 +43,14 @@ from typing import Final, Literal, Protocol, Self, runtime_checkable
 from veridic._sample import clip
 from veridic.approval import ApprovalMode
 from veridic.errors import AuditRecordError
+from veridic.prompt import PromptSpan
 from veridic.risk import Risk, ToolKind
 
 __all__ = [
     "AuditRecord",
     "AuditSink",
     "CallOutcome",
+    "ModelCallRecord",
     "SQLiteAuditSink",
     "Substitution",
 ]
@@ -157,6 +159,64 @@ class Substitution:
         return self.same_tool or not set(self.denied.operations).isdisjoint(self.next.operations)
 
 
+@dataclass(frozen=True, slots=True)
+class ModelCallRecord:
+    """One model call, as the gateway sent it.
+
+    Attributes:
+        time: seconds since the epoch when the request was sent.
+        request_id: the request (one model turn or agent run) the call belongs to.
+        api: the provider API, ``"openai.chat.completions"``, ``"openai.responses"``
+            or ``"anthropic.messages"``.
+        model: the model named in the request.
+        prompt_sha256: ``Prompt.sha256`` of the prompt sent.
+        tools_sha256: :func:`veridic.executor.tools_sha256` of the view whose
+            tool list was sent (the digest the tool calls' records carry).
+        tools: the names in the tool list sent, sorted.
+        instruction_spans: where every character of the instruction position
+            (the system message) came from; empty when the prompt has none.
+        streamed: the answer was requested as a stream.
+
+    Raises:
+        AuditRecordError: a field is malformed (an empty request id, a hash
+            that is not 64 lowercase hex digits).
+    """
+
+    time: float
+    request_id: str
+    api: str
+    model: str
+    prompt_sha256: str
+    tools_sha256: str
+    tools: tuple[str, ...]
+    instruction_spans: tuple[PromptSpan, ...]
+    streamed: bool = False
+
+    def __post_init__(self) -> None:
+        problems = [
+            f"{name} must be a non-empty string, got {value!r}"
+            for name, value in (
+                ("request_id", self.request_id),
+                ("api", self.api),
+                ("model", self.model),
+            )
+            if not isinstance(value, str) or not value.strip()
+        ]
+        problems += [
+            f"{name} must be 64 lowercase hex digits, got {value!r}"
+            for name, value in (
+                ("prompt_sha256", self.prompt_sha256),
+                ("tools_sha256", self.tools_sha256),
+            )
+            if not isinstance(value, str) or not _SHA256.fullmatch(value)
+        ]
+        if problems:
+            raise AuditRecordError(
+                f"model-call record of request {self.request_id!r} is malformed: "
+                f"{'; '.join(problems)}; build it from the call as sent (ModelGateway does)"
+            )
+
+
 @runtime_checkable
 class AuditSink(Protocol):
     """Where audit records go. ``write`` must store the record durably or raise."""
@@ -186,7 +246,23 @@ CREATE TABLE IF NOT EXISTS veridic_audit (
     operations TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS veridic_audit_request ON veridic_audit (request_id, id);
+CREATE TABLE IF NOT EXISTS veridic_model_calls (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    api TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_sha256 TEXT NOT NULL,
+    tools_sha256 TEXT NOT NULL,
+    tools TEXT NOT NULL,
+    instruction_spans TEXT NOT NULL,
+    streamed INTEGER NOT NULL CHECK (streamed IN (0, 1))
+);
+CREATE INDEX IF NOT EXISTS veridic_model_calls_request ON veridic_model_calls (request_id, id);
 """
+_CALL_COLUMNS: Final = (
+    "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, streamed"
+)
 _COLUMNS: Final = (
     "time, request_id, tool, kind, risk, approval, wrote_instruction_fields, irreversible, "
     "prompt_sha256, tools_sha256, outcome, detail, operations"
@@ -267,6 +343,62 @@ class SQLiteAuditSink:
         row = _to_row(record)
         with self._lock:
             self._db.execute(_INSERT, row)
+
+    def write_model_call(self, record: ModelCallRecord, /) -> None:
+        """Commit a :class:`ModelCallRecord` (what the gateway sent) before returning.
+
+        Raises:
+            AuditRecordError: ``record`` is not a :class:`ModelCallRecord`.
+        """
+        if not isinstance(record, ModelCallRecord):
+            raise AuditRecordError(
+                f"{self!r}.write_model_call() got a {type(record).__name__}: pass the "
+                "ModelCallRecord the gateway built"
+            )
+        spans = [
+            [s.message, s.role, s.start, s.end, s.kind, s.origin] for s in record.instruction_spans
+        ]
+        row = (
+            record.time,
+            record.request_id,
+            record.api,
+            record.model,
+            record.prompt_sha256,
+            record.tools_sha256,
+            json.dumps(list(record.tools)),
+            json.dumps(spans, ensure_ascii=False),
+            int(record.streamed),
+        )
+        with self._lock:
+            self._db.execute(
+                f"INSERT INTO veridic_model_calls ({_CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+                row,
+            )
+
+    def model_calls(self, request_id: str | None = None) -> tuple[ModelCallRecord, ...]:
+        """Every model call in the order sent, or those of one request."""
+        query = f"SELECT {_CALL_COLUMNS} FROM veridic_model_calls"
+        with self._read() as db:
+            if request_id is None:
+                rows = db.execute(f"{query} ORDER BY id").fetchall()
+            else:
+                rows = db.execute(
+                    f"{query} WHERE request_id = ? ORDER BY id", (request_id,)
+                ).fetchall()
+        return tuple(
+            ModelCallRecord(
+                time=time,
+                request_id=request,
+                api=api,
+                model=model,
+                prompt_sha256=prompt,
+                tools_sha256=tools_digest,
+                tools=tuple(json.loads(tools)),
+                instruction_spans=tuple(PromptSpan(*span) for span in json.loads(spans)),
+                streamed=bool(streamed),
+            )
+            for time, request, api, model, prompt, tools_digest, tools, spans, streamed in rows
+        )
 
     def records(self, request_id: str | None = None) -> tuple[AuditRecord, ...]:
         """Every record in the order written, or those of one request."""

@@ -1,0 +1,682 @@
+"""``ModelGateway``: the one road from a prompt and a view to a model, and back.
+
+Every model call of an application goes through one gateway, so every call
+is made the same way (see "The road data takes" in DESIGN.md):
+
+1. the prompt is refused if it still has tool calls waiting for results
+   (:attr:`Prompt.pending_tool_calls`: providers reject such a prompt), and
+   its system message is checked again, at run time, for text that is not
+   trusted (invariant I1, a third time after mypy and the composer);
+2. it is rendered for the provider by an adapter
+   (:class:`~veridic.OpenAIChat`, :class:`~veridic.OpenAIResponses`,
+   :class:`~veridic.AnthropicMessages`), with exactly the tool specs of the
+   view it was given, and the tool list actually placed in the request is
+   checked against the view's dispatch table
+   (:meth:`ToolView.assert_coupled`, invariant I4);
+3. a :class:`ModelCallRecord` is written before the request leaves: the
+   prompt's sha256, the tool list's sha256, the tool names, and the
+   provenance spans of the instruction position (the system message);
+4. the answer comes back as a :class:`Reply`; its tool calls run through
+   :meth:`ModelGateway.run_tools`, which is :func:`veridic.execute` for each
+   call against the same view: an unknown, unavailable or denied name is
+   refused with the reason that tells them apart, approval is asked, the
+   handler runs under guard, and an :class:`~veridic.AuditRecord` carrying
+   the same two hashes is written whatever happens.
+
+The tool list's hash is :func:`veridic.executor.tools_sha256` of the view
+(its canonical MCP projection), the same digest the executor records, so a
+model call and the tool calls it led to share it whatever the provider.
+
+>>> from veridic import ApprovalPolicy, Composer, ModelGateway, Registry, SQLiteAuditSink
+>>> from veridic import instruction
+>>> from veridic.providers import ScriptedProvider
+>>> registry = Registry()
+>>> @registry.tool(kind="query")
+... def get_weather(city: str) -> str:
+...     '''Current weather in a city.
+...
+...     Args:
+...         city: City name, e.g. "Oslo".
+...     '''
+...     return f"Sunny in {city}"
+>>> view = registry.view()
+>>> gateway = ModelGateway(
+...     ScriptedProvider([{"tool_calls": [("call-1", "get_weather", '{"city": "Oslo"}')]}]),
+...     audit=SQLiteAuditSink(":memory:"),  # records model calls and tool calls
+... )
+>>> prompt = Composer().system(instruction("You report the weather.")).user("Oslo?").build()
+>>> reply = gateway.send(prompt, view, request_id="req-1")
+>>> [(call.name, call.arguments) for call in reply.tool_calls]
+[('get_weather', '{"city": "Oslo"}')]
+>>> [outcome.text for outcome in gateway.run_tools(reply, policy=ApprovalPolicy(view))]
+['Sunny in Oslo']
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+from veridic.approval import ApprovalPolicy, Confirm
+from veridic.audit import AuditSink, ModelCallRecord
+from veridic.compose import Composer
+from veridic.errors import AuditRecordError, VeridicError
+from veridic.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
+from veridic.prompt import Prompt, PromptSpan, ToolCall
+from veridic.provenance import UntrustedText, is_trusted, report, untrusted
+from veridic.providers._base import Adapter, Assembler, Completion
+from veridic.view import ToolView
+
+__all__ = [
+    "AsyncReplyStream",
+    "ModelCallLog",
+    "ModelCallRecord",
+    "ModelCallSink",
+    "ModelGateway",
+    "Reply",
+    "ReplyStream",
+    "ToolOutcome",
+]
+
+
+@runtime_checkable
+class ModelCallSink(Protocol):
+    """Where model-call records go. ``write_model_call`` must store durably or raise."""
+
+    def write_model_call(self, record: ModelCallRecord, /) -> None:
+        """Store ``record``."""
+        ...
+
+
+class ModelCallLog:
+    """Model-call records kept in memory, in order; safe to share between threads.
+
+    For tests and short scripts. An application keeps its records in its
+    audit store (pass a sink with ``write_model_call`` as ``calls``, or as
+    ``audit`` when the store records both kinds).
+    """
+
+    def __init__(self) -> None:
+        self._records: list[ModelCallRecord] = []
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<ModelCallLog of {len(self._records)} record(s)>"
+
+    def write_model_call(self, record: ModelCallRecord, /) -> None:
+        """Keep ``record``.
+
+        Raises:
+            AuditRecordError: ``record`` is not a :class:`ModelCallRecord`.
+        """
+        if not isinstance(record, ModelCallRecord):
+            raise AuditRecordError(
+                f"{self!r}.write_model_call() got a {type(record).__name__}: pass a ModelCallRecord"
+            )
+        with self._lock:
+            self._records.append(record)
+
+    def records(self, request_id: str | None = None) -> tuple[ModelCallRecord, ...]:
+        """Every record in the order written, or those of one request."""
+        with self._lock:
+            return tuple(r for r in self._records if request_id in (None, r.request_id))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """One tool call of a :class:`Reply` and what became of it (its audit record inside)."""
+
+    call: ToolCall
+    result: CallResult
+
+    @property
+    def text(self) -> UntrustedText:
+        """What to tell the model: the handler's value, or the error that stopped the call.
+
+        Untrusted text (source ``tool:<name>``): a tool's output is data, and
+        :meth:`Composer.tool_result` fences it.
+        """
+        error = self.result.error
+        if error is not None:
+            body = f"error: {error}"
+        elif isinstance(self.result.value, str):
+            body = self.result.value
+        else:
+            body = json.dumps(self.result.value, ensure_ascii=False, default=str)
+        return untrusted(body, source=f"tool:{self.call.name}")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The model's answer to one gateway call, and what its tool calls are checked against.
+
+    ``tool_calls`` keep the arguments as the JSON text the model wrote.
+    ``prompt_sha256`` and ``tools_sha256`` are those of the model-call record;
+    :meth:`ModelGateway.run_tools` writes them into every tool call's record.
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    stop_reason: str
+    response_id: str
+    model: str
+    request_id: str
+    prompt_sha256: str
+    tools_sha256: str
+    view: ToolView = field(repr=False, compare=False)
+
+    def record(self, composer: Composer, outcomes: Sequence[ToolOutcome] = ()) -> Composer:
+        """Append this answer to ``composer``: the assistant turn, its calls, their results.
+
+        The next prompt built from ``composer`` then answers every call it
+        lists in ``outcomes`` (the gateway refuses a prompt with calls left
+        unanswered). Arguments that are not a JSON object are recorded as
+        ``{"_unparsed": <text>}``.
+        """
+        if self.text or not self.tool_calls:
+            composer.assistant(self.text)
+        for call in self.tool_calls:
+            composer.tool_call(call.id, call.name, _arguments(call))
+        for outcome in outcomes:
+            composer.tool_result(outcome.call.id, outcome.text)
+        return composer
+
+
+def _arguments(call: ToolCall) -> Mapping[str, object]:
+    try:
+        decoded: object = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        return decoded
+    return {"_unparsed": call.arguments}
+
+
+class ReplyStream:
+    """A streamed answer: iterate it for the text as it arrives; then read :attr:`reply`.
+
+    Use it as a context manager (or call :meth:`close`) so the connection is
+    released when the loop stops early.
+    """
+
+    def __init__(
+        self,
+        events: Iterator[object],
+        close: Callable[[], object],
+        assembler: Assembler,
+        done: Callable[[Completion], Reply],
+    ) -> None:
+        self._events = events
+        self._close = close
+        self._assembler = assembler
+        self._done = done
+        self._reply: Reply | None = None
+        self._closed = False
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> str:
+        while not self._closed:
+            try:
+                event = next(self._events)
+            except StopIteration:
+                self.close()
+                self._reply = self._done(self._assembler.finish())
+                raise
+            except BaseException:
+                self.close()
+                raise
+            text = self._assembler.feed(event)
+            if text:
+                return text
+        raise StopIteration
+
+    @property
+    def reply(self) -> Reply:
+        """The whole answer.
+
+        Raises:
+            VeridicError: the stream has not been read to its end.
+        """
+        if self._reply is None:
+            raise VeridicError(
+                "the streamed reply is not complete: iterate the stream to its end "
+                "(for text in stream: ...) before reading stream.reply"
+            )
+        return self._reply
+
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncReplyStream:
+    """:class:`ReplyStream` for async code: ``async for`` the text, then :attr:`reply`."""
+
+    def __init__(
+        self,
+        events: AsyncIterator[object],
+        close: Callable[[], Awaitable[object]],
+        assembler: Assembler,
+        done: Callable[[Completion], Reply],
+    ) -> None:
+        self._events = events
+        self._close = close
+        self._assembler = assembler
+        self._done = done
+        self._reply: Reply | None = None
+        self._closed = False
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> str:
+        while not self._closed:
+            try:
+                event = await anext(self._events)
+            except StopAsyncIteration:
+                await self.aclose()
+                self._reply = self._done(self._assembler.finish())
+                raise
+            except BaseException:
+                await self.aclose()
+                raise
+            text = self._assembler.feed(event)
+            if text:
+                return text
+        raise StopAsyncIteration
+
+    @property
+    def reply(self) -> Reply:
+        """The whole answer.
+
+        Raises:
+            VeridicError: the stream has not been read to its end.
+        """
+        if self._reply is None:
+            raise VeridicError(
+                "the streamed reply is not complete: iterate the stream to its end "
+                "(async for text in stream: ...) before reading stream.reply"
+            )
+        return self._reply
+
+    async def aclose(self) -> None:
+        """Release the connection (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            await self._close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """The facts of one call that its reply carries."""
+
+    request: dict[str, object]
+    request_id: str
+    prompt_sha256: str
+    tools_sha256: str
+    view: ToolView
+
+    def reply(self, completion: Completion) -> Reply:
+        return Reply(
+            text=completion.text,
+            tool_calls=completion.tool_calls,
+            stop_reason=completion.stop_reason,
+            response_id=completion.response_id,
+            model=completion.model,
+            request_id=self.request_id,
+            prompt_sha256=self.prompt_sha256,
+            tools_sha256=self.tools_sha256,
+            view=self.view,
+        )
+
+
+class ModelGateway:
+    """Sends prompts to one provider API with one view's tools, and records every call.
+
+    ``provider`` is an adapter (:class:`~veridic.OpenAIChat`,
+    :class:`~veridic.OpenAIResponses`, :class:`~veridic.AnthropicMessages`)
+    holding the SDK client and the model. ``audit`` receives the tool calls'
+    records (:func:`veridic.execute`); ``calls`` receives the model-call
+    records, and defaults to ``audit`` when that store records model calls
+    too (it has ``write_model_call``).
+
+    Use :meth:`send` and :meth:`stream` with a sync client, :meth:`asend` and
+    :meth:`astream` with an async one. One gateway serves any number of
+    requests and threads: each call takes its own prompt, view and request id.
+
+    Raises:
+        VeridicError: ``provider`` is not an adapter, or there is nowhere to
+            record model calls.
+    """
+
+    __slots__ = ("_audit", "_calls", "_clock", "_provider")
+
+    def __init__(
+        self,
+        provider: Adapter,
+        *,
+        audit: AuditSink,
+        calls: ModelCallSink | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not isinstance(provider, Adapter):
+            raise VeridicError(
+                f"ModelGateway() got a {type(provider).__name__} as provider: pass an adapter, "
+                "OpenAIChat(client, model=...), OpenAIResponses(...) or AnthropicMessages(...)"
+            )
+        if calls is None and isinstance(audit, ModelCallSink):
+            calls = audit
+        if calls is None or not isinstance(calls, ModelCallSink):
+            raise VeridicError(
+                f"ModelGateway() has nowhere to record model calls: {audit!r} has no "
+                "write_model_call() and no calls= sink was given; pass calls= a sink with "
+                "write_model_call(record) (veridic.gateway.ModelCallLog keeps them in memory)"
+            )
+        self._provider = provider
+        self._audit = audit
+        self._calls = calls
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"ModelGateway({self._provider!r})"
+
+    @property
+    def provider(self) -> Adapter:
+        """The adapter this gateway sends through."""
+        return self._provider
+
+    # --- sending ----------------------------------------------------------------------
+
+    def send(
+        self,
+        prompt: Prompt,
+        view: ToolView,
+        *,
+        request_id: str,
+        options: Mapping[str, object] | None = None,
+    ) -> Reply:
+        """Send ``prompt`` with the tools of ``view`` and return the model's answer.
+
+        ``options`` are extra request parameters for this call (they add to
+        the adapter's own).
+
+        Raises:
+            VeridicError: the prompt has unanswered tool calls, the client is
+                async (use :meth:`asend`), an option sets what the gateway
+                sets, or the response cannot be read.
+            ProvenanceError: the system message holds text that is not trusted.
+            ToolCouplingError: the tool list in the request is not the view's.
+            UnknownToolError, ToolUnavailableError, ToolDeniedError: a
+                ``tool_choice`` option names a tool the view does not expose.
+            Exception: whatever the SDK raises (network, status, timeout);
+                the model-call record is written before the request is sent.
+        """
+        sent = self._prepare(prompt, view, request_id, options, streamed=False, sync=True)
+        response = self._provider.method()(**sent.request)
+        return sent.reply(self._provider.parse(response))
+
+    async def asend(
+        self,
+        prompt: Prompt,
+        view: ToolView,
+        *,
+        request_id: str,
+        options: Mapping[str, object] | None = None,
+    ) -> Reply:
+        """:meth:`send` with an async client."""
+        sent = self._prepare(prompt, view, request_id, options, streamed=False, sync=False)
+        response = await _awaited(self._provider.method()(**sent.request))
+        return sent.reply(self._provider.parse(response))
+
+    def stream(
+        self,
+        prompt: Prompt,
+        view: ToolView,
+        *,
+        request_id: str,
+        options: Mapping[str, object] | None = None,
+    ) -> ReplyStream:
+        """Send ``prompt`` as :meth:`send` does, and stream the answer.
+
+        The request is sent (and recorded) now; iterate the result for the
+        text as it arrives, then read its ``reply``.
+
+        Raises:
+            As :meth:`send`; an incomplete stream raises ``VeridicError``
+            when it ends.
+        """
+        sent = self._prepare(prompt, view, request_id, options, streamed=True, sync=True)
+        events = self._provider.method()(**sent.request, stream=True)
+        if not isinstance(events, _Iterable):
+            raise VeridicError(
+                f"{self._provider!r}: the SDK answered a streaming request with a "
+                f"{type(events).__name__}, not a stream of events; check that the installed "
+                "SDK version is one the extra allows"
+            )
+        close = getattr(events, "close", None)
+        return ReplyStream(
+            iter(events),
+            close if callable(close) else _nothing,
+            self._provider.assembler(),
+            sent.reply,
+        )
+
+    async def astream(
+        self,
+        prompt: Prompt,
+        view: ToolView,
+        *,
+        request_id: str,
+        options: Mapping[str, object] | None = None,
+    ) -> AsyncReplyStream:
+        """:meth:`stream` with an async client: ``async for`` the text, then ``.reply``."""
+        sent = self._prepare(prompt, view, request_id, options, streamed=True, sync=False)
+        events = await _awaited(self._provider.method()(**sent.request, stream=True))
+        if not isinstance(events, _AsyncIterable):
+            raise VeridicError(
+                f"{self._provider!r}: the SDK answered a streaming request with a "
+                f"{type(events).__name__}, not an async stream of events; check that the "
+                "installed SDK version is one the extra allows"
+            )
+        close = getattr(events, "close", None)
+        return AsyncReplyStream(
+            aiter(events),
+            close if callable(close) else _anothing,
+            self._provider.assembler(),
+            sent.reply,
+        )
+
+    # --- tool calls ----------------------------------------------------------------------
+
+    def run_tools(
+        self, reply: Reply, *, policy: ApprovalPolicy, confirm: Confirm | None = None
+    ) -> tuple[ToolOutcome, ...]:
+        """Run each tool call of ``reply`` through :func:`veridic.execute`, in order.
+
+        Each call is checked against the view the reply was asked with; an
+        unknown, unavailable or denied name, invalid arguments, a denial or
+        a guard's refusal is in its outcome's ``result.error`` (and its text
+        for the model), never raised. Every call gets an audit record with
+        the reply's prompt and tools hashes.
+
+        Raises:
+            VeridicError: ``policy`` was built for another view, or a tool is
+                async (use :meth:`arun_tools`).
+            AuditRecordError, sqlite3.Error: a record could not be written.
+        """
+        return tuple(
+            ToolOutcome(
+                call,
+                execute(
+                    reply.view,
+                    call.name,
+                    call.arguments,
+                    policy=policy,
+                    audit=self._audit,
+                    request_id=reply.request_id,
+                    prompt=reply.prompt_sha256,
+                    confirm=confirm,
+                    tools_digest=reply.tools_sha256,
+                ),
+            )
+            for call in reply.tool_calls
+        )
+
+    async def arun_tools(
+        self, reply: Reply, *, policy: ApprovalPolicy, confirm: AsyncConfirm | None = None
+    ) -> tuple[ToolOutcome, ...]:
+        """:meth:`run_tools` for async code (async handlers, an async ``confirm``), in order."""
+        outcomes = []
+        for call in reply.tool_calls:
+            result = await aexecute(
+                reply.view,
+                call.name,
+                call.arguments,
+                policy=policy,
+                audit=self._audit,
+                request_id=reply.request_id,
+                prompt=reply.prompt_sha256,
+                confirm=confirm,
+                tools_digest=reply.tools_sha256,
+            )
+            outcomes.append(ToolOutcome(call, result))
+        return tuple(outcomes)
+
+    # --- the checks every call passes ---------------------------------------------------
+
+    def _prepare(
+        self,
+        prompt: Prompt,
+        view: ToolView,
+        request_id: str,
+        options: Mapping[str, object] | None,
+        *,
+        streamed: bool,
+        sync: bool,
+    ) -> _Sent:
+        provider = self._provider
+        if not isinstance(prompt, Prompt) or not isinstance(view, ToolView):
+            raise VeridicError(
+                f"ModelGateway needs a Prompt and a ToolView, got {type(prompt).__name__} and "
+                f"{type(view).__name__}: build the prompt with Composer().build() and the view "
+                "with registry.view()"
+            )
+        if not isinstance(request_id, str) or not request_id.strip():
+            raise VeridicError(
+                f"ModelGateway got request_id={request_id!r}: every call needs the id of the "
+                "request it belongs to, so its records can be found together; pass one"
+            )
+        if provider.is_async == sync:
+            have, use = ("an async", "await asend()/astream()") if sync else ("a sync", "send()")
+            raise VeridicError(
+                f"{provider!r} holds {have} client ({type(provider.client).__name__}): "
+                f"use {use}, or build the adapter with the other client"
+            )
+        pending = prompt.pending_tool_calls
+        if pending:
+            listed = ", ".join(f"{call.id} ({call.name})" for call in pending)
+            raise VeridicError(
+                f"prompt {prompt.sha256[:12]} has tool calls without results: {listed}; "
+                "providers reject it: answer each with Composer.tool_result(call_id, ...) "
+                "(Reply.record(composer, outcomes) does) before sending"
+            )
+        spans = _instruction_spans(prompt)
+        request = provider.request(prompt, view.tool_specs(provider.spec_format), options or {})
+        sent_tools = provider.sent_tools(request)
+        view.assert_coupled(sent_tools)
+        choice = request.get("tool_choice")
+        name = provider.tool_choice_name(choice)
+        if name is not None:
+            view.tool(name)
+        digest = tools_sha256(view)
+        self._calls.write_model_call(
+            ModelCallRecord(
+                time=self._clock(),
+                request_id=request_id,
+                api=provider.api,
+                model=provider.model,
+                prompt_sha256=prompt.sha256,
+                tools_sha256=digest,
+                tools=tuple(sorted(view.names())),
+                instruction_spans=spans,
+                streamed=streamed,
+            )
+        )
+        return _Sent(request, request_id, prompt.sha256, digest, view)
+
+
+def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
+    """The spans of the system message, after refusing any part of it that is not trusted."""
+    if not prompt.messages or prompt.messages[0].role != "system":
+        return ()
+    message = prompt.messages[0]
+    where = f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
+    if "".join(message.parts) != message.content:
+        # Built by hand, not by the Composer: the parts do not account for the text.
+        report(message.content, where)
+    for part in message.parts:
+        if not is_trusted(part):
+            report(part, where)
+    return tuple(
+        PromptSpan(0, "system", span.start, span.end, span.kind, span.origin)
+        for span in message.spans
+    )
+
+
+@runtime_checkable
+class _Iterable(Protocol):
+    def __iter__(self) -> Iterator[object]: ...
+
+
+@runtime_checkable
+class _AsyncIterable(Protocol):
+    def __aiter__(self) -> AsyncIterator[object]: ...
+
+
+async def _awaited(value: object) -> object:
+    if not isinstance(value, Awaitable):
+        raise VeridicError(
+            f"the SDK method returned a {type(value).__name__}, not an awaitable, for an async "
+            "client; check that the installed SDK version is one the extra allows"
+        )
+    result: object = await value
+    return result
+
+
+def _nothing() -> None:
+    return None
+
+
+async def _anothing() -> None:
+    return None

@@ -1,0 +1,238 @@
+"""What every provider adapter shares: the request it builds, the answer it reads back.
+
+An adapter knows one provider API (OpenAI chat completions, OpenAI responses,
+Anthropic messages): how a :class:`~veridic.Prompt` and a tool list become
+that API's request, which SDK method sends it, and how the response (or the
+stream of events) becomes a :class:`Completion`. It knows nothing of audit,
+approval or dispatch: :class:`~veridic.ModelGateway` does that, the same way
+for every provider.
+
+Adapters read the SDK's response objects by attribute (they are pydantic
+models), never by importing the SDK's type names, so one adapter works across
+the SDK versions the extras allow; the SDK itself is imported only when an
+adapter has to build a client.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Final, Literal, Protocol
+
+from veridic.errors import MissingExtraError, VeridicError
+from veridic.prompt import Prompt, ToolCall
+from veridic.tool import JsonObject
+
+__all__ = [
+    "Adapter",
+    "Assembler",
+    "Completion",
+    "SpecFormat",
+    "arguments_json",
+    "attr",
+    "items",
+    "require_sdk",
+    "text_of",
+]
+
+SpecFormat = Literal["openai", "anthropic"]
+
+_MISSING: Final = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The model's answer as the provider sent it: text, tool calls, why it stopped.
+
+    ``tool_calls`` carry their arguments as the JSON text the model wrote
+    (not parsed: a malformed argument list is the dispatcher's to refuse, with
+    a reason the model can read).
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    stop_reason: str
+    response_id: str
+    model: str
+
+
+class Assembler(Protocol):
+    """Builds a :class:`Completion` from a provider's stream of events."""
+
+    def feed(self, event: object) -> str:
+        """Take one event; return the text it adds to the answer (``""`` if none)."""
+        ...
+
+    def finish(self) -> Completion:
+        """The whole answer, once the stream has ended.
+
+        Raises:
+            VeridicError: the stream ended before the provider said it was done.
+        """
+        ...
+
+
+class Adapter:
+    """One provider API bound to a client and a model: builds requests, reads answers.
+
+    Subclasses set ``api`` and ``spec_format`` and implement :meth:`render`,
+    :meth:`sent_tools`, :meth:`method`, :meth:`parse` and :meth:`assembler`.
+    """
+
+    api: str = ""
+    """How audit records name the API: ``"openai.chat.completions"``."""
+    spec_format: SpecFormat = "openai"
+    """Which :meth:`~veridic.ToolView.tool_specs` format the API's tool list starts from."""
+    owned: frozenset[str] = frozenset()
+    """Request keys only the gateway may set (the prompt and the tool list)."""
+
+    __slots__ = ("client", "model", "options")
+
+    def __init__(self, client: object, model: str, options: Mapping[str, object] | None) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise VeridicError(
+                f"{type(self).__name__}() got model={model!r}: name the provider's model, "
+                'e.g. model="gpt-4.1" or model="claude-sonnet-4-5"'
+            )
+        self.client = client
+        self.model = model
+        self.options: Mapping[str, object] = self.check_options(options or {}, "options")
+        # Fail now, not on the first request, when the client is not of this API.
+        self.method()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r})"
+
+    # --- what subclasses provide --------------------------------------------------
+
+    def render(self, prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
+        """The request's prompt and tool parameters (no model, no options)."""
+        raise NotImplementedError
+
+    def sent_tools(self, request: Mapping[str, object]) -> list[Mapping[str, object]]:
+        """The tool list as it stands in ``request``: what the model will be shown."""
+        tools = request.get("tools", [])
+        if not isinstance(tools, list):
+            return []
+        return [tool for tool in tools if isinstance(tool, Mapping)]
+
+    def method(self) -> Callable[..., object]:
+        """The SDK method that sends the request (bound to the client)."""
+        raise NotImplementedError
+
+    def parse(self, response: object) -> Completion:
+        """Read the SDK's response object."""
+        raise NotImplementedError
+
+    def assembler(self) -> Assembler:
+        """A fresh assembler for one streamed response."""
+        raise NotImplementedError
+
+    def tool_choice_name(self, choice: object) -> str | None:
+        """The tool a ``tool_choice`` option forces, if it names one."""
+        if isinstance(choice, Mapping):
+            name = choice.get("name")
+            if isinstance(name, str):
+                return name
+            function = choice.get("function")
+            if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+                return str(function["name"])
+        return None
+
+    # --- shared ------------------------------------------------------------------------
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the client is the SDK's async client (its method is a coroutine)."""
+        target = inspect.unwrap(self.method())
+        call = getattr(target, "__call__", None)  # noqa: B004 - an object with async __call__
+        return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(call)
+
+    def request(
+        self, prompt: Prompt, specs: Sequence[Mapping[str, object]], options: Mapping[str, object]
+    ) -> JsonObject:
+        """The whole request: model, the adapter's options, the call's options, prompt, tools."""
+        extra = self.check_options(options, "the call's options")
+        return {"model": self.model, **self.options, **extra, **self.render(prompt, specs)}
+
+    def check_options(self, options: Mapping[str, object], where: str) -> Mapping[str, object]:
+        """Refuse options that would replace what the gateway sends.
+
+        Raises:
+            VeridicError: an option sets the prompt, the tools or streaming.
+        """
+        if not isinstance(options, Mapping):
+            raise VeridicError(
+                f"{type(self).__name__}: {where} must be a mapping of request parameters, "
+                f"got {type(options).__name__}: pass e.g. {{'temperature': 0}}"
+            )
+        clash = sorted(set(options) & (self.owned | {"model", "stream"}))
+        if clash:
+            raise VeridicError(
+                f"{type(self).__name__}: {where} set {', '.join(clash)}, which the gateway "
+                "sets itself (the prompt from the Prompt, the tools from the view, the model "
+                "from the adapter, streaming from send() or stream()): remove them"
+            )
+        return dict(options)
+
+
+def require_sdk(module: str, extra: str, needed_by: str) -> ModuleType:
+    """Import a provider SDK, or say which extra installs it.
+
+    Raises:
+        MissingExtraError: the SDK is not installed.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise MissingExtraError(
+            f"{needed_by} needs the {module!r} package, which is not installed ({error}): "
+            f"pip install 'veridic[{extra}]'"
+        ) from error
+
+
+def attr(value: object, *path: str) -> object:
+    """Follow attributes (or keys, for a dict) along ``path``; ``None`` when one is missing."""
+    for name in path:
+        if value is None:
+            return None
+        value = value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+    return value
+
+
+def items(value: object, *path: str) -> list[object]:
+    """The list at ``path`` in ``value`` (empty when there is none)."""
+    found = attr(value, *path)
+    return list(found) if isinstance(found, list | tuple) else []
+
+
+def text_of(value: object, *path: str, where: str, default: str | None = None) -> str:
+    """The string at ``path`` in ``value``.
+
+    Raises:
+        VeridicError: there is none and no ``default`` was given: the response
+            is not of the shape this adapter reads.
+    """
+    found = attr(value, *path)
+    if isinstance(found, str):
+        return found
+    if found is None and default is not None:
+        return default
+    raise VeridicError(
+        f"{where}: the provider's response has no text at {'.'.join(path)} "
+        f"(got {type(found).__name__}); the SDK's response shape is not one this adapter "
+        "reads: check that the installed SDK version is one the extra allows"
+    )
+
+
+def arguments_json(value: object) -> str:
+    """Tool-call arguments as JSON text, whether the provider sent text or an object."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "{}"
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,140 @@
+"""``ScriptedProvider``: a provider that answers from a script, for tests (no SDK, no network).
+
+An application tests its agent loop through the real :class:`~veridic.ModelGateway`
+(the same checks, the same records) with answers written in the test.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Final
+
+from veridic.errors import VeridicError
+from veridic.prompt import Prompt, ToolCall
+from veridic.providers._base import Adapter, Completion, SpecFormat, attr
+from veridic.tool import JsonObject
+
+__all__ = ["ScriptedProvider"]
+
+_DONE: Final = "done"
+
+
+class ScriptedProvider(Adapter):
+    """Answers each request with the next answer of ``script``, and keeps the requests.
+
+    An answer is a mapping with ``"text"`` (default ``""``), ``"tool_calls"``
+    (``(id, name, arguments)`` triples, arguments as JSON text or a mapping)
+    and ``"stop_reason"`` (default ``"tool_calls"`` when there are calls, else
+    ``"stop"``). The request is rendered in ``spec_format``'s shape (the
+    OpenAI chat or the Anthropic one), so a test can read what a provider
+    would have been sent. Streaming gives the text one word at a time.
+
+    >>> provider = ScriptedProvider([{"text": "Hello there"}])
+    >>> provider.requests
+    []
+
+    Raises (when asked to answer):
+        VeridicError: the script has no answer left.
+    """
+
+    api = "scripted"
+    owned = frozenset({"messages", "tools", "system"})
+
+    __slots__ = ("_answers", "_lock", "requests", "spec_format")
+
+    def __init__(
+        self,
+        script: Iterable[Mapping[str, object]],
+        *,
+        model: str = "scripted",
+        spec_format: SpecFormat = "openai",
+        options: Mapping[str, object] | None = None,
+    ) -> None:
+        self._answers: list[Mapping[str, object]] = list(script)
+        self._lock = threading.Lock()
+        self.requests: list[JsonObject] = []
+        """Every request sent, in order, as the provider would have received it."""
+        self.spec_format = spec_format
+        super().__init__(None, model, options)
+
+    def method(self) -> Callable[..., object]:
+        return self._answer
+
+    def render(self, prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
+        if self.spec_format == "anthropic":
+            rendered = prompt.to_anthropic()
+            return {"system": rendered["system"], "messages": rendered["messages"], "tools": specs}
+        return {"messages": prompt.to_openai(), "tools": specs}
+
+    def parse(self, response: object) -> Completion:
+        calls = tuple(_call(item) for item in _items(attr(response, "tool_calls")))
+        text = attr(response, "text")
+        stop = attr(response, "stop_reason")
+        return Completion(
+            text=text if isinstance(text, str) else "",
+            tool_calls=calls,
+            stop_reason=stop if isinstance(stop, str) else ("tool_calls" if calls else "stop"),
+            response_id=f"scripted-{len(self.requests)}",
+            model=self.model,
+        )
+
+    def assembler(self) -> _ScriptedAssembler:
+        return _ScriptedAssembler(self)
+
+    def _answer(self, **request: object) -> object:
+        stream = request.pop("stream", False)
+        with self._lock:
+            self.requests.append(request)
+            if not self._answers:
+                raise VeridicError(
+                    f"ScriptedProvider was asked for answer {len(self.requests)}, and its "
+                    "script has no more: add an answer to the script for every model call"
+                )
+            answer = self._answers.pop(0)
+        if stream:
+            return _events(answer)
+        return answer
+
+
+def _items(value: object) -> Iterable[object]:
+    return value if isinstance(value, list | tuple) else ()
+
+
+def _call(item: object) -> ToolCall:
+    if not isinstance(item, list | tuple) or len(item) != 3:
+        raise VeridicError(
+            f"a scripted tool call must be an (id, name, arguments) triple, got {item!r}: "
+            'write it as ("call-1", "get_weather", {"city": "Oslo"})'
+        )
+    call_id, name, arguments = item
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
+    return ToolCall(str(call_id), str(name), text)
+
+
+def _events(answer: Mapping[str, object]) -> Iterator[object]:
+    text = answer.get("text")
+    if isinstance(text, str):
+        words = text.split(" ")
+        for index, word in enumerate(words):
+            yield {"delta": word if index == len(words) - 1 else word + " "}
+    yield {_DONE: answer}
+
+
+class _ScriptedAssembler:
+    def __init__(self, provider: ScriptedProvider) -> None:
+        self._provider = provider
+        self._final: object = None
+
+    def feed(self, event: object) -> str:
+        delta = attr(event, "delta")
+        if isinstance(delta, str):
+            return delta
+        self._final = attr(event, _DONE)
+        return ""
+
+    def finish(self) -> Completion:
+        if self._final is None:
+            raise VeridicError("the scripted stream ended without its answer: a bug in the test")
+        return self._provider.parse(self._final)

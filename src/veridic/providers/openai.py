@@ -1,0 +1,338 @@
+"""Adapters for the ``openai`` SDK: chat completions and responses (extra ``veridic[openai]``).
+
+Both take the SDK's client, sync (``openai.OpenAI``) or async
+(``openai.AsyncOpenAI``); :class:`~veridic.ModelGateway` picks ``send`` or
+``asend`` accordingly. Without a client, a sync ``openai.OpenAI()`` is built
+(reading ``OPENAI_API_KEY`` as the SDK does).
+
+- :class:`OpenAIChat` sends ``Prompt.to_openai()`` as ``messages`` and
+  ``view.tool_specs("openai")`` as ``tools``.
+- :class:`OpenAIResponses` sends the system message as ``instructions``, the
+  conversation as ``input`` items (messages, ``function_call`` and
+  ``function_call_output``), and the same tools in the Responses API's flat
+  shape, each with ``"strict": false`` (the API's default is strict, which
+  requires every property to be required; veridic's schemas mark optional
+  arguments as optional).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+
+from veridic.errors import VeridicError
+from veridic.prompt import Message, Prompt, ToolCall
+from veridic.providers._base import (
+    Adapter,
+    Completion,
+    arguments_json,
+    attr,
+    items,
+    require_sdk,
+    text_of,
+)
+from veridic.tool import JsonObject
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
+
+__all__ = ["OpenAIChat", "OpenAIResponses"]
+
+_EXTRA: Final = "openai"
+
+
+def _client(client: OpenAI | AsyncOpenAI | None, needed_by: str) -> object:
+    sdk = require_sdk("openai", _EXTRA, needed_by)
+    if client is None:
+        made: object = sdk.OpenAI()
+        return made
+    return client
+
+
+def _resource_method(client: object, path: tuple[str, ...], adapter: str) -> Callable[..., object]:
+    method = attr(client, *path)
+    if not callable(method):
+        raise VeridicError(
+            f"{adapter} got a {type(client).__name__}, which has no {'.'.join(path)}(): "
+            "pass an openai.OpenAI or openai.AsyncOpenAI client (from a version the "
+            "'openai' extra allows)"
+        )
+    return method
+
+
+class OpenAIChat(Adapter):
+    """The chat completions API (``client.chat.completions.create``).
+
+    ``options`` are request parameters sent with every call (``temperature``,
+    ``max_completion_tokens``, ``tool_choice``, ...); the prompt, the tools,
+    the model and streaming are the gateway's to set.
+
+    Raises:
+        MissingExtraError: the ``openai`` package is not installed.
+        VeridicError: the client is not an OpenAI client, or an option sets
+            what the gateway sets.
+    """
+
+    api = "openai.chat.completions"
+    spec_format = "openai"
+    owned = frozenset({"messages", "tools", "functions", "function_call"})
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        client: OpenAI | AsyncOpenAI | None = None,
+        *,
+        model: str,
+        options: Mapping[str, object] | None = None,
+    ) -> None:
+        super().__init__(_client(client, "OpenAIChat"), model, options)
+
+    def method(self) -> Callable[..., object]:
+        return _resource_method(self.client, ("chat", "completions", "create"), "OpenAIChat")
+
+    def render(self, prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
+        return {"messages": prompt.to_openai(), "tools": specs}
+
+    def parse(self, response: object) -> Completion:
+        where = f"{self!r}"
+        choices = attr(response, "choices")
+        if not isinstance(choices, list) or not choices:
+            raise VeridicError(
+                f"{where}: the chat completion has no choices ({type(response).__name__}); "
+                "the gateway reads the first choice: do not set n=0"
+            )
+        choice = choices[0]
+        message = attr(choice, "message")
+        text = text_of(message, "content", where=where, default="")
+        refusal = attr(message, "refusal")
+        if not text and isinstance(refusal, str):
+            text = refusal
+        calls = tuple(_chat_call(call, where) for call in items(message, "tool_calls"))
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            stop_reason=text_of(choice, "finish_reason", where=where, default=""),
+            response_id=text_of(response, "id", where=where, default=""),
+            model=text_of(response, "model", where=where, default=self.model),
+        )
+
+    def assembler(self) -> _ChatAssembler:
+        return _ChatAssembler(repr(self), self.model)
+
+
+def _chat_call(call: object, where: str) -> ToolCall:
+    kind = attr(call, "type")
+    if kind not in (None, "function"):
+        raise VeridicError(
+            f"{where}: the model made a {kind!r} tool call, but the gateway sends only "
+            "function tools from the view: do not add custom tools through options"
+        )
+    return ToolCall(
+        text_of(call, "id", where=where),
+        text_of(call, "function", "name", where=where),
+        arguments_json(attr(call, "function", "arguments")),
+    )
+
+
+class _ChatAssembler:
+    """Chat completion chunks: content deltas, and tool calls arriving in pieces by index."""
+
+    def __init__(self, where: str, model: str) -> None:
+        self._where = where
+        self._text: list[str] = []
+        self._calls: dict[int, list[str]] = {}
+        self._stop = ""
+        self._id = ""
+        self._model = model
+
+    def feed(self, event: object) -> str:
+        self._id = self._id or text_of(event, "id", where=self._where, default="")
+        self._model = text_of(event, "model", where=self._where, default="") or self._model
+        choices = attr(event, "choices")
+        if not isinstance(choices, list) or not choices:
+            return ""
+        choice = choices[0]
+        self._stop = text_of(choice, "finish_reason", where=self._where, default="") or self._stop
+        delta = attr(choice, "delta")
+        for piece in items(delta, "tool_calls"):
+            index = attr(piece, "index")
+            slot = self._calls.setdefault(index if isinstance(index, int) else 0, ["", "", ""])
+            for position, path in enumerate((("id",), ("function", "name"))):
+                found = attr(piece, *path)
+                if isinstance(found, str) and found:
+                    slot[position] = found
+            more = attr(piece, "function", "arguments")
+            if isinstance(more, str):
+                slot[2] += more
+        text = text_of(delta, "content", where=self._where, default="")
+        if text:
+            self._text.append(text)
+        return text
+
+    def finish(self) -> Completion:
+        if not self._stop:
+            raise VeridicError(
+                f"{self._where}: the stream ended before the model finished (no finish_reason "
+                "arrived); the answer is incomplete: send the request again"
+            )
+        calls = tuple(
+            ToolCall(call_id, name, arguments or "{}")
+            for _, (call_id, name, arguments) in sorted(self._calls.items())
+        )
+        return Completion("".join(self._text), calls, self._stop, self._id, self._model)
+
+
+class OpenAIResponses(Adapter):
+    """The Responses API (``client.responses.create``), stateless: the prompt is sent whole.
+
+    Options that make the server add context the prompt does not hold
+    (``previous_response_id``, ``conversation``, a stored ``prompt``) are
+    refused: the prompt's hash must describe everything the model read.
+
+    Raises:
+        MissingExtraError: the ``openai`` package is not installed.
+        VeridicError: the client has no Responses API, or an option sets what
+            the gateway sets.
+    """
+
+    api = "openai.responses"
+    spec_format = "openai"
+    owned = frozenset(
+        {"input", "instructions", "tools", "previous_response_id", "conversation", "prompt"}
+    )
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        client: OpenAI | AsyncOpenAI | None = None,
+        *,
+        model: str,
+        options: Mapping[str, object] | None = None,
+    ) -> None:
+        super().__init__(_client(client, "OpenAIResponses"), model, options)
+
+    def method(self) -> Callable[..., object]:
+        return _resource_method(self.client, ("responses", "create"), "OpenAIResponses")
+
+    def render(self, prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
+        items: list[JsonObject] = []
+        for message in prompt.messages:
+            if message.role != "system":
+                items.extend(_input_items(message))
+        request: JsonObject = {"input": items, "tools": [_flat_tool(spec) for spec in specs]}
+        if prompt.system:
+            request["instructions"] = prompt.system
+        return request
+
+    def parse(self, response: object) -> Completion:
+        where = f"{self!r}"
+        status = text_of(response, "status", where=where, default="")
+        if status == "failed":
+            message = attr(response, "error", "message")
+            raise VeridicError(
+                f"{where}: the response failed ({message or 'no reason given'}); "
+                "nothing was answered: fix the request or send it again"
+            )
+        reason = attr(response, "incomplete_details", "reason")
+        stop = f"{status}:{reason}" if status == "incomplete" and reason else status
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for item in items(response, "output"):
+            kind = attr(item, "type")
+            if kind == "message":
+                for part in items(item, "content"):
+                    part_kind = attr(part, "type")
+                    if part_kind == "output_text":
+                        text.append(text_of(part, "text", where=where))
+                    elif part_kind == "refusal":
+                        text.append(text_of(part, "refusal", where=where))
+            elif kind == "function_call":
+                calls.append(
+                    ToolCall(
+                        text_of(item, "call_id", where=where),
+                        text_of(item, "name", where=where),
+                        arguments_json(attr(item, "arguments")),
+                    )
+                )
+        return Completion(
+            text="".join(text),
+            tool_calls=tuple(calls),
+            stop_reason=stop,
+            response_id=text_of(response, "id", where=where, default=""),
+            model=text_of(response, "model", where=where, default=self.model),
+        )
+
+    def assembler(self) -> _ResponsesAssembler:
+        return _ResponsesAssembler(self)
+
+
+def _input_items(message: Message) -> list[JsonObject]:
+    if message.role == "tool":
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": message.tool_call_id or "",
+                "output": message.content,
+            }
+        ]
+    items: list[JsonObject] = []
+    if message.content or not message.tool_calls:
+        items.append({"role": message.role, "content": message.content})
+    items.extend(
+        {
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+        }
+        for call in message.tool_calls
+    )
+    return items
+
+
+def _flat_tool(spec: Mapping[str, object]) -> JsonObject:
+    function = spec.get("function")
+    if not isinstance(function, Mapping):
+        raise VeridicError(
+            f"a chat-completions tool spec without a function ({sorted(spec)!r}) cannot be "
+            "sent to the Responses API: pass view.tool_specs('openai') unchanged"
+        )
+    return {
+        "type": "function",
+        "name": function.get("name"),
+        "description": function.get("description"),
+        "parameters": function.get("parameters"),
+        "strict": False,
+    }
+
+
+class _ResponsesAssembler:
+    """Responses API events: text deltas as they come, the whole response at the end."""
+
+    def __init__(self, adapter: OpenAIResponses) -> None:
+        self._adapter = adapter
+        self._final: object = None
+
+    def feed(self, event: object) -> str:
+        kind = attr(event, "type")
+        if kind == "response.output_text.delta":
+            return text_of(event, "delta", where=repr(self._adapter), default="")
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            self._final = attr(event, "response")
+        elif kind == "error":
+            raise VeridicError(
+                f"{self._adapter!r}: the stream reported an error "
+                f"({attr(event, 'message') or 'no message'}); nothing was answered: "
+                "send the request again"
+            )
+        return ""
+
+    def finish(self) -> Completion:
+        if self._final is None:
+            raise VeridicError(
+                f"{self._adapter!r}: the stream ended before the response was complete (no "
+                "response.completed event); the answer is incomplete: send the request again"
+            )
+        return self._adapter.parse(self._final)
