@@ -1,0 +1,64 @@
+"""Call hook: no value of type ``Any`` reaches an instruction position.
+
+Hook: ``get_function_hook`` and ``get_method_hook`` for every callee with a
+parameter typed ``TrustedInstruction`` (or ``TrustedInstruction | None``) or
+an iterable of it: ``Composer.system()``, ``join()``'s parts, and the user's
+own functions that declare an instruction parameter. (``LiteralString``
+parameters get the same treatment from ``_minting``.)
+
+What it changes: nothing in the inferred types. It reports ``veridic-any``
+for an argument of type ``Any``, for an ``Any`` item of a list, tuple, set or
+comprehension passed as the parts, and for ``*args`` or ``**kwargs`` whose
+items are ``Any``.
+
+Why: ``Any`` is compatible with every type, so a value from an untyped
+library or ``json.loads`` passes ``TrustedInstruction`` parameters silently,
+even under ``--strict``. The run-time check would refuse it, but a strict
+project should not lose the static check through one untyped call.
+
+Not seen: ``Any`` that was first assigned to a variable declared
+``TrustedInstruction`` (the variable's type is then ``TrustedInstruction``);
+mypy's own ``disallow_any_expr`` catches that, and the run-time check refuses it.
+"""
+
+from __future__ import annotations
+
+from mypy.checker import TypeChecker
+from mypy.plugin import FunctionContext, MethodContext
+from mypy.types import AnyType, Type, TypeOfAny, UnionType, get_proper_type
+
+from veridic.mypy import errorcodes
+from veridic.mypy._code_text import describe
+from veridic.mypy._signature import Callee, Role, arguments, values
+
+
+def check(ctx: FunctionContext | MethodContext, callee: Callee, checker: TypeChecker) -> None:
+    """Report every ``Any`` that lands in one of ``callee``'s instruction parameters."""
+    for argument in arguments(ctx, callee):
+        if argument.role is Role.CODE_TEXT:
+            continue
+        for expr, typ in values(argument, checker):
+            if is_any(typ):
+                checker.fail(
+                    any_value(callee.display, argument.formal, describe(expr, checker)),
+                    expr,
+                    code=errorcodes.ANY,
+                )
+
+
+def any_value(callee: str, formal: str, what: str) -> str:
+    """The ``veridic-any`` message."""
+    return (
+        f'{callee} got a value of type "Any" for {formal} ({what}); Any hides whether '
+        "the text is trusted, so it may not reach an instruction position: give the value a "
+        "type where it comes from (annotate the untyped result as str), then mint it with "
+        "instruction() or join(), or place it as data with Composer.data()"
+    )
+
+
+def is_any(typ: Type) -> bool:
+    """``Any`` (or a union with ``Any``), except ``Any`` from an error mypy reported already."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType):
+        return any(is_any(item) for item in proper.items)
+    return isinstance(proper, AnyType) and proper.type_of_any != TypeOfAny.from_error

@@ -1,0 +1,146 @@
+"""Does a function ever bind its parameter to something else?
+
+A ``LiteralString`` parameter holds text written in code only as long as the
+function leaves it alone: mypy reads ``LiteralString`` as ``str``, so
+``text = text.upper()`` or ``text = input()`` type-checks and keeps the
+declared type. The plugin trusts such a parameter only when nothing in the
+function (nested functions and classes included) binds it again: an
+assignment, augmented assignment, ``for`` or ``with`` target, ``del``,
+``except ... as``, a ``match`` capture, or an assignment expression.
+
+(mypy's ``TraverserVisitor`` cannot be subclassed by an interpreted plugin
+when mypy is compiled, so this walks the statements itself.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from mypy.nodes import (
+    AssignmentExpr,
+    AssignmentStmt,
+    Block,
+    ClassDef,
+    Decorator,
+    DelStmt,
+    Expression,
+    ForStmt,
+    FuncItem,
+    IfStmt,
+    ListExpr,
+    MatchStmt,
+    NameExpr,
+    OperatorAssignmentStmt,
+    OverloadedFuncDef,
+    StarExpr,
+    Statement,
+    TryStmt,
+    TupleExpr,
+    Var,
+    WhileStmt,
+    WithStmt,
+)
+from mypy.patterns import (
+    AsPattern,
+    ClassPattern,
+    MappingPattern,
+    OrPattern,
+    Pattern,
+    SequencePattern,
+    StarredPattern,
+)
+from mypy.server.subexpr import get_subexpressions
+
+
+def rebinds(function: FuncItem, variable: Var) -> bool:
+    """Whether ``function``'s body binds ``variable`` anywhere."""
+    if any(_names(target, variable) for target in _targets(function.body.body)):
+        return True
+    return any(
+        isinstance(expr, AssignmentExpr) and expr.target.node is variable
+        for expr in get_subexpressions(function.body)
+    )
+
+
+def _names(target: Expression | None, variable: Var) -> bool:
+    if isinstance(target, NameExpr):
+        return target.node is variable
+    if isinstance(target, TupleExpr | ListExpr):
+        return any(_names(item, variable) for item in target.items)
+    if isinstance(target, StarExpr):
+        return _names(target.expr, variable)
+    return False
+
+
+def _targets(statements: Iterable[Statement]) -> Iterator[Expression | None]:
+    """Every expression a statement binds, at any depth."""
+    for statement in statements:
+        if isinstance(statement, AssignmentStmt):
+            yield from statement.lvalues
+        elif isinstance(statement, OperatorAssignmentStmt):
+            yield statement.lvalue
+        elif isinstance(statement, DelStmt):
+            yield statement.expr
+        elif isinstance(statement, ForStmt):
+            yield statement.index
+        elif isinstance(statement, WithStmt):
+            yield from statement.target
+        elif isinstance(statement, TryStmt):
+            yield from statement.vars
+        elif isinstance(statement, MatchStmt):
+            for pattern in statement.patterns:
+                yield from _captures(pattern)
+        yield from _targets(_blocks(statement))
+
+
+def _blocks(statement: Statement) -> Iterator[Statement]:
+    """The statements nested in ``statement``."""
+    blocks: list[Block | None] = []
+    if isinstance(statement, Block):
+        yield from statement.body
+        return
+    if isinstance(statement, IfStmt):
+        blocks = [*statement.body, statement.else_body]
+    elif isinstance(statement, WhileStmt | ForStmt):
+        blocks = [statement.body, statement.else_body]
+    elif isinstance(statement, WithStmt):
+        blocks = [statement.body]
+    elif isinstance(statement, TryStmt):
+        blocks = [
+            statement.body,
+            *statement.handlers,
+            statement.else_body,
+            statement.finally_body,
+        ]
+    elif isinstance(statement, MatchStmt):
+        blocks = list(statement.bodies)
+    elif isinstance(statement, FuncItem):
+        blocks = [statement.body]
+    elif isinstance(statement, Decorator):
+        blocks = [statement.func.body]
+    elif isinstance(statement, OverloadedFuncDef):
+        yield from statement.items
+        return
+    elif isinstance(statement, ClassDef):
+        blocks = [statement.defs]
+    for block in blocks:
+        if block is not None:
+            yield from block.body
+
+
+def _captures(pattern: Pattern | None) -> Iterator[Expression | None]:
+    if isinstance(pattern, AsPattern):
+        yield pattern.name
+        yield from _captures(pattern.pattern)
+    elif isinstance(pattern, OrPattern | SequencePattern):
+        for item in pattern.patterns:
+            yield from _captures(item)
+    elif isinstance(pattern, StarredPattern):
+        yield pattern.capture
+    elif isinstance(pattern, MappingPattern):
+        yield pattern.rest
+        for value in pattern.values:
+            yield from _captures(value)
+    elif isinstance(pattern, ClassPattern):
+        for item in [*pattern.positionals, *pattern.keyword_values]:
+            yield from _captures(item)

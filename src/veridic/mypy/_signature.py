@@ -1,0 +1,241 @@
+"""Which parameters of a called function are checked, and how.
+
+mypy's call hooks receive the actual arguments grouped by formal parameter,
+but not the formal parameter types. The plugin looks the callee up by its full
+name and reads its declared signature, so the decision rests on what the
+function declares, wherever it is defined and whether it was read from
+mypy's cache.
+
+A parameter has a role when it is an instruction position:
+
+- ``CODE_TEXT``: annotated ``LiteralString`` (``instruction()``'s text,
+  ``join()``'s separator, any helper of the user's): its argument must be text
+  written in code.
+- ``INSTRUCTION``: typed ``TrustedInstruction`` (or optional): no ``Any``.
+- ``INSTRUCTIONS``: an iterable of ``TrustedInstruction`` (``join()``'s parts):
+  no ``Any`` item.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from mypy.checker import TypeChecker
+from mypy.maptype import map_instance_to_supertype
+from mypy.nodes import (
+    ARG_STAR,
+    ARG_STAR2,
+    ArgKind,
+    Decorator,
+    Expression,
+    FuncDef,
+    GeneratorExpr,
+    ListComprehension,
+    ListExpr,
+    SetComprehension,
+    SetExpr,
+    StarExpr,
+    SymbolNode,
+    TupleExpr,
+    TypeInfo,
+    Var,
+)
+from mypy.plugin import FunctionContext, MethodContext, Plugin
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    TupleType,
+    Type,
+    UnionType,
+    get_proper_type,
+)
+
+from veridic.mypy import _names
+from veridic.mypy._literal_string import mentions_literal_string
+
+
+class Role(enum.Enum):
+    """What a parameter is, for the checks."""
+
+    CODE_TEXT = "code text"
+    INSTRUCTION = "instruction"
+    INSTRUCTIONS = "instructions"
+
+
+@dataclass(frozen=True, slots=True)
+class Callee:
+    """A called function with at least one checked parameter."""
+
+    fullname: str
+    display: str
+    """How messages name it: ``instruction()``, ``Composer.system()``."""
+    roles: tuple[Role | None, ...]
+    """One per formal parameter of the declared (unbound) signature."""
+    names: tuple[str | None, ...]
+
+    def bound(self, count: int) -> tuple[tuple[Role | None, str | None], ...]:
+        """Roles and names of the ``count`` formals a hook sees.
+
+        A method call binds ``self`` (and a class call binds ``__init__``'s
+        ``self``), so the hook sees the trailing ``count`` formals.
+        """
+        if count > len(self.roles):
+            return ((None, None),) * count
+        start = len(self.roles) - count
+        return tuple(zip(self.roles[start:], self.names[start:], strict=True))
+
+
+def find(plugin: Plugin, fullname: str) -> Callee | None:
+    """The callee named ``fullname`` if it has a checked parameter, else ``None``."""
+    symbol = plugin.lookup_fully_qualified(fullname)
+    if symbol is None or symbol.node is None:
+        return None
+    signature = _signature(symbol.node)
+    if signature is None:
+        return None
+    roles = tuple(_role(t) for t in signature.arg_types)
+    if not any(roles):
+        return None
+    return Callee(fullname, _display(plugin, fullname), roles, tuple(signature.arg_names))
+
+
+def _signature(node: SymbolNode) -> CallableType | None:
+    """The declared signature of a function, method or class (its ``__init__``)."""
+    typ: Type | None = None
+    if isinstance(node, FuncDef):
+        typ = node.type
+    elif isinstance(node, Decorator):
+        typ = node.var.type
+    elif isinstance(node, Var):
+        typ = node.type
+    elif isinstance(node, TypeInfo) and not node.is_newtype:
+        init = node.get_method("__init__")
+        if isinstance(init, FuncDef | Decorator):
+            return _signature(init)
+    proper = None if typ is None else get_proper_type(typ)
+    return proper if isinstance(proper, CallableType) else None
+
+
+def _role(formal: Type) -> Role | None:
+    if mentions_literal_string(formal):
+        return Role.CODE_TEXT
+    proper = get_proper_type(formal)
+    candidates = proper.items if isinstance(proper, UnionType) else [proper]
+    for item in map(get_proper_type, candidates):
+        if not isinstance(item, Instance):
+            continue
+        if item.type.fullname == _names.TRUSTED:
+            return Role.INSTRUCTION
+        if (
+            len(item.args) == 1
+            and item.type.has_base(_names.ITERABLE)
+            and is_trusted_instance(item.args[0])
+        ):
+            return Role.INSTRUCTIONS
+    return None
+
+
+def is_trusted_instance(typ: Type) -> bool:
+    """Whether ``typ`` is ``TrustedInstruction`` itself."""
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.fullname == _names.TRUSTED
+
+
+def _display(plugin: Plugin, fullname: str) -> str:
+    """Name a callee as a reader knows it: ``join()``, ``Composer.system()``."""
+    owner, _, name = fullname.rpartition(".")
+    parent = plugin.lookup_fully_qualified(owner) if owner else None
+    if parent is not None and isinstance(parent.node, TypeInfo):
+        if name == "__init__":
+            return f"{parent.node.name}()"
+        return f"{parent.node.name}.{name}()"
+    return f"{name}()"
+
+
+@dataclass(frozen=True, slots=True)
+class Argument:
+    """One actual argument that lands in a checked parameter."""
+
+    role: Role
+    formal: str
+    """The parameter as messages name it: ``"parts"``, or ``argument 1`` when it has no
+    name (mypy keeps no names for positional-only parameters)."""
+    expr: Expression
+    type: Type
+    kind: ArgKind
+
+
+def arguments(ctx: FunctionContext | MethodContext, callee: Callee) -> Iterator[Argument]:
+    """The actual arguments of a call that land in ``callee``'s checked parameters."""
+    formals = callee.bound(len(ctx.args))
+    for position, ((role, name), exprs, types, kinds) in enumerate(
+        zip(formals, ctx.args, ctx.arg_types, ctx.arg_kinds, strict=True), start=1
+    ):
+        if role is None:
+            continue
+        formal = f'"{name}"' if name else f"argument {position}"
+        for expr, typ, kind in zip(exprs, types, kinds, strict=True):
+            yield Argument(role, formal, expr, typ, kind)
+
+
+def values(argument: Argument, checker: TypeChecker) -> Iterator[tuple[Expression, Type]]:
+    """The values an argument puts in its parameter, each with the expression that made it.
+
+    One value for a plain argument; the items of ``*args``, ``**kwargs`` and of an
+    iterable of instructions (a list display gives each item with its own expression).
+    """
+    if argument.kind == ARG_STAR2:
+        yield from _mapping_values(argument.expr, argument.type, checker)
+    elif argument.role is Role.INSTRUCTIONS or argument.kind == ARG_STAR:
+        yield from _items(argument.expr, argument.type, checker)
+    else:
+        yield argument.expr, argument.type
+
+
+def _items(
+    expr: Expression, typ: Type | None, checker: TypeChecker
+) -> Iterator[tuple[Expression, Type]]:
+    """The items of an iterable argument, each with the expression that produced it."""
+    if isinstance(expr, ListExpr | TupleExpr | SetExpr):
+        for item in expr.items:
+            if isinstance(item, StarExpr):
+                yield from _items(item.expr, checker.lookup_type_or_none(item.expr), checker)
+            else:
+                yield from _typed(item, checker)
+        return
+    if isinstance(expr, ListComprehension | SetComprehension):
+        expr = expr.generator
+    if isinstance(expr, GeneratorExpr):
+        yield from _typed(expr.left_expr, checker)
+        return
+    if typ is None:
+        return
+    proper = get_proper_type(typ)
+    if isinstance(proper, AnyType):
+        yield expr, proper
+    elif isinstance(proper, TupleType):
+        yield from ((expr, item) for item in proper.items)
+    elif isinstance(proper, Instance):
+        iterable = checker.lookup_typeinfo(_names.ITERABLE)
+        if proper.type.has_base(_names.ITERABLE):
+            yield expr, map_instance_to_supertype(proper, iterable).args[0]
+
+
+def _mapping_values(
+    expr: Expression, typ: Type, checker: TypeChecker
+) -> Iterator[tuple[Expression, Type]]:
+    proper = get_proper_type(typ)
+    if isinstance(proper, AnyType):
+        yield expr, proper
+    elif isinstance(proper, Instance) and proper.type.has_base(_names.MAPPING):
+        mapping = checker.lookup_typeinfo(_names.MAPPING)
+        yield expr, map_instance_to_supertype(proper, mapping).args[1]
+
+
+def _typed(expr: Expression, checker: TypeChecker) -> Iterator[tuple[Expression, Type]]:
+    typ = checker.lookup_type_or_none(expr)
+    if typ is not None:
+        yield expr, typ

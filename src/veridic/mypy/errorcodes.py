@@ -1,0 +1,79 @@
+"""The error codes of the ``veridic.mypy`` plugin: one per rule.
+
+Each works like one of mypy's own codes. Silence one rule for the whole
+project or for some modules with ``disable_error_code = veridic-any`` in the
+mypy configuration (or ``--disable-error-code veridic-any``), or on one line
+with ``# type: ignore[veridic-forge]``. ``veridic hatches`` lists every such
+ignore comment, so a silenced check stays visible in review.
+
+=====================  =====================================================
+code                   what it rejects
+=====================  =====================================================
+``veridic-literal``    text that was not written in code passed to
+                       ``instruction()`` or to any ``LiteralString`` parameter
+``veridic-forge``      a call of the ``TrustedInstruction`` or
+                       ``UntrustedText`` NewType constructor outside veridic
+``veridic-any``        a value of type ``Any`` reaching an instruction position
+``veridic-policy``     a ``TrustPolicy`` name that is not a literal, or not in
+                       ``[tool.veridic] trust-policies``
+``veridic-sdk``        a provider SDK call outside the gateway whose system
+                       prompt, or system/developer message, is not trusted
+=====================  =====================================================
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mypy.errorcodes import ErrorCode
+
+__all__ = ["ANY", "CODES", "FORGE", "LITERAL", "POLICY", "SDK"]
+
+_CATEGORY: Final = "veridic"
+
+LITERAL: Final = ErrorCode(
+    "veridic-literal",
+    "Check that instruction() and LiteralString parameters get text written in code",
+    _CATEGORY,
+)
+"""``instruction(x)`` or ``helper(x)`` (with ``x`` a ``LiteralString`` parameter) got text
+that was not written in code: a variable, an f-string with values, ``str(...)``, ``%``,
+``.format()``, a call, ``UntrustedText``. mypy itself reads ``LiteralString`` as ``str``."""
+
+FORGE: Final = ErrorCode(
+    "veridic-forge",
+    "Check that brands are minted by veridic, not made with the NewType constructor",
+    _CATEGORY,
+)
+"""``TrustedInstruction(x)`` or ``UntrustedText(x)`` outside veridic: the NewType constructor
+accepts any ``str`` and records no provenance, so the composer refuses the value at run time."""
+
+ANY: Final = ErrorCode(
+    "veridic-any",
+    "Check that no value of type Any reaches an instruction position",
+    _CATEGORY,
+)
+"""A value typed ``Any`` (an untyped library's result, ``json.loads``) reaches a
+``TrustedInstruction`` or ``LiteralString`` parameter, a ``join()`` part or a ``TrustPolicy``
+name, where mypy would otherwise accept it silently."""
+
+POLICY: Final = ErrorCode(
+    "veridic-policy",
+    "Check that TrustPolicy names are literals listed in [tool.veridic] trust-policies",
+    _CATEGORY,
+)
+"""``TrustPolicy(name)`` whose name is not known in the code, or is missing from the
+``trust-policies`` list of ``[tool.veridic]`` when that list is configured."""
+
+CODES: Final = (LITERAL, FORGE, ANY, POLICY)
+
+SDK: Final = ErrorCode(
+    "veridic-sdk",
+    "Check that provider SDK calls give instructions only in trusted text",
+    _CATEGORY,
+)
+"""An ``anthropic`` ``messages.create(system=...)``, an ``openai`` ``responses.create(
+instructions=...)``, or a system/developer message in ``chat.completions.create(messages=...)``
+(and their async, beta, stream and parse variants) given text that is not a
+``TrustedInstruction``: the call goes around ``ModelGateway``, so only the type checker sees it.
+Its cases are in tests/typecheck/sdk/ (run by tests/test_sdk_typecheck.py)."""
