@@ -2,37 +2,20 @@
 
 Only trusted text gives instructions; untrusted text is fenced data; every
 span of a prompt can say where it came from. See the README for the rules.
+
+The names below load on first use, so ``import veridic`` (and the mypy
+plugin, which lives in this package) costs almost nothing until a name is
+touched; type checkers see ordinary imports.
 """
 
-from veridic.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
-from veridic.audit import AuditRecord, AuditSink, CallOutcome, SQLiteAuditSink
-from veridic.compose import Composer
-from veridic.config import configure
-from veridic.doc_gaps import DocGap, GapCode, find_doc_gaps
-from veridic.errors import (
-    AlwaysAllowRefused,
-    ApprovalDeniedError,
-    AuditRecordError,
-    GuardDeniedError,
-    IncompletePlanError,
-    InvalidArgumentsError,
-    MissingExtraError,
-    PlanError,
-    ProvenanceError,
-    RiskFloorError,
-    ToolCouplingError,
-    ToolDeniedError,
-    ToolUnavailableError,
-    UnknownToolError,
-    VeridicError,
-)
-from veridic.executor import CallResult, aexecute, execute
-from veridic.fence import unfence
-from veridic.fields import InstructionField, instruction_fields
-from veridic.gateway import ModelCallRecord, ModelGateway, Reply, ToolOutcome
-from veridic.guards import guard_instruction_write, guard_irreversible
-from veridic.plan import NormalizedPlan, PlanStep, normalize_plan
-from veridic.prompt import Prompt
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# The brands load eagerly: they are light (no dependency beyond the standard
+# library), and the function ``provenance`` must win over the submodule of the
+# same name, which the import system would otherwise bind here.
 from veridic.provenance import (
     Provenance,
     Span,
@@ -44,13 +27,169 @@ from veridic.provenance import (
     provenance,
     untrusted,
 )
-from veridic.providers import AnthropicMessages, OpenAIChat, OpenAIResponses, ScriptedProvider
-from veridic.registry import Component, Registry
-from veridic.risk import Risk
-from veridic.templates import DataTemplate, InstructionTemplate, Templates
-from veridic.tool import Tool
-from veridic.trust_policy import TrustPolicy
-from veridic.view import Deny, PreparedCall, ToolStatus, ToolView
+
+if TYPE_CHECKING:
+    from veridic.approval import (
+        ApprovalMode,
+        ApprovalPolicy,
+        ApprovalRequest,
+    )
+    from veridic.audit import (
+        AuditRecord,
+        AuditSink,
+        CallOutcome,
+        SQLiteAuditSink,
+    )
+    from veridic.compose import (
+        Composer,
+    )
+    from veridic.config import (
+        configure,
+    )
+    from veridic.doc_gaps import (
+        DocGap,
+        GapCode,
+        find_doc_gaps,
+    )
+    from veridic.errors import (
+        AlwaysAllowRefused,
+        ApprovalDeniedError,
+        AuditRecordError,
+        GuardDeniedError,
+        IncompletePlanError,
+        InvalidArgumentsError,
+        MissingExtraError,
+        PlanError,
+        ProvenanceError,
+        RiskFloorError,
+        ToolCouplingError,
+        ToolDeniedError,
+        ToolUnavailableError,
+        UnknownToolError,
+        VeridicError,
+    )
+    from veridic.executor import (
+        CallResult,
+        aexecute,
+        execute,
+    )
+    from veridic.fence import (
+        unfence,
+    )
+    from veridic.fields import (
+        InstructionField,
+        instruction_fields,
+    )
+    from veridic.gateway import (
+        ModelCallRecord,
+        ModelGateway,
+        Reply,
+        ToolOutcome,
+    )
+    from veridic.guards import (
+        guard_instruction_write,
+        guard_irreversible,
+    )
+    from veridic.plan import (
+        NormalizedPlan,
+        PlanStep,
+        normalize_plan,
+    )
+    from veridic.prompt import (
+        Prompt,
+    )
+    from veridic.providers import (
+        AnthropicMessages,
+        OpenAIChat,
+        OpenAIResponses,
+        ScriptedProvider,
+    )
+    from veridic.registry import (
+        Component,
+        Registry,
+    )
+    from veridic.risk import (
+        Risk,
+    )
+    from veridic.templates import (
+        DataTemplate,
+        InstructionTemplate,
+        Templates,
+    )
+    from veridic.tool import (
+        Tool,
+    )
+    from veridic.trust_policy import (
+        TrustPolicy,
+    )
+    from veridic.view import (
+        Deny,
+        PreparedCall,
+        ToolStatus,
+        ToolView,
+    )
+
+_HOMES: dict[str, str] = {
+    "AlwaysAllowRefused": "veridic.errors",
+    "AnthropicMessages": "veridic.providers",
+    "ApprovalDeniedError": "veridic.errors",
+    "ApprovalMode": "veridic.approval",
+    "ApprovalPolicy": "veridic.approval",
+    "ApprovalRequest": "veridic.approval",
+    "AuditRecord": "veridic.audit",
+    "AuditRecordError": "veridic.errors",
+    "AuditSink": "veridic.audit",
+    "CallOutcome": "veridic.audit",
+    "CallResult": "veridic.executor",
+    "Component": "veridic.registry",
+    "Composer": "veridic.compose",
+    "DataTemplate": "veridic.templates",
+    "Deny": "veridic.view",
+    "DocGap": "veridic.doc_gaps",
+    "GapCode": "veridic.doc_gaps",
+    "GuardDeniedError": "veridic.errors",
+    "IncompletePlanError": "veridic.errors",
+    "InstructionField": "veridic.fields",
+    "InstructionTemplate": "veridic.templates",
+    "InvalidArgumentsError": "veridic.errors",
+    "MissingExtraError": "veridic.errors",
+    "ModelCallRecord": "veridic.gateway",
+    "ModelGateway": "veridic.gateway",
+    "NormalizedPlan": "veridic.plan",
+    "OpenAIChat": "veridic.providers",
+    "OpenAIResponses": "veridic.providers",
+    "PlanError": "veridic.errors",
+    "PlanStep": "veridic.plan",
+    "PreparedCall": "veridic.view",
+    "Prompt": "veridic.prompt",
+    "ProvenanceError": "veridic.errors",
+    "Registry": "veridic.registry",
+    "Reply": "veridic.gateway",
+    "Risk": "veridic.risk",
+    "RiskFloorError": "veridic.errors",
+    "SQLiteAuditSink": "veridic.audit",
+    "ScriptedProvider": "veridic.providers",
+    "Templates": "veridic.templates",
+    "Tool": "veridic.tool",
+    "ToolCouplingError": "veridic.errors",
+    "ToolDeniedError": "veridic.errors",
+    "ToolOutcome": "veridic.gateway",
+    "ToolStatus": "veridic.view",
+    "ToolUnavailableError": "veridic.errors",
+    "ToolView": "veridic.view",
+    "TrustPolicy": "veridic.trust_policy",
+    "UnknownToolError": "veridic.errors",
+    "VeridicError": "veridic.errors",
+    "aexecute": "veridic.executor",
+    "configure": "veridic.config",
+    "execute": "veridic.executor",
+    "find_doc_gaps": "veridic.doc_gaps",
+    "guard_instruction_write": "veridic.guards",
+    "guard_irreversible": "veridic.guards",
+    "instruction_fields": "veridic.fields",
+    "normalize_plan": "veridic.plan",
+    "unfence": "veridic.fence",
+}
 
 __all__ = [
     "AlwaysAllowRefused",
@@ -122,3 +261,16 @@ __all__ = [
     "unfence",
     "untrusted",
 ]
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'veridic' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,58 @@
+"""The package root: every public name resolves, lazily, to the object of its home module."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import veridic
+
+ROOT_INIT = Path(veridic.__file__)
+
+
+@pytest.mark.parametrize("name", veridic.__all__)
+def test_every_public_name_resolves_to_its_home_object(name: str) -> None:
+    value = getattr(veridic, name)
+    home = importlib.import_module(veridic._HOMES.get(name, "veridic.provenance"))
+    assert getattr(home, name) is value
+
+
+def test_type_checkers_see_the_same_names_as_run_time() -> None:
+    tree = ast.parse(ROOT_INIT.read_text(encoding="utf-8"))
+    guarded = next(n for n in tree.body if isinstance(n, ast.If))
+    lazy = {
+        alias.name: node.module
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    eager = {
+        alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module == "veridic.provenance"
+        for alias in node.names
+    }
+    assert lazy == veridic._HOMES
+    assert sorted(veridic.__all__) == sorted({*lazy, *eager})
+    assert callable(veridic.provenance)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = veridic.Nope
+
+
+def test_importing_the_root_loads_no_dependency() -> None:
+    probe = (
+        "import sys, veridic; "
+        "print(sorted(m for m in ('pydantic', 'jinja2', 'sqlite3') if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "[]"
