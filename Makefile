@@ -31,11 +31,11 @@ pytest: $(STAMP)
 	$(BIN)/pytest
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/compose.py
+	$(BIN)/python benchmarks/run.py
 
 # Long fuzzing run: hypothesis at a high example count (not part of make test).
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest tests -k "property or fuzz"
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest tests/test_fuzz.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -4,11 +4,18 @@ A support assistant answers a ticket. Its instructions come from code and from
 a stored prompt the application reads as instruction; the ticket and a
 knowledge-base page come from outside and carry an injection attempt. The
 demo prints the prompt with a provenance report, then shows what happens when
-the ticket is pushed into the system slot.
+the ticket is pushed into the system slot. Then it runs the two articles'
+scenarios: ``examples/signup_agent`` (a plug-in that failed to boot, a plan
+that must not be thinned silently) and ``examples/prompt_store`` (risk floors,
+"always allow" refused, guarded instruction writes, the audit query).
+
+Run from the repository root: ``python examples/demo.py`` or ``python -m examples.demo``.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import cast
 
 from pydantic import BaseModel
@@ -91,7 +98,17 @@ def main() -> None:
     system = prompt.to_anthropic()["system"]
     leaked = "refund" in system.lower()
     print(f"Injected text in the system prompt: {'YES' if leaked else 'none'}")
+    # The two articles' scenarios (examples/signup_agent, examples/prompt_store).
+    from examples import prompt_store, signup_agent
+
+    for scenario in (signup_agent.main, prompt_store.main):
+        print("\n")
+        scenario()
 
 
 if __name__ == "__main__":
+    if not __package__:
+        # Run as a script (python examples/demo.py, as make demo does): make the
+        # repository root importable, as python -m does, for the scenarios' packages.
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     main()

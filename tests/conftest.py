@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("default", max_examples=100, deadline=None)
 settings.register_profile(
     "fuzz",
-    max_examples=20_000,
+    max_examples=10_000,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

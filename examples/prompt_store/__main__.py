@@ -1,0 +1,5 @@
+"""``python -m examples.prompt_store``: print the scenario, section by section."""
+
+from examples.prompt_store.scenario import main
+
+main()
