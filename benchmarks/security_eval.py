@@ -38,10 +38,11 @@ is any other difference: ``unfence`` not giving back exactly the payload, a
 message added, removed or given another role, a string of a rendering not
 the predicted one. Both must be zero (tests/test_security_eval.py).
 
-Open gaps are measured apart, with the same leak test: application strings
-that the registry puts in the capability section without a provenance check
-(a component's name, ``provides``, ``hint`` and boot failure message, a deny
-filter's reason). They are reported, not counted in the totals.
+Application strings the registry puts in the capability section (a
+component's name, ``provides``, ``hint`` and boot failure message, a deny
+filter's reason) are measured apart, with the same leak test: branded outside
+text must be refused there (``ProvenanceError``), and a boot failure raised
+with it must be withheld. They are reported beside the totals.
 
 Run: ``.venv/bin/python benchmarks/security_eval.py``; ``evaluate()`` returns
 the figures for tests, and ``Checker`` checks one payload at a time (the fuzz target).
@@ -861,6 +862,14 @@ def _gap_probes() -> dict[str, Section]:
     }
 
 
+def _neutral(probe: Callable[[str], str]) -> str | None:
+    """The section a probe renders for neutral text, or ``None`` when it refuses it."""
+    try:
+        return probe(NEUTRAL)
+    except (ProvenanceError, VeridicError):
+        return None
+
+
 def _component_section(text: str, *, kind: str) -> str:
     registry = Registry("eval")
     branded = _u(text)
@@ -1005,8 +1014,14 @@ def _check_one(run: _Run, payload: str, positions: _Positions) -> None:
                 run.report("leak", position, "an instruction position accepted the payload")
     for position, (probe, neutral) in positions.sections.items():
         with _unexpected(run, position):
-            run.tally(position).placements += 1
-            problem = _section_leak(probe(payload), neutral, payload)
+            tally = run.tally(position)
+            try:
+                section = probe(payload)
+            except VeridicError:  # refused as text that cannot be a description
+                tally.refusals += 1
+                continue
+            tally.placements += 1
+            problem = _section_leak(section, neutral, payload)
             if problem is not None:
                 run.report("leak", position, problem)
 
@@ -1052,7 +1067,7 @@ def evaluate(
     gaps = _Run(renderings)
     with _templates() as templates, _quiet():
         positions = _Positions(templates, renderings)
-        gap_probes = {name: (probe, probe(NEUTRAL)) for name, probe in _gap_probes().items()}
+        gap_probes = {name: (probe, _neutral(probe)) for name, probe in _gap_probes().items()}
         for payload in payloads:
             run.family = gaps.family = payload.family
             _check_one(run, payload.text, positions)
@@ -1063,7 +1078,7 @@ def evaluate(
                     gaps.tally(position).refusals += 1
                     continue
                 gaps.tally(position).placements += 1
-                problem = _section_leak(section, neutral, payload.text)
+                problem = _section_leak(section, neutral or "", payload.text)
                 if problem is not None:
                     gaps.report("leak", position, problem)
     families: dict[str, int] = {}
@@ -1118,7 +1133,7 @@ def main() -> None:
     )
     for problem in figures.problems[:10]:
         print(f"    {problem.kind}: {problem.position} ({problem.family}): {problem.detail}")
-    print("\n  open gaps (application strings in the capability section, not in the totals):")
+    print("\n  application strings in the capability section (reported beside the totals):")
     for name, tally in figures.open_gaps.items():
         print(f"    {name:46} leaked {tally.leaks} of {tally.placements}")
     print(f"\n  {figures.seconds:.1f} s")

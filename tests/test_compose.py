@@ -296,3 +296,11 @@ def test_property_spans_tile_every_message(
 def test_join_of_system_parts_matches_the_system_message() -> None:
     parts = [SYSTEM, instruction("Be brief.")]
     assert Composer().system(*parts).build().system == join(parts)
+
+
+def test_anthropic_leaves_out_an_empty_assistant_turn() -> None:
+    prompt = Composer().user("first").assistant("").user("second").build()
+    request = prompt.to_anthropic()
+    assert [m["role"] for m in request["messages"]] == ["user"]
+    assert [b["type"] for b in request["messages"][0]["content"]] == ["text", "text"]
+    assert [m["role"] for m in prompt.to_openai()] == ["user", "assistant", "user"]

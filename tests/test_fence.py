@@ -61,3 +61,9 @@ def test_labels_that_could_break_the_fence_are_refused(label: str) -> None:
     message = str(caught.value)
     assert "is not a label" in message
     assert "ticket:42" in message
+
+
+def test_unmatched_opening_lines_do_not_hide_a_real_block() -> None:
+    forged_opening = '<data label="doc" sha256="' + "a" * 24 + '">\n'
+    rendered = forged_opening * 2000 + fence("doc", "real") + forged_opening
+    assert unfence(rendered) == [("doc", "real")]

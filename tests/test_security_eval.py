@@ -50,7 +50,6 @@ PLACED = (
     "data template value (UntrustedText)",
     "data template value (plain str)",
     "capability section: unpinned external description",
-    "capability section: description changed since pinned",
 )
 
 
@@ -73,6 +72,10 @@ def test_every_payload_is_placed_in_every_data_position(figures: security_eval.F
     for position in PLACED:
         # The user turn refuses the 1 MB of newlines: an empty turn, which providers reject.
         assert figures.positions[position].placements >= figures.payloads - 1, position
+    # No description with a lone surrogate can be pinned or sent: refused, not placed.
+    pinned = figures.positions["capability section: description changed since pinned"]
+    assert pinned.refusals == 2
+    assert pinned.placements + pinned.refusals == figures.payloads
 
 
 def test_every_rendering_is_checked(figures: security_eval.Figures) -> None:
@@ -144,23 +147,11 @@ def test_a_rendering_that_reparses_chatml_is_counted_as_breaking_the_messages() 
     assert all(p.family == "test" and "structure" in p.detail for p in result.problems)
 
 
-@pytest.mark.xfail(
-    reason="open gap: the registry puts a component's name, provides, hint and boot failure "
-    "message, and a Deny reason, in the trusted capability section without a provenance check "
-    "(veridic.view._component_line and _render_section)",
-    strict=True,
-)
 def test_application_strings_from_outside_never_reach_the_capability_section(
     figures: security_eval.Figures,
 ) -> None:
     assert all(gap.leaks == 0 for gap in figures.open_gaps.values())
 
 
-@pytest.mark.xfail(
-    reason="open bug: veridic.tool.description_pin raises UnicodeEncodeError for a description "
-    "holding a lone surrogate, so registry.external(..., pin=...) crashes instead of raising "
-    "a VeridicError",
-    strict=True,
-)
 def test_no_position_crashes_on_any_payload(figures: security_eval.Figures) -> None:
     assert figures.errors == 0, _problems(figures)

@@ -117,7 +117,7 @@ def write_config(directory: Path, policies: tuple[str, ...] | None) -> Path:
 
 
 def run_mypy(
-    files: list[Path], config: Path, *, log: list[str] | None = None
+    files: list[Path], config: Path, *, log: list[str] | None = None, cache: Path = CACHE
 ) -> tuple[list[Reported], str]:
     """Run mypy (in this process) and parse its errors; also return its raw output.
 
@@ -130,7 +130,7 @@ def run_mypy(
             "--config-file",
             str(config),
             "--cache-dir",
-            str(CACHE),
+            str(cache),
             "--show-absolute-path",
             "--no-pretty",
             "--no-error-summary",
@@ -214,11 +214,14 @@ def test_every_error_code_has_a_case() -> None:
 
 
 def test_definitions_read_back_from_the_cache_are_still_checked(
-    mypy_run: tuple[list[Reported], str], main_config: Path, tmp_path: Path
+    main_config: Path, tmp_path: Path
 ) -> None:
-    # The first run cached _helpers and _constants. A new module is checked against
-    # those cached definitions: the LiteralString mark on rule()'s parameter and the
+    # A first run caches _helpers and _constants (in a cache of this test's own, so
+    # no other run can make them stale). A new module is checked against those
+    # cached definitions: the LiteralString mark on rule()'s parameter and the
     # values of the Final constants must survive mypy's cache.
+    cache = tmp_path / "cache"
+    run_mypy([CASES / "_helpers.py", CASES / "_constants.py"], main_config, cache=cache)
     caller = tmp_path / "cached_caller.py"
     caller.write_text(
         # New content each time, so that mypy checks this module instead of replaying
@@ -236,7 +239,7 @@ def test_definitions_read_back_from_the_cache_are_still_checked(
     )
     log: list[str] = []
     reported, _ = run_mypy(
-        [caller, CASES / "_helpers.py", CASES / "_constants.py"], main_config, log=log
+        [caller, CASES / "_helpers.py", CASES / "_constants.py"], main_config, log=log, cache=cache
     )
     cached = [line for line in log if "_helpers" in line or "_constants" in line]
     assert any("Metadata fresh for _helpers" in line for line in cached), cached

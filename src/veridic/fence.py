@@ -25,6 +25,7 @@ escaping: the model should read the document as it was written, and
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from typing import Final
@@ -37,6 +38,8 @@ __all__ = ["fence", "unfence"]
 _DIGITS: Final = 24
 _LABEL: Final = re.compile(r"[\w .:/@#+=,-]{1,100}")
 _OPEN: Final = re.compile(r'<data label="([\w .:/@#+=,-]{1,100})" sha256="([0-9a-f]{24})">\n')
+_CLOSE: Final = re.compile(r'\n</data sha256="([0-9a-f]{24})">')
+_CLOSING_LENGTH: Final = len('\n</data sha256="">') + _DIGITS
 
 
 def fence(label: str, text: str) -> str:
@@ -61,20 +64,26 @@ def unfence(rendered: str) -> list[tuple[str, str]]:
     """Give back ``(label, text)`` for every data block in ``rendered``, in order.
 
     Text outside blocks is ignored; a block whose digest does not match its
-    content (edited, forged or truncated) is not a block.
+    content (edited, forged or truncated) is not a block. The closing lines
+    are indexed once, so text full of unmatched opening lines costs linear
+    time, not quadratic.
     """
+    closings: dict[str, list[int]] = {}
+    for match in _CLOSE.finditer(rendered):
+        closings.setdefault(match.group(1), []).append(match.start())
     blocks: list[tuple[str, str]] = []
     position = 0
     while (opening := _OPEN.search(rendered, position)) is not None:
         label, digest = opening.groups()
-        closing = f'\n</data sha256="{digest}">'
-        end = rendered.find(closing, opening.end())
+        candidates = closings.get(digest, ())
+        index = bisect.bisect_left(candidates, opening.end())
+        end = candidates[index] if index < len(candidates) else -1
         text = rendered[opening.end() : end]
         if end == -1 or _digest(label, text) != digest:
             position = opening.start() + 1
             continue
         blocks.append((label, text))
-        position = end + len(closing)
+        position = end + _CLOSING_LENGTH
     return blocks
 
 

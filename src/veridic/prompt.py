@@ -141,6 +141,10 @@ class Prompt:
                 "assistant" if message.role == "assistant" else "user"
             )
             blocks = _anthropic_blocks(message)
+            if not blocks:
+                # An empty assistant turn carries nothing, and the Messages API
+                # rejects an empty content list: there is nothing to send.
+                continue
             if messages and messages[-1]["role"] == role:
                 messages[-1]["content"].extend(blocks)
             else:

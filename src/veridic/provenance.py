@@ -281,6 +281,28 @@ def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> Tr
     return joined(items, sep)
 
 
+def refuse_untrusted(value: object, where: str, fix: str) -> None:
+    """Refuse text branded untrusted where the prompt will read it as instruction.
+
+    For the strings an application writes next to its tools (a component's
+    name, hint and offer, a deny reason): they reach the capability section,
+    so they must come from code.
+
+    Raises:
+        ProvenanceError: ``value`` is ``UntrustedText``.
+    """
+    if type(value) is _Untrusted:
+        raise ProvenanceError(
+            f"{where} got untrusted text (source {value._source!r}): {clip(value)}; it goes "
+            f"into the capability section, which instructs the model: {fix}"
+        )
+
+
+def is_untrusted(value: object) -> bool:
+    """Whether ``value`` was branded untrusted with :func:`untrusted`."""
+    return type(value) is _Untrusted
+
+
 def is_trusted(value: object) -> bool:
     """Whether ``value`` was minted trusted (not merely typed so).
 

@@ -55,6 +55,7 @@ from typing import Final, LiteralString, TypeVar
 from pydantic import BaseModel
 
 from veridic.errors import RiskFloorError, VeridicError
+from veridic.provenance import is_untrusted, refuse_untrusted
 from veridic.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tool import (
     BuiltTool,
@@ -181,7 +182,7 @@ class Component:
         try:
             result = self._boot()
         except Exception as error:
-            reason = str(error).strip() or type(error).__name__
+            reason = _boot_reason(error)
             _log.warning("component %r did not start: %s", self.name, reason)
             _log.debug("component %r boot failure", self.name, exc_info=True)
             return ComponentState(self.name, False, reason, self.hint, self.provides)
@@ -277,6 +278,12 @@ class Registry:
                 raise VeridicError(
                     f"component name {name!r} is empty: name the part of the application, "
                     'e.g. registry.component("Pro extension", boot=..., hint=...)'
+                )
+            for field, value in (("name", name), ("hint", hint), ("provides", provides)):
+                refuse_untrusted(
+                    value,
+                    f"registry.component({field}=...)",
+                    f"write the component's {field} in code",
                 )
             if name in self._components:
                 raise VeridicError(
@@ -523,3 +530,14 @@ def _floor_message(violations: list[tuple[Tool, FloorViolation]]) -> str:
         for tool, v in violations
     ]
     return f"{len(parts)} risk floor violation(s) at boot: " + "; ".join(parts)
+
+
+def _boot_reason(error: Exception) -> str:
+    """A failed boot's message, for the capability section (an instruction position).
+
+    A message raised with text branded untrusted (a licence server's reply, say)
+    is withheld, so a boot failure cannot carry outside text into the prompt.
+    """
+    if any(is_untrusted(arg) for arg in error.args):
+        return f"{type(error).__name__}, whose message came from outside and is withheld"
+    return str(error).strip() or type(error).__name__

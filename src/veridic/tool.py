@@ -256,7 +256,15 @@ def description_pin(description: str) -> str:
     >>> pin[:7], len(pin)
     ('sha256:', 71)
     """
-    return "sha256:" + hashlib.sha256(description.encode("utf-8")).hexdigest()
+    try:
+        encoded = description.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise VeridicError(
+            f"description {clip(description)} is not valid Unicode text ({error.reason} at "
+            f"character {error.start}), so it cannot be pinned or sent to a provider: "
+            "repair the text where the tool is described (a lone surrogate is the usual cause)"
+        ) from error
+    return "sha256:" + hashlib.sha256(encoded).hexdigest()
 
 
 def function_tool(

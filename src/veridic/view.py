@@ -64,7 +64,7 @@ from veridic.errors import (
     VeridicError,
 )
 from veridic.guards import current_dispatch, dispatching
-from veridic.provenance import TrustedInstruction, mint
+from veridic.provenance import TrustedInstruction, mint, refuse_untrusted
 from veridic.risk import ApprovalMode
 from veridic.tool import SCHEMA_TOOL, JsonObject, Tool, ToolOptions, function_tool, with_handler
 from veridic.tool_specs import (
@@ -139,6 +139,7 @@ class Deny:
         tombstone: bool = False,
         when: Predicate | None = None,
     ) -> None:
+        refuse_untrusted(reason, "Deny(reason=...)", "write the reason in code")
         if isinstance(names, str):
             names = (names,)
         object.__setattr__(self, "names", frozenset(names))
