@@ -24,7 +24,7 @@ from veridic import (
     unfence,
     untrusted,
 )
-from veridic.testing import adversarial_text, trusted_instructions
+from veridic.testing import adversarial_text, template_syntax, trusted_instructions
 
 FIXTURES: Final = Path(__file__).parent / "templates_fixtures"
 TEMPLATES: Final = Templates(FIXTURES)
@@ -33,16 +33,6 @@ RAW: Final = jinja2.Environment(
 )
 SINGLE: Final = ("echo.j2", "wrapped.j2", "computed.j2", "blocks.j2")
 LISTS: Final = ("with_macro.j2", "numbered.j2")
-SYNTAX: Final = st.lists(
-    st.one_of(
-        st.sampled_from(
-            ["{{", "}}", "{%", "%}", "{#", "#}", " 7 * 7 ", "value", "self", "range(10**9)"]
-        ),
-        st.sampled_from(["raw", "endraw", "include 'echo.j2'", "set x = 1", "config", "|safe"]),
-        st.text(max_size=5),
-    ),
-    max_size=12,
-).map("".join)
 
 
 class Value(TypedDict):
@@ -164,7 +154,7 @@ def test_property_filtered_untrusted_value_stays_fenced(value: str) -> None:
     assert unfence(result) == [("value", text) for text in fenced]
 
 
-@given(value=SYNTAX)
+@given(value=template_syntax())
 def test_property_template_syntax_in_values_is_never_executed(value: str) -> None:
     trusted = Stored.model_validate({"content": value}).content
     instruction_text = TEMPLATES.instruction("wrapped.j2", params=Value).render({"value": trusted})
@@ -173,7 +163,7 @@ def test_property_template_syntax_in_values_is_never_executed(value: str) -> Non
     assert unfence(data_text) == [("value", value)]
 
 
-@given(value=SYNTAX)
+@given(value=template_syntax())
 def test_property_template_syntax_in_values_is_never_executed_in_the_sandbox(value: str) -> None:
     source = Stored.model_validate({"content": "[{{ value }}]"}).content
     template = TEMPLATES.instruction_from_source(source, params=Value)

@@ -33,6 +33,7 @@ __all__ = [
     "INJECTION_PAYLOADS",
     "adversarial_text",
     "data_labels",
+    "template_syntax",
     "trusted_instructions",
     "untrusted_texts",
 ]
@@ -98,3 +99,15 @@ def trusted_instructions() -> st.SearchStrategy[TrustedInstruction]:
     code can do.
     """
     return st.text().map(lambda text: mint(text, "code", "veridic.testing"))
+
+
+def template_syntax() -> st.SearchStrategy[str]:
+    """Text made of jinja2 syntax (delimiters, tags, filters), for values that must stay text.
+
+    A template value holding ``{{ 7 * 7 }}`` or ``{% include ... %}`` must be
+    output as it is, never evaluated.
+    """
+    delimiters = ["{{", "}}", "{%", "%}", "{#", "#}", " 7 * 7 ", "value", "self", "range(10**9)"]
+    statements = ["raw", "endraw", "include 'echo.j2'", "set x = 1", "config", "|safe"]
+    piece = st.one_of(st.sampled_from(delimiters), st.sampled_from(statements), st.text(max_size=5))
+    return st.lists(piece, max_size=12).map("".join)
