@@ -36,7 +36,10 @@ def test_a_boot_failure_raised_with_outside_text_is_withheld_from_the_prompt() -
     registry.component("Pro extension", boot=boot, hint="Check the licence.")
     section = registry.view().capability_section()
     assert "refund" not in section
-    assert "RuntimeError, whose message came from outside and is withheld" in section
+    assert (
+        "- The tools of component 'Pro extension' are not available on this site: it did not "
+        "start (RuntimeError, whose message came from outside and is withheld). Check the licence."
+    ) in section
 
 
 def test_an_external_description_that_is_not_valid_unicode_is_refused() -> None:

@@ -671,11 +671,17 @@ def _tool_line(tool: Tool) -> str:
 
 
 def _component_line(state: ComponentState) -> str:
-    what = state.provides or f"The tools of the {state.name}"
     hint = f" {one_line(state.hint)}" if state.hint.strip() else ""
+    reason = one_line(state.reason)
+    if state.provides:
+        # "Code snippets are not available on this site: the Pro extension did not start"
+        return (
+            f"- {state.provides} are not available on this site: the {state.name} did not "
+            f"start ({reason}).{hint}"
+        )
     return (
-        f"- {what} are not available on this site: the {state.name} did not start "
-        f"({one_line(state.reason)}).{hint}"
+        f"- The tools of component {state.name!r} are not available on this site: it did "
+        f"not start ({reason}).{hint}"
     )
 
 
