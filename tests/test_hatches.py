@@ -218,6 +218,16 @@ def test_type_ignore_on_a_veridic_code_is_listed(tmp_path: Path) -> None:
     assert "misc" not in str(item["message"])
 
 
+def test_a_bare_type_ignore_is_listed_because_it_silences_veridic_too(tmp_path: Path) -> None:
+    source = "x = 1  # type: ignore\ny = 2  # type: ignore[misc]\nz = 3  # type: ignored\n"
+    code, report = hatches_json(project(tmp_path, source), "app.py")
+    assert code == 0
+    [item] = report["listed"]
+    assert (item["kind"], item["line"]) == ("type-ignore", 1)
+    assert "silences every check on this line" in str(item["message"])
+    assert "name the error code" in str(item["message"])
+
+
 def test_file_that_is_not_python_is_a_finding(tmp_path: Path) -> None:
     code, report = hatches_json(project(tmp_path, "def broken(:\n"), "app.py")
     assert code == 1

@@ -20,7 +20,8 @@ kind                 what                                        finding?
                                                                  configured list
 ``vouch``            ``policy.vouch(text, reason=...)``          no (listed with
                                                                  its reason)
-``type-ignore``      ``# type: ignore[veridic-...]``             no (listed)
+``type-ignore``      ``# type: ignore[veridic-...]``, or a bare  no (listed)
+                     ``# type: ignore`` (it silences them too)
 ``unparsable``       a file that is not valid Python             yes
 ===================  ==========================================  ===============
 
@@ -72,6 +73,7 @@ _BRANDS: Final = frozenset({"TrustedInstruction", "UntrustedText"})
 _CAST_MODULES: Final = frozenset({"", "typing", "typing_extensions"})
 _SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
 _IGNORE: Final = re.compile(r"type:\s*ignore\[([^\]]*)\]")
+_BARE_IGNORE: Final = re.compile(r"type:\s*ignore(?![\[\w-])")
 _PACKAGE: Final = Path(__file__).resolve().parent
 _SHORT: Final = 100
 _INSIDE: Final = "inside the veridic package, which is the minting authority: listed, not a finding"
@@ -502,6 +504,16 @@ def _type_ignores(source: str, filename: str) -> Iterator[Hatch]:
     for token in tokens:
         if token.type != tokenize.COMMENT:
             continue
+        if _BARE_IGNORE.search(token.string):
+            yield Hatch(
+                filename,
+                token.start[0],
+                "type-ignore",
+                _short(token.string),
+                False,
+                "a bare type: ignore silences every check on this line, veridic's included: "
+                "name the error code (mypy's ignore-without-code makes this an error)",
+            )
         for match in _IGNORE.finditer(token.string):
             codes = [code.strip() for code in match.group(1).split(",")]
             ours = [code for code in codes if code.startswith("veridic-")]

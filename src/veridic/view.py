@@ -254,9 +254,10 @@ class ToolView:
     capability section and the spec texts are computed once per view.
     """
 
-    __slots__ = ("_cache", "_components", "_exposed", "_origin", "_withheld")
+    __slots__ = ("_cache", "_components", "_exposed", "_names", "_origin", "_withheld")
 
     _exposed: Mapping[str, Tool]
+    _names: frozenset[str]
     _withheld: Mapping[str, ToolStatus]
     _components: tuple[ComponentState, ...]
     _origin: str
@@ -281,6 +282,7 @@ class ToolView:
         tools = {SCHEMA_TOOL: with_handler(_schema_tool(), self._read_schema)}
         tools.update((tool.name, tool) for tool in exposed)
         object.__setattr__(self, "_exposed", MappingProxyType(tools))
+        object.__setattr__(self, "_names", frozenset(tools))
         object.__setattr__(self, "_withheld", MappingProxyType({s.name: s for s in withheld}))
         object.__setattr__(self, "_components", tuple(c for c in components if c.started is False))
         object.__setattr__(self, "_origin", origin)
@@ -306,7 +308,7 @@ class ToolView:
 
     def names(self) -> frozenset[str]:
         """The names this view exposes: the same set in the section, the specs and dispatch."""
-        return frozenset(self._exposed)
+        return self._names
 
     def tools(self) -> tuple[Tool, ...]:
         """The exposed tools, built-in schema tool first, then in registration order."""
