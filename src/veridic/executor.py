@@ -41,12 +41,8 @@ of the executor itself raises.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -185,31 +181,12 @@ async def aexecute(
 
 
 def tools_sha256(view: ToolView) -> str:
-    """SHA-256 of the view's tool list (its MCP specs as canonical JSON), cached per view.
+    """SHA-256 of the view's tool list: :meth:`ToolView.tools_sha256`.
 
     The audit record's ``tools_sha256`` when the caller does not pass the
     digest of the list it sent.
     """
-    with _DIGEST_LOCK:
-        cached = _DIGESTS.get(id(view))
-        if cached is not None and cached[0] is view:
-            _DIGESTS.move_to_end(id(view))
-            return cached[1]
-    specs = json.dumps(
-        view.tool_specs("mcp"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
-    digest = hashlib.sha256(specs.encode("utf-8", "surrogatepass")).hexdigest()
-    with _DIGEST_LOCK:
-        # The entry keeps the view alive, so its id cannot be reused while it is cached.
-        _DIGESTS[id(view)] = (view, digest)
-        while len(_DIGESTS) > _DIGEST_KEPT:
-            _DIGESTS.popitem(last=False)
-    return digest
-
-
-_DIGEST_KEPT: Final = 64
-_DIGESTS: Final[OrderedDict[int, tuple[ToolView, str]]] = OrderedDict()
-_DIGEST_LOCK: Final = threading.Lock()
+    return view.tools_sha256()
 
 
 class _Call:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import inspect
 import json
 from collections import Counter
@@ -443,6 +444,22 @@ class ToolView:
         return cast(
             "list[OpenAIToolSpec] | list[AnthropicToolSpec] | list[McpToolSpec]", json.loads(text)
         )
+
+    def tools_sha256(self) -> str:
+        """SHA-256 of the tool list (the MCP specs as canonical JSON), computed once per view.
+
+        The digest audit records carry, so a model call and the tool calls it
+        led to name the same tool list whatever the provider.
+        """
+        digest = self._cache.get("sha256")
+        if digest is None:
+            specs = json.dumps(
+                self.tool_specs("mcp"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+            )
+            digest = self._cache["sha256"] = hashlib.sha256(
+                specs.encode("utf-8", "surrogatepass")
+            ).hexdigest()
+        return digest
 
     def assert_coupled(self, sent_specs: Iterable[Mapping[str, object]]) -> None:
         """Check the specs actually sent against the dispatch table, both ways.
