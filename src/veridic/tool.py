@@ -36,9 +36,9 @@ from pydantic.fields import FieldInfo
 from veridic._descriptions import GapCode, description_problem
 from veridic._docstrings import parse_docstring
 from veridic._sample import clip
-from veridic.errors import InvalidArgumentsError, ProvenanceError, VeridicError
+from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.fields import instruction_fields
-from veridic.provenance import _display_path, provenance
+from veridic.provenance import _display_path, refuse_untrusted
 from veridic.risk import (
     INSTRUCTION_ARGUMENTS,
     INSTRUCTION_WRITES,
@@ -432,13 +432,12 @@ def _refuse_untrusted_description(where: str, description: object) -> None:
             f"tool {where} has description={description!r}, which is not text: write the "
             "description as a string literal where the tool is defined"
         )
-    if provenance(description).kind == "untrusted":
-        raise ProvenanceError(
-            f"tool {where} got an untrusted description (source "
-            f"{provenance(description).origin!r}): {clip(description)}; a tool's description "
-            "instructs the model, so write it in code, or register the tool with "
-            "registry.external(..., pin=...) to pin text from outside by hash"
-        )
+    refuse_untrusted(
+        description,
+        f"the description of tool {where}",
+        "write it in code, or register the tool with registry.external(..., pin=...) to pin "
+        "text from outside by hash",
+    )
 
 
 def _model_names(models: tuple[type[BaseModel], ...]) -> str:
