@@ -558,6 +558,21 @@ def test_async_send_stream_and_tools() -> None:
     assert [r.outcome for r in audit.records()] == [CallOutcome.OK]
 
 
+def test_reading_the_reply_of_an_unfinished_async_stream_says_async_for() -> None:
+    view = REGISTRY.view()
+    gw = ModelGateway(
+        _AsyncScripted([{"text": "Windy in Oslo"}]), audit=SQLiteAuditSink(), calls=ModelCallLog()
+    )
+
+    async def run() -> None:
+        async with await gw.astream(weather_prompt(view), view, request_id="req-1") as stream:
+            assert await anext(stream) == "Windy "
+            with pytest.raises(VeridicError, match=r"\(async for text in stream: \.\.\.\)"):
+                _ = stream.reply
+
+    asyncio.run(run())
+
+
 def test_sync_send_with_an_async_client_is_refused() -> None:
     view = REGISTRY.view()
     gw = ModelGateway(

@@ -197,12 +197,35 @@ def _arguments(call: ToolCall) -> Mapping[str, object]:
     return {"_unparsed": call.arguments}
 
 
-class ReplyStream:
+class _Streamed:
+    """What both stream kinds share: the whole answer, once the stream is read to its end."""
+
+    _reply: Reply | None
+    _loop: str
+
+    @property
+    def reply(self) -> Reply:
+        """The whole answer.
+
+        Raises:
+            VeridicError: the stream has not been read to its end.
+        """
+        if self._reply is None:
+            raise VeridicError(
+                "the streamed reply is not complete: iterate the stream to its end "
+                f"({self._loop}) before reading stream.reply"
+            )
+        return self._reply
+
+
+class ReplyStream(_Streamed):
     """A streamed answer: iterate it for the text as it arrives; then read :attr:`reply`.
 
     Use it as a context manager (or call :meth:`close`) so the connection is
     released when the loop stops early.
     """
+
+    _loop = "for text in stream: ..."
 
     def __init__(
         self,
@@ -237,20 +260,6 @@ class ReplyStream:
                 return text
         raise StopIteration
 
-    @property
-    def reply(self) -> Reply:
-        """The whole answer.
-
-        Raises:
-            VeridicError: the stream has not been read to its end.
-        """
-        if self._reply is None:
-            raise VeridicError(
-                "the streamed reply is not complete: iterate the stream to its end "
-                "(for text in stream: ...) before reading stream.reply"
-            )
-        return self._reply
-
     def close(self) -> None:
         """Release the connection (idempotent)."""
         if not self._closed:
@@ -269,8 +278,10 @@ class ReplyStream:
         self.close()
 
 
-class AsyncReplyStream:
+class AsyncReplyStream(_Streamed):
     """:class:`ReplyStream` for async code: ``async for`` the text, then :attr:`reply`."""
+
+    _loop = "async for text in stream: ..."
 
     def __init__(
         self,
@@ -304,20 +315,6 @@ class AsyncReplyStream:
             if text:
                 return text
         raise StopAsyncIteration
-
-    @property
-    def reply(self) -> Reply:
-        """The whole answer.
-
-        Raises:
-            VeridicError: the stream has not been read to its end.
-        """
-        if self._reply is None:
-            raise VeridicError(
-                "the streamed reply is not complete: iterate the stream to its end "
-                "(async for text in stream: ...) before reading stream.reply"
-            )
-        return self._reply
 
     async def aclose(self) -> None:
         """Release the connection (idempotent)."""
