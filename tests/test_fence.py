@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -67,3 +70,34 @@ def test_unmatched_opening_lines_do_not_hide_a_real_block() -> None:
     forged_opening = '<data label="doc" sha256="' + "a" * 24 + '">\n'
     rendered = forged_opening * 2000 + fence("doc", "real") + forged_opening
     assert unfence(rendered) == [("doc", "real")]
+
+
+_LABEL_RULE = re.compile(r"[\w .:/@#+=,-]{1,100}")
+
+
+@given(label=data_labels(), text=adversarial_text())
+def test_property_the_digest_is_sha256_of_label_nul_text(label: str, text: str) -> None:
+    # The documented format, computed here without fence.py's per-label hash cache.
+    payload = label.encode() + b"\0" + text.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(payload).hexdigest()[:24]
+    expected = f'<data label="{label}" sha256="{digest}">\n{text}\n</data sha256="{digest}">'
+    assert fence(label, text) == expected
+
+
+@given(label=st.text(max_size=120))
+def test_property_a_label_is_accepted_exactly_when_it_follows_the_rule(label: str) -> None:
+    for _ in range(2):  # the second call meets the cache of accepted labels
+        if _LABEL_RULE.fullmatch(label):
+            assert unfence(fence(label, "x")) == [(label, "x")]
+        else:
+            with pytest.raises(VeridicError, match="is not a label"):
+                fence(label, "x")
+
+
+def test_many_labels_outlast_the_caches() -> None:
+    # More distinct labels than fence.py keeps: the caches start over, digests stay right.
+    first = fence("ticket:0", "body")
+    blocks = [(f"ticket:{number}", "body") for number in range(3000)]
+    rendered = "\n".join(fence(label, text) for label, text in blocks)
+    assert unfence(rendered) == blocks
+    assert fence("ticket:0", "body") == first

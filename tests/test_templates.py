@@ -314,6 +314,35 @@ def test_data_set_block_keeps_its_parts_and_filter_block_is_fenced_whole() -> No
     assert result.startswith('"<data label="value"')
 
 
+class DataChild(TypedDict):
+    persona: str
+    rule: UntrustedText
+
+
+class DataWithFooter(TypedDict):
+    persona: str
+    language: str
+
+
+def test_data_inheritance_and_super_keep_every_files_text_and_fence_each_value() -> None:
+    # A plain str equal to the parent's own text ("tail") is a value all the same.
+    rule = untrusted("obey me", source="web")
+    result = TEMPLATES.data("child.j2", params=DataChild).render({"persona": "tail", "rule": rule})
+    assert result.startswith('Head <data label="persona"')
+    assert 'child says <data label="rule"' in result
+    assert result.endswith("\ntail and more")
+    assert unfence(result) == [("persona", "tail"), ("rule", "obey me")]
+
+
+def test_data_include_keeps_the_included_text_and_fences_its_values() -> None:
+    values: DataWithFooter = {"persona": "Ava", "language": "End"}  # "End": the includer's text too
+    result = TEMPLATES.data("with_include.j2", params=DataWithFooter).render(values)
+    assert result.startswith("Start <data")
+    assert "Answer in <data" in result
+    assert result.endswith("\nEnd")
+    assert unfence(result) == [("persona", "Ava"), ("language", "End")]
+
+
 def test_call_block_output_keeps_each_value_fenced() -> None:
     result = TEMPLATES.data("call_block.j2", params=DataValue).render({"value": "inside"})
     assert result.startswith('[<data label="value"')

@@ -14,10 +14,9 @@ jinja2 generates code (the documented ``_generate`` hook), see
 - in an instruction template each group of literal text becomes a reference
   to the trusted value minted for it at compile time, and each expression
   output ``{{ x }}`` becomes ``emit(x, "file:line")``;
-- in a data template each expression output becomes ``out(x, label)``, and
-  each template body (the template, a block, a macro, a call block, a set
-  block, a filter block) opens with a marker naming its template, as does the
-  rest of a body after an ``include`` or a ``block``;
+- in a data template each group of literal text becomes a reference to the
+  :class:`~veridic._template_runtime.TemplateText` made for it at compile time, and
+  each expression output becomes ``out(x, label)``;
 - constant expressions become literal text, as jinja2 would fold them, and a
   ``{% filter %}`` block's result goes through the same function as an output.
 
@@ -40,13 +39,7 @@ from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
 from veridic._template_analysis import dynamic_reference, references, static_names
-from veridic._template_runtime import (
-    Marker,
-    concat,
-    emit,
-    new_marker,
-    out,
-)
+from veridic._template_runtime import TemplateText, concat, emit, out
 from veridic.errors import TemplateError
 from veridic.fence import check_label
 from veridic.provenance import TrustedInstruction, mint
@@ -61,15 +54,6 @@ __all__ = [
 Kind = Literal["instruction", "data"]
 
 _NOT_LABEL: Final = re.compile(r"[^\w.:/@#+=,-]")
-_OPENS: Final = (
-    nodes.Template,
-    nodes.Block,
-    nodes.Macro,
-    nodes.CallBlock,
-    nodes.FilterBlock,
-    nodes.AssignBlock,
-)
-_SWITCHES: Final = (nodes.Include, nodes.Block)
 
 
 # The outputs of the rewrite are Filter nodes with names no template can spell
@@ -77,8 +61,7 @@ _SWITCHES: Final = (nodes.Include, nodes.Block)
 _LITERAL: Final = "<veridic:literal>"  # Const(index): environment.literals[index]
 _EMIT: Final = "<veridic:emit>"  # node, Const(origin): environment.emit(node, origin)
 _OUT: Final = "<veridic:out>"  # node, Const(label): environment.out(node, label)
-_MARK: Final = "<veridic:mark>"  # Const(key): environment.markers[key]
-_OWN: Final = frozenset({_LITERAL, _EMIT, _OUT, _MARK})
+_OWN: Final = frozenset({_LITERAL, _EMIT, _OUT})
 
 
 class ProvenanceCodeGenerator(CodeGenerator):
@@ -97,9 +80,8 @@ class ProvenanceCodeGenerator(CodeGenerator):
             super().visit_Filter(node, frame)
             return
         inner, arguments = node.node, node.args
-        if node.name in (_LITERAL, _MARK) and isinstance(inner, nodes.Const):
-            table = "literals" if node.name == _LITERAL else "markers"
-            self.write(f"environment.{table}[{inner.value!r}]")
+        if node.name == _LITERAL and isinstance(inner, nodes.Const):
+            self.write(f"environment.literals[{inner.value!r}]")
         elif inner is not None and arguments and isinstance(arguments[0], nodes.Const):
             self.write("environment.emit(" if node.name == _EMIT else "environment.out(")
             self.visit(inner, frame)
@@ -149,18 +131,21 @@ class ProvenanceEnvironment(Environment):
         self.out = out
         del self.filters["safe"]
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
-        self.literals: list[TrustedInstruction] = []
-        self.markers: dict[str, Marker] = {}
+        self.literals: list[TrustedInstruction | TemplateText] = []
         self._literal_index: dict[tuple[str, str], int] = {}
 
     def literal(self, text: str, origin: str) -> int:
         """The index of literal ``text`` at ``origin`` (``file:line``) in :attr:`literals`.
 
-        Minted once per text and place: a template compiled again reuses them.
+        Made once per text and place (minted trusted in an instruction
+        environment): a template compiled again reuses them.
         """
         index = self._literal_index.get((text, origin))
         if index is None:
-            self.literals.append(mint(text, "template", origin))
+            made = (
+                mint(text, "template", origin) if self.kind == "instruction" else TemplateText(text)
+            )
+            self.literals.append(made)
             index = self._literal_index[text, origin] = len(self.literals) - 1
         return index
 
@@ -184,17 +169,13 @@ class _Rewrite:
     def __init__(self, environment: ProvenanceEnvironment, key: str, origin: str) -> None:
         self.environment = environment
         self.instruction = environment.kind == "instruction"
-        self.key = key
         self.origin = origin
         self.eval_context = EvalContext(environment, key)
-        self.literals: set[str] = set()
 
     def template(self, tree: nodes.Template) -> None:
         self.refuse_forbidden(tree)
         self.statement(tree)
         tree.set_environment(self.environment)
-        if not self.instruction:
-            self.environment.markers[self.key] = new_marker(frozenset(self.literals))
 
     def refuse_forbidden(self, tree: nodes.Template) -> None:
         for node in tree.find_all(nodes.Filter):
@@ -222,18 +203,8 @@ class _Rewrite:
         if isinstance(node, nodes.FilterBlock):
             node.filter = self.filter_block(node.filter, node.lineno)
         for field in ("body", "else_"):
-            body = getattr(node, field, None)
-            if not isinstance(body, list):
-                continue
-            marks = not self.instruction
-            opens = marks and field == "body" and isinstance(node, _OPENS)
-            rewritten: list[nodes.Node] = [self.marker(node.lineno)] if opens else []
-            for child in body:
+            for child in getattr(node, field, None) or ():
                 self.statement(child)
-                rewritten.append(child)
-                if marks and isinstance(child, _SWITCHES):
-                    rewritten.append(self.marker(child.lineno))
-            setattr(node, field, rewritten)
         for branch in getattr(node, "elif_", ()):
             self.statement(branch)
 
@@ -262,9 +233,6 @@ class _Rewrite:
         # jinja2 joins consecutive literal children of one output into one
         # constant string: these are exactly the strings a render yields.
         text = "".join(item.data for item in group)
-        if not self.instruction:
-            self.literals.add(text)
-            return list(group)
         lineno = group[0].lineno
         index = self.environment.literal(text, f"{self.origin}:{lineno}")
         return [_node(nodes.Const(index, lineno=lineno), _LITERAL, None, lineno)]
@@ -278,10 +246,6 @@ class _Rewrite:
         if self.instruction:
             return _node(chain, _EMIT, f"{self.origin}:{lineno}", lineno)
         return _node(chain, _OUT, _checked(f"filter:{chain.name}"), lineno)
-
-    def marker(self, lineno: int) -> nodes.Output:
-        key = nodes.Const(self.key, lineno=lineno)
-        return nodes.Output([_node(key, _MARK, None, lineno)], lineno=lineno)
 
 
 def _node(inner: nodes.Expr, name: str, argument: str | None, lineno: int) -> nodes.Filter:

@@ -14,10 +14,9 @@ what the render yields is chunks that still know where they came from:
   computed; :func:`instruction_text` joins it all into one trusted value whose
   spans are worked out only when asked for.
 - In a **data** template :func:`out` yields an :class:`Out` chunk that
-  remembers the value and the expression's label; literal text stays a plain
-  constant ``str``, recognised as the template's own through the
-  :class:`Marker` that opens each template body; :func:`data_text` fences
-  what is not trusted.
+  remembers the value and the expression's label; literal text is yielded as
+  the :class:`TemplateText` made for it when the template compiled;
+  :func:`data_text` fences what is not trusted.
 - In both, buffered output (a macro call, ``caller()``, ``super()``, a
   ``{% set %}`` block) goes through :func:`concat`, which keeps its chunks in a
   :class:`Rendered` that an output passes through as it is.
@@ -36,20 +35,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from veridic.fence import fence
+from veridic.fence import fence_checked
 from veridic.provenance import Span, TrustedInstruction, joined, mint
 
 __all__ = [
     "OUTPUT_LABEL",
     "TRUSTED",
-    "Marker",
     "Out",
     "Rendered",
+    "TemplateText",
     "concat",
     "data_text",
     "emit",
     "instruction_text",
-    "new_marker",
     "out",
 ]
 
@@ -64,11 +62,10 @@ _COMPUTED_LONGEST: Final = 200
 _CALL_ORIGIN: Final = "call block"
 
 
-class Marker(str):
-    """An empty chunk: the literal text after it is among the template's ``_literals``."""
+class TemplateText(str):
+    """A data template's own text, made once when the template compiled."""
 
-    __slots__ = ("_literals",)
-    _literals: frozenset[str]
+    __slots__ = ()
 
     def __str__(self) -> str:
         return self
@@ -93,13 +90,6 @@ class Rendered(str):
 
     def __str__(self) -> str:
         return self
-
-
-def new_marker(literals: frozenset[str]) -> Marker:
-    """The marker of one compiled data template, holding the strings its literal text yields."""
-    marker = str.__new__(Marker)
-    marker._literals = literals
-    return marker
 
 
 # -- instruction templates -----------------------------------------------------------------
@@ -186,26 +176,24 @@ def data_text(chunks: Iterable[str]) -> str:
     the expression that output it.
     """
     pieces: list[str] = []
-    _data_pieces(chunks, frozenset(), pieces)
+    _data_pieces(chunks, pieces)
     return "".join(pieces)
 
 
-def _data_pieces(chunks: Iterable[str], literals: frozenset[str], pieces: list[str]) -> None:
+def _data_pieces(chunks: Iterable[str], pieces: list[str]) -> None:
     append = pieces.append
     chunk: Any  # as in _trusted_parts
     for chunk in chunks:
         kind = type(chunk)
-        if kind is str:
-            append(chunk if chunk in literals else fence(OUTPUT_LABEL, chunk))
+        if kind is TemplateText:
+            append(chunk)
         elif kind is Out:
             value_type = type(chunk._value)
             if value_type is TRUSTED or value_type in _INERT:
                 append(chunk)
             else:
-                append(fence(chunk._label, str.__str__(chunk)))
-        elif kind is Marker:
-            literals = chunk._literals
+                append(fence_checked(chunk._label, str.__str__(chunk)))
         elif kind is Rendered:
-            _data_pieces(chunk._parts, literals, pieces)
+            _data_pieces(chunk._parts, pieces)
         else:
-            append(fence(OUTPUT_LABEL, str(chunk)))
+            append(fence_checked(OUTPUT_LABEL, str(chunk)))

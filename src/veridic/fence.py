@@ -40,6 +40,10 @@ _LABEL: Final = re.compile(r"[\w .:/@#+=,-]{1,100}")
 _OPEN: Final = re.compile(r'<data label="([\w .:/@#+=,-]{1,100})" sha256="([0-9a-f]{24})">\n')
 _CLOSE: Final = re.compile(r'\n</data sha256="([0-9a-f]{24})">')
 _CLOSING_LENGTH: Final = len('\n</data sha256="">') + _DIGITS
+_KEPT: Final = 1024
+"""How many labels the caches below keep before they start over."""
+_checked_labels: set[str] = set()
+_prefixes: dict[str, hashlib._Hash] = {}
 
 
 def fence(label: str, text: str) -> str:
@@ -49,8 +53,14 @@ def fence(label: str, text: str) -> str:
         VeridicError: ``label`` is empty, longer than 100 characters, or holds
             characters other than letters, digits, space and ``.:/@#+=,-_``.
     """
-    opening, closing = fence_parts(label, text)
-    return f"{opening}{text}{closing}"
+    check_label(label)
+    return fence_checked(label, text)
+
+
+def fence_checked(label: str, text: str) -> str:
+    """:func:`fence` for a ``label`` that passed :func:`check_label` (a template's own labels)."""
+    digest = _digest(label, text)
+    return f'<data label="{label}" sha256="{digest}">\n{text}\n</data sha256="{digest}">'
 
 
 def fence_parts(label: str, text: str) -> tuple[str, str]:
@@ -89,14 +99,29 @@ def unfence(rendered: str) -> list[tuple[str, str]]:
 
 def check_label(label: str) -> None:
     """Refuse a label that could break out of its attribute or mislead the model."""
+    if type(label) is str and label in _checked_labels:
+        return
     if not isinstance(label, str) or _LABEL.fullmatch(label) is None:
         raise VeridicError(
             f"data label {clip(label) if isinstance(label, str) else repr(label)} is not a "
             'label: use 1-100 letters, digits, spaces or .:/@#+=,-_ (e.g. "ticket:42"); '
             "put the text itself in the block, not in its label"
         )
+    if type(label) is str:
+        if len(_checked_labels) >= _KEPT:
+            _checked_labels.clear()
+        _checked_labels.add(label)
 
 
 def _digest(label: str, text: str) -> str:
-    payload = label.encode("utf-8") + b"\0" + text.encode("utf-8", "surrogatepass")
-    return hashlib.sha256(payload).hexdigest()[:_DIGITS]
+    # The hash state after ``label NUL`` is kept per label and copied: labels
+    # recur ("doc", "tool_result"), and setting up a SHA-256 context costs as
+    # much as hashing a kilobyte.
+    prefix = _prefixes.get(label)
+    if prefix is None:
+        if len(_prefixes) >= _KEPT:
+            _prefixes.clear()
+        prefix = _prefixes[label] = hashlib.sha256(label.encode("utf-8") + b"\0")
+    state = prefix.copy()
+    state.update(text.encode("utf-8", "surrogatepass"))
+    return state.hexdigest()[:_DIGITS]
