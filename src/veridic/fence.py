@@ -76,7 +76,11 @@ def unfence(rendered: str) -> list[tuple[str, str]]:
     Text outside blocks is ignored; a block whose digest does not match its
     content (edited, forged or truncated) is not a block. The closing lines
     are indexed once, so text full of unmatched opening lines costs linear
-    time, not quadratic.
+    time, not quadratic. Each candidate pair of lines is verified by hashing
+    what lies between them, so raw text built to hold many nested forged
+    pairs costs time proportional to its length times their number: unfence
+    what veridic rendered (where outside text sits inside a real block and is
+    never examined), not raw text an attacker wrote.
     """
     closings: dict[str, list[int]] = {}
     for match in _CLOSE.finditer(rendered):
