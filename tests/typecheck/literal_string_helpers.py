@@ -12,8 +12,46 @@ def rule(text: LiteralString) -> TrustedInstruction:
 
 
 def rules(*texts: LiteralString) -> list[TrustedInstruction]:
-    # Known limit: a loop variable is not a parameter, even over LiteralString parameters.
+    return [instruction(text) for text in texts]
+
+
+def rules_by_name(*texts: LiteralString) -> dict[str, TrustedInstruction]:
+    return {text: instruction(text) for text in texts}
+
+
+def rules_in_a_loop(*texts: LiteralString) -> list[TrustedInstruction]:
+    minted = []
+    for text in texts:
+        minted.append(instruction(text))
+    return minted
+
+
+def rules_from_a_display() -> list[TrustedInstruction]:
+    return [instruction(text) for text in ("Be brief.", "Cite sources.")]
+
+
+def loop_variable_bound_again(*texts: LiteralString) -> list[TrustedInstruction]:
+    minted = []
+    for text in texts:
+        text = text.upper()
+        minted.append(instruction(text))  # E: [veridic-literal] the variable "text"
+    return minted
+
+
+def star_parameter_bound_again(name: str, *texts: LiteralString) -> list[TrustedInstruction]:
+    # P: [reportAssignmentType]
+    texts = (name,)
     return [instruction(text) for text in texts]  # E: [veridic-literal] the variable "text"
+
+
+def display_with_outside_text(name: str) -> list[TrustedInstruction]:
+    # P: [reportArgumentType]
+    return [instruction(text) for text in ("Be brief.", name)]  # E: [veridic-literal] "text"
+
+
+def loop_over_a_list_of_str(names: list[str]) -> list[TrustedInstruction]:
+    # P: [reportArgumentType]
+    return [instruction(text) for text in names]  # E: [veridic-literal] the variable "text"
 
 
 def maybe(text: LiteralString | None = None) -> TrustedInstruction:

@@ -9,7 +9,9 @@ Text is written in code when it is:
 - a value whose type is ``Literal[...]`` (of ``str``);
 - a parameter of an enclosing function annotated ``LiteralString``, still
   holding what the caller passed (the plugin checks those callers the same
-  way, so the literal is checked where it is written).
+  way, so the literal is checked where it is written);
+- the variable of a loop or comprehension over such a ``*args`` parameter, or
+  over a list, tuple or set display of such texts, bound by nothing else.
 
 Everything else is not: a variable, an f-string with values, ``str(x)``,
 ``%``, ``.format()``, any other call, a ``cast()``, ``UntrustedText``.
@@ -25,21 +27,27 @@ from typing import Final
 from mypy.checker import TypeChecker
 from mypy.messages import format_type
 from mypy.nodes import (
+    ARG_STAR,
     CallExpr,
     CastExpr,
     ConditionalExpr,
     Expression,
     FuncItem,
+    ListExpr,
     MemberExpr,
+    MypyFile,
     NameExpr,
     OpExpr,
     RefExpr,
+    SetExpr,
     StrExpr,
+    TupleExpr,
     TypeInfo,
     Var,
 )
 from mypy.types import (
     AnyType,
+    CallableType,
     Instance,
     LiteralType,
     ProperType,
@@ -50,7 +58,7 @@ from mypy.types import (
 
 from veridic.mypy import _names
 from veridic.mypy._literal_string import mentions_literal_string
-from veridic.mypy._rebinding import rebinds
+from veridic.mypy._rebinding import loop_source, rebinds
 
 _MAX_VALUES: Final = 64
 """Past this many possible values (``a if x else b`` chains), stop listing them."""
@@ -103,7 +111,9 @@ def classify(expr: Expression, checker: TypeChecker) -> Verdict:
     values = _literal_values(proper)
     if values is not None:
         return Written(values)
-    if isinstance(expr, NameExpr) and _is_code_parameter(expr, checker):
+    if isinstance(expr, NameExpr) and (
+        _is_code_parameter(expr, checker) or _iterates_code_text(expr, checker)
+    ):
         return _UNKNOWN
     return _not_written(expr, proper, checker)
 
@@ -189,6 +199,40 @@ def _is_code_parameter(expr: NameExpr, checker: TypeChecker) -> bool:
         return False
     owner = _owner(expr, checker)
     return owner is not None and not rebinds(owner, variable)
+
+
+def _iterates_code_text(expr: NameExpr, checker: TypeChecker) -> bool:
+    """A loop variable over a ``*args: LiteralString`` parameter or a display of code texts."""
+    variable = expr.node
+    if not isinstance(variable, Var):
+        return False
+    scope = checker.scope.stack[-1]
+    if isinstance(scope, FuncItem):
+        body = scope.body.body
+    elif isinstance(scope, MypyFile):
+        body = scope.defs
+    else:
+        return False
+    source = loop_source(body, variable)
+    if isinstance(source, ListExpr | TupleExpr | SetExpr):
+        return all(isinstance(classify(item, checker), Written) for item in source.items)
+    return isinstance(source, NameExpr) and _is_code_star_parameter(source, checker)
+
+
+def _is_code_star_parameter(expr: NameExpr, checker: TypeChecker) -> bool:
+    """``*texts: LiteralString`` of an enclosing function that never binds ``texts`` again."""
+    owner = _owner(expr, checker)
+    signature = None if owner is None else owner.type
+    if owner is None or not isinstance(signature, CallableType):
+        return False
+    for argument, declared in zip(owner.arguments, signature.arg_types, strict=False):
+        if argument.variable is expr.node:
+            return (
+                argument.kind == ARG_STAR
+                and mentions_literal_string(declared)
+                and not rebinds(owner, argument.variable)
+            )
+    return False
 
 
 def _not_written(expr: Expression, typ: ProperType | None, checker: TypeChecker) -> NotWritten:

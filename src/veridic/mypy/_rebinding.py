@@ -8,6 +8,10 @@ function (nested functions and classes included) binds it again: an
 assignment, augmented assignment, ``for`` or ``with`` target, ``del``,
 ``except ... as``, a ``match`` capture, or an assignment expression.
 
+The same walk answers the question for a loop variable: ``for text in
+texts`` (a statement or a comprehension) holds an item of ``texts`` only while
+nothing else binds ``text``; :func:`loop_source` finds what it iterates over.
+
 (mypy's ``TraverserVisitor`` cannot be subclassed by an interpreted plugin
 when mypy is compiled, so this walks the statements itself.)
 """
@@ -23,9 +27,11 @@ from mypy.nodes import (
     ClassDef,
     Decorator,
     DelStmt,
+    DictionaryComprehension,
     Expression,
     ForStmt,
     FuncItem,
+    GeneratorExpr,
     IfStmt,
     ListExpr,
     MatchStmt,
@@ -60,6 +66,41 @@ def rebinds(function: FuncItem, variable: Var) -> bool:
         isinstance(expr, AssignmentExpr) and expr.target.node is variable
         for expr in get_subexpressions(function.body)
     )
+
+
+def loop_source(body: list[Statement], variable: Var) -> Expression | None:
+    """What ``variable`` iterates over, if one ``for`` or comprehension is all that binds it.
+
+    ``body`` is the enclosing function's (or module's) statements. A
+    comprehension's variable is its own (Python forbids rebinding it with
+    ``:=``), so the comprehension that binds it is enough; a ``for``
+    statement's variable must be bound by nothing else in ``body``.
+    """
+    expressions = [expr for statement in body for expr in get_subexpressions(statement)]
+    for expr in expressions:
+        if isinstance(expr, GeneratorExpr | DictionaryComprehension):
+            for index, sequence in zip(expr.indices, expr.sequences, strict=True):
+                if isinstance(index, NameExpr) and index.node is variable:
+                    return sequence
+    loops = [
+        statement
+        for statement in _statements(body)
+        if isinstance(statement, ForStmt)
+        and isinstance(statement.index, NameExpr)
+        and statement.index.node is variable
+    ]
+    if len(loops) != 1 or sum(_names(target, variable) for target in _targets(body)) != 1:
+        return None
+    if any(isinstance(e, AssignmentExpr) and e.target.node is variable for e in expressions):
+        return None
+    return loops[0].expr
+
+
+def _statements(statements: Iterable[Statement]) -> Iterator[Statement]:
+    """Every statement, at any depth."""
+    for statement in statements:
+        yield statement
+        yield from _statements(_blocks(statement))
 
 
 def _names(target: Expression | None, variable: Var) -> bool:
