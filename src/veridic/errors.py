@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the plan module raises it; errors import nothing at run time
+if TYPE_CHECKING:  # the modules that raise them; errors import nothing at run time
+    from veridic.executor import CallResult
     from veridic.plan import NormalizedPlan
 
 __all__ = [
     "AlwaysAllowRefused",
     "ApprovalDeniedError",
     "AuditRecordError",
+    "AuditWriteError",
     "GuardDeniedError",
     "IncompletePlanError",
     "InvalidArgumentsError",
@@ -116,6 +118,21 @@ class IncompletePlanError(VeridicError):
 
 class AuditRecordError(VeridicError, ValueError):
     """An audit record is malformed, so the store refuses it rather than keep a lie."""
+
+
+class AuditWriteError(VeridicError):
+    """A tool call ran, but its audit record could not be written.
+
+    Its effects happened, so running the call again would do them twice. The
+    error keeps what would otherwise be lost: ``.result`` is the call's
+    :class:`~veridic.executor.CallResult` (the handler's value or error), and
+    ``.result.record`` the record the sink did not store. ``__cause__`` is
+    the sink's own error.
+    """
+
+    def __init__(self, message: str, result: CallResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class TemplateError(VeridicError):

@@ -51,6 +51,7 @@ from veridic.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Conf
 from veridic.audit import AuditRecord, AuditSink, CallOutcome
 from veridic.errors import (
     ApprovalDeniedError,
+    AuditWriteError,
     GuardDeniedError,
     InvalidArgumentsError,
     VeridicError,
@@ -115,8 +116,11 @@ def execute(
         VeridicError: misuse: ``policy`` belongs to another view, the tool is
             ``async`` (use :func:`aexecute`), or ``prompt`` is not a prompt or
             a sha256.
-        AuditRecordError, sqlite3.Error: the audit record could not be written
-            (the call's own errors are in the result, never raised).
+        AuditWriteError: the handler ran but its audit record could not be
+            written; the error holds the call's result and the record.
+        AuditRecordError, sqlite3.Error: the audit record of a call that did
+            not run (refused, denied) could not be written (the call's own
+            errors are in the result, never raised).
         BaseException: whatever ``confirm`` or the handler raised that is
             not an ``Exception`` (``KeyboardInterrupt``), after recording it.
     """
@@ -281,10 +285,12 @@ class _Call:
     def failed(
         self, tool: Tool, mode: ApprovalMode, scope: DispatchScope, error: BaseException
     ) -> CallResult:
-        result = self._ended(tool, mode, scope, None, error)
-        if not isinstance(error, Exception):
+        if isinstance(error, Exception):
+            return self._ended(tool, mode, scope, None, error)
+        try:  # KeyboardInterrupt and friends go on, recorded if the sink can
+            self._ended(tool, mode, scope, None, error)
+        finally:
             raise error
-        return result
 
     def finish(
         self, tool: Tool, mode: ApprovalMode, scope: DispatchScope, value: object
@@ -319,20 +325,41 @@ class _Call:
             done and tool.irreversible
         )
         operations = {op for event in events for op in event.operations}
-        record = self.write(tool, mode, outcome, detail, wrote, irreversible, operations)
+        record = self.record(tool, mode, outcome, detail, wrote, irreversible, operations)
         if isinstance(error, Exception):
-            return CallResult(record, error=error)
-        if blocked:
+            result = CallResult(record, error=error)
+        elif blocked:
             # The handler caught the guard's refusal; the call still did not do what it tried.
             caught = GuardDeniedError(f"{detail}; the handler of {tool.name!r} caught the refusal")
-            return CallResult(record, value=value, error=caught)
-        return CallResult(record, value=value)
+            result = CallResult(record, value=value, error=caught)
+        else:
+            result = CallResult(record, value=value)
+        try:
+            self.audit.write(record)
+        except Exception as failure:
+            raise AuditWriteError(
+                f"tool {tool.name!r} ran (outcome {outcome.value}, request {self.request_id!r}) "
+                f"but its audit record could not be written ({type(failure).__name__}: "
+                f"{failure}): the call's result and the unwritten record are on this error "
+                "(.result, .result.record): store the record elsewhere, and do not run the "
+                "call again, its effects happened",
+                result,
+            ) from failure
+        return result
 
     def _refused(self, tool: Tool | None, detail: str, error: Exception) -> CallResult:
         record = self.write(tool, ApprovalMode.DENIED, CallOutcome.REFUSED, detail)
         return CallResult(record, error=error)
 
     def write(
+        self, tool: Tool | None, mode: ApprovalMode, outcome: CallOutcome, detail: str
+    ) -> AuditRecord:
+        """Record a call that did not run (refused, denied): a failing sink's error propagates."""
+        record = self.record(tool, mode, outcome, detail)
+        self.audit.write(record)
+        return record
+
+    def record(
         self,
         tool: Tool | None,
         mode: ApprovalMode,
@@ -347,7 +374,7 @@ class _Call:
         )
         if len(detail) > _DETAIL_LIMIT:
             detail = f"{detail[:_DETAIL_LIMIT]}… ({len(detail)} chars)"
-        record = AuditRecord(
+        return AuditRecord(
             time=time.time(),
             request_id=self.request_id,
             tool=self.name,
@@ -362,5 +389,3 @@ class _Call:
             detail=detail,
             operations=tuple(sorted(declared | (operations or set()))),
         )
-        self.audit.write(record)
-        return record

@@ -1,0 +1,161 @@
+"""A sink that fails after the handler ran: the call's result and its record are not lost."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from dataclasses import dataclass, field
+
+import pytest
+
+from veridic import (
+    ApprovalPolicy,
+    AuditRecord,
+    AuditWriteError,
+    CallOutcome,
+    Composer,
+    Registry,
+    Risk,
+    ToolView,
+    aexecute,
+    execute,
+    instruction,
+)
+
+PROMPT = Composer().system(instruction("You send invoices.")).build()
+
+
+@dataclass
+class FailingSink:
+    """Stores nothing: every write fails the way a full disk does."""
+
+    attempts: list[AuditRecord] = field(default_factory=list)
+
+    def write(self, record: AuditRecord, /) -> None:
+        self.attempts.append(record)
+        raise sqlite3.OperationalError("database or disk is full")
+
+
+def _view(sent: list[str]) -> ToolView:
+    registry = Registry()
+
+    @registry.tool(
+        kind="write", risk=Risk.LOW, description="Send the invoice of an order to its customer."
+    )
+    def send_invoice(order: str) -> str:
+        """Args:
+        order: The order whose invoice goes out.
+        """
+        sent.append(order)
+        return f"invoice of {order} sent"
+
+    @registry.tool(
+        kind="write", risk=Risk.LOW, description="Send the invoice of an order, from async code."
+    )
+    async def send_invoice_async(order: str) -> str:
+        """Args:
+        order: The order whose invoice goes out.
+        """
+        sent.append(order)
+        return f"invoice of {order} sent"
+
+    @registry.tool(
+        kind="write", risk=Risk.LOW, description="Send a reminder that always fails to send."
+    )
+    def send_reminder(order: str) -> str:
+        """Args:
+        order: The order to remind the customer of.
+        """
+        raise ConnectionError("mail server down")
+
+    @registry.tool(
+        kind="write", risk=Risk.LOW, description="Wait for the operator, who presses Ctrl-C."
+    )
+    def wait_for_operator(order: str) -> str:
+        """Args:
+        order: The order the operator looks at.
+        """
+        raise KeyboardInterrupt
+
+    return registry.view()
+
+
+def _policy(view: ToolView) -> ApprovalPolicy:
+    policy = ApprovalPolicy(view)
+    for name in view.names():
+        policy.allow_always(name)
+    return policy
+
+
+def _execute(view: ToolView, sink: FailingSink, name: str) -> object:
+    return execute(
+        view,
+        name,
+        {"order": "A-17"},
+        policy=_policy(view),
+        audit=sink,
+        request_id="req-9",
+        prompt=PROMPT,
+    )
+
+
+def test_the_result_of_a_call_that_ran_is_on_the_error() -> None:
+    sent: list[str] = []
+    sink = FailingSink()
+    with pytest.raises(AuditWriteError) as caught:
+        _execute(_view(sent), sink, "send_invoice")
+    error = caught.value
+    assert sent == ["A-17"]  # the effect happened once
+    assert error.result.value == "invoice of A-17 sent"
+    assert error.result.record == sink.attempts[-1]
+    assert error.result.record.outcome is CallOutcome.OK
+    assert isinstance(error.__cause__, sqlite3.OperationalError)
+    message = str(error)
+    assert "'send_invoice' ran (outcome ok, request 'req-9')" in message
+    assert "disk is full" in message
+    assert "do not run the call again" in message
+
+
+def test_a_handler_error_is_kept_with_the_unwritten_record() -> None:
+    sink = FailingSink()
+    with pytest.raises(AuditWriteError) as caught:
+        _execute(_view([]), sink, "send_reminder")
+    result = caught.value.result
+    assert isinstance(result.error, ConnectionError)
+    assert result.record.outcome is CallOutcome.FAILED
+    assert "mail server down" in result.record.detail
+
+
+def test_a_call_that_did_not_run_lets_the_sinks_error_through() -> None:
+    # Nothing happened in the world: the sink's own error says all there is.
+    sink = FailingSink()
+    with pytest.raises(sqlite3.OperationalError):
+        _execute(_view([]), sink, "send_invoices")
+    assert [record.outcome for record in sink.attempts] == [CallOutcome.REFUSED]
+
+
+def test_an_interrupt_goes_on_with_the_audit_failure_as_its_context() -> None:
+    sink = FailingSink()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        _execute(_view([]), sink, "wait_for_operator")
+    assert isinstance(caught.value.__context__, AuditWriteError)
+    assert [record.outcome for record in sink.attempts] == [CallOutcome.FAILED]
+
+
+def test_aexecute_keeps_the_result_too() -> None:
+    sent: list[str] = []
+    view = _view(sent)
+    sink = FailingSink()
+    call = aexecute(
+        view,
+        "send_invoice_async",
+        {"order": "A-17"},
+        policy=_policy(view),
+        audit=sink,
+        request_id="req-9",
+        prompt=PROMPT,
+    )
+    with pytest.raises(AuditWriteError) as caught:
+        asyncio.run(call)
+    assert sent == ["A-17"]
+    assert caught.value.result.value == "invoice of A-17 sent"
