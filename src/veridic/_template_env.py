@@ -39,7 +39,7 @@ from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
 from veridic._template_analysis import dynamic_reference, references, static_names
-from veridic._template_runtime import TemplateText, concat, emit, out
+from veridic._template_runtime import EMITTED_AS_IS, TemplateText, concat, emit, out
 from veridic.errors import TemplateError
 from veridic.fence import check_label
 from veridic.provenance import TrustedInstruction, mint
@@ -82,8 +82,14 @@ class ProvenanceCodeGenerator(CodeGenerator):
         inner, arguments = node.node, node.args
         if node.name == _LITERAL and isinstance(inner, nodes.Const):
             self.write(f"environment.literals[{inner.value!r}]")
+        elif node.name == _EMIT and inner is not None and isinstance(arguments[0], nodes.Const):
+            # emit() inlined for what it passes through unchanged (most outputs).
+            self.write("(_veridic_output if type(_veridic_output := ")
+            self.visit(inner, frame)
+            self.write(") in environment.emitted_as_is else environment.emit(_veridic_output, ")
+            self.write(f"{arguments[0].value!r}))")
         elif inner is not None and arguments and isinstance(arguments[0], nodes.Const):
-            self.write("environment.emit(" if node.name == _EMIT else "environment.out(")
+            self.write("environment.out(")
             self.visit(inner, frame)
             self.write(f", {arguments[0].value!r})")
         else:  # pragma: no cover - the rewrite builds only the shapes above
@@ -128,6 +134,7 @@ class ProvenanceEnvironment(Environment):
         # Instance attributes: compiled code reads them at every output.
         self.concat = concat  # type: ignore[method-assign]  # jinja2's hook for buffered output
         self.emit = emit
+        self.emitted_as_is = EMITTED_AS_IS
         self.out = out
         del self.filters["safe"]
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))

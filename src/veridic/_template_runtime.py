@@ -39,6 +39,7 @@ from veridic.fence import fence_checked
 from veridic.provenance import Span, TrustedInstruction, joined, mint
 
 __all__ = [
+    "EMITTED_AS_IS",
     "OUTPUT_LABEL",
     "TRUSTED",
     "Out",
@@ -95,6 +96,10 @@ class Rendered(str):
 # -- instruction templates -----------------------------------------------------------------
 
 _computed: dict[tuple[str, str], TrustedInstruction] = {}
+
+
+EMITTED_AS_IS: Final = frozenset({TRUSTED, Rendered})
+"""The types :func:`emit` passes through unchanged (compiled templates check this inline)."""
 
 
 def emit(value: object, origin: str) -> str:
