@@ -246,6 +246,18 @@ def test_instruction_params_untrusted_inside_a_container_are_refused_at_load() -
         TEMPLATES.instruction("numbered.j2", params=DataValues)
 
 
+class KeyedByStr(TypedDict):
+    values: list[Mapping[str, TrustedInstruction]]
+
+
+def test_instruction_params_keyed_by_str_say_the_keys_are_the_problem() -> None:
+    with pytest.raises(ProvenanceError) as caught:
+        TEMPLATES.instruction("numbered.j2", params=KeyedByStr)
+    message = str(caught.value)
+    assert "which admits str as the keys of a Mapping (a template can output them" in message
+    assert "a TypedDict fits records" in message
+
+
 def test_flags_none_and_mappings_of_trusted_text_fill_an_instruction_template() -> None:
     template = TEMPLATES.instruction("flags.j2", params=Flags)
     sections = {instruction("Scope"): instruction("Billing only.")}

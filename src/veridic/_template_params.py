@@ -116,11 +116,11 @@ def instruction_checks(params: Params, template: str) -> dict[str, Check]:
         except _Refused as refused:
             raise ProvenanceError(
                 f"instruction template {template!r} is bound to {params.name}, whose field "
-                f"{key!r} is typed {_show(annotation)}, which admits {_show(refused.part)}, "
-                "not trusted text; an instruction template renders into the system slot, so "
-                "each field must be TrustedInstruction, InstructionField, bool, or a list, "
-                "tuple or Mapping of them: retype the field, or render untrusted text with a "
-                "data template (templates.data) and place it with Composer.user()"
+                f"{key!r} is typed {_show(annotation)}, which admits {_show(refused.part)}"
+                f"{refused.where}, not trusted text; an instruction template renders into the "
+                "system slot, so each field must be TrustedInstruction, InstructionField, bool, "
+                "or a list, tuple or Mapping of them: retype the field, or render untrusted text "
+                "with a data template (templates.data) and place it with Composer.user()"
             ) from None
     return checks
 
@@ -137,9 +137,10 @@ def _hints(typed_dict: type) -> dict[str, object]:
 
 
 class _Refused(Exception):
-    def __init__(self, part: object) -> None:
+    def __init__(self, part: object, where: str = "") -> None:
         super().__init__(repr(part))
         self.part = part
+        self.where = where
 
 
 def _show(annotation: object) -> str:
@@ -168,7 +169,14 @@ def _check_for(annotation: object) -> Check:
     if origin in _SEQUENCES and len(args) == 1:
         return _each(_check_for(args[0]))
     if origin in _MAPPINGS and len(args) == 2:
-        return _items(_check_for(args[0]), _check_for(args[1]))
+        try:
+            keys = _check_for(args[0])
+        except _Refused as refused:
+            where = (
+                " as the keys of a Mapping (a template can output them; a TypedDict fits records)"
+            )
+            raise _Refused(refused.part, refused.where or where) from None
+        return _items(keys, _check_for(args[1]))
     if isinstance(annotation, type) and typing_extensions.is_typeddict(annotation):
         fields = _hints(annotation)
         return _record({key: _check_for(value) for key, value in fields.items()})
