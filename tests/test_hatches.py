@@ -12,15 +12,17 @@ import json
 import keyword
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import veridic
-from veridic.hatches import scan_source
+from veridic.hatches import Hatch, HatchKind, find_hatches, scan_mypy_config, scan_source
 
 
 def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -283,7 +285,428 @@ def test_property_cast_is_found_whatever_the_aliases(cast_alias: str, brand_alia
 def test_property_scanning_any_text_reports_instead_of_raising(source: str) -> None:
     for hatch in scan_source(source, "app.py"):
         assert hatch.line >= 1
-        assert hatch.kind in {"cast-to-brand", "brand-call", "trust-policy", "vouch"} | {
-            "type-ignore",
-            "unparsable",
-        }
+        assert hatch.kind in set(get_args(HatchKind)) - _CONFIG_FILE_KINDS
+
+
+# --- mypy's configuration: inline comments and configuration files -------------------------
+#
+# The inline comments below are built on one line ("x = 1\n" + "# mypy: ..."): a line of
+# this file that starts with the comment would configure mypy for this test module itself.
+
+_CONFIG_FILE_KINDS = {
+    "config-disable-code",
+    "config-ignore-errors",
+    "plugin-missing",
+    "config-unparsable",
+}
+_MYPY_INI_OK = "[mypy]\nplugins = veridic.mypy\n"
+
+
+def inline(comment: str) -> str:
+    return "import os\n" + comment + "\nx = 1\n"
+
+
+def repository(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A repository root (``.git``, so mypy's search stops here) holding ``files``."""
+    (tmp_path / ".git").mkdir(parents=True)
+    for relative, text in files.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def summary(hatches: tuple[Hatch, ...]) -> list[tuple[str, str, int, tuple[str, ...]]]:
+    return [(h.kind, Path(h.file).name, h.line, h.codes) for h in hatches]
+
+
+@pytest.mark.parametrize(
+    ("comment", "codes"),
+    [
+        ('# mypy: disable-error-code="veridic-literal"', ("veridic-literal",)),
+        (
+            '# mypy: disable-error-code="veridic-any, misc,veridic-forge"',
+            ("veridic-any", "veridic-forge"),
+        ),
+        ("# mypy: disable-error-code=veridic-policy", ("veridic-policy",)),
+        ("# mypy: Disable_Error_Code = veridic-sdk", ("veridic-sdk",)),
+        ('# mypy: warn-unreachable, disable-error-code="veridic-any"', ("veridic-any",)),
+    ],
+    ids=["quoted", "quoted-list", "unquoted", "underscores-and-case", "among-other-options"],
+)
+def test_inline_disable_of_a_veridic_code_is_listed(comment: str, codes: tuple[str, ...]) -> None:
+    [hatch] = scan_source(inline(comment), "app.py")
+    assert (hatch.kind, hatch.line, hatch.finding, hatch.codes) == (
+        "inline-disable-code",
+        2,
+        False,
+        codes,
+    )
+    assert hatch.text == comment
+    assert f"turns off the veridic check{'s' if len(codes) > 1 else ''} {', '.join(codes)}" in (
+        hatch.why
+    )  # what
+    assert "for every line of this file" in hatch.why  # where it acts
+
+
+def test_inline_unquoted_list_disables_only_its_first_code_as_mypy_reads_it() -> None:
+    # mypy splits the comment at the comma: veridic-forge becomes an unknown option.
+    source = inline("# mypy: disable-error-code=veridic-literal,veridic-forge")
+    assert [h.codes for h in scan_source(source, "app.py")] == [("veridic-literal",)]
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        '# mypy: disable-error-code="misc, truthy-bool"',
+        '# mypy: enable-error-code="veridic-any"',
+        '#  mypy: disable-error-code="veridic-any"',
+        '    # mypy: disable-error-code="veridic-any"',
+        'x = 2  # mypy: disable-error-code="veridic-any"',
+        '# mypy: disable-error-code="veridic-any',
+    ],
+    ids=["other-codes", "enable", "two-spaces", "indented", "after-code", "unterminated-quote"],
+)
+def test_inline_comment_mypy_does_not_read_as_a_veridic_disable_is_not_listed(
+    comment: str,
+) -> None:
+    assert scan_source(inline(comment), "app.py") == ()
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "# mypy: ignore-errors",
+        "# mypy: ignore_errors=True",
+        "# mypy: ignore-errors = yes",
+        "# mypy: no-ignore-errors=False",
+    ],
+)
+def test_inline_ignore_errors_is_listed(comment: str) -> None:
+    [hatch] = scan_source(inline(comment), "app.py")
+    assert (hatch.kind, hatch.line, hatch.finding) == ("inline-ignore-errors", 2, False)
+    assert "silences every mypy error in this file, veridic's checks included" in hatch.why
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["# mypy: ignore-errors=False", "# mypy: no-ignore-errors", "# mypy: ignore-errors=maybe"],
+)
+def test_inline_ignore_errors_turned_off_or_invalid_is_not_listed(comment: str) -> None:
+    assert scan_source(inline(comment), "app.py") == ()
+
+
+_veridic_codes = st.one_of(
+    st.sampled_from(["veridic-literal", "veridic-forge", "veridic-any", "veridic-policy"]),
+    st.from_regex(r"veridic-[a-z]{1,8}", fullmatch=True),
+)
+_other_codes = st.from_regex(r"[a-uw-z][a-z-]{0,12}", fullmatch=True)  # never veridic-*
+_codes = st.lists(
+    st.one_of(st.tuples(st.just(True), _veridic_codes), st.tuples(st.just(False), _other_codes)),
+    min_size=1,
+    max_size=6,
+)
+_separators = st.sampled_from([",", ", ", " , ", ",  "])
+
+
+def _expected(codes: list[tuple[bool, str]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(code for ours, code in codes if ours))
+
+
+@given(codes=_codes, separator=_separators)
+def test_property_inline_disable_reports_exactly_the_veridic_codes(
+    codes: list[tuple[bool, str]], separator: str
+) -> None:
+    written = separator.join(code for _, code in codes)
+    found = scan_source(inline(f'# mypy: disable-error-code="{written}"'), "app.py")
+    expected = _expected(codes)
+    assert [h.codes for h in found] == ([expected] if expected else [])
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "lines"),
+    [
+        (
+            "mypy.ini",
+            """\
+            [mypy]
+            plugins = veridic.mypy
+            disable_error_code = misc, veridic-any
+
+            [mypy-legacy.*]
+            disable_error_code =
+                veridic-forge,
+                truthy-bool
+            """,
+            (3, 6),
+        ),
+        (
+            "pyproject.toml",
+            """\
+            [tool.mypy]
+            plugins = ["veridic.mypy"]
+            disable_error_code = ["misc", "veridic-any"]
+
+            [[tool.mypy.overrides]]
+            module = "other"
+            strict = true
+
+            [[tool.mypy.overrides]]
+            module = ["legacy.*"]
+            disable_error_code = "veridic-forge, truthy-bool"
+            """,
+            (3, 11),
+        ),
+    ],
+    ids=["mypy.ini", "pyproject.toml"],
+)
+def test_config_disable_of_a_veridic_code_is_listed_with_its_section(
+    tmp_path: Path, name: str, config: str, lines: tuple[int, int]
+) -> None:
+    found = scan_mypy_config(repository(tmp_path, {name: config}))
+    assert summary(found) == [
+        ("config-disable-code", name, lines[0], ("veridic-any",)),
+        ("config-disable-code", name, lines[1], ("veridic-forge",)),
+    ]
+    glob, legacy = found
+    assert not any(h.finding for h in found)
+    assert "turns off the veridic check veridic-any for every module mypy checks" in glob.why
+    assert "for the modules matching legacy.*" in legacy.why  # where it acts
+    assert "legacy.*" in legacy.text
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "line", "setting"),
+    [
+        (
+            "mypy.ini",
+            "[mypy]\nplugins = veridic.mypy\n[mypy-gen.*]\nignore_errors = True\n",
+            4,
+            "[mypy-gen.*] ignore_errors = True",
+        ),
+        (
+            "setup.cfg",
+            "[mypy]\nplugins = veridic.mypy\nignore_errors = yes\n",
+            3,
+            "[mypy] ignore_errors = yes",
+        ),
+        (
+            "pyproject.toml",
+            '[tool.mypy]\nplugins = ["veridic.mypy"]\n[[tool.mypy.overrides]]\nmodule = "gen.*"\n'
+            "ignore_errors = true\n",
+            5,
+            '[[tool.mypy.overrides]] module = "gen.*" ignore_errors = true',
+        ),
+    ],
+    ids=["per-module-ini", "global-setup.cfg", "override-toml"],
+)
+def test_config_ignore_errors_is_listed(
+    tmp_path: Path, name: str, config: str, line: int, setting: str
+) -> None:
+    [hatch] = scan_mypy_config(repository(tmp_path, {name: config}))
+    assert (hatch.kind, Path(hatch.file).name, hatch.line, hatch.finding) == (
+        "config-ignore-errors",
+        name,
+        line,
+        False,
+    )
+    assert hatch.text == setting
+    assert "silences every mypy error in" in hatch.why  # what
+    assert "veridic's checks included" in hatch.why
+
+
+def test_config_ignore_errors_false_is_not_listed(tmp_path: Path) -> None:
+    config = _MYPY_INI_OK + "ignore_errors = False\n[mypy-a]\nignore_errors = off\n"
+    assert scan_mypy_config(repository(tmp_path, {"mypy.ini": config})) == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "line", "plugins"),
+    [
+        ("mypy.ini", "[mypy]\nstrict = True\n", 1, "no plugins"),
+        (
+            "mypy.ini",
+            "[mypy]\nstrict = True\nplugins = pydantic.mypy\n",
+            3,
+            "the plugins pydantic.mypy",
+        ),
+        (
+            "pyproject.toml",
+            '[tool.mypy]\nplugins = ["pydantic.mypy"]\n',
+            2,
+            "the plugins pydantic.mypy",
+        ),
+        ("setup.cfg", "[metadata]\nname = app\n\n[mypy]\nstrict = True\n", 4, "no plugins"),
+    ],
+    ids=["ini-no-plugins", "ini-other-plugin", "toml-other-plugin", "setup.cfg-no-plugins"],
+)
+def test_configuration_without_the_veridic_plugin_is_a_finding(
+    tmp_path: Path, name: str, config: str, line: int, plugins: str
+) -> None:
+    [hatch] = scan_mypy_config(repository(tmp_path, {name: config}))
+    assert (hatch.kind, Path(hatch.file).name, hatch.line, hatch.finding) == (
+        "plugin-missing",
+        name,
+        line,
+        True,
+    )
+    assert f"loads {plugins}, not veridic.mypy" in hatch.why  # what
+    assert "none of veridic's static checks" in hatch.why
+    example = 'plugins = ["veridic.mypy"]' if name.endswith(".toml") else "plugins = veridic.mypy"
+    assert f"add {example} to" in hatch.why  # what to do
+
+
+def test_mypy_ini_without_a_mypy_section_is_a_missing_plugin(tmp_path: Path) -> None:
+    [hatch] = scan_mypy_config(repository(tmp_path, {"mypy.ini": "[mypy-app]\nstrict = True\n"}))
+    assert hatch.kind == "plugin-missing"
+    assert "has no [mypy] section, so mypy loads no plugin" in hatch.why
+    assert "add plugins = veridic.mypy to [mypy]" in hatch.why
+
+
+@pytest.mark.parametrize(
+    "plugins",
+    ["pydantic.mypy, veridic.mypy", "veridic.mypy:plugin", '["pydantic.mypy", "veridic.mypy"]'],
+)
+def test_plugin_listed_among_others_is_not_a_finding(tmp_path: Path, plugins: str) -> None:
+    if plugins.startswith("["):
+        files = {"pyproject.toml": f"[tool.mypy]\nplugins = {plugins}\n"}
+    else:
+        files = {"mypy.ini": f"[mypy]\nplugins = {plugins}\n"}
+    assert scan_mypy_config(repository(tmp_path, files)) == ()
+
+
+_BAD = "[mypy]\nplugins = pydantic.mypy\n"  # a finding wherever mypy reads it
+
+
+@pytest.mark.parametrize(
+    ("files", "read"),
+    [
+        ({"mypy.ini": _BAD, ".mypy.ini": _MYPY_INI_OK, "setup.cfg": _MYPY_INI_OK}, "mypy.ini"),
+        ({".mypy.ini": _BAD, "pyproject.toml": '[tool.mypy]\nplugins = ["x"]\n'}, ".mypy.ini"),
+        ({"pyproject.toml": "[project]\nname = 'app'\n", "setup.cfg": _BAD}, "setup.cfg"),
+        ({"setup.cfg": "[metadata]\nname = app\n", "../mypy.ini": _BAD}, "mypy.ini"),
+    ],
+    ids=["mypy.ini-first", "then-.mypy.ini", "pyproject-without-tool.mypy-skipped", "parent"],
+)
+def test_the_configuration_read_is_the_one_mypy_finds(
+    tmp_path: Path, files: dict[str, str], read: str
+) -> None:
+    root = repository(tmp_path, {f"src/{name}": text for name, text in files.items()})
+    found = scan_mypy_config(root / "src")
+    assert [(h.kind, Path(h.file).name) for h in found] == [("plugin-missing", read)]
+
+
+def test_the_search_stops_at_the_repository_root(tmp_path: Path) -> None:
+    (tmp_path / "mypy.ini").write_text(_BAD)
+    inner = repository(tmp_path / "project", {"src/app.py": "x = 1\n"})
+    assert scan_mypy_config(inner / "src") == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "line", "error"),
+    [
+        ("mypy.ini", "[mypy]\nplugins = veridic.mypy\nplugins = other\n", 3, "already exists"),
+        ("mypy.ini", "plugins = veridic.mypy\n", 1, "no section headers"),
+        ("pyproject.toml", "[project]\nname = 'a'\n[tool.mypy\n", 3, "Expected ']'"),
+        ("pyproject.toml", "[tool.mypy]\noverrides = 1\n", 1, "must be an array"),
+        ("pyproject.toml", "[[tool.mypy.overrides]]\nstrict = true\n", 1, "has no module ="),
+        (
+            "pyproject.toml",
+            '[[tool.mypy.overrides]]\nmodule = "a"\nstrict = true\n'
+            '[[tool.mypy.overrides]]\nmodule = ["a"]\nstrict = false\n',
+            4,
+            "conflicting values: module 'a' has two different values for 'strict'",
+        ),
+    ],
+    ids=["duplicate-key", "no-header", "toml-syntax", "overrides-table", "no-module", "conflict"],
+)
+def test_configuration_mypy_cannot_parse_is_a_finding_and_the_search_goes_on(
+    tmp_path: Path, name: str, config: str, line: int, error: str
+) -> None:
+    files = {name: config, "setup.cfg": "[mypy]\nignore_errors = True\n"}
+    found = scan_mypy_config(repository(tmp_path, files))
+    assert summary(found) == [
+        ("config-unparsable", name, line, ()),
+        ("plugin-missing", "setup.cfg", 1, ()),  # mypy reads the next one
+        ("config-ignore-errors", "setup.cfg", 2, ()),
+    ]
+    broken = found[0]
+    assert broken.finding
+    assert error in broken.why  # what is wrong
+    assert "mypy cannot parse this configuration file" in broken.why
+    assert "fix the file so that mypy reads it" in broken.why  # what to do
+
+
+@given(codes=_codes, separator=_separators)
+def test_property_config_disable_reports_exactly_the_veridic_codes(
+    codes: list[tuple[bool, str]], separator: str
+) -> None:
+    written = separator.join(code for _, code in codes)
+    with tempfile.TemporaryDirectory() as root:
+        files = {"mypy.ini": f"{_MYPY_INI_OK}[mypy-app.*]\ndisable_error_code = {written}\n"}
+        found = scan_mypy_config(repository(Path(root), files))
+    expected = _expected(codes)
+    assert [h.codes for h in found] == ([expected] if expected else [])
+
+
+@given(
+    name=st.sampled_from(["mypy.ini", "pyproject.toml", "setup.cfg"]), text=st.text(max_size=200)
+)
+def test_property_any_configuration_text_is_reported_instead_of_raising(
+    name: str, text: str
+) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        found = scan_mypy_config(repository(Path(root), {name: text}))
+    for hatch in found:
+        assert hatch.kind in _CONFIG_FILE_KINDS
+        assert hatch.finding
+        assert hatch.line >= 1
+
+
+def test_configuration_found_from_several_directories_is_reported_once(tmp_path: Path) -> None:
+    root = repository(tmp_path, {"mypy.ini": _BAD, "a/x.py": "x = 1\n", "b/y.py": "y = 2\n"})
+    found = find_hatches([root / "a", root / "b"])
+    assert [(h.kind, Path(h.file).name) for h in found] == [("plugin-missing", "mypy.ini")]
+
+
+def test_repository_own_mypy_configuration_is_not_a_finding() -> None:
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "mypy.ini").is_file()
+    for directory in (root, root / "src", root / "tests", root / "tests" / "cli_fixtures"):
+        assert scan_mypy_config(directory) == ()
+
+
+def test_cli_lists_configuration_hatches_for_review_in_text_and_json(tmp_path: Path) -> None:
+    root = repository(
+        tmp_path,
+        {
+            "mypy.ini": "[mypy]\nplugins = veridic.mypy\n\n[mypy-legacy.*]\n"
+            "disable_error_code = veridic-any\n",
+            "legacy/app.py": inline("# mypy: ignore-errors"),
+        },
+    )
+    done = run(root, "hatches", ".")
+    assert done.returncode == 0
+    listed = done.stdout.split("listed for review (not findings):")[1]
+    assert "config-disable-code (1)" in listed
+    assert "mypy.ini:5  [mypy-legacy.*] disable_error_code = veridic-any" in listed
+    assert "inline-ignore-errors (1)" in listed
+    assert "legacy/app.py:2  # mypy: ignore-errors" in listed
+    assert "0 findings, 2 listed for review" in done.stdout
+    code, report = hatches_json(root, ".")
+    assert code == 0
+    assert report["findings"] == []
+    assert [(f["kind"], f["file"], f["line"]) for f in report["listed"]] == [
+        ("inline-ignore-errors", "legacy/app.py", 2),
+        ("config-disable-code", "mypy.ini", 5),
+    ]
+    assert report["listed"][1]["codes"] == ["veridic-any"]
+    assert "codes" not in report["listed"][0]
+
+
+def test_cli_on_a_file_reads_no_configuration_file(tmp_path: Path) -> None:
+    root = repository(tmp_path, {"mypy.ini": _BAD, "app.py": "x = 1\n"})
+    code, report = hatches_json(root, "app.py")
+    assert (code, report["findings"]) == (0, [])
+    code, report = hatches_json(root, ".")
+    assert (code, [f["kind"] for f in report["findings"]]) == (1, ["plugin-missing"])

@@ -274,7 +274,8 @@ def _parser() -> argparse.ArgumentParser:
     hatches = commands.add_parser(
         "hatches",
         parents=[common],
-        help="list casts to a brand, brand constructor calls, trust policies, ignores",
+        help="list casts to a brand, brand constructor calls, trust policies, ignores, "
+        "and mypy settings that turn veridic's checks off",
     )
     hatches.add_argument("paths", metavar="PATH", nargs="+", type=Path)
     hatches.set_defaults(run=_run_hatches)
@@ -504,6 +505,8 @@ def _run_hatches(args: argparse.Namespace, config: _Config) -> _Report:
         data: list[tuple[str, object]] = []
         if hatch.kind in ("trust-policy", "vouch"):
             data = [("policy", hatch.policy), ("reason", hatch.reason)]
+        if hatch.codes:
+            data = [("codes", list(hatch.codes))]
         report.items.append(
             _Item(
                 "error" if hatch.finding else "info",

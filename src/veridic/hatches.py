@@ -35,6 +35,37 @@ provenance: mypy believes the text is trusted while the composer refuses it,
 so the two checks disagree. The package's own modules are the minting
 authority, so what they do is listed, not flagged.
 
+mypy's configuration can switch the static checks off too, away from the code
+they guard. :func:`scan_source` reads a file's inline ``# mypy:`` comments;
+:func:`find_hatches` also reads, for each directory it is given, the
+configuration file mypy would use when run there (:func:`scan_mypy_config`):
+
+========================  =====================================  ==========
+kind                      what                                   finding?
+========================  =====================================  ==========
+``inline-disable-code``   ``# mypy: disable-error-code="..."``   no (listed)
+                          naming a ``veridic-*`` code
+``inline-ignore-errors``  ``# mypy: ignore-errors``              no (listed)
+``config-disable-code``   ``disable_error_code`` with a          no (listed)
+                          ``veridic-*`` code, in ``[mypy]``, a
+                          ``[mypy-pattern]`` section or a
+                          ``[[tool.mypy.overrides]]``
+``config-ignore-errors``  ``ignore_errors = True`` in any of     no (listed)
+                          those sections
+``plugin-missing``        ``plugins`` without ``veridic.mypy``   yes
+                          (or no ``[mypy]`` section at all)
+``config-unparsable``     a configuration file mypy cannot       yes
+                          parse (it skips it and reads the next)
+========================  =====================================  ==========
+
+Silencing a check on purpose is listed, wherever it is written, like a
+``# type: ignore[veridic-...]``: a team may switch a check off for a legacy
+module after review, and the listing keeps that visible without failing
+every later run. A missing plugin or an unreadable configuration is a
+finding: then no check runs at all, and nobody decided that. Other ``# mypy:``
+options and ``disable_error_code`` entries that are not ``veridic-*`` are not
+reported.
+
 >>> source = '''
 ... from typing import cast
 ... from veridic import TrustedInstruction, TrustPolicy
@@ -47,6 +78,9 @@ authority, so what they do is listed, not flagged.
 4 cast-to-brand True
 5 trust-policy False
 6 vouch False
+>>> inline = 'x = 1\\n# mypy: disable-error-code="veridic-literal, misc"\\n'
+>>> [(h.line, h.kind, h.codes) for h in scan_source(inline, "app.py")]
+[(2, 'inline-disable-code', ('veridic-literal',))]
 """
 
 from __future__ import annotations
@@ -61,12 +95,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from veridic import _mypy_settings
 from veridic.errors import VeridicError
 
-__all__ = ["Hatch", "HatchKind", "find_hatches", "scan_source"]
+__all__ = ["Hatch", "HatchKind", "find_hatches", "scan_mypy_config", "scan_source"]
 
 HatchKind = Literal[
-    "cast-to-brand", "brand-call", "trust-policy", "vouch", "type-ignore", "unparsable"
+    "cast-to-brand",
+    "brand-call",
+    "trust-policy",
+    "vouch",
+    "type-ignore",
+    "unparsable",
+    "inline-disable-code",
+    "inline-ignore-errors",
+    "config-disable-code",
+    "config-ignore-errors",
+    "plugin-missing",
+    "config-unparsable",
 ]
 
 _BRANDS: Final = frozenset({"TrustedInstruction", "UntrustedText"})
@@ -87,7 +133,9 @@ class Hatch:
     listed for review. ``why`` says what is wrong and what to do instead for a
     finding, and what the item means for a listed one. ``policy`` and
     ``reason`` are set for trust policies and vouches when the source names
-    them (``None`` when it does not, e.g. a computed name).
+    them (``None`` when it does not, e.g. a computed name). ``codes`` holds the
+    ``veridic-*`` error codes that an ignore comment or a mypy setting turns
+    off, in the order written (empty for the other kinds).
     """
 
     file: str
@@ -98,6 +146,7 @@ class Hatch:
     why: str
     policy: str | None = None
     reason: str | None = None
+    codes: tuple[str, ...] = ()
 
 
 def find_hatches(
@@ -110,13 +159,20 @@ def find_hatches(
     ``trust_policies`` is the configured list of policy names (``None``: any
     name is allowed, but a computed name is still a finding). Directories are
     walked recursively, skipping hidden ones, ``__pycache__``, ``build``,
-    ``dist``, ``node_modules`` and ``site-packages``. The result is sorted by
-    file and line.
+    ``dist``, ``node_modules`` and ``site-packages``. For each directory, the
+    mypy configuration mypy would use when run there is read too
+    (:func:`scan_mypy_config`); one file found from several directories is
+    reported once. The result is sorted by file and line.
 
     Raises:
         VeridicError: a path does not exist.
     """
-    found: list[Hatch] = []
+    paths = tuple(paths)
+    found: list[Hatch] = list(
+        dict.fromkeys(
+            hatch for given in paths if Path(given).is_dir() for hatch in scan_mypy_config(given)
+        )
+    )
     for path in _python_files(paths):
         try:
             source = _read(path)
@@ -141,14 +197,23 @@ def scan_source(
     trust_policies: frozenset[str] | None = None,
     inside_veridic: bool = False,
 ) -> tuple[Hatch, ...]:
-    """The hatches of one module's source text; ``filename`` is only for display."""
+    """The hatches of one module's source text; ``filename`` is only for display.
+
+    This includes the file's inline mypy configuration comments (``# mypy:
+    ...``), read as mypy reads them; the configuration files are
+    :func:`scan_mypy_config`'s business.
+    """
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as error:
         return (_unparsable(filename, error.lineno or 1, error),)
     scanner = _Scanner(filename, _aliases(tree), trust_policies, inside_veridic)
     scanner.scan(tree)
-    return (*scanner.found, *_type_ignores(source, filename))
+    return (
+        *scanner.found,
+        *_type_ignores(source, filename),
+        *_inline_configuration(source, filename),
+    )
 
 
 class _Scanner:
@@ -516,7 +581,7 @@ def _type_ignores(source: str, filename: str) -> Iterator[Hatch]:
             )
         for match in _IGNORE.finditer(token.string):
             codes = [code.strip() for code in match.group(1).split(",")]
-            ours = [code for code in codes if code.startswith("veridic-")]
+            ours = _ours(codes)
             if ours:
                 yield Hatch(
                     filename,
@@ -525,7 +590,175 @@ def _type_ignores(source: str, filename: str) -> Iterator[Hatch]:
                     _short(token.string),
                     False,
                     f"silences the veridic check {', '.join(ours)} on this line",
+                    codes=ours,
                 )
+
+
+# --- mypy's configuration: inline comments and files -----------------------------------------
+
+_PLUGIN: Final = "veridic.mypy"
+
+
+def _ours(codes: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(code for code in codes if code.startswith("veridic-")))
+
+
+def _checks(codes: tuple[str, ...]) -> str:
+    return f"check{'s' if len(codes) > 1 else ''} {', '.join(codes)}"
+
+
+def _inline_configuration(source: str, filename: str) -> Iterator[Hatch]:
+    """``# mypy: ...`` lines that turn veridic's checks off for the whole file.
+
+    Read as mypy reads them: a line that starts with exactly ``# mypy: ``
+    (wherever it is, even inside a string), options split at commas outside
+    double quotes, ``-`` and ``_`` alike, names in any case. So
+    ``disable-error-code=veridic-literal,veridic-forge`` without quotes turns
+    off only ``veridic-literal`` (mypy reads ``veridic-forge`` as an unknown
+    option), and only that is reported.
+    """
+    if _mypy_settings.INLINE not in source:
+        return
+    for number, line in enumerate(source.split("\n"), start=1):
+        if not line.startswith(_mypy_settings.INLINE):
+            continue
+        options = _mypy_settings.inline_options(line[len(_mypy_settings.INLINE) :])
+        text = _short(line)
+        ours = _ours(_mypy_settings.split_list(options.get("disable_error_code")) or ())
+        if ours:
+            yield Hatch(
+                filename,
+                number,
+                "inline-disable-code",
+                text,
+                False,
+                f"turns off the veridic {_checks(ours)} for every line of this file",
+                codes=ours,
+            )
+        if _mypy_settings.ignores_errors(options) is not None:
+            yield Hatch(
+                filename,
+                number,
+                "inline-ignore-errors",
+                text,
+                False,
+                "silences every mypy error in this file, veridic's checks included",
+            )
+
+
+def scan_mypy_config(directory: str | os.PathLike[str]) -> tuple[Hatch, ...]:
+    """The hatches in the mypy configuration that mypy would use when run from ``directory``.
+
+    mypy's own search: in ``directory``, then in each parent up to the
+    repository root (the first directory holding ``.git`` or ``.hg``), the
+    first of ``mypy.ini``, ``.mypy.ini``, ``pyproject.toml`` (with
+    ``[tool.mypy]``) and ``setup.cfg`` (with ``[mypy]``). A file that does not
+    parse is a finding, and the search goes on, as mypy's does. Not read: the
+    per-user files (``~/.config/mypy/config``...), which are not part of the
+    project, and a ``--config-file`` given on mypy's command line. No
+    configuration found means nothing to report (the project may not use mypy).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     _ = Path(root, ".git").mkdir()
+    ...     _ = Path(root, "mypy.ini").write_text("[mypy]\\nstrict = True\\n")
+    ...     [(hatch.kind, hatch.line) for hatch in scan_mypy_config(root)]
+    [('plugin-missing', 1)]
+    """
+    found: list[Hatch] = []
+    for path in _mypy_settings.config_candidates(Path(os.path.abspath(directory))):
+        try:
+            sections = _mypy_settings.read_config(path)
+        except _mypy_settings.ConfigError as error:
+            found.append(_config_unparsable(path, error))
+            continue
+        if sections is not None:
+            found.extend(_config_hatches(path, sections))
+            break
+    return tuple(found)
+
+
+def _config_hatches(path: Path, sections: tuple[_mypy_settings.Section, ...]) -> list[Hatch]:
+    file = _display(path)
+    found: list[Hatch] = []
+    main = next((s for s in sections if s.modules is None), None)
+    plugins = _mypy_settings.split_list(main.options.get("plugins", "")) if main is not None else ()
+    if not any(p == _PLUGIN or p.startswith(f"{_PLUGIN}:") for p in plugins or ()):
+        toml = path.name.lower().endswith(".toml")
+        example = f'plugins = ["{_PLUGIN}"]' if toml else f"plugins = {_PLUGIN}"
+        if main is None:
+            line, text = 1, f"{path.name}: no [mypy] section"
+            what = "has no [mypy] section, so mypy loads no plugin"
+        else:
+            line = main.lines.get("plugins", main.line)
+            shown = main.shown.get("plugins")
+            text = f"{main.title} plugins = {shown}" if shown else f"{main.title} (no plugins)"
+            listed = ", ".join(p for p in plugins or () if p)
+            what = f"loads {f'the plugins {listed}' if listed else 'no plugins'}, not {_PLUGIN}"
+        found.append(
+            Hatch(
+                file,
+                line,
+                "plugin-missing",
+                _short(text),
+                True,
+                f"mypy reads this configuration (the first it finds from the directory "
+                f"scanned), which {what}, so "
+                "none of veridic's static checks (veridic-literal, veridic-forge, veridic-any, "
+                f"veridic-policy, veridic-sdk) run: add {example} to "
+                f"{main.title if main is not None else '[mypy]'}",
+            )
+        )
+    for section in sections:
+        scope = (
+            "every module mypy checks"
+            if section.modules is None
+            else f"the modules matching {section.modules}"
+        )
+        ours = _ours(_mypy_settings.split_list(section.options.get("disable_error_code")) or ())
+        if ours:
+            found.append(
+                Hatch(
+                    file,
+                    section.lines["disable_error_code"],
+                    "config-disable-code",
+                    _short(
+                        f"{section.title} disable_error_code = "
+                        f"{section.shown['disable_error_code']}"
+                    ),
+                    False,
+                    f"{section.title} turns off the veridic {_checks(ours)} for {scope}",
+                    codes=ours,
+                )
+            )
+        key = _mypy_settings.ignores_errors(section.options)
+        if key is not None:
+            found.append(
+                Hatch(
+                    file,
+                    section.lines[key],
+                    "config-ignore-errors",
+                    _short(f"{section.title} {key} = {section.shown[key]}"),
+                    False,
+                    f"{section.title} silences every mypy error in {scope}, veridic's checks "
+                    "included",
+                )
+            )
+    return found
+
+
+def _config_unparsable(path: Path, error: _mypy_settings.ConfigError) -> Hatch:
+    return Hatch(
+        _display(path),
+        error.line or 1,
+        "config-unparsable",
+        _short(str(error)),
+        True,
+        f"mypy cannot parse this configuration file ({' '.join(str(error).split())}): it "
+        "prints the error, skips the file and "
+        "uses the next configuration it finds (or none), so the settings here, the "
+        f"{_PLUGIN} plugin among them, may not apply: fix the file so that mypy reads it",
+    )
 
 
 def _unparsable(filename: str, line: int, error: Exception) -> Hatch:

@@ -66,6 +66,7 @@ POLICY: Final = ErrorCode(
 ``trust-policies`` list of ``[tool.veridic]`` when that list is configured."""
 
 CODES: Final = (LITERAL, FORGE, ANY, POLICY)
+"""The codes of the brand checks, whose cases are in tests/typecheck/ (``SDK``'s are apart)."""
 
 SDK: Final = ErrorCode(
     "veridic-sdk",
