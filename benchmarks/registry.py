@@ -11,11 +11,15 @@ repeated runs) and ratios against alternatives measured in the same run:
 - rendering the tool specs (fresh dicts on every call), against a naive
   list comprehension over the same tools;
 - linting 1,000 tools with ``find_doc_gaps``;
+- ``view.status(name)`` for names the view does not expose (what an agent
+  that hallucinates tool names costs), against plain
+  ``difflib.get_close_matches`` over the same names, which it must equal;
 - a scaling series (10, 100, 1,000 tools) to show the cost is linear.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import statistics
 import time
@@ -24,6 +28,7 @@ from functools import partial
 from typing import Literal
 
 from veridic import Deny, Registry, Tool, ToolView, find_doc_gaps
+from veridic._similarity import NameIndex, _name_tokens
 
 
 def _handler(index: int, documented: bool) -> Callable[..., str]:
@@ -136,6 +141,8 @@ def main() -> None:
         f"half undocumented ({gaps:,} gaps): {lint_half:.2f} ms"
     )
 
+    unknown_names(registry, deny)
+
     print("\nscaling (after the first build), cost per tool should stay flat:")
     print(f"{'tools':>7} {'view ms':>9} {'us/tool':>8} {'section ms':>11} {'specs ms':>9}")
     for size in (10, 100, 1_000):
@@ -145,6 +152,49 @@ def main() -> None:
         s_ms = median_ms(partial(_section_of_new_view, sized))
         sp = median_ms(partial(sized.view().tool_specs, "anthropic"))
         print(f"{size:>7,} {v:>9.3f} {v * 1000 / size:>8.2f} {s_ms:>11.3f} {sp:>9.3f}")
+
+
+# A typo of a real name, one that shares its prefix with every name, one near
+# the built-in tool, and hallucinations near nothing.
+_UNKNOWN = ("tool_5O0", "tool_1234", "tool_", "get_tool_schem", "send_email", "fetch_weather")
+
+
+def unknown_names(registry: Registry, deny: list[Deny]) -> None:
+    view = registry.view(deny=deny)
+    names = list(view.names())
+    for word in _UNKNOWN:
+        expected = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
+        if view.status(word).suggestions != tuple(expected or sorted(names)[:10]):
+            raise AssertionError(f"suggestions for {word!r} differ from difflib's")
+    print(f"\nstatus() of a name the view does not expose, {len(names):,} exposed names:")
+    print(f"{'name':>15} {'difflib ms':>11} {'status ms':>10} {'ratio':>6}  suggestions")
+    plain_total = warm_total = 0.0
+    for word in _UNKNOWN:
+        plain = median_ms(partial(difflib.get_close_matches, word, names, 3, 0.6), repeat=10)
+        warm = median_ms(partial(view.status, word), repeat=50)
+        plain_total += plain
+        warm_total += warm
+        shown = ", ".join(view.status(word).suggestions[:3])
+        print(f"{word:>15} {plain:>11.2f} {warm:>10.3f} {plain / warm:>5.0f}x  {shown}")
+    print(
+        f"{'all':>15} {plain_total:>11.2f} {warm_total:>10.3f} {plain_total / warm_total:>5.0f}x"
+        "  (the same view: its name index is built on the first unknown name)"
+    )
+    first = median_ms(lambda: registry.view(deny=deny).status("tool_1234"), repeat=10)
+    print(
+        f"first unknown name of a fresh view (view, index and status): {first:.2f} ms; "
+        f"building the view alone {median_ms(lambda: registry.view(deny=deny)):.2f} ms"
+    )
+    cold = median_ms(partial(_first_index_of_the_process, view), repeat=10)
+    print(
+        f"first index of the process (each name's characters tokenised once, then cached): "
+        f"{cold:.2f} ms"
+    )
+
+
+def _first_index_of_the_process(view: ToolView) -> NameIndex:
+    _name_tokens.cache_clear()
+    return NameIndex(view.names())
 
 
 def _section_of_new_view(registry: Registry) -> str:

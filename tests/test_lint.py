@@ -7,15 +7,21 @@ join is also checked in-process against the naive all-pairs comparison.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
-from veridic import Registry, ToolView, TrustedInstruction
+from veridic import InstructionField, Registry, Risk, RiskFloorError, ToolView, TrustedInstruction
 from veridic._similarity import naive_similar_pairs, similar_pairs
 from veridic.lint import check_projections, lint
 
@@ -228,3 +234,139 @@ def test_property_prefix_filtered_join_finds_exactly_the_naive_pairs(
     assert similar_pairs(descriptions, threshold=threshold) == naive_similar_pairs(
         descriptions, threshold=threshold
     )
+
+
+# --- lint and boot agree on the risk floors -------------------------------------------------
+
+
+class SavedPrompt(BaseModel):
+    name: str
+    content: InstructionField
+
+
+class SavedNote(BaseModel):
+    text: str
+
+
+@dataclass(frozen=True)
+class FloorTool:
+    name: str
+    kind: Literal["query", "write"]
+    risk: Risk | None
+    irreversible: bool
+    instruction_argument: bool  # an argument holds an instruction field
+    writes: tuple[type[BaseModel], ...]
+    external: bool
+
+    def floors_broken(self) -> int:
+        """The oracle: how many floor rules this declaration breaks, written out rule by rule."""
+        if self.risk is None or self.risk is Risk.HIGH:
+            return 0
+        write = self.kind == "write"
+        return sum(
+            (
+                self.irreversible,
+                write and self.instruction_argument,
+                write and SavedPrompt in self.writes,
+            )
+        )
+
+
+KINDS: tuple[Literal["query", "write"], ...] = ("query", "write")
+
+
+@st.composite
+def floor_tools(draw: st.DrawFn) -> list[FloorTool]:
+    """Up to 6 tools, function or external, with every combination of effects and declared risk."""
+    names = draw(
+        st.lists(st.from_regex(r"[a-z][a-z_]{0,9}", fullmatch=True), max_size=6, unique=True)
+    )
+    tools = []
+    for name in names:
+        kind = draw(st.sampled_from(KINDS))
+        external = draw(st.booleans())
+        write = kind == "write"
+        tools.append(
+            FloorTool(
+                name=name,
+                kind=kind,
+                risk=draw(st.none() | st.sampled_from(list(Risk))),
+                irreversible=write and draw(st.booleans()),
+                instruction_argument=draw(st.booleans()),
+                writes=draw(st.sampled_from([(), (SavedNote,), (SavedPrompt,)]))
+                if write and not external
+                else (),
+                external=external,
+            )
+        )
+    return tools
+
+
+def floor_registry(tools: list[FloorTool]) -> Registry:
+    registry = Registry("floors")
+    for plan in tools:
+        if plan.external:
+            content: dict[str, object] = {"type": "string"}
+            if plan.instruction_argument:
+                content["x-veridic-instruction"] = True
+            registry.external(
+                name=plan.name,
+                description="Store a piece of content for later.",
+                input_schema={"type": "object", "properties": {"content": content}},
+                handler=lambda arguments: arguments,
+                kind=plan.kind,
+                risk=plan.risk,
+                irreversible=plan.irreversible,
+            )
+        else:
+            registry.tool(
+                kind=plan.kind,
+                risk=plan.risk,
+                irreversible=plan.irreversible,
+                writes=plan.writes,
+                name=plan.name,
+            )(_floor_handler(plan.instruction_argument))
+    return registry
+
+
+def _floor_handler(instruction_argument: bool) -> Callable[..., None]:
+    if instruction_argument:
+
+        def save(prompt: SavedPrompt) -> None:
+            """Store a piece of content for later.
+
+            Args:
+                prompt: What to store.
+            """
+
+        return save
+
+    def store(value: int = 0) -> None:
+        """Store a piece of content for later.
+
+        Args:
+            value: What to store.
+        """
+
+    return store
+
+
+def refused_at_boot(registry: Registry) -> tuple[Counter[str], str]:
+    """The tools the registry's boot refuses (once per floor broken), and its message."""
+    try:
+        registry.boot()
+    except RiskFloorError as error:
+        message = str(error)
+        return Counter(re.findall(r"tool '(\w+)' \(.*?\) declares risk", message)), message
+    return Counter(), ""
+
+
+@given(floor_tools())
+def test_property_lint_and_boot_find_the_same_floor_violations(tools: list[FloorTool]) -> None:
+    registry = floor_registry(tools)
+    linted = Counter(f.tool for f in lint(registry) if f.code == "risk-floor")
+    refused, message = refused_at_boot(registry)
+    expected = Counter({t.name: t.floors_broken() for t in tools if t.floors_broken()})
+    assert linted == refused == expected
+    if refused:
+        assert message.startswith(f"{sum(refused.values())} risk floor violation(s)")

@@ -429,6 +429,23 @@ def test_unknown_name_lists_the_nearest_valid_names() -> None:
     assert "call one of the tools this view lists" in message
 
 
+def test_unknown_name_near_no_tool_lists_the_first_ten_names_instead() -> None:
+    view = site().view()
+    status = view.status("zzzz")
+    assert status.state == "unknown"
+    assert status.suggestions == tuple(sorted(view.names())[:10])
+
+
+def test_unknown_name_is_only_told_of_names_the_view_exposes() -> None:
+    registry = site()
+    assert registry.view().status("delete_webhok").suggestions == (
+        "delete_webhook",
+        "create_webhook",
+    )
+    denied = registry.view(deny={"delete_webhook"})
+    assert denied.status("delete_webhok").suggestions == ("create_webhook",)
+
+
 def test_unknown_unavailable_and_denied_are_told_apart() -> None:
     view = site().view(deny={"delete_webhook"})
     assert view.status("hallucinated").state == "unknown"

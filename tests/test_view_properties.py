@@ -7,12 +7,13 @@ and arbitrary filters; reuse them for properties of your own.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from veridic import (
@@ -24,6 +25,7 @@ from veridic import (
     ToolView,
     UnknownToolError,
 )
+from veridic._similarity import NameIndex, _lcs_length, _position_masks
 from veridic.tool import description_pin
 
 DESCRIPTIONS = {
@@ -228,3 +230,85 @@ def test_property_every_registered_name_is_exposed_or_fails_with_its_reason(
             view.dispatch(tool.name, {"value": 3})
     with pytest.raises(UnknownToolError):
         view.dispatch("never_registered_name_x", {})
+
+
+# --- the nearest names of an unknown one ------------------------------------------------
+
+# Few letters, so a hallucinated name is often near real ones, scores often tie,
+# and difflib's tie-break (the greater name first) decides the order.
+NEAR_NAMES = st.from_regex(r"[ab][ab_]{0,7}", fullmatch=True)
+
+
+@st.composite
+def edited(draw: st.DrawFn, bases: list[str], alphabet: str = "ab_c") -> str:
+    """One of ``bases`` with up to three characters inserted, dropped or changed (or any text)."""
+    if not bases or draw(st.integers(0, 4)) == 0:
+        return draw(st.text(alphabet=alphabet, max_size=10))
+    text = draw(st.sampled_from(bases))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(text)))
+        char = draw(st.sampled_from(alphabet))
+        edit = draw(st.sampled_from(["insert", "drop", "change"]))
+        if edit == "insert" or at == len(text):
+            text = text[:at] + char + text[at:]
+        elif edit == "drop":
+            text = text[:at] + text[at + 1 :]
+        else:
+            text = text[:at] + char + text[at + 1 :]
+    return text
+
+
+@given(st.data())
+def test_property_unknown_name_is_told_the_names_difflib_finds_in_its_order(
+    data: st.DataObject,
+) -> None:
+    names = data.draw(st.lists(NEAR_NAMES, max_size=10, unique=True), label="names")
+    denied = data.draw(st.frozensets(st.sampled_from(names)) if names else st.just(frozenset()))
+    word = data.draw(edited(names), label="word")
+    assume(word not in names)
+    registry = Registry("near")
+    for name in names:
+        registry.tool(kind="query", name=name)(_handler("Do the thing this tool is for."))
+    view = registry.view(deny=denied)
+    exposed = sorted(view.names())
+    expected = difflib.get_close_matches(word, exposed, n=3, cutoff=0.6) or exposed[:10]
+    status = view.status(word)
+    assert status.state == "unknown"
+    assert status.suggestions == tuple(expected)
+
+
+@st.composite
+def names_and_word(draw: st.DrawFn) -> tuple[list[str], str]:
+    # Longer texts than a view allows, so the word can reach difflib's autojunk
+    # length (200) and names can repeat characters many times.
+    alphabet = draw(st.sampled_from(["ab", "ab_c", "abcdé_", "aaab"]))
+    short = st.lists(st.text(alphabet=alphabet, max_size=12), max_size=20)
+    long = st.lists(st.text(alphabet=alphabet, min_size=150, max_size=260), max_size=2)
+    names = list(dict.fromkeys(draw(short) + draw(long)))
+    return names, draw(edited(names, alphabet))
+
+
+@given(
+    case=names_and_word(),
+    n=st.integers(1, 5),
+    cutoff=st.floats(min_value=0.05, max_value=1.0),
+)
+def test_property_name_index_returns_what_difflib_returns(
+    case: tuple[list[str], str], n: int, cutoff: float
+) -> None:
+    names, word = case
+    expected = difflib.get_close_matches(word, names, n=n, cutoff=cutoff)
+    assert NameIndex(names).close_matches(word, n, cutoff) == expected
+
+
+@given(st.text(alphabet="abc_", max_size=40), st.text(alphabet="abc_", max_size=40))
+def test_property_bit_parallel_lcs_is_the_longest_common_subsequence(
+    first: str, second: str
+) -> None:
+    # The bound that lets the index skip difflib must never be below difflib's matches.
+    row = [0] * (len(second) + 1)
+    for char in first:
+        diagonal = 0
+        for j, other in enumerate(second, 1):
+            diagonal, row[j] = row[j], (diagonal + 1 if char == other else max(row[j], row[j - 1]))
+    assert _lcs_length(first, _position_masks(second), len(second)) == row[-1]

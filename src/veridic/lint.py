@@ -49,8 +49,8 @@ from veridic.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
 from veridic.provenance import _display_path
 from veridic.registry import Registry
-from veridic.risk import INSTRUCTION_ARGUMENTS, INSTRUCTION_WRITES, IRREVERSIBLE, FloorRule, Risk
-from veridic.tool import SCHEMA_TOOL, Tool
+from veridic.risk import Risk
+from veridic.tool import SCHEMA_TOOL, Tool, floor_violations
 from veridic.view import ToolView
 
 __all__ = [
@@ -285,34 +285,19 @@ def _finding(
 
 
 def _floor_findings(tool: Tool) -> list[LintFinding]:
-    out = []
-    for rule, why in _floors(tool):
-        if tool.risk < rule.floor:
-            out.append(
-                _finding(
-                    tool,
-                    tool.name,
-                    "risk-floor",
-                    f"tool {tool.name!r} ({tool.origin}) declares risk {tool.risk.value}, but "
-                    f"{why} (rule: {rule.rule}); the registry refuses to boot: {rule.fix}",
-                )
-            )
-    return out
-
-
-def _floors(tool: Tool) -> list[tuple[FloorRule, str]]:
-    # Mirrors the registry's rules (veridic.tool._floors) from the resolved tool,
-    # so each violation is a finding of its own, with the tool's file and line.
-    rules: list[tuple[FloorRule, str]] = []
-    if tool.irreversible:
-        rules.append((IRREVERSIBLE, "it is declared irreversible=True"))
-    if tool.kind == "write" and tool.instruction_arguments:
-        fields = ", ".join(sorted(tool.instruction_arguments))
-        rules.append((INSTRUCTION_ARGUMENTS, f"its arguments hold instruction fields ({fields})"))
-    if tool.kind == "write" and tool.instruction_writes:
-        fields = ", ".join(sorted(tool.instruction_writes))
-        rules.append((INSTRUCTION_WRITES, f"it writes instruction fields ({fields})"))
-    return rules
+    # The registry's own boot check (floor_violations), one finding per broken
+    # floor with the tool's file and line, where boot lists them all in one error.
+    return [
+        _finding(
+            tool,
+            tool.name,
+            "risk-floor",
+            f"tool {tool.name!r} ({tool.origin}) declares risk {violation.declared.value}, but "
+            f"{violation.detail} (rule: {violation.rule.rule}); the registry refuses to boot: "
+            f"{violation.rule.fix}",
+        )
+        for violation in floor_violations(tool)
+    ]
 
 
 def _irreversibility_findings(tool: Tool) -> list[LintFinding]:

@@ -58,11 +58,11 @@ from veridic.errors import RiskFloorError, VeridicError
 from veridic.provenance import is_untrusted, refuse_untrusted
 from veridic.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tool import (
-    BuiltTool,
     Tool,
     ToolOptions,
     check_tool_name,
     external_tool,
+    floor_violations,
     function_tool,
 )
 from veridic.view import ComponentState, Deny, Predicate, ToolView, build_view
@@ -86,7 +86,7 @@ class _Declaration:
         options: ToolOptions,
         component: str | None,
         localns: Mapping[str, object] | None,
-        built: BuiltTool | None = None,
+        built: Tool | None = None,
     ) -> None:
         self.function = function
         self.options = options
@@ -94,7 +94,7 @@ class _Declaration:
         self.localns = localns
         self.built = built
 
-    def build(self) -> BuiltTool:
+    def build(self) -> Tool:
         if self.built is None:
             if self.function is None:  # pragma: no cover - externals are built when declared
                 raise VeridicError("an external declaration was not built when it was declared")
@@ -368,13 +368,14 @@ class Registry:
             if self._booted:
                 return
             built = [declaration.build() for declaration in self._declared.values()]
-            violations = [(b.tool, v) for b in built for v in b.violations]
+            # The same check the lint reports finding by finding (veridic.tool.floor_violations).
+            violations = [(tool, v) for tool in built for v in floor_violations(tool)]
             if violations:
                 raise RiskFloorError(_floor_message(violations))
             for name, component in self._components.items():
                 if name not in self._states:
                     self._states[name] = component.run_boot()
-            self._snapshot = tuple(b.tool for b in built)
+            self._snapshot = tuple(built)
             self._booted = True
 
     def view(
@@ -425,7 +426,7 @@ class Registry:
             VeridicError: a tool's signature cannot be resolved.
         """
         with self._lock:
-            return tuple(declaration.build().tool for declaration in self._declared.values())
+            return tuple(declaration.build() for declaration in self._declared.values())
 
     def components(self) -> tuple[ComponentState, ...]:
         """Each component and how its boot went (``started is None`` before boot)."""
@@ -505,7 +506,7 @@ class Registry:
         with self._lock:
             existing = self._declared.get(name)
             if existing is not None:
-                first = existing.built.tool.origin if existing.built else _where(existing)
+                first = existing.built.origin if existing.built else _where(existing)
                 raise VeridicError(
                     f"tool name {name!r} is registered twice in {self!r} (first at {first}): "
                     "tool names are unique, the second registration does not replace the "

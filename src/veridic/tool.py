@@ -53,7 +53,6 @@ from veridic.risk import (
 
 __all__ = [
     "SCHEMA_TOOL",
-    "BuiltTool",
     "DescriptionTrust",
     "JsonObject",
     "Tool",
@@ -61,6 +60,8 @@ __all__ = [
     "check_tool_name",
     "description_pin",
     "external_tool",
+    "floor_rules",
+    "floor_violations",
     "function_tool",
     "with_handler",
 ]
@@ -222,14 +223,6 @@ class ToolOptions:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class BuiltTool:
-    """A resolved tool and the floor rules its declared risk breaks (checked at boot)."""
-
-    tool: Tool
-    violations: tuple[FloorViolation, ...]
-
-
 def check_tool_name(name: object, where: str, *, builtin: bool = False) -> str:
     """Refuse a name that a provider would reject (OpenAI and Anthropic: ``[A-Za-z0-9_-]{1,64}``).
 
@@ -274,7 +267,7 @@ def function_tool(
     localns: Mapping[str, object] | None = None,
     *,
     builtin: bool = False,
-) -> BuiltTool:
+) -> Tool:
     """Resolve a typed function into a tool: schema, descriptions, risk.
 
     ``localns`` holds the names visible where the function was decorated, so
@@ -301,11 +294,11 @@ def function_tool(
         for written in options.writes
         for path in sorted(instruction_fields(written))
     )
-    resolved = resolve_risk(options.kind, options.risk, *_floors(options, arguments, writes))
-    tool = Tool(
+    rules = floor_rules(options.kind, options.irreversible, arguments, writes, options.writes)
+    return Tool(
         name=name,
         kind=options.kind,
-        risk=resolved.risk,
+        risk=resolve_risk(options.kind, options.risk, *rules).risk,
         irreversible=options.irreversible,
         description=description,
         description_trust="code",
@@ -330,7 +323,6 @@ def function_tool(
         _validate=_pydantic_validator(name, model),
         _invoke=_function_invoker(function, positional),
     )
-    return BuiltTool(tool, resolved.violations)
 
 
 def external_tool(
@@ -343,7 +335,7 @@ def external_tool(
     pin: str | None,
     source: str,
     component: str | None,
-) -> BuiltTool:
+) -> Tool:
     """Resolve a tool described by someone else's spec.
 
     Raises:
@@ -372,11 +364,11 @@ def external_tool(
     arguments = frozenset(
         p for p, sub in props.items() if _mentions_instruction(sub, schema, frozenset())
     )
-    resolved = resolve_risk(options.kind, options.risk, *_floors(options, arguments, frozenset()))
-    tool = Tool(
+    rules = floor_rules(options.kind, options.irreversible, arguments, frozenset(), ())
+    return Tool(
         name=name,
         kind=options.kind,
-        risk=resolved.risk,
+        risk=resolve_risk(options.kind, options.risk, *rules).risk,
         irreversible=options.irreversible,
         description=description,
         description_trust=trust,
@@ -403,13 +395,67 @@ def external_tool(
         _validate=validator(name),
         _invoke=lambda arguments: handler(dict(arguments)),
     )
-    return BuiltTool(tool, resolved.violations)
 
 
 def with_handler(tool: Tool, handler: Callable[..., object]) -> Tool:
     """The same tool answered by another function with the same signature."""
     built = _function_invoker(handler, ())
     return replace(tool, handler=handler, _invoke=built, _memo=tool._memo)
+
+
+def floor_rules(
+    kind: ToolKind,
+    irreversible: bool,
+    arguments: frozenset[str],
+    writes: frozenset[str],
+    models: tuple[type[BaseModel], ...],
+) -> tuple[tuple[FloorRule, ...], tuple[str, ...]]:
+    """The risk floors a tool's effects set, and why each applies: where they are chosen.
+
+    ``arguments`` are its instruction-field argument paths, ``writes`` the
+    ``Model.field`` paths of the instruction fields of ``models`` (what it
+    declares it writes). The one place the rules are picked: resolving a
+    tool's risk uses them, and :func:`floor_violations` (what the registry
+    refuses at boot and what the lint reports) reads them back from the tool.
+
+    >>> rules, why = floor_rules("write", True, frozenset(), frozenset(), ())
+    >>> [rule.code for rule in rules], why
+    (['irreversible'], ('it is declared irreversible=True',))
+    """
+    rules: list[FloorRule] = []
+    details: list[str] = []
+    if irreversible:
+        rules.append(IRREVERSIBLE)
+        details.append("it is declared irreversible=True")
+    if kind == "write" and arguments:
+        rules.append(INSTRUCTION_ARGUMENTS)
+        details.append(
+            "its arguments hold instruction fields (" + ", ".join(sorted(arguments)) + ")"
+        )
+    if kind == "write" and writes:
+        rules.append(INSTRUCTION_WRITES)
+        details.append(
+            f"it declares writes={_model_names(models)}, whose instruction fields "
+            f"({', '.join(sorted(writes))}) are read as instruction"
+        )
+    return tuple(rules), tuple(details)
+
+
+def floor_violations(tool: Tool) -> tuple[FloorViolation, ...]:
+    """The floors ``tool``'s declared risk is below (empty when it declared none, or enough).
+
+    What :meth:`veridic.Registry.boot` refuses with :class:`~veridic.RiskFloorError`
+    and what the lint reports tool by tool: one function, so they cannot disagree.
+    A tool that declared no risk runs at its floors, so it never violates one.
+    """
+    rules = floor_rules(
+        tool.kind,
+        tool.irreversible,
+        tool.instruction_arguments,
+        tool.instruction_writes,
+        tool.writes,
+    )
+    return resolve_risk(tool.kind, tool.risk, *rules).violations
 
 
 # --- declarations ---------------------------------------------------------------
@@ -443,28 +489,6 @@ def _refuse_untrusted_description(where: str, description: object) -> None:
 def _model_names(models: tuple[type[BaseModel], ...]) -> str:
     names = [getattr(m, "__name__", repr(m)) for m in models]
     return f"({names[0]},)" if len(names) == 1 else "(" + ", ".join(names) + ")"
-
-
-def _floors(
-    options: ToolOptions, arguments: frozenset[str], writes: frozenset[str]
-) -> tuple[tuple[FloorRule, ...], tuple[str, ...]]:
-    rules: list[FloorRule] = []
-    details: list[str] = []
-    if options.irreversible:
-        rules.append(IRREVERSIBLE)
-        details.append("it is declared irreversible=True")
-    if options.kind == "write" and arguments:
-        rules.append(INSTRUCTION_ARGUMENTS)
-        details.append(
-            "its arguments hold instruction fields (" + ", ".join(sorted(arguments)) + ")"
-        )
-    if options.kind == "write" and writes:
-        rules.append(INSTRUCTION_WRITES)
-        details.append(
-            f"it declares writes={_model_names(options.writes)}, whose instruction fields "
-            f"({', '.join(sorted(writes))}) are read as instruction"
-        )
-    return tuple(rules), tuple(details)
 
 
 def _origin_of(function: Callable[..., object]) -> str:

@@ -44,8 +44,8 @@ read a tool's contract instead of recalling it.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
+import heapq
 import inspect
 import json
 from collections import Counter
@@ -56,6 +56,7 @@ from types import MappingProxyType
 from typing import Final, Literal, TypedDict, cast, overload
 
 from veridic._descriptions import one_line
+from veridic._similarity import NameIndex
 from veridic.errors import (
     InvalidArgumentsError,
     ToolCouplingError,
@@ -96,6 +97,9 @@ StatusState = Literal["exposed", "unknown", "unavailable", "denied"]
 StatusCause = Literal["", "component", "description", "pin", "role", "allow", "predicate", "deny"]
 
 _FORMATS: Final = ("openai", "anthropic", "mcp")
+_SUGGESTED: Final = 3  # nearest names of an unknown one: difflib.get_close_matches(n=3, cutoff=0.6)
+_CUTOFF: Final = 0.6
+_LISTED: Final = 10  # names listed instead when none is near
 _BUILD_KEY: Final = object()
 _LITERALS: Final = frozenset({"True", "False", "None", "true", "false", "null"})
 
@@ -255,7 +259,15 @@ class ToolView:
     capability section and the spec texts are computed once per view.
     """
 
-    __slots__ = ("_cache", "_components", "_exposed", "_names", "_origin", "_withheld")
+    __slots__ = (
+        "_cache",
+        "_components",
+        "_exposed",
+        "_names",
+        "_nearest",
+        "_origin",
+        "_withheld",
+    )
 
     _exposed: Mapping[str, Tool]
     _names: frozenset[str]
@@ -263,6 +275,7 @@ class ToolView:
     _components: tuple[ComponentState, ...]
     _origin: str
     _cache: dict[str, str]
+    _nearest: tuple[NameIndex, tuple[str, ...]] | None
 
     def __init__(
         self,
@@ -288,6 +301,7 @@ class ToolView:
         object.__setattr__(self, "_components", tuple(c for c in components if c.started is False))
         object.__setattr__(self, "_origin", origin)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_nearest", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise dataclasses.FrozenInstanceError(
@@ -324,16 +338,23 @@ class ToolView:
         return self._components
 
     def status(self, name: str) -> ToolStatus:
-        """Classify ``name``: exposed, unknown, unavailable or denied. Never raises."""
+        """Classify ``name``: exposed, unknown, unavailable or denied. Never raises.
+
+        An unknown name's ``suggestions`` are what
+        ``difflib.get_close_matches(name, view.names(), n=3, cutoff=0.6)``
+        returns, in its order (the first ten names in sorted order when none is
+        close). They come from an index of the exposed names that the view
+        builds on its first unknown name, so a model that keeps inventing names
+        does not cost a difflib comparison with every name each time.
+        """
         tool = self._exposed.get(name)
         if tool is not None:
             return ToolStatus(name, "exposed", tool=tool)
         withheld = self._withheld.get(name)
         if withheld is not None:
             return withheld
-        nearest = difflib.get_close_matches(str(name), list(self._exposed), n=3, cutoff=0.6)
-        if not nearest:
-            nearest = sorted(self._exposed)[:10]
+        index, first = self._suggester()
+        nearest = index.close_matches(str(name), _SUGGESTED, _CUTOFF) or first
         return ToolStatus(
             str(name),
             "unknown",
@@ -341,6 +362,16 @@ class ToolView:
             hint="call one of the tools this view lists",
             suggestions=tuple(nearest),
         )
+
+    def _suggester(self) -> tuple[NameIndex, tuple[str, ...]]:
+        # Built on the first unknown name, once per view: most views never see one,
+        # and a model that hallucinates names tends to do it again.
+        nearest = self._nearest
+        if nearest is None:
+            first = tuple(heapq.nsmallest(_LISTED, self._exposed))
+            nearest = (NameIndex(self._exposed), first)
+            object.__setattr__(self, "_nearest", nearest)
+        return nearest
 
     def tool(self, name: str) -> Tool:
         """The exposed tool called ``name``.
@@ -558,7 +589,8 @@ def _known(names: Iterable[str], registered: set[str], where: str) -> Iterable[s
     listed = [names] if isinstance(names, str) else list(names)
     for name in listed:
         if name not in registered:
-            nearest = ", ".join(difflib.get_close_matches(name, registered, n=3)) or "none"
+            suggested = NameIndex(registered).close_matches(name, _SUGGESTED, _CUTOFF)
+            nearest = ", ".join(suggested) or "none"
             raise UnknownToolError(
                 f"the view's {where} filter names {name!r}, which no tool was registered under "
                 f"(nearest: {nearest}): fix the name; a typo in a filter silently changes "
@@ -753,7 +785,7 @@ def _get_tool_schema(name: str) -> ToolSchema:
 def _schema_tool() -> Tool:
     if not _SCHEMA_TOOL_CACHE:
         options = ToolOptions.check(SCHEMA_TOOL, "query", None, False, (), SCHEMA_TOOL, None, ())
-        _SCHEMA_TOOL_CACHE.append(function_tool(_get_tool_schema, options, None, builtin=True).tool)
+        _SCHEMA_TOOL_CACHE.append(function_tool(_get_tool_schema, options, None, builtin=True))
     return _SCHEMA_TOOL_CACHE[0]
 
 
