@@ -355,6 +355,17 @@ def test_data_include_keeps_the_included_text_and_fences_its_values() -> None:
     assert unfence(result) == [("persona", "Ava"), ("language", "End")]
 
 
+def test_a_filter_on_super_computes_on_the_parents_text_not_its_fences(tmp_path: Path) -> None:
+    # A block's outputs stay unfenced until the end: super() may be filtered first.
+    (tmp_path / "parent.j2").write_text("{% block body %}<{{ value }}>{% endblock %}")
+    (tmp_path / "child.j2").write_text(
+        '{% extends "parent.j2" %}{% block body %}{{ super()|upper }}{% endblock %}'
+    )
+    template = Templates(tmp_path).data("child.j2", params=DataValue)
+    result = template.render({"value": untrusted("hi", source="web")})
+    assert unfence(result) == [("super", "<HI>")]
+
+
 def test_call_block_output_keeps_each_value_fenced() -> None:
     result = TEMPLATES.data("call_block.j2", params=DataValue).render({"value": "inside"})
     assert result.startswith('[<data label="value"')

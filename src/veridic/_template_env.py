@@ -16,7 +16,8 @@ jinja2 generates code (the documented ``_generate`` hook), see
   output ``{{ x }}`` becomes ``emit(x, "file:line")``;
 - in a data template each group of literal text becomes a reference to the
   :class:`~veridic._template_runtime.TemplateText` made for it at compile time, and
-  each expression output becomes ``out(x, label)``;
+  each expression output becomes ``final(x, label)`` in the template's own body
+  and ``out(x, label)`` in a block, macro or buffer;
 - constant expressions become literal text, as jinja2 would fold them, and a
   ``{% filter %}`` block's result goes through the same function as an output.
 
@@ -39,7 +40,7 @@ from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
 from veridic._template_analysis import dynamic_reference, references, static_names
-from veridic._template_runtime import EMITTED_AS_IS, TemplateText, concat, emit, out
+from veridic._template_runtime import EMITTED_AS_IS, TemplateText, concat, emit, final, out
 from veridic.errors import TemplateError
 from veridic.fence import check_label
 from veridic.provenance import TrustedInstruction, mint
@@ -89,7 +90,10 @@ class ProvenanceCodeGenerator(CodeGenerator):
             self.write(") in environment.emitted_as_is else environment.emit(_veridic_output, ")
             self.write(f"{arguments[0].value!r}))")
         elif inner is not None and arguments and isinstance(arguments[0], nodes.Const):
-            self.write("environment.out(")
+            # Output of the template's own body (not a block, macro or buffer) goes
+            # straight to the render, so it can be fenced here, once and for all.
+            at_top = frame.buffer is None and frame.block is None
+            self.write("environment.final(" if at_top else "environment.out(")
             self.visit(inner, frame)
             self.write(f", {arguments[0].value!r})")
         else:  # pragma: no cover - the rewrite builds only the shapes above
@@ -136,6 +140,7 @@ class ProvenanceEnvironment(Environment):
         self.emit = emit
         self.emitted_as_is = EMITTED_AS_IS
         self.out = out
+        self.final = final
         del self.filters["safe"]
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
         self.literals: list[TrustedInstruction | TemplateText] = []

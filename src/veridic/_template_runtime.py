@@ -13,10 +13,12 @@ what the render yields is chunks that still know where they came from:
   spans) and mints anything else as text the expression at ``file:line``
   computed; :func:`instruction_text` joins it all into one trusted value whose
   spans are worked out only when asked for.
-- In a **data** template :func:`out` yields an :class:`Out` chunk that
-  remembers the value and the expression's label; literal text is yielded as
-  the :class:`TemplateText` made for it when the template compiled;
-  :func:`data_text` fences what is not trusted.
+- In a **data** template literal text is yielded as the :class:`TemplateText`
+  made for it when the template compiled. An output of the template's own
+  body goes straight to the render, so :func:`final` fences it at once (a
+  :class:`Piece`); an output inside a block, macro or buffer may still be
+  computed on, so :func:`out` yields an :class:`Out` chunk that remembers the
+  value and the expression's label, and :func:`data_text` fences it at the end.
 - In both, buffered output (a macro call, ``caller()``, ``super()``, a
   ``{% set %}`` block) goes through :func:`concat`, which keeps its chunks in a
   :class:`Rendered` that an output passes through as it is.
@@ -43,11 +45,13 @@ __all__ = [
     "OUTPUT_LABEL",
     "TRUSTED",
     "Out",
+    "Piece",
     "Rendered",
     "TemplateText",
     "concat",
     "data_text",
     "emit",
+    "final",
     "instruction_text",
     "out",
 ]
@@ -78,6 +82,15 @@ class Out(str):
     __slots__ = ("_label", "_value")
     _value: object
     _label: str
+
+    def __str__(self) -> str:
+        return self
+
+
+class Piece(str):
+    """One output of a data template's own body, final: already fenced, or safe as it is."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return self
@@ -163,6 +176,21 @@ def out(value: object, label: str) -> str:
     return chunk
 
 
+def final(value: object, label: str) -> str:
+    """An output of a data template's own body: :func:`out` and :func:`data_text` in one step.
+
+    The body's outputs go straight to the render (buffered output, blocks
+    and macros go through :func:`out`, since a filter may still compute on
+    their text), so each can be fenced as it is produced.
+    """
+    kind = type(value)
+    if kind is Rendered or kind is TRUSTED:
+        return value  # type: ignore[return-value]  # a str subclass
+    if kind in _INERT:
+        return str.__new__(Piece, value)
+    return str.__new__(Piece, fence_checked(label, str(value)))
+
+
 def concat(chunks: Iterable[str]) -> str:
     """``environment.concat``: join buffered output and keep its chunks."""
     parts = tuple(chunks)
@@ -190,7 +218,7 @@ def _data_pieces(chunks: Iterable[str], pieces: list[str]) -> None:
     chunk: Any  # as in _trusted_parts
     for chunk in chunks:
         kind = type(chunk)
-        if kind is TemplateText:
+        if kind is TemplateText or kind is Piece:
             append(chunk)
         elif kind is Out:
             value_type = type(chunk._value)
@@ -200,5 +228,7 @@ def _data_pieces(chunks: Iterable[str], pieces: list[str]) -> None:
                 append(fence_checked(chunk._label, str.__str__(chunk)))
         elif kind is Rendered:
             _data_pieces(chunk._parts, pieces)
+        elif kind is TRUSTED:
+            append(chunk)
         else:
             append(fence_checked(OUTPUT_LABEL, str(chunk)))
