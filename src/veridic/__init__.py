@@ -101,6 +101,7 @@ if TYPE_CHECKING:
     )
     from veridic.prompt import (
         Prompt,
+        ReasoningItem,
     )
     from veridic.providers import (
         AnthropicMessages,
@@ -168,6 +169,7 @@ _HOMES: dict[str, str] = {
     "PreparedCall": "veridic.view",
     "Prompt": "veridic.prompt",
     "ProvenanceError": "veridic.errors",
+    "ReasoningItem": "veridic.prompt",
     "Registry": "veridic.registry",
     "Reply": "veridic.gateway",
     "Risk": "veridic.risk",
@@ -235,6 +237,7 @@ __all__ = [
     "Prompt",
     "Provenance",
     "ProvenanceError",
+    "ReasoningItem",
     "Registry",
     "Reply",
     "Risk",

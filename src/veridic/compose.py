@@ -12,6 +12,7 @@ method                      accepts                          becomes
 ``user(text)``              any text                         a user turn, verbatim
 ``data(label, text)``       ``UntrustedText``                a fenced block, user turn
 ``assistant(text)``         any text (model output)          an assistant turn
+``assistant(reasoning=)``   the model's ``ReasoningItem`` s    on the assistant turn
 ``tool_call(id, name, a)``  a call the model made            on the assistant turn
 ``tool_result(id, text)``   ``UntrustedText``                a fenced tool result
 ==========================  ===============================  ==========================
@@ -33,13 +34,14 @@ method                      accepts                          becomes
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Final, Literal, Self
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.fence import fence_parts
-from veridic.prompt import Message, Prompt, ToolCall
+from veridic.prompt import Message, Prompt, ReasoningItem, ToolCall
 from veridic.provenance import (
     TrustedInstruction,
     UntrustedText,
@@ -99,10 +101,31 @@ class Composer:
         self._turns.append(_fenced("user", label, text, None))
         return self
 
-    def assistant(self, text: str = "") -> Self:
-        """Add an assistant turn (model output; it instructs nothing)."""
+    def assistant(self, text: str = "", *, reasoning: Iterable[ReasoningItem] = ()) -> Self:
+        """Add an assistant turn (model output; it instructs nothing).
+
+        ``reasoning`` are the model's reasoning items of this turn
+        (:attr:`Reply.reasoning <veridic.Reply.reasoning>`), which the
+        provider wants back unchanged: they are rendered before the turn's
+        text and tool calls, for the provider that produced them only, and
+        are covered by the prompt's hash. A turn with reasoning and no text
+        is a valid turn (the calls :meth:`tool_call` adds next join it).
+        """
         self._require_text(text, "assistant()", allow_empty=True)
-        self._turns.append(Message("assistant", str(text), (text,)))
+        if isinstance(reasoning, ReasoningItem | Mapping | str):
+            raise VeridicError(
+                f"assistant() got one {type(reasoning).__name__} as reasoning: pass the turn's "
+                "reasoning items as a sequence, reasoning=reply.reasoning or reasoning=[item]"
+            )
+        items = tuple(reasoning)
+        for index, item in enumerate(items):
+            if not isinstance(item, ReasoningItem):
+                raise VeridicError(
+                    f"assistant() got a {type(item).__name__} as reasoning item {index} "
+                    f"({clip(repr(item))}): pass the ReasoningItem values of the reply "
+                    "(Reply.reasoning), or ReasoningItem.of(provider, block) for a stored block"
+                )
+        self._turns.append(Message("assistant", str(text), (text,), reasoning=items))
         return self
 
     def tool_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> Self:
@@ -128,9 +151,7 @@ class Composer:
         self._calls[call_id] = name
         last = self._turns[-1] if self._turns else None
         if last is not None and last.role == "assistant":
-            self._turns[-1] = Message(
-                "assistant", last.content, last.parts, (*last.tool_calls, call)
-            )
+            self._turns[-1] = replace(last, tool_calls=(*last.tool_calls, call))
         else:
             self._turns.append(Message("assistant", "", ("",), (call,)))
         return self

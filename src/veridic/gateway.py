@@ -67,7 +67,7 @@ from veridic.audit import AuditSink, ModelCallRecord
 from veridic.compose import Composer
 from veridic.errors import AuditRecordError, VeridicError
 from veridic.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
-from veridic.prompt import Prompt, PromptSpan, ToolCall
+from veridic.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.provenance import UntrustedText, is_trusted, report, untrusted
 from veridic.providers._base import Adapter, Assembler, Completion
 from veridic.view import ToolView
@@ -156,6 +156,9 @@ class Reply:
     """The model's answer to one gateway call, and what its tool calls are checked against.
 
     ``tool_calls`` keep the arguments as the JSON text the model wrote.
+    ``reasoning`` holds the answer's reasoning items (Anthropic thinking
+    blocks, OpenAI Responses reasoning items) in order, exactly as the API
+    returned them; ``()`` for an API or a model without any.
     ``prompt_sha256`` and ``tools_sha256`` are those of the model-call record;
     :meth:`ModelGateway.run_tools` writes them into every tool call's record.
     """
@@ -169,6 +172,7 @@ class Reply:
     prompt_sha256: str
     tools_sha256: str
     view: ToolView = field(repr=False, compare=False)
+    reasoning: tuple[ReasoningItem, ...] = ()
 
     def record(self, composer: Composer, outcomes: Sequence[ToolOutcome] = ()) -> Composer:
         """Append this answer to ``composer``: the assistant turn, its calls, their results.
@@ -177,9 +181,21 @@ class Reply:
         lists in ``outcomes`` (the gateway refuses a prompt with calls left
         unanswered). Arguments that are not a JSON object are recorded as
         ``{"_unparsed": <text>}``.
+
+        Anthropic thinking blocks go on the turn: with extended thinking and
+        tool use the Messages API refuses the next request without them (a
+        prompt holding them goes to Anthropic only). OpenAI reasoning items
+        stay on :attr:`reasoning` and are not put on the turn: the Responses
+        API ties each to the ids of the output items that followed it, which
+        a stateless replay of the turn does not send, and it refuses the pair
+        half-sent, while it accepts a turn without its reasoning (the model
+        reasons again). Put them on a turn yourself with
+        ``composer.assistant(text, reasoning=...)`` where your setup replays
+        them in full.
         """
-        if self.text or not self.tool_calls:
-            composer.assistant(self.text)
+        carried = tuple(item for item in self.reasoning if item.provider == "anthropic")
+        if self.text or carried or not self.tool_calls:
+            composer.assistant(self.text, reasoning=carried)
         for call in self.tool_calls:
             composer.tool_call(call.id, call.name, _arguments(call))
         for outcome in outcomes:
@@ -355,6 +371,7 @@ class _Sent:
             prompt_sha256=self.prompt_sha256,
             tools_sha256=self.tools_sha256,
             view=self.view,
+            reasoning=completion.reasoning,
         )
 
 

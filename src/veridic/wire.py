@@ -11,13 +11,20 @@ from typing import Literal, NotRequired, TypedDict
 __all__ = [
     "AnthropicBlock",
     "AnthropicMessage",
+    "AnthropicReasoningBlock",
+    "AnthropicRedactedThinkingBlock",
     "AnthropicRequest",
     "AnthropicTextBlock",
+    "AnthropicThinkingBlock",
     "AnthropicToolResultBlock",
     "AnthropicToolUseBlock",
     "OpenAIFunctionCall",
     "OpenAIMessage",
+    "OpenAIReasoningContent",
+    "OpenAIReasoningItem",
+    "OpenAIReasoningSummary",
     "OpenAIToolCall",
+    "ReasoningBlock",
 ]
 
 
@@ -59,7 +66,30 @@ class AnthropicToolResultBlock(TypedDict):
     content: str
 
 
-AnthropicBlock = AnthropicTextBlock | AnthropicToolUseBlock | AnthropicToolResultBlock
+class AnthropicThinkingBlock(TypedDict):
+    """A ``thinking`` block: the model's reasoning and the signature that authenticates it."""
+
+    type: Literal["thinking"]
+    thinking: str
+    signature: str
+
+
+class AnthropicRedactedThinkingBlock(TypedDict):
+    """A ``redacted_thinking`` block: reasoning the provider encrypted; only ``data`` travels."""
+
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+AnthropicReasoningBlock = AnthropicThinkingBlock | AnthropicRedactedThinkingBlock
+
+AnthropicBlock = (
+    AnthropicTextBlock
+    | AnthropicToolUseBlock
+    | AnthropicToolResultBlock
+    | AnthropicThinkingBlock
+    | AnthropicRedactedThinkingBlock
+)
 
 
 class AnthropicMessage(TypedDict):
@@ -72,3 +102,34 @@ class AnthropicRequest(TypedDict):
 
     system: str
     messages: list[AnthropicMessage]
+
+
+class OpenAIReasoningSummary(TypedDict):
+    type: Literal["summary_text"]
+    text: str
+
+
+class OpenAIReasoningContent(TypedDict):
+    type: Literal["reasoning_text"]
+    text: str
+
+
+class OpenAIReasoningItem(TypedDict):
+    """A Responses API ``reasoning`` item, as an output item and, unchanged, as an input item.
+
+    ``encrypted_content`` is there when the request set
+    ``include=["reasoning.encrypted_content"]`` (or the API returns it by default).
+    """
+
+    type: Literal["reasoning"]
+    id: str
+    summary: list[OpenAIReasoningSummary]
+    encrypted_content: NotRequired[str | None]
+    content: NotRequired[list[OpenAIReasoningContent]]
+
+
+ReasoningBlock = AnthropicThinkingBlock | AnthropicRedactedThinkingBlock | OpenAIReasoningItem
+"""One provider's reasoning block or item, as :meth:`veridic.ReasoningItem.block` returns it.
+
+The API may add keys these types do not name; they are kept and sent back too.
+"""

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Final, Literal, Protocol
 
 from veridic.errors import MissingExtraError, VeridicError
-from veridic.prompt import Prompt, ToolCall
+from veridic.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
 from veridic.tool import JsonObject
 
 __all__ = [
@@ -35,6 +35,8 @@ __all__ = [
     "arguments_json",
     "attr",
     "items",
+    "plain_block",
+    "reasoning_item",
     "require_sdk",
     "text_of",
 ]
@@ -50,7 +52,8 @@ class Completion:
 
     ``tool_calls`` carry their arguments as the JSON text the model wrote
     (not parsed: a malformed argument list is the dispatcher's to refuse, with
-    a reason the model can read).
+    a reason the model can read). ``reasoning`` holds the answer's reasoning
+    items (thinking blocks, reasoning items) in order, exactly as sent.
     """
 
     text: str
@@ -58,6 +61,7 @@ class Completion:
     stop_reason: str
     response_id: str
     model: str
+    reasoning: tuple[ReasoningItem, ...] = ()
 
 
 class Assembler(Protocol):
@@ -227,6 +231,41 @@ def text_of(value: object, *path: str, where: str, default: str | None = None) -
         f"(got {type(found).__name__}); the SDK's response shape is not one this adapter "
         "reads: check that the installed SDK version is one the extra allows"
     )
+
+
+def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> ReasoningItem:
+    """A reasoning block of a response as a :class:`~veridic.ReasoningItem`, every key kept.
+
+    Raises:
+        VeridicError: the block cannot be read (:func:`plain_block`), or is
+            not a reasoning block of ``provider``.
+    """
+    return ReasoningItem.of(provider, plain_block(provider, block, where))
+
+
+def plain_block(provider: ReasoningProvider, block: object, where: str) -> JsonObject:
+    """A response block as a plain dict, with the keys the API sent and no others.
+
+    An SDK response object is dumped under the API's own key names, without
+    the defaults the SDK fills in (``exclude_unset``): a key the API did not
+    send was not returned, and the API may refuse it as input.
+
+    Raises:
+        VeridicError: the block is neither a mapping nor a pydantic model.
+    """
+    if isinstance(block, Mapping):
+        return dict(block)
+    dump = getattr(block, "model_dump", None)
+    dumped: object = (
+        dump(mode="json", by_alias=True, exclude_unset=True) if callable(dump) else None
+    )
+    if not isinstance(dumped, Mapping):
+        raise VeridicError(
+            f"{where}: a {provider} reasoning block arrived as a {type(block).__name__}, "
+            "neither a mapping nor a pydantic model, so it cannot be kept as sent: check that "
+            "the installed SDK version is one the extra allows"
+        )
+    return dict(dumped)
 
 
 def arguments_json(value: object) -> str:

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from veridic.errors import VeridicError
-from veridic.prompt import Prompt, ToolCall
+from veridic.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.providers._base import Adapter, Completion, SpecFormat, attr
+from veridic.providers.openai import responses_request
 from veridic.tool import JsonObject
 
 __all__ = ["ScriptedProvider"]
@@ -25,24 +26,31 @@ class ScriptedProvider(Adapter):
     """Answers each request with the next answer of ``script``, and keeps the requests.
 
     An answer is a mapping with ``"text"`` (default ``""``), ``"tool_calls"``
-    (``(id, name, arguments)`` triples, arguments as JSON text or a mapping)
+    (``(id, name, arguments)`` triples, arguments as JSON text or a mapping),
+    ``"reasoning"`` (:class:`~veridic.ReasoningItem` s, the answer's reasoning)
     and ``"stop_reason"`` (default ``"tool_calls"`` when there are calls, else
     ``"stop"``). The request is rendered in ``spec_format``'s shape (the
-    OpenAI chat or the Anthropic one), so a test can read what a provider
-    would have been sent. Streaming gives the text one word at a time.
+    OpenAI chat or the Anthropic one; with ``responses=True``, the OpenAI
+    Responses input that :class:`~veridic.OpenAIResponses` sends, the shape
+    that carries OpenAI reasoning items), so a test can read what a provider
+    would have been sent, and rendering refuses reasoning items that shape
+    cannot carry, as the real adapter does. Streaming gives the text one word
+    at a time.
 
     >>> provider = ScriptedProvider([{"text": "Hello there"}])
     >>> provider.requests
     []
 
-    Raises (when asked to answer):
-        VeridicError: the script has no answer left.
+    Raises:
+        VeridicError: ``responses=True`` with ``spec_format="anthropic"``; when
+            asked to answer, the script has no answer left, or an answer's
+            reasoning is not a sequence of ``ReasoningItem``.
     """
 
     api = "scripted"
-    owned = frozenset({"messages", "tools", "system"})
+    owned = frozenset({"messages", "tools", "system", "input", "instructions"})
 
-    __slots__ = ("_answers", "_lock", "requests", "spec_format")
+    __slots__ = ("_answers", "_lock", "requests", "responses", "spec_format")
 
     def __init__(
         self,
@@ -50,13 +58,21 @@ class ScriptedProvider(Adapter):
         *,
         model: str = "scripted",
         spec_format: SpecFormat = "openai",
+        responses: bool = False,
         options: Mapping[str, object] | None = None,
     ) -> None:
+        if responses and spec_format != "openai":
+            raise VeridicError(
+                f"ScriptedProvider(spec_format={spec_format!r}, responses=True): the Responses "
+                "shape is OpenAI's; pass spec_format='openai' with it, or drop responses=True "
+                "for the Anthropic shape"
+            )
         self._answers: list[Mapping[str, object]] = list(script)
         self._lock = threading.Lock()
         self.requests: list[JsonObject] = []
         """Every request sent, in order, as the provider would have received it."""
         self.spec_format = spec_format
+        self.responses = responses
         super().__init__(None, model, options)
 
     def method(self) -> Callable[..., object]:
@@ -66,6 +82,8 @@ class ScriptedProvider(Adapter):
         if self.spec_format == "anthropic":
             rendered = prompt.to_anthropic()
             return {"system": rendered["system"], "messages": rendered["messages"], "tools": specs}
+        if self.responses:
+            return responses_request(prompt, specs)
         return {"messages": prompt.to_openai(), "tools": specs}
 
     def parse(self, response: object) -> Completion:
@@ -78,6 +96,7 @@ class ScriptedProvider(Adapter):
             stop_reason=stop if isinstance(stop, str) else ("tool_calls" if calls else "stop"),
             response_id=f"scripted-{len(self.requests)}",
             model=self.model,
+            reasoning=_reasoning(attr(response, "reasoning")),
         )
 
     def assembler(self) -> _ScriptedAssembler:
@@ -100,6 +119,19 @@ class ScriptedProvider(Adapter):
 
 def _items(value: object) -> Iterable[object]:
     return value if isinstance(value, list | tuple) else ()
+
+
+def _reasoning(value: object) -> tuple[ReasoningItem, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, list | tuple):
+        found = tuple(item for item in value if isinstance(item, ReasoningItem))
+        if len(found) == len(value):
+            return found
+    raise VeridicError(
+        f"a scripted answer's reasoning must be a list of ReasoningItem, got {value!r}: write "
+        'it as [ReasoningItem.of("anthropic", {"type": "thinking", ...})]'
+    )
 
 
 def _call(item: object) -> ToolCall:

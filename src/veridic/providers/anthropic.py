@@ -6,6 +6,14 @@ text, left out when empty, and its ``messages``) with
 sync (``anthropic.Anthropic``) or async (``anthropic.AsyncAnthropic``);
 without one, a sync ``anthropic.Anthropic()`` is built (reading
 ``ANTHROPIC_API_KEY`` as the SDK does).
+
+With extended thinking (``options={"thinking": {...}}``), the answer's
+``thinking`` and ``redacted_thinking`` blocks come back as the reply's
+:class:`~veridic.ReasoningItem` s, exactly as sent (a stream's
+``thinking_delta`` events joined, the ``signature_delta`` event's signature
+set, as the SDK's own accumulator does);
+recorded on the assistant turn, they go back first in that turn's content,
+which the API requires when the model used tools while thinking.
 """
 
 from __future__ import annotations
@@ -15,13 +23,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from veridic.errors import VeridicError
-from veridic.prompt import Prompt, ToolCall
+from veridic.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.providers._base import (
     Adapter,
     Completion,
     arguments_json,
     attr,
     items,
+    plain_block,
+    reasoning_item,
     require_sdk,
     text_of,
 )
@@ -33,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["AnthropicMessages"]
 
 _EXTRA: Final = "anthropic"
+_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 
 
 class AnthropicMessages(Adapter):
@@ -93,9 +104,12 @@ class AnthropicMessages(Adapter):
         where = f"{self!r}"
         text: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: list[ReasoningItem] = []
         for block in items(response, "content"):
             kind = attr(block, "type")
-            if kind == "text":
+            if kind in _THINKING:
+                reasoning.append(reasoning_item("anthropic", block, where))
+            elif kind == "text":
                 text.append(text_of(block, "text", where=where))
             elif kind == "tool_use":
                 calls.append(
@@ -111,6 +125,7 @@ class AnthropicMessages(Adapter):
             stop_reason=text_of(response, "stop_reason", where=where, default=""),
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
+            reasoning=tuple(reasoning),
         )
 
     def assembler(self) -> _MessagesAssembler:
@@ -128,6 +143,8 @@ class _MessagesAssembler:
         self._done = False
         self._blocks: dict[int, list[str]] = {}
         """index -> [kind, text or JSON so far, tool id, tool name]"""
+        self._thinking: dict[int, dict[str, object]] = {}
+        """index -> a thinking block as it started, its deltas appended"""
 
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
@@ -137,7 +154,10 @@ class _MessagesAssembler:
         elif kind == "content_block_start":
             block = attr(event, "content_block")
             block_kind = text_of(block, "type", where=self._where)
-            if block_kind == "tool_use":
+            if block_kind in _THINKING:
+                # Checked when the block is complete: a thinking block starts unsigned.
+                self._thinking[self._index(event)] = plain_block("anthropic", block, self._where)
+            elif block_kind == "tool_use":
                 self._blocks[self._index(event)] = [
                     block_kind,
                     "",
@@ -164,12 +184,23 @@ class _MessagesAssembler:
 
     def _index(self, event: object) -> int:
         index = attr(event, "index")
-        return index if isinstance(index, int) else len(self._blocks)
+        return index if isinstance(index, int) else len(self._blocks) + len(self._thinking)
 
     def _delta(self, event: object) -> str:
-        block = self._blocks.get(self._index(event))
         delta = attr(event, "delta")
         delta_kind = attr(delta, "type")
+        thinking = self._thinking.get(self._index(event))
+        if thinking is not None:
+            if delta_kind == "thinking_delta":
+                so_far = thinking.get("thinking")
+                piece = text_of(delta, "thinking", where=self._where, default="")
+                thinking["thinking"] = (so_far if isinstance(so_far, str) else "") + piece
+            elif delta_kind == "signature_delta":
+                # The whole signature, in one event just before the block stops
+                # (the SDK's own accumulator sets it, too).
+                thinking["signature"] = text_of(delta, "signature", where=self._where)
+            return ""
+        block = self._blocks.get(self._index(event))
         if block is None:
             return ""
         if delta_kind == "text_delta":
@@ -193,7 +224,11 @@ class _MessagesAssembler:
                 text.append(body)
             elif kind == "tool_use":
                 calls.append(ToolCall(call_id, name, _canonical(body or "{}")))
-        return Completion("".join(text), tuple(calls), self._stop, self._id, self._model)
+        reasoning = tuple(
+            reasoning_item("anthropic", block, self._where)
+            for _, block in sorted(self._thinking.items())
+        )
+        return Completion("".join(text), tuple(calls), self._stop, self._id, self._model, reasoning)
 
 
 def _canonical(arguments: str) -> str:

@@ -13,21 +13,34 @@ Both take the SDK's client, sync (``openai.OpenAI``) or async
   shape, each with ``"strict": false`` (the API's default is strict, which
   requires every property to be required; veridic's schemas mark optional
   arguments as optional).
+
+Reasoning: the Responses adapter reads the answer's ``reasoning`` output
+items (in a stream, the finished items of ``response.output_item.done``, else
+those of the final response) as the reply's :class:`~veridic.ReasoningItem` s,
+and sends an assistant turn's items back as input items in place, before
+that turn's message and ``function_call`` items. Set
+``options={"include": ["reasoning.encrypted_content"], ...}`` to have the
+reasoning itself (``encrypted_content``) come back, as a stateless request
+needs. Chat completions have no reasoning items; a prompt holding any is
+refused by :class:`OpenAIChat`, as one holding Anthropic items is by
+:class:`OpenAIResponses` (:func:`veridic.prompt.check_reasoning`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from veridic.errors import VeridicError
-from veridic.prompt import Message, Prompt, ToolCall
+from veridic.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
 from veridic.providers._base import (
     Adapter,
     Completion,
     arguments_json,
     attr,
     items,
+    reasoning_item,
     require_sdk,
     text_of,
 )
@@ -36,7 +49,7 @@ from veridic.tool import JsonObject
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
 
-__all__ = ["OpenAIChat", "OpenAIResponses"]
+__all__ = ["OpenAIChat", "OpenAIResponses", "responses_request"]
 
 _EXTRA: Final = "openai"
 
@@ -217,14 +230,7 @@ class OpenAIResponses(Adapter):
         return _resource_method(self.client, ("responses", "create"), "OpenAIResponses")
 
     def render(self, prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
-        items: list[JsonObject] = []
-        for message in prompt.messages:
-            if message.role != "system":
-                items.extend(_input_items(message))
-        request: JsonObject = {"input": items, "tools": [_flat_tool(spec) for spec in specs]}
-        if prompt.system:
-            request["instructions"] = prompt.system
-        return request
+        return responses_request(prompt, specs)
 
     def parse(self, response: object) -> Completion:
         where = f"{self!r}"
@@ -239,9 +245,12 @@ class OpenAIResponses(Adapter):
         stop = f"{status}:{reason}" if status == "incomplete" and reason else status
         text: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: list[ReasoningItem] = []
         for item in items(response, "output"):
             kind = attr(item, "type")
-            if kind == "message":
+            if kind == "reasoning":
+                reasoning.append(reasoning_item("openai", item, where))
+            elif kind == "message":
                 for part in items(item, "content"):
                     part_kind = attr(part, "type")
                     if part_kind == "output_text":
@@ -262,10 +271,29 @@ class OpenAIResponses(Adapter):
             stop_reason=stop,
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
+            reasoning=tuple(reasoning),
         )
 
     def assembler(self) -> _ResponsesAssembler:
         return _ResponsesAssembler(self)
+
+
+def responses_request(prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
+    """The Responses API's ``instructions``, ``input`` and ``tools`` for ``prompt``.
+
+    Raises:
+        VeridicError: the prompt holds Anthropic reasoning items, which the
+            Responses API cannot take (:func:`veridic.prompt.check_reasoning`).
+    """
+    check_reasoning(prompt, "openai", "the OpenAI Responses API (OpenAIResponses)")
+    items: list[JsonObject] = []
+    for message in prompt.messages:
+        if message.role != "system":
+            items.extend(_input_items(message))
+    request: JsonObject = {"input": items, "tools": [_flat_tool(spec) for spec in specs]}
+    if prompt.system:
+        request["instructions"] = prompt.system
+    return request
 
 
 def _input_items(message: Message) -> list[JsonObject]:
@@ -277,7 +305,8 @@ def _input_items(message: Message) -> list[JsonObject]:
                 "output": message.content,
             }
         ]
-    items: list[JsonObject] = []
+    # The turn's reasoning items first, each exactly as the model produced it.
+    items: list[JsonObject] = [dict(item.block()) for item in message.reasoning]
     if message.content or not message.tool_calls:
         items.append({"role": message.role, "content": message.content})
     items.extend(
@@ -314,12 +343,18 @@ class _ResponsesAssembler:
     def __init__(self, adapter: OpenAIResponses) -> None:
         self._adapter = adapter
         self._final: object = None
+        self._reasoning: dict[int, ReasoningItem] = {}
+        """output index -> the finished reasoning item of response.output_item.done"""
 
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
         if kind == "response.output_text.delta":
             return text_of(event, "delta", where=repr(self._adapter), default="")
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
+        if kind == "response.output_item.done" and attr(event, "item", "type") == "reasoning":
+            index = attr(event, "output_index")
+            at = index if isinstance(index, int) else len(self._reasoning)
+            self._reasoning[at] = reasoning_item("openai", attr(event, "item"), repr(self._adapter))
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self._final = attr(event, "response")
         elif kind == "error":
             raise VeridicError(
@@ -335,4 +370,10 @@ class _ResponsesAssembler:
                 f"{self._adapter!r}: the stream ended before the response was complete (no "
                 "response.completed event); the answer is incomplete: send the request again"
             )
-        return self._adapter.parse(self._final)
+        completion = self._adapter.parse(self._final)
+        if self._reasoning:
+            # The API documents the finished item of output_item.done as the one to
+            # send back; the final response's copy is the fallback.
+            finished = tuple(item for _, item in sorted(self._reasoning.items()))
+            completion = replace(completion, reasoning=finished)
+        return completion
