@@ -9,15 +9,13 @@ prompt and the view say; the answers are parsed back into a Reply.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 import pytest
+from _sdk_server import FakeServer, http_module, sse
 
 from veridic import (
     AnthropicMessages,
@@ -43,62 +41,6 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 
 SYSTEM = instruction("You answer questions about the weather.")
-
-
-def http_module(sdk: str) -> ModuleType:
-    """The HTTP library the installed SDK is built on (``httpx``, or ``httpx2`` in newer SDKs)."""
-    base = importlib.import_module(f"{sdk}._base_client")
-    found = getattr(base, "httpx2", None) or getattr(base, "httpx", None)
-    assert isinstance(found, ModuleType), f"{sdk} uses neither httpx nor httpx2"
-    return found
-
-
-@dataclass
-class FakeServer:
-    """Answers each request with the next canned reply and keeps what was sent."""
-
-    http: ModuleType
-    replies: list[tuple[str, object]]
-    sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    def handle(self, request: Any) -> Any:
-        self.sent.append((request.url.path, json.loads(request.content)))
-        kind, body = self.replies.pop(0)
-        if kind == "json":
-            return self.http.Response(200, json=body)
-        assert isinstance(body, str)
-        return self.http.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body.encode()
-        )
-
-    async def ahandle(self, request: Any) -> Any:
-        return self.handle(request)
-
-    def client(self, sdk: ModuleType, name: str) -> Any:
-        transport = self.http.MockTransport(self.handle)
-        return getattr(sdk, name)(
-            api_key="test-key", http_client=self.http.Client(transport=transport)
-        )
-
-    def async_client(self, sdk: ModuleType, name: str) -> Any:
-        transport = self.http.MockTransport(self.ahandle)
-        http_client = self.http.AsyncClient(transport=transport)
-        return getattr(sdk, name)(api_key="test-key", http_client=http_client)
-
-    @property
-    def body(self) -> dict[str, Any]:
-        return self.sent[-1][1]
-
-
-def sse(events: list[dict[str, Any]], *, named: bool = False, done: bool = False) -> str:
-    lines = []
-    for event in events:
-        if named:
-            lines.append(f"event: {event['type']}")
-        lines.append(f"data: {json.dumps(event)}\n")
-    if done:
-        lines.append("data: [DONE]\n")
-    return "\n".join(lines) + "\n"
 
 
 def make_view() -> ToolView:

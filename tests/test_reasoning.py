@@ -12,13 +12,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-import importlib
 import json
-from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 import pytest
+from _sdk_server import FakeServer, http_module, sse
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -436,56 +434,6 @@ def test_reasoning_left_out_knowingly_lets_the_prompt_go_elsewhere() -> None:
 # --- the SDKs over a mock transport -----------------------------------------------------------
 
 
-def http_module(sdk: str) -> ModuleType:
-    base = importlib.import_module(f"{sdk}._base_client")
-    found = getattr(base, "httpx2", None) or getattr(base, "httpx", None)
-    assert isinstance(found, ModuleType), f"{sdk} uses neither httpx nor httpx2"
-    return found
-
-
-@dataclass
-class FakeServer:
-    """Answers each request with the next canned reply and keeps the raw bodies sent."""
-
-    http: ModuleType
-    replies: list[tuple[str, object]]
-    sent: list[bytes] = field(default_factory=list)
-
-    def handle(self, request: Any) -> Any:
-        self.sent.append(bytes(request.content))
-        kind, body = self.replies.pop(0)
-        if kind == "json":
-            return self.http.Response(200, json=body)
-        assert isinstance(body, str)
-        return self.http.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body.encode()
-        )
-
-    async def ahandle(self, request: Any) -> Any:
-        return self.handle(request)
-
-    def client(self, sdk: ModuleType, name: str) -> Any:
-        transport = self.http.MockTransport(self.handle)
-        return getattr(sdk, name)(
-            api_key="test-key", http_client=self.http.Client(transport=transport)
-        )
-
-    def async_client(self, sdk: ModuleType, name: str) -> Any:
-        transport = self.http.MockTransport(self.ahandle)
-        return getattr(sdk, name)(
-            api_key="test-key", http_client=self.http.AsyncClient(transport=transport)
-        )
-
-    @property
-    def body(self) -> dict[str, Any]:
-        loaded: dict[str, Any] = json.loads(self.sent[-1])
-        return loaded
-
-
-def sse(events: list[dict[str, Any]]) -> str:
-    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-
-
 ANTHROPIC_TOOL_USE = {
     "id": "msg_1",
     "type": "message",
@@ -562,7 +510,8 @@ def anthropic_stream(*, signed_start: bool) -> str:
                 "usage": {"output_tokens": 5},
             },
             {"type": "message_stop"},
-        ]
+        ],
+        named=True,
     )
 
 
@@ -601,7 +550,7 @@ def test_anthropic_thinking_tool_loop_sends_the_blocks_back_byte_exact_before_to
         {"type": "text", "text": "Let me check."},
         {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
     ]
-    raw = server.sent[-1].decode()
+    raw = server.raw[-1].decode()
     for value in (THINKING["signature"], THINKING["thinking"], REDACTED["data"]):
         assert json.dumps(value)[1:-1] in raw or json.dumps(value, ensure_ascii=False)[1:-1] in raw
     assert calls.records()[1].prompt_sha256 == follow_up.sha256
@@ -697,7 +646,7 @@ def openai_stream(*, item_events: bool, final: dict[str, Any] = OPENAI_TOOL_USE)
     events.append({"type": "response.completed", "response": final})
     for number, event in enumerate(events):
         event["sequence_number"] = number
-    return sse(events)
+    return sse(events, named=True)
 
 
 def test_openai_responses_reasoning_stays_on_the_reply_not_on_the_recorded_turn() -> None:
@@ -747,7 +696,7 @@ def test_openai_responses_tool_loop_sends_reasoning_put_on_a_turn_back_in_place(
             "output": follow_up.messages[-1].content,
         },
     ]
-    assert json.dumps(REASONING["encrypted_content"]) in server.sent[-1].decode()
+    assert json.dumps(REASONING["encrypted_content"]) in server.raw[-1].decode()
 
 
 @pytest.mark.parametrize(
