@@ -1,6 +1,6 @@
 """Calls of any function with a LiteralString parameter are checked like instruction()."""
 
-from typing import LiteralString
+from typing import Final, LiteralString
 
 from _helpers import rule as shared_rule
 
@@ -28,6 +28,19 @@ def rules_in_a_loop(*texts: LiteralString) -> list[TrustedInstruction]:
 
 def rules_from_a_display() -> list[TrustedInstruction]:
     return [instruction(text) for text in ("Be brief.", "Cite sources.")]
+
+
+RULES: Final = ("Be brief.", "Cite sources.")
+RULE_LIST: Final = ["Be brief.", "Cite sources."]
+
+
+def rules_from_a_final_tuple() -> list[TrustedInstruction]:
+    return [instruction(text) for text in RULES]
+
+
+def rules_from_a_final_list() -> list[TrustedInstruction]:
+    # P: [reportArgumentType]
+    return [instruction(text) for text in RULE_LIST]  # E: [veridic-literal] the variable "text"
 
 
 def loop_variable_bound_again(*texts: LiteralString) -> list[TrustedInstruction]:
