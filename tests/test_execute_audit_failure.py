@@ -14,26 +14,31 @@ from veridic import (
     AuditWriteError,
     CallOutcome,
     Composer,
+    ModelGateway,
     Registry,
     Risk,
+    ScriptedProvider,
     ToolView,
     aexecute,
     execute,
     instruction,
 )
+from veridic.gateway import ModelCallLog
 
 PROMPT = Composer().system(instruction("You send invoices.")).build()
 
 
 @dataclass
 class FailingSink:
-    """Stores nothing: every write fails the way a full disk does."""
+    """Stores the first ``room`` records, then fails every write the way a full disk does."""
 
+    room: int = 0
     attempts: list[AuditRecord] = field(default_factory=list)
 
     def write(self, record: AuditRecord, /) -> None:
         self.attempts.append(record)
-        raise sqlite3.OperationalError("database or disk is full")
+        if len(self.attempts) > self.room:
+            raise sqlite3.OperationalError("database or disk is full")
 
 
 def _view(sent: list[str]) -> ToolView:
@@ -159,3 +164,37 @@ def test_aexecute_keeps_the_result_too() -> None:
         asyncio.run(call)
     assert sent == ["A-17"]
     assert caught.value.result.value == "invoice of A-17 sent"
+
+
+def test_run_tools_keeps_the_outcomes_of_the_calls_that_ran_before_the_failure() -> None:
+    sent: list[str] = []
+    view = _view(sent)
+    calls = [("c1", "send_invoice", {"order": "A-1"}), ("c2", "send_invoice", {"order": "A-2"})]
+    calls.append(("c3", "send_invoice", {"order": "A-3"}))
+    sink = FailingSink(room=1)  # the first record fits, the second does not
+    gateway = ModelGateway(
+        ScriptedProvider([{"tool_calls": calls}]), audit=sink, calls=ModelCallLog()
+    )
+    reply = gateway.send(Composer().user("Send them.").build(), view, request_id="req-9")
+    with pytest.raises(AuditWriteError) as caught:
+        gateway.run_tools(reply, policy=_policy(view))
+    assert sent == ["A-1", "A-2"]  # the third call did not run
+    assert [outcome.call.id for outcome in caught.value.earlier] == ["c1"]
+    assert caught.value.earlier[0].result.value == "invoice of A-1 sent"
+    assert caught.value.result.value == "invoice of A-2 sent"
+
+
+def test_arun_tools_keeps_the_outcomes_of_the_calls_that_ran_before_the_failure() -> None:
+    sent: list[str] = []
+    view = _view(sent)
+    calls = [("c1", "send_invoice_async", {"order": "A-1"})]
+    calls.append(("c2", "send_invoice_async", {"order": "A-2"}))
+    sink = FailingSink(room=1)
+    gateway = ModelGateway(
+        ScriptedProvider([{"tool_calls": calls}]), audit=sink, calls=ModelCallLog()
+    )
+    reply = gateway.send(Composer().user("Send them.").build(), view, request_id="req-9")
+    with pytest.raises(AuditWriteError) as caught:
+        asyncio.run(gateway.arun_tools(reply, policy=_policy(view)))
+    assert sent == ["A-1", "A-2"]
+    assert [outcome.call.id for outcome in caught.value.earlier] == ["c1"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the modules that raise them; errors import nothing at run time
     from veridic.executor import CallResult
+    from veridic.gateway import ToolOutcome
     from veridic.plan import NormalizedPlan
 
 __all__ = [
@@ -133,6 +134,9 @@ class AuditWriteError(VeridicError):
     def __init__(self, message: str, result: CallResult) -> None:
         super().__init__(message)
         self.result = result
+        self.earlier: tuple[ToolOutcome, ...] = ()
+        """From :meth:`ModelGateway.run_tools <veridic.ModelGateway.run_tools>`: the outcomes of
+        the reply's calls that ran before this one (the calls after it did not run)."""
 
 
 class TemplateError(VeridicError):

@@ -65,7 +65,7 @@ from typing import Protocol, Self, runtime_checkable
 from veridic.approval import ApprovalPolicy, Confirm
 from veridic.audit import AuditSink, ModelCallRecord
 from veridic.compose import Composer
-from veridic.errors import AuditRecordError, VeridicError
+from veridic.errors import AuditRecordError, AuditWriteError, VeridicError
 from veridic.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
 from veridic.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.provenance import UntrustedText, is_trusted, report, untrusted
@@ -547,12 +547,16 @@ class ModelGateway:
         Raises:
             VeridicError: ``policy`` was built for another view, or a tool is
                 async (use :meth:`arun_tools`).
-            AuditRecordError, sqlite3.Error: a record could not be written.
+            AuditWriteError: a call ran but its record could not be written;
+                besides that call's result, ``.earlier`` holds the outcomes
+                of the calls that ran before it (the calls after it did not run).
+            AuditRecordError, sqlite3.Error: the record of a call that did not
+                run could not be written.
         """
-        return tuple(
-            ToolOutcome(
-                call,
-                execute(
+        outcomes: list[ToolOutcome] = []
+        for call in reply.tool_calls:
+            try:
+                result = execute(
                     reply.view,
                     call.name,
                     call.arguments,
@@ -562,28 +566,34 @@ class ModelGateway:
                     prompt=reply.prompt_sha256,
                     confirm=confirm,
                     tools_digest=reply.tools_sha256,
-                ),
-            )
-            for call in reply.tool_calls
-        )
+                )
+            except AuditWriteError as error:
+                error.earlier = tuple(outcomes)
+                raise
+            outcomes.append(ToolOutcome(call, result))
+        return tuple(outcomes)
 
     async def arun_tools(
         self, reply: Reply, *, policy: ApprovalPolicy, confirm: AsyncConfirm | None = None
     ) -> tuple[ToolOutcome, ...]:
         """:meth:`run_tools` for async code (async handlers, an async ``confirm``), in order."""
-        outcomes = []
+        outcomes: list[ToolOutcome] = []
         for call in reply.tool_calls:
-            result = await aexecute(
-                reply.view,
-                call.name,
-                call.arguments,
-                policy=policy,
-                audit=self._audit,
-                request_id=reply.request_id,
-                prompt=reply.prompt_sha256,
-                confirm=confirm,
-                tools_digest=reply.tools_sha256,
-            )
+            try:
+                result = await aexecute(
+                    reply.view,
+                    call.name,
+                    call.arguments,
+                    policy=policy,
+                    audit=self._audit,
+                    request_id=reply.request_id,
+                    prompt=reply.prompt_sha256,
+                    confirm=confirm,
+                    tools_digest=reply.tools_sha256,
+                )
+            except AuditWriteError as error:
+                error.earlier = tuple(outcomes)
+                raise
             outcomes.append(ToolOutcome(call, result))
         return tuple(outcomes)
 
