@@ -165,7 +165,7 @@ def test_configuration_with_a_wrong_type_is_a_usage_error(tmp_path: Path) -> Non
         done,
         "similarity-threshold",  # what
         str(config),  # where
-        "e.g. similarity-threshold = 0.7",  # what to do
+        "write it as similarity-threshold = 0.7",  # what to do
     )
 
 

@@ -609,13 +609,18 @@ def test_the_search_stops_at_the_repository_root(tmp_path: Path) -> None:
         ("mypy.ini", "plugins = veridic.mypy\n", 1, "no section headers"),
         ("pyproject.toml", "[project]\nname = 'a'\n[tool.mypy\n", 3, "Expected ']'"),
         ("pyproject.toml", "[tool.mypy]\noverrides = 1\n", 1, "must be an array"),
-        ("pyproject.toml", "[[tool.mypy.overrides]]\nstrict = true\n", 1, "has no module ="),
+        (
+            "pyproject.toml",
+            "[[tool.mypy.overrides]]\nstrict = true\n",
+            1,
+            "no module to override was specified",
+        ),
         (
             "pyproject.toml",
             '[[tool.mypy.overrides]]\nmodule = "a"\nstrict = true\n'
             '[[tool.mypy.overrides]]\nmodule = ["a"]\nstrict = false\n',
             4,
-            "conflicting values: module 'a' has two different values for 'strict'",
+            "conflicting values. Module 'a' has two different values for 'strict'",
         ),
     ],
     ids=["duplicate-key", "no-header", "toml-syntax", "overrides-table", "no-module", "conflict"],

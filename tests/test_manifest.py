@@ -48,10 +48,12 @@ def edit(path: Path, change: Callable[[Manifest], None]) -> None:
 
 def test_manifest_records_each_tool_component_and_risk_count(tmp_path: Path) -> None:
     data = json.loads(snapshot(tmp_path).read_text())
-    assert data["veridic_manifest"] == 1
+    assert data["veridic_manifest"] == 2
     assert data["risk_counts"] == {"low": 1, "mid": 2, "high": 2}
     assert data["high_risk_tools"] == ["delete_golden", "edit_prompt"]
-    assert data["components"] == {"Billing extension": {"reason": "", "started": True}}
+    assert data["components"] == {
+        "Billing extension": {"hint": "", "provides": "Refunds", "tools": ["refund_order"]}
+    }
     edit_prompt = data["tools"]["edit_prompt"]
     assert edit_prompt["risk"] == "high"
     assert edit_prompt["writes_instruction_fields"] is True
@@ -68,12 +70,31 @@ def test_manifest_text_is_sorted_with_one_item_per_line(tmp_path: Path) -> None:
     assert list(data["tools"]) == sorted(data["tools"])
 
 
-def test_manifest_records_a_component_that_did_not_start(tmp_path: Path) -> None:
+def test_manifest_records_a_component_that_did_not_start_as_declared_not_its_boot_state(
+    tmp_path: Path,
+) -> None:
     data = json.loads(snapshot(tmp_path, "component_app:registry").read_text())
     assert data["components"] == {
-        "Pro extension": {"reason": "requires core >= 2.3", "started": False}
+        "Pro extension": {
+            "hint": "Update the core plugin, then reactivate Pro.",
+            "provides": "Code snippets",
+            "tools": ["create_snippet"],
+        }
     }
-    assert "create_snippet" in data["tools"]
+    assert data["tools"]["create_snippet"]["risk"] == "mid"  # recorded although it is down
+
+
+def test_boot_state_is_in_the_report_not_in_the_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    done = run("manifest", "component_app:registry", "-o", str(path), "--format", "json")
+    assert done.returncode == 0
+    report = json.loads(done.stdout)
+    assert report["components"]["Pro extension"]["started"] is False
+    assert report["components"]["Pro extension"]["reason"]
+    [down] = report["listed"]
+    assert down["kind"] == "component-down"
+    assert "its boot state is reported, not part of the snapshot" in down["message"]
+    assert "started" not in path.read_text()
 
 
 def test_unchanged_registry_passes_the_check(tmp_path: Path) -> None:
@@ -133,13 +154,14 @@ def test_added_and_removed_tools_and_counts_are_drift(tmp_path: Path) -> None:
     assert drift[2] == "tools per risk level changed: low 2 -> 1, high 1 -> 2"
 
 
-def test_component_boot_state_change_is_drift(tmp_path: Path) -> None:
+def test_component_hint_change_is_drift(tmp_path: Path) -> None:
     path = snapshot(tmp_path, "component_app:registry")
-    edit(path, lambda d: d["components"]["Pro extension"].update(started=True, reason=""))
+    edit(path, lambda d: d["components"]["Pro extension"].update(hint="Reinstall Pro."))
     done = run("manifest", "component_app:registry", "--check", str(path))
     assert done.returncode == 1
-    assert "component Pro extension: started changed from true to false" in done.stdout
-    assert 'component Pro extension: reason changed from "" to "requires core' in done.stdout
+    assert 'component Pro extension: hint changed from "Reinstall Pro." to "Update the core' in (
+        done.stdout
+    )
 
 
 def test_check_command_compares_the_manifest(tmp_path: Path) -> None:
@@ -156,9 +178,19 @@ def test_file_that_is_not_a_manifest_is_a_usage_error(tmp_path: Path) -> None:
     done = run("manifest", "clean_app:registry", "--check", str(path))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
-    assert "not a veridic manifest of format 1" in done.stderr  # what
+    assert "not a veridic manifest of format 2" in done.stderr  # what
     assert str(path) in done.stderr  # where
     assert "regenerate it with veridic manifest" in done.stderr  # what to do
+
+
+def test_manifest_of_format_1_is_refused_with_why(tmp_path: Path) -> None:
+    path = snapshot(tmp_path)
+    edit(path, lambda d: d.update(veridic_manifest=1))
+    done = run("manifest", "clean_app:registry", "--check", str(path))
+    assert done.returncode == 2
+    assert "(veridic_manifest: 1)" in done.stderr
+    assert "format 1 recorded whether each component started" in done.stderr  # why
+    assert "regenerate it with veridic manifest MODULE:ATTR -o FILE" in done.stderr
 
 
 def test_missing_manifest_is_a_usage_error(tmp_path: Path) -> None:

@@ -12,14 +12,39 @@ Warnings are shown but only fail with ``--strict``; items listed for review
 (``hatches``) never fail. ``--format json`` gives the same report for
 machines: ``findings``, ``warnings`` and ``listed`` arrays plus ``exit_code``.
 
+The gate cannot be passed by accident:
+
+- Application code that stops the process while veridic runs it (at import,
+  in a module ``__getattr__``, in a component's boot check) is a usage error,
+  exit 2: ``sys.exit()`` with any code (``0``, ``None``, ``1``, a string), and
+  any other ``BaseException`` but ``KeyboardInterrupt`` (which still
+  interrupts). The message gives the exit code and the line (and the
+  application's line that led there, e.g. an ``argparse`` call at import).
+  What the application prints meanwhile goes to stderr; stdout holds only
+  the report. Out of reach: code that ends the process itself
+  (``os._exit``, a signal) or patches veridic; the gate guards against
+  accidents in the code it checks, not against that code's sabotage.
+- ``[tool.veridic]`` is validated whole: a wrong type or range, or a key
+  veridic does not know (``trust_policies`` for ``trust-policies``), is a
+  usage error naming the key, the file, what was found and what to write
+  (:func:`veridic.config.read_tool_config`).
+- The manifest snapshot holds what the code declares, never whether a
+  component started (which depends on the machine's secrets and licences):
+  the boot states are printed and in the JSON ``components`` table of
+  ``manifest`` and ``check``, not compared, so ``check`` passes on a CI runner
+  without production secrets (:mod:`veridic.manifest`).
+- ``hatches`` reads mypy's configuration with mypy's own parser when mypy is
+  importable (:mod:`veridic._mypy_settings`).
+
 Configuration is read from ``[tool.veridic]`` of the nearest
-``pyproject.toml`` above the working directory (or ``--config FILE``):
+``pyproject.toml`` above the working directory (or ``--config FILE``); these
+four keys, and no other:
 
 .. code-block:: toml
 
     [tool.veridic]
     trust-policies = ["legacy-prompts"]     # hatches: the reviewed TrustPolicy names
-    similarity-threshold = 0.7              # lint: near-duplicate descriptions at or above
+    similarity-threshold = 0.7              # lint: near-duplicates at or above (0 < t <= 1)
     siblings = [["archive_ticket", "close_ticket"]]  # lint: pairs (or groups) meant to be alike
     manifest = "veridic-manifest.json"      # check: the committed snapshot
 
@@ -42,11 +67,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TextIO
 
-from veridic.config import configure, find_pyproject, tool_section
+from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
 from veridic.errors import VeridicError
 from veridic.hatches import find_hatches
 from veridic.lint import DEFAULT_THRESHOLD, LintFinding, Severity, check, lint
-from veridic.manifest import ManifestFormatError, build_manifest, diff_manifest, render_manifest
+from veridic.manifest import (
+    ManifestFormatError,
+    build_manifest,
+    component_states,
+    diff_manifest,
+    render_manifest,
+)
 from veridic.registry import Registry
 from veridic.view import ToolView
 
@@ -174,13 +205,24 @@ _COUNT_WORDS: Final[dict[Severity, str]] = {
 
 @dataclass(frozen=True, slots=True)
 class _Config:
-    """``[tool.veridic]`` as the commands use it, validated."""
+    """``[tool.veridic]`` as the commands use it, validated by ``config.read_tool_config``."""
 
     path: Path | None = None
     trust_policies: frozenset[str] | None = None
     similarity_threshold: float = DEFAULT_THRESHOLD
     siblings: tuple[frozenset[str], ...] = ()
     manifest: Path | None = None
+
+    @classmethod
+    def of(cls, read: ToolConfig) -> _Config:
+        threshold = read.similarity_threshold
+        return cls(
+            path=read.path,
+            trust_policies=read.trust_policies,
+            similarity_threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+            siblings=read.siblings,
+            manifest=read.manifest,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -193,13 +235,63 @@ def main(argv: Sequence[str] | None = None) -> int:
     command: Callable[[argparse.Namespace, _Config], _Report] = args.run
     try:
         config = _load_config(args.config)
-        report = command(args, config)
+        # What the application prints while it is imported or booted goes to stderr,
+        # so stdout holds only the report (and --format json stays parseable).
+        with contextlib.redirect_stdout(sys.stderr):
+            report = _guarded(command, args, config)
     except _UsageError as error:
         print(f"veridic {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     report.strict = bool(getattr(args, "strict", False))
     _emit(report, args.format, sys.stdout)
     return report.exit_code()
+
+
+def _guarded(
+    command: Callable[[argparse.Namespace, _Config], _Report],
+    args: argparse.Namespace,
+    config: _Config,
+) -> _Report:
+    """Run ``command``; the application's code stopping the process is a usage error, not a pass.
+
+    The registry commands run the application's code: its import (handled in
+    :func:`_import`, which names the module), then whatever the checks call
+    (a component's boot check, a module ``__getattr__``, an annotation).
+    ``sys.exit()`` there, with any code, would end the command with that code
+    (``sys.exit(0)``: a green CI run that checked nothing), so it is caught and
+    reported with exit 2, as is any other ``BaseException`` that is not an
+    ``Exception``. ``KeyboardInterrupt`` still interrupts.
+    """
+    try:
+        return command(args, config)
+    except (Exception, KeyboardInterrupt):
+        raise
+    except SystemExit as stop:
+        raise _UsageError(
+            f"the application's code {_exit_call(stop)}{_where(stop)} while veridic "
+            f"{args.command} ran it (a component's boot check, a module __getattr__, an "
+            f"annotation), so nothing was checked and the command cannot pass: "
+            f"{_NO_SIDE_EFFECTS}"
+        ) from stop
+    except BaseException as error:  # GeneratorExit, CancelledError, a BaseException of its own
+        raise _UsageError(
+            f"the application's code raised {type(error).__name__}: {error}{_where(error)} "
+            f"while veridic {args.command} ran it, so nothing was checked: fix the code, or "
+            "point veridic at a module that only defines the registry"
+        ) from error
+
+
+_NO_SIDE_EFFECTS: Final = (
+    "keep side effects out of import time and boot checks (put a script's work under "
+    'if __name__ == "__main__":, and report a failed boot by raising an Exception), or '
+    "point veridic at a module that only defines the registry"
+)
+
+
+def _exit_call(stop: SystemExit) -> str:
+    """``called sys.exit(0)``, ``called sys.exit()``: what the code did, with its exit code."""
+    shown = "" if stop.code is None else repr(stop.code)
+    return f"called sys.exit({shown}) (raised SystemExit)"
 
 
 def _emit(report: _Report, form: str, out: TextIO) -> None:
@@ -289,7 +381,8 @@ def _load_config(path: Path | None) -> _Config:
     """Read and validate ``[tool.veridic]``; also applies ``trust-policies`` to this process.
 
     Raises:
-        _UsageError: the file is missing or invalid, or a key has the wrong type.
+        _UsageError: the file is missing or unreadable, a key is unknown, or a
+            value has the wrong type (:func:`veridic.config.read_tool_config`).
     """
     if path is not None and not path.is_file():
         raise _UsageError(
@@ -299,56 +392,14 @@ def _load_config(path: Path | None) -> _Config:
     if found is None:
         return _Config()
     try:
-        section = tool_section(found)
+        config = _Config.of(read_tool_config(found))
+        if config.trust_policies is not None:
+            # configure() reads the working directory's pyproject.toml on first use, which
+            # may be another file than --config: a malformed one is a usage error too.
+            configure(trust_policies=config.trust_policies)
     except VeridicError as error:
         raise _UsageError(str(error)) from error
-    policies = _string_list(section, "trust-policies", found)
-    threshold = section.get("similarity-threshold", DEFAULT_THRESHOLD)
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or not 0 < threshold <= 1
-    ):
-        raise _UsageError(
-            f"[tool.veridic] similarity-threshold in {found} must be a number in (0, 1], "
-            f"got {threshold!r}: e.g. similarity-threshold = 0.7"
-        )
-    siblings = section.get("siblings", [])
-    if not isinstance(siblings, list) or not all(
-        isinstance(group, list) and len(group) >= 2 and all(isinstance(n, str) for n in group)
-        for group in siblings
-    ):
-        raise _UsageError(
-            f"[tool.veridic] siblings in {found} must be a list of lists of two or more tool "
-            f'names, got {siblings!r}: e.g. siblings = [["archive_ticket", "close_ticket"]]'
-        )
-    manifest = section.get("manifest")
-    if manifest is not None and not isinstance(manifest, str):
-        raise _UsageError(
-            f"[tool.veridic] manifest in {found} must be a path string, got {manifest!r}: "
-            'e.g. manifest = "veridic-manifest.json"'
-        )
-    if policies is not None:
-        configure(trust_policies=policies)
-    return _Config(
-        path=found,
-        trust_policies=policies,
-        similarity_threshold=float(threshold),
-        siblings=tuple(frozenset(group) for group in siblings),
-        manifest=None if manifest is None else found.parent / manifest,
-    )
-
-
-def _string_list(section: dict[str, object], key: str, path: Path) -> frozenset[str] | None:
-    names = section.get(key)
-    if names is None:
-        return None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise _UsageError(
-            f"[tool.veridic] {key} in {path} must be a list of strings, got {names!r}: "
-            f'write it as {key} = ["legacy-prompts"]'
-        )
-    return frozenset(names)
+    return config
 
 
 # --- loading MODULE:ATTR -------------------------------------------------------------------
@@ -387,13 +438,29 @@ def _load_target(spec: str) -> Registry | ToolView:
     obj: object = module
     walked = module_name
     for part in attr_path.split("."):
-        if not hasattr(obj, part):
+        try:
+            found = hasattr(obj, part)
+            if found:
+                obj = getattr(obj, part)
+        except SystemExit as stop:  # a module __getattr__ or a property that exits
+            raise _UsageError(
+                f"reading {part!r} of {walked} {_exit_call(stop)}{_where(stop)}, so veridic "
+                f"could not reach the registry and the command cannot pass: {_NO_SIDE_EFFECTS}"
+            ) from stop
+        except VeridicError as error:  # a registry built on first access, refusing a tool
+            raise _BootFailure(error, _user_frame(error)) from error
+        except Exception as error:  # a module __getattr__ or a property that fails
+            raise _UsageError(
+                f"reading {part!r} of {walked} raised {type(error).__name__}: {error}"
+                f"{_where(error)}: fix the code that computes it, or point veridic at an "
+                "object defined at the module's top level"
+            ) from error
+        if not found:
             raise _UsageError(
                 f"{walked} has no attribute {part!r} (module file "
                 f"{_display(getattr(module, '__file__', None))}); "
                 f"{_candidates(module, (Registry, ToolView))}"
             )
-        obj = getattr(obj, part)
         walked = f"{walked}.{part}" if walked != module_name else f"{module_name}:{part}"
     if not isinstance(obj, Registry | ToolView):
         raise _UsageError(
@@ -418,15 +485,22 @@ def _import(module_name: str) -> object:
                 "from the project root, or install the package into this environment"
             ) from error
         return _import_failed(module_name, error)
-    except Exception as error:  # anything the module raised: report it, do not crash
+    except SystemExit as stop:  # sys.exit() at import, any code: never a pass
+        raise _UsageError(
+            f"importing module {module_name!r} {_exit_call(stop)}{_where(stop)}, so veridic "
+            "could not check its tools (stopping with that code would pass CI without any "
+            f"check): {_NO_SIDE_EFFECTS}"
+        ) from stop
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # anything else the module raised: report it, do not crash
         return _import_failed(module_name, error)
 
 
 def _import_failed(module_name: str, error: BaseException) -> object:
-    file, line = _user_frame(error)
-    where = f" at {file}:{line}" if file is not None else ""
     raise _UsageError(
-        f"importing module {module_name!r} raised {type(error).__name__}: {error}{where}: "
+        f"importing module {module_name!r} raised {type(error).__name__}: {error}"
+        f"{_where(error)}: "
         "fix the error (run `python -c 'import "
         f"{module_name}'` to see the traceback), or point veridic at a module that imports "
         "cleanly"
@@ -437,15 +511,36 @@ def _user_frame(error: BaseException) -> tuple[str | None, int | None]:
     """The innermost traceback frame outside veridic and importlib, where the error began."""
     if isinstance(error, SyntaxError) and error.filename:
         return _display(error.filename), error.lineno
+    frames = _outside_frames(error)
+    return frames[-1] if frames else (None, None)
+
+
+def _where(error: BaseException) -> str:
+    """`` at file:line`` where ``error`` began, and the application's line that led there.
+
+    When the error began in another file than the one veridic's call entered
+    (``argparse`` parsing veridic's own arguments at import, a helper module),
+    the entry line is named too: ``at argparse.py:2630 (reached from app.py:7)``.
+    """
+    file, line = _user_frame(error)
+    if file is None:
+        return ""
+    frames = _outside_frames(error)
+    first = frames[0] if frames else (file, line)
+    reached = f" (reached from {first[0]}:{first[1]})" if first != (file, line) else ""
+    return f" at {file}:{line}{reached}"
+
+
+def _outside_frames(error: BaseException) -> list[tuple[str, int | None]]:
+    """The traceback's frames outside veridic and importlib, outermost first."""
     package = str(Path(__file__).resolve().parent)
-    chosen: tuple[str | None, int | None] = (None, None)
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename.startswith(package) or frame.filename.startswith("<frozen"):
-            continue
-        if "importlib" in frame.filename:
-            continue
-        chosen = (_display(frame.filename), frame.lineno)
-    return chosen
+    return [
+        (_display(frame.filename), frame.lineno)
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith(package)
+        and not frame.filename.startswith("<frozen")
+        and "importlib" not in frame.filename
+    ]
 
 
 def _candidates(module: object, kinds: tuple[type, ...]) -> str:
@@ -562,7 +657,44 @@ def _run_manifest(args: argparse.Namespace, config: _Config) -> _Report:
             _write_manifest(target, args.output, report)
         else:
             _check_manifest(target, args.check, report)
+        _boot_states(target, report, listed=True)
     return report
+
+
+def _boot_states(target: Registry | ToolView, report: _Report, *, listed: bool) -> None:
+    """Put each component's boot state in the report: it is not in the snapshot.
+
+    Whether a component starts depends on the machine (secrets, licences, a
+    server's version), so it is reported here, in the text and in the JSON
+    ``components`` table, and never compared. ``listed`` adds a listed item per
+    component that did not start (``check`` has them from its projections).
+    """
+    states = component_states(target)
+    report.extra["components"] = states
+    if states:
+        report.notes.append(
+            "components on this machine (reported, not in the snapshot): "
+            + ", ".join(f"{name} {_started(state['started'])}" for name, state in states.items())
+        )
+    if not listed:
+        return
+    for name, state in states.items():
+        if state["started"] is False:
+            report.items.append(
+                _Item(
+                    "info",
+                    "component-down",
+                    f"component {name!r} did not start here ({state['reason']}); its boot "
+                    "state is reported, not part of the snapshot, so this machine's secrets "
+                    "and licences do not change the manifest",
+                )
+            )
+
+
+def _started(started: object) -> str:
+    if started is None:
+        return "was not booted"
+    return "started" if started else "did not start"
 
 
 def _write_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
@@ -632,4 +764,6 @@ def _run_check(args: argparse.Namespace, config: _Config) -> _Report:
             _check_manifest(target, manifest, report)
         else:
             report.notes.append(f"{manifest} not compared: the registry does not boot")
+        if not any(item.kind == "boot" or item.kind == "risk-floor" for item in report.items):
+            _boot_states(target, report, listed=False)
     return report

@@ -1,4 +1,4 @@
-"""Process-wide settings: enforcement mode and the allowed trust policies.
+"""Process-wide settings, and the ``[tool.veridic]`` table they and the CI command read.
 
 Two settings, both read where an application starts:
 
@@ -11,21 +11,56 @@ Two settings, both read where an application starts:
   :func:`configure`, it is read once from ``[tool.veridic] trust-policies`` of
   the nearest ``pyproject.toml`` above the working directory; ``None`` (no
   such key) allows any name.
+
+:func:`tool_section` is the one reader of ``[tool.veridic]`` in this package
+(the mypy plugin reads the ``trust-policies`` key on its own, from the file
+nearest to mypy's configuration). :func:`read_tool_config` validates the whole
+table for the ``veridic`` command: every key has one type, and a key veridic
+does not know is an error, because a typo (``trust_policies``,
+``similarity_threshold``) would otherwise leave its setting at the default
+without a word, and a check the team believes configured would pass. The run
+time reads only ``trust-policies`` and does not judge the other keys: a typo
+in a CI setting fails CI, not the application's start.
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 import tomllib
 from dataclasses import dataclass
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Final, Literal
 
 from veridic.errors import VeridicError
 
-__all__ = ["Mode", "Settings", "configure", "settings"]
+__all__ = [
+    "KEYS",
+    "Mode",
+    "Settings",
+    "ToolConfig",
+    "configure",
+    "find_pyproject",
+    "read_tool_config",
+    "settings",
+    "tool_section",
+]
 
 Mode = Literal["enforce", "report"]
 _MODES: Final = ("enforce", "report")
+
+KEYS: Final = ("trust-policies", "similarity-threshold", "siblings", "manifest")
+"""The keys of ``[tool.veridic]``; any other key is refused by :func:`read_tool_config`."""
+
+_EXAMPLES: Final = {
+    "trust-policies": 'trust-policies = ["legacy-prompts"]',
+    "similarity-threshold": "similarity-threshold = 0.7",
+    "siblings": 'siblings = [["archive_ticket", "close_ticket"]]',
+    "manifest": 'manifest = "veridic-manifest.json"',
+}
+_SHOWN: Final = 80
+_POLICY_RULE: Final = "must be a list of strings, each a non-empty policy name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +69,21 @@ class Settings:
 
     mode: Mode = "enforce"
     trust_policies: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolConfig:
+    """``[tool.veridic]`` of one ``pyproject.toml``, validated (``None``: the key is absent).
+
+    ``siblings`` holds each group as a set of two or more tool names;
+    ``manifest`` is resolved against the directory of ``path``.
+    """
+
+    path: Path
+    trust_policies: frozenset[str] | None = None
+    similarity_threshold: float | None = None
+    siblings: tuple[frozenset[str], ...] = ()
+    manifest: Path | None = None
 
 
 class _Unset:
@@ -68,6 +118,10 @@ def configure(
     >>> settings().mode
     'report'
     >>> _ = configure(mode=previous.mode)
+
+    Raises:
+        VeridicError: ``mode`` is not a mode; or, on first use, the
+            ``pyproject.toml`` read for the previous settings is malformed.
     """
     previous = settings()
     new_mode = previous.mode if isinstance(mode, _Unset) else mode
@@ -86,7 +140,9 @@ def configure(
 
 def _policies_from_pyproject(start: Path) -> frozenset[str] | None:
     candidate = find_pyproject(start)
-    return None if candidate is None else _read_policies(candidate)
+    if candidate is None:
+        return None
+    return _trust_policies(tool_section(candidate).get("trust-policies"), candidate)
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -99,35 +155,163 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def tool_section(path: Path) -> dict[str, object]:
-    """The ``[tool.veridic]`` table of ``path`` (empty when absent).
+    """The ``[tool.veridic]`` table of ``path`` (empty when absent), its values unchecked.
 
     Raises:
-        VeridicError: the file is not valid TOML, or the section is not a table.
+        VeridicError: the file cannot be read or is not valid TOML, or ``tool``
+            or ``tool.veridic`` is not a table.
     """
-    with path.open("rb") as handle:
-        try:
+    try:
+        with path.open("rb") as handle:
             document = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as error:
-            raise VeridicError(
-                f"{path} is not valid TOML ({error}); veridic reads [tool.veridic] from it: "
-                "fix the file or call veridic.configure(trust_policies=...) before first use"
-            ) from error
-    section = document.get("tool", {}).get("veridic", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise VeridicError(
+            f"{path} is not valid TOML ({error}); veridic reads [tool.veridic] from it: "
+            "fix the file or call veridic.configure(trust_policies=...) before first use"
+        ) from error
+    except OSError as error:
+        raise VeridicError(
+            f"cannot read {path} ({error}); veridic reads [tool.veridic] from it: make it "
+            "readable, or pass another file with --config"
+        ) from error
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise VeridicError(
+            f"tool in {path} must be a table, got {_found(tool)}: write the settings as a "
+            "[tool.veridic] section with one key per line"
+        )
+    section = tool.get("veridic", {})
     if not isinstance(section, dict):
         raise VeridicError(
-            f"[tool.veridic] in {path} must be a table, got {section!r}: "
+            f"[tool.veridic] in {path} must be a table, got {_found(section)}: "
             "write it as a [tool.veridic] section with one key per line"
         )
     return section
 
 
-def _read_policies(path: Path) -> frozenset[str] | None:
-    names = tool_section(path).get("trust-policies")
+def read_tool_config(path: Path) -> ToolConfig:
+    """Read and validate every key of ``[tool.veridic]`` in ``path``.
+
+    Raises:
+        VeridicError: the file is unreadable or not TOML, a key is unknown (the
+            message suggests the known key it is closest to), or a value has
+            the wrong type or range (the message names the key, the file, what
+            was found and what to write instead).
+    """
+    section = tool_section(path)
+    for key in section:
+        if key not in KEYS:
+            raise VeridicError(_unknown_key(key, path))
+    threshold = section.get("similarity-threshold")
+    manifest = _manifest(section.get("manifest"), path)
+    return ToolConfig(
+        path=path,
+        trust_policies=_trust_policies(section.get("trust-policies"), path),
+        similarity_threshold=None if threshold is None else _threshold(threshold, path),
+        siblings=_siblings(section.get("siblings", []), path),
+        manifest=None if manifest is None else path.parent / manifest,
+    )
+
+
+# --- one validator per key ----------------------------------------------------------------
+
+
+def _trust_policies(names: object, path: Path) -> frozenset[str] | None:
     if names is None:
         return None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise VeridicError(
-            f"[tool.veridic] trust-policies in {path} must be a list of strings, "
-            f'got {names!r}: write it as trust-policies = ["legacy-prompts"]'
-        )
+    if not isinstance(names, list):
+        raise _wrong("trust-policies", path, _POLICY_RULE, names)
+    for index, name in enumerate(names, start=1):
+        if not isinstance(name, str) or not name.strip():
+            what = "an empty name" if isinstance(name, str) else _found(name)
+            raise _wrong(
+                "trust-policies",
+                path,
+                _POLICY_RULE,
+                names,
+                f"; item {index} is {what}",
+            )
     return frozenset(names)
+
+
+def _threshold(value: object, path: Path) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or math.isnan(value)
+        or not 0 < value <= 1
+    ):
+        raise _wrong("similarity-threshold", path, "must be a number above 0 and at most 1", value)
+    return float(value)
+
+
+def _siblings(groups: object, path: Path) -> tuple[frozenset[str], ...]:
+    rule = "must be a list of groups, each a list of two or more different tool names"
+    if not isinstance(groups, list):
+        raise _wrong("siblings", path, rule, groups)
+    found: list[frozenset[str]] = []
+    for index, group in enumerate(groups, start=1):
+        if not isinstance(group, list):
+            raise _wrong("siblings", path, rule, groups, f"; group {index} is {_found(group)}")
+        bad = next((n for n in group if not isinstance(n, str) or not n.strip()), None)
+        if bad is not None:
+            what = "an empty name" if isinstance(bad, str) else _found(bad)
+            raise _wrong("siblings", path, rule, groups, f"; group {index} holds {what}")
+        if len(set(group)) < 2:
+            raise _wrong(
+                "siblings",
+                path,
+                rule,
+                groups,
+                f"; group {index} names {len(set(group))} different tool(s)",
+            )
+        found.append(frozenset(group))
+    return tuple(found)
+
+
+def _manifest(value: object, path: Path) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _wrong(
+            "manifest", path, "must be the path of the committed snapshot, a string", value
+        )
+    return value
+
+
+def _wrong(key: str, path: Path, rule: str, value: object, detail: str = "") -> VeridicError:
+    return VeridicError(
+        f"[tool.veridic] {key} in {path} {rule}, got {_found(value)}{detail}: "
+        f"write it as {_EXAMPLES[key]}"
+    )
+
+
+def _unknown_key(key: str, path: Path) -> str:
+    close = difflib.get_close_matches(key.replace("_", "-").lower(), KEYS, n=1, cutoff=0.6)
+    guess = f"did you mean {close[0]!r}? " if close else ""
+    return (
+        f"[tool.veridic] in {path} has an unknown key {key!r}: {guess}veridic reads only "
+        f"{', '.join(KEYS)}, and an unread key would leave its setting at the default "
+        "without a word: rename the key, or remove it"
+    )
+
+
+def _found(value: object) -> str:
+    """A clipped ``repr`` of a TOML value with its TOML type, e.g. ``'high' (a string)``."""
+    shown = repr(value)
+    if len(shown) > _SHOWN:
+        shown = shown[: _SHOWN - 1] + "…"
+    return f"{shown} ({_toml_type(value)})"
+
+
+def _toml_type(value: object) -> str:
+    kinds: tuple[tuple[type | tuple[type, ...], str], ...] = (
+        (bool, "a boolean"),
+        (int, "an integer"),
+        (float, "a float"),
+        (str, "a string"),
+        (list, "an array"),
+        (dict, "a table"),
+        ((datetime, date, time), "a date-time"),
+    )
+    return next((word for kind, word in kinds if isinstance(value, kind)), type(value).__name__)

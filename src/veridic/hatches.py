@@ -58,6 +58,16 @@ kind                      what                                   finding?
                           parse (it skips it and reads the next)
 ========================  =====================================  ==========
 
+Both are read as mypy reads them, by mypy's own ``config_parser`` when mypy
+is importable (by a reader written after it otherwise, see
+:mod:`veridic._mypy_settings`): only what mypy applies is listed. A key mypy
+does not recognise (``disable-error-code`` with dashes in a configuration
+file, another case in ``pyproject.toml``), a section whose module pattern
+mypy refuses or that a later section replaces, and a code that
+``enable_error_code`` turns back on are not listed; a key written in any case
+in an INI file or a ``# mypy:`` comment is, since mypy reads those names
+without case.
+
 Silencing a check on purpose is listed, wherever it is written, like a
 ``# type: ignore[veridic-...]``: a team may switch a check off for a legacy
 module after review, and the listing keeps that visible without failing
@@ -610,35 +620,33 @@ def _checks(codes: tuple[str, ...]) -> str:
 def _inline_configuration(source: str, filename: str) -> Iterator[Hatch]:
     """``# mypy: ...`` lines that turn veridic's checks off for the whole file.
 
-    Read as mypy reads them: a line that starts with exactly ``# mypy: ``
-    (wherever it is, even inside a string), options split at commas outside
-    double quotes, ``-`` and ``_`` alike, names in any case. So
-    ``disable-error-code=veridic-literal,veridic-forge`` without quotes turns
-    off only ``veridic-literal`` (mypy reads ``veridic-forge`` as an unknown
-    option), and only that is reported.
+    Read by mypy's own parser when mypy is importable
+    (:func:`veridic._mypy_settings.inline_directives`): a line that starts with
+    exactly ``# mypy: `` (wherever it is, even inside a string), options split
+    at commas outside double quotes, ``-`` and ``_`` alike, names in any case.
+    So ``disable-error-code=veridic-literal,veridic-forge`` without quotes
+    turns off only ``veridic-literal`` (mypy reads ``veridic-forge`` as an
+    unknown option), and only that is reported; a code that another comment
+    of the file enables again is not reported, and of several comments setting
+    ``ignore-errors`` only the last counts.
     """
-    if _mypy_settings.INLINE not in source:
-        return
-    for number, line in enumerate(source.split("\n"), start=1):
-        if not line.startswith(_mypy_settings.INLINE):
-            continue
-        options = _mypy_settings.inline_options(line[len(_mypy_settings.INLINE) :])
-        text = _short(line)
-        ours = _ours(_mypy_settings.split_list(options.get("disable_error_code")) or ())
+    for directive in _mypy_settings.inline_directives(source):
+        text = _short(directive.text)
+        ours = _ours(directive.disabled)
         if ours:
             yield Hatch(
                 filename,
-                number,
+                directive.line,
                 "inline-disable-code",
                 text,
                 False,
                 f"turns off the veridic {_checks(ours)} for every line of this file",
                 codes=ours,
             )
-        if _mypy_settings.ignores_errors(options) is not None:
+        if directive.ignores:
             yield Hatch(
                 filename,
-                number,
+                directive.line,
                 "inline-ignore-errors",
                 text,
                 False,
@@ -682,8 +690,8 @@ def _config_hatches(path: Path, sections: tuple[_mypy_settings.Section, ...]) ->
     file = _display(path)
     found: list[Hatch] = []
     main = next((s for s in sections if s.modules is None), None)
-    plugins = _mypy_settings.split_list(main.options.get("plugins", "")) if main is not None else ()
-    if not any(p == _PLUGIN or p.startswith(f"{_PLUGIN}:") for p in plugins or ()):
+    plugins = main.plugins if main is not None else ()
+    if not any(p == _PLUGIN or p.startswith(f"{_PLUGIN}:") for p in plugins):
         toml = path.name.lower().endswith(".toml")
         example = f'plugins = ["{_PLUGIN}"]' if toml else f"plugins = {_PLUGIN}"
         if main is None:
@@ -693,7 +701,7 @@ def _config_hatches(path: Path, sections: tuple[_mypy_settings.Section, ...]) ->
             line = main.lines.get("plugins", main.line)
             shown = main.shown.get("plugins")
             text = f"{main.title} plugins = {shown}" if shown else f"{main.title} (no plugins)"
-            listed = ", ".join(p for p in plugins or () if p)
+            listed = ", ".join(p for p in plugins if p)
             what = f"loads {f'the plugins {listed}' if listed else 'no plugins'}, not {_PLUGIN}"
         found.append(
             Hatch(
@@ -705,7 +713,7 @@ def _config_hatches(path: Path, sections: tuple[_mypy_settings.Section, ...]) ->
                 f"mypy reads this configuration (the first it finds from the directory "
                 f"scanned), which {what}, so "
                 "none of veridic's static checks (veridic-literal, veridic-forge, veridic-any, "
-                f"veridic-policy, veridic-sdk) run: add {example} to "
+                f"veridic-launder, veridic-policy, veridic-sdk) run: add {example} to "
                 f"{main.title if main is not None else '[mypy]'}",
             )
         )
@@ -713,32 +721,32 @@ def _config_hatches(path: Path, sections: tuple[_mypy_settings.Section, ...]) ->
         scope = (
             "every module mypy checks"
             if section.modules is None
-            else f"the modules matching {section.modules}"
+            else f"the modules matching {', '.join(section.scope)}"
         )
-        ours = _ours(_mypy_settings.split_list(section.options.get("disable_error_code")) or ())
+        ours = _ours(section.disabled)
         if ours:
             found.append(
                 Hatch(
                     file,
-                    section.lines["disable_error_code"],
+                    section.lines.get("disable_error_code", section.line),
                     "config-disable-code",
                     _short(
                         f"{section.title} disable_error_code = "
-                        f"{section.shown['disable_error_code']}"
+                        f"{section.shown.get('disable_error_code', '')}"
                     ),
                     False,
                     f"{section.title} turns off the veridic {_checks(ours)} for {scope}",
                     codes=ours,
                 )
             )
-        key = _mypy_settings.ignores_errors(section.options)
+        key = section.ignores
         if key is not None:
             found.append(
                 Hatch(
                     file,
-                    section.lines[key],
+                    section.lines.get(key, section.line),
                     "config-ignore-errors",
-                    _short(f"{section.title} {key} = {section.shown[key]}"),
+                    _short(f"{section.title} {key} = {section.shown.get(key, '')}"),
                     False,
                     f"{section.title} silences every mypy error in {scope}, veridic's checks "
                     "included",
@@ -748,16 +756,22 @@ def _config_hatches(path: Path, sections: tuple[_mypy_settings.Section, ...]) ->
 
 
 def _config_unparsable(path: Path, error: _mypy_settings.ConfigError) -> Hatch:
+    said = " ".join(str(error).split())
+    if error.crashes:
+        why = (
+            f"mypy's configuration parser crashes on this file ({said}), so mypy stops "
+            "before checking anything, veridic's checks included: fix the value it fails on "
+            "so that mypy reads the file"
+        )
+    else:
+        why = (
+            f"mypy cannot parse this configuration file ({said}): it prints the error, skips "
+            "the file and uses the next configuration it finds (or none), so the settings "
+            f"here, the {_PLUGIN} plugin among them, may not apply: fix the file so that "
+            "mypy reads it"
+        )
     return Hatch(
-        _display(path),
-        error.line or 1,
-        "config-unparsable",
-        _short(str(error)),
-        True,
-        f"mypy cannot parse this configuration file ({' '.join(str(error).split())}): it "
-        "prints the error, skips the file and "
-        "uses the next configuration it finds (or none), so the settings here, the "
-        f"{_PLUGIN} plugin among them, may not apply: fix the file so that mypy reads it",
+        _display(path), error.line or 1, "config-unparsable", _short(str(error)), True, why
     )
 
 

@@ -8,9 +8,20 @@ registered tool, what the model and the approval loop see:
 - ``name``, ``description``, ``kind``, ``risk``, ``irreversible``,
   ``writes_instruction_fields``, ``input_schema`` (``"sha256:..."`` of the
   canonical JSON schema: any change to the arguments shows) and ``component``;
-- each component and its boot state (``started``, ``reason``);
+- each component as the code declares it: ``hint`` and ``provides`` (what the
+  prompt says when it is down) and the names of its ``tools``;
 - the number of tools at each risk level, and the names of the high-risk ones,
   so a change to the high-risk set is a line in the diff.
+
+The snapshot holds only what the code declares, so that it is the same on
+every machine: a tool of a component is recorded with its risk, description
+and schema whether or not the component starts. Whether a component starts
+is not in it: that depends on the machine (a secret, a licence, a server's
+version), and a snapshot that recorded it would drift on a CI runner without
+production secrets, or pass there and drift in production. The boot state is
+reported instead (:func:`component_states`; ``veridic manifest`` and ``veridic
+check`` print it and put it in their JSON). Format 1 recorded it; a format-1
+file is refused with a request to regenerate it.
 
 It is JSON with sorted keys, two-space indentation and one item per line, so a
 diff of the file reads like a list of changes; :func:`diff_manifest` says the
@@ -54,12 +65,13 @@ __all__ = [
     "Drift",
     "ManifestFormatError",
     "build_manifest",
+    "component_states",
     "diff_manifest",
     "render_manifest",
 ]
 
-FORMAT: Final = 1
-"""The manifest format version, stored under ``veridic_manifest``."""
+FORMAT: Final = 2
+"""The manifest format version, stored under ``veridic_manifest`` (2: no boot state)."""
 
 _TOOL_FIELDS: Final = (
     "description",
@@ -97,9 +109,13 @@ class Drift:
 
 
 def build_manifest(source: Registry | ToolView) -> dict[str, object]:
-    """The snapshot of a registry (booted first, so components have a state) or of a view.
+    """The snapshot of a registry or of a view: what the code declares, never the boot state.
 
-    From a view, only the components that did not start are known.
+    A registry is booted first, so one below its risk floors has no snapshot;
+    its components' boot checks run then, but their outcome is not recorded
+    (see :func:`component_states`). From a view, a component is known only by
+    the tools that name it (a view does not hold the hint of a component that
+    started), so its entry has ``tools`` only.
 
     Raises:
         RiskFloorError: the registry does not boot (a tool below its risk floor).
@@ -107,16 +123,21 @@ def build_manifest(source: Registry | ToolView) -> dict[str, object]:
     """
     if isinstance(source, Registry):
         source.boot()
-        components = {
-            state.name: {"started": state.started, "reason": state.reason}
-            for state in source.components()
-        }
-    else:
-        components = {
-            state.name: {"started": state.started, "reason": state.reason}
-            for state in source.unavailable_components()
-        }
     tools = {tool.name: _tool_entry(tool) for tool in tools_of(source)}
+    members: dict[str, list[str]] = {}
+    for name, entry in sorted(tools.items()):
+        if entry["component"] is not None:
+            members.setdefault(str(entry["component"]), []).append(name)
+    components: dict[str, dict[str, object]] = {
+        name: {"tools": names} for name, names in members.items()
+    }
+    if isinstance(source, Registry):
+        for state in source.components():
+            components[state.name] = {
+                "hint": str(state.hint),
+                "provides": None if state.provides is None else str(state.provides),
+                "tools": members.get(state.name, []),
+            }
     counts = {risk.value: 0 for risk in Risk}
     for entry in tools.values():
         counts[str(entry["risk"])] += 1
@@ -127,6 +148,24 @@ def build_manifest(source: Registry | ToolView) -> dict[str, object]:
         "risk_counts": counts,
         "high_risk_tools": sorted(n for n, e in tools.items() if e["risk"] == Risk.HIGH.value),
     }
+
+
+def component_states(source: Registry | ToolView) -> dict[str, dict[str, object]]:
+    """Each component's boot state on this machine: ``{name: {"started": ..., "reason": ...}}``.
+
+    For the report of ``veridic manifest`` and ``veridic check``, not for the
+    snapshot. A registry is booted first (every component has a state); a view
+    knows only the components that did not start.
+
+    Raises:
+        RiskFloorError: the registry does not boot.
+    """
+    if isinstance(source, Registry):
+        source.boot()
+        states = source.components()
+    else:
+        states = source.unavailable_components()
+    return {state.name: {"started": state.started, "reason": state.reason} for state in states}
 
 
 def render_manifest(manifest: Mapping[str, object]) -> str:
@@ -192,10 +231,16 @@ def _parse(text: str) -> dict[str, object]:
         ) from error
     if not isinstance(loaded, dict) or loaded.get("veridic_manifest") != FORMAT:
         found = loaded.get("veridic_manifest") if isinstance(loaded, dict) else None
+        why = (
+            " (format 1 recorded whether each component started, which depends on the "
+            "machine; format 2 does not)"
+            if found == 1
+            else ""
+        )
         raise ManifestFormatError(
             f"the committed file is not a veridic manifest of format {FORMAT} "
-            f"(veridic_manifest: {found!r}): regenerate it with "
-            "veridic manifest MODULE:ATTR -o FILE"
+            f"(veridic_manifest: {found!r}){why}: regenerate it with "
+            "veridic manifest MODULE:ATTR -o FILE, review the diff and commit it"
         )
     return loaded
 
@@ -245,8 +290,10 @@ def _gist(entry: object) -> str:
     if "risk" in entry:
         description = _short(str(entry.get("description")))
         return f" ({entry.get('kind')}, risk {entry.get('risk')}: {description})"
-    if "started" in entry:
-        return " (started)" if entry.get("started") else f" (did not start: {entry.get('reason')})"
+    if "tools" in entry:
+        tools = entry.get("tools")
+        listed = ", ".join(map(str, tools)) if isinstance(tools, list) and tools else "none"
+        return f" (tools: {listed})"
     return ""
 
 
