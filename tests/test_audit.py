@@ -34,23 +34,24 @@ SHA_A = hashlib.sha256(b"prompt").hexdigest()
 SHA_B = hashlib.sha256(b"tools").hexdigest()
 
 
+_VALID = AuditRecord(
+    time=1_700_000_000.0,
+    request_id="req-1",
+    tool="set_policy",
+    kind="write",
+    risk=Risk.MID,
+    approval=ApprovalMode.ALWAYS_RULE,
+    wrote_instruction_fields=False,
+    irreversible=False,
+    prompt_sha256=SHA_A,
+    tools_sha256=SHA_B,
+    outcome=CallOutcome.OK,
+)
+
+
 def make(**changes: Any) -> AuditRecord:
-    """A valid write record, with ``changes`` applied."""
-    fields: dict[str, Any] = {
-        "time": 1_700_000_000.0,
-        "request_id": "req-1",
-        "tool": "set_policy",
-        "kind": "write",
-        "risk": Risk.MID,
-        "approval": ApprovalMode.ALWAYS_RULE,
-        "wrote_instruction_fields": False,
-        "irreversible": False,
-        "prompt_sha256": SHA_A,
-        "tools_sha256": SHA_B,
-        "outcome": CallOutcome.OK,
-    }
-    fields.update(changes)
-    return AuditRecord(**fields)
+    """A valid write record, with ``changes`` applied (validated again, as a new record)."""
+    return dataclasses.replace(_VALID, **changes)
 
 
 def denied(**changes: Any) -> AuditRecord:

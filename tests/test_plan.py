@@ -204,7 +204,7 @@ def test_plan_step_objects_and_json_arguments_are_accepted() -> None:
     plan = normalize_plan(
         [
             PlanStep("a", "create_webhook", {"name": "x"}),
-            {"id": "b", "tool": "test_dispatch", "arguments": '{"webhook": "h"}', "why": "check"},
+            {"id": "b", "tool": "test_dispatch", "arguments": '{"webhook": "h"}'},
         ],
         VIEW,
     )

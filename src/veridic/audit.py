@@ -15,6 +15,25 @@ is the default (standard library only). Every record is validated before it
 is stored (:class:`AuditRecordError`), and committed before ``write`` returns,
 so a crash loses at most the record in flight.
 
+Two kinds of text need care, because a model writes them:
+
+- a tool name may be anything (quotes, newlines, NUL, 100 KB, empty):
+  :func:`veridic.execute` records a name that is not a plain one escaped
+  (``repr``) and clipped, and says so in the record's ``detail`` with the
+  original length and a SHA-256 prefix, so repeated attempts stay
+  recognisable;
+- text with a lone surrogate (``"\\ud800"``) cannot be encoded as UTF-8, so
+  no store can keep it: a record holding one is refused
+  (:class:`AuditRecordError`), and the executor escapes surrogates
+  (``\\ud800``) in what it records.
+
+A guard that fires after its call's record was written (in a task or thread
+the call started) gets a *follow-up* record: same request and tool, outcome
+``BLOCKED``, a ``detail`` beginning ``"after the call ended: "``
+(:attr:`AuditRecord.follow_up`). A follow-up is not a call: the per-call
+queries (:meth:`SQLiteAuditSink.writes_by_approval`,
+:meth:`SQLiteAuditSink.substitutions`) skip it.
+
 >>> sink = SQLiteAuditSink(":memory:")
 >>> sink.write(AuditRecord(
 ...     time=1.0, request_id="req-1", tool="delete_golden", kind="write", risk=Risk.HIGH,
@@ -28,6 +47,7 @@ so a crash loses at most the record in flight.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -38,12 +58,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
-from typing import Final, Literal, Protocol, Self, runtime_checkable
+from typing import Final, Literal, Protocol, Self, get_args, runtime_checkable
 
 from veridic._sample import clip
 from veridic.approval import ApprovalMode
 from veridic.errors import AuditRecordError
-from veridic.prompt import PromptSpan
+from veridic.prompt import PromptSpan, Role
+from veridic.provenance import Kind
 from veridic.risk import Risk, ToolKind
 
 __all__ = [
@@ -57,6 +78,11 @@ __all__ = [
 
 _KINDS: Final = ("query", "write")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_FOLLOW_UP: Final = "after the call ended: "
+"""How the ``detail`` of a follow-up record begins (a guard that fired after its call ended)."""
+_TOOL_LIMIT: Final = 200
+"""The longest model-written tool name a record keeps as it is."""
 
 
 @unique
@@ -135,6 +161,16 @@ class AuditRecord:
         """Whether the call was denied, blocked or refused."""
         return self.outcome in _STOPPED
 
+    @property
+    def follow_up(self) -> bool:
+        """Whether this records a guard that fired after its call had ended, not a call.
+
+        Written by :func:`veridic.execute` for a task or thread that the call
+        started and that attempted a guarded operation later: outcome
+        ``BLOCKED``, ``detail`` beginning ``"after the call ended: "``.
+        """
+        return self.outcome is CallOutcome.BLOCKED and self.detail.startswith(_FOLLOW_UP)
+
 
 @dataclass(frozen=True, slots=True)
 class Substitution:
@@ -203,6 +239,19 @@ class ModelCallRecord:
             if not isinstance(value, str) or not value.strip()
         ]
         problems += [
+            f"{name} {_surrogate_problem(value)}"
+            for name, value in (
+                ("request_id", self.request_id),
+                ("api", self.api),
+                ("model", self.model),
+            )
+            if isinstance(value, str) and _SURROGATE.search(value)
+        ]
+        if not isinstance(self.tools, tuple) or not all(
+            isinstance(name, str) for name in self.tools
+        ):
+            problems.append(f"tools must be a tuple of names, got {_shown(self.tools)}")
+        problems += [
             f"{name} must be 64 lowercase hex digits, got {value!r}"
             for name, value in (
                 ("prompt_sha256", self.prompt_sha256),
@@ -270,6 +319,8 @@ _COLUMNS: Final = (
 _INSERT: Final = f"INSERT INTO veridic_audit ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
 _Row = tuple[float, str, str, str | None, str | None, str, int, int, str, str, str, str, str]
+_CALLS_ONLY: Final = "NOT (outcome = 'blocked' AND substr(detail, 1, ?) = ?)"
+_CALLS_ONLY_ARGS: Final = (len(_FOLLOW_UP), _FOLLOW_UP)
 
 
 class SQLiteAuditSink:
@@ -366,7 +417,7 @@ class SQLiteAuditSink:
             record.prompt_sha256,
             record.tools_sha256,
             json.dumps(list(record.tools)),
-            json.dumps(spans, ensure_ascii=False),
+            _json(spans),
             int(record.streamed),
         )
         with self._lock:
@@ -394,7 +445,7 @@ class SQLiteAuditSink:
                 prompt_sha256=prompt,
                 tools_sha256=tools_digest,
                 tools=tuple(json.loads(tools)),
-                instruction_spans=tuple(PromptSpan(*span) for span in json.loads(spans)),
+                instruction_spans=tuple(_span(span) for span in json.loads(spans)),
                 streamed=bool(streamed),
             )
             for time, request, api, model, prompt, tools_digest, tools, spans, streamed in rows
@@ -419,12 +470,16 @@ class SQLiteAuditSink:
         return int(total)
 
     def writes_by_approval(self) -> dict[ApprovalMode, int]:
-        """How many write calls were recorded under each approval mode (every mode present)."""
+        """How many write calls were recorded under each approval mode (every mode present).
+
+        Follow-up records (:attr:`AuditRecord.follow_up`) are not calls and are not counted.
+        """
         counts = dict.fromkeys(ApprovalMode, 0)
         with self._read() as db:
             rows = db.execute(
-                "SELECT approval, COUNT(*) FROM veridic_audit WHERE kind = 'write' "
-                "GROUP BY approval"
+                f"SELECT approval, COUNT(*) FROM veridic_audit WHERE kind = 'write' "
+                f"AND {_CALLS_ONLY} GROUP BY approval",
+                _CALLS_ONLY_ARGS,
             ).fetchall()
         for approval, total in rows:
             counts[ApprovalMode(approval)] = int(total)
@@ -444,11 +499,16 @@ class SQLiteAuditSink:
         return tuple(_from_row(row) for row in rows)
 
     def substitutions(self) -> tuple[Substitution, ...]:
-        """For each stopped call, the next call of the same request (or ``None``), in order."""
+        """For each stopped call, the next call of the same request (or ``None``), in order.
+
+        Follow-up records (:attr:`AuditRecord.follow_up`) are skipped on both
+        sides: they record work a call left behind, not a call the model made.
+        """
         with self._read() as db:
             rows = db.execute(
                 f"SELECT id, LEAD(id) OVER (PARTITION BY request_id ORDER BY id), {_COLUMNS} "
-                "FROM veridic_audit ORDER BY id"
+                f"FROM veridic_audit WHERE {_CALLS_ONLY} ORDER BY id",
+                _CALLS_ONLY_ARGS,
             ).fetchall()
         records = {row[0]: _from_row(row[2:]) for row in rows}
         return tuple(
@@ -489,7 +549,7 @@ def _to_row(record: AuditRecord) -> _Row:
         record.tools_sha256,
         record.outcome.value,
         record.detail,
-        json.dumps(list(record.operations), ensure_ascii=False) if record.operations else "[]",
+        _json(list(record.operations)) if record.operations else "[]",
     )
 
 
@@ -518,6 +578,30 @@ def _from_row(row: Sequence[object]) -> AuditRecord:
             "the table was written by something other than veridic: check what else "
             "writes to veridic_audit"
         ) from error
+
+
+_ROLES: Final[dict[object, Role]] = {role: role for role in get_args(Role)}
+_SPAN_KINDS: Final[dict[object, Kind]] = {kind: kind for kind in get_args(Kind)}
+
+
+def _span(raw: object) -> PromptSpan:
+    """A stored instruction span, read back with its role and kind checked (they are Literal)."""
+    if isinstance(raw, list) and len(raw) == 6:
+        message, role, start, end, kind, origin = raw
+        if (
+            type(message) is int
+            and type(start) is int
+            and type(end) is int
+            and role in _ROLES
+            and kind in _SPAN_KINDS
+            and isinstance(origin, str)
+        ):
+            return PromptSpan(message, _ROLES[role], start, end, _SPAN_KINDS[kind], origin)
+    raise AuditRecordError(
+        f"a stored instruction span {_shown(raw, 120)} cannot be read back: the "
+        "veridic_model_calls table was written by something other than veridic; check what "
+        "else writes to it"
+    )
 
 
 def _kind(value: object) -> ToolKind | None:
@@ -564,10 +648,13 @@ def _well_formed(r: AuditRecord) -> bool:
         and _SHA256.fullmatch(r.tools_sha256)
         and isinstance(r.detail, str)
         and isinstance(r.operations, tuple)
+        and not _SURROGATE.search(r.request_id)
+        and not _SURROGATE.search(r.tool)
+        and not _SURROGATE.search(r.detail)
     ):
         return False
     if r.operations and not (
-        all(isinstance(o, str) and o for o in r.operations)
+        all(isinstance(o, str) and o and not _SURROGATE.search(o) for o in r.operations)
         and list(r.operations) == sorted(set(r.operations))
     ):
         return False
@@ -586,6 +673,10 @@ def _problems(r: AuditRecord) -> Iterator[str]:
         value = getattr(r, name)
         if not isinstance(value, str) or not value.strip():
             yield f"{name} must be a non-empty string, got {_shown(value)}"
+    for name in ("request_id", "tool", "detail"):
+        value = getattr(r, name)
+        if isinstance(value, str) and _SURROGATE.search(value):
+            yield f"{name} {_surrogate_problem(value)}"
     if r.kind is not None and r.kind not in _KINDS:
         yield f'kind must be "query", "write" or None, got {r.kind!r}'
     if r.risk is not None and not isinstance(r.risk, Risk):
@@ -612,6 +703,8 @@ def _problems(r: AuditRecord) -> Iterator[str]:
         yield f"operations must be a tuple of non-empty strings, got {_shown(r.operations)}"
     elif list(r.operations) != sorted(set(r.operations)):
         yield f"operations must be sorted and unique, got {_shown(r.operations)}"
+    elif any(_SURROGATE.search(o) for o in r.operations):
+        yield f"operations {_surrogate_problem(' '.join(r.operations))}"
     if isinstance(r.outcome, CallOutcome) and isinstance(r.approval, ApprovalMode):
         yield from _contradictions(r)
 
@@ -637,3 +730,56 @@ def _shown(value: object, limit: int = 60) -> str:
         return clip(value, limit)
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def _surrogate_problem(text: str) -> str:
+    """The problem with ``text`` that holds a lone surrogate, for a validation message."""
+    return (
+        f"holds a lone surrogate ({_shown(text)}), which UTF-8 cannot encode and so no store "
+        "can keep: escape it first, text.encode('utf-8', 'backslashreplace').decode()"
+    )
+
+
+def _json(value: object) -> str:
+    """JSON text that any UTF-8 store can keep: readable, with lone surrogates escaped."""
+    text = json.dumps(value, ensure_ascii=False)
+    return json.dumps(value) if _SURROGATE.search(text) else text
+
+
+def _storable(text: str) -> str:
+    """``text`` with each lone surrogate escaped as ``\\udXXX``, so UTF-8 can encode it."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _recorded_tool(name: object) -> tuple[str, str]:
+    """The tool name a record keeps for a model-written ``name``, and a note when it was altered.
+
+    A plain name (printable, no surrounding space, at most 200 characters)
+    is kept as it is, and the note is empty. Anything else (a newline, NUL,
+    a lone surrogate, an empty or blank name, a 100 KB one, a name that is not
+    a string) is kept as :func:`~veridic._sample.clip` shows it: ``repr``-escaped,
+    quoted and cut at 200 characters; the note says so, with the original
+    length and the first 16 hex digits of the SHA-256 of its UTF-8 bytes
+    (surrogates passed through), so the same name is recognisable across records.
+
+    >>> _recorded_tool("purge")
+    ('purge', '')
+    >>> _recorded_tool("purge\\n")
+    ("'purge\\\\n'", 'tool name recorded escaped (6 chars, sha256 b821c64de5b8645d)')
+    """
+    if isinstance(name, str):
+        if 0 < len(name) <= _TOOL_LIMIT and name.isprintable() and name == name.strip():
+            return name, ""
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        how = "escaped and clipped" if len(name) > _TOOL_LIMIT else "escaped"
+        return clip(
+            name, _TOOL_LIMIT
+        ), f"tool name recorded {how} ({len(name)} chars, sha256 {digest})"
+    shown = repr(name)
+    shown = shown if len(shown) <= _TOOL_LIMIT else f"{shown[:_TOOL_LIMIT]}…"
+    return (
+        f"<{type(name).__name__} {_storable(shown)}>",
+        "tool name is not text, recorded as its repr",
+    )

@@ -12,7 +12,12 @@ than the tool declared.
 
 Only guarded operations are seen: an effect the store does not mark (mail,
 an after-commit hook, a background job) is invisible here, as it is to the
-run-time gate.
+run-time gate. A guard that fires after the observed block ended, in a task
+or thread the tool started, is refused like any late guard (observing does
+not extend a call's authority) and still counts: it is among the
+observation's events, marked ``late``. A tool whose handler returns a lazy
+value (a generator, an iterator, a coroutine from a sync wrapper) fails
+:func:`run_observed`, as it fails :func:`veridic.execute`.
 
 >>> def purge(name: str) -> None:
 ...     guard_irreversible("hard delete golden fixture")
@@ -50,7 +55,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """What a tool did while it was observed: the guards that fired, in order."""
+    """What a tool did while it was observed: the guards that fired, in order.
+
+    ``events`` ends with the late ones (``event.late``): guards that fired in
+    work the tool left running after the observed block ended. They were
+    refused, but the tool attempted them, so they count towards :attr:`required`.
+    """
 
     tool: str
     declared: Risk
@@ -82,8 +92,9 @@ class Observer:
 
     @property
     def observation(self) -> Observation:
+        """What was seen so far: the events of the block, then the late ones."""
         call = self._scope.call
-        return Observation(call.tool, call.risk, self._scope.events)
+        return Observation(call.tool, call.risk, self._scope.events + self._scope.late_events)
 
 
 @contextmanager
@@ -109,7 +120,9 @@ def run_observed(
     Raises:
         UnknownToolError, ToolUnavailableError, ToolDeniedError,
         InvalidArgumentsError: as :meth:`ToolView.validate`.
-        VeridicError: the tool is ``async``.
+        VeridicError: the tool is ``async``, or its handler returned a lazy
+            value (see :meth:`veridic.view.PreparedCall.invoke`); a refused
+            generator or coroutine is closed inside the observation.
     """
     prepared = view.validate(name, arguments)
     if prepared.tool.is_async:
@@ -125,7 +138,12 @@ def run_observed(
 async def arun_observed(
     view: ToolView, name: str, arguments: Mapping[str, object] | str | None = None
 ) -> Observation:
-    """:func:`run_observed` for any tool, awaiting an ``async`` handler inside the observation."""
+    """:func:`run_observed` for any tool, awaiting an ``async`` handler inside the observation.
+
+    Raises:
+        VeridicError: the awaited result is lazy (a generator, an async
+            generator, an iterator, another awaitable).
+    """
     prepared = view.validate(name, arguments)
     with observe(prepared.tool.name, prepared.tool.risk) as seen:
         await prepared.ainvoke()

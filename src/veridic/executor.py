@@ -9,9 +9,18 @@ model's tool call to its effect (see "The road data takes" in DESIGN.md):
 2. the :class:`~veridic.ApprovalPolicy` decides the approval mode, asking the
    user through ``confirm`` when its rules say so; a denied call does not run;
 3. the handler runs inside :func:`~veridic.guards.dispatching`, so the guards
-   in store code judge this call, the one the agent dispatched directly;
+   in store code judge this call, the one the agent dispatched directly; its
+   result must be finished when it returns (a generator, an iterator or an
+   awaitable left for later is refused: see :meth:`PreparedCall.invoke
+   <veridic.view.PreparedCall.invoke>`), and its authority ends with it;
 4. an :class:`~veridic.AuditRecord` is written whatever happened: refused,
-   denied, blocked by a guard, failed, or done.
+   denied, blocked by a guard, failed, or done. A guard that fires later, in
+   a task or thread the call started, is refused and gets a follow-up record
+   (:attr:`AuditRecord.follow_up <veridic.AuditRecord.follow_up>`).
+
+Any name the model writes is refused or run, and recorded: a name with
+quotes, newlines, NUL, lone surrogates, 100 KB of text or nothing at all is
+an unknown tool, recorded escaped and clipped (see :mod:`veridic.audit`).
 
 Errors from the call are returned in :class:`CallResult`, not raised, so the
 agent loop can answer the model (``result.error``) and carry on; only misuse
@@ -42,21 +51,33 @@ of the executor itself raises.
 from __future__ import annotations
 
 import inspect
+import logging
+import re
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from veridic._sample import clip
 from veridic.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Confirm
-from veridic.audit import AuditRecord, AuditSink, CallOutcome
+from veridic.audit import (
+    _FOLLOW_UP,
+    AuditRecord,
+    AuditSink,
+    CallOutcome,
+    _recorded_tool,
+    _storable,
+)
 from veridic.errors import (
     ApprovalDeniedError,
     AuditWriteError,
     GuardDeniedError,
     InvalidArgumentsError,
+    UnknownToolError,
     VeridicError,
 )
-from veridic.guards import DispatchScope, dispatching
+from veridic.guards import DispatchScope, GuardEvent, LateReporter, dispatching
 from veridic.prompt import Prompt
 from veridic.tool import Tool
 from veridic.view import PreparedCall, ToolView
@@ -67,6 +88,8 @@ AsyncConfirm = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
 """Asks the user about a pending call from async code; may return an awaitable."""
 
 _DETAIL_LIMIT: Final = 200
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_log = logging.getLogger("veridic.executor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +135,21 @@ def execute(
     about a call the policy will not decide alone; without it such a call
     is denied.
 
+    ``name`` is whatever the model wrote: a name the view does not expose is
+    refused (never run) and recorded, however odd its characters. A handler
+    that returns a lazy value (a generator, an iterator, a coroutine) fails
+    the call: outcome ``FAILED``, its ``VeridicError`` in ``result.error``.
+    A guarded operation attempted after the call returned, by a task or
+    thread it started, is refused and written to ``audit`` as a follow-up
+    record (same request and tool, outcome ``BLOCKED``); when that write
+    fails, the guard's ``GuardDeniedError`` is chained to the sink's error,
+    which is also logged on ``veridic.guards``.
+
     Raises:
         VeridicError: misuse: ``policy`` belongs to another view, the tool is
-            ``async`` (use :func:`aexecute`), or ``prompt`` is not a prompt or
-            a sha256.
+            ``async`` (use :func:`aexecute`), ``prompt`` is not a prompt or
+            a sha256, ``tools_digest`` is not a sha256, or ``request_id`` is
+            not a non-empty string a store can keep.
         AuditWriteError: the handler ran but its audit record could not be
             written; the error holds the call's result and the record.
         AuditRecordError, sqlite3.Error: the audit record of a call that did
@@ -134,11 +168,19 @@ def execute(
         mode = call.ask(prepared.tool, request, confirm)
     if mode is ApprovalMode.DENIED:
         return call.denied(prepared.tool, request, asked=confirm is not None)
-    with dispatching(prepared.tool.name, prepared.tool.risk, mode, request_id=request_id) as scope:
+    value: object = None
+    error: BaseException | None = None
+    late = call.reporter(prepared.tool, mode)
+    with dispatching(
+        prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
+    ) as scope:
         try:
             value = prepared.invoke()
-        except BaseException as error:
-            return call.failed(prepared.tool, mode, scope, error)
+        except BaseException as raised:
+            error = raised
+    # The scope is closed: its events are final, and later guards go to the reporter.
+    if error is not None:
+        return call.failed(prepared.tool, mode, scope, error)
     return call.finish(prepared.tool, mode, scope, value)
 
 
@@ -157,7 +199,12 @@ async def aexecute(
     """:func:`execute` for async code: awaits ``async`` handlers and an async ``confirm``.
 
     The dispatch context follows the handler's awaits (a context variable of
-    the task), so guards in async store code judge this call too.
+    the task), so guards in async store code judge this call too. A task the
+    handler starts and does not await inherits the context but not the
+    authority: once ``aexecute`` has returned, its guarded operations are
+    refused and recorded as follow-ups, as for :func:`execute`. The awaited
+    result must be finished (not a generator, an async generator, an
+    iterator or another awaitable).
     """
     call = _Call(view, name, policy, audit, request_id, prompt, tools_digest)
     checked = call.check(arguments, sync=False)
@@ -176,11 +223,18 @@ async def aexecute(
         mode = request.answer(answer is True)
     if mode is ApprovalMode.DENIED:
         return call.denied(prepared.tool, request, asked=confirm is not None)
-    with dispatching(prepared.tool.name, prepared.tool.risk, mode, request_id=request_id) as scope:
+    value: object = None
+    error: BaseException | None = None
+    late = call.reporter(prepared.tool, mode)
+    with dispatching(
+        prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
+    ) as scope:
         try:
             value = await prepared.ainvoke()
-        except BaseException as error:
-            return call.failed(prepared.tool, mode, scope, error)
+        except BaseException as raised:
+            error = raised
+    if error is not None:
+        return call.failed(prepared.tool, mode, scope, error)
     return call.finish(prepared.tool, mode, scope, value)
 
 
@@ -196,7 +250,19 @@ def tools_sha256(view: ToolView) -> str:
 class _Call:
     """One call's fixed facts, and the records it can end with."""
 
-    __slots__ = ("audit", "name", "policy", "prompt_sha256", "request_id", "tools_sha256", "view")
+    __slots__ = (
+        "_late_lock",
+        "_pending",
+        "_recorded",
+        "_settled",
+        "audit",
+        "name",
+        "policy",
+        "prompt_sha256",
+        "request_id",
+        "tools_sha256",
+        "view",
+    )
 
     def __init__(
         self,
@@ -225,6 +291,30 @@ class _Call:
                 f"execute() got prompt={type(prompt).__name__}: pass the Prompt the model "
                 "answered, or its .sha256"
             )
+        # Checked before anything runs: a record that cannot be built after the handler ran
+        # would lose the call's effects from the audit.
+        if not _SHA256.fullmatch(digest):
+            raise VeridicError(
+                f"execute() got prompt={clip(digest)}, which is not a Prompt's sha256 (64 "
+                "lowercase hex digits): pass the Prompt the model answered, or its .sha256"
+            )
+        if tools_digest is not None and (
+            not isinstance(tools_digest, str) or not _SHA256.fullmatch(tools_digest)
+        ):
+            raise VeridicError(
+                f"execute() got tools_digest={tools_digest!r:.80}, which is not a sha256: pass "
+                "the digest of the tool list sent (tools_sha256(view)), or leave it out"
+            )
+        if (
+            not isinstance(request_id, str)
+            or not request_id.strip()
+            or _storable(request_id) != request_id
+        ):
+            raise VeridicError(
+                f"execute() got request_id={request_id!r:.80}: every call needs the id of the "
+                "request it belongs to, a non-empty string without lone surrogates, so its "
+                "records can be stored and found together; pass one"
+            )
         self.view = view
         self.name = name
         self.policy = policy
@@ -232,14 +322,32 @@ class _Call:
         self.request_id = request_id
         self.prompt_sha256 = digest
         self.tools_sha256 = tools_digest if tools_digest is not None else tools_sha256(view)
+        self._recorded = _recorded_tool(name)
+        self._late_lock = threading.Lock()
+        self._settled = False
+        self._pending: list[GuardEvent] = []
 
     def check(
         self, arguments: Mapping[str, object] | str | None, *, sync: bool
     ) -> CallResult | tuple[PreparedCall, ApprovalRequest]:
         """Refuse what the view cannot run; otherwise the prepared call and the policy's view."""
+        if not isinstance(self.name, str):
+            error = UnknownToolError(
+                f"the tool name the model called is a {type(self.name).__name__} "
+                f"({self._recorded[0]}), not text: call one of the tools this view lists by "
+                "its name"
+            )
+            return self._refused(None, "unknown: the name is not text", error)
         status = self.view.status(self.name)
         if not status.exposed:
-            error = status.error() or VeridicError(f"tool {self.name!r} is not exposed")
+            error = status.error() or VeridicError(f"tool {clip(self.name)} is not exposed")
+            if self._recorded[1] and isinstance(error, UnknownToolError):
+                # The view quotes the name whole; the model gets it back clipped and escaped.
+                nearest = ", ".join(status.suggestions) or "none"
+                error = UnknownToolError(
+                    f"no tool is named {self._recorded[0]}; it was never registered (nearest "
+                    f"valid names: {nearest}): call one of the tools this view lists by its name"
+                )
             return self._refused(status.tool, f"{status.state}: {status.reason}", error)
         try:
             prepared = self.view.validate(self.name, arguments)
@@ -297,7 +405,85 @@ class _Call:
     ) -> CallResult:
         return self._ended(tool, mode, scope, value, None)
 
+    def reporter(self, tool: Tool, mode: ApprovalMode) -> LateReporter:
+        """The dispatch's ``on_late``: a follow-up record for each guard that fires too late.
+
+        A late guard that fires before the call's own record is written (a
+        thread racing the end of the call) waits, so the store keeps the
+        call's record first; :meth:`_settle` writes it right after.
+        """
+
+        def report(event: GuardEvent) -> None:
+            with self._late_lock:
+                if not self._settled:
+                    self._pending.append(event)
+                    return
+            self._write_late(tool, mode, event)
+
+        return report
+
+    def _write_late(self, tool: Tool, mode: ApprovalMode, event: GuardEvent) -> None:
+        refused = ", ".join(event.operations)
+        detail = (
+            f"{_FOLLOW_UP}a guard refused {refused} (at {event.where}), attempted by a task "
+            "or thread the call started"
+        )
+        record = self.record(
+            tool, mode, CallOutcome.BLOCKED, detail, False, False, set(event.operations)
+        )
+        self.audit.write(record)
+
+    def _settle(self, tool: Tool, mode: ApprovalMode) -> Exception | None:
+        """Mark the call's record written; write the late guards that waited for it.
+
+        Returns the first write that failed (each failure is logged).
+        """
+        with self._late_lock:
+            self._settled = True
+            pending, self._pending = self._pending, []
+        first: Exception | None = None
+        for event in pending:
+            try:
+                self._write_late(tool, mode, event)
+            except Exception as failure:  # logged, and returned to be raised by the caller
+                _log.error(
+                    "the follow-up audit record of %s (refused at %s after the call of %r had "
+                    "ended) could not be written",
+                    ", ".join(event.operations),
+                    event.where,
+                    tool.name,
+                    exc_info=failure,
+                )
+                first = first or failure
+        return first
+
     def _ended(
+        self,
+        tool: Tool,
+        mode: ApprovalMode,
+        scope: DispatchScope,
+        value: object,
+        error: BaseException | None,
+    ) -> CallResult:
+        try:
+            result = self._recorded_result(tool, mode, scope, value, error)
+        finally:
+            # Whatever became of the call's own record, the late guards that waited for it
+            # are written now (a failure there is logged by _settle).
+            late = self._settle(tool, mode)
+        if late is not None:
+            raise AuditWriteError(
+                f"tool {tool.name!r} ran (outcome {result.outcome.value}, request "
+                f"{self.request_id!r}) and its record was written, but the follow-up record of a "
+                f"guard refused after the call ended could not be ({type(late).__name__}: "
+                f"{late}): the call's result is on this error (.result); see the "
+                "veridic.executor log for the refused operation, and do not run the call again, "
+                "its effects happened",
+                result,
+            ) from late
+        return result
+
+    def _recorded_result(
         self,
         tool: Tool,
         mode: ApprovalMode,
@@ -372,12 +558,18 @@ class _Call:
         declared = (
             set() if tool is None else {f"instruction_write:{p}" for p in tool.instruction_writes}
         )
+        shown, note = self._recorded
+        if note:
+            detail = f"{detail}; {note}"
         if len(detail) > _DETAIL_LIMIT:
             detail = f"{detail[:_DETAIL_LIMIT]}… ({len(detail)} chars)"
+        # The record keeps what a store can encode: lone surrogates escaped (a model's
+        # argument quoted in an exception, an operation named from outside text).
+        keys = {_storable(op) for op in declared | (operations or set())}
         return AuditRecord(
             time=time.time(),
             request_id=self.request_id,
-            tool=self.name,
+            tool=shown,
             kind=None if tool is None else tool.kind,
             risk=None if tool is None else tool.risk,
             approval=mode,
@@ -386,6 +578,6 @@ class _Call:
             prompt_sha256=self.prompt_sha256,
             tools_sha256=self.tools_sha256,
             outcome=outcome,
-            detail=detail,
-            operations=tuple(sorted(declared | (operations or set()))),
+            detail=_storable(detail),
+            operations=tuple(sorted(keys)),
         )

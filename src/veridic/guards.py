@@ -27,6 +27,23 @@ started without ``contextvars.copy_context()`` starts outside any dispatch,
 so its guarded operations are not checked: carry the context into work you
 hand off (``asyncio.to_thread`` does it for you).
 
+The authority of a call ends with the call (invariant I10). A task or
+worker started during a dispatch (``asyncio.create_task``,
+``loop.run_in_executor`` or a thread run in a copied context) inherits its
+scope, but :func:`dispatching` closes the scope when it exits, and a closed
+scope allows nothing: a guarded operation attempted later is refused, even
+for a call the user confirmed, and even under :func:`veridic.effects.observe`.
+Such a late refusal is not lost: it is kept in :attr:`DispatchScope.late_events`
+and handed to the scope's ``on_late`` reporter, through which
+:func:`veridic.execute` writes a follow-up audit record. Work that must
+finish, finishes inside the call: await the task, join the thread.
+
+A handler's result must be finished too: a generator, an iterator, a
+coroutine or another awaitable would run its code (and its guarded
+operations) after the dispatch ended, unaudited. :meth:`veridic.ToolView.dispatch`
+and :func:`veridic.execute` refuse such a result inside the dispatch (see
+:meth:`veridic.view.PreparedCall.invoke` for exactly what counts as lazy).
+
 >>> from veridic.risk import ApprovalMode, Risk
 >>> guard_irreversible("hard delete golden fixture")  # outside any dispatch: no effect
 >>> with dispatching("purge", Risk.MID, ApprovalMode.ALWAYS_RULE) as scope:
@@ -40,12 +57,15 @@ veridic.errors.GuardDeniedError: irreversible operation 'hard delete golden fixt
 
 from __future__ import annotations
 
+import inspect
+import logging
+import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypeGuard
 
 from pydantic import BaseModel
 
@@ -59,13 +79,19 @@ __all__ = [
     "DispatchScope",
     "GuardEvent",
     "GuardKind",
+    "LateReporter",
     "current_dispatch",
     "dispatching",
     "guard_instruction_write",
     "guard_irreversible",
 ]
 
+if TYPE_CHECKING:
+    import asyncio
+
 GuardKind = Literal["irreversible", "instruction_write"]
+
+_log = logging.getLogger("veridic.guards")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +120,8 @@ class GuardEvent:
         allowed: whether the operation was (or, when observing, would be) let through.
         direct: the directly dispatched call the guard judged.
         where: ``file:line`` of the store code that called the guard.
+        late: the guard fired after the call that gave the authority had ended
+            (in a task or thread it started); a late event is never allowed.
     """
 
     kind: GuardKind
@@ -101,26 +129,63 @@ class GuardEvent:
     allowed: bool
     direct: Dispatch
     where: str
+    late: bool = False
+
+
+LateReporter = Callable[[GuardEvent], None]
+"""Told about each guard that fires in a scope after the scope closed.
+
+:func:`veridic.execute` passes one that writes a follow-up audit record. It
+runs in the thread or task whose guard fired, before the guard raises; what
+it raises is logged and chained onto the :class:`~veridic.errors.GuardDeniedError`.
+"""
+
+# One lock for every scope's state: judging a guard (is the scope still open? record the
+# event) and closing a scope are atomic with respect to each other, so each event lands
+# either in the scope's events (and so in the call's record) or among its late events
+# (and so in a follow-up record), never in neither, never in both.
+_STATE: Final = threading.Lock()
 
 
 class DispatchScope:
     """What one dispatch saw: the call, and every guard that fired inside it.
 
     Yielded by :func:`dispatching`; the executor reads :attr:`events` after
-    the handler returns to fill the audit record. Guards that fire inside a
+    the dispatch ends to fill the audit record. Guards that fire inside a
     nested dispatch are reported to every enclosing scope too.
+
+    A scope is open while its ``with`` block runs and closed after it: from
+    then on :attr:`events` no longer changes, and guards that fire in work
+    the call left behind are refused and go to :attr:`late_events` (and to
+    the ``on_late`` reporter) instead.
     """
 
-    __slots__ = ("_events", "_lock", "_observing", "_parent", "call", "direct")
+    __slots__ = (
+        "_closed",
+        "_events",
+        "_late",
+        "_observing",
+        "_on_late",
+        "_parent",
+        "call",
+        "direct",
+    )
     call: Dispatch
     direct: Dispatch
     _parent: DispatchScope | None
     _observing: bool
     _events: list[GuardEvent]
-    _lock: threading.Lock
+    _late: list[GuardEvent]
+    _closed: bool
+    _on_late: LateReporter | None
 
     def __init__(
-        self, call: Dispatch, parent: DispatchScope | None, *, observing: bool = False
+        self,
+        call: Dispatch,
+        parent: DispatchScope | None,
+        *,
+        observing: bool = False,
+        on_late: LateReporter | None = None,
     ) -> None:
         self.call = call
         """The call this scope was entered for."""
@@ -131,10 +196,13 @@ class DispatchScope:
         # switch its guards off by entering veridic.effects.observe().
         self._observing = observing if parent is None else parent._observing
         self._events = []
-        self._lock = threading.Lock()
+        self._late = []
+        self._closed = False
+        self._on_late = on_late
 
     def __repr__(self) -> str:
-        return f"DispatchScope({self.call.tool!r}, direct={self.direct.tool!r})"
+        state = ", closed" if self._closed else ""
+        return f"DispatchScope({self.call.tool!r}, direct={self.direct.tool!r}{state})"
 
     @property
     def observing(self) -> bool:
@@ -142,22 +210,39 @@ class DispatchScope:
         return self._observing
 
     @property
+    def closed(self) -> bool:
+        """Whether the dispatch has ended: a closed scope allows nothing."""
+        return self._closed
+
+    @property
     def events(self) -> tuple[GuardEvent, ...]:
-        """The guards that fired so far, in order."""
-        with self._lock:
+        """The guards that fired while the scope was open, in order."""
+        with _STATE:
             return tuple(self._events)
 
     @property
+    def late_events(self) -> tuple[GuardEvent, ...]:
+        """The guards that fired after the scope closed (all refused), in order."""
+        with _STATE:
+            return tuple(self._late)
+
+    @property
     def blocked(self) -> tuple[GuardEvent, ...]:
-        """The guards that refused an operation."""
+        """The guards that refused an operation while the scope was open."""
         return tuple(event for event in self.events if not event.allowed)
 
-    def _record(self, event: GuardEvent) -> None:
+    def _ended(self) -> bool:
+        """Whether this scope or one around it is closed (call with ``_STATE`` held)."""
         scope: DispatchScope | None = self
         while scope is not None:
-            with scope._lock:
-                scope._events.append(event)
+            if scope._closed:
+                return True
             scope = scope._parent
+        return False
+
+    def _close(self) -> None:
+        with _STATE:
+            self._closed = True
 
 
 _current: Final[ContextVar[DispatchScope | None]] = ContextVar("veridic_dispatch", default=None)
@@ -165,6 +250,10 @@ _current: Final[ContextVar[DispatchScope | None]] = ContextVar("veridic_dispatch
 
 def current_dispatch() -> Dispatch | None:
     """The call the agent dispatched directly in this context, or ``None`` outside any dispatch.
+
+    In a task or thread that a call started and that outlived it, this is
+    still that call (so the code knows it runs on an agent's behalf), but
+    its authority has ended: the guards refuse everything there.
 
     >>> current_dispatch() is None
     True
@@ -175,31 +264,45 @@ def current_dispatch() -> Dispatch | None:
 
 @contextmanager
 def dispatching(
-    tool: str, risk: Risk, approval: ApprovalMode, *, request_id: str = ""
+    tool: str,
+    risk: Risk,
+    approval: ApprovalMode,
+    *,
+    request_id: str = "",
+    on_late: LateReporter | None = None,
 ) -> Iterator[DispatchScope]:
     """Run the body as the dispatch of ``tool``, so guards inside it can judge the call.
 
     The executor enters it around ``view.dispatch``; call it yourself only
     when you dispatch tools without :func:`veridic.execute`. Nested
     dispatches keep the outer call as the direct one: delegating never
-    gains authority.
+    gains authority. When the body ends the scope closes, and with it the
+    call's authority: work the call left running (a task, a thread in a
+    copied context) is refused every guarded operation, and each such late
+    guard is kept in :attr:`DispatchScope.late_events` and passed to
+    ``on_late`` (see :data:`LateReporter`); without a reporter it is logged
+    as a warning on the ``veridic.guards`` logger.
 
     Raises:
         VeridicError: ``tool`` is empty, ``risk`` is not a :class:`Risk` or
             ``approval`` not an :class:`ApprovalMode`.
     """
-    with _entered(Dispatch(tool, risk, approval, request_id), observing=False) as scope:
+    call = Dispatch(tool, risk, approval, request_id)
+    with _entered(call, observing=False, on_late=on_late) as scope:
         yield scope
 
 
 @contextmanager
-def _entered(call: Dispatch, *, observing: bool) -> Iterator[DispatchScope]:
+def _entered(
+    call: Dispatch, *, observing: bool, on_late: LateReporter | None = None
+) -> Iterator[DispatchScope]:
     _check_call(call)
-    scope = DispatchScope(call, _current.get(), observing=observing)
+    scope = DispatchScope(call, _current.get(), observing=observing, on_late=on_late)
     token = _current.set(scope)
     try:
         yield scope
     finally:
+        scope._close()
         _current.reset(token)
 
 
@@ -254,12 +357,39 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
 
 def _judge(scope: DispatchScope, kind: GuardKind, operations: tuple[str, ...], what: str) -> None:
     direct = scope.direct
-    allowed = direct.may_do_high_risk
     where = _caller(3)
-    scope._record(GuardEvent(kind, operations, allowed, direct, where))
-    if allowed or scope.observing:
+    reporters: list[tuple[DispatchScope, LateReporter | None]] = []
+    with _STATE:
+        late = scope._ended()
+        allowed = direct.may_do_high_risk and not late
+        event = GuardEvent(kind, operations, allowed, direct, where, late)
+        current: DispatchScope | None = scope
+        while current is not None:
+            if current._closed:
+                current._late.append(event)
+                reporters.append((current, current._on_late))
+            else:
+                current._events.append(event)
+            current = current._parent
+    failure = _report_late(event, reporters) if reporters else None
+    if allowed or (scope.observing and not late):
         return
     label = "irreversible operation" if kind == "irreversible" else "write of instruction fields"
+    if late:
+        request = f" (request {direct.request_id!r})" if direct.request_id else ""
+        unwritten = (
+            ""
+            if failure is None
+            else f"; its follow-up audit record could not be written ({type(failure).__name__}: "
+            f"{failure}), see the veridic.guards log"
+        )
+        raise GuardDeniedError(
+            f"{label} {what} (at {where}) was refused before it happened: it was attempted "
+            f"after the call of {direct.tool!r}{request} had ended, by a task or thread that "
+            "call started, and a call's authority ends with the call"
+            f"{unwritten}: finish the work inside the handler (await the task, join the "
+            "thread) before it returns, or ask for the operation in a new call"
+        ) from failure
     via = "" if scope.call is direct else f" (delegated through {scope.call.tool!r})"
     raise GuardDeniedError(
         f"{label} {what} (at {where}) was refused before it happened: the tool the agent "
@@ -268,6 +398,125 @@ def _judge(scope: DispatchScope, kind: GuardKind, operations: tuple[str, ...], w
         f"confirmed: declare {direct.tool!r} high risk (irreversible=True, or writes= the "
         "model) so each call asks the user, or do this outside agent dispatch"
     )
+
+
+def _report_late(
+    event: GuardEvent, reporters: list[tuple[DispatchScope, LateReporter | None]]
+) -> Exception | None:
+    """Hand a late event to each closed scope's reporter; log (and return) what failed."""
+    failure: Exception | None = None
+    for scope, report in reporters:
+        if report is None:
+            _log.warning(
+                "guard refused %s at %s after the dispatch of %r had ended; no reporter "
+                "records it (dispatch through veridic.execute to get a follow-up audit record)",
+                ", ".join(event.operations),
+                event.where,
+                scope.call.tool,
+            )
+            continue
+        try:
+            report(event)
+        except Exception as error:  # logged here, chained onto the refusal by the caller
+            _log.error(
+                "the follow-up audit record of %s (refused at %s after the call of %r had "
+                "ended) could not be written",
+                ", ".join(event.operations),
+                event.where,
+                scope.call.tool,
+                exc_info=error,
+            )
+            failure = failure or error
+    return failure
+
+
+# --- lazy results -----------------------------------------------------------------------
+
+
+def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object:
+    """``value`` when it is a finished result; a lazy one is closed and refused.
+
+    Called inside the dispatch, so whatever closing runs (a generator's
+    ``finally``) is still judged and recorded as part of the call. What counts
+    as lazy is documented on :meth:`veridic.view.PreparedCall.invoke`.
+
+    Raises:
+        VeridicError: ``value`` is lazy.
+    """
+    what = _lazy(value)
+    if what is None:
+        return value
+    got = "returned, after being awaited," if awaited else "returned"
+    if inspect.isawaitable(value) and not awaited:
+        remedy = (
+            "declare the handler async def so that veridic awaits it inside its dispatch "
+            "(await aexecute(...) or view.adispatch(...)), or return the finished value"
+        )
+    else:
+        remedy = (
+            "return a finished value from the handler (a list, a dict, the text: "
+            "e.g. list(...) of the items), so its work is done inside the call"
+        )
+    error = VeridicError(
+        f"tool {tool!r} ({origin}) {got} {what}, whose code would run only when someone "
+        "consumes it: after its dispatch ended, outside the write-side guards and the audit "
+        f"record; it was refused{_closed_note(value)}: {remedy}"
+    )
+    try:
+        _discard(value)
+    except Exception as failure:
+        raise error from failure
+    raise error
+
+
+def _lazy(value: object) -> str | None:
+    if inspect.isgenerator(value):
+        return "a generator"
+    if inspect.iscoroutine(value):
+        return "a coroutine"
+    if inspect.isasyncgen(value):
+        return "an async generator"
+    kind = type(value).__name__
+    if inspect.isawaitable(value):
+        return f"an awaitable ({kind})"
+    if isinstance(value, Iterator):
+        return f"an iterator ({kind})"
+    if isinstance(value, AsyncIterator):
+        return f"an async iterator ({kind})"
+    return None
+
+
+def _closed_note(value: object) -> str:
+    if inspect.isgenerator(value) or inspect.iscoroutine(value) or inspect.isasyncgen(value):
+        return " and closed without running further"
+    if _is_future(value):
+        return " and cancelled"
+    return ""
+
+
+def _discard(value: object) -> None:
+    """Stop what can be stopped: close a generator or coroutine, cancel an asyncio future."""
+    if inspect.isgenerator(value) or inspect.iscoroutine(value):
+        value.close()
+    elif inspect.isasyncgen(value):
+        closing = value.aclose()
+        try:
+            closing.send(None)
+        except StopIteration:
+            return
+        closing.close()  # its cleanup wants to await: that cannot happen here
+        raise VeridicError(
+            "the refused async generator's cleanup awaits something, which a sync "
+            "dispatch cannot do; it was closed without that cleanup"
+        )
+    elif _is_future(value):
+        value.cancel()
+
+
+def _is_future(value: object) -> TypeGuard[asyncio.Future[object]]:
+    # asyncio is imported only by programs that use it; no future exists without it.
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(value, asyncio.Future)
 
 
 def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[str]) -> list[str]:

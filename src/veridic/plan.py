@@ -19,7 +19,11 @@ same :class:`~veridic.ToolView` that wrote the prompt (invariant I5) and:
 
 A malformed plan (duplicate ids, a dependency on no step, a cycle, a step
 that is not a mapping with the right keys) is a :class:`~veridic.PlanError`:
-there is no sensible plan to return.
+there is no sensible plan to return. That includes a step with a key veridic
+does not know (``dependsOn``, ``needs``, ``"depends_on "`` with a trailing
+space): read as absent, such a key would turn "run after s1" into "no
+dependencies", so it is refused with the nearest known key instead
+(invariant I10: nothing the model writes is ignored silently).
 
 >>> from veridic import Registry
 >>> registry = Registry()
@@ -49,6 +53,7 @@ Some proposed steps were removed because this site cannot run them: create_snipp
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -80,6 +85,21 @@ INVALIDATED: Final = "depends_on_removed"
 
 _PLAIN_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _KEYS: Final = ("id", "tool", "arguments", "depends_on")
+_SYNONYMS: Final = {
+    # What models write instead, that no spelling distance finds.
+    "needs": "depends_on",
+    "requires": "depends_on",
+    "after": "depends_on",
+    "dependencies": "depends_on",
+    "prerequisites": "depends_on",
+    "params": "arguments",
+    "parameters": "arguments",
+    "input": "arguments",
+    "inputs": "arguments",
+    "name": "tool",
+    "function": "tool",
+    "action": "tool",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +187,16 @@ def normalize_plan(
 
     ``steps`` are :class:`PlanStep` objects or mappings with keys ``id``,
     ``tool``, ``arguments`` (a mapping, JSON text or absent) and
-    ``depends_on`` (a list of ids, or absent); other keys are ignored.
-    Arguments are validated against the tool's schema without running it.
+    ``depends_on`` (a list of ids, or absent), and no other key: a key
+    spelled any other way (``dependsOn``, ``"depends_on "``, ``needs``) is
+    refused, never ignored. Arguments are validated against the tool's
+    schema without running it.
 
     Raises:
         PlanError: the plan is malformed (duplicate ids, a dependency on an
-            id no step has, a cycle, a step of the wrong shape).
+            id no step has, a cycle, a step of the wrong shape, a key that is
+            not one of ``id``, ``tool``, ``arguments``, ``depends_on``; the
+            message names the step, the key and the nearest known key).
         IncompletePlanError: ``strict`` is true and a step was removed; its
             ``.plan`` is the :class:`NormalizedPlan`.
     """
@@ -229,6 +253,7 @@ def _step(index: int, raw: object) -> PlanStep:
             f"plan step #{index} is a {type(raw).__name__}, not a step: write each step as "
             '{"id": ..., "tool": ..., "arguments": {...}, "depends_on": [...]}'
         )
+    _check_keys(index, raw)
     step_id = raw.get("id")
     if not isinstance(step_id, str) or not step_id.strip():
         raise PlanError(
@@ -247,6 +272,51 @@ def _step(index: int, raw: object) -> PlanStep:
 
 def _where(index: int, step_id: str) -> str:
     return f"plan step #{index} ({step_id!r})"
+
+
+def _check_keys(index: int, raw: Mapping[object, object]) -> None:
+    """Refuse a step with a key veridic does not know: read as absent, it would change the plan."""
+    unknown = [key for key in raw if not (isinstance(key, str) and key in _KEYS)]
+    if not unknown:
+        return
+    step_id = raw.get("id")
+    where = (
+        _where(index, step_id)
+        if isinstance(step_id, str) and step_id.strip()
+        else f"plan step #{index}"
+    )
+    listed = "; ".join(_unknown_key(key) for key in unknown[:5])
+    more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    plural = "keys" if len(unknown) > 1 else "a key"
+    raise PlanError(
+        f"{where} has {plural} veridic does not know: {listed}{more}; reading "
+        f"{'them' if len(unknown) > 1 else 'it'} as absent would change what the step "
+        f"means (a misspelled depends_on would run it with no dependencies): a step's keys "
+        f"are {', '.join(_KEYS)}; rename or remove the others"
+    )
+
+
+def _unknown_key(key: object) -> str:
+    shown = _shown(key, 40)
+    if not isinstance(key, str):
+        return shown
+    nearest = _nearest_key(key)
+    return f"{shown} (did you mean {nearest!r}?)" if nearest else shown
+
+
+def _nearest_key(key: str) -> str | None:
+    """The known key that ``key`` most likely misspells, compared without case or separators."""
+    folded = {re.sub(r"[\W_]", "", known).lower(): known for known in _KEYS}
+    plain = re.sub(r"[\W_]", "", key[:100]).lower()
+    if plain in folded:
+        return folded[plain]
+    if plain in _SYNONYMS:
+        return _SYNONYMS[plain]
+    close = difflib.get_close_matches(plain, folded, n=1, cutoff=0.6)
+    if close:
+        return folded[close[0]]
+    close = difflib.get_close_matches(key[:100], _KEYS, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _arguments(index: int, step_id: str, raw: object) -> Mapping[str, object]:

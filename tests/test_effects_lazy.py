@@ -1,0 +1,338 @@
+"""A handler's result is finished when it returns: lazy values would run their effects unaudited.
+
+A generator, an iterator, or a coroutine handed back by a sync wrapper runs
+its code only when someone consumes it: after the dispatch ended, outside the
+guards and the audit record. Every entry point refuses such a result inside
+the dispatch, closes what can be closed, and records the call as failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import io
+import itertools
+import re
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from veridic import (
+    ApprovalPolicy,
+    CallOutcome,
+    CallResult,
+    Composer,
+    GuardDeniedError,
+    Registry,
+    SQLiteAuditSink,
+    ToolView,
+    VeridicError,
+    aexecute,
+    execute,
+    guard_irreversible,
+    instruction,
+)
+from veridic.effects import arun_observed, run_observed
+
+PROMPT = Composer().system(instruction("You export reports.")).build()
+
+
+@dataclass
+class Store:
+    """Records what the handlers' lazy parts did, if they ever ran."""
+
+    ran: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    def hard_delete(self, name: str) -> None:
+        guard_irreversible("hard delete report")
+        self.deleted.append(name)
+
+
+def lazy_results(store: Store) -> dict[str, Callable[[], object]]:
+    """Handlers' results, one per kind of lazy value; each would act when consumed."""
+
+    def generator() -> Iterator[str]:
+        store.ran.append("generator")
+        store.hard_delete("r-1")
+        yield "deleted"
+
+    async def coroutine() -> str:
+        store.ran.append("coroutine")
+        store.hard_delete("r-1")
+        return "deleted"
+
+    async def async_generator() -> AsyncIterator[str]:
+        store.ran.append("async generator")
+        store.hard_delete("r-1")
+        yield "deleted"
+
+    def step(name: str) -> str:
+        store.ran.append("map")
+        store.hard_delete(name)
+        return name
+
+    return {
+        "generator": generator,
+        "coroutine": coroutine,
+        "async_generator": async_generator,
+        "map": lambda: map(step, ["r-1"]),
+        "filter": lambda: filter(step, ["r-1"]),
+        "zip": lambda: zip(map(step, ["r-1"]), "x", strict=False),
+        "itertools": lambda: itertools.chain(map(step, ["r-1"])),
+        "iter": lambda: iter(["r-1"]),
+        "file": lambda: io.StringIO("line 1\nline 2\n"),
+    }
+
+
+KINDS = sorted(lazy_results(Store()))
+EXPECTED = {
+    "generator": "a generator",
+    "coroutine": "a coroutine",
+    "async_generator": "an async generator",
+    "map": "an iterator (map)",
+    "filter": "an iterator (filter)",
+    "zip": "an iterator (zip)",
+    "itertools": "an iterator (chain)",
+    "iter": "an iterator (list_iterator)",
+    "file": "an iterator (StringIO)",
+}
+
+
+def shop(store: Store, kind: str) -> ToolView:
+    registry = Registry("reports")
+    make = lazy_results(store)[kind]
+
+    @registry.tool(kind="write", irreversible=True)
+    def export_report(name: str) -> object:
+        """Export a report and delete its draft for good; this cannot be undone.
+
+        Args:
+            name: The report.
+        """
+        return make()
+
+    @registry.tool(kind="query")
+    def list_reports(prefix: str) -> object:
+        """List the reports whose name starts with a prefix.
+
+        Args:
+            prefix: The prefix.
+        """
+        return range(3) if prefix == "range" else [prefix, {"keys": "values"}]
+
+    return registry.view()
+
+
+def confirmed(view: ToolView, audit: SQLiteAuditSink, name: str = "export_report") -> CallResult:
+    return execute(
+        view,
+        name,
+        {"name": "r-1"},
+        policy=ApprovalPolicy(view),
+        audit=audit,
+        request_id="req-1",
+        prompt=PROMPT,
+        confirm=lambda request: True,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_never_awaited_warning() -> Iterator[None]:
+    """A refused coroutine is closed: no "coroutine ... was never awaited" may leak."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+        gc.collect()
+    leaked = [w for w in caught if "never awaited" in str(w.message)]
+    assert leaked == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_execute_refuses_a_lazy_result_and_records_the_call_as_failed(kind: str) -> None:
+    store, audit = Store(), SQLiteAuditSink()
+    result = confirmed(shop(store, kind), audit, "export_report")
+    assert result.outcome is CallOutcome.FAILED
+    error = result.error
+    assert isinstance(error, VeridicError)
+    message = str(error)
+    assert "tool 'export_report' (" in message
+    assert f"returned {EXPECTED[kind]}, whose code would run only when someone consumes it" in (
+        message
+    )
+    assert "outside the write-side guards and the audit record" in message
+    assert "return a finished value" in message or "declare the handler async def" in message
+    (record,) = audit.records()
+    assert record.outcome is CallOutcome.FAILED
+    assert record.detail.startswith("VeridicError: tool 'export_report'")
+    assert not record.irreversible
+    assert (store.ran, store.deleted) == ([], [])
+
+
+def test_a_refused_generator_is_closed_so_nothing_of_it_runs_later() -> None:
+    store = Store()
+    view = shop(store, "generator")
+    with pytest.raises(VeridicError, match=r"returned a generator.*closed without running"):
+        view.dispatch("export_report", {"name": "r-1"})
+    gc.collect()
+    assert store.ran == []
+
+
+def test_a_coroutine_from_a_sync_wrapper_is_refused_with_the_async_remedy() -> None:
+    view = shop(Store(), "coroutine")
+    with pytest.raises(VeridicError) as caught:
+        view.dispatch("export_report", {"name": "r-1"})
+    message = str(caught.value)
+    assert "returned a coroutine" in message
+    assert "and closed without running further" in message
+    assert "declare the handler async def" in message
+    assert "await aexecute(...) or view.adispatch(...)" in message
+
+
+def test_an_asyncio_future_returned_by_a_sync_handler_is_cancelled() -> None:
+    registry = Registry()
+    futures: list[asyncio.Future[str]] = []
+
+    @registry.tool(kind="query")
+    def start_export(name: str) -> object:
+        """Start exporting a report in the background.
+
+        Args:
+            name: The report.
+        """
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        futures.append(future)
+        return future
+
+    async def main() -> None:
+        with pytest.raises(VeridicError, match=r"returned an awaitable \(Future\).*cancelled"):
+            registry.view().dispatch("start_export", {"name": "r"})
+
+    asyncio.run(main())
+    assert futures[0].cancelled()
+
+
+@pytest.mark.parametrize("kind", ["generator", "map", "file"])
+def test_direct_dispatch_and_the_effects_harness_refuse_lazy_results_too(kind: str) -> None:
+    store = Store()
+    view = shop(store, kind)
+    with pytest.raises(VeridicError, match=re.escape(f"returned {EXPECTED[kind]}")):
+        view.dispatch("export_report", {"name": "r-1"})
+    with pytest.raises(VeridicError, match=re.escape(f"returned {EXPECTED[kind]}")):
+        run_observed(view, "export_report", {"name": "r-1"})
+    assert store.ran == []
+
+
+def test_finished_values_pass_lists_dicts_ranges_and_text_alike() -> None:
+    view = shop(Store(), "generator")
+    assert view.dispatch("list_reports", {"prefix": "q"}) == ["q", {"keys": "values"}]
+    assert view.dispatch("list_reports", {"prefix": "range"}) == range(3)
+
+
+# --- the async path: awaitables are awaited inside the call, the final value is finished
+
+
+def async_shop(store: Store) -> ToolView:
+    registry = Registry("reports")
+
+    @registry.tool(kind="write", irreversible=True)
+    async def export_report(name: str) -> object:
+        """Export a report and delete its draft for good; this cannot be undone.
+
+        Args:
+            name: The report.
+        """
+        store.hard_delete(name)  # inside the call: judged and recorded
+        if name == "lazy":
+            return (store.ran.count(n) for n in ("later",))  # any code, run on consumption
+        if name == "nested":
+            return asyncio.sleep(0, result="later")
+        return "exported"
+
+    @registry.tool(kind="query")
+    def wrapped(name: str) -> object:
+        """Look a report up through an async client behind a sync wrapper.
+
+        Args:
+            name: The report.
+        """
+
+        async def fetch() -> str:
+            await asyncio.sleep(0)
+            return f"report {name}"
+
+        return fetch()
+
+    @registry.tool(kind="query")
+    async def stream(name: str) -> object:
+        """Stream the lines of a report.
+
+        Args:
+            name: The report.
+        """
+
+        async def lines() -> AsyncIterator[str]:
+            store.ran.append("stream")
+            yield name
+
+        return lines()
+
+    return registry.view()
+
+
+def run_async(view: ToolView, audit: SQLiteAuditSink, name: str, report: str) -> CallResult:
+    return asyncio.run(
+        aexecute(
+            view,
+            name,
+            {"name": report},
+            policy=ApprovalPolicy(view),
+            audit=audit,
+            request_id="req-1",
+            prompt=PROMPT,
+            confirm=lambda request: True,
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("report", "name", "what"),
+    [
+        ("lazy", "export_report", "a generator"),
+        ("nested", "export_report", "a coroutine"),
+        ("r", "stream", "an async generator"),
+    ],
+)
+def test_aexecute_refuses_a_lazy_value_left_after_the_await(
+    report: str, name: str, what: str
+) -> None:
+    store, audit = Store(), SQLiteAuditSink()
+    result = run_async(async_shop(store), audit, name, report)
+    assert result.outcome is CallOutcome.FAILED
+    message = str(result.error)
+    assert f"returned, after being awaited, {what}" in message
+    assert "return a finished value" in message
+    (record,) = audit.records()
+    assert record.outcome is CallOutcome.FAILED
+    assert store.ran == []
+
+
+def test_aexecute_awaits_a_sync_wrappers_coroutine_inside_the_call() -> None:
+    audit = SQLiteAuditSink()
+    result = run_async(async_shop(Store()), audit, "wrapped", "r-1")
+    assert result.value == "report r-1"
+    assert audit.records()[0].outcome is CallOutcome.OK
+
+
+def test_adispatch_and_arun_observed_refuse_lazy_results_too() -> None:
+    store = Store()
+    view = async_shop(store)
+    with pytest.raises(GuardDeniedError):  # direct dispatch is approved by no one
+        asyncio.run(view.adispatch("export_report", {"name": "lazy"}))
+    with pytest.raises(VeridicError, match=r"after being awaited, an async generator"):
+        asyncio.run(view.adispatch("stream", {"name": "r"}))
+    with pytest.raises(VeridicError, match=r"after being awaited, a generator"):
+        asyncio.run(arun_observed(view, "export_report", {"name": "lazy"}))
+    assert store.ran == []
