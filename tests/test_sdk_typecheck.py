@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -39,7 +40,12 @@ pytest.importorskip("anthropic")
 ROOT: Final = Path(__file__).resolve().parents[1]
 CASES: Final = ROOT / "tests" / "typecheck" / "sdk"
 STUBS: Final = ROOT / "stubs"
-CACHE: Final = ROOT / ".mypy_cache" / "sdk-typecheck-tests"
+CACHE: Final = (
+    Path(os.environ["VERIDIC_TYPECHECK_CACHE"]).with_name("sdk-typecheck-tests")
+    if os.environ.get("VERIDIC_TYPECHECK_CACHE")
+    else ROOT / ".mypy_cache" / "sdk-typecheck-tests"
+)
+"""mypy's cache (next to ``VERIDIC_TYPECHECK_CACHE`` when that is set, as in test_typecheck)."""
 
 _MARK: Final = re.compile(r"#\s*([EP]):\s*\[([\w-]+)\]\s*([^#]*)")
 _REPORTED: Final = re.compile(

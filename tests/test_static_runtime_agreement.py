@@ -17,6 +17,7 @@ checker's alone (docs/mypy.md).
 from __future__ import annotations
 
 import copy
+import importlib
 import pickle
 import re
 import textwrap
@@ -26,11 +27,16 @@ from typing import Final, Literal
 
 import pytest
 from mypy import api as mypy_api
+from pydantic import BaseModel, TypeAdapter
 from test_typecheck import CACHE, POLICIES, write_config
 
 from veridic import (
+    BootError,
     Composer,
+    Deny,
+    InstructionField,
     ProvenanceError,
+    Registry,
     configure,
     instruction,
     is_trusted,
@@ -90,6 +96,21 @@ TABLE: Final[tuple[tuple[str, Outcome], ...]] = (
     ("join([t, u])", "refused"),
     ("join([t], sep=u)", "refused"),
     ("instruction(u)", "refused"),
+    # an InstructionField mints what validates into it: a plain str, but never untrusted text
+    ("StoredPrompt(content=s).content", "trusted"),
+    ("StoredPrompt(content=t).content", "trusted"),
+    ('StoredPrompt.model_validate({"content": s}).content', "trusted"),
+    ("StoredPrompt(content=u)", "refused"),
+    ('StoredPrompt.model_validate({"content": u})', "refused"),
+    ("TypeAdapter(InstructionField).validate_python(u)", "refused"),
+    # trusted positions next to the tools (TrustedText) refuse untrusted text
+    ("Deny(reason=u)", "refused"),
+    ("BootError(u)", "refused"),
+    ('Registry().component("billing", hint=u)', "refused"),
+    ('Registry().component("billing", provides=u)', "refused"),
+    # veridic's private minting helpers are refused outside veridic
+    ('mint(s, "code", "here")', "refused"),
+    ("joined([t, t2], sep=t)", "refused"),
 )
 
 _PARAMETERS: Final = (
@@ -100,8 +121,31 @@ import copy
 import pickle
 from typing import reveal_type
 
-from veridic import Composer, TrustedInstruction, UntrustedText, instruction, join
+from pydantic import BaseModel, TypeAdapter
+
+from veridic import (
+    BootError,
+    Composer,
+    Deny,
+    InstructionField,
+    Registry,
+    TrustedInstruction,
+    UntrustedText,
+    instruction,
+    join,
+)
+from veridic.provenance import joined, mint  # type: ignore[veridic-forge]
+
+
+class StoredPrompt(BaseModel):
+    content: InstructionField
 """
+
+
+class StoredPrompt(BaseModel):
+    """The model the rows use, as the header declares it for mypy."""
+
+    content: InstructionField
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +231,15 @@ def runtime_outcome(row: Row) -> Outcome:
         "Composer": Composer,
         "instruction": instruction,
         "join": join,
+        "StoredPrompt": StoredPrompt,
+        "TypeAdapter": TypeAdapter,
+        "InstructionField": InstructionField,
+        "Deny": Deny,
+        "BootError": BootError,
+        "Registry": Registry,
+        # (veridic.provenance, not the provenance() function the package exports)
+        "mint": importlib.import_module("veridic.provenance").mint,
+        "joined": importlib.import_module("veridic.provenance").joined,
     }
     try:
         exec(textwrap.dedent("\n".join(row.body)), namespace)

@@ -7,6 +7,7 @@ runs mypy on a snippet of wrong calls and pins the errors it reports.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 from typing import Final, TypedDict
@@ -29,7 +30,12 @@ from veridic import (
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 FIXTURES: Final = ROOT / "tests" / "templates_fixtures"
-CACHE: Final = ROOT / ".mypy_cache" / "templates-tests"
+CACHE: Final = (
+    Path(os.environ["VERIDIC_TYPECHECK_CACHE"]).with_name("templates-tests")
+    if os.environ.get("VERIDIC_TYPECHECK_CACHE")
+    else ROOT / ".mypy_cache" / "templates-tests"
+)
+"""mypy's cache (next to ``VERIDIC_TYPECHECK_CACHE`` when that is set, as in test_typecheck)."""
 
 
 class System(TypedDict):

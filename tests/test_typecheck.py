@@ -7,8 +7,9 @@ with the exact error code and a fragment of the message::
 
 Every other line must get no error, so the accepted forms in the same files are
 checked too. ``# P: [rule]`` marks the same for pyright (see
-``test_pyright_reports_exactly_its_marked_lines``). A mark on a comment line of its
-own is for the next line of code. Files starting with ``_`` are
+``test_pyright_reports_exactly_its_marked_lines``). ``# N: [code] fragment`` marks a
+note of the plugin's, printed right below the error with that code on that line. A
+mark on a comment line of its own is for the next line of code. Files starting with ``_`` are
 support modules that cases import; ``no_policy_list/`` is checked with no
 ``trust-policies`` list configured.
 
@@ -19,6 +20,7 @@ kept in ``.mypy_cache/typecheck-tests``, so a warm run takes a second or two.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -40,13 +42,17 @@ from veridic.mypy._config import read as read_policy_settings
 ROOT: Final = Path(__file__).resolve().parents[1]
 CASES: Final = ROOT / "tests" / "typecheck"
 NO_LIST: Final = CASES / "no_policy_list"
-CACHE: Final = ROOT / ".mypy_cache" / "typecheck-tests"
+CACHE: Final = Path(
+    os.environ.get("VERIDIC_TYPECHECK_CACHE") or ROOT / ".mypy_cache" / "typecheck-tests"
+)
+"""mypy's cache for these runs (``VERIDIC_TYPECHECK_CACHE`` moves it, e.g. for parallel runs)."""
 POLICIES: Final = ("legacy-prompts", "admin-prompts")
 
-_MARK: Final = re.compile(r"#\s*([EP]):\s*\[([\w-]+)\]\s*([^#]*)")
+_MARK: Final = re.compile(r"#\s*([EPN]):\s*\[([\w-]+)\]\s*([^#]*)")
 _REPORTED: Final = re.compile(
     r"^(?P<path>.+?):(?P<line>\d+): error: (?P<message>.*?)  \[(?P<code>[\w-]+)\]$"
 )
+_NOTE: Final = re.compile(r"^(?P<path>.+?):(?P<line>\d+): note: (?P<message>.*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +71,7 @@ class Reported:
 
 
 def expectations(path: Path, tool: str) -> list[Expected]:
-    """The ``# E:`` (mypy) or ``# P:`` (pyright) marks of one case file.
+    """The ``# E:`` (mypy), ``# N:`` (mypy's notes) or ``# P:`` (pyright) marks of one case file.
 
     A mark at the end of a line is for that line; a mark on a line of its own is for
     the next line of code.
@@ -173,6 +179,42 @@ def no_list_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Reported
     return run_mypy(case_files(NO_LIST), write_config(tmp_path_factory.mktemp("unlisted"), None))
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    path: Path
+    line: int
+    message: str
+    follows: str | None
+    """The code of the error printed just before it on the same line, if any."""
+
+
+def notes_of(out: str) -> list[Note]:
+    """The notes in mypy's output, each with the error it follows."""
+    found = []
+    last: tuple[Path, int, str] | None = None
+    for text in out.splitlines():
+        error = _REPORTED.match(text)
+        if error:
+            last = (Path(error["path"]).resolve(), int(error["line"]), error["code"])
+            continue
+        note = _NOTE.match(text)
+        if note:
+            path, line = Path(note["path"]).resolve(), int(note["line"])
+            follows = last[2] if last is not None and last[:2] == (path, line) else None
+            found.append(Note(path, line, note["message"], follows))
+    return found
+
+
+def assert_notes(path: Path, out: str) -> None:
+    """Every ``# N:`` mark of ``path`` is a note below the marked error."""
+    mine = [n for n in notes_of(out) if n.path == path.resolve()]
+    for mark in expectations(path, "N"):
+        assert any(
+            n.line == mark.line and n.follows == mark.code and mark.fragment in n.message
+            for n in mine
+        ), f"{path.name}:{mark.line}: no note below [{mark.code}] with {mark.fragment!r}: {mine}"
+
+
 def assert_matches(path: Path, reported: list[Reported]) -> None:
     expected = expectations(path, "E")
     mine = [r for r in reported if r.path == path.resolve()]
@@ -194,6 +236,7 @@ def test_mypy_reports_exactly_the_marked_errors(
     case: Path, mypy_run: tuple[list[Reported], str]
 ) -> None:
     assert_matches(case, mypy_run[0])
+    assert_notes(case, mypy_run[1])
 
 
 def test_without_a_policy_list_any_literal_policy_name_passes(

@@ -19,11 +19,20 @@ module                 rule                                        error code
                        are text written in code
 ``_forging``           no brand constructor outside veridic         ``veridic-forge``
 ``_composition``       trusted ``+`` trusted is trusted             (none: a type)
-``_any_guard``         no ``Any`` in an instruction position        ``veridic-any``
+``_any_guard``         no ``Any`` in an instruction position, nor   ``veridic-any``
+                       in a ``Literal`` parameter
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
+``_fields``            no ``UntrustedText`` into an                 ``veridic-launder``
+                       ``InstructionField``
+``_private``           veridic's private minting names stay inside  ``veridic-forge``
+``_notes``             mypy's own brand errors say how to mint      (notes)
 ``_sdk``               provider SDK calls give instructions only    ``veridic-sdk``
                        in trusted text
 =====================  ==========================================  ===================
+
+``_code_text`` decides what is text written in code, with ``_rebinding``
+(names bound again), ``_overrides`` (parameters reached through a base's
+``str``) and ``_literal_data`` (``Literal`` values filled from ``Any``).
 
 The error codes are declared in :mod:`veridic.mypy.errorcodes`; docs/mypy.md
 says what mypy cannot see (``typing.cast`` to a brand) and what pyright checks
@@ -33,21 +42,24 @@ without a plugin.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from mypy.checker import TypeChecker
+from mypy.nodes import Import, ImportFrom, MypyFile, SymbolNode, TypeInfo
 from mypy.options import Options
 from mypy.plugin import (
     AnalyzeTypeContext,
     FunctionContext,
+    FunctionSigContext,
     MethodContext,
     Plugin,
     ReportConfigContext,
 )
-from mypy.types import Type
+from mypy.types import FunctionLike, Type
 
 # errorcodes is imported here, with the plugin, so that mypy knows the codes before it
 # validates disable_error_code and the like.
@@ -63,6 +75,10 @@ _SKIPPED_PREFIX: Final = "builtins."
 """Built-ins have no ``LiteralString`` or instruction parameters worth a look-up."""
 
 _INSTALLED: Final = ("site-packages", "dist-packages")
+_VERIDIC: Final = _names.PACKAGE + "."
+_ANALYZED: Final = _names.LITERAL_STRING | _names.BRANDS | {_names.INSTRUCTION_FIELD}
+"""The annotations the plugin analyses itself (the brands only until ``_notes`` watches)."""
+_FIELD_METHODS: Final = _names.MODEL_METHODS | {"validate_python"}
 
 
 class VeridicPlugin(Plugin):
@@ -74,8 +90,14 @@ class VeridicPlugin(Plugin):
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
+        _forget_previous_build()
         self._digest = _source_digest()
         self._settings: PolicySettings | None = None
+        self._watching = False
+        """Whether ``_notes`` watches mypy's errors already (no brand annotation needs it)."""
+        self._suspects: set[str] = set()
+        """Modules that import veridic's private minting names (or their modules): the
+        first hook that runs in one reports them (``_private``)."""
 
     @property
     def policies(self) -> PolicySettings:
@@ -107,14 +129,71 @@ class VeridicPlugin(Plugin):
             }
         return self._digest
 
+    def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
+        # Called with each module mypy parses, before it is analysed: note the ones that
+        # import veridic as a module, or names from its minting modules.
+        if not _names.in_package(file.fullname) and any(map(_imports_veridic, file.imports)):
+            from veridic.mypy import _private
+
+            if _private.suspects(file):
+                self._suspects.add(file.fullname)
+        return []
+
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        if fullname not in _ANALYZED:
+            return None  # asked about every name in every annotation: answer most at once
         if fullname in _names.LITERAL_STRING:
             from veridic.mypy import _literal_string
 
             return partial(_literal_string.analyze, self, fullname)
-        return None
+        if fullname == _names.INSTRUCTION_FIELD:
+            from veridic.mypy import _fields
+
+            return partial(_fields.analyze, self)
+        if self._watching:
+            return None
+        from veridic.mypy import _notes
+
+        if _notes.watching():
+            self._watching = True
+            return None
+        return partial(_notes.analyze_brand, fullname)
+
+    def get_function_signature_hook(
+        self, fullname: str
+    ) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        if fullname.startswith(_SKIPPED_PREFIX):
+            return None
+        symbol = self.lookup_fully_qualified(fullname)
+        node = None if symbol is None else symbol.node
+        if not isinstance(node, TypeInfo) or not node.has_base(_names.BASE_MODEL):
+            return None
+        from veridic.mypy import _fields
+
+        return _fields.widen if "field" in _fields.fields_of(node).values() else None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        if fullname.startswith(_SKIPPED_PREFIX):
+            if fullname == _names.GETATTR:
+                from veridic.mypy import _private
+
+                return self._reporting(_private.check_getattr)
+            return self._reporting(None)
+        if fullname.startswith(_VERIDIC):
+            special = self._veridic_function(fullname)
+            if special is not None:
+                return self._reporting(special)
+        symbol = self.lookup_fully_qualified(fullname)
+        node = None if symbol is None else symbol.node
+        hook = self._call_hook(fullname, node)
+        if isinstance(node, TypeInfo) and node.has_base(_names.BASE_MODEL):
+            from veridic.mypy import _fields
+
+            if _fields.fields_of(node):
+                hook = partial(_fields.check_call, node, hook)
+        return self._reporting(hook)
+
+    def _veridic_function(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         if fullname in _names.BRANDS:
             from veridic.mypy import _forging
 
@@ -123,33 +202,104 @@ class VeridicPlugin(Plugin):
             from veridic.mypy import _policy
 
             return partial(_policy.check, self.policies)
-        return self._call_hook(fullname)
+        if _names.is_private_minting(fullname):
+            from veridic.mypy import _private
+
+            return partial(_private.check_call, fullname)
+        return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        if fullname == _names.TRUSTED_ADD:
-            from veridic.mypy import _composition
+        if fullname.startswith(_SKIPPED_PREFIX):
+            return self._reporting(None)
+        if fullname.startswith(_VERIDIC):
+            if fullname == _names.TRUSTED_ADD:
+                from veridic.mypy import _composition
 
-            return _composition.check
+                return _composition.check
+            if _names.is_private_minting(fullname):
+                from veridic.mypy import _private
+
+                return self._reporting(partial(_private.check_call, fullname))
         from veridic.mypy import _sdk
 
         sdk = _sdk.hook(fullname)
         if sdk is not None:
             return sdk
-        return self._call_hook(fullname)
+        method = fullname.rpartition(".")[2]
+        if method in _FIELD_METHODS:
+            from veridic.mypy import _fields
 
-    def _call_hook(self, fullname: str) -> Callable[[FunctionContext | MethodContext], Type] | None:
-        if fullname.startswith(_SKIPPED_PREFIX):
+            model = _fields.method_hook(self, fullname)
+            if model is not None:
+                return self._reporting(model)
+        symbol = self.lookup_fully_qualified(fullname)
+        return self._reporting(self._call_hook(fullname, None if symbol is None else symbol.node))
+
+    def _call_hook(
+        self, fullname: str, node: SymbolNode | None
+    ) -> Callable[[FunctionContext | MethodContext], Type] | None:
+        if node is None:
             return None
         from veridic.mypy import _signature
 
-        callee = _signature.find(self, fullname)
+        callee = _signature.find(self, fullname, node)
         return None if callee is None else partial(_check_call, callee)
+
+    def _reporting(
+        self, hook: Callable[[_Context], Type] | None
+    ) -> Callable[[_Context], Type] | None:
+        """``hook``, preceded by the report of a suspect module's private imports (if any)."""
+        if not self._suspects:
+            return hook
+        from veridic.mypy import _notes
+
+        errors = _notes.watched()
+        if errors is not None and errors.current_module() not in self._suspects:
+            return hook  # the module being checked is none of them
+        return partial(_report_module, self._suspects, hook)
+
+
+_Context = TypeVar("_Context", FunctionContext, MethodContext)
+
+
+def _report_module(
+    suspects: set[str], hook: Callable[[_Context], Type] | None, ctx: _Context
+) -> Type:
+    checker = ctx.api
+    if isinstance(checker, TypeChecker) and checker.tree.fullname in suspects:
+        from veridic.mypy import _private
+
+        suspects.discard(checker.tree.fullname)
+        _private.report_module(checker)
+    return ctx.default_return_type if hook is None else hook(ctx)
+
+
+_PER_BUILD: Final = ("_notes", "_fields", "_overrides")
+"""Rule modules that keep state for one build (mypy makes a plugin per build; a process,
+such as a test run, may run several builds)."""
+
+
+def _forget_previous_build() -> None:
+    for name in _PER_BUILD:
+        module = sys.modules.get(f"{__name__}.{name}")
+        forget = getattr(module, "forget", None)
+        if callable(forget):
+            forget()
+
+
+def _imports_veridic(node: object) -> bool:
+    if isinstance(node, ImportFrom):
+        return node.id == _names.PACKAGE or node.id.startswith(_names.PACKAGE + ".")
+    if isinstance(node, Import):
+        return any(_names.in_package(module) for module, _ in node.ids)
+    return False
 
 
 def _check_call(callee: Callee, ctx: FunctionContext | MethodContext) -> Type:
-    from veridic.mypy import _any_guard, _minting
+    from veridic.mypy import _any_guard, _minting, _notes
 
     if isinstance(ctx.api, TypeChecker):
+        _notes.watch(ctx.api.msg.errors)
         _minting.check(ctx, callee, ctx.api)
         _any_guard.check(ctx, callee, ctx.api)
     return ctx.default_return_type

@@ -9,7 +9,10 @@ parameters get the same treatment from ``_minting``.)
 What it changes: nothing in the inferred types. It reports ``veridic-any``
 for an argument of type ``Any``, for an ``Any`` item of a list, tuple, set or
 comprehension passed as the parts, and for ``*args`` or ``**kwargs`` whose
-items are ``Any``.
+items are ``Any``. The same for a parameter typed ``Literal[...]`` of strings
+(a dataclass, ``NamedTuple`` or ``TypedDict`` field, ``Config(**data)``): the
+plugin reads a ``Literal``-typed value as text written in code, so a ``Literal``
+filled from ``Any`` would be code text that came from anywhere.
 
 Why: ``Any`` is compatible with every type, so a value from an untyped
 library or ``json.loads`` passes ``TrustedInstruction`` parameters silently,
@@ -35,15 +38,28 @@ from veridic.mypy._signature import Callee, Role, arguments, values
 def check(ctx: FunctionContext | MethodContext, callee: Callee, checker: TypeChecker) -> None:
     """Report every ``Any`` that lands in one of ``callee``'s instruction parameters."""
     for argument in arguments(ctx, callee):
-        if argument.role is Role.CODE_TEXT:
-            continue
+        if argument.role in (Role.CODE_TEXT, Role.TRUSTED_TEXT):
+            continue  # _minting's
         for expr, typ in values(argument, checker):
-            if is_any(typ):
-                checker.fail(
-                    any_value(callee.display, argument.formal, describe(expr, checker)),
-                    expr,
-                    code=errorcodes.ANY,
-                )
+            if not is_any(typ):
+                continue
+            what = describe(expr, checker)
+            if argument.role is Role.LITERAL:
+                message = any_literal(callee.display, argument.formal, what)
+            else:
+                message = any_value(callee.display, argument.formal, what)
+            checker.fail(message, expr, code=errorcodes.ANY)
+
+
+def any_literal(callee: str, formal: str, what: str) -> str:
+    """The ``veridic-any`` message for ``Any`` filling a ``Literal`` parameter."""
+    return (
+        f'{callee} got a value of type "Any" for {formal} ({what}), which is typed Literal: '
+        "the plugin reads a Literal-typed value as text written in code, and Any could hold "
+        "any text; give the value its type where it comes from: validate it (a pydantic model "
+        f"or TypeAdapter checks a Literal when it is built), or type {formal} as str if it is "
+        "outside text"
+    )
 
 
 def any_value(callee: str, formal: str, what: str) -> str:

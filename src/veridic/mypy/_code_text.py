@@ -5,17 +5,27 @@ Text is written in code when it is:
 - a string literal (implicit concatenation and f-strings without values are
   literals to mypy too);
 - ``+`` of two such texts, or ``a if cond else b`` of two such texts;
-- a ``Final`` name bound to a literal, in this module or imported;
-- a value whose type is ``Literal[...]`` (of ``str``);
+- a ``Final`` name bound to a literal, in this module or imported; read through
+  an instance, only if no instance can hold its own value (a constructor
+  parameter of that name, a method assigning it);
+- a value whose type is ``Literal[...]`` (of ``str``) that the plugin sees come
+  from code: a parameter so typed (``_any_guard`` refuses ``Any`` from its
+  callers), a variable declared so, an attribute or item of a variable that took
+  no ``Any`` nor ``cast()`` (``_literal_data``);
 - a parameter of an enclosing function annotated ``LiteralString``, still
   holding what the caller passed (the plugin checks those callers the same
-  way, so the literal is checked where it is written);
-- the variable of a loop or comprehension over such a ``*args`` parameter, or
-  over a list, tuple or set display of such texts, bound by nothing else.
+  way, so the literal is checked where it is written): bound to nothing else
+  (``_rebinding``), with a default written in code, and reached through no
+  declaration of plain ``str`` (``_overrides``);
+- the variable of a loop or comprehension over such a ``*args`` parameter, over
+  a list, tuple or set display of such texts, or over a ``Final`` tuple of
+  literals, bound by nothing else.
 
 Everything else is not: a variable, an f-string with values, ``str(x)``,
 ``%``, ``.format()``, any other call, a ``cast()``, ``UntrustedText``.
 The verdict says which of these it was, so the message can say what to do.
+A name is judged by how it is bound, not by its narrowed type: mypy narrows a
+loop variable over literals to them and keeps that after an import rebinds it.
 """
 
 from __future__ import annotations
@@ -31,8 +41,11 @@ from mypy.nodes import (
     CallExpr,
     CastExpr,
     ConditionalExpr,
+    Decorator,
+    EllipsisExpr,
     Expression,
     FuncItem,
+    IndexExpr,
     ListExpr,
     MemberExpr,
     MypyFile,
@@ -50,15 +63,21 @@ from mypy.types import (
     CallableType,
     Instance,
     LiteralType,
+    NoneType,
     ProperType,
+    TupleType,
+    Type,
     TypeOfAny,
     UnionType,
     get_proper_type,
 )
 
 from veridic.mypy import _names
+from veridic.mypy._literal_data import any_source, declared_source
 from veridic.mypy._literal_string import mentions_literal_string
-from veridic.mypy._rebinding import loop_source, rebinds
+from veridic.mypy._overrides import reached_as_str
+from veridic.mypy._rebinding import assigns_attribute, loop_source, rebinds
+from veridic.mypy._signature import signature_of
 
 _MAX_VALUES: Final = 64
 """Past this many possible values (``a if x else b`` chains), stop listing them."""
@@ -105,17 +124,116 @@ def classify(expr: Expression, checker: TypeChecker) -> Verdict:
         if proper.type_of_any == TypeOfAny.from_error:
             return _UNKNOWN  # mypy has reported this expression already
         return AnyTyped(describe(expr, checker))
+    if isinstance(expr, CallExpr) and isinstance(expr.analyzed, CastExpr):
+        return _not_written(expr, proper, checker)  # even to a Literal type
+    if isinstance(expr, MemberExpr):
+        shadow = _shadowed_final(expr, checker)
+        if shadow is not None:
+            return NotWritten(shadow, _SHADOW_ADVICE)
     constant = _final_value(expr, checker)
     if constant is not None:
         return Written(frozenset({constant}))
+    if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
+        return _name(expr, expr.node, proper, checker)
     values = _literal_values(proper)
     if values is not None:
-        return Written(values)
-    if isinstance(expr, NameExpr) and (
-        _is_code_parameter(expr, checker) or _iterates_code_text(expr, checker)
-    ):
-        return _UNKNOWN
+        return _literal_data(expr, values, any_source(expr, checker), checker)
     return _not_written(expr, proper, checker)
+
+
+def _name(
+    expr: NameExpr, variable: Var, proper: ProperType | None, checker: TypeChecker
+) -> Verdict:
+    """A name: a parameter, a variable declared ``Literal[...]``, or a loop variable.
+
+    Its narrowed type is not enough: mypy narrows a loop variable over literals to
+    them, and keeps that type after an import or a ``global`` assignment elsewhere
+    binds the name again. So a name is judged by how it is bound.
+    """
+    parameter = _parameter(expr, checker)
+    if parameter is not None:
+        return parameter
+    owner = _owner(expr, checker)
+    declared = None if variable.type is None else _literal_type(variable.type)
+    if owner is not None:  # a parameter not typed LiteralString: its callers are checked
+        if declared is None:
+            return _not_written(expr, proper, checker)
+        if rebinds(owner, variable):
+            return NotWritten(
+                f'the parameter "{expr.name}", which its function binds to other text'
+            )
+        return Written(declared)
+    if not variable.is_inferred:  # declared, e.g. mode: Mode = ...
+        if declared is None:
+            return _not_written(expr, proper, checker)
+        return _literal_data(expr, declared, declared_source(expr, variable, checker), checker)
+    if _iterates_code_text(expr, checker):
+        values = _literal_values(proper)
+        return _UNKNOWN if values is None else Written(values)
+    return _not_written(expr, proper, checker)
+
+
+def _literal_data(
+    expr: Expression, values: frozenset[str], source: str | None, checker: TypeChecker
+) -> Verdict:
+    if source is None:
+        return Written(values)
+    return NotWritten(
+        f"{describe(expr, checker)}, typed Literal but filled by {source}", _LITERAL_ADVICE
+    )
+
+
+def _literal_type(typ: Type) -> frozenset[str] | None:
+    """The values of a type declared ``Literal[...]`` (not a ``str`` narrowed to one)."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType):
+        if not all(isinstance(get_proper_type(item), LiteralType) for item in proper.items):
+            return None
+    elif not isinstance(proper, LiteralType):
+        return None
+    return _literal_values(proper)
+
+
+_SHADOW_ADVICE: Final = (
+    "use the constant through the class (Prompts.TONE), where no instance can shadow it"
+)
+_LITERAL_ADVICE: Final = (
+    "a Literal type that came from Any is not code: give the data its type where it comes "
+    "from (a pydantic model or TypeAdapter checks a Literal), or write the texts in code "
+    "and pick one by the value"
+)
+_PARAMETER_ADVICE: Final = (
+    "declare it LiteralString there too, or mint the text where it is written and pass "
+    "the TrustedInstruction"
+)
+
+
+def _shadowed_final(expr: MemberExpr, checker: TypeChecker) -> str | None:
+    """Whether an instance may hold its own value for the ``Final`` class attribute ``expr``.
+
+    Read through an instance, a ``Final`` class attribute is the class's value unless
+    the instance sets one: a dataclass (or pydantic, attrs, ``NamedTuple``) field is
+    set by the constructor, and a method may assign it (mypy reports that, but a
+    ``# type: ignore`` silences it).
+    """
+    receiver = checker.lookup_type_or_none(expr.expr)
+    proper = None if receiver is None else get_proper_type(receiver)
+    if not isinstance(proper, Instance):
+        return None  # read from the class itself, or not an attribute of a class
+    symbol = proper.type.get(expr.name)
+    variable = None if symbol is None else symbol.node
+    if not isinstance(variable, Var) or not variable.is_final:
+        return None
+    where = f'the attribute "{expr.name}", which an instance of {proper.type.name} '
+    constructor = signature_of(proper.type)
+    if constructor is not None and expr.name in constructor.arg_names:
+        return where + f'sets itself (its constructor takes "{expr.name}")'
+    for info in proper.type.mro:
+        for node in info.names.values():
+            function = node.node.func if isinstance(node.node, Decorator) else node.node
+            if isinstance(function, FuncItem) and assigns_attribute(function.body.body, expr.name):
+                return where + f"may set itself (a method of {info.name} assigns it)"
+    return None
 
 
 def _final_value(expr: Expression, checker: TypeChecker) -> str | None:
@@ -190,15 +308,53 @@ def _owner(expr: NameExpr, checker: TypeChecker) -> FuncItem | None:
     return None
 
 
-def _is_code_parameter(expr: NameExpr, checker: TypeChecker) -> bool:
-    """A parameter declared ``LiteralString`` that its function never binds to anything else."""
+def _parameter(expr: NameExpr, checker: TypeChecker) -> Verdict | None:
+    """For a ``LiteralString`` parameter of an enclosing function: whether it holds code text.
+
+    ``None`` when ``expr`` is no such parameter. It holds text written in code while
+    every way in is checked: the function never binds it to anything else, its
+    default is code text, and no declaration that callers may go through (a base
+    class's or Protocol's method, the other of ``__init__``/``__new__``) takes plain
+    ``str`` there (``_overrides``).
+    """
     variable = expr.node
     if not isinstance(variable, Var) or variable.type is None:
-        return False
+        return None
     if not mentions_literal_string(variable.type):
-        return False
+        return None
     owner = _owner(expr, checker)
-    return owner is not None and not rebinds(owner, variable)
+    if owner is None:
+        return None
+    argument = next(a for a in owner.arguments if a.variable is variable)
+    name = f'the LiteralString parameter "{expr.name}"'
+    if rebinds(owner, variable):
+        return NotWritten(
+            f"{name}, which its function binds to other text (mypy lets it hold any str then)"
+        )
+    if argument.initializer is not None and not _no_text(argument.initializer, checker):
+        default = classify(argument.initializer, checker)
+        if not isinstance(default, Written):
+            what = default.what if isinstance(default, NotWritten | AnyTyped) else "unknown"
+            return NotWritten(
+                f"{name}, whose default is not text written in code ({what})",
+                "write the default as a literal or a Final str constant",
+            )
+    reached = reached_as_str(owner, argument, checker)
+    if reached is not None:
+        return NotWritten(
+            f"{name}, which callers reach through {reached}: a caller holding that type "
+            "passes any str",
+            _PARAMETER_ADVICE,
+        )
+    return _UNKNOWN
+
+
+def _no_text(expr: Expression, checker: TypeChecker) -> bool:
+    """``None`` or ``...``: a default that is no text at all."""
+    if isinstance(expr, EllipsisExpr):
+        return True
+    typ = checker.lookup_type_or_none(expr)
+    return isinstance(None if typ is None else get_proper_type(typ), NoneType)
 
 
 def _iterates_code_text(expr: NameExpr, checker: TypeChecker) -> bool:
@@ -216,7 +372,22 @@ def _iterates_code_text(expr: NameExpr, checker: TypeChecker) -> bool:
     source = loop_source(body, variable)
     if isinstance(source, ListExpr | TupleExpr | SetExpr):
         return all(isinstance(classify(item, checker), Written) for item in source.items)
-    return isinstance(source, NameExpr) and _is_code_star_parameter(source, checker)
+    if isinstance(source, NameExpr) and _is_code_star_parameter(source, checker):
+        return True
+    return source is not None and _literal_items(source, checker)
+
+
+def _literal_items(source: Expression, checker: TypeChecker) -> bool:
+    """A ``Final`` tuple of literals (mypy keeps the items' values), not filled from ``Any``."""
+    if not isinstance(source, RefExpr) or not isinstance(source.node, Var):
+        return False
+    if not source.node.is_final:
+        return False
+    typ = checker.lookup_type_or_none(source)
+    proper = None if typ is None else get_proper_type(typ)
+    return isinstance(proper, TupleType) and all(
+        _literal_values(get_proper_type(item)) is not None for item in proper.items
+    )
 
 
 def _is_code_star_parameter(expr: NameExpr, checker: TypeChecker) -> bool:
@@ -231,6 +402,7 @@ def _is_code_star_parameter(expr: NameExpr, checker: TypeChecker) -> bool:
                 argument.kind == ARG_STAR
                 and mentions_literal_string(declared)
                 and not rebinds(owner, argument.variable)
+                and reached_as_str(owner, argument, checker) is None
             )
     return False
 
@@ -262,17 +434,16 @@ def describe(expr: Expression, checker: TypeChecker) -> str:
             return f'the Final name "{expr.name}", whose value is not a literal'
         if _owner(expr, checker) is None:
             return f'the variable "{expr.name}"'
-        if _is_code_parameter(expr, checker):
+        parameter = _parameter(expr, checker)
+        if isinstance(parameter, NotWritten):
+            return parameter.what
+        if parameter is not None:
             return f'the LiteralString parameter "{expr.name}", whose value is not known here'
-        declared = expr.node.type if isinstance(expr.node, Var) else None
-        if declared is not None and mentions_literal_string(declared):
-            return (
-                f'the LiteralString parameter "{expr.name}", which its function binds to '
-                "other text (mypy lets it hold any str then)"
-            )
         return f'the parameter "{expr.name}"'
     if isinstance(expr, MemberExpr):
         return f'the attribute "{expr.name}"'
+    if isinstance(expr, IndexExpr) and isinstance(expr.index, StrExpr):
+        return f'the item "{expr.index.value}"'
     if isinstance(expr, OpExpr):
         if expr.op == "%":
             return "a %-formatted string"

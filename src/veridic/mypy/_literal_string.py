@@ -23,6 +23,7 @@ to demand literal arguments; they keep mypy's plain ``str``.
 
 from __future__ import annotations
 
+from mypy.errors import Errors
 from mypy.nodes import TypeAlias
 from mypy.plugin import AnalyzeTypeContext, Plugin
 from mypy.semanal_shared import SemanticAnalyzerInterface
@@ -37,6 +38,7 @@ def analyze(plugin: Plugin, fullname: str, ctx: AnalyzeTypeContext) -> Type:
     plain = ctx.api.named_type(_names.STR, [])
     if ctx.type.args or _in_typeshed(ctx):
         return plain
+    _watch_errors(ctx)
     symbol = plugin.lookup_fully_qualified(fullname)
     alias = None if symbol is None else symbol.node
     if not isinstance(alias, TypeAlias):
@@ -54,11 +56,33 @@ def is_literal_string(typ: Type) -> bool:
 
 
 def mentions_literal_string(typ: Type) -> bool:
-    """``LiteralString`` itself or a union with it (``LiteralString | None``)."""
+    """``LiteralString`` itself or a union with it (``LiteralString | None``, ``TrustedText``)."""
+    return any(is_literal_string(item) for item in union_items(typ))
+
+
+def union_items(typ: Type) -> list[Type]:
+    """The members of ``typ`` as a flat list, keeping ``LiteralString`` references unexpanded.
+
+    Aliases are expanded on the way (``TrustedText | None`` gives ``LiteralString``,
+    ``TrustedInstruction`` and ``None``); every other member is a proper type.
+    """
     if is_literal_string(typ):
-        return True
+        return [typ]
     proper: ProperType = get_proper_type(typ)
-    return isinstance(proper, UnionType) and any(is_literal_string(item) for item in proper.items)
+    if isinstance(proper, UnionType):
+        return [member for item in proper.items for member in union_items(item)]
+    return [proper]
+
+
+def _watch_errors(ctx: AnalyzeTypeContext) -> None:
+    """Start ``_notes``' watch early: the first ``LiteralString`` of a build (veridic's own
+    ``instruction()``, on a cold run) comes before any module is type-checked."""
+    api = ctx.api
+    errors = getattr(api.api, "errors", None) if isinstance(api, TypeAnalyser) else None
+    if isinstance(errors, Errors):
+        from veridic.mypy import _notes
+
+        _notes.watch(errors)
 
 
 def _in_typeshed(ctx: AnalyzeTypeContext) -> bool:

@@ -17,6 +17,11 @@ PACKAGE: Final = "veridic"
 TRUSTED: Final = "veridic.provenance.TrustedInstruction"
 UNTRUSTED: Final = "veridic.provenance.UntrustedText"
 BRANDS: Final = frozenset({TRUSTED, UNTRUSTED})
+TRUSTED_TEXT: Final = "veridic.provenance.TrustedText"
+"""``LiteralString | TrustedInstruction``: the trusted positions that take short text."""
+INSTRUCTION_FIELD: Final = "veridic.fields.InstructionField"
+"""``Annotated[TrustedInstruction, ...]``: mypy drops ``Annotated`` and expands the alias,
+so the plugin keeps a reference to it (``_fields``) to tell such a field from a bare one."""
 
 INSTRUCTION: Final = "veridic.provenance.instruction"
 TRUST_POLICY: Final = "veridic.trust_policy.TrustPolicy"
@@ -26,6 +31,25 @@ TRUSTED_ADD: Final = TRUSTED + ".__add__"
 """mypy names ``+`` on a NewType after the NewType, though ``str`` defines it."""
 ITERABLE: Final = "typing.Iterable"
 MAPPING: Final = "typing.Mapping"
+GETATTR: Final = "builtins.getattr"
+
+MINTING_MODULES: Final = frozenset({"veridic.provenance", "veridic.fields"})
+"""Modules whose ``_``-prefixed names are veridic's private minting machinery."""
+MINTING_HELPERS: Final = frozenset(
+    {
+        "veridic.provenance.mint",
+        "veridic.provenance.mint_spans",
+        "veridic.provenance.joined",
+        "veridic.provenance.fenced_block",
+    }
+)
+"""Public-looking names of those modules that brand text without a check: veridic's own
+(the run time refuses a call of each from outside veridic too)."""
+
+BASE_MODEL: Final = "pydantic.main.BaseModel"
+TYPE_ADAPTER: Final = "pydantic.type_adapter.TypeAdapter"
+MODEL_METHODS: Final = frozenset({"model_validate", "model_construct", "model_copy"})
+"""``BaseModel`` methods that fill fields from a mapping or keywords."""
 
 LITERAL_STRING: Final = frozenset({"typing.LiteralString", "typing_extensions.LiteralString"})
 """Both spellings of PEP 675's ``LiteralString``; mypy reads either as plain ``str``."""
@@ -34,3 +58,15 @@ LITERAL_STRING: Final = frozenset({"typing.LiteralString", "typing_extensions.Li
 def in_package(module: str) -> bool:
     """Whether ``module`` is veridic itself (not a module that merely starts with the name)."""
     return module == PACKAGE or module.startswith(PACKAGE + ".")
+
+
+def is_private_minting(fullname: str) -> bool:
+    """Whether ``fullname`` is one of veridic's private minting names (or inside one)."""
+    if not fullname.startswith("veridic."):
+        return False
+    if fullname in MINTING_HELPERS:
+        return True
+    module, _, rest = fullname.partition(".provenance.")
+    if not rest:
+        module, _, rest = fullname.partition(".fields.")
+    return module == PACKAGE and rest.startswith("_") and not rest.startswith("__")

@@ -4,13 +4,17 @@ A ``LiteralString`` parameter holds text written in code only as long as the
 function leaves it alone: mypy reads ``LiteralString`` as ``str``, so
 ``text = text.upper()`` or ``text = input()`` type-checks and keeps the
 declared type. The plugin trusts such a parameter only when nothing in the
-function (nested functions and classes included) binds it again: an
-assignment, augmented assignment, ``for`` or ``with`` target, ``del``,
-``except ... as``, a ``match`` capture, or an assignment expression.
+function (nested functions and classes included, so a ``nonlocal`` or
+``global`` assignment counts) binds it again: an assignment, augmented
+assignment, ``for`` or ``with`` target, ``del``, ``except ... as``, a ``match``
+capture, an assignment expression, or an ``import``/``from ... import`` (mypy
+keeps the old meaning of a name an import rebinds, silently).
 
 The same walk answers the question for a loop variable: ``for text in
 texts`` (a statement or a comprehension) holds an item of ``texts`` only while
-nothing else binds ``text``; :func:`loop_source` finds what it iterates over.
+nothing else binds ``text``; :func:`loop_source` finds what it iterates over. A
+comprehension that binds the name in two of its generators (``for t in rules
+for t in names``) holds the last one's items, so it is no source at all.
 
 (mypy's ``TraverserVisitor`` cannot be subclassed by an interpreted plugin
 when mypy is compiled, so this walks the statements itself.)
@@ -33,8 +37,12 @@ from mypy.nodes import (
     FuncItem,
     GeneratorExpr,
     IfStmt,
+    Import,
+    ImportAll,
+    ImportFrom,
     ListExpr,
     MatchStmt,
+    MemberExpr,
     NameExpr,
     OperatorAssignmentStmt,
     OverloadedFuncDef,
@@ -62,6 +70,8 @@ def rebinds(function: FuncItem, variable: Var) -> bool:
     """Whether ``function``'s body binds ``variable`` anywhere."""
     if any(_names(target, variable) for target in _targets(function.body.body)):
         return True
+    if any(_imports(statement, variable) for statement in _statements(function.body.body)):
+        return True
     return any(
         isinstance(expr, AssignmentExpr) and expr.target.node is variable
         for expr in get_subexpressions(function.body)
@@ -79,9 +89,16 @@ def loop_source(body: list[Statement], variable: Var) -> Expression | None:
     expressions = [expr for statement in body for expr in get_subexpressions(statement)]
     for expr in expressions:
         if isinstance(expr, GeneratorExpr | DictionaryComprehension):
-            for index, sequence in zip(expr.indices, expr.sequences, strict=True):
-                if isinstance(index, NameExpr) and index.node is variable:
-                    return sequence
+            bound = [
+                (index, sequence)
+                for index, sequence in zip(expr.indices, expr.sequences, strict=True)
+                if _names(index, variable)
+            ]
+            if bound:
+                index, sequence = bound[0]
+                return sequence if len(bound) == 1 and isinstance(index, NameExpr) else None
+    if any(_imports(statement, variable) for statement in _statements(body)):
+        return None
     loops = [
         statement
         for statement in _statements(body)
@@ -96,11 +113,84 @@ def loop_source(body: list[Statement], variable: Var) -> Expression | None:
     return loops[0].expr
 
 
+def sources(body: list[Statement], variable: Var) -> Iterator[Expression]:
+    """The expressions ``variable`` takes its values from in ``body``, at any depth.
+
+    The value of an assignment (also augmented, and ``:=``), the iterable of a
+    ``for`` loop, the context manager of a ``with``. (``except ... as`` and
+    ``match`` captures are left out: they do not give a ``Literal`` type.)
+    """
+    for statement in _statements(body):
+        if isinstance(statement, AssignmentStmt):
+            if any(_names(target, variable) for target in statement.lvalues):
+                yield statement.rvalue
+        elif isinstance(statement, OperatorAssignmentStmt):
+            if _names(statement.lvalue, variable):
+                yield statement.rvalue
+        elif isinstance(statement, ForStmt):
+            if _names(statement.index, variable):
+                yield statement.expr
+        elif isinstance(statement, WithStmt):
+            for expr, target in zip(statement.expr, statement.target, strict=True):
+                if _names(target, variable):
+                    yield expr
+    for statement in body:
+        for expr in get_subexpressions(statement):
+            if isinstance(expr, AssignmentExpr) and expr.target.node is variable:
+                yield expr.value
+
+
+def imports_name(body: list[Statement], variable: Var) -> bool:
+    """Whether an import in ``body`` (at any depth) binds ``variable``'s name."""
+    return any(_imports(statement, variable) for statement in _statements(body))
+
+
+def bound_in_a_function(body: list[Statement], variable: Var) -> bool:
+    """Whether a function nested in ``body`` binds ``variable`` (``global``, ``nonlocal``)."""
+    for statement in _statements(body):
+        function = statement.func if isinstance(statement, Decorator) else statement
+        if isinstance(function, FuncItem) and any(
+            _names(target, variable) for target in _targets(function.body.body)
+        ):
+            return True
+    return False
+
+
+def assigns_attribute(statements: list[Statement], name: str) -> bool:
+    """Whether ``statements`` assign (or delete) an attribute called ``name`` of anything."""
+    return any(
+        isinstance(leaf, MemberExpr) and leaf.name == name
+        for target in _targets(statements)
+        for leaf in _leaves(target)
+    )
+
+
+def _leaves(target: Expression | None) -> Iterator[Expression]:
+    if isinstance(target, TupleExpr | ListExpr):
+        for item in target.items:
+            yield from _leaves(item)
+    elif isinstance(target, StarExpr):
+        yield from _leaves(target.expr)
+    elif target is not None:
+        yield target
+
+
 def _statements(statements: Iterable[Statement]) -> Iterator[Statement]:
     """Every statement, at any depth."""
     for statement in statements:
         yield statement
         yield from _statements(_blocks(statement))
+
+
+def _imports(statement: Statement, variable: Var) -> bool:
+    """Whether ``statement`` is an import that binds ``variable``'s name."""
+    if isinstance(statement, ImportFrom):
+        return any((alias or name) == variable.name for name, alias in statement.names)
+    if isinstance(statement, Import):
+        return any(
+            (alias or module.partition(".")[0]) == variable.name for module, alias in statement.ids
+        )
+    return isinstance(statement, ImportAll)
 
 
 def _names(target: Expression | None, variable: Var) -> bool:

@@ -11,9 +11,21 @@ A parameter has a role when it is an instruction position:
 - ``CODE_TEXT``: annotated ``LiteralString`` (``instruction()``'s text,
   ``join()``'s separator, any helper of the user's): its argument must be text
   written in code.
+- ``TRUSTED_TEXT``: typed ``TrustedText`` (``LiteralString | TrustedInstruction``,
+  or optional): a component's name, a deny reason, ``BootError``'s reason. Its
+  argument must be text written in code or a minted ``TrustedInstruction``.
 - ``INSTRUCTION``: typed ``TrustedInstruction`` (or optional): no ``Any``.
 - ``INSTRUCTIONS``: an iterable of ``TrustedInstruction`` (``join()``'s parts):
   no ``Any`` item.
+- ``LITERAL``: typed ``Literal[...]`` of strings (or optional): no ``Any``. The
+  plugin reads a ``Literal``-typed value as text written in code, so ``Any`` may
+  not fill one (a dataclass or ``TypedDict`` built from ``json.loads``). Not for
+  typeshed's functions, nor for a pydantic model, which checks the value when it
+  is built.
+
+A class is looked up the way mypy does: its signature is that of ``__init__``
+or ``__new__``, whichever is defined first in the MRO (``__init__`` on a tie);
+a ``TypedDict``'s is its keys.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from dataclasses import dataclass
 from mypy.checker import TypeChecker
 from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
+    ARG_NAMED,
     ARG_STAR,
     ARG_STAR2,
     ArgKind,
@@ -34,6 +47,7 @@ from mypy.nodes import (
     GeneratorExpr,
     ListComprehension,
     ListExpr,
+    MypyFile,
     SetComprehension,
     SetExpr,
     StarExpr,
@@ -47,22 +61,28 @@ from mypy.types import (
     AnyType,
     CallableType,
     Instance,
+    LiteralType,
+    NoneType,
     TupleType,
     Type,
+    TypeAliasType,
+    TypedDictType,
     UnionType,
     get_proper_type,
 )
 
 from veridic.mypy import _names
-from veridic.mypy._literal_string import mentions_literal_string
+from veridic.mypy._literal_string import is_literal_string, union_items
 
 
 class Role(enum.Enum):
     """What a parameter is, for the checks."""
 
     CODE_TEXT = "code text"
+    TRUSTED_TEXT = "trusted text"
     INSTRUCTION = "instruction"
     INSTRUCTIONS = "instructions"
+    LITERAL = "literal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,22 +108,23 @@ class Callee:
         return tuple(zip(self.roles[start:], self.names[start:], strict=True))
 
 
-def find(plugin: Plugin, fullname: str) -> Callee | None:
-    """The callee named ``fullname`` if it has a checked parameter, else ``None``."""
-    symbol = plugin.lookup_fully_qualified(fullname)
-    if symbol is None or symbol.node is None:
-        return None
-    signature = _signature(symbol.node)
+def find(plugin: Plugin, fullname: str, node: SymbolNode) -> Callee | None:
+    """The callee ``node`` named ``fullname`` if it has a checked parameter, else ``None``."""
+    signature = signature_of(node)
     if signature is None:
         return None
     roles = tuple(_role(t) for t in signature.arg_types)
     if not any(roles):
         return None
+    if Role.LITERAL in roles and not _checks_literals(plugin, fullname, node):
+        roles = tuple(None if role is Role.LITERAL else role for role in roles)
+        if not any(roles):
+            return None
     return Callee(fullname, _display(plugin, fullname), roles, tuple(signature.arg_names))
 
 
-def _signature(node: SymbolNode) -> CallableType | None:
-    """The declared signature of a function, method or class (its ``__init__``)."""
+def signature_of(node: SymbolNode) -> CallableType | None:
+    """The declared signature of a function, method or class (as mypy builds its call)."""
     typ: Type | None = None
     if isinstance(node, FuncDef):
         typ = node.type
@@ -112,29 +133,116 @@ def _signature(node: SymbolNode) -> CallableType | None:
     elif isinstance(node, Var):
         typ = node.type
     elif isinstance(node, TypeInfo) and not node.is_newtype:
-        init = node.get_method("__init__")
-        if isinstance(init, FuncDef | Decorator):
-            return _signature(init)
+        if node.typeddict_type is not None:
+            return _keys(node.typeddict_type)
+        constructor = constructor_of(node)
+        return None if constructor is None else signature_of(constructor)
     proper = None if typ is None else get_proper_type(typ)
     return proper if isinstance(proper, CallableType) else None
 
 
+def constructor_of(info: TypeInfo) -> FuncDef | Decorator | None:
+    """The ``__init__`` or ``__new__`` whose signature mypy gives a call of ``info``.
+
+    mypy takes whichever is defined first in the MRO, and ``__init__`` on a tie.
+    """
+    init = _method(info, "__init__")
+    new = _method(info, "__new__")
+    if init is None or new is None:
+        return init or new
+    if info.mro.index(new.info) < info.mro.index(init.info):
+        return new
+    return init
+
+
+def _method(info: TypeInfo, name: str) -> FuncDef | Decorator | None:
+    symbol = info.get(name)
+    node = None if symbol is None else symbol.node
+    if isinstance(node, FuncDef | Decorator) and node.info in info.mro:
+        return node
+    return None
+
+
+def _keys(typeddict: TypedDictType) -> CallableType:
+    """A ``TypedDict``'s constructor, keyword per key (the grouping mypy's hook gets)."""
+    return CallableType(
+        list(typeddict.items.values()),
+        [ARG_NAMED] * len(typeddict.items),
+        list(typeddict.items),
+        typeddict.fallback,
+        typeddict.fallback,
+    )
+
+
 def _role(formal: Type) -> Role | None:
-    if mentions_literal_string(formal):
-        return Role.CODE_TEXT
-    proper = get_proper_type(formal)
-    candidates = proper.items if isinstance(proper, UnionType) else [proper]
-    for item in map(get_proper_type, candidates):
-        if not isinstance(item, Instance):
-            continue
-        if item.type.fullname == _names.TRUSTED:
-            return Role.INSTRUCTION
-        if (
-            len(item.args) == 1
-            and item.type.has_base(_names.ITERABLE)
-            and is_trusted_instance(item.args[0])
-        ):
+    if isinstance(formal, Instance):  # most parameters: answer without building a list
+        return _instance_role(formal)
+    if _instruction_field(formal):
+        return None  # validated from str, and minted: _fields checks what goes in
+    items = union_items(formal)
+    literal_string = any(is_literal_string(item) for item in items)
+    trusted = any(is_trusted_instance(item) for item in items)
+    if literal_string:
+        return Role.TRUSTED_TEXT if trusted else Role.CODE_TEXT
+    if trusted:
+        return Role.INSTRUCTION
+    for item in items:
+        if isinstance(item, Instance) and _instance_role(item) is Role.INSTRUCTIONS:
             return Role.INSTRUCTIONS
+    if is_literal_text(items):
+        return Role.LITERAL
+    return None
+
+
+def _instance_role(item: Instance) -> Role | None:
+    if item.type.fullname == _names.TRUSTED:
+        return Role.INSTRUCTION
+    if item.args and len(item.args) == 1 and is_trusted_instance(item.args[0]):
+        return Role.INSTRUCTIONS if item.type.has_base(_names.ITERABLE) else None
+    return None
+
+
+def _instruction_field(formal: Type) -> bool:
+    """An ``InstructionField`` (or optional): a model's constructor parameter for it."""
+    members = formal.items if isinstance(formal, UnionType) else [formal]
+    return any(
+        isinstance(member, TypeAliasType)
+        and member.alias is not None
+        and member.alias.fullname == _names.INSTRUCTION_FIELD
+        for member in members
+    )
+
+
+def is_literal_text(items: list[Type]) -> bool:
+    """``Literal["a", ...]`` of strings, maybe with ``None``: text the plugin reads as code."""
+    found = False
+    for item in items:
+        if isinstance(item, LiteralType) and item.fallback.type.fullname == _names.STR:
+            found = True
+        elif not isinstance(item, NoneType):
+            return False
+    return found
+
+
+def _checks_literals(plugin: Plugin, fullname: str, node: SymbolNode) -> bool:
+    """Whether ``Any`` for a ``Literal`` parameter of this callee is refused.
+
+    Not for typeshed's stubs (``open(mode=...)``: no prompt text is made there), nor
+    for a pydantic model, whose validation refuses a value outside the ``Literal``.
+    """
+    if isinstance(node, TypeInfo) and node.has_base(_names.BASE_MODEL):
+        return False
+    module = _module_of(plugin, fullname)
+    return module is None or not module.is_stub
+
+
+def _module_of(plugin: Plugin, fullname: str) -> MypyFile | None:
+    modules = plugin._modules or {}
+    name = fullname
+    while "." in name:
+        name = name.rpartition(".")[0]
+        if name in modules:
+            return modules[name]
     return None
 
 

@@ -12,10 +12,16 @@ code                   what it rejects
 ``veridic-literal``    text that was not written in code passed to
                        ``instruction()`` or to any ``LiteralString`` parameter
 ``veridic-forge``      a call of the ``TrustedInstruction`` or
-                       ``UntrustedText`` NewType constructor outside veridic
+                       ``UntrustedText`` NewType constructor outside veridic,
+                       or a use of veridic's private minting helpers
+                       (``mint``, ``_Trusted``, ...) outside veridic
 ``veridic-any``        a value of type ``Any`` reaching an instruction position
 ``veridic-policy``     a ``TrustPolicy`` name that is not a literal, or not in
                        ``[tool.veridic] trust-policies``
+``veridic-launder``    text branded ``UntrustedText`` handed to an
+                       ``InstructionField`` (a model's constructor,
+                       ``model_validate``, ``TypeAdapter``), whose validation
+                       would mint it
 ``veridic-sdk``        a provider SDK call outside the gateway whose system
                        prompt, or system/developer message, is not trusted
 =====================  =====================================================
@@ -27,7 +33,7 @@ from typing import Final
 
 from mypy.errorcodes import ErrorCode
 
-__all__ = ["ANY", "CODES", "FORGE", "LITERAL", "POLICY", "SDK"]
+__all__ = ["ANY", "CODES", "FORGE", "LAUNDER", "LITERAL", "POLICY", "SDK"]
 
 _CATEGORY: Final = "veridic"
 
@@ -46,7 +52,10 @@ FORGE: Final = ErrorCode(
     _CATEGORY,
 )
 """``TrustedInstruction(x)`` or ``UntrustedText(x)`` outside veridic: the NewType constructor
-accepts any ``str`` and records no provenance, so the composer refuses the value at run time."""
+accepts any ``str`` and records no provenance, so the composer refuses the value at run time.
+Also an import or use of veridic's private minting names (``mint``, ``mint_spans``, ``joined``
+and the ``_``-prefixed names of ``veridic.provenance`` and ``veridic.fields``) outside veridic:
+they mint without any check."""
 
 ANY: Final = ErrorCode(
     "veridic-any",
@@ -65,7 +74,18 @@ POLICY: Final = ErrorCode(
 """``TrustPolicy(name)`` whose name is not known in the code, or is missing from the
 ``trust-policies`` list of ``[tool.veridic]`` when that list is configured."""
 
-CODES: Final = (LITERAL, FORGE, ANY, POLICY)
+LAUNDER: Final = ErrorCode(
+    "veridic-launder",
+    "Check that untrusted text is never handed to a field read as instruction",
+    _CATEGORY,
+)
+"""``StoredPrompt(content=u)``, ``StoredPrompt.model_validate({"content": u})``,
+``TypeAdapter(InstructionField).validate_python(u)`` with ``u`` of type ``UntrustedText``:
+validating text into an ``InstructionField`` mints it, so outside text would come out trusted.
+The run time refuses it too. A plain ``str`` is accepted: declaring the field is the
+application's decision that the stored text instructs."""
+
+CODES: Final = (LITERAL, FORGE, ANY, POLICY, LAUNDER)
 """The codes of the brand checks, whose cases are in tests/typecheck/ (``SDK``'s are apart)."""
 
 SDK: Final = ErrorCode(

@@ -1,0 +1,148 @@
+"""Did a ``Literal``-typed value come from ``Any``?
+
+The plugin reads a value typed ``Literal["short", "long"]`` as text written in
+code: its possible values are written in the type. That holds only if the value
+was checked into the type. ``Any`` is compatible with every type, so mypy lets
+``json.loads(raw)`` fill a ``Literal``-typed dataclass field, ``TypedDict`` item
+or variable silently, and the "literal" is then whatever the outside sent.
+
+Two checks close the roads the plugin can see:
+
+- at a call (``_any_guard``): ``Any`` for a parameter typed ``Literal[...]``
+  (``Config(**data)``, ``Config(mode=data["mode"])``, a ``NamedTuple``, any
+  function) is ``veridic-any``;
+- where such a value reaches an instruction position (this module): a value whose
+  root is a variable of the enclosing function or module (``settings["mode"]``,
+  ``config.mode``, ``mode``) is not code when the variable takes a value that
+  contains ``Any`` or is a ``cast()`` (``settings: Settings = json.loads(raw)``),
+  or a display or class call with such a part (``Settings(mode=loose)``: mypy
+  checks a ``TypedDict`` call with its errors hidden, so the call hook cannot
+  report it), directly or through another such variable.
+
+Not seen: ``Any`` stored into an attribute (``config.mode = loose``), or into a
+variable of another function or module that is then passed on; mypy gives a
+plugin no hook on assignments. ``--disallow-any-expr`` reports those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from mypy.checker import TypeChecker
+from mypy.nodes import (
+    CallExpr,
+    CastExpr,
+    DictExpr,
+    Expression,
+    FuncItem,
+    IndexExpr,
+    ListExpr,
+    MemberExpr,
+    NameExpr,
+    RefExpr,
+    SetExpr,
+    Statement,
+    TupleExpr,
+    TypeInfo,
+    Var,
+)
+from mypy.types import (
+    AnyType,
+    Instance,
+    TupleType,
+    Type,
+    TypedDictType,
+    TypeOfAny,
+    UnionType,
+    get_proper_type,
+)
+
+from veridic.mypy._rebinding import bound_in_a_function, imports_name, sources
+
+_DEPTH: Final = 4
+"""How many variables deep to follow a value, and how deep to look into a type."""
+
+
+def any_source(expr: Expression, checker: TypeChecker, depth: int = _DEPTH) -> str | None:
+    """What filled the ``Literal``-typed ``expr`` from ``Any``, for a message; else ``None``."""
+    root = expr
+    while isinstance(root, MemberExpr | IndexExpr):
+        root = root.expr if isinstance(root, MemberExpr) else root.base
+    if not isinstance(root, NameExpr) or not isinstance(root.node, Var) or depth == 0:
+        return None
+    body = _scope_of(root.node, checker)
+    for source in [] if body is None else sources(body, root.node):
+        if isinstance(source, CallExpr) and isinstance(source.analyzed, CastExpr):
+            return f'a cast() assigned to "{root.name}"'
+        typ = checker.lookup_type_or_none(source)
+        if typ is not None and _contains_any(typ, _DEPTH):
+            return f'a value of type "Any" assigned to "{root.name}"'
+        if any(_contains_any(t, _DEPTH) for t in _built_from(source, checker)):
+            return f'a value of type "Any" built into "{root.name}"'
+        further = any_source(source, checker, depth - 1)
+        if further is not None:
+            return further
+    return None
+
+
+def declared_source(expr: NameExpr, variable: Var, checker: TypeChecker) -> str | None:
+    """For a variable declared ``Literal[...]``: what else than code may have filled it.
+
+    ``Any`` (as :func:`any_source`), and the bindings mypy's narrowing does not see:
+    an import of the same name, and an assignment in a nested function (``nonlocal``)
+    or, for a module's variable, in any of its functions (``global``).
+    """
+    body = _scope_of(variable, checker)
+    if body is not None:
+        if imports_name(body, variable):
+            return f'an import that binds "{expr.name}" again'
+        if bound_in_a_function(body, variable):
+            return f'an assignment to "{expr.name}" in another function'
+    return any_source(expr, checker)
+
+
+def _built_from(source: Expression, checker: TypeChecker) -> Iterator[Type]:
+    """The types of what a display or a class call puts in the value it builds.
+
+    mypy checks a ``TypedDict`` call with its errors hidden from plugins, and a
+    display assigned to a declared type takes that type: the parts tell.
+    """
+    parts: list[Expression] = []
+    if isinstance(source, DictExpr):
+        parts = [value for _, value in source.items]
+    elif isinstance(source, ListExpr | TupleExpr | SetExpr):
+        parts = list(source.items)
+    elif (
+        isinstance(source, CallExpr)
+        and isinstance(source.callee, RefExpr)
+        and isinstance(source.callee.node, TypeInfo)
+    ):
+        parts = list(source.args)
+    for part in parts:
+        typ = checker.lookup_type_or_none(part)
+        if typ is not None:
+            yield typ
+
+
+def _scope_of(variable: Var, checker: TypeChecker) -> list[Statement] | None:
+    """The body of the innermost enclosing function that binds ``variable``, or the module's."""
+    for scope in reversed(checker.scope.stack):
+        if isinstance(scope, FuncItem) and any(True for _ in sources(scope.body.body, variable)):
+            return scope.body.body
+    return checker.tree.defs
+
+
+def _contains_any(typ: Type, depth: int) -> bool:
+    proper = get_proper_type(typ)
+    if isinstance(proper, AnyType):
+        return proper.type_of_any != TypeOfAny.from_error
+    if depth == 0:
+        return False
+    if isinstance(proper, UnionType | TupleType):
+        return any(_contains_any(item, depth - 1) for item in proper.items)
+    if isinstance(proper, TypedDictType):
+        return any(_contains_any(item, depth - 1) for item in proper.items.values())
+    if isinstance(proper, Instance):
+        return any(_contains_any(arg, depth - 1) for arg in proper.args)
+    return False

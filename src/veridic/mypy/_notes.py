@@ -1,0 +1,163 @@
+"""Notes on mypy's own errors about a brand: how to mint, or where the text belongs.
+
+``Composer().system(text)`` with ``text: str`` is refused by mypy itself
+(``arg-type``: ``expected "TrustedInstruction"``), as are ``prompt:
+TrustedInstruction = text`` (``assignment``), ``return text`` from a function
+declared to return one (``return-value``), and a ``str`` item in the parts of
+``join()`` (``list-item``, or ``misc`` for a generator). The plugin adds a note
+right below each such error saying what to do: mint it (``instruction("...")``
+for a literal, an ``InstructionField``, ``join()``, a ``TrustPolicy``), place
+outside text where it belongs (``Composer.data()``, ``Composer.user()``), or
+brand it with ``untrusted()`` where ``UntrustedText`` is expected.
+
+How: mypy lets a plugin change neither its messages nor its checks, and has no
+hook on assignments or returns; a call hook runs after mypy checked the call's
+arguments, but mypy reports the same mistake under four codes and at two
+positions depending on the shape of the argument. So the plugin watches the
+errors mypy records instead: a filter (mypy's ``ErrorWatcher`` with a callable
+``filter_errors``, which never filters) at the bottom of mypy's watcher stack,
+so that the errors of a speculative check, which a watcher above discards, never
+reach it. For an error whose message names a brand as the expected type, it
+records the error as mypy would (``type: ignore`` comments included), then the
+note with the error's own code and position, so that the note is printed below
+its error and is silenced with it.
+
+The watch starts with the first hook the plugin runs in a build: on a cold run,
+the ``LiteralString`` of veridic's own ``instruction()``, before any module is
+type-checked; on a warm one, the first ``TrustedInstruction`` or ``UntrustedText``
+annotation of a module being analysed (a type-analyze hook asked only until the
+watch starts), or the first call hook, which adds the notes of the current
+module's earlier errors then. It relies on mypy's internal error store
+(``Errors``): if that changes, the notes are gone and nothing else is
+(``tests/typecheck/brand_notes.py`` pins that they are there).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from mypy.errors import ErrorInfo, Errors, ErrorWatcher
+from mypy.plugin import AnalyzeTypeContext
+from mypy.typeanal import TypeAnalyser
+from mypy.types import Type
+
+MINT: Final = (
+    'A TrustedInstruction is minted, not converted: write instruction("...") for text '
+    "written in code, read it from an InstructionField, join() trusted parts (an f-string, "
+    '"+" with a str, .format() and str.join() give a plain str), or vouch for it with '
+    'TrustPolicy("name").vouch(text, reason=...); outside text belongs in Composer.data() '
+    "or Composer.user()"
+)
+DATA: Final = (
+    "UntrustedText is outside text and never gives instructions: place it as data with "
+    "Composer.data(label, text), Composer.user(text) or Composer.tool_result(); if it is "
+    'reviewed instruction text, vouch for it with TrustPolicy("name").vouch(text, reason=...)'
+)
+BRAND: Final = (
+    'Brand outside text with untrusted(text, source="..."), so that every error and audit '
+    "can say where it came from"
+)
+
+_TYPES: Final = re.compile(
+    r"(?:incompatible (?:item )?type|expression has type|got|actual type) "
+    r'(?:"(?P<qa>[^"]+)"|(?P<ua>[^";,]+))[;,] .*?'
+    r'(?:expected(?: type)?|has type) (?:"(?P<qe>[^"]+)"|(?P<ue>[^";,)]+))'
+)
+"""The actual and the expected type in mypy's messages of incompatible types."""
+_WORD: Final = re.compile(r"[A-Za-z_][\w.]*")
+_BRANDS: Final = ("TrustedInstruction", "UntrustedText")
+
+_watched: list[Errors] = []
+
+
+def forget() -> None:
+    """A new build starts: its errors are not watched yet."""
+    _watched.clear()
+
+
+def watching() -> bool:
+    """Whether the errors of a build are watched already."""
+    return bool(_watched)
+
+
+def watched() -> Errors | None:
+    """The error store of the build, once it is watched (it knows the module being checked)."""
+    return _watched[0] if _watched else None
+
+
+def analyze_brand(fullname: str, ctx: AnalyzeTypeContext) -> Type:
+    """A ``TrustedInstruction`` annotation before the watch started: start it, then analyse.
+
+    The type is what mypy makes of a reference to a class without arguments; the
+    plugin answers only for the first such annotation of a build.
+    """
+    api = ctx.api
+    errors = getattr(api.api, "errors", None) if isinstance(api, TypeAnalyser) else None
+    if isinstance(errors, Errors):
+        watch(errors)
+    if ctx.type.args:
+        ctx.api.fail(f'"{fullname.rpartition(".")[2]}" expects no type arguments', ctx.context)
+    return ctx.api.named_type(fullname, [])
+
+
+def watch(errors: Errors) -> None:
+    """Watch ``errors``, the error store of the build (once per build)."""
+    if _watched and _watched[0] is errors:
+        return
+    _watched[:] = [errors]
+    notes = _Notes(errors)
+    try:
+        errors._watchers.insert(0, ErrorWatcher(errors, filter_errors=notes))
+        file = errors.file
+        for info in list(errors.error_info_map.get(file, [])):
+            text = note_for(info)
+            if text is not None:
+                errors.note_for_info(file, info, text, info.code)
+    except (AttributeError, TypeError):  # pragma: no cover - another mypy's internals
+        return
+
+
+class _Notes:
+    """The watcher's filter: records a brand error itself, with its note after it."""
+
+    def __init__(self, errors: Errors) -> None:
+        self.errors = errors
+        self.busy = False
+
+    def __call__(self, file: str, info: ErrorInfo) -> bool:
+        if self.busy:
+            return False
+        text = note_for(info)
+        if text is None:
+            return False
+        self.busy = True
+        try:
+            self.errors.add_error_info(info, file=file)
+            recorded = self.errors.error_info_map.get(file, [])
+            if recorded and recorded[-1] is info:
+                self.errors.note_for_info(file, info, text, info.code)
+        finally:
+            self.busy = False
+        return True  # recorded above: mypy's own call stops here
+
+
+def note_for(info: ErrorInfo) -> str | None:
+    """The note for one of mypy's errors, if it refuses text where a brand is expected."""
+    message = info.message
+    if info.severity != "error" or not any(brand in message for brand in _BRANDS):
+        return None
+    if info.code is not None and info.code.code.startswith("veridic-"):
+        return None
+    match = _TYPES.search(message)
+    if match is None:
+        return None
+    actual = set(_WORD.findall(match["qa"] or match["ua"]))
+    expected = set(_WORD.findall(match["qe"] or match["ue"]))
+    if "TrustedInstruction" in expected:
+        if "UntrustedText" in actual:
+            return DATA
+        return MINT if actual & {"str", "Literal", "LiteralString"} else None
+    if "UntrustedText" in expected and actual & {"str", "Literal", "LiteralString"}:
+        return BRAND
+    return None

@@ -1,0 +1,43 @@
+"""mypy's own errors about a brand get a note saying how to mint, or where the text belongs.
+
+An N mark (see tests/typecheck/README.md) pins a note below the error with that code.
+"""
+
+from veridic import Composer, TrustedInstruction, UntrustedText, instruction, join
+
+
+def notes(text: str, u: UntrustedText, t: TrustedInstruction) -> TrustedInstruction:
+    # P: [reportArgumentType]
+    # E: [arg-type] expected "TrustedInstruction"
+    # N: [arg-type] minted, not converted
+    Composer().system(text)
+    # P: [reportArgumentType]
+    # E: [arg-type] "UntrustedText"
+    # N: [arg-type] place it as data with Composer.data
+    Composer().system(t, u)
+    # P: [reportArgumentType]
+    # E: [list-item] expected "TrustedInstruction"
+    # N: [list-item] instruction("...")
+    join([t, text])
+    # P: [reportArgumentType]
+    # E: [arg-type] expected "UntrustedText"
+    # N: [arg-type] untrusted(text, source=
+    Composer().data("ticket", text)
+    # P: [reportAssignmentType]
+    # E: [assignment] variable has type "TrustedInstruction"
+    # N: [assignment] join() trusted parts
+    prompt: TrustedInstruction = text
+    # P: [reportAssignmentType]
+    # E: [assignment] expression has type "UntrustedText"
+    # N: [assignment] Composer.user(text)
+    prompt = u
+    Composer().system(t, instruction("Be brief."), prompt)
+    # P: [reportReturnType]
+    # E: [return-value] expected "TrustedInstruction"
+    # N: [return-value] TrustPolicy("name").vouch
+    return text
+
+
+def no_note(text: str) -> int:
+    # P: [reportReturnType]
+    return text  # E: [return-value] expected "int"

@@ -1,0 +1,73 @@
+"""Untrusted text handed to an InstructionField is laundering (veridic-launder).
+
+Validating text into an InstructionField mints it. A plain str is accepted (reading
+the field is the application's decision that the stored text instructs); text branded
+UntrustedText is refused. tests/test_typecheck_fields.py runs this file again with the
+pydantic.mypy plugin, with init_typed off (its default: the constructor takes Any) and
+on: the marks hold in all three configurations. pyright reads the constructor's
+parameter as the field's type, TrustedInstruction, and refuses every str.
+"""
+
+import json
+
+from pydantic import BaseModel, TypeAdapter
+
+from veridic import InstructionField, TrustedInstruction, UntrustedText, instruction, untrusted
+
+
+class StoredPrompt(BaseModel):
+    name: str
+    content: InstructionField
+    fallback: InstructionField | None = None
+
+
+class Feature(BaseModel):
+    title: str
+    prompt: StoredPrompt
+    rules: list[InstructionField] = []
+
+
+def laundered(u: UntrustedText, many: dict[str, UntrustedText]) -> None:
+    # P: [reportArgumentType]
+    # E: [veridic-launder] StoredPrompt() got untrusted text for "content"
+    StoredPrompt(name="x", content=u)
+    # P: [reportArgumentType] # P: [reportArgumentType]
+    StoredPrompt(name="x", content="ok", fallback=u)  # E: [veridic-launder] for "fallback"
+    # P: [reportArgumentType]
+    # E: [veridic-launder] "content"
+    StoredPrompt(name="x", content=untrusted("hi", source="ticket:1"))
+    StoredPrompt(**{"name": "x", "content": u})  # noqa: PIE804  # E: [veridic-launder] "content"
+    # E: [veridic-launder] model_validate()
+    StoredPrompt.model_validate({"name": "x", "content": u})
+    # E: [veridic-launder] one of StoredPrompt's instruction fields
+    StoredPrompt.model_validate(many)
+    # E: [veridic-launder] "content"
+    Feature.model_validate({"title": "t", "prompt": {"name": "x", "content": u}})
+    # P: [reportArgumentType] # P: [reportArgumentType]
+    # E: [veridic-launder] for "rules"
+    Feature(title="t", prompt=StoredPrompt(name="x", content="ok"), rules=[u])
+    # E: [veridic-launder] TypeAdapter.validate_python()
+    TypeAdapter(InstructionField).validate_python(u)
+    # E: [veridic-launder] "content"
+    TypeAdapter(StoredPrompt).validate_python({"name": "x", "content": u})
+    # P: [reportArgumentType]
+    stored = StoredPrompt(name="x", content="ok")
+    stored.model_copy(update={"content": u})  # E: [veridic-launder] model_copy()
+    # P: [reportAttributeAccessIssue]
+    stored.content = u  # E: [assignment] "UntrustedText", variable has type "TrustedInstruction"
+
+
+def accepted(raw: str, text: str, u: UntrustedText, t: TrustedInstruction) -> None:
+    # P: [reportArgumentType]
+    StoredPrompt(name="x", content="Classify the ticket.")
+    # P: [reportArgumentType]
+    StoredPrompt(name=u, content=text)
+    StoredPrompt(name="x", content=t, fallback=instruction("Be brief."))
+    StoredPrompt(**json.loads(raw))
+    StoredPrompt.model_validate({"name": u, "content": text})
+    StoredPrompt.model_validate(json.loads(raw))
+    StoredPrompt.model_validate_json(raw)
+    TypeAdapter(InstructionField).validate_python(text)
+    TypeAdapter(str).validate_python(u)
+    # P: [reportArgumentType] # P: [reportArgumentType]
+    Feature(title=u, prompt=StoredPrompt(name="x", content=text), rules=[text])

@@ -1,0 +1,71 @@
+"""A Literal type that came from Any is not code text (veridic-any where it is filled,
+veridic-literal where it reaches an instruction position)."""
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, TypedDict, cast
+
+from pydantic import BaseModel
+
+from veridic import TrustedInstruction, instruction
+
+Mode = Literal["short", "long"]
+
+
+@dataclass
+class Config:
+    mode: Mode
+
+
+class Settings(TypedDict):
+    mode: Mode
+
+
+class Pair(NamedTuple):
+    mode: Mode
+
+
+class Validated(BaseModel):
+    mode: Mode
+
+
+def pick(mode: Mode) -> TrustedInstruction:
+    return instruction(mode)
+
+
+def filled_from_any(raw: str, data: Any) -> None:
+    Config(**data)  # E: [veridic-any] which is typed Literal
+    Config(mode=data["mode"])  # E: [veridic-any] Config() got a value of type "Any" for "mode"
+    Pair(data)  # E: [veridic-any] Pair() got a value of type "Any"
+    pick(json.loads(raw))  # E: [veridic-any] pick() got a value of type "Any" for "mode"
+    Validated(**data)
+    Validated.model_validate(data)
+
+
+def read_after_any(raw: str, data: Any) -> list[TrustedInstruction]:
+    settings: Settings = json.loads(raw)
+    config = Config(**data)  # E: [veridic-any] which is typed Literal
+    built = Settings(mode=data)
+    mode: Mode = data
+    forced = cast(Mode, raw)
+    return [
+        instruction(settings["mode"]),  # E: [veridic-literal] typed Literal but filled by
+        instruction(config.mode),  # E: [veridic-literal] built into "config"
+        instruction(built["mode"]),  # E: [veridic-literal] built into "built"
+        instruction(mode),  # E: [veridic-literal] the variable "mode", typed Literal
+        instruction(forced),  # E: [veridic-literal] the variable "forced"
+        instruction(cast(Mode, raw)),  # E: [veridic-literal] a cast()
+    ]
+
+
+def from_code(flag: bool, validated: Validated) -> list[TrustedInstruction]:
+    settings: Settings = {"mode": "short"}
+    config = Config(mode="long")
+    mode: Mode = "short" if flag else "long"
+    return [
+        instruction(settings["mode"]),
+        instruction(config.mode),
+        instruction(mode),
+        instruction(validated.mode),
+        pick("short"),
+    ]
