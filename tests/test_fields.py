@@ -85,7 +85,7 @@ def test_instruction_fields_are_marked_in_the_json_schema() -> None:
 
 @given(text=st.text())
 def test_property_any_validated_text_is_trusted_and_round_trips(text: str) -> None:
-    stored = StoredPrompt(name="n", content=text)  # type: ignore[arg-type]  # validation mints
+    stored = StoredPrompt(name="n", content=text)  # validation mints
     assert is_trusted(stored.content)
     assert stored.content == text
     assert StoredPrompt.model_validate(stored.model_dump()).content == text

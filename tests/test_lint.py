@@ -210,9 +210,9 @@ def test_capability_section_that_omits_a_tool_is_a_coupling_finding(
 
 
 def instruction_like(text: str) -> TrustedInstruction:
-    from veridic.provenance import mint
+    from veridic import TrustPolicy
 
-    return mint(text, "registry", "test")
+    return TrustPolicy("test-edited-section").vouch(text, reason="a section edited by the test")
 
 
 _WORDS = st.sampled_from(
@@ -292,7 +292,9 @@ def floor_tools(draw: st.DrawFn) -> list[FloorTool]:
                 kind=kind,
                 risk=draw(st.none() | st.sampled_from(list(Risk))),
                 irreversible=write and draw(st.booleans()),
-                instruction_argument=draw(st.booleans()),
+                # A function query taking instruction text is refused at boot (it would
+                # mint the model's output); an external one's arguments are never minted.
+                instruction_argument=(write or external) and draw(st.booleans()),
                 writes=draw(st.sampled_from([(), (SavedNote,), (SavedPrompt,)]))
                 if write and not external
                 else (),

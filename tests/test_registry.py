@@ -10,6 +10,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from veridic import (
+    AlwaysAllowRefused,
+    ApprovalPolicy,
     InstructionField,
     InvalidArgumentsError,
     ProvenanceError,
@@ -506,7 +508,9 @@ def test_every_floor_violation_is_listed_and_no_component_boots() -> None:
     assert booted == []
 
 
-def test_a_query_taking_instruction_text_has_no_floor() -> None:
+def test_a_query_taking_instruction_text_is_refused_at_boot() -> None:
+    # Validating the model's arguments mints an InstructionField: a low-risk,
+    # always-allowable query would turn the model's own output into trusted text.
     registry = Registry()
 
     @registry.tool(kind="query")
@@ -514,7 +518,22 @@ def test_a_query_taking_instruction_text_has_no_floor() -> None:
         """Render a prompt for review without saving it."""
         return prompt.content
 
-    assert registry.view().tool("preview").risk is Risk.LOW
+    with pytest.raises(VeridicError, match=r"'preview'.*is a query but takes instruction text"):
+        registry.view()
+
+
+def test_a_write_taking_instruction_text_is_high_and_never_always_allowed() -> None:
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def edit_prompt(prompt: StoredPrompt) -> str:
+        """Save a prompt revision that becomes the feature's system prompt."""
+        return prompt.content
+
+    view = registry.view()
+    assert view.tool("edit_prompt").risk is Risk.HIGH
+    with pytest.raises(AlwaysAllowRefused):
+        ApprovalPolicy(view).allow_always("edit_prompt")
 
 
 def test_a_floor_violation_registered_after_boot_fails_on_the_next_view() -> None:

@@ -19,10 +19,12 @@ from hypothesis import strategies as st
 from veridic import (
     Deny,
     Registry,
+    Risk,
     Tool,
     ToolDeniedError,
     ToolUnavailableError,
     ToolView,
+    TrustPolicy,
     UnknownToolError,
 )
 from veridic._similarity import NameIndex, _lcs_length, _position_masks
@@ -113,8 +115,13 @@ def filter_plans(draw: st.DrawFn, plan: RegistryPlan) -> FilterPlan:
 
 def build(plan: RegistryPlan) -> Registry:
     registry = Registry("property")
+    generated = TrustPolicy("generated-test-registry")
     components = [
-        registry.component(f"part {index}", boot=None if boots else _fail, hint="Fix it.")
+        registry.component(
+            generated.vouch(f"part {index}", reason="a component name the test generates"),
+            boot=None if boots else _fail,
+            hint="Fix it.",
+        )
         for index, boots in enumerate(plan.components)
     ]
     for tool in plan.tools:
@@ -237,6 +244,46 @@ def test_property_every_registered_name_is_exposed_or_fails_with_its_reason(
 # Few letters, so a hallucinated name is often near real ones, scores often tie,
 # and difflib's tie-break (the greater name first) decides the order.
 NEAR_NAMES = st.from_regex(r"[ab][ab_]{0,7}", fullmatch=True)
+
+
+@given(st.data())
+def test_property_suggestions_never_steer_towards_more_risk(data: st.DataObject) -> None:
+    names = data.draw(st.lists(NEAR_NAMES, min_size=1, max_size=10, unique=True), label="names")
+    risks = {name: data.draw(st.sampled_from(list(Risk)), label=name) for name in names}
+    word = data.draw(edited(names), label="word")
+    assume(word not in names)
+    registry = Registry("risky")
+    for name in names:
+        kind: Literal["query", "write"] = "query" if risks[name] is Risk.LOW else "write"
+        registry.tool(kind=kind, name=name, risk=risks[name])(_handler("Do the thing it does."))
+    view = registry.view()
+    close = difflib.get_close_matches(word, sorted(view.names()), n=3, cutoff=0.6)
+    suggested = view.status(word).suggestions
+    risk_of = {tool.name: tool.risk for tool in view.tools()}
+    if close:
+        assert [n for n in close if n in suggested] == list(suggested)  # difflib's, in order
+        safe = [risk_of[n] for n in close if risk_of[n] < Risk.HIGH]
+        for name in suggested:
+            typo = _one_edit(word, name)
+            assert typo or risk_of[name] < Risk.HIGH
+            assert typo or risk_of[name] <= safe[0]
+        # Only risk removes a close name.
+        for name in set(close) - set(suggested):
+            assert risk_of[name] is Risk.HIGH or risk_of[name] > safe[0]
+    else:
+        assert all(risk_of[name] < Risk.HIGH for name in suggested)
+
+
+def _one_edit(first: str, second: str) -> bool:
+    """The oracle of 'near-identical': Damerau distance <= 1 after folding case, _ and -."""
+    a, b = (s.replace("_", "").replace("-", "").casefold() for s in (first, second))
+    if a == b:
+        return True
+    edits = {a[:i] + a[i + 1 :] for i in range(len(a))}  # deletions
+    edits |= {a[:i] + c + a[i:] for i in range(len(a) + 1) for c in set(b)}  # insertions
+    edits |= {a[:i] + c + a[i + 1 :] for i in range(len(a)) for c in set(b)}  # changes
+    edits |= {a[:i] + a[i + 1] + a[i] + a[i + 2 :] for i in range(len(a) - 1)}  # swaps
+    return b in edits
 
 
 @st.composite

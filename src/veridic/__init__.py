@@ -20,6 +20,7 @@ from veridic.provenance import (
     Provenance,
     Span,
     TrustedInstruction,
+    TrustedText,
     UntrustedText,
     instruction,
     is_trusted,
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
         ScriptedProvider,
     )
     from veridic.registry import (
+        BootError,
         Component,
         Registry,
     )
@@ -145,6 +147,7 @@ _HOMES: dict[str, str] = {
     "AuditRecordError": "veridic.errors",
     "AuditWriteError": "veridic.errors",
     "AuditSink": "veridic.audit",
+    "BootError": "veridic.registry",
     "CallOutcome": "veridic.audit",
     "CallResult": "veridic.executor",
     "Component": "veridic.registry",
@@ -212,6 +215,7 @@ __all__ = [
     "AuditRecordError",
     "AuditSink",
     "AuditWriteError",
+    "BootError",
     "CallOutcome",
     "CallResult",
     "Component",
@@ -258,6 +262,7 @@ __all__ = [
     "ToolView",
     "TrustPolicy",
     "TrustedInstruction",
+    "TrustedText",
     "UnknownToolError",
     "UntrustedText",
     "VeridicError",

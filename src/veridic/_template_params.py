@@ -3,13 +3,20 @@
 A template is bound to a ``TypedDict`` or a pydantic model. This module reads
 the keys that type declares (checked against the template's variables when
 the template loads) and, for an instruction template, turns each field's type
-into a run-time check. An instruction field may only hold trusted text, so its
-type must be ``TrustedInstruction`` (``InstructionField`` included), ``bool``,
-``None``, an ordered container of those (``list``, ``tuple``, ``Sequence``,
-``Mapping`` or ``dict`` with ``TrustedInstruction`` keys, a nested
-``TypedDict``), or a union of them. A ``bool`` or ``None`` only selects a
-branch the template's author wrote: it carries no words. Sets are refused
-because their order, and so the prompt's bytes, changes from run to run.
+into a run-time check. An instruction field may only hold what code wrote, so its
+type must be ``TrustedInstruction`` (``InstructionField`` included), a scalar
+whose text carries no words of its own (``bool``, ``int``, ``float``, ``None``,
+a member of an ``Enum`` class or a ``Literal`` value, both written in code: a
+refund limit, a tier), an ordered container of those (``list``, ``tuple``,
+``Sequence``, ``Mapping`` or ``dict`` with ``TrustedInstruction`` keys, a
+nested ``TypedDict``), or a union of them. Scalars are checked by exact type
+(an ``int`` subclass may override ``__str__``). Sets are refused because their
+order, and so the prompt's bytes, changes from run to run.
+
+A value is checked as it will be read: :func:`snapshot` copies containers
+into plain ``dict``, ``list`` and ``tuple`` before the check, and the render
+reads the copy, so a mapping that makes values on access (a ``defaultdict``,
+a custom ``__getitem__``) cannot hand the template a value the check never saw.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Final, Union
+from enum import Enum
+from typing import Annotated, Final, Literal, Union
 
 import typing_extensions
 from pydantic import BaseModel
@@ -25,7 +33,7 @@ from pydantic import BaseModel
 from veridic.errors import ProvenanceError, TemplateParamsError
 from veridic.provenance import TrustedInstruction, is_trusted
 
-__all__ = ["Check", "Params", "instruction_checks", "read_params", "trusted_text"]
+__all__ = ["Check", "Params", "instruction_checks", "read_params", "snapshot", "trusted_text"]
 
 Bad = tuple[str, object] | None
 """What a check found: ``None`` when the value may render, else the path and the offending leaf."""
@@ -43,6 +51,7 @@ _WRAPPERS: Final = frozenset(
 )
 _SEQUENCES: Final = frozenset({list, tuple, Sequence})
 _MAPPINGS: Final = frozenset({dict, Mapping})
+_LITERAL_TYPES: Final = frozenset({str, int, bool})
 
 
 class Params:
@@ -117,10 +126,12 @@ def instruction_checks(params: Params, template: str) -> dict[str, Check]:
             raise ProvenanceError(
                 f"instruction template {template!r} is bound to {params.name}, whose field "
                 f"{key!r} is typed {_show(annotation)}, which admits {_show(refused.part)}"
-                f"{refused.where}, not trusted text; an instruction template renders into the "
+                f"{refused.where}, not what code wrote; an instruction template renders into the "
                 "system slot, so each field must be TrustedInstruction, InstructionField, bool, "
-                "or a list, tuple or Mapping of them: retype the field, or render untrusted text "
-                "with a data template (templates.data) and place it with Composer.user()"
+                "int, float, an Enum or Literal defined in code, or a list, tuple or Mapping of "
+                "them: retype the field (text read from a store as instruction: "
+                "InstructionField), or render outside text with a data template "
+                "(templates.data) and place it with Composer.user()"
             ) from None
     return checks
 
@@ -156,10 +167,14 @@ def _check_for(annotation: object) -> Check:
         return _check_for(args[0])
     if annotation is TrustedInstruction:
         return trusted_text
-    if annotation is bool:
-        return _flag
+    if annotation is bool or annotation is int or annotation is float:
+        return _scalar(annotation)
     if annotation is None or annotation is type(None):
         return _none
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return _member(annotation)
+    if origin is Literal and all(type(arg) in _LITERAL_TYPES for arg in args):
+        return _literal(args)
     if origin is Union or origin is types.UnionType:
         return _any_of(tuple(_check_for(arg) for arg in args))
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
@@ -188,8 +203,48 @@ def trusted_text(value: object) -> Bad:
     return None if is_trusted(value) else ("", value)
 
 
-def _flag(value: object) -> Bad:
-    return None if type(value) is bool else ("", value)
+def _scalar(kind: type) -> Check:
+    def check(value: object) -> Bad:
+        return None if type(value) is kind else ("", value)
+
+    return check
+
+
+def _member(enum: type[Enum]) -> Check:
+    def check(value: object) -> Bad:
+        return None if isinstance(value, enum) else ("", value)
+
+    return check
+
+
+def _literal(args: tuple[object, ...]) -> Check:
+    allowed = frozenset((type(arg), arg) for arg in args)
+
+    def check(value: object) -> Bad:
+        # Exact type and value: an equal str of any brand renders the literal's own text.
+        plain = str(value) if isinstance(value, str) else value
+        return None if (type(plain), plain) in allowed else ("", value)
+
+    return check
+
+
+def snapshot(value: object) -> object:
+    """``value`` with every ``Mapping``, ``list`` and ``tuple`` in it copied into a plain one.
+
+    What an instruction template checks is then what it reads: items are
+    read once, through ``items()`` or iteration, and the template gets plain
+    containers that make nothing on access.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or kind is int or value is None:
+        return value
+    if isinstance(value, list) and kind is list:
+        return [snapshot(item) for item in value]
+    if isinstance(value, tuple) and kind is tuple:
+        return tuple(snapshot(item) for item in value)
+    if isinstance(value, Mapping):
+        return {key: snapshot(item) for key, item in value.items()}
+    return value
 
 
 def _none(value: object) -> Bad:

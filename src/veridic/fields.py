@@ -6,6 +6,10 @@ feature's system prompt kept in a database. Declaring the field as
 whatever validates into that field is read as instruction. Validation mints it
 with provenance kind ``field`` and origin ``Model.field``; serialisation gives
 plain strings back, because trust never survives a trip through storage.
+Text branded untrusted (:func:`veridic.untrusted`) is refused with a
+:class:`~veridic.ProvenanceError`, whichever way it arrives (the constructor,
+``model_validate``, assignment under ``validate_assignment``, a
+``TypeAdapter``): handing outside text to a flagged field would launder it.
 
 The declaration is also the write side's contract: a tool that writes a model
 with instruction fields must be high risk (see the registry), and
@@ -30,18 +34,48 @@ import types
 import typing
 from typing import Annotated, Any, Final
 
-from pydantic import AfterValidator, BaseModel, Field, PlainSerializer, ValidationInfo
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+)
 
-from veridic.provenance import TrustedInstruction, mint
+from veridic._sample import clip
+from veridic.errors import ProvenanceError
+from veridic.provenance import TrustedInstruction, is_untrusted, mint, source_of
 
 __all__ = ["InstructionField", "instruction_fields"]
 
 _SCHEMA_MARK: Final = "x-veridic-instruction"
 
 
+def _refuse_untrusted(value: object, info: ValidationInfo) -> object:
+    # Seen before pydantic's str validation, which drops the brand: a flagged
+    # field fed text branded untrusted would mint it, which is laundering.
+    if is_untrusted(value):
+        raise ProvenanceError(
+            f"InstructionField {_field_of(info)} got untrusted text (source "
+            f"{source_of(value)!r}): {clip(value)}; reading a flagged field mints its text as "
+            "an instruction, so it may hold only what the application stored as one: keep "
+            "outside text out of the field (store it in a plain str field and place it with "
+            "Composer.data()), or vouch for it with a TrustPolicy, which records why"
+        )
+    return value
+
+
 def _read_as_instruction(value: str, info: ValidationInfo) -> TrustedInstruction:
+    return mint(value, "field", _field_of(info))
+
+
+def _field_of(info: ValidationInfo) -> str:
+    """``Model.field`` of the value being validated (``InstructionField`` in a bare adapter)."""
+    if info.field_name is None:
+        return "InstructionField"
     model = info.config.get("title", "model") if info.config else "model"
-    return mint(value, "field", f"{model}.{info.field_name}")
+    return f"{model}.{info.field_name}"
 
 
 def _as_plain_text(value: str) -> str:
@@ -52,6 +86,7 @@ _MINT: Final = AfterValidator(_read_as_instruction)
 
 InstructionField = Annotated[
     TrustedInstruction,
+    BeforeValidator(_refuse_untrusted),
     _MINT,
     PlainSerializer(_as_plain_text, return_type=str),
     Field(json_schema_extra={_SCHEMA_MARK: True}),

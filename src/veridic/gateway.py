@@ -65,7 +65,7 @@ from typing import Protocol, Self, runtime_checkable
 from veridic.approval import ApprovalPolicy, Confirm
 from veridic.audit import AuditSink, ModelCallRecord
 from veridic.compose import Composer
-from veridic.errors import AuditRecordError, AuditWriteError, VeridicError
+from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
 from veridic.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
 from veridic.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.provenance import UntrustedText, is_trusted, report, untrusted
@@ -636,6 +636,7 @@ class ModelGateway:
                 "(Reply.record(composer, outcomes) does) before sending"
             )
         spans = _instruction_spans(prompt)
+        _check_section(prompt, view, spans)
         request = provider.request(prompt, view.tool_specs(provider.spec_format), options or {})
         sent_tools = provider.sent_tools(request)
         view.assert_coupled(sent_tools)
@@ -676,6 +677,25 @@ def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
         PromptSpan(0, "system", span.start, span.end, span.kind, span.origin)
         for span in message.spans
     )
+
+
+def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]) -> None:
+    """Refuse a system message whose capability section is not ``view``'s.
+
+    The section is minted as one span of kind ``registry``; each such span of
+    the system message must be exactly the section of the view the request is
+    sent with, else the prompt would promise tools the request does not carry
+    (or hide ones it does). A prompt without a section promises nothing.
+    """
+    system = prompt.messages[0].content if spans else ""
+    for span in spans:
+        if span.kind == "registry" and not view.describes(system[span.start : span.end]):
+            raise ToolCouplingError(
+                f"the system message of prompt {prompt.sha256[:12]} holds a capability section "
+                f"from another view ({span.origin}) than the one it is sent with ({view!r}): "
+                "the prompt would describe tools the request does not carry; build the system "
+                "message with view.capability_section() of the view you send"
+            )
 
 
 @runtime_checkable

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from veridic._descriptions import description_problem
+from veridic._sample import clip
 from veridic._similarity import similar_pairs
 from veridic.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
@@ -51,7 +52,7 @@ from veridic.provenance import _display_path
 from veridic.registry import Registry
 from veridic.risk import Risk
 from veridic.tool import SCHEMA_TOOL, Tool, floor_violations
-from veridic.view import ToolView
+from veridic.view import ComponentState, ToolView
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -260,8 +261,8 @@ def check_projections(source: Registry | ToolView) -> tuple[LintFinding, ...]:
                 None,
                 None,
                 None,
-                f"component {state.name!r} did not start here ({state.reason}); the prompt "
-                "says so and its tools are in no projection",
+                f"component {state.name!r} did not start here ({_boot_account(state)}); "
+                "the prompt says so and its tools are in no projection",
             )
         )
     return tuple(findings)
@@ -282,6 +283,13 @@ def _finding(
 ) -> LintFinding:
     file, line = tool_location(tool) if tool is not None else (None, None)
     return LintFinding(code, severity, name, file, line, message, score, other)
+
+
+def _boot_account(state: ComponentState) -> str:
+    """What the prompt says of a failed boot, and the withheld message when there is one."""
+    if state.detail and state.reason not in state.detail:
+        return f"{state.reason}; its message, withheld from the prompt: {clip(state.detail)}"
+    return state.reason
 
 
 def _floor_findings(tool: Tool) -> list[LintFinding]:

@@ -40,7 +40,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal, LiteralString, NewType
+from typing import Final, Literal, LiteralString, NewType, TypeGuard
 
 from veridic._sample import clip
 from veridic.config import settings
@@ -51,6 +51,7 @@ __all__ = [
     "Provenance",
     "Span",
     "TrustedInstruction",
+    "TrustedText",
     "UntrustedText",
     "instruction",
     "is_trusted",
@@ -64,6 +65,13 @@ TrustedInstruction = NewType("TrustedInstruction", str)
 
 UntrustedText = NewType("UntrustedText", str)
 """Text from outside the code: a data position only, always fenced or in a user turn."""
+
+TrustedText = LiteralString | TrustedInstruction
+"""What a trusted position that takes short text accepts: a literal written in code, or
+text minted trusted. A component's name, hint and offer, a deny reason, an external
+tool's source label: they reach the capability section, which instructs the model.
+The ``veridic.mypy`` plugin refuses anything else there; at run time text branded
+untrusted is refused (a plain ``str`` cannot be told from a literal at run time)."""
 
 Kind = Literal["code", "field", "template", "registry", "policy", "untrusted", "unknown"]
 TRUSTED_KINDS: Final = frozenset({"code", "field", "template", "registry", "policy"})
@@ -127,9 +135,18 @@ class _Joined:
 
 
 class _Trusted(str):
-    """Run-time form of a minted ``TrustedInstruction``."""
+    """Run-time form of a minted ``TrustedInstruction``.
 
-    __slots__ = ("_spans",)
+    The ``_seal`` slot holds a private object. Its descriptor is removed from
+    the class once the class exists, so no code outside this module can read
+    or write it: an object of another ``str`` subclass whose ``__class__`` is
+    reassigned to this one (CPython allows that between classes of the same
+    layout) has no seal, and :func:`is_trusted` refuses it. Only deliberate
+    interpreter introspection (``gc.get_referents``) gets around this;
+    veridic guards against misuse, not against hostile code in the process.
+    """
+
+    __slots__ = ("_seal", "_spans")
     _spans: tuple[Span, ...] | _Joined
 
     def __new__(cls, text: str, spans: tuple[Span, ...] | _Joined, key: _Mint) -> _Trusted:
@@ -141,11 +158,12 @@ class _Trusted(str):
             )
         value = super().__new__(cls, text)
         value._spans = spans
+        _set_seal(value, _SEAL)
         return value
 
     def __add__(self, other: str) -> str:
         joined = str.__add__(self, other)
-        if type(other) is _Trusted:
+        if _genuine(other) and _genuine(self):
             return _Trusted(joined, _Joined((self, other), ""), _KEY)
         return joined
 
@@ -154,24 +172,49 @@ class _Trusted(str):
         # comes back as plain text, like any other stored text.
         return (str, (str(self),))
 
-    def __copy__(self) -> _Trusted:
-        return self
+    def __copy__(self) -> str:
+        return self if _genuine(self) else str(self)
 
-    def __deepcopy__(self, memo: object) -> _Trusted:
-        return self
+    def __deepcopy__(self, memo: object) -> str:
+        return self.__copy__()
+
+
+_SEAL: Final = object()
+_seal_slot = _Trusted.__dict__["_seal"]
+_set_seal: Final = _seal_slot.__set__
+_get_seal: Final = _seal_slot.__get__
+delattr(_Trusted, "_seal")
+del _seal_slot
+
+
+def _genuine(value: object) -> TypeGuard[_Trusted]:
+    """Whether ``value`` is trusted text veridic minted (its type, and its seal)."""
+    if type(value) is not _Trusted:
+        return False
+    try:
+        return _get_seal(value) is _SEAL
+    except AttributeError:  # an object given this class by ``__class__`` assignment
+        return False
 
 
 class _Untrusted(str):
-    """Run-time form of ``UntrustedText``: a plain string that remembers its source."""
+    """Run-time form of ``UntrustedText``: a plain string that remembers its source.
 
-    __slots__ = ("_source",)
+    ``_mode`` is set (to a data mode) only on text that is exactly one data
+    block veridic rendered (a data template's output), so the composer can
+    place it in a user turn as the block it is.
+    """
+
+    __slots__ = ("_mode", "_source")
     _source: str
+    _mode: str
 
-    def __new__(cls, text: str, source: str, key: _Mint) -> _Untrusted:
+    def __new__(cls, text: str, source: str, key: _Mint, mode: str = "") -> _Untrusted:
         if key is not _KEY:
             raise ProvenanceError("untrusted text is made with untrusted(text, source=...)")
         value = super().__new__(cls, text)
         value._source = source
+        value._mode = mode
         return value
 
     def __reduce__(self) -> tuple[type[str], tuple[str]]:
@@ -185,12 +228,20 @@ class _Untrusted(str):
 
 
 def mint(text: str, kind: Kind, origin: str) -> TrustedInstruction:
-    """Brand ``text`` as trusted with one span. For veridic's own minting sites only."""
+    """Brand ``text`` as trusted with one span. For veridic's own minting sites only.
+
+    Raises:
+        ProvenanceError: called from a module outside veridic.
+    """
+    if sys._getframe(1).f_globals.get("__name__") not in _MINTERS:
+        _refuse_minter("mint")
     return TrustedInstruction(_Trusted(text, (Span(0, len(text), kind, origin),), _KEY))
 
 
 def mint_spans(text: str, spans: tuple[Span, ...]) -> TrustedInstruction:
     """Brand ``text`` as trusted with the given spans. For veridic's own minting sites only."""
+    if sys._getframe(1).f_globals.get("__name__") not in _MINTERS:
+        _refuse_minter("mint_spans")
     return TrustedInstruction(_Trusted(text, spans, _KEY))
 
 
@@ -198,9 +249,41 @@ def joined(parts: Sequence[str], sep: str, head: tuple[Span, ...] = ()) -> Trust
     """``sep.join(parts)`` as trusted text; every part and ``sep`` must already be trusted.
 
     ``head`` goes before the parts' spans: an empty span there names the whole
-    value (a template's file) without covering a character.
+    value (a template's file) without covering a character. For veridic's
+    own minting sites only.
     """
+    if sys._getframe(1).f_globals.get("__name__") not in _MINTERS:
+        _refuse_minter("joined")
     return TrustedInstruction(_Trusted(sep.join(parts), _Joined(tuple(parts), sep, head), _KEY))
+
+
+_MINTERS: Final = frozenset(
+    {
+        "veridic.provenance",
+        "veridic.compose",
+        "veridic.fence",
+        "veridic.fields",
+        "veridic.testing",
+        "veridic.trust_policy",
+        "veridic.view",
+        "veridic._template_bound",
+        "veridic._template_env",
+        "veridic._template_runtime",
+    }
+)
+"""The modules that mint: each is a row of the trust table above (``testing`` mints
+arbitrary text for property tests, by name)."""
+
+
+def _refuse_minter(helper: str) -> None:
+    caller = _caller(3)
+    raise ProvenanceError(
+        f"veridic.provenance.{helper}() was called from {caller}, outside veridic; it is "
+        "how veridic's own minting sites brand text, and calling it launders any text into "
+        "an instruction: mint text written in code with instruction(), read stored "
+        "instructions from an InstructionField, or vouch for text with a TrustPolicy, "
+        "which records why"
+    )
 
 
 def instruction(text: LiteralString, /) -> TrustedInstruction:
@@ -223,9 +306,9 @@ def instruction(text: LiteralString, /) -> TrustedInstruction:
             "instruction() mints only text written in code: place outside text with "
             "Composer.data() or Composer.user(), or vouch for it with a TrustPolicy"
         )
-    if type(text) is _Trusted:
+    if _genuine(text):
         return TrustedInstruction(text)
-    return mint(text, "code", _caller(2))
+    return mint(str(text), "code", _caller(2))
 
 
 def untrusted(text: str, /, *, source: str) -> UntrustedText:
@@ -265,7 +348,7 @@ def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> Tr
     """
     items = list(parts)
     origin = _caller(2)
-    if type(sep) is not _Trusted:
+    if not _genuine(sep):
         if type(sep) is _Untrusted:
             raise ProvenanceError(
                 f"join() got an untrusted separator (source {sep._source!r}); "
@@ -298,9 +381,41 @@ def refuse_untrusted(value: object, where: str, fix: str) -> None:
         )
 
 
-def is_untrusted(value: object) -> bool:
+def is_untrusted(value: object) -> TypeGuard[UntrustedText]:
     """Whether ``value`` was branded untrusted with :func:`untrusted`."""
     return type(value) is _Untrusted
+
+
+def source_of(value: _Untrusted | object) -> str:
+    """The source label of text branded untrusted (``""`` for anything else)."""
+    return value._source if type(value) is _Untrusted else ""
+
+
+def rebranded(original: str, text: str) -> str:
+    """``text``, a rendering of ``original``, branded as ``original`` was (untrusted, or plain)."""
+    if type(original) is _Untrusted:
+        return _Untrusted(text, original._source, _KEY)
+    return text
+
+
+def fenced_block(text: str, source: str, mode: str) -> UntrustedText:
+    """``text``, exactly one data block veridic rendered in ``mode``, branded untrusted.
+
+    For veridic's own data templates only: the composer places such text in a
+    user turn unchanged, where it neutralises anything else that looks like a
+    block.
+
+    Raises:
+        ProvenanceError: called from a module outside veridic.
+    """
+    if sys._getframe(1).f_globals.get("__name__") not in _MINTERS:
+        _refuse_minter("fenced_block")
+    return UntrustedText(_Untrusted(text, source, _KEY, mode))
+
+
+def block_mode(value: object) -> str:
+    """The data mode of a block :func:`fenced_block` made (``""`` for any other value)."""
+    return value._mode if type(value) is _Untrusted else ""
 
 
 def is_trusted(value: object) -> bool:
@@ -310,7 +425,7 @@ def is_trusted(value: object) -> bool:
     >>> is_trusted(cast(TrustedInstruction, "forged")), is_trusted(instruction("real"))
     (False, True)
     """
-    return type(value) is _Trusted
+    return _genuine(value)
 
 
 def provenance(value: str) -> Provenance:
@@ -319,7 +434,7 @@ def provenance(value: str) -> Provenance:
     >>> provenance("typed by someone")
     Provenance(kind='unknown', origin='unbranded str')
     """
-    if type(value) is _Trusted:
+    if _genuine(value):
         spans = _trusted_spans(value)
         if not spans:
             return Provenance("unknown", "unbranded str")
@@ -336,7 +451,7 @@ def provenance(value: str) -> Provenance:
 
 def spans_of(value: str) -> tuple[Span, ...]:
     """The spans of any string, branded or not."""
-    if type(value) is _Trusted:
+    if _genuine(value):
         return _trusted_spans(value)
     return provenance(value).spans
 
@@ -352,7 +467,7 @@ def describe(value: str) -> str:
     """Say where ``value`` came from, for an error message."""
     if type(value) is _Untrusted:
         return f"provenance untrusted (source {value._source!r})"
-    if type(value) is _Trusted:
+    if _genuine(value):
         return f"provenance {provenance(value).kind}"
     if isinstance(value, str):
         return (

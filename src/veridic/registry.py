@@ -47,17 +47,20 @@ Registering and booting are two steps:
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final, LiteralString, TypeVar
+from typing import Final, TypeVar
 
 from pydantic import BaseModel
 
+from veridic._descriptions import one_line
 from veridic.errors import RiskFloorError, VeridicError
-from veridic.provenance import is_untrusted, refuse_untrusted
+from veridic.provenance import TrustedText, is_untrusted, refuse_untrusted
 from veridic.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tool import (
+    FunctionText,
     Tool,
     ToolOptions,
     check_tool_name,
@@ -67,18 +70,40 @@ from veridic.tool import (
 )
 from veridic.view import ComponentState, Deny, Predicate, ToolView, build_view
 
-__all__ = ["Component", "Registry"]
+__all__ = ["BootError", "Component", "Registry"]
 
 F = TypeVar("F", bound=Callable[..., object])
 
 _log = logging.getLogger("veridic.registry")
 _NOT_BOOTED: Final = "not booted yet"
+_TYPE_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,59}(\.[A-Za-z_][A-Za-z0-9_]{0,59}){0,3}")
+
+
+class BootError(VeridicError):
+    """Raised by a component's boot check to say, in code, why the component did not start.
+
+    A failed boot is told to the model in the capability section, an
+    instruction position, and an exception's message is outside text whenever
+    it was built from outside text (an f-string with a server's reply, a
+    pydantic ``ValidationError`` quoting its input, a ``KeyError`` of a
+    stripped reply). So the section shows only the ``reason`` given here,
+    written in code, or else the exception's type; the whole message goes to
+    the log and to :meth:`Registry.components`.
+
+    >>> def check_core() -> None:
+    ...     raise BootError("requires core >= 2.3")
+    """
+
+    def __init__(self, reason: TrustedText, /) -> None:
+        refuse_untrusted(reason, "BootError(reason)", "write the reason in code")
+        super().__init__(reason)
+        self.reason: str = reason
 
 
 class _Declaration:
     """A registered tool before boot: the function and what was declared about it."""
 
-    __slots__ = ("built", "component", "function", "localns", "options")
+    __slots__ = ("built", "component", "function", "localns", "options", "text")
 
     def __init__(
         self,
@@ -87,18 +112,22 @@ class _Declaration:
         component: str | None,
         localns: Mapping[str, object] | None,
         built: Tool | None = None,
+        text: FunctionText | None = None,
     ) -> None:
         self.function = function
         self.options = options
         self.component = component
         self.localns = localns
         self.built = built
+        self.text = text
 
     def build(self) -> Tool:
         if self.built is None:
             if self.function is None:  # pragma: no cover - externals are built when declared
                 raise VeridicError("an external declaration was not built when it was declared")
-            self.built = function_tool(self.function, self.options, self.component, self.localns)
+            self.built = function_tool(
+                self.function, self.options, self.component, self.localns, text=self.text
+            )
         return self.built
 
 
@@ -116,10 +145,10 @@ class Component:
     def __init__(
         self,
         registry: Registry,
-        name: str,
+        name: TrustedText,
         boot: Callable[[], object] | None,
-        hint: str,
-        provides: str | None,
+        hint: TrustedText,
+        provides: TrustedText | None,
     ) -> None:
         self._registry = registry
         self._boot = boot
@@ -138,7 +167,7 @@ class Component:
         irreversible: bool = False,
         writes: Iterable[type[BaseModel]] = (),
         name: str | None = None,
-        description: LiteralString | None = None,
+        description: TrustedText | None = None,
         roles: Iterable[str] = (),
     ) -> Callable[[F], F]:
         """Register a tool of this component; same keywords as :meth:`Registry.tool`."""
@@ -157,7 +186,7 @@ class Component:
         risk: RiskLike | None = None,
         pin: str | None = None,
         irreversible: bool = False,
-        source: str = "an external spec",
+        source: TrustedText = "an external spec",
         roles: Iterable[str] = (),
     ) -> None:
         """Register an external tool of this component; as :meth:`Registry.external`."""
@@ -176,20 +205,25 @@ class Component:
         )
 
     def run_boot(self) -> ComponentState:
-        """Run the boot check (the registry calls this once) and say how it went."""
+        """Run the boot check (the registry calls this once) and say how it went.
+
+        The state's ``reason`` is what the capability section will say; the
+        exception's whole message is logged (with the traceback at DEBUG) and
+        kept in the state's ``detail``.
+        """
         if self._boot is None:
             return ComponentState(self.name, True, "", self.hint, self.provides)
         try:
             result = self._boot()
         except Exception as error:
-            reason = _boot_reason(error)
-            _log.warning("component %r did not start: %s", self.name, reason)
+            reason, detail = _boot_reason(error), _boot_detail(error)
+            _log.warning("component %r did not start: %s", self.name, detail)
             _log.debug("component %r boot failure", self.name, exc_info=True)
-            return ComponentState(self.name, False, reason, self.hint, self.provides)
+            return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
         if result is False:
             reason = "its boot check returned False"
             _log.warning("component %r did not start: %s", self.name, reason)
-            return ComponentState(self.name, False, reason, self.hint, self.provides)
+            return ComponentState(self.name, False, reason, self.hint, self.provides, reason)
         return ComponentState(self.name, True, "", self.hint, self.provides)
 
 
@@ -228,7 +262,7 @@ class Registry:
         irreversible: bool = False,
         writes: Iterable[type[BaseModel]] = (),
         name: str | None = None,
-        description: LiteralString | None = None,
+        description: TrustedText | None = None,
         roles: Iterable[str] = (),
     ) -> Callable[[F], F]:
         """Register a typed function as a tool; the decorator returns the function unchanged.
@@ -255,11 +289,11 @@ class Registry:
 
     def component(
         self,
-        name: str,
+        name: TrustedText,
         *,
         boot: Callable[[], object] | None = None,
-        hint: str = "",
-        provides: str | None = None,
+        hint: TrustedText = "",
+        provides: TrustedText | None = None,
     ) -> Component:
         """Declare an optional part of the application whose tools need ``boot`` to succeed.
 
@@ -306,7 +340,7 @@ class Registry:
         risk: RiskLike | None = None,
         pin: str | None = None,
         irreversible: bool = False,
-        source: str = "an external spec",
+        source: TrustedText = "an external spec",
         roles: Iterable[str] = (),
     ) -> None:
         """Register a tool described by someone else (an MCP server, an OpenAPI document).
@@ -375,6 +409,16 @@ class Registry:
             for name, component in self._components.items():
                 if name not in self._states:
                     self._states[name] = component.run_boot()
+            for tool in built:
+                if tool.description_gap is not None and tool not in self._snapshot:
+                    # The seed's failure mode is silence: say it where start-up is read.
+                    _log.warning(
+                        "tool %r (%s) is in no view: it has no real description (%s); write "
+                        "what it does where it is defined, a docstring summary or description=",
+                        tool.name,
+                        tool.origin,
+                        tool.description_gap.value,
+                    )
             self._snapshot = tuple(built)
             self._booted = True
 
@@ -469,7 +513,9 @@ class Registry:
                 where, kind, risk, irreversible, written, name, description, role_set
             )
             checked = check_tool_name(tool_name, where)
-            self._add(checked, _Declaration(function, options, component, localns))
+            # What the model is shown is read now, once: a docstring changed later is not seen.
+            text = FunctionText.read(function, checked)
+            self._add(checked, _Declaration(function, options, component, localns, text=text))
             return function
 
         return register
@@ -485,7 +531,7 @@ class Registry:
         risk: RiskLike | None,
         pin: str | None,
         irreversible: bool,
-        source: str,
+        source: TrustedText,
         roles: Iterable[str],
     ) -> None:
         where = f"{name!r} (external, from {source})"
@@ -534,11 +580,56 @@ def _floor_message(violations: list[tuple[Tool, FloorViolation]]) -> str:
 
 
 def _boot_reason(error: Exception) -> str:
-    """A failed boot's message, for the capability section (an instruction position).
+    """What the capability section (an instruction position) says of a failed boot.
 
-    A message raised with text branded untrusted (a licence server's reply, say)
-    is withheld, so a boot failure cannot carry outside text into the prompt.
+    An exception's message is outside text whenever it was built from outside
+    text (an f-string with a licence server's reply, a pydantic
+    ``ValidationError`` quoting its input, a ``KeyError`` of a stripped reply),
+    and no brand survives the formatting. So the message is shown only when it
+    is code: the reason of a :class:`BootError`, or a string literal of the
+    code that raised the exception (``raise RuntimeError("requires core >=
+    2.3")``: the very constant object of that function's code, not an equal
+    string). Otherwise the section names the exception's type, when the type
+    is a class defined in a module (a class made at run time may carry any
+    name), and the message goes to the log and the state's ``detail`` only.
     """
-    if any(is_untrusted(arg) for arg in error.args):
-        return f"{type(error).__name__}, whose message came from outside and is withheld"
-    return str(error).strip() or type(error).__name__
+    if isinstance(error, BootError) and not is_untrusted(error.reason):
+        return one_line(error.reason) or "its boot check raised BootError"
+    literal = _literal_message(error)
+    if literal is not None and one_line(literal):
+        return one_line(literal)
+    kind = type(error)
+    module = sys.modules.get(kind.__module__)
+    named = (
+        _TYPE_NAME.fullmatch(kind.__qualname__) is not None
+        and module is not None
+        and _lookup(module, kind.__qualname__) is kind
+    )
+    shown = kind.__qualname__ if named else "an exception"
+    return f"its boot check raised {shown}"
+
+
+def _literal_message(error: Exception) -> str | None:
+    """``error``'s message when it is a string constant of the code that raised it."""
+    if len(error.args) != 1 or type(error.args[0]) is not str or str(error) != error.args[0]:
+        return None
+    message: str = error.args[0]
+    trace = error.__traceback__
+    if trace is None:
+        return None
+    while trace.tb_next is not None:
+        trace = trace.tb_next
+    constants = trace.tb_frame.f_code.co_consts
+    return message if any(constant is message for constant in constants) else None
+
+
+def _boot_detail(error: Exception) -> str:
+    """The whole message of a failed boot, for the log and :meth:`Registry.components`."""
+    return f"{type(error).__qualname__}: {error}" if str(error) else type(error).__qualname__
+
+
+def _lookup(module: object, qualname: str) -> object:
+    found: object = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found

@@ -22,6 +22,7 @@ import hashlib
 import inspect
 import json
 import re
+import sys
 import typing
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -54,7 +55,9 @@ from veridic.risk import (
 __all__ = [
     "SCHEMA_TOOL",
     "DescriptionTrust",
+    "FunctionText",
     "JsonObject",
+    "PinScope",
     "Tool",
     "ToolOptions",
     "check_tool_name",
@@ -63,6 +66,7 @@ __all__ = [
     "floor_rules",
     "floor_violations",
     "function_tool",
+    "tool_pin",
     "with_handler",
 ]
 
@@ -74,11 +78,18 @@ DescriptionTrust = Literal["code", "pinned", "unpinned", "changed"]
 pinned by hash in code (trusted), an external spec not pinned (untrusted), or
 an external spec whose text no longer matches its pin (withheld)."""
 
+PinScope = Literal["", "description", "tool"]
+"""What an external tool's pin covers: nothing (no pin), its description only
+(:func:`description_pin`), or everything the model is shown of it: name,
+description and input schema (:func:`tool_pin`). A pin that no longer matches
+keeps its scope, and the tool's ``description_trust`` is ``"changed"``."""
+
 SCHEMA_TOOL: Final = "get_tool_schema"
 """The built-in query every view carries: read a tool's contract, don't recall it."""
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PIN: Final = re.compile(r"sha256:[0-9a-f]{64}")
+_TOOL_PIN: Final = re.compile(r"tool-sha256:[0-9a-f]{64}")
 _INSTRUCTION_MARK: Final = "x-veridic-instruction"
 
 
@@ -95,6 +106,8 @@ class Tool:
     ``description_gap`` is why the description is not a real one (``None``
     when it is): such a tool is in no view. ``documented_elsewhere`` holds
     docstring entries for parameters the function does not take.
+    ``pin_scope`` says what an external tool's pin covers (see :data:`PinScope`);
+    the capability section prints of an external tool only what its pin covers.
     """
 
     name: str
@@ -104,6 +117,7 @@ class Tool:
     description: str
     description_trust: DescriptionTrust
     pin: str | None
+    pin_scope: PinScope
     component: str | None
     roles: frozenset[str]
     parameters: tuple[str, ...]
@@ -127,6 +141,18 @@ class Tool:
     def external(self) -> bool:
         """Whether the tool was registered from someone else's spec."""
         return self.description_trust != "code"
+
+    @property
+    def schema_trusted(self) -> bool:
+        """Whether the input schema's text (its argument names) may be printed as instruction.
+
+        True for a function tool (its signature is code) and for an external
+        tool pinned with :func:`tool_pin`; a description-only pin does not
+        cover the schema.
+        """
+        return self.description_trust == "code" or (
+            self.description_trust == "pinned" and self.pin_scope == "tool"
+        )
 
     @property
     def writes_instruction_fields(self) -> bool:
@@ -260,35 +286,109 @@ def description_pin(description: str) -> str:
     return "sha256:" + hashlib.sha256(encoded).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class FunctionText:
+    """What a function tool shows the model, read once, when its decorator runs.
+
+    The docstring (the description and the parameters' descriptions), the
+    name and the signature (annotations unresolved) are read from the
+    function at registration; a ``__doc__`` or ``__annotations__`` changed
+    afterwards is not seen. Annotations are resolved at boot, so they may
+    name classes defined after the tool.
+    """
+
+    name: str
+    doc: str | None
+    signature: inspect.Signature | None
+    """``None`` when inspect can read no signature of the callable (boot raises then)."""
+
+    @staticmethod
+    def read(function: Callable[..., object], name: str | None = None) -> FunctionText:
+        try:
+            signature: inspect.Signature | None = inspect.signature(function)
+        except (TypeError, ValueError):
+            signature = None
+        doc = getattr(function, "__doc__", None)
+        return FunctionText(
+            name or str(getattr(function, "__name__", "")),
+            doc if isinstance(doc, str) else None,
+            signature,
+        )
+
+
+def tool_pin(name: str, description: str, input_schema: Mapping[str, object]) -> str:
+    """The pin of all an external tool shows the model: its name, description and input schema.
+
+    ``"tool-sha256:"`` + the hex digest of the UTF-8 bytes of the canonical
+    JSON object ``{"description": ..., "input_schema": ..., "name": ...}``
+    (keys sorted at every level, no spaces, non-ASCII kept). Pinned with it,
+    an external tool's capability line shows its required arguments and its
+    description; a change to any of the three makes it unavailable. (A
+    :func:`description_pin` covers the description only.)
+
+    >>> pin = tool_pin("search", "Search the web.", {"type": "object", "properties": {}})
+    >>> pin[:12], len(pin)
+    ('tool-sha256:', 76)
+
+    Raises:
+        VeridicError: the schema is not JSON, or the text is not valid Unicode.
+    """
+    try:
+        canonical = json.dumps(
+            {"description": description, "input_schema": input_schema, "name": name},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+    except (TypeError, ValueError) as error:
+        raise VeridicError(
+            f"tool {name!r}: its input schema is not JSON ({error}), so it cannot be pinned: "
+            "pass the schema as the spec gives it (dicts, lists, strings, numbers)"
+        ) from error
+    return "tool-" + description_pin(canonical)
+
+
 def function_tool(
     function: Callable[..., object],
     options: ToolOptions,
     component: str | None,
     localns: Mapping[str, object] | None = None,
     *,
+    text: FunctionText | None = None,
     builtin: bool = False,
 ) -> Tool:
     """Resolve a typed function into a tool: schema, descriptions, risk.
 
-    ``localns`` holds the names visible where the function was decorated, so
-    annotations that name a class defined in a function body resolve.
+    ``text`` is what the registry read from the function when it was
+    registered (:class:`FunctionText`; read now when not given). ``localns``
+    holds the names visible where the function was decorated, so annotations
+    that name a class defined in a function body resolve.
 
     Raises:
         VeridicError: an annotation is missing or cannot be resolved, a
-            parameter is ``*args``/``**kwargs`` or starts with ``_``, or
-            pydantic cannot build a JSON schema for a parameter type.
+            parameter is ``*args``/``**kwargs`` or starts with ``_``,
+            pydantic cannot build a JSON schema for a parameter type, or a
+            query takes an ``InstructionField`` argument.
     """
     origin = _origin_of(function)
-    name = check_tool_name(
-        options.name or getattr(function, "__name__", ""), origin, builtin=builtin
-    )
+    read = text or FunctionText.read(function, options.name)
+    name = check_tool_name(options.name or read.name, origin, builtin=builtin)
     where = f"{name!r} ({origin})"
-    docstring = parse_docstring(getattr(function, "__doc__", None))
+    docstring = parse_docstring(read.doc)
     description = options.description if options.description is not None else docstring.summary
-    model, positional = _input_model(function, name, where, docstring.parameters, localns)
+    model, positional = _input_model(function, read, name, where, docstring.parameters, localns)
     schema = _json_schema(model, where)
     parameters = tuple(model.model_fields)
     arguments = instruction_fields(model)
+    if options.kind == "query" and arguments:
+        raise VeridicError(
+            f"tool {where} is a query but takes instruction text ({', '.join(sorted(arguments))} "
+            "is an InstructionField): validating the model's arguments would mint its own "
+            "output as trusted instruction text, and a query is low risk and may be always "
+            'allowed; declare it kind="write" (instruction-field writes are high risk, each '
+            "call confirmed by the user), or type the parameter str"
+        )
     writes = frozenset(
         f"{written.__name__}.{path}"
         for written in options.writes
@@ -303,6 +403,7 @@ def function_tool(
         description=description,
         description_trust="code",
         pin=None,
+        pin_scope="",
         component=component,
         roles=options.roles,
         parameters=parameters,
@@ -342,6 +443,7 @@ def external_tool(
         VeridicError: the name, schema, pin or handler is malformed, or the
             ``jsonschema`` package (extra ``external``) is not installed.
     """
+    _check_source(source, repr(name))
     origin = source.strip() or "an external spec"
     check_tool_name(name, origin)
     where = f"{name!r} ({origin})"
@@ -357,7 +459,7 @@ def external_tool(
         )
     schema = _plain_json(input_schema, where)
     validator = _schema_validator(schema, where)
-    trust = _pin_state(description, pin, where)
+    trust, scope = _pin_state(name, description, schema, pin, where)
     properties = schema.get("properties")
     props: dict[str, object] = dict(properties) if isinstance(properties, dict) else {}
     required = schema.get("required")
@@ -373,6 +475,7 @@ def external_tool(
         description=description,
         description_trust=trust,
         pin=pin,
+        pin_scope=scope,
         component=component,
         roles=options.roles,
         parameters=tuple(props),
@@ -504,13 +607,16 @@ def _origin_of(function: Callable[..., object]) -> str:
 
 def _input_model(
     function: Callable[..., object],
+    read: FunctionText,
     name: str,
     where: str,
     documented: Mapping[str, str],
     localns: Mapping[str, object] | None,
 ) -> tuple[type[BaseModel], tuple[str, ...]]:
     try:
-        signature = inspect.signature(function, eval_str=True, locals=localns)
+        if read.signature is None:
+            raise TypeError(f"no signature can be read from {function!r}")
+        signature = _resolved(read.signature, function, localns)
     except (NameError, SyntaxError, TypeError, ValueError) as error:
         raise VeridicError(
             f"tool {where}: cannot read its signature ({error}): define the types its "
@@ -542,6 +648,30 @@ def _input_model(
             "parameter with a type pydantic supports (str, int, a BaseModel, ...)"
         ) from error
     return model, tuple(positional)
+
+
+def _resolved(
+    signature: inspect.Signature,
+    function: Callable[..., object],
+    localns: Mapping[str, object] | None,
+) -> inspect.Signature:
+    """``signature`` with its string annotations evaluated, as ``inspect.signature(eval_str=True)``
+    would evaluate them, but on the annotations read at registration."""
+    unwrapped = inspect.unwrap(function)
+    globalns = getattr(unwrapped, "__globals__", None)
+    if globalns is None:
+        globalns = getattr(
+            sys.modules.get(getattr(unwrapped, "__module__", "") or ""), "__dict__", {}
+        )
+    names = dict(localns or {})
+    # An annotation the code wrote, evaluated as inspect.get_annotations(eval_str=True) does.
+    parameters = [
+        parameter.replace(annotation=eval(parameter.annotation, globalns, names))
+        if isinstance(parameter.annotation, str)
+        else parameter
+        for parameter in signature.parameters.values()
+    ]
+    return signature.replace(parameters=parameters)
 
 
 def _field(
@@ -713,16 +843,41 @@ def _schema_problems(error: object) -> list[tuple[str, str]]:
     return [(path or "(arguments)", message)]
 
 
-def _pin_state(description: str, pin: str | None, where: str) -> DescriptionTrust:
+def _pin_state(
+    name: str, description: str, schema: JsonObject, pin: str | None, where: str
+) -> tuple[DescriptionTrust, PinScope]:
     if pin is None:
-        return "unpinned"
-    if not isinstance(pin, str) or _PIN.fullmatch(pin) is None:
-        raise VeridicError(
-            f"external tool {where} has pin={pin!r}, which is not a pin: pass "
-            '"sha256:" + the hex digest of the description\'s UTF-8 bytes, '
-            f"e.g. pin={description_pin(description)!r} after reviewing the description"
+        return "unpinned", ""
+    if isinstance(pin, str) and _TOOL_PIN.fullmatch(pin):
+        return (
+            ("pinned", "tool")
+            if pin == tool_pin(name, description, schema)
+            else ("changed", "tool")
         )
-    return "pinned" if pin == description_pin(description) else "changed"
+    if isinstance(pin, str) and _PIN.fullmatch(pin):
+        return (
+            ("pinned", "description")
+            if pin == description_pin(description)
+            else ("changed", "description")
+        )
+    raise VeridicError(
+        f"external tool {where} has pin={pin!r}, which is not a pin: pass what "
+        "veridic.tool.tool_pin(name, description, input_schema) gives after reviewing the tool, "
+        f"e.g. pin={tool_pin(name, description, schema)!r} (or a description_pin(description), "
+        "which covers the description only)"
+    )
+
+
+def _check_source(source: object, where: str) -> None:
+    """The ``source`` label is printed in the capability section: one short line, from code."""
+    refuse_untrusted(source, f"registry.external(source=...) of {where}", "write it in code")
+    if not isinstance(source, str) or len(source) > 100 or not source.isprintable():
+        shown = clip(source) if isinstance(source, str) else repr(source)
+        raise VeridicError(
+            f"external tool {where} has source={shown}, "
+            "which is not a label: the capability section prints it, so give one printable line "
+            'of at most 100 characters saying where the spec came from, e.g. source="mcp:github"'
+        )
 
 
 def _mentions_instruction(schema: object, root: JsonObject, seen: frozenset[str]) -> bool:
