@@ -6,11 +6,12 @@ with trusted values, and a support-ticket template for a user turn (customer,
 subject, body, three attached 1 KB documents, five prior messages) rendered
 with untrusted values. Raw jinja2 renders the same files with the same
 settings (StrictUndefined, auto_reload off) and plain ``str`` values: no checks,
-no spans, no fences. For the data template a third contender is raw jinja2
-that fences the same values by hand (``{{ body|fence("body") }}`` with
-``veridic.fence.fence``): the SHA-256 of each fence is the data block
-contract's own cost, paid by anyone who fences, and the difference between
-that contender and veridic is what the provenance machinery costs. Timings
+no spans, no data block. For the data template a third contender is raw
+jinja2 whose output is placed in one data block by hand
+(``veridic.fence.fence(name, output)``, the default datamark mode): marking
+the data is the block contract's own cost, paid by anyone who places data,
+and the difference between that contender and veridic is what veridic's own
+machinery costs. Timings
 are the best CPU time of many short interleaved batches, so that a busy
 machine skews every contender alike. Prints the time per render and the
 ratios, then the cost of loading a template the first time (veridic
@@ -31,10 +32,11 @@ from typing import TypedDict
 
 import jinja2
 
-from veridic import TrustedInstruction, UntrustedText, instruction, untrusted
+from veridic import TrustedInstruction, TrustPolicy, UntrustedText, instruction, untrusted
 from veridic.fence import fence
-from veridic.provenance import mint
 from veridic.templates import Templates
+
+_GENERATED = TrustPolicy("benchmark-data")
 
 FILES = {
     "system.j2": """\
@@ -74,20 +76,6 @@ Earlier messages:
 - {{ message }}
 {% endfor %}""",
 }
-FENCED_TICKET = """\
-Ticket from {{ customer|fence("customer") }} (plan: {{ plan }}), \
-subject: {{ subject|fence("subject") }}
-
-{{ body|fence("body") }}
-
-{% for doc in documents -%}
-Attachment {{ loop.index }}:
-{{ doc|fence("doc") }}
-{% endfor %}
-Earlier messages:
-{% for message in history -%}
-- {{ message|fence("message") }}
-{% endfor %}"""
 
 
 class System(TypedDict):
@@ -110,7 +98,9 @@ class Ticket(TypedDict):
 
 
 def _rule(index: int) -> TrustedInstruction:
-    return mint(f"Rule {index}: answer only from the documents and cite them.", "code", "bench")
+    return _GENERATED.vouch(
+        f"Rule {index}: answer only from the documents and cite them.", reason="benchmark data"
+    )
 
 
 SYSTEM_VALUES: System = {
@@ -118,7 +108,8 @@ SYSTEM_VALUES: System = {
     "company": instruction("Example Corp"),
     "rules": [_rule(index) for index in range(8)],
     "tools": [
-        mint(f"tool_{i}: looks up record {i} (risk: low)", "registry", "b") for i in range(12)
+        _GENERATED.vouch(f"tool_{i}: looks up record {i} (risk: low)", reason="benchmark data")
+        for i in range(12)
     ],
     "escalation": instruction("apologise once, then offer a call with a human."),
     "language": instruction("the customer's language"),
@@ -165,8 +156,6 @@ def main() -> None:
         for name, text in FILES.items():
             Path(folder, name).write_text(text, encoding="utf-8")
         raw = _fresh_jinja2(folder)
-        raw.filters["fence"] = lambda text, label: fence(label, text)
-        raw_fenced = raw.from_string(FENCED_TICKET)
         templates = Templates(folder)
         system = templates.instruction("system.j2", params=System)
         ticket = templates.data("ticket.j2", params=Ticket)
@@ -175,8 +164,12 @@ def main() -> None:
         plain_ticket = {key: _plain(value) for key, value in TICKET_VALUES.items()}
         if system.render(SYSTEM_VALUES) != raw_system.render(plain_system):
             raise SystemExit("the instruction template renders other text than raw jinja2")
-        if ticket.render(TICKET_VALUES) != raw_fenced.render(plain_ticket):
-            raise SystemExit("the data template renders other text than raw jinja2 + fences")
+
+        def raw_fenced() -> str:
+            return fence("ticket.j2", raw_ticket.render(plain_ticket))
+
+        if ticket.render(TICKET_VALUES) != raw_fenced():
+            raise SystemExit("the data template renders other text than raw jinja2 in a block")
 
         print("instruction template (system prompt, 8 rules, 12 tools via a macro, an include)")
         _show(
@@ -187,12 +180,12 @@ def main() -> None:
                 }
             )
         )
-        print("data template (ticket, 3 x 1 KB attachments, 5 messages; 11 values fenced)")
+        print("data template (ticket, 3 x 1 KB attachments, 5 messages; one data block)")
         _show(
             per_call(
                 {
                     "raw jinja2": lambda: raw_ticket.render(plain_ticket),
-                    "raw jinja2 + fences": lambda: raw_fenced.render(plain_ticket),
+                    "raw jinja2 + fences": raw_fenced,
                     "veridic": lambda: ticket.render(TICKET_VALUES),
                 }
             )

@@ -76,7 +76,7 @@ def store_output() -> str:
 
 UNAVAILABLE = (
     "Code snippets (Code Glue) are not available on this site: the Pro extension did not start "
-    "(requires core >= 2.3; this site runs core 2.2)."
+    "(requires core >= 2.3)."
 )
 
 

@@ -262,7 +262,12 @@ def test_reasoning_on_a_turn_that_is_not_the_assistants_is_refused() -> None:
 
 
 def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
-    """Pinned before reasoning items existed: audit records keyed by them stay valid."""
+    """Pinned before reasoning items existed: audit records keyed by them stay valid.
+
+    Re-pinned once when data blocks became datamarked with a fence preamble in
+    the system message (CHANGELOG, Unreleased): the prompt's bytes changed, not
+    the hash function; the prompt without blocks keeps its hash.
+    """
     prompt = (
         Composer()
         .system(SYSTEM)
@@ -273,7 +278,7 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
         .assistant("It is sunny.")
         .build()
     )
-    assert prompt.sha256 == "08d5e94c86cb861e7486ec1c3814fc91b9ccbfb13a0ba5c30dc457f29086c51a"
+    assert prompt.sha256 == "1c8221101890e6a8d55539af84f820e8788685f0714fd22a8b8e1de02e5148c1"
     assert (
         Composer().user("hi").build().sha256
         == "6ea92481d0168a566a0dec7ca6f2d82227b02b31b39bda91fb3e48451f27137f"

@@ -24,7 +24,8 @@ from veridic import (
     unfence,
     untrusted,
 )
-from veridic.testing import adversarial_text, template_syntax, trusted_instructions
+from veridic.fence import DataMode
+from veridic.testing import adversarial_text, data_modes, template_syntax, trusted_instructions
 
 FIXTURES: Final = Path(__file__).parent / "templates_fixtures"
 TEMPLATES: Final = Templates(FIXTURES)
@@ -134,24 +135,31 @@ def test_property_data_output_unfences_to_the_original_values(
             "body": untrusted(body, source="ticket:1"),
         }
     )
-    expected = [("customer", customer), ("subject", subject), ("body", body)]
+    # One block: the template's own text and the values, as jinja2 renders them.
+    expected = [("ticket.j2", f"Ticket from {customer}, subject: {subject}\n\n{body}")]
     assert unfence(turn) == expected
     prompt = Composer().user(turn).build()
-    assert unfence(prompt.messages[0].content) == expected
+    assert unfence(prompt.messages[-1].content) == expected
 
 
-@given(values=st.lists(adversarial_text(), max_size=5))
-def test_property_data_macro_output_unfences_to_each_value(values: list[str]) -> None:
-    result = TEMPLATES.data("with_macro.j2", params=DataValues).render({"values": values})
-    assert unfence(result) == [("text", value) for value in values]
+@given(values=st.lists(adversarial_text(), max_size=5), mode=data_modes())
+def test_property_data_template_output_is_jinja2_output_in_one_block(
+    values: list[str], mode: DataMode
+) -> None:
+    result = TEMPLATES.data("numbered.j2", params=DataValues).render({"values": values}, mode=mode)
+    lines = "".join(f"{index}. {value}\n" for index, value in enumerate(values, 1))
+    assert unfence(result) == [("numbered.j2", f"Count: {len(values)}\n{lines}")]
 
 
 @given(value=adversarial_text())
-def test_property_filtered_untrusted_value_stays_fenced(value: str) -> None:
+def test_property_filtered_untrusted_value_stays_in_the_block(value: str) -> None:
     result = TEMPLATES.data("computed.j2", params=DataValue).render({"value": value})
     first = value[0] if value else ""
-    fenced = [value.upper(), value + "!", value.replace("a", "b"), first]
-    assert unfence(result) == [("value", text) for text in fenced]
+    expected = (
+        f"Upper: {value.upper()}; joined: {value}!; replaced: {value.replace('a', 'b')}; "
+        f"first: {first}"
+    )
+    assert unfence(result) == [("computed.j2", expected)]
 
 
 @given(value=template_syntax())
@@ -160,7 +168,7 @@ def test_property_template_syntax_in_values_is_never_executed(value: str) -> Non
     instruction_text = TEMPLATES.instruction("wrapped.j2", params=Value).render({"value": trusted})
     assert instruction_text == f"before\n{value}\nafter"
     data_text = TEMPLATES.data("wrapped.j2", params=DataValue).render({"value": value})
-    assert unfence(data_text) == [("value", value)]
+    assert unfence(data_text) == [("wrapped.j2", f"before\n{value}\nafter")]
 
 
 @given(value=template_syntax())

@@ -22,10 +22,13 @@ committed ``manifest.json`` describe.
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from typing import Final
 
-from veridic import Registry
+from veridic import BootError, Registry
+
+_log = logging.getLogger("signup_agent.wordpress")
 
 __all__ = [
     "FORM",
@@ -115,13 +118,18 @@ class Site:
     def boot_pro(self) -> None:
         """Webhook Actions Pro's version gate, run once when the registry boots.
 
+        The reason is a ``BootError`` written in code: the capability section
+        tells the model a failed boot's reason, and that must be code text.
+        The site's own version goes to the log, not to the prompt.
+
         Raises:
-            RuntimeError: the extension is not installed, or the core is older than 2.3.
+            BootError: the extension is not installed, or the core is older than 2.3.
         """
         if not self.pro_installed:
-            raise RuntimeError("Webhook Actions Pro is not installed")
+            raise BootError("Webhook Actions Pro is not installed")
         if _version(self.core_version) < CORE_NEEDED:
-            raise RuntimeError(f"requires core >= 2.3; this site runs core {self.core_version}")
+            _log.info("Webhook Actions Pro needs core 2.3; this site runs %s", self.core_version)
+            raise BootError("requires core >= 2.3")
 
     def post_users(self, payload: dict[str, object]) -> str:
         """``POST /wp/v2/users``: create a user, or answer 400 as WordPress does."""

@@ -19,16 +19,18 @@ from pydantic import BaseModel
 from veridic._sample import clip
 from veridic._template_analysis import Analysis
 from veridic._template_env import ProvenanceEnvironment, SandboxedProvenanceEnvironment
-from veridic._template_params import Check, Params, trusted_text
-from veridic._template_runtime import TRUSTED, data_text, instruction_text
+from veridic._template_params import Check, Params, snapshot, trusted_text
+from veridic._template_runtime import instruction_text
 from veridic.config import settings
-from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError
+from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError, VeridicError
+from veridic.fence import DataMode, block_parts, check_label, check_mode
 from veridic.provenance import (
     Span,
     TrustedInstruction,
     UntrustedText,
     describe,
-    untrusted,
+    fenced_block,
+    is_trusted,
 )
 
 __all__ = ["Bound", "DataTemplate", "InstructionTemplate", "P"]
@@ -139,8 +141,10 @@ class InstructionTemplate(Bound[P]):
         for key, check in self._checks:
             if key in values:
                 value = values[key]
-                if type(value) is TRUSTED and check is trusted_text:
-                    continue  # the common case, without a call
+                if check is trusted_text and is_trusted(value):
+                    continue  # the common case
+                # Checked as it will be read: the render gets this copy (see snapshot).
+                value = values[key] = snapshot(value)
                 bad = check(value)
                 if bad is not None:
                     self._refuse(key, bad)
@@ -154,18 +158,21 @@ class InstructionTemplate(Bound[P]):
         path, value = bad
         where = self._analysis.where.get(key)
         place = f" ({where[0]} line {where[1]})" if where is not None else ""
-        what = (
-            f"{describe(value)}: {clip(value)}"
-            if isinstance(value, str)
-            else f"a {type(value).__name__}, not text"
-        )
-        message = (
-            f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
-            f"text of {what}; an instruction template renders into the system slot, so only "
-            "TrustedInstruction values may fill it: mint the value with instruction() or read "
-            "it from an InstructionField, or render this text with a data template "
-            "(templates.data) and place it with Composer.user()"
-        )
+        if isinstance(value, str):
+            message = (
+                f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
+                f"text of {describe(value)}: {clip(value)}; an instruction template renders "
+                "into the system slot, so only TrustedInstruction values may fill it: mint the "
+                "value with instruction() or read it from an InstructionField, or render this "
+                "text with a data template (templates.data) and place it with Composer.user()"
+            )
+        else:
+            message = (
+                f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
+                f"a {type(value).__name__} ({clip(repr(value))}), which its parameter type "
+                f"{self._params.name} does not allow there: pass a value of the declared type "
+                "(scalars by exact type: an int subclass or a float for an int is refused)"
+            )
         if settings().mode == "report":
             _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": self.origin})
             return
@@ -173,27 +180,41 @@ class InstructionTemplate(Bound[P]):
 
 
 class DataTemplate(Bound[P]):
-    """A template for a user turn: :meth:`render` fences every value that is not trusted.
+    """A template for a user turn: :meth:`render` gives its whole output as one data block.
 
     Obtain one with :meth:`Templates.data` or :meth:`Templates.data_from_source`.
     """
 
     __slots__ = ()
 
-    def render(self, params: P) -> UntrustedText:
-        """Render into text for a user turn (``Composer.user``), values fenced.
+    def render(self, params: P, *, mode: DataMode = "datamark") -> UntrustedText:
+        """Render into one data block for a user turn (``Composer.user``).
 
-        Which output is fenced is the module's rule (see ``veridic.templates``);
-        :func:`veridic.unfence` on the result gives back each fenced value
-        exactly, labelled with the expression's dotted name. The result is
-        ``UntrustedText`` whose source is the template's origin.
+        The template's text and every value in it are the block's content,
+        rendered as jinja2 renders them and then shown in ``mode`` (see
+        :mod:`veridic.fence`), under the template's name as label:
+        :func:`veridic.unfence` on the result gives back ``[(name, output)]``.
+        A data template formats data; it never instructs, so nothing in it
+        needs a provenance of its own. The result is ``UntrustedText`` whose
+        source is the template's origin; :meth:`Composer.user` places it
+        as the block it is (and adds the fence preamble for its mode).
 
         Raises:
             TemplateError: the render failed (an undefined attribute, a
                 sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
+            VeridicError: ``mode`` is not a data mode.
         """
-        text = data_text(self._run(self._params.values(params)))
-        return untrusted(text, source=self.origin)
+        chosen = check_mode(mode, f"{type(self).__name__}.render(mode=...)")
+        text = "".join(self._run(self._params.values(params)))
+        block = "".join(block_parts(self._label(), text, chosen))
+        return fenced_block(block, self.origin, chosen)
+
+    def _label(self) -> str:
+        try:
+            check_label(self.name)
+        except VeridicError:
+            return "template"
+        return self.name
 
 
 def _line(error: BaseException) -> str:

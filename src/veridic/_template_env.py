@@ -1,36 +1,32 @@
 """The jinja2 environments veridic renders with, and the rewrite every template gets.
 
-Settings that close the laundering doors: autoescape off (fencing replaces
+Settings that close the laundering doors: autoescape off (data blocks replace
 escaping, and ``Markup`` would otherwise be a way to mark text safe), the
 ``safe`` filter removed and refused at load, ``StrictUndefined``, no
 extensions, ``auto_reload`` off (templates ship with the code, and a ``stat``
 per include would be the largest cost of a render).
 
 An environment renders one kind of template, instruction or data (a file used
-as both is compiled once per kind). Each template's tree is rewritten before
-jinja2 generates code (the documented ``_generate`` hook), see
-``_template_runtime`` for why:
+as both is compiled once per kind). Forbidden constructs (``|safe``,
+``{% autoescape %}``, a template named by an expression) are refused for
+every template the environment compiles. An instruction template's tree is
+also rewritten before jinja2 generates code (the documented ``_generate``
+hook), see ``_template_runtime`` for why:
 
-- in an instruction template each group of literal text becomes a reference
-  to the trusted value minted for it at compile time, and each expression
-  output ``{{ x }}`` becomes ``emit(x, "file:line")``;
-- in a data template each group of literal text becomes a reference to the
-  :class:`~veridic._template_runtime.TemplateText` made for it at compile time, and
-  each expression output becomes ``final(x, label)`` in the template's own body
-  and ``out(x, label)`` in a block, macro or buffer;
+- each group of literal text becomes a reference to the trusted value minted
+  for it at compile time, and each expression output ``{{ x }}`` becomes
+  ``emit(x, "file:line")``;
 - constant expressions become literal text, as jinja2 would fold them, and a
-  ``{% filter %}`` block's result goes through the same function as an output.
+  ``{% filter %}`` block's result goes through ``emit`` like an output.
 
 Those outputs are compiled by :class:`ProvenanceCodeGenerator` (the
 documented ``code_generator_class``), which hands the value over without
-jinja2's ``str(...)``. Forbidden constructs (``|safe``, ``{% autoescape %}``, a
-template named by an expression) are refused here, for every template the
-environment compiles.
+jinja2's ``str(...)``. A data template renders as jinja2 renders it: its whole
+output becomes one data block, so nothing in it needs to remember its source.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, Literal
 
 from jinja2 import BaseLoader, Environment, StrictUndefined, nodes, pass_context
@@ -40,9 +36,8 @@ from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
 from veridic._template_analysis import dynamic_reference, references, static_names
-from veridic._template_runtime import EMITTED_AS_IS, TemplateText, concat, emit, final, out
+from veridic._template_runtime import EMITTED_AS_IS, concat, emit
 from veridic.errors import TemplateError
-from veridic.fence import check_label
 from veridic.provenance import TrustedInstruction, mint
 
 __all__ = [
@@ -54,15 +49,11 @@ __all__ = [
 
 Kind = Literal["instruction", "data"]
 
-_NOT_LABEL: Final = re.compile(r"[^\w.:/@#+=,-]")
-
-
 # The outputs of the rewrite are Filter nodes with names no template can spell
 # (jinja2 forbids new node types), compiled by ProvenanceCodeGenerator.
 _LITERAL: Final = "<veridic:literal>"  # Const(index): environment.literals[index]
 _EMIT: Final = "<veridic:emit>"  # node, Const(origin): environment.emit(node, origin)
-_OUT: Final = "<veridic:out>"  # node, Const(label): environment.out(node, label)
-_OWN: Final = frozenset({_LITERAL, _EMIT, _OUT})
+_OWN: Final = frozenset({_LITERAL, _EMIT})
 
 
 class ProvenanceCodeGenerator(CodeGenerator):
@@ -89,13 +80,6 @@ class ProvenanceCodeGenerator(CodeGenerator):
             self.visit(inner, frame)
             self.write(") in environment.emitted_as_is else environment.emit(_veridic_output, ")
             self.write(f"{arguments[0].value!r}))")
-        elif inner is not None and arguments and isinstance(arguments[0], nodes.Const):
-            # Output of the template's own body (not a block, macro or buffer) goes
-            # straight to the render, so it can be fenced here, once and for all.
-            at_top = frame.buffer is None and frame.block is None
-            self.write("environment.final(" if at_top else "environment.out(")
-            self.visit(inner, frame)
-            self.write(f", {arguments[0].value!r})")
         else:  # pragma: no cover - the rewrite builds only the shapes above
             raise TemplateError(f"veridic cannot compile its own node {node!r}: a veridic bug")
 
@@ -111,7 +95,8 @@ def _compiled_away(context: Context, *arguments: object) -> None:
 
 
 class ProvenanceEnvironment(Environment):
-    """A jinja2 environment whose templates yield chunks that remember their values."""
+    """A jinja2 environment with veridic's settings; its instruction templates yield chunks
+    that remember their values."""
 
     code_generator_class = ProvenanceCodeGenerator
 
@@ -135,29 +120,24 @@ class ProvenanceEnvironment(Environment):
             keep_trailing_newline=keep_trailing_newline,
         )
         self.kind: Kind = kind
-        # Instance attributes: compiled code reads them at every output.
-        self.concat = concat  # type: ignore[method-assign]  # jinja2's hook for buffered output
-        self.emit = emit
-        self.emitted_as_is = EMITTED_AS_IS
-        self.out = out
-        self.final = final
+        if kind == "instruction":
+            # Instance attributes: compiled code reads them at every output.
+            self.concat = concat  # type: ignore[method-assign]  # jinja2's hook for buffered output
+            self.emit = emit
+            self.emitted_as_is = EMITTED_AS_IS
         del self.filters["safe"]
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
-        self.literals: list[TrustedInstruction | TemplateText] = []
+        self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
 
     def literal(self, text: str, origin: str) -> int:
         """The index of literal ``text`` at ``origin`` (``file:line``) in :attr:`literals`.
 
-        Made once per text and place (minted trusted in an instruction
-        environment): a template compiled again reuses them.
+        Minted once per text and place: a template compiled again reuses them.
         """
         index = self._literal_index.get((text, origin))
         if index is None:
-            made = (
-                mint(text, "template", origin) if self.kind == "instruction" else TemplateText(text)
-            )
-            self.literals.append(made)
+            self.literals.append(mint(text, "template", origin))
             index = self._literal_index[text, origin] = len(self.literals) - 1
         return index
 
@@ -186,8 +166,9 @@ class _Rewrite:
 
     def template(self, tree: nodes.Template) -> None:
         self.refuse_forbidden(tree)
-        self.statement(tree)
-        tree.set_environment(self.environment)
+        if self.instruction:
+            self.statement(tree)
+            tree.set_environment(self.environment)
 
     def refuse_forbidden(self, tree: nodes.Template) -> None:
         for node in tree.find_all(nodes.Filter):
@@ -250,44 +231,12 @@ class _Rewrite:
         return [_node(nodes.Const(index, lineno=lineno), _LITERAL, None, lineno)]
 
     def expression(self, node: nodes.Expr) -> nodes.Expr:
-        if self.instruction:
-            return _node(node, _EMIT, f"{self.origin}:{node.lineno}", node.lineno)
-        return _node(node, _OUT, _checked(_label(node)), node.lineno)
+        return _node(node, _EMIT, f"{self.origin}:{node.lineno}", node.lineno)
 
     def filter_block(self, chain: nodes.Filter, lineno: int) -> nodes.Filter:
-        if self.instruction:
-            return _node(chain, _EMIT, f"{self.origin}:{lineno}", lineno)
-        return _node(chain, _OUT, _checked(f"filter:{chain.name}"), lineno)
+        return _node(chain, _EMIT, f"{self.origin}:{lineno}", lineno)
 
 
 def _node(inner: nodes.Expr, name: str, argument: str | None, lineno: int) -> nodes.Filter:
     arguments: list[nodes.Expr] = [] if argument is None else [nodes.Const(argument, lineno=lineno)]
     return nodes.Filter(inner, name, arguments, [], None, None, lineno=lineno)
-
-
-def _checked(label: str) -> str:
-    check_label(label)
-    return label
-
-
-def _label(expression: nodes.Expr) -> str:
-    """The fence label of an expression: the dotted name it starts from (``doc.body``)."""
-    name = _dotted(expression)
-    if name is None:
-        first = next(expression.find_all(nodes.Name), None)
-        name = first.name if first is not None else "value"
-    return _NOT_LABEL.sub("_", name)[:100]
-
-
-def _dotted(node: nodes.Node | None) -> str | None:
-    if isinstance(node, nodes.Name):
-        return node.name
-    if isinstance(node, nodes.Getattr):
-        inner = _dotted(node.node)
-        return None if inner is None else f"{inner}.{node.attr}"
-    if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
-        inner = _dotted(node.node)
-        return None if inner is None else f"{inner}.{node.arg.value}"
-    if isinstance(node, nodes.Filter | nodes.Test | nodes.Call):
-        return _dotted(node.node)
-    return None
