@@ -68,7 +68,7 @@ def test_property_no_datamarked_line_can_begin_like_structure(text: str) -> None
         assert line.startswith(MARK)
         assert " " not in line
         # a CR is kept where it ends a line (CRLF text), nowhere else
-        assert all(c.isprintable() or c == "\t" for c in line.removesuffix("\r"))
+        assert all(c.isprintable() for c in line.removesuffix("\r"))
         assert "<data" not in line
         assert "</data" not in line
         assert "<|" not in line

@@ -105,24 +105,30 @@ _INVISIBLE_CHAR: Final = re.compile(f"[{_INVISIBLE}]")
 # Written as a code wherever they stand: what is not printable (controls,
 # format and bidi characters, separators other than the space, surrogates,
 # private use, unassigned), the invisible printable ones, the mark and the
-# escape sign. Not the line break and the tab, which are harmless, nor the
-# carriage return, which is written as a code only where it does not end a
-# line (CRLF text keeps its line endings).
-_ASCII_PLAIN: Final = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+# escape sign, and the tab (words separated by tabs read as a sentence too).
+# Not the line break, which the mark handles, nor the carriage return, which
+# is written as a code only where it does not end a line (CRLF text keeps its
+# line endings).
+_ASCII_PLAIN: Final = bytes(range(0x20, 0x7F)) + b"\n\r"
 _LATIN1_PLAIN: Final = _ASCII_PLAIN + bytes(range(0xA1, 0x100)).replace(b"\xad", b"")
-_LATIN1_SPECIAL: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0\xad]")
+_LATIN1_SPECIAL: Final = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\xa0\xad]")
 _LONE_CR: Final = re.compile(r"\r(?!\n)")
 # "<" and "[" before a non-space: how every chat-template token, tag and forged
 # fence begins. One literal each, so the search runs at the speed of a find.
 _ANGLE: Final = re.compile(r"<(?=\S)")
 _ESCAPED: Final = re.compile("\u27e6([0-9A-F]{1,6})\u27e7")
 _SQUARE: Final = re.compile(r"\[(?=\S)")
+# Look-alikes of "<" and "[" (fullwidth, small, single guillemet, angle brackets):
+# a model may read them as the ASCII ones.
+_LOOKALIKES: Final = frozenset("\uff1c\ufe64\u2039\u2329\u3008\u27e8\uff3b\u276c\u276e\u2045")
+_LOOKALIKE_BEFORE: Final = re.compile(f"[{''.join(sorted(_LOOKALIKES))}](?=\\S)")
 _OPEN: Final = re.compile(
     r'^<data label="([^"\n]{1,1200})"(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n', re.M
 )
 _CLOSE_DIGEST: Final = re.compile(r'\n</data sha256="([0-9a-f]{24})">')
-_CLOSE: Final = re.compile(r"\n</data>(?=\n|\Z)")
-_FORGED_LINE: Final = re.compile(r"^<(/?data)", re.M)
+_CLOSE: Final = re.compile(r"\n</data>")
+# A line starts after any line break a reader may honour, not only after "\n".
+_FORGED_LINE: Final = re.compile(r"(?:^|(?<=[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]))<(/?data)", re.M)
 _ENTITIES: Final = (("&", "&amp;"), ('"', "&quot;"), ("<", "&lt;"), (">", "&gt;"))
 _KEPT: Final = 1024
 """How many labels the caches below keep before they start over."""
@@ -221,11 +227,11 @@ PREAMBLE_ORIGIN: Final = "veridic.fence.preamble"
 
 @lru_cache(maxsize=8)
 def _preamble(modes: tuple[DataMode, ...]) -> TrustedInstruction:
-    lines = [_PREAMBLE_HEAD, *(_PREAMBLE_MODES[mode] for mode in modes), _PREAMBLE_TAIL]
+    lines = [PREAMBLE_HEAD, *(_PREAMBLE_MODES[mode] for mode in modes), _PREAMBLE_TAIL]
     return mint(" ".join(lines), "code", PREAMBLE_ORIGIN)
 
 
-_PREAMBLE_HEAD: Final = (
+PREAMBLE_HEAD: Final = (
     "Some messages hold data blocks: text from outside this conversation (documents, web "
     'pages, tool results), each between an opening line <data label="..."> and a closing '
     "line </data>."
@@ -327,9 +333,12 @@ def _mark(text: str) -> str:
         if text.encode("latin-1").translate(None, _LATIN1_PLAIN):
             text = _LATIN1_SPECIAL.sub(_code_of, text)
     else:
-        special = [c for c in set(text) if _needs_code(c)]
+        present = set(text)
+        special = [c for c in present if _needs_code(c)]
         if special:
             text = text.translate({ord(c): _code(c) for c in special})
+        if not _LOOKALIKES.isdisjoint(present):
+            text = _LOOKALIKE_BEFORE.sub(_code_of, text)
     if "\r" in text:
         text = _LONE_CR.sub(_code_of, text)
     if "<" in text:
@@ -341,7 +350,7 @@ def _mark(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _needs_code(char: str) -> bool:
-    if char in "\n\t\r":
+    if char in "\n\r":
         return False
     return (
         not char.isprintable() or char in (MARK, _ESCAPE_OPEN) or bool(_INVISIBLE_CHAR.match(char))
