@@ -319,3 +319,35 @@ def test_anthropic_leaves_out_an_empty_assistant_turn() -> None:
     assert [m["role"] for m in request["messages"]] == ["user"]
     assert [b["type"] for b in request["messages"][0]["content"]] == ["text", "text"]
     assert [m["role"] for m in prompt.to_openai()] == ["user", "assistant", "user"]
+
+
+def _documented_sha256(prompt: Prompt) -> str:
+    """Prompt.sha256 as its docstring defines it, written out without veridic's helpers."""
+    import hashlib
+
+    def piece(text: str) -> bytes:
+        return f"{len(text)}:".encode() + text.encode("utf-8", "surrogatepass")
+
+    data = [b"veridic.prompt/2\0"]
+    for m in prompt.messages:
+        data += [piece(m.role), piece(m.content), piece(str(len(m.tool_calls)))]
+        for call in m.tool_calls:
+            data += [piece(call.id), piece(call.name), piece(call.arguments)]
+        data += [piece(m.tool_call_id or ""), piece(str(len(m.reasoning)))]
+        for item in m.reasoning:
+            data += [piece(item.provider), piece(item.json_text)]
+    return hashlib.sha256(b"".join(data)).hexdigest()
+
+
+@given(_compositions())
+def test_property_the_hash_is_the_documented_encoding(
+    composition: tuple[list[TrustedInstruction], list[tuple[str, str]], str],
+) -> None:
+    prompt = _compose(*composition)
+    assert prompt.sha256 == _documented_sha256(prompt)
+
+
+def test_the_hash_of_a_long_text_hashed_in_slices_is_the_documented_encoding() -> None:
+    text = "é\ud800" * 700_000 + "x"  # more than one slice, a surrogate at a slice edge
+    prompt = Composer().user(text).tool_call("c1", "a", {"q": 1}).build()
+    assert prompt.sha256 == _documented_sha256(prompt)

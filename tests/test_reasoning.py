@@ -264,9 +264,8 @@ def test_reasoning_on_a_turn_that_is_not_the_assistants_is_refused() -> None:
 def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
     """Pinned before reasoning items existed: audit records keyed by them stay valid.
 
-    Re-pinned once when data blocks became datamarked with a fence preamble in
-    the system message (CHANGELOG, Unreleased): the prompt's bytes changed, not
-    the hash function; the prompt without blocks keeps its hash.
+    Re-pinned once, with the version 2 encoding of Prompt.sha256 (hashed piece by
+    piece; CHANGELOG, Unreleased), which came with datamarked data blocks.
     """
     prompt = (
         Composer()
@@ -278,10 +277,10 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
         .assistant("It is sunny.")
         .build()
     )
-    assert prompt.sha256 == "1c8221101890e6a8d55539af84f820e8788685f0714fd22a8b8e1de02e5148c1"
+    assert prompt.sha256 == "febf7013d1c2dad46a191274100079e2857cf37920791d7dac5e04e0ac7a489f"
     assert (
         Composer().user("hi").build().sha256
-        == "6ea92481d0168a566a0dec7ca6f2d82227b02b31b39bda91fb3e48451f27137f"
+        == "052d4f9d6c47cf1f672a345c2596a60dbc75a5fe2b0f4158b979db883c874c12"
     )
     assert prompt.without_reasoning().sha256 == prompt.sha256
 

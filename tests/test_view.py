@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import pickle
+from collections.abc import Callable
+from typing import cast
 
 import pytest
 from pydantic import BaseModel
@@ -380,15 +384,44 @@ def test_mcp_annotations_follow_kind_risk_and_irreversibility(
     assert spec["inputSchema"]["type"] == "object"
 
 
-def test_specs_are_fresh_dicts_on_every_call() -> None:
+def test_specs_are_shared_and_cannot_be_changed_by_a_caller() -> None:
     view = site().view()
     specs = view.tool_specs("openai")
-    specs[0]["function"]["name"] = "mutated"
-    specs[0]["function"]["parameters"].clear()
+    assert specs is view.tool_specs("openai")  # built once, shared
+    mutations: list[Callable[[], object]] = [
+        lambda: specs.append(specs[0]),
+        lambda: specs.pop(),
+        lambda: specs.__setitem__(0, specs[1]),
+        lambda: specs[0]["function"].__setitem__("name", "mutated"),
+        lambda: specs[0]["function"]["parameters"].clear(),
+        lambda: cast(dict[str, object], specs[0]["function"]).update(name="mutated"),
+        lambda: cast(list[str], specs[1]["function"]["parameters"]["required"]).append("x"),
+    ]
+    for mutate in mutations:
+        with pytest.raises(TypeError, match="cannot be changed"):
+            mutate()
     again = view.tool_specs("openai")
     assert again[0]["function"]["name"] == "get_tool_schema"
     assert again[0]["function"]["parameters"]
     view.assert_coupled(again)
+
+
+def test_a_copy_of_the_specs_is_plain_and_writable_and_they_serialise_as_json() -> None:
+    view = site().view()
+    copied = copy.deepcopy(view.tool_specs("anthropic"))
+    copied[0]["name"] = "renamed"
+    assert type(copied) is list
+    assert type(copied[0]) is dict
+    assert view.tool_specs("anthropic")[0]["name"] == "get_tool_schema"
+    assert json.loads(json.dumps(view.tool_specs("mcp"))) == copy.deepcopy(view.tool_specs("mcp"))
+    assert pickle.loads(pickle.dumps(view.tool_specs("openai"))) == view.tool_specs("openai")
+
+
+def test_views_of_the_same_tools_share_their_lists_and_digest() -> None:
+    registry = site()
+    first, second = registry.view(roles=("support",)), registry.view(roles=("support",), deny=())
+    assert first.tool_specs("mcp") is second.tool_specs("mcp")
+    assert first.tools_sha256() == second.tools_sha256()
 
 
 def test_unknown_spec_format_is_refused() -> None:

@@ -61,6 +61,7 @@ from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.fence import (
     DATA_MODES,
+    PREAMBLE_HEAD,
     PREAMBLE_ORIGIN,
     DataMode,
     block_parts,
@@ -179,8 +180,7 @@ class Composer:
                     f"({clip(repr(item))}): pass the ReasoningItem values of the reply "
                     "(Reply.reasoning), or ReasoningItem.of(provider, block) for a stored block"
                 )
-        message = _own_words("assistant", text)
-        self._turns.append(replace(message, reasoning=items))
+        self._turns.append(_own_words("assistant", text, items))
         return self
 
     def tool_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> Self:
@@ -257,12 +257,15 @@ class Composer:
         if not self._modes:
             return self._system
         needed = preamble(*self._modes)
-        placed = any(
+        if any(part is needed for part in self._system):
+            return self._system
+        written = "".join(self._system)
+        placed = PREAMBLE_HEAD in written and any(
             span.origin == PREAMBLE_ORIGIN for part in self._system for span in spans_of(part)
         )
         if not placed:
             return [*self._system, needed]
-        if needed not in "".join(self._system):
+        if needed not in written:
             used = ", ".join(m for m in DATA_MODES if m in self._modes)
             raise VeridicError(
                 f"the system message holds a fence preamble, but not the one for the data modes "
@@ -296,7 +299,7 @@ class Composer:
     def _require_text(text: object, where: str, *, allow_empty: bool = False) -> None:
         if not isinstance(text, str):
             raise VeridicError(f"{where} takes text, got a {type(text).__name__}: pass a str")
-        if not allow_empty and not text.strip():
+        if not allow_empty and (not text or text.isspace()):  # isspace() copies nothing
             raise VeridicError(
                 f"{where} got {clip(text)}, an empty turn, which providers reject: "
                 "leave the turn out or say something in it"
@@ -313,11 +316,13 @@ def _own(piece: str) -> TrustedInstruction:
     return TrustedInstruction(minted)
 
 
-def _own_words(role: Literal["user", "assistant"], text: str) -> Message:
+def _own_words(
+    role: Literal["user", "assistant"], text: str, reasoning: tuple[ReasoningItem, ...] = ()
+) -> Message:
     """A turn of someone's own words, with lines that look like a block's neutralised."""
     shown = neutralise(str(text))
     part = text if shown == text else rebranded(text, shown)
-    return Message(role, shown, (part,))
+    return Message(role, shown, (part,), reasoning=reasoning)
 
 
 def _between(parts: list[str], separator: str) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from typing import Annotated, Any, Final
@@ -94,11 +95,13 @@ InstructionField = Annotated[
 """A pydantic field type for text read as instruction (``readAsInstruction``)."""
 
 
+@functools.lru_cache(maxsize=4096)
 def instruction_fields(model: type[BaseModel]) -> frozenset[str]:
     """The dotted paths of every ``InstructionField`` in ``model``, nested models included.
 
     A field counts when the instruction text sits anywhere in its type
     (``InstructionField``, ``list[InstructionField]``, a nested model that has one).
+    Read once per model class (a model's fields are fixed when the class is made).
     """
     return frozenset(_fields(model, "", frozenset()))
 

@@ -202,6 +202,35 @@ def _canonical_json(value: object) -> str:
     )
 
 
+_HASH_HEADER: Final = b"veridic.prompt/2\0"
+_SLICE: Final = 1 << 20
+"""Code points encoded at a time: a 10 MB text is never copied into one 10 MB ``bytes``."""
+
+
+def _digest(pieces: list[str]) -> str:
+    """SHA-256 of ``len:text`` per piece: short pieces encoded together, long ones in slices."""
+    state = hashlib.sha256(_HASH_HEADER)
+    batch: list[str] = []
+    size = 0
+    for text in pieces:
+        if len(text) > _SLICE:
+            if batch:
+                state.update("".join(batch).encode("utf-8", "surrogatepass"))
+                batch, size = [], 0
+            state.update(f"{len(text)}:".encode("ascii"))
+            for start in range(0, len(text), _SLICE):
+                state.update(text[start : start + _SLICE].encode("utf-8", "surrogatepass"))
+            continue
+        batch += (f"{len(text)}:", text)
+        size += len(text)
+        if size > _SLICE:
+            state.update("".join(batch).encode("utf-8", "surrogatepass"))
+            batch, size = [], 0
+    if batch:
+        state.update("".join(batch).encode("utf-8", "surrogatepass"))
+    return state.hexdigest()
+
+
 def _require_json(value: object, where: str, path: str) -> None:
     """Refuse what JSON would change or reject: it could not go back as the provider sent it."""
     if value is None or isinstance(value, str | bool | int):
@@ -309,19 +338,28 @@ class Prompt:
         """Hex SHA-256 of a canonical encoding of roles, texts, tool calls and reasoning items.
 
         Provenance is not hashed: two prompts the model reads identically hash
-        identically, whoever wrote them. A message's reasoning items (provider
-        and canonical JSON) are hashed with it; a prompt without any hashes as
-        it did before reasoning items existed.
+        identically, whoever wrote them. The encoding (version 2) is fed to
+        SHA-256 piece by piece, each text as its length in code points, a
+        colon and its UTF-8 bytes (lone surrogates as ``surrogatepass``
+        writes them), so hashing costs about what hashing the texts' bytes
+        costs, and long texts are encoded in slices rather than copied whole::
+
+            veridic.prompt/2 NUL, then per message: role, content, the number of
+            tool calls, each call's id, name and arguments, the tool call id
+            (empty without one), the number of reasoning items, each item's
+            provider and canonical JSON
+
+        ``tests/test_reasoning.py`` pins it.
         """
-        canonical: list[list[object]] = []
+        pieces: list[str] = []
         for m in self.messages:
-            calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]
-            entry: list[object] = [m.role, m.content, calls, m.tool_call_id]
-            if m.reasoning:
-                entry.append([[item.provider, item.json_text] for item in m.reasoning])
-            canonical.append(entry)
-        encoded = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
+            pieces += (m.role, m.content, str(len(m.tool_calls)))
+            for call in m.tool_calls:
+                pieces += (call.id, call.name, call.arguments)
+            pieces += (m.tool_call_id or "", str(len(m.reasoning)))
+            for item in m.reasoning:
+                pieces += (item.provider, item.json_text)
+        return _digest(pieces)
 
     @property
     def pending_tool_calls(self) -> tuple[ToolCall, ...]:

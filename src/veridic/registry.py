@@ -50,7 +50,7 @@ import logging
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Final, TypeVar
 
 from pydantic import BaseModel
@@ -76,6 +76,7 @@ F = TypeVar("F", bound=Callable[..., object])
 
 _log = logging.getLogger("veridic.registry")
 _NOT_BOOTED: Final = "not booted yet"
+_VIEWS_KEPT: Final = 256
 _TYPE_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,59}(\.[A-Za-z_][A-Za-z0-9_]{0,59}){0,3}")
 
 
@@ -238,7 +239,16 @@ class Registry:
         RiskFloorError: at boot, a tool declared below its risk floor.
     """
 
-    __slots__ = ("_booted", "_components", "_declared", "_lock", "_snapshot", "_states", "name")
+    __slots__ = (
+        "_booted",
+        "_components",
+        "_declared",
+        "_lock",
+        "_snapshot",
+        "_states",
+        "_views",
+        "name",
+    )
 
     def __init__(self, name: str = "registry") -> None:
         self.name = name
@@ -248,6 +258,7 @@ class Registry:
         self._booted = False
         self._snapshot: tuple[Tool, ...] = ()
         self._lock = threading.RLock()
+        self._views: dict[Hashable, ToolView] = {}
 
     def __repr__(self) -> str:
         return f"Registry({self.name!r})"
@@ -420,6 +431,7 @@ class Registry:
                         tool.description_gap.value,
                     )
             self._snapshot = tuple(built)
+            self._views.clear()
             self._booted = True
 
     def view(
@@ -443,20 +455,45 @@ class Registry:
 
         Boots the registry first if it has not booted (or gained tools since).
 
+        A view is immutable, and a view without predicates (or ``Deny(when=...)``
+        filters) depends only on its filters and the registry, so the same
+        filters over an unchanged registry give back the same view object,
+        without building it again. A view with predicates is built each time
+        (a predicate may answer differently, a licence may lapse); its tool
+        lists and digest are still shared with every view of the same tools.
+
         Raises:
             RiskFloorError, VeridicError: from :meth:`boot`.
             UnknownToolError: ``allow`` or ``deny`` names a tool never registered.
         """
-        self.boot()
-        return build_view(
+        if not self._booted:
+            self.boot()
+        # A lone name or filter is one item, not the characters of a string.
+        role_items = (roles,) if isinstance(roles, str) else tuple(roles)
+        allowed = None if allow is None else (allow,) if isinstance(allow, str) else tuple(allow)
+        denied = (deny,) if isinstance(deny, str | Deny) else tuple(deny)
+        kept = (predicates,) if callable(predicates) else tuple(predicates)
+        key = _view_key(role_items, allowed, denied, kept)
+        if key is not None:
+            cached = self._views.get(key)
+            if cached is not None:
+                return cached
+        view = build_view(
             self._snapshot,
             self._states,
             f"Registry({self.name!r}).view()",
-            roles=roles,
-            allow=allow,
-            deny=deny,
-            predicates=predicates,
+            roles=role_items,
+            allow=allowed,
+            deny=denied,
+            predicates=kept,
         )
+        if key is not None:
+            with self._lock:
+                if self._booted:  # not a registration since: the view is still this registry's
+                    if len(self._views) >= _VIEWS_KEPT:
+                        self._views.clear()
+                    self._views[key] = view
+        return view
 
     # --- reading ----------------------------------------------------------------
 
@@ -560,6 +597,32 @@ class Registry:
                 )
             self._declared[name] = declaration
             self._booted = False
+
+
+def _view_key(
+    roles: tuple[str, ...],
+    allow: tuple[str, ...] | None,
+    deny: tuple[str | Deny, ...],
+    predicates: tuple[Predicate, ...],
+) -> Hashable | None:
+    """What a view depends on besides the registry, or ``None`` when it must be built anew.
+
+    ``None`` for predicates and ``Deny(when=...)`` filters: their answers may change.
+    """
+    if predicates:
+        return None
+    denied: list[Hashable] = []
+    for item in deny:
+        if isinstance(item, Deny):
+            if item.when is not None:
+                return None
+            denied.append((item.names, item.reason, item.tombstone))
+        else:
+            denied.append(item)
+    try:
+        return (frozenset(roles), None if allow is None else frozenset(allow), tuple(denied))
+    except TypeError:  # an unhashable name: build_view says what is wrong with it
+        return None
 
 
 def _where(declaration: _Declaration) -> str:

@@ -25,7 +25,7 @@ import re
 import sys
 import typing
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Annotated, Final, Literal
@@ -135,7 +135,7 @@ class Tool:
     schema_json: str = field(repr=False)
     _validate: Callable[[object], dict[str, object]] = field(repr=False)
     _invoke: Callable[[Mapping[str, object]], object] = field(repr=False)
-    _memo: dict[str, str] = field(default_factory=dict, repr=False)
+    _memo: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
     def external(self) -> bool:
@@ -377,8 +377,9 @@ def function_tool(
     where = f"{name!r} ({origin})"
     docstring = parse_docstring(read.doc)
     description = options.description if options.description is not None else docstring.summary
-    model, positional = _input_model(function, read, name, where, docstring.parameters, localns)
-    schema = _json_schema(model, where)
+    model, schema, positional = _input_model(
+        function, read, name, where, docstring.parameters, localns
+    )
     parameters = tuple(model.model_fields)
     arguments = instruction_fields(model)
     if options.kind == "query" and arguments:
@@ -612,7 +613,15 @@ def _input_model(
     where: str,
     documented: Mapping[str, str],
     localns: Mapping[str, object] | None,
-) -> tuple[type[BaseModel], tuple[str, ...]]:
+) -> tuple[type[BaseModel], JsonObject, tuple[str, ...]]:
+    """The pydantic model of a function's arguments, its JSON schema, its positional-only names.
+
+    Building a pydantic model and its JSON schema costs about 2 ms, most of
+    booting a registry; tools often share a signature (``record_id: int``
+    with the same docstring entry), so a model and schema are built once per
+    signature and shared (:func:`_shared_model`). Each tool's schema carries
+    its own title.
+    """
     try:
         if read.signature is None:
             raise TypeError(f"no signature can be read from {function!r}")
@@ -622,20 +631,61 @@ def _input_model(
             f"tool {where}: cannot read its signature ({error}): define the types its "
             "annotations name before the registry boots, at module level or above the tool"
         ) from error
-    fields: dict[str, tuple[object, object]] = {}
+    fields: dict[str, tuple[object, object, str | None]] = {}
     positional: list[str] = []
     for parameter in signature.parameters.values():
         fields[parameter.name] = _field(parameter, where, documented.get(parameter.name))
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional.append(parameter.name)
+    model, shared = _shared_model(name, where, fields)
+    schema = dict(shared)
+    schema["title"] = name
+    return model, schema, tuple(positional)
+
+
+def _shared_model(
+    name: str, where: str, fields: dict[str, tuple[object, object, str | None]]
+) -> tuple[type[BaseModel], JsonObject]:
+    # Shared by signature, but not across instruction fields: validating one mints
+    # text whose origin names the model's title, which must be this tool's.
+    try:
+        key: Hashable = tuple((n, *field) for n, field in fields.items())
+        hash(key)
+    except TypeError:  # a default such as a list: built for this tool alone
+        key = None
+    found = _MODELS.get(key) if key is not None else None
+    if found is not None and not found[2]:
+        return found[0], found[1]
+    model = _build_model(name, where, fields)
+    schema = _json_schema(model, where)
+    mints = bool(instruction_fields(model))
+    if key is not None and not mints:
+        if len(_MODELS) >= _MODELS_KEPT:
+            _MODELS.clear()
+        _MODELS[key] = (model, schema, mints)
+    return model, schema
+
+
+_MODELS: dict[Hashable, tuple[type[BaseModel], JsonObject, bool]] = {}
+_MODELS_KEPT: Final = 4096
+
+
+def _build_model(
+    name: str, where: str, fields: dict[str, tuple[object, object, str | None]]
+) -> type[BaseModel]:
     config = ConfigDict(extra="forbid", protected_namespaces=(), title=name)
+    # Annotated metadata merges with a FieldInfo default, so both forms keep their constraints.
+    typed = {
+        n: (annotation if doc is None else Annotated[annotation, Field(description=doc)], default)
+        for n, (annotation, default, doc) in fields.items()
+    }
     try:
         with warnings.catch_warnings():
             # A parameter called ``json`` or ``copy`` shadows a BaseModel method on
             # the model class; values are read with getattr on the instance, which
             # finds the field, so the warning says nothing the caller must act on.
             warnings.filterwarnings("ignore", message="Field name .* shadows an attribute")
-            model = create_model(name, __config__=config, **fields)  # type: ignore[call-overload]  # fields are built at run time from a signature
+            model: type[BaseModel] = create_model(name, __config__=config, **typed)  # type: ignore[call-overload]  # fields are built at run time from a signature
         model.model_rebuild(raise_errors=True)
     except NameError as error:
         raise VeridicError(
@@ -647,7 +697,7 @@ def _input_model(
             f"tool {where}: pydantic cannot validate its parameters ({error}): annotate each "
             "parameter with a type pydantic supports (str, int, a BaseModel, ...)"
         ) from error
-    return model, tuple(positional)
+    return model
 
 
 def _resolved(
@@ -676,7 +726,9 @@ def _resolved(
 
 def _field(
     parameter: inspect.Parameter, where: str, documented: str | None
-) -> tuple[object, object]:
+) -> tuple[object, object, str | None]:
+    """The annotation, default and docstring description of a parameter (``None`` when its
+    annotation or default describes it already, or nothing does)."""
     if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
         raise VeridicError(
             f"tool {where} takes *{parameter.name} or **{parameter.name}, which has no schema: "
@@ -697,10 +749,7 @@ def _field(
     described = _annotated_description(annotation) or (
         isinstance(default, FieldInfo) and bool(default.description)
     )
-    if not documented or described:
-        return annotation, default
-    # Annotated metadata merges with a FieldInfo default, so both forms keep their constraints.
-    return Annotated[annotation, Field(description=documented)], default
+    return annotation, default, None if not documented or described else documented
 
 
 def _annotated_description(annotation: object) -> bool:

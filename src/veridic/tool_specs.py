@@ -9,23 +9,34 @@ kind (a query), ``destructiveHint`` from irreversibility or high risk (a write
 that can overwrite what another feature relies on), ``idempotentHint`` from
 the kind (a query changes nothing, so repeating it changes nothing; nothing
 is claimed about writes).
+
+A spec is built once per tool and format and shared by every view and every
+call: the dicts and lists handed out are read-only (:func:`frozen_json`), so
+no caller can change what the next request sends. They are ``dict`` and
+``list`` subclasses, so ``json.dumps`` and the SDKs take them as they are;
+``copy.copy``, ``copy.deepcopy`` and pickling give plain, writable copies.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Literal, TypedDict
+from collections.abc import Iterable
+from typing import Literal, NoReturn, TypedDict, cast
 
 from veridic.risk import Risk
 from veridic.tool import JsonObject, Tool
 
 __all__ = [
     "AnthropicToolSpec",
+    "FrozenDict",
+    "FrozenList",
     "McpToolAnnotations",
     "McpToolSpec",
     "OpenAIFunctionSpec",
     "OpenAIToolSpec",
     "SpecFormat",
+    "frozen_json",
+    "frozen_list",
     "mcp_annotations",
     "spec_json",
 ]
@@ -95,3 +106,74 @@ def spec_json(tool: Tool, format: SpecFormat) -> str:
         f'{{"name":{name},"description":{description},"inputSchema":{tool.schema_json},'
         f'"annotations":{annotations}}}'
     )
+
+
+def _refuse(*_: object, **__: object) -> NoReturn:
+    raise TypeError(
+        "tool specs are shared by every request of a view and cannot be changed: change the "
+        "tool where it is registered, or work on a copy (copy.deepcopy(spec) gives plain "
+        "dicts and lists)"
+    )
+
+
+class FrozenDict(dict[str, object]):
+    """A read-only JSON object: what :meth:`ToolView.tool_specs <veridic.ToolView.tool_specs>`
+    hands out."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[str, object]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> dict[str, object]:
+        return cast("dict[str, object]", _thawed(self))
+
+    def __reduce__(self) -> tuple[type[dict[str, object]], tuple[dict[str, object]]]:
+        return (dict, (cast("dict[str, object]", _thawed(self)),))
+
+
+class FrozenList(list[object]):
+    """A read-only JSON array, for the same reason as :class:`FrozenDict`."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __copy__(self) -> list[object]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> list[object]:
+        return cast("list[object]", _thawed(self))
+
+    def __reduce__(self) -> tuple[type[list[object]], tuple[list[object]]]:
+        return (list, (cast("list[object]", _thawed(self)),))
+
+
+def frozen_json(text: str) -> object:
+    """The JSON value of ``text`` with every object and array read-only."""
+    return _frozen(json.loads(text))
+
+
+def frozen_list(items: Iterable[object]) -> FrozenList:
+    """A read-only list of already frozen values."""
+    made = FrozenList()
+    list.extend(made, items)
+    return made
+
+
+def _frozen(value: object) -> object:
+    if isinstance(value, dict):
+        return FrozenDict((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return frozen_list(_frozen(item) for item in value)
+    return value
+
+
+def _thawed(value: object) -> object:
+    if isinstance(value, dict):
+        return {key: _thawed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_thawed(item) for item in value]
+    return value

@@ -49,12 +49,13 @@ import heapq
 import inspect
 import json
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal, TypedDict, cast, overload
+from typing import ClassVar, Final, Literal, TypedDict, cast, overload
 
 from veridic._descriptions import one_line
 from veridic._similarity import NameIndex
@@ -72,9 +73,12 @@ from veridic.risk import ApprovalMode, Risk
 from veridic.tool import SCHEMA_TOOL, JsonObject, Tool, ToolOptions, function_tool, with_handler
 from veridic.tool_specs import (
     AnthropicToolSpec,
+    FrozenList,
     McpToolSpec,
     OpenAIToolSpec,
     SpecFormat,
+    frozen_json,
+    frozen_list,
     spec_json,
 )
 
@@ -104,6 +108,7 @@ _LISTED: Final = 10  # names listed instead when none is near
 _BUILD_KEY: Final = object()
 _LITERALS: Final = frozenset({"True", "False", "None", "true", "false", "null"})
 _FOLD: Final = re.compile(r"[_-]")
+_TOOL_SETS_KEPT: Final = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +305,7 @@ class ToolView:
         "_names",
         "_nearest",
         "_origin",
+        "_tool_set",
         "_withheld",
     )
 
@@ -310,6 +316,7 @@ class ToolView:
     _origin: str
     _cache: dict[str, str]
     _nearest: tuple[NameIndex, tuple[str, ...]] | None
+    _tool_set: _ToolSet
 
     def __init__(
         self,
@@ -327,8 +334,9 @@ class ToolView:
                 "a ToolView cannot be constructed directly: its capability section is trusted "
                 "text, so its tools must come from a Registry; build it with registry.view()"
             )
+        shown = tuple(exposed)
         tools = {SCHEMA_TOOL: with_handler(_schema_tool(), self._read_schema)}
-        tools.update((tool.name, tool) for tool in exposed)
+        tools.update((tool.name, tool) for tool in shown)
         object.__setattr__(self, "_exposed", MappingProxyType(tools))
         object.__setattr__(self, "_names", frozenset(tools))
         object.__setattr__(self, "_withheld", MappingProxyType({s.name: s for s in withheld}))
@@ -336,6 +344,7 @@ class ToolView:
         object.__setattr__(self, "_origin", origin)
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_nearest", None)
+        object.__setattr__(self, "_tool_set", _ToolSet.of(shown))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise dataclasses.FrozenInstanceError(
@@ -507,7 +516,12 @@ class ToolView:
     def tool_specs(
         self, format: SpecFormat
     ) -> list[OpenAIToolSpec] | list[AnthropicToolSpec] | list[McpToolSpec]:
-        """The provider tool list, one spec per exposed tool (fresh dicts on every call).
+        """The provider tool list, one spec per exposed tool.
+
+        Built once for each set of exposed tools and shared by every view and
+        call that has it: the list and every dict and list in it are read-only
+        (changing one raises ``TypeError``), so no caller can change what the
+        next request sends. ``copy.deepcopy`` gives a plain copy to change.
 
         Raises:
             VeridicError: ``format`` is not ``"openai"``, ``"anthropic"`` or ``"mcp"``.
@@ -517,31 +531,18 @@ class ToolView:
                 f"tool_specs() got format {format!r}, which is not a provider format: "
                 'use "openai", "anthropic" or "mcp"'
             )
-        key = f"specs:{format}"
-        text = self._cache.get(key)
-        if text is None:
-            text = self._cache[key] = (
-                "[" + ",".join(_memo(tool, key, spec_json, format) for tool in self.tools()) + "]"
-            )
         return cast(
-            "list[OpenAIToolSpec] | list[AnthropicToolSpec] | list[McpToolSpec]", json.loads(text)
+            "list[OpenAIToolSpec] | list[AnthropicToolSpec] | list[McpToolSpec]",
+            self._tool_set.specs(self.tools(), format),
         )
 
     def tools_sha256(self) -> str:
-        """SHA-256 of the tool list (the MCP specs as canonical JSON), computed once per view.
+        """SHA-256 of the tool list (the MCP specs as canonical JSON), once per set of tools.
 
         The digest audit records carry, so a model call and the tool calls it
         led to name the same tool list whatever the provider.
         """
-        digest = self._cache.get("sha256")
-        if digest is None:
-            specs = json.dumps(
-                self.tool_specs("mcp"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-            )
-            digest = self._cache["sha256"] = hashlib.sha256(
-                specs.encode("utf-8", "surrogatepass")
-            ).hexdigest()
-        return digest
+        return self._tool_set.sha256(self.tools())
 
     def assert_coupled(self, sent_specs: Iterable[Mapping[str, object]]) -> None:
         """Check the specs actually sent against the dispatch table, both ways.
@@ -764,7 +765,7 @@ def _memo(tool: Tool, key: str, render: Callable[..., str], *args: object) -> st
     text = tool._memo.get(key)
     if text is None:
         text = tool._memo[key] = render(tool, *args)
-    return text
+    return cast(str, text)
 
 
 def _tool_line(tool: Tool) -> str:
@@ -865,6 +866,70 @@ def _decoded(name: str, arguments: Mapping[str, object] | str | None) -> object:
             ) from error
         return decoded
     return arguments
+
+
+# --- what depends only on the exposed tools ------------------------------------------------
+
+
+class _ToolSet:
+    """The tool lists and their digest, shared by every view that exposes the same tools.
+
+    Views of one registry usually expose one of a few sets (per role, per
+    licence), so the lists are built and hashed once per set, not per view.
+    The built-in schema tool is left out of the key (each view binds its
+    own), but its spec is the same in every view.
+    """
+
+    __slots__ = ("_digest", "_specs")
+    _kept: ClassVar[dict[tuple[Tool, ...], _ToolSet]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self._specs: dict[str, FrozenList] = {}
+        self._digest: str | None = None
+
+    @classmethod
+    def of(cls, tools: tuple[Tool, ...]) -> _ToolSet:
+        found = cls._kept.get(tools)
+        if found is None:
+            with cls._lock:
+                if len(cls._kept) >= _TOOL_SETS_KEPT:
+                    cls._kept.clear()
+                found = cls._kept.setdefault(tools, cls())
+        return found
+
+    def specs(self, tools: tuple[Tool, ...], format: SpecFormat) -> FrozenList:
+        made = self._specs.get(format)
+        if made is None:
+            made = self._specs[format] = frozen_list(_frozen_spec(tool, format) for tool in tools)
+        return made
+
+    def sha256(self, tools: tuple[Tool, ...]) -> str:
+        if self._digest is None:
+            # The canonical JSON of the MCP list (keys sorted, no spaces), as
+            # json.dumps(list, sort_keys=True, separators=(",", ":")) writes it.
+            canonical = ",".join(_memo(tool, "mcp:canonical", _canonical_mcp) for tool in tools)
+            self._digest = hashlib.sha256(
+                f"[{canonical}]".encode("utf-8", "surrogatepass")
+            ).hexdigest()
+        return self._digest
+
+
+def _frozen_spec(tool: Tool, format: SpecFormat) -> object:
+    key = f"frozen:{format}"
+    made = tool._memo.get(key)
+    if made is None:
+        made = tool._memo[key] = frozen_json(_memo(tool, f"specs:{format}", spec_json, format))
+    return made
+
+
+def _canonical_mcp(tool: Tool) -> str:
+    return json.dumps(
+        json.loads(spec_json(tool, "mcp")),
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 # --- the built-in schema tool ---------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from veridic.errors import VeridicError
 from veridic.prompt import Prompt, ReasoningItem, ToolCall
@@ -37,10 +37,20 @@ from veridic.providers._base import (
 )
 from veridic.tool import JsonObject
 
-if TYPE_CHECKING:
-    from anthropic import Anthropic, AsyncAnthropic
+__all__ = ["AnthropicClient", "AnthropicMessages"]
 
-__all__ = ["AnthropicMessages"]
+
+class AnthropicClient(Protocol):
+    """What :class:`AnthropicMessages` needs of ``anthropic.Anthropic`` or ``AsyncAnthropic``.
+
+    A protocol, not the SDK's classes: a type checker then never loads the
+    SDK for a project that imports veridic. The client is checked when the
+    adapter is built.
+    """
+
+    @property
+    def messages(self) -> object: ...
+
 
 _EXTRA: Final = "anthropic"
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
@@ -68,7 +78,7 @@ class AnthropicMessages(Adapter):
 
     def __init__(
         self,
-        client: Anthropic | AsyncAnthropic | None = None,
+        client: AnthropicClient | None = None,
         *,
         model: str,
         max_tokens: int,

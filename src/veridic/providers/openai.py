@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from veridic.errors import VeridicError
 from veridic.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
@@ -46,15 +46,39 @@ from veridic.providers._base import (
 )
 from veridic.tool import JsonObject
 
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI, OpenAI
+__all__ = [
+    "OpenAIChat",
+    "OpenAIChatClient",
+    "OpenAIResponses",
+    "OpenAIResponsesClient",
+    "responses_request",
+]
 
-__all__ = ["OpenAIChat", "OpenAIResponses", "responses_request"]
+
+class OpenAIChatClient(Protocol):
+    """What :class:`OpenAIChat` needs of ``openai.OpenAI`` or ``openai.AsyncOpenAI``.
+
+    A protocol, not the SDK's classes: a type checker then never loads the
+    SDK for a project that imports veridic (the SDK is large, and most
+    projects use one provider or none). The client is checked when the
+    adapter is built.
+    """
+
+    @property
+    def chat(self) -> object: ...
+
+
+class OpenAIResponsesClient(Protocol):
+    """What :class:`OpenAIResponses` needs of an OpenAI client (see :class:`OpenAIChatClient`)."""
+
+    @property
+    def responses(self) -> object: ...
+
 
 _EXTRA: Final = "openai"
 
 
-def _client(client: OpenAI | AsyncOpenAI | None, needed_by: str) -> object:
+def _client(client: object, needed_by: str) -> object:
     sdk = require_sdk("openai", _EXTRA, needed_by)
     if client is None:
         made: object = sdk.OpenAI()
@@ -94,7 +118,7 @@ class OpenAIChat(Adapter):
 
     def __init__(
         self,
-        client: OpenAI | AsyncOpenAI | None = None,
+        client: OpenAIChatClient | None = None,
         *,
         model: str,
         options: Mapping[str, object] | None = None,
@@ -219,7 +243,7 @@ class OpenAIResponses(Adapter):
 
     def __init__(
         self,
-        client: OpenAI | AsyncOpenAI | None = None,
+        client: OpenAIResponsesClient | None = None,
         *,
         model: str,
         options: Mapping[str, object] | None = None,
