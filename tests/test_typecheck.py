@@ -290,6 +290,35 @@ def test_definitions_read_back_from_the_cache_are_still_checked(
     assert_matches(caller, reported)
 
 
+def test_private_imports_are_reported_when_a_cached_module_is_checked_again(
+    main_config: Path, tmp_path: Path
+) -> None:
+    # mypy reads the cached metadata of a module (and skips get_additional_deps for
+    # it), then checks it again because a module it imports changed. Its private
+    # imports must be reported again, not lost and then cached as clean.
+    cache = tmp_path / "cache"
+    helper = tmp_path / "cached_helper.py"
+    caller = tmp_path / "cached_forger.py"
+    helper.write_text("def size() -> int:\n    return 1\n")
+    caller.write_text(
+        "from cached_helper import size\n"
+        "from veridic.provenance import mint  # E: [veridic-forge] an import outside veridic\n"
+        "\n"
+        "\n"
+        "def use() -> object:\n"
+        "    return size()\n"
+    )
+    first, _ = run_mypy([caller, helper], main_config, cache=cache)
+    assert_matches(caller, first)
+    helper.write_text("def size() -> str:\n    return ''\n")  # a new interface
+    log: list[str] = []
+    again, _ = run_mypy([caller, helper], main_config, log=log, cache=cache)
+    assert any("Metadata fresh for cached_forger" in line for line in log) or any(
+        "cached_forger" in line and "stale" in line.lower() for line in log
+    ), [line for line in log if "cached_forger" in line]
+    assert_matches(caller, again)
+
+
 def test_error_codes_are_registered_with_mypy_and_documented() -> None:
     for code in errorcodes.CODES:
         assert mypy_codes.error_codes[code.code] is code

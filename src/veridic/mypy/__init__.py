@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from mypy.checker import TypeChecker
-from mypy.nodes import Import, ImportFrom, MypyFile, SymbolNode, TypeInfo
+from mypy.nodes import MypyFile, SymbolNode, TypeInfo
 from mypy.options import Options
 from mypy.plugin import (
     AnalyzeTypeContext,
@@ -95,9 +95,10 @@ class VeridicPlugin(Plugin):
         self._settings: PolicySettings | None = None
         self._watching = False
         """Whether ``_notes`` watches mypy's errors already (no brand annotation needs it)."""
-        self._suspects: set[str] = set()
-        """Modules that import veridic's private minting names (or their modules): the
-        first hook that runs in one reports them (``_private``)."""
+        self._suspects: dict[str, bool] = {}
+        """Per module checked in this build: whether it imports veridic's private minting
+        names (or their modules) and is not reported yet. The first hook that runs in
+        the module reports them (``_private``)."""
 
     @property
     def policies(self) -> PolicySettings:
@@ -128,16 +129,6 @@ class VeridicPlugin(Plugin):
                 "problem": settings.problem,
             }
         return self._digest
-
-    def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
-        # Called with each module mypy parses, before it is analysed: note the ones that
-        # import veridic as a module, or names from its minting modules.
-        if not _names.in_package(file.fullname) and any(map(_imports_veridic, file.imports)):
-            from veridic.mypy import _private
-
-            if _private.suspects(file):
-                self._suspects.add(file.fullname)
-        return []
 
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
         if fullname not in _ANALYZED:
@@ -249,27 +240,48 @@ class VeridicPlugin(Plugin):
         self, hook: Callable[[_Context], Type] | None
     ) -> Callable[[_Context], Type] | None:
         """``hook``, preceded by the report of a suspect module's private imports (if any)."""
-        if not self._suspects:
-            return hook
         from veridic.mypy import _notes
 
         errors = _notes.watched()
-        if errors is not None and errors.current_module() not in self._suspects:
+        module = None if errors is None else errors.current_module()
+        if module is not None and not self.suspect(module):
             return hook  # the module being checked is none of them
-        return partial(_report_module, self._suspects, hook)
+        return partial(_report_module, self, hook)
+
+    def suspect(self, module: str, tree: MypyFile | None = None) -> bool:
+        """Whether ``module`` imports private minting names and is not reported yet.
+
+        Read from the module's tree when first asked, not from ``get_additional_deps``:
+        mypy does not call that for a module whose cached metadata it reads, and then
+        checks the module again when a dependency changed.
+        """
+        known = self._suspects.get(module)
+        if known is None:
+            if tree is None and self._modules is not None:
+                tree = self._modules.get(module)
+            if tree is None:
+                return True  # not known here: the hook itself looks at the checked tree
+            from veridic.mypy import _private
+
+            known = self._suspects[module] = _private.suspects(tree)
+        return known
+
+    def reported(self, module: str) -> None:
+        """``module``'s private imports are reported: the other hooks in it need not."""
+        self._suspects[module] = False
 
 
 _Context = TypeVar("_Context", FunctionContext, MethodContext)
 
 
 def _report_module(
-    suspects: set[str], hook: Callable[[_Context], Type] | None, ctx: _Context
+    plugin: VeridicPlugin, hook: Callable[[_Context], Type] | None, ctx: _Context
 ) -> Type:
     checker = ctx.api
-    if isinstance(checker, TypeChecker) and checker.tree.fullname in suspects:
+    if isinstance(checker, TypeChecker) and plugin.suspect(checker.tree.fullname, checker.tree):
         from veridic.mypy import _private
 
-        suspects.discard(checker.tree.fullname)
+        plugin.reported(checker.tree.fullname)
         _private.report_module(checker)
     return ctx.default_return_type if hook is None else hook(ctx)
 
@@ -285,14 +297,6 @@ def _forget_previous_build() -> None:
         forget = getattr(module, "forget", None)
         if callable(forget):
             forget()
-
-
-def _imports_veridic(node: object) -> bool:
-    if isinstance(node, ImportFrom):
-        return node.id == _names.PACKAGE or node.id.startswith(_names.PACKAGE + ".")
-    if isinstance(node, Import):
-        return any(_names.in_package(module) for module, _ in node.ids)
-    return False
 
 
 def _check_call(callee: Callee, ctx: FunctionContext | MethodContext) -> Type:

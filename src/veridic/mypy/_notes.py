@@ -35,6 +35,8 @@ module's earlier errors then. It relies on mypy's internal error store
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 
 from mypy.errors import ErrorInfo, Errors, ErrorWatcher
@@ -69,11 +71,38 @@ _WORD: Final = re.compile(r"[A-Za-z_][\w.]*")
 _BRANDS: Final = ("TrustedInstruction", "UntrustedText")
 
 _watched: list[Errors] = []
+_own: list[ErrorWatcher] = []
+"""The notes watcher of the build, once installed."""
 
 
 def forget() -> None:
     """A new build starts: its errors are not watched yet."""
     _watched.clear()
+    _own.clear()
+
+
+@contextmanager
+def outside_speculation(errors: Errors) -> Iterator[None]:
+    """Record errors as if mypy were not trying a check it may discard.
+
+    A call hook can run while mypy tries a type (a return context, an operator's
+    reverse method, an overload's items) under watchers that throw the errors away,
+    or that read "an error occurred" as "this type does not fit". An error about the
+    module itself (a private import) belongs to none of those tries: with the
+    watchers above the notes watcher set aside, it is recorded once, ``type:
+    ignore`` comments included, and changes nothing mypy infers.
+    """
+    try:
+        stack = errors._watchers
+    except AttributeError:  # pragma: no cover - another mypy's internals
+        yield
+        return
+    saved = stack[:]
+    stack[:] = [watcher for watcher in saved if watcher in _own]
+    try:
+        yield
+    finally:
+        stack[:] = saved
 
 
 def watching() -> bool:
@@ -108,7 +137,9 @@ def watch(errors: Errors) -> None:
     _watched[:] = [errors]
     notes = _Notes(errors)
     try:
-        errors._watchers.insert(0, ErrorWatcher(errors, filter_errors=notes))
+        own = ErrorWatcher(errors, filter_errors=notes)
+        errors._watchers.insert(0, own)
+        _own[:] = [own]
         file = errors.file
         for info in list(errors.error_info_map.get(file, [])):
             text = note_for(info)

@@ -18,11 +18,14 @@ Hooks, outside the ``veridic`` package:
   veridic.provenance as p; p.mint(...)``, an alias, ``p._Trusted.__new__``);
 - ``get_function_hook`` for ``getattr(veridic.provenance, "mint")`` with a
   literal name (or a ``Final`` constant);
-- ``get_additional_deps`` (called with each module mypy parses) notes a
-  ``from veridic.provenance import _KEY`` and every module that imports
-  ``veridic``, ``veridic.provenance`` or ``veridic.fields`` as a module; the
-  first call hook run in that module then reports the import, and any
+- the first call hook run in a module (any call: the plugin wraps them all while
+  the module is a suspect) reads the module's imports: a ``from
+  veridic.provenance import _KEY``, or ``veridic``, ``veridic.provenance`` or
+  ``veridic.fields`` imported as a module, makes it report the import and any
   reference (``p._Trusted`` used as a value) found in the module's expressions.
+  Not ``get_additional_deps``: mypy skips it for a module whose cached metadata
+  it reads, then checks that module again when a dependency changed, and the
+  imports would go unreported (and be cached so).
 
 Not seen: a module that imports such a name and makes no call at all (no hook
 runs in it; a module that uses the name does make a call, and is checked where
@@ -81,20 +84,27 @@ def suspects(file: MypyFile) -> bool:
 
 
 def report_module(checker: TypeChecker) -> None:
-    """Report every private minting name that ``checker``'s module imports or refers to."""
+    """Report every private minting name that ``checker``'s module imports or refers to.
+
+    Once per module, from whichever call hook runs first in it, possibly while mypy
+    tries a check it may discard: the reports are recorded outside that try.
+    """
+    from veridic.mypy import _notes
+
     tree = checker.tree
-    for node in tree.imports:
-        if (
-            isinstance(node, ImportFrom)
-            and node.relative == 0
-            and node.id in _names.MINTING_MODULES
-        ):
-            for name, _ in node.names:
-                fullname = f"{node.id}.{name}"
-                if _names.is_private_minting(fullname):
-                    _fail(checker, fullname, "an import outside veridic", node)
-    for expr in _references(tree):
-        _fail(checker, expr.fullname, "a reference outside veridic", expr)
+    with _notes.outside_speculation(checker.msg.errors):
+        for node in tree.imports:
+            if (
+                isinstance(node, ImportFrom)
+                and node.relative == 0
+                and node.id in _names.MINTING_MODULES
+            ):
+                for name, _ in node.names:
+                    fullname = f"{node.id}.{name}"
+                    if _names.is_private_minting(fullname):
+                        _fail(checker, fullname, "an import outside veridic", node)
+        for expr in _references(tree):
+            _fail(checker, expr.fullname, "a reference outside veridic", expr)
 
 
 def _references(tree: MypyFile) -> Iterator[MemberExpr]:
