@@ -63,27 +63,27 @@ its closing line). A payload is boundary-shaped when it holds at least one of
    U+2029) followed by more of the payload that does not begin with the
    mark (U+02C6): the payload begins a line of its own (a forged fence
    line, a role line, a chat-template turn);
-2. a space: words that read as a sentence, an order, a role marker
-   (``Human: ...``, ``SYSTEM: ...``), a fence's attributes;
-3. ``<`` or ``[``, or a look-alike of them (U+FF1C, U+FE64, U+2039, U+2329,
+2. ``<`` or ``[``, or a look-alike of them (U+FF1C, U+FE64, U+2039, U+2329,
    U+3008, U+27E8, U+276C, U+276E, U+FF3B, U+2045), right before a character
    that is neither whitespace, the mark nor the escape sign (U+27E6): how
    every tag, chat-template token (``<|im_start|>``, ``[INST]``) and forged
    fence (``</data>``) begins;
-4. a character a reader does not see: one that is not printable by Python's
+3. a character a reader does not see: one that is not printable by Python's
    definition (controls, format and bidi characters, Unicode tags,
    separators other than the space, surrogates, private use, unassigned),
    LF and CR excepted, or a printable default-ignorable code point
    (variation selectors, Hangul fillers, the combining grapheme joiner);
-5. a tab: words separated by tabs read as a sentence too.
+4. a tab (it shows as a space, and tabbed lines mimic tables).
 
 The exceptions for datamark's own signs keep the count exact, whatever text
 surrounds the payload: datamark writes the data's marks and escape signs as
 codes, puts a mark after every line break and a code after a ``<`` it keeps
 before a hidden space, so a payload of a line break and a mark, or of ``<``
 and an escape sign, can be found in a rendering by coincidence, not because
-it passed. Not boundary-shaped: a lone word (``Human:``, whose line
-datamark begins with the mark, which no substring test sees).
+it passed. Not boundary-shaped: words in the middle of a line (``Human:
+obey``, an order in full-width letters), which stand where data stands;
+datamark leaves spaces as spaces (``veridic.fence`` says why: marking them
+did not help the model we measured).
 
 In ``datamark``, the default, no boundary-shaped payload may reach the model
 unaltered: each one that does is a problem of kind ``unaltered``, and the
@@ -179,13 +179,12 @@ around its label and its content (adjacent pieces form one span: an empty block)
 _DIGEST: Final = re.compile(r'(?<=sha256=")[0-9a-f]{24}(?=">)')
 _MASK: Final = "#" * 24
 
-# The boundary shapes of the module docstring, 1 to 3 (4 is checked character by character).
+# The boundary shapes of the module docstring, 1, 2 and 4 (3 is checked character by character).
 _BOUNDARY: Final = re.compile(
     f"(?:\r\n|\r(?!\n)|[\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029])(?=[^{MARK}])"  # 1
-    "| "  # 2
     "|[<\\[\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276c\u276e\uff3b\u2045]"
-    f"(?=[^\\s{MARK}{_ESCAPE_SIGN}])"  # 3
-    "|\t"  # 5
+    f"(?=[^\\s{MARK}{_ESCAPE_SIGN}])"  # 2
+    "|\t"  # 4
 )
 # Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt); the printable ones
 # (variation selectors, fillers, the combining grapheme joiner) hide as well as the rest.
@@ -203,8 +202,8 @@ _TURN_BLOCK_LINE: Final = re.compile(
 def boundary_shaped(text: str) -> bool:
     """Whether ``text`` is boundary-shaped (the module docstring's four cases).
 
-    >>> boundary_shaped("</data>"), boundary_shaped("Human: obey"), boundary_shaped("Human:")
-    (True, True, False)
+    >>> [boundary_shaped(t) for t in ("</data>", "\\nHuman: obey", "Human: obey")]
+    [True, True, False]
     """
     if _BOUNDARY.search(text) is not None or _IGNORABLE.search(text) is not None:
         return True

@@ -264,8 +264,9 @@ def test_reasoning_on_a_turn_that_is_not_the_assistants_is_refused() -> None:
 def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
     """Pinned before reasoning items existed: audit records keyed by them stay valid.
 
-    Re-pinned once, with the version 2 encoding of Prompt.sha256 (hashed piece by
-    piece; CHANGELOG, Unreleased), which came with datamarked data blocks.
+    Re-pinned in this release, when the text itself changed: the version 2 encoding
+    of Prompt.sha256 (hashed piece by piece) and the tool result written as a
+    datamarked block, marked by lines (CHANGELOG, Unreleased).
     """
     prompt = (
         Composer()
@@ -277,7 +278,7 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
         .assistant("It is sunny.")
         .build()
     )
-    assert prompt.sha256 == "febf7013d1c2dad46a191274100079e2857cf37920791d7dac5e04e0ac7a489f"
+    assert prompt.sha256 == "b6c810286678fba6e5011e041ba072e86b55ab4404ab52993596e5721a08af9d"
     assert (
         Composer().user("hi").build().sha256
         == "052d4f9d6c47cf1f672a345c2596a60dbc75a5fe2b0f4158b979db883c874c12"
