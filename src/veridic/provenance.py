@@ -521,15 +521,29 @@ def _extend(spans: list[Span], more: tuple[Span, ...], offset: int) -> None:
         if span.start == span.end:
             continue
         start, end = span.start + offset, span.end + offset
-        if (
-            spans
-            and spans[-1].end == start
-            and spans[-1].kind == span.kind
-            and spans[-1].origin == span.origin
-        ):
-            spans[-1] = Span(spans[-1].start, end, span.kind, span.origin)
-        else:
-            spans.append(Span(start, end, span.kind, span.origin))
+        if spans:
+            last = spans[-1]
+            if last.end == start and last.kind == span.kind and last.origin == span.origin:
+                spans[-1] = _span(last.start, end, span.kind, span.origin)
+                continue
+        spans.append(span if offset == 0 else _span(start, end, span.kind, span.origin))
+
+
+_SPAN_FIELDS: Final = tuple(
+    Span.__dict__[name].__set__ for name in ("start", "end", "kind", "origin")
+)
+
+
+def _span(start: int, end: int, kind: Kind, origin: str) -> Span:
+    """``Span(start, end, kind, origin)`` without the frozen dataclass's checked ``__init__``:
+    spans are made on every request, and the four fields are given here already checked."""
+    made = object.__new__(Span)
+    set_start, set_end, set_kind, set_origin = _SPAN_FIELDS
+    set_start(made, start)
+    set_end(made, end)
+    set_kind(made, kind)
+    set_origin(made, origin)
+    return made
 
 
 def _caller(depth: int) -> str:

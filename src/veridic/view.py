@@ -306,6 +306,7 @@ class ToolView:
         "_nearest",
         "_origin",
         "_tool_set",
+        "_tools",
         "_withheld",
     )
 
@@ -317,6 +318,7 @@ class ToolView:
     _cache: dict[str, str]
     _nearest: tuple[NameIndex, tuple[str, ...]] | None
     _tool_set: _ToolSet
+    _tools: tuple[Tool, ...]
 
     def __init__(
         self,
@@ -345,6 +347,7 @@ class ToolView:
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_nearest", None)
         object.__setattr__(self, "_tool_set", _ToolSet.of(shown))
+        object.__setattr__(self, "_tools", tuple(tools.values()))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise dataclasses.FrozenInstanceError(
@@ -370,7 +373,7 @@ class ToolView:
 
     def tools(self) -> tuple[Tool, ...]:
         """The exposed tools, built-in schema tool first, then in registration order."""
-        return tuple(self._exposed.values())
+        return self._tools
 
     def withheld(self) -> tuple[ToolStatus, ...]:
         """Every registered tool this view does not expose, with why (hidden ones included)."""
@@ -533,7 +536,7 @@ class ToolView:
             )
         return cast(
             "list[OpenAIToolSpec] | list[AnthropicToolSpec] | list[McpToolSpec]",
-            self._tool_set.specs(self.tools(), format),
+            self._tool_set.specs(self._tools, format),
         )
 
     def tools_sha256(self) -> str:
@@ -542,7 +545,7 @@ class ToolView:
         The digest audit records carry, so a model call and the tool calls it
         led to name the same tool list whatever the provider.
         """
-        return self._tool_set.sha256(self.tools())
+        return self._tool_set.sha256(self._tools)
 
     def assert_coupled(self, sent_specs: Iterable[Mapping[str, object]]) -> None:
         """Check the specs actually sent against the dispatch table, both ways.
@@ -553,6 +556,8 @@ class ToolView:
         Raises:
             ToolCouplingError: the two disagree (also an ``AssertionError``).
         """
+        if any(sent_specs is built for built in self._tool_set.built()):
+            return  # the view's own list, unchanged (it cannot be changed)
         sent = Counter(_spec_name(index, spec) for index, spec in enumerate(sent_specs))
         extra = sorted(set(sent) - set(self._exposed))
         missing = sorted(set(self._exposed) - set(sent))
@@ -903,6 +908,10 @@ class _ToolSet:
         if made is None:
             made = self._specs[format] = frozen_list(_frozen_spec(tool, format) for tool in tools)
         return made
+
+    def built(self) -> tuple[FrozenList, ...]:
+        """The lists built so far: read-only, so each is still what this tool set sends."""
+        return tuple(self._specs.values())
 
     def sha256(self, tools: tuple[Tool, ...]) -> str:
         if self._digest is None:
