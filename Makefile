@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench fuzz clean
+.PHONY: demo test lint typecheck pytest bench fuzz clean eval-model
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "veridic needs Python 3.11 or newer: run make PYTHON=python3.11 ...")'
@@ -36,6 +36,15 @@ bench: $(STAMP)
 # Long fuzzing run: hypothesis at a high example count (not part of make test).
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest tests/test_fuzz.py
+
+# Does a real model obey orders injected into data blocks? Measured per data mode, with the
+# token cost of each (not part of make test; about 45 minutes on 2 cores the first time).
+# The first run builds llama-cpp-python and assembles the pinned model in
+# $VERIDIC_EVAL_CACHE (default ~/.cache/veridic-eval); later runs reuse both.
+# Other models: make eval-model EVAL_ARGS="--gguf PATH" (or "--endpoint URL --model NAME").
+EVAL_ARGS ?=
+eval-model: $(STAMP)
+	nice -n 15 $(BIN)/python -m veridic.evaluation $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

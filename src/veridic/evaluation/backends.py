@@ -1,0 +1,397 @@
+"""The models the evaluation can run: a local GGUF file, or an OpenAI-compatible endpoint.
+
+Both decode greedily (temperature 0, a fixed seed), so a rerun on the same runtime gives
+the same outputs. Their dependencies are imported lazily: ``llama_cpp`` for
+:class:`LlamaBackend` (``python -m veridic.evaluation`` installs it), ``httpx`` for
+:class:`EndpointBackend`.
+
+Message contents reach the local model as *text*: the chat template's own markup is
+tokenised with special tokens, each message's content without them, so a ``<|im_end|>``
+written inside a document is the characters, not the control token. That is what a
+hosted API does. (llama-cpp-python's own ``create_chat_completion`` tokenises the whole
+rendered prompt with special tokens on, so there a document can end its turn for real;
+no data mode can defend against that, it is the serving stack's job.)
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Protocol, cast
+
+from veridic.errors import MissingExtraError, VeridicError
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "Completion",
+    "EndpointBackend",
+    "LlamaBackend",
+]
+
+Message = Mapping[str, str]
+SEED: Final = 1234
+
+
+class BackendError(VeridicError):
+    """The model could not be loaded or called, or answered in a shape it should not."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One output of the model, with the token counts the backend knows."""
+
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    seconds: float
+
+
+class Backend(Protocol):
+    """A chat model that the evaluation can call."""
+
+    def describe(self) -> Mapping[str, str]:
+        """What was measured: model, runtime, settings (for the report)."""
+        ...
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> Completion:
+        """The greedy continuation of a chat."""
+        ...
+
+    def count_tokens(self, text: str) -> int | None:
+        """How many tokens ``text`` costs with the model's tokenizer, if it is known."""
+        ...
+
+
+# --- llama-cpp-python --------------------------------------------------------------------
+
+
+class _Llama(Protocol):
+    """What the evaluation uses of ``llama_cpp.Llama``."""
+
+    metadata: dict[str, str]
+
+    def tokenize(self, text: bytes, add_bos: bool = ..., special: bool = ...) -> list[int]: ...
+    def detokenize(
+        self, tokens: list[int], prev_tokens: list[int] | None = ..., special: bool = ...
+    ) -> bytes: ...
+    def token_bos(self) -> int: ...
+    def token_eos(self) -> int: ...
+    def create_completion(self, prompt: list[int], **options: Any) -> Any: ...
+
+
+_CONTENT: Final = "\ue000{index}\ue001"
+"""A private-use sentinel that stands for message ``index``'s content while rendering."""
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        return importlib.import_module("llama_cpp")
+    except ImportError as error:
+        raise MissingExtraError(
+            f"--gguf needs llama-cpp-python, which is not installed ({error}): run "
+            "`python -m veridic.evaluation --install-only` (it builds the pinned version, "
+            "cached) or `make eval-model`"
+        ) from error
+
+
+@contextmanager
+def _no_extra_buffer_types(module: Any) -> Iterator[bool]:
+    # llama-cpp-python 0.3.36 has no constructor argument for use_extra_bufts; its
+    # constructor takes the model parameters from llama_model_default_params(), so the
+    # default is wrapped while the model loads. Extra buffer types (weight repacking)
+    # slow prompt processing on the machines this was measured on.
+    low = module.llama_cpp
+    original = low.llama_model_default_params
+    probe = original()
+    if not any(field == "use_extra_bufts" for field, *_ in type(probe)._fields_):
+        yield False
+        return
+
+    def without() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    low.llama_model_default_params = without
+    try:
+        yield True
+    finally:
+        low.llama_model_default_params = original
+
+
+class LlamaBackend:
+    """A GGUF model run in-process with llama-cpp-python, greedy, on ``n_threads`` threads.
+
+    Raises:
+        MissingExtraError: llama-cpp-python is not installed.
+        BackendError: the file is missing or has no chat template.
+    """
+
+    def __init__(
+        self, model_path: Path, *, n_threads: int = 2, n_ctx: int = 2048, seed: int = SEED
+    ) -> None:
+        if not model_path.is_file():
+            raise BackendError(
+                f"no model file at {model_path}: pass the path of a GGUF file to --gguf"
+            )
+        module = _import_llama_cpp()
+        self._path = model_path
+        self._seed = seed
+        self._threads = n_threads
+        options: dict[str, object] = {
+            "model_path": str(model_path),
+            "n_ctx": n_ctx,
+            "n_threads": n_threads,
+            "n_threads_batch": n_threads,
+            "seed": seed,
+            "verbose": False,
+        }
+        with _no_extra_buffer_types(module) as switched_off:
+            self._llm = cast("_Llama", module.Llama(**options))
+        self._extra_bufts_off = switched_off
+        self._version = str(getattr(module, "__version__", "unknown"))
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise BackendError(
+                f"{model_path.name} has no chat template in its metadata: the evaluation "
+                "needs an instruct (chat) model"
+            )
+        self._template = _compile_template(template)
+        self._bos = self._piece(self._llm.token_bos())
+        self._eos = self._piece(self._llm.token_eos())
+
+    def _piece(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._llm.detokenize([token], special=True).decode("utf-8", "replace")
+
+    def describe(self) -> Mapping[str, str]:
+        """Model file, runtime version and the settings that make a run repeatable."""
+        return {
+            "backend": "llama-cpp-python",
+            "runtime": f"llama-cpp-python {self._version}",
+            "model": self._path.name,
+            "threads": str(self._threads),
+            "seed": str(self._seed),
+            "decoding": "greedy (temperature 0)",
+            "extra buffer types": "off" if self._extra_bufts_off else "default",
+            "special tokens in content": "not parsed (content is text)",
+        }
+
+    def prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
+        """The chat template applied to ``messages``, contents tokenised as plain text."""
+        stand_ins = [
+            {**message, "content": _CONTENT.format(index=index)}
+            for index, message in enumerate(messages)
+        ]
+        rendered = self._template(
+            messages=stand_ins,
+            add_generation_prompt=True,
+            bos_token=self._bos,
+            eos_token=self._eos,
+        )
+        tokens: list[int] = []
+        position = 0
+        first = True
+        for index, message in enumerate(messages):
+            marker = _CONTENT.format(index=index)
+            found = rendered.find(marker, position)
+            if found < 0:
+                raise BackendError(
+                    f"the chat template of {self._path.name} dropped message {index} "
+                    f"(role {message.get('role')!r}): use a model whose template keeps "
+                    "every message"
+                )
+            tokens += self._tokenize(rendered[position:found], special=True, first=first)
+            tokens += self._tokenize(message["content"], special=False, first=False)
+            position = found + len(marker)
+            first = False
+        tokens += self._tokenize(rendered[position:], special=True, first=first)
+        return tokens
+
+    def _tokenize(self, text: str, *, special: bool, first: bool) -> list[int]:
+        if not text:
+            return []
+        add_bos = first and not (self._bos and text.startswith(self._bos))
+        return self._llm.tokenize(text.encode("utf-8", "surrogatepass"), add_bos, special)
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> Completion:
+        """Greedy decoding of at most ``max_tokens`` tokens."""
+        prompt = self.prompt_tokens(messages)
+        started = time.perf_counter()
+        response = self._llm.create_completion(
+            prompt,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            top_k=1,
+            top_p=1.0,
+            min_p=0.0,
+            repeat_penalty=1.0,
+            seed=self._seed,
+        )
+        seconds = time.perf_counter() - started
+        choice = response["choices"][0]
+        usage = response.get("usage") or {}
+        return Completion(
+            text=str(choice["text"]),
+            prompt_tokens=int(usage.get("prompt_tokens", len(prompt))),
+            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+            seconds=seconds,
+        )
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as message content (plain text, no BOS)."""
+        return len(self._tokenize(text, special=False, first=False))
+
+
+def _compile_template(source: str) -> Callable[..., str]:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message: str) -> str:
+        raise BackendError(f"the model's chat template refused the messages: {message}")
+
+    environment = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True
+    )
+    environment.globals["raise_exception"] = raise_exception
+    environment.globals["strftime_now"] = lambda fmt: time.strftime(fmt, time.gmtime(0))
+    template = environment.from_string(source)
+    return template.render
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+# --- OpenAI-compatible endpoints ----------------------------------------------------------
+
+
+class _Response(Protocol):
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    def json(self) -> Any: ...
+
+
+class HttpClient(Protocol):
+    """What the endpoint backend uses of an ``httpx.Client``."""
+
+    def post(
+        self, url: str, *, json: Any, headers: Mapping[str, str], timeout: float
+    ) -> _Response: ...
+
+
+def _default_client() -> HttpClient:
+    for name in ("httpx", "httpx2"):  # httpx2 is the fork the openai SDK 3 depends on
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return cast("HttpClient", module.Client())
+    raise MissingExtraError(
+        "--endpoint needs httpx, which is not installed: pip install 'veridic[eval-model]' "
+        "(or pip install httpx)"
+    )
+
+
+def chat_url(endpoint: str) -> str:
+    """The chat-completions URL of an endpoint given as a base (``.../v1``) or in full.
+
+    >>> chat_url("http://localhost:8080/v1")
+    'http://localhost:8080/v1/chat/completions'
+    """
+    stripped = endpoint.rstrip("/")
+    if stripped.endswith("/chat/completions"):
+        return stripped
+    return f"{stripped}/chat/completions"
+
+
+class EndpointBackend:
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint, greedy.
+
+    ``api_key`` is sent as a bearer token when given. Token counts come from the
+    response's ``usage``; the backend has no tokenizer of its own, so the per-block token
+    overhead is taken from the prompt-token counts of the same case in two modes.
+
+    Raises:
+        MissingExtraError: no client was given and httpx is not installed.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        client: HttpClient | None = None,
+        timeout: float = 120.0,
+        seed: int = SEED,
+    ) -> None:
+        self._url = chat_url(endpoint)
+        self._model = model
+        self._api_key = api_key
+        self._client = client if client is not None else _default_client()
+        self._timeout = timeout
+        self._seed = seed
+
+    def describe(self) -> Mapping[str, str]:
+        """Endpoint, model name and decoding settings."""
+        return {
+            "backend": "openai-compatible endpoint",
+            "endpoint": self._url,
+            "model": self._model,
+            "seed": str(self._seed),
+            "decoding": "greedy (temperature 0)",
+        }
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> Completion:
+        """One chat-completions call.
+
+        Raises:
+            BackendError: the endpoint answered with an error or an unexpected body.
+        """
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        body = {
+            "model": self._model,
+            "messages": [dict(message) for message in messages],
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "seed": self._seed,
+        }
+        started = time.perf_counter()
+        response = self._client.post(self._url, json=body, headers=headers, timeout=self._timeout)
+        seconds = time.perf_counter() - started
+        if response.status_code != 200:
+            raise BackendError(
+                f"{self._url} answered HTTP {response.status_code} for model {self._model!r}: "
+                f"{response.text[:300]}; check the URL, the model name and the key"
+            )
+        try:
+            payload = response.json()
+            text = payload["choices"][0]["message"]["content"] or ""
+        except (ValueError, KeyError, IndexError, TypeError) as error:
+            raise BackendError(
+                f"{self._url} answered without choices[0].message.content ({error}): "
+                f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"
+            ) from error
+        usage = payload.get("usage") if isinstance(payload, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        return Completion(
+            text=str(text),
+            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+            seconds=seconds,
+        )
+
+    def count_tokens(self, text: str) -> int | None:
+        """Unknown (``None``): an endpoint does not expose its tokenizer."""
+        del text
+        return None
