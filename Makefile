@@ -30,8 +30,20 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest
 
-bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+# The benchmarks measure veridic against its peers too (the `bench` extra: langchain-core,
+# mirascope, pydantic-ai-slim, banks), installed into a venv of their own so that the
+# development venv stays as `make test` knows it. One table; BENCH_ARGS="--quick" checks
+# that every script runs, "--only request,sizes" chooses, "--profile" profiles a request.
+BENCH_VENV := $(VENV)/bench
+BENCH_ARGS ?=
+$(BENCH_VENV)/.installed: pyproject.toml $(STAMP)
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python benchmarks/run.py $(BENCH_ARGS)
 
 # Long fuzzing run: hypothesis at a high example count (not part of make test).
 fuzz: $(STAMP)

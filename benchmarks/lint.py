@@ -1,38 +1,63 @@
-"""Lint and manifest benchmark: ``veridic lint`` and ``veridic manifest`` at 1,000 tools.
+"""Boot and CI at 5,000 tools: booting a registry, ``veridic lint`` and ``veridic manifest``.
 
-Run: ``.venv/bin/python benchmarks/lint.py``. Prints timings (best of
-repeated runs) and ratios against alternatives measured in the same run:
+Run: ``.venv/bin/python benchmarks/lint.py``. The tools have the descriptions
+an application grows (:func:`descriptions`: feature areas of about 40 tools, 3%
+near-copies, so the lint has near-duplicates to report). Three parts:
 
-- resolving 1,000 tools (pydantic schemas; once per process, not part of the target);
-- ``lint()`` (doc gaps, near-duplicates, risk floors, irreversibility) plus
-  ``build_manifest()`` and ``render_manifest()`` on the resolved registry;
-  target: under 1 s for both together;
-- near-duplicate detection at 1k, 2k and 4k descriptions: the prefix-filtered
-  join against the naive all-pairs comparison, with the number of pairs each
-  scores exactly. The naive join is timed at 1k and 2k; at 4k its time is
-  extrapolated from 2k (quadratic), its pair count is exact;
-- the same for templated descriptions that differ in one word (the worst case
-  for token-based candidate selection).
+1. **Booting 5,000 tools**, per tool, a fresh registry and fresh function
+   objects every round (nothing is cached from an earlier round):
+   ``Registry()``, ``@registry.tool`` on each function, ``registry.boot()``;
+   then the same followed by the first ``view()`` and its OpenAI specs (where
+   a lazy boot pays what it deferred). Against: reading each function
+   (``inspect.signature`` and the docstring: the floor of any registry) and
+   pydantic's ``TypeAdapter(function).json_schema()`` (a schema per tool, the
+   way a hand-written registry on pydantic gets one; no docstring parsing);
+   and, when installed, the peers turning the same functions into tools with
+   their specs (langchain-core's ``StructuredTool.from_function`` and
+   ``convert_to_openai_tool``, pydantic-ai's ``Tool(...).tool_def``,
+   mirascope's ``llm.tool``), on 1,000 tools (their cost per tool is flat, and
+   5,000 would take them minutes a round).
+2. **The command line**, a fresh process per run as CI starts it, over a
+   generated module of 5,000 tools: ``python -c "import module"`` (what any
+   CI step that loads the application pays), ``veridic lint module:registry``
+   and ``veridic manifest module:registry -o FILE``, each resolving every
+   tool, the lint's near-duplicate search included. CPU time of the child
+   process (user + system). Issue 21's target: lint + manifest under 2 s.
+3. **Near-duplicate detection** at 1,000, 2,000 and 4,000 descriptions: the
+   prefix-filtered join the lint uses against the naive all-pairs comparison
+   (checked to find the same pairs at 1,000; at 2,000 and 4,000 the naive
+   time is its cost per pair at 1,000 times the number of pairs).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
 import logging
+import os
 import random
-import time
-from collections.abc import Callable
+import statistics
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Literal
+from pathlib import Path
+from typing import Any, Final, Literal, cast
+
+import _harness as h
+import pydantic
 
 from veridic import Registry
 from veridic._similarity import _join, naive_similar_pairs
-from veridic.lint import lint
-from veridic.manifest import build_manifest, render_manifest
 
-THRESHOLD = 0.7
-VERBS = ("read", "list", "find", "create", "update", "archive", "close", "delete", "export")
-SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "be", "da", "fe", "gi", "ho", "ju")
-COMMON = ("with", "its", "current", "status", "for", "the", "given", "so", "and", "can", "later")
+THRESHOLD: Final = 0.7
+TOOLS: Final = 5_000
+VERBS: Final = ("read", "list", "find", "create", "update", "archive", "close", "delete", "export")
+SYLLABLES: Final = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "be", "da", "fe", "gi", "ho")
+COMMON: Final = ("with", "its", "current", "status", "for", "the", "given", "so", "and", "can")
 
 
 def descriptions(count: int, seed: int = 7) -> dict[str, str]:
@@ -76,7 +101,7 @@ def _handler(index: int, description: str) -> Callable[..., str]:
     def handler(record_id: int, note: str = "") -> str:
         return f"{index}:{record_id}:{note}"
 
-    handler.__name__ = f"tool_{index}"
+    handler.__name__ = handler.__qualname__ = f"tool_{index}"
     handler.__doc__ = f"""{description}
 
     Args:
@@ -86,89 +111,300 @@ def _handler(index: int, description: str) -> Callable[..., str]:
     return handler
 
 
-def build(count: int) -> Registry:
-    registry = Registry(f"lint-bench-{count}")
-    pro = registry.component("Pro extension", boot=_fails, hint="Upgrade core.", provides="Extras")
-    for index, text in enumerate(descriptions(count).values()):
-        owner = pro if index % 50 == 49 else registry
-        kind: Literal["query", "write"] = "query" if index % 2 else "write"
-        owner.tool(kind=kind)(_handler(index, text))
-    return registry
-
-
 def _fails() -> None:
     raise RuntimeError("requires core >= 2.3")
 
 
-def best_s(action: Callable[[], object], repeat: int) -> float:
-    """The fastest of ``repeat`` runs: the least disturbed by other work on the machine."""
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - start)
-    return min(samples)
+def functions(count: int) -> list[Callable[..., str]]:
+    """Fresh function objects (no cache keyed by function can carry over between rounds)."""
+    return [_handler(i, text) for i, text in enumerate(descriptions(count).values())]
 
 
-def once_s(action: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
+def register(made: list[Callable[..., str]]) -> Registry:
+    registry = Registry(f"lint-bench-{len(made)}")
+    pro = registry.component("Pro extension", boot=_fails, hint="Upgrade core.", provides="Extras")
+    for index, function in enumerate(made):
+        owner = pro if index % 50 == 49 else registry
+        kind: Literal["query", "write"] = "query" if index % 2 else "write"
+        owner.tool(kind=kind)(function)
+    return registry
 
 
-def lint_and_manifest(registry: Registry) -> None:
-    lint(registry, threshold=THRESHOLD)
-    render_manifest(build_manifest(registry))
+# --- 1. booting --------------------------------------------------------------------------------
 
 
-def main() -> None:
-    logging.getLogger("veridic").setLevel(logging.ERROR)  # the failing component logs a warning
-    registry = build(1000)
-    resolve = once_s(registry.tools)
-    print(f"resolve 1,000 tools (first time, pydantic): {resolve * 1000:8.1f} ms")
-    lint_only = best_s(lambda: lint(registry, threshold=THRESHOLD), 5)
-    manifest_only = best_s(lambda: render_manifest(build_manifest(registry)), 5)
-    both = best_s(lambda: lint_and_manifest(registry), 5)
-    findings = lint(registry, threshold=THRESHOLD)
-    print(f"lint 1,000 tools:                           {lint_only * 1000:8.1f} ms")
-    print(f"manifest 1,000 tools (build + render):      {manifest_only * 1000:8.1f} ms")
-    verdict = "meets" if both < 1 else "MISSES"
-    print(
-        f"lint + manifest, 1,000 tools:               {both * 1000:8.1f} ms "
-        f"({verdict} the 1 s target; {len(findings)} findings)"
+PEER_TOOLS: Final = 1_000
+"""The peers boot fewer tools (their cost per tool is flat, and 5,000 take them minutes)."""
+
+
+def _fresh(
+    work: Callable[[list[Callable[..., str]]], object], count: int
+) -> Callable[[int], h.Call]:
+    """A batch builder: ``count`` fresh functions (untimed), then ``work`` on them (timed)."""
+
+    def batch(number: int) -> h.Call:
+        if number != 1:
+            raise ValueError("one boot per batch")
+        made = functions(count)
+        return partial(work, made)
+
+    return batch
+
+
+def _boot(made: list[Callable[..., str]]) -> object:
+    registry = register(made)
+    registry.boot()
+    return registry
+
+
+def _boot_and_view(made: list[Callable[..., str]]) -> object:
+    registry = register(made)
+    registry.boot()
+    return registry.view().tool_specs("openai")
+
+
+def _read(made: list[Callable[..., str]]) -> object:
+    return [(inspect.signature(f), inspect.getdoc(f)) for f in made]
+
+
+def _type_adapter(made: list[Callable[..., str]]) -> object:
+    return [pydantic.TypeAdapter(cast(Any, f)).json_schema() for f in made]
+
+
+def _peers() -> tuple[list[tuple[str, Callable[[list[Callable[..., str]]], object]]], list[str]]:
+    found: list[tuple[str, Callable[[list[Callable[..., str]]], object]]] = []
+    missing: list[str] = []
+    logging.getLogger("griffe").setLevel(logging.ERROR)
+    if importlib.util.find_spec("langchain_core") is not None:
+        tools = importlib.import_module("langchain_core.tools")
+        calling = importlib.import_module("langchain_core.utils.function_calling")
+
+        def langchain(made: list[Callable[..., str]]) -> object:
+            return [
+                calling.convert_to_openai_tool(
+                    tools.StructuredTool.from_function(f, parse_docstring=True)
+                )
+                for f in made
+            ]
+
+        version = importlib.metadata.version("langchain-core")
+        found.append((f"langchain-core {version}: StructuredTool + spec", langchain))
+    else:
+        missing.append("langchain-core")
+    if importlib.util.find_spec("pydantic_ai") is not None:
+        ai = importlib.import_module("pydantic_ai")
+
+        def pydantic_ai(made: list[Callable[..., str]]) -> object:
+            return [ai.Tool(f).tool_def for f in made]
+
+        version = importlib.metadata.version("pydantic-ai-slim")
+        found.append((f"pydantic-ai {version}: Tool(f).tool_def", pydantic_ai))
+    else:
+        missing.append("pydantic-ai-slim")
+    if importlib.util.find_spec("mirascope") is not None:
+        llm = importlib.import_module("mirascope.llm")
+
+        def mirascope(made: list[Callable[..., str]]) -> object:
+            return [llm.tool(f) for f in made]
+
+        version = importlib.metadata.version("mirascope")
+        found.append((f"mirascope {version}: llm.tool(f)", mirascope))
+    else:
+        missing.append("mirascope")
+    return found, missing
+
+
+def booting(report: h.Report) -> None:
+    works: list[tuple[str, Callable[[list[Callable[..., str]]], object], int]] = [
+        ("veridic: register + boot", _boot, TOOLS),
+        ("veridic: + first view and its specs", _boot_and_view, TOOLS),
+        ("inspect.signature + docstring", _read, TOOLS),
+        ("pydantic TypeAdapter(f).json_schema()", _type_adapter, TOOLS),
+    ]
+    peers, missing = _peers()
+    works += [(name, work, PEER_TOOLS) for name, work in peers]
+    for _, work, _ in works:
+        work(functions(50))  # imports and first-use set-up, before anything is timed
+    counts = {name: count for name, _, count in works}
+    contenders = [h.Contender(name, _unused, _fresh(work, count)) for name, work, count in works]
+    timings = h.measure(contenders, rounds=3, calls=1)
+    section = report.section(
+        f"4. booting {TOOLS:,} tools, per tool",
+        about=[
+            "A fresh registry and fresh functions every round; CPU time, 3 interleaved rounds; "
+            f"the peers boot {PEER_TOOLS:,} tools (per tool, their cost is flat).",
+            "Target (issue 21): <= 0.2 ms per tool.",
+        ],
+        baselines=["signature", "TypeAdapter"],
     )
+    floor = timings["inspect.signature + docstring"].median / TOOLS
+    adapter = timings["pydantic TypeAdapter(f).json_schema()"].median / TOOLS
+    for contender in contenders:
+        stats = timings[contender.name]
+        count = counts[contender.name]
+        per_tool = h.Stats(
+            stats.median / count,
+            stats.q1 / count,
+            stats.q3 / count,
+            stats.low / count,
+            stats.high / count,
+            stats.rounds,
+            stats.calls,
+        )
+        section.timed(
+            contender.name,
+            per_tool,
+            against=(floor, adapter),
+            note=f"{stats.median:.2f} s for {count:,}",
+        )
+    if missing:
+        section.notes.append(f"peers not installed, not measured: {', '.join(missing)}")
 
-    print("\nnear-duplicate detection (threshold 0.7): prefix-filtered join vs naive all-pairs")
-    print(
-        f"{'set':>10} {'n':>5} {'pairs':>6} {'scored':>9} {'all pairs':>10} "
-        f"{'join ms':>8} {'naive ms':>10} {'naive/join':>10}"
+
+def _unused() -> object:
+    raise AssertionError("booting contenders run through their batch builder")
+
+
+# --- 2. the command line -----------------------------------------------------------------------
+
+
+def module_source(count: int) -> str:
+    """An application module: ``count`` documented functions, registered by decorators."""
+    parts = [
+        '"""Generated by benchmarks/lint.py: an application with many tools."""\n',
+        "from veridic import Registry\n\n",
+        'registry = Registry("app")\n',
+        "\n\ndef _fails() -> None:\n"
+        '    raise RuntimeError("requires core >= 2.3")\n\n\n'
+        "pro = registry.component(\n"
+        '    "Pro extension", boot=_fails, hint="Upgrade core.", provides="Extras"\n'
+        ")\n",
+    ]
+    for index, text in enumerate(descriptions(count).values()):
+        owner = "pro" if index % 50 == 49 else "registry"
+        kind = "query" if index % 2 else "write"
+        parts.append(
+            textwrap.dedent(
+                f'''
+
+                @{owner}.tool(kind="{kind}")
+                def tool_{index}(record_id: int, note: str = "") -> str:
+                    """{text}
+
+                    Args:
+                        record_id: The record to act on.
+                        note: Why, for the audit log.
+                    """
+                    return f"{{record_id}}:{{note}}"
+                '''
+            )
+        )
+    return "".join(parts)
+
+
+def command_line(report: h.Report) -> None:
+    with tempfile.TemporaryDirectory(prefix="veridic-lint-bench-") as name:
+        folder = Path(name)
+        (folder / "bench_app.py").write_text(module_source(TOOLS), encoding="utf-8")
+        (folder / "pyproject.toml").write_text("[tool.veridic]\n", encoding="utf-8")
+        manifest = folder / "tools.json"
+        python = sys.executable
+        commands = {
+            "python -c 'import bench_app'": [python, "-c", "import bench_app"],
+            "veridic lint": [python, "-m", "veridic", "lint", "bench_app:registry"],
+            "veridic manifest -o FILE": [
+                python,
+                "-m",
+                "veridic",
+                "manifest",
+                "bench_app:registry",
+                "-o",
+                str(manifest),
+            ],
+        }
+        env = {**_environment(), "PYTHONPATH": str(folder)}
+        # Once each: byte-compile the module, and check that every command works.
+        for command in commands.values():
+            h.child_cpu(command, cwd=folder, env=env, ok=(0, 1))
+        samples: dict[str, list[float]] = {name: [] for name in commands}
+        samples["lint + manifest"] = []
+        rounds = 2 if h.QUICK else 5
+        for _ in range(rounds):
+            for label, command in commands.items():
+                samples[label].append(h.child_cpu(command, cwd=folder, env=env, ok=(0, 1)))
+            samples["lint + manifest"].append(
+                samples["veridic lint"][-1] + samples["veridic manifest -o FILE"][-1]
+            )
+    section = report.section(
+        f"4b. the command line on {TOOLS:,} tools, a fresh process per run",
+        about=[
+            "CPU seconds of the child process (user + system), "
+            f"{rounds} interleaved rounds; resolving every tool and the near-duplicate "
+            "search included.",
+            "Target (issue 21): lint + manifest under 2 s together.",
+        ],
+        baselines=["import"],
+    )
+    base = statistics.median(samples["python -c 'import bench_app'"])
+    for label, values in samples.items():
+        section.timed(label, h.stats_of(values), against=(base,))
+
+
+def _environment() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if not key.startswith("VERIDIC_")}
+
+
+# --- 3. near-duplicates ------------------------------------------------------------------------
+
+
+def near_duplicates(report: h.Report) -> None:
+    section = report.section(
+        "4c. near-duplicate descriptions (threshold 0.7): prefix-filtered join vs all pairs",
+        about=[
+            "CPU time, median of 3 rounds; the naive comparison is timed once at 1,000 (and "
+            "checked to find the same pairs), extrapolated beyond.",
+        ],
+        baselines=["all pairs"],
     )
     for label, make in (("realistic", descriptions), ("templated", templated)):
         per_pair = 0.0
         for count in (1000, 2000, 4000):
             texts = make(count)
-            join_time = best_s(partial(_join, texts, THRESHOLD), 3)
+            join = h.measure([h.Contender("join", partial(_join, texts, THRESHOLD))], rounds=3)
             pairs, scored = _join(texts, THRESHOLD)
-            all_pairs = count * (count - 1) // 2
+            every = count * (count - 1) // 2
+            note = f"{len(pairs)} pairs found, {scored:,} of {every:,} pairs scored"
             if count == 1000:
-                start = time.perf_counter()
-                naive = naive_similar_pairs(texts, threshold=THRESHOLD)
-                naive_time = time.perf_counter() - start
-                per_pair = naive_time / all_pairs
-                shown = f"{naive_time * 1000:10.0f}"
-                if naive != pairs:
-                    raise SystemExit("the join and the naive comparison disagree")
+                naive = h.measure(
+                    [
+                        h.Contender(
+                            "naive", partial(naive_similar_pairs, texts, threshold=THRESHOLD)
+                        )
+                    ],
+                    rounds=1,
+                    calls=1,
+                )["naive"].median
+                if naive_similar_pairs(texts, threshold=THRESHOLD) != pairs:
+                    h.fail("the join and the naive comparison find different pairs")
+                per_pair = naive / every
             else:
-                naive_time = per_pair * all_pairs
-                shown = f"~{naive_time * 1000:9.0f}"
-            print(
-                f"{label:>10} {count:>5} {len(pairs):>6} {scored:>9} {all_pairs:>10} "
-                f"{join_time * 1000:8.1f} {shown} {naive_time / join_time:9.0f}x"
+                naive = per_pair * every
+                note += " (all pairs extrapolated)"
+            section.timed(
+                f"{label}, {count:,} descriptions: join",
+                join["join"],
+                against=(naive,),
+                note=note,
             )
-    print(
-        "(~: the naive join's cost per pair measured at 1k, times the number of pairs; "
-        "timing it at 4k would take about a minute)"
-    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    logging.getLogger("veridic").setLevel(logging.ERROR)  # the failing component warns
+    report = h.Report("lint.py")
+    booting(report)
+    command_line(report)
+    near_duplicates(report)
+    h.finish(report, argv)
 
 
 if __name__ == "__main__":

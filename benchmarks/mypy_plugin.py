@@ -1,42 +1,58 @@
-"""What the ``veridic.mypy`` plugin costs: mypy on a generated strict project, with and without it.
+"""mypy on a small user project of veridic: with and without the plugin, with and without the SDKs.
 
 The project (about 3,000 lines in 17 modules, written to a temporary directory) is
-what an application using veridic looks like: prompts minted from literals and
-``Final`` constants, helpers with ``LiteralString`` parameters called across
-modules, ``Composer`` and ``join()`` calls, trust policies, and ordinary typed code
-around them. mypy runs in a fresh process each time, as ``make typecheck`` does:
+what an application using veridic but not its provider adapters looks like:
+prompts minted from literals and ``Final`` constants, helpers with
+``LiteralString`` parameters called across modules, ``Composer`` and ``join()``
+calls, trust policies, and ordinary typed code around them. Its mypy.ini is a
+user's: ``strict``, veridic found on ``mypy_path`` (its own errors silenced), and
+nothing else left out: whatever veridic's modules import, mypy follows.
 
-- cold: an empty cache, so every module (the project, veridic, pydantic, jinja2,
-  typeshed; not the optional provider SDKs) is analysed;
-- warm: the cache of the previous run and nothing changed, the common case in an
-  editor or CI with a kept cache.
+mypy runs in a fresh process each time, as ``make typecheck`` does, and its CPU
+time (user + system) is measured:
 
-Each is measured without a plugin and with ``plugins = veridic.mypy``; the ratio
-is the plugin's cost. Part of it is fixed: importing ``veridic.mypy`` imports the
-``veridic`` package first (and pydantic and jinja2 with it), a cost of every mypy
-run that the hooks themselves do not add. Warm runs are also measured with a
-plugin that has no hooks and only imports ``veridic``; the last column leaves
-that import out. Target: the plugin adds under 10%.
+- **environment**: this one (the interpreter running the benchmark, where the
+  openai and anthropic SDKs are installed), and one without the SDKs: a venv
+  kept in ``~/.cache/veridic-bench/`` (``$VERIDIC_BENCH_CACHE``) with only
+  veridic's run-time dependencies, at this environment's versions, built on the
+  first run; mypy (the same mypy, from here) is pointed at it with
+  ``--python-executable``, so the only difference is which packages it can see.
+  Issue 21's target: cold, with the SDKs installed, within 1.1x of without;
+- **plugin**: none, ``plugins = veridic.mypy``, and (warm only) a plugin with no
+  hooks that only imports ``veridic``, as loading ``veridic.mypy`` does: the
+  difference between the last two is what the hooks cost;
+- **cold**: an empty cache, every module (the project, veridic, pydantic,
+  jinja2, typeshed, and whatever else is followed) analysed; **warm**: the cache
+  of a cold run and nothing changed, the common case in an editor or in CI.
 
-Run: ``.venv/bin/python benchmarks/mypy_plugin.py``.
+Rounds are interleaved (each round runs every variant once). Run:
+``.venv/bin/python benchmarks/mypy_plugin.py``.
 """
 
 from __future__ import annotations
 
-import resource
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
+
+import _harness as h
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 MODULES: Final = 17
 BLOCKS: Final = 3
-COLD_RUNS: Final = 2
-WARM_RUNS: Final = 3
+COLD_ROUNDS: Final = 3
+WARM_ROUNDS: Final = 3
+RUNTIME: Final = ("pydantic", "jinja2", "typing-extensions")
+"""veridic's run-time dependencies: all the environment without the SDKs holds."""
 
 _HEADER: Final = '''\
 """Generated module {i} of the mypy plugin benchmark."""
@@ -138,9 +154,9 @@ def generate(directory: Path) -> int:
 
 
 _PLUGINS: Final = {
-    "without": "",
+    "no plugin": "",
+    "plugin": "plugins = veridic.mypy",
     "import only": "plugins = import_only.py",
-    "with plugin": "plugins = veridic.mypy",
 }
 _IMPORT_ONLY: Final = """\
 import veridic
@@ -152,8 +168,8 @@ def plugin(version: str) -> type[Plugin]:
 """
 
 
-def configure(directory: Path, variant: str) -> Path:
-    config = directory / f"{variant.replace(' ', '_')}.ini"
+def configure(directory: Path, plugin: str) -> Path:
+    config = directory / f"{plugin.replace(' ', '_')}.ini"
     config.write_text(
         textwrap.dedent(
             f"""\
@@ -161,15 +177,12 @@ def configure(directory: Path, variant: str) -> Path:
             strict = True
             python_version = 3.11
             mypy_path = {ROOT / "src"}
-            {_PLUGINS[variant]}
+            {_PLUGINS[plugin]}
 
             # veridic is analysed (the project uses its types) but its own errors are
-            # not the project's; the optional provider SDKs (thousands of modules) are
-            # left out, as a project that does not use them would not have them.
+            # not the project's.
             [mypy-veridic.*]
             follow_imports = silent
-            [mypy-anthropic.*,openai.*]
-            follow_imports = skip
             """
         )
     )
@@ -178,73 +191,127 @@ def configure(directory: Path, variant: str) -> Path:
     return config
 
 
-def run_mypy(directory: Path, config: Path, cache: Path) -> float:
-    """CPU seconds (user + system) of one mypy process.
-
-    CPU time rather than wall time: this machine is shared, and other processes
-    lengthen wall time but barely change the CPU time mypy itself needs.
-    """
-    files = sorted(str(p) for p in directory.glob("bench_*.py"))
-    command = [sys.executable, "-m", "mypy", "--config-file", str(config)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run(
-        [*command, "--cache-dir", str(cache), *files],
+def without_sdks() -> Path | str:
+    """The python of a venv with veridic's run-time dependencies only, or why there is none."""
+    versions = [f"{name}=={importlib.metadata.version(name)}" for name in RUNTIME]
+    key = hashlib.sha256(" ".join([sys.version, *versions]).encode()).hexdigest()[:12]
+    cache = Path(os.environ.get("VERIDIC_BENCH_CACHE", Path.home() / ".cache" / "veridic-bench"))
+    folder = cache / f"mypy-without-sdks-{key}"
+    python = folder / "bin" / "python"
+    stamp = folder / ".installed"
+    if not stamp.exists():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        steps = [
+            [sys.executable, "-m", "venv", "--clear", str(folder)],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                *versions,
+            ],
+        ]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                return f"could not build it ({' '.join(step[:4])}...: {done.stderr.strip()[-300:]})"
+        stamp.write_text("\n".join(versions) + "\n")
+    probe = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u; print(u.find_spec('openai'), u.find_spec('anthropic'))",
+        ],
         capture_output=True,
         text=True,
         check=False,
-        cwd=directory,
     )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if result.returncode != 0:
-        raise SystemExit(f"mypy failed on the generated project:\n{result.stdout}{result.stderr}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if probe.stdout.strip() != "None None":
+        return f"its venv {folder} sees an SDK ({probe.stdout.strip()})"
+    return python
 
 
-def main() -> None:
+def run_mypy(directory: Path, config: Path, cache: Path, python: Path | None) -> float:
+    files = sorted(str(p) for p in directory.glob("bench_*.py"))
+    command = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        str(config),
+        "--cache-dir",
+        str(cache),
+    ]
+    if python is not None:
+        command += ["--python-executable", str(python)]
+    return h.child_cpu([*command, *files], cwd=directory)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    report = h.Report("mypy_plugin.py")
+    section = report.section(
+        "5. mypy --strict on a small user project of veridic (no provider adapters)",
+        about=[],
+        baselines=["no SDKs, same plugin"],
+    )
+    here = (
+        "SDKs installed"
+        if all(importlib.util.find_spec(n) for n in ("openai", "anthropic"))
+        else "this env"
+    )
+    other = without_sdks()
+    environments: dict[str, Path | None] = {here: None}
+    if isinstance(other, Path):
+        environments["no SDKs"] = other
+    else:
+        section.notes.append(f"the environment without the SDKs is not measured: {other}")
+    if here != "SDKs installed":
+        section.notes.append(
+            "this environment lacks openai or anthropic: install .[dev] to compare"
+        )
+    cold_rounds = 1 if h.QUICK else COLD_ROUNDS
+    warm_rounds = 1 if h.QUICK else WARM_ROUNDS
     with tempfile.TemporaryDirectory(prefix="veridic-mypy-bench-") as name:
         directory = Path(name)
         lines = generate(directory)
-        configs = {variant: configure(directory, variant) for variant in _PLUGINS}
-        cold: dict[str, list[float]] = {variant: [] for variant in _PLUGINS}
-        warm: dict[str, list[float]] = {variant: [] for variant in _PLUGINS}
-        for round_ in range(COLD_RUNS):
-            for variant in _PLUGINS:
-                if round_ and variant == "import only":
-                    continue  # one cold run fills its cache; only warm runs are compared
-                cache = directory / f"cache-{round_}-{variant.replace(' ', '-')}"
-                cold[variant].append(run_mypy(directory, configs[variant], cache))
-        for _ in range(WARM_RUNS):
-            for variant in _PLUGINS:
-                cache = directory / f"cache-0-{variant.replace(' ', '-')}"
-                warm[variant].append(run_mypy(directory, configs[variant], cache))
-
-    # Medians: on a shared machine even CPU time varies by a fifth from run to run.
-    median = {
-        phase: {variant: statistics.median(times) for variant, times in runs.items()}
-        for phase, runs in (("cold", cold), ("warm", warm))
-    }
-    imported = median["warm"]["import only"] - median["warm"]["without"]
-    print(f"mypy --strict on a generated project: {lines} lines in {MODULES} modules")
-    print(
-        "CPU seconds (user + system) of each mypy process, "
-        f"median of {COLD_RUNS} cold and {WARM_RUNS} warm runs"
-    )
-    print(
-        f"{'':6}{'without':>9}{'import only':>13}{'with plugin':>13}{'ratio':>7}{'hooks only':>12}"
-    )
-    for phase in ("cold", "warm"):
-        row = median[phase]
-        only = f"{row['import only']:>12.2f}s" if phase == "warm" else f"{'-':>13}"
-        print(
-            f"{phase:<6}{row['without']:>8.2f}s{only}{row['with plugin']:>12.2f}s"
-            f"{row['with plugin'] / row['without']:>7.2f}"
-            f"{(row['with plugin'] - imported) / row['without']:>12.2f}"
-        )
-    print(
-        f"import only: a plugin with no hooks that imports the veridic package, as loading "
-        f"veridic.mypy does ({imported:+.2f}s); hooks only: the ratio without that import. "
-        "Target: the plugin adds under 10%."
-    )
+        configs = {plugin: configure(directory, plugin) for plugin in _PLUGINS}
+        samples: dict[tuple[str, str, str], list[float]] = {}
+        for round_ in range(cold_rounds):
+            for env, python in environments.items():
+                for plugin in _PLUGINS:
+                    if plugin == "import only" and round_:
+                        continue  # one cold run fills its cache; only warm runs are compared
+                    cache = directory / f"cache-{round_}-{env}-{plugin}".replace(" ", "-")
+                    cpu = run_mypy(directory, configs[plugin], cache, python)
+                    if plugin != "import only":
+                        samples.setdefault(("cold", env, plugin), []).append(cpu)
+        for _ in range(warm_rounds):
+            for env, python in environments.items():
+                for plugin in _PLUGINS:
+                    cache = directory / f"cache-0-{env}-{plugin}".replace(" ", "-")
+                    cpu = run_mypy(directory, configs[plugin], cache, python)
+                    samples.setdefault(("warm", env, plugin), []).append(cpu)
+    section.about += [
+        f"The project: {lines:,} lines in {MODULES} modules. CPU seconds of each mypy "
+        f"process, {cold_rounds} cold and {warm_rounds} warm rounds, interleaved.",
+        "Ratio: to the same run in the environment without the SDKs (target: cold, with "
+        "the SDKs installed, within 1.1x).",
+    ]
+    medians = {key: statistics.median(values) for key, values in samples.items()}
+    for (phase, env, plugin), values in samples.items():
+        base = medians.get((phase, "no SDKs", plugin))
+        note = ""
+        if plugin == "plugin":
+            without = medians[(phase, env, "no plugin")]
+            note = f"plugin costs {medians[(phase, env, plugin)] / without:.2f}x no plugin"
+            only = medians.get((phase, env, "import only"))
+            if only is not None:
+                hooks = (medians[(phase, env, plugin)] - only + without) / without
+                note += f"; hooks alone {hooks:.2f}x (without importing veridic)"
+        section.timed(f"{phase}, {env}, {plugin}", h.stats_of(values), against=(base,), note=note)
+    h.finish(report, argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Plan normalizer benchmark: a 50-step plan against a 1,000-tool view.
 
-Run: ``.venv/bin/python benchmarks/plans.py``. Prints the median time per
-plan and ratios against alternatives measured in the same run:
+Run: ``.venv/bin/python benchmarks/plans.py``. Prints the median CPU time per
+plan (interleaved rounds) and ratios against alternatives measured in the same
+run:
 
 - the seed's silent skip (keep the steps whose name is in the catalog): the
   floor of any normalizer, and exactly what let two steps vanish;
@@ -18,10 +19,10 @@ plan and ratios against alternatives measured in the same run:
 from __future__ import annotations
 
 import logging
-import statistics
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal, cast
+
+import _harness as h
 
 from veridic import Deny, Registry, ToolView, normalize_plan
 
@@ -81,18 +82,7 @@ def plan(broken: bool, *, hallucinated: bool = True) -> list[dict[str, object]]:
     return steps
 
 
-def medians_us(actions: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Median time of each action, run in turns so that load on the machine hits all alike."""
-    timings: dict[str, list[float]] = {name: [] for name in actions}
-    for _ in range(repeat):
-        for name, action in actions.items():
-            start = time.perf_counter()
-            action()
-            timings[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) * 1e6 for name, values in timings.items()}
-
-
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     logging.getLogger("veridic").setLevel(logging.ERROR)
     view = build()
     complete, broken = plan(broken=False), plan(broken=True)
@@ -110,39 +100,38 @@ def main() -> None:
 
     result = normalize_plan(broken, view)
     if (len(result.dropped), len(result.invalidated)) != (4, 6):
-        raise SystemExit(f"unexpected normalization:\n{result.notice}")
+        h.fail(f"unexpected normalization:\n{result.notice}")
     if not normalize_plan(complete, view).complete:
-        raise SystemExit("the complete plan lost steps")
+        h.fail("the complete plan lost steps")
 
     known = plan(broken=True, hallucinated=False)
-    fast = medians_us(
-        {
-            "skip": silent_skip,
-            "loop": validate_loop,
-            "full": lambda: normalize_plan(complete, view),
-            "known": lambda: normalize_plan(known, view),
-        },
-        repeat=200,
+    contenders = [
+        h.Contender("silent skip (the seed's bug)", silent_skip),
+        h.Contender("view.validate() loop, no graph", validate_loop),
+        h.Contender("normalize_plan, complete plan", lambda: normalize_plan(complete, view)),
+        h.Contender(
+            "normalize_plan, 4 dropped, 6 invalidated", lambda: normalize_plan(broken, view)
+        ),
+        h.Contender("  the same, no hallucinated name", lambda: normalize_plan(known, view)),
+        h.Contender("view.status() of a hallucinated name", lambda: view.status("tool_1OOO")),
+    ]
+    timings = h.measure(contenders, rounds=15)
+    report = h.Report("plans.py")
+    section = report.section(
+        f"7. plan normalizer: a {STEPS}-step plan against a {TOOLS:,}-tool view, per plan",
+        about=[
+            "The silent skip is the floor of any normalizer, and exactly what let steps "
+            "vanish; the validate loop is the schema part alone."
+        ],
+        baselines=["silent skip", "validate loop"],
     )
-    slow = medians_us(
-        {
-            "partial": lambda: normalize_plan(broken, view),
-            "status": lambda: view.status("tool_1OOO"),
-        },
-        repeat=30,
+    against = (
+        timings["silent skip (the seed's bug)"].median,
+        timings["view.validate() loop, no graph"].median,
     )
-    skip, loop, full, no_unknown = fast["skip"], fast["loop"], fast["full"], fast["known"]
-    partial, status = slow["partial"], slow["status"]
-    print(f"plan normalizer: {STEPS}-step plan, {TOOLS:,}-tool view (medians, run in turns)")
-    print(f"  silent skip (the seed's bug)          {skip:9.1f} us")
-    print(f"  view.validate() loop, no graph        {loop:9.1f} us")
-    print(f"  normalize_plan, complete plan         {full:9.1f} us   {full / loop:5.2f}x the loop")
-    print(f"  normalize_plan, 4 dropped, 6 invalid  {partial:9.1f} us   {partial / loop:5.2f}x")
-    print(
-        f"    the same, no hallucinated name      {no_unknown:9.1f} us   {no_unknown / loop:5.2f}x"
-    )
-    print(f"    view.status() of a hallucinated name {status:8.1f} us   (nearest names of 1,000)")
-    print(f"  cost of not vanishing silently: {full / skip:,.0f}x the silent skip, per plan")
+    for contender in contenders:
+        section.timed(contender.name, timings[contender.name], against=against)
+    h.finish(report, argv)
 
 
 if __name__ == "__main__":

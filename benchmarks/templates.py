@@ -12,11 +12,12 @@ jinja2 whose output is placed in one data block by hand
 the data is the block contract's own cost, paid by anyone who places data,
 and the difference between that contender and veridic is what veridic's own
 machinery costs. Timings
-are the best CPU time of many short interleaved batches, so that a busy
-machine skews every contender alike. Prints the time per render and the
-ratios, then the cost of loading a template the first time (veridic
-compiles it and what it includes or imports, and analyses their variables;
-raw jinja2 compiles the same three files) and of binding it again.
+are CPU time, medians of interleaved rounds (``_harness.measure``), so that a
+busy machine skews every contender alike; every contender's output is checked
+against raw jinja2's first. Prints the time per render and the ratios, then
+the cost of loading a template the first time (veridic compiles it and what
+it includes or imports, and analyses their variables; raw jinja2 compiles
+the same three files) and of binding it again.
 
 Run: ``.venv/bin/python benchmarks/templates.py``
 """
@@ -24,12 +25,11 @@ Run: ``.venv/bin/python benchmarks/templates.py``
 from __future__ import annotations
 
 import tempfile
-import time
-import timeit
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
 
+import _harness as h
 import jinja2
 
 from veridic import TrustedInstruction, TrustPolicy, UntrustedText, instruction, untrusted
@@ -128,30 +128,8 @@ TICKET_VALUES: Ticket = {
 }
 
 
-def per_call(functions: dict[str, Callable[[], object]], rounds: int = 30) -> dict[str, float]:
-    """Best CPU time per call of each function, over short batches run in interleaved rounds.
-
-    CPU time of this process, so time spent descheduled on a shared machine is
-    not counted; many short batches, so the best one is an undisturbed one.
-    """
-    timers = {
-        name: timeit.Timer(function, timer=time.process_time)
-        for name, function in functions.items()
-    }
-    numbers = {name: max(1, int(0.01 / _once(timer))) for name, timer in timers.items()}
-    best = dict.fromkeys(functions, float("inf"))
-    for _ in range(rounds):
-        for name, timer in timers.items():
-            best[name] = min(best[name], timer.timeit(numbers[name]) / numbers[name])
-    return best
-
-
-def _once(timer: timeit.Timer) -> float:
-    number, seconds = timer.autorange()
-    return seconds / number
-
-
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    report = h.Report("templates.py")
     with tempfile.TemporaryDirectory() as folder:
         for name, text in FILES.items():
             Path(folder, name).write_text(text, encoding="utf-8")
@@ -163,45 +141,51 @@ def main() -> None:
         plain_system = {key: _plain(value) for key, value in SYSTEM_VALUES.items()}
         plain_ticket = {key: _plain(value) for key, value in TICKET_VALUES.items()}
         if system.render(SYSTEM_VALUES) != raw_system.render(plain_system):
-            raise SystemExit("the instruction template renders other text than raw jinja2")
+            h.fail("the instruction template renders other text than raw jinja2")
 
         def raw_fenced() -> str:
             return fence("ticket.j2", raw_ticket.render(plain_ticket))
 
         if ticket.render(TICKET_VALUES) != raw_fenced():
-            raise SystemExit("the data template renders other text than raw jinja2 in a block")
+            h.fail("the data template renders other text than raw jinja2 in a block")
 
-        print("instruction template (system prompt, 8 rules, 12 tools via a macro, an include)")
         _show(
-            per_call(
-                {
-                    "raw jinja2": lambda: raw_system.render(plain_system),
-                    "veridic": lambda: system.render(SYSTEM_VALUES),
-                }
-            )
+            report,
+            "6. instruction template (system prompt, 8 rules, 12 tools via a macro, an include)",
+            "veridic's output checked identical to raw jinja2's",
+            [
+                h.Contender("raw jinja2", lambda: raw_system.render(plain_system)),
+                h.Contender("veridic", lambda: system.render(SYSTEM_VALUES)),
+            ],
         )
-        print("data template (ticket, 3 x 1 KB attachments, 5 messages; one data block)")
         _show(
-            per_call(
-                {
-                    "raw jinja2": lambda: raw_ticket.render(plain_ticket),
-                    "raw jinja2 + fences": raw_fenced,
-                    "veridic": lambda: ticket.render(TICKET_VALUES),
-                }
-            )
+            report,
+            "6b. data template (ticket, 3 x 1 KB attachments, 5 messages; one data block)",
+            "veridic's output checked identical to raw jinja2's placed in one block by hand",
+            [
+                h.Contender("raw jinja2 (no block)", lambda: raw_ticket.render(plain_ticket)),
+                h.Contender("raw jinja2 + fence()", raw_fenced),
+                h.Contender("veridic", lambda: ticket.render(TICKET_VALUES)),
+            ],
+            baselines=2,
         )
-        print("loading the system template the first time (it and the 2 files it uses)")
         _show(
-            per_call(
-                {
-                    "raw jinja2": lambda: _load_all(_fresh_jinja2(folder)),
-                    "veridic": lambda: Templates(folder).instruction("system.j2", params=System),
-                },
-                rounds=5,
-            )
+            report,
+            "6c. loading the system template the first time (it and the 2 files it uses)",
+            "veridic also analyses the variables of every file; then binding a loaded template",
+            [
+                h.Contender("raw jinja2", lambda: _load_all(_fresh_jinja2(folder))),
+                h.Contender(
+                    "veridic", lambda: Templates(folder).instruction("system.j2", params=System)
+                ),
+                h.Contender(
+                    "veridic, binding it again",
+                    lambda: templates.instruction("system.j2", params=System),
+                ),
+            ],
+            rounds=9,
         )
-        bind = per_call({"bind": lambda: templates.instruction("system.j2", params=System)})
-        print(f"binding a loaded template again: {bind['bind'] * 1e6:.2f} us")
+    h.finish(report, argv)
 
 
 def _load_all(environment: jinja2.Environment) -> None:
@@ -218,13 +202,22 @@ def _fresh_jinja2(folder: str) -> jinja2.Environment:
     )
 
 
-def _show(timings: dict[str, float]) -> None:
-    baseline = timings["raw jinja2"]
-    for name, seconds in timings.items():
-        print(f"  {name:20} {seconds * 1e6:8.1f} us   {seconds / baseline:5.2f}x raw jinja2")
-    if len(timings) > 2:
-        fenced = timings["raw jinja2 + fences"]
-        print(f"  {'':20} veridic / (raw jinja2 + fences) = {timings['veridic'] / fenced:.2f}x")
+def _show(
+    report: h.Report,
+    title: str,
+    about: str,
+    contenders: list[h.Contender],
+    *,
+    rounds: int = 21,
+    baselines: int = 1,
+) -> None:
+    """Measure ``contenders``; the first ``baselines`` of them are the ratio columns."""
+    timings = h.measure(contenders, rounds=rounds)
+    bases = [c.name for c in contenders[:baselines]]
+    section = report.section(title, about=[about], baselines=bases)
+    against = [timings[name].median for name in bases]
+    for contender in contenders:
+        section.timed(contender.name, timings[contender.name], against=against)
 
 
 def _plain(value: object) -> object:
