@@ -181,6 +181,17 @@ def test_specs_missing_a_tool_or_sent_twice_are_not_coupled() -> None:
         view.assert_coupled([*specs, *[s for s in specs if s["name"] == "edit_prompt"]])
 
 
+def test_the_views_own_specs_in_a_list_of_the_adapters_are_coupled_but_not_a_lookalike() -> None:
+    # Adapters copy the view's (read-only) specs into a list of their own: still coupled.
+    # The same number of the view's own specs, one of them twice, is not.
+    view = site().view()
+    specs = view.tool_specs("openai")
+    view.assert_coupled(list(specs))
+    view.assert_coupled(tuple(reversed(specs)))
+    with pytest.raises(ToolCouplingError, match="sent more than once"):
+        view.assert_coupled([*specs[:-1], specs[0]])
+
+
 # --- capability section -----------------------------------------------------------------
 
 

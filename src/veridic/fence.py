@@ -134,6 +134,11 @@ _SQUARE: Final = re.compile(r"\[(?=\S)")
 # a model may read them as the ASCII ones.
 _LOOKALIKES: Final = frozenset("\uff1c\ufe64\u2039\u2329\u3008\u27e8\uff3b\u276c\u276e\u2045")
 _LOOKALIKE_BEFORE: Final = re.compile(f"[{''.join(sorted(_LOOKALIKES))}](?=\\S)")
+_SPECIAL_PRINTABLE: Final = re.compile(
+    f"[{_INVISIBLE}{_ESCAPE_OPEN}{''.join(sorted(_LOOKALIKES))}]"
+)
+"""The printable characters that need a code (or may, the look-alikes): with
+``isprintable()``, a quick test that a text needs no code at all."""
 _OPEN: Final = re.compile(
     r'^<data label="([^"\n]{1,1200})"(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n', re.M
 )
@@ -355,6 +360,11 @@ def _mark(text: str) -> str:
 
 def _code_characters(text: str) -> str:
     """Write the characters that need a code as codes, in text beyond Latin-1."""
+    flat = text.replace("\n", " ") if "\n" in text else text
+    if "\r" in flat:
+        flat = flat.replace("\r", " ")
+    if flat.isprintable() and _SPECIAL_PRINTABLE.search(flat) is None:
+        return text  # the usual case, found at C speed: nothing to code, no look-alike
     present = set(text)
     # The escape sign first: the codes written after it begin with it.
     special = sorted((c for c in present if _needs_code(c)), key=lambda c: c != _ESCAPE_OPEN)

@@ -48,6 +48,7 @@ import hashlib
 import heapq
 import inspect
 import json
+import operator
 import re
 import threading
 from collections import Counter
@@ -556,9 +557,13 @@ class ToolView:
         Raises:
             ToolCouplingError: the two disagree (also an ``AssertionError``).
         """
-        if any(sent_specs is built for built in self._tool_set.built()):
-            return  # the view's own list, unchanged (it cannot be changed)
-        sent = Counter(_spec_name(index, spec) for index, spec in enumerate(sent_specs))
+        sent_list = sent_specs if isinstance(sent_specs, list | tuple) else list(sent_specs)
+        for built in self._tool_set.built():
+            if len(built) == len(sent_list) and all(map(operator.is_, built, sent_list)):
+                # The view's own read-only specs, all of them, each once, in order (the
+                # adapter may have put them in a list of its own): coupled by identity.
+                return
+        sent = Counter(_spec_name(index, spec) for index, spec in enumerate(sent_list))
         extra = sorted(set(sent) - set(self._exposed))
         missing = sorted(set(self._exposed) - set(sent))
         twice = sorted(name for name, count in sent.items() if count > 1)
