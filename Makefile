@@ -50,7 +50,8 @@ fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest tests/test_fuzz.py
 
 # Does a real model obey orders injected into data blocks? Measured per data mode, with the
-# token cost of each (not part of make test; about 45 minutes on 2 cores the first time).
+# token cost of each (not part of make test; about an hour on 2 cores the first time, installs
+# included: some 25 minutes per full mode).
 # The first run builds llama-cpp-python and assembles the pinned model in
 # $VERIDIC_EVAL_CACHE (default ~/.cache/veridic-eval); later runs reuse both.
 # Other models: make eval-model EVAL_ARGS="--gguf PATH" (or "--endpoint URL --model NAME").
