@@ -19,43 +19,20 @@ run:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Literal, cast
+from collections.abc import Sequence
+from typing import cast
 
 import _harness as h
+from _synthetic import registry_of
 
-from veridic import Deny, Registry, ToolView, normalize_plan
+from veridic import Deny, ToolView, normalize_plan
 
 TOOLS = 1_000
 STEPS = 50
 
 
-def _handler(index: int) -> Callable[..., str]:
-    def handler(user_id: int, note: str = "", dry_run: bool = False) -> str:
-        return f"{index}:{user_id}"
-
-    handler.__name__ = f"tool_{index}"
-    handler.__doc__ = f"""Apply change number {index} to a user's account.
-
-    Args:
-        user_id: The user to change.
-        note: Why, for the audit log.
-        dry_run: Report what would change without changing it.
-    """
-    return handler
-
-
-def _fails() -> None:
-    raise RuntimeError("requires core >= 2.3")
-
-
 def build() -> ToolView:
-    registry = Registry("bench-plans")
-    pro = registry.component("Pro extension", boot=_fails, hint="Upgrade core.", provides="Extras")
-    for index in range(TOOLS):
-        owner = pro if index % 50 == 49 else registry
-        kind: Literal["query", "write"] = "query" if index % 2 else "write"
-        owner.tool(kind=kind)(_handler(index))
+    registry = registry_of(TOOLS, "bench-plans")
     return registry.view(deny=[Deny({"tool_10"}, reason="read-only session")])
 
 

@@ -398,7 +398,7 @@ class Marks:
             h.fail(f"veridic's datamark block has another frame than this floor writes: {block!r}")
         mark = lines[1][0]
         coded = lines[2]
-        if lines[1] != f"{mark}a{mark}b" or coded[0] != mark or coded[2:4] != "3C":
+        if lines[1] != f"{mark}a b" or coded[0] != mark or coded[2:4] != "3C":
             h.fail(f"veridic's datamark is not the one this floor writes: {block!r}")
         return cls(mark, coded[1], coded[4])
 
@@ -450,14 +450,14 @@ class Floor:
         self.mark = mark
         self.forged = re.compile(r"^<(/?data)", re.M)
         self.unforged = f"<{mark}\\1"
-        # Written as codes wherever they stand: what is not printable (but \t \n \r),
-        # the invisible printable characters, the mark and the escape sign.
+        # Written as codes wherever they stand: what is not printable (but \n \r),
+        # the invisible printable characters and the escape sign.
         invisible = (
             "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
             "\U000e0100-\U000e01ef"
         )
-        self.hidden = re.compile(f"[{invisible}{re.escape(mark)}{re.escape(self.open)}]")
-        self.ascii_plain = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+        self.hidden = re.compile(f"[{invisible}{re.escape(self.open)}]")
+        self.ascii_plain = bytes(range(0x20, 0x7F)) + b"\n\r"
         self.cr_code, self.angle_code, self.square_code = (
             f"{self.open}{code}{self.close}" for code in ("D", "3C", "5B")
         )
@@ -486,7 +486,7 @@ class Floor:
             if text.encode("ascii").translate(None, self.ascii_plain):
                 text = self.coded(text)  # a control character
         elif self.hidden.search(text) or not (
-            text.replace("\n", " ").replace("\t", " ").replace("\r", " ").isprintable()
+            text.replace("\n", " ").replace("\r", " ").isprintable()
         ):
             text = self.coded(text)
         if "\r" in text:
@@ -496,12 +496,12 @@ class Floor:
         if "[" in text:
             text = self.square.sub(self.square_code, text)
         mark = self.mark
-        return mark + text.replace(" ", mark).replace("\n", "\n" + mark)
+        return mark + text.replace("\n", "\n" + mark)
 
     def coded(self, text: str) -> str:
         """Each character to code written as its code (the escape sign first)."""
         special = {c for c in set(text) if not c.isprintable() or self.hidden.match(c)}
-        special -= {"\t", "\n", "\r"}
+        special -= {"\n", "\r"}
         for char in sorted(special, key=lambda c: c != self.open):
             text = text.replace(char, f"{self.open}{ord(char):X}{self.close}")
         return text

@@ -28,10 +28,11 @@ import difflib
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Sequence
-from typing import Final, Literal
+from collections.abc import Sequence
+from typing import Final
 
 import _harness as h
+from _synthetic import registry_of
 
 from veridic import Deny, Registry
 from veridic._similarity import NameIndex
@@ -39,32 +40,8 @@ from veridic._similarity import NameIndex
 SIZES: Final = (10, 50, 1_000)
 
 
-def _handler(index: int) -> Callable[..., str]:
-    def handler(user_id: int, note: str = "", dry_run: bool = False) -> str:
-        return f"{index}:{user_id}"
-
-    handler.__name__ = handler.__qualname__ = f"tool_{index}"
-    handler.__doc__ = f"""Apply change number {index} to a user's account.
-
-    Args:
-        user_id: The user to change.
-        note: Why, for the audit log.
-        dry_run: Report what would change without changing it.
-    """
-    return handler
-
-
-def _fails() -> None:
-    raise RuntimeError("requires core >= 2.3")
-
-
 def build(count: int) -> Registry:
-    registry = Registry(f"bench-views-{count}")
-    pro = registry.component("Pro extension", boot=_fails, hint="Upgrade core.", provides="Extras")
-    for index in range(count):
-        owner = pro if index % 50 == 49 else registry
-        kind: Literal["query", "write"] = "query" if index % 2 else "write"
-        owner.tool(kind=kind)(_handler(index))
+    registry = registry_of(count, f"bench-views-{count}")
     registry.boot()
     return registry
 
