@@ -1,9 +1,10 @@
 """Every error veridic raises, in one place.
 
-A caller catches what it can act on: ``ProvenanceError`` when text of the
-wrong provenance reached an instruction position (a programming error, hence a
-``TypeError``), and a ``VeridicError`` subclass for everything the application
-may want to handle at run time (a tool the site cannot run, a risk declaration
+Every one is a ``VeridicError``, so ``except VeridicError`` sees them all. A
+caller catches what it can act on: ``ProvenanceError`` when text of the wrong
+provenance reached an instruction position (a programming error, hence also a
+``TypeError``), and the other subclasses for what the application may want to
+handle at run time (a tool the site cannot run, a risk declaration
 that breaks a floor, an "always allow" that is not allowed).
 
 Each message has three parts: what is wrong, where it came from, and what to
@@ -43,14 +44,14 @@ __all__ = [
 
 
 class VeridicError(Exception):
-    """Base of every veridic error except :class:`ProvenanceError`."""
+    """Base of every veridic error."""
 
 
-class ProvenanceError(TypeError):
+class ProvenanceError(VeridicError, TypeError):
     """Text of the wrong provenance reached a place that requires trusted text.
 
-    A ``TypeError`` because it is the run-time twin of the type error that the
-    ``veridic.mypy`` plugin reports for the same code.
+    Also a ``TypeError`` because it is the run-time twin of the type error that
+    the ``veridic.mypy`` plugin reports for the same code.
     """
 
 
