@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     )
     from veridic.errors import (
         AlwaysAllowRefused,
+        AlwaysAllowRefusedError,
         ApprovalDeniedError,
         AuditRecordError,
         AuditWriteError,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
         PlanError,
         ProvenanceError,
         RiskFloorError,
+        RiskViolation,
         TemplateError,
         TemplateParamsError,
         TemplateSandboxError,
@@ -138,6 +140,7 @@ if TYPE_CHECKING:
 
 _HOMES: dict[str, str] = {
     "AlwaysAllowRefused": "veridic.errors",
+    "AlwaysAllowRefusedError": "veridic.errors",
     "AnthropicMessages": "veridic.providers",
     "ApprovalDeniedError": "veridic.errors",
     "ApprovalMode": "veridic.approval",
@@ -177,6 +180,7 @@ _HOMES: dict[str, str] = {
     "Reply": "veridic.gateway",
     "Risk": "veridic.risk",
     "RiskFloorError": "veridic.errors",
+    "RiskViolation": "veridic.errors",
     "TemplateError": "veridic.errors",
     "TemplateParamsError": "veridic.errors",
     "TemplateSandboxError": "veridic.errors",
@@ -206,6 +210,7 @@ _HOMES: dict[str, str] = {
 
 __all__ = [
     "AlwaysAllowRefused",
+    "AlwaysAllowRefusedError",
     "AnthropicMessages",
     "ApprovalDeniedError",
     "ApprovalMode",
@@ -246,6 +251,7 @@ __all__ = [
     "Reply",
     "Risk",
     "RiskFloorError",
+    "RiskViolation",
     "SQLiteAuditSink",
     "ScriptedProvider",
     "Span",

@@ -6,14 +6,14 @@ is a query over the audit store, not a guess.
 
 - ``NOT_REQUIRED``: the call needs no approval (a query).
 - ``ALWAYS_RULE``: a standing "always allow" rule approved it (never a
-  high-risk tool: :class:`AlwaysAllowRefused`).
+  high-risk tool: :class:`AlwaysAllowRefusedError`).
 - ``USER_CONFIRMED``: the user approved this one call.
 - ``DENIED``: a deny rule or the user refused it; it did not run.
 
 An :class:`ApprovalPolicy` holds the user's standing rules for one view's
 tools: ``always``, ``ask`` (the default for a write) or ``deny``. "Always
 allow" is a permission, not a mood: it is refused outright for a high-risk
-tool (:class:`~veridic.AlwaysAllowRefused`), because a hard delete or a write
+tool (:class:`~veridic.AlwaysAllowRefusedError`), because a hard delete or a write
 that becomes another feature's system prompt must never be taught to the
 agent as permanently fine. A single call of a high-risk tool can always be
 confirmed by the user.
@@ -32,7 +32,7 @@ confirmed by the user.
 >>> policy.allow_always("delete_golden")
 Traceback (most recent call last):
   ...
-veridic.errors.AlwaysAllowRefused: "always allow" was asked for tool 'delete_golden', ...
+veridic.errors.AlwaysAllowRefusedError: "always allow" was asked for tool 'delete_golden', ...
 >>> policy.decide("delete_golden", {"name": "v1"}, confirm=lambda request: True)
 <ApprovalMode.USER_CONFIRMED: 'user_confirmed'>
 >>> ApprovalMode("always_rule") is ApprovalMode.ALWAYS_RULE
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
 
-from veridic.errors import AlwaysAllowRefused, VeridicError
+from veridic.errors import AlwaysAllowRefusedError, VeridicError
 from veridic.risk import ApprovalMode, Risk, ToolKind
 from veridic.tool import Tool
 from veridic.view import ToolView
@@ -123,7 +123,7 @@ class ApprovalPolicy:
 
     Raises (from its methods):
         UnknownToolError: a rule or decision names a tool never registered.
-        AlwaysAllowRefused: an ``always`` rule for a high-risk tool.
+        AlwaysAllowRefusedError: an ``always`` rule for a high-risk tool.
     """
 
     __slots__ = ("_lock", "_rules", "_view")
@@ -163,7 +163,7 @@ class ApprovalPolicy:
         """Let every call of ``name`` run without asking.
 
         Raises:
-            AlwaysAllowRefused: ``name`` is a high-risk tool; a single call of
+            AlwaysAllowRefusedError: ``name`` is a high-risk tool; a single call of
                 it can still be confirmed by the user.
             UnknownToolError: no tool is named ``name``.
         """
@@ -226,11 +226,13 @@ class ApprovalPolicy:
             )
         tool = self._registered(name)
         if rule == "always" and tool.risk >= Risk.HIGH:
-            raise AlwaysAllowRefused(
+            raise AlwaysAllowRefusedError(
                 f'"always allow" was asked for tool {name!r}, which is high risk '
                 f"({_why_high(tool)}; declared at {tool.origin}); high-risk tools are never "
                 "always allowed: keep the default (ask), or deny it; a single call can still "
-                "be confirmed by the user when it is made"
+                "be confirmed by the user when it is made",
+                tool=name,
+                risk=tool.risk.value,
             )
         with self._lock:
             self._rules[name] = rule

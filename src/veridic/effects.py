@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from veridic.approval import ApprovalMode
-from veridic.errors import RiskFloorError, VeridicError
+from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.guards import Dispatch, DispatchScope, GuardEvent, _entered
 from veridic.risk import Risk
 from veridic.view import ToolView
@@ -157,9 +157,20 @@ def check_declared_risk(observations: Iterable[Observation]) -> None:
         RiskFloorError: naming every understated tool, each effect and where
             it happened, and the declaration to write instead.
     """
-    problems = [_problem(o) for o in observations if o.understated]
-    if problems:
-        raise RiskFloorError("; ".join(problems))
+    understated = [o for o in observations if o.understated]
+    if understated:
+        raise RiskFloorError(
+            "; ".join(map(_problem, understated)),
+            violations=tuple(
+                RiskViolation(
+                    o.tool,
+                    o.declared.value,
+                    (o.required or Risk.HIGH).value,
+                    "did " + ", ".join(_describe(op) for op in o.operations),
+                )
+                for o in understated
+            ),
+        )
 
 
 def _problem(observation: Observation) -> str:

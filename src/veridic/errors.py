@@ -13,6 +13,7 @@ do instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the modules that raise them; errors import nothing at run time
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # the modules that raise them; errors import nothing at run t
 
 __all__ = [
     "AlwaysAllowRefused",
+    "AlwaysAllowRefusedError",
     "ApprovalDeniedError",
     "AuditRecordError",
     "AuditWriteError",
@@ -32,6 +34,7 @@ __all__ = [
     "PlanError",
     "ProvenanceError",
     "RiskFloorError",
+    "RiskViolation",
     "TemplateError",
     "TemplateParamsError",
     "TemplateSandboxError",
@@ -51,16 +54,56 @@ class ProvenanceError(VeridicError, TypeError):
     """Text of the wrong provenance reached a place that requires trusted text.
 
     Also a ``TypeError`` because it is the run-time twin of the type error that
-    the ``veridic.mypy`` plugin reports for the same code.
+    the ``veridic.mypy`` plugin reports for the same code. Where an instruction
+    position refused a value, ``slot`` names the position (``"system slot (part 0)"``)
+    and ``kind`` and ``origin`` the value's provenance (``"untrusted"``,
+    ``"ticket:42"``; ``kind`` is ``"plain"`` for a ``str`` that carries none);
+    they are empty when the error is about something else (a forged brand, a
+    policy name).
     """
+
+    def __init__(self, message: str, *, slot: str = "", kind: str = "", origin: str = "") -> None:
+        super().__init__(message)
+        self.slot = slot
+        self.kind = kind
+        self.origin = origin
 
 
 class UnknownToolError(VeridicError, LookupError):
-    """A name that no tool was ever registered under."""
+    """A name that no tool was ever registered under.
+
+    ``name`` is the name asked for, as given (quote it clipped), and
+    ``suggestions`` the registered names nearest to it, never one riskier than
+    the nearest safe one: what to answer the model with.
+    """
+
+    def __init__(self, message: str, *, name: str = "", suggestions: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.name = name
+        self.suggestions = suggestions
 
 
 class ToolUnavailableError(VeridicError, LookupError):
-    """A registered tool that cannot run here: its component did not start."""
+    """A registered tool that cannot run here: its component did not start.
+
+    ``reason`` is what the capability section says about it, ``hint`` what to do,
+    ``component`` the component's name (``None`` for a tool of no component).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str = "",
+        reason: str = "",
+        hint: str = "",
+        component: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.name = name
+        self.reason = reason
+        self.hint = hint
+        self.component = component
 
 
 class ToolDeniedError(VeridicError, PermissionError):
@@ -84,12 +127,43 @@ class ToolCouplingError(VeridicError, AssertionError):
     """The tool specs sent to a provider and a view's dispatch table disagree."""
 
 
+@dataclass(frozen=True, slots=True)
+class RiskViolation:
+    """One tool whose declared risk is below what it needs (``"low"``, ``"mid"``,
+    ``"high"``), and why: a rule's reason at boot, the effects seen when observed."""
+
+    tool: str
+    declared: str
+    required: str
+    reason: str
+
+
 class RiskFloorError(VeridicError):
-    """A tool declared a risk below the floor its effects require."""
+    """A tool declared a risk below the floor its effects require.
+
+    ``violations`` lists every one (boot reports them all at once).
+    """
+
+    def __init__(self, message: str, *, violations: tuple[RiskViolation, ...] = ()) -> None:
+        super().__init__(message)
+        self.violations = violations
 
 
-class AlwaysAllowRefused(VeridicError):
-    """An "always allow" rule was asked for a tool whose risk forbids it."""
+class AlwaysAllowRefusedError(VeridicError):
+    """An "always allow" rule was asked for a tool whose risk forbids it.
+
+    ``tool`` is the tool's name and ``risk`` its risk (``"high"``).
+    """
+
+    def __init__(self, message: str, *, tool: str = "", risk: str = "") -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.risk = risk
+
+
+AlwaysAllowRefused = AlwaysAllowRefusedError
+"""The name DESIGN.md's contract imports; ``AlwaysAllowRefusedError`` has the suffix of every
+other error."""
 
 
 class ApprovalDeniedError(VeridicError, PermissionError):

@@ -346,7 +346,9 @@ class _Call:
                 nearest = ", ".join(status.suggestions) or "none"
                 error = UnknownToolError(
                     f"no tool is named {self._recorded[0]}; it was never registered (nearest "
-                    f"valid names: {nearest}): call one of the tools this view lists by its name"
+                    f"valid names: {nearest}): call one of the tools this view lists by its name",
+                    name=self.name,
+                    suggestions=status.suggestions,
                 )
             return self._refused(status.tool, f"{status.state}: {status.reason}", error)
         try:

@@ -493,7 +493,14 @@ def report(value: object, sink: str) -> None:
     if settings().mode == "report" and isinstance(value, str):
         _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": sink})
         return
-    raise ProvenanceError(message)
+    if not isinstance(value, str):
+        kind, origin = "", ""
+    elif _genuine(value) or type(value) is _Untrusted:
+        found = provenance(value)
+        kind, origin = found.kind, found.origin
+    else:
+        kind, origin = "plain", ""
+    raise ProvenanceError(message, slot=sink, kind=kind, origin=origin)
 
 
 def concat_spans(parts: Iterable[str], sep: str) -> tuple[Span, ...]:

@@ -56,7 +56,7 @@ from typing import Final, TypeVar
 from pydantic import BaseModel
 
 from veridic._descriptions import one_line
-from veridic.errors import RiskFloorError, VeridicError
+from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.provenance import TrustedText, is_untrusted, refuse_untrusted
 from veridic.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tool import (
@@ -416,7 +416,13 @@ class Registry:
             # The same check the lint reports finding by finding (veridic.tool.floor_violations).
             violations = [(tool, v) for tool in built for v in floor_violations(tool)]
             if violations:
-                raise RiskFloorError(_floor_message(violations))
+                raise RiskFloorError(
+                    _floor_message(violations),
+                    violations=tuple(
+                        RiskViolation(tool.name, v.declared.value, v.rule.floor.value, v.detail)
+                        for tool, v in violations
+                    ),
+                )
             for name, component in self._components.items():
                 if name not in self._states:
                     self._states[name] = component.run_boot()

@@ -205,11 +205,17 @@ class ToolStatus:
             nearest = ", ".join(self.suggestions) or "none"
             return UnknownToolError(
                 f"no tool is named {self.name!r}; it was never registered (nearest valid names: "
-                f"{nearest}): call one of the tools this view lists, or register {self.name!r}"
+                f"{nearest}): call one of the tools this view lists, or register {self.name!r}",
+                name=self.name,
+                suggestions=self.suggestions,
             )
         if self.state == "unavailable":
             return ToolUnavailableError(
-                f"tool {self.name!r} is registered but cannot run here: {self.reason}; {self.hint}"
+                f"tool {self.name!r} is registered but cannot run here: {self.reason}; {self.hint}",
+                name=self.name,
+                reason=self.reason,
+                hint=self.hint,
+                component=None if self.tool is None else self.tool.component,
             )
         return ToolDeniedError(
             f"tool {self.name!r} is denied in this view ({self.reason}); {self.hint}"
@@ -656,7 +662,9 @@ def _known(names: Iterable[str], registered: set[str], where: str) -> Iterable[s
             raise UnknownToolError(
                 f"the view's {where} filter names {name!r}, which no tool was registered under "
                 f"(nearest: {nearest}): fix the name; a typo in a filter silently changes "
-                "what the model can do"
+                "what the model can do",
+                name=name,
+                suggestions=tuple(suggested),
             )
     return listed
 
