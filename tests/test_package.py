@@ -56,3 +56,10 @@ def test_importing_the_root_loads_no_dependency() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    from importlib.metadata import version
+
+    assert veridic.__version__ == version("veridic")
+    assert all(part.isdigit() for part in veridic.__version__.split("."))

@@ -11,7 +11,7 @@ touched; type checkers see ordinary imports.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 # The brands load eagerly: they are light (no dependency beyond the standard
 # library), and the function ``provenance`` must win over the submodule of the
@@ -137,6 +137,9 @@ if TYPE_CHECKING:
         ToolStatus,
         ToolView,
     )
+
+__version__: Final = "0.1.0"
+"""The installed release (also the package metadata's version: pyproject reads it here)."""
 
 _HOMES: dict[str, str] = {
     "AlwaysAllowRefused": "veridic.errors",
