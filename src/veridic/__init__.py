@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     )
     from veridic.config import (
         configure,
+        configured,
     )
     from veridic.doc_gaps import (
         DocGap,
@@ -202,6 +203,7 @@ _HOMES: dict[str, str] = {
     "VeridicError": "veridic.errors",
     "aexecute": "veridic.executor",
     "configure": "veridic.config",
+    "configured": "veridic.config",
     "execute": "veridic.executor",
     "find_doc_gaps": "veridic.doc_gaps",
     "guard_instruction_write": "veridic.guards",
@@ -277,6 +279,7 @@ __all__ = [
     "VeridicError",
     "aexecute",
     "configure",
+    "configured",
     "execute",
     "find_doc_gaps",
     "guard_instruction_write",

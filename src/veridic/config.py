@@ -28,6 +28,9 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
@@ -41,6 +44,7 @@ __all__ = [
     "Settings",
     "ToolConfig",
     "configure",
+    "configured",
     "find_pyproject",
     "read_tool_config",
     "settings",
@@ -92,27 +96,27 @@ class _Unset:
 
 _UNSET: Final = _Unset()
 _current: Settings | None = None
+_scoped: Final[ContextVar[Settings | None]] = ContextVar("veridic_settings", default=None)
+
+_Policies = frozenset[str] | set[str] | list[str] | tuple[str, ...] | None
 
 
 def settings() -> Settings:
-    """The settings in force, reading ``pyproject.toml`` on first use."""
-    global _current
-    if _current is None:
-        _current = Settings(trust_policies=_policies_from_pyproject(Path.cwd()))
-    return _current
+    """The settings in force: a :func:`configured` block's, else the process's (read from
+    ``pyproject.toml`` on first use)."""
+    scoped = _scoped.get()
+    return _process_settings() if scoped is None else scoped
 
 
 def configure(
     *,
     mode: Mode | _Unset = _UNSET,
-    trust_policies: frozenset[str]
-    | set[str]
-    | list[str]
-    | tuple[str, ...]
-    | _Unset
-    | None = _UNSET,
+    trust_policies: _Policies | _Unset = _UNSET,
 ) -> Settings:
     """Change the settings for this process and return the previous ones.
+
+    Inside a :func:`configured` block the block's settings stay in force; the change
+    applies to the process once the block ends.
 
     >>> previous = configure(mode="report")
     >>> settings().mode
@@ -123,19 +127,62 @@ def configure(
         VeridicError: ``mode`` is not a mode; or, on first use, the
             ``pyproject.toml`` read for the previous settings is malformed.
     """
-    previous = settings()
+    global _current
+    previous = _process_settings()
+    _current = _changed(previous, mode, trust_policies, "configure")
+    return previous
+
+
+@contextmanager
+def configured(
+    *,
+    mode: Mode | _Unset = _UNSET,
+    trust_policies: _Policies | _Unset = _UNSET,
+) -> Iterator[Settings]:
+    """Settings for the code inside the ``with`` block only, and yield them.
+
+    For tests and for processes that serve several tenants: the settings live in a
+    context variable, so they hold in this thread and in the asyncio tasks started
+    inside the block (tasks copy the context), not in other threads (a thread starts
+    with an empty context: it sees the process's settings), and a block inside a
+    block wins until it ends.
+
+    >>> with configured(mode="report"):
+    ...     settings().mode
+    'report'
+    >>> settings().mode
+    'enforce'
+
+    Raises:
+        VeridicError: ``mode`` is not a mode.
+    """
+    token = _scoped.set(_changed(settings(), mode, trust_policies, "configured"))
+    try:
+        yield settings()
+    finally:
+        _scoped.reset(token)
+
+
+def _process_settings() -> Settings:
+    global _current
+    if _current is None:
+        _current = Settings(trust_policies=_policies_from_pyproject(Path.cwd()))
+    return _current
+
+
+def _changed(
+    previous: Settings, mode: Mode | _Unset, trust_policies: _Policies | _Unset, where: str
+) -> Settings:
     new_mode = previous.mode if isinstance(mode, _Unset) else mode
     if new_mode not in _MODES:
         raise VeridicError(
-            f"configure(mode={new_mode!r}) is not a mode; "
+            f"{where}(mode={new_mode!r}) is not a mode; "
             'use "enforce" (raise on untrusted instructions) or "report" (log and let pass)'
         )
     policies = previous.trust_policies
     if not isinstance(trust_policies, _Unset):
         policies = None if trust_policies is None else frozenset(trust_policies)
-    global _current
-    _current = Settings(mode=new_mode, trust_policies=policies)
-    return previous
+    return Settings(mode=new_mode, trust_policies=policies)
 
 
 def _policies_from_pyproject(start: Path) -> frozenset[str] | None:
