@@ -375,7 +375,7 @@ def test_missing_policy_list_allows_any_name(tmp_path: Path) -> None:
     ("content", "fragment"),
     [
         ("[tool.veridic]\ntrust-policies = 'one'\n", "must be a list of strings"),
-        ("[tool.veridic\n", "cannot be read as TOML"),
+        ("[tool.veridic\n", "is not valid TOML"),
     ],
 )
 def test_unreadable_policy_list_is_a_problem_not_a_crash(

@@ -13,8 +13,8 @@ Two settings, both read where an application starts:
   such key) allows any name.
 
 :func:`tool_section` is the one reader of ``[tool.veridic]`` in this package
-(the mypy plugin reads the ``trust-policies`` key on its own, from the file
-nearest to mypy's configuration). :func:`read_tool_config` validates the whole
+(the mypy plugin uses it too, from the file nearest to mypy's
+configuration). :func:`read_tool_config` validates the whole
 table for the ``veridic`` command: every key has one type, and a key veridic
 does not know is an error, because a typo (``trust_policies``,
 ``similarity_threshold``) would otherwise leave its setting at the default
@@ -49,6 +49,7 @@ __all__ = [
     "read_tool_config",
     "settings",
     "tool_section",
+    "trust_policies_of",
 ]
 
 Mode = Literal["enforce", "report"]
@@ -189,7 +190,32 @@ def _policies_from_pyproject(start: Path) -> frozenset[str] | None:
     candidate = find_pyproject(start)
     if candidate is None:
         return None
-    return _trust_policies(tool_section(candidate).get("trust-policies"), candidate)
+    return trust_policies_of(tool_section(candidate), candidate)
+
+
+def trust_policies_of(section: dict[str, object], path: Path) -> frozenset[str] | None:
+    """The ``trust-policies`` list of a ``[tool.veridic]`` table read from ``path``
+    (``None``: no such key, any name is allowed).
+
+    Raises:
+        VeridicError: the value is not a list of non-empty strings.
+    """
+    names = section.get("trust-policies")
+    if names is None:
+        return None
+    if not isinstance(names, list):
+        raise _wrong("trust-policies", path, _POLICY_RULE, names)
+    for index, name in enumerate(names, start=1):
+        if not isinstance(name, str) or not name.strip():
+            what = "an empty name" if isinstance(name, str) else _found(name)
+            raise _wrong(
+                "trust-policies",
+                path,
+                _POLICY_RULE,
+                names,
+                f"; item {index} is {what}",
+            )
+    return frozenset(names)
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -214,7 +240,7 @@ def tool_section(path: Path) -> dict[str, object]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise VeridicError(
             f"{path} is not valid TOML ({error}); veridic reads [tool.veridic] from it: "
-            "fix the file or call veridic.configure(trust_policies=...) before first use"
+            "fix the file"
         ) from error
     except OSError as error:
         raise VeridicError(
@@ -253,7 +279,7 @@ def read_tool_config(path: Path) -> ToolConfig:
     manifest = _manifest(section.get("manifest"), path)
     return ToolConfig(
         path=path,
-        trust_policies=_trust_policies(section.get("trust-policies"), path),
+        trust_policies=trust_policies_of(section, path),
         similarity_threshold=None if threshold is None else _threshold(threshold, path),
         siblings=_siblings(section.get("siblings", []), path),
         manifest=None if manifest is None else path.parent / manifest,
@@ -261,24 +287,6 @@ def read_tool_config(path: Path) -> ToolConfig:
 
 
 # --- one validator per key ----------------------------------------------------------------
-
-
-def _trust_policies(names: object, path: Path) -> frozenset[str] | None:
-    if names is None:
-        return None
-    if not isinstance(names, list):
-        raise _wrong("trust-policies", path, _POLICY_RULE, names)
-    for index, name in enumerate(names, start=1):
-        if not isinstance(name, str) or not name.strip():
-            what = "an empty name" if isinstance(name, str) else _found(name)
-            raise _wrong(
-                "trust-policies",
-                path,
-                _POLICY_RULE,
-                names,
-                f"; item {index} is {what}",
-            )
-    return frozenset(names)
 
 
 def _threshold(value: object, path: Path) -> float:

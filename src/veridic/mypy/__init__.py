@@ -317,9 +317,11 @@ def _mentions_policy(path: str) -> bool:
 
 
 def _source_digest() -> str:
-    """A digest of the plugin's own files: mypy hashes only the module it imports."""
+    """A digest of the plugin's own files, and of ``veridic.config`` whose rules it reads
+    ``[tool.veridic]`` by: mypy hashes only the module it imports."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    here = Path(__file__).parent
+    for path in [*sorted(here.glob("*.py")), here.parent / "config.py"]:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

@@ -6,13 +6,14 @@ configuration file in use (the directory mypy was started in when there is
 none), which is the same file for a project whose ``mypy.ini`` or
 ``pyproject.toml`` sits at its root.
 
-A file that cannot be read is not fatal to mypy: the problem is kept and
-reported where a ``TrustPolicy`` name needed the list.
+The file is found and read by ``veridic.config`` (one reader, one set of rules for
+the run time, the command line and the plugin). A file that cannot be read is not
+fatal to mypy: the problem is kept and reported where a ``TrustPolicy`` name
+needed the list.
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,35 +32,16 @@ class PolicySettings:
 
 
 def read(options: Options) -> PolicySettings:
-    """Read the settings for this mypy run."""
+    """Read the settings for this mypy run, with the run time's own reader and rules."""
+    from veridic.config import find_pyproject, tool_section, trust_policies_of
+    from veridic.errors import VeridicError
+
     start = Path(options.config_file).resolve().parent if options.config_file else Path.cwd()
-    path = _nearest_pyproject(start)
+    path = find_pyproject(start)
     if path is None:
         return PolicySettings()
     try:
-        with path.open("rb") as handle:
-            document = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        return PolicySettings(source=str(path), problem=f"{path} cannot be read as TOML ({error})")
-    tool = document.get("tool", {})
-    section = tool.get("veridic", {}) if isinstance(tool, dict) else {}
-    names = section.get("trust-policies") if isinstance(section, dict) else None
-    if names is None:
-        return PolicySettings(source=str(path))
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        return PolicySettings(
-            source=str(path),
-            problem=(
-                f"[tool.veridic] trust-policies in {path} must be a list of strings, "
-                f'got {names!r}: write it as trust-policies = ["legacy-prompts"]'
-            ),
-        )
-    return PolicySettings(frozenset(names), str(path))
-
-
-def _nearest_pyproject(start: Path) -> Path | None:
-    for directory in (start, *start.parents):
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+        names = trust_policies_of(tool_section(path), path)
+    except VeridicError as error:
+        return PolicySettings(source=str(path), problem=str(error))
+    return PolicySettings(names, str(path))
