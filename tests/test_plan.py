@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import graphlib
+import itertools
 from typing import Any
 
 import pytest
@@ -384,5 +385,12 @@ def test_a_plan_is_refused_exactly_when_its_dependencies_have_a_cycle(
     if acyclic:
         assert normalize_plan(steps, VIEW).complete
     else:
-        with pytest.raises(PlanError, match="form a cycle"):
+        with pytest.raises(PlanError, match="form a cycle") as raised:
             normalize_plan(steps, VIEW)
+        # The cycle quoted is one: each step waits for the next, and it starts at the
+        # first of its steps in plan order.
+        quoted = str(raised.value).split("form a cycle: ")[1].split(";")[0]
+        cycle = [name.strip("'") for name in quoted.split(" -> ")]
+        assert cycle[0] == cycle[-1]
+        assert all(later in needs[earlier] for earlier, later in itertools.pairwise(cycle))
+        assert cycle[0] == min(cycle, key=lambda name: int(name[1:]))

@@ -54,9 +54,10 @@ Some proposed steps were removed because this site cannot run them: create_snipp
 from __future__ import annotations
 
 import difflib
+import graphlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
@@ -381,25 +382,17 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
 
 
 def _cycle(plan: tuple[PlanStep, ...]) -> list[str]:
-    needs = {step.id: step.depends_on for step in plan}
-    state: dict[str, int] = {}  # 1: on the current path, 2: finished
-    for start in needs:
-        if start in state:
-            continue
-        path: list[str] = [start]
-        todo: list[Iterator[str]] = [iter(needs[start])]
-        state[start] = 1
-        while todo:
-            following = next(todo[-1], None)
-            if following is None:
-                state[path.pop()] = 2
-                todo.pop()
-            elif state.get(following) == 1:
-                return [*path[path.index(following) :], following]
-            elif following not in state:
-                state[following] = 1
-                path.append(following)
-                todo.append(iter(needs[following]))
+    """A cycle of "waits for" edges (``a -> c -> b -> a``), from the first of its steps in
+    plan order; empty when there is none."""
+    try:
+        graphlib.TopologicalSorter({step.id: step.depends_on for step in plan}).prepare()
+    except graphlib.CycleError as error:
+        # graphlib lists it in running order (each node before the one that needs it).
+        waits = list(reversed(error.args[1]))[:-1]
+        order = {step.id: index for index, step in enumerate(plan)}
+        first = min(range(len(waits)), key=lambda index: order[waits[index]])
+        turned = waits[first:] + waits[:first]
+        return [*turned, turned[0]]
     return []
 
 
