@@ -443,3 +443,82 @@ def test_pyright_reports_exactly_its_marked_lines(
     # rule that needs the mypy plugin; "# P:" without "# E:" is where pyright disagrees.
     want = Counter((e.line, e.code) for e in expectations(case, "P"))
     assert pyright_run.get(case.resolve(), Counter()) == want
+
+
+# --- [veridic-mypy] in mypy's own configuration --------------------------------------
+
+
+def _ini(directory: Path, section: str) -> Path:
+    ini = directory / "mypy.ini"
+    ini.write_text(f"[mypy]\nplugins = veridic.mypy\n\n[veridic-mypy]\n{section}")
+    return ini
+
+
+def test_the_mypy_config_section_gives_the_list_when_pyproject_has_none(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.veridic]\n")
+    ini = _ini(tmp_path, "trust_policies = legacy-prompts,\n    support\n")
+    settings = read_policy_settings(_options(ini))
+    assert settings.names == frozenset({"legacy-prompts", "support"})
+    assert settings.source == str(ini)
+    assert settings.problem is None
+
+
+def test_the_same_list_in_both_places_is_fine(tmp_path: Path) -> None:
+    write_config(tmp_path, ("one", "two"))
+    ini = _ini(tmp_path, "trust_policies = two, one\n")
+    assert read_policy_settings(_options(ini)).names == frozenset({"one", "two"})
+
+
+def test_lists_that_differ_are_a_problem_since_the_run_time_reads_only_tool_veridic(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path, ("one",))
+    settings = read_policy_settings(_options(_ini(tmp_path, "trust_policies = one, two\n")))
+    assert settings.problem is not None
+    assert "(one, two)" in settings.problem
+    assert "(one)" in settings.problem
+    assert "keep one list, in [tool.veridic]" in settings.problem
+
+
+@pytest.mark.parametrize(
+    ("section", "fragment"),
+    [
+        ("trust_polices = one\n", "has no key 'trust_polices'"),
+        ("trust_policies = ,\n", "must list non-empty policy names"),
+    ],
+)
+def test_a_wrong_mypy_config_section_is_a_problem(
+    tmp_path: Path, section: str, fragment: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.veridic]\n")
+    settings = read_policy_settings(_options(_ini(tmp_path, section)))
+    assert settings.problem is not None
+    assert fragment in settings.problem
+
+
+def test_tool_veridic_mypy_in_a_pyproject_used_as_mypy_config(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[tool.mypy]\nplugins = ["veridic.mypy"]\n\n[tool.veridic-mypy]\ntrust-policies = ["one"]\n'
+    )
+    assert read_policy_settings(_options(pyproject)).names == frozenset({"one"})
+
+
+def test_the_section_is_used_by_a_real_mypy_run(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.veridic]\n")
+    ini = tmp_path / "mypy.ini"
+    ini.write_text(
+        f"[mypy]\nstrict = True\nplugins = veridic.mypy\nmypy_path = {ROOT / 'src'}\n"
+        "\n[mypy-veridic.*]\nfollow_imports = silent\n"
+        "\n[mypy-anthropic.*,openai.*]\nfollow_imports = skip\n"
+        "\n[veridic-mypy]\ntrust_policies = legacy\n"
+    )
+    module = tmp_path / "uses_policies.py"
+    module.write_text(
+        "from veridic import TrustPolicy\n"
+        "\n"
+        'TrustPolicy("legacy")\n'
+        'TrustPolicy("other")  # E: [veridic-policy]\n'
+    )
+    reported, _ = run_mypy([module], ini, cache=tmp_path / "cache")
+    assert_matches(module, reported)
