@@ -233,7 +233,7 @@ def test_a_high_risk_write_confirmed_by_the_user_writes_instruction_fields(world
         policy=world.policy,
         audit=world.audit,
         request_id="req-1",
-        prompt=PROMPT.sha256,
+        prompt_sha256=PROMPT.sha256,
         confirm=confirm,
     )
     assert result.unwrap() == "saved"
@@ -458,7 +458,7 @@ def test_aexecute_awaits_the_handler_inside_the_dispatch_and_an_async_confirm(
 
 
 def test_prompt_must_be_a_prompt_or_its_sha256(world: World) -> None:
-    with pytest.raises(VeridicError, match=r"got prompt=NoneType: pass the Prompt"):
+    with pytest.raises(VeridicError, match=r"got prompt=int: pass the Prompt"):
         execute(
             world.view,
             "list_revisions",
@@ -466,7 +466,7 @@ def test_prompt_must_be_a_prompt_or_its_sha256(world: World) -> None:
             policy=world.policy,
             audit=world.audit,
             request_id="r",
-            prompt=None,  # type: ignore[arg-type]  # the mistake under test
+            prompt=42,  # type: ignore[arg-type]  # the mistake under test
         )
 
 
@@ -540,3 +540,29 @@ def test_instruction_writes_approved_by_an_always_rule_stay_zero_because_of_the_
         r for r in records if r.tool == "edit_prompt" and r.outcome is CallOutcome.OK
     ]
     assert store.writers == ["edit_prompt"] * len(confirmed_edits)
+
+
+def test_the_prompt_or_its_hash_is_given_once(world: World) -> None:
+    def run(**given: object) -> object:
+        return execute(
+            world.view,
+            "edit_prompt",
+            '{"feature": "triage", "content": "Route the ticket."}',
+            policy=world.policy,
+            audit=world.audit,
+            request_id="req-2",
+            confirm=lambda request: True,
+            **given,  # type: ignore[arg-type]  # the combinations under test
+        )
+
+    with pytest.raises(VeridicError, match=r"got both prompt= and prompt_sha256="):
+        run(prompt=PROMPT, prompt_sha256=PROMPT.sha256)
+    with pytest.raises(VeridicError, match=r"needs the prompt the model answered"):
+        run()
+    with pytest.warns(DeprecationWarning, match=r"pass prompt_sha256="):
+        deprecated = run(prompt=PROMPT.sha256)
+    assert isinstance(deprecated, CallResult)
+    assert deprecated.record.prompt_sha256 == PROMPT.sha256
+    by_prompt = run(prompt=PROMPT)
+    assert isinstance(by_prompt, CallResult)
+    assert by_prompt.record.prompt_sha256 == PROMPT.sha256

@@ -260,7 +260,7 @@ def test_execute_refuses_a_request_id_no_store_can_keep_before_anything_runs() -
             policy=POLICY,
             audit=sink,
             request_id="req-1",
-            prompt="not a digest",
+            prompt_sha256="not a digest",
         )
     assert sink.count() == 0
 

@@ -55,6 +55,7 @@ import logging
 import re
 import threading
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -123,15 +124,18 @@ def execute(
     policy: ApprovalPolicy,
     audit: AuditSink,
     request_id: str,
-    prompt: Prompt | str,
+    prompt: Prompt | str | None = None,
+    prompt_sha256: str | None = None,
     confirm: Confirm | None = None,
     tools_digest: str | None = None,
 ) -> CallResult:
     """Run one model tool call: check, approve, dispatch under guard, record.
 
-    ``prompt`` is the :class:`~veridic.Prompt` the model answered (or its
-    ``sha256``); ``tools_digest`` the hash of the tool list sent with it
-    (default: :func:`tools_sha256` of ``view``). ``confirm`` asks the user
+    ``prompt`` is the :class:`~veridic.Prompt` the model answered; where only its hash
+    was kept (a call resumed later), pass ``prompt_sha256=`` instead (one of the two;
+    a ``str`` in ``prompt=`` still works, with a ``DeprecationWarning``);
+    ``tools_digest`` the hash of the tool list sent with it (default:
+    :func:`tools_sha256` of ``view``). ``confirm`` asks the user
     about a call the policy will not decide alone; without it such a call
     is denied.
 
@@ -158,7 +162,8 @@ def execute(
         BaseException: whatever ``confirm`` or the handler raised that is
             not an ``Exception`` (``KeyboardInterrupt``), after recording it.
     """
-    call = _Call(view, name, policy, audit, request_id, prompt, tools_digest)
+    answered = _answered(prompt, prompt_sha256, "execute")
+    call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
     checked = call.check(arguments, sync=True)
     if isinstance(checked, CallResult):
         return checked
@@ -192,7 +197,8 @@ async def aexecute(
     policy: ApprovalPolicy,
     audit: AuditSink,
     request_id: str,
-    prompt: Prompt | str,
+    prompt: Prompt | str | None = None,
+    prompt_sha256: str | None = None,
     confirm: AsyncConfirm | None = None,
     tools_digest: str | None = None,
 ) -> CallResult:
@@ -206,7 +212,8 @@ async def aexecute(
     result must be finished (not a generator, an async generator, an
     iterator or another awaitable).
     """
-    call = _Call(view, name, policy, audit, request_id, prompt, tools_digest)
+    answered = _answered(prompt, prompt_sha256, "aexecute")
+    call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
     checked = call.check(arguments, sync=False)
     if isinstance(checked, CallResult):
         return checked
@@ -245,6 +252,30 @@ def tools_sha256(view: ToolView) -> str:
     digest of the list it sent.
     """
     return view.tools_sha256()
+
+
+def _answered(prompt: Prompt | str | None, prompt_sha256: str | None, where: str) -> Prompt | str:
+    """The prompt (or its hash) a call answers, from exactly one of the two parameters."""
+    if prompt_sha256 is not None:
+        if prompt is not None:
+            raise VeridicError(
+                f"{where}() got both prompt= and prompt_sha256=: pass one, the Prompt the "
+                "model answered, or its .sha256 where only the hash was kept"
+            )
+        return prompt_sha256
+    if prompt is None:
+        raise VeridicError(
+            f"{where}() needs the prompt the model answered, for the audit record: pass "
+            "prompt=the Prompt, or prompt_sha256=its .sha256"
+        )
+    if isinstance(prompt, str):
+        warnings.warn(
+            f"{where}(prompt=<sha256>) is deprecated: pass prompt_sha256=... (prompt= takes "
+            "the Prompt itself)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    return prompt
 
 
 class _Call:

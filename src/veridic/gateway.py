@@ -563,7 +563,7 @@ class ModelGateway:
                     policy=policy,
                     audit=self._audit,
                     request_id=reply.request_id,
-                    prompt=reply.prompt_sha256,
+                    prompt_sha256=reply.prompt_sha256,
                     confirm=confirm,
                     tools_digest=reply.tools_sha256,
                 )
@@ -587,7 +587,7 @@ class ModelGateway:
                     policy=policy,
                     audit=self._audit,
                     request_id=reply.request_id,
-                    prompt=reply.prompt_sha256,
+                    prompt_sha256=reply.prompt_sha256,
                     confirm=confirm,
                     tools_digest=reply.tools_sha256,
                 )
