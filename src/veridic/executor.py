@@ -320,14 +320,15 @@ class _Call:
         if not isinstance(digest, str):
             raise VeridicError(
                 f"execute() got prompt={type(prompt).__name__}: pass the Prompt the model "
-                "answered, or its .sha256"
+                "answered as prompt=, or its .sha256 as prompt_sha256="
             )
         # Checked before anything runs: a record that cannot be built after the handler ran
         # would lose the call's effects from the audit.
         if not _SHA256.fullmatch(digest):
             raise VeridicError(
-                f"execute() got prompt={clip(digest)}, which is not a Prompt's sha256 (64 "
-                "lowercase hex digits): pass the Prompt the model answered, or its .sha256"
+                f"execute() got the prompt hash {clip(digest)}, which is not a Prompt's sha256 "
+                "(64 lowercase hex digits): pass the Prompt the model answered as prompt=, or "
+                "its .sha256 as prompt_sha256="
             )
         if tools_digest is not None and (
             not isinstance(tools_digest, str) or not _SHA256.fullmatch(tools_digest)
