@@ -53,7 +53,6 @@ from veridic.evaluation.report import markdown, read_json, summarise, write_json
 from veridic.evaluation.runner import prompt_id, run_cases, token_costs
 from veridic.evaluation.schemes import (
     PILOT_SCHEMES,
-    composer_has_data_modes,
     encode_base64,
     main_schemes,
     mark_lines,
@@ -305,18 +304,6 @@ def test_unknown_scheme_names_are_refused_with_the_choices() -> None:
         scheme_named("rot13")
 
 
-@pytest.mark.skipif(composer_has_data_modes(), reason="veridic has its data modes")
-def test_without_data_modes_the_main_table_uses_the_pilot_stand_ins() -> None:
-    assert [s.name for s in main_schemes()] == [
-        "pilot:verbatim",
-        "pilot:spaces-caret",
-        "pilot:base64",
-    ]
-    with pytest.raises(KeyError, match="pilot"):
-        scheme_named("datamark")
-
-
-@pytest.mark.skipif(not composer_has_data_modes(), reason="veridic has no data modes yet")
 def test_veridic_modes_send_the_task_and_the_document() -> None:
     case = attack_cases()[1]
     for scheme in main_schemes():

@@ -29,7 +29,6 @@ from veridic.evaluation.runner import CaseResult, TokenCost, run_cases, token_co
 from veridic.evaluation.schemes import (
     PILOT_SCHEMES,
     Scheme,
-    composer_has_data_modes,
     main_schemes,
     scheme_named,
 )
@@ -224,9 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **backend.describe(),
         **extra,
         "cases per scheme": ", ".join(f"{n} {c}" for n, c in counts.items()),
-        "schemes": "veridic data modes"
-        if composer_has_data_modes() and not args.pilot
-        else "pilot prototypes",
+        "schemes": "pilot prototypes" if args.pilot else "veridic data modes",
     }
     out = args.out or cache / "results" / "eval-model.json"
     write_json(out, results, costs, meta)

@@ -5,8 +5,7 @@ system message (the mode's trusted preamble and the task), the data block in a u
 and the user's request. Two kinds exist:
 
 * :class:`VeridicScheme` builds the prompt with veridic's :class:`~veridic.Composer`, so
-  the table measures the library as shipped. It needs ``Composer(data_mode=...)``; see
-  :func:`veridic_schemes`.
+  the table measures the library as shipped (:func:`main_schemes`).
 * :class:`PilotScheme` is a prototype written here, for the pilot that chose the
   default marking (``benchmarks/eval_model_pilot.md``). Pilot schemes keep the fence
   lines veridic had before its data modes (``<data label="doc" sha256="<24 hex>">`` ...
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import inspect
 import re
 import textwrap
 from collections.abc import Callable, Mapping
@@ -37,7 +35,6 @@ __all__ = [
     "VeridicScheme",
     "main_schemes",
     "pilot_scheme",
-    "veridic_schemes",
 ]
 
 Mode = Literal["none", "verbatim", "datamark", "encode"]
@@ -361,63 +358,29 @@ class VeridicScheme:
         return Rendered(messages, "\n".join(blocks), preamble)
 
 
-def composer_has_data_modes() -> bool:
-    """Whether this veridic's ``Composer`` takes ``data_mode=`` (issue 22's API)."""
-    from veridic import Composer
-
-    try:
-        return "data_mode" in inspect.signature(Composer).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def veridic_schemes() -> tuple[Scheme, ...] | None:
-    """The main table's schemes: veridic's ``verbatim``, ``datamark`` and ``encode`` modes.
-
-    ``None`` when this veridic has no data modes yet; the main table then runs the pilot
-    prototypes that stand in for them (:func:`main_schemes`).
-    """
-    if not composer_has_data_modes():
-        return None
-    return (VeridicScheme("verbatim"), VeridicScheme("datamark"), VeridicScheme("encode"))
-
-
 _MODES: Final[Mapping[str, Mode]] = {
     "verbatim": "verbatim",
     "datamark": "datamark",
     "encode": "encode",
 }
-_STAND_INS: Final[Mapping[str, str]] = {
-    "verbatim": "pilot:verbatim",
-    "datamark": "pilot:spaces-caret",
-    "encode": "pilot:base64",
-}
 
 
 def main_schemes() -> tuple[Scheme, ...]:
-    """The schemes of the main table: veridic's modes, or their pilot stand-ins."""
-    real = veridic_schemes()
-    if real is not None:
-        return real
-    return tuple(pilot_scheme(name) for name in _STAND_INS.values())
+    """The schemes of the main table: veridic's ``verbatim``, ``datamark`` and ``encode``."""
+    return tuple(VeridicScheme(mode) for mode in _MODES.values())
 
 
 def scheme_named(name: str) -> Scheme:
     """A scheme by name: ``verbatim``/``datamark``/``encode`` (veridic's) or ``pilot:...``.
 
     Raises:
-        KeyError: the name is unknown, or names a veridic mode this veridic lacks.
+        KeyError: the name is unknown.
     """
     if name.startswith("pilot:"):
         return pilot_scheme(name)
     mode = _MODES.get(name)
     if mode is not None:
-        if composer_has_data_modes():
-            return VeridicScheme(mode)
-        raise KeyError(
-            f"this veridic's Composer has no data_mode= yet, so mode {name!r} cannot be "
-            f"measured: use {_STAND_INS[name]!r}, the pilot prototype that stands in for it"
-        )
+        return VeridicScheme(mode)
     raise KeyError(
         f"no scheme {name!r}: use verbatim, datamark, encode or one of "
         + ", ".join(s.name for s in PILOT_SCHEMES)
