@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import pytest
 from hypothesis import assume, given
@@ -359,3 +359,55 @@ def test_property_bit_parallel_lcs_is_the_longest_common_subsequence(
         for j, other in enumerate(second, 1):
             diagonal, row[j] = row[j], (diagonal + 1 if char == other else max(row[j], row[j - 1]))
     assert _lcs_length(first, _position_masks(second), len(second)) == row[-1]
+
+
+# --- tool specs are the JSON the spec text says ------------------------------------------
+
+_PROPERTY_SCHEMAS = st.fixed_dictionaries(
+    {"type": st.sampled_from(["string", "integer", "boolean", "array", "object"])},
+    optional={
+        "description": st.text(max_size=20),
+        "enum": st.lists(st.text(max_size=5), min_size=1, max_size=3, unique=True),
+        "default": st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    },
+)
+
+
+@given(
+    extra=st.text(max_size=40),
+    properties=st.dictionaries(
+        st.text(st.characters(categories=["Ll"]), min_size=1, max_size=6),
+        _PROPERTY_SCHEMAS,
+        max_size=3,
+    ),
+    kind=st.sampled_from(["query", "write"]),
+)
+def test_every_spec_is_the_json_of_its_spec_text_in_order(
+    extra: str, properties: dict[str, object], kind: Literal["query", "write"]
+) -> None:
+    import json
+
+    from veridic.tool_specs import spec_json
+
+    registry = Registry("specs")
+    schema: dict[str, object] = {"type": "object", "properties": properties}
+    registry.external(
+        name="lookup",
+        description=f"Look up an order by its number and return its status. {extra}",
+        input_schema=schema,
+        handler=lambda arguments: "",
+        kind=kind,
+        source="mcp:props",
+    )
+    view = registry.view()
+    tools = view.tools()  # the built-in get_tool_schema first, then the external tool
+    assert [tool.name for tool in tools][-1] == "lookup"
+    for format in ("openai", "anthropic", "mcp"):
+        specs = view.tool_specs(format)
+        assert len(specs) == len(tools)
+        for tool, spec in zip(tools, specs, strict=True):
+            expected = json.loads(spec_json(tool, format))
+            assert spec == expected
+            assert json.dumps(spec) == json.dumps(expected)  # the same keys in the same order
+            with pytest.raises(TypeError):
+                cast("dict[str, object]", spec)["name"] = "other"  # read-only, every format

@@ -37,6 +37,7 @@ __all__ = [
     "SpecFormat",
     "frozen_json",
     "frozen_list",
+    "frozen_spec",
     "mcp_annotations",
     "spec_json",
 ]
@@ -106,6 +107,36 @@ def spec_json(tool: Tool, format: SpecFormat) -> str:
         f'{{"name":{name},"description":{description},"inputSchema":{tool.schema_json},'
         f'"annotations":{annotations}}}'
     )
+
+
+def frozen_spec(tool: Tool, format: SpecFormat) -> FrozenDict:
+    """``json.loads(spec_json(tool, format))``, read-only, built without parsing it again.
+
+    The tool's schema is frozen once and shared by its three formats (it is read-only,
+    so sharing is safe): a ``veridic lint`` of 5,000 tools builds 15,000 specs.
+    """
+    schema = tool._memo.get("frozen:schema")
+    if schema is None:
+        schema = tool._memo["frozen:schema"] = frozen_json(tool.schema_json)
+    if format == "openai":
+        function = _frozen_pairs(
+            ("name", tool.name), ("description", tool.description), ("parameters", schema)
+        )
+        return _frozen_pairs(("type", "function"), ("function", function))
+    if format == "anthropic":
+        return _frozen_pairs(
+            ("name", tool.name), ("description", tool.description), ("input_schema", schema)
+        )
+    return _frozen_pairs(
+        ("name", tool.name),
+        ("description", tool.description),
+        ("inputSchema", schema),
+        ("annotations", _frozen_pairs(*mcp_annotations(tool).items())),
+    )
+
+
+def _frozen_pairs(*pairs: tuple[str, object]) -> FrozenDict:
+    return FrozenDict(pairs)
 
 
 def _refuse(*_: object, **__: object) -> NoReturn:

@@ -78,8 +78,8 @@ from veridic.tool_specs import (
     McpToolSpec,
     OpenAIToolSpec,
     SpecFormat,
-    frozen_json,
     frozen_list,
+    frozen_spec,
     spec_json,
 )
 
@@ -941,7 +941,7 @@ def _frozen_spec(tool: Tool, format: SpecFormat) -> object:
     key = f"frozen:{format}"
     made = tool._memo.get(key)
     if made is None:
-        made = tool._memo[key] = frozen_json(_memo(tool, f"specs:{format}", spec_json, format))
+        made = tool._memo[key] = frozen_spec(tool, format)
     return made
 
 
