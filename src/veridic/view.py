@@ -80,7 +80,6 @@ from veridic.tool_specs import (
     SpecFormat,
     frozen_list,
     frozen_spec,
-    spec_json,
 )
 
 __all__ = [
@@ -919,7 +918,7 @@ class _ToolSet:
     def specs(self, tools: tuple[Tool, ...], format: SpecFormat) -> FrozenList:
         made = self._specs.get(format)
         if made is None:
-            made = self._specs[format] = frozen_list(_frozen_spec(tool, format) for tool in tools)
+            made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
         return made
 
     def built(self) -> tuple[FrozenList, ...]:
@@ -937,17 +936,9 @@ class _ToolSet:
         return self._digest
 
 
-def _frozen_spec(tool: Tool, format: SpecFormat) -> object:
-    key = f"frozen:{format}"
-    made = tool._memo.get(key)
-    if made is None:
-        made = tool._memo[key] = frozen_spec(tool, format)
-    return made
-
-
 def _canonical_mcp(tool: Tool) -> str:
     return json.dumps(
-        json.loads(spec_json(tool, "mcp")),
+        frozen_spec(tool, "mcp"),
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
