@@ -8,6 +8,7 @@ and arbitrary filters; reuse them for properties of your own.
 from __future__ import annotations
 
 import difflib
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, cast
@@ -411,3 +412,11 @@ def test_every_spec_is_the_json_of_its_spec_text_in_order(
             assert json.dumps(spec) == json.dumps(expected)  # the same keys in the same order
             with pytest.raises(TypeError):
                 cast("dict[str, object]", spec)["name"] = "other"  # read-only, every format
+    # The digest is what its docstring says: SHA-256 of the MCP list as canonical JSON.
+    canonical = json.dumps(
+        view.tool_specs("mcp"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    assert (
+        view.tools_sha256()
+        == hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    )
