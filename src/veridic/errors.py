@@ -9,17 +9,20 @@ that breaks a floor, an "always allow" that is not allowed).
 
 Each message has three parts: what is wrong, where it came from, and what to
 do instead.
+
+This module is the bottom of the package: it imports nothing of veridic, not
+even for typing. An error that carries a result of the code that raised it
+(a plan, a call that ran) types it with a protocol declared here, which the
+result's class satisfies: ``error.plan.steps`` type-checks as it is, and
+``isinstance(error.plan, NormalizedPlan)`` gives the whole class.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the modules that raise them; errors import nothing at run time
-    from veridic.executor import CallResult
-    from veridic.gateway import ToolOutcome
-    from veridic.plan import NormalizedPlan
+from enum import Enum
+from typing import Protocol
 
 __all__ = [
     "AlwaysAllowRefused",
@@ -27,12 +30,18 @@ __all__ = [
     "ApprovalDeniedError",
     "AuditRecordError",
     "AuditWriteError",
+    "CalledTool",
+    "EarlierOutcome",
     "GuardDeniedError",
     "IncompletePlanError",
     "InvalidArgumentsError",
     "MissingExtraError",
     "PlanError",
+    "PlanResult",
+    "PlannedStep",
     "ProvenanceError",
+    "RanCall",
+    "RemovedStep",
     "RiskFloorError",
     "RiskViolation",
     "TemplateError",
@@ -42,6 +51,7 @@ __all__ = [
     "ToolDeniedError",
     "ToolUnavailableError",
     "UnknownToolError",
+    "UnwrittenRecord",
     "VeridicError",
 ]
 
@@ -184,16 +194,101 @@ class PlanError(VeridicError, ValueError):
     """A plan is malformed: duplicate step ids, a dependency on no step, a cycle."""
 
 
+class PlannedStep(Protocol):
+    """A step of a plan as :class:`IncompletePlanError` shows it (a :class:`veridic.PlanStep`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def arguments(self) -> Mapping[str, object]: ...
+    @property
+    def depends_on(self) -> tuple[str, ...]: ...
+
+
+class RemovedStep(Protocol):
+    """A step normalisation removed: dropped, or invalidated by a dropped dependency."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class PlanResult(Protocol):
+    """What normalising a plan gave (a :class:`veridic.NormalizedPlan`)."""
+
+    @property
+    def steps(self) -> tuple[PlannedStep, ...]: ...
+    @property
+    def removed(self) -> tuple[RemovedStep, ...]: ...
+    @property
+    def notice(self) -> str: ...
+    @property
+    def complete(self) -> bool: ...
+
+
 class IncompletePlanError(VeridicError):
     """Strict plan normalisation removed steps; ``.plan`` holds the full result."""
 
-    def __init__(self, message: str, plan: NormalizedPlan) -> None:
+    def __init__(self, message: str, plan: PlanResult) -> None:
         super().__init__(message)
         self.plan = plan
 
 
 class AuditRecordError(VeridicError, ValueError):
     """An audit record is malformed, so the store refuses it rather than keep a lie."""
+
+
+class UnwrittenRecord(Protocol):
+    """The audit record a sink did not store (a :class:`veridic.AuditRecord`)."""
+
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def outcome(self) -> Enum: ...
+    @property
+    def detail(self) -> str: ...
+
+
+class RanCall(Protocol):
+    """A call that ran, with its record (a :class:`veridic.CallResult`)."""
+
+    @property
+    def record(self) -> UnwrittenRecord: ...
+    @property
+    def value(self) -> object: ...
+    @property
+    def error(self) -> Exception | None: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def outcome(self) -> Enum: ...
+
+
+class CalledTool(Protocol):
+    """A tool call the model asked for (a :class:`veridic.gateway.ToolCall`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> str: ...
+
+
+class EarlierOutcome(Protocol):
+    """A call of the same reply that ran before the failed one (a :class:`veridic.ToolOutcome`)."""
+
+    @property
+    def call(self) -> CalledTool: ...
+    @property
+    def result(self) -> RanCall: ...
 
 
 class AuditWriteError(VeridicError):
@@ -206,10 +301,10 @@ class AuditWriteError(VeridicError):
     the sink's own error.
     """
 
-    def __init__(self, message: str, result: CallResult) -> None:
+    def __init__(self, message: str, result: RanCall) -> None:
         super().__init__(message)
         self.result = result
-        self.earlier: tuple[ToolOutcome, ...] = ()
+        self.earlier: tuple[EarlierOutcome, ...] = ()
         """From :meth:`ModelGateway.run_tools <veridic.ModelGateway.run_tools>`: the outcomes of
         the reply's calls that ran before this one (the calls after it did not run)."""
 
