@@ -90,7 +90,7 @@ from veridic import (
     instruction,
     untrusted,
 )
-from veridic.fence import DataMode, fence, preamble
+from veridic.text.fence import DataMode, fence, preamble
 from veridic.gateway import ModelCallLog
 from veridic.providers import ScriptedProvider
 

@@ -13,7 +13,7 @@ installed and reported as skipped when not: neither is a dependency).
 Every payload is placed in every position, and every result is checked:
 
 - **placed as data, in every data mode** (``datamark``, ``encode``,
-  ``verbatim``; see :mod:`veridic.fence`): a data block (the composer's
+  ``verbatim``; see :mod:`veridic.text.fence`): a data block (the composer's
   mode), a tool result and the tool call's arguments, a block between two
   documents of the other two modes (the mode given per block), a data
   template's values (the template's output is one block). The prompt is
@@ -133,7 +133,7 @@ from veridic import (
     unfence,
     untrusted,
 )
-from veridic.fence import DATA_MODES, MARK, DataMode, fence, preamble
+from veridic.text.fence import DATA_MODES, MARK, DataMode, fence, preamble
 from veridic.testing import BOUNDARY_SHAPES, INJECTION_PAYLOADS
 from veridic.tool import description_pin
 
@@ -164,7 +164,7 @@ SYSTEM_PARTS: Final = (
 QUESTION: Final = "Which team should handle this?"
 OTHER_DOC: Final = "Routers reboot when their firmware is outdated."
 _ESCAPE_SIGN: Final = "\u27e6"
-"""What begins a datamark code such as ``\u27e63C\u27e7`` (see :mod:`veridic.fence`)."""
+"""What begins a datamark code such as ``\u27e63C\u27e7`` (see :mod:`veridic.text.fence`)."""
 TICKET: Final = "Ticket from {customer}:\n{body}\nEnd of ticket."
 """What the data template ``ticket.j2`` outputs (the evaluation's own prediction of it)."""
 

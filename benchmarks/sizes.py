@@ -42,8 +42,8 @@ import _harness as h
 from request import DOCUMENTS  # the same texts as the realistic request
 
 from veridic import Composer, Prompt, instruction, unfence, untrusted
-from veridic.fence import DATA_MODES, DataMode
-from veridic.prompt import Message
+from veridic.text.fence import DATA_MODES, DataMode
+from veridic.text.prompt import Message
 
 HASH_HEADER: Final = b"veridic.prompt/2\0"
 SIZES: Final = (("100 KB", 100_000), ("10 MB", 10_000_000))

@@ -33,7 +33,7 @@ import _harness as h
 import jinja2
 
 from veridic import TrustedInstruction, TrustPolicy, UntrustedText, instruction, untrusted
-from veridic.fence import fence
+from veridic.text.fence import fence
 from veridic.templates import Templates
 
 _GENERATED = TrustPolicy("benchmark-data")

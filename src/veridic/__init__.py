@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 # The brands load eagerly: they are light (no dependency beyond the standard
 # library), and the function ``provenance`` must win over the submodule of the
 # same name, which the import system would otherwise bind here.
-from veridic.provenance import (
+from veridic.text.provenance import (
     Provenance,
     Span,
     TrustedInstruction,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
         CallOutcome,
         SQLiteAuditSink,
     )
-    from veridic.compose import (
+    from veridic.text.compose import (
         Composer,
     )
     from veridic.config import (
@@ -81,10 +81,10 @@ if TYPE_CHECKING:
         aexecute,
         execute,
     )
-    from veridic.fence import (
+    from veridic.text.fence import (
         unfence,
     )
-    from veridic.fields import (
+    from veridic.text.fields import (
         InstructionField,
         instruction_fields,
     )
@@ -103,7 +103,7 @@ if TYPE_CHECKING:
         PlanStep,
         normalize_plan,
     )
-    from veridic.prompt import (
+    from veridic.text.prompt import (
         Prompt,
         ReasoningItem,
     )
@@ -129,7 +129,7 @@ if TYPE_CHECKING:
     from veridic.tool import (
         Tool,
     )
-    from veridic.trust_policy import (
+    from veridic.text.trust_policy import (
         TrustPolicy,
     )
     from veridic.view import (
@@ -158,14 +158,14 @@ _HOMES: dict[str, str] = {
     "CallOutcome": "veridic.audit",
     "CallResult": "veridic.executor",
     "Component": "veridic.registry",
-    "Composer": "veridic.compose",
+    "Composer": "veridic.text.compose",
     "DataTemplate": "veridic.templates",
     "Deny": "veridic.view",
     "DocGap": "veridic.doc_gaps",
     "GapCode": "veridic.doc_gaps",
     "GuardDeniedError": "veridic.errors",
     "IncompletePlanError": "veridic.errors",
-    "InstructionField": "veridic.fields",
+    "InstructionField": "veridic.text.fields",
     "InstructionTemplate": "veridic.templates",
     "InvalidArgumentsError": "veridic.errors",
     "MissingExtraError": "veridic.errors",
@@ -177,9 +177,9 @@ _HOMES: dict[str, str] = {
     "PlanError": "veridic.errors",
     "PlanStep": "veridic.plan",
     "PreparedCall": "veridic.view",
-    "Prompt": "veridic.prompt",
+    "Prompt": "veridic.text.prompt",
     "ProvenanceError": "veridic.errors",
-    "ReasoningItem": "veridic.prompt",
+    "ReasoningItem": "veridic.text.prompt",
     "Registry": "veridic.registry",
     "Reply": "veridic.gateway",
     "Risk": "veridic.risk",
@@ -198,7 +198,7 @@ _HOMES: dict[str, str] = {
     "ToolStatus": "veridic.view",
     "ToolUnavailableError": "veridic.errors",
     "ToolView": "veridic.view",
-    "TrustPolicy": "veridic.trust_policy",
+    "TrustPolicy": "veridic.text.trust_policy",
     "UnknownToolError": "veridic.errors",
     "VeridicError": "veridic.errors",
     "aexecute": "veridic.executor",
@@ -208,9 +208,9 @@ _HOMES: dict[str, str] = {
     "find_doc_gaps": "veridic.doc_gaps",
     "guard_instruction_write": "veridic.guards",
     "guard_irreversible": "veridic.guards",
-    "instruction_fields": "veridic.fields",
+    "instruction_fields": "veridic.text.fields",
     "normalize_plan": "veridic.plan",
-    "unfence": "veridic.fence",
+    "unfence": "veridic.text.fence",
 }
 
 __all__ = [

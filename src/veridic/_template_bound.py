@@ -23,8 +23,8 @@ from veridic._template_params import Check, Params, snapshot, trusted_text
 from veridic._template_runtime import instruction_text
 from veridic.config import settings
 from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError, VeridicError
-from veridic.fence import DataMode, block_parts, check_label, check_mode
-from veridic.provenance import (
+from veridic.text.fence import DataMode, block_parts, check_label, check_mode
+from veridic.text.provenance import (
     Span,
     TrustedInstruction,
     UntrustedText,
@@ -192,7 +192,7 @@ class DataTemplate(Bound[P]):
 
         The template's text and every value in it are the block's content,
         rendered as jinja2 renders them and then shown in ``mode`` (see
-        :mod:`veridic.fence`), under the template's name as label:
+        :mod:`veridic.text.fence`), under the template's name as label:
         :func:`veridic.unfence` on the result gives back ``[(name, output)]``.
         A data template formats data; it never instructs, so nothing in it
         needs a provenance of its own. The result is ``UntrustedText`` whose

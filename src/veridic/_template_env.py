@@ -38,7 +38,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from veridic._template_analysis import dynamic_reference, references, static_names
 from veridic._template_runtime import EMITTED_AS_IS, concat, emit
 from veridic.errors import TemplateError
-from veridic.provenance import TrustedInstruction, mint
+from veridic.text.provenance import TrustedInstruction, mint
 
 __all__ = [
     "Kind",

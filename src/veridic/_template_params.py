@@ -31,7 +31,7 @@ import typing_extensions
 from pydantic import BaseModel
 
 from veridic.errors import ProvenanceError, TemplateParamsError
-from veridic.provenance import TrustedInstruction, is_trusted
+from veridic.text.provenance import TrustedInstruction, is_trusted
 
 __all__ = ["Check", "Params", "instruction_checks", "read_params", "snapshot", "trusted_text"]
 
@@ -157,7 +157,7 @@ class _Refused(Exception):
 def _show(annotation: object) -> str:
     if isinstance(annotation, type) and not typing.get_args(annotation):
         return annotation.__name__
-    return repr(annotation).replace("typing.", "").replace("veridic.provenance.", "")
+    return repr(annotation).replace("typing.", "").replace("veridic.text.provenance.", "")
 
 
 def _check_for(annotation: object) -> Check:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from veridic.provenance import Span, TrustedInstruction, joined, mint
+from veridic.text.provenance import Span, TrustedInstruction, joined, mint
 
 __all__ = ["EMITTED_AS_IS", "TRUSTED", "Rendered", "concat", "emit", "instruction_text"]
 

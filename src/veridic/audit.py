@@ -63,8 +63,8 @@ from typing import Final, Literal, Protocol, Self, get_args, runtime_checkable
 from veridic._sample import clip
 from veridic.approval import ApprovalMode
 from veridic.errors import AuditRecordError
-from veridic.prompt import PromptSpan, Role
-from veridic.provenance import Kind
+from veridic.text.prompt import PromptSpan, Role
+from veridic.text.provenance import Kind
 from veridic.risk import Risk, ToolKind
 
 __all__ = [

@@ -79,7 +79,7 @@ from veridic.errors import (
     VeridicError,
 )
 from veridic.guards import DispatchScope, GuardEvent, LateReporter, dispatching
-from veridic.prompt import Prompt
+from veridic.text.prompt import Prompt
 from veridic.tool import Tool
 from veridic.view import PreparedCall, ToolView
 

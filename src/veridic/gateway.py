@@ -64,11 +64,11 @@ from typing import Protocol, Self, runtime_checkable
 
 from veridic.approval import ApprovalPolicy, Confirm
 from veridic.audit import AuditSink, ModelCallRecord
-from veridic.compose import Composer
+from veridic.text.compose import Composer
 from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
 from veridic.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
-from veridic.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
-from veridic.provenance import UntrustedText, is_trusted, report, untrusted
+from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
+from veridic.text.provenance import UntrustedText, is_trusted, report, untrusted
 from veridic.providers._base import Adapter, Assembler, Completion
 from veridic.view import ToolView
 

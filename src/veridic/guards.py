@@ -70,8 +70,8 @@ from typing import TYPE_CHECKING, Final, Literal, TypeGuard
 from pydantic import BaseModel
 
 from veridic.errors import GuardDeniedError, VeridicError
-from veridic.fields import instruction_fields
-from veridic.provenance import _caller
+from veridic.text.fields import instruction_fields
+from veridic.text.provenance import _caller
 from veridic.risk import ApprovalMode, Risk
 
 __all__ = [

@@ -48,7 +48,7 @@ from veridic._sample import clip
 from veridic._similarity import similar_pairs
 from veridic.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
-from veridic.provenance import _display_path
+from veridic.text.provenance import _display_path
 from veridic.registry import Registry
 from veridic.risk import Risk
 from veridic.tool import SCHEMA_TOOL, Tool, floor_violations

@@ -57,7 +57,7 @@ from pydantic import BaseModel
 
 from veridic._descriptions import one_line
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
-from veridic.provenance import TrustedText, is_untrusted, refuse_untrusted
+from veridic.text.provenance import TrustedText, is_untrusted, refuse_untrusted
 from veridic.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tool import (
     FunctionText,

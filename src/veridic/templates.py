@@ -26,7 +26,7 @@ a value not trusted      ``ProvenanceError`` naming  in the block, with everythi
 
 A data template's whole output, its own text and every value, is one data
 block labelled with the template's name, shown in a data mode (``datamark``
-unless ``render(params, mode=...)`` says otherwise; see :mod:`veridic.fence`):
+unless ``render(params, mode=...)`` says otherwise; see :mod:`veridic.text.fence`):
 it formats data, it never instructs, so ``veridic.unfence`` gives the output
 back as one piece, and a ticket header of four fields is one block, not four.
 
@@ -118,7 +118,7 @@ from veridic.errors import (
     TemplateParamsError,
     TemplateSandboxError,
 )
-from veridic.provenance import (
+from veridic.text.provenance import (
     TrustedInstruction,
     describe,
     is_trusted,

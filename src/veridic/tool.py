@@ -38,8 +38,8 @@ from veridic._descriptions import GapCode, description_problem
 from veridic._docstrings import parse_docstring
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
-from veridic.fields import instruction_fields
-from veridic.provenance import _display_path, refuse_untrusted
+from veridic.text.fields import instruction_fields
+from veridic.text.provenance import _display_path, refuse_untrusted
 from veridic.risk import (
     INSTRUCTION_ARGUMENTS,
     INSTRUCTION_WRITES,

@@ -69,7 +69,7 @@ from veridic.errors import (
     VeridicError,
 )
 from veridic.guards import _finished, current_dispatch, dispatching
-from veridic.provenance import TrustedInstruction, TrustedText, mint, refuse_untrusted
+from veridic.text.provenance import TrustedInstruction, TrustedText, mint, refuse_untrusted
 from veridic.risk import ApprovalMode, Risk
 from veridic.tool import SCHEMA_TOOL, JsonObject, Tool, ToolOptions, function_tool, with_handler
 from veridic.tool_specs import (

@@ -14,17 +14,17 @@ from typing import Final
 PACKAGE: Final = "veridic"
 """Modules named this or ``veridic.*`` are the minting authority."""
 
-TRUSTED: Final = "veridic.provenance.TrustedInstruction"
-UNTRUSTED: Final = "veridic.provenance.UntrustedText"
+TRUSTED: Final = "veridic.text.provenance.TrustedInstruction"
+UNTRUSTED: Final = "veridic.text.provenance.UntrustedText"
 BRANDS: Final = frozenset({TRUSTED, UNTRUSTED})
-TRUSTED_TEXT: Final = "veridic.provenance.TrustedText"
+TRUSTED_TEXT: Final = "veridic.text.provenance.TrustedText"
 """``LiteralString | TrustedInstruction``: the trusted positions that take short text."""
-INSTRUCTION_FIELD: Final = "veridic.fields.InstructionField"
+INSTRUCTION_FIELD: Final = "veridic.text.fields.InstructionField"
 """``Annotated[TrustedInstruction, ...]``: mypy drops ``Annotated`` and expands the alias,
 so the plugin keeps a reference to it (``_fields``) to tell such a field from a bare one."""
 
-INSTRUCTION: Final = "veridic.provenance.instruction"
-TRUST_POLICY: Final = "veridic.trust_policy.TrustPolicy"
+INSTRUCTION: Final = "veridic.text.provenance.instruction"
+TRUST_POLICY: Final = "veridic.text.trust_policy.TrustPolicy"
 
 STR: Final = "builtins.str"
 TRUSTED_ADD: Final = TRUSTED + ".__add__"
@@ -33,14 +33,22 @@ ITERABLE: Final = "typing.Iterable"
 MAPPING: Final = "typing.Mapping"
 GETATTR: Final = "builtins.getattr"
 
-MINTING_MODULES: Final = frozenset({"veridic.provenance", "veridic.fields"})
+_MINTING_HOMES: Final = {
+    "veridic.text.provenance": "veridic.text.provenance",
+    "veridic.text.fields": "veridic.text.fields",
+    "veridic.provenance": "veridic.text.provenance",
+    "veridic.fields": "veridic.text.fields",
+}
+"""Each module path that holds veridic's minting machinery, and its home (the old flat
+paths are aliases of the modules in ``veridic.text``: importing from either is the same)."""
+MINTING_MODULES: Final = frozenset(_MINTING_HOMES)
 """Modules whose ``_``-prefixed names are veridic's private minting machinery."""
 MINTING_HELPERS: Final = frozenset(
     {
-        "veridic.provenance.mint",
-        "veridic.provenance.mint_spans",
-        "veridic.provenance.joined",
-        "veridic.provenance.fenced_block",
+        "veridic.text.provenance.mint",
+        "veridic.text.provenance.mint_spans",
+        "veridic.text.provenance.joined",
+        "veridic.text.provenance.fenced_block",
     }
 )
 """Public-looking names of those modules that brand text without a check: veridic's own
@@ -62,11 +70,12 @@ def in_package(module: str) -> bool:
 
 def is_private_minting(fullname: str) -> bool:
     """Whether ``fullname`` is one of veridic's private minting names (or inside one)."""
-    if not fullname.startswith("veridic."):
+    module, _, rest = fullname.rpartition(".")
+    while module and module not in _MINTING_HOMES:  # a name inside one: _Trusted.__new__
+        module, _, head = module.rpartition(".")
+        rest = f"{head}.{rest}"
+    if not module:
         return False
-    if fullname in MINTING_HELPERS:
+    if f"{_MINTING_HOMES[module]}.{rest}" in MINTING_HELPERS:
         return True
-    module, _, rest = fullname.partition(".provenance.")
-    if not rest:
-        module, _, rest = fullname.partition(".fields.")
-    return module == PACKAGE and rest.startswith("_") and not rest.startswith("__")
+    return rest.startswith("_") and not rest.startswith("__")

@@ -74,7 +74,7 @@ def suspects(file: MypyFile) -> bool:
                 _names.is_private_minting(f"{node.id}.{name}") for name, _ in node.names
             ):
                 return True
-            if node.id == _names.PACKAGE and any(
+            if _names.in_package(node.id) and any(
                 f"{node.id}.{name}" in _names.MINTING_MODULES for name, _ in node.names
             ):
                 return True

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Final, Literal, Protocol
 
 from veridic.errors import MissingExtraError, VeridicError
-from veridic.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
+from veridic.text.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
 from veridic.tool import JsonObject
 
 __all__ = [

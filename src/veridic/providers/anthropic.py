@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Protocol
 
 from veridic.errors import VeridicError
-from veridic.prompt import Prompt, ReasoningItem, ToolCall
+from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.providers._base import (
     Adapter,
     Completion,

@@ -23,7 +23,7 @@ that turn's message and ``function_call`` items. Set
 reasoning itself (``encrypted_content``) come back, as a stateless request
 needs. Chat completions have no reasoning items; a prompt holding any is
 refused by :class:`OpenAIChat`, as one holding Anthropic items is by
-:class:`OpenAIResponses` (:func:`veridic.prompt.check_reasoning`).
+:class:`OpenAIResponses` (:func:`veridic.text.prompt.check_reasoning`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Final, Protocol
 
 from veridic.errors import VeridicError
-from veridic.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
+from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
 from veridic.providers._base import (
     Adapter,
     Completion,
@@ -307,7 +307,7 @@ def responses_request(prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> 
 
     Raises:
         VeridicError: the prompt holds Anthropic reasoning items, which the
-            Responses API cannot take (:func:`veridic.prompt.check_reasoning`).
+            Responses API cannot take (:func:`veridic.text.prompt.check_reasoning`).
     """
     check_reasoning(prompt, "openai", "the OpenAI Responses API (OpenAIResponses)")
     items: list[JsonObject] = []

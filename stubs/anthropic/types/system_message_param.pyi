@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 from typing_extensions import Literal, Required, TypedDict
 from anthropic.types.text_citation_param import TextCitationParam
 from anthropic.types.cache_control_ephemeral_param import CacheControlEphemeralParam
-from veridic.provenance import TrustedInstruction as TrustedInstruction
+from veridic.text.provenance import TrustedInstruction as TrustedInstruction
 from typing import Union, Iterable
 from typing_extensions import Literal, Required, TypedDict
 from anthropic.types.text_block_param import TextBlockParam

@@ -3,7 +3,7 @@
 # instructions to TrustedInstruction (docs/providers.md).
 from __future__ import annotations
 from anthropic.types.system_message_param import TrustedTextBlockParam as TrustedTextBlockParam
-from veridic.provenance import TrustedInstruction as TrustedInstruction
+from veridic.text.provenance import TrustedInstruction as TrustedInstruction
 import warnings
 from typing import Type, Union, Mapping, Iterable, Optional, cast
 from functools import partial

@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 from typing_extensions import Literal, Required, TypedDict
 from anthropic.types.beta.beta_text_citation_param import BetaTextCitationParam
 from anthropic.types.beta.beta_cache_control_ephemeral_param import BetaCacheControlEphemeralParam
-from veridic.provenance import TrustedInstruction as TrustedInstruction
+from veridic.text.provenance import TrustedInstruction as TrustedInstruction
 from typing import Union, Iterable, Optional
 from typing_extensions import Literal, Required, TypeAlias, TypedDict
 from anthropic.types.beta.beta_text_block_param import BetaTextBlockParam

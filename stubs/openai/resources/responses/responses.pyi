@@ -2,7 +2,7 @@
 # veridic narrows the parameters and message types that give the model
 # instructions to TrustedInstruction (docs/providers.md).
 from __future__ import annotations
-from veridic.provenance import TrustedInstruction as TrustedInstruction
+from veridic.text.provenance import TrustedInstruction as TrustedInstruction
 import json
 import logging
 from types import TracebackType

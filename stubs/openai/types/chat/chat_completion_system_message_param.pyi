@@ -3,7 +3,7 @@
 # instructions to TrustedInstruction (docs/providers.md).
 from __future__ import annotations
 from typing_extensions import Literal, Required, TypedDict
-from veridic.provenance import TrustedInstruction as TrustedInstruction
+from veridic.text.provenance import TrustedInstruction as TrustedInstruction
 from typing import Union, Iterable
 from typing_extensions import Literal, Required, TypedDict
 from openai.types.chat.chat_completion_content_part_text_param import ChatCompletionContentPartTextParam

@@ -3,7 +3,7 @@
 # instructions to TrustedInstruction (docs/providers.md).
 from __future__ import annotations
 from anthropic.types.beta.beta_system_message_param import TrustedBetaTextBlockParam as TrustedBetaTextBlockParam
-from veridic.provenance import TrustedInstruction as TrustedInstruction
+from veridic.text.provenance import TrustedInstruction as TrustedInstruction
 import warnings
 from typing import TYPE_CHECKING, List, Type, Union, Iterable, Optional, cast
 from functools import partial

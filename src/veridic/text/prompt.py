@@ -25,8 +25,8 @@ from typing import Final, Literal, cast
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
-from veridic.provenance import Kind, Span, concat_spans
-from veridic.wire import (
+from veridic.text.provenance import Kind, Span, concat_spans
+from veridic.text.wire import (
     AnthropicBlock,
     AnthropicMessage,
     AnthropicReasoningBlock,

@@ -19,8 +19,8 @@ method                      accepts                          becomes
 
 Data blocks are rendered in the composer's data mode (``datamark`` unless
 ``Composer(data_mode=...)`` says otherwise; ``data()`` and ``tool_result()``
-take ``mode=`` per block), see :mod:`veridic.fence`. When the prompt holds
-blocks, :meth:`build` appends :func:`veridic.fence.preamble` for their modes
+take ``mode=`` per block), see :mod:`veridic.text.fence`. When the prompt holds
+blocks, :meth:`build` appends :func:`veridic.text.fence.preamble` for their modes
 to the system message (creating one if there is none), unless the caller
 placed it among the system parts.
 
@@ -59,7 +59,7 @@ from typing import Final, Literal, Self
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
-from veridic.fence import (
+from veridic.text.fence import (
     DATA_MODES,
     PREAMBLE_HEAD,
     PREAMBLE_ORIGIN,
@@ -70,8 +70,8 @@ from veridic.fence import (
     neutralise,
     preamble,
 )
-from veridic.prompt import Message, Prompt, ReasoningItem, ToolCall
-from veridic.provenance import (
+from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall
+from veridic.text.provenance import (
     TrustedInstruction,
     UntrustedText,
     block_mode,

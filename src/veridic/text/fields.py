@@ -46,7 +46,7 @@ from pydantic import (
 
 from veridic._sample import clip
 from veridic.errors import ProvenanceError
-from veridic.provenance import TrustedInstruction, is_untrusted, mint, source_of
+from veridic.text.provenance import TrustedInstruction, is_untrusted, mint, source_of
 
 __all__ = ["InstructionField", "instruction_fields"]
 

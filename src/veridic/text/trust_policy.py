@@ -29,7 +29,7 @@ from typing import Final, LiteralString
 from veridic._sample import clip
 from veridic.config import settings
 from veridic.errors import ProvenanceError
-from veridic.provenance import TrustedInstruction, _caller, mint
+from veridic.text.provenance import TrustedInstruction, _caller, mint
 
 __all__ = ["TrustPolicy", "VouchRecord"]
 

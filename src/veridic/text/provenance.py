@@ -259,12 +259,12 @@ def joined(parts: Sequence[str], sep: str, head: tuple[Span, ...] = ()) -> Trust
 
 _MINTERS: Final = frozenset(
     {
-        "veridic.provenance",
-        "veridic.compose",
-        "veridic.fence",
-        "veridic.fields",
+        "veridic.text.provenance",
+        "veridic.text.compose",
+        "veridic.text.fence",
+        "veridic.text.fields",
         "veridic.testing",
-        "veridic.trust_policy",
+        "veridic.text.trust_policy",
         "veridic.view",
         "veridic._template_bound",
         "veridic._template_env",

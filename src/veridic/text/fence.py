@@ -86,7 +86,7 @@ from typing import Final, Literal, get_args
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
-from veridic.provenance import TrustedInstruction, mint
+from veridic.text.provenance import TrustedInstruction, mint
 
 __all__ = ["DATA_MODES", "MARK", "DataMode", "check_mode", "fence", "preamble", "unfence"]
 
