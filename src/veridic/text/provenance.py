@@ -266,9 +266,9 @@ _MINTERS: Final = frozenset(
         "veridic.testing",
         "veridic.text.trust_policy",
         "veridic.view",
-        "veridic._template_bound",
-        "veridic._template_env",
-        "veridic._template_runtime",
+        "veridic.templates._bound",
+        "veridic.templates._env",
+        "veridic.templates._runtime",
     }
 )
 """The modules that mint: each is a row of the trust table above (``testing`` mints

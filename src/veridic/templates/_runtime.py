@@ -2,7 +2,7 @@
 
 jinja2 turns every expression output into a plain ``str`` (``str(value)``,
 concatenation, filters), so a value's provenance cannot ride on text that a
-filter produced. The rewritten instruction templates (see ``_template_env``)
+filter produced. The rewritten instruction templates (see ``_env``)
 therefore hand every expression output, unconverted, to a function of this
 module, and what the render yields is chunks that still know where they came
 from. Every value was checked trusted before the render, so everything the
@@ -21,7 +21,7 @@ render yields is minted:
 Every ``str`` operation (a filter, ``~``, a method call) returns a plain
 ``str``. So an output is taken for "the value itself" only when the value went
 through unchanged; anything computed is read as computed. A data template
-needs none of this: its whole output is one data block (``_template_bound``).
+needs none of this: its whole output is one data block (``_bound``).
 """
 
 from __future__ import annotations

@@ -107,10 +107,10 @@ from jinja2.exceptions import TemplateSyntaxError
 from pydantic import BaseModel
 
 from veridic._sample import clip
-from veridic._template_analysis import Analysis, analyse
-from veridic._template_bound import Bound, DataTemplate, InstructionTemplate, P
-from veridic._template_env import Kind, ProvenanceEnvironment, SandboxedProvenanceEnvironment
-from veridic._template_params import Params, instruction_checks, read_params
+from veridic.templates._analysis import Analysis, analyse
+from veridic.templates._bound import Bound, DataTemplate, InstructionTemplate, P
+from veridic.templates._env import Kind, ProvenanceEnvironment, SandboxedProvenanceEnvironment
+from veridic.templates._params import Params, instruction_checks, read_params
 from veridic.config import settings
 from veridic.errors import (
     ProvenanceError,

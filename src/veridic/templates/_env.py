@@ -11,7 +11,7 @@ as both is compiled once per kind). Forbidden constructs (``|safe``,
 ``{% autoescape %}``, a template named by an expression) are refused for
 every template the environment compiles. An instruction template's tree is
 also rewritten before jinja2 generates code (the documented ``_generate``
-hook), see ``_template_runtime`` for why:
+hook), see ``_runtime`` for why:
 
 - each group of literal text becomes a reference to the trusted value minted
   for it at compile time, and each expression output ``{{ x }}`` becomes
@@ -35,8 +35,8 @@ from jinja2.nodes import EvalContext
 from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
-from veridic._template_analysis import dynamic_reference, references, static_names
-from veridic._template_runtime import EMITTED_AS_IS, concat, emit
+from veridic.templates._analysis import dynamic_reference, references, static_names
+from veridic.templates._runtime import EMITTED_AS_IS, concat, emit
 from veridic.errors import TemplateError
 from veridic.text.provenance import TrustedInstruction, mint
 
