@@ -51,7 +51,7 @@ import _harness as h
 import pydantic
 
 from veridic import Registry
-from veridic._similarity import _join, naive_similar_pairs
+from veridic.tools._similarity import _join, naive_similar_pairs
 
 THRESHOLD: Final = 0.7
 TOOLS: Final = 5_000

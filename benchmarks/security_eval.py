@@ -135,7 +135,7 @@ from veridic import (
 )
 from veridic.text.fence import DATA_MODES, MARK, DataMode, fence, preamble
 from veridic.testing import BOUNDARY_SHAPES, INJECTION_PAYLOADS
-from veridic.tool import description_pin
+from veridic.tools.tool import description_pin
 
 __all__ = [
     "Checker",

@@ -35,7 +35,7 @@ import _harness as h
 from _synthetic import registry_of
 
 from veridic import Deny, Registry
-from veridic._similarity import NameIndex
+from veridic.tools._similarity import NameIndex
 
 SIZES: Final = (10, 50, 1_000)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from examples.prompt_store.store import PromptStore, StoredPrompt
 from veridic import InstructionField, Registry
-from veridic.risk import RiskLike
+from veridic.tools.risk import RiskLike
 
 __all__ = ["build_registry", "registry", "store"]
 

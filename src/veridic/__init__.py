@@ -94,11 +94,11 @@ if TYPE_CHECKING:
         Reply,
         ToolOutcome,
     )
-    from veridic.guards import (
+    from veridic.tools.guards import (
         guard_instruction_write,
         guard_irreversible,
     )
-    from veridic.plan import (
+    from veridic.tools.plan import (
         NormalizedPlan,
         PlanStep,
         normalize_plan,
@@ -113,12 +113,12 @@ if TYPE_CHECKING:
         OpenAIResponses,
         ScriptedProvider,
     )
-    from veridic.registry import (
+    from veridic.tools.registry import (
         BootError,
         Component,
         Registry,
     )
-    from veridic.risk import (
+    from veridic.tools.risk import (
         Risk,
     )
     from veridic.templates import (
@@ -126,13 +126,13 @@ if TYPE_CHECKING:
         InstructionTemplate,
         Templates,
     )
-    from veridic.tool import (
+    from veridic.tools.tool import (
         Tool,
     )
     from veridic.text.trust_policy import (
         TrustPolicy,
     )
-    from veridic.view import (
+    from veridic.tools.view import (
         Deny,
         PreparedCall,
         ToolStatus,
@@ -154,13 +154,13 @@ _HOMES: dict[str, str] = {
     "AuditRecordError": "veridic.errors",
     "AuditWriteError": "veridic.errors",
     "AuditSink": "veridic.audit",
-    "BootError": "veridic.registry",
+    "BootError": "veridic.tools.registry",
     "CallOutcome": "veridic.audit",
     "CallResult": "veridic.executor",
-    "Component": "veridic.registry",
+    "Component": "veridic.tools.registry",
     "Composer": "veridic.text.compose",
     "DataTemplate": "veridic.templates",
-    "Deny": "veridic.view",
+    "Deny": "veridic.tools.view",
     "DocGap": "veridic.doc_gaps",
     "GapCode": "veridic.doc_gaps",
     "GuardDeniedError": "veridic.errors",
@@ -171,18 +171,18 @@ _HOMES: dict[str, str] = {
     "MissingExtraError": "veridic.errors",
     "ModelCallRecord": "veridic.gateway",
     "ModelGateway": "veridic.gateway",
-    "NormalizedPlan": "veridic.plan",
+    "NormalizedPlan": "veridic.tools.plan",
     "OpenAIChat": "veridic.providers",
     "OpenAIResponses": "veridic.providers",
     "PlanError": "veridic.errors",
-    "PlanStep": "veridic.plan",
-    "PreparedCall": "veridic.view",
+    "PlanStep": "veridic.tools.plan",
+    "PreparedCall": "veridic.tools.view",
     "Prompt": "veridic.text.prompt",
     "ProvenanceError": "veridic.errors",
     "ReasoningItem": "veridic.text.prompt",
-    "Registry": "veridic.registry",
+    "Registry": "veridic.tools.registry",
     "Reply": "veridic.gateway",
-    "Risk": "veridic.risk",
+    "Risk": "veridic.tools.risk",
     "RiskFloorError": "veridic.errors",
     "RiskViolation": "veridic.errors",
     "TemplateError": "veridic.errors",
@@ -191,13 +191,13 @@ _HOMES: dict[str, str] = {
     "SQLiteAuditSink": "veridic.audit",
     "ScriptedProvider": "veridic.providers",
     "Templates": "veridic.templates",
-    "Tool": "veridic.tool",
+    "Tool": "veridic.tools.tool",
     "ToolCouplingError": "veridic.errors",
     "ToolDeniedError": "veridic.errors",
     "ToolOutcome": "veridic.gateway",
-    "ToolStatus": "veridic.view",
+    "ToolStatus": "veridic.tools.view",
     "ToolUnavailableError": "veridic.errors",
-    "ToolView": "veridic.view",
+    "ToolView": "veridic.tools.view",
     "TrustPolicy": "veridic.text.trust_policy",
     "UnknownToolError": "veridic.errors",
     "VeridicError": "veridic.errors",
@@ -206,10 +206,10 @@ _HOMES: dict[str, str] = {
     "configured": "veridic.config",
     "execute": "veridic.executor",
     "find_doc_gaps": "veridic.doc_gaps",
-    "guard_instruction_write": "veridic.guards",
-    "guard_irreversible": "veridic.guards",
+    "guard_instruction_write": "veridic.tools.guards",
+    "guard_irreversible": "veridic.tools.guards",
     "instruction_fields": "veridic.text.fields",
-    "normalize_plan": "veridic.plan",
+    "normalize_plan": "veridic.tools.plan",
     "unfence": "veridic.text.fence",
 }
 

@@ -48,9 +48,9 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from veridic.errors import AlwaysAllowRefusedError, VeridicError
-from veridic.risk import ApprovalMode, Risk, ToolKind
-from veridic.tool import Tool
-from veridic.view import ToolView
+from veridic.tools.risk import ApprovalMode, Risk, ToolKind
+from veridic.tools.tool import Tool
+from veridic.tools.view import ToolView
 
 __all__ = ["ApprovalMode", "ApprovalPolicy", "ApprovalRequest", "Confirm", "Rule"]
 

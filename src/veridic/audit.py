@@ -65,7 +65,7 @@ from veridic.approval import ApprovalMode
 from veridic.errors import AuditRecordError
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
-from veridic.risk import Risk, ToolKind
+from veridic.tools.risk import Risk, ToolKind
 
 __all__ = [
     "AuditRecord",

@@ -78,8 +78,8 @@ from veridic.manifest import (
     diff_manifest,
     render_manifest,
 )
-from veridic.registry import Registry
-from veridic.view import ToolView
+from veridic.tools.registry import Registry
+from veridic.tools.view import ToolView
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_USAGE", "main"]
 

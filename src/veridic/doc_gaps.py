@@ -33,12 +33,12 @@ import textwrap
 from dataclasses import dataclass
 from typing import Final
 
-from veridic._descriptions import GapCode, backticked_names, description_problem
+from veridic.tools._descriptions import GapCode, backticked_names, description_problem
 from veridic._sample import clip
 from veridic.errors import VeridicError
-from veridic.registry import Registry
-from veridic.tool import SCHEMA_TOOL, Tool
-from veridic.view import ToolView
+from veridic.tools.registry import Registry
+from veridic.tools.tool import SCHEMA_TOOL, Tool
+from veridic.tools.view import ToolView
 
 __all__ = ["DocGap", "GapCode", "find_doc_gaps"]
 

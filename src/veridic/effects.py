@@ -3,8 +3,8 @@
 A declared risk ships in the same change as the behaviour it describes, so
 the case worth catching is behaviour moving while the declaration stands
 still: a hard delete named ``purge`` declared mid. The guards in store code
-(:func:`~veridic.guards.guard_irreversible`,
-:func:`~veridic.guards.guard_instruction_write`) are the observation points:
+(:func:`~veridic.tools.guards.guard_irreversible`,
+:func:`~veridic.tools.guards.guard_instruction_write`) are the observation points:
 run the tool under :func:`observe`, and the guards record what fired instead of
 refusing it, so the whole handler runs and every effect is seen. Then
 :func:`check_declared_risk` fails when an observed effect needs a higher risk
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 
 from veridic.approval import ApprovalMode
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
-from veridic.guards import Dispatch, DispatchScope, GuardEvent, _entered
-from veridic.risk import Risk
-from veridic.view import ToolView
+from veridic.tools.guards import Dispatch, DispatchScope, GuardEvent, _entered
+from veridic.tools.risk import Risk
+from veridic.tools.view import ToolView
 
 __all__ = [
     "Observation",
@@ -121,7 +121,7 @@ def run_observed(
         UnknownToolError, ToolUnavailableError, ToolDeniedError,
         InvalidArgumentsError: as :meth:`ToolView.validate`.
         VeridicError: the tool is ``async``, or its handler returned a lazy
-            value (see :meth:`veridic.view.PreparedCall.invoke`); a refused
+            value (see :meth:`veridic.tools.view.PreparedCall.invoke`); a refused
             generator or coroutine is closed inside the observation.
     """
     prepared = view.validate(name, arguments)

@@ -8,11 +8,11 @@ model's tool call to its effect (see "The road data takes" in DESIGN.md):
    runs;
 2. the :class:`~veridic.ApprovalPolicy` decides the approval mode, asking the
    user through ``confirm`` when its rules say so; a denied call does not run;
-3. the handler runs inside :func:`~veridic.guards.dispatching`, so the guards
+3. the handler runs inside :func:`~veridic.tools.guards.dispatching`, so the guards
    in store code judge this call, the one the agent dispatched directly; its
    result must be finished when it returns (a generator, an iterator or an
    awaitable left for later is refused: see :meth:`PreparedCall.invoke
-   <veridic.view.PreparedCall.invoke>`), and its authority ends with it;
+   <veridic.tools.view.PreparedCall.invoke>`), and its authority ends with it;
 4. an :class:`~veridic.AuditRecord` is written whatever happened: refused,
    denied, blocked by a guard, failed, or done. A guard that fires later, in
    a task or thread the call started, is refused and gets a follow-up record
@@ -78,10 +78,10 @@ from veridic.errors import (
     UnknownToolError,
     VeridicError,
 )
-from veridic.guards import DispatchScope, GuardEvent, LateReporter, dispatching
+from veridic.tools.guards import DispatchScope, GuardEvent, LateReporter, dispatching
 from veridic.text.prompt import Prompt
-from veridic.tool import Tool
-from veridic.view import PreparedCall, ToolView
+from veridic.tools.tool import Tool
+from veridic.tools.view import PreparedCall, ToolView
 
 __all__ = ["AsyncConfirm", "CallResult", "aexecute", "execute", "tools_sha256"]
 

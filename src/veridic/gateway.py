@@ -70,7 +70,7 @@ from veridic.executor import AsyncConfirm, CallResult, aexecute, execute, tools_
 from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.text.provenance import UntrustedText, is_trusted, report, untrusted
 from veridic.providers._base import Adapter, Assembler, Completion
-from veridic.view import ToolView
+from veridic.tools.view import ToolView
 
 __all__ = [
     "AsyncReplyStream",

@@ -9,7 +9,7 @@ defined:
 - **near-duplicate descriptions**: two tools the model must choose between,
   described in nearly the same words. Each pair gets a similarity score (the
   Jaccard similarity of word and word-pair sets, see
-  :func:`veridic._similarity.similar_pairs`); pairs at or above the threshold
+  :func:`veridic.tools._similarity.similar_pairs`); pairs at or above the threshold
   fail unless they are acknowledged as intended siblings;
 - **risk floors**: an irreversible tool or a write of instruction fields
   declared below high risk (the registry refuses to boot);
@@ -43,16 +43,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from veridic._descriptions import description_problem
+from veridic.tools._descriptions import description_problem
 from veridic._sample import clip
-from veridic._similarity import similar_pairs
+from veridic.tools._similarity import similar_pairs
 from veridic.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
 from veridic.text.provenance import _display_path
-from veridic.registry import Registry
-from veridic.risk import Risk
-from veridic.tool import SCHEMA_TOOL, Tool, floor_violations
-from veridic.view import ComponentState, ToolView
+from veridic.tools.registry import Registry
+from veridic.tools.risk import Risk
+from veridic.tools.tool import SCHEMA_TOOL, Tool, floor_violations
+from veridic.tools.view import ComponentState, ToolView
 
 __all__ = [
     "DEFAULT_THRESHOLD",

@@ -55,10 +55,10 @@ from typing import Final, Literal
 
 from veridic.errors import VeridicError
 from veridic.lint import tools_of
-from veridic.registry import Registry
-from veridic.risk import Risk
-from veridic.tool import Tool
-from veridic.view import ToolView
+from veridic.tools.registry import Registry
+from veridic.tools.risk import Risk
+from veridic.tools.tool import Tool
+from veridic.tools.view import ToolView
 
 __all__ = [
     "FORMAT",

@@ -25,7 +25,7 @@ from typing import Final, Literal, Protocol
 
 from veridic.errors import MissingExtraError, VeridicError
 from veridic.text.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
-from veridic.tool import JsonObject
+from veridic.tools.tool import JsonObject
 
 __all__ = [
     "Adapter",

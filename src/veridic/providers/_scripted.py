@@ -15,7 +15,7 @@ from veridic.errors import VeridicError
 from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.providers._base import Adapter, Completion, SpecFormat, attr
 from veridic.providers.openai import responses_request
-from veridic.tool import JsonObject
+from veridic.tools.tool import JsonObject
 
 __all__ = ["ScriptedProvider"]
 

@@ -35,7 +35,7 @@ from veridic.providers._base import (
     require_sdk,
     text_of,
 )
-from veridic.tool import JsonObject
+from veridic.tools.tool import JsonObject
 
 __all__ = ["AnthropicClient", "AnthropicMessages"]
 

@@ -44,7 +44,7 @@ from veridic.providers._base import (
     require_sdk,
     text_of,
 )
-from veridic.tool import JsonObject
+from veridic.tools.tool import JsonObject
 
 __all__ = [
     "OpenAIChat",

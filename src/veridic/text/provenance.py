@@ -265,7 +265,7 @@ _MINTERS: Final = frozenset(
         "veridic.text.fields",
         "veridic.testing",
         "veridic.text.trust_policy",
-        "veridic.view",
+        "veridic.tools.view",
         "veridic.templates._bound",
         "veridic.templates._env",
         "veridic.templates._runtime",

@@ -42,7 +42,7 @@ A handler's result must be finished too: a generator, an iterator, a
 coroutine or another awaitable would run its code (and its guarded
 operations) after the dispatch ended, unaudited. :meth:`veridic.ToolView.dispatch`
 and :func:`veridic.execute` refuse such a result inside the dispatch (see
-:meth:`veridic.view.PreparedCall.invoke` for exactly what counts as lazy).
+:meth:`veridic.tools.view.PreparedCall.invoke` for exactly what counts as lazy).
 
 >>> from veridic.risk import ApprovalMode, Risk
 >>> guard_irreversible("hard delete golden fixture")  # outside any dispatch: no effect
@@ -72,7 +72,7 @@ from pydantic import BaseModel
 from veridic.errors import GuardDeniedError, VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.text.provenance import _caller
-from veridic.risk import ApprovalMode, Risk
+from veridic.tools.risk import ApprovalMode, Risk
 
 __all__ = [
     "Dispatch",
@@ -438,7 +438,7 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
 
     Called inside the dispatch, so whatever closing runs (a generator's
     ``finally``) is still judged and recorded as part of the call. What counts
-    as lazy is documented on :meth:`veridic.view.PreparedCall.invoke`.
+    as lazy is documented on :meth:`veridic.tools.view.PreparedCall.invoke`.
 
     Raises:
         VeridicError: ``value`` is lazy.

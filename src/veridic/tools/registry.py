@@ -55,11 +55,11 @@ from typing import Final, TypeVar
 
 from pydantic import BaseModel
 
-from veridic._descriptions import one_line
+from veridic.tools._descriptions import one_line
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, is_untrusted, refuse_untrusted
-from veridic.risk import FloorViolation, RiskLike, ToolKind
-from veridic.tool import (
+from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
+from veridic.tools.tool import (
     FunctionText,
     Tool,
     ToolOptions,
@@ -68,7 +68,7 @@ from veridic.tool import (
     floor_violations,
     function_tool,
 )
-from veridic.view import ComponentState, Deny, Predicate, ToolView, build_view
+from veridic.tools.view import ComponentState, Deny, Predicate, ToolView, build_view
 
 __all__ = ["BootError", "Component", "Registry"]
 
@@ -361,7 +361,7 @@ class Registry:
         ``handler`` is called with them as one ``dict``. Its description came
         from outside, so it is untrusted: unless ``pin`` (``"sha256:"`` + the
         hex digest of the description's UTF-8 bytes, see
-        :func:`veridic.tool.description_pin`) vouches for it in code, the
+        :func:`veridic.tools.tool.description_pin`) vouches for it in code, the
         capability section lists the tool without repeating its description.
         When the description no longer matches its pin, the tool is
         unavailable: "description changed since it was pinned".

@@ -23,8 +23,8 @@ import json
 from collections.abc import Iterable
 from typing import Literal, NoReturn, TypedDict, cast
 
-from veridic.risk import Risk
-from veridic.tool import JsonObject, Tool
+from veridic.tools.risk import Risk
+from veridic.tools.tool import JsonObject, Tool
 
 __all__ = [
     "AnthropicToolSpec",

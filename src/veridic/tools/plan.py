@@ -69,7 +69,7 @@ from veridic.errors import (
     PlanError,
     VeridicError,
 )
-from veridic.view import ToolStatus, ToolView
+from veridic.tools.view import ToolStatus, ToolView
 
 __all__ = [
     "DropReason",
