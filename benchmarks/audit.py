@@ -33,7 +33,7 @@ from pathlib import Path
 import _harness as h
 
 from veridic import ApprovalMode, AuditRecord, CallOutcome, Risk, SQLiteAuditSink
-from veridic.audit import _INSERT, _SCHEMA, _to_row
+from veridic.run.audit import _INSERT, _SCHEMA, _to_row
 
 TOTAL = 100_000
 COMPARED = 10_000  # the alternatives write fewer records: their rate is per record

@@ -91,7 +91,7 @@ from veridic import (
     untrusted,
 )
 from veridic.text.fence import DataMode, fence, preamble
-from veridic.gateway import ModelCallLog
+from veridic.run.gateway import ModelCallLog
 from veridic.providers import ScriptedProvider
 
 # --- the input ---------------------------------------------------------------------------------

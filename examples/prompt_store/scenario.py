@@ -40,7 +40,7 @@ from veridic import (
     instruction,
     provenance,
 )
-from veridic.effects import check_declared_risk, run_observed
+from veridic.run.effects import check_declared_risk, run_observed
 
 __all__ = ["Call", "main"]
 

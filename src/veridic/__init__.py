@@ -30,12 +30,12 @@ from veridic.text.provenance import (
 )
 
 if TYPE_CHECKING:
-    from veridic.approval import (
+    from veridic.run.approval import (
         ApprovalMode,
         ApprovalPolicy,
         ApprovalRequest,
     )
-    from veridic.audit import (
+    from veridic.run.audit import (
         AuditRecord,
         AuditSink,
         CallOutcome,
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
         UnknownToolError,
         VeridicError,
     )
-    from veridic.executor import (
+    from veridic.run.executor import (
         CallResult,
         aexecute,
         execute,
@@ -88,7 +88,7 @@ if TYPE_CHECKING:
         InstructionField,
         instruction_fields,
     )
-    from veridic.gateway import (
+    from veridic.run.gateway import (
         ModelCallRecord,
         ModelGateway,
         Reply,
@@ -147,16 +147,16 @@ _HOMES: dict[str, str] = {
     "AlwaysAllowRefusedError": "veridic.errors",
     "AnthropicMessages": "veridic.providers",
     "ApprovalDeniedError": "veridic.errors",
-    "ApprovalMode": "veridic.approval",
-    "ApprovalPolicy": "veridic.approval",
-    "ApprovalRequest": "veridic.approval",
-    "AuditRecord": "veridic.audit",
+    "ApprovalMode": "veridic.run.approval",
+    "ApprovalPolicy": "veridic.run.approval",
+    "ApprovalRequest": "veridic.run.approval",
+    "AuditRecord": "veridic.run.audit",
     "AuditRecordError": "veridic.errors",
     "AuditWriteError": "veridic.errors",
-    "AuditSink": "veridic.audit",
+    "AuditSink": "veridic.run.audit",
     "BootError": "veridic.tools.registry",
-    "CallOutcome": "veridic.audit",
-    "CallResult": "veridic.executor",
+    "CallOutcome": "veridic.run.audit",
+    "CallResult": "veridic.run.executor",
     "Component": "veridic.tools.registry",
     "Composer": "veridic.text.compose",
     "DataTemplate": "veridic.templates",
@@ -169,8 +169,8 @@ _HOMES: dict[str, str] = {
     "InstructionTemplate": "veridic.templates",
     "InvalidArgumentsError": "veridic.errors",
     "MissingExtraError": "veridic.errors",
-    "ModelCallRecord": "veridic.gateway",
-    "ModelGateway": "veridic.gateway",
+    "ModelCallRecord": "veridic.run.gateway",
+    "ModelGateway": "veridic.run.gateway",
     "NormalizedPlan": "veridic.tools.plan",
     "OpenAIChat": "veridic.providers",
     "OpenAIResponses": "veridic.providers",
@@ -181,30 +181,30 @@ _HOMES: dict[str, str] = {
     "ProvenanceError": "veridic.errors",
     "ReasoningItem": "veridic.text.prompt",
     "Registry": "veridic.tools.registry",
-    "Reply": "veridic.gateway",
+    "Reply": "veridic.run.gateway",
     "Risk": "veridic.tools.risk",
     "RiskFloorError": "veridic.errors",
     "RiskViolation": "veridic.errors",
     "TemplateError": "veridic.errors",
     "TemplateParamsError": "veridic.errors",
     "TemplateSandboxError": "veridic.errors",
-    "SQLiteAuditSink": "veridic.audit",
+    "SQLiteAuditSink": "veridic.run.audit",
     "ScriptedProvider": "veridic.providers",
     "Templates": "veridic.templates",
     "Tool": "veridic.tools.tool",
     "ToolCouplingError": "veridic.errors",
     "ToolDeniedError": "veridic.errors",
-    "ToolOutcome": "veridic.gateway",
+    "ToolOutcome": "veridic.run.gateway",
     "ToolStatus": "veridic.tools.view",
     "ToolUnavailableError": "veridic.errors",
     "ToolView": "veridic.tools.view",
     "TrustPolicy": "veridic.text.trust_policy",
     "UnknownToolError": "veridic.errors",
     "VeridicError": "veridic.errors",
-    "aexecute": "veridic.executor",
+    "aexecute": "veridic.run.executor",
     "configure": "veridic.config",
     "configured": "veridic.config",
-    "execute": "veridic.executor",
+    "execute": "veridic.run.executor",
     "find_doc_gaps": "veridic.doc_gaps",
     "guard_instruction_write": "veridic.tools.guards",
     "guard_irreversible": "veridic.tools.guards",

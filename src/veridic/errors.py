@@ -272,7 +272,7 @@ class RanCall(Protocol):
 
 
 class CalledTool(Protocol):
-    """A tool call the model asked for (a :class:`veridic.gateway.ToolCall`)."""
+    """A tool call the model asked for (a :class:`veridic.run.gateway.ToolCall`)."""
 
     @property
     def id(self) -> str: ...
@@ -296,7 +296,7 @@ class AuditWriteError(VeridicError):
 
     Its effects happened, so running the call again would do them twice. The
     error keeps what would otherwise be lost: ``.result`` is the call's
-    :class:`~veridic.executor.CallResult` (the handler's value or error), and
+    :class:`~veridic.run.executor.CallResult` (the handler's value or error), and
     ``.result.record`` the record the sink did not store. ``__cause__`` is
     the sink's own error.
     """

@@ -32,7 +32,7 @@ worker started during a dispatch (``asyncio.create_task``,
 ``loop.run_in_executor`` or a thread run in a copied context) inherits its
 scope, but :func:`dispatching` closes the scope when it exits, and a closed
 scope allows nothing: a guarded operation attempted later is refused, even
-for a call the user confirmed, and even under :func:`veridic.effects.observe`.
+for a call the user confirmed, and even under :func:`veridic.run.effects.observe`.
 Such a late refusal is not lost: it is kept in :attr:`DispatchScope.late_events`
 and handed to the scope's ``on_late`` reporter, through which
 :func:`veridic.execute` writes a follow-up audit record. Work that must
@@ -206,7 +206,7 @@ class DispatchScope:
 
     @property
     def observing(self) -> bool:
-        """Whether guards record without refusing (the effects harness, :mod:`veridic.effects`)."""
+        """Whether guards record without refusing (the effects harness, :mod:`veridic.run.effects`)."""
         return self._observing
 
     @property

@@ -20,7 +20,7 @@ model's tool call to its effect (see "The road data takes" in DESIGN.md):
 
 Any name the model writes is refused or run, and recorded: a name with
 quotes, newlines, NUL, lone surrogates, 100 KB of text or nothing at all is
-an unknown tool, recorded escaped and clipped (see :mod:`veridic.audit`).
+an unknown tool, recorded escaped and clipped (see :mod:`veridic.run.audit`).
 
 Errors from the call are returned in :class:`CallResult`, not raised, so the
 agent loop can answer the model (``result.error``) and carry on; only misuse
@@ -61,8 +61,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from veridic._sample import clip
-from veridic.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Confirm
-from veridic.audit import (
+from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Confirm
+from veridic.run.audit import (
     _FOLLOW_UP,
     AuditRecord,
     AuditSink,

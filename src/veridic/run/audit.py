@@ -61,7 +61,7 @@ from enum import StrEnum, unique
 from typing import Final, Literal, Protocol, Self, get_args, runtime_checkable
 
 from veridic._sample import clip
-from veridic.approval import ApprovalMode
+from veridic.run.approval import ApprovalMode
 from veridic.errors import AuditRecordError
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
@@ -206,7 +206,7 @@ class ModelCallRecord:
             or ``"anthropic.messages"``.
         model: the model named in the request.
         prompt_sha256: ``Prompt.sha256`` of the prompt sent.
-        tools_sha256: :func:`veridic.executor.tools_sha256` of the view whose
+        tools_sha256: :func:`veridic.run.executor.tools_sha256` of the view whose
             tool list was sent (the digest the tool calls' records carry).
         tools: the names in the tool list sent, sorted.
         instruction_spans: where every character of the instruction position

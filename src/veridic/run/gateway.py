@@ -23,7 +23,7 @@ is made the same way (see "The road data takes" in DESIGN.md):
    handler runs under guard, and an :class:`~veridic.AuditRecord` carrying
    the same two hashes is written whatever happens.
 
-The tool list's hash is :func:`veridic.executor.tools_sha256` of the view
+The tool list's hash is :func:`veridic.run.executor.tools_sha256` of the view
 (its canonical MCP projection), the same digest the executor records, so a
 model call and the tool calls it led to share it whatever the provider.
 
@@ -62,11 +62,11 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from veridic.approval import ApprovalPolicy, Confirm
-from veridic.audit import AuditSink, ModelCallRecord
+from veridic.run.approval import ApprovalPolicy, Confirm
+from veridic.run.audit import AuditSink, ModelCallRecord
 from veridic.text.compose import Composer
 from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
-from veridic.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
+from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
 from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.text.provenance import UntrustedText, is_trusted, report, untrusted
 from veridic.providers._base import Adapter, Assembler, Completion
