@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         configure,
         configured,
     )
-    from veridic.doc_gaps import (
+    from veridic.checks.doc_gaps import (
         DocGap,
         GapCode,
         find_doc_gaps,
@@ -161,8 +161,8 @@ _HOMES: dict[str, str] = {
     "Composer": "veridic.text.compose",
     "DataTemplate": "veridic.templates",
     "Deny": "veridic.tools.view",
-    "DocGap": "veridic.doc_gaps",
-    "GapCode": "veridic.doc_gaps",
+    "DocGap": "veridic.checks.doc_gaps",
+    "GapCode": "veridic.checks.doc_gaps",
     "GuardDeniedError": "veridic.errors",
     "IncompletePlanError": "veridic.errors",
     "InstructionField": "veridic.text.fields",
@@ -205,7 +205,7 @@ _HOMES: dict[str, str] = {
     "configure": "veridic.config",
     "configured": "veridic.config",
     "execute": "veridic.run.executor",
-    "find_doc_gaps": "veridic.doc_gaps",
+    "find_doc_gaps": "veridic.checks.doc_gaps",
     "guard_instruction_write": "veridic.tools.guards",
     "guard_irreversible": "veridic.tools.guards",
     "instruction_fields": "veridic.text.fields",

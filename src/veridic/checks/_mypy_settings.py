@@ -25,7 +25,7 @@ difference known is a configuration file on which mypy itself crashes (a
 reads it. The file
 search (:func:`config_candidates`) is this module's in both cases, in mypy's
 order. This module only reads, and says nothing about what a setting means
-for veridic (that is :mod:`veridic.hatches`).
+for veridic (that is :mod:`veridic.checks.hatches`).
 """
 
 from __future__ import annotations

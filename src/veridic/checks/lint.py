@@ -46,7 +46,7 @@ from typing import Final, Literal
 from veridic.tools._descriptions import description_problem
 from veridic._sample import clip
 from veridic.tools._similarity import similar_pairs
-from veridic.doc_gaps import find_doc_gaps
+from veridic.checks.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
 from veridic.text.provenance import _display_path
 from veridic.tools.registry import Registry

@@ -60,7 +60,7 @@ kind                      what                                   finding?
 
 Both are read as mypy reads them, by mypy's own ``config_parser`` when mypy
 is importable (by a reader written after it otherwise, see
-:mod:`veridic._mypy_settings`): only what mypy applies is listed. A key mypy
+:mod:`veridic.checks._mypy_settings`): only what mypy applies is listed. A key mypy
 does not recognise (``disable-error-code`` with dashes in a configuration
 file, another case in ``pyproject.toml``), a section whose module pattern
 mypy refuses or that a later section replaces, and a code that
@@ -105,7 +105,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from veridic import _mypy_settings
+from veridic.checks import _mypy_settings
 from veridic.errors import VeridicError
 
 __all__ = ["Hatch", "HatchKind", "find_hatches", "scan_mypy_config", "scan_source"]
@@ -130,7 +130,8 @@ _CAST_MODULES: Final = frozenset({"", "typing", "typing_extensions"})
 _SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
 _IGNORE: Final = re.compile(r"type:\s*ignore\[([^\]]*)\]")
 _BARE_IGNORE: Final = re.compile(r"type:\s*ignore(?![\[\w-])")
-_PACKAGE: Final = Path(__file__).resolve().parent
+_PACKAGE: Final = Path(__file__).resolve().parent.parent
+"""The veridic package (this file is in its ``checks`` subpackage)."""
 _SHORT: Final = 100
 _INSIDE: Final = "inside the veridic package, which is the minting authority: listed, not a finding"
 
@@ -621,7 +622,7 @@ def _inline_configuration(source: str, filename: str) -> Iterator[Hatch]:
     """``# mypy: ...`` lines that turn veridic's checks off for the whole file.
 
     Read by mypy's own parser when mypy is importable
-    (:func:`veridic._mypy_settings.inline_directives`): a line that starts with
+    (:func:`veridic.checks._mypy_settings.inline_directives`): a line that starts with
     exactly ``# mypy: `` (wherever it is, even inside a string), options split
     at commas outside double quotes, ``-`` and ``_`` alike, names in any case.
     So ``disable-error-code=veridic-literal,veridic-forge`` without quotes

@@ -32,9 +32,9 @@ The gate cannot be passed by accident:
   component started (which depends on the machine's secrets and licences):
   the boot states are printed and in the JSON ``components`` table of
   ``manifest`` and ``check``, not compared, so ``check`` passes on a CI runner
-  without production secrets (:mod:`veridic.manifest`).
+  without production secrets (:mod:`veridic.checks.manifest`).
 - ``hatches`` reads mypy's configuration with mypy's own parser when mypy is
-  importable (:mod:`veridic._mypy_settings`).
+  importable (:mod:`veridic.checks._mypy_settings`).
 
 Configuration is read from ``[tool.veridic]`` of the nearest
 ``pyproject.toml`` above the working directory (or ``--config FILE``); these
@@ -69,9 +69,9 @@ from typing import Final, TextIO
 
 from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
 from veridic.errors import VeridicError
-from veridic.hatches import find_hatches
-from veridic.lint import DEFAULT_THRESHOLD, LintFinding, Severity, check, lint
-from veridic.manifest import (
+from veridic.checks.hatches import find_hatches
+from veridic.checks.lint import DEFAULT_THRESHOLD, LintFinding, Severity, check, lint
+from veridic.checks.manifest import (
     ManifestFormatError,
     build_manifest,
     component_states,
@@ -533,7 +533,7 @@ def _where(error: BaseException) -> str:
 
 def _outside_frames(error: BaseException) -> list[tuple[str, int | None]]:
     """The traceback's frames outside veridic and importlib, outermost first."""
-    package = str(Path(__file__).resolve().parent)
+    package = str(Path(__file__).resolve().parent.parent)  # veridic, not just its checks
     return [
         (_display(frame.filename), frame.lineno)
         for frame in traceback.extract_tb(error.__traceback__)

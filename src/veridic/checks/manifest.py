@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from veridic.errors import VeridicError
-from veridic.lint import tools_of
+from veridic.checks.lint import tools_of
 from veridic.tools.registry import Registry
 from veridic.tools.risk import Risk
 from veridic.tools.tool import Tool
