@@ -90,9 +90,9 @@ from veridic import (
     instruction,
     untrusted,
 )
-from veridic.text.fence import DataMode, fence, preamble
-from veridic.run.gateway import ModelCallLog
 from veridic.providers import ScriptedProvider
+from veridic.run.gateway import ModelCallLog
+from veridic.text.fence import DataMode, fence, preamble
 
 # --- the input ---------------------------------------------------------------------------------
 

@@ -133,8 +133,8 @@ from veridic import (
     unfence,
     untrusted,
 )
-from veridic.text.fence import DATA_MODES, MARK, DataMode, fence, preamble
 from veridic.testing import BOUNDARY_SHAPES, INJECTION_PAYLOADS
+from veridic.text.fence import DATA_MODES, MARK, DataMode, fence, preamble
 from veridic.tools.tool import description_pin
 
 __all__ = [

@@ -33,8 +33,8 @@ import _harness as h
 import jinja2
 
 from veridic import TrustedInstruction, TrustPolicy, UntrustedText, instruction, untrusted
-from veridic.text.fence import fence
 from veridic.templates import Templates
+from veridic.text.fence import fence
 
 _GENERATED = TrustPolicy("benchmark-data")
 

@@ -164,7 +164,7 @@ def import_names(module: str, *names: str) -> Edit:
     return edit
 
 
-TRUSTED_IMPORT: Final = import_names("veridic.provenance", TRUSTED)
+TRUSTED_IMPORT: Final = import_names("veridic.text.provenance", TRUSTED)
 
 # --- what is overlaid --------------------------------------------------------------------------
 

@@ -67,8 +67,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TextIO
 
-from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
-from veridic.errors import VeridicError
 from veridic.checks.hatches import find_hatches
 from veridic.checks.lint import DEFAULT_THRESHOLD, LintFinding, Severity, check, lint
 from veridic.checks.manifest import (
@@ -78,6 +76,8 @@ from veridic.checks.manifest import (
     diff_manifest,
     render_manifest,
 )
+from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
+from veridic.errors import VeridicError
 from veridic.tools.registry import Registry
 from veridic.tools.view import ToolView
 

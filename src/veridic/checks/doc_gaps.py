@@ -33,9 +33,9 @@ import textwrap
 from dataclasses import dataclass
 from typing import Final
 
-from veridic.tools._descriptions import GapCode, backticked_names, description_problem
 from veridic._sample import clip
 from veridic.errors import VeridicError
+from veridic.tools._descriptions import GapCode, backticked_names, description_problem
 from veridic.tools.registry import Registry
 from veridic.tools.tool import SCHEMA_TOOL, Tool
 from veridic.tools.view import ToolView

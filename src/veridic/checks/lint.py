@@ -43,12 +43,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from veridic.tools._descriptions import description_problem
 from veridic._sample import clip
-from veridic.tools._similarity import similar_pairs
 from veridic.checks.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
 from veridic.text.provenance import _display_path
+from veridic.tools._descriptions import description_problem
+from veridic.tools._similarity import similar_pairs
 from veridic.tools.registry import Registry
 from veridic.tools.risk import Risk
 from veridic.tools.tool import SCHEMA_TOOL, Tool, floor_violations

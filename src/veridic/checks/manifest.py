@@ -53,8 +53,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from veridic.errors import VeridicError
 from veridic.checks.lint import tools_of
+from veridic.errors import VeridicError
 from veridic.tools.registry import Registry
 from veridic.tools.risk import Risk
 from veridic.tools.tool import Tool

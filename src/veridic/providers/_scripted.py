@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from veridic.errors import VeridicError
-from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.providers._base import Adapter, Completion, SpecFormat, attr
 from veridic.providers.openai import responses_request
+from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.tools.tool import JsonObject
 
 __all__ = ["ScriptedProvider"]

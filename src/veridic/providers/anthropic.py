@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Protocol
 
 from veridic.errors import VeridicError
-from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.providers._base import (
     Adapter,
     Completion,
@@ -35,6 +34,7 @@ from veridic.providers._base import (
     require_sdk,
     text_of,
 )
+from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.tools.tool import JsonObject
 
 __all__ = ["AnthropicClient", "AnthropicMessages"]

@@ -33,7 +33,6 @@ from dataclasses import replace
 from typing import Final, Protocol
 
 from veridic.errors import VeridicError
-from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
 from veridic.providers._base import (
     Adapter,
     Completion,
@@ -44,6 +43,7 @@ from veridic.providers._base import (
     require_sdk,
     text_of,
 )
+from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
 from veridic.tools.tool import JsonObject
 
 __all__ = [

@@ -1,5 +1,8 @@
-"""The run: approvals, effect observation, audit stores, the executor and the model gateway.
+"""The run: a request's calls approved, executed, observed and recorded.
 
-See the package root for the names users import; this subpackage holds
-their modules (the README's layout table says which).
+``approval`` (policies and rules), ``executor`` (``execute``/``aexecute``),
+``effects`` (observing what a tool's code does), ``audit`` (records and
+stores) and ``gateway`` (the model call loop over a provider adapter).
+
+It imports the tools, the text core and the package's bottom.
 """

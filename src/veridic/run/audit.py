@@ -61,8 +61,8 @@ from enum import StrEnum, unique
 from typing import Final, Literal, Protocol, Self, get_args, runtime_checkable
 
 from veridic._sample import clip
-from veridic.run.approval import ApprovalMode
 from veridic.errors import AuditRecordError
+from veridic.run.approval import ApprovalMode
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
 from veridic.tools.risk import Risk, ToolKind

@@ -37,8 +37,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from veridic.run.approval import ApprovalMode
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
+from veridic.run.approval import ApprovalMode
 from veridic.tools.guards import Dispatch, DispatchScope, GuardEvent, _entered
 from veridic.tools.risk import Risk
 from veridic.tools.view import ToolView

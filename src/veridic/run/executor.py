@@ -61,6 +61,14 @@ from dataclasses import dataclass
 from typing import Final
 
 from veridic._sample import clip
+from veridic.errors import (
+    ApprovalDeniedError,
+    AuditWriteError,
+    GuardDeniedError,
+    InvalidArgumentsError,
+    UnknownToolError,
+    VeridicError,
+)
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Confirm
 from veridic.run.audit import (
     _FOLLOW_UP,
@@ -70,16 +78,8 @@ from veridic.run.audit import (
     _recorded_tool,
     _storable,
 )
-from veridic.errors import (
-    ApprovalDeniedError,
-    AuditWriteError,
-    GuardDeniedError,
-    InvalidArgumentsError,
-    UnknownToolError,
-    VeridicError,
-)
-from veridic.tools.guards import DispatchScope, GuardEvent, LateReporter, dispatching
 from veridic.text.prompt import Prompt
+from veridic.tools.guards import DispatchScope, GuardEvent, LateReporter, dispatching
 from veridic.tools.tool import Tool
 from veridic.tools.view import PreparedCall, ToolView
 

@@ -62,14 +62,14 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
+from veridic.providers._base import Adapter, Assembler, Completion
 from veridic.run.approval import ApprovalPolicy, Confirm
 from veridic.run.audit import AuditSink, ModelCallRecord
-from veridic.text.compose import Composer
-from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
+from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.text.provenance import UntrustedText, is_trusted, report, untrusted
-from veridic.providers._base import Adapter, Assembler, Completion
 from veridic.tools.view import ToolView
 
 __all__ = [

@@ -107,10 +107,6 @@ from jinja2.exceptions import TemplateSyntaxError
 from pydantic import BaseModel
 
 from veridic._sample import clip
-from veridic.templates._analysis import Analysis, analyse
-from veridic.templates._bound import Bound, DataTemplate, InstructionTemplate, P
-from veridic.templates._env import Kind, ProvenanceEnvironment, SandboxedProvenanceEnvironment
-from veridic.templates._params import Params, instruction_checks, read_params
 from veridic.config import settings
 from veridic.errors import (
     ProvenanceError,
@@ -118,6 +114,10 @@ from veridic.errors import (
     TemplateParamsError,
     TemplateSandboxError,
 )
+from veridic.templates._analysis import Analysis, analyse
+from veridic.templates._bound import Bound, DataTemplate, InstructionTemplate, P
+from veridic.templates._env import Kind, ProvenanceEnvironment, SandboxedProvenanceEnvironment
+from veridic.templates._params import Params, instruction_checks, read_params
 from veridic.text.provenance import (
     TrustedInstruction,
     describe,

@@ -17,12 +17,12 @@ from jinja2.exceptions import TemplateError as JinjaTemplateError
 from pydantic import BaseModel
 
 from veridic._sample import clip
+from veridic.config import settings
+from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError, VeridicError
 from veridic.templates._analysis import Analysis
 from veridic.templates._env import ProvenanceEnvironment, SandboxedProvenanceEnvironment
 from veridic.templates._params import Check, Params, snapshot, trusted_text
 from veridic.templates._runtime import instruction_text
-from veridic.config import settings
-from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError, VeridicError
 from veridic.text.fence import DataMode, block_parts, check_label, check_mode
 from veridic.text.provenance import (
     Span,

@@ -35,9 +35,9 @@ from jinja2.nodes import EvalContext
 from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
+from veridic.errors import TemplateError
 from veridic.templates._analysis import dynamic_reference, references, static_names
 from veridic.templates._runtime import EMITTED_AS_IS, concat, emit
-from veridic.errors import TemplateError
 from veridic.text.provenance import TrustedInstruction, mint
 
 __all__ = [

@@ -1,5 +1,11 @@
-"""The text core: brands and their provenance, flagged fields, data fences and their modes, the composer, the prompt and its wire formats, trust policies.
+"""The text core: where text gets its brand and becomes a prompt.
 
-See the package root for the names users import; this subpackage holds
-their modules (the README's layout table says which).
+``provenance`` (the brands, minting, spans), ``fields`` (fields read as
+instruction), ``trust_policy`` (vouching for stored text), ``fence`` (data
+blocks and their modes), ``compose`` (the composer), ``prompt`` (the built
+prompt and its hash) and ``wire`` (the message shapes providers accept).
+
+It imports only the package's bottom (``errors``, ``config``): everything
+else in veridic is downstream of it. Users import these names from
+``veridic``.
 """

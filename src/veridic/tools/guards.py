@@ -206,7 +206,7 @@ class DispatchScope:
 
     @property
     def observing(self) -> bool:
-        """Whether guards record without refusing (the effects harness, :mod:`veridic.run.effects`)."""
+        """Whether guards record without refusing (:mod:`veridic.run.effects` observes so)."""
         return self._observing
 
     @property

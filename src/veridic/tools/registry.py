@@ -55,9 +55,9 @@ from typing import Final, TypeVar
 
 from pydantic import BaseModel
 
-from veridic.tools._descriptions import one_line
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, is_untrusted, refuse_untrusted
+from veridic.tools._descriptions import one_line
 from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tools.tool import (
     FunctionText,

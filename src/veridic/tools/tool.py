@@ -34,12 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.errors import PydanticUserError
 from pydantic.fields import FieldInfo
 
-from veridic.tools._descriptions import GapCode, description_problem
-from veridic.tools._docstrings import parse_docstring
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.text.provenance import _display_path, refuse_untrusted
+from veridic.tools._descriptions import GapCode, description_problem
+from veridic.tools._docstrings import parse_docstring
 from veridic.tools.risk import (
     INSTRUCTION_ARGUMENTS,
     INSTRUCTION_WRITES,

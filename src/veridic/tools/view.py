@@ -58,8 +58,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Final, Literal, TypedDict, cast, overload
 
-from veridic.tools._descriptions import one_line
-from veridic.tools._similarity import NameIndex
 from veridic.errors import (
     InvalidArgumentsError,
     ToolCouplingError,
@@ -68,10 +66,19 @@ from veridic.errors import (
     UnknownToolError,
     VeridicError,
 )
-from veridic.tools.guards import _finished, current_dispatch, dispatching
 from veridic.text.provenance import TrustedInstruction, TrustedText, mint, refuse_untrusted
+from veridic.tools._descriptions import one_line
+from veridic.tools._similarity import NameIndex
+from veridic.tools.guards import _finished, current_dispatch, dispatching
 from veridic.tools.risk import ApprovalMode, Risk
-from veridic.tools.tool import SCHEMA_TOOL, JsonObject, Tool, ToolOptions, function_tool, with_handler
+from veridic.tools.tool import (
+    SCHEMA_TOOL,
+    JsonObject,
+    Tool,
+    ToolOptions,
+    function_tool,
+    with_handler,
+)
 from veridic.tools.tool_specs import (
     AnthropicToolSpec,
     FrozenList,
