@@ -28,7 +28,7 @@ from veridic import (
     SQLiteAuditSink,
     VeridicError,
 )
-from veridic.audit import _problems
+from veridic.run.audit import _problems
 
 SHA_A = hashlib.sha256(b"prompt").hexdigest()
 SHA_B = hashlib.sha256(b"tools").hexdigest()

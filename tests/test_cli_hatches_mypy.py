@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veridic import _mypy_settings
+from veridic.checks import _mypy_settings
 from veridic.cli import main
 from veridic.hatches import Hatch, scan_mypy_config, scan_source
 

@@ -94,7 +94,7 @@ def test_brand_constructor_call_outside_veridic_is_a_finding(
 
 
 def test_brand_constructor_inside_veridic_is_listed_not_a_finding(tmp_path: Path) -> None:
-    provenance_module = Path(veridic.__file__).parent / "provenance.py"
+    provenance_module = Path(veridic.__file__).parent / "text" / "provenance.py"
     code, report = hatches_json(tmp_path, str(provenance_module))
     assert code == 0
     assert report["findings"] == []

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from veridic import InstructionField, Registry, Risk, RiskFloorError, ToolView, TrustedInstruction
-from veridic._similarity import naive_similar_pairs, similar_pairs
 from veridic.lint import check_projections, lint
+from veridic.tools._similarity import naive_similar_pairs, similar_pairs
 
 FIXTURES = Path(__file__).parent / "cli_fixtures"
 

@@ -34,7 +34,7 @@ def test_type_checkers_see_the_same_names_as_run_time() -> None:
     eager = {
         alias.name
         for node in tree.body
-        if isinstance(node, ast.ImportFrom) and node.module == "veridic.provenance"
+        if isinstance(node, ast.ImportFrom) and node.module == "veridic.text.provenance"
         for alias in node.names
     }
     assert lazy == veridic._HOMES

@@ -134,7 +134,7 @@ from veridic import (
     instruction,
     join,
 )
-from veridic.provenance import joined, mint  # type: ignore[veridic-forge]
+from veridic.text.provenance import joined, mint  # type: ignore[veridic-forge]
 
 
 class StoredPrompt(BaseModel):
@@ -205,7 +205,7 @@ def static_outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[Outcome]:
     for span in spans:
         if errors & set(span):
             outcomes.append("refused")
-        elif '"veridic.provenance.TrustedInstruction"' in revealed[span[-1]]:
+        elif '"veridic.text.provenance.TrustedInstruction"' in revealed[span[-1]]:
             outcomes.append("trusted")
         else:
             outcomes.append("plain")

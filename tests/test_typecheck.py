@@ -302,7 +302,7 @@ def test_private_imports_are_reported_when_a_cached_module_is_checked_again(
     helper.write_text("def size() -> int:\n    return 1\n")
     caller.write_text(
         "from cached_helper import size\n"
-        "from veridic.provenance import mint  # E: [veridic-forge] an import outside veridic\n"
+        "from veridic.text.provenance import mint  # E: [veridic-forge] an import outside veridic\n"
         "\n"
         "\n"
         "def use() -> object:\n"

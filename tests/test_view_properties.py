@@ -28,8 +28,8 @@ from veridic import (
     TrustPolicy,
     UnknownToolError,
 )
-from veridic._similarity import NameIndex, _lcs_length, _position_masks
 from veridic.tool import description_pin
+from veridic.tools._similarity import NameIndex, _lcs_length, _position_masks
 
 DESCRIPTIONS = {
     "good": "Do the thing this tool is for.",

@@ -11,11 +11,15 @@ touched; type checkers see ordinary imports.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Final
 
 # The brands load eagerly: they are light (no dependency beyond the standard
-# library), and the function ``provenance`` must win over the submodule of the
-# same name, which the import system would otherwise bind here.
+# library), and the function ``provenance`` must win over the module of the
+# same name. Its old path ``veridic.provenance`` is an alias (``veridic._moved``)
+# registered here, before anything can import it: importing the alias file would
+# make the import system bind the module here, over the function.
+from veridic.text import provenance as _provenance_module
 from veridic.text.provenance import (
     Provenance,
     Span,
@@ -29,29 +33,17 @@ from veridic.text.provenance import (
     untrusted,
 )
 
+sys.modules.setdefault("veridic.provenance", _provenance_module)
+
 if TYPE_CHECKING:
-    from veridic.run.approval import (
-        ApprovalMode,
-        ApprovalPolicy,
-        ApprovalRequest,
-    )
-    from veridic.run.audit import (
-        AuditRecord,
-        AuditSink,
-        CallOutcome,
-        SQLiteAuditSink,
-    )
-    from veridic.text.compose import (
-        Composer,
-    )
-    from veridic.config import (
-        configure,
-        configured,
-    )
     from veridic.checks.doc_gaps import (
         DocGap,
         GapCode,
         find_doc_gaps,
+    )
+    from veridic.config import (
+        configure,
+        configured,
     )
     from veridic.errors import (
         AlwaysAllowRefused,
@@ -76,10 +68,41 @@ if TYPE_CHECKING:
         UnknownToolError,
         VeridicError,
     )
+    from veridic.providers import (
+        AnthropicMessages,
+        OpenAIChat,
+        OpenAIResponses,
+        ScriptedProvider,
+    )
+    from veridic.run.approval import (
+        ApprovalMode,
+        ApprovalPolicy,
+        ApprovalRequest,
+    )
+    from veridic.run.audit import (
+        AuditRecord,
+        AuditSink,
+        CallOutcome,
+        SQLiteAuditSink,
+    )
     from veridic.run.executor import (
         CallResult,
         aexecute,
         execute,
+    )
+    from veridic.run.gateway import (
+        ModelCallRecord,
+        ModelGateway,
+        Reply,
+        ToolOutcome,
+    )
+    from veridic.templates import (
+        DataTemplate,
+        InstructionTemplate,
+        Templates,
+    )
+    from veridic.text.compose import (
+        Composer,
     )
     from veridic.text.fence import (
         unfence,
@@ -88,11 +111,12 @@ if TYPE_CHECKING:
         InstructionField,
         instruction_fields,
     )
-    from veridic.run.gateway import (
-        ModelCallRecord,
-        ModelGateway,
-        Reply,
-        ToolOutcome,
+    from veridic.text.prompt import (
+        Prompt,
+        ReasoningItem,
+    )
+    from veridic.text.trust_policy import (
+        TrustPolicy,
     )
     from veridic.tools.guards import (
         guard_instruction_write,
@@ -103,16 +127,6 @@ if TYPE_CHECKING:
         PlanStep,
         normalize_plan,
     )
-    from veridic.text.prompt import (
-        Prompt,
-        ReasoningItem,
-    )
-    from veridic.providers import (
-        AnthropicMessages,
-        OpenAIChat,
-        OpenAIResponses,
-        ScriptedProvider,
-    )
     from veridic.tools.registry import (
         BootError,
         Component,
@@ -121,16 +135,8 @@ if TYPE_CHECKING:
     from veridic.tools.risk import (
         Risk,
     )
-    from veridic.templates import (
-        DataTemplate,
-        InstructionTemplate,
-        Templates,
-    )
     from veridic.tools.tool import (
         Tool,
-    )
-    from veridic.text.trust_policy import (
-        TrustPolicy,
     )
     from veridic.tools.view import (
         Deny,

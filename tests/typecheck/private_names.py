@@ -1,14 +1,14 @@
 """veridic's private minting names outside veridic forge trust (veridic-forge)."""
 
-import veridic.provenance as provenance
+import veridic.text.provenance as provenance
 from veridic import is_trusted
 
-# E: [veridic-forge] veridic.fields._read_as_instruction
-from veridic.fields import _read_as_instruction
+# E: [veridic-forge] veridic.text.fields._read_as_instruction
+from veridic.text.fields import _read_as_instruction
 
-# E: [veridic-forge] veridic.provenance.mint
-# E: [veridic-forge] veridic.provenance._Trusted
-from veridic.provenance import (
+# E: [veridic-forge] veridic.text.provenance.mint
+# E: [veridic-forge] veridic.text.provenance._Trusted
+from veridic.text.provenance import (
     TrustedInstruction,
     _Trusted,
     instruction,
@@ -18,12 +18,12 @@ from veridic.provenance import (
 
 def forged(text: str) -> list[object]:
     return [
-        # E: [veridic-forge] a call outside veridic got veridic.provenance.mint
+        # E: [veridic-forge] a call outside veridic got veridic.text.provenance.mint
         mint(text, "code", "here"),
-        provenance.mint_spans(text, ()),  # E: [veridic-forge] veridic.provenance.mint_spans
-        provenance.joined([text], ""),  # E: [veridic-forge] veridic.provenance.joined
-        # E: [veridic-forge] veridic.provenance._Trusted
-        # E: [veridic-forge] a reference outside veridic got veridic.provenance._KEY
+        provenance.mint_spans(text, ()),  # E: [veridic-forge] veridic.text.provenance.mint_spans
+        provenance.joined([text], ""),  # E: [veridic-forge] veridic.text.provenance.joined
+        # E: [veridic-forge] veridic.text.provenance._Trusted
+        # E: [veridic-forge] a reference outside veridic got veridic.text.provenance._KEY
         provenance._Trusted(text, (), provenance._KEY),
         getattr(provenance, "mint"),  # noqa: B009  # E: [veridic-forge] getattr() outside veridic
         str.__new__(_Trusted, text),

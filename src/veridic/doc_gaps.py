@@ -1,0 +1,6 @@
+"""The old path of :mod:`veridic.checks.doc_gaps`, which it is (see ``veridic._moved``)."""
+
+from veridic._moved import alias
+from veridic.checks.doc_gaps import *  # noqa: F403  # the names, for type checkers
+
+alias(__name__, "veridic.checks.doc_gaps")

@@ -1,0 +1,6 @@
+"""The old path of :mod:`veridic.text.provenance`, which it is (see ``veridic._moved``)."""
+
+from veridic._moved import alias
+from veridic.text.provenance import *  # noqa: F403  # the names, for type checkers
+
+alias(__name__, "veridic.text.provenance")
