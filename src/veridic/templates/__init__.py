@@ -99,6 +99,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Final, cast
 
 from jinja2 import BaseLoader, FileSystemLoader, PackageLoader, TemplateNotFound, nodes
@@ -116,6 +118,7 @@ from veridic.errors import (
 )
 from veridic.templates._analysis import Analysis, analyse
 from veridic.templates._bound import Bound, DataTemplate, InstructionTemplate, P
+from veridic.templates._custom import Custom, Filter, Global, custom
 from veridic.templates._env import Kind, ProvenanceEnvironment, SandboxedProvenanceEnvironment
 from veridic.templates._params import Params, instruction_checks, read_params
 from veridic.text.provenance import (
@@ -150,8 +153,26 @@ class Templates:
     Options ``trim_blocks``, ``lstrip_blocks`` and ``keep_trailing_newline`` are
     jinja2's own, off by default as in jinja2.
 
+    ``filters=`` and ``safe_filters=`` add the application's own filters, and
+    ``globals=`` values every template may read, with the provenance rules of
+    ``veridic.templates._custom``: a filter's output of trusted input is
+    trusted only if the filter is in ``safe_filters=`` (it only transforms its
+    arguments); an instruction template that uses a filter of ``filters=`` is
+    refused when it loads; data templates may use both. A global must be what
+    an instruction template's value may be (trusted text, a number, a bool,
+    ``None``, an ``Enum`` member).
+
+    >>> from typing import TypedDict
+    >>> shout = Templates(safe_filters={"shout": str.upper})
+    >>> class Tone(TypedDict):
+    ...     tone: TrustedInstruction
+    >>> rule = shout.instruction_from_source(instruction("Be {{ tone | shout }}."), params=Tone)
+    >>> rule.render({"tone": instruction("brief")})
+    'Be BRIEF.'
+
     Raises:
-        TemplateError: ``directory`` is not a directory.
+        TemplateError: ``directory`` is not a directory; a filter or global is
+            refused (its name, its value).
     """
 
     def __init__(
@@ -161,6 +182,9 @@ class Templates:
         trim_blocks: bool = False,
         lstrip_blocks: bool = False,
         keep_trailing_newline: bool = False,
+        filters: Mapping[str, Filter] | None = None,
+        safe_filters: Mapping[str, Filter] | None = None,
+        globals: Mapping[str, Global] | None = None,
     ) -> None:
         loader: BaseLoader | None = None
         if directory is not None:
@@ -172,7 +196,8 @@ class Templates:
                 )
             loader = FileSystemLoader(directory)
         where = "no directory" if directory is None else f"directory {os.fspath(directory)!r}"
-        self._setup(loader, where, (trim_blocks, lstrip_blocks, keep_trailing_newline))
+        options = (trim_blocks, lstrip_blocks, keep_trailing_newline)
+        self._setup(loader, where, options, custom(filters, safe_filters, globals))
 
     @classmethod
     def from_package(
@@ -183,6 +208,9 @@ class Templates:
         trim_blocks: bool = False,
         lstrip_blocks: bool = False,
         keep_trailing_newline: bool = False,
+        filters: Mapping[str, Filter] | None = None,
+        safe_filters: Mapping[str, Filter] | None = None,
+        globals: Mapping[str, Global] | None = None,
     ) -> Templates:
         """The templates in directory ``path`` of the installed package ``package``.
 
@@ -201,13 +229,19 @@ class Templates:
             loader,
             f"package {package!r}/{path}",
             (trim_blocks, lstrip_blocks, keep_trailing_newline),
+            custom(filters, safe_filters, globals),
         )
         return made
 
     def _setup(
-        self, loader: BaseLoader | None, where: str, options: tuple[bool, bool, bool]
+        self,
+        loader: BaseLoader | None,
+        where: str,
+        options: tuple[bool, bool, bool],
+        extra: Custom,
     ) -> None:
         self._loader = loader
+        self._custom = extra
         self._where = where
         self._options = options
         self._envs: dict[tuple[Kind, bool], ProvenanceEnvironment] = {}
@@ -329,6 +363,8 @@ class Templates:
 
     def _analyse(self, env: ProvenanceEnvironment, tree: nodes.Template, display: str) -> Analysis:
         analysis = analyse(tree, display, lambda name: self._source(env, name))
+        if self._custom.globals:  # read from the environment, not from the parameters
+            analysis = replace(analysis, variables=analysis.variables - self._custom.globals.keys())
         for name in sorted(analysis.templates):
             self._template(env, name, display)  # compile now: errors surface at load
         return analysis
@@ -377,6 +413,7 @@ class Templates:
                 trim_blocks=trim,
                 lstrip_blocks=lstrip,
                 keep_trailing_newline=keep,
+                custom=self._custom,
             )
         return env
 

@@ -37,6 +37,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from veridic.errors import TemplateError
 from veridic.templates._analysis import dynamic_reference, references, static_names
+from veridic.templates._custom import NONE, Custom
 from veridic.templates._runtime import EMITTED_AS_IS, concat, emit
 from veridic.text.provenance import TrustedInstruction, mint
 
@@ -108,6 +109,7 @@ class ProvenanceEnvironment(Environment):
         trim_blocks: bool,
         lstrip_blocks: bool,
         keep_trailing_newline: bool,
+        custom: Custom = NONE,
     ) -> None:
         super().__init__(
             loader=loader,
@@ -126,7 +128,10 @@ class ProvenanceEnvironment(Environment):
             self.emit = emit
             self.emitted_as_is = EMITTED_AS_IS
         del self.filters["safe"]
+        self.filters.update(custom.filters)
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
+        self.globals.update(custom.globals)
+        self.unsafe_filters = custom.unsafe if kind == "instruction" else frozenset()
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
 
@@ -178,6 +183,14 @@ class _Rewrite:
                     "veridic templates do not have: nothing is escaped, so there is nothing to "
                     "mark safe; values are refused or fenced by their provenance: remove |safe, "
                     "and pass text that must instruct as a TrustedInstruction"
+                )
+            if node.name in self.environment.unsafe_filters:
+                raise TemplateError(
+                    f"instruction template {self.origin!r} line {node.lineno} uses filter "
+                    f"{node.name!r}, which the application registered with filters=, not "
+                    "safe_filters=: its output is not trusted because its input was, so it "
+                    "cannot render into the system slot; if it only transforms its arguments, "
+                    "register it with safe_filters=, else use it in a data template"
                 )
         for modifier in tree.find_all(nodes.EvalContextModifier):
             raise TemplateError(
