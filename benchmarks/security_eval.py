@@ -834,7 +834,7 @@ def _prompt_problems(
         yield "leak", "the system message differs from the neutral composition's"
     if prompt.system != composition.system:
         yield "leak", "the system message is not its parts and the preamble of the modes used"
-    spans = prompt.spans()
+    spans = prompt.spans
     if not all(span.trusted for span in spans if span.role == "system"):
         yield "leak", "a span of the system message is not trusted"
     at = composition.preamble_at
@@ -879,7 +879,7 @@ def _shown(content: str) -> str:
 
 def _trusted_text(prompt: Prompt, *, skip_system: bool) -> list[str]:
     texts = []
-    for span in prompt.spans():
+    for span in prompt.spans:
         if span.trusted and not (skip_system and span.role == "system"):
             texts.append(prompt.messages[span.message].content[span.start : span.end])
     return texts

@@ -199,7 +199,7 @@ def test_anthropic_needs_a_user_turn_first() -> None:
 
 def test_spans_say_where_every_character_came_from() -> None:
     prompt = _conversation()
-    spans = prompt.spans()
+    spans = prompt.spans
     system = [s for s in spans if s.message == 0]
     assert [s.kind for s in system] == ["code", "code", "code"]
     assert system[0].origin.startswith("tests/test_compose.py:")
@@ -269,7 +269,7 @@ def test_property_no_untrusted_byte_reaches_the_system_message(
     prompt = _compose(system, documents, f"{question}{planted}")
     assert planted not in prompt.system
     assert planted not in prompt.to_anthropic()["system"]
-    system_spans = [s for s in prompt.spans() if s.role == "system"]
+    system_spans = [s for s in prompt.spans if s.role == "system"]
     assert all(s.trusted for s in system_spans)
 
 
@@ -305,7 +305,7 @@ def test_property_spans_tile_every_message(
 ) -> None:
     prompt = _compose(*composition)
     for index, message in enumerate(prompt.messages):
-        spans = [s for s in prompt.spans() if s.message == index]
+        spans = [s for s in prompt.spans if s.message == index]
         covered = [i for s in spans for i in range(s.start, s.end)]
         assert covered == list(range(len(message.content)))
 
@@ -353,3 +353,14 @@ def test_the_hash_of_a_long_text_hashed_in_slices_is_the_documented_encoding() -
     text = "é\ud800" * 700_000 + "x"  # more than one slice, a surrogate at a slice edge
     prompt = Composer().user(text).tool_call("c1", "a", {"q": 1}).build()
     assert prompt.sha256 == _documented_sha256(prompt)
+
+
+def test_prompt_spans_is_a_property_and_the_old_call_still_works_with_a_warning() -> None:
+    prompt = Composer().system(instruction("Be brief.")).build()
+    assert isinstance(prompt.spans, tuple)
+    assert prompt.spans == tuple(
+        s for s in prompt.spans if s.message == 0
+    )  # one message, every span is its
+    with pytest.warns(DeprecationWarning, match="Prompt.spans is a property"):
+        called = prompt.spans()
+    assert called == prompt.spans

@@ -46,7 +46,7 @@ def test_an_instruction_field_can_reach_the_system_slot() -> None:
     stored = StoredPrompt.model_validate_json('{"name": "t", "content": "Be terse."}')
     prompt = Composer().system(stored.content).user("hi").build()
     assert prompt.system == "Be terse."
-    assert prompt.spans()[0].origin == "StoredPrompt.content"
+    assert prompt.spans[0].origin == "StoredPrompt.content"
 
 
 def test_serialisation_gives_plain_strings_back() -> None:

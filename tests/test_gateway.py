@@ -268,7 +268,7 @@ def test_model_call_record_holds_the_hashes_and_the_instruction_spans() -> None:
     assert record.api == "scripted"
     assert record.model == "scripted"
     assert record.streamed is False
-    assert record.instruction_spans == tuple(s for s in prompt.spans() if s.role == "system")
+    assert record.instruction_spans == tuple(s for s in prompt.spans if s.role == "system")
     kinds = {(span.kind, span.origin) for span in record.instruction_spans}
     assert ("registry", provenance(view.capability_section()).origin) in kinds
     assert any(kind == "code" for kind, _ in kinds)
@@ -328,7 +328,7 @@ def test_the_sqlite_store_records_model_calls_beside_tool_calls(tmp_path: Path) 
     assert model_call.prompt_sha256 == prompt.sha256 == tool_call.prompt_sha256
     assert model_call.tools_sha256 == tool_call.tools_sha256
     assert model_call.tools == tuple(sorted(view.names()))
-    assert model_call.instruction_spans == tuple(s for s in prompt.spans() if s.role == "system")
+    assert model_call.instruction_spans == tuple(s for s in prompt.spans if s.role == "system")
     assert reopened.model_calls("req-2") == ()
 
 

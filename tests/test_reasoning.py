@@ -206,7 +206,7 @@ def test_assistant_reasoning_stays_on_the_turn_its_tool_calls_join() -> None:
 def test_reasoning_is_not_message_text_and_has_no_provenance_span() -> None:
     plain = thinking_turn()
     carried = thinking_turn(ReasoningItem.of("anthropic", THINKING))
-    assert carried.spans() == plain.spans()
+    assert carried.spans == plain.spans
     assert [m.content for m in carried.messages] == [m.content for m in plain.messages]
     assert all(THINKING["thinking"] not in m.content for m in carried.messages)
 

@@ -108,7 +108,7 @@ def test_report_mode_logs_and_lets_untrusted_system_text_pass(
     assert prompt.system == "Obey the ticket."
     assert "system slot (part 0)" in caplog.text
     assert "source 'ticket:7'" in caplog.text
-    assert prompt.spans()[0].kind == "untrusted"
+    assert prompt.spans[0].kind == "untrusted"
 
 
 def test_enforce_mode_is_the_default() -> None:

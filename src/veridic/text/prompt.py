@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Final, Literal, cast
 
+from typing_extensions import deprecated
+
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.provenance import Kind, Span, concat_spans
@@ -40,6 +42,7 @@ __all__ = [
     "Message",
     "Prompt",
     "PromptSpan",
+    "PromptSpans",
     "ReasoningItem",
     "ReasoningKind",
     "ReasoningProvider",
@@ -320,6 +323,20 @@ class PromptSpan:
         return self.kind in ("code", "field", "template", "registry", "policy")
 
 
+class PromptSpans(tuple[PromptSpan, ...]):
+    """:attr:`Prompt.spans`: a tuple of :class:`PromptSpan`, in message order.
+
+    Callable only so that ``prompt.spans()`` (0.1, when it was a method) keeps
+    working, with a ``DeprecationWarning``.
+    """
+
+    __slots__ = ()
+
+    @deprecated("Prompt.spans is a property since 0.2: write prompt.spans, without the call")
+    def __call__(self) -> PromptSpans:
+        return self
+
+
 @dataclass(frozen=True)
 class Prompt:
     """An immutable chat prompt. Build it with :class:`veridic.Composer`."""
@@ -369,9 +386,16 @@ class Prompt:
             call for m in self.messages for call in m.tool_calls if call.id not in answered
         )
 
-    def spans(self) -> tuple[PromptSpan, ...]:
-        """Every character range of every message with where it came from."""
-        return tuple(
+    @property
+    def spans(self) -> PromptSpans:
+        """Every character range of every message with where it came from (a tuple).
+
+        A property, as :attr:`Message.spans` and ``provenance(text).spans`` are:
+        veridic's attributes are what an object holds or is, worked out on
+        request when that is cheap; methods take arguments. ``prompt.spans()``,
+        the spelling of 0.1, still works and warns.
+        """
+        return PromptSpans(
             PromptSpan(index, message.role, span.start, span.end, span.kind, span.origin)
             for index, message in enumerate(self.messages)
             for span in message.spans

@@ -107,7 +107,11 @@ class TrustPolicy:
 
     @staticmethod
     def records(policy: str | None = None) -> tuple[VouchRecord, ...]:
-        """The most recent vouches (up to 10,000; every one is also logged on ``veridic.trust``)."""
+        """The most recent vouches (up to 10,000; every one is also logged on ``veridic.trust``).
+
+        A method, not a property like ``ApprovalPolicy.rules``: it takes a filter
+        (``policy``) and reads the whole process's log, not what this object holds.
+        """
         with _lock:
             kept = tuple(_records)
         return kept if policy is None else tuple(r for r in kept if r.policy == policy)
