@@ -222,6 +222,28 @@ def test_openai_chat_stream_assembles_text_and_tool_call_pieces() -> None:
     assert calls.records()[0].streamed is True
 
 
+def test_openai_chat_stream_is_read_like_a_send_refusal_and_bare_calls_included() -> None:
+    refused = sse(
+        [
+            chat_chunk({"role": "assistant", "refusal": "I can't "}),
+            chat_chunk({"refusal": "help with that."}, finish="stop"),
+        ],
+        done=True,
+    )
+    bare_call = {"index": 0, "id": "call_3", "type": "function", "function": {"name": "ping"}}
+    bare = sse([chat_chunk({"tool_calls": [bare_call]}, finish="tool_calls")], done=True)
+    server = FakeServer(http_module("openai"), [("sse", refused), ("sse", bare)])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        assert list(stream) == []  # a refusal is not content as it arrives
+    assert (stream.reply.text, stream.reply.stop_reason) == ("I can't help with that.", "stop")
+    with gw.stream(first_prompt(), VIEW, request_id="req-2") as stream:
+        list(stream)
+    assert [(c.id, c.name, c.arguments) for c in stream.reply.tool_calls] == [
+        ("call_3", "ping", "{}")
+    ]
+
+
 def test_openai_chat_stream_cut_short_is_refused() -> None:
     cut = sse([chat_chunk({"content": "Sunny"})], done=True)
     server = FakeServer(http_module("openai"), [("sse", cut)])

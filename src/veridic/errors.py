@@ -133,8 +133,13 @@ class InvalidArgumentsError(VeridicError, ValueError):
         self.fields = fields
 
 
-class ToolCouplingError(VeridicError, AssertionError):
-    """The tool specs sent to a provider and a view's dispatch table disagree."""
+class ToolCouplingError(VeridicError, RuntimeError):
+    """The tool specs sent to a provider and a view's dispatch table disagree.
+
+    A ``RuntimeError``, not an ``AssertionError`` (as in 0.1): the gateway raises
+    it for a real request, and an ``AssertionError`` reads as a failed ``assert``
+    to test runners and to code that catches one.
+    """
 
 
 @dataclass(frozen=True, slots=True)

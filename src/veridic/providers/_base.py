@@ -269,9 +269,10 @@ def plain_block(provider: ReasoningProvider, block: object, where: str) -> JsonO
 
 
 def arguments_json(value: object) -> str:
-    """Tool-call arguments as JSON text, whether the provider sent text or an object."""
+    """Tool-call arguments as JSON text, whether the provider sent text or an object
+    (``"{}"`` for none: a call of a tool without parameters may stream no argument text)."""
     if isinstance(value, str):
-        return value
+        return value or "{}"
     if value is None:
         return "{}"
     return json.dumps(value, sort_keys=True, ensure_ascii=False)

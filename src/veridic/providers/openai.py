@@ -28,6 +28,7 @@ refused by :class:`OpenAIChat`, as one holding Anthropic items is by
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final, Protocol
@@ -155,7 +156,7 @@ class OpenAIChat(Adapter):
         )
 
     def assembler(self) -> _ChatAssembler:
-        return _ChatAssembler(repr(self), self.model)
+        return _ChatAssembler(self)
 
 
 def _chat_call(call: object, where: str) -> ToolCall:
@@ -173,51 +174,39 @@ def _chat_call(call: object, where: str) -> ToolCall:
 
 
 class _ChatAssembler:
-    """Chat completion chunks: content deltas, and tool calls arriving in pieces by index."""
+    """Chat completion chunks, put together by the SDK's own ``ChatCompletionStreamState``.
 
-    def __init__(self, where: str, model: str) -> None:
-        self._where = where
-        self._text: list[str] = []
-        self._calls: dict[int, list[str]] = {}
-        self._stop = ""
-        self._id = ""
-        self._model = model
+    The SDK merges content, refusal and tool-call pieces by index; the snapshot
+    it keeps is then read like a whole completion (:meth:`OpenAIChat.parse`),
+    so a streamed answer and a sent one give the same :class:`Completion`. The
+    snapshot, not ``get_final_completion()``: the latter raises on a
+    ``length`` or ``content_filter`` finish, which a send reports as its
+    stop reason.
+    """
+
+    def __init__(self, adapter: OpenAIChat) -> None:
+        streaming = importlib.import_module("openai.lib.streaming.chat")
+        self._adapter = adapter
+        self._state = streaming.ChatCompletionStreamState()
+        self._fed = False
 
     def feed(self, event: object) -> str:
-        self._id = self._id or text_of(event, "id", where=self._where, default="")
-        self._model = text_of(event, "model", where=self._where, default="") or self._model
+        self._state.handle_chunk(event)
+        self._fed = True
         choices = attr(event, "choices")
         if not isinstance(choices, list) or not choices:
             return ""
-        choice = choices[0]
-        self._stop = text_of(choice, "finish_reason", where=self._where, default="") or self._stop
-        delta = attr(choice, "delta")
-        for piece in items(delta, "tool_calls"):
-            index = attr(piece, "index")
-            slot = self._calls.setdefault(index if isinstance(index, int) else 0, ["", "", ""])
-            for position, path in enumerate((("id",), ("function", "name"))):
-                found = attr(piece, *path)
-                if isinstance(found, str) and found:
-                    slot[position] = found
-            more = attr(piece, "function", "arguments")
-            if isinstance(more, str):
-                slot[2] += more
-        text = text_of(delta, "content", where=self._where, default="")
-        if text:
-            self._text.append(text)
-        return text
+        return text_of(choices[0], "delta", "content", where=repr(self._adapter), default="")
 
     def finish(self) -> Completion:
-        if not self._stop:
+        snapshot = self._state.current_completion_snapshot if self._fed else None
+        choices = attr(snapshot, "choices")
+        if not isinstance(choices, list) or not choices or not attr(choices[0], "finish_reason"):
             raise VeridicError(
-                f"{self._where}: the stream ended before the model finished (no finish_reason "
+                f"{self._adapter!r}: the stream ended before the model finished (no finish_reason "
                 "arrived); the answer is incomplete: send the request again"
             )
-        calls = tuple(
-            ToolCall(call_id, name, arguments or "{}")
-            for _, (call_id, name, arguments) in sorted(self._calls.items())
-        )
-        return Completion("".join(self._text), calls, self._stop, self._id, self._model)
+        return self._adapter.parse(snapshot)
 
 
 class OpenAIResponses(Adapter):

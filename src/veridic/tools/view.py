@@ -567,7 +567,7 @@ class ToolView:
         have been sent, each exactly once. Accepts any of the three formats.
 
         Raises:
-            ToolCouplingError: the two disagree (also an ``AssertionError``).
+            ToolCouplingError: the two disagree.
         """
         sent_list = sent_specs if isinstance(sent_specs, list | tuple) else list(sent_specs)
         for built in self._tool_set.built():
