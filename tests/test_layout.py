@@ -32,7 +32,9 @@ CONTRACT = (
 )
 """The names of DESIGN.md's public API contract, imported from ``veridic``."""
 
-BOTTOM = frozenset({"veridic.errors", "veridic.config", "veridic._sample", "veridic._moved"})
+BOTTOM = frozenset(
+    {"veridic.errors", "veridic.config", "veridic._sample", "veridic._moved", "veridic._extras"}
+)
 
 UPSTREAM: dict[str, frozenset[str]] = {
     "bottom": frozenset(),
@@ -42,6 +44,7 @@ UPSTREAM: dict[str, frozenset[str]] = {
     "providers": frozenset({"bottom", "text", "tools"}),
     "run": frozenset({"bottom", "text", "tools", "providers"}),
     "checks": frozenset({"bottom", "text", "templates", "tools", "providers", "run"}),
+    "integrations": frozenset({"bottom", "text", "templates", "tools", "providers", "run"}),
     "testing": frozenset({"bottom", "text"}),
     "mypy": frozenset({"bottom"}),
     "evaluation": frozenset({"bottom", "text", "templates", "tools", "providers", "run", "root"}),

@@ -15,15 +15,13 @@ adapter has to build a client.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Final, Literal, Protocol
 
-from veridic.errors import MissingExtraError, VeridicError
+from veridic.errors import VeridicError
 from veridic.text.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
 from veridic.tools.tool import JsonObject
 
@@ -37,7 +35,6 @@ __all__ = [
     "items",
     "plain_block",
     "reasoning_item",
-    "require_sdk",
     "text_of",
 ]
 
@@ -182,21 +179,6 @@ class Adapter:
                 "from the adapter, streaming from send() or stream()): remove them"
             )
         return dict(options)
-
-
-def require_sdk(module: str, extra: str, needed_by: str) -> ModuleType:
-    """Import a provider SDK, or say which extra installs it.
-
-    Raises:
-        MissingExtraError: the SDK is not installed.
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        raise MissingExtraError(
-            f"{needed_by} needs the {module!r} package, which is not installed ({error}): "
-            f"pip install 'veridic[{extra}]'"
-        ) from error
 
 
 def attr(value: object, *path: str) -> object:

@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Protocol
 
+from veridic._extras import require
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
@@ -31,7 +32,6 @@ from veridic.providers._base import (
     items,
     plain_block,
     reasoning_item,
-    require_sdk,
     text_of,
 )
 from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
@@ -84,7 +84,7 @@ class AnthropicMessages(Adapter):
         max_tokens: int,
         options: Mapping[str, object] | None = None,
     ) -> None:
-        sdk = require_sdk("anthropic", _EXTRA, "AnthropicMessages")
+        sdk = require("anthropic", _EXTRA, "AnthropicMessages")
         if type(max_tokens) is not int or max_tokens < 1:
             raise VeridicError(
                 f"AnthropicMessages() got max_tokens={max_tokens!r}; the Messages API needs "

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final, Protocol
 
+from veridic._extras import require
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
@@ -41,7 +42,6 @@ from veridic.providers._base import (
     attr,
     items,
     reasoning_item,
-    require_sdk,
     text_of,
 )
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
@@ -80,7 +80,7 @@ _EXTRA: Final = "openai"
 
 
 def _client(client: object, needed_by: str) -> object:
-    sdk = require_sdk("openai", _EXTRA, needed_by)
+    sdk = require("openai", _EXTRA, needed_by)
     if client is None:
         made: object = sdk.OpenAI()
         return made
