@@ -189,6 +189,7 @@ class Component:
         irreversible: bool = False,
         source: TrustedText = "an external spec",
         roles: Iterable[str] = (),
+        unavailable: TrustedText | None = None,
     ) -> None:
         """Register an external tool of this component; as :meth:`Registry.external`."""
         self._registry._external(
@@ -203,6 +204,7 @@ class Component:
             irreversible,
             source,
             roles,
+            unavailable,
         )
 
     def run_boot(self) -> ComponentState:
@@ -353,6 +355,7 @@ class Registry:
         irreversible: bool = False,
         source: TrustedText = "an external spec",
         roles: Iterable[str] = (),
+        unavailable: TrustedText | None = None,
     ) -> None:
         """Register a tool described by someone else (an MCP server, an OpenAPI document).
 
@@ -378,6 +381,12 @@ class Registry:
         messages and the capability section; ``irreversible`` and ``roles``
         mean what they mean for :meth:`tool`.
 
+        ``unavailable`` keeps a known tool out of every view, with the reason
+        the capability section prints and a call is refused with
+        (:class:`~veridic.ToolUnavailableError`): for what only the registrant
+        can tell, such as an MCP server that now describes a tool differently
+        from what was pinned (``veridic.integrations.mcp`` says which part).
+
         Raises:
             VeridicError: the name is taken or invalid, the schema is not a
                 JSON schema of an object, the pin is malformed, or
@@ -395,6 +404,7 @@ class Registry:
             irreversible,
             source,
             roles,
+            unavailable,
         )
 
     # --- booting ----------------------------------------------------------------
@@ -576,6 +586,7 @@ class Registry:
         irreversible: bool,
         source: TrustedText,
         roles: Iterable[str],
+        unavailable: TrustedText | None = None,
     ) -> None:
         where = f"{name!r} (external, from {source})"
         options = ToolOptions.check(where, kind, risk, irreversible, (), name, None, roles)
@@ -588,6 +599,7 @@ class Registry:
             pin=pin,
             source=source,
             component=component,
+            withheld=unavailable or "",
         )
         self._add(name, _Declaration(None, options, component, None, built))
 

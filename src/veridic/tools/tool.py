@@ -136,6 +136,9 @@ class Tool:
     _validate: Callable[[object], dict[str, object]] = field(repr=False)
     _invoke: Callable[[Mapping[str, object]], object] = field(repr=False)
     _memo: dict[str, object] = field(default_factory=dict, repr=False)
+    withheld: str = ""
+    """Why the registrant keeps this known tool out of every view (an external tool whose
+    source no longer shows what was pinned); ``""`` for a tool that may be offered."""
 
     @property
     def external(self) -> bool:
@@ -437,6 +440,7 @@ def external_tool(
     pin: str | None,
     source: str,
     component: str | None,
+    withheld: str = "",
 ) -> Tool:
     """Resolve a tool described by someone else's spec.
 
@@ -498,7 +502,22 @@ def external_tool(
         schema_json=json.dumps(schema, ensure_ascii=False),
         _validate=validator(name),
         _invoke=lambda arguments: handler(dict(arguments)),
+        withheld=_withheld_reason(withheld, where),
     )
+
+
+def _withheld_reason(reason: object, where: str) -> str:
+    """The reason a view prints for a withheld tool: trusted, one printable line."""
+    if reason is None or reason == "":
+        return ""
+    refuse_untrusted(reason, f"registry.external(unavailable=...) of {where}", "write it in code")
+    if not isinstance(reason, str) or "\n" in reason or not reason.isprintable():
+        raise VeridicError(
+            f"external tool {where} has unavailable={reason!r}, which is not a reason: the "
+            "capability section prints it, so give one printable line saying why the tool is "
+            'kept out (e.g. unavailable="its description changed since it was pinned")'
+        )
+    return reason
 
 
 def with_handler(tool: Tool, handler: Callable[..., object]) -> Tool:

@@ -106,7 +106,9 @@ Predicate = Callable[[Tool], bool]
 """A view filter: keep the tool when it returns ``True`` (evaluated when the view is built)."""
 
 StatusState = Literal["exposed", "unknown", "unavailable", "denied"]
-StatusCause = Literal["", "component", "description", "pin", "role", "allow", "predicate", "deny"]
+StatusCause = Literal[
+    "", "component", "description", "pin", "withheld", "role", "allow", "predicate", "deny"
+]
 
 _FORMATS: Final = ("openai", "anthropic", "mcp")
 _SUGGESTED: Final = 3  # nearest names of an unknown one: difflib.get_close_matches(n=3, cutoff=0.6)
@@ -184,7 +186,7 @@ class ToolStatus:
 
     ``state`` is ``"exposed"``, ``"unknown"`` (never registered),
     ``"unavailable"`` (registered, cannot run here; ``cause`` is
-    ``"component"``, ``"description"`` or ``"pin"``) or ``"denied"``
+    ``"component"``, ``"description"``, ``"pin"`` or ``"withheld"``) or ``"denied"``
     (filtered by this view's policy; ``cause`` is ``"role"``, ``"allow"``,
     ``"predicate"`` or ``"deny"``). ``tool`` is the registered tool whenever
     there is one; ``suggestions`` are the nearest exposed names of an unknown one.
@@ -648,6 +650,7 @@ def build_view(
             _unavailable(tool, components)
             or _denied(tool, view_roles, allowed, keep, denials)
             or _pin_changed(tool)
+            or _withheld(tool)
         )
         if status is None:
             exposed.append(tool)
@@ -724,6 +727,19 @@ def _pin_changed(tool: Tool) -> ToolStatus | None:
     )
 
 
+def _withheld(tool: Tool) -> ToolStatus | None:
+    if not tool.withheld:
+        return None
+    return ToolStatus(
+        tool.name,
+        "unavailable",
+        reason=tool.withheld,
+        hint=f"it was registered unavailable ({tool.origin}); the reason says what brings it back",
+        cause="withheld",
+        tool=tool,
+    )
+
+
 def _denied(
     tool: Tool,
     roles: frozenset[str],
@@ -776,7 +792,7 @@ def _render_section(
     absent = [_component_line(state) for state in components]
     tombstones: dict[str, list[str]] = {}
     for status in withheld:
-        if status.cause == "pin" or (status.state == "denied" and status.tombstoned):
+        if status.cause in ("pin", "withheld") or (status.state == "denied" and status.tombstoned):
             tombstones.setdefault(status.reason, []).append(status.name)
     absent.extend(f"- {', '.join(names)}: {reason}." for reason, names in tombstones.items())
     if absent:
