@@ -43,8 +43,10 @@ UPSTREAM: dict[str, frozenset[str]] = {
     "tools": frozenset({"bottom", "text"}),
     "providers": frozenset({"bottom", "text", "tools"}),
     "run": frozenset({"bottom", "text", "tools", "providers"}),
-    "checks": frozenset({"bottom", "text", "templates", "tools", "providers", "run"}),
     "integrations": frozenset({"bottom", "text", "templates", "tools", "providers", "run"}),
+    "checks": frozenset(
+        {"bottom", "text", "templates", "tools", "providers", "run", "integrations"}
+    ),
     "testing": frozenset({"bottom", "text"}),
     "mypy": frozenset({"bottom"}),
     "evaluation": frozenset({"bottom", "text", "templates", "tools", "providers", "run", "root"}),

@@ -34,6 +34,7 @@ __all__ = [
     "EarlierOutcome",
     "GuardDeniedError",
     "IncompletePlanError",
+    "IntegrationError",
     "InvalidArgumentsError",
     "MissingExtraError",
     "PlanError",
@@ -324,6 +325,19 @@ class TemplateParamsError(TemplateError):
 
 class TemplateSandboxError(TemplateError):
     """A template from stored text tried something jinja2's sandbox forbids."""
+
+
+class IntegrationError(VeridicError):
+    """A protocol or framework veridic sits under failed: an MCP server that did not start
+    or answer, or a tool of it that answered with an error.
+
+    ``reason`` is the short cause in veridic's words (``"the MCP server did not start"``);
+    the message adds what the other side said.
+    """
+
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class MissingExtraError(VeridicError, ImportError):

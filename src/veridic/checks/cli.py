@@ -56,6 +56,7 @@ usage: veridic hatches [-h] ...
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import importlib
 import json
@@ -78,6 +79,8 @@ from veridic.checks.manifest import (
 )
 from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
 from veridic.errors import VeridicError
+from veridic.integrations.mcp import McpServer, Pins, render_changes
+from veridic.integrations.mcp import list_tools as list_mcp_tools
 from veridic.tools.registry import Registry
 from veridic.tools.view import ToolView
 
@@ -371,6 +374,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     hatches.add_argument("paths", metavar="PATH", nargs="+", type=Path)
     hatches.set_defaults(run=_run_hatches)
+
+    mcp = commands.add_parser("mcp", help="MCP servers: record and check their tools' pins")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="MCP_COMMAND")
+    pin = mcp_commands.add_parser(
+        "pin",
+        parents=[common],
+        help="record what a server's tools show (-o FILE) or compare it (--check FILE)",
+    )
+    pin.add_argument(
+        "target",
+        metavar="MODULE:ATTR",
+        help="the server, as declared in code: e.g. myapp.mcp:GITHUB, "
+        'where GITHUB = veridic.integrations.mcp.stdio("github", ...)',
+    )
+    pin_mode = pin.add_mutually_exclusive_group(required=True)
+    pin_mode.add_argument("-o", "--output", metavar="FILE", type=Path, help="write the pins")
+    pin_mode.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if FILE has drifted")
+    pin.set_defaults(run=_run_mcp_pin)
     return parser
 
 
@@ -747,6 +768,70 @@ def _check_manifest(target: Registry | ToolView, path: Path, report: _Report) ->
         )
     else:
         report.notes.append(f"{path} matches the registry")
+
+
+def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
+    """``veridic mcp pin``: trust on first use, reviewed like the manifest.
+
+    ``-o`` records every tool the server lists now; review the file and commit
+    it, then pass it to ``connect(pins=...)``. ``--check`` lists every
+    difference (a changed description, schema or annotations, a new or
+    vanished tool) as a finding with the Markdown table of old and new: the
+    rug pull of a server that rewrites a tool after it was approved.
+    """
+    report = _Report("mcp pin", args.target)
+    server = _load_server(args.target)
+    try:
+        listed = asyncio.run(list_mcp_tools(server))
+    except VeridicError as error:
+        raise _UsageError(f"{error}; fix the server or its command, then run again") from error
+    now = Pins.of(server.name, listed)
+    if args.output is not None:
+        now.dump(args.output)
+        report.notes.append(f"recorded {len(now.tools)} tool(s) of {server!r} in {args.output}")
+        return report
+    try:
+        recorded = Pins.load(args.check)
+    except VeridicError as error:
+        raise _UsageError(str(error)) from error
+    changes = recorded.compare(listed)
+    for change in changes:
+        report.items.append(
+            _Item(
+                "error",
+                f"mcp-{change.kind}",
+                str(change.reason),
+                file=str(args.check),
+                subject=change.tool,
+                data=(("parts", list(change.parts)),),
+            )
+        )
+    diff = render_changes(server.name, changes)
+    report.extra["diff"] = diff
+    if changes:
+        report.notes.extend(diff.rstrip().split("\n"))
+    return report
+
+
+_SERVER: Final = "an McpServer (veridic.integrations.mcp.stdio(...) or http(...))"
+
+
+def _load_server(spec: str) -> McpServer:
+    """``MODULE:ATTR`` naming an MCP server declared in code."""
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise _UsageError(f"target {spec!r} is not MODULE:ATTR: name the module and {_SERVER}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    obj: object = _import(module_name)
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            raise _UsageError(f"{spec}: {module_name} has no attribute {attr_path!r}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, McpServer):
+        raise _UsageError(f"{spec} is a {type(obj).__name__}, not {_SERVER}")
+    return obj
 
 
 def _run_check(args: argparse.Namespace, config: _Config) -> _Report:

@@ -6,6 +6,6 @@ tools as the framework's tools, with veridic's approvals and audit
 underneath). Each module imports its library lazily and raises
 :class:`~veridic.MissingExtraError` naming the extra (``veridic[mcp]``, ...).
 
-It imports the run, the tools and the text core; nothing in the library
-imports it.
+It imports the run, the tools and the text core; only the command line
+(``veridic mcp pin``) imports it.
 """

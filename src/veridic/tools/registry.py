@@ -704,9 +704,12 @@ def _literal_message(error: Exception) -> str | None:
     return message if any(constant is message for constant in constants) else None
 
 
-def _boot_detail(error: Exception) -> str:
-    """The whole message of a failed boot, for the log and :meth:`Registry.components`."""
-    return f"{type(error).__qualname__}: {error}" if str(error) else type(error).__qualname__
+def _boot_detail(error: BaseException) -> str:
+    """The whole message of a failed boot, for the log and :meth:`Registry.components`,
+    with what caused it (a ``BootError`` raised ``from`` the error that explains it)."""
+    told = f"{type(error).__qualname__}: {error}" if str(error) else type(error).__qualname__
+    cause = error.__cause__
+    return told if cause is None else f"{told} (caused by {_boot_detail(cause)})"
 
 
 def _lookup(module: object, qualname: str) -> object:

@@ -1,0 +1,292 @@
+"""What an MCP server showed when someone reviewed it, and what differs now.
+
+Trust on first use: ``veridic mcp pin`` records every tool a server lists
+(name, description, input schema, annotations) in a JSON file that is
+reviewed and committed like the manifest. On later runs each listed tool is
+compared with its record; a tool whose description, schema or annotations
+changed, a tool the server added, and a pinned tool it no longer lists are
+kept out of every view with a reason naming what changed (the rug pull: a
+server that rewrites a description after it was approved).
+
+Annotations are pinned too although the model never sees them: they choose
+an undeclared tool's default risk, so a server that flips ``destructiveHint``
+could otherwise lower it.
+
+The file holds each entry's ``pin`` (:func:`veridic.tools.tool.tool_pin` of
+name, description and schema) beside the fields it covers, so an entry
+edited by hand, whose fields no longer give its pin, is refused when the file
+is read rather than trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from veridic._sample import clip
+from veridic.errors import VeridicError
+from veridic.text.provenance import TrustedInstruction, instruction, join
+from veridic.tools.tool import JsonObject, tool_pin
+
+__all__ = ["FORMAT", "Part", "PinChange", "PinnedTool", "Pins", "render_changes"]
+
+FORMAT: Final = "veridic-mcp-pins/1"
+
+Part = Literal["description", "input schema", "annotations"]
+"""A part of a listed tool that its pin covers."""
+
+_PART_TEXT: Final[Mapping[Part, TrustedInstruction]] = {
+    "description": instruction("its description"),
+    "input schema": instruction("its input schema"),
+    "annotations": instruction("its annotations"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedTool:
+    """One tool as the server lists it: what the model is shown, and the server's hints."""
+
+    name: str
+    description: str
+    input_schema: JsonObject
+    annotations: JsonObject
+
+    @property
+    def pin(self) -> str:
+        """The pin of what the model is shown (``tool-sha256:...``)."""
+        return tool_pin(self.name, self.description, self.input_schema)
+
+    def as_json(self) -> JsonObject:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "annotations": self.annotations,
+            "pin": self.pin,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PinChange:
+    """How a listed tool differs from its record.
+
+    ``kind`` is ``"changed"`` (``parts`` says which), ``"new"`` (listed, never
+    recorded) or ``"gone"`` (recorded, no longer listed); ``old`` and ``new``
+    are the two versions (``None`` where there is none).
+    """
+
+    tool: str
+    kind: Literal["changed", "new", "gone"]
+    parts: tuple[Part, ...] = ()
+    old: PinnedTool | None = None
+    new: PinnedTool | None = None
+
+    @property
+    def reason(self) -> TrustedInstruction:
+        """Why the tool is unavailable, as the capability section says it (written here)."""
+        if self.kind == "new":
+            return instruction(
+                "the MCP server lists it but its pins do not: review it with "
+                "veridic mcp pin --check, then record the pins again"
+            )
+        if self.kind == "gone":
+            return instruction("the MCP server no longer lists it")
+        changed = join([_PART_TEXT[part] for part in self.parts], sep=" and ")
+        return join(
+            [
+                changed,
+                instruction(
+                    " changed since its pin was recorded: review the change with "
+                    "veridic mcp pin --check, then record the pins again"
+                ),
+            ],
+            sep="",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Pins:
+    """The recorded tools of one MCP server."""
+
+    server: str
+    tools: Mapping[str, PinnedTool]
+
+    @staticmethod
+    def of(server: str, listed: Iterable[PinnedTool]) -> Pins:
+        """Pins recording ``listed`` as they are now (what ``veridic mcp pin`` writes)."""
+        return Pins(server, {tool.name: tool for tool in sorted(listed, key=lambda t: t.name)})
+
+    @staticmethod
+    def load(path: str | os.PathLike[str]) -> Pins:
+        """Read a pins file.
+
+        Raises:
+            VeridicError: the file is missing, not JSON, not a pins file of this
+                format, or an entry's fields do not give its pin (edited by hand).
+        """
+        where = os.fspath(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise VeridicError(
+                f"MCP pins {where!r} cannot be read ({error.strerror or error}): record them "
+                "with veridic mcp pin MODULE:SERVER -o FILE, or pass the right path"
+            ) from error
+        return Pins.loads(text, where)
+
+    @staticmethod
+    def loads(text: str, where: str = "<pins>") -> Pins:
+        """:meth:`load` from text; ``where`` names it in errors."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise VeridicError(
+                f"MCP pins {where!r} are not JSON ({error.msg} at line {error.lineno}): "
+                "record them again with veridic mcp pin"
+            ) from error
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise VeridicError(
+                f"MCP pins {where!r} are not a pins file of format {FORMAT!r} (found "
+                f"{found!r}): record them with veridic mcp pin"
+            )
+        server, entries = data.get("server"), data.get("tools")
+        if not isinstance(server, str) or not isinstance(entries, list):
+            raise VeridicError(
+                f"MCP pins {where!r} need a 'server' name and a 'tools' list: record them again "
+                "with veridic mcp pin"
+            )
+        return Pins.of(server, (_entry(entry, where, index) for index, entry in enumerate(entries)))
+
+    def dumps(self) -> str:
+        """The file's text: sorted, indented, one entry per tool (diffs review well)."""
+        document = {
+            "format": FORMAT,
+            "server": self.server,
+            "tools": [tool.as_json() for tool in self.tools.values()],
+        }
+        return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    def dump(self, path: str | os.PathLike[str]) -> None:
+        Path(path).write_text(self.dumps(), encoding="utf-8")
+
+    def compare(self, listed: Iterable[PinnedTool]) -> tuple[PinChange, ...]:
+        """Every difference between the record and ``listed``, sorted by tool name."""
+        now = {tool.name: tool for tool in listed}
+        changes: list[PinChange] = []
+        for name in sorted(now.keys() | self.tools.keys()):
+            old, new = self.tools.get(name), now.get(name)
+            if old is None:
+                changes.append(PinChange(name, "new", new=new))
+            elif new is None:
+                changes.append(PinChange(name, "gone", old=old))
+            else:
+                parts = _changed_parts(old, new)
+                if parts:
+                    changes.append(PinChange(name, "changed", parts, old, new))
+        return tuple(changes)
+
+
+def _changed_parts(old: PinnedTool, new: PinnedTool) -> tuple[Part, ...]:
+    parts: list[Part] = []
+    if old.description != new.description:
+        parts.append("description")
+    if _canonical(old.input_schema) != _canonical(new.input_schema):
+        parts.append("input schema")
+    if _canonical(old.annotations) != _canonical(new.annotations):
+        parts.append("annotations")
+    return tuple(parts)
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _entry(entry: object, where: str, index: int) -> PinnedTool:
+    if not isinstance(entry, dict):
+        raise VeridicError(f"MCP pins {where!r}: tools[{index}] is not an object: record again")
+    name, description = entry.get("name"), entry.get("description")
+    schema, annotations = entry.get("input_schema"), entry.get("annotations", {})
+    if not (
+        isinstance(name, str)
+        and isinstance(description, str)
+        and isinstance(schema, dict)
+        and isinstance(annotations, dict)
+    ):
+        raise VeridicError(
+            f"MCP pins {where!r}: tools[{index}] needs a name, a description, an input_schema "
+            "object and an annotations object: record the pins again with veridic mcp pin"
+        )
+    tool = PinnedTool(name, description, schema, annotations)
+    if entry.get("pin") != tool.pin:
+        raise VeridicError(
+            f"MCP pins {where!r}: the entry of tool {clip(name)} does not give its own pin "
+            f"({entry.get('pin')!r} recorded, {tool.pin!r} from its fields): the file was "
+            "edited by hand; review the server's tool and record the pins again"
+        )
+    return tool
+
+
+def render_changes(server: str, changes: Iterable[PinChange]) -> str:
+    """A Markdown table of the changes (tool, field, pinned, now), for a terminal or a PR."""
+    rows = [row for change in changes for row in _rows(change)]
+    if not rows:
+        return f"MCP server {server!r}: every listed tool matches its pin.\n"
+    lines = [
+        f"MCP server {server!r}: {len(rows)} difference(s) from the pins.",
+        "",
+        "| tool | field | pinned | now |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines.extend("| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows)
+    return "\n".join(lines) + "\n"
+
+
+def _rows(change: PinChange) -> Iterator[tuple[str, str, str, str]]:
+    if change.kind == "new":
+        yield change.tool, "(tool)", "(not pinned)", "listed"
+        return
+    if change.kind == "gone":
+        yield change.tool, "(tool)", "pinned", "(no longer listed)"
+        return
+    old, new = change.old, change.new
+    if old is None or new is None:  # pragma: no cover - a "changed" entry has both
+        return
+    if "description" in change.parts:
+        yield change.tool, "description", old.description, new.description
+    if "input schema" in change.parts:
+        for path, before, after in _json_diff(old.input_schema, new.input_schema, "input_schema"):
+            yield change.tool, path, before, after
+    if "annotations" in change.parts:
+        for path, before, after in _json_diff(old.annotations, new.annotations, "annotations"):
+            yield change.tool, path, before, after
+
+
+def _json_diff(old: object, new: object, path: str) -> Iterator[tuple[str, str, str]]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(old.keys() | new.keys(), key=str):
+            yield from _json_diff(old.get(key, _ABSENT), new.get(key, _ABSENT), f"{path}.{key}")
+    elif old is _ABSENT or new is _ABSENT or _canonical(old) != _canonical(new):
+        yield path, _shown(old), _shown(new)
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_ABSENT: Final = _Absent()
+
+
+def _shown(value: object) -> str:
+    return "(absent)" if value is _ABSENT else _canonical(value)
+
+
+def _cell(text: str) -> str:
+    # Outside text in a table cell: one line, pipes escaped, clipped.
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return flat if len(flat) <= 120 else flat[:117] + "..."

@@ -1,0 +1,565 @@
+"""An MCP server's tools as external tools of a registry component.
+
+The server is the component: :func:`connect` starts or reaches it (a command
+over stdio, or a URL over streamable HTTP, with the ``mcp`` SDK), lists its
+tools and registers each as an external tool of a component named after the
+server. A server that does not start or answer within its timeout is a
+component whose boot failed: its pinned tools are listed as unavailable with
+the reason, as for any component.
+
+What the model is shown comes from the server, so it is checked against the
+pins (:mod:`veridic.integrations.mcp._pins`): a tool that matches its pin is
+registered with it (its description and required arguments may enter the
+capability section); a changed, new or vanished tool is kept out of every
+view with a reason naming what changed. Without pins every tool is
+registered unpinned: listed by name, its description marked unverified.
+
+Before every call the tool's current listing is compared with the one
+registered (through the SDK's response cache where the server allows
+caching), so a server that changes a tool mid-run is refused at the next
+call, not trusted; a ``tools/list_changed`` notification is logged and checks
+at once. Calls go through :func:`veridic.aexecute` like any tool: approvals,
+audit, guards. The server's results are :class:`~veridic.UntrustedText`.
+
+Risk is the application's: ``declare={"search": Declared("query")}``. The
+server's annotations are hints the spec calls untrusted; they may raise
+nothing and lower nothing, except that an undeclared tool is a write of
+high risk unless its (pinned) annotations say ``destructiveHint: false``,
+which makes it a write of mid risk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from veridic._extras import require
+from veridic.errors import (
+    IntegrationError,
+    MissingExtraError,
+    ToolUnavailableError,
+    VeridicError,
+)
+from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins
+from veridic.text.provenance import (
+    TrustedInstruction,
+    TrustedText,
+    UntrustedText,
+    instruction,
+    untrusted,
+)
+from veridic.tools._similarity import NameIndex
+from veridic.tools.registry import BootError, Component, Registry
+from veridic.tools.risk import RiskLike, ToolKind
+
+__all__ = ["Declared", "McpConnection", "McpServer", "connect", "http", "list_tools", "stdio"]
+
+_log = logging.getLogger("veridic.integrations.mcp")
+_EXTRA: Final = "mcp"
+_PAGES: Final = 100
+_REQUEST_TIMEOUT: Final = -32001  # mcp_types.REQUEST_TIMEOUT: a request that got no answer
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    """Where an MCP server runs; ``name`` is its component's name (printed: written in code)."""
+
+    name: TrustedText
+    command: tuple[str, ...] = ()
+    url: str = ""
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+    timeout: float = 10.0
+    protocol: Literal["auto", "legacy"] = "auto"
+
+    def __repr__(self) -> str:
+        where = self.url or " ".join(self.command)
+        return f"McpServer({self.name!r}, {where!r})"
+
+
+def stdio(
+    name: TrustedText,
+    command: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float = 10.0,
+    protocol: Literal["auto", "legacy"] = "auto",
+) -> McpServer:
+    """A server started as ``command *args``, spoken to over its stdin and stdout.
+
+    ``env`` replaces the child's environment when given (the SDK passes a safe
+    default otherwise); ``timeout`` bounds starting and each listing, in seconds;
+    ``protocol="legacy"`` forces the initialize handshake of servers before 2026
+    (``"auto"`` finds out).
+    """
+    _check_name(name)
+    return McpServer(
+        name, (command, *args), env=env, cwd=_path(cwd), timeout=timeout, protocol=protocol
+    )
+
+
+def http(
+    name: TrustedText,
+    url: str,
+    *,
+    timeout: float = 10.0,
+    protocol: Literal["auto", "legacy"] = "auto",
+) -> McpServer:
+    """A server reached over streamable HTTP at ``url`` (``http://host:port/mcp``)."""
+    if not url.startswith(("http://", "https://")):
+        raise VeridicError(
+            f"MCP server {name!r} got url={url!r}: give the server's streamable HTTP endpoint, "
+            "e.g. 'http://localhost:8000/mcp'"
+        )
+    _check_name(name)
+    return McpServer(name, url=url, timeout=timeout, protocol=protocol)
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """What the application declares about one of a server's tools (its risk is yours).
+
+    ``kind`` is ``"query"`` or ``"write"``, ``risk`` as for ``@registry.tool``
+    (``None``: the kind's default, raised to its floors).
+    """
+
+    kind: ToolKind
+    risk: RiskLike | None = None
+    irreversible: bool = False
+
+
+async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
+    """Every tool ``server`` lists now (what ``veridic mcp pin`` records).
+
+    Raises:
+        IntegrationError: the server did not start or answer in time.
+        MissingExtraError: the ``mcp`` package is not installed.
+    """
+    with _plain_errors():
+        async with AsyncExitStack() as stack:
+            try:
+                client = await _open(server, stack, None)
+                return await _listing(client, server, refresh=True)
+            except MissingExtraError:
+                raise
+            except Exception as error:
+                raise _unreachable(server, error) from error
+
+
+@asynccontextmanager
+async def connect(
+    registry: Registry,
+    server: McpServer,
+    *,
+    pins: Pins | str | os.PathLike[str] | None = None,
+    declare: Mapping[str, Declared] | None = None,
+    hint: TrustedText = (
+        "check that the MCP server starts and answers (its log says why not), then restart"
+    ),
+) -> AsyncIterator[McpConnection]:
+    """Register ``server``'s tools in ``registry`` and keep the connection open for their calls.
+
+    Connect once, when the application starts, and build views inside the
+    ``async with`` (the registry boots again with the new component on its
+    next view). Leaving it closes the connection: later calls of its tools
+    fail with :class:`~veridic.ToolUnavailableError`.
+
+    Raises:
+        VeridicError: the pins are of another server, ``declare`` names a tool
+            the server does not list, a component of that name exists.
+        MissingExtraError: the ``mcp`` package is not installed.
+    """
+    recorded = Pins.load(pins) if isinstance(pins, str | os.PathLike) else pins
+    if recorded is not None and recorded.server != server.name:
+        raise VeridicError(
+            f"MCP pins of server {recorded.server!r} were given for server {server.name!r}: "
+            "pass the pins recorded for this server (veridic mcp pin names them after it)"
+        )
+    declared = dict(declare or {})
+    anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
+    with _plain_errors():
+        async with AsyncExitStack() as stack:
+            connection = McpConnection(server, recorded)
+            connection._tasks = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(connection._tasks.cancel_scope.cancel)
+            try:
+                connection._client = await _open(server, stack, connection._notified)
+                listed = await _listing(connection._client, server, refresh=True)
+            except MissingExtraError:
+                raise
+            except Exception as error:
+                failure = _unreachable(server, error)
+                _log.warning("%s", failure)
+                connection._register_unreachable(registry, hint, declared, failure, _reason(error))
+            else:
+                known = [t.name for t in listed] + list(recorded.tools if recorded else ())
+                _check_declared(server, declared, known)
+                connection._register(registry, hint, declared, listed)
+                connection._tasks.start_soon(connection._listen)
+            try:
+                yield connection
+            finally:
+                connection._client = None
+
+
+@dataclass(eq=False)
+class McpConnection:
+    """A live connection to one server, and what its tools' calls check against.
+
+    ``changes`` are the differences from the pins found at connect and since
+    (a changed tool found at a call, a ``tools/list_changed`` re-check).
+    """
+
+    server: McpServer
+    pins: Pins | None
+    changes: tuple[PinChange, ...] = ()
+    _client: object = field(default=None, repr=False)
+    _tasks: Any = field(default=None, repr=False)
+    _registered: dict[str, PinnedTool] = field(default_factory=dict, repr=False)
+    _withheld: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The names this connection registered (available or not)."""
+        return tuple(self._registered)
+
+    async def recheck(self) -> tuple[PinChange, ...]:
+        """List the server's tools again and withhold every registered one that changed.
+
+        Returns the new differences (also added to :attr:`changes`).
+
+        Raises:
+            ToolUnavailableError: the connection is closed.
+            IntegrationError: the server did not answer.
+        """
+        client = self._live()
+        listed = {tool.name: tool for tool in await _listing(client, self.server, refresh=True)}
+        return self._withhold_changed(listed)
+
+    # --- registering ---------------------------------------------------------------
+
+    def _register(
+        self,
+        registry: Registry,
+        hint: TrustedText,
+        declared: Mapping[str, Declared],
+        listed: Sequence[PinnedTool],
+    ) -> None:
+        component = registry.component(self.server.name, hint=hint)  # type: ignore[veridic-literal]  # McpServer.name is TrustedText, checked where it was declared
+        if self.pins is None:
+            for tool in listed:
+                self._add(component, tool, declared, pin=None, unavailable=None)
+            return
+        self.changes = self.pins.compare(listed)
+        changed = {change.tool: change for change in self.changes}
+        for tool in listed:
+            change = changed.get(tool.name)
+            if change is None:
+                self._add(component, tool, declared, pin=tool.pin, unavailable=None)
+            else:
+                self._add(component, tool, declared, pin=None, unavailable=change.reason)
+        for change in self.changes:
+            if change.kind == "gone" and change.old is not None:
+                self._add(component, change.old, declared, pin=None, unavailable=change.reason)
+        for change in self.changes:
+            _log.warning(
+                "MCP server %r: tool %r is unavailable: %s",
+                self.server.name,
+                change.tool,
+                change.reason,
+            )
+
+    def _register_unreachable(
+        self,
+        registry: Registry,
+        hint: TrustedText,
+        declared: Mapping[str, Declared],
+        failure: IntegrationError,
+        reason: TrustedInstruction,
+    ) -> None:
+        def boot() -> None:
+            raise BootError(reason) from failure
+
+        component = registry.component(self.server.name, boot=boot, hint=hint)  # type: ignore[veridic-literal]  # McpServer.name is TrustedText, checked where it was declared
+        for tool in self.pins.tools.values() if self.pins is not None else ():
+            self._add(component, tool, declared, pin=tool.pin, unavailable=None)
+
+    def _add(
+        self,
+        component: Component,
+        tool: PinnedTool,
+        declared: Mapping[str, Declared],
+        *,
+        pin: str | None,
+        unavailable: TrustedText | None,
+    ) -> None:
+        declaration = declared.get(tool.name) or _default_declaration(tool)
+        name = tool.name
+
+        async def call(arguments: dict[str, object]) -> UntrustedText:
+            return await self._call(name, arguments)
+
+        component.external(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            handler=call,
+            kind=declaration.kind,
+            risk=declaration.risk,
+            irreversible=declaration.irreversible,
+            pin=pin,
+            source=self.server.name,  # type: ignore[veridic-literal]  # McpServer.name is TrustedText, checked where it was declared
+            unavailable=unavailable,
+        )
+        self._registered[tool.name] = tool
+
+    # --- calling -------------------------------------------------------------------
+
+    async def _call(self, name: str, arguments: dict[str, object]) -> UntrustedText:
+        reason = self._withheld.get(name)
+        if reason is not None:
+            raise self._unavailable(name, reason)
+        client = self._live()
+        listed = {tool.name: tool for tool in await _listing(client, self.server, refresh=False)}
+        self._withhold_changed(listed)
+        reason = self._withheld.get(name)
+        if reason is not None:
+            raise self._unavailable(name, reason)
+        result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
+        text = _result_text(result)
+        source = f"mcp:{self.server.name}/{name}"
+        if getattr(result, "is_error", False):
+            raise IntegrationError(
+                f"MCP server {self.server.name!r}: tool {name!r} answered with an error: "
+                f"{text[:2000]}",
+                reason="the tool answered with an error",
+            )
+        return untrusted(text, source=source)
+
+    def _withhold_changed(self, listed: Mapping[str, PinnedTool]) -> tuple[PinChange, ...]:
+        found: list[PinChange] = []
+        for name, registered in self._registered.items():
+            if name in self._withheld:
+                continue
+            now = listed.get(name)
+            comparison = Pins.of(self.server.name, [registered]).compare([now] if now else [])
+            for change in comparison:
+                self._withheld[name] = change.reason
+                found.append(change)
+                _log.warning(
+                    "MCP server %r changed tool %r after it was registered: %s",
+                    self.server.name,
+                    name,
+                    change.reason,
+                )
+        self.changes = (*self.changes, *found)
+        return tuple(found)
+
+    async def _notified(self, message: object) -> None:
+        # Called from the SDK's receive loop: a listing awaited here would wait for the
+        # loop itself, so the re-check runs as a task of the connection.
+        if type(message).__name__ == "ToolListChangedNotification" and self._tasks is not None:
+            self._tasks.start_soon(self._changed_notice)
+
+    async def _listen(self) -> None:
+        """On a 2026 connection, change notices come through a ``subscriptions/listen``
+        stream; a server without one is checked at every call all the same."""
+        client = self._client
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:  # type: ignore[attr-defined]  # an mcp.Client
+                async for _event in subscription:
+                    await self._changed_notice()
+        except Exception as error:  # not offered, or the stream ended: calls still check
+            _log.debug("MCP server %r: no change notices (%s)", self.server.name, error)
+
+    async def _changed_notice(self) -> None:
+        _log.info("MCP server %r says its tool list changed: checking", self.server.name)
+        try:
+            await self.recheck()
+        except Exception as error:  # the next call checks again, and fails loudly
+            _log.warning("MCP server %r: re-check failed: %s", self.server.name, error)
+
+    def _live(self) -> object:
+        if self._client is None:
+            raise ToolUnavailableError(
+                f"the connection to MCP server {self.server.name!r} is closed: call its tools "
+                "inside the async with connect(...) block that registered them",
+                reason="its MCP connection is closed",
+                component=self.server.name,
+            )
+        return self._client
+
+    def _unavailable(self, name: str, reason: str) -> ToolUnavailableError:
+        return ToolUnavailableError(
+            f"tool {name!r} of MCP server {self.server.name!r} is unavailable: {reason}",
+            name=name,
+            reason=reason,
+            hint="veridic mcp pin --check shows what changed",
+            component=self.server.name,
+        )
+
+
+# --- the SDK ---------------------------------------------------------------------------
+
+
+async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) -> object:
+    mcp = require("mcp", _EXTRA, "veridic.integrations.mcp")
+    target: object
+    if server.url:
+        target = server.url
+    else:
+        parameters = mcp.StdioServerParameters(
+            command=server.command[0],
+            args=list(server.command[1:]),
+            env=dict(server.env) if server.env is not None else None,
+            cwd=server.cwd,
+        )
+        # The server's own stderr goes to the process's real one (sys.stderr may be a
+        # redirect without a file descriptor, as under the veridic command or pytest).
+        target = mcp.stdio_client(parameters, errlog=sys.__stderr__ or sys.stderr)
+    options: dict[str, object] = {"read_timeout_seconds": server.timeout, "mode": server.protocol}
+    if on_message is not None:
+        options["message_handler"] = on_message
+    client = mcp.Client(target, **options)
+    # No cancel scope around entering: the client's tasks outlive it. Its requests,
+    # the first one included, time out after read_timeout_seconds.
+    await stack.enter_async_context(client)
+    return client
+
+
+async def _listing(client: object, server: McpServer, *, refresh: bool) -> tuple[PinnedTool, ...]:
+    anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
+    tools: list[PinnedTool] = []
+    cursor: str | None = None
+    with anyio.fail_after(server.timeout):
+        for _ in range(_PAGES):
+            page = await client.list_tools(  # type: ignore[attr-defined]  # an mcp.Client
+                cursor=cursor, cache_mode="refresh" if refresh else "use"
+            )
+            tools.extend(_pinned(tool, server) for tool in page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    return tuple(tools)
+
+
+def _pinned(tool: object, server: McpServer) -> PinnedTool:
+    name = getattr(tool, "name", None)
+    description = getattr(tool, "description", None) or ""
+    schema = getattr(tool, "input_schema", None)
+    annotations = getattr(tool, "annotations", None)
+    if not isinstance(name, str) or not isinstance(schema, dict):
+        raise IntegrationError(
+            f"MCP server {server.name!r} listed a tool without a name or an input schema "
+            f"({tool!r}): the server does not follow the protocol",
+            reason="the MCP server listed a malformed tool",
+        )
+    hints: dict[str, object] = {}
+    if annotations is not None:
+        dumped = annotations.model_dump(by_alias=True, exclude_none=True)
+        hints = {str(key): value for key, value in dict(dumped).items()}
+    return PinnedTool(name, description, json.loads(json.dumps(schema)), hints)
+
+
+def _result_text(result: object) -> str:
+    parts: list[str] = []
+    for block in getattr(result, "content", None) or ():
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+        else:
+            parts.append(f"[{getattr(block, 'type', 'content')} omitted]")
+    structured = getattr(result, "structured_content", None)
+    if not parts and structured is not None:
+        parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
+    return "\n".join(parts)
+
+
+# --- checks ----------------------------------------------------------------------------
+
+
+def _default_declaration(tool: PinnedTool) -> Declared:
+    destructive = tool.annotations.get("destructiveHint")
+    return Declared("write", "mid" if destructive is False else "high")
+
+
+def _check_declared(
+    server: McpServer, declared: Mapping[str, Declared], names: Sequence[str]
+) -> None:
+    """Every declared name is one the server lists or its pins record (a typo fails here)."""
+    for name in declared:
+        if name not in names:
+            nearest = ", ".join(NameIndex(names).close_matches(name, 3, 0.6)) or "none"
+            raise VeridicError(
+                f"declare= names {name!r}, which MCP server {server.name!r} does not list "
+                f"(nearest: {nearest}): declare the tools by the names the server gives them"
+            )
+        if not isinstance(declared[name], Declared):
+            raise VeridicError(
+                f"declare={{{name!r}: ...}} got {declared[name]!r}: pass "
+                'Declared("query") or Declared("write", risk="mid")'
+            )
+
+
+@contextmanager
+def _plain_errors() -> Iterator[None]:
+    """One error out as itself: the SDK's task groups wrap every error in an
+    ``ExceptionGroup``, the caller's own raised inside ``async with`` included."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if len(leaves) != 1:
+            raise
+        leaves[0].__suppress_context__ = True  # the group said nothing the error does not
+        raise leaves[0] from leaves[0].__cause__
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors an SDK's task groups wrapped, innermost first."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _reason(error: BaseException) -> TrustedInstruction:
+    """What the capability section says of a server that failed (never the error's text)."""
+    if any(_timed_out(leaf) for leaf in _leaves(error)):
+        return instruction("the MCP server did not answer in time")
+    return instruction("the MCP server did not start")
+
+
+def _timed_out(error: BaseException) -> bool:
+    # The SDK reports a request that got no answer as an MCPError with code -32001
+    # (REQUEST_TIMEOUT); anyio and asyncio raise TimeoutError.
+    code = getattr(getattr(error, "error", None), "code", None)
+    return isinstance(error, TimeoutError) or code == _REQUEST_TIMEOUT
+
+
+def _unreachable(server: McpServer, error: BaseException) -> IntegrationError:
+    reason = str(_reason(error))
+    told = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in _leaves(error))
+    return IntegrationError(
+        f"MCP server {server.name!r} ({server.url or ' '.join(server.command)}): {reason} "
+        f"({told}); its tools are unavailable until it does",
+        reason=reason,
+    )
+
+
+def _check_name(name: TrustedText) -> None:
+    if not isinstance(name, str) or not name.strip() or not name.isprintable():
+        raise VeridicError(
+            f"MCP server name {name!r} is not a name: give one printable line written in code, "
+            'e.g. stdio("github", "github-mcp-server")'
+        )
+
+
+def _path(value: str | os.PathLike[str] | None) -> str | None:
+    return None if value is None else os.fspath(value)

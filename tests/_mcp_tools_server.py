@@ -1,0 +1,87 @@
+"""A real MCP server for the client tests, run as a subprocess (stdio or streamable HTTP).
+
+Its tools are read from the JSON file named by ``VERIDIC_TEST_MCP_SPEC`` at every
+listing, so a test can change a description or a schema between two runs (or during
+one) the way a server that rug-pulls would. Every tool answers with its name and
+arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``.
+
+    python tests/_mcp_tools_server.py            # stdio
+    python tests/_mcp_tools_server.py --http PORT
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+SPEC = os.environ["VERIDIC_TEST_MCP_SPEC"]
+
+
+def _tools() -> list[types.Tool]:
+    with open(SPEC, encoding="utf-8") as file:
+        listed = json.load(file)
+    return [
+        types.Tool(
+            name=tool["name"],
+            description=tool.get("description"),
+            input_schema=tool["input_schema"],
+            annotations=types.ToolAnnotations(**tool["annotations"])
+            if tool.get("annotations")
+            else None,
+        )
+        for tool in listed
+    ]
+
+
+async def _list(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=_tools())
+
+
+async def _call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    if params.name == "notify":
+        await ctx.session.send_tool_list_changed()
+    text = f"{params.name}: {json.dumps(params.arguments, sort_keys=True)}"
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], is_error=params.name == "fail"
+    )
+
+
+SERVER: Server[Any] = Server("veridic-test-tools", on_list_tools=_list, on_call_tool=_call)
+
+
+async def _stdio() -> None:
+    async with stdio_server() as (read, write):
+        await SERVER.run(read, write, SERVER.create_initialization_options())
+
+
+def _http(port: int) -> None:
+    import contextlib
+
+    import uvicorn
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    manager = StreamableHTTPSessionManager(app=SERVER)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> Any:
+        async with manager.run():
+            yield
+
+    app = Starlette(routes=[Mount("/mcp", app=manager.handle_request)], lifespan=lifespan)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--http"]:
+        _http(int(sys.argv[2]))
+    else:
+        anyio.run(_stdio)
