@@ -377,24 +377,21 @@ def test_openai_and_anthropic_specs_carry_the_pydantic_schema() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "hints"),
+    ("name", "annotations"),
     [
-        ("get_rest_route_schema", (True, False, True)),
-        ("create_webhook", (False, False, False)),
-        ("delete_webhook", (False, True, False)),
-        ("edit_prompt", (False, True, False)),
+        # A query is read-only; the hints MCP reads only for writes are not sent for it.
+        ("get_rest_route_schema", {"readOnlyHint": True}),
+        # A write that did not declare itself additive may destroy, as the protocol assumes.
+        ("create_webhook", {"readOnlyHint": False, "destructiveHint": True}),
+        ("delete_webhook", {"readOnlyHint": False, "destructiveHint": True}),
+        ("edit_prompt", {"readOnlyHint": False, "destructiveHint": True}),
     ],
 )
 def test_mcp_annotations_follow_kind_risk_and_irreversibility(
-    name: str, hints: tuple[bool, bool, bool]
+    name: str, annotations: dict[str, bool]
 ) -> None:
     (spec,) = [s for s in site().view().tool_specs("mcp") if s["name"] == name]
-    annotations = spec["annotations"]
-    assert (
-        annotations["readOnlyHint"],
-        annotations["destructiveHint"],
-        annotations["idempotentHint"],
-    ) == hints
+    assert spec["annotations"] == annotations
     assert spec["inputSchema"]["type"] == "object"
 
 

@@ -137,6 +137,7 @@ if TYPE_CHECKING:
     )
     from veridic.tools.tool import (
         Tool,
+        ToolHints,
     )
     from veridic.tools.view import (
         Deny,
@@ -198,6 +199,7 @@ _HOMES: dict[str, str] = {
     "ScriptedProvider": "veridic.providers",
     "Templates": "veridic.templates",
     "Tool": "veridic.tools.tool",
+    "ToolHints": "veridic.tools.tool",
     "ToolCouplingError": "veridic.errors",
     "ToolDeniedError": "veridic.errors",
     "ToolOutcome": "veridic.run.gateway",
@@ -273,6 +275,7 @@ __all__ = [
     "Tool",
     "ToolCouplingError",
     "ToolDeniedError",
+    "ToolHints",
     "ToolOutcome",
     "ToolStatus",
     "ToolUnavailableError",

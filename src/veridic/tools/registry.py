@@ -62,6 +62,7 @@ from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tools.tool import (
     FunctionText,
     Tool,
+    ToolHints,
     ToolOptions,
     check_tool_name,
     external_tool,
@@ -170,10 +171,11 @@ class Component:
         name: str | None = None,
         description: TrustedText | None = None,
         roles: Iterable[str] = (),
+        hints: ToolHints | None = None,
     ) -> Callable[[F], F]:
         """Register a tool of this component; same keywords as :meth:`Registry.tool`."""
         return self._registry._decorator(
-            self.name, kind, risk, irreversible, writes, name, description, roles
+            self.name, kind, risk, irreversible, writes, name, description, roles, hints
         )
 
     def external(
@@ -190,6 +192,7 @@ class Component:
         source: TrustedText = "an external spec",
         roles: Iterable[str] = (),
         unavailable: TrustedText | None = None,
+        hints: ToolHints | None = None,
     ) -> None:
         """Register an external tool of this component; as :meth:`Registry.external`."""
         self._registry._external(
@@ -205,6 +208,7 @@ class Component:
             source,
             roles,
             unavailable,
+            hints,
         )
 
     def run_boot(self) -> ComponentState:
@@ -277,6 +281,7 @@ class Registry:
         name: str | None = None,
         description: TrustedText | None = None,
         roles: Iterable[str] = (),
+        hints: ToolHints | None = None,
     ) -> Callable[[F], F]:
         """Register a typed function as a tool; the decorator returns the function unchanged.
 
@@ -293,12 +298,18 @@ class Registry:
           reST) or ``Annotated[..., Field(description=...)]``. A tool
           without a real description is in no view.
         - ``roles``: when given, only views built with one of these roles expose it.
+        - ``hints``: what MCP clients are told beyond kind and risk
+          (:class:`~veridic.tools.tool.ToolHints`: additive, idempotent,
+          open world, title); hints never lower the risk.
 
         Raises:
             VeridicError: the name is taken or invalid, ``kind`` or ``risk`` is
-                not one of its values, a query declares an effect.
+                not one of its values, a query declares an effect (or the
+                hints of a write).
         """
-        return self._decorator(None, kind, risk, irreversible, writes, name, description, roles)
+        return self._decorator(
+            None, kind, risk, irreversible, writes, name, description, roles, hints
+        )
 
     def component(
         self,
@@ -356,6 +367,7 @@ class Registry:
         source: TrustedText = "an external spec",
         roles: Iterable[str] = (),
         unavailable: TrustedText | None = None,
+        hints: ToolHints | None = None,
     ) -> None:
         """Register a tool described by someone else (an MCP server, an OpenAPI document).
 
@@ -378,8 +390,8 @@ class Registry:
         ``deny=[Deny(when=lambda t: t.description_trust == "unpinned")]``.
 
         ``source`` says where the spec came from (``"mcp:github"``), for
-        messages and the capability section; ``irreversible`` and ``roles``
-        mean what they mean for :meth:`tool`.
+        messages and the capability section; ``irreversible``, ``roles`` and
+        ``hints`` mean what they mean for :meth:`tool`.
 
         ``unavailable`` keeps a known tool out of every view, with the reason
         the capability section prints and a call is refused with
@@ -405,6 +417,7 @@ class Registry:
             source,
             roles,
             unavailable,
+            hints,
         )
 
     # --- booting ----------------------------------------------------------------
@@ -546,6 +559,7 @@ class Registry:
         name: str | None,
         description: str | None,
         roles: Iterable[str],
+        hints: ToolHints | None = None,
     ) -> Callable[[F], F]:
         written = tuple(writes)
         role_set = frozenset((roles,) if isinstance(roles, str) else roles)
@@ -563,7 +577,7 @@ class Registry:
                     "function that implements the tool"
                 )
             options = ToolOptions.check(
-                where, kind, risk, irreversible, written, name, description, role_set
+                where, kind, risk, irreversible, written, name, description, role_set, hints
             )
             checked = check_tool_name(tool_name, where)
             # What the model is shown is read now, once: a docstring changed later is not seen.
@@ -587,9 +601,10 @@ class Registry:
         source: TrustedText,
         roles: Iterable[str],
         unavailable: TrustedText | None = None,
+        hints: ToolHints | None = None,
     ) -> None:
         where = f"{name!r} (external, from {source})"
-        options = ToolOptions.check(where, kind, risk, irreversible, (), name, None, roles)
+        options = ToolOptions.check(where, kind, risk, irreversible, (), name, None, roles, hints)
         built = external_tool(
             name=name,
             description=description,

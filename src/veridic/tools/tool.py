@@ -37,7 +37,7 @@ from pydantic.fields import FieldInfo
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.text.fields import instruction_fields
-from veridic.text.provenance import _display_path, refuse_untrusted
+from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
 from veridic.tools.risk import (
@@ -59,6 +59,7 @@ __all__ = [
     "JsonObject",
     "PinScope",
     "Tool",
+    "ToolHints",
     "ToolOptions",
     "check_tool_name",
     "description_pin",
@@ -91,6 +92,92 @@ _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PIN: Final = re.compile(r"sha256:[0-9a-f]{64}")
 _TOOL_PIN: Final = re.compile(r"tool-sha256:[0-9a-f]{64}")
 _INSTRUCTION_MARK: Final = "x-veridic-instruction"
+_TITLE_LIMIT: Final = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ToolHints:
+    """What a tool tells MCP clients about its behaviour beyond veridic's contract.
+
+    MCP's tool annotations say more than a tool's kind, risk and
+    irreversibility: whether a write only adds (``destructiveHint``), whether
+    repeating a call changes nothing more (``idempotentHint``), whether the
+    tool reaches an open world of outside entities (``openWorldHint``), and a
+    title for people. Only the registrant knows these, so a tool declares them
+    with ``hints=ToolHints(...)`` (on ``@registry.tool``, ``component.tool``,
+    ``registry.external`` and ``component.external``), and
+    :func:`~veridic.tools.tool_specs.mcp_annotations` reads them.
+
+    One value object rather than four keywords: these are claims made to an
+    MCP client, not veridic's contract, so they travel together and apart from
+    ``kind``/``risk``/``irreversible``, and a hint the protocol adds later does
+    not widen four signatures.
+
+    Hints never lower veridic's risk, and never change an approval: risk comes
+    from the kind and the floors alone. A high-risk write is advertised as
+    destructive even when declared ``additive=True``, because veridic confirms
+    each of its calls, and a client that relaxes its own confirmation for
+    additive tools must not relax it for these.
+
+    - ``additive``: a write that only adds (creates a record, appends to a log)
+      and never overwrites or deletes; ``destructiveHint`` is ``false`` for it
+      (unless it is high risk). Left ``False``, a write is destructive, as the
+      protocol assumes.
+    - ``idempotent``: a write whose repeated call with the same arguments has no
+      further effect; ``None`` (undeclared) leaves the hint out.
+    - ``open_world``: ``True`` when the tool reaches outside entities (the web,
+      other people's inboxes), ``False`` for a closed domain (its own store);
+      ``None`` leaves the hint out (the protocol then assumes an open world).
+    - ``title``: a short name for people, one printable line written in code.
+
+    A query is read-only, so ``additive`` and ``idempotent`` (meaningful only
+    for writes) are refused on one when the tool is declared.
+
+    >>> ToolHints(additive=True, open_world=False, title="Create webhook")
+    ToolHints(additive=True, idempotent=None, open_world=False, title='Create webhook')
+
+    Raises:
+        VeridicError: a flag that is not a bool, or a title that is not one short
+            printable line.
+        ProvenanceError: the title is untrusted text.
+    """
+
+    additive: bool = False
+    idempotent: bool | None = None
+    open_world: bool | None = None
+    title: TrustedText | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.additive, bool):
+            raise VeridicError(
+                f"ToolHints(additive={self.additive!r}) is not a bool: pass True for a write "
+                "that only adds, or leave it out"
+            )
+        for name, value in (("idempotent", self.idempotent), ("open_world", self.open_world)):
+            if value is not None and not isinstance(value, bool):
+                raise VeridicError(
+                    f"ToolHints({name}={value!r}) is not a bool: pass True or False, or leave it "
+                    "out to say nothing"
+                )
+        title = self.title
+        if title is None:
+            return
+        refuse_untrusted(title, "ToolHints(title=...)", "write the title in code")
+        if (
+            not isinstance(title, str)
+            or not title.strip()
+            or len(title) > _TITLE_LIMIT
+            or not title.isprintable()
+        ):
+            shown = clip(title) if isinstance(title, str) else repr(title)
+            raise VeridicError(
+                f"ToolHints(title={shown}) is not a title: MCP clients show it to people, so "
+                f"give one printable line of 1-{_TITLE_LIMIT} characters, e.g. "
+                'title="Create webhook"'
+            )
+
+
+_NO_HINTS: Final = ToolHints()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -139,6 +226,8 @@ class Tool:
     withheld: str = ""
     """Why the registrant keeps this known tool out of every view (an external tool whose
     source no longer shows what was pinned); ``""`` for a tool that may be offered."""
+    hints: ToolHints = _NO_HINTS
+    """What the tool declared for MCP clients (:class:`ToolHints`); never part of its risk."""
 
     @property
     def external(self) -> bool:
@@ -200,6 +289,7 @@ class ToolOptions:
     name: str | None
     description: str | None
     roles: frozenset[str]
+    hints: ToolHints = _NO_HINTS
 
     @staticmethod
     def check(
@@ -211,13 +301,16 @@ class ToolOptions:
         name: str | None,
         description: str | None,
         roles: Iterable[str],
+        hints: ToolHints | None = None,
     ) -> ToolOptions:
         """Refuse declarations that cannot mean anything, at the decorator.
 
         Raises:
             VeridicError: an unknown kind or risk, a query declared
-                irreversible or writing models, or ``writes`` holding
-                something other than pydantic models.
+                irreversible or writing models, ``writes`` holding
+                something other than pydantic models, ``hints`` that is not
+                a :class:`ToolHints`, or a query declaring the hints of a
+                write (``additive``, ``idempotent``).
             ProvenanceError: ``description`` is untrusted text.
         """
         if kind not in ("query", "write"):
@@ -249,6 +342,7 @@ class ToolOptions:
             name,
             description,
             frozenset((roles,) if isinstance(roles, str) else roles),
+            _hints(where, resolved_kind, hints),
         )
 
 
@@ -427,6 +521,7 @@ def function_tool(
         schema_json=json.dumps(schema, ensure_ascii=False),
         _validate=_pydantic_validator(name, model),
         _invoke=_function_invoker(function, positional),
+        hints=options.hints,
     )
 
 
@@ -503,6 +598,7 @@ def external_tool(
         _validate=validator(name),
         _invoke=lambda arguments: handler(dict(arguments)),
         withheld=_withheld_reason(withheld, where),
+        hints=options.hints,
     )
 
 
@@ -593,6 +689,24 @@ def _risk(where: str, risk: object) -> Risk | None:
         f"tool {where} declares risk={risk!r}: use Risk.LOW, Risk.MID or Risk.HIGH "
         "(or leave it unset: queries default to low, writes to mid)"
     )
+
+
+def _hints(where: str, kind: ToolKind, hints: object) -> ToolHints:
+    if hints is None:
+        return _NO_HINTS
+    if not isinstance(hints, ToolHints):
+        raise VeridicError(
+            f"tool {where} declares hints={hints!r}, which is not a ToolHints: pass "
+            "hints=ToolHints(additive=..., idempotent=..., open_world=..., title=...)"
+        )
+    if kind == "query" and (hints.additive or hints.idempotent is not None):
+        raise VeridicError(
+            f'tool {where} is declared kind="query" with the hints of a write '
+            f"(additive={hints.additive}, idempotent={hints.idempotent}): a query is read-only, "
+            "and MCP reads those hints only for tools that change something; leave them out "
+            '(open_world and title apply to a query), or declare kind="write"'
+        )
+    return hints
 
 
 def _refuse_untrusted_description(where: str, description: object) -> None:

@@ -4,11 +4,14 @@ One of the three projections of a :class:`~veridic.ToolView` (see
 :meth:`~veridic.ToolView.tool_specs`). The core never imports a provider SDK:
 it emits the dicts each SDK accepts.
 
-MCP annotations are derived, never declared twice: ``readOnlyHint`` from the
-kind (a query), ``destructiveHint`` from irreversibility or high risk (a write
-that can overwrite what another feature relies on), ``idempotentHint`` from
-the kind (a query changes nothing, so repeating it changes nothing; nothing
-is claimed about writes).
+MCP annotations (:func:`mcp_annotations`) follow the protocol's reading of
+each hint: ``readOnlyHint`` from the kind; for a write, ``destructiveHint``
+unless it is declared additive (and is not high risk), ``idempotentHint`` only
+where declared; ``openWorldHint`` and ``title`` only where declared
+(:class:`~veridic.tools.tool.ToolHints`). A hint the protocol reads only for
+writes is never sent for a query, and a hint left undeclared is left out, so
+the client falls back to the protocol's default (destructive, not
+idempotent, open world) rather than to a claim nobody made.
 
 A spec is built once per tool and format and shared by every view and every
 call: the dicts and lists handed out are read-only (:func:`frozen_json`), so
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Literal, NoReturn, TypedDict, cast
+from typing import Literal, NoReturn, NotRequired, TypedDict, cast
 
 from veridic.tools.risk import Risk
 from veridic.tools.tool import JsonObject, Tool
@@ -67,9 +70,18 @@ class AnthropicToolSpec(TypedDict):
 
 
 class McpToolAnnotations(TypedDict):
+    """MCP ``ToolAnnotations``: the keys :func:`mcp_annotations` sends for a tool.
+
+    ``readOnlyHint`` is always there; ``destructiveHint`` for every write;
+    ``idempotentHint`` for a write that declared it; ``openWorldHint`` and
+    ``title`` for a tool that declared them.
+    """
+
     readOnlyHint: bool
-    destructiveHint: bool
-    idempotentHint: bool
+    destructiveHint: NotRequired[bool]
+    idempotentHint: NotRequired[bool]
+    openWorldHint: NotRequired[bool]
+    title: NotRequired[str]
 
 
 class McpToolSpec(TypedDict):
@@ -82,13 +94,49 @@ class McpToolSpec(TypedDict):
 
 
 def mcp_annotations(tool: Tool) -> McpToolAnnotations:
-    """The MCP behaviour hints of ``tool``, derived from its kind, risk and irreversibility."""
-    query = tool.kind == "query"
-    return {
-        "readOnlyHint": query,
-        "destructiveHint": not query and (tool.irreversible or tool.risk >= Risk.HIGH),
-        "idempotentHint": query,
-    }
+    """The MCP behaviour hints of ``tool``: its kind and risk, and what it declared.
+
+    =====================  ==================================================
+    key                    sent
+    =====================  ==================================================
+    ``readOnlyHint``       always: ``true`` for a query, ``false`` for a write
+    ``destructiveHint``    for a write: ``false`` only when it is declared
+                           ``additive`` and is not high risk, else ``true``
+    ``idempotentHint``     for a write that declared ``idempotent``
+    ``openWorldHint``      for a tool that declared ``open_world``
+    ``title``              for a tool that declared a ``title``
+    =====================  ==================================================
+
+    The protocol reads ``destructiveHint`` and ``idempotentHint`` only when
+    ``readOnlyHint`` is false, so a query carries neither. A high-risk write
+    (irreversible, or writing text read as instruction) is destructive whatever
+    it declared: hints never lower what veridic holds about a tool.
+
+    >>> from veridic import Registry
+    >>> from veridic.tools.tool import ToolHints
+    >>> registry = Registry()
+    >>> @registry.tool(kind="write", hints=ToolHints(additive=True, open_world=False))
+    ... def add_note(text: str) -> str:
+    ...     '''Append a note to the ticket; earlier notes are kept.
+    ...
+    ...     Args:
+    ...         text: The note.
+    ...     '''
+    ...     return "added"
+    >>> mcp_annotations(registry.view().tool("add_note"))
+    {'readOnlyHint': False, 'destructiveHint': False, 'openWorldHint': False}
+    """
+    hints = tool.hints
+    annotations: McpToolAnnotations = {"readOnlyHint": tool.kind == "query"}
+    if tool.kind == "write":
+        annotations["destructiveHint"] = not hints.additive or tool.risk >= Risk.HIGH
+        if hints.idempotent is not None:
+            annotations["idempotentHint"] = hints.idempotent
+    if hints.open_world is not None:
+        annotations["openWorldHint"] = hints.open_world
+    if hints.title is not None:
+        annotations["title"] = hints.title
+    return annotations
 
 
 def spec_json(tool: Tool, format: SpecFormat) -> str:
@@ -102,7 +150,7 @@ def spec_json(tool: Tool, format: SpecFormat) -> str:
         )
     if format == "anthropic":
         return f'{{"name":{name},"description":{description},"input_schema":{tool.schema_json}}}'
-    annotations = json.dumps(mcp_annotations(tool))
+    annotations = json.dumps(mcp_annotations(tool), ensure_ascii=False)
     return (
         f'{{"name":{name},"description":{description},"inputSchema":{tool.schema_json},'
         f'"annotations":{annotations}}}'

@@ -1,8 +1,9 @@
 """MCP in both directions, with the ``mcp`` SDK (extra ``veridic[mcp]``).
 
 A server's tools as pinned external tools of a registry component
-(:func:`connect`, :class:`Pins`, ``veridic mcp pin``), and a view served over
-MCP (``veridic.integrations.mcp.server``).
+(:func:`connect`, :class:`Pins`, ``veridic mcp pin``; ``client``), and a view
+served over MCP with approvals through elicitation (:func:`mcp_server`,
+:func:`serve`; ``server``).
 
 >>> server = stdio("github", "github-mcp-server", "stdio")
 >>> server
@@ -19,10 +20,12 @@ from veridic.integrations.mcp.client import (
     list_tools,
     stdio,
 )
+from veridic.integrations.mcp.server import McpRequest, mcp_server, serve
 
 __all__ = [
     "Declared",
     "McpConnection",
+    "McpRequest",
     "McpServer",
     "PinChange",
     "PinnedTool",
@@ -30,6 +33,8 @@ __all__ = [
     "connect",
     "http",
     "list_tools",
+    "mcp_server",
     "render_changes",
+    "serve",
     "stdio",
 ]

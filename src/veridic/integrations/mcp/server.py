@@ -1,0 +1,609 @@
+"""A registry's view served over MCP: the list is the view's projection, calls run the road.
+
+:func:`mcp_server` builds an MCP server (the ``mcp`` SDK's low-level
+``Server``) that answers two requests, each with the view ``view_factory``
+gives for that request (one view per request stays the rule):
+
+- ``tools/list``: the view's MCP specs (:meth:`ToolView.tool_specs
+  <veridic.ToolView.tool_specs>` ``("mcp")``) as they are, the same list the
+  capability section and the dispatch table are built from: a tool that did
+  not boot, is withheld or denied, or has no description is not listed. The
+  annotations follow the protocol (see
+  :func:`~veridic.tools.tool_specs.mcp_annotations` and
+  :class:`~veridic.tools.tool.ToolHints`).
+- ``tools/call``: :func:`~veridic.run.executor.aexecute` with the view, an
+  :class:`~veridic.ApprovalPolicy` from ``policy`` and the ``audit`` sink, so
+  every call is checked, approved, dispatched under guard and recorded. The
+  handler's value comes back as text (structured content too when it is a
+  JSON object); every error, an unknown name or an unavailable tool included,
+  comes back as an ``isError`` result carrying veridic's message, never as a
+  crash of the server.
+
+A call the policy will not decide alone (a write without an ``always`` rule,
+every call of a high-risk tool) is put to the user through MCP elicitation:
+a yes/no form naming the tool, its risk, why it needs approval and the
+arguments. The answer is the call's approval (``USER_CONFIRMED`` or
+``DENIED`` in the audit); "always allow" is never offered, standing rules
+are the operator's (``policy=``). On protocol 2026-07-28 the question rides an
+``InputRequiredResult`` and the answer the client's retry, matched to a
+one-time token the server keeps; on older protocols it is an
+``elicitation/create`` request in the middle of the call. A client that did
+not declare form elicitation cannot be asked: the call is refused, recorded
+``DENIED``, with a message that says what the client lacks.
+
+:func:`serve` runs such a server over stdio. The SDK is imported when one of
+them is called; without it they raise :class:`~veridic.MissingExtraError`
+(``pip install 'veridic[mcp]'``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import json
+import logging
+import re
+import secrets
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Final, Literal
+
+from veridic._extras import require
+from veridic._sample import clip
+from veridic.errors import VeridicError
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest
+from veridic.run.audit import AuditRecord, AuditSink, CallOutcome
+from veridic.run.executor import AsyncConfirm, CallResult, aexecute
+from veridic.tools.view import ToolView
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+
+__all__ = [
+    "APPROVAL_INPUT",
+    "PROMPT_SHA256_META",
+    "REQUEST_ID_META",
+    "UNSEEN_PROMPT_SHA256",
+    "McpRequest",
+    "PolicyFactory",
+    "ViewFactory",
+    "mcp_server",
+    "serve",
+]
+
+APPROVAL_INPUT: Final = "veridic/approval"
+"""The key of the approval question in an ``InputRequiredResult`` (protocol 2026-07-28)."""
+
+REQUEST_ID_META: Final = "veridic/request_id"
+"""A ``tools/call`` ``_meta`` key: the id of the client's request (one model turn) the
+call belongs to, recorded as the audit record's ``request_id``; without it, each call
+gets an id of its own (``"mcp-"`` + 32 hex digits)."""
+
+PROMPT_SHA256_META: Final = "veridic/prompt_sha256"
+"""A ``tools/call`` ``_meta`` key: the ``Prompt.sha256`` of the prompt the client's
+model answered, recorded as the audit record's ``prompt_sha256``."""
+
+UNSEEN_PROMPT_SHA256: Final = "0" * 64
+"""The audit record's ``prompt_sha256`` when the client sent none: the server never sees
+the prompt the client's model answered, and says so rather than hashing something else."""
+
+_MODERN: Final = "2026-07-28"  # the first revision that asks through InputRequiredResult
+_ASKED_TTL: Final = 600.0  # seconds a question waits for its answer
+_ASKED_KEPT: Final = 1024
+_ARGUMENTS_SHOWN: Final = 500
+_DETAIL_LIMIT: Final = 200  # as the executor clips a record's detail
+_REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,128}")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_log = logging.getLogger("veridic.integrations.mcp")
+
+
+@dataclass(frozen=True, slots=True)
+class McpRequest:
+    """One MCP request, as the view factory sees it.
+
+    ``method`` is ``"tools/list"`` or ``"tools/call"``; ``tool`` the name a
+    call asked for (``None`` for a list); ``request_id`` the id its audit
+    records carry; ``protocol_version`` the MCP revision of the request;
+    ``client`` the name the client gave for itself, if any. Who is calling,
+    beyond that, is the transport's to say (over HTTP with auth, the SDK's
+    ``get_access_token()`` holds the caller's token while the factory runs).
+    """
+
+    method: Literal["tools/list", "tools/call"]
+    request_id: str
+    protocol_version: str
+    client: str | None = None
+    tool: str | None = None
+
+
+ViewFactory = Callable[[McpRequest], "ToolView | Awaitable[ToolView]"]
+"""Gives the view for one request, e.g. ``lambda request: registry.view(roles=...)``;
+may be ``async``."""
+
+PolicyFactory = Callable[[ToolView], ApprovalPolicy]
+"""Gives the approval policy for a call's view: ``ApprovalPolicy`` (the default: every
+write asks), or ``lambda view: ApprovalPolicy(view, rules=standing_rules)``."""
+
+
+def mcp_server(
+    view_factory: ViewFactory,
+    *,
+    audit: AuditSink,
+    policy: PolicyFactory = ApprovalPolicy,
+    name: str = "veridic",
+    version: str = "",
+) -> Server[object]:
+    """An MCP server that lists the tools of each request's view and runs their calls.
+
+    ``view_factory`` gives the view of each ``tools/list`` and ``tools/call``
+    (see :class:`McpRequest`); ``policy`` the approval policy of a call's
+    view; ``audit`` keeps one record per call. ``name`` and ``version`` are
+    what the server says it is.
+
+    Run it over stdio with :func:`serve`, over streamable HTTP with the SDK's
+    ``server.streamable_http_app()``, or connect to it in process with
+    ``mcp.Client(server)``. Questions waiting for the user's answer (protocol
+    2026-07-28) are kept by this server object, in memory: a retry must reach
+    the process that asked.
+
+    Raises:
+        MissingExtraError: the ``mcp`` package is not installed.
+        VeridicError: ``view_factory`` or ``policy`` is not callable, or
+            ``audit`` has no ``write``.
+    """
+    require("mcp", "mcp", "veridic.integrations.mcp.server.mcp_server()")
+    from mcp.server.lowlevel import Server
+
+    if not callable(view_factory) or not callable(policy):
+        raise VeridicError(
+            f"mcp_server() needs a view factory and a policy factory, got {view_factory!r} and "
+            f"{policy!r}: pass view_factory=lambda request: registry.view(), and leave policy "
+            "out or pass a function of the view that returns its ApprovalPolicy"
+        )
+    if not callable(getattr(audit, "write", None)):
+        raise VeridicError(
+            f"mcp_server() got audit={audit!r}, which has no write(): every call is recorded, "
+            "so pass an audit sink, e.g. SQLiteAuditSink(path)"
+        )
+    served = _Served(view_factory, policy, audit)
+    return Server(
+        name, version=version, on_list_tools=served.list_tools, on_call_tool=served.call_tool
+    )
+
+
+async def serve(
+    view_factory: ViewFactory,
+    *,
+    audit: AuditSink,
+    policy: PolicyFactory = ApprovalPolicy,
+    name: str = "veridic",
+    version: str = "",
+) -> None:
+    """Serve :func:`mcp_server` over this process's stdin and stdout until the client leaves.
+
+    For an MCP host that starts the server as a subprocess
+    (``StdioServerParameters(command=..., args=[...])``). While it serves,
+    stdout carries the protocol only (the SDK points fd 1 at stderr), so a
+    handler's stray ``print`` cannot corrupt it.
+
+    Raises:
+        MissingExtraError, VeridicError: as :func:`mcp_server`.
+    """
+    server = mcp_server(view_factory, audit=audit, policy=policy, name=name, version=version)
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+# --- the two handlers ----------------------------------------------------------------
+
+
+class _Ask(Enum):
+    """How the user can be asked about a call on this request."""
+
+    INPUT_REQUIRED = "input_required"  # 2026-07-28: in the result, answered by the retry
+    REQUEST = "request"  # older revisions: an elicitation/create request during the call
+
+
+@dataclass(frozen=True, slots=True)
+class _Approval:
+    """What a call's approval needs from the executor: who answers, or why nobody can."""
+
+    confirm: AsyncConfirm | None = None
+    refusal: str = ""  # the client's error when nobody can be asked ("" when someone can)
+    detail: str = ""  # the audit record's detail then
+
+
+class _Served:
+    """What the handlers share: the factories, the sink, and the questions still open."""
+
+    __slots__ = ("_asked", "_audit", "_policy", "_view_factory")
+
+    def __init__(self, view_factory: ViewFactory, policy: PolicyFactory, audit: AuditSink) -> None:
+        self._view_factory = view_factory
+        self._policy = policy
+        self._audit = audit
+        self._asked = _Asked()
+
+    async def list_tools(
+        self,
+        ctx: ServerRequestContext[object, object],
+        params: mcp_types.PaginatedRequestParams | None,
+    ) -> mcp_types.ListToolsResult:
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
+        request = _request(ctx, "tools/list", None)
+        try:
+            view = await self._view(request)
+        except Exception as error:
+            raise MCPError(code=types.INTERNAL_ERROR, message=_unbuilt(error)) from error
+        # Plain copies of the view's read-only specs: the same JSON, handed to the SDK to own.
+        specs = copy.deepcopy(view.tool_specs("mcp"))
+        return types.ListToolsResult(tools=[types.Tool.model_validate(spec) for spec in specs])
+
+    async def call_tool(
+        self,
+        ctx: ServerRequestContext[object, object],
+        params: mcp_types.CallToolRequestParams,
+    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+        import mcp_types as types
+
+        request = _request(ctx, "tools/call", params.name)
+        try:
+            view = await self._view(request)
+            policy = self._policy(view)
+        except Exception as error:
+            return _error_result(_unbuilt(error))
+        arguments: dict[str, object] = dict(params.arguments or {})
+        approval = self._approval(ctx, params, view, policy, arguments)
+        if isinstance(approval, types.InputRequiredResult):
+            return approval
+        audit = _Noted(self._audit, approval.detail) if approval.refusal else self._audit
+        try:
+            result = await aexecute(
+                view,
+                params.name,
+                arguments,
+                policy=policy,
+                audit=audit,
+                request_id=request.request_id,
+                prompt_sha256=_prompt_sha256(ctx),
+                confirm=approval.confirm,
+            )
+        except Exception as error:
+            _log.exception("tools/call of %s ended in an error", clip(params.name))
+            return _error_result(_message(error))
+        if approval.refusal and result.outcome is CallOutcome.DENIED:
+            return _error_result(approval.refusal)
+        return _call_result(result)
+
+    def _approval(
+        self,
+        ctx: ServerRequestContext[object, object],
+        params: mcp_types.CallToolRequestParams,
+        view: ToolView,
+        policy: ApprovalPolicy,
+        arguments: Mapping[str, object],
+    ) -> _Approval | mcp_types.InputRequiredResult:
+        """How the user is asked about this call: the executor's ``confirm``, the question
+        to return (2026-07-28), or why nobody can be asked."""
+        import mcp_types as types
+
+        pending = _pending(view, policy, params.name, arguments)
+        if pending is None:
+            return _Approval()
+        ask, lacking = _how_to_ask(ctx)
+        if ask is _Ask.REQUEST:
+            return _Approval(_eliciting(ctx, arguments))
+        if ask is None:
+            return _Approval(
+                refusal=(
+                    f"the call of tool {pending.tool!r} needs the user's approval "
+                    f"({pending.why}), and this MCP client cannot be asked: {lacking}; so it "
+                    "did not run: connect with a client that supports form elicitation, or "
+                    "tell the user the call needs their approval"
+                ),
+                detail=f"{pending.why}; the MCP client could not be asked: {lacking}",
+            )
+        question = _Question.of(pending, arguments)
+        answer = self._answer(params, question)
+        if answer is not None:
+            return _Approval(_answered(question, arguments, answer))
+        elicit = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=question.message, requested_schema=question.schema
+            )
+        )
+        return types.InputRequiredResult(
+            input_requests={APPROVAL_INPUT: elicit},
+            request_state=self._asked.open(question.digest),
+        )
+
+    async def _view(self, request: McpRequest) -> ToolView:
+        made = self._view_factory(request)
+        view = (await made) if inspect.isawaitable(made) else made
+        if not isinstance(view, ToolView):
+            raise VeridicError(
+                f"the view factory returned {type(view).__name__}, not a ToolView: return "
+                "registry.view(...) for the request"
+            )
+        return view
+
+    def _answer(self, params: mcp_types.CallToolRequestParams, question: _Question) -> bool | None:
+        """The user's answer in a retry, or ``None`` when this call's question was not asked.
+
+        An answer counts only with the token of the question it answers, once:
+        a client cannot answer what it was never asked, nor replay a yes.
+        """
+        token = params.request_state
+        if token is None or not self._asked.close(token, question.digest):
+            return None
+        return _approved((params.input_responses or {}).get(APPROVAL_INPUT))
+
+
+# --- asking the user -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """The yes/no form put to the user about one call."""
+
+    message: str
+    schema: dict[str, object]
+    digest: str
+
+    @staticmethod
+    def of(request: ApprovalRequest, arguments: Mapping[str, object]) -> _Question:
+        effects = "".join(
+            (
+                ", irreversible" if request.irreversible else "",
+                ", writes text read as instructions" if request.writes_instruction_fields else "",
+            )
+        )
+        message = (
+            f"Approve this call of the tool {request.tool!r} (a {request.kind}, risk "
+            f"{request.risk.value}{effects})? It needs your approval: {request.why}. "
+            f"Arguments: {_shown(arguments)}. Your answer approves or refuses this one call only."
+        )
+        schema: dict[str, object] = {
+            "type": "object",
+            "properties": {
+                "approve": {
+                    "type": "boolean",
+                    "title": f"Run {request.tool}",
+                    "description": "Yes runs this one call; no refuses it.",
+                    "default": False,
+                }
+            },
+            "required": ["approve"],
+        }
+        canonical = json.dumps([message, schema], sort_keys=True, ensure_ascii=False)
+        return _Question(message, schema, _sha256(canonical))
+
+
+def _how_to_ask(ctx: ServerRequestContext[object, object]) -> tuple[_Ask | None, str]:
+    """How this request can ask the user, or why it cannot (what the client lacks)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return None, "it did not declare the elicitation capability"
+    # An empty elicitation capability is form mode (the protocol's compatibility rule).
+    if elicitation.form is None and elicitation.url is not None:
+        return None, "it declared URL-mode elicitation only, and an approval is a yes/no form"
+    if _at_least_modern(ctx.protocol_version):
+        return _Ask.INPUT_REQUIRED, ""
+    if not ctx.session.can_send_request:
+        return None, "its connection cannot carry a request from the server to the client"
+    return _Ask.REQUEST, ""
+
+
+def _eliciting(
+    ctx: ServerRequestContext[object, object], arguments: Mapping[str, object]
+) -> AsyncConfirm:
+    """The executor's ``confirm`` on older revisions: ask with an ``elicitation/create``."""
+
+    async def confirm(request: ApprovalRequest) -> bool:
+        question = _Question.of(request, arguments)
+        try:
+            answer = await ctx.session.elicit_form(
+                question.message, question.schema, related_request_id=ctx.request_id
+            )
+        except Exception as error:  # the executor records the call denied, then re-raises
+            raise VeridicError(
+                f"the MCP client could not put the call of tool {request.tool!r} to the user "
+                f"({type(error).__name__}: {error}), so it did not run: ask again when the "
+                "client can show its elicitation form"
+            ) from error
+        return _approved(answer)
+
+    return confirm
+
+
+def _answered(question: _Question, arguments: Mapping[str, object], answer: bool) -> AsyncConfirm:
+    """The executor's ``confirm`` on a retry: the user's answer, if it answers this question."""
+
+    def confirm(request: ApprovalRequest) -> bool:
+        # The executor's own request, asked of the same policy: a question that changed
+        # in between (it cannot, short of a policy shared and changed meanwhile) is no yes.
+        return answer and _Question.of(request, arguments).digest == question.digest
+
+    return confirm
+
+
+def _approved(response: object) -> bool:
+    """Whether an elicitation result says yes: accepted, with ``approve`` exactly ``true``."""
+    action = getattr(response, "action", None)
+    content = getattr(response, "content", None)
+    return action == "accept" and isinstance(content, dict) and content.get("approve") is True
+
+
+class _Asked:
+    """The questions put in an ``InputRequiredResult`` and not yet answered, by token."""
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[str, float]] = {}
+
+    def open(self, digest: str) -> str:
+        now = time.monotonic()
+        for token in [t for t, (_, expires) in self._open.items() if expires <= now]:
+            del self._open[token]
+        while len(self._open) >= _ASKED_KEPT:
+            del self._open[next(iter(self._open))]
+        token = secrets.token_urlsafe(24)
+        self._open[token] = (digest, now + _ASKED_TTL)
+        return token
+
+    def close(self, token: str, digest: str) -> bool:
+        """Whether ``token`` is an open question about ``digest``; it is closed either way."""
+        found = self._open.pop(token, None)
+        return found is not None and found[0] == digest and found[1] > time.monotonic()
+
+
+class _Noted:
+    """An audit sink that says, in the record of a call nobody could be asked about, why.
+
+    The executor, given no ``confirm``, records that there was no callback; what
+    the operator needs to read is what the MCP client lacked.
+    """
+
+    __slots__ = ("_detail", "_sink")
+
+    def __init__(self, sink: AuditSink, detail: str) -> None:
+        self._sink = sink
+        self._detail = detail
+
+    def write(self, record: AuditRecord, /) -> None:
+        if record.outcome is CallOutcome.DENIED:
+            detail = self._detail
+            if len(detail) > _DETAIL_LIMIT:
+                detail = f"{detail[:_DETAIL_LIMIT]}… ({len(detail)} chars)"
+            record = replace(record, detail=detail)
+        self._sink.write(record)
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _pending(
+    view: ToolView, policy: ApprovalPolicy, name: str, arguments: Mapping[str, object]
+) -> ApprovalRequest | None:
+    """The policy's request when the user must be asked; ``None`` when not, or when the
+    executor will refuse the call (and record why) before anyone would be asked."""
+    try:
+        prepared = view.validate(name, arguments)
+        request = policy.request(name, prepared.arguments)
+    except VeridicError:
+        return None
+    return request if request.pending else None
+
+
+def _request(
+    ctx: ServerRequestContext[object, object],
+    method: Literal["tools/list", "tools/call"],
+    tool: str | None,
+) -> McpRequest:
+    params = ctx.session.client_params
+    client = params.client_info.name if params is not None else None
+    sent = _meta(ctx, REQUEST_ID_META)
+    if sent is not None and _REQUEST_ID.fullmatch(sent) is None:
+        _log.warning(
+            "ignoring %s %.80r: not 1-128 printable ASCII characters", REQUEST_ID_META, sent
+        )
+        sent = None
+    request_id = sent if sent is not None else f"mcp-{uuid.uuid4().hex}"
+    return McpRequest(method, request_id, ctx.protocol_version, client, tool)
+
+
+def _prompt_sha256(ctx: ServerRequestContext[object, object]) -> str:
+    sent = _meta(ctx, PROMPT_SHA256_META)
+    if sent is not None and _SHA256.fullmatch(sent):
+        return sent
+    if sent is not None:
+        _log.warning("ignoring %s %.80r: not a sha256", PROMPT_SHA256_META, sent)
+    return UNSEEN_PROMPT_SHA256
+
+
+def _meta(ctx: ServerRequestContext[object, object], key: str) -> str | None:
+    meta = ctx.params.get("_meta") if ctx.params is not None else None
+    value = meta.get(key) if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def _at_least_modern(version: str) -> bool:
+    from mcp_types.version import is_version_at_least
+
+    return is_version_at_least(version, _MODERN)
+
+
+def _call_result(result: CallResult) -> mcp_types.CallToolResult:
+    import mcp_types as types
+
+    if result.error is not None:
+        return _error_result(_message(result.error))
+    text, structured = _rendered(result.value)
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=structured
+    )
+
+
+def _error_result(message: str) -> mcp_types.CallToolResult:
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _rendered(value: object) -> tuple[str, dict[str, object] | None]:
+    """A handler's value as MCP text, and as structured content when it is a JSON object.
+
+    Text stays text; anything else is written as JSON (pydantic models, dataclasses,
+    dates and the like as pydantic writes them, what JSON cannot hold as ``str``).
+    """
+    if isinstance(value, str):
+        return value, None
+    from pydantic_core import to_jsonable_python
+
+    plain: object = to_jsonable_python(value, fallback=str)
+    text = json.dumps(plain, ensure_ascii=False)
+    if isinstance(plain, dict):
+        return text, {str(key): item for key, item in plain.items()}
+    return text, None
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, VeridicError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _unbuilt(error: Exception) -> str:
+    _log.error("the view factory or the policy factory raised", exc_info=error)
+    if isinstance(error, VeridicError):
+        return str(error)
+    return (
+        f"the server could not build the tool view for this request ({type(error).__name__}); "
+        "nothing ran: the server's log (veridic.integrations.mcp) has the error"
+    )
+
+
+def _shown(arguments: Mapping[str, object]) -> str:
+    """The arguments as the user reads them: JSON, invisible characters as escapes, clipped."""
+    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    # Bidi controls and other invisible characters would let an argument read as another.
+    text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+    if len(text) > _ARGUMENTS_SHOWN:
+        return f"{text[:_ARGUMENTS_SHOWN]}… ({len(text)} chars)"
+    return text
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
