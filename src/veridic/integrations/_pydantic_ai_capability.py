@@ -1,0 +1,382 @@
+"""pydantic-ai's side of :mod:`veridic.integrations.pydantic_ai`: the toolset and the capability.
+
+The classes here subclass pydantic-ai's own, so defining them needs the
+library: :func:`veridic.integrations.pydantic_ai.capability` imports this
+module only after it checked that pydantic-ai is installed (and says which
+extra to install when it is not). Nothing else imports it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pydantic_ai import (
+    ApprovalRequired,
+    CallToolsNode,
+    ModelRequestNode,
+    ModelRetry,
+    RunContext,
+    ToolDefinition,
+    ToolFailed,
+)
+from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
+
+from veridic.errors import InvalidArgumentsError, ToolCouplingError
+from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
+from veridic.run.audit import AuditSink
+from veridic.run.executor import CallResult, aexecute
+from veridic.run.gateway import ToolOutcome
+from veridic.text.fence import DataMode, fence
+from veridic.text.prompt import ToolCall
+from veridic.text.provenance import TrustedInstruction
+from veridic.tools.view import ToolView
+
+__all__ = ["VeridicCapability", "VeridicToolset", "answered_sha256"]
+
+_ANY_ARGUMENTS: Final = SchemaValidator(core_schema.any_schema())
+"""pydantic-ai's argument check lets every parsed value through: veridic validates each call
+against the view (and records a refusal), where pydantic-ai's own check would answer the model
+before veridic saw the call."""
+
+
+class VeridicToolset(AbstractToolset[object]):
+    """A view's tools as a pydantic-ai toolset; every call runs through :func:`veridic.aexecute`.
+
+    Made by :func:`veridic.integrations.pydantic_ai.capability` (its
+    ``.toolset``); the capability around it records what pydantic-ai settles
+    without calling a toolset (a denial, an unknown name), so use the two
+    together.
+    """
+
+    def __init__(
+        self,
+        view: ToolView,
+        policy: ApprovalPolicy,
+        audit: AuditSink,
+        request_id: str,
+        max_retries: int,
+        data_mode: DataMode = "datamark",
+    ) -> None:
+        self.view = view
+        self.policy = policy
+        self.audit = audit
+        self.request_id = request_id
+        self.max_retries = max_retries
+        self.data_mode = data_mode
+
+    def __repr__(self) -> str:
+        return f"<VeridicToolset of {self.view!r}, request {self.request_id!r}>"
+
+    @property
+    def id(self) -> str | None:
+        return None
+
+    async def get_tools(self, ctx: RunContext[object]) -> dict[str, ToolsetTool[object]]:
+        """One tool per spec of the view's own projection (``view.tool_specs("mcp")``).
+
+        Each definition holds a plain copy of the spec's schema (the view's
+        specs are read-only and shared by every request) and ``strict=False``:
+        a provider's strict mode rewrites a schema, and the model would read
+        another contract than the one the capability section states.
+        """
+        return {
+            spec["name"]: ToolsetTool(
+                toolset=self,
+                tool_def=ToolDefinition(
+                    name=spec["name"],
+                    description=spec["description"],
+                    parameters_json_schema=copy.deepcopy(spec["inputSchema"]),
+                    strict=False,
+                ),
+                max_retries=self.max_retries,
+                args_validator=_ANY_ARGUMENTS,
+            )
+            for spec in self.view.tool_specs("mcp")
+        }
+
+    async def call_tool(
+        self,
+        name: str,
+        tool_args: dict[str, Any],
+        ctx: RunContext[object],
+        tool: ToolsetTool[object],
+    ) -> object:
+        """Run one call through the executor; a call the user must confirm is deferred first.
+
+        Not yet approved and pending under the policy: :class:`ApprovalRequired`,
+        whose metadata (the tool, its kind and risk, why it is asked) reaches
+        ``DeferredToolRequests.metadata``. Approved (``ctx.tool_call_approved``):
+        the executor checks the view and the policy again and records
+        ``USER_CONFIRMED`` (or what the rules decide alone now). The handler's
+        value goes back to the model as the gateway tells it, fenced as a data
+        block labelled ``tool:<name>`` in ``data_mode``; an invalid call is a
+        ``ModelRetry``, any other stop a ``ToolFailed`` whose text is fenced the
+        same way (it may quote the handler's error, outside text).
+        """
+        arguments = _arguments(tool_args)
+        approved = ctx.tool_call_approved
+        if not approved:
+            request = self._pending(name, arguments)
+            if request is not None:
+                raise ApprovalRequired(metadata=_dialog(request, self.request_id))
+        result = await aexecute(
+            self.view,
+            name,
+            arguments,
+            policy=self.policy,
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt_sha256=answered_sha256(ctx.messages, ctx.tool_call_id),
+            confirm=_yes if approved else None,
+        )
+        return _told(result, name, ctx.tool_call_id or "", self.data_mode)
+
+    def _pending(self, name: str, arguments: Mapping[str, object] | str) -> ApprovalRequest | None:
+        """The policy's request when the executor would ask the user about this call."""
+        if not self.view.status(name).exposed:
+            return None  # the executor refuses it, records it and tells the model
+        try:
+            prepared = self.view.validate(name, arguments)
+        except InvalidArgumentsError:
+            return None
+        request = self.policy.request(name, prepared.arguments)
+        return request if request.pending else None
+
+    async def record_settled(
+        self, messages: Sequence[ModelMessage], response: ModelResponse, produced: Sequence[object]
+    ) -> None:
+        """Record the calls of ``response`` that pydantic-ai answered without this toolset.
+
+        A call the user denied (``ToolDenied``, or ``False`` in
+        ``DeferredToolResults.approvals``) never reaches :meth:`call_tool`: it
+        is recorded ``DENIED`` here, through the executor with a policy that
+        asks the user whatever the rules say now, so nothing can run. A name
+        pydantic-ai did not list (never registered, or withheld by the view:
+        a component that did not start, a tool denied since the call was
+        deferred) is recorded as the executor refuses it.
+
+        Raises:
+            ToolCouplingError: pydantic-ai called a name the view exposes
+                unknown: the tool list the model saw was not the view's.
+        """
+        calls = {call.tool_call_id: call for call in response.tool_calls}
+        for message in produced:
+            if not isinstance(message, ModelRequest):
+                continue
+            for part in message.parts:
+                if not isinstance(part, ToolReturnPart) or part.tool_call_id not in calls:
+                    continue
+                call = calls[part.tool_call_id]
+                if part.outcome == "denied":
+                    await self._record_denial(messages, call)
+                elif part.retry is not None and part.retry.cause == "unknown_tool":
+                    await self._record_unknown(messages, call)
+
+    async def _record_denial(self, messages: Sequence[ModelMessage], call: ToolCallPart) -> None:
+        if self.view.status(call.tool_name).state == "unknown":
+            return  # a tool of another toolset of the agent
+        await aexecute(
+            self.view,
+            call.tool_name,
+            _arguments(call.args),
+            policy=_Refusal(self.policy),
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt_sha256=answered_sha256(messages, call.tool_call_id),
+            confirm=_no,
+        )
+
+    async def _record_unknown(self, messages: Sequence[ModelMessage], call: ToolCallPart) -> None:
+        name = call.tool_name
+        if self.view.status(name).exposed:
+            raise ToolCouplingError(
+                f"the model called {name!r}, which the view {self.view!r} exposes, but "
+                "pydantic-ai did not list it (it answered 'Unknown tool name'): the tool list "
+                "the model saw is not the view's; do not filter, rename or prefix the veridic "
+                "capability's toolset (prepare_tools, FilteredToolset, PrefixedToolset): build "
+                "the view with the filters instead, registry.view(deny=...)"
+            )
+        # The executor refuses a name the view does not expose before anything runs.
+        await aexecute(
+            self.view,
+            name,
+            _arguments(call.args),
+            policy=self.policy,
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt_sha256=answered_sha256(messages, call.tool_call_id),
+        )
+
+
+@dataclass(kw_only=True, repr=False)
+class VeridicCapability(AbstractCapability[object]):
+    """veridic inside a pydantic-ai agent: the view's toolset, its instructions, its records.
+
+    Made by :func:`veridic.integrations.pydantic_ai.capability`; give it to
+    ``Agent(capabilities=[...])`` or to one run's ``capabilities=``.
+    """
+
+    view: ToolView
+    policy: ApprovalPolicy
+    audit: AuditSink
+    request_id: str
+    instructions: TrustedInstruction
+    max_retries: int = 1
+    data_mode: DataMode = "datamark"
+    toolset: VeridicToolset = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.toolset = VeridicToolset(
+            self.view, self.policy, self.audit, self.request_id, self.max_retries, self.data_mode
+        )
+
+    def __repr__(self) -> str:
+        return f"<VeridicCapability of {self.view!r}, request {self.request_id!r}>"
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # it holds a view and an audit store: not something a spec file can name
+
+    def get_toolset(self) -> VeridicToolset:
+        return self.toolset
+
+    def get_instructions(self) -> TrustedInstruction:
+        return self.instructions
+
+    async def after_node_run(
+        self,
+        ctx: RunContext[object],
+        *,
+        node: AgentNode[object],
+        result: NodeResult[object],
+    ) -> NodeResult[object]:
+        """After the node that ran a response's tool calls, record what pydantic-ai settled.
+
+        The parts that node produced are the next request's (the run goes on)
+        or, when the run ends there (calls deferred), the requests this run
+        added to the history after the response.
+        """
+        if isinstance(node, CallToolsNode):
+            response = node.model_response
+            produced: list[object]
+            if isinstance(result, ModelRequestNode):
+                produced = [result.request]
+            else:
+                produced = _added_after(ctx.messages, response, ctx.run_id)
+            await self.toolset.record_settled(ctx.messages, response, produced)
+        return result
+
+
+class _Refusal(ApprovalPolicy):
+    """The rules of a call the user refused: the user is asked, whatever the rules say.
+
+    So :func:`veridic.aexecute` hears the user's no and records ``DENIED``
+    with the rule's reason; nothing can run, even when the rules changed
+    since the call was deferred and would now let it through. A ``deny``
+    rule stays the reason when there is one.
+    """
+
+    __slots__ = ("_rules_of",)
+
+    def __init__(self, policy: ApprovalPolicy) -> None:
+        super().__init__(policy.view)
+        self._rules_of = policy
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        decided = self._rules_of.request(name, arguments)
+        if decided.mode is None or decided.mode is ApprovalMode.DENIED:
+            return decided
+        return dataclasses.replace(decided, mode=None, why=f"{decided.why}, and the user was asked")
+
+
+def answered_sha256(messages: Sequence[ModelMessage], tool_call_id: str | None) -> str:
+    """The ``prompt_sha256`` of a call: what the model had read when it made the call.
+
+    The SHA-256 of pydantic-ai's JSON (``ModelMessagesTypeAdapter``) of the
+    messages before the response that holds the call (all of them when no
+    response does), so every call of one response shares it, and a call
+    resumed in a later run, from the same history, names the same messages.
+    """
+    end = len(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelResponse) and any(
+            call.tool_call_id == tool_call_id for call in message.tool_calls
+        ):
+            end = index
+            break
+    return hashlib.sha256(ModelMessagesTypeAdapter.dump_json(list(messages[:end]))).hexdigest()
+
+
+def _added_after(
+    messages: Sequence[ModelMessage], response: ModelResponse, run_id: str | None
+) -> list[object]:
+    """The requests of this run after ``response`` in the history (none when it is not there)."""
+    for index, message in enumerate(messages):
+        if message is response:
+            return [
+                later
+                for later in messages[index + 1 :]
+                if isinstance(later, ModelRequest) and later.run_id == run_id
+            ]
+    return []
+
+
+def _arguments(raw: object) -> Mapping[str, object] | str:
+    """The call's arguments as the executor takes them: a mapping, or JSON text to decode."""
+    if isinstance(raw, Mapping):
+        return raw
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        return raw
+    # Any other JSON value (a list, a number): the executor refuses it, as JSON text.
+    return json.dumps(raw, ensure_ascii=False, default=str)
+
+
+def _dialog(request: ApprovalRequest, request_id: str) -> dict[str, Any]:
+    """What a confirmation dialog shows, as ``DeferredToolRequests.metadata[call_id]``."""
+    return {
+        "tool": request.tool,
+        "kind": request.kind,
+        "risk": request.risk.value,
+        "irreversible": request.irreversible,
+        "writes_instruction_fields": request.writes_instruction_fields,
+        "why": request.why,
+        "request_id": request_id,
+    }
+
+
+def _told(result: CallResult, name: str, call_id: str, mode: DataMode) -> str:
+    """What the model gets: the call's result as the gateway tells it, in a data block."""
+    error = result.error
+    if isinstance(error, InvalidArgumentsError):
+        raise ModelRetry(f"error: {error}") from error  # veridic's words about the model's call
+    told = fence(f"tool:{name}", ToolOutcome(ToolCall(call_id, name, ""), result).text, mode)
+    if error is not None:
+        raise ToolFailed(told) from error
+    return told
+
+
+def _yes(request: ApprovalRequest) -> bool:
+    return True
+
+
+def _no(request: ApprovalRequest) -> bool:
+    return False
