@@ -1,0 +1,498 @@
+"""veridic inside the OpenAI Agents SDK: a view's tools as ``FunctionTool`` s, approvals resumed.
+
+:func:`function_tools` turns a :class:`~veridic.ToolView` into the SDK's
+``FunctionTool`` s, one per tool the view exposes, named, described and
+schema'd by the view's own projection (``view.tool_specs("openai")``), so the
+model sees exactly what the capability section says and dispatch validates.
+Every call goes through :func:`veridic.aexecute`: checked against the view,
+approved by the :class:`~veridic.ApprovalPolicy`, dispatched under the guards,
+and recorded in the audit store with its :class:`~veridic.ApprovalMode`.
+
+A call the policy will not decide alone (a write without an ``always`` rule,
+any call of a high-risk tool) makes the SDK interrupt the run
+(``RunResult.interruptions``). The application asks the user
+(:func:`approval_request` says what and why), records the answer with
+:func:`answer`, and resumes the run from its state; the resumed call is
+checked again, and recorded ``USER_CONFIRMED``, or ``DENIED`` when the user
+said no. :func:`instructions` gives the agent's instructions: the
+application's trusted parts, the view's capability section and the preamble
+that explains the data blocks tool results come back in.
+
+>>> from veridic import ApprovalPolicy, Registry, SQLiteAuditSink, instruction, is_trusted
+>>> registry = Registry()
+>>> @registry.tool(kind="query")
+... def get_weather(city: str) -> str:
+...     '''Current weather in a city.
+...
+...     Args:
+...         city: City name, e.g. "Oslo".
+...     '''
+...     return f"Sunny in {city}"
+>>> view = registry.view()
+>>> tools = function_tools(view, policy=ApprovalPolicy(view),
+...                        audit=SQLiteAuditSink(":memory:"), request_id="req-1")
+>>> [tool.name for tool in tools]
+['get_tool_schema', 'get_weather']
+>>> tools[1].params_json_schema == view.tool_specs("openai")[1]["function"]["parameters"]
+True
+>>> is_trusted(instructions(view, instruction("You report the weather.")))
+True
+
+The SDK is imported when :func:`function_tools` first runs; without it,
+:class:`~veridic.MissingExtraError` says to install ``veridic[openai-agents]``.
+The whole flow, and what is guaranteed: docs/integrations/openai_agents.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from veridic._extras import require
+from veridic.errors import InvalidArgumentsError, VeridicError
+from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
+from veridic.run.audit import AuditSink
+from veridic.run.executor import CallResult, aexecute
+from veridic.run.gateway import ToolOutcome
+from veridic.text.fence import DataMode, check_mode, fence, preamble
+from veridic.text.prompt import ToolCall
+from veridic.text.provenance import TrustedInstruction, join
+from veridic.tools.view import ToolView
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from agents import Agent, RunContextWrapper, RunState, Tool, ToolApprovalItem
+    from agents.tool_context import ToolContext
+
+__all__ = ["answer", "approval_request", "function_tools", "instructions"]
+
+_C = TypeVar("_C")
+_A = TypeVar("_A", bound="Agent[Any]")
+
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_PROBE: Final = "veridic:no-tool-call-has-this-id"
+"""A call id no model writes: the SDK approves it only under a standing ``always_approve``."""
+_log = logging.getLogger("veridic.integrations.openai_agents")
+
+
+def function_tools(
+    view: ToolView,
+    *,
+    policy: ApprovalPolicy,
+    audit: AuditSink,
+    request_id: str,
+    prompt_sha256: str | None = None,
+    data_mode: DataMode = "datamark",
+) -> list[Tool]:
+    """The view's tools as the Agents SDK's ``FunctionTool`` s, in the view's order.
+
+    Typed as the SDK's ``list[Tool]``, the type of ``Agent(tools=...)``: pass it
+    as it is (a ``list[FunctionTool]`` would not type-check there, lists being
+    invariant).
+
+    Names, descriptions and parameter schemas are the view's OpenAI tool specs,
+    unchanged: a tool the view does not expose (its component did not start,
+    it is denied, it has no description) is in none of the SDK's lists, and
+    the built-in ``get_tool_schema`` is in all of them. The schemas are sent
+    with ``strict_json_schema=False``: the SDK's strict mode rewrites a schema
+    (every property required, ``additionalProperties: false``), so the model
+    would read a contract other than the one the capability section states
+    and :meth:`ToolView.validate` enforces; veridic validates every call's
+    arguments itself.
+
+    ``needs_approval`` is veridic's policy: true exactly when
+    :func:`veridic.aexecute` would ask the user about the call (its arguments
+    are valid and ``policy.request(name, arguments).pending``), so a query is
+    never interrupted, a write under an ``always`` rule neither, and a call of
+    a high-risk tool always is, unless a ``deny`` rule refuses it (no rule can
+    make it "always"). A call with
+    invalid arguments or under a ``deny`` rule is not held for the user: it
+    runs into the executor, which refuses it, records it and tells the model.
+
+    Each call is recorded in ``audit`` under ``request_id`` with its approval
+    mode; ``prompt_sha256`` is written in each record, by default the SHA-256
+    of the calling agent's name and instructions (canonical JSON; ``null``
+    for dynamic instructions): the SDK shows a tool the agent, not the rest
+    of the model's input. A tool's output (or the error that stopped it)
+    goes back to the model as a data block in ``data_mode``, labelled
+    ``tool:<name>``, as :meth:`Composer.tool_result <veridic.Composer.tool_result>`
+    writes it; :func:`instructions` carries the preamble that explains it.
+
+    Raises:
+        MissingExtraError: the ``openai-agents`` package is not installed.
+        VeridicError: ``policy`` was built for another view, ``request_id``
+            is empty, ``prompt_sha256`` is not a sha256, ``data_mode`` is not
+            a data mode, or ``audit`` cannot write records.
+    """
+    require("agents", "openai-agents", "veridic.integrations.openai_agents.function_tools()")
+    from agents import FunctionTool
+
+    binding = _Binding(view, policy, audit, request_id, prompt_sha256, data_mode)
+    made: list[Tool] = []
+    for spec in view.tool_specs("openai"):
+        function = spec["function"]
+        invoker = _Invoker(binding, function["name"])
+        made.append(
+            FunctionTool(
+                name=function["name"],
+                description=function["description"],
+                # A plain copy: the view's specs are read-only and shared by every request.
+                params_json_schema=copy.deepcopy(function["parameters"]),
+                on_invoke_tool=invoker,
+                strict_json_schema=False,
+                needs_approval=invoker.needs_approval,
+            )
+        )
+    return made
+
+
+def instructions(
+    view: ToolView, *parts: TrustedInstruction, data_mode: DataMode = "datamark"
+) -> TrustedInstruction:
+    """The agent's instructions: ``parts``, the view's capability section, the data preamble.
+
+    Trusted text (``is_trusted`` holds, and every span keeps its provenance),
+    for ``Agent(instructions=...)``; the SDK hands it to the model as it is.
+    The section is the same view's as the tools of :func:`function_tools`,
+    so the model's account of its tools and its tool list cannot disagree.
+    The preamble (for ``data_mode``, the mode given to :func:`function_tools`)
+    tells the model that tool results are data blocks, never instructions.
+
+    Raises:
+        ProvenanceError: a part is not trusted text (``join``'s rule).
+        VeridicError: ``data_mode`` is not a data mode.
+    """
+    mode = check_mode(data_mode, "instructions(data_mode=...)")
+    return join([*parts, view.capability_section(), preamble(mode)])
+
+
+def approval_request(item: ToolApprovalItem) -> ApprovalRequest:
+    """What the policy says about an interrupted call, for the dialog that asks the user.
+
+    ``tool``, ``risk``, ``irreversible``, ``writes_instruction_fields``, ``why``
+    (the rule that wants the user asked) and the call's ``arguments`` (as
+    the view validated them, or as the model wrote them when they are
+    invalid). ``pending`` is false only when the SDK interrupted a call
+    veridic would not have asked about (arguments that are not a JSON
+    object), or the rules changed since; :func:`answer` takes it all the same.
+
+    Raises:
+        VeridicError: the item is not a call of a tool :func:`function_tools` made.
+    """
+    return _invoker_of(item, "approval_request()").request(item.arguments)
+
+
+async def answer(
+    state: RunState[_C, _A],
+    item: ToolApprovalItem,
+    *,
+    approved: bool,
+    always: bool = False,
+) -> None:
+    """Give the user's answer to an interrupted call; then resume with ``Runner.run(agent, state)``.
+
+    ``approved=True`` approves this one call in the SDK's state, and the
+    resumed call is recorded ``USER_CONFIRMED`` (the executor checks the view
+    and the policy again first: a tool no longer exposed, invalid arguments
+    or a ``deny`` rule set since still stop it). With ``always=True`` it also
+    sets the policy's ``always`` rule for the tool first, so this call and
+    every later one run without asking, recorded ``ALWAYS_RULE``; for a
+    high-risk tool that raises :class:`~veridic.AlwaysAllowRefusedError` and
+    nothing is approved (answer again without ``always``).
+
+    ``approved=False`` records the refusal now (``DENIED``, "the user
+    refused", through the executor, so nothing can run) and rejects the call
+    in the SDK's state with the message the model will read; ``always=True``
+    also sets a ``deny`` rule for the tool, so later calls are refused, and
+    recorded, without asking.
+
+    The SDK resumes with the agent the state holds: to resume under a new
+    view, restore the state against the new agent,
+    ``RunState.from_string(new_agent, state.to_string())``.
+
+    Answer through this function, not ``state.approve``/``state.reject``: a
+    rejection made in the SDK alone never reaches veridic, so nothing records
+    it, and the SDK's ``always_approve=True`` is not an approval veridic
+    accepts (every call it lets through is recorded ``DENIED``, and logged).
+
+    Raises:
+        VeridicError: the item is not a call of a tool :func:`function_tools`
+            made, it was answered already, or ``approved`` is not a bool.
+        AlwaysAllowRefusedError: ``always=True`` for a high-risk tool.
+        AuditRecordError, sqlite3.Error: the refusal's record could not be
+            written (the call is left unanswered).
+    """
+    invoker = _invoker_of(item, "answer()")
+    if not isinstance(approved, bool) or not isinstance(always, bool):
+        raise VeridicError(
+            f"answer() got approved={approved!r}, always={always!r} for the call of "
+            f"{invoker.name!r}: pass the user's answer as True or False"
+        )
+    binding = invoker.binding
+    call_id = binding.claim(invoker.name, item.call_id)
+    try:
+        if approved:
+            if always:
+                binding.policy.allow_always(invoker.name)
+            state.approve(item)
+            return
+        refused = await invoker.refuse(call_id, item.arguments, item.agent)
+        state.reject(item, rejection_message=refused)
+    except BaseException:
+        binding.release(call_id)
+        raise
+    if always:
+        binding.policy.deny(invoker.name)
+
+
+class _Binding:
+    """What the tools of one :func:`function_tools` call share: the request and its answers."""
+
+    __slots__ = (
+        "_answered",
+        "_lock",
+        "_refused",
+        "audit",
+        "data_mode",
+        "policy",
+        "prompt_sha256",
+        "request_id",
+        "view",
+    )
+
+    def __init__(
+        self,
+        view: ToolView,
+        policy: ApprovalPolicy,
+        audit: AuditSink,
+        request_id: str,
+        prompt_sha256: str | None,
+        data_mode: DataMode,
+    ) -> None:
+        if not isinstance(view, ToolView) or not isinstance(policy, ApprovalPolicy):
+            raise VeridicError(
+                f"function_tools() needs a ToolView and an ApprovalPolicy, got "
+                f"{type(view).__name__} and {type(policy).__name__}: pass the request's view "
+                "and ApprovalPolicy(view)"
+            )
+        if policy.view is not view:
+            raise VeridicError(
+                f"function_tools() got a policy built for another view ({policy.view!r}, not "
+                f"{view!r}): build it for the view the tools come from, "
+                "ApprovalPolicy(view, rules=previous.rules)"
+            )
+        if not callable(getattr(audit, "write", None)):
+            raise VeridicError(
+                f"function_tools() got audit={type(audit).__name__}, which cannot write "
+                "records: pass an AuditSink, e.g. SQLiteAuditSink(path)"
+            )
+        if not isinstance(request_id, str) or not request_id.strip():
+            raise VeridicError(
+                f"function_tools() got request_id={request_id!r:.80}: every call is recorded "
+                "under the id of the request it belongs to; pass a non-empty string"
+            )
+        if prompt_sha256 is not None and (
+            not isinstance(prompt_sha256, str) or not _SHA256.fullmatch(prompt_sha256)
+        ):
+            raise VeridicError(
+                f"function_tools() got prompt_sha256={prompt_sha256!r:.80}, which is not a "
+                "sha256 (64 lowercase hex digits): pass the .sha256 of the Prompt the run's "
+                "input was composed from, or leave it out"
+            )
+        self.view = view
+        self.policy = policy
+        self.audit = audit
+        self.request_id = request_id
+        self.prompt_sha256 = prompt_sha256
+        self.data_mode = check_mode(data_mode, "function_tools(data_mode=...)")
+        self._lock = threading.Lock()
+        self._answered: set[str] = set()
+        self._refused: set[str] = set()
+
+    def digest(self, agent: object) -> str:
+        """The ``prompt_sha256`` of a call made by ``agent``."""
+        if self.prompt_sha256 is not None:
+            return self.prompt_sha256
+        name = getattr(agent, "name", None)
+        text = getattr(agent, "instructions", None)
+        shown = {
+            "agent": name if isinstance(name, str) else None,
+            "instructions": text if isinstance(text, str) else None,
+        }
+        encoded = json.dumps(shown, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def claim(self, name: str, call_id: str | None) -> str:
+        """Take the one answer a call gets (its id), or say it was answered already."""
+        if not call_id:
+            raise VeridicError(
+                f"answer() got an interruption of {name!r} without a call id, so the answer "
+                "could not be tied to its call: answer the items of result.interruptions"
+            )
+        with self._lock:
+            if call_id in self._answered:
+                raise VeridicError(
+                    f"the call {call_id!r} of {name!r} was answered already: each call gets "
+                    "one answer; resume the run with Runner.run(agent, state)"
+                )
+            self._answered.add(call_id)
+        return call_id
+
+    def release(self, call_id: str) -> None:
+        with self._lock:
+            self._answered.discard(call_id)
+
+    def refuse(self, call_id: str) -> None:
+        with self._lock:
+            self._refused.add(call_id)
+
+    def was_refused(self, call_id: str) -> bool:
+        with self._lock:
+            return call_id in self._refused
+
+
+class _Invoker:
+    """One tool's ``on_invoke_tool`` and ``needs_approval``: the SDK asks, veridic decides."""
+
+    __slots__ = ("binding", "name")
+
+    def __init__(self, binding: _Binding, name: str) -> None:
+        self.binding = binding
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<veridic tool {self.name!r} of {self.binding.view!r}>"
+
+    async def needs_approval(
+        self, context: RunContextWrapper[object], arguments: dict[str, object], call_id: str
+    ) -> bool:
+        """Whether :func:`veridic.aexecute` would ask the user about this call."""
+        try:
+            prepared = self.binding.view.validate(self.name, arguments)
+        except InvalidArgumentsError:
+            return False  # the executor refuses it and tells the model; nobody need approve it
+        return self.binding.policy.request(self.name, prepared.arguments).pending
+
+    async def __call__(self, context: ToolContext[object], arguments: str) -> str:
+        """Run the call through the executor; what the model reads, as a data block.
+
+        The user confirmed the call when the SDK's state approves this very
+        call id and no standing ``always_approve`` of the SDK could be what
+        approved it (a call id no model writes is approved too then).
+        """
+        binding = self.binding
+        call_id = context.tool_call_id
+        approved = context.is_tool_approved(self.name, call_id) is True
+        standing = context.is_tool_approved(self.name, _PROBE) is True
+        confirmed = approved and not standing and not binding.was_refused(call_id)
+        result = await aexecute(
+            binding.view,
+            self.name,
+            arguments,
+            policy=binding.policy,
+            audit=binding.audit,
+            request_id=binding.request_id,
+            prompt_sha256=binding.digest(context.agent),
+            confirm=_yes if confirmed else None,
+        )
+        if approved and not confirmed and result.record.approval is ApprovalMode.DENIED:
+            _log.warning(
+                "the call %s of %r was approved in the Agents SDK's state, but not as this one "
+                "call (a standing always_approve, or a call answer() refused), so it was denied "
+                "and recorded: answer each call with veridic.integrations.openai_agents.answer()",
+                call_id,
+                self.name,
+            )
+        return self.told(call_id, arguments, result)
+
+    async def refuse(self, call_id: str, arguments: str | None, agent: object) -> str:
+        """Record the user's refusal of a call (nothing runs); what the model reads."""
+        binding = self.binding
+        result = await aexecute(
+            binding.view,
+            self.name,
+            arguments,
+            policy=_Refusal(binding.policy),
+            audit=binding.audit,
+            request_id=binding.request_id,
+            prompt_sha256=binding.digest(agent),
+            confirm=_no,
+        )
+        binding.refuse(call_id)
+        return self.told(call_id, arguments, result)
+
+    def request(self, arguments: str | None) -> ApprovalRequest:
+        view = self.binding.view
+        shown: Mapping[str, object]
+        try:
+            shown = view.validate(self.name, arguments).arguments
+        except InvalidArgumentsError:
+            shown = _parsed(arguments)
+        return self.binding.policy.request(self.name, shown)
+
+    def told(self, call_id: str, arguments: str | None, result: CallResult) -> str:
+        """The call's result as the gateway tells it, fenced as a tool result block."""
+        text = ToolOutcome(ToolCall(call_id, self.name, arguments or ""), result).text
+        return fence(f"tool:{self.name}", text, self.binding.data_mode)
+
+
+class _Refusal(ApprovalPolicy):
+    """The rules of a call the user refused: the user is asked, whatever the rules say.
+
+    So :func:`veridic.aexecute` hears the user's no and records ``DENIED``
+    with the rule's reason; nothing can run, even when the rules changed
+    since the call was interrupted and would now let it through. A ``deny``
+    rule stays the reason when there is one.
+    """
+
+    __slots__ = ("_rules_of",)
+
+    def __init__(self, policy: ApprovalPolicy) -> None:
+        super().__init__(policy.view)
+        self._rules_of = policy
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        decided = self._rules_of.request(name, arguments)
+        if decided.mode is None or decided.mode is ApprovalMode.DENIED:
+            return decided
+        return dataclasses.replace(decided, mode=None, why=f"{decided.why}, and the user was asked")
+
+
+def _invoker_of(item: ToolApprovalItem, where: str) -> _Invoker:
+    """The veridic tool an interruption belongs to, found on the item's agent."""
+    agent = item.agent
+    name = item.tool_name
+    for tool in getattr(agent, "tools", None) or ():
+        invoker = getattr(tool, "on_invoke_tool", None)
+        if isinstance(invoker, _Invoker) and invoker.name == name:
+            return invoker
+    raise VeridicError(
+        f"{where} got an interruption for tool {name!r} of agent "
+        f"{getattr(agent, 'name', None)!r}, which is not a tool function_tools() made: answer "
+        "it with state.approve(item) or state.reject(item), or give the agent the tools of "
+        "function_tools(view, ...)"
+    )
+
+
+def _parsed(arguments: str | None) -> Mapping[str, object]:
+    try:
+        decoded: object = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _yes(request: ApprovalRequest) -> bool:
+    return True
+
+
+def _no(request: ApprovalRequest) -> bool:
+    return False
