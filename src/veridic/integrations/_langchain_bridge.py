@@ -1,0 +1,741 @@
+"""The LangChain side of :mod:`veridic.integrations.langchain`: its tool and middleware classes.
+
+This module imports langchain-core, langchain and langgraph at its top, so only
+:mod:`veridic.integrations.langchain` imports it, after ``veridic._extras.require``
+found them; applications call the functions there, never this module.
+
+How the user's answer reaches the tool: the middleware is LangChain's own
+:class:`~langchain.agents.middleware.HumanInTheLoopMiddleware`, subclassed. It
+sees every decision as it is made, and for a call the reviewer approved (or
+edited) it hands the tool a one-use :class:`_Grant` for exactly that call (tool
+call id, tool, arguments) in a context variable, for the time the tool runs.
+The tool turns a grant into the ``confirm`` answer ``True`` for
+:func:`~veridic.run.executor.execute`; without one, nobody confirmed the call.
+Nothing a model writes can set the variable, and the stock middleware leaves no
+trace of its approval a tool could check, so with it a call that needs approval
+is denied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Final, NotRequired, TypeVar
+
+from langchain.agents.middleware import (
+    AgentState,
+    HumanInTheLoopMiddleware,
+    InterruptOnConfig,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+)
+
+# Private names of LangChain's middleware, on purpose: the state it declares (extended below,
+# so its own edit key stays in the graph state) and that key, read in the update its
+# after_model returns, so an edit that names another tool is refused before anything runs.
+from langchain.agents.middleware.human_in_the_loop import (
+    _EDITED_TOOL_CALLS_KEY,
+    InterruptMode,
+    _HumanInTheLoopState,
+)
+from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import PrivateAttr
+
+from veridic.errors import ToolCouplingError, VeridicError
+from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
+from veridic.run.audit import AuditSink
+from veridic.run.executor import CallResult, aexecute, execute
+from veridic.text.fence import fence
+from veridic.text.prompt import Prompt
+from veridic.text.provenance import report
+from veridic.tools.view import ToolView
+
+__all__ = ["ApprovalMiddleware", "Binding", "VeridicTool", "interrupt_config", "make_tools"]
+
+APPROVED_KEY: Final = "veridic_approved_tool_calls"
+"""State key: the ids of this turn's tool calls a reviewer approved or edited (batched mode)."""
+DECISIONS: Final = ("approve", "edit", "reject")
+"""The decisions a reviewer may give: ``respond`` (answering in the tool's place) is left out."""
+_PREFIX: Final = "veridic asks for your approval of this tool call"
+
+_T = TypeVar("_T")
+_log = logging.getLogger("veridic.integrations.langchain")
+
+
+# --- the grant: how a tool learns that the reviewer approved its call -----------------------
+
+
+def call_digest(name: str, arguments: object) -> str:
+    """A digest of one call (tool and arguments), the same for equal JSON values."""
+    text = json.dumps(
+        [name, arguments], sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(eq=False)
+class _Grant:
+    """The reviewer's approval of one call, good for one run of it."""
+
+    tool_call_id: str
+    name: str
+    digest: str
+    used: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def claim(self, tool_call_id: str | None, name: str, digest: str) -> bool:
+        """Use the grant for this call; ``False`` when it is for another call or used."""
+        with self.lock:
+            if self.used or (tool_call_id, name, digest) != (
+                self.tool_call_id,
+                self.name,
+                self.digest,
+            ):
+                return False
+            self.used = True
+            return True
+
+
+_GRANT: Final = contextvars.ContextVar[_Grant | None]("veridic_langchain_grant", default=None)
+
+
+@contextmanager
+def _granted(grant: _Grant | None) -> Iterator[None]:
+    token = _GRANT.set(grant)
+    try:
+        yield
+    finally:
+        _GRANT.reset(token)
+
+
+def _confirmed(request: ApprovalRequest) -> bool:
+    return True
+
+
+def _refused(request: ApprovalRequest) -> bool:
+    return False
+
+
+# --- one request's tools, and what they share --------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Binding:
+    """What every tool of one :func:`make_tools` call runs with: one request's view and store."""
+
+    view: ToolView
+    policy: ApprovalPolicy
+    audit: AuditSink
+    request_id: str
+    prompt: Prompt
+    tools: dict[str, VeridicTool] = field(default_factory=dict)
+
+    def run(self, name: str, arguments: Mapping[str, object] | str, call_id: str | None) -> str:
+        """Run one call of ``name`` through :func:`~veridic.run.executor.execute`."""
+        confirm = self._confirm(name, arguments, call_id)
+        if self.view.tool(name).is_async:
+            result = _run_coroutine(
+                self._aexecute(name, arguments, confirm), f"tool {name!r} is async"
+            )
+        else:
+            result = execute(
+                self.view,
+                name,
+                arguments,
+                policy=self.policy,
+                audit=self.audit,
+                request_id=self.request_id,
+                prompt=self.prompt,
+                confirm=confirm,
+            )
+        return _answer(name, result)
+
+    async def arun(
+        self, name: str, arguments: Mapping[str, object] | str, call_id: str | None
+    ) -> str:
+        """:meth:`run` for async code, through :func:`~veridic.run.executor.aexecute`."""
+        confirm = self._confirm(name, arguments, call_id)
+        return _answer(name, await self._aexecute(name, arguments, confirm))
+
+    async def _aexecute(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | str,
+        confirm: Callable[[ApprovalRequest], bool] | None,
+    ) -> CallResult:
+        return await aexecute(
+            self.view,
+            name,
+            arguments,
+            policy=self.policy,
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt=self.prompt,
+            confirm=confirm,
+        )
+
+    def _confirm(
+        self, name: str, arguments: Mapping[str, object] | str, call_id: str | None
+    ) -> Callable[[ApprovalRequest], bool] | None:
+        grant = _GRANT.get()
+        if grant is not None and grant.claim(call_id, name, call_digest(name, arguments)):
+            return _confirmed
+        if self.policy.request(name).pending:
+            _log.warning(
+                "tool %r needs the user's approval and ran without the approval middleware's "
+                "grant for this call (request %r), so it is denied: pass "
+                "approval_middleware(tools) to create_agent(middleware=[...]) and answer its "
+                "interrupt",
+                name,
+                self.request_id,
+            )
+        return None
+
+    def refuse(self, name: str, arguments: object) -> CallResult:
+        """Record a call that must not run (the reviewer rejected it, or no such tool).
+
+        The record is written by :func:`~veridic.run.executor.execute` itself, with a
+        policy under which the call cannot run: the view refuses a name it does not
+        expose, and an exposed tool is asked about and refused (``DENIED``), even when
+        the request's own rules would now let it run without asking.
+        """
+        status = self.view.status(name) if isinstance(name, str) else None
+        if status is not None and status.tool is not None and status.tool.is_async:
+            return _run_coroutine(self.arefuse(name, arguments), f"tool {name!r} is async")
+        return execute(
+            self.view,
+            name,
+            _given(arguments),
+            policy=self._no_run_policy(name),
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt=self.prompt,
+            confirm=_refused,
+        )
+
+    async def arefuse(self, name: str, arguments: object) -> CallResult:
+        """:meth:`refuse` for async code."""
+        return await aexecute(
+            self.view,
+            name,
+            _given(arguments),
+            policy=self._no_run_policy(name),
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt=self.prompt,
+            confirm=_refused,
+        )
+
+    def _no_run_policy(self, name: str) -> ApprovalPolicy:
+        if not isinstance(name, str) or not self.view.status(name).exposed:
+            return self.policy  # the view refuses the name before any policy is asked
+        if self.policy.request(name).mode in (None, ApprovalMode.DENIED):
+            return self.policy
+        return ApprovalPolicy(self.view, rules={**self.policy.rules, name: "ask"})
+
+    def check_model_request(self, request: ModelRequest[Any]) -> None:
+        """Refuse a model call whose system message or tool list is not this binding's.
+
+        Raises:
+            ProvenanceError: the system message is not the trusted system text of
+                the bound prompt (in report mode: logged, and the call goes on).
+            ToolCouplingError: the tools offered to the model are not exactly this
+                view's, as :func:`make_tools` made them.
+        """
+        expected = self.prompt.system
+        message = request.system_message
+        content: object = None if message is None else message.content
+        if content != expected:
+            report(
+                content if isinstance(content, str) else repr(content),
+                f"the system message of a LangChain model call (request {self.request_id!r}; "
+                "it must be the system text of the Prompt given to structured_tools(), sent "
+                "unchanged)",
+            )
+        offered = list(request.tools)
+        ours = list(self.tools.values())
+        names = [t.name if isinstance(t, BaseTool) else str(t.get("name")) for t in offered]
+        if len(offered) == len(ours) and {id(t) for t in offered} == {id(t) for t in ours}:
+            changed = [tool.name for tool in ours if not tool.matches_view(self.view)]
+            if not changed:
+                return
+            problem = f"changed after structured_tools() made them: {', '.join(changed)}"
+        else:
+            extra = sorted(set(names) - set(self.tools))
+            missing = sorted(set(self.tools) - set(names))
+            foreign = sorted(
+                tool.name
+                for tool in offered
+                if isinstance(tool, BaseTool)
+                and tool.name in self.tools
+                and tool is not self.tools[tool.name]
+            )
+            problems = [
+                f"{label}: {', '.join(found)}"
+                for label, found in (
+                    ("offered but not in the view", extra),
+                    ("in the view but not offered", missing),
+                    ("not the tool structured_tools() made", foreign),
+                )
+                if found
+            ]
+            problem = "; ".join(problems) or "a tool is offered more than once"
+        raise ToolCouplingError(
+            f"the tools a model call of the LangChain agent (request {self.request_id!r}) "
+            f"offers are not the view's ({problem}): the model would be shown tools the "
+            "capability section and dispatch do not have; give create_agent exactly the "
+            "tools structured_tools(view, ...) returned, and register any other tool in the "
+            "veridic registry"
+        )
+
+
+def make_tools(binding: Binding) -> list[StructuredTool]:
+    """One :class:`VeridicTool` per tool the view exposes, from its own tool specs."""
+    for spec in binding.view.tool_specs("anthropic"):
+        name = spec["name"]
+        tool = VeridicTool(
+            name=name,
+            description=spec["description"],
+            # A plain copy: LangChain and pydantic write into the schema dicts they are
+            # given (per-call review builds the edit schema from it), and the view's own
+            # are read-only. The model-call check compares it with the view's each time.
+            args_schema=copy.deepcopy(spec["input_schema"]),
+            handle_tool_error=True,
+        )
+        tool._veridic = binding
+        binding.tools[name] = tool
+    return list(binding.tools.values())
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelCall:
+    """The arguments of one invocation as LangChain received them, and its tool call id."""
+
+    arguments: Mapping[str, object] | str
+    tool_call_id: str | None
+
+
+class VeridicTool(StructuredTool):
+    """A tool of a view, run by veridic's executor.
+
+    Its name, description and JSON schema are the view's tool spec, unchanged.
+    LangChain does not validate the arguments (the schema is a JSON-schema dict);
+    veridic's executor does, once, when the call runs.
+    """
+
+    _veridic: Binding | None = PrivateAttr(default=None)
+
+    def matches_view(self, view: ToolView) -> bool:
+        """Whether name, description and schema are still the view's tool spec."""
+        status = view.status(self.name)
+        tool = status.tool
+        return (
+            status.exposed
+            and tool is not None
+            and self.description == tool.description
+            and self.args_schema == tool.input_schema
+        )
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[str, ...], dict[str, Any]]:
+        # One keyword for the whole call: a tool argument named ``config``, ``run_manager``
+        # or ``callbacks`` would otherwise be taken by LangChain's own keywords.
+        return (), {"veridic_call": _ModelCall(tool_input, tool_call_id)}
+
+    def _run(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        call = kwargs["veridic_call"]
+        if not isinstance(call, _ModelCall):
+            raise VeridicError(
+                f"tool {self.name!r} was run without its call ({type(call).__name__}): "
+                "invoke it with tool.invoke(...) or through an agent"
+            )
+        return self._binding().run(self.name, call.arguments, call.tool_call_id)
+
+    async def _arun(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        call = kwargs["veridic_call"]
+        if not isinstance(call, _ModelCall):
+            raise VeridicError(
+                f"tool {self.name!r} was run without its call ({type(call).__name__}): "
+                "invoke it with tool.ainvoke(...) or through an agent"
+            )
+        return await self._binding().arun(self.name, call.arguments, call.tool_call_id)
+
+    async def ainvoke(
+        self,
+        input: str | dict[str, Any] | ToolCall,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        # StructuredTool runs a tool without a coroutine in a thread; this one has its own.
+        return await BaseTool.ainvoke(self, input, config, **kwargs)
+
+    def _binding(self) -> Binding:
+        binding = self._veridic
+        if binding is None:
+            raise VeridicError(
+                f"tool {self.name!r} is not bound to a view: make the tools with "
+                "veridic.integrations.langchain.structured_tools(view, ...)"
+            )
+        return binding
+
+
+def _answer(name: str, result: CallResult) -> str:
+    """What the model reads: the value or the error, as a data block (the tool's output is data).
+
+    Raises:
+        ToolException: the call did not succeed; LangChain gives the model its text as
+            the tool message, with status ``error``.
+    """
+    label = f"tool:{name}"
+    if result.error is not None:
+        raise ToolException(fence(label, f"error: {result.error}"))
+    value = result.value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return fence(label, text)
+
+
+def _run_coroutine(coroutine: Coroutine[object, object, _T], what: str) -> _T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise VeridicError(
+        f"{what} and was called synchronously inside a running event loop, where it cannot "
+        "be awaited: run the agent with await agent.ainvoke(...)"
+    )
+
+
+# --- the approval middleware ------------------------------------------------------------
+
+
+def interrupt_config(policy: ApprovalPolicy) -> dict[str, InterruptOnConfig]:
+    """``interrupt_on`` for the tools whose calls ``policy`` will not decide alone."""
+    config: dict[str, InterruptOnConfig] = {}
+    for name in sorted(policy.view.names()):
+        request = policy.request(name)
+        if request.pending:
+            config[name] = InterruptOnConfig(
+                allowed_decisions=list(DECISIONS), description=_Description(request)
+            )
+    return config
+
+
+class _Description:
+    """What the reviewer reads: the tool, why veridic asks, and the arguments."""
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        self._head = (
+            f"{_PREFIX}: {request.why}.\n\nTool: {request.tool} ({request.kind}, "
+            f"risk {request.risk.value}{', irreversible' if request.irreversible else ''})"
+        )
+
+    def __call__(self, tool_call: ToolCall, state: AgentState[Any], runtime: Runtime[Any]) -> str:
+        shown = json.dumps(tool_call["args"], ensure_ascii=False, sort_keys=True, default=repr)
+        return f"{self._head}\nArguments: {shown}"
+
+
+class ApprovalState(_HumanInTheLoopState):
+    """The human-in-the-loop state, and the calls of this turn a reviewer approved."""
+
+    veridic_approved_tool_calls: NotRequired[Annotated[list[str], PrivateStateAttr]]
+
+
+class ApprovalMiddleware(HumanInTheLoopMiddleware):
+    """LangChain's human-in-the-loop middleware, configured from and answering to veridic.
+
+    It interrupts for exactly the tools whose calls the policy will not decide alone
+    (:func:`interrupt_config`), and turns each decision into veridic's approval:
+    approve and edit give the call a grant (``USER_CONFIRMED``), reject and respond
+    write a ``DENIED`` record. It also checks each model call (system message, tools)
+    and refuses, with a record, a tool call of a name the agent has no tool for.
+    """
+
+    state_schema = ApprovalState
+
+    def __init__(self, binding: Binding, *, interrupt_mode: InterruptMode) -> None:
+        super().__init__(
+            interrupt_on=dict(interrupt_config(binding.policy)),
+            description_prefix=_PREFIX,
+            interrupt_mode=interrupt_mode,
+        )
+        self._binding = binding
+
+    @property
+    def name(self) -> str:
+        return "VeridicApprovalMiddleware"
+
+    # --- model calls ---
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[None],
+        handler: Callable[[ModelRequest[None]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        self._binding.check_model_request(request)
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[None],
+        handler: Callable[[ModelRequest[None]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        self._binding.check_model_request(request)
+        return await handler(request)
+
+    # --- batched mode: the decisions of one turn ---
+
+    def after_model(self, state: AgentState[Any], runtime: Runtime[None]) -> dict[str, Any] | None:
+        update, rejected = self._decided(state, runtime)
+        for call in rejected:
+            self._binding.refuse(call["name"], call["args"])
+        return update
+
+    async def aafter_model(
+        self, state: AgentState[Any], runtime: Runtime[None]
+    ) -> dict[str, Any] | None:
+        update, rejected = self._decided(state, runtime)
+        for call in rejected:
+            await self._binding.arefuse(call["name"], call["args"])
+        return update
+
+    def _decided(
+        self, state: AgentState[Any], runtime: Runtime[None]
+    ) -> tuple[dict[str, Any] | None, list[ToolCall]]:
+        """The middleware's update for this turn, with the approved calls; the refused calls.
+
+        A call is approved when the reviewer approved or edited it. An edit that names
+        another tool is refused here, before anything runs: its call gets a ``DENIED``
+        record and the model a message saying so (an edit may change the arguments,
+        not the tool; LangChain's own per-call mode pins the tool the same way).
+        The approvals are written on every turn with tool calls, so a tool call id of an
+        earlier turn (fake and some real models reuse ids) never carries an approval over.
+        """
+        update = super().after_model(state, runtime)
+        if update is None:
+            return ({APPROVED_KEY: []} if state.get(APPROVED_KEY) else None), []
+        messages = list(update.get("messages", []))
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        gated = (
+            [] if last is None else [c for c in last.tool_calls if c["name"] in self.interrupt_on]
+        )
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        edits: dict[str, Any] = dict(update.get(_EDITED_TOOL_CALLS_KEY) or {})
+        refused = [c for c in gated if c["id"] in answered]
+        for call in gated:
+            edit = edits.get(call["id"] or "")
+            if edit is not None and edit.get("name") != call["name"] and call["id"]:
+                del edits[call["id"]]
+                messages.append(_switched_message(call, edit.get("name")))
+                answered.add(call["id"])
+                refused.append(call)
+        approved = sorted({c["id"] for c in gated if c["id"] and c["id"] not in answered})
+        changed = {"messages": messages, _EDITED_TOOL_CALLS_KEY: edits, APPROVED_KEY: approved}
+        return {**update, **changed}, refused
+
+    # --- tool calls ---
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        if self._unknown(request):
+            return _refusal_message(request, self._binding.refuse(*_name_args(request)))
+        ran: list[bool] = []
+
+        def run(to_run: ToolCallRequest) -> ToolMessage | Command[Any]:
+            ran.append(True)
+            grant = self._grant(request, to_run)
+            if isinstance(grant, CallResult):
+                return _refusal_message(request, grant)
+            with _granted(grant):
+                return handler(to_run)
+
+        result = super().wrap_tool_call(request, run)
+        if not ran and self._rejected_per_call(request):
+            self._binding.refuse(*_name_args(request))
+        return result
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        if self._unknown(request):
+            return _refusal_message(request, await self._binding.arefuse(*_name_args(request)))
+        ran: list[bool] = []
+
+        async def run(to_run: ToolCallRequest) -> ToolMessage | Command[Any]:
+            ran.append(True)
+            grant = self._grant(request, to_run)
+            if isinstance(grant, CallResult):
+                return _refusal_message(request, grant)
+            with _granted(grant):
+                return await handler(to_run)
+
+        result = await super().awrap_tool_call(request, run)
+        if not ran and self._rejected_per_call(request):
+            await self._binding.arefuse(*_name_args(request))
+        return result
+
+    def _unknown(self, request: ToolCallRequest) -> bool:
+        """Whether the call names a tool the agent does not have (refused, with a record).
+
+        Raises:
+            ToolCouplingError: the agent runs a tool of this name that is not the one
+                :func:`make_tools` made, or lacks one the view exposes.
+        """
+        name = request.tool_call["name"]
+        mine = self._binding.tools.get(name) if isinstance(name, str) else None
+        if request.tool is not None and request.tool is mine:
+            return False
+        if request.tool is None and mine is None:
+            return True
+        raise ToolCouplingError(
+            f"the LangChain agent runs a tool named {name!r} that is not the one "
+            f"structured_tools() made for request {self._binding.request_id!r}: give "
+            "create_agent exactly the tools structured_tools(view, ...) returned"
+        )
+
+    def _grant(
+        self, request: ToolCallRequest, to_run: ToolCallRequest
+    ) -> _Grant | CallResult | None:
+        """The grant for the call about to run, when a reviewer approved it.
+
+        An edit is a new call the reviewer approved: the grant covers the edited
+        arguments (and only those). An edit that names another tool is refused.
+        """
+        name = request.tool_call["name"]
+        if name not in self.interrupt_on:
+            return None
+        call = to_run.tool_call
+        if call["name"] != name:
+            _log.warning(
+                "a reviewer's edit turned a call of %r into one of %r; an edit may change the "
+                "arguments, not the tool, so the call is refused (request %r)",
+                name,
+                call["name"],
+                self._binding.request_id,
+            )
+            return self._binding.refuse(name, request.tool_call["args"])
+        call_id = call["id"]
+        if call_id is None:
+            return None
+        if self.interrupt_mode == "batched":
+            approved = request.state.get(APPROVED_KEY) or []
+            if call_id not in approved:
+                return None
+        return _Grant(call_id, name, call_digest(name, call["args"]))
+
+    def _rejected_per_call(self, request: ToolCallRequest) -> bool:
+        """In per-call mode, a gated call whose tool was not run was rejected (or answered)."""
+        return self.interrupt_mode == "per_call" and request.tool_call["name"] in self.interrupt_on
+
+
+def _switched_message(call: ToolCall, named: object) -> ToolMessage:
+    """What the model reads when the reviewer's edit of ``call`` named another tool."""
+    _log.warning(
+        "a reviewer's edit turned the call %r of %r into one of %r; an edit may change the "
+        "arguments, not the tool, so the call is refused",
+        call["id"],
+        call["name"],
+        named,
+    )
+    text = (
+        f"error: the reviewer's answer to this call of {call['name']!r} named another tool "
+        f"({named!r}); an edit may change only the arguments, so the call did not run: tell "
+        "the user, and call a tool again only if they ask"
+    )
+    return ToolMessage(
+        content=fence(f"tool:{call['name']}", text),
+        name=call["name"],
+        tool_call_id=call["id"] or "",
+        status="error",
+    )
+
+
+def _name_args(request: ToolCallRequest) -> tuple[str, object]:
+    return request.tool_call["name"], request.tool_call["args"]
+
+
+def _given(arguments: object) -> Mapping[str, object] | str | None:
+    """Arguments as the executor takes them (anything else is checked, and refused, as none)."""
+    if isinstance(arguments, Mapping | str):
+        return arguments
+    return None
+
+
+def _refusal_message(request: ToolCallRequest, result: CallResult) -> ToolMessage:
+    """The tool message for a call veridic refused before any tool ran."""
+    name = request.tool_call["name"]
+    label = f"tool:{name}" if result.record.tool == name and result.record.kind else "tool_result"
+    return ToolMessage(
+        content=fence(label, f"error: {result.error}"),
+        name=name if isinstance(name, str) else None,
+        tool_call_id=request.tool_call["id"] or "",
+        status="error",
+    )
+
+
+def validate_tools(tools: Sequence[object]) -> Binding:
+    """The one binding every tool of ``tools`` shares.
+
+    Raises:
+        VeridicError: a tool was not made by :func:`make_tools`, the tools come from
+            two calls of it, or some of one call's tools are missing.
+    """
+    bindings = {
+        id(t._veridic): t._veridic for t in tools if isinstance(t, VeridicTool) and t._veridic
+    }
+    foreign = [
+        getattr(t, "name", type(t).__name__) for t in tools if not isinstance(t, VeridicTool)
+    ]
+    if foreign or len(bindings) != 1:
+        why = (
+            f"{', '.join(map(str, foreign))} {'is' if len(foreign) == 1 else 'are'} not "
+            "made by structured_tools()"
+            if foreign
+            else f"they come from {len(bindings)} structured_tools() calls"
+        )
+        raise VeridicError(
+            f"approval_middleware() got tools it cannot vouch for ({why}): pass the list one "
+            "structured_tools(view, ...) call returned, the same list you give create_agent"
+        )
+    (binding,) = bindings.values()
+    missing = sorted(set(binding.tools) - {getattr(t, "name", "") for t in tools})
+    if missing:
+        raise VeridicError(
+            f"approval_middleware() got some of the tools of one structured_tools() call, "
+            f"without {', '.join(missing)}: pass the whole list, so the model is shown "
+            "what the capability section and dispatch say"
+        )
+    return binding
