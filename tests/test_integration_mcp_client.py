@@ -439,3 +439,17 @@ def test_the_pin_command_records_then_reports_a_rug_pull_as_a_table(
     ]
     assert veridic_cli(["mcp", "pin", "servers:NOT_A_SERVER", "-o", str(pins)]) == 2
     assert "not an McpServer" in capsys.readouterr().err
+
+
+def test_the_example_pins_calls_and_catches_a_rug_pull_of_veridics_own_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(SCRIPT.parent.parent))
+    from examples.mcp_client_app import main as example
+
+    lines = example()
+    # A server served by veridic lists its get_tool_schema: veridic's own, not pinned.
+    assert lines[0] == "[1] pinned: add_note, delete_note, list_notes"
+    assert lines[2] == "    the section prints the pinned description: True"
+    assert lines[3] == "    list_notes -> '{}' (provenance untrusted)"
+    assert lines[4].startswith("[3] list_notes is unavailable: its description changed")

@@ -57,6 +57,7 @@ from veridic.text.provenance import (
 from veridic.tools._similarity import NameIndex
 from veridic.tools.registry import BootError, Component, Registry
 from veridic.tools.risk import RiskLike, ToolKind
+from veridic.tools.tool import SCHEMA_TOOL
 
 __all__ = ["Declared", "McpConnection", "McpServer", "connect", "http", "list_tools", "stdio"]
 
@@ -443,7 +444,13 @@ async def _listing(client: object, server: McpServer, *, refresh: bool) -> tuple
             page = await client.list_tools(  # type: ignore[attr-defined]  # an mcp.Client
                 cursor=cursor, cache_mode="refresh" if refresh else "use"
             )
-            tools.extend(_pinned(tool, server) for tool in page.tools)
+            for tool in page.tools:
+                if getattr(tool, "name", None) == SCHEMA_TOOL:
+                    # Every view carries veridic's own get_tool_schema (a server served by
+                    # veridic lists it too): the server's is not registered, and not pinned.
+                    _log.info("MCP server %r: its %s is veridic's own", server.name, SCHEMA_TOOL)
+                    continue
+                tools.append(_pinned(tool, server))
             cursor = page.next_cursor
             if cursor is None:
                 break
