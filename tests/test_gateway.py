@@ -601,3 +601,23 @@ def test_scripted_provider_with_an_exhausted_script_says_so() -> None:
 def test_missing_extra_error_is_an_import_error() -> None:
     assert issubclass(MissingExtraError, ImportError)
     assert issubclass(MissingExtraError, VeridicError)
+
+
+@pytest.mark.parametrize(
+    ("calls", "fragment"),
+    [
+        ([call("c1", "get_weather"), call("c1", "get_forecast")], "the id 'c1' twice"),
+        ([call("", "get_weather")], "an empty id (tool 'get_weather')"),
+    ],
+)
+def test_a_reply_whose_call_ids_cannot_be_answered_is_refused_before_any_call_runs(
+    calls: list[tuple[str, str, str]], fragment: str
+) -> None:
+    view = REGISTRY.view()
+    gw, _, audit, model_calls = gateway([{"tool_calls": calls}])
+    with pytest.raises(VeridicError) as caught:
+        gw.send(weather_prompt(view), view, request_id="req-1")
+    assert fragment in str(caught.value)
+    assert "none of them ran" in str(caught.value)
+    assert audit.records() == ()  # no tool call ran, so none is recorded
+    assert len(model_calls.records()) == 1  # the model call itself happened, and is recorded

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+from veridic._sample import clip
 from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
 from veridic.providers._base import Adapter, Assembler, Completion
 from veridic.run.approval import ApprovalPolicy, Confirm
@@ -361,6 +362,7 @@ class _Sent:
     view: ToolView
 
     def reply(self, completion: Completion) -> Reply:
+        _check_call_ids(completion.tool_calls, self.request_id)
         return Reply(
             text=completion.text,
             tool_calls=completion.tool_calls,
@@ -372,6 +374,32 @@ class _Sent:
             tools_sha256=self.tools_sha256,
             view=self.view,
             reasoning=completion.reasoning,
+        )
+
+
+def _check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
+    """Refuse a reply whose tool calls cannot each be answered, before any of them runs.
+
+    Every result answers one call by its id: an empty id or one used twice
+    would run the handlers and only then fail when the turn is recorded,
+    leaving a call nobody can answer and every later request refused.
+
+    Raises:
+        VeridicError: an empty or repeated call id (the model call itself is recorded).
+    """
+    seen: set[str] = set()
+    problems: list[str] = []
+    for call in calls:
+        if not call.id:
+            problems.append(f"an empty id (tool {clip(call.name)})")
+        elif call.id in seen:
+            problems.append(f"the id {clip(call.id)} twice")
+        seen.add(call.id)
+    if problems:
+        raise VeridicError(
+            f"the model's reply to request {request_id!r} has tool calls with "
+            f"{'; '.join(problems)}: each call is answered by its id, so none of them ran; "
+            "send the request again (a provider that reuses ids is a provider bug to report)"
         )
 
 
