@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from veridic import (
     ApprovalPolicy,
@@ -28,11 +31,13 @@ from veridic import (
     SQLiteAuditSink,
     ToolCouplingError,
     ToolDeniedError,
+    ToolError,
     ToolUnavailableError,
     ToolView,
     UnknownToolError,
     VeridicError,
     configure,
+    execute,
     instruction,
     is_trusted,
     provenance,
@@ -621,3 +626,88 @@ def test_a_reply_whose_call_ids_cannot_be_answered_is_refused_before_any_call_ru
     assert "none of them ran" in str(caught.value)
     assert audit.records() == ()  # no tool call ran, so none is recorded
     assert len(model_calls.records()) == 1  # the model call itself happened, and is recorded
+
+
+class Forecast(BaseModel):
+    city: str
+    days: list[int]
+
+
+@dataclasses.dataclass
+class Reading:
+    city: str
+    when: datetime.date
+
+
+def _told_registry() -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def forecast(city: str) -> Forecast:
+        """The forecast of a city.
+
+        Args:
+            city: The city.
+        """
+        return Forecast(city=city, days=[1, 2])
+
+    @registry.tool(kind="query")
+    def reading(city: str) -> Reading:
+        """The last reading in a city.
+
+        Args:
+            city: The city.
+        """
+        return Reading(city, datetime.date(2026, 12, 1))
+
+    @registry.tool(kind="query")
+    def secret_failure(city: str) -> str:
+        """A tool whose driver fails with a secret in its message.
+
+        Args:
+            city: The city.
+        """
+        raise RuntimeError(f"connect postgres://admin:hunter2@db/{city} refused")
+
+    @registry.tool(kind="query")
+    def told_failure(city: str) -> str:
+        """A tool that tells the model what went wrong.
+
+        Args:
+            city: The city.
+        """
+        raise ToolError(f"no station in {city}: ask for a nearby city")
+
+    return registry
+
+
+@pytest.mark.parametrize(
+    ("tool", "told"),
+    [
+        ("forecast", '{"city": "Oslo", "days": [1, 2]}'),
+        ("reading", '{"city": "Oslo", "when": "2026-12-01"}'),
+        ("told_failure", "error: no station in Oslo: ask for a nearby city"),
+        (
+            "secret_failure",
+            "error: the tool failed (RuntimeError); the application's log has what went wrong",
+        ),
+    ],
+)
+def test_what_the_model_is_told_of_a_call_is_json_or_a_message_meant_for_it(
+    tool: str, told: str
+) -> None:
+    view = _told_registry().view()
+    audit = SQLiteAuditSink(":memory:")
+    result = execute(
+        view,
+        tool,
+        {"city": "Oslo"},
+        policy=ApprovalPolicy(view),
+        audit=audit,
+        request_id="req-1",
+        prompt=weather_prompt(view),
+    )
+    assert str(result.told) == told
+    assert provenance(result.told).kind == "untrusted"
+    if tool == "secret_failure":  # the model does not read it; the record keeps it
+        assert "hunter2" in audit.records()[0].detail

@@ -641,7 +641,9 @@ def test_a_handler_error_is_told_to_the_model_and_recorded_failed() -> None:
     assert result.output == "The archive is full."
     assert script.told("c1").outcome == "failed"
     told = str(script.told("c1").content)
-    assert unfence(told) == [("tool:archive_note", "error: the archive is full")]
+    # A handler's exception: its type for the model, its message for the record.
+    failed = "error: the tool failed (RuntimeError); the application's log has what went wrong"
+    assert unfence(told) == [("tool:archive_note", failed)]
     (record,) = s.audit.records("req-1")
     assert (record.approval, record.outcome) == (ApprovalMode.ALWAYS_RULE, CallOutcome.FAILED)
     assert record.detail == "RuntimeError: the archive is full"

@@ -50,6 +50,7 @@ __all__ = [
     "TemplateSandboxError",
     "ToolCouplingError",
     "ToolDeniedError",
+    "ToolError",
     "ToolUnavailableError",
     "UnknownToolError",
     "UnwrittenRecord",
@@ -132,6 +133,22 @@ class InvalidArgumentsError(VeridicError, ValueError):
         super().__init__(message)
         self.tool = tool
         self.fields = fields
+
+
+class ToolError(VeridicError):
+    """Raised by a tool's handler to tell the model what went wrong, in words written for it.
+
+    The model is told the message of a ``ToolError`` (and of veridic's own
+    errors: a refusal, a guard); of any other exception only its type, since
+    its message may hold what the model must not read (a path, a query, a
+    token in a driver's error). The audit record and the log keep every
+    message.
+
+    >>> raise ToolError("the archive is full: ask the user to delete old notes")
+    Traceback (most recent call last):
+      ...
+    veridic.errors.ToolError: the archive is full: ask the user to delete old notes
+    """
 
 
 class ToolCouplingError(VeridicError, RuntimeError):

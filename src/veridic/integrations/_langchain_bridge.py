@@ -414,12 +414,10 @@ def _answer(name: str, result: CallResult) -> str:
         ToolException: the call did not succeed; LangChain gives the model its text as
             the tool message, with status ``error``.
     """
-    label = f"tool:{name}"
+    told = fence(f"tool:{name}", result.told)  # the value, or why not (CallResult.told)
     if result.error is not None:
-        raise ToolException(fence(label, f"error: {result.error}"))
-    value = result.value
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return fence(label, text)
+        raise ToolException(told)
+    return told
 
 
 def _run_coroutine(coroutine: Coroutine[object, object, _T], what: str) -> _T:
@@ -699,7 +697,7 @@ def _refusal_message(request: ToolCallRequest, result: CallResult) -> ToolMessag
     name = request.tool_call["name"]
     label = f"tool:{name}" if result.record.tool == name and result.record.kind else "tool_result"
     return ToolMessage(
-        content=fence(label, f"error: {result.error}"),
+        content=fence(label, result.told),
         name=name if isinstance(name, str) else None,
         tool_call_id=request.tool_call["id"] or "",
         status="error",

@@ -51,6 +51,7 @@ of the executor itself raises.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import re
 import threading
@@ -59,6 +60,8 @@ import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from pydantic_core import to_jsonable_python
 
 from veridic._sample import clip
 from veridic.errors import (
@@ -79,6 +82,7 @@ from veridic.run.audit import (
     _storable,
 )
 from veridic.text.prompt import Prompt
+from veridic.text.provenance import UntrustedText, untrusted
 from veridic.tools.guards import DispatchScope, GuardEvent, LateReporter, dispatching
 from veridic.tools.tool import Tool
 from veridic.tools.view import PreparedCall, ToolView
@@ -114,6 +118,34 @@ class CallResult:
         if self.error is not None:
             raise self.error
         return self.value
+
+    @property
+    def told(self) -> UntrustedText:
+        """What the model is told of this call (untrusted text, source ``tool:<name>``).
+
+        The value as text: a ``str`` as it is, anything else as JSON, pydantic
+        models and dataclasses included (pydantic's ``to_jsonable_python``;
+        what JSON cannot hold, as ``str``). A call that did not succeed says
+        why: veridic's own message (unknown, unavailable, denied, invalid
+        arguments, a guard) or a handler's :class:`~veridic.ToolError`; of
+        any other exception only its type, because its message may hold what
+        the model must not read. The record and the log keep the whole message.
+        """
+        error = self.error
+        source = f"tool:{self.record.tool}"
+        if error is None:
+            value = self.value
+            if isinstance(value, str):
+                return untrusted(value, source=source)
+            plain = to_jsonable_python(value, fallback=str)
+            return untrusted(json.dumps(plain, ensure_ascii=False), source=source)
+        if isinstance(error, VeridicError):
+            return untrusted(f"error: {error}", source=source)
+        return untrusted(
+            f"error: the tool failed ({type(error).__name__}); the application's log has what "
+            "went wrong",
+            source=source,
+        )
 
 
 def execute(

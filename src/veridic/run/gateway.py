@@ -70,7 +70,7 @@ from veridic.run.audit import AuditSink, ModelCallRecord
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
-from veridic.text.provenance import UntrustedText, is_trusted, report, untrusted
+from veridic.text.provenance import UntrustedText, is_trusted, report
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -137,19 +137,12 @@ class ToolOutcome:
 
     @property
     def text(self) -> UntrustedText:
-        """What to tell the model: the handler's value, or the error that stopped the call.
+        """What to tell the model: :attr:`CallResult.told <veridic.CallResult.told>`.
 
         Untrusted text (source ``tool:<name>``): a tool's output is data, and
         :meth:`Composer.tool_result` fences it.
         """
-        error = self.result.error
-        if error is not None:
-            body = f"error: {error}"
-        elif isinstance(self.result.value, str):
-            body = self.result.value
-        else:
-            body = json.dumps(self.result.value, ensure_ascii=False, default=str)
-        return untrusted(body, source=f"tool:{self.call.name}")
+        return self.result.told
 
 
 @dataclass(frozen=True, slots=True)

@@ -549,7 +549,7 @@ def _call_result(result: CallResult) -> mcp_types.CallToolResult:
     import mcp_types as types
 
     if result.error is not None:
-        return _error_result(_message(result.error))
+        return _error_result(str(result.told).removeprefix("error: "))
     text, structured = _rendered(result.value)
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content=structured
@@ -580,9 +580,11 @@ def _rendered(value: object) -> tuple[str, dict[str, object] | None]:
 
 
 def _message(error: BaseException) -> str:
+    """What the client is told of an error of the server's own: veridic's words, or the type
+    (a store's or a driver's message may hold what the model must not read; the log has it)."""
     if isinstance(error, VeridicError):
         return str(error)
-    return f"{type(error).__name__}: {error}"
+    return f"the call failed ({type(error).__name__}); the server's log has what went wrong"
 
 
 def _unbuilt(error: Exception) -> str:
