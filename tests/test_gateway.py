@@ -711,3 +711,33 @@ def test_what_the_model_is_told_of_a_call_is_json_or_a_message_meant_for_it(
     assert provenance(result.told).kind == "untrusted"
     if tool == "secret_failure":  # the model does not read it; the record keeps it
         assert "hunter2" in audit.records()[0].detail
+
+
+def test_a_result_that_reports_a_failure_is_marked_as_one_for_anthropic_and_in_the_hash() -> None:
+    view = REGISTRY.view()
+    script = [{"tool_calls": [call("c1", "get_forecast"), call("c2", "nope")]}]
+    gw, _, _, _ = gateway(script)
+    composer = Composer().system(SYSTEM, view.capability_section()).user("Oslo?")
+    reply = gw.send(composer.build(), view, request_id="req-1")
+    outcomes = gw.run_tools(reply, policy=ApprovalPolicy(view))
+    prompt = reply.record(composer, outcomes).build()
+    results = [
+        block
+        for message in prompt.to_anthropic()["messages"]
+        for block in message["content"]
+        if isinstance(block, dict) and block["type"] == "tool_result"
+    ]
+    assert [(b["tool_use_id"], b.get("is_error")) for b in results] == [("c1", None), ("c2", True)]
+    assert all("is_error" not in m for m in prompt.to_openai())  # OpenAI has no such flag
+    text = untrusted("error: no tool is named 'nope'", source="tool:nope")
+    base = Composer().system(SYSTEM).user("Oslo?").tool_call("c2", "nope", {})
+    assert (
+        base.tool_result("c2", text, error=True).build().sha256
+        != Composer()
+        .system(SYSTEM)
+        .user("Oslo?")
+        .tool_call("c2", "nope", {})
+        .tool_result("c2", text)
+        .build()
+        .sha256
+    )

@@ -193,7 +193,7 @@ class Reply:
         for call in self.tool_calls:
             composer.tool_call(call.id, call.name, _arguments(call))
         for outcome in outcomes:
-            composer.tool_result(outcome.call.id, outcome.text)
+            composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
         return composer
 
 

@@ -212,7 +212,12 @@ class Composer:
         return self
 
     def tool_result(
-        self, call_id: str, text: UntrustedText, *, mode: DataMode | None = None
+        self,
+        call_id: str,
+        text: UntrustedText,
+        *,
+        mode: DataMode | None = None,
+        error: bool = False,
     ) -> Self:
         """Answer tool call ``call_id`` with its result, as a data block.
 
@@ -220,7 +225,9 @@ class Composer:
         :meth:`tool_call` under a valid tool name, else ``tool_result`` (a
         call replayed from history the application did not record, or a name
         the model made up; providers check the pairing). ``mode`` as for
-        :meth:`data`.
+        :meth:`data`. ``error=True`` says the call did not succeed (failed,
+        refused, denied): Anthropic's ``tool_result`` carries ``is_error``,
+        and the prompt's hash covers it (``Reply.record`` sets it).
         """
         if not call_id:
             raise VeridicError(
@@ -235,7 +242,8 @@ class Composer:
             )
         self._require_text(text, f"tool_result({call_id!r}, ...)", allow_empty=True)
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
-        self._turns.append(self._block("tool", label, text, call_id, mode, "tool_result()"))
+        block = self._block("tool", label, text, call_id, mode, "tool_result()")
+        self._turns.append(replace(block, tool_error=True) if error is True else block)
         return self
 
     def build(self) -> Prompt:

@@ -33,6 +33,7 @@ from veridic.text.wire import (
     AnthropicMessage,
     AnthropicReasoningBlock,
     AnthropicRequest,
+    AnthropicToolResultBlock,
     OpenAIMessage,
     OpenAIToolCall,
     ReasoningBlock,
@@ -283,6 +284,8 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     reasoning: tuple[ReasoningItem, ...] = ()
+    tool_error: bool = False
+    """A tool result that reports a failed, refused or denied call (Anthropic's ``is_error``)."""
 
     def __post_init__(self) -> None:
         if not self.reasoning:
@@ -364,7 +367,9 @@ class Prompt:
             veridic.prompt/2 NUL, then per message: role, content, the number of
             tool calls, each call's id, name and arguments, the tool call id
             (empty without one), the number of reasoning items, each item's
-            provider and canonical JSON
+            provider and canonical JSON, and for a tool result that reports a
+            failure the piece ``tool-error`` (no role is spelled so: unambiguous,
+            and the hash of every other prompt is what it was)
 
         ``tests/test_reasoning.py`` pins it.
         """
@@ -376,6 +381,8 @@ class Prompt:
             pieces += (m.tool_call_id or "", str(len(m.reasoning)))
             for item in m.reasoning:
                 pieces += (item.provider, item.json_text)
+            if m.tool_error:
+                pieces.append("tool-error")
         return _digest(pieces)
 
     @property
@@ -541,13 +548,14 @@ def _openai_call(call: ToolCall) -> OpenAIToolCall:
 
 def _anthropic_blocks(message: Message) -> list[AnthropicBlock]:
     if message.role == "tool":
-        return [
-            {
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id or "",
-                "content": message.content,
-            }
-        ]
+        result: AnthropicToolResultBlock = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+        if message.tool_error:
+            result["is_error"] = True
+        return [result]
     blocks: list[AnthropicBlock] = []
     if message.content:
         blocks.append({"type": "text", "text": message.content})

@@ -64,6 +64,7 @@ class AnthropicToolResultBlock(TypedDict):
     type: Literal["tool_result"]
     tool_use_id: str
     content: str
+    is_error: NotRequired[bool]
 
 
 class AnthropicThinkingBlock(TypedDict):
