@@ -143,7 +143,7 @@ def test_a_docstring_with_only_sections_has_no_summary() -> None:
 
     (gap,) = find_doc_gaps(registry)
     assert gap.code is GapCode.MISSING_DESCRIPTION
-    assert "without a summary paragraph" in gap.message
+    assert "with no prose before its sections" in gap.message
 
 
 def test_undocumented_parameters_are_reported_but_the_tool_is_exposed() -> None:

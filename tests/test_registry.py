@@ -60,7 +60,8 @@ def test_name_and_description_come_from_the_function() -> None:
     def list_orders(customer: str) -> list[str]:
         """List a customer's open orders.
 
-        Longer notes for developers stay out of the description.
+        Use it before cancel_order: cancelled orders
+        are not listed.
 
         Args:
             customer: The customer's id.
@@ -68,7 +69,12 @@ def test_name_and_description_come_from_the_function() -> None:
         return []
 
     tool = registry.view().tool("list_orders")
-    assert tool.description == "List a customer's open orders."
+    # The prose before the sections, as the peers read it: a paragraph that says when
+    # to use the tool is for the model too.
+    assert tool.description == (
+        "List a customer's open orders.\n\nUse it before cancel_order: cancelled orders are "
+        "not listed."
+    )
     assert tool.parameter_descriptions["customer"] == "The customer's id."
 
 

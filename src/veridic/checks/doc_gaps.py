@@ -158,7 +158,7 @@ def _description_gap(tool: Tool, problem: GapCode) -> DocGap:
     if problem is GapCode.MISSING_DESCRIPTION:
         what = "has no description" if tool.description == "" else "has a blank description"
         if tool.description_trust == "code" and (getattr(tool.handler, "__doc__", None) or ""):
-            what = "has a docstring without a summary paragraph"
+            what = "has a docstring with no prose before its sections"
         summary = f"{where} {what}, so no view exposes it"
     elif problem is GapCode.PLACEHOLDER_DESCRIPTION:
         summary = (

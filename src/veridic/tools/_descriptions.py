@@ -37,7 +37,7 @@ class GapCode(StrEnum):
     """The kinds of documentation gap; each member is its own string value."""
 
     MISSING_DESCRIPTION = "missing-description"
-    """No description at all: no docstring, an empty or blank one, or no summary."""
+    """No description at all: no docstring, a blank one, or no prose before its sections."""
     FSTRING_DOCSTRING = "fstring-docstring"
     """The function starts with an f-string, which Python does not keep as ``__doc__``."""
     PLACEHOLDER_DESCRIPTION = "placeholder-description"

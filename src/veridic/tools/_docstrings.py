@@ -21,18 +21,22 @@ reST::
     :param user_id: The user to delete.
     :param int user_id: The user to delete.
 
-The summary is the first paragraph (wrapped lines joined by single spaces),
-as PEP 257 describes it; the rest of the prose is for developers. A docstring
-that starts with a section has no summary.
+The description is all the prose before the first section (``Args:``, a
+NumPy header, a reST field, a doctest), as Pydantic AI, LangChain and the
+OpenAI Agents SDK read it: a second paragraph that says when to use the tool
+is for the model too. Wrapped lines are joined by single spaces, paragraphs
+by a blank line. A docstring that starts with a section has no description.
 
 >>> doc = parse_docstring('''Delete a user.
+...
+... Only after the user asked twice.
 ...
 ... Args:
 ...     user_id: The user to delete,
 ...         by id.
 ... ''')
 >>> doc.summary, doc.parameters
-('Delete a user.', {'user_id': 'The user to delete, by id.'})
+('Delete a user.\\n\\nOnly after the user asked twice.', {'user_id': 'The user to delete, by id.'})
 """
 
 from __future__ import annotations
@@ -110,13 +114,17 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
 
 
 def _summary(lines: list[str]) -> str:
-    taken: list[str] = []
+    """The prose before the first section: paragraphs of lines joined by spaces."""
+    paragraphs: list[list[str]] = [[]]
     for index, line in enumerate(lines):
         stripped = line.strip()
-        if not stripped or _starts_section(lines, index):
+        if stripped and _starts_section(lines, index):
             break
-        taken.append(stripped)
-    return " ".join(taken)
+        if stripped:
+            paragraphs[-1].append(stripped)
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return "\n\n".join(" ".join(paragraph) for paragraph in paragraphs if paragraph)
 
 
 def _starts_section(lines: list[str], index: int) -> bool:

@@ -696,8 +696,8 @@ def _unavailable(tool: Tool, components: Mapping[str, ComponentState]) -> ToolSt
             "unavailable",
             reason=f"it has no real description ({problem}), so no view exposes it",
             hint=(
-                f"write what it does where it is defined ({tool.origin}): a docstring summary "
-                "or description=...; find_doc_gaps(registry) lists every such tool"
+                f"write what it does where it is defined ({tool.origin}): a docstring (the prose "
+                "before Args:) or description=...; find_doc_gaps(registry) lists every such tool"
             ),
             cause="description",
             tool=tool,
