@@ -439,8 +439,8 @@ def test_a_failing_handler_and_invalid_arguments_are_errors_and_the_server_serve
             found = await client.call_tool("find_order", {"order_id": 7})
         assert failed.is_error
         assert text_of(failed) == (
-                "the tool failed (RuntimeError); the application's log has what went wrong"
-            )
+            "the tool failed (RuntimeError); the application's log has what went wrong"
+        )
         assert invalid.is_error
         assert "got invalid arguments" in text_of(invalid)
         assert not found.is_error
