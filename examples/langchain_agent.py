@@ -141,7 +141,9 @@ def main() -> None:
         if isinstance(message, ToolMessage):
             print(f"tool message ({message.status}):", _one_line(message))
     print("notes:", NOTES)
-    for record in audit.records("run-1"):
+    # LangGraph runs a turn's tool calls in parallel: the records' order is the threads',
+    # so they are printed by tool.
+    for record in sorted(audit.records("run-1"), key=lambda record: record.tool):
         print("audit:", record.tool, record.outcome.value, record.approval.value)
 
 

@@ -57,7 +57,7 @@ from langgraph.types import Command
 from pydantic import PrivateAttr
 
 from veridic.errors import ToolCouplingError, VeridicError
-from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute, execute
 from veridic.text.fence import fence
@@ -244,9 +244,7 @@ class Binding:
     def _no_run_policy(self, name: str) -> ApprovalPolicy:
         if not isinstance(name, str) or not self.view.status(name).exposed:
             return self.policy  # the view refuses the name before any policy is asked
-        if self.policy.request(name).mode in (None, ApprovalMode.DENIED):
-            return self.policy
-        return ApprovalPolicy(self.view, rules={**self.policy.rules, name: "ask"})
+        return self.policy.asking()
 
     def check_model_request(self, request: ModelRequest[Any]) -> None:
         """Refuse a model call whose system message or tool list is not this binding's.

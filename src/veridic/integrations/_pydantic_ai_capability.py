@@ -9,7 +9,6 @@ extra to install when it is not). Nothing else imports it.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -38,7 +37,7 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from veridic.errors import InvalidArgumentsError, ToolCouplingError
-from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.run.gateway import ToolOutcome
@@ -195,7 +194,7 @@ class VeridicToolset(AbstractToolset[object]):
             self.view,
             call.tool_name,
             _arguments(call.args),
-            policy=_Refusal(self.policy),
+            policy=self.policy.asking(),
             audit=self.audit,
             request_id=self.request_id,
             prompt_sha256=answered_sha256(messages, call.tool_call_id),
@@ -281,28 +280,6 @@ class VeridicCapability(AbstractCapability[object]):
                 produced = _added_after(ctx.messages, response, ctx.run_id)
             await self.toolset.record_settled(ctx.messages, response, produced)
         return result
-
-
-class _Refusal(ApprovalPolicy):
-    """The rules of a call the user refused: the user is asked, whatever the rules say.
-
-    So :func:`veridic.aexecute` hears the user's no and records ``DENIED``
-    with the rule's reason; nothing can run, even when the rules changed
-    since the call was deferred and would now let it through. A ``deny``
-    rule stays the reason when there is one.
-    """
-
-    __slots__ = ("_rules_of",)
-
-    def __init__(self, policy: ApprovalPolicy) -> None:
-        super().__init__(policy.view)
-        self._rules_of = policy
-
-    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
-        decided = self._rules_of.request(name, arguments)
-        if decided.mode is None or decided.mode is ApprovalMode.DENIED:
-            return decided
-        return dataclasses.replace(decided, mode=None, why=f"{decided.why}, and the user was asked")
 
 
 def answered_sha256(messages: Sequence[ModelMessage], tool_call_id: str | None) -> str:

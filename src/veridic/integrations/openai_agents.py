@@ -46,7 +46,6 @@ The whole flow, and what is guaranteed: docs/integrations/openai_agents.md.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import json
 import logging
@@ -420,7 +419,7 @@ class _Invoker:
             binding.view,
             self.name,
             arguments,
-            policy=_Refusal(binding.policy),
+            policy=binding.policy.asking(),
             audit=binding.audit,
             request_id=binding.request_id,
             prompt_sha256=binding.digest(agent),
@@ -442,28 +441,6 @@ class _Invoker:
         """The call's result as the gateway tells it, fenced as a tool result block."""
         text = ToolOutcome(ToolCall(call_id, self.name, arguments or ""), result).text
         return fence(f"tool:{self.name}", text, self.binding.data_mode)
-
-
-class _Refusal(ApprovalPolicy):
-    """The rules of a call the user refused: the user is asked, whatever the rules say.
-
-    So :func:`veridic.aexecute` hears the user's no and records ``DENIED``
-    with the rule's reason; nothing can run, even when the rules changed
-    since the call was interrupted and would now let it through. A ``deny``
-    rule stays the reason when there is one.
-    """
-
-    __slots__ = ("_rules_of",)
-
-    def __init__(self, policy: ApprovalPolicy) -> None:
-        super().__init__(policy.view)
-        self._rules_of = policy
-
-    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
-        decided = self._rules_of.request(name, arguments)
-        if decided.mode is None or decided.mode is ApprovalMode.DENIED:
-            return decided
-        return dataclasses.replace(decided, mode=None, why=f"{decided.why}, and the user was asked")
 
 
 def _invoker_of(item: ToolApprovalItem, where: str) -> _Invoker:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final, Literal
 
@@ -218,6 +218,17 @@ class ApprovalPolicy:
             return request.mode
         return request.answer(confirm is not None and confirm(request) is True)
 
+    def asking(self) -> ApprovalPolicy:
+        """These rules, except that a call they would let run unasked is put to the user.
+
+        For recording a call the user refused after it was deferred (a
+        framework's interruption, an MCP elicitation): with a ``confirm`` that
+        says no, the executor records ``DENIED`` with the rule's reason, even
+        when the rules changed meanwhile and would now let the call run. A
+        ``deny`` rule stays the reason when there is one.
+        """
+        return _Asking(self)
+
     def _set(self, name: str, rule: Rule) -> None:
         if rule not in _RULES:
             raise VeridicError(
@@ -265,3 +276,19 @@ def _why_high(tool: Tool) -> str:
     if tool.writes_instruction_fields:
         return "it writes text read as instruction"
     return "declared high"
+
+
+class _Asking(ApprovalPolicy):
+    """:meth:`ApprovalPolicy.asking`: the user is asked whatever the rules would decide."""
+
+    __slots__ = ("_rules_of",)
+
+    def __init__(self, policy: ApprovalPolicy) -> None:
+        super().__init__(policy.view)
+        self._rules_of = policy
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        decided = self._rules_of.request(name, arguments)
+        if decided.mode is None or decided.mode is ApprovalMode.DENIED:
+            return decided
+        return replace(decided, mode=None, why=f"{decided.why}, and the user was asked")
