@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         ProvenanceError,
         RiskFloorError,
         RiskViolation,
+        RunLimitError,
         TemplateError,
         TemplateParamsError,
         TemplateSandboxError,
@@ -92,9 +93,11 @@ if TYPE_CHECKING:
         execute,
     )
     from veridic.run.gateway import (
+        Limits,
         ModelCallRecord,
         ModelGateway,
         Reply,
+        RunResult,
         ToolOutcome,
     )
     from veridic.templates import (
@@ -178,6 +181,7 @@ _HOMES: dict[str, str] = {
     "InvalidArgumentsError": "veridic.errors",
     "MissingExtraError": "veridic.errors",
     "ModelCallRecord": "veridic.run.gateway",
+    "Limits": "veridic.run.gateway",
     "ModelGateway": "veridic.run.gateway",
     "NormalizedPlan": "veridic.tools.plan",
     "OpenAIChat": "veridic.providers",
@@ -190,6 +194,8 @@ _HOMES: dict[str, str] = {
     "ReasoningItem": "veridic.text.prompt",
     "Registry": "veridic.tools.registry",
     "Reply": "veridic.run.gateway",
+    "RunLimitError": "veridic.errors",
+    "RunResult": "veridic.run.gateway",
     "Risk": "veridic.tools.risk",
     "RiskFloorError": "veridic.errors",
     "RiskViolation": "veridic.errors",
@@ -249,6 +255,7 @@ __all__ = [
     "InstructionField",
     "InstructionTemplate",
     "InvalidArgumentsError",
+    "Limits",
     "MissingExtraError",
     "ModelCallRecord",
     "ModelGateway",
@@ -267,6 +274,8 @@ __all__ = [
     "Risk",
     "RiskFloorError",
     "RiskViolation",
+    "RunLimitError",
+    "RunResult",
     "SQLiteAuditSink",
     "ScriptedProvider",
     "Span",

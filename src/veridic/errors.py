@@ -45,6 +45,7 @@ __all__ = [
     "RemovedStep",
     "RiskFloorError",
     "RiskViolation",
+    "RunLimitError",
     "TemplateError",
     "TemplateParamsError",
     "TemplateSandboxError",
@@ -133,6 +134,22 @@ class InvalidArgumentsError(VeridicError, ValueError):
         super().__init__(message)
         self.tool = tool
         self.fields = fields
+
+
+class RunLimitError(VeridicError):
+    """A run of the model loop reached one of its limits before the model answered.
+
+    ``limit`` names it (``"turns"``, ``"tool_calls"``, ``"seconds"``), ``allowed``
+    is the limit and ``reached`` what the run had used. The calls made so far
+    ran and are recorded, and the composer the run was given holds the
+    conversation up to there: show it, or run on with a higher limit.
+    """
+
+    def __init__(self, message: str, *, limit: str, allowed: float, reached: float) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.allowed = allowed
+        self.reached = reached
 
 
 class ToolError(VeridicError):

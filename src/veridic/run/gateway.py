@@ -54,16 +54,25 @@ model call and the tool calls it led to share it whatever the provider.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Generic, NoReturn, Protocol, Self, TypeVar, cast, overload, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
 
 from veridic._sample import clip
-from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
+from veridic.errors import (
+    AuditRecordError,
+    AuditWriteError,
+    RunLimitError,
+    ToolCouplingError,
+    VeridicError,
+)
 from veridic.providers._base import Adapter, Assembler, Completion
 from veridic.run.approval import ApprovalPolicy, Confirm
 from veridic.run.audit import AuditSink, ModelCallRecord
@@ -73,14 +82,19 @@ from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.text.provenance import UntrustedText, is_trusted, report
 from veridic.tools.view import ToolView
 
+OutputT = TypeVar("OutputT")
+"""The pydantic model a run's last answer is validated as (checked when the run starts)."""
+
 __all__ = [
     "AsyncReplyStream",
+    "Limits",
     "ModelCallLog",
     "ModelCallRecord",
     "ModelCallSink",
     "ModelGateway",
     "Reply",
     "ReplyStream",
+    "RunResult",
     "ToolOutcome",
 ]
 
@@ -195,6 +209,16 @@ class Reply:
         for outcome in outcomes:
             composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
         return composer
+
+
+def _all_queries(reply: Reply) -> bool:
+    """Whether every call of ``reply`` is of a query the view exposes (safe to run at once)."""
+    view = reply.view
+    for call in reply.tool_calls:
+        status = view.status(call.name)
+        if not status.exposed or status.tool is None or status.tool.kind != "query":
+            return False
+    return True
 
 
 def _arguments(call: ToolCall) -> Mapping[str, object]:
@@ -367,6 +391,157 @@ class _Sent:
             tools_sha256=self.tools_sha256,
             view=self.view,
             reasoning=completion.reasoning,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Where a run of :meth:`ModelGateway.run` stops if the model has not answered.
+
+    ``turns`` counts model calls, ``tool_calls`` the calls of tools (run or
+    refused), ``seconds`` the wall time since the run began (checked before
+    each model call; ``None``: no limit). ``output_retries`` is how many times
+    a structured answer that does not validate is sent back with what was
+    wrong. Token limits come with token usage on :class:`Reply`.
+    """
+
+    turns: int = 20
+    tool_calls: int = 100
+    seconds: float | None = None
+    output_retries: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("turns", "tool_calls", "output_retries"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise VeridicError(f"Limits({name}={value!r}): pass a count, an int of 0 or more")
+        if self.seconds is not None and not (
+            isinstance(self.seconds, int | float) and self.seconds > 0
+        ):
+            raise VeridicError(
+                f"Limits(seconds={self.seconds!r}): pass a positive number of seconds, or None"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult(Generic[OutputT]):
+    """How a run ended: the model's last answer, and everything the run did.
+
+    ``output`` is the answer validated as the run's ``output_type`` (``None``
+    without one); ``outcomes`` every tool call of the run, in order; ``turns``
+    the model calls it made. The composer the run was given holds the whole
+    conversation, the last answer included.
+    """
+
+    reply: Reply
+    output: OutputT | None
+    outcomes: tuple[ToolOutcome, ...]
+    turns: int
+
+    @property
+    def text(self) -> str:
+        """The model's last answer, as it wrote it."""
+        return self.reply.text
+
+
+class _Run(Generic[OutputT]):
+    """The counting and the checks of one run, shared by the sync and async loops."""
+
+    __slots__ = ("composer", "limits", "outcomes", "output_type", "retries", "started", "turns")
+
+    def __init__(
+        self, composer: Composer, limits: Limits, output_type: type[OutputT] | None
+    ) -> None:
+        if not isinstance(composer, Composer):
+            raise VeridicError(
+                f"run() needs the Composer of the conversation, got {type(composer).__name__}: "
+                "pass Composer().system(...).user(...); the run appends every turn to it"
+            )
+        if not isinstance(limits, Limits):
+            raise VeridicError(
+                f"run(limits={limits!r}): pass Limits(turns=..., tool_calls=..., seconds=...)"
+            )
+        self.composer = composer
+        self.limits = limits
+        self.output_type = output_type
+        self.outcomes: list[ToolOutcome] = []
+        self.turns = 0
+        self.retries = 0
+        self.started = time.monotonic()
+
+    def before_turn(self) -> Prompt:
+        limits = self.limits
+        if self.turns >= limits.turns:
+            self._stop("turns", limits.turns, self.turns, "model calls")
+        elapsed = time.monotonic() - self.started
+        if limits.seconds is not None and elapsed >= limits.seconds:
+            self._stop("seconds", limits.seconds, round(elapsed, 3), "seconds")
+        self.turns += 1
+        return self.composer.build()
+
+    def check_calls(self, reply: Reply) -> None:
+        wanted = len(self.outcomes) + len(reply.tool_calls)
+        if wanted > self.limits.tool_calls:
+            reply.record(self.composer, ())  # the calls stay unanswered: none of them ran
+            self._stop("tool_calls", self.limits.tool_calls, wanted, "tool calls")
+
+    def after_calls(self, reply: Reply, outcomes: Sequence[ToolOutcome]) -> None:
+        self.outcomes.extend(outcomes)
+        reply.record(self.composer, outcomes)
+
+    def answered(self, reply: Reply) -> RunResult[OutputT] | None:
+        """The result, or ``None`` when a structured answer must be asked for again."""
+        reply.record(self.composer)
+        if self.output_type is None:
+            return RunResult(reply, None, tuple(self.outcomes), self.turns)
+        try:
+            output = self.output_type.model_validate_json(reply.text)  # type: ignore[attr-defined]  # a pydantic model, checked in run()
+        except ValidationError as error:
+            if self.retries >= self.limits.output_retries:
+                raise VeridicError(
+                    f"the model's answer is not a valid {self.output_type.__name__} after "
+                    f"{self.retries} retr{'y' if self.retries == 1 else 'ies'} "
+                    f"({_problems(error)}); the answer is kept on the composer: raise "
+                    "Limits(output_retries=...) or say more about the format in the "
+                    "instructions"
+                ) from error
+            self.retries += 1
+            self.composer.user(
+                f"Your answer is not a valid {self.output_type.__name__} as JSON: "
+                f"{_problems(error)}. Answer again with only the JSON object, and nothing else."
+            )
+            return None
+        return RunResult(reply, cast(OutputT, output), tuple(self.outcomes), self.turns)
+
+    def _stop(self, limit: str, allowed: float, reached: float, what: str) -> NoReturn:
+        raise RunLimitError(
+            f"the run reached its limit of {allowed:g} {what} ({reached:g}) before the model "
+            f"answered without tool calls; the {len(self.outcomes)} tool call(s) made so far "
+            "ran and are recorded, and the composer holds the conversation: raise "
+            f"Limits({limit}=...) if the task needs more, or look at what the model kept "
+            "asking for",
+            limit=limit,
+            allowed=allowed,
+            reached=reached,
+        )
+
+
+def _problems(error: ValidationError) -> str:
+    """Pydantic's errors as a short list of ``place: message`` (no input values)."""
+    told = [
+        f"{'.'.join(str(part) for part in item['loc']) or '(the answer)'}: {item['msg']}"
+        for item in error.errors(include_input=False)[:10]
+    ]
+    return "; ".join(told)
+
+
+def _check_output_type(output_type: object) -> None:
+    if output_type is not None and not (
+        isinstance(output_type, type) and issubclass(output_type, BaseModel)
+    ):
+        raise VeridicError(
+            f"run(output_type={output_type!r}): pass a pydantic model class, whose JSON the "
+            "model's last answer must be, or leave it out for a text answer"
         )
 
 
@@ -617,6 +792,159 @@ class ModelGateway:
                 raise
             outcomes.append(ToolOutcome(call, result))
         return tuple(outcomes)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    @overload
+    def run(
+        self,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        request_id: str,
+        confirm: Confirm | None = None,
+        limits: Limits = ...,
+        output_type: None = None,
+    ) -> RunResult[None]: ...
+    @overload
+    def run(
+        self,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        request_id: str,
+        confirm: Confirm | None = None,
+        limits: Limits = ...,
+        output_type: type[OutputT],
+    ) -> RunResult[OutputT]: ...
+    def run(
+        self,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        request_id: str,
+        confirm: Confirm | None = None,
+        limits: Limits = Limits(),
+        output_type: type[OutputT] | None = None,
+    ) -> RunResult[OutputT] | RunResult[None]:
+        """Send, run the tool calls, record, repeat, until the model answers without calls.
+
+        Each turn builds the prompt from ``composer``, sends it with ``view``'s
+        tools (:meth:`send`), runs the reply's calls through
+        :func:`veridic.execute` with ``policy`` and ``confirm``
+        (:meth:`run_tools`) and appends the answer and the results to
+        ``composer`` (:meth:`Reply.record`). With ``output_type`` (a pydantic
+        model) the last answer must be its JSON: one that does not validate
+        is sent back with what was wrong, at most ``limits.output_retries``
+        times.
+
+        Raises:
+            RunLimitError: a limit of ``limits`` was reached (turns, tool
+                calls, seconds); what ran is recorded, ``composer`` holds it.
+            VeridicError: a structured answer still invalid after its retries,
+                or anything :meth:`send` and :meth:`run_tools` raise.
+        """
+        _check_output_type(output_type)
+        state = _Run(composer, limits, output_type)
+        while True:
+            prompt = state.before_turn()
+            reply = self.send(prompt, view, request_id=request_id)
+            if not reply.tool_calls:
+                result = state.answered(reply)
+                if result is not None:
+                    return result
+                continue
+            state.check_calls(reply)
+            state.after_calls(reply, self.run_tools(reply, policy=policy, confirm=confirm))
+
+    @overload
+    async def arun(
+        self,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        request_id: str,
+        confirm: AsyncConfirm | None = None,
+        limits: Limits = ...,
+        output_type: None = None,
+    ) -> RunResult[None]: ...
+    @overload
+    async def arun(
+        self,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        request_id: str,
+        confirm: AsyncConfirm | None = None,
+        limits: Limits = ...,
+        output_type: type[OutputT],
+    ) -> RunResult[OutputT]: ...
+    async def arun(
+        self,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        request_id: str,
+        confirm: AsyncConfirm | None = None,
+        limits: Limits = Limits(),
+        output_type: type[OutputT] | None = None,
+    ) -> RunResult[OutputT] | RunResult[None]:
+        """:meth:`run` for async code; a reply's calls run concurrently when all are queries.
+
+        Queries change nothing, so their order cannot matter; a reply with
+        any write runs its calls one after another, in the model's order, as
+        :meth:`arun_tools` does. Outcomes keep the model's order either way.
+        """
+        _check_output_type(output_type)
+        state = _Run(composer, limits, output_type)
+        while True:
+            prompt = state.before_turn()
+            reply = await self.asend(prompt, view, request_id=request_id)
+            if not reply.tool_calls:
+                result = state.answered(reply)
+                if result is not None:
+                    return result
+                continue
+            state.check_calls(reply)
+            if _all_queries(reply):
+                outcomes = await self._concurrent_tools(reply, policy, confirm)
+            else:
+                outcomes = await self.arun_tools(reply, policy=policy, confirm=confirm)
+            state.after_calls(reply, outcomes)
+
+    async def _concurrent_tools(
+        self, reply: Reply, policy: ApprovalPolicy, confirm: AsyncConfirm | None
+    ) -> tuple[ToolOutcome, ...]:
+        async def one(call: ToolCall) -> ToolOutcome:
+            result = await aexecute(
+                reply.view,
+                call.name,
+                call.arguments,
+                policy=policy,
+                audit=self._audit,
+                request_id=reply.request_id,
+                prompt_sha256=reply.prompt_sha256,
+                confirm=confirm,
+                tools_digest=reply.tools_sha256,
+            )
+            return ToolOutcome(call, result)
+
+        settled = await asyncio.gather(
+            *(one(call) for call in reply.tool_calls), return_exceptions=True
+        )
+        outcomes = tuple(item for item in settled if isinstance(item, ToolOutcome))
+        for item in settled:
+            if isinstance(item, AuditWriteError):
+                item.earlier = outcomes
+            if isinstance(item, BaseException):
+                raise item
+        return outcomes
 
     # --- the checks every call passes ---------------------------------------------------
 
