@@ -19,6 +19,7 @@ from veridic import (
     RunLimitError,
     ScriptedProvider,
     SQLiteAuditSink,
+    Usage,
     VeridicError,
     instruction,
     unfence,
@@ -304,3 +305,29 @@ def test_limits_refuse_what_is_not_a_count() -> None:
         Limits(turns=-1)
     with pytest.raises(VeridicError, match=r"Limits\(seconds=0\)"):
         Limits(seconds=0)
+
+
+def test_a_run_sums_the_tokens_of_its_calls_and_stops_at_its_token_limit() -> None:
+    registry = make_registry()
+    view = registry.view()
+    weather = {"tool_calls": [("c1", "get_weather", '{"city": "Oslo"}')]}
+    script: list[dict[str, object]] = [
+        {**weather, "usage": {"input_tokens": 100, "output_tokens": 10}},
+        {"text": "Sunny.", "usage": {"input_tokens": 150, "output_tokens": 5}},
+    ]
+    gw, _ = gateway(script)
+    result = gw.run(composer_for(registry), view, policy=ApprovalPolicy(view), request_id="r")
+    assert result.usage == Usage(250, 15)
+    assert result.reply.usage == Usage(150, 5)
+
+    gw, audit = gateway(script)
+    with pytest.raises(RunLimitError) as caught:
+        gw.run(
+            composer_for(registry),
+            view,
+            policy=ApprovalPolicy(view),
+            request_id="r",
+            limits=Limits(tokens=100),
+        )
+    assert (caught.value.limit, caught.value.allowed, caught.value.reached) == ("tokens", 100, 110)
+    assert audit.records("r") == ()  # the first answer's calls did not run

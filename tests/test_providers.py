@@ -35,7 +35,7 @@ from veridic import (
     untrusted,
 )
 from veridic.gateway import ModelCallLog
-from veridic.providers import Adapter
+from veridic.providers import Adapter, Usage
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -612,3 +612,36 @@ def test_without_a_client_the_adapter_builds_the_sdk_default(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     assert type(OpenAIChat(model="m").client).__name__ == "OpenAI"
     assert type(AnthropicMessages(model="m", max_tokens=1).client).__name__ == "Anthropic"
+
+
+def test_every_adapter_reads_the_tokens_the_provider_counted() -> None:
+    chat = {
+        **CHAT_TOOL_CALL,
+        "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+    }
+    responses = {**RESPONSE, "usage": {"input_tokens": 30, "output_tokens": 4, "total_tokens": 34}}
+    cached = {
+        **MESSAGE,
+        "usage": {
+            "input_tokens": 10,
+            "cache_creation_input_tokens": 100,
+            "cache_read_input_tokens": 1000,
+            "output_tokens": 5,
+        },
+    }
+    server = FakeServer(http_module("openai"), [("json", chat), ("json", responses)])
+    chat_gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    responses_gw, _, _ = gateway(OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test"))
+    claude = FakeServer(http_module("anthropic"), [("json", cached), ("sse", MESSAGE_STREAM)])
+    claude_gw, _, _ = gateway(
+        AnthropicMessages(claude.client(anthropic, "Anthropic"), model="claude-test", max_tokens=9)
+    )
+
+    assert chat_gw.send(first_prompt(), VIEW, request_id="r").usage == Usage(12, 7)
+    assert responses_gw.send(first_prompt(), VIEW, request_id="r").usage == Usage(30, 4)
+    sent = claude_gw.send(first_prompt(), VIEW, request_id="r")
+    assert sent.usage == Usage(1110, 5)  # cache writes and reads are tokens the model read
+    assert sent.latency > 0
+    with claude_gw.stream(first_prompt(), VIEW, request_id="r") as stream:
+        list(stream)
+    assert stream.reply.usage == Usage(10, 5)  # message_start's input, message_delta's output

@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         OpenAIChat,
         OpenAIResponses,
         ScriptedProvider,
+        Usage,
     )
     from veridic.run.approval import (
         ApprovalMode,
@@ -216,6 +217,7 @@ _HOMES: dict[str, str] = {
     "ToolView": "veridic.tools.view",
     "TrustPolicy": "veridic.text.trust_policy",
     "UnknownToolError": "veridic.errors",
+    "Usage": "veridic.providers",
     "VeridicError": "veridic.errors",
     "aexecute": "veridic.run.executor",
     "configure": "veridic.config",
@@ -297,6 +299,7 @@ __all__ = [
     "TrustedText",
     "UnknownToolError",
     "UntrustedText",
+    "Usage",
     "VeridicError",
     "aexecute",
     "configure",

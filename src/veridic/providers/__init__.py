@@ -15,7 +15,7 @@ when the SDK is not installed. docs/providers.md lists the SDK versions
 covered.
 """
 
-from veridic.providers._base import Adapter, Completion
+from veridic.providers._base import Adapter, Completion, Usage
 from veridic.providers._scripted import ScriptedProvider
 from veridic.providers.anthropic import AnthropicMessages
 from veridic.providers.openai import OpenAIChat, OpenAIResponses
@@ -27,4 +27,5 @@ __all__ = [
     "OpenAIChat",
     "OpenAIResponses",
     "ScriptedProvider",
+    "Usage",
 ]

@@ -30,12 +30,14 @@ __all__ = [
     "Assembler",
     "Completion",
     "SpecFormat",
+    "Usage",
     "arguments_json",
     "attr",
     "items",
     "plain_block",
     "reasoning_item",
     "text_of",
+    "usage_of",
 ]
 
 SpecFormat = Literal["openai", "anthropic"]
@@ -59,6 +61,44 @@ class Completion:
     response_id: str
     model: str
     reasoning: tuple[ReasoningItem, ...] = ()
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens of one model call as the provider counted them (``None`` where it did not say).
+
+    ``input_tokens`` are all the tokens the model read (Anthropic's cache reads
+    and writes included), ``output_tokens`` all it wrote (reasoning included).
+    Two usages add up.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+
+def usage_of(response: object, read: Sequence[str], wrote: Sequence[str]) -> Usage | None:
+    """The ``usage`` of an SDK response: the sums of the counts named in ``read`` and ``wrote``.
+
+    ``None`` when the response carries no usage (a stream asked without it).
+    """
+    usage = attr(response, "usage")
+    if usage is None:
+        return None
+    counts = [
+        sum(n for n in (attr(usage, key) for key in keys) if isinstance(n, int) and n >= 0)
+        for keys in (read, wrote)
+    ]
+    return Usage(counts[0], counts[1])
 
 
 class Assembler(Protocol):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from veridic.errors import VeridicError
-from veridic.providers._base import Adapter, Completion, SpecFormat, attr
+from veridic.providers._base import Adapter, Completion, SpecFormat, attr, usage_of
 from veridic.providers.openai import responses_request
 from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.tools.tool import JsonObject
@@ -27,7 +27,8 @@ class ScriptedProvider(Adapter):
 
     An answer is a mapping with ``"text"`` (default ``""``), ``"tool_calls"``
     (``(id, name, arguments)`` triples, arguments as JSON text or a mapping),
-    ``"reasoning"`` (:class:`~veridic.ReasoningItem` s, the answer's reasoning)
+    ``"reasoning"`` (:class:`~veridic.ReasoningItem` s, the answer's reasoning),
+    ``"usage"`` (``{"input_tokens": n, "output_tokens": m}``, the answer's tokens)
     and ``"stop_reason"`` (default ``"tool_calls"`` when there are calls, else
     ``"stop"``). The request is rendered in ``spec_format``'s shape (the
     OpenAI chat or the Anthropic one; with ``responses=True``, the OpenAI
@@ -97,6 +98,7 @@ class ScriptedProvider(Adapter):
             response_id=f"scripted-{len(self.requests)}",
             model=self.model,
             reasoning=_reasoning(attr(response, "reasoning")),
+            usage=usage_of(response, ("input_tokens",), ("output_tokens",)),
         )
 
     def assembler(self) -> _ScriptedAssembler:

@@ -27,12 +27,14 @@ from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
     Completion,
+    Usage,
     arguments_json,
     attr,
     items,
     plain_block,
     reasoning_item,
     text_of,
+    usage_of,
 )
 from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.tools.tool import JsonObject
@@ -136,6 +138,7 @@ class AnthropicMessages(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
+            usage=usage_of(response, _READ, ("output_tokens",)),
         )
 
     def assembler(self) -> _MessagesAssembler:
@@ -152,6 +155,8 @@ class _MessagesAssembler:
         self._stop = ""
         self._done = False
         self._blocks: dict[int, list[str]] = {}
+        self._read: Usage | None = None
+        self._wrote: Usage | None = None
         """index -> [kind, text or JSON so far, tool id, tool name]"""
         self._thinking: dict[int, dict[str, object]] = {}
         """index -> a thinking block as it started, its deltas appended"""
@@ -159,6 +164,7 @@ class _MessagesAssembler:
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
         if kind == "message_start":
+            self._read = usage_of(attr(event, "message"), _READ, ("output_tokens",))
             self._id = text_of(event, "message", "id", where=self._where, default="")
             self._model = text_of(event, "message", "model", where=self._where, default=self._model)
         elif kind == "content_block_start":
@@ -182,6 +188,7 @@ class _MessagesAssembler:
             return self._delta(event)
         elif kind == "message_delta":
             self._stop = text_of(event, "delta", "stop_reason", where=self._where, default="")
+            self._wrote = usage_of(event, (), ("output_tokens",))
         elif kind == "message_stop":
             self._done = True
         elif kind == "error":
@@ -238,7 +245,18 @@ class _MessagesAssembler:
             reasoning_item("anthropic", block, self._where)
             for _, block in sorted(self._thinking.items())
         )
-        return Completion("".join(text), tuple(calls), self._stop, self._id, self._model, reasoning)
+        usage = None
+        if self._read is not None or self._wrote is not None:
+            # message_delta's output_tokens is the running total: it replaces the start's.
+            read, wrote = self._read or Usage(), self._wrote or Usage()
+            usage = Usage(read.input_tokens, wrote.output_tokens or read.output_tokens)
+        return Completion(
+            "".join(text), tuple(calls), self._stop, self._id, self._model, reasoning, usage
+        )
+
+
+_READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+"""Every token the model read: Anthropic counts cache writes and reads apart."""
 
 
 def _canonical(arguments: str) -> str:

@@ -43,6 +43,7 @@ from veridic.providers._base import (
     items,
     reasoning_item,
     text_of,
+    usage_of,
 )
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
 from veridic.tools.tool import JsonObject
@@ -153,6 +154,7 @@ class OpenAIChat(Adapter):
             stop_reason=text_of(choice, "finish_reason", where=where, default=""),
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
+            usage=usage_of(response, ("prompt_tokens",), ("completion_tokens",)),
         )
 
     def assembler(self) -> _ChatAssembler:
@@ -285,6 +287,7 @@ class OpenAIResponses(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
+            usage=usage_of(response, ("input_tokens",), ("output_tokens",)),
         )
 
     def assembler(self) -> _ResponsesAssembler:

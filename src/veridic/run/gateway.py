@@ -73,7 +73,7 @@ from veridic.errors import (
     ToolCouplingError,
     VeridicError,
 )
-from veridic.providers._base import Adapter, Assembler, Completion
+from veridic.providers._base import Adapter, Assembler, Completion, Usage
 from veridic.run.approval import ApprovalPolicy, Confirm
 from veridic.run.audit import AuditSink, ModelCallRecord
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
@@ -181,6 +181,11 @@ class Reply:
     tools_sha256: str
     view: ToolView = field(repr=False, compare=False)
     reasoning: tuple[ReasoningItem, ...] = ()
+    usage: Usage | None = None
+    """The tokens the provider counted for this call (``None`` where it did not say: a
+    stream asked without usage)."""
+    latency: float = 0.0
+    """Seconds from sending the request to the whole answer (a stream's last event)."""
 
     def record(self, composer: Composer, outcomes: Sequence[ToolOutcome] = ()) -> Composer:
         """Append this answer to ``composer``: the assistant turn, its calls, their results.
@@ -377,6 +382,7 @@ class _Sent:
     prompt_sha256: str
     tools_sha256: str
     view: ToolView
+    started: float = field(default_factory=time.monotonic)
 
     def reply(self, completion: Completion) -> Reply:
         _check_call_ids(completion.tool_calls, self.request_id)
@@ -391,6 +397,8 @@ class _Sent:
             tools_sha256=self.tools_sha256,
             view=self.view,
             reasoning=completion.reasoning,
+            usage=completion.usage,
+            latency=time.monotonic() - self.started,
         )
 
 
@@ -400,17 +408,24 @@ class Limits:
 
     ``turns`` counts model calls, ``tool_calls`` the calls of tools (run or
     refused), ``seconds`` the wall time since the run began (checked before
-    each model call; ``None``: no limit). ``output_retries`` is how many times
-    a structured answer that does not validate is sent back with what was
-    wrong. Token limits come with token usage on :class:`Reply`.
+    each model call; ``None``: no limit), ``tokens`` the tokens the provider
+    counted over the run's model calls (input and output, checked after each
+    answer; ``None``: no limit; a provider that does not count them is not
+    limited). ``output_retries`` is how many times a structured answer that
+    does not validate is sent back with what was wrong.
     """
 
     turns: int = 20
     tool_calls: int = 100
     seconds: float | None = None
+    tokens: int | None = None
     output_retries: int = 1
 
     def __post_init__(self) -> None:
+        if self.tokens is not None and (
+            isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 1
+        ):
+            raise VeridicError(f"Limits(tokens={self.tokens!r}): pass a positive count, or None")
         for name in ("turns", "tool_calls", "output_retries"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -437,6 +452,8 @@ class RunResult(Generic[OutputT]):
     output: OutputT | None
     outcomes: tuple[ToolOutcome, ...]
     turns: int
+    usage: Usage | None = None
+    """The tokens of every model call of the run, summed (``None``: the provider said none)."""
 
     @property
     def text(self) -> str:
@@ -447,7 +464,16 @@ class RunResult(Generic[OutputT]):
 class _Run(Generic[OutputT]):
     """The counting and the checks of one run, shared by the sync and async loops."""
 
-    __slots__ = ("composer", "limits", "outcomes", "output_type", "retries", "started", "turns")
+    __slots__ = (
+        "composer",
+        "limits",
+        "outcomes",
+        "output_type",
+        "retries",
+        "started",
+        "turns",
+        "usage",
+    )
 
     def __init__(
         self, composer: Composer, limits: Limits, output_type: type[OutputT] | None
@@ -468,6 +494,7 @@ class _Run(Generic[OutputT]):
         self.turns = 0
         self.retries = 0
         self.started = time.monotonic()
+        self.usage: Usage | None = None
 
     def before_turn(self) -> Prompt:
         limits = self.limits
@@ -478,6 +505,15 @@ class _Run(Generic[OutputT]):
             self._stop("seconds", limits.seconds, round(elapsed, 3), "seconds")
         self.turns += 1
         return self.composer.build()
+
+    def counted(self, reply: Reply) -> None:
+        """Add the reply's tokens; stop when they pass the limit (the answer is recorded)."""
+        if reply.usage is not None:
+            self.usage = reply.usage if self.usage is None else self.usage + reply.usage
+        limit = self.limits.tokens
+        if limit is not None and self.usage is not None and self.usage.total_tokens > limit:
+            reply.record(self.composer, ())
+            self._stop("tokens", limit, self.usage.total_tokens, "tokens")
 
     def check_calls(self, reply: Reply) -> None:
         wanted = len(self.outcomes) + len(reply.tool_calls)
@@ -493,7 +529,7 @@ class _Run(Generic[OutputT]):
         """The result, or ``None`` when a structured answer must be asked for again."""
         reply.record(self.composer)
         if self.output_type is None:
-            return RunResult(reply, None, tuple(self.outcomes), self.turns)
+            return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage)
         try:
             output = self.output_type.model_validate_json(reply.text)  # type: ignore[attr-defined]  # a pydantic model, checked in run()
         except ValidationError as error:
@@ -511,7 +547,7 @@ class _Run(Generic[OutputT]):
                 f"{_problems(error)}. Answer again with only the JSON object, and nothing else."
             )
             return None
-        return RunResult(reply, cast(OutputT, output), tuple(self.outcomes), self.turns)
+        return RunResult(reply, cast(OutputT, output), tuple(self.outcomes), self.turns, self.usage)
 
     def _stop(self, limit: str, allowed: float, reached: float, what: str) -> NoReturn:
         raise RunLimitError(
@@ -852,6 +888,7 @@ class ModelGateway:
         while True:
             prompt = state.before_turn()
             reply = self.send(prompt, view, request_id=request_id)
+            state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
                 if result is not None:
@@ -906,6 +943,7 @@ class ModelGateway:
         while True:
             prompt = state.before_turn()
             reply = await self.asend(prompt, view, request_id=request_id)
+            state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
                 if result is not None:
