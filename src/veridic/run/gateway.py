@@ -812,22 +812,28 @@ class ModelGateway:
         outcomes: list[ToolOutcome] = []
         for call in reply.tool_calls:
             try:
-                result = await aexecute(
-                    reply.view,
-                    call.name,
-                    call.arguments,
-                    policy=policy,
-                    audit=self._audit,
-                    request_id=reply.request_id,
-                    prompt_sha256=reply.prompt_sha256,
-                    confirm=confirm,
-                    tools_digest=reply.tools_sha256,
-                )
+                outcomes.append(await self._acall(reply, call, policy, confirm))
             except AuditWriteError as error:
                 error.earlier = tuple(outcomes)
                 raise
-            outcomes.append(ToolOutcome(call, result))
         return tuple(outcomes)
+
+    async def _acall(
+        self, reply: Reply, call: ToolCall, policy: ApprovalPolicy, confirm: AsyncConfirm | None
+    ) -> ToolOutcome:
+        """One call of ``reply`` through :func:`veridic.aexecute`, with the reply's hashes."""
+        result = await aexecute(
+            reply.view,
+            call.name,
+            call.arguments,
+            policy=policy,
+            audit=self._audit,
+            request_id=reply.request_id,
+            prompt_sha256=reply.prompt_sha256,
+            confirm=confirm,
+            tools_digest=reply.tools_sha256,
+        )
+        return ToolOutcome(call, result)
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -959,22 +965,9 @@ class ModelGateway:
     async def _concurrent_tools(
         self, reply: Reply, policy: ApprovalPolicy, confirm: AsyncConfirm | None
     ) -> tuple[ToolOutcome, ...]:
-        async def one(call: ToolCall) -> ToolOutcome:
-            result = await aexecute(
-                reply.view,
-                call.name,
-                call.arguments,
-                policy=policy,
-                audit=self._audit,
-                request_id=reply.request_id,
-                prompt_sha256=reply.prompt_sha256,
-                confirm=confirm,
-                tools_digest=reply.tools_sha256,
-            )
-            return ToolOutcome(call, result)
-
         settled = await asyncio.gather(
-            *(one(call) for call in reply.tool_calls), return_exceptions=True
+            *(self._acall(reply, call, policy, confirm) for call in reply.tool_calls),
+            return_exceptions=True,
         )
         outcomes = tuple(item for item in settled if isinstance(item, ToolOutcome))
         for item in settled:
