@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from veridic import (
     ApprovalMode,
@@ -453,3 +455,40 @@ def test_the_example_pins_calls_and_catches_a_rug_pull_of_veridics_own_server(
     assert lines[2] == "    the section prints the pinned description: True"
     assert lines[3] == "    list_notes -> '{}' (provenance untrusted)"
     assert lines[4].startswith("[3] list_notes is unavailable: its description changed")
+
+
+CANARY: Final = "CANARY-7f3a"
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    around=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40),
+    where=st.sampled_from(["description", "schema", "new tool", "no pins"]),
+)
+def test_no_text_a_server_shows_reaches_the_section_unless_it_was_pinned(
+    spec: Path, tmp_path: Path, around: str, where: str
+) -> None:
+    spec.write_text(json.dumps(TOOLS))
+    pins = None if where == "no pins" else record(spec, tmp_path)
+    planted = f"{around}{CANARY}{around}"
+    if where in ("description", "no pins"):
+        rewrite(spec, "search", description=f"Search. {planted}")
+    elif where == "schema":
+        rewrite(
+            spec, "search", input_schema={**QUERY, "description": planted, "required": [planted]}
+        )
+    else:
+        tools = json.loads(spec.read_text())
+        spec.write_text(json.dumps([*tools, {**TOOLS[0], "name": "added", "description": planted}]))
+    registry = Registry()
+
+    async def run() -> None:
+        async with connect(registry, server_of(spec), pins=pins, declare=DECLARED):
+            pass
+
+    asyncio.run(run())
+    view = registry.view()
+    assert CANARY not in str(view.capability_section())
+    assert is_trusted(view.capability_section())
