@@ -645,3 +645,16 @@ def test_every_adapter_reads_the_tokens_the_provider_counted() -> None:
     with claude_gw.stream(first_prompt(), VIEW, request_id="r") as stream:
         list(stream)
     assert stream.reply.usage == Usage(10, 5)  # message_start's input, message_delta's output
+
+
+def test_an_openai_chat_stream_counts_its_tokens_when_asked_to() -> None:
+    usage = {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}
+    last = {**chat_chunk({}), "choices": [], "usage": usage}  # the chunk include_usage adds
+    body = sse([chat_chunk({"content": "Hi"}), chat_chunk({}, finish="stop"), last], done=True)
+    server = FakeServer(http_module("openai"), [("sse", body), ("sse", body)])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    asked = {"stream_options": {"include_usage": True}}
+    with gw.stream(first_prompt(), VIEW, request_id="r", options=asked) as stream:
+        assert list(stream) == ["Hi"]
+    assert server.body["stream_options"] == {"include_usage": True}
+    assert stream.reply.usage == Usage(9, 3)
