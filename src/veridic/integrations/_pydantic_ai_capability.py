@@ -40,9 +40,7 @@ from veridic.errors import InvalidArgumentsError, ToolCouplingError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
-from veridic.run.gateway import ToolOutcome
 from veridic.text.fence import DataMode, fence
-from veridic.text.prompt import ToolCall
 from veridic.text.provenance import TrustedInstruction
 from veridic.tools.view import ToolView
 
@@ -144,7 +142,7 @@ class VeridicToolset(AbstractToolset[object]):
             prompt_sha256=answered_sha256(ctx.messages, ctx.tool_call_id),
             confirm=_yes if approved else None,
         )
-        return _told(result, name, ctx.tool_call_id or "", self.data_mode)
+        return _told(result, name, self.data_mode)
 
     def _pending(self, name: str, arguments: Mapping[str, object] | str) -> ApprovalRequest | None:
         """The policy's request when the executor would ask the user about this call."""
@@ -340,12 +338,12 @@ def _dialog(request: ApprovalRequest, request_id: str) -> dict[str, Any]:
     }
 
 
-def _told(result: CallResult, name: str, call_id: str, mode: DataMode) -> str:
+def _told(result: CallResult, name: str, mode: DataMode) -> str:
     """What the model gets: the call's result as the gateway tells it, in a data block."""
     error = result.error
     if isinstance(error, InvalidArgumentsError):
         raise ModelRetry(f"error: {error}") from error  # veridic's words about the model's call
-    told = fence(f"tool:{name}", ToolOutcome(ToolCall(call_id, name, ""), result).text, mode)
+    told = fence(f"tool:{name}", result.told, mode)
     if error is not None:
         raise ToolFailed(told) from error
     return told

@@ -59,9 +59,7 @@ from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
-from veridic.run.gateway import ToolOutcome
 from veridic.text.fence import DataMode, check_mode, fence, preamble
-from veridic.text.prompt import ToolCall
 from veridic.text.provenance import TrustedInstruction, join
 from veridic.tools.view import ToolView
 
@@ -410,7 +408,7 @@ class _Invoker:
                 call_id,
                 self.name,
             )
-        return self.told(call_id, arguments, result)
+        return self.told(result)
 
     async def refuse(self, call_id: str, arguments: str | None, agent: object) -> str:
         """Record the user's refusal of a call (nothing runs); what the model reads."""
@@ -426,7 +424,7 @@ class _Invoker:
             confirm=_no,
         )
         binding.refuse(call_id)
-        return self.told(call_id, arguments, result)
+        return self.told(result)
 
     def request(self, arguments: str | None) -> ApprovalRequest:
         view = self.binding.view
@@ -437,10 +435,9 @@ class _Invoker:
             shown = _parsed(arguments)
         return self.binding.policy.request(self.name, shown)
 
-    def told(self, call_id: str, arguments: str | None, result: CallResult) -> str:
+    def told(self, result: CallResult) -> str:
         """The call's result as the gateway tells it, fenced as a tool result block."""
-        text = ToolOutcome(ToolCall(call_id, self.name, arguments or ""), result).text
-        return fence(f"tool:{self.name}", text, self.binding.data_mode)
+        return fence(f"tool:{self.name}", result.told, self.binding.data_mode)
 
 
 def _invoker_of(item: ToolApprovalItem, where: str) -> _Invoker:
