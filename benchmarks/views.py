@@ -61,7 +61,8 @@ def hand_section(intro: str, rows: list[dict[str, object]], tail: str) -> str:
         assert isinstance(required, tuple)
         requires = f"; requires {', '.join(required)}" if required else ""
         lines.append(
-            f"- {row['name']} ({row['kind']}, {row['risk']} risk{requires}): {row['description']}"
+            f"- {row['name']} ({row['kind']}, {row['risk']} risk{requires}): "
+            f"{' '.join(str(row['description']).split())}"  # one line per tool, as veridic's
         )
     return "\n".join(lines) + tail
 

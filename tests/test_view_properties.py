@@ -18,6 +18,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from veridic import (
+    CapabilityWording,
     Deny,
     Registry,
     Risk,
@@ -27,6 +28,7 @@ from veridic import (
     ToolView,
     TrustPolicy,
     UnknownToolError,
+    instruction,
 )
 from veridic.tool import description_pin
 from veridic.tools._similarity import NameIndex, _lcs_length, _position_masks
@@ -63,9 +65,26 @@ class FilterPlan:
     allow: frozenset[str] | None
     deny: tuple[tuple[frozenset[str], bool], ...]  # (names, tombstone)
     refused: frozenset[str]  # names a predicate filters out
+    schema_tool: bool = True  # whether the view carries get_tool_schema
+    wording: int = 0  # an index into WORDINGS
 
 
 KINDS: tuple[Literal["query", "write"], ...] = ("query", "write")
+WORDINGS = (
+    CapabilityWording(),
+    CapabilityWording(place=instruction("in Acme Desk")),
+    CapabilityWording(
+        intro=instruction(
+            "Outils (nom, type, risque, arguments, rôle) ; get_tool_schema lit un schéma."
+        ),
+        intro_without_schema_tool=instruction("Outils (nom, type, risque, arguments, rôle)."),
+        unavailable_heading=instruction("Indisponible {place} :"),
+        place=instruction("ici"),
+        provides_line=instruction("- {provides} : {name} arrêté ({reason}). {hint}"),
+        component_line=instruction("- Outils de {name!r} : arrêtés ({reason}). {hint}"),
+    ),
+)
+"""The section's wording: veridic's, a noun changed, another language. None changes a fact."""
 ROLES = st.frozensets(st.sampled_from(["admin", "editor", "viewer"]), max_size=2)
 NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True).filter(
     lambda n: n != "get_tool_schema"
@@ -111,6 +130,8 @@ def filter_plans(draw: st.DrawFn, plan: RegistryPlan) -> FilterPlan:
         allow=draw(st.none() | subsets),
         deny=tuple(draw(st.lists(st.tuples(subsets, st.booleans()), max_size=3))),
         refused=draw(subsets),
+        schema_tool=draw(st.booleans()),
+        wording=draw(st.integers(0, len(WORDINGS) - 1)),
     )
 
 
@@ -168,12 +189,14 @@ def view_of(registry: Registry, filters: FilterPlan) -> ToolView:
         allow=filters.allow,
         deny=[Deny(names, tombstone=tomb, reason="policy") for names, tomb in filters.deny],
         predicates=[predicate],
+        schema_tool=filters.schema_tool,
+        wording=WORDINGS[filters.wording],
     )
 
 
 def expected_exposed(plan: RegistryPlan, filters: FilterPlan) -> set[str]:
     """The oracle: what the view must expose, written out rule by rule."""
-    exposed = {"get_tool_schema"}
+    exposed = {"get_tool_schema"} if filters.schema_tool else set()
     for tool in plan.tools:
         booted = tool.component is None or plan.components[tool.component]
         described = tool.description.strip() and tool.description != tool.name.replace("_", " ")
@@ -211,6 +234,12 @@ def test_property_projections_name_the_same_set_each_once(
     assert sorted(s["name"] for s in view.tool_specs("mcp")) == sorted(names)
     for format in ("openai", "anthropic", "mcp"):
         view.assert_coupled(view.tool_specs(format))
+    # Left out, the schema tool is in no projection, and no line tells the model to call it.
+    assert ("get_tool_schema" in names) is filters.schema_tool
+    if not filters.schema_tool:
+        assert "get_tool_schema" not in view.capability_section()
+        with pytest.raises(ToolDeniedError):
+            view.dispatch("get_tool_schema", {"name": next(iter(names), "x")})
 
 
 @given(registries_with_filters())

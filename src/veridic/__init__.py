@@ -123,6 +123,9 @@ if TYPE_CHECKING:
     from veridic.text.trust_policy import (
         TrustPolicy,
     )
+    from veridic.tools.context import (
+        ToolContext,
+    )
     from veridic.tools.guards import (
         guard_instruction_write,
         guard_irreversible,
@@ -150,6 +153,9 @@ if TYPE_CHECKING:
         ToolStatus,
         ToolView,
     )
+    from veridic.tools.wording import (
+        CapabilityWording,
+    )
 
 __version__: Final = "0.1.0"
 """The installed release (also the package metadata's version: pyproject reads it here)."""
@@ -169,6 +175,7 @@ _HOMES: dict[str, str] = {
     "BootError": "veridic.tools.registry",
     "CallOutcome": "veridic.run.audit",
     "CallResult": "veridic.run.executor",
+    "CapabilityWording": "veridic.tools.wording",
     "Component": "veridic.tools.registry",
     "Composer": "veridic.text.compose",
     "DataTemplate": "veridic.templates",
@@ -208,6 +215,7 @@ _HOMES: dict[str, str] = {
     "Templates": "veridic.templates",
     "Tool": "veridic.tools.tool",
     "ToolHints": "veridic.tools.tool",
+    "ToolContext": "veridic.tools.context",
     "ToolCouplingError": "veridic.errors",
     "ToolDeniedError": "veridic.errors",
     "ToolError": "veridic.errors",
@@ -246,6 +254,7 @@ __all__ = [
     "BootError",
     "CallOutcome",
     "CallResult",
+    "CapabilityWording",
     "Component",
     "Composer",
     "DataTemplate",
@@ -286,6 +295,7 @@ __all__ = [
     "TemplateSandboxError",
     "Templates",
     "Tool",
+    "ToolContext",
     "ToolCouplingError",
     "ToolDeniedError",
     "ToolError",

@@ -8,7 +8,8 @@ test (``assert find_doc_gaps(registry) == []``) and for ``veridic lint``:
   own name, or an f-string "docstring" that Python drops): the tool is in no
   view;
 - a parameter has no description (docstring section or
-  ``Annotated[..., Field(description=...)]``);
+  ``Annotated[..., Field(description=...)]``); a handler's ``ToolContext``
+  parameter is not one the model sends, so it needs none (its entry may stay);
 - a description names a parameter the tool does not have: in single
   backticks (`` `user_id` `` after a rename), or an entry of the docstring's
   parameter section. A backticked name of a registered tool is fine (a
@@ -125,6 +126,9 @@ def _gaps(tool: Tool, known: set[str]) -> list[DocGap]:
         if name in tool.parameters or name in known or name in _LITERALS or name in reported:
             continue
         reported.add(name)
+        if tool.context is not None and name == tool.context.name:
+            gaps.append(_context_named(tool, name))
+            continue
         gaps.append(
             DocGap(
                 tool.name,
@@ -136,6 +140,19 @@ def _gaps(tool: Tool, known: set[str]) -> list[DocGap]:
             )
         )
     return gaps
+
+
+def _context_named(tool: Tool, name: str) -> DocGap:
+    # The context parameter is the handler's, not an argument: its docstring entry is
+    # optional and never shown, but naming it in text the model reads invites a call with it.
+    return DocGap(
+        tool.name,
+        name,
+        GapCode.UNKNOWN_PARAMETER,
+        f"a description of tool {tool.name!r} ({tool.origin}) names `{name}`, its ToolContext "
+        "parameter, which the model neither sees nor may send: describe what the tool does "
+        "for the request without naming it (its Args entry, if any, is not shown)",
+    )
 
 
 def _description_gap(tool: Tool, problem: GapCode) -> DocGap:

@@ -160,6 +160,7 @@ def execute(
     prompt_sha256: str | None = None,
     confirm: Confirm | None = None,
     tools_digest: str | None = None,
+    context: object = None,
 ) -> CallResult:
     """Run one model tool call: check, approve, dispatch under guard, record.
 
@@ -170,6 +171,12 @@ def execute(
     :func:`tools_sha256` of ``view``). ``confirm`` asks the user
     about a call the policy will not decide alone; without it such a call
     is denied.
+
+    ``context`` is the application's per-request object (the user, a DB
+    session): a handler that declares a ``ToolContext[X]`` parameter gets
+    ``ToolContext(context, request_id, tool name)`` there; other tools
+    ignore it. It is not an argument: never in the specs, the approval
+    request or the audit record (see :mod:`veridic.tools.context`).
 
     ``name`` is whatever the model wrote: a name the view does not expose is
     refused (never run) and recorded, however odd its characters. A handler
@@ -184,8 +191,11 @@ def execute(
     Raises:
         VeridicError: misuse: ``policy`` belongs to another view, the tool is
             ``async`` (use :func:`aexecute`), ``prompt`` is not a prompt or
-            a sha256, ``tools_digest`` is not a sha256, or ``request_id`` is
-            not a non-empty string a store can keep.
+            a sha256, ``tools_digest`` is not a sha256, ``request_id`` is
+            not a non-empty string a store can keep, or the tool asks for a
+            ``ToolContext[X]`` and ``context`` is not an ``X`` (``None``: none
+            was given). Raised once the call was checked against the view,
+            before approval; nothing runs and nothing is recorded.
         AuditWriteError: the handler ran but its audit record could not be
             written; the error holds the call's result and the record.
         AuditRecordError, sqlite3.Error: the audit record of a call that did
@@ -196,7 +206,7 @@ def execute(
     """
     answered = _answered(prompt, prompt_sha256, "execute")
     call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
-    checked = call.check(arguments, sync=True)
+    checked = call.check(arguments, sync=True, context=context)
     if isinstance(checked, CallResult):
         return checked
     prepared, request = checked
@@ -233,6 +243,7 @@ async def aexecute(
     prompt_sha256: str | None = None,
     confirm: AsyncConfirm | None = None,
     tools_digest: str | None = None,
+    context: object = None,
 ) -> CallResult:
     """:func:`execute` for async code: awaits ``async`` handlers and an async ``confirm``.
 
@@ -242,11 +253,12 @@ async def aexecute(
     authority: once ``aexecute`` has returned, its guarded operations are
     refused and recorded as follow-ups, as for :func:`execute`. The awaited
     result must be finished (not a generator, an async generator, an
-    iterator or another awaitable).
+    iterator or another awaitable). ``context`` is given to a handler that
+    asks for it, as for :func:`execute` (and a mismatch raises the same way).
     """
     answered = _answered(prompt, prompt_sha256, "aexecute")
     call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
-    checked = call.check(arguments, sync=False)
+    checked = call.check(arguments, sync=False, context=context)
     if isinstance(checked, CallResult):
         return checked
     prepared, request = checked
@@ -392,9 +404,11 @@ class _Call:
         self._pending: list[GuardEvent] = []
 
     def check(
-        self, arguments: Mapping[str, object] | str | None, *, sync: bool
+        self, arguments: Mapping[str, object] | str | None, *, sync: bool, context: object = None
     ) -> CallResult | tuple[PreparedCall, ApprovalRequest]:
-        """Refuse what the view cannot run; otherwise the prepared call and the policy's view."""
+        """Refuse what the view cannot run; otherwise the prepared call (its context bound)
+        and the policy's view. Misuse (an async tool run sync, a context that does not fit
+        the tool) raises."""
         if not isinstance(self.name, str):
             error = UnknownToolError(
                 f"the tool name the model called is a {type(self.name).__name__} "
@@ -427,6 +441,8 @@ class _Call:
                 "leave its coroutine to run after the dispatch's guards were gone: use "
                 "await aexecute(...)"
             )
+        # The model's arguments go to the policy and the record; the context only to the handler.
+        prepared = prepared.with_context(context, request_id=self.request_id)
         return prepared, self.policy.request(self.name, prepared.arguments)
 
     def ask(self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None) -> ApprovalMode:

@@ -6,5 +6,15 @@ capability section and dispatch), ``tool_specs`` (the provider formats),
 ``guards`` (the dispatch scope that store code checks) and ``plan``
 (normalising a model's plan against a view).
 
+``wording`` holds :class:`CapabilityWording`, the words of the capability
+section around the view's facts (re-exported here and at the package root).
+``context`` holds :class:`ToolContext`, what a handler that asks for it is
+given of its request (re-exported here and at the package root).
+
 It imports the text core and the package's bottom, nothing downstream.
 """
+
+from veridic.tools.context import ToolContext
+from veridic.tools.wording import CapabilityWording
+
+__all__ = ["CapabilityWording", "ToolContext"]

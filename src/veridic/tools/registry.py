@@ -18,6 +18,14 @@ Registering and booting are two steps:
   boot is resolved and checked on the next ``boot()`` or ``view()``, so a
   floor violation surfaces at start-up, never at a tool's first call.
 
+A component's check can run again (a licence that expires mid-process must
+not stay promised): ``registry.component(..., recheck="view")`` runs it for
+every view, ``recheck=300`` when a view is made and the last check is more
+than 300 seconds old, and :meth:`Registry.recheck` runs it now (a licence
+webhook). A component that stops is reported exactly as a boot failure is;
+one that starts again is back in the next view. A registry without such
+components pays nothing for the feature: its views are cached as before.
+
 >>> from veridic import Registry, Risk
 >>> registry = Registry("shop")
 >>> @registry.tool(kind="write", irreversible=True)
@@ -47,11 +55,13 @@ Registering and booting are two steps:
 from __future__ import annotations
 
 import logging
+import math
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from typing import Final, TypeVar
+from typing import Final, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -69,11 +79,24 @@ from veridic.tools.tool import (
     floor_violations,
     function_tool,
 )
-from veridic.tools.view import ComponentState, Deny, Predicate, ToolView, build_view
+from veridic.tools.view import (
+    ComponentState,
+    Deny,
+    Predicate,
+    ToolView,
+    build_view,
+    check_view_options,
+)
+from veridic.tools.wording import CapabilityWording
 
-__all__ = ["BootError", "Component", "Registry"]
+__all__ = ["BootError", "Component", "Recheck", "Registry"]
 
 F = TypeVar("F", bound=Callable[..., object])
+
+Recheck = Literal["view"] | float | None
+"""When a component's boot check runs again: ``None`` (never: once, at boot), ``"view"``
+(for every view) or a positive number of seconds (when a view is made and the last check
+is older than that)."""
 
 _log = logging.getLogger("veridic.registry")
 _NOT_BOOTED: Final = "not booted yet"
@@ -136,13 +159,26 @@ class _Declaration:
 class Component:
     """An optional part of the application (a plug-in, a paid tier) and its tools.
 
-    Made by :meth:`Registry.component`. Its ``boot`` check runs once when
-    the registry boots; if it raises (or returns ``False``) the component did
-    not start: its tools are in no view, and every view's capability section
-    says so, with the reason and the hint.
+    Made by :meth:`Registry.component`. Its ``boot`` check runs when the
+    registry boots, and again as ``recheck`` says (``None``: never again;
+    ``"view"``: for every view; seconds: when a view is made and the last
+    check is older) or when :meth:`Registry.recheck` asks; if it raises (or
+    returns ``False``) the component is down: its tools are in no view, and
+    every view's capability section says so, with the reason and the hint.
     """
 
-    __slots__ = ("_boot", "_registry", "hint", "name", "provides")
+    __slots__ = (
+        "_applied",
+        "_boot",
+        "_checked_at",
+        "_lock",
+        "_recheck",
+        "_registry",
+        "_runs",
+        "hint",
+        "name",
+        "provides",
+    )
 
     def __init__(
         self,
@@ -151,15 +187,28 @@ class Component:
         boot: Callable[[], object] | None,
         hint: TrustedText,
         provides: TrustedText | None,
+        recheck: Recheck = None,
     ) -> None:
         self._registry = registry
         self._boot = boot
         self.name = name
         self.hint = hint
         self.provides = provides
+        self._recheck: Recheck = recheck
+        # One check at a time (the boot callable need not be thread-safe); _runs
+        # numbers the checks, _applied is the latest whose state the registry holds.
+        self._lock = threading.Lock()
+        self._runs = 0
+        self._applied = 0
+        self._checked_at = -math.inf
 
     def __repr__(self) -> str:
         return f"<Component {self.name!r} of {self._registry!r}>"
+
+    @property
+    def recheck(self) -> Recheck:
+        """When the boot check runs again (as declared; seconds as a ``float``)."""
+        return self._recheck
 
     def tool(
         self,
@@ -212,24 +261,53 @@ class Component:
         )
 
     def run_boot(self) -> ComponentState:
-        """Run the boot check (the registry calls this once) and say how it went.
+        """Run the boot check and say how it went (a failure is logged).
 
-        The state's ``reason`` is what the capability section will say; the
+        The registry runs it at boot and as ``recheck`` says; calling it
+        yourself changes no view (use :meth:`Registry.recheck` for that). The
+        state's ``reason`` is what the capability section will say; the
         exception's whole message is logged (with the traceback at DEBUG) and
         kept in the state's ``detail``.
         """
+        state = self._evaluate()
+        if state.started is False:
+            _log.warning("component %r did not start: %s", self.name, state.detail)
+        return state
+
+    def _run(self) -> tuple[ComponentState, int]:
+        """Run the check now, one at a time; the state and the check's number."""
+        with self._lock:
+            return self._numbered()
+
+    def _run_if_due(self, now: float) -> tuple[ComponentState, int] | None:
+        """Run the check if ``recheck`` says it is due at ``now`` (a ``time.monotonic()``);
+        ``None`` when it is not, or a check that ended while this one waited made it fresh."""
+        with self._lock:
+            return self._numbered() if self._due(now) else None
+
+    def _numbered(self) -> tuple[ComponentState, int]:
+        state = self._evaluate()
+        self._checked_at = time.monotonic()
+        self._runs += 1
+        return state, self._runs
+
+    def _due(self, now: float) -> bool:
+        recheck = self._recheck
+        return recheck == "view" or (
+            isinstance(recheck, float) and now - self._checked_at >= recheck
+        )
+
+    def _evaluate(self) -> ComponentState:
         if self._boot is None:
             return ComponentState(self.name, True, "", self.hint, self.provides)
         try:
             result = self._boot()
         except Exception as error:
             reason, detail = _boot_reason(error), _boot_detail(error)
-            _log.warning("component %r did not start: %s", self.name, detail)
             _log.debug("component %r boot failure", self.name, exc_info=True)
             return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
         if result is False:
             reason = "its boot check returned False"
-            _log.warning("component %r did not start: %s", self.name, reason)
             return ComponentState(self.name, False, reason, self.hint, self.provides, reason)
         return ComponentState(self.name, True, "", self.hint, self.provides)
 
@@ -238,6 +316,14 @@ class Registry:
     """All the tools of an application; the only source of every :class:`~veridic.ToolView`.
 
     One registry per application, one view per request.
+
+    - ``wording``: the words of every view's capability section (a
+      :class:`~veridic.CapabilityWording`: language, the application's own
+      noun for "this site"); a view may override it.
+    - ``schema_tool``: whether views carry the built-in ``get_tool_schema``
+      (the default); ``False`` leaves it out of the section, the tool specs and
+      dispatch at once, where the tool list already gives the model every
+      schema. A view may override it.
 
     Raises (from its methods):
         VeridicError: a duplicate tool or component name, a declaration that
@@ -249,22 +335,42 @@ class Registry:
         "_booted",
         "_components",
         "_declared",
+        "_epoch",
+        "_every_view",
         "_lock",
+        "_rechecked",
+        "_schema_tool",
         "_snapshot",
         "_states",
         "_views",
+        "_wording",
         "name",
     )
 
-    def __init__(self, name: str = "registry") -> None:
+    def __init__(
+        self,
+        name: str = "registry",
+        *,
+        wording: CapabilityWording | None = None,
+        schema_tool: bool = True,
+    ) -> None:
         self.name = name
+        self._wording, self._schema_tool = check_view_options(
+            wording, schema_tool, f"Registry({name!r})"
+        )
         self._declared: dict[str, _Declaration] = {}
         self._components: dict[str, Component] = {}
-        self._states: dict[str, ComponentState] = {}
+        # Replaced, never changed in place: a view being built reads one whole state.
+        self._states: Mapping[str, ComponentState] = {}
         self._booted = False
         self._snapshot: tuple[Tool, ...] = ()
         self._lock = threading.RLock()
         self._views: dict[Hashable, ToolView] = {}
+        # Bumped by every boot and state change: a view built before one is not cached.
+        self._epoch = 0
+        # The components whose check runs again; empty, views cost what they always did.
+        self._rechecked: tuple[Component, ...] = ()
+        self._every_view = False
 
     def __repr__(self) -> str:
         return f"Registry({self.name!r})"
@@ -318,18 +424,56 @@ class Registry:
         boot: Callable[[], object] | None = None,
         hint: TrustedText = "",
         provides: TrustedText | None = None,
+        recheck: Recheck = None,
     ) -> Component:
         """Declare an optional part of the application whose tools need ``boot`` to succeed.
 
-        ``boot`` runs once when the registry boots; raising (or returning
+        ``boot`` runs when the registry boots; raising (or returning
         ``False``) means the component did not start, and the exception's
-        message is the reason. ``hint`` tells the user what to do about it,
-        ``provides`` names what the component offers, for the truthful line:
-        "Code snippets are not available on this site: the Pro extension did
-        not start (requires core >= 2.3). <hint>".
+        message is the reason (when it is code text: see :class:`BootError`).
+        ``hint`` tells the user what to do about it, ``provides`` names what
+        the component offers, for the truthful line: "Code snippets are not
+        available on this site: the Pro extension did not start (requires
+        core >= 2.3). <hint>".
+
+        ``recheck`` says when ``boot`` runs again, so that a licence that
+        expires, or a feature flag turned off, mid-process is not promised:
+
+        - ``None`` (the default): never; the boot result holds for the process.
+        - ``"view"``: for every :meth:`view`, which then is never taken from the
+          view cache (as a view with predicates is not). The check is on every
+          request's path: keep it cheap (a cached licence read).
+        - a positive number of seconds: when a view is made and the last check
+          is older than that; that view waits for the check, and the others
+          come from the cache as long as no component's state changes.
+
+        A component that goes down is reported exactly as a failed boot (the
+        same trusted reason, the same hint); one that comes back is in the
+        next view. Both changes are logged on ``veridic.registry``. Checks of
+        one component never run at once, so ``boot`` need not be thread-safe;
+        :meth:`recheck` runs the checks on demand.
+
+        >>> registry = Registry()
+        >>> licensed = [True]
+        >>> pro = registry.component("Pro", boot=lambda: licensed[0], recheck="view")
+        >>> @pro.tool(kind="query")
+        ... def sales(day: str) -> str:
+        ...     '''The sales report of one day.
+        ...
+        ...     Args:
+        ...         day: The day, as YYYY-MM-DD.
+        ...     '''
+        ...     return "..."
+        >>> "sales" in registry.view().names()
+        True
+        >>> licensed[0] = False
+        >>> registry.view().status("sales").reason
+        "its component 'Pro' did not start (its boot check returned False)"
 
         Raises:
-            VeridicError: a component of that name exists already.
+            VeridicError: a component of that name exists already, or
+                ``recheck`` is not one of its values (or is given without a
+                ``boot`` check to run again).
         """
         with self._lock:
             if not isinstance(name, str) or not name.strip():
@@ -348,8 +492,12 @@ class Registry:
                     f"component {name!r} is declared twice in {self!r}: declare it once and "
                     "register all its tools on that object"
                 )
-            component = Component(self, name, boot, hint, provides)
+            mode = _recheck_mode(name, recheck, boot)
+            component = Component(self, name, boot, hint, provides, mode)
             self._components[name] = component
+            if mode is not None:
+                self._rechecked = (*self._rechecked, component)
+                self._every_view = self._every_view or mode == "view"
             self._booted = False
             return component
 
@@ -426,6 +574,8 @@ class Registry:
         """Resolve every tool, check the risk floors, run each component's boot check once.
 
         Idempotent; :meth:`view` calls it. Call it at start-up to fail there.
+        A component's check runs here once; later only as its ``recheck``
+        says, or when :meth:`recheck` is called.
 
         Raises:
             RiskFloorError: tools declared below their risk floor (all listed;
@@ -446,9 +596,14 @@ class Registry:
                         for tool, v in violations
                     ),
                 )
+            states = dict(self._states)
             for name, component in self._components.items():
-                if name not in self._states:
-                    self._states[name] = component.run_boot()
+                if name not in states:
+                    state, component._applied = component._run()
+                    states[name] = state
+                    if state.started is False:
+                        _log.warning("component %r did not start: %s", name, state.detail)
+            self._states = states
             for tool in built:
                 if tool.description_gap is not None and tool not in self._snapshot:
                     # The seed's failure mode is silence: say it where start-up is read.
@@ -461,6 +616,7 @@ class Registry:
                     )
             self._snapshot = tuple(built)
             self._views.clear()
+            self._epoch += 1
             self._booted = True
 
     def view(
@@ -470,6 +626,8 @@ class Registry:
         allow: Iterable[str] | None = None,
         deny: Iterable[str | Deny] = (),
         predicates: Iterable[Predicate] = (),
+        wording: CapabilityWording | None = None,
+        schema_tool: bool | None = None,
     ) -> ToolView:
         """The tools one request may use: boot state and filters applied.
 
@@ -481,8 +639,11 @@ class Registry:
           or tombstone the tools they match, with a reason.
         - ``predicates``: functions of a :class:`~veridic.Tool` (licence,
           feature flag, ...); a tool for which one returns ``False`` is hidden.
+        - ``wording``, ``schema_tool``: this view's, instead of the registry's
+          (see :class:`Registry`).
 
-        Boots the registry first if it has not booted (or gained tools since).
+        Boots the registry first if it has not booted (or gained tools since),
+        and runs the checks of components whose ``recheck`` says they are due.
 
         A view is immutable, and a view without predicates (or ``Deny(when=...)``
         filters) depends only on its filters and the registry, so the same
@@ -490,23 +651,37 @@ class Registry:
         without building it again. A view with predicates is built each time
         (a predicate may answer differently, a licence may lapse); its tool
         lists and digest are still shared with every view of the same tools.
+        So is every view of a registry with a ``recheck="view"`` component;
+        a component's change of state empties the cache.
 
         Raises:
             RiskFloorError, VeridicError: from :meth:`boot`.
             UnknownToolError: ``allow`` or ``deny`` names a tool never registered.
+            VeridicError: ``wording`` or ``schema_tool`` is not what it takes.
         """
         if not self._booted:
             self.boot()
+        if self._rechecked:
+            self._refresh()
         # A lone name or filter is one item, not the characters of a string.
         role_items = (roles,) if isinstance(roles, str) else tuple(roles)
         allowed = None if allow is None else (allow,) if isinstance(allow, str) else tuple(allow)
         denied = (deny,) if isinstance(deny, str | Deny) else tuple(deny)
         kept = (predicates,) if callable(predicates) else tuple(predicates)
-        key = _view_key(role_items, allowed, denied, kept)
+        words, schema = self._wording, self._schema_tool
+        key = None if self._every_view else _view_key(role_items, allowed, denied, kept)
+        if wording is not None or schema_tool is not None:
+            words, schema = check_view_options(
+                words if wording is None else wording,
+                schema if schema_tool is None else schema_tool,
+                f"Registry({self.name!r}).view()",
+            )
+            key = None if key is None else (key, words, schema)
         if key is not None:
             cached = self._views.get(key)
             if cached is not None:
                 return cached
+        epoch = self._epoch  # read before the state the view is built from
         view = build_view(
             self._snapshot,
             self._states,
@@ -515,10 +690,13 @@ class Registry:
             allow=allowed,
             deny=denied,
             predicates=kept,
+            wording=words,
+            schema_tool=schema,
         )
         if key is not None:
             with self._lock:
-                if self._booted:  # not a registration since: the view is still this registry's
+                # No registration, boot or change of state since: the view is still current.
+                if self._booted and self._epoch == epoch:
                     if len(self._views) >= _VIEWS_KEPT:
                         self._views.clear()
                     self._views[key] = view
@@ -539,13 +717,99 @@ class Registry:
             return tuple(declaration.build() for declaration in self._declared.values())
 
     def components(self) -> tuple[ComponentState, ...]:
-        """Each component and how its boot went (``started is None`` before boot)."""
+        """Each component and how its last check went (``started is None`` before boot).
+
+        The state every new view is built from: after a recheck, the recheck's.
+        """
         with self._lock:
             return tuple(
                 self._states.get(name)
                 or ComponentState(name, None, _NOT_BOOTED, component.hint, component.provides)
                 for name, component in self._components.items()
             )
+
+    # --- checking again -----------------------------------------------------------
+
+    def recheck(self, name: str | None = None) -> tuple[ComponentState, ...]:
+        """Run the boot check of the component ``name`` (of every component when
+        ``None``) now, whatever its ``recheck``, and return what each check found.
+
+        For the moment the application learns that something changed (a licence
+        webhook, an admin turning a feature on): the next view has the new state,
+        a component that came back is exposed again, one that went down is told
+        as a failed boot is, and the view cache is emptied if a state changed.
+        Changes are logged on ``veridic.registry``. A check that runs while
+        another of the same component runs waits for it.
+
+        >>> registry = Registry()
+        >>> flag = {"on": False}
+        >>> beta = registry.component("Beta", boot=lambda: flag["on"])
+        >>> [state.started for state in registry.recheck()]
+        [False]
+        >>> flag["on"] = True
+        >>> registry.recheck("Beta")[0].started
+        True
+
+        Raises:
+            VeridicError: no component is called ``name``.
+        """
+        with self._lock:
+            if name is None:
+                chosen = tuple(self._components.values())
+            else:
+                found = self._components.get(name)
+                if found is None:
+                    known = ", ".join(repr(n) for n in self._components)
+                    fix = (
+                        f"pass one of {known}, or no name to check every component again"
+                        if known
+                        else "declare it first with registry.component(name, boot=...)"
+                    )
+                    raise VeridicError(
+                        f"registry.recheck({name!r}): {self!r} has no component of that name: {fix}"
+                    )
+                chosen = (found,)
+        checked = []
+        for component in chosen:
+            state, number = component._run()  # outside the registry's lock: it may be slow
+            self._apply(component, state, number)
+            checked.append(state)
+        return tuple(checked)
+
+    def _refresh(self) -> None:
+        """Run the checks that are due (the components with a ``recheck``), for a view."""
+        now = time.monotonic()
+        for component in self._rechecked:
+            if component._due(now):
+                ran = component._run_if_due(now)
+                if ran is not None:
+                    self._apply(component, *ran)
+
+    def _apply(self, component: Component, state: ComponentState, number: int) -> None:
+        """Make ``state``, found by check ``number``, the component's, unless a later
+        check's is in place already; empty the view cache when it changes."""
+        with self._lock:
+            if number <= component._applied:
+                return
+            component._applied = number
+            name = component.name
+            before = self._states.get(name)
+            if before == state:
+                return
+            self._states = {**self._states, name: state}
+            self._views.clear()
+            self._epoch += 1
+        if state.started is False:
+            if before is not None and before.started is False:
+                _log.warning("component %r is still down, now: %s", name, state.detail)
+            else:
+                _log.warning(
+                    "component %r is down: %s; its tools are in no view until a check succeeds",
+                    name,
+                    state.detail,
+                )
+        elif before is not None and before.started is False:
+            _log.info("component %r is up again: its tools are back in new views", name)
 
     # --- internals ----------------------------------------------------------------
 
@@ -630,6 +894,34 @@ class Registry:
                 )
             self._declared[name] = declaration
             self._booted = False
+
+
+def _recheck_mode(name: str, recheck: object, boot: object) -> Recheck:
+    """``recheck`` checked: ``None``, ``"view"`` or a positive, finite number of seconds."""
+    if recheck is None:
+        return None
+    if recheck == "view" and isinstance(recheck, str):
+        mode: Recheck = "view"
+    elif (
+        isinstance(recheck, int | float)
+        and not isinstance(recheck, bool)
+        and math.isfinite(recheck)
+        and recheck > 0
+    ):
+        mode = float(recheck)
+    else:
+        raise VeridicError(
+            f"registry.component({name!r}, recheck={recheck!r}): recheck is None (run the "
+            'boot check once, at boot), "view" (run it again for every view) or a positive '
+            "number of seconds (run it again when a view is made and the last check is older "
+            'than that): pass one of those, e.g. recheck=300 or recheck="view"'
+        )
+    if boot is None:
+        raise VeridicError(
+            f"registry.component({name!r}, recheck={recheck!r}) has no boot check to run "
+            "again: pass boot=... (the licence or feature check), or leave recheck out"
+        )
+    return mode
 
 
 def _view_key(

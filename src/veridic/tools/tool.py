@@ -14,6 +14,12 @@ Two sources of tools:
   OpenAPI document: its description is untrusted unless the code pins it by
   hash, and its arguments are validated against its JSON schema with the
   optional ``jsonschema`` package (``pip install 'veridic[external]'``).
+
+A function tool's handler may ask for its request's :class:`~veridic.ToolContext`
+(the user, a DB session) with one parameter annotated ``ToolContext[Deps]``: that
+parameter is not an argument (not in the schema, the required list or
+:attr:`Tool.parameters`; see :mod:`veridic.tools.context`), and
+:attr:`Tool.context` names it.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from veridic.text.fields import instruction_fields
 from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
+from veridic.tools.context import ContextParameter, ToolContext, read_context_parameter
 from veridic.tools.risk import (
     INSTRUCTION_ARGUMENTS,
     INSTRUCTION_WRITES,
@@ -195,6 +202,8 @@ class Tool:
     docstring entries for parameters the function does not take.
     ``pin_scope`` says what an external tool's pin covers (see :data:`PinScope`);
     the capability section prints of an external tool only what its pin covers.
+    ``parameters`` and ``required`` are the arguments the model sends: a
+    handler's ``ToolContext`` parameter (:attr:`context`) is not one of them.
     """
 
     name: str
@@ -228,6 +237,9 @@ class Tool:
     source no longer shows what was pinned); ``""`` for a tool that may be offered."""
     hints: ToolHints = _NO_HINTS
     """What the tool declared for MCP clients (:class:`ToolHints`); never part of its risk."""
+    context: ContextParameter | None = None
+    """The parameter through which the handler asks for its call's :class:`~veridic.ToolContext`
+    (``None``: it asks for none; always ``None`` for an external tool)."""
 
     @property
     def external(self) -> bool:
@@ -270,12 +282,31 @@ class Tool:
         """
         return self._validate(arguments)
 
-    def invoke(self, arguments: Mapping[str, object]) -> object:
+    def invoke(
+        self, arguments: Mapping[str, object], context: ToolContext[object] | None = None
+    ) -> object:
         """Call the handler with arguments that :meth:`validate` returned.
 
+        ``context`` goes to the handler's context parameter (:attr:`context`);
+        a tool that asks for none ignores it. Build it with
+        :meth:`ContextParameter.bind <veridic.tools.context.ContextParameter.bind>`,
+        which checks the deps (or let :meth:`PreparedCall.with_context
+        <veridic.PreparedCall.with_context>` do it).
         For an ``async`` handler this returns the coroutine for the caller to await.
+
+        Raises:
+            VeridicError: the tool asks for a context and ``context`` is not one.
         """
-        return self._invoke(arguments)
+        parameter = self.context
+        if parameter is None:
+            return self._invoke(arguments)
+        if not isinstance(context, ToolContext):
+            raise VeridicError(
+                f"tool {self.name!r} ({self.origin}) asks for a {parameter.expects} (parameter "
+                f"{parameter.name!r}) and was invoked with {type(context).__name__}: pass the "
+                "application's object as context= to execute(), aexecute() or view.dispatch()"
+            )
+        return self._invoke({**arguments, parameter.name: context})
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,11 +493,16 @@ def function_tool(
     holds the names visible where the function was decorated, so annotations
     that name a class defined in a function body resolve.
 
+    A parameter annotated ``ToolContext[X]`` is the handler's context, not
+    an argument (see :mod:`veridic.tools.context`).
+
     Raises:
         VeridicError: an annotation is missing or cannot be resolved, a
             parameter is ``*args``/``**kwargs`` or starts with ``_``,
-            pydantic cannot build a JSON schema for a parameter type, or a
-            query takes an ``InstructionField`` argument.
+            pydantic cannot build a JSON schema for a parameter type, a
+            query takes an ``InstructionField`` argument, or the context
+            parameter is malformed (two of them, a default, a bare
+            ``ToolContext``, a ``ToolContext`` inside another type).
     """
     origin = _origin_of(function)
     read = text or FunctionText.read(function, options.name)
@@ -474,7 +510,7 @@ def function_tool(
     where = f"{name!r} ({origin})"
     docstring = parse_docstring(read.doc)
     description = options.description if options.description is not None else docstring.summary
-    model, schema, positional = _input_model(
+    model, schema, positional, context = _input_model(
         function, read, name, where, docstring.parameters, localns
     )
     parameters = tuple(model.model_fields)
@@ -509,7 +545,10 @@ def function_tool(
         parameter_descriptions=MappingProxyType(
             {n: info.description or "" for n, info in model.model_fields.items()}
         ),
-        documented_elsewhere=frozenset(docstring.parameters) - set(parameters),
+        # The context parameter's entry may stay: it documents the handler, not an argument.
+        documented_elsewhere=frozenset(docstring.parameters)
+        - set(parameters)
+        - ({context.name} if context is not None else set()),
         instruction_arguments=arguments,
         instruction_writes=writes,
         writes=options.writes,
@@ -522,6 +561,7 @@ def function_tool(
         _validate=_pydantic_validator(name, model),
         _invoke=_function_invoker(function, positional),
         hints=options.hints,
+        context=context,
     )
 
 
@@ -746,8 +786,9 @@ def _input_model(
     where: str,
     documented: Mapping[str, str],
     localns: Mapping[str, object] | None,
-) -> tuple[type[BaseModel], JsonObject, tuple[str, ...]]:
-    """The pydantic model of a function's arguments, its JSON schema, its positional-only names.
+) -> tuple[type[BaseModel], JsonObject, tuple[str, ...], ContextParameter | None]:
+    """The pydantic model of a function's arguments, its JSON schema, its positional-only
+    names (the context parameter's included), and its context parameter.
 
     Building a pydantic model and its JSON schema costs about 2 ms, most of
     booting a registry; tools often share a signature (``record_id: int``
@@ -766,14 +807,25 @@ def _input_model(
         ) from error
     fields: dict[str, tuple[object, object, str | None]] = {}
     positional: list[str] = []
+    context: ContextParameter | None = None
     for parameter in signature.parameters.values():
-        fields[parameter.name] = _field(parameter, where, documented.get(parameter.name))
+        found = read_context_parameter(parameter, where)
+        if found is not None and context is not None:
+            raise VeridicError(
+                f"tool {where} has two ToolContext parameters, {context.name!r} and "
+                f"{found.name!r}: a call has one context; declare one parameter and read "
+                "everything the handler needs from its deps"
+            )
+        if found is not None:
+            context = found
+        else:
+            fields[parameter.name] = _field(parameter, where, documented.get(parameter.name))
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional.append(parameter.name)
     model, shared = _shared_model(name, where, fields)
     schema = dict(shared)
     schema["title"] = name
-    return model, schema, tuple(positional)
+    return model, schema, tuple(positional), context
 
 
 def _shared_model(
