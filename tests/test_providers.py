@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -645,6 +646,82 @@ def test_every_adapter_reads_the_tokens_the_provider_counted() -> None:
     with claude_gw.stream(first_prompt(), VIEW, request_id="r") as stream:
         list(stream)
     assert stream.reply.usage == Usage(10, 5)  # message_start's input, message_delta's output
+
+
+def test_each_answer_is_recorded_after_its_call_with_usage_and_latency(tmp_path: Path) -> None:
+    chat = {
+        **CHAT_TOOL_CALL,
+        "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+    }
+    server = FakeServer(http_module("openai"), [("json", chat)])
+    gw, calls, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    reply = gw.send(first_prompt(), VIEW, request_id="req-9")
+    (record,) = calls.replies("req-9")
+    assert (record.prompt_sha256, record.response_id, record.model) == (
+        calls.records("req-9")[0].prompt_sha256,
+        "chatcmpl-1",
+        "gpt-test",
+    )
+    assert (record.stop_reason, record.tool_calls, record.usage) == (
+        "tool_calls",
+        ("get_weather",),
+        Usage(12, 7),
+    )
+    assert record.latency == reply.latency
+
+    # The SQLite store keeps them, a stream's once it has ended, and reads them back.
+    claude = FakeServer(http_module("anthropic"), [("sse", MESSAGE_STREAM)])
+    with SQLiteAuditSink(tmp_path / "audit.db") as store:
+        claude_gw = ModelGateway(
+            AnthropicMessages(
+                claude.client(anthropic, "Anthropic"), model="claude-test", max_tokens=9
+            ),
+            audit=store,
+        )
+        with claude_gw.stream(first_prompt(), VIEW, request_id="req-10") as stream:
+            assert store.model_replies("req-10") == ()  # sent and recorded, not yet answered
+            list(stream)
+    with SQLiteAuditSink(tmp_path / "audit.db") as reopened:
+        (stored,) = reopened.model_replies()
+        assert len(reopened.model_calls("req-10")) == 1
+    assert (stored.request_id, stored.usage, stored.tool_calls) == (
+        "req-10",
+        Usage(10, 5),
+        ("get_weather",),
+    )
+    assert stored.stop_reason == "tool_use"
+
+
+def test_an_answer_refused_for_its_call_ids_is_still_recorded() -> None:
+    twice = {
+        **CHAT_TOOL_CALL,
+        "choices": [
+            {
+                **CHAT_TOOL_CALL["choices"][0],  # type: ignore[index]  # a literal of the test
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "a", "arguments": "{}"},
+                        },
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "b", "arguments": "{}"},
+                        },
+                    ],
+                },
+            }
+        ],
+    }
+    server = FakeServer(http_module("openai"), [("json", twice)])
+    gw, calls, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    with pytest.raises(VeridicError, match="twice"):
+        gw.send(first_prompt(), VIEW, request_id="r")
+    assert calls.replies("r")[0].tool_calls == ("a", "b")
 
 
 def test_an_openai_chat_stream_counts_its_tokens_when_asked_to() -> None:

@@ -97,6 +97,7 @@ if TYPE_CHECKING:
         Limits,
         ModelCallRecord,
         ModelGateway,
+        ModelReplyRecord,
         Reply,
         RunResult,
         ToolOutcome,
@@ -108,6 +109,9 @@ if TYPE_CHECKING:
     )
     from veridic.text.compose import (
         Composer,
+    )
+    from veridic.text.conversation import (
+        Conversation,
     )
     from veridic.text.fence import (
         unfence,
@@ -178,6 +182,7 @@ _HOMES: dict[str, str] = {
     "CapabilityWording": "veridic.tools.wording",
     "Component": "veridic.tools.registry",
     "Composer": "veridic.text.compose",
+    "Conversation": "veridic.text.conversation",
     "DataTemplate": "veridic.templates",
     "Deny": "veridic.tools.view",
     "DocGap": "veridic.checks.doc_gaps",
@@ -189,6 +194,7 @@ _HOMES: dict[str, str] = {
     "InvalidArgumentsError": "veridic.errors",
     "MissingExtraError": "veridic.errors",
     "ModelCallRecord": "veridic.run.gateway",
+    "ModelReplyRecord": "veridic.run.gateway",
     "Limits": "veridic.run.gateway",
     "ModelGateway": "veridic.run.gateway",
     "NormalizedPlan": "veridic.tools.plan",
@@ -257,6 +263,7 @@ __all__ = [
     "CapabilityWording",
     "Component",
     "Composer",
+    "Conversation",
     "DataTemplate",
     "Deny",
     "DocGap",
@@ -270,6 +277,7 @@ __all__ = [
     "MissingExtraError",
     "ModelCallRecord",
     "ModelGateway",
+    "ModelReplyRecord",
     "NormalizedPlan",
     "OpenAIChat",
     "OpenAIResponses",

@@ -54,6 +54,7 @@ import os
 import re
 import sqlite3
 import threading
+import time as _time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,7 +63,9 @@ from typing import Final, Literal, Protocol, Self, get_args, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
+from veridic.providers._base import Usage
 from veridic.run.approval import ApprovalMode
+from veridic.text.conversation import Conversation
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
 from veridic.tools.risk import Risk, ToolKind
@@ -72,6 +75,7 @@ __all__ = [
     "AuditSink",
     "CallOutcome",
     "ModelCallRecord",
+    "ModelReplyRecord",
     "SQLiteAuditSink",
     "Substitution",
 ]
@@ -266,6 +270,67 @@ class ModelCallRecord:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class ModelReplyRecord:
+    """What came back from one model call: written when the answer is read.
+
+    The :class:`ModelCallRecord` is written before the request leaves (so a
+    call that never returns is still on record); this one follows it with
+    what only the answer knows. The two share ``request_id`` and
+    ``prompt_sha256``, and come in the same order.
+
+    Attributes:
+        time: seconds since the epoch when the answer was read.
+        request_id, prompt_sha256: those of the model call it answers.
+        response_id: the provider's id of the answer (``""`` if it gave none).
+        model: the model that answered, as the provider named it.
+        stop_reason: why the model stopped, as the provider said it.
+        tool_calls: the names of the tools the answer called, in order.
+        usage: the tokens the provider counted, ``None`` where it did not say.
+        latency: seconds from sending the request to the whole answer.
+
+    Raises:
+        AuditRecordError: a field is malformed.
+    """
+
+    time: float
+    request_id: str
+    prompt_sha256: str
+    response_id: str
+    model: str
+    stop_reason: str
+    tool_calls: tuple[str, ...]
+    usage: Usage | None
+    latency: float
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not isinstance(self.request_id, str) or not self.request_id.strip():
+            problems.append(f"request_id must be a non-empty string, got {self.request_id!r}")
+        if not isinstance(self.prompt_sha256, str) or not _SHA256.fullmatch(self.prompt_sha256):
+            problems.append(
+                f"prompt_sha256 must be 64 lowercase hex digits, got {self.prompt_sha256!r}"
+            )
+        for name in ("response_id", "model", "stop_reason"):
+            if not isinstance(getattr(self, name), str):
+                problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.tool_calls, tuple) or not all(
+            isinstance(name, str) for name in self.tool_calls
+        ):
+            problems.append(f"tool_calls must be a tuple of names, got {_shown(self.tool_calls)}")
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            problems.append(f"usage must be a Usage or None, got {_shown(self.usage)}")
+        if isinstance(self.latency, bool) or not (
+            isinstance(self.latency, int | float) and self.latency >= 0
+        ):
+            problems.append(f"latency must be seconds, 0 or more, got {self.latency!r}")
+        if problems:
+            raise AuditRecordError(
+                f"model-reply record of request {self.request_id!r} is malformed: "
+                f"{'; '.join(problems)}; build it from the answer as read (ModelGateway does)"
+            )
+
+
 @runtime_checkable
 class AuditSink(Protocol):
     """Where audit records go. ``write`` must store the record durably or raise."""
@@ -308,9 +373,38 @@ CREATE TABLE IF NOT EXISTS veridic_model_calls (
     streamed INTEGER NOT NULL CHECK (streamed IN (0, 1))
 );
 CREATE INDEX IF NOT EXISTS veridic_model_calls_request ON veridic_model_calls (request_id, id);
+CREATE TABLE IF NOT EXISTS veridic_model_replies (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    prompt_sha256 TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    stop_reason TEXT NOT NULL,
+    tool_calls TEXT NOT NULL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    latency REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS veridic_model_replies_request ON veridic_model_replies (request_id, id);
+CREATE TABLE IF NOT EXISTS veridic_conversations (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    key TEXT NOT NULL,
+    turns INTEGER NOT NULL,
+    document TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS veridic_conversations_key ON veridic_conversations (key, id);
 """
 _CALL_COLUMNS: Final = (
     "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, streamed"
+)
+_REPLY_COLUMNS: Final = (
+    "time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
+    "input_tokens, output_tokens, latency"
+)
+_INSERT_REPLY: Final = (
+    f"INSERT INTO veridic_model_replies ({_REPLY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
 )
 _COLUMNS: Final = (
     "time, request_id, tool, kind, risk, approval, wrote_instruction_fields, irreversible, "
@@ -450,6 +544,107 @@ class SQLiteAuditSink:
             )
             for time, request, api, model, prompt, tools_digest, tools, spans, streamed in rows
         )
+
+    def write_model_reply(self, record: ModelReplyRecord, /) -> None:
+        """Commit a :class:`ModelReplyRecord` (what the model answered) before returning.
+
+        Raises:
+            AuditRecordError: ``record`` is not a :class:`ModelReplyRecord`.
+        """
+        if not isinstance(record, ModelReplyRecord):
+            raise AuditRecordError(
+                f"{self!r}.write_model_reply() got a {type(record).__name__}: pass the "
+                "ModelReplyRecord the gateway built"
+            )
+        usage = record.usage
+        row = (
+            record.time,
+            _storable(record.request_id),
+            record.prompt_sha256,
+            _storable(record.response_id),
+            _storable(record.model),
+            _storable(record.stop_reason),
+            json.dumps([_storable(name) for name in record.tool_calls]),
+            None if usage is None else usage.input_tokens,
+            None if usage is None else usage.output_tokens,
+            float(record.latency),
+        )
+        with self._lock:
+            self._db.execute(_INSERT_REPLY, row)
+
+    def model_replies(self, request_id: str | None = None) -> tuple[ModelReplyRecord, ...]:
+        """Every model answer in the order read, or those of one request."""
+        query = f"SELECT {_REPLY_COLUMNS} FROM veridic_model_replies"
+        with self._read() as db:
+            if request_id is None:
+                rows = db.execute(f"{query} ORDER BY id").fetchall()
+            else:
+                rows = db.execute(
+                    f"{query} WHERE request_id = ? ORDER BY id", (request_id,)
+                ).fetchall()
+        return tuple(
+            ModelReplyRecord(
+                time=row[0],
+                request_id=row[1],
+                prompt_sha256=row[2],
+                response_id=row[3],
+                model=row[4],
+                stop_reason=row[5],
+                tool_calls=tuple(json.loads(row[6])),
+                usage=None if row[7] is None else Usage(row[7], row[8]),
+                latency=row[9],
+            )
+            for row in rows
+        )
+
+    def save_conversation(
+        self, key: str, conversation: Conversation, /, *, time: float | None = None
+    ) -> None:
+        """Store ``conversation`` under ``key`` (a chat's id, a paused run's request id).
+
+        Each save is kept, in order: the store holds how a conversation grew,
+        and :meth:`conversation` reads the latest. What is stored holds no
+        trust (see :mod:`veridic.text.conversation`).
+
+        Raises:
+            AuditRecordError: ``key`` is empty or not storable text, or
+                ``conversation`` is not a :class:`~veridic.Conversation`.
+        """
+        if not isinstance(key, str) or not key.strip() or _storable(key) != key:
+            raise AuditRecordError(
+                f"{self!r}.save_conversation() got the key {key!r:.80}: pass a non-empty "
+                "string without lone surrogates (a chat's id, a request id)"
+            )
+        if not isinstance(conversation, Conversation):
+            raise AuditRecordError(
+                f"{self!r}.save_conversation() got a {type(conversation).__name__}: pass "
+                "composer.conversation()"
+            )
+        row = (
+            _time.time() if time is None else time,
+            key,
+            len(conversation),
+            conversation.to_json(),
+        )
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO veridic_conversations (time, key, turns, document) VALUES (?,?,?,?)",
+                row,
+            )
+
+    def conversation(self, key: str, /) -> Conversation | None:
+        """The conversation last saved under ``key``, or ``None`` if none was.
+
+        Raises:
+            VeridicError: the stored document is not a conversation (changed
+                in the database by hand: see :meth:`Conversation.from_json`).
+        """
+        with self._read() as db:
+            row = db.execute(
+                "SELECT document FROM veridic_conversations WHERE key = ? ORDER BY id DESC LIMIT 1",
+                (key,),
+            ).fetchone()
+        return None if row is None else Conversation.from_json(row[0])
 
     def records(self, request_id: str | None = None) -> tuple[AuditRecord, ...]:
         """Every record in the order written, or those of one request."""

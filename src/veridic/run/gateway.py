@@ -75,7 +75,7 @@ from veridic.errors import (
 )
 from veridic.providers._base import Adapter, Assembler, Completion, Usage
 from veridic.run.approval import ApprovalPolicy, Confirm
-from veridic.run.audit import AuditSink, ModelCallRecord
+from veridic.run.audit import AuditSink, ModelCallRecord, ModelReplyRecord
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
@@ -92,6 +92,8 @@ __all__ = [
     "ModelCallRecord",
     "ModelCallSink",
     "ModelGateway",
+    "ModelReplyRecord",
+    "ModelReplySink",
     "Reply",
     "ReplyStream",
     "RunResult",
@@ -108,6 +110,20 @@ class ModelCallSink(Protocol):
         ...
 
 
+@runtime_checkable
+class ModelReplySink(Protocol):
+    """A model-call sink that also keeps what each call answered (usage, latency, stop reason).
+
+    The gateway writes a :class:`ModelReplyRecord` to its ``calls`` sink
+    after each answer when the sink has ``write_model_reply``
+    (:class:`ModelCallLog` and :class:`~veridic.SQLiteAuditSink` do).
+    """
+
+    def write_model_reply(self, record: ModelReplyRecord, /) -> None:
+        """Store ``record``."""
+        ...
+
+
 class ModelCallLog:
     """Model-call records kept in memory, in order; safe to share between threads.
 
@@ -118,6 +134,7 @@ class ModelCallLog:
 
     def __init__(self) -> None:
         self._records: list[ModelCallRecord] = []
+        self._replies: list[ModelReplyRecord] = []
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -140,6 +157,25 @@ class ModelCallLog:
         """Every record in the order written, or those of one request."""
         with self._lock:
             return tuple(r for r in self._records if request_id in (None, r.request_id))
+
+    def write_model_reply(self, record: ModelReplyRecord, /) -> None:
+        """Keep ``record``.
+
+        Raises:
+            AuditRecordError: ``record`` is not a :class:`ModelReplyRecord`.
+        """
+        if not isinstance(record, ModelReplyRecord):
+            raise AuditRecordError(
+                f"{self!r}.write_model_reply() got a {type(record).__name__}: pass a "
+                "ModelReplyRecord"
+            )
+        with self._lock:
+            self._replies.append(record)
+
+    def replies(self, request_id: str | None = None) -> tuple[ModelReplyRecord, ...]:
+        """Every answer's record in the order read, or those of one request."""
+        with self._lock:
+            return tuple(r for r in self._replies if request_id in (None, r.request_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,9 +418,27 @@ class _Sent:
     prompt_sha256: str
     tools_sha256: str
     view: ToolView
+    answered: Callable[[ModelReplyRecord], None] | None = None
+    clock: Callable[[], float] = time.time
     started: float = field(default_factory=time.monotonic)
 
     def reply(self, completion: Completion) -> Reply:
+        latency = time.monotonic() - self.started
+        if self.answered is not None:
+            # Recorded before the ids are checked: an answer that is refused is on record too.
+            self.answered(
+                ModelReplyRecord(
+                    time=self.clock(),
+                    request_id=self.request_id,
+                    prompt_sha256=self.prompt_sha256,
+                    response_id=completion.response_id,
+                    model=completion.model,
+                    stop_reason=completion.stop_reason,
+                    tool_calls=tuple(call.name for call in completion.tool_calls),
+                    usage=completion.usage,
+                    latency=latency,
+                )
+            )
         _check_call_ids(completion.tool_calls, self.request_id)
         return Reply(
             text=completion.text,
@@ -398,7 +452,7 @@ class _Sent:
             view=self.view,
             reasoning=completion.reasoning,
             usage=completion.usage,
-            latency=time.monotonic() - self.started,
+            latency=latency,
         )
 
 
@@ -615,7 +669,10 @@ class ModelGateway:
     holding the SDK client and the model. ``audit`` receives the tool calls'
     records (:func:`veridic.execute`); ``calls`` receives the model-call
     records, and defaults to ``audit`` when that store records model calls
-    too (it has ``write_model_call``).
+    too (it has ``write_model_call``). A ``calls`` sink that also has
+    ``write_model_reply`` (:class:`ModelReplySink`) gets a
+    :class:`ModelReplyRecord` of each answer: its usage, latency, stop
+    reason and the tools it called.
 
     Use :meth:`send` and :meth:`stream` with a sync client, :meth:`asend` and
     :meth:`astream` with an async one. One gateway serves any number of
@@ -1038,7 +1095,9 @@ class ModelGateway:
                 streamed=streamed,
             )
         )
-        return _Sent(request, request_id, prompt.sha256, digest, view)
+        replies = self._calls if isinstance(self._calls, ModelReplySink) else None
+        answered = None if replies is None else replies.write_model_reply
+        return _Sent(request, request_id, prompt.sha256, digest, view, answered, self._clock)
 
 
 def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:

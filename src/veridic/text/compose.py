@@ -59,6 +59,7 @@ from typing import Final, Literal, Self
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
+from veridic.text.conversation import ASSISTANT_SOURCE, USER_SOURCE, Conversation, Turn
 from veridic.text.fence import (
     DATA_MODES,
     PREAMBLE_HEAD,
@@ -69,6 +70,7 @@ from veridic.text.fence import (
     check_mode,
     neutralise,
     preamble,
+    unfence,
 )
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall
 from veridic.text.provenance import (
@@ -77,9 +79,11 @@ from veridic.text.provenance import (
     block_mode,
     is_trusted,
     mint,
+    provenance,
     rebranded,
     report,
     spans_of,
+    untrusted,
 )
 
 __all__ = ["Composer"]
@@ -88,6 +92,10 @@ _FENCE_ORIGIN: Final = "veridic.fence"
 _SYSTEM_SEPARATOR: Final = mint("\n\n", "code", "veridic.compose")
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _OWN_PIECES: Final[dict[str, str]] = {}
+
+_Logged = tuple[str, str, str, DataMode, str, bool, tuple[ReasoningItem, ...]]
+"""One composer call as :meth:`Composer.conversation` needs it: kind, the text as given (its
+brand says where it came from), label or tool name, mode, call id, error, reasoning."""
 
 
 class Composer:
@@ -99,7 +107,7 @@ class Composer:
             reused, or a call gets a second result.
     """
 
-    __slots__ = ("_calls", "_mode", "_modes", "_system", "_turns")
+    __slots__ = ("_calls", "_log", "_mode", "_modes", "_system", "_turns")
 
     def __init__(self, *, data_mode: DataMode = "datamark") -> None:
         self._mode: DataMode = check_mode(data_mode, "Composer(data_mode=...)")
@@ -107,6 +115,7 @@ class Composer:
         self._turns: list[Message] = []
         self._calls: dict[str, str] = {}
         self._modes: set[DataMode] = set()
+        self._log: list[_Logged] = []
 
     @property
     def data_mode(self) -> DataMode:
@@ -139,8 +148,10 @@ class Composer:
         if mode:
             self._modes.add(check_mode(mode, "user()"))
             self._turns.append(Message("user", str(text), (text,)))
+            self._log.append(("block", text, "", check_mode(mode, "user()"), "", False, ()))
             return self
         self._turns.append(_own_words("user", text))
+        self._log.append(("user", text, "", "datamark", "", False, ()))
         return self
 
     def data(self, label: str, text: UntrustedText, *, mode: DataMode | None = None) -> Self:
@@ -153,7 +164,9 @@ class Composer:
         """
         self._require_text(text, f"data({label!r}, ...)", allow_empty=True)
         check_label(label)
-        self._turns.append(self._block("user", label, text, None, mode, "data()"))
+        chosen = self._mode if mode is None else check_mode(mode, "data() mode=")
+        self._turns.append(self._block("user", label, text, None, chosen))
+        self._log.append(("data", text, label, chosen, "", False, ()))
         return self
 
     def assistant(self, text: str = "", *, reasoning: Iterable[ReasoningItem] = ()) -> Self:
@@ -181,6 +194,7 @@ class Composer:
                     "(Reply.reasoning), or ReasoningItem.of(provider, block) for a stored block"
                 )
         self._turns.append(_own_words("assistant", text, items))
+        self._log.append(("assistant", text, "", "datamark", "", False, items))
         return self
 
     def tool_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> Self:
@@ -204,6 +218,7 @@ class Composer:
             ) from error
         call = ToolCall(call_id, name, encoded)
         self._calls[call_id] = name
+        self._log.append(("tool_call", encoded, name, "datamark", call_id, False, ()))
         last = self._turns[-1] if self._turns else None
         if last is not None and last.role == "assistant":
             self._turns[-1] = replace(last, tool_calls=(*last.tool_calls, call))
@@ -242,8 +257,54 @@ class Composer:
             )
         self._require_text(text, f"tool_result({call_id!r}, ...)", allow_empty=True)
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
-        block = self._block("tool", label, text, call_id, mode, "tool_result()")
+        chosen = self._mode if mode is None else check_mode(mode, "tool_result() mode=")
+        block = self._block("tool", label, text, call_id, chosen)
         self._turns.append(replace(block, tool_error=True) if error is True else block)
+        self._log.append(("tool_result", text, "", chosen, call_id, error is True, ()))
+        return self
+
+    def conversation(self) -> Conversation:
+        """The turns so far (not the system part), to store and restore in a later request.
+
+        See :mod:`veridic.text.conversation` for what is kept: the text of
+        each turn as it was given, each block's label, source and mode; never
+        any trust.
+        """
+        return Conversation(tuple(_turn(entry) for entry in self._log))
+
+    def restore(self, conversation: Conversation) -> Self:
+        """Append the turns of a stored ``conversation`` after this composer's system part.
+
+        Call it on a composer that holds the system part built from code and
+        no turns yet. Every text comes back untrusted (see
+        :mod:`veridic.text.conversation`): nothing stored reaches the system
+        message. Tool calls stored without a result are waiting again, as
+        they were (a run paused for approval resumes there).
+
+        Raises:
+            VeridicError: ``conversation`` is not a :class:`~veridic.Conversation`,
+                this composer already holds turns, or a stored turn breaks a
+                rule of the composer (a call id used twice, a result for a
+                call that has one): the message names the turn.
+        """
+        if not isinstance(conversation, Conversation):
+            raise VeridicError(
+                f"restore() takes a Conversation, got a {type(conversation).__name__}: read "
+                "stored text with Conversation.from_json(text)"
+            )
+        if self._turns:
+            raise VeridicError(
+                f"restore() on a composer that already holds {len(self._turns)} turn(s): "
+                "restore into a composer that holds only the system part, built from code"
+            )
+        for index, turn in enumerate(conversation.turns):
+            try:
+                _replay(self, turn)
+            except VeridicError as error:
+                raise VeridicError(
+                    f"turn {index} ({turn.kind}) of the stored conversation cannot be "
+                    f"restored: {error}"
+                ) from error
         return self
 
     def build(self) -> Prompt:
@@ -288,10 +349,8 @@ class Composer:
         label: str,
         text: str,
         call_id: str | None,
-        mode: DataMode | None,
-        where: str,
+        chosen: DataMode,
     ) -> Message:
-        chosen = self._mode if mode is None else check_mode(mode, f"{where} mode=")
         self._modes.add(chosen)
         head, shown, rest, content, closing = block_parts(label, text, chosen)
         parts = (
@@ -312,6 +371,48 @@ class Composer:
                 f"{where} got {clip(text)}, an empty turn, which providers reject: "
                 "leave the turn out or say something in it"
             )
+
+
+def _turn(entry: _Logged) -> Turn:
+    kind, text, label, mode, call_id, error, reasoning = entry
+    if kind == "user":
+        return Turn("user", str(text))
+    if kind == "assistant":
+        return Turn("assistant", str(text), reasoning=reasoning)
+    if kind == "tool_call":
+        return Turn("tool_call", text, label, call_id=call_id)
+    source = _source_of(text)
+    if kind == "block":  # a data template's output: exactly one block, stored as its content
+        ((label, content),) = unfence(text)
+        return Turn("data", content, label, source, mode)
+    if kind == "data":
+        return Turn("data", str(text), label, source, mode)
+    return Turn("tool_result", str(text), source=source, mode=mode, call_id=call_id, error=error)
+
+
+def _source_of(text: str) -> str:
+    found = provenance(text)
+    return found.origin if found.kind == "untrusted" and found.origin.strip() else "unbranded"
+
+
+def _replay(composer: Composer, turn: Turn) -> None:
+    """One stored turn through the composer method that made it, its text untrusted again."""
+    if turn.kind == "user":
+        composer.user(untrusted(turn.text, source=USER_SOURCE))
+    elif turn.kind == "assistant":
+        composer.assistant(untrusted(turn.text, source=ASSISTANT_SOURCE), reasoning=turn.reasoning)
+    elif turn.kind == "data":
+        label = untrusted(turn.label, source=turn.source)
+        composer.data(label, untrusted(turn.text, source=turn.source), mode=turn.mode)
+    elif turn.kind == "tool_call":
+        composer.tool_call(turn.call_id, turn.label, json.loads(turn.text))
+    else:
+        composer.tool_result(
+            turn.call_id,
+            untrusted(turn.text, source=turn.source),
+            mode=turn.mode,
+            error=turn.error,
+        )
 
 
 def _own(piece: str) -> TrustedInstruction:
