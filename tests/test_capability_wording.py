@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from veridic import (
     CapabilityWording,
     Composer,
+    InvalidArgumentsError,
     ModelGateway,
     ProvenanceError,
     Registry,
@@ -465,3 +466,26 @@ def test_property_any_text_builds_a_wording_or_is_refused_with_a_veridic_error(
         section = registry.view().capability_section()
         assert is_trusted(section)
         assert "Beta" in section or "name" not in names
+
+
+def test_without_the_schema_tool_no_message_sends_the_model_to_it() -> None:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def get_weather(city: str) -> str:
+        """The current weather in a city.
+
+        Args:
+            city: The city.
+        """
+        return city
+
+    for view, named in ((registry.view(), True), (registry.view(schema_tool=False), False)):
+        with pytest.raises(InvalidArgumentsError) as wrong:
+            view.validate("get_weather", {"town": "Oslo"})
+        with pytest.raises(InvalidArgumentsError) as not_object:
+            view.validate("get_weather", "[1]")
+        plan = normalize_plan([{"id": "a", "tool": "get_weather", "arguments": {}}], view)
+        told = [str(wrong.value), str(not_object.value), plan.dropped[0].hint]
+        assert all(("get_tool_schema" in text) is named for text in told), told
+        assert wrong.value.fields == ("city", "town")

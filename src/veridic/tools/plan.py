@@ -69,6 +69,7 @@ from veridic.errors import (
     PlanError,
     VeridicError,
 )
+from veridic.tools.tool import SCHEMA_TOOL
 from veridic.tools.view import ToolStatus, ToolView
 
 __all__ = [
@@ -417,7 +418,11 @@ def _check_step(step: PlanStep, view: ToolView, exposed: frozenset[str]) -> Drop
             "invalid_arguments",
             f"invalid arguments: {', '.join(error.fields) or '(arguments)'}",
             str(error),
-            hint=f"read the contract with get_tool_schema(name={step.tool!r}) and re-plan",
+            hint=(
+                f"read the contract with {SCHEMA_TOOL}(name={step.tool!r}) and re-plan"
+                if SCHEMA_TOOL in exposed
+                else "read its input schema in the tool list and re-plan"
+            ),
             fields=error.fields,
         )
     return None

@@ -537,7 +537,18 @@ class ToolView:
                 (``.fields`` names the offending fields).
         """
         tool = self.tool(name)
-        return PreparedCall(tool, MappingProxyType(tool.validate(_decoded(name, arguments))))
+        try:
+            checked = tool.validate(_decoded(name, arguments))
+        except InvalidArgumentsError as error:
+            if SCHEMA_TOOL in self._names:
+                raise
+            # The tool's message sends the model to the schema tool, which this view left out.
+            told = str(error).replace(
+                f"(read it with {SCHEMA_TOOL}(name={name!r}))", "(it is in the tool list)"
+            )
+            told = told.replace(f"(read them with {SCHEMA_TOOL})", "(they are in the tool list)")
+            raise InvalidArgumentsError(told, tool=error.tool, fields=error.fields) from None
+        return PreparedCall(tool, MappingProxyType(checked))
 
     def dispatch(
         self,
