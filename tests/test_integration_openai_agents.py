@@ -66,6 +66,7 @@ from veridic import (
     ProvenanceError,
     Registry,
     SQLiteAuditSink,
+    ToolContext,
     ToolView,
     VeridicError,
     guard_instruction_write,
@@ -836,3 +837,57 @@ def test_the_example_runs_offline_and_shows_each_approval_mode() -> None:
         *("delete_golden", "denied", "denied"),
         *("edit_prompt", "ok", "user_confirmed"),
     ]
+
+
+# --- the run's context --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Maintainer:
+    name: str
+
+
+def test_the_runs_context_is_the_deps_of_veridic_tools_that_ask_for_one(tmp_path: Path) -> None:
+    registry = Registry("owned")
+    ran: list[str] = []
+
+    @registry.tool(kind="query")
+    def whoami(ctx: ToolContext[Maintainer]) -> str:
+        """The maintainer this run is for."""
+        ran.append(f"whoami {ctx.deps.name}")
+        return ctx.deps.name
+
+    @registry.tool(kind="write")
+    def sign_off(ctx: ToolContext[Maintainer], note: str) -> str:
+        """Sign the release off in the maintainer's name.
+
+        Args:
+            note: What the sign-off says.
+        """
+        ran.append(f"sign_off {ctx.deps.name}")
+        return "signed"
+
+    view = registry.view()
+    with SQLiteAuditSink(tmp_path / "audit.db") as audit:
+        tools = function_tools(view, policy=ApprovalPolicy(view), audit=audit, request_id="req-1")
+        model = ScriptedModel(
+            [call("whoami", {}, "c1"), call("sign_off", {"note": "ok"}, "c2")], [say("Not signed.")]
+        )
+        agent: Agent[Maintainer] = Agent(
+            name="maintainer",
+            instructions=instructions(view, SYSTEM),
+            tools=list(tools),
+            model=model,
+        )
+        me = Maintainer("ada")
+        first = asyncio.run(Runner.run(agent, "Sign it off.", context=me))
+        state = first.to_state()
+        (item,) = first.interruptions
+        asyncio.run(answer(state, item, approved=False, context=me))
+        resumed = asyncio.run(Runner.run(agent, state))
+        assert resumed.final_output == "Not signed."
+        assert ran == ["whoami ada"]
+        assert [(r.tool, r.approval) for r in audit.records()] == [
+            ("whoami", ApprovalMode.NOT_REQUIRED),
+            ("sign_off", ApprovalMode.DENIED),
+        ]

@@ -53,6 +53,7 @@ from veridic import (
     ProvenanceError,
     Registry,
     SQLiteAuditSink,
+    ToolContext,
     ToolCouplingError,
     ToolView,
     VeridicError,
@@ -727,3 +728,52 @@ def test_the_example_runs_and_shows_the_flow() -> None:
     assert "always allow delete_note: refused, it is high risk" in text
     assert "notes: groceries, old plans\n" in text
     assert json.dumps(rows_)  # plain values, ready for a report
+
+
+# --- the tool context ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Owner:
+    name: str
+
+
+def test_the_agents_deps_are_the_context_of_veridic_tools_that_ask_for_one() -> None:
+    registry = Registry("owned notes")
+    seen: list[str] = []
+
+    @registry.tool(kind="query")
+    def my_notes(ctx: ToolContext[Owner]) -> list[str]:
+        """List the titles of the signed-in user's notes."""
+        seen.append(ctx.deps.name)
+        return [f"{ctx.deps.name}'s plans"]
+
+    @registry.tool(kind="write", irreversible=True)
+    def forget_me(ctx: ToolContext[Owner]) -> str:
+        """Erase every note of the signed-in user; it cannot be undone."""
+        seen.append(f"forget {ctx.deps.name}")
+        return "forgotten"
+
+    view = registry.view()
+    audit = SQLiteAuditSink(":memory:")
+    veridic = capability(
+        view, policy=ApprovalPolicy(view), audit=audit, request_id="req-1", instructions=ROLE
+    )
+    script = Script([call("c1", "my_notes"), call("c2", "forget_me")], "Listed; kept.")
+    run: Agent[Owner, str | DeferredToolRequests] = Agent(
+        FunctionModel(script), deps_type=Owner, output_type=[str, DeferredToolRequests]
+    )
+    first = run.run_sync("Notes, then forget me", deps=Owner("ada"), capabilities=[veridic])
+    second = run.run_sync(
+        message_history=first.all_messages(),
+        deferred_tool_results=deferred(first.output).build_results(approvals={"c2": False}),
+        deps=Owner("ada"),
+        capabilities=[veridic],
+    )
+    assert second.output == "Listed; kept."
+    assert seen == ["ada"]  # the denied call never ran, and its record needed the deps too
+    assert "ada's plans" in script.told("c1").model_response_str()
+    assert [(r.tool, r.approval) for r in audit.records("req-1")] == [
+        ("my_notes", ApprovalMode.NOT_REQUIRED),
+        ("forget_me", ApprovalMode.DENIED),
+    ]

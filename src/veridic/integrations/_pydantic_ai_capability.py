@@ -141,6 +141,7 @@ class VeridicToolset(AbstractToolset[object]):
             request_id=self.request_id,
             prompt_sha256=answered_sha256(ctx.messages, ctx.tool_call_id),
             confirm=_yes if approved else None,
+            context=ctx.deps,
         )
         return _told(result, name, self.data_mode)
 
@@ -156,7 +157,11 @@ class VeridicToolset(AbstractToolset[object]):
         return request if request.pending else None
 
     async def record_settled(
-        self, messages: Sequence[ModelMessage], response: ModelResponse, produced: Sequence[object]
+        self,
+        messages: Sequence[ModelMessage],
+        response: ModelResponse,
+        produced: Sequence[object],
+        context: object = None,
     ) -> None:
         """Record the calls of ``response`` that pydantic-ai answered without this toolset.
 
@@ -181,11 +186,13 @@ class VeridicToolset(AbstractToolset[object]):
                     continue
                 call = calls[part.tool_call_id]
                 if part.outcome == "denied":
-                    await self._record_denial(messages, call)
+                    await self._record_denial(messages, call, context)
                 elif part.retry is not None and part.retry.cause == "unknown_tool":
                     await self._record_unknown(messages, call)
 
-    async def _record_denial(self, messages: Sequence[ModelMessage], call: ToolCallPart) -> None:
+    async def _record_denial(
+        self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
+    ) -> None:
         if self.view.status(call.tool_name).state == "unknown":
             return  # a tool of another toolset of the agent
         await aexecute(
@@ -197,6 +204,7 @@ class VeridicToolset(AbstractToolset[object]):
             request_id=self.request_id,
             prompt_sha256=answered_sha256(messages, call.tool_call_id),
             confirm=_no,
+            context=context,
         )
 
     async def _record_unknown(self, messages: Sequence[ModelMessage], call: ToolCallPart) -> None:
@@ -276,7 +284,7 @@ class VeridicCapability(AbstractCapability[object]):
                 produced = [result.request]
             else:
                 produced = _added_after(ctx.messages, response, ctx.run_id)
-            await self.toolset.record_settled(ctx.messages, response, produced)
+            await self.toolset.record_settled(ctx.messages, response, produced, ctx.deps)
         return result
 
 

@@ -193,6 +193,7 @@ async def answer(
     *,
     approved: bool,
     always: bool = False,
+    context: object = None,
 ) -> None:
     """Give the user's answer to an interrupted call; then resume with ``Runner.run(agent, state)``.
 
@@ -210,6 +211,11 @@ async def answer(
     in the SDK's state with the message the model will read; ``always=True``
     also sets a ``deny`` rule for the tool, so later calls are refused, and
     recorded, without asking.
+
+    ``context`` is the run's context (``Runner.run(..., context=...)``), which
+    a veridic tool that asks for a :class:`~veridic.ToolContext` receives as
+    its deps when it runs; the refusal's record needs it too (the executor
+    checks it before anything), since the SDK's state keeps it private.
 
     The SDK resumes with the agent the state holds: to resume under a new
     view, restore the state against the new agent,
@@ -241,7 +247,7 @@ async def answer(
                 binding.policy.allow_always(invoker.name)
             state.approve(item)
             return
-        refused = await invoker.refuse(call_id, item.arguments, item.agent)
+        refused = await invoker.refuse(call_id, item.arguments, item.agent, context)
         state.reject(item, rejection_message=refused)
     except BaseException:
         binding.release(call_id)
@@ -399,6 +405,7 @@ class _Invoker:
             request_id=binding.request_id,
             prompt_sha256=binding.digest(context.agent),
             confirm=_yes if confirmed else None,
+            context=context.context,
         )
         if approved and not confirmed and result.record.approval is ApprovalMode.DENIED:
             _log.warning(
@@ -410,7 +417,9 @@ class _Invoker:
             )
         return self.told(result)
 
-    async def refuse(self, call_id: str, arguments: str | None, agent: object) -> str:
+    async def refuse(
+        self, call_id: str, arguments: str | None, agent: object, context: object
+    ) -> str:
         """Record the user's refusal of a call (nothing runs); what the model reads."""
         binding = self.binding
         result = await aexecute(
@@ -422,6 +431,7 @@ class _Invoker:
             request_id=binding.request_id,
             prompt_sha256=binding.digest(agent),
             confirm=_no,
+            context=context,
         )
         binding.refuse(call_id)
         return self.told(result)
