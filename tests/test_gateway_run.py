@@ -19,6 +19,7 @@ from veridic import (
     RunLimitError,
     ScriptedProvider,
     SQLiteAuditSink,
+    ToolContext,
     Usage,
     VeridicError,
     instruction,
@@ -331,3 +332,59 @@ def test_a_run_sums_the_tokens_of_its_calls_and_stops_at_its_token_limit() -> No
         )
     assert (caught.value.limit, caught.value.allowed, caught.value.reached) == ("tokens", 100, 110)
     assert audit.records("r") == ()  # the first answer's calls did not run
+
+
+# --- the tool context --------------------------------------------------------------------
+
+
+class Session:
+    def __init__(self, user: str) -> None:
+        self.user = user
+
+
+def test_a_run_gives_its_context_to_the_handlers_that_ask_and_checks_it_first() -> None:
+    registry = Registry()
+    seen: list[tuple[str, str]] = []
+
+    @registry.tool(kind="query")
+    def my_orders(ctx: ToolContext[Session], status: str) -> str:
+        """The orders of the user this request is for.
+
+        Args:
+            status: Only orders with this status.
+        """
+        seen.append((ctx.deps.user, ctx.request_id))
+        return f"{ctx.deps.user}: none {status}"
+
+    view = registry.view()
+    script: list[dict[str, object]] = [
+        {"tool_calls": [("c1", "my_orders", '{"status": "open"}')]},
+        {"text": "You have no open orders."},
+    ]
+    gw, audit = gateway(script)
+    result = gw.run(
+        composer_for(registry),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id="r1",
+        context=Session("ada"),
+    )
+    assert seen == [("ada", "r1")]
+    assert result.outcomes[0].text == "ada: none open"
+    assert audit.records("r1")[0].tool == "my_orders"
+
+    # A run whose context a tool of the view cannot take is refused before any model call.
+    gw2, audit2 = gateway(script)
+    with pytest.raises(VeridicError, match=r"asks for a ToolContext\[Session\].*without one"):
+        gw2.run(composer_for(registry), view, policy=ApprovalPolicy(view), request_id="r2")
+    with pytest.raises(VeridicError, match="deps of type str"):
+        asyncio.run(
+            gateway(script, asynchronous=True)[0].arun(
+                composer_for(registry),
+                view,
+                policy=ApprovalPolicy(view),
+                request_id="r3",
+                context="ada",
+            )
+        )
+    assert audit2.model_calls() == ()

@@ -81,12 +81,17 @@ if TYPE_CHECKING:
         ApprovalMode,
         ApprovalPolicy,
         ApprovalRequest,
+        SkippedRule,
     )
     from veridic.run.audit import (
         AuditRecord,
         AuditSink,
         CallOutcome,
         SQLiteAuditSink,
+    )
+    from veridic.run.deferred import (
+        PausedRun,
+        PendingApproval,
     )
     from veridic.run.executor import (
         CallResult,
@@ -182,6 +187,9 @@ _HOMES: dict[str, str] = {
     "CapabilityWording": "veridic.tools.wording",
     "Component": "veridic.tools.registry",
     "Composer": "veridic.text.compose",
+    "PausedRun": "veridic.run.deferred",
+    "PendingApproval": "veridic.run.deferred",
+    "SkippedRule": "veridic.run.approval",
     "Conversation": "veridic.text.conversation",
     "DataTemplate": "veridic.templates",
     "Deny": "veridic.tools.view",
@@ -281,6 +289,8 @@ __all__ = [
     "NormalizedPlan",
     "OpenAIChat",
     "OpenAIResponses",
+    "PausedRun",
+    "PendingApproval",
     "PlanError",
     "PlanStep",
     "PreparedCall",
@@ -297,6 +307,7 @@ __all__ = [
     "RunResult",
     "SQLiteAuditSink",
     "ScriptedProvider",
+    "SkippedRule",
     "Span",
     "TemplateError",
     "TemplateParamsError",

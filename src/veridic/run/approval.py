@@ -41,6 +41,7 @@ True
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -52,10 +53,20 @@ from veridic.tools.risk import ApprovalMode, Risk, ToolKind
 from veridic.tools.tool import Tool
 from veridic.tools.view import ToolView
 
-__all__ = ["ApprovalMode", "ApprovalPolicy", "ApprovalRequest", "Confirm", "Rule"]
+__all__ = ["ApprovalMode", "ApprovalPolicy", "ApprovalRequest", "Confirm", "Rule", "SkippedRule"]
 
 Rule = Literal["always", "ask", "deny"]
 _RULES: Final = ("always", "ask", "deny")
+_log = logging.getLogger("veridic.approval")
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRule:
+    """A saved rule :meth:`ApprovalPolicy.restore` did not apply, and why."""
+
+    tool: str
+    rule: object
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +137,7 @@ class ApprovalPolicy:
         AlwaysAllowRefusedError: an ``always`` rule for a high-risk tool.
     """
 
-    __slots__ = ("_lock", "_rules", "_view")
+    __slots__ = ("_lock", "_rules", "_skipped", "_view")
 
     def __init__(self, view: ToolView, rules: Mapping[str, Rule] | None = None) -> None:
         if not isinstance(view, ToolView):
@@ -137,8 +148,49 @@ class ApprovalPolicy:
         self._view = view
         self._rules: dict[str, Rule] = {}
         self._lock = threading.Lock()
+        self._skipped: tuple[SkippedRule, ...] = ()
         for name, rule in (rules or {}).items():
             self._set(name, rule)
+
+    @classmethod
+    def restore(cls, view: ToolView, rules: Mapping[str, object]) -> ApprovalPolicy:
+        """A policy for ``view`` with the saved ``rules`` that still hold; the rest skipped.
+
+        Rules saved in an earlier request (``dict(policy.rules)`` in a
+        session or a database) may have gone stale since: the tool was
+        renamed or removed, or became high risk, so its "always" rule is
+        refused. Where ``ApprovalPolicy(view, rules=...)`` raises on the first
+        such rule, this applies every rule that holds and reports each stale
+        one in :attr:`skipped` (and as a warning on the ``veridic.approval``
+        logger), so one stale rule never fails the whole request. A skipped
+        rule is dropped, never weakened: the tool falls back to the default
+        (a write is asked about).
+
+        Raises:
+            VeridicError: ``rules`` is not a mapping.
+        """
+        if not isinstance(rules, Mapping):
+            raise VeridicError(
+                f"ApprovalPolicy.restore() got a {type(rules).__name__} as rules: pass the "
+                "saved mapping of tool name to rule, dict(policy.rules)"
+            )
+        policy = cls(view)
+        skipped: list[SkippedRule] = []
+        for name, rule in rules.items():
+            try:
+                if not isinstance(name, str):
+                    raise VeridicError(f"the tool name {name!r} is not text")
+                policy._set(name, rule)  # type: ignore[arg-type]  # checked by _set
+            except VeridicError as error:
+                skipped.append(SkippedRule(str(name), rule, str(error)))
+                _log.warning("saved approval rule %r for %r skipped: %s", rule, name, error)
+        policy._skipped = tuple(skipped)
+        return policy
+
+    @property
+    def skipped(self) -> tuple[SkippedRule, ...]:
+        """The saved rules :meth:`restore` could not apply (``()`` for any other policy)."""
+        return self._skipped
 
     def __repr__(self) -> str:
         return f"ApprovalPolicy({self._view!r}, {len(self._rules)} rule(s))"

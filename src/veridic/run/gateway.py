@@ -55,13 +55,23 @@ model call and the tool calls it led to share it whatever the provider.
 from __future__ import annotations
 
 import asyncio
-import json
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Generic, NoReturn, Protocol, Self, TypeVar, cast, overload, runtime_checkable
+from typing import (
+    Final,
+    Generic,
+    NoReturn,
+    Protocol,
+    Self,
+    TypeVar,
+    cast,
+    overload,
+    runtime_checkable,
+)
 
 from pydantic import BaseModel, ValidationError
 
@@ -74,13 +84,22 @@ from veridic.errors import (
     VeridicError,
 )
 from veridic.providers._base import Adapter, Assembler, Completion, Usage
-from veridic.run.approval import ApprovalPolicy, Confirm
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm
 from veridic.run.audit import AuditSink, ModelCallRecord, ModelReplyRecord
+from veridic.run.deferred import (
+    PausedRun,
+    PendingApproval,
+    ResumeSteps,
+    call_arguments,
+    needs_answer,
+)
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.text.provenance import UntrustedText, is_trusted, report
 from veridic.tools.view import ToolView
+
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
 
 OutputT = TypeVar("OutputT")
 """The pydantic model a run's last answer is validated as (checked when the run starts)."""
@@ -246,7 +265,7 @@ class Reply:
         if self.text or carried or not self.tool_calls:
             composer.assistant(self.text, reasoning=carried)
         for call in self.tool_calls:
-            composer.tool_call(call.id, call.name, _arguments(call))
+            composer.tool_call(call.id, call.name, call_arguments(call))
         for outcome in outcomes:
             composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
         return composer
@@ -260,16 +279,6 @@ def _all_queries(reply: Reply) -> bool:
         if not status.exposed or status.tool is None or status.tool.kind != "query":
             return False
     return True
-
-
-def _arguments(call: ToolCall) -> Mapping[str, object]:
-    try:
-        decoded: object = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict):
-        return decoded
-    return {"_unparsed": call.arguments}
 
 
 class _Streamed:
@@ -508,11 +517,20 @@ class RunResult(Generic[OutputT]):
     turns: int
     usage: Usage | None = None
     """The tokens of every model call of the run, summed (``None``: the provider said none)."""
+    paused: PausedRun | None = None
+    """Set when a run with ``defer=True`` stopped for the user's approvals: keep it
+    (:meth:`PausedRun.to_json`), show :attr:`pending`, and :meth:`ModelGateway.resume` it
+    with the answers. ``reply`` is then the answer whose calls wait, ``output`` is ``None``."""
 
     @property
     def text(self) -> str:
         """The model's last answer, as it wrote it."""
         return self.reply.text
+
+    @property
+    def pending(self) -> tuple[PendingApproval, ...]:
+        """The approvals the user must answer before the run can go on (``()``: none)."""
+        return () if self.paused is None else self.paused.approvals
 
 
 class _Run(Generic[OutputT]):
@@ -520,9 +538,12 @@ class _Run(Generic[OutputT]):
 
     __slots__ = (
         "composer",
+        "context",
+        "earlier_calls",
         "limits",
         "outcomes",
         "output_type",
+        "request_id",
         "retries",
         "started",
         "turns",
@@ -530,7 +551,15 @@ class _Run(Generic[OutputT]):
     )
 
     def __init__(
-        self, composer: Composer, limits: Limits, output_type: type[OutputT] | None
+        self,
+        composer: Composer,
+        limits: Limits,
+        output_type: type[OutputT] | None,
+        request_id: str,
+        paused: PausedRun | None = None,
+        waiting: int = 0,
+        *,
+        context: object = None,
     ) -> None:
         if not isinstance(composer, Composer):
             raise VeridicError(
@@ -544,11 +573,15 @@ class _Run(Generic[OutputT]):
         self.composer = composer
         self.limits = limits
         self.output_type = output_type
+        self.request_id = request_id
+        self.context = context
         self.outcomes: list[ToolOutcome] = []
-        self.turns = 0
-        self.retries = 0
         self.started = time.monotonic()
-        self.usage: Usage | None = None
+        # A resumed run counts on from the paused one; its waiting calls were counted then.
+        self.turns = 0 if paused is None else paused.turns
+        self.retries = 0 if paused is None else paused.retries
+        self.usage: Usage | None = None if paused is None else paused.usage
+        self.earlier_calls = 0 if paused is None else paused.tool_calls - waiting
 
     def before_turn(self) -> Prompt:
         limits = self.limits
@@ -570,7 +603,7 @@ class _Run(Generic[OutputT]):
             self._stop("tokens", limit, self.usage.total_tokens, "tokens")
 
     def check_calls(self, reply: Reply) -> None:
-        wanted = len(self.outcomes) + len(reply.tool_calls)
+        wanted = self.earlier_calls + len(self.outcomes) + len(reply.tool_calls)
         if wanted > self.limits.tool_calls:
             reply.record(self.composer, ())  # the calls stay unanswered: none of them ran
             self._stop("tool_calls", self.limits.tool_calls, wanted, "tool calls")
@@ -578,6 +611,57 @@ class _Run(Generic[OutputT]):
     def after_calls(self, reply: Reply, outcomes: Sequence[ToolOutcome]) -> None:
         self.outcomes.extend(outcomes)
         reply.record(self.composer, outcomes)
+
+    def after_resumed(self, outcomes: Sequence[ToolOutcome]) -> None:
+        """The results of resumed calls (their turn is in the restored conversation)."""
+        self.outcomes.extend(outcomes)
+        for outcome in outcomes:
+            self.composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
+
+    def pause(
+        self,
+        reply: Reply,
+        waiting: Sequence[ToolCall],
+        policy: ApprovalPolicy,
+        again: Mapping[str, str] | None = None,
+    ) -> RunResult[OutputT]:
+        """Stop with ``waiting`` calls unanswered, asking for the approvals they need.
+
+        ``again`` holds, by call id, why an earlier answer no longer holds.
+        """
+        approvals = []
+        for call in waiting:
+            request = needs_answer(reply.view, policy, call)
+            if request is not None:
+                arguments = call_arguments(call)
+                stale = (again or {}).get(call.id)
+                if stale:
+                    why = f"{request.why}; asked again: {stale}"
+                    request = ApprovalRequest(
+                        request.tool,
+                        request.kind,
+                        request.risk,
+                        request.irreversible,
+                        request.writes_instruction_fields,
+                        None,
+                        why,
+                        request.arguments,
+                    )
+                approvals.append(PendingApproval.of(call.id, request, arguments))
+        paused = PausedRun(
+            request_id=self.request_id,
+            conversation=self.composer.conversation(),
+            approvals=tuple(approvals),
+            prompt_sha256=reply.prompt_sha256,
+            tools_sha256=reply.tools_sha256,
+            response_id=reply.response_id,
+            model=reply.model,
+            turns=self.turns,
+            tool_calls=self.earlier_calls + len(self.outcomes) + len(waiting),
+            retries=self.retries,
+            usage=self.usage,
+        )
+        return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage, paused=paused)
 
     def answered(self, reply: Reply) -> RunResult[OutputT] | None:
         """The result, or ``None`` when a structured answer must be asked for again."""
@@ -633,6 +717,110 @@ def _check_output_type(output_type: object) -> None:
             f"run(output_type={output_type!r}): pass a pydantic model class, whose JSON the "
             "model's last answer must be, or leave it out for a text answer"
         )
+
+
+def _check_defer(defer: object, confirm: object, where: str) -> None:
+    if not isinstance(defer, bool):
+        raise VeridicError(f"{where}(defer={defer!r}): pass True or False")
+    if defer and confirm is not None:
+        raise VeridicError(
+            f"{where}() got both confirm= and defer=True: either the user is asked during the "
+            "run (confirm) or the run stops for their answers (defer); pass one"
+        )
+
+
+def _check_context(view: ToolView, context: object, where: str) -> None:
+    """Refuse a run whose context some tool of its view cannot take, before any model call.
+
+    One context serves every call of a run; a tool that asks for another
+    type (or for one, when none was given) would otherwise fail mid-run,
+    after the calls before it ran.
+    """
+    for tool in view.tools():
+        if tool.context is not None:
+            tool.context.bind(context, tool=tool.name, origin=tool.origin, request_id=where)
+
+
+def _check_policy(policy: object, view: ToolView, where: str) -> None:
+    if not isinstance(policy, ApprovalPolicy) or policy.view is not view:
+        raise VeridicError(
+            f"{where}() got a policy built for another view ({policy!r}, not for {view!r}): "
+            "pass ApprovalPolicy(view, rules=...) of the view the run sends"
+        )
+
+
+def _first_waiting(reply: Reply, policy: ApprovalPolicy) -> int | None:
+    """The index of the first call of ``reply`` that needs the user's answer, if any."""
+    for index, call in enumerate(reply.tool_calls):
+        if needs_answer(reply.view, policy, call) is not None:
+            return index
+    return None
+
+
+def _resumed(
+    paused: PausedRun,
+    composer: Composer,
+    view: ToolView,
+    limits: Limits,
+    output_type: type[OutputT] | None,
+    answers: Mapping[str, bool],
+    context: object,
+) -> tuple[_Run[OutputT], Reply]:
+    """The run state and the waiting calls of ``paused``, restored into ``composer``."""
+    if not isinstance(paused, PausedRun) or not isinstance(composer, Composer):
+        raise VeridicError(
+            f"resume() needs a PausedRun and a Composer, got {type(paused).__name__} and "
+            f"{type(composer).__name__}: pass PausedRun.from_json(saved) and a Composer holding "
+            "the system part built from code"
+        )
+    if not isinstance(answers, Mapping):
+        raise VeridicError(
+            f"resume(answers=...) got a {type(answers).__name__}: pass a mapping of each "
+            "approval's call_id to True (approve) or False (deny)"
+        )
+    asked = {approval.call_id for approval in paused.approvals}
+    for call_id, answer in answers.items():
+        if call_id not in asked:
+            raise VeridicError(
+                f"resume() got an answer for {clip(str(call_id))}, which no approval of the "
+                f"paused run names (it asks for {sorted(asked)}): answer the approvals of "
+                "paused.approvals by their call_id"
+            )
+        if not isinstance(answer, bool):
+            raise VeridicError(
+                f"resume() got {answer!r} as the answer for {call_id!r}: pass True (the user "
+                "approves the call) or False (the user denies it)"
+            )
+    for digest in (paused.prompt_sha256, paused.tools_sha256):
+        if not _SHA256.fullmatch(digest):
+            raise VeridicError(
+                f"the paused run holds {clip(digest)} as a hash, not a sha256: it was not "
+                "written by PausedRun.to_json(); resume only what a run returned"
+            )
+    composer.restore(paused.conversation)
+    waiting = composer.build().pending_tool_calls
+    missing = asked - {call.id for call in waiting}
+    if not waiting or missing:
+        raise VeridicError(
+            f"the paused run of request {paused.request_id!r} does not end with the calls its "
+            f"approvals name (no waiting call for {sorted(missing) or 'any approval'}): it was "
+            "changed after PausedRun.to_json(); resume only what a run returned"
+        )
+    reply = Reply(
+        text="",
+        tool_calls=waiting,
+        stop_reason="paused",
+        response_id=paused.response_id,
+        model=paused.model,
+        request_id=paused.request_id,
+        prompt_sha256=paused.prompt_sha256,
+        tools_sha256=paused.tools_sha256,
+        view=view,
+    )
+    state = _Run(
+        composer, limits, output_type, paused.request_id, paused, len(waiting), context=context
+    )
+    return state, reply
 
 
 def _check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
@@ -823,7 +1011,12 @@ class ModelGateway:
     # --- tool calls ----------------------------------------------------------------------
 
     def run_tools(
-        self, reply: Reply, *, policy: ApprovalPolicy, confirm: Confirm | None = None
+        self,
+        reply: Reply,
+        *,
+        policy: ApprovalPolicy,
+        confirm: Confirm | None = None,
+        context: object = None,
     ) -> tuple[ToolOutcome, ...]:
         """Run each tool call of ``reply`` through :func:`veridic.execute`, in order.
 
@@ -842,8 +1035,19 @@ class ModelGateway:
             AuditRecordError, sqlite3.Error: the record of a call that did not
                 run could not be written.
         """
+        return self._run_calls(reply, reply.tool_calls, lambda call: (policy, confirm), context)
+
+    def _run_calls(
+        self,
+        reply: Reply,
+        calls: Sequence[ToolCall],
+        approving: Callable[[ToolCall], tuple[ApprovalPolicy, Confirm | None]],
+        context: object,
+    ) -> tuple[ToolOutcome, ...]:
+        """``calls`` of ``reply`` in order, each with the policy and confirm ``approving`` gives."""
         outcomes: list[ToolOutcome] = []
-        for call in reply.tool_calls:
+        for call in calls:
+            policy, confirm = approving(call)
             try:
                 result = execute(
                     reply.view,
@@ -855,6 +1059,7 @@ class ModelGateway:
                     prompt_sha256=reply.prompt_sha256,
                     confirm=confirm,
                     tools_digest=reply.tools_sha256,
+                    context=context,
                 )
             except AuditWriteError as error:
                 error.earlier = tuple(outcomes)
@@ -863,20 +1068,42 @@ class ModelGateway:
         return tuple(outcomes)
 
     async def arun_tools(
-        self, reply: Reply, *, policy: ApprovalPolicy, confirm: AsyncConfirm | None = None
+        self,
+        reply: Reply,
+        *,
+        policy: ApprovalPolicy,
+        confirm: AsyncConfirm | None = None,
+        context: object = None,
     ) -> tuple[ToolOutcome, ...]:
         """:meth:`run_tools` for async code (async handlers, an async ``confirm``), in order."""
+        return await self._arun_calls(
+            reply, reply.tool_calls, lambda call: (policy, confirm), context
+        )
+
+    async def _arun_calls(
+        self,
+        reply: Reply,
+        calls: Sequence[ToolCall],
+        approving: Callable[[ToolCall], tuple[ApprovalPolicy, AsyncConfirm | None]],
+        context: object,
+    ) -> tuple[ToolOutcome, ...]:
         outcomes: list[ToolOutcome] = []
-        for call in reply.tool_calls:
+        for call in calls:
+            policy, confirm = approving(call)
             try:
-                outcomes.append(await self._acall(reply, call, policy, confirm))
+                outcomes.append(await self._acall(reply, call, policy, confirm, context))
             except AuditWriteError as error:
                 error.earlier = tuple(outcomes)
                 raise
         return tuple(outcomes)
 
     async def _acall(
-        self, reply: Reply, call: ToolCall, policy: ApprovalPolicy, confirm: AsyncConfirm | None
+        self,
+        reply: Reply,
+        call: ToolCall,
+        policy: ApprovalPolicy,
+        confirm: AsyncConfirm | None,
+        context: object,
     ) -> ToolOutcome:
         """One call of ``reply`` through :func:`veridic.aexecute`, with the reply's hashes."""
         result = await aexecute(
@@ -889,6 +1116,7 @@ class ModelGateway:
             prompt_sha256=reply.prompt_sha256,
             confirm=confirm,
             tools_digest=reply.tools_sha256,
+            context=context,
         )
         return ToolOutcome(call, result)
 
@@ -903,6 +1131,8 @@ class ModelGateway:
         policy: ApprovalPolicy,
         request_id: str,
         confirm: Confirm | None = None,
+        defer: bool = False,
+        context: object = None,
         limits: Limits = ...,
         output_type: None = None,
     ) -> RunResult[None]: ...
@@ -915,6 +1145,8 @@ class ModelGateway:
         policy: ApprovalPolicy,
         request_id: str,
         confirm: Confirm | None = None,
+        defer: bool = False,
+        context: object = None,
         limits: Limits = ...,
         output_type: type[OutputT],
     ) -> RunResult[OutputT]: ...
@@ -926,6 +1158,8 @@ class ModelGateway:
         policy: ApprovalPolicy,
         request_id: str,
         confirm: Confirm | None = None,
+        defer: bool = False,
+        context: object = None,
         limits: Limits = Limits(),
         output_type: type[OutputT] | None = None,
     ) -> RunResult[OutputT] | RunResult[None]:
@@ -940,6 +1174,16 @@ class ModelGateway:
         is sent back with what was wrong, at most ``limits.output_retries``
         times.
 
+        ``context`` is the application's per-request object, given to every
+        handler that asks for a :class:`~veridic.ToolContext`; it is checked
+        against every such tool of ``view`` before the first model call.
+
+        With ``defer=True`` (instead of ``confirm``) a call that needs the
+        user's approval does not wait for one: the run stops before it and
+        returns with :attr:`RunResult.paused` set; the calls before it have
+        run, it and the calls after it wait for :meth:`resume` (see
+        :mod:`veridic.run.deferred`).
+
         Raises:
             RunLimitError: a limit of ``limits`` was reached (turns, tool
                 calls, seconds); what ran is recorded, ``composer`` holds it.
@@ -947,10 +1191,23 @@ class ModelGateway:
                 or anything :meth:`send` and :meth:`run_tools` raise.
         """
         _check_output_type(output_type)
-        state = _Run(composer, limits, output_type)
+        _check_defer(defer, confirm, "run")
+        _check_policy(policy, view, "run")
+        _check_context(view, context, "run")
+        state = _Run(composer, limits, output_type, request_id, context=context)
+        return self._loop(state, view, policy, confirm, defer)
+
+    def _loop(
+        self,
+        state: _Run[OutputT],
+        view: ToolView,
+        policy: ApprovalPolicy,
+        confirm: Confirm | None,
+        defer: bool,
+    ) -> RunResult[OutputT]:
         while True:
             prompt = state.before_turn()
-            reply = self.send(prompt, view, request_id=request_id)
+            reply = self.send(prompt, view, request_id=state.request_id)
             state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
@@ -958,7 +1215,86 @@ class ModelGateway:
                     return result
                 continue
             state.check_calls(reply)
-            state.after_calls(reply, self.run_tools(reply, policy=policy, confirm=confirm))
+            waiting = _first_waiting(reply, policy) if defer else None
+            if waiting is not None:
+                calls = reply.tool_calls
+                ran = self._run_calls(
+                    reply, calls[:waiting], lambda call: (policy, None), state.context
+                )
+                state.after_calls(reply, ran)
+                return state.pause(reply, calls[waiting:], policy)
+            outcomes = self.run_tools(reply, policy=policy, confirm=confirm, context=state.context)
+            state.after_calls(reply, outcomes)
+
+    @overload
+    def resume(
+        self,
+        paused: PausedRun,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        answers: Mapping[str, bool],
+        context: object = None,
+        limits: Limits = ...,
+        output_type: None = None,
+    ) -> RunResult[None]: ...
+    @overload
+    def resume(
+        self,
+        paused: PausedRun,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        answers: Mapping[str, bool],
+        context: object = None,
+        limits: Limits = ...,
+        output_type: type[OutputT],
+    ) -> RunResult[OutputT]: ...
+    def resume(
+        self,
+        paused: PausedRun,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        answers: Mapping[str, bool],
+        context: object = None,
+        limits: Limits = Limits(),
+        output_type: type[OutputT] | None = None,
+    ) -> RunResult[OutputT] | RunResult[None]:
+        """Go on with a run that paused for approvals, with the user's ``answers``.
+
+        ``composer`` holds the system part, built from code for this request
+        as for the first (nothing stored reaches it), and no turns: the
+        paused conversation is restored after it. ``view`` and ``policy`` are
+        this request's. ``answers`` maps each approval's ``call_id`` to the
+        user's ``True`` (approve) or ``False`` (deny). The waiting calls run
+        in order, each checked again (see :mod:`veridic.run.deferred`); an
+        approval left unanswered, or whose answer no longer holds, pauses the
+        run again there. Then the run goes on as :meth:`run` with
+        ``defer=True``. ``context`` is this request's (nothing of the first
+        request's survives the pause). The result's ``outcomes`` are those of this resume;
+        the audit store holds every call of the run under its request id.
+
+        Raises:
+            VeridicError: ``paused`` is not a :class:`~veridic.PausedRun`,
+                ``composer`` already holds turns, an answer is not a bool or
+                names no pending approval, or the paused conversation does
+                not end with the calls its approvals name; and what
+                :meth:`run` raises.
+        """
+        _check_output_type(output_type)
+        _check_policy(policy, view, "resume")
+        _check_context(view, context, "resume")
+        state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
+        steps = ResumeSteps(reply.tool_calls, view, policy, paused, answers)
+        ran = self._run_calls(reply, steps.runnable, steps.approving, context)
+        state.after_resumed(ran)
+        if steps.waiting:
+            return state.pause(reply, steps.waiting, policy, steps.again)
+        return self._loop(state, view, policy, None, True)
 
     @overload
     async def arun(
@@ -969,6 +1305,8 @@ class ModelGateway:
         policy: ApprovalPolicy,
         request_id: str,
         confirm: AsyncConfirm | None = None,
+        defer: bool = False,
+        context: object = None,
         limits: Limits = ...,
         output_type: None = None,
     ) -> RunResult[None]: ...
@@ -981,6 +1319,8 @@ class ModelGateway:
         policy: ApprovalPolicy,
         request_id: str,
         confirm: AsyncConfirm | None = None,
+        defer: bool = False,
+        context: object = None,
         limits: Limits = ...,
         output_type: type[OutputT],
     ) -> RunResult[OutputT]: ...
@@ -992,6 +1332,8 @@ class ModelGateway:
         policy: ApprovalPolicy,
         request_id: str,
         confirm: AsyncConfirm | None = None,
+        defer: bool = False,
+        context: object = None,
         limits: Limits = Limits(),
         output_type: type[OutputT] | None = None,
     ) -> RunResult[OutputT] | RunResult[None]:
@@ -1002,10 +1344,23 @@ class ModelGateway:
         :meth:`arun_tools` does. Outcomes keep the model's order either way.
         """
         _check_output_type(output_type)
-        state = _Run(composer, limits, output_type)
+        _check_defer(defer, confirm, "arun")
+        _check_policy(policy, view, "arun")
+        _check_context(view, context, "arun")
+        state = _Run(composer, limits, output_type, request_id, context=context)
+        return await self._aloop(state, view, policy, confirm, defer)
+
+    async def _aloop(
+        self,
+        state: _Run[OutputT],
+        view: ToolView,
+        policy: ApprovalPolicy,
+        confirm: AsyncConfirm | None,
+        defer: bool,
+    ) -> RunResult[OutputT]:
         while True:
             prompt = state.before_turn()
-            reply = await self.asend(prompt, view, request_id=request_id)
+            reply = await self.asend(prompt, view, request_id=state.request_id)
             state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
@@ -1013,17 +1368,77 @@ class ModelGateway:
                     return result
                 continue
             state.check_calls(reply)
+            waiting = _first_waiting(reply, policy) if defer else None
+            if waiting is not None:
+                calls = reply.tool_calls
+                ran = await self._arun_calls(
+                    reply, calls[:waiting], lambda call: (policy, None), state.context
+                )
+                state.after_calls(reply, ran)
+                return state.pause(reply, calls[waiting:], policy)
             if _all_queries(reply):
-                outcomes = await self._concurrent_tools(reply, policy, confirm)
+                outcomes = await self._concurrent_tools(reply, policy, confirm, state.context)
             else:
-                outcomes = await self.arun_tools(reply, policy=policy, confirm=confirm)
+                outcomes = await self.arun_tools(
+                    reply, policy=policy, confirm=confirm, context=state.context
+                )
             state.after_calls(reply, outcomes)
 
+    @overload
+    async def aresume(
+        self,
+        paused: PausedRun,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        answers: Mapping[str, bool],
+        context: object = None,
+        limits: Limits = ...,
+        output_type: None = None,
+    ) -> RunResult[None]: ...
+    @overload
+    async def aresume(
+        self,
+        paused: PausedRun,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        answers: Mapping[str, bool],
+        context: object = None,
+        limits: Limits = ...,
+        output_type: type[OutputT],
+    ) -> RunResult[OutputT]: ...
+    async def aresume(
+        self,
+        paused: PausedRun,
+        composer: Composer,
+        view: ToolView,
+        *,
+        policy: ApprovalPolicy,
+        answers: Mapping[str, bool],
+        context: object = None,
+        limits: Limits = Limits(),
+        output_type: type[OutputT] | None = None,
+    ) -> RunResult[OutputT] | RunResult[None]:
+        """:meth:`resume` for async code (an async client, async handlers)."""
+        _check_output_type(output_type)
+        _check_policy(policy, view, "resume")
+        _check_context(view, context, "aresume")
+        state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
+        steps = ResumeSteps(reply.tool_calls, view, policy, paused, answers)
+        ran = await self._arun_calls(reply, steps.runnable, steps.approving, context)
+        state.after_resumed(ran)
+        if steps.waiting:
+            return state.pause(reply, steps.waiting, policy, steps.again)
+        return await self._aloop(state, view, policy, None, True)
+
     async def _concurrent_tools(
-        self, reply: Reply, policy: ApprovalPolicy, confirm: AsyncConfirm | None
+        self, reply: Reply, policy: ApprovalPolicy, confirm: AsyncConfirm | None, context: object
     ) -> tuple[ToolOutcome, ...]:
         settled = await asyncio.gather(
-            *(self._acall(reply, call, policy, confirm) for call in reply.tool_calls),
+            *(self._acall(reply, call, policy, confirm, context) for call in reply.tool_calls),
             return_exceptions=True,
         )
         outcomes = tuple(item for item in settled if isinstance(item, ToolOutcome))

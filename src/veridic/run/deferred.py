@@ -1,0 +1,386 @@
+"""Deferred approvals: a run that stops to ask the user, and goes on in another process.
+
+A web application cannot hold a request open while a person decides whether
+the agent may refund an order. With ``defer=True``,
+:meth:`ModelGateway.run <veridic.ModelGateway.run>` does not call a
+``confirm`` callback: when the model asks for calls that need the user's
+approval, the run stops there and returns a :class:`PausedRun` (in
+:attr:`RunResult.paused <veridic.RunResult.paused>`): the conversation so
+far, the calls still waiting, and one :class:`PendingApproval` per call the
+user must answer (the tool, its arguments, its risk, and why it needs
+approval). It is plain data: :meth:`PausedRun.to_json` it into a session, a
+database row or a queue; show the approvals; and when the answers come,
+maybe hours later on another host, :meth:`ModelGateway.resume
+<veridic.ModelGateway.resume>` it with them.
+
+What resuming checks, because the world may have changed meanwhile:
+
+- the calls run against the view of the new request: a tool that became
+  unavailable or denied is refused (and recorded) as it would be in any run;
+- an answer holds only for what the user saw: a tool that became riskier
+  (higher risk, a query turned write, newly irreversible or writing text
+  read as instruction), or arguments that are not the ones shown, make the
+  approval stale, and the run pauses again asking for it anew;
+- the rules decide first: a ``deny`` rule set meanwhile denies a call the
+  user approved; a "no" from the user denies a call that a rule set
+  meanwhile would let run;
+- nothing of the stored document is trusted: the conversation comes back
+  untrusted (:mod:`veridic.text.conversation`), and the system part is the
+  one the application builds from code for the new request.
+
+Calls are run in the model's order: the first call that needs an answer and
+every call after it wait together, so a later call never runs before an
+earlier one it may depend on, and the user answers all of one reply's
+approvals at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, cast
+
+from veridic._sample import clip
+from veridic.errors import InvalidArgumentsError, VeridicError
+from veridic.providers._base import Usage
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm
+from veridic.text.conversation import Conversation
+from veridic.text.prompt import ToolCall
+from veridic.tools.risk import Risk, ToolKind
+from veridic.tools.view import ToolView
+
+__all__ = ["PausedRun", "PendingApproval"]
+
+FORMAT: Final = "veridic-paused-run/1"
+_KINDS: Final = ("query", "write")
+
+
+@dataclass(frozen=True, slots=True)
+class PendingApproval:
+    """One call waiting for the user's answer: what to show them, and what the answer binds.
+
+    ``arguments`` are the arguments as the model wrote them (a JSON object);
+    ``why`` says which rule asks for the approval, for the dialog.
+    """
+
+    call_id: str
+    tool: str
+    arguments: Mapping[str, object]
+    kind: ToolKind
+    risk: Risk
+    irreversible: bool
+    writes_instruction_fields: bool
+    why: str
+
+    @classmethod
+    def of(
+        cls, call_id: str, request: ApprovalRequest, arguments: Mapping[str, object]
+    ) -> PendingApproval:
+        """The approval the user is asked for ``request``, the policy's view of call ``call_id``."""
+        return cls(
+            call_id,
+            request.tool,
+            MappingProxyType(dict(arguments)),
+            request.kind,
+            request.risk,
+            request.irreversible,
+            request.writes_instruction_fields,
+            request.why,
+        )
+
+    def stale(self, request: ApprovalRequest, arguments: Mapping[str, object]) -> str:
+        """Why an answer to this approval does not hold for ``request`` now (``""``: it holds)."""
+        if request.tool != self.tool:
+            return f"the call now names {request.tool!r}, not {self.tool!r}"
+        if dict(arguments) != dict(self.arguments):
+            return "its arguments are not the ones the user was shown"
+        changes = []
+        if request.risk > self.risk:
+            changes.append(f"{self.risk.value} risk became {request.risk.value}")
+        if request.kind == "write" and self.kind == "query":
+            changes.append("a query became a write")
+        if request.irreversible and not self.irreversible:
+            changes.append("it became irreversible")
+        if request.writes_instruction_fields and not self.writes_instruction_fields:
+            changes.append("it now writes text read as instruction")
+        if changes:
+            return f"{self.tool!r} changed since the user was asked ({'; '.join(changes)})"
+        return ""
+
+    def to_json_object(self) -> dict[str, object]:
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": dict(self.arguments),
+            "kind": self.kind,
+            "risk": self.risk.value,
+            "irreversible": self.irreversible,
+            "writes_instruction_fields": self.writes_instruction_fields,
+            "why": self.why,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PausedRun:
+    """A run stopped for the user's approvals, as data that survives the process.
+
+    ``conversation`` holds the turns up to the model's answer whose calls
+    wait (their results absent); ``approvals`` the calls the user must
+    answer, in order; ``prompt_sha256`` and ``tools_sha256`` are those of
+    the model call that asked for them (the resumed calls' audit records
+    carry them); ``turns``, ``tool_calls`` and ``usage`` are what the run had
+    spent, so :class:`~veridic.Limits` count on across the pause (the
+    ``seconds`` limit counts again from the resume: a pause is not work).
+    """
+
+    request_id: str
+    conversation: Conversation
+    approvals: tuple[PendingApproval, ...]
+    prompt_sha256: str
+    tools_sha256: str
+    response_id: str = ""
+    model: str = ""
+    turns: int = 0
+    tool_calls: int = 0
+    retries: int = 0
+    usage: Usage | None = field(default=None)
+
+    def to_json(self) -> str:
+        """The paused run as JSON text, to keep until the user answers."""
+        document = {
+            "format": FORMAT,
+            "request_id": self.request_id,
+            "approvals": [approval.to_json_object() for approval in self.approvals],
+            "prompt_sha256": self.prompt_sha256,
+            "tools_sha256": self.tools_sha256,
+            "response_id": self.response_id,
+            "model": self.model,
+            "turns": self.turns,
+            "tool_calls": self.tool_calls,
+            "retries": self.retries,
+            "usage": None
+            if self.usage is None
+            else [self.usage.input_tokens, self.usage.output_tokens],
+            "conversation": json.loads(self.conversation.to_json()),
+        }
+        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> PausedRun:
+        """Read what :meth:`to_json` wrote.
+
+        Raises:
+            VeridicError: the text is not such a document (the message says
+                which key is wrong); its conversation is checked as
+                :meth:`Conversation.from_json` checks one.
+        """
+        try:
+            document: object = json.loads(text)
+        except ValueError as error:
+            raise VeridicError(
+                f"PausedRun.from_json() got {clip(str(text))}, which is not JSON ({error}): "
+                "pass the text PausedRun.to_json() wrote, unchanged"
+            ) from error
+        read = _Reader(document)
+        usage = read.value("usage", list | None)
+        return cls(
+            request_id=read.text("request_id"),
+            conversation=Conversation.from_json(json.dumps(read.value("conversation", dict))),
+            approvals=tuple(
+                _approval(index, item)
+                for index, item in enumerate(cast(list[object], read.value("approvals", list)))
+            ),
+            prompt_sha256=read.text("prompt_sha256"),
+            tools_sha256=read.text("tools_sha256"),
+            response_id=read.text("response_id", empty=True),
+            model=read.text("model", empty=True),
+            turns=read.count("turns"),
+            tool_calls=read.count("tool_calls"),
+            retries=read.count("retries"),
+            usage=None if usage is None else _usage(usage),
+        )
+
+
+_KEYS: Final = frozenset(
+    {
+        "format",
+        "request_id",
+        "approvals",
+        "prompt_sha256",
+        "tools_sha256",
+        "response_id",
+        "model",
+        "turns",
+        "tool_calls",
+        "retries",
+        "usage",
+        "conversation",
+    }
+)
+
+
+class _Reader:
+    """Reads a paused run's keys, each checked, with errors that name the key."""
+
+    def __init__(self, document: object) -> None:
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
+            found = document.get("format") if isinstance(document, dict) else None
+            raise VeridicError(
+                f"PausedRun.from_json() got a document of format {found!r}, not {FORMAT!r}: "
+                "pass the text PausedRun.to_json() wrote"
+            )
+        keys = set(document)
+        if keys != _KEYS:
+            raise VeridicError(
+                f"PausedRun.from_json(): the document lacks {sorted(_KEYS - keys)} and has "
+                f"unknown keys {sorted(keys - _KEYS)}: pass the text PausedRun.to_json() wrote"
+            )
+        self._document = cast(dict[str, object], document)
+
+    def value(self, key: str, kind: object) -> object:
+        value = self._document[key]
+        if not isinstance(value, kind):  # type: ignore[arg-type]  # a type or a union of types
+            raise VeridicError(
+                f"PausedRun.from_json(): {key!r} is a {type(value).__name__}, not what "
+                "PausedRun.to_json() writes there"
+            )
+        return value
+
+    def text(self, key: str, *, empty: bool = False) -> str:
+        value = self.value(key, str)
+        if not empty and not cast(str, value).strip():
+            raise VeridicError(f"PausedRun.from_json(): {key!r} is empty")
+        return cast(str, value)
+
+    def count(self, key: str) -> int:
+        value = self.value(key, int)
+        if isinstance(value, bool) or cast(int, value) < 0:
+            raise VeridicError(f"PausedRun.from_json(): {key!r} is {value!r}, not a count")
+        return cast(int, value)
+
+
+_APPROVAL_KEYS: Final = {
+    "call_id": str,
+    "tool": str,
+    "arguments": dict,
+    "kind": str,
+    "risk": str,
+    "irreversible": bool,
+    "writes_instruction_fields": bool,
+    "why": str,
+}
+
+
+def _approval(index: int, item: object) -> PendingApproval:
+    where = f"PausedRun.from_json(): approval {index}"
+    if not isinstance(item, dict) or set(item) != set(_APPROVAL_KEYS):
+        raise VeridicError(
+            f"{where} is not an object with exactly the keys {sorted(_APPROVAL_KEYS)}"
+        )
+    for key, expected in _APPROVAL_KEYS.items():
+        if type(item[key]) is not expected:
+            raise VeridicError(f"{where}: {key!r} is a {type(item[key]).__name__}")
+    if item["kind"] not in _KINDS or item["risk"] not in {r.value for r in Risk}:
+        raise VeridicError(
+            f"{where}: kind {item['kind']!r} or risk {item['risk']!r} is not one veridic knows"
+        )
+    return PendingApproval(
+        item["call_id"],
+        item["tool"],
+        MappingProxyType(dict(item["arguments"])),
+        cast(ToolKind, item["kind"]),
+        Risk(item["risk"]),
+        item["irreversible"],
+        item["writes_instruction_fields"],
+        item["why"],
+    )
+
+
+def _usage(value: object) -> Usage:
+    pair = cast(list[object], value)
+    if len(pair) != 2 or not all(type(n) is int and n >= 0 for n in pair):
+        raise VeridicError(f"PausedRun.from_json(): 'usage' is {value!r}, not two token counts")
+    return Usage(cast(int, pair[0]), cast(int, pair[1]))
+
+
+# --- deciding, for the gateway --------------------------------------------------------
+
+
+def call_arguments(call: ToolCall) -> Mapping[str, object]:
+    """The arguments the model wrote, as a JSON object (``{"_unparsed": text}`` if not one)."""
+    try:
+        decoded: object = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        return decoded
+    return {"_unparsed": call.arguments}
+
+
+def needs_answer(view: ToolView, policy: ApprovalPolicy, call: ToolCall) -> ApprovalRequest | None:
+    """The policy's request for ``call`` when the user must answer it, else ``None``.
+
+    ``None`` also for a call the view refuses (unknown, unavailable, denied,
+    invalid arguments): it is refused when it runs, and asks nobody.
+    """
+    if not view.status(call.name).exposed:
+        return None
+    try:
+        prepared = view.validate(call.name, call.arguments)
+    except InvalidArgumentsError:
+        return None
+    request = policy.request(call.name, prepared.arguments)
+    return request if request.pending else None
+
+
+def _yes(request: ApprovalRequest) -> bool:
+    return True
+
+
+def _no(request: ApprovalRequest) -> bool:
+    return False
+
+
+class ResumeSteps:
+    """What becomes of each waiting call on resume: run (with which approval), or wait again."""
+
+    __slots__ = ("again", "plans", "runnable", "waiting")
+
+    def __init__(
+        self,
+        calls: tuple[ToolCall, ...],
+        view: ToolView,
+        policy: ApprovalPolicy,
+        paused: PausedRun,
+        answers: Mapping[str, bool],
+    ) -> None:
+        approvals = {approval.call_id: approval for approval in paused.approvals}
+        self.plans: dict[str, tuple[ApprovalPolicy, Confirm | None]] = {}
+        self.again: dict[str, str] = {}
+        stop = len(calls)
+        for index, call in enumerate(calls):
+            answer = answers.get(call.id)
+            request = needs_answer(view, policy, call)
+            if request is None:
+                # The rules decide alone now (or the view refuses it): a "no" still holds.
+                self.plans[call.id] = (policy.asking(), _no) if answer is False else (policy, None)
+                continue
+            approval = approvals.get(call.id)
+            stale = (
+                approval.stale(request, call_arguments(call))
+                if approval is not None
+                else "it needs the user's approval now, and none was asked for before"
+            )
+            if stale:
+                self.again[call.id] = stale
+            if stale or answer is None:
+                stop = index
+                break
+            self.plans[call.id] = (policy, _yes if answer else _no)
+        self.runnable = calls[:stop]
+        self.waiting = calls[stop:]
+
+    def approving(self, call: ToolCall) -> tuple[ApprovalPolicy, Confirm | None]:
+        return self.plans[call.id]
