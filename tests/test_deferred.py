@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
@@ -69,22 +69,10 @@ def make_registry(*, refund_risk: Risk = Risk.MID, ran: list[str] | None = None)
     return registry
 
 
-class AsyncScripted(ScriptedProvider):
-    __slots__ = ()
-
-    def method(self) -> Callable[..., object]:
-        answer = ScriptedProvider.method(self)
-
-        async def call(**request: object) -> object:
-            return answer(**request)
-
-        return call
-
-
 def gateway(
     script: Sequence[Mapping[str, object]], audit: SQLiteAuditSink, *, asynchronous: bool = False
 ) -> ModelGateway:
-    provider = AsyncScripted(script) if asynchronous else ScriptedProvider(script)
+    provider = ScriptedProvider(script, asynchronous=asynchronous)
     return ModelGateway(provider, audit=audit)
 
 

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import datetime
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -503,47 +503,13 @@ def test_reading_the_reply_of_an_unfinished_stream_is_refused() -> None:
     assert list(stream) == []
 
 
-class _AsyncScripted(ScriptedProvider):
-    """The scripted provider behind an async client."""
-
-    __slots__ = ()
-
-    def method(self) -> _AsyncMethod:
-        return _AsyncMethod(self)
-
-
-class _AsyncMethod:
-    def __init__(self, provider: ScriptedProvider) -> None:
-        self._provider = provider
-
-    async def __call__(self, **request: object) -> object:
-        answer = ScriptedProvider.method(self._provider)(**request)
-        if isinstance(answer, Iterator):
-            return _AsyncEvents(answer)
-        return answer
-
-
-class _AsyncEvents:
-    def __init__(self, events: Iterator[object]) -> None:
-        self._events = events
-
-    def __aiter__(self) -> _AsyncEvents:
-        return self
-
-    async def __anext__(self) -> object:
-        try:
-            return next(self._events)
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-
 def test_async_send_stream_and_tools() -> None:
     view = REGISTRY.view()
     script: list[dict[str, object]] = [
         {"tool_calls": [call("c1", "get_alerts")]},
         {"text": "Windy in Oslo"},
     ]
-    provider = _AsyncScripted(script)
+    provider = ScriptedProvider(script, asynchronous=True)
     audit = SQLiteAuditSink()
     gw = ModelGateway(provider, audit=audit, calls=ModelCallLog())
     prompt = weather_prompt(view)
@@ -566,7 +532,9 @@ def test_async_send_stream_and_tools() -> None:
 def test_reading_the_reply_of_an_unfinished_async_stream_says_async_for() -> None:
     view = REGISTRY.view()
     gw = ModelGateway(
-        _AsyncScripted([{"text": "Windy in Oslo"}]), audit=SQLiteAuditSink(), calls=ModelCallLog()
+        ScriptedProvider([{"text": "Windy in Oslo"}], asynchronous=True),
+        audit=SQLiteAuditSink(),
+        calls=ModelCallLog(),
     )
 
     async def run() -> None:
@@ -581,7 +549,9 @@ def test_reading_the_reply_of_an_unfinished_async_stream_says_async_for() -> Non
 def test_sync_send_with_an_async_client_is_refused() -> None:
     view = REGISTRY.view()
     gw = ModelGateway(
-        _AsyncScripted([{"text": "x"}]), audit=SQLiteAuditSink(), calls=ModelCallLog()
+        ScriptedProvider([{"text": "x"}], asynchronous=True),
+        audit=SQLiteAuditSink(),
+        calls=ModelCallLog(),
     )
     with pytest.raises(VeridicError) as raised:
         gw.send(weather_prompt(view), view, request_id="req-1")

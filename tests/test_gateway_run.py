@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 from pydantic import BaseModel
@@ -84,25 +84,11 @@ def make_registry(started: list[str] | None = None, barrier: bool = False) -> Re
     return registry
 
 
-class AsyncScripted(ScriptedProvider):
-    """The scripted provider behind an async client, for the async loop."""
-
-    __slots__ = ()
-
-    def method(self) -> Callable[..., object]:
-        answer = ScriptedProvider.method(self)
-
-        async def call(**request: object) -> object:
-            return answer(**request)
-
-        return call
-
-
 def gateway(
     script: Sequence[Mapping[str, object]], *, asynchronous: bool = False
 ) -> tuple[ModelGateway, SQLiteAuditSink]:
     audit = SQLiteAuditSink(":memory:")
-    provider = AsyncScripted(script) if asynchronous else ScriptedProvider(script)
+    provider = ScriptedProvider(script, asynchronous=asynchronous)
     return ModelGateway(provider, audit=audit), audit
 
 

@@ -36,7 +36,9 @@ class ScriptedProvider(Adapter):
     that carries OpenAI reasoning items), so a test can read what a provider
     would have been sent, and rendering refuses reasoning items that shape
     cannot carry, as the real adapter does. Streaming gives the text one word
-    at a time.
+    at a time. ``asynchronous=True`` answers as an SDK's async client does
+    (for :meth:`~veridic.ModelGateway.asend`, ``astream``, ``arun`` and
+    ``aresume``).
 
     >>> provider = ScriptedProvider([{"text": "Hello there"}])
     >>> provider.requests
@@ -51,7 +53,7 @@ class ScriptedProvider(Adapter):
     api = "scripted"
     owned = frozenset({"messages", "tools", "system", "input", "instructions"})
 
-    __slots__ = ("_answers", "_lock", "requests", "responses", "spec_format")
+    __slots__ = ("_answers", "_asynchronous", "_lock", "requests", "responses", "spec_format")
 
     def __init__(
         self,
@@ -61,6 +63,7 @@ class ScriptedProvider(Adapter):
         spec_format: SpecFormat = "openai",
         responses: bool = False,
         options: Mapping[str, object] | None = None,
+        asynchronous: bool = False,
     ) -> None:
         if responses and spec_format != "openai":
             raise VeridicError(
@@ -74,10 +77,15 @@ class ScriptedProvider(Adapter):
         """Every request sent, in order, as the provider would have received it."""
         self.spec_format = spec_format
         self.responses = responses
+        self._asynchronous = asynchronous is True
         super().__init__(None, model, options)
 
     def method(self) -> Callable[..., object]:
-        return self._answer
+        return self._async_answer if self._asynchronous else self._answer
+
+    async def _async_answer(self, **request: object) -> object:
+        answer = self._answer(**request)
+        return _AsyncEvents(answer) if isinstance(answer, Iterator) else answer
 
     def render(self, prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
         if self.spec_format == "anthropic":
@@ -117,6 +125,22 @@ class ScriptedProvider(Adapter):
         if stream:
             return _events(answer)
         return answer
+
+
+class _AsyncEvents:
+    """A scripted stream as an async client gives it: ``async for`` the events."""
+
+    def __init__(self, events: Iterator[object]) -> None:
+        self._events = events
+
+    def __aiter__(self) -> _AsyncEvents:
+        return self
+
+    async def __anext__(self) -> object:
+        try:
+            return next(self._events)
+        except StopIteration:
+            raise StopAsyncIteration from None
 
 
 def _items(value: object) -> Iterable[object]:
