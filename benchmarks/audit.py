@@ -33,7 +33,8 @@ from pathlib import Path
 import _harness as h
 
 from veridic import ApprovalMode, AuditRecord, CallOutcome, Risk, SQLiteAuditSink
-from veridic.run.audit import _INSERT, _SCHEMA, _to_row
+from veridic.run._sqlite_schema import prepare
+from veridic.run.audit import _INSERT, _to_row
 
 TOTAL = 100_000
 COMPARED = 10_000  # the alternatives write fewer records: their rate is per record
@@ -95,7 +96,7 @@ def plain(path: str, total: int, *, batch: bool) -> tuple[float, float]:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
-    db.executescript(_SCHEMA)
+    prepare(db, path)  # the store's own schema, at its version
     rows = [_to_row(record(0, i)) for i in range(total)]
 
     def loop() -> None:

@@ -320,7 +320,7 @@ def test_an_unknown_tool_is_refused_and_recorded_without_running(world: World) -
         "revert_prompts",
         None,
         None,
-        ApprovalMode.DENIED,
+        ApprovalMode.NOT_ASKED,
     )
     assert record.detail == "unknown: never registered"
 

@@ -68,10 +68,11 @@ def records(draw: st.DrawFn) -> AuditRecord:
         draw(_RAN) if ran else draw(st.sampled_from([CallOutcome.DENIED, CallOutcome.REFUSED]))
     )
     unresolved = outcome is CallOutcome.REFUSED and draw(st.booleans())
+    not_run = {CallOutcome.DENIED: ApprovalMode.DENIED, CallOutcome.REFUSED: ApprovalMode.NOT_ASKED}
     approval = (
-        draw(st.sampled_from([m for m in ApprovalMode if m is not ApprovalMode.DENIED]))
+        draw(st.sampled_from([m for m in ApprovalMode if m not in not_run.values()]))
         if ran
-        else ApprovalMode.DENIED
+        else not_run[outcome]
     )
     text = st.text(min_size=1, max_size=30).filter(str.strip)
     return AuditRecord(
@@ -207,11 +208,13 @@ def test_writes_by_approval_counts_writes_only_and_names_every_mode() -> None:
     sink.write(make(request_id="req-2"))
     sink.write(make(risk=Risk.HIGH, approval=ApprovalMode.USER_CONFIRMED))
     sink.write(denied())
+    sink.write(make(approval=ApprovalMode.NOT_ASKED, outcome=CallOutcome.REFUSED, detail="invalid"))
     assert sink.writes_by_approval() == {
         ApprovalMode.NOT_REQUIRED: 0,
         ApprovalMode.ALWAYS_RULE: 2,
         ApprovalMode.USER_CONFIRMED: 1,
         ApprovalMode.DENIED: 1,
+        ApprovalMode.NOT_ASKED: 1,  # the model's invalid call, not a user's denial
     }
 
 

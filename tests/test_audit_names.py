@@ -98,7 +98,7 @@ def check_recorded(name: str, sink: SQLiteAuditSink, result: Any) -> None:
     assert isinstance(result.error, UnknownToolError)
     (record,) = sink.records()
     assert record == result.record
-    assert (record.kind, record.risk, record.approval) == (None, None, ApprovalMode.DENIED)
+    assert (record.kind, record.risk, record.approval) == (None, None, ApprovalMode.NOT_ASKED)
     assert record.detail.startswith("unknown: never registered")
     if plain(name):
         assert record.tool == name

@@ -332,7 +332,7 @@ def test_a_tool_of_a_component_that_did_not_boot_is_refused_when_called_anyway(
     assert (record.tool, record.outcome, record.approval) == (
         "read_calendar",
         CallOutcome.REFUSED,
-        ApprovalMode.DENIED,
+        ApprovalMode.NOT_ASKED,
     )
     assert "unavailable" in record.detail
 
@@ -354,7 +354,7 @@ def test_an_unknown_tool_name_is_refused_and_recorded_never_dropped(
     (record,) = world.audit.records("req-1")
     assert (record.outcome, record.approval, record.kind) == (
         CallOutcome.REFUSED,
-        ApprovalMode.DENIED,
+        ApprovalMode.NOT_ASKED,
         None,
     )
     assert world.notes == Notes()
@@ -428,7 +428,7 @@ def test_an_edit_with_arguments_the_schema_refuses_is_refused_by_the_view(world:
     assert world.notes.saved == []
     assert agent.tool_messages()["call-0"].status == "error"
     (record,) = world.audit.records("req-1")
-    assert (record.outcome, record.approval) == (CallOutcome.REFUSED, ApprovalMode.DENIED)
+    assert (record.outcome, record.approval) == (CallOutcome.REFUSED, ApprovalMode.NOT_ASKED)
     assert record.detail.startswith("invalid_arguments")
 
 

@@ -615,7 +615,7 @@ def test_the_example_serves_its_registry_over_stdio(tmp_path: Path) -> None:
         ("add_note", ApprovalMode.ALWAYS_RULE, CallOutcome.OK),
         ("delete_note", ApprovalMode.USER_CONFIRMED, CallOutcome.OK),
         ("list_notes", ApprovalMode.NOT_REQUIRED, CallOutcome.OK),
-        ("search_notes", ApprovalMode.DENIED, CallOutcome.REFUSED),
+        ("search_notes", ApprovalMode.NOT_ASKED, CallOutcome.REFUSED),
     ]
 
 

@@ -281,7 +281,7 @@ def test_a_tool_whose_component_did_not_start_is_in_no_list_and_the_section_says
     (record,) = s.audit.records("req-1")
     assert (record.tool, record.approval, record.outcome) == (
         "sync_notes",
-        ApprovalMode.DENIED,
+        ApprovalMode.NOT_ASKED,
         CallOutcome.REFUSED,
     )
     assert "its component 'sync service' did not start" in record.detail
@@ -543,7 +543,7 @@ def test_a_resumed_call_is_checked_against_the_resuming_view_again() -> None:
     (record,) = s.audit.records("req-1")
     assert (record.tool, record.approval, record.outcome) == (
         "save_note",
-        ApprovalMode.DENIED,
+        ApprovalMode.NOT_ASKED,
         CallOutcome.REFUSED,
     )
     assert record.detail == "denied: read-only session"
@@ -603,8 +603,8 @@ def test_an_unknown_tool_name_fails_loudly_and_is_recorded() -> None:
     assert "'list_notes'" in str(answers["c1"].content)
     refused = s.audit.records("req-1")
     assert [(r.approval, r.outcome, r.kind) for r in refused] == [
-        (ApprovalMode.DENIED, CallOutcome.REFUSED, None),
-        (ApprovalMode.DENIED, CallOutcome.REFUSED, None),
+        (ApprovalMode.NOT_ASKED, CallOutcome.REFUSED, None),
+        (ApprovalMode.NOT_ASKED, CallOutcome.REFUSED, None),
     ]
     assert refused[0].tool == "delete_everything"
     assert refused[1].tool == repr(odd)  # recorded escaped, as the executor records any name
@@ -628,7 +628,7 @@ def test_invalid_arguments_are_a_retry_with_veridic_message_and_a_refused_record
     assert retry.outcome == "retried"
     assert "text: Field required" in str(retry.content)
     assert rows(s.audit) == [
-        ("save_note", ApprovalMode.DENIED, CallOutcome.REFUSED),
+        ("save_note", ApprovalMode.NOT_ASKED, CallOutcome.REFUSED),
         ("save_note", ApprovalMode.ALWAYS_RULE, CallOutcome.OK),
     ]
 

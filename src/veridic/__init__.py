@@ -84,8 +84,10 @@ if TYPE_CHECKING:
         SkippedRule,
     )
     from veridic.run.audit import (
+        AsyncAuditStore,
         AuditRecord,
         AuditSink,
+        AuditStore,
         CallOutcome,
         SQLiteAuditSink,
     )
@@ -181,6 +183,8 @@ _HOMES: dict[str, str] = {
     "AuditRecordError": "veridic.errors",
     "AuditWriteError": "veridic.errors",
     "AuditSink": "veridic.run.audit",
+    "AuditStore": "veridic.run.audit",
+    "AsyncAuditStore": "veridic.run.audit",
     "BootError": "veridic.tools.registry",
     "CallOutcome": "veridic.run.audit",
     "CallResult": "veridic.run.executor",
@@ -261,9 +265,11 @@ __all__ = [
     "ApprovalMode",
     "ApprovalPolicy",
     "ApprovalRequest",
+    "AsyncAuditStore",
     "AuditRecord",
     "AuditRecordError",
     "AuditSink",
+    "AuditStore",
     "AuditWriteError",
     "BootError",
     "CallOutcome",

@@ -9,6 +9,9 @@ is a query over the audit store, not a guess.
   high-risk tool: :class:`AlwaysAllowRefusedError`).
 - ``USER_CONFIRMED``: the user approved this one call.
 - ``DENIED``: a deny rule or the user refused it; it did not run.
+- ``NOT_ASKED``: the call was refused before anyone was asked (an unknown or
+  unavailable tool, one the view denies, invalid arguments); it did not run.
+  The model's mistake is not a user's denial, and the store keeps them apart.
 
 An :class:`ApprovalPolicy` holds the user's standing rules for one view's
 tools: ``always``, ``ask`` (the default for a write) or ``deny``. "Always

@@ -47,6 +47,7 @@ queries (:meth:`SQLiteAuditSink.writes_by_approval`,
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -64,6 +65,7 @@ from typing import Final, Literal, Protocol, Self, get_args, runtime_checkable
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.providers._base import Usage
+from veridic.run._sqlite_schema import prepare
 from veridic.run.approval import ApprovalMode
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import PromptSpan, Role
@@ -71,8 +73,10 @@ from veridic.text.provenance import Kind
 from veridic.tools.risk import Risk, ToolKind
 
 __all__ = [
+    "AsyncAuditStore",
     "AuditRecord",
     "AuditSink",
+    "AuditStore",
     "CallOutcome",
     "ModelCallRecord",
     "ModelReplyRecord",
@@ -340,62 +344,78 @@ class AuditSink(Protocol):
         ...
 
 
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS veridic_audit (
-    id INTEGER PRIMARY KEY,
-    time REAL NOT NULL,
-    request_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    kind TEXT CHECK (kind IN ('query', 'write')),
-    risk TEXT CHECK (risk IN ('low', 'mid', 'high')),
-    approval TEXT NOT NULL
-        CHECK (approval IN ('not_required', 'always_rule', 'user_confirmed', 'denied')),
-    wrote_instruction_fields INTEGER NOT NULL CHECK (wrote_instruction_fields IN (0, 1)),
-    irreversible INTEGER NOT NULL CHECK (irreversible IN (0, 1)),
-    prompt_sha256 TEXT NOT NULL,
-    tools_sha256 TEXT NOT NULL,
-    outcome TEXT NOT NULL
-        CHECK (outcome IN ('ok', 'failed', 'denied', 'blocked', 'refused')),
-    detail TEXT NOT NULL,
-    operations TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS veridic_audit_request ON veridic_audit (request_id, id);
-CREATE TABLE IF NOT EXISTS veridic_model_calls (
-    id INTEGER PRIMARY KEY,
-    time REAL NOT NULL,
-    request_id TEXT NOT NULL,
-    api TEXT NOT NULL,
-    model TEXT NOT NULL,
-    prompt_sha256 TEXT NOT NULL,
-    tools_sha256 TEXT NOT NULL,
-    tools TEXT NOT NULL,
-    instruction_spans TEXT NOT NULL,
-    streamed INTEGER NOT NULL CHECK (streamed IN (0, 1))
-);
-CREATE INDEX IF NOT EXISTS veridic_model_calls_request ON veridic_model_calls (request_id, id);
-CREATE TABLE IF NOT EXISTS veridic_model_replies (
-    id INTEGER PRIMARY KEY,
-    time REAL NOT NULL,
-    request_id TEXT NOT NULL,
-    prompt_sha256 TEXT NOT NULL,
-    response_id TEXT NOT NULL,
-    model TEXT NOT NULL,
-    stop_reason TEXT NOT NULL,
-    tool_calls TEXT NOT NULL,
-    input_tokens INTEGER,
-    output_tokens INTEGER,
-    latency REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS veridic_model_replies_request ON veridic_model_replies (request_id, id);
-CREATE TABLE IF NOT EXISTS veridic_conversations (
-    id INTEGER PRIMARY KEY,
-    time REAL NOT NULL,
-    key TEXT NOT NULL,
-    turns INTEGER NOT NULL,
-    document TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS veridic_conversations_key ON veridic_conversations (key, id);
-"""
+@runtime_checkable
+class AuditStore(AuditSink, Protocol):
+    """An audit sink that answers the questions the store exists for, whatever it runs on.
+
+    A compliance reviewer asks them of the store, not of one host's file: how
+    was each write approved (:meth:`writes_by_approval`), did an always rule
+    ever approve an instruction-field write
+    (:meth:`instruction_writes_under_always_rule`, which must be empty), what
+    did the model call after a refusal (:meth:`substitutions`,
+    :meth:`substitution_rate`), and what happened in one request
+    (:meth:`records`, :meth:`model_calls`). :class:`SQLiteAuditSink` is one;
+    a store on a server implements the same, with the same answers.
+    """
+
+    def records(self, request_id: str | None = None) -> tuple[AuditRecord, ...]:
+        """Every call's record in the order written, or those of one request."""
+        ...
+
+    def model_calls(self, request_id: str | None = None) -> tuple[ModelCallRecord, ...]:
+        """Every model call in the order sent, or those of one request."""
+        ...
+
+    def writes_by_approval(self) -> dict[ApprovalMode, int]:
+        """How many write calls were recorded under each approval mode (every mode present)."""
+        ...
+
+    def instruction_writes_under_always_rule(self) -> tuple[AuditRecord, ...]:
+        """Instruction-field writes approved by an always rule: must be empty."""
+        ...
+
+    def substitutions(self) -> tuple[Substitution, ...]:
+        """Each stopped call and the next call of its request (or ``None``)."""
+        ...
+
+    def substitution_rate(self) -> float | None:
+        """Of the stopped calls followed by another, the share that tried the same operation."""
+        ...
+
+
+@runtime_checkable
+class AsyncAuditStore(Protocol):
+    """:class:`AuditStore` for async code: every method a coroutine, none blocks the loop."""
+
+    async def awrite(self, record: AuditRecord, /) -> None:
+        """Store ``record`` durably, or raise."""
+        ...
+
+    async def arecords(self, request_id: str | None = None) -> tuple[AuditRecord, ...]:
+        """As :meth:`AuditStore.records`."""
+        ...
+
+    async def amodel_calls(self, request_id: str | None = None) -> tuple[ModelCallRecord, ...]:
+        """As :meth:`AuditStore.model_calls`."""
+        ...
+
+    async def awrites_by_approval(self) -> dict[ApprovalMode, int]:
+        """As :meth:`AuditStore.writes_by_approval`."""
+        ...
+
+    async def ainstruction_writes_under_always_rule(self) -> tuple[AuditRecord, ...]:
+        """As :meth:`AuditStore.instruction_writes_under_always_rule`."""
+        ...
+
+    async def asubstitutions(self) -> tuple[Substitution, ...]:
+        """As :meth:`AuditStore.substitutions`."""
+        ...
+
+    async def asubstitution_rate(self) -> float | None:
+        """As :meth:`AuditStore.substitution_rate`."""
+        ...
+
+
 _CALL_COLUMNS: Final = (
     "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, streamed"
 )
@@ -456,7 +476,7 @@ class SQLiteAuditSink:
             if self._path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
-            self._db.executescript(_SCHEMA)
+            prepare(self._db, repr(self))
 
     def __repr__(self) -> str:
         return f"SQLiteAuditSink({self._path!r})"
@@ -724,6 +744,36 @@ class SQLiteAuditSink:
             return None
         return sum(s.same_operation for s in followed) / len(followed)
 
+    # --- the async twins: the same questions on a worker thread --------------------------
+
+    async def awrite(self, record: AuditRecord, /) -> None:
+        """:meth:`write` on a worker thread, so the event loop is never held by the disk."""
+        await asyncio.to_thread(self.write, record)
+
+    async def arecords(self, request_id: str | None = None) -> tuple[AuditRecord, ...]:
+        """:meth:`records` on a worker thread."""
+        return await asyncio.to_thread(self.records, request_id)
+
+    async def amodel_calls(self, request_id: str | None = None) -> tuple[ModelCallRecord, ...]:
+        """:meth:`model_calls` on a worker thread."""
+        return await asyncio.to_thread(self.model_calls, request_id)
+
+    async def awrites_by_approval(self) -> dict[ApprovalMode, int]:
+        """:meth:`writes_by_approval` on a worker thread."""
+        return await asyncio.to_thread(self.writes_by_approval)
+
+    async def ainstruction_writes_under_always_rule(self) -> tuple[AuditRecord, ...]:
+        """:meth:`instruction_writes_under_always_rule` on a worker thread."""
+        return await asyncio.to_thread(self.instruction_writes_under_always_rule)
+
+    async def asubstitutions(self) -> tuple[Substitution, ...]:
+        """:meth:`substitutions` on a worker thread."""
+        return await asyncio.to_thread(self.substitutions)
+
+    async def asubstitution_rate(self) -> float | None:
+        """:meth:`substitution_rate` on a worker thread."""
+        return await asyncio.to_thread(self.substitution_rate)
+
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
@@ -855,7 +905,8 @@ def _well_formed(r: AuditRecord) -> bool:
         return False
     did_not_run = outcome in _NOT_RUN
     return (
-        did_not_run == (approval is ApprovalMode.DENIED)
+        (outcome is CallOutcome.DENIED) == (approval is ApprovalMode.DENIED)
+        and (outcome is CallOutcome.REFUSED) == (approval is ApprovalMode.NOT_ASKED)
         and not (did_not_run and (r.wrote_instruction_fields or r.irreversible))
         and ((kind is not None and risk is not None) or outcome is CallOutcome.REFUSED)
     )
@@ -906,10 +957,13 @@ def _problems(r: AuditRecord) -> Iterator[str]:
 
 def _contradictions(r: AuditRecord) -> Iterator[str]:
     did_not_run = r.outcome in _NOT_RUN
-    if did_not_run != (r.approval is ApprovalMode.DENIED):
+    if (r.outcome is CallOutcome.DENIED) != (r.approval is ApprovalMode.DENIED) or (
+        r.outcome is CallOutcome.REFUSED
+    ) != (r.approval is ApprovalMode.NOT_ASKED):
         yield (
-            f"approval {r.approval.value} contradicts outcome {r.outcome.value} "
-            "(approval is denied exactly when the call did not run: outcome denied or refused)"
+            f"approval {r.approval.value} contradicts outcome {r.outcome.value} (approval is "
+            "denied exactly when the outcome is denied, and not_asked exactly when it is "
+            "refused: a call refused before approval was never asked about)"
         )
     if did_not_run and (r.wrote_instruction_fields is True or r.irreversible is True):
         yield f"a call with outcome {r.outcome.value} did not run, so it wrote nothing"

@@ -616,7 +616,7 @@ class _Call:
         return result
 
     def _refused(self, tool: Tool | None, detail: str, error: Exception) -> CallResult:
-        record = self.write(tool, ApprovalMode.DENIED, CallOutcome.REFUSED, detail)
+        record = self.write(tool, ApprovalMode.NOT_ASKED, CallOutcome.REFUSED, detail)
         return CallResult(record, error=error)
 
     def write(

@@ -164,9 +164,16 @@ def resolve_risk(
 
 @unique
 class ApprovalMode(StrEnum):
-    """How one call was approved; stored by value (``"always_rule"``) in the audit store."""
+    """How one call was approved; stored by value (``"always_rule"``) in the audit store.
+
+    ``NOT_ASKED`` is the mode of a call refused before anyone could approve
+    it (an unknown or unavailable tool, one the view denies, invalid
+    arguments): the model's mistake, not a user's or a rule's denial, so "how
+    was each write approved" never counts a typo as a refusal by the user.
+    """
 
     NOT_REQUIRED = "not_required"
     ALWAYS_RULE = "always_rule"
     USER_CONFIRMED = "user_confirmed"
     DENIED = "denied"
+    NOT_ASKED = "not_asked"

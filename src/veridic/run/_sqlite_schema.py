@@ -1,0 +1,168 @@
+"""The SQLite audit store's schema, its version, and the migrations between versions.
+
+The version lives in ``PRAGMA user_version``, so a database says which schema
+it holds without a table of its own. Versions:
+
+1. veridic 0.1: ``veridic_audit`` and ``veridic_model_calls``. Its databases
+   have ``user_version`` 0 (0.1 did not set it); they are recognised by their
+   tables.
+2. A refused call is recorded with approval ``not_asked``, not ``denied``
+   (issue 17: a model's typo is not a user's denial), so the ``approval``
+   check allows the new value and 0.1's refused rows are rewritten; the
+   ``veridic_model_replies`` and ``veridic_conversations`` tables are added.
+
+Opening a store brings the database to :data:`VERSION` in one immediate
+transaction: concurrent openers (threads, processes) wait for the first one
+and then find nothing left to do, and a migration that fails leaves the
+database as it was. A database of a later version than this veridic knows is
+refused, never written: its rows may mean what this code cannot read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Final
+
+from veridic.errors import AuditRecordError
+
+__all__ = ["VERSION", "prepare"]
+
+VERSION: Final = 2
+
+_AUDIT_TABLE: Final = """
+CREATE TABLE {name} (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    kind TEXT CHECK (kind IN ('query', 'write')),
+    risk TEXT CHECK (risk IN ('low', 'mid', 'high')),
+    approval TEXT NOT NULL CHECK (approval IN ({approvals})),
+    wrote_instruction_fields INTEGER NOT NULL CHECK (wrote_instruction_fields IN (0, 1)),
+    irreversible INTEGER NOT NULL CHECK (irreversible IN (0, 1)),
+    prompt_sha256 TEXT NOT NULL,
+    tools_sha256 TEXT NOT NULL,
+    outcome TEXT NOT NULL
+        CHECK (outcome IN ('ok', 'failed', 'denied', 'blocked', 'refused')),
+    detail TEXT NOT NULL,
+    operations TEXT NOT NULL
+)"""
+
+_APPROVALS_1: Final = "'not_required', 'always_rule', 'user_confirmed', 'denied'"
+_APPROVALS_2: Final = f"{_APPROVALS_1}, 'not_asked'"
+
+_MODEL_CALLS: Final = """
+CREATE TABLE IF NOT EXISTS veridic_model_calls (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    api TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_sha256 TEXT NOT NULL,
+    tools_sha256 TEXT NOT NULL,
+    tools TEXT NOT NULL,
+    instruction_spans TEXT NOT NULL,
+    streamed INTEGER NOT NULL CHECK (streamed IN (0, 1))
+)"""
+
+_ADDED_IN_2: Final = (
+    """CREATE TABLE IF NOT EXISTS veridic_model_replies (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    prompt_sha256 TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    stop_reason TEXT NOT NULL,
+    tool_calls TEXT NOT NULL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    latency REAL NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS veridic_model_replies_request "
+    "ON veridic_model_replies (request_id, id)",
+    """CREATE TABLE IF NOT EXISTS veridic_conversations (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    key TEXT NOT NULL,
+    turns INTEGER NOT NULL,
+    document TEXT NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS veridic_conversations_key ON veridic_conversations (key, id)",
+)
+
+_AUDIT_INDEX: Final = (
+    "CREATE INDEX IF NOT EXISTS veridic_audit_request ON veridic_audit (request_id, id)"
+)
+_CALLS_INDEX: Final = (
+    "CREATE INDEX IF NOT EXISTS veridic_model_calls_request ON veridic_model_calls (request_id, id)"
+)
+
+
+def prepare(db: sqlite3.Connection, where: str) -> None:
+    """Bring the database behind ``db`` (autocommit) to :data:`VERSION`, or refuse it.
+
+    Raises:
+        AuditRecordError: the database was written by a later veridic.
+        sqlite3.Error: it cannot be read or written.
+    """
+    if _version(db) == VERSION:  # the common case: no write lock taken
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = _version(db)
+        if version > VERSION:
+            raise AuditRecordError(
+                f"{where} holds audit schema version {version}, written by a later veridic; "
+                f"this one knows versions up to {VERSION}: upgrade veridic to read it (it is "
+                "never written by an older version)"
+            )
+        for step in _STEPS[version:]:
+            step(db)
+        db.execute(f"PRAGMA user_version = {VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _version(db: sqlite3.Connection) -> int:
+    (version,) = db.execute("PRAGMA user_version").fetchone()
+    if version == 0 and _has_table(db, "veridic_audit"):
+        return 1  # veridic 0.1 did not set user_version
+    return int(version)
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return row.fetchone() is not None
+
+
+def _create(db: sqlite3.Connection) -> None:
+    """An empty database: the whole schema of version 1 (the later steps add to it)."""
+    db.execute(_AUDIT_TABLE.format(name="veridic_audit", approvals=_APPROVALS_1))
+    db.execute(_AUDIT_INDEX)
+    db.execute(_MODEL_CALLS)
+    db.execute(_CALLS_INDEX)
+
+
+def _to_2(db: sqlite3.Connection) -> None:
+    """Refused calls are ``not_asked``; the reply and conversation tables."""
+    # SQLite cannot change a CHECK constraint in place: copy into a new table.
+    db.execute(_AUDIT_TABLE.format(name="veridic_audit_2", approvals=_APPROVALS_2))
+    db.execute(
+        "INSERT INTO veridic_audit_2 SELECT id, time, request_id, tool, kind, risk, "
+        "CASE WHEN outcome = 'refused' THEN 'not_asked' ELSE approval END, "
+        "wrote_instruction_fields, irreversible, prompt_sha256, tools_sha256, outcome, detail, "
+        "operations FROM veridic_audit ORDER BY id"
+    )
+    db.execute("DROP TABLE veridic_audit")
+    db.execute("ALTER TABLE veridic_audit_2 RENAME TO veridic_audit")
+    db.execute(_AUDIT_INDEX)
+    for statement in _ADDED_IN_2:
+        db.execute(statement)
+
+
+_STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_create, _to_2)
+"""``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

@@ -1,0 +1,200 @@
+"""The SQLite store's schema version: 0.1 databases are migrated, later ones refused, none lost."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from veridic import (
+    ApprovalMode,
+    AsyncAuditStore,
+    AuditRecordError,
+    AuditStore,
+    CallOutcome,
+    SQLiteAuditSink,
+)
+
+# The schema as veridic 0.1 wrote it (user_version left at 0), and rows it wrote.
+SCHEMA_0_1 = """
+CREATE TABLE veridic_audit (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    kind TEXT CHECK (kind IN ('query', 'write')),
+    risk TEXT CHECK (risk IN ('low', 'mid', 'high')),
+    approval TEXT NOT NULL
+        CHECK (approval IN ('not_required', 'always_rule', 'user_confirmed', 'denied')),
+    wrote_instruction_fields INTEGER NOT NULL CHECK (wrote_instruction_fields IN (0, 1)),
+    irreversible INTEGER NOT NULL CHECK (irreversible IN (0, 1)),
+    prompt_sha256 TEXT NOT NULL,
+    tools_sha256 TEXT NOT NULL,
+    outcome TEXT NOT NULL
+        CHECK (outcome IN ('ok', 'failed', 'denied', 'blocked', 'refused')),
+    detail TEXT NOT NULL,
+    operations TEXT NOT NULL
+);
+CREATE INDEX veridic_audit_request ON veridic_audit (request_id, id);
+CREATE TABLE veridic_model_calls (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    api TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_sha256 TEXT NOT NULL,
+    tools_sha256 TEXT NOT NULL,
+    tools TEXT NOT NULL,
+    instruction_spans TEXT NOT NULL,
+    streamed INTEGER NOT NULL CHECK (streamed IN (0, 1))
+);
+"""
+HASH = "a" * 64
+ROWS_0_1 = [
+    # (tool, kind, risk, approval, outcome, detail)
+    ("get_order", "query", "low", "not_required", "ok", ""),
+    ("refund", "write", "mid", "denied", "denied", "the user refused"),
+    ("refnud", None, None, "denied", "refused", "unknown: never registered"),
+    ("refund", "write", "mid", "denied", "refused", "invalid_arguments: order_id"),
+    ("refund", "write", "mid", "user_confirmed", "ok", ""),
+]
+
+
+def database_0_1(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.executescript(SCHEMA_0_1)
+        for index, (tool, kind, risk, approval, outcome, detail) in enumerate(ROWS_0_1):
+            db.execute(
+                "INSERT INTO veridic_audit (time, request_id, tool, kind, risk, approval, "
+                "wrote_instruction_fields, irreversible, prompt_sha256, tools_sha256, outcome, "
+                "detail, operations) VALUES (?,?,?,?,?,?,0,0,?,?,?,?,'[]')",
+                (float(index), "req-1", tool, kind, risk, approval, HASH, HASH, outcome, detail),
+            )
+        db.execute(
+            "INSERT INTO veridic_model_calls (time, request_id, api, model, prompt_sha256, "
+            "tools_sha256, tools, instruction_spans, streamed) VALUES (1, 'req-1', 'scripted', "
+            "'m', ?, ?, '[]', '[]', 0)",
+            (HASH, HASH),
+        )
+
+
+def user_version(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def test_a_0_1_database_is_migrated_and_its_refusals_are_no_longer_denials(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    database_0_1(path)
+    with SQLiteAuditSink(path) as store:
+        records = store.records("req-1")
+        assert [(r.tool, r.approval, r.outcome) for r in records] == [
+            ("get_order", ApprovalMode.NOT_REQUIRED, CallOutcome.OK),
+            ("refund", ApprovalMode.DENIED, CallOutcome.DENIED),
+            ("refnud", ApprovalMode.NOT_ASKED, CallOutcome.REFUSED),
+            ("refund", ApprovalMode.NOT_ASKED, CallOutcome.REFUSED),
+            ("refund", ApprovalMode.USER_CONFIRMED, CallOutcome.OK),
+        ]
+        assert [r.time for r in records] == [0.0, 1.0, 2.0, 3.0, 4.0]  # order and rows kept
+        assert store.writes_by_approval()[ApprovalMode.DENIED] == 1  # only the user's refusal
+        assert store.writes_by_approval()[ApprovalMode.NOT_ASKED] == 1
+        assert len(store.model_calls("req-1")) == 1
+        assert store.model_replies() == ()  # the tables 0.1 did not have are there
+        assert store.conversation("nope") is None
+    assert user_version(path) == 2
+    with SQLiteAuditSink(path) as again:  # nothing left to do the second time
+        assert len(again.records()) == 5
+
+
+def test_a_fresh_database_is_created_at_the_latest_version(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    SQLiteAuditSink(path).close()
+    assert user_version(path) == 2
+    with sqlite3.connect(path) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {
+        "veridic_audit",
+        "veridic_model_calls",
+        "veridic_model_replies",
+        "veridic_conversations",
+    }
+
+
+def test_a_database_of_a_later_version_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "later.db"
+    SQLiteAuditSink(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 7")
+    with pytest.raises(AuditRecordError, match=r"schema version 7, written by a later veridic"):
+        SQLiteAuditSink(path)
+    assert user_version(path) == 7
+
+
+def test_a_failed_migration_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    database_0_1(path)
+    with sqlite3.connect(path) as db:  # a table in the way of step 2
+        db.execute("CREATE TABLE veridic_audit_2 (x)")
+    with pytest.raises(sqlite3.OperationalError, match="already exists"):
+        SQLiteAuditSink(path)
+    with sqlite3.connect(path) as db:
+        approvals = [row[0] for row in db.execute("SELECT approval FROM veridic_audit")]
+    assert approvals == [row[3] for row in ROWS_0_1]
+    assert user_version(path) == 0
+
+
+def _open_and_count(path: str) -> int:
+    with SQLiteAuditSink(path) as store:
+        return len(store.records())
+
+
+def test_processes_opening_a_0_1_database_at_once_migrate_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    database_0_1(path)
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        counts = pool.map(_open_and_count, [str(path)] * 8)
+    assert counts == [5] * 8
+    assert user_version(path) == 2
+
+
+# --- the questions belong to the protocol ------------------------------------------------
+
+
+def test_the_sqlite_store_is_an_audit_store_and_an_async_one() -> None:
+    store: AuditStore = SQLiteAuditSink()
+    astore: AsyncAuditStore = SQLiteAuditSink()
+    assert isinstance(store, AuditStore)
+    assert isinstance(astore, AsyncAuditStore)
+    assert not isinstance(object(), AuditStore)
+
+
+def test_the_async_twins_answer_as_the_sync_questions(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    database_0_1(path)
+    store = SQLiteAuditSink(path)
+
+    async def ask() -> tuple[object, ...]:
+        extra = store.records()[1]
+        await store.awrite(extra)
+        return (
+            await store.arecords("req-1"),
+            await store.amodel_calls("req-1"),
+            await store.awrites_by_approval(),
+            await store.ainstruction_writes_under_always_rule(),
+            await store.asubstitutions(),
+            await store.asubstitution_rate(),
+        )
+
+    answers = asyncio.run(ask())
+    assert answers == (
+        store.records("req-1"),
+        store.model_calls("req-1"),
+        store.writes_by_approval(),
+        store.instruction_writes_under_always_rule(),
+        store.substitutions(),
+        store.substitution_rate(),
+    )
+    assert len(store.records("req-1")) == 6
