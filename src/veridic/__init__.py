@@ -109,6 +109,12 @@ if TYPE_CHECKING:
         RunResult,
         ToolOutcome,
     )
+    from veridic.run.telemetry import (
+        instrument,
+        instrumented,
+        is_instrumented,
+        uninstrument,
+    )
     from veridic.templates import (
         DataTemplate,
         InstructionTemplate,
@@ -252,6 +258,10 @@ _HOMES: dict[str, str] = {
     "find_doc_gaps": "veridic.checks.doc_gaps",
     "guard_instruction_write": "veridic.tools.guards",
     "guard_irreversible": "veridic.tools.guards",
+    "instrument": "veridic.run.telemetry",
+    "instrumented": "veridic.run.telemetry",
+    "is_instrumented": "veridic.run.telemetry",
+    "uninstrument": "veridic.run.telemetry",
     "instruction_fields": "veridic.text.fields",
     "normalize_plan": "veridic.tools.plan",
     "unfence": "veridic.text.fence",
@@ -345,11 +355,15 @@ __all__ = [
     "guard_irreversible",
     "instruction",
     "instruction_fields",
+    "instrument",
+    "instrumented",
+    "is_instrumented",
     "is_trusted",
     "join",
     "normalize_plan",
     "provenance",
     "unfence",
+    "uninstrument",
     "untrusted",
 ]
 

@@ -72,6 +72,7 @@ from veridic.errors import (
     UnknownToolError,
     VeridicError,
 )
+from veridic.run import telemetry as _telemetry
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Confirm
 from veridic.run.audit import (
     _FOLLOW_UP,
@@ -204,31 +205,33 @@ def execute(
         BaseException: whatever ``confirm`` or the handler raised that is
             not an ``Exception`` (``KeyboardInterrupt``), after recording it.
     """
-    answered = _answered(prompt, prompt_sha256, "execute")
-    call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
-    checked = call.check(arguments, sync=True, context=context)
-    if isinstance(checked, CallResult):
-        return checked
-    prepared, request = checked
-    mode = request.mode
-    if mode is None:
-        mode = call.ask(prepared.tool, request, confirm)
-    if mode is ApprovalMode.DENIED:
-        return call.denied(prepared.tool, request, asked=confirm is not None)
-    value: object = None
-    error: BaseException | None = None
-    late = call.reporter(prepared.tool, mode)
-    with dispatching(
-        prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
-    ) as scope:
-        try:
-            value = prepared.invoke()
-        except BaseException as raised:
-            error = raised
-    # The scope is closed: its events are final, and later guards go to the reporter.
-    if error is not None:
-        return call.failed(prepared.tool, mode, scope, error)
-    return call.finish(prepared.tool, mode, scope, value)
+    # The call's span (a no-op unless veridic.run.telemetry.instrument() was called).
+    with _telemetry.tool(name, request_id) as span:
+        answered = _answered(prompt, prompt_sha256, "execute")
+        call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
+        checked = call.check(arguments, sync=True, context=context)
+        if isinstance(checked, CallResult):
+            return span.ended(checked)
+        prepared, request = checked
+        mode = request.mode
+        if mode is None:
+            mode = call.ask(prepared.tool, request, confirm)
+        if mode is ApprovalMode.DENIED:
+            return span.ended(call.denied(prepared.tool, request, asked=confirm is not None))
+        value: object = None
+        error: BaseException | None = None
+        late = call.reporter(prepared.tool, mode)
+        with dispatching(
+            prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
+        ) as scope:
+            try:
+                value = prepared.invoke()
+            except BaseException as raised:
+                error = raised
+        # The scope is closed: its events are final, and later guards go to the reporter.
+        if error is not None:
+            return span.ended(call.failed(prepared.tool, mode, scope, error))
+        return span.ended(call.finish(prepared.tool, mode, scope, value))
 
 
 async def aexecute(
@@ -256,37 +259,38 @@ async def aexecute(
     iterator or another awaitable). ``context`` is given to a handler that
     asks for it, as for :func:`execute` (and a mismatch raises the same way).
     """
-    answered = _answered(prompt, prompt_sha256, "aexecute")
-    call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
-    checked = call.check(arguments, sync=False, context=context)
-    if isinstance(checked, CallResult):
-        return checked
-    prepared, request = checked
-    mode = request.mode
-    if mode is None:
-        try:
-            answer = confirm(request) if confirm is not None else False
-            if inspect.isawaitable(answer):
-                answer = await answer
-        except BaseException:
-            call.confirm_raised(prepared.tool, request)
-            raise
-        mode = request.answer(answer is True)
-    if mode is ApprovalMode.DENIED:
-        return call.denied(prepared.tool, request, asked=confirm is not None)
-    value: object = None
-    error: BaseException | None = None
-    late = call.reporter(prepared.tool, mode)
-    with dispatching(
-        prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
-    ) as scope:
-        try:
-            value = await prepared.ainvoke()
-        except BaseException as raised:
-            error = raised
-    if error is not None:
-        return call.failed(prepared.tool, mode, scope, error)
-    return call.finish(prepared.tool, mode, scope, value)
+    with _telemetry.tool(name, request_id) as span:
+        answered = _answered(prompt, prompt_sha256, "aexecute")
+        call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
+        checked = call.check(arguments, sync=False, context=context)
+        if isinstance(checked, CallResult):
+            return span.ended(checked)
+        prepared, request = checked
+        mode = request.mode
+        if mode is None:
+            try:
+                answer = confirm(request) if confirm is not None else False
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except BaseException:
+                call.confirm_raised(prepared.tool, request)
+                raise
+            mode = request.answer(answer is True)
+        if mode is ApprovalMode.DENIED:
+            return span.ended(call.denied(prepared.tool, request, asked=confirm is not None))
+        value: object = None
+        error: BaseException | None = None
+        late = call.reporter(prepared.tool, mode)
+        with dispatching(
+            prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
+        ) as scope:
+            try:
+                value = await prepared.ainvoke()
+            except BaseException as raised:
+                error = raised
+        if error is not None:
+            return span.ended(call.failed(prepared.tool, mode, scope, error))
+        return span.ended(call.finish(prepared.tool, mode, scope, value))
 
 
 def tools_sha256(view: ToolView) -> str:

@@ -84,6 +84,7 @@ from veridic.errors import (
     VeridicError,
 )
 from veridic.providers._base import Adapter, Assembler, Completion, Usage
+from veridic.run import telemetry as _telemetry
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm
 from veridic.run.audit import AuditSink, ModelCallRecord, ModelReplyRecord
 from veridic.run.deferred import (
@@ -286,6 +287,18 @@ class _Streamed:
 
     _reply: Reply | None
     _loop: str
+    _span: _telemetry.ChatSpan
+    _done: Callable[[Completion], Reply]
+    _assembler: Assembler
+
+    def _answered(self) -> Reply:
+        """The whole answer, once the events have ended; the model call's span ends with it."""
+        try:
+            reply = self._done(self._assembler.finish())
+        except BaseException as error:
+            self._span.failed(error)
+            raise
+        return self._span.answered(reply)
 
     @property
     def reply(self) -> Reply:
@@ -317,6 +330,8 @@ class ReplyStream(_Streamed):
         close: Callable[[], object],
         assembler: Assembler,
         done: Callable[[Completion], Reply],
+        *,
+        span: _telemetry.ChatSpan = _telemetry.NO_CHAT,
     ) -> None:
         self._events = events
         self._close = close
@@ -324,6 +339,7 @@ class ReplyStream(_Streamed):
         self._done = done
         self._reply: Reply | None = None
         self._closed = False
+        self._span = span
 
     def __iter__(self) -> Self:
         return self
@@ -333,10 +349,11 @@ class ReplyStream(_Streamed):
             try:
                 event = next(self._events)
             except StopIteration:
-                self.close()
-                self._reply = self._done(self._assembler.finish())
+                self._release()
+                self._reply = self._answered()
                 raise
-            except BaseException:
+            except BaseException as error:
+                self._span.failed(error)
                 self.close()
                 raise
             text = self._assembler.feed(event)
@@ -345,7 +362,11 @@ class ReplyStream(_Streamed):
         raise StopIteration
 
     def close(self) -> None:
-        """Release the connection (idempotent)."""
+        """Release the connection (idempotent); the model call's span ends here at the latest."""
+        self._span.closed()
+        self._release()
+
+    def _release(self) -> None:
         if not self._closed:
             self._closed = True
             self._close()
@@ -373,6 +394,8 @@ class AsyncReplyStream(_Streamed):
         close: Callable[[], Awaitable[object]],
         assembler: Assembler,
         done: Callable[[Completion], Reply],
+        *,
+        span: _telemetry.ChatSpan = _telemetry.NO_CHAT,
     ) -> None:
         self._events = events
         self._close = close
@@ -380,6 +403,7 @@ class AsyncReplyStream(_Streamed):
         self._done = done
         self._reply: Reply | None = None
         self._closed = False
+        self._span = span
 
     def __aiter__(self) -> Self:
         return self
@@ -389,10 +413,11 @@ class AsyncReplyStream(_Streamed):
             try:
                 event = await anext(self._events)
             except StopAsyncIteration:
-                await self.aclose()
-                self._reply = self._done(self._assembler.finish())
+                await self._release()
+                self._reply = self._answered()
                 raise
-            except BaseException:
+            except BaseException as error:
+                self._span.failed(error)
                 await self.aclose()
                 raise
             text = self._assembler.feed(event)
@@ -401,7 +426,11 @@ class AsyncReplyStream(_Streamed):
         raise StopAsyncIteration
 
     async def aclose(self) -> None:
-        """Release the connection (idempotent)."""
+        """Release the connection (idempotent); the model call's span ends here at the latest."""
+        self._span.closed()
+        await self._release()
+
+    async def _release(self) -> None:
         if not self._closed:
             self._closed = True
             await self._close()
@@ -430,6 +459,8 @@ class _Sent:
     answered: Callable[[ModelReplyRecord], None] | None = None
     clock: Callable[[], float] = time.time
     started: float = field(default_factory=time.monotonic)
+    spans: tuple[PromptSpan, ...] = ()
+    """The provenance spans of the system message (the record's ``instruction_spans``)."""
 
     def reply(self, completion: Completion) -> Reply:
         latency = time.monotonic() - self.started
@@ -933,9 +964,11 @@ class ModelGateway:
             Exception: whatever the SDK raises (network, status, timeout);
                 the model-call record is written before the request is sent.
         """
-        sent = self._prepare(prompt, view, request_id, options, streamed=False, sync=True)
-        response = self._provider.method()(**sent.request)
-        return sent.reply(self._provider.parse(response))
+        with _telemetry.chat(self._provider, request_id, streamed=False) as span:
+            sent = self._prepare(prompt, view, request_id, options, streamed=False, sync=True)
+            span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
+            response = self._provider.method()(**sent.request)
+            return span.answered(sent.reply(self._provider.parse(response)))
 
     async def asend(
         self,
@@ -946,9 +979,11 @@ class ModelGateway:
         options: Mapping[str, object] | None = None,
     ) -> Reply:
         """:meth:`send` with an async client."""
-        sent = self._prepare(prompt, view, request_id, options, streamed=False, sync=False)
-        response = await _awaited(self._provider.method()(**sent.request))
-        return sent.reply(self._provider.parse(response))
+        with _telemetry.chat(self._provider, request_id, streamed=False) as span:
+            sent = self._prepare(prompt, view, request_id, options, streamed=False, sync=False)
+            span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
+            response = await _awaited(self._provider.method()(**sent.request))
+            return span.answered(sent.reply(self._provider.parse(response)))
 
     def stream(
         self,
@@ -967,21 +1002,25 @@ class ModelGateway:
             As :meth:`send`; an incomplete stream raises ``VeridicError``
             when it ends.
         """
-        sent = self._prepare(prompt, view, request_id, options, streamed=True, sync=True)
-        events = self._provider.method()(**sent.request, stream=True)
-        if not isinstance(events, _Iterable):
-            raise VeridicError(
-                f"{self._provider!r}: the SDK answered a streaming request with a "
-                f"{type(events).__name__}, not a stream of events; check that the installed "
-                "SDK version is one the extra allows"
+        with _telemetry.chat(self._provider, request_id, streamed=True) as span:
+            sent = self._prepare(prompt, view, request_id, options, streamed=True, sync=True)
+            span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
+            events = self._provider.method()(**sent.request, stream=True)
+            if not isinstance(events, _Iterable):
+                raise VeridicError(
+                    f"{self._provider!r}: the SDK answered a streaming request with a "
+                    f"{type(events).__name__}, not a stream of events; check that the installed "
+                    "SDK version is one the extra allows"
+                )
+            close = getattr(events, "close", None)
+            span.handed()  # the stream ends the span
+            return ReplyStream(
+                iter(events),
+                close if callable(close) else _nothing,
+                self._provider.assembler(),
+                sent.reply,
+                span=span,
             )
-        close = getattr(events, "close", None)
-        return ReplyStream(
-            iter(events),
-            close if callable(close) else _nothing,
-            self._provider.assembler(),
-            sent.reply,
-        )
 
     async def astream(
         self,
@@ -992,21 +1031,25 @@ class ModelGateway:
         options: Mapping[str, object] | None = None,
     ) -> AsyncReplyStream:
         """:meth:`stream` with an async client: ``async for`` the text, then ``.reply``."""
-        sent = self._prepare(prompt, view, request_id, options, streamed=True, sync=False)
-        events = await _awaited(self._provider.method()(**sent.request, stream=True))
-        if not isinstance(events, _AsyncIterable):
-            raise VeridicError(
-                f"{self._provider!r}: the SDK answered a streaming request with a "
-                f"{type(events).__name__}, not an async stream of events; check that the "
-                "installed SDK version is one the extra allows"
+        with _telemetry.chat(self._provider, request_id, streamed=True) as span:
+            sent = self._prepare(prompt, view, request_id, options, streamed=True, sync=False)
+            span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
+            events = await _awaited(self._provider.method()(**sent.request, stream=True))
+            if not isinstance(events, _AsyncIterable):
+                raise VeridicError(
+                    f"{self._provider!r}: the SDK answered a streaming request with a "
+                    f"{type(events).__name__}, not an async stream of events; check that the "
+                    "installed SDK version is one the extra allows"
+                )
+            close = getattr(events, "close", None)
+            span.handed()  # the stream ends the span
+            return AsyncReplyStream(
+                aiter(events),
+                close if callable(close) else _anothing,
+                self._provider.assembler(),
+                sent.reply,
+                span=span,
             )
-        close = getattr(events, "close", None)
-        return AsyncReplyStream(
-            aiter(events),
-            close if callable(close) else _anothing,
-            self._provider.assembler(),
-            sent.reply,
-        )
 
     # --- tool calls ----------------------------------------------------------------------
 
@@ -1049,18 +1092,19 @@ class ModelGateway:
         for call in calls:
             policy, confirm = approving(call)
             try:
-                result = execute(
-                    reply.view,
-                    call.name,
-                    call.arguments,
-                    policy=policy,
-                    audit=self._audit,
-                    request_id=reply.request_id,
-                    prompt_sha256=reply.prompt_sha256,
-                    confirm=confirm,
-                    tools_digest=reply.tools_sha256,
-                    context=context,
-                )
+                with _telemetry.calling(call.id):  # the call id, for the tool call's span
+                    result = execute(
+                        reply.view,
+                        call.name,
+                        call.arguments,
+                        policy=policy,
+                        audit=self._audit,
+                        request_id=reply.request_id,
+                        prompt_sha256=reply.prompt_sha256,
+                        confirm=confirm,
+                        tools_digest=reply.tools_sha256,
+                        context=context,
+                    )
             except AuditWriteError as error:
                 error.earlier = tuple(outcomes)
                 raise
@@ -1106,18 +1150,19 @@ class ModelGateway:
         context: object,
     ) -> ToolOutcome:
         """One call of ``reply`` through :func:`veridic.aexecute`, with the reply's hashes."""
-        result = await aexecute(
-            reply.view,
-            call.name,
-            call.arguments,
-            policy=policy,
-            audit=self._audit,
-            request_id=reply.request_id,
-            prompt_sha256=reply.prompt_sha256,
-            confirm=confirm,
-            tools_digest=reply.tools_sha256,
-            context=context,
-        )
+        with _telemetry.calling(call.id):  # the call id, for the tool call's span
+            result = await aexecute(
+                reply.view,
+                call.name,
+                call.arguments,
+                policy=policy,
+                audit=self._audit,
+                request_id=reply.request_id,
+                prompt_sha256=reply.prompt_sha256,
+                confirm=confirm,
+                tools_digest=reply.tools_sha256,
+                context=context,
+            )
         return ToolOutcome(call, result)
 
     # --- the loop ------------------------------------------------------------------------
@@ -1194,8 +1239,9 @@ class ModelGateway:
         _check_defer(defer, confirm, "run")
         _check_policy(policy, view, "run")
         _check_context(view, context, "run")
-        state = _Run(composer, limits, output_type, request_id, context=context)
-        return self._loop(state, view, policy, confirm, defer)
+        with _telemetry.agent(self._provider, request_id, resumed=False) as span:
+            state = _Run(composer, limits, output_type, request_id, context=context)
+            return span.ran(self._loop(state, view, policy, confirm, defer))
 
     def _loop(
         self,
@@ -1288,13 +1334,15 @@ class ModelGateway:
         _check_output_type(output_type)
         _check_policy(policy, view, "resume")
         _check_context(view, context, "resume")
-        state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
-        steps = ResumeSteps(reply.tool_calls, view, policy, paused, answers)
-        ran = self._run_calls(reply, steps.runnable, steps.approving, context)
-        state.after_resumed(ran)
-        if steps.waiting:
-            return state.pause(reply, steps.waiting, policy, steps.again)
-        return self._loop(state, view, policy, None, True)
+        request_id = getattr(paused, "request_id", None)
+        with _telemetry.agent(self._provider, request_id, resumed=True) as span:
+            state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
+            steps = ResumeSteps(reply.tool_calls, view, policy, paused, answers)
+            ran = self._run_calls(reply, steps.runnable, steps.approving, context)
+            state.after_resumed(ran)
+            if steps.waiting:
+                return span.ran(state.pause(reply, steps.waiting, policy, steps.again))
+            return span.ran(self._loop(state, view, policy, None, True))
 
     @overload
     async def arun(
@@ -1347,8 +1395,9 @@ class ModelGateway:
         _check_defer(defer, confirm, "arun")
         _check_policy(policy, view, "arun")
         _check_context(view, context, "arun")
-        state = _Run(composer, limits, output_type, request_id, context=context)
-        return await self._aloop(state, view, policy, confirm, defer)
+        with _telemetry.agent(self._provider, request_id, resumed=False) as span:
+            state = _Run(composer, limits, output_type, request_id, context=context)
+            return span.ran(await self._aloop(state, view, policy, confirm, defer))
 
     async def _aloop(
         self,
@@ -1426,13 +1475,15 @@ class ModelGateway:
         _check_output_type(output_type)
         _check_policy(policy, view, "resume")
         _check_context(view, context, "aresume")
-        state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
-        steps = ResumeSteps(reply.tool_calls, view, policy, paused, answers)
-        ran = await self._arun_calls(reply, steps.runnable, steps.approving, context)
-        state.after_resumed(ran)
-        if steps.waiting:
-            return state.pause(reply, steps.waiting, policy, steps.again)
-        return await self._aloop(state, view, policy, None, True)
+        request_id = getattr(paused, "request_id", None)
+        with _telemetry.agent(self._provider, request_id, resumed=True) as span:
+            state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
+            steps = ResumeSteps(reply.tool_calls, view, policy, paused, answers)
+            ran = await self._arun_calls(reply, steps.runnable, steps.approving, context)
+            state.after_resumed(ran)
+            if steps.waiting:
+                return span.ran(state.pause(reply, steps.waiting, policy, steps.again))
+            return span.ran(await self._aloop(state, view, policy, None, True))
 
     async def _concurrent_tools(
         self, reply: Reply, policy: ApprovalPolicy, confirm: AsyncConfirm | None, context: object
@@ -1512,7 +1563,9 @@ class ModelGateway:
         )
         replies = self._calls if isinstance(self._calls, ModelReplySink) else None
         answered = None if replies is None else replies.write_model_reply
-        return _Sent(request, request_id, prompt.sha256, digest, view, answered, self._clock)
+        return _Sent(
+            request, request_id, prompt.sha256, digest, view, answered, self._clock, spans=spans
+        )
 
 
 def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:

@@ -1,0 +1,627 @@
+"""OpenTelemetry spans of the run: ``chat`` per model call, ``execute_tool`` per tool call.
+
+Off by default, and free when off: veridic does not depend on OpenTelemetry.
+:func:`instrument` (the ``otel`` extra: ``pip install 'veridic[otel]'``)
+turns the spans on for the process, :func:`uninstrument` turns them off, and
+:func:`instrumented` does both around a block (for tests). The gateway and
+the executor read one module global; while it is ``None`` they make no span
+and import nothing.
+
+The spans follow the OpenTelemetry GenAI semantic conventions (status
+Development; the vocabulary of semconv 1.37 and later, where the provider
+is ``gen_ai.provider.name``):
+
+- ``invoke_agent`` (kind ``INTERNAL``) around a whole
+  :meth:`ModelGateway.run <veridic.ModelGateway.run>`, ``arun``, ``resume``
+  or ``aresume``; the run's model calls and tool calls are its children
+  (through the OpenTelemetry context, which follows threads' and asyncio
+  tasks' context: concurrent queries of ``arun`` nest too);
+- ``chat {model}`` (kind ``CLIENT``) per model call of ``send``, ``asend``,
+  ``stream``, ``astream``: from before the request is checked and sent until
+  the answer is read (a stream's span ends when the stream ends or is
+  closed; a stream never read to its end nor closed never ends its span);
+- ``execute_tool {name}`` (kind ``INTERNAL``) per :func:`veridic.execute` or
+  :func:`veridic.aexecute`: check, approval (a user's confirmation
+  included) and dispatch. A call made outside a run is a child of whatever
+  span is current, or a root span.
+
+Besides ``gen_ai.*`` attributes each span carries veridic's: the request id,
+the prompt's and tool list's sha256 (the audit record's), the approval, risk,
+kind and outcome of a tool call, the kinds and origins of the system
+message's spans (its provenance, never its text). No span holds prompt text,
+arguments, results or error messages: the conventions make content opt-in,
+and veridic does not offer it (an exception's message may quote a secret;
+see :attr:`CallResult.told <veridic.CallResult.told>`).
+
+Errors: the span's status is ``ERROR`` and ``error.type`` names the
+exception's class when the SDK call raises, a check refuses the prompt or
+the answer, or a tool call ends ``failed``, ``blocked`` (a guard refused an
+operation) or ``refused`` (unknown, unavailable, invalid arguments: the
+operation could not be done). A ``denied`` call is not an error: approval
+worked as it should; its ``veridic.outcome`` says so and its status stays
+unset.
+
+OpenTelemetry is for observability and may be sampled or dropped; the audit
+store is the record (see :mod:`veridic.run.audit`).
+
+>>> from opentelemetry.sdk.trace import TracerProvider
+>>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+>>> from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+>>> exporter = InMemorySpanExporter()
+>>> tracing = TracerProvider()
+>>> tracing.add_span_processor(SimpleSpanProcessor(exporter))
+>>> registry = Registry()
+>>> @registry.tool(kind="query")
+... def get_weather(city: str) -> str:
+...     '''Current weather in a city.
+...
+...     Args:
+...         city: City name, e.g. "Oslo".
+...     '''
+...     return f"Sunny in {city}"
+>>> view = registry.view()
+>>> prompt = Composer().system(instruction("You report the weather.")).user("Oslo?").build()
+>>> with instrumented(tracing):
+...     result = execute(view, "get_weather", {"city": "Oslo"}, policy=ApprovalPolicy(view),
+...                      audit=SQLiteAuditSink(":memory:"), request_id="req-1", prompt=prompt)
+>>> [(span.name, span.attributes["veridic.outcome"]) for span in exporter.get_finished_spans()]
+[('execute_tool get_weather', 'ok')]
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
+
+from veridic._extras import require
+from veridic.errors import VeridicError
+from veridic.providers._base import Usage
+from veridic.run.audit import AuditRecord, CallOutcome
+from veridic.text.prompt import PromptSpan, ToolCall
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+    from veridic.providers._base import Adapter
+
+__all__ = ["instrument", "instrumented", "is_instrumented", "uninstrument"]
+
+SCOPE: Final = "veridic"
+"""The instrumentation scope (tracer name) of every span veridic makes."""
+
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.37.0"
+
+_ERRORS: Final = frozenset({CallOutcome.FAILED, CallOutcome.BLOCKED, CallOutcome.REFUSED})
+"""The outcomes that are errors of the call (a denial is approval doing its job)."""
+
+_PLAIN: Final = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+"""A tool name fit for a span's name (others are named by the audit record's form)."""
+
+_tracer: Tracer | None = None
+"""The one global the hooks read: ``None`` while spans are off."""
+
+_switch = threading.Lock()
+
+_call_id: ContextVar[str | None] = ContextVar("veridic_tool_call_id", default=None)
+"""The id of the model's tool call the gateway is running (for ``gen_ai.tool.call.id``)."""
+
+
+def instrument(tracer_provider: TracerProvider | None = None) -> None:
+    """Make spans for every model call, tool call and run of this process from now on.
+
+    ``tracer_provider`` is where they go; ``None`` means OpenTelemetry's
+    global provider (the one ``opentelemetry.trace.set_tracer_provider``
+    sets, also when set later). Calling it again replaces the provider.
+
+    Raises:
+        MissingExtraError: ``opentelemetry-api`` is not installed
+            (``pip install 'veridic[otel]'``).
+        VeridicError: ``tracer_provider`` is not an OpenTelemetry ``TracerProvider``.
+    """
+    require("opentelemetry.trace", "otel", "veridic.run.telemetry.instrument()")
+    from opentelemetry import trace
+
+    if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
+        raise VeridicError(
+            f"instrument() got a {type(tracer_provider).__name__} as tracer_provider: pass an "
+            "OpenTelemetry TracerProvider (opentelemetry.sdk.trace.TracerProvider), or None for "
+            "the global one"
+        )
+    tracer = trace.get_tracer(
+        SCOPE, _version(), tracer_provider=tracer_provider, schema_url=SCHEMA_URL
+    )
+    global _tracer
+    with _switch:
+        _tracer = tracer
+
+
+def uninstrument() -> None:
+    """Make no more spans (those already started still end, where they were going)."""
+    global _tracer
+    with _switch:
+        _tracer = None
+
+
+def is_instrumented() -> bool:
+    """Whether :func:`instrument` is in force."""
+    return _tracer is not None
+
+
+@contextmanager
+def instrumented(tracer_provider: TracerProvider | None = None) -> Iterator[None]:
+    """:func:`instrument` for the block, then back to what was in force before it.
+
+    For tests: the switch is for the process, so blocks in concurrent
+    threads see each other's.
+    """
+    global _tracer
+    before = _tracer
+    instrument(tracer_provider)
+    try:
+        yield
+    finally:
+        with _switch:
+            _tracer = before
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("veridic")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "0"
+
+
+# --- the hooks the gateway and the executor call --------------------------------------------
+#
+# Each returns a no-op object while spans are off (one global read), so the call sites stay
+# one line and cost nothing measurable.
+
+
+class _Answer(Protocol):
+    """What a chat span reads of a :class:`~veridic.Reply`."""
+
+    @property
+    def response_id(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def stop_reason(self) -> str: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]: ...
+
+
+class _Called(Protocol):
+    """What a tool span reads of a :class:`~veridic.CallResult`."""
+
+    @property
+    def record(self) -> AuditRecord: ...
+    @property
+    def error(self) -> Exception | None: ...
+
+
+class _Ran(Protocol):
+    """What an agent span reads of a :class:`~veridic.RunResult`."""
+
+    @property
+    def turns(self) -> int: ...
+    @property
+    def outcomes(self) -> tuple[object, ...]: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def paused(self) -> object: ...
+
+
+A = TypeVar("A", bound=_Answer)
+C = TypeVar("C", bound=_Called)
+R = TypeVar("R", bound=_Ran)
+
+
+class _Hook:
+    """A span's ``with`` block: the span is current inside it; an exception ends it as an error."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> _Hook:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+
+class ChatSpan(_Hook):
+    """A model call's span, as the gateway sees it (this base does nothing: spans are off)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> ChatSpan:
+        return self
+
+    def sent(
+        self,
+        prompt_sha256: str,
+        tools_sha256: str,
+        tools: Sequence[str],
+        spans: Sequence[PromptSpan],
+    ) -> None:
+        """The request passed the gateway's checks and was recorded."""
+
+    def answered(self, reply: A) -> A:
+        """The whole answer was read: the span ends."""
+        return reply
+
+    def failed(self, error: BaseException) -> None:
+        """The call raised (the SDK, a check, a stream cut short): the span ends as an error."""
+
+    def closed(self) -> None:
+        """The stream was closed before its end: the span ends (not an error)."""
+
+    def handed(self) -> None:
+        """The span outlives the ``with`` block: a stream ends it."""
+
+
+class ToolSpan(_Hook):
+    """A tool call's span, as the executor sees it (this base does nothing: spans are off)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> ToolSpan:
+        return self
+
+    def ended(self, result: C) -> C:
+        """The call's record was written: the span ends."""
+        return result
+
+
+class AgentSpan(_Hook):
+    """A run's span, as the gateway sees it (this base does nothing: spans are off)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> AgentSpan:
+        return self
+
+    def ran(self, result: R) -> R:
+        """The run returned (answered, or paused for approvals): the span ends."""
+        return result
+
+
+class _Calling(_Hook):
+    """Marks the tool call the gateway runs inside the block (``gen_ai.tool.call.id``)."""
+
+    __slots__ = ("_id", "_token")
+
+    def __init__(self, call_id: str) -> None:
+        self._id = call_id
+        self._token: Token[str | None] | None = None
+
+    def __enter__(self) -> _Calling:
+        self._token = _call_id.set(self._id)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            _call_id.reset(self._token)
+
+
+_OFF_HOOK: Final = _Hook()
+_OFF_CHAT: Final = ChatSpan()
+NO_CHAT: Final = _OFF_CHAT
+"""The span of a stream made while spans were off (the streams' default)."""
+_OFF_TOOL: Final = ToolSpan()
+_OFF_AGENT: Final = AgentSpan()
+
+
+def chat(provider: Adapter, request_id: object, *, streamed: bool) -> ChatSpan:
+    """The span of one model call through ``provider`` (a no-op while spans are off)."""
+    tracer = _tracer
+    if tracer is None:
+        return _OFF_CHAT
+    return _LiveChat(tracer, provider, request_id, streamed)
+
+
+def tool(name: object, request_id: object) -> ToolSpan:
+    """The span of one tool call of the tool the model named ``name`` (a no-op while off)."""
+    tracer = _tracer
+    if tracer is None:
+        return _OFF_TOOL
+    return _LiveTool(tracer, name, request_id)
+
+
+def agent(provider: Adapter, request_id: object, *, resumed: bool) -> AgentSpan:
+    """The span of one run (or resumed run) through ``provider`` (a no-op while off)."""
+    tracer = _tracer
+    if tracer is None:
+        return _OFF_AGENT
+    return _LiveAgent(tracer, provider, request_id, resumed)
+
+
+def calling(call_id: str) -> _Hook:
+    """Inside the block, a tool span takes ``call_id`` as its ``gen_ai.tool.call.id``."""
+    if _tracer is None:
+        return _OFF_HOOK
+    return _Calling(call_id)
+
+
+# --- the live spans ---------------------------------------------------------------------------
+
+
+def provider_name(api: str) -> str:
+    """``gen_ai.provider.name`` of an adapter's ``api``: ``"openai.responses"`` -> ``"openai"``.
+
+    >>> provider_name("anthropic.messages"), provider_name("scripted")
+    ('anthropic', 'scripted')
+    """
+    return api.partition(".")[0] or "_OTHER"
+
+
+def error_type(error: BaseException) -> str:
+    """``error.type``: the class's qualified name (never the message, which may hold secrets)."""
+    kind = type(error)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+class _Live:
+    """A started span, current inside its ``with`` block, ended once."""
+
+    __slots__ = ("_ended", "_handed", "_span", "_token")
+
+    def _start(
+        self,
+        tracer: Tracer,
+        name: str,
+        client: bool,
+        attributes: Mapping[str, str | bool | int | Sequence[str]],
+    ) -> None:
+        from opentelemetry.trace import SpanKind
+
+        kind = SpanKind.CLIENT if client else SpanKind.INTERNAL
+        self._span: Span = tracer.start_span(name, kind=kind, attributes=attributes)
+        self._token: Token[Context] | None = None
+        self._ended = False
+        self._handed = False
+
+    def _enter(self) -> None:
+        from opentelemetry import context, trace
+
+        self._token = context.attach(trace.set_span_in_context(self._span))
+
+    def _exit(self, error: BaseException | None) -> None:
+        from opentelemetry import context
+
+        if self._token is not None:
+            context.detach(self._token)
+            self._token = None
+        if error is not None:
+            self._error(error_type(error), "raised")
+        elif not self._handed:
+            self._end()
+
+    def _error(self, kind: str, what: str) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        if self._ended:
+            return
+        self._span.set_attribute("error.type", kind)
+        self._span.set_status(Status(StatusCode.ERROR, f"{what}: {kind}"))
+        self._end()
+
+    def _end(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self._span.end()
+
+
+def _request_id(request_id: object) -> dict[str, str]:
+    return {"veridic.request_id": request_id} if isinstance(request_id, str) else {}
+
+
+class _LiveChat(_Live, ChatSpan):
+    __slots__ = ()
+
+    def __init__(
+        self, tracer: Tracer, provider: Adapter, request_id: object, streamed: bool
+    ) -> None:
+        model = provider.model
+        self._start(
+            tracer,
+            f"chat {model}",
+            True,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider_name(provider.api),
+                "gen_ai.request.model": model,
+                "veridic.api": provider.api,
+                "veridic.streamed": streamed,
+                **_request_id(request_id),
+            },
+        )
+
+    def __enter__(self) -> _LiveChat:
+        self._enter()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._exit(error)
+
+    def sent(
+        self,
+        prompt_sha256: str,
+        tools_sha256: str,
+        tools: Sequence[str],
+        spans: Sequence[PromptSpan],
+    ) -> None:
+        self._span.set_attributes(
+            {
+                "veridic.prompt_sha256": prompt_sha256,
+                "veridic.tools_sha256": tools_sha256,
+                "veridic.tools": tuple(tools),
+                "veridic.system.kinds": tuple(span.kind for span in spans),
+                "veridic.system.origins": tuple(span.origin for span in spans),
+            }
+        )
+
+    def answered(self, reply: A) -> A:
+        span = self._span
+        span.set_attributes(
+            {
+                "gen_ai.response.id": reply.response_id,
+                "gen_ai.response.model": reply.model,
+                "gen_ai.response.finish_reasons": (reply.stop_reason,),
+                "veridic.tool_calls": tuple(call.name for call in reply.tool_calls),
+            }
+        )
+        usage = reply.usage
+        if usage is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        self._end()
+        return reply
+
+    def failed(self, error: BaseException) -> None:
+        self._error(error_type(error), "raised")
+
+    def closed(self) -> None:
+        if not self._ended:
+            self._span.set_attribute("veridic.stream.incomplete", True)
+        self._end()
+
+    def handed(self) -> None:
+        self._handed = True
+
+
+class _LiveTool(_Live, ToolSpan):
+    __slots__ = ("_call_token",)
+
+    def __init__(self, tracer: Tracer, name: object, request_id: object) -> None:
+        plain = isinstance(name, str) and _PLAIN.fullmatch(name) is not None
+        attributes: dict[str, str | bool | int | Sequence[str]] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.type": "function",
+            **_request_id(request_id),
+        }
+        if plain:
+            attributes["gen_ai.tool.name"] = str(name)
+        call_id = _call_id.get()
+        if call_id is not None:
+            attributes["gen_ai.tool.call.id"] = call_id
+        self._start(tracer, f"execute_tool {name}" if plain else "execute_tool", False, attributes)
+        self._call_token: Token[str | None] | None = None
+
+    def __enter__(self) -> _LiveTool:
+        self._enter()
+        # A call the handler makes in turn is not the model's call: it gets no call id.
+        self._call_token = _call_id.set(None)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._call_token is not None:
+            _call_id.reset(self._call_token)
+            self._call_token = None
+        if error is not None and not self._ended:
+            result = getattr(error, "result", None)  # AuditWriteError: the call ran
+            record = getattr(result, "record", None)
+            if isinstance(record, AuditRecord):
+                self._recorded(record)
+        self._exit(error)
+
+    def _recorded(self, record: AuditRecord) -> None:
+        attributes: dict[str, str | bool] = {
+            "gen_ai.tool.name": record.tool,
+            "veridic.approval": record.approval.value,
+            "veridic.outcome": record.outcome.value,
+            "veridic.prompt_sha256": record.prompt_sha256,
+            "veridic.tools_sha256": record.tools_sha256,
+            "veridic.wrote_instruction_fields": record.wrote_instruction_fields,
+            "veridic.irreversible": record.irreversible,
+        }
+        if record.kind is not None:
+            attributes["veridic.kind"] = record.kind
+        if record.risk is not None:
+            attributes["veridic.risk"] = record.risk.value
+        self._span.set_attributes(attributes)
+
+    def ended(self, result: C) -> C:
+        record = result.record
+        self._recorded(record)
+        if record.outcome in _ERRORS:
+            error = result.error
+            kind = error_type(error) if error is not None else record.outcome.value
+            self._error(kind, record.outcome.value)
+        self._end()
+        return result
+
+
+class _LiveAgent(_Live, AgentSpan):
+    __slots__ = ()
+
+    def __init__(
+        self, tracer: Tracer, provider: Adapter, request_id: object, resumed: bool
+    ) -> None:
+        self._start(
+            tracer,
+            "invoke_agent",
+            False,
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.provider.name": provider_name(provider.api),
+                "gen_ai.request.model": provider.model,
+                "veridic.resumed": resumed,
+                **_request_id(request_id),
+            },
+        )
+
+    def __enter__(self) -> _LiveAgent:
+        self._enter()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._exit(error)
+
+    def ran(self, result: R) -> R:
+        span = self._span
+        span.set_attribute("veridic.turns", result.turns)
+        span.set_attribute("veridic.run.tool_calls", len(result.outcomes))
+        span.set_attribute("veridic.paused", result.paused is not None)
+        usage = result.usage
+        if usage is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        self._end()
+        return result
