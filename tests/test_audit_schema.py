@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import multiprocessing
 import sqlite3
 from pathlib import Path
@@ -11,11 +12,20 @@ import pytest
 
 from veridic import (
     ApprovalMode,
+    ApprovalPolicy,
     AsyncAuditStore,
+    AuditRecord,
     AuditRecordError,
     AuditStore,
+    AuditWriteError,
     CallOutcome,
+    Composer,
+    ModelGateway,
+    Registry,
+    ScriptedProvider,
     SQLiteAuditSink,
+    execute,
+    instruction,
 )
 
 # The schema as veridic 0.1 wrote it (user_version left at 0), and rows it wrote.
@@ -104,7 +114,7 @@ def test_a_0_1_database_is_migrated_and_its_refusals_are_no_longer_denials(tmp_p
         assert len(store.model_calls("req-1")) == 1
         assert store.model_replies() == ()  # the tables 0.1 did not have are there
         assert store.conversation("nope") is None
-    assert user_version(path) == 2
+    assert user_version(path) == 3
     with SQLiteAuditSink(path) as again:  # nothing left to do the second time
         assert len(again.records()) == 5
 
@@ -112,7 +122,7 @@ def test_a_0_1_database_is_migrated_and_its_refusals_are_no_longer_denials(tmp_p
 def test_a_fresh_database_is_created_at_the_latest_version(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     SQLiteAuditSink(path).close()
-    assert user_version(path) == 2
+    assert user_version(path) == 3
     with sqlite3.connect(path) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {
@@ -157,7 +167,39 @@ def test_processes_opening_a_0_1_database_at_once_migrate_it_once(tmp_path: Path
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         counts = pool.map(_open_and_count, [str(path)] * 8)
     assert counts == [5] * 8
-    assert user_version(path) == 2
+    assert user_version(path) == 3
+
+
+def test_every_record_has_its_own_id_and_a_retry_is_stored_once(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    database_0_1(path)  # rows written before records had ids get one each
+    with SQLiteAuditSink(path) as store:
+        old = store.records()
+        assert len({r.record_id for r in old}) == 5
+        again = store.records()
+        assert [r.record_id for r in again] == [r.record_id for r in old]  # stored, not made
+        store.write(old[0])  # a retry: the same record, its id already stored
+        copy = dataclasses.replace(old[0])
+        assert copy == old[0]  # the same call
+        assert copy.record_id != old[0].record_id  # but a new record
+        store.write(copy)
+        assert len(store.records()) == 6
+        (call,) = store.model_calls()
+        assert len(call.call_id) == 32
+        store.write_model_call(call)  # a retried model-call record is stored once too
+        assert len(store.model_calls()) == 1
+
+
+def test_an_answers_record_names_the_model_call_it_answers() -> None:
+    store = SQLiteAuditSink()
+    view = Registry().view()
+    gateway = ModelGateway(ScriptedProvider([{"text": "a"}, {"text": "b"}]), audit=store)
+    prompt = Composer().system(instruction("You answer.")).user("Hi").build()
+    for _ in range(2):  # the same prompt twice in one request: told apart by id, not order
+        gateway.send(prompt, view, request_id="r")
+    calls, replies = store.model_calls("r"), store.model_replies("r")
+    assert [reply.call_id for reply in replies] == [call.call_id for call in calls]
+    assert len({call.call_id for call in calls}) == 2
 
 
 # --- the questions belong to the protocol ------------------------------------------------
@@ -177,8 +219,9 @@ def test_the_async_twins_answer_as_the_sync_questions(tmp_path: Path) -> None:
     store = SQLiteAuditSink(path)
 
     async def ask() -> tuple[object, ...]:
-        extra = store.records()[1]
+        extra = dataclasses.replace(store.records()[1])  # the same call again: a new record
         await store.awrite(extra)
+        await store.awrite(extra)  # a retry of the same record is stored once
         return (
             await store.arecords("req-1"),
             await store.amodel_calls("req-1"),
@@ -198,3 +241,49 @@ def test_the_async_twins_answer_as_the_sync_questions(tmp_path: Path) -> None:
         store.substitution_rate(),
     )
     assert len(store.records("req-1")) == 6
+
+
+class _LostAck:
+    """A store whose first write lands but whose answer is lost (a network store's failure)."""
+
+    def __init__(self, store: SQLiteAuditSink) -> None:
+        self.store = store
+        self.failed = False
+
+    def write(self, record: AuditRecord, /) -> None:
+        self.store.write(record)
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("the connection dropped before the commit was acknowledged")
+
+
+def test_a_record_written_again_after_a_lost_acknowledgement_is_stored_once() -> None:
+    store = SQLiteAuditSink()
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def get_order(order_id: int) -> str:
+        """Look an order up.
+
+        Args:
+            order_id: The order.
+        """
+        return "lost"
+
+    view = registry.view()
+    flaky = _LostAck(store)
+    prompt = Composer().system(instruction("You answer.")).user("Hi").build()
+    with pytest.raises(AuditWriteError) as lost:
+        execute(
+            view,
+            "get_order",
+            {"order_id": 1},
+            policy=ApprovalPolicy(view),
+            audit=flaky,
+            request_id="r",
+            prompt=prompt,
+        )
+    record = lost.value.result.record
+    assert isinstance(record, AuditRecord)
+    flaky.write(record)  # what the error says to do
+    assert len(store.records("r")) == 1

@@ -338,7 +338,9 @@ class AuditWriteError(VeridicError):
     error keeps what would otherwise be lost: ``.result`` is the call's
     :class:`~veridic.run.executor.CallResult` (the handler's value or error), and
     ``.result.record`` the record the sink did not store. ``__cause__`` is
-    the sink's own error.
+    the sink's own error. Write the record again once the store is back
+    (``sink.write(error.result.record)``): a store keeps one row per record
+    id, so a write that did land before the error is not stored twice.
     """
 
     def __init__(self, message: str, result: RanCall) -> None:

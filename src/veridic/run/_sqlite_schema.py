@@ -10,6 +10,11 @@ it holds without a table of its own. Versions:
    (issue 17: a model's typo is not a user's denial), so the ``approval``
    check allows the new value and 0.1's refused rows are rewritten; the
    ``veridic_model_replies`` and ``veridic_conversations`` tables are added.
+3. Every record has its own id, made by the writer (``record_id``; a model
+   call's ``call_id``, which its answer's record carries), unique, so a
+   record written twice (a retry) is stored once; rows of earlier versions
+   get random ids, and answers recorded before their calls had ids keep no
+   link (NULL).
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
@@ -28,7 +33,7 @@ from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "prepare"]
 
-VERSION: Final = 2
+VERSION: Final = 3
 
 _AUDIT_TABLE: Final = """
 CREATE TABLE {name} (
@@ -164,5 +169,15 @@ def _to_2(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-_STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_create, _to_2)
+def _to_3(db: sqlite3.Connection) -> None:
+    """Each record its own id: audit rows and model calls get one, an answer its call's."""
+    for table, column in (("veridic_audit", "record_id"), ("veridic_model_calls", "call_id")):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+        db.execute(f"UPDATE {table} SET {column} = lower(hex(randomblob(16)))")
+        db.execute(f"CREATE UNIQUE INDEX {table}_{column} ON {table} ({column})")
+    db.execute("ALTER TABLE veridic_model_replies ADD COLUMN call_id TEXT")
+    db.execute("CREATE INDEX veridic_model_replies_call_id ON veridic_model_replies (call_id)")
+
+
+_STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_create, _to_2, _to_3)
 """``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

@@ -82,10 +82,24 @@ __all__ = [
     "ModelReplyRecord",
     "SQLiteAuditSink",
     "Substitution",
+    "new_id",
 ]
 
 _KINDS: Final = ("query", "write")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_ID: Final = re.compile(r"[0-9a-f]{32}")
+
+
+def new_id() -> str:
+    """A record's own id: 128 random bits as 32 hex digits, made by the writer, not the store.
+
+    Made when the record is, so the record keeps it through a retry, and any
+    store (one file, a server several hosts write to) can refuse a second
+    copy without asking the others.
+    """
+    return os.urandom(16).hex()
+
+
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _FOLLOW_UP: Final = "after the call ended: "
 """How the ``detail`` of a follow-up record begins (a guard that fired after its call ended)."""
@@ -128,8 +142,9 @@ class AuditRecord:
         kind: ``"query"`` or ``"write"``; ``None`` only for a refused call
             whose name the view could not resolve.
         risk: the tool's declared risk; ``None`` only for such a refused call.
-        approval: how the call was approved; ``DENIED`` exactly when the call
-            did not run (outcome ``DENIED`` or ``REFUSED``).
+        approval: how the call was approved; ``DENIED`` exactly when the
+            outcome is ``DENIED`` (a deny rule, the user's no), ``NOT_ASKED``
+            exactly when it is ``REFUSED`` (refused before anyone was asked).
         wrote_instruction_fields: the call wrote a field read as instruction.
         irreversible: the call did something that cannot be undone.
         prompt_sha256: ``Prompt.sha256`` of the prompt the model answered.
@@ -141,6 +156,12 @@ class AuditRecord:
             to perform (``"instruction_write:StoredPrompt.content"``,
             ``"irreversible:hard delete golden fixture"``), sorted, unique;
             how a later call is recognised as attempting the same thing.
+        record_id: the record's own id (32 hex digits), made when the record
+            is: a store keeps one row per id, so writing a record again (a
+            retry after :class:`~veridic.AuditWriteError`) never stores it
+            twice. Not compared (two records of the same call are equal) and
+            not an argument: ``dataclasses.replace`` makes a new record, with
+            a new id.
 
     Raises:
         AuditRecordError: a field has the wrong type or value, or the fields
@@ -160,9 +181,15 @@ class AuditRecord:
     outcome: CallOutcome
     detail: str = ""
     operations: tuple[str, ...] = field(default=())
+    record_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
 
     def __post_init__(self) -> None:
         _validate(self)
+
+    def _stored(self, record_id: str) -> AuditRecord:
+        """This record with the id a store read back (the store's own rows only)."""
+        object.__setattr__(self, "record_id", record_id)
+        return self
 
     @property
     def stopped(self) -> bool:
@@ -220,6 +247,9 @@ class ModelCallRecord:
         instruction_spans: where every character of the instruction position
             (the system message) came from; empty when the prompt has none.
         streamed: the answer was requested as a stream.
+        call_id: the call's own id (:func:`new_id`), made with the record (not
+            an argument); the :class:`ModelReplyRecord` of its answer carries
+            it. Not compared.
 
     Raises:
         AuditRecordError: a field is malformed (an empty request id, a hash
@@ -235,6 +265,12 @@ class ModelCallRecord:
     tools: tuple[str, ...]
     instruction_spans: tuple[PromptSpan, ...]
     streamed: bool = False
+    call_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
+
+    def _stored(self, call_id: str) -> ModelCallRecord:
+        """This record with the id a store read back (the store's own rows only)."""
+        object.__setattr__(self, "call_id", call_id)
+        return self
 
     def __post_init__(self) -> None:
         problems = [
@@ -267,6 +303,8 @@ class ModelCallRecord:
             )
             if not isinstance(value, str) or not _SHA256.fullmatch(value)
         ]
+        if not isinstance(self.call_id, str) or not _ID.fullmatch(self.call_id):
+            problems.append(f"call_id must be 32 lowercase hex digits, got {self.call_id!r}")
         if problems:
             raise AuditRecordError(
                 f"model-call record of request {self.request_id!r} is malformed: "
@@ -292,6 +330,8 @@ class ModelReplyRecord:
         tool_calls: the names of the tools the answer called, in order.
         usage: the tokens the provider counted, ``None`` where it did not say.
         latency: seconds from sending the request to the whole answer.
+        call_id: the :attr:`ModelCallRecord.call_id` of the call it answers
+            (``""`` in an answer recorded before records had ids).
 
     Raises:
         AuditRecordError: a field is malformed.
@@ -306,6 +346,7 @@ class ModelReplyRecord:
     tool_calls: tuple[str, ...]
     usage: Usage | None
     latency: float
+    call_id: str = ""
 
     def __post_init__(self) -> None:
         problems = []
@@ -324,6 +365,10 @@ class ModelReplyRecord:
             problems.append(f"tool_calls must be a tuple of names, got {_shown(self.tool_calls)}")
         if self.usage is not None and not isinstance(self.usage, Usage):
             problems.append(f"usage must be a Usage or None, got {_shown(self.usage)}")
+        if not isinstance(self.call_id, str) or not (
+            self.call_id == "" or _ID.fullmatch(self.call_id)
+        ):
+            problems.append(f"call_id must be a ModelCallRecord's call_id, got {self.call_id!r}")
         if isinstance(self.latency, bool) or not (
             isinstance(self.latency, int | float) and self.latency >= 0
         ):
@@ -417,22 +462,30 @@ class AsyncAuditStore(Protocol):
 
 
 _CALL_COLUMNS: Final = (
-    "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, streamed"
+    "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, "
+    "streamed, call_id"
+)
+_INSERT_CALL: Final = (
+    f"INSERT INTO veridic_model_calls ({_CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (call_id) DO NOTHING"
 )
 _REPLY_COLUMNS: Final = (
     "time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
-    "input_tokens, output_tokens, latency"
+    "input_tokens, output_tokens, latency, call_id"
 )
 _INSERT_REPLY: Final = (
-    f"INSERT INTO veridic_model_replies ({_REPLY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
+    f"INSERT INTO veridic_model_replies ({_REPLY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 )
 _COLUMNS: Final = (
     "time, request_id, tool, kind, risk, approval, wrote_instruction_fields, irreversible, "
-    "prompt_sha256, tools_sha256, outcome, detail, operations"
+    "prompt_sha256, tools_sha256, outcome, detail, operations, record_id"
 )
-_INSERT: Final = f"INSERT INTO veridic_audit ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_INSERT: Final = (
+    f"INSERT INTO veridic_audit ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (record_id) DO NOTHING"
+)
 
-_Row = tuple[float, str, str, str | None, str | None, str, int, int, str, str, str, str, str]
+_Row = tuple[float, str, str, str | None, str | None, str, int, int, str, str, str, str, str, str]
 _CALLS_ONLY: Final = "NOT (outcome = 'blocked' AND substr(detail, 1, ?) = ?)"
 _CALLS_ONLY_ARGS: Final = (len(_FOLLOW_UP), _FOLLOW_UP)
 
@@ -533,12 +586,10 @@ class SQLiteAuditSink:
             json.dumps(list(record.tools)),
             _json(spans),
             int(record.streamed),
+            record.call_id,
         )
         with self._lock:
-            self._db.execute(
-                f"INSERT INTO veridic_model_calls ({_CALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
-                row,
-            )
+            self._db.execute(_INSERT_CALL, row)
 
     def model_calls(self, request_id: str | None = None) -> tuple[ModelCallRecord, ...]:
         """Every model call in the order sent, or those of one request."""
@@ -561,8 +612,19 @@ class SQLiteAuditSink:
                 tools=tuple(json.loads(tools)),
                 instruction_spans=tuple(_span(span) for span in json.loads(spans)),
                 streamed=bool(streamed),
-            )
-            for time, request, api, model, prompt, tools_digest, tools, spans, streamed in rows
+            )._stored(call_id)
+            for (
+                time,
+                request,
+                api,
+                model,
+                prompt,
+                tools_digest,
+                tools,
+                spans,
+                streamed,
+                call_id,
+            ) in rows
         )
 
     def write_model_reply(self, record: ModelReplyRecord, /) -> None:
@@ -588,6 +650,7 @@ class SQLiteAuditSink:
             None if usage is None else usage.input_tokens,
             None if usage is None else usage.output_tokens,
             float(record.latency),
+            record.call_id or None,
         )
         with self._lock:
             self._db.execute(_INSERT_REPLY, row)
@@ -613,6 +676,7 @@ class SQLiteAuditSink:
                 tool_calls=tuple(json.loads(row[6])),
                 usage=None if row[7] is None else Usage(row[7], row[8]),
                 latency=row[9],
+                call_id=row[10] or "",
             )
             for row in rows
         )
@@ -795,12 +859,13 @@ def _to_row(record: AuditRecord) -> _Row:
         record.outcome.value,
         record.detail,
         _json(list(record.operations)) if record.operations else "[]",
+        record.record_id,
     )
 
 
 def _from_row(row: Sequence[object]) -> AuditRecord:
     (time, request_id, tool, kind, risk, approval, wrote, irreversible) = row[:8]
-    (prompt_sha256, tools_sha256, outcome, detail, operations) = row[8:13]
+    (prompt_sha256, tools_sha256, outcome, detail, operations, record_id) = row[8:14]
     try:
         return AuditRecord(
             time=float(time),  # type: ignore[arg-type]  # REAL column, sqlite gives a float
@@ -816,7 +881,7 @@ def _from_row(row: Sequence[object]) -> AuditRecord:
             outcome=CallOutcome(str(outcome)),
             detail=str(detail),
             operations=tuple(str(o) for o in json.loads(str(operations))),
-        )
+        )._stored(str(record_id))
     except (KeyError, ValueError) as error:
         raise AuditRecordError(
             f"audit row {_shown(tuple(row), 120)} cannot be read back ({error}); "
@@ -893,6 +958,8 @@ def _well_formed(r: AuditRecord) -> bool:
         and _SHA256.fullmatch(r.tools_sha256)
         and isinstance(r.detail, str)
         and isinstance(r.operations, tuple)
+        and isinstance(r.record_id, str)
+        and _ID.fullmatch(r.record_id)
         and not _SURROGATE.search(r.request_id)
         and not _SURROGATE.search(r.tool)
         and not _SURROGATE.search(r.detail)
@@ -943,6 +1010,8 @@ def _problems(r: AuditRecord) -> Iterator[str]:
             )
     if not isinstance(r.detail, str):
         yield f"detail must be a string, got {type(r.detail).__name__}"
+    if not isinstance(r.record_id, str) or not _ID.fullmatch(r.record_id):
+        yield f"record_id must be 32 lowercase hex digits (new_id()), got {_shown(r.record_id)}"
     if not isinstance(r.operations, tuple) or not all(
         isinstance(o, str) and o for o in r.operations
     ):

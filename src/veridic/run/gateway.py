@@ -461,6 +461,8 @@ class _Sent:
     started: float = field(default_factory=time.monotonic)
     spans: tuple[PromptSpan, ...] = ()
     """The provenance spans of the system message (the record's ``instruction_spans``)."""
+    call_id: str = ""
+    """The model-call record's own id, which the answer's record carries."""
 
     def reply(self, completion: Completion) -> Reply:
         latency = time.monotonic() - self.started
@@ -477,6 +479,7 @@ class _Sent:
                     tool_calls=tuple(call.name for call in completion.tool_calls),
                     usage=completion.usage,
                     latency=latency,
+                    call_id=self.call_id,
                 )
             )
         _check_call_ids(completion.tool_calls, self.request_id)
@@ -1548,23 +1551,30 @@ class ModelGateway:
         if name is not None:
             view.tool(name)
         digest = tools_sha256(view)
-        self._calls.write_model_call(
-            ModelCallRecord(
-                time=self._clock(),
-                request_id=request_id,
-                api=provider.api,
-                model=provider.model,
-                prompt_sha256=prompt.sha256,
-                tools_sha256=digest,
-                tools=tuple(sorted(view.names())),
-                instruction_spans=spans,
-                streamed=streamed,
-            )
+        record = ModelCallRecord(
+            time=self._clock(),
+            request_id=request_id,
+            api=provider.api,
+            model=provider.model,
+            prompt_sha256=prompt.sha256,
+            tools_sha256=digest,
+            tools=tuple(sorted(view.names())),
+            instruction_spans=spans,
+            streamed=streamed,
         )
+        self._calls.write_model_call(record)
         replies = self._calls if isinstance(self._calls, ModelReplySink) else None
         answered = None if replies is None else replies.write_model_reply
         return _Sent(
-            request, request_id, prompt.sha256, digest, view, answered, self._clock, spans=spans
+            request,
+            request_id,
+            prompt.sha256,
+            digest,
+            view,
+            answered,
+            self._clock,
+            spans=spans,
+            call_id=record.call_id,
         )
 
 
