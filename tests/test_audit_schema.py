@@ -114,7 +114,7 @@ def test_a_0_1_database_is_migrated_and_its_refusals_are_no_longer_denials(tmp_p
         assert len(store.model_calls("req-1")) == 1
         assert store.model_replies() == ()  # the tables 0.1 did not have are there
         assert store.conversation("nope") is None
-    assert user_version(path) == 3
+    assert user_version(path) == 4
     with SQLiteAuditSink(path) as again:  # nothing left to do the second time
         assert len(again.records()) == 5
 
@@ -122,7 +122,7 @@ def test_a_0_1_database_is_migrated_and_its_refusals_are_no_longer_denials(tmp_p
 def test_a_fresh_database_is_created_at_the_latest_version(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     SQLiteAuditSink(path).close()
-    assert user_version(path) == 3
+    assert user_version(path) == 4
     with sqlite3.connect(path) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {
@@ -130,6 +130,8 @@ def test_a_fresh_database_is_created_at_the_latest_version(tmp_path: Path) -> No
         "veridic_model_calls",
         "veridic_model_replies",
         "veridic_conversations",
+        "veridic_approval_rules",
+        "veridic_paused_runs",
     }
 
 
@@ -167,7 +169,7 @@ def test_processes_opening_a_0_1_database_at_once_migrate_it_once(tmp_path: Path
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         counts = pool.map(_open_and_count, [str(path)] * 8)
     assert counts == [5] * 8
-    assert user_version(path) == 3
+    assert user_version(path) == 4
 
 
 def test_every_record_has_its_own_id_and_a_retry_is_stored_once(tmp_path: Path) -> None:
@@ -287,3 +289,70 @@ def test_a_record_written_again_after_a_lost_acknowledgement_is_stored_once() ->
     assert isinstance(record, AuditRecord)
     flaky.write(record)  # what the error says to do
     assert len(store.records("r")) == 1
+
+
+# --- approval state that outlives the process --------------------------------------------
+
+
+def test_saved_rules_come_back_from_the_store_and_go_through_restore(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def add_note(text: str) -> str:
+        """Add a note to the customer's file.
+
+        Args:
+            text: The note.
+        """
+        return "noted"
+
+    view = registry.view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("add_note")
+    with SQLiteAuditSink(path) as host_a:
+        host_a.save_rules("user:ada", {**policy.rules, "old_tool": "always"})
+        assert host_a.rules("user:bob") == {}
+    with SQLiteAuditSink(path) as host_b:
+        restored = ApprovalPolicy.restore(view, host_b.rules("user:ada"))
+    assert dict(restored.rules) == {"add_note": "always"}
+    assert [s.tool for s in restored.skipped] == ["old_tool"]
+
+
+def _claim(path: str) -> bool:
+    with SQLiteAuditSink(path) as store:
+        return store.claim_paused("req-1") is not None
+
+
+def test_a_paused_run_saved_on_one_host_is_claimed_by_exactly_one_other(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def refund(order_id: int) -> str:
+        """Refund an order.
+
+        Args:
+            order_id: The order.
+        """
+        return "refunded"
+
+    view = registry.view()
+    composer = Composer().system(instruction("You refund.")).user("Refund 42")
+    with SQLiteAuditSink(path) as store:
+        gateway = ModelGateway(
+            ScriptedProvider([{"tool_calls": [("c1", "refund", '{"order_id": 42}')]}]),
+            audit=store,
+        )
+        result = gateway.run(
+            composer, view, policy=ApprovalPolicy(view), request_id="req-1", defer=True
+        )
+        assert result.paused is not None
+        store.save_paused(result.paused)
+        assert store.pending_runs() == ("req-1",)
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        claimed = pool.map(_claim, [str(path)] * 8)
+    assert claimed.count(True) == 1  # a double click resumes the run once
+    with SQLiteAuditSink(path) as store:
+        assert store.pending_runs() == ()
+        assert store.claim_paused("req-1") is None

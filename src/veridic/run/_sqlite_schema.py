@@ -15,6 +15,9 @@ it holds without a table of its own. Versions:
    record written twice (a retry) is stored once; rows of earlier versions
    get random ids, and answers recorded before their calls had ids keep no
    link (NULL).
+4. Approval state that outlives a process: saved approval rules
+   (``veridic_approval_rules``, each save kept, the latest read) and paused
+   runs (``veridic_paused_runs``, claimed once when resumed).
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
@@ -33,7 +36,7 @@ from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "prepare"]
 
-VERSION: Final = 3
+VERSION: Final = 4
 
 _AUDIT_TABLE: Final = """
 CREATE TABLE {name} (
@@ -179,5 +182,24 @@ def _to_3(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX veridic_model_replies_call_id ON veridic_model_replies (call_id)")
 
 
-_STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (_create, _to_2, _to_3)
+def _to_4(db: sqlite3.Connection) -> None:
+    """Approval rules and paused runs, so an approval asked on one host is answered on another."""
+    db.execute(
+        "CREATE TABLE veridic_approval_rules (id INTEGER PRIMARY KEY, time REAL NOT NULL, "
+        "scope TEXT NOT NULL, document TEXT NOT NULL)"
+    )
+    db.execute("CREATE INDEX veridic_approval_rules_scope ON veridic_approval_rules (scope, id)")
+    db.execute(
+        "CREATE TABLE veridic_paused_runs (id INTEGER PRIMARY KEY, time REAL NOT NULL, "
+        "request_id TEXT NOT NULL, document TEXT NOT NULL, claimed REAL)"
+    )
+    db.execute("CREATE INDEX veridic_paused_runs_request ON veridic_paused_runs (request_id, id)")
+
+
+_STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
+    _create,
+    _to_2,
+    _to_3,
+    _to_4,
+)
 """``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

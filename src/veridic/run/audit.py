@@ -56,7 +56,7 @@ import re
 import sqlite3
 import threading
 import time as _time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
@@ -67,6 +67,7 @@ from veridic.errors import AuditRecordError
 from veridic.providers._base import Usage
 from veridic.run._sqlite_schema import prepare
 from veridic.run.approval import ApprovalMode
+from veridic.run.deferred import PausedRun
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
@@ -694,11 +695,7 @@ class SQLiteAuditSink:
             AuditRecordError: ``key`` is empty or not storable text, or
                 ``conversation`` is not a :class:`~veridic.Conversation`.
         """
-        if not isinstance(key, str) or not key.strip() or _storable(key) != key:
-            raise AuditRecordError(
-                f"{self!r}.save_conversation() got the key {key!r:.80}: pass a non-empty "
-                "string without lone surrogates (a chat's id, a request id)"
-            )
+        _check_key(key, f"{self!r}.save_conversation()")
         if not isinstance(conversation, Conversation):
             raise AuditRecordError(
                 f"{self!r}.save_conversation() got a {type(conversation).__name__}: pass "
@@ -729,6 +726,93 @@ class SQLiteAuditSink:
                 (key,),
             ).fetchone()
         return None if row is None else Conversation.from_json(row[0])
+
+    # --- approval state that outlives the process --------------------------------------
+
+    def save_rules(self, scope: str, rules: Mapping[str, str], /) -> None:
+        """Keep approval rules (``dict(policy.rules)``) under ``scope`` (a user, a tenant).
+
+        Each save is kept; :meth:`rules` reads the latest. Read them back
+        through :meth:`ApprovalPolicy.restore <veridic.ApprovalPolicy.restore>`,
+        which checks each rule again against the new view.
+
+        Raises:
+            AuditRecordError: ``scope`` is not storable text, or ``rules`` is not
+                a mapping of tool names to rules (text).
+        """
+        _check_key(scope, f"{self!r}.save_rules()")
+        if not isinstance(rules, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in rules.items()
+        ):
+            raise AuditRecordError(
+                f"{self!r}.save_rules() got {clip(repr(rules))}: pass a mapping of tool names "
+                "to rules, dict(policy.rules)"
+            )
+        document = json.dumps(dict(sorted(rules.items())), ensure_ascii=False)
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO veridic_approval_rules (time, scope, document) VALUES (?,?,?)",
+                (_time.time(), scope, _storable(document)),
+            )
+
+    def rules(self, scope: str, /) -> dict[str, str]:
+        """The rules last saved under ``scope`` (``{}`` if none were)."""
+        with self._read() as db:
+            row = db.execute(
+                "SELECT document FROM veridic_approval_rules WHERE scope = ? "
+                "ORDER BY id DESC LIMIT 1",
+                (scope,),
+            ).fetchone()
+        if row is None:
+            return {}
+        loaded: object = json.loads(row[0])
+        if not isinstance(loaded, dict):
+            raise AuditRecordError(f"the rules stored under {scope!r} are not a JSON object")
+        return {str(k): str(v) for k, v in loaded.items()}
+
+    def save_paused(self, paused: PausedRun, /) -> None:
+        """Keep a run paused for approvals until one request claims it (:meth:`claim_paused`).
+
+        Raises:
+            AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`.
+        """
+        if not isinstance(paused, PausedRun):
+            raise AuditRecordError(
+                f"{self!r}.save_paused() got a {type(paused).__name__}: pass result.paused"
+            )
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO veridic_paused_runs (time, request_id, document) VALUES (?,?,?)",
+                (_time.time(), _storable(paused.request_id), paused.to_json()),
+            )
+
+    def pending_runs(self) -> tuple[str, ...]:
+        """The request ids of runs paused and not claimed yet, oldest first."""
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT DISTINCT request_id FROM veridic_paused_runs WHERE claimed IS NULL "
+                "ORDER BY id"
+            ).fetchall()
+        return tuple(str(row[0]) for row in rows)
+
+    def claim_paused(self, request_id: str, /) -> PausedRun | None:
+        """The run paused under ``request_id``, for one caller only; ``None`` once claimed.
+
+        Two requests that bring the user's answers at once (a double click,
+        two hosts) must not both resume the run, or an approved write would
+        run twice: the claim is one conditional update, and only the caller
+        whose update took the row gets the paused run. Claiming marks it
+        taken even if the resume then fails: save the new pause the resume
+        returns, or save the paused run again to retry.
+        """
+        with self._lock:
+            row = self._db.execute(
+                "UPDATE veridic_paused_runs SET claimed = ? WHERE id = (SELECT id FROM "
+                "veridic_paused_runs WHERE request_id = ? AND claimed IS NULL ORDER BY id DESC "
+                "LIMIT 1) AND claimed IS NULL RETURNING document",
+                (_time.time(), request_id),
+            ).fetchone()
+        return None if row is None else PausedRun.from_json(row[0])
 
     def records(self, request_id: str | None = None) -> tuple[AuditRecord, ...]:
         """Every record in the order written, or those of one request."""
@@ -842,6 +926,14 @@ class SQLiteAuditSink:
     def _read(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             yield self._db
+
+
+def _check_key(key: object, where: str) -> None:
+    if not isinstance(key, str) or not key.strip() or _storable(key) != key:
+        raise AuditRecordError(
+            f"{where} got the key {key!r:.80}: pass a non-empty string without lone "
+            "surrogates (a chat's id, a request id, a user's id)"
+        )
 
 
 def _to_row(record: AuditRecord) -> _Row:
