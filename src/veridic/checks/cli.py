@@ -12,6 +12,11 @@ Warnings are shown but only fail with ``--strict``; items listed for review
 (``hatches``) never fail. ``--format json`` gives the same report for
 machines: ``findings``, ``warnings`` and ``listed`` arrays plus ``exit_code``.
 
+``veridic audit PATH`` reads an audit store instead of a registry: it
+answers the store's questions for some requests or a time range
+(:mod:`veridic.checks.audit_report`), exits 1 when an always rule approved
+an instruction-field write, and adds ``--format markdown``.
+
 The gate cannot be passed by accident:
 
 - Application code that stops the process while veridic runs it (at import,
@@ -61,6 +66,7 @@ import contextlib
 import importlib
 import json
 import os
+import sqlite3
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -68,6 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TextIO
 
+from veridic.checks.audit_report import FORMATS, Selection, build_report, parse_time
 from veridic.checks.hatches import find_hatches
 from veridic.checks.lint import DEFAULT_THRESHOLD, LintFinding, Severity, check, lint
 from veridic.checks.manifest import (
@@ -81,6 +88,7 @@ from veridic.config import ToolConfig, configure, find_pyproject, read_tool_conf
 from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
 from veridic.integrations.mcp import list_tools as list_mcp_tools
+from veridic.run.audit import SQLiteAuditSink
 from veridic.tools.registry import Registry
 from veridic.tools.view import ToolView
 
@@ -235,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse reports usage errors (2) and --help (0) this way
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    if args.command == "audit":  # reads a store, not the application: no config, no import
+        return _run_audit(args, sys.stdout)
     command: Callable[[argparse.Namespace, _Config], _Report] = args.run
     try:
         config = _load_config(args.config)
@@ -392,6 +402,34 @@ def _parser() -> argparse.ArgumentParser:
     pin_mode.add_argument("-o", "--output", metavar="FILE", type=Path, help="write the pins")
     pin_mode.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if FILE has drifted")
     pin.set_defaults(run=_run_mcp_pin)
+
+    audit = commands.add_parser(
+        "audit",
+        help="answer the audit store's questions for requests or a time range",
+        description="How each write was approved, instruction-field writes under an always "
+        "rule (exit 1 if any), what the model called after a stopped call, follow-ups, and "
+        "each request's model and tool calls. Times are seconds since the epoch or ISO 8601 "
+        "(without a zone: UTC); --since is inclusive, --until exclusive.",
+        epilog="exit codes: 0 clean, 1 an always rule approved an instruction-field write, "
+        "2 usage error",
+    )
+    audit.add_argument("database", metavar="PATH", type=Path, help="the SQLite audit database")
+    audit.add_argument(
+        "--request",
+        metavar="ID",
+        action="append",
+        default=[],
+        help="only this request (repeat for more)",
+    )
+    audit.add_argument("--since", metavar="T", help="records at or after T")
+    audit.add_argument("--until", metavar="T", help="records before T")
+    audit.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (for people; default), json (for machines) or markdown (a pull-request "
+        "comment, $GITHUB_STEP_SUMMARY)",
+    )
     return parser
 
 
@@ -852,3 +890,78 @@ def _run_check(args: argparse.Namespace, config: _Config) -> _Report:
         if not any(item.kind == "boot" or item.kind == "risk-floor" for item in report.items):
             _boot_states(target, report, listed=False)
     return report
+
+
+def _run_audit(args: argparse.Namespace, out: TextIO) -> int:
+    """``veridic audit``: print the report; exit 1 on an always-rule instruction write."""
+    try:
+        selection = Selection(
+            request_ids=tuple(args.request),
+            since=None if args.since is None else parse_time(args.since, option="--since"),
+            until=None if args.until is None else parse_time(args.until, option="--until"),
+        )
+        if (
+            selection.since is not None
+            and selection.until is not None
+            and selection.since >= selection.until
+        ):
+            raise _UsageError(
+                f"--since {args.since} is not before --until {args.until}: the range is empty; "
+                "--since is inclusive and --until exclusive"
+            )
+        store = _open_audit_store(args.database)
+    except (ValueError, _UsageError) as error:
+        print(f"veridic audit: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        report = build_report(store, selection, database=str(args.database))
+    except VeridicError as error:  # a row that cannot be read back
+        print(f"veridic audit: {args.database}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        store.close()
+    if args.format == "json":
+        out.write(report.json() + "\n")
+    elif args.format == "markdown":
+        out.write(report.markdown() + "\n")
+    else:
+        out.write(report.text() + "\n")
+    return report.exit_code()
+
+
+def _open_audit_store(path: Path) -> SQLiteAuditSink:
+    """Open an existing veridic audit database; never create one.
+
+    The file is first read through a read-only connection, to refuse anything
+    that is not a veridic audit database before ``SQLiteAuditSink`` (which
+    opens files read-write, and migrates an older schema in place) touches it.
+    """
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "no such file"
+        raise _UsageError(
+            f"{path}: {what} (looked from {os.getcwd()}): pass the path of an existing SQLite "
+            "audit database (SQLiteAuditSink(path)); veridic audit never creates one"
+        )
+    try:
+        probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            found = probe.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'veridic_audit'"
+            ).fetchone()
+        finally:
+            probe.close()
+    except sqlite3.Error as error:
+        raise _UsageError(
+            f"{path}: cannot be read as an SQLite database ({error}): pass the file "
+            "SQLiteAuditSink(path) writes"
+        ) from error
+    if found is None:
+        raise _UsageError(
+            f"{path}: is an SQLite database without a veridic_audit table, so not a veridic "
+            "audit store; veridic audit will not add one: pass the file SQLiteAuditSink(path) "
+            "writes"
+        )
+    try:
+        return SQLiteAuditSink(path)
+    except (sqlite3.Error, VeridicError) as error:
+        raise _UsageError(f"{path}: cannot be opened as an audit store: {error}") from error

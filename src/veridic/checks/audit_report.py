@@ -1,0 +1,843 @@
+"""``veridic audit``: the audit store's questions answered for a reviewer (text, JSON, Markdown).
+
+A compliance reviewer asks the store four things about a request or a time
+range, and this module answers them from the :class:`~veridic.AuditStore`
+protocol alone (so a server's store answers as the SQLite file does):
+
+- how was each write approved: the count per :class:`~veridic.ApprovalMode`
+  and the writes themselves;
+- did an "always" rule ever approve an instruction-field write: it must not
+  (invariant I8), so any such record is a *finding* and the command exits 1;
+- what did the model call after each stopped call (the substitutions, with
+  their same-tool and same-operation flags and the rate);
+- what happened in each request: its model calls and their answers (usage,
+  latency), its tool calls in order, and its follow-up records (a guard that
+  fired after its call had ended).
+
+The selection is a set of request ids and a time range, both optional: a
+record is selected when its request is one of those named (or none were) and
+``since <= time < until``. The store has no time-range query, so the report
+filters :meth:`~veridic.AuditStore.records` here; the counts follow the
+store's own rules (a follow-up is not a call and is not counted as a write),
+and the always-rule and substitution answers are the store's own, restricted
+to the selection (a substitution is selected by its stopped call; the call
+that followed it is shown even when it falls outside the range).
+
+Everything in the store that a model or a handler wrote (tool names, details,
+request ids, model names) is shown escaped and clipped: a control character,
+an ANSI escape, a bidi or zero-width character, a newline becomes a visible
+``\\x1b``-style escape, so no record can move the cursor, colour the
+terminal, forge a line of the report, or (in Markdown) add a link, a mention,
+HTML or a table cell. The JSON report holds the exact values, with every
+non-ASCII character escaped by the JSON encoder.
+
+>>> from veridic import ApprovalMode, Risk, SQLiteAuditSink
+>>> from veridic.run.audit import AuditRecord, CallOutcome
+>>> store = SQLiteAuditSink(":memory:")
+>>> store.write(AuditRecord(
+...     time=1.0, request_id="req-1", tool="save_note", kind="write", risk=Risk.MID,
+...     approval=ApprovalMode.ALWAYS_RULE, wrote_instruction_fields=False, irreversible=False,
+...     prompt_sha256="0" * 64, tools_sha256="f" * 64, outcome=CallOutcome.OK))
+>>> report = build_report(store, Selection(), database=":memory:")
+>>> report.writes_by_approval[ApprovalMode.ALWAYS_RULE], report.exit_code()
+(1, 0)
+>>> shown("bad\\x1b[31mname\\n")
+'bad\\\\x1b[31mname\\\\n'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final, TypeVar
+
+from veridic.run.audit import (
+    AuditRecord,
+    AuditStore,
+    ModelCallRecord,
+    ModelReplyRecord,
+    Substitution,
+)
+from veridic.tools.risk import ApprovalMode
+
+__all__ = [
+    "FORMATS",
+    "SCHEMA_VERSION",
+    "AuditReport",
+    "ModelCallReport",
+    "RequestReport",
+    "Selection",
+    "build_report",
+    "parse_time",
+    "shown",
+    "utc",
+]
+
+SCHEMA_VERSION: Final = 1
+"""``schema`` of the JSON report (docs/audit.md); raised when a field changes meaning or goes."""
+FORMATS: Final = ("text", "json", "markdown")
+
+_UNSEEN: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Unicode categories shown as escapes: controls (ANSI's ESC, C1), format characters
+(bidi, zero-width), surrogates, private use, unassigned, line and paragraph separators."""
+_SHORT: Final = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NUMBER: Final = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_NAME_LIMIT: Final = 40
+_DETAIL_LIMIT: Final = 80
+
+
+def shown(text: str, limit: int | None = None) -> str:
+    """``text`` safe to print: invisible and control characters escaped, clipped at ``limit``.
+
+    A backslash is doubled, so an escape in the output always means a character
+    that was escaped (``\\x1b``), never the four characters the model wrote.
+    The clip says how long the text was: ``'name…' (1000 chars)``.
+
+    >>> shown("delete_golden")
+    'delete_golden'
+    >>> shown("\\u202eevil\\u200b")
+    '\\\\u202eevil\\\\u200b'
+    >>> shown("x" * 50, 10)
+    'xxxxxxxxxx… (50 chars)'
+    """
+    out = []
+    for char in text:
+        if char in _SHORT:
+            out.append(_SHORT[char])
+        elif unicodedata.category(char) in _UNSEEN:
+            point = ord(char)
+            out.append(
+                f"\\x{point:02x}"
+                if point < 0x100
+                else f"\\u{point:04x}"
+                if point < 0x10000
+                else f"\\U{point:08x}"
+            )
+        else:
+            out.append(char)
+    escaped = "".join(out)
+    if limit is not None and len(escaped) > limit:
+        return f"{escaped[:limit]}… ({len(text)} chars)"
+    return escaped
+
+
+def parse_time(text: str, *, option: str = "--since") -> float:
+    """Seconds since the epoch from ``text``: a number of seconds, or an ISO 8601 date or time.
+
+    An ISO time without a timezone is read as UTC (the store keeps UTC epoch
+    seconds, and a reviewer's local zone is not the servers'); a date alone is
+    its midnight, UTC.
+
+    Raises:
+        ValueError: ``text`` is neither; the message says what to write.
+
+    >>> parse_time("1714564800")
+    1714564800.0
+    >>> parse_time("2024-05-01T12:00:00")
+    1714564800.0
+    >>> parse_time("2024-05-01T14:00:00+02:00")
+    1714564800.0
+    """
+    stripped = text.strip()
+    if _NUMBER.fullmatch(stripped):
+        value = float(stripped)
+    else:
+        try:
+            moment = datetime.fromisoformat(stripped)
+        except ValueError:
+            raise ValueError(
+                f"{option} {shown(text, 40)!r} is not a time: write seconds since the epoch "
+                "(1714564800) or ISO 8601 (2024-05-01, 2024-05-01T12:00:00, "
+                "2024-05-01T12:00:00+02:00; without a zone it is UTC)"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        value = moment.timestamp()
+    if not math.isfinite(value):
+        raise ValueError(f"{option} {shown(text, 40)!r} is not a finite time")
+    return value
+
+
+def utc(seconds: float) -> str:
+    """``seconds`` since the epoch as ISO 8601 in UTC, to the millisecond.
+
+    >>> utc(1714564800.25)
+    '2024-05-01T12:00:00.250Z'
+    """
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which records a report is about: some requests (all when empty), a time range.
+
+    ``since`` is inclusive and ``until`` exclusive, both seconds since the epoch.
+    """
+
+    request_ids: tuple[str, ...] = ()
+    since: float | None = None
+    until: float | None = None
+
+    def holds(self, request_id: str, time: float) -> bool:
+        return (
+            (not self.request_ids or request_id in self.request_ids)
+            and (self.since is None or time >= self.since)
+            and (self.until is None or time < self.until)
+        )
+
+    @property
+    def everything(self) -> bool:
+        return not self.request_ids and self.since is None and self.until is None
+
+    def describe(self, *, md: bool = False) -> str:
+        """The selection in words; request ids escaped (as code spans with ``md``)."""
+        parts = []
+        if self.request_ids:
+            names = (_cell(r, _NAME_LIMIT, md) for r in self.request_ids)
+            parts.append("requests " + ", ".join(names))
+        if self.since is not None:
+            parts.append(f"since {utc(self.since)}")
+        if self.until is not None:
+            parts.append(f"until {utc(self.until)} (exclusive)")
+        return "; ".join(parts) if parts else "every record in the store"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "request_ids": list(self.request_ids),
+            "since": self.since,
+            "since_utc": None if self.since is None else utc(self.since),
+            "until": self.until,
+            "until_utc": None if self.until is None else utc(self.until),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallReport:
+    """One model call as sent, and its answer as read (``None``: no answer on record)."""
+
+    call: ModelCallRecord
+    reply: ModelReplyRecord | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestReport:
+    """What one request did: its model calls (with answers) and its tool calls, in order."""
+
+    request_id: str
+    model_calls: tuple[ModelCallReport, ...]
+    tool_calls: tuple[AuditRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    """The store's answers for one :class:`Selection`; render with :meth:`text`,
+    :meth:`markdown` or :meth:`to_json`."""
+
+    database: str
+    selection: Selection
+    records: tuple[AuditRecord, ...]
+    writes: tuple[AuditRecord, ...]
+    writes_by_approval: dict[ApprovalMode, int]
+    always_rule_instruction_writes: tuple[AuditRecord, ...]
+    substitutions: tuple[Substitution, ...]
+    follow_ups: tuple[AuditRecord, ...]
+    requests: tuple[RequestReport, ...]
+    unmatched_requests: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def substitution_rate(self) -> float | None:
+        """As :meth:`~veridic.AuditStore.substitution_rate`, over the selected stopped calls."""
+        followed = [s for s in self.substitutions if s.next is not None]
+        if not followed:
+            return None
+        return sum(s.same_operation for s in followed) / len(followed)
+
+    def exit_code(self) -> int:
+        """1 when an always rule approved an instruction-field write (it must not), else 0."""
+        return 1 if self.always_rule_instruction_writes else 0
+
+    # --- JSON ---------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, object]:
+        """The report as plain data; its schema is documented in docs/audit.md."""
+        rate = self.substitution_rate
+        return {
+            "command": "audit",
+            "schema": SCHEMA_VERSION,
+            "database": self.database,
+            "selection": self.selection.to_json(),
+            "exit_code": self.exit_code(),
+            "counts": {
+                "records": len(self.records),
+                "calls": sum(not r.follow_up for r in self.records),
+                "writes": len(self.writes),
+                "follow_ups": len(self.follow_ups),
+                "requests": len(self.requests),
+                "model_calls": sum(len(r.model_calls) for r in self.requests),
+                "substitutions": len(self.substitutions),
+            },
+            "writes_by_approval": {
+                mode.value: self.writes_by_approval[mode] for mode in ApprovalMode
+            },
+            "instruction_writes_under_always_rule": [
+                _record_json(r) for r in self.always_rule_instruction_writes
+            ],
+            "writes": [_record_json(r) for r in self.writes],
+            "substitutions": [
+                {
+                    "stopped": _record_json(s.denied),
+                    "next": None if s.next is None else _record_json(s.next),
+                    "same_tool": s.same_tool,
+                    "same_operation": s.same_operation,
+                }
+                for s in self.substitutions
+            ],
+            "substitution_rate": rate,
+            "follow_ups": [_record_json(r) for r in self.follow_ups],
+            "requests": [
+                {
+                    "request_id": request.request_id,
+                    "model_calls": [_model_call_json(m) for m in request.model_calls],
+                    "tool_calls": [_record_json(r) for r in request.tool_calls],
+                }
+                for request in self.requests
+            ],
+            "unmatched_requests": list(self.unmatched_requests),
+            "notes": list(self.notes),
+        }
+
+    def json(self) -> str:
+        """:meth:`to_json` as text: indented, keys sorted, ASCII only (safe in any terminal)."""
+        return json.dumps(self.to_json(), indent=2, sort_keys=True, ensure_ascii=True)
+
+    # --- text ---------------------------------------------------------------------------
+
+    def text(self) -> str:
+        """The report for a person at a terminal: numbered sections, aligned columns."""
+        lines = [self._headline(), f"  selection: {self.selection.describe()}"]
+        lines.extend(f"  note: {note}" for note in self._notes(md=False))
+
+        lines.append("")
+        found = self.always_rule_instruction_writes
+        if found:
+            lines.append(
+                f"[1] FINDING: {len(found)} instruction-field write(s) approved by an always "
+                "rule (there must be none: the gates refuse this, so each record below is a bug "
+                "to report)"
+            )
+            lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in found]))
+        else:
+            lines.append(
+                "[1] instruction-field writes approved by an always rule: none (as required)"
+            )
+
+        lines.append("")
+        lines.append(f"[2] writes by approval ({len(self.writes)} write call(s))")
+        lines.extend(
+            _table(
+                ("approval", "writes"),
+                [(mode.value, str(self.writes_by_approval[mode])) for mode in ApprovalMode],
+            )
+        )
+        if self.writes:
+            lines.append("")
+            lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in self.writes]))
+
+        lines.append("")
+        lines.append("[3] after a stopped call (substitutions)")
+        lines.append(f"    {self._rate_words()}")
+        if self.substitutions:
+            lines.extend(
+                _table(_SUBSTITUTION_HEAD, [_substitution_row(s) for s in self.substitutions])
+            )
+
+        lines.append("")
+        if self.follow_ups:
+            lines.append(
+                f"[4] follow-ups (a guard fired after its call had ended): {len(self.follow_ups)}"
+            )
+            lines.extend(_table(_FOLLOW_UP_HEAD, [_follow_up_row(r) for r in self.follow_ups]))
+        else:
+            lines.append("[4] follow-ups (a guard fired after its call had ended): none")
+
+        lines.append("")
+        lines.append(f"[5] requests ({len(self.requests)})")
+        for request in self.requests:
+            lines.append("")
+            lines.append(f"  request {shown(request.request_id, _NAME_LIMIT)}")
+            if request.model_calls:
+                lines.append("    model calls")
+                lines.extend(
+                    _table(_MODEL_HEAD, [_model_row(m) for m in request.model_calls], indent=6)
+                )
+                lines.extend(
+                    f"      tools {digest}: {names}" for digest, names in _tool_lists(request)
+                )
+            else:
+                lines.append("    model calls: none on record")
+            if request.tool_calls:
+                lines.append("    tool calls, in order")
+                lines.extend(
+                    _table(_CALL_HEAD, [_call_row(r) for r in request.tool_calls], indent=6)
+                )
+            else:
+                lines.append("    tool calls: none")
+
+        lines.append("")
+        lines.append(f"result: {self._verdict()}")
+        return "\n".join(lines)
+
+    # --- Markdown -----------------------------------------------------------------------
+
+    def markdown(self) -> str:
+        """The report for a pull-request comment or ``$GITHUB_STEP_SUMMARY`` (GitHub Markdown).
+
+        Text from the store is in code spans, escaped as in :func:`shown`, with
+        backticks and pipes escaped too, so it cannot end its span or its cell.
+        """
+        out = [f"## veridic audit: {_md(self.database, _NAME_LIMIT)}", ""]
+        out.append(f"{self._summary()}; selection: {self.selection.describe(md=True)}.")
+        for note in self._notes(md=True):
+            out.extend(["", f"> note: {note}"])
+        out.append("")
+        found = self.always_rule_instruction_writes
+        if found:
+            out.append(
+                f"**FINDING: {len(found)} instruction-field write(s) approved by an always "
+                "rule.** There must be none: the gates refuse this, so each record is a bug "
+                "to report."
+            )
+            out.append("")
+            out.extend(_md_table(_WRITE_HEAD, [_write_row(r, md=True) for r in found]))
+        else:
+            out.append(
+                "**Instruction-field writes approved by an always rule: none** (as required)."
+            )
+        out.append("")
+        out.append(f"### Writes by approval ({len(self.writes)})")
+        out.append("")
+        out.extend(
+            _md_table(
+                ("approval", "writes"),
+                [(f"`{mode.value}`", str(self.writes_by_approval[mode])) for mode in ApprovalMode],
+            )
+        )
+        if self.writes:
+            out.append("")
+            out.extend(_md_table(_WRITE_HEAD, [_write_row(r, md=True) for r in self.writes]))
+        out.append("")
+        out.append("### After a stopped call")
+        out.append("")
+        out.append(_md_plain(self._rate_words()))
+        if self.substitutions:
+            out.append("")
+            out.extend(
+                _md_table(
+                    _SUBSTITUTION_HEAD, [_substitution_row(s, md=True) for s in self.substitutions]
+                )
+            )
+        out.append("")
+        out.append(f"### Follow-ups ({len(self.follow_ups)})")
+        if self.follow_ups:
+            out.append("")
+            out.extend(
+                _md_table(_FOLLOW_UP_HEAD, [_follow_up_row(r, md=True) for r in self.follow_ups])
+            )
+        out.append("")
+        out.append(f"### Requests ({len(self.requests)})")
+        for request in self.requests:
+            out.append("")
+            out.append(f"#### Request {_md(request.request_id, _NAME_LIMIT)}")
+            if request.model_calls:
+                out.append("")
+                out.extend(
+                    _md_table(_MODEL_HEAD, [_model_row(m, md=True) for m in request.model_calls])
+                )
+                out.append("")
+                out.extend(
+                    f"- tools {digest}: {names}" for digest, names in _tool_lists(request, md=True)
+                )
+            if request.tool_calls:
+                out.append("")
+                out.extend(
+                    _md_table(_CALL_HEAD, [_call_row(r, md=True) for r in request.tool_calls])
+                )
+        out.append("")
+        out.append(f"**Result: {self._verdict()}**")
+        return "\n".join(out)
+
+    # --- shared words -------------------------------------------------------------------
+
+    def _notes(self, *, md: bool) -> list[str]:
+        unmatched = [
+            f"request {_cell(r, _NAME_LIMIT, md)} has nothing on record"
+            for r in self.unmatched_requests
+        ]
+        return [*unmatched, *self.notes]
+
+    def _headline(self) -> str:
+        return f"veridic audit {shown(self.database, 80)}: {self._summary()}"
+
+    def _summary(self) -> str:
+        calls = sum(not r.follow_up for r in self.records)
+        span = ""
+        if self.records:
+            first, last = min(r.time for r in self.records), max(r.time for r in self.records)
+            span = f", {utc(first)} .. {utc(last)}"
+        return f"{calls} tool call(s) in {len(self.requests)} request(s){span}"
+
+    def _rate_words(self) -> str:
+        stopped = len(self.substitutions)
+        if not stopped:
+            return "no stopped call"
+        followed = [s for s in self.substitutions if s.next is not None]
+        rate = self.substitution_rate
+        if rate is None:
+            return f"{stopped} stopped call(s), none followed by another call: no rate"
+        same = sum(s.same_operation for s in followed)
+        return (
+            f"{stopped} stopped call(s), {len(followed)} followed by another call; "
+            f"{same} of those tried the same operation again (rate {rate:.0%})"
+        )
+
+    def _verdict(self) -> str:
+        if self.exit_code():
+            return "failed: an always rule approved an instruction-field write (exit 1)"
+        return "clean (exit 0)"
+
+
+def build_report(store: AuditStore, selection: Selection, *, database: str) -> AuditReport:
+    """Ask ``store`` its questions and keep the answers about ``selection``.
+
+    ``database`` names the store in the report (a path, a URL without its
+    password). The model answers come from ``store.model_replies`` where the
+    store has it (:class:`~veridic.SQLiteAuditSink` does; it is not in the
+    protocol yet), and are left out otherwise.
+
+    Raises:
+        AuditRecordError: a stored row cannot be read back (the store's own error).
+    """
+    records = _selected(_records(store, selection), selection)
+    calls = tuple(r for r in records if not r.follow_up)
+    writes = tuple(r for r in calls if r.kind == "write")
+    counts = dict.fromkeys(ApprovalMode, 0)
+    for record in writes:
+        counts[record.approval] += 1
+    always = tuple(r for r in store.instruction_writes_under_always_rule() if _in(selection, r))
+    substitutions = tuple(s for s in store.substitutions() if _in(selection, s.denied))
+    follow_ups = tuple(r for r in records if r.follow_up)
+
+    model_calls = _selected(_model_calls(store, selection), selection)
+    replies = _selected(_model_replies(store, selection), selection)
+    order: dict[str, float] = {}
+    firsts = [(r.request_id, r.time) for r in records]
+    firsts += [(c.request_id, c.time) for c in model_calls]
+    firsts += [(r.request_id, r.time) for r in replies]
+    for request_id, time in firsts:
+        order[request_id] = min(order.get(request_id, math.inf), time)
+    requests = tuple(
+        RequestReport(
+            request_id=request_id,
+            model_calls=_paired(
+                [c for c in model_calls if c.request_id == request_id],
+                [r for r in replies if r.request_id == request_id],
+            ),
+            tool_calls=tuple(r for r in records if r.request_id == request_id),
+        )
+        for request_id in sorted(order, key=lambda key: (order[key], key))
+    )
+    notes = []
+    if not hasattr(store, "model_replies"):
+        notes.append("this store does not keep model answers: no usage or latency shown")
+    if not records and not model_calls:
+        notes.append("no record is selected")
+    return AuditReport(
+        database=database,
+        selection=selection,
+        records=records,
+        writes=writes,
+        writes_by_approval=counts,
+        always_rule_instruction_writes=always,
+        substitutions=substitutions,
+        follow_ups=follow_ups,
+        requests=requests,
+        unmatched_requests=tuple(r for r in _unique(selection.request_ids) if r not in order),
+        notes=tuple(notes),
+    )
+
+
+# --- gathering -----------------------------------------------------------------------------
+
+
+def _in(selection: Selection, record: AuditRecord) -> bool:
+    return selection.holds(record.request_id, record.time)
+
+
+def _records(store: AuditStore, selection: Selection) -> tuple[AuditRecord, ...]:
+    if not selection.request_ids:
+        return store.records()
+    return tuple(r for request in _unique(selection.request_ids) for r in store.records(request))
+
+
+def _model_calls(store: AuditStore, selection: Selection) -> tuple[ModelCallRecord, ...]:
+    if not selection.request_ids:
+        return store.model_calls()
+    return tuple(
+        c for request in _unique(selection.request_ids) for c in store.model_calls(request)
+    )
+
+
+def _model_replies(store: AuditStore, selection: Selection) -> tuple[ModelReplyRecord, ...]:
+    read = getattr(store, "model_replies", None)
+    if read is None:
+        return ()
+    if not selection.request_ids:
+        return tuple(read())
+    return tuple(r for request in _unique(selection.request_ids) for r in read(request))
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+_T = TypeVar("_T", AuditRecord, ModelCallRecord, ModelReplyRecord)
+
+
+def _selected(items: Sequence[_T], selection: Selection) -> tuple[_T, ...]:
+    return tuple(item for item in items if selection.holds(item.request_id, item.time))
+
+
+def _paired(
+    calls: Sequence[ModelCallRecord], replies: Sequence[ModelReplyRecord]
+) -> tuple[ModelCallReport, ...]:
+    """Each call with its answer: the reply that names its ``call_id``.
+
+    An answer recorded before records had ids names none; it goes with the
+    first unanswered call of the same prompt, in order.
+    """
+    by_id = {r.call_id: r for r in replies if r.call_id}
+    left = [r for r in replies if not r.call_id]
+    paired = []
+    for call in calls:
+        reply = by_id.get(call.call_id) or next(
+            (r for r in left if r.prompt_sha256 == call.prompt_sha256), None
+        )
+        if reply is not None and reply in left:
+            left.remove(reply)
+        paired.append(ModelCallReport(call, reply))
+    return tuple(paired)
+
+
+# --- rows ----------------------------------------------------------------------------------
+
+_WRITE_HEAD: Final = ("time (UTC)", "request", "tool", "risk", "approval", "outcome")
+_SUBSTITUTION_HEAD: Final = (
+    "time (UTC)",
+    "request",
+    "stopped call",
+    "outcome",
+    "next call",
+    "same tool",
+    "same operation",
+)
+_FOLLOW_UP_HEAD: Final = ("time (UTC)", "request", "tool", "detail")
+_MODEL_HEAD: Final = (
+    "time (UTC)",
+    "api",
+    "model",
+    "prompt",
+    "tools",
+    "stop",
+    "tokens in/out",
+    "latency",
+    "called",
+)
+_CALL_HEAD: Final = ("time (UTC)", "tool", "kind", "risk", "approval", "outcome", "detail")
+
+
+def _cell(text: str, limit: int, md: bool) -> str:
+    return _md(text, limit) if md else shown(text, limit)
+
+
+def _write_row(r: AuditRecord, *, md: bool = False) -> tuple[str, ...]:
+    return (
+        utc(r.time),
+        _cell(r.request_id, _NAME_LIMIT, md),
+        _cell(r.tool, _NAME_LIMIT, md),
+        _value(r.risk),
+        r.approval.value,
+        r.outcome.value,
+    )
+
+
+def _substitution_row(s: Substitution, *, md: bool = False) -> tuple[str, ...]:
+    after = s.next
+    return (
+        utc(s.denied.time),
+        _cell(s.denied.request_id, _NAME_LIMIT, md),
+        _cell(s.denied.tool, _NAME_LIMIT, md),
+        s.denied.outcome.value,
+        "(none: the request ended)" if after is None else _cell(after.tool, _NAME_LIMIT, md),
+        _yes(s.same_tool) if after is not None else "-",
+        _yes(s.same_operation) if after is not None else "-",
+    )
+
+
+def _follow_up_row(r: AuditRecord, *, md: bool = False) -> tuple[str, ...]:
+    return (
+        utc(r.time),
+        _cell(r.request_id, _NAME_LIMIT, md),
+        _cell(r.tool, _NAME_LIMIT, md),
+        _cell(r.detail, _DETAIL_LIMIT, md),
+    )
+
+
+def _tool_lists(request: RequestReport, *, md: bool = False) -> list[tuple[str, str]]:
+    """Each tool list the request's model calls were sent with, once: (digest prefix, names)."""
+    lists: dict[str, tuple[str, ...]] = {}
+    for m in request.model_calls:
+        lists.setdefault(m.call.tools_sha256[:12], m.call.tools)
+    return [
+        (digest, ", ".join(_cell(name, _NAME_LIMIT, md) for name in names) or "none")
+        for digest, names in lists.items()
+    ]
+
+
+def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
+    call, reply = m.call, m.reply
+    tools = f"{call.tools_sha256[:12]} ({len(call.tools)})"
+    if reply is None:
+        answer = ("(no answer on record)", "-", "-", "-")
+    else:
+        usage = reply.usage
+        answer = (
+            _cell(reply.stop_reason, 20, md) if reply.stop_reason else "-",
+            "-" if usage is None else f"{usage.input_tokens}/{usage.output_tokens}",
+            _ms(reply.latency),
+            _cell(", ".join(reply.tool_calls), _NAME_LIMIT, md) if reply.tool_calls else "-",
+        )
+    return (
+        utc(call.time),
+        _cell(call.api, 30, md),
+        _cell(call.model, 30, md),
+        call.prompt_sha256[:12],
+        tools,
+        *answer,
+    )
+
+
+def _call_row(r: AuditRecord, *, md: bool = False) -> tuple[str, ...]:
+    return (
+        utc(r.time),
+        _cell(r.tool, _NAME_LIMIT, md),
+        r.kind or "-",
+        _value(r.risk),
+        r.approval.value,
+        r.outcome.value + (" (follow-up)" if r.follow_up else ""),
+        _cell(r.detail, _DETAIL_LIMIT, md) if r.detail else "",
+    )
+
+
+def _ms(seconds: float) -> str:
+    millis = seconds * 1000
+    return f"{millis:.1f} ms" if millis < 10 else f"{millis:.0f} ms"
+
+
+def _value(risk: object) -> str:
+    value = getattr(risk, "value", None)
+    return "-" if value is None else str(value)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], *, indent: int = 4) -> list[str]:
+    """Rows under a header, each column as wide as its widest cell."""
+    everything = [tuple(head), *(tuple(row) for row in rows)]
+    widths = [max(len(row[i]) for row in everything) for i in range(len(head))]
+    pad = " " * indent
+    return [
+        pad + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in everything
+    ]
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def _md(text: str, limit: int) -> str:
+    """Store text as a Markdown code span that cannot end itself or its table cell.
+
+    Escaped as :func:`shown` (so no newline, control or invisible character
+    survives), then backticks and pipes as ``\\x60`` and ``\\x7c``: inside a
+    code span GitHub renders no link, mention, emphasis or HTML.
+    """
+    escaped = shown(text, limit).replace("`", "\\x60").replace("|", "\\x7c")
+    return f"`{escaped}`"
+
+
+def _md_plain(text: str) -> str:
+    """veridic's own words (no store text in them) with HTML and pipes made inert."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+
+
+def _record_json(r: AuditRecord) -> dict[str, object]:
+    return {
+        "time": r.time,
+        "time_utc": utc(r.time),
+        "request_id": r.request_id,
+        "tool": r.tool,
+        "kind": r.kind,
+        "risk": None if r.risk is None else r.risk.value,
+        "approval": r.approval.value,
+        "outcome": r.outcome.value,
+        "wrote_instruction_fields": r.wrote_instruction_fields,
+        "irreversible": r.irreversible,
+        "prompt_sha256": r.prompt_sha256,
+        "tools_sha256": r.tools_sha256,
+        "detail": r.detail,
+        "operations": list(r.operations),
+        "follow_up": r.follow_up,
+    }
+
+
+def _model_call_json(m: ModelCallReport) -> dict[str, object]:
+    call, reply = m.call, m.reply
+    return {
+        "time": call.time,
+        "time_utc": utc(call.time),
+        "api": call.api,
+        "model": call.model,
+        "prompt_sha256": call.prompt_sha256,
+        "tools_sha256": call.tools_sha256,
+        "tools": list(call.tools),
+        "streamed": call.streamed,
+        "reply": None
+        if reply is None
+        else {
+            "time": reply.time,
+            "time_utc": utc(reply.time),
+            "response_id": reply.response_id,
+            "model": reply.model,
+            "stop_reason": reply.stop_reason,
+            "tool_calls": list(reply.tool_calls),
+            "usage": None
+            if reply.usage is None
+            else {
+                "input_tokens": reply.usage.input_tokens,
+                "output_tokens": reply.usage.output_tokens,
+            },
+            "latency": reply.latency,
+        },
+    }
