@@ -76,7 +76,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar
 
 from veridic._extras import require
 from veridic.errors import VeridicError
@@ -232,7 +232,7 @@ class _Hook:
 
     __slots__ = ()
 
-    def __enter__(self) -> _Hook:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -248,9 +248,6 @@ class ChatSpan(_Hook):
     """A model call's span, as the gateway sees it (this base does nothing: spans are off)."""
 
     __slots__ = ()
-
-    def __enter__(self) -> ChatSpan:
-        return self
 
     def sent(
         self,
@@ -280,9 +277,6 @@ class ToolSpan(_Hook):
 
     __slots__ = ()
 
-    def __enter__(self) -> ToolSpan:
-        return self
-
     def ended(self, result: C) -> C:
         """The call's record was written: the span ends."""
         return result
@@ -292,9 +286,6 @@ class AgentSpan(_Hook):
     """A run's span, as the gateway sees it (this base does nothing: spans are off)."""
 
     __slots__ = ()
-
-    def __enter__(self) -> AgentSpan:
-        return self
 
     def ran(self, result: R) -> R:
         """The run returned (answered, or paused for approvals): the span ends."""
@@ -402,6 +393,18 @@ class _Live:
         self._ended = False
         self._handed = False
 
+    def __enter__(self) -> Self:
+        self._enter()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._exit(error)
+
     def _enter(self) -> None:
         from opentelemetry import context, trace
 
@@ -457,18 +460,6 @@ class _LiveChat(_Live, ChatSpan):
                 **_request_id(request_id),
             },
         )
-
-    def __enter__(self) -> _LiveChat:
-        self._enter()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._exit(error)
 
     def sent(
         self,
@@ -601,18 +592,6 @@ class _LiveAgent(_Live, AgentSpan):
                 **_request_id(request_id),
             },
         )
-
-    def __enter__(self) -> _LiveAgent:
-        self._enter()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._exit(error)
 
     def ran(self, result: R) -> R:
         span = self._span
