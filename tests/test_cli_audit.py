@@ -641,3 +641,36 @@ def test_report_counts_equal_the_store_answers_restricted_to_the_selection(
         assert report["exit_code"] == (1 if always else 0)
         if since is None:  # a request is whole: what followed each stop is in the part too
             assert report["substitution_rate"] == part.substitution_rate()
+
+
+def test_the_database_under_review_is_never_written_not_even_migrated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import hashlib
+    import sqlite3
+
+    path = tmp_path / "evidence.db"
+    with sqlite3.connect(path) as db:  # a 0.1 store: user_version 0, the old approval check
+        db.executescript(
+            "CREATE TABLE veridic_audit (id INTEGER PRIMARY KEY, time REAL NOT NULL, "
+            "request_id TEXT NOT NULL, tool TEXT NOT NULL, kind TEXT, risk TEXT, "
+            "approval TEXT NOT NULL, wrote_instruction_fields INTEGER NOT NULL, "
+            "irreversible INTEGER NOT NULL, prompt_sha256 TEXT NOT NULL, "
+            "tools_sha256 TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL, "
+            "operations TEXT NOT NULL);"
+            "CREATE TABLE veridic_model_calls (id INTEGER PRIMARY KEY, time REAL NOT NULL, "
+            "request_id TEXT NOT NULL, api TEXT NOT NULL, model TEXT NOT NULL, "
+            "prompt_sha256 TEXT NOT NULL, tools_sha256 TEXT NOT NULL, tools TEXT NOT NULL, "
+            "instruction_spans TEXT NOT NULL, streamed INTEGER NOT NULL);"
+        )
+        db.execute(
+            "INSERT INTO veridic_audit VALUES (1, 1.0, 'req-1', 'refnud', NULL, NULL, 'denied', "
+            "0, 0, ?, ?, 'refused', 'unknown: never registered', '[]')",
+            ("a" * 64, "b" * 64),
+        )
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert main(["audit", str(path), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["records"] == 1
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # byte for byte
+    assert not (tmp_path / "evidence.db-wal").exists()

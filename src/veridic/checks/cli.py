@@ -68,6 +68,7 @@ import json
 import os
 import sqlite3
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -894,6 +895,11 @@ def _run_check(args: argparse.Namespace, config: _Config) -> _Report:
 
 def _run_audit(args: argparse.Namespace, out: TextIO) -> int:
     """``veridic audit``: print the report; exit 1 on an always-rule instruction write."""
+    with tempfile.TemporaryDirectory(prefix="veridic-audit-") as snapshots:
+        return _audit_report(args, out, Path(snapshots))
+
+
+def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int:
     try:
         selection = Selection(
             request_ids=tuple(args.request),
@@ -909,7 +915,7 @@ def _run_audit(args: argparse.Namespace, out: TextIO) -> int:
                 f"--since {args.since} is not before --until {args.until}: the range is empty; "
                 "--since is inclusive and --until exclusive"
             )
-        store = _open_audit_store(args.database)
+        store = _open_audit_store(args.database, snapshots)
     except (ValueError, _UsageError) as error:
         print(f"veridic audit: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -929,12 +935,16 @@ def _run_audit(args: argparse.Namespace, out: TextIO) -> int:
     return report.exit_code()
 
 
-def _open_audit_store(path: Path) -> SQLiteAuditSink:
-    """Open an existing veridic audit database; never create one.
+def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
+    """A snapshot of an existing veridic audit database, opened as a store; never the file.
 
-    The file is first read through a read-only connection, to refuse anything
-    that is not a veridic audit database before ``SQLiteAuditSink`` (which
-    opens files read-write, and migrates an older schema in place) touches it.
+    The file is read through a read-only connection only: anything that is
+    not a veridic audit database is refused, and a veridic one is copied
+    whole (SQLite's backup API: a consistent snapshot, even while the
+    application writes) into ``snapshots``, where ``SQLiteAuditSink`` opens
+    it (and migrates an older schema, in the copy). The database under
+    review, often evidence, is never written: not by a migration, not by
+    the WAL setting. The cost is one copy of the file per report.
     """
     if not path.is_file():
         what = "is not a file" if path.exists() else "no such file"
@@ -961,7 +971,15 @@ def _open_audit_store(path: Path) -> SQLiteAuditSink:
             "audit store; veridic audit will not add one: pass the file SQLiteAuditSink(path) "
             "writes"
         )
+    copy = snapshots / "audit.sqlite3"
     try:
-        return SQLiteAuditSink(path)
+        source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        target = sqlite3.connect(copy)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+            source.close()
+        return SQLiteAuditSink(copy)
     except (sqlite3.Error, VeridicError) as error:
         raise _UsageError(f"{path}: cannot be opened as an audit store: {error}") from error
