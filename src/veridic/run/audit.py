@@ -60,7 +60,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
-from typing import Final, Literal, Protocol, Self, get_args, runtime_checkable
+from typing import Any, Final, Literal, Protocol, Self, get_args, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
@@ -594,14 +594,7 @@ class SQLiteAuditSink:
 
     def model_calls(self, request_id: str | None = None) -> tuple[ModelCallRecord, ...]:
         """Every model call in the order sent, or those of one request."""
-        query = f"SELECT {_CALL_COLUMNS} FROM veridic_model_calls"
-        with self._read() as db:
-            if request_id is None:
-                rows = db.execute(f"{query} ORDER BY id").fetchall()
-            else:
-                rows = db.execute(
-                    f"{query} WHERE request_id = ? ORDER BY id", (request_id,)
-                ).fetchall()
+        rows = self._rows(_CALL_COLUMNS, "veridic_model_calls", request_id)
         return tuple(
             ModelCallRecord(
                 time=time,
@@ -658,14 +651,7 @@ class SQLiteAuditSink:
 
     def model_replies(self, request_id: str | None = None) -> tuple[ModelReplyRecord, ...]:
         """Every model answer in the order read, or those of one request."""
-        query = f"SELECT {_REPLY_COLUMNS} FROM veridic_model_replies"
-        with self._read() as db:
-            if request_id is None:
-                rows = db.execute(f"{query} ORDER BY id").fetchall()
-            else:
-                rows = db.execute(
-                    f"{query} WHERE request_id = ? ORDER BY id", (request_id,)
-                ).fetchall()
+        rows = self._rows(_REPLY_COLUMNS, "veridic_model_replies", request_id)
         return tuple(
             ModelReplyRecord(
                 time=row[0],
@@ -816,15 +802,18 @@ class SQLiteAuditSink:
 
     def records(self, request_id: str | None = None) -> tuple[AuditRecord, ...]:
         """Every record in the order written, or those of one request."""
+        return tuple(_from_row(row) for row in self._rows(_COLUMNS, "veridic_audit", request_id))
+
+    def _rows(self, columns: str, table: str, request_id: str | None) -> list[Any]:
+        """``columns`` of every row of ``table`` in the order written, or of one request's.
+
+        ``Any``, as sqlite3 gives rows: each caller reads its own columns' types.
+        """
+        query = f"SELECT {columns} FROM {table}"
         with self._read() as db:
             if request_id is None:
-                rows = db.execute(f"SELECT {_COLUMNS} FROM veridic_audit ORDER BY id").fetchall()
-            else:
-                rows = db.execute(
-                    f"SELECT {_COLUMNS} FROM veridic_audit WHERE request_id = ? ORDER BY id",
-                    (request_id,),
-                ).fetchall()
-        return tuple(_from_row(row) for row in rows)
+                return db.execute(f"{query} ORDER BY id").fetchall()
+            return db.execute(f"{query} WHERE request_id = ? ORDER BY id", (request_id,)).fetchall()
 
     def count(self) -> int:
         """How many records the store holds."""
