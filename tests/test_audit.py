@@ -28,7 +28,7 @@ from veridic import (
     SQLiteAuditSink,
     VeridicError,
 )
-from veridic.run.audit import _problems
+from veridic.run.records import _problems
 
 SHA_A = hashlib.sha256(b"prompt").hexdigest()
 SHA_B = hashlib.sha256(b"tools").hexdigest()
@@ -58,6 +58,8 @@ def denied(**changes: Any) -> AuditRecord:
     return make(approval=ApprovalMode.DENIED, outcome=CallOutcome.DENIED, **changes)
 
 
+_STORABLE = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
+"""What every store keeps: text without NUL or lone surrogates."""
 _RAN = st.sampled_from([CallOutcome.OK, CallOutcome.FAILED, CallOutcome.BLOCKED])
 
 
@@ -74,7 +76,7 @@ def records(draw: st.DrawFn) -> AuditRecord:
         if ran
         else not_run[outcome]
     )
-    text = st.text(min_size=1, max_size=30).filter(str.strip)
+    text = st.text(_STORABLE, min_size=1, max_size=30).filter(str.strip)
     return AuditRecord(
         time=draw(st.floats(min_value=0, max_value=4e9, allow_nan=False)),
         request_id=draw(text),
@@ -87,7 +89,7 @@ def records(draw: st.DrawFn) -> AuditRecord:
         prompt_sha256=draw(st.binary()).hex().ljust(64, "0")[:64],
         tools_sha256=hashlib.sha256(draw(st.binary())).hexdigest(),
         outcome=outcome,
-        detail=draw(st.text(max_size=40)),
+        detail=draw(st.text(_STORABLE, max_size=40)),
         operations=tuple(sorted(draw(st.sets(text, max_size=3)))),
     )
 

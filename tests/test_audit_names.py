@@ -217,25 +217,31 @@ def test_a_record_holding_a_lone_surrogate_is_refused_before_any_store_fails(fie
     with pytest.raises(AuditRecordError) as caught:
         record(**{field: "a\ud800b"})
     message = str(caught.value)
-    assert f"{field} holds a lone surrogate" in message
-    assert "which UTF-8 cannot encode" in message
-    assert "backslashreplace" in message
+    assert f"{field} holds a NUL or a lone surrogate" in message
+    assert "UTF-8 cannot encode a lone surrogate" in message
+    assert "as veridic.execute does" in message
+
+
+@pytest.mark.parametrize("field", ["request_id", "tool", "detail"])
+def test_a_record_holding_nul_is_refused_by_every_store_alike(field: str) -> None:
+    with pytest.raises(AuditRecordError, match=f"{field} holds a NUL or a lone surrogate"):
+        record(**{field: "a\x00b"})
 
 
 def test_a_record_with_a_surrogate_in_an_operation_is_refused() -> None:
-    with pytest.raises(AuditRecordError, match="operations holds a lone surrogate"):
+    with pytest.raises(AuditRecordError, match="operations holds a NUL or a lone surrogate"):
         record(operations=("irreversible:\udc80",))
 
 
-def test_nul_newlines_and_quotes_in_a_record_read_back_exactly() -> None:
-    written = record(tool="'a\\x00b'", detail='x\x00y\n"<z>"', operations=("irreversible:a\x00",))
+def test_escaped_nul_newlines_and_quotes_in_a_record_read_back_exactly() -> None:
+    written = record(tool="'a\\x00b'", detail='x\\x00y\n"<z>"', operations=("irreversible:a",))
     with SQLiteAuditSink() as sink:
         sink.write(written)
         assert sink.records() == (written,)
 
 
 def test_a_model_call_record_refuses_a_lone_surrogate() -> None:
-    with pytest.raises(AuditRecordError, match="model holds a lone surrogate"):
+    with pytest.raises(AuditRecordError, match="model holds a NUL or a lone surrogate"):
         ModelCallRecord(1.0, "req-1", "scripted", "m\ud800", "0" * 64, "0" * 64, (), ())
 
 

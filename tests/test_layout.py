@@ -33,7 +33,14 @@ CONTRACT = (
 """The names of DESIGN.md's public API contract, imported from ``veridic``."""
 
 BOTTOM = frozenset(
-    {"veridic.errors", "veridic.config", "veridic._sample", "veridic._moved", "veridic._extras"}
+    {
+        "veridic.errors",
+        "veridic.config",
+        "veridic._sample",
+        "veridic._ids",
+        "veridic._moved",
+        "veridic._extras",
+    }
 )
 
 UPSTREAM: dict[str, frozenset[str]] = {

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         ToolUnavailableError,
         UnknownToolError,
         VeridicError,
+        VouchNotRecordedError,
     )
     from veridic.providers import (
         AnthropicMessages,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
         SkippedRule,
     )
     from veridic.run.audit import (
+        AsyncAuditSink,
         AsyncAuditStore,
         AuditRecord,
         AuditSink,
@@ -108,6 +110,10 @@ if TYPE_CHECKING:
         Reply,
         RunResult,
         ToolOutcome,
+    )
+    from veridic.run.postgres import (
+        AsyncPostgresAuditSink,
+        PostgresAuditSink,
     )
     from veridic.run.telemetry import (
         instrument,
@@ -139,6 +145,8 @@ if TYPE_CHECKING:
     )
     from veridic.text.trust_policy import (
         TrustPolicy,
+        VouchRecord,
+        VouchSink,
     )
     from veridic.tools.context import (
         ToolContext,
@@ -190,6 +198,7 @@ _HOMES: dict[str, str] = {
     "AuditWriteError": "veridic.errors",
     "AuditSink": "veridic.run.audit",
     "AuditStore": "veridic.run.audit",
+    "AsyncAuditSink": "veridic.run.audit",
     "AsyncAuditStore": "veridic.run.audit",
     "BootError": "veridic.tools.registry",
     "CallOutcome": "veridic.run.audit",
@@ -251,6 +260,11 @@ _HOMES: dict[str, str] = {
     "UnknownToolError": "veridic.errors",
     "Usage": "veridic.providers",
     "VeridicError": "veridic.errors",
+    "VouchNotRecordedError": "veridic.errors",
+    "VouchRecord": "veridic.text.trust_policy",
+    "VouchSink": "veridic.text.trust_policy",
+    "PostgresAuditSink": "veridic.run.postgres",
+    "AsyncPostgresAuditSink": "veridic.run.postgres",
     "aexecute": "veridic.run.executor",
     "configure": "veridic.config",
     "configured": "veridic.config",
@@ -275,7 +289,9 @@ __all__ = [
     "ApprovalMode",
     "ApprovalPolicy",
     "ApprovalRequest",
+    "AsyncAuditSink",
     "AsyncAuditStore",
+    "AsyncPostgresAuditSink",
     "AuditRecord",
     "AuditRecordError",
     "AuditSink",
@@ -309,6 +325,7 @@ __all__ = [
     "PendingApproval",
     "PlanError",
     "PlanStep",
+    "PostgresAuditSink",
     "PreparedCall",
     "Prompt",
     "Provenance",
@@ -346,6 +363,9 @@ __all__ = [
     "UntrustedText",
     "Usage",
     "VeridicError",
+    "VouchNotRecordedError",
+    "VouchRecord",
+    "VouchSink",
     "aexecute",
     "configure",
     "configured",

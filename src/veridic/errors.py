@@ -56,6 +56,7 @@ __all__ = [
     "UnknownToolError",
     "UnwrittenRecord",
     "VeridicError",
+    "VouchNotRecordedError",
 ]
 
 
@@ -349,6 +350,14 @@ class AuditWriteError(VeridicError):
         self.earlier: tuple[EarlierOutcome, ...] = ()
         """From :meth:`ModelGateway.run_tools <veridic.ModelGateway.run_tools>`: the outcomes of
         the reply's calls that ran before this one (the calls after it did not run)."""
+
+
+class VouchNotRecordedError(VeridicError):
+    """A trust policy's vouch could not be written to the store it records to.
+
+    Nothing was minted: the escape hatch is open only while it is audited.
+    ``__cause__`` is the store's error; vouch again once the store is back.
+    """
 
 
 class TemplateError(VeridicError):

@@ -16,8 +16,9 @@ protocol alone (so a server's store answers as the SQLite file does):
 
 The selection is a set of request ids and a time range, both optional: a
 record is selected when its request is one of those named (or none were) and
-``since <= time < until``. The store has no time-range query, so the report
-filters :meth:`~veridic.AuditStore.records` here; the counts follow the
+``since <= time < until``. The store narrows the records, model calls and
+answers itself (:meth:`~veridic.AuditStore.records` with ``since`` and
+``until``, an index on Postgres); the counts follow the
 store's own rules (a follow-up is not a call and is not counted as a write),
 and the always-rule and substitution answers are the store's own, restricted
 to the selection (a substitution is selected by its stopped call; the call
@@ -517,9 +518,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     """Ask ``store`` its questions and keep the answers about ``selection``.
 
     ``database`` names the store in the report (a path, a URL without its
-    password). The model answers come from ``store.model_replies`` where the
-    store has it (:class:`~veridic.SQLiteAuditSink` does; it is not in the
-    protocol yet), and are left out otherwise.
+    password).
 
     Raises:
         AuditRecordError: a stored row cannot be read back (the store's own error).
@@ -581,26 +580,36 @@ def _in(selection: Selection, record: AuditRecord) -> bool:
 
 
 def _records(store: AuditStore, selection: Selection) -> tuple[AuditRecord, ...]:
+    since, until = selection.since, selection.until
     if not selection.request_ids:
-        return store.records()
-    return tuple(r for request in _unique(selection.request_ids) for r in store.records(request))
+        return store.records(since=since, until=until)
+    return tuple(
+        r
+        for request in _unique(selection.request_ids)
+        for r in store.records(request, since=since, until=until)
+    )
 
 
 def _model_calls(store: AuditStore, selection: Selection) -> tuple[ModelCallRecord, ...]:
+    since, until = selection.since, selection.until
     if not selection.request_ids:
-        return store.model_calls()
+        return store.model_calls(since=since, until=until)
     return tuple(
-        c for request in _unique(selection.request_ids) for c in store.model_calls(request)
+        c
+        for request in _unique(selection.request_ids)
+        for c in store.model_calls(request, since=since, until=until)
     )
 
 
 def _model_replies(store: AuditStore, selection: Selection) -> tuple[ModelReplyRecord, ...]:
-    read = getattr(store, "model_replies", None)
-    if read is None:
-        return ()
+    since, until = selection.since, selection.until
     if not selection.request_ids:
-        return tuple(read())
-    return tuple(r for request in _unique(selection.request_ids) for r in read(request))
+        return store.model_replies(since=since, until=until)
+    return tuple(
+        r
+        for request in _unique(selection.request_ids)
+        for r in store.model_replies(request, since=since, until=until)
+    )
 
 
 def _unique(names: Iterable[str]) -> list[str]:

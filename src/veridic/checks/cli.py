@@ -90,6 +90,7 @@ from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
 from veridic.integrations.mcp import list_tools as list_mcp_tools
 from veridic.run.audit import SQLiteAuditSink
+from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
 from veridic.tools.registry import Registry
 from veridic.tools.view import ToolView
 
@@ -414,7 +415,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 clean, 1 an always rule approved an instruction-field write, "
         "2 usage error",
     )
-    audit.add_argument("database", metavar="PATH", type=Path, help="the SQLite audit database")
+    audit.add_argument(
+        "database",
+        metavar="STORE",
+        help="the SQLite audit database (a path), or a Postgres one (a postgresql:// URL "
+        "or a libpq conninfo with dbname=; opened read-only)",
+    )
     audit.add_argument(
         "--request",
         metavar="ID",
@@ -915,12 +921,12 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
                 f"--since {args.since} is not before --until {args.until}: the range is empty; "
                 "--since is inclusive and --until exclusive"
             )
-        store = _open_audit_store(args.database, snapshots)
+        store = _open_store(args.database, snapshots)
     except (ValueError, _UsageError) as error:
         print(f"veridic audit: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = build_report(store, selection, database=str(args.database))
+        report = build_report(store, selection, database=_named(store, args.database))
     except VeridicError as error:  # a row that cannot be read back
         print(f"veridic audit: {args.database}: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -933,6 +939,30 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
     else:
         out.write(report.text() + "\n")
     return report.exit_code()
+
+
+def _is_postgres(store: str) -> bool:
+    """Whether ``veridic audit``'s argument names a Postgres database rather than a file."""
+    return store.startswith(("postgresql://", "postgres://")) or "dbname=" in store
+
+
+def _named(store: SQLiteAuditSink | PostgresAuditSink, argument: str) -> str:
+    """How the report names the store: the path given, or the conninfo without its password."""
+    return repr(store) if isinstance(store, PostgresAuditSink) else argument
+
+
+def _open_store(argument: str, snapshots: Path) -> SQLiteAuditSink | PostgresAuditSink:
+    if not _is_postgres(argument):
+        return _open_audit_store(Path(argument), snapshots)
+    try:
+        return PostgresAuditSink(argument, min_size=0, max_size=1, timeout=10, read_only=True)
+    except VeridicError as error:  # no extra, no veridic tables, another schema version
+        raise _UsageError(str(error)) from error
+    except Exception as error:  # psycopg's own: it is imported only with the extra
+        raise _UsageError(
+            f"cannot reach the Postgres audit store ({type(error).__name__}: {error}): check "
+            "the URL or conninfo, and that the server is up"
+        ) from error
 
 
 def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:

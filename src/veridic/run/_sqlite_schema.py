@@ -18,6 +18,12 @@ it holds without a table of its own. Versions:
 4. Approval state that outlives a process: saved approval rules
    (``veridic_approval_rules``, each save kept, the latest read) and paused
    runs (``veridic_paused_runs``, claimed once when resumed).
+5. What a reviewer needs beside the approval: each call's ``duration`` and
+   the digest of its arguments (``arguments_sha256``; earlier rows get 0 and
+   ``""``, "not recorded"); trust-policy vouches (``veridic_vouches``); and an
+   answer is stored once per call (``call_id`` unique among the answers, so a
+   retried write is not counted twice; earlier exact repeats of one call's
+   answer are dropped, keeping the first).
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
@@ -36,7 +42,7 @@ from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "prepare"]
 
-VERSION: Final = 4
+VERSION: Final = 5
 
 _AUDIT_TABLE: Final = """
 CREATE TABLE {name} (
@@ -196,10 +202,31 @@ def _to_4(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX veridic_paused_runs_request ON veridic_paused_runs (request_id, id)")
 
 
+def _to_5(db: sqlite3.Connection) -> None:
+    """Durations, argument digests, vouches; one answer per call."""
+    db.execute("ALTER TABLE veridic_audit ADD COLUMN duration REAL NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE veridic_audit ADD COLUMN arguments_sha256 TEXT NOT NULL DEFAULT ''")
+    db.execute(
+        "DELETE FROM veridic_model_replies WHERE call_id IS NOT NULL AND id NOT IN "
+        "(SELECT MIN(id) FROM veridic_model_replies WHERE call_id IS NOT NULL GROUP BY call_id)"
+    )
+    db.execute("DROP INDEX veridic_model_replies_call_id")
+    db.execute(
+        "CREATE UNIQUE INDEX veridic_model_replies_call_id ON veridic_model_replies (call_id)"
+    )
+    db.execute(
+        "CREATE TABLE veridic_vouches (id INTEGER PRIMARY KEY, time REAL NOT NULL, "
+        "policy TEXT NOT NULL, reason TEXT NOT NULL, caller TEXT NOT NULL, "
+        "sample TEXT NOT NULL, record_id TEXT NOT NULL UNIQUE)"
+    )
+    db.execute("CREATE INDEX veridic_vouches_policy ON veridic_vouches (policy, id)")
+
+
 _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
     _create,
     _to_2,
     _to_3,
     _to_4,
+    _to_5,
 )
 """``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

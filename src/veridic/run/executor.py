@@ -18,6 +18,18 @@ model's tool call to its effect (see "The road data takes" in DESIGN.md):
    a task or thread the call started, is refused and gets a follow-up record
    (:attr:`AuditRecord.follow_up <veridic.AuditRecord.follow_up>`).
 
+Each record carries the digest of the arguments as the model gave them
+(:func:`~veridic.run.records.arguments_sha256`, taken before they are parsed
+or validated, so a refused call's too) and the seconds its handler ran
+(``0.0`` for a call that never ran).
+
+The store is reached as the caller's code runs: :func:`execute` calls the
+sink's ``write``; :func:`aexecute` awaits its ``awrite`` when it has one (an
+:class:`AsyncAuditSink`, such as :class:`~veridic.SQLiteAuditSink` or
+:class:`~veridic.AsyncPostgresAuditSink`), so the event loop never waits on
+the store, and calls ``write`` otherwise. A store with only ``awrite``
+serves :func:`aexecute` and the async gateway; :func:`execute` refuses it.
+
 Any name the model writes is refused or run, and recorded: a name with
 quotes, newlines, NUL, lone surrogates, 100 KB of text or nothing at all is
 an unknown tool, recorded escaped and clipped (see :mod:`veridic.run.audit`).
@@ -50,6 +62,8 @@ of the executor itself raises.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import inspect
 import json
 import logging
@@ -57,8 +71,9 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from pydantic_core import to_jsonable_python
@@ -74,13 +89,14 @@ from veridic.errors import (
 )
 from veridic.run import telemetry as _telemetry
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Confirm
-from veridic.run.audit import (
+from veridic.run.audit import AsyncAuditSink, AuditSink
+from veridic.run.records import (
     _FOLLOW_UP,
     AuditRecord,
-    AuditSink,
     CallOutcome,
     _recorded_tool,
     _storable,
+    arguments_sha256,
 )
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import UntrustedText, untrusted
@@ -96,6 +112,11 @@ AsyncConfirm = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
 _DETAIL_LIMIT: Final = 200
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _log = logging.getLogger("veridic.executor")
+_LATE_WAIT: Final = 30.0
+"""Seconds a thread waits for its follow-up record to reach an async-only store."""
+
+_in_flight: set[asyncio.Future[None]] = set()
+"""Writes left running on a loop (see :func:`_to_the_end`): held so none is collected unfinished."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +176,7 @@ def execute(
     arguments: Mapping[str, object] | str | None = None,
     *,
     policy: ApprovalPolicy,
-    audit: AuditSink,
+    audit: AuditSink | AsyncAuditSink,
     request_id: str,
     prompt: Prompt | str | None = None,
     prompt_sha256: str | None = None,
@@ -189,8 +210,13 @@ def execute(
     fails, the guard's ``GuardDeniedError`` is chained to the sink's error,
     which is also logged on ``veridic.guards``.
 
+    ``audit`` needs a blocking ``write``: a store that only has ``awrite``
+    (:class:`~veridic.AsyncPostgresAuditSink`) is refused before anything
+    runs; use :func:`aexecute`, or :class:`~veridic.PostgresAuditSink`.
+
     Raises:
-        VeridicError: misuse: ``policy`` belongs to another view, the tool is
+        VeridicError: misuse: ``audit`` has no ``write`` (an async-only store:
+            use :func:`aexecute`), ``policy`` belongs to another view, the tool is
             ``async`` (use :func:`aexecute`), ``prompt`` is not a prompt or
             a sha256, ``tools_digest`` is not a sha256, ``request_id`` is
             not a non-empty string a store can keep, or the tool asks for a
@@ -208,30 +234,31 @@ def execute(
     # The call's span (a no-op unless veridic.run.telemetry.instrument() was called).
     with _telemetry.tool(name, request_id) as span:
         answered = _answered(prompt, prompt_sha256, "execute")
-        call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
+        call = _Call(view, name, policy, audit, request_id, answered, tools_digest, arguments)
         checked = call.check(arguments, sync=True, context=context)
         if isinstance(checked, CallResult):
-            return span.ended(checked)
+            return span.ended(call.stored(checked))
         prepared, request = checked
         mode = request.mode
         if mode is None:
             mode = call.ask(prepared.tool, request, confirm)
         if mode is ApprovalMode.DENIED:
-            return span.ended(call.denied(prepared.tool, request, asked=confirm is not None))
+            denied = call.denied(prepared.tool, request, asked=confirm is not None)
+            return span.ended(call.stored(denied))
         value: object = None
         error: BaseException | None = None
         late = call.reporter(prepared.tool, mode)
         with dispatching(
             prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
         ) as scope:
+            started = time.perf_counter()
             try:
                 value = prepared.invoke()
             except BaseException as raised:
                 error = raised
+            ran = _Ran(prepared.tool, mode, scope, value, error, time.perf_counter() - started)
         # The scope is closed: its events are final, and later guards go to the reporter.
-        if error is not None:
-            return span.ended(call.failed(prepared.tool, mode, scope, error))
-        return span.ended(call.finish(prepared.tool, mode, scope, value))
+        return span.ended(call.ended(ran))
 
 
 async def aexecute(
@@ -240,7 +267,7 @@ async def aexecute(
     arguments: Mapping[str, object] | str | None = None,
     *,
     policy: ApprovalPolicy,
-    audit: AuditSink,
+    audit: AuditSink | AsyncAuditSink,
     request_id: str,
     prompt: Prompt | str | None = None,
     prompt_sha256: str | None = None,
@@ -258,13 +285,28 @@ async def aexecute(
     result must be finished (not a generator, an async generator, an
     iterator or another awaitable). ``context`` is given to a handler that
     asks for it, as for :func:`execute` (and a mismatch raises the same way).
+
+    Records go to ``audit.awrite`` when the sink has it (a coroutine
+    function: :class:`AsyncAuditSink`), so the loop never waits on the store,
+    else to ``audit.write``. An awaited write runs to its end even if the
+    task awaiting ``aexecute`` is cancelled meanwhile (its failure is then
+    logged on ``veridic.executor``): a call that ran keeps its record. A
+    follow-up record (a guard that fires after the call ended) is written
+    by the guard's own thread or task, in a function that cannot await:
+    through ``write`` when the sink has one; for an async-only sink,
+    ``awrite`` goes to the loop the call ran on, as a task of its own from a
+    task of that loop (a failure is logged on ``veridic.executor``, with the
+    record), and waited for from another thread (a failure reaches the
+    guard's refusal, as for ``write``).
     """
     with _telemetry.tool(name, request_id) as span:
         answered = _answered(prompt, prompt_sha256, "aexecute")
-        call = _Call(view, name, policy, audit, request_id, answered, tools_digest)
+        call = _Call(
+            view, name, policy, audit, request_id, answered, tools_digest, arguments, sync=False
+        )
         checked = call.check(arguments, sync=False, context=context)
         if isinstance(checked, CallResult):
-            return span.ended(checked)
+            return span.ended(await call.astored(checked))
         prepared, request = checked
         mode = request.mode
         if mode is None:
@@ -273,24 +315,25 @@ async def aexecute(
                 if inspect.isawaitable(answer):
                     answer = await answer
             except BaseException:
-                call.confirm_raised(prepared.tool, request)
+                await call.sink.awrite(call.confirm_raised(prepared.tool, request))
                 raise
             mode = request.answer(answer is True)
         if mode is ApprovalMode.DENIED:
-            return span.ended(call.denied(prepared.tool, request, asked=confirm is not None))
+            denied = call.denied(prepared.tool, request, asked=confirm is not None)
+            return span.ended(await call.astored(denied))
         value: object = None
         error: BaseException | None = None
         late = call.reporter(prepared.tool, mode)
         with dispatching(
             prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
         ) as scope:
+            started = time.perf_counter()
             try:
                 value = await prepared.ainvoke()
             except BaseException as raised:
                 error = raised
-        if error is not None:
-            return span.ended(call.failed(prepared.tool, mode, scope, error))
-        return span.ended(call.finish(prepared.tool, mode, scope, value))
+            ran = _Ran(prepared.tool, mode, scope, value, error, time.perf_counter() - started)
+        return span.ended(await call.aended(ran))
 
 
 def tools_sha256(view: ToolView) -> str:
@@ -326,19 +369,198 @@ def _answered(prompt: Prompt | str | None, prompt_sha256: str | None, where: str
     return prompt
 
 
+_Write = Callable[[AuditRecord], None]
+_AWrite = Callable[[AuditRecord], Coroutine[object, object, None]]
+
+
+def _writes(audit: object, where: str, *, sync: bool) -> tuple[_Write | None, _AWrite | None]:
+    """``audit``'s blocking ``write`` and coroutine ``awrite`` (``None`` where it has none).
+
+    Checked before anything runs: a sink that turns out unwritable after the
+    handler ran would lose the call's effects from the audit.
+
+    Raises:
+        VeridicError: ``audit`` has neither; its ``write`` is a coroutine
+            function (calling it would drop the record unawaited); or ``sync``
+            and it has only ``awrite`` (blocking code cannot await it).
+    """
+    write = audit.write if isinstance(audit, AuditSink) else None
+    if write is not None and inspect.iscoroutinefunction(write):
+        raise VeridicError(
+            f"{where}() got an audit sink whose write() is a coroutine function ({audit!r}): "
+            "calling it would leave the record unwritten, in a coroutine nobody awaits; name "
+            "the coroutine awrite() (veridic.AsyncAuditSink) and give write() a blocking body, "
+            "or drop it"
+        )
+    awrite = audit.awrite if isinstance(audit, AsyncAuditSink) else None
+    if awrite is not None and not inspect.iscoroutinefunction(awrite):
+        awrite = None  # an awrite that is not a coroutine function is not the async twin
+    if write is None and awrite is None:
+        raise VeridicError(
+            f"{where}() got audit={audit!r}, which has no write(record) and no async "
+            "awrite(record): pass an audit store (SQLiteAuditSink, PostgresAuditSink, "
+            "AsyncPostgresAuditSink for async code)"
+        )
+    if sync and write is None:
+        raise VeridicError(
+            f"{where}() got an async-only audit store ({audit!r}: it has awrite() but no "
+            "write()), which blocking code cannot await: this store is async-only; use await "
+            "aexecute(...) or the async gateway (ModelGateway.arun, arun_tools, aresume), or a "
+            "store with a blocking write(), such as PostgresAuditSink"
+        )
+    return write, awrite
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs in this thread
+        return None
+
+
+class _Sink:
+    """One call's audit sink, as the code that writes each record can reach it.
+
+    ``aexecute`` awaits ``awrite`` when the sink has it, so the loop never
+    waits on the store; everything else calls ``write``. A follow-up record
+    is written by the thread or task whose guard fired late, in a plain
+    function that cannot await: it calls ``write`` when the sink has one
+    (from a task, that holds the loop for one write: the price of work a
+    handler left behind). For an async-only sink it hands ``awrite`` to the
+    loop the call ran on: from a task on that loop, as a task of its own
+    (nothing may wait there), whose failure is logged on
+    ``veridic.executor`` with the whole record, since the guard has raised
+    by then; from another thread, which waits for it (up to
+    :data:`_LATE_WAIT` seconds), so a failure reaches the guard's refusal as
+    for a blocking sink. Either way a record that cannot be written is
+    logged, never dropped in silence.
+    """
+
+    __slots__ = ("awaited", "blocking", "loop")
+
+    def __init__(self, audit: object, where: str, *, sync: bool) -> None:
+        self.blocking, self.awaited = _writes(audit, where, sync=sync)
+        self.loop = None if sync or self.blocking is not None else _running_loop()
+
+    def write(self, record: AuditRecord) -> None:
+        """Write ``record`` from blocking code (``execute``, a late guard's reporter)."""
+        if self.blocking is not None:
+            self.blocking(record)
+        else:
+            self._schedule(record)
+
+    async def awrite(self, record: AuditRecord) -> None:
+        """Write ``record`` from the loop: ``awrite`` awaited to its end, or ``write``."""
+        if self.awaited is None:
+            self.write(record)
+        else:
+            await _to_the_end(self.awaited(record), record)
+
+    def _schedule(self, record: AuditRecord) -> None:
+        """Hand a follow-up to an async-only sink from a plain function (see the class)."""
+        awaited, loop = self.awaited, self.loop
+        if awaited is None or loop is None or not loop.is_running():
+            raise VeridicError(
+                f"the follow-up record {record.record_id} of tool {record.tool!r} (request "
+                f"{record.request_id!r}) cannot be written: the audit store is async-only and the "
+                "event loop the call ran on is not running any more; the record is in this "
+                "error's message: store it elsewhere, and finish background work inside the "
+                f"handler. Record: {record!r}"
+            )
+        if _running_loop() is loop:
+            task = loop.create_task(awaited(record))
+            _in_flight.add(task)
+            task.add_done_callback(partial(_written_later, record))
+            return
+        future = asyncio.run_coroutine_threadsafe(awaited(record), loop)
+        try:
+            future.result(timeout=_LATE_WAIT)
+        except TimeoutError as waited:
+            future.add_done_callback(partial(_written_later, record))
+            raise VeridicError(
+                f"the follow-up record {record.record_id} of tool {record.tool!r} (request "
+                f"{record.request_id!r}) was not confirmed written within {_LATE_WAIT:g} s: the "
+                "event loop the call ran on is busy or blocked; it may still be written (its "
+                "failure is logged on veridic.executor)"
+            ) from waited
+
+
+async def _to_the_end(write: Coroutine[object, object, None], record: AuditRecord) -> None:
+    """Await ``write``; if the awaiting task is cancelled, the write still ends.
+
+    A cancellation reaching ``aexecute`` while the record of a call that ran
+    is on its way would otherwise abort the write and lose the record; the
+    caller still gets its ``CancelledError`` at once, and a failure of the
+    write left running is logged with the record.
+    """
+    task = asyncio.ensure_future(write)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            _in_flight.add(task)
+            task.add_done_callback(partial(_written_later, record))
+        raise
+
+
+def _written_later(
+    record: AuditRecord, future: asyncio.Future[None] | concurrent.futures.Future[None]
+) -> None:
+    """Log a write nobody awaits any more when it fails: the record is in the log."""
+    if isinstance(future, asyncio.Future):
+        _in_flight.discard(future)
+    failure: BaseException | None = (
+        asyncio.CancelledError("the event loop stopped first") if future.cancelled() else None
+    )
+    if failure is None:
+        failure = future.exception()
+    if failure is not None:
+        _log.error(
+            "the audit record %s of tool %r (request %r, outcome %s) could not be written "
+            "(%s: %s); store it elsewhere: %r",
+            record.record_id,
+            record.tool,
+            record.request_id,
+            record.outcome.value,
+            type(failure).__name__,
+            failure,
+            record,
+            exc_info=failure,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """What a dispatch left: the handler's value or error, and how long it ran."""
+
+    tool: Tool
+    mode: ApprovalMode
+    scope: DispatchScope
+    value: object
+    error: BaseException | None
+    duration: float
+
+
 class _Call:
-    """One call's fixed facts, and the records it can end with."""
+    """One call's fixed facts, and the records it can end with.
+
+    The methods that decide a record only build it; :func:`execute` writes
+    it with the blocking twin (:meth:`stored`, :meth:`ended`) and
+    :func:`aexecute` with the awaited one (:meth:`astored`, :meth:`aended`),
+    so the two roads record the same things in the same order.
+    """
 
     __slots__ = (
         "_late_lock",
         "_pending",
         "_recorded",
         "_settled",
-        "audit",
+        "arguments_sha256",
         "name",
         "policy",
         "prompt_sha256",
         "request_id",
+        "sink",
         "tools_sha256",
         "view",
     )
@@ -348,10 +570,13 @@ class _Call:
         view: ToolView,
         name: str,
         policy: ApprovalPolicy,
-        audit: AuditSink,
+        audit: object,
         request_id: str,
         prompt: Prompt | str,
         tools_digest: str | None,
+        arguments: object,
+        *,
+        sync: bool = True,
     ) -> None:
         if not isinstance(view, ToolView) or not isinstance(policy, ApprovalPolicy):
             raise VeridicError(
@@ -392,16 +617,18 @@ class _Call:
         ):
             raise VeridicError(
                 f"execute() got request_id={request_id!r:.80}: every call needs the id of the "
-                "request it belongs to, a non-empty string without lone surrogates, so its "
+                "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
                 "records can be stored and found together; pass one"
             )
+        self.sink = _Sink(audit, "execute" if sync else "aexecute", sync=sync)
         self.view = view
         self.name = name
         self.policy = policy
-        self.audit = audit
         self.request_id = request_id
         self.prompt_sha256 = digest
         self.tools_sha256 = tools_digest if tools_digest is not None else tools_sha256(view)
+        # What the model sent, before parsing: a refused call's arguments are on record too.
+        self.arguments_sha256 = arguments_sha256(arguments)
         self._recorded = _recorded_tool(name)
         self._late_lock = threading.Lock()
         self._settled = False
@@ -410,9 +637,9 @@ class _Call:
     def check(
         self, arguments: Mapping[str, object] | str | None, *, sync: bool, context: object = None
     ) -> CallResult | tuple[PreparedCall, ApprovalRequest]:
-        """Refuse what the view cannot run; otherwise the prepared call (its context bound)
-        and the policy's view. Misuse (an async tool run sync, a context that does not fit
-        the tool) raises."""
+        """Refuse what the view cannot run (a result whose record is not written yet);
+        otherwise the prepared call (its context bound) and the policy's view. Misuse (an
+        async tool run sync, a context that does not fit the tool) raises."""
         if not isinstance(self.name, str):
             error = UnknownToolError(
                 f"the tool name the model called is a {type(self.name).__name__} "
@@ -455,12 +682,15 @@ class _Call:
         try:
             answer = confirm(request)
         except BaseException:
-            self.confirm_raised(tool, request)
+            self.sink.write(self.confirm_raised(tool, request))
             raise
         return request.answer(answer is True)
 
-    def confirm_raised(self, tool: Tool, request: ApprovalRequest) -> None:
-        self.write(tool, ApprovalMode.DENIED, CallOutcome.DENIED, f"{request.why}; confirm raised")
+    def confirm_raised(self, tool: Tool, request: ApprovalRequest) -> AuditRecord:
+        """The record of a call whose ``confirm`` raised: denied, and it did not run."""
+        return self.record(
+            tool, ApprovalMode.DENIED, CallOutcome.DENIED, f"{request.why}; confirm raised"
+        )
 
     def denied(self, tool: Tool, request: ApprovalRequest, *, asked: bool) -> CallResult:
         if request.mode is ApprovalMode.DENIED:
@@ -469,27 +699,69 @@ class _Call:
             why = f"{request.why}; there was no confirm callback, so nobody confirmed it"
         else:
             why = f"{request.why}; the user refused"
-        record = self.write(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why)
+        record = self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why)
         error = ApprovalDeniedError(
             f"the call of tool {tool.name!r} was not approved ({why}), so it did not run: "
             "tell the user it needs their approval; do not reach for another tool to do it"
         )
         return CallResult(record, error=error)
 
-    def failed(
-        self, tool: Tool, mode: ApprovalMode, scope: DispatchScope, error: BaseException
-    ) -> CallResult:
-        if isinstance(error, Exception):
-            return self._ended(tool, mode, scope, None, error)
-        try:  # KeyboardInterrupt and friends go on, recorded if the sink can
-            self._ended(tool, mode, scope, None, error)
-        finally:
-            raise error
+    def stored(self, result: CallResult) -> CallResult:
+        """Write the record of a call that did not run (refused, denied): a failing sink's
+        error propagates, since nothing happened that the caller must not repeat."""
+        self.sink.write(result.record)
+        return result
 
-    def finish(
-        self, tool: Tool, mode: ApprovalMode, scope: DispatchScope, value: object
-    ) -> CallResult:
-        return self._ended(tool, mode, scope, value, None)
+    async def astored(self, result: CallResult) -> CallResult:
+        """:meth:`stored` from the loop."""
+        await self.sink.awrite(result.record)
+        return result
+
+    def ended(self, ran: _Ran) -> CallResult:
+        """Record a call that ran; an interrupt (not an ``Exception``) goes on after it."""
+        if ran.error is None or isinstance(ran.error, Exception):
+            return self._ended(ran)
+        try:  # KeyboardInterrupt and friends go on, recorded if the sink can
+            self._ended(ran)
+        finally:
+            raise ran.error
+
+    async def aended(self, ran: _Ran) -> CallResult:
+        """:meth:`ended` from the loop: the same records, awaited."""
+        if ran.error is None or isinstance(ran.error, Exception):
+            return await self._aended(ran)
+        try:  # CancelledError and friends go on, recorded if the sink can
+            await self._aended(ran)
+        finally:
+            raise ran.error
+
+    def _ended(self, ran: _Ran) -> CallResult:
+        try:
+            result = self._result(ran)
+            try:
+                self.sink.write(result.record)
+            except Exception as failure:
+                raise self._unwritten(result, failure) from failure
+        finally:
+            # Whatever became of the call's own record, the late guards that waited for it
+            # are written now (a failure there is logged by _settle).
+            late = self._settle(ran.tool, ran.mode)
+        if late is not None:
+            raise self._follow_up_unwritten(result, late) from late
+        return result
+
+    async def _aended(self, ran: _Ran) -> CallResult:
+        try:
+            result = self._result(ran)
+            try:
+                await self.sink.awrite(result.record)
+            except Exception as failure:
+                raise self._unwritten(result, failure) from failure
+        finally:
+            late = await self._asettle(ran.tool, ran.mode)
+        if late is not None:
+            raise self._follow_up_unwritten(result, late) from late
+        return result
 
     def reporter(self, tool: Tool, mode: ApprovalMode) -> LateReporter:
         """The dispatch's ``on_late``: a follow-up record for each guard that fires too late.
@@ -504,80 +776,84 @@ class _Call:
                 if not self._settled:
                     self._pending.append(event)
                     return
-            self._write_late(tool, mode, event)
+            self.sink.write(self._follow_up(tool, mode, event))
 
         return report
 
-    def _write_late(self, tool: Tool, mode: ApprovalMode, event: GuardEvent) -> None:
+    def _follow_up(self, tool: Tool, mode: ApprovalMode, event: GuardEvent) -> AuditRecord:
+        """The record of a guard that fired after the call ended.
+
+        It carries the call's ``arguments_sha256``, so a reviewer can tell
+        which of a request's calls of the tool left the work behind, and a
+        ``duration`` of ``0.0``: it records an attempt, not a run.
+        """
         refused = ", ".join(event.operations)
         detail = (
             f"{_FOLLOW_UP}a guard refused {refused} (at {event.where}), attempted by a task "
             "or thread the call started"
         )
-        record = self.record(
+        return self.record(
             tool, mode, CallOutcome.BLOCKED, detail, False, False, set(event.operations)
         )
-        self.audit.write(record)
+
+    def _waiting(self) -> list[GuardEvent]:
+        """Mark the call's record written; the late guards that waited for it."""
+        with self._late_lock:
+            self._settled = True
+            pending, self._pending = self._pending, []
+        return pending
 
     def _settle(self, tool: Tool, mode: ApprovalMode) -> Exception | None:
         """Mark the call's record written; write the late guards that waited for it.
 
         Returns the first write that failed (each failure is logged).
         """
-        with self._late_lock:
-            self._settled = True
-            pending, self._pending = self._pending, []
         first: Exception | None = None
-        for event in pending:
+        for event in self._waiting():
             try:
-                self._write_late(tool, mode, event)
+                self.sink.write(self._follow_up(tool, mode, event))
             except Exception as failure:  # logged, and returned to be raised by the caller
-                _log.error(
-                    "the follow-up audit record of %s (refused at %s after the call of %r had "
-                    "ended) could not be written",
-                    ", ".join(event.operations),
-                    event.where,
-                    tool.name,
-                    exc_info=failure,
-                )
+                _follow_up_failed(tool, event, failure)
                 first = first or failure
         return first
 
-    def _ended(
-        self,
-        tool: Tool,
-        mode: ApprovalMode,
-        scope: DispatchScope,
-        value: object,
-        error: BaseException | None,
-    ) -> CallResult:
-        try:
-            result = self._recorded_result(tool, mode, scope, value, error)
-        finally:
-            # Whatever became of the call's own record, the late guards that waited for it
-            # are written now (a failure there is logged by _settle).
-            late = self._settle(tool, mode)
-        if late is not None:
-            raise AuditWriteError(
-                f"tool {tool.name!r} ran (outcome {result.outcome.value}, request "
-                f"{self.request_id!r}) and its record was written, but the follow-up record of a "
-                f"guard refused after the call ended could not be ({type(late).__name__}: "
-                f"{late}): the call's result is on this error (.result); see the "
-                "veridic.executor log for the refused operation, and do not run the call again, "
-                "its effects happened",
-                result,
-            ) from late
-        return result
+    async def _asettle(self, tool: Tool, mode: ApprovalMode) -> Exception | None:
+        """:meth:`_settle` from the loop: the waiting follow-ups are awaited in order."""
+        first: Exception | None = None
+        for event in self._waiting():
+            try:
+                await self.sink.awrite(self._follow_up(tool, mode, event))
+            except Exception as failure:  # logged, and returned to be raised by the caller
+                _follow_up_failed(tool, event, failure)
+                first = first or failure
+        return first
 
-    def _recorded_result(
-        self,
-        tool: Tool,
-        mode: ApprovalMode,
-        scope: DispatchScope,
-        value: object,
-        error: BaseException | None,
-    ) -> CallResult:
-        events = scope.events
+    def _unwritten(self, result: CallResult, failure: Exception) -> AuditWriteError:
+        record = result.record
+        return AuditWriteError(
+            f"tool {record.tool!r} ran (outcome {record.outcome.value}, request "
+            f"{self.request_id!r}) but its audit record could not be written "
+            f"({type(failure).__name__}: {failure}): the call's result and the unwritten record "
+            "are on this error (.result, .result.record): store the record elsewhere, and do "
+            "not run the call again, its effects happened",
+            result,
+        )
+
+    def _follow_up_unwritten(self, result: CallResult, late: Exception) -> AuditWriteError:
+        return AuditWriteError(
+            f"tool {result.record.tool!r} ran (outcome {result.outcome.value}, request "
+            f"{self.request_id!r}) and its record was written, but the follow-up record of a "
+            f"guard refused after the call ended could not be ({type(late).__name__}: "
+            f"{late}): the call's result is on this error (.result); see the "
+            "veridic.executor log for the refused operation, and do not run the call again, "
+            "its effects happened",
+            result,
+        )
+
+    def _result(self, ran: _Ran) -> CallResult:
+        """The result of a call that ran, with its record (not written yet)."""
+        tool, error = ran.tool, ran.error
+        events = ran.scope.events
         blocked = [event for event in events if not event.allowed]
         if blocked:
             outcome = CallOutcome.BLOCKED
@@ -597,39 +873,20 @@ class _Call:
             done and tool.irreversible
         )
         operations = {op for event in events for op in event.operations}
-        record = self.record(tool, mode, outcome, detail, wrote, irreversible, operations)
+        record = self.record(
+            tool, ran.mode, outcome, detail, wrote, irreversible, operations, ran.duration
+        )
         if isinstance(error, Exception):
-            result = CallResult(record, error=error)
-        elif blocked:
+            return CallResult(record, error=error)
+        if blocked:
             # The handler caught the guard's refusal; the call still did not do what it tried.
             caught = GuardDeniedError(f"{detail}; the handler of {tool.name!r} caught the refusal")
-            result = CallResult(record, value=value, error=caught)
-        else:
-            result = CallResult(record, value=value)
-        try:
-            self.audit.write(record)
-        except Exception as failure:
-            raise AuditWriteError(
-                f"tool {tool.name!r} ran (outcome {outcome.value}, request {self.request_id!r}) "
-                f"but its audit record could not be written ({type(failure).__name__}: "
-                f"{failure}): the call's result and the unwritten record are on this error "
-                "(.result, .result.record): store the record elsewhere, and do not run the "
-                "call again, its effects happened",
-                result,
-            ) from failure
-        return result
+            return CallResult(record, value=ran.value, error=caught)
+        return CallResult(record, value=ran.value)
 
     def _refused(self, tool: Tool | None, detail: str, error: Exception) -> CallResult:
-        record = self.write(tool, ApprovalMode.NOT_ASKED, CallOutcome.REFUSED, detail)
+        record = self.record(tool, ApprovalMode.NOT_ASKED, CallOutcome.REFUSED, detail)
         return CallResult(record, error=error)
-
-    def write(
-        self, tool: Tool | None, mode: ApprovalMode, outcome: CallOutcome, detail: str
-    ) -> AuditRecord:
-        """Record a call that did not run (refused, denied): a failing sink's error propagates."""
-        record = self.record(tool, mode, outcome, detail)
-        self.audit.write(record)
-        return record
 
     def record(
         self,
@@ -640,6 +897,7 @@ class _Call:
         wrote: bool = False,
         irreversible: bool = False,
         operations: set[str] | None = None,
+        duration: float = 0.0,
     ) -> AuditRecord:
         declared = (
             set() if tool is None else {f"instruction_write:{p}" for p in tool.instruction_writes}
@@ -666,4 +924,17 @@ class _Call:
             outcome=outcome,
             detail=_storable(detail),
             operations=tuple(sorted(keys)),
+            duration=duration,
+            arguments_sha256=self.arguments_sha256,
         )
+
+
+def _follow_up_failed(tool: Tool, event: GuardEvent, failure: Exception) -> None:
+    _log.error(
+        "the follow-up audit record of %s (refused at %s after the call of %r had "
+        "ended) could not be written",
+        ", ".join(event.operations),
+        event.where,
+        tool.name,
+        exc_info=failure,
+    )

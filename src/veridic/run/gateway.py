@@ -23,6 +23,14 @@ is made the same way (see "The road data takes" in DESIGN.md):
    handler runs under guard, and an :class:`~veridic.AuditRecord` carrying
    the same two hashes is written whatever happens.
 
+The async methods (:meth:`~ModelGateway.asend`, ``astream``, ``arun``,
+``arun_tools``, ``aresume``) await the stores' coroutine writes where they
+have them (``awrite_model_call``, ``awrite_model_reply``, and ``awrite``
+through :func:`veridic.aexecute`), so the event loop never waits on a store;
+a store with only coroutine writes (:class:`~veridic.AsyncPostgresAuditSink`)
+serves them alone, and the blocking methods refuse it before anything is
+sent or run.
+
 The tool list's hash is :func:`veridic.run.executor.tools_sha256` of the view
 (its canonical MCP projection), the same digest the executor records, so a
 model call and the tool calls it led to share it whatever the provider.
@@ -55,11 +63,12 @@ model call and the tool calls it led to share it whatever the provider.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import (
     Final,
@@ -86,7 +95,7 @@ from veridic.errors import (
 from veridic.providers._base import Adapter, Assembler, Completion, Usage
 from veridic.run import telemetry as _telemetry
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm
-from veridic.run.audit import AuditSink, ModelCallRecord, ModelReplyRecord
+from veridic.run.audit import AsyncAuditSink, AuditSink, ModelCallRecord, ModelReplyRecord
 from veridic.run.deferred import (
     PausedRun,
     PendingApproval,
@@ -94,7 +103,14 @@ from veridic.run.deferred import (
     call_arguments,
     needs_answer,
 )
-from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute, tools_sha256
+from veridic.run.executor import (
+    AsyncConfirm,
+    CallResult,
+    _writes,
+    aexecute,
+    execute,
+    tools_sha256,
+)
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, PromptSpan, ReasoningItem, ToolCall
 from veridic.text.provenance import UntrustedText, is_trusted, report
@@ -106,6 +122,8 @@ OutputT = TypeVar("OutputT")
 """The pydantic model a run's last answer is validated as (checked when the run starts)."""
 
 __all__ = [
+    "AsyncModelCallSink",
+    "AsyncModelReplySink",
     "AsyncReplyStream",
     "Limits",
     "ModelCallLog",
@@ -142,6 +160,122 @@ class ModelReplySink(Protocol):
     def write_model_reply(self, record: ModelReplyRecord, /) -> None:
         """Store ``record``."""
         ...
+
+
+@runtime_checkable
+class AsyncModelCallSink(Protocol):
+    """:class:`ModelCallSink` for async code: the gateway's async methods await it.
+
+    A ``calls`` sink with only this (no ``write_model_call``) serves
+    :meth:`ModelGateway.asend`, ``astream``, ``arun`` and ``aresume``; the
+    blocking methods refuse it.
+    """
+
+    async def awrite_model_call(self, record: ModelCallRecord, /) -> None:
+        """Store ``record`` durably, or raise."""
+        ...
+
+
+@runtime_checkable
+class AsyncModelReplySink(Protocol):
+    """:class:`ModelReplySink` for async code: the gateway's async methods await it."""
+
+    async def awrite_model_reply(self, record: ModelReplyRecord, /) -> None:
+        """Store ``record`` durably, or raise."""
+        ...
+
+
+_WriteCall = Callable[[ModelCallRecord], None]
+_WriteReply = Callable[[ModelReplyRecord], None]
+_AWriteCall = Callable[[ModelCallRecord], Awaitable[None]]
+_AWriteReply = Callable[[ModelReplyRecord], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class _CallRecords:
+    """How the gateway reaches its ``calls`` sink, from blocking code and from the loop.
+
+    Found once, when the gateway is made. Async code awaits the coroutine
+    writes, or calls the blocking ones where the sink has no coroutine twin
+    (as before there were any); blocking code needs the blocking ones.
+    """
+
+    sink: object
+    call: _WriteCall | None
+    reply: _WriteReply | None
+    acall: _AWriteCall
+    areply: _AWriteReply | None
+    async_only: tuple[str, ...]
+    """The blocking writes the sink lacks while it has their coroutine twins."""
+
+    @classmethod
+    def of(cls, sink: object) -> _CallRecords | None:
+        """The writes of ``sink``; ``None`` when it cannot record model calls at all."""
+        call: _WriteCall | None = None
+        reply: _WriteReply | None = None
+        acall: _AWriteCall | None = None
+        areply: _AWriteReply | None = None
+        if isinstance(sink, ModelCallSink) and not inspect.iscoroutinefunction(
+            sink.write_model_call
+        ):
+            call = sink.write_model_call
+        if isinstance(sink, ModelReplySink) and not inspect.iscoroutinefunction(
+            sink.write_model_reply
+        ):
+            reply = sink.write_model_reply
+        if isinstance(sink, AsyncModelCallSink) and inspect.iscoroutinefunction(
+            sink.awrite_model_call
+        ):
+            acall = sink.awrite_model_call
+        if isinstance(sink, AsyncModelReplySink) and inspect.iscoroutinefunction(
+            sink.awrite_model_reply
+        ):
+            areply = sink.awrite_model_reply
+        async_only = tuple(
+            name
+            for name, blocking, twin in (
+                ("write_model_call", call, acall),
+                ("write_model_reply", reply, areply),
+            )
+            if blocking is None and twin is not None
+        )
+        if acall is None:
+            if call is None:
+                return None
+            acall = _awaitable(call)
+        if areply is None and reply is not None:
+            areply = _awaitable(reply)
+        return cls(sink, call, reply, acall, areply, async_only)
+
+    def blocking(self, where: str) -> tuple[_WriteCall, _WriteReply | None]:
+        """The writes blocking code calls.
+
+        Raises:
+            VeridicError: the sink has only the coroutine twin of one of them,
+                which blocking code cannot await (its records would be lost).
+        """
+        if self.async_only or self.call is None:
+            names = " and ".join(f"a{name}()" for name in self.async_only)
+            raise VeridicError(
+                f"ModelGateway.{where}() cannot record model calls in {self.sink!r}: this "
+                f"store is async-only (it has {names} but no blocking twin), and blocking code "
+                "cannot await it; use the async gateway (await gateway.arun(...), asend, "
+                "astream, arun_tools, aresume), or a store with blocking writes, such as "
+                "PostgresAuditSink"
+            )
+        return self.call, self.reply
+
+
+_R = TypeVar("_R")
+
+
+def _awaitable(write: Callable[[_R], None]) -> Callable[[_R], Awaitable[None]]:
+    """A blocking write, called where a coroutine write is awaited (as before they existed)."""
+
+    async def written(record: _R) -> None:
+        write(record)
+
+    return written
 
 
 class ModelCallLog:
@@ -288,17 +422,7 @@ class _Streamed:
     _reply: Reply | None
     _loop: str
     _span: _telemetry.ChatSpan
-    _done: Callable[[Completion], Reply]
     _assembler: Assembler
-
-    def _answered(self) -> Reply:
-        """The whole answer, once the events have ended; the model call's span ends with it."""
-        try:
-            reply = self._done(self._assembler.finish())
-        except BaseException as error:
-            self._span.failed(error)
-            raise
-        return self._span.answered(reply)
 
     @property
     def reply(self) -> Reply:
@@ -343,6 +467,15 @@ class ReplyStream(_Streamed):
 
     def __iter__(self) -> Self:
         return self
+
+    def _answered(self) -> Reply:
+        """The whole answer, once the events have ended; the model call's span ends with it."""
+        try:
+            reply = self._done(self._assembler.finish())
+        except BaseException as error:
+            self._span.failed(error)
+            raise
+        return self._span.answered(reply)
 
     def __next__(self) -> str:
         while not self._closed:
@@ -393,7 +526,7 @@ class AsyncReplyStream(_Streamed):
         events: AsyncIterator[object],
         close: Callable[[], Awaitable[object]],
         assembler: Assembler,
-        done: Callable[[Completion], Reply],
+        done: Callable[[Completion], Awaitable[Reply]],
         *,
         span: _telemetry.ChatSpan = _telemetry.NO_CHAT,
     ) -> None:
@@ -408,13 +541,22 @@ class AsyncReplyStream(_Streamed):
     def __aiter__(self) -> Self:
         return self
 
+    async def _answered(self) -> Reply:
+        """The whole answer, its record awaited; the model call's span ends with it."""
+        try:
+            reply = await self._done(self._assembler.finish())
+        except BaseException as error:
+            self._span.failed(error)
+            raise
+        return self._span.answered(reply)
+
     async def __anext__(self) -> str:
         while not self._closed:
             try:
                 event = await anext(self._events)
             except StopAsyncIteration:
                 await self._release()
-                self._reply = self._answered()
+                self._reply = await self._answered()
                 raise
             except BaseException as error:
                 self._span.failed(error)
@@ -456,32 +598,45 @@ class _Sent:
     prompt_sha256: str
     tools_sha256: str
     view: ToolView
-    answered: Callable[[ModelReplyRecord], None] | None = None
+    answered: _WriteReply | None = None
     clock: Callable[[], float] = time.time
     started: float = field(default_factory=time.monotonic)
     spans: tuple[PromptSpan, ...] = ()
     """The provenance spans of the system message (the record's ``instruction_spans``)."""
     call_id: str = ""
     """The model-call record's own id, which the answer's record carries."""
+    aanswered: _AWriteReply | None = None
+    """Where async code records the answer (instead of ``answered``)."""
 
     def reply(self, completion: Completion) -> Reply:
         latency = time.monotonic() - self.started
         if self.answered is not None:
             # Recorded before the ids are checked: an answer that is refused is on record too.
-            self.answered(
-                ModelReplyRecord(
-                    time=self.clock(),
-                    request_id=self.request_id,
-                    prompt_sha256=self.prompt_sha256,
-                    response_id=completion.response_id,
-                    model=completion.model,
-                    stop_reason=completion.stop_reason,
-                    tool_calls=tuple(call.name for call in completion.tool_calls),
-                    usage=completion.usage,
-                    latency=latency,
-                    call_id=self.call_id,
-                )
-            )
+            self.answered(self._answer(completion, latency))
+        return self._reply(completion, latency)
+
+    async def areply(self, completion: Completion) -> Reply:
+        """:meth:`reply` for async code: the answer's record is awaited."""
+        latency = time.monotonic() - self.started
+        if self.aanswered is not None:
+            await self.aanswered(self._answer(completion, latency))
+        return self._reply(completion, latency)
+
+    def _answer(self, completion: Completion, latency: float) -> ModelReplyRecord:
+        return ModelReplyRecord(
+            time=self.clock(),
+            request_id=self.request_id,
+            prompt_sha256=self.prompt_sha256,
+            response_id=completion.response_id,
+            model=completion.model,
+            stop_reason=completion.stop_reason,
+            tool_calls=tuple(call.name for call in completion.tool_calls),
+            usage=completion.usage,
+            latency=latency,
+            call_id=self.call_id,
+        )
+
+    def _reply(self, completion: Completion, latency: float) -> Reply:
         _check_call_ids(completion.tool_calls, self.request_id)
         return Reply(
             text=completion.text,
@@ -891,18 +1046,21 @@ class ModelGateway:
     holding the SDK client and the model. ``audit`` receives the tool calls'
     records (:func:`veridic.execute`); ``calls`` receives the model-call
     records, and defaults to ``audit`` when that store records model calls
-    too (it has ``write_model_call``). A ``calls`` sink that also has
-    ``write_model_reply`` (:class:`ModelReplySink`) gets a
-    :class:`ModelReplyRecord` of each answer: its usage, latency, stop
-    reason and the tools it called.
+    too (it has ``write_model_call`` or ``awrite_model_call``). A ``calls``
+    sink that also has ``write_model_reply`` (:class:`ModelReplySink`) or
+    ``awrite_model_reply`` gets a :class:`ModelReplyRecord` of each answer:
+    its usage, latency, stop reason and the tools it called.
 
     Use :meth:`send` and :meth:`stream` with a sync client, :meth:`asend` and
     :meth:`astream` with an async one. One gateway serves any number of
     requests and threads: each call takes its own prompt, view and request id.
+    The async methods await the stores' coroutine writes where they have
+    them; stores with only those (:class:`~veridic.AsyncPostgresAuditSink`)
+    serve the async methods alone, and the blocking ones refuse them.
 
     Raises:
-        VeridicError: ``provider`` is not an adapter, or there is nowhere to
-            record model calls.
+        VeridicError: ``provider`` is not an adapter, ``audit`` has neither
+            ``write`` nor ``awrite``, or there is nowhere to record model calls.
     """
 
     __slots__ = ("_audit", "_calls", "_clock", "_provider")
@@ -911,8 +1069,8 @@ class ModelGateway:
         self,
         provider: Adapter,
         *,
-        audit: AuditSink,
-        calls: ModelCallSink | None = None,
+        audit: AuditSink | AsyncAuditSink,
+        calls: ModelCallSink | AsyncModelCallSink | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(provider, Adapter):
@@ -920,17 +1078,19 @@ class ModelGateway:
                 f"ModelGateway() got a {type(provider).__name__} as provider: pass an adapter, "
                 "OpenAIChat(client, model=...), OpenAIResponses(...) or AnthropicMessages(...)"
             )
-        if calls is None and isinstance(audit, ModelCallSink):
-            calls = audit
-        if calls is None or not isinstance(calls, ModelCallSink):
+        _writes(audit, "ModelGateway", sync=False)
+        records = _CallRecords.of(audit if calls is None else calls)
+        if records is None:
+            which = "no calls= sink was given" if calls is None else f"nor has calls={calls!r}"
             raise VeridicError(
-                f"ModelGateway() has nowhere to record model calls: {audit!r} has no "
-                "write_model_call() and no calls= sink was given; pass calls= a sink with "
-                "write_model_call(record) (veridic.gateway.ModelCallLog keeps them in memory)"
+                f"ModelGateway() has nowhere to record model calls: {audit!r} has neither "
+                f"write_model_call() nor an async awrite_model_call(), and {which}; pass calls= "
+                "a sink with write_model_call(record) (veridic.gateway.ModelCallLog keeps them "
+                "in memory)"
             )
         self._provider = provider
         self._audit = audit
-        self._calls = calls
+        self._calls = records
         self._clock = clock
 
     def __repr__(self) -> str:
@@ -958,8 +1118,9 @@ class ModelGateway:
 
         Raises:
             VeridicError: the prompt has unanswered tool calls, the client is
-                async (use :meth:`asend`), an option sets what the gateway
-                sets, or the response cannot be read.
+                async (use :meth:`asend`), the ``calls`` store is async-only
+                (use :meth:`asend`), an option sets what the gateway sets, or
+                the response cannot be read.
             ProvenanceError: the system message holds text that is not trusted.
             ToolCouplingError: the tool list in the request is not the view's.
             UnknownToolError, ToolUnavailableError, ToolDeniedError: a
@@ -968,7 +1129,7 @@ class ModelGateway:
                 the model-call record is written before the request is sent.
         """
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
-            sent = self._prepare(prompt, view, request_id, options, streamed=False, sync=True)
+            sent = self._prepare(prompt, view, request_id, options, streamed=False, where="send")
             span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
             response = self._provider.method()(**sent.request)
             return span.answered(sent.reply(self._provider.parse(response)))
@@ -981,12 +1142,12 @@ class ModelGateway:
         request_id: str,
         options: Mapping[str, object] | None = None,
     ) -> Reply:
-        """:meth:`send` with an async client."""
+        """:meth:`send` with an async client; the records are awaited where the store can."""
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
-            sent = self._prepare(prompt, view, request_id, options, streamed=False, sync=False)
+            sent = await self._aprepare(prompt, view, request_id, options, streamed=False)
             span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
             response = await _awaited(self._provider.method()(**sent.request))
-            return span.answered(sent.reply(self._provider.parse(response)))
+            return span.answered(await sent.areply(self._provider.parse(response)))
 
     def stream(
         self,
@@ -1006,7 +1167,7 @@ class ModelGateway:
             when it ends.
         """
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
-            sent = self._prepare(prompt, view, request_id, options, streamed=True, sync=True)
+            sent = self._prepare(prompt, view, request_id, options, streamed=True, where="stream")
             span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
             events = self._provider.method()(**sent.request, stream=True)
             if not isinstance(events, _Iterable):
@@ -1035,7 +1196,7 @@ class ModelGateway:
     ) -> AsyncReplyStream:
         """:meth:`stream` with an async client: ``async for`` the text, then ``.reply``."""
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
-            sent = self._prepare(prompt, view, request_id, options, streamed=True, sync=False)
+            sent = await self._aprepare(prompt, view, request_id, options, streamed=True)
             span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
             events = await _awaited(self._provider.method()(**sent.request, stream=True))
             if not isinstance(events, _AsyncIterable):
@@ -1050,7 +1211,7 @@ class ModelGateway:
                 aiter(events),
                 close if callable(close) else _anothing,
                 self._provider.assembler(),
-                sent.reply,
+                sent.areply,
                 span=span,
             )
 
@@ -1080,7 +1241,10 @@ class ModelGateway:
                 of the calls that ran before it (the calls after it did not run).
             AuditRecordError, sqlite3.Error: the record of a call that did not
                 run could not be written.
+            VeridicError: ``audit`` or ``calls`` is an async-only store (use
+                :meth:`arun_tools`); raised before any call runs.
         """
+        self._check_blocking("run_tools")
         return self._run_calls(reply, reply.tool_calls, lambda call: (policy, confirm), context)
 
     def _run_calls(
@@ -1236,12 +1400,14 @@ class ModelGateway:
             RunLimitError: a limit of ``limits`` was reached (turns, tool
                 calls, seconds); what ran is recorded, ``composer`` holds it.
             VeridicError: a structured answer still invalid after its retries,
-                or anything :meth:`send` and :meth:`run_tools` raise.
+                an async-only store (use :meth:`arun`; raised before the first
+                model call), or anything :meth:`send` and :meth:`run_tools` raise.
         """
         _check_output_type(output_type)
         _check_defer(defer, confirm, "run")
         _check_policy(policy, view, "run")
         _check_context(view, context, "run")
+        self._check_blocking("run")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
             state = _Run(composer, limits, output_type, request_id, context=context)
             return span.ran(self._loop(state, view, policy, confirm, defer))
@@ -1337,6 +1503,7 @@ class ModelGateway:
         _check_output_type(output_type)
         _check_policy(policy, view, "resume")
         _check_context(view, context, "resume")
+        self._check_blocking("resume")
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
             state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
@@ -1505,6 +1672,11 @@ class ModelGateway:
 
     # --- the checks every call passes ---------------------------------------------------
 
+    def _check_blocking(self, where: str) -> None:
+        """Refuse an async-only store before anything is sent or run, not at its first write."""
+        _writes(self._audit, f"ModelGateway.{where}", sync=True)
+        self._calls.blocking(where)
+
     def _prepare(
         self,
         prompt: Prompt,
@@ -1513,8 +1685,41 @@ class ModelGateway:
         options: Mapping[str, object] | None,
         *,
         streamed: bool,
-        sync: bool,
+        where: str,
     ) -> _Sent:
+        """Check the call, and record it before it leaves, from blocking code."""
+        write_call, write_reply = self._calls.blocking(where)
+        sent, record = self._checked(prompt, view, request_id, options, streamed, sync=True)
+        write_call(record)
+        # Latency counts from the request leaving, after its record was written.
+        return replace(sent, answered=write_reply, started=time.monotonic())
+
+    async def _aprepare(
+        self,
+        prompt: Prompt,
+        view: ToolView,
+        request_id: str,
+        options: Mapping[str, object] | None,
+        *,
+        streamed: bool,
+    ) -> _Sent:
+        """:meth:`_prepare` for async code: the record is awaited where the store can."""
+        write_call, write_reply = self._calls.acall, self._calls.areply
+        sent, record = self._checked(prompt, view, request_id, options, streamed, sync=False)
+        await write_call(record)
+        return replace(sent, aanswered=write_reply, started=time.monotonic())
+
+    def _checked(
+        self,
+        prompt: Prompt,
+        view: ToolView,
+        request_id: str,
+        options: Mapping[str, object] | None,
+        streamed: bool,
+        *,
+        sync: bool,
+    ) -> tuple[_Sent, ModelCallRecord]:
+        """The request to send and its model-call record, once every check has passed."""
         provider = self._provider
         if not isinstance(prompt, Prompt) or not isinstance(view, ToolView):
             raise VeridicError(
@@ -1562,20 +1767,17 @@ class ModelGateway:
             instruction_spans=spans,
             streamed=streamed,
         )
-        self._calls.write_model_call(record)
-        replies = self._calls if isinstance(self._calls, ModelReplySink) else None
-        answered = None if replies is None else replies.write_model_reply
-        return _Sent(
+        sent = _Sent(
             request,
             request_id,
             prompt.sha256,
             digest,
             view,
-            answered,
-            self._clock,
+            clock=self._clock,
             spans=spans,
             call_id=record.call_id,
         )
+        return sent, record
 
 
 def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:

@@ -11,6 +11,14 @@ When ``[tool.veridic] trust-policies`` lists names (or
 ``veridic.configure(trust_policies=...)`` does), a policy with any other name
 is refused when it is created, so a new door shows up in review.
 
+The records are kept in memory (the last 10,000) and logged on
+``veridic.trust``. To keep them for good, and in one place for every host,
+send them to the audit store: :meth:`TrustPolicy.record_to` takes any object
+with a ``write_vouch`` method (:class:`~veridic.SQLiteAuditSink`,
+:class:`~veridic.PostgresAuditSink`). A vouch is then written before its
+text is returned, and a vouch whose record cannot be written raises instead
+of minting: the escape hatch is only open while it is audited.
+
 >>> legacy = TrustPolicy("legacy-prompts")
 >>> text = legacy.vouch("Summarise the ticket.", reason="migrated from v1 prompt table")
 >>> provenance(text).kind, TrustPolicy.records()[-1].policy
@@ -23,15 +31,16 @@ import logging
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import Final, LiteralString
+from dataclasses import dataclass, field
+from typing import Final, LiteralString, Protocol, runtime_checkable
 
+from veridic._ids import new_id
 from veridic._sample import clip
 from veridic.config import settings
-from veridic.errors import ProvenanceError
+from veridic.errors import ProvenanceError, VouchNotRecordedError
 from veridic.text.provenance import TrustedInstruction, _caller, mint
 
-__all__ = ["TrustPolicy", "VouchRecord"]
+__all__ = ["TrustPolicy", "VouchRecord", "VouchSink"]
 
 _log = logging.getLogger("veridic.trust")
 _KEPT: Final = 10_000
@@ -39,17 +48,35 @@ _KEPT: Final = 10_000
 
 @dataclass(frozen=True, slots=True)
 class VouchRecord:
-    """One use of a trust policy."""
+    """One use of a trust policy.
+
+    ``record_id`` is the record's own id (:func:`~veridic.new_id`), made with
+    it, so a store that is sent the record twice keeps it once.
+    """
 
     policy: str
     reason: str
     caller: str
     sample: str
     time: float
+    record_id: str = field(default_factory=new_id, compare=False, init=False)
+
+    def _stored(self, record_id: str) -> VouchRecord:
+        """This record with the id a store read back (the store's own rows only)."""
+        object.__setattr__(self, "record_id", record_id)
+        return self
+
+
+@runtime_checkable
+class VouchSink(Protocol):
+    """Where vouches are kept for good: ``write_vouch`` stores the record durably or raises."""
+
+    def write_vouch(self, record: VouchRecord, /) -> None: ...
 
 
 _records: deque[VouchRecord] = deque(maxlen=_KEPT)
 _lock = threading.Lock()
+_sink: VouchSink | None = None
 
 
 class TrustPolicy:
@@ -90,6 +117,8 @@ class TrustPolicy:
 
         Raises:
             ProvenanceError: ``reason`` is empty: a vouch must say why.
+            VouchNotRecordedError: the store set by :meth:`record_to` could not
+                write the record; nothing was minted.
         """
         if not isinstance(reason, str) or not reason.strip():
             raise ProvenanceError(
@@ -99,11 +128,43 @@ class TrustPolicy:
         caller = _caller(2)
         record = VouchRecord(self._name, reason, caller, clip(text), time.time())
         with _lock:
+            sink = _sink
+        if sink is not None:
+            try:
+                sink.write_vouch(record)
+            except Exception as error:
+                raise VouchNotRecordedError(
+                    f"TrustPolicy({self._name!r}).vouch() at {caller} was not recorded: "
+                    f"{sink!r} failed ({type(error).__name__}: {clip(str(error), 200)}); "
+                    "nothing was minted. Vouch again once the store is back"
+                ) from error
+        with _lock:
             _records.append(record)
         _log.info(
             "trust policy %r vouched at %s: %s (%s)", self._name, caller, record.sample, reason
         )
         return mint(str(text), "policy", f"policy {self._name} at {caller}")
+
+    @staticmethod
+    def record_to(sink: VouchSink | None, /) -> VouchSink | None:
+        """Write every vouch of this process to ``sink`` from now on; ``None`` stops it.
+
+        Process-wide, like a logging handler: policies are module constants
+        made at import time, long before the store an application opens at
+        start. Returns the sink it replaces, so a test can put it back.
+
+        Raises:
+            ProvenanceError: ``sink`` has no ``write_vouch`` method.
+        """
+        global _sink
+        if sink is not None and not isinstance(sink, VouchSink):
+            raise ProvenanceError(
+                f"TrustPolicy.record_to() got a {type(sink).__name__}, which has no "
+                "write_vouch method: pass an audit store (SQLiteAuditSink, PostgresAuditSink)"
+            )
+        with _lock:
+            previous, _sink = _sink, sink
+        return previous
 
     @staticmethod
     def records(policy: str | None = None) -> tuple[VouchRecord, ...]:

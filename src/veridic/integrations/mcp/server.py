@@ -56,7 +56,7 @@ from veridic._extras import require
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
-from veridic.run.audit import AuditRecord, AuditSink, CallOutcome
+from veridic.run.audit import AsyncAuditSink, AuditRecord, AuditSink, CallOutcome
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute
 from veridic.tools.view import ToolView
 
@@ -134,7 +134,7 @@ write asks), or ``lambda view: ApprovalPolicy(view, rules=standing_rules)``."""
 def mcp_server(
     view_factory: ViewFactory,
     *,
-    audit: AuditSink,
+    audit: AuditSink | AsyncAuditSink,
     policy: PolicyFactory = ApprovalPolicy,
     name: str = "veridic",
     version: str = "",
@@ -143,7 +143,9 @@ def mcp_server(
 
     ``view_factory`` gives the view of each ``tools/list`` and ``tools/call``
     (see :class:`McpRequest`); ``policy`` the approval policy of a call's
-    view; ``audit`` keeps one record per call. ``name`` and ``version`` are
+    view; ``audit`` keeps one record per call (a blocking store, or an
+    async one such as :class:`~veridic.AsyncPostgresAuditSink`: calls run
+    through :func:`~veridic.aexecute`, which awaits ``awrite``). ``name`` and ``version`` are
     what the server says it is.
 
     Run it over stdio with :func:`serve`, over streamable HTTP with the SDK's
@@ -155,7 +157,7 @@ def mcp_server(
     Raises:
         MissingExtraError: the ``mcp`` package is not installed.
         VeridicError: ``view_factory`` or ``policy`` is not callable, or
-            ``audit`` has no ``write``.
+            ``audit`` has neither ``write`` nor ``awrite``.
     """
     require("mcp", "mcp", "veridic.integrations.mcp.server.mcp_server()")
     from mcp.server.lowlevel import Server
@@ -166,10 +168,10 @@ def mcp_server(
             f"{policy!r}: pass view_factory=lambda request: registry.view(), and leave policy "
             "out or pass a function of the view that returns its ApprovalPolicy"
         )
-    if not callable(getattr(audit, "write", None)):
+    if not callable(getattr(audit, "write", None)) and not callable(getattr(audit, "awrite", None)):
         raise VeridicError(
-            f"mcp_server() got audit={audit!r}, which has no write(): every call is recorded, "
-            "so pass an audit sink, e.g. SQLiteAuditSink(path)"
+            f"mcp_server() got audit={audit!r}, which has no write() or awrite(): every call is "
+            "recorded, so pass an audit store, e.g. SQLiteAuditSink(path)"
         )
     served = _Served(view_factory, policy, audit)
     return Server(
@@ -180,7 +182,7 @@ def mcp_server(
 async def serve(
     view_factory: ViewFactory,
     *,
-    audit: AuditSink,
+    audit: AuditSink | AsyncAuditSink,
     policy: PolicyFactory = ApprovalPolicy,
     name: str = "veridic",
     version: str = "",
@@ -226,7 +228,9 @@ class _Served:
 
     __slots__ = ("_asked", "_audit", "_policy", "_view_factory")
 
-    def __init__(self, view_factory: ViewFactory, policy: PolicyFactory, audit: AuditSink) -> None:
+    def __init__(
+        self, view_factory: ViewFactory, policy: PolicyFactory, audit: AuditSink | AsyncAuditSink
+    ) -> None:
         self._view_factory = view_factory
         self._policy = policy
         self._audit = audit
@@ -478,17 +482,28 @@ class _Noted:
 
     __slots__ = ("_detail", "_sink")
 
-    def __init__(self, sink: AuditSink, detail: str) -> None:
+    def __init__(self, sink: AuditSink | AsyncAuditSink, detail: str) -> None:
         self._sink = sink
         self._detail = detail
 
-    def write(self, record: AuditRecord, /) -> None:
-        if record.outcome is CallOutcome.DENIED:
-            detail = self._detail
-            if len(detail) > _DETAIL_LIMIT:
-                detail = f"{detail[:_DETAIL_LIMIT]}… ({len(detail)} chars)"
-            record = replace(record, detail=detail)
-        self._sink.write(record)
+    async def awrite(self, record: AuditRecord, /) -> None:
+        """The store's ``awrite`` where it has one (the loop never waits on it), else ``write``."""
+        noted = self._noted(record)
+        sink = self._sink
+        if isinstance(sink, AsyncAuditSink) and inspect.iscoroutinefunction(sink.awrite):
+            await sink.awrite(noted)
+        elif isinstance(sink, AuditSink):
+            sink.write(noted)
+        else:  # mcp_server() refuses such a sink; never drop a record in silence
+            raise VeridicError(f"{sink!r} has no write() or awrite(): the record was not stored")
+
+    def _noted(self, record: AuditRecord) -> AuditRecord:
+        if record.outcome is not CallOutcome.DENIED:
+            return record
+        detail = self._detail
+        if len(detail) > _DETAIL_LIMIT:
+            detail = f"{detail[:_DETAIL_LIMIT]}… ({len(detail)} chars)"
+        return replace(record, detail=detail)
 
 
 # --- helpers -----------------------------------------------------------------------------

@@ -1,0 +1,873 @@
+"""The audit store's statements and answers, written once for every SQL store.
+
+A question a reviewer asks (how was each write approved, what came after a
+refusal) must get the same answer from the embedded SQLite file and from the
+Postgres server many hosts write to. So the SQL and the reading back of rows
+live here, once, in the subset both dialects speak (``?`` placeholders,
+which a Postgres store turns into ``%s``; no ``%`` anywhere; booleans as
+conditions, never compared to ``1``), and each store supplies only how a
+statement reaches its database: :class:`SQLStore` for blocking code,
+:class:`AsyncSQLStore` for the event loop. Both are private: the stores are
+the public names.
+
+Every statement says whether running it twice is harmless: inserts of
+records keyed by their own id are (``ON CONFLICT DO NOTHING``), so a store
+may send one again after a lost connection; claiming a paused run is not
+(the second try would find the run taken and hand it to nobody).
+"""
+
+from __future__ import annotations
+
+import json
+import time as _time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Generic, TypeVar, get_args
+
+from veridic._sample import clip
+from veridic.errors import AuditRecordError
+from veridic.providers._base import Usage
+from veridic.run.approval import ApprovalMode
+from veridic.run.deferred import PausedRun
+from veridic.run.records import (
+    _FOLLOW_UP,
+    AuditRecord,
+    CallOutcome,
+    ModelCallRecord,
+    ModelReplyRecord,
+    Substitution,
+    _json,
+    _shown,
+    _storable,
+    _validate,
+)
+from veridic.text.conversation import Conversation
+from veridic.text.prompt import PromptSpan, Role
+from veridic.text.provenance import Kind
+from veridic.text.trust_policy import VouchRecord
+from veridic.tools.risk import Risk, ToolKind
+
+T = TypeVar("T")
+
+Rows = list[tuple[Any, ...]]
+"""Rows as a driver gives them: ``Any``, since each reader knows its own columns' types."""
+
+
+@dataclass(frozen=True, slots=True)
+class Statement(Generic[T]):
+    """One statement, its parameters, and how its rows become the answer."""
+
+    sql: str
+    params: tuple[object, ...]
+    answer: Callable[[Rows], T]
+    idempotent: bool = True
+    """Whether sending it again after a lost connection is harmless."""
+
+
+def _nothing(rows: Rows) -> None:
+    return None
+
+
+COLUMNS: Final = (
+    "time, request_id, tool, kind, risk, approval, wrote_instruction_fields, irreversible, "
+    "prompt_sha256, tools_sha256, outcome, detail, operations, duration, arguments_sha256, "
+    "record_id"
+)
+_CALL_COLUMNS: Final = (
+    "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, "
+    "streamed, call_id"
+)
+_REPLY_COLUMNS: Final = (
+    "time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
+    "input_tokens, output_tokens, latency, call_id"
+)
+_VOUCH_COLUMNS: Final = "time, policy, reason, caller, sample, record_id"
+
+
+def _insert(table: str, columns: str, unique: str | None) -> str:
+    marks = ",".join("?" * (columns.count(",") + 1))
+    conflict = "" if unique is None else f" ON CONFLICT ({unique}) DO NOTHING"
+    return f"INSERT INTO {table} ({columns}) VALUES ({marks}){conflict}"
+
+
+INSERT: Final = _insert("veridic_audit", COLUMNS, "record_id")
+_INSERT_CALL: Final = _insert("veridic_model_calls", _CALL_COLUMNS, "call_id")
+_INSERT_REPLY: Final = _insert("veridic_model_replies", _REPLY_COLUMNS, "call_id")
+_INSERT_VOUCH: Final = _insert("veridic_vouches", _VOUCH_COLUMNS, "record_id")
+
+_CALLS_ONLY: Final = (
+    f"NOT (outcome = 'blocked' AND substr(detail, 1, {len(_FOLLOW_UP)}) = '{_FOLLOW_UP}')"
+)
+"""Rows that record calls, not follow-ups (constants inlined: no placeholder, no ``%``)."""
+
+
+# --- writes --------------------------------------------------------------------------------
+
+
+def write(where: str, record: object) -> Statement[None]:
+    """The insert of one tool call's record, checked again (frozen is not immutable)."""
+    if not isinstance(record, AuditRecord):
+        raise AuditRecordError(
+            f"{where}.write() got a {type(record).__name__}, not an AuditRecord: "
+            "build an AuditRecord (its fields are checked when it is made)"
+        )
+    _validate(record)
+    return Statement(INSERT, to_row(record), _nothing)
+
+
+def to_row(record: AuditRecord) -> tuple[object, ...]:
+    """The parameters of :data:`INSERT` for ``record``."""
+    return (
+        record.time,
+        record.request_id,
+        record.tool,
+        record.kind,
+        None if record.risk is None else record.risk.value,
+        record.approval.value,
+        record.wrote_instruction_fields,
+        record.irreversible,
+        record.prompt_sha256,
+        record.tools_sha256,
+        record.outcome.value,
+        record.detail,
+        _json(list(record.operations)) if record.operations else "[]",
+        float(record.duration),
+        record.arguments_sha256,
+        record.record_id,
+    )
+
+
+def write_model_call(where: str, record: object) -> Statement[None]:
+    if not isinstance(record, ModelCallRecord):
+        raise AuditRecordError(
+            f"{where}.write_model_call() got a {type(record).__name__}: pass the "
+            "ModelCallRecord the gateway built"
+        )
+    spans = [
+        [s.message, s.role, s.start, s.end, s.kind, s.origin] for s in record.instruction_spans
+    ]
+    row = (
+        record.time,
+        record.request_id,
+        record.api,
+        record.model,
+        record.prompt_sha256,
+        record.tools_sha256,
+        json.dumps(list(record.tools)),
+        _json(spans),
+        record.streamed,
+        record.call_id,
+    )
+    return Statement(_INSERT_CALL, row, _nothing)
+
+
+def write_model_reply(where: str, record: object) -> Statement[None]:
+    if not isinstance(record, ModelReplyRecord):
+        raise AuditRecordError(
+            f"{where}.write_model_reply() got a {type(record).__name__}: pass the "
+            "ModelReplyRecord the gateway built"
+        )
+    usage = record.usage
+    row = (
+        record.time,
+        _storable(record.request_id),
+        record.prompt_sha256,
+        _storable(record.response_id),
+        _storable(record.model),
+        _storable(record.stop_reason),
+        json.dumps([_storable(name) for name in record.tool_calls]),
+        None if usage is None else usage.input_tokens,
+        None if usage is None else usage.output_tokens,
+        float(record.latency),
+        record.call_id or None,
+    )
+    return Statement(_INSERT_REPLY, row, _nothing)
+
+
+def write_vouch(where: str, record: object) -> Statement[None]:
+    if not isinstance(record, VouchRecord):
+        raise AuditRecordError(
+            f"{where}.write_vouch() got a {type(record).__name__}: pass the VouchRecord "
+            "TrustPolicy.vouch made (TrustPolicy.record_to(store) does)"
+        )
+    row = (
+        record.time,
+        _storable(record.policy),
+        _storable(record.reason),
+        _storable(record.caller),
+        _storable(record.sample),
+        record.record_id,
+    )
+    return Statement(_INSERT_VOUCH, row, _nothing)
+
+
+def save_conversation(
+    where: str, key: str, conversation: object, time: float | None
+) -> Statement[None]:
+    check_key(key, f"{where}.save_conversation()")
+    if not isinstance(conversation, Conversation):
+        raise AuditRecordError(
+            f"{where}.save_conversation() got a {type(conversation).__name__}: pass "
+            "composer.conversation()"
+        )
+    row = (_now(time), key, len(conversation), conversation.to_json())
+    return Statement(
+        "INSERT INTO veridic_conversations (time, key, turns, document) VALUES (?,?,?,?)",
+        row,
+        _nothing,
+    )
+
+
+def save_rules(where: str, scope: str, rules: object) -> Statement[None]:
+    check_key(scope, f"{where}.save_rules()")
+    if not isinstance(rules, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in rules.items()
+    ):
+        raise AuditRecordError(
+            f"{where}.save_rules() got {clip(repr(rules))}: pass a mapping of tool names "
+            "to rules, dict(policy.rules)"
+        )
+    document = json.dumps(dict(sorted(rules.items())), ensure_ascii=False)
+    return Statement(
+        "INSERT INTO veridic_approval_rules (time, scope, document) VALUES (?,?,?)",
+        (_time.time(), scope, _storable(document)),
+        _nothing,
+    )
+
+
+def save_paused(where: str, paused: object) -> Statement[None]:
+    if not isinstance(paused, PausedRun):
+        raise AuditRecordError(
+            f"{where}.save_paused() got a {type(paused).__name__}: pass result.paused"
+        )
+    return Statement(
+        "INSERT INTO veridic_paused_runs (time, request_id, document) VALUES (?,?,?)",
+        (_time.time(), _storable(paused.request_id), paused.to_json()),
+        _nothing,
+        # Sent twice, the run would be saved twice and could be resumed twice.
+        idempotent=False,
+    )
+
+
+def claim_paused(request_id: str) -> Statement[PausedRun | None]:
+    return Statement(
+        "UPDATE veridic_paused_runs SET claimed = ? WHERE id = (SELECT id FROM "
+        "veridic_paused_runs WHERE request_id = ? AND claimed IS NULL ORDER BY id DESC "
+        "LIMIT 1) AND claimed IS NULL RETURNING document",
+        (_time.time(), request_id),
+        lambda rows: None if not rows else PausedRun.from_json(rows[0][0]),
+        # Sent again after a lost answer, the claim would find the run taken: nobody gets it.
+        idempotent=False,
+    )
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+def select(
+    columns: str,
+    table: str,
+    answer: Callable[[Rows], T],
+    *,
+    since: float | None,
+    until: float | None,
+    **equal: object,
+) -> Statement[T]:
+    """``columns`` of the rows of ``table`` in the order written, narrowed as asked.
+
+    ``since`` is inclusive, ``until`` exclusive, both seconds since the epoch;
+    each of ``equal`` not ``None`` keeps the rows whose column holds that value.
+    """
+    conditions = [(f"{column} = ?", value) for column, value in equal.items()]
+    conditions += [("time >= ?", since), ("time < ?", until)]
+    kept = [(condition, value) for condition, value in conditions if value is not None]
+    narrowed = f" WHERE {' AND '.join(c for c, _ in kept)}" if kept else ""
+    return Statement(
+        f"SELECT {columns} FROM {table}{narrowed} ORDER BY id",
+        tuple(value for _, value in kept),
+        answer,
+    )
+
+
+def records(
+    request_id: str | None, since: float | None, until: float | None
+) -> Statement[tuple[AuditRecord, ...]]:
+    return select(
+        COLUMNS, "veridic_audit", _records, since=since, until=until, request_id=request_id
+    )
+
+
+def _records(rows: Rows) -> tuple[AuditRecord, ...]:
+    return tuple(from_row(row) for row in rows)
+
+
+def model_calls(
+    request_id: str | None, since: float | None, until: float | None
+) -> Statement[tuple[ModelCallRecord, ...]]:
+    return select(
+        _CALL_COLUMNS,
+        "veridic_model_calls",
+        _model_calls,
+        since=since,
+        until=until,
+        request_id=request_id,
+    )
+
+
+def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
+    return tuple(
+        ModelCallRecord(
+            time=time,
+            request_id=request,
+            api=api,
+            model=model,
+            prompt_sha256=prompt,
+            tools_sha256=tools_digest,
+            tools=tuple(json.loads(tools)),
+            instruction_spans=tuple(_span(span) for span in json.loads(spans)),
+            streamed=bool(streamed),
+        )._stored(call_id)
+        for (
+            time,
+            request,
+            api,
+            model,
+            prompt,
+            tools_digest,
+            tools,
+            spans,
+            streamed,
+            call_id,
+        ) in rows
+    )
+
+
+def model_replies(
+    request_id: str | None, since: float | None, until: float | None
+) -> Statement[tuple[ModelReplyRecord, ...]]:
+    return select(
+        _REPLY_COLUMNS,
+        "veridic_model_replies",
+        _replies,
+        since=since,
+        until=until,
+        request_id=request_id,
+    )
+
+
+def _replies(rows: Rows) -> tuple[ModelReplyRecord, ...]:
+    return tuple(
+        ModelReplyRecord(
+            time=row[0],
+            request_id=row[1],
+            prompt_sha256=row[2],
+            response_id=row[3],
+            model=row[4],
+            stop_reason=row[5],
+            tool_calls=tuple(json.loads(row[6])),
+            usage=None if row[7] is None else Usage(row[7], row[8]),
+            latency=row[9],
+            call_id=row[10] or "",
+        )
+        for row in rows
+    )
+
+
+def vouches(
+    policy: str | None, since: float | None, until: float | None
+) -> Statement[tuple[VouchRecord, ...]]:
+    return select(
+        _VOUCH_COLUMNS, "veridic_vouches", _vouches, since=since, until=until, policy=policy
+    )
+
+
+def _vouches(rows: Rows) -> tuple[VouchRecord, ...]:
+    return tuple(
+        VouchRecord(policy, reason, caller, sample, time)._stored(record_id)
+        for time, policy, reason, caller, sample, record_id in rows
+    )
+
+
+def count() -> Statement[int]:
+    return Statement("SELECT COUNT(*) FROM veridic_audit", (), lambda rows: int(rows[0][0]))
+
+
+def writes_by_approval() -> Statement[dict[ApprovalMode, int]]:
+    return Statement(
+        "SELECT approval, COUNT(*) FROM veridic_audit WHERE kind = 'write' "
+        f"AND {_CALLS_ONLY} GROUP BY approval",
+        (),
+        _by_approval,
+    )
+
+
+def _by_approval(rows: Rows) -> dict[ApprovalMode, int]:
+    counts = dict.fromkeys(ApprovalMode, 0)
+    for approval, total in rows:
+        counts[ApprovalMode(approval)] = int(total)
+    return counts
+
+
+def instruction_writes_under_always_rule() -> Statement[tuple[AuditRecord, ...]]:
+    return Statement(
+        f"SELECT {COLUMNS} FROM veridic_audit "
+        "WHERE wrote_instruction_fields AND approval = 'always_rule' ORDER BY id",
+        (),
+        _records,
+    )
+
+
+def substitutions() -> Statement[tuple[Substitution, ...]]:
+    return Statement(
+        f"SELECT id, LEAD(id) OVER (PARTITION BY request_id ORDER BY id), {COLUMNS} "
+        f"FROM veridic_audit WHERE {_CALLS_ONLY} ORDER BY id",
+        (),
+        _substitutions,
+    )
+
+
+def _substitutions(rows: Rows) -> tuple[Substitution, ...]:
+    found = {row[0]: from_row(row[2:]) for row in rows}
+    return tuple(
+        Substitution(found[row[0]], None if row[1] is None else found[row[1]])
+        for row in rows
+        if found[row[0]].stopped
+    )
+
+
+def substitution_rate(found: tuple[Substitution, ...]) -> float | None:
+    """Of the stopped calls that the model followed with another call in the
+    same request, the share whose next call attempted the same operation.
+
+    ``None`` when no stopped call was followed by anything (a stopped call
+    that ends its request says nothing about substitution).
+    """
+    followed = [s for s in found if s.next is not None]
+    if not followed:
+        return None
+    return sum(s.same_operation for s in followed) / len(followed)
+
+
+def conversation(key: str) -> Statement[Conversation | None]:
+    return Statement(
+        "SELECT document FROM veridic_conversations WHERE key = ? ORDER BY id DESC LIMIT 1",
+        (key,),
+        lambda rows: None if not rows else Conversation.from_json(rows[0][0]),
+    )
+
+
+def rules(scope: str) -> Statement[dict[str, str]]:
+    def answer(rows: Rows) -> dict[str, str]:
+        if not rows:
+            return {}
+        loaded: object = json.loads(rows[0][0])
+        if not isinstance(loaded, dict):
+            raise AuditRecordError(f"the rules stored under {scope!r} are not a JSON object")
+        return {str(k): str(v) for k, v in loaded.items()}
+
+    return Statement(
+        "SELECT document FROM veridic_approval_rules WHERE scope = ? ORDER BY id DESC LIMIT 1",
+        (scope,),
+        answer,
+    )
+
+
+def pending_runs() -> Statement[tuple[str, ...]]:
+    return Statement(
+        "SELECT request_id FROM veridic_paused_runs WHERE claimed IS NULL "
+        "GROUP BY request_id ORDER BY MIN(id)",
+        (),
+        lambda rows: tuple(str(row[0]) for row in rows),
+    )
+
+
+# --- rows ----------------------------------------------------------------------------------
+
+
+def check_key(key: object, where: str) -> None:
+    if not isinstance(key, str) or not key.strip() or _storable(key) != key:
+        raise AuditRecordError(
+            f"{where} got the key {key!r:.80}: pass a non-empty string without lone "
+            "surrogates (a chat's id, a request id, a user's id)"
+        )
+
+
+def _now(time: float | None) -> float:
+    return _time.time() if time is None else time
+
+
+def from_row(row: Sequence[object]) -> AuditRecord:
+    (time, request_id, tool, kind, risk, approval, wrote, irreversible) = row[:8]
+    (prompt_sha256, tools_sha256, outcome, detail, operations, duration) = row[8:14]
+    (arguments_digest, record_id) = row[14:16]
+    try:
+        return AuditRecord(
+            time=float(time),  # type: ignore[arg-type]  # a REAL column: the driver gives a float
+            request_id=str(request_id),
+            tool=str(tool),
+            kind=_kind(kind),
+            risk=None if risk is None else Risk(str(risk)),
+            approval=ApprovalMode(str(approval)),
+            wrote_instruction_fields=bool(wrote),
+            irreversible=bool(irreversible),
+            prompt_sha256=str(prompt_sha256),
+            tools_sha256=str(tools_sha256),
+            outcome=CallOutcome(str(outcome)),
+            detail=str(detail),
+            operations=tuple(str(o) for o in json.loads(str(operations))),
+            duration=float(duration),  # type: ignore[arg-type]  # a REAL column, as time
+            arguments_sha256=str(arguments_digest),
+        )._stored(str(record_id))
+    except (KeyError, ValueError) as error:
+        raise AuditRecordError(
+            f"audit row {_shown(tuple(row), 120)} cannot be read back ({error}); "
+            "the table was written by something other than veridic: check what else "
+            "writes to veridic_audit"
+        ) from error
+
+
+_ROLES: Final[dict[object, Role]] = {role: role for role in get_args(Role)}
+_SPAN_KINDS: Final[dict[object, Kind]] = {kind: kind for kind in get_args(Kind)}
+
+
+def _span(raw: object) -> PromptSpan:
+    """A stored instruction span, read back with its role and kind checked (they are Literal)."""
+    if isinstance(raw, list) and len(raw) == 6:
+        message, role, start, end, kind, origin = raw
+        if (
+            type(message) is int
+            and type(start) is int
+            and type(end) is int
+            and role in _ROLES
+            and kind in _SPAN_KINDS
+            and isinstance(origin, str)
+        ):
+            return PromptSpan(message, _ROLES[role], start, end, _SPAN_KINDS[kind], origin)
+    raise AuditRecordError(
+        f"a stored instruction span {_shown(raw, 120)} cannot be read back: the "
+        "veridic_model_calls table was written by something other than veridic; check what "
+        "else writes to it"
+    )
+
+
+def _kind(value: object) -> ToolKind | None:
+    if value == "query":
+        return "query"
+    if value == "write":
+        return "write"
+    if value is None:
+        return None
+    raise ValueError(f"kind {value!r}")
+
+
+# --- the stores' shared methods ------------------------------------------------------------
+
+
+class SQLStore:
+    """Every method of a blocking SQL audit store, given :meth:`_run`.
+
+    A subclass sends a :class:`Statement` to its database in one committed
+    transaction and returns the rows, or raises; nothing else differs.
+    """
+
+    def _run(self, statement: Statement[T]) -> T:
+        raise NotImplementedError
+
+    def write(self, record: AuditRecord, /) -> None:
+        """Validate ``record`` and commit it before returning.
+
+        A record already stored (the same :attr:`~AuditRecord.record_id`: a
+        retry) is not stored again.
+
+        Raises:
+            AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
+        """
+        self._run(write(repr(self), record))
+
+    def write_model_call(self, record: ModelCallRecord, /) -> None:
+        """Commit a :class:`ModelCallRecord` (what the gateway sent) before returning.
+
+        Raises:
+            AuditRecordError: ``record`` is not a :class:`ModelCallRecord`.
+        """
+        self._run(write_model_call(repr(self), record))
+
+    def write_model_reply(self, record: ModelReplyRecord, /) -> None:
+        """Commit a :class:`ModelReplyRecord` (what the model answered) before returning.
+
+        Raises:
+            AuditRecordError: ``record`` is not a :class:`ModelReplyRecord`.
+        """
+        self._run(write_model_reply(repr(self), record))
+
+    def write_vouch(self, record: VouchRecord, /) -> None:
+        """Commit a :class:`~veridic.VouchRecord` (one use of a trust policy) before returning.
+
+        :meth:`TrustPolicy.record_to(store) <veridic.TrustPolicy.record_to>`
+        sends every vouch here, before the vouched text is returned.
+
+        Raises:
+            AuditRecordError: ``record`` is not a :class:`~veridic.VouchRecord`.
+        """
+        self._run(write_vouch(repr(self), record))
+
+    def records(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[AuditRecord, ...]:
+        """Every record in the order written, or those of one request, or of a time range.
+
+        ``since`` is inclusive and ``until`` exclusive, in seconds since the epoch.
+        """
+        return self._run(records(request_id, since, until))
+
+    def model_calls(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[ModelCallRecord, ...]:
+        """Every model call in the order sent, narrowed as :meth:`records` is."""
+        return self._run(model_calls(request_id, since, until))
+
+    def model_replies(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[ModelReplyRecord, ...]:
+        """Every model answer in the order read, narrowed as :meth:`records` is."""
+        return self._run(model_replies(request_id, since, until))
+
+    def vouches(
+        self,
+        policy: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[VouchRecord, ...]:
+        """Every use of a trust policy in the order written, or of one policy."""
+        return self._run(vouches(policy, since, until))
+
+    def count(self) -> int:
+        """How many tool-call records the store holds."""
+        return self._run(count())
+
+    def writes_by_approval(self) -> dict[ApprovalMode, int]:
+        """How many write calls were recorded under each approval mode (every mode present).
+
+        Follow-up records (:attr:`AuditRecord.follow_up`) are not calls and are not counted.
+        """
+        return self._run(writes_by_approval())
+
+    def instruction_writes_under_always_rule(self) -> tuple[AuditRecord, ...]:
+        """Calls that wrote instruction fields approved by an always rule: must be empty.
+
+        The gates make it so; a non-empty answer is a bug to report, with the
+        records that prove it.
+        """
+        return self._run(instruction_writes_under_always_rule())
+
+    def substitutions(self) -> tuple[Substitution, ...]:
+        """For each stopped call, the next call of the same request (or ``None``), in order.
+
+        Follow-up records (:attr:`AuditRecord.follow_up`) are skipped on both
+        sides: they record work a call left behind, not a call the model made.
+        """
+        return self._run(substitutions())
+
+    def substitution_rate(self) -> float | None:
+        """Of the stopped calls that the model followed with another call in the
+        same request, the share whose next call attempted the same operation.
+
+        ``None`` when no stopped call was followed by anything (a stopped call
+        that ends its request says nothing about substitution).
+        """
+        return substitution_rate(self.substitutions())
+
+    def save_conversation(
+        self, key: str, conversation: Conversation, /, *, time: float | None = None
+    ) -> None:
+        """Store ``conversation`` under ``key`` (a chat's id, a paused run's request id).
+
+        Each save is kept, in order: the store holds how a conversation grew,
+        and :meth:`conversation` reads the latest. What is stored holds no
+        trust (see :mod:`veridic.text.conversation`).
+
+        Raises:
+            AuditRecordError: ``key`` is empty or not storable text, or
+                ``conversation`` is not a :class:`~veridic.Conversation`.
+        """
+        self._run(save_conversation(repr(self), key, conversation, time))
+
+    def conversation(self, key: str, /) -> Conversation | None:
+        """The conversation last saved under ``key``, or ``None`` if none was.
+
+        Raises:
+            VeridicError: the stored document is not a conversation (changed
+                in the database by hand: see :meth:`Conversation.from_json`).
+        """
+        return self._run(conversation(key))
+
+    def save_rules(self, scope: str, rules: Mapping[str, str], /) -> None:
+        """Keep approval rules (``dict(policy.rules)``) under ``scope`` (a user, a tenant).
+
+        Each save is kept; :meth:`rules` reads the latest. Read them back
+        through :meth:`ApprovalPolicy.restore <veridic.ApprovalPolicy.restore>`,
+        which checks each rule again against the new view.
+
+        Raises:
+            AuditRecordError: ``scope`` is not storable text, or ``rules`` is not
+                a mapping of tool names to rules (text).
+        """
+        self._run(save_rules(repr(self), scope, rules))
+
+    def rules(self, scope: str, /) -> dict[str, str]:
+        """The rules last saved under ``scope`` (``{}`` if none were)."""
+        return self._run(rules(scope))
+
+    def save_paused(self, paused: PausedRun, /) -> None:
+        """Keep a run paused for approvals until one request claims it (:meth:`claim_paused`).
+
+        Raises:
+            AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`.
+        """
+        self._run(save_paused(repr(self), paused))
+
+    def pending_runs(self) -> tuple[str, ...]:
+        """The request ids of runs paused and not claimed yet, oldest first."""
+        return self._run(pending_runs())
+
+    def claim_paused(self, request_id: str, /) -> PausedRun | None:
+        """The run paused under ``request_id``, for one caller only; ``None`` once claimed.
+
+        Two requests that bring the user's answers at once (a double click,
+        two hosts) must not both resume the run, or an approved write would
+        run twice: the claim is one conditional update, and only the caller
+        whose update took the row gets the paused run. Claiming marks it
+        taken even if the resume then fails: save the new pause the resume
+        returns, or save the paused run again to retry.
+        """
+        return self._run(claim_paused(request_id))
+
+
+class AsyncSQLStore:
+    """The coroutine twin of every :class:`SQLStore` method, given :meth:`_arun`.
+
+    Each ``a``-method answers as the method without the ``a`` does; none
+    holds the event loop while the database works.
+    """
+
+    async def _arun(self, statement: Statement[T]) -> T:
+        raise NotImplementedError
+
+    async def awrite(self, record: AuditRecord, /) -> None:
+        """As :meth:`SQLStore.write`."""
+        await self._arun(write(repr(self), record))
+
+    async def awrite_model_call(self, record: ModelCallRecord, /) -> None:
+        """As :meth:`SQLStore.write_model_call`."""
+        await self._arun(write_model_call(repr(self), record))
+
+    async def awrite_model_reply(self, record: ModelReplyRecord, /) -> None:
+        """As :meth:`SQLStore.write_model_reply`."""
+        await self._arun(write_model_reply(repr(self), record))
+
+    async def awrite_vouch(self, record: VouchRecord, /) -> None:
+        """As :meth:`SQLStore.write_vouch`."""
+        await self._arun(write_vouch(repr(self), record))
+
+    async def arecords(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[AuditRecord, ...]:
+        """As :meth:`SQLStore.records`."""
+        return await self._arun(records(request_id, since, until))
+
+    async def amodel_calls(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[ModelCallRecord, ...]:
+        """As :meth:`SQLStore.model_calls`."""
+        return await self._arun(model_calls(request_id, since, until))
+
+    async def amodel_replies(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[ModelReplyRecord, ...]:
+        """As :meth:`SQLStore.model_replies`."""
+        return await self._arun(model_replies(request_id, since, until))
+
+    async def avouches(
+        self,
+        policy: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[VouchRecord, ...]:
+        """As :meth:`SQLStore.vouches`."""
+        return await self._arun(vouches(policy, since, until))
+
+    async def acount(self) -> int:
+        """As :meth:`SQLStore.count`."""
+        return await self._arun(count())
+
+    async def awrites_by_approval(self) -> dict[ApprovalMode, int]:
+        """As :meth:`SQLStore.writes_by_approval`."""
+        return await self._arun(writes_by_approval())
+
+    async def ainstruction_writes_under_always_rule(self) -> tuple[AuditRecord, ...]:
+        """As :meth:`SQLStore.instruction_writes_under_always_rule`."""
+        return await self._arun(instruction_writes_under_always_rule())
+
+    async def asubstitutions(self) -> tuple[Substitution, ...]:
+        """As :meth:`SQLStore.substitutions`."""
+        return await self._arun(substitutions())
+
+    async def asubstitution_rate(self) -> float | None:
+        """As :meth:`SQLStore.substitution_rate`."""
+        return substitution_rate(await self.asubstitutions())
+
+    async def asave_conversation(
+        self, key: str, conversation: Conversation, /, *, time: float | None = None
+    ) -> None:
+        """As :meth:`SQLStore.save_conversation`."""
+        await self._arun(save_conversation(repr(self), key, conversation, time))
+
+    async def aconversation(self, key: str, /) -> Conversation | None:
+        """As :meth:`SQLStore.conversation`."""
+        return await self._arun(conversation(key))
+
+    async def asave_rules(self, scope: str, rules: Mapping[str, str], /) -> None:
+        """As :meth:`SQLStore.save_rules`."""
+        await self._arun(save_rules(repr(self), scope, rules))
+
+    async def arules(self, scope: str, /) -> dict[str, str]:
+        """As :meth:`SQLStore.rules`."""
+        return await self._arun(rules(scope))
+
+    async def asave_paused(self, paused: PausedRun, /) -> None:
+        """As :meth:`SQLStore.save_paused`."""
+        await self._arun(save_paused(repr(self), paused))
+
+    async def apending_runs(self) -> tuple[str, ...]:
+        """As :meth:`SQLStore.pending_runs`."""
+        return await self._arun(pending_runs())
+
+    async def aclaim_paused(self, request_id: str, /) -> PausedRun | None:
+        """As :meth:`SQLStore.claim_paused`."""
+        return await self._arun(claim_paused(request_id))

@@ -1,0 +1,309 @@
+"""The audit store on a Postgres server, for applications that run on many hosts.
+
+One request's calls may land on different app servers; the questions the
+store answers (how was each write approved, what did the model call after a
+refusal) are about the request, not the host. So every host writes to one
+database, with the schema, statements and answers of the SQLite store
+(:mod:`veridic.run._store`), and the approval state too: a run paused on one
+host is claimed, once, on another.
+
+Two classes, one per kind of caller:
+
+- :class:`PostgresAuditSink` for blocking code (threads, processes), with a
+  ``psycopg_pool.ConnectionPool``; its ``a``-twins run on a worker thread,
+  so it also serves ``aexecute`` and the async gateway without holding the
+  loop;
+- :class:`AsyncPostgresAuditSink` for asyncio applications, with an
+  ``AsyncConnectionPool``: ``async with AsyncPostgresAuditSink(dsn) as store``.
+
+Each statement runs on a connection in autocommit mode: a record is
+committed when its write returns. A write whose connection is lost (the
+server restarted, a proxy dropped an idle connection) is sent once more on
+a fresh connection when sending it twice is harmless (every record carries
+its own id, and the store keeps one row per id); otherwise, and when the
+server stays away longer than ``timeout``, the write raises ``psycopg``'s
+``OperationalError`` with a note that names the store and what to do. The
+executor turns that into :class:`~veridic.AuditWriteError`, which keeps the
+record to write again.
+
+The tables live in the connection's ``search_path`` (``public`` unless the
+conninfo says otherwise: ``options=-csearch_path=audit``). Opening a store
+creates or migrates them (:mod:`veridic.run._postgres_schema`).
+
+Needs the ``postgres`` extra: ``pip install 'veridic[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Final
+
+from veridic._extras import require
+from veridic.errors import AuditRecordError
+from veridic.run import _postgres_schema
+from veridic.run._store import AsyncSQLStore, SQLStore, Statement, T
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+__all__ = ["AsyncPostgresAuditSink", "PostgresAuditSink"]
+
+_SHOWN_KEYS: Final = ("host", "port", "dbname", "user")
+"""What a store's ``repr`` shows of its conninfo: never the password."""
+
+
+class PostgresAuditSink(SQLStore, AsyncSQLStore):
+    """The audit store on a Postgres server, from blocking code: a pool of connections.
+
+    ``conninfo`` is a libpq connection string or URL
+    (``"postgresql://audit@db.internal/app"``). ``max_size`` connections at
+    most are open at once (more writer threads than that take turns: give
+    it at least as many as the threads that write at once); a write waits
+    up to ``timeout`` seconds for one (while the server is away, the pool
+    keeps trying to reconnect, waiting longer after each failure: 1, 2, 4
+    seconds..., so a write just after the server returns may wait a few
+    seconds), then raises. Any number of
+    threads may write at once; each process opens its own store.
+
+    ``read_only=True`` opens a store for review (``veridic audit`` does):
+    the server refuses every write on its connections, and the schema is
+    neither created nor migrated, so a database at another version is
+    refused instead.
+
+    Raises:
+        MissingExtraError: psycopg or psycopg-pool is not installed.
+        AuditRecordError: the database holds a schema of a later veridic (or,
+            read-only, of any other version than this one's, or none).
+        psycopg.OperationalError: the server cannot be reached within ``timeout``.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        /,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 30.0,
+        read_only: bool = False,
+    ) -> None:
+        pools = require("psycopg_pool", "postgres", "PostgresAuditSink")
+        self._psycopg = require("psycopg", "postgres", "PostgresAuditSink")
+        _check_sizes("PostgresAuditSink", min_size, max_size, timeout)
+        self._shown = _shown(self._psycopg, conninfo)
+        connection: dict[str, object] = {"autocommit": True}
+        if read_only:
+            # Enforced by the server for every statement, not by this class's good manners.
+            connection["options"] = "-c default_transaction_read_only=on"
+        self._pool: psycopg_pool.ConnectionPool[Any] = pools.ConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs=connection,
+            open=False,
+            name=self._shown,
+        )
+        self._pool.open(wait=True, timeout=timeout)
+        try:
+            with self._pool.connection() as db:
+                if read_only:
+                    _postgres_schema.check(db, repr(self))
+                else:
+                    _postgres_schema.prepare(db, repr(self))
+        except BaseException:
+            self._pool.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"PostgresAuditSink({self._shown!r})"
+
+    def __enter__(self) -> PostgresAuditSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the pool; every record written so far is already committed."""
+        self._pool.close()
+
+    def _run(self, statement: Statement[T]) -> T:
+        sql = _placeholders(statement.sql)
+        lost: psycopg.OperationalError | None = None
+        for _ in range(2 if statement.idempotent else 1):
+            try:
+                # getconn/putconn, not `with pool.connection()`: its exit commits, a round
+                # trip for nothing in autocommit (a fifth of a plain insert's time, measured).
+                db = self._pool.getconn()
+                try:
+                    cursor = db.execute(sql, statement.params)
+                    rows = cursor.fetchall() if cursor.description is not None else []
+                finally:
+                    self._pool.putconn(db)  # a broken connection is discarded, not reused
+                return statement.answer(rows)
+            except self._psycopg.OperationalError as error:
+                if _waited(error):
+                    raise _noted(error, self, statement) from None
+                lost = error
+        assert lost is not None  # the loop ran and every try failed
+        raise _noted(lost, self, statement) from None
+
+    async def _arun(self, statement: Statement[T]) -> T:
+        return await asyncio.to_thread(self._run, statement)
+
+
+class AsyncPostgresAuditSink(AsyncSQLStore):
+    """The audit store on a Postgres server, for asyncio code: an async pool of connections.
+
+    Open it before use, in the event loop that will use it::
+
+        async with AsyncPostgresAuditSink("postgresql://audit@db.internal/app") as store:
+            result = await gateway.arun(..., sink=store)
+
+    ``min_size``, ``max_size`` and ``timeout`` are those of :class:`PostgresAuditSink`.
+    Every method is a coroutine (``awrite``, ``arecords``, ...), the async
+    twin of the blocking store's.
+
+    Raises:
+        MissingExtraError: psycopg or psycopg-pool is not installed.
+    """
+
+    def __init__(
+        self, conninfo: str, /, *, min_size: int = 1, max_size: int = 8, timeout: float = 30.0
+    ) -> None:
+        self._pools = require("psycopg_pool", "postgres", "AsyncPostgresAuditSink")
+        self._psycopg = require("psycopg", "postgres", "AsyncPostgresAuditSink")
+        _check_sizes("AsyncPostgresAuditSink", min_size, max_size, timeout)
+        self._conninfo = conninfo
+        self._sizes = (min_size, max_size, timeout)
+        self._shown = _shown(self._psycopg, conninfo)
+        self._pool: psycopg_pool.AsyncConnectionPool[Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"AsyncPostgresAuditSink({self._shown!r})"
+
+    async def open(self) -> AsyncPostgresAuditSink:
+        """Connect, and create or migrate the tables; returns the store.
+
+        Raises:
+            AuditRecordError: the database holds a schema of a later veridic.
+            psycopg.OperationalError: the server cannot be reached within ``timeout``.
+        """
+        if self._pool is not None:
+            return self
+        min_size, max_size, timeout = self._sizes
+        pool: psycopg_pool.AsyncConnectionPool[Any] = self._pools.AsyncConnectionPool(
+            self._conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True},
+            open=False,
+            name=self._shown,
+        )
+        await pool.open(wait=True, timeout=timeout)
+        try:
+            # The migration is a few statements once per process: a blocking
+            # connection of its own keeps the schema code in one (sync) form.
+            await asyncio.to_thread(self._prepare)
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+        return self
+
+    def _prepare(self) -> None:
+        connection = self._psycopg.connect(self._conninfo, autocommit=True)
+        with connection as db:
+            _postgres_schema.prepare(db, repr(self))
+
+    async def close(self) -> None:
+        """Close the pool; every record written so far is already committed."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def __aenter__(self) -> AsyncPostgresAuditSink:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _arun(self, statement: Statement[T]) -> T:
+        pool = self._pool
+        if pool is None:
+            raise AuditRecordError(
+                f"{self!r} is not open: use `async with {self!r} as store:` "
+                "or `await store.open()` first"
+            )
+        sql = _placeholders(statement.sql)
+        lost: psycopg.OperationalError | None = None
+        for _ in range(2 if statement.idempotent else 1):
+            try:
+                db = await pool.getconn()  # as the blocking store: no commit on return
+                try:
+                    cursor = await db.execute(sql, statement.params)
+                    rows = await cursor.fetchall() if cursor.description is not None else []
+                finally:
+                    await pool.putconn(db)
+                return statement.answer(rows)
+            except self._psycopg.OperationalError as error:
+                if _waited(error):
+                    raise _noted(error, self, statement) from None
+                lost = error
+        assert lost is not None  # the loop ran and every try failed
+        raise _noted(lost, self, statement) from None
+
+
+@lru_cache(maxsize=64)
+def _placeholders(sql: str) -> str:
+    """The shared statements' ``?`` as psycopg's ``%s`` (they hold no other ``?`` or ``%``)."""
+    return sql.replace("?", "%s")
+
+
+def _waited(error: Exception) -> bool:
+    """Whether ``error`` is the pool giving up after ``timeout``: trying again would wait again."""
+    return type(error).__name__ == "PoolTimeout"
+
+
+def _noted(error: psycopg.OperationalError, store: object, statement: Statement[T]) -> Exception:
+    """``error`` with a note that says which store failed and what to do about it."""
+    if statement.idempotent:
+        advice = (
+            "the statement may or may not have been committed; sending it again is safe (a "
+            "record's id makes a second copy impossible): write the record again once the "
+            "server is back"
+        )
+    else:
+        advice = (
+            "it was not sent again, since doing it twice is not harmless: check the store "
+            "(pending_runs()) once the server is back before you repeat it"
+        )
+    error.add_note(f"{store!r} could not reach the server ({type(error).__name__}): {advice}")
+    return error
+
+
+def _shown(psycopg: Any, conninfo: str) -> str:
+    """``conninfo`` without its password, for a ``repr`` and the pool's name."""
+    try:
+        parts = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as error:
+        raise AuditRecordError(
+            f"the Postgres conninfo is not valid ({error}): pass a libpq connection string "
+            "('host=db dbname=app user=audit') or URL ('postgresql://audit@db/app')"
+        ) from error
+    return " ".join(f"{key}={parts[key]}" for key in _SHOWN_KEYS if parts.get(key)) or "default"
+
+
+def _check_sizes(where: str, min_size: int, max_size: int, timeout: float) -> None:
+    if not (
+        type(min_size) is int and type(max_size) is int and 0 <= min_size <= max_size >= 1
+    ) or not (isinstance(timeout, int | float) and timeout > 0):
+        raise AuditRecordError(
+            f"{where}(min_size={min_size!r}, max_size={max_size!r}, timeout={timeout!r}): "
+            "the pool needs 0 <= min_size <= max_size, max_size >= 1 and a timeout in "
+            "seconds above 0"
+        )

@@ -1,0 +1,555 @@
+"""What the audit store holds: one record per tool call, per model call and per answer.
+
+Each record is checked when it is made (:class:`~veridic.AuditRecordError`
+names every malformed field) and again by the store that writes it, since a
+frozen dataclass can still be altered with ``object.__setattr__``. The stores
+(:mod:`veridic.run.audit`, :mod:`veridic.run.postgres`) hold these and nothing
+else, so one question has one answer whichever store holds the rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum, unique
+from typing import Final
+
+from veridic._ids import new_id
+from veridic._sample import clip
+from veridic.errors import AuditRecordError
+from veridic.providers._base import Usage
+from veridic.run.approval import ApprovalMode
+from veridic.text.prompt import PromptSpan
+from veridic.tools.risk import Risk, ToolKind
+
+__all__ = [
+    "AuditRecord",
+    "CallOutcome",
+    "ModelCallRecord",
+    "ModelReplyRecord",
+    "Substitution",
+    "arguments_sha256",
+    "new_id",
+]
+
+_KINDS: Final = ("query", "write")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_ID: Final = re.compile(r"[0-9a-f]{32}")
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+"""What no store can keep: a lone surrogate (UTF-8 cannot encode it), NUL (Postgres text)."""
+_FOLLOW_UP: Final = "after the call ended: "
+"""How the ``detail`` of a follow-up record begins (a guard that fired after its call ended)."""
+_TOOL_LIMIT: Final = 200
+"""The longest model-written tool name a record keeps as it is."""
+
+
+@unique
+class CallOutcome(StrEnum):
+    """What became of a call.
+
+    ``DENIED``, ``BLOCKED`` and ``REFUSED`` are the three ways a call is
+    stopped; each is a "denied call" for :meth:`SQLiteAuditSink.substitutions`.
+    """
+
+    OK = "ok"
+    """The handler ran and returned."""
+    FAILED = "failed"
+    """The handler ran and raised (a guard refusal is ``BLOCKED`` instead)."""
+    DENIED = "denied"
+    """Approval refused it (a deny rule, or the user said no); the handler never ran."""
+    BLOCKED = "blocked"
+    """A guard refused an operation inside the handler, before it happened."""
+    REFUSED = "refused"
+    """The view refused the call: unknown, unavailable or filtered tool, invalid arguments."""
+
+
+_STOPPED: Final = frozenset({CallOutcome.DENIED, CallOutcome.BLOCKED, CallOutcome.REFUSED})
+_NOT_RUN: Final = frozenset({CallOutcome.DENIED, CallOutcome.REFUSED})
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One tool call as it happened.
+
+    Attributes:
+        time: seconds since the epoch (``time.time()``) when the call ended.
+        request_id: the request (one model turn or agent run) the call belongs to.
+        tool: the name the model called, even when no such tool exists.
+        kind: ``"query"`` or ``"write"``; ``None`` only for a refused call
+            whose name the view could not resolve.
+        risk: the tool's declared risk; ``None`` only for such a refused call.
+        approval: how the call was approved; ``DENIED`` exactly when the
+            outcome is ``DENIED`` (a deny rule, the user's no), ``NOT_ASKED``
+            exactly when it is ``REFUSED`` (refused before anyone was asked).
+        wrote_instruction_fields: the call wrote a field read as instruction.
+        irreversible: the call did something that cannot be undone.
+        prompt_sha256: ``Prompt.sha256`` of the prompt the model answered.
+        tools_sha256: hash of the tool list the model was shown.
+        outcome: what became of the call.
+        detail: why it was stopped or failed (a reason, a guard, an error),
+            a short clipped text; empty for a plain success.
+        operations: the guarded operations the call attempted or was declared
+            to perform (``"instruction_write:StoredPrompt.content"``,
+            ``"irreversible:hard delete golden fixture"``), sorted, unique;
+            how a later call is recognised as attempting the same thing.
+        duration: seconds the handler ran, from dispatch (after approval) to
+            its end; ``0.0`` for a call that never ran (refused, denied).
+        arguments_sha256: SHA-256 of the arguments as the model wrote them
+            (:func:`arguments_sha256`), so a reviewer can tell two calls with
+            the same arguments apart from two with different ones without the
+            store keeping what may be personal data; a follow-up record
+            carries its call's; ``""`` where no arguments were seen (a record
+            written by hand).
+        record_id: the record's own id (32 hex digits), made when the record
+            is: a store keeps one row per id, so writing a record again (a
+            retry after :class:`~veridic.AuditWriteError`) never stores it
+            twice. Not compared (two records of the same call are equal) and
+            not an argument: ``dataclasses.replace`` makes a new record, with
+            a new id.
+
+    Raises:
+        AuditRecordError: a field has the wrong type or value, or the fields
+            contradict each other (a denied call that wrote something).
+    """
+
+    time: float
+    request_id: str
+    tool: str
+    kind: ToolKind | None
+    risk: Risk | None
+    approval: ApprovalMode
+    wrote_instruction_fields: bool
+    irreversible: bool
+    prompt_sha256: str
+    tools_sha256: str
+    outcome: CallOutcome
+    detail: str = ""
+    operations: tuple[str, ...] = field(default=())
+    duration: float = 0.0
+    arguments_sha256: str = ""
+    record_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def _stored(self, record_id: str) -> AuditRecord:
+        """This record with the id a store read back (the store's own rows only)."""
+        object.__setattr__(self, "record_id", record_id)
+        return self
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the call was denied, blocked or refused."""
+        return self.outcome in _STOPPED
+
+    @property
+    def follow_up(self) -> bool:
+        """Whether this records a guard that fired after its call had ended, not a call.
+
+        Written by :func:`veridic.execute` for a task or thread that the call
+        started and that attempted a guarded operation later: outcome
+        ``BLOCKED``, ``detail`` beginning ``"after the call ended: "``.
+        """
+        return self.outcome is CallOutcome.BLOCKED and self.detail.startswith(_FOLLOW_UP)
+
+
+@dataclass(frozen=True, slots=True)
+class Substitution:
+    """A stopped call and what the model called next in the same request.
+
+    ``same_operation`` holds when the next call names the same tool or
+    attempts one of the stopped call's operations: the model tried the
+    blocked thing again, through the same door or another one.
+    """
+
+    denied: AuditRecord
+    next: AuditRecord | None
+
+    @property
+    def same_tool(self) -> bool:
+        return self.next is not None and self.next.tool == self.denied.tool
+
+    @property
+    def same_operation(self) -> bool:
+        if self.next is None:
+            return False
+        return self.same_tool or not set(self.denied.operations).isdisjoint(self.next.operations)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallRecord:
+    """One model call, as the gateway sent it.
+
+    Attributes:
+        time: seconds since the epoch when the request was sent.
+        request_id: the request (one model turn or agent run) the call belongs to.
+        api: the provider API, ``"openai.chat.completions"``, ``"openai.responses"``
+            or ``"anthropic.messages"``.
+        model: the model named in the request.
+        prompt_sha256: ``Prompt.sha256`` of the prompt sent.
+        tools_sha256: :func:`veridic.run.executor.tools_sha256` of the view whose
+            tool list was sent (the digest the tool calls' records carry).
+        tools: the names in the tool list sent, sorted.
+        instruction_spans: where every character of the instruction position
+            (the system message) came from; empty when the prompt has none.
+        streamed: the answer was requested as a stream.
+        call_id: the call's own id (:func:`new_id`), made with the record (not
+            an argument); the :class:`ModelReplyRecord` of its answer carries
+            it. Not compared.
+
+    Raises:
+        AuditRecordError: a field is malformed (an empty request id, a hash
+            that is not 64 lowercase hex digits).
+    """
+
+    time: float
+    request_id: str
+    api: str
+    model: str
+    prompt_sha256: str
+    tools_sha256: str
+    tools: tuple[str, ...]
+    instruction_spans: tuple[PromptSpan, ...]
+    streamed: bool = False
+    call_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
+
+    def _stored(self, call_id: str) -> ModelCallRecord:
+        """This record with the id a store read back (the store's own rows only)."""
+        object.__setattr__(self, "call_id", call_id)
+        return self
+
+    def __post_init__(self) -> None:
+        problems = [
+            f"{name} must be a non-empty string, got {value!r}"
+            for name, value in (
+                ("request_id", self.request_id),
+                ("api", self.api),
+                ("model", self.model),
+            )
+            if not isinstance(value, str) or not value.strip()
+        ]
+        problems += [
+            f"{name} {_unstorable_problem(value)}"
+            for name, value in (
+                ("request_id", self.request_id),
+                ("api", self.api),
+                ("model", self.model),
+            )
+            if isinstance(value, str) and _UNSTORABLE.search(value)
+        ]
+        if not isinstance(self.tools, tuple) or not all(
+            isinstance(name, str) for name in self.tools
+        ):
+            problems.append(f"tools must be a tuple of names, got {_shown(self.tools)}")
+        problems += [
+            f"{name} must be 64 lowercase hex digits, got {value!r}"
+            for name, value in (
+                ("prompt_sha256", self.prompt_sha256),
+                ("tools_sha256", self.tools_sha256),
+            )
+            if not isinstance(value, str) or not _SHA256.fullmatch(value)
+        ]
+        if not isinstance(self.call_id, str) or not _ID.fullmatch(self.call_id):
+            problems.append(f"call_id must be 32 lowercase hex digits, got {self.call_id!r}")
+        if problems:
+            raise AuditRecordError(
+                f"model-call record of request {self.request_id!r} is malformed: "
+                f"{'; '.join(problems)}; build it from the call as sent (ModelGateway does)"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReplyRecord:
+    """What came back from one model call: written when the answer is read.
+
+    The :class:`ModelCallRecord` is written before the request leaves (so a
+    call that never returns is still on record); this one follows it with
+    what only the answer knows. The two share ``request_id`` and
+    ``prompt_sha256``, and come in the same order.
+
+    Attributes:
+        time: seconds since the epoch when the answer was read.
+        request_id, prompt_sha256: those of the model call it answers.
+        response_id: the provider's id of the answer (``""`` if it gave none).
+        model: the model that answered, as the provider named it.
+        stop_reason: why the model stopped, as the provider said it.
+        tool_calls: the names of the tools the answer called, in order.
+        usage: the tokens the provider counted, ``None`` where it did not say.
+        latency: seconds from sending the request to the whole answer.
+        call_id: the :attr:`ModelCallRecord.call_id` of the call it answers
+            (``""`` in an answer recorded before records had ids).
+
+    Raises:
+        AuditRecordError: a field is malformed.
+    """
+
+    time: float
+    request_id: str
+    prompt_sha256: str
+    response_id: str
+    model: str
+    stop_reason: str
+    tool_calls: tuple[str, ...]
+    usage: Usage | None
+    latency: float
+    call_id: str = ""
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not isinstance(self.request_id, str) or not self.request_id.strip():
+            problems.append(f"request_id must be a non-empty string, got {self.request_id!r}")
+        if not isinstance(self.prompt_sha256, str) or not _SHA256.fullmatch(self.prompt_sha256):
+            problems.append(
+                f"prompt_sha256 must be 64 lowercase hex digits, got {self.prompt_sha256!r}"
+            )
+        for name in ("response_id", "model", "stop_reason"):
+            if not isinstance(getattr(self, name), str):
+                problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.tool_calls, tuple) or not all(
+            isinstance(name, str) for name in self.tool_calls
+        ):
+            problems.append(f"tool_calls must be a tuple of names, got {_shown(self.tool_calls)}")
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            problems.append(f"usage must be a Usage or None, got {_shown(self.usage)}")
+        if not isinstance(self.call_id, str) or not (
+            self.call_id == "" or _ID.fullmatch(self.call_id)
+        ):
+            problems.append(f"call_id must be a ModelCallRecord's call_id, got {self.call_id!r}")
+        if isinstance(self.latency, bool) or not (
+            isinstance(self.latency, int | float) and self.latency >= 0
+        ):
+            problems.append(f"latency must be seconds, 0 or more, got {self.latency!r}")
+        if problems:
+            raise AuditRecordError(
+                f"model-reply record of request {self.request_id!r} is malformed: "
+                f"{'; '.join(problems)}; build it from the answer as read (ModelGateway does)"
+            )
+
+
+def _validate(record: AuditRecord) -> None:
+    if _well_formed(record):
+        return
+    problems = list(_problems(record))
+    if problems:
+        where = f"audit record of tool {record.tool!r} in request {record.request_id!r}"
+        raise AuditRecordError(
+            f"{where} is malformed: {'; '.join(problems)}; build the record from the call "
+            "as it happened (veridic.execute does), or fix the listed fields"
+        )
+
+
+def _well_formed(r: AuditRecord) -> bool:
+    """The fast answer of :func:`_problems` (no problem), checked on every write."""
+    approval, outcome, risk, kind = r.approval, r.outcome, r.risk, r.kind
+    if not (
+        type(r.time) in (float, int)
+        and 0 <= r.time < math.inf
+        and isinstance(r.request_id, str)
+        and r.request_id.strip()
+        and isinstance(r.tool, str)
+        and r.tool.strip()
+        and (kind is None or kind in _KINDS)
+        and (risk is None or isinstance(risk, Risk))
+        and isinstance(approval, ApprovalMode)
+        and isinstance(outcome, CallOutcome)
+        and type(r.wrote_instruction_fields) is bool
+        and type(r.irreversible) is bool
+        and isinstance(r.prompt_sha256, str)
+        and _SHA256.fullmatch(r.prompt_sha256)
+        and isinstance(r.tools_sha256, str)
+        and _SHA256.fullmatch(r.tools_sha256)
+        and isinstance(r.detail, str)
+        and isinstance(r.operations, tuple)
+        and isinstance(r.record_id, str)
+        and _ID.fullmatch(r.record_id)
+        and type(r.duration) in (float, int)
+        and 0 <= r.duration < math.inf
+        and isinstance(r.arguments_sha256, str)
+        and (r.arguments_sha256 == "" or _SHA256.fullmatch(r.arguments_sha256))
+        and not _UNSTORABLE.search(r.request_id)
+        and not _UNSTORABLE.search(r.tool)
+        and not _UNSTORABLE.search(r.detail)
+    ):
+        return False
+    if r.operations and not (
+        all(isinstance(o, str) and o and not _UNSTORABLE.search(o) for o in r.operations)
+        and list(r.operations) == sorted(set(r.operations))
+    ):
+        return False
+    did_not_run = outcome in _NOT_RUN
+    return (
+        (outcome is CallOutcome.DENIED) == (approval is ApprovalMode.DENIED)
+        and (outcome is CallOutcome.REFUSED) == (approval is ApprovalMode.NOT_ASKED)
+        and not (did_not_run and (r.wrote_instruction_fields or r.irreversible))
+        and ((kind is not None and risk is not None) or outcome is CallOutcome.REFUSED)
+    )
+
+
+def _problems(r: AuditRecord) -> Iterator[str]:
+    if type(r.time) not in (float, int) or not math.isfinite(r.time) or r.time < 0:
+        yield f"time must be seconds since the epoch (a finite float >= 0), got {r.time!r}"
+    for name in ("request_id", "tool"):
+        value = getattr(r, name)
+        if not isinstance(value, str) or not value.strip():
+            yield f"{name} must be a non-empty string, got {_shown(value)}"
+    for name in ("request_id", "tool", "detail"):
+        value = getattr(r, name)
+        if isinstance(value, str) and _UNSTORABLE.search(value):
+            yield f"{name} {_unstorable_problem(value)}"
+    if r.kind is not None and r.kind not in _KINDS:
+        yield f'kind must be "query", "write" or None, got {r.kind!r}'
+    if r.risk is not None and not isinstance(r.risk, Risk):
+        yield f"risk must be a Risk or None, got {r.risk!r}"
+    if not isinstance(r.approval, ApprovalMode):
+        yield f"approval must be an ApprovalMode, got {r.approval!r}"
+    if not isinstance(r.outcome, CallOutcome):
+        yield f"outcome must be a CallOutcome, got {r.outcome!r}"
+    for name in ("wrote_instruction_fields", "irreversible"):
+        if type(getattr(r, name)) is not bool:
+            yield f"{name} must be a bool, got {getattr(r, name)!r}"
+    for name in ("prompt_sha256", "tools_sha256"):
+        value = getattr(r, name)
+        if not isinstance(value, str) or not _SHA256.fullmatch(value):
+            yield (
+                f"{name} must be 64 lowercase hex digits (hashlib.sha256().hexdigest()), "
+                f"got {_shown(value)}"
+            )
+    if type(r.duration) not in (float, int) or not math.isfinite(r.duration) or r.duration < 0:
+        yield f"duration must be seconds (a finite float >= 0), got {_shown(r.duration)}"
+    if not isinstance(r.arguments_sha256, str) or not (
+        r.arguments_sha256 == "" or _SHA256.fullmatch(r.arguments_sha256)
+    ):
+        yield (
+            "arguments_sha256 must be 64 lowercase hex digits (arguments_sha256(arguments)) "
+            f"or empty, got {_shown(r.arguments_sha256)}"
+        )
+    if not isinstance(r.detail, str):
+        yield f"detail must be a string, got {type(r.detail).__name__}"
+    if not isinstance(r.record_id, str) or not _ID.fullmatch(r.record_id):
+        yield f"record_id must be 32 lowercase hex digits (new_id()), got {_shown(r.record_id)}"
+    if not isinstance(r.operations, tuple) or not all(
+        isinstance(o, str) and o for o in r.operations
+    ):
+        yield f"operations must be a tuple of non-empty strings, got {_shown(r.operations)}"
+    elif list(r.operations) != sorted(set(r.operations)):
+        yield f"operations must be sorted and unique, got {_shown(r.operations)}"
+    elif any(_UNSTORABLE.search(o) for o in r.operations):
+        yield f"operations {_unstorable_problem(' '.join(r.operations))}"
+    if isinstance(r.outcome, CallOutcome) and isinstance(r.approval, ApprovalMode):
+        yield from _contradictions(r)
+
+
+def _contradictions(r: AuditRecord) -> Iterator[str]:
+    did_not_run = r.outcome in _NOT_RUN
+    if (r.outcome is CallOutcome.DENIED) != (r.approval is ApprovalMode.DENIED) or (
+        r.outcome is CallOutcome.REFUSED
+    ) != (r.approval is ApprovalMode.NOT_ASKED):
+        yield (
+            f"approval {r.approval.value} contradicts outcome {r.outcome.value} (approval is "
+            "denied exactly when the outcome is denied, and not_asked exactly when it is "
+            "refused: a call refused before approval was never asked about)"
+        )
+    if did_not_run and (r.wrote_instruction_fields is True or r.irreversible is True):
+        yield f"a call with outcome {r.outcome.value} did not run, so it wrote nothing"
+    if (r.kind is None or r.risk is None) and r.outcome is not CallOutcome.REFUSED:
+        yield (
+            "kind and risk may be None only for a refused call (a name the view could not resolve)"
+        )
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """``value`` for a message: a string clipped and quoted, anything else as a clipped repr."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def _unstorable_problem(text: str) -> str:
+    """The problem with ``text`` that holds a NUL or a lone surrogate, for a validation message."""
+    return (
+        f"holds a NUL or a lone surrogate ({_shown(text)}), which not every store can keep "
+        "(UTF-8 cannot encode a lone surrogate, Postgres text cannot hold NUL): escape it "
+        "first, as veridic.execute does (NUL as \\x00, a surrogate as \\udXXX)"
+    )
+
+
+def _json(value: object) -> str:
+    """JSON text that any UTF-8 store can keep: readable, with lone surrogates escaped."""
+    text = json.dumps(value, ensure_ascii=False)
+    return json.dumps(value) if _UNSTORABLE.search(text) else text
+
+
+def _storable(text: str) -> str:
+    """``text`` with each lone surrogate escaped as ``\\udXXX`` and NUL as ``\\x00``.
+
+    What every store can keep: UTF-8 cannot encode a lone surrogate, and
+    Postgres text cannot hold NUL.
+    """
+    if not _UNSTORABLE.search(text):
+        return text
+    escaped = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return escaped.replace("\x00", "\\x00")
+
+
+def _recorded_tool(name: object) -> tuple[str, str]:
+    """The tool name a record keeps for a model-written ``name``, and a note when it was altered.
+
+    A plain name (printable, no surrounding space, at most 200 characters)
+    is kept as it is, and the note is empty. Anything else (a newline, NUL,
+    a lone surrogate, an empty or blank name, a 100 KB one, a name that is not
+    a string) is kept as :func:`~veridic._sample.clip` shows it: ``repr``-escaped,
+    quoted and cut at 200 characters; the note says so, with the original
+    length and the first 16 hex digits of the SHA-256 of its UTF-8 bytes
+    (surrogates passed through), so the same name is recognisable across records.
+
+    >>> _recorded_tool("purge")
+    ('purge', '')
+    >>> _recorded_tool("purge\\n")
+    ("'purge\\\\n'", 'tool name recorded escaped (6 chars, sha256 b821c64de5b8645d)')
+    """
+    if isinstance(name, str):
+        if 0 < len(name) <= _TOOL_LIMIT and name.isprintable() and name == name.strip():
+            return name, ""
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        how = "escaped and clipped" if len(name) > _TOOL_LIMIT else "escaped"
+        return clip(
+            name, _TOOL_LIMIT
+        ), f"tool name recorded {how} ({len(name)} chars, sha256 {digest})"
+    shown = repr(name)
+    shown = shown if len(shown) <= _TOOL_LIMIT else f"{shown[:_TOOL_LIMIT]}…"
+    return (
+        f"<{type(name).__name__} {_storable(shown)}>",
+        "tool name is not text, recorded as its repr",
+    )
+
+
+def arguments_sha256(arguments: object, /) -> str:
+    """The digest an :class:`AuditRecord` keeps of a call's arguments, as the model wrote them.
+
+    JSON text (what providers send) is hashed as its UTF-8 bytes, exactly as
+    written; anything else as canonical JSON (sorted keys, no spaces, UTF-8),
+    with what JSON cannot hold shown by ``repr``, so the same arguments give
+    the same digest on every host and in every store.
+
+    >>> arguments_sha256({"b": 1, "a": "x"}) == arguments_sha256({"a": "x", "b": 1})
+    True
+    >>> arguments_sha256({"a": "x"}) == arguments_sha256('{"a":"x"}')
+    True
+    >>> arguments_sha256({"a": "x"}) == arguments_sha256('{"a": "x"}')
+    False
+    """
+    if isinstance(arguments, str):
+        data = arguments
+    else:
+        try:
+            data = json.dumps(
+                arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr
+            )
+        except (TypeError, ValueError):  # keys that do not sort, a cycle
+            data = repr(arguments)
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
