@@ -11,6 +11,11 @@ cannot be imported or is not a ``Registry``/``ToolView``, bad configuration).
 Warnings are shown but only fail with ``--strict``; items listed for review
 (``hatches``) never fail. ``--format json`` gives the same report for
 machines: ``findings``, ``warnings`` and ``listed`` arrays plus ``exit_code``.
+``lint``, ``check``, ``hatches`` and ``manifest`` also take ``--format sarif``
+(SARIF 2.1.0 for GitHub code scanning, :mod:`veridic.checks.sarif`) and
+``--format markdown`` (a pull-request comment or ``$GITHUB_STEP_SUMMARY``,
+with the manifest's drift as a table, :mod:`veridic.checks.markdown`); the
+exit code is the same whatever the format.
 
 ``veridic audit PATH`` reads an audit store instead of a registry: it
 answers the store's questions for some requests or a time range
@@ -85,6 +90,8 @@ from veridic.checks.manifest import (
     diff_manifest,
     render_manifest,
 )
+from veridic.checks.markdown import render_markdown
+from veridic.checks.sarif import render_sarif
 from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
 from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
@@ -258,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"veridic {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     report.strict = bool(getattr(args, "strict", False))
-    _emit(report, args.format, sys.stdout)
+    _emit(report, args.format, sys.stdout, anchor=_anchor(args))
     return report.exit_code()
 
 
@@ -309,21 +316,58 @@ def _exit_call(stop: SystemExit) -> str:
     return f"called sys.exit({shown}) (raised SystemExit)"
 
 
-def _emit(report: _Report, form: str, out: TextIO) -> None:
+def _emit(report: _Report, form: str, out: TextIO, *, anchor: str | None = None) -> None:
     if form == "json":
         out.write(json.dumps(report.to_json(), indent=2, sort_keys=True, default=str) + "\n")
+    elif form == "sarif":
+        out.write(render_sarif(report.items, command=report.command, anchor=anchor))
+    elif form == "markdown":
+        markdown = render_markdown(
+            report.items,
+            command=report.command,
+            target=report.target,
+            exit_code=report.exit_code(),
+            strict=report.strict,
+            notes=report.notes,
+        )
+        out.write(markdown + "\n")
     else:
         out.write(report.render() + "\n")
 
 
+def _anchor(args: argparse.Namespace) -> str | None:
+    """The file of the target's module (imported by now), where SARIF places an item without one.
+
+    ``None`` for ``hatches`` (every hatch has its file) and when the module has no file.
+    """
+    spec = getattr(args, "target", None)
+    if not isinstance(spec, str) or ":" not in spec:
+        return None
+    module = sys.modules.get(spec.partition(":")[0])
+    filename = getattr(module, "__file__", None)
+    return _display(filename) if isinstance(filename, str) else None
+
+
+_CI_FORMATS: Final = ("text", "json", "sarif", "markdown")
+
+
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+    ci_format = argparse.ArgumentParser(add_help=False)
+    ci_format.add_argument(
+        "--format",
+        choices=_CI_FORMATS,
+        default="text",
+        help="text (grouped, for people; default), json (for machines), sarif (SARIF 2.1.0, "
+        "for GitHub code scanning) or markdown (a pull-request comment, $GITHUB_STEP_SUMMARY)",
+    )
+    json_format = argparse.ArgumentParser(add_help=False)
+    json_format.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
         help="text (grouped, for people; default) or json (for machines)",
     )
+    common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--config",
         metavar="FILE",
@@ -349,14 +393,14 @@ def _parser() -> argparse.ArgumentParser:
 
     lint = commands.add_parser(
         "lint",
-        parents=[common, target, strict],
+        parents=[common, ci_format, target, strict],
         help="doc gaps, near-duplicate descriptions, risk floors, unstated irreversibility",
     )
     lint.set_defaults(run=_run_lint)
 
     manifest = commands.add_parser(
         "manifest",
-        parents=[common, target],
+        parents=[common, ci_format, target],
         help="write the tool snapshot (-o FILE) or compare it (--check FILE)",
     )
     mode = manifest.add_mutually_exclusive_group(required=True)
@@ -366,7 +410,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
-        parents=[common, target, strict],
+        parents=[common, ci_format, target, strict],
         help="boot, build a view, assert coupling, lint and check the manifest",
     )
     check.add_argument(
@@ -380,7 +424,7 @@ def _parser() -> argparse.ArgumentParser:
 
     hatches = commands.add_parser(
         "hatches",
-        parents=[common],
+        parents=[common, ci_format],
         help="list casts to a brand, brand constructor calls, trust policies, ignores, "
         "and mypy settings that turn veridic's checks off",
     )
@@ -391,7 +435,7 @@ def _parser() -> argparse.ArgumentParser:
     mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="MCP_COMMAND")
     pin = mcp_commands.add_parser(
         "pin",
-        parents=[common],
+        parents=[common, json_format],
         help="record what a server's tools show (-o FILE) or compare it (--check FILE)",
     )
     pin.add_argument(

@@ -1,0 +1,209 @@
+"""``--format markdown``: a report for a pull-request comment or ``$GITHUB_STEP_SUMMARY``.
+
+One heading, a one-line summary (the counts and the verdict, or "no
+findings"), the notes, then a table of the items (severity, rule, tool,
+file:line, message, how to fix) and, when the manifest drifted, a table of
+the drift: one row per changed field (tool, field, old, new); an added or
+removed tool shows each of its fields against ``(absent)``.
+
+Every cell that holds text from the application or the model (a tool name,
+a message quoting a description, a path, a manifest value) is a code span,
+escaped as :func:`veridic.checks.audit_report.shown` does (a newline, a
+control or an invisible character becomes a visible ``\\n``-style escape)
+with its pipes escaped, inside a backtick fence longer than any run of
+backticks in it. In a code span GitHub renders no HTML, link, image,
+emphasis or ``@mention``, and the text cannot end its span, its cell or its
+row. veridic's own words (the fixes, the notes) have HTML and Markdown
+characters escaped.
+
+>>> class Item:
+...     severity, kind, file, line, subject, text, data = "error", "boot", "a.py", 3, None, None, ()
+...     message = "tools <b>|</b> `x`"
+>>> print(render_markdown([Item()], command="lint", target="app:registry", exit_code=1))
+... # doctest: +ELLIPSIS
+### veridic lint `app:registry`
+<BLANKLINE>
+1 finding: **failed** (exit 1).
+<BLANKLINE>
+| severity | rule | tool | file:line | message | how to fix |
+|---|---|---|---|---|---|
+| error | `boot` | — | `a.py:3` | `` tools <b>\\|</b> `x` `` | Fix the error ... |
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
+
+from veridic.checks.audit_report import shown
+from veridic.checks.rules import ReportItem, rule_for
+
+__all__ = ["code_cell", "plain_cell", "render_markdown"]
+
+_SEVERITY: Final[Mapping[str, str]] = {"error": "error", "warning": "warning", "info": "listed"}
+_RANK: Final[Mapping[str, int]] = {"error": 0, "warning": 1, "info": 2}
+_COUNTED: Final = (
+    ("error", "finding", "findings"),
+    ("warning", "warning", "warnings"),
+    ("info", "listed for review", "listed for review"),
+)
+_FINDINGS_HEAD: Final = ("severity", "rule", "tool", "file:line", "message", "how to fix")
+_DRIFT_HEAD: Final = ("tool", "field", "old", "new")
+_MESSAGE_LIMIT: Final = 600
+_NAME_LIMIT: Final = 80
+_PATH_LIMIT: Final = 160
+_VALUE_LIMIT: Final = 300
+_TICKS: Final = re.compile(r"`+")
+_MARKDOWN: Final = re.compile(r"([\\`*_\[\]|~!#])")
+_ABSENT: Final = "_(absent)_"
+_NONE: Final = "—"
+
+
+def code_cell(text: str, limit: int | None = None) -> str:
+    """``text`` as a GitHub Markdown code span that is inert in a table cell.
+
+    >>> code_cell("a|b")
+    '`a\\\\|b`'
+    >>> code_cell("`x`")
+    '`` `x` ``'
+    >>> code_cell("line one\\nline two")
+    '`line one\\\\nline two`'
+    """
+    if text == "":
+        return _NONE
+    body = shown(text, limit).replace("|", "\\|")
+    longest = max((len(run) for run in _TICKS.findall(body)), default=0)
+    fence = "`" * (longest + 1)
+    if longest or body.startswith(" ") or body.endswith(" "):
+        return f"{fence} {body} {fence}"
+    return f"{fence}{body}{fence}"
+
+
+def plain_cell(text: str) -> str:
+    """veridic's own words with control characters, HTML and Markdown made inert.
+
+    >>> plain_cell("use `x` | <b>")
+    'use \\\\`x\\\\` \\\\| &lt;b&gt;'
+    """
+    escaped = shown(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN.sub(r"\\\1", escaped)
+
+
+def render_markdown(
+    items: Iterable[ReportItem],
+    *,
+    command: str,
+    target: str,
+    exit_code: int,
+    strict: bool = False,
+    notes: Sequence[str] = (),
+) -> str:
+    """The report as GitHub Markdown (no final newline): summary, notes, findings, drift.
+
+    ``exit_code`` is the command's (the format never changes it); ``strict``
+    says warnings failed it.
+    """
+    chosen = sorted(items, key=_order)
+    drift = [item for item in chosen if item.kind == "drift"]
+    others = [item for item in chosen if item.kind != "drift"]
+    out = [f"### veridic {plain_cell(command)} {code_cell(target, _PATH_LIMIT)}", ""]
+    out.append(_summary(chosen, exit_code, strict))
+    if notes:
+        out.append("")
+        out.extend(f"- {plain_cell(note)}" for note in notes)
+    if others:
+        out.append("")
+        out.extend(_table(_FINDINGS_HEAD, [_finding_row(item) for item in others]))
+    if drift:
+        out.extend(
+            ["", f"#### Manifest drift ({len(drift)} change{'' if len(drift) == 1 else 's'})", ""]
+        )
+        out.extend(_table(_DRIFT_HEAD, [row for item in drift for row in _drift_rows(item)]))
+    return "\n".join(out)
+
+
+def _order(item: ReportItem) -> tuple[int, str, int, str, str]:
+    return (_RANK.get(item.severity, 3), item.file or "", item.line or 0, item.kind, item.message)
+
+
+def _summary(items: Sequence[ReportItem], exit_code: int, strict: bool) -> str:
+    parts = []
+    for severity, one, many in _COUNTED:
+        count = sum(1 for item in items if item.severity == severity)
+        if count:
+            parts.append(f"{count} {one if count == 1 else many}")
+    if exit_code == 0:
+        verdict = "clean"
+    elif strict and not any(item.severity == "error" for item in items):
+        verdict = "failed (--strict: warnings fail)"
+    else:
+        verdict = "failed"
+    counted = ", ".join(parts) if parts else "no findings"
+    return f"{counted}: **{verdict}** (exit {exit_code})."
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def _finding_row(item: ReportItem) -> tuple[str, ...]:
+    where = "" if item.file is None else item.file
+    if where and item.line is not None:
+        where = f"{where}:{item.line}"
+    message = item.message if item.text is None else f"{item.text}: {item.message}"
+    return (
+        _SEVERITY.get(item.severity, plain_cell(item.severity)),
+        code_cell(item.kind, _NAME_LIMIT),
+        code_cell(item.subject or "", _NAME_LIMIT),
+        code_cell(where, _PATH_LIMIT),
+        code_cell(message, _MESSAGE_LIMIT),
+        plain_cell(rule_for(item.kind).help),
+    )
+
+
+def _drift_rows(item: ReportItem) -> list[tuple[str, str, str, str]]:
+    data = dict(item.data)
+    subject = str(data.get("subject") or item.subject or "")
+    change, field = data.get("change"), data.get("field")
+    before, after = data.get("before"), data.get("after")
+    tool = _subject(subject)
+    if change == "changed" and isinstance(before, dict) and isinstance(after, dict):
+        return [
+            (tool, code_cell(str(key)), _value(before.get(key)), _value(after.get(key)))
+            for key in sorted(before.keys() | after.keys())
+            if before.get(key) != after.get(key)
+        ]
+    if change == "changed":
+        named = _NONE if field is None else code_cell(str(field), _NAME_LIMIT)
+        return [(tool, named, _value(before), _value(after))]
+    entry = after if change == "added" else before
+    if not isinstance(entry, dict) or not entry:
+        old = _ABSENT if change == "added" else _value(before)
+        new = _value(after) if change == "added" else _ABSENT
+        return [(tool, f"_({plain_cell(str(change))})_", old, new)]
+    rows = []
+    for key in sorted(entry):
+        value = _value(entry[key])
+        old, new = (_ABSENT, value) if change == "added" else (value, _ABSENT)
+        rows.append((tool, code_cell(str(key), _NAME_LIMIT), old, new))
+    return rows
+
+
+def _subject(subject: str) -> str:
+    """``tool NAME`` as the name; ``component NAME`` keeps its word; others as words."""
+    what, _, name = subject.partition(" ")
+    if what == "tool" and name:
+        return code_cell(name, _NAME_LIMIT)
+    if what == "component" and name:
+        return f"component {code_cell(name, _NAME_LIMIT)}"
+    return plain_cell(subject) if subject else _NONE
+
+
+def _value(value: object) -> str:
+    if isinstance(value, str):
+        return code_cell(value, _VALUE_LIMIT) if value else '`""`'
+    return code_cell(json.dumps(value, ensure_ascii=False, sort_keys=True), _VALUE_LIMIT)

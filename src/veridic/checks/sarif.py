@@ -1,0 +1,226 @@
+"""``--format sarif``: a report as SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+
+``veridic lint``, ``check``, ``hatches`` and ``manifest`` write one run whose
+driver is ``veridic`` (its installed version), with one rule per finding code
+found (:mod:`veridic.checks.rules`: what is wrong and how to fix it) and one
+result per report item:
+
+- ``level``: a finding is ``error``, a warning ``warning``, an item listed
+  for review ``note`` (the exit code is the command's, whatever the format);
+- the location: the file (relative to the working directory, forward slashes,
+  ``uriBaseId`` ``%SRCROOT%``; a file outside it as a ``file:`` URI) and the
+  line, so GitHub shows the finding at that line of the pull request. A
+  manifest drift points at the changed entry's line of the committed file.
+  The tool, when there is one, is a logical location too;
+- an item Python gives no line for (a doc gap of an external tool, a coupling
+  error, a component that did not start) is placed at line 1 of ``anchor``,
+  the module that defines the registry, with the tool as its logical location.
+  GitHub's upload refuses a whole file when one result has no physical
+  location, so such an item is never left without one while an anchor is
+  known; ``properties.anchored`` says it was placed so;
+- ``partialFingerprints["veridic/v1"]``: a hash of the code, the tool, the
+  file (for an item without a tool), the source text and the message with
+  line numbers taken out, so an alert keeps its identity when code above it
+  moves;
+- ``automationDetails.id`` is ``veridic/COMMAND/``, so the runs of ``lint``
+  and ``hatches`` uploaded for one commit are two categories, and neither
+  replaces the other.
+
+The output is deterministic: results sorted by file, line, code and message,
+keys sorted, so the same findings give the same bytes.
+
+>>> class Item:
+...     severity, kind, message = "error", "near-duplicate", "tools 'a' and 'b' look alike"
+...     file, line, subject, text, data = "app/tools.py", 12, "a", None, ()
+>>> log = json.loads(render_sarif([Item()], command="lint"))
+>>> result = log["runs"][0]["results"][0]
+>>> result["level"], result["locations"][0]["physicalLocation"]["region"]
+('error', {'startLine': 12})
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePath
+from typing import Final
+from urllib.parse import quote
+
+from veridic.checks.rules import LEVELS, ReportItem, Rule, rule_for
+
+__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "render_sarif"]
+
+SARIF_VERSION: Final = "2.1.0"
+SARIF_SCHEMA: Final = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+"""The OASIS schema of SARIF 2.1.0 (with its errata), named in the log's ``$schema``."""
+
+_SRCROOT: Final = "%SRCROOT%"
+_FINGERPRINT: Final = "veridic/v1"
+_LINE_NUMBERS: Final = re.compile(r"(\.py):\d+")
+
+
+def render_sarif(
+    items: Iterable[ReportItem],
+    *,
+    command: str,
+    anchor: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+) -> str:
+    """The SARIF log of one command's report items, as JSON text with a final newline.
+
+    ``command`` names the run's category (``lint``, ``hatches``...). ``anchor``
+    is the file an item without one is placed at (the registry's module);
+    ``root`` the directory relative paths are taken from (default: the
+    working directory, where the command ran).
+    """
+    base = Path.cwd() if root is None else Path(root)
+    chosen = sorted(items, key=_order)
+    rules = sorted({item.kind for item in chosen})
+    index = {code: number for number, code in enumerate(rules)}
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "veridic",
+                        "version": _version(),
+                        "rules": [_rule_json(rule_for(code)) for code in rules],
+                    }
+                },
+                "automationDetails": {"id": f"veridic/{command}/"},
+                "results": [_result(item, index[item.kind], anchor, base) for item in chosen],
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("veridic")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        from veridic import __version__
+
+        return __version__
+
+
+def _order(item: ReportItem) -> tuple[str, int, str, str, str]:
+    return (item.file or "", item.line or 0, item.kind, item.subject or "", item.message)
+
+
+def _rule_json(rule: Rule) -> dict[str, object]:
+    return {
+        "id": rule.id,
+        "name": "".join(part.capitalize() for part in rule.id.split("-")),
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.description},
+        "help": {"text": rule.help, "markdown": f"**How to fix:** {rule.help}"},
+        "defaultConfiguration": {"level": rule.level},
+        "properties": {"tags": ["veridic"]},
+    }
+
+
+def _result(item: ReportItem, rule_index: int, anchor: str | None, root: Path) -> dict[str, object]:
+    data = dict(item.data)
+    properties: dict[str, object] = {"severity": item.severity, **data}
+    if item.subject is not None:
+        properties["tool"] = item.subject
+    if item.text is not None:
+        properties["text"] = item.text
+    location: dict[str, object] = {}
+    logical = item.subject if item.subject is not None else _str_or_none(data.get("subject"))
+    if logical is not None:
+        location["logicalLocations"] = [
+            {"name": logical, "fullyQualifiedName": logical, "kind": "function"}
+        ]
+    if item.file is not None:
+        line = item.line if item.line is not None else _line_in(item, root)
+        location["physicalLocation"] = _physical(item.file, line, root)
+    elif anchor is not None:
+        location["physicalLocation"] = _physical(anchor, 1, root)
+        properties["anchored"] = "no source line is known: placed at the registry's module"
+    return {
+        "ruleId": item.kind,
+        "ruleIndex": rule_index,
+        "level": LEVELS.get(item.severity, "note"),
+        "message": {"text": item.message},
+        "locations": [location] if location else [],
+        "partialFingerprints": {_FINGERPRINT: _fingerprint(item)},
+        "properties": properties,
+    }
+
+
+def _physical(file: str, line: int, root: Path) -> dict[str, object]:
+    return {"artifactLocation": _artifact(file, root), "region": {"startLine": max(line, 1)}}
+
+
+def _artifact(file: str, root: Path) -> dict[str, str]:
+    """A relative path as a URI reference under ``%SRCROOT%``; a file outside ``root`` absolute."""
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(root.resolve())
+        except ValueError:
+            return {"uri": path.resolve().as_uri()}
+    posix = PurePath(path).as_posix()
+    return {"uri": quote(posix, safe="/"), "uriBaseId": _SRCROOT}
+
+
+def _fingerprint(item: ReportItem) -> str:
+    parts: Sequence[str] = (
+        item.kind,
+        item.subject or "",
+        "" if item.subject is not None else (item.file or ""),
+        item.text or "",
+        _LINE_NUMBERS.sub(r"\1", item.message),
+    )
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _line_in(item: ReportItem, root: Path) -> int:
+    """For a manifest drift, the line of the changed entry in the committed file; else 1.
+
+    The manifest is JSON with sorted keys and one item per line, so a tool's
+    entry starts at the line ``"NAME": {`` and its field at the next line
+    ``"FIELD":`` after it. An entry the file does not hold (an added tool) is
+    placed at its table's line.
+    """
+    if item.kind != "drift" or item.file is None:
+        return 1
+    data = dict(item.data)
+    subject, field = _str_or_none(data.get("subject")), _str_or_none(data.get("field"))
+    if subject is None:
+        return 1
+    table, _, name = subject.partition(" ")
+    keys = {"tool": "tools", "component": "components"}
+    path = Path(item.file) if Path(item.file).is_absolute() else root / item.file
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return 1
+    wanted = [f"{json.dumps(keys.get(table, 'risk_counts'))}:"]
+    if table in keys:
+        wanted.append(f"{json.dumps(name, ensure_ascii=False)}:")
+    if field is not None and table in keys:
+        wanted.append(f"{json.dumps(field)}:")
+    found, start = 1, 0
+    for key in wanted:
+        for number in range(start, len(lines)):
+            if lines[number].lstrip().startswith(key):
+                found, start = number + 1, number + 1
+                break
+        else:
+            break
+    return found

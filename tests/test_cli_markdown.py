@@ -1,0 +1,325 @@
+"""``--format markdown``: a report for a pull-request comment or ``$GITHUB_STEP_SUMMARY``.
+
+A finding's message may quote text a model or a user wrote (an MCP server's
+tool description, a vouch's reason, a manifest value), so every cell must
+stay one cell of one row and render no HTML. Each test writes a small
+application into a temporary project and runs ``veridic.cli.main`` in this
+process; the tables are read back with GitHub's rules for cells (an
+unescaped ``|`` ends a cell, ``\\|`` does not, even inside a code span) and
+code spans (a run of N backticks ends at the next run of exactly N).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from veridic.cli import main
+
+HOSTILE = (
+    "TODO | `rm -rf` <script>alert(1)</script>\n| forged | row |\n<img src=x onerror=alert(2)>"
+)
+
+APP = f'''
+from veridic import Registry
+
+registry = Registry("app")
+
+SEARCH_SCHEMA = {{
+    "type": "object",
+    "properties": {{"q": {{"type": "string", "description": "What to search for."}}}},
+    "required": ["q"],
+}}
+
+# An MCP server wrote this description: the model's or a stranger's text.
+registry.external(
+    name="web_search",
+    description={HOSTILE!r},
+    input_schema=SEARCH_SCHEMA,
+    handler=dict,
+    kind="query",
+    source="mcp:search",
+)
+
+
+@registry.tool(kind="query")
+def find_user(email: str) -> str:
+    """Find a user by email address.
+
+    Args:
+        email: The address to look up.
+    """
+    return email
+'''
+
+CLEAN = '''
+from veridic import Registry
+
+registry = Registry("clean")
+
+
+@registry.tool(kind="query")
+def find_user(email: str) -> str:
+    """Find a user by email address.
+
+    Args:
+        email: The address to look up.
+    """
+    return email
+'''
+
+WARNED = '''
+
+@registry.tool(kind="write", irreversible=True)
+def purge_user(user_id: int) -> None:
+    """Remove a user and everything they own.
+
+    Args:
+        user_id: The user to remove.
+    """
+'''
+
+Write = Callable[[str], str]
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_TICKS = re.compile(r"`+")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr("veridic.config._current", None)
+    return tmp_path
+
+
+@pytest.fixture
+def app(project: Path) -> Iterator[Write]:
+    written: list[str] = []
+
+    def write(source: str) -> str:
+        name = f"app_{uuid.uuid4().hex[:12]}"
+        (project / f"{name}.py").write_text(textwrap.dedent(source))
+        written.append(name)
+        return name
+
+    yield write
+    for name in written:
+        sys.modules.pop(name, None)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    return code, capsys.readouterr().out
+
+
+def cells(row: str) -> list[str]:
+    """A table row's cells as GitHub splits them."""
+    assert row.startswith("| "), row
+    assert row.endswith(" |"), row
+    return [cell.strip() for cell in _CELL_SPLIT.split(row[1:-1])]
+
+
+def outside_code(text: str) -> str:
+    """``text`` without its code spans: what GitHub would render as Markdown and HTML."""
+    out, at = [], 0
+    while True:
+        opening = _TICKS.search(text, at)
+        if opening is None:
+            out.append(text[at:])
+            return "".join(out)
+        fence = opening.group()
+        closing = next(
+            (m for m in _TICKS.finditer(text, opening.end()) if m.group() == fence), None
+        )
+        if closing is None:  # an unmatched run is literal backticks
+            out.append(text[at : opening.end()])
+            at = opening.end()
+            continue
+        out.append(text[at : opening.start()])
+        at = closing.end()
+
+
+def tables(markdown: str) -> list[list[list[str]]]:
+    """Each table (consecutive lines starting with ``|``) as rows of cells, separator dropped."""
+    found: list[list[list[str]]] = []
+    current: list[list[str]] | None = None
+    for line in markdown.split("\n"):
+        if line.startswith("|"):
+            if current is None:
+                current = []
+                found.append(current)
+            if not set(line) <= set("|-"):
+                current.append(cells(line))
+        else:
+            current = None
+    return found
+
+
+def assert_inert(markdown: str) -> None:
+    """No HTML tag, image or link outside a code span."""
+    rendered = outside_code(markdown)
+    assert "<" not in rendered.replace("&lt;", ""), rendered
+    assert "](" not in rendered
+
+
+def test_a_hostile_description_stays_in_its_cell_and_renders_no_html(
+    app: Write, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run(capsys, "lint", f"{app(APP)}:registry", "--format", "markdown")
+    assert code == 1
+    (findings,) = tables(out)
+    head, *rows = findings
+    assert head == ["severity", "rule", "tool", "file:line", "message", "how to fix"]
+    assert all(len(row) == 6 for row in rows)
+    placeholder = next(row for row in rows if row[1] == "`placeholder-description`")
+    assert placeholder[2] == "`web_search`"
+    assert placeholder[3] == "—"  # a built-in handler: no file, no line
+    message = placeholder[4]
+    assert message.startswith("`` ")
+    assert message.endswith(" ``")
+    assert "\\|" in message
+    assert "\n" not in message
+    assert "`rm -rf`" in message
+    assert "<script>" in message  # shown, as text, inside the code span
+    assert_inert(out)
+    assert not any(line.startswith("| forged") for line in out.split("\n"))
+
+
+def test_the_summary_counts_each_severity_and_gives_the_verdict(
+    app: Write, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = app(APP + WARNED)
+    _, out = run(capsys, "lint", f"{name}:registry", "--format", "markdown")
+    lines = out.split("\n")
+    assert lines[0] == f"### veridic lint `{name}:registry`"
+    assert lines[2] == "1 finding, 1 warning: **failed** (exit 1)."
+    warned = app(CLEAN + WARNED)
+    code, out = run(capsys, "lint", f"{warned}:registry", "--format", "markdown")
+    assert (code, out.split("\n")[2]) == (0, "1 warning: **clean** (exit 0).")
+    code, out = run(capsys, "lint", f"{warned}:registry", "--format", "markdown", "--strict")
+    assert (code, out.split("\n")[2]) == (
+        1,
+        "1 warning: **failed (--strict: warnings fail)** (exit 1).",
+    )
+
+
+def test_an_empty_result_says_no_findings(app: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "lint", f"{app(CLEAN)}:registry", "--format", "markdown")
+    assert code == 0
+    assert "no findings: **clean** (exit 0)." in out
+    assert tables(out) == []
+
+
+def test_a_hostile_vouch_reason_in_hatches_stays_in_its_cell(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reason = "ok | `x` <script>alert(1)</script>\\n| forged | row |"
+    (project / "legacy.py").write_text(
+        "from veridic import TrustPolicy\n\n"
+        'legacy = TrustPolicy("legacy-prompts")\n'
+        f'vouched = legacy.vouch(text, reason="{reason}")\n'
+    )
+    code, out = run(capsys, "hatches", "legacy.py", "--format", "markdown")
+    assert code == 0  # listed for review, not findings
+    (found,) = tables(out)
+    rows = found[1:]
+    assert all(len(row) == 6 for row in rows)
+    vouch = next(row for row in rows if row[1] == "`vouch`")
+    assert (vouch[0], vouch[3]) == ("listed", "`legacy.py:4`")
+    assert "<script>" in vouch[4]
+    assert "2 listed for review: **clean** (exit 0)." in out
+    assert_inert(out)
+
+
+def _committed(project: Path, capsys: pytest.CaptureFixture[str], name: str) -> Path:
+    assert run(capsys, "manifest", f"{name}:registry", "-o", "manifest.json")[0] == 0
+    path = project / "manifest.json"
+    data = json.loads(path.read_text())
+    tool = data["tools"]["find_user"]
+    tool["risk"] = "mid"
+    tool["description"] = "Find | `anyone` <script>alert(1)</script>\nby email."
+    data["tools"]["old_tool"] = {**tool, "description": "Gone."}
+    data["risk_counts"] = {"low": 0, "mid": 2, "high": 0}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def test_manifest_check_prints_drift_as_a_table_of_tool_field_old_new(
+    app: Write, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = app(CLEAN)
+    _committed(project, capsys, name)
+    code, out = run(
+        capsys, "manifest", f"{name}:registry", "--check", "manifest.json", "--format", "markdown"
+    )
+    assert code == 1
+    assert "#### Manifest drift (4 changes)" in out
+    (drift,) = tables(out)
+    head, *rows = drift
+    assert head == ["tool", "field", "old", "new"]
+    assert all(len(row) == 4 for row in rows)
+    by_field = {(row[0], row[1]): (row[2], row[3]) for row in rows}
+    assert by_field[("`find_user`", "`risk`")] == ("`mid`", "`low`")
+    old, new = by_field[("`find_user`", "`description`")]
+    assert "\\|" in old
+    assert "<script>" in old
+    assert "\\n" in old
+    assert new == "`Find a user by email address.`"
+    assert by_field[("`old_tool`", "`risk`")] == ("`mid`", "_(absent)_")
+    assert by_field[("`old_tool`", "`irreversible`")] == ("`false`", "_(absent)_")
+    assert by_field[("risk counts", "`low`")] == ("`0`", "`1`")
+    assert by_field[("risk counts", "`mid`")] == ("`2`", "`0`")
+    assert_inert(out)
+
+
+def test_manifest_check_keeps_its_text_output_by_default(
+    app: Write, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = app(CLEAN)
+    _committed(project, capsys, name)
+    code, out = run(capsys, "manifest", f"{name}:registry", "--check", "manifest.json")
+    assert code == 1
+    assert 'tool find_user: risk changed from "mid" to "low"' in out
+    assert "| tool | field |" not in out
+    assert out.rstrip().endswith("result: failed (exit 1)")
+
+
+def test_check_markdown_has_the_findings_and_the_drift(
+    app: Write, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = app(APP)
+    assert run(capsys, "manifest", f"{name}:registry", "-o", "manifest.json")[0] == 0
+    path = project / "manifest.json"
+    data = json.loads(path.read_text())
+    data["tools"]["find_user"]["kind"] = "write"
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    code, out = run(
+        capsys, "check", f"{name}:registry", "--manifest", "manifest.json", "--format", "markdown"
+    )
+    assert code == 1
+    findings, drift = tables(out)
+    assert any(row[1] == "`placeholder-description`" for row in findings[1:])
+    assert drift[1:] == [["`find_user`", "`kind`", "`write`", "`query`"]]
+    assert_inert(out)
+
+
+def test_a_clean_manifest_check_says_so(
+    app: Write, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = app(CLEAN)
+    assert run(capsys, "manifest", f"{name}:registry", "-o", "manifest.json")[0] == 0
+    code, out = run(
+        capsys, "manifest", f"{name}:registry", "--check", "manifest.json", "--format", "markdown"
+    )
+    assert code == 0
+    assert "no findings: **clean** (exit 0)." in out
+    assert "manifest.json matches the registry" in out
+    assert tables(out) == []
