@@ -27,9 +27,9 @@ from veridic import (
     ProvenanceError,
     TrustedInstruction,
     instruction,
-    unfence,
     untrusted,
 )
+from veridic.text.terminal_view import print_terminal
 
 
 class StoredPrompt(BaseModel):
@@ -68,17 +68,9 @@ def build() -> Prompt:
 
 
 def report(prompt: Prompt) -> None:
-    print(f"prompt sha256 {prompt.sha256}\n")
-    for index, message in enumerate(prompt.messages):
-        print(f"[{index}] {message.role}")
-        for span in message.spans:
-            text = message.content[span.start : span.end]
-            trust = {"untrusted": "UNTRUSTED", "unknown": "unbranded"}.get(span.kind, "trusted")
-            sample = repr(text if len(text) <= 40 else text[:40] + "…")
-            print(f"    {trust:9} {span.kind:9} {span.origin:24} {sample}")
-        for label, text in unfence(message.content):
-            print(f"    data block {label!r} unfences to {len(text)} chars, byte for byte")
-        print()
+    # One line per span (trust, kind, origin, a clipped sample), coloured by kind on a
+    # terminal (NO_COLOR turns it off); the composer's "\n\n" separators are folded away.
+    print_terminal(prompt)
 
 
 def refuse() -> None:

@@ -141,6 +141,7 @@ if TYPE_CHECKING:
     )
     from veridic.text.prompt import (
         Prompt,
+        PromptDocument,
         ReasoningItem,
     )
     from veridic.text.trust_policy import (
@@ -264,6 +265,7 @@ _HOMES: dict[str, str] = {
     "VouchRecord": "veridic.text.trust_policy",
     "VouchSink": "veridic.text.trust_policy",
     "PostgresAuditSink": "veridic.run.postgres",
+    "PromptDocument": "veridic.text.prompt",
     "AsyncPostgresAuditSink": "veridic.run.postgres",
     "aexecute": "veridic.run.executor",
     "configure": "veridic.config",
@@ -328,6 +330,7 @@ __all__ = [
     "PostgresAuditSink",
     "PreparedCall",
     "Prompt",
+    "PromptDocument",
     "Provenance",
     "ProvenanceError",
     "ReasoningItem",
