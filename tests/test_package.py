@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,13 @@ def test_the_version_is_the_installed_distributions() -> None:
 
     assert veridic.__version__ == version("veridic")
     assert all(part.isdigit() for part in veridic.__version__.split("."))
+
+
+def test_the_distribution_says_it_is_typed_and_for_which_python() -> None:
+    meta = importlib.metadata.metadata("veridic")
+    classifiers = meta.get_all("Classifier") or []
+    assert "Typing :: Typed" in classifiers  # py.typed ships: type checkers read the package
+    assert "Programming Language :: Python :: 3.11" in classifiers
+    assert meta["Requires-Python"] == ">=3.11"
+    extras = set(meta.get_all("Provides-Extra") or [])
+    assert {"mypy", "testing", "openai", "anthropic", "postgres", "otel", "mcp"} <= extras
