@@ -55,7 +55,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from veridic.run.audit import (
     AuditRecord,
@@ -523,7 +523,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     Raises:
         AuditRecordError: a stored row cannot be read back (the store's own error).
     """
-    records = _selected(_records(store, selection), selection)
+    records = _read(store.records, selection)
     calls = tuple(r for r in records if not r.follow_up)
     writes = tuple(r for r in calls if r.kind == "write")
     counts = dict.fromkeys(ApprovalMode, 0)
@@ -533,8 +533,8 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     substitutions = tuple(s for s in store.substitutions() if _in(selection, s.denied))
     follow_ups = tuple(r for r in records if r.follow_up)
 
-    model_calls = _selected(_model_calls(store, selection), selection)
-    replies = _selected(_model_replies(store, selection), selection)
+    model_calls = _read(store.model_calls, selection)
+    replies = _read(store.model_replies, selection)
     order: dict[str, float] = {}
     firsts = [(r.request_id, r.time) for r in records]
     firsts += [(c.request_id, c.time) for c in model_calls]
@@ -574,53 +574,36 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
 
 # --- gathering -----------------------------------------------------------------------------
 
+_T = TypeVar("_T", AuditRecord, ModelCallRecord, ModelReplyRecord)
+_T_co = TypeVar("_T_co", covariant=True)
+
 
 def _in(selection: Selection, record: AuditRecord) -> bool:
     return selection.holds(record.request_id, record.time)
 
 
-def _records(store: AuditStore, selection: Selection) -> tuple[AuditRecord, ...]:
+class _Reader(Protocol[_T_co]):
+    """A store's ``records``, ``model_calls`` or ``model_replies``: they narrow alike."""
+
+    def __call__(
+        self, request_id: str | None = None, *, since: float | None, until: float | None
+    ) -> tuple[_T_co, ...]: ...
+
+
+def _read(read: _Reader[_T], selection: Selection) -> tuple[_T, ...]:
+    """What ``read`` holds of ``selection``, narrowed by the store itself (request and range)."""
     since, until = selection.since, selection.until
     if not selection.request_ids:
-        return store.records(since=since, until=until)
+        return read(since=since, until=until)
     return tuple(
-        r
+        item
         for request in _unique(selection.request_ids)
-        for r in store.records(request, since=since, until=until)
-    )
-
-
-def _model_calls(store: AuditStore, selection: Selection) -> tuple[ModelCallRecord, ...]:
-    since, until = selection.since, selection.until
-    if not selection.request_ids:
-        return store.model_calls(since=since, until=until)
-    return tuple(
-        c
-        for request in _unique(selection.request_ids)
-        for c in store.model_calls(request, since=since, until=until)
-    )
-
-
-def _model_replies(store: AuditStore, selection: Selection) -> tuple[ModelReplyRecord, ...]:
-    since, until = selection.since, selection.until
-    if not selection.request_ids:
-        return store.model_replies(since=since, until=until)
-    return tuple(
-        r
-        for request in _unique(selection.request_ids)
-        for r in store.model_replies(request, since=since, until=until)
+        for item in read(request, since=since, until=until)
     )
 
 
 def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
-
-
-_T = TypeVar("_T", AuditRecord, ModelCallRecord, ModelReplyRecord)
-
-
-def _selected(items: Sequence[_T], selection: Selection) -> tuple[_T, ...]:
-    return tuple(item for item in items if selection.holds(item.request_id, item.time))
 
 
 def _paired(
