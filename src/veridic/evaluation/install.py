@@ -221,7 +221,6 @@ def _fetch_sdist(cache: Path, pin: RuntimePin, run: Run) -> Path:
                 "--no-deps",
                 "--no-binary",
                 ":all:",
-                "--no-build-isolation",
                 "-d",
                 str(folder),
                 f"{pin.name}=={pin.version}",
