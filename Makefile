@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "veridic needs Python 3.11 or newer: run make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e . --group dev
 	touch $(STAMP)
 
 # `make demo` installs only what the demo needs (veridic, and jsonschema for the external
@@ -49,7 +49,7 @@ BENCH_ARGS ?=
 $(BENCH_VENV)/.installed: pyproject.toml $(STAMP)
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[dev,bench]'
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]' --group dev
 	touch $@
 
 bench: $(BENCH_VENV)/.installed

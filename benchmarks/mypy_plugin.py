@@ -269,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         section.notes.append(f"the environment without the SDKs is not measured: {other}")
     if here != "SDKs installed":
         section.notes.append(
-            "this environment lacks openai or anthropic: install .[dev] to compare"
+            "this environment lacks openai or anthropic: install the dev group "
+            "(pip install -e . --group dev) to compare"
         )
     cold_rounds = 1 if h.QUICK else COLD_ROUNDS
     warm_rounds = 1 if h.QUICK else WARM_ROUNDS

@@ -318,7 +318,7 @@ OVERLAYS: Final = {
 def _source(module: str) -> tuple[Path, bool]:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise SystemExit(f"{module} is not installed: pip install -e '.[dev]'")
+        raise SystemExit(f"{module} is not installed: pip install -e . --group dev")
     path = Path(spec.origin)
     return path, path.name == "__init__.py"
 

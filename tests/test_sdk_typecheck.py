@@ -229,7 +229,7 @@ def test_the_rule_leaves_other_sdk_methods_alone(module: str, cls: str, method: 
 def pyright_run(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, Counter[tuple[int, str]]]:
     binary = Path(sys.executable).parent / "basedpyright"
     if not shutil.which(str(binary)):
-        pytest.skip("basedpyright is not installed: pip install -e '.[dev]'")
+        pytest.skip("basedpyright is not installed: pip install -e . --group dev")
     config = tmp_path_factory.mktemp("sdk-pyright") / "pyrightconfig.json"
     config.write_text(
         json.dumps(

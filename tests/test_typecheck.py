@@ -403,7 +403,7 @@ def _pyright() -> list[str] | None:
 def pyright_run(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, Counter[tuple[int, str]]]:
     command = _pyright()
     if command is None:
-        pytest.skip("basedpyright is not installed: pip install -e '.[dev]'")
+        pytest.skip("basedpyright is not installed: pip install -e . --group dev")
     directory = tmp_path_factory.mktemp("pyright")
     config = directory / "pyrightconfig.json"
     config.write_text(
