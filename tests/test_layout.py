@@ -30,7 +30,7 @@ CONTRACT = (
     *("find_doc_gaps", "Templates", "VeridicError", "ProvenanceError", "UnknownToolError"),
     *("ToolUnavailableError", "ToolDeniedError", "RiskFloorError", "AlwaysAllowRefused"),
 )
-"""The names of DESIGN.md's public API contract, imported from ``veridic``."""
+"""The names of the public API contract (docs/design.md), imported from ``veridic``."""
 
 BOTTOM = frozenset(
     {

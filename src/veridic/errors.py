@@ -213,7 +213,7 @@ class AlwaysAllowRefusedError(VeridicError):
 
 
 AlwaysAllowRefused = AlwaysAllowRefusedError
-"""The name DESIGN.md's contract imports; ``AlwaysAllowRefusedError`` has the suffix of every
+"""The name the public API contract (docs/design.md) imports; ``AlwaysAllowRefusedError`` has the suffix of every
 other error."""
 
 

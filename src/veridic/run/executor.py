@@ -1,7 +1,7 @@
 """The executor: approve, dispatch under guard, record. One audit record per call, always.
 
 :func:`execute` (and :func:`aexecute` for ``async`` code) is the road from a
-model's tool call to its effect (see "The road data takes" in DESIGN.md):
+model's tool call to its effect (see "The road data takes" in docs/design.md):
 
 1. the name is checked against the view that produced the prompt; an unknown,
    unavailable or denied tool, or invalid arguments, is *refused* and nothing

@@ -1,7 +1,7 @@
 """``ModelGateway``: the one road from a prompt and a view to a model, and back.
 
 Every model call of an application goes through one gateway, so every call
-is made the same way (see "The road data takes" in DESIGN.md):
+is made the same way (see "The road data takes" in docs/design.md):
 
 1. the prompt is refused if it still has tool calls waiting for results
    (:attr:`Prompt.pending_tool_calls`: providers reject such a prompt), and
