@@ -260,6 +260,12 @@ def test_audit_counts_no_instruction_write_approved_by_an_always_rule() -> None:
 
 def test_store_output_shows_each_decision(store_output: str) -> None:
     flat = _flat(store_output)
+    # The visibility half: the undocumented handler is in no projection, and lint fails.
+    assert "tool 'archive_prompt' (examples/prompt_store/undocumented.py:" in flat
+    assert "In the capability section: no; in the provider's tool list: no" in flat
+    assert "a call to it: refused (unavailable: it has no real description" in flat
+    assert "missing-description (1)" in flat
+    assert "exit status 1: the check is red" in flat
     assert 'build_registry(store, revert_risk="mid").boot() raised RiskFloorError' in flat
     assert "allow_always('edit_prompt') raised AlwaysAllowRefused" in flat
     assert "also refused: revert_prompt, delete_prompt" in flat
