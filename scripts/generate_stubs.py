@@ -1,8 +1,9 @@
-"""Generate stubs/: overlay stubs that narrow the provider SDKs' instruction parameters.
+"""Generate src/veridic/_sdk_stubs/: overlay stubs that narrow the SDKs' instruction parameters.
 
 Type checkers without plugins (pyright, basedpyright) read these stubs instead
-of the installed SDK modules they cover, when ``stubPath`` points at stubs/
-(see docs/providers.md). The narrowed positions are the ones the
+of the installed SDK modules they cover, when ``stubPath`` points at a folder
+``veridic stubs DIR`` wrote them to (see docs/providers.md): the wheel ships
+them as package data, not modules. The narrowed positions are the ones the
 ``veridic.mypy`` plugin checks (``veridic-sdk``):
 
 - anthropic ``messages`` (and ``beta.messages``) ``system=``: a
@@ -16,19 +17,19 @@ of the installed SDK modules they cover, when ``stubPath`` points at stubs/
   wherever such a message is built.
 
 Each stub is the installed SDK module with its relative imports made absolute
-(so they resolve through stubs/ first, then the installed package), function
-bodies other than ``__init__`` dropped, docstrings dropped, and the narrowing
-applied. The modules on the way from ``import openai`` to the narrowed ones
+(so they resolve through the stub folder first, then the installed package),
+function bodies other than ``__init__`` dropped, docstrings dropped, and the
+narrowing applied. The modules on the way from ``import openai`` to the narrowed ones
 are copied too, because pyright follows a relative import next to the file
 that makes it.
 
 Usage::
 
-    python scripts/generate_stubs.py            # rewrite stubs/ from the installed SDKs
+    python scripts/generate_stubs.py            # rewrite _sdk_stubs/ from the installed SDKs
     python scripts/generate_stubs.py --check    # exit 1 and list the files that differ
 
-tests/test_sdk_typecheck.py runs the check, so stubs/ cannot fall behind the
-SDK versions installed for the tests (the ``dev`` extra pins them).
+tests/test_sdk_typecheck.py runs the check, so the stubs cannot fall behind the
+SDK versions installed for the tests (the ``dev`` dependency group pins them).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
-STUBS: Final = ROOT / "stubs"
+STUBS: Final = ROOT / "src" / "veridic" / "_sdk_stubs"
 TRUSTED: Final = "TrustedInstruction"
 VERSIONS_FILE: Final = "VERSIONS"
 
@@ -53,7 +54,7 @@ Edit = Callable[[ast.Module], None]
 
 @dataclass(frozen=True)
 class Overlay:
-    """One module to copy into stubs/, and the edits that narrow it."""
+    """One module to copy into the stubs, and the edits that narrow it."""
 
     module: str
     edits: tuple[Edit, ...] = field(default=())
@@ -394,7 +395,7 @@ def _slim(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def render(overlay: Overlay, header: str) -> tuple[Path, str]:
-    """The stub file of one overlay: its path under stubs/ and its text."""
+    """The stub file of one overlay: its path in the stub folder and its text."""
     _, is_package = _source(overlay.module)
     tree = _parse(overlay.module)
     tree.body = _slim(tree.body)
@@ -411,7 +412,7 @@ def versions() -> dict[str, str]:
 
 
 def generate() -> dict[Path, str]:
-    """Every file of stubs/, by path relative to it."""
+    """Every file of the stub folder, by path relative to it."""
     installed = versions()
     files: dict[Path, str] = {}
     for sdk, overlays in OVERLAYS.items():
@@ -425,7 +426,8 @@ def generate() -> dict[Path, str]:
             files[path] = text
     listed = "".join(f"{sdk}=={version}\n" for sdk, version in sorted(installed.items()))
     files[Path(VERSIONS_FILE)] = (
-        "# The SDK versions stubs/ was generated from (scripts/generate_stubs.py).\n" + listed
+        "# The SDK versions veridic's SDK stubs were generated from (scripts/generate_stubs.py).\n"
+        + listed
     )
     return files
 
@@ -468,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(problem)
         if problems:
-            print("stubs/ is stale: run python scripts/generate_stubs.py", file=sys.stderr)
+            print(f"{args.out} is stale: run python scripts/generate_stubs.py", file=sys.stderr)
         return 1 if problems else 0
     write(args.out)
     print(f"wrote {args.out} for " + ", ".join(f"{k} {v}" for k, v in versions().items()))

@@ -3,7 +3,8 @@
 The cases call the real ``openai`` and ``anthropic`` packages. Marks as in
 tests/test_typecheck.py: ``# E: [code] fragment`` for a mypy error (with the
 ``veridic.mypy`` plugin), ``# P: [rule]`` for a pyright error with the overlay
-stubs of stubs/ on its ``stubPath``; a line without a mark must get no error;
+stubs (src/veridic/_sdk_stubs/, what ``veridic stubs DIR`` writes) on its
+``stubPath``; a line without a mark must get no error;
 a mark on a comment line of its own is for the next line of code.
 
 All cases go through one mypy run, with a cache kept in
@@ -39,7 +40,7 @@ pytest.importorskip("anthropic")
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 CASES: Final = ROOT / "tests" / "typecheck" / "sdk"
-STUBS: Final = ROOT / "stubs"
+STUBS: Final = ROOT / "src" / "veridic" / "_sdk_stubs"
 CACHE: Final = (
     Path(os.environ["VERIDIC_TYPECHECK_CACHE"]).with_name("sdk-typecheck-tests")
     if os.environ.get("VERIDIC_TYPECHECK_CACHE")
@@ -295,9 +296,9 @@ def _generator() -> ModuleType:
 def test_stubs_are_generated_from_the_installed_sdk_versions() -> None:
     problems = _generator().stale(STUBS)
     assert problems == [], (
-        "stubs/ does not match the installed SDKs ("
+        "src/veridic/_sdk_stubs/ does not match the installed SDKs ("
         + ", ".join(problems[:5])
-        + "): run python scripts/generate_stubs.py and commit stubs/"
+        + "): run python scripts/generate_stubs.py and commit src/veridic/_sdk_stubs/"
     )
 
 

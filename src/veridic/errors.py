@@ -213,8 +213,8 @@ class AlwaysAllowRefusedError(VeridicError):
 
 
 AlwaysAllowRefused = AlwaysAllowRefusedError
-"""The name the public API contract (docs/design.md) imports; ``AlwaysAllowRefusedError`` has the suffix of every
-other error."""
+"""The name the public API contract (docs/design.md) imports; ``AlwaysAllowRefusedError``
+has the suffix of every other error."""
 
 
 class ApprovalDeniedError(VeridicError, PermissionError):

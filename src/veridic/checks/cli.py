@@ -30,6 +30,13 @@ store's model calls (``--call CALL_ID``: one call's recorded system-message
 provenance; the store keeps spans and hashes, not text). It exits 0, or 2 on a
 usage error (a missing file, a document that is not valid, an unknown call).
 
+``veridic stubs DIR`` writes the SDK overlay stubs that make pyright refuse an
+untrusted system prompt into a folder for its ``stubPath``
+(:mod:`veridic.checks.stubs`), says which SDK versions they describe and warns
+when the installed ones differ; the rest of DIR is left alone. It exits 0, or 2
+when DIR's ``openai/``, ``anthropic/`` or ``VERSIONS`` hold files an earlier
+``veridic stubs`` did not write (nothing is changed then).
+
 The gate cannot be passed by accident:
 
 - Application code that stops the process while veridic runs it (at import,
@@ -100,6 +107,7 @@ from veridic.checks.manifest import (
 )
 from veridic.checks.markdown import render_markdown
 from veridic.checks.sarif import render_sarif
+from veridic.checks.stubs import write_stubs
 from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
 from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
@@ -272,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_audit(args, sys.stdout)
     if args.command == "show":  # reads a file or a store: no config, no import
         return _run_show(args, sys.stdout)
+    if args.command == "stubs":  # copies veridic's own data: no config, no import
+        return _run_stubs(args, sys.stdout, sys.stderr)
     command: Callable[[argparse.Namespace, _Config], _Report] = args.run
     try:
         config = _load_config(args.config)
@@ -543,6 +553,27 @@ def _parser() -> argparse.ArgumentParser:
         "--separators",
         action="store_true",
         help="list the composer's separators between system parts too (folded by default)",
+    )
+
+    stubs = commands.add_parser(
+        "stubs",
+        help="write the openai/anthropic stubs that make pyright refuse an untrusted "
+        "system prompt, for its stubPath",
+        description="Write veridic's overlay stubs of the openai and anthropic SDKs into DIR "
+        "(created when missing). With stubPath pointing at DIR, pyright and basedpyright "
+        "refuse an UntrustedText passed as a system prompt or instructions. The stubs describe "
+        "the SDK versions they were generated for (DIR/VERSIONS); a warning says when the "
+        "installed ones differ. Other files in DIR (stubs of other packages) are left alone; "
+        "its openai/, anthropic/ and VERSIONS must be new or an earlier veridic stubs' "
+        "output, which is replaced.",
+        epilog="exit codes: 0 written, 2 usage error (DIR's openai/, anthropic/ or VERSIONS "
+        "hold other files, or DIR is not a writable folder)",
+    )
+    stubs.add_argument(
+        "directory",
+        metavar="DIR",
+        type=Path,
+        help="the stub folder, e.g. typings (pyright's default stubPath)",
     )
     return parser
 
@@ -1120,6 +1151,22 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
         return SQLiteAuditSink(copy)
     except (sqlite3.Error, VeridicError) as error:
         raise _UsageError(f"{path}: cannot be opened as an audit store: {error}") from error
+
+
+# --- veridic stubs -------------------------------------------------------------------------
+
+
+def _run_stubs(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``veridic stubs``: write the stubs (:mod:`veridic.checks.stubs`); a refusal is exit 2."""
+    try:
+        written = write_stubs(args.directory)
+    except VeridicError as error:
+        print(f"veridic stubs: {error}", file=err)
+        return EXIT_USAGE
+    for warning in written.warnings():
+        print(f"veridic stubs: warning: {warning}", file=err)
+    out.write(written.summary())
+    return EXIT_CLEAN
 
 
 # --- veridic show --------------------------------------------------------------------------

@@ -88,7 +88,7 @@ async def async_calls() -> None:
     )
 
 
-# pyright (with stubs/) checks a system message where it is built; mypy where it is sent.
+# pyright (with the SDK stubs) checks a system message where it is built; mypy where it is sent.
 # P: [reportAssignmentType]
 BUILT: ChatCompletionSystemMessageParam = {"role": "system", "content": TICKET}
 TRUSTED: ChatCompletionSystemMessageParam = {"role": "system", "content": SYSTEM}
