@@ -20,7 +20,9 @@ anything is timed, and the floor (the same output written by hand) as a row.
 3. ``views``: views, capability section, tool specs, tool-list digest at 10, 50
    and 1,000 tools; nearest names against difflib;
 4. ``lint``: booting 5,000 tools; ``veridic lint`` and ``veridic manifest`` of
-   5,000 tools; near-duplicate detection;
+   5,000 tools; near-duplicate detection; ``siblings``: the sibling lint's
+   precision and recall on labelled pairs of public tool catalogs, and its
+   join at thousands of tools against all pairs;
 5. ``mypy_plugin``: mypy on a user project, with and without the plugin, with
    and without the provider SDKs installed;
 6. ``templates``, 7. ``plans``, 8. ``audit``;
@@ -49,7 +51,17 @@ from typing import Final
 import _harness as h
 
 HERE: Final = Path(__file__).resolve().parent
-SCRIPTS: Final = ("request", "sizes", "views", "lint", "mypy_plugin", "templates", "plans", "audit")
+SCRIPTS: Final = (
+    "request",
+    "sizes",
+    "views",
+    "lint",
+    "siblings",
+    "mypy_plugin",
+    "templates",
+    "plans",
+    "audit",
+)
 SCRIPT_TIMEOUT: Final = 1800
 
 

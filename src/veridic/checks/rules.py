@@ -128,10 +128,11 @@ _CATALOGUE: Final = (
     _rule(
         "near-duplicate",
         "Two tools described in nearly the same words",
-        "The model must choose between two tools whose descriptions are nearly identical, so "
-        "it cannot tell which to call.",
-        "Say what sets each tool apart (what it changes, when to use it), or acknowledge the "
-        "pair in [tool.veridic] siblings.",
+        "The model must choose between two tools whose descriptions (with their names and "
+        "parameters) are nearly identical, often apart from a word or two that carry the whole "
+        "difference, so it may call one for the other.",
+        "Say in each description when to use it rather than the other (the message names the "
+        "words that tell them apart), or acknowledge the pair in [tool.veridic] siblings.",
     ),
     _rule(
         "near-duplicate-acknowledged",
