@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench fuzz clean eval-model
+.PHONY: demo test lint typecheck pytest docs bench fuzz clean eval-model eval-probe
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "veridic needs Python 3.11 or newer: run make PYTHON=python3.11 ...")'
@@ -28,7 +28,7 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/python examples/demo.py
 
-test: lint typecheck pytest
+test: lint typecheck pytest docs
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -39,6 +39,13 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/pytest
+
+# The docs site (docs/, Sphinx with myst-parser) into build/docs/html, strict: every warning
+# fails it, and every cross-reference must resolve (-n). -E reads every page again, since
+# Sphinx does not notice a changed docstring. The pages' examples run in pytest
+# (tests/test_docs_site.py).
+docs: $(STAMP)
+	$(BIN)/sphinx-build -E -j auto -W --keep-going -n -q -b html -d build/docs/doctrees docs build/docs/html
 
 # The benchmarks measure veridic against its peers too (the `bench` extra: langchain-core,
 # mirascope, pydantic-ai-slim, banks), installed into a venv of their own so that the

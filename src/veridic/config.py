@@ -2,12 +2,12 @@
 
 Two settings, both read where an application starts:
 
-- ``mode``: ``"enforce"`` (the default) raises :class:`ProvenanceError` when
+- ``mode``: ``"enforce"`` (the default) raises :class:`~veridic.errors.ProvenanceError` when
   text that is not trusted reaches an instruction position; ``"report"`` logs
   the violation on the ``veridic`` logger and lets it pass, for migrating an
   existing application one warning at a time. Report mode never mints: the
   text stays untrusted, so a later enforcing check still sees it.
-- ``trust_policies``: the names :class:`TrustPolicy` may use. Unless set with
+- ``trust_policies``: the names :class:`~veridic.TrustPolicy` may use. Unless set with
   :func:`configure`, it is read once from ``[tool.veridic] trust-policies`` of
   the nearest ``pyproject.toml`` above the working directory; ``None`` (no
   such key) allows any name.

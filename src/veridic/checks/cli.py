@@ -59,7 +59,7 @@ The gate cannot be passed by accident:
   ``manifest`` and ``check``, not compared, so ``check`` passes on a CI runner
   without production secrets (:mod:`veridic.checks.manifest`).
 - ``hatches`` reads mypy's configuration with mypy's own parser when mypy is
-  importable (:mod:`veridic.checks._mypy_settings`).
+  importable (``veridic.checks._mypy_settings``).
 
 Configuration is read from ``[tool.veridic]`` of the nearest
 ``pyproject.toml`` above the working directory (or ``--config FILE``); these

@@ -12,7 +12,8 @@ kind                 what                                        finding?
                      or ``UntrustedText`` (name, attribute,      veridic
                      string annotation, or inside a generic)
 ``brand-call``       ``TrustedInstruction(x)``: the NewType's    yes, outside
-                     constructor, an identity that mints nothing veridic
+                     constructor, an identity that mints         veridic
+                     nothing
 ``trust-policy``     ``TrustPolicy("name")``                     when the name is
                                                                  not fixed in the
                                                                  module, is empty,
@@ -55,12 +56,13 @@ kind                      what                                   finding?
 ``plugin-missing``        ``plugins`` without ``veridic.mypy``   yes
                           (or no ``[mypy]`` section at all)
 ``config-unparsable``     a configuration file mypy cannot       yes
-                          parse (it skips it and reads the next)
+                          parse (it skips it and reads the
+                          next)
 ========================  =====================================  ==========
 
 Both are read as mypy reads them, by mypy's own ``config_parser`` when mypy
 is importable (by a reader written after it otherwise, see
-:mod:`veridic.checks._mypy_settings`): only what mypy applies is listed. A key mypy
+``veridic.checks._mypy_settings``): only what mypy applies is listed. A key mypy
 does not recognise (``disable-error-code`` with dashes in a configuration
 file, another case in ``pyproject.toml``), a section whose module pattern
 mypy refuses or that a later section replaces, and a code that

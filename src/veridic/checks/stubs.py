@@ -12,7 +12,7 @@ cover, and an ``UntrustedText`` passed as a system prompt is an error there.
 What a caller must know:
 
 - The stubs describe one version of each SDK (``VERSIONS``, read back as
-  :attr:`StubsWritten.sdks`); another installed version keeps its own
+  ``StubsWritten.sdks``); another installed version keeps its own
   signatures only in the modules the stubs do not cover, so the CLI warns
   when they differ.
 - The folder may hold other stubs (``typings/`` usually does): only its

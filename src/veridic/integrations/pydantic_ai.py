@@ -132,7 +132,7 @@ def capability(
         VeridicError: ``policy`` was built for another view, ``audit`` cannot
             write records, ``request_id`` is empty or ``max_retries`` is not a
             count.
-        ToolCouplingError (from a run): pydantic-ai answered a name the view
+        ToolCouplingError: (from a run) pydantic-ai answered a name the view
             exposes as unknown: the capability's toolset was filtered or renamed.
     """
     require("pydantic_ai", "pydantic-ai", "veridic.integrations.pydantic_ai.capability()")

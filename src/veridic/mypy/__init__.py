@@ -11,24 +11,24 @@ every ``str`` operation returns ``str``. The plugin closes those gaps so that
 the static check and the run-time check of invariant I1 agree. Each rule lives
 in one small module, whose docstring says which hook it uses and why:
 
-=====================  ==========================================  ===================
-module                 rule                                        error code
-=====================  ==========================================  ===================
-``_literal_string``    keeps ``LiteralString`` annotations visible  (none)
+=====================  ============================================  ===================
+module                 rule                                          error code
+=====================  ============================================  ===================
+``_literal_string``    keeps ``LiteralString`` annotations visible   (none)
 ``_minting``           ``instruction()`` / ``LiteralString`` args    ``veridic-literal``
                        are text written in code
-``_forging``           no brand constructor outside veridic         ``veridic-forge``
-``_composition``       trusted ``+`` trusted is trusted             (none: a type)
-``_any_guard``         no ``Any`` in an instruction position, nor   ``veridic-any``
+``_forging``           no brand constructor outside veridic          ``veridic-forge``
+``_composition``       trusted ``+`` trusted is trusted              (none: a type)
+``_any_guard``         no ``Any`` in an instruction position, nor    ``veridic-any``
                        in a ``Literal`` parameter
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
-``_fields``            no ``UntrustedText`` into an                 ``veridic-launder``
+``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
                        ``InstructionField``
-``_private``           veridic's private minting names stay inside  ``veridic-forge``
-``_notes``             mypy's own brand errors say how to mint      (notes)
-``_sdk``               provider SDK calls give instructions only    ``veridic-sdk``
+``_private``           veridic's private minting names stay inside   ``veridic-forge``
+``_notes``             mypy's own brand errors say how to mint       (notes)
+``_sdk``               provider SDK calls give instructions only     ``veridic-sdk``
                        in trusted text
-=====================  ==========================================  ===================
+=====================  ============================================  ===================
 
 ``_code_text`` decides what is text written in code, with ``_rebinding``
 (names bound again), ``_overrides`` (parameters reached through a base's

@@ -135,7 +135,7 @@ class ApprovalPolicy:
     ``ApprovalPolicy(next_view, rules=policy.rules)``; every rule is checked
     again there. Safe to share between threads.
 
-    Raises (from its methods):
+    Its methods raise:
         UnknownToolError: a rule or decision names a tool never registered.
         AlwaysAllowRefusedError: an ``always`` rule for a high-risk tool.
     """

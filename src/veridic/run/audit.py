@@ -15,7 +15,7 @@ adds the questions, :class:`AsyncAuditStore` their coroutine twins.
 :class:`SQLiteAuditSink` is the default (standard library only);
 :class:`~veridic.run.postgres.PostgresAuditSink` serves many hosts with the
 same schema and the same answers (the statements are shared:
-:mod:`veridic.run._store`). Every record is validated before it
+``veridic.run._store``). Every record is validated before it
 is stored (:class:`AuditRecordError`), and committed before ``write`` returns,
 so a crash loses at most the record in flight.
 

@@ -388,7 +388,7 @@ class Reply:
         Anthropic thinking blocks go on the turn: with extended thinking and
         tool use the Messages API refuses the next request without them (a
         prompt holding them goes to Anthropic only). OpenAI reasoning items
-        stay on :attr:`reasoning` and are not put on the turn: the Responses
+        stay on ``reasoning`` and are not put on the turn: the Responses
         API ties each to the ids of the output items that followed it, which
         a stateless replay of the turn does not send, and it refuses the pair
         half-sent, while it accepts a turn without its reasoning (the model

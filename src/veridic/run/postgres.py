@@ -4,7 +4,7 @@ One request's calls may land on different app servers; the questions the
 store answers (how was each write approved, what did the model call after a
 refusal) are about the request, not the host. So every host writes to one
 database, with the schema, statements and answers of the SQLite store
-(:mod:`veridic.run._store`), and the approval state too: a run paused on one
+(``veridic.run._store``), and the approval state too: a run paused on one
 host is claimed, once, on another.
 
 Two classes, one per kind of caller:
@@ -28,7 +28,7 @@ record to write again.
 
 The tables live in the connection's ``search_path`` (``public`` unless the
 conninfo says otherwise: ``options=-csearch_path=audit``). Opening a store
-creates or migrates them (:mod:`veridic.run._postgres_schema`).
+creates or migrates them (``veridic.run._postgres_schema``).
 
 Needs the ``postgres`` extra: ``pip install 'veridic[postgres]'``.
 """

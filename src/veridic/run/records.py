@@ -52,7 +52,7 @@ class CallOutcome(StrEnum):
     """What became of a call.
 
     ``DENIED``, ``BLOCKED`` and ``REFUSED`` are the three ways a call is
-    stopped; each is a "denied call" for :meth:`SQLiteAuditSink.substitutions`.
+    stopped; each is a "denied call" for :meth:`~veridic.SQLiteAuditSink.substitutions`.
     """
 
     OK = "ok"

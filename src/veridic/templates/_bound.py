@@ -196,7 +196,7 @@ class DataTemplate(Bound[P]):
         :func:`veridic.unfence` on the result gives back ``[(name, output)]``.
         A data template formats data; it never instructs, so nothing in it
         needs a provenance of its own. The result is ``UntrustedText`` whose
-        source is the template's origin; :meth:`Composer.user` places it
+        source is the template's origin; :meth:`~veridic.Composer.user` places it
         as the block it is (and adds the fence preamble for its mode).
 
         Raises:

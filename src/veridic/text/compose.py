@@ -20,7 +20,7 @@ method                      accepts                          becomes
 Data blocks are rendered in the composer's data mode (``datamark`` unless
 ``Composer(data_mode=...)`` says otherwise; ``data()`` and ``tool_result()``
 take ``mode=`` per block), see :mod:`veridic.text.fence`. When the prompt holds
-blocks, :meth:`build` appends :func:`veridic.text.fence.preamble` for their modes
+blocks, :meth:`~Composer.build` appends :func:`veridic.text.fence.preamble` for their modes
 to the system message (creating one if there is none), unless the caller
 placed it among the system parts.
 
@@ -101,7 +101,7 @@ brand says where it came from), label or tool name, mode, call id, error, reason
 class Composer:
     """Builds a :class:`~veridic.Prompt` with every kind of text in its place.
 
-    Raises (from its methods):
+    Its methods raise:
         ProvenanceError: ``system()`` got text that is not trusted.
         VeridicError: a turn is empty, a label is not a label, a call id is
             reused, or a call gets a second result.
@@ -173,7 +173,7 @@ class Composer:
         """Add an assistant turn (model output; it instructs nothing).
 
         ``reasoning`` are the model's reasoning items of this turn
-        (:attr:`Reply.reasoning <veridic.Reply.reasoning>`), which the
+        (``Reply.reasoning``), which the
         provider wants back unchanged: they are rendered before the turn's
         text and tool calls, for the provider that produced them only, and
         are covered by the prompt's hash. A turn with reasoning and no text

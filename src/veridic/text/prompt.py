@@ -97,7 +97,7 @@ class ReasoningItem:
     unchanged, on the assistant turn that produced them: with Anthropic
     extended thinking and tool use, the next request is refused without them;
     an OpenAI reasoning model keeps its reasoning across tool calls only when
-    they come back. :attr:`veridic.Reply.reasoning` holds them and
+    they come back. ``Reply.reasoning`` holds them and
     :meth:`veridic.Reply.record` puts them on the recorded turn.
 
     ``provider`` is the provider whose API produced the block; the block goes

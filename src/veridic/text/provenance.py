@@ -74,6 +74,7 @@ The ``veridic.mypy`` plugin refuses anything else there; at run time text brande
 untrusted is refused (a plain ``str`` cannot be told from a literal at run time)."""
 
 Kind = Literal["code", "field", "template", "registry", "policy", "untrusted", "unknown"]
+"""Where a span of text came from: the five trusted kinds, ``untrusted``, or ``unknown``."""
 TRUSTED_KINDS: Final = frozenset({"code", "field", "template", "registry", "policy"})
 
 _log = logging.getLogger("veridic")

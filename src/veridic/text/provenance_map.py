@@ -1,7 +1,7 @@
 """The provenance map: a prompt as one self-contained HTML page, coloured by provenance.
 
-:meth:`veridic.Prompt.to_html` writes the page, and :meth:`Prompt._repr_html_
-<veridic.Prompt._repr_html_>` the same map for a notebook cell. Each message is shown
+:meth:`veridic.Prompt.to_html` writes the page, and ``Prompt._repr_html_``
+the same map for a notebook cell. Each message is shown
 exactly as the model reads it, each provenance span in the colour of its kind
 (:data:`KIND_COLOURS`, explained in the page's legend) with its kind and origin in its
 ``title``, and a link to the page's list of origins. The lines of a data block are

@@ -50,7 +50,7 @@ _KEPT: Final = 10_000
 class VouchRecord:
     """One use of a trust policy.
 
-    ``record_id`` is the record's own id (:func:`~veridic.new_id`), made with
+    ``record_id`` is the record's own id (:func:`~veridic.run.records.new_id`), made with
     it, so a store that is sent the record twice keeps it once.
     """
 

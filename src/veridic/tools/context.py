@@ -35,7 +35,7 @@ The rules:
 - **The model never sees it.** The parameter is left out of the tool's input
   schema and its required list (so of every provider's tool list, the
   capability section, ``get_tool_schema``'s answer and the manifest's schema
-  hash), and out of :attr:`Tool.parameters <veridic.Tool.parameters>`. Its
+  hash), and out of ``Tool.parameters``. Its
   docstring entry is optional and never shown; :func:`veridic.find_doc_gaps`
   does not ask for one. A model that sends an argument of that name gets the
   usual invalid-arguments refusal (an unknown field): what it sends never

@@ -325,7 +325,7 @@ class Registry:
       dispatch at once, where the tool list already gives the model every
       schema. A view may override it.
 
-    Raises (from its methods):
+    Its methods raise:
         VeridicError: a duplicate tool or component name, a declaration that
             cannot mean anything, an annotation that cannot be resolved.
         RiskFloorError: at boot, a tool declared below its risk floor.

@@ -18,7 +18,7 @@ Two sources of tools:
 A function tool's handler may ask for its request's :class:`~veridic.ToolContext`
 (the user, a DB session) with one parameter annotated ``ToolContext[Deps]``: that
 parameter is not an argument (not in the schema, the required list or
-:attr:`Tool.parameters`; see :mod:`veridic.tools.context`), and
+``Tool.parameters``; see :mod:`veridic.tools.context`), and
 :attr:`Tool.context` names it.
 """
 

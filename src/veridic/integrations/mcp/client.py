@@ -8,7 +8,7 @@ component whose boot failed: its pinned tools are listed as unavailable with
 the reason, as for any component.
 
 What the model is shown comes from the server, so it is checked against the
-pins (:mod:`veridic.integrations.mcp._pins`): a tool that matches its pin is
+pins (``veridic.integrations.mcp._pins``): a tool that matches its pin is
 registered with it (its description and required arguments may enter the
 capability section); a changed, new or vanished tool is kept out of every
 view with a reason naming what changed. Without pins every tool is
@@ -234,7 +234,7 @@ class McpConnection:
     async def recheck(self) -> tuple[PinChange, ...]:
         """List the server's tools again and withhold every registered one that changed.
 
-        Returns the new differences (also added to :attr:`changes`).
+        Returns the new differences (also added to ``changes``).
 
         Raises:
             ToolUnavailableError: the connection is closed.
