@@ -76,5 +76,21 @@ EVAL_ARGS ?=
 eval-model: $(STAMP)
 	nice -n 15 $(BIN)/python -m veridic.evaluation $(EVAL_ARGS)
 
+# Which sibling tools does a real model confuse? `veridic probe` on a fixture registry of
+# real siblings (tests/cli_fixtures/probe_app.py: hotels vs hotel names, delete vs archive
+# draft, a tool hidden by roles and one by --hide) with requests written as users ask
+# (probe_requests.toml), asked of the pinned model of eval-model, installed and cached the
+# same way (the installer prints the model's path last); answers are cached in
+# $VERIDIC_EVAL_CACHE/probe. Not part of make test. Exit 1
+# (confused pairs found) is a result, not a failure. PROBE_ARGS="--per-tool 1" for a smoke
+# run, "--format json" for the record.
+PROBE_ARGS ?=
+eval-probe: $(STAMP)
+	nice -n 15 $(BIN)/python -m veridic.evaluation --install-only > $(VENV)/.eval-model-path
+	model="$$(tail -n 1 $(VENV)/.eval-model-path)"; \
+	cd tests/cli_fixtures && nice -n 15 $(abspath $(BIN))/python -m veridic probe probe_app:registry \
+		--gguf "$$model" --requests probe_requests.toml --hide delete_draft $(PROBE_ARGS); \
+	status=$$?; test $$status -le 1
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

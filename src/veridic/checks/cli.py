@@ -30,6 +30,14 @@ store's model calls (``--call CALL_ID``: one call's recorded system-message
 provenance; the store keeps spans and hashes, not text). It exits 0, or 2 on a
 usage error (a missing file, a document that is not valid, an unknown call).
 
+``veridic probe MODULE:ATTR`` asks a real model (``--endpoint URL --model
+NAME``, an OpenAI-compatible API, or ``--gguf PATH``, a local model) to choose
+a tool for requests made for each tool, with the view's real prompt, and
+reports the confusion matrix; a pair the model mixes up at or above
+``--threshold`` is a finding (``confused-pair``), and so, as a warning, is a
+hidden tool the model replaces with another (:mod:`veridic.checks.probe`). A
+model that cannot be loaded or asked is a usage error, exit 2.
+
 ``veridic stubs DIR`` writes the SDK overlay stubs that make pyright refuse an
 untrusted system prompt into a folder for its ``stubPath``
 (:mod:`veridic.checks.stubs`), says which SDK versions they describe and warns
@@ -96,6 +104,15 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from veridic.checks.audit_report import FORMATS, Selection, build_report, parse_time, utc
+from veridic.checks.choosers import (
+    CachedChooser,
+    ChoiceCache,
+    EndpointChooser,
+    LlamaChooser,
+    ProbeModelError,
+    ToolChooser,
+    default_cache_dir,
+)
 from veridic.checks.hatches import find_hatches
 from veridic.checks.lint import DEFAULT_THRESHOLD, LintFinding, Severity, check, lint
 from veridic.checks.manifest import (
@@ -106,6 +123,13 @@ from veridic.checks.manifest import (
     render_manifest,
 )
 from veridic.checks.markdown import render_markdown
+from veridic.checks.probe import (
+    DEFAULT_CONFUSION_THRESHOLD,
+    ProbeError,
+    findings,
+    probe,
+    read_requests,
+)
 from veridic.checks.sarif import render_sarif
 from veridic.checks.stubs import write_stubs
 from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
@@ -449,6 +473,79 @@ def _parser() -> argparse.ArgumentParser:
         help="snapshot to compare (default: [tool.veridic] manifest)",
     )
     check.set_defaults(run=_run_check)
+
+    probe_command = commands.add_parser(
+        "probe",
+        parents=[common, json_format, target, strict],
+        help="ask a real model to choose a tool for requests made for each tool, and report "
+        "the pairs it mixes up",
+        description="For each tool of the view, ask a model to choose a tool for a few requests "
+        "made for it (generated from its description and schema, or --requests FILE), with "
+        "the view's capability section in the system message and its tool specs as the tool "
+        "list. Reports the confusion matrix, the pairs the model mixes up (a finding at or "
+        "above --threshold) and, for each tool the view's policy hides (or --hide), what the "
+        "model calls instead (a warning at or above --threshold). Greedy, and cached: a rerun "
+        "asks nothing twice.",
+        epilog="exit codes: 0 clean, 1 findings (a confused pair; with --strict also a "
+        "substitution), 2 usage error (bad arguments or requests file, a model that cannot "
+        "be loaded or asked)",
+    )
+    model = probe_command.add_argument_group("model (one of)")
+    model.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible base URL")
+    model.add_argument("--model", metavar="NAME", help="the model name to send to --endpoint")
+    model.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        default="VERIDIC_PROBE_API_KEY",
+        help="environment variable holding the endpoint's key (default %(default)s)",
+    )
+    model.add_argument(
+        "--gguf",
+        metavar="PATH",
+        type=Path,
+        help="a local GGUF chat model, run with llama-cpp-python (`python -m "
+        "veridic.evaluation --install-only` installs the pinned one and prints its path)",
+    )
+    model.add_argument("--threads", type=int, default=2, help="--gguf CPU threads (default 2)")
+    probe_command.add_argument(
+        "--requests",
+        metavar="FILE",
+        type=Path,
+        help='requests per tool, JSON {"tool": ["request", ...]} or TOML tool = [...] '
+        "(tools left out get generated requests)",
+    )
+    probe_command.add_argument(
+        "--per-tool",
+        metavar="N",
+        type=int,
+        help="requests per tool (generated: N, default 3, at most 5; from --requests: the "
+        "first N, default all)",
+    )
+    probe_command.add_argument(
+        "--hide",
+        metavar="TOOL",
+        action="append",
+        default=[],
+        help="hide TOOL as a deny list would, ask for it anyway and report what the model "
+        "calls instead (repeat for more; a Registry target only)",
+    )
+    probe_command.add_argument(
+        "--threshold",
+        metavar="T",
+        type=float,
+        default=DEFAULT_CONFUSION_THRESHOLD,
+        help="confusion rate at which a pair fails, 0 < T <= 1 (default %(default)s)",
+    )
+    probe_command.add_argument(
+        "--cache",
+        metavar="DIR",
+        type=Path,
+        help="answer cache (default: probe/ under $VERIDIC_EVAL_CACHE or ~/.cache/veridic-eval)",
+    )
+    probe_command.add_argument(
+        "--no-cache", action="store_true", help="ask the model every time, store nothing"
+    )
+    probe_command.set_defaults(run=_run_probe)
 
     hatches = commands.add_parser(
         "hatches",
@@ -1151,6 +1248,95 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
         return SQLiteAuditSink(copy)
     except (sqlite3.Error, VeridicError) as error:
         raise _UsageError(f"{path}: cannot be opened as an audit store: {error}") from error
+
+
+# --- veridic probe -------------------------------------------------------------------------
+
+
+def _run_probe(args: argparse.Namespace, config: _Config) -> _Report:
+    """``veridic probe``: ask the model (:mod:`veridic.checks.probe`); findings as lint's."""
+    _check_probe_args(args)
+    try:
+        requests = None if args.requests is None else read_requests(args.requests)
+    except ProbeError as error:
+        raise _UsageError(str(error)) from error
+    report = _Report("probe", args.target)
+    with _booting(report):
+        target = _load_target(args.target)
+        chooser = _probe_chooser(args)
+        try:
+            result = probe(
+                target,
+                chooser,
+                requests=requests,
+                requests_source=f"requests file {args.requests}",
+                per_tool=args.per_tool,
+                hide=args.hide,
+            )
+        except ProbeError as error:
+            raise _UsageError(str(error)) from error
+        except ProbeModelError as error:
+            raise _UsageError(f"the model could not be asked: {error}") from error
+        found = findings(result, threshold=args.threshold, siblings=config.siblings)
+        report.items.extend(_lint_item(finding) for finding in found)
+        model = ", ".join(f"{k} {v}" for k, v in result.model)
+        report.notes.append(f"model: {model}")
+        asked = len(result.asked)
+        if isinstance(chooser, CachedChooser):
+            report.notes.append(
+                f"{asked} requests: {chooser.asked} asked, {chooser.reused} answered from the cache"
+            )
+            report.extra["cache"] = {"asked": chooser.asked, "reused": chooser.reused}
+        else:
+            report.notes.append(f"{asked} requests, all asked (--no-cache)")
+        report.notes.extend(result.summary())
+        report.extra.update(result.to_json())
+    return report
+
+
+def _check_probe_args(args: argparse.Namespace) -> None:
+    if args.endpoint is not None and args.gguf is not None:
+        raise _UsageError("--endpoint and --gguf name two models: choose one")
+    if args.endpoint is None and args.gguf is None:
+        raise _UsageError(
+            "no model to ask: pass --endpoint URL --model NAME (an OpenAI-compatible API) or "
+            "--gguf PATH (a local model; `python -m veridic.evaluation --install-only` "
+            "installs the pinned Qwen2.5-Coder-1.5B and prints its path; `make eval-probe` "
+            "does both)"
+        )
+    if args.endpoint is not None and not args.model:
+        raise _UsageError("--endpoint needs --model NAME, the model the endpoint should run")
+    if args.model is not None and args.endpoint is None:
+        raise _UsageError("--model names a model of an endpoint: give --endpoint URL too")
+    if args.gguf is not None and not args.gguf.is_file():
+        raise _UsageError(f"--gguf {args.gguf}: no such file: pass the path of a GGUF model")
+    if not 0 < args.threshold <= 1:
+        raise _UsageError(
+            f"--threshold {args.threshold:g}: the confusion rate at which a pair fails is a "
+            "share in (0, 1], e.g. 0.2"
+        )
+    if args.per_tool is not None and args.per_tool < 1:
+        raise _UsageError(f"--per-tool {args.per_tool}: ask at least one request per tool")
+    if args.threads < 1:
+        raise _UsageError(f"--threads {args.threads}: use at least one thread")
+    if args.no_cache and args.cache is not None:
+        raise _UsageError("--cache DIR and --no-cache contradict each other: choose one")
+
+
+def _probe_chooser(args: argparse.Namespace) -> ToolChooser:
+    """The model to ask, behind the answer cache unless ``--no-cache``."""
+    chooser: ToolChooser
+    try:
+        if args.endpoint is not None:
+            key = os.environ.get(args.api_key_env) or None
+            chooser = EndpointChooser(args.endpoint, args.model, api_key=key)
+        else:
+            chooser = LlamaChooser(args.gguf, n_threads=args.threads)
+    except VeridicError as error:  # a missing extra, a model without a tool template
+        raise _UsageError(str(error)) from error
+    if args.no_cache:
+        return chooser
+    return CachedChooser(chooser, ChoiceCache(args.cache or default_cache_dir()))
 
 
 # --- veridic stubs -------------------------------------------------------------------------
