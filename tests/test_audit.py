@@ -203,6 +203,29 @@ def test_sink_refuses_a_record_altered_after_it_was_made() -> None:
         SQLiteAuditSink().write(record)
 
 
+def test_sink_refuses_an_altered_field_that_claims_to_equal_the_one_it_replaced() -> None:
+    class Agreeable(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = str.__hash__
+
+    record = make()
+    object.__setattr__(record, "prompt_sha256", Agreeable("not a digest"))
+    assert record.prompt_sha256 == SHA_A  # equal, yet not the value the record was made with
+    with pytest.raises(AuditRecordError, match="prompt_sha256 must be 64 lowercase hex digits"):
+        SQLiteAuditSink().write(record)
+
+
+def test_a_record_read_back_from_one_store_is_checked_and_written_to_another() -> None:
+    first, second = SQLiteAuditSink(), SQLiteAuditSink()
+    first.write(make())
+    (read,) = first.records()
+    second.write(read)
+    assert second.records() == (read,)
+    assert second.records()[0].record_id == read.record_id
+
+
 def test_writes_by_approval_counts_writes_only_and_names_every_mode() -> None:
     sink = SQLiteAuditSink()
     sink.write(make(kind="query", risk=Risk.LOW, approval=ApprovalMode.NOT_REQUIRED))

@@ -30,16 +30,17 @@ from veridic.providers._base import Usage
 from veridic.run.approval import ApprovalMode
 from veridic.run.deferred import PausedRun
 from veridic.run.records import (
+    _FIELDS,
     _FOLLOW_UP,
     AuditRecord,
     CallOutcome,
     ModelCallRecord,
     ModelReplyRecord,
     Substitution,
+    _checked_fields,
     _json,
     _shown,
     _storable,
-    _validate,
 )
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import PromptSpan, Role
@@ -104,36 +105,65 @@ _CALLS_ONLY: Final = (
 # --- writes --------------------------------------------------------------------------------
 
 
-def write(where: str, record: object) -> Statement[None]:
-    """The insert of one tool call's record, checked again (frozen is not immutable)."""
+def checked_row(where: object, record: object) -> tuple[object, ...]:
+    """The parameters of :data:`INSERT` for ``record``, checked again (frozen is not immutable).
+
+    ``where`` names the store in a message (its ``repr`` is taken only then).
+
+    Raises:
+        AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
+    """
     if not isinstance(record, AuditRecord):
         raise AuditRecordError(
             f"{where}.write() got a {type(record).__name__}, not an AuditRecord: "
             "build an AuditRecord (its fields are checked when it is made)"
         )
-    _validate(record)
-    return Statement(INSERT, to_row(record), _nothing)
+    return _row(_checked_fields(record))
 
 
 def to_row(record: AuditRecord) -> tuple[object, ...]:
-    """The parameters of :data:`INSERT` for ``record``."""
+    """The parameters of :data:`INSERT` for ``record`` (not checked: see :func:`checked_row`)."""
+    return _row(_FIELDS(record))
+
+
+def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
+    """:func:`to_row` of the fields :data:`~veridic.run.records._FIELDS` read."""
+    (
+        time,
+        request_id,
+        tool,
+        kind,
+        risk,
+        approval,
+        wrote,
+        irreversible,
+        prompt_sha256,
+        tools_sha256,
+        outcome,
+        detail,
+        operations,
+        duration,
+        arguments_sha256,
+        record_id,
+    ) = fields
+    # ``_value_``: the member's value, as ``.value`` gives it, without its descriptor.
     return (
-        record.time,
-        record.request_id,
-        record.tool,
-        record.kind,
-        None if record.risk is None else record.risk.value,
-        record.approval.value,
-        record.wrote_instruction_fields,
-        record.irreversible,
-        record.prompt_sha256,
-        record.tools_sha256,
-        record.outcome.value,
-        record.detail,
-        _json(list(record.operations)) if record.operations else "[]",
-        float(record.duration),
-        record.arguments_sha256,
-        record.record_id,
+        time,
+        request_id,
+        tool,
+        kind,
+        None if risk is None else risk._value_,
+        approval._value_,
+        wrote,
+        irreversible,
+        prompt_sha256,
+        tools_sha256,
+        outcome._value_,
+        detail,
+        _json(list(operations)) if operations else "[]",
+        float(duration),
+        arguments_sha256,
+        record_id,
     )
 
 
@@ -573,6 +603,14 @@ class SQLStore:
     def _run(self, statement: Statement[T]) -> T:
         raise NotImplementedError
 
+    def _insert(self, row: tuple[object, ...]) -> None:
+        """Commit :data:`INSERT` of ``row``, as :meth:`_run` would.
+
+        The one statement sent once per tool call: a store may send it more
+        directly (no :class:`Statement`, no rows to read back).
+        """
+        self._run(Statement(INSERT, row, _nothing))
+
     def write(self, record: AuditRecord, /) -> None:
         """Validate ``record`` and commit it before returning.
 
@@ -582,7 +620,7 @@ class SQLStore:
         Raises:
             AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
         """
-        self._run(write(repr(self), record))
+        self._insert(checked_row(self, record))
 
     def write_model_call(self, record: ModelCallRecord, /) -> None:
         """Commit a :class:`ModelCallRecord` (what the gateway sent) before returning.
@@ -768,7 +806,7 @@ class AsyncSQLStore:
 
     async def awrite(self, record: AuditRecord, /) -> None:
         """As :meth:`SQLStore.write`."""
-        await self._arun(write(repr(self), record))
+        await self._arun(Statement(INSERT, checked_row(self, record), _nothing))
 
     async def awrite_model_call(self, record: ModelCallRecord, /) -> None:
         """As :meth:`SQLStore.write_model_call`."""

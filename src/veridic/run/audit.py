@@ -59,7 +59,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from veridic.errors import AuditRecordError
 from veridic.run._sqlite_schema import prepare
-from veridic.run._store import AsyncSQLStore, SQLStore, Statement, T
+from veridic.run._store import INSERT, AsyncSQLStore, SQLStore, Statement, T
 from veridic.run.approval import ApprovalMode
 from veridic.run.records import (
     AuditRecord,
@@ -289,6 +289,10 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
             cursor = self._db.execute(statement.sql, statement.params)
             rows = cursor.fetchall() if cursor.description is not None else []
         return statement.answer(rows)
+
+    def _insert(self, row: tuple[object, ...]) -> None:
+        with self._lock:
+            self._db.execute(INSERT, row)
 
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 from veridic._extras import require
 from veridic.errors import AuditRecordError
 from veridic.run import _postgres_schema
-from veridic.run._store import AsyncSQLStore, SQLStore, Statement, T
+from veridic.run._store import INSERT, AsyncSQLStore, Rows, SQLStore, Statement, T
 
 if TYPE_CHECKING:
     import psycopg
@@ -132,24 +132,33 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
 
     def _run(self, statement: Statement[T]) -> T:
         sql = _placeholders(statement.sql)
-        lost: psycopg.OperationalError | None = None
-        for _ in range(2 if statement.idempotent else 1):
-            try:
-                # getconn/putconn, not `with pool.connection()`: its exit commits, a round
-                # trip for nothing in autocommit (a fifth of a plain insert's time, measured).
-                db = self._pool.getconn()
-                try:
-                    cursor = db.execute(sql, statement.params)
-                    rows = cursor.fetchall() if cursor.description is not None else []
-                finally:
-                    self._pool.putconn(db)  # a broken connection is discarded, not reused
-                return statement.answer(rows)
-            except self._psycopg.OperationalError as error:
-                if _waited(error):
-                    raise _noted(error, self, statement) from None
-                lost = error
-        assert lost is not None  # the loop ran and every try failed
-        raise _noted(lost, self, statement) from None
+        return statement.answer(self._sent(sql, statement.params, statement.idempotent))
+
+    def _insert(self, row: tuple[object, ...]) -> None:
+        self._sent(_INSERT, row, True)
+
+    def _sent(self, sql: str, params: tuple[object, ...], idempotent: bool) -> Rows:
+        """The rows of ``sql`` (``%s`` placeholders), sent again if the connection was lost."""
+        try:
+            return self._send(sql, params)
+        except self._psycopg.OperationalError as error:
+            if _waited(error) or not idempotent:
+                raise _noted(error, self, idempotent) from None
+        # The connection was lost (the pool discarded it): once more, on a fresh one.
+        try:
+            return self._send(sql, params)
+        except self._psycopg.OperationalError as error:
+            raise _noted(error, self, idempotent) from None
+
+    def _send(self, sql: str, params: tuple[object, ...]) -> Rows:
+        # getconn/putconn, not `with pool.connection()`: its exit commits, a round
+        # trip for nothing in autocommit (a fifth of a plain insert's time, measured).
+        db = self._pool.getconn()
+        try:
+            cursor = db.execute(sql, params)
+            return cursor.fetchall() if cursor.description is not None else []
+        finally:
+            self._pool.putconn(db)  # a broken connection is discarded, not reused
 
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)
@@ -252,10 +261,10 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                 return statement.answer(rows)
             except self._psycopg.OperationalError as error:
                 if _waited(error):
-                    raise _noted(error, self, statement) from None
+                    raise _noted(error, self, statement.idempotent) from None
                 lost = error
         assert lost is not None  # the loop ran and every try failed
-        raise _noted(lost, self, statement) from None
+        raise _noted(lost, self, statement.idempotent) from None
 
 
 @lru_cache(maxsize=64)
@@ -264,14 +273,17 @@ def _placeholders(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
+_INSERT: Final = _placeholders(INSERT)
+
+
 def _waited(error: Exception) -> bool:
     """Whether ``error`` is the pool giving up after ``timeout``: trying again would wait again."""
     return type(error).__name__ == "PoolTimeout"
 
 
-def _noted(error: psycopg.OperationalError, store: object, statement: Statement[T]) -> Exception:
+def _noted(error: psycopg.OperationalError, store: object, idempotent: bool) -> Exception:
     """``error`` with a note that says which store failed and what to do about it."""
-    if statement.idempotent:
+    if idempotent:
         advice = (
             "the statement may or may not have been committed; sending it again is safe (a "
             "record's id makes a second copy impossible): write the record again once the "

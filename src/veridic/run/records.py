@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -132,9 +133,12 @@ class AuditRecord:
     duration: float = 0.0
     arguments_sha256: str = ""
     record_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
+    _checked: tuple[object, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    """The fields as validated when the record was made: see :func:`_checked_fields`."""
 
     def __post_init__(self) -> None:
         _validate(self)
+        object.__setattr__(self, "_checked", _FIELDS(self))
 
     def _stored(self, record_id: str) -> AuditRecord:
         """This record with the id a store read back (the store's own rows only)."""
@@ -328,6 +332,56 @@ class ModelReplyRecord:
                 f"model-reply record of request {self.request_id!r} is malformed: "
                 f"{'; '.join(problems)}; build it from the answer as read (ModelGateway does)"
             )
+
+
+_FIELDS: Final = operator.attrgetter(
+    "time",
+    "request_id",
+    "tool",
+    "kind",
+    "risk",
+    "approval",
+    "wrote_instruction_fields",
+    "irreversible",
+    "prompt_sha256",
+    "tools_sha256",
+    "outcome",
+    "detail",
+    "operations",
+    "duration",
+    "arguments_sha256",
+    "record_id",
+)
+"""Every stored field of an :class:`AuditRecord`, in the order of the audit table's columns."""
+
+
+def _checked_fields(record: AuditRecord) -> tuple[object, ...]:
+    """The stored fields of ``record`` (as :data:`_FIELDS`), validated.
+
+    A store checks a record again before writing it, since ``object.__setattr__``
+    can alter a frozen dataclass. Whether a record is valid depends on its
+    field values alone, and a record validated when it was made keeps the
+    very objects it was validated with: each is immutable (a str, a float
+    or an int, a bool, an enum member, a tuple of str, ``None``), and only
+    ``object.__setattr__`` can put another in its place. So when every field
+    is still the same object (``is``, never ``==``, which a substitute could
+    answer as it likes), the record is the valid one it was, and a full
+    check (a few microseconds a write) would find nothing; any other record
+    (one altered after it was made, or read back from a store) is checked
+    in full.
+
+    Raises:
+        AuditRecordError: the record is malformed (as :class:`AuditRecord` says).
+    """
+    fields: tuple[object, ...] = _FIELDS(record)
+    checked = getattr(record, "_checked", None)  # unset in a record pickled before it existed
+    if not (
+        type(checked) is tuple
+        and len(checked) == len(fields)
+        and all(map(operator.is_, fields, checked))
+    ):
+        _validate(record)
+    return fields
 
 
 def _validate(record: AuditRecord) -> None:
