@@ -165,13 +165,19 @@ def test_the_wheel_holds_nothing_but_the_package_and_its_metadata(wheel: Wheel) 
     assert not [name for name in wheel.names if ".egg-info" in name]
 
 
-def test_the_wheel_declares_the_veridic_command_and_the_version(wheel: Wheel) -> None:
+def test_the_wheel_declares_the_command_the_version_and_the_licence(wheel: Wheel) -> None:
     entry_points = configparser.ConfigParser()
     entry_points.read_string(_read(wheel, f"{_dist_info(wheel)}/entry_points.txt"))
     assert dict(entry_points["console_scripts"]) == {"veridic": "veridic.cli:main"}
     metadata = Parser().parsestr(_read(wheel, f"{_dist_info(wheel)}/METADATA"))
     assert metadata["Name"] == "veridic"
     assert metadata["Version"] == veridic.__version__  # dynamic: veridic.__version__
+    # PEP 639: the SPDX expression, and the licence text itself inside the wheel.
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    licence = _read(wheel, f"{_dist_info(wheel)}/licenses/LICENSE")
+    assert licence == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert licence.startswith("MIT License")
 
 
 @pytest.fixture(scope="module")
