@@ -265,8 +265,9 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
     """Pinned before reasoning items existed: audit records keyed by them stay valid.
 
     Re-pinned in this release, when the text itself changed: the version 2 encoding
-    of Prompt.sha256 (hashed piece by piece) and the tool result written as a
-    datamarked block, marked by lines (CHANGELOG, Unreleased).
+    of Prompt.sha256 (hashed piece by piece), the tool result written as a
+    datamarked block, marked by lines, and the fence preamble's sentence on a
+    block's last lines (CHANGELOG, Unreleased).
     """
     prompt = (
         Composer()
@@ -278,7 +279,7 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
         .assistant("It is sunny.")
         .build()
     )
-    assert prompt.sha256 == "b6c810286678fba6e5011e041ba072e86b55ab4404ab52993596e5721a08af9d"
+    assert prompt.sha256 == "c2c6e33f5bd7446d5c97c5bd0682e116e3776298f7cfac72c2bd067b2b90ea53"
     assert (
         Composer().user("hi").build().sha256
         == "052d4f9d6c47cf1f672a345c2596a60dbc75a5fe2b0f4158b979db883c874c12"
