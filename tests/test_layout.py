@@ -40,6 +40,7 @@ BOTTOM = frozenset(
         "veridic._ids",
         "veridic._moved",
         "veridic._extras",
+        "veridic._model_runtime",
     }
 )
 

@@ -25,20 +25,25 @@ model's identity, the messages and the tools: a rerun asks nothing twice.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
 
+from veridic._model_runtime import (
+    HttpClient,
+    LlamaModel,
+    http_client,
+    import_llama_cpp,
+    without_extra_buffer_types,
+)
 from veridic._sample import clip
-from veridic.errors import MissingExtraError, VeridicError
+from veridic.errors import VeridicError
 
 __all__ = [
     "CachedChooser",
@@ -286,33 +291,8 @@ class CachedChooser:
 # --- OpenAI-compatible endpoints ----------------------------------------------------------
 
 
-class _Response(Protocol):
-    @property
-    def status_code(self) -> int: ...
-    @property
-    def text(self) -> str: ...
-    def json(self) -> Any: ...
-
-
-class HttpClient(Protocol):
-    """What the endpoint chooser uses of an ``httpx.Client``."""
-
-    def post(
-        self, url: str, *, json: Any, headers: Mapping[str, str], timeout: float
-    ) -> _Response: ...
-
-
 def _http_client() -> HttpClient:
-    for name in ("httpx", "httpx2"):  # httpx2 is the fork the openai SDK 3 depends on
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        return cast("HttpClient", module.Client())
-    raise MissingExtraError(
-        "veridic probe --endpoint needs httpx, which is not installed: pip install "
-        "'veridic[eval-model]' (or pip install httpx)"
-    )
+    return http_client("veridic probe --endpoint")
 
 
 class EndpointChooser:
@@ -396,53 +376,8 @@ class EndpointChooser:
 # --- a local GGUF model ---------------------------------------------------------------------
 
 
-class _Llama(Protocol):
-    """What the chooser uses of ``llama_cpp.Llama``."""
-
-    metadata: dict[str, str]
-
-    def tokenize(self, text: bytes, add_bos: bool = ..., special: bool = ...) -> list[int]: ...
-    def detokenize(
-        self, tokens: list[int], prev_tokens: list[int] | None = ..., special: bool = ...
-    ) -> bytes: ...
-    def token_bos(self) -> int: ...
-    def token_eos(self) -> int: ...
-    def create_completion(self, prompt: list[int], **options: Any) -> Any: ...
-
-
 def _llama_cpp() -> Any:
-    try:
-        return importlib.import_module("llama_cpp")
-    except ImportError as error:
-        raise MissingExtraError(
-            f"veridic probe --gguf needs llama-cpp-python, which is not installed ({error}): "
-            "run `python -m veridic.evaluation --install-only` (it builds the pinned version "
-            "into this environment, cached, and prints the pinned model's path) or "
-            "`make eval-probe`"
-        ) from error
-
-
-@contextmanager
-def _without_extra_buffer_types(module: Any) -> Iterator[bool]:
-    # As in veridic.evaluation.backends (which this layer may not import): 0.3.36 has no
-    # constructor argument for use_extra_bufts, so the default parameters are wrapped while
-    # the model loads; extra buffer types slow prompt processing on the machines measured.
-    low = module.llama_cpp
-    original = low.llama_model_default_params
-    if not any(field == "use_extra_bufts" for field, *_ in type(original())._fields_):
-        yield False
-        return
-
-    def without() -> Any:
-        params = original()
-        params.use_extra_bufts = False
-        return params
-
-    low.llama_model_default_params = without
-    try:
-        yield True
-    finally:
-        low.llama_model_default_params = original
+    return import_llama_cpp("veridic probe --gguf", "`make eval-probe`")
 
 
 def _tojson(
@@ -517,14 +452,14 @@ class LlamaChooser:
                 "seed": seed,
                 "verbose": False,
             }
-            with _without_extra_buffer_types(module):
+            with without_extra_buffer_types(module):
                 llm = module.Llama(**options)
             self._runtime = f"llama-cpp-python {getattr(module, '__version__', 'unknown')}"
             self._fingerprint = _fingerprint(model_path)
         else:
             self._runtime = "given runtime"
             self._fingerprint = model_path.name
-        self._llm = cast("_Llama", llm)
+        self._llm = cast("LlamaModel", llm)
         source = self._llm.metadata.get("tokenizer.chat_template")
         if not source or "tools" not in source:
             raise ProbeModelError(

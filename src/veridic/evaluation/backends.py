@@ -15,15 +15,20 @@ no data mode can defend against that, it is the serving stack's job.)
 
 from __future__ import annotations
 
-import importlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
 
-from veridic.errors import MissingExtraError, VeridicError
+from veridic._model_runtime import (
+    HttpClient,
+    LlamaModel,
+    http_client,
+    import_llama_cpp,
+    without_extra_buffer_types,
+)
+from veridic.errors import VeridicError
 
 __all__ = [
     "Backend",
@@ -70,58 +75,15 @@ class Backend(Protocol):
 # --- llama-cpp-python --------------------------------------------------------------------
 
 
-class _Llama(Protocol):
-    """What the evaluation uses of ``llama_cpp.Llama``."""
-
-    metadata: dict[str, str]
-
-    def tokenize(self, text: bytes, add_bos: bool = ..., special: bool = ...) -> list[int]: ...
-    def detokenize(
-        self, tokens: list[int], prev_tokens: list[int] | None = ..., special: bool = ...
-    ) -> bytes: ...
-    def token_bos(self) -> int: ...
-    def token_eos(self) -> int: ...
-    def create_completion(self, prompt: list[int], **options: Any) -> Any: ...
-
-
 _CONTENT: Final = "\ue000{index}\ue001"
 """A private-use sentinel that stands for message ``index``'s content while rendering."""
 
 
 def _import_llama_cpp() -> Any:
-    try:
-        return importlib.import_module("llama_cpp")
-    except ImportError as error:
-        raise MissingExtraError(
-            f"--gguf needs llama-cpp-python, which is not installed ({error}): run "
-            "`python -m veridic.evaluation --install-only` (it builds the pinned version, "
-            "cached) or `make eval-model`"
-        ) from error
+    return import_llama_cpp("--gguf", "`make eval-model`")
 
 
-@contextmanager
-def _no_extra_buffer_types(module: Any) -> Iterator[bool]:
-    # llama-cpp-python 0.3.36 has no constructor argument for use_extra_bufts; its
-    # constructor takes the model parameters from llama_model_default_params(), so the
-    # default is wrapped while the model loads. Extra buffer types (weight repacking)
-    # slow prompt processing on the machines this was measured on.
-    low = module.llama_cpp
-    original = low.llama_model_default_params
-    probe = original()
-    if not any(field == "use_extra_bufts" for field, *_ in type(probe)._fields_):
-        yield False
-        return
-
-    def without() -> Any:
-        params = original()
-        params.use_extra_bufts = False
-        return params
-
-    low.llama_model_default_params = without
-    try:
-        yield True
-    finally:
-        low.llama_model_default_params = original
+_no_extra_buffer_types = without_extra_buffer_types
 
 
 class LlamaBackend:
@@ -152,7 +114,7 @@ class LlamaBackend:
             "verbose": False,
         }
         with _no_extra_buffer_types(module) as switched_off:
-            self._llm = cast("_Llama", module.Llama(**options))
+            self._llm = cast("LlamaModel", module.Llama(**options))
         self._extra_bufts_off = switched_off
         self._version = str(getattr(module, "__version__", "unknown"))
         template = self._llm.metadata.get("tokenizer.chat_template")
@@ -271,33 +233,8 @@ def _int_or_none(value: object) -> int | None:
 # --- OpenAI-compatible endpoints ----------------------------------------------------------
 
 
-class _Response(Protocol):
-    @property
-    def status_code(self) -> int: ...
-    @property
-    def text(self) -> str: ...
-    def json(self) -> Any: ...
-
-
-class HttpClient(Protocol):
-    """What the endpoint backend uses of an ``httpx.Client``."""
-
-    def post(
-        self, url: str, *, json: Any, headers: Mapping[str, str], timeout: float
-    ) -> _Response: ...
-
-
 def _default_client() -> HttpClient:
-    for name in ("httpx", "httpx2"):  # httpx2 is the fork the openai SDK 3 depends on
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        return cast("HttpClient", module.Client())
-    raise MissingExtraError(
-        "--endpoint needs httpx, which is not installed: pip install 'veridic[eval-model]' "
-        "(or pip install httpx)"
-    )
+    return http_client("--endpoint")
 
 
 def chat_url(endpoint: str) -> str:

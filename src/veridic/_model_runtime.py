@@ -1,0 +1,123 @@
+"""The two ways veridic reaches a real model: llama-cpp-python in-process, an HTTP endpoint.
+
+``make eval-model`` (:mod:`veridic.evaluation.backends`) and ``veridic probe``
+(:mod:`veridic.checks.choosers`) both load a GGUF model and both post to an
+OpenAI-compatible endpoint, and the layout keeps them apart (neither may import
+the other), so what they share lives here, below both: the part of
+``llama_cpp.Llama`` they use, its import with a message that says how to install
+it, the switch that keeps llama-cpp-python from repacking weights, and the HTTP
+client. Each is imported lazily, only when a model is asked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Protocol, cast
+
+from veridic.errors import MissingExtraError
+
+__all__ = [
+    "HttpClient",
+    "HttpResponse",
+    "LlamaModel",
+    "http_client",
+    "import_llama_cpp",
+    "without_extra_buffer_types",
+]
+
+
+class LlamaModel(Protocol):
+    """What veridic uses of ``llama_cpp.Llama``."""
+
+    metadata: dict[str, str]
+
+    def tokenize(self, text: bytes, add_bos: bool = ..., special: bool = ...) -> list[int]: ...
+    def detokenize(
+        self, tokens: list[int], prev_tokens: list[int] | None = ..., special: bool = ...
+    ) -> bytes: ...
+    def token_bos(self) -> int: ...
+    def token_eos(self) -> int: ...
+    def create_completion(self, prompt: list[int], **options: Any) -> Any: ...
+
+
+def import_llama_cpp(needed_by: str, then: str) -> Any:
+    """The ``llama_cpp`` module.
+
+    Raises:
+        MissingExtraError: it is not installed; the message says that ``needed_by``
+            needs it and how to install the pinned build (``then`` names the make
+            target that does it too).
+    """
+    try:
+        return importlib.import_module("llama_cpp")
+    except ImportError as error:
+        raise MissingExtraError(
+            f"{needed_by} needs llama-cpp-python, which is not installed ({error}): run "
+            "`python -m veridic.evaluation --install-only` (it builds the pinned version "
+            f"into this environment, cached, and prints the pinned model's path) or {then}"
+        ) from error
+
+
+@contextmanager
+def without_extra_buffer_types(module: Any) -> Iterator[bool]:
+    """Load models inside this block without extra buffer types; yields whether it could.
+
+    llama-cpp-python 0.3.36 has no constructor argument for ``use_extra_bufts``: its
+    constructor takes the model parameters from ``llama_model_default_params()``, so
+    that default is wrapped while the model loads. Extra buffer types (weight
+    repacking) slow prompt processing on the machines this was measured on.
+    """
+    low = module.llama_cpp
+    original = low.llama_model_default_params
+    if not any(field == "use_extra_bufts" for field, *_ in type(original())._fields_):
+        yield False
+        return
+
+    def without() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    low.llama_model_default_params = without
+    try:
+        yield True
+    finally:
+        low.llama_model_default_params = original
+
+
+class HttpResponse(Protocol):
+    """What veridic reads of an ``httpx.Response``."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    def json(self) -> Any: ...
+
+
+class HttpClient(Protocol):
+    """What veridic uses of an ``httpx.Client``."""
+
+    def post(
+        self, url: str, *, json: Any, headers: Mapping[str, str], timeout: float
+    ) -> HttpResponse: ...
+
+
+def http_client(needed_by: str) -> HttpClient:
+    """A new ``httpx.Client`` (or one of ``httpx2``, the fork the openai SDK 3 depends on).
+
+    Raises:
+        MissingExtraError: neither is installed; the message says ``needed_by`` needs it.
+    """
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return cast("HttpClient", module.Client())
+    raise MissingExtraError(
+        f"{needed_by} needs httpx, which is not installed: pip install 'veridic[eval-model]' "
+        "(or pip install httpx)"
+    )
