@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import pytest
 
 from veridic import Registry
+from veridic._model_runtime import chat_url
 from veridic.errors import MissingExtraError, VeridicError
 from veridic.evaluation import install
 from veridic.evaluation.backends import (
@@ -33,7 +34,6 @@ from veridic.evaluation.backends import (
     EndpointBackend,
     LlamaBackend,
     _no_extra_buffer_types,
-    chat_url,
 )
 from veridic.evaluation.cli import main, parse_args, parse_schemes
 from veridic.evaluation.corpus import (

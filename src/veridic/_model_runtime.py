@@ -22,6 +22,7 @@ __all__ = [
     "HttpClient",
     "HttpResponse",
     "LlamaModel",
+    "chat_url",
     "http_client",
     "import_llama_cpp",
     "without_extra_buffer_types",
@@ -103,6 +104,18 @@ class HttpClient(Protocol):
     def post(
         self, url: str, *, json: Any, headers: Mapping[str, str], timeout: float
     ) -> HttpResponse: ...
+
+
+def chat_url(endpoint: str) -> str:
+    """The chat-completions URL of an endpoint given as a base (``.../v1``) or in full.
+
+    >>> chat_url("http://localhost:8080/v1")
+    'http://localhost:8080/v1/chat/completions'
+    """
+    stripped = endpoint.rstrip("/")
+    if stripped.endswith("/chat/completions"):
+        return stripped
+    return f"{stripped}/chat/completions"
 
 
 def http_client(needed_by: str) -> HttpClient:

@@ -38,6 +38,7 @@ from typing import Any, Final, Protocol, cast
 from veridic._model_runtime import (
     HttpClient,
     LlamaModel,
+    chat_url,
     http_client,
     import_llama_cpp,
     without_extra_buffer_types,
@@ -315,10 +316,7 @@ class EndpointChooser:
         timeout: float = 120.0,
         seed: int = SEED,
     ) -> None:
-        stripped = endpoint.rstrip("/")
-        self._url = (
-            stripped if stripped.endswith("/chat/completions") else f"{stripped}/chat/completions"
-        )
+        self._url = chat_url(endpoint)
         self._model = model
         self._api_key = api_key
         self._client = client if client is not None else _http_client()

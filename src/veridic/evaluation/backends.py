@@ -24,6 +24,7 @@ from typing import Any, Final, Protocol, cast
 from veridic._model_runtime import (
     HttpClient,
     LlamaModel,
+    chat_url,
     http_client,
     import_llama_cpp,
     without_extra_buffer_types,
@@ -235,18 +236,6 @@ def _int_or_none(value: object) -> int | None:
 
 def _default_client() -> HttpClient:
     return http_client("--endpoint")
-
-
-def chat_url(endpoint: str) -> str:
-    """The chat-completions URL of an endpoint given as a base (``.../v1``) or in full.
-
-    >>> chat_url("http://localhost:8080/v1")
-    'http://localhost:8080/v1/chat/completions'
-    """
-    stripped = endpoint.rstrip("/")
-    if stripped.endswith("/chat/completions"):
-        return stripped
-    return f"{stripped}/chat/completions"
 
 
 class EndpointBackend:
