@@ -416,6 +416,59 @@ def test_a_restart_mid_run_loses_no_committed_record(
     store.close()
 
 
+def _sessions(dsn: str, name: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as db:
+        row = db.execute(
+            "select count(*) from pg_stat_activity where application_name = %s", (name,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_more_writers_than_connections_take_turns_and_close_leaves_no_session(
+    postgres_dsn: str,
+) -> None:
+    # The store keeps the connections it used between writes: a writer that
+    # waits for the pool while they sit idle would time out here (timeout=5).
+    name = "veridic-kept-test"
+    conninfo = psycopg.conninfo.make_conninfo(postgres_dsn, application_name=name)
+    store = PostgresAuditSink(conninfo, max_size=2, timeout=5)
+    errors: list[BaseException] = []
+
+    def writer(me: int) -> None:
+        try:
+            for n in range(150):
+                store.write(make(request_id=f"kept-{me}", detail=f"{me}:{n}"))
+        except BaseException as error:  # reported by the assert below
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(me,)) for me in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert 1 <= _sessions(postgres_dsn, name) <= 2
+    found = [r for r in store.records() if r.request_id.startswith("kept-")]
+    assert len(found) == 8 * 150
+    store.close()
+    assert _sessions(postgres_dsn, name) == 0  # the kept connections were closed too
+
+
+def test_a_kept_connection_goes_back_to_the_pool_after_its_hold(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import veridic.run.postgres as module
+
+    with PostgresAuditSink(postgres_dsn, max_size=2) as store:
+        store.write(make(request_id="hold-1"))
+        pool = store._pool  # where a connection is: no public view of it
+        assert pool.get_stats()["pool_available"] == 0  # kept by the store, out of the pool
+        monkeypatch.setattr(module, "_HOLD", 0.0)
+        store.write(make(request_id="hold-2"))
+        assert pool.get_stats()["pool_available"] == 1  # back: the pool's checks apply again
+
+
 def test_a_server_that_stays_away_fails_the_call_clearly_and_the_record_can_be_written_later(
     postgres_server: PostgresServer, postgres_dsn: str
 ) -> None:
