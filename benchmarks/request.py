@@ -92,7 +92,7 @@ from veridic import (
 )
 from veridic.providers import ScriptedProvider
 from veridic.run.gateway import ModelCallLog
-from veridic.text.fence import DataMode, fence, preamble
+from veridic.text.fence import REMINDER, DataMode, fence, preamble
 
 # --- the input ---------------------------------------------------------------------------------
 
@@ -394,7 +394,7 @@ class Marks:
     def read(cls) -> Marks:
         block = fence("probe", "a b\n<c")
         lines = block.split("\n")
-        if len(lines) != 4 or lines[0] != '<data label="probe">' or lines[3] != "</data>":
+        if lines[0] != '<data label="probe">' or lines[3:] != ["</data>", REMINDER]:
             h.fail(f"veridic's datamark block has another frame than this floor writes: {block!r}")
         mark = lines[1][0]
         coded = lines[2]
@@ -479,7 +479,7 @@ class Floor:
             raw = f"{label}\0{text}".encode("utf-8", "surrogatepass")
             digest = hashlib.sha256(raw).hexdigest()[:24]
             return f'<data label="{label}" sha256="{digest}">\n{text}\n</data sha256="{digest}">'
-        return f'<data label="{label}">\n{self.marked(text)}\n</data>'
+        return f'<data label="{label}">\n{self.marked(text)}\n</data>\n{REMINDER}'
 
     def marked(self, text: str) -> str:
         if text.isascii():

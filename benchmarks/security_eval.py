@@ -134,7 +134,7 @@ from veridic import (
     untrusted,
 )
 from veridic.testing import BOUNDARY_SHAPES, INJECTION_PAYLOADS
-from veridic.text.fence import DATA_MODES, MARK, DataMode, fence, preamble
+from veridic.text.fence import DATA_MODES, MARK, REMINDER, DataMode, fence, preamble
 from veridic.tools.tool import description_pin
 
 __all__ = [
@@ -172,10 +172,11 @@ ProblemKind = Literal["leak", "break", "error", "unaltered"]
 
 _FENCE_PIECES: Final = re.compile(
     r'(?:<data label="|">\n|" encoding="base64">\n|" sha256="[0-9a-f]{24}">\n'
-    r'|\n</data>|\n</data sha256="[0-9a-f]{24}">)+'
+    r"|\n</data>\n" + re.escape(REMINDER) + r'|\n</data sha256="[0-9a-f]{24}">)+'
 )
 """The only trusted text veridic puts outside the system message: a block's own lines
-around its label and its content (adjacent pieces form one span: an empty block)."""
+around its label and its content, and the reminder after a marked block (adjacent
+pieces form one span: an empty block)."""
 _DIGEST: Final = re.compile(r'(?<=sha256=")[0-9a-f]{24}(?=">)')
 _MASK: Final = "#" * 24
 
@@ -874,6 +875,7 @@ def _transcript(prompt: Prompt) -> str:
 
 def _shown(content: str) -> str:
     """The text a block's message shows for its data: its lines between the block's own."""
+    content = content.removesuffix("\n" + REMINDER)
     return content[content.index("\n") + 1 : content.rindex("\n")]
 
 

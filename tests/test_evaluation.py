@@ -788,3 +788,13 @@ def test_the_targets_of_issue_22_are_checked_against_verbatim() -> None:
     assert "Targets for datamark" in report
     assert "NOT met" not in report
     assert report.count(": met") == 3
+
+
+def test_the_report_counts_attacks_by_injected_order() -> None:
+    results = run_cases(_Gullible(), [pilot_scheme("verbatim")], select(build_corpus(), 4))
+    by_order = summarise(results)["pilot:verbatim"].by_order
+    assert list(by_order) == [order.name for order in ORDERS]
+    assert by_order["exact"].successes == by_order["exact"].trials > 0
+    assert all(by_order[name].successes == 0 for name in by_order if name != "exact")
+    report = markdown(results, None, {})
+    assert "| scheme | exact | repeat | leak | link | refuse |" in report

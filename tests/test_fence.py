@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veridic import VeridicError, unfence
-from veridic.fence import DATA_MODES, MARK, DataMode, fence
+from veridic.fence import DATA_MODES, MARK, REMINDER, DataMode, fence
 from veridic.testing import (
     BOUNDARY_SHAPES,
     INJECTION_PAYLOADS,
@@ -63,8 +63,8 @@ def test_property_no_datamarked_line_can_begin_like_structure(text: str) -> None
     # invisible: what the model reads between the block's lines is data.
     lines = fence("doc", text).split("\n")
     assert lines[0] == '<data label="doc">'
-    assert lines[-1] == "</data>"
-    for line in lines[1:-1]:
+    assert lines[-2:] == ["</data>", REMINDER]
+    for line in lines[1:-2]:
         assert line.startswith(MARK)
         # a CR is kept where it ends a line (CRLF text), nowhere else
         assert all(c.isprintable() for c in line.removesuffix("\r"))
@@ -115,15 +115,17 @@ def test_the_mark_and_the_escape_sign_in_the_data_round_trip() -> None:
 
 def test_a_crlf_line_ending_stays_a_line_ending() -> None:
     rendered = fence("doc", "one\r\ntwo")
-    assert rendered == f'<data label="doc">\n{MARK}one\r\n{MARK}two\n</data>'
+    assert rendered == f'<data label="doc">\n{MARK}one\r\n{MARK}two\n</data>\n{REMINDER}'
 
 
 def test_encode_mode_is_base64_of_the_utf8_bytes() -> None:
     text = "Grüße \ud800 " * 20
     rendered = fence("doc", text, "encode")
-    body = "".join(rendered.split("\n")[1:-1])
+    lines = rendered.split("\n")
+    assert lines[-2:] == ["</data>", REMINDER]
+    body = "".join(lines[1:-2])
     assert base64.b64decode(body).decode("utf-8", "surrogatepass") == text
-    assert all(len(line) <= 76 for line in rendered.split("\n"))
+    assert all(len(line) <= 76 for line in lines[1:-2])
 
 
 @given(label=data_labels(), text=adversarial_text())
@@ -227,8 +229,12 @@ def test_many_labels_outlast_the_caches() -> None:
 
 
 def test_the_datamark_overhead_is_linear_in_the_data() -> None:
-    small = "word " * 2_000
-    large = small * 50
-    ratio_small = len(fence("doc", small)) / len(small)
-    ratio_large = len(fence("doc", large)) / len(large)
-    assert abs(ratio_small - ratio_large) < 0.01
+    # A fixed cost per block (its lines, the reminder) and one mark per line: the
+    # overhead of k copies of a text is affine in k.
+    part = ("word " * 10 + "\n") * 200
+
+    def overhead(copies: int) -> int:
+        return len(fence("doc", part * copies)) - len(part * copies)
+
+    assert overhead(50) - overhead(1) == 49 * (overhead(2) - overhead(1))
+    assert overhead(2) - overhead(1) == part.count("\n")

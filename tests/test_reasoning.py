@@ -266,8 +266,9 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
 
     Re-pinned in this release, when the text itself changed: the version 2 encoding
     of Prompt.sha256 (hashed piece by piece), the tool result written as a
-    datamarked block, marked by lines, and the fence preamble's sentence on a
-    block's last lines (CHANGELOG, Unreleased).
+    datamarked block, marked by lines, the fence preamble's sentence on a
+    block's last lines, and the reminder line after a marked block (CHANGELOG,
+    Unreleased).
     """
     prompt = (
         Composer()
@@ -279,7 +280,7 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
         .assistant("It is sunny.")
         .build()
     )
-    assert prompt.sha256 == "c2c6e33f5bd7446d5c97c5bd0682e116e3776298f7cfac72c2bd067b2b90ea53"
+    assert prompt.sha256 == "fbdd73aa006850e28a1630f9267c5d19f53f029f9482f81a95369506e931575a"
     assert (
         Composer().user("hi").build().sha256
         == "052d4f9d6c47cf1f672a345c2596a60dbc75a5fe2b0f4158b979db883c874c12"

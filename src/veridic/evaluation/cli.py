@@ -24,9 +24,11 @@ from veridic.errors import VeridicError
 from veridic.evaluation import install
 from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend
 from veridic.evaluation.corpus import Case, build_corpus, select
+from veridic.evaluation.held_out import held_out_corpus
 from veridic.evaluation.report import markdown, read_json, write_json
 from veridic.evaluation.runner import CaseResult, TokenCost, run_cases, token_costs
 from veridic.evaluation.schemes import (
+    ABLATIONS,
     PILOT_SCHEMES,
     Scheme,
     main_schemes,
@@ -109,7 +111,15 @@ def _parser() -> argparse.ArgumentParser:
         "--schemes",
         help="comma-separated schemes; NAME/K runs NAME on the attacks on every K-th "
         "document and on every clean case: verbatim, "
-        "datamark, encode (veridic's modes) or " + ", ".join(s.name for s in PILOT_SCHEMES),
+        "datamark, encode (veridic's modes) or "
+        + ", ".join([*(s.name for s in ABLATIONS), *(s.name for s in PILOT_SCHEMES)]),
+    )
+    run.add_argument(
+        "--corpus",
+        choices=("main", "held-out"),
+        default="main",
+        help="the cases: main (136, read while the modes were designed) or held-out (68, "
+        "written after, to judge that design; see veridic.evaluation.held_out)",
     )
     run.add_argument("--pilot", action="store_true", help="run every pilot prototype")
     run.add_argument("--limit", type=int, help="only the first N cases (a smoke test)")
@@ -186,8 +196,8 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
     return LlamaBackend(model, n_threads=args.threads), extra
 
 
-def _cases(every: int, limit: int | None) -> list[Case]:
-    cases = select(build_corpus(), every)
+def _cases(every: int, limit: int | None, corpus: str = "main") -> list[Case]:
+    cases = select(held_out_corpus() if corpus == "held-out" else build_corpus(), every)
     return cases if limit is None else cases[:limit]
 
 
@@ -210,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results += run_cases(
                 backend,
                 [selection.scheme],
-                _cases(selection.every, args.limit),
+                _cases(selection.every, args.limit, args.corpus),
                 progress=None if args.quiet else _log,
             )
     except VeridicError as error:
@@ -218,10 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     schemes = [s.scheme for s in args.selections]
     costs = token_costs(backend.count_tokens, schemes)
-    counts = {s.scheme.name: len(_cases(s.every, args.limit)) for s in args.selections}
+    counts = {s.scheme.name: len(_cases(s.every, args.limit, args.corpus)) for s in args.selections}
     meta = {
         **backend.describe(),
         **extra,
+        "corpus": args.corpus,
         "cases per scheme": ", ".join(f"{n} {c}" for n, c in counts.items()),
         "schemes": "pilot prototypes" if args.pilot else "veridic data modes",
     }
@@ -243,14 +254,23 @@ def _report(paths: Sequence[Path], target: Path | None, *, common: bool = False)
     results: list[CaseResult] = []
     costs: dict[str, TokenCost] = {}
     meta: dict[str, str] = {}
+    corpora: dict[str, Path] = {}
     try:
         for path in paths:
             more, more_costs, more_meta = read_json(path)
             results += more
             costs.update(more_costs)
             meta.update(more_meta)
+            corpora.setdefault(more_meta.get("corpus", "main"), path)
     except VeridicError as error:
         _log(f"veridic.evaluation: {error}")
+        return 1
+    if len(corpora) > 1:
+        shown = ", ".join(f"{path} ({name})" for name, path in corpora.items())
+        _log(
+            f"veridic.evaluation: the records hold different corpora: {shown}; one table "
+            "compares schemes on the same cases, so report each corpus's records apart"
+        )
         return 1
     names = list(dict.fromkeys(r.scheme for r in results))
     if common and names:

@@ -465,7 +465,11 @@ def _attack_id(document: Document, order: Order, disguise: Disguise, placement: 
     return f"attack/{document.name}/{order.name}/{disguise.name}/{placement}"
 
 
-def attack_cases() -> tuple[Case, ...]:
+def attack_cases(
+    documents: Sequence[Document] = DOCUMENTS,
+    orders: Sequence[Order] = ORDERS,
+    disguises: Sequence[Disguise] = _STRUCTURED,
+) -> tuple[Case, ...]:
     """Every attack: for each document and order a plain attack and two disguised ones.
 
     The disguises rotate over the (document, order) pairs so each appears about equally
@@ -474,11 +478,11 @@ def attack_cases() -> tuple[Case, ...]:
     """
     cases: list[Case] = []
     pair = 0
-    for document in DOCUMENTS:
-        for order in ORDERS:
+    for document in documents:
+        for order in orders:
             placement: Placement = "end" if pair % 2 == 0 else "middle"
             chosen = [PLAIN] + [
-                _STRUCTURED[(pair * DISGUISES_PER_PAIR + k) % len(_STRUCTURED)]
+                disguises[(pair * DISGUISES_PER_PAIR + k) % len(disguises)]
                 for k in range(DISGUISES_PER_PAIR)
             ]
             for disguise in chosen:
@@ -499,11 +503,11 @@ def attack_cases() -> tuple[Case, ...]:
     return tuple(cases)
 
 
-def clean_cases() -> tuple[Case, ...]:
+def clean_cases(documents: Sequence[Document] = DOCUMENTS) -> tuple[Case, ...]:
     """Every document without injection, once per task (summary, question)."""
     return tuple(
         Case(f"clean/{document.name}/{task}", "clean", document, task, document.text)
-        for document in DOCUMENTS
+        for document in documents
         for task in ("summary", "question")
     )
 
@@ -519,7 +523,7 @@ def select(cases: Sequence[Case], every: int) -> list[Case]:
     A kept document keeps all its attacks: every order, both placements, each
     disguised attack with its plain twin, and (for ``every`` up to 4) every disguise.
     """
-    names = [document.name for document in DOCUMENTS]
+    names = list(dict.fromkeys(case.document.name for case in cases))
     return [
         case
         for case in cases

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from veridic.errors import VeridicError
 from veridic.evaluation.corpus import build_corpus
+from veridic.evaluation.held_out import held_out_corpus
 from veridic.evaluation.runner import CaseResult, TokenCost
 from veridic.evaluation.statistics import Paired, Rate, paired, rate
 
@@ -41,6 +42,13 @@ class SchemeSummary:
         self.by_family: dict[str, Rate] = {
             family: rate(bool(r.followed) for r in attacks if _family(r) == family)
             for family in ("plain", *FAMILIES)
+        }
+        orders = dict.fromkeys(r.case.order.name for r in attacks if r.case.order)
+        self.by_order: dict[str, Rate] = {
+            order: rate(
+                bool(r.followed) for r in attacks if r.case.order and r.case.order.name == order
+            )
+            for order in orders
         }
         self.twins: dict[str, tuple[Rate, Rate, Paired]] = {}
         for family in (*FAMILIES, "any disguise"):
@@ -166,6 +174,13 @@ def markdown(
     for name, s in summaries.items():
         cells = " | ".join(str(s.by_family[f]) for f in ("plain", *FAMILIES))
         lines.append(f"| {name} | {cells} |")
+    orders = list(dict.fromkeys(o for s in summaries.values() for o in s.by_order))
+    lines += ["", "Attack success (followed) by injected order:", ""]
+    lines.append("| scheme | " + " | ".join(orders) + " |")
+    lines.append("| --- |" + " --- |" * len(orders))
+    for name, s in summaries.items():
+        cells = " | ".join(str(s.by_order.get(o, "n/a")) for o in orders)
+        lines.append(f"| {name} | {cells} |")
     lines += [
         "",
         "Disguised attacks against their plain twins (same document, order and placement), "
@@ -263,7 +278,7 @@ def read_json(
             f"{path} is not a record of python -m veridic.evaluation ({error}): pass a file "
             "its --out option wrote"
         ) from error
-    cases = {case.id: case for case in build_corpus()}
+    cases = {case.id: case for case in (*build_corpus(), *held_out_corpus())}
     results: list[CaseResult] = []
     for record in records:
         case = cases.get(record["case"])

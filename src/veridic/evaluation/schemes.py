@@ -324,11 +324,14 @@ class VeridicScheme:
 
     mode: Mode
     pilot: bool = False
+    reminder: bool = True
+    """``False`` takes the reminder line after each block out again (an ablation:
+    ``pilot:datamark-without-reminder`` measures what the marking does alone)."""
 
     @property
     def name(self) -> str:
-        """The mode's own name."""
-        return self.mode
+        """The mode's own name (for the ablation, ``pilot:MODE-without-reminder``)."""
+        return self.mode if self.reminder else f"pilot:{self.mode}-without-reminder"
 
     def render(self, case: Case) -> Rendered:
         """The prompt of ``case`` as ``Composer(data_mode=self.mode)`` builds it."""
@@ -349,13 +352,26 @@ class VeridicScheme:
             .build()
         )
         messages = tuple(
-            {"role": str(m["role"]), "content": str(m.get("content") or "")}
+            {"role": str(m["role"]), "content": self._content(str(m.get("content") or ""))}
             for m in prompt.to_openai()
         )
         system = next((m["content"] for m in messages if m["role"] == "system"), "")
         blocks = [m["content"] for m in messages[1:] if m["content"] != case.request]
         preamble = system.replace(SYSTEM_TASK, "").strip()
         return Rendered(messages, "\n".join(blocks), preamble)
+
+    def _content(self, content: str) -> str:
+        if self.reminder:
+            return content
+        from veridic.text.fence import REMINDER
+
+        return content.replace("</data>\n" + REMINDER, "</data>")
+
+
+ABLATIONS: Final[tuple[VeridicScheme, ...]] = (
+    VeridicScheme("datamark", pilot=True, reminder=False),
+)
+"""veridic's modes with a part taken out, to measure what that part does."""
 
 
 _MODES: Final[Mapping[str, Mode]] = {
@@ -376,6 +392,9 @@ def scheme_named(name: str) -> Scheme:
     Raises:
         KeyError: the name is unknown.
     """
+    for ablation in ABLATIONS:
+        if name == ablation.name:
+            return ablation
     if name.startswith("pilot:"):
         return pilot_scheme(name)
     mode = _MODES.get(name)
@@ -383,5 +402,5 @@ def scheme_named(name: str) -> Scheme:
         return VeridicScheme(mode)
     raise KeyError(
         f"no scheme {name!r}: use verbatim, datamark, encode or one of "
-        + ", ".join(s.name for s in PILOT_SCHEMES)
+        + ", ".join([*(s.name for s in ABLATIONS), *(s.name for s in PILOT_SCHEMES)])
     )

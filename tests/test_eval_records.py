@@ -1,0 +1,41 @@
+"""The committed `make eval-model` records were made with the prompts the code renders today.
+
+A change to a data mode, the preamble or the corpus changes the prompts; a
+record made before it then describes prompts nobody sends any more, and the
+README's table with it. Each record keeps a digest of the exact messages of
+every case (``prompt_id``), so a stale one is found without running a model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from veridic.evaluation.report import read_json
+from veridic.evaluation.runner import prompt_id
+from veridic.evaluation.schemes import scheme_named
+
+RECORDS = sorted(
+    (Path(__file__).resolve().parents[1] / "benchmarks" / "eval_model").rglob("*.json")
+)
+
+
+def test_there_are_records_of_both_corpora() -> None:
+    corpora = {read_json(path)[2].get("corpus", "main") for path in RECORDS}
+    assert corpora == {"main", "held-out"}
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda path: path.name)
+def test_a_record_holds_the_prompts_rendered_today(path: Path) -> None:
+    results, _, _ = read_json(path)
+    assert results
+    stale = [
+        result.case.id
+        for result in results
+        if prompt_id(scheme_named(result.scheme).render(result.case).messages) != result.prompt_id
+    ]
+    assert not stale, (
+        f"{path.name}: {len(stale)} of {len(results)} cases were run with other prompts than "
+        f"the code renders now (first: {stale[0]}): run the evaluation again for this record"
+    )
