@@ -59,7 +59,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from veridic.errors import AuditRecordError
 from veridic.run._sqlite_schema import prepare
-from veridic.run._store import INSERT, AsyncSQLStore, SQLStore, Statement, T
+from veridic.run._store import INSERT, AsyncSQLStore, SQLStore, Statement, T, checked_row
 from veridic.run.approval import ApprovalMode
 from veridic.run.records import (
     AuditRecord,
@@ -293,6 +293,19 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     def _insert(self, row: tuple[object, ...]) -> None:
         with self._lock:
             self._db.execute(INSERT, row)
+
+    def write(self, record: AuditRecord, /) -> None:
+        """Validate ``record`` and commit it before returning (as every store's ``write``).
+
+        Raises:
+            AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
+        """
+        # The record is checked under the lock too: the check is Python, which
+        # runs one thread at a time anyway, and writers that queue once, at the
+        # lock, waste less than writers that meet there and again at the GIL
+        # (measured, 4 and 16 threads: a tenth to a third more records a second).
+        with self._lock:
+            self._db.execute(INSERT, checked_row(self, record))
 
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)

@@ -115,9 +115,11 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
             name=self._shown,
         )
         self._pool.open(wait=True, timeout=timeout)
-        self._kept: list[psycopg.Connection[Any]] = []
+        self._kept: dict[int, psycopg.Connection[Any]] = {}  # by the thread that used it last
         self._leased: dict[int, float] = {}
-        self._waiting = 0
+        self._waiting = 0  # writers that found no idle connection and the pool empty
+        self._out = 0  # connections taken from the pool (or being waited for)
+        self._max_size = max_size
         self._closed = False
         self._lock = threading.Lock()
         try:
@@ -183,47 +185,68 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
     # A write holds a connection for a round trip; taking it from the pool and
     # giving it back costs a third of that again (psycopg_pool's getconn and
     # putconn, measured: 65 against 47 microseconds a write). So the store keeps
-    # the connections it used, idle, for its next writes, and gives them back to
-    # the pool whenever a writer waits for one, after _HOLD seconds out of it
-    # (so the pool's max_lifetime and checks still apply), on an error and on
-    # close(). With no writer waiting, there are at most as many kept as
-    # writers ran at once, and never more than max_size.
+    # the connections it used, idle, for its next writes, each under the thread
+    # that used it last, which takes it again: handed from thread to thread, a
+    # connection cost 30 microseconds more a write (4 threads, measured). A
+    # thread with none takes one from the pool, or another's idle one once the
+    # pool has lent all it has. One
+    # goes back to the pool whenever a writer waits for one, after _HOLD
+    # seconds out of it (so the pool's max_lifetime and checks still apply), on
+    # an error and on close(). With no writer waiting, there are at most as
+    # many kept as writers ran at once, and never more than max_size.
 
     def _lease(self) -> psycopg.Connection[Any]:
+        me = threading.get_ident()
         with self._lock:
-            if self._kept:
-                return self._kept.pop()
-            self._waiting += 1  # from here on, every connection used goes back to the pool
+            db = self._kept.pop(me, None)
+            if db is None and self._kept and self._out >= self._max_size:
+                _, db = self._kept.popitem()  # the pool has none left: another's idle one
+            if db is not None:
+                return db
+            self._out += 1
+            full = self._out > self._max_size
+            if full:
+                self._waiting += 1  # from here on, every connection used goes back to the pool
         try:
             # getconn/putconn, not `with pool.connection()`: its exit commits, a round
             # trip for nothing in autocommit (a fifth of a plain insert's time, measured).
-            db: psycopg.Connection[Any] = self._pool.getconn()
-        finally:
+            fresh: psycopg.Connection[Any] = self._pool.getconn()
+        except BaseException:
             with self._lock:
-                self._waiting -= 1
+                self._out -= 1
+                self._waiting -= full
+            raise
         with self._lock:
-            self._leased[id(db)] = time.monotonic()
-        return db
+            self._waiting -= full
+            self._leased[id(fresh)] = time.monotonic()
+        return fresh
 
     def _keep(self, db: psycopg.Connection[Any]) -> None:
-        if db.closed or db.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-            self._give_back(db)
-            return
+        # Called after a statement succeeded in autocommit mode: the connection
+        # is open and idle, with no transaction (none of the store's statements
+        # opens one), as the pool would check.
         now = time.monotonic()
+        me = threading.get_ident()
         with self._lock:
-            if not (self._waiting or self._closed) and now - self._leased[id(db)] < _HOLD:
-                self._kept.append(db)
+            if (
+                not (self._waiting or self._closed)
+                and now - self._leased[id(db)] < _HOLD
+                and me not in self._kept
+            ):
+                self._kept[me] = db
                 return
         self._give_back(db)
 
     def _give_back(self, db: psycopg.Connection[Any]) -> None:
         with self._lock:
             self._leased.pop(id(db), None)
+            self._out -= 1
         self._pool.putconn(db)
 
     def _give_back_kept(self) -> None:
         with self._lock:
-            kept, self._kept = self._kept, []
+            kept = list(self._kept.values())
+            self._kept.clear()
         for db in kept:
             self._give_back(db)
 
