@@ -186,14 +186,13 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
     # giving it back costs a third of that again (psycopg_pool's getconn and
     # putconn, measured: 65 against 47 microseconds a write). So the store keeps
     # the connections it used, idle, for its next writes, each under the thread
-    # that used it last, which takes it again: handed from thread to thread, a
-    # connection cost 30 microseconds more a write (4 threads, measured). A
-    # thread with none takes one from the pool, or another's idle one once the
-    # pool has lent all it has. One
-    # goes back to the pool whenever a writer waits for one, after _HOLD
-    # seconds out of it (so the pool's max_lifetime and checks still apply), on
-    # an error and on close(). With no writer waiting, there are at most as
-    # many kept as writers ran at once, and never more than max_size.
+    # that used it last, which takes it again (handed from thread to thread, a
+    # connection cost up to 30 microseconds more a write with 4 threads, in
+    # noisy measurements). A thread with none takes one from the pool, or
+    # another's idle one once the pool has lent all it has. One goes back to
+    # the pool whenever a writer waits for one, after _HOLD seconds out of it
+    # (so the pool's max_lifetime and checks still apply), on an error and on
+    # close(). There are never more kept than max_size.
 
     def _lease(self) -> psycopg.Connection[Any]:
         me = threading.get_ident()
