@@ -303,7 +303,7 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         # The record is checked under the lock too: the check is Python, which
         # runs one thread at a time anyway, and writers that queue once, at the
         # lock, waste less than writers that meet there and again at the GIL
-        # (measured, 4 and 16 threads: a tenth to a third more records a second).
+        # (two side measurements, 4 and 16 threads: 3% to 38% more records a second).
         with self._lock:
             self._db.execute(INSERT, checked_row(self, record))
 
