@@ -147,6 +147,7 @@ __all__ = [
     "Rendering",
     "boundary_shaped",
     "corpus",
+    "data_shown",
     "evaluate",
     "main",
 ]
@@ -815,7 +816,7 @@ def _check_composition(
     if placement.turn:
         run.neutralised += exact != payload
     elif mode is not None and shape:
-        shown = (_shown(prompt.messages[index].content) for index in composition.shown_at)
+        shown = (data_shown(prompt.messages[index].content) for index in composition.shown_at)
         if any(payload in text for text in shown):
             run.shown(position, mode, payload, shape)
 
@@ -873,7 +874,7 @@ def _transcript(prompt: Prompt) -> str:
     return "\n".join(message.content for message in prompt.messages)
 
 
-def _shown(content: str) -> str:
+def data_shown(content: str) -> str:
     """The text a block's message shows for its data: its lines between the block's own."""
     content = content.removesuffix("\n" + REMINDER)
     return content[content.index("\n") + 1 : content.rindex("\n")]

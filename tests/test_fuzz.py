@@ -75,11 +75,6 @@ def _own_words(text: str) -> str:
     return _BLOCK_LINE.sub("<\u02c6", text)
 
 
-def _shown(block: str) -> str:
-    """The lines a block shows for its data (between its opening and its closing line)."""
-    return block[block.index("\n") + 1 : block.rindex("\n")]
-
-
 @given(st.lists(st.tuples(data_labels(), adversarial_text(), data_modes()), min_size=1, max_size=4))
 def test_fuzz_unfence_gives_back_every_block_of_a_transcript(
     blocks: list[tuple[str, str, DataMode]],
@@ -114,7 +109,7 @@ def test_fuzz_the_default_mode_shows_no_boundary_shaped_text_unaltered(
     # Alone and inside other text (the text around may end a line or open a tag).
     for document in (text, f"{around}\n{text}", f"{around}{text}{around}"):
         if security_eval.boundary_shaped(text):
-            assert text not in _shown(fence(label, document)), (text, document)
+            assert text not in security_eval.data_shown(fence(label, document)), (text, document)
 
 
 def _compose(document: str, result: str, question: str, mode: DataMode, other: DataMode) -> Prompt:
