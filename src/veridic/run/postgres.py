@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
@@ -115,8 +116,7 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
             name=self._shown,
         )
         self._pool.open(wait=True, timeout=timeout)
-        self._kept: dict[int, psycopg.Connection[Any]] = {}  # by the thread that used it last
-        self._leased: dict[int, float] = {}
+        self._kept: dict[int, _Kept] = {}  # by the thread that used it last
         self._waiting = 0  # writers that found no idle connection and the pool empty
         self._out = 0  # connections taken from the pool (or being waited for)
         self._max_size = max_size
@@ -143,8 +143,7 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
 
     def close(self) -> None:
         """Close the pool; every record written so far is already committed."""
-        with self._lock:
-            self._closed = True
+        self._closed = True
         self._give_back_kept()
         self._pool.close()
 
@@ -153,55 +152,82 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         return statement.answer(self._sent(sql, statement.params, statement.idempotent))
 
     def _insert(self, row: tuple[object, ...]) -> None:
-        self._sent(_INSERT, row, True)
+        self._sent(_INSERT, row, True, rows=False)
 
-    def _sent(self, sql: str, params: tuple[object, ...], idempotent: bool) -> Rows:
-        """The rows of ``sql`` (``%s`` placeholders), sent again if the connection was lost."""
+    def _sent(
+        self, sql: str, params: tuple[object, ...], idempotent: bool, *, rows: bool = True
+    ) -> Rows:
+        """The rows of ``sql`` (``%s`` placeholders), sent again if the connection was lost.
+
+        ``rows=False`` (a write with no answer) sends it on the connection's kept
+        cursor; a statement with rows gets a cursor of its own, so that no kept
+        cursor holds a large answer after it was read.
+        """
         try:
-            return self._send(sql, params)
+            return self._send(sql, params, rows)
         except self._psycopg.OperationalError as error:
             # The server may have gone (a restart drops every connection): the kept
             # ones go back to the pool, which checks what it hands out next.
             self._give_back_kept()
+            if self._closed:
+                error.add_note(f"{self!r} was closed: open a new store to write to it")
+                raise
             if _waited(error) or not idempotent:
                 raise _noted(error, self, idempotent) from None
         # The connection was lost (the pool discarded it): once more, on a fresh one.
         try:
-            return self._send(sql, params)
+            return self._send(sql, params, rows)
         except self._psycopg.OperationalError as error:
             raise _noted(error, self, idempotent) from None
 
-    def _send(self, sql: str, params: tuple[object, ...]) -> Rows:
-        db = self._lease()
+    def _send(self, sql: str, params: tuple[object, ...], rows: bool) -> Rows:
+        me = threading.get_ident()
+        kept = self._kept.pop(me, None) or self._lease()
         try:
-            cursor = db.execute(sql, params)
-            rows = cursor.fetchall() if cursor.description is not None else []
+            if rows:
+                cursor = kept.connection.execute(sql, params)
+                answer = cursor.fetchall() if cursor.description is not None else []
+            else:
+                kept.cursor.execute(sql, params)
+                answer = []
         except BaseException:
-            self._give_back(db)  # the pool discards a broken connection, never reuses it
+            self._give_back(kept)  # the pool discards a broken connection, never reuses it
             raise
-        self._keep(db)
-        return rows
+        self._keep(me, kept)
+        return answer
 
     # A write holds a connection for a round trip; taking it from the pool and
     # giving it back costs a third of that again (psycopg_pool's getconn and
-    # putconn, measured: 65 against 47 microseconds a write). So the store keeps
-    # the connections it used, idle, for its next writes, each under the thread
-    # that used it last, which takes it again (handed from thread to thread, a
-    # connection cost up to 30 microseconds more a write with 4 threads, in
-    # noisy measurements). A thread with none takes one from the pool, or
-    # another's idle one once the pool has lent all it has. One goes back to
-    # the pool whenever a writer waits for one, after _HOLD seconds out of it
-    # (so the pool's max_lifetime and checks still apply), on an error and on
-    # close(). There are never more kept than max_size.
+    # putconn, measured: 65 against 47 microseconds a write), and a new cursor
+    # for each statement (what Connection.execute makes) a sixth. So the store
+    # keeps the connections it used, idle, each with a cursor for inserts, for
+    # its next writes, under the thread that used it last, which takes it again
+    # (handed from thread to thread, a connection cost up to 30 microseconds
+    # more a write with 4 threads, in noisy measurements). A thread with none
+    # takes one from the pool, or another's idle one once the pool has lent all
+    # it has. One goes back to the pool whenever a writer waits for one, after
+    # _HOLD seconds out of it (so the pool's max_lifetime and checks still
+    # apply), on an error and on close(). There are never more kept than max_size.
+    #
+    # The common case (a thread takes its own kept connection and keeps it
+    # again) takes no lock: with several threads, every lock and line of Python
+    # between two round trips is paid again in waiting for the GIL (measured
+    # with 4 threads: the store's few microseconds of bookkeeping cost 15 more
+    # of CPU a write). What makes that safe: each step on _kept is one dict
+    # operation, atomic, so a kept connection has exactly one taker (a writer's
+    # pop, another writer's popitem, or close()'s popitem); a writer that keeps
+    # one checks _waiting and _closed again after putting it in _kept, and
+    # takes it out again if they changed meanwhile (close() sets _closed before
+    # it empties _kept, so between the two of them one gives it back).
 
-    def _lease(self) -> psycopg.Connection[Any]:
-        me = threading.get_ident()
+    def _lease(self) -> _Kept:
+        """A connection for a thread that has none kept: another's idle one, or the pool's."""
         with self._lock:
-            db = self._kept.pop(me, None)
-            if db is None and self._kept and self._out >= self._max_size:
-                _, db = self._kept.popitem()  # the pool has none left: another's idle one
-            if db is not None:
-                return db
+            if self._kept and self._out >= self._max_size:
+                try:
+                    return self._kept.popitem()[1]  # the pool has none left: another's idle one
+                except KeyError:
+                    pass  # its owner took it back meanwhile
             self._out += 1
             full = self._out > self._max_size
             if full:
@@ -215,39 +241,42 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
                 self._out -= 1
                 self._waiting -= full
             raise
+        kept = _Kept(fresh, fresh.cursor(), time.monotonic())
         with self._lock:
             self._waiting -= full
-            self._leased[id(fresh)] = time.monotonic()
-        return fresh
+        return kept
 
-    def _keep(self, db: psycopg.Connection[Any]) -> None:
+    def _keep(self, me: int, kept: _Kept) -> None:
         # Called after a statement succeeded in autocommit mode: the connection
         # is open and idle, with no transaction (none of the store's statements
         # opens one), as the pool would check.
-        now = time.monotonic()
-        me = threading.get_ident()
-        with self._lock:
-            if (
-                not (self._waiting or self._closed)
-                and now - self._leased[id(db)] < _HOLD
-                and me not in self._kept
-            ):
-                self._kept[me] = db
-                return
-        self._give_back(db)
+        if (
+            self._waiting
+            or self._closed
+            or me in self._kept
+            or time.monotonic() - kept.since >= _HOLD
+        ):
+            self._give_back(kept)
+            return
+        self._kept[me] = kept
+        if self._waiting or self._closed:  # changed meanwhile: see above
+            mine = self._kept.pop(me, None)
+            if mine is not None:
+                self._give_back(mine)
 
-    def _give_back(self, db: psycopg.Connection[Any]) -> None:
+    def _give_back(self, kept: _Kept) -> None:
+        kept.cursor.close()
         with self._lock:
-            self._leased.pop(id(db), None)
             self._out -= 1
-        self._pool.putconn(db)
+        self._pool.putconn(kept.connection)
 
     def _give_back_kept(self) -> None:
-        with self._lock:
-            kept = list(self._kept.values())
-            self._kept.clear()
-        for db in kept:
-            self._give_back(db)
+        while True:
+            try:
+                _, kept = self._kept.popitem()
+            except KeyError:
+                return
+            self._give_back(kept)
 
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)
@@ -354,6 +383,16 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                 lost = error
         assert lost is not None  # the loop ran and every try failed
         raise _noted(lost, self, statement.idempotent) from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A connection out of the pool, kept between writes, with its cursor for inserts."""
+
+    connection: psycopg.Connection[Any]
+    cursor: psycopg.Cursor[Any]
+    since: float
+    """``time.monotonic()`` when it left the pool: it goes back :data:`_HOLD` seconds later."""
 
 
 @lru_cache(maxsize=64)
