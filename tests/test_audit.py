@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import itertools
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -343,6 +345,116 @@ def test_concurrent_threads_lose_no_records(threads: int, each: int) -> None:
     assert sink.count() == threads * each
     for n in range(threads):
         assert [r.detail for r in sink.records(f"t{n}")] == [str(i) for i in range(each)]
+
+
+def _open_files(path: Path) -> int:
+    """How many of this process's file descriptors are open on ``path`` (Linux's /proc)."""
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if os.path.realpath(fd) == str(path.resolve()))
+
+
+def test_threads_writing_to_a_file_each_have_a_connection_and_lose_no_records(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.db"
+    sink = SQLiteAuditSink(path)
+    start = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        start.wait()
+        try:
+            for i in range(150):
+                sink.write(make(request_id=f"t{n}", detail=str(i)))
+                if i % 50 == 0:  # reads on the thread's own connection see every commit
+                    assert len(sink.records(f"t{n}")) == i + 1
+        except BaseException as error:  # reported by the assert below
+            failures.append(error)
+
+    workers = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert failures == []
+    assert sink.count() == 8 * 150
+    for n in range(8):
+        assert [r.detail for r in sink.records(f"t{n}")] == [str(i) for i in range(150)]
+    sink.close()
+
+
+def test_a_threads_connection_closes_when_the_thread_ends_and_close_closes_the_rest(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.db"
+    sink = SQLiteAuditSink(path)
+    opened = _open_files(path)  # this thread's connection (its database and WAL files)
+    for n in range(30):  # short-lived threads, as a thread pool's that come and go
+        worker = threading.Thread(target=sink.write, args=(make(request_id=f"s{n}"),))
+        worker.start()
+        worker.join()
+    # Each ended thread's connection was closed with it: SQLite keeps a closed
+    # connection's file open while another connection of the process holds a
+    # lock on it (in WAL mode, always), and hands that file to the next one.
+    assert _open_files(path) <= opened + 1
+    assert sink.count() == 30
+    sink.close()
+    assert _open_files(path) == 0
+
+
+def test_closing_while_threads_write_stops_them_clearly_and_loses_no_written_record(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.db"
+    sink = SQLiteAuditSink(path)
+    written: list[AuditRecord] = []
+    stopped: list[BaseException] = []
+    start = threading.Barrier(5)
+    done = threading.Event()
+
+    def writer(n: int) -> None:
+        start.wait()
+        try:
+            for i in itertools.count():
+                record = make(request_id=f"c{n}", detail=str(i))
+                sink.write(record)
+                written.append(record)
+        except BaseException as error:  # checked below: every writer stops this way
+            stopped.append(error)
+        done.wait(30)  # the thread's connection stays referenced until close() is checked
+
+    workers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    start.wait()
+    time.sleep(0.3)
+    sink.close()
+    while len(stopped) < 4 and any(w.is_alive() for w in workers):
+        time.sleep(0.01)
+    assert _open_files(path) == 0  # closed by close(), not by the threads ending
+    done.set()
+    for worker in workers:
+        worker.join()
+    assert len(stopped) == 4
+    assert all(isinstance(error, sqlite3.ProgrammingError) for error in stopped), stopped
+    failed: list[BaseException] = []  # a thread with no connection yet may not open one
+    late = threading.Thread(target=lambda: _record_failure(sink, failed))
+    late.start()
+    late.join()
+    assert len(failed) == 1
+    assert isinstance(failed[0], sqlite3.ProgrammingError)
+    assert "was closed: open a new store" in str(failed[0])
+    with SQLiteAuditSink(path) as reader:
+        stored = {r.record_id for r in reader.records()}
+    assert len(written) > 4
+    assert {r.record_id for r in written} <= stored
+
+
+def _record_failure(sink: SQLiteAuditSink, failed: list[BaseException]) -> None:
+    try:
+        sink.write(make(request_id="late"))
+    except BaseException as error:  # raised again by the caller
+        failed.append(error)
 
 
 def test_concurrent_asyncio_tasks_lose_no_records(tmp_path: Path) -> None:
