@@ -283,9 +283,14 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     # insert (measured, 4 threads: 56 against 31 microseconds of CPU a record,
     # and a 99th-percentile write of 3.1 ms against 0.1 ms). With a connection
     # each, a thread binds its next row while another writes, and SQLite's own
-    # lock (its busy timeout, as between processes) takes them in turn. Each
-    # connection still has a lock of its own, never contended by its thread,
-    # so that close() cannot close it in the middle of a statement.
+    # lock (its busy timeout, as between processes) takes them in turn. The
+    # price, with many threads: SQLite's busy handler sleeps a millisecond or
+    # more when two connections collide, so with 16 threads one shared
+    # connection wrote more records a second (benchmarks/audit.py: the store
+    # 0.6-0.7x of it), while its writers waited longer (99th percentile 15
+    # against 8 ms); the store keeps the shorter wait, which is what a tool
+    # call pays. Each connection still has a lock of its own, never contended
+    # by its thread, so that close() cannot close it in the middle of a statement.
 
     def _open(self) -> _Connection:
         # isolation_level=None: autocommit, so each INSERT is its own committed
