@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import itertools
 import os
+import pickle
 import signal
 import sqlite3
 import subprocess
@@ -217,6 +218,26 @@ def test_sink_refuses_an_altered_field_that_claims_to_equal_the_one_it_replaced(
     assert record.prompt_sha256 == SHA_A  # equal, yet not the value the record was made with
     with pytest.raises(AuditRecordError, match="prompt_sha256 must be 64 lowercase hex digits"):
         SQLiteAuditSink().write(record)
+
+
+def test_a_record_exports_its_columns_only_and_a_pickled_one_is_checked_again() -> None:
+    # What the store keeps of its check is no field: asdict, fields and replace
+    # see what the audit table stores, and a record that crossed a process is
+    # checked in full when it is written, so an alteration on the way is refused.
+    record = make(detail="exported")
+    assert list(dataclasses.asdict(record)) == [f.name for f in dataclasses.fields(record)]
+    assert all(not f.name.startswith("_") for f in dataclasses.fields(record))
+    assert dataclasses.asdict(record)["detail"] == "exported"
+    copied = pickle.loads(pickle.dumps(record))
+    assert copied == record
+    assert copied.record_id == record.record_id
+    sink = SQLiteAuditSink()
+    sink.write(copied)
+    assert sink.records() == (record,)
+    altered = pickle.loads(pickle.dumps(record))
+    object.__setattr__(altered, "outcome", CallOutcome.DENIED)
+    with pytest.raises(AuditRecordError, match="contradicts outcome denied"):
+        sink.write(altered)
 
 
 def test_a_record_read_back_from_one_store_is_checked_and_written_to_another() -> None:

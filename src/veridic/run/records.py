@@ -72,8 +72,19 @@ _STOPPED: Final = frozenset({CallOutcome.DENIED, CallOutcome.BLOCKED, CallOutcom
 _NOT_RUN: Final = frozenset({CallOutcome.DENIED, CallOutcome.REFUSED})
 
 
+class _Validated:
+    """A slot for the fields as validated when a record was made (see :func:`_checked_fields`).
+
+    A base class, not a dataclass field, so that it is no part of the record:
+    ``dataclasses.fields``, ``asdict``, ``replace`` and pickling see the stored
+    fields only (an unpickled or copied record lacks it and is checked in full).
+    """
+
+    __slots__ = ("_checked",)
+
+
 @dataclass(frozen=True, slots=True)
-class AuditRecord:
+class AuditRecord(_Validated):
     """One tool call as it happened.
 
     Attributes:
@@ -133,8 +144,6 @@ class AuditRecord:
     duration: float = 0.0
     arguments_sha256: str = ""
     record_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
-    _checked: tuple[object, ...] | None = field(default=None, init=False, repr=False, compare=False)
-    """The fields as validated when the record was made: see :func:`_checked_fields`."""
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -374,7 +383,7 @@ def _checked_fields(record: AuditRecord) -> tuple[object, ...]:
         AuditRecordError: the record is malformed (as :class:`AuditRecord` says).
     """
     fields: tuple[object, ...] = _FIELDS(record)
-    checked = getattr(record, "_checked", None)  # unset in a record pickled before it existed
+    checked = getattr(record, "_checked", None)  # unset in an unpickled or copied record
     if not (
         type(checked) is tuple
         and len(checked) == len(fields)
