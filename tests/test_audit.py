@@ -220,6 +220,34 @@ def test_sink_refuses_an_altered_field_that_claims_to_equal_the_one_it_replaced(
         SQLiteAuditSink().write(record)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
+def test_a_forked_child_writes_on_a_connection_of_its_own(tmp_path: Path) -> None:
+    # A pre-forking server opens the store, then forks its workers: SQLite
+    # forbids a connection carried across the fork, so the child opens its own.
+    sink = SQLiteAuditSink(tmp_path / "audit.db")
+    sink.write(make(request_id="parent-before"))
+    inherited = sink._connection()  # the thread's connection, which the child inherits
+    child = os.fork()
+    if child == 0:  # the child: it reports by its exit code, and never returns into pytest
+        code = 3
+        try:
+            sink.write(make(request_id="child"))
+            own = sink._connection() is not inherited
+            code = 0 if own and sink.count() == 2 else 2
+            sink.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # 2: the child wrote on the inherited one
+    sink.write(make(request_id="parent-after"))  # the parent's connection is untouched
+    assert sorted(r.request_id for r in sink.records()) == [
+        "child",
+        "parent-after",
+        "parent-before",
+    ]
+    sink.close()
+
+
 def test_a_record_exports_its_columns_only_and_a_pickled_one_is_checked_again() -> None:
     # What the store keeps of its check is no field: asdict, fields and replace
     # see what the audit table stores, and a record that crossed a process is

@@ -243,6 +243,12 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     own transaction, committed before ``write`` returns: a crash loses at most
     the record in flight.
 
+    A process made by ``fork()`` from one that holds the store (a pre-forking
+    server such as gunicorn with ``--preload``, multiprocessing's ``fork``) may
+    go on using it: on a file it opens connections of its own, and never uses
+    or closes those it inherited, which SQLite forbids across a fork. A forked
+    child keeps its own copy of a ``":memory:"`` database.
+
     ``synchronous`` is SQLite's setting: ``"NORMAL"`` (the default) survives
     a crash of the process; ``"FULL"`` also survives power loss, at the price
     of an fsync per record.
@@ -276,6 +282,8 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
                 first.db.execute("PRAGMA journal_mode=WAL")
             prepare(first.db, repr(self))
         self._shared = first if self._path == ":memory:" else None
+        if self._shared is None:
+            _ON_FILES.add(self)
 
     # Why a connection per thread: with one connection behind a lock, writer
     # threads queue at the lock while SQLite writes (sqlite3 lets go of the GIL
@@ -305,6 +313,12 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         self._local.connection = connection  # dropped (and closed) when the thread ends
         return connection
 
+    def _leave_inherited(self) -> None:
+        """In a forked child: set the parent's connections aside, for good (see the class)."""
+        _INHERITED.extend(self._opened)
+        self._opened = weakref.WeakSet()
+        self._local = threading.local()
+
     def _connection(self) -> _Connection:
         shared = self._shared
         if shared is not None:
@@ -327,6 +341,7 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     def close(self) -> None:
         """Close every connection; every record written so far is already committed."""
         self._closed = True
+        _ON_FILES.discard(self)
         for connection in list(self._opened):
             with connection.lock:
                 connection.db.close()
@@ -358,6 +373,27 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
 
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)
+
+
+_ON_FILES: weakref.WeakSet[SQLiteAuditSink] = weakref.WeakSet()
+"""Every open store on a file: what a forked child must give connections of its own."""
+
+_INHERITED: list[_Connection] = []
+"""A forked child's inherited connections, kept so that nothing closes them there.
+
+SQLite forbids using a connection in a forked child, and closing is a use: it
+can release the POSIX locks that the child's own connections to the same file
+hold (such locks belong to the process, not to the connection).
+"""
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_ON_FILES):
+        store._leave_inherited()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Connection:
