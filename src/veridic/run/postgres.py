@@ -68,7 +68,9 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
     keeps trying to reconnect, waiting longer after each failure: 1, 2, 4
     seconds..., so a write just after the server returns may wait a few
     seconds), then raises. Any number of
-    threads may write at once; each process opens its own store.
+    threads may write at once; each process opens its own store (a forked
+    worker too, after the fork: a pool's threads and connections do not
+    survive one).
 
     Between writes the store keeps the connections it used, idle, instead of
     handing each back to the pool (that costs a third of a write): at most one
