@@ -375,25 +375,40 @@ def test_row_written_by_something_else_is_refused_when_read_back(tmp_path: Path)
         sink.records()
 
 
-@given(threads=st.integers(2, 6), each=st.integers(1, 60))
-@settings(max_examples=20)
-def test_concurrent_threads_lose_no_records(threads: int, each: int) -> None:
-    sink = SQLiteAuditSink()
+def _write_from_threads(sink: SQLiteAuditSink, threads: int, each: int) -> None:
+    """``threads`` threads write ``each`` records at once, and lose none.
+
+    Each thread reads its own records back as it goes (every 50th write): a
+    read sees every commit, whichever connection made it.
+    """
     start = threading.Barrier(threads)
+    failures: list[BaseException] = []
 
     def writer(n: int) -> None:
         start.wait()
-        for i in range(each):
-            sink.write(make(request_id=f"t{n}", detail=str(i)))
+        try:
+            for i in range(each):
+                sink.write(make(request_id=f"t{n}", detail=str(i)))
+                if i % 50 == 0:
+                    assert len(sink.records(f"t{n}")) == i + 1
+        except BaseException as error:  # reported by the assert below
+            failures.append(error)
 
     workers = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
+    assert failures == []
     assert sink.count() == threads * each
     for n in range(threads):
         assert [r.detail for r in sink.records(f"t{n}")] == [str(i) for i in range(each)]
+
+
+@given(threads=st.integers(2, 6), each=st.integers(1, 60))
+@settings(max_examples=20)
+def test_concurrent_threads_lose_no_records(threads: int, each: int) -> None:
+    _write_from_threads(SQLiteAuditSink(), threads, each)
 
 
 def _open_files(path: Path) -> int:
@@ -405,30 +420,8 @@ def _open_files(path: Path) -> int:
 def test_threads_writing_to_a_file_each_have_a_connection_and_lose_no_records(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "audit.db"
-    sink = SQLiteAuditSink(path)
-    start = threading.Barrier(8)
-    failures: list[BaseException] = []
-
-    def writer(n: int) -> None:
-        start.wait()
-        try:
-            for i in range(150):
-                sink.write(make(request_id=f"t{n}", detail=str(i)))
-                if i % 50 == 0:  # reads on the thread's own connection see every commit
-                    assert len(sink.records(f"t{n}")) == i + 1
-        except BaseException as error:  # reported by the assert below
-            failures.append(error)
-
-    workers = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert failures == []
-    assert sink.count() == 8 * 150
-    for n in range(8):
-        assert [r.detail for r in sink.records(f"t{n}")] == [str(i) for i in range(150)]
+    sink = SQLiteAuditSink(tmp_path / "audit.db")
+    _write_from_threads(sink, 8, 150)
     sink.close()
 
 
