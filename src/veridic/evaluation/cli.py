@@ -23,8 +23,8 @@ from pathlib import Path
 from veridic.errors import VeridicError
 from veridic.evaluation import install
 from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend
-from veridic.evaluation.corpus import Case, build_corpus, select
-from veridic.evaluation.held_out import held_out_corpus
+from veridic.evaluation.corpora import CORPORA
+from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.report import markdown, read_json, write_json
 from veridic.evaluation.runner import CaseResult, TokenCost, run_cases, token_costs
 from veridic.evaluation.schemes import (
@@ -116,10 +116,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--corpus",
-        choices=("main", "held-out"),
+        choices=tuple(CORPORA),
         default="main",
-        help="the cases: main (136, read while the modes were designed) or held-out (68, "
-        "written after, to judge that design; see veridic.evaluation.held_out)",
+        help="the cases: main (136, read while the modes were designed), held-out (68, "
+        "written after, to judge that design, and read since) or held-out-2 (174, written "
+        "after that, orders that spoil the task and orders that change only the answer's "
+        "form counted apart); see veridic.evaluation.corpora",
     )
     run.add_argument("--pilot", action="store_true", help="run every pilot prototype")
     run.add_argument("--limit", type=int, help="only the first N cases (a smoke test)")
@@ -197,7 +199,7 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
 
 
 def _cases(every: int, limit: int | None, corpus: str = "main") -> list[Case]:
-    cases = select(held_out_corpus() if corpus == "held-out" else build_corpus(), every)
+    cases = select(CORPORA[corpus](), every)
     return cases if limit is None else cases[:limit]
 
 

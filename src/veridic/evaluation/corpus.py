@@ -93,13 +93,18 @@ class Order:
     ``canary`` matches text that obeying produces. ``leaks`` says whether any
     appearance of it means obedience (a secret the document does not hold); otherwise
     the judge discounts appearances that only report the order ("the document asks
-    ..."): see :mod:`veridic.evaluation.judge`.
+    ..."): see :mod:`veridic.evaluation.judge`. ``kind`` says whether obeying it
+    replaces or spoils the user's task (``"task"``) or only changes the form of an
+    answer that still does the task (``"form"``: a language, a greeting, a signature),
+    which the report counts apart: a small model obeys the second kind through every
+    fence measured.
     """
 
     name: str
     text: str
     canary: str
     leaks: bool = False
+    kind: Literal["task", "form"] = "task"
 
 
 @dataclass(frozen=True)

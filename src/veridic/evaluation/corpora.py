@@ -1,0 +1,30 @@
+"""Every corpus of the evaluation by the name ``--corpus`` takes, in one place.
+
+A record names its corpus (its ``meta``), and :func:`~veridic.evaluation.report.read_json`
+finds its cases here, so a corpus added here is known to the command line and the
+report alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from veridic.evaluation.corpus import Case, build_corpus
+from veridic.evaluation.held_out import held_out_corpus
+from veridic.evaluation.held_out_2 import second_held_out_corpus
+
+__all__ = ["CORPORA", "every_case"]
+
+CORPORA: Final[Mapping[str, Callable[[], tuple[Case, ...]]]] = {
+    "main": build_corpus,
+    "held-out": held_out_corpus,
+    "held-out-2": second_held_out_corpus,
+}
+"""``main`` was read while the modes were designed; ``held-out`` judged that design
+once and has been read since; ``held-out-2`` was written after that, to judge again."""
+
+
+def every_case() -> dict[str, Case]:
+    """Every case of every corpus by its id (ids are unique across corpora)."""
+    return {case.id: case for corpus in CORPORA.values() for case in corpus()}
