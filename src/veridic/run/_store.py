@@ -64,6 +64,11 @@ class Statement(Generic[T]):
     idempotent: bool = True
     """Whether sending it again after a lost connection is harmless."""
 
+    @property
+    def writes(self) -> bool:
+        """Whether it changes the database (every query of this module begins with SELECT)."""
+        return not self.sql.startswith("SELECT")
+
 
 def _nothing(rows: Rows) -> None:
     return None

@@ -61,6 +61,7 @@ from typing import Literal, Protocol, runtime_checkable
 from veridic.errors import AuditRecordError
 from veridic.run._sqlite_schema import prepare
 from veridic.run._store import INSERT, AsyncSQLStore, SQLStore, Statement, T, checked_row
+from veridic.run._turns import Turns
 from veridic.run.approval import ApprovalMode
 from veridic.run.records import (
     AuditRecord,
@@ -233,15 +234,18 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     """The default audit store: one SQLite file, one committed transaction per record.
 
     ``path`` is a file (opened in WAL mode, so readers never block the
-    writer) or ``":memory:"``. Any number of threads may call :meth:`write`:
-    on a file each thread gets a connection of its own, opened on its first
-    statement, and SQLite takes the writers in turn (as it does those of
-    several processes); ``":memory:"`` is one database on one connection, which
-    its threads share behind a lock. asyncio tasks may call it directly (a
-    write holds the loop for tens of microseconds) or await :meth:`awrite` and
-    the other ``a``-twins, which run on a worker thread. Each record is its
-    own transaction, committed before ``write`` returns: a crash loses at most
-    the record in flight.
+    writer) or ``":memory:"``. Any number of threads may call :meth:`write`.
+    Every statement that writes goes to one connection of the store, which the
+    writing threads take in turn (a writer that has waited 30 ms gets it
+    next, after any that waited longer: one busy thread cannot keep it); on a
+    file each thread reads on a connection of its own, opened on its first
+    query, so a reviewer's long query never holds up a write. ``":memory:"``
+    is one database on one connection, for reads and writes alike.
+    asyncio tasks may call it directly (a write holds the loop for tens of
+    microseconds) or await :meth:`awrite` and the other ``a``-twins, which run
+    on a worker thread. Each record is its own transaction, committed before
+    ``write`` returns: a crash loses at most the record in flight. Several
+    processes may write to one file: SQLite takes their stores in turn.
 
     A process made by ``fork()`` from one that holds the store (a pre-forking
     server such as gunicorn with ``--preload``, multiprocessing's ``fork``) may
@@ -260,6 +264,17 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
             ProgrammingError`` after :meth:`close`).
     """
 
+    # Why one write connection taken in turns: with a connection per writing
+    # thread, SQLite's own lock decides who writes next, and its busy handler
+    # sleeps a millisecond, then longer and longer, each time a writer finds the
+    # file locked: with 16 threads that wrote 0.6-0.9x the records a second of
+    # one connection behind a lock, and one writer waited more than a second
+    # (benchmarks/audit.py, the longest single write). One connection behind a
+    # threading.Lock writes fast, but that lock is unfair and kept a writer
+    # waiting as long. Turns lets the writer that has the connection write again
+    # until another has waited 30 ms, then hands it over in order: about the
+    # shared connection's rate, and no write waited more than about 35 ms.
+
     def __init__(
         self,
         path: str | os.PathLike[str] = ":memory:",
@@ -276,41 +291,27 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         self._opened: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._local = threading.local()
         self._closed = False
-        first = self._open()
-        with first.lock:
-            if self._path != ":memory:":
-                first.db.execute("PRAGMA journal_mode=WAL")
-            prepare(first.db, repr(self))
-        self._shared = first if self._path == ":memory:" else None
-        if self._shared is None:
+        self._memory = self._path == ":memory:"
+        writer = self._open(Turns())
+        self._writer: _Connection | None = writer
+        with writer.lock:
+            if not self._memory:
+                writer.db.execute("PRAGMA journal_mode=WAL")
+            prepare(writer.db, repr(self))
+        self._opening = threading.Lock()  # a forked child opens its writer under it
+        if not self._memory:
             _ON_FILES.add(self)
 
-    # Why a connection per thread: with one connection behind a lock, writer
-    # threads queue at the lock while SQLite writes (sqlite3 lets go of the GIL
-    # then), and each hand-over of the lock and the GIL costs more than the
-    # insert (measured, 4 threads: 56 against 31 microseconds of CPU a record,
-    # and a 99th-percentile write of 3.1 ms against 0.1 ms). With a connection
-    # each, a thread binds its next row while another writes, and SQLite's own
-    # lock (its busy timeout, as between processes) takes them in turn. The
-    # price, with many threads: SQLite's busy handler sleeps a millisecond or
-    # more when two connections collide, so with 16 threads one shared
-    # connection wrote more records a second (benchmarks/audit.py: the store
-    # 0.6-0.7x of it), while its writers waited longer (99th percentile 15
-    # against 8 ms); the store keeps the shorter wait, which is what a tool
-    # call pays. Each connection still has a lock of its own, never contended
-    # by its thread, so that close() cannot close it in the middle of a statement.
-
-    def _open(self) -> _Connection:
+    def _open(self, lock: Turns | threading.Lock) -> _Connection:
         # isolation_level=None: autocommit, so each INSERT is its own committed
         # transaction. check_same_thread=False: close() closes it from its own thread.
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA synchronous={self._synchronous}")
-        connection = _Connection(db)
+        connection = _Connection(db, lock)
         self._opened.add(connection)
         if self._closed:  # close() ran meanwhile, and may not have seen this one
             db.close()
             raise sqlite3.ProgrammingError(f"{self!r} was closed: open a new store")
-        self._local.connection = connection  # dropped (and closed) when the thread ends
         return connection
 
     def _leave_inherited(self) -> None:
@@ -318,15 +319,28 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         _INHERITED.extend(self._opened)
         self._opened = weakref.WeakSet()
         self._local = threading.local()
+        self._writer = None
+        self._opening = threading.Lock()  # another thread of the parent may have held it
 
-    def _connection(self) -> _Connection:
-        shared = self._shared
-        if shared is not None:
-            return shared
+    def _writing(self) -> _Connection:
+        """The connection every write goes to (opened again in a forked child)."""
+        writer = self._writer
+        if writer is None:
+            with self._opening:
+                writer = self._writer
+                if writer is None:
+                    writer = self._writer = self._open(Turns())
+        return writer
+
+    def _reading(self) -> _Connection:
+        """This thread's connection for queries (the writer's, on ``":memory:"``)."""
+        if self._memory:
+            return self._writing()
         try:
             mine: _Connection = self._local.connection
         except AttributeError:
-            mine = self._open()
+            mine = self._local.connection = self._open(threading.Lock())
+            # dropped (and closed) when the thread ends
         return mine
 
     def __repr__(self) -> str:
@@ -347,16 +361,16 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
                 connection.db.close()
 
     def _run(self, statement: Statement[T]) -> T:
-        connection = self._connection()
+        connection = self._writing() if statement.writes else self._reading()
         with connection.lock:
+            self._check_open()
             cursor = connection.db.execute(statement.sql, statement.params)
             rows = cursor.fetchall() if cursor.description is not None else []
         return statement.answer(rows)
 
-    def _insert(self, row: tuple[object, ...]) -> None:
-        connection = self._connection()
-        with connection.lock:
-            connection.db.execute(INSERT, row)
+    def _check_open(self) -> None:
+        if self._closed:
+            raise sqlite3.ProgrammingError(f"{self!r} was closed: open a new store")
 
     def write(self, record: AuditRecord, /) -> None:
         """Validate ``record`` and commit it before returning (as every store's ``write``).
@@ -364,12 +378,13 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         Raises:
             AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
         """
-        connection = self._connection()
-        # Checked under the lock: on ":memory:", where threads share the
-        # connection, writers that queue once, at the lock, waste less than
-        # writers that meet there and again at the GIL.
-        with connection.lock:
-            connection.db.execute(INSERT, checked_row(self, record))
+        writer = self._writing()
+        # Checked in its turn: a writer that builds its row while another writes
+        # takes the GIL from it, and both wait (measured: 4 threads wrote a fifth
+        # more records a second with the check inside).
+        with writer.lock:
+            self._check_open()
+            writer.db.execute(INSERT, checked_row(self, record))
 
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)
@@ -401,9 +416,9 @@ class _Connection:
 
     __slots__ = ("__weakref__", "db", "lock")
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, lock: Turns | threading.Lock) -> None:
         self.db = db
-        self.lock = threading.Lock()
+        self.lock = lock
 
     def __del__(self) -> None:
         # When its thread ends. Not left to the connection's own finalizer: a

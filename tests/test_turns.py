@@ -1,0 +1,128 @@
+"""The lock the SQLite store's writers take in turns: exclusive, and it hands over when due."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from veridic.run._turns import Turns
+
+
+@given(threads=st.integers(2, 8), each=st.integers(1, 200), patience=st.sampled_from([0.0, 1e-4]))
+@settings(max_examples=15, deadline=None)
+def test_one_holder_at_a_time_and_every_taker_gets_its_turns(
+    threads: int, each: int, patience: float
+) -> None:
+    turns = Turns(patience)
+    inside = 0
+    overlaps = 0
+    taken = [0] * threads
+    start = threading.Barrier(threads)
+
+    def taker(n: int) -> None:
+        nonlocal inside, overlaps
+        start.wait()
+        for _ in range(each):
+            with turns:
+                inside += 1
+                if inside != 1:
+                    overlaps += 1
+                time.sleep(0)  # let another thread run while the lock is held
+                inside -= 1
+                taken[n] += 1
+
+    workers = [threading.Thread(target=taker, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert overlaps == 0
+    assert taken == [each] * threads
+    turns.acquire()  # free again, and nobody left waiting
+    turns.release()
+
+
+def test_a_due_waiter_gets_the_lock_at_the_next_release_not_the_holders_next_take() -> None:
+    # threading.Lock lets a thread that releases and takes again at once keep it for
+    # thousands of turns while a woken waiter waits for the GIL; Turns hands it over.
+    turns = Turns(patience=0.0)  # every waiter is due at once
+    holder_turns = 0
+    waiter_in = threading.Event()
+    queued = threading.Event()
+    stop = threading.Event()
+    seen_by_waiter: list[int] = []
+
+    def holder() -> None:
+        nonlocal holder_turns
+        while not stop.is_set():
+            with turns:
+                holder_turns += 1
+                if queued.is_set() and not waiter_in.is_set():
+                    seen_by_waiter.append(holder_turns)
+
+    def waiter() -> None:
+        turns.acquire()
+        waiter_in.set()
+        turns.release()
+
+    first = threading.Thread(target=holder)
+    turns.acquire()  # hold it so that the waiter queues before the holder loops
+    first.start()
+    second = threading.Thread(target=waiter)
+    second.start()
+    while not turns._due:
+        time.sleep(0.001)
+    queued.set()
+    turns.release()
+    assert waiter_in.wait(10)
+    stop.set()
+    first.join()
+    second.join()
+    # The holder thread may have taken it once between our release and the hand-over
+    # (it was waiting too, and was queued first, or took it free), never again after.
+    assert len(seen_by_waiter) <= 1
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_a_waiter_interrupted_in_the_queue_leaves_it_and_the_lock_stays_usable() -> None:
+    turns = Turns(patience=0.0)
+    holding = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with turns:
+            holding.set()
+            release.wait(10)
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    other = threading.Thread(target=holder)
+    other.start()
+    assert holding.wait(10)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(KeyboardInterrupt):
+            turns.acquire()  # queued behind the holder, then interrupted
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not turns._due  # it left the queue
+    release.set()
+    other.join()
+    done = threading.Event()
+
+    def take_and_give_back() -> None:
+        with turns:
+            done.set()
+
+    later = threading.Thread(target=take_and_give_back)
+    later.start()
+    later.join(10)
+    assert done.is_set()  # the release went to nobody stale: the lock is free
