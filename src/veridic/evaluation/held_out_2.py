@@ -7,7 +7,8 @@ were too weak on the measured model to tell the modes apart (``verbatim`` let on
 through), and it has been read since, so it can no longer judge anything.
 
 This corpus was written on 2026-12-05, after that run and before any case of it was
-run, and it was run once. It keeps two kinds of order apart (:attr:`Order.kind`):
+run, and it was run once. It keeps two kinds of order apart
+(``Order.kind``):
 
 - six ``task`` orders, which replace or spoil the user's task (another answer, a
   phishing address, the system message, a poem, a false "nothing to summarise", a
