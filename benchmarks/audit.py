@@ -17,11 +17,16 @@ asks and a lock or a server makes writers wait without spending CPU. The
 last ratio column divides records per second of the client's CPU (every
 thread of every writing process; not the Postgres server's): steadier than
 the wall clock on a shared machine, and the note gives both CPU times per
-record. Every contender runs once a round, in an order
-rotated from round to round; the figure is the median of the rounds, with the
-min-max range. The note gives the 99th percentile and the longest of every
-single write's time (from the call to its return, over all rounds): a lock or
-a busy database makes some writers wait long while the throughput stays high,
+record. Every contender runs once a round, in an order rotated from round to
+round; the figure is the median of the rounds, with the min-max range. A ratio
+is the median of the rounds' ratios, each taken between measurements of the
+same round (seconds apart): this machine's speed drifts by a fifth between
+rounds, which a ratio of two medians takes in whole (one thread on SQLite: the
+ratio of medians read 0.74-0.93 in five runs, while the median of 30 paired
+rounds was 0.88, quartiles 0.86-0.89). The note gives the 99th percentile and
+the longest of every single write's time (from the call to its return, over
+all rounds): a lock or a busy database makes some writers wait long while the
+throughput stays high,
 and a write's wait is what a tool call pays.
 
 - **SQLite**: a file in WAL mode with ``synchronous=NORMAL`` (the store's
@@ -526,7 +531,8 @@ def table(
         about=[
             about,
             f"{RECORDS[store]:,} records a measurement among the writers; median of {ROUNDS} "
-            "interleaved round(s) (min-max). 'plain, per CPU s': records per second of the "
+            "interleaved round(s) (min-max); a ratio is the median of the rounds' ratios, each "
+            "within one round. 'plain, per CPU s': records per second of the "
             "client's CPU (all its threads and processes; not the server's), veridic's / plain's. "
             "The note gives the 99th percentile and the longest of every write's time (from "
             "call to return, all rounds): what one writer waits, which throughput hides.",
@@ -539,6 +545,10 @@ def table(
         ],
     )
     median = {case: statistics.median(values) for case, values in rates.items()}
+
+    def ratio(case: Case, other: Case) -> float:
+        return statistics.median(a / b for a, b in zip(rates[case], rates[other], strict=True))
+
     us = {case: statistics.median(values) * 1e6 for case, values in cpu.items()}
     tail = {case: _tail(values) for case, values in waits.items() if values}
     for case in every:
@@ -546,10 +556,10 @@ def table(
             continue
         plain = dataclasses.replace(case, how=PLAIN)
         other = dataclasses.replace(case, how=SHARED)
-        ratios: list[float | None] = [median[case] / median[plain]]
+        ratios: list[float | None] = [ratio(case, plain)]
         note = f"plain {median[plain]:,.0f}/s"
         if shared:
-            ratios.append(median[case] / median[other] if other in median else None)
+            ratios.append(ratio(case, other) if other in median else None)
             if other in median:
                 note += f", one conn + lock {median[other]:,.0f}/s"
         ratios.append(us[plain] / us[case])
