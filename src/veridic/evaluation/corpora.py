@@ -13,6 +13,7 @@ from typing import Final
 from veridic.evaluation.corpus import Case, build_corpus
 from veridic.evaluation.held_out import held_out_corpus
 from veridic.evaluation.held_out_2 import second_held_out_corpus
+from veridic.evaluation.held_out_3 import third_held_out_corpus
 
 __all__ = ["CORPORA", "every_case"]
 
@@ -20,9 +21,11 @@ CORPORA: Final[Mapping[str, Callable[[], tuple[Case, ...]]]] = {
     "main": build_corpus,
     "held-out": held_out_corpus,
     "held-out-2": second_held_out_corpus,
+    "held-out-3": third_held_out_corpus,
 }
 """``main`` was read while the modes were designed; ``held-out`` judged that design
-once and has been read since; ``held-out-2`` was written after that, to judge again."""
+once and has been read since; ``held-out-2`` judged it again and has been read since
+(two candidates were tried on it); ``held-out-3`` judges the default and a candidate."""
 
 
 def every_case() -> dict[str, Case]:
