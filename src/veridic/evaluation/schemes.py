@@ -28,6 +28,7 @@ from typing import Final, Literal, Protocol
 from veridic.evaluation.corpus import SYSTEM_TASK, Case
 
 __all__ = [
+    "OPENING_NOTE",
     "PILOT_SCHEMES",
     "PilotScheme",
     "Rendered",
