@@ -11,11 +11,12 @@ so that two runs can be diffed: with greedy decoding a rerun gives the same file
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from veridic.errors import VeridicError
 from veridic.evaluation.corpora import every_case
+from veridic.evaluation.corpus import Order
 from veridic.evaluation.runner import CaseResult, TokenCost
 from veridic.evaluation.statistics import Paired, Rate, paired, rate
 
@@ -42,20 +43,8 @@ class SchemeSummary:
             family: rate(bool(r.followed) for r in attacks if _family(r) == family)
             for family in ("plain", *FAMILIES)
         }
-        orders = dict.fromkeys(r.case.order.name for r in attacks if r.case.order)
-        self.by_order: dict[str, Rate] = {
-            order: rate(
-                bool(r.followed) for r in attacks if r.case.order and r.case.order.name == order
-            )
-            for order in orders
-        }
-        kinds = dict.fromkeys(r.case.order.kind for r in attacks if r.case.order)
-        self.by_kind: dict[str, Rate] = {
-            kind: rate(
-                bool(r.followed) for r in attacks if r.case.order and r.case.order.kind == kind
-            )
-            for kind in kinds
-        }
+        self.by_order = _followed_by(attacks, lambda order: order.name)
+        self.by_kind = _followed_by(attacks, lambda order: order.kind)
         self.twins: dict[str, tuple[Rate, Rate, Paired]] = {}
         for family in (*FAMILIES, "any disguise"):
             pairs = [
@@ -73,6 +62,17 @@ class SchemeSummary:
                 )
         self.seconds = sum(r.seconds for r in results)
         self.cases = len(results)
+
+
+def _followed_by(attacks: Sequence[CaseResult], key: Callable[[Order], str]) -> dict[str, Rate]:
+    """Attack success per value of ``key`` (an order's name, its kind), in corpus order."""
+    keys = dict.fromkeys(key(r.case.order) for r in attacks if r.case.order)
+    return {
+        value: rate(
+            bool(r.followed) for r in attacks if r.case.order and key(r.case.order) == value
+        )
+        for value in keys
+    }
 
 
 def _family(result: CaseResult) -> str | None:

@@ -268,12 +268,13 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     # thread, SQLite's own lock decides who writes next, and its busy handler
     # sleeps a millisecond, then longer and longer, each time a writer finds the
     # file locked: with 16 threads that wrote 0.6-0.9x the records a second of
-    # one connection behind a lock, and one writer waited more than a second
+    # one connection behind a lock, and one writer waited half a second and more
     # (benchmarks/audit.py, the longest single write). One connection behind a
     # threading.Lock writes fast, but that lock is unfair and kept a writer
-    # waiting as long. Turns lets the writer that has the connection write again
-    # until another has waited 30 ms, then hands it over in order: about the
-    # shared connection's rate, and no write waited more than about 35 ms.
+    # waiting hundreds of milliseconds too. Turns lets the writer that has the
+    # connection write again until another has waited 30 ms, then hands it over
+    # in order: in the benchmark, 0.8-0.9x the shared connection's rate with 16
+    # threads, and no write waited more than 35 ms.
 
     def __init__(
         self,
@@ -421,7 +422,8 @@ class _Connection:
         self.lock = lock
 
     def __del__(self) -> None:
-        # When its thread ends. Not left to the connection's own finalizer: a
+        # When its thread ends (a thread's reading connection) or its store is
+        # dropped (the writer). Not left to the connection's own finalizer: a
         # sqlite3.Connection is in a reference cycle with its statement cache, so
         # it would wait for the cyclic collector, holding its file open (SQLite
         # reuses such a file for the next connection only once it is closed).
