@@ -28,8 +28,8 @@ from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.report import markdown, read_json, write_json
 from veridic.evaluation.runner import CaseResult, TokenCost, run_cases, token_costs
 from veridic.evaluation.schemes import (
-    ABLATIONS,
     PILOT_SCHEMES,
+    VARIANTS,
     Scheme,
     main_schemes,
     scheme_named,
@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated schemes; NAME/K runs NAME on the attacks on every K-th "
         "document and on every clean case: verbatim, "
         "datamark, encode (veridic's modes) or "
-        + ", ".join([*(s.name for s in ABLATIONS), *(s.name for s in PILOT_SCHEMES)]),
+        + ", ".join([*(s.name for s in VARIANTS), *(s.name for s in PILOT_SCHEMES)]),
     )
     run.add_argument(
         "--corpus",
