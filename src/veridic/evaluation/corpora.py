@@ -14,6 +14,7 @@ from veridic.evaluation.corpus import Case, build_corpus
 from veridic.evaluation.held_out import held_out_corpus
 from veridic.evaluation.held_out_2 import second_held_out_corpus
 from veridic.evaluation.held_out_3 import third_held_out_corpus
+from veridic.evaluation.held_out_4 import fourth_held_out_corpus
 
 __all__ = ["CORPORA", "every_case"]
 
@@ -22,10 +23,13 @@ CORPORA: Final[Mapping[str, Callable[[], tuple[Case, ...]]]] = {
     "held-out": held_out_corpus,
     "held-out-2": second_held_out_corpus,
     "held-out-3": third_held_out_corpus,
+    "held-out-4": fourth_held_out_corpus,
 }
 """``main`` was read while the modes were designed; ``held-out`` judged that design
 once and has been read since; ``held-out-2`` judged it again and has been read since
-(two candidates were tried on it); ``held-out-3`` judges the default and a candidate."""
+(two candidates were tried on it); ``held-out-3`` judged the default and a candidate, and
+has been read since (the candidates of 2026-12-06 were tried on it); ``held-out-4`` judged
+the default and the candidate chosen then, and has been read since."""
 
 
 def every_case() -> dict[str, Case]:
