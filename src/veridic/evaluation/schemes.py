@@ -326,7 +326,6 @@ class Variant:
     """
 
     name: str
-    description: str
     change: Callable[[str], str]
 
 
@@ -385,6 +384,7 @@ class VeridicScheme:
 
 
 def _without_reminder(content: str) -> str:
+    """The reminder line after each block taken out: what the marking does alone."""
     from veridic.text.fence import REMINDER
 
     return content.replace("</data>\n" + REMINDER, "</data>")
@@ -396,6 +396,7 @@ begins with no mark: the data's own lines all do, so none of them can forge it).
 
 
 def _with_opening_note(content: str) -> str:
+    """A reminder before the data as well as after it (judged on held-out-3: not adopted)."""
     opening = f'<data label="{LABEL}">\n'
     return content.replace(opening, f"{opening}{OPENING_NOTE}\n")
 
@@ -414,6 +415,7 @@ so it is not adopted yet (``benchmarks/eval_model/README.md``)."""
 
 
 def _with_example(content: str) -> str:
+    """The fence preamble, then :data:`WORKED_EXAMPLE`."""
     from veridic.text.fence import preamble
 
     shipped = str(preamble("datamark"))
@@ -421,31 +423,9 @@ def _with_example(content: str) -> str:
 
 
 VARIANTS: Final[tuple[VeridicScheme, ...]] = (
-    VeridicScheme(
-        "datamark",
-        Variant(
-            "without-reminder",
-            "the reminder line after each block taken out: what the marking does alone",
-            _without_reminder,
-        ),
-    ),
-    VeridicScheme(
-        "datamark",
-        Variant(
-            "with-opening-note",
-            "a reminder before the data as well as after it (judged on held-out-3: not adopted)",
-            _with_opening_note,
-        ),
-    ),
-    VeridicScheme(
-        "datamark",
-        Variant(
-            "with-example",
-            "a worked example at the end of the fence preamble: a block's order about the "
-            "answer's form, left out of the answer",
-            _with_example,
-        ),
-    ),
+    VeridicScheme("datamark", Variant("without-reminder", _without_reminder)),
+    VeridicScheme("datamark", Variant("with-opening-note", _with_opening_note)),
+    VeridicScheme("datamark", Variant("with-example", _with_example)),
 )
 """veridic's modes with a part taken out or added, to measure what that part does."""
 
