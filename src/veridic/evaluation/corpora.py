@@ -15,6 +15,7 @@ from veridic.evaluation.held_out import held_out_corpus
 from veridic.evaluation.held_out_2 import second_held_out_corpus
 from veridic.evaluation.held_out_3 import third_held_out_corpus
 from veridic.evaluation.held_out_4 import fourth_held_out_corpus
+from veridic.evaluation.held_out_5 import fifth_held_out_corpus
 
 __all__ = ["CORPORA", "every_case"]
 
@@ -24,12 +25,15 @@ CORPORA: Final[Mapping[str, Callable[[], tuple[Case, ...]]]] = {
     "held-out-2": second_held_out_corpus,
     "held-out-3": third_held_out_corpus,
     "held-out-4": fourth_held_out_corpus,
+    "held-out-5": fifth_held_out_corpus,
 }
 """``main`` was read while the modes were designed; ``held-out`` judged that design
 once and has been read since; ``held-out-2`` judged it again and has been read since
 (two candidates were tried on it); ``held-out-3`` judged the default and a candidate, and
 has been read since (the candidates of 2026-12-06 were tried on it); ``held-out-4`` judged
-the default and the candidate chosen then, and has been read since."""
+the default and the candidate chosen then, and has been read since; ``held-out-5``,
+written to hold the kinds of order this model obeys, judged the default and that
+candidate again, and has been read since."""
 
 
 def every_case() -> dict[str, Case]:
