@@ -217,20 +217,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(args.gguf or install.ensure_model(cache, log=_log))
             return 0
         backend, extra = _backend(args, cache)
+        chosen = [(s.scheme, _cases(s.every, args.limit, args.corpus)) for s in args.selections]
         results = []
-        for selection in args.selections:
-            results += run_cases(
-                backend,
-                [selection.scheme],
-                _cases(selection.every, args.limit, args.corpus),
-                progress=None if args.quiet else _log,
-            )
+        for scheme, cases in chosen:
+            results += run_cases(backend, [scheme], cases, progress=None if args.quiet else _log)
     except VeridicError as error:
         _log(f"veridic.evaluation: {error}")
         return 1
     schemes = [s.scheme for s in args.selections]
     costs = token_costs(backend.count_tokens, schemes)
-    counts = {s.scheme.name: len(_cases(s.every, args.limit, args.corpus)) for s in args.selections}
+    counts = {scheme.name: len(cases) for scheme, cases in chosen}
     meta = {
         **backend.describe(),
         **extra,
