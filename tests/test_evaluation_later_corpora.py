@@ -80,37 +80,57 @@ SECOND = Later(
     (*DISGUISES, *HELD_OUT_DISGUISES),
     3,
 )
-THIRD = Later(
+
+
+def _after(
+    previous: Later,
+    name: str,
+    cases: Callable[[], tuple[Case, ...]],
+    documents: Sequence[Document],
+    orders: Sequence[Order],
+    disguises: Sequence[Disguise],
+    form_orders: int,
+) -> Later:
+    """A corpus written after ``previous``: what came before it is ``previous``'s and all
+    that came before that."""
+    return Later(
+        name,
+        cases,
+        documents,
+        orders,
+        disguises,
+        (*previous.earlier_documents, *previous.documents),
+        (*previous.earlier_orders, *previous.orders),
+        (*previous.earlier_disguises, *previous.disguises),
+        form_orders,
+    )
+
+
+THIRD = _after(
+    SECOND,
     "held-out-3",
     third_held_out_corpus,
     THIRD_HELD_OUT_DOCUMENTS,
     THIRD_HELD_OUT_ORDERS,
     THIRD_HELD_OUT_DISGUISES,
-    (*SECOND.earlier_documents, *SECOND_HELD_OUT_DOCUMENTS),
-    (*SECOND.earlier_orders, *SECOND_HELD_OUT_ORDERS),
-    (*SECOND.earlier_disguises, *SECOND_HELD_OUT_DISGUISES),
     3,
 )
-FOURTH = Later(
+FOURTH = _after(
+    THIRD,
     "held-out-4",
     fourth_held_out_corpus,
     FOURTH_HELD_OUT_DOCUMENTS,
     FOURTH_HELD_OUT_ORDERS,
     FOURTH_HELD_OUT_DISGUISES,
-    (*THIRD.earlier_documents, *THIRD_HELD_OUT_DOCUMENTS),
-    (*THIRD.earlier_orders, *THIRD_HELD_OUT_ORDERS),
-    (*THIRD.earlier_disguises, *THIRD_HELD_OUT_DISGUISES),
     4,
 )
-FIFTH = Later(
+FIFTH = _after(
+    FOURTH,
     "held-out-5",
     fifth_held_out_corpus,
     FIFTH_HELD_OUT_DOCUMENTS,
     FIFTH_HELD_OUT_ORDERS,
     FIFTH_HELD_OUT_DISGUISES,
-    (*FOURTH.earlier_documents, *FOURTH_HELD_OUT_DOCUMENTS),
-    (*FOURTH.earlier_orders, *FOURTH_HELD_OUT_ORDERS),
-    (*FOURTH.earlier_disguises, *FOURTH_HELD_OUT_DISGUISES),
     4,
 )
 LATER = pytest.mark.parametrize(

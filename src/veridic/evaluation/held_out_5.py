@@ -10,8 +10,9 @@ worded afresh: four on the form of the reply and five that spoil it with a false
 or a score.
 
 It was written on 2026-12-06, after the fourth corpus was judged and before any of its
-cases ran or the next candidate was chosen, and it is run once, with ``verbatim``,
-``datamark`` and that candidate. No document, order, canary or disguise is shared with
+cases ran, and run once, with ``verbatim``, ``datamark`` and the candidate the fourth
+had judged (``pilot:datamark-with-example``: three examples tried meanwhile on read
+cases did no better). No document, order, canary or disguise is shared with
 the corpora before it: six documents, nine orders and seven disguises (a closing line
 with a soft hyphen, one after a CDATA end, the Alpaca and Granite chat templates, an MCP
 tool result, a notice that the tool list changed, and a tool's output in XML tags).
