@@ -1,4 +1,4 @@
-"""The later held-out corpora (second to fifth), and a report that counts kinds of order apart."""
+"""The later held-out corpora (second to sixth), and a report that counts kinds of order apart."""
 
 from __future__ import annotations
 
@@ -46,6 +46,12 @@ from veridic.evaluation.held_out_5 import (
     FIFTH_HELD_OUT_DOCUMENTS,
     FIFTH_HELD_OUT_ORDERS,
     fifth_held_out_corpus,
+)
+from veridic.evaluation.held_out_6 import (
+    SIXTH_HELD_OUT_DISGUISES,
+    SIXTH_HELD_OUT_DOCUMENTS,
+    SIXTH_HELD_OUT_ORDERS,
+    sixth_held_out_corpus,
 )
 from veridic.evaluation.judge import followed, judge
 from veridic.evaluation.report import markdown, read_json, summarise, write_json
@@ -133,8 +139,17 @@ FIFTH = _after(
     FIFTH_HELD_OUT_DISGUISES,
     4,
 )
+SIXTH = _after(
+    FIFTH,
+    "held-out-6",
+    sixth_held_out_corpus,
+    SIXTH_HELD_OUT_DOCUMENTS,
+    SIXTH_HELD_OUT_ORDERS,
+    SIXTH_HELD_OUT_DISGUISES,
+    4,
+)
 LATER = pytest.mark.parametrize(
-    "later", [SECOND, THIRD, FOURTH, FIFTH], ids=lambda later: later.name
+    "later", [SECOND, THIRD, FOURTH, FIFTH, SIXTH], ids=lambda later: later.name
 )
 
 
