@@ -16,6 +16,7 @@ from veridic.evaluation.held_out_2 import second_held_out_corpus
 from veridic.evaluation.held_out_3 import third_held_out_corpus
 from veridic.evaluation.held_out_4 import fourth_held_out_corpus
 from veridic.evaluation.held_out_5 import fifth_held_out_corpus
+from veridic.evaluation.held_out_6 import sixth_held_out_corpus
 
 __all__ = ["CORPORA", "every_case"]
 
@@ -26,6 +27,7 @@ CORPORA: Final[Mapping[str, Callable[[], tuple[Case, ...]]]] = {
     "held-out-3": third_held_out_corpus,
     "held-out-4": fourth_held_out_corpus,
     "held-out-5": fifth_held_out_corpus,
+    "held-out-6": sixth_held_out_corpus,
 }
 """``main`` was read while the modes were designed; ``held-out`` judged that design
 once and has been read since; ``held-out-2`` judged it again and has been read since
@@ -33,7 +35,8 @@ once and has been read since; ``held-out-2`` judged it again and has been read s
 has been read since (the candidates of 2026-12-06 were tried on it); ``held-out-4`` judged
 the default and the candidate chosen then, and has been read since; ``held-out-5``,
 written to hold the kinds of order this model obeys, judged the default and that
-candidate again, and has been read since."""
+candidate again, and has been read since; ``held-out-6``, built like the fifth, judges
+once whether that candidate protects better than the default it would replace."""
 
 
 def every_case() -> dict[str, Case]:
