@@ -16,7 +16,9 @@ No document, order, canary or disguise is shared with the corpora before it: six
 documents, nine orders and seven disguises (a closing line with a no-break space, one
 after a YAML document end, the Vicuna and Zephyr chat templates, a ReAct observation, a
 search result, and a skill that says it is always on). 162 attacks and 12 clean tasks.
-Written on 2026-12-06 and run once, with ``verbatim``, ``datamark`` and the candidate.
+Written on 2026-12-06 and run once, with ``verbatim``, ``datamark`` and the candidate:
+66, 29 and 21 of 162 followed. The candidate's lead over the default, 12 against 4
+discordant pairs (p = 0.077), missed the rule's p < 0.05, so the default stayed.
 """
 
 from __future__ import annotations
