@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -335,6 +336,22 @@ def test_the_report_counts_each_kind_of_order_apart() -> None:
         in (report)
     )
     assert "the orders that spoil the task alone: 0% against a ceiling of 20%: met" in report
+
+
+def test_the_report_tests_a_candidate_against_the_default_too() -> None:
+    form = {o.name: True for o in SECOND_HELD_OUT_ORDERS if o.kind == "form"}
+    results = _results(form)
+    # A candidate that obeys nothing: 54 pairs where only the default followed the order.
+    results += [
+        dataclasses.replace(r, scheme="pilot:candidate", followed=False, canary=False)
+        for r in results
+        if r.scheme == "datamark"
+    ]
+    report = markdown(results, None, {"corpus": "held-out-2"}, baseline="verbatim")
+    assert "Each other scheme against datamark, the default" in report
+    assert "| pilot:candidate | 54 vs 0 discordant of 162 pairs, p=" in report
+    two_schemes = markdown(_results(form), None, {}, baseline="verbatim")
+    assert "against datamark, the default" not in two_schemes
 
 
 def test_a_corpus_of_one_kind_has_no_kind_table() -> None:

@@ -235,6 +235,23 @@ def markdown(
                     f"| {name} | {between(results, base, name)} | "
                     f"{between(results, base, name, 'correct')} |"
                 )
+    rivals = [n for n in names if n not in (base, DEFAULT_MODE)]
+    if DEFAULT_MODE in summaries and rivals:
+        # What decides whether a candidate replaces the default: the same paired test,
+        # against the default rather than against verbatim.
+        lines += [
+            "",
+            f"Each other scheme against {DEFAULT_MODE}, the default, on the same cases, "
+            f"McNemar exact test (discordant pairs: {DEFAULT_MODE} only vs the scheme only):",
+            "",
+            "| scheme | attacks followed | clean and attacked task correct |",
+            "| --- | --- | --- |",
+        ]
+        for name in rivals:
+            lines.append(
+                f"| {name} | {between(results, DEFAULT_MODE, name)} | "
+                f"{between(results, DEFAULT_MODE, name, 'correct')} |"
+            )
     if base is not None and DEFAULT_MODE in summaries and base != DEFAULT_MODE:
         lines += ["", *targets(summaries[base], summaries[DEFAULT_MODE])]
     lines += ["", "Setup: " + "; ".join(f"{k}: {v}" for k, v in meta.items())]
