@@ -107,13 +107,15 @@ if TYPE_CHECKING:
         ModelCallRecord,
         ModelGateway,
         ModelReplyRecord,
-        Reply,
         RunResult,
-        ToolOutcome,
     )
     from veridic.run.postgres import (
         AsyncPostgresAuditSink,
         PostgresAuditSink,
+    )
+    from veridic.run.reply import (
+        Reply,
+        ToolOutcome,
     )
     from veridic.run.telemetry import (
         instrument,
@@ -235,7 +237,7 @@ _HOMES: dict[str, str] = {
     "ProvenanceError": "veridic.errors",
     "ReasoningItem": "veridic.text.prompt",
     "Registry": "veridic.tools.registry",
-    "Reply": "veridic.run.gateway",
+    "Reply": "veridic.run.reply",
     "RunLimitError": "veridic.errors",
     "RunResult": "veridic.run.gateway",
     "Risk": "veridic.tools.risk",
@@ -253,7 +255,7 @@ _HOMES: dict[str, str] = {
     "ToolCouplingError": "veridic.errors",
     "ToolDeniedError": "veridic.errors",
     "ToolError": "veridic.errors",
-    "ToolOutcome": "veridic.run.gateway",
+    "ToolOutcome": "veridic.run.reply",
     "ToolStatus": "veridic.tools.view",
     "ToolUnavailableError": "veridic.errors",
     "ToolView": "veridic.tools.view",
