@@ -103,11 +103,9 @@ if TYPE_CHECKING:
         execute,
     )
     from veridic.run.gateway import (
-        Limits,
         ModelCallRecord,
         ModelGateway,
         ModelReplyRecord,
-        RunResult,
     )
     from veridic.run.postgres import (
         AsyncPostgresAuditSink,
@@ -116,6 +114,10 @@ if TYPE_CHECKING:
     from veridic.run.reply import (
         Reply,
         ToolOutcome,
+    )
+    from veridic.run.run_loop import (
+        Limits,
+        RunResult,
     )
     from veridic.run.telemetry import (
         instrument,
@@ -225,7 +227,7 @@ _HOMES: dict[str, str] = {
     "MissingExtraError": "veridic.errors",
     "ModelCallRecord": "veridic.run.gateway",
     "ModelReplyRecord": "veridic.run.gateway",
-    "Limits": "veridic.run.gateway",
+    "Limits": "veridic.run.run_loop",
     "ModelGateway": "veridic.run.gateway",
     "NormalizedPlan": "veridic.tools.plan",
     "OpenAIChat": "veridic.providers",
@@ -239,7 +241,7 @@ _HOMES: dict[str, str] = {
     "Registry": "veridic.tools.registry",
     "Reply": "veridic.run.reply",
     "RunLimitError": "veridic.errors",
-    "RunResult": "veridic.run.gateway",
+    "RunResult": "veridic.run.run_loop",
     "Risk": "veridic.tools.risk",
     "RiskFloorError": "veridic.errors",
     "RiskViolation": "veridic.errors",
