@@ -103,17 +103,21 @@ if TYPE_CHECKING:
         execute,
     )
     from veridic.run.gateway import (
-        Limits,
         ModelCallRecord,
         ModelGateway,
         ModelReplyRecord,
-        Reply,
-        RunResult,
-        ToolOutcome,
     )
     from veridic.run.postgres import (
         AsyncPostgresAuditSink,
         PostgresAuditSink,
+    )
+    from veridic.run.reply import (
+        Reply,
+        ToolOutcome,
+    )
+    from veridic.run.run_loop import (
+        Limits,
+        RunResult,
     )
     from veridic.run.telemetry import (
         instrument,
@@ -223,7 +227,7 @@ _HOMES: dict[str, str] = {
     "MissingExtraError": "veridic.errors",
     "ModelCallRecord": "veridic.run.gateway",
     "ModelReplyRecord": "veridic.run.gateway",
-    "Limits": "veridic.run.gateway",
+    "Limits": "veridic.run.run_loop",
     "ModelGateway": "veridic.run.gateway",
     "NormalizedPlan": "veridic.tools.plan",
     "OpenAIChat": "veridic.providers",
@@ -235,9 +239,9 @@ _HOMES: dict[str, str] = {
     "ProvenanceError": "veridic.errors",
     "ReasoningItem": "veridic.text.prompt",
     "Registry": "veridic.tools.registry",
-    "Reply": "veridic.run.gateway",
+    "Reply": "veridic.run.reply",
     "RunLimitError": "veridic.errors",
-    "RunResult": "veridic.run.gateway",
+    "RunResult": "veridic.run.run_loop",
     "Risk": "veridic.tools.risk",
     "RiskFloorError": "veridic.errors",
     "RiskViolation": "veridic.errors",
@@ -253,7 +257,7 @@ _HOMES: dict[str, str] = {
     "ToolCouplingError": "veridic.errors",
     "ToolDeniedError": "veridic.errors",
     "ToolError": "veridic.errors",
-    "ToolOutcome": "veridic.run.gateway",
+    "ToolOutcome": "veridic.run.reply",
     "ToolStatus": "veridic.tools.view",
     "ToolUnavailableError": "veridic.errors",
     "ToolView": "veridic.tools.view",

@@ -1,0 +1,281 @@
+"""What a model call gives back: the answer, and what became of its tool calls.
+
+A :class:`Reply` keeps, beside the model's text and calls, the hashes of its
+model-call record and the view it was asked with, so its calls run against that
+view and their audit records name the same prompt; a :class:`ToolOutcome` pairs
+a call with its result, which is how the next turn answers it. The streams hand
+the text out as it arrives and give the same :class:`Reply` once read to their
+end, so code that streams and code that waits handle one kind of answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Self
+
+from veridic.errors import VeridicError
+from veridic.providers._base import Assembler, Completion, Usage
+from veridic.run import telemetry as _telemetry
+from veridic.run.deferred import call_arguments
+from veridic.run.executor import CallResult
+from veridic.text.compose import Composer
+from veridic.text.prompt import ReasoningItem, ToolCall
+from veridic.text.provenance import UntrustedText
+from veridic.tools.view import ToolView
+
+__all__ = [
+    "AsyncReplyStream",
+    "Reply",
+    "ReplyStream",
+    "ToolOutcome",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """One tool call of a :class:`Reply` and what became of it (its audit record inside)."""
+
+    call: ToolCall
+    result: CallResult
+
+    @property
+    def text(self) -> UntrustedText:
+        """What to tell the model: :attr:`CallResult.told <veridic.CallResult.told>`.
+
+        Untrusted text (source ``tool:<name>``): a tool's output is data, and
+        :meth:`Composer.tool_result` fences it.
+        """
+        return self.result.told
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The model's answer to one gateway call, and what its tool calls are checked against.
+
+    ``tool_calls`` keep the arguments as the JSON text the model wrote.
+    ``reasoning`` holds the answer's reasoning items (Anthropic thinking
+    blocks, OpenAI Responses reasoning items) in order, exactly as the API
+    returned them; ``()`` for an API or a model without any.
+    ``prompt_sha256`` and ``tools_sha256`` are those of the model-call record;
+    :meth:`ModelGateway.run_tools <veridic.ModelGateway.run_tools>` writes them into every
+    tool call's record.
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    stop_reason: str
+    response_id: str
+    model: str
+    request_id: str
+    prompt_sha256: str
+    tools_sha256: str
+    view: ToolView = field(repr=False, compare=False)
+    reasoning: tuple[ReasoningItem, ...] = ()
+    usage: Usage | None = None
+    """The tokens the provider counted for this call (``None`` where it did not say: a
+    stream asked without usage)."""
+    latency: float = 0.0
+    """Seconds from sending the request to the whole answer (a stream's last event)."""
+
+    def record(self, composer: Composer, outcomes: Sequence[ToolOutcome] = ()) -> Composer:
+        """Append this answer to ``composer``: the assistant turn, its calls, their results.
+
+        The next prompt built from ``composer`` then answers every call it
+        lists in ``outcomes`` (the gateway refuses a prompt with calls left
+        unanswered). Arguments that are not a JSON object are recorded as
+        ``{"_unparsed": <text>}``.
+
+        Anthropic thinking blocks go on the turn: with extended thinking and
+        tool use the Messages API refuses the next request without them (a
+        prompt holding them goes to Anthropic only). OpenAI reasoning items
+        stay on ``reasoning`` and are not put on the turn: the Responses
+        API ties each to the ids of the output items that followed it, which
+        a stateless replay of the turn does not send, and it refuses the pair
+        half-sent, while it accepts a turn without its reasoning (the model
+        reasons again). Put them on a turn yourself with
+        ``composer.assistant(text, reasoning=...)`` where your setup replays
+        them in full.
+        """
+        carried = tuple(item for item in self.reasoning if item.provider == "anthropic")
+        if self.text or carried or not self.tool_calls:
+            composer.assistant(self.text, reasoning=carried)
+        for call in self.tool_calls:
+            composer.tool_call(call.id, call.name, call_arguments(call))
+        for outcome in outcomes:
+            composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
+        return composer
+
+
+class _Streamed:
+    """What both stream kinds share: the whole answer, once the stream is read to its end."""
+
+    _reply: Reply | None
+    _loop: str
+    _span: _telemetry.ChatSpan
+    _assembler: Assembler
+
+    @property
+    def reply(self) -> Reply:
+        """The whole answer.
+
+        Raises:
+            VeridicError: the stream has not been read to its end.
+        """
+        if self._reply is None:
+            raise VeridicError(
+                "the streamed reply is not complete: iterate the stream to its end "
+                f"({self._loop}) before reading stream.reply"
+            )
+        return self._reply
+
+
+class ReplyStream(_Streamed):
+    """A streamed answer: iterate it for the text as it arrives; then read :attr:`reply`.
+
+    Use it as a context manager (or call :meth:`close`) so the connection is
+    released when the loop stops early.
+    """
+
+    _loop = "for text in stream: ..."
+
+    def __init__(
+        self,
+        events: Iterator[object],
+        close: Callable[[], object],
+        assembler: Assembler,
+        done: Callable[[Completion], Reply],
+        *,
+        span: _telemetry.ChatSpan = _telemetry.NO_CHAT,
+    ) -> None:
+        self._events = events
+        self._close = close
+        self._assembler = assembler
+        self._done = done
+        self._reply: Reply | None = None
+        self._closed = False
+        self._span = span
+
+    def __iter__(self) -> Self:
+        return self
+
+    def _answered(self) -> Reply:
+        """The whole answer, once the events have ended; the model call's span ends with it."""
+        try:
+            reply = self._done(self._assembler.finish())
+        except BaseException as error:
+            self._span.failed(error)
+            raise
+        return self._span.answered(reply)
+
+    def __next__(self) -> str:
+        while not self._closed:
+            try:
+                event = next(self._events)
+            except StopIteration:
+                self._release()
+                self._reply = self._answered()
+                raise
+            except BaseException as error:
+                self._span.failed(error)
+                self.close()
+                raise
+            text = self._assembler.feed(event)
+            if text:
+                return text
+        raise StopIteration
+
+    def close(self) -> None:
+        """Release the connection (idempotent); the model call's span ends here at the latest."""
+        self._span.closed()
+        self._release()
+
+    def _release(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncReplyStream(_Streamed):
+    """:class:`ReplyStream` for async code: ``async for`` the text, then :attr:`reply`."""
+
+    _loop = "async for text in stream: ..."
+
+    def __init__(
+        self,
+        events: AsyncIterator[object],
+        close: Callable[[], Awaitable[object]],
+        assembler: Assembler,
+        done: Callable[[Completion], Awaitable[Reply]],
+        *,
+        span: _telemetry.ChatSpan = _telemetry.NO_CHAT,
+    ) -> None:
+        self._events = events
+        self._close = close
+        self._assembler = assembler
+        self._done = done
+        self._reply: Reply | None = None
+        self._closed = False
+        self._span = span
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def _answered(self) -> Reply:
+        """The whole answer, its record awaited; the model call's span ends with it."""
+        try:
+            reply = await self._done(self._assembler.finish())
+        except BaseException as error:
+            self._span.failed(error)
+            raise
+        return self._span.answered(reply)
+
+    async def __anext__(self) -> str:
+        while not self._closed:
+            try:
+                event = await anext(self._events)
+            except StopAsyncIteration:
+                await self._release()
+                self._reply = await self._answered()
+                raise
+            except BaseException as error:
+                self._span.failed(error)
+                await self.aclose()
+                raise
+            text = self._assembler.feed(event)
+            if text:
+                return text
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        """Release the connection (idempotent); the model call's span ends here at the latest."""
+        self._span.closed()
+        await self._release()
+
+    async def _release(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,350 @@
+"""What a run of the gateway counts, where it stops, and how it ended.
+
+:meth:`ModelGateway.run <veridic.ModelGateway.run>` and its async and resumed
+twins send and call tools each in their own way, but must count turns, tool
+calls, time and tokens alike, hold the last answer to its ``output_type``
+alike, and pause for approvals and go on alike: that shared state is ``_Run``,
+here once. :class:`Limits` is what a caller bounds a run with and
+:class:`RunResult` what it gets back, whichever method ran it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Generic, NoReturn, TypeVar, cast
+
+from pydantic import ValidationError
+
+from veridic._sample import clip
+from veridic.errors import RunLimitError, VeridicError
+from veridic.providers._base import Usage
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest
+from veridic.run.deferred import PausedRun, PendingApproval, call_arguments, needs_answer
+from veridic.run.reply import Reply, ToolOutcome
+from veridic.text.compose import Composer
+from veridic.text.prompt import Prompt, ToolCall
+from veridic.tools.view import ToolView
+
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+
+OutputT = TypeVar("OutputT")
+"""The pydantic model a run's last answer is validated as (checked when the run starts)."""
+
+__all__ = [
+    "Limits",
+    "RunResult",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Where a run of :meth:`veridic.ModelGateway.run` stops if the model has not answered.
+
+    ``turns`` counts model calls, ``tool_calls`` the calls of tools (run or
+    refused), ``seconds`` the wall time since the run began (checked before
+    each model call; ``None``: no limit), ``tokens`` the tokens the provider
+    counted over the run's model calls (input and output, checked after each
+    answer; ``None``: no limit; a provider that does not count them is not
+    limited). ``output_retries`` is how many times a structured answer that
+    does not validate is sent back with what was wrong.
+    """
+
+    turns: int = 20
+    tool_calls: int = 100
+    seconds: float | None = None
+    tokens: int | None = None
+    output_retries: int = 1
+
+    def __post_init__(self) -> None:
+        if self.tokens is not None and (
+            isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 1
+        ):
+            raise VeridicError(f"Limits(tokens={self.tokens!r}): pass a positive count, or None")
+        for name in ("turns", "tool_calls", "output_retries"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise VeridicError(f"Limits({name}={value!r}): pass a count, an int of 0 or more")
+        if self.seconds is not None and not (
+            isinstance(self.seconds, int | float) and self.seconds > 0
+        ):
+            raise VeridicError(
+                f"Limits(seconds={self.seconds!r}): pass a positive number of seconds, or None"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult(Generic[OutputT]):
+    """How a run ended: the model's last answer, and everything the run did.
+
+    ``output`` is the answer validated as the run's ``output_type`` (``None``
+    without one); ``outcomes`` every tool call of the run, in order; ``turns``
+    the model calls it made. The composer the run was given holds the whole
+    conversation, the last answer included.
+    """
+
+    reply: Reply
+    output: OutputT | None
+    outcomes: tuple[ToolOutcome, ...]
+    turns: int
+    usage: Usage | None = None
+    """The tokens of every model call of the run, summed (``None``: the provider said none)."""
+    paused: PausedRun | None = None
+    """Set when a run with ``defer=True`` stopped for the user's approvals: keep it
+    (:meth:`PausedRun.to_json`), show :attr:`pending`, and
+    :meth:`ModelGateway.resume <veridic.ModelGateway.resume>` it with the answers. ``reply``
+    is then the answer whose calls wait, ``output`` is ``None``."""
+
+    @property
+    def text(self) -> str:
+        """The model's last answer, as it wrote it."""
+        return self.reply.text
+
+    @property
+    def pending(self) -> tuple[PendingApproval, ...]:
+        """The approvals the user must answer before the run can go on (``()``: none)."""
+        return () if self.paused is None else self.paused.approvals
+
+
+class _Run(Generic[OutputT]):
+    """The counting and the checks of one run, shared by the sync and async loops."""
+
+    __slots__ = (
+        "composer",
+        "context",
+        "earlier_calls",
+        "limits",
+        "outcomes",
+        "output_type",
+        "request_id",
+        "retries",
+        "started",
+        "turns",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        composer: Composer,
+        limits: Limits,
+        output_type: type[OutputT] | None,
+        request_id: str,
+        paused: PausedRun | None = None,
+        waiting: int = 0,
+        *,
+        context: object = None,
+    ) -> None:
+        if not isinstance(composer, Composer):
+            raise VeridicError(
+                f"run() needs the Composer of the conversation, got {type(composer).__name__}: "
+                "pass Composer().system(...).user(...); the run appends every turn to it"
+            )
+        if not isinstance(limits, Limits):
+            raise VeridicError(
+                f"run(limits={limits!r}): pass Limits(turns=..., tool_calls=..., seconds=...)"
+            )
+        self.composer = composer
+        self.limits = limits
+        self.output_type = output_type
+        self.request_id = request_id
+        self.context = context
+        self.outcomes: list[ToolOutcome] = []
+        self.started = time.monotonic()
+        # A resumed run counts on from the paused one; its waiting calls were counted then.
+        self.turns = 0 if paused is None else paused.turns
+        self.retries = 0 if paused is None else paused.retries
+        self.usage: Usage | None = None if paused is None else paused.usage
+        self.earlier_calls = 0 if paused is None else paused.tool_calls - waiting
+
+    def before_turn(self) -> Prompt:
+        limits = self.limits
+        if self.turns >= limits.turns:
+            self._stop("turns", limits.turns, self.turns, "model calls")
+        elapsed = time.monotonic() - self.started
+        if limits.seconds is not None and elapsed >= limits.seconds:
+            self._stop("seconds", limits.seconds, round(elapsed, 3), "seconds")
+        self.turns += 1
+        return self.composer.build()
+
+    def counted(self, reply: Reply) -> None:
+        """Add the reply's tokens; stop when they pass the limit (the answer is recorded)."""
+        if reply.usage is not None:
+            self.usage = reply.usage if self.usage is None else self.usage + reply.usage
+        limit = self.limits.tokens
+        if limit is not None and self.usage is not None and self.usage.total_tokens > limit:
+            reply.record(self.composer, ())
+            self._stop("tokens", limit, self.usage.total_tokens, "tokens")
+
+    def check_calls(self, reply: Reply) -> None:
+        wanted = self.earlier_calls + len(self.outcomes) + len(reply.tool_calls)
+        if wanted > self.limits.tool_calls:
+            reply.record(self.composer, ())  # the calls stay unanswered: none of them ran
+            self._stop("tool_calls", self.limits.tool_calls, wanted, "tool calls")
+
+    def after_calls(self, reply: Reply, outcomes: Sequence[ToolOutcome]) -> None:
+        self.outcomes.extend(outcomes)
+        reply.record(self.composer, outcomes)
+
+    def after_resumed(self, outcomes: Sequence[ToolOutcome]) -> None:
+        """The results of resumed calls (their turn is in the restored conversation)."""
+        self.outcomes.extend(outcomes)
+        for outcome in outcomes:
+            self.composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
+
+    def pause(
+        self,
+        reply: Reply,
+        waiting: Sequence[ToolCall],
+        policy: ApprovalPolicy,
+        again: Mapping[str, str] | None = None,
+    ) -> RunResult[OutputT]:
+        """Stop with ``waiting`` calls unanswered, asking for the approvals they need.
+
+        ``again`` holds, by call id, why an earlier answer no longer holds.
+        """
+        approvals = []
+        for call in waiting:
+            request = needs_answer(reply.view, policy, call)
+            if request is not None:
+                arguments = call_arguments(call)
+                stale = (again or {}).get(call.id)
+                if stale:
+                    why = f"{request.why}; asked again: {stale}"
+                    request = ApprovalRequest(
+                        request.tool,
+                        request.kind,
+                        request.risk,
+                        request.irreversible,
+                        request.writes_instruction_fields,
+                        None,
+                        why,
+                        request.arguments,
+                    )
+                approvals.append(PendingApproval.of(call.id, request, arguments))
+        paused = PausedRun(
+            request_id=self.request_id,
+            conversation=self.composer.conversation(),
+            approvals=tuple(approvals),
+            prompt_sha256=reply.prompt_sha256,
+            tools_sha256=reply.tools_sha256,
+            response_id=reply.response_id,
+            model=reply.model,
+            turns=self.turns,
+            tool_calls=self.earlier_calls + len(self.outcomes) + len(waiting),
+            retries=self.retries,
+            usage=self.usage,
+        )
+        return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage, paused=paused)
+
+    def answered(self, reply: Reply) -> RunResult[OutputT] | None:
+        """The result, or ``None`` when a structured answer must be asked for again."""
+        reply.record(self.composer)
+        if self.output_type is None:
+            return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage)
+        try:
+            output = self.output_type.model_validate_json(reply.text)  # type: ignore[attr-defined]  # a pydantic model, checked in run()
+        except ValidationError as error:
+            if self.retries >= self.limits.output_retries:
+                raise VeridicError(
+                    f"the model's answer is not a valid {self.output_type.__name__} after "
+                    f"{self.retries} retr{'y' if self.retries == 1 else 'ies'} "
+                    f"({_problems(error)}); the answer is kept on the composer: raise "
+                    "Limits(output_retries=...) or say more about the format in the "
+                    "instructions"
+                ) from error
+            self.retries += 1
+            self.composer.user(
+                f"Your answer is not a valid {self.output_type.__name__} as JSON: "
+                f"{_problems(error)}. Answer again with only the JSON object, and nothing else."
+            )
+            return None
+        return RunResult(reply, cast(OutputT, output), tuple(self.outcomes), self.turns, self.usage)
+
+    def _stop(self, limit: str, allowed: float, reached: float, what: str) -> NoReturn:
+        raise RunLimitError(
+            f"the run reached its limit of {allowed:g} {what} ({reached:g}) before the model "
+            f"answered without tool calls; the {len(self.outcomes)} tool call(s) made so far "
+            "ran and are recorded, and the composer holds the conversation: raise "
+            f"Limits({limit}=...) if the task needs more, or look at what the model kept "
+            "asking for",
+            limit=limit,
+            allowed=allowed,
+            reached=reached,
+        )
+
+
+def _problems(error: ValidationError) -> str:
+    """Pydantic's errors as a short list of ``place: message`` (no input values)."""
+    told = [
+        f"{'.'.join(str(part) for part in item['loc']) or '(the answer)'}: {item['msg']}"
+        for item in error.errors(include_input=False)[:10]
+    ]
+    return "; ".join(told)
+
+
+def _resumed(
+    paused: PausedRun,
+    composer: Composer,
+    view: ToolView,
+    limits: Limits,
+    output_type: type[OutputT] | None,
+    answers: Mapping[str, bool],
+    context: object,
+) -> tuple[_Run[OutputT], Reply]:
+    """The run state and the waiting calls of ``paused``, restored into ``composer``."""
+    if not isinstance(paused, PausedRun) or not isinstance(composer, Composer):
+        raise VeridicError(
+            f"resume() needs a PausedRun and a Composer, got {type(paused).__name__} and "
+            f"{type(composer).__name__}: pass PausedRun.from_json(saved) and a Composer holding "
+            "the system part built from code"
+        )
+    if not isinstance(answers, Mapping):
+        raise VeridicError(
+            f"resume(answers=...) got a {type(answers).__name__}: pass a mapping of each "
+            "approval's call_id to True (approve) or False (deny)"
+        )
+    asked = {approval.call_id for approval in paused.approvals}
+    for call_id, answer in answers.items():
+        if call_id not in asked:
+            raise VeridicError(
+                f"resume() got an answer for {clip(str(call_id))}, which no approval of the "
+                f"paused run names (it asks for {sorted(asked)}): answer the approvals of "
+                "paused.approvals by their call_id"
+            )
+        if not isinstance(answer, bool):
+            raise VeridicError(
+                f"resume() got {answer!r} as the answer for {call_id!r}: pass True (the user "
+                "approves the call) or False (the user denies it)"
+            )
+    for digest in (paused.prompt_sha256, paused.tools_sha256):
+        if not _SHA256.fullmatch(digest):
+            raise VeridicError(
+                f"the paused run holds {clip(digest)} as a hash, not a sha256: it was not "
+                "written by PausedRun.to_json(); resume only what a run returned"
+            )
+    composer.restore(paused.conversation)
+    waiting = composer.build().pending_tool_calls
+    missing = asked - {call.id for call in waiting}
+    if not waiting or missing:
+        raise VeridicError(
+            f"the paused run of request {paused.request_id!r} does not end with the calls its "
+            f"approvals name (no waiting call for {sorted(missing) or 'any approval'}): it was "
+            "changed after PausedRun.to_json(); resume only what a run returned"
+        )
+    reply = Reply(
+        text="",
+        tool_calls=waiting,
+        stop_reason="paused",
+        response_id=paused.response_id,
+        model=paused.model,
+        request_id=paused.request_id,
+        prompt_sha256=paused.prompt_sha256,
+        tools_sha256=paused.tools_sha256,
+        view=view,
+    )
+    state = _Run(
+        composer, limits, output_type, paused.request_id, paused, len(waiting), context=context
+    )
+    return state, reply
