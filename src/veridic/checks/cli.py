@@ -99,10 +99,19 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TextIO
 
+from veridic.checks._cli_config import _Config, _load_config
+from veridic.checks._cli_report import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    EXIT_USAGE,
+    _emit,
+    _Item,
+    _Report,
+    _UsageError,
+)
 from veridic.checks.audit_report import FORMATS, Selection, build_report, parse_time, utc
 from veridic.checks.choosers import (
     CachedChooser,
@@ -114,7 +123,7 @@ from veridic.checks.choosers import (
     default_cache_dir,
 )
 from veridic.checks.hatches import find_hatches
-from veridic.checks.lint import DEFAULT_THRESHOLD, LintFinding, Severity, check, lint
+from veridic.checks.lint import LintFinding, check, lint
 from veridic.checks.manifest import (
     ManifestFormatError,
     build_manifest,
@@ -122,7 +131,6 @@ from veridic.checks.manifest import (
     diff_manifest,
     render_manifest,
 )
-from veridic.checks.markdown import render_markdown
 from veridic.checks.probe import (
     DEFAULT_CONFUSION_THRESHOLD,
     ProbeError,
@@ -130,9 +138,7 @@ from veridic.checks.probe import (
     probe,
     read_requests,
 )
-from veridic.checks.sarif import render_sarif
 from veridic.checks.stubs import write_stubs
-from veridic.config import ToolConfig, configure, find_pyproject, read_tool_config
 from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
 from veridic.integrations.mcp import list_tools as list_mcp_tools
@@ -150,147 +156,6 @@ from veridic.tools.registry import Registry
 from veridic.tools.view import ToolView
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_USAGE", "main"]
-
-EXIT_CLEAN: Final = 0
-EXIT_FINDINGS: Final = 1
-EXIT_USAGE: Final = 2
-
-
-class _UsageError(Exception):
-    """The command cannot run as asked; the message says what to change (exit 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Item:
-    """One line of a report: a finding (``error``), a ``warning`` or a listed ``info`` item."""
-
-    severity: Severity
-    kind: str
-    message: str
-    file: str | None = None
-    line: int | None = None
-    subject: str | None = None
-    text: str | None = None
-    data: tuple[tuple[str, object], ...] = ()
-
-    def where(self) -> str:
-        """``file:line``, ``file``, or empty when the item has no place in the source."""
-        if self.file is None:
-            return ""
-        return self.file if self.line is None else f"{self.file}:{self.line}"
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "kind": self.kind,
-            "message": self.message,
-            "file": self.file,
-            "line": self.line,
-        }
-        if self.subject is not None:
-            out["tool"] = self.subject
-        if self.text is not None:
-            out["text"] = self.text
-        out.update(self.data)
-        return out
-
-
-@dataclass(slots=True)
-class _Report:
-    """What one command found, rendered as grouped text or JSON."""
-
-    command: str
-    target: str
-    items: list[_Item] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    extra: dict[str, object] = field(default_factory=dict)
-    strict: bool = False
-
-    def exit_code(self) -> int:
-        failing = {"error", "warning"} if self.strict else {"error"}
-        return EXIT_FINDINGS if any(i.severity in failing for i in self.items) else EXIT_CLEAN
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "command": self.command,
-            "target": self.target,
-            "exit_code": self.exit_code(),
-            "findings": [i.to_json() for i in self.items if i.severity == "error"],
-            "warnings": [i.to_json() for i in self.items if i.severity == "warning"],
-            "listed": [i.to_json() for i in self.items if i.severity == "info"],
-            "notes": list(self.notes),
-        }
-        out.update(self.extra)
-        return out
-
-    def render(self) -> str:
-        counts = {s: sum(1 for i in self.items if i.severity == s) for s in _SECTIONS}
-        parts = [f"{n} {_COUNT_WORDS[s]}" for s, n in counts.items() if n or s == "error"]
-        lines = [f"veridic {self.command} {self.target}: {', '.join(parts)}"]
-        lines.extend(f"  {note}" for note in self.notes)
-        for severity, title in _SECTIONS.items():
-            chosen = [i for i in self.items if i.severity == severity]
-            if not chosen:
-                continue
-            lines.append("")
-            lines.append(f"{title}:")
-            kinds = sorted({i.kind for i in chosen})
-            for kind in kinds:
-                of_kind = [i for i in chosen if i.kind == kind]
-                lines.append(f"  {kind} ({len(of_kind)})")
-                for item in of_kind:
-                    head = "  ".join(
-                        part
-                        for part in (item.where(), item.subject, item.text)
-                        if part is not None and part != ""
-                    )
-                    if head:
-                        lines.append(f"    {head}")
-                        lines.append(f"      {item.message}")
-                    else:
-                        lines.append(f"    {item.message}")
-        verdict = {
-            EXIT_CLEAN: "clean" if not counts["warning"] else "clean (warnings do not fail)",
-            EXIT_FINDINGS: "failed",
-        }[self.exit_code()]
-        if self.strict and counts["warning"] and not counts["error"]:
-            verdict = "failed (--strict: warnings fail)"
-        lines.append("")
-        lines.append(f"result: {verdict} (exit {self.exit_code()})")
-        return "\n".join(lines)
-
-
-_SECTIONS: Final[dict[Severity, str]] = {
-    "error": "findings (fail the check)",
-    "warning": "warnings",
-    "info": "listed for review (not findings)",
-}
-_COUNT_WORDS: Final[dict[Severity, str]] = {
-    "error": "findings",
-    "warning": "warnings",
-    "info": "listed for review",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class _Config:
-    """``[tool.veridic]`` as the commands use it, validated by ``config.read_tool_config``."""
-
-    path: Path | None = None
-    trust_policies: frozenset[str] | None = None
-    similarity_threshold: float = DEFAULT_THRESHOLD
-    siblings: tuple[frozenset[str], ...] = ()
-    manifest: Path | None = None
-
-    @classmethod
-    def of(cls, read: ToolConfig) -> _Config:
-        threshold = read.similarity_threshold
-        return cls(
-            path=read.path,
-            trust_policies=read.trust_policies,
-            similarity_threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-            siblings=read.siblings,
-            manifest=read.manifest,
-        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -366,25 +231,6 @@ def _exit_call(stop: SystemExit) -> str:
     """``called sys.exit(0)``, ``called sys.exit()``: what the code did, with its exit code."""
     shown = "" if stop.code is None else repr(stop.code)
     return f"called sys.exit({shown}) (raised SystemExit)"
-
-
-def _emit(report: _Report, form: str, out: TextIO, *, anchor: str | None = None) -> None:
-    if form == "json":
-        out.write(json.dumps(report.to_json(), indent=2, sort_keys=True, default=str) + "\n")
-    elif form == "sarif":
-        out.write(render_sarif(report.items, command=report.command, anchor=anchor))
-    elif form == "markdown":
-        markdown = render_markdown(
-            report.items,
-            command=report.command,
-            target=report.target,
-            exit_code=report.exit_code(),
-            strict=report.strict,
-            notes=report.notes,
-        )
-        out.write(markdown + "\n")
-    else:
-        out.write(report.render() + "\n")
 
 
 def _anchor(args: argparse.Namespace) -> str | None:
@@ -673,34 +519,6 @@ def _parser() -> argparse.ArgumentParser:
         help="the stub folder, e.g. typings (pyright's default stubPath)",
     )
     return parser
-
-
-# --- configuration -------------------------------------------------------------------------
-
-
-def _load_config(path: Path | None) -> _Config:
-    """Read and validate ``[tool.veridic]``; also applies ``trust-policies`` to this process.
-
-    Raises:
-        _UsageError: the file is missing or unreadable, a key is unknown, or a
-            value has the wrong type (:func:`veridic.config.read_tool_config`).
-    """
-    if path is not None and not path.is_file():
-        raise _UsageError(
-            f"--config {path}: no such file: pass the pyproject.toml that holds [tool.veridic]"
-        )
-    found = path if path is not None else find_pyproject(Path.cwd())
-    if found is None:
-        return _Config()
-    try:
-        config = _Config.of(read_tool_config(found))
-        if config.trust_policies is not None:
-            # configure() reads the working directory's pyproject.toml on first use, which
-            # may be another file than --config: a malformed one is a usage error too.
-            configure(trust_policies=config.trust_policies)
-    except VeridicError as error:
-        raise _UsageError(str(error)) from error
-    return config
 
 
 # --- loading MODULE:ATTR -------------------------------------------------------------------
