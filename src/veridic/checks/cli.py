@@ -89,7 +89,6 @@ usage: veridic hatches [-h] ...
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
@@ -101,53 +100,23 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from veridic.checks._cli_config import _Config, _load_config
+from veridic.checks._cli_hatches import _run_hatches
+from veridic.checks._cli_mcp import _run_mcp_pin
+from veridic.checks._cli_probe import _run_probe
+from veridic.checks._cli_registry import _run_check, _run_lint, _run_manifest
 from veridic.checks._cli_report import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     EXIT_USAGE,
     _emit,
-    _Item,
     _Report,
     _UsageError,
 )
-from veridic.checks._cli_target import (
-    _anchor,
-    _booting,
-    _display,
-    _guarded,
-    _import,
-    _load_target,
-)
+from veridic.checks._cli_target import _anchor, _guarded
 from veridic.checks.audit_report import FORMATS, Selection, build_report, parse_time, utc
-from veridic.checks.choosers import (
-    CachedChooser,
-    ChoiceCache,
-    EndpointChooser,
-    LlamaChooser,
-    ProbeModelError,
-    ToolChooser,
-    default_cache_dir,
-)
-from veridic.checks.hatches import find_hatches
-from veridic.checks.lint import LintFinding, check, lint
-from veridic.checks.manifest import (
-    ManifestFormatError,
-    build_manifest,
-    component_states,
-    diff_manifest,
-    render_manifest,
-)
-from veridic.checks.probe import (
-    DEFAULT_CONFUSION_THRESHOLD,
-    ProbeError,
-    findings,
-    probe,
-    read_requests,
-)
+from veridic.checks.probe import DEFAULT_CONFUSION_THRESHOLD
 from veridic.checks.stubs import write_stubs
 from veridic.errors import VeridicError
-from veridic.integrations.mcp import McpServer, Pins, render_changes
-from veridic.integrations.mcp import list_tools as list_mcp_tools
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
 from veridic.run.records import ModelCallRecord
@@ -158,8 +127,6 @@ from veridic.text.terminal_view import (
     use_colour,
     visible,
 )
-from veridic.tools.registry import Registry
-from veridic.tools.view import ToolView
 
 __all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_USAGE", "main"]
 
@@ -467,255 +434,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# --- commands ------------------------------------------------------------------------------
-
-
-def _run_hatches(args: argparse.Namespace, config: _Config) -> _Report:
-    paths: list[Path] = args.paths
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        raise _UsageError(
-            f"{', '.join(map(str, missing))}: no such file or directory (looked from "
-            f"{os.getcwd()}): pass paths of Python files or directories that hold them"
-        )
-    report = _Report("hatches", " ".join(map(str, paths)))
-    for hatch in find_hatches(paths, trust_policies=config.trust_policies):
-        data: list[tuple[str, object]] = []
-        if hatch.kind in ("trust-policy", "vouch"):
-            data = [("policy", hatch.policy), ("reason", hatch.reason)]
-        if hatch.codes:
-            data = [("codes", list(hatch.codes))]
-        report.items.append(
-            _Item(
-                "error" if hatch.finding else "info",
-                hatch.kind,
-                hatch.why,
-                file=hatch.file,
-                line=hatch.line,
-                text=hatch.text,
-                data=tuple(data),
-            )
-        )
-    if config.trust_policies is not None:
-        report.notes.append(
-            "trust-policies listed in "
-            f"{_display(str(config.path))}: {', '.join(sorted(config.trust_policies)) or 'none'}"
-        )
-    return report
-
-
-def _run_lint(args: argparse.Namespace, config: _Config) -> _Report:
-    report = _Report("lint", args.target)
-    with _booting(report):
-        target = _load_target(args.target)
-        report.items.extend(_lint_items(target, config))
-    return report
-
-
-def _lint_items(target: Registry | ToolView, config: _Config) -> list[_Item]:
-    found = lint(target, threshold=config.similarity_threshold, siblings=config.siblings)
-    return [_lint_item(finding) for finding in found]
-
-
-def _lint_item(finding: LintFinding) -> _Item:
-    data: list[tuple[str, object]] = []
-    if finding.score is not None:
-        data = [("score", round(finding.score, 3)), ("other", finding.other)]
-    return _Item(
-        finding.severity,
-        finding.code,
-        finding.message,
-        file=finding.file,
-        line=finding.line,
-        subject=finding.tool,
-        data=tuple(data),
-    )
-
-
-def _run_manifest(args: argparse.Namespace, config: _Config) -> _Report:
-    report = _Report("manifest", args.target)
-    with _booting(report):
-        target = _load_target(args.target)
-        if args.output is not None:
-            _write_manifest(target, args.output, report)
-        else:
-            _check_manifest(target, args.check, report)
-        _boot_states(target, report, listed=True)
-    return report
-
-
-def _boot_states(target: Registry | ToolView, report: _Report, *, listed: bool) -> None:
-    """Put each component's boot state in the report: it is not in the snapshot.
-
-    Whether a component starts depends on the machine (secrets, licences, a
-    server's version), so it is reported here, in the text and in the JSON
-    ``components`` table, and never compared. ``listed`` adds a listed item per
-    component that did not start (``check`` has them from its projections).
-    """
-    states = component_states(target)
-    report.extra["components"] = states
-    if states:
-        report.notes.append(
-            "components on this machine (reported, not in the snapshot): "
-            + ", ".join(f"{name} {_started(state['started'])}" for name, state in states.items())
-        )
-    if not listed:
-        return
-    for name, state in states.items():
-        if state["started"] is False:
-            report.items.append(
-                _Item(
-                    "info",
-                    "component-down",
-                    f"component {name!r} did not start here ({state['reason']}); its boot "
-                    "state is reported, not part of the snapshot, so this machine's secrets "
-                    "and licences do not change the manifest",
-                )
-            )
-
-
-def _started(started: object) -> str:
-    if started is None:
-        return "was not booted"
-    return "started" if started else "did not start"
-
-
-def _write_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
-    text = render_manifest(build_manifest(target))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise _UsageError(
-            f"cannot write the manifest to {path}: {error}: choose a writable path with -o"
-        ) from error
-    report.notes.append(f"wrote {path}")
-    report.extra["written"] = str(path)
-
-
-def _check_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
-    try:
-        committed = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise _UsageError(
-            f"cannot read the manifest {path}: {error}: write it first with "
-            f"veridic manifest {report.target} -o {path}"
-        ) from error
-    try:
-        changes = diff_manifest(committed, build_manifest(target))
-    except ManifestFormatError as error:
-        raise _UsageError(f"{path}: {error}") from error
-    for change in changes:
-        report.items.append(
-            _Item(
-                "error",
-                "drift",
-                change.text,
-                file=_display(str(path)),
-                data=(
-                    ("subject", change.subject),
-                    ("change", change.change),
-                    ("field", change.field),
-                    ("before", change.before),
-                    ("after", change.after),
-                ),
-            )
-        )
-    report.extra["drift"] = [c.text for c in changes]
-    if changes:
-        report.notes.append(
-            f"{path} differs from the registry: review each change below; if it is intended, "
-            f"refresh the snapshot with veridic manifest {report.target} -o {path} "
-            "and commit it with the change"
-        )
-    else:
-        report.notes.append(f"{path} matches the registry")
-
-
-def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
-    """``veridic mcp pin``: trust on first use, reviewed like the manifest.
-
-    ``-o`` records every tool the server lists now; review the file and commit
-    it, then pass it to ``connect(pins=...)``. ``--check`` lists every
-    difference (a changed description, schema or annotations, a new or
-    vanished tool) as a finding with the Markdown table of old and new: the
-    rug pull of a server that rewrites a tool after it was approved.
-    """
-    report = _Report("mcp pin", args.target)
-    server = _load_server(args.target)
-    try:
-        listed = asyncio.run(list_mcp_tools(server))
-    except VeridicError as error:
-        raise _UsageError(f"{error}; fix the server or its command, then run again") from error
-    now = Pins.of(server.name, listed)
-    if args.output is not None:
-        now.dump(args.output)
-        report.notes.append(f"recorded {len(now.tools)} tool(s) of {server!r} in {args.output}")
-        return report
-    try:
-        recorded = Pins.load(args.check)
-    except VeridicError as error:
-        raise _UsageError(str(error)) from error
-    changes = recorded.compare(listed)
-    for change in changes:
-        report.items.append(
-            _Item(
-                "error",
-                f"mcp-{change.kind}",
-                str(change.reason),
-                file=str(args.check),
-                subject=change.tool,
-                data=(("parts", list(change.parts)),),
-            )
-        )
-    diff = render_changes(server.name, changes)
-    report.extra["diff"] = diff
-    if changes:
-        report.notes.extend(diff.rstrip().split("\n"))
-    return report
-
-
-_SERVER: Final = "an McpServer (veridic.integrations.mcp.stdio(...) or http(...))"
-
-
-def _load_server(spec: str) -> McpServer:
-    """``MODULE:ATTR`` naming an MCP server declared in code."""
-    module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise _UsageError(f"target {spec!r} is not MODULE:ATTR: name the module and {_SERVER}")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    obj: object = _import(module_name)
-    for part in attr_path.split("."):
-        if not hasattr(obj, part):
-            raise _UsageError(f"{spec}: {module_name} has no attribute {attr_path!r}")
-        obj = getattr(obj, part)
-    if not isinstance(obj, McpServer):
-        raise _UsageError(f"{spec} is a {type(obj).__name__}, not {_SERVER}")
-    return obj
-
-
-def _run_check(args: argparse.Namespace, config: _Config) -> _Report:
-    report = _Report("check", args.target)
-    manifest: Path | None = args.manifest if args.manifest is not None else config.manifest
-    with _booting(report):
-        target = _load_target(args.target)
-        found = check(target, threshold=config.similarity_threshold, siblings=config.siblings)
-        report.items.extend(_lint_item(finding) for finding in found)
-        if manifest is None:
-            report.notes.append(
-                "no manifest compared: pass --manifest FILE or set [tool.veridic] manifest"
-            )
-        elif not any(item.kind == "boot" or item.kind == "risk-floor" for item in report.items):
-            _check_manifest(target, manifest, report)
-        else:
-            report.notes.append(f"{manifest} not compared: the registry does not boot")
-        if not any(item.kind == "boot" or item.kind == "risk-floor" for item in report.items):
-            _boot_states(target, report, listed=False)
-    return report
-
-
 def _run_audit(args: argparse.Namespace, out: TextIO) -> int:
     """``veridic audit``: print the report; exit 1 on an always-rule instruction write."""
     with tempfile.TemporaryDirectory(prefix="veridic-audit-") as snapshots:
@@ -830,95 +548,6 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
         return SQLiteAuditSink(copy)
     except (sqlite3.Error, VeridicError) as error:
         raise _UsageError(f"{path}: cannot be opened as an audit store: {error}") from error
-
-
-# --- veridic probe -------------------------------------------------------------------------
-
-
-def _run_probe(args: argparse.Namespace, config: _Config) -> _Report:
-    """``veridic probe``: ask the model (:mod:`veridic.checks.probe`); findings as lint's."""
-    _check_probe_args(args)
-    try:
-        requests = None if args.requests is None else read_requests(args.requests)
-    except ProbeError as error:
-        raise _UsageError(str(error)) from error
-    report = _Report("probe", args.target)
-    with _booting(report):
-        target = _load_target(args.target)
-        chooser = _probe_chooser(args)
-        try:
-            result = probe(
-                target,
-                chooser,
-                requests=requests,
-                requests_source=f"requests file {args.requests}",
-                per_tool=args.per_tool,
-                hide=args.hide,
-            )
-        except ProbeError as error:
-            raise _UsageError(str(error)) from error
-        except ProbeModelError as error:
-            raise _UsageError(f"the model could not be asked: {error}") from error
-        found = findings(result, threshold=args.threshold, siblings=config.siblings)
-        report.items.extend(_lint_item(finding) for finding in found)
-        model = ", ".join(f"{k} {v}" for k, v in result.model)
-        report.notes.append(f"model: {model}")
-        asked = len(result.asked)
-        if isinstance(chooser, CachedChooser):
-            report.notes.append(
-                f"{asked} requests: {chooser.asked} asked, {chooser.reused} answered from the cache"
-            )
-            report.extra["cache"] = {"asked": chooser.asked, "reused": chooser.reused}
-        else:
-            report.notes.append(f"{asked} requests, all asked (--no-cache)")
-        report.notes.extend(result.summary())
-        report.extra.update(result.to_json())
-    return report
-
-
-def _check_probe_args(args: argparse.Namespace) -> None:
-    if args.endpoint is not None and args.gguf is not None:
-        raise _UsageError("--endpoint and --gguf name two models: choose one")
-    if args.endpoint is None and args.gguf is None:
-        raise _UsageError(
-            "no model to ask: pass --endpoint URL --model NAME (an OpenAI-compatible API) or "
-            "--gguf PATH (a local model; `python -m veridic.evaluation --install-only` "
-            "installs the pinned Qwen2.5-Coder-1.5B and prints its path; `make eval-probe` "
-            "does both)"
-        )
-    if args.endpoint is not None and not args.model:
-        raise _UsageError("--endpoint needs --model NAME, the model the endpoint should run")
-    if args.model is not None and args.endpoint is None:
-        raise _UsageError("--model names a model of an endpoint: give --endpoint URL too")
-    if args.gguf is not None and not args.gguf.is_file():
-        raise _UsageError(f"--gguf {args.gguf}: no such file: pass the path of a GGUF model")
-    if not 0 < args.threshold <= 1:
-        raise _UsageError(
-            f"--threshold {args.threshold:g}: the confusion rate at which a pair fails is a "
-            "share in (0, 1], e.g. 0.2"
-        )
-    if args.per_tool is not None and args.per_tool < 1:
-        raise _UsageError(f"--per-tool {args.per_tool}: ask at least one request per tool")
-    if args.threads < 1:
-        raise _UsageError(f"--threads {args.threads}: use at least one thread")
-    if args.no_cache and args.cache is not None:
-        raise _UsageError("--cache DIR and --no-cache contradict each other: choose one")
-
-
-def _probe_chooser(args: argparse.Namespace) -> ToolChooser:
-    """The model to ask, behind the answer cache unless ``--no-cache``."""
-    chooser: ToolChooser
-    try:
-        if args.endpoint is not None:
-            key = os.environ.get(args.api_key_env) or None
-            chooser = EndpointChooser(args.endpoint, args.model, api_key=key)
-        else:
-            chooser = LlamaChooser(args.gguf, n_threads=args.threads)
-    except VeridicError as error:  # a missing extra, a model without a tool template
-        raise _UsageError(str(error)) from error
-    if args.no_cache:
-        return chooser
-    return CachedChooser(chooser, ChoiceCache(args.cache or default_cache_dir()))
 
 
 # --- veridic stubs -------------------------------------------------------------------------
