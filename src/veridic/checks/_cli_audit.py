@@ -1,0 +1,139 @@
+"""``veridic audit``: the audit store's questions answered, with the store opened read-only.
+
+The store under review is often evidence, so it is opened in ways that cannot
+write it: an SQLite file is checked through a read-only connection and copied
+before it is opened, a Postgres database is opened ``read_only``. ``veridic
+show`` opens stores through the same functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from veridic.checks._cli_report import EXIT_USAGE, _UsageError
+from veridic.checks.audit_report import Selection, build_report, parse_time
+from veridic.errors import VeridicError
+from veridic.run.audit import SQLiteAuditSink
+from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
+
+
+def _run_audit(args: argparse.Namespace, out: TextIO) -> int:
+    """``veridic audit``: print the report; exit 1 on an always-rule instruction write."""
+    with tempfile.TemporaryDirectory(prefix="veridic-audit-") as snapshots:
+        return _audit_report(args, out, Path(snapshots))
+
+
+def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int:
+    try:
+        selection = Selection(
+            request_ids=tuple(args.request),
+            since=None if args.since is None else parse_time(args.since, option="--since"),
+            until=None if args.until is None else parse_time(args.until, option="--until"),
+        )
+        if (
+            selection.since is not None
+            and selection.until is not None
+            and selection.since >= selection.until
+        ):
+            raise _UsageError(
+                f"--since {args.since} is not before --until {args.until}: the range is empty; "
+                "--since is inclusive and --until exclusive"
+            )
+        store = _open_store(args.database, snapshots)
+    except (ValueError, _UsageError) as error:
+        print(f"veridic audit: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        report = build_report(store, selection, database=_named(store, args.database))
+    except VeridicError as error:  # a row that cannot be read back
+        print(f"veridic audit: {args.database}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        store.close()
+    if args.format == "json":
+        out.write(report.json() + "\n")
+    elif args.format == "markdown":
+        out.write(report.markdown() + "\n")
+    else:
+        out.write(report.text() + "\n")
+    return report.exit_code()
+
+
+def _is_postgres(store: str) -> bool:
+    """Whether ``veridic audit``'s argument names a Postgres database rather than a file."""
+    return store.startswith(("postgresql://", "postgres://")) or "dbname=" in store
+
+
+def _named(store: SQLiteAuditSink | PostgresAuditSink, argument: str) -> str:
+    """How the report names the store: the path given, or the conninfo without its password."""
+    return repr(store) if isinstance(store, PostgresAuditSink) else argument
+
+
+def _open_store(argument: str, snapshots: Path) -> SQLiteAuditSink | PostgresAuditSink:
+    if not _is_postgres(argument):
+        return _open_audit_store(Path(argument), snapshots)
+    try:
+        return PostgresAuditSink(argument, min_size=0, max_size=1, timeout=10, read_only=True)
+    except VeridicError as error:  # no extra, no veridic tables, another schema version
+        raise _UsageError(str(error)) from error
+    except Exception as error:  # psycopg's own: it is imported only with the extra
+        raise _UsageError(
+            f"cannot reach the Postgres audit store ({type(error).__name__}: {error}): check "
+            "the URL or conninfo, and that the server is up"
+        ) from error
+
+
+def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
+    """A snapshot of an existing veridic audit database, opened as a store; never the file.
+
+    The file is read through a read-only connection only: anything that is
+    not a veridic audit database is refused, and a veridic one is copied
+    whole (SQLite's backup API: a consistent snapshot, even while the
+    application writes) into ``snapshots``, where ``SQLiteAuditSink`` opens
+    it (and migrates an older schema, in the copy). The database under
+    review, often evidence, is never written: not by a migration, not by
+    the WAL setting. The cost is one copy of the file per report.
+    """
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "no such file"
+        raise _UsageError(
+            f"{path}: {what} (looked from {os.getcwd()}): pass the path of an existing SQLite "
+            "audit database (SQLiteAuditSink(path)); veridic audit never creates one"
+        )
+    try:
+        probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            found = probe.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'veridic_audit'"
+            ).fetchone()
+        finally:
+            probe.close()
+    except sqlite3.Error as error:
+        raise _UsageError(
+            f"{path}: cannot be read as an SQLite database ({error}): pass the file "
+            "SQLiteAuditSink(path) writes"
+        ) from error
+    if found is None:
+        raise _UsageError(
+            f"{path}: is an SQLite database without a veridic_audit table, so not a veridic "
+            "audit store; veridic audit will not add one: pass the file SQLiteAuditSink(path) "
+            "writes"
+        )
+    copy = snapshots / "audit.sqlite3"
+    try:
+        source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        target = sqlite3.connect(copy)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+            source.close()
+        return SQLiteAuditSink(copy)
+    except (sqlite3.Error, VeridicError) as error:
+        raise _UsageError(f"{path}: cannot be opened as an audit store: {error}") from error

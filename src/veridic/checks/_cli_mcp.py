@@ -1,0 +1,85 @@
+"""``veridic mcp pin``: an MCP server's tools, recorded on first use and compared after.
+
+Its target is a server declared in code, not a registry, so it is looked up
+here with its own messages; importing the module still goes through the guard
+every target's import does (``_cli_target._import``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Final
+
+from veridic.checks._cli_config import _Config
+from veridic.checks._cli_report import _Item, _Report, _UsageError
+from veridic.checks._cli_target import _import
+from veridic.errors import VeridicError
+from veridic.integrations.mcp import McpServer, Pins, render_changes
+from veridic.integrations.mcp import list_tools as list_mcp_tools
+
+
+def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
+    """``veridic mcp pin``: trust on first use, reviewed like the manifest.
+
+    ``-o`` records every tool the server lists now; review the file and commit
+    it, then pass it to ``connect(pins=...)``. ``--check`` lists every
+    difference (a changed description, schema or annotations, a new or
+    vanished tool) as a finding with the Markdown table of old and new: the
+    rug pull of a server that rewrites a tool after it was approved.
+    """
+    report = _Report("mcp pin", args.target)
+    server = _load_server(args.target)
+    try:
+        listed = asyncio.run(list_mcp_tools(server))
+    except VeridicError as error:
+        raise _UsageError(f"{error}; fix the server or its command, then run again") from error
+    now = Pins.of(server.name, listed)
+    if args.output is not None:
+        now.dump(args.output)
+        report.notes.append(f"recorded {len(now.tools)} tool(s) of {server!r} in {args.output}")
+        return report
+    try:
+        recorded = Pins.load(args.check)
+    except VeridicError as error:
+        raise _UsageError(str(error)) from error
+    changes = recorded.compare(listed)
+    for change in changes:
+        report.items.append(
+            _Item(
+                "error",
+                f"mcp-{change.kind}",
+                str(change.reason),
+                file=str(args.check),
+                subject=change.tool,
+                data=(("parts", list(change.parts)),),
+            )
+        )
+    diff = render_changes(server.name, changes)
+    report.extra["diff"] = diff
+    if changes:
+        report.notes.extend(diff.rstrip().split("\n"))
+    return report
+
+
+_SERVER: Final = "an McpServer (veridic.integrations.mcp.stdio(...) or http(...))"
+
+
+def _load_server(spec: str) -> McpServer:
+    """``MODULE:ATTR`` naming an MCP server declared in code."""
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise _UsageError(f"target {spec!r} is not MODULE:ATTR: name the module and {_SERVER}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    obj: object = _import(module_name)
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            raise _UsageError(f"{spec}: {module_name} has no attribute {attr_path!r}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, McpServer):
+        raise _UsageError(f"{spec} is a {type(obj).__name__}, not {_SERVER}")
+    return obj

@@ -1,0 +1,295 @@
+"""The ``veridic`` command line's arguments: a subcommand each, with its options and help.
+
+Most of the command's text is here, and it changes with every option while the
+dispatch in ``cli.main`` does not. A report command's parser names the function
+that runs it (its ``run`` default), which is how ``main`` finds it without a
+table of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Final
+
+from veridic.checks._cli_hatches import _run_hatches
+from veridic.checks._cli_mcp import _run_mcp_pin
+from veridic.checks._cli_probe import _run_probe
+from veridic.checks._cli_registry import _run_check, _run_lint, _run_manifest
+from veridic.checks._cli_show import _SHOW_FORMATS
+from veridic.checks.audit_report import FORMATS
+from veridic.checks.probe import DEFAULT_CONFUSION_THRESHOLD
+
+_CI_FORMATS: Final = ("text", "json", "sarif", "markdown")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ci_format = argparse.ArgumentParser(add_help=False)
+    ci_format.add_argument(
+        "--format",
+        choices=_CI_FORMATS,
+        default="text",
+        help="text (grouped, for people; default), json (for machines), sarif (SARIF 2.1.0, "
+        "for GitHub code scanning) or markdown (a pull-request comment, $GITHUB_STEP_SUMMARY)",
+    )
+    json_format = argparse.ArgumentParser(add_help=False)
+    json_format.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (grouped, for people; default) or json (for machines)",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="pyproject.toml to read [tool.veridic] from (default: nearest above the cwd)",
+    )
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument(
+        "target",
+        metavar="MODULE:ATTR",
+        help="the application's Registry or ToolView, e.g. myapp.tools:registry",
+    )
+    strict = argparse.ArgumentParser(add_help=False)
+    strict.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+
+    parser = argparse.ArgumentParser(
+        prog="veridic",
+        description="CI checks: tool descriptions, risk floors, manifest drift, escape hatches.",
+        epilog="exit codes: 0 clean, 1 findings, 2 usage error",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    lint = commands.add_parser(
+        "lint",
+        parents=[common, ci_format, target, strict],
+        help="doc gaps, near-duplicate descriptions, risk floors, unstated irreversibility",
+    )
+    lint.set_defaults(run=_run_lint)
+
+    manifest = commands.add_parser(
+        "manifest",
+        parents=[common, ci_format, target],
+        help="write the tool snapshot (-o FILE) or compare it (--check FILE)",
+    )
+    mode = manifest.add_mutually_exclusive_group(required=True)
+    mode.add_argument("-o", "--output", metavar="FILE", type=Path, help="write the snapshot")
+    mode.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if FILE has drifted")
+    manifest.set_defaults(run=_run_manifest)
+
+    check = commands.add_parser(
+        "check",
+        parents=[common, ci_format, target, strict],
+        help="boot, build a view, assert coupling, lint and check the manifest",
+    )
+    check.add_argument(
+        "--manifest",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="snapshot to compare (default: [tool.veridic] manifest)",
+    )
+    check.set_defaults(run=_run_check)
+
+    probe_command = commands.add_parser(
+        "probe",
+        parents=[common, json_format, target, strict],
+        help="ask a real model to choose a tool for requests made for each tool, and report "
+        "the pairs it mixes up",
+        description="For each tool of the view, ask a model to choose a tool for a few requests "
+        "made for it (generated from its description and schema, or --requests FILE), with "
+        "the view's capability section in the system message and its tool specs as the tool "
+        "list. Reports the confusion matrix, the pairs the model mixes up (a finding at or "
+        "above --threshold) and, for each tool the view's policy hides (or --hide), what the "
+        "model calls instead (a warning at or above --threshold). Greedy, and cached: a rerun "
+        "asks nothing twice.",
+        epilog="exit codes: 0 clean, 1 findings (a confused pair; with --strict also a "
+        "substitution), 2 usage error (bad arguments or requests file, a model that cannot "
+        "be loaded or asked)",
+    )
+    model = probe_command.add_argument_group("model (one of)")
+    model.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible base URL")
+    model.add_argument("--model", metavar="NAME", help="the model name to send to --endpoint")
+    model.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        default="VERIDIC_PROBE_API_KEY",
+        help="environment variable holding the endpoint's key (default %(default)s)",
+    )
+    model.add_argument(
+        "--gguf",
+        metavar="PATH",
+        type=Path,
+        help="a local GGUF chat model, run with llama-cpp-python (`python -m "
+        "veridic.evaluation --install-only` installs the pinned one and prints its path)",
+    )
+    model.add_argument("--threads", type=int, default=2, help="--gguf CPU threads (default 2)")
+    probe_command.add_argument(
+        "--requests",
+        metavar="FILE",
+        type=Path,
+        help='requests per tool, JSON {"tool": ["request", ...]} or TOML tool = [...] '
+        "(tools left out get generated requests)",
+    )
+    probe_command.add_argument(
+        "--per-tool",
+        metavar="N",
+        type=int,
+        help="requests per tool (generated: N, default 3, at most 5; from --requests: the "
+        "first N, default all)",
+    )
+    probe_command.add_argument(
+        "--hide",
+        metavar="TOOL",
+        action="append",
+        default=[],
+        help="hide TOOL as a deny list would, ask for it anyway and report what the model "
+        "calls instead (repeat for more; a Registry target only)",
+    )
+    probe_command.add_argument(
+        "--threshold",
+        metavar="T",
+        type=float,
+        default=DEFAULT_CONFUSION_THRESHOLD,
+        help="confusion rate at which a pair fails, 0 < T <= 1 (default %(default)s)",
+    )
+    probe_command.add_argument(
+        "--cache",
+        metavar="DIR",
+        type=Path,
+        help="answer cache (default: probe/ under $VERIDIC_EVAL_CACHE or ~/.cache/veridic-eval)",
+    )
+    probe_command.add_argument(
+        "--no-cache", action="store_true", help="ask the model every time, store nothing"
+    )
+    probe_command.set_defaults(run=_run_probe)
+
+    hatches = commands.add_parser(
+        "hatches",
+        parents=[common, ci_format],
+        help="list casts to a brand, brand constructor calls, trust policies, ignores, "
+        "and mypy settings that turn veridic's checks off",
+    )
+    hatches.add_argument("paths", metavar="PATH", nargs="+", type=Path)
+    hatches.set_defaults(run=_run_hatches)
+
+    mcp = commands.add_parser("mcp", help="MCP servers: record and check their tools' pins")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="MCP_COMMAND")
+    pin = mcp_commands.add_parser(
+        "pin",
+        parents=[common, json_format],
+        help="record what a server's tools show (-o FILE) or compare it (--check FILE)",
+    )
+    pin.add_argument(
+        "target",
+        metavar="MODULE:ATTR",
+        help="the server, as declared in code: e.g. myapp.mcp:GITHUB, "
+        'where GITHUB = veridic.integrations.mcp.stdio("github", ...)',
+    )
+    pin_mode = pin.add_mutually_exclusive_group(required=True)
+    pin_mode.add_argument("-o", "--output", metavar="FILE", type=Path, help="write the pins")
+    pin_mode.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if FILE has drifted")
+    pin.set_defaults(run=_run_mcp_pin)
+
+    audit = commands.add_parser(
+        "audit",
+        help="answer the audit store's questions for requests or a time range",
+        description="How each write was approved, instruction-field writes under an always "
+        "rule (exit 1 if any), what the model called after a stopped call, follow-ups, and "
+        "each request's model and tool calls. Times are seconds since the epoch or ISO 8601 "
+        "(without a zone: UTC); --since is inclusive, --until exclusive.",
+        epilog="exit codes: 0 clean, 1 an always rule approved an instruction-field write, "
+        "2 usage error",
+    )
+    audit.add_argument(
+        "database",
+        metavar="STORE",
+        help="the SQLite audit database (a path), or a Postgres one (a postgresql:// URL "
+        "or a libpq conninfo with dbname=; opened read-only)",
+    )
+    audit.add_argument(
+        "--request",
+        metavar="ID",
+        action="append",
+        default=[],
+        help="only this request (repeat for more)",
+    )
+    audit.add_argument("--since", metavar="T", help="records at or after T")
+    audit.add_argument("--until", metavar="T", help="records before T")
+    audit.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (for people; default), json (for machines) or markdown (a pull-request "
+        "comment, $GITHUB_STEP_SUMMARY)",
+    )
+
+    show = commands.add_parser(
+        "show",
+        help="show a saved prompt's spans or provenance map, or an audit store's model calls",
+        description="SOURCE is a prompt document (the JSON of prompt.to_document()) or an "
+        "audit store. A document prints as one line per span, coloured by kind on a terminal "
+        "(--format html writes its provenance map, --format json the validated document). "
+        "A store lists its model calls; --call CALL_ID shows one call's recorded "
+        "system-message provenance (the store keeps spans and hashes, not the prompt's text).",
+        epilog="exit codes: 0 shown, 2 usage error",
+    )
+    show.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a prompt document (FILE.json), or an audit store: the SQLite database (a path) "
+        "or a Postgres one (a postgresql:// URL or a libpq conninfo with dbname=), opened "
+        "read-only",
+    )
+    show.add_argument(
+        "--call", metavar="CALL_ID", help="the model call of the store to show (see the list)"
+    )
+    show.add_argument(
+        "--format",
+        choices=_SHOW_FORMATS,
+        default="text",
+        help="text (the terminal view; default), html (the provenance map page; a document "
+        "only) or json (the validated document, or the store's records)",
+    )
+    show.add_argument(
+        "-o", "--output", metavar="FILE", type=Path, help="write to FILE instead of stdout"
+    )
+    show.add_argument(
+        "--color",
+        "--colour",
+        dest="color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text by kind: auto (a terminal, and NO_COLOR unset; default), "
+        "always or never",
+    )
+    show.add_argument(
+        "--separators",
+        action="store_true",
+        help="list the composer's separators between system parts too (folded by default)",
+    )
+
+    stubs = commands.add_parser(
+        "stubs",
+        help="write the openai/anthropic stubs that make pyright refuse an untrusted "
+        "system prompt, for its stubPath",
+        description="Write veridic's overlay stubs of the openai and anthropic SDKs into DIR "
+        "(created when missing). With stubPath pointing at DIR, pyright and basedpyright "
+        "refuse an UntrustedText passed as a system prompt or instructions. The stubs describe "
+        "the SDK versions they were generated for (DIR/VERSIONS); a warning says when the "
+        "installed ones differ. Other files in DIR (stubs of other packages) are left alone; "
+        "its openai/, anthropic/ and VERSIONS must be new or an earlier veridic stubs' "
+        "output, which is replaced.",
+        epilog="exit codes: 0 written, 2 usage error (DIR's openai/, anthropic/ or VERSIONS "
+        "hold other files, or DIR is not a writable folder)",
+    )
+    stubs.add_argument(
+        "directory",
+        metavar="DIR",
+        type=Path,
+        help="the stub folder, e.g. typings (pyright's default stubPath)",
+    )
+    return parser

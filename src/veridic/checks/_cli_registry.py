@@ -1,0 +1,174 @@
+"""``veridic lint``, ``manifest`` and ``check``: the commands that read the application's registry.
+
+They share a module because ``check`` is lint's checks plus the manifest's
+comparison: one way to turn a lint finding into a report item, one way to
+compare the committed snapshot, and one place that reports the components'
+boot states beside the snapshot rather than in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from veridic.checks._cli_config import _Config
+from veridic.checks._cli_report import _Item, _Report, _UsageError
+from veridic.checks._cli_target import _booting, _display, _load_target
+from veridic.checks.lint import LintFinding, check, lint
+from veridic.checks.manifest import (
+    ManifestFormatError,
+    build_manifest,
+    component_states,
+    diff_manifest,
+    render_manifest,
+)
+from veridic.tools.registry import Registry
+from veridic.tools.view import ToolView
+
+
+def _run_lint(args: argparse.Namespace, config: _Config) -> _Report:
+    report = _Report("lint", args.target)
+    with _booting(report):
+        target = _load_target(args.target)
+        report.items.extend(_lint_items(target, config))
+    return report
+
+
+def _lint_items(target: Registry | ToolView, config: _Config) -> list[_Item]:
+    found = lint(target, threshold=config.similarity_threshold, siblings=config.siblings)
+    return [_lint_item(finding) for finding in found]
+
+
+def _lint_item(finding: LintFinding) -> _Item:
+    data: list[tuple[str, object]] = []
+    if finding.score is not None:
+        data = [("score", round(finding.score, 3)), ("other", finding.other)]
+    return _Item(
+        finding.severity,
+        finding.code,
+        finding.message,
+        file=finding.file,
+        line=finding.line,
+        subject=finding.tool,
+        data=tuple(data),
+    )
+
+
+def _run_manifest(args: argparse.Namespace, config: _Config) -> _Report:
+    report = _Report("manifest", args.target)
+    with _booting(report):
+        target = _load_target(args.target)
+        if args.output is not None:
+            _write_manifest(target, args.output, report)
+        else:
+            _check_manifest(target, args.check, report)
+        _boot_states(target, report, listed=True)
+    return report
+
+
+def _boot_states(target: Registry | ToolView, report: _Report, *, listed: bool) -> None:
+    """Put each component's boot state in the report: it is not in the snapshot.
+
+    Whether a component starts depends on the machine (secrets, licences, a
+    server's version), so it is reported here, in the text and in the JSON
+    ``components`` table, and never compared. ``listed`` adds a listed item per
+    component that did not start (``check`` has them from its projections).
+    """
+    states = component_states(target)
+    report.extra["components"] = states
+    if states:
+        report.notes.append(
+            "components on this machine (reported, not in the snapshot): "
+            + ", ".join(f"{name} {_started(state['started'])}" for name, state in states.items())
+        )
+    if not listed:
+        return
+    for name, state in states.items():
+        if state["started"] is False:
+            report.items.append(
+                _Item(
+                    "info",
+                    "component-down",
+                    f"component {name!r} did not start here ({state['reason']}); its boot "
+                    "state is reported, not part of the snapshot, so this machine's secrets "
+                    "and licences do not change the manifest",
+                )
+            )
+
+
+def _started(started: object) -> str:
+    if started is None:
+        return "was not booted"
+    return "started" if started else "did not start"
+
+
+def _write_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
+    text = render_manifest(build_manifest(target))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise _UsageError(
+            f"cannot write the manifest to {path}: {error}: choose a writable path with -o"
+        ) from error
+    report.notes.append(f"wrote {path}")
+    report.extra["written"] = str(path)
+
+
+def _check_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
+    try:
+        committed = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise _UsageError(
+            f"cannot read the manifest {path}: {error}: write it first with "
+            f"veridic manifest {report.target} -o {path}"
+        ) from error
+    try:
+        changes = diff_manifest(committed, build_manifest(target))
+    except ManifestFormatError as error:
+        raise _UsageError(f"{path}: {error}") from error
+    for change in changes:
+        report.items.append(
+            _Item(
+                "error",
+                "drift",
+                change.text,
+                file=_display(str(path)),
+                data=(
+                    ("subject", change.subject),
+                    ("change", change.change),
+                    ("field", change.field),
+                    ("before", change.before),
+                    ("after", change.after),
+                ),
+            )
+        )
+    report.extra["drift"] = [c.text for c in changes]
+    if changes:
+        report.notes.append(
+            f"{path} differs from the registry: review each change below; if it is intended, "
+            f"refresh the snapshot with veridic manifest {report.target} -o {path} "
+            "and commit it with the change"
+        )
+    else:
+        report.notes.append(f"{path} matches the registry")
+
+
+def _run_check(args: argparse.Namespace, config: _Config) -> _Report:
+    report = _Report("check", args.target)
+    manifest: Path | None = args.manifest if args.manifest is not None else config.manifest
+    with _booting(report):
+        target = _load_target(args.target)
+        found = check(target, threshold=config.similarity_threshold, siblings=config.siblings)
+        report.items.extend(_lint_item(finding) for finding in found)
+        if manifest is None:
+            report.notes.append(
+                "no manifest compared: pass --manifest FILE or set [tool.veridic] manifest"
+            )
+        elif not any(item.kind == "boot" or item.kind == "risk-floor" for item in report.items):
+            _check_manifest(target, manifest, report)
+        else:
+            report.notes.append(f"{manifest} not compared: the registry does not boot")
+        if not any(item.kind == "boot" or item.kind == "risk-floor" for item in report.items):
+            _boot_states(target, report, listed=False)
+    return report

@@ -1,0 +1,155 @@
+"""How a ``veridic`` command ends: a report and the exit code it makes, or a usage error.
+
+One place decides the exit code from what was found, so it is the same whatever
+the format the report is written in (text, JSON, SARIF or Markdown). The exit
+codes live here, beside that verdict, and ``veridic.checks.cli`` re-exports
+them as the command's public names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Final, TextIO
+
+from veridic.checks.lint import Severity
+from veridic.checks.markdown import render_markdown
+from veridic.checks.sarif import render_sarif
+
+EXIT_CLEAN: Final = 0
+EXIT_FINDINGS: Final = 1
+EXIT_USAGE: Final = 2
+
+
+class _UsageError(Exception):
+    """The command cannot run as asked; the message says what to change (exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One line of a report: a finding (``error``), a ``warning`` or a listed ``info`` item."""
+
+    severity: Severity
+    kind: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    subject: str | None = None
+    text: str | None = None
+    data: tuple[tuple[str, object], ...] = ()
+
+    def where(self) -> str:
+        """``file:line``, ``file``, or empty when the item has no place in the source."""
+        if self.file is None:
+            return ""
+        return self.file if self.line is None else f"{self.file}:{self.line}"
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "kind": self.kind,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+        }
+        if self.subject is not None:
+            out["tool"] = self.subject
+        if self.text is not None:
+            out["text"] = self.text
+        out.update(self.data)
+        return out
+
+
+@dataclass(slots=True)
+class _Report:
+    """What one command found, rendered as grouped text or JSON."""
+
+    command: str
+    target: str
+    items: list[_Item] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, object] = field(default_factory=dict)
+    strict: bool = False
+
+    def exit_code(self) -> int:
+        failing = {"error", "warning"} if self.strict else {"error"}
+        return EXIT_FINDINGS if any(i.severity in failing for i in self.items) else EXIT_CLEAN
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "command": self.command,
+            "target": self.target,
+            "exit_code": self.exit_code(),
+            "findings": [i.to_json() for i in self.items if i.severity == "error"],
+            "warnings": [i.to_json() for i in self.items if i.severity == "warning"],
+            "listed": [i.to_json() for i in self.items if i.severity == "info"],
+            "notes": list(self.notes),
+        }
+        out.update(self.extra)
+        return out
+
+    def render(self) -> str:
+        counts = {s: sum(1 for i in self.items if i.severity == s) for s in _SECTIONS}
+        parts = [f"{n} {_COUNT_WORDS[s]}" for s, n in counts.items() if n or s == "error"]
+        lines = [f"veridic {self.command} {self.target}: {', '.join(parts)}"]
+        lines.extend(f"  {note}" for note in self.notes)
+        for severity, title in _SECTIONS.items():
+            chosen = [i for i in self.items if i.severity == severity]
+            if not chosen:
+                continue
+            lines.append("")
+            lines.append(f"{title}:")
+            kinds = sorted({i.kind for i in chosen})
+            for kind in kinds:
+                of_kind = [i for i in chosen if i.kind == kind]
+                lines.append(f"  {kind} ({len(of_kind)})")
+                for item in of_kind:
+                    head = "  ".join(
+                        part
+                        for part in (item.where(), item.subject, item.text)
+                        if part is not None and part != ""
+                    )
+                    if head:
+                        lines.append(f"    {head}")
+                        lines.append(f"      {item.message}")
+                    else:
+                        lines.append(f"    {item.message}")
+        verdict = {
+            EXIT_CLEAN: "clean" if not counts["warning"] else "clean (warnings do not fail)",
+            EXIT_FINDINGS: "failed",
+        }[self.exit_code()]
+        if self.strict and counts["warning"] and not counts["error"]:
+            verdict = "failed (--strict: warnings fail)"
+        lines.append("")
+        lines.append(f"result: {verdict} (exit {self.exit_code()})")
+        return "\n".join(lines)
+
+
+_SECTIONS: Final[dict[Severity, str]] = {
+    "error": "findings (fail the check)",
+    "warning": "warnings",
+    "info": "listed for review (not findings)",
+}
+_COUNT_WORDS: Final[dict[Severity, str]] = {
+    "error": "findings",
+    "warning": "warnings",
+    "info": "listed for review",
+}
+
+
+def _emit(report: _Report, form: str, out: TextIO, *, anchor: str | None = None) -> None:
+    if form == "json":
+        out.write(json.dumps(report.to_json(), indent=2, sort_keys=True, default=str) + "\n")
+    elif form == "sarif":
+        out.write(render_sarif(report.items, command=report.command, anchor=anchor))
+    elif form == "markdown":
+        markdown = render_markdown(
+            report.items,
+            command=report.command,
+            target=report.target,
+            exit_code=report.exit_code(),
+            strict=report.strict,
+            notes=report.notes,
+        )
+        out.write(markdown + "\n")
+    else:
+        out.write(report.render() + "\n")

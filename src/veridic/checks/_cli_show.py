@@ -1,0 +1,242 @@
+"""``veridic show``: a saved prompt, or an audit store's model calls, for a reviewer to read.
+
+It runs none of the application's code and reads no configuration, so every
+problem is a usage error (exit 2). A store keeps each call's provenance spans
+and hashes but not the prompt's text, so its views say where the text can be
+kept instead: a prompt document saved by the application.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, TextIO
+
+from veridic.checks._cli_audit import _is_postgres, _named, _open_store
+from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _UsageError
+from veridic.checks.audit_report import utc
+from veridic.errors import VeridicError
+from veridic.run.audit import SQLiteAuditSink
+from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
+from veridic.run.records import ModelCallRecord
+from veridic.text.prompt import DOCUMENT_FORMAT, PromptDocument
+from veridic.text.terminal_view import (
+    render_recorded_spans,
+    render_terminal,
+    use_colour,
+    visible,
+)
+
+_SHOW_FORMATS: Final = ("text", "html", "json")
+_SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+_SAVE_DOCUMENT: Final = (
+    "to see the text, save prompt.to_document() where the application sends the prompt "
+    "(for example next to its audit store) and run veridic show FILE.json"
+)
+
+
+def _run_show(args: argparse.Namespace, out: TextIO) -> int:
+    """``veridic show``: print (or write) the view; every problem is a usage error, exit 2."""
+    colour = args.color == "always" or (
+        args.color == "auto" and args.output is None and use_colour(out)
+    )
+    try:
+        with tempfile.TemporaryDirectory(prefix="veridic-show-") as snapshots:
+            text = _show(args, Path(snapshots), colour)
+        if args.output is None:
+            out.write(text)
+            return EXIT_CLEAN
+        try:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise _UsageError(
+                f"cannot write {args.output}: {error}: choose a writable path with -o"
+            ) from error
+    except _UsageError as error:
+        print(f"veridic show: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    out.write(f"wrote {args.output}\n")
+    return EXIT_CLEAN
+
+
+def _show(args: argparse.Namespace, snapshots: Path, colour: bool) -> str:
+    source: str = args.source
+    if _is_postgres(source) or _is_sqlite(Path(source)):
+        store = _open_store(source, snapshots)
+        try:
+            return _show_store(store, _named(store, source), args, colour)
+        except VeridicError as error:  # a row that cannot be read back
+            raise _UsageError(f"{source}: {error}") from error
+        finally:
+            store.close()
+    document = _read_document(Path(source))
+    if args.call is not None:
+        raise _UsageError(
+            f"--call {args.call}: {source} is a prompt document, not an audit store; "
+            "--call picks a model call of a store (veridic show STORE --call CALL_ID)"
+        )
+    if args.format == "html":
+        return document.to_html()
+    if args.format == "json":
+        return document.to_json() + "\n"
+    note = (
+        f"{visible(source, None)}: a prompt document ({DOCUMENT_FORMAT}); its text matches "
+        "its sha256, its spans are shown as recorded (provenance is not hashed)\n\n"
+    )
+    return note + render_terminal(document, colour=colour, separators=args.separators)
+
+
+def _is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is an SQLite database file (read by its header, never opened)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _read_document(path: Path) -> PromptDocument:
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "no such file"
+        raise _UsageError(
+            f"{path}: {what} (looked from {os.getcwd()}): pass a prompt document (the JSON "
+            "text of prompt.to_document()) or an audit store (an SQLite path, a postgresql:// "
+            "URL)"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise _UsageError(f"{path}: cannot be read ({error})") from error
+    try:
+        return PromptDocument.from_json(data)
+    except VeridicError as error:
+        raise _UsageError(f"{path}: {error}") from error
+
+
+def _show_store(
+    store: SQLiteAuditSink | PostgresAuditSink,
+    name: str,
+    args: argparse.Namespace,
+    colour: bool,
+) -> str:
+    if args.format == "html":
+        raise _UsageError(
+            f"{name} is an audit store, which keeps each model call's provenance and hashes, "
+            f"not the prompt's text, so it has no provenance map to write; {_SAVE_DOCUMENT} "
+            "--format html -o OUT.html"
+        )
+    calls = store.model_calls()
+    if args.call is None:
+        return _call_list(name, calls, args.format)
+    chosen = [call for call in calls if call.call_id == args.call]
+    if not chosen:
+        raise _UsageError(
+            f"{name} has no model call {visible(args.call)} ({len(calls)} recorded): list "
+            f"them with veridic show {name}, and pass a call id from its list"
+        )
+    return _one_call(name, chosen[0], args.format, colour)
+
+
+def _call_json(call: ModelCallRecord) -> dict[str, object]:
+    return {
+        "call_id": call.call_id,
+        "time": call.time,
+        "request_id": call.request_id,
+        "api": call.api,
+        "model": call.model,
+        "prompt_sha256": call.prompt_sha256,
+        "tools_sha256": call.tools_sha256,
+        "tools": list(call.tools),
+        "streamed": call.streamed,
+    }
+
+
+def _when(seconds: float) -> str:
+    try:
+        return utc(seconds)
+    except (OverflowError, OSError, ValueError):
+        return repr(seconds)
+
+
+def _call_list(name: str, calls: Sequence[ModelCallRecord], form: str) -> str:
+    if form == "json":
+        document = {"store": name, "model_calls": [_call_json(call) for call in calls]}
+        return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    if not calls:
+        return f"{visible(name, None)}: no model calls recorded\n"
+    rows = [("time", "request", "call id", "model", "prompt sha256")] + [
+        (
+            _when(call.time),
+            visible(call.request_id, 40),
+            call.call_id,
+            visible(call.model, 40),
+            call.prompt_sha256,
+        )
+        for call in calls
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    lines = [f"{visible(name, None)}: {len(calls)} model call(s), in the order sent", ""]
+    lines += [
+        "  "
+        + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+        + "  "
+        + row[4]
+        for row in rows
+    ]
+    lines += ["", f"show one with: veridic show {visible(name, None)} --call CALL_ID"]
+    return "\n".join(lines) + "\n"
+
+
+def _one_call(name: str, call: ModelCallRecord, form: str, colour: bool) -> str:
+    spans = call.instruction_spans
+    if form == "json":
+        document = {
+            "store": name,
+            "model_call": _call_json(call),
+            "instruction_spans": [
+                {
+                    "message": s.message,
+                    "role": s.role,
+                    "start": s.start,
+                    "end": s.end,
+                    "kind": s.kind,
+                    "origin": s.origin,
+                }
+                for s in spans
+            ],
+            "text_stored": False,
+        }
+        return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    length = max((s.end for s in spans), default=0)
+    lines = [
+        f"model call {call.call_id} of request {visible(call.request_id, None)}",
+        f"  store          {visible(name, None)}",
+        f"  time           {_when(call.time)}",
+        f"  api            {visible(call.api, None)}",
+        f"  model          {visible(call.model, None)}",
+        f"  prompt sha256  {call.prompt_sha256}",
+        f"  tools sha256   {call.tools_sha256}",
+        f"  tools          {', '.join(visible(t) for t in call.tools) or '(none)'}",
+        f"  streamed       {'yes' if call.streamed else 'no'}",
+        "",
+    ]
+    if spans:
+        lines.append(
+            f"system message provenance: {len(spans)} span(s), {length} chars; the store "
+            "keeps the spans and hashes, not the text:"
+        )
+        body = render_recorded_spans(spans, colour=colour)
+    else:
+        lines.append("system message provenance: none (the prompt had no system message)")
+        body = ""
+    note = (
+        f"\nThe prompt's text is not stored in the audit store; {_SAVE_DOCUMENT} (its "
+        f"sha256 is {call.prompt_sha256}).\n"
+    )
+    return "\n".join(lines) + "\n" + body + note
