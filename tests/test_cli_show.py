@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,21 @@ def test_a_missing_file_is_a_usage_error(
     code, _, err = run(["show", str(tmp_path)], capsys)
     assert code == EXIT_USAGE
     assert "is not a file" in err
+
+
+def test_an_sqlite_file_that_is_not_an_audit_store_is_refused_and_left_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "other.sqlite3"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+    db.close()
+    before = other.read_bytes()
+    code, out, err = run(["show", str(other)], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "without a veridic_audit table" in err
+    assert "veridic reads a store and never adds one" in err  # not "veridic audit": show read it
+    assert other.read_bytes() == before
 
 
 @pytest.mark.parametrize(

@@ -122,8 +122,8 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
     if found is None:
         raise _UsageError(
             f"{path}: is an SQLite database without a veridic_audit table, so not a veridic "
-            "audit store; veridic audit will not add one: pass the file SQLiteAuditSink(path) "
-            "writes"
+            "audit store; veridic reads a store and never adds one: pass the file "
+            "SQLiteAuditSink(path) writes"
         )
     copy = snapshots / "audit.sqlite3"
     try:
