@@ -20,6 +20,10 @@ A function tool's handler may ask for its request's :class:`~veridic.ToolContext
 parameter is not an argument (not in the schema, the required list or
 ``Tool.parameters``; see :mod:`veridic.tools.context`), and
 :attr:`Tool.context` names it.
+
+Parts of a tool have modules of their own, whose names import from here too:
+:mod:`veridic.tools.schema` (what every input schema shares, and how a call
+that breaks one is refused).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from pydantic.errors import PydanticUserError
 from pydantic.fields import FieldInfo
 
 from veridic._sample import clip
-from veridic.errors import InvalidArgumentsError, VeridicError
+from veridic.errors import VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
@@ -58,6 +62,7 @@ from veridic.tools.risk import (
     ToolKind,
     resolve_risk,
 )
+from veridic.tools.schema import SCHEMA_TOOL, JsonObject, _invalid, _not_an_object
 
 __all__ = [
     "SCHEMA_TOOL",
@@ -78,9 +83,6 @@ __all__ = [
     "with_handler",
 ]
 
-JsonObject = dict[str, object]
-"""A JSON object as Python sees it after ``json.loads``."""
-
 DescriptionTrust = Literal["code", "pinned", "unpinned", "changed"]
 """Where a tool's description comes from: code (trusted), an external spec
 pinned by hash in code (trusted), an external spec not pinned (untrusted), or
@@ -91,9 +93,6 @@ PinScope = Literal["", "description", "tool"]
 (:func:`description_pin`), or everything the model is shown of it: name,
 description and input schema (:func:`tool_pin`). A pin that no longer matches
 keeps its scope, and the tool's ``description_trust`` is ``"changed"``."""
-
-SCHEMA_TOOL: Final = "get_tool_schema"
-"""The built-in query every view carries: read a tool's contract, don't recall it."""
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PIN: Final = re.compile(r"sha256:[0-9a-f]{64}")
@@ -984,25 +983,6 @@ def _function_invoker(
         return function(*args, **kwargs)
 
     return invoke
-
-
-def _not_an_object(name: str, arguments: object) -> InvalidArgumentsError:
-    return InvalidArgumentsError(
-        f"tool {name!r} got arguments of type {type(arguments).__name__}, not a JSON object: "
-        f"send an object whose keys are its parameters (read them with {SCHEMA_TOOL})",
-        tool=name,
-        fields=("(arguments)",),
-    )
-
-
-def _invalid(name: str, problems: list[tuple[str, str]]) -> InvalidArgumentsError:
-    listed = "; ".join(f"{path}: {message}" for path, message in problems)
-    return InvalidArgumentsError(
-        f"tool {name!r} got invalid arguments from the model's call: {listed}; send arguments "
-        f"that match its input schema (read it with {SCHEMA_TOOL}(name={name!r}))",
-        tool=name,
-        fields=tuple(dict.fromkeys(path for path, _ in problems)),
-    )
 
 
 # --- external tools ---------------------------------------------------------------
