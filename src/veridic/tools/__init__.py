@@ -12,7 +12,8 @@ section around the view's facts (re-exported here and at the package root).
 given of its request (re-exported here and at the package root).
 
 A tool's parts have modules of their own below ``tool``, which imports their
-names back: ``schema`` (what every tool's input schema shares).
+names back: ``schema`` (what every tool's input schema shares) and ``pins``
+(how code vouches for an external tool's text).
 
 It imports the text core and the package's bottom, nothing downstream.
 """

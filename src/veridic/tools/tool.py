@@ -23,12 +23,12 @@ parameter is not an argument (not in the schema, the required list or
 
 Parts of a tool have modules of their own, whose names import from here too:
 :mod:`veridic.tools.schema` (what every input schema shares, and how a call
-that breaks one is refused).
+that breaks one is refused) and :mod:`veridic.tools.pins` (how code vouches
+for an external tool's text by hash).
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import re
@@ -38,7 +38,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.errors import PydanticUserError
@@ -51,6 +51,7 @@ from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
 from veridic.tools.context import ContextParameter, ToolContext, read_context_parameter
+from veridic.tools.pins import DescriptionTrust, PinScope, _pin_state, description_pin, tool_pin
 from veridic.tools.risk import (
     INSTRUCTION_ARGUMENTS,
     INSTRUCTION_WRITES,
@@ -83,20 +84,7 @@ __all__ = [
     "with_handler",
 ]
 
-DescriptionTrust = Literal["code", "pinned", "unpinned", "changed"]
-"""Where a tool's description comes from: code (trusted), an external spec
-pinned by hash in code (trusted), an external spec not pinned (untrusted), or
-an external spec whose text no longer matches its pin (withheld)."""
-
-PinScope = Literal["", "description", "tool"]
-"""What an external tool's pin covers: nothing (no pin), its description only
-(:func:`description_pin`), or everything the model is shown of it: name,
-description and input schema (:func:`tool_pin`). A pin that no longer matches
-keeps its scope, and the tool's ``description_trust`` is ``"changed"``."""
-
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_PIN: Final = re.compile(r"sha256:[0-9a-f]{64}")
-_TOOL_PIN: Final = re.compile(r"tool-sha256:[0-9a-f]{64}")
 _INSTRUCTION_MARK: Final = "x-veridic-instruction"
 _TITLE_LIMIT: Final = 100
 
@@ -395,24 +383,6 @@ def check_tool_name(name: object, where: str, *, builtin: bool = False) -> str:
     return name
 
 
-def description_pin(description: str) -> str:
-    """The pin of an external description: ``"sha256:"`` + hex digest of its UTF-8 bytes.
-
-    >>> pin = description_pin("Search the web.")
-    >>> pin[:7], len(pin)
-    ('sha256:', 71)
-    """
-    try:
-        encoded = description.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise VeridicError(
-            f"description {clip(description)} is not valid Unicode text ({error.reason} at "
-            f"character {error.start}), so it cannot be pinned or sent to a provider: "
-            "repair the text where the tool is described (a lone surrogate is the usual cause)"
-        ) from error
-    return "sha256:" + hashlib.sha256(encoded).hexdigest()
-
-
 @dataclass(frozen=True, slots=True)
 class FunctionText:
     """What a function tool shows the model, read once, when its decorator runs.
@@ -441,39 +411,6 @@ class FunctionText:
             doc if isinstance(doc, str) else None,
             signature,
         )
-
-
-def tool_pin(name: str, description: str, input_schema: Mapping[str, object]) -> str:
-    """The pin of all an external tool shows the model: its name, description and input schema.
-
-    ``"tool-sha256:"`` + the hex digest of the UTF-8 bytes of the canonical
-    JSON object ``{"description": ..., "input_schema": ..., "name": ...}``
-    (keys sorted at every level, no spaces, non-ASCII kept). Pinned with it,
-    an external tool's capability line shows its required arguments and its
-    description; a change to any of the three makes it unavailable. (A
-    :func:`description_pin` covers the description only.)
-
-    >>> pin = tool_pin("search", "Search the web.", {"type": "object", "properties": {}})
-    >>> pin[:12], len(pin)
-    ('tool-sha256:', 76)
-
-    Raises:
-        VeridicError: the schema is not JSON, or the text is not valid Unicode.
-    """
-    try:
-        canonical = json.dumps(
-            {"description": description, "input_schema": input_schema, "name": name},
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-            allow_nan=False,
-        )
-    except (TypeError, ValueError) as error:
-        raise VeridicError(
-            f"tool {name!r}: its input schema is not JSON ({error}), so it cannot be pinned: "
-            "pass the schema as the spec gives it (dicts, lists, strings, numbers)"
-        ) from error
-    return "tool-" + description_pin(canonical)
 
 
 def function_tool(
@@ -1055,31 +992,6 @@ def _schema_problems(error: object) -> list[tuple[str, str]]:
         missing = [str(p) for p in value if p not in instance]
         return [(f"{path}.{p}" if path else p, "Field required") for p in missing]
     return [(path or "(arguments)", message)]
-
-
-def _pin_state(
-    name: str, description: str, schema: JsonObject, pin: str | None, where: str
-) -> tuple[DescriptionTrust, PinScope]:
-    if pin is None:
-        return "unpinned", ""
-    if isinstance(pin, str) and _TOOL_PIN.fullmatch(pin):
-        return (
-            ("pinned", "tool")
-            if pin == tool_pin(name, description, schema)
-            else ("changed", "tool")
-        )
-    if isinstance(pin, str) and _PIN.fullmatch(pin):
-        return (
-            ("pinned", "description")
-            if pin == description_pin(description)
-            else ("changed", "description")
-        )
-    raise VeridicError(
-        f"external tool {where} has pin={pin!r}, which is not a pin: pass what "
-        "veridic.tool.tool_pin(name, description, input_schema) gives after reviewing the tool, "
-        f"e.g. pin={tool_pin(name, description, schema)!r} (or a description_pin(description), "
-        "which covers the description only)"
-    )
 
 
 def _check_source(source: object, where: str) -> None:
