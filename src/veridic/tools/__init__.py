@@ -12,8 +12,9 @@ section around the view's facts (re-exported here and at the package root).
 given of its request (re-exported here and at the package root).
 
 A tool's parts have modules of their own below ``tool``, which imports their
-names back: ``schema`` (what every tool's input schema shares) and ``pins``
-(how code vouches for an external tool's text).
+names back: ``schema`` (what every tool's input schema shares), ``pins``
+(how code vouches for an external tool's text) and ``function_schema`` (a
+function tool's input schema, read from its signature).
 
 It imports the text core and the package's bottom, nothing downstream.
 """
