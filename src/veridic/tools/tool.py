@@ -24,8 +24,12 @@ parameter is not an argument (not in the schema, the required list or
 Parts of a tool have modules of their own, whose names import from here too:
 :mod:`veridic.tools.schema` (what every input schema shares, and how a call
 that breaks one is refused), :mod:`veridic.tools.pins` (how code vouches for
-an external tool's text by hash) and :mod:`veridic.tools.function_schema` (a
-function tool's input schema, read from its signature).
+an external tool's text by hash), :mod:`veridic.tools.function_schema` (a
+function tool's input schema, read from its signature) and
+:mod:`veridic.tools.external_schema` (an external tool's input schema, used as
+its spec gives it). What stays here is what every tool is and shares: the
+:class:`Tool` value and its declaration, its name, its risk floors, and the
+two resolvers that make a :class:`Tool` of a function or of a spec.
 """
 
 from __future__ import annotations
@@ -47,6 +51,12 @@ from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
 from veridic.tools.context import ContextParameter, ToolContext
+from veridic.tools.external_schema import (
+    _mentions_instruction,
+    _plain_json,
+    _schema_description,
+    _schema_validator,
+)
 from veridic.tools.function_schema import (
     FunctionText,
     _function_invoker,
@@ -65,7 +75,7 @@ from veridic.tools.risk import (
     ToolKind,
     resolve_risk,
 )
-from veridic.tools.schema import SCHEMA_TOOL, JsonObject, _invalid, _not_an_object
+from veridic.tools.schema import SCHEMA_TOOL, JsonObject
 
 __all__ = [
     "SCHEMA_TOOL",
@@ -87,7 +97,6 @@ __all__ = [
 ]
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_INSTRUCTION_MARK: Final = "x-veridic-instruction"
 _TITLE_LIMIT: Final = 100
 
 
@@ -687,75 +696,6 @@ def _origin_of(function: Callable[..., object]) -> str:
 # --- external tools ---------------------------------------------------------------
 
 
-def _plain_json(schema: object, where: str) -> JsonObject:
-    try:
-        copied = json.loads(json.dumps(schema))
-    except (TypeError, ValueError) as error:
-        raise VeridicError(
-            f"external tool {where} has an input schema that is not JSON ({error}): pass the "
-            "JSON schema as the spec gives it (dicts, lists, strings, numbers)"
-        ) from error
-    if not isinstance(copied, dict) or copied.get("type") != "object":
-        raise VeridicError(
-            f"external tool {where} has an input schema that does not describe an object: "
-            f"{clip(json.dumps(copied))}; providers need a tool's input to be "
-            '{"type": "object", "properties": {...}}'
-        )
-    result: JsonObject = copied
-    return result
-
-
-def _schema_validator(
-    schema: JsonObject, where: str
-) -> Callable[[str], Callable[[object], dict[str, object]]]:
-    try:
-        import jsonschema
-        import jsonschema.exceptions
-        import jsonschema.validators
-    except ImportError as error:
-        raise VeridicError(
-            f"external tool {where} needs the jsonschema package to validate its arguments, "
-            "which is not installed: pip install 'veridic[external]'"
-        ) from error
-    cls = jsonschema.validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as error:
-        raise VeridicError(
-            f"external tool {where} has an invalid JSON schema ({error.message}): fix the "
-            "schema where it is defined, or leave the tool unregistered"
-        ) from error
-    checker = cls(schema)
-
-    def bind(name: str) -> Callable[[object], dict[str, object]]:
-        def validate(arguments: object) -> dict[str, object]:
-            if not isinstance(arguments, Mapping):
-                raise _not_an_object(name, arguments)
-            plain = dict(arguments)
-            problems: list[tuple[str, str]] = []
-            for error in sorted(checker.iter_errors(plain), key=lambda e: list(map(str, e.path))):
-                problems.extend(_schema_problems(error))
-            if problems:
-                raise _invalid(name, problems)
-            return plain
-
-        return validate
-
-    return bind
-
-
-def _schema_problems(error: object) -> list[tuple[str, str]]:
-    path = ".".join(str(part) for part in getattr(error, "absolute_path", ()))
-    message = str(getattr(error, "message", error))
-    validator = getattr(error, "validator", None)
-    instance = getattr(error, "instance", None)
-    value = getattr(error, "validator_value", None)
-    if validator == "required" and isinstance(instance, dict) and isinstance(value, list):
-        missing = [str(p) for p in value if p not in instance]
-        return [(f"{path}.{p}" if path else p, "Field required") for p in missing]
-    return [(path or "(arguments)", message)]
-
-
 def _check_source(source: object, where: str) -> None:
     """The ``source`` label is printed in the capability section: one short line, from code."""
     refuse_untrusted(source, f"registry.external(source=...) of {where}", "write it in code")
@@ -766,29 +706,3 @@ def _check_source(source: object, where: str) -> None:
             "which is not a label: the capability section prints it, so give one printable line "
             'of at most 100 characters saying where the spec came from, e.g. source="mcp:github"'
         )
-
-
-def _mentions_instruction(schema: object, root: JsonObject, seen: frozenset[str]) -> bool:
-    # Whether text read as instruction sits anywhere under ``schema``, through local $refs.
-    if isinstance(schema, list):
-        return any(_mentions_instruction(v, root, seen) for v in schema)
-    if not isinstance(schema, dict):
-        return False
-    if schema.get(_INSTRUCTION_MARK) is True:
-        return True
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
-        target: object = root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target.get(part) if isinstance(target, dict) else None
-        if _mentions_instruction(target, root, seen | {ref}):
-            return True
-    return any(_mentions_instruction(v, root, seen) for k, v in schema.items() if k != "$defs")
-
-
-def _schema_description(schema: object) -> str:
-    if isinstance(schema, dict):
-        text = schema.get("description")
-        return text if isinstance(text, str) else ""
-    return ""
