@@ -20,33 +20,50 @@ A function tool's handler may ask for its request's :class:`~veridic.ToolContext
 parameter is not an argument (not in the schema, the required list or
 ``Tool.parameters``; see :mod:`veridic.tools.context`), and
 :attr:`Tool.context` names it.
+
+Parts of a tool have modules of their own, whose names import from here too:
+:mod:`veridic.tools.schema` (what every input schema shares, and how a call
+that breaks one is refused), :mod:`veridic.tools.pins` (how code vouches for
+an external tool's text by hash), :mod:`veridic.tools.function_schema` (a
+function tool's input schema, read from its signature) and
+:mod:`veridic.tools.external_schema` (an external tool's input schema, used as
+its spec gives it). What stays here is what every tool is and shares: the
+:class:`Tool` value and its declaration, its name, its risk floors, and the
+two resolvers that make a :class:`Tool` of a function or of a spec.
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import re
-import sys
-import typing
-import warnings
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Annotated, Final, Literal
+from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.errors import PydanticUserError
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel
 
 from veridic._sample import clip
-from veridic.errors import InvalidArgumentsError, VeridicError
+from veridic.errors import VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
-from veridic.tools.context import ContextParameter, ToolContext, read_context_parameter
+from veridic.tools.context import ContextParameter, ToolContext
+from veridic.tools.external_schema import (
+    _mentions_instruction,
+    _plain_json,
+    _schema_description,
+    _schema_validator,
+)
+from veridic.tools.function_schema import (
+    FunctionText,
+    _function_invoker,
+    _input_model,
+    _pydantic_validator,
+)
+from veridic.tools.pins import DescriptionTrust, PinScope, _pin_state, description_pin, tool_pin
 from veridic.tools.risk import (
     INSTRUCTION_ARGUMENTS,
     INSTRUCTION_WRITES,
@@ -58,6 +75,7 @@ from veridic.tools.risk import (
     ToolKind,
     resolve_risk,
 )
+from veridic.tools.schema import SCHEMA_TOOL, JsonObject
 
 __all__ = [
     "SCHEMA_TOOL",
@@ -78,27 +96,7 @@ __all__ = [
     "with_handler",
 ]
 
-JsonObject = dict[str, object]
-"""A JSON object as Python sees it after ``json.loads``."""
-
-DescriptionTrust = Literal["code", "pinned", "unpinned", "changed"]
-"""Where a tool's description comes from: code (trusted), an external spec
-pinned by hash in code (trusted), an external spec not pinned (untrusted), or
-an external spec whose text no longer matches its pin (withheld)."""
-
-PinScope = Literal["", "description", "tool"]
-"""What an external tool's pin covers: nothing (no pin), its description only
-(:func:`description_pin`), or everything the model is shown of it: name,
-description and input schema (:func:`tool_pin`). A pin that no longer matches
-keeps its scope, and the tool's ``description_trust`` is ``"changed"``."""
-
-SCHEMA_TOOL: Final = "get_tool_schema"
-"""The built-in query every view carries: read a tool's contract, don't recall it."""
-
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_PIN: Final = re.compile(r"sha256:[0-9a-f]{64}")
-_TOOL_PIN: Final = re.compile(r"tool-sha256:[0-9a-f]{64}")
-_INSTRUCTION_MARK: Final = "x-veridic-instruction"
 _TITLE_LIMIT: Final = 100
 
 
@@ -394,87 +392,6 @@ def check_tool_name(name: object, where: str, *, builtin: bool = False) -> str:
             f"{SCHEMA_TOOL} query; give your tool another name"
         )
     return name
-
-
-def description_pin(description: str) -> str:
-    """The pin of an external description: ``"sha256:"`` + hex digest of its UTF-8 bytes.
-
-    >>> pin = description_pin("Search the web.")
-    >>> pin[:7], len(pin)
-    ('sha256:', 71)
-    """
-    try:
-        encoded = description.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise VeridicError(
-            f"description {clip(description)} is not valid Unicode text ({error.reason} at "
-            f"character {error.start}), so it cannot be pinned or sent to a provider: "
-            "repair the text where the tool is described (a lone surrogate is the usual cause)"
-        ) from error
-    return "sha256:" + hashlib.sha256(encoded).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class FunctionText:
-    """What a function tool shows the model, read once, when its decorator runs.
-
-    The docstring (the description and the parameters' descriptions), the
-    name and the signature (annotations unresolved) are read from the
-    function at registration; a ``__doc__`` or ``__annotations__`` changed
-    afterwards is not seen. Annotations are resolved at boot, so they may
-    name classes defined after the tool.
-    """
-
-    name: str
-    doc: str | None
-    signature: inspect.Signature | None
-    """``None`` when inspect can read no signature of the callable (boot raises then)."""
-
-    @staticmethod
-    def read(function: Callable[..., object], name: str | None = None) -> FunctionText:
-        try:
-            signature: inspect.Signature | None = inspect.signature(function)
-        except (TypeError, ValueError):
-            signature = None
-        doc = getattr(function, "__doc__", None)
-        return FunctionText(
-            name or str(getattr(function, "__name__", "")),
-            doc if isinstance(doc, str) else None,
-            signature,
-        )
-
-
-def tool_pin(name: str, description: str, input_schema: Mapping[str, object]) -> str:
-    """The pin of all an external tool shows the model: its name, description and input schema.
-
-    ``"tool-sha256:"`` + the hex digest of the UTF-8 bytes of the canonical
-    JSON object ``{"description": ..., "input_schema": ..., "name": ...}``
-    (keys sorted at every level, no spaces, non-ASCII kept). Pinned with it,
-    an external tool's capability line shows its required arguments and its
-    description; a change to any of the three makes it unavailable. (A
-    :func:`description_pin` covers the description only.)
-
-    >>> pin = tool_pin("search", "Search the web.", {"type": "object", "properties": {}})
-    >>> pin[:12], len(pin)
-    ('tool-sha256:', 76)
-
-    Raises:
-        VeridicError: the schema is not JSON, or the text is not valid Unicode.
-    """
-    try:
-        canonical = json.dumps(
-            {"description": description, "input_schema": input_schema, "name": name},
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-            allow_nan=False,
-        )
-    except (TypeError, ValueError) as error:
-        raise VeridicError(
-            f"tool {name!r}: its input schema is not JSON ({error}), so it cannot be pinned: "
-            "pass the schema as the spec gives it (dicts, lists, strings, numbers)"
-        ) from error
-    return "tool-" + description_pin(canonical)
 
 
 def function_tool(
@@ -776,330 +693,7 @@ def _origin_of(function: Callable[..., object]) -> str:
     return f"{getattr(function, '__module__', None) or type(function).__module__}.{qualname}"
 
 
-# --- function tools ---------------------------------------------------------------
-
-
-def _input_model(
-    function: Callable[..., object],
-    read: FunctionText,
-    name: str,
-    where: str,
-    documented: Mapping[str, str],
-    localns: Mapping[str, object] | None,
-) -> tuple[type[BaseModel], JsonObject, tuple[str, ...], ContextParameter | None]:
-    """The pydantic model of a function's arguments, its JSON schema, its positional-only
-    names (the context parameter's included), and its context parameter.
-
-    Building a pydantic model and its JSON schema costs about 2 ms, most of
-    booting a registry; tools often share a signature (``record_id: int``
-    with the same docstring entry), so a model and schema are built once per
-    signature and shared (:func:`_shared_model`). Each tool's schema carries
-    its own title.
-    """
-    try:
-        if read.signature is None:
-            raise TypeError(f"no signature can be read from {function!r}")
-        signature = _resolved(read.signature, function, localns)
-    except (NameError, SyntaxError, TypeError, ValueError) as error:
-        raise VeridicError(
-            f"tool {where}: cannot read its signature ({error}): define the types its "
-            "annotations name before the registry boots, at module level or above the tool"
-        ) from error
-    fields: dict[str, tuple[object, object, str | None]] = {}
-    positional: list[str] = []
-    context: ContextParameter | None = None
-    for parameter in signature.parameters.values():
-        found = read_context_parameter(parameter, where)
-        if found is not None and context is not None:
-            raise VeridicError(
-                f"tool {where} has two ToolContext parameters, {context.name!r} and "
-                f"{found.name!r}: a call has one context; declare one parameter and read "
-                "everything the handler needs from its deps"
-            )
-        if found is not None:
-            context = found
-        else:
-            fields[parameter.name] = _field(parameter, where, documented.get(parameter.name))
-        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
-            positional.append(parameter.name)
-    model, shared = _shared_model(name, where, fields)
-    schema = dict(shared)
-    schema["title"] = name
-    return model, schema, tuple(positional), context
-
-
-def _shared_model(
-    name: str, where: str, fields: dict[str, tuple[object, object, str | None]]
-) -> tuple[type[BaseModel], JsonObject]:
-    # Shared by signature, but not across instruction fields: validating one mints
-    # text whose origin names the model's title, which must be this tool's.
-    try:
-        key: Hashable = tuple((n, *field) for n, field in fields.items())
-        hash(key)
-    except TypeError:  # a default such as a list: built for this tool alone
-        key = None
-    found = _MODELS.get(key) if key is not None else None
-    if found is not None and not found[2]:
-        return found[0], found[1]
-    model = _build_model(name, where, fields)
-    schema = _json_schema(model, where)
-    mints = bool(instruction_fields(model))
-    if key is not None and not mints:
-        if len(_MODELS) >= _MODELS_KEPT:
-            _MODELS.clear()
-        _MODELS[key] = (model, schema, mints)
-    return model, schema
-
-
-_MODELS: dict[Hashable, tuple[type[BaseModel], JsonObject, bool]] = {}
-_MODELS_KEPT: Final = 4096
-
-
-def _build_model(
-    name: str, where: str, fields: dict[str, tuple[object, object, str | None]]
-) -> type[BaseModel]:
-    config = ConfigDict(extra="forbid", protected_namespaces=(), title=name)
-    # Annotated metadata merges with a FieldInfo default, so both forms keep their constraints.
-    typed = {
-        n: (annotation if doc is None else Annotated[annotation, Field(description=doc)], default)
-        for n, (annotation, default, doc) in fields.items()
-    }
-    try:
-        with warnings.catch_warnings():
-            # A parameter called ``json`` or ``copy`` shadows a BaseModel method on
-            # the model class; values are read with getattr on the instance, which
-            # finds the field, so the warning says nothing the caller must act on.
-            warnings.filterwarnings("ignore", message="Field name .* shadows an attribute")
-            model: type[BaseModel] = create_model(name, __config__=config, **typed)  # type: ignore[call-overload]  # fields are built at run time from a signature
-        model.model_rebuild(raise_errors=True)
-    except NameError as error:
-        raise VeridicError(
-            f"tool {where}: cannot resolve an annotation ({error}): define the types its "
-            "annotations name before the registry boots, at module level or above the tool"
-        ) from error
-    except (PydanticUserError, TypeError, ValueError) as error:
-        raise VeridicError(
-            f"tool {where}: pydantic cannot validate its parameters ({error}): annotate each "
-            "parameter with a type pydantic supports (str, int, a BaseModel, ...)"
-        ) from error
-    return model
-
-
-def _resolved(
-    signature: inspect.Signature,
-    function: Callable[..., object],
-    localns: Mapping[str, object] | None,
-) -> inspect.Signature:
-    """``signature`` with its string annotations evaluated, as ``inspect.signature(eval_str=True)``
-    would evaluate them, but on the annotations read at registration."""
-    unwrapped = inspect.unwrap(function)
-    globalns = getattr(unwrapped, "__globals__", None)
-    if globalns is None:
-        globalns = getattr(
-            sys.modules.get(getattr(unwrapped, "__module__", "") or ""), "__dict__", {}
-        )
-    names = dict(localns or {})
-    # An annotation the code wrote, evaluated as inspect.get_annotations(eval_str=True) does.
-    parameters = [
-        parameter.replace(annotation=eval(parameter.annotation, globalns, names))
-        if isinstance(parameter.annotation, str)
-        else parameter
-        for parameter in signature.parameters.values()
-    ]
-    return signature.replace(parameters=parameters)
-
-
-def _field(
-    parameter: inspect.Parameter, where: str, documented: str | None
-) -> tuple[object, object, str | None]:
-    """The annotation, default and docstring description of a parameter (``None`` when its
-    annotation or default describes it already, or nothing does)."""
-    if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-        raise VeridicError(
-            f"tool {where} takes *{parameter.name} or **{parameter.name}, which has no schema: "
-            "list every argument the model may send as a named, typed parameter"
-        )
-    if parameter.name.startswith("_") or parameter.name == "model_config":
-        raise VeridicError(
-            f"tool {where} has parameter {parameter.name!r}, a name pydantic reserves: rename it "
-            "(no leading underscore, not model_config)"
-        )
-    if parameter.annotation is inspect.Parameter.empty:
-        raise VeridicError(
-            f"tool {where} has parameter {parameter.name!r} without a type annotation: annotate "
-            "it, the model reads the argument's schema from the annotation"
-        )
-    annotation: object = parameter.annotation
-    default: object = ... if parameter.default is inspect.Parameter.empty else parameter.default
-    described = _annotated_description(annotation) or (
-        isinstance(default, FieldInfo) and bool(default.description)
-    )
-    return annotation, default, None if not documented or described else documented
-
-
-def _annotated_description(annotation: object) -> bool:
-    if typing.get_origin(annotation) is not Annotated:
-        return False
-    return any(isinstance(m, FieldInfo) and m.description for m in typing.get_args(annotation)[1:])
-
-
-def _json_schema(model: type[BaseModel], where: str) -> JsonObject:
-    try:
-        return model.model_json_schema()
-    except (PydanticUserError, TypeError, ValueError) as error:
-        raise VeridicError(
-            f"tool {where}: its parameters have no JSON schema ({error}): use parameter types "
-            "and defaults that JSON can express"
-        ) from error
-
-
-def _pydantic_validator(name: str, model: type[BaseModel]) -> Callable[[object], dict[str, object]]:
-    names = tuple(model.model_fields)
-
-    def validate(arguments: object) -> dict[str, object]:
-        if not isinstance(arguments, Mapping):
-            raise _not_an_object(name, arguments)
-        try:
-            instance = model.model_validate(dict(arguments))
-        except ValidationError as error:
-            problems = [
-                (".".join(str(part) for part in item["loc"]) or "(arguments)", item["msg"])
-                for item in error.errors(include_url=False, include_input=False)
-            ]
-            raise _invalid(name, problems) from None
-        return {field: getattr(instance, field) for field in names}
-
-    return validate
-
-
-def _function_invoker(
-    function: Callable[..., object], positional: tuple[str, ...]
-) -> Callable[[Mapping[str, object]], object]:
-    if not positional:
-        return lambda arguments: function(**arguments)
-
-    def invoke(arguments: Mapping[str, object]) -> object:
-        args = [arguments[n] for n in positional]
-        kwargs = {k: v for k, v in arguments.items() if k not in positional}
-        return function(*args, **kwargs)
-
-    return invoke
-
-
-def _not_an_object(name: str, arguments: object) -> InvalidArgumentsError:
-    return InvalidArgumentsError(
-        f"tool {name!r} got arguments of type {type(arguments).__name__}, not a JSON object: "
-        f"send an object whose keys are its parameters (read them with {SCHEMA_TOOL})",
-        tool=name,
-        fields=("(arguments)",),
-    )
-
-
-def _invalid(name: str, problems: list[tuple[str, str]]) -> InvalidArgumentsError:
-    listed = "; ".join(f"{path}: {message}" for path, message in problems)
-    return InvalidArgumentsError(
-        f"tool {name!r} got invalid arguments from the model's call: {listed}; send arguments "
-        f"that match its input schema (read it with {SCHEMA_TOOL}(name={name!r}))",
-        tool=name,
-        fields=tuple(dict.fromkeys(path for path, _ in problems)),
-    )
-
-
 # --- external tools ---------------------------------------------------------------
-
-
-def _plain_json(schema: object, where: str) -> JsonObject:
-    try:
-        copied = json.loads(json.dumps(schema))
-    except (TypeError, ValueError) as error:
-        raise VeridicError(
-            f"external tool {where} has an input schema that is not JSON ({error}): pass the "
-            "JSON schema as the spec gives it (dicts, lists, strings, numbers)"
-        ) from error
-    if not isinstance(copied, dict) or copied.get("type") != "object":
-        raise VeridicError(
-            f"external tool {where} has an input schema that does not describe an object: "
-            f"{clip(json.dumps(copied))}; providers need a tool's input to be "
-            '{"type": "object", "properties": {...}}'
-        )
-    result: JsonObject = copied
-    return result
-
-
-def _schema_validator(
-    schema: JsonObject, where: str
-) -> Callable[[str], Callable[[object], dict[str, object]]]:
-    try:
-        import jsonschema
-        import jsonschema.exceptions
-        import jsonschema.validators
-    except ImportError as error:
-        raise VeridicError(
-            f"external tool {where} needs the jsonschema package to validate its arguments, "
-            "which is not installed: pip install 'veridic[external]'"
-        ) from error
-    cls = jsonschema.validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as error:
-        raise VeridicError(
-            f"external tool {where} has an invalid JSON schema ({error.message}): fix the "
-            "schema where it is defined, or leave the tool unregistered"
-        ) from error
-    checker = cls(schema)
-
-    def bind(name: str) -> Callable[[object], dict[str, object]]:
-        def validate(arguments: object) -> dict[str, object]:
-            if not isinstance(arguments, Mapping):
-                raise _not_an_object(name, arguments)
-            plain = dict(arguments)
-            problems: list[tuple[str, str]] = []
-            for error in sorted(checker.iter_errors(plain), key=lambda e: list(map(str, e.path))):
-                problems.extend(_schema_problems(error))
-            if problems:
-                raise _invalid(name, problems)
-            return plain
-
-        return validate
-
-    return bind
-
-
-def _schema_problems(error: object) -> list[tuple[str, str]]:
-    path = ".".join(str(part) for part in getattr(error, "absolute_path", ()))
-    message = str(getattr(error, "message", error))
-    validator = getattr(error, "validator", None)
-    instance = getattr(error, "instance", None)
-    value = getattr(error, "validator_value", None)
-    if validator == "required" and isinstance(instance, dict) and isinstance(value, list):
-        missing = [str(p) for p in value if p not in instance]
-        return [(f"{path}.{p}" if path else p, "Field required") for p in missing]
-    return [(path or "(arguments)", message)]
-
-
-def _pin_state(
-    name: str, description: str, schema: JsonObject, pin: str | None, where: str
-) -> tuple[DescriptionTrust, PinScope]:
-    if pin is None:
-        return "unpinned", ""
-    if isinstance(pin, str) and _TOOL_PIN.fullmatch(pin):
-        return (
-            ("pinned", "tool")
-            if pin == tool_pin(name, description, schema)
-            else ("changed", "tool")
-        )
-    if isinstance(pin, str) and _PIN.fullmatch(pin):
-        return (
-            ("pinned", "description")
-            if pin == description_pin(description)
-            else ("changed", "description")
-        )
-    raise VeridicError(
-        f"external tool {where} has pin={pin!r}, which is not a pin: pass what "
-        "veridic.tool.tool_pin(name, description, input_schema) gives after reviewing the tool, "
-        f"e.g. pin={tool_pin(name, description, schema)!r} (or a description_pin(description), "
-        "which covers the description only)"
-    )
 
 
 def _check_source(source: object, where: str) -> None:
@@ -1112,29 +706,3 @@ def _check_source(source: object, where: str) -> None:
             "which is not a label: the capability section prints it, so give one printable line "
             'of at most 100 characters saying where the spec came from, e.g. source="mcp:github"'
         )
-
-
-def _mentions_instruction(schema: object, root: JsonObject, seen: frozenset[str]) -> bool:
-    # Whether text read as instruction sits anywhere under ``schema``, through local $refs.
-    if isinstance(schema, list):
-        return any(_mentions_instruction(v, root, seen) for v in schema)
-    if not isinstance(schema, dict):
-        return False
-    if schema.get(_INSTRUCTION_MARK) is True:
-        return True
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
-        target: object = root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target.get(part) if isinstance(target, dict) else None
-        if _mentions_instruction(target, root, seen | {ref}):
-            return True
-    return any(_mentions_instruction(v, root, seen) for k, v in schema.items() if k != "$defs")
-
-
-def _schema_description(schema: object) -> str:
-    if isinstance(schema, dict):
-        text = schema.get("description")
-        return text if isinstance(text, str) else ""
-    return ""

@@ -1,0 +1,275 @@
+"""A function tool's input schema, read from its signature.
+
+For a Python function the signature is the contract: each parameter's
+annotation is its argument's type, its default makes it optional, and its
+docstring entry describes it. This module turns that into what a tool needs
+when it runs: the pydantic model that validates the model's arguments, the
+JSON schema the model is shown, and the call of the handler with them
+(positional-only parameters passed by position). What the decorator read is
+kept as it was (:class:`FunctionText`), and its annotations are resolved when
+the registry boots, so they may name classes defined after the tool.
+
+Building a model and its schema is most of the cost of a boot, so tools with
+the same signature share one. :func:`veridic.tools.tool.function_tool` makes
+a :class:`~veridic.tools.tool.Tool` of what is built here; this module stays
+below it and never imports it, and :class:`FunctionText` is also importable
+from :mod:`veridic.tools.tool`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import typing
+import warnings
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Final
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.errors import PydanticUserError
+from pydantic.fields import FieldInfo
+
+from veridic.errors import VeridicError
+from veridic.text.fields import instruction_fields
+from veridic.tools.context import ContextParameter, read_context_parameter
+from veridic.tools.schema import JsonObject, _invalid, _not_an_object
+
+__all__ = ["FunctionText"]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionText:
+    """What a function tool shows the model, read once, when its decorator runs.
+
+    The docstring (the description and the parameters' descriptions), the
+    name and the signature (annotations unresolved) are read from the
+    function at registration; a ``__doc__`` or ``__annotations__`` changed
+    afterwards is not seen. Annotations are resolved at boot, so they may
+    name classes defined after the tool.
+    """
+
+    name: str
+    doc: str | None
+    signature: inspect.Signature | None
+    """``None`` when inspect can read no signature of the callable (boot raises then)."""
+
+    @staticmethod
+    def read(function: Callable[..., object], name: str | None = None) -> FunctionText:
+        try:
+            signature: inspect.Signature | None = inspect.signature(function)
+        except (TypeError, ValueError):
+            signature = None
+        doc = getattr(function, "__doc__", None)
+        return FunctionText(
+            name or str(getattr(function, "__name__", "")),
+            doc if isinstance(doc, str) else None,
+            signature,
+        )
+
+
+def _input_model(
+    function: Callable[..., object],
+    read: FunctionText,
+    name: str,
+    where: str,
+    documented: Mapping[str, str],
+    localns: Mapping[str, object] | None,
+) -> tuple[type[BaseModel], JsonObject, tuple[str, ...], ContextParameter | None]:
+    """The pydantic model of a function's arguments, its JSON schema, its positional-only
+    names (the context parameter's included), and its context parameter.
+
+    Building a pydantic model and its JSON schema costs about 2 ms, most of
+    booting a registry; tools often share a signature (``record_id: int``
+    with the same docstring entry), so a model and schema are built once per
+    signature and shared (:func:`_shared_model`). Each tool's schema carries
+    its own title.
+    """
+    try:
+        if read.signature is None:
+            raise TypeError(f"no signature can be read from {function!r}")
+        signature = _resolved(read.signature, function, localns)
+    except (NameError, SyntaxError, TypeError, ValueError) as error:
+        raise VeridicError(
+            f"tool {where}: cannot read its signature ({error}): define the types its "
+            "annotations name before the registry boots, at module level or above the tool"
+        ) from error
+    fields: dict[str, tuple[object, object, str | None]] = {}
+    positional: list[str] = []
+    context: ContextParameter | None = None
+    for parameter in signature.parameters.values():
+        found = read_context_parameter(parameter, where)
+        if found is not None and context is not None:
+            raise VeridicError(
+                f"tool {where} has two ToolContext parameters, {context.name!r} and "
+                f"{found.name!r}: a call has one context; declare one parameter and read "
+                "everything the handler needs from its deps"
+            )
+        if found is not None:
+            context = found
+        else:
+            fields[parameter.name] = _field(parameter, where, documented.get(parameter.name))
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            positional.append(parameter.name)
+    model, shared = _shared_model(name, where, fields)
+    schema = dict(shared)
+    schema["title"] = name
+    return model, schema, tuple(positional), context
+
+
+def _shared_model(
+    name: str, where: str, fields: dict[str, tuple[object, object, str | None]]
+) -> tuple[type[BaseModel], JsonObject]:
+    # Shared by signature, but not across instruction fields: validating one mints
+    # text whose origin names the model's title, which must be this tool's.
+    try:
+        key: Hashable = tuple((n, *field) for n, field in fields.items())
+        hash(key)
+    except TypeError:  # a default such as a list: built for this tool alone
+        key = None
+    found = _MODELS.get(key) if key is not None else None
+    if found is not None and not found[2]:
+        return found[0], found[1]
+    model = _build_model(name, where, fields)
+    schema = _json_schema(model, where)
+    mints = bool(instruction_fields(model))
+    if key is not None and not mints:
+        if len(_MODELS) >= _MODELS_KEPT:
+            _MODELS.clear()
+        _MODELS[key] = (model, schema, mints)
+    return model, schema
+
+
+_MODELS: dict[Hashable, tuple[type[BaseModel], JsonObject, bool]] = {}
+_MODELS_KEPT: Final = 4096
+
+
+def _build_model(
+    name: str, where: str, fields: dict[str, tuple[object, object, str | None]]
+) -> type[BaseModel]:
+    config = ConfigDict(extra="forbid", protected_namespaces=(), title=name)
+    # Annotated metadata merges with a FieldInfo default, so both forms keep their constraints.
+    typed = {
+        n: (annotation if doc is None else Annotated[annotation, Field(description=doc)], default)
+        for n, (annotation, default, doc) in fields.items()
+    }
+    try:
+        with warnings.catch_warnings():
+            # A parameter called ``json`` or ``copy`` shadows a BaseModel method on
+            # the model class; values are read with getattr on the instance, which
+            # finds the field, so the warning says nothing the caller must act on.
+            warnings.filterwarnings("ignore", message="Field name .* shadows an attribute")
+            model: type[BaseModel] = create_model(name, __config__=config, **typed)  # type: ignore[call-overload]  # fields are built at run time from a signature
+        model.model_rebuild(raise_errors=True)
+    except NameError as error:
+        raise VeridicError(
+            f"tool {where}: cannot resolve an annotation ({error}): define the types its "
+            "annotations name before the registry boots, at module level or above the tool"
+        ) from error
+    except (PydanticUserError, TypeError, ValueError) as error:
+        raise VeridicError(
+            f"tool {where}: pydantic cannot validate its parameters ({error}): annotate each "
+            "parameter with a type pydantic supports (str, int, a BaseModel, ...)"
+        ) from error
+    return model
+
+
+def _resolved(
+    signature: inspect.Signature,
+    function: Callable[..., object],
+    localns: Mapping[str, object] | None,
+) -> inspect.Signature:
+    """``signature`` with its string annotations evaluated, as ``inspect.signature(eval_str=True)``
+    would evaluate them, but on the annotations read at registration."""
+    unwrapped = inspect.unwrap(function)
+    globalns = getattr(unwrapped, "__globals__", None)
+    if globalns is None:
+        globalns = getattr(
+            sys.modules.get(getattr(unwrapped, "__module__", "") or ""), "__dict__", {}
+        )
+    names = dict(localns or {})
+    # An annotation the code wrote, evaluated as inspect.get_annotations(eval_str=True) does.
+    parameters = [
+        parameter.replace(annotation=eval(parameter.annotation, globalns, names))
+        if isinstance(parameter.annotation, str)
+        else parameter
+        for parameter in signature.parameters.values()
+    ]
+    return signature.replace(parameters=parameters)
+
+
+def _field(
+    parameter: inspect.Parameter, where: str, documented: str | None
+) -> tuple[object, object, str | None]:
+    """The annotation, default and docstring description of a parameter (``None`` when its
+    annotation or default describes it already, or nothing does)."""
+    if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        raise VeridicError(
+            f"tool {where} takes *{parameter.name} or **{parameter.name}, which has no schema: "
+            "list every argument the model may send as a named, typed parameter"
+        )
+    if parameter.name.startswith("_") or parameter.name == "model_config":
+        raise VeridicError(
+            f"tool {where} has parameter {parameter.name!r}, a name pydantic reserves: rename it "
+            "(no leading underscore, not model_config)"
+        )
+    if parameter.annotation is inspect.Parameter.empty:
+        raise VeridicError(
+            f"tool {where} has parameter {parameter.name!r} without a type annotation: annotate "
+            "it, the model reads the argument's schema from the annotation"
+        )
+    annotation: object = parameter.annotation
+    default: object = ... if parameter.default is inspect.Parameter.empty else parameter.default
+    described = _annotated_description(annotation) or (
+        isinstance(default, FieldInfo) and bool(default.description)
+    )
+    return annotation, default, None if not documented or described else documented
+
+
+def _annotated_description(annotation: object) -> bool:
+    if typing.get_origin(annotation) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in typing.get_args(annotation)[1:])
+
+
+def _json_schema(model: type[BaseModel], where: str) -> JsonObject:
+    try:
+        return model.model_json_schema()
+    except (PydanticUserError, TypeError, ValueError) as error:
+        raise VeridicError(
+            f"tool {where}: its parameters have no JSON schema ({error}): use parameter types "
+            "and defaults that JSON can express"
+        ) from error
+
+
+def _pydantic_validator(name: str, model: type[BaseModel]) -> Callable[[object], dict[str, object]]:
+    names = tuple(model.model_fields)
+
+    def validate(arguments: object) -> dict[str, object]:
+        if not isinstance(arguments, Mapping):
+            raise _not_an_object(name, arguments)
+        try:
+            instance = model.model_validate(dict(arguments))
+        except ValidationError as error:
+            problems = [
+                (".".join(str(part) for part in item["loc"]) or "(arguments)", item["msg"])
+                for item in error.errors(include_url=False, include_input=False)
+            ]
+            raise _invalid(name, problems) from None
+        return {field: getattr(instance, field) for field in names}
+
+    return validate
+
+
+def _function_invoker(
+    function: Callable[..., object], positional: tuple[str, ...]
+) -> Callable[[Mapping[str, object]], object]:
+    if not positional:
+        return lambda arguments: function(**arguments)
+
+    def invoke(arguments: Mapping[str, object]) -> object:
+        args = [arguments[n] for n in positional]
+        kwargs = {k: v for k, v in arguments.items() if k not in positional}
+        return function(*args, **kwargs)
+
+    return invoke
