@@ -14,7 +14,7 @@ given of its request (re-exported here and at the package root).
 A tool's parts have modules of their own below ``tool``, which imports their
 names back: ``schema`` (what every tool's input schema shares), ``pins``
 (how code vouches for an external tool's text), ``function_schema`` (a
-function tool's input schema, read from its signature) and ``external_schema``
+function tool's input schema, read from its signature) and ``_external_schema``
 (an external tool's input schema, used as its spec gives it).
 
 It imports the text core and the package's bottom, nothing downstream.

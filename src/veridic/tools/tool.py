@@ -26,7 +26,7 @@ Parts of a tool have modules of their own, whose names import from here too:
 that breaks one is refused), :mod:`veridic.tools.pins` (how code vouches for
 an external tool's text by hash), :mod:`veridic.tools.function_schema` (a
 function tool's input schema, read from its signature) and
-:mod:`veridic.tools.external_schema` (an external tool's input schema, used as
+``veridic.tools._external_schema`` (an external tool's input schema, used as
 its spec gives it). What stays here is what every tool is and shares: the
 :class:`Tool` value and its declaration, its name, its risk floors, and the
 two resolvers that make a :class:`Tool` of a function or of a spec.
@@ -50,13 +50,13 @@ from veridic.text.fields import instruction_fields
 from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
-from veridic.tools.context import ContextParameter, ToolContext
-from veridic.tools.external_schema import (
+from veridic.tools._external_schema import (
     _mentions_instruction,
     _plain_json,
     _schema_description,
     _schema_validator,
 )
+from veridic.tools.context import ContextParameter, ToolContext
 from veridic.tools.function_schema import (
     FunctionText,
     _function_invoker,

@@ -12,7 +12,7 @@ through a local ``$ref``), which raises a write's risk floor.
 
 :func:`veridic.tools.tool.external_tool` makes a
 :class:`~veridic.tools.tool.Tool` of what is read here; this module stays
-below it and never imports it. Its names are private: the tool is the API.
+below it and never imports it. The module is private: the tool is the API.
 """
 
 from __future__ import annotations
