@@ -173,6 +173,9 @@ if TYPE_CHECKING:
     from veridic.tools.risk import (
         Risk,
     )
+    from veridic.tools.status import (
+        ToolStatus,
+    )
     from veridic.tools.tool import (
         Tool,
         ToolHints,
@@ -180,7 +183,6 @@ if TYPE_CHECKING:
     from veridic.tools.view import (
         Deny,
         PreparedCall,
-        ToolStatus,
         ToolView,
     )
     from veridic.tools.wording import (
@@ -258,7 +260,7 @@ _HOMES: dict[str, str] = {
     "ToolDeniedError": "veridic.errors",
     "ToolError": "veridic.errors",
     "ToolOutcome": "veridic.run.reply",
-    "ToolStatus": "veridic.tools.view",
+    "ToolStatus": "veridic.tools.status",
     "ToolUnavailableError": "veridic.errors",
     "ToolView": "veridic.tools.view",
     "TrustPolicy": "veridic.text.trust_policy",

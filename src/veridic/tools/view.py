@@ -28,6 +28,10 @@ section's wording (its first line, the heading of what is unavailable, the
 line of a component that did not start) is a
 :class:`~veridic.tools.wording.CapabilityWording`.
 
+Parts of the view have modules of their own, whose names import from here
+too: :mod:`veridic.tools.status` (what a view says about a name, and about a
+component that did not start).
+
 >>> from veridic import Registry
 >>> registry = Registry()
 >>> @registry.tool(kind="query")
@@ -67,8 +71,6 @@ from typing import ClassVar, Final, Literal, TypedDict, cast, overload
 from veridic.errors import (
     InvalidArgumentsError,
     ToolCouplingError,
-    ToolDeniedError,
-    ToolUnavailableError,
     UnknownToolError,
     VeridicError,
 )
@@ -78,6 +80,7 @@ from veridic.tools._similarity import NameIndex
 from veridic.tools.context import ToolContext
 from veridic.tools.guards import _finished, current_dispatch, dispatching
 from veridic.tools.risk import ApprovalMode, Risk
+from veridic.tools.status import ComponentState, StatusCause, StatusState, ToolStatus
 from veridic.tools.tool import (
     SCHEMA_TOOL,
     JsonObject,
@@ -114,11 +117,6 @@ __all__ = [
 Predicate = Callable[[Tool], bool]
 """A view filter: keep the tool when it returns ``True`` (evaluated when the view is built)."""
 
-StatusState = Literal["exposed", "unknown", "unavailable", "denied"]
-StatusCause = Literal[
-    "", "component", "description", "pin", "withheld", "role", "allow", "predicate", "deny"
-]
-
 _FORMATS: Final = ("openai", "anthropic", "mcp")
 _SUGGESTED: Final = 3  # nearest names of an unknown one: difflib.get_close_matches(n=3, cutoff=0.6)
 _CUTOFF: Final = 0.6
@@ -127,24 +125,6 @@ _BUILD_KEY: Final = object()
 _LITERALS: Final = frozenset({"True", "False", "None", "true", "false", "null"})
 _FOLD: Final = re.compile(r"[_-]")
 _TOOL_SETS_KEPT: Final = 256
-
-
-@dataclass(frozen=True, slots=True)
-class ComponentState:
-    """The boot outcome of a component: ``started`` is ``None`` until the registry boots.
-
-    ``reason`` is what the capability section says about a failed boot: the
-    reason a :class:`~veridic.BootError` gave in code, or only the exception's
-    type (an exception's message may quote outside text). ``detail`` is the
-    whole message, for logs and operators; it never reaches a prompt.
-    """
-
-    name: str
-    started: bool | None
-    reason: str
-    hint: str
-    provides: str | None
-    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -187,56 +167,6 @@ class Deny:
     def matches(self, tool: Tool) -> bool:
         """Whether this filter denies ``tool``."""
         return tool.name in self.names or (self.when is not None and bool(self.when(tool)))
-
-
-@dataclass(frozen=True, slots=True)
-class ToolStatus:
-    """What a view says about a name, without raising.
-
-    ``state`` is ``"exposed"``, ``"unknown"`` (never registered),
-    ``"unavailable"`` (registered, cannot run here; ``cause`` is
-    ``"component"``, ``"description"``, ``"pin"`` or ``"withheld"``) or ``"denied"``
-    (filtered by this view's policy; ``cause`` is ``"role"``, ``"allow"``,
-    ``"predicate"`` or ``"deny"``). ``tool`` is the registered tool whenever
-    there is one; ``suggestions`` are the nearest exposed names of an unknown one.
-    """
-
-    name: str
-    state: StatusState
-    reason: str = ""
-    hint: str = ""
-    cause: StatusCause = ""
-    tombstoned: bool = False
-    tool: Tool | None = None
-    suggestions: tuple[str, ...] = ()
-
-    @property
-    def exposed(self) -> bool:
-        return self.state == "exposed"
-
-    def error(self) -> VeridicError | None:
-        """The error dispatching this name raises (``None`` when it is exposed)."""
-        if self.state == "exposed":
-            return None
-        if self.state == "unknown":
-            nearest = ", ".join(self.suggestions) or "none"
-            return UnknownToolError(
-                f"no tool is named {self.name!r}; it was never registered (nearest valid names: "
-                f"{nearest}): call one of the tools this view lists, or register {self.name!r}",
-                name=self.name,
-                suggestions=self.suggestions,
-            )
-        if self.state == "unavailable":
-            return ToolUnavailableError(
-                f"tool {self.name!r} is registered but cannot run here: {self.reason}; {self.hint}",
-                name=self.name,
-                reason=self.reason,
-                hint=self.hint,
-                component=None if self.tool is None else self.tool.component,
-            )
-        return ToolDeniedError(
-            f"tool {self.name!r} is denied in this view ({self.reason}); {self.hint}"
-        )
 
 
 class ToolSchema(TypedDict):
