@@ -156,6 +156,9 @@ if TYPE_CHECKING:
     from veridic.tools.context import (
         ToolContext,
     )
+    from veridic.tools.filters import (
+        Deny,
+    )
     from veridic.tools.guards import (
         guard_instruction_write,
         guard_irreversible,
@@ -181,7 +184,6 @@ if TYPE_CHECKING:
         ToolHints,
     )
     from veridic.tools.view import (
-        Deny,
         PreparedCall,
         ToolView,
     )
@@ -218,7 +220,7 @@ _HOMES: dict[str, str] = {
     "SkippedRule": "veridic.run.approval",
     "Conversation": "veridic.text.conversation",
     "DataTemplate": "veridic.templates",
-    "Deny": "veridic.tools.view",
+    "Deny": "veridic.tools.filters",
     "DocGap": "veridic.checks.doc_gaps",
     "GapCode": "veridic.checks.doc_gaps",
     "GuardDeniedError": "veridic.errors",
