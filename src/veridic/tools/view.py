@@ -30,9 +30,10 @@ line of a component that did not start) is a
 
 Parts of the view have modules of their own, whose names import from here
 too: :mod:`veridic.tools.status` (what a view says about a name, and about a
-component that did not start) and :mod:`veridic.tools.filters` (which
-registered tools a view withholds, and why). The capability section's text is
-written in ``veridic.tools._section``; the view mints it.
+component that did not start), :mod:`veridic.tools.filters` (which registered
+tools a view withholds, and why) and :mod:`veridic.tools.schema_tool` (the
+built-in ``get_tool_schema``). The capability section's text is written in
+``veridic.tools._section``; the view mints it.
 
 >>> from veridic import Registry
 >>> registry = Registry()
@@ -68,7 +69,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import ClassVar, Final, Literal, TypedDict, cast, overload
+from typing import ClassVar, Final, Literal, cast, overload
 
 from veridic.errors import (
     InvalidArgumentsError,
@@ -83,13 +84,11 @@ from veridic.tools.context import ToolContext
 from veridic.tools.filters import Deny, Predicate, _denied, _pin_changed, _unavailable, _withheld
 from veridic.tools.guards import _finished, current_dispatch, dispatching
 from veridic.tools.risk import ApprovalMode, Risk
+from veridic.tools.schema_tool import _SCHEMA_TOOL_LEFT_OUT, ToolSchema, _schema_tool
 from veridic.tools.status import ComponentState, StatusCause, StatusState, ToolStatus
 from veridic.tools.tool import (
     SCHEMA_TOOL,
-    JsonObject,
     Tool,
-    ToolOptions,
-    function_tool,
     with_handler,
 )
 from veridic.tools.tool_specs import (
@@ -125,15 +124,6 @@ _BUILD_KEY: Final = object()
 _LITERALS: Final = frozenset({"True", "False", "None", "true", "false", "null"})
 _FOLD: Final = re.compile(r"[_-]")
 _TOOL_SETS_KEPT: Final = 256
-
-
-class ToolSchema(TypedDict):
-    """What ``get_tool_schema`` returns: a tool's input contract, read from the registry."""
-
-    name: str
-    description: str
-    required: list[str]
-    input_schema: JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -732,15 +722,6 @@ def _known(names: Iterable[str], registered: set[str], where: str) -> Iterable[s
     return listed
 
 
-_SCHEMA_TOOL_LEFT_OUT: Final = ToolStatus(
-    SCHEMA_TOOL,
-    "denied",
-    reason="this view leaves out the built-in schema tool",
-    hint="read a tool's arguments from its input schema in the tool list",
-    cause="deny",
-)
-
-
 def _not_riskier(name: str, matches: list[str], tools: Mapping[str, Tool]) -> tuple[str, ...]:
     """``matches`` (nearest first) without those that would steer the model towards more risk.
 
@@ -866,29 +847,7 @@ def _canonical_mcp(tool: Tool) -> str:
     )
 
 
-# --- the built-in schema tool ---------------------------------------------------------
-
-_SCHEMA_TOOL_CACHE: list[Tool] = []
-
-
-def _get_tool_schema(name: str) -> ToolSchema:
-    """Read a tool's input contract: its JSON schema and required fields, from the registry.
-
-    Call this before relying on what you remember about a tool's arguments.
-
-    Args:
-        name: The name of a tool listed in the capability section.
-    """
-    raise VeridicError(  # pragma: no cover - every view binds its own handler
-        "get_tool_schema is answered by a ToolView: dispatch it through view.dispatch()"
-    )
-
-
-def _schema_tool() -> Tool:
-    if not _SCHEMA_TOOL_CACHE:
-        options = ToolOptions.check(SCHEMA_TOOL, "query", None, False, (), SCHEMA_TOOL, None, ())
-        _SCHEMA_TOOL_CACHE.append(function_tool(_get_tool_schema, options, None, builtin=True))
-    return _SCHEMA_TOOL_CACHE[0]
+# --- direct dispatch ------------------------------------------------------------------
 
 
 @contextmanager
