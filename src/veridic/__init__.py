@@ -156,6 +156,9 @@ if TYPE_CHECKING:
     from veridic.tools.context import (
         ToolContext,
     )
+    from veridic.tools.filters import (
+        Deny,
+    )
     from veridic.tools.guards import (
         guard_instruction_write,
         guard_irreversible,
@@ -173,14 +176,15 @@ if TYPE_CHECKING:
     from veridic.tools.risk import (
         Risk,
     )
+    from veridic.tools.status import (
+        ToolStatus,
+    )
     from veridic.tools.tool import (
         Tool,
         ToolHints,
     )
     from veridic.tools.view import (
-        Deny,
         PreparedCall,
-        ToolStatus,
         ToolView,
     )
     from veridic.tools.wording import (
@@ -216,7 +220,7 @@ _HOMES: dict[str, str] = {
     "SkippedRule": "veridic.run.approval",
     "Conversation": "veridic.text.conversation",
     "DataTemplate": "veridic.templates",
-    "Deny": "veridic.tools.view",
+    "Deny": "veridic.tools.filters",
     "DocGap": "veridic.checks.doc_gaps",
     "GapCode": "veridic.checks.doc_gaps",
     "GuardDeniedError": "veridic.errors",
@@ -258,7 +262,7 @@ _HOMES: dict[str, str] = {
     "ToolDeniedError": "veridic.errors",
     "ToolError": "veridic.errors",
     "ToolOutcome": "veridic.run.reply",
-    "ToolStatus": "veridic.tools.view",
+    "ToolStatus": "veridic.tools.status",
     "ToolUnavailableError": "veridic.errors",
     "ToolView": "veridic.tools.view",
     "TrustPolicy": "veridic.text.trust_policy",

@@ -2,9 +2,11 @@
 
 ``risk`` (levels and approval modes), ``tool`` (definitions, pins),
 ``registry`` (components and boot), ``view`` (a request's tools, the
-capability section and dispatch), ``tool_specs`` (the provider formats),
-``guards`` (the dispatch scope that store code checks) and ``plan``
-(normalising a model's plan against a view).
+capability section and dispatch), ``status`` (what a view says about a name
+or a component), ``filters`` (which tools a view withholds, and why),
+``schema_tool`` (the built-in ``get_tool_schema``), ``tool_specs`` (the
+provider formats), ``guards`` (the dispatch scope that store code checks) and
+``plan`` (normalising a model's plan against a view).
 
 ``wording`` holds :class:`CapabilityWording`, the words of the capability
 section around the view's facts (re-exported here and at the package root).

@@ -1,0 +1,162 @@
+"""Which registered tools a view withholds, and why.
+
+:func:`~veridic.tools.view.build_view` puts every registered tool through
+these checks, in order, and exposes it only when none of them answers: its
+component did not start or it has no real description (unavailable), the
+request's roles, allow list, predicates or :class:`Deny` filters leave it
+out (denied), its pinned description changed, or it was registered
+unavailable. Each answer is the :class:`~veridic.tools.status.ToolStatus`
+the view reports, with the reason and hint that the capability section and
+the dispatch error repeat, so each is written once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from veridic.text.provenance import TrustedText, refuse_untrusted
+from veridic.tools._descriptions import one_line
+from veridic.tools.status import ComponentState, ToolStatus
+from veridic.tools.tool import Tool
+
+__all__ = [
+    "Deny",
+    "Predicate",
+]
+
+Predicate = Callable[[Tool], bool]
+"""A view filter: keep the tool when it returns ``True`` (evaluated when the view is built)."""
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Deny:
+    """A deny filter: the tools it matches are not exposed by the view.
+
+    It matches the tools named in ``names`` and, when ``when`` is given, every
+    tool for which ``when(tool)`` is true. ``tombstone`` chooses how the tools
+    disappear: hidden (``False``, the default: absent from all projections,
+    the model never learns the name) or tombstoned (``True``: listed in the
+    capability section as unavailable with ``reason``, so the model says so
+    instead of reaching for a neighbour). Either way dispatch refuses them
+    with :class:`~veridic.ToolDeniedError`.
+
+    >>> Deny({"delete_user"}, reason="read-only session", tombstone=True).tombstone
+    True
+    """
+
+    names: frozenset[str]
+    reason: str
+    tombstone: bool
+    when: Predicate | None
+
+    def __init__(
+        self,
+        names: Iterable[str] = (),
+        *,
+        reason: TrustedText = "denied by policy",
+        tombstone: bool = False,
+        when: Predicate | None = None,
+    ) -> None:
+        refuse_untrusted(reason, "Deny(reason=...)", "write the reason in code")
+        if isinstance(names, str):
+            names = (names,)
+        object.__setattr__(self, "names", frozenset(names))
+        object.__setattr__(self, "reason", one_line(reason) or "denied by policy")
+        object.__setattr__(self, "tombstone", bool(tombstone))
+        object.__setattr__(self, "when", when)
+
+    def matches(self, tool: Tool) -> bool:
+        """Whether this filter denies ``tool``."""
+        return tool.name in self.names or (self.when is not None and bool(self.when(tool)))
+
+
+def _unavailable(tool: Tool, components: Mapping[str, ComponentState]) -> ToolStatus | None:
+    state = components.get(tool.component) if tool.component is not None else None
+    if state is not None and state.started is False:
+        return ToolStatus(
+            tool.name,
+            "unavailable",
+            reason=f"its component {state.name!r} did not start ({state.reason})",
+            hint=state.hint or f"fix what keeps {state.name!r} from starting, then restart",
+            cause="component",
+            tool=tool,
+        )
+    problem = tool.description_gap
+    if problem is not None:
+        return ToolStatus(
+            tool.name,
+            "unavailable",
+            reason=f"it has no real description ({problem}), so no view exposes it",
+            hint=(
+                f"write what it does where it is defined ({tool.origin}): a docstring (the prose "
+                "before Args:) or description=...; find_doc_gaps(registry) lists every such tool"
+            ),
+            cause="description",
+            tool=tool,
+        )
+    return None
+
+
+def _pin_changed(tool: Tool) -> ToolStatus | None:
+    if tool.description_trust != "changed":
+        return None
+    return ToolStatus(
+        tool.name,
+        "unavailable",
+        reason=(
+            "its description changed since it was pinned"
+            if tool.pin_scope == "description"
+            # One digest over the three: which part moved cannot be told from it.
+            else "its name, description or input schema changed since it was pinned"
+        ),
+        hint=(
+            f"review the tool {tool.name!r} as {tool.origin} now describes it and, if it is "
+            "still what you approved, update pin= in code to veridic.tool.tool_pin(name, "
+            "description, input_schema)"
+        ),
+        cause="pin",
+        tool=tool,
+    )
+
+
+def _withheld(tool: Tool) -> ToolStatus | None:
+    if not tool.withheld:
+        return None
+    return ToolStatus(
+        tool.name,
+        "unavailable",
+        reason=tool.withheld,
+        hint=f"it was registered unavailable ({tool.origin}); the reason says what brings it back",
+        cause="withheld",
+        tool=tool,
+    )
+
+
+def _denied(
+    tool: Tool,
+    roles: frozenset[str],
+    allowed: frozenset[str] | None,
+    predicates: tuple[Predicate, ...],
+    denials: tuple[Deny, ...],
+) -> ToolStatus | None:
+    hint = "do not call it here; the policy that built this view filtered it out"
+    if tool.roles and not tool.roles & roles:
+        need = ", ".join(sorted(tool.roles))
+        have = ", ".join(sorted(roles)) or "none"
+        reason = f"it requires one of the roles {need}; this view has {have}"
+        return ToolStatus(tool.name, "denied", reason, hint, "role", tool=tool)
+    if allowed is not None and tool.name not in allowed:
+        reason = "it is not in the view's allow list"
+        return ToolStatus(tool.name, "denied", reason, hint, "allow", tool=tool)
+    for predicate in predicates:
+        if not predicate(tool):
+            label = getattr(predicate, "__qualname__", None) or repr(predicate)
+            reason = f"the view's predicate {label} filtered it out"
+            return ToolStatus(tool.name, "denied", reason, hint, "predicate", tool=tool)
+    for denial in denials:
+        if denial.matches(tool):
+            return ToolStatus(
+                tool.name, "denied", denial.reason, hint, "deny", denial.tombstone, tool
+            )
+    return None

@@ -1,0 +1,109 @@
+"""What a view says about a name it is asked for, and about a component that did not start.
+
+A :class:`ToolStatus` is the one answer to "can the model call this here?":
+:meth:`ToolView.status <veridic.ToolView.status>` returns it, dispatch raises
+the error it names, the capability section lists the withheld tools it
+describes, and :func:`veridic.normalize_plan` drops a step by it. A
+:class:`ComponentState` is a component's boot outcome, which the registry
+records and a view reports. They are values apart from the view, so the code
+that decides them (the filters) and the code that writes them out (the
+section) read the same ones without importing the view that gathers them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from veridic.errors import (
+    ToolDeniedError,
+    ToolUnavailableError,
+    UnknownToolError,
+    VeridicError,
+)
+from veridic.tools.tool import Tool
+
+__all__ = [
+    "ComponentState",
+    "StatusCause",
+    "StatusState",
+    "ToolStatus",
+]
+
+StatusState = Literal["exposed", "unknown", "unavailable", "denied"]
+"""The four answers a view gives about a name; each but ``"exposed"`` is an error to dispatch
+(:meth:`ToolStatus.error`)."""
+StatusCause = Literal[
+    "", "component", "description", "pin", "withheld", "role", "allow", "predicate", "deny"
+]
+"""Why a registered name is not exposed (``""`` when it is, or was never registered): the
+capability section reads it to choose which withheld tools it names, the doc-gap report to
+find the tools withheld for their description."""
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentState:
+    """The boot outcome of a component: ``started`` is ``None`` until the registry boots.
+
+    ``reason`` is what the capability section says about a failed boot: the
+    reason a :class:`~veridic.BootError` gave in code, or only the exception's
+    type (an exception's message may quote outside text). ``detail`` is the
+    whole message, for logs and operators; it never reaches a prompt.
+    """
+
+    name: str
+    started: bool | None
+    reason: str
+    hint: str
+    provides: str | None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStatus:
+    """What a view says about a name, without raising.
+
+    ``state`` is ``"exposed"``, ``"unknown"`` (never registered),
+    ``"unavailable"`` (registered, cannot run here; ``cause`` is
+    ``"component"``, ``"description"``, ``"pin"`` or ``"withheld"``) or ``"denied"``
+    (filtered by this view's policy; ``cause`` is ``"role"``, ``"allow"``,
+    ``"predicate"`` or ``"deny"``). ``tool`` is the registered tool whenever
+    there is one; ``suggestions`` are the nearest exposed names of an unknown one.
+    """
+
+    name: str
+    state: StatusState
+    reason: str = ""
+    hint: str = ""
+    cause: StatusCause = ""
+    tombstoned: bool = False
+    tool: Tool | None = None
+    suggestions: tuple[str, ...] = ()
+
+    @property
+    def exposed(self) -> bool:
+        return self.state == "exposed"
+
+    def error(self) -> VeridicError | None:
+        """The error dispatching this name raises (``None`` when it is exposed)."""
+        if self.state == "exposed":
+            return None
+        if self.state == "unknown":
+            nearest = ", ".join(self.suggestions) or "none"
+            return UnknownToolError(
+                f"no tool is named {self.name!r}; it was never registered (nearest valid names: "
+                f"{nearest}): call one of the tools this view lists, or register {self.name!r}",
+                name=self.name,
+                suggestions=self.suggestions,
+            )
+        if self.state == "unavailable":
+            return ToolUnavailableError(
+                f"tool {self.name!r} is registered but cannot run here: {self.reason}; {self.hint}",
+                name=self.name,
+                reason=self.reason,
+                hint=self.hint,
+                component=None if self.tool is None else self.tool.component,
+            )
+        return ToolDeniedError(
+            f"tool {self.name!r} is denied in this view ({self.reason}); {self.hint}"
+        )
