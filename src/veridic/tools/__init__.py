@@ -1,6 +1,6 @@
 """Tools: what the model may call, and the one place that says so.
 
-``risk`` (levels and approval modes), ``tool`` (definitions, pins),
+``risk`` (levels and approval modes), ``tool`` (definitions),
 ``registry`` (components and boot), ``view`` (a request's tools, the
 capability section and dispatch), ``status`` (what a view says about a name
 or a component), ``filters`` (which tools a view withholds, and why),
@@ -14,10 +14,11 @@ section around the view's facts (re-exported here and at the package root).
 given of its request (re-exported here and at the package root).
 
 A tool's parts have modules of their own below ``tool``, which imports their
-names back: ``schema`` (what every tool's input schema shares), ``pins``
-(how code vouches for an external tool's text), ``function_schema`` (a
-function tool's input schema, read from its signature) and ``_external_schema``
-(an external tool's input schema, used as its spec gives it).
+names back: ``input_schema`` (what every tool's input schema shares),
+``pins`` (how code vouches for an external tool's text), ``function_schema``
+(a function tool's input schema, read from its signature) and
+``_external_schema`` (an external tool's input schema, used as its spec gives
+it).
 
 It imports the text core and the package's bottom, nothing downstream.
 """

@@ -23,7 +23,7 @@ from typing import Final
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
-from veridic.tools.schema import JsonObject, _invalid, _not_an_object
+from veridic.tools.input_schema import JsonObject, _invalid, _not_an_object
 
 __all__: list[str] = []
 

@@ -33,7 +33,7 @@ from pydantic.fields import FieldInfo
 from veridic.errors import VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.tools.context import ContextParameter, read_context_parameter
-from veridic.tools.schema import JsonObject, _invalid, _not_an_object
+from veridic.tools.input_schema import JsonObject, _invalid, _not_an_object
 
 __all__ = ["FunctionText"]
 

@@ -25,7 +25,7 @@ from typing import Final, Literal
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
-from veridic.tools.schema import JsonObject
+from veridic.tools.input_schema import JsonObject
 
 __all__ = ["DescriptionTrust", "PinScope", "description_pin", "tool_pin"]
 

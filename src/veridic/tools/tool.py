@@ -22,7 +22,7 @@ parameter is not an argument (not in the schema, the required list or
 :attr:`Tool.context` names it.
 
 Parts of a tool have modules of their own, whose names import from here too:
-:mod:`veridic.tools.schema` (what every input schema shares, and how a call
+:mod:`veridic.tools.input_schema` (what every input schema shares, and how a call
 that breaks one is refused), :mod:`veridic.tools.pins` (how code vouches for
 an external tool's text by hash), :mod:`veridic.tools.function_schema` (a
 function tool's input schema, read from its signature) and
@@ -75,7 +75,7 @@ from veridic.tools.risk import (
     ToolKind,
     resolve_risk,
 )
-from veridic.tools.schema import SCHEMA_TOOL, JsonObject
+from veridic.tools.input_schema import SCHEMA_TOOL, JsonObject
 
 __all__ = [
     "SCHEMA_TOOL",
