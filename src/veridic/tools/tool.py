@@ -63,6 +63,7 @@ from veridic.tools.function_schema import (
     _input_model,
     _pydantic_validator,
 )
+from veridic.tools.input_schema import SCHEMA_TOOL, JsonObject
 from veridic.tools.pins import DescriptionTrust, PinScope, _pin_state, description_pin, tool_pin
 from veridic.tools.risk import (
     INSTRUCTION_ARGUMENTS,
@@ -75,7 +76,6 @@ from veridic.tools.risk import (
     ToolKind,
     resolve_risk,
 )
-from veridic.tools.input_schema import SCHEMA_TOOL, JsonObject
 
 __all__ = [
     "SCHEMA_TOOL",
