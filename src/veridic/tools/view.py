@@ -121,7 +121,6 @@ _SUGGESTED: Final = 3  # nearest names of an unknown one: difflib.get_close_matc
 _CUTOFF: Final = 0.6
 _LISTED: Final = 10  # names listed instead when none is near
 _BUILD_KEY: Final = object()
-_LITERALS: Final = frozenset({"True", "False", "None", "true", "false", "null"})
 _FOLD: Final = re.compile(r"[_-]")
 _TOOL_SETS_KEPT: Final = 256
 
