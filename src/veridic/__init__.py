@@ -153,6 +153,9 @@ if TYPE_CHECKING:
         VouchRecord,
         VouchSink,
     )
+    from veridic.tools.boot_failure import (
+        BootError,
+    )
     from veridic.tools.context import (
         ToolContext,
     )
@@ -169,7 +172,6 @@ if TYPE_CHECKING:
         normalize_plan,
     )
     from veridic.tools.registry import (
-        BootError,
         Component,
         Registry,
     )
@@ -209,7 +211,7 @@ _HOMES: dict[str, str] = {
     "AuditStore": "veridic.run.audit",
     "AsyncAuditSink": "veridic.run.audit",
     "AsyncAuditStore": "veridic.run.audit",
-    "BootError": "veridic.tools.registry",
+    "BootError": "veridic.tools.boot_failure",
     "CallOutcome": "veridic.run.audit",
     "CallResult": "veridic.run.executor",
     "CapabilityWording": "veridic.tools.wording",

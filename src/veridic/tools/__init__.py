@@ -1,7 +1,8 @@
 """Tools: what the model may call, and the one place that says so.
 
 ``risk`` (levels and approval modes), ``tool`` (definitions),
-``registry`` (components and boot), ``view`` (a request's tools, the
+``registry`` (components and boot), ``boot_failure`` (``BootError``, and
+what a failed boot check may tell the model), ``view`` (a request's tools, the
 capability section and dispatch), ``status`` (what a view says about a name
 or a component), ``filters`` (which tools a view withholds, and why),
 ``schema_tool`` (the built-in ``get_tool_schema``), ``tool_specs`` (the

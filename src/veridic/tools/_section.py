@@ -84,7 +84,7 @@ def _tool_line(tool: Tool, schema_tool: bool = True) -> str:
 
 def _component_line(state: ComponentState, wording: CapabilityWording) -> str:
     # "- Code snippets are not available on this site: the Pro extension did not start
-    # (requires core >= 2.3). <hint>": the reason is code text (Registry's _boot_reason).
+    # (requires core >= 2.3). <hint>": the reason is code text (boot_failure's _boot_reason).
     return wording._component(
         state.name, state.provides, one_line(state.reason), one_line(state.hint)
     )
