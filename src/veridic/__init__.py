@@ -146,6 +146,8 @@ if TYPE_CHECKING:
     from veridic.text.prompt import (
         Prompt,
         PromptDocument,
+    )
+    from veridic.text.reasoning import (
         ReasoningItem,
     )
     from veridic.text.trust_policy import (
@@ -241,7 +243,7 @@ _HOMES: dict[str, str] = {
     "PreparedCall": "veridic.tools.view",
     "Prompt": "veridic.text.prompt",
     "ProvenanceError": "veridic.errors",
-    "ReasoningItem": "veridic.text.prompt",
+    "ReasoningItem": "veridic.text.reasoning",
     "Registry": "veridic.tools.registry",
     "Reply": "veridic.run.reply",
     "RunLimitError": "veridic.errors",
