@@ -13,7 +13,8 @@ text). Each goes back only to its own provider's API: rendering a prompt for
 an API that cannot take one of its items raises, see :func:`check_reasoning`.
 
 Parts of a prompt have modules of their own, whose names import from here
-too: :mod:`veridic.text.reasoning` (the reasoning items).
+too: :mod:`veridic.text.message` (a message and its parts) and
+:mod:`veridic.text.reasoning` (the reasoning items).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Final, Literal, Protocol, cast, get_args
 
@@ -30,7 +31,8 @@ from typing_extensions import deprecated
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
-from veridic.text.provenance import Kind, Span, concat_spans
+from veridic.text.message import Message, PromptSpan, Role, ToolCall
+from veridic.text.provenance import Kind
 from veridic.text.provenance_map import Specs, render
 from veridic.text.reasoning import ReasoningItem, ReasoningKind, ReasoningProvider
 from veridic.text.wire import (
@@ -59,21 +61,11 @@ __all__ = [
     "check_reasoning",
 ]
 
-Role = Literal["system", "user", "assistant", "tool"]
 
 _REASONING_HOME: Final[dict[str, str]] = {
     "anthropic": "the Anthropic Messages API (AnthropicMessages)",
     "openai": "the OpenAI Responses API (OpenAIResponses)",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool call the model made, with its arguments as canonical JSON text."""
-
-    id: str
-    name: str
-    arguments: str
 
 
 _HASH_HEADER: Final = b"veridic.prompt/2\0"
@@ -103,67 +95,6 @@ def _digest(pieces: list[str]) -> str:
     if batch:
         state.update("".join(batch).encode("utf-8", "surrogatepass"))
     return state.hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One message: its role, exact text, the branded parts it was made of, tool-call links.
-
-    ``reasoning`` holds the model's reasoning items of an assistant turn
-    (:class:`ReasoningItem`), in the order the model produced them; only an
-    assistant turn carries any.
-
-    Raises:
-        VeridicError: ``reasoning`` holds something that is not a
-            :class:`ReasoningItem`, or sits on a turn that is not the assistant's.
-    """
-
-    role: Role
-    content: str
-    parts: tuple[str, ...] = field(repr=False, compare=False)
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    reasoning: tuple[ReasoningItem, ...] = ()
-    tool_error: bool = False
-    """A tool result that reports a failed, refused or denied call (Anthropic's ``is_error``)."""
-
-    def __post_init__(self) -> None:
-        if not self.reasoning:
-            return
-        if not isinstance(self.reasoning, tuple) or not all(
-            isinstance(item, ReasoningItem) for item in self.reasoning
-        ):
-            raise VeridicError(
-                f"a {self.role} message got reasoning={clip(repr(self.reasoning))}: pass a "
-                "tuple of ReasoningItem, as Reply.reasoning holds them"
-            )
-        if self.role != "assistant":
-            raise VeridicError(
-                f"a {self.role} message got {len(self.reasoning)} reasoning item(s): reasoning "
-                "is the model's own output and goes on an assistant turn only; pass it with "
-                "Composer.assistant(text, reasoning=...)"
-            )
-
-    @property
-    def spans(self) -> tuple[Span, ...]:
-        """Where every character of ``content`` came from (worked out on request)."""
-        return concat_spans(self.parts, "")
-
-
-@dataclass(frozen=True, slots=True)
-class PromptSpan:
-    """Characters ``[start, end)`` of message number ``message`` and their provenance."""
-
-    message: int
-    role: Role
-    start: int
-    end: int
-    kind: Kind
-    origin: str
-
-    @property
-    def trusted(self) -> bool:
-        return self.kind in ("code", "field", "template", "registry", "policy")
 
 
 class PromptSpans(tuple[PromptSpan, ...]):
