@@ -136,6 +136,9 @@ if TYPE_CHECKING:
     from veridic.text.conversation import (
         Conversation,
     )
+    from veridic.text.document import (
+        PromptDocument,
+    )
     from veridic.text.fence import (
         unfence,
     )
@@ -145,7 +148,6 @@ if TYPE_CHECKING:
     )
     from veridic.text.prompt import (
         Prompt,
-        PromptDocument,
     )
     from veridic.text.reasoning import (
         ReasoningItem,
@@ -275,7 +277,7 @@ _HOMES: dict[str, str] = {
     "VouchRecord": "veridic.text.trust_policy",
     "VouchSink": "veridic.text.trust_policy",
     "PostgresAuditSink": "veridic.run.postgres",
-    "PromptDocument": "veridic.text.prompt",
+    "PromptDocument": "veridic.text.document",
     "AsyncPostgresAuditSink": "veridic.run.postgres",
     "aexecute": "veridic.run.executor",
     "configure": "veridic.config",
