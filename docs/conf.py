@@ -145,7 +145,20 @@ def _home(value: object) -> tuple[str, str] | None:
     not define."""
     listed = _exports().get(id(value), [])
     if _is_alias(value):
-        return min(listed, key=lambda entry: (entry[0].count("."), entry)) if listed else None
+        # Of two modules as deep, the one that assigns the alias, not one that imports it
+        # to re-export it: autodoc writes an alias only where it is assigned.
+        return (
+            min(
+                listed,
+                key=lambda entry: (
+                    entry[0].count("."),
+                    entry[1] in _source_imports(entry[0]),
+                    entry,
+                ),
+            )
+            if listed
+            else None
+        )
     own = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None)
     if not isinstance(own, str) or not own.startswith("veridic") or not isinstance(qualname, str):

@@ -136,6 +136,9 @@ if TYPE_CHECKING:
     from veridic.text.conversation import (
         Conversation,
     )
+    from veridic.text.document import (
+        PromptDocument,
+    )
     from veridic.text.fence import (
         unfence,
     )
@@ -145,7 +148,8 @@ if TYPE_CHECKING:
     )
     from veridic.text.prompt import (
         Prompt,
-        PromptDocument,
+    )
+    from veridic.text.reasoning import (
         ReasoningItem,
     )
     from veridic.text.trust_policy import (
@@ -243,7 +247,7 @@ _HOMES: dict[str, str] = {
     "PreparedCall": "veridic.tools.view",
     "Prompt": "veridic.text.prompt",
     "ProvenanceError": "veridic.errors",
-    "ReasoningItem": "veridic.text.prompt",
+    "ReasoningItem": "veridic.text.reasoning",
     "Registry": "veridic.tools.registry",
     "Reply": "veridic.run.reply",
     "RunLimitError": "veridic.errors",
@@ -275,7 +279,7 @@ _HOMES: dict[str, str] = {
     "VouchRecord": "veridic.text.trust_policy",
     "VouchSink": "veridic.text.trust_policy",
     "PostgresAuditSink": "veridic.run.postgres",
-    "PromptDocument": "veridic.text.prompt",
+    "PromptDocument": "veridic.text.document",
     "AsyncPostgresAuditSink": "veridic.run.postgres",
     "aexecute": "veridic.run.executor",
     "configure": "veridic.config",

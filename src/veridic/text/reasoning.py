@@ -1,0 +1,195 @@
+"""Reasoning items: the model's own reasoning, going back to the model that wrote it.
+
+A reasoning model's answer holds opaque blocks its provider wants back, byte
+for byte, on the turn that produced them. They are neither instruction nor
+data the application wrote, and they bind to one provider, so they have a
+type of their own, checked where one is made: a composer, a conversation and
+a provider adapter all take them, and none of them builds a prompt. What a
+prompt does with them (its hash, its provider formats, the cross-provider
+rule) is in :mod:`veridic.text.prompt`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from veridic._sample import clip
+from veridic.errors import VeridicError
+from veridic.text.wire import ReasoningBlock
+
+__all__ = ["ReasoningItem", "ReasoningKind", "ReasoningProvider"]
+
+ReasoningProvider = Literal["anthropic", "openai"]
+"""The provider whose API returned an item: the only API it may go back to."""
+
+ReasoningKind = Literal["thinking", "redacted_thinking", "reasoning"]
+"""A reasoning block's ``type``: Anthropic's two, OpenAI's one (:attr:`ReasoningItem.kind`)."""
+
+_REASONING_FIELDS: Final[dict[str, dict[str, tuple[tuple[str, type], ...]]]] = {
+    "anthropic": {
+        "thinking": (("thinking", str), ("signature", str)),
+        "redacted_thinking": (("data", str),),
+    },
+    "openai": {"reasoning": (("id", str), ("summary", list))},
+}
+"""provider -> block type -> the keys (and their JSON types) a block of that type must have."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ReasoningItem:
+    """One reasoning item of a model's answer, exactly as the provider's API returned it.
+
+    Reasoning models return their reasoning as opaque blocks: Anthropic
+    ``thinking`` blocks (the text and a ``signature``) and ``redacted_thinking``
+    blocks (encrypted ``data``), OpenAI Responses ``reasoning`` items (``id``,
+    ``summary``, and ``encrypted_content`` when the request set
+    ``include=["reasoning.encrypted_content"]``). The provider wants them back,
+    unchanged, on the assistant turn that produced them: with Anthropic
+    extended thinking and tool use, the next request is refused without them;
+    an OpenAI reasoning model keeps its reasoning across tool calls only when
+    they come back. ``Reply.reasoning`` holds them and
+    :meth:`veridic.Reply.record` puts them on the recorded turn.
+
+    ``provider`` is the provider whose API produced the block; the block goes
+    back to that provider's API only (its signature or encryption binds it to
+    the provider, and to the model, that made it). ``json_text`` is the block
+    as canonical JSON (keys sorted, no spaces): every key and value as
+    returned, nothing parsed away; :meth:`block` gives a fresh dict of it each
+    time, so no caller can change an item. Two items of the same block are
+    equal and weigh the same in :attr:`Prompt.sha256 <veridic.Prompt.sha256>`.
+
+    Build one with :meth:`of` from the block (a mapping); ``ReasoningItem(provider,
+    json_text)`` restores one the application stored (``item.json_text``).
+    Either way it is the model's own output: restore items only from your own
+    records of what the model returned.
+
+    >>> item = ReasoningItem.of(
+    ...     "anthropic", {"type": "thinking", "thinking": "Check Oslo first.", "signature": "EqQB"}
+    ... )
+    >>> item
+    ReasoningItem('anthropic', thinking, 69 chars)
+    >>> item.block()["signature"]
+    'EqQB'
+    >>> item == ReasoningItem("anthropic", item.json_text)
+    True
+
+    Raises:
+        VeridicError: the provider is not ``"anthropic"`` or ``"openai"``, the
+            block is not JSON, is not a reasoning block of that provider, or
+            lacks a key the provider always sends.
+    """
+
+    provider: ReasoningProvider
+    json_text: str
+
+    def __post_init__(self) -> None:
+        where = f"ReasoningItem({self.provider!r}, ...)"
+        kinds = _REASONING_FIELDS.get(self.provider) if isinstance(self.provider, str) else None
+        if kinds is None:
+            raise VeridicError(
+                f"{where}: {self.provider!r} is not a provider of reasoning items; pass "
+                "'anthropic' or 'openai', the provider whose API returned the block"
+            )
+        if not isinstance(self.json_text, str):
+            raise VeridicError(
+                f"{where} got a {type(self.json_text).__name__} as json_text: pass the JSON "
+                "text of a stored item (item.json_text), or build one with "
+                "ReasoningItem.of(provider, block)"
+            )
+        try:
+            block: object = json.loads(self.json_text)
+        except ValueError as error:
+            raise VeridicError(
+                f"{where}: json_text {clip(self.json_text)} is not JSON ({error}): pass the "
+                "json_text of a stored item unchanged, or build one with "
+                "ReasoningItem.of(provider, block)"
+            ) from error
+        kind = block.get("type") if isinstance(block, dict) else None
+        fields = kinds.get(kind) if isinstance(kind, str) else None
+        if not isinstance(block, dict) or fields is None:
+            found = f"a block of type {kind!r}" if isinstance(block, dict) else "no JSON object"
+            raise VeridicError(
+                f"{where} got {found} ({clip(self.json_text)}); {self.provider} reasoning "
+                f"blocks are of type {' or '.join(map(repr, kinds))}: pass a reasoning block "
+                "of the reply (Reply.reasoning), not another content block"
+            )
+        for name, expected in fields:
+            if not isinstance(block.get(name), expected):
+                raise VeridicError(
+                    f"{where}: the {kind!r} block {clip(self.json_text)} has no "
+                    f"{expected.__name__} at {name!r}, which {self.provider} always sends: "
+                    "pass the block exactly as the provider returned it"
+                )
+        object.__setattr__(self, "json_text", _canonical_json(block))
+
+    def __repr__(self) -> str:
+        # The block may be long (encrypted content) and is the model's private
+        # reasoning: a repr in a log shows what it is, not what it says.
+        return f"ReasoningItem({self.provider!r}, {self.kind}, {len(self.json_text)} chars)"
+
+    @classmethod
+    def of(cls, provider: ReasoningProvider, block: Mapping[str, object]) -> ReasoningItem:
+        """The item of ``block``, a reasoning block as ``provider``'s API returned it.
+
+        Raises:
+            VeridicError: as the class says, or a value in ``block`` is not
+                JSON (a set, a non-finite number, a key that is not text).
+        """
+        where = f"ReasoningItem.of({provider!r}, ...)"
+        if not isinstance(block, Mapping):
+            raise VeridicError(
+                f"{where} got a {type(block).__name__}: pass the block as a mapping, "
+                "exactly as the provider returned it"
+            )
+        _require_json(block, where, "the block")
+        return cls(provider, _canonical_json(block))
+
+    @property
+    def kind(self) -> ReasoningKind:
+        """The block's ``type``: ``"thinking"``, ``"redacted_thinking"`` or ``"reasoning"``."""
+        return self.block()["type"]
+
+    def block(self) -> ReasoningBlock:
+        """A fresh copy of the block, to send back to the provider that produced it."""
+        block: ReasoningBlock = json.loads(self.json_text)
+        return block
+
+
+def _canonical_json(value: object) -> str:
+    return json.dumps(
+        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
+
+
+def _require_json(value: object, where: str, path: str) -> None:
+    """Refuse what JSON would change or reject: it could not go back as the provider sent it."""
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise VeridicError(
+                f"{where}: {path} is {value!r}, which JSON cannot hold: pass the block "
+                "exactly as the provider returned it (JSON values only)"
+            )
+        return
+    if isinstance(value, list | tuple):
+        for index, element in enumerate(value):
+            _require_json(element, where, f"{path}[{index}]")
+        return
+    if isinstance(value, Mapping):
+        for key, element in value.items():
+            if not isinstance(key, str):
+                raise VeridicError(
+                    f"{where}: {path} has the key {key!r}, a {type(key).__name__}; JSON keys "
+                    "are text: pass the block exactly as the provider returned it"
+                )
+            _require_json(element, where, f"{path}[{key!r}]")
+        return
+    raise VeridicError(
+        f"{where}: {path} is a {type(value).__name__}, not a JSON value: pass the block "
+        "exactly as the provider returned it (JSON values only)"
+    )
