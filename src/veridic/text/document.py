@@ -216,7 +216,8 @@ class _Hashed(Protocol):
 
 
 def _pieces(messages: Sequence[_Hashed]) -> list[str]:
-    """The pieces :attr:`Prompt.sha256` hashes (its docstring gives the encoding)."""
+    """The pieces :attr:`Prompt.sha256` hashes, and a read document again (the encoding is in
+    that docstring): one list, so the prompt and its document cannot hash differently."""
     pieces: list[str] = []
     for m in messages:
         pieces += (m.role, m.content, str(len(m.tool_calls)))

@@ -35,6 +35,7 @@ from veridic.text.document import (
     DocumentReasoning,
     PromptDocument,
     _document_json,
+    _pieces,
 )
 from veridic.text.message import Message, PromptSpan, Role, ToolCall
 from veridic.text.provenance_map import Specs, render
@@ -119,17 +120,7 @@ class Prompt:
 
         ``tests/test_reasoning.py`` pins it.
         """
-        pieces: list[str] = []
-        for m in self.messages:
-            pieces += (m.role, m.content, str(len(m.tool_calls)))
-            for call in m.tool_calls:
-                pieces += (call.id, call.name, call.arguments)
-            pieces += (m.tool_call_id or "", str(len(m.reasoning)))
-            for item in m.reasoning:
-                pieces += (item.provider, item.json_text)
-            if m.tool_error:
-                pieces.append("tool-error")
-        return _digest(pieces)
+        return _digest(_pieces(self.messages))
 
     @property
     def pending_tool_calls(self) -> tuple[ToolCall, ...]:
