@@ -109,6 +109,27 @@ def between(
 DEFAULT_MODE = "datamark"
 
 
+def _paired(
+    results: Sequence[CaseResult], against: str, title: str, names: Sequence[str]
+) -> list[str]:
+    """A table of :func:`between` for each of ``names`` (but ``against``) against ``against``."""
+    lines = [
+        "",
+        f"{title} on the same cases, McNemar exact test "
+        f"(discordant pairs: {against} only vs the scheme only):",
+        "",
+        "| scheme | attacks followed | clean and attacked task correct |",
+        "| --- | --- | --- |",
+    ]
+    for name in names:
+        if name != against:
+            lines.append(
+                f"| {name} | {between(results, against, name)} | "
+                f"{between(results, against, name, 'correct')} |"
+            )
+    return lines
+
+
 def targets(verbatim: SchemeSummary, default: SchemeSummary) -> list[str]:
     """Issue 22's targets for the default mode, each with its measured values and verdict.
 
@@ -221,37 +242,13 @@ def markdown(
         for family, (disguised, plain, test) in s.twins.items():
             lines.append(f"| {name} | {family} | {disguised} | {plain} | {test} |")
     if base is not None and len(names) > 1:
-        lines += [
-            "",
-            f"Each scheme against {base} on the same cases, McNemar exact test "
-            f"(discordant pairs: {base} only vs the scheme only):",
-            "",
-            "| scheme | attacks followed | clean and attacked task correct |",
-            "| --- | --- | --- |",
-        ]
-        for name in names:
-            if name != base:
-                lines.append(
-                    f"| {name} | {between(results, base, name)} | "
-                    f"{between(results, base, name, 'correct')} |"
-                )
+        lines += _paired(results, base, f"Each scheme against {base}", names)
     rivals = [n for n in names if n not in (base, DEFAULT_MODE)]
     if DEFAULT_MODE in summaries and rivals:
         # What decides whether a candidate replaces the default: the same paired test,
         # against the default rather than against verbatim.
-        lines += [
-            "",
-            f"Each other scheme against {DEFAULT_MODE}, the default, on the same cases, "
-            f"McNemar exact test (discordant pairs: {DEFAULT_MODE} only vs the scheme only):",
-            "",
-            "| scheme | attacks followed | clean and attacked task correct |",
-            "| --- | --- | --- |",
-        ]
-        for name in rivals:
-            lines.append(
-                f"| {name} | {between(results, DEFAULT_MODE, name)} | "
-                f"{between(results, DEFAULT_MODE, name, 'correct')} |"
-            )
+        title = f"Each other scheme against {DEFAULT_MODE}, the default,"
+        lines += _paired(results, DEFAULT_MODE, title, rivals)
     if base is not None and DEFAULT_MODE in summaries and base != DEFAULT_MODE:
         lines += ["", *targets(summaries[base], summaries[DEFAULT_MODE])]
     lines += ["", "Setup: " + "; ".join(f"{k}: {v}" for k, v in meta.items())]
