@@ -24,6 +24,7 @@ from veridic.errors import VeridicError
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
 from veridic.run.records import ModelCallRecord
+from veridic.text.document import _span_json
 from veridic.text.prompt import DOCUMENT_FORMAT, PromptDocument
 from veridic.text.terminal_view import (
     render_recorded_spans,
@@ -199,17 +200,7 @@ def _one_call(name: str, call: ModelCallRecord, form: str, colour: bool) -> str:
         document = {
             "store": name,
             "model_call": _call_json(call),
-            "instruction_spans": [
-                {
-                    "message": s.message,
-                    "role": s.role,
-                    "start": s.start,
-                    "end": s.end,
-                    "kind": s.kind,
-                    "origin": s.origin,
-                }
-                for s in spans
-            ],
+            "instruction_spans": [_span_json(s) for s in spans],
             "text_stored": False,
         }
         return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=True) + "\n"

@@ -231,6 +231,18 @@ def _pieces(messages: Sequence[_Hashed]) -> list[str]:
     return pieces
 
 
+def _span_json(span: PromptSpan) -> dict[str, object]:
+    """A span as a saved document writes it, and as ``veridic show`` prints a call's."""
+    return {
+        "message": span.message,
+        "role": span.role,
+        "start": span.start,
+        "end": span.end,
+        "kind": span.kind,
+        "origin": span.origin,
+    }
+
+
 def _document_json(sha256: str, messages: Sequence[_Hashed], spans: Sequence[PromptSpan]) -> str:
     document = {
         "format": DOCUMENT_FORMAT,
@@ -248,17 +260,7 @@ def _document_json(sha256: str, messages: Sequence[_Hashed], spans: Sequence[Pro
             }
             for m in messages
         ],
-        "spans": [
-            {
-                "message": s.message,
-                "role": s.role,
-                "start": s.start,
-                "end": s.end,
-                "kind": s.kind,
-                "origin": s.origin,
-            }
-            for s in spans
-        ],
+        "spans": [_span_json(s) for s in spans],
     }
     for index, m in enumerate(messages):
         texts = [
