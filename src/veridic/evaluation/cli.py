@@ -119,8 +119,8 @@ def _parser() -> argparse.ArgumentParser:
         choices=tuple(CORPORA),
         default="main",
         help="the cases: main (136, read while the modes were designed), held-out (68), "
-        "held-out-2 to held-out-5 (174 each), each written to judge the design of its day "
-        "and read since, or held-out-6 (174, written after those); see "
+        "held-out-2 to held-out-6 (174 each), each written to judge the design of its day "
+        "and read since, or held-out-7 (256, written after those); see "
         "veridic.evaluation.corpora",
     )
     run.add_argument("--pilot", action="store_true", help="run every pilot prototype")

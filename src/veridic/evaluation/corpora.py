@@ -17,6 +17,7 @@ from veridic.evaluation.held_out_3 import third_held_out_corpus
 from veridic.evaluation.held_out_4 import fourth_held_out_corpus
 from veridic.evaluation.held_out_5 import fifth_held_out_corpus
 from veridic.evaluation.held_out_6 import sixth_held_out_corpus
+from veridic.evaluation.held_out_7 import seventh_held_out_corpus
 
 __all__ = ["CORPORA", "every_case"]
 
@@ -28,6 +29,7 @@ CORPORA: Final[Mapping[str, Callable[[], tuple[Case, ...]]]] = {
     "held-out-4": fourth_held_out_corpus,
     "held-out-5": fifth_held_out_corpus,
     "held-out-6": sixth_held_out_corpus,
+    "held-out-7": seventh_held_out_corpus,
 }
 """``main`` was read while the modes were designed; ``held-out`` judged that design
 once and has been read since; ``held-out-2`` judged it again and has been read since
@@ -38,7 +40,8 @@ written to hold the kinds of order this model obeys, judged the default and that
 candidate again, and has been read since; ``held-out-6``, built like the fifth, judged
 once whether that candidate protects better than the default it would replace (not by
 the margin its rule asked: 12 against 4 discordant pairs, p = 0.077), and has been read
-since."""
+since; ``held-out-7``, written after a stricter rule was committed (p < 0.025), asks that
+question a second and last time on this model."""
 
 
 def every_case() -> dict[str, Case]:
