@@ -153,6 +153,23 @@ def test_show_lists_a_store_s_model_calls(
     assert (listed["call_id"], listed["prompt_sha256"]) == (call_id, prompt.sha256)
 
 
+def test_show_and_audit_write_a_model_call_in_one_shape(
+    store: tuple[Path, Prompt, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A script that reads one command's JSON reads the other's: the same keys and values,
+    # the audit report adding only the answer read back.
+    path, _, call_id = store
+    code, out, _ = run(["show", str(path), "--call", call_id, "--format", "json"], capsys)
+    shown = json.loads(out)["model_call"]
+    code, out, _ = run(["audit", str(path), "--format", "json"], capsys)
+    (request,) = json.loads(out)["requests"]
+    (audited,) = request["model_calls"]
+    assert audited.pop("reply")["model"] == shown["model"] == "scripted"
+    assert audited == shown
+    assert shown["call_id"] == call_id
+    assert shown["time_utc"].endswith("Z")
+
+
 def test_show_gives_a_call_s_recorded_provenance_and_says_the_text_is_not_stored(
     store: tuple[Path, Prompt, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

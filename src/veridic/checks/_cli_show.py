@@ -19,7 +19,7 @@ from typing import Final, TextIO
 
 from veridic.checks._cli_audit import _is_postgres, _named, _open_store
 from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _UsageError
-from veridic.checks.audit_report import utc
+from veridic.checks.audit_report import _call_json, _time_utc
 from veridic.errors import VeridicError
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
@@ -144,25 +144,8 @@ def _show_store(
     return _one_call(name, chosen[0], args.format, colour)
 
 
-def _call_json(call: ModelCallRecord) -> dict[str, object]:
-    return {
-        "call_id": call.call_id,
-        "time": call.time,
-        "request_id": call.request_id,
-        "api": call.api,
-        "model": call.model,
-        "prompt_sha256": call.prompt_sha256,
-        "tools_sha256": call.tools_sha256,
-        "tools": list(call.tools),
-        "streamed": call.streamed,
-    }
-
-
 def _when(seconds: float) -> str:
-    try:
-        return utc(seconds)
-    except (OverflowError, OSError, ValueError):
-        return repr(seconds)
+    return _time_utc(seconds) or repr(seconds)
 
 
 def _call_list(name: str, calls: Sequence[ModelCallRecord], form: str) -> str:

@@ -804,22 +804,39 @@ def _record_json(r: AuditRecord) -> dict[str, object]:
     }
 
 
-def _model_call_json(m: ModelCallReport) -> dict[str, object]:
-    call, reply = m.call, m.reply
+def _time_utc(seconds: float) -> str | None:
+    """:func:`utc`, or ``None`` for a stored time no date can show (a hand-edited store)."""
+    try:
+        return utc(seconds)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _call_json(call: ModelCallRecord) -> dict[str, object]:
+    """A model call as sent, in the one shape the audit report and ``veridic show`` share."""
     return {
+        "call_id": call.call_id,
+        "request_id": call.request_id,
         "time": call.time,
-        "time_utc": utc(call.time),
+        "time_utc": _time_utc(call.time),
         "api": call.api,
         "model": call.model,
         "prompt_sha256": call.prompt_sha256,
         "tools_sha256": call.tools_sha256,
         "tools": list(call.tools),
         "streamed": call.streamed,
+    }
+
+
+def _model_call_json(m: ModelCallReport) -> dict[str, object]:
+    call, reply = m.call, m.reply
+    return {
+        **_call_json(call),
         "reply": None
         if reply is None
         else {
             "time": reply.time,
-            "time_utc": utc(reply.time),
+            "time_utc": _time_utc(reply.time),
             "response_id": reply.response_id,
             "model": reply.model,
             "stop_reason": reply.stop_reason,
