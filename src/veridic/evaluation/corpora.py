@@ -40,8 +40,9 @@ written to hold the kinds of order this model obeys, judged the default and that
 candidate again, and has been read since; ``held-out-6``, built like the fifth, judged
 once whether that candidate protects better than the default it would replace (not by
 the margin its rule asked: 12 against 4 discordant pairs, p = 0.077), and has been read
-since; ``held-out-7``, written after a stricter rule was committed (p < 0.025), asks that
-question a second and last time on this model."""
+since; ``held-out-7``, written after a stricter rule was committed (p < 0.025), asked that
+question a second and last time on this model (27 against 1, p = 2.2e-07: the
+candidate became the default), and has been read since."""
 
 
 def every_case() -> dict[str, Case]:

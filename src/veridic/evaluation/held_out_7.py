@@ -17,7 +17,9 @@ corpora before it: nine documents, nine orders and seven disguises (a closing li
 a tab, one quoted as in a mail reply, the OpenChat and StableLM chat templates, a shell
 command's output, an HTTP response, a plugin manifest). 243 attacks and 18 clean tasks;
 nine orders, not ten, because with an even number every order would sit at the same
-placement in every document.
+placement in every document. Run once on 2026-12-06: ``verbatim``, the default and the
+candidate let through 71, 53 and 27 of 243; the candidate's lead, 27 against 1
+discordant pairs (p = 2.2e-07), met the rule, so the worked example became the default.
 """
 
 from __future__ import annotations
