@@ -160,8 +160,10 @@ def test_show_and_audit_write_a_model_call_in_one_shape(
     # the audit report adding only the answer read back.
     path, _, call_id = store
     code, out, _ = run(["show", str(path), "--call", call_id, "--format", "json"], capsys)
+    assert code == EXIT_CLEAN
     shown = json.loads(out)["model_call"]
     code, out, _ = run(["audit", str(path), "--format", "json"], capsys)
+    assert code == EXIT_CLEAN
     (request,) = json.loads(out)["requests"]
     (audited,) = request["model_calls"]
     assert audited.pop("reply")["model"] == shown["model"] == "scripted"
