@@ -81,9 +81,9 @@ def test_the_reminder_forgery_shows_only_on_marked_lines() -> None:
     assert unfence(block) == [("doc", case.data)]
 
 
-def test_the_ablation_is_datamark_without_the_reminder_and_nothing_else() -> None:
+def test_the_ablation_is_the_earlier_default_without_the_reminder_and_nothing_else() -> None:
     case = held_out_corpus()[-1]
-    full = scheme_named("datamark").render(case).messages
+    full = scheme_named("pilot:datamark-without-example").render(case).messages
     ablated = scheme_named("pilot:datamark-without-reminder").render(case).messages
     assert scheme_named("pilot:datamark-without-reminder").name == (
         "pilot:datamark-without-reminder"

@@ -63,8 +63,8 @@ from veridic.evaluation.held_out_7 import (
 from veridic.evaluation.judge import followed, judge
 from veridic.evaluation.report import markdown, read_json, summarise, write_json
 from veridic.evaluation.runner import CaseResult
-from veridic.evaluation.schemes import OPENING_NOTE, WORKED_EXAMPLE, scheme_named
-from veridic.fence import MARK, REMINDER, unfence
+from veridic.evaluation.schemes import OPENING_NOTE, scheme_named
+from veridic.fence import DATAMARK_EXAMPLE, MARK, REMINDER, preamble, unfence
 
 
 @dataclass(frozen=True)
@@ -344,9 +344,11 @@ def test_the_corpus_option_knows_every_corpus() -> None:
         assert parse_args(["--corpus", name]).corpus == name
 
 
-def test_the_candidate_is_the_default_with_one_unmarked_line_after_the_opening_line() -> None:
+def test_the_candidate_is_the_earlier_default_with_one_unmarked_line_after_the_opening_line() -> (
+    None
+):
     case = third_held_out_corpus()[-1]
-    default = scheme_named("datamark").render(case).messages
+    default = scheme_named("pilot:datamark-without-example").render(case).messages
     candidate = scheme_named("pilot:datamark-with-opening-note").render(case).messages
     assert [m["content"].replace(OPENING_NOTE + "\n", "") for m in candidate] == [
         m["content"] for m in default
@@ -358,17 +360,18 @@ def test_the_candidate_is_the_default_with_one_unmarked_line_after_the_opening_l
     assert lines[-2:] == ["</data>", REMINDER]
 
 
-def test_the_example_candidate_is_the_default_with_the_example_after_the_preamble() -> None:
+def test_the_default_is_the_earlier_default_with_the_example_after_the_preamble() -> None:
     case = fourth_held_out_corpus()[-1]
+    earlier = scheme_named("pilot:datamark-without-example").render(case)
     default = scheme_named("datamark").render(case)
-    candidate = scheme_named("pilot:datamark-with-example").render(case)
-    assert candidate.messages[1:] == default.messages[1:]  # the data block and the request
-    system = candidate.messages[0]["content"]
-    assert system == default.messages[0]["content"].replace(
-        default.preamble, f"{default.preamble} {WORKED_EXAMPLE}"
+    assert default.messages[1:] == earlier.messages[1:]  # the data block and the request
+    assert default.messages[0]["content"] == earlier.messages[0]["content"].replace(
+        earlier.preamble, f"{earlier.preamble} {DATAMARK_EXAMPLE}"
     )
-    assert candidate.preamble.endswith(WORKED_EXAMPLE)
-    assert candidate.block == default.block
+    assert default.preamble == str(preamble("datamark"))
+    assert default.preamble.endswith(DATAMARK_EXAMPLE)
+    assert DATAMARK_EXAMPLE not in earlier.preamble
+    assert default.block == earlier.block
 
 
 def _results(kind_of: dict[str, bool]) -> list[CaseResult]:

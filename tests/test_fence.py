@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veridic import VeridicError, unfence
-from veridic.fence import DATA_MODES, MARK, REMINDER, DataMode, fence
+from veridic.fence import DATA_MODES, DATAMARK_EXAMPLE, MARK, REMINDER, DataMode, fence, preamble
 from veridic.testing import (
     BOUNDARY_SHAPES,
     INJECTION_PAYLOADS,
@@ -238,3 +238,21 @@ def test_the_datamark_overhead_is_linear_in_the_data() -> None:
 
     assert overhead(50) - overhead(1) == 49 * (overhead(2) - overhead(1))
     assert overhead(2) - overhead(1) == part.count("\n")
+
+
+@pytest.mark.parametrize("modes", [("datamark",), ("datamark", "encode"), ("verbatim", "datamark")])
+def test_a_preamble_for_marked_blocks_ends_with_the_worked_example_once(
+    modes: tuple[DataMode, ...],
+) -> None:
+    text = str(preamble(*modes))
+    assert text.endswith(f" {DATAMARK_EXAMPLE}")
+    assert text.count(DATAMARK_EXAMPLE) == 1
+    # The example's data line is marked as a block's line is, so it shows the shape it names.
+    assert f"reads {MARK}The museum" in DATAMARK_EXAMPLE
+
+
+@pytest.mark.parametrize("modes", [("verbatim",), ("encode",), ("verbatim", "encode")])
+def test_a_preamble_without_marked_blocks_has_no_worked_example(
+    modes: tuple[DataMode, ...],
+) -> None:
+    assert DATAMARK_EXAMPLE not in str(preamble(*modes))
