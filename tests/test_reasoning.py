@@ -267,8 +267,8 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
     Re-pinned in this release, when the text itself changed: the version 2 encoding
     of Prompt.sha256 (hashed piece by piece), the tool result written as a
     datamarked block, marked by lines, the fence preamble's sentence on a
-    block's last lines, and the reminder line after a marked block (CHANGELOG,
-    Unreleased).
+    block's last lines, the reminder line after a marked block, and the worked
+    example at the end of the datamark preamble (CHANGELOG, Unreleased).
     """
     prompt = (
         Composer()
@@ -280,7 +280,7 @@ def test_prompts_without_reasoning_keep_the_hashes_they_had() -> None:
         .assistant("It is sunny.")
         .build()
     )
-    assert prompt.sha256 == "fbdd73aa006850e28a1630f9267c5d19f53f029f9482f81a95369506e931575a"
+    assert prompt.sha256 == "1e342c6114496d1f0ee03619718ce3e5e1997e732481f2ae5ae2089a52950984"
     assert (
         Composer().user("hi").build().sha256
         == "052d4f9d6c47cf1f672a345c2596a60dbc75a5fe2b0f4158b979db883c874c12"
