@@ -19,7 +19,9 @@ command's output, an HTTP response, a plugin manifest). 243 attacks and 18 clean
 nine orders, not ten, because with an even number every order would sit at the same
 placement in every document. Run once on 2026-12-06: ``verbatim``, the default and the
 candidate let through 71, 53 and 27 of 243; the candidate's lead, 27 against 1
-discordant pairs (p = 2.2e-07), met the rule, so the worked example became the default.
+discordant pairs (p = 2.2e-07), met the rule, so the worked example became the default:
+its record names the candidate ``datamark`` and the default before it
+``pilot:datamark-without-example``, as every record does since.
 """
 
 from __future__ import annotations
