@@ -416,6 +416,12 @@ def test_the_report_tests_a_candidate_against_the_default_too() -> None:
     assert "| pilot:candidate | 54 vs 0 discordant of 162 pairs, p=" in report
     two_schemes = markdown(_results(form), None, {}, baseline="verbatim")
     assert "against datamark, the default" not in two_schemes
+    # A record without verbatim (the default and a candidate, run first) is measured
+    # against the default once, not in two copies of one table.
+    without_verbatim = [r for r in results if r.scheme != "verbatim"]
+    alone = markdown(without_verbatim, None, {}, baseline="datamark")
+    assert alone.count("| pilot:candidate | 54 vs 0 discordant of 162 pairs, p=") == 1
+    assert "Each scheme against datamark" in alone
 
 
 def test_a_corpus_of_one_kind_has_no_kind_table() -> None:

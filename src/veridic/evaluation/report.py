@@ -244,9 +244,10 @@ def markdown(
     if base is not None and len(names) > 1:
         lines += _paired(results, base, f"Each scheme against {base}", names)
     rivals = [n for n in names if n not in (base, DEFAULT_MODE)]
-    if DEFAULT_MODE in summaries and rivals:
+    if DEFAULT_MODE in summaries and rivals and base != DEFAULT_MODE:
         # What decides whether a candidate replaces the default: the same paired test,
-        # against the default rather than against verbatim.
+        # against the default rather than against verbatim (when the default is the base,
+        # the table above is this one already).
         title = f"Each other scheme against {DEFAULT_MODE}, the default,"
         lines += _paired(results, DEFAULT_MODE, title, rivals)
     if base is not None and DEFAULT_MODE in summaries and base != DEFAULT_MODE:
