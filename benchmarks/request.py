@@ -381,6 +381,12 @@ class ToolRow:
     schema: dict[str, object]
     enabled: bool = True
 
+    @property
+    def listing(self) -> str:
+        """The description on one line, as the capability section lists it (a wrapper
+        would keep its listing constants so; computed here, it is cheap beside a fence)."""
+        return " ".join(self.description.split())
+
 
 @dataclass(frozen=True)
 class Marks:
@@ -518,7 +524,7 @@ class Floor:
         lines = [self.intro]
         for row in tools:
             requires = f"; requires {', '.join(row.required)}" if row.required else ""
-            lines.append(f"- {row.name} ({row.kind}, {row.risk} risk{requires}): {row.description}")
+            lines.append(f"- {row.name} ({row.kind}, {row.risk} risk{requires}): {row.listing}")
         system = "\n\n".join([*PARTS, "\n".join(lines), self.preamble])
         specs = [
             {
@@ -682,7 +688,7 @@ def _plain_section(intro: str, rows: Sequence[ToolRow]) -> str:
     lines = [intro]
     for row in rows:
         requires = f"; requires {', '.join(row.required)}" if row.required else ""
-        lines.append(f"- {row.name} ({row.kind}, {row.risk} risk{requires}): {row.description}")
+        lines.append(f"- {row.name} ({row.kind}, {row.risk} risk{requires}): {row.listing}")
     return "\n".join(lines)
 
 
