@@ -7,7 +7,7 @@ import hashlib
 import unicodedata
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from veridic import VeridicError, unfence
@@ -256,3 +256,50 @@ def test_a_preamble_without_marked_blocks_has_no_worked_example(
     modes: tuple[DataMode, ...],
 ) -> None:
     assert DATAMARK_EXAMPLE not in str(preamble(*modes))
+
+
+# The datamark finds the characters to code in the text left once runs of common
+# characters are taken out (a fast path); these hold it to the rule one character
+# at a time, which the private names below state.
+_AWKWARD = (
+    "\u00a0\u00ad\u034f\u115f\u200b\u200e\u202e\u2028\u2039\u2045\u27e6\u27e8\u3000"
+    "\ufe0f\uff1c\uffa0\U000e0041\U000e0100\ud800\x00\x1b\t\r\n<[ \u02c6a\u0416\u4e2d\U0001f600"
+)
+
+
+def _per_character(text: str) -> str:
+    from veridic.text.fence import _LOOKALIKE_BEFORE, _code, _code_of, _needs_code
+
+    coded = "".join(_code(char) if _needs_code(char) else char for char in text)
+    return _LOOKALIKE_BEFORE.sub(_code_of, coded)
+
+
+@given(st.lists(st.one_of(st.characters(), st.sampled_from(_AWKWARD)), max_size=400).map("".join))
+@example("\u200b" * 300 + "\u2039a")  # mostly odd from the start: read whole
+@example("a" * 300 + "\u200b" * 300 + "\u2039a")  # odd only after the first part
+def test_property_the_fast_search_codes_what_the_per_character_rule_codes(text: str) -> None:
+    from veridic.text.fence import _code_characters
+
+    assert _code_characters(text) == _per_character(text)
+
+
+def test_the_common_characters_class_agrees_with_the_rule_on_every_character_it_holds() -> None:
+    from veridic.text.fence import _COMMON, _LETTERS, _LOOKALIKES, _needs_code, _plain_runs
+
+    plain = _plain_runs()
+    for start, end in (*_COMMON, *_LETTERS):
+        for point in range(start, end + 1):
+            char = chr(point)
+            expected = not _needs_code(char) and char not in _LOOKALIKES
+            assert (plain.fullmatch(char) is not None) == expected, hex(point)
+    for start, end in _LETTERS:  # letters every Python veridic runs on knows
+        assert "".join(map(chr, range(start, end + 1))).isprintable()
+
+
+def test_text_in_many_scripts_with_one_hidden_character_is_coded_there_only() -> None:
+    text = "Жизнь مرحبا สวัสดี 中文 ひらがな 한국어 😀 — “x”\u200b ‹y"
+    block = fence("doc", text)
+    assert "\u27e6200B\u27e7" in block
+    assert "\u27e62039\u27e7y" in block  # the look-alike of "<" before a letter
+    assert "Жизнь مرحبا สวัสดี 中文 ひらがな 한국어 😀 — “x”" in block
+    assert unfence(block) == [("doc", text)]
