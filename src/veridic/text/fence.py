@@ -458,7 +458,7 @@ def _plain_runs() -> re.Pattern[str]:
     """Runs of characters that need no code and are no look-alike, in the common scripts.
 
     Read once from this Python's own Unicode tables (what ``isprintable`` says), when a
-    text first needs a code (about 3 ms), so the class never disagrees with
+    text first needs a code (a few milliseconds), so the class never disagrees with
     :func:`_needs_code`; characters outside it are looked at one by one.
     """
     every = "".join(chr(point) for start, end in _COMMON for point in range(start, end + 1))
