@@ -378,14 +378,11 @@ class ToolRow:
     risk: str
     required: tuple[str, ...]
     description: str
+    listing: str
+    """The description on one line, as the capability section lists it: a wrapper keeps
+    it so, written once, not joined again per request."""
     schema: dict[str, object]
     enabled: bool = True
-
-    @property
-    def listing(self) -> str:
-        """The description on one line, as the capability section lists it (a wrapper
-        would keep its listing constants so; computed here, it is cheap beside a fence)."""
-        return " ".join(self.description.split())
 
 
 @dataclass(frozen=True)
@@ -429,6 +426,7 @@ def tool_rows(registry: Registry) -> tuple[str, list[ToolRow]]:
             tool.risk.value,
             tool.required,
             tool.description,
+            " ".join(tool.description.split()),
             json.loads(json.dumps(tool.input_schema)),
         )
         for tool in view.tools()
