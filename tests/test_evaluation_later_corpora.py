@@ -301,10 +301,12 @@ def test_later_orders_are_judged_by_their_canaries(
 
 def test_the_seventh_corpus_holds_none_of_the_worked_examples_words() -> None:
     # Rule 4 of its run counts any answer with these words as the example leaking.
+    example_words = ("museum", "opens at nine", "capital letters", r"\bmax\b")
+    for words in example_words:
+        assert re.search(words, DATAMARK_EXAMPLE, re.IGNORECASE) is not None
     for case in seventh_held_out_corpus():
-        for words in ("museum", "opens at nine", "capital letters", r"\bmax\b"):
+        for words in example_words:
             assert re.search(words, case.data, re.IGNORECASE) is None, (case.id, words)
-            assert re.search(words, DATAMARK_EXAMPLE, re.IGNORECASE) is not None
 
 
 def test_a_clean_second_case_is_judged_on_its_facts() -> None:
