@@ -9,18 +9,37 @@ table of its own.
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final, cast
 
-from veridic.checks._cli_hatches import _run_hatches
-from veridic.checks._cli_mcp import _run_mcp_pin
-from veridic.checks._cli_probe import _run_probe
-from veridic.checks._cli_registry import _run_check, _run_lint, _run_manifest
-from veridic.checks._cli_show import _SHOW_FORMATS
-from veridic.checks.audit_report import FORMATS
 from veridic.checks.probe import DEFAULT_CONFUSION_THRESHOLD
 
+if TYPE_CHECKING:
+    from veridic.checks._cli_config import _Config
+    from veridic.checks._cli_report import _Report
+
 _CI_FORMATS: Final = ("text", "json", "sarif", "markdown")
+_AUDIT_FORMATS: Final = ("text", "json", "markdown")
+"""What ``veridic audit`` writes: ``AuditReport.text()``, ``.to_json()``, ``.markdown()``."""
+_SHOW_FORMATS: Final = ("text", "html", "json")
+
+_Runner = Callable[[argparse.Namespace, "_Config"], "_Report"]
+
+
+def _lazy(module: str, name: str) -> _Runner:
+    """The function that runs a command, imported when that command runs.
+
+    ``veridic lint`` runs in every CI job: it should not pay for importing the
+    MCP client, the probe's model loaders or the hatch scanner (~0.1 s a process).
+    """
+
+    def run(args: argparse.Namespace, config: _Config) -> _Report:
+        runner = cast(_Runner, getattr(importlib.import_module(module), name))
+        return runner(args, config)
+
+    return run
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common, ci_format, target, strict],
         help="doc gaps, near-duplicate descriptions, risk floors, unstated irreversibility",
     )
-    lint.set_defaults(run=_run_lint)
+    lint.set_defaults(run=_lazy("veridic.checks._cli_registry", "_run_lint"))
 
     manifest = commands.add_parser(
         "manifest",
@@ -78,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     mode = manifest.add_mutually_exclusive_group(required=True)
     mode.add_argument("-o", "--output", metavar="FILE", type=Path, help="write the snapshot")
     mode.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if FILE has drifted")
-    manifest.set_defaults(run=_run_manifest)
+    manifest.set_defaults(run=_lazy("veridic.checks._cli_registry", "_run_manifest"))
 
     check = commands.add_parser(
         "check",
@@ -92,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="snapshot to compare (default: [tool.veridic] manifest)",
     )
-    check.set_defaults(run=_run_check)
+    check.set_defaults(run=_lazy("veridic.checks._cli_registry", "_run_check"))
 
     probe_command = commands.add_parser(
         "probe",
@@ -165,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     probe_command.add_argument(
         "--no-cache", action="store_true", help="ask the model every time, store nothing"
     )
-    probe_command.set_defaults(run=_run_probe)
+    probe_command.set_defaults(run=_lazy("veridic.checks._cli_probe", "_run_probe"))
 
     hatches = commands.add_parser(
         "hatches",
@@ -174,7 +193,7 @@ def _parser() -> argparse.ArgumentParser:
         "and mypy settings that turn veridic's checks off",
     )
     hatches.add_argument("paths", metavar="PATH", nargs="+", type=Path)
-    hatches.set_defaults(run=_run_hatches)
+    hatches.set_defaults(run=_lazy("veridic.checks._cli_hatches", "_run_hatches"))
 
     mcp = commands.add_parser("mcp", help="MCP servers: record and check their tools' pins")
     mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="MCP_COMMAND")
@@ -192,7 +211,7 @@ def _parser() -> argparse.ArgumentParser:
     pin_mode = pin.add_mutually_exclusive_group(required=True)
     pin_mode.add_argument("-o", "--output", metavar="FILE", type=Path, help="write the pins")
     pin_mode.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if FILE has drifted")
-    pin.set_defaults(run=_run_mcp_pin)
+    pin.set_defaults(run=_lazy("veridic.checks._cli_mcp", "_run_mcp_pin"))
 
     audit = commands.add_parser(
         "audit",
@@ -221,7 +240,7 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--until", metavar="T", help="records before T")
     audit.add_argument(
         "--format",
-        choices=FORMATS,
+        choices=_AUDIT_FORMATS,
         default="text",
         help="text (for people; default), json (for machines) or markdown (a pull-request "
         "comment, $GITHUB_STEP_SUMMARY)",

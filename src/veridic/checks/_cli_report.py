@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from typing import Final, TextIO
 
 from veridic.checks.lint import Severity
-from veridic.checks.markdown import render_markdown
-from veridic.checks.sarif import render_sarif
 
 EXIT_CLEAN: Final = 0
 EXIT_FINDINGS: Final = 1
@@ -140,8 +138,12 @@ def _emit(report: _Report, form: str, out: TextIO, *, anchor: str | None = None)
     if form == "json":
         out.write(json.dumps(report.to_json(), indent=2, sort_keys=True, default=str) + "\n")
     elif form == "sarif":
+        from veridic.checks.sarif import render_sarif  # only this format needs it
+
         out.write(render_sarif(report.items, command=report.command, anchor=anchor))
     elif form == "markdown":
+        from veridic.checks.markdown import render_markdown  # only this format needs it
+
         markdown = render_markdown(
             report.items,
             command=report.command,

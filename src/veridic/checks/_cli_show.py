@@ -33,7 +33,6 @@ from veridic.text.terminal_view import (
     visible,
 )
 
-_SHOW_FORMATS: Final = ("text", "html", "json")
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 _SAVE_DOCUMENT: Final = (
     "to see the text, save prompt.to_document() where the application sends the prompt "

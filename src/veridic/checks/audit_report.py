@@ -67,7 +67,6 @@ from veridic.run.audit import (
 from veridic.tools.risk import ApprovalMode
 
 __all__ = [
-    "FORMATS",
     "SCHEMA_VERSION",
     "AuditReport",
     "ModelCallReport",
@@ -81,8 +80,6 @@ __all__ = [
 
 SCHEMA_VERSION: Final = 1
 """``schema`` of the JSON report (docs/audit.md); raised when a field changes meaning or goes."""
-FORMATS: Final = ("text", "json", "markdown")
-
 _UNSEEN: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 """Unicode categories shown as escapes: controls (ANSI's ESC, C1), format characters
 (bidi, zero-width), surrogates, private use, unassigned, line and paragraph separators."""

@@ -93,7 +93,6 @@ import contextlib
 import sys
 from collections.abc import Callable, Sequence
 
-from veridic.checks._cli_audit import _run_audit
 from veridic.checks._cli_config import _Config, _load_config
 from veridic.checks._cli_parser import _parser
 from veridic.checks._cli_report import (
@@ -104,8 +103,6 @@ from veridic.checks._cli_report import (
     _Report,
     _UsageError,
 )
-from veridic.checks._cli_show import _run_show
-from veridic.checks._cli_stubs import _run_stubs
 from veridic.checks._cli_target import _anchor, _guarded
 
 # The exit codes are defined beside the verdict that picks them (_cli_report), which every
@@ -120,11 +117,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse reports usage errors (2) and --help (0) this way
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
-    if args.command == "audit":  # reads a store, not the application: no config, no import
+    # These three read no application and no config. Imported here, not at the top, so that
+    # the registry commands CI runs most do not load the audit store's modules.
+    if args.command == "audit":  # reads a store
+        from veridic.checks._cli_audit import _run_audit
+
         return _run_audit(args, sys.stdout)
-    if args.command == "show":  # reads a file or a store: no config, no import
+    if args.command == "show":  # reads a file or a store
+        from veridic.checks._cli_show import _run_show
+
         return _run_show(args, sys.stdout)
-    if args.command == "stubs":  # copies veridic's own data: no config, no import
+    if args.command == "stubs":  # copies veridic's own data
+        from veridic.checks._cli_stubs import _run_stubs
+
         return _run_stubs(args, sys.stdout, sys.stderr)
     command: Callable[[argparse.Namespace, _Config], _Report] = args.run
     try:

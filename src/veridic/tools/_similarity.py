@@ -399,41 +399,51 @@ def _join(tools: Mapping[str, str | ToolText], threshold: float) -> tuple[list[S
     frequency: Counter[str] = Counter(
         token for r in records for features in (r.whole, r.half) for token in features
     )
-    index: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
+    rank = {token: i for i, token in enumerate(sorted(frequency, key=lambda t: (frequency[t], t)))}
+    # A posting is (record, the weight of its features from this one on, its total weight).
+    index: defaultdict[str, list[tuple[int, float, float]]] = defaultdict(list)
     ratio = threshold / (1 + threshold)
     found: list[SimilarPair] = []
-    suffixes: list[list[float]] = []
     scored = 0
     for x, record in enumerate(records):
-        ordered = sorted(record.whole | record.half, key=lambda t: (frequency[t], t))
-        suffix = _suffix_sums([record.weight(t) for t in ordered])
+        half = record.half
+        ordered = sorted(record.whole | half, key=rank.__getitem__)
+        weights = [_PARAMETER_WEIGHT if token in half else 1.0 for token in ordered]
+        suffix = _suffix_sums(weights)
         total = record.total
-        smallest = threshold * total - _EPSILON
+        smallest = threshold * total - _EPSILON  # also where the probe prefix ends
         overlap: dict[int, float] = {}
         for i, token in enumerate(ordered):
-            if suffix[i] < threshold * total - _EPSILON:
+            rest = suffix[i]
+            if rest < smallest:
                 break  # past the probe prefix: the rest cannot reach t * |x| alone
-            for y, j in index.get(token, ()):
+            for y, other_rest, other_total in index.get(token, ()):
                 seen = overlap.get(y, 0.0)
-                other = records[y]
-                if seen < 0 or other.total < smallest:
+                if seen < 0 or other_total < smallest:
                     continue
-                needed = ratio * (total + other.total) - _EPSILON
-                if seen + min(suffix[i], suffixes[y][j]) >= needed:
-                    overlap[y] = seen + record.weight(token)
+                reachable = seen + (rest if rest < other_rest else other_rest)
+                if reachable >= ratio * (total + other_total) - _EPSILON:
+                    overlap[y] = seen + weights[i]
                 else:
                     overlap[y] = -1.0
+        indexed = 2 * ratio * total - _EPSILON
         for j, token in enumerate(ordered):
-            if suffix[j] < 2 * ratio * total - _EPSILON:
+            if suffix[j] < indexed:
                 break
-            index[token].append((x, j))
-        suffixes.append(suffix)
-        candidates = [y for y, seen in overlap.items() if seen > 0]
-        scored += len(candidates)
-        for y in candidates:
-            score, opposites = _score(record, records[y])
+            index[token].append((x, suffix[j], total))
+        for y, seen in overlap.items():
+            if seen <= 0:
+                continue
+            scored += 1
+            other = records[y]
+            # The Jaccard first, in line: the opposites rule only lowers it, and most
+            # candidates fall short of t before it is worth scoring them in full.
+            shared = len(record.whole & other.whole) + _PARAMETER_WEIGHT * len(half & other.half)
+            if shared / (total + other.total - shared) < threshold - _EPSILON:
+                continue
+            score, opposites = _score(record, other)
             if score >= threshold - _EPSILON:
-                found.append(_pair(record, records[y], score, opposites))
+                found.append(_pair(record, other, score, opposites))
     return sorted(found, key=lambda p: (-p.score, p.first, p.second)), scored
 
 
