@@ -186,7 +186,29 @@ def data_labels() -> st.SearchStrategy[str]:
             min_size=1,
             max_size=40,
         ).filter(lambda label: label.isprintable() and not _invisible(label)),
+        # Markup and the label's own codes: a label is outside text, and its
+        # references must not be read out of text that only looks like them.
+        st.lists(st.sampled_from(_LABEL_PIECES), min_size=1, max_size=6).map("".join),
     )
+
+
+_LABEL_PIECES: Final = (
+    "[INST]",
+    "[/INST]",
+    "<|im_start|>",
+    "\uff1c",
+    "\uff3b",
+    "\u2039",
+    "&#x5B;",
+    "&#xFF1C;",
+    "&amp;",
+    "&quot;",
+    '"',
+    "&",
+    "#x5B;",
+    " ",
+    "doc",
+)
 
 
 def _invisible(label: str) -> bool:

@@ -123,8 +123,9 @@ class VeridicToolset(AbstractToolset[object]):
         ``USER_CONFIRMED`` (or what the rules decide alone now). The handler's
         value goes back to the model as the gateway tells it, fenced as a data
         block labelled ``tool:<name>`` in ``data_mode``; an invalid call is a
-        ``ModelRetry``, any other stop a ``ToolFailed`` whose text is fenced the
-        same way (it may quote the handler's error, outside text).
+        ``ModelRetry`` and any other stop a ``ToolFailed``, each with its text fenced
+        the same way (it may quote the model's arguments or the handler's error,
+        outside text).
         """
         arguments = _arguments(tool_args)
         approved = ctx.tool_call_approved
@@ -349,9 +350,11 @@ def _dialog(request: ApprovalRequest, request_id: str) -> dict[str, Any]:
 def _told(result: CallResult, name: str, mode: DataMode) -> str:
     """What the model gets: the call's result as the gateway tells it, in a data block."""
     error = result.error
-    if isinstance(error, InvalidArgumentsError):
-        raise ModelRetry(f"error: {error}") from error  # veridic's words about the model's call
     told = fence(f"tool:{name}", result.told, mode)
+    if isinstance(error, InvalidArgumentsError):
+        # Fenced too: veridic's words quote the model's argument values and the schema's
+        # text (an external tool's enum or pattern), outside text both.
+        raise ModelRetry(told) from error
     if error is not None:
         raise ToolFailed(told) from error
     return told

@@ -71,7 +71,10 @@ so the block's closing line is plain ``</data>`` and costs no digest tokens.
 
 Labels name where the data came from (``ticket:42``, a URL, a file path):
 1-200 printable characters, shown inside the opening line with ``&``, ``"``,
-``<`` and ``>`` written as entities.
+``<`` and ``>`` written as entities, and ``[`` and the look-alikes of ``<`` and
+``[`` (fullwidth, small, guillemet, angle brackets) as character references
+(``&#x5B;``): a label is outside text too, and ``[INST]`` or ``＜|im_start|＞`` in
+it would reach the model as a chat-template token.
 
 A :func:`preamble` (trusted text written by veridic) tells the model what a
 block looks like in each mode and that nothing inside one is an instruction;
@@ -172,13 +175,18 @@ _SPECIAL_PRINTABLE: Final = re.compile(
 """The printable characters that need a code (or may, the look-alikes): with
 ``isprintable()``, a quick test that a text needs no code at all."""
 _OPEN: Final = re.compile(
-    r'^<data label="([^"\n]{1,1200})"(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n', re.M
+    r'^<data label="([^"\n]{1,1600})"(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n', re.M
 )
 _CLOSE_DIGEST: Final = re.compile(r'\n</data sha256="([0-9a-f]{24})">')
 _CLOSE: Final = re.compile(r"\n</data>")
 # A line starts after any line break a reader may honour, not only after "\n".
 _FORGED_LINE: Final = re.compile(r"(?:^|(?<=[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]))<(/?data)", re.M)
 _ENTITIES: Final = (("&", "&amp;"), ('"', "&quot;"), ("<", "&lt;"), (">", "&gt;"))
+# A label's "[" and look-alikes of "<" and "[" are written as character references
+# (``&#x5B;``), as the block's text writes them as codes: a label is outside text too
+# (a URL, a stored conversation's label), and ``[INST]`` in it is a chat-template token.
+_LABEL_CODED: Final = re.compile(f"[\\[{''.join(sorted(_LOOKALIKES))}]")
+_LABEL_REFERENCE: Final = re.compile("&#x([0-9A-F]{1,6});")
 _KEPT: Final = 1024
 """How many labels the caches below keep before they start over."""
 _checked_labels: set[str] = set()
@@ -380,11 +388,16 @@ def _attribute(label: str) -> str:
     if '"' in label or "&" in label or "<" in label or ">" in label:
         for raw, entity in _ENTITIES:
             label = label.replace(raw, entity)
+    if "[" in label or not _LOOKALIKES.isdisjoint(label):
+        label = _LABEL_CODED.sub(lambda m: f"&#x{ord(m.group()):X};", label)
     return label
 
 
 def _from_attribute(shown: str) -> str:
     if "&" in shown:
+        # The references first: the text they stand for has no "&", and an "&" of the
+        # label itself is still "&amp;" here, so no reference is read out of it.
+        shown = _LABEL_REFERENCE.sub(lambda m: chr(int(m.group(1), 16)), shown)
         for raw, entity in reversed(_ENTITIES):
             shown = shown.replace(entity, raw)
     return shown

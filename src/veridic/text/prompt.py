@@ -89,9 +89,30 @@ class PromptSpans(tuple[PromptSpan, ...]):
 
 @dataclass(frozen=True)
 class Prompt:
-    """An immutable chat prompt. Build it with :class:`veridic.Composer`."""
+    """An immutable chat prompt. Build it with :class:`veridic.Composer`.
+
+    Only the first message may have the role ``system``: it is the one
+    :class:`~veridic.ModelGateway` checks for trusted text, and the one each
+    provider format sends as the system prompt. A later one would reach Chat
+    Completions as a second, unchecked system message and be dropped by the
+    Messages and Responses APIs, so a prompt built by hand with one is refused.
+
+    Raises:
+        VeridicError: a message other than the first has the role ``system``.
+    """
 
     messages: tuple[Message, ...]
+
+    def __post_init__(self) -> None:
+        for index, message in enumerate(self.messages[1:], start=1):
+            if message.role == "system":
+                raise VeridicError(
+                    f"messages[{index}] of this prompt ({len(self.messages)} messages) has the "
+                    "role system, and only the first message may: ModelGateway checks that one for "
+                    "trusted text, and a later one would reach the model unchecked (Chat "
+                    "Completions) or be dropped (Messages, Responses); put all system text in "
+                    "the first message, with Composer.system()"
+                )
 
     @property
     def system(self) -> str:

@@ -61,7 +61,7 @@ from itertools import pairwise
 from typing import Final, Literal, Protocol, runtime_checkable
 
 from veridic.errors import VeridicError
-from veridic.text.fence import _INVISIBLE_CHAR, DataMode, unfence
+from veridic.text.fence import _INVISIBLE_CHAR, _OPEN, DataMode, unfence
 from veridic.text.provenance import TRUSTED_KINDS, Kind
 
 __all__ = [
@@ -240,11 +240,9 @@ def _attr(text: str) -> str:
 
 # --- data blocks -------------------------------------------------------------------------
 
-_OPEN: Final = re.compile(
-    r'^<data label="([^"\n]{1,1200})"(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n', re.M
-)
-"""An opening line, as :func:`~veridic.unfence` reads one; a block counts only when
-:func:`~veridic.unfence` reads the same block from the same characters."""
+# An opening line is found with :func:`~veridic.unfence`'s own pattern (``_OPEN``); a
+# block counts only when :func:`~veridic.unfence` reads the same block from the same
+# characters.
 
 
 @dataclass(frozen=True, slots=True)

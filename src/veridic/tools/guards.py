@@ -57,11 +57,13 @@ veridic.errors.GuardDeniedError: irreversible operation 'hard delete golden fixt
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -436,18 +438,30 @@ def _report_late(
 def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object:
     """``value`` when it is a finished result; a lazy one is closed and refused.
 
-    Called inside the dispatch, so whatever closing runs (a generator's
+    Lazy values inside a finished container count too (``{"deleted": (delete(i) for i
+    in ids)}``): whoever renders the result for the model would run them after the
+    dispatch. Called inside the dispatch, so whatever closing runs (a generator's
     ``finally``) is still judged and recorded as part of the call. What counts
     as lazy is documented on :meth:`veridic.tools.view.PreparedCall.invoke`.
 
     Raises:
-        VeridicError: ``value`` is lazy.
+        VeridicError: ``value`` is lazy or holds a lazy value.
     """
     what = _lazy(value)
-    if what is None:
-        return value
+    if what is not None:
+        lazy = [value]
+        returned = what
+    else:
+        nested = _nested_lazy(value)
+        if not nested:
+            return value
+        where, first = nested[0]
+        lazy = [item for _, item in nested]
+        returned = f"{_kind(value)} whose {where} is {_lazy(first)}"
+        if len(nested) > 1:
+            returned += f" (and {len(nested) - 1} more lazy value(s) inside it)"
     got = "returned, after being awaited," if awaited else "returned"
-    if inspect.isawaitable(value) and not awaited:
+    if inspect.isawaitable(lazy[0]) and not awaited:
         remedy = (
             "declare the handler async def so that veridic awaits it inside its dispatch "
             "(await aexecute(...) or view.adispatch(...)), or return the finished value"
@@ -458,15 +472,75 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
             "e.g. list(...) of the items), so its work is done inside the call"
         )
     error = VeridicError(
-        f"tool {tool!r} ({origin}) {got} {what}, whose code would run only when someone "
+        f"tool {tool!r} ({origin}) {got} {returned}, whose code would run only when someone "
         "consumes it: after its dispatch ended, outside the write-side guards and the audit "
-        f"record; it was refused{_closed_note(value)}: {remedy}"
+        f"record; it was refused{_closed_note(lazy[0])}: {remedy}"
     )
-    try:
-        _discard(value)
-    except Exception as failure:
+    failure: Exception | None = None
+    for item in lazy:
+        try:
+            _discard(item)
+        except Exception as raised:
+            failure = failure or raised
+    if failure is not None:
         raise error from failure
     raise error
+
+
+_LEAVES: Final = frozenset({str, bytes, bytearray, int, float, bool, complex, type(None)})
+"""Types that hold nothing: a container of only these needs no look inside."""
+
+
+def _nested_lazy(value: object) -> list[tuple[str, object]]:
+    """Every lazy value inside ``value``'s containers, each with where it sits.
+
+    Looks through what a result is rendered from: mappings (keys and values),
+    lists, tuples, sets, dataclass fields and pydantic model fields, each object
+    once. A container of leaves only is passed over with one C-level look at
+    its item types, so a large finished result costs little.
+    """
+    found: list[tuple[str, object]] = []
+    seen: set[int] = set()
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if type(item) in _LEAVES or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if path and _lazy(item) is not None:
+            found.append((path, item))
+            continue
+        children: Iterable[tuple[str, object]]
+        if isinstance(item, Mapping):
+            if _LEAVES.issuperset(map(type, item.values())) and _LEAVES.issuperset(
+                map(type, item.keys())
+            ):
+                continue
+            children = [
+                pair
+                for index, (key, child) in enumerate(item.items())
+                for pair in ((f"{path}.keys()[{index}]", key), (f"{path}[{key!r}]", child))
+            ]
+        elif isinstance(item, (list, tuple, set, frozenset, deque)):
+            if _LEAVES.issuperset(map(type, item)):
+                continue
+            children = ((f"{path}[{index}]", child) for index, child in enumerate(item))
+        elif isinstance(item, BaseModel):
+            children = ((f"{path}.{name}", getattr(item, name)) for name in type(item).model_fields)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            children = (
+                (f"{path}.{field.name}", getattr(item, field.name))
+                for field in dataclasses.fields(item)
+            )
+        else:
+            continue
+        stack.extend(reversed(list(children)))
+    return found
+
+
+def _kind(value: object) -> str:
+    kind = type(value).__name__
+    return f"an {kind}" if kind[:1] in "aeiouAEIOU" else f"a {kind}"
 
 
 def _lazy(value: object) -> str | None:

@@ -191,10 +191,12 @@ class PreparedCall:
         too, and is refused: return what you read from it). Generators and
         coroutines are closed, so none of their code runs later and no
         "never awaited" warning leaks; an asyncio future is cancelled; other
-        iterators are left to their owner. Only the returned object is
-        checked, not the items of a list or dict it holds, and an iterable
-        that is not an iterator (a list, a ``range``, a dict view) is a
-        finished value.
+        iterators are left to their owner. A lazy value inside the result
+        is refused the same way (``{"deleted": (delete(i) for i in ids)}``),
+        since rendering the result for the model would run it: in mappings
+        (keys and values), lists, tuples, sets, deques, dataclass fields and
+        pydantic model fields, at any depth. An iterable that is not an
+        iterator (a list, a ``range``, a dict view) is a finished value.
 
         Raises:
             VeridicError: the handler is ``async``: its coroutine would run
