@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import cast
 import anyio
 import mcp_types as types
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import ClientRequestContext, ElicitationFnT
@@ -720,3 +721,214 @@ def test_an_external_tool_declares_its_hints_too() -> None:
         "openWorldHint": True,
         "title": "Web search",
     }
+
+
+# --- the approval form shows every argument, and the yes is bound to all of them -----------
+
+PRINTABLE = st.characters(categories=("L", "N", "P", "S"))  # printable: shown as they are
+
+
+class Bank:
+    """A high-risk irreversible transfer, and a high-risk external form of any fields."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, object]] = []
+        self.registry = registry = Registry("bank")
+
+        @registry.tool(kind="write", risk="high", irreversible=True)
+        def transfer(amount: int, memo: str, to_account: str) -> str:
+            """Transfer money to an account.
+
+            Args:
+                amount: Amount in cents.
+                memo: A note for the statement.
+                to_account: The account that receives the money.
+            """
+            self.sent.append({"amount": amount, "memo": memo, "to_account": to_account})
+            return "sent"
+
+        def submit(arguments: dict[str, object]) -> str:
+            self.sent.append(arguments)
+            return "submitted"
+
+        registry.external(
+            name="submit_form",
+            description="Submit a form of named fields.",
+            input_schema={"type": "object"},
+            handler=submit,
+            kind="write",
+            risk="high",
+            source="the tests",
+        )
+
+    def view(self, request: McpRequest | None = None) -> ToolView:
+        return self.registry.view()
+
+
+def shown_json(value: object) -> str:
+    """One value as the form shows it: its JSON, clipped alone at 160 characters."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 160 else f"{text[:160]}… ({len(text)} chars)"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_long_argument_cannot_hide_another_from_the_user(
+    audit: SQLiteAuditSink, mode: str
+) -> None:
+    """The form used to clip the arguments' whole JSON at 500 characters: a memo (which
+    sorts first) padded to that length hid the account the money went to, and the user's
+    yes sent it there."""
+    bank = Bank()
+    asked: list[types.ElicitRequestFormParams] = []
+    memo = "Monthly rent for flat 3B, as agreed with the landlord. " * 90
+    arguments = {"amount": 120000, "memo": memo, "to_account": "ATTACKER-IBAN-666"}
+
+    async def main() -> None:
+        async with Client(
+            mcp_server(bank.view, audit=audit),
+            mode=mode,
+            elicitation_callback=answering(False, asked),
+        ) as client:
+            result = await client.call_tool("transfer", arguments)
+        assert result.is_error  # the user, who saw the account, said no
+
+    run(main)
+    (question,) = asked
+    assert '"to_account": "ATTACKER-IBAN-666"' in question.message
+    assert '"amount": 120000' in question.message
+    assert f'"memo": {shown_json(memo)}, ' in question.message
+    assert f"… ({len(memo) + 2} chars)" in question.message  # clipped alone, its length said
+    assert len(question.message) < 1000
+    assert bank.sent == []
+    (record,) = audit.records()
+    assert (record.approval, record.outcome) == (ApprovalMode.DENIED, CallOutcome.DENIED)
+
+
+def test_the_yes_is_bound_to_the_whole_arguments_not_to_the_text_shown(
+    audit: SQLiteAuditSink,
+) -> None:
+    """The question's digest covered only the message, so a retry that changed a part of a
+    value past what the message shows carried the yes given to the other call."""
+    bank = Bank()
+    yes = types.ElicitResult(action="accept", content={"approve": True})
+    memo = "Rent. " * 200
+    seen = {"amount": 100, "memo": memo + "pay the landlord", "to_account": "DE00-LANDLORD"}
+    swapped = {**seen, "memo": memo + "pay the attacker"}
+
+    async def main() -> None:
+        server = mcp_server(bank.view, audit=audit)
+        async with Client(server, elicitation_callback=answering(True, [])) as client:
+            session = client.session
+            first = await session.call_tool("transfer", seen, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            retried = await session.call_tool(
+                "transfer",
+                swapped,
+                input_responses={APPROVAL_INPUT: yes},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(retried, types.InputRequiredResult)  # asked again, not run
+            assert first.input_requests is not None
+            assert retried.input_requests is not None
+            one = first.input_requests[APPROVAL_INPUT].params
+            other = retried.input_requests[APPROVAL_INPUT].params
+            assert isinstance(one, types.ElicitRequestFormParams)
+            assert isinstance(other, types.ElicitRequestFormParams)
+            assert one.message == other.message  # the change is in what the form clips
+            done = await session.call_tool(
+                "transfer",
+                swapped,
+                input_responses={APPROVAL_INPUT: yes},
+                request_state=retried.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(done, types.CallToolResult)
+            assert not done.is_error
+
+    run(main)
+    assert bank.sent == [swapped]  # only with the yes to its own question
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_arguments_too_long_to_show_whole_are_refused_unasked_and_recorded_denied(
+    audit: SQLiteAuditSink, mode: str
+) -> None:
+    bank = Bank()
+    asked: list[types.ElicitRequestFormParams] = []
+    fields: dict[str, object] = {f"field_{index:03}": "x" * 40 for index in range(60)}
+
+    async def main() -> None:
+        async with Client(
+            mcp_server(bank.view, audit=audit),
+            mode=mode,
+            elicitation_callback=answering(True, asked),
+        ) as client:
+            result = await client.call_tool("submit_form", fields)
+        assert result.is_error
+        message = text_of(result)
+        assert "the call of tool 'submit_form' needs the user's approval" in message
+        assert "do not fit one question the user can read" in message
+        assert "did not run: pass fewer or flatter arguments" in message
+
+    run(main)
+    assert asked == []  # not asked about a part of it
+    assert bank.sent == []
+    (record,) = audit.records()
+    assert (record.approval, record.outcome) == (ApprovalMode.DENIED, CallOutcome.DENIED)
+    assert record.detail.startswith("not asked: its arguments do not fit an approval question")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arguments=st.integers(0, 40).flatmap(
+        lambda size: st.dictionaries(
+            st.text(PRINTABLE, min_size=1, max_size=40),
+            st.one_of(
+                st.integers(),
+                st.text(PRINTABLE, max_size=200),
+                st.text(PRINTABLE, min_size=150, max_size=600),  # clipped
+            ),
+            min_size=size,
+            max_size=size,
+        )
+    )
+)
+def test_every_key_and_short_value_is_shown_or_nobody_is_asked(
+    arguments: dict[str, object],
+) -> None:
+    """For all arguments: the user reads every key and each value (a long one clipped
+    alone), and a yes runs exactly what was shown; or the call is refused unasked."""
+    bank = Bank()
+    audit = SQLiteAuditSink(":memory:")
+    asked: list[types.ElicitRequestFormParams] = []
+    results: list[types.CallToolResult] = []
+
+    async def main() -> None:
+        async with Client(
+            mcp_server(bank.view, audit=audit), elicitation_callback=answering(True, asked)
+        ) as client:
+            results.append(await client.call_tool("submit_form", arguments))
+
+    run(main)
+    shown = (
+        "{"
+        + ", ".join(
+            f"{json.dumps(key, ensure_ascii=False)}: {shown_json(arguments[key])}"
+            for key in sorted(arguments)
+        )
+        + "}"
+    )
+    (record,) = audit.records()
+    event("asked" if len(shown) <= 2000 else "refused unasked")
+    if len(shown) <= 2000:
+        (question,) = asked
+        assert f"Arguments: {shown}. " in question.message
+        assert bank.sent == [arguments]
+        assert record.approval is ApprovalMode.USER_CONFIRMED
+    else:
+        assert asked == []
+        assert bank.sent == []
+        assert results[0].is_error
+        assert record.approval is ApprovalMode.DENIED
+    audit.close()

@@ -685,6 +685,11 @@ class Registry:
 
     # --- reading ----------------------------------------------------------------
 
+    def names(self) -> frozenset[str]:
+        """Every registered tool name, without resolving any tool (cheap, and it cannot fail)."""
+        with self._lock:
+            return frozenset(self._declared)
+
     def tools(self) -> tuple[Tool, ...]:
         """Every registered tool, resolved but without booting components or checking floors.
 

@@ -16,6 +16,11 @@ The file holds each entry's ``pin`` (:func:`veridic.tools.tool.tool_pin` of
 name, description and schema) beside the fields it covers, so an entry
 edited by hand, whose fields no longer give its pin, is refused when the file
 is read rather than trusted.
+
+A name is one tool: a listing or a file that holds a name twice is refused,
+never reduced to one of its copies, because which copy a comparison kept and
+which one a client registers could differ (a reviewed copy compared, a
+rewritten one registered as if it matched).
 """
 
 from __future__ import annotations
@@ -117,8 +122,20 @@ class Pins:
 
     @staticmethod
     def of(server: str, listed: Iterable[PinnedTool]) -> Pins:
-        """Pins recording ``listed`` as they are now (what ``veridic mcp pin`` writes)."""
-        return Pins(server, {tool.name: tool for tool in sorted(listed, key=lambda t: t.name)})
+        """Pins recording ``listed`` as they are now (what ``veridic mcp pin`` writes).
+
+        Raises:
+            VeridicError: ``listed`` holds a name twice (one name is one tool).
+        """
+        tools = sorted(listed, key=lambda t: t.name)
+        twice = _twice(tools)
+        if twice is not None:
+            raise VeridicError(
+                f"Pins.of({server!r}) got two tools named {clip(twice)}: a name is one tool, "
+                "and which copy was reviewed cannot be told; record the pins from one listing "
+                "of the server (list_tools() refuses a listing that names a tool twice)"
+            )
+        return Pins(server, {tool.name: tool for tool in tools})
 
     @staticmethod
     def load(path: str | os.PathLike[str]) -> Pins:
@@ -160,7 +177,16 @@ class Pins:
                 f"MCP pins {where!r} need a 'server' name and a 'tools' list: record them again "
                 "with veridic mcp pin"
             )
-        return Pins.of(server, (_entry(entry, where, index) for index, entry in enumerate(entries)))
+        tools = [_entry(entry, where, index) for index, entry in enumerate(entries)]
+        twice = _twice(tools)
+        if twice is not None:
+            raise VeridicError(
+                f"MCP pins {where!r} hold two entries of tool {clip(twice)}: a name is one tool, "
+                "and which entry was reviewed cannot be told (the file was edited by hand or "
+                "merged badly); review the server's tool and record the pins again with "
+                "veridic mcp pin"
+            )
+        return Pins.of(server, tools)
 
     def dumps(self) -> str:
         """The file's text: sorted, indented, one entry per tool (diffs review well)."""
@@ -175,8 +201,23 @@ class Pins:
         Path(path).write_text(self.dumps(), encoding="utf-8")
 
     def compare(self, listed: Iterable[PinnedTool]) -> tuple[PinChange, ...]:
-        """Every difference between the record and ``listed``, sorted by tool name."""
-        now = {tool.name: tool for tool in listed}
+        """Every difference between the record and ``listed``, sorted by tool name.
+
+        Raises:
+            VeridicError: ``listed`` names a tool twice. Kept to one copy, the
+                comparison could pass on the reviewed copy while a client
+                registers the other one.
+        """
+        tools = list(listed)
+        twice = _twice(tools)
+        if twice is not None:
+            raise VeridicError(
+                f"the listing compared with the pins of MCP server {self.server!r} names tool "
+                f"{clip(twice)} twice: a name is one tool, and which copy a client would use "
+                "cannot be told; refuse the listing (list_tools() and connect() do) and fix "
+                "the server"
+            )
+        now = {tool.name: tool for tool in tools}
         changes: list[PinChange] = []
         for name in sorted(now.keys() | self.tools.keys()):
             old, new = self.tools.get(name), now.get(name)
@@ -189,6 +230,16 @@ class Pins:
                 if parts:
                     changes.append(PinChange(name, "changed", parts, old, new))
         return tuple(changes)
+
+
+def _twice(tools: Iterable[PinnedTool]) -> str | None:
+    """The first name that ``tools`` holds twice, or ``None`` when each name is one tool."""
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen:
+            return tool.name
+        seen.add(tool.name)
+    return None
 
 
 def _changed_parts(old: PinnedTool, new: PinnedTool) -> tuple[Part, ...]:

@@ -14,6 +14,13 @@ capability section); a changed, new or vanished tool is kept out of every
 view with a reason naming what changed. Without pins every tool is
 registered unpinned: listed by name, its description marked unverified.
 
+A listing that names a tool twice is refused (:class:`~veridic.errors.IntegrationError`
+naming the tool and the server): kept to one copy, the reviewed copy could be
+compared while the other is registered. Connecting is all or nothing: every
+tool is checked against a registry of its own first, so a connect that fails
+leaves the application's registry as it was, without the server's component
+or any of its tools.
+
 Before every call the tool's current listing is compared with the one
 registered (through the SDK's response cache where the server allows
 caching), so a server that changes a tool mid-run is refused at the next
@@ -24,8 +31,12 @@ audit, guards. The server's results are :class:`~veridic.UntrustedText`.
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
 nothing and lower nothing, except that an undeclared tool is a write of
-high risk unless its (pinned) annotations say ``destructiveHint: false``,
-which makes it a write of mid risk.
+high risk unless its *pinned* annotations say ``destructiveHint: false``,
+which makes it a write of mid risk. Pinned means reviewed: pins were given
+and the tool matches its record. Without pins, or for a tool that changed,
+the annotations are the server's word about itself and lower nothing (else
+a server could make its own tool mid risk, which ``allow_always`` accepts).
+``readOnlyHint`` never makes a tool a query, pinned or not.
 """
 
 from __future__ import annotations
@@ -34,19 +45,20 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from veridic._extras import require
+from veridic._sample import clip
 from veridic.errors import (
     IntegrationError,
     MissingExtraError,
     ToolUnavailableError,
     VeridicError,
 )
-from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins
+from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _twice
 from veridic.text.provenance import (
     TrustedInstruction,
     TrustedText,
@@ -55,7 +67,7 @@ from veridic.text.provenance import (
     untrusted,
 )
 from veridic.tools._similarity import NameIndex
-from veridic.tools.registry import BootError, Component, Registry
+from veridic.tools.registry import BootError, Registry
 from veridic.tools.risk import RiskLike, ToolKind
 from veridic.tools.tool import SCHEMA_TOOL
 
@@ -140,18 +152,21 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
     """Every tool ``server`` lists now (what ``veridic mcp pin`` records).
 
     Raises:
-        IntegrationError: the server did not start or answer in time.
+        IntegrationError: the server did not start or answer in time, or it
+            listed a tool name twice.
         MissingExtraError: the ``mcp`` package is not installed.
     """
     with _plain_errors():
         async with AsyncExitStack() as stack:
             try:
                 client = await _open(server, stack, None)
-                return await _listing(client, server, refresh=True)
+                listed = await _listing(client, server, refresh=True)
             except MissingExtraError:
                 raise
             except Exception as error:
                 raise _unreachable(server, error) from error
+    _by_name(server, listed)
+    return listed
 
 
 @asynccontextmanager
@@ -172,9 +187,14 @@ async def connect(
     next view). Leaving it closes the connection: later calls of its tools
     fail with :class:`~veridic.ToolUnavailableError`.
 
+    All or nothing: when entering it raises, ``registry`` holds nothing of
+    the server (no component, no tool), as before the call.
+
     Raises:
+        IntegrationError: the server listed a tool name twice.
         VeridicError: the pins are of another server, ``declare`` names a tool
-            the server does not list, a component of that name exists.
+            the server does not list, a component of that name exists, a tool
+            name is registered already.
         MissingExtraError: the ``mcp`` package is not installed.
     """
     recorded = Pins.load(pins) if isinstance(pins, str | os.PathLike) else pins
@@ -200,6 +220,7 @@ async def connect(
                 _log.warning("%s", failure)
                 connection._register_unreachable(registry, hint, declared, failure, _reason(error))
             else:
+                _by_name(server, listed)
                 known = [t.name for t in listed] + list(recorded.tools if recorded else ())
                 _check_declared(server, declared, known)
                 connection._register(registry, hint, declared, listed)
@@ -238,10 +259,10 @@ class McpConnection:
 
         Raises:
             ToolUnavailableError: the connection is closed.
-            IntegrationError: the server did not answer.
+            IntegrationError: the server did not answer, or listed a tool name twice.
         """
         client = self._live()
-        listed = {tool.name: tool for tool in await _listing(client, self.server, refresh=True)}
+        listed = _by_name(self.server, await _listing(client, self.server, refresh=True))
         return self._withhold_changed(listed)
 
     # --- registering ---------------------------------------------------------------
@@ -253,23 +274,26 @@ class McpConnection:
         declared: Mapping[str, Declared],
         listed: Sequence[PinnedTool],
     ) -> None:
-        component = registry.component(self.server.name, hint=hint)  # type: ignore[veridic-literal]  # McpServer.name is TrustedText, checked where it was declared
         if self.pins is None:
-            for tool in listed:
-                self._add(component, tool, declared, pin=None, unavailable=None)
+            self._install(registry, hint, None, [_entry(t, declared) for t in listed])
             return
-        self.changes = self.pins.compare(listed)
-        changed = {change.tool: change for change in self.changes}
+        changes = self.pins.compare(listed)
+        changed = {change.tool: change for change in changes}
+        entries: list[_Entry] = []
         for tool in listed:
             change = changed.get(tool.name)
             if change is None:
-                self._add(component, tool, declared, pin=tool.pin, unavailable=None)
+                # Its record, not the listing: the pin is the reviewed one, so a listing
+                # that differs from it shows as changed rather than vouching for itself.
+                entries.append(_entry(tool, declared, recorded=self.pins.tools[tool.name]))
             else:
-                self._add(component, tool, declared, pin=None, unavailable=change.reason)
-        for change in self.changes:
+                entries.append(_entry(tool, declared, unavailable=change.reason))
+        for change in changes:
             if change.kind == "gone" and change.old is not None:
-                self._add(component, change.old, declared, pin=None, unavailable=change.reason)
-        for change in self.changes:
+                entries.append(_entry(change.old, declared, unavailable=change.reason))
+        self._install(registry, hint, None, entries)
+        self.changes = changes
+        for change in changes:
             _log.warning(
                 "MCP server %r: tool %r is unavailable: %s",
                 self.server.name,
@@ -288,38 +312,65 @@ class McpConnection:
         def boot() -> None:
             raise BootError(reason) from failure
 
-        component = registry.component(self.server.name, boot=boot, hint=hint)  # type: ignore[veridic-literal]  # McpServer.name is TrustedText, checked where it was declared
-        for tool in self.pins.tools.values() if self.pins is not None else ():
-            self._add(component, tool, declared, pin=tool.pin, unavailable=None)
+        recorded = self.pins.tools.values() if self.pins is not None else ()
+        self._install(registry, hint, boot, [_entry(t, declared, recorded=t) for t in recorded])
 
-    def _add(
+    def _install(
         self,
-        component: Component,
-        tool: PinnedTool,
-        declared: Mapping[str, Declared],
-        *,
-        pin: str | None,
-        unavailable: TrustedText | None,
+        registry: Registry,
+        hint: TrustedText,
+        boot: Callable[[], None] | None,
+        entries: Sequence[_Entry],
     ) -> None:
-        declaration = declared.get(tool.name) or _default_declaration(tool)
-        name = tool.name
+        """Register the server's component and every entry, or raise having registered none.
 
+        A registry cannot take a tool back, so what registering could refuse (a
+        schema or a pin it will not take, a name twice) is met first on a
+        registry of its own, and a name the application's registry holds
+        already is looked for; only then is the real one changed.
+        """
+        rehearsal = Registry(registry.name)
+        self._add_all(rehearsal, hint, boot, entries)
+        names = {entry.tool.name for entry in entries}
+        taken = sorted(names & registry.names())
+        if taken:
+            shown = ", ".join(clip(name) for name in taken[:5])
+            raise VeridicError(
+                f"MCP server {self.server.name!r} lists {shown}, already registered in "
+                f"{registry!r}: tool names are unique in a registry, so nothing of the server "
+                "was registered; connect it to a registry of its own, or rename the "
+                "application's tool of that name"
+            )
+        self._add_all(registry, hint, boot, entries)
+        self._registered = {entry.tool.name: entry.tool for entry in entries}
+
+    def _add_all(
+        self,
+        registry: Registry,
+        hint: TrustedText,
+        boot: Callable[[], None] | None,
+        entries: Sequence[_Entry],
+    ) -> None:
+        component = registry.component(self.server.name, boot=boot, hint=hint)  # type: ignore[veridic-literal]  # McpServer.name is TrustedText, checked where it was declared
+        for entry in entries:
+            component.external(
+                name=entry.tool.name,
+                description=entry.tool.description,
+                input_schema=entry.tool.input_schema,
+                handler=self._handler(entry.tool.name),
+                kind=entry.declaration.kind,
+                risk=entry.declaration.risk,
+                irreversible=entry.declaration.irreversible,
+                pin=entry.pin,
+                source=self.server.name,  # type: ignore[veridic-literal]  # McpServer.name is TrustedText, checked where it was declared
+                unavailable=entry.unavailable,
+            )
+
+    def _handler(self, name: str) -> Callable[[dict[str, object]], Awaitable[UntrustedText]]:
         async def call(arguments: dict[str, object]) -> UntrustedText:
             return await self._call(name, arguments)
 
-        component.external(
-            name=tool.name,
-            description=tool.description,
-            input_schema=tool.input_schema,
-            handler=call,
-            kind=declaration.kind,
-            risk=declaration.risk,
-            irreversible=declaration.irreversible,
-            pin=pin,
-            source=self.server.name,  # type: ignore[veridic-literal]  # McpServer.name is TrustedText, checked where it was declared
-            unavailable=unavailable,
-        )
-        self._registered[tool.name] = tool
+        return call
 
     # --- calling -------------------------------------------------------------------
 
@@ -328,7 +379,7 @@ class McpConnection:
         if reason is not None:
             raise self._unavailable(name, reason)
         client = self._live()
-        listed = {tool.name: tool for tool in await _listing(client, self.server, refresh=False)}
+        listed = _by_name(self.server, await _listing(client, self.server, refresh=False))
         self._withhold_changed(listed)
         reason = self._withheld.get(name)
         if reason is not None:
@@ -492,9 +543,55 @@ def _result_text(result: object) -> str:
 # --- checks ----------------------------------------------------------------------------
 
 
-def _default_declaration(tool: PinnedTool) -> Declared:
-    destructive = tool.annotations.get("destructiveHint")
-    return Declared("write", "mid" if destructive is False else "high")
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One tool as the connection registers it: what it is, its risk, pin and reason out."""
+
+    tool: PinnedTool
+    declaration: Declared
+    pin: str | None
+    unavailable: TrustedInstruction | None
+
+
+def _entry(
+    tool: PinnedTool,
+    declared: Mapping[str, Declared],
+    *,
+    recorded: PinnedTool | None = None,
+    unavailable: TrustedInstruction | None = None,
+) -> _Entry:
+    """``tool`` as registered: ``recorded`` is its pin's record when it matched it."""
+    declaration = declared.get(tool.name) or _default_declaration(recorded)
+    return _Entry(tool, declaration, None if recorded is None else recorded.pin, unavailable)
+
+
+def _default_declaration(recorded: PinnedTool | None) -> Declared:
+    """An undeclared tool: a write of high risk, or of mid risk when its *recorded*
+    annotations (reviewed with its pin) say ``destructiveHint: false``.
+
+    Annotations the pins do not vouch for (no pins, or a tool that changed) are
+    the server's word about its own tool: they lower nothing, or a server could
+    make its tool mid risk, which ``allow_always`` accepts. ``readOnlyHint``
+    never makes a query: a server wrong about it would run a write unasked.
+    """
+    if recorded is not None and recorded.annotations.get("destructiveHint") is False:
+        return Declared("write", "mid")
+    return Declared("write", "high")
+
+
+def _by_name(server: McpServer, listed: Sequence[PinnedTool]) -> dict[str, PinnedTool]:
+    """The listing by name; a listing that names a tool twice is refused, never reduced
+    to one copy (the reviewed copy compared, the other one registered)."""
+    twice = _twice(listed)
+    if twice is not None:
+        raise IntegrationError(
+            f"MCP server {server.name!r} listed tool {clip(twice)} twice in one tools/list: "
+            "tool names are unique in the protocol and which copy a client would use cannot "
+            "be told, so the listing is refused (nothing of it is registered or called); fix "
+            "the server, or do not connect to it until it lists each tool once",
+            reason="the MCP server listed a tool twice",
+        )
+    return {tool.name: tool for tool in listed}
 
 
 def _check_declared(

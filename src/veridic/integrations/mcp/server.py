@@ -24,7 +24,16 @@ every call of a high-risk tool) is put to the user through MCP elicitation:
 a yes/no form naming the tool, its risk, why it needs approval and the
 arguments. The answer is the call's approval (``USER_CONFIRMED`` or
 ``DENIED`` in the audit); "always allow" is never offered, standing rules
-are the operator's (``policy=``). On protocol 2026-07-28 the question rides an
+are the operator's (``policy=``).
+
+The form shows every argument: each key in full, each value clipped on its
+own (its start and its length), so a long value cannot push another out of
+sight; arguments that do not fit one question even so are refused unasked
+(``DENIED``), never shown in part. The answer is bound to the whole
+arguments, not to the text shown: a digest of their canonical JSON, so a
+retry that changes a clipped part is asked again.
+
+On protocol 2026-07-28 the question rides an
 ``InputRequiredResult`` and the answer the client's retry, matched to a
 one-time token the server keeps; on older protocols it is an
 ``elicitation/create`` request in the middle of the call. A client that did
@@ -96,7 +105,9 @@ the prompt the client's model answered, and says so rather than hashing somethin
 _MODERN: Final = "2026-07-28"  # the first revision that asks through InputRequiredResult
 _ASKED_TTL: Final = 600.0  # seconds a question waits for its answer
 _ASKED_KEPT: Final = 1024
-_ARGUMENTS_SHOWN: Final = 500
+_VALUE_SHOWN: Final = 160  # characters of one argument value's JSON the user reads
+_ARGUMENTS_SHOWN: Final = 2000  # the whole arguments' text in a question, values clipped
+_DEPTH_SHOWN: Final = 16  # nesting an approval question shows; deeper is refused unasked
 _DETAIL_LIMIT: Final = 200  # as the executor clips a record's detail
 _REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,128}")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
@@ -304,6 +315,23 @@ class _Served:
         pending = _pending(view, policy, params.name, arguments)
         if pending is None:
             return _Approval()
+        if _shown(arguments) is None:
+            return _Approval(
+                refusal=(
+                    f"the call of tool {pending.tool!r} needs the user's approval "
+                    f"({pending.why}), and its arguments do not fit one question the user can "
+                    f"read: with each value clipped at {_VALUE_SHOWN} characters they are still "
+                    f"longer than {_ARGUMENTS_SHOWN} (or nested deeper than {_DEPTH_SHOWN}), and "
+                    "a question that hid some of them would approve what the user never saw; "
+                    "so it did not run: pass fewer or flatter arguments (a long list or "
+                    "document by reference, an id the tool looks up), or split the call into "
+                    "calls the user can read"
+                ),
+                detail=(
+                    "not asked: its arguments do not fit an approval question "
+                    f"(over {_ARGUMENTS_SHOWN} characters with values clipped); {pending.why}"
+                ),
+            )
         ask, lacking = _how_to_ask(ctx)
         if ask is _Ask.REQUEST:
             return _Approval(_eliciting(ctx, arguments))
@@ -366,6 +394,19 @@ class _Question:
 
     @staticmethod
     def of(request: ApprovalRequest, arguments: Mapping[str, object]) -> _Question:
+        """The question about ``request`` with ``arguments``; its ``digest`` covers the
+        message, the form and the whole arguments (their canonical JSON), so a yes is
+        bound to the call and not only to what the message could show of it.
+
+        Raises:
+            VeridicError: the arguments cannot all be shown (refused before asking).
+        """
+        shown = _shown(arguments)
+        if shown is None:  # pragma: no cover - _approval refuses such a call unasked
+            raise VeridicError(
+                f"the arguments of the call of tool {request.tool!r} do not fit an approval "
+                "question, so it was not asked: pass fewer or shorter arguments"
+            )
         effects = "".join(
             (
                 ", irreversible" if request.irreversible else "",
@@ -375,7 +416,7 @@ class _Question:
         message = (
             f"Approve this call of the tool {request.tool!r} (a {request.kind}, risk "
             f"{request.risk.value}{effects})? It needs your approval: {request.why}. "
-            f"Arguments: {_shown(arguments)}. Your answer approves or refuses this one call only."
+            f"Arguments: {shown}. Your answer approves or refuses this one call only."
         )
         schema: dict[str, object] = {
             "type": "object",
@@ -389,7 +430,8 @@ class _Question:
             },
             "required": ["approve"],
         }
-        canonical = json.dumps([message, schema], sort_keys=True, ensure_ascii=False)
+        whole = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+        canonical = json.dumps([message, schema, whole], sort_keys=True, ensure_ascii=False)
         return _Question(message, schema, _sha256(canonical))
 
 
@@ -612,14 +654,54 @@ def _unbuilt(error: Exception) -> str:
     )
 
 
-def _shown(arguments: Mapping[str, object]) -> str:
-    """The arguments as the user reads them: JSON, invisible characters as escapes, clipped."""
-    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
-    # Bidi controls and other invisible characters would let an argument read as another.
-    text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
-    if len(text) > _ARGUMENTS_SHOWN:
-        return f"{text[:_ARGUMENTS_SHOWN]}… ({len(text)} chars)"
-    return text
+def _shown(arguments: Mapping[str, object]) -> str | None:
+    """The arguments as the user reads them, or ``None`` when they cannot all be shown.
+
+    JSON with sorted keys, every key in full and each value (each leaf of a
+    nested one) clipped on its own to its start and its length, so no value,
+    however long, pushes another key or a short value out of the question.
+    ``None`` when that text is still over ``_ARGUMENTS_SHOWN`` characters (too
+    many keys or items) or nests deeper than ``_DEPTH_SHOWN``: such a call is
+    refused, not asked about a part of it.
+    """
+    parts: list[str] = []
+    if not _render(arguments, parts, 0):
+        return None
+    text = "".join(parts)
+    return text if len(text) <= _ARGUMENTS_SHOWN else None
+
+
+def _render(value: object, parts: list[str], depth: int) -> bool:
+    """Append ``value`` as shown to ``parts``; ``False`` when it nests too deep to show."""
+    if depth > _DEPTH_SHOWN:
+        return False
+    if isinstance(value, Mapping):
+        parts.append("{")
+        for index, key in enumerate(sorted(value, key=str)):
+            parts.append(", " if index else "")
+            parts.append(_escaped(json.dumps(str(key), ensure_ascii=False)) + ": ")
+            if not _render(value[key], parts, depth + 1):
+                return False
+        parts.append("}")
+    elif isinstance(value, list | tuple):
+        parts.append("[")
+        for index, item in enumerate(value):
+            parts.append(", " if index else "")
+            if not _render(item, parts, depth + 1):
+                return False
+        parts.append("]")
+    else:
+        text = _escaped(json.dumps(value, ensure_ascii=False, default=str))
+        if len(text) > _VALUE_SHOWN:
+            text = f"{text[:_VALUE_SHOWN]}… ({len(text)} chars)"
+        parts.append(text)
+    return True
+
+
+def _escaped(text: str) -> str:
+    """Bidi controls and other invisible characters as escapes: they would let an argument
+    read as another."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def _sha256(text: str) -> str:
