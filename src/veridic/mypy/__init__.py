@@ -164,6 +164,10 @@ class VeridicPlugin(Plugin):
         return _fields.widen if "field" in _fields.fields_of(node).values() else None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        if fullname in _names.REPLACE:
+            from veridic.mypy import _replace
+
+            return self._reporting(partial(_replace.check, self))
         if fullname.startswith(_SKIPPED_PREFIX):
             if fullname == _names.GETATTR:
                 from veridic.mypy import _private

@@ -26,18 +26,25 @@ mypy's own ``disallow_any_expr`` catches that, and the run-time check refuses it
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from mypy.checker import TypeChecker
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import AnyType, Type, TypeOfAny, UnionType, get_proper_type
 
 from veridic.mypy import errorcodes
 from veridic.mypy._code_text import describe
-from veridic.mypy._signature import Callee, Role, arguments, values
+from veridic.mypy._signature import Argument, Callee, Role, arguments, values
 
 
 def check(ctx: FunctionContext | MethodContext, callee: Callee, checker: TypeChecker) -> None:
     """Report every ``Any`` that lands in one of ``callee``'s instruction parameters."""
-    for argument in arguments(ctx, callee):
+    check_arguments(callee, arguments(ctx, callee), checker)
+
+
+def check_arguments(callee: Callee, given: Iterable[Argument], checker: TypeChecker) -> None:
+    """:func:`check` for arguments already matched to ``callee``'s parameters."""
+    for argument in given:
         if argument.role in (Role.CODE_TEXT, Role.TRUSTED_TEXT):
             continue  # _minting's
         for expr, typ in values(argument, checker):

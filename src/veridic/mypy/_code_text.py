@@ -75,7 +75,7 @@ from mypy.types import (
 from veridic.mypy import _names
 from veridic.mypy._literal_data import any_source, declared_source
 from veridic.mypy._literal_string import mentions_literal_string
-from veridic.mypy._overrides import reached_as_str
+from veridic.mypy._overrides import reached_as_str, unchecked_way_in
 from veridic.mypy._rebinding import assigns_attribute, loop_source, rebinds
 from veridic.mypy._signature import signature_of
 
@@ -339,6 +339,13 @@ def _parameter(expr: NameExpr, checker: TypeChecker) -> Verdict | None:
                 f"{name}, whose default is not text written in code ({what})",
                 "write the default as a literal or a Final str constant",
             )
+    unchecked = unchecked_way_in(owner, checker)
+    if unchecked is not None:
+        return NotWritten(
+            f"{name} of {unchecked}",
+            "type the parameter TrustedInstruction and mint the text with instruction() "
+            "where it is written, or make it a plain function called by its own name",
+        )
     reached = reached_as_str(owner, argument, checker)
     if reached is not None:
         return NotWritten(
@@ -403,6 +410,7 @@ def _is_code_star_parameter(expr: NameExpr, checker: TypeChecker) -> bool:
                 and mentions_literal_string(declared)
                 and not rebinds(owner, argument.variable)
                 and reached_as_str(owner, argument, checker) is None
+                and unchecked_way_in(owner, checker) is None
             )
     return False
 

@@ -27,6 +27,8 @@ function (overloads use ``LiteralString`` to refine return types, as typeshed's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from mypy.checker import TypeChecker
 from mypy.nodes import ARG_STAR, ARG_STAR2
 from mypy.plugin import FunctionContext, MethodContext
@@ -36,7 +38,14 @@ from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_guard import any_value, is_any
 from veridic.mypy._code_text import AnyTyped, NotWritten, Verdict, classify, describe
 from veridic.mypy._literal_string import union_items
-from veridic.mypy._signature import Callee, Role, arguments, is_trusted_instance, values
+from veridic.mypy._signature import (
+    Argument,
+    Callee,
+    Role,
+    arguments,
+    is_trusted_instance,
+    values,
+)
 
 _INSTRUCTION_ADVICE = (
     "write the text in the call as a string literal (or a Final str constant), "
@@ -51,7 +60,12 @@ _HELPER_ADVICE = (
 
 def check(ctx: FunctionContext | MethodContext, callee: Callee, checker: TypeChecker) -> None:
     """Report every argument of a ``LiteralString`` parameter that is not written in code."""
-    for argument in arguments(ctx, callee):
+    check_arguments(callee, arguments(ctx, callee), checker)
+
+
+def check_arguments(callee: Callee, given: Iterable[Argument], checker: TypeChecker) -> None:
+    """:func:`check` for arguments already matched to ``callee``'s parameters."""
+    for argument in given:
         if argument.role not in (Role.CODE_TEXT, Role.TRUSTED_TEXT):
             continue
         trusted_text = argument.role is Role.TRUSTED_TEXT

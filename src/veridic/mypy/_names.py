@@ -32,6 +32,8 @@ TRUSTED_ADD: Final = TRUSTED + ".__add__"
 ITERABLE: Final = "typing.Iterable"
 MAPPING: Final = "typing.Mapping"
 GETATTR: Final = "builtins.getattr"
+REPLACE: Final = frozenset({"dataclasses.replace", "copy.replace"})
+"""Calls that build a dataclass again with some fields changed: its ``__init__`` runs."""
 
 _MINTING_HOMES: Final = {
     "veridic.text.provenance": "veridic.text.provenance",

@@ -21,7 +21,11 @@ declaration that callers may go through takes plain text there:
   imports, directly or not, and of its own module. A Protocol declared in a
   module that imports the class's module is checked later (docs/mypy.md);
 - for ``__init__`` and ``__new__``: the other of the two, when a call of the
-  class is checked against it (mypy uses whichever comes first in the MRO).
+  class is checked against it (mypy uses whichever comes first in the MRO);
+- an overload, or a property with a setter: mypy keeps both as one overloaded
+  definition, and the plugin checks neither the callers of an overloaded
+  function (``_minting``) nor an assignment to a property, so any ``str`` gets in
+  through its implementation or its setter.
 
 Constructors are not compared with their bases, as mypy does not compare them:
 ``type[Base]`` called with a subclass is outside what the plugin can follow.
@@ -34,7 +38,17 @@ from __future__ import annotations
 from typing import Final
 
 from mypy.checker import TypeChecker
-from mypy.nodes import ARG_STAR, Argument, FuncDef, FuncItem, MypyFile, SymbolNode, TypeInfo
+from mypy.nodes import (
+    ARG_STAR,
+    Argument,
+    Decorator,
+    FuncDef,
+    FuncItem,
+    MypyFile,
+    OverloadedFuncDef,
+    SymbolNode,
+    TypeInfo,
+)
 from mypy.subtypes import is_subtype
 from mypy.types import AnyType, Instance, Type, TypeVarType
 from mypy.typevars import fill_typevars, fill_typevars_with_any
@@ -74,6 +88,29 @@ def reached_as_str(function: FuncItem, argument: Argument, checker: TypeChecker)
                 "and which declares it as plain text"
             )
     return None
+
+
+def unchecked_way_in(function: FuncItem, checker: TypeChecker) -> str | None:
+    """An overloaded definition ``function`` belongs to (an overload, a property's setter)."""
+    if not isinstance(function, FuncDef):
+        return None
+    if function.info:
+        symbol = function.info.names.get(function.name)
+    else:
+        module = checker.modules.get(function.fullname.rpartition(".")[0])
+        symbol = None if module is None else module.names.get(function.name)
+    definition = None if symbol is None else symbol.node
+    if not isinstance(definition, OverloadedFuncDef):
+        return None
+    if definition.is_property:
+        getter = definition.items[0]
+        if isinstance(getter, Decorator) and getter.func is function:
+            return None  # the getter takes no text
+        return f"the setter of the property {function.name}, where an assignment passes any str"
+    return (
+        f"the overloaded function {function.name}(), whose callers the plugin does not check "
+        "(an overload may pass any str)"
+    )
 
 
 def _constructor_twin(function: FuncDef, argument: Argument) -> str | None:
