@@ -125,6 +125,7 @@ def main() -> None:
     quote(view.capability_section().splitlines()[-1])
     say("The run stopped before the refund; the request ends with what to ask the user:")
     table((a.tool, repr(dict(a.arguments)), a.risk.value, a.why) for a in first.pending)
+    shown = first.pending  # the dialog posts each one's digest back with the user's answer
     assert first.paused is not None
     saved_run = first.paused.to_json()
     saved_rules = dict(policy.rules)
@@ -136,7 +137,9 @@ def main() -> None:
     )
     policy = ApprovalPolicy.restore(view, saved_rules)
     paused = PausedRun.from_json(saved_run)
-    answers = {approval.call_id: True for approval in paused.approvals}
+    # Keyed by the digest the dialog showed: a paused run changed in the session since
+    # would match no answer, and nothing would run.
+    answers = {approval.digest: True for approval in shown}
     second = gateway.resume(paused, composer, view, policy=policy, answers=answers, context=ada)
     say(f"The model answered: {second.text!r}; the ledger holds {ledger}.")
     audit.save_conversation("chat-7", composer.conversation())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -324,6 +326,98 @@ def test_arguments_changed_in_storage_make_the_approval_stale() -> None:
     )
     assert "refund 999" not in ran
     assert "not the ones the user was shown" in result.pending[0].why
+
+
+def _tampered(saved: str, arguments: dict[str, object]) -> str:
+    """``saved`` with call c2's arguments changed in the conversation and its approval alike,
+    as whoever can write where it is kept would change them."""
+    document = json.loads(saved)
+    for turn in document["conversation"]["turns"]:
+        if turn.get("tool_call") == "c2":
+            turn["arguments"] = arguments
+    for approval in document["approvals"]:
+        if approval["call_id"] == "c2":
+            approval["arguments"] = arguments
+    return json.dumps(document)
+
+
+def test_an_answer_keyed_by_digest_refuses_a_run_changed_in_storage() -> None:
+    audit = SQLiteAuditSink()
+    shown = paused_run([], audit)
+    answers = {approval.digest: True for approval in shown.approvals}  # what the dialog showed
+    saved = _tampered(shown.to_json(), {"order_id": 999})
+    ran: list[str] = []
+    view = make_registry(ran=ran).view()
+    with pytest.raises(VeridicError, match="is not the one the user was shown"):
+        gateway([], audit).resume(
+            PausedRun.from_json(saved),
+            system_part(view),
+            view,
+            policy=ApprovalPolicy(view),
+            answers=answers,
+        )
+    assert ran == []
+    assert [r.tool for r in audit.records("req-1")] == ["get_order"]  # nothing more ran
+
+
+def test_keyed_by_call_id_the_answer_trusts_what_is_stored() -> None:
+    """The documented limit: without the digest, the stored approval is what was shown."""
+    audit = SQLiteAuditSink()
+    saved = _tampered(paused_run([], audit).to_json(), {"order_id": 999})
+    ran: list[str] = []
+    view = make_registry(ran=ran).view()
+    gateway([{"text": "Done."}], audit).resume(
+        PausedRun.from_json(saved),
+        system_part(view),
+        view,
+        policy=ApprovalPolicy(view),
+        answers={"c2": True, "c4": True},
+    )
+    assert "refund 999" in ran
+
+
+def test_answers_keyed_by_digest_run_as_by_call_id_and_survive_json() -> None:
+    audit = SQLiteAuditSink()
+    paused = paused_run([], audit)
+    restored = PausedRun.from_json(paused.to_json())
+    assert [a.digest for a in restored.approvals] == [a.digest for a in paused.approvals]
+    c2 = paused.approvals[0]
+    ran: list[str] = []
+    view = make_registry(ran=ran).view()
+    result = gateway([{"text": "Refunded."}], audit).resume(
+        restored,
+        system_part(view),
+        view,
+        policy=ApprovalPolicy(view),
+        answers={c2.digest: True, "c4": False},  # the two keys mix
+    )
+    assert ran == ["refund 42", "get_order 43"]
+    assert [o.result.outcome for o in result.outcomes][-1] is CallOutcome.DENIED
+    with pytest.raises(VeridicError, match="two different answers"):
+        gateway([], SQLiteAuditSink()).resume(
+            PausedRun.from_json(paused.to_json()),
+            system_part(view),
+            view,
+            policy=ApprovalPolicy(view),
+            answers={c2.digest: True, "c2": False},
+        )
+
+
+def test_a_digest_covers_every_part_the_user_is_shown() -> None:
+    approval = paused_run([], SQLiteAuditSink()).approvals[0]
+    assert re.fullmatch("[0-9a-f]{64}", approval.digest)
+    changed = [
+        dataclasses.replace(approval, call_id="c9"),
+        dataclasses.replace(approval, tool="add_note"),
+        dataclasses.replace(approval, arguments={"order_id": 43}),
+        dataclasses.replace(approval, kind="query"),
+        dataclasses.replace(approval, risk=Risk.HIGH),
+        dataclasses.replace(approval, irreversible=True),
+        dataclasses.replace(approval, writes_instruction_fields=True),
+        dataclasses.replace(approval, why="another reason"),
+    ]
+    digests = {approval.digest, *(other.digest for other in changed)}
+    assert len(digests) == len(changed) + 1
 
 
 def test_limits_count_on_across_the_pause() -> None:

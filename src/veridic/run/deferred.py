@@ -21,6 +21,13 @@ What resuming checks, because the world may have changed meanwhile:
   (higher risk, a query turned write, newly irreversible or writing text
   read as instruction), or arguments that are not the ones shown, make the
   approval stale, and the run pauses again asking for it anew;
+- what the user saw is the stored approval, unless the answer is keyed by the
+  approval's :attr:`~PendingApproval.digest` (the one the dialog showed): then
+  a paused run changed in storage between the dialog and the answer (other
+  arguments, another tool) matches no answer and the resume is refused. Key
+  answers by ``call_id`` only when nobody else can write where the paused run
+  is kept; a client-side session, a shared queue or a table other services
+  write need the digest;
 - the rules decide first: a ``deny`` rule set meanwhile denies a call the
   user approved; a "no" from the user denies a call that a rule set
   meanwhile would let run;
@@ -36,7 +43,9 @@ approvals at once.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -54,6 +63,7 @@ from veridic.tools.view import ToolView
 __all__ = ["PausedRun", "PendingApproval"]
 
 FORMAT: Final = "veridic-paused-run/1"
+_DIGEST: Final = re.compile("[0-9a-f]{64}")
 _KINDS: Final = ("query", "write")
 
 
@@ -89,6 +99,30 @@ class PendingApproval:
             request.writes_instruction_fields,
             request.why,
         )
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 (hex) of what the user is shown: the call, tool, arguments, risk and why.
+
+        Key the user's answer by it (``answers={approval.digest: True}``) to bind the
+        answer to this content: a paused run changed in storage after the dialog showed
+        it has other digests, and :meth:`ModelGateway.resume
+        <veridic.ModelGateway.resume>` refuses the answer instead of running what the
+        user never saw.
+        """
+        shown = [
+            "veridic-approval/1",
+            self.call_id,
+            self.tool,
+            dict(self.arguments),
+            self.kind,
+            self.risk.value,
+            self.irreversible,
+            self.writes_instruction_fields,
+            self.why,
+        ]
+        canonical = json.dumps(shown, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     def stale(self, request: ApprovalRequest, arguments: Mapping[str, object]) -> str:
         """Why an answer to this approval does not hold for ``request`` now (``""``: it holds)."""
@@ -341,6 +375,53 @@ def _yes(request: ApprovalRequest) -> bool:
 
 def _no(request: ApprovalRequest) -> bool:
     return False
+
+
+def answered(paused: PausedRun, answers: object) -> dict[str, bool]:
+    """``answers`` keyed by call id, each checked: a bool, for an approval of ``paused``.
+
+    A key is an approval's ``call_id`` or its :attr:`~PendingApproval.digest`; a
+    digest binds the answer to what the user was shown, so one that no approval
+    has (the paused run changed in storage since) is refused, loudly.
+
+    Raises:
+        VeridicError: ``answers`` is no mapping, an answer is not a bool, a key
+            names no approval (or two keys of one approval disagree).
+    """
+    if not isinstance(answers, Mapping):
+        raise VeridicError(
+            f"resume(answers=...) got a {type(answers).__name__}: pass a mapping of each "
+            "approval's digest (or call_id) to True (approve) or False (deny)"
+        )
+    by_digest = {approval.digest: approval.call_id for approval in paused.approvals}
+    asked = {approval.call_id for approval in paused.approvals}
+    bound: dict[str, bool] = {}
+    for key, answer in answers.items():
+        call_id = key if key in asked else by_digest.get(key)
+        if call_id is None:
+            if isinstance(key, str) and _DIGEST.fullmatch(key):
+                raise VeridicError(
+                    f"resume() got an answer for the approval digest {key[:12]}..., which no "
+                    "approval of the paused run has: the paused run is not the one the user "
+                    "was shown (it changed where it was kept, or the answer is of another "
+                    "run), so nothing was run; show paused.approvals again and ask anew"
+                )
+            raise VeridicError(
+                f"resume() got an answer for {clip(str(key))}, which no approval of the "
+                f"paused run names (it asks for {sorted(asked)}): answer the approvals of "
+                "paused.approvals by their digest (or call_id)"
+            )
+        if not isinstance(answer, bool):
+            raise VeridicError(
+                f"resume() got {answer!r} as the answer for {clip(str(key))}: pass True (the "
+                "user approves the call) or False (the user denies it)"
+            )
+        if bound.setdefault(call_id, answer) is not answer:
+            raise VeridicError(
+                f"resume() got two different answers for call {call_id!r} (by its call_id "
+                "and by its digest): pass one answer per approval"
+            )
+    return bound
 
 
 class ResumeSteps:

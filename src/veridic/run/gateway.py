@@ -719,8 +719,10 @@ class ModelGateway:
         ``composer`` holds the system part, built from code for this request
         as for the first (nothing stored reaches it), and no turns: the
         paused conversation is restored after it. ``view`` and ``policy`` are
-        this request's. ``answers`` maps each approval's ``call_id`` to the
-        user's ``True`` (approve) or ``False`` (deny). The waiting calls run
+        this request's. ``answers`` maps each approval's
+        :attr:`~veridic.PendingApproval.digest` (the one the dialog showed; or its
+        ``call_id``, which trusts the stored approval) to the user's ``True``
+        (approve) or ``False`` (deny). The waiting calls run
         in order, each checked again (see :mod:`veridic.run.deferred`); an
         approval left unanswered, or whose answer no longer holds, pauses the
         run again there. Then the run goes on as :meth:`run` with
@@ -741,8 +743,10 @@ class ModelGateway:
         self._check_blocking("resume")
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
-            state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
-            steps = ResumeSteps(reply.tool_calls, view, policy, paused, answers)
+            state, reply, bound = _resumed(
+                paused, composer, view, limits, output_type, answers, context
+            )
+            steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             ran = self._run_calls(reply, steps.runnable, steps.approving, context)
             state.after_resumed(ran)
             if steps.waiting:
@@ -882,8 +886,10 @@ class ModelGateway:
         _check_context(view, context, "aresume")
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
-            state, reply = _resumed(paused, composer, view, limits, output_type, answers, context)
-            steps = ResumeSteps(reply.tool_calls, view, policy, paused, answers)
+            state, reply, bound = _resumed(
+                paused, composer, view, limits, output_type, answers, context
+            )
+            steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             ran = await self._arun_calls(reply, steps.runnable, steps.approving, context)
             state.after_resumed(ran)
             if steps.waiting:

@@ -22,7 +22,13 @@ from veridic._sample import clip
 from veridic.errors import RunLimitError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
-from veridic.run.deferred import PausedRun, PendingApproval, call_arguments, needs_answer
+from veridic.run.deferred import (
+    PausedRun,
+    PendingApproval,
+    answered,
+    call_arguments,
+    needs_answer,
+)
 from veridic.run.reply import Reply, ToolOutcome
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, ToolCall
@@ -292,32 +298,17 @@ def _resumed(
     output_type: type[OutputT] | None,
     answers: Mapping[str, bool],
     context: object,
-) -> tuple[_Run[OutputT], Reply]:
-    """The run state and the waiting calls of ``paused``, restored into ``composer``."""
+) -> tuple[_Run[OutputT], Reply, dict[str, bool]]:
+    """The run state and the waiting calls of ``paused``, restored into ``composer``, and
+    the answers keyed by call id (:func:`~veridic.run.deferred.answered`)."""
     if not isinstance(paused, PausedRun) or not isinstance(composer, Composer):
         raise VeridicError(
             f"resume() needs a PausedRun and a Composer, got {type(paused).__name__} and "
             f"{type(composer).__name__}: pass PausedRun.from_json(saved) and a Composer holding "
             "the system part built from code"
         )
-    if not isinstance(answers, Mapping):
-        raise VeridicError(
-            f"resume(answers=...) got a {type(answers).__name__}: pass a mapping of each "
-            "approval's call_id to True (approve) or False (deny)"
-        )
+    bound = answered(paused, answers)
     asked = {approval.call_id for approval in paused.approvals}
-    for call_id, answer in answers.items():
-        if call_id not in asked:
-            raise VeridicError(
-                f"resume() got an answer for {clip(str(call_id))}, which no approval of the "
-                f"paused run names (it asks for {sorted(asked)}): answer the approvals of "
-                "paused.approvals by their call_id"
-            )
-        if not isinstance(answer, bool):
-            raise VeridicError(
-                f"resume() got {answer!r} as the answer for {call_id!r}: pass True (the user "
-                "approves the call) or False (the user denies it)"
-            )
     for digest in (paused.prompt_sha256, paused.tools_sha256):
         if not _SHA256.fullmatch(digest):
             raise VeridicError(
@@ -347,4 +338,4 @@ def _resumed(
     state = _Run(
         composer, limits, output_type, paused.request_id, paused, len(waiting), context=context
     )
-    return state, reply
+    return state, reply, bound
