@@ -674,3 +674,20 @@ def test_the_database_under_review_is_never_written_not_even_migrated(
     assert report["counts"]["records"] == 1
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # byte for byte
     assert not (tmp_path / "evidence.db-wal").exists()
+
+
+def test_a_time_no_date_can_show_is_null_in_json_and_said_in_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One rule for every record: a hand-edited store's impossible time does not stop
+    the report; JSON says ``null``, a table says the number and that it has no date."""
+    far = 1e20  # past the last year a date can show
+    path = hand_written(tmp_path / "a.db", record(far, request_id="far"), record(NOON))
+    code, report = audit_json(capsys, str(path))
+    assert code == 0
+    by_request = {r["request_id"]: r["time_utc"] for r in report["writes"]}
+    assert by_request == {"far": None, "req-1": "2024-05-01T12:00:00.000Z"}
+    assert main(["audit", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "1e+20 (no date)" in text
+    assert "2024-05-01T12:00:00.000Z" in text

@@ -19,7 +19,7 @@ from typing import Final, TextIO
 
 from veridic.checks._cli_audit import _is_postgres, _named, _open_store
 from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _UsageError
-from veridic.checks.audit_report import _call_json, _time_utc
+from veridic.checks.audit_report import _call_json, _when
 from veridic.errors import VeridicError
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
@@ -141,10 +141,6 @@ def _show_store(
             f"them with veridic show {name}, and pass a call id from its list"
         )
     return _one_call(name, chosen[0], args.format, colour)
-
-
-def _when(seconds: float) -> str:
-    return _time_utc(seconds) or repr(seconds)
 
 
 def _call_list(name: str, calls: Sequence[ModelCallRecord], form: str) -> str:

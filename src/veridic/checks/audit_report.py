@@ -488,7 +488,7 @@ class AuditReport:
         span = ""
         if self.records:
             first, last = min(r.time for r in self.records), max(r.time for r in self.records)
-            span = f", {utc(first)} .. {utc(last)}"
+            span = f", {_when(first)} .. {_when(last)}"
         return f"{calls} tool call(s) in {len(self.requests)} request(s){span}"
 
     def _rate_words(self) -> str:
@@ -657,7 +657,7 @@ def _cell(text: str, limit: int, md: bool) -> str:
 
 def _write_row(r: AuditRecord, *, md: bool = False) -> tuple[str, ...]:
     return (
-        utc(r.time),
+        _when(r.time),
         _cell(r.request_id, _NAME_LIMIT, md),
         _cell(r.tool, _NAME_LIMIT, md),
         _value(r.risk),
@@ -669,7 +669,7 @@ def _write_row(r: AuditRecord, *, md: bool = False) -> tuple[str, ...]:
 def _substitution_row(s: Substitution, *, md: bool = False) -> tuple[str, ...]:
     after = s.next
     return (
-        utc(s.denied.time),
+        _when(s.denied.time),
         _cell(s.denied.request_id, _NAME_LIMIT, md),
         _cell(s.denied.tool, _NAME_LIMIT, md),
         s.denied.outcome.value,
@@ -681,7 +681,7 @@ def _substitution_row(s: Substitution, *, md: bool = False) -> tuple[str, ...]:
 
 def _follow_up_row(r: AuditRecord, *, md: bool = False) -> tuple[str, ...]:
     return (
-        utc(r.time),
+        _when(r.time),
         _cell(r.request_id, _NAME_LIMIT, md),
         _cell(r.tool, _NAME_LIMIT, md),
         _cell(r.detail, _DETAIL_LIMIT, md),
@@ -713,7 +713,7 @@ def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
             _cell(", ".join(reply.tool_calls), _NAME_LIMIT, md) if reply.tool_calls else "-",
         )
     return (
-        utc(call.time),
+        _when(call.time),
         _cell(call.api, 30, md),
         _cell(call.model, 30, md),
         call.prompt_sha256[:12],
@@ -724,7 +724,7 @@ def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
 
 def _call_row(r: AuditRecord, *, md: bool = False) -> tuple[str, ...]:
     return (
-        utc(r.time),
+        _when(r.time),
         _cell(r.tool, _NAME_LIMIT, md),
         r.kind or "-",
         _value(r.risk),
@@ -784,7 +784,7 @@ def _md_plain(text: str) -> str:
 def _record_json(r: AuditRecord) -> dict[str, object]:
     return {
         "time": r.time,
-        "time_utc": utc(r.time),
+        "time_utc": _time_utc(r.time),
         "request_id": r.request_id,
         "tool": r.tool,
         "kind": r.kind,
@@ -802,11 +802,21 @@ def _record_json(r: AuditRecord) -> dict[str, object]:
 
 
 def _time_utc(seconds: float) -> str | None:
-    """:func:`utc`, or ``None`` for a stored time no date can show (a hand-edited store)."""
+    """:func:`utc`, or ``None`` for a stored time no date can show (a hand-edited store).
+
+    One rule for every record of a report: a store veridic wrote never holds
+    such a time, and a report on one that does still answers, every time it
+    cannot date left ``null`` in JSON (:func:`_when` in text).
+    """
     try:
         return utc(seconds)
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def _when(seconds: float) -> str:
+    """:func:`utc` for a table, or the stored number and why it has no date."""
+    return _time_utc(seconds) or f"{seconds!r} (no date)"
 
 
 def _call_json(call: ModelCallRecord) -> dict[str, object]:

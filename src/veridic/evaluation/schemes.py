@@ -167,7 +167,6 @@ class PilotScheme:
 
     name: str
     mode: Mode
-    description: str
     transform: Callable[[str], str]
     preamble: str
     fenced: bool = True
@@ -206,23 +205,17 @@ _CARET: Final = "\u02c6"  # MODIFIER LETTER CIRCUMFLEX ACCENT, as in Hines et al
 _BAR: Final = "\u2502"  # BOX DRAWINGS LIGHT VERTICAL
 
 
-def _marker_name(marker: str) -> str:
-    return f"U+{ord(marker):04X} {marker!r}"
-
-
 PILOT_SCHEMES: Final[tuple[PilotScheme, ...]] = (
-    PilotScheme("pilot:none", "none", "no fence, no preamble", _verbatim, "", fenced=False),
+    PilotScheme("pilot:none", "none", _verbatim, "", fenced=False),
     PilotScheme(
         "pilot:verbatim",
         "verbatim",
-        "today's fence, content verbatim",
         _verbatim,
         _preamble(""),
     ),
     PilotScheme(
         "pilot:spaces-caret",
         "datamark",
-        f"every space replaced by {_marker_name(_CARET)}",
         mark_spaces(_CARET),
         _preamble(
             f"Inside a data block every space is replaced by the character {_CARET}, "
@@ -233,7 +226,6 @@ PILOT_SCHEMES: Final[tuple[PilotScheme, ...]] = (
     PilotScheme(
         "pilot:spaces-bar",
         "datamark",
-        f"every space replaced by {_marker_name(_BAR)}",
         mark_spaces(_BAR),
         _preamble(
             f"Inside a data block every space is replaced by the character {_BAR}, so data "
@@ -243,7 +235,6 @@ PILOT_SCHEMES: Final[tuple[PilotScheme, ...]] = (
     PilotScheme(
         "pilot:lines-caret",
         "datamark",
-        f"every line starts with {_marker_name(_CARET)}",
         mark_lines(_CARET),
         _preamble(
             f"Inside a data block every line starts with the character {_CARET}: any line "
@@ -253,7 +244,6 @@ PILOT_SCHEMES: Final[tuple[PilotScheme, ...]] = (
     PilotScheme(
         "pilot:lines-bar",
         "datamark",
-        f"every line starts with {_marker_name(_BAR)}",
         mark_lines(_BAR),
         _preamble(
             f"Inside a data block every line starts with the character {_BAR}: any line that "
@@ -263,8 +253,6 @@ PILOT_SCHEMES: Final[tuple[PilotScheme, ...]] = (
     PilotScheme(
         "pilot:lines-escaped-caret",
         "datamark",
-        f"every line starts with {_marker_name(_CARET)}, markup starts written as codes, "
-        "plain </data> closer",
         mark_lines_escaped(_CARET),
         (
             "Some messages hold data blocks: text from outside this conversation "
@@ -278,7 +266,6 @@ PILOT_SCHEMES: Final[tuple[PilotScheme, ...]] = (
     PilotScheme(
         "pilot:spaces-lines-caret",
         "datamark",
-        f"every space replaced by {_marker_name(_CARET)} and every line starts with it",
         mark_spaces_and_lines(_CARET),
         _preamble(
             f"Inside a data block every space is replaced by the character {_CARET} and every "
@@ -289,7 +276,6 @@ PILOT_SCHEMES: Final[tuple[PilotScheme, ...]] = (
     PilotScheme(
         "pilot:base64",
         "encode",
-        "the data's UTF-8 in base64",
         encode_base64,
         _preamble(
             "Inside a data block the text is encoded in base64 (UTF-8): decode it to read "
