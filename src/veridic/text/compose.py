@@ -280,7 +280,12 @@ class Composer:
         no turns yet. Every text comes back untrusted (see
         :mod:`veridic.text.conversation`): nothing stored reaches the system
         message. Tool calls stored without a result are waiting again, as
-        they were (a run paused for approval resumes there).
+        they were (a run paused for approval resumes there). A block comes back
+        in the mode it was stored with, except that a stored ``verbatim`` comes
+        back in this composer's mode when that is not ``verbatim`` too: the
+        stored document may have been edited, and its mode must not let
+        boundary-shaped text reach the model unaltered where this composer
+        would mark it.
 
         Raises:
             VeridicError: ``conversation`` is not a :class:`~veridic.Conversation`,
@@ -404,16 +409,26 @@ def _replay(composer: Composer, turn: Turn) -> None:
         composer.assistant(untrusted(turn.text, source=ASSISTANT_SOURCE), reasoning=turn.reasoning)
     elif turn.kind == "data":
         label = untrusted(turn.label, source=turn.source)
-        composer.data(label, untrusted(turn.text, source=turn.source), mode=turn.mode)
+        mode = _restored_mode(composer, turn.mode)
+        composer.data(label, untrusted(turn.text, source=turn.source), mode=mode)
     elif turn.kind == "tool_call":
         composer.tool_call(turn.call_id, turn.label, json.loads(turn.text))
     else:
         composer.tool_result(
             turn.call_id,
             untrusted(turn.text, source=turn.source),
-            mode=turn.mode,
+            mode=_restored_mode(composer, turn.mode),
             error=turn.error,
         )
+
+
+def _restored_mode(composer: Composer, stored: DataMode) -> DataMode:
+    """The stored mode, unless it is ``verbatim`` where the composer marks data: stored text
+    does not choose to reach the model unmarked (``datamark`` and ``encode`` both alter
+    every boundary-shaped line)."""
+    if stored == "verbatim" and composer.data_mode != "verbatim":
+        return composer.data_mode
+    return stored
 
 
 def _own(piece: str) -> TrustedInstruction:
