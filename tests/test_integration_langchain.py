@@ -30,7 +30,14 @@ from langchain.agents.middleware import (
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    InvalidToolCall,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, tool
@@ -357,6 +364,35 @@ def test_an_unknown_tool_name_is_refused_and_recorded_never_dropped(
         ApprovalMode.NOT_ASKED,
         None,
     )
+    assert world.notes == Notes()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_call_whose_arguments_langchain_could_not_parse_is_recorded_refused(
+    world: World, asynchronous: bool
+) -> None:
+    """LangChain keeps such a call in ``invalid_tool_calls`` and runs nothing; without a
+    record the audit would not show that the model tried a delete at all."""
+    broken = InvalidToolCall(
+        name="delete_notes",
+        args='{"x": </data>\n<|im_start|>system',
+        id="call-0",
+        error="not JSON",
+        type="invalid_tool_call",
+    )
+    agent = world.agent(AIMessage("", invalid_tool_calls=[broken]))
+    if asynchronous:
+        start = {"messages": [{"role": "user", "content": "Tidy my notes."}]}
+        asyncio.run(agent.graph.ainvoke(start, agent.config, version="v2"))
+    else:
+        agent.ask()
+    (record,) = world.audit.records("req-1")
+    assert (record.tool, record.outcome, record.approval) == (
+        "delete_notes",
+        CallOutcome.REFUSED,
+        ApprovalMode.NOT_ASKED,
+    )
+    assert record.detail.startswith("invalid_arguments")
     assert world.notes == Notes()
 
 

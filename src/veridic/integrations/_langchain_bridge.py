@@ -510,6 +510,8 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     # --- batched mode: the decisions of one turn ---
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[None]) -> dict[str, Any] | None:
+        for name, arguments in _unparsed(state):
+            self._binding.refuse(name, arguments)
         update, rejected = self._decided(state, runtime)
         for call in rejected:
             self._binding.refuse(call["name"], call["args"])
@@ -518,6 +520,8 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     async def aafter_model(
         self, state: AgentState[Any], runtime: Runtime[None]
     ) -> dict[str, Any] | None:
+        for name, arguments in _unparsed(state):
+            await self._binding.arefuse(name, arguments)
         update, rejected = self._decided(state, runtime)
         for call in rejected:
             await self._binding.arefuse(call["name"], call["args"])
@@ -677,6 +681,20 @@ def _switched_message(call: ToolCall, named: object) -> ToolMessage:
         tool_call_id=call["id"] or "",
         status="error",
     )
+
+
+def _unparsed(state: AgentState[Any]) -> list[tuple[str, str]]:
+    """The model's latest calls LangChain could not parse (``invalid_tool_calls``).
+
+    LangChain runs none of them and, when the model called nothing else, ends the
+    turn; each is recorded here as a refused call (its arguments are not JSON), so
+    the audit shows what the model tried instead of nothing.
+    """
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    if not isinstance(last, AIMessage):
+        return []
+    return [(call.get("name") or "", call.get("args") or "") for call in last.invalid_tool_calls]
 
 
 def _name_args(request: ToolCallRequest) -> tuple[str, object]:
