@@ -11,7 +11,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from _sdk_server import FakeServer, http_module
@@ -353,6 +353,29 @@ def test_an_odd_tool_name_does_not_become_the_span_name(spans: InMemorySpanExpor
     shown = attributes(span)["gen_ai.tool.name"]
     assert isinstance(shown, str)
     assert len(shown) < 400  # the audit record's clipped form
+
+
+def test_a_model_written_name_or_call_id_reaches_a_span_escaped_and_clipped(
+    spans: InMemorySpanExporter,
+) -> None:
+    """The model writes these: no control character, no markup run and no length of its
+    choosing goes into a trace."""
+    written = "KEY=sk-live-123 \x1b[2J <script>alert(1)</script> " + "X" * 300
+    script: list[Mapping[str, object]] = [
+        {"tool_calls": [(f"call-{written}", written, "{}")]},
+        ANSWER,
+    ]
+    scripted(script).run(composer(), VIEW, policy=ApprovalPolicy(VIEW), request_id="req-1")
+    chat = by_name(spans, "chat scripted")[0]
+    (name,) = cast(tuple[str, ...], attributes(chat)["veridic.tool_calls"])
+    call_id = cast(str, attributes(one(spans, "execute_tool"))["gen_ai.tool.call.id"])
+    for shown in (name, call_id):
+        assert "\x1b" not in shown
+        assert len(shown) < 100
+        assert shown.endswith(" chars)")
+    plain = scripted([WEATHER, ANSWER])
+    plain.run(composer(), VIEW, policy=ApprovalPolicy(VIEW), request_id="req-2")
+    assert attributes(by_name(spans, "chat scripted")[-2])["veridic.tool_calls"] == ("get_weather",)
 
 
 # --- a real SDK behind a fake transport ----------------------------------------------------------

@@ -79,6 +79,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar
 
 from veridic._extras import require
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import Usage
 from veridic.run.audit import AuditRecord, CallOutcome
@@ -102,6 +103,13 @@ _ERRORS: Final = frozenset({CallOutcome.FAILED, CallOutcome.BLOCKED, CallOutcome
 
 _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 """A tool name fit for a span's name (others are named by the audit record's form)."""
+
+
+def _written(text: str) -> str:
+    """A name or id the model wrote, as a span may hold it: as it is when plain, else
+    escaped and clipped as an audit record quotes it (no control character, no length)."""
+    return text if _PLAIN.fullmatch(text) is not None else clip(text)
+
 
 _tracer: Tracer | None = None
 """The one global the hooks read: ``None`` while spans are off."""
@@ -485,7 +493,7 @@ class _LiveChat(_Live, ChatSpan):
                 "gen_ai.response.id": reply.response_id,
                 "gen_ai.response.model": reply.model,
                 "gen_ai.response.finish_reasons": (reply.stop_reason,),
-                "veridic.tool_calls": tuple(call.name for call in reply.tool_calls),
+                "veridic.tool_calls": tuple(_written(call.name) for call in reply.tool_calls),
             }
         )
         usage = reply.usage
@@ -521,7 +529,7 @@ class _LiveTool(_Live, ToolSpan):
             attributes["gen_ai.tool.name"] = str(name)
         call_id = _call_id.get()
         if call_id is not None:
-            attributes["gen_ai.tool.call.id"] = call_id
+            attributes["gen_ai.tool.call.id"] = _written(call_id)
         self._start(tracer, f"execute_tool {name}" if plain else "execute_tool", False, attributes)
         self._call_token: Token[str | None] | None = None
 
