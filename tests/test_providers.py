@@ -537,6 +537,40 @@ def test_anthropic_prompt_without_system_message_sends_no_system() -> None:
     assert "system" not in server.body
 
 
+def test_an_anthropic_stream_that_starts_a_block_twice_is_refused() -> None:
+    """A second start of block 0 would replace the text already streamed to the user
+    with a tool call: the reply on record would not be what the user saw."""
+    replaced: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**MESSAGE, "content": [], "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "I will not delete anything."},
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {},
+            },
+        },
+        {"type": "message_stop"},
+    ]
+    server = FakeServer(http_module("anthropic"), [("sse", sse(replaced, named=True))])
+    gw, _, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-test", max_tokens=9)
+    )
+    with (
+        pytest.raises(VeridicError, match="started content block 0 twice"),
+        gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)
+
+
 def test_anthropic_stream_and_async_give_the_same_reply_as_a_send() -> None:
     http = http_module("anthropic")
     server = FakeServer(http, [("json", MESSAGE), ("sse", MESSAGE_STREAM), ("sse", MESSAGE_STREAM)])

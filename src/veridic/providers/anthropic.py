@@ -170,11 +170,12 @@ class _MessagesAssembler:
         elif kind == "content_block_start":
             block = attr(event, "content_block")
             block_kind = text_of(block, "type", where=self._where)
+            index = self._opened(event)
             if block_kind in _THINKING:
                 # Checked when the block is complete: a thinking block starts unsigned.
-                self._thinking[self._index(event)] = plain_block("anthropic", block, self._where)
+                self._thinking[index] = plain_block("anthropic", block, self._where)
             elif block_kind == "tool_use":
-                self._blocks[self._index(event)] = [
+                self._blocks[index] = [
                     block_kind,
                     "",
                     text_of(block, "id", where=self._where),
@@ -182,7 +183,7 @@ class _MessagesAssembler:
                 ]
             else:
                 start = text_of(block, "text", where=self._where, default="")
-                self._blocks[self._index(event)] = [block_kind, start, "", ""]
+                self._blocks[index] = [block_kind, start, "", ""]
                 return start if block_kind == "text" else ""
         elif kind == "content_block_delta":
             return self._delta(event)
@@ -198,6 +199,18 @@ class _MessagesAssembler:
                 "send the request again"
             )
         return ""
+
+    def _opened(self, event: object) -> int:
+        """The index of a block that starts; one that started already is refused: the
+        second start would replace the first block, text the user was shown included."""
+        index = self._index(event)
+        if index in self._blocks or index in self._thinking:
+            raise VeridicError(
+                f"{self._where}: the stream started content block {index} twice; the answer "
+                "cannot be told apart from what was streamed, so nothing was answered: send "
+                "the request again (a proxy between you and the API may be mangling events)"
+            )
+        return index
 
     def _index(self, event: object) -> int:
         index = attr(event, "index")
