@@ -604,3 +604,20 @@ def test_sandbox_refuses_unbounded_ranges() -> None:
 
 def test_shipped_templates_are_not_sandboxed() -> None:
     assert not TEMPLATES.instruction("echo.j2", params=Value).sandboxed
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{{ persona|attr('format')('{0}') }}",
+        "{{ '{0} is here'.format(persona) }}",
+        "{{ persona.format_map({}) }}",
+    ],
+)
+def test_sandbox_refuses_str_format_with_a_sandbox_error(content: str) -> None:
+    """jinja2's sandboxed formatter rebuilds its result with the value's class, which a
+    minted instruction cannot be built with: a stored template gets |format instead."""
+    stored = StoredPrompt.model_validate({"name": "fmt", "content": content})
+    template = TEMPLATES.instruction_from_source(stored.content, params=Persona)
+    with pytest.raises(TemplateSandboxError, match=r"sandbox forbids: .*format"):
+        template.render({"persona": instruction("Ava")})

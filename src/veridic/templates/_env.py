@@ -159,7 +159,24 @@ class ProvenanceEnvironment(Environment):
 
 
 class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment):
-    """The same, in jinja2's sandbox: for templates whose source is stored text."""
+    """The same, in jinja2's sandbox: for templates whose source is stored text.
+
+    ``str.format`` and ``str.format_map`` are unsafe here too: jinja2's sandbox
+    runs them through its own formatter, which rebuilds the result with the
+    value's class, and a minted instruction's class cannot be built that way
+    (a bare ``TypeError``). A stored template has the ``|format`` filter.
+    """
+
+    def is_safe_attribute(self, obj: object, attr: str, value: object) -> bool:
+        if isinstance(obj, str) and attr in _STR_FORMATTERS:
+            return False
+        return super().is_safe_attribute(obj, attr, value)
+
+    def wrap_str_format(self, value: object) -> None:
+        """No sandboxed ``str.format``: :meth:`is_safe_attribute` refuses it instead."""
+
+
+_STR_FORMATTERS: Final = frozenset({"format", "format_map"})
 
 
 class _Rewrite:
