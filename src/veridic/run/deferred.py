@@ -28,6 +28,9 @@ What resuming checks, because the world may have changed meanwhile:
   answers by ``call_id`` only when nobody else can write where the paused run
   is kept; a client-side session, a shared queue or a table other services
   write need the digest;
+- a resume does not know whether the paused run was resumed before: a copy
+  resumed twice runs its approved calls twice. Keep paused runs in the audit
+  store (``save_paused``) and resume what ``claim_paused`` hands out, once;
 - the rules decide first: a ``deny`` rule set meanwhile denies a call the
   user approved; a "no" from the user denies a call that a rule set
   meanwhile would let run;
