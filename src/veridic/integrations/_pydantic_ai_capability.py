@@ -186,10 +186,18 @@ class VeridicToolset(AbstractToolset[object]):
                 if not isinstance(part, ToolReturnPart) or part.tool_call_id not in calls:
                     continue
                 call = calls[part.tool_call_id]
+                cause = None if part.retry is None else part.retry.cause
                 if part.outcome == "denied":
                     await self._record_denial(messages, call, context)
-                elif part.retry is not None and part.retry.cause == "unknown_tool":
-                    await self._record_unknown(messages, call)
+                elif cause == "unknown_tool":
+                    refused = await self._record_unknown(messages, call)
+                    # pydantic-ai's retry quotes the model's name: veridic's words, fenced.
+                    part.content = fence(_UNKNOWN_LABEL, refused.told, self.data_mode)
+                elif cause == "validation_error" and self.view.status(call.tool_name).exposed:
+                    # Arguments that are not JSON (pydantic-ai parses them before this
+                    # toolset sees the call): recorded refused, and told fenced, not quoted.
+                    refused = await self._record_unparsed(messages, call)
+                    part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
 
     async def _record_denial(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
@@ -208,7 +216,23 @@ class VeridicToolset(AbstractToolset[object]):
             context=context,
         )
 
-    async def _record_unknown(self, messages: Sequence[ModelMessage], call: ToolCallPart) -> None:
+    async def _record_unparsed(
+        self, messages: Sequence[ModelMessage], call: ToolCallPart
+    ) -> CallResult:
+        """The executor's refusal of arguments that are not a JSON object, recorded."""
+        return await aexecute(
+            self.view,
+            call.tool_name,
+            _arguments(call.args),
+            policy=self.policy,
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt_sha256=answered_sha256(messages, call.tool_call_id),
+        )
+
+    async def _record_unknown(
+        self, messages: Sequence[ModelMessage], call: ToolCallPart
+    ) -> CallResult:
         name = call.tool_name
         if self.view.status(name).exposed:
             raise ToolCouplingError(
@@ -219,7 +243,7 @@ class VeridicToolset(AbstractToolset[object]):
                 "the view with the filters instead, registry.view(deny=...)"
             )
         # The executor refuses a name the view does not expose before anything runs.
-        await aexecute(
+        return await aexecute(
             self.view,
             name,
             _arguments(call.args),
@@ -287,6 +311,11 @@ class VeridicCapability(AbstractCapability[object]):
                 produced = _added_after(ctx.messages, response, ctx.run_id)
             await self.toolset.record_settled(ctx.messages, response, produced, ctx.deps)
         return result
+
+
+_UNKNOWN_LABEL: Final = "tool_result"
+"""The label of veridic's answer to a name no tool has (the model wrote the name: it is
+quoted inside the block, not put in its label)."""
 
 
 def answered_sha256(messages: Sequence[ModelMessage], tool_call_id: str | None) -> str:
