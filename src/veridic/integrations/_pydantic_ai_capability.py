@@ -196,7 +196,7 @@ class VeridicToolset(AbstractToolset[object]):
                 elif cause == "validation_error" and self.view.status(call.tool_name).exposed:
                     # Arguments that are not JSON (pydantic-ai parses them before this
                     # toolset sees the call): recorded refused, and told fenced, not quoted.
-                    refused = await self._record_unparsed(messages, call)
+                    refused = await self._refused(messages, call)
                     part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
 
     async def _record_denial(
@@ -216,10 +216,9 @@ class VeridicToolset(AbstractToolset[object]):
             context=context,
         )
 
-    async def _record_unparsed(
-        self, messages: Sequence[ModelMessage], call: ToolCallPart
-    ) -> CallResult:
-        """The executor's refusal of arguments that are not a JSON object, recorded."""
+    async def _refused(self, messages: Sequence[ModelMessage], call: ToolCallPart) -> CallResult:
+        """The executor's refusal, recorded, of a call it refuses before anything runs: a
+        name the view does not expose, or arguments that are not a JSON object."""
         return await aexecute(
             self.view,
             call.tool_name,
@@ -242,16 +241,7 @@ class VeridicToolset(AbstractToolset[object]):
                 "capability's toolset (prepare_tools, FilteredToolset, PrefixedToolset): build "
                 "the view with the filters instead, registry.view(deny=...)"
             )
-        # The executor refuses a name the view does not expose before anything runs.
-        return await aexecute(
-            self.view,
-            name,
-            _arguments(call.args),
-            policy=self.policy,
-            audit=self.audit,
-            request_id=self.request_id,
-            prompt_sha256=answered_sha256(messages, call.tool_call_id),
-        )
+        return await self._refused(messages, call)
 
 
 @dataclass(kw_only=True, repr=False)
