@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -256,6 +257,74 @@ def test_openai_chat_stream_cut_short_is_refused() -> None:
     assert "no finish_reason arrived" in message
     assert "OpenAIChat(model='gpt-test')" in message
     assert "send the request again" in message
+
+
+def _call_piece(index: int, **fields: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, **fields}]}
+
+
+WEATHER_CALL = _call_piece(
+    0, id="call_A", type="function", function={"name": "get_weather", "arguments": ""}
+)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "complaint"),
+    [
+        (  # a call appended after the choice finished would run under a "stop"
+            [
+                chat_chunk({"content": "Done."}, finish="stop"),
+                chat_chunk(WEATHER_CALL),
+                chat_chunk(_call_piece(0, function={"arguments": '{"city":"Late"}'})),
+            ],
+            "choice 0 went on after its finish_reason",
+        ),
+        (  # two calls merged into one under an id nobody sent
+            [
+                chat_chunk(WEATHER_CALL),
+                chat_chunk(_call_piece(0, id="call_B", function={"arguments": "{}"})),
+                chat_chunk({}, finish="tool_calls"),
+            ],
+            "tool call 0 of choice 0 got a second id ('call_B' after 'call_A')",
+        ),
+        (  # an index the SDK cannot place: refused as veridic's error, the stream released
+            [
+                chat_chunk(_call_piece(2, id="call_C", function={"name": "get_weather"})),
+                chat_chunk({}, finish="tool_calls"),
+            ],
+            "its chunks do not fit together",
+        ),
+    ],
+    ids=["after-finish", "second-id", "skipped-index"],
+)
+def test_an_openai_chat_stream_that_is_not_one_answer_is_refused_and_released(
+    chunks: list[dict[str, Any]], complaint: str
+) -> None:
+    server = FakeServer(http_module("openai"), [("sse", sse(chunks, done=True))])
+    gw, calls, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    stream = gw.stream(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError, match=re.escape(complaint)):
+        list(stream)
+    with pytest.raises(VeridicError):
+        stream.reply  # noqa: B018  # no answer to read: nothing of it can be run
+    assert len(calls.records()) == 1  # the call was recorded as sent, no answer after it
+
+
+def test_openai_chat_stream_joins_a_surrogate_pair_split_between_chunks() -> None:
+    """The SDK decodes each event alone: the halves of one emoji arrive as two lone
+    surrogates. The tool must get, and the audit hash, what a send would give."""
+    chunks = [
+        chat_chunk(WEATHER_CALL),
+        chat_chunk(_call_piece(0, function={"arguments": '{"city":"Oslo\ud83d'})),
+        chat_chunk(_call_piece(0, function={"arguments": '\ude00"}'})),
+        chat_chunk({}, finish="tool_calls"),
+    ]
+    server = FakeServer(http_module("openai"), [("sse", sse(chunks, done=True))])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        list(stream)
+    (call,) = stream.reply.tool_calls
+    assert json.loads(call.arguments) == {"city": "Oslo\U0001f600"}
 
 
 def test_openai_chat_async_send_and_stream() -> None:

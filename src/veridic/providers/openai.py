@@ -34,6 +34,7 @@ from dataclasses import replace
 from typing import Final, Protocol
 
 from veridic._extras import require
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
@@ -171,8 +172,19 @@ def _chat_call(call: object, where: str) -> ToolCall:
     return ToolCall(
         text_of(call, "id", where=where),
         text_of(call, "function", "name", where=where),
-        arguments_json(attr(call, "function", "arguments")),
+        _paired(arguments_json(attr(call, "function", "arguments"))),
     )
+
+
+def _paired(text: str) -> str:
+    """``text`` with each high and low surrogate that stand side by side joined into the one
+    character they encode. The SDK decodes each streamed event alone, so a ``\\ud83d`` and
+    ``\\ude00`` that arrived in two chunks are two lone surrogates, where the same answer
+    sent whole is one emoji: without this the tool would get other text, and the audit
+    another hash, than for the answer sent whole."""
+    if not any("\ud800" <= char <= "\udfff" for char in text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
 
 class _ChatAssembler:
@@ -191,14 +203,50 @@ class _ChatAssembler:
         self._adapter = adapter
         self._state = streaming.ChatCompletionStreamState()
         self._fed = False
+        self._finished: set[object] = set()
+        self._ids: dict[tuple[object, object], str] = {}
 
     def feed(self, event: object) -> str:
-        self._state.handle_chunk(event)
+        self._check(event)
+        try:
+            self._state.handle_chunk(event)
+        except (IndexError, KeyError, TypeError, ValueError) as error:
+            raise self._void(f"its chunks do not fit together ({type(error).__name__})") from error
         self._fed = True
         choices = attr(event, "choices")
         if not isinstance(choices, list) or not choices:
             return ""
         return text_of(choices[0], "delta", "content", where=repr(self._adapter), default="")
+
+    def _check(self, event: object) -> None:
+        """Refuse what the SDK's merging would hide: a piece after a choice finished (a call
+        appended after the stop would run), and a second id for one tool-call index (two
+        calls merged into one, under an id nobody sent)."""
+        choices = attr(event, "choices")
+        for choice in choices if isinstance(choices, list) else ():
+            index = attr(choice, "index")
+            delta = attr(choice, "delta")
+            calls = attr(delta, "tool_calls")
+            if index in self._finished and (attr(delta, "content") or calls):
+                raise self._void(f"choice {index} went on after its finish_reason")
+            for call in calls if isinstance(calls, list) else ():
+                key = (index, attr(call, "index"))
+                given = attr(call, "id")
+                if isinstance(given, str) and given:
+                    first = self._ids.setdefault(key, given)
+                    if first != given:
+                        raise self._void(
+                            f"tool call {key[1]} of choice {index} got a second id "
+                            f"({clip(given)} after {clip(first)})"
+                        )
+            if attr(choice, "finish_reason"):
+                self._finished.add(index)
+
+    def _void(self, what: str) -> VeridicError:
+        return VeridicError(
+            f"{self._adapter!r}: the stream is not one answer: {what}; nothing of it was run: "
+            "send the request again (a proxy between you and the API may be mangling chunks)"
+        )
 
     def finish(self) -> Completion:
         snapshot = self._state.current_completion_snapshot if self._fed else None

@@ -181,7 +181,12 @@ class ReplyStream(_Streamed):
                 self._span.failed(error)
                 self.close()
                 raise
-            text = self._assembler.feed(event)
+            try:
+                text = self._assembler.feed(event)
+            except BaseException as error:  # an event that does not fit: the answer is void
+                self._span.failed(error)
+                self.close()
+                raise
             if text:
                 return text
         raise StopIteration
@@ -254,7 +259,12 @@ class AsyncReplyStream(_Streamed):
                 self._span.failed(error)
                 await self.aclose()
                 raise
-            text = self._assembler.feed(event)
+            try:
+                text = self._assembler.feed(event)
+            except BaseException as error:  # an event that does not fit: the answer is void
+                self._span.failed(error)
+                await self.aclose()
+                raise
             if text:
                 return text
         raise StopAsyncIteration
