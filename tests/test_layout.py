@@ -38,6 +38,7 @@ BOTTOM = frozenset(
         "veridic.config",
         "veridic._sample",
         "veridic._ids",
+        "veridic._json_object",
         "veridic._moved",
         "veridic._extras",
         "veridic._model_runtime",

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, cast
 
+from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.providers._base import Usage
@@ -348,7 +349,7 @@ def _usage(value: object) -> Usage:
 def call_arguments(call: ToolCall) -> Mapping[str, object]:
     """The arguments the model wrote, as a JSON object (``{"_unparsed": text}`` if not one)."""
     try:
-        decoded: object = json.loads(call.arguments) if call.arguments.strip() else {}
+        decoded: object = _json_object.loads(call.arguments) if call.arguments.strip() else {}
     except ValueError:
         decoded = None
     if isinstance(decoded, dict):

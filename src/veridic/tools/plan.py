@@ -55,13 +55,13 @@ from __future__ import annotations
 
 import difflib
 import graphlib
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
 
+from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import (
     IncompletePlanError,
@@ -326,7 +326,12 @@ def _arguments(index: int, step_id: str, raw: object) -> Mapping[str, object]:
         return MappingProxyType({})
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw) if raw.strip() else {}
+            raw = _json_object.loads(raw) if raw.strip() else {}
+        except _json_object.RepeatedKeyError as error:
+            raise PlanError(
+                f"{_where(index, step_id)} has arguments in which {error}: which one is meant "
+                "cannot be told; send each argument once"
+            ) from error
         except ValueError as error:
             raise PlanError(
                 f"{_where(index, step_id)} has arguments that are not JSON ({error}): send the "

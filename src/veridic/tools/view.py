@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Final, Literal, cast, overload
 
+from veridic import _json_object
 from veridic.errors import (
     InvalidArgumentsError,
     ToolCouplingError,
@@ -774,7 +775,14 @@ def _decoded(name: str, arguments: Mapping[str, object] | str | None) -> object:
         return {}
     if isinstance(arguments, str):
         try:
-            decoded: object = json.loads(arguments) if arguments.strip() else {}
+            decoded: object = _json_object.loads(arguments) if arguments.strip() else {}
+        except _json_object.RepeatedKeyError as error:
+            raise InvalidArgumentsError(
+                f"tool {name!r} got arguments in which {error}: which one is meant cannot be "
+                "told; send each argument once",
+                tool=name,
+                fields=(error.key,),
+            ) from error
         except ValueError as error:
             raise InvalidArgumentsError(
                 f"tool {name!r} got arguments that are not JSON ({error}): send the arguments "
