@@ -144,3 +144,24 @@ def test_every_step_with_a_key_outside_the_known_set_is_refused(
     step[extra] = value
     with pytest.raises(PlanError, match="veridic does not know"):
         normalize_plan([FIRST, step], VIEW)  # type: ignore[list-item]  # keys under test
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("caf\u00e9", "cafe\u0301"),  # one precomposed, one with a combining accent
+        ("S1", "s1"),
+        ("s1", "s1 "),
+        ("\uff53\uff11", "s1"),  # fullwidth
+    ],
+)
+def test_step_ids_that_only_look_the_same_are_refused_escaped(first: str, second: str) -> None:
+    """A reader of the notice could not tell which step was dropped and which one runs."""
+    view = _registry().view()
+    steps = [
+        {"id": first, "tool": "create_webhook", "arguments": {"name": "a"}},
+        {"id": second, "tool": "test_dispatch", "arguments": {"webhook": "b"}},
+    ]
+    with pytest.raises(PlanError, match="differ only in case, spacing or Unicode form") as caught:
+        normalize_plan(steps, view)
+    assert ascii(second) in str(caught.value)

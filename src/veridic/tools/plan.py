@@ -56,6 +56,7 @@ from __future__ import annotations
 import difflib
 import graphlib
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -364,6 +365,7 @@ def _needs(index: int, step_id: str, needs: object) -> tuple[str, ...]:
 
 def _check_graph(plan: tuple[PlanStep, ...]) -> None:
     seen: set[str] = set()
+    looks: dict[str, str] = {}
     for step in plan:
         if step.id in seen:
             raise PlanError(
@@ -371,6 +373,13 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
                 "own id, so depends_on says which one it means"
             )
         seen.add(step.id)
+        other = looks.setdefault(_look(step.id), step.id)
+        if other != step.id:
+            raise PlanError(
+                f"plan step ids {_plainly(other)} and {_plainly(step.id)} differ only in case, "
+                "spacing or Unicode form, so a reader of the plan or of its notice cannot tell "
+                "them apart: give each step an id that differs plainly"
+            )
     for step in plan:
         unknown = [need for need in step.depends_on if need not in seen]
         if unknown:
@@ -445,6 +454,17 @@ def _refused(step: PlanStep, status: ToolStatus) -> DroppedStep:
     )
     suggestions = status.suggestions[:3] if reason == "unknown" else ()
     return DroppedStep(step.id, step.tool, reason, status.reason, detail, status.hint, suggestions)
+
+
+def _plainly(step_id: str) -> str:
+    """An id with every character outside ASCII escaped (``'cafe\\u0301'``), clipped."""
+    shown = ascii(step_id)
+    return shown if len(shown) <= 80 else f"{shown[:78]}…' ({len(step_id)} chars)"
+
+
+def _look(step_id: str) -> str:
+    """What a reader sees of an id: its Unicode form, case and surrounding spaces folded."""
+    return unicodedata.normalize("NFKC", step_id).casefold().strip()
 
 
 def _dependents(
