@@ -29,6 +29,7 @@ refused by :class:`OpenAIChat`, as one holding Anthropic items is by
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final, Protocol
@@ -176,13 +177,17 @@ def _chat_call(call: object, where: str) -> ToolCall:
     )
 
 
+_PAIR: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+"""A high surrogate followed by a low one: two halves of one character, decoded apart."""
+
+
 def _paired(text: str) -> str:
     """``text`` with each high and low surrogate that stand side by side joined into the one
     character they encode. The SDK decodes each streamed event alone, so a ``\\ud83d`` and
     ``\\ude00`` that arrived in two chunks are two lone surrogates, where the same answer
     sent whole is one emoji: without this the tool would get other text, and the audit
     another hash, than for the answer sent whole."""
-    if not any("\ud800" <= char <= "\udfff" for char in text):
+    if _PAIR.search(text) is None:  # the usual case: one C-level scan, no copy
         return text
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 

@@ -172,18 +172,14 @@ class ReplyStream(_Streamed):
     def __next__(self) -> str:
         while not self._closed:
             try:
-                event = next(self._events)
+                # An event that does not fit (the assembler raises) voids the answer as a
+                # failed read does.
+                text = self._assembler.feed(next(self._events))
             except StopIteration:
                 self._release()
                 self._reply = self._answered()
                 raise
             except BaseException as error:
-                self._span.failed(error)
-                self.close()
-                raise
-            try:
-                text = self._assembler.feed(event)
-            except BaseException as error:  # an event that does not fit: the answer is void
                 self._span.failed(error)
                 self.close()
                 raise
@@ -250,18 +246,14 @@ class AsyncReplyStream(_Streamed):
     async def __anext__(self) -> str:
         while not self._closed:
             try:
-                event = await anext(self._events)
+                # An event that does not fit (the assembler raises) voids the answer as a
+                # failed read does.
+                text = self._assembler.feed(await anext(self._events))
             except StopAsyncIteration:
                 await self._release()
                 self._reply = await self._answered()
                 raise
             except BaseException as error:
-                self._span.failed(error)
-                await self.aclose()
-                raise
-            try:
-                text = self._assembler.feed(event)
-            except BaseException as error:  # an event that does not fit: the answer is void
                 self._span.failed(error)
                 await self.aclose()
                 raise
