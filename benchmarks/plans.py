@@ -14,6 +14,13 @@ run:
   arguments), so six dependents are invalidated and a notice written; then
   without the unknown name, and the view's lookup of that name alone (its
   nearest valid names are what a hallucinated name costs).
+
+A second table is a plan the model makes long: 4,000 steps, each naming a tool
+the view does not have and needing the step before it, against the silent skip
+of the same plan. Finding each kept step's dropped ancestors once walked
+everything downstream of every dropped step (quadratic: 4.25 s on 2026-12-06);
+it is one pass now (0.74 s), and what is left is the nearest valid names of each
+unknown name (~0.18 ms each against 1,000 tools), linear in the plan.
 """
 
 from __future__ import annotations
@@ -108,7 +115,48 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     for contender in contenders:
         section.timed(contender.name, timings[contender.name], against=against)
+
+    chain = chained(CHAIN)
+    if len(normalize_plan(chain, view).dropped) != CHAIN:
+        h.fail("the chained plan did not drop every step")
+    long = [
+        h.Contender("silent skip of the chain", lambda: [s for s in chain if s["tool"] in names]),
+        h.Contender(
+            f"normalize_plan, {CHAIN:,} chained dropped steps", lambda: normalize_plan(chain, view)
+        ),
+    ]
+    chain_timings = h.measure(long, rounds=5)
+    chained_section = report.section(
+        f"7b. plan normalizer: {CHAIN:,} chained steps, each naming an unknown tool",
+        about=[
+            "Linear in the plan: every step dropped, each with the nearest valid names of "
+            "its unknown tool, each listed once in the notice."
+        ],
+        baselines=["silent skip"],
+    )
+    for contender in long:
+        chained_section.timed(
+            contender.name,
+            chain_timings[contender.name],
+            against=(chain_timings["silent skip of the chain"].median,),
+        )
     h.finish(report, argv)
+
+
+CHAIN = 4_000
+
+
+def chained(count: int) -> list[dict[str, object]]:
+    """Steps that each name a tool the view does not have and need the step before."""
+    return [
+        {
+            "id": f"c{i}",
+            "tool": f"gone_{i}",
+            "arguments": {},
+            "depends_on": [f"c{i - 1}"] if i else [],
+        }
+        for i in range(count)
+    ]
 
 
 if __name__ == "__main__":
