@@ -228,6 +228,41 @@ def test_strict_mode_returns_a_complete_plan() -> None:
     assert normalize_plan(SEED_PLAN[:3], VIEW, strict=True).complete
 
 
+def test_a_long_plan_gets_a_notice_a_user_can_read_and_every_step_stays_recorded() -> None:
+    """4,000 dependent steps once made a 54 KB notice (and a 54 KB strict-mode error)."""
+    chain = [step("s0", "create_snippet", code="x")] + [
+        step(f"s{i}", "test_dispatch", (f"s{i - 1}",), webhook="h") for i in range(1, 4000)
+    ]
+    hallucinated = [step(f"h{i}", f"made_up_{i}") for i in range(30)]
+    misfits: list[dict[str, object]] = [
+        {"id": f"m{i}", "tool": "create_webhook", "arguments": {"name": "n", f"extra_{i}": 1}}
+        for i in range(30)
+    ]
+
+    plan = normalize_plan(chain + hallucinated + misfits, VIEW)
+
+    assert len(plan.dropped) == 61
+    assert len(plan.invalidated) == 3999
+    assert len(plan.notice) < 6000, len(plan.notice)
+    assert "create_snippet, made_up_0, made_up_1" in plan.notice
+    assert "made_up_18 and 11 more tools." in plan.notice  # the first line names 20 of 31
+    assert "(steps h0, h1," in plan.notice
+    assert "h19 and 10 more steps)" in plan.notice
+    not_run = plan.notice.splitlines()[-1]
+    assert not_run.startswith("Not run, because they depend on removed steps: test_dispatch")
+    assert [f"step s{i}," in not_run for i in (1, 20, 21)] == [True, True, False]
+    assert not_run.endswith("and 3979 more steps, each in .invalidated.")
+    groups = [line for line in plan.notice.splitlines() if line.startswith("- ")]
+    # One line per reason: create_snippet's, the made-up names', and the first 18 misfits,
+    # each with its own field to check; then the count of the 12 misfits left.
+    assert len(groups) == 21
+    assert "check extra_17" in groups[-2]
+    assert groups[-1] == "- and 12 more removed steps, each in .dropped with its reason."
+    with pytest.raises(IncompletePlanError) as caught:
+        normalize_plan(chain, VIEW, strict=True)
+    assert len(str(caught.value)) < 2000
+
+
 @pytest.mark.parametrize(
     ("steps", "what", "remedy"),
     [

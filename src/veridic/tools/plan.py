@@ -161,7 +161,9 @@ class NormalizedPlan:
 
     ``steps`` keeps the plan's order. ``notice`` is empty when the plan is
     complete; otherwise it is text for the user (not an instruction: it
-    quotes the model's names), to show before anything runs.
+    quotes the model's names), to show before anything runs. It stays short
+    for a long plan: each of its lists names the first twenty and counts the
+    rest, which ``dropped`` and ``invalidated`` hold in full.
     """
 
     steps: tuple[PlanStep, ...]
@@ -513,6 +515,12 @@ _WHY: Final = {
 }
 
 
+# A plan the model made long (thousands of steps, or of hallucinated names) must not give the
+# user a notice they cannot read: each list stops here and says how many it left out, and
+# every removed step stays in ``.dropped`` and ``.invalidated``.
+_SHOWN: Final = 20
+
+
 def _notice(dropped: tuple[DroppedStep, ...], invalidated: tuple[InvalidatedStep, ...]) -> str:
     if not dropped and not invalidated:
         return ""
@@ -534,26 +542,40 @@ def _notice(dropped: tuple[DroppedStep, ...], invalidated: tuple[InvalidatedStep
     for item in dropped:
         explanation = _explain(item)
         groups.setdefault((item.reason, explanation, item.hint), []).append(item)
-    for (reason, explanation, hint), items in groups.items():
-        tools = ", ".join(dict.fromkeys(_name(d.tool) for d in items))
-        ids = ", ".join(_name(d.id) for d in items)
+    for (reason, explanation, hint), items in list(groups.items())[:_SHOWN]:
+        tools = _few(dict.fromkeys(_name(d.tool) for d in items), "tools")
+        ids = _few([_name(d.id) for d in items], "steps")
         line = f"- {tools} ({'steps' if len(items) > 1 else 'step'} {ids}): {_WHY[reason]}"
         line += f"; {explanation}" if explanation else ""
         # Only a component's hint speaks to the user; the others tell the model what to call.
         line += f". {_sentence(hint)}" if hint and reason == "unavailable" else ""
         line += "" if line.endswith((".", "?")) else "."
         lines.append(line)
+    if len(groups) > _SHOWN:
+        left = sum(len(items) for items in list(groups.values())[_SHOWN:])
+        lines.append(f"- and {left} more removed steps, each in .dropped with its reason.")
     if invalidated:
-        listed = ", ".join(
-            f"{_name(i.tool)} (step {_name(i.id)}, needs {', '.join(map(_name, i.because))})"
-            for i in invalidated
-        )
+        listed = ", ".join(map(_waiting, invalidated[:_SHOWN]))
+        if len(invalidated) > _SHOWN:
+            listed += f" and {len(invalidated) - _SHOWN} more steps, each in .invalidated"
         lines.append(f"Not run, because they depend on removed steps: {listed}.")
     return "\n".join(lines)
 
 
+def _waiting(item: InvalidatedStep) -> str:
+    needs = _few([_name(b) for b in item.because], "steps")
+    return f"{_name(item.tool)} (step {_name(item.id)}, needs {needs})"
+
+
 def _tools(items: Iterable[DroppedStep]) -> str:
-    return ", ".join(dict.fromkeys(_name(d.tool) for d in items))
+    return _few(dict.fromkeys(_name(d.tool) for d in items), "tools")
+
+
+def _few(names: Iterable[str], what: str) -> str:
+    """The first ``_SHOWN`` of ``names``, then how many more there are."""
+    names = list(names)
+    shown = ", ".join(names[:_SHOWN])
+    return shown + (f" and {len(names) - _SHOWN} more {what}" if len(names) > _SHOWN else "")
 
 
 def _explain(item: DroppedStep) -> str:
