@@ -14,6 +14,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Final
@@ -332,6 +333,51 @@ def test_a_failed_connect_leaves_the_registry_as_it_was(spec: Path) -> None:
     assert "MCP server 'tools' lists 'fail', already registered" in str(caught.value)
     assert "nothing of the server was registered" in str(caught.value)
     assert registry.view().names() == {"fail", "get_tool_schema"}
+
+
+def test_a_name_registered_by_another_thread_during_connect_cannot_split_it(spec: Path) -> None:
+    """connect looked for taken names, then registered: another thread taking a name in
+    between left the server's first tools and its component registered, and connect failed."""
+    late: list[BaseException | str] = []
+
+    def register_fail(registry: Registry) -> None:
+        try:
+
+            @registry.tool(kind="query", name="fail")
+            def other() -> str:
+                """Another part of the application's own tool of that name."""
+                return "mine"
+
+            late.append("registered")
+        except VeridicError as error:
+            late.append(error)
+
+    class Contended(Registry):
+        """Another thread registers "fail" right after connect has looked at the names."""
+
+        def names(self) -> frozenset[str]:
+            found = super().names()
+            if not late:
+                thread = threading.Thread(target=register_fail, args=(self,))
+                thread.start()
+                thread.join(timeout=0.5)  # long enough to register, unless something waits
+                late.append("looked")
+            return found
+
+    registry = Contended()
+
+    async def run() -> None:
+        async with connect(registry, server_of(spec), declare=DECLARED):
+            pass
+
+    asyncio.run(run())  # whole: the other thread waited for connect's batch
+    deadline = time.monotonic() + 5
+    while len(late) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert late[0] == "looked"
+    assert isinstance(late[1], VeridicError)
+    assert "tool name 'fail' is registered twice" in str(late[1])
+    assert {t.name for t in registry.tools()} == {t["name"] for t in TOOLS}
 
 
 def test_pinned_tools_show_their_descriptions_and_a_rug_pull_withholds_what_changed(

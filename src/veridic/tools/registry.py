@@ -868,6 +868,16 @@ class Registry:
         )
         self._add(name, _Declaration(None, options, component, None, built))
 
+    def _alone(self) -> threading.RLock:
+        """The lock every registration takes, for a batch registered all or nothing.
+
+        ``veridic.integrations.mcp``'s ``connect`` looks for the server's
+        names in the registry and then registers them: holding this across
+        both, a name found free stays free until the whole batch is in,
+        whatever another thread registers meanwhile.
+        """
+        return self._lock
+
     def _add(self, name: str, declaration: _Declaration) -> None:
         with self._lock:
             existing = self._declared.get(name)

@@ -327,21 +327,23 @@ class McpConnection:
         A registry cannot take a tool back, so what registering could refuse (a
         schema or a pin it will not take, a name twice) is met first on a
         registry of its own, and a name the application's registry holds
-        already is looked for; only then is the real one changed.
+        already is looked for; only then is the real one changed, under the
+        registry's lock, so that no other thread takes a name in between.
         """
         rehearsal = Registry(registry.name)
         self._add_all(rehearsal, hint, boot, entries)
         names = {entry.tool.name for entry in entries}
-        taken = sorted(names & registry.names())
-        if taken:
-            shown = ", ".join(clip(name) for name in taken[:5])
-            raise VeridicError(
-                f"MCP server {self.server.name!r} lists {shown}, already registered in "
-                f"{registry!r}: tool names are unique in a registry, so nothing of the server "
-                "was registered; connect it to a registry of its own, or rename the "
-                "application's tool of that name"
-            )
-        self._add_all(registry, hint, boot, entries)
+        with registry._alone():  # the registry's lock, lent for this batch
+            taken = sorted(names & registry.names())
+            if taken:
+                shown = ", ".join(clip(name) for name in taken[:5])
+                raise VeridicError(
+                    f"MCP server {self.server.name!r} lists {shown}, already registered in "
+                    f"{registry!r}: tool names are unique in a registry, so nothing of the "
+                    "server was registered; connect it to a registry of its own, or rename the "
+                    "application's tool of that name"
+                )
+            self._add_all(registry, hint, boot, entries)
         self._registered = {entry.tool.name: entry.tool for entry in entries}
 
     def _add_all(
