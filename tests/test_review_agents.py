@@ -1,0 +1,141 @@
+"""Attacker review of the provider wire formats: what a stream shows is what is recorded.
+
+A streamed answer is shown to the user piece by piece, and then recorded, sent back
+to the model and run as the reply. A server (or a proxy between it and the
+application) that streams one thing and ends with another would make the user see
+one answer while another one is recorded and acted on. Each test failed on the code
+before its fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pytest
+from _sdk_server import FakeServer, http_module, sse
+from test_providers import RESPONSE as _RESPONSE
+from test_providers import VIEW, first_prompt, gateway
+
+from veridic import OpenAIResponses, VeridicError
+
+openai = pytest.importorskip("openai")
+
+RESPONSE: dict[str, Any] = copy.deepcopy(_RESPONSE)
+"""A final response: the message "Let me check." (item msg_1) and a call (item fc_1)."""
+
+
+# --- OpenAI Responses: the deltas and the final response are one answer -----------------------
+
+
+def _text_delta(delta: str, *, item_id: str = "msg_1", content_index: int = 0) -> dict[str, Any]:
+    return {
+        "type": "response.output_text.delta",
+        "item_id": item_id,
+        "output_index": 0,
+        "content_index": content_index,
+        "delta": delta,
+        "logprobs": [],
+    }
+
+
+def _with_text(text: str) -> dict[str, Any]:
+    final = copy.deepcopy(RESPONSE)
+    final["output"][0]["content"][0]["text"] = text
+    return final
+
+
+def _responses_events(*events: dict[str, Any]) -> str:
+    started = {"type": "response.created", "response": {**RESPONSE, "output": []}}
+    numbered = [{**event, "sequence_number": n} for n, event in enumerate((started, *events))]
+    return sse(numbered, named=True)
+
+
+def _completed(final: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.completed", "response": final}
+
+
+def _stream_responses(body: str) -> VeridicError:
+    server = FakeServer(http_module("openai"), [("sse", body)])
+    gw, calls, _ = gateway(OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test"))
+    stream = gw.stream(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError) as raised:
+        list(stream)
+    with pytest.raises(VeridicError, match="not complete"):
+        stream.reply  # noqa: B018  # nothing of it can be recorded or run
+    assert len(calls.records()) == 1  # the call was recorded as sent, no answer after it
+    return raised.value
+
+
+@pytest.mark.parametrize(
+    ("events", "complaint"),
+    [
+        (  # the user reads one sentence, the record and the next turn hold another
+            [_text_delta("Nothing was changed."), _completed(_with_text("Let me check."))],
+            "item 'msg_1' part 0: the stream showed 'Nothing was changed.', the final "
+            "response holds 'Let me check.'",
+        ),
+        (  # text the user never saw is recorded as the model's answer
+            [_completed(RESPONSE)],
+            "item 'msg_1' part 0: the stream showed '', the final response holds 'Let me check.'",
+        ),
+        (  # a part streamed to the user that the final response left out
+            [
+                _text_delta("Let me check."),
+                _text_delta(" I deleted the backups.", content_index=1),
+                _completed(RESPONSE),
+            ],
+            "item 'msg_1' part 1: the stream showed ' I deleted the backups.', the final "
+            "response holds ''",
+        ),
+        (  # a second final response: the last one would have run
+            [_text_delta("Let me check."), _completed(RESPONSE), _completed(RESPONSE)],
+            "an event of type 'response.completed' came after response.completed",
+        ),
+        (  # text shown after the end: in no record
+            [_text_delta("Let me check."), _completed(RESPONSE), _text_delta(" Done.")],
+            "an event of type 'response.output_text.delta' came after response.completed",
+        ),
+    ],
+    ids=["other-text", "text-never-streamed", "part-left-out", "two-finals", "after-final"],
+)
+def test_a_responses_stream_that_ends_with_another_answer_than_it_showed_is_refused(
+    events: list[dict[str, Any]], complaint: str
+) -> None:
+    error = _stream_responses(_responses_events(*events))
+    message = str(error)
+    assert complaint in message, message
+    assert "OpenAIResponses(model='gpt-test')" in message
+    assert "send the request again" in message
+
+
+def test_a_responses_stream_whose_finished_call_is_not_the_final_one_is_refused() -> None:
+    streamed_call = {**RESPONSE["output"][1], "arguments": '{"city":"Oslo"}'}
+    final = copy.deepcopy(RESPONSE)
+    final["output"][1]["arguments"] = '{"city":"Pyongyang"}'
+    body = _responses_events(
+        _text_delta("Let me check."),
+        {"type": "response.output_item.done", "output_index": 1, "item": streamed_call},
+        _completed(final),
+    )
+    error = _stream_responses(body)
+    found = r"item 'fc_1' finished as a call .*Oslo.*, the final response holds .*Pyongyang"
+    assert re.search(found, str(error)), str(error)
+
+
+def test_a_responses_stream_that_agrees_with_its_final_response_is_read_as_before() -> None:
+    body = _responses_events(
+        _text_delta("Let me "),
+        _text_delta("check."),
+        {"type": "response.output_item.done", "output_index": 1, "item": RESPONSE["output"][1]},
+        _completed(RESPONSE),
+    )
+    server = FakeServer(http_module("openai"), [("sse", body)])
+    gw, _, _ = gateway(OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test"))
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        assert list(stream) == ["Let me ", "check."]
+    assert stream.reply.text == "Let me check."
+    assert [(c.name, c.arguments) for c in stream.reply.tool_calls] == [
+        ("get_weather", '{"city":"Oslo"}')
+    ]
