@@ -10,17 +10,19 @@ before its fix.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
+from test_providers import MESSAGE_STREAM, VIEW, first_prompt, gateway
 from test_providers import RESPONSE as _RESPONSE
-from test_providers import VIEW, first_prompt, gateway
 
-from veridic import OpenAIResponses, VeridicError
+from veridic import AnthropicMessages, OpenAIResponses, VeridicError
 
 openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
 
 RESPONSE: dict[str, Any] = copy.deepcopy(_RESPONSE)
 """A final response: the message "Let me check." (item msg_1) and a call (item fc_1)."""
@@ -139,3 +141,73 @@ def test_a_responses_stream_that_agrees_with_its_final_response_is_read_as_befor
     assert [(c.name, c.arguments) for c in stream.reply.tool_calls] == [
         ("get_weather", '{"city":"Oslo"}')
     ]
+
+
+# --- Anthropic: a delta goes into a block of its own kind -------------------------------------
+
+
+def _anthropic_events() -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for line in MESSAGE_STREAM.splitlines():
+        if line.startswith("data: "):
+            events.append(json.loads(line.removeprefix("data: ")))
+    return events
+
+
+def _inserted(after: int, event: dict[str, Any]) -> str:
+    events = _anthropic_events()
+    events.insert(after, event)
+    return sse(events, named=True)
+
+
+@pytest.mark.parametrize(
+    ("after", "event", "complaint"),
+    [
+        (  # recorded as the model's text, never shown to the user
+            4,
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": " I also wired $9,000."},
+            },
+            "a delta of type 'input_json_delta' for content block 0, a block of type 'text'",
+        ),
+        (  # shown to the user as text, and made part of the tool's arguments
+            6,
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "text_delta", "text": "Checking the weather in Oslo."},
+            },
+            "a delta of type 'text_delta' for content block 1, a block of type 'tool_use'",
+        ),
+        (  # a block that never started: its text would be shown and recorded nowhere
+            4,
+            {
+                "type": "content_block_delta",
+                "index": 7,
+                "delta": {"type": "text_delta", "text": "Hidden."},
+            },
+            "a delta of type 'text_delta' for content block 7, which never started",
+        ),
+    ],
+    ids=["json-into-text", "text-into-tool-use", "unstarted-block"],
+)
+def test_an_anthropic_delta_for_a_block_of_another_kind_is_refused(
+    after: int, event: dict[str, Any], complaint: str
+) -> None:
+    body = _inserted(after, event)
+    server = FakeServer(http_module("anthropic"), [("sse", body)])
+    adapter = AnthropicMessages(
+        server.client(anthropic, "Anthropic"), model="claude-test", max_tokens=256
+    )
+    gw, calls, _ = gateway(adapter)
+    stream = gw.stream(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError) as raised:
+        list(stream)
+    message = str(raised.value)
+    assert complaint in message, message
+    assert "send the request again" in message
+    with pytest.raises(VeridicError, match="not complete"):
+        stream.reply  # noqa: B018
+    assert len(calls.records()) == 1

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Protocol
 
 from veridic._extras import require
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
@@ -56,6 +57,15 @@ class AnthropicClient(Protocol):
 
 _EXTRA: Final = "anthropic"
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+_DELTA_INTO: Final[Mapping[str, frozenset[str]]] = {
+    "text_delta": frozenset({"text"}),
+    "citations_delta": frozenset({"text"}),
+    "input_json_delta": frozenset({"tool_use", "server_tool_use", "mcp_tool_use"}),
+    "thinking_delta": frozenset({"thinking"}),
+    "signature_delta": frozenset({"thinking"}),
+}
+"""The blocks each kind of delta the API sends may go into (a delta of another kind is
+not read, as before)."""
 
 
 class AnthropicMessages(Adapter):
@@ -219,7 +229,9 @@ class _MessagesAssembler:
     def _delta(self, event: object) -> str:
         delta = attr(event, "delta")
         delta_kind = attr(delta, "type")
-        thinking = self._thinking.get(self._index(event))
+        index = self._index(event)
+        self._check_delta(index, delta_kind)
+        thinking = self._thinking.get(index)
         if thinking is not None:
             if delta_kind == "thinking_delta":
                 so_far = thinking.get("thinking")
@@ -230,9 +242,7 @@ class _MessagesAssembler:
                 # (the SDK's own accumulator sets it, too).
                 thinking["signature"] = text_of(delta, "signature", where=self._where)
             return ""
-        block = self._blocks.get(self._index(event))
-        if block is None:
-            return ""
+        block = self._blocks[index]
         if delta_kind == "text_delta":
             text = text_of(delta, "text", where=self._where, default="")
             block[1] += text
@@ -240,6 +250,34 @@ class _MessagesAssembler:
         if delta_kind == "input_json_delta":
             block[1] += text_of(delta, "partial_json", where=self._where, default="")
         return ""
+
+    def _check_delta(self, index: int, delta_kind: object) -> None:
+        """Refuse a delta for a block that never started, or for a block of another kind.
+
+        The user is shown a ``text_delta`` as it arrives, while the reply on record is
+        assembled by block: a ``text_delta`` into a ``tool_use`` block was shown as text and
+        made part of the tool's arguments, an ``input_json_delta`` into a text block was
+        recorded (and sent back to the model) as text nobody was shown, and a delta for a
+        block that never started was shown and recorded nowhere. The API sends none of
+        these; a proxy that mangles events is the only source.
+        """
+        thinking = self._thinking.get(index)
+        block = self._blocks.get(index)
+        kind = attr(thinking, "type") if thinking is not None else None
+        if block is not None:
+            kind = block[0]
+        if kind is None:
+            where = "which never started"
+        elif delta_kind in _DELTA_INTO and kind not in _DELTA_INTO[str(delta_kind)]:
+            where = f"a block of type {clip(str(kind))}"
+        else:
+            return
+        raise VeridicError(
+            f"{self._where}: the stream sent a delta of type {clip(str(delta_kind))} for "
+            f"content block {index}, {where}; what was shown could not be told apart from "
+            "what would be recorded, so nothing was answered: send the request again (a proxy "
+            "between you and the API may be mangling events)"
+        )
 
     def finish(self) -> Completion:
         if not self._done:
