@@ -261,3 +261,53 @@ def test_extra_body_of_other_keys_is_sent_and_one_that_is_not_a_mapping_is_refus
     assert server.body["messages"] == first_prompt().to_openai()
     with pytest.raises(VeridicError, match="extra_body must be a mapping"):
         _adapter("chat", {"extra_body": '{"messages": []}'})
+
+
+# --- an answer's items of a kind the gateway does not run are refused, not skipped --------------
+
+CUSTOM_CALL = {
+    "type": "custom_tool_call",
+    "id": "ctc_1",
+    "call_id": "call_9",
+    "name": "delete_golden",
+    "input": "golden-1",
+    "status": "completed",
+}
+SERVER_TOOL_USE = {
+    "type": "server_tool_use",
+    "id": "srvtoolu_1",
+    "name": "web_search",
+    "input": {"query": "admin password"},
+}
+
+
+def test_a_responses_output_item_of_another_kind_is_refused_as_chat_refuses_one() -> None:
+    final = copy.deepcopy(RESPONSE)
+    final["output"].append(CUSTOM_CALL)
+    server = FakeServer(http_module("openai"), [("json", final)])
+    gw, _, _ = gateway(OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test"))
+    with pytest.raises(VeridicError) as raised:
+        gw.send(first_prompt(), VIEW, request_id="req-1")
+    message = str(raised.value)
+    assert "a 'custom_tool_call' output item" in message, message
+    assert "only function tools from the view" in message
+
+
+def test_an_anthropic_content_block_of_another_kind_is_refused_sent_or_streamed() -> None:
+    answer = copy.deepcopy(MESSAGE)
+    answer["content"].insert(1, SERVER_TOOL_USE)  # type: ignore[attr-defined]  # a list in MESSAGE
+    start = {"type": "content_block_start", "index": 2, "content_block": SERVER_TOOL_USE}
+    events = _anthropic_events()
+    events.insert(len(events) - 2, start)
+    events.insert(len(events) - 2, {"type": "content_block_stop", "index": 2})
+    server = FakeServer(
+        http_module("anthropic"), [("json", answer), ("sse", sse(events, named=True))]
+    )
+    adapter = AnthropicMessages(
+        server.client(anthropic, "Anthropic"), model="claude-test", max_tokens=256
+    )
+    gw, _, _ = gateway(adapter)
+    with pytest.raises(VeridicError, match="a 'server_tool_use' content block"):
+        gw.send(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError, match="a 'server_tool_use' content block"):
+        list(gw.stream(first_prompt(), VIEW, request_id="req-2"))

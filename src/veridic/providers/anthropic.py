@@ -141,6 +141,8 @@ class AnthropicMessages(Adapter):
                         arguments_json(attr(block, "input")),
                     )
                 )
+            else:
+                raise _foreign(kind, where)
         return Completion(
             text="".join(text),
             tool_calls=tuple(calls),
@@ -191,10 +193,12 @@ class _MessagesAssembler:
                     text_of(block, "id", where=self._where),
                     text_of(block, "name", where=self._where),
                 ]
-            else:
+            elif block_kind == "text":
                 start = text_of(block, "text", where=self._where, default="")
                 self._blocks[index] = [block_kind, start, "", ""]
-                return start if block_kind == "text" else ""
+                return start
+            else:
+                raise _foreign(block_kind, self._where)
         elif kind == "content_block_delta":
             return self._delta(event)
         elif kind == "message_delta":
@@ -308,6 +312,21 @@ class _MessagesAssembler:
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 """Every token the model read: Anthropic counts cache writes and reads apart."""
+
+
+def _foreign(kind: object, where: str) -> VeridicError:
+    """An answer holding a block other than text, thinking and ``tool_use``.
+
+    The gateway sends only the view's tools, so a server tool's or an MCP tool's block
+    is not an answer to its request; skipped, the call would leave no record and the
+    model's next turn would build on what it did.
+    """
+    return VeridicError(
+        f"{where}: the answer holds a {clip(str(kind))} content block, but the gateway sends "
+        "only function tools from the view, and reads only text, thinking and tool_use "
+        "blocks; nothing of it was run: do not add tools through options, and check what "
+        "sits between you and the API"
+    )
 
 
 def _canonical(arguments: str) -> str:

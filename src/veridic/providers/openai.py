@@ -333,6 +333,8 @@ class OpenAIResponses(Adapter):
                         arguments_json(attr(item, "arguments")),
                     )
                 )
+            else:
+                raise _foreign(f"a {clip(str(kind))} output item", where)
         return Completion(
             text="".join(text),
             tool_calls=tuple(calls),
@@ -404,6 +406,20 @@ def _flat_tool(spec: Mapping[str, object]) -> JsonObject:
         "parameters": function.get("parameters"),
         "strict": False,
     }
+
+
+def _foreign(what: str, where: str) -> VeridicError:
+    """An answer holding something other than text, reasoning and function calls.
+
+    The gateway sends only function tools from the view, so a custom, hosted or
+    server-side tool call is not an answer to its request; skipped, the call would
+    leave no record and the model's next turn would build on what it did.
+    """
+    return VeridicError(
+        f"{where}: the answer holds {what}, but the gateway sends only function tools "
+        "from the view, and reads only text, reasoning and function calls; nothing of it was "
+        "run: do not add tools through options, and check what sits between you and the API"
+    )
 
 
 class _ResponsesAssembler:
