@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
-from test_providers import CHAT_TOOL_CALL, MESSAGE, MESSAGE_STREAM, VIEW, first_prompt, gateway
+from test_providers import (
+    CHAT_TOOL_CALL,
+    MESSAGE,
+    MESSAGE_STREAM,
+    VIEW,
+    chat_chunk,
+    first_prompt,
+    gateway,
+)
 from test_providers import RESPONSE as _RESPONSE
 
 from veridic import AnthropicMessages, OpenAIChat, OpenAIResponses, VeridicError
@@ -311,3 +319,26 @@ def test_an_anthropic_content_block_of_another_kind_is_refused_sent_or_streamed(
         gw.send(first_prompt(), VIEW, request_id="req-1")
     with pytest.raises(VeridicError, match="a 'server_tool_use' content block"):
         list(gw.stream(first_prompt(), VIEW, request_id="req-2"))
+
+
+# --- OpenAI Chat: a chunk the SDK cannot merge is veridic's error -------------------------------
+
+
+def test_an_openai_chat_call_piece_without_an_index_is_refused_as_veridics_error() -> None:
+    chunks = [
+        chat_chunk({"role": "assistant", "content": "Let me check."}),
+        chat_chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "call_1", "type": "function", "function": {"name": "x"}}
+                ]
+            }
+        ),
+        chat_chunk({"tool_calls": [{"id": "call_1", "function": {"arguments": "{}"}}]}),
+        chat_chunk({}, finish="tool_calls"),
+    ]
+    server = FakeServer(http_module("openai"), [("sse", sse(chunks, done=True))])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    stream = gw.stream(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError, match="its chunks do not fit together"):
+        list(stream)

@@ -215,7 +215,8 @@ class _ChatAssembler:
         self._check(event)
         try:
             self._state.handle_chunk(event)
-        except (IndexError, KeyError, TypeError, ValueError) as error:
+        # RuntimeError: the SDK's merge of a call piece that has no index.
+        except (IndexError, KeyError, RuntimeError, TypeError, ValueError) as error:
             raise self._void(f"its chunks do not fit together ({type(error).__name__})") from error
         self._fed = True
         choices = attr(event, "choices")
