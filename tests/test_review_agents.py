@@ -302,8 +302,8 @@ def test_a_responses_output_item_of_another_kind_is_refused_as_chat_refuses_one(
 
 
 def test_an_anthropic_content_block_of_another_kind_is_refused_sent_or_streamed() -> None:
-    answer = copy.deepcopy(MESSAGE)
-    answer["content"].insert(1, SERVER_TOOL_USE)  # type: ignore[attr-defined]  # a list in MESSAGE
+    answer: dict[str, Any] = copy.deepcopy(MESSAGE)
+    answer["content"].insert(1, SERVER_TOOL_USE)
     start = {"type": "content_block_start", "index": 2, "content_block": SERVER_TOOL_USE}
     events = _anthropic_events()
     events.insert(len(events) - 2, start)
