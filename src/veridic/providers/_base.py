@@ -203,22 +203,56 @@ class Adapter:
     def check_options(self, options: Mapping[str, object], where: str) -> Mapping[str, object]:
         """Refuse options that would replace what the gateway sends.
 
+        The SDKs merge ``extra_body`` into the request body over the parameters, so its
+        keys are checked as options too: ``extra_body={"instructions": ...}`` replaced
+        the trusted system prompt, and ``{"tools": ...}`` the view's tool list, while the
+        model-call record named the view's. A ``tool_choice`` there is refused as well:
+        as an option of its own, the gateway checks that it names an exposed tool.
+
         Raises:
-            VeridicError: an option sets the prompt, the tools or streaming.
+            VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
+                tools, the model or streaming; ``extra_body`` is not a mapping.
         """
         if not isinstance(options, Mapping):
             raise VeridicError(
                 f"{type(self).__name__}: {where} must be a mapping of request parameters, "
                 f"got {type(options).__name__}: pass e.g. {{'temperature': 0}}"
             )
-        clash = sorted(set(options) & (self.owned | {"model", "stream"}))
+        owned = self.owned | {"model", "stream"}
+        clash = sorted(set(options) & owned)
+        clash += _extra_body_clash(options.get("extra_body"), owned, type(self).__name__, where)
         if clash:
+            choice = "extra_body['tool_choice']" in clash
             raise VeridicError(
                 f"{type(self).__name__}: {where} set {', '.join(clash)}, which the gateway "
                 "sets itself (the prompt from the Prompt, the tools from the view, the model "
                 "from the adapter, streaming from send() or stream()): remove them"
+                + (
+                    " (pass tool_choice as an option of its own: the gateway checks that it "
+                    "names a tool the view exposes)"
+                    if choice
+                    else ""
+                )
             )
         return dict(options)
+
+
+def _extra_body_clash(body: object, owned: frozenset[str], adapter: str, where: str) -> list[str]:
+    """The keys of an ``extra_body`` option that would replace what the gateway sends.
+
+    Raises:
+        VeridicError: ``extra_body`` is neither absent nor a mapping (the SDK cannot
+            merge it into the request body).
+    """
+    if body is None:
+        return []
+    if not isinstance(body, Mapping):
+        raise VeridicError(
+            f"{adapter}: {where} set extra_body to a {type(body).__name__}, which the SDK "
+            "cannot merge into the request; extra_body must be a mapping of extra "
+            "request keys: pass e.g. {'seed': 7}"
+        )
+    return [f"extra_body[{key!r}]" for key in sorted(set(body) & (owned | {"tool_choice"}))]
 
 
 def attr(value: object, *path: str) -> object:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Protocol
 
 from veridic._extras import require
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
@@ -56,6 +57,15 @@ class AnthropicClient(Protocol):
 
 _EXTRA: Final = "anthropic"
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+_DELTA_INTO: Final[Mapping[str, frozenset[str]]] = {
+    "text_delta": frozenset({"text"}),
+    "citations_delta": frozenset({"text"}),
+    "input_json_delta": frozenset({"tool_use", "server_tool_use", "mcp_tool_use"}),
+    "thinking_delta": frozenset({"thinking"}),
+    "signature_delta": frozenset({"thinking"}),
+}
+"""The blocks each kind of delta the API sends may go into (a delta of another kind is
+not read, as before)."""
 
 
 class AnthropicMessages(Adapter):
@@ -131,6 +141,8 @@ class AnthropicMessages(Adapter):
                         arguments_json(attr(block, "input")),
                     )
                 )
+            else:
+                raise _foreign(kind, where)
         return Completion(
             text="".join(text),
             tool_calls=tuple(calls),
@@ -181,10 +193,12 @@ class _MessagesAssembler:
                     text_of(block, "id", where=self._where),
                     text_of(block, "name", where=self._where),
                 ]
-            else:
+            elif block_kind == "text":
                 start = text_of(block, "text", where=self._where, default="")
                 self._blocks[index] = [block_kind, start, "", ""]
-                return start if block_kind == "text" else ""
+                return start
+            else:
+                raise _foreign(block_kind, self._where)
         elif kind == "content_block_delta":
             return self._delta(event)
         elif kind == "message_delta":
@@ -219,7 +233,9 @@ class _MessagesAssembler:
     def _delta(self, event: object) -> str:
         delta = attr(event, "delta")
         delta_kind = attr(delta, "type")
-        thinking = self._thinking.get(self._index(event))
+        index = self._index(event)
+        self._check_delta(index, delta_kind)
+        thinking = self._thinking.get(index)
         if thinking is not None:
             if delta_kind == "thinking_delta":
                 so_far = thinking.get("thinking")
@@ -230,9 +246,7 @@ class _MessagesAssembler:
                 # (the SDK's own accumulator sets it, too).
                 thinking["signature"] = text_of(delta, "signature", where=self._where)
             return ""
-        block = self._blocks.get(self._index(event))
-        if block is None:
-            return ""
+        block = self._blocks[index]
         if delta_kind == "text_delta":
             text = text_of(delta, "text", where=self._where, default="")
             block[1] += text
@@ -240,6 +254,34 @@ class _MessagesAssembler:
         if delta_kind == "input_json_delta":
             block[1] += text_of(delta, "partial_json", where=self._where, default="")
         return ""
+
+    def _check_delta(self, index: int, delta_kind: object) -> None:
+        """Refuse a delta for a block that never started, or for a block of another kind.
+
+        The user is shown a ``text_delta`` as it arrives, while the reply on record is
+        assembled by block: a ``text_delta`` into a ``tool_use`` block was shown as text and
+        made part of the tool's arguments, an ``input_json_delta`` into a text block was
+        recorded (and sent back to the model) as text nobody was shown, and a delta for a
+        block that never started was shown and recorded nowhere. The API sends none of
+        these; a proxy that mangles events is the only source.
+        """
+        thinking = self._thinking.get(index)
+        block = self._blocks.get(index)
+        kind = attr(thinking, "type") if thinking is not None else None
+        if block is not None:
+            kind = block[0]
+        if kind is None:
+            where = "which never started"
+        elif delta_kind in _DELTA_INTO and kind not in _DELTA_INTO[str(delta_kind)]:
+            where = f"a block of type {clip(str(kind))}"
+        else:
+            return
+        raise VeridicError(
+            f"{self._where}: the stream sent a delta of type {clip(str(delta_kind))} for "
+            f"content block {index}, {where}; what was shown could not be told apart from "
+            "what would be recorded, so nothing was answered: send the request again (a proxy "
+            "between you and the API may be mangling events)"
+        )
 
     def finish(self) -> Completion:
         if not self._done:
@@ -270,6 +312,21 @@ class _MessagesAssembler:
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 """Every token the model read: Anthropic counts cache writes and reads apart."""
+
+
+def _foreign(kind: object, where: str) -> VeridicError:
+    """An answer holding a block other than text, thinking and ``tool_use``.
+
+    The gateway sends only the view's tools, so a server tool's or an MCP tool's block
+    is not an answer to its request; skipped, the call would leave no record and the
+    model's next turn would build on what it did.
+    """
+    return VeridicError(
+        f"{where}: the answer holds a {clip(str(kind))} content block, but the gateway sends "
+        "only function tools from the view, and reads only text, thinking and tool_use "
+        "blocks; nothing of it was run: do not add tools through options, and check what "
+        "sits between you and the API"
+    )
 
 
 def _canonical(arguments: str) -> str:

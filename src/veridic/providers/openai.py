@@ -215,7 +215,8 @@ class _ChatAssembler:
         self._check(event)
         try:
             self._state.handle_chunk(event)
-        except (IndexError, KeyError, TypeError, ValueError) as error:
+        # RuntimeError: the SDK's merge of a call piece that has no index.
+        except (IndexError, KeyError, RuntimeError, TypeError, ValueError) as error:
             raise self._void(f"its chunks do not fit together ({type(error).__name__})") from error
         self._fed = True
         choices = attr(event, "choices")
@@ -333,6 +334,8 @@ class OpenAIResponses(Adapter):
                         arguments_json(attr(item, "arguments")),
                     )
                 )
+            else:
+                raise _foreign(f"a {clip(str(kind))} output item", where)
         return Completion(
             text="".join(text),
             tool_calls=tuple(calls),
@@ -406,25 +409,60 @@ def _flat_tool(spec: Mapping[str, object]) -> JsonObject:
     }
 
 
+def _foreign(what: str, where: str) -> VeridicError:
+    """An answer holding something other than text, reasoning and function calls.
+
+    The gateway sends only function tools from the view, so a custom, hosted or
+    server-side tool call is not an answer to its request; skipped, the call would
+    leave no record and the model's next turn would build on what it did.
+    """
+    return VeridicError(
+        f"{where}: the answer holds {what}, but the gateway sends only function tools "
+        "from the view, and reads only text, reasoning and function calls; nothing of it was "
+        "run: do not add tools through options, and check what sits between you and the API"
+    )
+
+
 class _ResponsesAssembler:
-    """Responses API events: text deltas as they come, the whole response at the end."""
+    """Responses API events: text deltas as they come, the whole response at the end.
+
+    The user is shown the deltas; the reply is read from the final response, which
+    is what is recorded, sent back to the model and run. The two are held to be one
+    answer: each text part's deltas must spell the final response's text of that
+    part (no part shown and left out, none recorded unshown), a call the stream
+    finished (``response.output_item.done``) must be the final response's call of
+    that item, and nothing may follow the final response. A stream that breaks one
+    of these is refused whole: a server, or a proxy between it and the application,
+    that streamed one answer and ended with another would have the user read one
+    thing while another was recorded and run.
+    """
 
     def __init__(self, adapter: OpenAIResponses) -> None:
         self._adapter = adapter
         self._final: object = None
+        self._ended = ""
+        """the type of the event that carried the final response, once it came"""
         self._reasoning: dict[int, ReasoningItem] = {}
         """output index -> the finished reasoning item of response.output_item.done"""
+        self._shown: dict[tuple[object, object], list[str]] = {}
+        """(item id, content index) -> the text deltas of that part, as shown"""
+        self._calls: dict[object, tuple[object, object, object]] = {}
+        """item id -> (call id, name, arguments) of a function call the stream finished"""
 
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
+        if self._ended:
+            raise self._void(f"an event of type {clip(str(kind))} came after {self._ended}")
         if kind == "response.output_text.delta":
-            return text_of(event, "delta", where=repr(self._adapter), default="")
-        if kind == "response.output_item.done" and attr(event, "item", "type") == "reasoning":
-            index = attr(event, "output_index")
-            at = index if isinstance(index, int) else len(self._reasoning)
-            self._reasoning[at] = reasoning_item("openai", attr(event, "item"), repr(self._adapter))
+            delta = text_of(event, "delta", where=repr(self._adapter), default="")
+            part = (attr(event, "item_id"), attr(event, "content_index"))
+            self._shown.setdefault(part, []).append(delta)
+            return delta
+        if kind == "response.output_item.done":
+            self._item_done(event)
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self._final = attr(event, "response")
+            self._ended = str(kind)
         elif kind == "error":
             raise VeridicError(
                 f"{self._adapter!r}: the stream reported an error "
@@ -433,6 +471,24 @@ class _ResponsesAssembler:
             )
         return ""
 
+    def _item_done(self, event: object) -> None:
+        """Keep a finished reasoning item (the one to send back) or function call (to check)."""
+        item = attr(event, "item")
+        item_kind = attr(item, "type")
+        if item_kind == "reasoning":
+            index = attr(event, "output_index")
+            at = index if isinstance(index, int) else len(self._reasoning)
+            self._reasoning[at] = reasoning_item("openai", item, repr(self._adapter))
+        elif item_kind == "function_call":
+            self._calls[attr(item, "id")] = _call_of(item)
+
+    def _void(self, what: str) -> VeridicError:
+        return VeridicError(
+            f"{self._adapter!r}: the stream is not one answer: {what}; nothing of it was "
+            "recorded or run: send the request again (a proxy between you and the API may be "
+            "mangling events)"
+        )
+
     def finish(self) -> Completion:
         if self._final is None:
             raise VeridicError(
@@ -440,9 +496,48 @@ class _ResponsesAssembler:
                 "response.completed event); the answer is incomplete: send the request again"
             )
         completion = self._adapter.parse(self._final)
+        self._check_text()
+        self._check_calls()
         if self._reasoning:
             # The API documents the finished item of output_item.done as the one to
             # send back; the final response's copy is the fallback.
             finished = tuple(item for _, item in sorted(self._reasoning.items()))
             completion = replace(completion, reasoning=finished)
         return completion
+
+    def _check_text(self) -> None:
+        """Each text part the user was shown is the final response's part, and no other."""
+        held: dict[tuple[object, object], str] = {}
+        for item in items(self._final, "output"):
+            if attr(item, "type") == "message":
+                for index, part in enumerate(items(item, "content")):
+                    if attr(part, "type") == "output_text":
+                        held[(attr(item, "id"), index)] = text_of(
+                            part, "text", where=repr(self._adapter)
+                        )
+        for key in sorted(held.keys() | self._shown.keys(), key=repr):
+            shown = "".join(self._shown.get(key, ()))
+            if shown != held.get(key, ""):
+                raise self._void(
+                    f"item {clip(str(key[0]))} part {key[1]}: the stream showed {clip(shown)}, "
+                    f"the final response holds {clip(held.get(key, ''))}"
+                )
+
+    def _check_calls(self) -> None:
+        """Each call the stream finished is the final response's call of that item."""
+        final = {
+            attr(item, "id"): _call_of(item)
+            for item in items(self._final, "output")
+            if attr(item, "type") == "function_call"
+        }
+        for item_id, finished in self._calls.items():
+            if final.get(item_id) != finished:
+                raise self._void(
+                    f"item {clip(str(item_id))} finished as a call {clip(str(finished))}, "
+                    f"the final response holds {clip(str(final.get(item_id)))}"
+                )
+
+
+def _call_of(item: object) -> tuple[object, object, object]:
+    """What of a function call item decides what runs: its call id, name and arguments."""
+    return (attr(item, "call_id"), attr(item, "name"), attr(item, "arguments"))
