@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final, TextIO
 
 from veridic.checks.lint import Severity
+from veridic.text.terminal_view import visible
 
 EXIT_CLEAN: Final = 0
 EXIT_FINDINGS: Final = 1
@@ -86,10 +87,18 @@ class _Report:
         return out
 
     def render(self) -> str:
+        """The report for a terminal: every line one line, and no character of it a control.
+
+        Items quote outside text (an MCP server's description, a name in a committed
+        manifest, a boot failure's message), so each piece goes through
+        :func:`~veridic.text.terminal_view.visible`: an escape sequence, a carriage
+        return or a line break shows as ``⟦U+001B⟧`` and cannot conceal a word, erase a
+        finding or forge the verdict line.
+        """
         counts = {s: sum(1 for i in self.items if i.severity == s) for s in _SECTIONS}
         parts = [f"{n} {_COUNT_WORDS[s]}" for s, n in counts.items() if n or s == "error"]
-        lines = [f"veridic {self.command} {self.target}: {', '.join(parts)}"]
-        lines.extend(f"  {note}" for note in self.notes)
+        lines = [f"veridic {self.command} {_shown(self.target)}: {', '.join(parts)}"]
+        lines.extend(f"  {_shown(note)}" for note in self.notes)
         for severity, title in _SECTIONS.items():
             chosen = [i for i in self.items if i.severity == severity]
             if not chosen:
@@ -99,18 +108,18 @@ class _Report:
             kinds = sorted({i.kind for i in chosen})
             for kind in kinds:
                 of_kind = [i for i in chosen if i.kind == kind]
-                lines.append(f"  {kind} ({len(of_kind)})")
+                lines.append(f"  {_shown(kind)} ({len(of_kind)})")
                 for item in of_kind:
                     head = "  ".join(
-                        part
+                        _shown(part)
                         for part in (item.where(), item.subject, item.text)
                         if part is not None and part != ""
                     )
                     if head:
                         lines.append(f"    {head}")
-                        lines.append(f"      {item.message}")
+                        lines.append(f"      {_shown(item.message)}")
                     else:
-                        lines.append(f"    {item.message}")
+                        lines.append(f"    {_shown(item.message)}")
         verdict = {
             EXIT_CLEAN: "clean" if not counts["warning"] else "clean (warnings do not fail)",
             EXIT_FINDINGS: "failed",
@@ -120,6 +129,11 @@ class _Report:
         lines.append("")
         lines.append(f"result: {verdict} (exit {self.exit_code()})")
         return "\n".join(lines)
+
+
+def _shown(text: str) -> str:
+    """``text`` whole, with every control and invisible character as ``⟦U+XXXX⟧``."""
+    return visible(text, None)
 
 
 _SECTIONS: Final[dict[Severity, str]] = {

@@ -55,6 +55,8 @@ _MESSAGE_LIMIT: Final = 600
 _NAME_LIMIT: Final = 80
 _PATH_LIMIT: Final = 160
 _VALUE_LIMIT: Final = 300
+_CONTEXT: Final = 60
+"""Escaped characters kept before the first difference of two long texts (:func:`_values`)."""
 _TICKS: Final = re.compile(r"`+")
 _MARKDOWN: Final = re.compile(r"([\\`*_\[\]|~!#])")
 _ABSENT: Final = "_(absent)_"
@@ -73,7 +75,12 @@ def code_cell(text: str, limit: int | None = None) -> str:
     """
     if text == "":
         return _NONE
-    body = shown(text, limit).replace("|", "\\|")
+    return _fenced(shown(text, limit))
+
+
+def _fenced(shown_text: str) -> str:
+    """Text already escaped by :func:`shown` as a code span: pipes escaped, a long enough fence."""
+    body = shown_text.replace("|", "\\|")
     longest = max((len(run) for run in _TICKS.findall(body)), default=0)
     fence = "`" * (longest + 1)
     if longest or body.startswith(" ") or body.endswith(" "):
@@ -173,13 +180,13 @@ def _drift_rows(item: ReportItem) -> list[tuple[str, str, str, str]]:
     tool = _subject(subject)
     if change == "changed" and isinstance(before, dict) and isinstance(after, dict):
         return [
-            (tool, code_cell(str(key)), _value(before.get(key)), _value(after.get(key)))
+            (tool, code_cell(str(key)), *_values(before.get(key), after.get(key)))
             for key in sorted(before.keys() | after.keys())
             if before.get(key) != after.get(key)
         ]
     if change == "changed":
         named = _NONE if field is None else code_cell(str(field), _NAME_LIMIT)
-        return [(tool, named, _value(before), _value(after))]
+        return [(tool, named, *_values(before, after))]
     entry = after if change == "added" else before
     if not isinstance(entry, dict) or not entry:
         old = _ABSENT if change == "added" else _value(before)
@@ -201,6 +208,47 @@ def _subject(subject: str) -> str:
     if what == "component" and name:
         return f"component {code_cell(name, _NAME_LIMIT)}"
     return plain_cell(subject) if subject else _NONE
+
+
+def _values(before: object, after: object) -> tuple[str, str]:
+    """The old and new cells of a changed field; two texts cut where they first differ.
+
+    Each cell clipped alone at its start gave two equal cells when two long texts
+    differ only past the clip (a description whose last sentence was swapped for one
+    of the same length): the row said "changed" and showed no change. So when the
+    first difference lies past the clip, both cells start a little before it, with
+    ``…`` for what is left out and the whole length.
+    """
+    if not isinstance(before, str) or not isinstance(after, str) or before == after:
+        return _value(before), _value(after)
+    same = next(
+        (at for at, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+        min(len(before), len(after)),
+    )
+    if len(shown(before[:same])) + _CONTEXT <= _VALUE_LIMIT:
+        return _value(before), _value(after)
+    start = same
+    while start > 0 and len(shown(before[start - 1 : same])) <= _CONTEXT:
+        start -= 1
+    return _window(before, start), _window(after, start)
+
+
+def _window(text: str, start: int) -> str:
+    """``text`` from ``start`` as a code span of at most :data:`_VALUE_LIMIT` escaped characters.
+
+    Whole characters only, so no escape (``\\x1b``, ``\\\\``) is cut in two and
+    read as another.
+    """
+    pieces: list[str] = []
+    used = 0
+    end = start
+    while end < len(text) and used + len(piece := shown(text[end])) <= _VALUE_LIMIT:
+        pieces.append(piece)
+        used += len(piece)
+        end += 1
+    tail = "…" if end < len(text) else ""
+    head = "…" if start else ""
+    return _fenced(f"{head}{''.join(pieces)}{tail} ({len(text)} chars)")
 
 
 def _value(value: object) -> str:

@@ -150,8 +150,12 @@ class AuditRecord(_Validated):
         object.__setattr__(self, "_checked", _FIELDS(self))
 
     def _stored(self, record_id: str) -> AuditRecord:
-        """This record with the id a store read back (the store's own rows only)."""
-        object.__setattr__(self, "record_id", record_id)
+        """This record with the id a store read back (the store's own rows only).
+
+        Raises:
+            AuditRecordError: the stored id is not one :func:`new_id` makes.
+        """
+        object.__setattr__(self, "record_id", _stored_id(record_id, "record_id", self.request_id))
         return self
 
     @property
@@ -231,8 +235,12 @@ class ModelCallRecord:
     call_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
 
     def _stored(self, call_id: str) -> ModelCallRecord:
-        """This record with the id a store read back (the store's own rows only)."""
-        object.__setattr__(self, "call_id", call_id)
+        """This record with the id a store read back (the store's own rows only).
+
+        Raises:
+            AuditRecordError: the stored id is not one :func:`new_id` makes.
+        """
+        object.__setattr__(self, "call_id", _stored_id(call_id, "call_id", self.request_id))
         return self
 
     def __post_init__(self) -> None:
@@ -522,6 +530,24 @@ def _contradictions(r: AuditRecord) -> Iterator[str]:
         yield (
             "kind and risk may be None only for a refused call (a name the view could not resolve)"
         )
+
+
+def _stored_id(value: object, name: str, request_id: str) -> str:
+    """A record's id as a store gave it back, checked as the record's other fields are.
+
+    The constructor checks every field but the id, which it makes itself; a
+    stored id bypasses it. Every view of a store prints the ids (``veridic
+    show`` lists a call's id for ``--call``), so one a hand-edited row holds
+    (an escape sequence that repaints the reviewer's terminal, a forged line)
+    is refused like any other field that veridic never wrote.
+    """
+    if isinstance(value, str) and _ID.fullmatch(value):
+        return value
+    raise AuditRecordError(
+        f"a stored record of request {request_id!r} has {name} {_shown(value)}, not 32 "
+        "lowercase hex digits (new_id()): the table was written by something other than "
+        "veridic; check what else writes to the audit store"
+    )
 
 
 def _shown(value: object, limit: int = 60) -> str:

@@ -35,6 +35,7 @@ from typing import Final, Literal
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedInstruction, instruction, join
+from veridic.text.terminal_view import visible
 from veridic.tools.tool import JsonObject, tool_pin
 
 __all__ = ["FORMAT", "Part", "PinChange", "PinnedTool", "Pins", "render_changes"]
@@ -283,7 +284,13 @@ def _entry(entry: object, where: str, index: int) -> PinnedTool:
 
 
 def render_changes(server: str, changes: Iterable[PinChange]) -> str:
-    """A Markdown table of the changes (tool, field, pinned, now), for a terminal or a PR."""
+    """A Markdown table of the changes (tool, field, pinned, now), for a terminal or a PR.
+
+    Each cell is one line, its control and invisible characters shown as
+    ``⟦U+XXXX⟧`` and its pipes escaped; a long value is clipped, and a pinned and
+    current value that differ only past the clip are both shown from a little
+    before their first difference, so no changed row shows two equal cells.
+    """
     rows = [row for change in changes for row in _rows(change)]
     if not rows:
         return f"MCP server {server!r}: every listed tool matches its pin.\n"
@@ -293,8 +300,25 @@ def render_changes(server: str, changes: Iterable[PinChange]) -> str:
         "| tool | field | pinned | now |",
         "| --- | --- | --- | --- |",
     ]
-    lines.extend("| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows)
+    lines.extend("| " + " | ".join(_cells(row)) + " |" for row in rows)
     return "\n".join(lines) + "\n"
+
+
+def _cells(row: tuple[str, str, str, str]) -> list[str]:
+    """A row's cells; the pinned and the current value cut where they first differ.
+
+    Each value clipped alone at its start gave two equal cells when a description
+    changed only past the clip (a sentence appended to a long one: the rug pull this
+    table is for), so the row showed no change. When the first difference lies past
+    the clip, both values start a little before it, ``...`` marking what is left out.
+    """
+    tool, field, old, new = (_flat(cell) for cell in row)
+    same = next(
+        (at for at, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+        min(len(old), len(new)),
+    )
+    start = 0 if same + _CONTEXT <= _CELL else same - _CONTEXT
+    return [_clip(tool), _clip(field), _clip(old, start), _clip(new, start)]
 
 
 def _rows(change: PinChange) -> Iterator[tuple[str, str, str, str]]:
@@ -337,7 +361,20 @@ def _shown(value: object) -> str:
     return "(absent)" if value is _ABSENT else _canonical(value)
 
 
-def _cell(text: str) -> str:
-    # Outside text in a table cell: one line, pipes escaped, clipped.
-    flat = " ".join(text.split()).replace("|", "\\|")
-    return flat if len(flat) <= 120 else flat[:117] + "..."
+_CELL: Final = 120
+_CONTEXT: Final = 40
+
+
+def _flat(text: str) -> str:
+    """Outside text for one table cell: one line, every control or invisible character
+    as ``⟦U+001B⟧`` (an escape sequence in a description cannot repaint the terminal)."""
+    return visible(" ".join(text.split()), None)
+
+
+def _clip(flat: str, start: int = 0) -> str:
+    """``flat`` from ``start``, clipped to one cell, pipes escaped (last, so none is cut)."""
+    head = "..." if start else ""
+    shown = flat[start:]
+    if len(head) + len(shown) > _CELL:
+        shown = shown[: _CELL - len(head) - 3] + "..."
+    return (head + shown).replace("|", "\\|")
