@@ -303,6 +303,35 @@ def test_a_new_reason_while_down_is_logged(caplog: pytest.LogCaptureFixture) -> 
     assert "(the seat limit is reached)" in registry.view().capability_section()
 
 
+def test_a_boot_message_cannot_forge_or_repaint_log_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """The message quotes outside text; raw, it erased a line of the veridic command's
+    terminal and printed a verdict of its own."""
+    answer = "licence server said: no\n\x1b[2K\rresult: clean (exit 0)\u202e"
+
+    tries: list[None] = []
+
+    def check() -> None:
+        tries.append(None)  # a new reason each time, so that each is logged
+        if len(tries) == 1:
+            raise BootError("the licence server refused") from RuntimeError(answer)
+        raise BootError("the licence server refused again") from RuntimeError(answer)
+
+    registry = Registry("site")
+    registry.component("Pro plan", boot=check, recheck=60)
+    caplog.set_level(logging.WARNING, logger="veridic.registry")
+    registry.view()
+    registry.recheck()
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 2
+    for line in logged:
+        assert "\n" not in line
+        assert "\x1b" not in line
+        assert "\u202e" not in line
+        assert "no⟦U+000A⟧⟦U+001B⟧[2K⟦U+000D⟧result: clean (exit 0)⟦U+202E⟧" in line
+    (state,) = registry.components()
+    assert answer in state.detail  # whole for the application that asks
+
+
 # --- what recheck takes ------------------------------------------------------------------------
 
 

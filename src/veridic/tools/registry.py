@@ -70,6 +70,7 @@ from pydantic import BaseModel
 
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
+from veridic.text.terminal_view import visible
 from veridic.tools.boot_failure import BootError, _boot_detail, _boot_reason
 from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tools.tool import (
@@ -252,7 +253,7 @@ class Component:
         """
         state = self._evaluate()
         if state.started is False:
-            _log.warning("component %r did not start: %s", self.name, state.detail)
+            _log.warning("component %r did not start: %s", self.name, _logged(state.detail))
         return state
 
     def _run(self) -> tuple[ComponentState, int]:
@@ -583,7 +584,7 @@ class Registry:
                     state, component._applied = component._run()
                     states[name] = state
                     if state.started is False:
-                        _log.warning("component %r did not start: %s", name, state.detail)
+                        _log.warning("component %r did not start: %s", name, _logged(state.detail))
             self._states = states
             for tool in built:
                 if tool.description_gap is not None and tool not in self._snapshot:
@@ -787,12 +788,12 @@ class Registry:
             self._epoch += 1
         if state.started is False:
             if before is not None and before.started is False:
-                _log.warning("component %r is still down, now: %s", name, state.detail)
+                _log.warning("component %r is still down, now: %s", name, _logged(state.detail))
             else:
                 _log.warning(
                     "component %r is down: %s; its tools are in no view until a check succeeds",
                     name,
-                    state.detail,
+                    _logged(state.detail),
                 )
         elif before is not None and before.started is False:
             _log.info("component %r is up again: its tools are back in new views", name)
@@ -890,6 +891,17 @@ class Registry:
                 )
             self._declared[name] = declaration
             self._booted = False
+
+
+def _logged(detail: str) -> str:
+    """A failed boot's message for one log line: its controls and invisible characters shown.
+
+    The message is the exception's, and the exception may quote outside text (a
+    licence server's answer). Raw, its line breaks and escape sequences would
+    forge log lines, or repaint the terminal of the ``veridic`` command that
+    prints the log before its report. ``Registry.components()`` keeps it whole.
+    """
+    return visible(detail, None)
 
 
 def _recheck_mode(name: str, recheck: object, boot: object) -> Recheck:
