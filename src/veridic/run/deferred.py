@@ -208,7 +208,11 @@ class PausedRun:
             seen.add(approval.call_id)
 
     def to_json(self) -> str:
-        """The paused run as JSON text, to keep until the user answers."""
+        """The paused run as JSON text, to keep until the user answers.
+
+        Text UTF-8 can encode, whatever the model wrote (see :meth:`Conversation.to_json
+        <veridic.Conversation.to_json>`): a run is never paused in a form no store keeps.
+        """
         document = {
             "format": FORMAT,
             "request_id": self.request_id,
@@ -225,7 +229,7 @@ class PausedRun:
             else [self.usage.input_tokens, self.usage.output_tokens],
             "conversation": json.loads(self.conversation.to_json()),
         }
-        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        return _json_object.dumps(document)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PausedRun:
