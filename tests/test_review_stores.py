@@ -3,24 +3,35 @@ its fix (a stored paused run, conversation or record an outsider could bend)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_deferred import gateway, make_registry, paused_run, system_part
 
 from veridic import (
+    ApprovalMode,
     ApprovalPolicy,
+    AuditRecord,
+    AuditRecordError,
+    CallOutcome,
     Composer,
     ModelGateway,
     PausedRun,
     PostgresAuditSink,
+    Risk,
     ScriptedProvider,
     SQLiteAuditSink,
+    Usage,
     VeridicError,
+    VouchRecord,
     untrusted,
 )
+from veridic.run.records import ModelCallRecord, ModelReplyRecord
 
 
 def _second_approval(saved: str, arguments: dict[str, object]) -> str:
@@ -42,7 +53,7 @@ def test_a_digest_answer_does_not_approve_a_second_approval_of_the_same_call() -
     saved = _second_approval(shown.to_json(), {"order_id": 999})
     ran: list[str] = []
     view = make_registry(ran=ran).view()
-    with pytest.raises(VeridicError, match="two approvals for call .c2."):
+    with pytest.raises(VeridicError, match="two approvals for call 'c2'"):
         gateway([{"text": "Done."}], audit).resume(
             PausedRun.from_json(saved),
             system_part(view),
@@ -104,7 +115,104 @@ def test_a_conversation_holding_a_lone_surrogate_is_saved_and_read_back_exactly(
     store: Store,
 ) -> None:
     text = "page \udc80\udcff end \ud800"  # bytes decoded with surrogateescape, and worse
-    conversation = Composer().user("Summarise.").data("page", untrusted(text, source="web")).conversation()
+    conversation = (
+        Composer().user("Summarise.").data("page", untrusted(text, source="web")).conversation()
+    )
     conversation.to_json().encode("utf-8")
     store.save_conversation("chat-1", conversation)
     assert store.conversation("chat-1") == conversation
+
+
+# --- numbers both stores keep alike ----------------------------------------------------------
+
+_SHA = "0" * 64
+
+
+_CALL = ModelCallRecord(
+    time=1.0,
+    request_id="r",
+    api="openai.responses",
+    model="m",
+    prompt_sha256=_SHA,
+    tools_sha256=_SHA,
+    tools=(),
+    instruction_spans=(),
+)
+_REPLY = ModelReplyRecord(
+    time=1.0,
+    request_id="r",
+    prompt_sha256=_SHA,
+    response_id="",
+    model="m",
+    stop_reason="stop",
+    tool_calls=(),
+    usage=None,
+    latency=1.0,
+)
+_AUDIT = AuditRecord(
+    time=1.0,
+    request_id="r",
+    tool="t",
+    kind="write",
+    risk=Risk.MID,
+    approval=ApprovalMode.ALWAYS_RULE,
+    wrote_instruction_fields=False,
+    irreversible=False,
+    prompt_sha256=_SHA,
+    tools_sha256=_SHA,
+    outcome=CallOutcome.OK,
+)
+
+
+def _call(**changes: Any) -> ModelCallRecord:
+    return dataclasses.replace(_CALL, **changes)
+
+
+def _reply(**changes: Any) -> ModelReplyRecord:
+    return dataclasses.replace(_REPLY, **changes)
+
+
+def _audit(**changes: Any) -> AuditRecord:
+    return dataclasses.replace(_AUDIT, **changes)
+
+
+_ODD: dict[str, Callable[[Store], object]] = {
+    # SQLite stored NaN as NULL and refused it (IntegrityError); Postgres kept NaN.
+    "model call at NaN": lambda s: s.write_model_call(_call(time=math.nan)),
+    "model answer at NaN": lambda s: s.write_model_reply(_reply(time=math.nan)),
+    "vouch at NaN": lambda s: s.write_vouch(VouchRecord("p", "r", "c", "s", math.nan)),
+    "conversation at NaN": lambda s: s.save_conversation(
+        "k", Composer().user("x").conversation(), time=math.nan
+    ),
+    # SQLite kept the text in a REAL column; Postgres refused it (InvalidTextRepresentation).
+    "model call at a word": lambda s: s.write_model_call(_call(time="yesterday")),
+    "vouch at a word": lambda s: s.write_vouch(VouchRecord("p", "r", "c", "s", "x")),  # type: ignore[arg-type]  # the point
+    "conversation at a word": lambda s: s.save_conversation(
+        "k",
+        Composer().user("x").conversation(),
+        time="abc",  # type: ignore[arg-type]  # the point
+    ),
+    # Each refused with its own error (OverflowError, NumericValueOutOfRange), or kept -5.
+    "more tokens than a count holds": lambda s: s.write_model_reply(_reply(usage=Usage(2**63, 1))),
+    "negative tokens": lambda s: s.write_model_reply(_reply(usage=Usage(-5, 1))),
+    "a time no float holds": lambda s: s.write(_audit(time=10**400)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ODD))
+def test_a_value_one_store_would_refuse_and_the_other_keep_is_refused_by_both(
+    store: Store, case: str
+) -> None:
+    with pytest.raises(AuditRecordError):
+        _ODD[case](store)
+    assert store.model_calls() == ()
+    assert store.model_replies() == ()
+    assert store.vouches() == ()
+    assert store.records() == ()
+    assert store.conversation("k") is None
+
+
+def test_a_time_given_as_a_large_int_is_kept_as_seconds_by_both(store: Store) -> None:
+    """SQLite refused 10**30 (OverflowError: no INTEGER holds it); Postgres kept 1e30."""
+    store.write(_audit(time=10**30))
+    assert [r.time for r in store.records()] == [1e30]

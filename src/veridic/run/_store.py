@@ -38,6 +38,7 @@ from veridic.run.records import (
     ModelReplyRecord,
     Substitution,
     _checked_fields,
+    _is_seconds,
     _json,
     _shown,
     _storable,
@@ -153,7 +154,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
     ) = fields
     # ``_value_``: the member's value, as ``.value`` gives it, without its descriptor.
     return (
-        time,
+        float(time),
         request_id,
         tool,
         kind,
@@ -182,7 +183,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
         [s.message, s.role, s.start, s.end, s.kind, s.origin] for s in record.instruction_spans
     ]
     row = (
-        record.time,
+        float(record.time),
         record.request_id,
         record.api,
         record.model,
@@ -204,7 +205,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         )
     usage = record.usage
     row = (
-        record.time,
+        float(record.time),
         _storable(record.request_id),
         record.prompt_sha256,
         _storable(record.response_id),
@@ -225,8 +226,9 @@ def write_vouch(where: str, record: object) -> Statement[None]:
             f"{where}.write_vouch() got a {type(record).__name__}: pass the VouchRecord "
             "TrustPolicy.vouch made (TrustPolicy.record_to(store) does)"
         )
+    time = _seconds(record.time, f"{where}.write_vouch()", "the vouch's time")
     row = (
-        record.time,
+        time,
         _storable(record.policy),
         _storable(record.reason),
         _storable(record.caller),
@@ -245,7 +247,8 @@ def save_conversation(
             f"{where}.save_conversation() got a {type(conversation).__name__}: pass "
             "composer.conversation()"
         )
-    row = (_now(time), key, len(conversation), conversation.to_json())
+    when = _now(time, f"{where}.save_conversation()")
+    row = (when, key, len(conversation), conversation.to_json())
     return Statement(
         "INSERT INTO veridic_conversations (time, key, turns, document) VALUES (?,?,?,?)",
         row,
@@ -527,8 +530,24 @@ def check_key(key: object, where: str) -> None:
         )
 
 
-def _now(time: float | None) -> float:
-    return _time.time() if time is None else time
+def _now(time: float | None, where: str) -> float:
+    """``time`` as the seconds a store keeps, or now when it is ``None``."""
+    return _time.time() if time is None else _seconds(time, where, "time")
+
+
+def _seconds(value: object, where: str, what: str) -> float:
+    """``value`` as a float of seconds, refused where the stores would not keep it alike.
+
+    Raises:
+        AuditRecordError: ``value`` is not a finite number of seconds, 0 or more
+            (SQLite refuses NaN and keeps a word, Postgres keeps NaN and refuses a word).
+    """
+    if not _is_seconds(value):
+        raise AuditRecordError(
+            f"{where} got {_shown(value)} as {what}: pass seconds since the epoch, a finite "
+            "float of 0 or more (time.time())"
+        )
+    return float(value)
 
 
 def from_row(row: Sequence[object]) -> AuditRecord:
