@@ -216,3 +216,65 @@ def test_a_time_given_as_a_large_int_is_kept_as_seconds_by_both(store: Store) ->
     """SQLite refused 10**30 (OverflowError: no INTEGER holds it); Postgres kept 1e30."""
     store.write(_audit(time=10**30))
     assert [r.time for r in store.records()] == [1e30]
+
+
+# --- keys and bounds both stores are asked alike ---------------------------------------------
+
+_ASKED: dict[str, Callable[[Store, str], object]] = {
+    "conversation": lambda s, key: s.conversation(key),
+    "rules": lambda s, key: s.rules(key),
+    "claim_paused": lambda s, key: s.claim_paused(key),
+    "records": lambda s, key: s.records(key),
+    "model_calls": lambda s, key: s.model_calls(key),
+    "model_replies": lambda s, key: s.model_replies(key),
+    "vouches": lambda s, key: s.vouches(key),
+}
+
+
+@pytest.mark.parametrize("key", ["chat\x00", "chat\ud800"])
+@pytest.mark.parametrize("method", sorted(_ASKED))
+def test_a_key_no_store_keeps_is_refused_alike_when_asked_for(
+    store: Store, method: str, key: str
+) -> None:
+    """SQLite found nothing for a NUL (None, "already claimed") and Postgres raised
+    DataError; a lone surrogate was a bare UnicodeEncodeError from both."""
+    with pytest.raises(AuditRecordError, match=r"NUL or (a )?lone surrogate"):
+        _ASKED[method](store, key)
+
+
+def test_a_paused_run_is_never_saved_where_its_own_request_id_cannot_claim_it(
+    store: Store,
+) -> None:
+    """The id was stored escaped (req\\x00 as six characters), so claim_paused(request_id)
+    answered None, as for a run already claimed, and the run was lost."""
+    paused = PausedRun(
+        request_id="req\x00",
+        conversation=Composer().user("Refund it.").conversation(),
+        approvals=(),
+        prompt_sha256=_SHA,
+        tools_sha256=_SHA,
+    )
+    with pytest.raises(AuditRecordError, match="save_paused"):
+        store.save_paused(paused)
+    assert store.pending_runs() == ()
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [
+        {"until": math.nan},
+        {"since": math.nan},
+        {"until": "tomorrow"},
+        {"since": True},
+        {"until": 10**400},
+    ],
+    ids=["until NaN", "since NaN", "until a word", "since True", "until past a float"],
+)
+def test_a_time_range_bound_that_is_not_seconds_is_refused_by_both(
+    store: Store, bound: dict[str, Any]
+) -> None:
+    """until=nan: SQLite found no record and Postgres every one (NaN is above every number)."""
+    store.write(_AUDIT)
+    with pytest.raises(AuditRecordError, match="pass seconds since the epoch"):
+        store.records(**bound)
+    assert store.records(until=math.inf) == store.records(until=10**30) == (_AUDIT,)

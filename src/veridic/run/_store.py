@@ -19,6 +19,7 @@ may send one again after a lost connection; claiming a paused run is not
 from __future__ import annotations
 
 import json
+import sys
 import time as _time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -278,9 +279,11 @@ def save_paused(where: str, paused: object) -> Statement[None]:
         raise AuditRecordError(
             f"{where}.save_paused() got a {type(paused).__name__}: pass result.paused"
         )
+    # Checked, not escaped: claim_paused(paused.request_id) must find the row.
+    check_key(paused.request_id, f"{where}.save_paused()")
     return Statement(
         "INSERT INTO veridic_paused_runs (time, request_id, document) VALUES (?,?,?)",
-        (_time.time(), _storable(paused.request_id), paused.to_json()),
+        (_time.time(), paused.request_id, paused.to_json()),
         _nothing,
         # Sent twice, the run would be saved twice and could be resumed twice.
         idempotent=False,
@@ -288,6 +291,7 @@ def save_paused(where: str, paused: object) -> Statement[None]:
 
 
 def claim_paused(request_id: str) -> Statement[PausedRun | None]:
+    check_key(request_id, "claim_paused()")
     return Statement(
         "UPDATE veridic_paused_runs SET claimed = ? WHERE id = (SELECT id FROM "
         "veridic_paused_runs WHERE request_id = ? AND claimed IS NULL ORDER BY id DESC "
@@ -316,8 +320,10 @@ def select(
     ``since`` is inclusive, ``until`` exclusive, both seconds since the epoch;
     each of ``equal`` not ``None`` keeps the rows whose column holds that value.
     """
+    for column, value in equal.items():
+        _check_asked(column, value)
     conditions = [(f"{column} = ?", value) for column, value in equal.items()]
-    conditions += [("time >= ?", since), ("time < ?", until)]
+    conditions += [("time >= ?", _bound("since", since)), ("time < ?", _bound("until", until))]
     kept = [(condition, value) for condition, value in conditions if value is not None]
     narrowed = f" WHERE {' AND '.join(c for c, _ in kept)}" if kept else ""
     return Statement(
@@ -487,6 +493,7 @@ def substitution_rate(found: tuple[Substitution, ...]) -> float | None:
 
 
 def conversation(key: str) -> Statement[Conversation | None]:
+    check_key(key, "conversation()")
     return Statement(
         "SELECT document FROM veridic_conversations WHERE key = ? ORDER BY id DESC LIMIT 1",
         (key,),
@@ -495,6 +502,8 @@ def conversation(key: str) -> Statement[Conversation | None]:
 
 
 def rules(scope: str) -> Statement[dict[str, str]]:
+    check_key(scope, "rules()")
+
     def answer(rows: Rows) -> dict[str, str]:
         if not rows:
             return {}
@@ -523,10 +532,54 @@ def pending_runs() -> Statement[tuple[str, ...]]:
 
 
 def check_key(key: object, where: str) -> None:
+    """Refuse a key no store keeps, on a save and on a read alike.
+
+    A NUL or a lone surrogate is refused rather than escaped: asked for, SQLite
+    found no row and Postgres raised, and a paused run saved under an escaped
+    id was never found by its own (``claim_paused`` said "already claimed").
+
+    Raises:
+        AuditRecordError: ``key`` is not a non-empty string every store keeps.
+    """
     if not isinstance(key, str) or not key.strip() or _storable(key) != key:
         raise AuditRecordError(
-            f"{where} got the key {key!r:.80}: pass a non-empty string without lone "
+            f"{where} got the key {key!r:.80}: pass a non-empty string without NUL or lone "
             "surrogates (a chat's id, a request id, a user's id)"
+        )
+
+
+def _bound(name: str, value: object) -> float | None:
+    """A time range's ``since`` or ``until`` as a float, checked (``None``: no bound).
+
+    Raises:
+        AuditRecordError: ``value`` is not a number of seconds: asked for
+            ``until=nan``, SQLite found no record and Postgres every one (NaN is
+            above every number there), and a word or an int past 2**63 failed
+            in one store only.
+    """
+    if value is None:
+        return None
+    if type(value) is float and value == value:
+        return value
+    if type(value) is int and abs(value) <= sys.float_info.max:
+        return float(value)
+    raise AuditRecordError(
+        f"the store was asked for records with {name}={_shown(value)}: pass seconds since "
+        "the epoch (a float or an int, not NaN), or None for no bound"
+    )
+
+
+def _check_asked(column: str, value: object) -> None:
+    """Refuse to look for a value no record holds (see :func:`check_key`).
+
+    Raises:
+        AuditRecordError: ``value`` is text with a NUL or a lone surrogate.
+    """
+    if isinstance(value, str) and _storable(value) != value:
+        raise AuditRecordError(
+            f"the store was asked for the {column} {value!r:.80}, which holds a NUL or a "
+            "lone surrogate: no record holds one (veridic records them escaped, as \\x00 and "
+            "\\udXXX), and Postgres cannot be asked for one; ask for the escaped text"
         )
 
 
@@ -683,6 +736,11 @@ class SQLStore:
         """Every record in the order written, or those of one request, or of a time range.
 
         ``since`` is inclusive and ``until`` exclusive, in seconds since the epoch.
+        The other queries narrow alike, and every store answers them alike.
+
+        Raises:
+            AuditRecordError: ``request_id`` holds a NUL or a lone surrogate (no
+                record does), or a bound is not seconds (NaN, a word, a bool).
         """
         return self._run(records(request_id, since, until))
 
@@ -771,6 +829,7 @@ class SQLStore:
         """The conversation last saved under ``key``, or ``None`` if none was.
 
         Raises:
+            AuditRecordError: ``key`` is not one :meth:`save_conversation` takes.
             VeridicError: the stored document is not a conversation (changed
                 in the database by hand: see :meth:`Conversation.from_json`).
         """
@@ -797,7 +856,8 @@ class SQLStore:
         """Keep a run paused for approvals until one request claims it (:meth:`claim_paused`).
 
         Raises:
-            AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`.
+            AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`, or
+                its request id could not claim it back (empty, a NUL, a lone surrogate).
         """
         self._run(save_paused(repr(self), paused))
 
@@ -814,6 +874,10 @@ class SQLStore:
         whose update took the row gets the paused run. Claiming marks it
         taken even if the resume then fails: save the new pause the resume
         returns, or save the paused run again to retry.
+
+        Raises:
+            AuditRecordError: ``request_id`` is empty or holds a NUL or a lone
+                surrogate (:meth:`save_paused` refuses such a run).
         """
         return self._run(claim_paused(request_id))
 
