@@ -19,6 +19,7 @@ may send one again after a lost connection; claiming a paused run is not
 from __future__ import annotations
 
 import json
+import sys
 import time as _time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from veridic.run.records import (
     ModelReplyRecord,
     Substitution,
     _checked_fields,
+    _is_seconds,
     _json,
     _shown,
     _storable,
@@ -153,7 +155,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
     ) = fields
     # ``_value_``: the member's value, as ``.value`` gives it, without its descriptor.
     return (
-        time,
+        float(time),
         request_id,
         tool,
         kind,
@@ -182,7 +184,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
         [s.message, s.role, s.start, s.end, s.kind, s.origin] for s in record.instruction_spans
     ]
     row = (
-        record.time,
+        float(record.time),
         record.request_id,
         record.api,
         record.model,
@@ -204,7 +206,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         )
     usage = record.usage
     row = (
-        record.time,
+        float(record.time),
         _storable(record.request_id),
         record.prompt_sha256,
         _storable(record.response_id),
@@ -225,8 +227,9 @@ def write_vouch(where: str, record: object) -> Statement[None]:
             f"{where}.write_vouch() got a {type(record).__name__}: pass the VouchRecord "
             "TrustPolicy.vouch made (TrustPolicy.record_to(store) does)"
         )
+    time = _seconds(record.time, f"{where}.write_vouch()", "the vouch's time")
     row = (
-        record.time,
+        time,
         _storable(record.policy),
         _storable(record.reason),
         _storable(record.caller),
@@ -245,7 +248,8 @@ def save_conversation(
             f"{where}.save_conversation() got a {type(conversation).__name__}: pass "
             "composer.conversation()"
         )
-    row = (_now(time), key, len(conversation), conversation.to_json())
+    when = _now(time, f"{where}.save_conversation()")
+    row = (when, key, len(conversation), conversation.to_json())
     return Statement(
         "INSERT INTO veridic_conversations (time, key, turns, document) VALUES (?,?,?,?)",
         row,
@@ -275,9 +279,11 @@ def save_paused(where: str, paused: object) -> Statement[None]:
         raise AuditRecordError(
             f"{where}.save_paused() got a {type(paused).__name__}: pass result.paused"
         )
+    # Checked, not escaped: claim_paused(paused.request_id) must find the row.
+    check_key(paused.request_id, f"{where}.save_paused()")
     return Statement(
         "INSERT INTO veridic_paused_runs (time, request_id, document) VALUES (?,?,?)",
-        (_time.time(), _storable(paused.request_id), paused.to_json()),
+        (_time.time(), paused.request_id, paused.to_json()),
         _nothing,
         # Sent twice, the run would be saved twice and could be resumed twice.
         idempotent=False,
@@ -285,6 +291,7 @@ def save_paused(where: str, paused: object) -> Statement[None]:
 
 
 def claim_paused(request_id: str) -> Statement[PausedRun | None]:
+    check_key(request_id, "claim_paused()")
     return Statement(
         "UPDATE veridic_paused_runs SET claimed = ? WHERE id = (SELECT id FROM "
         "veridic_paused_runs WHERE request_id = ? AND claimed IS NULL ORDER BY id DESC "
@@ -313,8 +320,10 @@ def select(
     ``since`` is inclusive, ``until`` exclusive, both seconds since the epoch;
     each of ``equal`` not ``None`` keeps the rows whose column holds that value.
     """
+    for column, value in equal.items():
+        _check_asked(column, value)
     conditions = [(f"{column} = ?", value) for column, value in equal.items()]
-    conditions += [("time >= ?", since), ("time < ?", until)]
+    conditions += [("time >= ?", _bound("since", since)), ("time < ?", _bound("until", until))]
     kept = [(condition, value) for condition, value in conditions if value is not None]
     narrowed = f" WHERE {' AND '.join(c for c, _ in kept)}" if kept else ""
     return Statement(
@@ -484,6 +493,7 @@ def substitution_rate(found: tuple[Substitution, ...]) -> float | None:
 
 
 def conversation(key: str) -> Statement[Conversation | None]:
+    check_key(key, "conversation()")
     return Statement(
         "SELECT document FROM veridic_conversations WHERE key = ? ORDER BY id DESC LIMIT 1",
         (key,),
@@ -492,6 +502,8 @@ def conversation(key: str) -> Statement[Conversation | None]:
 
 
 def rules(scope: str) -> Statement[dict[str, str]]:
+    check_key(scope, "rules()")
+
     def answer(rows: Rows) -> dict[str, str]:
         if not rows:
             return {}
@@ -520,15 +532,75 @@ def pending_runs() -> Statement[tuple[str, ...]]:
 
 
 def check_key(key: object, where: str) -> None:
+    """Refuse a key no store keeps, on a save and on a read alike.
+
+    A NUL or a lone surrogate is refused rather than escaped: asked for, SQLite
+    found no row and Postgres raised, and a paused run saved under an escaped
+    id was never found by its own (``claim_paused`` said "already claimed").
+
+    Raises:
+        AuditRecordError: ``key`` is not a non-empty string every store keeps.
+    """
     if not isinstance(key, str) or not key.strip() or _storable(key) != key:
         raise AuditRecordError(
-            f"{where} got the key {key!r:.80}: pass a non-empty string without lone "
+            f"{where} got the key {key!r:.80}: pass a non-empty string without NUL or lone "
             "surrogates (a chat's id, a request id, a user's id)"
         )
 
 
-def _now(time: float | None) -> float:
-    return _time.time() if time is None else time
+def _bound(name: str, value: object) -> float | None:
+    """A time range's ``since`` or ``until`` as a float, checked (``None``: no bound).
+
+    Raises:
+        AuditRecordError: ``value`` is not a number of seconds: asked for
+            ``until=nan``, SQLite found no record and Postgres every one (NaN is
+            above every number there), and a word or an int past 2**63 failed
+            in one store only.
+    """
+    if value is None:
+        return None
+    if type(value) is float and value == value:
+        return value
+    if type(value) is int and abs(value) <= sys.float_info.max:
+        return float(value)
+    raise AuditRecordError(
+        f"the store was asked for records with {name}={_shown(value)}: pass seconds since "
+        "the epoch (a float or an int, not NaN), or None for no bound"
+    )
+
+
+def _check_asked(column: str, value: object) -> None:
+    """Refuse to look for a value no record holds (see :func:`check_key`).
+
+    Raises:
+        AuditRecordError: ``value`` is text with a NUL or a lone surrogate.
+    """
+    if isinstance(value, str) and _storable(value) != value:
+        raise AuditRecordError(
+            f"the store was asked for the {column} {value!r:.80}, which holds a NUL or a "
+            "lone surrogate: no record holds one (veridic records them escaped, as \\x00 and "
+            "\\udXXX), and Postgres cannot be asked for one; ask for the escaped text"
+        )
+
+
+def _now(time: float | None, where: str) -> float:
+    """``time`` as the seconds a store keeps, or now when it is ``None``."""
+    return _time.time() if time is None else _seconds(time, where, "time")
+
+
+def _seconds(value: object, where: str, what: str) -> float:
+    """``value`` as a float of seconds, refused where the stores would not keep it alike.
+
+    Raises:
+        AuditRecordError: ``value`` is not a finite number of seconds, 0 or more
+            (SQLite refuses NaN and keeps a word, Postgres keeps NaN and refuses a word).
+    """
+    if not _is_seconds(value):
+        raise AuditRecordError(
+            f"{where} got {_shown(value)} as {what}: pass seconds since the epoch, a finite "
+            "float of 0 or more (time.time())"
+        )
+    return float(value)
 
 
 def from_row(row: Sequence[object]) -> AuditRecord:
@@ -664,6 +736,11 @@ class SQLStore:
         """Every record in the order written, or those of one request, or of a time range.
 
         ``since`` is inclusive and ``until`` exclusive, in seconds since the epoch.
+        The other queries narrow alike, and every store answers them alike.
+
+        Raises:
+            AuditRecordError: ``request_id`` holds a NUL or a lone surrogate (no
+                record does), or a bound is not seconds (NaN, a word, a bool).
         """
         return self._run(records(request_id, since, until))
 
@@ -752,6 +829,7 @@ class SQLStore:
         """The conversation last saved under ``key``, or ``None`` if none was.
 
         Raises:
+            AuditRecordError: ``key`` is not one :meth:`save_conversation` takes.
             VeridicError: the stored document is not a conversation (changed
                 in the database by hand: see :meth:`Conversation.from_json`).
         """
@@ -778,7 +856,8 @@ class SQLStore:
         """Keep a run paused for approvals until one request claims it (:meth:`claim_paused`).
 
         Raises:
-            AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`.
+            AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`, or
+                its request id could not claim it back (empty, a NUL, a lone surrogate).
         """
         self._run(save_paused(repr(self), paused))
 
@@ -795,6 +874,10 @@ class SQLStore:
         whose update took the row gets the paused run. Claiming marks it
         taken even if the resume then fails: save the new pause the resume
         returns, or save the paused run again to retry.
+
+        Raises:
+            AuditRecordError: ``request_id`` is empty or holds a NUL or a lone
+                surrogate (:meth:`save_paused` refuses such a run).
         """
         return self._run(claim_paused(request_id))
 

@@ -185,8 +185,34 @@ class PausedRun:
     retries: int = 0
     usage: Usage | None = field(default=None)
 
+    def __post_init__(self) -> None:
+        """Refuse two approvals of one call: an answer by digest would approve the other.
+
+        A run pauses with one approval per waiting call, and the model's call
+        ids are unique (a reply that repeats one is refused before anything
+        runs). Two approvals naming one call can only come from a paused run
+        changed where it was kept: the resume matches a call's answer to its
+        approval by call id, so a yes to the approval the dialog showed (its
+        digest) would be checked against the other one, written for other
+        arguments, and run what the user never saw.
+        """
+        seen: set[str] = set()
+        for approval in self.approvals:
+            if approval.call_id in seen:
+                raise VeridicError(
+                    f"the paused run of request {clip(str(self.request_id))} holds two "
+                    f"approvals for call {clip(str(approval.call_id))}: a run pauses with one "
+                    "approval per waiting call, so it was changed after PausedRun.to_json(); "
+                    "nothing was run: resume only what a run returned, and ask the user anew"
+                )
+            seen.add(approval.call_id)
+
     def to_json(self) -> str:
-        """The paused run as JSON text, to keep until the user answers."""
+        """The paused run as JSON text, to keep until the user answers.
+
+        Text UTF-8 can encode, whatever the model wrote (see :meth:`Conversation.to_json
+        <veridic.Conversation.to_json>`): a run is never paused in a form no store keeps.
+        """
         document = {
             "format": FORMAT,
             "request_id": self.request_id,
@@ -203,7 +229,7 @@ class PausedRun:
             else [self.usage.input_tokens, self.usage.output_tokens],
             "conversation": json.loads(self.conversation.to_json()),
         }
-        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        return _json_object.dumps(document)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PausedRun:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import operator
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
-from typing import Final
+from typing import Final, TypeGuard
 
 from veridic._ids import new_id
 from veridic._sample import clip
@@ -46,6 +46,10 @@ _FOLLOW_UP: Final = "after the call ended: "
 """How the ``detail`` of a follow-up record begins (a guard that fired after its call ended)."""
 _TOOL_LIMIT: Final = 200
 """The longest model-written tool name a record keeps as it is."""
+_SECONDS_MAX: Final = sys.float_info.max
+"""The most seconds a record keeps: a store writes the float of an int (see :func:`_is_seconds`)."""
+_COUNT_MAX: Final = 2**63 - 1
+"""The largest token count a store keeps (a Postgres ``BIGINT``, a SQLite ``INTEGER``)."""
 
 
 @unique
@@ -220,7 +224,8 @@ class ModelCallRecord:
 
     Raises:
         AuditRecordError: a field is malformed (an empty request id, a hash
-            that is not 64 lowercase hex digits).
+            that is not 64 lowercase hex digits, a time that is not a finite
+            number of seconds, 0 or more).
     """
 
     time: float
@@ -276,6 +281,7 @@ class ModelCallRecord:
         ]
         if not isinstance(self.call_id, str) or not _ID.fullmatch(self.call_id):
             problems.append(f"call_id must be 32 lowercase hex digits, got {self.call_id!r}")
+        problems += _time_problems(self, "time")
         if problems:
             raise AuditRecordError(
                 f"model-call record of request {self.request_id!r} is malformed: "
@@ -334,16 +340,22 @@ class ModelReplyRecord:
             isinstance(name, str) for name in self.tool_calls
         ):
             problems.append(f"tool_calls must be a tuple of names, got {_shown(self.tool_calls)}")
-        if self.usage is not None and not isinstance(self.usage, Usage):
-            problems.append(f"usage must be a Usage or None, got {_shown(self.usage)}")
+        if self.usage is not None and not (
+            isinstance(self.usage, Usage)
+            and all(
+                type(n) is int and 0 <= n <= _COUNT_MAX
+                for n in (self.usage.input_tokens, self.usage.output_tokens)
+            )
+        ):
+            problems.append(
+                "usage must be None or a Usage of two token counts (ints from 0 to 2**63 - 1), "
+                f"got {_shown(self.usage)}"
+            )
         if not isinstance(self.call_id, str) or not (
             self.call_id == "" or _ID.fullmatch(self.call_id)
         ):
             problems.append(f"call_id must be a ModelCallRecord's call_id, got {self.call_id!r}")
-        if isinstance(self.latency, bool) or not (
-            isinstance(self.latency, int | float) and self.latency >= 0
-        ):
-            problems.append(f"latency must be seconds, 0 or more, got {self.latency!r}")
+        problems += _time_problems(self, "time", "latency")
         if problems:
             raise AuditRecordError(
                 f"model-reply record of request {self.request_id!r} is malformed: "
@@ -418,7 +430,7 @@ def _well_formed(r: AuditRecord) -> bool:
     approval, outcome, risk, kind = r.approval, r.outcome, r.risk, r.kind
     if not (
         type(r.time) in (float, int)
-        and 0 <= r.time < math.inf
+        and 0 <= r.time <= _SECONDS_MAX
         and isinstance(r.request_id, str)
         and r.request_id.strip()
         and isinstance(r.tool, str)
@@ -438,7 +450,7 @@ def _well_formed(r: AuditRecord) -> bool:
         and isinstance(r.record_id, str)
         and _ID.fullmatch(r.record_id)
         and type(r.duration) in (float, int)
-        and 0 <= r.duration < math.inf
+        and 0 <= r.duration <= _SECONDS_MAX
         and isinstance(r.arguments_sha256, str)
         and (r.arguments_sha256 == "" or _SHA256.fullmatch(r.arguments_sha256))
         and not _UNSTORABLE.search(r.request_id)
@@ -461,8 +473,8 @@ def _well_formed(r: AuditRecord) -> bool:
 
 
 def _problems(r: AuditRecord) -> Iterator[str]:
-    if type(r.time) not in (float, int) or not math.isfinite(r.time) or r.time < 0:
-        yield f"time must be seconds since the epoch (a finite float >= 0), got {r.time!r}"
+    if not _is_seconds(r.time):
+        yield f"time must be seconds since the epoch (a finite float >= 0), got {_shown(r.time)}"
     for name in ("request_id", "tool"):
         value = getattr(r, name)
         if not isinstance(value, str) or not value.strip():
@@ -489,7 +501,7 @@ def _problems(r: AuditRecord) -> Iterator[str]:
                 f"{name} must be 64 lowercase hex digits (hashlib.sha256().hexdigest()), "
                 f"got {_shown(value)}"
             )
-    if type(r.duration) not in (float, int) or not math.isfinite(r.duration) or r.duration < 0:
+    if not _is_seconds(r.duration):
         yield f"duration must be seconds (a finite float >= 0), got {_shown(r.duration)}"
     if not isinstance(r.arguments_sha256, str) or not (
         r.arguments_sha256 == "" or _SHA256.fullmatch(r.arguments_sha256)
@@ -548,6 +560,27 @@ def _stored_id(value: object, name: str, request_id: str) -> str:
         "lowercase hex digits (new_id()): the table was written by something other than "
         "veridic; check what else writes to the audit store"
     )
+
+
+def _is_seconds(value: object) -> TypeGuard[float]:
+    """Whether ``value`` is seconds that every store keeps alike: a finite float or int, >= 0.
+
+    NaN is refused (SQLite stores it as NULL and refuses the row, Postgres keeps
+    NaN), and so is an int that no float holds; the stores write the float of an
+    int (SQLite had no INTEGER for one past 2**63, which Postgres kept as a float).
+    """
+    if type(value) is float or type(value) is int:
+        return 0 <= value <= _SECONDS_MAX
+    return False
+
+
+def _time_problems(record: object, *names: str) -> list[str]:
+    """What is wrong with the times named (seconds, :func:`_is_seconds`) of ``record``."""
+    return [
+        f"{name} must be seconds (a finite float >= 0), got {_shown(getattr(record, name))}"
+        for name in names
+        if not _is_seconds(getattr(record, name))
+    ]
 
 
 def _shown(value: object, limit: int = 60) -> str:

@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, cast, get_args
 
+from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.fence import DATA_MODES, DataMode, check_label
@@ -138,9 +139,14 @@ class Conversation:
         return len(self.turns)
 
     def to_json(self) -> str:
-        """The conversation as JSON text (UTF-8 safe, deterministic)."""
+        """The conversation as JSON text (UTF-8 safe, deterministic).
+
+        A lone surrogate in a turn (a model's ``"\\ud800"``, a page decoded with
+        ``surrogateescape``) is written as its escape, so that every store, file
+        and session can keep the document and :meth:`from_json` reads it back equal.
+        """
         document = {"format": FORMAT, "turns": [turn.to_json_object() for turn in self.turns]}
-        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        return _json_object.dumps(document)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Conversation:
