@@ -8,7 +8,8 @@ page), so its output is not trusted because its input was:
 
 - ``filters=``: usable in data templates (their output is data anyway); an
   instruction template that uses one is refused when it loads, naming the
-  filter and the line;
+  filter and the line (``map("name")`` counts as a use), and one that names
+  it to ``map`` by a value is refused when it renders;
 - ``safe_filters=``: the application vouches that the filter only transforms
   its arguments (``slugify``, ``indent_by``); instruction templates may use
   it, and its output is minted as text the expression computed.

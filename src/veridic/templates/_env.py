@@ -27,6 +27,7 @@ output becomes one data block, so nothing in it needs to remember its source.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 from jinja2 import BaseLoader, Environment, StrictUndefined, nodes, pass_context
@@ -95,6 +96,22 @@ def _compiled_away(context: Context, *arguments: object) -> None:
     raise TemplateError("veridic's output filters are compiled away; this is a veridic bug")
 
 
+def _refused(name: str) -> Callable[..., object]:
+    """What an instruction environment holds under the name of an unsafe filter."""
+
+    @pass_context
+    def refused(context: Context, *arguments: object, **options: object) -> object:
+        raise TemplateError(
+            f"instruction template {context.name!r} calls filter {name!r} by a name computed "
+            "at render (map(...)), and the application registered it with filters=, not "
+            "safe_filters=: its output is not trusted because its input was, so it cannot "
+            "render into the system slot; if it only transforms its arguments, register it "
+            "with safe_filters=, else use it in a data template"
+        )
+
+    return refused
+
+
 class ProvenanceEnvironment(Environment):
     """A jinja2 environment with veridic's settings; its instruction templates yield chunks
     that remember their values."""
@@ -128,10 +145,16 @@ class ProvenanceEnvironment(Environment):
             self.emit = emit
             self.emitted_as_is = EMITTED_AS_IS
         del self.filters["safe"]
-        self.filters.update(custom.filters)
+        self.unsafe_filters = custom.unsafe if kind == "instruction" else frozenset()
+        # An instruction environment holds a refusal under each unsafe filter's name:
+        # jinja2 also finds a filter by a name given at render (``map(name)``), which no
+        # check of the template's Filter nodes sees.
+        self.filters.update(
+            (name, _refused(name) if name in self.unsafe_filters else function)
+            for name, function in custom.filters.items()
+        )
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
         self.globals.update(custom.globals)
-        self.unsafe_filters = custom.unsafe if kind == "instruction" else frozenset()
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
 
@@ -201,14 +224,16 @@ class _Rewrite:
                     "mark safe; values are refused or fenced by their provenance: remove |safe, "
                     "and pass text that must instruct as a TrustedInstruction"
                 )
-            if node.name in self.environment.unsafe_filters:
-                raise TemplateError(
-                    f"instruction template {self.origin!r} line {node.lineno} uses filter "
-                    f"{node.name!r}, which the application registered with filters=, not "
-                    "safe_filters=: its output is not trusted because its input was, so it "
-                    "cannot render into the system slot; if it only transforms its arguments, "
-                    "register it with safe_filters=, else use it in a data template"
-                )
+            for name in _filter_names(node):
+                if name in self.environment.unsafe_filters:
+                    raise TemplateError(
+                        f"instruction template {self.origin!r} line {node.lineno} uses filter "
+                        f"{name!r}, which the application registered with filters=, not "
+                        "safe_filters=: its output is not trusted because its input was, so it "
+                        "cannot render into the system slot; if it only transforms its "
+                        "arguments, register it with safe_filters=, else use it in a data "
+                        "template"
+                    )
         for modifier in tree.find_all(nodes.EvalContextModifier):
             raise TemplateError(
                 f"template {self.origin!r} line {modifier.lineno} changes autoescaping, which "
@@ -265,6 +290,20 @@ class _Rewrite:
 
     def filter_block(self, chain: nodes.Filter, lineno: int) -> nodes.Filter:
         return _node(chain, _EMIT, f"{self.origin}:{lineno}", lineno)
+
+
+def _filter_names(node: nodes.Filter) -> tuple[str, ...]:
+    """The filters ``node`` runs that its source names: its own, and ``map``'s by a literal.
+
+    ``map("name")`` calls the filter ``name`` on each item. A name computed at render
+    cannot be read here; under an unsafe filter's name an instruction environment holds
+    only a refusal (:func:`_refused`), so such a call fails when it renders.
+    """
+    if node.name == "map" and node.args:
+        first = node.args[0]
+        if isinstance(first, nodes.Const) and isinstance(first.value, str):
+            return (node.name, first.value)
+    return (node.name,)
 
 
 def _node(inner: nodes.Expr, name: str, argument: str | None, lineno: int) -> nodes.Filter:
