@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from enum import Enum
 from typing import Generic, TypeVar
 
 from jinja2 import Template as JinjaTemplate
@@ -158,7 +159,17 @@ class InstructionTemplate(Bound[P]):
         path, value = bad
         where = self._analysis.where.get(key)
         place = f" ({where[0]} line {where[1]})" if where is not None else ""
-        if isinstance(value, str):
+        if isinstance(value, Enum):
+            message = (
+                f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
+                f"{clip(repr(value))}, which is not a member that the class body of "
+                f"{type(value).__name__} wrote (a pseudo-member its _missing_ made from a "
+                "value: its text is that value, which may be outside text), or not of the Enum "
+                f"that {self._params.name} declares there: pass one of the declared Enum's own "
+                "members, or render outside text with a data template (templates.data) and "
+                "place it with Composer.user()"
+            )
+        elif isinstance(value, str):
             message = (
                 f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
                 f"text of {describe(value)}: {clip(value)}; an instruction template renders "
