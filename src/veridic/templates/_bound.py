@@ -92,8 +92,10 @@ class Bound(Generic[P]):
         return TemplateSandboxError(
             f"stored template {self.origin!r}{_line(error)} tried something jinja2's sandbox "
             f"forbids: {error}; a template from stored text may use its variables, filters "
-            "and tests, not Python internals or unbounded ranges: remove that from the stored "
-            "template, or ship the template with the code and load it with Templates(directory)"
+            "and tests, not Python internals, unbounded ranges or results too large to write "
+            "(a power, a repetition or a padding past the sandbox's bounds): remove that from "
+            "the stored template, or ship the template with the code and load it with "
+            "Templates(directory)"
         )
 
 

@@ -38,6 +38,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from veridic.errors import TemplateError
 from veridic.templates._analysis import dynamic_reference, references, static_names
+from veridic.templates._bounds import INTERCEPTED, bounded_format, check_binop
 from veridic.templates._custom import NONE, Custom
 from veridic.templates._runtime import EMITTED_AS_IS, concat, emit
 from veridic.text.provenance import TrustedInstruction, mint
@@ -188,7 +189,37 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     runs them through its own formatter, which rebuilds the result with the
     value's class, and a minted instruction's class cannot be built that way
     (a bare ``TypeError``). A stored template has the ``|format`` filter.
+
+    ``**``, ``*`` and ``%`` (and ``|format``) refuse results past the bounds of
+    ``_bounds``: jinja2 would compute them as Python does, even while compiling.
     """
+
+    intercepted_binops = INTERCEPTED
+
+    def __init__(
+        self,
+        loader: BaseLoader | None,
+        kind: Kind,
+        *,
+        trim_blocks: bool,
+        lstrip_blocks: bool,
+        keep_trailing_newline: bool,
+        custom: Custom = NONE,
+    ) -> None:
+        super().__init__(
+            loader,
+            kind,
+            trim_blocks=trim_blocks,
+            lstrip_blocks=lstrip_blocks,
+            keep_trailing_newline=keep_trailing_newline,
+            custom=custom,
+        )
+        self.filters["format"] = bounded_format
+
+    def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
+        """An intercepted operator (``**``, ``*``, ``%``), refused past its bound."""
+        check_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
 
     def is_safe_attribute(self, obj: object, attr: str, value: object) -> bool:
         if isinstance(obj, str) and attr in _STR_FORMATTERS:
