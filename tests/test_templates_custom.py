@@ -175,6 +175,7 @@ PLACES = st.sampled_from(
         "{{% set y = tone | {f} %}}{{{{ y }}}}",
         "{{{{ (tone | {f}) ~ tone }}}}",
         "{{% for c in tone | {f} %}}{{{{ c }}}}{{% endfor %}}",
+        "{{{{ [tone] | map('{f}') | join }}}}",
     ]
 )
 

@@ -158,7 +158,8 @@ class Templates:
     ``veridic.templates._custom``: a filter's output of trusted input is
     trusted only if the filter is in ``safe_filters=`` (it only transforms its
     arguments); an instruction template that uses a filter of ``filters=`` is
-    refused when it loads; data templates may use both. A global must be what
+    refused when it loads (``map("name")`` counts; a name ``map`` gets from a
+    value is refused when it renders); data templates may use both. A global must be what
     an instruction template's value may be (trusted text, a number, a bool,
     ``None``, an ``Enum`` member).
 

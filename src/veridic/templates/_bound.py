@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from enum import Enum
 from typing import Generic, TypeVar
 
 from jinja2 import Template as JinjaTemplate
@@ -91,8 +92,10 @@ class Bound(Generic[P]):
         return TemplateSandboxError(
             f"stored template {self.origin!r}{_line(error)} tried something jinja2's sandbox "
             f"forbids: {error}; a template from stored text may use its variables, filters "
-            "and tests, not Python internals or unbounded ranges: remove that from the stored "
-            "template, or ship the template with the code and load it with Templates(directory)"
+            "and tests, not Python internals, unbounded ranges or results too large to write "
+            "(a power, a repetition or a padding past the sandbox's bounds): remove that from "
+            "the stored template, or ship the template with the code and load it with "
+            "Templates(directory)"
         )
 
 
@@ -158,7 +161,17 @@ class InstructionTemplate(Bound[P]):
         path, value = bad
         where = self._analysis.where.get(key)
         place = f" ({where[0]} line {where[1]})" if where is not None else ""
-        if isinstance(value, str):
+        if isinstance(value, Enum):
+            message = (
+                f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
+                f"{clip(repr(value))}, which is not a member that the class body of "
+                f"{type(value).__name__} wrote (a pseudo-member its _missing_ made from a "
+                "value: its text is that value, which may be outside text), or not of the Enum "
+                f"that {self._params.name} declares there: pass one of the declared Enum's own "
+                "members, or render outside text with a data template (templates.data) and "
+                "place it with Composer.user()"
+            )
+        elif isinstance(value, str):
             message = (
                 f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
                 f"text of {describe(value)}: {clip(value)}; an instruction template renders "

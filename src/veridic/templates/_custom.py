@@ -8,7 +8,8 @@ page), so its output is not trusted because its input was:
 
 - ``filters=``: usable in data templates (their output is data anyway); an
   instruction template that uses one is refused when it loads, naming the
-  filter and the line;
+  filter and the line (``map("name")`` counts as a use), and one that names
+  it to ``map`` by a value is refused when it renders;
 - ``safe_filters=``: the application vouches that the filter only transforms
   its arguments (``slugify``, ``indent_by``); instruction templates may use
   it, and its output is minted as text the expression computed.
@@ -31,6 +32,7 @@ from jinja2.filters import FILTERS as DEFAULT_FILTERS
 
 from veridic._sample import clip
 from veridic.errors import TemplateError
+from veridic.templates._params import written_member
 from veridic.text.provenance import TrustedInstruction, describe, is_trusted
 
 __all__ = ["Custom", "Filter", "Global", "custom"]
@@ -105,9 +107,17 @@ def _check_name(option: str, name: object, builtin: Mapping[str, object], what: 
 
 
 def _check_global(name: str, value: object) -> object:
-    if is_trusted(value) or type(value) in _SCALARS or isinstance(value, Enum):
+    if is_trusted(value) or type(value) in _SCALARS:
         return value
-    if callable(value):
+    if isinstance(value, Enum):
+        if written_member(value):
+            return value
+        detail = (
+            f"{clip(repr(value))}, a pseudo-member that {type(value).__name__}._missing_ made "
+            "from a value, not a member its class body wrote: its text is that value; pass "
+            "one of the Enum's own members"
+        )
+    elif callable(value):
         detail = (
             "a function, whose result would be text nobody checked: register it with "
             "safe_filters= (if it only transforms its arguments) or filters="

@@ -27,6 +27,7 @@ output becomes one data block, so nothing in it needs to remember its source.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 from jinja2 import BaseLoader, Environment, StrictUndefined, nodes, pass_context
@@ -37,6 +38,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from veridic.errors import TemplateError
 from veridic.templates._analysis import dynamic_reference, references, static_names
+from veridic.templates._bounds import INTERCEPTED, bounded_format, check_binop
 from veridic.templates._custom import NONE, Custom
 from veridic.templates._runtime import EMITTED_AS_IS, concat, emit
 from veridic.text.provenance import TrustedInstruction, mint
@@ -95,6 +97,22 @@ def _compiled_away(context: Context, *arguments: object) -> None:
     raise TemplateError("veridic's output filters are compiled away; this is a veridic bug")
 
 
+def _refused(name: str) -> Callable[..., object]:
+    """What an instruction environment holds under the name of an unsafe filter."""
+
+    @pass_context
+    def refused(context: Context, *arguments: object, **options: object) -> object:
+        raise TemplateError(
+            f"instruction template {context.name!r} calls filter {name!r} by a name computed "
+            "at render (map(...)), and the application registered it with filters=, not "
+            "safe_filters=: its output is not trusted because its input was, so it cannot "
+            "render into the system slot; if it only transforms its arguments, register it "
+            "with safe_filters=, else use it in a data template"
+        )
+
+    return refused
+
+
 class ProvenanceEnvironment(Environment):
     """A jinja2 environment with veridic's settings; its instruction templates yield chunks
     that remember their values."""
@@ -128,10 +146,16 @@ class ProvenanceEnvironment(Environment):
             self.emit = emit
             self.emitted_as_is = EMITTED_AS_IS
         del self.filters["safe"]
-        self.filters.update(custom.filters)
+        self.unsafe_filters = custom.unsafe if kind == "instruction" else frozenset()
+        # An instruction environment holds a refusal under each unsafe filter's name:
+        # jinja2 also finds a filter by a name given at render (``map(name)``), which no
+        # check of the template's Filter nodes sees.
+        self.filters.update(
+            (name, _refused(name) if name in self.unsafe_filters else function)
+            for name, function in custom.filters.items()
+        )
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
         self.globals.update(custom.globals)
-        self.unsafe_filters = custom.unsafe if kind == "instruction" else frozenset()
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
 
@@ -165,7 +189,37 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     runs them through its own formatter, which rebuilds the result with the
     value's class, and a minted instruction's class cannot be built that way
     (a bare ``TypeError``). A stored template has the ``|format`` filter.
+
+    ``**``, ``*`` and ``%`` (and ``|format``) refuse results past the bounds of
+    ``_bounds``: jinja2 would compute them as Python does, even while compiling.
     """
+
+    intercepted_binops = INTERCEPTED
+
+    def __init__(
+        self,
+        loader: BaseLoader | None,
+        kind: Kind,
+        *,
+        trim_blocks: bool,
+        lstrip_blocks: bool,
+        keep_trailing_newline: bool,
+        custom: Custom = NONE,
+    ) -> None:
+        super().__init__(
+            loader,
+            kind,
+            trim_blocks=trim_blocks,
+            lstrip_blocks=lstrip_blocks,
+            keep_trailing_newline=keep_trailing_newline,
+            custom=custom,
+        )
+        self.filters["format"] = bounded_format
+
+    def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
+        """An intercepted operator (``**``, ``*``, ``%``), refused past its bound."""
+        check_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
 
     def is_safe_attribute(self, obj: object, attr: str, value: object) -> bool:
         if isinstance(obj, str) and attr in _STR_FORMATTERS:
@@ -201,14 +255,16 @@ class _Rewrite:
                     "mark safe; values are refused or fenced by their provenance: remove |safe, "
                     "and pass text that must instruct as a TrustedInstruction"
                 )
-            if node.name in self.environment.unsafe_filters:
-                raise TemplateError(
-                    f"instruction template {self.origin!r} line {node.lineno} uses filter "
-                    f"{node.name!r}, which the application registered with filters=, not "
-                    "safe_filters=: its output is not trusted because its input was, so it "
-                    "cannot render into the system slot; if it only transforms its arguments, "
-                    "register it with safe_filters=, else use it in a data template"
-                )
+            for name in _filter_names(node):
+                if name in self.environment.unsafe_filters:
+                    raise TemplateError(
+                        f"instruction template {self.origin!r} line {node.lineno} uses filter "
+                        f"{name!r}, which the application registered with filters=, not "
+                        "safe_filters=: its output is not trusted because its input was, so it "
+                        "cannot render into the system slot; if it only transforms its "
+                        "arguments, register it with safe_filters=, else use it in a data "
+                        "template"
+                    )
         for modifier in tree.find_all(nodes.EvalContextModifier):
             raise TemplateError(
                 f"template {self.origin!r} line {modifier.lineno} changes autoescaping, which "
@@ -265,6 +321,20 @@ class _Rewrite:
 
     def filter_block(self, chain: nodes.Filter, lineno: int) -> nodes.Filter:
         return _node(chain, _EMIT, f"{self.origin}:{lineno}", lineno)
+
+
+def _filter_names(node: nodes.Filter) -> tuple[str, ...]:
+    """The filters ``node`` runs that its source names: its own, and ``map``'s by a literal.
+
+    ``map("name")`` calls the filter ``name`` on each item. A name computed at render
+    cannot be read here; under an unsafe filter's name an instruction environment holds
+    only a refusal (:func:`_refused`), so such a call fails when it renders.
+    """
+    if node.name == "map" and node.args:
+        first = node.args[0]
+        if isinstance(first, nodes.Const) and isinstance(first.value, str):
+            return (node.name, first.value)
+    return (node.name,)
 
 
 def _node(inner: nodes.Expr, name: str, argument: str | None, lineno: int) -> nodes.Filter:

@@ -10,7 +10,9 @@ a member of an ``Enum`` class or a ``Literal`` value, both written in code: a
 refund limit, a tier), an ordered container of those (``list``, ``tuple``,
 ``Sequence``, ``Mapping`` or ``dict`` with ``TrustedInstruction`` keys, a
 nested ``TypedDict``), or a union of them. Scalars are checked by exact type
-(an ``int`` subclass may override ``__str__``). Sets are refused because their
+(an ``int`` subclass may override ``__str__``), Enum members by identity with a
+member of the class body (:func:`written_member`: a pseudo-member that
+``_missing_`` made from a value is refused). Sets are refused because their
 order, and so the prompt's bytes, changes from run to run.
 
 A value is checked as it will be read: :func:`snapshot` copies containers
@@ -24,7 +26,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from enum import Enum
+from enum import Enum, Flag
 from typing import Annotated, Final, Literal, Union
 
 import typing_extensions
@@ -33,7 +35,15 @@ from pydantic import BaseModel
 from veridic.errors import ProvenanceError, TemplateParamsError
 from veridic.text.provenance import TrustedInstruction, is_trusted
 
-__all__ = ["Check", "Params", "instruction_checks", "read_params", "snapshot", "trusted_text"]
+__all__ = [
+    "Check",
+    "Params",
+    "instruction_checks",
+    "read_params",
+    "snapshot",
+    "trusted_text",
+    "written_member",
+]
 
 Bad = tuple[str, object] | None
 """What a check found: ``None`` when the value may render, else the path and the offending leaf."""
@@ -212,9 +222,27 @@ def _scalar(kind: type) -> Check:
 
 def _member(enum: type[Enum]) -> Check:
     def check(value: object) -> Bad:
-        return None if isinstance(value, enum) else ("", value)
+        return None if isinstance(value, enum) and written_member(value) else ("", value)
 
     return check
+
+
+def written_member(value: Enum) -> bool:
+    """Whether ``value`` is a member its class body wrote, or the standard ``Flag`` of some.
+
+    ``isinstance`` is not enough: an Enum's ``_missing_`` may make a pseudo-member from any
+    value (an "open" enum that keeps values it does not know, ``Tier(request["tier"])``),
+    and its ``value``, ``name`` and text are then that value. A member is found under its
+    own name in ``__members__``; a ``Flag`` combination is made by the standard ``_missing_``
+    from the members' bits, and its text names only members.
+    """
+    kind = type(value)
+    if kind.__members__.get(value._name_) is value:  # a pseudo-member's name may be None
+        return True
+    if isinstance(value, Flag):
+        missing = getattr(kind._missing_, "__func__", None)
+        return missing is getattr(Flag._missing_, "__func__", Flag._missing_)
+    return False
 
 
 def _literal(args: tuple[object, ...]) -> Check:

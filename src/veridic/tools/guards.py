@@ -22,15 +22,17 @@ runs outside any agent dispatch (migrations, admin scripts, the application's
 own UI handlers) is not affected: there the guards do nothing.
 
 The context variable follows ``asyncio`` tasks and ``asyncio.to_thread``,
-and each thread has its own. A raw ``threading.Thread`` or an executor
-started without ``contextvars.copy_context()`` starts outside any dispatch,
-so its guarded operations are not checked: carry the context into work you
-hand off (``asyncio.to_thread`` does it for you).
+and each thread has its own. A raw ``threading.Thread``, an executor's
+``submit`` and ``loop.run_in_executor`` (which submits to an executor and
+copies no context) start outside any dispatch, so their guarded operations
+are not checked: carry the context into work you hand off
+(``asyncio.to_thread`` does it for you; else
+``executor.submit(contextvars.copy_context().run, fn)``).
 
 The authority of a call ends with the call (invariant I10). A task or
-worker started during a dispatch (``asyncio.create_task``,
-``loop.run_in_executor`` or a thread run in a copied context) inherits its
-scope, but :func:`dispatching` closes the scope when it exits, and a closed
+worker started during a dispatch in its context (``asyncio.create_task``,
+``asyncio.to_thread``, a thread or executor job run in a copied context)
+inherits its scope, but :func:`dispatching` closes the scope when it exits, and a closed
 scope allows nothing: a guarded operation attempted later is refused, even
 for a call the user confirmed, and even under :func:`veridic.run.effects.observe`.
 Such a late refusal is not lost: it is kept in :attr:`DispatchScope.late_events`
