@@ -19,6 +19,7 @@ from :mod:`veridic.tools.tool`.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 import typing
 import warnings
@@ -26,7 +27,15 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+)
 from pydantic.errors import PydanticUserError
 from pydantic.fields import FieldInfo
 
@@ -36,6 +45,9 @@ from veridic.tools.context import ContextParameter, read_context_parameter
 from veridic.tools.input_schema import JsonObject, _invalid, _not_an_object
 
 __all__ = ["FunctionText"]
+
+_ARGUMENT: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""What providers accept as a property of a tool's input schema (Anthropic's pattern)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +184,61 @@ def _build_model(
             "parameter with a type pydantic supports (str, int, a BaseModel, ...)"
         ) from error
     return model
+
+
+def _argument_names(model: type[BaseModel], where: str) -> dict[str, str]:
+    """Each parameter's argument name: what the schema lists and validation takes.
+
+    A parameter's ``alias`` (``from_: Annotated[str, Field(alias="from")]``, the way
+    to take an argument named like a Python keyword) renames its argument: the
+    JSON schema lists the alias, and validation takes the alias only. What the
+    capability section and ``get_tool_schema`` say is required must be those
+    names, or the model that follows them is refused. An alias the schema cannot
+    state (an ``AliasPath`` into a nested value, ``AliasChoices`` of several
+    names) is refused, and so is one that is not a name providers accept, since
+    the section prints it as trusted text.
+
+    Raises:
+        VeridicError: an alias is an ``AliasPath`` or ``AliasChoices``, is not
+            1-64 letters, digits, ``_``, ``.`` and ``-``, or names another
+            parameter's argument.
+    """
+    names: dict[str, str] = {}
+    for field_name, info in model.model_fields.items():
+        alias: object = info.validation_alias if info.validation_alias is not None else info.alias
+        if isinstance(alias, AliasPath | AliasChoices):
+            raise VeridicError(
+                f"tool {where}: parameter {field_name!r} has validation_alias={alias!r}, which "
+                "the input schema cannot state: it shows one plain name, while validation "
+                + (
+                    "wants a value nested under another name, so a call that follows the "
+                    "schema is refused"
+                    if isinstance(alias, AliasPath)
+                    else "also takes names the schema never shows"
+                )
+                + '; give the parameter one name, alias="..." (e.g. Field(alias="from") for '
+                "a parameter from_)"
+            )
+        if alias is None:
+            argument = field_name
+        elif isinstance(alias, str) and _ARGUMENT.fullmatch(alias):
+            argument = alias
+        else:
+            raise VeridicError(
+                f"tool {where}: parameter {field_name!r} has alias {alias!r}, which is not an "
+                "argument name: the tool list and the capability section name the argument by "
+                r"it, and providers accept [A-Za-z0-9_.-]{1,64}; give it such an alias, or "
+                "drop the alias and name the parameter as the argument"
+            )
+        taken = next((n for n, a in names.items() if a == argument), None)
+        if taken is not None:
+            raise VeridicError(
+                f"tool {where}: parameters {taken!r} and {field_name!r} both take the argument "
+                f"{argument!r}: the model could send it once, for one of them; give each "
+                "parameter an argument name of its own"
+            )
+        names[field_name] = argument
+    return names
 
 
 def _resolved(

@@ -59,6 +59,7 @@ from veridic.tools._external_schema import (
 from veridic.tools.context import ContextParameter, ToolContext
 from veridic.tools.function_schema import (
     FunctionText,
+    _argument_names,
     _function_invoker,
     _input_model,
     _pydantic_validator,
@@ -200,8 +201,10 @@ class Tool:
     docstring entries for parameters the function does not take.
     ``pin_scope`` says what an external tool's pin covers (see :data:`PinScope`);
     the capability section prints of an external tool only what its pin covers.
-    ``parameters`` and ``required`` are the arguments the model sends: a
-    handler's ``ToolContext`` parameter (:attr:`context`) is not one of them.
+    ``parameters`` and ``required`` are the arguments the model sends, named
+    as the input schema names them (a parameter's alias is its argument's
+    name; ``parameter_descriptions`` is keyed the same way): a handler's
+    ``ToolContext`` parameter (:attr:`context`) is not one of them.
     """
 
     name: str
@@ -430,7 +433,9 @@ def function_tool(
     model, schema, positional, context = _input_model(
         function, read, name, where, docstring.parameters, localns
     )
-    parameters = tuple(model.model_fields)
+    # The arguments the model sends are named as the schema names them (an alias renames one).
+    argument_names = _argument_names(model, where)
+    parameters = tuple(argument_names.values())
     arguments = instruction_fields(model)
     if options.kind == "query" and arguments:
         raise VeridicError(
@@ -458,12 +463,16 @@ def function_tool(
         component=component,
         roles=options.roles,
         parameters=parameters,
-        required=tuple(n for n, info in model.model_fields.items() if info.is_required()),
+        required=tuple(
+            argument_names[n] for n, info in model.model_fields.items() if info.is_required()
+        ),
         parameter_descriptions=MappingProxyType(
-            {n: info.description or "" for n, info in model.model_fields.items()}
+            {argument_names[n]: info.description or "" for n, info in model.model_fields.items()}
         ),
         # The context parameter's entry may stay: it documents the handler, not an argument.
+        # A docstring documents a parameter by its Python name, whatever its alias.
         documented_elsewhere=frozenset(docstring.parameters)
+        - set(argument_names)
         - set(parameters)
         - ({context.name} if context is not None else set()),
         instruction_arguments=arguments,
