@@ -19,7 +19,6 @@ from :mod:`veridic.tools.tool`.
 from __future__ import annotations
 
 import inspect
-import re
 import sys
 import typing
 import warnings
@@ -44,12 +43,9 @@ from veridic.errors import ProvenanceError, VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.text.provenance import is_untrusted, refuse_untrusted, source_of
 from veridic.tools.context import ContextParameter, read_context_parameter
-from veridic.tools.input_schema import JsonObject, _invalid, _not_an_object
+from veridic.tools.input_schema import _ARGUMENT_NAME, JsonObject, _invalid, _not_an_object
 
 __all__ = ["FunctionText"]
-
-_ARGUMENT: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-"""What providers accept as a property of a tool's input schema (Anthropic's pattern)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +232,7 @@ def _argument_names(model: type[BaseModel], where: str) -> dict[str, str]:
             )
         if alias is None:
             argument = field_name
-        elif isinstance(alias, str) and _ARGUMENT.fullmatch(alias):
+        elif isinstance(alias, str) and _ARGUMENT_NAME.fullmatch(alias):
             argument = alias
         else:
             raise VeridicError(
