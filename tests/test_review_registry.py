@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Annotated
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import AliasChoices, AliasPath, BaseModel, Field, create_model
 
 from veridic import InvalidArgumentsError, ProvenanceError, Registry, VeridicError, untrusted
@@ -227,3 +229,55 @@ def test_a_pinned_tools_required_names_are_printed_when_they_are_names() -> None
     )
     section = registry.view().capability_section()
     assert "- search (query, low risk; requires q, site.host): Search the web." in section
+
+
+def _listed_names(section: str) -> list[str]:
+    tools = section.split("\n\n", 1)[0].splitlines()[1:]
+    return [line[2:].split(" (", 1)[0] for line in tools]
+
+
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=3, unique=True))
+def test_property_a_pinned_schema_is_refused_or_the_section_names_the_exposed_tools(
+    required: list[str],
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "string"} for name in required},
+        "required": required,
+    }
+    registry = Registry()
+    try:
+        registry.external(
+            name="search",
+            description="Search the web.",
+            input_schema=schema,
+            handler=lambda arguments: arguments,
+            kind="query",
+            pin=tool_pin("search", "Search the web.", schema),
+        )
+    except VeridicError:
+        return
+    view = registry.view()
+    section = view.capability_section()
+    assert sorted(_listed_names(section)) == sorted(view.names())
+    assert f"- search (query, low risk; requires {', '.join(required)}): " in section
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_property_an_alias_is_refused_or_is_the_argument_the_section_names(alias: str) -> None:
+    registry = Registry()
+
+    def lookup(user_id: int) -> str:
+        """Look up a user by id."""
+        return str(user_id)
+
+    lookup.__annotations__["user_id"] = Annotated[int, Field(alias=alias)]
+    registry.tool(kind="query")(lookup)
+    try:
+        view = registry.view()
+    except VeridicError:
+        return
+    schema = view.tool("lookup").input_schema
+    assert schema["required"] == [alias]
+    assert f"- lookup (query, low risk; requires {alias}): " in view.capability_section()
+    assert view.dispatch("lookup", {alias: 7}) == "7"
