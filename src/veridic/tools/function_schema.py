@@ -26,14 +26,24 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+)
 from pydantic.errors import PydanticUserError
 from pydantic.fields import FieldInfo
 
-from veridic.errors import VeridicError
+from veridic._sample import clip
+from veridic.errors import ProvenanceError, VeridicError
 from veridic.text.fields import instruction_fields
+from veridic.text.provenance import is_untrusted, refuse_untrusted, source_of
 from veridic.tools.context import ContextParameter, read_context_parameter
-from veridic.tools.input_schema import JsonObject, _invalid, _not_an_object
+from veridic.tools.input_schema import _ARGUMENT_NAME, JsonObject, _invalid, _not_an_object
 
 __all__ = ["FunctionText"]
 
@@ -47,6 +57,15 @@ class FunctionText:
     function at registration; a ``__doc__`` or ``__annotations__`` changed
     afterwards is not seen. Annotations are resolved at boot, so they may
     name classes defined after the tool.
+
+    The docstring is the description the capability section prints as
+    trusted text, so a ``__doc__`` branded untrusted (set from a spec or a
+    stored row) is refused here, as ``description=`` refuses it. (A plain
+    ``str`` cannot be told from code at run time; the ``veridic.mypy``
+    plugin and code review are the checks for those.)
+
+    Raises:
+        ProvenanceError: the docstring is ``UntrustedText``.
     """
 
     name: str
@@ -61,11 +80,14 @@ class FunctionText:
         except (TypeError, ValueError):
             signature = None
         doc = getattr(function, "__doc__", None)
-        return FunctionText(
-            name or str(getattr(function, "__name__", "")),
-            doc if isinstance(doc, str) else None,
-            signature,
+        named = name or str(getattr(function, "__name__", ""))
+        refuse_untrusted(
+            doc,
+            f"the docstring of tool {named!r}",
+            "write the docstring in code, or register a tool described from outside with "
+            "registry.external(..., pin=...), which prints its text only once pinned",
         )
+        return FunctionText(named, doc if isinstance(doc, str) else None, signature)
 
 
 def _input_model(
@@ -132,6 +154,7 @@ def _shared_model(
         return found[0], found[1]
     model = _build_model(name, where, fields)
     schema = _json_schema(model, where)
+    _refuse_untrusted_schema(schema, where, "")
     mints = bool(instruction_fields(model))
     if key is not None and not mints:
         if len(_MODELS) >= _MODELS_KEPT:
@@ -172,6 +195,61 @@ def _build_model(
             "parameter with a type pydantic supports (str, int, a BaseModel, ...)"
         ) from error
     return model
+
+
+def _argument_names(model: type[BaseModel], where: str) -> dict[str, str]:
+    """Each parameter's argument name: what the schema lists and validation takes.
+
+    A parameter's ``alias`` (``from_: Annotated[str, Field(alias="from")]``, the way
+    to take an argument named like a Python keyword) renames its argument: the
+    JSON schema lists the alias, and validation takes the alias only. What the
+    capability section and ``get_tool_schema`` say is required must be those
+    names, or the model that follows them is refused. An alias the schema cannot
+    state (an ``AliasPath`` into a nested value, ``AliasChoices`` of several
+    names) is refused, and so is one that is not a name providers accept, since
+    the section prints it as trusted text.
+
+    Raises:
+        VeridicError: an alias is an ``AliasPath`` or ``AliasChoices``, is not
+            1-64 letters, digits, ``_``, ``.`` and ``-``, or names another
+            parameter's argument.
+    """
+    names: dict[str, str] = {}
+    for field_name, info in model.model_fields.items():
+        alias: object = info.validation_alias if info.validation_alias is not None else info.alias
+        if isinstance(alias, AliasPath | AliasChoices):
+            raise VeridicError(
+                f"tool {where}: parameter {field_name!r} has validation_alias={alias!r}, which "
+                "the input schema cannot state: it shows one plain name, while validation "
+                + (
+                    "wants a value nested under another name, so a call that follows the "
+                    "schema is refused"
+                    if isinstance(alias, AliasPath)
+                    else "also takes names the schema never shows"
+                )
+                + '; give the parameter one name, alias="..." (e.g. Field(alias="from") for '
+                "a parameter from_)"
+            )
+        if alias is None:
+            argument = field_name
+        elif isinstance(alias, str) and _ARGUMENT_NAME.fullmatch(alias):
+            argument = alias
+        else:
+            raise VeridicError(
+                f"tool {where}: parameter {field_name!r} has alias {alias!r}, which is not an "
+                "argument name: the tool list and the capability section name the argument by "
+                r"it, and providers accept [A-Za-z0-9_.-]{1,64}; give it such an alias, or "
+                "drop the alias and name the parameter as the argument"
+            )
+        taken = next((n for n, a in names.items() if a == argument), None)
+        if taken is not None:
+            raise VeridicError(
+                f"tool {where}: parameters {taken!r} and {field_name!r} both take the argument "
+                f"{argument!r}: the model could send it once, for one of them; give each "
+                "parameter an argument name of its own"
+            )
+        names[field_name] = argument
+    return names
 
 
 def _resolved(
@@ -240,6 +318,44 @@ def _json_schema(model: type[BaseModel], where: str) -> JsonObject:
             f"tool {where}: its parameters have no JSON schema ({error}): use parameter types "
             "and defaults that JSON can express"
         ) from error
+
+
+def _refuse_untrusted_schema(value: object, where: str, path: str) -> None:
+    """Refuse text branded untrusted anywhere in a function tool's JSON schema.
+
+    A function tool's schema is code, so the tool list sends it unmarked and the
+    capability section prints its required names; only an external tool's is
+    read as data. A ``Field(description=untrusted(...))``, a title, or a model
+    made by ``create_model`` with a name from outside would reach the model as
+    the application's own words. What pydantic copies on its way into the schema
+    (examples, enum values, ``json_schema_extra``) loses its brand, so this sees
+    the descriptions and titles; outside text belongs in an external tool.
+
+    Raises:
+        ProvenanceError: a key or a value of the schema is ``UntrustedText``.
+    """
+    if isinstance(value, dict):
+        for key in value:
+            _refuse_untrusted_text(key, where, f"{path}{key} (a key)")
+        for key, item in value.items():
+            _refuse_untrusted_schema(item, where, f"{path}{key}.")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_untrusted_schema(item, where, f"{path}{index}.")
+    else:
+        _refuse_untrusted_text(value, where, path.rstrip("."))
+
+
+def _refuse_untrusted_text(value: object, where: str, path: str) -> None:
+    if is_untrusted(value):
+        raise ProvenanceError(
+            f"the input schema of tool {where} holds untrusted text at {path or '(root)'} "
+            f"(source {source_of(value)!r}): {clip(value)}; a function tool's schema goes to "
+            "the provider's tool list as the application's own words, and its required names "
+            "into the capability section: write descriptions, titles and model names in code, "
+            "or register a tool described from outside with registry.external(..., pin=...), "
+            "whose unpinned text the model is told to read as data"
+        )
 
 
 def _pydantic_validator(name: str, model: type[BaseModel]) -> Callable[[object], dict[str, object]]:

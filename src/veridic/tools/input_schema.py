@@ -15,6 +15,7 @@ importable from :mod:`veridic.tools.tool`.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from veridic.errors import InvalidArgumentsError
@@ -26,6 +27,10 @@ JsonObject = dict[str, object]
 
 SCHEMA_TOOL: Final = "get_tool_schema"
 """The built-in query every view carries: read a tool's contract, don't recall it."""
+
+_ARGUMENT_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""What providers accept as a property of a tool's input schema (Anthropic's pattern), and
+so what the capability section prints as a required argument's name."""
 
 
 def _not_an_object(name: str, arguments: object) -> InvalidArgumentsError:

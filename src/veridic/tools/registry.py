@@ -531,7 +531,9 @@ class Registry:
 
         Raises:
             VeridicError: the name is taken or invalid, the schema is not a
-                JSON schema of an object, the pin is malformed, or
+                JSON schema of an object, the pin is malformed, a tool pin
+                vouches for a required name that is not an argument name
+                (``[A-Za-z0-9_.-]{1,64}``: the section prints those names), or
                 ``jsonschema`` is not installed.
         """
         self._external(
