@@ -49,7 +49,14 @@ from langchain.agents.middleware.human_in_the_loop import (
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
-from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.runtime import Runtime
@@ -251,7 +258,9 @@ class Binding:
 
         Raises:
             ProvenanceError: the system message is not the trusted system text of
-                the bound prompt (in report mode: logged, and the call goes on).
+                the bound prompt, or another message of the call gives instructions
+                (a system or developer message among the conversation's); in report
+                mode: logged, and the call goes on.
             ToolCouplingError: the tools offered to the model are not exactly this
                 view's, as :func:`make_tools` made them.
         """
@@ -265,6 +274,7 @@ class Binding:
                 "it must be the system text of the Prompt given to structured_tools(), sent "
                 "unchanged)",
             )
+        self._check_conversation(request.messages)
         offered = list(request.tools)
         ours = list(self.tools.values())
         names = [t.name if isinstance(t, BaseTool) else str(t.get("name")) for t in offered]
@@ -300,6 +310,39 @@ class Binding:
             "tools structured_tools(view, ...) returned, and register any other tool in the "
             "veridic registry"
         )
+
+
+    def _check_conversation(self, messages: Sequence[BaseMessage]) -> None:
+        """Refuse a message after the system prompt that a provider sends as instructions.
+
+        LangChain sends a ``SystemMessage`` anywhere in the conversation as a system
+        message (Chat Completions) or merges it into the system prompt (Anthropic), and a
+        ``ChatMessage`` with its role as written, ``developer`` included. The conversation
+        is what the application passed in (chat history from a client, a stored thread)
+        and what the run added, none of it checked, so only user, assistant and tool
+        messages may follow the prompt's own system text.
+        """
+        for index, message in enumerate(messages):
+            role = _instruction_role(message)
+            if role is None:
+                continue
+            content: object = message.content
+            report(
+                content if isinstance(content, str) else repr(content),
+                f"messages[{index}] of a LangChain model call (request {self.request_id!r}; a "
+                f"{type(message).__name__} with the role {role!r}, which the model reads as "
+                "instructions, and only the system text of the Prompt given to "
+                "structured_tools() may give them: pass outside text in a user message)",
+            )
+
+
+def _instruction_role(message: BaseMessage) -> str | None:
+    """The role of a message a provider reads as instructions, or ``None`` for any other."""
+    if isinstance(message, SystemMessage) or message.type == "system":
+        return "system"
+    if isinstance(message, ChatMessage) and message.role not in ("user", "assistant"):
+        return message.role  # "developer", "System", or a role no provider documents
+    return None
 
 
 def make_tools(binding: Binding) -> list[StructuredTool]:
