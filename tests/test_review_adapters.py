@@ -8,6 +8,7 @@ before its fix.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Literal
 
@@ -72,6 +73,16 @@ def test_a_turn_that_gives_two_gated_calls_one_id_is_refused_before_anyone_is_as
     with pytest.raises(VeridicError, match=r"'call-x' .* 2 calls of the model's turn"):
         agent.ask()
     assert world.notes.saved == []
+    assert world.rows() == []
+
+
+def test_an_async_turn_that_gives_two_gated_calls_one_id_is_refused(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    agent = world.agent(_twins())
+    start = {"messages": [{"role": "user", "content": "Tidy my notes."}]}
+
+    with pytest.raises(VeridicError, match=r"'call-x' .* 2 calls of the model's turn"):
+        asyncio.run(agent.graph.ainvoke(start, agent.config, version="v2"))
     assert world.rows() == []
 
 

@@ -553,6 +553,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     # --- batched mode: the decisions of one turn ---
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[None]) -> dict[str, Any] | None:
+        self._check_call_ids(state)
         for name, arguments in _unparsed(state):
             self._binding.refuse(name, arguments)
         update, rejected = self._decided(state, runtime)
@@ -563,12 +564,44 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     async def aafter_model(
         self, state: AgentState[Any], runtime: Runtime[None]
     ) -> dict[str, Any] | None:
+        self._check_call_ids(state)
         for name, arguments in _unparsed(state):
             await self._binding.arefuse(name, arguments)
         update, rejected = self._decided(state, runtime)
         for call in rejected:
             await self._binding.arefuse(call["name"], call["args"])
         return update
+
+    def _check_call_ids(self, state: AgentState[Any]) -> None:
+        """Refuse a turn whose calls share an id when one of them waits for the reviewer.
+
+        LangChain ties each decision, each edit and each per-call interrupt to a call by
+        its id: with two calls under one id, approving the first and editing the second
+        ran the edit twice (batched) or ran the second call's own arguments, the ones
+        the reviewer replaced (per call). Nothing of the turn has run yet.
+
+        Raises:
+            VeridicError: two calls of the model's latest turn have one id, and one of
+                them needs the reviewer.
+        """
+        messages = state.get("messages") or []
+        last = messages[-1] if messages else None
+        if not isinstance(last, AIMessage):
+            return
+        calls: dict[str, list[str]] = {}
+        for call in last.tool_calls:
+            if call["id"]:
+                calls.setdefault(call["id"], []).append(call["name"])
+        for call_id, names in calls.items():
+            if len(names) > 1 and any(name in self.interrupt_on for name in names):
+                raise VeridicError(
+                    f"the tool call id {call_id!r:.80} names {len(names)} calls of the model's "
+                    f"turn ({', '.join(map(repr, names))}) in request "
+                    f"{self._binding.request_id!r}, and a reviewer's answer is tied to a call "
+                    "by its id, so it could approve another call than the one shown; nothing "
+                    "ran: use a chat model (or model wrapper) that gives each tool call its "
+                    "own id"
+                )
 
     def _decided(
         self, state: AgentState[Any], runtime: Runtime[None]

@@ -197,6 +197,10 @@ def approval_middleware(
 
     ``respond`` (answering in the tool's place) is not offered.
 
+    A model turn that gives one tool call id to two calls, one of them interrupted for,
+    is refused (``VeridicError``) before anyone is asked: LangChain ties each answer to a
+    call by its id, so the answer could reach the other call.
+
     The policy and the view are asked again when the call runs: a deny rule added
     while the interrupt waited denies it, and a call the policy now decides alone
     records that mode. A call of a name no tool has is refused and recorded (never
