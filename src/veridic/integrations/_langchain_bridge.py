@@ -70,6 +70,7 @@ from veridic.run.executor import CallResult, aexecute, execute
 from veridic.text.fence import fence
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import report
+from veridic.text.terminal_view import visible
 from veridic.tools.view import ToolView
 
 __all__ = ["ApprovalMiddleware", "Binding", "VeridicTool", "interrupt_config", "make_tools"]
@@ -498,8 +499,15 @@ class _Description:
         )
 
     def __call__(self, tool_call: ToolCall, state: AgentState[Any], runtime: Runtime[Any]) -> str:
+        """The description, the arguments last on one line with every unseen character shown.
+
+        The arguments are the model's: JSON escapes control characters, and ``visible``
+        writes the rest a reviewer would not see as written (bidi overrides, line and
+        paragraph separators, zero-width characters) as ``⟦U+XXXX⟧``, so no argument can
+        reorder, hide or break the line the reviewer approves.
+        """
         shown = json.dumps(tool_call["args"], ensure_ascii=False, sort_keys=True, default=repr)
-        return f"{self._head}\nArguments: {shown}"
+        return f"{self._head}\nArguments: {visible(shown, None)}"
 
 
 class ApprovalState(_HumanInTheLoopState):
