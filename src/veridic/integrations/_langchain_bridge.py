@@ -312,7 +312,6 @@ class Binding:
             "veridic registry"
         )
 
-
     def _check_conversation(self, messages: Sequence[BaseMessage]) -> None:
         """Refuse a message after the system prompt that a provider sends as instructions.
 
