@@ -51,7 +51,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from veridic._extras import require
@@ -132,7 +132,8 @@ def function_tools(
     (``mcp_servers``: its tools and descriptions would reach the model with no
     pin, guard or record; connect it through :mod:`veridic.integrations.mcp`
     into the registry instead), or has instructions that are a ``str`` other
-    than trusted text (:func:`instructions` gives them). Dynamic (callable)
+    than trusted text (:func:`instructions` gives them), and when the run's
+    input holds an item with the role ``system`` or ``developer``. Dynamic (callable)
     instructions are the application's and are not checked; handoffs are
     allowed, and the agent handed to is checked by its own tools.
 
@@ -337,18 +338,20 @@ class _Binding:
         self._refused: set[str] = set()
         self.made: tuple[Tool, ...] = ()
 
-    def check_agent(self, agent: object) -> None:
+    def check_agent(self, agent: object, turn_input: Sequence[object]) -> None:
         """Refuse an agent that offers the model more, less or other than the view's tools.
 
         The SDK sends the model every tool of ``agent.tools`` and of its MCP servers,
-        and its ``instructions`` as the system prompt; the capability section, the
-        policy, the guards and the audit know only the tools :func:`function_tools`
+        its ``instructions`` as the system prompt, and the run's input items as they
+        are, a ``system`` or ``developer`` one as instructions; the capability section,
+        the policy, the guards and the audit know only the tools :func:`function_tools`
         made, and only trusted text may instruct.
 
         Raises:
             ToolCouplingError: the agent's tools are not exactly these, unchanged, or
                 it has MCP servers.
-            ProvenanceError: its instructions are a ``str`` that is not trusted text.
+            ProvenanceError: its instructions are a ``str`` that is not trusted text,
+                or an item of the run's input has the role ``system`` or ``developer``.
         """
         name = getattr(agent, "name", None)
         given = list(getattr(agent, "tools", None) or ())
@@ -376,6 +379,17 @@ class _Binding:
                 f"the instructions of agent {name!r} (request {self.request_id!r}; the SDK "
                 "sends them as the system prompt: build them with instructions(view, ...))",
             )
+        for index, item in enumerate(turn_input):
+            role = item.get("role") if isinstance(item, Mapping) else None
+            if role in ("system", "developer") and isinstance(item, Mapping):
+                content: object = item.get("content")
+                report(
+                    content if isinstance(content, str) else repr(content),
+                    f"input[{index}] of the run of agent {name!r} (request {self.request_id!r}; "
+                    f"an input item with the role {role!r}, which the model reads as "
+                    "instructions, and only the agent's instructions may give them: pass "
+                    "outside text with the role 'user')",
+                )
 
     def digest(self, agent: object) -> str:
         """The ``prompt_sha256`` of a call made by ``agent``."""
@@ -433,7 +447,7 @@ class _Invoker:
 
     def is_enabled(self, context: RunContextWrapper[Any], agent: AgentBase) -> bool:
         """Always true, once the agent passed :meth:`_Binding.check_agent` (which raises)."""
-        self.binding.check_agent(agent)
+        self.binding.check_agent(agent, context.turn_input)
         return True
 
     async def needs_approval(
