@@ -49,7 +49,14 @@ from langchain.agents.middleware.human_in_the_loop import (
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
-from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.runtime import Runtime
@@ -63,6 +70,7 @@ from veridic.run.executor import CallResult, aexecute, execute
 from veridic.text.fence import fence
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import report
+from veridic.text.terminal_view import visible
 from veridic.tools.view import ToolView
 
 __all__ = ["ApprovalMiddleware", "Binding", "VeridicTool", "interrupt_config", "make_tools"]
@@ -251,7 +259,9 @@ class Binding:
 
         Raises:
             ProvenanceError: the system message is not the trusted system text of
-                the bound prompt (in report mode: logged, and the call goes on).
+                the bound prompt, or another message of the call gives instructions
+                (a system or developer message among the conversation's); in report
+                mode: logged, and the call goes on.
             ToolCouplingError: the tools offered to the model are not exactly this
                 view's, as :func:`make_tools` made them.
         """
@@ -265,6 +275,7 @@ class Binding:
                 "it must be the system text of the Prompt given to structured_tools(), sent "
                 "unchanged)",
             )
+        self._check_conversation(request.messages)
         offered = list(request.tools)
         ours = list(self.tools.values())
         names = [t.name if isinstance(t, BaseTool) else str(t.get("name")) for t in offered]
@@ -300,6 +311,38 @@ class Binding:
             "tools structured_tools(view, ...) returned, and register any other tool in the "
             "veridic registry"
         )
+
+    def _check_conversation(self, messages: Sequence[BaseMessage]) -> None:
+        """Refuse a message after the system prompt that a provider sends as instructions.
+
+        LangChain sends a ``SystemMessage`` anywhere in the conversation as a system
+        message (Chat Completions) or merges it into the system prompt (Anthropic), and a
+        ``ChatMessage`` with its role as written, ``developer`` included. The conversation
+        is what the application passed in (chat history from a client, a stored thread)
+        and what the run added, none of it checked, so only user, assistant and tool
+        messages may follow the prompt's own system text.
+        """
+        for index, message in enumerate(messages):
+            role = _instruction_role(message)
+            if role is None:
+                continue
+            content: object = message.content
+            report(
+                content if isinstance(content, str) else repr(content),
+                f"messages[{index}] of a LangChain model call (request {self.request_id!r}; a "
+                f"{type(message).__name__} with the role {role!r}, which the model reads as "
+                "instructions, and only the system text of the Prompt given to "
+                "structured_tools() may give them: pass outside text in a user message)",
+            )
+
+
+def _instruction_role(message: BaseMessage) -> str | None:
+    """The role of a message a provider reads as instructions, or ``None`` for any other."""
+    if isinstance(message, SystemMessage) or message.type == "system":
+        return "system"
+    if isinstance(message, ChatMessage) and message.role not in ("user", "assistant"):
+        return message.role  # "developer", "System", or a role no provider documents
+    return None
 
 
 def make_tools(binding: Binding) -> list[StructuredTool]:
@@ -455,8 +498,15 @@ class _Description:
         )
 
     def __call__(self, tool_call: ToolCall, state: AgentState[Any], runtime: Runtime[Any]) -> str:
+        """The description, the arguments last on one line with every unseen character shown.
+
+        The arguments are the model's: JSON escapes control characters, and ``visible``
+        writes the rest a reviewer would not see as written (bidi overrides, line and
+        paragraph separators, zero-width characters) as ``⟦U+XXXX⟧``, so no argument can
+        reorder, hide or break the line the reviewer approves.
+        """
         shown = json.dumps(tool_call["args"], ensure_ascii=False, sort_keys=True, default=repr)
-        return f"{self._head}\nArguments: {shown}"
+        return f"{self._head}\nArguments: {visible(shown, None)}"
 
 
 class ApprovalState(_HumanInTheLoopState):
@@ -510,6 +560,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     # --- batched mode: the decisions of one turn ---
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[None]) -> dict[str, Any] | None:
+        self._check_call_ids(state)
         for name, arguments in _unparsed(state):
             self._binding.refuse(name, arguments)
         update, rejected = self._decided(state, runtime)
@@ -520,12 +571,44 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     async def aafter_model(
         self, state: AgentState[Any], runtime: Runtime[None]
     ) -> dict[str, Any] | None:
+        self._check_call_ids(state)
         for name, arguments in _unparsed(state):
             await self._binding.arefuse(name, arguments)
         update, rejected = self._decided(state, runtime)
         for call in rejected:
             await self._binding.arefuse(call["name"], call["args"])
         return update
+
+    def _check_call_ids(self, state: AgentState[Any]) -> None:
+        """Refuse a turn whose calls share an id when one of them waits for the reviewer.
+
+        LangChain ties each decision, each edit and each per-call interrupt to a call by
+        its id: with two calls under one id, approving the first and editing the second
+        ran the edit twice (batched) or ran the second call's own arguments, the ones
+        the reviewer replaced (per call). Nothing of the turn has run yet.
+
+        Raises:
+            VeridicError: two calls of the model's latest turn have one id, and one of
+                them needs the reviewer.
+        """
+        messages = state.get("messages") or []
+        last = messages[-1] if messages else None
+        if not isinstance(last, AIMessage):
+            return
+        calls: dict[str, list[str]] = {}
+        for call in last.tool_calls:
+            if call["id"]:
+                calls.setdefault(call["id"], []).append(call["name"])
+        for call_id, names in calls.items():
+            if len(names) > 1 and any(name in self.interrupt_on for name in names):
+                raise VeridicError(
+                    f"the tool call id {call_id!r:.80} names {len(names)} calls of the model's "
+                    f"turn ({', '.join(map(repr, names))}) in request "
+                    f"{self._binding.request_id!r}, and a reviewer's answer is tied to a call "
+                    "by its id, so it could approve another call than the one shown; nothing "
+                    "ran: use a chat model (or model wrapper) that gives each tool call its "
+                    "own id"
+                )
 
     def _decided(
         self, state: AgentState[Any], runtime: Runtime[None]

@@ -17,8 +17,9 @@ The tools and the middleware go together: a call that needs the user's approval
 runs only with the grant the middleware gives a call it saw approved, so without
 it (or with the stock middleware, which leaves no trace of its approval) such a
 call is denied and recorded, never run silently. Each model call is checked too:
-its system message must be the prompt's trusted system text, and its tools exactly
-the view's, or the call is refused before the model sees it.
+its system message must be the prompt's trusted system text, no other message may be
+a system or developer message, and its tools must be exactly the view's, or the call
+is refused before the model sees it.
 
 >>> from veridic import ApprovalPolicy, Registry
 >>> registry = Registry()
@@ -196,11 +197,16 @@ def approval_middleware(
 
     ``respond`` (answering in the tool's place) is not offered.
 
+    A model turn that gives one tool call id to two calls, one of them interrupted for,
+    is refused (``VeridicError``) before anyone is asked: LangChain ties each answer to a
+    call by its id, so the answer could reach the other call.
+
     The policy and the view are asked again when the call runs: a deny rule added
     while the interrupt waited denies it, and a call the policy now decides alone
     records that mode. A call of a name no tool has is refused and recorded (never
     dropped). Each model call is checked first: the system message must be the
-    prompt's trusted system text (``ProvenanceError``), the tools exactly these
+    prompt's trusted system text, and no message of the conversation a system or
+    developer message (``ProvenanceError``), the tools exactly these
     (``ToolCouplingError``); list this middleware last, nearest the model, so no
     other middleware changes the request after the check. The agent needs a
     checkpointer (LangGraph's interrupts do).

@@ -51,22 +51,23 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from veridic._extras import require
-from veridic.errors import InvalidArgumentsError, VeridicError
+from veridic.errors import InvalidArgumentsError, ToolCouplingError, VeridicError
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.text.fence import DataMode, check_mode, fence, preamble
-from veridic.text.provenance import TrustedInstruction, join
+from veridic.text.provenance import TrustedInstruction, is_trusted, join, report
 from veridic.tools.view import ToolView
 
 if TYPE_CHECKING:
     from typing import Any
 
     from agents import Agent, RunContextWrapper, RunState, Tool, ToolApprovalItem
+    from agents.agent import AgentBase
     from agents.tool_context import ToolContext
 
 __all__ = ["answer", "approval_request", "function_tools", "instructions"]
@@ -123,6 +124,19 @@ def function_tools(
     ``tool:<name>``, as :meth:`Composer.tool_result <veridic.Composer.tool_result>`
     writes it; :func:`instructions` carries the preamble that explains it.
 
+    The agent that runs these tools runs only them, under trusted instructions:
+    each tool's ``is_enabled`` checks the agent whenever the SDK lists its tools
+    for a model call, and fails the run before the model is called when the
+    agent holds another tool (an ``@function_tool``, an agent ``as_tool``, a
+    hosted tool), leaves one of these out or changed it, lists an MCP server
+    (``mcp_servers``: its tools and descriptions would reach the model with no
+    pin, guard or record; connect it through :mod:`veridic.integrations.mcp`
+    into the registry instead), or has instructions that are a ``str`` other
+    than trusted text (:func:`instructions` gives them), and when the run's
+    input holds an item with the role ``system`` or ``developer``. Dynamic (callable)
+    instructions are the application's and are not checked; handoffs are
+    allowed, and the agent handed to is checked by its own tools.
+
     Raises:
         MissingExtraError: the ``openai-agents`` package is not installed.
         VeridicError: ``policy`` was built for another view, ``request_id``
@@ -146,8 +160,10 @@ def function_tools(
                 on_invoke_tool=invoker,
                 strict_json_schema=False,
                 needs_approval=invoker.needs_approval,
+                is_enabled=invoker.is_enabled,
             )
         )
+    binding.made = tuple(made)
     return made
 
 
@@ -265,6 +281,7 @@ class _Binding:
         "_refused",
         "audit",
         "data_mode",
+        "made",
         "policy",
         "prompt_sha256",
         "request_id",
@@ -319,6 +336,60 @@ class _Binding:
         self._lock = threading.Lock()
         self._answered: set[str] = set()
         self._refused: set[str] = set()
+        self.made: tuple[Tool, ...] = ()
+
+    def check_agent(self, agent: object, turn_input: Sequence[object]) -> None:
+        """Refuse an agent that offers the model more, less or other than the view's tools.
+
+        The SDK sends the model every tool of ``agent.tools`` and of its MCP servers,
+        its ``instructions`` as the system prompt, and the run's input items as they
+        are, a ``system`` or ``developer`` one as instructions; the capability section,
+        the policy, the guards and the audit know only the tools :func:`function_tools`
+        made, and only trusted text may instruct.
+
+        Raises:
+            ToolCouplingError: the agent's tools are not exactly these, unchanged, or
+                it has MCP servers.
+            ProvenanceError: its instructions are a ``str`` that is not trusted text,
+                or an item of the run's input has the role ``system`` or ``developer``.
+        """
+        name = getattr(agent, "name", None)
+        given = list(getattr(agent, "tools", None) or ())
+        problems = _tool_problems(given, self.made, self.view)
+        servers = list(getattr(agent, "mcp_servers", None) or ())
+        if servers:
+            listed = ", ".join(repr(getattr(server, "name", "?")) for server in servers)
+            problems.append(
+                f"MCP servers whose tools would reach the model unpinned, unguarded and "
+                f"unrecorded: {listed} (connect them with veridic.integrations.mcp into "
+                "the registry, so their tools are in the view)"
+            )
+        if problems:
+            raise ToolCouplingError(
+                f"agent {name!r} offers the model other tools than the view's "
+                f"({'; '.join(problems)}), while the capability section, the approvals and "
+                f"the audit of request {self.request_id!r} know only the view's: give the "
+                "agent exactly the tools function_tools(view, ...) returned, and register "
+                "any other tool in the veridic registry"
+            )
+        text = getattr(agent, "instructions", None)
+        if isinstance(text, str) and not is_trusted(text):
+            report(
+                text,
+                f"the instructions of agent {name!r} (request {self.request_id!r}; the SDK "
+                "sends them as the system prompt: build them with instructions(view, ...))",
+            )
+        for index, item in enumerate(turn_input):
+            role = item.get("role") if isinstance(item, Mapping) else None
+            if role in ("system", "developer") and isinstance(item, Mapping):
+                content: object = item.get("content")
+                report(
+                    content if isinstance(content, str) else repr(content),
+                    f"input[{index}] of the run of agent {name!r} (request {self.request_id!r}; "
+                    f"an input item with the role {role!r}, which the model reads as "
+                    "instructions, and only the agent's instructions may give them: pass "
+                    "outside text with the role 'user')",
+                )
 
     def digest(self, agent: object) -> str:
         """The ``prompt_sha256`` of a call made by ``agent``."""
@@ -373,6 +444,11 @@ class _Invoker:
 
     def __repr__(self) -> str:
         return f"<veridic tool {self.name!r} of {self.binding.view!r}>"
+
+    def is_enabled(self, context: RunContextWrapper[Any], agent: AgentBase) -> bool:
+        """Always true, once the agent passed :meth:`_Binding.check_agent` (which raises)."""
+        self.binding.check_agent(agent, context.turn_input)
+        return True
 
     async def needs_approval(
         self, context: RunContextWrapper[object], arguments: dict[str, object], call_id: str
@@ -464,6 +540,45 @@ def _invoker_of(item: ToolApprovalItem, where: str) -> _Invoker:
         "it with state.approve(item) or state.reject(item), or give the agent the tools of "
         "function_tools(view, ...)"
     )
+
+
+def _tool_problems(given: list[object], made: tuple[Tool, ...], view: ToolView) -> list[str]:
+    """What differs between the tools an agent holds and those function_tools() made."""
+    ours = {id(tool) for tool in made}
+    held = {id(tool) for tool in given}
+    foreign = [_tool_name(tool) for tool in given if id(tool) not in ours]
+    missing = [tool.name for tool in made if id(tool) not in held]
+    specs = {spec["function"]["name"]: spec["function"] for spec in view.tool_specs("openai")}
+    changed = [
+        tool.name for tool in made if id(tool) in held and not _as_made(tool, specs.get(tool.name))
+    ]
+    problems = [
+        f"{label}: {', '.join(found)}"
+        for label, found in (
+            ("not made by function_tools()", foreign),
+            ("made by function_tools() but not given", missing),
+            ("changed after function_tools() made them", changed),
+        )
+        if found
+    ]
+    if not problems and len(given) != len(held):
+        problems.append("a tool is given more than once")
+    return problems
+
+
+def _as_made(tool: object, spec: Mapping[str, object] | None) -> bool:
+    """Whether a tool still has the name, description and schema of the view's spec."""
+    return (
+        spec is not None
+        and getattr(tool, "description", None) == spec["description"]
+        and getattr(tool, "params_json_schema", None) == spec["parameters"]
+        and getattr(tool, "strict_json_schema", None) is False
+    )
+
+
+def _tool_name(tool: object) -> str:
+    name = getattr(tool, "name", None)
+    return repr(name) if isinstance(name, str) else type(tool).__name__
 
 
 def _parsed(arguments: str | None) -> Mapping[str, object]:
