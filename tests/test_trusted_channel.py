@@ -61,7 +61,8 @@ _WORDS = st.text(alphabet="abcdefghij", min_size=1, max_size=8)
 
 def unchecked(function: Callable[..., object]) -> Callable[..., object]:
     """``function`` as the type checker sees an untyped call: for tests of run-time refusals,
-    whose static twins live in tests/typecheck/."""
+    whose static twins live in tests/typecheck/. (Passing a method that trusts a
+    ``LiteralString`` parameter here is itself ``veridic-literal``: the ignores say so.)"""
     return function
 
 
@@ -174,7 +175,7 @@ def test_a_renamed_external_tool_breaks_its_tool_pin() -> None:
 @pytest.mark.parametrize("source", [untrusted("mcp:evil", source="config"), "a\nb", "x" * 101])
 def test_an_external_source_label_is_code_text_of_one_short_line(source: str) -> None:
     with pytest.raises((ProvenanceError, VeridicError), match="source"):
-        unchecked(Registry().external)(
+        unchecked(Registry().external)(  # type: ignore[veridic-literal]
             name="web_search",
             description="Search the web.",
             input_schema={"type": "object", "properties": {}},
@@ -302,7 +303,7 @@ def _decorate(registry: Registry, **options: object) -> None:
 
 def _component(field: str, value: str) -> None:
     arguments = {"name": "Pro", "hint": "Update it.", "provides": "Refunds", field: value}
-    unchecked(Registry().component)(**arguments)
+    unchecked(Registry().component)(**arguments)  # type: ignore[veridic-literal]
 
 
 @given(word=_WORDS)
@@ -315,7 +316,7 @@ def test_property_every_short_trusted_position_refuses_untrusted_text(word: str)
         lambda: unchecked(Deny)({"x"}, reason=outside),
         lambda: unchecked(BootError)(outside),
         lambda: _decorate(Registry(), description=outside),
-        lambda: unchecked(Registry().external)(
+        lambda: unchecked(Registry().external)(  # type: ignore[veridic-literal]
             name="t",
             description="Search.",
             input_schema={"type": "object", "properties": {}},

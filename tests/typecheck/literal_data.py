@@ -58,6 +58,30 @@ def read_after_any(raw: str, data: Any) -> list[TrustedInstruction]:
     ]
 
 
+def cast_into_parameters(raw: str, data: Any) -> list[TrustedInstruction]:
+    # A Literal parameter is read as code text in its function: a cast() there, or a
+    # variable that took one or took Any, fills it with whatever the outside sent.
+    loose: Mode = data
+    forced = cast(Mode, raw)
+    config = Config(mode=cast(Mode, raw))  # E: [veridic-literal] Config() got a cast() for "mode"
+    Pair(forced)  # E: [veridic-literal] Pair() got the variable "forced" (filled by a cast()
+    return [
+        pick(cast(Mode, raw)),  # E: [veridic-literal] pick() got a cast() for "mode"
+        pick(loose),  # E: [veridic-literal] (filled by a value of type "Any" assigned to "loose")
+        pick(forced),  # E: [veridic-literal] (filled by a cast() assigned to "forced")
+        instruction(config.mode),
+    ]
+
+
+def unpacked(flag: bool) -> list[TrustedInstruction]:
+    mode: Mode
+    if flag:
+        name, mode = "brief", "short"
+    else:
+        name, mode = "full", "long"
+    return [pick(mode), instruction(mode), instruction(name)]  # E: [veridic-literal] "name"
+
+
 def from_code(flag: bool, validated: Validated) -> list[TrustedInstruction]:
     settings: Settings = {"mode": "short"}
     config = Config(mode="long")

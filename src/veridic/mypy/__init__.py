@@ -25,6 +25,8 @@ module                 rule                                          error code
 ``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
                        ``InstructionField``
 ``_private``           veridic's private minting names stay inside   ``veridic-forge``
+``_escapes``           a function trusting a ``LiteralString``       ``veridic-literal``
+                       parameter is called by name, not passed on
 ``_notes``             mypy's own brand errors say how to mint       (notes)
 ``_sdk``               provider SDK calls give instructions only     ``veridic-sdk``
                        in trusted text
@@ -59,6 +61,7 @@ from mypy.plugin import (
     Plugin,
     ReportConfigContext,
 )
+from mypy.plugins.default import DefaultPlugin
 from mypy.types import FunctionLike, Type
 
 # errorcodes is imported here, with the plugin, so that mypy knows the codes before it
@@ -91,6 +94,11 @@ class VeridicPlugin(Plugin):
     def __init__(self, options: Options) -> None:
         super().__init__(options)
         _forget_previous_build()
+        self._default = DefaultPlugin(options)
+        """mypy's own hooks (``functools.partial``, ``len``, ...): the plugin wraps every call,
+        and mypy asks the next plugin in its chain only when the first gives no hook."""
+        self._walked: set[str] = set()
+        """Modules whose references were looked at by their first call hook (``_escapes``)."""
         self._digest = _source_digest()
         self._settings: PolicySettings | None = None
         self._watching = False
@@ -164,20 +172,21 @@ class VeridicPlugin(Plugin):
         return _fields.widen if "field" in _fields.fields_of(node).values() else None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        default = self._default.get_function_hook(fullname)
         if fullname in _names.REPLACE:
             from veridic.mypy import _replace
 
-            return self._reporting(partial(_replace.check, self))
+            return self._reporting(fullname, partial(_replace.check, self), default)
         if fullname.startswith(_SKIPPED_PREFIX):
             if fullname == _names.GETATTR:
                 from veridic.mypy import _private
 
-                return self._reporting(_private.check_getattr)
-            return self._reporting(None)
+                return self._reporting(fullname, _private.check_getattr, default)
+            return self._reporting(fullname, None, default)
         if fullname.startswith(_VERIDIC):
             special = self._veridic_function(fullname)
             if special is not None:
-                return self._reporting(special)
+                return self._reporting(fullname, special, default)
         symbol = self.lookup_fully_qualified(fullname)
         node = None if symbol is None else symbol.node
         hook = self._call_hook(fullname, node)
@@ -186,7 +195,7 @@ class VeridicPlugin(Plugin):
 
             if _fields.fields_of(node):
                 hook = partial(_fields.check_call, node, hook)
-        return self._reporting(hook)
+        return self._reporting(fullname, hook, default)
 
     def _veridic_function(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         if fullname in _names.BRANDS:
@@ -204,8 +213,9 @@ class VeridicPlugin(Plugin):
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        default = self._default.get_method_hook(fullname)
         if fullname.startswith(_SKIPPED_PREFIX):
-            return self._reporting(None)
+            return self._reporting(fullname, None, default)
         if fullname.startswith(_VERIDIC):
             if fullname == _names.TRUSTED_ADD:
                 from veridic.mypy import _composition
@@ -214,7 +224,7 @@ class VeridicPlugin(Plugin):
             if _names.is_private_minting(fullname):
                 from veridic.mypy import _private
 
-                return self._reporting(partial(_private.check_call, fullname))
+                return self._reporting(fullname, partial(_private.check_call, fullname), default)
         from veridic.mypy import _sdk
 
         sdk = _sdk.hook(fullname)
@@ -226,9 +236,10 @@ class VeridicPlugin(Plugin):
 
             model = _fields.method_hook(self, fullname)
             if model is not None:
-                return self._reporting(model)
+                return self._reporting(fullname, model, default)
         symbol = self.lookup_fully_qualified(fullname)
-        return self._reporting(self._call_hook(fullname, None if symbol is None else symbol.node))
+        hook = self._call_hook(fullname, None if symbol is None else symbol.node)
+        return self._reporting(fullname, hook, default)
 
     def _call_hook(
         self, fullname: str, node: SymbolNode | None
@@ -241,16 +252,34 @@ class VeridicPlugin(Plugin):
         return None if callee is None else partial(_check_call, callee)
 
     def _reporting(
-        self, hook: Callable[[_Context], Type] | None
-    ) -> Callable[[_Context], Type] | None:
-        """``hook``, preceded by the report of a suspect module's private imports (if any)."""
-        from veridic.mypy import _notes
+        self,
+        fullname: str,
+        hook: Callable[[_Context], Type] | None,
+        default: Callable[[_Context], Type] | None,
+    ) -> Callable[[_Context], Type]:
+        """``hook`` (else mypy's own ``default`` hook), preceded by the checks every call gets.
 
-        errors = _notes.watched()
-        module = None if errors is None else errors.current_module()
-        if module is not None and not self.suspect(module):
-            return hook  # the module being checked is none of them
-        return partial(_report_module, self, hook)
+        The first call hook run in a module reports its private imports, if it is a
+        suspect (``_private``), and its references to functions that trust a
+        ``LiteralString`` parameter (``_escapes``); every call's arguments are looked at
+        for such a function passed as a value.
+        """
+        return partial(_each_call, self, fullname, hook, default)
+
+    def first_call(self, checker: TypeChecker) -> None:
+        """The module-wide reports, once per module checked in this build."""
+        tree = checker.tree
+        if tree.fullname in self._walked:
+            return
+        self._walked.add(tree.fullname)
+        if self.suspect(tree.fullname, tree):
+            from veridic.mypy import _private
+
+            self.reported(tree.fullname)
+            _private.report_module(checker)
+        from veridic.mypy import _escapes
+
+        _escapes.report_references(checker)
 
     def suspect(self, module: str, tree: MypyFile | None = None) -> bool:
         """Whether ``module`` imports private minting names and is not reported yet.
@@ -278,16 +307,24 @@ class VeridicPlugin(Plugin):
 _Context = TypeVar("_Context", FunctionContext, MethodContext)
 
 
-def _report_module(
-    plugin: VeridicPlugin, hook: Callable[[_Context], Type] | None, ctx: _Context
+def _each_call(
+    plugin: VeridicPlugin,
+    fullname: str,
+    hook: Callable[[_Context], Type] | None,
+    default: Callable[[_Context], Type] | None,
+    ctx: _Context,
 ) -> Type:
     checker = ctx.api
-    if isinstance(checker, TypeChecker) and plugin.suspect(checker.tree.fullname, checker.tree):
-        from veridic.mypy import _private
+    if isinstance(checker, TypeChecker):
+        plugin.first_call(checker)
+        from veridic.mypy import _escapes
 
-        plugin.reported(checker.tree.fullname)
-        _private.report_module(checker)
-    return ctx.default_return_type if hook is None else hook(ctx)
+        _escapes.check_arguments(fullname, ctx, checker)
+        if hook is None:
+            _escapes.check_call_through_value(ctx, checker)
+    if hook is not None:
+        return hook(ctx)
+    return ctx.default_return_type if default is None else default(ctx)
 
 
 _PER_BUILD: Final = ("_notes", "_fields", "_overrides")

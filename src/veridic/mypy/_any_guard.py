@@ -12,7 +12,10 @@ comprehension passed as the parts, and for ``*args`` or ``**kwargs`` whose
 items are ``Any``. The same for a parameter typed ``Literal[...]`` of strings
 (a dataclass, ``NamedTuple`` or ``TypedDict`` field, ``Config(**data)``): the
 plugin reads a ``Literal``-typed value as text written in code, so a ``Literal``
-filled from ``Any`` would be code text that came from anywhere.
+filled from ``Any`` would be code text that came from anywhere. For the same
+reason a ``Literal`` parameter's argument that is a ``cast()``, or a variable
+that took a ``cast()`` or ``Any`` (``_literal_data``), is ``veridic-literal``:
+its type is right, so mypy is content, and its text is whatever was cast.
 
 Why: ``Any`` is compatible with every type, so a value from an untyped
 library or ``json.loads`` passes ``TrustedInstruction`` parameters silently,
@@ -29,11 +32,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mypy.checker import TypeChecker
+from mypy.nodes import CallExpr, CastExpr, Expression
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import AnyType, Type, TypeOfAny, UnionType, get_proper_type
 
-from veridic.mypy import errorcodes
+from veridic.mypy import _names, errorcodes
 from veridic.mypy._code_text import describe
+from veridic.mypy._literal_data import any_source
 from veridic.mypy._signature import Argument, Callee, Role, arguments, values
 
 
@@ -49,6 +54,8 @@ def check_arguments(callee: Callee, given: Iterable[Argument], checker: TypeChec
             continue  # _minting's
         for expr, typ in values(argument, checker):
             if not is_any(typ):
+                if argument.role is Role.LITERAL:
+                    _check_literal_source(callee, argument.formal, expr, checker)
                 continue
             what = describe(expr, checker)
             if argument.role is Role.LITERAL:
@@ -56,6 +63,34 @@ def check_arguments(callee: Callee, given: Iterable[Argument], checker: TypeChec
             else:
                 message = any_value(callee.display, argument.formal, what)
             checker.fail(message, expr, code=errorcodes.ANY)
+
+
+def _check_literal_source(
+    callee: Callee, formal: str, expr: Expression, checker: TypeChecker
+) -> None:
+    """A ``Literal``-typed argument that a ``cast()`` or ``Any`` filled (``veridic-literal``).
+
+    Its type is the parameter's, so mypy is content; but the function reads the
+    parameter as text written in code, and a ``cast(Mode, raw)`` (or a variable that
+    took one, or took ``Any``) holds whatever ``raw`` held.
+    """
+    if _names.in_package(checker.tree.fullname):
+        return  # veridic casts stored values it has just checked, as its own tests pin
+    what = describe(expr, checker)
+    if not (isinstance(expr, CallExpr) and isinstance(expr.analyzed, CastExpr)):
+        source = any_source(expr, checker)
+        if source is None:
+            return
+        what += f" (filled by {source})"
+    checker.fail(
+        f"{callee.display} got {what} for {formal}, which is typed Literal: the plugin reads "
+        "a Literal-typed value as text written in code, and a cast() or Any could hold any "
+        "text; give the value its type where it comes from (a pydantic model or TypeAdapter "
+        "checks a Literal), write the texts in code and pick one by the value, or type "
+        f"{formal} as str if it is outside text",
+        expr,
+        code=errorcodes.LITERAL,
+    )
 
 
 def any_literal(callee: str, formal: str, what: str) -> str:

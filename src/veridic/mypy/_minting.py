@@ -19,10 +19,12 @@ can catch it. Checking the callers of every ``LiteralString`` function is what
 lets a helper take a ``LiteralString`` parameter and pass it on to
 ``instruction()``: the literal is checked where it is written.
 
-Not checked: calls through a ``Callable``-typed value or an overloaded
-function (overloads use ``LiteralString`` to refine return types, as typeshed's
-``str`` methods do), and ``LiteralString`` nested in another type
-(``list[LiteralString]``).
+Not checked: calls of an overloaded function (overloads use ``LiteralString``
+to refine return types, as typeshed's ``str`` methods do), and ``LiteralString``
+nested in another type (``list[LiteralString]``). A call through a value whose
+type still shows the ``LiteralString`` parameter is checked too; a function
+passed on as a value, whose type then says ``str``, is refused where it is
+passed (``_escapes``).
 """
 
 from __future__ import annotations

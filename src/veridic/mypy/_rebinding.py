@@ -48,6 +48,7 @@ from mypy.nodes import (
     OverloadedFuncDef,
     StarExpr,
     Statement,
+    TempNode,
     TryStmt,
     TupleExpr,
     Var,
@@ -122,8 +123,11 @@ def sources(body: list[Statement], variable: Var) -> Iterator[Expression]:
     """
     for statement in _statements(body):
         if isinstance(statement, AssignmentStmt):
-            if any(_names(target, variable) for target in statement.lvalues):
-                yield statement.rvalue
+            if isinstance(statement.rvalue, TempNode) and statement.rvalue.no_rhs:
+                continue  # a declaration without a value: "severity: Severity"
+            for lvalue in statement.lvalues:
+                if _names(lvalue, variable):
+                    yield _unpacked(lvalue, statement.rvalue, variable)
         elif isinstance(statement, OperatorAssignmentStmt):
             if _names(statement.lvalue, variable):
                 yield statement.rvalue
@@ -191,6 +195,22 @@ def _imports(statement: Statement, variable: Var) -> bool:
             (alias or module.partition(".")[0]) == variable.name for module, alias in statement.ids
         )
     return isinstance(statement, ImportAll)
+
+
+def _unpacked(target: Expression, value: Expression, variable: Var) -> Expression:
+    """What of ``value`` an assignment to ``target`` gives ``variable``: the matching item
+    of a display unpacked into a display of names (``code, severity = "a", "info"``,
+    whose display mypy types item by item, storing no type of its own), else all of it."""
+    if (
+        isinstance(target, TupleExpr | ListExpr)
+        and isinstance(value, TupleExpr | ListExpr)
+        and len(target.items) == len(value.items)
+        and not any(isinstance(item, StarExpr) for item in [*target.items, *value.items])
+    ):
+        for item, part in zip(target.items, value.items, strict=True):
+            if _names(item, variable):
+                return _unpacked(item, part, variable)
+    return value
 
 
 def _names(target: Expression | None, variable: Var) -> bool:

@@ -123,6 +123,30 @@ def find(plugin: Plugin, fullname: str, node: SymbolNode) -> Callee | None:
     return Callee(fullname, _display(plugin, fullname), roles, tuple(signature.arg_names))
 
 
+def called_value(signature: CallableType, display: str) -> Callee | None:
+    """The callee of a call through a value (``handlers[0](text)``, ``obj.rule`` kept in a
+    list) whose type still shows a ``LiteralString`` or ``TrustedText`` parameter, with
+    only those parameters checked; ``None`` when it has none."""
+    roles = tuple(
+        role if role in (Role.CODE_TEXT, Role.TRUSTED_TEXT) else None
+        for role in map(_role, signature.arg_types)
+    )
+    if not any(roles):
+        return None
+    return Callee("", display, roles, tuple(signature.arg_names))
+
+
+def code_text_parameter(signature: CallableType) -> str | None:
+    """The first parameter whose argument must be text written in code (``LiteralString``
+    or ``TrustedText``), as messages name it, or ``None`` when there is none."""
+    for position, (formal, name) in enumerate(
+        zip(signature.arg_types, signature.arg_names, strict=True), start=1
+    ):
+        if _role(formal) in (Role.CODE_TEXT, Role.TRUSTED_TEXT):
+            return f'"{name}"' if name else f"argument {position}"
+    return None
+
+
 def signature_of(node: SymbolNode) -> CallableType | None:
     """The declared signature of a function, method or class (as mypy builds its call)."""
     typ: Type | None = None

@@ -1,0 +1,180 @@
+"""A function that trusts its ``LiteralString`` parameter is called by its name, never passed on.
+
+The plugin lets a ``LiteralString`` (or ``TrustedText``) parameter hold text written
+in code inside its function because it checks every call of that function by its
+name (``_minting``): ``instruction()``, ``join()``'s separator, a helper of the
+user's. mypy reads ``LiteralString`` as ``str``, so to mypy the function is a
+``Callable[[str], R]``. Passed or kept as a value (``functools.partial(instruction,
+text)``, ``map(instruction, texts)``, a callback, a decorator's argument, a dict of
+handlers, a variable typed ``Callable[[str], R]``), it is called later where no
+hook sees a call of it by name, with any ``str``; the run time cannot tell a plain
+``str`` from a literal, and mints it.
+
+Hooks (``veridic-literal``), outside the call hooks of ``_minting``:
+
+- the first call hook run in a module walks the module's expressions for a
+  reference to such a function (by name, ``module.name`` or ``Class.name``)
+  anywhere but as the callee of a call or the owner of an attribute read
+  (``instruction.__doc__``);
+- every call hook looks at the types of its arguments for such a function that
+  no name shows: a bound method (``obj.rule``), the function a decorator
+  receives (even a decorator that keeps the signature may store the function
+  and call it elsewhere).
+
+Not seen: a module that makes no call at all (no hook runs in it) and keeps such
+a function in a variable typed ``Callable[[str], R]``; a class whose constructor
+takes ``LiteralString`` passed as a value (classes are passed to ``isinstance``
+and ``except`` far more often than called elsewhere). An overloaded function's
+parameters are not trusted in its body (``_code_text``), so passing it on is fine.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mypy.checker import TypeChecker
+from mypy.nodes import (
+    CallExpr,
+    Context,
+    Decorator,
+    Expression,
+    FuncDef,
+    MemberExpr,
+    RefExpr,
+    SymbolNode,
+    TempNode,
+    TypeInfo,
+)
+from mypy.plugin import FunctionContext, MethodContext
+from mypy.server.subexpr import get_subexpressions
+from mypy.types import CallableType, get_proper_type
+
+from veridic.mypy import errorcodes
+from veridic.mypy._signature import called_value, code_text_parameter, signature_of
+
+_KEEPING_DECORATORS: Final = frozenset(
+    {"contextlib.contextmanager", "contextlib.asynccontextmanager"}
+)
+"""Decorators whose result is called with the arguments of a call of the decorated
+function's name (its parameters kept by a ``ParamSpec``), and that keep nothing else."""
+_ADVICE: Final = (
+    "call it by its name with text written in code (a lambda or a def around the call is "
+    "checked like any call), or take a TrustedInstruction and mint the text where it is "
+    "written"
+)
+
+
+def report_references(checker: TypeChecker) -> None:
+    """Report every reference in ``checker``'s module to a function that trusts a parameter,
+    other than a call of it or a read of one of its attributes.
+
+    Once per module, from whichever call hook runs first in it, possibly while mypy tries
+    a check it may discard: the reports are recorded outside that try.
+    """
+    from veridic.mypy import _notes
+
+    tree = checker.tree
+    if tree.is_stub:
+        return
+    expressions = [expr for statement in tree.defs for expr in get_subexpressions(statement)]
+    kept = {id(expr.callee) for expr in expressions if isinstance(expr, CallExpr)}
+    kept |= {id(expr.expr) for expr in expressions if isinstance(expr, MemberExpr)}
+    with _notes.outside_speculation(checker.msg.errors):
+        for expr in expressions:
+            if id(expr) in kept:
+                continue
+            found = _named_function(expr)
+            if found is not None:
+                _fail(checker, f"{found[0]} passed as a value", found[1], expr)
+
+
+def check_arguments(
+    callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecker
+) -> None:
+    """Report an argument that is such a function and that no name shows (a bound method,
+    what a decorator receives); a named one is reported by :func:`report_references`.
+
+    ``callee`` is the full name of what is called: the standard library's context
+    manager decorators call the function only with the arguments of a call of its name,
+    which the plugin checks, and keep nothing else of it.
+    """
+    if callee in _KEEPING_DECORATORS:
+        return
+    for exprs, types in zip(ctx.args, ctx.arg_types, strict=True):
+        for expr, typ in zip(exprs, types, strict=True):
+            if _named_function(expr) is not None:
+                continue
+            proper = get_proper_type(typ)
+            if not isinstance(proper, CallableType) or proper.is_type_obj():
+                continue
+            formal = code_text_parameter(proper)
+            if formal is None:
+                continue
+            what = _callable_display(proper)
+            if isinstance(expr, TempNode):
+                what = f"the decorated function {what}"
+            _fail(checker, f"{what} passed as a value", formal, expr)
+
+
+def check_call_through_value(ctx: FunctionContext | MethodContext, checker: TypeChecker) -> None:
+    """A call that no name-based hook checks, of a value whose type still shows a trusting
+    parameter (a function or bound method kept in a list, a dict or a variable): its
+    arguments are checked as a call of the function by name would be.
+
+    Only a function hook's own call: mypy runs the method hooks of what a call returns
+    (``__aenter__`` of ``async with connect(...)``) with that call as their context.
+    """
+    call = ctx.context
+    if isinstance(ctx, MethodContext) or not isinstance(call, CallExpr):
+        return
+    typ = checker.lookup_type_or_none(call.callee)
+    proper = None if typ is None else get_proper_type(typ)
+    if not isinstance(proper, CallableType) or proper.is_type_obj():
+        return
+    if len(proper.arg_types) != len(ctx.args):
+        return  # not this call's signature
+    callee = called_value(proper, _callable_display(proper))
+    if callee is not None:
+        from veridic.mypy import _minting
+
+        _minting.check(ctx, callee, checker)
+
+
+def _named_function(expr: Expression) -> tuple[str, str] | None:
+    """``(display, parameter)`` when ``expr`` names a function that trusts a parameter."""
+    if not isinstance(expr, RefExpr):
+        return None
+    node: SymbolNode | None = expr.node
+    if node is None and isinstance(expr, MemberExpr):
+        owner = expr.expr.node if isinstance(expr.expr, RefExpr) else None
+        symbol = owner.get(expr.name) if isinstance(owner, TypeInfo) else None
+        node = None if symbol is None else symbol.node
+    if not isinstance(node, FuncDef | Decorator):
+        return None
+    signature = signature_of(node)
+    formal = None if signature is None else code_text_parameter(signature)
+    if formal is None:
+        return None
+    function = node.func if isinstance(node, Decorator) else node
+    owner_name = function.info.name if function.info else None  # FakeInfo is falsy
+    display = f"{owner_name}.{function.name}()" if owner_name else f"{function.name}()"
+    return display, formal
+
+
+def _callable_display(signature: CallableType) -> str:
+    """``Persona.rule()`` from mypy's ``rule of Persona``; ``a function`` without a name."""
+    if not signature.name:
+        return "a function"
+    name, _, owner = signature.name.partition(" of ")
+    return f"{owner}.{name}()" if owner else f"{name}()"
+
+
+def _fail(checker: TypeChecker, what: str, formal: str, context: Context) -> None:
+    checker.fail(
+        f"{what}: the plugin checks each call of it by name and trusts {formal} as text "
+        "written in code, but through a value (functools.partial, map, a callback, a "
+        "decorator, a variable typed Callable[[str], ...]) it is called unchecked and "
+        f"{formal} got any str, which the run time mints; {_ADVICE}",
+        context,
+        code=errorcodes.LITERAL,
+    )
