@@ -72,7 +72,7 @@ import threading
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Final
 
@@ -118,6 +118,9 @@ _LATE_WAIT: Final = 30.0
 _in_flight: set[asyncio.Future[None]] = set()
 """Writes left running on a loop (see :func:`_to_the_end`): held so none is collected unfinished."""
 
+_UNRENDERED: Final = object()
+"""A :class:`CallResult` whose value was not rendered inside a dispatch (made by hand)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CallResult:
@@ -126,6 +129,8 @@ class CallResult:
     record: AuditRecord
     value: object = None
     error: Exception | None = None
+    _plain: object = field(default=_UNRENDERED, repr=False, compare=False)
+    """The value as JSON data, rendered inside the call's dispatch (see :attr:`told`)."""
 
     @property
     def outcome(self) -> CallOutcome:
@@ -142,12 +147,27 @@ class CallResult:
         return self.value
 
     @property
+    def json_value(self) -> object:
+        """The value as JSON data (a ``str`` as it is), as :attr:`told` writes it.
+
+        Rendered inside the call's dispatch by :func:`execute` (see :attr:`told`); for a
+        result made by hand, rendered when read. Write the value from this, not from
+        :attr:`value`, wherever it is shown: rendering it again would run its code again,
+        after the dispatch, unguarded.
+        """
+        return self._plain if self._plain is not _UNRENDERED else _plain(self.value)
+
+    @property
     def told(self) -> UntrustedText:
         """What the model is told of this call (untrusted text, source ``tool:<name>``).
 
         The value as text: a ``str`` as it is, anything else as JSON, pydantic
         models and dataclasses included (pydantic's ``to_jsonable_python``;
-        what JSON cannot hold, as ``str``). A call that did not succeed says
+        what JSON cannot hold, as ``str``). :func:`execute` renders it inside
+        the call's dispatch, once: rendering runs code of the result (a
+        ``__str__``, a pydantic ``computed_field`` or serializer), which the
+        guards must judge as part of the call, and which must not run again
+        each time the text is read. A call that did not succeed says
         why: veridic's own message (unknown, unavailable, denied, invalid
         arguments, a guard) or a handler's :class:`~veridic.ToolError`; of
         any other exception only its type, because its message may hold what
@@ -156,10 +176,9 @@ class CallResult:
         error = self.error
         source = f"tool:{self.record.tool}"
         if error is None:
-            value = self.value
-            if isinstance(value, str):
-                return untrusted(value, source=source)
-            plain = to_jsonable_python(value, fallback=str)
+            plain = self.json_value
+            if isinstance(plain, str):
+                return untrusted(plain, source=source)
             return untrusted(json.dumps(plain, ensure_ascii=False), source=source)
         if isinstance(error, VeridicError):
             return untrusted(f"error: {error}", source=source)
@@ -168,6 +187,15 @@ class CallResult:
             "went wrong",
             source=source,
         )
+
+
+def _plain(value: object) -> object:
+    """``value`` as JSON data for the model: a ``str`` as it is, anything else as pydantic
+    writes it (what JSON cannot hold, as ``str``). Runs code of the value: call it inside
+    the dispatch."""
+    if isinstance(value, str):
+        return value
+    return to_jsonable_python(value, fallback=str)
 
 
 def execute(
@@ -256,7 +284,7 @@ def execute(
                 value = prepared.invoke()
             except BaseException as raised:
                 error = raised
-            ran = _Ran(prepared.tool, mode, scope, value, error, time.perf_counter() - started)
+            ran = _rendered(_Ran(prepared.tool, mode, scope, value, error, _since(started)))
         # The scope is closed: its events are final, and later guards go to the reporter.
         return span.ended(call.ended(ran))
 
@@ -332,7 +360,7 @@ async def aexecute(
                 value = await prepared.ainvoke()
             except BaseException as raised:
                 error = raised
-            ran = _Ran(prepared.tool, mode, scope, value, error, time.perf_counter() - started)
+            ran = _rendered(_Ran(prepared.tool, mode, scope, value, error, _since(started)))
         return span.ended(await call.aended(ran))
 
 
@@ -539,6 +567,29 @@ class _Ran:
     value: object
     error: BaseException | None
     duration: float
+    plain: object = _UNRENDERED
+    """The value as JSON data for the model (:func:`_rendered`)."""
+
+
+def _since(started: float) -> float:
+    return time.perf_counter() - started
+
+
+def _rendered(ran: _Ran) -> _Ran:
+    """``ran`` with its value rendered for the model; called inside the dispatch.
+
+    Rendering runs code of the result (a ``__str__`` that pydantic falls
+    back on, a ``computed_field``, a serializer): inside the dispatch its
+    guarded operations are judged as the call's own, where after it they
+    would run unguarded and unrecorded. A result that cannot be rendered
+    fails the call.
+    """
+    if ran.error is not None:
+        return ran
+    try:
+        return replace(ran, plain=_plain(ran.value))
+    except BaseException as raised:  # the call's failure, recorded as the handler's would be
+        return replace(ran, value=None, error=raised)
 
 
 class _Call:
@@ -881,8 +932,8 @@ class _Call:
         if blocked:
             # The handler caught the guard's refusal; the call still did not do what it tried.
             caught = GuardDeniedError(f"{detail}; the handler of {tool.name!r} caught the refusal")
-            return CallResult(record, value=ran.value, error=caught)
-        return CallResult(record, value=ran.value)
+            return CallResult(record, value=ran.value, error=caught, _plain=ran.plain)
+        return CallResult(record, value=ran.value, _plain=ran.plain)
 
     def _refused(self, tool: Tool | None, detail: str, error: Exception) -> CallResult:
         record = self.record(tool, ApprovalMode.NOT_ASKED, CallOutcome.REFUSED, detail)
