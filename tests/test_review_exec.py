@@ -181,3 +181,54 @@ def test_a_result_that_cannot_be_rendered_fails_the_call() -> None:
     assert result.outcome is CallOutcome.FAILED
     assert "RuntimeError" in str(result.told)
 
+
+# --- a reply that cannot be recorded runs none of its calls -------------------------------
+
+
+def refund_registry(ran: list[int]) -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def refund(order: int) -> str:
+        """Refund an order to the card it was paid with.
+
+        Args:
+            order: The order.
+        """
+        ran.append(order)
+        return "refunded"
+
+    return registry
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        [("c1", "refund", '{"order": 2}')],  # an id an earlier turn's call has
+        [("c2", "refund", '{"order": 2}'), ("c3", "", "{}")],  # a call without a name
+    ],
+    ids=["id of an earlier turn", "empty name"],
+)
+def test_a_reply_whose_calls_cannot_be_recorded_runs_none_of_them(
+    second: list[tuple[str, str, str]],
+) -> None:
+    ran: list[int] = []
+    view = refund_registry(ran).view()
+    audit = SQLiteAuditSink(":memory:")
+    script: list[dict[str, object]] = [
+        {"tool_calls": [("c1", "refund", '{"order": 1}')]},
+        {"tool_calls": second},
+        {"text": "done"},
+    ]
+    gateway = ModelGateway(ScriptedProvider(script), audit=audit)
+    composer = Composer().system(instruction("You refund."), view.capability_section())
+    with pytest.raises(VeridicError, match="none of them ran"):
+        gateway.run(
+            composer.user("Refund order 1."),
+            view,
+            policy=always(view, "refund"),
+            request_id="req-1",
+        )
+    assert ran == [1], "the second reply's refund ran, then its turn could not be recorded"
+    assert [r.outcome for r in audit.records("req-1")] == [CallOutcome.OK]
+    assert len(audit.model_calls("req-1")) == 2  # the refused answer's model call is on record

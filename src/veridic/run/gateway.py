@@ -152,6 +152,8 @@ class _Sent:
     """The model-call record's own id, which the answer's record carries."""
     aanswered: _AWriteReply | None = None
     """Where async code records the answer (instead of ``answered``)."""
+    earlier_ids: frozenset[str] = frozenset()
+    """The call ids the prompt's conversation already holds: the answer may not reuse one."""
 
     def reply(self, completion: Completion) -> Reply:
         latency = time.monotonic() - self.started
@@ -182,7 +184,7 @@ class _Sent:
         )
 
     def _reply(self, completion: Completion, latency: float) -> Reply:
-        _check_call_ids(completion.tool_calls, self.request_id)
+        _check_call_ids(completion.tool_calls, self.request_id, self.earlier_ids)
         return Reply(
             text=completion.text,
             tool_calls=completion.tool_calls,
@@ -247,15 +249,19 @@ def _first_waiting(reply: Reply, policy: ApprovalPolicy) -> int | None:
     return None
 
 
-def _check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
-    """Refuse a reply whose tool calls cannot each be answered, before any of them runs.
+def _check_call_ids(
+    calls: Sequence[ToolCall], request_id: str, earlier: frozenset[str] = frozenset()
+) -> None:
+    """Refuse a reply whose tool calls cannot each be recorded and answered, before any runs.
 
-    Every result answers one call by its id: an empty id or one used twice
-    would run the handlers and only then fail when the turn is recorded,
-    leaving a call nobody can answer and every later request refused.
+    Every result answers one call by its id: an empty id, one used twice, one
+    that a call of an earlier turn of the conversation (``earlier``) already
+    has, or a call without a tool name would run the handlers and only then
+    fail when the turn is recorded (:meth:`Reply.record`), leaving a call
+    nobody can answer, and a request that, sent again, runs its calls again.
 
     Raises:
-        VeridicError: an empty or repeated call id (the model call itself is recorded).
+        VeridicError: such a call (the model call itself is recorded).
     """
     seen: set[str] = set()
     problems: list[str] = []
@@ -264,12 +270,17 @@ def _check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
             problems.append(f"an empty id (tool {clip(call.name)})")
         elif call.id in seen:
             problems.append(f"the id {clip(call.id)} twice")
+        elif call.id in earlier:
+            problems.append(f"the id {clip(call.id)}, which a call of an earlier turn has")
+        if not call.name:
+            problems.append(f"no tool name (call {clip(call.id)})")
         seen.add(call.id)
     if problems:
         raise VeridicError(
             f"the model's reply to request {request_id!r} has tool calls with "
-            f"{'; '.join(problems)}: each call is answered by its id, so none of them ran; "
-            "send the request again (a provider that reuses ids is a provider bug to report)"
+            f"{'; '.join(problems)}: each call is recorded under its tool's name and answered "
+            "by its id, once in a conversation, so none of them ran; send the request again (a "
+            "provider that reuses ids or leaves a name out has a bug to report)"
         )
 
 
@@ -1017,8 +1028,16 @@ class ModelGateway:
             clock=self._clock,
             spans=spans,
             call_id=record.call_id,
+            earlier_ids=_call_ids(prompt),
         )
         return sent, record
+
+
+def _call_ids(prompt: Prompt) -> frozenset[str]:
+    """The ids of the calls ``prompt``'s turns hold, and of the results that answer them."""
+    ids = {call.id for message in prompt.messages for call in message.tool_calls}
+    ids.update(m.tool_call_id for m in prompt.messages if m.tool_call_id)
+    return frozenset(ids)
 
 
 def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
