@@ -232,3 +232,91 @@ def test_a_reply_whose_calls_cannot_be_recorded_runs_none_of_them(
     assert ran == [1], "the second reply's refund ran, then its turn could not be recorded"
     assert [r.outcome for r in audit.records("req-1")] == [CallOutcome.OK]
     assert len(audit.model_calls("req-1")) == 2  # the refused answer's model call is on record
+
+
+# --- a confirm that does not answer True or False ----------------------------------------
+
+
+def refund_call(
+    ran: list[int], confirm: object, *, asynchronous: bool = False
+) -> tuple[object, SQLiteAuditSink]:
+    """One call of ``refund`` (a write without an always rule: the user is asked)."""
+    view = refund_registry(ran).view()
+    audit = SQLiteAuditSink(":memory:")
+    arguments = {
+        "view": view,
+        "name": "refund",
+        "arguments": {"order": 7},
+        "policy": ApprovalPolicy(view),
+        "audit": audit,
+        "request_id": "req-1",
+        "prompt": PROMPT,
+        "confirm": confirm,
+    }
+    if asynchronous:
+        return asyncio.run(aexecute(**arguments)), audit  # type: ignore[arg-type]  # the test's mapping of execute's keywords
+    return execute(**arguments), audit  # type: ignore[arg-type]  # the test's mapping of execute's keywords
+
+
+def test_an_async_confirm_given_to_execute_is_refused_not_recorded_as_the_users_no() -> None:
+    async def confirm(request: ApprovalRequest) -> bool:
+        return True
+
+    ran: list[int] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited" either
+        with pytest.raises(VeridicError, match="aexecute") as caught:
+            refund_call(ran, confirm)
+    assert "await" in str(caught.value)
+    assert ran == []
+
+
+@pytest.mark.parametrize("answer", [None, "yes", 1, "no"], ids=repr)
+def test_a_confirm_answer_that_is_not_a_bool_is_recorded_as_not_an_answer(answer: object) -> None:
+    ran: list[int] = []
+
+    def confirm(request: ApprovalRequest) -> object:
+        return answer
+
+    for asynchronous in (False, True):
+        result, audit = refund_call(ran, confirm, asynchronous=asynchronous)
+        (record,) = audit.records("req-1")
+        assert record.approval is ApprovalMode.DENIED
+        assert "the user refused" not in record.detail
+        assert f"confirm answered {answer!r}, not True or False" in record.detail
+    assert ran == []
+
+
+def test_an_async_confirm_refused_by_execute_leaves_a_denied_record() -> None:
+    async def confirm(request: ApprovalRequest) -> bool:
+        return True
+
+    ran: list[int] = []
+    view = refund_registry(ran).view()
+    audit = SQLiteAuditSink(":memory:")
+    with pytest.raises(VeridicError):
+        execute(
+            view,
+            "refund",
+            {"order": 7},
+            policy=ApprovalPolicy(view),
+            audit=audit,
+            request_id="req-1",
+            prompt=PROMPT,
+            confirm=confirm,  # type: ignore[arg-type]  # the mistake under test
+        )
+    (record,) = audit.records("req-1")
+    assert record.approval is ApprovalMode.DENIED
+    assert "the user refused" not in record.detail
+    assert "cannot await" in record.detail
+
+
+def test_decide_refuses_an_async_confirm() -> None:
+    async def confirm(request: ApprovalRequest) -> bool:
+        return True
+
+    view = refund_registry([]).view()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(VeridicError, match="await"):
+            ApprovalPolicy(view).decide("refund", {"order": 7}, confirm=confirm)  # type: ignore[arg-type]  # the mistake under test

@@ -267,11 +267,11 @@ def execute(
         if isinstance(checked, CallResult):
             return span.ended(call.stored(checked))
         prepared, request = checked
-        mode = request.mode
+        mode, answer = request.mode, None
         if mode is None:
-            mode = call.ask(prepared.tool, request, confirm)
+            mode, answer = call.ask(prepared.tool, request, confirm)
         if mode is ApprovalMode.DENIED:
-            denied = call.denied(prepared.tool, request, asked=confirm is not None)
+            denied = call.denied(prepared.tool, request, asked=confirm is not None, answer=answer)
             return span.ended(call.stored(denied))
         value: object = None
         error: BaseException | None = None
@@ -336,7 +336,7 @@ async def aexecute(
         if isinstance(checked, CallResult):
             return span.ended(await call.astored(checked))
         prepared, request = checked
-        mode = request.mode
+        mode, answer = request.mode, None
         if mode is None:
             try:
                 answer = confirm(request) if confirm is not None else False
@@ -347,7 +347,7 @@ async def aexecute(
                 raise
             mode = request.answer(answer is True)
         if mode is ApprovalMode.DENIED:
-            denied = call.denied(prepared.tool, request, asked=confirm is not None)
+            denied = call.denied(prepared.tool, request, asked=confirm is not None, answer=answer)
             return span.ended(await call.astored(denied))
         value: object = None
         error: BaseException | None = None
@@ -727,15 +727,38 @@ class _Call:
         prepared = prepared.with_context(context, request_id=self.request_id)
         return prepared, self.policy.request(self.name, prepared.arguments)
 
-    def ask(self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None) -> ApprovalMode:
+    def ask(
+        self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None
+    ) -> tuple[ApprovalMode, object]:
+        """The mode ``confirm``'s answer gives a pending call, and the answer itself.
+
+        Raises:
+            VeridicError: ``confirm`` returned an awaitable (an ``async def``), which
+                blocking code cannot await: the call is recorded denied (nobody
+                answered it) and did not run.
+        """
         if confirm is None:
-            return ApprovalMode.DENIED
+            return ApprovalMode.DENIED, None
         try:
-            answer = confirm(request)
+            answer: object = confirm(request)
         except BaseException:
             self.sink.write(self.confirm_raised(tool, request))
             raise
-        return request.answer(answer is True)
+        if inspect.isawaitable(answer):
+            if inspect.iscoroutine(answer):
+                answer.close()  # never awaited: no warning, and none of its code runs
+            why = (
+                f"{request.why}; confirm returned {_shown(answer)}, which execute() cannot "
+                "await, so nobody answered"
+            )
+            self.sink.write(self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why))
+            raise VeridicError(
+                f"execute() got a confirm that returned {_shown(answer)} for the call of "
+                f"{tool.name!r}: blocking code cannot await it, so nobody answered and the "
+                "call did not run (recorded denied); pass a plain function that returns True "
+                "or False, or use await aexecute(...) (ModelGateway.arun) with the async one"
+            )
+        return request.answer(answer is True), answer
 
     def confirm_raised(self, tool: Tool, request: ApprovalRequest) -> AuditRecord:
         """The record of a call whose ``confirm`` raised: denied, and it did not run."""
@@ -743,11 +766,23 @@ class _Call:
             tool, ApprovalMode.DENIED, CallOutcome.DENIED, f"{request.why}; confirm raised"
         )
 
-    def denied(self, tool: Tool, request: ApprovalRequest, *, asked: bool) -> CallResult:
+    def denied(
+        self, tool: Tool, request: ApprovalRequest, *, asked: bool, answer: object = False
+    ) -> CallResult:
+        """The result of a call that was not approved; ``answer`` is what ``confirm`` returned.
+
+        Only ``False`` is the user's no: any other answer that is not ``True`` (``None``
+        from a callback that forgot to return, ``"yes"``) is recorded as what it is.
+        """
         if request.mode is ApprovalMode.DENIED:
             why = request.why
         elif not asked:
             why = f"{request.why}; there was no confirm callback, so nobody confirmed it"
+        elif answer is not False:
+            why = (
+                f"{request.why}; confirm answered {_shown(answer)}, not True or False, so "
+                "nobody confirmed it"
+            )
         else:
             why = f"{request.why}; the user refused"
         record = self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why)
@@ -978,6 +1013,16 @@ class _Call:
             duration=duration,
             arguments_sha256=self.arguments_sha256,
         )
+
+
+def _shown(answer: object) -> str:
+    """What a ``confirm`` returned, for a record: a short repr of a plain value, else its type."""
+    if type(answer) is str:
+        return clip(answer, 40)
+    if answer is None or type(answer) in (int, float, bool):
+        shown = repr(answer)
+        return shown if len(shown) <= 40 else f"{shown[:40]}… ({len(shown)} chars)"
+    return f"a {type(answer).__name__}"
 
 
 def _follow_up_failed(tool: Tool, event: GuardEvent, failure: Exception) -> None:
