@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, NoReturn, TypeVar, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from veridic._sample import clip
 from veridic.errors import RunLimitError, VeridicError
@@ -252,18 +252,19 @@ class _Run(Generic[OutputT]):
         try:
             output = self.output_type.model_validate_json(reply.text)  # type: ignore[attr-defined]  # a pydantic model, checked in run()
         except ValidationError as error:
+            problems = _problems(error, cast(type[BaseModel], self.output_type))
             if self.retries >= self.limits.output_retries:
                 raise VeridicError(
                     f"the model's answer is not a valid {self.output_type.__name__} after "
                     f"{self.retries} retr{'y' if self.retries == 1 else 'ies'} "
-                    f"({_problems(error)}); the answer is kept on the composer: raise "
+                    f"({problems}); the answer is kept on the composer: raise "
                     "Limits(output_retries=...) or say more about the format in the "
                     "instructions"
                 ) from error
             self.retries += 1
             self.composer.user(
                 f"Your answer is not a valid {self.output_type.__name__} as JSON: "
-                f"{_problems(error)}. Answer again with only the JSON object, and nothing else."
+                f"{problems}. Answer again with only the JSON object, and nothing else."
             )
             return None
         return RunResult(reply, cast(OutputT, output), tuple(self.outcomes), self.turns, self.usage)
@@ -281,13 +282,74 @@ class _Run(Generic[OutputT]):
         )
 
 
-def _problems(error: ValidationError) -> str:
-    """Pydantic's errors as a short list of ``place: message`` (no input values)."""
-    told = [
-        f"{'.'.join(str(part) for part in item['loc']) or '(the answer)'}: {item['msg']}"
-        for item in error.errors(include_input=False)[:10]
-    ]
+_MODEL_KEY: Final = "(a key of the answer)"
+
+
+def _problems(error: ValidationError, output_type: type[BaseModel]) -> str:
+    """Pydantic's errors as a short list of ``place: message``, quoting nothing the model wrote.
+
+    The list goes back to the model in a user turn, the user's own voice, so
+    text of the answer must not reach it: a key the schema does not name (an
+    extra key, a key of a ``dict`` field) is written as ``(a key of the
+    answer)``, and a message that quotes a value of the answer (a
+    discriminator's tag, a validator's ``f"{value}"``) gives way to pydantic's
+    error type. Otherwise an injected document could have the model answer
+    with a key that the next turn then says in the user's name.
+    """
+    names = _schema_names(output_type)
+    told: list[str] = []
+    for item in error.errors(include_url=False)[:10]:
+        place = ".".join(
+            str(part) if isinstance(part, int) or part in names else _MODEL_KEY
+            for part in item["loc"]
+        )
+        message = item["msg"]
+        if any(text in message for text in _texts(item.get("input"))):
+            message = f"the value there is not valid ({item['type']})"
+        told.append(f"{place or '(the answer)'}: {message}")
     return "; ".join(told)
+
+
+def _schema_names(output_type: type[BaseModel]) -> frozenset[str]:
+    """Every property name (and alias) the output type's JSON schema declares, nested ones too."""
+    names: set[str] = set()
+    try:
+        schemas = [output_type.model_json_schema(), output_type.model_json_schema(by_alias=False)]
+    except Exception:  # a type pydantic cannot describe: the top-level names are what is known
+        return frozenset(
+            name
+            for key, info in output_type.model_fields.items()
+            for name in (key, info.alias)
+            if name
+        )
+    stack: list[object] = list(schemas)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                names.update(key for key in properties if isinstance(key, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(names)
+
+
+def _texts(value: object) -> list[str]:
+    """The strings of two or more characters in a piece of the answer (keys included)."""
+    found: list[str] = []
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) >= 2:
+                found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return found
 
 
 def _resumed(
