@@ -220,7 +220,9 @@ def execute(
     ``tools_digest`` the hash of the tool list sent with it (default:
     :func:`tools_sha256` of ``view``). ``confirm`` asks the user
     about a call the policy will not decide alone; without it such a call
-    is denied.
+    is denied. Only ``True`` confirms; any other answer denies the call, and
+    the record says the user refused only for ``False`` (else what
+    ``confirm`` answered).
 
     ``context`` is the application's per-request object (the user, a DB
     session): a handler that declares a ``ToolContext[X]`` parameter gets
@@ -250,7 +252,9 @@ def execute(
             not a non-empty string a store can keep, or the tool asks for a
             ``ToolContext[X]`` and ``context`` is not an ``X`` (``None``: none
             was given). Raised once the call was checked against the view,
-            before approval; nothing runs and nothing is recorded.
+            before approval; nothing runs and nothing is recorded. Or ``confirm``
+            returned an awaitable (an ``async def``: use :func:`aexecute`); the
+            call did not run and is recorded denied.
         AuditWriteError: the handler ran but its audit record could not be
             written; the error holds the call's result and the record.
         AuditRecordError, sqlite3.Error: the audit record of a call that did
