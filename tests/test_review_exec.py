@@ -18,6 +18,7 @@ from veridic import (
     ApprovalMode,
     ApprovalPolicy,
     ApprovalRequest,
+    AuditWriteError,
     CallOutcome,
     Composer,
     ModelGateway,
@@ -279,7 +280,7 @@ def test_a_confirm_answer_that_is_not_a_bool_is_recorded_as_not_an_answer(answer
         return answer
 
     for asynchronous in (False, True):
-        result, audit = refund_call(ran, confirm, asynchronous=asynchronous)
+        _, audit = refund_call(ran, confirm, asynchronous=asynchronous)
         (record,) = audit.records("req-1")
         assert record.approval is ApprovalMode.DENIED
         assert "the user refused" not in record.detail
@@ -373,3 +374,66 @@ def test_a_structured_answer_retry_quotes_no_text_the_model_wrote() -> None:
     assert "tags.(a key of the answer): Input should be a valid integer" in retry.content
     assert "(a key of the answer): Extra inputs are not permitted" in retry.content
     assert "item: " in retry.content
+
+
+# --- concurrent calls: every unwritten record is kept somewhere ----------------------------
+
+
+class ToolRecordsFail(SQLiteAuditSink):
+    """A store whose tool-call writes fail (the disk filled up); model calls go elsewhere."""
+
+    def write(self, record: object, /) -> None:
+        raise OSError("disk full")
+
+    async def awrite(self, record: object, /) -> None:
+        raise OSError("disk full")
+
+
+def test_concurrent_calls_whose_records_fail_lose_none_of_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    looked: list[str] = []
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def look(q: str) -> str:
+        """Look a word up in the glossary.
+
+        Args:
+            q: The word.
+        """
+        looked.append(q)
+        return q
+
+    view = registry.view()
+    script: list[dict[str, object]] = [
+        {"tool_calls": [("c1", "look", '{"q": "a"}'), ("c2", "look", '{"q": "b"}')]},
+        {"text": "done"},
+    ]
+    gateway = ModelGateway(
+        ScriptedProvider(script, asynchronous=True),
+        audit=ToolRecordsFail(":memory:"),
+        calls=SQLiteAuditSink(":memory:"),
+    )
+    composer = Composer().system(instruction("You look words up."), view.capability_section())
+    with (
+        caplog.at_level("ERROR", logger="veridic.executor"),
+        pytest.raises(AuditWriteError) as caught,
+    ):
+        asyncio.run(
+            gateway.arun(
+                composer.user("a and b?"),
+                view,
+                policy=ApprovalPolicy(view),
+                request_id="req-1",
+            )
+        )
+    assert sorted(looked) == ["a", "b"]  # both ran, concurrently
+    raised = caught.value.result.record
+    others = [r for r in caplog.records if r.name == "veridic.executor"]
+    assert len(others) == 1, "the other call's unwritten record was dropped without a word"
+    assert raised.record_id not in others[0].getMessage()
+    assert "store it elsewhere" in others[0].getMessage()
+    notes = getattr(caught.value, "__notes__", [])
+    assert len(notes) == 1
+    assert "another call of the reply" in notes[0]
