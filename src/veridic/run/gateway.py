@@ -257,11 +257,13 @@ def _check_call_ids(
 ) -> None:
     """Refuse a reply whose tool calls cannot each be recorded and answered, before any runs.
 
-    Every result answers one call by its id: an empty id, one used twice, one
-    that a call of an earlier turn of the conversation (``earlier``) already
-    has, or a call without a tool name would run the handlers and only then
-    fail when the turn is recorded (:meth:`Reply.record`), leaving a call
-    nobody can answer, and a request that, sent again, runs its calls again.
+    Every result answers one call by its id: an empty id, one used twice, or
+    one that a call of an earlier turn of the conversation (``earlier``)
+    already has would run the handlers and only then fail when the turn is
+    recorded (:meth:`Reply.record`), leaving a call nobody can answer, and a
+    request that, sent again, runs its calls again. (A call without a name
+    is refused and recorded by :meth:`ModelGateway.run_tools`, as any name
+    is; a run refuses its reply, see ``_Run.check_calls``.)
 
     Raises:
         VeridicError: such a call (the model call itself is recorded).
@@ -275,15 +277,13 @@ def _check_call_ids(
             problems.append(f"the id {clip(call.id)} twice")
         elif call.id in earlier:
             problems.append(f"the id {clip(call.id)}, which a call of an earlier turn has")
-        if not call.name:
-            problems.append(f"no tool name (call {clip(call.id)})")
         seen.add(call.id)
     if problems:
         raise VeridicError(
             f"the model's reply to request {request_id!r} has tool calls with "
-            f"{'; '.join(problems)}: each call is recorded under its tool's name and answered "
-            "by its id, once in a conversation, so none of them ran; send the request again (a "
-            "provider that reuses ids or leaves a name out has a bug to report)"
+            f"{'; '.join(problems)}: each call is answered by its id, once in a conversation, "
+            "so none of them ran; send the request again (a provider that reuses ids is a "
+            "provider bug to report)"
         )
 
 

@@ -184,6 +184,22 @@ class _Run(Generic[OutputT]):
             self._stop("tokens", limit, self.usage.total_tokens, "tokens")
 
     def check_calls(self, reply: Reply) -> None:
+        """Refuse the reply's calls before any runs when the run could not go on after them.
+
+        Over the ``tool_calls`` limit, the answer is recorded and its calls stay
+        unanswered. A call without a tool name cannot be recorded on the
+        conversation (:meth:`Composer.tool_call <veridic.Composer.tool_call>`
+        refuses it): run, the reply's other calls would act and the run then
+        fail, so a request sent again would run them again.
+        """
+        unnamed = [call.id for call in reply.tool_calls if not call.name]
+        if unnamed:
+            raise VeridicError(
+                f"the model's reply to request {self.request_id!r} has a tool call without a "
+                f"tool name (call {clip(unnamed[0])}), which the conversation cannot record, so "
+                "none of them ran (the model call is recorded): send the request again; a "
+                "provider that sends a call without a name has a bug to report"
+            )
         wanted = self.earlier_calls + len(self.outcomes) + len(reply.tool_calls)
         if wanted > self.limits.tool_calls:
             reply.record(self.composer, ())  # the calls stay unanswered: none of them ran
