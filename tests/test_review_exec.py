@@ -18,6 +18,7 @@ from veridic import (
     ApprovalMode,
     ApprovalPolicy,
     ApprovalRequest,
+    AuditRecord,
     AuditWriteError,
     CallOutcome,
     Composer,
@@ -223,7 +224,7 @@ def test_a_reply_whose_calls_cannot_be_recorded_runs_none_of_them(
     ]
     gateway = ModelGateway(ScriptedProvider(script), audit=audit)
     composer = Composer().system(instruction("You refund."), view.capability_section())
-    with pytest.raises(VeridicError, match="none of them ran"):
+    with pytest.raises(VeridicError, match="none of its calls ran"):
         gateway.run(
             composer.user("Refund order 1."),
             view,
@@ -430,9 +431,11 @@ def test_concurrent_calls_whose_records_fail_lose_none_of_them(
         )
     assert sorted(looked) == ["a", "b"]  # both ran, concurrently
     raised = caught.value.result.record
+    assert isinstance(raised, AuditRecord)
     others = [r for r in caplog.records if r.name == "veridic.executor"]
     assert len(others) == 1, "the other call's unwritten record was dropped without a word"
-    assert raised.record_id not in others[0].getMessage()
+    assert raised.record_id not in others[0].getMessage()  # the other call's record
+    assert "record_id=" in others[0].getMessage()
     assert "store it elsewhere" in others[0].getMessage()
     notes = getattr(caught.value, "__notes__", [])
     assert len(notes) == 1

@@ -155,8 +155,6 @@ class _Sent:
     """The model-call record's own id, which the answer's record carries."""
     aanswered: _AWriteReply | None = None
     """Where async code records the answer (instead of ``answered``)."""
-    earlier_ids: frozenset[str] = frozenset()
-    """The call ids the prompt's conversation already holds: the answer may not reuse one."""
 
     def reply(self, completion: Completion) -> Reply:
         latency = time.monotonic() - self.started
@@ -187,7 +185,7 @@ class _Sent:
         )
 
     def _reply(self, completion: Completion, latency: float) -> Reply:
-        _check_call_ids(completion.tool_calls, self.request_id, self.earlier_ids)
+        _check_call_ids(completion.tool_calls, self.request_id)
         return Reply(
             text=completion.text,
             tool_calls=completion.tool_calls,
@@ -252,21 +250,15 @@ def _first_waiting(reply: Reply, policy: ApprovalPolicy) -> int | None:
     return None
 
 
-def _check_call_ids(
-    calls: Sequence[ToolCall], request_id: str, earlier: frozenset[str] = frozenset()
-) -> None:
-    """Refuse a reply whose tool calls cannot each be recorded and answered, before any runs.
+def _check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
+    """Refuse a reply whose tool calls cannot each be answered, before any of them runs.
 
-    Every result answers one call by its id: an empty id, one used twice, or
-    one that a call of an earlier turn of the conversation (``earlier``)
-    already has would run the handlers and only then fail when the turn is
-    recorded (:meth:`Reply.record`), leaving a call nobody can answer, and a
-    request that, sent again, runs its calls again. (A call without a name
-    is refused and recorded by :meth:`ModelGateway.run_tools`, as any name
-    is; a run refuses its reply, see ``_Run.check_calls``.)
+    Every result answers one call by its id: an empty id or one used twice
+    would run the handlers and only then fail when the turn is recorded,
+    leaving a call nobody can answer and every later request refused.
 
     Raises:
-        VeridicError: such a call (the model call itself is recorded).
+        VeridicError: an empty or repeated call id (the model call itself is recorded).
     """
     seen: set[str] = set()
     problems: list[str] = []
@@ -275,15 +267,12 @@ def _check_call_ids(
             problems.append(f"an empty id (tool {clip(call.name)})")
         elif call.id in seen:
             problems.append(f"the id {clip(call.id)} twice")
-        elif call.id in earlier:
-            problems.append(f"the id {clip(call.id)}, which a call of an earlier turn has")
         seen.add(call.id)
     if problems:
         raise VeridicError(
             f"the model's reply to request {request_id!r} has tool calls with "
-            f"{'; '.join(problems)}: each call is answered by its id, once in a conversation, "
-            "so none of them ran; send the request again (a provider that reuses ids is a "
-            "provider bug to report)"
+            f"{'; '.join(problems)}: each call is answered by its id, so none of them ran; "
+            "send the request again (a provider that reuses ids is a provider bug to report)"
         )
 
 
@@ -678,7 +667,7 @@ class ModelGateway:
                 if result is not None:
                     return result
                 continue
-            state.check_calls(reply)
+            state.check_calls(reply, prompt)
             waiting = _first_waiting(reply, policy) if defer else None
             if waiting is not None:
                 calls = reply.tool_calls
@@ -843,7 +832,7 @@ class ModelGateway:
                 if result is not None:
                     return result
                 continue
-            state.check_calls(reply)
+            state.check_calls(reply, prompt)
             waiting = _first_waiting(reply, policy) if defer else None
             if waiting is not None:
                 calls = reply.tool_calls
@@ -1038,7 +1027,6 @@ class ModelGateway:
             clock=self._clock,
             spans=spans,
             call_id=record.call_id,
-            earlier_ids=_call_ids(prompt),
         )
         return sent, record
 
@@ -1055,10 +1043,9 @@ def _also_unwritten(raised: BaseException, other: BaseException) -> None:
         return
     record = other.result.record
     _log.error(
-        "the audit record %s of tool %r (request %r, outcome %s), a call that ran "
+        "the audit record of tool %r (request %r, outcome %s), a call that ran "
         "concurrently with the one whose error is raised, could not be written (%s); "
         "store it elsewhere: %r",
-        record.record_id,
         record.tool,
         record.request_id,
         record.outcome.value,
@@ -1066,16 +1053,9 @@ def _also_unwritten(raised: BaseException, other: BaseException) -> None:
         record,
     )
     raised.add_note(
-        f"another call of the reply, {record.record_id} (tool {record.tool!r}), ran and its "
-        "record could not be written either: it is in the veridic.executor log"
+        f"another call of the reply (tool {record.tool!r}) ran and its record could not be "
+        "written either: it is in the veridic.executor log"
     )
-
-
-def _call_ids(prompt: Prompt) -> frozenset[str]:
-    """The ids of the calls ``prompt``'s turns hold, and of the results that answer them."""
-    ids = {call.id for message in prompt.messages for call in message.tool_calls}
-    ids.update(m.tool_call_id for m in prompt.messages if m.tool_call_id)
-    return frozenset(ids)
 
 
 def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:

@@ -183,22 +183,30 @@ class _Run(Generic[OutputT]):
             reply.record(self.composer, ())
             self._stop("tokens", limit, self.usage.total_tokens, "tokens")
 
-    def check_calls(self, reply: Reply) -> None:
+    def check_calls(self, reply: Reply, prompt: Prompt) -> None:
         """Refuse the reply's calls before any runs when the run could not go on after them.
 
         Over the ``tool_calls`` limit, the answer is recorded and its calls stay
-        unanswered. A call without a tool name cannot be recorded on the
-        conversation (:meth:`Composer.tool_call <veridic.Composer.tool_call>`
-        refuses it): run, the reply's other calls would act and the run then
-        fail, so a request sent again would run them again.
+        unanswered. A call the conversation cannot record (:meth:`Reply.record
+        <veridic.Reply.record>`): one without a tool name, or with the id of a
+        call of an earlier turn of ``prompt`` (the prompt the reply answers),
+        would let the reply's other calls act and the run then fail, so a
+        request sent again would run them again; none runs.
         """
-        unnamed = [call.id for call in reply.tool_calls if not call.name]
-        if unnamed:
+        earlier = _call_ids(prompt)
+        problems = [
+            f"a call without a tool name (call {clip(call.id)})"
+            if not call.name
+            else f"the call id {clip(call.id)}, which a call of an earlier turn has"
+            for call in reply.tool_calls
+            if not call.name or call.id in earlier
+        ]
+        if problems:
             raise VeridicError(
-                f"the model's reply to request {self.request_id!r} has a tool call without a "
-                f"tool name (call {clip(unnamed[0])}), which the conversation cannot record, so "
-                "none of them ran (the model call is recorded): send the request again; a "
-                "provider that sends a call without a name has a bug to report"
+                f"the model's reply to request {self.request_id!r} has {problems[0]}, which the "
+                "conversation cannot record, so none of its calls ran (the model call is "
+                "recorded): send the request again; a provider that reuses call ids or sends a "
+                "call without a name has a bug to report"
             )
         wanted = self.earlier_calls + len(self.outcomes) + len(reply.tool_calls)
         if wanted > self.limits.tool_calls:
@@ -296,6 +304,13 @@ class _Run(Generic[OutputT]):
             allowed=allowed,
             reached=reached,
         )
+
+
+def _call_ids(prompt: Prompt) -> frozenset[str]:
+    """The ids of the calls ``prompt``'s turns hold, and of the results that answer them."""
+    ids = {call.id for message in prompt.messages for call in message.tool_calls}
+    ids.update(m.tool_call_id for m in prompt.messages if m.tool_call_id)
+    return frozenset(ids)
 
 
 _MODEL_KEY: Final = "(a key of the answer)"
