@@ -44,6 +44,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -263,15 +264,27 @@ class ApprovalPolicy:
         """The approval mode of one call of ``name``, asking ``confirm`` when the rules say so.
 
         A pending call with no ``confirm`` callback is ``DENIED``: nobody
-        confirmed it.
+        confirmed it; so is one whose ``confirm`` answers anything but ``True``.
 
         Raises:
             UnknownToolError, ToolUnavailableError, ToolDeniedError: as :meth:`request`.
+            VeridicError: ``confirm`` returned an awaitable (an ``async def``), which
+                this method cannot await: nobody answered.
         """
         request = self.request(name, arguments)
         if request.mode is not None:
             return request.mode
-        return request.answer(confirm is not None and confirm(request) is True)
+        answer: object = confirm(request) if confirm is not None else False
+        if inspect.isawaitable(answer):
+            if inspect.iscoroutine(answer):
+                answer.close()  # never awaited: no warning, and none of its code runs
+            raise VeridicError(
+                f"decide() got a confirm that returned a {type(answer).__name__} for the call "
+                f"of {name!r}: a blocking method cannot await it, so nobody answered; pass a "
+                "plain function that returns True or False (or await it yourself and call "
+                "request(...).answer(...) with the result)"
+            )
+        return request.answer(answer is True)
 
     def asking(self) -> ApprovalPolicy:
         """These rules, except that a call they would let run unasked is put to the user.

@@ -72,7 +72,7 @@ import threading
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Final
 
@@ -118,6 +118,9 @@ _LATE_WAIT: Final = 30.0
 _in_flight: set[asyncio.Future[None]] = set()
 """Writes left running on a loop (see :func:`_to_the_end`): held so none is collected unfinished."""
 
+_UNRENDERED: Final = object()
+"""A :class:`CallResult` whose value was not rendered inside a dispatch (made by hand)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CallResult:
@@ -126,6 +129,8 @@ class CallResult:
     record: AuditRecord
     value: object = None
     error: Exception | None = None
+    _plain: object = field(default=_UNRENDERED, repr=False, compare=False)
+    """The value as JSON data, rendered inside the call's dispatch (see :attr:`told`)."""
 
     @property
     def outcome(self) -> CallOutcome:
@@ -142,12 +147,27 @@ class CallResult:
         return self.value
 
     @property
+    def json_value(self) -> object:
+        """The value as JSON data (a ``str`` as it is), as :attr:`told` writes it.
+
+        Rendered inside the call's dispatch by :func:`execute` (see :attr:`told`); for a
+        result made by hand, rendered when read. Write the value from this, not from
+        :attr:`value`, wherever it is shown: rendering it again would run its code again,
+        after the dispatch, unguarded.
+        """
+        return self._plain if self._plain is not _UNRENDERED else _plain(self.value)
+
+    @property
     def told(self) -> UntrustedText:
         """What the model is told of this call (untrusted text, source ``tool:<name>``).
 
         The value as text: a ``str`` as it is, anything else as JSON, pydantic
         models and dataclasses included (pydantic's ``to_jsonable_python``;
-        what JSON cannot hold, as ``str``). A call that did not succeed says
+        what JSON cannot hold, as ``str``). :func:`execute` renders it inside
+        the call's dispatch, once: rendering runs code of the result (a
+        ``__str__``, a pydantic ``computed_field`` or serializer), which the
+        guards must judge as part of the call, and which must not run again
+        each time the text is read. A call that did not succeed says
         why: veridic's own message (unknown, unavailable, denied, invalid
         arguments, a guard) or a handler's :class:`~veridic.ToolError`; of
         any other exception only its type, because its message may hold what
@@ -156,10 +176,9 @@ class CallResult:
         error = self.error
         source = f"tool:{self.record.tool}"
         if error is None:
-            value = self.value
-            if isinstance(value, str):
-                return untrusted(value, source=source)
-            plain = to_jsonable_python(value, fallback=str)
+            plain = self.json_value
+            if isinstance(plain, str):
+                return untrusted(plain, source=source)
             return untrusted(json.dumps(plain, ensure_ascii=False), source=source)
         if isinstance(error, VeridicError):
             return untrusted(f"error: {error}", source=source)
@@ -168,6 +187,15 @@ class CallResult:
             "went wrong",
             source=source,
         )
+
+
+def _plain(value: object) -> object:
+    """``value`` as JSON data for the model: a ``str`` as it is, anything else as pydantic
+    writes it (what JSON cannot hold, as ``str``). Runs code of the value: call it inside
+    the dispatch."""
+    if isinstance(value, str):
+        return value
+    return to_jsonable_python(value, fallback=str)
 
 
 def execute(
@@ -192,7 +220,9 @@ def execute(
     ``tools_digest`` the hash of the tool list sent with it (default:
     :func:`tools_sha256` of ``view``). ``confirm`` asks the user
     about a call the policy will not decide alone; without it such a call
-    is denied.
+    is denied. Only ``True`` confirms; any other answer denies the call, and
+    the record says the user refused only for ``False`` (else what
+    ``confirm`` answered).
 
     ``context`` is the application's per-request object (the user, a DB
     session): a handler that declares a ``ToolContext[X]`` parameter gets
@@ -222,7 +252,9 @@ def execute(
             not a non-empty string a store can keep, or the tool asks for a
             ``ToolContext[X]`` and ``context`` is not an ``X`` (``None``: none
             was given). Raised once the call was checked against the view,
-            before approval; nothing runs and nothing is recorded.
+            before approval; nothing runs and nothing is recorded. Or ``confirm``
+            returned an awaitable (an ``async def``: use :func:`aexecute`); the
+            call did not run and is recorded denied.
         AuditWriteError: the handler ran but its audit record could not be
             written; the error holds the call's result and the record.
         AuditRecordError, sqlite3.Error: the audit record of a call that did
@@ -239,11 +271,11 @@ def execute(
         if isinstance(checked, CallResult):
             return span.ended(call.stored(checked))
         prepared, request = checked
-        mode = request.mode
+        mode, answer = request.mode, None
         if mode is None:
-            mode = call.ask(prepared.tool, request, confirm)
+            mode, answer = call.ask(prepared.tool, request, confirm)
         if mode is ApprovalMode.DENIED:
-            denied = call.denied(prepared.tool, request, asked=confirm is not None)
+            denied = call.denied(prepared.tool, request, asked=confirm is not None, answer=answer)
             return span.ended(call.stored(denied))
         value: object = None
         error: BaseException | None = None
@@ -256,7 +288,7 @@ def execute(
                 value = prepared.invoke()
             except BaseException as raised:
                 error = raised
-            ran = _Ran(prepared.tool, mode, scope, value, error, time.perf_counter() - started)
+            ran = _rendered(_Ran(prepared.tool, mode, scope, value, error, _since(started)))
         # The scope is closed: its events are final, and later guards go to the reporter.
         return span.ended(call.ended(ran))
 
@@ -308,7 +340,7 @@ async def aexecute(
         if isinstance(checked, CallResult):
             return span.ended(await call.astored(checked))
         prepared, request = checked
-        mode = request.mode
+        mode, answer = request.mode, None
         if mode is None:
             try:
                 answer = confirm(request) if confirm is not None else False
@@ -319,7 +351,7 @@ async def aexecute(
                 raise
             mode = request.answer(answer is True)
         if mode is ApprovalMode.DENIED:
-            denied = call.denied(prepared.tool, request, asked=confirm is not None)
+            denied = call.denied(prepared.tool, request, asked=confirm is not None, answer=answer)
             return span.ended(await call.astored(denied))
         value: object = None
         error: BaseException | None = None
@@ -332,7 +364,7 @@ async def aexecute(
                 value = await prepared.ainvoke()
             except BaseException as raised:
                 error = raised
-            ran = _Ran(prepared.tool, mode, scope, value, error, time.perf_counter() - started)
+            ran = _rendered(_Ran(prepared.tool, mode, scope, value, error, _since(started)))
         return span.ended(await call.aended(ran))
 
 
@@ -539,6 +571,29 @@ class _Ran:
     value: object
     error: BaseException | None
     duration: float
+    plain: object = _UNRENDERED
+    """The value as JSON data for the model (:func:`_rendered`)."""
+
+
+def _since(started: float) -> float:
+    return time.perf_counter() - started
+
+
+def _rendered(ran: _Ran) -> _Ran:
+    """``ran`` with its value rendered for the model; called inside the dispatch.
+
+    Rendering runs code of the result (a ``__str__`` that pydantic falls
+    back on, a ``computed_field``, a serializer): inside the dispatch its
+    guarded operations are judged as the call's own, where after it they
+    would run unguarded and unrecorded. A result that cannot be rendered
+    fails the call.
+    """
+    if ran.error is not None:
+        return ran
+    try:
+        return replace(ran, plain=_plain(ran.value))
+    except BaseException as raised:  # the call's failure, recorded as the handler's would be
+        return replace(ran, value=None, error=raised)
 
 
 class _Call:
@@ -676,15 +731,38 @@ class _Call:
         prepared = prepared.with_context(context, request_id=self.request_id)
         return prepared, self.policy.request(self.name, prepared.arguments)
 
-    def ask(self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None) -> ApprovalMode:
+    def ask(
+        self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None
+    ) -> tuple[ApprovalMode, object]:
+        """The mode ``confirm``'s answer gives a pending call, and the answer itself.
+
+        Raises:
+            VeridicError: ``confirm`` returned an awaitable (an ``async def``), which
+                blocking code cannot await: the call is recorded denied (nobody
+                answered it) and did not run.
+        """
         if confirm is None:
-            return ApprovalMode.DENIED
+            return ApprovalMode.DENIED, None
         try:
-            answer = confirm(request)
+            answer: object = confirm(request)
         except BaseException:
             self.sink.write(self.confirm_raised(tool, request))
             raise
-        return request.answer(answer is True)
+        if inspect.isawaitable(answer):
+            if inspect.iscoroutine(answer):
+                answer.close()  # never awaited: no warning, and none of its code runs
+            why = (
+                f"{request.why}; confirm returned {_shown(answer)}, which execute() cannot "
+                "await, so nobody answered"
+            )
+            self.sink.write(self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why))
+            raise VeridicError(
+                f"execute() got a confirm that returned {_shown(answer)} for the call of "
+                f"{tool.name!r}: blocking code cannot await it, so nobody answered and the "
+                "call did not run (recorded denied); pass a plain function that returns True "
+                "or False, or use await aexecute(...) (ModelGateway.arun) with the async one"
+            )
+        return request.answer(answer is True), answer
 
     def confirm_raised(self, tool: Tool, request: ApprovalRequest) -> AuditRecord:
         """The record of a call whose ``confirm`` raised: denied, and it did not run."""
@@ -692,11 +770,23 @@ class _Call:
             tool, ApprovalMode.DENIED, CallOutcome.DENIED, f"{request.why}; confirm raised"
         )
 
-    def denied(self, tool: Tool, request: ApprovalRequest, *, asked: bool) -> CallResult:
+    def denied(
+        self, tool: Tool, request: ApprovalRequest, *, asked: bool, answer: object = False
+    ) -> CallResult:
+        """The result of a call that was not approved; ``answer`` is what ``confirm`` returned.
+
+        Only ``False`` is the user's no: any other answer that is not ``True`` (``None``
+        from a callback that forgot to return, ``"yes"``) is recorded as what it is.
+        """
         if request.mode is ApprovalMode.DENIED:
             why = request.why
         elif not asked:
             why = f"{request.why}; there was no confirm callback, so nobody confirmed it"
+        elif answer is not False:
+            why = (
+                f"{request.why}; confirm answered {_shown(answer)}, not True or False, so "
+                "nobody confirmed it"
+            )
         else:
             why = f"{request.why}; the user refused"
         record = self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why)
@@ -881,8 +971,8 @@ class _Call:
         if blocked:
             # The handler caught the guard's refusal; the call still did not do what it tried.
             caught = GuardDeniedError(f"{detail}; the handler of {tool.name!r} caught the refusal")
-            return CallResult(record, value=ran.value, error=caught)
-        return CallResult(record, value=ran.value)
+            return CallResult(record, value=ran.value, error=caught, _plain=ran.plain)
+        return CallResult(record, value=ran.value, _plain=ran.plain)
 
     def _refused(self, tool: Tool | None, detail: str, error: Exception) -> CallResult:
         record = self.record(tool, ApprovalMode.NOT_ASKED, CallOutcome.REFUSED, detail)
@@ -927,6 +1017,16 @@ class _Call:
             duration=duration,
             arguments_sha256=self.arguments_sha256,
         )
+
+
+def _shown(answer: object) -> str:
+    """What a ``confirm`` returned, for a record: a short repr of a plain value, else its type."""
+    if type(answer) is str:
+        return clip(answer, 40)
+    if answer is None or type(answer) in (int, float, bool):
+        shown = repr(answer)
+        return shown if len(shown) <= 40 else f"{shown[:40]}… ({len(shown)} chars)"
+    return f"a {type(answer).__name__}"
 
 
 def _follow_up_failed(tool: Tool, event: GuardEvent, failure: Exception) -> None:

@@ -68,6 +68,7 @@ too: :mod:`veridic.run.call_log` (where model calls are recorded),
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -122,6 +123,8 @@ __all__ = [
     "RunResult",
     "ToolOutcome",
 ]
+
+_log = logging.getLogger("veridic.executor")
 
 
 def _all_queries(reply: Reply) -> bool:
@@ -664,7 +667,7 @@ class ModelGateway:
                 if result is not None:
                     return result
                 continue
-            state.check_calls(reply)
+            state.check_calls(reply, prompt)
             waiting = _first_waiting(reply, policy) if defer else None
             if waiting is not None:
                 calls = reply.tool_calls
@@ -799,6 +802,10 @@ class ModelGateway:
         Queries change nothing, so their order cannot matter; a reply with
         any write runs its calls one after another, in the model's order, as
         :meth:`arun_tools` does. Outcomes keep the model's order either way.
+        Of concurrent calls whose records could not be written, the first
+        one's ``AuditWriteError`` is raised (``.earlier``: the calls recorded);
+        each other's record is logged on ``veridic.executor`` and named in a
+        note on that error, never dropped.
         """
         _check_output_type(output_type)
         _check_defer(defer, confirm, "arun")
@@ -825,7 +832,7 @@ class ModelGateway:
                 if result is not None:
                     return result
                 continue
-            state.check_calls(reply)
+            state.check_calls(reply, prompt)
             waiting = _first_waiting(reply, policy) if defer else None
             if waiting is not None:
                 calls = reply.tool_calls
@@ -904,12 +911,15 @@ class ModelGateway:
             return_exceptions=True,
         )
         outcomes = tuple(item for item in settled if isinstance(item, ToolOutcome))
-        for item in settled:
-            if isinstance(item, AuditWriteError):
-                item.earlier = outcomes
-            if isinstance(item, BaseException):
-                raise item
-        return outcomes
+        failures = [item for item in settled if isinstance(item, BaseException)]
+        if not failures:
+            return outcomes
+        first = failures[0]
+        if isinstance(first, AuditWriteError):
+            first.earlier = outcomes
+        for other in failures[1:]:
+            _also_unwritten(first, other)
+        raise first
 
     # --- the checks every call passes ---------------------------------------------------
 
@@ -1019,6 +1029,33 @@ class ModelGateway:
             call_id=record.call_id,
         )
         return sent, record
+
+
+def _also_unwritten(raised: BaseException, other: BaseException) -> None:
+    """Keep the unwritten record of a concurrent call whose error is not the one raised.
+
+    Only one error of a reply's concurrent calls can be raised; another call
+    that ran and whose record could not be written (its ``AuditWriteError``)
+    would vanish with its error. Its record goes to the ``veridic.executor``
+    log and a note on the raised error, as a write nobody awaits does.
+    """
+    if not isinstance(other, AuditWriteError):
+        return
+    record = other.result.record
+    _log.error(
+        "the audit record of tool %r (request %r, outcome %s), a call that ran "
+        "concurrently with the one whose error is raised, could not be written (%s); "
+        "store it elsewhere: %r",
+        record.tool,
+        record.request_id,
+        record.outcome.value,
+        other.__cause__,
+        record,
+    )
+    raised.add_note(
+        f"another call of the reply (tool {record.tool!r}) ran and its record could not be "
+        "written either: it is in the veridic.executor log"
+    )
 
 
 def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:

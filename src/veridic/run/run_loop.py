@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, NoReturn, TypeVar, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from veridic._sample import clip
 from veridic.errors import RunLimitError, VeridicError
@@ -183,7 +183,31 @@ class _Run(Generic[OutputT]):
             reply.record(self.composer, ())
             self._stop("tokens", limit, self.usage.total_tokens, "tokens")
 
-    def check_calls(self, reply: Reply) -> None:
+    def check_calls(self, reply: Reply, prompt: Prompt) -> None:
+        """Refuse the reply's calls before any runs when the run could not go on after them.
+
+        Over the ``tool_calls`` limit, the answer is recorded and its calls stay
+        unanswered. A call the conversation cannot record (:meth:`Reply.record
+        <veridic.Reply.record>`): one without a tool name, or with the id of a
+        call of an earlier turn of ``prompt`` (the prompt the reply answers),
+        would let the reply's other calls act and the run then fail, so a
+        request sent again would run them again; none runs.
+        """
+        earlier = _call_ids(prompt)
+        problems = [
+            f"a call without a tool name (call {clip(call.id)})"
+            if not call.name
+            else f"the call id {clip(call.id)}, which a call of an earlier turn has"
+            for call in reply.tool_calls
+            if not call.name or call.id in earlier
+        ]
+        if problems:
+            raise VeridicError(
+                f"the model's reply to request {self.request_id!r} has {problems[0]}, which the "
+                "conversation cannot record, so none of its calls ran (the model call is "
+                "recorded): send the request again; a provider that reuses call ids or sends a "
+                "call without a name has a bug to report"
+            )
         wanted = self.earlier_calls + len(self.outcomes) + len(reply.tool_calls)
         if wanted > self.limits.tool_calls:
             reply.record(self.composer, ())  # the calls stay unanswered: none of them ran
@@ -252,18 +276,19 @@ class _Run(Generic[OutputT]):
         try:
             output = self.output_type.model_validate_json(reply.text)  # type: ignore[attr-defined]  # a pydantic model, checked in run()
         except ValidationError as error:
+            problems = _problems(error, cast(type[BaseModel], self.output_type))
             if self.retries >= self.limits.output_retries:
                 raise VeridicError(
                     f"the model's answer is not a valid {self.output_type.__name__} after "
                     f"{self.retries} retr{'y' if self.retries == 1 else 'ies'} "
-                    f"({_problems(error)}); the answer is kept on the composer: raise "
+                    f"({problems}); the answer is kept on the composer: raise "
                     "Limits(output_retries=...) or say more about the format in the "
                     "instructions"
                 ) from error
             self.retries += 1
             self.composer.user(
                 f"Your answer is not a valid {self.output_type.__name__} as JSON: "
-                f"{_problems(error)}. Answer again with only the JSON object, and nothing else."
+                f"{problems}. Answer again with only the JSON object, and nothing else."
             )
             return None
         return RunResult(reply, cast(OutputT, output), tuple(self.outcomes), self.turns, self.usage)
@@ -281,13 +306,81 @@ class _Run(Generic[OutputT]):
         )
 
 
-def _problems(error: ValidationError) -> str:
-    """Pydantic's errors as a short list of ``place: message`` (no input values)."""
-    told = [
-        f"{'.'.join(str(part) for part in item['loc']) or '(the answer)'}: {item['msg']}"
-        for item in error.errors(include_input=False)[:10]
-    ]
+def _call_ids(prompt: Prompt) -> frozenset[str]:
+    """The ids of the calls ``prompt``'s turns hold, and of the results that answer them."""
+    ids = {call.id for message in prompt.messages for call in message.tool_calls}
+    ids.update(m.tool_call_id for m in prompt.messages if m.tool_call_id)
+    return frozenset(ids)
+
+
+_MODEL_KEY: Final = "(a key of the answer)"
+
+
+def _problems(error: ValidationError, output_type: type[BaseModel]) -> str:
+    """Pydantic's errors as a short list of ``place: message``, quoting nothing the model wrote.
+
+    The list goes back to the model in a user turn, the user's own voice, so
+    text of the answer must not reach it: a key the schema does not name (an
+    extra key, a key of a ``dict`` field) is written as ``(a key of the
+    answer)``, and a message that quotes a value of the answer (a
+    discriminator's tag, a validator's ``f"{value}"``) gives way to pydantic's
+    error type. Otherwise an injected document could have the model answer
+    with a key that the next turn then says in the user's name.
+    """
+    names = _schema_names(output_type)
+    told: list[str] = []
+    for item in error.errors(include_url=False)[:10]:
+        place = ".".join(
+            str(part) if isinstance(part, int) or part in names else _MODEL_KEY
+            for part in item["loc"]
+        )
+        message = item["msg"]
+        if any(text in message for text in _texts(item.get("input"))):
+            message = f"the value there is not valid ({item['type']})"
+        told.append(f"{place or '(the answer)'}: {message}")
     return "; ".join(told)
+
+
+def _schema_names(output_type: type[BaseModel]) -> frozenset[str]:
+    """Every property name (and alias) the output type's JSON schema declares, nested ones too."""
+    names: set[str] = set()
+    try:
+        schemas = [output_type.model_json_schema(), output_type.model_json_schema(by_alias=False)]
+    except Exception:  # a type pydantic cannot describe: the top-level names are what is known
+        return frozenset(
+            name
+            for key, info in output_type.model_fields.items()
+            for name in (key, info.alias)
+            if name
+        )
+    stack: list[object] = list(schemas)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                names.update(key for key in properties if isinstance(key, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(names)
+
+
+def _texts(value: object) -> list[str]:
+    """The strings of two or more characters in a piece of the answer (keys included)."""
+    found: list[str] = []
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) >= 2:
+                found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return found
 
 
 def _resumed(

@@ -607,7 +607,7 @@ def _call_result(result: CallResult) -> mcp_types.CallToolResult:
 
     if result.error is not None:
         return _error_result(str(result.told).removeprefix("error: "))
-    text, structured = _rendered(result.value)
+    text, structured = _rendered(result.json_value)  # rendered inside the dispatch
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content=structured
     )
@@ -619,17 +619,14 @@ def _error_result(message: str) -> mcp_types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
-def _rendered(value: object) -> tuple[str, dict[str, object] | None]:
+def _rendered(plain: object) -> tuple[str, dict[str, object] | None]:
     """A handler's value as MCP text, and as structured content when it is a JSON object.
 
-    Text stays text; anything else is written as JSON (pydantic models, dataclasses,
-    dates and the like as pydantic writes them, what JSON cannot hold as ``str``).
+    ``plain`` is :attr:`CallResult.json_value <veridic.CallResult.json_value>`, rendered
+    inside the call's dispatch: text stays text; anything else is written as JSON.
     """
-    if isinstance(value, str):
-        return value, None
-    from pydantic_core import to_jsonable_python
-
-    plain: object = to_jsonable_python(value, fallback=str)
+    if isinstance(plain, str):
+        return plain, None
     text = json.dumps(plain, ensure_ascii=False)
     if isinstance(plain, dict):
         return text, {str(key): item for key, item in plain.items()}
