@@ -152,7 +152,7 @@ class CallResult:
 
         Rendered inside the call's dispatch by :func:`execute` (see :attr:`told`); for a
         result made by hand, rendered when read. Write the value from this, not from
-        :attr:`value`, wherever it is shown: rendering it again would run its code again,
+        ``value``, wherever it is shown: rendering it again would run its code again,
         after the dispatch, unguarded.
         """
         return self._plain if self._plain is not _UNRENDERED else _plain(self.value)
