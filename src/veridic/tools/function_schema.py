@@ -154,7 +154,8 @@ def _shared_model(
         return found[0], found[1]
     model = _build_model(name, where, fields)
     schema = _json_schema(model, where)
-    _refuse_untrusted_schema(schema, where, "")
+    if _holds_untrusted(schema):  # one quick pass; the path is found only for the message
+        _refuse_untrusted_schema(schema, where, "")
     mints = bool(instruction_fields(model))
     if key is not None and not mints:
         if len(_MODELS) >= _MODELS_KEPT:
@@ -318,6 +319,29 @@ def _json_schema(model: type[BaseModel], where: str) -> JsonObject:
             f"tool {where}: its parameters have no JSON schema ({error}): use parameter types "
             "and defaults that JSON can express"
         ) from error
+
+
+def _holds_untrusted(schema: object) -> bool:
+    """Whether a key or a value anywhere in ``schema`` is ``UntrustedText``.
+
+    Every function tool's schema is walked when it is built (5,000 of them in a
+    ``veridic lint``), so this pass builds no path: most leaves are plain ``str``.
+    """
+    waiting = [schema]
+    while waiting:
+        value = waiting.pop()
+        if type(value) is str:
+            continue
+        if isinstance(value, dict):
+            for key in value:
+                if type(key) is not str and is_untrusted(key):
+                    return True
+            waiting.extend(value.values())
+        elif isinstance(value, list):
+            waiting.extend(value)
+        elif is_untrusted(value):
+            return True
+    return False
 
 
 def _refuse_untrusted_schema(value: object, where: str, path: str) -> None:
