@@ -10,6 +10,8 @@ A last test checks the models and bases of a module that mypy read back from its
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Final
@@ -94,3 +96,39 @@ def test_models_and_bases_read_back_from_the_cache_are_still_checked(tmp_path: P
     reported, _ = run_mypy([caller, support], config, log=log, cache=cache)
     assert any("Metadata fresh for cached_definitions" in line for line in log)
     assert_matches(caller, reported)
+
+
+@pytest.mark.parametrize(
+    "plugins", ["veridic.mypy, pydantic.mypy", "veridic.mypy:plugin, pydantic.mypy"]
+)
+def test_a_plugin_listed_after_veridics_stops_mypy_with_the_order_to_write(
+    plugins: str, tmp_path: Path
+) -> None:
+    """veridic's plugin hooks every call, so mypy would never ask a plugin listed after
+    it: pydantic's or django-stubs' checks were lost without a word."""
+    config = write_config(tmp_path, POLICIES)
+    config.write_text(
+        config.read_text().replace("plugins = veridic.mypy\n", f"plugins = {plugins}\n")
+    )
+    checked = tmp_path / "checked.py"
+    checked.write_text("x: int = 1\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(config),
+            "--no-incremental",
+            str(checked),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert "veridic.mypy plugin is listed before pydantic.mypy" in done.stderr
+    assert (
+        "list veridic.mypy last (for example plugins = pydantic.mypy, veridic.mypy)" in done.stderr
+    )

@@ -93,6 +93,7 @@ class VeridicPlugin(Plugin):
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
+        _require_last(options.plugins)
         _forget_previous_build()
         self._default = DefaultPlugin(options)
         """mypy's own hooks (``functools.partial``, ``len``, ...): the plugin wraps every call,
@@ -366,6 +367,36 @@ def _source_digest() -> str:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _require_last(plugins: list[str]) -> None:
+    """Stop mypy when another plugin is listed after this one.
+
+    This plugin gives a hook for every call (``_escapes`` looks at every call's
+    arguments for a function that trusts its parameter), and mypy asks the plugins
+    after the first that gives a hook for nothing: theirs (django-stubs',
+    pydantic's ``from_orm``, ...) would never run, and their checks would be lost
+    without a word. Listed last, this plugin is asked for the calls no other plugin
+    hooks, and chains mypy's own hooks itself.
+    """
+    own = [index for index, entry in enumerate(plugins) if _is_own(entry)]
+    if own and own[-1] != len(plugins) - 1:
+        after = ", ".join(plugins[own[-1] + 1 :])
+        raise SystemExit(
+            f"error: the veridic.mypy plugin is listed before {after} in mypy's plugins: "
+            "veridic.mypy gives a hook for every call, so mypy would never ask the plugins "
+            "after it, and their checks would be lost; list veridic.mypy last (for example "
+            "plugins = pydantic.mypy, veridic.mypy)"
+        )
+
+
+def _is_own(entry: str) -> bool:
+    """Whether a ``plugins`` entry (a module or a file, with an optional ``:function``)
+    names this plugin."""
+    target = entry.strip().rsplit(":", 1)[0] if entry.count(":") == 1 else entry.strip()
+    if target == __name__:
+        return True
+    return target.endswith(".py") and Path(target).resolve() == Path(__file__).resolve()
 
 
 def plugin(version: str) -> type[Plugin]:
