@@ -1,0 +1,122 @@
+"""Reproducers of an attacker review of the command line and its configuration.
+
+Each test failed on the code before its fix: a CI gate that passed (exit 0) on
+something it exists to fail on. The sources are strings, not fixture files,
+because they are deliberately wrong and must not be type-checked with the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from veridic.hatches import find_hatches, scan_source
+
+
+def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "veridic", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+# --- hatches: a hatch under another name is the same hatch ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [
+        (
+            "from veridic import TrustPolicy\nPolicy = TrustPolicy\n"
+            'legacy = Policy("unreviewed")\ntext = legacy.vouch(raw, reason="r")\n',
+            "trust-policy",
+        ),
+        (
+            "from veridic import TrustedInstruction\nForge = TrustedInstruction\n"
+            "forged = Forge(raw)\n",
+            "brand-call",
+        ),
+        (
+            "from typing import cast\nfrom veridic import TrustedInstruction\n"
+            "Trusted = TrustedInstruction\nforged = cast(Trusted, raw)\n",
+            "cast-to-brand",
+        ),
+        (
+            "from typing import TypeAlias, cast\nimport veridic\n"
+            "Trusted: TypeAlias = 'veridic.TrustedInstruction'\nforged = cast(Trusted, raw)\n",
+            "cast-to-brand",
+        ),
+        (
+            "import typing\nfrom veridic import TrustedInstruction\n"
+            "convert = as_is = typing.cast\nforged = as_is(TrustedInstruction, raw)\n",
+            "cast-to-brand",
+        ),
+        (
+            "from veridic import TrustPolicy\ndef make():\n    P = TrustPolicy\n"
+            '    return P("unreviewed")\n',
+            "trust-policy",
+        ),
+    ],
+    ids=["policy-class", "brand", "cast-target", "type-alias-string", "cast-chain", "local"],
+)
+def test_a_hatch_renamed_by_assignment_is_still_a_finding(source: str, kind: str) -> None:
+    found = scan_source(source, "app.py", trust_policies=frozenset({"reviewed"}))
+    assert [(h.kind, h.finding) for h in found if h.kind == kind] == [(kind, True)]
+
+
+def test_a_renamed_unlisted_policy_fails_veridic_hatches(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.veridic]\ntrust-policies = ["reviewed"]\n')
+    (tmp_path / "app.py").write_text(
+        textwrap.dedent(
+            """\
+            from veridic import TrustPolicy
+
+            Policy = TrustPolicy
+            side_door = Policy("unreviewed")
+            """
+        )
+    )
+    done = run(tmp_path, "hatches", "--format", "json", "app.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert [f["kind"] for f in json.loads(done.stdout)["findings"]] == ["trust-policy"]
+
+
+def test_an_unrelated_assignment_is_not_a_hatch() -> None:
+    source = "import os\njoin = os.path.join\nwhere = join('a', 'b')\nText = str\nt = Text(1)\n"
+    assert scan_source(source, "app.py") == ()
+
+
+# --- hatches: a package named like a build folder is scanned ----------------------------------
+
+
+@pytest.mark.parametrize("folder", ["build", "dist"])
+def test_a_package_named_build_or_dist_is_scanned(tmp_path: Path, folder: str) -> None:
+    package = tmp_path / "src" / "app" / folder
+    package.mkdir(parents=True)
+    (tmp_path / "src" / "app" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "prompts.py").write_text(
+        "from typing import cast\nfrom veridic import TrustedInstruction\n"
+        "forged = cast(TrustedInstruction, raw)\n"
+    )
+    found = find_hatches([tmp_path / "src"])
+    assert [(h.kind, h.finding) for h in found] == [("cast-to-brand", True)]
+
+
+def test_a_build_folder_of_copies_is_still_skipped(tmp_path: Path) -> None:
+    copy = tmp_path / "build" / "lib" / "app"
+    copy.mkdir(parents=True)
+    (copy / "__init__.py").write_text("")
+    (copy / "prompts.py").write_text(
+        "from typing import cast\nfrom veridic import TrustedInstruction\n"
+        "forged = cast(TrustedInstruction, raw)\n"
+    )
+    assert find_hatches([tmp_path]) == ()
