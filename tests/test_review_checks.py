@@ -120,3 +120,55 @@ def test_a_build_folder_of_copies_is_still_skipped(tmp_path: Path) -> None:
         "forged = cast(TrustedInstruction, raw)\n"
     )
     assert find_hatches([tmp_path]) == ()
+
+
+# --- configuration: settings the team wrote are read, or the command says why not -------------
+
+APP = 'from veridic import TrustPolicy\nside_door = TrustPolicy("unreviewed")\n'
+
+
+@pytest.mark.parametrize(
+    ("table", "shown"),
+    [
+        ("[tool.veridc]", "[tool.veridc]"),
+        ("[tool.Veridic]", "[tool.Veridic]"),
+        ("[tools.veridic]", "[tools.veridic]"),
+        ("[veridic]", "[veridic]"),
+    ],
+)
+def test_a_misspelt_tool_veridic_table_is_a_usage_error(
+    tmp_path: Path, table: str, shown: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        f"[project]\nname = 'app'\n\n{table}\ntrust-policies = [\"reviewed\"]\n"
+    )
+    (tmp_path / "app.py").write_text(APP)
+    done = run(tmp_path, "hatches", "app.py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"has no [tool.veridic] table but has {shown}" in done.stderr
+    assert "rename the table to [tool.veridic]" in done.stderr
+
+
+def test_the_mypy_plugins_table_is_not_taken_for_a_misspelling(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'app'\n\n[tool.veridic-mypy]\ntrust_policies = [\"reviewed\"]\n"
+    )
+    (tmp_path / "app.py").write_text("x = 1\n")
+    done = run(tmp_path, "hatches", "app.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_config_naming_a_file_without_the_table_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.veridic]\ntrust-policies = ["reviewed"]\n')
+    (tmp_path / "ruff.toml").write_text("line-length = 99\n")
+    (tmp_path / "app.py").write_text(APP)
+    done = run(tmp_path, "hatches", "--config", "ruff.toml", "app.py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--config ruff.toml has no [tool.veridic] table" in done.stderr
+
+
+def test_config_naming_a_file_with_an_empty_table_is_read(tmp_path: Path) -> None:
+    (tmp_path / "settings.toml").write_text("[tool.veridic]\n")
+    (tmp_path / "app.py").write_text(APP)
+    done = run(tmp_path, "hatches", "--config", "settings.toml", "app.py")
+    assert done.returncode == 0, done.stdout + done.stderr
