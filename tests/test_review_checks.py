@@ -15,6 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from veridic import Registry
+from veridic.checks.manifest import (
+    ManifestFormatError,
+    build_manifest,
+    diff_manifest,
+    render_manifest,
+)
 from veridic.hatches import find_hatches, scan_source
 
 
@@ -172,3 +179,44 @@ def test_config_naming_a_file_with_an_empty_table_is_read(tmp_path: Path) -> Non
     (tmp_path / "app.py").write_text(APP)
     done = run(tmp_path, "hatches", "--config", "settings.toml", "app.py")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- manifest: the committed file reads one way to a reviewer and to the check ------------------
+
+
+def _demoted_registry() -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="write", risk="mid")
+    def delete_records(ids: list[str]) -> str:
+        """Delete records by id; they can be restored from the trash for 30 days.
+
+        Args:
+            ids: The ids of the records to delete.
+        """
+        return ", ".join(ids)
+
+    return registry
+
+
+def test_a_manifest_giving_a_tool_twice_is_refused() -> None:
+    current = build_manifest(_demoted_registry())
+    tools = current["tools"]
+    assert isinstance(tools, dict)
+    reviewed = json.dumps({**tools["delete_records"], "risk": "high"})
+    committed = render_manifest(current).replace(
+        '"tools": {', '"tools": {\n    "delete_records": ' + reviewed + ",", 1
+    )
+    with pytest.raises(ManifestFormatError, match="gives the key 'delete_records' twice"):
+        diff_manifest(committed, current)
+
+
+def test_a_stale_high_risk_list_is_drift() -> None:
+    current = build_manifest(_demoted_registry())
+    committed = json.loads(render_manifest(current))
+    committed["high_risk_tools"] = ["delete_records"]
+    changes = diff_manifest(json.dumps(committed), current)
+    assert [(c.subject, c.field, c.before, c.after) for c in changes] == [
+        ("high-risk tools", "high_risk_tools", ["delete_records"], [])
+    ]
+    assert changes[0].text == "the list of high-risk tools changed: -delete_records"
