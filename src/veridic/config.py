@@ -81,10 +81,12 @@ class ToolConfig:
     """``[tool.veridic]`` of one ``pyproject.toml``, validated (``None``: the key is absent).
 
     ``siblings`` holds each group as a set of two or more tool names;
-    ``manifest`` is resolved against the directory of ``path``.
+    ``manifest`` is resolved against the directory of ``path``. ``table`` is
+    whether ``path`` has a ``[tool.veridic]`` table at all (an empty one counts).
     """
 
     path: Path
+    table: bool = True
     trust_policies: frozenset[str] | None = None
     similarity_threshold: float | None = None
     siblings: tuple[frozenset[str], ...] = ()
@@ -234,9 +236,13 @@ def tool_section(path: Path) -> dict[str, object]:
         VeridicError: the file cannot be read or is not valid TOML, or ``tool``
             or ``tool.veridic`` is not a table.
     """
+    return _section_of(_document(path), path)
+
+
+def _document(path: Path) -> dict[str, object]:
     try:
         with path.open("rb") as handle:
-            document = tomllib.load(handle)
+            return tomllib.load(handle)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise VeridicError(
             f"{path} is not valid TOML ({error}); veridic reads [tool.veridic] from it: "
@@ -247,6 +253,9 @@ def tool_section(path: Path) -> dict[str, object]:
             f"cannot read {path} ({error}); veridic reads [tool.veridic] from it: make it "
             "readable, or pass another file with --config"
         ) from error
+
+
+def _section_of(document: dict[str, object], path: Path) -> dict[str, object]:
     tool = document.get("tool", {})
     if not isinstance(tool, dict):
         raise VeridicError(
@@ -271,7 +280,16 @@ def read_tool_config(path: Path) -> ToolConfig:
             the wrong type or range (the message names the key, the file, what
             was found and what to write instead).
     """
-    section = tool_section(path)
+    document = _document(path)
+    section = _section_of(document, path)
+    misplaced = None if "veridic" in _table_of(document, "tool") else _misplaced(document)
+    if misplaced is not None:
+        raise VeridicError(
+            f"{path} has no [tool.veridic] table but has [{misplaced}]: veridic reads its "
+            f"settings only from [tool.veridic], so the ones under [{misplaced}] would be "
+            "left at their defaults without a word (no trust-policies check, no manifest): "
+            "rename the table to [tool.veridic]"
+        )
     for key in section:
         if key not in KEYS:
             raise VeridicError(_unknown_key(key, path))
@@ -279,11 +297,42 @@ def read_tool_config(path: Path) -> ToolConfig:
     manifest = _manifest(section.get("manifest"), path)
     return ToolConfig(
         path=path,
+        table="veridic" in _table_of(document, "tool"),
         trust_policies=trust_policies_of(section, path),
         similarity_threshold=None if threshold is None else _threshold(threshold, path),
         siblings=_siblings(section.get("siblings", []), path),
         manifest=None if manifest is None else path.parent / manifest,
     )
+
+
+def _table_of(document: dict[str, object], key: str) -> dict[str, object]:
+    table = document.get(key)
+    return table if isinstance(table, dict) else {}
+
+
+def _misplaced(document: dict[str, object]) -> str | None:
+    """The table a ``[tool.veridic]`` was meant to be, misspelt or misplaced, or ``None``.
+
+    ``[tool.veridc]``, ``[tool.Veridic]``, ``[tools.veridic]``, a top-level
+    ``[veridic]``: each reads as the settings to a person and as nothing to
+    veridic. ``[tool.veridic-mypy]`` (the mypy plugin's) is not one.
+    """
+    for name in _table_of(document, "tool"):
+        if name.lower().startswith(("veridic-", "veridic_")):
+            continue
+        if difflib.get_close_matches(name.lower(), ["veridic"], n=1, cutoff=0.8):
+            return f"tool.{name}"
+    for name, value in document.items():
+        if name == "tool" or not isinstance(value, dict):
+            continue
+        if difflib.get_close_matches(name.lower(), ["veridic"], n=1, cutoff=0.8):
+            return name
+        if not difflib.get_close_matches(name.lower(), ["tool"], n=1, cutoff=0.75):
+            continue
+        for inner in value:
+            if difflib.get_close_matches(str(inner).lower(), ["veridic"], n=1, cutoff=0.8):
+                return f"{name}.{inner}"
+    return None
 
 
 # --- one validator per key ----------------------------------------------------------------

@@ -43,7 +43,10 @@ def _load_config(path: Path | None) -> _Config:
 
     Raises:
         _UsageError: the file is missing or unreadable, a key is unknown, or a
-            value has the wrong type (:func:`veridic.config.read_tool_config`).
+            value has the wrong type (:func:`veridic.config.read_tool_config`);
+            the table is misspelt (``[tool.veridc]``); or ``--config`` names a
+            file without a ``[tool.veridic]`` table, whose settings the user
+            believes apply.
     """
     if path is not None and not path.is_file():
         raise _UsageError(
@@ -53,7 +56,14 @@ def _load_config(path: Path | None) -> _Config:
     if found is None:
         return _Config()
     try:
-        config = _Config.of(read_tool_config(found))
+        read = read_tool_config(found)
+        config = _Config.of(read)
+        if path is not None and not read.table:
+            raise VeridicError(
+                f"--config {path} has no [tool.veridic] table, so no setting of it would "
+                "apply (no trust-policies check, no manifest): pass the pyproject.toml that "
+                "holds [tool.veridic], or add the table to this file"
+            )
         if config.trust_policies is not None:
             # configure() reads the working directory's pyproject.toml on first use, which
             # may be another file than --config: a malformed one is a usage error too.

@@ -60,7 +60,9 @@ The gate cannot be passed by accident:
 - ``[tool.veridic]`` is validated whole: a wrong type or range, or a key
   veridic does not know (``trust_policies`` for ``trust-policies``), is a
   usage error naming the key, the file, what was found and what to write
-  (:func:`veridic.config.read_tool_config`).
+  (:func:`veridic.config.read_tool_config`); so is a misspelt table
+  (``[tool.veridc]``, ``[tools.veridic]``) and a ``--config FILE`` without a
+  ``[tool.veridic]`` table.
 - The manifest snapshot holds what the code declares, never whether a
   component started (which depends on the machine's secrets and licences):
   the boot states are printed and in the JSON ``components`` table of

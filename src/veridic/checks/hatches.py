@@ -26,6 +26,11 @@ kind                 what                                        finding?
 ``unparsable``       a file that is not valid Python             yes
 ===================  ==========================================  ===============
 
+A name bound to ``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
+``Trusted: TypeAlias = TrustedInstruction``, ``c = typing.cast``) is followed
+as an import alias is: mypy follows it, so ``Policy("x")`` is a trust policy
+and ``cast(Trusted, text)`` a cast to a brand.
+
 A policy name is "fixed in the module" as the ``veridic.mypy`` plugin reads it:
 a literal, ``+`` or ``x if c else y`` of literals, a str constant bound once at
 module level, or a ``Literal[...]`` parameter. One difference: a constant
@@ -171,8 +176,9 @@ def find_hatches(
 
     ``trust_policies`` is the configured list of policy names (``None``: any
     name is allowed, but a computed name is still a finding). Directories are
-    walked recursively, skipping hidden ones, ``__pycache__``, ``build``,
-    ``dist``, ``node_modules`` and ``site-packages``. For each directory, the
+    walked recursively, skipping hidden ones, and ``__pycache__``, ``build``,
+    ``dist``, ``node_modules`` and ``site-packages`` unless they hold an
+    ``__init__.py`` (a package of the code named ``build`` is scanned). For each directory, the
     mypy configuration mypy would use when run there is read too
     (:func:`scan_mypy_config`); one file found from several directories is
     reported once. The result is sorted by file and line.
@@ -483,7 +489,12 @@ class _Scanner:
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
-    """Local name -> dotted name, from every import in the module."""
+    """Local name -> dotted name, from every import in the module and every hatch renamed.
+
+    A name bound to ``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
+    ``Trusted: TypeAlias = TrustedInstruction``, ``c = typing.cast``) is the same
+    hatch under another name: mypy follows it, so the scan must too.
+    """
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -493,7 +504,60 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    _renamed_hatches(tree, aliases)
     return aliases
+
+
+def _renamed_hatches(tree: ast.Module, aliases: dict[str, str]) -> None:
+    """Add to ``aliases`` each name assigned a hatch (a chain of them too: ``A = B = cast``)."""
+    renames = [
+        (target.id, value)
+        for node in ast.walk(tree)
+        for target, value in _bound_names(node)
+        if isinstance(target, ast.Name)
+    ]
+    changed = True
+    while changed:  # a chain resolves one link a pass; each pass adds a name or stops
+        changed = False
+        for name, value in renames:
+            qualified = _qualified(value, aliases)
+            if name not in aliases and qualified is not None and _is_hatch_name(qualified):
+                aliases[name] = qualified
+                changed = True
+
+
+def _bound_names(node: ast.AST) -> Iterator[tuple[ast.expr, ast.expr]]:
+    """``(target, value)`` of a plain or annotated assignment, or of a ``type`` statement."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            yield target, node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        yield node.target, node.value
+    elif type(node).__name__ == "TypeAlias":  # ``type X = ...``: ast.TypeAlias, Python 3.12+
+        name, value = getattr(node, "name", None), getattr(node, "value", None)
+        if isinstance(name, ast.expr) and isinstance(value, ast.expr):
+            yield name, value
+
+
+def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    """The dotted name ``node`` refers to (a name, an attribute, or a string holding one)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value.strip(), mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _qualified(node.value, aliases)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _is_hatch_name(qualified: str) -> bool:
+    """``cast``, a brand or ``TrustPolicy``: a name whose calls the scan reports."""
+    policy = _last(qualified) == "TrustPolicy" and _is_veridic_or_bare(qualified)
+    return _is_cast(qualified) or _is_brand(qualified) or policy
 
 
 def _mentions_brand(node: ast.expr, resolve: Callable[[ast.expr], str | None]) -> bool:
@@ -813,10 +877,22 @@ def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
 def _walk(directory: Path) -> Iterator[Path]:
     for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+        dirs[:] = sorted(d for d in dirs if not _skipped(Path(root, d)))
         for name in sorted(files):
             if name.endswith(".py"):
                 yield Path(root, name)
+
+
+def _skipped(directory: Path) -> bool:
+    """A hidden directory, or a ``build``/``dist``/... folder that is not a package of the code.
+
+    Those names usually hold copies and downloads, but a package may be called
+    ``build`` too (``myapp/build/__init__.py``): its hatches are the
+    application's, so a folder with an ``__init__.py`` is always scanned.
+    """
+    if directory.name.startswith("."):
+        return True
+    return directory.name in _SKIPPED_DIRS and not (directory / "__init__.py").is_file()
 
 
 def _read(path: Path) -> str:

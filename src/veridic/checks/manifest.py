@@ -94,7 +94,8 @@ class ManifestFormatError(VeridicError):
 class Drift:
     """One difference between a committed manifest and the registry.
 
-    ``subject`` is ``"tool NAME"``, ``"component NAME"`` or ``"risk counts"``;
+    ``subject`` is ``"tool NAME"``, ``"component NAME"``, ``"risk counts"`` or
+    ``"high-risk tools"``;
     ``change`` is ``"added"``, ``"removed"`` or ``"changed"``; ``field`` the
     changed field (``None`` for added and removed); ``before`` and ``after``
     the values (JSON values, ``None`` when absent); ``text`` the sentence.
@@ -205,7 +206,42 @@ def diff_manifest(committed: str, current: Mapping[str, object]) -> list[Drift]:
                 f"tools per risk level changed: {shown}",
             )
         )
+    changes.extend(_high_risk_drift(before, current))
     return changes
+
+
+def _high_risk_drift(before: Mapping[str, object], current: Mapping[str, object]) -> list[Drift]:
+    """The committed ``high_risk_tools`` list against the registry's, name by name.
+
+    Reviewers read this list to see the high-risk set at a glance; one left
+    unchanged while a tool's entry was demoted would tell them nothing moved.
+    """
+    old, new = _names(before, "high_risk_tools"), _names(current, "high_risk_tools")
+    if old == new:
+        return []
+    moved = [f"+{n}" for n in sorted(set(new) - set(old))]
+    moved += [f"-{n}" for n in sorted(set(old) - set(new))]
+    shown = ", ".join(moved) if moved else f"{old} -> {new}"
+    return [
+        Drift(
+            "high-risk tools",
+            "changed",
+            "high_risk_tools",
+            old,
+            new,
+            f"the list of high-risk tools changed: {shown}",
+        )
+    ]
+
+
+def _names(manifest: Mapping[str, object], key: str) -> list[str]:
+    value = manifest.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        raise ManifestFormatError(
+            f"the manifest's {key!r} is not a list of tool names: regenerate it with "
+            "veridic manifest MODULE:ATTR -o FILE"
+        )
+    return value
 
 
 def _tool_entry(tool: Tool) -> dict[str, object]:
@@ -223,7 +259,7 @@ def _tool_entry(tool: Tool) -> dict[str, object]:
 
 def _parse(text: str) -> dict[str, object]:
     try:
-        loaded: object = json.loads(text)
+        loaded: object = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError as error:
         raise ManifestFormatError(
             f"the committed manifest is not JSON ({error}): regenerate it with veridic manifest "
@@ -243,6 +279,25 @@ def _parse(text: str) -> dict[str, object]:
             "veridic manifest MODULE:ATTR -o FILE, review the diff and commit it"
         )
     return loaded
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object of the committed manifest, refused when it gives a key twice.
+
+    ``json`` keeps the last copy, while a reviewer reads the first: a tool entry
+    written twice (high risk, then mid) would be checked as the one nobody looked at.
+    """
+    seen: dict[str, object] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ManifestFormatError(
+                f"the committed manifest gives the key {key!r} twice in one object, and "
+                "JSON readers keep only one copy, so the file reads differently to a reviewer "
+                "and to the check: regenerate it with veridic manifest MODULE:ATTR -o FILE "
+                "(do not edit it by hand)"
+            )
+        seen[key] = value
+    return seen
 
 
 def _table(manifest: Mapping[str, object], key: str) -> dict[str, object]:
