@@ -53,6 +53,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from veridic import _json_object
+from veridic._sample import clip
 from veridic.checks.lint import tools_of
 from veridic.errors import VeridicError
 from veridic.tools.registry import Registry
@@ -259,7 +261,17 @@ def _tool_entry(tool: Tool) -> dict[str, object]:
 
 def _parse(text: str) -> dict[str, object]:
     try:
-        loaded: object = json.loads(text, object_pairs_hook=_unique_keys)
+        loaded: object = _json_object.loads(text)
+    except _json_object.RepeatedKeyError as error:
+        # JSON readers keep the last copy while a reviewer reads the first: a tool
+        # entry written twice (high risk, then mid) would be checked as the one
+        # nobody looked at.
+        raise ManifestFormatError(
+            f"the committed manifest gives the key {clip(error.key)} twice in one object, "
+            "and JSON readers keep only one copy, so the file reads differently to a "
+            "reviewer and to the check: regenerate it with veridic manifest MODULE:ATTR -o "
+            "FILE (do not edit it by hand)"
+        ) from error
     except ValueError as error:
         raise ManifestFormatError(
             f"the committed manifest is not JSON ({error}): regenerate it with veridic manifest "
@@ -279,25 +291,6 @@ def _parse(text: str) -> dict[str, object]:
             "veridic manifest MODULE:ATTR -o FILE, review the diff and commit it"
         )
     return loaded
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """A JSON object of the committed manifest, refused when it gives a key twice.
-
-    ``json`` keeps the last copy, while a reviewer reads the first: a tool entry
-    written twice (high risk, then mid) would be checked as the one nobody looked at.
-    """
-    seen: dict[str, object] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ManifestFormatError(
-                f"the committed manifest gives the key {key!r} twice in one object, and "
-                "JSON readers keep only one copy, so the file reads differently to a reviewer "
-                "and to the check: regenerate it with veridic manifest MODULE:ATTR -o FILE "
-                "(do not edit it by hand)"
-            )
-        seen[key] = value
-    return seen
 
 
 def _table(manifest: Mapping[str, object], key: str) -> dict[str, object]:
