@@ -100,7 +100,7 @@ from veridic.run.executor import (
     execute,
     tools_sha256,
 )
-from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome
+from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome, _check_whole
 from veridic.run.run_loop import Limits, OutputT, RunResult, _resumed, _Run
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
@@ -473,7 +473,10 @@ class ModelGateway:
 
         Raises:
             VeridicError: ``policy`` was built for another view, or a tool is
-                async (use :meth:`arun_tools`).
+                async (use :meth:`arun_tools`); or the provider cut the answer
+                off (its stop reason says the output limit, the context window
+                or a filter ended it: its calls' arguments may be cut short),
+                raised before any call runs.
             AuditWriteError: a call ran but its record could not be written;
                 besides that call's result, ``.earlier`` holds the outcomes
                 of the calls that ran before it (the calls after it did not run).
@@ -483,6 +486,7 @@ class ModelGateway:
                 :meth:`arun_tools`); raised before any call runs.
         """
         self._check_blocking("run_tools")
+        _check_whole(reply, "run_tools()")
         return self._run_calls(reply, reply.tool_calls, lambda call: (policy, confirm), context)
 
     def _run_calls(
@@ -525,6 +529,7 @@ class ModelGateway:
         context: object = None,
     ) -> tuple[ToolOutcome, ...]:
         """:meth:`run_tools` for async code (async handlers, an async ``confirm``), in order."""
+        _check_whole(reply, "arun_tools()")
         return await self._arun_calls(
             reply, reply.tool_calls, lambda call: (policy, confirm), context
         )

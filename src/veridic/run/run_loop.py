@@ -29,7 +29,7 @@ from veridic.run.deferred import (
     call_arguments,
     needs_answer,
 )
-from veridic.run.reply import Reply, ToolOutcome
+from veridic.run.reply import Reply, ToolOutcome, _check_whole
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, ToolCall
 from veridic.tools.view import ToolView
@@ -191,8 +191,10 @@ class _Run(Generic[OutputT]):
         <veridic.Reply.record>`): one without a tool name, or with the id of a
         call of an earlier turn of ``prompt`` (the prompt the reply answers),
         would let the reply's other calls act and the run then fail, so a
-        request sent again would run them again; none runs.
+        request sent again would run them again; none runs. Nor does any call
+        of an answer the provider cut off (its arguments may be cut short).
         """
+        _check_whole(reply, "run()")
         earlier = _call_ids(prompt)
         problems = [
             f"a call without a tool name (call {clip(call.id)})"
