@@ -93,3 +93,53 @@ def test_run_tools_refuses_the_calls_of_an_answer_cut_off_at_the_output_limit() 
     with pytest.raises(VeridicError, match="cut off"):
         asyncio.run(gateway.arun_tools(reply, policy=policy))
     assert deleted == []
+
+
+def _with_async_query(deleted: list[str]) -> ToolView:
+    registry = _registry(deleted)
+
+    @registry.tool(kind="query")
+    async def list_files(prefix: str) -> str:
+        """List the user's files whose path starts with a prefix.
+
+        Args:
+            prefix: The path prefix.
+        """
+        return "none"
+
+    return registry.view()
+
+
+def test_sync_run_runs_no_call_of_a_reply_that_also_calls_an_async_tool() -> None:
+    # The write ran, then the async tool raised, and the turn was never recorded: the
+    # same request sent again (the composer as it was) ran the write a second time.
+    deleted: list[str] = []
+    view = _with_async_query(deleted)
+    calls = [
+        ("call-1", "delete_files", {"prefix": "/home/ann/tmp/"}),
+        ("call-2", "list_files", {"prefix": "/home/ann/"}),
+    ]
+    audit = SQLiteAuditSink(":memory:")
+    gateway = ModelGateway(ScriptedProvider([{"tool_calls": calls}]), audit=audit)
+    composer = Composer().system(SYSTEM).user("Delete my temp files, then list the rest.")
+    with pytest.raises(VeridicError, match="is async"):
+        gateway.run(composer, view, policy=_always(view), request_id="req-1")
+    assert deleted == []
+    assert audit.records() == ()
+
+
+def test_run_tools_runs_no_call_of_a_reply_that_also_calls_an_async_tool() -> None:
+    deleted: list[str] = []
+    view = _with_async_query(deleted)
+    calls = [
+        ("call-1", "delete_files", {"prefix": "/home/ann/tmp/"}),
+        ("call-2", "list_files", {"prefix": "/home/ann/"}),
+    ]
+    gateway = ModelGateway(
+        ScriptedProvider([{"tool_calls": calls}]), audit=SQLiteAuditSink(":memory:")
+    )
+    prompt = Composer().system(SYSTEM).user("Delete my temp files, then list the rest.").build()
+    reply = gateway.send(prompt, view, request_id="req-1")
+    with pytest.raises(VeridicError, match="arun_tools"):
+        gateway.run_tools(reply, policy=_always(view))
+    assert deleted == []

@@ -250,6 +250,27 @@ def _first_waiting(reply: Reply, policy: ApprovalPolicy) -> int | None:
     return None
 
 
+def _check_none_async(view: ToolView, calls: Sequence[ToolCall]) -> None:
+    """Refuse, before any of ``calls`` runs, a blocking run of calls one of which is async.
+
+    :func:`veridic.execute` refuses an async tool when its turn comes, after
+    the calls before it ran (a write among them); the turn was then never
+    recorded, so the same request sent again ran them a second time.
+
+    Raises:
+        VeridicError: a call names an exposed tool whose handler is async.
+    """
+    for call in calls:
+        status = view.status(call.name)
+        if status.exposed and status.tool is not None and status.tool.is_async:
+            raise VeridicError(
+                f"tool {status.tool.name!r} ({status.tool.origin}) is async, and the reply "
+                f"calls it (call {clip(call.id)}) beside {len(calls) - 1} other call(s): none "
+                "of them ran; run the reply with await gateway.arun_tools(...) (a whole run "
+                "with await gateway.arun(...)), or register a blocking handler"
+            )
+
+
 def _check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
     """Refuse a reply whose tool calls cannot each be answered, before any of them runs.
 
@@ -472,8 +493,9 @@ class ModelGateway:
         the reply's prompt and tools hashes.
 
         Raises:
-            VeridicError: ``policy`` was built for another view, or a tool is
-                async (use :meth:`arun_tools`); or the provider cut the answer
+            VeridicError: ``policy`` was built for another view, or a tool the
+                reply calls is async (use :meth:`arun_tools`; none of the calls
+                runs); or the provider cut the answer
                 off (its stop reason says the output limit, the context window
                 or a filter ended it: its calls' arguments may be cut short),
                 raised before any call runs.
@@ -497,6 +519,7 @@ class ModelGateway:
         context: object,
     ) -> tuple[ToolOutcome, ...]:
         """``calls`` of ``reply`` in order, each with the policy and confirm ``approving`` gives."""
+        _check_none_async(reply.view, calls)
         outcomes: list[ToolOutcome] = []
         for call in calls:
             policy, confirm = approving(call)
