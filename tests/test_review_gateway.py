@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from veridic import (
     ApprovalPolicy,
     Composer,
+    Limits,
     ModelGateway,
     Registry,
     ScriptedProvider,
@@ -17,6 +21,7 @@ from veridic import (
     VeridicError,
     instruction,
 )
+from veridic.gateway import ModelCallLog
 
 SYSTEM = instruction("You tidy the user's files.")
 
@@ -143,3 +148,114 @@ def test_run_tools_runs_no_call_of_a_reply_that_also_calls_an_async_tool() -> No
     with pytest.raises(VeridicError, match="arun_tools"):
         gateway.run_tools(reply, policy=_always(view))
     assert deleted == []
+
+
+# --- run and arun are twins: the same answers give the same records ----------------------
+
+_TOOLS = ("get_time", "save_note", "nosuch")
+_ANSWER = st.fixed_dictionaries(
+    {
+        "calls": st.lists(
+            st.tuples(
+                st.sampled_from(_TOOLS),
+                st.sampled_from(['{"zone": "UTC"}', '{"text": "hi"}', "{}", "not json"]),
+            ),
+            max_size=3,
+        ),
+        "usage": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {"input_tokens": st.integers(0, 50), "output_tokens": st.integers(0, 50)}
+            ),
+        ),
+        "stop": st.sampled_from(["", "max_tokens"]),
+    }
+)
+
+
+def _twin_registry() -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def get_time(zone: str) -> str:
+        """The time now in a time zone.
+
+        Args:
+            zone: The zone, e.g. "UTC".
+        """
+        return f"noon in {zone}"
+
+    @registry.tool(kind="write")
+    def save_note(text: str) -> str:
+        """Save a note for the user.
+
+        Args:
+            text: The note.
+        """
+        return "saved"
+
+    return registry
+
+
+def _script(answers: list[dict[str, object]]) -> list[dict[str, object]]:
+    script: list[dict[str, object]] = []
+    number = 0
+    for answer in answers:
+        calls = []
+        for name, arguments in answer["calls"]:  # type: ignore[attr-defined]  # drawn above
+            number += 1
+            calls.append((f"call-{number}", name, arguments))
+        step: dict[str, object] = {"text": "", "tool_calls": calls}
+        if answer["usage"] is not None:
+            step["usage"] = answer["usage"]
+        if answer["stop"]:
+            step["stop_reason"] = answer["stop"]
+        script.append(step)
+    script.append({"text": "All done."})
+    return script
+
+
+def _drive(script: list[dict[str, object]], limits: Limits, asynchronous: bool) -> object:
+    view = _twin_registry().view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("save_note")
+    log = ModelCallLog()
+    audit = SQLiteAuditSink(":memory:")
+    provider = ScriptedProvider(script, asynchronous=asynchronous)
+    gateway = ModelGateway(provider, audit=audit, calls=log, clock=lambda: 0.0)
+    composer = Composer().system(SYSTEM).user("What time is it? Note it.")
+    ending: object
+    try:
+        if asynchronous:
+            result = asyncio.run(
+                gateway.arun(composer, view, policy=policy, request_id="req", limits=limits)
+            )
+        else:
+            result = gateway.run(composer, view, policy=policy, request_id="req", limits=limits)
+        ending = (result.text, result.turns, result.usage, len(result.outcomes))
+    except VeridicError as error:
+        ending = (type(error).__name__, getattr(error, "limit", None), str(error))
+    calls = [replace(record, time=0.0) for record in log.records()]
+    replies = [replace(record, latency=0.0, call_id="") for record in log.replies()]
+    tools = [
+        (r.tool, r.outcome, r.approval, r.detail, r.arguments_sha256, r.prompt_sha256)
+        for r in audit.records()
+    ]
+    return ending, calls, replies, tools, composer.conversation().to_json(), provider.requests
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    answers=st.lists(_ANSWER, max_size=4),
+    limits=st.builds(
+        Limits,
+        turns=st.integers(0, 5),
+        tool_calls=st.integers(0, 6),
+        tokens=st.one_of(st.none(), st.integers(1, 150)),
+    ),
+)
+def test_run_and_arun_make_the_same_records_of_the_same_answers(
+    answers: list[dict[str, object]], limits: Limits
+) -> None:
+    script = _script(answers)
+    assert _drive(script, limits, asynchronous=False) == _drive(script, limits, asynchronous=True)
