@@ -259,3 +259,24 @@ def test_run_and_arun_make_the_same_records_of_the_same_answers(
 ) -> None:
     script = _script(answers)
     assert _drive(script, limits, asynchronous=False) == _drive(script, limits, asynchronous=True)
+
+
+def test_a_token_limit_is_not_dropped_when_the_provider_does_not_count_tokens() -> None:
+    # A proxy (or an OpenAI-compatible server) that leaves usage out turned the budget off:
+    # the run went on for as many turns as the model wanted, and nothing said so.
+    view = _twin_registry().view()
+    answers = [
+        {"tool_calls": [(f"call-{n}", "get_time", {"zone": "UTC"})]} for n in range(1, 4)
+    ]
+    gateway = ModelGateway(
+        ScriptedProvider([*answers, {"text": "noon"}]), audit=SQLiteAuditSink(":memory:")
+    )
+    composer = Composer().system(SYSTEM).user("What time is it?")
+    with pytest.raises(VeridicError, match="did not say how many tokens"):
+        gateway.run(
+            composer,
+            view,
+            policy=ApprovalPolicy(view),
+            request_id="req-1",
+            limits=Limits(tokens=10),
+        )
