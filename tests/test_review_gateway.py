@@ -265,9 +265,7 @@ def test_a_token_limit_is_not_dropped_when_the_provider_does_not_count_tokens() 
     # A proxy (or an OpenAI-compatible server) that leaves usage out turned the budget off:
     # the run went on for as many turns as the model wanted, and nothing said so.
     view = _twin_registry().view()
-    answers = [
-        {"tool_calls": [(f"call-{n}", "get_time", {"zone": "UTC"})]} for n in range(1, 4)
-    ]
+    answers = [{"tool_calls": [(f"call-{n}", "get_time", {"zone": "UTC"})]} for n in range(1, 4)]
     gateway = ModelGateway(
         ScriptedProvider([*answers, {"text": "noon"}]), audit=SQLiteAuditSink(":memory:")
     )

@@ -54,8 +54,9 @@ class Limits:
     each model call; ``None``: no limit), ``tokens`` the tokens the provider
     counted over the run's model calls (input and output, checked after each
     answer; ``None``: no limit; an answer that does not say how many it used
-    stops the run with a ``VeridicError``, as the limit cannot hold). ``output_retries`` is how many times a structured answer that
-    does not validate is sent back with what was wrong.
+    stops the run with a ``VeridicError``, as the limit cannot hold).
+    ``output_retries`` is how many times a structured answer that does not
+    validate is sent back with what was wrong.
     """
 
     turns: int = 20
