@@ -100,7 +100,7 @@ from veridic.run.executor import (
     execute,
     tools_sha256,
 )
-from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome
+from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome, _check_whole
 from veridic.run.run_loop import Limits, OutputT, RunResult, _resumed, _Run
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
@@ -248,6 +248,27 @@ def _first_waiting(reply: Reply, policy: ApprovalPolicy) -> int | None:
         if needs_answer(reply.view, policy, call) is not None:
             return index
     return None
+
+
+def _check_none_async(view: ToolView, calls: Sequence[ToolCall]) -> None:
+    """Refuse, before any of ``calls`` runs, a blocking run of calls one of which is async.
+
+    :func:`veridic.execute` refuses an async tool when its turn comes, after
+    the calls before it ran (a write among them); the turn was then never
+    recorded, so the same request sent again ran them a second time.
+
+    Raises:
+        VeridicError: a call names an exposed tool whose handler is async.
+    """
+    for call in calls:
+        status = view.status(call.name)
+        if status.exposed and status.tool is not None and status.tool.is_async:
+            raise VeridicError(
+                f"tool {status.tool.name!r} ({status.tool.origin}) is async, and the reply "
+                f"calls it (call {clip(call.id)}) beside {len(calls) - 1} other call(s): none "
+                "of them ran; run the reply with await gateway.arun_tools(...) (a whole run "
+                "with await gateway.arun(...)), or register a blocking handler"
+            )
 
 
 def _check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
@@ -472,8 +493,12 @@ class ModelGateway:
         the reply's prompt and tools hashes.
 
         Raises:
-            VeridicError: ``policy`` was built for another view, or a tool is
-                async (use :meth:`arun_tools`).
+            VeridicError: ``policy`` was built for another view, or a tool the
+                reply calls is async (use :meth:`arun_tools`; none of the calls
+                runs); or the provider cut the answer
+                off (its stop reason says the output limit, the context window
+                or a filter ended it: its calls' arguments may be cut short),
+                raised before any call runs.
             AuditWriteError: a call ran but its record could not be written;
                 besides that call's result, ``.earlier`` holds the outcomes
                 of the calls that ran before it (the calls after it did not run).
@@ -483,6 +508,7 @@ class ModelGateway:
                 :meth:`arun_tools`); raised before any call runs.
         """
         self._check_blocking("run_tools")
+        _check_whole(reply, "run_tools()")
         return self._run_calls(reply, reply.tool_calls, lambda call: (policy, confirm), context)
 
     def _run_calls(
@@ -493,6 +519,7 @@ class ModelGateway:
         context: object,
     ) -> tuple[ToolOutcome, ...]:
         """``calls`` of ``reply`` in order, each with the policy and confirm ``approving`` gives."""
+        _check_none_async(reply.view, calls)
         outcomes: list[ToolOutcome] = []
         for call in calls:
             policy, confirm = approving(call)
@@ -525,6 +552,7 @@ class ModelGateway:
         context: object = None,
     ) -> tuple[ToolOutcome, ...]:
         """:meth:`run_tools` for async code (async handlers, an async ``confirm``), in order."""
+        _check_whole(reply, "arun_tools()")
         return await self._arun_calls(
             reply, reply.tool_calls, lambda call: (policy, confirm), context
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import Final, Self
 
 from veridic.errors import VeridicError
 from veridic.providers._base import Assembler, Completion, Usage
@@ -106,6 +106,41 @@ class Reply:
         for outcome in outcomes:
             composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
         return composer
+
+
+_CUT_OFF: Final = frozenset(
+    {
+        "length",  # OpenAI Chat: max_tokens / max_completion_tokens
+        "content_filter",  # OpenAI Chat: the filter stopped the answer
+        "max_tokens",  # Anthropic
+        "model_context_window_exceeded",  # Anthropic: the answer filled the context window
+    }
+)
+"""Stop reasons of an answer the provider ended before the model did (OpenAI Responses
+says ``incomplete``, with or without a reason: see :func:`_check_whole`)."""
+
+
+def _check_whole(reply: Reply, where: str) -> None:
+    """Refuse to run the calls of an answer the provider cut off before the model ended it.
+
+    A call cut off at the output limit may still be valid JSON: the provider
+    closes what it had (Anthropic's ``tool_use`` input is parsed from the
+    tokens that came), so a path, a filter or a list of ids cut short would
+    run as a call the model never finished writing, often a wider one.
+
+    Raises:
+        VeridicError: ``reply`` has tool calls and its stop reason says it was cut off.
+    """
+    stop = reply.stop_reason
+    if not reply.tool_calls or not (stop in _CUT_OFF or stop.split(":")[0] == "incomplete"):
+        return
+    names = ", ".join(sorted({call.name for call in reply.tool_calls}))
+    raise VeridicError(
+        f"{where}: the model's answer to request {reply.request_id!r} was cut off "
+        f"(stop reason {stop!r}) while it held calls of {names}, whose arguments may be cut "
+        "short too: none of them ran (the model call is recorded); send the request again "
+        "with a larger output limit (max_tokens, max_output_tokens) or ask for less at once"
+    )
 
 
 class _Streamed:

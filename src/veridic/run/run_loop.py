@@ -29,7 +29,7 @@ from veridic.run.deferred import (
     call_arguments,
     needs_answer,
 )
-from veridic.run.reply import Reply, ToolOutcome
+from veridic.run.reply import Reply, ToolOutcome, _check_whole
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, ToolCall
 from veridic.tools.view import ToolView
@@ -53,9 +53,10 @@ class Limits:
     refused), ``seconds`` the wall time since the run began (checked before
     each model call; ``None``: no limit), ``tokens`` the tokens the provider
     counted over the run's model calls (input and output, checked after each
-    answer; ``None``: no limit; a provider that does not count them is not
-    limited). ``output_retries`` is how many times a structured answer that
-    does not validate is sent back with what was wrong.
+    answer; ``None``: no limit; an answer that does not say how many it used
+    stops the run with a ``VeridicError``, as the limit cannot hold).
+    ``output_retries`` is how many times a structured answer that does not
+    validate is sent back with what was wrong.
     """
 
     turns: int = 20
@@ -175,10 +176,23 @@ class _Run(Generic[OutputT]):
         return self.composer.build()
 
     def counted(self, reply: Reply) -> None:
-        """Add the reply's tokens; stop when they pass the limit (the answer is recorded)."""
+        """Add the reply's tokens; stop when they pass the limit (the answer is recorded).
+
+        With a token limit, an answer without usage stops the run too: counting it
+        as none would let a provider or proxy that leaves usage out lift the limit.
+        """
         if reply.usage is not None:
             self.usage = reply.usage if self.usage is None else self.usage + reply.usage
         limit = self.limits.tokens
+        if limit is not None and reply.usage is None:
+            reply.record(self.composer, ())  # its calls stay unanswered: none of them ran
+            raise VeridicError(
+                f"the answer to request {self.request_id!r} (turn {self.turns}, model "
+                f"{reply.model!r}) did not say how many tokens it used, so Limits(tokens={limit}) "
+                "cannot hold; the answer is kept on the composer and none of its calls ran: use "
+                "a provider (or proxy) that reports usage, or pass Limits(tokens=None) and bound "
+                "the run by turns and seconds"
+            )
         if limit is not None and self.usage is not None and self.usage.total_tokens > limit:
             reply.record(self.composer, ())
             self._stop("tokens", limit, self.usage.total_tokens, "tokens")
@@ -191,8 +205,10 @@ class _Run(Generic[OutputT]):
         <veridic.Reply.record>`): one without a tool name, or with the id of a
         call of an earlier turn of ``prompt`` (the prompt the reply answers),
         would let the reply's other calls act and the run then fail, so a
-        request sent again would run them again; none runs.
+        request sent again would run them again; none runs. Nor does any call
+        of an answer the provider cut off (its arguments may be cut short).
         """
+        _check_whole(reply, "run()")
         earlier = _call_ids(prompt)
         problems = [
             f"a call without a tool name (call {clip(call.id)})"
