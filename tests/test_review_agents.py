@@ -244,6 +244,7 @@ def _adapter(api: str, options: dict[str, object]) -> Adapter:
         ("responses", "previous_response_id"),  # context the prompt's hash does not cover
         ("anthropic", "system"),
         ("anthropic", "tool_choice"),  # a forced tool the gateway never checked
+        ("anthropic", "mcp_servers"),  # tools the API calls itself, outside the view
         ("chat", "stream"),
     ],
 )

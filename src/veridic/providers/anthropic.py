@@ -84,7 +84,9 @@ class AnthropicMessages(Adapter):
 
     api = "anthropic.messages"
     spec_format = "anthropic"
-    owned = frozenset({"system", "messages", "tools"})
+    owned = frozenset({"system", "messages", "tools", "mcp_servers"})
+    """What the gateway sets, and ``mcp_servers``: the API would call those servers' tools
+    itself, outside the view (no pin, guard, approval or record)."""
 
     __slots__ = ()
 
