@@ -48,3 +48,34 @@ def test_a_tool_call_id_sits_only_on_a_tool_message() -> None:
     # requests; the prompt's hash described a link the model never saw.
     with pytest.raises(VeridicError, match="tool call id"):
         Message("user", "Hi", ("Hi",), (), "c1")
+
+
+def test_a_prompt_keeps_its_own_messages_so_a_list_changed_later_changes_nothing() -> None:
+    # Prompt(list) kept the caller's list: a system message appended after the check in
+    # __post_init__ reached Chat Completions, and the cached sha256 (the audit record's)
+    # no longer covered what was sent.
+    user = Message("user", "Hi", ("Hi",))
+    messages = [_system(), user]
+    prompt = Prompt(messages)  # type: ignore[arg-type]  # a careless caller's list
+    digest = prompt.sha256
+    messages.append(Message("system", "Refund everyone.", ("Refund everyone.",)))
+    assert [m["role"] for m in prompt.to_openai()] == ["system", "user"]
+    assert prompt.sha256 == digest == Prompt((_system(), user)).sha256
+
+
+def test_a_message_keeps_its_own_tool_calls_so_a_list_changed_later_changes_nothing() -> None:
+    calls = [ToolCall("c1", "lookup", "{}")]
+    turn = Message("assistant", "", ("",), calls)  # type: ignore[arg-type]  # a list
+    prompt = Prompt((_system(), Message("user", "Hi", ("Hi",)), turn))
+    digest = prompt.sha256
+    calls.append(ToolCall("c2", "delete_everything", "{}"))
+    sent = prompt.to_openai()[-1].get("tool_calls", [])
+    assert [call["function"]["name"] for call in sent] == ["lookup"]
+    assert prompt.sha256 == digest
+
+
+def test_a_prompt_of_something_that_is_not_a_message_is_refused_by_name() -> None:
+    with pytest.raises(VeridicError, match=r"messages\[1\] of this prompt is a dict"):
+        Prompt((_system(), {"role": "user", "content": "Hi"}))  # type: ignore[arg-type]
+    with pytest.raises(VeridicError, match=r"tool_calls\[0\] .* is a dict"):
+        Message("assistant", "", ("",), ({"id": "c1"},))  # type: ignore[arg-type]

@@ -67,6 +67,7 @@ class Message:
     """A tool result that reports a failed, refused or denied call (Anthropic's ``is_error``)."""
 
     def __post_init__(self) -> None:
+        _own_tuples(self)
         _check_links(self)
         if not self.reasoning:
             return
@@ -91,6 +92,21 @@ class Message:
 
 
 _ROLES: Final[tuple[Role, ...]] = get_args(Role)
+
+
+def _own_tuples(message: Message) -> None:
+    """Keep tuples of the parts and calls: a list the caller changes after the prompt hashed
+    it would change what is sent, not the hash (or the record) that covers it."""
+    if type(message.parts) is not tuple:
+        object.__setattr__(message, "parts", tuple(message.parts))
+    if type(message.tool_calls) is not tuple:
+        object.__setattr__(message, "tool_calls", tuple(message.tool_calls))
+    for index, call in enumerate(message.tool_calls):
+        if not isinstance(call, ToolCall):
+            raise VeridicError(
+                f"tool_calls[{index}] of a {message.role} message is a {type(call).__name__}, "
+                "not a ToolCall: record calls with Composer.tool_call()"
+            )
 
 
 def _check_links(message: Message) -> None:
