@@ -15,8 +15,10 @@ so **trust never survives storage**, by design:
   block or a tool result with the source it had when it was saved (an
   untrusted source is a label, not a permission);
 - a stored document that names a system turn, a field this format does not
-  have, or a value of the wrong type is refused whole, with the turn and
-  the key that was wrong: nothing is skipped quietly.
+  have, a value of the wrong type, or a key twice in one object is refused
+  whole, with the turn and the key that was wrong: nothing is skipped
+  quietly (``json.loads`` keeps the last of two equal keys, so a reviewer of
+  the stored row would read one turn and the prompt say another).
 
 Restored into a composer (:meth:`Composer.restore <veridic.Composer.restore>`),
 the turns render exactly as they did: each block keeps its label and data
@@ -156,14 +158,17 @@ class Conversation:
             VeridicError: the text is not such a document: not JSON, another
                 format, a system turn, a turn of an unknown kind, a key the
                 kind does not have or lacks, or a value of the wrong type
-                (the message names the turn and the key).
+                (the message names the turn and the key), or an object that gives
+                a key twice (``json.loads`` would keep the last without a word).
         """
         try:
-            document: object = json.loads(text)
+            # A key given twice is refused, not read as its last value: a reviewer of the
+            # stored row, or a JSON tool that keeps the first, would read another turn.
+            document: object = _json_object.loads(text)
         except ValueError as error:
             raise VeridicError(
-                f"Conversation.from_json() got {clip(str(text))}, which is not JSON ({error}): "
-                "pass the text Conversation.to_json() wrote, unchanged"
+                f"Conversation.from_json() got {clip(str(text))}, which is not JSON or gives a "
+                f"key twice ({error}): pass the text Conversation.to_json() wrote, unchanged"
             ) from error
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             found = document.get("format") if isinstance(document, dict) else None
