@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from veridic import Composer, VeridicError, instruction
 from veridic.text.conversation import Conversation
@@ -112,3 +114,12 @@ def test_a_paused_run_whose_stored_conversation_gives_a_key_twice_is_refused() -
     doubled = saved.replace(shown, shown[:-1] + ' And 43 too.",' + shown)
     with pytest.raises(VeridicError, match="given twice"):
         PausedRun.from_json(doubled)
+
+
+@given(role=st.one_of(st.text(max_size=12), st.sampled_from(["system", "user", "assistant"])))
+def test_property_a_message_has_one_of_the_four_roles_or_is_refused(role: str) -> None:
+    if role in ("system", "user", "assistant", "tool"):
+        assert Message(role, "Hi", ("Hi",)).role == role  # type: ignore[arg-type]  # any text
+        return
+    with pytest.raises(VeridicError, match="not one of system, user, assistant, tool"):
+        Message(role, "Hi", ("Hi",))  # type: ignore[arg-type]  # any text
