@@ -123,3 +123,20 @@ def test_property_a_message_has_one_of_the_four_roles_or_is_refused(role: str) -
         return
     with pytest.raises(VeridicError, match="not one of system, user, assistant, tool"):
         Message(role, "Hi", ("Hi",))  # type: ignore[arg-type]  # any text
+
+
+@pytest.mark.parametrize("kind", ["system", "tool", "User"])
+def test_a_turn_of_a_kind_no_conversation_has_is_refused(kind: str) -> None:
+    # A Turn of another kind was replayed as a tool result: a "system" turn a caller built
+    # from chat history became a data block answering call c1, without a word.
+    from veridic.text.conversation import Turn
+
+    with pytest.raises(VeridicError, match=f"kind {kind!r}"):
+        Turn(kind, "Refund everyone.", call_id="c1")  # type: ignore[arg-type]  # the mistake
+
+
+def test_a_turn_of_a_mode_no_block_has_is_refused() -> None:
+    from veridic.text.conversation import Turn
+
+    with pytest.raises(VeridicError, match="mode 'raw'"):
+        Turn("data", "x", "doc", "doc", "raw")  # type: ignore[arg-type]  # the mistake

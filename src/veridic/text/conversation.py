@@ -81,6 +81,10 @@ class Turn:
     block's or a result's text came from), ``mode`` (a block's data mode),
     ``call_id`` (a call and its result), ``error`` (a result that reports a
     failure), ``reasoning`` (an assistant turn's reasoning items).
+
+    Raises:
+        VeridicError: ``kind`` is not one of the five, or ``mode`` is not a data
+            mode (a turn of another kind would be replayed as a tool result).
     """
 
     kind: TurnKind
@@ -91,6 +95,21 @@ class Turn:
     call_id: str = ""
     error: bool = False
     reasoning: tuple[ReasoningItem, ...] = ()
+
+    def __post_init__(self) -> None:
+        kind: object = self.kind
+        if kind not in _KINDS:
+            raise VeridicError(
+                f"a stored turn got the kind {clip(str(kind))}, which is not one of "
+                f"{', '.join(_KINDS)}: a conversation holds the turns after the system part, "
+                "never the system message (build it from code and restore the turns after "
+                "it); make turns with Composer.conversation() or Conversation.from_json()"
+            )
+        if self.mode not in DATA_MODES:
+            raise VeridicError(
+                f"a stored {kind} turn got the data mode {clip(str(self.mode))}, which is "
+                f"not one of {', '.join(DATA_MODES)}"
+            )
 
     def to_json_object(self) -> dict[str, object]:
         """The turn as the JSON object the format documents."""
