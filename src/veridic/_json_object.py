@@ -32,8 +32,10 @@ class RepeatedKeyError(ValueError):
         self.key = key
 
 
-def loads(text: str) -> object:
+def loads(text: str | bytes) -> object:
     """``json.loads(text)``, refusing an object that gives a key twice.
+
+    Bytes are read as ``json.loads`` reads them (UTF-8, UTF-16 or UTF-32).
 
     Raises:
         ValueError: ``text`` is not JSON (``json.JSONDecodeError``) or gives a key

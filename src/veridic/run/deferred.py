@@ -241,10 +241,11 @@ class PausedRun:
                 :meth:`Conversation.from_json` checks one.
         """
         try:
-            document: object = json.loads(text)
+            document: object = _json_object.loads(text)  # a key given twice is refused
         except ValueError as error:
             raise VeridicError(
-                f"PausedRun.from_json() got {clip(str(text))}, which is not JSON ({error}): "
+                f"PausedRun.from_json() got {clip(str(text))}, which is not JSON or gives a key "
+                f"twice ({error}): "
                 "pass the text PausedRun.to_json() wrote, unchanged"
             ) from error
         read = _Reader(document)

@@ -15,8 +15,10 @@ so **trust never survives storage**, by design:
   block or a tool result with the source it had when it was saved (an
   untrusted source is a label, not a permission);
 - a stored document that names a system turn, a field this format does not
-  have, or a value of the wrong type is refused whole, with the turn and
-  the key that was wrong: nothing is skipped quietly.
+  have, a value of the wrong type, or a key twice in one object is refused
+  whole, with the turn and the key that was wrong: nothing is skipped
+  quietly (``json.loads`` keeps the last of two equal keys, so a reviewer of
+  the stored row would read one turn and the prompt say another).
 
 Restored into a composer (:meth:`Composer.restore <veridic.Composer.restore>`),
 the turns render exactly as they did: each block keeps its label and data
@@ -79,6 +81,10 @@ class Turn:
     block's or a result's text came from), ``mode`` (a block's data mode),
     ``call_id`` (a call and its result), ``error`` (a result that reports a
     failure), ``reasoning`` (an assistant turn's reasoning items).
+
+    Raises:
+        VeridicError: ``kind`` is not one of the five, or ``mode`` is not a data
+            mode (a turn of another kind would be replayed as a tool result).
     """
 
     kind: TurnKind
@@ -89,6 +95,21 @@ class Turn:
     call_id: str = ""
     error: bool = False
     reasoning: tuple[ReasoningItem, ...] = ()
+
+    def __post_init__(self) -> None:
+        kind: object = self.kind
+        if kind not in _KINDS:
+            raise VeridicError(
+                f"a stored turn got the kind {clip(str(kind))}, which is not one of "
+                f"{', '.join(_KINDS)}: a conversation holds the turns after the system part, "
+                "never the system message (build it from code and restore the turns after "
+                "it); make turns with Composer.conversation() or Conversation.from_json()"
+            )
+        if self.mode not in DATA_MODES:
+            raise VeridicError(
+                f"a stored {kind} turn got the data mode {clip(str(self.mode))}, which is "
+                f"not one of {', '.join(DATA_MODES)}"
+            )
 
     def to_json_object(self) -> dict[str, object]:
         """The turn as the JSON object the format documents."""
@@ -156,14 +177,17 @@ class Conversation:
             VeridicError: the text is not such a document: not JSON, another
                 format, a system turn, a turn of an unknown kind, a key the
                 kind does not have or lacks, or a value of the wrong type
-                (the message names the turn and the key).
+                (the message names the turn and the key), or an object that gives
+                a key twice (``json.loads`` would keep the last without a word).
         """
         try:
-            document: object = json.loads(text)
+            # A key given twice is refused, not read as its last value: a reviewer of the
+            # stored row, or a JSON tool that keeps the first, would read another turn.
+            document: object = _json_object.loads(text)
         except ValueError as error:
             raise VeridicError(
-                f"Conversation.from_json() got {clip(str(text))}, which is not JSON ({error}): "
-                "pass the text Conversation.to_json() wrote, unchanged"
+                f"Conversation.from_json() got {clip(str(text))}, which is not JSON or gives a "
+                f"key twice ({error}): pass the text Conversation.to_json() wrote, unchanged"
             ) from error
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             found = document.get("format") if isinstance(document, dict) else None

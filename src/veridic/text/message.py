@@ -10,7 +10,7 @@ writes it. Every name here also imports from :mod:`veridic.text.prompt`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal, get_args
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
@@ -40,9 +40,21 @@ class Message:
     (:class:`ReasoningItem`), in the order the model produced them; only an
     assistant turn carries any.
 
+    Every field must be one each provider format carries as the prompt's hash
+    describes it, so a message built by hand cannot send more, or less, than
+    what the hash and the audit record cover: the role is one of the four of
+    :data:`Role` (a ``"developer"`` message reached the OpenAI APIs as a second
+    instruction message that :class:`~veridic.ModelGateway`, which checks the
+    first message, never checked), tool calls sit on an assistant message only,
+    and a tool call id and ``tool_error`` on a tool message only (elsewhere the
+    Anthropic and Responses formats left them out without a word).
+
     Raises:
-        VeridicError: ``reasoning`` holds something that is not a
-            :class:`ReasoningItem`, or sits on a turn that is not the assistant's.
+        VeridicError: the role is not a :data:`Role`; tool calls on a message
+            that is not the assistant's; a tool call id or ``tool_error`` on
+            one that is not a tool result; ``reasoning`` holds something that
+            is not a :class:`ReasoningItem`, or sits on a turn that is not the
+            assistant's.
     """
 
     role: Role
@@ -55,6 +67,8 @@ class Message:
     """A tool result that reports a failed, refused or denied call (Anthropic's ``is_error``)."""
 
     def __post_init__(self) -> None:
+        _own_tuples(self)
+        _check_links(self)
         if not self.reasoning:
             return
         if not isinstance(self.reasoning, tuple) or not all(
@@ -75,6 +89,50 @@ class Message:
     def spans(self) -> tuple[Span, ...]:
         """Where every character of ``content`` came from (worked out on request)."""
         return concat_spans(self.parts, "")
+
+
+_ROLES: Final[tuple[Role, ...]] = get_args(Role)
+
+
+def _own_tuples(message: Message) -> None:
+    """Keep tuples of the parts and calls: a list the caller changes after the prompt hashed
+    it would change what is sent, not the hash (or the record) that covers it."""
+    if type(message.parts) is not tuple:
+        object.__setattr__(message, "parts", tuple(message.parts))
+    if type(message.tool_calls) is not tuple:
+        object.__setattr__(message, "tool_calls", tuple(message.tool_calls))
+    for index, call in enumerate(message.tool_calls):
+        if not isinstance(call, ToolCall):
+            raise VeridicError(
+                f"tool_calls[{index}] of a {message.role} message is a {type(call).__name__}, "
+                "not a ToolCall: record calls with Composer.tool_call()"
+            )
+
+
+def _check_links(message: Message) -> None:
+    """Refuse a role no prompt has, and calls or a call id on a message that cannot carry them."""
+    role: object = message.role
+    if role not in _ROLES:
+        raise VeridicError(
+            f"a message got the role {clip(repr(role))}, which is not one of "
+            f"{', '.join(_ROLES)}: the provider formats would send it as it is (a "
+            "'developer' message instructs the OpenAI models, unchecked by ModelGateway); "
+            "build prompts with Composer, and put instructions in Composer.system()"
+        )
+    if message.tool_calls and role != "assistant":
+        raise VeridicError(
+            f"a {role} message got {len(message.tool_calls)} tool call(s) (first "
+            f"{clip(str(message.tool_calls[0].name))}): only the model's own turn makes tool "
+            "calls, and the Anthropic and Responses formats would leave them out; record them "
+            "with Composer.tool_call()"
+        )
+    if role != "tool" and (message.tool_call_id is not None or message.tool_error):
+        raise VeridicError(
+            f"a {role} message got a tool call id ({clip(repr(message.tool_call_id))}) or "
+            f"tool_error={message.tool_error!r}: only a tool result answers a call, and the "
+            "Anthropic and Responses formats would leave them out of this message; answer a "
+            "call with Composer.tool_result()"
+        )
 
 
 @dataclass(frozen=True, slots=True)

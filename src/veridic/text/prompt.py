@@ -97,13 +97,27 @@ class Prompt:
     Completions as a second, unchecked system message and be dropped by the
     Messages and Responses APIs, so a prompt built by hand with one is refused.
 
+    The prompt keeps its own tuple of the messages it is given: a list the
+    caller changes afterwards changes neither what is sent nor :attr:`sha256`
+    (which is worked out once), and a message appended later cannot slip past
+    the check below.
+
     Raises:
-        VeridicError: a message other than the first has the role ``system``.
+        VeridicError: an item is not a :class:`Message`, or a message other than
+            the first has the role ``system``.
     """
 
     messages: tuple[Message, ...]
 
     def __post_init__(self) -> None:
+        if type(self.messages) is not tuple:
+            object.__setattr__(self, "messages", tuple(self.messages))
+        for index, message in enumerate(self.messages):
+            if not isinstance(message, Message):
+                raise VeridicError(
+                    f"messages[{index}] of this prompt is a {type(message).__name__}, not a "
+                    "Message: build prompts with Composer, or pass Message values"
+                )
         for index, message in enumerate(self.messages[1:], start=1):
             if message.role == "system":
                 raise VeridicError(
