@@ -84,3 +84,51 @@ def test_the_views_tools_alone_still_run(tmp_path: Path) -> None:
     assert _agent(script).run_sync("Notes?", capabilities=[s.veridic]).output == (
         "You have one note."
     )
+
+
+# --- telemetry: what the server writes reaches a span escaped and clipped -------------------
+
+
+def test_a_servers_response_id_model_and_finish_reason_reach_a_span_escaped_and_clipped() -> None:
+    """A proxy or a compromised endpoint writes these: no control character, no markup
+    run and no length of its choosing goes into a trace (as for the model's tool names)."""
+    openai = pytest.importorskip("openai")
+    from _sdk_server import FakeServer, http_module
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from test_telemetry import CHAT_COMPLETION, VIEW, composer
+
+    from veridic import ModelGateway, OpenAIChat, SQLiteAuditSink
+    from veridic.run.telemetry import instrumented
+
+    written = "KEY=sk-live-123 \x1b[2J <script>alert(1)</script> " + "X" * 5000
+    answer = {
+        **CHAT_COMPLETION,
+        "id": written,
+        "model": written,
+        "choices": [{**CHAT_COMPLETION["choices"][0], "finish_reason": written}],  # type: ignore[index]  # a dict literal of the test module
+    }
+    exporter = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(exporter))
+    usual = {**CHAT_COMPLETION, "model": "meta-llama/Llama-3-70b@2025+fp8"}
+    server = FakeServer(http_module("openai"), [("json", answer), ("json", usual)])
+    adapter = OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
+    gateway = ModelGateway(adapter, audit=SQLiteAuditSink(":memory:"))
+    with instrumented(tracing):
+        gateway.send(composer().build(), VIEW, request_id="req-1")
+        gateway.send(composer().build(), VIEW, request_id="req-2")
+    span, plain = exporter.get_finished_spans()
+    assert dict(plain.attributes or {})["gen_ai.response.model"] == usual["model"]
+    held = dict(span.attributes or {})
+    shown = [
+        held["gen_ai.response.id"],
+        held["gen_ai.response.model"],
+        *held["gen_ai.response.finish_reasons"],  # type: ignore[misc]  # a sequence attribute
+    ]
+    for value in shown:
+        assert isinstance(value, str)
+        assert "\x1b" not in value
+        assert len(value) < 100, value[:120]
+
