@@ -30,6 +30,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    SystemPromptPart,
     ToolCallPart,
     ToolReturnPart,
 )
@@ -43,7 +44,7 @@ from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.text.fence import DataMode, fence
-from veridic.text.provenance import TrustedInstruction
+from veridic.text.provenance import TrustedInstruction, is_trusted, report
 from veridic.tools.view import ToolView
 
 __all__ = ["VeridicCapability", "VeridicToolset", "answered_sha256"]
@@ -294,10 +295,17 @@ class VeridicCapability(AbstractCapability[object]):
         definition reworded or filtered after the toolset made it would make
         the model read another contract than the section states.
 
+        A system part of the messages (pydantic-ai's ``system_prompt``, kept in
+        the history) is read as instructions too: one that is not trusted text
+        (a stored conversation brought back, or edited, with a system part) is
+        refused as any outside text at an instruction position.
+
         Raises:
             ToolCouplingError: a function tool is not one of the view's, one of
                 the view's is missing, or its definition is not the view's.
+            ProvenanceError: a system part of the messages is not trusted text.
         """
+        _check_system_parts(request_context.messages, self.request_id)
         problems = _tool_problems(
             request_context.model_request_parameters.function_tools, self.view
         )
@@ -372,6 +380,23 @@ def _added_after(
                 if isinstance(later, ModelRequest) and later.run_id == run_id
             ]
     return []
+
+
+def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> None:
+    """Refuse a system part that is not trusted text: the model reads it as instructions."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if isinstance(part, SystemPromptPart) and not is_trusted(part.content):
+                report(
+                    part.content,
+                    f"a system part of message {index} of request {request_id!r} (pydantic-ai "
+                    "sends it as instructions; a history read back from storage is outside "
+                    "text: give the agent its instructions with capability(..., "
+                    "instructions=...), not system_prompt=, and drop system parts from a "
+                    "stored history)",
+                )
 
 
 def _tool_problems(given: Sequence[ToolDefinition], view: ToolView) -> list[str]:
