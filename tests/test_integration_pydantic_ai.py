@@ -696,7 +696,7 @@ def test_a_tool_list_filtered_behind_the_views_back_fails_the_run() -> None:
         return [tool for tool in tools if tool.name != "save_note"]
 
     script = Script([call("c1", "save_note", title="a", text="1")], "Unreachable.")
-    with pytest.raises(ToolCouplingError, match="pydantic-ai did not list it"):
+    with pytest.raises(ToolCouplingError, match="missing: 'save_note'"):
         agent(script).run_sync("Save a", capabilities=[s.veridic, PrepareTools(hide_writes)])
     assert s.store.ran == []
 

@@ -30,18 +30,21 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    SystemPromptPart,
     ToolCallPart,
     ToolReturnPart,
 )
+from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
+from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, ToolCouplingError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.text.fence import DataMode, fence
-from veridic.text.provenance import TrustedInstruction
+from veridic.text.provenance import TrustedInstruction, is_trusted, report
 from veridic.tools.view import ToolView
 
 __all__ = ["VeridicCapability", "VeridicToolset", "answered_sha256"]
@@ -279,6 +282,44 @@ class VeridicCapability(AbstractCapability[object]):
     def get_instructions(self) -> TrustedInstruction:
         return self.instructions
 
+    async def prepare_model_request(
+        self, ctx: RunContext[object], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Refuse a request that offers the model other tools than the view's, before it is sent.
+
+        pydantic-ai sends the model every function tool of the agent: its
+        ``tools=``, its other toolsets (a ``FunctionToolset``, an MCP server),
+        each as the last capability's ``prepare_tools`` left it. The capability
+        section, the policy, the guards and the audit know only the view's,
+        so a tool beside them would run unapproved and unrecorded, and a
+        definition reworded or filtered after the toolset made it would make
+        the model read another contract than the section states.
+
+        A system part of the messages (pydantic-ai's ``system_prompt``, kept in
+        the history) is read as instructions too: one that is not trusted text
+        (a stored conversation brought back, or edited, with a system part) is
+        refused as any outside text at an instruction position.
+
+        Raises:
+            ToolCouplingError: a function tool is not one of the view's, one of
+                the view's is missing, or its definition is not the view's.
+            ProvenanceError: a system part of the messages is not trusted text.
+        """
+        _check_system_parts(request_context.messages, self.request_id)
+        problems = _tool_problems(
+            request_context.model_request_parameters.function_tools, self.view
+        )
+        if problems:
+            raise ToolCouplingError(
+                f"the request {self.request_id!r} would offer the model other tools than the "
+                f"view's ({'; '.join(problems)}), while the capability section, the approvals "
+                "and the audit know only the view's: give the agent no tools or toolsets beside "
+                "the veridic capability, and do not filter or reword its tools (prepare_tools, "
+                "FilteredToolset, PrefixedToolset); register any other tool in the veridic "
+                "registry and filter with the view, registry.view(deny=...)"
+            )
+        return request_context
+
     async def after_node_run(
         self,
         ctx: RunContext[object],
@@ -339,6 +380,48 @@ def _added_after(
                 if isinstance(later, ModelRequest) and later.run_id == run_id
             ]
     return []
+
+
+def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> None:
+    """Refuse a system part that is not trusted text: the model reads it as instructions."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if isinstance(part, SystemPromptPart) and not is_trusted(part.content):
+                report(
+                    part.content,
+                    f"a system part of message {index} of request {request_id!r} (pydantic-ai "
+                    "sends it as instructions; a history read back from storage is outside "
+                    "text: give the agent its instructions with capability(..., "
+                    "instructions=...), not system_prompt=, and drop system parts from a "
+                    "stored history)",
+                )
+
+
+def _tool_problems(given: Sequence[ToolDefinition], view: ToolView) -> list[str]:
+    """How the function tools of a request differ from the view's specs (none: they agree)."""
+    specs = {spec["name"]: spec for spec in view.tool_specs("mcp")}
+    names = [tool.name for tool in given]
+    problems = [f"not the view's: {clip(name)}" for name in names if name not in specs]
+    missing = [name for name in specs if name not in names]
+    if missing:
+        problems.append(f"missing: {', '.join(map(repr, missing))}")
+    for tool in given:
+        spec = specs.get(tool.name)
+        if spec is None:
+            continue
+        if (tool.description, tool.parameters_json_schema) != (
+            spec["description"],
+            spec["inputSchema"],
+        ):
+            problems.append(f"{tool.name!r} described otherwise than the view describes it")
+        elif tool.kind != "function" or tool.strict:
+            problems.append(
+                f"{tool.name!r} made kind={tool.kind!r}, strict={tool.strict!r} (the view's "
+                "toolset makes a plain function tool, strict=False)"
+            )
+    return problems
 
 
 def _arguments(raw: object) -> Mapping[str, object] | str:

@@ -132,8 +132,12 @@ def capability(
         VeridicError: ``policy`` was built for another view, ``audit`` cannot
             write records, ``request_id`` is empty or ``max_retries`` is not a
             count.
-        ToolCouplingError: (from a run) pydantic-ai answered a name the view
-            exposes as unknown: the capability's toolset was filtered or renamed.
+        ToolCouplingError: (from a run, before the model is asked) the request
+            offers the model a tool beside the view's (the agent's ``tools=``,
+            another toolset, an MCP server: it would run unrecorded), lacks one
+            of the view's, or states one otherwise (a ``prepare_tools`` that
+            filters, renames or rewords); or pydantic-ai answered a name the view
+            exposes as unknown.
     """
     require("pydantic_ai", "pydantic-ai", "veridic.integrations.pydantic_ai.capability()")
     from veridic.integrations._pydantic_ai_capability import VeridicCapability

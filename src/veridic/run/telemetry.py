@@ -105,10 +105,16 @@ _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 """A tool name fit for a span's name (others are named by the audit record's form)."""
 
 
-def _written(text: str) -> str:
-    """A name or id the model wrote, as a span may hold it: as it is when plain, else
-    escaped and clipped as an audit record quotes it (no control character, no length)."""
-    return text if _PLAIN.fullmatch(text) is not None else clip(text)
+_SERVED: Final = re.compile(r"[A-Za-z0-9_.:/@+\-]{0,256}")
+"""An id, model name or finish reason as servers write them (``meta-llama/Llama-3-70b``,
+an empty id), kept as it is."""
+
+
+def _written(text: str, plain: re.Pattern[str] = _PLAIN) -> str:
+    """A name or id the model or the server wrote, as a span may hold it: as it is when
+    ``plain``, else escaped and clipped as an audit record quotes it (no control character,
+    no length)."""
+    return text if plain.fullmatch(text) is not None else clip(text)
 
 
 _tracer: Tracer | None = None
@@ -490,9 +496,10 @@ class _LiveChat(_Live, ChatSpan):
         span = self._span
         span.set_attributes(
             {
-                "gen_ai.response.id": reply.response_id,
-                "gen_ai.response.model": reply.model,
-                "gen_ai.response.finish_reasons": (reply.stop_reason,),
+                # The server writes these three (a proxy may write anything): as the model's names.
+                "gen_ai.response.id": _written(reply.response_id, _SERVED),
+                "gen_ai.response.model": _written(reply.model, _SERVED),
+                "gen_ai.response.finish_reasons": (_written(reply.stop_reason, _SERVED),),
                 "veridic.tool_calls": tuple(_written(call.name) for call in reply.tool_calls),
             }
         )
