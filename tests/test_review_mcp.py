@@ -3,7 +3,10 @@ the application does not control could make the library do or hide."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -12,6 +15,8 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 
 from veridic import ApprovalMode, CallOutcome, Registry, SQLiteAuditSink, ToolView
+from veridic.errors import IntegrationError
+from veridic.integrations.mcp import McpServer, connect, list_tools, stdio
 from veridic.integrations.mcp.server import McpRequest, mcp_server
 
 MODES = ["auto", "legacy"]
@@ -82,3 +87,30 @@ def test_the_approval_form_shows_the_arguments_that_run_defaults_included(
     assert files.removed == [("/srv/data", True)]
     (record,) = audit.records()
     assert (record.approval, record.outcome) == (ApprovalMode.USER_CONFIRMED, CallOutcome.OK)
+
+
+# --- the client: a server the application does not control ------------------------------
+
+HOSTILE = Path(__file__).parent / "_mcp_review_server.py"
+
+
+def hostile(mode: str) -> McpServer:
+    return stdio("hostile", sys.executable, str(HOSTILE), env={"VERIDIC_TEST_MCP_MODE": mode})
+
+
+def test_a_listing_that_never_ends_is_refused_not_cut_short() -> None:
+    """``tools/list`` stopped after 100 pages and kept what it had, without a word: a
+    server whose cursor never ends had its first 100 tools recorded by ``veridic mcp
+    pin`` and registered by ``connect`` as if they were the whole listing."""
+    registry = Registry()
+
+    async def run() -> None:
+        async with connect(registry, hostile("endless")):
+            pass
+
+    with pytest.raises(IntegrationError, match="pages") as raised:
+        asyncio.run(list_tools(hostile("endless")))
+    assert "'hostile'" in str(raised.value)
+    with pytest.raises(IntegrationError, match="pages"):
+        asyncio.run(run())
+    assert not any(name.startswith("tool_") for name in registry.names())
