@@ -19,7 +19,8 @@ naming the tool and the server): kept to one copy, the reviewed copy could be
 compared while the other is registered. Connecting is all or nothing: every
 tool is checked against a registry of its own first, so a connect that fails
 leaves the application's registry as it was, without the server's component
-or any of its tools.
+or any of its tools. A listing still giving a next cursor after 100 pages is
+refused the same way, never kept in part.
 
 Before every call the tool's current listing is compared with the one
 registered (through the SDK's response cache where the server allows
@@ -152,8 +153,9 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
     """Every tool ``server`` lists now (what ``veridic mcp pin`` records).
 
     Raises:
-        IntegrationError: the server did not start or answer in time, or it
-            listed a tool name twice.
+        IntegrationError: the server did not start or answer in time, it
+            listed a tool name twice, or its listing did not end (a next cursor
+            after 100 pages).
         MissingExtraError: the ``mcp`` package is not installed.
     """
     with _plain_errors():
@@ -161,7 +163,7 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
             try:
                 client = await _open(server, stack, None)
                 listed = await _listing(client, server, refresh=True)
-            except MissingExtraError:
+            except (MissingExtraError, _RefusedListing):
                 raise
             except Exception as error:
                 raise _unreachable(server, error) from error
@@ -191,7 +193,8 @@ async def connect(
     the server (no component, no tool), as before the call.
 
     Raises:
-        IntegrationError: the server listed a tool name twice.
+        IntegrationError: the server listed a tool name twice, or its listing
+            did not end (a next cursor after 100 pages).
         VeridicError: the pins are of another server, ``declare`` names a tool
             the server does not list, a component of that name exists, a tool
             name is registered already.
@@ -213,7 +216,7 @@ async def connect(
             try:
                 connection._client = await _open(server, stack, connection._notified)
                 listed = await _listing(connection._client, server, refresh=True)
-            except MissingExtraError:
+            except (MissingExtraError, _RefusedListing):
                 raise
             except Exception as error:
                 failure = _unreachable(server, error)
@@ -259,7 +262,8 @@ class McpConnection:
 
         Raises:
             ToolUnavailableError: the connection is closed.
-            IntegrationError: the server did not answer, or listed a tool name twice.
+            IntegrationError: the server did not answer, listed a tool name twice, or
+                its listing did not end.
         """
         client = self._live()
         listed = _by_name(self.server, await _listing(client, self.server, refresh=True))
@@ -506,8 +510,29 @@ async def _listing(client: object, server: McpServer, *, refresh: bool) -> tuple
                 tools.append(_pinned(tool, server))
             cursor = page.next_cursor
             if cursor is None:
-                break
-    return tuple(tools)
+                return tuple(tools)
+    raise _endless(server)
+
+
+class _RefusedListing(IntegrationError):
+    """A listing the server gave and the client refuses: not a server that is down, so
+    ``connect`` raises it (registering nothing) rather than make it a boot failure."""
+
+
+def _endless(server: McpServer) -> _RefusedListing:
+    """A listing still going after ``_PAGES`` pages: refused, never kept in part.
+
+    Kept, its first pages were recorded by ``veridic mcp pin`` and registered by
+    ``connect`` as the server's whole listing, and what the later pages held was
+    dropped without a word.
+    """
+    return _RefusedListing(
+        f"MCP server {server.name!r} was still listing tools after {_PAGES} pages of "
+        "tools/list (every page gave a next cursor): a listing cut short would be "
+        "recorded and registered as if it were whole, so it is refused and nothing of it "
+        "is used; fix the server, or do not connect to it",
+        reason="the MCP server's tool list did not end",
+    )
 
 
 def _pinned(tool: object, server: McpServer) -> PinnedTool:

@@ -26,9 +26,10 @@ arguments. The answer is the call's approval (``USER_CONFIRMED`` or
 ``DENIED`` in the audit); "always allow" is never offered, standing rules
 are the operator's (``policy=``).
 
-The form shows every argument: each key in full, each value clipped on its
-own (its start and its length), so a long value cannot push another out of
-sight; arguments that do not fit one question even so are refused unasked
+The form shows every argument as the handler will get it (validated, its
+defaults filled in, not only what the client sent): each key in full, each
+value clipped on its own (its start and its length), so a long value cannot
+push another out of sight; arguments that do not fit one question even so are refused unasked
 (``DENIED``), never shown in part. The answer is bound to the whole
 arguments, not to the text shown: a digest of their canonical JSON, so a
 retry that changes a clipped part is asked again.
@@ -315,7 +316,7 @@ class _Served:
         pending = _pending(view, policy, params.name, arguments)
         if pending is None:
             return _Approval()
-        if _shown(arguments) is None:
+        if _shown(pending.arguments) is None:
             return _Approval(
                 refusal=(
                     f"the call of tool {pending.tool!r} needs the user's approval "
@@ -334,7 +335,7 @@ class _Served:
             )
         ask, lacking = _how_to_ask(ctx)
         if ask is _Ask.REQUEST:
-            return _Approval(_eliciting(ctx, arguments))
+            return _Approval(_eliciting(ctx))
         if ask is None:
             return _Approval(
                 refusal=(
@@ -345,10 +346,10 @@ class _Served:
                 ),
                 detail=f"{pending.why}; the MCP client could not be asked: {lacking}",
             )
-        question = _Question.of(pending, arguments)
+        question = _Question.of(pending)
         answer = self._answer(params, question)
         if answer is not None:
-            return _Approval(_answered(question, arguments, answer))
+            return _Approval(_answered(question, answer))
         elicit = types.ElicitRequest(
             params=types.ElicitRequestFormParams(
                 message=question.message, requested_schema=question.schema
@@ -393,14 +394,19 @@ class _Question:
     digest: str
 
     @staticmethod
-    def of(request: ApprovalRequest, arguments: Mapping[str, object]) -> _Question:
-        """The question about ``request`` with ``arguments``; its ``digest`` covers the
-        message, the form and the whole arguments (their canonical JSON), so a yes is
-        bound to the call and not only to what the message could show of it.
+    def of(request: ApprovalRequest) -> _Question:
+        """The question about ``request``; its ``digest`` covers the message, the form
+        and the whole arguments (their canonical JSON), so a yes is bound to the call
+        and not only to what the message could show of it.
+
+        The arguments are the request's: validated, as the handler gets them, defaults
+        filled in. The client's own omitted a default (``recursive=True``) that the
+        user, shown only what was sent, approved without seeing it.
 
         Raises:
             VeridicError: the arguments cannot all be shown (refused before asking).
         """
+        arguments = request.arguments
         shown = _shown(arguments)
         if shown is None:  # pragma: no cover - _approval refuses such a call unasked
             raise VeridicError(
@@ -451,13 +457,11 @@ def _how_to_ask(ctx: ServerRequestContext[object, object]) -> tuple[_Ask | None,
     return _Ask.REQUEST, ""
 
 
-def _eliciting(
-    ctx: ServerRequestContext[object, object], arguments: Mapping[str, object]
-) -> AsyncConfirm:
+def _eliciting(ctx: ServerRequestContext[object, object]) -> AsyncConfirm:
     """The executor's ``confirm`` on older revisions: ask with an ``elicitation/create``."""
 
     async def confirm(request: ApprovalRequest) -> bool:
-        question = _Question.of(request, arguments)
+        question = _Question.of(request)
         try:
             answer = await ctx.session.elicit_form(
                 question.message, question.schema, related_request_id=ctx.request_id
@@ -473,13 +477,13 @@ def _eliciting(
     return confirm
 
 
-def _answered(question: _Question, arguments: Mapping[str, object], answer: bool) -> AsyncConfirm:
+def _answered(question: _Question, answer: bool) -> AsyncConfirm:
     """The executor's ``confirm`` on a retry: the user's answer, if it answers this question."""
 
     def confirm(request: ApprovalRequest) -> bool:
         # The executor's own request, asked of the same policy: a question that changed
         # in between (it cannot, short of a policy shared and changed meanwhile) is no yes.
-        return answer and _Question.of(request, arguments).digest == question.digest
+        return answer and _Question.of(request).digest == question.digest
 
     return confirm
 
