@@ -1,0 +1,32 @@
+"""A new user's first hour: what the docs suggest, and the obvious variations, behave as the docs say.
+
+Each test is a program a newcomer writes while following the README and
+docs/getting-started.md; it fails loudly, with a message that says what was
+wrong and what to do instead, where the docs say it is refused.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from veridic import Composer, instruction, unfence, untrusted
+
+
+@pytest.mark.parametrize("value", [None, b"Router reboots.", 4711, ["a", "b"], {"body": "x"}])
+def test_untrusted_of_something_that_is_not_text_is_refused(value: object) -> None:
+    # request.get("body") that is None, or an HTTP body still in bytes, would
+    # otherwise reach the prompt as the text "None" or "b'Router reboots.'".
+    with pytest.raises(TypeError) as raised:
+        untrusted(value, source="ticket:4711")  # type: ignore[arg-type]  # the mistake under test
+    message = str(raised.value)
+    assert type(value).__name__ in message
+    assert "ticket:4711" in message
+    assert "decode" in message or "json.dumps" in message
+
+
+@given(st.text())
+def test_untrusted_of_any_str_gives_it_back_unchanged(text: str) -> None:
+    block = Composer().data("doc", untrusted(text, source="doc")).build().messages[-1].content
+    assert unfence(block) == [("doc", text)]
