@@ -1,4 +1,4 @@
-"""A new user's first hour: what the docs suggest, and the obvious variations, behave as the docs say.
+"""A new user's first hour: what the docs suggest, and its obvious variations, behave as told.
 
 Each test is a program a newcomer writes while following the README and
 docs/getting-started.md; it fails loudly, with a message that says what was
@@ -7,11 +7,13 @@ wrong and what to do instead, where the docs say it is refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from veridic import Composer, instruction, unfence, untrusted
+from veridic import Composer, VeridicError, instruction, unfence, untrusted
 
 
 @pytest.mark.parametrize("value", [None, b"Router reboots.", 4711, ["a", "b"], {"body": "x"}])
@@ -30,3 +32,26 @@ def test_untrusted_of_something_that_is_not_text_is_refused(value: object) -> No
 def test_untrusted_of_any_str_gives_it_back_unchanged(text: str) -> None:
     block = Composer().data("doc", untrusted(text, source="doc")).build().messages[-1].content
     assert unfence(block) == [("doc", text)]
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        lambda c, v: c.user(v),
+        lambda c, v: c.data("doc", v),
+        lambda c, v: c.tool_call("c1", "find_order", {}).tool_result("c1", v),
+    ],
+    ids=["user", "data", "tool_result"],
+)
+def test_a_dict_given_as_a_turn_is_refused_saying_how_to_make_it_text(
+    place: Callable[[Composer, object], object],
+) -> None:
+    # A newcomer passes a tool's dict result straight to tool_result(): the
+    # error names the type and says how to write it as text, not just "pass a str".
+    composer = Composer().system(instruction("You help with orders."))
+    with pytest.raises(VeridicError) as raised:
+        place(composer, {"status": "shipped"})
+    message = str(raised.value)
+    assert "got a dict" in message
+    assert "json.dumps" in message
+    assert "untrusted(" in message
