@@ -7,13 +7,14 @@ wrong and what to do instead, where the docs say it is refused.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from veridic import Composer, VeridicError, instruction, unfence, untrusted
+from veridic import Composer, Registry, VeridicError, instruction, unfence, untrusted
 
 
 @pytest.mark.parametrize("value", [None, b"Router reboots.", 4711, ["a", "b"], {"body": "x"}])
@@ -55,3 +56,34 @@ def test_a_dict_given_as_a_turn_is_refused_saying_how_to_make_it_text(
     assert "got a dict" in message
     assert "json.dumps" in message
     assert "untrusted(" in message
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"kind": "read"}, "kind='read'"),
+        ({"kind": "write", "risk": 3}, "risk=3"),
+        ({"kind": "query", "irreversible": True}, "with an effect"),
+    ],
+)
+def test_a_declaration_refused_at_the_decorator_names_the_file_and_line(
+    options: dict[str, object], said: str
+) -> None:
+    # The errors at boot name a tool's file:line; the decorator's named only
+    # 'test.<locals>.lookup', which a newcomer must search for.
+    registry = Registry()
+    with pytest.raises(VeridicError) as raised:
+
+        @registry.tool(**options)  # type: ignore[arg-type]  # the mistakes under test
+        def lookup(key: str) -> str:
+            """Look a key up.
+
+            Args:
+                key: The key.
+            """
+            return key
+
+    message = str(raised.value)
+    assert said in message
+    assert "<locals>" not in message
+    assert re.search(r"test_review_newuser\.py:\d+", message), message
