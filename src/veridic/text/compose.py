@@ -371,7 +371,12 @@ class Composer:
     @staticmethod
     def _require_text(text: object, where: str, *, allow_empty: bool = False) -> None:
         if not isinstance(text, str):
-            raise VeridicError(f"{where} takes text, got a {type(text).__name__}: pass a str")
+            raise VeridicError(
+                f"{where} takes text, got a {type(text).__name__}: pass a str, "
+                "written from the value as the model should read it: JSON for a structure "
+                '(json.dumps(value)), decoded bytes (body.decode("utf-8")); brand text from '
+                'outside with untrusted(text, source="...") so the audit says where it came from'
+            )
         if not allow_empty and (not text or text.isspace()):  # isspace() copies nothing
             raise VeridicError(
                 f"{where} got {clip(text)}, an empty turn, which providers reject: "

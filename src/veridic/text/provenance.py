@@ -321,15 +321,35 @@ def untrusted(text: str, /, *, source: str) -> UntrustedText:
     >>> provenance(untrusted("Please reset my password", source="ticket:42")).origin
     'ticket:42'
 
+    Only a ``str`` is branded: ``None``, bytes or a structured value would
+    otherwise reach the prompt as their ``repr`` (``"None"``, ``"b'...'"``),
+    text nobody wrote.
+
     Raises:
-        ProvenanceError: ``source`` is empty.
+        ProvenanceError: ``source`` is empty, or ``text`` is not a ``str``.
     """
     if not isinstance(source, str) or not source.strip():
         raise ProvenanceError(
             f"untrusted() needs a non-empty source label, got {source!r}: "
             'say where the text came from, e.g. untrusted(body, source="ticket:42")'
         )
+    if not isinstance(text, str):
+        raise ProvenanceError(_not_text(text, source))
     return UntrustedText(_Untrusted(text, source, _KEY))
+
+
+def _not_text(value: object, source: str) -> str:
+    """Say why ``untrusted()`` refused a value that is not text, and how to make it text.
+
+    str() of it would put its repr in the prompt, so the caller must choose
+    the text: decode bytes, write a structure as JSON, or leave out a missing value.
+    """
+    return (
+        f"untrusted() got a {type(value).__name__}, not text (source {source!r}); "
+        "only a str is branded, since str() of anything else puts its repr in the prompt: "
+        'decode bytes first (body.decode("utf-8")), write a structured value as JSON '
+        "(json.dumps(value)), and leave a missing value (None) out of the prompt"
+    )
 
 
 def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> TrustedInstruction:

@@ -78,6 +78,7 @@ from veridic.tools.tool import (
     Tool,
     ToolHints,
     ToolOptions,
+    _origin_of,
     check_tool_name,
     external_tool,
     floor_violations,
@@ -823,7 +824,7 @@ class Registry:
 
         def register(function: F) -> F:
             tool_name = name or getattr(function, "__name__", None)
-            where = f"{tool_name!r} ({getattr(function, '__qualname__', function)!r})"
+            where = f"{tool_name!r} ({_origin_of(function)})"  # file:line, as at boot
             if not callable(function):
                 raise VeridicError(
                     f"@tool was applied to {function!r}, which is not callable: decorate the "
