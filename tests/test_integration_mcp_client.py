@@ -311,6 +311,33 @@ def test_a_comparison_sees_every_copy_or_refuses(names: list[str], texts: list[s
     assert changed == {tool.name for tool in listed if tool.description != "as reviewed"}
 
 
+@pytest.mark.parametrize(
+    "name", ["files.read", "x" * 65, "s\u00e9arch", "sea\u200brch", "search tool"]
+)
+def test_a_tool_name_providers_refuse_is_refused_saying_it_is_the_servers(
+    spec: Path, name: str
+) -> None:
+    """The registry's own message ("pass name=... with such a name") reached the
+    application, which cannot rename a server's tool."""
+    spec.write_text(json.dumps([{**TOOLS[0], "name": name}, *TOOLS[1:]]))
+    registry = Registry()
+    before = (registry.tools(), registry.components())
+
+    async def run() -> None:
+        async with connect(registry, server_of(spec), declare=DECLARED):
+            pass
+
+    with pytest.raises(IntegrationError) as caught:
+        asyncio.run(run())
+    message = str(caught.value)
+    assert "MCP server 'tools' listed tool" in message
+    assert "a name providers refuse" in message
+    assert "pass name=" not in message
+    assert (registry.tools(), registry.components()) == before
+    with pytest.raises(IntegrationError, match="a name providers refuse"):
+        asyncio.run(list_tools(server_of(spec)))
+
+
 def test_a_failed_connect_leaves_the_registry_as_it_was(spec: Path) -> None:
     """A registry cannot take a tool back: the server's tools listed before the one whose
     name is taken used to stay registered, with its component, after connect failed."""

@@ -70,7 +70,7 @@ from veridic.text.provenance import (
 from veridic.tools._similarity import NameIndex
 from veridic.tools.registry import BootError, Registry
 from veridic.tools.risk import RiskLike, ToolKind
-from veridic.tools.tool import SCHEMA_TOOL
+from veridic.tools.tool import SCHEMA_TOOL, check_tool_name
 
 __all__ = ["Declared", "McpConnection", "McpServer", "connect", "http", "list_tools", "stdio"]
 
@@ -546,6 +546,17 @@ def _pinned(tool: object, server: McpServer) -> PinnedTool:
             f"({tool!r}): the server does not follow the protocol",
             reason="the MCP server listed a malformed tool",
         )
+    try:
+        check_tool_name(name, f"MCP server {server.name!r}")
+    except VeridicError as error:
+        raise _RefusedListing(
+            f"MCP server {server.name!r} listed tool {clip(name)}, a name providers refuse "
+            "(they accept 1-64 letters, digits, _ and -), so no model can be offered it under "
+            "that name, and a name changed by veridic would no longer be the one the server "
+            "answers to: nothing of the server is used; ask its maintainers to rename the "
+            "tool, or connect a server whose tool names providers accept",
+            reason="the MCP server listed a tool name providers refuse",
+        ) from error
     hints: dict[str, object] = {}
     if annotations is not None:
         dumped = annotations.model_dump(by_alias=True, exclude_none=True)
