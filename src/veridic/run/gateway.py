@@ -68,18 +68,33 @@ too: :mod:`veridic.run.call_log` (where model calls are recorded),
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Protocol, overload, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import overload
 
-from pydantic import BaseModel
-
-from veridic._sample import clip
-from veridic.errors import AuditWriteError, ToolCouplingError, VeridicError
-from veridic.providers._base import Adapter, Completion
+from veridic.errors import AuditWriteError, VeridicError
+from veridic.providers._base import Adapter
 from veridic.run import telemetry as _telemetry
+from veridic.run._run_checks import (
+    all_queries,
+    also_unwritten,
+    check_context,
+    check_defer,
+    check_none_async,
+    check_output_type,
+    check_policy,
+    first_waiting,
+)
+from veridic.run._sending import (
+    AsyncIterable,
+    Iterable,
+    Sent,
+    anothing,
+    awaited,
+    checked,
+    nothing,
+)
 from veridic.run.approval import ApprovalPolicy, Confirm
 from veridic.run.audit import AsyncAuditSink, AuditSink, ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import (
@@ -88,23 +103,14 @@ from veridic.run.call_log import (
     ModelCallLog,
     ModelCallSink,
     ModelReplySink,
-    _AWriteReply,
     _CallRecords,
-    _WriteReply,
 )
-from veridic.run.deferred import PausedRun, ResumeSteps, needs_answer
-from veridic.run.executor import (
-    AsyncConfirm,
-    _writes,
-    aexecute,
-    execute,
-    tools_sha256,
-)
+from veridic.run.deferred import PausedRun, ResumeSteps
+from veridic.run.executor import AsyncConfirm, _writes, aexecute, execute
 from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome, _check_whole
 from veridic.run.run_loop import Limits, OutputT, RunResult, _resumed, _Run
 from veridic.text.compose import Composer
-from veridic.text.prompt import Prompt, PromptSpan, ToolCall
-from veridic.text.provenance import is_trusted, report
+from veridic.text.prompt import Prompt, ToolCall
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -123,178 +129,6 @@ __all__ = [
     "RunResult",
     "ToolOutcome",
 ]
-
-_log = logging.getLogger("veridic.executor")
-
-
-def _all_queries(reply: Reply) -> bool:
-    """Whether every call of ``reply`` is of a query the view exposes (safe to run at once)."""
-    view = reply.view
-    for call in reply.tool_calls:
-        status = view.status(call.name)
-        if not status.exposed or status.tool is None or status.tool.kind != "query":
-            return False
-    return True
-
-
-@dataclass(frozen=True, slots=True)
-class _Sent:
-    """The facts of one call that its reply carries."""
-
-    request: dict[str, object]
-    request_id: str
-    prompt_sha256: str
-    tools_sha256: str
-    view: ToolView
-    answered: _WriteReply | None = None
-    clock: Callable[[], float] = time.time
-    started: float = field(default_factory=time.monotonic)
-    spans: tuple[PromptSpan, ...] = ()
-    """The provenance spans of the system message (the record's ``instruction_spans``)."""
-    call_id: str = ""
-    """The model-call record's own id, which the answer's record carries."""
-    aanswered: _AWriteReply | None = None
-    """Where async code records the answer (instead of ``answered``)."""
-
-    def reply(self, completion: Completion) -> Reply:
-        latency = time.monotonic() - self.started
-        if self.answered is not None:
-            # Recorded before the ids are checked: an answer that is refused is on record too.
-            self.answered(self._answer(completion, latency))
-        return self._reply(completion, latency)
-
-    async def areply(self, completion: Completion) -> Reply:
-        """:meth:`reply` for async code: the answer's record is awaited."""
-        latency = time.monotonic() - self.started
-        if self.aanswered is not None:
-            await self.aanswered(self._answer(completion, latency))
-        return self._reply(completion, latency)
-
-    def _answer(self, completion: Completion, latency: float) -> ModelReplyRecord:
-        return ModelReplyRecord(
-            time=self.clock(),
-            request_id=self.request_id,
-            prompt_sha256=self.prompt_sha256,
-            response_id=completion.response_id,
-            model=completion.model,
-            stop_reason=completion.stop_reason,
-            tool_calls=tuple(call.name for call in completion.tool_calls),
-            usage=completion.usage,
-            latency=latency,
-            call_id=self.call_id,
-        )
-
-    def _reply(self, completion: Completion, latency: float) -> Reply:
-        _check_call_ids(completion.tool_calls, self.request_id)
-        return Reply(
-            text=completion.text,
-            tool_calls=completion.tool_calls,
-            stop_reason=completion.stop_reason,
-            response_id=completion.response_id,
-            model=completion.model,
-            request_id=self.request_id,
-            prompt_sha256=self.prompt_sha256,
-            tools_sha256=self.tools_sha256,
-            view=self.view,
-            reasoning=completion.reasoning,
-            usage=completion.usage,
-            latency=latency,
-        )
-
-
-def _check_output_type(output_type: object) -> None:
-    if output_type is not None and not (
-        isinstance(output_type, type) and issubclass(output_type, BaseModel)
-    ):
-        raise VeridicError(
-            f"run(output_type={output_type!r}): pass a pydantic model class, whose JSON the "
-            "model's last answer must be, or leave it out for a text answer"
-        )
-
-
-def _check_defer(defer: object, confirm: object, where: str) -> None:
-    if not isinstance(defer, bool):
-        raise VeridicError(f"{where}(defer={defer!r}): pass True or False")
-    if defer and confirm is not None:
-        raise VeridicError(
-            f"{where}() got both confirm= and defer=True: either the user is asked during the "
-            "run (confirm) or the run stops for their answers (defer); pass one"
-        )
-
-
-def _check_context(view: ToolView, context: object, where: str) -> None:
-    """Refuse a run whose context some tool of its view cannot take, before any model call.
-
-    One context serves every call of a run; a tool that asks for another
-    type (or for one, when none was given) would otherwise fail mid-run,
-    after the calls before it ran.
-    """
-    for tool in view.tools():
-        if tool.context is not None:
-            tool.context.bind(context, tool=tool.name, origin=tool.origin, request_id=where)
-
-
-def _check_policy(policy: object, view: ToolView, where: str) -> None:
-    if not isinstance(policy, ApprovalPolicy) or policy.view is not view:
-        raise VeridicError(
-            f"{where}() got a policy built for another view ({policy!r}, not for {view!r}): "
-            "pass ApprovalPolicy(view, rules=...) of the view the run sends"
-        )
-
-
-def _first_waiting(reply: Reply, policy: ApprovalPolicy) -> int | None:
-    """The index of the first call of ``reply`` that needs the user's answer, if any."""
-    for index, call in enumerate(reply.tool_calls):
-        if needs_answer(reply.view, policy, call) is not None:
-            return index
-    return None
-
-
-def _check_none_async(view: ToolView, calls: Sequence[ToolCall]) -> None:
-    """Refuse, before any of ``calls`` runs, a blocking run of calls one of which is async.
-
-    :func:`veridic.execute` refuses an async tool when its turn comes, after
-    the calls before it ran (a write among them); the turn was then never
-    recorded, so the same request sent again ran them a second time.
-
-    Raises:
-        VeridicError: a call names an exposed tool whose handler is async.
-    """
-    for call in calls:
-        status = view.status(call.name)
-        if status.exposed and status.tool is not None and status.tool.is_async:
-            raise VeridicError(
-                f"tool {status.tool.name!r} ({status.tool.origin}) is async, and the reply "
-                f"calls it (call {clip(call.id)}) beside {len(calls) - 1} other call(s): none "
-                "of them ran; run the reply with await gateway.arun_tools(...) (a whole run "
-                "with await gateway.arun(...)), or register a blocking handler"
-            )
-
-
-def _check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
-    """Refuse a reply whose tool calls cannot each be answered, before any of them runs.
-
-    Every result answers one call by its id: an empty id or one used twice
-    would run the handlers and only then fail when the turn is recorded,
-    leaving a call nobody can answer and every later request refused.
-
-    Raises:
-        VeridicError: an empty or repeated call id (the model call itself is recorded).
-    """
-    seen: set[str] = set()
-    problems: list[str] = []
-    for call in calls:
-        if not call.id:
-            problems.append(f"an empty id (tool {clip(call.name)})")
-        elif call.id in seen:
-            problems.append(f"the id {clip(call.id)} twice")
-        seen.add(call.id)
-    if problems:
-        raise VeridicError(
-            f"the model's reply to request {request_id!r} has tool calls with "
-            f"{'; '.join(problems)}: each call is answered by its id, so none of them ran; "
-            "send the request again (a provider that reuses ids is a provider bug to report)"
-        )
 
 
 class ModelGateway:
@@ -405,7 +239,7 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=False)
             span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
-            response = await _awaited(self._provider.method()(**sent.request))
+            response = await awaited(self._provider.method()(**sent.request))
             return span.answered(await sent.areply(self._provider.parse(response)))
 
     def stream(
@@ -429,7 +263,7 @@ class ModelGateway:
             sent = self._prepare(prompt, view, request_id, options, streamed=True, where="stream")
             span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
             events = self._provider.method()(**sent.request, stream=True)
-            if not isinstance(events, _Iterable):
+            if not isinstance(events, Iterable):
                 raise VeridicError(
                     f"{self._provider!r}: the SDK answered a streaming request with a "
                     f"{type(events).__name__}, not a stream of events; check that the installed "
@@ -439,7 +273,7 @@ class ModelGateway:
             span.handed()  # the stream ends the span
             return ReplyStream(
                 iter(events),
-                close if callable(close) else _nothing,
+                close if callable(close) else nothing,
                 self._provider.assembler(),
                 sent.reply,
                 span=span,
@@ -457,8 +291,8 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=True)
             span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
-            events = await _awaited(self._provider.method()(**sent.request, stream=True))
-            if not isinstance(events, _AsyncIterable):
+            events = await awaited(self._provider.method()(**sent.request, stream=True))
+            if not isinstance(events, AsyncIterable):
                 raise VeridicError(
                     f"{self._provider!r}: the SDK answered a streaming request with a "
                     f"{type(events).__name__}, not an async stream of events; check that the "
@@ -468,7 +302,7 @@ class ModelGateway:
             span.handed()  # the stream ends the span
             return AsyncReplyStream(
                 aiter(events),
-                close if callable(close) else _anothing,
+                close if callable(close) else anothing,
                 self._provider.assembler(),
                 sent.areply,
                 span=span,
@@ -519,7 +353,7 @@ class ModelGateway:
         context: object,
     ) -> tuple[ToolOutcome, ...]:
         """``calls`` of ``reply`` in order, each with the policy and confirm ``approving`` gives."""
-        _check_none_async(reply.view, calls)
+        check_none_async(reply.view, calls)
         outcomes: list[ToolOutcome] = []
         for call in calls:
             policy, confirm = approving(call)
@@ -669,10 +503,10 @@ class ModelGateway:
                 an async-only store (use :meth:`arun`; raised before the first
                 model call), or anything :meth:`send` and :meth:`run_tools` raise.
         """
-        _check_output_type(output_type)
-        _check_defer(defer, confirm, "run")
-        _check_policy(policy, view, "run")
-        _check_context(view, context, "run")
+        check_output_type(output_type)
+        check_defer(defer, confirm, "run")
+        check_policy(policy, view, "run")
+        check_context(view, context, "run")
         self._check_blocking("run")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
             state = _Run(composer, limits, output_type, request_id, context=context)
@@ -696,7 +530,7 @@ class ModelGateway:
                     return result
                 continue
             state.check_calls(reply, prompt)
-            waiting = _first_waiting(reply, policy) if defer else None
+            waiting = first_waiting(reply, policy) if defer else None
             if waiting is not None:
                 calls = reply.tool_calls
                 ran = self._run_calls(
@@ -768,9 +602,9 @@ class ModelGateway:
                 not end with the calls its approvals name; and what
                 :meth:`run` raises.
         """
-        _check_output_type(output_type)
-        _check_policy(policy, view, "resume")
-        _check_context(view, context, "resume")
+        check_output_type(output_type)
+        check_policy(policy, view, "resume")
+        check_context(view, context, "resume")
         self._check_blocking("resume")
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
@@ -835,10 +669,10 @@ class ModelGateway:
         each other's record is logged on ``veridic.executor`` and named in a
         note on that error, never dropped.
         """
-        _check_output_type(output_type)
-        _check_defer(defer, confirm, "arun")
-        _check_policy(policy, view, "arun")
-        _check_context(view, context, "arun")
+        check_output_type(output_type)
+        check_defer(defer, confirm, "arun")
+        check_policy(policy, view, "arun")
+        check_context(view, context, "arun")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
             state = _Run(composer, limits, output_type, request_id, context=context)
             return span.ran(await self._aloop(state, view, policy, confirm, defer))
@@ -861,7 +695,7 @@ class ModelGateway:
                     return result
                 continue
             state.check_calls(reply, prompt)
-            waiting = _first_waiting(reply, policy) if defer else None
+            waiting = first_waiting(reply, policy) if defer else None
             if waiting is not None:
                 calls = reply.tool_calls
                 ran = await self._arun_calls(
@@ -869,7 +703,7 @@ class ModelGateway:
                 )
                 state.after_calls(reply, ran)
                 return state.pause(reply, calls[waiting:], policy)
-            if _all_queries(reply):
+            if all_queries(reply):
                 outcomes = await self._concurrent_tools(reply, policy, confirm, state.context)
             else:
                 outcomes = await self.arun_tools(
@@ -916,9 +750,9 @@ class ModelGateway:
         output_type: type[OutputT] | None = None,
     ) -> RunResult[OutputT] | RunResult[None]:
         """:meth:`resume` for async code (an async client, async handlers)."""
-        _check_output_type(output_type)
-        _check_policy(policy, view, "resume")
-        _check_context(view, context, "aresume")
+        check_output_type(output_type)
+        check_policy(policy, view, "resume")
+        check_context(view, context, "aresume")
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
             state, reply, bound = _resumed(
@@ -946,7 +780,7 @@ class ModelGateway:
         if isinstance(first, AuditWriteError):
             first.earlier = outcomes
         for other in failures[1:]:
-            _also_unwritten(first, other)
+            also_unwritten(first, other)
         raise first
 
     # --- the checks every call passes ---------------------------------------------------
@@ -965,10 +799,12 @@ class ModelGateway:
         *,
         streamed: bool,
         where: str,
-    ) -> _Sent:
+    ) -> Sent:
         """Check the call, and record it before it leaves, from blocking code."""
         write_call, write_reply = self._calls.blocking(where)
-        sent, record = self._checked(prompt, view, request_id, options, streamed, sync=True)
+        sent, record = checked(
+            self._provider, self._clock, prompt, view, request_id, options, streamed, sync=True
+        )
         write_call(record)
         # Latency counts from the request leaving, after its record was written.
         return replace(sent, answered=write_reply, started=time.monotonic())
@@ -981,171 +817,11 @@ class ModelGateway:
         options: Mapping[str, object] | None,
         *,
         streamed: bool,
-    ) -> _Sent:
+    ) -> Sent:
         """:meth:`_prepare` for async code: the record is awaited where the store can."""
         write_call, write_reply = self._calls.acall, self._calls.areply
-        sent, record = self._checked(prompt, view, request_id, options, streamed, sync=False)
+        sent, record = checked(
+            self._provider, self._clock, prompt, view, request_id, options, streamed, sync=False
+        )
         await write_call(record)
         return replace(sent, aanswered=write_reply, started=time.monotonic())
-
-    def _checked(
-        self,
-        prompt: Prompt,
-        view: ToolView,
-        request_id: str,
-        options: Mapping[str, object] | None,
-        streamed: bool,
-        *,
-        sync: bool,
-    ) -> tuple[_Sent, ModelCallRecord]:
-        """The request to send and its model-call record, once every check has passed."""
-        provider = self._provider
-        if not isinstance(prompt, Prompt) or not isinstance(view, ToolView):
-            raise VeridicError(
-                f"ModelGateway needs a Prompt and a ToolView, got {type(prompt).__name__} and "
-                f"{type(view).__name__}: build the prompt with Composer().build() and the view "
-                "with registry.view()"
-            )
-        if not isinstance(request_id, str) or not request_id.strip():
-            raise VeridicError(
-                f"ModelGateway got request_id={request_id!r}: every call needs the id of the "
-                "request it belongs to, so its records can be found together; pass one"
-            )
-        if provider.is_async == sync:
-            have, use = ("an async", "await asend()/astream()") if sync else ("a sync", "send()")
-            raise VeridicError(
-                f"{provider!r} holds {have} client ({type(provider.client).__name__}): "
-                f"use {use}, or build the adapter with the other client"
-            )
-        pending = prompt.pending_tool_calls
-        if pending:
-            listed = ", ".join(f"{call.id} ({call.name})" for call in pending)
-            raise VeridicError(
-                f"prompt {prompt.sha256[:12]} has tool calls without results: {listed}; "
-                "providers reject it: answer each with Composer.tool_result(call_id, ...) "
-                "(Reply.record(composer, outcomes) does) before sending"
-            )
-        spans = _instruction_spans(prompt)
-        _check_section(prompt, view, spans)
-        request = provider.request(prompt, view.tool_specs(provider.spec_format), options or {})
-        sent_tools = provider.sent_tools(request)
-        view.assert_coupled(sent_tools)
-        choice = request.get("tool_choice")
-        name = provider.tool_choice_name(choice)
-        if name is not None:
-            view.tool(name)
-        digest = tools_sha256(view)
-        record = ModelCallRecord(
-            time=self._clock(),
-            request_id=request_id,
-            api=provider.api,
-            model=provider.model,
-            prompt_sha256=prompt.sha256,
-            tools_sha256=digest,
-            tools=tuple(sorted(view.names())),
-            instruction_spans=spans,
-            streamed=streamed,
-        )
-        sent = _Sent(
-            request,
-            request_id,
-            prompt.sha256,
-            digest,
-            view,
-            clock=self._clock,
-            spans=spans,
-            call_id=record.call_id,
-        )
-        return sent, record
-
-
-def _also_unwritten(raised: BaseException, other: BaseException) -> None:
-    """Keep the unwritten record of a concurrent call whose error is not the one raised.
-
-    Only one error of a reply's concurrent calls can be raised; another call
-    that ran and whose record could not be written (its ``AuditWriteError``)
-    would vanish with its error. Its record goes to the ``veridic.executor``
-    log and a note on the raised error, as a write nobody awaits does.
-    """
-    if not isinstance(other, AuditWriteError):
-        return
-    record = other.result.record
-    _log.error(
-        "the audit record of tool %r (request %r, outcome %s), a call that ran "
-        "concurrently with the one whose error is raised, could not be written (%s); "
-        "store it elsewhere: %r",
-        record.tool,
-        record.request_id,
-        record.outcome.value,
-        other.__cause__,
-        record,
-    )
-    raised.add_note(
-        f"another call of the reply (tool {record.tool!r}) ran and its record could not be "
-        "written either: it is in the veridic.executor log"
-    )
-
-
-def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
-    """The spans of the system message, after refusing any part of it that is not trusted."""
-    if not prompt.messages or prompt.messages[0].role != "system":
-        return ()
-    message = prompt.messages[0]
-    where = f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
-    if "".join(message.parts) != message.content:
-        # Built by hand, not by the Composer: the parts do not account for the text.
-        report(message.content, where)
-    for part in message.parts:
-        if not is_trusted(part):
-            report(part, where)
-    return tuple(
-        PromptSpan(0, "system", span.start, span.end, span.kind, span.origin)
-        for span in message.spans
-    )
-
-
-def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]) -> None:
-    """Refuse a system message whose capability section is not ``view``'s.
-
-    The section is minted as one span of kind ``registry``; each such span of
-    the system message must be exactly the section of the view the request is
-    sent with, else the prompt would promise tools the request does not carry
-    (or hide ones it does). A prompt without a section promises nothing.
-    """
-    system = prompt.messages[0].content if spans else ""
-    for span in spans:
-        if span.kind == "registry" and not view.describes(system[span.start : span.end]):
-            raise ToolCouplingError(
-                f"the system message of prompt {prompt.sha256[:12]} holds a capability section "
-                f"from another view ({span.origin}) than the one it is sent with ({view!r}): "
-                "the prompt would describe tools the request does not carry; build the system "
-                "message with view.capability_section() of the view you send"
-            )
-
-
-@runtime_checkable
-class _Iterable(Protocol):
-    def __iter__(self) -> Iterator[object]: ...
-
-
-@runtime_checkable
-class _AsyncIterable(Protocol):
-    def __aiter__(self) -> AsyncIterator[object]: ...
-
-
-async def _awaited(value: object) -> object:
-    if not isinstance(value, Awaitable):
-        raise VeridicError(
-            f"the SDK method returned a {type(value).__name__}, not an awaitable, for an async "
-            "client; check that the installed SDK version is one the extra allows"
-        )
-    result: object = await value
-    return result
-
-
-def _nothing() -> None:
-    return None
-
-
-async def _anothing() -> None:
-    return None

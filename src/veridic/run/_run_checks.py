@@ -1,0 +1,143 @@
+"""The checks a run makes before its first model call, and the choices it makes between calls.
+
+A run refuses what would fail halfway (a policy of another view, a context
+some tool cannot take, an async tool in a blocking run) before anything is
+sent or run, so that nothing runs twice when the request is sent again; and
+it decides, per reply, whether the calls may run concurrently or must wait
+for the user. These are :class:`~veridic.ModelGateway`'s, kept apart from
+the road a call takes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from veridic._sample import clip
+from veridic.errors import AuditWriteError, VeridicError
+from veridic.run.approval import ApprovalPolicy
+from veridic.run.deferred import needs_answer
+from veridic.run.reply import Reply
+from veridic.text.prompt import ToolCall
+from veridic.tools.view import ToolView
+
+__all__ = [
+    "all_queries",
+    "also_unwritten",
+    "check_context",
+    "check_defer",
+    "check_none_async",
+    "check_output_type",
+    "check_policy",
+    "first_waiting",
+]
+
+_log = logging.getLogger("veridic.executor")
+
+
+def all_queries(reply: Reply) -> bool:
+    """Whether every call of ``reply`` is of a query the view exposes (safe to run at once)."""
+    view = reply.view
+    for call in reply.tool_calls:
+        status = view.status(call.name)
+        if not status.exposed or status.tool is None or status.tool.kind != "query":
+            return False
+    return True
+
+
+def check_output_type(output_type: object) -> None:
+    if output_type is not None and not (
+        isinstance(output_type, type) and issubclass(output_type, BaseModel)
+    ):
+        raise VeridicError(
+            f"run(output_type={output_type!r}): pass a pydantic model class, whose JSON the "
+            "model's last answer must be, or leave it out for a text answer"
+        )
+
+
+def check_defer(defer: object, confirm: object, where: str) -> None:
+    if not isinstance(defer, bool):
+        raise VeridicError(f"{where}(defer={defer!r}): pass True or False")
+    if defer and confirm is not None:
+        raise VeridicError(
+            f"{where}() got both confirm= and defer=True: either the user is asked during the "
+            "run (confirm) or the run stops for their answers (defer); pass one"
+        )
+
+
+def check_context(view: ToolView, context: object, where: str) -> None:
+    """Refuse a run whose context some tool of its view cannot take, before any model call.
+
+    One context serves every call of a run; a tool that asks for another
+    type (or for one, when none was given) would otherwise fail mid-run,
+    after the calls before it ran.
+    """
+    for tool in view.tools():
+        if tool.context is not None:
+            tool.context.bind(context, tool=tool.name, origin=tool.origin, request_id=where)
+
+
+def check_policy(policy: object, view: ToolView, where: str) -> None:
+    if not isinstance(policy, ApprovalPolicy) or policy.view is not view:
+        raise VeridicError(
+            f"{where}() got a policy built for another view ({policy!r}, not for {view!r}): "
+            "pass ApprovalPolicy(view, rules=...) of the view the run sends"
+        )
+
+
+def first_waiting(reply: Reply, policy: ApprovalPolicy) -> int | None:
+    """The index of the first call of ``reply`` that needs the user's answer, if any."""
+    for index, call in enumerate(reply.tool_calls):
+        if needs_answer(reply.view, policy, call) is not None:
+            return index
+    return None
+
+
+def check_none_async(view: ToolView, calls: Sequence[ToolCall]) -> None:
+    """Refuse, before any of ``calls`` runs, a blocking run of calls one of which is async.
+
+    :func:`veridic.execute` refuses an async tool when its turn comes, after
+    the calls before it ran (a write among them); the turn was then never
+    recorded, so the same request sent again ran them a second time.
+
+    Raises:
+        VeridicError: a call names an exposed tool whose handler is async.
+    """
+    for call in calls:
+        status = view.status(call.name)
+        if status.exposed and status.tool is not None and status.tool.is_async:
+            raise VeridicError(
+                f"tool {status.tool.name!r} ({status.tool.origin}) is async, and the reply "
+                f"calls it (call {clip(call.id)}) beside {len(calls) - 1} other call(s): none "
+                "of them ran; run the reply with await gateway.arun_tools(...) (a whole run "
+                "with await gateway.arun(...)), or register a blocking handler"
+            )
+
+
+def also_unwritten(raised: BaseException, other: BaseException) -> None:
+    """Keep the unwritten record of a concurrent call whose error is not the one raised.
+
+    Only one error of a reply's concurrent calls can be raised; another call
+    that ran and whose record could not be written (its ``AuditWriteError``)
+    would vanish with its error. Its record goes to the ``veridic.executor``
+    log and a note on the raised error, as a write nobody awaits does.
+    """
+    if not isinstance(other, AuditWriteError):
+        return
+    record = other.result.record
+    _log.error(
+        "the audit record of tool %r (request %r, outcome %s), a call that ran "
+        "concurrently with the one whose error is raised, could not be written (%s); "
+        "store it elsewhere: %r",
+        record.tool,
+        record.request_id,
+        record.outcome.value,
+        other.__cause__,
+        record,
+    )
+    raised.add_note(
+        f"another call of the reply (tool {record.tool!r}) ran and its record could not be "
+        "written either: it is in the veridic.executor log"
+    )

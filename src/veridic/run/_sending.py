@@ -1,0 +1,269 @@
+"""What leaves for the model: the checks a prompt passes, and the facts its reply carries.
+
+Every send of :class:`~veridic.ModelGateway` (blocking or async, whole or
+streamed) goes through :func:`checked` before anything is recorded or sent,
+so the run-time half of invariants I1 (only trusted text in the system
+message) and I4 (the tool list is the view's, and so is the capability
+section the prompt shows) is one function; :class:`Sent` then turns the
+provider's answer into a :class:`~veridic.Reply` bound to the same hashes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from veridic._sample import clip
+from veridic.errors import ToolCouplingError, VeridicError
+from veridic.providers._base import Adapter, Completion
+from veridic.run.audit import ModelCallRecord, ModelReplyRecord
+from veridic.run.call_log import _AWriteReply, _WriteReply
+from veridic.run.executor import tools_sha256
+from veridic.run.reply import Reply
+from veridic.text.prompt import Prompt, PromptSpan, ToolCall
+from veridic.text.provenance import is_trusted, report
+from veridic.tools.view import ToolView
+
+__all__ = [
+    "AsyncIterable",
+    "Iterable",
+    "Sent",
+    "anothing",
+    "awaited",
+    "check_call_ids",
+    "checked",
+    "nothing",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """The facts of one call that its reply carries."""
+
+    request: dict[str, object]
+    request_id: str
+    prompt_sha256: str
+    tools_sha256: str
+    view: ToolView
+    answered: _WriteReply | None = None
+    clock: Callable[[], float] = time.time
+    started: float = field(default_factory=time.monotonic)
+    spans: tuple[PromptSpan, ...] = ()
+    """The provenance spans of the system message (the record's ``instruction_spans``)."""
+    call_id: str = ""
+    """The model-call record's own id, which the answer's record carries."""
+    aanswered: _AWriteReply | None = None
+    """Where async code records the answer (instead of ``answered``)."""
+
+    def reply(self, completion: Completion) -> Reply:
+        latency = time.monotonic() - self.started
+        if self.answered is not None:
+            # Recorded before the ids are checked: an answer that is refused is on record too.
+            self.answered(self._answer(completion, latency))
+        return self._reply(completion, latency)
+
+    async def areply(self, completion: Completion) -> Reply:
+        """:meth:`reply` for async code: the answer's record is awaited."""
+        latency = time.monotonic() - self.started
+        if self.aanswered is not None:
+            await self.aanswered(self._answer(completion, latency))
+        return self._reply(completion, latency)
+
+    def _answer(self, completion: Completion, latency: float) -> ModelReplyRecord:
+        return ModelReplyRecord(
+            time=self.clock(),
+            request_id=self.request_id,
+            prompt_sha256=self.prompt_sha256,
+            response_id=completion.response_id,
+            model=completion.model,
+            stop_reason=completion.stop_reason,
+            tool_calls=tuple(call.name for call in completion.tool_calls),
+            usage=completion.usage,
+            latency=latency,
+            call_id=self.call_id,
+        )
+
+    def _reply(self, completion: Completion, latency: float) -> Reply:
+        check_call_ids(completion.tool_calls, self.request_id)
+        return Reply(
+            text=completion.text,
+            tool_calls=completion.tool_calls,
+            stop_reason=completion.stop_reason,
+            response_id=completion.response_id,
+            model=completion.model,
+            request_id=self.request_id,
+            prompt_sha256=self.prompt_sha256,
+            tools_sha256=self.tools_sha256,
+            view=self.view,
+            reasoning=completion.reasoning,
+            usage=completion.usage,
+            latency=latency,
+        )
+
+
+def check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
+    """Refuse a reply whose tool calls cannot each be answered, before any of them runs.
+
+    Every result answers one call by its id: an empty id or one used twice
+    would run the handlers and only then fail when the turn is recorded,
+    leaving a call nobody can answer and every later request refused.
+
+    Raises:
+        VeridicError: an empty or repeated call id (the model call itself is recorded).
+    """
+    seen: set[str] = set()
+    problems: list[str] = []
+    for call in calls:
+        if not call.id:
+            problems.append(f"an empty id (tool {clip(call.name)})")
+        elif call.id in seen:
+            problems.append(f"the id {clip(call.id)} twice")
+        seen.add(call.id)
+    if problems:
+        raise VeridicError(
+            f"the model's reply to request {request_id!r} has tool calls with "
+            f"{'; '.join(problems)}: each call is answered by its id, so none of them ran; "
+            "send the request again (a provider that reuses ids is a provider bug to report)"
+        )
+
+
+def checked(
+    provider: Adapter,
+    clock: Callable[[], float],
+    prompt: Prompt,
+    view: ToolView,
+    request_id: str,
+    options: Mapping[str, object] | None,
+    streamed: bool,
+    *,
+    sync: bool,
+) -> tuple[Sent, ModelCallRecord]:
+    """The request to send and its model-call record, once every check has passed.
+
+    ``sync`` says whether blocking code sends it (an async client is refused
+    there, and a sync client in async code).
+    """
+    if not isinstance(prompt, Prompt) or not isinstance(view, ToolView):
+        raise VeridicError(
+            f"ModelGateway needs a Prompt and a ToolView, got {type(prompt).__name__} and "
+            f"{type(view).__name__}: build the prompt with Composer().build() and the view "
+            "with registry.view()"
+        )
+    if not isinstance(request_id, str) or not request_id.strip():
+        raise VeridicError(
+            f"ModelGateway got request_id={request_id!r}: every call needs the id of the "
+            "request it belongs to, so its records can be found together; pass one"
+        )
+    if provider.is_async == sync:
+        have, use = ("an async", "await asend()/astream()") if sync else ("a sync", "send()")
+        raise VeridicError(
+            f"{provider!r} holds {have} client ({type(provider.client).__name__}): "
+            f"use {use}, or build the adapter with the other client"
+        )
+    pending = prompt.pending_tool_calls
+    if pending:
+        listed = ", ".join(f"{call.id} ({call.name})" for call in pending)
+        raise VeridicError(
+            f"prompt {prompt.sha256[:12]} has tool calls without results: {listed}; "
+            "providers reject it: answer each with Composer.tool_result(call_id, ...) "
+            "(Reply.record(composer, outcomes) does) before sending"
+        )
+    spans = _instruction_spans(prompt)
+    _check_section(prompt, view, spans)
+    request = provider.request(prompt, view.tool_specs(provider.spec_format), options or {})
+    sent_tools = provider.sent_tools(request)
+    view.assert_coupled(sent_tools)
+    choice = request.get("tool_choice")
+    name = provider.tool_choice_name(choice)
+    if name is not None:
+        view.tool(name)
+    digest = tools_sha256(view)
+    record = ModelCallRecord(
+        time=clock(),
+        request_id=request_id,
+        api=provider.api,
+        model=provider.model,
+        prompt_sha256=prompt.sha256,
+        tools_sha256=digest,
+        tools=tuple(sorted(view.names())),
+        instruction_spans=spans,
+        streamed=streamed,
+    )
+    sent = Sent(
+        request,
+        request_id,
+        prompt.sha256,
+        digest,
+        view,
+        clock=clock,
+        spans=spans,
+        call_id=record.call_id,
+    )
+    return sent, record
+
+
+def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
+    """The spans of the system message, after refusing any part of it that is not trusted."""
+    if not prompt.messages or prompt.messages[0].role != "system":
+        return ()
+    message = prompt.messages[0]
+    where = f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
+    if "".join(message.parts) != message.content:
+        # Built by hand, not by the Composer: the parts do not account for the text.
+        report(message.content, where)
+    for part in message.parts:
+        if not is_trusted(part):
+            report(part, where)
+    return tuple(
+        PromptSpan(0, "system", span.start, span.end, span.kind, span.origin)
+        for span in message.spans
+    )
+
+
+def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]) -> None:
+    """Refuse a system message whose capability section is not ``view``'s.
+
+    The section is minted as one span of kind ``registry``; each such span of
+    the system message must be exactly the section of the view the request is
+    sent with, else the prompt would promise tools the request does not carry
+    (or hide ones it does). A prompt without a section promises nothing.
+    """
+    system = prompt.messages[0].content if spans else ""
+    for span in spans:
+        if span.kind == "registry" and not view.describes(system[span.start : span.end]):
+            raise ToolCouplingError(
+                f"the system message of prompt {prompt.sha256[:12]} holds a capability section "
+                f"from another view ({span.origin}) than the one it is sent with ({view!r}): "
+                "the prompt would describe tools the request does not carry; build the system "
+                "message with view.capability_section() of the view you send"
+            )
+
+
+@runtime_checkable
+class Iterable(Protocol):
+    def __iter__(self) -> Iterator[object]: ...
+
+
+@runtime_checkable
+class AsyncIterable(Protocol):
+    def __aiter__(self) -> AsyncIterator[object]: ...
+
+
+async def awaited(value: object) -> object:
+    if not isinstance(value, Awaitable):
+        raise VeridicError(
+            f"the SDK method returned a {type(value).__name__}, not an awaitable, for an async "
+            "client; check that the installed SDK version is one the extra allows"
+        )
+    result: object = await value
+    return result
+
+
+def nothing() -> None:
+    return None
+
+
+async def anothing() -> None:
+    return None
