@@ -6,9 +6,8 @@ Postgres server many hosts write to. So the SQL and the reading back of rows
 live here, once, in the subset both dialects speak (``?`` placeholders,
 which a Postgres store turns into ``%s``; no ``%`` anywhere; booleans as
 conditions, never compared to ``1``), and each store supplies only how a
-statement reaches its database: :class:`SQLStore` for blocking code,
-:class:`AsyncSQLStore` for the event loop. Both are private: the stores are
-the public names.
+statement reaches its database, through the methods of
+:mod:`veridic.run._sql_store` (private too: the stores are the public names).
 
 Every statement says whether running it twice is harmless: inserts of
 records keyed by their own id are (``ON CONFLICT DO NOTHING``), so a store
@@ -72,7 +71,7 @@ class Statement(Generic[T]):
         return not self.sql.startswith("SELECT")
 
 
-def _nothing(rows: Rows) -> None:
+def nothing(rows: Rows) -> None:
     return None
 
 
@@ -195,7 +194,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
         record.streamed,
         record.call_id,
     )
-    return Statement(_INSERT_CALL, row, _nothing)
+    return Statement(_INSERT_CALL, row, nothing)
 
 
 def write_model_reply(where: str, record: object) -> Statement[None]:
@@ -218,7 +217,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         float(record.latency),
         record.call_id or None,
     )
-    return Statement(_INSERT_REPLY, row, _nothing)
+    return Statement(_INSERT_REPLY, row, nothing)
 
 
 def write_vouch(where: str, record: object) -> Statement[None]:
@@ -236,7 +235,7 @@ def write_vouch(where: str, record: object) -> Statement[None]:
         _storable(record.sample),
         record.record_id,
     )
-    return Statement(_INSERT_VOUCH, row, _nothing)
+    return Statement(_INSERT_VOUCH, row, nothing)
 
 
 def save_conversation(
@@ -253,7 +252,7 @@ def save_conversation(
     return Statement(
         "INSERT INTO veridic_conversations (time, key, turns, document) VALUES (?,?,?,?)",
         row,
-        _nothing,
+        nothing,
     )
 
 
@@ -270,7 +269,7 @@ def save_rules(where: str, scope: str, rules: object) -> Statement[None]:
     return Statement(
         "INSERT INTO veridic_approval_rules (time, scope, document) VALUES (?,?,?)",
         (_time.time(), scope, _storable(document)),
-        _nothing,
+        nothing,
     )
 
 
@@ -284,7 +283,7 @@ def save_paused(where: str, paused: object) -> Statement[None]:
     return Statement(
         "INSERT INTO veridic_paused_runs (time, request_id, document) VALUES (?,?,?)",
         (_time.time(), paused.request_id, paused.to_json()),
-        _nothing,
+        nothing,
         # Sent twice, the run would be saved twice and could be resumed twice.
         idempotent=False,
     )
@@ -668,332 +667,3 @@ def _kind(value: object) -> ToolKind | None:
 
 
 # --- the stores' shared methods ------------------------------------------------------------
-
-
-class SQLStore:
-    """Every method of a blocking SQL audit store, given :meth:`_run`.
-
-    A subclass sends a :class:`Statement` to its database in one committed
-    transaction and returns the rows, or raises; nothing else differs.
-    """
-
-    def _run(self, statement: Statement[T]) -> T:
-        raise NotImplementedError
-
-    def _insert(self, row: tuple[object, ...]) -> None:
-        """Commit :data:`INSERT` of ``row``, as :meth:`_run` would.
-
-        The one statement sent once per tool call: a store may send it more
-        directly (no :class:`Statement`, no rows to read back).
-        """
-        self._run(Statement(INSERT, row, _nothing))
-
-    def write(self, record: AuditRecord, /) -> None:
-        """Validate ``record`` and commit it before returning.
-
-        A record already stored (the same :attr:`~AuditRecord.record_id`: a
-        retry) is not stored again.
-
-        Raises:
-            AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
-        """
-        self._insert(checked_row(self, record))
-
-    def write_model_call(self, record: ModelCallRecord, /) -> None:
-        """Commit a :class:`ModelCallRecord` (what the gateway sent) before returning.
-
-        Raises:
-            AuditRecordError: ``record`` is not a :class:`ModelCallRecord`.
-        """
-        self._run(write_model_call(repr(self), record))
-
-    def write_model_reply(self, record: ModelReplyRecord, /) -> None:
-        """Commit a :class:`ModelReplyRecord` (what the model answered) before returning.
-
-        Raises:
-            AuditRecordError: ``record`` is not a :class:`ModelReplyRecord`.
-        """
-        self._run(write_model_reply(repr(self), record))
-
-    def write_vouch(self, record: VouchRecord, /) -> None:
-        """Commit a :class:`~veridic.VouchRecord` (one use of a trust policy) before returning.
-
-        :meth:`TrustPolicy.record_to(store) <veridic.TrustPolicy.record_to>`
-        sends every vouch here, before the vouched text is returned.
-
-        Raises:
-            AuditRecordError: ``record`` is not a :class:`~veridic.VouchRecord`.
-        """
-        self._run(write_vouch(repr(self), record))
-
-    def records(
-        self,
-        request_id: str | None = None,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> tuple[AuditRecord, ...]:
-        """Every record in the order written, or those of one request, or of a time range.
-
-        ``since`` is inclusive and ``until`` exclusive, in seconds since the epoch.
-        The other queries narrow alike, and every store answers them alike.
-
-        Raises:
-            AuditRecordError: ``request_id`` holds a NUL or a lone surrogate (no
-                record does), or a bound is not seconds (NaN, a word, a bool).
-        """
-        return self._run(records(request_id, since, until))
-
-    def model_calls(
-        self,
-        request_id: str | None = None,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> tuple[ModelCallRecord, ...]:
-        """Every model call in the order sent, narrowed as :meth:`records` is."""
-        return self._run(model_calls(request_id, since, until))
-
-    def model_replies(
-        self,
-        request_id: str | None = None,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> tuple[ModelReplyRecord, ...]:
-        """Every model answer in the order read, narrowed as :meth:`records` is."""
-        return self._run(model_replies(request_id, since, until))
-
-    def vouches(
-        self,
-        policy: str | None = None,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> tuple[VouchRecord, ...]:
-        """Every use of a trust policy in the order written, or of one policy."""
-        return self._run(vouches(policy, since, until))
-
-    def count(self) -> int:
-        """How many tool-call records the store holds."""
-        return self._run(count())
-
-    def writes_by_approval(self) -> dict[ApprovalMode, int]:
-        """How many write calls were recorded under each approval mode (every mode present).
-
-        Follow-up records (:attr:`AuditRecord.follow_up`) are not calls and are not counted.
-        """
-        return self._run(writes_by_approval())
-
-    def instruction_writes_under_always_rule(self) -> tuple[AuditRecord, ...]:
-        """Calls that wrote instruction fields approved by an always rule: must be empty.
-
-        The gates make it so; a non-empty answer is a bug to report, with the
-        records that prove it.
-        """
-        return self._run(instruction_writes_under_always_rule())
-
-    def substitutions(self) -> tuple[Substitution, ...]:
-        """For each stopped call, the next call of the same request (or ``None``), in order.
-
-        Follow-up records (:attr:`AuditRecord.follow_up`) are skipped on both
-        sides: they record work a call left behind, not a call the model made.
-        """
-        return self._run(substitutions())
-
-    def substitution_rate(self) -> float | None:
-        """Of the stopped calls that the model followed with another call in the
-        same request, the share whose next call attempted the same operation.
-
-        ``None`` when no stopped call was followed by anything (a stopped call
-        that ends its request says nothing about substitution).
-        """
-        return substitution_rate(self.substitutions())
-
-    def save_conversation(
-        self, key: str, conversation: Conversation, /, *, time: float | None = None
-    ) -> None:
-        """Store ``conversation`` under ``key`` (a chat's id, a paused run's request id).
-
-        Each save is kept, in order: the store holds how a conversation grew,
-        and :meth:`conversation` reads the latest. What is stored holds no
-        trust (see :mod:`veridic.text.conversation`).
-
-        Raises:
-            AuditRecordError: ``key`` is empty or not storable text, or
-                ``conversation`` is not a :class:`~veridic.Conversation`.
-        """
-        self._run(save_conversation(repr(self), key, conversation, time))
-
-    def conversation(self, key: str, /) -> Conversation | None:
-        """The conversation last saved under ``key``, or ``None`` if none was.
-
-        Raises:
-            AuditRecordError: ``key`` is not one :meth:`save_conversation` takes.
-            VeridicError: the stored document is not a conversation (changed
-                in the database by hand: see :meth:`Conversation.from_json`).
-        """
-        return self._run(conversation(key))
-
-    def save_rules(self, scope: str, rules: Mapping[str, str], /) -> None:
-        """Keep approval rules (``dict(policy.rules)``) under ``scope`` (a user, a tenant).
-
-        Each save is kept; :meth:`rules` reads the latest. Read them back
-        through :meth:`ApprovalPolicy.restore <veridic.ApprovalPolicy.restore>`,
-        which checks each rule again against the new view.
-
-        Raises:
-            AuditRecordError: ``scope`` is not storable text, or ``rules`` is not
-                a mapping of tool names to rules (text).
-        """
-        self._run(save_rules(repr(self), scope, rules))
-
-    def rules(self, scope: str, /) -> dict[str, str]:
-        """The rules last saved under ``scope`` (``{}`` if none were)."""
-        return self._run(rules(scope))
-
-    def save_paused(self, paused: PausedRun, /) -> None:
-        """Keep a run paused for approvals until one request claims it (:meth:`claim_paused`).
-
-        Raises:
-            AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`, or
-                its request id could not claim it back (empty, a NUL, a lone surrogate).
-        """
-        self._run(save_paused(repr(self), paused))
-
-    def pending_runs(self) -> tuple[str, ...]:
-        """The request ids of runs paused and not claimed yet, oldest first."""
-        return self._run(pending_runs())
-
-    def claim_paused(self, request_id: str, /) -> PausedRun | None:
-        """The run paused under ``request_id``, for one caller only; ``None`` once claimed.
-
-        Two requests that bring the user's answers at once (a double click,
-        two hosts) must not both resume the run, or an approved write would
-        run twice: the claim is one conditional update, and only the caller
-        whose update took the row gets the paused run. Claiming marks it
-        taken even if the resume then fails: save the new pause the resume
-        returns, or save the paused run again to retry.
-
-        Raises:
-            AuditRecordError: ``request_id`` is empty or holds a NUL or a lone
-                surrogate (:meth:`save_paused` refuses such a run).
-        """
-        return self._run(claim_paused(request_id))
-
-
-class AsyncSQLStore:
-    """The coroutine twin of every :class:`SQLStore` method, given :meth:`_arun`.
-
-    Each ``a``-method answers as the method without the ``a`` does; none
-    holds the event loop while the database works.
-    """
-
-    async def _arun(self, statement: Statement[T]) -> T:
-        raise NotImplementedError
-
-    async def awrite(self, record: AuditRecord, /) -> None:
-        """As :meth:`SQLStore.write`."""
-        await self._arun(Statement(INSERT, checked_row(self, record), _nothing))
-
-    async def awrite_model_call(self, record: ModelCallRecord, /) -> None:
-        """As :meth:`SQLStore.write_model_call`."""
-        await self._arun(write_model_call(repr(self), record))
-
-    async def awrite_model_reply(self, record: ModelReplyRecord, /) -> None:
-        """As :meth:`SQLStore.write_model_reply`."""
-        await self._arun(write_model_reply(repr(self), record))
-
-    async def awrite_vouch(self, record: VouchRecord, /) -> None:
-        """As :meth:`SQLStore.write_vouch`."""
-        await self._arun(write_vouch(repr(self), record))
-
-    async def arecords(
-        self,
-        request_id: str | None = None,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> tuple[AuditRecord, ...]:
-        """As :meth:`SQLStore.records`."""
-        return await self._arun(records(request_id, since, until))
-
-    async def amodel_calls(
-        self,
-        request_id: str | None = None,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> tuple[ModelCallRecord, ...]:
-        """As :meth:`SQLStore.model_calls`."""
-        return await self._arun(model_calls(request_id, since, until))
-
-    async def amodel_replies(
-        self,
-        request_id: str | None = None,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> tuple[ModelReplyRecord, ...]:
-        """As :meth:`SQLStore.model_replies`."""
-        return await self._arun(model_replies(request_id, since, until))
-
-    async def avouches(
-        self,
-        policy: str | None = None,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> tuple[VouchRecord, ...]:
-        """As :meth:`SQLStore.vouches`."""
-        return await self._arun(vouches(policy, since, until))
-
-    async def acount(self) -> int:
-        """As :meth:`SQLStore.count`."""
-        return await self._arun(count())
-
-    async def awrites_by_approval(self) -> dict[ApprovalMode, int]:
-        """As :meth:`SQLStore.writes_by_approval`."""
-        return await self._arun(writes_by_approval())
-
-    async def ainstruction_writes_under_always_rule(self) -> tuple[AuditRecord, ...]:
-        """As :meth:`SQLStore.instruction_writes_under_always_rule`."""
-        return await self._arun(instruction_writes_under_always_rule())
-
-    async def asubstitutions(self) -> tuple[Substitution, ...]:
-        """As :meth:`SQLStore.substitutions`."""
-        return await self._arun(substitutions())
-
-    async def asubstitution_rate(self) -> float | None:
-        """As :meth:`SQLStore.substitution_rate`."""
-        return substitution_rate(await self.asubstitutions())
-
-    async def asave_conversation(
-        self, key: str, conversation: Conversation, /, *, time: float | None = None
-    ) -> None:
-        """As :meth:`SQLStore.save_conversation`."""
-        await self._arun(save_conversation(repr(self), key, conversation, time))
-
-    async def aconversation(self, key: str, /) -> Conversation | None:
-        """As :meth:`SQLStore.conversation`."""
-        return await self._arun(conversation(key))
-
-    async def asave_rules(self, scope: str, rules: Mapping[str, str], /) -> None:
-        """As :meth:`SQLStore.save_rules`."""
-        await self._arun(save_rules(repr(self), scope, rules))
-
-    async def arules(self, scope: str, /) -> dict[str, str]:
-        """As :meth:`SQLStore.rules`."""
-        return await self._arun(rules(scope))
-
-    async def asave_paused(self, paused: PausedRun, /) -> None:
-        """As :meth:`SQLStore.save_paused`."""
-        await self._arun(save_paused(repr(self), paused))
-
-    async def apending_runs(self) -> tuple[str, ...]:
-        """As :meth:`SQLStore.pending_runs`."""
-        return await self._arun(pending_runs())
-
-    async def aclaim_paused(self, request_id: str, /) -> PausedRun | None:
-        """As :meth:`SQLStore.claim_paused`."""
-        return await self._arun(claim_paused(request_id))

@@ -59,8 +59,9 @@ import weakref
 from typing import Literal, Protocol, runtime_checkable
 
 from veridic.errors import AuditRecordError
+from veridic.run._sql_store import AsyncSQLStore, SQLStore
 from veridic.run._sqlite_schema import prepare
-from veridic.run._store import INSERT, AsyncSQLStore, SQLStore, Statement, T, checked_row
+from veridic.run._store import INSERT, Statement, T, checked_row
 from veridic.run._turns import Turns
 from veridic.run.approval import ApprovalMode
 from veridic.run.records import (

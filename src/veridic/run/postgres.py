@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any, Final
 from veridic._extras import require
 from veridic.errors import AuditRecordError
 from veridic.run import _postgres_schema
-from veridic.run._store import INSERT, AsyncSQLStore, Rows, SQLStore, Statement, T
+from veridic.run._sql_store import AsyncSQLStore, SQLStore
+from veridic.run._store import INSERT, Rows, Statement, T
 
 if TYPE_CHECKING:
     import psycopg
