@@ -160,6 +160,9 @@ if TYPE_CHECKING:
     from veridic.tools.boot_failure import (
         BootError,
     )
+    from veridic.tools.component import (
+        Component,
+    )
     from veridic.tools.context import (
         ToolContext,
     )
@@ -176,7 +179,6 @@ if TYPE_CHECKING:
         normalize_plan,
     )
     from veridic.tools.registry import (
-        Component,
         Registry,
     )
     from veridic.tools.risk import (
@@ -219,7 +221,7 @@ _HOMES: dict[str, str] = {
     "CallOutcome": "veridic.run.audit",
     "CallResult": "veridic.run.executor",
     "CapabilityWording": "veridic.tools.wording",
-    "Component": "veridic.tools.registry",
+    "Component": "veridic.tools.component",
     "Composer": "veridic.text.compose",
     "PausedRun": "veridic.run.deferred",
     "PendingApproval": "veridic.run.deferred",

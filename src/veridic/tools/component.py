@@ -1,0 +1,244 @@
+"""``Component``: an optional part of an application, whose tools are promised only while it runs.
+
+A plug-in or a paid tier registers its tools through :meth:`Registry.component
+<veridic.Registry.component>`; its boot check decides whether those tools are in a
+view. The check runs at boot and again as ``recheck`` says (a licence that
+expires mid-process must not stay promised); a check that fails takes the
+component's tools out of every later view, and each view's capability section
+says so, with the reason (decided by :mod:`veridic.tools.boot_failure`) and the
+hint. The registry holds the components and applies their states; this module
+holds what one component knows about itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from veridic.errors import VeridicError
+from veridic.text.provenance import TrustedText
+from veridic.text.terminal_view import visible
+from veridic.tools.boot_failure import _boot_detail, _boot_reason
+from veridic.tools.risk import RiskLike, ToolKind
+from veridic.tools.tool import ToolHints
+from veridic.tools.view import ComponentState
+
+if TYPE_CHECKING:
+    from veridic.tools.registry import Registry
+
+__all__ = ["Component", "Recheck"]
+
+F = TypeVar("F", bound=Callable[..., object])
+
+Recheck = Literal["view"] | float | None
+"""When a component's boot check runs again: ``None`` (never: once, at boot), ``"view"``
+(for every view) or a positive number of seconds (when a view is made and the last check
+is older than that)."""
+
+_log = logging.getLogger("veridic.registry")
+"""The registry's log: a component is part of it."""
+
+
+class Component:
+    """An optional part of the application (a plug-in, a paid tier) and its tools.
+
+    Made by :meth:`Registry.component`. Its ``boot`` check runs when the
+    registry boots, and again as ``recheck`` says (``None``: never again;
+    ``"view"``: for every view; seconds: when a view is made and the last
+    check is older) or when :meth:`Registry.recheck` asks; if it raises (or
+    returns ``False``) the component is down: its tools are in no view, and
+    every view's capability section says so, with the reason and the hint.
+    """
+
+    __slots__ = (
+        "_applied",
+        "_boot",
+        "_checked_at",
+        "_lock",
+        "_recheck",
+        "_registry",
+        "_runs",
+        "hint",
+        "name",
+        "provides",
+    )
+
+    def __init__(
+        self,
+        registry: Registry,
+        name: TrustedText,
+        boot: Callable[[], object] | None,
+        hint: TrustedText,
+        provides: TrustedText | None,
+        recheck: Recheck = None,
+    ) -> None:
+        self._registry = registry
+        self._boot = boot
+        self.name = name
+        self.hint = hint
+        self.provides = provides
+        self._recheck: Recheck = recheck
+        # One check at a time (the boot callable need not be thread-safe); _runs
+        # numbers the checks, _applied is the latest whose state the registry holds.
+        self._lock = threading.Lock()
+        self._runs = 0
+        self._applied = 0
+        self._checked_at = -math.inf
+
+    def __repr__(self) -> str:
+        return f"<Component {self.name!r} of {self._registry!r}>"
+
+    @property
+    def recheck(self) -> Recheck:
+        """When the boot check runs again (as declared; seconds as a ``float``)."""
+        return self._recheck
+
+    def tool(
+        self,
+        *,
+        kind: ToolKind,
+        risk: RiskLike | None = None,
+        irreversible: bool = False,
+        writes: Iterable[type[BaseModel]] = (),
+        name: str | None = None,
+        description: TrustedText | None = None,
+        roles: Iterable[str] = (),
+        hints: ToolHints | None = None,
+    ) -> Callable[[F], F]:
+        """Register a tool of this component; same keywords as :meth:`Registry.tool`."""
+        return self._registry._decorator(
+            self.name, kind, risk, irreversible, writes, name, description, roles, hints
+        )
+
+    def external(
+        self,
+        *,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, object],
+        handler: Callable[[dict[str, object]], object],
+        kind: ToolKind,
+        risk: RiskLike | None = None,
+        pin: str | None = None,
+        irreversible: bool = False,
+        source: TrustedText = "an external spec",
+        roles: Iterable[str] = (),
+        unavailable: TrustedText | None = None,
+        hints: ToolHints | None = None,
+    ) -> None:
+        """Register an external tool of this component; as :meth:`Registry.external`."""
+        self._registry._external(
+            self.name,
+            name,
+            description,
+            input_schema,
+            handler,
+            kind,
+            risk,
+            pin,
+            irreversible,
+            source,
+            roles,
+            unavailable,
+            hints,
+        )
+
+    def run_boot(self) -> ComponentState:
+        """Run the boot check and say how it went (a failure is logged).
+
+        The registry runs it at boot and as ``recheck`` says; calling it
+        yourself changes no view (use :meth:`Registry.recheck` for that). The
+        state's ``reason`` is what the capability section will say; the
+        exception's whole message is logged (with the traceback at DEBUG) and
+        kept in the state's ``detail``.
+        """
+        state = self._evaluate()
+        if state.started is False:
+            _log.warning("component %r did not start: %s", self.name, _logged(state.detail))
+        return state
+
+    def _run(self, clock: Callable[[], float]) -> tuple[ComponentState, int]:
+        """Run the check now, one at a time; the state and the check's number.
+
+        ``clock`` (the registry's ``time.monotonic``) dates the check when it ends.
+        """
+        with self._lock:
+            return self._numbered(clock)
+
+    def _run_if_due(
+        self, now: float, clock: Callable[[], float]
+    ) -> tuple[ComponentState, int] | None:
+        """Run the check if ``recheck`` says it is due at ``now`` (a ``clock()``); ``None``
+        when it is not, or a check that ended while this one waited made it fresh."""
+        with self._lock:
+            return self._numbered(clock) if self._due(now) else None
+
+    def _numbered(self, clock: Callable[[], float]) -> tuple[ComponentState, int]:
+        state = self._evaluate()
+        self._checked_at = clock()
+        self._runs += 1
+        return state, self._runs
+
+    def _due(self, now: float) -> bool:
+        recheck = self._recheck
+        return recheck == "view" or (
+            isinstance(recheck, float) and now - self._checked_at >= recheck
+        )
+
+    def _evaluate(self) -> ComponentState:
+        if self._boot is None:
+            return ComponentState(self.name, True, "", self.hint, self.provides)
+        try:
+            result = self._boot()
+        except Exception as error:
+            reason, detail = _boot_reason(error), _boot_detail(error)
+            _log.debug("component %r boot failure", self.name, exc_info=True)
+            return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
+        if result is False:
+            reason = "its boot check returned False"
+            return ComponentState(self.name, False, reason, self.hint, self.provides, reason)
+        return ComponentState(self.name, True, "", self.hint, self.provides)
+
+
+def _logged(detail: str) -> str:
+    """A failed boot's message for one log line: its controls and invisible characters shown.
+
+    The message is the exception's, and the exception may quote outside text (a
+    licence server's answer). Raw, its line breaks and escape sequences would
+    forge log lines, or repaint the terminal of the ``veridic`` command that
+    prints the log before its report. ``Registry.components()`` keeps it whole.
+    """
+    return visible(detail, None)
+
+
+def _recheck_mode(name: str, recheck: object, boot: object) -> Recheck:
+    """``recheck`` checked: ``None``, ``"view"`` or a positive, finite number of seconds."""
+    if recheck is None:
+        return None
+    if recheck == "view" and isinstance(recheck, str):
+        mode: Recheck = "view"
+    elif (
+        isinstance(recheck, int | float)
+        and not isinstance(recheck, bool)
+        and math.isfinite(recheck)
+        and recheck > 0
+    ):
+        mode = float(recheck)
+    else:
+        raise VeridicError(
+            f"registry.component({name!r}, recheck={recheck!r}): recheck is None (run the "
+            'boot check once, at boot), "view" (run it again for every view) or a positive '
+            "number of seconds (run it again when a view is made and the last check is older "
+            'than that): pass one of those, e.g. recheck=300 or recheck="view"'
+        )
+    if boot is None:
+        raise VeridicError(
+            f"registry.component({name!r}, recheck={recheck!r}) has no boot check to run "
+            "again: pass boot=... (the licence or feature check), or leave recheck out"
+        )
+    return mode
