@@ -26,6 +26,7 @@ from pydantic_ai import (
 )
 from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult
 from pydantic_ai.messages import (
+    InstructionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -298,14 +299,25 @@ class VeridicCapability(AbstractCapability[object]):
         A system part of the messages (pydantic-ai's ``system_prompt``, kept in
         the history) is read as instructions too: one that is not trusted text
         (a stored conversation brought back, or edited, with a system part) is
-        refused as any outside text at an instruction position.
+        refused as any outside text at an instruction position. So is every
+        instruction part of the request but this capability's own: the
+        agent's or the run's ``instructions=`` (a callable, a template, a
+        string formatted from a document) and what ``@agent.instructions``
+        functions return reach the model's system slot beside the capability
+        section.
 
         Raises:
             ToolCouplingError: a function tool is not one of the view's, one of
                 the view's is missing, or its definition is not the view's.
-            ProvenanceError: a system part of the messages is not trusted text.
+            ProvenanceError: a system part of the messages, or an instruction
+                part, is not trusted text.
         """
         _check_system_parts(request_context.messages, self.request_id)
+        _check_instruction_parts(
+            request_context.model_request_parameters.instruction_parts or (),
+            self.instructions,
+            self.request_id,
+        )
         problems = _tool_problems(
             request_context.model_request_parameters.function_tools, self.view
         )
@@ -397,6 +409,34 @@ def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> No
                     "instructions=...), not system_prompt=, and drop system parts from a "
                     "stored history)",
                 )
+
+
+def _check_instruction_parts(
+    parts: Sequence[InstructionPart], own: TrustedInstruction, request_id: str
+) -> None:
+    """Refuse an instruction part that is neither trusted text nor the capability's own.
+
+    pydantic-ai strips every part it is given, and a stripped string is a plain ``str``:
+    the capability's own part is recognised by its text (the capability holds the trusted
+    value it was made from); any other part must still be a minted value, as the result of
+    an ``@agent.instructions`` function returning a :class:`~veridic.TrustedInstruction`
+    is. A static string (``Agent(instructions="...")``, even of ``instruction()`` text)
+    arrives copied, and is refused with the rest: veridic cannot tell it from outside text.
+    """
+    mine = own.strip()
+    for index, part in enumerate(parts):
+        if part.content == mine or is_trusted(part.content):
+            continue
+        report(
+            part.content,
+            f"instruction part {index} of request {request_id!r} (pydantic-ai sends the "
+            "agent's and the run's instructions=, and what @agent.instructions functions "
+            "return, as instructions beside the capability section; a static string reaches "
+            "veridic copied, as a plain str, even when it was instruction() text: give the "
+            "application's instructions as capability(..., instructions=[...]), or return a "
+            "TrustedInstruction from the @agent.instructions function, and put outside text in "
+            "the user prompt or a tool result)",
+        )
 
 
 def _tool_problems(given: Sequence[ToolDefinition], view: ToolView) -> list[str]:

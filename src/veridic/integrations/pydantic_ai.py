@@ -97,7 +97,11 @@ def capability(
       own), then the view's capability section and the data preamble of
       ``data_mode``, as :func:`instructions` joins them; the section says
       which tools are not available and why.
-      Do not give the agent the section a second time.
+      Do not give the agent the section a second time. Any other instruction
+      part of a request (the agent's or the run's ``instructions=``, an
+      ``@agent.instructions`` function's result) must be trusted text: a
+      static string arrives as pydantic-ai's plain copy and is refused, so
+      give the application's own parts here.
     - **Calls**: through :func:`veridic.aexecute`, recorded in ``audit``
       under ``request_id`` (use the same id for the run that resumes a
       deferred call). A call the policy would ask the user about is deferred
@@ -132,6 +136,9 @@ def capability(
         VeridicError: ``policy`` was built for another view, ``audit`` cannot
             write records, ``request_id`` is empty or ``max_retries`` is not a
             count.
+        ProvenanceError: (from a run, before the model is asked) an instruction
+            part of the request other than the capability's own, or a system
+            part of the history, is not trusted text.
         ToolCouplingError: (from a run, before the model is asked) the request
             offers the model a tool beside the view's (the agent's ``tools=``,
             another toolset, an MCP server: it would run unrecorded), lacks one
