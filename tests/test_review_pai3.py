@@ -102,3 +102,64 @@ def test_trusted_instructions_from_a_function_and_the_capability_still_reach_the
     assert good.run_sync("Hi", capabilities=[s.veridic]).output == "Hello."
     assert "Answer in one sentence." in (script.shown[0].instructions or "")
     assert "You keep the user's notes." in (script.shown[0].instructions or "")
+
+
+# --- (4) an approval holds for the call that was shown ----------------------------------------
+
+
+def test_an_approval_with_other_arguments_than_those_shown_runs_nothing() -> None:
+    """An approval posted by a client (or built from one) with ``override_args`` ran other
+    arguments than the dialog showed, recorded USER_CONFIRMED, while the history still shows
+    the model's: a reviewer reads one call, the store got another."""
+    s = setup()
+    script = Script([call("c1", "save_note", title="todo", text="buy milk")], "Saved.")
+    first = agent(script).run_sync("Save", capabilities=[s.veridic])
+    shown = deferred(first.output).approvals[0]
+    assert shown.args == {"title": "todo", "text": "buy milk"}
+    widened = DeferredToolResults(
+        approvals={"c1": ToolApproved(override_args={"title": "plans", "text": "attacker"})}
+    )
+    with pytest.raises(ApprovalDeniedError, match="override_args"):
+        agent(script).run_sync(
+            message_history=first.all_messages(),
+            deferred_tool_results=widened,
+            capabilities=[s.veridic],
+        )
+    assert s.store.notes == {"plans": "move to Lisbon"}
+    assert "save_note" not in s.store.ran
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.dictionaries(st.sampled_from(["title", "text"]), st.text(max_size=8) | st.integers()))
+def test_for_any_override_only_the_arguments_shown_run(override: dict[str, object]) -> None:
+    s = setup()
+    script = Script([call("c1", "save_note", title="todo", text="buy milk")], "Saved.", "Saved.")
+    first = agent(script).run_sync("Save", capabilities=[s.veridic])
+    answer = DeferredToolResults(approvals={"c1": ToolApproved(override_args=override)})
+    same = override == {"title": "todo", "text": "buy milk"}
+    try:
+        agent(script).run_sync(
+            message_history=first.all_messages(),
+            deferred_tool_results=answer,
+            capabilities=[s.veridic],
+        )
+    except ApprovalDeniedError:
+        assert not same
+    else:
+        assert same
+    ran = s.store.notes.get("todo") == "buy milk"
+    assert ran == same
+    assert set(s.store.notes) <= {"plans", "todo"}
+    assert s.store.notes["plans"] == "move to Lisbon"
+
+
+def test_a_plain_approval_still_runs_the_call_shown() -> None:
+    s = setup()
+    script = Script([call("c1", "save_note", title="todo", text="buy milk")], "Saved.")
+    first = agent(script).run_sync("Save", capabilities=[s.veridic])
+    yes = DeferredToolResults(approvals={"c1": ToolApproved()})
+    agent(script).run_sync(
+        message_history=first.all_messages(), deferred_tool_results=yes, capabilities=[s.veridic]
+    )
+    assert s.store.notes["todo"] == "buy milk"
+    assert rows(s.audit) == [("save_note", ApprovalMode.USER_CONFIRMED, CallOutcome.OK)]

@@ -40,7 +40,7 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from veridic._sample import clip
-from veridic.errors import InvalidArgumentsError, ToolCouplingError
+from veridic.errors import ApprovalDeniedError, InvalidArgumentsError, ToolCouplingError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
@@ -120,6 +120,11 @@ class VeridicToolset(AbstractToolset[object]):
     ) -> object:
         """Run one call through the executor; a call the user must confirm is deferred first.
 
+        An approval holds for the arguments the model wrote, the ones the dialog
+        showed (``DeferredToolRequests.approvals``): one that brings other
+        arguments (``ToolApproved(override_args=...)``) is refused before
+        anything runs, and the call stays pending.
+
         Not yet approved and pending under the policy: :class:`ApprovalRequired`,
         whose metadata (the tool, its kind and risk, why it is asked) reaches
         ``DeferredToolRequests.metadata``. Approved (``ctx.tool_call_approved``):
@@ -133,7 +138,9 @@ class VeridicToolset(AbstractToolset[object]):
         """
         arguments = _arguments(tool_args)
         approved = ctx.tool_call_approved
-        if not approved:
+        if approved:
+            _check_approved_as_shown(name, tool_args, ctx.messages, ctx.tool_call_id)
+        else:
             request = self._pending(name, arguments)
             if request is not None:
                 raise ApprovalRequired(metadata=_dialog(request, self.request_id))
@@ -462,6 +469,66 @@ def _tool_problems(given: Sequence[ToolDefinition], view: ToolView) -> list[str]
                 "toolset makes a plain function tool, strict=False)"
             )
     return problems
+
+
+def _check_approved_as_shown(
+    name: str,
+    arguments: Mapping[str, object],
+    messages: Sequence[ModelMessage],
+    tool_call_id: str | None,
+) -> None:
+    """Refuse an approved call whose arguments are not the ones the model wrote.
+
+    pydantic-ai lets an approval replace them (``ToolApproved(override_args=...)``):
+    the call would run with arguments nobody was shown, recorded ``USER_CONFIRMED``,
+    while the history keeps showing the model's. veridic cannot tell who wrote the
+    others (a client posting approvals writes them too), so it runs only what was shown.
+
+    Raises:
+        ApprovalDeniedError: the arguments differ, or the call is not in the history.
+    """
+    written: object = None
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            for part in message.tool_calls:
+                if part.tool_call_id == tool_call_id and part.tool_name == name:
+                    written = _written_arguments(part)
+                    break
+        if written is not None:
+            break
+    if _canonical(written) == _canonical(dict(arguments)):
+        return
+    if isinstance(written, dict):
+        keys = sorted(
+            clip(str(key))
+            for key in set(arguments) | set(written)
+            if _canonical(arguments.get(key)) != _canonical(written.get(key))
+        )
+        differ = f"differing: {', '.join(keys)}"
+    else:
+        differ = "the history holds no such call of it"
+    raise ApprovalDeniedError(
+        f"the approval of call {clip(str(tool_call_id))} of tool {clip(name)} came with other "
+        f"arguments than the model wrote and the approval dialog showed (override_args; "
+        f"{differ}), so it did not run and was not recorded; an approval holds only for the "
+        "call shown: answer True or "
+        "ToolApproved() without override_args, or deny it (False, ToolDenied) and let the "
+        "model call the tool again with the arguments the user wants"
+    )
+
+
+def _written_arguments(part: ToolCallPart) -> object:
+    """The arguments of a call as the model wrote them, or ``None`` if they are not an object."""
+    try:
+        return part.args_as_dict()
+    except ValueError:
+        return None
+
+
+def _canonical(value: object) -> str:
+    """One spelling of a JSON value, so that ``1`` and ``True`` or key order never compare equal
+    or unequal by accident."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def _arguments(raw: object) -> Mapping[str, object] | str:

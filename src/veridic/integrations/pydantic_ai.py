@@ -110,7 +110,9 @@ def capability(
       fields, and why it is asked. Approved in the resuming run, it is
       checked again (the tool may be gone from that run's view, a ``deny``
       rule may have been set) and recorded ``USER_CONFIRMED`` (veridic cannot
-      tell who approved: approve there only what a person confirmed). To
+      tell who approved: approve there only what a person confirmed); an
+      approval with other arguments (``ToolApproved(override_args=...)``)
+      raises :class:`~veridic.ApprovalDeniedError` and runs nothing. To
       approve it "always", call ``policy.allow_always(name)`` first, which
       raises :class:`~veridic.AlwaysAllowRefusedError` for a high-risk tool.
       A denied call is recorded ``DENIED`` and never runs, however it was
