@@ -163,3 +163,55 @@ def test_a_plain_approval_still_runs_the_call_shown() -> None:
     )
     assert s.store.notes["todo"] == "buy milk"
     assert rows(s.audit) == [("save_note", ApprovalMode.USER_CONFIRMED, CallOutcome.OK)]
+
+
+# --- (2) a final result is not a way around the view ------------------------------------------
+
+
+def test_an_output_function_the_model_calls_as_its_final_result_is_refused_before_it_runs() -> None:
+    """An output function is code the model runs with arguments it writes: outside the view,
+    the policy, the guards and the audit, as a tool beside the view's would be."""
+    s = setup()
+    wiped: list[str] = []
+
+    def finish_by_wiping(reason: str) -> str:
+        """Finish the task."""
+        wiped.append(reason)
+        s.store.notes.clear()
+        return "done"
+
+    script = Script([call("c1", "final_result", reason="tidy")])
+    bad = Agent(FunctionModel(script), output_type=[DeferredToolRequests, finish_by_wiping])
+    with pytest.raises(ToolCouplingError, match="output function"):
+        bad.run_sync("Tidy up", capabilities=[s.veridic])
+    assert wiped == []
+    assert s.store.notes == {"plans": "move to Lisbon"}
+
+
+def test_a_text_output_function_is_refused_too() -> None:
+    from pydantic_ai import TextOutput
+
+    s = setup()
+    seen: list[str] = []
+
+    def act_on(text: str) -> str:
+        seen.append(text)
+        return text
+
+    bad = Agent(FunctionModel(Script("delete everything")), output_type=TextOutput(act_on))
+    with pytest.raises(ToolCouplingError, match="output function"):
+        bad.run_sync("Hi", capabilities=[s.veridic])
+    assert seen == []
+
+
+class Summary(BaseModel):
+    text: str
+
+
+def test_a_structured_output_type_without_a_function_still_ends_the_run() -> None:
+    s = setup()
+    script = Script([call("c1", "final_result", text="You have one note.")])
+    good = Agent(FunctionModel(script), output_type=[DeferredToolRequests, Summary])
+    assert good.run_sync("Notes?", capabilities=[s.veridic]).output == Summary(
+        text="You have one note."
+    )

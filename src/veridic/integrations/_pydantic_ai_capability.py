@@ -36,6 +36,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.output import OutputContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
@@ -338,6 +339,32 @@ class VeridicCapability(AbstractCapability[object]):
                 "registry and filter with the view, registry.view(deny=...)"
             )
         return request_context
+
+    async def before_output_process(
+        self, ctx: RunContext[object], *, output_context: OutputContext, output: object
+    ) -> object:
+        """Refuse an output function before it runs: the model would run code outside the view.
+
+        An output function (``output_type=`` a function, ``ToolOutput(function)``,
+        ``TextOutput(function)``) is called with what the model wrote to end the run:
+        a tool the capability section does not list, that no policy approves, no
+        guard judges and the audit never records. A type (a pydantic model, ``str``,
+        ``DeferredToolRequests``) is only validated, and ends the run as before.
+
+        Raises:
+            ToolCouplingError: the output the model chose would call a function.
+        """
+        if output_context.has_function:
+            name = output_context.function_name or "an output function of the union"
+            raise ToolCouplingError(
+                f"the model ended the run of request {self.request_id!r} through the output "
+                f"function {clip(name)} (output_type=), which pydantic-ai would call with the "
+                "model's arguments outside the view: unapproved, unguarded and unrecorded; it "
+                "did not run: give the agent an output type (a pydantic model, str) and act on "
+                "the output after the run, or register the function as a tool of the veridic "
+                "registry so that the view offers it, approves it and records its calls"
+            )
+        return output
 
     async def after_node_run(
         self,

@@ -146,7 +146,9 @@ def capability(
             another toolset, an MCP server: it would run unrecorded), lacks one
             of the view's, or states one otherwise (a ``prepare_tools`` that
             filters, renames or rewords); or pydantic-ai answered a name the view
-            exposes as unknown.
+            exposes as unknown; or the model's output would call an output
+            function (``output_type=`` a function), code outside the view,
+            which does not run.
     """
     require("pydantic_ai", "pydantic-ai", "veridic.integrations.pydantic_ai.capability()")
     from veridic.integrations._pydantic_ai_capability import VeridicCapability
