@@ -215,3 +215,100 @@ def test_a_structured_output_type_without_a_function_still_ends_the_run() -> Non
     assert good.run_sync("Notes?", capabilities=[s.veridic]).output == Summary(
         text="You have one note."
     )
+
+
+# --- (3) a call the run ends before is recorded, in run() and in a stream ---------------------
+
+
+def test_a_write_called_beside_the_final_result_is_recorded_not_run() -> None:
+    """pydantic-ai ends the run with the final result and drops the write it would have asked
+    the user about: no record, no answer to the model, nothing for the application to ask."""
+    s = setup()
+    script = Script(
+        [
+            call("c0", "final_result", text="Saved."),
+            call("c1", "list_notes"),
+            call("c2", "save_note", title="todo", text="buy milk"),
+        ]
+    )
+    result = Agent(FunctionModel(script), output_type=[DeferredToolRequests, Summary]).run_sync(
+        "Save", capabilities=[s.veridic]
+    )
+    assert result.output == Summary(text="Saved.")
+    assert "save_note" not in s.store.ran
+    assert sorted(rows(s.audit)) == [
+        ("list_notes", ApprovalMode.NOT_REQUIRED, CallOutcome.OK),
+        ("save_note", ApprovalMode.DENIED, CallOutcome.DENIED),
+    ]
+
+
+def test_a_query_the_early_end_strategy_skips_is_recorded_not_run() -> None:
+    s = setup()
+    script = Script([call("c0", "final_result", text="Done."), call("c1", "list_notes")])
+    early = Agent(
+        FunctionModel(script), output_type=[DeferredToolRequests, Summary], end_strategy="early"
+    )
+    early.run_sync("Hi", capabilities=[s.veridic])
+    assert "list_notes" not in s.store.ran
+    assert rows(s.audit) == [("list_notes", ApprovalMode.DENIED, CallOutcome.DENIED)]
+
+
+def _streamed(*turns: list[str | DeltaToolCalls]) -> FunctionModel:
+    answers = list(turns)
+
+    async def stream(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | DeltaToolCalls]:
+        for item in answers.pop(0):
+            yield item
+
+    return FunctionModel(stream_function=stream)
+
+
+def test_a_stream_that_ends_on_text_records_the_calls_it_did_not_run() -> None:
+    s = setup()
+    model = _streamed(
+        [
+            "Here you go. ",
+            {0: DeltaToolCall("list_notes", "{}", tool_call_id="c1")},
+            {
+                1: DeltaToolCall(
+                    "save_note", json.dumps({"title": "t", "text": "x"}), tool_call_id="c2"
+                )
+            },
+        ]
+    )
+
+    async def main() -> str:
+        streaming = Agent(model, output_type=[str, DeferredToolRequests])
+        async with streaming.run_stream("Hi", capabilities=[s.veridic]) as run:
+            return str(await run.get_output())
+
+    assert asyncio.run(main()) == "Here you go. "
+    assert "save_note" not in s.store.ran
+    assert sorted(rows(s.audit)) == [
+        ("list_notes", ApprovalMode.NOT_REQUIRED, CallOutcome.OK),
+        ("save_note", ApprovalMode.DENIED, CallOutcome.DENIED),
+    ]
+
+
+def test_a_stream_records_and_defers_as_run_does() -> None:
+    s = setup()
+    model = _streamed(
+        [{0: DeltaToolCall("list_notes", "{}", tool_call_id="c1")}],
+        [
+            {
+                0: DeltaToolCall(
+                    "save_note", json.dumps({"title": "t", "text": "x"}), tool_call_id="c2"
+                )
+            }
+        ],
+    )
+
+    async def main() -> object:
+        streaming = Agent(model, output_type=[str, DeferredToolRequests])
+        async with streaming.run_stream("Hi", capabilities=[s.veridic]) as run:
+            return await run.get_output()
+
+    assert [c.tool_name for c in deferred(asyncio.run(main())).approvals] == ["save_note"]
+    assert rows(s.audit) == [("list_notes", ApprovalMode.NOT_REQUIRED, CallOutcome.OK)]

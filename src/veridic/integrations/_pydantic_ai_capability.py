@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic_ai import (
+    AgentRunResult,
     ApprovalRequired,
     CallToolsNode,
+    DeferredToolRequests,
     ModelRequestNode,
     ModelRetry,
     RunContext,
@@ -81,6 +83,9 @@ class VeridicToolset(AbstractToolset[object]):
         self.request_id = request_id
         self.max_retries = max_retries
         self.data_mode = data_mode
+        self._recorded: set[str] = set()
+        """The ids of the calls of this run recorded so far (run, refused, denied); emptied of
+        a run's calls when it ends (:meth:`record_unrun`)."""
 
     def __repr__(self) -> str:
         return f"<VeridicToolset of {self.view!r}, request {self.request_id!r}>"
@@ -145,6 +150,8 @@ class VeridicToolset(AbstractToolset[object]):
             request = self._pending(name, arguments)
             if request is not None:
                 raise ApprovalRequired(metadata=_dialog(request, self.request_id))
+        if ctx.tool_call_id is not None:
+            self._recorded.add(ctx.tool_call_id)
         result = await aexecute(
             self.view,
             name,
@@ -199,6 +206,8 @@ class VeridicToolset(AbstractToolset[object]):
                     continue
                 call = calls[part.tool_call_id]
                 cause = None if part.retry is None else part.retry.cause
+                if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
+                    self._recorded.add(call.tool_call_id)
                 if part.outcome == "denied":
                     await self._record_denial(messages, call, context)
                 elif cause == "unknown_tool":
@@ -210,6 +219,56 @@ class VeridicToolset(AbstractToolset[object]):
                     # toolset sees the call): recorded refused, and told fenced, not quoted.
                     refused = await self._refused(messages, call)
                     part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
+
+    async def record_unrun(
+        self,
+        messages: Sequence[ModelMessage],
+        output: object,
+        run_id: str | None,
+        context: object = None,
+    ) -> None:
+        """At the end of a run, record the view's calls of its last response that never ran.
+
+        A run that ends with its final result (not with calls deferred) leaves
+        some calls of that response unrun: one this toolset deferred for
+        approval, which pydantic-ai then drops without a word, or one its end
+        strategy skipped ("Tool not executed"), in ``run`` and in a stream that
+        ends on text alike. Each is recorded ``DENIED`` (nobody confirmed it),
+        through the executor with a policy that asks the user and no one to
+        answer, so nothing runs. A response of an earlier run (the history's)
+        was recorded by that run.
+        """
+        calls = [
+            call
+            for message in messages
+            if isinstance(message, ModelResponse)
+            for call in message.tool_calls
+        ]
+        last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
+        ended = not isinstance(output, DeferredToolRequests)
+        if last is not None and last.run_id == run_id and ended:
+            for call in last.tool_calls:
+                if call.tool_call_id not in self._recorded:
+                    await self._record_not_run(messages, call, context)
+        self._recorded -= {call.tool_call_id for call in calls}
+
+    async def _record_not_run(
+        self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
+    ) -> None:
+        """Record a call of the view's that the run ended before: asked of nobody, so denied."""
+        if self.view.status(call.tool_name).state == "unknown":
+            return  # an output tool, or a tool of another toolset of the agent
+        await aexecute(
+            self.view,
+            call.tool_name,
+            _arguments(call.args),
+            policy=self.policy.asking(),
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt_sha256=answered_sha256(messages, call.tool_call_id),
+            confirm=None,
+            context=context,
+        )
 
     async def _record_denial(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
@@ -387,6 +446,17 @@ class VeridicCapability(AbstractCapability[object]):
             else:
                 produced = _added_after(ctx.messages, response, ctx.run_id)
             await self.toolset.record_settled(ctx.messages, response, produced, ctx.deps)
+        return result
+
+    async def after_run(
+        self, ctx: RunContext[object], *, result: AgentRunResult[object]
+    ) -> AgentRunResult[object]:
+        """Record the view's calls the run ended before (see :meth:`VeridicToolset.record_unrun`).
+
+        Here, not after a node: a stream that ends on text runs the response's
+        calls without the node that made them, and its history is whole only now.
+        """
+        await self.toolset.record_unrun(result.all_messages(), result.output, ctx.run_id, ctx.deps)
         return result
 
 
