@@ -57,7 +57,7 @@ def test_an_agent_instructions_function_building_text_from_a_document_is_refused
     def from_document(ctx: RunContext[None]) -> str:
         return f"The customer's ticket says: {TICKET}"
 
-    with pytest.raises(ProvenanceError, match="ticket:7|plain str"):
+    with pytest.raises(ProvenanceError, match="instruction part"):
         bad.run_sync("Hi", capabilities=[s.veridic])
     assert script.shown == []
 
@@ -212,9 +212,8 @@ def test_a_structured_output_type_without_a_function_still_ends_the_run() -> Non
     s = setup()
     script = Script([call("c1", "final_result", text="You have one note.")])
     good = Agent(FunctionModel(script), output_type=[DeferredToolRequests, Summary])
-    assert good.run_sync("Notes?", capabilities=[s.veridic]).output == Summary(
-        text="You have one note."
-    )
+    output: object = good.run_sync("Notes?", capabilities=[s.veridic]).output
+    assert output == Summary(text="You have one note.")
 
 
 # --- (3) a call the run ends before is recorded, in run() and in a stream ---------------------
@@ -234,7 +233,8 @@ def test_a_write_called_beside_the_final_result_is_recorded_not_run() -> None:
     result = Agent(FunctionModel(script), output_type=[DeferredToolRequests, Summary]).run_sync(
         "Save", capabilities=[s.veridic]
     )
-    assert result.output == Summary(text="Saved.")
+    output: object = result.output
+    assert output == Summary(text="Saved.")
     assert "save_note" not in s.store.ran
     assert sorted(rows(s.audit)) == [
         ("list_notes", ApprovalMode.NOT_REQUIRED, CallOutcome.OK),
