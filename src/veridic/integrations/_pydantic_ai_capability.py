@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic_ai import (
+    AgentRunResult,
     ApprovalRequired,
     CallToolsNode,
+    DeferredToolRequests,
     ModelRequestNode,
     ModelRetry,
     RunContext,
@@ -26,6 +28,7 @@ from pydantic_ai import (
 )
 from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult
 from pydantic_ai.messages import (
+    InstructionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -35,11 +38,12 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.output import OutputContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from veridic._sample import clip
-from veridic.errors import InvalidArgumentsError, ToolCouplingError
+from veridic.errors import ApprovalDeniedError, InvalidArgumentsError, ToolCouplingError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
@@ -79,6 +83,9 @@ class VeridicToolset(AbstractToolset[object]):
         self.request_id = request_id
         self.max_retries = max_retries
         self.data_mode = data_mode
+        self._recorded: set[str] = set()
+        """The ids of the calls of this run recorded so far (run, refused, denied); emptied of
+        a run's calls when it ends (:meth:`record_unrun`)."""
 
     def __repr__(self) -> str:
         return f"<VeridicToolset of {self.view!r}, request {self.request_id!r}>"
@@ -119,6 +126,11 @@ class VeridicToolset(AbstractToolset[object]):
     ) -> object:
         """Run one call through the executor; a call the user must confirm is deferred first.
 
+        An approval holds for the arguments the model wrote, the ones the dialog
+        showed (``DeferredToolRequests.approvals``): one that brings other
+        arguments (``ToolApproved(override_args=...)``) is refused before
+        anything runs, and the call stays pending.
+
         Not yet approved and pending under the policy: :class:`ApprovalRequired`,
         whose metadata (the tool, its kind and risk, why it is asked) reaches
         ``DeferredToolRequests.metadata``. Approved (``ctx.tool_call_approved``):
@@ -132,10 +144,14 @@ class VeridicToolset(AbstractToolset[object]):
         """
         arguments = _arguments(tool_args)
         approved = ctx.tool_call_approved
-        if not approved:
+        if approved:
+            _check_approved_as_shown(name, tool_args, ctx.messages, ctx.tool_call_id)
+        else:
             request = self._pending(name, arguments)
             if request is not None:
                 raise ApprovalRequired(metadata=_dialog(request, self.request_id))
+        if ctx.tool_call_id is not None:
+            self._recorded.add(ctx.tool_call_id)
         result = await aexecute(
             self.view,
             name,
@@ -190,6 +206,8 @@ class VeridicToolset(AbstractToolset[object]):
                     continue
                 call = calls[part.tool_call_id]
                 cause = None if part.retry is None else part.retry.cause
+                if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
+                    self._recorded.add(call.tool_call_id)
                 if part.outcome == "denied":
                     await self._record_denial(messages, call, context)
                 elif cause == "unknown_tool":
@@ -201,6 +219,56 @@ class VeridicToolset(AbstractToolset[object]):
                     # toolset sees the call): recorded refused, and told fenced, not quoted.
                     refused = await self._refused(messages, call)
                     part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
+
+    async def record_unrun(
+        self,
+        messages: Sequence[ModelMessage],
+        output: object,
+        run_id: str | None,
+        context: object = None,
+    ) -> None:
+        """At the end of a run, record the view's calls of its last response that never ran.
+
+        A run that ends with its final result (not with calls deferred) leaves
+        some calls of that response unrun: one this toolset deferred for
+        approval, which pydantic-ai then drops without a word, or one its end
+        strategy skipped ("Tool not executed"), in ``run`` and in a stream that
+        ends on text alike. Each is recorded ``DENIED`` (nobody confirmed it),
+        through the executor with a policy that asks the user and no one to
+        answer, so nothing runs. A response of an earlier run (the history's)
+        was recorded by that run.
+        """
+        calls = [
+            call
+            for message in messages
+            if isinstance(message, ModelResponse)
+            for call in message.tool_calls
+        ]
+        last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
+        ended = not isinstance(output, DeferredToolRequests)
+        if last is not None and last.run_id == run_id and ended:
+            for call in last.tool_calls:
+                if call.tool_call_id not in self._recorded:
+                    await self._record_not_run(messages, call, context)
+        self._recorded -= {call.tool_call_id for call in calls}
+
+    async def _record_not_run(
+        self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
+    ) -> None:
+        """Record a call of the view's that the run ended before: asked of nobody, so denied."""
+        if self.view.status(call.tool_name).state == "unknown":
+            return  # an output tool, or a tool of another toolset of the agent
+        await aexecute(
+            self.view,
+            call.tool_name,
+            _arguments(call.args),
+            policy=self.policy.asking(),
+            audit=self.audit,
+            request_id=self.request_id,
+            prompt_sha256=answered_sha256(messages, call.tool_call_id),
+            confirm=None,
+            context=context,
+        )
 
     async def _record_denial(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
@@ -298,14 +366,25 @@ class VeridicCapability(AbstractCapability[object]):
         A system part of the messages (pydantic-ai's ``system_prompt``, kept in
         the history) is read as instructions too: one that is not trusted text
         (a stored conversation brought back, or edited, with a system part) is
-        refused as any outside text at an instruction position.
+        refused as any outside text at an instruction position. So is every
+        instruction part of the request but this capability's own: the
+        agent's or the run's ``instructions=`` (a callable, a template, a
+        string formatted from a document) and what ``@agent.instructions``
+        functions return reach the model's system slot beside the capability
+        section.
 
         Raises:
             ToolCouplingError: a function tool is not one of the view's, one of
                 the view's is missing, or its definition is not the view's.
-            ProvenanceError: a system part of the messages is not trusted text.
+            ProvenanceError: a system part of the messages, or an instruction
+                part, is not trusted text.
         """
         _check_system_parts(request_context.messages, self.request_id)
+        _check_instruction_parts(
+            request_context.model_request_parameters.instruction_parts or (),
+            self.instructions,
+            self.request_id,
+        )
         problems = _tool_problems(
             request_context.model_request_parameters.function_tools, self.view
         )
@@ -319,6 +398,32 @@ class VeridicCapability(AbstractCapability[object]):
                 "registry and filter with the view, registry.view(deny=...)"
             )
         return request_context
+
+    async def before_output_process(
+        self, ctx: RunContext[object], *, output_context: OutputContext, output: object
+    ) -> object:
+        """Refuse an output function before it runs: the model would run code outside the view.
+
+        An output function (``output_type=`` a function, ``ToolOutput(function)``,
+        ``TextOutput(function)``) is called with what the model wrote to end the run:
+        a tool the capability section does not list, that no policy approves, no
+        guard judges and the audit never records. A type (a pydantic model, ``str``,
+        ``DeferredToolRequests``) is only validated, and ends the run as before.
+
+        Raises:
+            ToolCouplingError: the output the model chose would call a function.
+        """
+        if output_context.has_function:
+            name = output_context.function_name or "an output function of the union"
+            raise ToolCouplingError(
+                f"the model ended the run of request {self.request_id!r} through the output "
+                f"function {clip(name)} (output_type=), which pydantic-ai would call with the "
+                "model's arguments outside the view: unapproved, unguarded and unrecorded; it "
+                "did not run: give the agent an output type (a pydantic model, str) and act on "
+                "the output after the run, or register the function as a tool of the veridic "
+                "registry so that the view offers it, approves it and records its calls"
+            )
+        return output
 
     async def after_node_run(
         self,
@@ -341,6 +446,17 @@ class VeridicCapability(AbstractCapability[object]):
             else:
                 produced = _added_after(ctx.messages, response, ctx.run_id)
             await self.toolset.record_settled(ctx.messages, response, produced, ctx.deps)
+        return result
+
+    async def after_run(
+        self, ctx: RunContext[object], *, result: AgentRunResult[object]
+    ) -> AgentRunResult[object]:
+        """Record the view's calls the run ended before (see :meth:`VeridicToolset.record_unrun`).
+
+        Here, not after a node: a stream that ends on text runs the response's
+        calls without the node that made them, and its history is whole only now.
+        """
+        await self.toolset.record_unrun(result.all_messages(), result.output, ctx.run_id, ctx.deps)
         return result
 
 
@@ -399,6 +515,34 @@ def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> No
                 )
 
 
+def _check_instruction_parts(
+    parts: Sequence[InstructionPart], own: TrustedInstruction, request_id: str
+) -> None:
+    """Refuse an instruction part that is neither trusted text nor the capability's own.
+
+    pydantic-ai strips every part it is given, and a stripped string is a plain ``str``:
+    the capability's own part is recognised by its text (the capability holds the trusted
+    value it was made from); any other part must still be a minted value, as the result of
+    an ``@agent.instructions`` function returning a :class:`~veridic.TrustedInstruction`
+    is. A static string (``Agent(instructions="...")``, even of ``instruction()`` text)
+    arrives copied, and is refused with the rest: veridic cannot tell it from outside text.
+    """
+    mine = own.strip()
+    for index, part in enumerate(parts):
+        if part.content == mine or is_trusted(part.content):
+            continue
+        report(
+            part.content,
+            f"instruction part {index} of request {request_id!r} (pydantic-ai sends the "
+            "agent's and the run's instructions=, and what @agent.instructions functions "
+            "return, as instructions beside the capability section; a static string reaches "
+            "veridic copied, as a plain str, even when it was instruction() text: give the "
+            "application's instructions as capability(..., instructions=[...]), or return a "
+            "TrustedInstruction from the @agent.instructions function, and put outside text in "
+            "the user prompt or a tool result)",
+        )
+
+
 def _tool_problems(given: Sequence[ToolDefinition], view: ToolView) -> list[str]:
     """How the function tools of a request differ from the view's specs (none: they agree)."""
     specs = {spec["name"]: spec for spec in view.tool_specs("mcp")}
@@ -422,6 +566,66 @@ def _tool_problems(given: Sequence[ToolDefinition], view: ToolView) -> list[str]
                 "toolset makes a plain function tool, strict=False)"
             )
     return problems
+
+
+def _check_approved_as_shown(
+    name: str,
+    arguments: Mapping[str, object],
+    messages: Sequence[ModelMessage],
+    tool_call_id: str | None,
+) -> None:
+    """Refuse an approved call whose arguments are not the ones the model wrote.
+
+    pydantic-ai lets an approval replace them (``ToolApproved(override_args=...)``):
+    the call would run with arguments nobody was shown, recorded ``USER_CONFIRMED``,
+    while the history keeps showing the model's. veridic cannot tell who wrote the
+    others (a client posting approvals writes them too), so it runs only what was shown.
+
+    Raises:
+        ApprovalDeniedError: the arguments differ, or the call is not in the history.
+    """
+    written: object = None
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            for part in message.tool_calls:
+                if part.tool_call_id == tool_call_id and part.tool_name == name:
+                    written = _written_arguments(part)
+                    break
+        if written is not None:
+            break
+    if _canonical(written) == _canonical(dict(arguments)):
+        return
+    if isinstance(written, dict):
+        keys = sorted(
+            clip(str(key))
+            for key in set(arguments) | set(written)
+            if _canonical(arguments.get(key)) != _canonical(written.get(key))
+        )
+        differ = f"differing: {', '.join(keys)}"
+    else:
+        differ = "the history holds no such call of it"
+    raise ApprovalDeniedError(
+        f"the approval of call {clip(str(tool_call_id))} of tool {clip(name)} came with other "
+        f"arguments than the model wrote and the approval dialog showed (override_args; "
+        f"{differ}), so it did not run and was not recorded; an approval holds only for the "
+        "call shown: answer True or "
+        "ToolApproved() without override_args, or deny it (False, ToolDenied) and let the "
+        "model call the tool again with the arguments the user wants"
+    )
+
+
+def _written_arguments(part: ToolCallPart) -> object:
+    """The arguments of a call as the model wrote them, or ``None`` if they are not an object."""
+    try:
+        return part.args_as_dict()
+    except ValueError:
+        return None
+
+
+def _canonical(value: object) -> str:
+    """One spelling of a JSON value, so that ``1`` and ``True`` or key order never compare equal
+    or unequal by accident."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def _arguments(raw: object) -> Mapping[str, object] | str:

@@ -97,7 +97,11 @@ def capability(
       own), then the view's capability section and the data preamble of
       ``data_mode``, as :func:`instructions` joins them; the section says
       which tools are not available and why.
-      Do not give the agent the section a second time.
+      Do not give the agent the section a second time. Any other instruction
+      part of a request (the agent's or the run's ``instructions=``, an
+      ``@agent.instructions`` function's result) must be trusted text: a
+      static string arrives as pydantic-ai's plain copy and is refused, so
+      give the application's own parts here.
     - **Calls**: through :func:`veridic.aexecute`, recorded in ``audit``
       under ``request_id`` (use the same id for the run that resumes a
       deferred call). A call the policy would ask the user about is deferred
@@ -106,7 +110,9 @@ def capability(
       fields, and why it is asked. Approved in the resuming run, it is
       checked again (the tool may be gone from that run's view, a ``deny``
       rule may have been set) and recorded ``USER_CONFIRMED`` (veridic cannot
-      tell who approved: approve there only what a person confirmed). To
+      tell who approved: approve there only what a person confirmed); an
+      approval with other arguments (``ToolApproved(override_args=...)``)
+      raises :class:`~veridic.ApprovalDeniedError` and runs nothing. To
       approve it "always", call ``policy.allow_always(name)`` first, which
       raises :class:`~veridic.AlwaysAllowRefusedError` for a high-risk tool.
       A denied call is recorded ``DENIED`` and never runs, however it was
@@ -132,12 +138,17 @@ def capability(
         VeridicError: ``policy`` was built for another view, ``audit`` cannot
             write records, ``request_id`` is empty or ``max_retries`` is not a
             count.
+        ProvenanceError: (from a run, before the model is asked) an instruction
+            part of the request other than the capability's own, or a system
+            part of the history, is not trusted text.
         ToolCouplingError: (from a run, before the model is asked) the request
             offers the model a tool beside the view's (the agent's ``tools=``,
             another toolset, an MCP server: it would run unrecorded), lacks one
             of the view's, or states one otherwise (a ``prepare_tools`` that
             filters, renames or rewords); or pydantic-ai answered a name the view
-            exposes as unknown.
+            exposes as unknown; or the model's output would call an output
+            function (``output_type=`` a function), code outside the view,
+            which does not run.
     """
     require("pydantic_ai", "pydantic-ai", "veridic.integrations.pydantic_ai.capability()")
     from veridic.integrations._pydantic_ai_capability import VeridicCapability
