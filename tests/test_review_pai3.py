@@ -312,3 +312,29 @@ def test_a_stream_records_and_defers_as_run_does() -> None:
 
     assert [c.tool_name for c in deferred(asyncio.run(main())).approvals] == ["save_note"]
     assert rows(s.audit) == [("list_notes", ApprovalMode.NOT_REQUIRED, CallOutcome.OK)]
+
+
+def test_the_agents_own_instruction_text_reaches_the_model_beside_the_capability() -> None:
+    """``Agent(instructions=instruction(...))``: pydantic-ai keeps the minted value and sends a
+    stripped plain copy, recognised by its text rather than refused as outside text."""
+    s = setup()
+    script = Script("Hello.")
+    good = Agent(
+        FunctionModel(script),
+        output_type=[str, DeferredToolRequests],
+        instructions=instruction("  Answer in one sentence.  "),
+    )
+    assert good.run_sync("Hi", capabilities=[s.veridic]).output == "Hello."
+    assert "Answer in one sentence." in (script.shown[0].instructions or "")
+
+
+def test_a_run_instructions_string_is_refused_though_it_was_minted() -> None:
+    """A run's ``instructions=`` leaves nothing to recognise it by: refused, with the way out."""
+    s = setup()
+    script = Script("Unreachable.")
+    good = Agent(FunctionModel(script), output_type=[str, DeferredToolRequests])
+    with pytest.raises(ProvenanceError, match=r"Agent\(instructions=instruction"):
+        good.run_sync(
+            "Hi", instructions=instruction("Answer in one sentence."), capabilities=[s.veridic]
+        )
+    assert script.shown == []

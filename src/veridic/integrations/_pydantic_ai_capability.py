@@ -382,7 +382,7 @@ class VeridicCapability(AbstractCapability[object]):
         _check_system_parts(request_context.messages, self.request_id)
         _check_instruction_parts(
             request_context.model_request_parameters.instruction_parts or (),
-            self.instructions,
+            {self.instructions.strip(), *_trusted_static(ctx.agent)},
             self.request_id,
         )
         problems = _tool_problems(
@@ -515,31 +515,47 @@ def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> No
                 )
 
 
+def _trusted_static(agent: object) -> set[str]:
+    """The agent's static ``instructions=`` that are trusted text, as pydantic-ai sends them.
+
+    pydantic-ai keeps each static instruction as it was given (the minted value) and
+    sends a stripped copy, a plain ``str``; the copy is recognised by its text. The
+    list is pydantic-ai's own attribute: when a version moves it, nothing is
+    recognised and such instructions are refused, never let through.
+    """
+    sourced = getattr(agent, "_instructions", None)
+    if not isinstance(sourced, list):
+        return set()
+    texts = (getattr(item, "instruction", None) for item in sourced)
+    return {text.strip() for text in texts if isinstance(text, str) and is_trusted(text)}
+
+
 def _check_instruction_parts(
-    parts: Sequence[InstructionPart], own: TrustedInstruction, request_id: str
+    parts: Sequence[InstructionPart], known: set[str], request_id: str
 ) -> None:
-    """Refuse an instruction part that is neither trusted text nor the capability's own.
+    """Refuse an instruction part that is neither trusted text nor known trusted text.
 
     pydantic-ai strips every part it is given, and a stripped string is a plain ``str``:
-    the capability's own part is recognised by its text (the capability holds the trusted
-    value it was made from); any other part must still be a minted value, as the result of
-    an ``@agent.instructions`` function returning a :class:`~veridic.TrustedInstruction`
-    is. A static string (``Agent(instructions="...")``, even of ``instruction()`` text)
-    arrives copied, and is refused with the rest: veridic cannot tell it from outside text.
+    the capability's own part and the agent's static ``instructions=`` of
+    ``instruction()`` text are recognised by their text (``known``: the stripped
+    trusted values they were made from); any other part must still be a minted value,
+    as the result of an ``@agent.instructions`` function returning a
+    :class:`~veridic.TrustedInstruction` is. A run's ``instructions=`` string arrives
+    copied with nothing kept to recognise it, and is refused with outside text.
     """
-    mine = own.strip()
     for index, part in enumerate(parts):
-        if part.content == mine or is_trusted(part.content):
+        if part.content in known or is_trusted(part.content):
             continue
         report(
             part.content,
             f"instruction part {index} of request {request_id!r} (pydantic-ai sends the "
             "agent's and the run's instructions=, and what @agent.instructions functions "
-            "return, as instructions beside the capability section; a static string reaches "
-            "veridic copied, as a plain str, even when it was instruction() text: give the "
-            "application's instructions as capability(..., instructions=[...]), or return a "
-            "TrustedInstruction from the @agent.instructions function, and put outside text in "
-            "the user prompt or a tool result)",
+            "return, as instructions beside the capability section; a run's instructions= "
+            "string reaches veridic copied, as a plain str, even when it was instruction() "
+            "text: give the application's instructions as capability(..., "
+            "instructions=[...]) or Agent(instructions=instruction(...)), or return a "
+            "TrustedInstruction from the @agent.instructions function, and put outside text "
+            "in the user prompt or a tool result)",
         )
 
 

@@ -99,9 +99,10 @@ def capability(
       which tools are not available and why.
       Do not give the agent the section a second time. Any other instruction
       part of a request (the agent's or the run's ``instructions=``, an
-      ``@agent.instructions`` function's result) must be trusted text: a
-      static string arrives as pydantic-ai's plain copy and is refused, so
-      give the application's own parts here.
+      ``@agent.instructions`` function's result) must be trusted text; the
+      agent's ``instructions=instruction(...)`` is recognised by its text, a
+      run's ``instructions=`` string arrives as pydantic-ai's plain copy and
+      is refused, so give the application's own parts here or to the agent.
     - **Calls**: through :func:`veridic.aexecute`, recorded in ``audit``
       under ``request_id`` (use the same id for the run that resumes a
       deferred call). A call the policy would ask the user about is deferred
