@@ -7,8 +7,8 @@ the agent may refund an order. With ``defer=True``,
 approval, the run stops there and returns a :class:`PausedRun` (in
 :attr:`RunResult.paused <veridic.RunResult.paused>`): the conversation so
 far, the calls still waiting, and one :class:`PendingApproval` per call the
-user must answer (the tool, its arguments, its risk, and why it needs
-approval). It is plain data: :meth:`PausedRun.to_json` it into a session, a
+user must answer (the tool, its arguments as the handler will get them, its
+risk, and why it needs approval). It is plain data: :meth:`PausedRun.to_json` it into a session, a
 database row or a queue; show the approvals; and when the answers come,
 maybe hours later on another host, :meth:`ModelGateway.resume
 <veridic.ModelGateway.resume>` it with them.
@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, cast
 
+from pydantic_core import to_jsonable_python
+
 from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
@@ -75,7 +77,10 @@ _KINDS: Final = ("query", "write")
 class PendingApproval:
     """One call waiting for the user's answer: what to show them, and what the answer binds.
 
-    ``arguments`` are the arguments as the model wrote them (a JSON object);
+    ``arguments`` are the arguments the handler will get, as a JSON object
+    (:func:`shown_arguments`): validated, with the defaults the model left out
+    filled in, so the user approves what runs (a call that omits
+    ``recursive`` runs with its default, and the dialog says which);
     ``why`` says which rule asks for the approval, for the dialog.
     """
 
@@ -129,7 +134,12 @@ class PendingApproval:
         return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     def stale(self, request: ApprovalRequest, arguments: Mapping[str, object]) -> str:
-        """Why an answer to this approval does not hold for ``request`` now (``""``: it holds)."""
+        """Why an answer to this approval does not hold for ``request`` now (``""``: it holds).
+
+        ``arguments`` are the call's as the handler would get them now, in the form
+        :func:`shown_arguments` gives: a default changed since the user was asked
+        makes the answer stale, as do other arguments.
+        """
         if request.tool != self.tool:
             return f"the call now names {request.tool!r}, not {self.tool!r}"
         if dict(arguments) != dict(self.arguments):
@@ -384,6 +394,19 @@ def call_arguments(call: ToolCall) -> Mapping[str, object]:
     return {"_unparsed": call.arguments}
 
 
+def shown_arguments(arguments: Mapping[str, object]) -> dict[str, object]:
+    """Validated arguments as the JSON object an approval shows and its digest covers.
+
+    The values the handler gets (nested models, dates, instruction fields) in
+    their JSON form, so a paused run keeps them in :meth:`PausedRun.to_json`
+    and the same call gives the same object on every host.
+    """
+    shown = to_jsonable_python(dict(arguments))
+    if not isinstance(shown, dict):  # pragma: no cover - a dict stays a dict
+        raise VeridicError(f"the arguments {clip(repr(arguments))} have no JSON object form")
+    return shown
+
+
 def needs_answer(view: ToolView, policy: ApprovalPolicy, call: ToolCall) -> ApprovalRequest | None:
     """The policy's request for ``call`` when the user must answer it, else ``None``.
 
@@ -481,7 +504,7 @@ class ResumeSteps:
                 continue
             approval = approvals.get(call.id)
             stale = (
-                approval.stale(request, call_arguments(call))
+                approval.stale(request, shown_arguments(request.arguments))
                 if approval is not None
                 else "it needs the user's approval now, and none was asked for before"
             )

@@ -26,8 +26,8 @@ from veridic.run.deferred import (
     PausedRun,
     PendingApproval,
     answered,
-    call_arguments,
     needs_answer,
+    shown_arguments,
 )
 from veridic.run.reply import Reply, ToolOutcome, _check_whole
 from veridic.text.compose import Composer
@@ -254,7 +254,8 @@ class _Run(Generic[OutputT]):
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
             if request is not None:
-                arguments = call_arguments(call)
+                # What the handler will get (defaults filled in), not only what the model wrote.
+                arguments = shown_arguments(request.arguments)
                 stale = (again or {}).get(call.id)
                 if stale:
                     why = f"{request.why}; asked again: {stale}"
