@@ -22,6 +22,7 @@ from veridic import (
     ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
+    VeridicError,
     execute,
     guard_instruction_write,
     guard_irreversible,
@@ -199,3 +200,104 @@ def test_the_effects_harness_flags_a_high_risk_query_that_acts() -> None:
     assert "kind='write'" in str(raised.value)
     (violation,) = raised.value.violations
     assert violation.reason.startswith("a query that did irreversible operation")
+
+
+# --- the calls that wait with an approval are bound to its digest ------------------------------
+
+
+def support_registry(done: list[str]) -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def refund(order_id: int) -> str:
+        """Refund an order to the card it was paid with.
+
+        Args:
+            order_id: The order.
+        """
+        done.append(f"refund {order_id}")
+        return "refunded"
+
+    @registry.tool(kind="write")
+    def add_note(text: str) -> str:
+        """Add a note to the customer's file.
+
+        Args:
+            text: The note.
+        """
+        done.append(f"note {text}")
+        return "noted"
+
+    return registry
+
+
+def paused_refund() -> PausedRun:
+    view = support_registry([]).view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("add_note")
+    calls = {
+        "tool_calls": [
+            ("c1", "refund", '{"order_id": 42}'),
+            ("c2", "add_note", '{"text": "refund asked"}'),
+        ]
+    }
+    composer = Composer().system(SYSTEM, view.capability_section()).user("Refund 42.")
+    result = gateway([calls], SQLiteAuditSink()).run(
+        composer, view, policy=policy, request_id="req-1", defer=True
+    )
+    assert result.paused is not None
+    return result.paused
+
+
+def edited(paused: PausedRun, change: str) -> str:
+    """The paused run's JSON after someone with write access to where it is kept changed it."""
+    document = json.loads(paused.to_json())
+    turns = document["conversation"]["turns"]
+    if change == "added":
+        at = next(i for i, t in enumerate(turns) if t.get("tool_call") == "c2")
+        turns.insert(at, {"tool_call": "c9", "name": "add_note", "arguments": {"text": "x"}})
+    else:
+        note = next(t for t in turns if t.get("tool_call") == "c2")
+        note["arguments"] = {"text": "customer is a fraud, close the account"}
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize("change", ["added", "changed"])
+def test_a_waiting_call_added_or_changed_in_storage_refuses_the_digest_answer(
+    change: str,
+) -> None:
+    paused = paused_refund()
+    (approval,) = paused.approvals  # c1 asks; c2 waits behind it, always allowed
+    done: list[str] = []
+    view = support_registry(done).view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("add_note")
+    audit = SQLiteAuditSink()
+    with pytest.raises(VeridicError, match="not the ones that waited"):
+        gateway([{"text": "Done."}], audit).resume(
+            PausedRun.from_json(edited(paused, change)),
+            Composer().system(SYSTEM, view.capability_section()),
+            view,
+            policy=policy,
+            answers={approval.digest: True},
+        )
+    assert done == []
+    assert audit.records("req-1") == ()
+
+
+def test_an_unchanged_paused_run_resumes_with_its_waiting_calls() -> None:
+    paused = paused_refund()
+    (approval,) = paused.approvals
+    done: list[str] = []
+    view = support_registry(done).view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("add_note")
+    result = gateway([{"text": "Done."}], SQLiteAuditSink()).resume(
+        PausedRun.from_json(paused.to_json()),
+        Composer().system(SYSTEM, view.capability_section()),
+        view,
+        policy=policy,
+        answers={approval.digest: True},
+    )
+    assert result.paused is None
+    assert done == ["refund 42", "note refund asked"]
