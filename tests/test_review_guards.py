@@ -13,6 +13,7 @@ import pytest
 from veridic import (
     ApprovalMode,
     ApprovalPolicy,
+    ApprovalRequest,
     CallOutcome,
     Composer,
     ModelGateway,
@@ -156,7 +157,12 @@ def export_view(store: list[str], effect: str) -> ToolView:
 def test_a_confirmed_high_risk_query_cannot_do_a_guarded_operation(effect: str) -> None:
     done: list[str] = []
     view = export_view(done, effect)
-    shown = []
+    shown: list[ApprovalRequest] = []
+
+    def confirm(request: ApprovalRequest) -> bool:
+        shown.append(request)
+        return True
+
     result = execute(
         view,
         "export_customer",
@@ -165,7 +171,7 @@ def test_a_confirmed_high_risk_query_cannot_do_a_guarded_operation(effect: str) 
         audit=SQLiteAuditSink(),
         request_id="req-1",
         prompt=PROMPT,
-        confirm=lambda request: shown.append(request) or True,
+        confirm=confirm,
     )
     # The user confirmed a query (kind "query", not irreversible, writes nothing), and a
     # query reads and changes nothing: a guarded operation inside it is refused.
