@@ -9,6 +9,8 @@ import json
 from collections.abc import Mapping, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from veridic import (
     ApprovalMode,
@@ -307,3 +309,33 @@ def test_an_unchanged_paused_run_resumes_with_its_waiting_calls() -> None:
     )
     assert result.paused is None
     assert done == ["refund 42", "note refund asked"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    path=st.text(max_size=20),
+    keep_days=st.none() | st.integers(min_value=-(2**40), max_value=2**40),
+    recursive=st.none() | st.booleans(),
+)
+def test_an_approval_shows_what_runs_and_survives_json(
+    path: str, keep_days: int | None, recursive: bool | None
+) -> None:
+    """For any call, the approval shows exactly the arguments the handler then gets."""
+    sent: dict[str, object] = {"path": path}
+    if keep_days is not None:
+        sent["keep_days"] = keep_days
+    if recursive is not None:
+        sent["recursive"] = recursive
+    paused = paused_clean(json.dumps(sent))
+    (approval,) = paused.approvals
+    ran: list[dict[str, object]] = []
+    view = clean_view(ran)
+    result = gateway([{"text": "Done."}], SQLiteAuditSink()).resume(
+        PausedRun.from_json(paused.to_json()),
+        Composer().system(SYSTEM, view.capability_section()),
+        view,
+        policy=ApprovalPolicy(view),
+        answers={approval.digest: True},
+    )
+    assert result.paused is None
+    assert ran == [dict(approval.arguments)]
