@@ -7,8 +7,8 @@ the agent may refund an order. With ``defer=True``,
 approval, the run stops there and returns a :class:`PausedRun` (in
 :attr:`RunResult.paused <veridic.RunResult.paused>`): the conversation so
 far, the calls still waiting, and one :class:`PendingApproval` per call the
-user must answer (the tool, its arguments, its risk, and why it needs
-approval). It is plain data: :meth:`PausedRun.to_json` it into a session, a
+user must answer (the tool, its arguments as the handler will get them, its
+risk, and why it needs approval). It is plain data: :meth:`PausedRun.to_json` it into a session, a
 database row or a queue; show the approvals; and when the answers come,
 maybe hours later on another host, :meth:`ModelGateway.resume
 <veridic.ModelGateway.resume>` it with them.
@@ -24,7 +24,10 @@ What resuming checks, because the world may have changed meanwhile:
 - what the user saw is the stored approval, unless the answer is keyed by the
   approval's :attr:`~PendingApproval.digest` (the one the dialog showed): then
   a paused run changed in storage between the dialog and the answer (other
-  arguments, another tool) matches no answer and the resume is refused. Key
+  arguments, another tool) matches no answer and the resume is refused, and so
+  is one whose other waiting calls changed (a call added beside the approved
+  one, which the rules would let run unasked, or another's arguments): the
+  digest covers them too (:attr:`PendingApproval.waiting_sha256`). Key
   answers by ``call_id`` only when nobody else can write where the paused run
   is kept; a client-side session, a shared queue or a table other services
   write need the digest;
@@ -49,10 +52,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, cast
+
+from pydantic_core import to_jsonable_python
 
 from veridic import _json_object
 from veridic._sample import clip
@@ -75,8 +80,13 @@ _KINDS: Final = ("query", "write")
 class PendingApproval:
     """One call waiting for the user's answer: what to show them, and what the answer binds.
 
-    ``arguments`` are the arguments as the model wrote them (a JSON object);
-    ``why`` says which rule asks for the approval, for the dialog.
+    ``arguments`` are the arguments the handler will get, as a JSON object
+    (:func:`shown_arguments`): validated, with the defaults the model left out
+    filled in, so the user approves what runs (a call that omits
+    ``recursive`` runs with its default, and the dialog says which);
+    ``why`` says which rule asks for the approval, for the dialog;
+    ``waiting_sha256`` is :func:`waiting_sha256` of the calls that wait with
+    this one (this one included), so the answer binds the run it belongs to.
     """
 
     call_id: str
@@ -87,12 +97,18 @@ class PendingApproval:
     irreversible: bool
     writes_instruction_fields: bool
     why: str
+    waiting_sha256: str
 
     @classmethod
     def of(
-        cls, call_id: str, request: ApprovalRequest, arguments: Mapping[str, object]
+        cls,
+        call_id: str,
+        request: ApprovalRequest,
+        arguments: Mapping[str, object],
+        waiting_sha256: str,
     ) -> PendingApproval:
-        """The approval the user is asked for ``request``, the policy's view of call ``call_id``."""
+        """The approval the user is asked for ``request``, the policy's view of call ``call_id``,
+        among the waiting calls whose :func:`waiting_sha256` is ``waiting_sha256``."""
         return cls(
             call_id,
             request.tool,
@@ -102,20 +118,22 @@ class PendingApproval:
             request.irreversible,
             request.writes_instruction_fields,
             request.why,
+            waiting_sha256,
         )
 
     @property
     def digest(self) -> str:
-        """SHA-256 (hex) of what the user is shown: the call, tool, arguments, risk and why.
+        """SHA-256 (hex) of what the user is shown: the call, tool, arguments, risk and why,
+        and of the calls that wait with it (:attr:`waiting_sha256`).
 
         Key the user's answer by it (``answers={approval.digest: True}``) to bind the
         answer to this content: a paused run changed in storage after the dialog showed
         it has other digests, and :meth:`ModelGateway.resume
         <veridic.ModelGateway.resume>` refuses the answer instead of running what the
-        user never saw.
+        user never saw, or a call added beside it that the rules would let run unasked.
         """
         shown = [
-            "veridic-approval/1",
+            "veridic-approval/2",
             self.call_id,
             self.tool,
             dict(self.arguments),
@@ -124,12 +142,18 @@ class PendingApproval:
             self.irreversible,
             self.writes_instruction_fields,
             self.why,
+            self.waiting_sha256,
         ]
         canonical = json.dumps(shown, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     def stale(self, request: ApprovalRequest, arguments: Mapping[str, object]) -> str:
-        """Why an answer to this approval does not hold for ``request`` now (``""``: it holds)."""
+        """Why an answer to this approval does not hold for ``request`` now (``""``: it holds).
+
+        ``arguments`` are the call's as the handler would get them now, in the form
+        :func:`shown_arguments` gives: a default changed since the user was asked
+        makes the answer stale, as do other arguments.
+        """
         if request.tool != self.tool:
             return f"the call now names {request.tool!r}, not {self.tool!r}"
         if dict(arguments) != dict(self.arguments):
@@ -157,6 +181,7 @@ class PendingApproval:
             "irreversible": self.irreversible,
             "writes_instruction_fields": self.writes_instruction_fields,
             "why": self.why,
+            "waiting_sha256": self.waiting_sha256,
         }
 
 
@@ -335,6 +360,7 @@ _APPROVAL_KEYS: Final = {
     "irreversible": bool,
     "writes_instruction_fields": bool,
     "why": str,
+    "waiting_sha256": str,
 }
 
 
@@ -351,6 +377,11 @@ def _approval(index: int, item: object) -> PendingApproval:
         raise VeridicError(
             f"{where}: kind {item['kind']!r} or risk {item['risk']!r} is not one veridic knows"
         )
+    if not _DIGEST.fullmatch(item["waiting_sha256"]):
+        raise VeridicError(
+            f"{where}: 'waiting_sha256' is {clip(item['waiting_sha256'])}, not a sha256: pass "
+            "the text PausedRun.to_json() wrote"
+        )
     return PendingApproval(
         item["call_id"],
         item["tool"],
@@ -360,6 +391,7 @@ def _approval(index: int, item: object) -> PendingApproval:
         item["irreversible"],
         item["writes_instruction_fields"],
         item["why"],
+        item["waiting_sha256"],
     )
 
 
@@ -382,6 +414,65 @@ def call_arguments(call: ToolCall) -> Mapping[str, object]:
     if isinstance(decoded, dict):
         return decoded
     return {"_unparsed": call.arguments}
+
+
+def waiting_sha256(calls: Sequence[ToolCall]) -> str:
+    """SHA-256 (hex) of the calls that wait together, in order: each id, tool and arguments.
+
+    Every approval of a paused run carries it, and so does its digest: a call added
+    among the waiting ones, or one whose arguments changed, where the paused run was
+    kept would otherwise run on resume beside the approved call (under a rule that
+    asks nobody), recorded as the model's answer to the prompt that paused.
+    """
+    calls_shown = [[call.id, call.name, dict(call_arguments(call))] for call in calls]
+    canonical = json.dumps(
+        ["veridic-waiting/1", calls_shown],
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_waiting(
+    paused: PausedRun, waiting: Sequence[ToolCall], answers: Mapping[str, bool]
+) -> None:
+    """Refuse a paused run whose waiting calls are not those an answer by digest was made among.
+
+    Only an answer keyed by an approval's digest binds what the user was shown; one
+    keyed by ``call_id`` trusts the stored copy (its approval stale if the call's
+    arguments changed), as documented.
+
+    Raises:
+        VeridicError: a waiting call was added, removed or changed since the run
+            paused, and an approval made among the calls as they were is answered
+            by its digest.
+    """
+    digest = waiting_sha256(waiting)
+    changed = [
+        a.call_id for a in paused.approvals if a.digest in answers and a.waiting_sha256 != digest
+    ]
+    if changed:
+        raise VeridicError(
+            f"the paused run of request {clip(str(paused.request_id))} holds waiting calls "
+            f"that are not the ones that waited when it paused (the approval of "
+            f"{clip(str(changed[0]))} was made among others): a call was added, removed or "
+            "changed where it was kept, so nothing was run; resume only what a run returned, "
+            "and ask the user anew"
+        )
+
+
+def shown_arguments(arguments: Mapping[str, object]) -> dict[str, object]:
+    """Validated arguments as the JSON object an approval shows and its digest covers.
+
+    The values the handler gets (nested models, dates, instruction fields) in
+    their JSON form, so a paused run keeps them in :meth:`PausedRun.to_json`
+    and the same call gives the same object on every host.
+    """
+    shown = to_jsonable_python(dict(arguments))
+    if not isinstance(shown, dict):  # pragma: no cover - a dict stays a dict
+        raise VeridicError(f"the arguments {clip(repr(arguments))} have no JSON object form")
+    return shown
 
 
 def needs_answer(view: ToolView, policy: ApprovalPolicy, call: ToolCall) -> ApprovalRequest | None:
@@ -481,7 +572,7 @@ class ResumeSteps:
                 continue
             approval = approvals.get(call.id)
             stale = (
-                approval.stale(request, call_arguments(call))
+                approval.stale(request, shown_arguments(request.arguments))
                 if approval is not None
                 else "it needs the user's approval now, and none was asked for before"
             )

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.run.approval import ApprovalMode
 from veridic.tools.guards import Dispatch, DispatchScope, GuardEvent, _entered
-from veridic.tools.risk import Risk
+from veridic.tools.risk import Risk, ToolKind
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -65,6 +65,8 @@ class Observation:
     tool: str
     declared: Risk
     events: tuple[GuardEvent, ...]
+    kind: ToolKind | None = None
+    """The tool's declared kind (``None``: not said): a query that did anything is understated."""
 
     @property
     def operations(self) -> tuple[str, ...]:
@@ -78,8 +80,11 @@ class Observation:
 
     @property
     def understated(self) -> bool:
-        """Whether the tool declared less than its effects need."""
-        return self.required is not None and self.declared < self.required
+        """Whether the tool declared less than its effects need: a risk below them, or
+        a query (which changes nothing) at any risk."""
+        if self.required is None:
+            return False
+        return self.declared < self.required or self.kind == "query"
 
 
 class Observer:
@@ -94,18 +99,21 @@ class Observer:
     def observation(self) -> Observation:
         """What was seen so far: the events of the block, then the late ones."""
         call = self._scope.call
-        return Observation(call.tool, call.risk, self._scope.events + self._scope.late_events)
+        events = self._scope.events + self._scope.late_events
+        return Observation(call.tool, call.risk, events, call.kind)
 
 
 @contextmanager
-def observe(tool: str, declared: Risk) -> Iterator[Observer]:
+def observe(tool: str, declared: Risk, *, kind: ToolKind | None = None) -> Iterator[Observer]:
     """Run the body as a user-confirmed dispatch of ``tool`` whose guards record, never refuse.
 
     For tests only: inside it, an understated tool's dangerous operations
     really happen, so point it at test data. Entered inside a real dispatch
     it switches nothing off: the guards keep judging the outer call.
+    ``kind`` is the tool's declared kind: a ``"query"`` whose body fires a
+    guard is understated whatever ``declared`` says.
     """
-    call = Dispatch(tool, declared, ApprovalMode.USER_CONFIRMED, "veridic.effects")
+    call = Dispatch(tool, declared, ApprovalMode.USER_CONFIRMED, "veridic.effects", kind)
     with _entered(call, observing=True) as scope:
         yield Observer(scope)
 
@@ -130,7 +138,7 @@ def run_observed(
             f"tool {name!r} ({prepared.tool.origin}) is async: observe it with "
             "await arun_observed(view, name, arguments)"
         )
-    with observe(prepared.tool.name, prepared.tool.risk) as seen:
+    with observe(prepared.tool.name, prepared.tool.risk, kind=prepared.tool.kind) as seen:
         prepared.invoke()
     return seen.observation
 
@@ -145,7 +153,7 @@ async def arun_observed(
             generator, an iterator, another awaitable).
     """
     prepared = view.validate(name, arguments)
-    with observe(prepared.tool.name, prepared.tool.risk) as seen:
+    with observe(prepared.tool.name, prepared.tool.risk, kind=prepared.tool.kind) as seen:
         await prepared.ainvoke()
     return seen.observation
 
@@ -166,7 +174,8 @@ def check_declared_risk(observations: Iterable[Observation]) -> None:
                     o.tool,
                     o.declared.value,
                     (o.required or Risk.HIGH).value,
-                    "did " + ", ".join(_describe(op) for op in o.operations),
+                    ("a query that did " if o.kind == "query" else "did ")
+                    + ", ".join(_describe(op) for op in o.operations),
                 )
                 for o in understated
             ),
@@ -180,6 +189,14 @@ def _problem(observation: Observation) -> str:
         for op in event.operations
     )
     required = observation.required or Risk.HIGH
+    if observation.kind == "query" and observation.declared >= required:
+        return (
+            f"tool {observation.tool!r} is declared a query (risk "
+            f"{observation.declared.value}) but did {seen} while observed; a query reads and "
+            "changes nothing, and no approval of it covers such an effect: declare "
+            "kind='write' (irreversible=True for an operation that cannot be undone, writes= "
+            "the model for a write read as instruction), or remove the effect"
+        )
     return (
         f"tool {observation.tool!r} declares risk {observation.declared.value} but did {seen} "
         f"while observed; those effects need risk {required.value}: declare "

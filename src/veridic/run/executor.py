@@ -281,7 +281,12 @@ def execute(
         error: BaseException | None = None
         late = call.reporter(prepared.tool, mode)
         with dispatching(
-            prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
+            prepared.tool.name,
+            prepared.tool.risk,
+            mode,
+            request_id=request_id,
+            on_late=late,
+            kind=prepared.tool.kind,
         ) as scope:
             started = time.perf_counter()
             try:
@@ -357,7 +362,12 @@ async def aexecute(
         error: BaseException | None = None
         late = call.reporter(prepared.tool, mode)
         with dispatching(
-            prepared.tool.name, prepared.tool.risk, mode, request_id=request_id, on_late=late
+            prepared.tool.name,
+            prepared.tool.risk,
+            mode,
+            request_id=request_id,
+            on_late=late,
+            kind=prepared.tool.kind,
         ) as scope:
             started = time.perf_counter()
             try:

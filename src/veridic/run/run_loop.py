@@ -26,8 +26,10 @@ from veridic.run.deferred import (
     PausedRun,
     PendingApproval,
     answered,
-    call_arguments,
+    check_waiting,
     needs_answer,
+    shown_arguments,
+    waiting_sha256,
 )
 from veridic.run.reply import Reply, ToolOutcome, _check_whole
 from veridic.text.compose import Composer
@@ -251,10 +253,12 @@ class _Run(Generic[OutputT]):
         ``again`` holds, by call id, why an earlier answer no longer holds.
         """
         approvals = []
+        waiting_digest = waiting_sha256(waiting)
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
             if request is not None:
-                arguments = call_arguments(call)
+                # What the handler will get (defaults filled in), not only what the model wrote.
+                arguments = shown_arguments(request.arguments)
                 stale = (again or {}).get(call.id)
                 if stale:
                     why = f"{request.why}; asked again: {stale}"
@@ -268,7 +272,7 @@ class _Run(Generic[OutputT]):
                         why,
                         request.arguments,
                     )
-                approvals.append(PendingApproval.of(call.id, request, arguments))
+                approvals.append(PendingApproval.of(call.id, request, arguments, waiting_digest))
         paused = PausedRun(
             request_id=self.request_id,
             conversation=self.composer.conversation(),
@@ -433,6 +437,7 @@ def _resumed(
             f"approvals name (no waiting call for {sorted(missing) or 'any approval'}): it was "
             "changed after PausedRun.to_json(); resume only what a run returned"
         )
+    check_waiting(paused, waiting, answers)
     reply = Reply(
         text="",
         tool_calls=waiting,

@@ -15,7 +15,9 @@ operations themselves:
 A guard looks at the tool the agent dispatched *directly* (recorded by the
 executor in a context variable, see :func:`dispatching`) and raises
 :class:`GuardDeniedError` before the operation happens unless that tool is
-high risk and this call of it was confirmed by the user. Delegation does not
+high risk and this call of it was confirmed by the user. A query never may,
+whatever its risk: it reads and changes nothing, and the user who confirmed a
+high-risk one was not asked about a delete. Delegation does not
 launder risk: a mid tool that calls into a high-risk write, directly or
 through a nested dispatch, is still judged as the mid tool it is. Code that
 runs outside any agent dispatch (migrations, admin scripts, the application's
@@ -76,7 +78,7 @@ from pydantic import BaseModel
 from veridic.errors import GuardDeniedError, VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.text.provenance import _caller
-from veridic.tools.risk import ApprovalMode, Risk
+from veridic.tools.risk import ApprovalMode, Risk, ToolKind
 
 __all__ = [
     "Dispatch",
@@ -100,17 +102,32 @@ _log = logging.getLogger("veridic.guards")
 
 @dataclass(frozen=True, slots=True)
 class Dispatch:
-    """A tool call the executor dispatched: the tool, its declared risk, how it was approved."""
+    """A tool call the executor dispatched: the tool, its declared risk, how it was approved.
+
+    ``kind`` is the tool's declared kind when the dispatcher knows it
+    (:func:`veridic.execute` and :meth:`veridic.ToolView.dispatch` do), ``None``
+    otherwise.
+    """
 
     tool: str
     risk: Risk
     approval: ApprovalMode
     request_id: str = ""
+    kind: ToolKind | None = None
 
     @property
     def may_do_high_risk(self) -> bool:
-        """Whether this call may perform irreversible or instruction writes."""
-        return self.risk >= Risk.HIGH and self.approval is ApprovalMode.USER_CONFIRMED
+        """Whether this call may perform irreversible or instruction writes.
+
+        Never a query's: a query reads and changes nothing, and the user who
+        confirmed a high-risk one (it reads personal data, say) was shown a
+        query, not an irreversible operation or a write of instructions.
+        """
+        return (
+            self.kind != "query"
+            and self.risk >= Risk.HIGH
+            and self.approval is ApprovalMode.USER_CONFIRMED
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +291,7 @@ def dispatching(
     *,
     request_id: str = "",
     on_late: LateReporter | None = None,
+    kind: ToolKind | None = None,
 ) -> Iterator[DispatchScope]:
     """Run the body as the dispatch of ``tool``, so guards inside it can judge the call.
 
@@ -285,13 +303,16 @@ def dispatching(
     copied context) is refused every guarded operation, and each such late
     guard is kept in :attr:`DispatchScope.late_events` and passed to
     ``on_late`` (see :data:`LateReporter`); without a reporter it is logged
-    as a warning on the ``veridic.guards`` logger.
+    as a warning on the ``veridic.guards`` logger. ``kind`` is the tool's
+    declared kind: under a ``"query"`` every guarded operation is refused,
+    whatever the risk and approval (a query changes nothing).
 
     Raises:
-        VeridicError: ``tool`` is empty, ``risk`` is not a :class:`Risk` or
-            ``approval`` not an :class:`ApprovalMode`.
+        VeridicError: ``tool`` is empty, ``risk`` is not a :class:`Risk`,
+            ``approval`` not an :class:`ApprovalMode`, or ``kind`` not
+            ``"query"``, ``"write"`` or ``None``.
     """
-    call = Dispatch(tool, risk, approval, request_id)
+    call = Dispatch(tool, risk, approval, request_id, kind)
     with _entered(call, observing=False, on_late=on_late) as scope:
         yield scope
 
@@ -318,9 +339,9 @@ def guard_irreversible(operation: str, /) -> None:
     store recognises a later call attempting the same thing.
 
     Raises:
-        GuardDeniedError: inside a dispatch whose direct tool is not high risk
-            or whose call was not confirmed by the user. Outside any dispatch
-            the guard does nothing.
+        GuardDeniedError: inside a dispatch whose direct tool is not high risk,
+            is a query, or whose call was not confirmed by the user. Outside any
+            dispatch the guard does nothing.
         VeridicError: ``operation`` is empty.
     """
     if not isinstance(operation, str) or not operation.strip():
@@ -344,9 +365,9 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
     guard, and passes.
 
     Raises:
-        GuardDeniedError: inside a dispatch whose direct tool is not high risk
-            or whose call was not confirmed by the user. Outside any dispatch
-            the guard does nothing.
+        GuardDeniedError: inside a dispatch whose direct tool is not high risk,
+            is a query, or whose call was not confirmed by the user. Outside any
+            dispatch the guard does nothing.
         VeridicError: ``target`` names no field (an empty string or list).
     """
     fields = _instruction_targets(target)
@@ -395,6 +416,15 @@ def _judge(scope: DispatchScope, kind: GuardKind, operations: tuple[str, ...], w
             "thread) before it returns, or ask for the operation in a new call"
         ) from failure
     via = "" if scope.call is direct else f" (delegated through {scope.call.tool!r})"
+    if direct.kind == "query":
+        raise GuardDeniedError(
+            f"{label} {what} (at {where}) was refused before it happened: the tool the agent "
+            f"dispatched directly, {direct.tool!r}{via}, is a query (risk {direct.risk.value}, "
+            f"approval {direct.approval.value}), and a query reads and changes nothing, so "
+            "whoever approved it was not asked about this: declare it kind='write' "
+            "(irreversible=True, or writes= the model) so each call is confirmed as what it "
+            "does, or keep the operation out of the query"
+        )
     raise GuardDeniedError(
         f"{label} {what} (at {where}) was refused before it happened: the tool the agent "
         f"dispatched directly is {direct.tool!r}{via}, risk {direct.risk.value}, "
@@ -620,4 +650,9 @@ def _check_call(call: Dispatch) -> None:
             f"the dispatch of {call.tool!r} got risk {call.risk!r} and approval "
             f"{call.approval!r}: pass the tool's declared Risk and the ApprovalMode the "
             "policy decided"
+        )
+    if call.kind not in (None, "query", "write"):
+        raise VeridicError(
+            f"the dispatch of {call.tool!r} got kind {call.kind!r}: pass the tool's declared "
+            'kind, "query" or "write" (or leave it out)'
         )

@@ -866,5 +866,7 @@ def _direct_dispatch(tool: Tool, context: ToolContext[object] | None = None) -> 
         return
     # A nested call without a request id of its own takes this one's (see ToolContext).
     request_id = "" if context is None else context.request_id
-    with dispatching(tool.name, tool.risk, ApprovalMode.NOT_REQUIRED, request_id=request_id):
+    with dispatching(
+        tool.name, tool.risk, ApprovalMode.NOT_REQUIRED, request_id=request_id, kind=tool.kind
+    ):
         yield
