@@ -76,6 +76,7 @@ from typing import overload
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.run import telemetry as _telemetry
+from veridic.run._audit_writes import _writes
 from veridic.run._run_checks import (
     all_queries,
     also_unwritten,
@@ -106,7 +107,7 @@ from veridic.run.call_log import (
     _CallRecords,
 )
 from veridic.run.deferred import PausedRun, ResumeSteps
-from veridic.run.executor import AsyncConfirm, _writes, aexecute, execute
+from veridic.run.executor import AsyncConfirm, aexecute, execute
 from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome, _check_whole
 from veridic.run.run_loop import Limits, OutputT, RunResult, _resumed, _Run
 from veridic.text.compose import Composer

@@ -1,0 +1,192 @@
+"""Where one call's audit records go: a store's blocking ``write`` or its coroutine ``awrite``.
+
+A call's record must be written whatever happens, by whichever code holds it:
+``execute`` (blocking), ``aexecute`` (the event loop, which must never wait on
+a store) and a guard that fired after its call ended, in a plain function on
+some thread or task. :class:`Sink` gives each of them the one way that works
+for the store at hand, and a record that cannot be written is logged with
+its whole content on ``veridic.executor``, never dropped in silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+from collections.abc import Callable, Coroutine
+from functools import partial
+from typing import Final
+
+from veridic.errors import VeridicError
+from veridic.run.audit import AsyncAuditSink, AuditSink
+from veridic.run.records import AuditRecord
+
+__all__ = ["Sink", "_writes"]
+
+_log = logging.getLogger("veridic.executor")
+_LATE_WAIT: Final = 30.0
+"""Seconds a thread waits for its follow-up record to reach an async-only store."""
+
+_in_flight: set[asyncio.Future[None]] = set()
+"""Writes left running on a loop (see :func:`_to_the_end`): held so none is collected unfinished."""
+
+
+_Write = Callable[[AuditRecord], None]
+_AWrite = Callable[[AuditRecord], Coroutine[object, object, None]]
+
+
+def _writes(audit: object, where: str, *, sync: bool) -> tuple[_Write | None, _AWrite | None]:
+    """``audit``'s blocking ``write`` and coroutine ``awrite`` (``None`` where it has none).
+
+    Checked before anything runs: a sink that turns out unwritable after the
+    handler ran would lose the call's effects from the audit.
+
+    Raises:
+        VeridicError: ``audit`` has neither; its ``write`` is a coroutine
+            function (calling it would drop the record unawaited); or ``sync``
+            and it has only ``awrite`` (blocking code cannot await it).
+    """
+    write = audit.write if isinstance(audit, AuditSink) else None
+    if write is not None and inspect.iscoroutinefunction(write):
+        raise VeridicError(
+            f"{where}() got an audit sink whose write() is a coroutine function ({audit!r}): "
+            "calling it would leave the record unwritten, in a coroutine nobody awaits; name "
+            "the coroutine awrite() (veridic.AsyncAuditSink) and give write() a blocking body, "
+            "or drop it"
+        )
+    awrite = audit.awrite if isinstance(audit, AsyncAuditSink) else None
+    if awrite is not None and not inspect.iscoroutinefunction(awrite):
+        awrite = None  # an awrite that is not a coroutine function is not the async twin
+    if write is None and awrite is None:
+        raise VeridicError(
+            f"{where}() got audit={audit!r}, which has no write(record) and no async "
+            "awrite(record): pass an audit store (SQLiteAuditSink, PostgresAuditSink, "
+            "AsyncPostgresAuditSink for async code)"
+        )
+    if sync and write is None:
+        raise VeridicError(
+            f"{where}() got an async-only audit store ({audit!r}: it has awrite() but no "
+            "write()), which blocking code cannot await: this store is async-only; use await "
+            "aexecute(...) or the async gateway (ModelGateway.arun, arun_tools, aresume), or a "
+            "store with a blocking write(), such as PostgresAuditSink"
+        )
+    return write, awrite
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs in this thread
+        return None
+
+
+class Sink:
+    """One call's audit sink, as the code that writes each record can reach it.
+
+    ``aexecute`` awaits ``awrite`` when the sink has it, so the loop never
+    waits on the store; everything else calls ``write``. A follow-up record
+    is written by the thread or task whose guard fired late, in a plain
+    function that cannot await: it calls ``write`` when the sink has one
+    (from a task, that holds the loop for one write: the price of work a
+    handler left behind). For an async-only sink it hands ``awrite`` to the
+    loop the call ran on: from a task on that loop, as a task of its own
+    (nothing may wait there), whose failure is logged on
+    ``veridic.executor`` with the whole record, since the guard has raised
+    by then; from another thread, which waits for it (up to
+    :data:`_LATE_WAIT` seconds), so a failure reaches the guard's refusal as
+    for a blocking sink. Either way a record that cannot be written is
+    logged, never dropped in silence.
+    """
+
+    __slots__ = ("awaited", "blocking", "loop")
+
+    def __init__(self, audit: object, where: str, *, sync: bool) -> None:
+        self.blocking, self.awaited = _writes(audit, where, sync=sync)
+        self.loop = None if sync or self.blocking is not None else _running_loop()
+
+    def write(self, record: AuditRecord) -> None:
+        """Write ``record`` from blocking code (``execute``, a late guard's reporter)."""
+        if self.blocking is not None:
+            self.blocking(record)
+        else:
+            self._schedule(record)
+
+    async def awrite(self, record: AuditRecord) -> None:
+        """Write ``record`` from the loop: ``awrite`` awaited to its end, or ``write``."""
+        if self.awaited is None:
+            self.write(record)
+        else:
+            await _to_the_end(self.awaited(record), record)
+
+    def _schedule(self, record: AuditRecord) -> None:
+        """Hand a follow-up to an async-only sink from a plain function (see the class)."""
+        awaited, loop = self.awaited, self.loop
+        if awaited is None or loop is None or not loop.is_running():
+            raise VeridicError(
+                f"the follow-up record {record.record_id} of tool {record.tool!r} (request "
+                f"{record.request_id!r}) cannot be written: the audit store is async-only and the "
+                "event loop the call ran on is not running any more; the record is in this "
+                "error's message: store it elsewhere, and finish background work inside the "
+                f"handler. Record: {record!r}"
+            )
+        if _running_loop() is loop:
+            task = loop.create_task(awaited(record))
+            _in_flight.add(task)
+            task.add_done_callback(partial(_written_later, record))
+            return
+        future = asyncio.run_coroutine_threadsafe(awaited(record), loop)
+        try:
+            future.result(timeout=_LATE_WAIT)
+        except TimeoutError as waited:
+            future.add_done_callback(partial(_written_later, record))
+            raise VeridicError(
+                f"the follow-up record {record.record_id} of tool {record.tool!r} (request "
+                f"{record.request_id!r}) was not confirmed written within {_LATE_WAIT:g} s: the "
+                "event loop the call ran on is busy or blocked; it may still be written (its "
+                "failure is logged on veridic.executor)"
+            ) from waited
+
+
+async def _to_the_end(write: Coroutine[object, object, None], record: AuditRecord) -> None:
+    """Await ``write``; if the awaiting task is cancelled, the write still ends.
+
+    A cancellation reaching ``aexecute`` while the record of a call that ran
+    is on its way would otherwise abort the write and lose the record; the
+    caller still gets its ``CancelledError`` at once, and a failure of the
+    write left running is logged with the record.
+    """
+    task = asyncio.ensure_future(write)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            _in_flight.add(task)
+            task.add_done_callback(partial(_written_later, record))
+        raise
+
+
+def _written_later(
+    record: AuditRecord, future: asyncio.Future[None] | concurrent.futures.Future[None]
+) -> None:
+    """Log a write nobody awaits any more when it fails: the record is in the log."""
+    if isinstance(future, asyncio.Future):
+        _in_flight.discard(future)
+    failure: BaseException | None = (
+        asyncio.CancelledError("the event loop stopped first") if future.cancelled() else None
+    )
+    if failure is None:
+        failure = future.exception()
+    if failure is not None:
+        _log.error(
+            "the audit record %s of tool %r (request %r, outcome %s) could not be written "
+            "(%s: %s); store it elsewhere: %r",
+            record.record_id,
+            record.tool,
+            record.request_id,
+            record.outcome.value,
+            type(failure).__name__,
+            failure,
+            record,
+            exc_info=failure,
+        )
