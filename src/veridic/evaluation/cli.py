@@ -194,8 +194,28 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
     else:
         install.ensure_runtime(cache, log=_log)
         model = args.gguf or install.ensure_model(cache, log=_log)
-    extra = {} if args.gguf else {"model sha256": install.QWEN_1_5B.sha256}
-    return LlamaBackend(model, n_threads=args.threads), extra
+    backend = LlamaBackend(model, n_threads=args.threads)
+    return backend, {"model sha256": _model_sha256(model, pinned=args.gguf is None)}
+
+
+def _model_sha256(model: Path, *, pinned: bool) -> str:
+    """The sha256 of the file that was loaded, which the record names the model by.
+
+    The pinned model's path is checked against the pin even with ``--no-install``, which
+    loaded whatever file sat there while the record claimed the pinned hash.
+
+    Raises:
+        InstallError: the file at the pinned model's path is another file.
+    """
+    found = install.sha256_file(model)
+    pin = install.QWEN_1_5B
+    if pinned and found != pin.sha256:
+        raise install.InstallError(
+            f"{model} has sha256 {found}, not the pinned {pin.sha256} of {pin.file_name}: "
+            "delete it and rerun without --no-install to assemble the pinned model, or pass "
+            "the file as --gguf PATH to measure it as another model"
+        )
+    return found
 
 
 def _cases(every: int, limit: int | None, corpus: str = "main") -> list[Case]:
