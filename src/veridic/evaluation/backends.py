@@ -242,8 +242,8 @@ class EndpointBackend:
     """A model behind an OpenAI-compatible ``/chat/completions`` endpoint, greedy.
 
     ``api_key`` is sent as a bearer token when given. Token counts come from the
-    response's ``usage``; the backend has no tokenizer of its own, so the per-block token
-    overhead is taken from the prompt-token counts of the same case in two modes.
+    response's ``usage`` (each case's ``prompt_tokens`` in the record); the backend has
+    no tokenizer of its own, so the report's token-cost columns read ``n/a``.
 
     Raises:
         MissingExtraError: no client was given and httpx is not installed.

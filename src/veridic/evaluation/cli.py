@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(f"veridic.evaluation: {error}")
         return 1
     schemes = [s.scheme for s in args.selections]
-    costs = token_costs(backend.count_tokens, schemes)
+    costs = token_costs(backend.count_tokens, schemes, corpus=CORPORA[args.corpus]())
     counts = {scheme.name: len(cases) for scheme, cases in chosen}
     meta = {
         **backend.describe(),
