@@ -265,13 +265,20 @@ class EndpointBackend:
         self._client = client if client is not None else _default_client()
         self._timeout = timeout
         self._seed = seed
+        self._served: dict[str, None] = {}
 
     def describe(self) -> Mapping[str, str]:
-        """Endpoint, model name and decoding settings."""
+        """Endpoint, model name asked for, the names the answers gave, decoding settings.
+
+        ``served model`` lists the ``model`` field of the answers so far (a router or a
+        server with one model loaded may answer with another model than the one asked
+        for), ``(not said)`` when none gave one.
+        """
         return {
             "backend": "openai-compatible endpoint",
             "endpoint": self._url,
             "model": self._model,
+            "served model": ", ".join(self._served) or "(not said)",
             "seed": str(self._seed),
             "decoding": "greedy (temperature 0)",
         }
@@ -302,16 +309,30 @@ class EndpointBackend:
             )
         try:
             payload = response.json()
-            text = payload["choices"][0]["message"]["content"] or ""
+            choice = payload["choices"][0]
+            text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as error:
             raise BackendError(
                 f"{self._url} answered without choices[0].message.content ({error}): "
                 f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"
             ) from error
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        if not isinstance(text, str) or finish == "content_filter":
+            # Read as "", such an answer was judged an order not followed: a success of
+            # the defence that the model never gave.
+            raise BackendError(
+                f"{self._url} answered model {self._model!r} with no text (content "
+                f"{text!r:.80}, finish_reason {finish!r}): a refusal, a filtered answer or a "
+                "tool call is neither an order followed nor one refused, so the evaluation "
+                "stops; turn the endpoint's filter or tools off, or measure another model"
+            )
+        served = payload.get("model") if isinstance(payload, dict) else None
+        if isinstance(served, str):
+            self._served.setdefault(served, None)
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return Completion(
-            text=str(text),
+            text=text,
             prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
             seconds=seconds,
