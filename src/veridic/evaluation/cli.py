@@ -341,14 +341,14 @@ def _unmergeable(
     seen: dict[tuple[str, str], Path] = {}
     for path, results, _ in records:
         for result in results:
-            key = (result.scheme, result.case.id)
-            if key in seen:
+            answer = (result.scheme, result.case.id)
+            if answer in seen:
                 return (
-                    f"scheme {result.scheme} answered case {result.case.id} in {seen[key]} and "
+                    f"scheme {result.scheme} answered case {result.case.id} in {seen[answer]} and "
                     f"again in {path}: a case counted twice narrows every interval; give each "
                     "scheme's run once"
                 )
-            seen[key] = path
+            seen[answer] = path
     return None
 
 
