@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from veridic.evaluation.corpora import CORPORA
+from veridic.evaluation.judge import judge
 from veridic.evaluation.report import read_json
 from veridic.evaluation.runner import prompt_id
 from veridic.evaluation.schemes import scheme_named
@@ -39,4 +40,22 @@ def test_a_record_holds_the_prompts_rendered_today(path: Path) -> None:
     assert not stale, (
         f"{path.name}: {len(stale)} of {len(results)} cases were run with other prompts than "
         f"the code renders now (first: {stale[0]}): run the evaluation again for this record"
+    )
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda path: path.name)
+def test_a_record_holds_the_verdicts_of_today_s_judge(path: Path) -> None:
+    # --report reads the verdicts a record holds; a judge changed since would leave the
+    # README's table counting by the old rule.
+    results, _, _ = read_json(path)
+    changed = [
+        result.case.id
+        for result in results
+        if (verdict := judge(result.case, result.output)).followed != result.followed
+        or verdict.canary != result.canary
+        or verdict.correct != result.correct
+    ]
+    assert not changed, (
+        f"{path.name}: {len(changed)} of {len(results)} verdicts differ from today's judge "
+        f"(first: {changed[0]}): run the evaluation again, or judge the outputs again"
     )

@@ -106,6 +106,7 @@ class LlamaBackend:
         self._path = model_path
         self._seed = seed
         self._threads = n_threads
+        self._n_ctx = n_ctx
         options: dict[str, object] = {
             "model_path": str(model_path),
             "n_ctx": n_ctx,
@@ -184,8 +185,21 @@ class LlamaBackend:
         return self._llm.tokenize(text.encode("utf-8", "surrogatepass"), add_bos, special)
 
     def complete(self, messages: Sequence[Message], max_tokens: int) -> Completion:
-        """Greedy decoding of at most ``max_tokens`` tokens."""
+        """Greedy decoding of at most ``max_tokens`` tokens.
+
+        Raises:
+            BackendError: the prompt and ``max_tokens`` do not fit the context window.
+                llama-cpp-python raises a bare ValueError for a prompt longer than the
+                window, and quietly lowers ``max_tokens`` for one that leaves less room
+                than asked, so an answer was cut short and judged as the model's whole.
+        """
         prompt = self.prompt_tokens(messages)
+        if len(prompt) + max_tokens > self._n_ctx:
+            raise BackendError(
+                f"a prompt of {len(prompt)} tokens and an answer of up to {max_tokens} do "
+                f"not fit the context window of {self._n_ctx} tokens of {self._path.name}: "
+                "pass LlamaBackend(n_ctx=...) a larger window, or shorten the case"
+            )
         started = time.perf_counter()
         response = self._llm.create_completion(
             prompt,
@@ -242,8 +256,8 @@ class EndpointBackend:
     """A model behind an OpenAI-compatible ``/chat/completions`` endpoint, greedy.
 
     ``api_key`` is sent as a bearer token when given. Token counts come from the
-    response's ``usage``; the backend has no tokenizer of its own, so the per-block token
-    overhead is taken from the prompt-token counts of the same case in two modes.
+    response's ``usage`` (each case's ``prompt_tokens`` in the record); the backend has
+    no tokenizer of its own, so the report's token-cost columns read ``n/a``.
 
     Raises:
         MissingExtraError: no client was given and httpx is not installed.
@@ -265,13 +279,20 @@ class EndpointBackend:
         self._client = client if client is not None else _default_client()
         self._timeout = timeout
         self._seed = seed
+        self._served: dict[str, None] = {}
 
     def describe(self) -> Mapping[str, str]:
-        """Endpoint, model name and decoding settings."""
+        """Endpoint, model name asked for, the names the answers gave, decoding settings.
+
+        ``served model`` lists the ``model`` field of the answers so far (a router or a
+        server with one model loaded may answer with another model than the one asked
+        for), ``(not said)`` when none gave one.
+        """
         return {
             "backend": "openai-compatible endpoint",
             "endpoint": self._url,
             "model": self._model,
+            "served model": ", ".join(self._served) or "(not said)",
             "seed": str(self._seed),
             "decoding": "greedy (temperature 0)",
         }
@@ -302,16 +323,30 @@ class EndpointBackend:
             )
         try:
             payload = response.json()
-            text = payload["choices"][0]["message"]["content"] or ""
+            choice = payload["choices"][0]
+            text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as error:
             raise BackendError(
                 f"{self._url} answered without choices[0].message.content ({error}): "
                 f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"
             ) from error
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        if not isinstance(text, str) or finish == "content_filter":
+            # Read as "", such an answer was judged an order not followed: a success of
+            # the defence that the model never gave.
+            raise BackendError(
+                f"{self._url} answered model {self._model!r} with no text (content "
+                f"{text!r:.80}, finish_reason {finish!r}): a refusal, a filtered answer or a "
+                "tool call is neither an order followed nor one refused, so the evaluation "
+                "stops; turn the endpoint's filter or tools off, or measure another model"
+            )
+        served = payload.get("model") if isinstance(payload, dict) else None
+        if isinstance(served, str):
+            self._served.setdefault(served, None)
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return Completion(
-            text=str(text),
+            text=text,
             prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
             seconds=seconds,

