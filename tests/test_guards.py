@@ -137,6 +137,21 @@ def test_delegating_into_a_confirmed_high_dispatch_does_not_launder_a_mid_call()
     assert outer.events == inner.events
 
 
+def test_a_nested_scope_cannot_name_itself_the_direct_call() -> None:
+    """A mid handler that enters a confirmed-high scope of its own and makes it the direct
+    call would be judged as the confirmed call: the scope's calls are read-only."""
+    with (
+        dispatching("revert_prompt", Risk.MID, ApprovalMode.ALWAYS_RULE) as outer,
+        dispatching("edit_prompt", *CONFIRMED_HIGH) as inner,
+    ):
+        with pytest.raises(AttributeError):
+            inner.direct = inner.call  # type: ignore[misc]  # the attempt the test refuses
+        with pytest.raises(AttributeError):
+            outer.call = inner.call  # type: ignore[misc]  # the same, through the outer scope
+        with pytest.raises(GuardDeniedError, match="delegated through 'edit_prompt'"):
+            guard_instruction_write(StoredPrompt)
+
+
 def test_a_confirmed_high_dispatch_may_delegate_to_helpers() -> None:
     def helper() -> None:
         guard_irreversible("hard delete golden fixture")

@@ -182,17 +182,17 @@ class DispatchScope:
     """
 
     __slots__ = (
+        "_call",
         "_closed",
+        "_direct",
         "_events",
         "_late",
         "_observing",
         "_on_late",
         "_parent",
-        "call",
-        "direct",
     )
-    call: Dispatch
-    direct: Dispatch
+    _call: Dispatch
+    _direct: Dispatch
     _parent: DispatchScope | None
     _observing: bool
     _events: list[GuardEvent]
@@ -208,10 +208,8 @@ class DispatchScope:
         observing: bool = False,
         on_late: LateReporter | None = None,
     ) -> None:
-        self.call = call
-        """The call this scope was entered for."""
-        self.direct = call if parent is None else parent.direct
-        """The call the agent dispatched directly: the outermost one; guards judge it."""
+        self._call = call
+        self._direct = call if parent is None else parent.direct
         self._parent = parent
         # Only an outermost scope may observe: code running inside a real dispatch cannot
         # switch its guards off by entering veridic.effects.observe().
@@ -224,6 +222,20 @@ class DispatchScope:
     def __repr__(self) -> str:
         state = ", closed" if self._closed else ""
         return f"DispatchScope({self.call.tool!r}, direct={self.direct.tool!r}{state})"
+
+    @property
+    def call(self) -> Dispatch:
+        """The call this scope was entered for."""
+        return self._call
+
+    @property
+    def direct(self) -> Dispatch:
+        """The call the agent dispatched directly: the outermost one; guards judge it.
+
+        Read-only: a handler holding its nested scope cannot name itself the
+        direct call and so be judged as a confirmed high-risk one.
+        """
+        return self._direct
 
     @property
     def observing(self) -> bool:
