@@ -239,7 +239,7 @@ def support_registry(done: list[str]) -> Registry:
     return registry
 
 
-def paused_refund() -> PausedRun:
+def paused_refund(request_id: str = "req-1") -> PausedRun:
     view = support_registry([]).view()
     policy = ApprovalPolicy(view)
     policy.allow_always("add_note")
@@ -251,7 +251,7 @@ def paused_refund() -> PausedRun:
     }
     composer = Composer().system(SYSTEM, view.capability_section()).user("Refund 42.")
     result = gateway([calls], SQLiteAuditSink()).run(
-        composer, view, policy=policy, request_id="req-1", defer=True
+        composer, view, policy=policy, request_id=request_id, defer=True
     )
     assert result.paused is not None
     return result.paused
@@ -291,6 +291,27 @@ def test_a_waiting_call_added_or_changed_in_storage_refuses_the_digest_answer(
         )
     assert done == []
     assert audit.records("req-1") == ()
+
+
+def test_a_yes_given_in_one_request_does_not_approve_the_same_call_of_another() -> None:
+    """Providers' call ids repeat across requests (scripted ones always do): the digest binds
+    the answer to its request, so one request's yes cannot resume another's paused run."""
+    first, second = paused_refund("req-1"), paused_refund("req-2")
+    (given,) = first.approvals
+    done: list[str] = []
+    view = support_registry(done).view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("add_note")
+    assert given.digest not in {approval.digest for approval in second.approvals}
+    with pytest.raises(VeridicError, match=r"no pending approval|no approval"):
+        gateway([{"text": "Done."}], SQLiteAuditSink()).resume(
+            second,
+            Composer().system(SYSTEM, view.capability_section()),
+            view,
+            policy=policy,
+            answers={given.digest: True},
+        )
+    assert done == []
 
 
 def test_an_unchanged_paused_run_resumes_with_its_waiting_calls() -> None:

@@ -416,17 +416,20 @@ def call_arguments(call: ToolCall) -> Mapping[str, object]:
     return {"_unparsed": call.arguments}
 
 
-def waiting_sha256(calls: Sequence[ToolCall]) -> str:
-    """SHA-256 (hex) of the calls that wait together, in order: each id, tool and arguments.
+def waiting_sha256(request_id: str, calls: Sequence[ToolCall]) -> str:
+    """SHA-256 (hex) of the calls that wait together, in order (each id, tool and
+    arguments), and of the request they wait in.
 
     Every approval of a paused run carries it, and so does its digest: a call added
     among the waiting ones, or one whose arguments changed, where the paused run was
     kept would otherwise run on resume beside the approved call (under a rule that
-    asks nobody), recorded as the model's answer to the prompt that paused.
+    asks nobody), recorded as the model's answer to the prompt that paused. The
+    request id binds the answer to its run: a yes given in one request does not
+    approve a paused run of another whose call has the same id, tool and arguments.
     """
     calls_shown = [[call.id, call.name, dict(call_arguments(call))] for call in calls]
     canonical = json.dumps(
-        ["veridic-waiting/1", calls_shown],
+        ["veridic-waiting/2", request_id, calls_shown],
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -448,7 +451,7 @@ def check_waiting(
             paused, and an approval made among the calls as they were is answered
             by its digest.
     """
-    digest = waiting_sha256(waiting)
+    digest = waiting_sha256(paused.request_id, waiting)
     changed = [
         a.call_id for a in paused.approvals if a.digest in answers and a.waiting_sha256 != digest
     ]

@@ -253,7 +253,7 @@ class _Run(Generic[OutputT]):
         ``again`` holds, by call id, why an earlier answer no longer holds.
         """
         approvals = []
-        waiting_digest = waiting_sha256(waiting)
+        waiting_digest = waiting_sha256(self.request_id, waiting)
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
             if request is not None:
