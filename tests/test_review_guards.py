@@ -303,7 +303,7 @@ def test_a_yes_given_in_one_request_does_not_approve_the_same_call_of_another() 
     policy = ApprovalPolicy(view)
     policy.allow_always("add_note")
     assert given.digest not in {approval.digest for approval in second.approvals}
-    with pytest.raises(VeridicError, match=r"no pending approval|no approval"):
+    with pytest.raises(VeridicError, match="which no approval of the paused run has"):
         gateway([{"text": "Done."}], SQLiteAuditSink()).resume(
             second,
             Composer().system(SYSTEM, view.capability_section()),
