@@ -16,7 +16,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -28,9 +28,6 @@ from veridic.tools.risk import RiskLike, ToolKind
 from veridic.tools.tool import ToolHints
 from veridic.tools.view import ComponentState
 
-if TYPE_CHECKING:
-    from veridic.tools.registry import Registry
-
 __all__ = ["Component", "Recheck"]
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -39,6 +36,45 @@ Recheck = Literal["view"] | float | None
 """When a component's boot check runs again: ``None`` (never: once, at boot), ``"view"``
 (for every view) or a positive number of seconds (when a view is made and the last check
 is older than that)."""
+
+
+class _Owner(Protocol):
+    """What a component asks of the registry that made it: to register its tools.
+
+    A protocol, not the ``Registry`` class: the registry imports this module, and a
+    component needs nothing else of it.
+    """
+
+    def _decorator(
+        self,
+        component: str | None,
+        kind: ToolKind,
+        risk: RiskLike | None,
+        irreversible: bool,
+        writes: Iterable[type[BaseModel]],
+        name: str | None,
+        description: str | None,
+        roles: Iterable[str],
+        hints: ToolHints | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def _external(
+        self,
+        component: str | None,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, object],
+        handler: Callable[[dict[str, object]], object],
+        kind: ToolKind,
+        risk: RiskLike | None,
+        pin: str | None,
+        irreversible: bool,
+        source: TrustedText,
+        roles: Iterable[str],
+        unavailable: TrustedText | None = None,
+        hints: ToolHints | None = None,
+    ) -> None: ...
+
 
 _log = logging.getLogger("veridic.registry")
 """The registry's log: a component is part of it."""
@@ -70,7 +106,7 @@ class Component:
 
     def __init__(
         self,
-        registry: Registry,
+        registry: _Owner,
         name: TrustedText,
         boot: Callable[[], object] | None,
         hint: TrustedText,
