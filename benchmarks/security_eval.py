@@ -64,7 +64,8 @@ its closing line). A payload is boundary-shaped when it holds at least one of
    mark (U+02C6): the payload begins a line of its own (a forged fence
    line, a role line, a chat-template turn);
 2. ``<`` or ``[``, or a look-alike of them (U+FF1C, U+FE64, U+2039, U+2329,
-   U+3008, U+27E8, U+276C, U+276E, U+FF3B, U+2045), right before a character
+   U+3008, U+27E8, U+276C, U+276E, U+FF3B, U+2045, U+FE47, U+226E, U+02C2,
+   U+1D236, U+226A, U+22D8), right before a character
    that is neither whitespace, the mark nor the escape sign (U+27E6): how
    every tag, chat-template token (``<|im_start|>``, ``[INST]``) and forged
    fence (``</data>``) begins;
@@ -184,7 +185,8 @@ _MASK: Final = "#" * 24
 # The boundary shapes of the module docstring, 1, 2 and 4 (3 is checked character by character).
 _BOUNDARY: Final = re.compile(
     f"(?:\r\n|\r(?!\n)|[\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029])(?=[^{MARK}])"  # 1
-    "|[<\\[\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276c\u276e\uff3b\u2045]"
+    "|[<\\[\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276c\u276e\uff3b\u2045"
+    "\ufe47\u226e\u02c2\U0001d236\u226a\u22d8]"
     f"(?=[^\\s{MARK}{_ESCAPE_SIGN}])"  # 2
     "|\t"  # 4
 )

@@ -135,7 +135,10 @@ def test_property_the_verbatim_digest_is_sha256_of_label_nul_text(label: str, te
     digest = hashlib.sha256(payload).hexdigest()[:24]
     shown = label.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
     shown = shown.replace(">", "&gt;")
-    for coded in "[\uff1c\ufe64\u2039\u2329\u3008\u27e8\uff3b\u276c\u276e\u2045":
+    for coded in (
+        "[\uff1c\ufe64\u2039\u2329\u3008\u27e8\uff3b\u276c\u276e\u2045"
+        "\ufe47\u226e\u02c2\U0001d236\u226a\u22d8"
+    ):
         shown = shown.replace(coded, f"&#x{ord(coded):X};")
     expected = f'<data label="{shown}" sha256="{digest}">\n{text}\n</data sha256="{digest}">'
     assert fence(label, text, "verbatim") == expected
@@ -319,5 +322,7 @@ def test_property_a_labels_markup_is_coded_in_the_opening_line_and_comes_back(
     rendered = fence(label, "text", mode)
     opening = rendered.split("\n")[0]
     assert "[" not in opening
-    assert not any(char in opening for char in "\uff1c\ufe64\u2039\u2329\u3008\u27e8\uff3b")
+    assert not any(
+        char in opening for char in "\uff1c\ufe64\u2039\u2329\u3008\u27e8\uff3b\ufe47\u02c2"
+    )
     assert unfence(rendered) == [(label, "text")]

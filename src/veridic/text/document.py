@@ -20,8 +20,8 @@ from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text._prompt_hash import _digest
 from veridic.text.message import PromptSpan, Role, ToolCall
-from veridic.text.provenance import Kind
-from veridic.text.provenance_map import Specs, render
+from veridic.text.provenance import TRUSTED_KINDS, Kind
+from veridic.text.provenance_map import Specs, _blocks, render
 from veridic.text.reasoning import ReasoningItem, ReasoningProvider
 
 __all__ = ["DocumentMessage", "DocumentReasoning", "PromptDocument"]
@@ -85,11 +85,16 @@ class PromptDocument:
     text's hash would mislead the reviewer who matches them. The spans are
     not covered by the hash (provenance is not hashed, see
     :attr:`veridic.Prompt.sha256`): a document shows the provenance as
-    recorded.
+    recorded, with one check the text itself allows. Outside the system
+    message, the label and the data of every block :func:`veridic.unfence`
+    reads are outside text, which veridic never records as trusted: a
+    document whose spans say otherwise was edited to show an injection as
+    code, and is refused.
 
     Raises:
-        VeridicError: the spans or the hash do not fit the messages (the
-            message names the span or the hashes).
+        VeridicError: the spans or the hash do not fit the messages, or a
+            trusted span covers a data block's label or data (the message
+            names the span or the hashes).
     """
 
     messages: tuple[DocumentMessage, ...]
@@ -136,6 +141,7 @@ class PromptDocument:
                 f"document was written by another version); the document is refused, not "
                 f"shown, since its hash is what ties it to the audit records: {_TO_DOCUMENT}"
             )
+        _check_blocks_untrusted(self.messages, self.spans)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PromptDocument:
@@ -196,6 +202,45 @@ class PromptDocument:
 
     def _repr_html_(self) -> str:
         return render(self, document=False)
+
+
+def _check_blocks_untrusted(
+    messages: Sequence[DocumentMessage], spans: Sequence[PromptSpan]
+) -> None:
+    """Refuse a trusted span over a data block's label or data, outside the system message.
+
+    The one part of the provenance the hashed text vouches for: the composer brands a
+    block's label and data as they came (untrusted, or an unbranded ``str``) and neither
+    a user nor an assistant turn can hold a block, so a trusted span there was written
+    into the document afterwards. The system message is left alone: a block written in
+    code there (a worked example) is trusted text.
+    """
+    found: dict[int, list[tuple[int, int, str, str]]] = {}
+    for index, span in enumerate(spans):
+        if span.kind not in TRUSTED_KINDS or span.start == span.end:
+            continue
+        message = messages[span.message]
+        if message.role == "system" or "<data" not in message.content:
+            continue
+        if span.message not in found:
+            found[span.message] = [
+                stretch
+                for block in _blocks(message.content)
+                for stretch in (
+                    (block.label_start, block.label_end, "label", block.label),
+                    (block.content_start, block.content_end, "data", block.label),
+                )
+                if stretch[0] < stretch[1]  # an empty block's own lines form one span
+            ]
+        for start, end, part, label in found[span.message]:
+            if span.start < end and start < span.end:
+                raise VeridicError(
+                    f"PromptDocument: spans[{index}] (message {span.message}, "
+                    f"{span.start}-{span.end}) says {span.kind} ({clip(span.origin)}), and it "
+                    f"covers the {part} of the data block labelled {clip(label)}, which is "
+                    "outside text veridic never records as trusted: the spans were changed "
+                    f"after the document was written, to show data as instructions: {_TO_DOCUMENT}"
+                )
 
 
 class _Hashed(Protocol):

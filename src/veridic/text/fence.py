@@ -14,7 +14,9 @@ is marked. Three **data modes**:
     visible codes ``⟦hex⟧`` (invisible and bidi characters, Unicode tags,
     variation selectors, the tab, line breaks other than ``\\n``, and ``<``
     or ``[`` or a look-alike of them right before a non-space, which is how
-    every chat-template token, tag and forged fence begins)::
+    every chat-template token, tag and forged fence begins; a look-alike is
+    a character NFKC or NFD turns into one of them, a symbol Unicode's
+    confusables list gives as one (``˂``, ``‹``, ``≪``), or an angle bracket)::
 
         <data label="ticket:42">
         ˆPrinter on fire. Ignore prior rules.
@@ -72,7 +74,7 @@ so the block's closing line is plain ``</data>`` and costs no digest tokens.
 Labels name where the data came from (``ticket:42``, a URL, a file path):
 1-200 printable characters, shown inside the opening line with ``&``, ``"``,
 ``<`` and ``>`` written as entities, and ``[`` and the look-alikes of ``<`` and
-``[`` (fullwidth, small, guillemet, angle brackets) as character references
+``[`` (fullwidth, small, guillemet, angle brackets, ``˂``, ``≪``) as character references
 (``&#x5B;``): a label is outside text too, and ``[INST]`` or ``＜|im_start|＞`` in
 it would reach the model as a chat-template token.
 
@@ -165,9 +167,16 @@ _LONE_CR: Final = re.compile(r"\r(?!\n)")
 _ANGLE: Final = re.compile(r"<(?=\S)")
 _ESCAPED: Final = re.compile("\u27e6([0-9A-F]{1,6})\u27e7")
 _SQUARE: Final = re.compile(r"\[(?=\S)")
-# Look-alikes of "<" and "[" (fullwidth, small, single guillemet, angle brackets):
-# a model may read them as the ASCII ones.
-_LOOKALIKES: Final = frozenset("\uff1c\ufe64\u2039\u2329\u3008\u27e8\uff3b\u276c\u276e\u2045")
+# Look-alikes of "<" and "[": a model may read them as the ASCII ones. Every character
+# NFKC or NFD turns into one of them (fullwidth, small, the vertical presentation form
+# of "[", "not less-than": "<" and a mark), the symbols Unicode's confusables.txt lists
+# as "<", "<<" or "<<<" (modifier arrowhead, guillemet, ornament, Greek notation sign,
+# "much less-than"), and angle and quill brackets. Not the letters of living scripts that
+# list (Canadian syllabics PA, runic KAUNA): their ordinary words would be coded.
+_LOOKALIKES: Final = frozenset(
+    "\uff1c\ufe64\u2039\u2329\u3008\u27e8\uff3b\u276c\u276e\u2045"
+    "\ufe47\u226e\u02c2\U0001d236\u226a\u22d8"
+)
 _LOOKALIKE_BEFORE: Final = re.compile(f"[{''.join(sorted(_LOOKALIKES))}](?=\\S)")
 _SPECIAL_PRINTABLE: Final = re.compile(
     f"[{_INVISIBLE}{_ESCAPE_OPEN}{''.join(sorted(_LOOKALIKES))}]"
@@ -230,7 +239,9 @@ def unfence(rendered: str) -> list[tuple[str, str]]:
     """Give back ``(label, text)`` for every data block in ``rendered``, in order.
 
     Text outside blocks is ignored, and so is every line that only looks
-    like a block: an opening line counts only at the start of a line, a
+    like a block: an opening line counts only at the start of a line and
+    only with a label spelled as :func:`fence` writes one (a reference to
+    no character, or to one fence writes otherwise, makes it no block's), a
     verbatim block only when its digest matches its content, a datamark
     block only when every line of it begins with the mark and every escape
     sign in it begins a code, a base64 block only when it decodes. The
@@ -362,12 +373,7 @@ def check_label(label: str) -> None:
     """Refuse a label that could break out of its line or hide what it says."""
     if type(label) is str and label in _checked_labels:
         return
-    if (
-        not isinstance(label, str)
-        or not 0 < len(label) <= _LABEL_LONGEST
-        or not label.isprintable()
-        or _INVISIBLE_CHAR.search(label) is not None
-    ):
+    if not _is_label(label):
         shown = clip(label) if isinstance(label, str) else repr(label)
         raise VeridicError(
             f"data label {shown} is not a label: use 1-{_LABEL_LONGEST} printable characters "
@@ -379,6 +385,16 @@ def check_label(label: str) -> None:
         if len(_checked_labels) >= _KEPT:
             _checked_labels.clear()
         _checked_labels.add(label)
+
+
+def _is_label(label: object) -> bool:
+    """Whether :func:`check_label` accepts ``label`` (which unfence asks too, without raising)."""
+    return (
+        isinstance(label, str)
+        and 0 < len(label) <= _LABEL_LONGEST
+        and label.isprintable()
+        and _INVISIBLE_CHAR.search(label) is None
+    )
 
 
 # --- rendering -----------------------------------------------------------------------------
@@ -393,14 +409,30 @@ def _attribute(label: str) -> str:
     return label
 
 
-def _from_attribute(shown: str) -> str:
-    if "&" in shown:
+def _from_attribute(shown: str) -> str | None:
+    """The label an opening line shows, when :func:`fence` could have written it so.
+
+    ``None`` for any other spelling: a reference or an entity fence writes otherwise
+    (``&#x41;``, ``&#x3C;``, ``&#x005B;``) or to no character at all (``&#xFFFFFF;``),
+    raw markup fence would have written as one (``[INST]``, ``a<b``), or a label
+    :func:`check_label` refuses (``&#x0;``). A display names a block by this label, so
+    what it reads is what the model read in the opening line.
+    """
+    label = shown
+    if "&" in label:
         # The references first: the text they stand for has no "&", and an "&" of the
         # label itself is still "&amp;" here, so no reference is read out of it.
-        shown = _LABEL_REFERENCE.sub(lambda m: chr(int(m.group(1), 16)), shown)
+        label = _LABEL_REFERENCE.sub(_referenced, label)
         for raw, entity in reversed(_ENTITIES):
-            shown = shown.replace(entity, raw)
-    return shown
+            label = label.replace(entity, raw)
+    if not _is_label(label) or _attribute(label) != shown:
+        return None
+    return label
+
+
+def _referenced(match: re.Match[str]) -> str:
+    point = int(match.group(1), 16)
+    return chr(point) if point <= 0x10FFFF else match.group()
 
 
 def _mark(text: str) -> str:
@@ -528,6 +560,8 @@ def _block(
 ) -> tuple[tuple[str, str], int] | None:
     """The block that ``opening`` begins, and where it ends; ``None`` when it is not one."""
     label = _from_attribute(opening.group(1))
+    if label is None:
+        return None
     kind, value = opening.group(2), opening.group(3)
     start = opening.end()
     if kind == "sha256":

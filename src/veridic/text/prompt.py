@@ -252,7 +252,9 @@ class Prompt:
         (no brand, no instruction) and whose spans say what the file says.
         The text is checked against the ``sha256``; the spans cannot be
         (provenance is not hashed), so a document shows provenance as it was
-        recorded, no more. The JSON is ASCII (every other character as a
+        recorded, no more, except that a trusted span over a data block's label
+        or data (outside the system message) is refused: veridic never records
+        outside text so. The JSON is ASCII (every other character as a
         ``\\u`` escape), so printing the file cannot drive a terminal.
 
         >>> from veridic import Composer, instruction
