@@ -66,7 +66,10 @@ is marked. Three **data modes**:
         </data sha256="9c1185a5c5e9fc54612808977ee8f548">
 
 Every mode is deterministic (no nonce: provider prompt caching and audit
-hashes need the same composition to render the same bytes) and reversible:
+hashes need the same composition to render the same bytes), on every Python
+veridic supports: what counts as printable is Unicode 14.0's (Python 3.11's),
+so a character a newer Python's Unicode assigned is a code everywhere, and a
+label holding one is refused everywhere. Every mode is reversible:
 ``unfence(fence(label, x, mode)) == [(label, x)]`` for every string ``x``.
 In ``datamark`` and ``encode`` no line of the content can begin with ``<``,
 so the block's closing line is plain ``</data>`` and costs no digest tokens.
@@ -105,11 +108,13 @@ import binascii
 import bisect
 import hashlib
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Final, Literal, get_args
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
+from veridic.text import _unicode_14
 from veridic.text.provenance import TrustedInstruction, mint
 
 __all__ = [
@@ -148,6 +153,32 @@ _INVISIBLE: Final = (
     "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef"
 )
 _INVISIBLE_CHAR: Final = re.compile(f"[{_INVISIBLE}]")
+
+
+def _unassigned_in_pinned(running: str) -> str:
+    """The code points Unicode 14.0 left unassigned, as a regex class body; ``""`` on a
+    Python whose Unicode is 14.0 (3.11), where ``isprintable`` already refuses them.
+
+    Python's ``isprintable`` follows its own Unicode version, and each version assigns
+    new characters (3.12's Unicode 15.0 made 🩷, U+1FA77, printable). Written as
+    themselves there and as codes on 3.11, one composition would render to other
+    bytes, and another hash, on another Python: so every supported Python writes
+    what Unicode 14.0 did not assign as a code, as 3.11 does. The table costs nothing
+    on 3.11 and one character class elsewhere.
+    """
+    if running == _unicode_14.VERSION:
+        return ""
+    spans = (item.partition("-") for item in _unicode_14.UNASSIGNED.split())
+    return "".join(
+        f"{re.escape(chr(int(first, 16)))}-{re.escape(chr(int(last or first, 16)))}"
+        for first, _, last in spans
+    )
+
+
+# Printable by this Python, written as codes all the same: the invisible ones, and
+# those assigned after Unicode 14.0 (none on Python 3.11).
+_PRINTABLE_CODED: Final = _INVISIBLE + _unassigned_in_pinned(unicodedata.unidata_version)
+_PRINTABLE_CODED_CHAR: Final = re.compile(f"[{_PRINTABLE_CODED}]")
 # Written as a code wherever they stand: what is not printable (controls,
 # format and bidi characters, separators other than the space, surrogates,
 # private use, unassigned), the invisible printable ones, the escape sign, and
@@ -179,7 +210,7 @@ _LOOKALIKES: Final = frozenset(
 )
 _LOOKALIKE_BEFORE: Final = re.compile(f"[{''.join(sorted(_LOOKALIKES))}](?=\\S)")
 _SPECIAL_PRINTABLE: Final = re.compile(
-    f"[{_INVISIBLE}{_ESCAPE_OPEN}{''.join(sorted(_LOOKALIKES))}]"
+    f"[{_PRINTABLE_CODED}{_ESCAPE_OPEN}{''.join(sorted(_LOOKALIKES))}]"
 )
 """The printable characters that need a code (or may, the look-alikes): with
 ``isprintable()``, a quick test that a text needs no code at all."""
@@ -393,7 +424,7 @@ def _is_label(label: object) -> bool:
         isinstance(label, str)
         and 0 < len(label) <= _LABEL_LONGEST
         and label.isprintable()
-        and _INVISIBLE_CHAR.search(label) is None
+        and _PRINTABLE_CODED_CHAR.search(label) is None
     )
 
 
@@ -482,7 +513,11 @@ def _code_characters(text: str) -> str:
 def _coded(char: str) -> bool:
     if char in "\n\r":
         return False
-    return not char.isprintable() or char == _ESCAPE_OPEN or bool(_INVISIBLE_CHAR.match(char))
+    return (
+        not char.isprintable()
+        or char == _ESCAPE_OPEN
+        or _PRINTABLE_CODED_CHAR.match(char) is not None
+    )
 
 
 _needs_code: Final = lru_cache(maxsize=4096)(_coded)
