@@ -176,9 +176,11 @@ def find_hatches(
 
     ``trust_policies`` is the configured list of policy names (``None``: any
     name is allowed, but a computed name is still a finding). Directories are
-    walked recursively, skipping hidden ones, and ``__pycache__``, ``build``,
-    ``dist``, ``node_modules`` and ``site-packages`` unless they hold an
-    ``__init__.py`` (a package of the code named ``build`` is scanned). For each directory, the
+    walked recursively, into folders that are symbolic links too (each real
+    folder once), skipping hidden ones, and ``__pycache__``, ``build``,
+    ``dist``, ``node_modules`` and ``site-packages`` unless they or their
+    parent hold an ``__init__.py`` (a package of the code named ``build`` is
+    scanned, and so is a folder of that name importable from one). For each directory, the
     mypy configuration mypy would use when run there is read too
     (:func:`scan_mypy_config`); one file found from several directories is
     reported once. The result is sorted by file and line.
@@ -876,7 +878,20 @@ def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
 
 def _walk(directory: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(directory):
+    """The ``.py`` files under ``directory``, entering folders that are symbolic links.
+
+    Python imports through a linked folder (``app/util`` -> ``../.tools/util``),
+    and so does mypy, so its code is the application's wherever the link points:
+    not following it let a cast hide in a folder the walk skips. Each real
+    folder is entered once, so a link back up the tree ends the descent.
+    """
+    entered: set[Path] = set()
+    for root, dirs, files in os.walk(directory, followlinks=True):
+        real = Path(root).resolve()
+        if real in entered:
+            dirs[:] = []
+            continue
+        entered.add(real)
         dirs[:] = sorted(d for d in dirs if not _skipped(Path(root, d)))
         for name in sorted(files):
             if name.endswith(".py"):
@@ -884,15 +899,20 @@ def _walk(directory: Path) -> Iterator[Path]:
 
 
 def _skipped(directory: Path) -> bool:
-    """A hidden directory, or a ``build``/``dist``/... folder that is not a package of the code.
+    """A hidden directory, or a ``build``/``dist``/... folder that is not part of a package.
 
     Those names usually hold copies and downloads, but a package may be called
-    ``build`` too (``myapp/build/__init__.py``): its hatches are the
-    application's, so a folder with an ``__init__.py`` is always scanned.
+    ``build`` too (``myapp/build/__init__.py``), and a folder without an
+    ``__init__.py`` inside a package is importable as well (``myapp/build/x.py``
+    is ``myapp.build.x``, a namespace package): the hatches of either are the
+    application's, so a folder with an ``__init__.py``, or whose parent has
+    one, is always scanned.
     """
     if directory.name.startswith("."):
         return True
-    return directory.name in _SKIPPED_DIRS and not (directory / "__init__.py").is_file()
+    if directory.name not in _SKIPPED_DIRS:
+        return False
+    return not any((folder / "__init__.py").is_file() for folder in (directory, directory.parent))
 
 
 def _read(path: Path) -> str:

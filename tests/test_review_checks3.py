@@ -1,0 +1,67 @@
+"""Reproducers of a third attacker review of the CI checks (hatches, manifest).
+
+A pull-request author who wants a weakening past CI without a visible finding:
+each test failed on the code before its fix, with the check passing (exit 0)
+or crashing where it should have reported. The sources are strings, not
+fixture files, because they are deliberately wrong and must not be
+type-checked with the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from veridic import Registry
+from veridic.checks.hatches import Hatch, find_hatches, scan_source
+
+FORGE = (
+    "from typing import cast\nfrom veridic import TrustedInstruction\n"
+    "forged = cast(TrustedInstruction, raw)\n"
+)
+
+
+def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "veridic", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def findings(found: tuple[Hatch, ...]) -> list[tuple[str, bool]]:
+    return [(h.kind, h.finding) for h in found]
+
+
+# --- hatches: a folder the walk skipped or did not enter --------------------------------------
+
+
+@pytest.mark.parametrize("folder", ["build", "dist", "node_modules"])
+def test_a_namespace_folder_named_like_build_output_inside_a_package_is_scanned(
+    tmp_path: Path, folder: str
+) -> None:
+    # app/build/ without an __init__.py is still importable, as app.build.forge (PEP 420),
+    # and mypy follows it there: its cast is the application's.
+    (tmp_path / "app" / folder).mkdir(parents=True)
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / folder / "forge.py").write_text(FORGE)
+    assert findings(find_hatches([tmp_path / "app"])) == [("cast-to-brand", True)]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symbolic links")
+def test_a_package_folder_that_is_a_symbolic_link_is_scanned(tmp_path: Path) -> None:
+    # app/util is a link to a hidden folder: Python imports app.util.forge through it.
+    (tmp_path / ".tools" / "util").mkdir(parents=True)
+    (tmp_path / ".tools" / "util" / "forge.py").write_text(FORGE)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "util").symlink_to(tmp_path / ".tools" / "util", target_is_directory=True)
+    (tmp_path / "app" / "loop").symlink_to(tmp_path / "app", target_is_directory=True)
+    assert findings(find_hatches([tmp_path / "app"])) == [("cast-to-brand", True)]
