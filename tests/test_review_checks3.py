@@ -65,3 +65,50 @@ def test_a_package_folder_that_is_a_symbolic_link_is_scanned(tmp_path: Path) -> 
     (tmp_path / "app" / "util").symlink_to(tmp_path / ".tools" / "util", target_is_directory=True)
     (tmp_path / "app" / "loop").symlink_to(tmp_path / "app", target_is_directory=True)
     assert findings(find_hatches([tmp_path / "app"])) == [("cast-to-brand", True)]
+
+
+# --- hatches: veridic's names re-exported by a module of the project --------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [
+        (
+            "from typing import cast\nfrom app.types import TrustedInstruction\n"
+            "forged = cast(TrustedInstruction, raw)\n",
+            "cast-to-brand",
+        ),
+        (
+            "from typing import cast\nimport app.types as t\nforged = cast(t.TrustedInstruction, raw)\n",
+            "cast-to-brand",
+        ),
+        (
+            "from app.compat import cast\nfrom veridic import TrustedInstruction\n"
+            "forged = cast(TrustedInstruction, raw)\n",
+            "cast-to-brand",
+        ),
+        ("from app.types import UntrustedText\nforged = UntrustedText(raw)\n", "brand-call"),
+        ('from app.security import TrustPolicy\nside_door = TrustPolicy("unreviewed")\n', "trust-policy"),
+    ],
+    ids=["brand-imported", "brand-attribute", "cast-imported", "brand-call", "policy"],
+)
+def test_a_hatch_re_exported_by_a_module_of_the_project_is_a_finding(
+    source: str, kind: str
+) -> None:
+    # app/types.py holds `from veridic import TrustedInstruction, TrustPolicy`; mypy
+    # follows the re-export (its plugin reports the policy), the scan read one file.
+    found = scan_source(source, "app/prompts.py", trust_policies=frozenset({"reviewed"}))
+    assert findings(found) == [(kind, True)]
+
+
+def test_a_re_exported_policy_fails_veridic_hatches(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.veridic]\ntrust-policies = ["reviewed"]\n')
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "security.py").write_text("from veridic import TrustPolicy\n")
+    (tmp_path / "app" / "prompts.py").write_text(
+        'from app.security import TrustPolicy\nside_door = TrustPolicy("unreviewed")\n'
+    )
+    done = run(tmp_path, "hatches", "--format", "json", "app")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert [f["kind"] for f in json.loads(done.stdout)["findings"]] == ["trust-policy"]

@@ -26,7 +26,10 @@ kind                 what                                        finding?
 ``unparsable``       a file that is not valid Python             yes
 ===================  ==========================================  ===============
 
-A name bound to ``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
+A hatch is known by its name wherever it was imported from: a module of the
+project may re-export veridic's (``from app.types import TrustedInstruction``),
+which mypy follows and a scan of one file at a time cannot. A name bound to
+``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
 ``Trusted: TypeAlias = TrustedInstruction``, ``c = typing.cast``) is followed
 as an import alias is: mypy follows it, so ``Policy("x")`` is a trust policy
 and ``cast(Trusted, text)`` a cast to a brand.
@@ -133,7 +136,6 @@ HatchKind = Literal[
 ]
 
 _BRANDS: Final = frozenset({"TrustedInstruction", "UntrustedText"})
-_CAST_MODULES: Final = frozenset({"", "typing", "typing_extensions"})
 _SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
 _IGNORE: Final = re.compile(r"type:\s*ignore\[([^\]]*)\]")
 _BARE_IGNORE: Final = re.compile(r"type:\s*ignore(?![\[\w-])")
@@ -479,21 +481,22 @@ class _Scanner:
 
     def _is_policy_name(self, node: ast.Name) -> bool:
         qualified = self.aliases.get(node.id, node.id)
-        return _last(qualified) == "TrustPolicy" and _is_veridic_or_bare(qualified)
+        return _last(qualified) == "TrustPolicy"
 
     def _policy_call(self, node: ast.expr | None) -> ast.Call | None:
         if not isinstance(node, ast.Call):
             return None
         qualified = self._resolve(node.func)
-        if qualified is None or _last(qualified) != "TrustPolicy":
-            return None
-        return node if _is_veridic_or_bare(qualified) else None
+        return node if qualified is not None and _last(qualified) == "TrustPolicy" else None
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> dotted name, from every import in the module and every hatch renamed.
 
-    A name bound to ``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
+    A hatch is known by its name wherever it was imported from: a module of the
+project may re-export veridic's (``from app.types import TrustedInstruction``),
+which mypy follows and a scan of one file at a time cannot. A name bound to
+``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
     ``Trusted: TypeAlias = TrustedInstruction``, ``c = typing.cast``) is the same
     hatch under another name: mypy follows it, so the scan must too.
     """
@@ -558,8 +561,7 @@ def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
 
 def _is_hatch_name(qualified: str) -> bool:
     """``cast``, a brand or ``TrustPolicy``: a name whose calls the scan reports."""
-    policy = _last(qualified) == "TrustPolicy" and _is_veridic_or_bare(qualified)
-    return _is_cast(qualified) or _is_brand(qualified) or policy
+    return _is_cast(qualified) or _is_brand(qualified) or _last(qualified) == "TrustPolicy"
 
 
 def _mentions_brand(node: ast.expr, resolve: Callable[[ast.expr], str | None]) -> bool:
@@ -579,17 +581,21 @@ def _mentions_brand(node: ast.expr, resolve: Callable[[ast.expr], str | None]) -
 
 
 def _is_cast(qualified: str) -> bool:
-    module, _, name = qualified.rpartition(".")
-    return name == "cast" and module in _CAST_MODULES
+    """A function named ``cast``, wherever it was imported from (see :func:`_is_brand`)."""
+    return _last(qualified) == "cast"
 
 
 def _is_brand(qualified: str) -> bool:
-    return _last(qualified) in _BRANDS and _is_veridic_or_bare(qualified)
+    """A brand by its name, wherever it was imported from.
 
-
-def _is_veridic_or_bare(qualified: str) -> bool:
-    module = qualified.rpartition(".")[0]
-    return module == "" or module == "veridic" or module.startswith("veridic.")
+    A module of the project may re-export veridic's names (``app/types.py``:
+    ``from veridic import TrustedInstruction``), and mypy follows the
+    re-export; the scan reads one file at a time and cannot, so the name
+    decides, as it does for ``TrustPolicy`` and ``cast``. So another library's
+    name that is spelt the same is read as veridic's (preferring a false
+    alarm, which a reviewer sees, to a hatch nobody sees).
+    """
+    return _last(qualified) in _BRANDS
 
 
 def _last(qualified: str) -> str:
