@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from veridic import Registry
 from veridic.checks.hatches import Hatch, find_hatches, scan_source
 
 FORGE = (
@@ -79,7 +78,8 @@ def test_a_package_folder_that_is_a_symbolic_link_is_scanned(tmp_path: Path) -> 
             "cast-to-brand",
         ),
         (
-            "from typing import cast\nimport app.types as t\nforged = cast(t.TrustedInstruction, raw)\n",
+            "from typing import cast\nimport app.types as t\n"
+            "forged = cast(t.TrustedInstruction, raw)\n",
             "cast-to-brand",
         ),
         (
@@ -88,7 +88,10 @@ def test_a_package_folder_that_is_a_symbolic_link_is_scanned(tmp_path: Path) -> 
             "cast-to-brand",
         ),
         ("from app.types import UntrustedText\nforged = UntrustedText(raw)\n", "brand-call"),
-        ('from app.security import TrustPolicy\nside_door = TrustPolicy("unreviewed")\n', "trust-policy"),
+        (
+            'from app.security import TrustPolicy\nside_door = TrustPolicy("unreviewed")\n',
+            "trust-policy",
+        ),
     ],
     ids=["brand-imported", "brand-attribute", "cast-imported", "brand-call", "policy"],
 )
@@ -112,3 +115,94 @@ def test_a_re_exported_policy_fails_veridic_hatches(tmp_path: Path) -> None:
     done = run(tmp_path, "hatches", "--format", "json", "app")
     assert done.returncode == 1, done.stdout + done.stderr
     assert [f["kind"] for f in json.loads(done.stdout)["findings"]] == ["trust-policy"]
+
+
+# --- hatches: a brand's constructor handed on as a value --------------------------------------
+
+BRAND = "from veridic import TrustedInstruction, UntrustedText\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "forged = list(map(TrustedInstruction, texts))",
+        "forged = TypeAdapter(TrustedInstruction).validate_python(raw)",
+        "forged = TypeAdapter(list[TrustedInstruction]).validate_python(raws)",
+        "mint = functools.partial(TrustedInstruction)",
+        'handlers = {"system": TrustedInstruction}',
+        "handlers = [UntrustedText]",
+        "def factory() -> Callable[[str], TrustedInstruction]:\n    return TrustedInstruction",
+        "def make(mint: Callable[[str], TrustedInstruction] = TrustedInstruction) -> None: ...",
+        "settings.mint = TrustedInstruction",
+        "mint = (lambda: TrustedInstruction)()",
+        "mint = TrustedInstruction if flag else str",
+    ],
+    ids=[
+        "map",
+        "type-adapter",
+        "type-adapter-generic",
+        "partial",
+        "dict",
+        "list",
+        "return",
+        "default",
+        "attribute",
+        "lambda",
+        "conditional",
+    ],
+)
+def test_a_brand_constructor_passed_as_a_value_is_a_finding(line: str) -> None:
+    # mypy types map(TrustedInstruction, texts) as TrustedInstruction items and the plugin
+    # checks only a call written TrustedInstruction(...); docs/mypy.md says hatches lists it.
+    found = scan_source(BRAND + line + "\n", "app.py")
+    assert findings(found) == [("brand-call", True)], found
+    assert "as a value" in found[0].why
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "def f(x: TrustedInstruction) -> list[TrustedInstruction | None]: ...",
+        "x: TrustedInstruction = instruction('a')",
+        "Mint = Callable[[str], TrustedInstruction]",
+        "Prompt = Annotated[TrustedInstruction, 'system']",
+        "T = TypeVar('T', bound=TrustedInstruction)",
+        "Sub = NewType('Sub', TrustedInstruction)",
+        "Trusted = TrustedInstruction",
+        "name = TrustedInstruction.__name__",
+        "ok = isinstance(x, UntrustedText)",
+    ],
+    ids=[
+        "annotations",
+        "annotated-assignment",
+        "callable-alias",
+        "annotated-alias",
+        "type-var",
+        "new-type",
+        "rename",
+        "attribute-of",
+        "isinstance",
+    ],
+)
+def test_a_brand_named_as_a_type_is_not_a_hatch(line: str) -> None:
+    assert scan_source(BRAND + line + "\n", "app.py") == ()
+
+
+def test_a_brand_passed_as_a_value_inside_veridic_is_listed(tmp_path: Path) -> None:
+    found = scan_source(
+        BRAND + "forged = map(TrustedInstruction, t)\n", "x.py", inside_veridic=True
+    )
+    assert findings(found) == [("brand-call", False)]
+
+
+def test_names_holding_a_brand_spelt_as_text_are_not_values() -> None:
+    source = (
+        'TRUSTED = "veridic.TrustedInstruction"\nUNTRUSTED = "veridic.UntrustedText"\n'
+        "BRANDS = {TRUSTED, UNTRUSTED}\n"
+    )
+    assert scan_source(source, "app.py") == ()
+
+
+def test_one_display_holding_two_brands_is_one_finding() -> None:
+    found = scan_source(BRAND + "mints = [TrustedInstruction, UntrustedText]\n", "app.py")
+    assert findings(found) == [("brand-call", True)]

@@ -13,7 +13,9 @@ kind                 what                                        finding?
                      string annotation, or inside a generic)
 ``brand-call``       ``TrustedInstruction(x)``: the NewType's    yes, outside
                      constructor, an identity that mints         veridic
-                     nothing
+                     nothing; or passed on as a value
+                     (``map(TrustedInstruction, texts)``,
+                     ``TypeAdapter(TrustedInstruction)``)
 ``trust-policy``     ``TrustPolicy("name")``                     when the name is
                                                                  not fixed in the
                                                                  module, is empty,
@@ -283,6 +285,78 @@ class _Scanner:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 self._call(node)
+        self._brand_values(tree)
+
+    def _brand_values(self, tree: ast.Module) -> None:
+        """Each brand handed on as a value: ``map(TrustedInstruction, texts)``.
+
+        mypy types the items as ``TrustedInstruction`` and the plugin checks only a
+        call written ``TrustedInstruction(...)``, so every call made through the
+        value forges the brand unseen. A brand named as a type (an annotation,
+        ``list[TrustedInstruction]``, a ``TypeVar`` bound, the target of a cast) or
+        renamed (``Trusted = TrustedInstruction``, followed as an alias) is not one.
+        """
+        parents = {
+            id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
+        }
+        spelt = _bound_to_text(tree)
+        reported: set[int] = set()
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load):
+                continue
+            if isinstance(parents.get(id(node)), ast.Attribute):
+                continue  # TrustedInstruction.__name__, or the module of veridic.TrustedInstruction
+            if isinstance(node, ast.Name) and node.id in spelt:
+                continue  # TRUSTED = "veridic.TrustedInstruction": a string, never called
+            qualified = self._resolve(node)
+            if qualified is None or not _is_brand(qualified):
+                continue
+            outer = _type_expression(node, parents)
+            holder = parents.get(id(outer))
+            if holder is None or id(holder) in reported:
+                continue
+            if self._passes_on(outer, holder, parents):
+                reported.add(id(holder))
+                self._brand_value(
+                    holder if isinstance(holder, ast.expr) else outer, _last(qualified)
+                )
+
+    def _passes_on(self, value: ast.expr, holder: ast.AST, parents: dict[int, ast.AST]) -> bool:
+        """Whether ``holder`` hands ``value`` (a brand, or a type built of one) on to be called."""
+        if isinstance(holder, ast.keyword):
+            call = parents.get(id(holder))
+            return isinstance(call, ast.Call) and not self._names_types(call)
+        if isinstance(holder, ast.Call):
+            return holder.func is not value and not self._names_types(holder)
+        if isinstance(holder, ast.Assign):
+            return not all(isinstance(target, ast.Name) for target in holder.targets)
+        if isinstance(holder, ast.AnnAssign):
+            return holder.value is value and not isinstance(holder.target, ast.Name)
+        return isinstance(holder, _VALUE_HOLDERS)
+
+    def _names_types(self, call: ast.Call) -> bool:
+        """A call that takes types, not callables: a cast (its own kind), a TypeVar..."""
+        qualified = self._resolve(call.func)
+        return qualified is not None and (_is_cast(qualified) or _last(qualified) in _TYPE_TAKERS)
+
+    def _brand_value(self, node: ast.expr, brand: str) -> None:
+        if self.inside_veridic:
+            self._add(node, "brand-call", False, _INSIDE)
+            return
+        self._add(
+            node,
+            "brand-call",
+            True,
+            f"{brand} is passed on as a value, and each call made through it is the "
+            "NewType's identity: mypy types its results as the brand without seeing a "
+            f"{brand}(...) call to refuse, and the run time refuses the plain str: "
+            + (
+                "mint each text with instruction(), read it from an InstructionField or "
+                "vouch for it with TrustPolicy(...).vouch(reason=...)"
+                if brand == "TrustedInstruction"
+                else "brand each text with untrusted(text, source=...)"
+            ),
+        )
 
     def _call(self, call: ast.Call) -> None:
         qualified = self._resolve(call.func)
@@ -490,13 +564,68 @@ class _Scanner:
         return node if qualified is not None and _last(qualified) == "TrustPolicy" else None
 
 
+_VALUE_HOLDERS: Final = (
+    ast.Return,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Lambda,
+    ast.NamedExpr,
+    ast.Starred,
+    ast.Dict,
+    ast.Set,
+    ast.List,
+    ast.Tuple,
+    ast.IfExp,
+    ast.BoolOp,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.arguments,
+)
+"""Where a brand is a value that something may call: returned, stored, a default."""
+
+_TYPE_TAKERS: Final = frozenset({"TypeVar", "NewType", "TypeAliasType", "isinstance", "issubclass"})
+"""Calls whose arguments are types, never called through."""
+
+
+def _type_expression(node: ast.expr, parents: dict[int, ast.AST]) -> ast.expr:
+    """The type expression around ``node``: ``list[X]``, ``X | None``, ``Callable[[str], X]``.
+
+    A list or tuple is part of it only inside a subscript (``[str]`` in
+    ``Callable[[str], X]``); ``[X]`` alone is a list holding the value.
+    """
+    current = node
+    while True:
+        parent = parents.get(id(current))
+        union = isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.BitOr)
+        inside = isinstance(parent, ast.Tuple | ast.List) and _in_subscript(parent, parents)
+        if not (isinstance(parent, ast.Subscript) or union or inside):
+            return current
+        current = parent
+
+
+def _bound_to_text(tree: ast.Module) -> frozenset[str]:
+    """Names assigned a string: a brand spelt in one is a type alias, not a value to call."""
+    return frozenset(
+        target.id
+        for node in ast.walk(tree)
+        for target, value in _bound_names(node)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant)
+    )
+
+
+def _in_subscript(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    parent = parents.get(id(node))
+    while isinstance(parent, ast.Tuple | ast.List):
+        parent = parents.get(id(parent))
+    return isinstance(parent, ast.Subscript)
+
+
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> dotted name, from every import in the module and every hatch renamed.
 
-    A hatch is known by its name wherever it was imported from: a module of the
-project may re-export veridic's (``from app.types import TrustedInstruction``),
-which mypy follows and a scan of one file at a time cannot. A name bound to
-``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
+    A name bound to ``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
     ``Trusted: TypeAlias = TrustedInstruction``, ``c = typing.cast``) is the same
     hatch under another name: mypy follows it, so the scan must too.
     """
