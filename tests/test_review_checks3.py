@@ -171,6 +171,7 @@ def test_a_brand_constructor_passed_as_a_value_is_a_finding(line: str) -> None:
         "Trusted = TrustedInstruction",
         "name = TrustedInstruction.__name__",
         "ok = isinstance(x, UntrustedText)",
+        "assert_type(instruction('a'), TrustedInstruction)",
     ],
     ids=[
         "annotations",
@@ -182,6 +183,7 @@ def test_a_brand_constructor_passed_as_a_value_is_a_finding(line: str) -> None:
         "rename",
         "attribute-of",
         "isinstance",
+        "assert-type",
     ],
 )
 def test_a_brand_named_as_a_type_is_not_a_hatch(line: str) -> None:
@@ -206,3 +208,34 @@ def test_names_holding_a_brand_spelt_as_text_are_not_values() -> None:
 def test_one_display_holding_two_brands_is_one_finding() -> None:
     found = scan_source(BRAND + "mints = [TrustedInstruction, UntrustedText]\n", "app.py")
     assert findings(found) == [("brand-call", True)]
+
+
+# --- hatches: a file the scan cannot read is reported, never a traceback ----------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'LONE = "\\ud800"',
+        'forged = cast("\\udc80", raw)',
+        'def pick(mode: "\\ud800") -> None: ...',
+    ],
+    ids=["assigned", "cast-target", "annotation"],
+)
+def test_a_lone_surrogate_in_a_string_does_not_stop_the_scan(line: str) -> None:
+    # Valid Python (mypy checks it); the scan raised UnicodeEncodeError, so CI showed a
+    # traceback for the whole run and no hatch of any file was listed.
+    source = FORGE + line + "\n"
+    assert findings(scan_source(source, "app.py")) == [("cast-to-brand", True)]
+
+
+def test_a_file_in_an_encoding_python_refuses_is_unparsable(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_bytes(b"# -*- coding: rot13 -*-\nk = 1\n")
+    (tmp_path / "b.py").write_text(FORGE)
+    done = run(tmp_path, "hatches", "--format", "json", ".")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert sorted((f["kind"], f["file"]) for f in report["findings"]) == [
+        ("cast-to-brand", "b.py"),
+        ("unparsable", "a.py"),
+    ]

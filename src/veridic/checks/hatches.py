@@ -201,7 +201,7 @@ def find_hatches(
     for path in _python_files(paths):
         try:
             source = _read(path)
-        except (OSError, UnicodeDecodeError, SyntaxError) as error:
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as error:
             found.append(_unparsable(_display(path), 1, error))
             continue
         found.extend(
@@ -529,10 +529,7 @@ class _Scanner:
         for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
             annotation = argument.annotation
             if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-                try:
-                    annotation = ast.parse(annotation.value, mode="eval").body
-                except SyntaxError:
-                    continue
+                annotation = _string_annotation(annotation.value)
             if not isinstance(annotation, ast.Subscript):
                 continue
             qualified = self._resolve(annotation.value)
@@ -585,7 +582,18 @@ _VALUE_HOLDERS: Final = (
 )
 """Where a brand is a value that something may call: returned, stored, a default."""
 
-_TYPE_TAKERS: Final = frozenset({"TypeVar", "NewType", "TypeAliasType", "isinstance", "issubclass"})
+_TYPE_TAKERS: Final = frozenset(
+    {
+        "TypeVar",
+        "NewType",
+        "TypeAliasType",
+        "assert_type",
+        "get_args",
+        "get_origin",
+        "isinstance",
+        "issubclass",
+    }
+)
 """Calls whose arguments are types, never called through."""
 
 
@@ -676,16 +684,30 @@ def _bound_names(node: ast.AST) -> Iterator[tuple[ast.expr, ast.expr]]:
 def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
     """The dotted name ``node`` refers to (a name, an attribute, or a string holding one)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value.strip(), mode="eval").body
-        except SyntaxError:
+        parsed = _string_annotation(node.value)
+        if parsed is None:
             return None
+        node = parsed
     if isinstance(node, ast.Name):
         return aliases.get(node.id, node.id)
     if isinstance(node, ast.Attribute):
         base = _qualified(node.value, aliases)
         return None if base is None else f"{base}.{node.attr}"
     return None
+
+
+def _string_annotation(text: str) -> ast.expr | None:
+    """The expression a string annotation holds (``"list[TrustedInstruction]"``), or ``None``.
+
+    Any string may stand where a type goes. One that is not an expression, or
+    that cannot even be encoded (a lone surrogate, ``"\\ud800"``, which Python
+    accepts in a literal and ``ast.parse`` refuses with a ``ValueError``), names
+    no hatch, and must not stop the scan of a valid file with a traceback.
+    """
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _is_hatch_name(qualified: str) -> bool:
@@ -696,11 +718,8 @@ def _is_hatch_name(qualified: str) -> bool:
 def _mentions_brand(node: ast.expr, resolve: Callable[[ast.expr], str | None]) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            try:
-                parsed = ast.parse(sub.value.strip(), mode="eval")
-            except SyntaxError:
-                continue
-            if _mentions_brand(parsed.body, resolve):
+            parsed = _string_annotation(sub.value)
+            if parsed is not None and _mentions_brand(parsed, resolve):
                 return True
         elif isinstance(sub, ast.Name | ast.Attribute):
             qualified = resolve(sub)
@@ -1051,6 +1070,13 @@ def _skipped(directory: Path) -> bool:
 
 
 def _read(path: Path) -> str:
+    """The file's text, decoded as Python decodes it.
+
+    Raises what Python's import would refuse the file for: ``SyntaxError`` for
+    an unknown encoding, ``LookupError`` for a codec that is not a text
+    encoding (``# coding: rot13``), ``UnicodeDecodeError`` for bytes it
+    cannot decode.
+    """
     with path.open("rb") as handle:
         encoding, _ = tokenize.detect_encoding(handle.readline)
     return path.read_text(encoding=encoding)
