@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from veridic import Registry
 from veridic.checks.hatches import Hatch, find_hatches, scan_source
+from veridic.checks.manifest import (
+    ManifestFormatError,
+    build_manifest,
+    diff_manifest,
+    render_manifest,
+)
+from veridic.tools.tool import ToolHints
 
 FORGE = (
     "from typing import cast\nfrom veridic import TrustedInstruction\n"
@@ -239,3 +247,51 @@ def test_a_file_in_an_encoding_python_refuses_is_unparsable(tmp_path: Path) -> N
         ("cast-to-brand", "b.py"),
         ("unparsable", "a.py"),
     ]
+
+
+# --- manifest: a tool shown to more people, or told to clients as harmless --------------------
+
+
+def _export_registry(*, roles: tuple[str, ...], hints: ToolHints | None) -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="write", roles=roles, hints=hints)
+    def export_customers(region: str) -> str:
+        """Export every customer record of a region to a CSV file for download.
+
+        Args:
+            region: The region whose customers are exported.
+        """
+        return region
+
+    return registry
+
+
+def test_a_tool_opened_to_every_role_is_drift() -> None:
+    # roles=("admin",) dropped: every request's view now offers the export, and the
+    # manifest, which did not record roles, passed check.
+    committed = render_manifest(build_manifest(_export_registry(roles=("admin",), hints=None)))
+    changes = diff_manifest(committed, build_manifest(_export_registry(roles=(), hints=None)))
+    assert [(c.subject, c.field, c.before, c.after) for c in changes] == [
+        ("tool export_customers", "roles", ["admin"], [])
+    ]
+
+
+def test_a_write_told_to_mcp_clients_as_not_destructive_is_drift() -> None:
+    # ToolHints(additive=True) makes destructiveHint false: a client that relaxes its
+    # confirmation for such tools stops asking, and check passed.
+    committed = render_manifest(build_manifest(_export_registry(roles=(), hints=None)))
+    relaxed = build_manifest(_export_registry(roles=(), hints=ToolHints(additive=True)))
+    changes = diff_manifest(committed, relaxed)
+    assert [(c.subject, c.field) for c in changes] == [("tool export_customers", "mcp_annotations")]
+    assert "destructiveHint" in changes[0].text
+
+
+def test_a_manifest_of_the_format_before_roles_is_refused_with_the_reason() -> None:
+    current = build_manifest(_export_registry(roles=("admin",), hints=None))
+    older = json.loads(render_manifest(current))
+    older["veridic_manifest"] = 2
+    for entry in older["tools"].values():
+        del entry["roles"], entry["mcp_annotations"]
+    with pytest.raises(ManifestFormatError, match="format 2 did not record"):
+        diff_manifest(json.dumps(older), current)
