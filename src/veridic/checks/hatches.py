@@ -606,6 +606,8 @@ def _type_expression(node: ast.expr, parents: dict[int, ast.AST]) -> ast.expr:
     current = node
     while True:
         parent = parents.get(id(current))
+        if not isinstance(parent, ast.Subscript | ast.BinOp | ast.Tuple | ast.List):
+            return current
         union = isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.BitOr)
         inside = isinstance(parent, ast.Tuple | ast.List) and _in_subscript(parent, parents)
         if not (isinstance(parent, ast.Subscript) or union or inside):
