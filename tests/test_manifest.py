@@ -48,7 +48,7 @@ def edit(path: Path, change: Callable[[Manifest], None]) -> None:
 
 def test_manifest_records_each_tool_component_and_risk_count(tmp_path: Path) -> None:
     data = json.loads(snapshot(tmp_path).read_text())
-    assert data["veridic_manifest"] == 2
+    assert data["veridic_manifest"] == 3
     assert data["risk_counts"] == {"low": 1, "mid": 2, "high": 2}
     assert data["high_risk_tools"] == ["delete_golden", "edit_prompt"]
     assert data["components"] == {
@@ -178,7 +178,7 @@ def test_file_that_is_not_a_manifest_is_a_usage_error(tmp_path: Path) -> None:
     done = run("manifest", "clean_app:registry", "--check", str(path))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
-    assert "not a veridic manifest of format 2" in done.stderr  # what
+    assert "not a veridic manifest of format 3" in done.stderr  # what
     assert str(path) in done.stderr  # where
     assert "regenerate it with veridic manifest" in done.stderr  # what to do
 

@@ -13,7 +13,9 @@ kind                 what                                        finding?
                      string annotation, or inside a generic)
 ``brand-call``       ``TrustedInstruction(x)``: the NewType's    yes, outside
                      constructor, an identity that mints         veridic
-                     nothing
+                     nothing; or passed on as a value
+                     (``map(TrustedInstruction, texts)``,
+                     ``TypeAdapter(TrustedInstruction)``)
 ``trust-policy``     ``TrustPolicy("name")``                     when the name is
                                                                  not fixed in the
                                                                  module, is empty,
@@ -26,7 +28,10 @@ kind                 what                                        finding?
 ``unparsable``       a file that is not valid Python             yes
 ===================  ==========================================  ===============
 
-A name bound to ``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
+A hatch is known by its name wherever it was imported from: a module of the
+project may re-export veridic's (``from app.types import TrustedInstruction``),
+which mypy follows and a scan of one file at a time cannot. A name bound to
+``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
 ``Trusted: TypeAlias = TrustedInstruction``, ``c = typing.cast``) is followed
 as an import alias is: mypy follows it, so ``Policy("x")`` is a trust policy
 and ``cast(Trusted, text)`` a cast to a brand.
@@ -133,7 +138,6 @@ HatchKind = Literal[
 ]
 
 _BRANDS: Final = frozenset({"TrustedInstruction", "UntrustedText"})
-_CAST_MODULES: Final = frozenset({"", "typing", "typing_extensions"})
 _SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
 _IGNORE: Final = re.compile(r"type:\s*ignore\[([^\]]*)\]")
 _BARE_IGNORE: Final = re.compile(r"type:\s*ignore(?![\[\w-])")
@@ -176,9 +180,11 @@ def find_hatches(
 
     ``trust_policies`` is the configured list of policy names (``None``: any
     name is allowed, but a computed name is still a finding). Directories are
-    walked recursively, skipping hidden ones, and ``__pycache__``, ``build``,
-    ``dist``, ``node_modules`` and ``site-packages`` unless they hold an
-    ``__init__.py`` (a package of the code named ``build`` is scanned). For each directory, the
+    walked recursively, into folders that are symbolic links too (each real
+    folder once), skipping hidden ones, and ``__pycache__``, ``build``,
+    ``dist``, ``node_modules`` and ``site-packages`` unless they or their
+    parent hold an ``__init__.py`` (a package of the code named ``build`` is
+    scanned, and so is a folder of that name importable from one). For each directory, the
     mypy configuration mypy would use when run there is read too
     (:func:`scan_mypy_config`); one file found from several directories is
     reported once. The result is sorted by file and line.
@@ -195,7 +201,7 @@ def find_hatches(
     for path in _python_files(paths):
         try:
             source = _read(path)
-        except (OSError, UnicodeDecodeError, SyntaxError) as error:
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as error:
             found.append(_unparsable(_display(path), 1, error))
             continue
         found.extend(
@@ -279,6 +285,78 @@ class _Scanner:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 self._call(node)
+        self._brand_values(tree)
+
+    def _brand_values(self, tree: ast.Module) -> None:
+        """Each brand handed on as a value: ``map(TrustedInstruction, texts)``.
+
+        mypy types the items as ``TrustedInstruction`` and the plugin checks only a
+        call written ``TrustedInstruction(...)``, so every call made through the
+        value forges the brand unseen. A brand named as a type (an annotation,
+        ``list[TrustedInstruction]``, a ``TypeVar`` bound, the target of a cast) or
+        renamed (``Trusted = TrustedInstruction``, followed as an alias) is not one.
+        """
+        parents = {
+            id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
+        }
+        spelt = _bound_to_text(tree)
+        reported: set[int] = set()
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load):
+                continue
+            if isinstance(parents.get(id(node)), ast.Attribute):
+                continue  # TrustedInstruction.__name__, or the module of veridic.TrustedInstruction
+            if isinstance(node, ast.Name) and node.id in spelt:
+                continue  # TRUSTED = "veridic.TrustedInstruction": a string, never called
+            qualified = self._resolve(node)
+            if qualified is None or not _is_brand(qualified):
+                continue
+            outer = _type_expression(node, parents)
+            holder = parents.get(id(outer))
+            if holder is None or id(holder) in reported:
+                continue
+            if self._passes_on(outer, holder, parents):
+                reported.add(id(holder))
+                self._brand_value(
+                    holder if isinstance(holder, ast.expr) else outer, _last(qualified)
+                )
+
+    def _passes_on(self, value: ast.expr, holder: ast.AST, parents: dict[int, ast.AST]) -> bool:
+        """Whether ``holder`` hands ``value`` (a brand, or a type built of one) on to be called."""
+        if isinstance(holder, ast.keyword):
+            call = parents.get(id(holder))
+            return isinstance(call, ast.Call) and not self._names_types(call)
+        if isinstance(holder, ast.Call):
+            return holder.func is not value and not self._names_types(holder)
+        if isinstance(holder, ast.Assign):
+            return not all(isinstance(target, ast.Name) for target in holder.targets)
+        if isinstance(holder, ast.AnnAssign):
+            return holder.value is value and not isinstance(holder.target, ast.Name)
+        return isinstance(holder, _VALUE_HOLDERS)
+
+    def _names_types(self, call: ast.Call) -> bool:
+        """A call that takes types, not callables: a cast (its own kind), a TypeVar..."""
+        qualified = self._resolve(call.func)
+        return qualified is not None and (_is_cast(qualified) or _last(qualified) in _TYPE_TAKERS)
+
+    def _brand_value(self, node: ast.expr, brand: str) -> None:
+        if self.inside_veridic:
+            self._add(node, "brand-call", False, _INSIDE)
+            return
+        self._add(
+            node,
+            "brand-call",
+            True,
+            f"{brand} is passed on as a value, and each call made through it is the "
+            "NewType's identity: mypy types its results as the brand without seeing a "
+            f"{brand}(...) call to refuse, and the run time refuses the plain str: "
+            + (
+                "mint each text with instruction(), read it from an InstructionField or "
+                "vouch for it with TrustPolicy(...).vouch(reason=...)"
+                if brand == "TrustedInstruction"
+                else "brand each text with untrusted(text, source=...)"
+            ),
+        )
 
     def _call(self, call: ast.Call) -> None:
         qualified = self._resolve(call.func)
@@ -451,10 +529,7 @@ class _Scanner:
         for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
             annotation = argument.annotation
             if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-                try:
-                    annotation = ast.parse(annotation.value, mode="eval").body
-                except SyntaxError:
-                    continue
+                annotation = _string_annotation(annotation.value)
             if not isinstance(annotation, ast.Subscript):
                 continue
             qualified = self._resolve(annotation.value)
@@ -477,15 +552,84 @@ class _Scanner:
 
     def _is_policy_name(self, node: ast.Name) -> bool:
         qualified = self.aliases.get(node.id, node.id)
-        return _last(qualified) == "TrustPolicy" and _is_veridic_or_bare(qualified)
+        return _last(qualified) == "TrustPolicy"
 
     def _policy_call(self, node: ast.expr | None) -> ast.Call | None:
         if not isinstance(node, ast.Call):
             return None
         qualified = self._resolve(node.func)
-        if qualified is None or _last(qualified) != "TrustPolicy":
-            return None
-        return node if _is_veridic_or_bare(qualified) else None
+        return node if qualified is not None and _last(qualified) == "TrustPolicy" else None
+
+
+_VALUE_HOLDERS: Final = (
+    ast.Return,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Lambda,
+    ast.NamedExpr,
+    ast.Starred,
+    ast.Dict,
+    ast.Set,
+    ast.List,
+    ast.Tuple,
+    ast.IfExp,
+    ast.BoolOp,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.arguments,
+)
+"""Where a brand is a value that something may call: returned, stored, a default."""
+
+_TYPE_TAKERS: Final = frozenset(
+    {
+        "TypeVar",
+        "NewType",
+        "TypeAliasType",
+        "assert_type",
+        "get_args",
+        "get_origin",
+        "isinstance",
+        "issubclass",
+    }
+)
+"""Calls whose arguments are types, never called through."""
+
+
+def _type_expression(node: ast.expr, parents: dict[int, ast.AST]) -> ast.expr:
+    """The type expression around ``node``: ``list[X]``, ``X | None``, ``Callable[[str], X]``.
+
+    A list or tuple is part of it only inside a subscript (``[str]`` in
+    ``Callable[[str], X]``); ``[X]`` alone is a list holding the value.
+    """
+    current = node
+    while True:
+        parent = parents.get(id(current))
+        if not isinstance(parent, ast.Subscript | ast.BinOp | ast.Tuple | ast.List):
+            return current
+        union = isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.BitOr)
+        inside = isinstance(parent, ast.Tuple | ast.List) and _in_subscript(parent, parents)
+        if not (isinstance(parent, ast.Subscript) or union or inside):
+            return current
+        current = parent
+
+
+def _bound_to_text(tree: ast.Module) -> frozenset[str]:
+    """Names assigned a string: a brand spelt in one is a type alias, not a value to call."""
+    return frozenset(
+        target.id
+        for node in ast.walk(tree)
+        for target, value in _bound_names(node)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant)
+    )
+
+
+def _in_subscript(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    parent = parents.get(id(node))
+    while isinstance(parent, ast.Tuple | ast.List):
+        parent = parents.get(id(parent))
+    return isinstance(parent, ast.Subscript)
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
@@ -542,10 +686,10 @@ def _bound_names(node: ast.AST) -> Iterator[tuple[ast.expr, ast.expr]]:
 def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
     """The dotted name ``node`` refers to (a name, an attribute, or a string holding one)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value.strip(), mode="eval").body
-        except SyntaxError:
+        parsed = _string_annotation(node.value)
+        if parsed is None:
             return None
+        node = parsed
     if isinstance(node, ast.Name):
         return aliases.get(node.id, node.id)
     if isinstance(node, ast.Attribute):
@@ -554,20 +698,30 @@ def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
     return None
 
 
+def _string_annotation(text: str) -> ast.expr | None:
+    """The expression a string annotation holds (``"list[TrustedInstruction]"``), or ``None``.
+
+    Any string may stand where a type goes. One that is not an expression, or
+    that cannot even be encoded (a lone surrogate, ``"\\ud800"``, which Python
+    accepts in a literal and ``ast.parse`` refuses with a ``ValueError``), names
+    no hatch, and must not stop the scan of a valid file with a traceback.
+    """
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
 def _is_hatch_name(qualified: str) -> bool:
     """``cast``, a brand or ``TrustPolicy``: a name whose calls the scan reports."""
-    policy = _last(qualified) == "TrustPolicy" and _is_veridic_or_bare(qualified)
-    return _is_cast(qualified) or _is_brand(qualified) or policy
+    return _is_cast(qualified) or _is_brand(qualified) or _last(qualified) == "TrustPolicy"
 
 
 def _mentions_brand(node: ast.expr, resolve: Callable[[ast.expr], str | None]) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            try:
-                parsed = ast.parse(sub.value.strip(), mode="eval")
-            except SyntaxError:
-                continue
-            if _mentions_brand(parsed.body, resolve):
+            parsed = _string_annotation(sub.value)
+            if parsed is not None and _mentions_brand(parsed, resolve):
                 return True
         elif isinstance(sub, ast.Name | ast.Attribute):
             qualified = resolve(sub)
@@ -577,17 +731,21 @@ def _mentions_brand(node: ast.expr, resolve: Callable[[ast.expr], str | None]) -
 
 
 def _is_cast(qualified: str) -> bool:
-    module, _, name = qualified.rpartition(".")
-    return name == "cast" and module in _CAST_MODULES
+    """A function named ``cast``, wherever it was imported from (see :func:`_is_brand`)."""
+    return _last(qualified) == "cast"
 
 
 def _is_brand(qualified: str) -> bool:
-    return _last(qualified) in _BRANDS and _is_veridic_or_bare(qualified)
+    """A brand by its name, wherever it was imported from.
 
-
-def _is_veridic_or_bare(qualified: str) -> bool:
-    module = qualified.rpartition(".")[0]
-    return module == "" or module == "veridic" or module.startswith("veridic.")
+    A module of the project may re-export veridic's names (``app/types.py``:
+    ``from veridic import TrustedInstruction``), and mypy follows the
+    re-export; the scan reads one file at a time and cannot, so the name
+    decides, as it does for ``TrustPolicy`` and ``cast``. So another library's
+    name that is spelt the same is read as veridic's (preferring a false
+    alarm, which a reviewer sees, to a hatch nobody sees).
+    """
+    return _last(qualified) in _BRANDS
 
 
 def _last(qualified: str) -> str:
@@ -876,7 +1034,20 @@ def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
 
 def _walk(directory: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(directory):
+    """The ``.py`` files under ``directory``, entering folders that are symbolic links.
+
+    Python imports through a linked folder (``app/util`` -> ``../.tools/util``),
+    and so does mypy, so its code is the application's wherever the link points:
+    not following it let a cast hide in a folder the walk skips. Each real
+    folder is entered once, so a link back up the tree ends the descent.
+    """
+    entered: set[Path] = set()
+    for root, dirs, files in os.walk(directory, followlinks=True):
+        real = Path(root).resolve()
+        if real in entered:
+            dirs[:] = []
+            continue
+        entered.add(real)
         dirs[:] = sorted(d for d in dirs if not _skipped(Path(root, d)))
         for name in sorted(files):
             if name.endswith(".py"):
@@ -884,18 +1055,30 @@ def _walk(directory: Path) -> Iterator[Path]:
 
 
 def _skipped(directory: Path) -> bool:
-    """A hidden directory, or a ``build``/``dist``/... folder that is not a package of the code.
+    """A hidden directory, or a ``build``/``dist``/... folder that is not part of a package.
 
     Those names usually hold copies and downloads, but a package may be called
-    ``build`` too (``myapp/build/__init__.py``): its hatches are the
-    application's, so a folder with an ``__init__.py`` is always scanned.
+    ``build`` too (``myapp/build/__init__.py``), and a folder without an
+    ``__init__.py`` inside a package is importable as well (``myapp/build/x.py``
+    is ``myapp.build.x``, a namespace package): the hatches of either are the
+    application's, so a folder with an ``__init__.py``, or whose parent has
+    one, is always scanned.
     """
     if directory.name.startswith("."):
         return True
-    return directory.name in _SKIPPED_DIRS and not (directory / "__init__.py").is_file()
+    if directory.name not in _SKIPPED_DIRS:
+        return False
+    return not any((folder / "__init__.py").is_file() for folder in (directory, directory.parent))
 
 
 def _read(path: Path) -> str:
+    """The file's text, decoded as Python decodes it.
+
+    Raises what Python's import would refuse the file for: ``SyntaxError`` for
+    an unknown encoding, ``LookupError`` for a codec that is not a text
+    encoding (``# coding: rot13``), ``UnicodeDecodeError`` for bytes it
+    cannot decode.
+    """
     with path.open("rb") as handle:
         encoding, _ = tokenize.detect_encoding(handle.readline)
     return path.read_text(encoding=encoding)

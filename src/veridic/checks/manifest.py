@@ -8,6 +8,11 @@ registered tool, what the model and the approval loop see:
 - ``name``, ``description``, ``kind``, ``risk``, ``irreversible``,
   ``writes_instruction_fields``, ``input_schema`` (``"sha256:..."`` of the
   canonical JSON schema: any change to the arguments shows) and ``component``;
+- ``roles``: the roles whose views expose the tool (``[]``: every view), so a
+  tool opened to everyone is a line in the diff;
+- ``mcp_annotations``: what MCP clients are told of its behaviour
+  (:func:`~veridic.tools.tool_specs.mcp_annotations`), since a client may stop
+  asking before a write it is told is not destructive;
 - each component as the code declares it: ``hint`` and ``provides`` (what the
   prompt says when it is down) and the names of its ``tools``;
 - the number of tools at each risk level, and the names of the high-risk ones,
@@ -20,8 +25,9 @@ is not in it: that depends on the machine (a secret, a licence, a server's
 version), and a snapshot that recorded it would drift on a CI runner without
 production secrets, or pass there and drift in production. The boot state is
 reported instead (:func:`component_states`; ``veridic manifest`` and ``veridic
-check`` print it and put it in their JSON). Format 1 recorded it; a format-1
-file is refused with a request to regenerate it.
+check`` print it and put it in their JSON). Format 1 recorded it, format 2
+did not record roles and MCP annotations; a file of either is refused with a
+request to regenerate it.
 
 It is JSON with sorted keys, two-space indentation and one item per line, so a
 diff of the file reads like a list of changes; :func:`diff_manifest` says the
@@ -60,6 +66,7 @@ from veridic.errors import VeridicError
 from veridic.tools.registry import Registry
 from veridic.tools.risk import Risk
 from veridic.tools.tool import Tool
+from veridic.tools.tool_specs import mcp_annotations
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -72,8 +79,8 @@ __all__ = [
     "render_manifest",
 ]
 
-FORMAT: Final = 2
-"""The manifest format version, stored under ``veridic_manifest`` (2: no boot state)."""
+FORMAT: Final = 3
+"""The manifest format version, stored under ``veridic_manifest`` (3: roles and MCP annotations)."""
 
 _TOOL_FIELDS: Final = (
     "description",
@@ -83,9 +90,19 @@ _TOOL_FIELDS: Final = (
     "writes_instruction_fields",
     "input_schema",
     "component",
+    "roles",
+    "mcp_annotations",
 )
 _WORDS_SHOWN: Final = 6
 _SHORT: Final = 80
+
+
+_OLD_FORMATS: Final = {
+    1: " (format 1 recorded whether each component started, which depends on the machine; "
+    "later formats do not)",
+    2: " (format 2 did not record a tool's roles and MCP annotations, so a tool opened to "
+    "every role or told to MCP clients as not destructive passed unseen)",
+}
 
 
 class ManifestFormatError(VeridicError):
@@ -256,6 +273,8 @@ def _tool_entry(tool: Tool) -> dict[str, object]:
         "writes_instruction_fields": tool.writes_instruction_fields,
         "input_schema": "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
         "component": tool.component,
+        "roles": sorted(tool.roles),
+        "mcp_annotations": dict(mcp_annotations(tool)),
     }
 
 
@@ -279,12 +298,7 @@ def _parse(text: str) -> dict[str, object]:
         ) from error
     if not isinstance(loaded, dict) or loaded.get("veridic_manifest") != FORMAT:
         found = loaded.get("veridic_manifest") if isinstance(loaded, dict) else None
-        why = (
-            " (format 1 recorded whether each component started, which depends on the "
-            "machine; format 2 does not)"
-            if found == 1
-            else ""
-        )
+        why = _OLD_FORMATS.get(found, "") if isinstance(found, int) else ""
         raise ManifestFormatError(
             f"the committed file is not a veridic manifest of format {FORMAT} "
             f"(veridic_manifest: {found!r}){why}: regenerate it with "

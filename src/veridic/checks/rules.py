@@ -209,9 +209,10 @@ _CATALOGUE: Final = (
     ),
     _rule(
         "brand-call",
-        "A brand's constructor called outside veridic",
+        "A brand's constructor called or passed on outside veridic",
         "TrustedInstruction(x) is the NewType's identity: it forges the static brand and mints "
-        "no provenance.",
+        "no provenance. Passed on as a value (map(TrustedInstruction, texts), a TypeAdapter), "
+        "each call made through it does the same where mypy sees no call to refuse.",
         "Mint trusted text with instruction(), or vouch for it with a listed TrustPolicy.",
     ),
     _rule(
