@@ -27,7 +27,7 @@ What resuming checks, because the world may have changed meanwhile:
   arguments, another tool) matches no answer and the resume is refused, and so
   is one whose other waiting calls changed (a call added beside the approved
   one, which the rules would let run unasked, or another's arguments): the
-  digest covers them too (:attr:`PendingApproval.waiting_sha256`). Key
+  digest covers them too (``PendingApproval.waiting_sha256``). Key
   answers by ``call_id`` only when nobody else can write where the paused run
   is kept; a client-side session, a shared queue or a table other services
   write need the digest;
@@ -81,11 +81,11 @@ class PendingApproval:
     """One call waiting for the user's answer: what to show them, and what the answer binds.
 
     ``arguments`` are the arguments the handler will get, as a JSON object
-    (:func:`shown_arguments`): validated, with the defaults the model left out
+    (``shown_arguments()``): validated, with the defaults the model left out
     filled in, so the user approves what runs (a call that omits
     ``recursive`` runs with its default, and the dialog says which);
     ``why`` says which rule asks for the approval, for the dialog;
-    ``waiting_sha256`` is :func:`waiting_sha256` of the calls that wait with
+    ``waiting_sha256`` is ``waiting_sha256()`` of the calls that wait with
     this one (this one included), so the answer binds the run it belongs to.
     """
 
@@ -108,7 +108,7 @@ class PendingApproval:
         waiting_sha256: str,
     ) -> PendingApproval:
         """The approval the user is asked for ``request``, the policy's view of call ``call_id``,
-        among the waiting calls whose :func:`waiting_sha256` is ``waiting_sha256``."""
+        among the waiting calls whose ``waiting_sha256()`` is ``waiting_sha256``."""
         return cls(
             call_id,
             request.tool,
@@ -124,7 +124,7 @@ class PendingApproval:
     @property
     def digest(self) -> str:
         """SHA-256 (hex) of what the user is shown: the call, tool, arguments, risk and why,
-        and of the calls that wait with it (:attr:`waiting_sha256`).
+        and of the calls that wait with it (``waiting_sha256``).
 
         Key the user's answer by it (``answers={approval.digest: True}``) to bind the
         answer to this content: a paused run changed in storage after the dialog showed
@@ -151,7 +151,7 @@ class PendingApproval:
         """Why an answer to this approval does not hold for ``request`` now (``""``: it holds).
 
         ``arguments`` are the call's as the handler would get them now, in the form
-        :func:`shown_arguments` gives: a default changed since the user was asked
+        ``shown_arguments()`` gives: a default changed since the user was asked
         makes the answer stale, as do other arguments.
         """
         if request.tool != self.tool:

@@ -83,10 +83,10 @@ _log = logging.getLogger("veridic.registry")
 class Component:
     """An optional part of the application (a plug-in, a paid tier) and its tools.
 
-    Made by :meth:`Registry.component`. Its ``boot`` check runs when the
-    registry boots, and again as ``recheck`` says (``None``: never again;
+    Made by :meth:`~veridic.Registry.component`. Its ``boot`` check runs when
+    the registry boots, and again as ``recheck`` says (``None``: never again;
     ``"view"``: for every view; seconds: when a view is made and the last
-    check is older) or when :meth:`Registry.recheck` asks; if it raises (or
+    check is older) or when :meth:`~veridic.Registry.recheck` asks; if it raises (or
     returns ``False``) the component is down: its tools are in no view, and
     every view's capability section says so, with the reason and the hint.
     """
@@ -146,7 +146,7 @@ class Component:
         roles: Iterable[str] = (),
         hints: ToolHints | None = None,
     ) -> Callable[[F], F]:
-        """Register a tool of this component; same keywords as :meth:`Registry.tool`."""
+        """Register a tool of this component; the keywords of :meth:`~veridic.Registry.tool`."""
         return self._registry._decorator(
             self.name, kind, risk, irreversible, writes, name, description, roles, hints
         )
@@ -167,7 +167,7 @@ class Component:
         unavailable: TrustedText | None = None,
         hints: ToolHints | None = None,
     ) -> None:
-        """Register an external tool of this component; as :meth:`Registry.external`."""
+        """Register an external tool of this component, as :meth:`~veridic.Registry.external`."""
         self._registry._external(
             self.name,
             name,
@@ -188,7 +188,7 @@ class Component:
         """Run the boot check and say how it went (a failure is logged).
 
         The registry runs it at boot and as ``recheck`` says; calling it
-        yourself changes no view (use :meth:`Registry.recheck` for that). The
+        yourself changes no view (:meth:`~veridic.Registry.recheck` does). The
         state's ``reason`` is what the capability section will say; the
         exception's whole message is logged (with the traceback at DEBUG) and
         kept in the state's ``detail``.
