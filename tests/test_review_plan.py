@@ -13,6 +13,8 @@ import tracemalloc
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_plan import VIEW, step
 
 from veridic import (
@@ -21,6 +23,7 @@ from veridic import (
     Composer,
     PlanError,
     PlanStep,
+    Registry,
     SQLiteAuditSink,
     execute,
     instruction,
@@ -47,6 +50,56 @@ def test_a_normalized_plan_does_not_change_when_the_proposed_steps_do() -> None:
     assert from_objects.complete
     assert plan.steps[0].arguments == {"webhook": "h", "fields": {"email": "email"}}
     assert from_objects.steps[0].arguments == {"webhook": "h", "fields": {"email": "email"}}
+
+
+def _payload_view() -> Registry:
+    registry = Registry("payloads")
+
+    @registry.tool(kind="write")
+    def store(payload: dict[str, object]) -> str:
+        """Store a JSON document as it is.
+
+        Args:
+            payload: The document.
+        """
+        return "stored"
+
+    return registry
+
+
+PAYLOAD_VIEW = _payload_view().view()
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _containers(value: object) -> list[object]:
+    """Every dict and list in ``value``, ``value`` included."""
+    if isinstance(value, dict):
+        return [value, *(c for item in value.values() for c in _containers(item))]
+    if isinstance(value, list):
+        return [value, *(c for item in value for c in _containers(item))]
+    return []
+
+
+@given(payload=st.dictionaries(st.text(max_size=3), _JSON, max_size=3))
+def test_a_kept_steps_arguments_equal_the_proposed_ones_share_nothing_and_hash_alike(
+    payload: dict[str, object],
+) -> None:
+    arguments: dict[str, object] = {"payload": payload}
+
+    kept = normalize_plan(
+        [{"id": "a", "tool": "store", "arguments": arguments}], PAYLOAD_VIEW
+    ).steps
+
+    assert kept[0].arguments == arguments
+    theirs = {id(c) for c in _containers(arguments)}
+    assert not theirs & {id(c) for c in _containers(dict(kept[0].arguments))}
+    assert arguments_sha256(kept[0].arguments) == arguments_sha256(arguments)
 
 
 def test_a_plan_step_run_through_execute_is_recorded_with_its_arguments_digest() -> None:
