@@ -38,10 +38,19 @@ def loads(text: str | bytes) -> object:
     Bytes are read as ``json.loads`` reads them (UTF-8, UTF-16 or UTF-32).
 
     Raises:
-        ValueError: ``text`` is not JSON (``json.JSONDecodeError``) or gives a key
-            twice in one object (:class:`RepeatedKeyError`).
+        ValueError: ``text`` is not JSON (``json.JSONDecodeError``), gives a key
+            twice in one object (:class:`RepeatedKeyError`), or nests deeper than
+            Python's recursion limit lets ``json`` read (a ``ValueError`` that says
+            so: ``json`` raises a bare ``RecursionError``, which the callers, who
+            refuse what is not JSON, would let escape unrecorded).
     """
-    return json.loads(text, object_pairs_hook=_once)
+    try:
+        return json.loads(text, object_pairs_hook=_once)
+    except RecursionError:
+        raise ValueError(
+            "it is nested too deeply to read (arrays or objects inside one another past "
+            "Python's recursion limit)"
+        ) from None
 
 
 def _once(pairs: list[tuple[str, object]]) -> dict[str, object]:

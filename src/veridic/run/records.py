@@ -14,7 +14,7 @@ import json
 import operator
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
 from typing import Final, TypeGuard
@@ -655,8 +655,9 @@ def arguments_sha256(arguments: object, /) -> str:
 
     JSON text (what providers send) is hashed as its UTF-8 bytes, exactly as
     written; anything else as canonical JSON (sorted keys, no spaces, UTF-8),
-    with what JSON cannot hold shown by ``repr``, so the same arguments give
-    the same digest on every host and in every store.
+    any mapping as an object (a plan step's read-only arguments too), with what
+    JSON cannot hold shown by ``repr``, so the same arguments give the same
+    digest on every host and in every store.
 
     >>> arguments_sha256({"b": 1, "a": "x"}) == arguments_sha256({"a": "x", "b": 1})
     True
@@ -664,14 +665,28 @@ def arguments_sha256(arguments: object, /) -> str:
     True
     >>> arguments_sha256({"a": "x"}) == arguments_sha256('{"a": "x"}')
     False
+    >>> from types import MappingProxyType
+    >>> arguments_sha256(MappingProxyType({"a": "x"})) == arguments_sha256({"a": "x"})
+    True
     """
     if isinstance(arguments, str):
         data = arguments
     else:
         try:
             data = json.dumps(
-                arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr
+                arguments,
+                sort_keys=True,
+                separators=(",", ":"),
+                ensure_ascii=False,
+                default=_as_json,
             )
         except (TypeError, ValueError):  # keys that do not sort, a cycle
             data = repr(arguments)
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _as_json(value: object) -> object:
+    """What :func:`arguments_sha256` writes for a value ``json`` cannot: a mapping that is
+    not a ``dict`` (a read-only ``MappingProxyType``) as the object it holds, so that its
+    digest does not depend on its key order or its class; anything else as its ``repr``."""
+    return dict(value) if isinstance(value, Mapping) else repr(value)

@@ -55,9 +55,11 @@ from __future__ import annotations
 
 import difflib
 import graphlib
+import itertools
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
@@ -110,7 +112,9 @@ class PlanStep:
     """One proposed step: an id, a tool name, its arguments and the ids it depends on.
 
     ``arguments`` is kept read-only, as the model sent it (a mapping; JSON
-    text is decoded when the step is read).
+    text is decoded when the step is read). In a :class:`NormalizedPlan` they
+    are the plan's own copy, nested dicts and lists included: changing the
+    proposed steps after the check does not change the steps that run.
     """
 
     id: str
@@ -195,13 +199,17 @@ def normalize_plan(
     ``depends_on`` (a list of ids, or absent), and no other key: a key
     spelled any other way (``dependsOn``, ``"depends_on "``, ``needs``) is
     refused, never ignored. Arguments are validated against the tool's
-    schema without running it.
+    schema without running it, and copied: the result holds none of the
+    caller's dicts or lists.
 
     Raises:
         PlanError: the plan is malformed (duplicate ids, a dependency on an
             id no step has, a cycle, a step of the wrong shape, a key that is
             not one of ``id``, ``tool``, ``arguments``, ``depends_on``; the
-            message names the step, the key and the nearest known key).
+            message names the step, the key and the nearest known key), has
+            more than ``MAX_STEPS`` (5,000) steps, or has arguments nested
+            deeper than 200 levels. The message quotes ids clipped, and at
+            most ten of them (a long cycle by its ends and its length).
         IncompletePlanError: ``strict`` is true and a step was removed; its
             ``.plan`` is the :class:`NormalizedPlan`.
     """
@@ -241,13 +249,31 @@ def normalize_plan(
 # --- reading the plan ---------------------------------------------------------------
 
 
+# The most steps a plan may have. A person reviews a plan before it runs, and a plan the
+# model makes long costs more than its length: a chain of dropped steps with a kept step
+# after each link gives ``.invalidated`` up to about n²/6 ids in all (4 million at 5,000
+# steps, a second or two to build).
+MAX_STEPS: Final = 5_000
+"""The most steps :func:`normalize_plan` reads; a longer plan is a :class:`~veridic.PlanError`."""
+
+
 def _read(steps: Iterable[Mapping[str, object] | PlanStep]) -> tuple[PlanStep, ...]:
     if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Iterable):
         raise PlanError(
             f"a plan is a list of steps, got a {type(steps).__name__}: pass a list of "
             "mappings with keys id, tool, arguments, depends_on (or PlanStep objects)"
         )
-    return tuple(_step(index, step) for index, step in enumerate(steps))
+    read = list(itertools.islice(steps, MAX_STEPS + 1))  # a generator is not read to its end
+    if len(read) > MAX_STEPS:
+        counted = (
+            f"{len(steps)} steps" if isinstance(steps, Sized) else f"more than {MAX_STEPS} steps"
+        )
+        raise PlanError(
+            f"a plan of {counted} is more than veridic normalises (at most {MAX_STEPS}): "
+            "nobody can review it before it runs; ask the model for a shorter plan, or split "
+            "the work into plans that each run after the one before"
+        )
+    return tuple(_step(index, step) for index, step in enumerate(read))
 
 
 def _step(index: int, raw: object) -> PlanStep:
@@ -276,7 +302,16 @@ def _step(index: int, raw: object) -> PlanStep:
 
 
 def _where(index: int, step_id: str) -> str:
-    return f"plan step #{index} ({step_id!r})"
+    return f"plan step #{index} ({_id(step_id)})"
+
+
+def _id(step_id: str) -> str:
+    """A model-written id for an error message: quoted, escaped and clipped.
+
+    A plan's errors go back to the model that wrote it, and into logs: an id
+    of 100,000 characters must not make them as long.
+    """
+    return clip(step_id, 40)
 
 
 def _check_keys(index: int, raw: Mapping[object, object]) -> None:
@@ -345,7 +380,45 @@ def _arguments(index: int, step_id: str, raw: object) -> Mapping[str, object]:
             f"{_where(index, step_id)} has arguments {_shown(raw)}: arguments are an object "
             "whose keys are the tool's parameter names"
         )
-    return MappingProxyType(dict(raw))
+    try:
+        copied = _copied(raw, _DEPTH)
+    except _TooDeepError:
+        raise PlanError(
+            f"{_where(index, step_id)} has arguments nested deeper than {_DEPTH} levels: no "
+            "tool's contract needs that; send the arguments as a flatter object"
+        ) from None
+    return MappingProxyType(copied)
+
+
+# How deep a step's arguments may nest: far more than a tool's schema describes, far less
+# than Python's recursion limit, which copying them must not reach.
+_DEPTH: Final = 200
+
+
+class _TooDeepError(Exception):
+    """Arguments nested deeper than :data:`_DEPTH` (caught and told as a PlanError)."""
+
+
+def _copied(value: Mapping[str, object], depth: int) -> dict[str, object]:
+    """The plan's own copy of ``value``: every mapping, list and tuple in it copied.
+
+    The plan is checked once and run later; kept by reference, a nested dict or list
+    of the caller's (a streaming parser still filling it, a dict reused for the next
+    step) would change the arguments that run after their check.
+    """
+    return {key: _copied_value(item, depth - 1) for key, item in value.items()}
+
+
+def _copied_value(value: object, depth: int) -> object:
+    if depth <= 0:
+        raise _TooDeepError
+    if isinstance(value, Mapping):
+        return {key: _copied_value(item, depth - 1) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied_value(item, depth - 1) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_copied_value(item, depth - 1) for item in value)
+    return value
 
 
 def _needs(index: int, step_id: str, needs: object) -> tuple[str, ...]:
@@ -371,7 +444,7 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
     for step in plan:
         if step.id in seen:
             raise PlanError(
-                f"plan step id {step.id!r} is used by more than one step: give each step its "
+                f"plan step id {_id(step.id)} is used by more than one step: give each step its "
                 "own id, so depends_on says which one it means"
             )
         seen.add(step.id)
@@ -386,15 +459,15 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
         unknown = [need for need in step.depends_on if need not in seen]
         if unknown:
             raise PlanError(
-                f"plan step {step.id!r} depends on {', '.join(map(repr, unknown))}, which no "
-                f"step of the plan has as its id (ids: {_listing(seen)}): depend only on steps "
-                "of this plan"
+                f"plan step {_id(step.id)} depends on {_few_ids(unknown)}, which no step of "
+                f"the plan has as its id (ids: {_listing(seen)}): depend only on steps of "
+                "this plan"
             )
     cycle = _cycle(plan)
     if cycle:
         raise PlanError(
-            f"the plan's dependencies form a cycle: {' -> '.join(map(repr, cycle))}; a step "
-            "cannot wait for itself: remove one of these dependencies"
+            f"the plan's dependencies form a {_ring(cycle)}; a step cannot wait for itself: "
+            "remove one of these dependencies"
         )
 
 
@@ -415,8 +488,24 @@ def _cycle(plan: tuple[PlanStep, ...]) -> list[str]:
 
 def _listing(names: Iterable[str], limit: int = 10) -> str:
     ordered = sorted(names)
-    shown = ", ".join(map(repr, ordered[:limit]))
+    shown = ", ".join(map(_id, ordered[:limit]))
     return shown + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+
+
+def _few_ids(ids: Sequence[str], limit: int = 10) -> str:
+    """The first ``limit`` of ``ids``, in their order, then how many more there are."""
+    shown = ", ".join(map(_id, ids[:limit]))
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _ring(cycle: Sequence[str], ends: int = 5) -> str:
+    """``cycle: 'a' -> 'c' -> 'b' -> 'a'``, or for a long one its first and last steps
+    and its length (``cycle of 100 steps: 's0' -> ... -> 's99' -> 's0'``)."""
+    steps = len(cycle) - 1
+    if steps <= 2 * ends:
+        return f"cycle: {' -> '.join(map(_id, cycle))}"
+    quoted = [*map(_id, cycle[:ends]), "...", *map(_id, cycle[-ends - 1 :])]
+    return f"cycle of {steps} steps: {' -> '.join(quoted)}"
 
 
 # --- checking each step ------------------------------------------------------------------
@@ -478,30 +567,43 @@ def _dependents(
     One pass in dependency order, each step's dropped ancestors a bit set (an int, bit
     ``i`` for the ``i``-th step of the plan): a plan the model makes long, with its
     drops chained, costs a few word operations per step, not a walk per dropped step.
+    A step's set is let go once every step that needs it has read it (a chain of
+    dropped steps would otherwise keep a set per link, quadratic in bits), and steps
+    with the same dropped ancestors share one tuple of their ids (many steps after one
+    long chain would otherwise each hold a copy of it).
     """
     position = {step.id: index for index, step in enumerate(plan)}
     needs = {step.id: step.depends_on for step in plan}
+    readers = Counter(need for step in plan for need in step.depends_on)
     above: dict[str, int] = {}
+    spelled: dict[int, tuple[str, ...]] = {}
+    found: dict[str, tuple[str, ...]] = {}
     for step_id in graphlib.TopologicalSorter(needs).static_order():
         mask = 0
         for need in needs[step_id]:
             mask |= above[need] | ((1 << position[need]) if need in dropped else 0)
-        above[step_id] = mask
-    found: dict[str, tuple[str, ...]] = {}
-    for step in plan:
-        mask = above[step.id]
-        if mask and step.id not in dropped:
-            found[step.id] = tuple(plan[index].id for index in _bits(mask))
+            readers[need] -= 1
+            if not readers[need]:
+                del above[need]
+        if readers[step_id]:
+            above[step_id] = mask
+        if mask and step_id not in dropped:
+            because = spelled.get(mask)
+            if because is None:
+                because = spelled[mask] = tuple(plan[index].id for index in _bits(mask))
+            found[step_id] = because
     return found
 
 
 def _bits(mask: int) -> list[int]:
-    """The positions of the set bits of ``mask``, lowest first."""
+    """The positions of the set bits of ``mask``, lowest first, in time linear in its width
+    (clearing the lowest bit of a wide int again and again is quadratic)."""
+    binary = bin(mask)[:1:-1]  # lowest bit first, without the "0b"
     positions = []
-    while mask:
-        low = mask & -mask
-        positions.append(low.bit_length() - 1)
-        mask ^= low
+    at = binary.find("1")
+    while at != -1:
+        positions.append(at)
+        at = binary.find("1", at + 1)
     return positions
 
 
