@@ -9,12 +9,15 @@ holds the promise that leaked. Each failed on the code before its fix.
 
 from __future__ import annotations
 
-from typing import Literal
+import asyncio
+from typing import Final, Literal
 
+import httpx
 import pytest
-from agents import Agent, RunContextWrapper, handoff
+from agents import Agent, ModelSettings, OpenAIResponsesModel, RunContextWrapper, Runner, handoff
 from langchain.agents.middleware import ToolCallLimitMiddleware
 from langchain_core.messages import AIMessage
+from openai import AsyncOpenAI
 from pydantic import BaseModel
 from test_integration_langchain import Agent as LangChainAgent
 from test_integration_langchain import World, turn
@@ -29,6 +32,7 @@ from veridic import (
     CallOutcome,
     ProvenanceError,
     ToolCouplingError,
+    VeridicError,
     untrusted,
 )
 from veridic.integrations.langchain import approval_middleware
@@ -105,6 +109,62 @@ def test_instructions_of_the_tools_own_view_still_run(app: App) -> None:
     assert run(good, "Hi").final_output == "Hello."
 
 
+_RESPONSE: Final = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 0,
+    "model": "gpt-test",
+    "status": "completed",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+        }
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        ModelSettings(extra_body={"instructions": str(TICKET)}),
+        ModelSettings(extra_body={"tools": []}),
+        ModelSettings(extra_args={"prompt": {"id": "pmpt_123"}}),
+        ModelSettings(extra_args={"previous_response_id": "resp_0"}),
+    ],
+    ids=["extra_body-instructions", "extra_body-tools", "extra_args-prompt", "extra_args-history"],
+)
+def test_model_settings_that_replace_the_instructions_or_the_tools_are_refused(
+    app: App, settings: ModelSettings
+) -> None:
+    """The OpenAI SDK merges ``extra_body`` over the request, and the Agents SDK passes
+    ``extra_args`` where it sent nothing: a ticket replaced the trusted instructions, an empty
+    list the view's tools, and a stored prompt or a server-kept history was added, unchecked."""
+    sent: list[bytes] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        return httpx.Response(200, json=_RESPONSE)
+
+    client = AsyncOpenAI(http_client=httpx.AsyncClient(transport=httpx.MockTransport(server)))
+    bad = Agent(
+        name="maintainer",
+        instructions=instructions(app.view, SYSTEM),
+        tools=list(app.tools),
+        model=OpenAIResponsesModel("gpt-test", client),
+        model_settings=settings,
+    )
+    with pytest.raises(VeridicError, match=r"model_settings\.extra_"):
+        run(bad, "Hi")
+    assert sent == []
+
+
 # --- Agents SDK: a handoff is a tool beside the view's ----------------------------------------
 
 
@@ -139,6 +199,21 @@ def test_a_handoff_is_refused_before_the_model_is_offered_it(app: App) -> None:
     assert wiped == []
     assert app.store.fixtures == {"golden-1", "golden-2"}
     assert app.rows() == []
+
+
+def test_a_streamed_run_is_checked_before_the_model_is_called(app: App) -> None:
+    """``Runner.run_streamed`` lists the tools, so runs the same check, before the model."""
+    model = ScriptedModel()
+    bad = app.agent(model).clone(instructions=lambda context, agent: str(TICKET))
+
+    async def stream() -> None:
+        result = Runner.run_streamed(bad, "Hi")
+        async for _ in result.stream_events():
+            pass
+
+    with pytest.raises(ProvenanceError, match="a function"):
+        asyncio.run(stream())
+    assert model.seen == []
 
 
 def test_an_agent_handed_to_that_holds_the_views_tools_runs_them(app: App) -> None:

@@ -142,8 +142,10 @@ def function_tools(
     its instructions are not trusted text of this view: a ``str`` other than
     trusted text, a function (its text is made after the check, so it is never
     read), trusted text holding another view's capability section, or a prompt
-    stored with the provider (``prompt=``); and when the run's input holds an
-    item with the role ``system`` or ``developer``. :func:`instructions` gives
+    stored with the provider (``prompt=``); when its ``model_settings`` put
+    instructions, tools or history in ``extra_body`` or ``extra_args`` (the
+    request would carry them in place of the checked ones); and when the run's
+    input holds an item with the role ``system`` or ``developer``. :func:`instructions` gives
     the instructions; build them per request, when the agent is made. An agent
     without veridic tools may hand off to one that holds them: the agent handed
     to is checked by its own tools.
@@ -361,6 +363,8 @@ class _Binding:
         Raises:
             ToolCouplingError: the agent's tools are not exactly these, unchanged, it has
                 MCP servers or handoffs, or its instructions describe another view's tools.
+            VeridicError: its model settings send instructions, tools or history of their
+                own (``extra_body``, ``extra_args``).
             ProvenanceError: its instructions are a ``str`` that is not trusted text or a
                 function, it names a stored prompt, or an item of the run's input has the
                 role ``system`` or ``developer``.
@@ -388,6 +392,7 @@ class _Binding:
                 "any other tool in the veridic registry"
             )
         self._check_instructions(agent, name)
+        self._check_settings(agent, name)
         for index, item in enumerate(turn_input):
             role = item.get("role") if isinstance(item, Mapping) else None
             if role in ("system", "developer") and isinstance(item, Mapping):
@@ -441,6 +446,32 @@ class _Binding:
                 "as instructions that veridic cannot read or check: leave prompt= out, and "
                 "give the agent its instructions with instructions(view, ...)",
                 slot=f"prompt of agent {name!r}",
+            )
+
+    def _check_settings(self, agent: object, name: object) -> None:
+        """Refuse model settings that would send other instructions, tools or history.
+
+        The OpenAI SDK merges ``extra_body`` over the request it builds, and the Agents
+        SDK passes ``extra_args`` as parameters wherever it sent none (a stored ``prompt``,
+        a ``previous_response_id``), so either could replace the trusted instructions or
+        the view's tools, or add instructions and history nobody checked. Only the agent's
+        own settings can be read here: ``RunConfig(model_settings=...)`` is not.
+
+        Raises:
+            VeridicError: a key of ``extra_body`` or ``extra_args`` sets what veridic owns.
+        """
+        settings = getattr(agent, "model_settings", None)
+        clash = [
+            f"model_settings.{field}[{key!r}]"
+            for field in ("extra_body", "extra_args")
+            for key in sorted(_owned_keys(getattr(settings, field, None)))
+        ]
+        if clash:
+            raise VeridicError(
+                f"agent {name!r} (request {self.request_id!r}) sets {', '.join(clash)}, which "
+                "the SDK sends in place of (or beside) the trusted instructions, the view's "
+                "tools and the run's input: leave these keys out; the instructions come from "
+                "instructions(view, ...), the tools from function_tools(view, ...)"
             )
 
     def _check_section(self, text: str, where: str) -> None:
@@ -637,6 +668,32 @@ def _as_made(tool: object, spec: Mapping[str, object] | None) -> bool:
         and getattr(tool, "params_json_schema", None) == spec["parameters"]
         and getattr(tool, "strict_json_schema", None) is False
     )
+
+
+_OWNED: Final = frozenset(
+    {
+        "conversation",
+        "function_call",
+        "functions",
+        "input",
+        "instructions",
+        "mcp_servers",
+        "messages",
+        "previous_response_id",
+        "prompt",
+        "system",
+        "tool_choice",
+        "tools",
+    }
+)
+"""Request keys of the providers' APIs that carry instructions, tools or history."""
+
+
+def _owned_keys(extra: object) -> set[str]:
+    """The keys of an ``extra_body`` or ``extra_args`` that set what veridic owns."""
+    if not isinstance(extra, Mapping):
+        return set()
+    return {key for key in extra if isinstance(key, str) and key in _OWNED}
 
 
 def _handoff_problem(handoffs: list[object]) -> str:
