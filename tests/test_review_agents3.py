@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 from typing import Final, Literal
 
-import httpx
+import openai
 import pytest
+from _sdk_server import FakeServer, http_module
 from agents import Agent, ModelSettings, OpenAIResponsesModel, RunContextWrapper, Runner, handoff
 from langchain.agents.middleware import ToolCallLimitMiddleware
 from langchain_core.messages import AIMessage
-from openai import AsyncOpenAI
 from pydantic import BaseModel
 from test_integration_langchain import Agent as LangChainAgent
 from test_integration_langchain import World, turn
@@ -146,13 +146,8 @@ def test_model_settings_that_replace_the_instructions_or_the_tools_are_refused(
     """The OpenAI SDK merges ``extra_body`` over the request, and the Agents SDK passes
     ``extra_args`` where it sent nothing: a ticket replaced the trusted instructions, an empty
     list the view's tools, and a stored prompt or a server-kept history was added, unchecked."""
-    sent: list[bytes] = []
-
-    def server(request: httpx.Request) -> httpx.Response:
-        sent.append(request.content)
-        return httpx.Response(200, json=_RESPONSE)
-
-    client = AsyncOpenAI(http_client=httpx.AsyncClient(transport=httpx.MockTransport(server)))
+    server = FakeServer(http_module("openai"), [("json", _RESPONSE)])
+    client = server.async_client(openai, "AsyncOpenAI")
     bad = Agent(
         name="maintainer",
         instructions=instructions(app.view, SYSTEM),
@@ -162,7 +157,7 @@ def test_model_settings_that_replace_the_instructions_or_the_tools_are_refused(
     )
     with pytest.raises(VeridicError, match=r"model_settings\.extra_"):
         run(bad, "Hi")
-    assert sent == []
+    assert server.sent == []
 
 
 # --- Agents SDK: a handoff is a tool beside the view's ----------------------------------------
