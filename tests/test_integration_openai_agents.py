@@ -646,8 +646,11 @@ def test_a_resumed_call_of_a_tool_the_new_view_withholds_fails_loudly(app: App) 
     view = app.registry.view(deny=["rename_fixture"])
     tools = function_tools(view, policy=ApprovalPolicy(view), audit=app.audit, request_id="req-1")
     assert "rename_fixture" not in {tool.name for tool in tools}
-    # The SDK resumes a state with the agent it holds: rebuild it with the new view's agent.
-    agent = app.agent(model, tools)
+    # The SDK resumes a state with the agent it holds: rebuild it with the new view's agent,
+    # whose instructions describe the new view's tools.
+    agent = Agent(
+        name="maintainer", instructions=instructions(view, SYSTEM), tools=tools, model=model
+    )
     restored = asyncio.run(RunState.from_string(agent, state.to_string()))
     with pytest.raises(ModelBehaviorError, match="rename_fixture"):
         run(agent, restored)

@@ -139,6 +139,34 @@ def _refused(request: ApprovalRequest) -> bool:
     return False
 
 
+class _Awaiting:
+    """The view's calls of the model's turns that nothing of veridic has answered yet.
+
+    A call leaves when its tool runs it (or refuses it) or the middleware refuses it;
+    what is left when the next model call starts, or the run ends, was answered by
+    something else (another middleware, such as a call limit) or by nobody (a middleware
+    that ended the run), and never reached the view.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[str, ToolCall] = {}
+        self._lock = threading.Lock()
+
+    def expect(self, calls: Sequence[ToolCall]) -> None:
+        with self._lock:
+            self._calls.update((call["id"], call) for call in calls if call["id"])
+
+    def answered(self, call_id: str | None) -> None:
+        with self._lock:
+            self._calls.pop(call_id or "", None)
+
+    def take(self) -> list[ToolCall]:
+        with self._lock:
+            calls = list(self._calls.values())
+            self._calls.clear()
+        return calls
+
+
 # --- one request's tools, and what they share --------------------------------------------
 
 
@@ -152,9 +180,11 @@ class Binding:
     request_id: str
     prompt: Prompt
     tools: dict[str, VeridicTool] = field(default_factory=dict)
+    awaiting: _Awaiting = field(default_factory=_Awaiting)
 
     def run(self, name: str, arguments: Mapping[str, object] | str, call_id: str | None) -> str:
         """Run one call of ``name`` through :func:`~veridic.run.executor.execute`."""
+        self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
         if self.view.tool(name).is_async:
             result = _run_coroutine(
@@ -177,6 +207,7 @@ class Binding:
         self, name: str, arguments: Mapping[str, object] | str, call_id: str | None
     ) -> str:
         """:meth:`run` for async code, through :func:`~veridic.run.executor.aexecute`."""
+        self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
         return _answer(name, await self._aexecute(name, arguments, confirm))
 
@@ -214,17 +245,20 @@ class Binding:
             )
         return None
 
-    def refuse(self, name: str, arguments: object) -> CallResult:
+    def refuse(self, name: str, arguments: object, *, asked: bool = True) -> CallResult:
         """Record a call that must not run (the reviewer rejected it, or no such tool).
 
         The record is written by :func:`~veridic.run.executor.execute` itself, with a
         policy under which the call cannot run: the view refuses a name it does not
         expose, and an exposed tool is asked about and refused (``DENIED``), even when
-        the request's own rules would now let it run without asking.
+        the request's own rules would now let it run without asking. ``asked=False``
+        records that nobody answered (a call the run never brought to its tool), not
+        that the user refused.
         """
         status = self.view.status(name) if isinstance(name, str) else None
         if status is not None and status.tool is not None and status.tool.is_async:
-            return _run_coroutine(self.arefuse(name, arguments), f"tool {name!r} is async")
+            refusal = self.arefuse(name, arguments, asked=asked)
+            return _run_coroutine(refusal, f"tool {name!r} is async")
         return execute(
             self.view,
             name,
@@ -233,10 +267,10 @@ class Binding:
             audit=self.audit,
             request_id=self.request_id,
             prompt=self.prompt,
-            confirm=_refused,
+            confirm=_refused if asked else None,
         )
 
-    async def arefuse(self, name: str, arguments: object) -> CallResult:
+    async def arefuse(self, name: str, arguments: object, *, asked: bool = True) -> CallResult:
         """:meth:`refuse` for async code."""
         return await aexecute(
             self.view,
@@ -246,8 +280,26 @@ class Binding:
             audit=self.audit,
             request_id=self.request_id,
             prompt=self.prompt,
-            confirm=_refused,
+            confirm=_refused if asked else None,
         )
+
+    def unanswered(self) -> list[ToolCall]:
+        """The view's calls of earlier turns that never reached veridic, logged; to record.
+
+        Each is recorded ``DENIED`` by the caller (nobody confirmed it, nothing of it ran):
+        another middleware answered it in the tool's place (a call limit's "limit
+        exceeded", after the user may even have approved it) or ended the run before it.
+        """
+        calls = self.awaiting.take()
+        if calls:
+            _log.warning(
+                "the calls %s of request %r never reached their veridic tool (another "
+                "middleware answered them, or ended the run before them), so they are "
+                "recorded denied: nothing of them ran",
+                ", ".join(f"{call['id']!r} of {call['name']!r}" for call in calls),
+                self.request_id,
+            )
+        return calls
 
     def _no_run_policy(self, name: str) -> ApprovalPolicy:
         if not isinstance(name, str) or not self.view.status(name).exposed:
@@ -522,7 +574,10 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     (:func:`interrupt_config`), and turns each decision into veridic's approval:
     approve and edit give the call a grant (``USER_CONFIRMED``), reject and respond
     write a ``DENIED`` record. It also checks each model call (system message, tools)
-    and refuses, with a record, a tool call of a name the agent has no tool for.
+    and refuses, with a record, a tool call of a name the agent has no tool for. A call
+    of the view's tools that never reached its tool (another middleware answered it, or
+    ended the run before it) is recorded ``DENIED`` when the next model call starts or
+    the run ends.
     """
 
     state_schema = ApprovalState
@@ -557,14 +612,32 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         self._binding.check_model_request(request)
         return await handler(request)
 
+    # --- calls that never reached a tool: recorded when the next model call starts or the run ends
+
+    def before_model(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
+        for call in self._binding.unanswered():
+            self._binding.refuse(call["name"], call["args"], asked=False)
+
+    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
+        for call in self._binding.unanswered():
+            await self._binding.arefuse(call["name"], call["args"], asked=False)
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
+        self.before_model(state, runtime)
+
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
+        await self.abefore_model(state, runtime)
+
     # --- batched mode: the decisions of one turn ---
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[None]) -> dict[str, Any] | None:
         self._check_call_ids(state)
+        self._expect(state)
         for name, arguments in _unparsed(state):
             self._binding.refuse(name, arguments)
         update, rejected = self._decided(state, runtime)
         for call in rejected:
+            self._binding.awaiting.answered(call["id"])
             self._binding.refuse(call["name"], call["args"])
         return update
 
@@ -572,12 +645,26 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         self, state: AgentState[Any], runtime: Runtime[None]
     ) -> dict[str, Any] | None:
         self._check_call_ids(state)
+        self._expect(state)
         for name, arguments in _unparsed(state):
             await self._binding.arefuse(name, arguments)
         update, rejected = self._decided(state, runtime)
         for call in rejected:
+            self._binding.awaiting.answered(call["id"])
             await self._binding.arefuse(call["name"], call["args"])
         return update
+
+    def _expect(self, state: AgentState[Any]) -> None:
+        """Note the view's calls of the model's latest turn, so none can pass unrecorded.
+
+        Only calls of the view's tools: a structured-output tool's call is LangChain's
+        own, and a name no tool has is refused and recorded when it reaches the tools.
+        """
+        messages = state.get("messages") or []
+        last = messages[-1] if messages else None
+        if isinstance(last, AIMessage):
+            tools = self._binding.tools
+            self._binding.awaiting.expect([c for c in last.tool_calls if c["name"] in tools])
 
     def _check_call_ids(self, state: AgentState[Any]) -> None:
         """Refuse a turn whose calls share an id when one of them waits for the reviewer.
@@ -651,6 +738,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
+        self._binding.awaiting.answered(request.tool_call["id"])
         if self._unknown(request):
             return _refusal_message(request, self._binding.refuse(*_name_args(request)))
         ran: list[bool] = []
@@ -673,6 +761,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
+        self._binding.awaiting.answered(request.tool_call["id"])
         if self._unknown(request):
             return _refusal_message(request, await self._binding.arefuse(*_name_args(request)))
         ran: list[bool] = []

@@ -208,8 +208,11 @@ def approval_middleware(
     prompt's trusted system text, and no message of the conversation a system or
     developer message (``ProvenanceError``), the tools exactly these
     (``ToolCouplingError``); list this middleware last, nearest the model, so no
-    other middleware changes the request after the check. The agent needs a
-    checkpointer (LangGraph's interrupts do).
+    other middleware changes the request after the check. A call of these tools that
+    never reached its tool (another middleware, such as a call limit, answered it in the
+    tool's place or ended the run before it) is recorded ``DENIED`` when the next model
+    call starts or the run ends. The agent needs a checkpointer (LangGraph's interrupts
+    do).
 
     Raises:
         MissingExtraError: langchain-core, langchain or langgraph is not installed.

@@ -55,12 +55,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from veridic._extras import require
-from veridic.errors import InvalidArgumentsError, ToolCouplingError, VeridicError
+from veridic.errors import (
+    InvalidArgumentsError,
+    ProvenanceError,
+    ToolCouplingError,
+    VeridicError,
+)
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.text.fence import DataMode, check_mode, fence, preamble
-from veridic.text.provenance import TrustedInstruction, is_trusted, join, report
+from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
 from veridic.tools.view import ToolView
 
 if TYPE_CHECKING:
@@ -118,7 +123,7 @@ def function_tools(
     Each call is recorded in ``audit`` under ``request_id`` with its approval
     mode; ``prompt_sha256`` is written in each record, by default the SHA-256
     of the calling agent's name and instructions (canonical JSON; ``null``
-    for dynamic instructions): the SDK shows a tool the agent, not the rest
+    for an agent without instructions): the SDK shows a tool the agent, not the rest
     of the model's input. A tool's output (or the error that stopped it)
     goes back to the model as a data block in ``data_mode``, labelled
     ``tool:<name>``, as :meth:`Composer.tool_result <veridic.Composer.tool_result>`
@@ -131,11 +136,19 @@ def function_tools(
     hosted tool), leaves one of these out or changed it, lists an MCP server
     (``mcp_servers``: its tools and descriptions would reach the model with no
     pin, guard or record; connect it through :mod:`veridic.integrations.mcp`
-    into the registry instead), or has instructions that are a ``str`` other
-    than trusted text (:func:`instructions` gives them), and when the run's
-    input holds an item with the role ``system`` or ``developer``. Dynamic (callable)
-    instructions are the application's and are not checked; handoffs are
-    allowed, and the agent handed to is checked by its own tools.
+    into the registry instead) or a handoff (a ``transfer_to_...`` tool the
+    capability section does not name, whose ``on_handoff`` runs the model's
+    arguments unguarded and unrecorded, to an agent nobody checked), and when
+    its instructions are not trusted text of this view: a ``str`` other than
+    trusted text, a function (its text is made after the check, so it is never
+    read), trusted text holding another view's capability section, or a prompt
+    stored with the provider (``prompt=``); when its ``model_settings`` put
+    instructions, tools or history in ``extra_body`` or ``extra_args`` (the
+    request would carry them in place of the checked ones); and when the run's
+    input holds an item with the role ``system`` or ``developer``. :func:`instructions` gives
+    the instructions; build them per request, when the agent is made. An agent
+    without veridic tools may hand off to one that holds them: the agent handed
+    to is checked by its own tools.
 
     Raises:
         MissingExtraError: the ``openai-agents`` package is not installed.
@@ -348,10 +361,13 @@ class _Binding:
         made, and only trusted text may instruct.
 
         Raises:
-            ToolCouplingError: the agent's tools are not exactly these, unchanged, or
-                it has MCP servers.
-            ProvenanceError: its instructions are a ``str`` that is not trusted text,
-                or an item of the run's input has the role ``system`` or ``developer``.
+            ToolCouplingError: the agent's tools are not exactly these, unchanged, it has
+                MCP servers or handoffs, or its instructions describe another view's tools.
+            VeridicError: its model settings send instructions, tools or history of their
+                own (``extra_body``, ``extra_args``).
+            ProvenanceError: its instructions are a ``str`` that is not trusted text or a
+                function, it names a stored prompt, or an item of the run's input has the
+                role ``system`` or ``developer``.
         """
         name = getattr(agent, "name", None)
         given = list(getattr(agent, "tools", None) or ())
@@ -364,6 +380,9 @@ class _Binding:
                 f"unrecorded: {listed} (connect them with veridic.integrations.mcp into "
                 "the registry, so their tools are in the view)"
             )
+        handoffs = list(getattr(agent, "handoffs", None) or ())
+        if handoffs:
+            problems.append(_handoff_problem(handoffs))
         if problems:
             raise ToolCouplingError(
                 f"agent {name!r} offers the model other tools than the view's "
@@ -372,13 +391,8 @@ class _Binding:
                 "agent exactly the tools function_tools(view, ...) returned, and register "
                 "any other tool in the veridic registry"
             )
-        text = getattr(agent, "instructions", None)
-        if isinstance(text, str) and not is_trusted(text):
-            report(
-                text,
-                f"the instructions of agent {name!r} (request {self.request_id!r}; the SDK "
-                "sends them as the system prompt: build them with instructions(view, ...))",
-            )
+        self._check_instructions(agent, name)
+        self._check_settings(agent, name)
         for index, item in enumerate(turn_input):
             role = item.get("role") if isinstance(item, Mapping) else None
             if role in ("system", "developer") and isinstance(item, Mapping):
@@ -389,6 +403,86 @@ class _Binding:
                     f"an input item with the role {role!r}, which the model reads as "
                     "instructions, and only the agent's instructions may give them: pass "
                     "outside text with the role 'user')",
+                )
+
+    def _check_instructions(self, agent: object, name: object) -> None:
+        """Refuse instructions the check cannot read, or that describe another view's tools.
+
+        The SDK sends ``agent.instructions`` as the system prompt, and a stored prompt
+        (``agent.prompt``) with it. A function's text is made after this check ran (the SDK
+        asks for the tools first), and a stored prompt's text is kept by the provider: neither
+        is in the code or checked. A capability section of another view would tell the model
+        of tools its tool list, the approvals and the audit do not have.
+
+        Raises:
+            ProvenanceError: the instructions are a function, or a ``str`` that is not
+                trusted text (in report mode, the ``str`` is logged), or the agent names a
+                stored prompt.
+            ToolCouplingError: the instructions hold another view's capability section.
+        """
+        where = f"the instructions of agent {name!r} (request {self.request_id!r}"
+        text = getattr(agent, "instructions", None)
+        if callable(text):
+            raise ProvenanceError(
+                f"{where}) are a function, whose text the SDK makes after veridic checked the "
+                "agent and sends as the system prompt unchecked: build the text when the "
+                "agent is made, per request, with instructions(view, ...) (a new agent, or "
+                "agent.clone(instructions=instructions(view, ...)))",
+                slot=f"instructions of agent {name!r}",
+            )
+        if isinstance(text, str) and not is_trusted(text):
+            report(
+                text,
+                f"{where}; the SDK sends them as the system prompt: build them with "
+                "instructions(view, ...))",
+            )
+        elif isinstance(text, str):
+            self._check_section(text, where)
+        stored = getattr(agent, "prompt", None)
+        if stored is not None:
+            raise ProvenanceError(
+                f"agent {name!r} (request {self.request_id!r}) names a prompt stored with the "
+                f"provider (prompt={_clipped(stored)}), whose text and variables reach the model "
+                "as instructions that veridic cannot read or check: leave prompt= out, and "
+                "give the agent its instructions with instructions(view, ...)",
+                slot=f"prompt of agent {name!r}",
+            )
+
+    def _check_settings(self, agent: object, name: object) -> None:
+        """Refuse model settings that would send other instructions, tools or history.
+
+        The OpenAI SDK merges ``extra_body`` over the request it builds, and the Agents
+        SDK passes ``extra_args`` as parameters wherever it sent none (a stored ``prompt``,
+        a ``previous_response_id``), so either could replace the trusted instructions or
+        the view's tools, or add instructions and history nobody checked. Only the agent's
+        own settings can be read here: ``RunConfig(model_settings=...)`` is not.
+
+        Raises:
+            VeridicError: a key of ``extra_body`` or ``extra_args`` sets what veridic owns.
+        """
+        settings = getattr(agent, "model_settings", None)
+        clash = [
+            f"model_settings.{field}[{key!r}]"
+            for field in ("extra_body", "extra_args")
+            for key in sorted(_owned_keys(getattr(settings, field, None)))
+        ]
+        if clash:
+            raise VeridicError(
+                f"agent {name!r} (request {self.request_id!r}) sets {', '.join(clash)}, which "
+                "the SDK sends in place of (or beside) the trusted instructions, the view's "
+                "tools and the run's input: leave these keys out; the instructions come from "
+                "instructions(view, ...), the tools from function_tools(view, ...)"
+            )
+
+    def _check_section(self, text: str, where: str) -> None:
+        """Refuse trusted instructions holding a capability section of another view."""
+        for span in spans_of(text):
+            if span.kind == "registry" and not self.view.describes(text[span.start : span.end]):
+                raise ToolCouplingError(
+                    f"{where}) hold a capability section from another view ({span.origin}) "
+                    f"than the tools' ({self.view!r}): the model would be told of tools its "
+                    "tool list, the approvals and the audit do not have; build them with "
+                    "instructions(view, ...) of the view given to function_tools()"
                 )
 
     def digest(self, agent: object) -> str:
@@ -574,6 +668,53 @@ def _as_made(tool: object, spec: Mapping[str, object] | None) -> bool:
         and getattr(tool, "params_json_schema", None) == spec["parameters"]
         and getattr(tool, "strict_json_schema", None) is False
     )
+
+
+_OWNED: Final = frozenset(
+    {
+        "conversation",
+        "function_call",
+        "functions",
+        "input",
+        "instructions",
+        "mcp_servers",
+        "messages",
+        "previous_response_id",
+        "prompt",
+        "system",
+        "tool_choice",
+        "tools",
+    }
+)
+"""Request keys of the providers' APIs that carry instructions, tools or history."""
+
+
+def _owned_keys(extra: object) -> set[str]:
+    """The keys of an ``extra_body`` or ``extra_args`` that set what veridic owns."""
+    if not isinstance(extra, Mapping):
+        return set()
+    return {key for key in extra if isinstance(key, str) and key in _OWNED}
+
+
+def _handoff_problem(handoffs: list[object]) -> str:
+    """Why an agent that runs the view's tools may not hand off (the agents it names)."""
+    names = ", ".join(
+        repr(getattr(item, "agent_name", None) or getattr(item, "name", None) or "?")
+        for item in handoffs
+    )
+    return (
+        f"handoffs: {names} (each is a transfer_to_... tool the model is offered that the "
+        "capability section does not name; its on_handoff runs with the model's arguments "
+        "outside the approvals, the guards and the audit, and the agent handed to runs "
+        "under instructions and tools veridic never checks: hand off to this agent from "
+        "one without veridic tools, or run the other agent as its own request)"
+    )
+
+
+def _clipped(value: object) -> str:
+    """A short, printable account of a value for an error message."""
+    shown = repr(value)
+    return shown if len(shown) <= 80 else f"{shown[:79]}…"
 
 
 def _tool_name(tool: object) -> str:
