@@ -19,7 +19,8 @@ is ``gen_ai.provider.name``):
 - ``chat {model}`` (kind ``CLIENT``) per model call of ``send``, ``asend``,
   ``stream``, ``astream``: from before the request is checked and sent until
   the answer is read (a stream's span ends when the stream ends or is
-  closed; a stream never read to its end nor closed never ends its span);
+  closed; a stream dropped before either ends its span when it is collected,
+  marked ``veridic.stream.dropped``);
 - ``execute_tool {name}`` (kind ``INTERNAL``) per :func:`veridic.execute` or
   :func:`veridic.aexecute`: check, approval (a user's confirmation
   included) and dispatch. A call made outside a run is a child of whatever
@@ -72,6 +73,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -223,15 +225,21 @@ class _Called(Protocol):
     def error(self) -> Exception | None: ...
 
 
-class _Ran(Protocol):
-    """What an agent span reads of a :class:`~veridic.RunResult`."""
+class _Counted(Protocol):
+    """The model calls and tokens a run counts: a :class:`~veridic.RunResult`'s, or the
+    :class:`~veridic.PausedRun`'s a resume counts on from."""
 
     @property
     def turns(self) -> int: ...
     @property
-    def outcomes(self) -> tuple[object, ...]: ...
-    @property
     def usage(self) -> Usage | None: ...
+
+
+class _Ran(_Counted, Protocol):
+    """What an agent span reads of a :class:`~veridic.RunResult`."""
+
+    @property
+    def outcomes(self) -> tuple[object, ...]: ...
     @property
     def paused(self) -> object: ...
 
@@ -285,6 +293,10 @@ class ChatSpan(_Hook):
     def handed(self) -> None:
         """The span outlives the ``with`` block: a stream ends it."""
 
+    def held_by(self, stream: object) -> None:
+        """``stream`` ends the span; if it is dropped before it ends or closes, the span ends
+        then, marked incomplete and dropped."""
+
 
 class ToolSpan(_Hook):
     """A tool call's span, as the executor sees it (this base does nothing: spans are off)."""
@@ -301,8 +313,12 @@ class AgentSpan(_Hook):
 
     __slots__ = ()
 
-    def ran(self, result: R) -> R:
-        """The run returned (answered, or paused for approvals): the span ends."""
+    def ran(self, result: R, *, since: _Counted | None = None) -> R:
+        """The run returned (answered, or paused for approvals): the span ends.
+
+        ``since`` is the paused run a resume goes on from: the result counts on
+        from its turns and tokens, the span counts only its own.
+        """
         return result
 
 
@@ -521,6 +537,17 @@ class _LiveChat(_Live, ChatSpan):
     def handed(self) -> None:
         self._handed = True
 
+    def held_by(self, stream: object) -> None:
+        # A stream nobody reads to its end nor closes (a ``break`` without ``with``, a web
+        # client gone) would leave its span open for ever, and the model call out of every
+        # trace. The finalizer holds the span, not the stream.
+        weakref.finalize(stream, self._dropped)
+
+    def _dropped(self) -> None:
+        if not self._ended:
+            self._span.set_attribute("veridic.stream.dropped", True)
+        self.closed()
+
 
 class _LiveTool(_Live, ToolSpan):
     __slots__ = ("_call_token",)
@@ -608,14 +635,34 @@ class _LiveAgent(_Live, AgentSpan):
             },
         )
 
-    def ran(self, result: R) -> R:
+    def ran(self, result: R, *, since: _Counted | None = None) -> R:
         span = self._span
-        span.set_attribute("veridic.turns", result.turns)
+        turns, usage = _own(result, since)
+        span.set_attribute("veridic.turns", turns)
         span.set_attribute("veridic.run.tool_calls", len(result.outcomes))
         span.set_attribute("veridic.paused", result.paused is not None)
-        usage = result.usage
         if usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
         self._end()
         return result
+
+
+def _own(result: _Counted, since: _Counted | None) -> tuple[int, Usage | None]:
+    """The model calls and tokens of ``result`` that are not ``since``'s.
+
+    A resumed run counts on from its paused part, so that its limits hold for
+    the whole run; its span covers only the model calls made under it, as its
+    ``chat`` children and its ``veridic.run.tool_calls`` do. Summed over a
+    request's agent spans, the paused part would otherwise count twice (and a
+    stored :class:`~veridic.PausedRun` edited to say any usage would say it in
+    the trace of the resume).
+    """
+    if since is None:
+        return result.turns, result.usage
+    usage, before = result.usage, since.usage
+    if usage is not None and before is not None:
+        usage = Usage(
+            usage.input_tokens - before.input_tokens, usage.output_tokens - before.output_tokens
+        )
+    return result.turns - since.turns, usage

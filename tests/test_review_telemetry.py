@@ -1,0 +1,221 @@
+"""Traces, attacked: what a span claims must be true of the work under it, and hold no more.
+
+Reproducers of an attacker review of :mod:`veridic.run.telemetry` (the spans
+of the gateway, the executor and the streams), each through the public API
+with the SDK's in-memory exporter, as ``tests/test_telemetry.py`` reads them.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from veridic import (
+    ApprovalPolicy,
+    Composer,
+    ModelGateway,
+    Registry,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    ToolView,
+    instruction,
+)
+from veridic.run.telemetry import instrumented
+
+SYSTEM = instruction("You report the weather.")
+
+
+def make_view() -> ToolView:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def get_weather(city: str) -> str:
+        """Current weather in a city.
+
+        Args:
+            city: City name, e.g. "Oslo".
+        """
+        return f"Sunny in {city}"
+
+    @registry.tool(kind="write")
+    def set_units(unit: str) -> str:
+        """Set the units the user sees.
+
+        Args:
+            unit: "celsius" or "fahrenheit".
+        """
+        return unit
+
+    return registry.view()
+
+
+VIEW = make_view()
+
+ANSWER = {"text": "It is sunny in Oslo.", "usage": {"input_tokens": 150, "output_tokens": 9}}
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with instrumented(provider):
+        yield exporter
+
+
+def composer() -> Composer:
+    return Composer().system(SYSTEM, VIEW.capability_section()).user("Weather in Oslo?")
+
+
+def scripted(script: Sequence[Mapping[str, object]], *, asynchronous: bool = False) -> ModelGateway:
+    provider = ScriptedProvider(script, asynchronous=asynchronous)
+    return ModelGateway(provider, audit=SQLiteAuditSink(":memory:"))
+
+
+def by_name(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
+    return [span for span in exporter.get_finished_spans() if span.name == name]
+
+
+def attributes(span: ReadableSpan) -> dict[str, object]:
+    return dict(span.attributes or {})
+
+
+def span_id(span: ReadableSpan) -> int:
+    assert span.context is not None
+    return int(span.context.span_id)
+
+
+def children(exporter: InMemorySpanExporter, parent: ReadableSpan) -> list[ReadableSpan]:
+    return [
+        span
+        for span in exporter.get_finished_spans()
+        if span.parent is not None and span.parent.span_id == span_id(parent)
+    ]
+
+
+# --- a resumed run's span counts its own work ----------------------------------------------
+
+
+def test_a_resumed_runs_span_counts_only_the_model_calls_under_it(
+    spans: InMemorySpanExporter,
+) -> None:
+    """The resumed run's span said 2 turns and 250 input tokens over one chat span of 150:
+    summed over a request's agent spans, the paused part counted twice (and a stored
+    PausedRun edited to say any usage put it in the resumed span)."""
+    paused_turn = {
+        "tool_calls": [
+            ("c1", "get_weather", '{"city": "Oslo"}'),
+            ("c2", "set_units", '{"unit": "celsius"}'),
+        ],
+        "usage": {"input_tokens": 100, "output_tokens": 10},
+    }
+    gateway = ModelGateway(ScriptedProvider([paused_turn, ANSWER]), audit=SQLiteAuditSink())
+    paused = gateway.run(
+        composer(), VIEW, policy=ApprovalPolicy(VIEW), request_id="req-1", defer=True
+    ).paused
+    assert paused is not None
+    resumed = Composer().system(SYSTEM, VIEW.capability_section())
+    result = gateway.resume(
+        paused, resumed, VIEW, policy=ApprovalPolicy(VIEW), answers={"c2": True}
+    )
+    assert result.turns == 2  # the run's own count goes on from the paused one (its limits)
+
+    first, second = by_name(spans, "invoke_agent")
+    for agent in (first, second):
+        chats = [span for span in children(spans, agent) if span.name.startswith("chat")]
+        shown = attributes(agent)
+        assert shown["veridic.turns"] == len(chats)
+        for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
+            assert shown[key] == sum(int(str(attributes(chat)[key])) for chat in chats)
+    total = sum(int(str(attributes(a)["gen_ai.usage.input_tokens"])) for a in (first, second))
+    assert total == 250
+
+
+def test_a_resume_that_pauses_again_at_once_made_no_model_call(
+    spans: InMemorySpanExporter,
+) -> None:
+    turn = {
+        "tool_calls": [("c1", "set_units", '{"unit": "celsius"}')],
+        "usage": {"input_tokens": 100, "output_tokens": 10},
+    }
+    gateway = ModelGateway(ScriptedProvider([turn, ANSWER]), audit=SQLiteAuditSink())
+    paused = gateway.run(
+        composer(), VIEW, policy=ApprovalPolicy(VIEW), request_id="req-1", defer=True
+    ).paused
+    assert paused is not None
+    resumed = Composer().system(SYSTEM, VIEW.capability_section())
+    again = gateway.resume(paused, resumed, VIEW, policy=ApprovalPolicy(VIEW), answers={})
+    assert again.paused is not None
+    second = by_name(spans, "invoke_agent")[1]
+    assert attributes(second)["veridic.turns"] == 0
+    assert attributes(second).get("gen_ai.usage.input_tokens", 0) == 0
+
+
+# --- a stream dropped unread ----------------------------------------------------------------
+
+
+def test_a_stream_dropped_unread_and_unclosed_still_ends_its_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A stream left after its first piece (a web client gone, a ``break`` without
+    ``with``) never ended its span: the model call was missing from every trace."""
+    gateway = scripted([{"text": "It is sunny in Oslo today"}])
+    stream = gateway.stream(composer().build(), VIEW, request_id="req-1")
+    next(stream)
+    del stream
+    gc.collect()
+    (span,) = by_name(spans, "chat scripted")
+    assert attributes(span)["veridic.stream.incomplete"] is True
+    assert attributes(span)["veridic.stream.dropped"] is True  # the application's bug to find
+    assert span.status.status_code is StatusCode.UNSET
+
+
+def test_a_stream_closed_early_is_incomplete_not_dropped(spans: InMemorySpanExporter) -> None:
+    gateway = scripted([{"text": "It is sunny in Oslo today"}])
+    with gateway.stream(composer().build(), VIEW, request_id="req-1") as stream:
+        next(stream)
+    del stream
+    gc.collect()
+    (span,) = by_name(spans, "chat scripted")
+    assert attributes(span)["veridic.stream.incomplete"] is True
+    assert "veridic.stream.dropped" not in attributes(span)
+
+
+def test_an_async_stream_dropped_unread_still_ends_its_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    import asyncio
+
+    gateway = scripted([{"text": "It is sunny in Oslo today"}], asynchronous=True)
+
+    async def read_one() -> None:
+        stream = await gateway.astream(composer().build(), VIEW, request_id="req-1")
+        await anext(stream)
+
+    asyncio.run(read_one())
+    gc.collect()
+    (span,) = by_name(spans, "chat scripted")
+    assert attributes(span)["veridic.stream.incomplete"] is True
+
+
+def test_a_stream_read_to_its_end_then_dropped_is_ended_once(
+    spans: InMemorySpanExporter,
+) -> None:
+    gateway = scripted([{"text": "It is sunny"}])
+    stream = gateway.stream(composer().build(), VIEW, request_id="req-1")
+    assert "".join(stream).strip() == "It is sunny"
+    del stream
+    gc.collect()
+    (span,) = by_name(spans, "chat scripted")
+    assert "veridic.stream.incomplete" not in attributes(span)
+    assert "veridic.stream.dropped" not in attributes(span)
+
+
+_ = threading  # used by the tests below
