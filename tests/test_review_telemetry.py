@@ -7,6 +7,8 @@ with the SDK's in-memory exporter, as ``tests/test_telemetry.py`` reads them.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import gc
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,11 +22,14 @@ from opentelemetry.trace import StatusCode
 from veridic import (
     ApprovalPolicy,
     Composer,
+    GuardDeniedError,
     ModelGateway,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
+    execute,
+    guard_irreversible,
     instruction,
 )
 from veridic.run.telemetry import instrumented
@@ -191,8 +196,6 @@ def test_a_stream_closed_early_is_incomplete_not_dropped(spans: InMemorySpanExpo
 def test_an_async_stream_dropped_unread_still_ends_its_span(
     spans: InMemorySpanExporter,
 ) -> None:
-    import asyncio
-
     gateway = scripted([{"text": "It is sunny in Oslo today"}], asynchronous=True)
 
     async def read_one() -> None:
@@ -218,4 +221,67 @@ def test_a_stream_read_to_its_end_then_dropped_is_ended_once(
     assert "veridic.stream.dropped" not in attributes(span)
 
 
-_ = threading  # used by the tests below
+# --- a guard that refuses after the call ended ----------------------------------------------
+
+
+def test_a_guard_refused_after_the_call_ended_is_an_error_in_the_trace(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A thread the handler started tried a hard delete after the call returned: the audit
+    store holds a follow-up BLOCKED record, while the trace showed one ``ok`` call and no
+    error at all."""
+    registry = Registry()
+    workers: list[threading.Thread] = []
+    refused: list[BaseException] = []
+
+    @registry.tool(kind="write", risk="high", irreversible=True)
+    def purge(key: str) -> str:
+        """Purge a key for good.
+
+        Args:
+            key: The key.
+        """
+
+        def later() -> None:
+            try:
+                guard_irreversible("hard delete " + key)
+            except GuardDeniedError as error:
+                refused.append(error)
+
+        context = contextvars.copy_context()
+        worker = threading.Thread(target=context.run, args=(later,))
+        workers.append(worker)
+        return "queued"  # the thread starts once the call has ended
+
+    view = registry.view()
+    audit = SQLiteAuditSink(":memory:")
+    result = execute(
+        view,
+        "purge",
+        {"key": "k"},
+        policy=ApprovalPolicy(view),
+        audit=audit,
+        request_id="req-1",
+        prompt=Composer().system(SYSTEM).build(),
+        confirm=lambda request: True,
+    )
+    (worker,) = workers
+    worker.start()
+    worker.join()
+    assert result.ok
+    assert refused
+    assert [record.outcome.value for record in audit.records("req-1")] == ["ok", "blocked"]
+
+    (call,) = by_name(spans, "execute_tool purge")
+    assert call.status.status_code is StatusCode.UNSET
+    (late,) = by_name(spans, "guard_refused purge")
+    assert late.parent is not None
+    assert late.parent.span_id == span_id(call)  # under the call that left the work behind
+    assert late.status.status_code is StatusCode.ERROR
+    shown = attributes(late)
+    assert shown["error.type"] == "veridic.errors.GuardDeniedError"
+    assert shown["veridic.outcome"] == "blocked"
+    assert shown["veridic.follow_up"] is True
+    assert shown["veridic.request_id"] == "req-1"
+    assert "gen_ai.operation.name" not in shown  # not a second call of the tool
+    assert "hard delete" not in "\n".join(span.to_json() for span in spans.get_finished_spans())

@@ -25,6 +25,9 @@ is ``gen_ai.provider.name``):
   :func:`veridic.aexecute`: check, approval (a user's confirmation
   included) and dispatch. A call made outside a run is a child of whatever
   span is current, or a root span.
+- ``guard_refused {name}`` (kind ``INTERNAL``) when a guard refuses an
+  operation of a task or thread a call started, after the call ended (its
+  follow-up ``BLOCKED`` record): an error, a child of the call's span.
 
 Besides ``gen_ai.*`` attributes each span carries veridic's: the request id,
 the prompt's and tool list's sha256 (the audit record's), the approval, risk,
@@ -82,7 +85,7 @@ from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar
 
 from veridic._extras import require
 from veridic._sample import clip
-from veridic.errors import VeridicError
+from veridic.errors import GuardDeniedError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.audit import AuditRecord, CallOutcome
 from veridic.text.prompt import PromptSpan, ToolCall
@@ -102,6 +105,9 @@ SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.37.0"
 
 _ERRORS: Final = frozenset({CallOutcome.FAILED, CallOutcome.BLOCKED, CallOutcome.REFUSED})
 """The outcomes that are errors of the call (a denial is approval doing its job)."""
+
+_GUARD_DENIED: Final = f"{GuardDeniedError.__module__}.{GuardDeniedError.__qualname__}"
+"""``error.type`` of a guard's refusal, as :func:`error_type` names the class."""
 
 _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 """A tool name fit for a span's name (others are named by the audit record's form)."""
@@ -377,6 +383,30 @@ def agent(provider: Adapter, request_id: object, *, resumed: bool) -> AgentSpan:
     return _LiveAgent(tracer, provider, request_id, resumed)
 
 
+def refused_late(record: AuditRecord) -> None:
+    """A guard refused an operation after the call ended (a follow-up ``BLOCKED`` record).
+
+    The call's own span has ended, often ``ok``; the refusal gets a span of its own,
+    ``guard_refused {name}``, started and ended now, an error, a child of whatever span is
+    current (the call's own, whose context the task or thread that tried it carries).
+    It has no ``gen_ai.operation.name``: it is not a second call of the tool.
+    """
+    tracer = _tracer
+    if tracer is None:
+        return
+    from opentelemetry.trace import Status, StatusCode
+
+    name = record.tool
+    plain = _PLAIN.fullmatch(name) is not None
+    attributes = {**_record_attributes(record), "veridic.follow_up": True}
+    attributes["error.type"] = _GUARD_DENIED
+    span = tracer.start_span(
+        f"guard_refused {name}" if plain else "guard_refused", attributes=attributes
+    )
+    span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
+    span.end()
+
+
 def calling(call_id: str) -> _Hook:
     """Inside the block, a tool span takes ``call_id`` as its ``gen_ai.tool.call.id``."""
     if _tracer is None:
@@ -464,6 +494,26 @@ class _Live:
         if not self._ended:
             self._ended = True
             self._span.end()
+
+
+def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
+    """What a tool call's span shows of its audit record (never its detail: it may quote
+    an exception's message)."""
+    attributes: dict[str, str | bool] = {
+        "gen_ai.tool.name": record.tool,
+        "veridic.request_id": record.request_id,
+        "veridic.approval": record.approval.value,
+        "veridic.outcome": record.outcome.value,
+        "veridic.prompt_sha256": record.prompt_sha256,
+        "veridic.tools_sha256": record.tools_sha256,
+        "veridic.wrote_instruction_fields": record.wrote_instruction_fields,
+        "veridic.irreversible": record.irreversible,
+    }
+    if record.kind is not None:
+        attributes["veridic.kind"] = record.kind
+    if record.risk is not None:
+        attributes["veridic.risk"] = record.risk.value
+    return attributes
 
 
 def _request_id(request_id: object) -> dict[str, str]:
@@ -590,20 +640,7 @@ class _LiveTool(_Live, ToolSpan):
         self._exit(error)
 
     def _recorded(self, record: AuditRecord) -> None:
-        attributes: dict[str, str | bool] = {
-            "gen_ai.tool.name": record.tool,
-            "veridic.approval": record.approval.value,
-            "veridic.outcome": record.outcome.value,
-            "veridic.prompt_sha256": record.prompt_sha256,
-            "veridic.tools_sha256": record.tools_sha256,
-            "veridic.wrote_instruction_fields": record.wrote_instruction_fields,
-            "veridic.irreversible": record.irreversible,
-        }
-        if record.kind is not None:
-            attributes["veridic.kind"] = record.kind
-        if record.risk is not None:
-            attributes["veridic.risk"] = record.risk.value
-        self._span.set_attributes(attributes)
+        self._span.set_attributes(_record_attributes(record))
 
     def ended(self, result: C) -> C:
         record = result.record
