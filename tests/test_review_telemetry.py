@@ -285,3 +285,41 @@ def test_a_guard_refused_after_the_call_ended_is_an_error_in_the_trace(
     assert shown["veridic.request_id"] == "req-1"
     assert "gen_ai.operation.name" not in shown  # not a second call of the tool
     assert "hard delete" not in "\n".join(span.to_json() for span in spans.get_finished_spans())
+
+
+# --- a request id from outside ----------------------------------------------------------------
+
+FORGED_ID = "req-1\x1b[2J\n\u202etxt.exe <script>alert(1)</script> " + "X" * 5000
+
+
+def test_a_request_id_from_outside_reaches_every_span_escaped_and_clipped(
+    spans: InMemorySpanExporter,
+) -> None:
+    """Applications take the request id from an HTTP header (``X-Request-Id``); veridic
+    keeps any text without NUL as the audit key, and every span held it whole: escape
+    sequences, a bidi override and 5,000 characters in each span of the request."""
+    gateway = scripted([{"tool_calls": [("c1", "get_weather", '{"city": "Oslo"}')]}, ANSWER])
+    gateway.run(composer(), VIEW, policy=ApprovalPolicy(VIEW), request_id=FORGED_ID)
+    finished = spans.get_finished_spans()
+    assert {span.name for span in finished} == {
+        "invoke_agent",
+        "chat scripted",
+        "execute_tool get_weather",
+    }
+    for span in finished:
+        shown = attributes(span)["veridic.request_id"]
+        assert isinstance(shown, str)
+        assert shown.isprintable()
+        assert len(shown) < 200
+        assert shown.startswith("'req-1\\x1b[2J\\n\\u202etxt.exe")
+
+
+@pytest.mark.parametrize(
+    "request_id", ["req-1", "0f8e2c9a-6f1e-4c1b-9a57-2d5c7a1d9e10", "tenant/42 order 7"]
+)
+def test_a_plain_request_id_reaches_the_spans_as_it_is(
+    spans: InMemorySpanExporter, request_id: str
+) -> None:
+    scripted([ANSWER]).send(composer().build(), VIEW, request_id=request_id)
+    (span,) = spans.get_finished_spans()
+    assert attributes(span)["veridic.request_id"] == request_id

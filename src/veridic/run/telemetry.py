@@ -501,7 +501,7 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
     an exception's message)."""
     attributes: dict[str, str | bool] = {
         "gen_ai.tool.name": record.tool,
-        "veridic.request_id": record.request_id,
+        "veridic.request_id": _shown_id(record.request_id),
         "veridic.approval": record.approval.value,
         "veridic.outcome": record.outcome.value,
         "veridic.prompt_sha256": record.prompt_sha256,
@@ -517,7 +517,24 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
 
 
 def _request_id(request_id: object) -> dict[str, str]:
-    return {"veridic.request_id": request_id} if isinstance(request_id, str) else {}
+    """``veridic.request_id``, as :func:`_shown_id` shows it (none when it is not text)."""
+    return {"veridic.request_id": _shown_id(request_id)} if isinstance(request_id, str) else {}
+
+
+def _shown_id(request_id: str) -> str:
+    """A request id as a span may hold it: as it is when printable (no control, bidi or
+    invisible character, no surrounding space) and at most 256 characters, else escaped
+    and clipped as an audit record quotes text.
+
+    Applications often take the id from outside (an ``X-Request-Id`` header, a stored
+    paused run), and the audit store keeps any text without NUL as the key.
+
+    >>> _shown_id("req-1"), _shown_id("req-1\x1b[2J")
+    ('req-1', "'req-1\\\\x1b[2J'")
+    """
+    if 0 < len(request_id) <= 256 and request_id.isprintable() and request_id == request_id.strip():
+        return request_id
+    return clip(request_id)
 
 
 class _LiveChat(_Live, ChatSpan):
