@@ -32,7 +32,7 @@ from veridic import (
     guard_irreversible,
     instruction,
 )
-from veridic.run.telemetry import instrumented
+from veridic.run.telemetry import instrumented, is_instrumented, uninstrument
 
 SYSTEM = instruction("You report the weather.")
 
@@ -323,3 +323,44 @@ def test_a_plain_request_id_reaches_the_spans_as_it_is(
     scripted([ANSWER]).send(composer().build(), VIEW, request_id=request_id)
     (span,) = spans.get_finished_spans()
     assert attributes(span)["veridic.request_id"] == request_id
+
+
+# --- the switch, under overlapping blocks -----------------------------------------------------
+
+
+def test_overlapping_instrumented_blocks_leave_the_switch_as_it_was() -> None:
+    """Two tasks (or threads) each in ``with instrumented(...)``, ended in the order they
+    started: the second block restored the first one's provider, so spans went on into a
+    finished test's exporter for the rest of the process."""
+    assert not is_instrumented()
+    first, second = InMemorySpanExporter(), InMemorySpanExporter()
+
+    def provider(exporter: InMemorySpanExporter) -> TracerProvider:
+        tracing = TracerProvider()
+        tracing.add_span_processor(SimpleSpanProcessor(exporter))
+        return tracing
+
+    async def block(exporter: InMemorySpanExporter, hold: asyncio.Event) -> None:
+        with instrumented(provider(exporter)):
+            await hold.wait()
+
+    async def overlapping() -> None:
+        a_done, b_done = asyncio.Event(), asyncio.Event()
+        a = asyncio.create_task(block(first, a_done))
+        await asyncio.sleep(0)
+        b = asyncio.create_task(block(second, b_done))
+        await asyncio.sleep(0)
+        a_done.set()
+        await a
+        assert is_instrumented()  # the second block is still open
+        b_done.set()
+        await b
+
+    try:
+        asyncio.run(overlapping())
+        assert not is_instrumented()
+        scripted([ANSWER]).send(composer().build(), VIEW, request_id="req-after")
+        assert first.get_finished_spans() == ()
+        assert second.get_finished_spans() == ()
+    finally:
+        uninstrument()

@@ -146,21 +146,25 @@ def instrument(tracer_provider: TracerProvider | None = None) -> None:
             (``pip install 'veridic[otel]'``).
         VeridicError: ``tracer_provider`` is not an OpenTelemetry ``TracerProvider``.
     """
-    require("opentelemetry.trace", "otel", "veridic.run.telemetry.instrument()")
+    tracer = _tracer_of(tracer_provider, "instrument()")
+    global _tracer
+    with _switch:
+        _tracer = tracer
+
+
+def _tracer_of(tracer_provider: TracerProvider | None, where: str) -> Tracer:
+    require("opentelemetry.trace", "otel", f"veridic.run.telemetry.{where}")
     from opentelemetry import trace
 
     if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
         raise VeridicError(
-            f"instrument() got a {type(tracer_provider).__name__} as tracer_provider: pass an "
+            f"{where} got a {type(tracer_provider).__name__} as tracer_provider: pass an "
             "OpenTelemetry TracerProvider (opentelemetry.sdk.trace.TracerProvider), or None for "
             "the global one"
         )
-    tracer = trace.get_tracer(
+    return trace.get_tracer(
         SCOPE, _version(), tracer_provider=tracer_provider, schema_url=SCHEMA_URL
     )
-    global _tracer
-    with _switch:
-        _tracer = tracer
 
 
 def uninstrument() -> None:
@@ -175,21 +179,36 @@ def is_instrumented() -> bool:
     return _tracer is not None
 
 
+_blocks: list[tuple[object, Tracer]] = []
+"""The open :func:`instrumented` blocks, in the order they began, each with its tracer."""
+
+_outside: Tracer | None = None
+"""The tracer in force when the first of the open blocks began."""
+
+
 @contextmanager
 def instrumented(tracer_provider: TracerProvider | None = None) -> Iterator[None]:
     """:func:`instrument` for the block, then back to what was in force before it.
 
     For tests: the switch is for the process, so blocks in concurrent
-    threads see each other's.
+    threads or tasks see each other's. Blocks may end in any order: while
+    one is open, the latest open one's provider is in force, and when the
+    last ends, what was in force before the first began.
     """
-    global _tracer
-    before = _tracer
-    instrument(tracer_provider)
+    global _tracer, _outside
+    tracer = _tracer_of(tracer_provider, "instrumented()")
+    mine = object()
+    with _switch:
+        if not _blocks:
+            _outside = _tracer
+        _blocks.append((mine, tracer))
+        _tracer = tracer
     try:
         yield
     finally:
         with _switch:
-            _tracer = before
+            _blocks[:] = [block for block in _blocks if block[0] is not mine]
+            _tracer = _blocks[-1][1] if _blocks else _outside
 
 
 def _version() -> str:
