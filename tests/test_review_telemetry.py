@@ -14,6 +14,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -33,6 +35,7 @@ from veridic import (
     instruction,
 )
 from veridic.run.telemetry import instrumented, is_instrumented, uninstrument
+from veridic.testing import adversarial_text
 
 SYSTEM = instruction("You report the weather.")
 
@@ -323,6 +326,42 @@ def test_a_plain_request_id_reaches_the_spans_as_it_is(
     scripted([ANSWER]).send(composer().build(), VIEW, request_id=request_id)
     (span,) = spans.get_finished_spans()
     assert attributes(span)["veridic.request_id"] == request_id
+
+
+def _storable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: execute() refuses it
+        return False
+    return bool(text.strip()) and "\x00" not in text
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    request_id=st.one_of(adversarial_text(), st.text(min_size=250, max_size=400)).filter(_storable)
+)
+def test_every_request_id_reaches_a_tool_span_printable_short_and_recognisable(
+    spans: InMemorySpanExporter, request_id: str
+) -> None:
+    spans.clear()
+    execute(
+        VIEW,
+        "get_weather",
+        {"city": "Oslo"},
+        policy=ApprovalPolicy(VIEW),
+        audit=SQLiteAuditSink(":memory:"),
+        request_id=request_id,
+        prompt=composer().build(),
+    )
+    (span,) = spans.get_finished_spans()
+    shown = attributes(span)["veridic.request_id"]
+    assert isinstance(shown, str)
+    assert shown.isprintable()
+    assert len(shown) <= 256
+    plain = len(request_id) <= 256 and request_id.isprintable() and request_id == request_id.strip()
+    assert (shown == request_id) is plain
 
 
 # --- the switch, under overlapping blocks -----------------------------------------------------
