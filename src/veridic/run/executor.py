@@ -724,9 +724,12 @@ class _Call:
             f"{_FOLLOW_UP}a guard refused {refused} (at {event.where}), attempted by a task "
             "or thread the call started"
         )
-        return self.record(
+        record = self.record(
             tool, mode, CallOutcome.BLOCKED, detail, False, False, set(event.operations)
         )
+        # The call's span ended, often ok: the refusal gets a span too (a no-op while off).
+        _telemetry.refused_late(record)
+        return record
 
     def _waiting(self) -> list[GuardEvent]:
         """Mark the call's record written; the late guards that waited for it."""

@@ -616,8 +616,10 @@ class ModelGateway:
             ran = self._run_calls(reply, steps.runnable, steps.approving, context)
             state.after_resumed(ran)
             if steps.waiting:
-                return span.ran(state.pause(reply, steps.waiting, policy, steps.again))
-            return span.ran(self._loop(state, view, policy, None, True))
+                return span.ran(
+                    state.pause(reply, steps.waiting, policy, steps.again), since=paused
+                )
+            return span.ran(self._loop(state, view, policy, None, True), since=paused)
 
     @overload
     async def arun(
@@ -763,8 +765,10 @@ class ModelGateway:
             ran = await self._arun_calls(reply, steps.runnable, steps.approving, context)
             state.after_resumed(ran)
             if steps.waiting:
-                return span.ran(state.pause(reply, steps.waiting, policy, steps.again))
-            return span.ran(await self._aloop(state, view, policy, None, True))
+                return span.ran(
+                    state.pause(reply, steps.waiting, policy, steps.again), since=paused
+                )
+            return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
 
     async def _concurrent_tools(
         self, reply: Reply, policy: ApprovalPolicy, confirm: AsyncConfirm | None, context: object

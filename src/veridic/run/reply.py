@@ -191,6 +191,7 @@ class ReplyStream(_Streamed):
         self._reply: Reply | None = None
         self._closed = False
         self._span = span
+        span.held_by(self)
 
     def __iter__(self) -> Self:
         return self
@@ -265,6 +266,7 @@ class AsyncReplyStream(_Streamed):
         self._reply: Reply | None = None
         self._closed = False
         self._span = span
+        span.held_by(self)
 
     def __aiter__(self) -> Self:
         return self

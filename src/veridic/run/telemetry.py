@@ -19,11 +19,15 @@ is ``gen_ai.provider.name``):
 - ``chat {model}`` (kind ``CLIENT``) per model call of ``send``, ``asend``,
   ``stream``, ``astream``: from before the request is checked and sent until
   the answer is read (a stream's span ends when the stream ends or is
-  closed; a stream never read to its end nor closed never ends its span);
+  closed; a stream dropped before either ends its span when it is collected,
+  marked ``veridic.stream.dropped``);
 - ``execute_tool {name}`` (kind ``INTERNAL``) per :func:`veridic.execute` or
   :func:`veridic.aexecute`: check, approval (a user's confirmation
   included) and dispatch. A call made outside a run is a child of whatever
   span is current, or a root span.
+- ``guard_refused {name}`` (kind ``INTERNAL``) when a guard refuses an
+  operation of a task or thread a call started, after the call ended (its
+  follow-up ``BLOCKED`` record): an error, a child of the call's span.
 
 Besides ``gen_ai.*`` attributes each span carries veridic's: the request id,
 the prompt's and tool list's sha256 (the audit record's), the approval, risk,
@@ -72,6 +76,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -80,7 +85,7 @@ from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar
 
 from veridic._extras import require
 from veridic._sample import clip
-from veridic.errors import VeridicError
+from veridic.errors import GuardDeniedError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.audit import AuditRecord, CallOutcome
 from veridic.text.prompt import PromptSpan, ToolCall
@@ -100,6 +105,9 @@ SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.37.0"
 
 _ERRORS: Final = frozenset({CallOutcome.FAILED, CallOutcome.BLOCKED, CallOutcome.REFUSED})
 """The outcomes that are errors of the call (a denial is approval doing its job)."""
+
+_GUARD_DENIED: Final = f"{GuardDeniedError.__module__}.{GuardDeniedError.__qualname__}"
+"""``error.type`` of a guard's refusal, as :func:`error_type` names the class."""
 
 _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 """A tool name fit for a span's name (others are named by the audit record's form)."""
@@ -138,21 +146,25 @@ def instrument(tracer_provider: TracerProvider | None = None) -> None:
             (``pip install 'veridic[otel]'``).
         VeridicError: ``tracer_provider`` is not an OpenTelemetry ``TracerProvider``.
     """
-    require("opentelemetry.trace", "otel", "veridic.run.telemetry.instrument()")
+    tracer = _tracer_of(tracer_provider, "instrument()")
+    global _tracer
+    with _switch:
+        _tracer = tracer
+
+
+def _tracer_of(tracer_provider: TracerProvider | None, where: str) -> Tracer:
+    require("opentelemetry.trace", "otel", f"veridic.run.telemetry.{where}")
     from opentelemetry import trace
 
     if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
         raise VeridicError(
-            f"instrument() got a {type(tracer_provider).__name__} as tracer_provider: pass an "
+            f"{where} got a {type(tracer_provider).__name__} as tracer_provider: pass an "
             "OpenTelemetry TracerProvider (opentelemetry.sdk.trace.TracerProvider), or None for "
             "the global one"
         )
-    tracer = trace.get_tracer(
+    return trace.get_tracer(
         SCOPE, _version(), tracer_provider=tracer_provider, schema_url=SCHEMA_URL
     )
-    global _tracer
-    with _switch:
-        _tracer = tracer
 
 
 def uninstrument() -> None:
@@ -167,21 +179,36 @@ def is_instrumented() -> bool:
     return _tracer is not None
 
 
+_blocks: list[tuple[object, Tracer]] = []
+"""The open :func:`instrumented` blocks, in the order they began, each with its tracer."""
+
+_outside: Tracer | None = None
+"""The tracer in force when the first of the open blocks began."""
+
+
 @contextmanager
 def instrumented(tracer_provider: TracerProvider | None = None) -> Iterator[None]:
     """:func:`instrument` for the block, then back to what was in force before it.
 
     For tests: the switch is for the process, so blocks in concurrent
-    threads see each other's.
+    threads or tasks see each other's. Blocks may end in any order: while
+    one is open, the latest open one's provider is in force, and when the
+    last ends, what was in force before the first began.
     """
-    global _tracer
-    before = _tracer
-    instrument(tracer_provider)
+    global _tracer, _outside
+    tracer = _tracer_of(tracer_provider, "instrumented()")
+    mine = object()
+    with _switch:
+        if not _blocks:
+            _outside = _tracer
+        _blocks.append((mine, tracer))
+        _tracer = tracer
     try:
         yield
     finally:
         with _switch:
-            _tracer = before
+            _blocks[:] = [block for block in _blocks if block[0] is not mine]
+            _tracer = _blocks[-1][1] if _blocks else _outside
 
 
 def _version() -> str:
@@ -223,15 +250,21 @@ class _Called(Protocol):
     def error(self) -> Exception | None: ...
 
 
-class _Ran(Protocol):
-    """What an agent span reads of a :class:`~veridic.RunResult`."""
+class _Counted(Protocol):
+    """The model calls and tokens a run counts: a :class:`~veridic.RunResult`'s, or the
+    :class:`~veridic.PausedRun`'s a resume counts on from."""
 
     @property
     def turns(self) -> int: ...
     @property
-    def outcomes(self) -> tuple[object, ...]: ...
-    @property
     def usage(self) -> Usage | None: ...
+
+
+class _Ran(_Counted, Protocol):
+    """What an agent span reads of a :class:`~veridic.RunResult`."""
+
+    @property
+    def outcomes(self) -> tuple[object, ...]: ...
     @property
     def paused(self) -> object: ...
 
@@ -285,6 +318,10 @@ class ChatSpan(_Hook):
     def handed(self) -> None:
         """The span outlives the ``with`` block: a stream ends it."""
 
+    def held_by(self, stream: object) -> None:
+        """``stream`` ends the span; if it is dropped before it ends or closes, the span ends
+        then, marked incomplete and dropped."""
+
 
 class ToolSpan(_Hook):
     """A tool call's span, as the executor sees it (this base does nothing: spans are off)."""
@@ -301,8 +338,12 @@ class AgentSpan(_Hook):
 
     __slots__ = ()
 
-    def ran(self, result: R) -> R:
-        """The run returned (answered, or paused for approvals): the span ends."""
+    def ran(self, result: R, *, since: _Counted | None = None) -> R:
+        """The run returned (answered, or paused for approvals): the span ends.
+
+        ``since`` is the paused run a resume goes on from: the result counts on
+        from its turns and tokens, the span counts only its own.
+        """
         return result
 
 
@@ -359,6 +400,30 @@ def agent(provider: Adapter, request_id: object, *, resumed: bool) -> AgentSpan:
     if tracer is None:
         return _OFF_AGENT
     return _LiveAgent(tracer, provider, request_id, resumed)
+
+
+def refused_late(record: AuditRecord) -> None:
+    """A guard refused an operation after the call ended (a follow-up ``BLOCKED`` record).
+
+    The call's own span has ended, often ``ok``; the refusal gets a span of its own,
+    ``guard_refused {name}``, started and ended now, an error, a child of whatever span is
+    current (the call's own, whose context the task or thread that tried it carries).
+    It has no ``gen_ai.operation.name``: it is not a second call of the tool.
+    """
+    tracer = _tracer
+    if tracer is None:
+        return
+    from opentelemetry.trace import Status, StatusCode
+
+    name = record.tool
+    plain = _PLAIN.fullmatch(name) is not None
+    attributes = {**_record_attributes(record), "veridic.follow_up": True}
+    attributes["error.type"] = _GUARD_DENIED
+    span = tracer.start_span(
+        f"guard_refused {name}" if plain else "guard_refused", attributes=attributes
+    )
+    span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
+    span.end()
 
 
 def calling(call_id: str) -> _Hook:
@@ -450,8 +515,45 @@ class _Live:
             self._span.end()
 
 
+def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
+    """What a tool call's span shows of its audit record (never its detail: it may quote
+    an exception's message)."""
+    attributes: dict[str, str | bool] = {
+        "gen_ai.tool.name": record.tool,
+        "veridic.request_id": _shown_id(record.request_id),
+        "veridic.approval": record.approval.value,
+        "veridic.outcome": record.outcome.value,
+        "veridic.prompt_sha256": record.prompt_sha256,
+        "veridic.tools_sha256": record.tools_sha256,
+        "veridic.wrote_instruction_fields": record.wrote_instruction_fields,
+        "veridic.irreversible": record.irreversible,
+    }
+    if record.kind is not None:
+        attributes["veridic.kind"] = record.kind
+    if record.risk is not None:
+        attributes["veridic.risk"] = record.risk.value
+    return attributes
+
+
 def _request_id(request_id: object) -> dict[str, str]:
-    return {"veridic.request_id": request_id} if isinstance(request_id, str) else {}
+    """``veridic.request_id``, as :func:`_shown_id` shows it (none when it is not text)."""
+    return {"veridic.request_id": _shown_id(request_id)} if isinstance(request_id, str) else {}
+
+
+def _shown_id(request_id: str) -> str:
+    """A request id as a span may hold it: as it is when printable (no control, bidi or
+    invisible character, no surrounding space) and at most 256 characters, else escaped
+    and clipped as an audit record quotes text.
+
+    Applications often take the id from outside (an ``X-Request-Id`` header, a stored
+    paused run), and the audit store keeps any text without NUL as the key.
+
+    >>> _shown_id("req-1"), _shown_id("req-1\x1b[2J")
+    ('req-1', "'req-1\\\\x1b[2J'")
+    """
+    if 0 < len(request_id) <= 256 and request_id.isprintable() and request_id == request_id.strip():
+        return request_id
+    return clip(request_id)
 
 
 class _LiveChat(_Live, ChatSpan):
@@ -521,6 +623,17 @@ class _LiveChat(_Live, ChatSpan):
     def handed(self) -> None:
         self._handed = True
 
+    def held_by(self, stream: object) -> None:
+        # A stream nobody reads to its end nor closes (a ``break`` without ``with``, a web
+        # client gone) would leave its span open for ever, and the model call out of every
+        # trace. The finalizer holds the span, not the stream.
+        weakref.finalize(stream, self._dropped)
+
+    def _dropped(self) -> None:
+        if not self._ended:
+            self._span.set_attribute("veridic.stream.dropped", True)
+        self.closed()
+
 
 class _LiveTool(_Live, ToolSpan):
     __slots__ = ("_call_token",)
@@ -563,20 +676,7 @@ class _LiveTool(_Live, ToolSpan):
         self._exit(error)
 
     def _recorded(self, record: AuditRecord) -> None:
-        attributes: dict[str, str | bool] = {
-            "gen_ai.tool.name": record.tool,
-            "veridic.approval": record.approval.value,
-            "veridic.outcome": record.outcome.value,
-            "veridic.prompt_sha256": record.prompt_sha256,
-            "veridic.tools_sha256": record.tools_sha256,
-            "veridic.wrote_instruction_fields": record.wrote_instruction_fields,
-            "veridic.irreversible": record.irreversible,
-        }
-        if record.kind is not None:
-            attributes["veridic.kind"] = record.kind
-        if record.risk is not None:
-            attributes["veridic.risk"] = record.risk.value
-        self._span.set_attributes(attributes)
+        self._span.set_attributes(_record_attributes(record))
 
     def ended(self, result: C) -> C:
         record = result.record
@@ -608,14 +708,34 @@ class _LiveAgent(_Live, AgentSpan):
             },
         )
 
-    def ran(self, result: R) -> R:
+    def ran(self, result: R, *, since: _Counted | None = None) -> R:
         span = self._span
-        span.set_attribute("veridic.turns", result.turns)
+        turns, usage = _own(result, since)
+        span.set_attribute("veridic.turns", turns)
         span.set_attribute("veridic.run.tool_calls", len(result.outcomes))
         span.set_attribute("veridic.paused", result.paused is not None)
-        usage = result.usage
         if usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
         self._end()
         return result
+
+
+def _own(result: _Counted, since: _Counted | None) -> tuple[int, Usage | None]:
+    """The model calls and tokens of ``result`` that are not ``since``'s.
+
+    A resumed run counts on from its paused part, so that its limits hold for
+    the whole run; its span covers only the model calls made under it, as its
+    ``chat`` children and its ``veridic.run.tool_calls`` do. Summed over a
+    request's agent spans, the paused part would otherwise count twice (and a
+    stored :class:`~veridic.PausedRun` edited to say any usage would say it in
+    the trace of the resume).
+    """
+    if since is None:
+        return result.turns, result.usage
+    usage, before = result.usage, since.usage
+    if usage is not None and before is not None:
+        usage = Usage(
+            usage.input_tokens - before.input_tokens, usage.output_tokens - before.output_tokens
+        )
+    return result.turns - since.turns, usage
