@@ -12,10 +12,28 @@ which also stops their folding), and each refuses a result past a bound with a
 
 - ``a ** b`` and ``a * b`` of integers: more than 14,300 bits (about 4,300 digits,
   the most Python writes as text, so nothing larger could reach a prompt);
-- a string, list or tuple repeated by ``*``: more than 100,000 characters or items
-  (the sandbox's bound on a range);
+- a string, bytes, list or tuple repeated by ``*``: more than 100,000 characters or
+  items (the sandbox's bound on a range);
 - ``text % values`` and the ``|format`` filter: a width or precision over 100,000,
-  or one taken from the values (``*``).
+  or one taken from the values (``*``);
+- ``+`` of two texts, lists or tuples: more than 10,000,000 characters or items;
+- filters whose arguments say how much they make, checked before they run:
+  ``|center``, ``|indent``, ``|wordwrap`` (its wrapstring after each character),
+  ``|replace``, ``|join`` and ``|tojson(indent=...)`` making more than 10,000,000
+  characters, ``|batch`` and ``|slice`` asking for more than 100,000 pieces; ``|sum``
+  of lists or tuples joins them once (Python's ``sum`` copies them at each item);
+- methods of text: ``center``, ``ljust``, ``rjust``, ``zfill``, ``expandtabs``,
+  ``replace`` and ``join`` (of a list or tuple) making more than 10,000,000
+  characters; ``translate`` is refused (a table can map a character to any text);
+- ``lipsum()``: more than 100,000 words.
+
+What a whole render may spend (loop iterations, calls, the size of every value it
+makes, what it writes) is ``_budget``'s. Some costs stay unbounded in-process: reading
+a large value again and again (comparing or searching a 10 MB text in each of a million
+iterations), ``|wordwrap`` of one very long word at a small width (quadratic in Python's
+``textwrap``), a value of the application's own class whose ``repr`` is slow. A
+template from authors the application does not trust (its customers) should render in
+a worker process with a timeout.
 """
 
 from __future__ import annotations
