@@ -64,7 +64,8 @@ Errors, and why each is the one it is:
   its parameter type differ, at load. Not a ``ProvenanceError``: nothing was
   placed anywhere; the template and its contract disagree, a start-up bug.
 - ``TemplateSandboxError`` (a ``VeridicError``): a stored template tried what
-  the sandbox forbids, at render.
+  the sandbox forbids, or passed its render's budget (loops, calls, the size of
+  what it makes or writes; docs/templates.md lists the bounds), at render.
 - ``TemplateError`` (a ``VeridicError``, base of both above): a template is
   missing, not valid jinja2, uses a forbidden construct, or fails to render.
 
@@ -299,6 +300,9 @@ class Templates:
         self, source: TrustedInstruction, *, params: type[P]
     ) -> InstructionTemplate[P]:
         """An instruction template whose source is stored trusted text; it renders sandboxed.
+
+        Each render is bounded (loop iterations, calls, the size of what it makes and
+        writes: docs/templates.md); passing a bound is a ``TemplateSandboxError``.
 
         ``source`` must be minted (typically read from an ``InstructionField``);
         it may include the templates of this object's directory.

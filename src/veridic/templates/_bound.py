@@ -21,6 +21,7 @@ from veridic._sample import clip
 from veridic.config import settings
 from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError, VeridicError
 from veridic.templates._analysis import Analysis
+from veridic.templates._budget import render
 from veridic.templates._env import ProvenanceEnvironment, SandboxedProvenanceEnvironment
 from veridic.templates._params import Check, Params, snapshot, trusted_text
 from veridic.templates._runtime import instruction_text
@@ -74,10 +75,13 @@ class Bound(Generic[P]):
     def _run(self, values: dict[str, object]) -> list[str]:
         template = self._template
         try:
-            return list(template.root_render_func(template.new_context(values)))
+            chunks = template.root_render_func(template.new_context(values))
+            if self.sandboxed:
+                return render(chunks)  # under the render's budget (_budget)
+            return list(chunks)
         except SecurityError as error:
             raise self._sandbox_error(error) from error
-        except OverflowError as error:
+        except (OverflowError, RecursionError) as error:
             if not self.sandboxed:
                 raise
             raise self._sandbox_error(error) from error
@@ -92,8 +96,10 @@ class Bound(Generic[P]):
         return TemplateSandboxError(
             f"stored template {self.origin!r}{_line(error)} tried something jinja2's sandbox "
             f"forbids: {error}; a template from stored text may use its variables, filters "
-            "and tests, not Python internals, unbounded ranges or results too large to write "
-            "(a power, a repetition or a padding past the sandbox's bounds): remove that from "
+            "and tests, not Python internals, changes to the lists, dicts and sets it reads, "
+            "unbounded ranges, nesting past Python's recursion limit or results too large to "
+            "write (a power, a repetition, a padding, loops, calls or values past the "
+            "sandbox's bounds): remove that from "
             "the stored template, or ship the template with the code and load it with "
             "Templates(directory)"
         )

@@ -12,28 +12,61 @@ which also stops their folding), and each refuses a result past a bound with a
 
 - ``a ** b`` and ``a * b`` of integers: more than 14,300 bits (about 4,300 digits,
   the most Python writes as text, so nothing larger could reach a prompt);
-- a string, list or tuple repeated by ``*``: more than 100,000 characters or items
-  (the sandbox's bound on a range);
+- a string, bytes, list or tuple repeated by ``*``: more than 100,000 characters or
+  items (the sandbox's bound on a range);
 - ``text % values`` and the ``|format`` filter: a width or precision over 100,000,
-  or one taken from the values (``*``).
+  or one taken from the values (``*``);
+- ``+`` of two texts, lists or tuples: more than 10,000,000 characters or items;
+- filters whose arguments say how much they make, checked before they run:
+  ``|center``, ``|indent``, ``|wordwrap`` (its wrapstring after each character),
+  ``|replace``, ``|join`` and ``|tojson(indent=...)`` making more than 10,000,000
+  characters, ``|batch`` and ``|slice`` asking for more than 100,000 pieces; ``|sum``
+  of lists or tuples joins them once (Python's ``sum`` copies them at each item);
+- methods of text: ``center``, ``ljust``, ``rjust``, ``zfill``, ``expandtabs``,
+  ``replace`` and ``join`` (of a list or tuple) making more than 10,000,000
+  characters; ``translate`` is refused (a table can map a character to any text);
+- ``lipsum()``: more than 100,000 words.
+
+What a whole render may spend (loop iterations, calls, the size of every value it
+makes, what it writes) is ``_budget``'s. Some costs stay unbounded in-process: reading
+a large value again and again (comparing or searching a 10 MB text in each of a million
+iterations), ``|wordwrap`` of one very long word at a small width (quadratic in Python's
+``textwrap``), a value of the application's own class whose ``repr`` is slow. A
+template from authors the application does not trust (its customers) should render in
+a worker process with a timeout.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
+from jinja2 import pass_environment, pass_eval_context
 from jinja2.exceptions import SecurityError
-from jinja2.filters import do_format
+from jinja2.filters import FILTERS, do_format, make_attrgetter
+from jinja2.nodes import EvalContext
 from jinja2.sandbox import MAX_RANGE
+from jinja2.utils import generate_lorem_ipsum
 
-__all__ = ["INTERCEPTED", "bounded_format", "check_binop"]
+from veridic.templates._budget import LONGEST, made, size
 
-INTERCEPTED: Final = frozenset({"**", "*", "%"})
+__all__ = [
+    "INTERCEPTED",
+    "bounded_filters",
+    "bounded_format",
+    "bounded_lipsum",
+    "check_binop",
+    "check_call",
+]
+
+INTERCEPTED: Final = frozenset({"**", "*", "%", "+"})
 """The operators the sandboxed environment hands to :func:`check_binop` first."""
 
 _LARGEST_BITS: Final = 14_300
 _LONGEST: Final = MAX_RANGE
+Filter = Callable[..., object]
+_SEQUENCES: Final = (str, bytes, list, tuple)
 _PRINTF: Final = re.compile(r"%%|%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
@@ -49,6 +82,8 @@ def check_binop(operator: str, left: object, right: object) -> None:
         _check_product(left, right)
     elif operator == "%" and isinstance(left, str):
         _check_printf(left)
+    elif operator == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
+        _check_longest(f"{type(left).__name__} + {type(right).__name__}", len(left) + len(right))
 
 
 def bounded_format(value: object, *args: object, **kwargs: object) -> str:
@@ -83,7 +118,7 @@ def _check_product(left: object, right: object) -> None:
             )
         return
     for repeated, times in ((left, right), (right, left)):
-        if not isinstance(repeated, str | list | tuple) or not isinstance(times, int):
+        if not isinstance(repeated, _SEQUENCES) or not isinstance(times, int):
             continue
         if len(repeated) * times > _LONGEST:
             raise SecurityError(
@@ -94,17 +129,251 @@ def _check_product(left: object, right: object) -> None:
 
 def _check_printf(text: str) -> None:
     for match in _PRINTF.finditer(text):
-        for size in match.groups():
-            if size is None:
+        for given in match.groups():
+            if given is None:
                 continue
-            if size == "*":
+            if given == "*":
                 raise SecurityError(
                     f"the format {match.group()!r} takes its width or precision from the "
                     "values (*): write it in the format, at most "
                     f"{_LONGEST:,}"
                 )
-            if len(size) > 6 or int(size) > _LONGEST:
+            if len(given) > 6 or int(given) > _LONGEST:
                 raise SecurityError(
                     f"the format {match.group()[:20]!r} asks for a width or precision over "
                     f"{_LONGEST:,}"
                 )
+
+
+def _check_longest(what: str, predicted: int) -> None:
+    if predicted > LONGEST:
+        raise SecurityError(
+            f"{what} would make {predicted:,} characters or items, more than {LONGEST:,}, "
+            "the most a stored template's render may make of one value or write"
+        )
+
+
+def _check_count(what: str, count: object) -> None:
+    if isinstance(count, int) and count > _LONGEST:
+        raise SecurityError(f"{what} asks for {count:,} pieces, more than {_LONGEST:,}")
+
+
+# -- filters: the size each would make, checked before it is made -------------------------
+
+
+def _check_center(value: object, width: object = 80) -> None:
+    if isinstance(width, int):
+        _check_longest(f"|center({width:,})", width)
+
+
+def _check_indent(
+    value: object, width: object = 4, first: object = False, blank: object = False
+) -> None:
+    text = str(value)
+    _check_longest("|indent", len(text) + (text.count("\n") + 1) * _length(width))
+
+
+def _length(width: object) -> int:
+    """The characters a width argument stands for: a number of spaces, or a text."""
+    if isinstance(width, str):
+        return len(width)
+    return width if isinstance(width, int) else 0
+
+
+def _check_wordwrap(
+    value: object,
+    width: object = 79,
+    break_long_words: object = True,
+    wrapstring: object = None,
+    break_on_hyphens: object = True,
+) -> None:
+    # At most a line a character: the text and a wrapstring after each.
+    text = str(value)
+    joint = len(wrapstring) if isinstance(wrapstring, str) else 1
+    _check_longest("|wordwrap", len(text) * (1 + joint))
+
+
+def _check_replace(value: object, old: object, new: object, count: object = None) -> None:
+    _check_text_replace("|replace", str(value), str(old), str(new), count)
+
+
+def _check_text_replace(what: str, text: str, old: str, new: str, count: object) -> None:
+    found = text.count(old)
+    if isinstance(count, int) and count >= 0:
+        found = min(found, count)
+    _check_longest(what, len(text) + found * max(len(new) - len(old), 0))
+
+
+def _check_batch(value: object, linecount: object, fill_with: object = None) -> None:
+    _check_count("|batch", linecount)
+
+
+def _check_slice(value: object, slices: object, fill_with: object = None) -> None:
+    _check_count("|slice", slices)
+
+
+def _check_tojson(value: object, indent: object = None) -> None:
+    if indent is not None:
+        # A line an item, indented once for each level it is nested in.
+        measured = size(value)
+        _check_longest("|tojson(indent=...)", measured * (1 + _length(indent) * _depth(value)))
+
+
+def _depth(value: object) -> int:
+    """How deep lists, tuples and dicts nest in ``value`` (each shared one walked once)."""
+    depths: dict[int, int] = {}
+
+    def walk(item: object) -> int:
+        if isinstance(item, dict):
+            inner: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            inner = item
+        else:
+            return 0
+        if id(item) not in depths:
+            depths[id(item)] = 1  # a cycle: json refuses it, the walk stops
+            depths[id(item)] = 1 + max((walk(child) for child in inner), default=0)
+        return depths[id(item)]
+
+    return walk(value)
+
+
+_FILTER_CHECKS: Final[dict[str, Callable[..., None]]] = {
+    "center": _check_center,
+    "indent": _check_indent,
+    "wordwrap": _check_wordwrap,
+    "replace": _check_replace,
+    "batch": _check_batch,
+    "slice": _check_slice,
+    "tojson": _check_tojson,
+}
+"""Checks of the filters whose arguments say how much they make, before they make it."""
+
+
+@pass_eval_context
+def _bounded_join(
+    eval_ctx: EvalContext, value: Iterable[object], d: object = "", attribute: object = None
+) -> object:
+    """``|join``, its size known before the text is made (items, and a separator between)."""
+    if attribute is not None:
+        value = map(make_attrgetter(eval_ctx.environment, attribute), value)  # type: ignore[arg-type]  # jinja2 reads an attribute name or an index
+    items = list(value)
+    separator = len(str(d)) * max(len(items) - 1, 0)
+    _check_longest("|join", sum(size(item) for item in items) + separator)
+    return FILTERS["join"](eval_ctx, items, d)
+
+
+@pass_environment
+def _bounded_sum(
+    environment: object, iterable: Iterable[object], attribute: object = None, start: object = 0
+) -> object:
+    """``|sum``; lists or tuples are joined once (Python's sum copies them at each item)."""
+    if not isinstance(start, list | tuple):
+        return FILTERS["sum"](environment, iterable, attribute, start)
+    if attribute is not None:
+        iterable = map(make_attrgetter(environment, attribute), iterable)  # type: ignore[arg-type]  # as in |join
+    parts: list[list[object] | tuple[object, ...]] = [start]
+    for part in iterable:
+        if not isinstance(part, list | tuple) or type(part) is not type(start):
+            raise TypeError(
+                f'can only concatenate {type(start).__name__} (not "{type(part).__name__}") '
+                f"to {type(start).__name__}"
+            )
+        parts.append(part)
+    _check_longest("|sum", sum(len(part) for part in parts))
+    items = [item for part in parts for item in part]
+    return items if isinstance(start, list) else tuple(items)
+
+
+def bounded_filters(filters: Mapping[str, Filter]) -> dict[str, Filter]:
+    """``filters`` for a sandboxed environment: each result sized; jinja2's own filters
+    that pad, wrap, replace, join, sum or cut into pieces checked before they run."""
+    bounded: dict[str, Filter] = {}
+    for name, function in filters.items():
+        check = _FILTER_CHECKS.get(name) if function is FILTERS.get(name) else None
+        if function is FILTERS.get("join"):
+            function = _bounded_join
+        elif function is FILTERS.get("sum"):
+            function = _bounded_sum
+        bounded[name] = _bounded_filter(function, check)
+    return bounded
+
+
+def _bounded_filter(function: Filter, check: Callable[..., None] | None) -> Filter:
+    passed = 1 if getattr(function, "jinja_pass_arg", None) is not None else 0
+
+    def bounded(*arguments: object, **options: object) -> object:
+        if check is not None:
+            check(*arguments[passed:], **options)
+        result = function(*arguments, **options)
+        if not any(result is argument for argument in arguments):
+            made(result)
+        return result
+
+    if passed:
+        bounded.jinja_pass_arg = function.jinja_pass_arg  # type: ignore[attr-defined]  # jinja2's own marker, read by its compiler
+    bounded.__name__ = getattr(function, "__name__", "filter")
+    bounded.__doc__ = function.__doc__
+    return bounded
+
+
+def bounded_lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
+    """``lipsum()``, refused past :data:`MAX_RANGE` words (it picks each at random)."""
+    if isinstance(n, int) and isinstance(max, int) and n * max > _LONGEST:
+        raise SecurityError(
+            f"lipsum({n:,}, max={max:,}) would write up to {n * max:,} words, more than "
+            f"{_LONGEST:,}"
+        )
+    return generate_lorem_ipsum(n, html, min, max)
+
+
+# -- methods of text --------------------------------------------------------------------
+
+
+def check_call(function: object, arguments: tuple[object, ...], options: dict[str, object]) -> None:
+    """For a method of text that pads, replaces or joins: its result's size, before it is made.
+
+    Raises:
+        SecurityError: the result would be past :data:`LONGEST`.
+    """
+    owner = getattr(function, "__self__", None)
+    if not isinstance(owner, str | bytes):
+        return
+    name = getattr(function, "__name__", "")
+    what = f"{type(owner).__name__}.{name}()"
+    if name in _PADDING and arguments and isinstance(arguments[0], int):
+        _check_longest(what, max(arguments[0], len(owner)))
+    elif name == "expandtabs":
+        tab = arguments[0] if arguments else options.get("tabsize", 8)
+        tabs = owner.count("\t") if isinstance(owner, str) else owner.count(b"\t")
+        if isinstance(tab, int):
+            _check_longest(what, len(owner) + tabs * tab)
+    elif name == "replace" and len(arguments) >= 2:
+        old, new = arguments[0], arguments[1]
+        if isinstance(old, str | bytes) and isinstance(new, str | bytes):
+            count = arguments[2] if len(arguments) > 2 else options.get("count", -1)
+            found = owner.count(old)  # type: ignore[arg-type]  # str with str, bytes with bytes: Python refuses a mix
+            if isinstance(count, int) and count >= 0:
+                found = min(found, count)
+            _check_longest(what, len(owner) + found * max(len(new) - len(old), 0))
+    elif name == "join" and arguments:
+        _check_join(what, owner, arguments)
+    elif name == "translate":
+        raise SecurityError(
+            f"{what} is not available to a stored template: a table can map a character "
+            "to any text; use |replace"
+        )
+
+
+def _check_join(what: str, owner: str | bytes, arguments: tuple[object, ...]) -> None:
+    items = arguments[0]
+    if not isinstance(items, list | tuple):
+        raise SecurityError(
+            f"{what} of a {type(items).__name__}: a stored template joins a list or a tuple "
+            "(|list first), so that the size is known before the text is made"
+        )
+    separator = len(owner) * max(len(items) - 1, 0)
+    _check_longest(what, sum(size(item) for item in items) + separator)
+
+
+_PADDING: Final = frozenset({"center", "ljust", "rjust", "zfill"})

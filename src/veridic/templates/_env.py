@@ -33,12 +33,20 @@ from typing import Any, Final, Literal
 from jinja2 import BaseLoader, Environment, StrictUndefined, nodes, pass_context
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.runtime import Context, LoopContext
+from jinja2.sandbox import SandboxedEnvironment, modifies_known_mutable
 
 from veridic.errors import TemplateError
 from veridic.templates._analysis import dynamic_reference, references, static_names
-from veridic.templates._bounds import INTERCEPTED, bounded_format, check_binop
+from veridic.templates._bounds import (
+    INTERCEPTED,
+    bounded_filters,
+    bounded_format,
+    bounded_lipsum,
+    check_binop,
+    check_call,
+)
+from veridic.templates._budget import BoundedNamespace, current, iterate, made, making
 from veridic.templates._custom import NONE, Custom
 from veridic.templates._runtime import EMITTED_AS_IS, concat, emit
 from veridic.text.provenance import TrustedInstruction, mint
@@ -56,7 +64,8 @@ Kind = Literal["instruction", "data"]
 # (jinja2 forbids new node types), compiled by ProvenanceCodeGenerator.
 _LITERAL: Final = "<veridic:literal>"  # Const(index): environment.literals[index]
 _EMIT: Final = "<veridic:emit>"  # node, Const(origin): environment.emit(node, origin)
-_OWN: Final = frozenset({_LITERAL, _EMIT})
+_ITERATE: Final = "<veridic:iterate>"  # node: environment.iterate(node), sandboxed only
+_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE})
 
 
 class ProvenanceCodeGenerator(CodeGenerator):
@@ -83,8 +92,37 @@ class ProvenanceCodeGenerator(CodeGenerator):
             self.visit(inner, frame)
             self.write(") in environment.emitted_as_is else environment.emit(_veridic_output, ")
             self.write(f"{arguments[0].value!r}))")
+        elif node.name == _ITERATE and inner is not None:
+            self.write("environment.iterate(")
+            self.visit(inner, frame)
+            self.write(")")
         else:  # pragma: no cover - the rewrite builds only the shapes above
             raise TemplateError(f"veridic cannot compile its own node {node!r}: a veridic bug")
+
+    # In the sandbox, every text and container the template makes is sized (``_budget``).
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self._made(super().visit_Concat, node, frame)
+
+    def visit_List(self, node: nodes.List, frame: Frame) -> None:
+        self._made(super().visit_List, node, frame)
+
+    def visit_Dict(self, node: nodes.Dict, frame: Frame) -> None:
+        self._made(super().visit_Dict, node, frame)
+
+    def visit_Tuple(self, node: nodes.Tuple, frame: Frame) -> None:
+        if node.ctx == "load":
+            self._made(super().visit_Tuple, node, frame)
+        else:  # a target: {% for a, b in ... %}, {% set a, b = ... %}
+            super().visit_Tuple(node, frame)
+
+    def _made(self, visit: Callable[[Any, Frame], None], node: nodes.Expr, frame: Frame) -> None:
+        if not self.environment.sandboxed:
+            visit(node, frame)
+            return
+        self.write("environment.made(")
+        visit(node, frame)
+        self.write(")")
 
 
 def _own(node: nodes.Node) -> bool:
@@ -190,8 +228,13 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     value's class, and a minted instruction's class cannot be built that way
     (a bare ``TypeError``). A stored template has the ``|format`` filter.
 
-    ``**``, ``*`` and ``%`` (and ``|format``) refuse results past the bounds of
-    ``_bounds``: jinja2 would compute them as Python does, even while compiling.
+    ``**``, ``*``, ``%`` and ``+`` (and the filters and text methods that pad,
+    replace or join) refuse results past the bounds of ``_bounds``: jinja2 would
+    compute them as Python does, even while compiling. Loops, calls and what the
+    template makes are charged to the render's budget (``_budget``). A list, dict or
+    set cannot be changed (jinja2's ``ImmutableSandboxedEnvironment`` rule): a stored
+    template could otherwise grow a value after it was measured, or change the
+    application's own values it was given.
     """
 
     intercepted_binops = INTERCEPTED
@@ -215,14 +258,44 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
             custom=custom,
         )
         self.filters["format"] = bounded_format
+        own = {name: self.filters.pop(name) for name in _OWN}
+        self.filters = {**bounded_filters(self.filters), **own}
+        self.globals.update(lipsum=bounded_lipsum, namespace=BoundedNamespace)
+        self.made = made
+        self.iterate = iterate
+        self.concat = _bounded_concat(self.concat)  # type: ignore[method-assign]  # jinja2's hook for buffered output
 
     def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
-        """An intercepted operator (``**``, ``*``, ``%``), refused past its bound."""
+        """An intercepted operator (``**``, ``*``, ``%``, ``+``), refused past its bound."""
         check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        return made(super().call_binop(context, operator, left, right))
+
+    def call(
+        __self,  # jinja2's spelling, so that no keyword argument clashes
+        __context: Context,
+        __obj: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        """A call from the template: counted, and its result sized (``_budget``).
+
+        A recursive loop's ``loop(items)`` iterates ``items`` as a ``{% for %}`` does.
+        """
+        budget = current()
+        budget.call()
+        check_call(__obj, args, kwargs)
+        if isinstance(__obj, LoopContext) and args:
+            args = (iterate(args[0]), *args[1:])
+        result = SandboxedEnvironment.call(__self, __context, __obj, *args, **kwargs)
+        if type(result) is not str and any(result is argument for argument in args):
+            return result  # given, not made: a value passed through
+        budget.make(result)
+        return result
 
     def is_safe_attribute(self, obj: object, attr: str, value: object) -> bool:
         if isinstance(obj, str) and attr in _STR_FORMATTERS:
+            return False
+        if modifies_known_mutable(obj, attr):
             return False
         return super().is_safe_attribute(obj, attr, value)
 
@@ -231,6 +304,17 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
 
 
 _STR_FORMATTERS: Final = frozenset({"format", "format_map"})
+
+
+def _bounded_concat(concat: Callable[[Any], str]) -> Callable[[Any], str]:
+    """``environment.concat`` for buffered output, its size checked before it is joined."""
+
+    def bounded(chunks: Any) -> str:
+        parts = list(chunks)
+        making(sum(map(len, parts)))
+        return concat(parts)
+
+    return bounded
 
 
 class _Rewrite:
@@ -242,6 +326,10 @@ class _Rewrite:
 
     def template(self, tree: nodes.Template) -> None:
         self.refuse_forbidden(tree)
+        if self.environment.sandboxed:
+            for loop in tree.find_all(nodes.For):
+                if isinstance(loop.iter, nodes.Expr):  # always: jinja2's parser makes one
+                    loop.iter = _node(loop.iter, _ITERATE, None, loop.lineno)
         if self.instruction:
             self.statement(tree)
             tree.set_environment(self.environment)
