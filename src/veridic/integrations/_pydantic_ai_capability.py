@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -209,7 +209,7 @@ class VeridicToolset(AbstractToolset[object]):
                 if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
                     self._recorded.add(call.tool_call_id)
                 if part.outcome == "denied":
-                    await self._record_denial(messages, call, context)
+                    await self._record_denial(messages, call, context, confirm=_no)
                 elif cause == "unknown_tool":
                     refused = await self._record_unknown(messages, call)
                     # pydantic-ai's retry quotes the model's name: veridic's words, fenced.
@@ -256,6 +256,17 @@ class VeridicToolset(AbstractToolset[object]):
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
     ) -> None:
         """Record a call of the view's that the run ended before: asked of nobody, so denied."""
+        await self._record_denial(messages, call, context, confirm=None)
+
+    async def _record_denial(
+        self,
+        messages: Sequence[ModelMessage],
+        call: ToolCallPart,
+        context: object,
+        confirm: Callable[[ApprovalRequest], bool] | None = None,
+    ) -> None:
+        """Record a call of the view's that did not run, through the executor so nothing runs:
+        denied by the user (``confirm`` answers no) or asked of nobody (``None``)."""
         if self.view.status(call.tool_name).state == "unknown":
             return  # an output tool, or a tool of another toolset of the agent
         await aexecute(
@@ -266,24 +277,7 @@ class VeridicToolset(AbstractToolset[object]):
             audit=self.audit,
             request_id=self.request_id,
             prompt_sha256=answered_sha256(messages, call.tool_call_id),
-            confirm=None,
-            context=context,
-        )
-
-    async def _record_denial(
-        self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
-    ) -> None:
-        if self.view.status(call.tool_name).state == "unknown":
-            return  # a tool of another toolset of the agent
-        await aexecute(
-            self.view,
-            call.tool_name,
-            _arguments(call.args),
-            policy=self.policy.asking(),
-            audit=self.audit,
-            request_id=self.request_id,
-            prompt_sha256=answered_sha256(messages, call.tool_call_id),
-            confirm=_no,
+            confirm=confirm,
             context=context,
         )
 
