@@ -9,11 +9,22 @@ the error says what was wrong, where, and what to do instead.
 from __future__ import annotations
 
 import doctest
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal, TypedDict
 
 import pytest
+from pydantic import BaseModel
 
-from veridic import Registry, Risk
+from veridic import (
+    InstructionField,
+    ProvenanceError,
+    Registry,
+    Risk,
+    Templates,
+    TrustedInstruction,
+    instruction,
+)
 from veridic.lint import lint
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -38,26 +49,91 @@ def test_the_docs_refund_tool_lints_without_an_irreversibility_warning(page: str
     assert found == []
 
 
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "The money cannot be taken back.",
-        "A sent payment can't be taken back.",
-        "It cannot be reverted.",
-    ],
-)
+def _refund(order_id: str) -> str:
+    """Refund an order in full. The money cannot be taken back.
+
+    Args:
+        order_id: The order's id.
+    """
+    return order_id
+
+
+def _pay(invoice: str) -> str:
+    """Pay a supplier's invoice. A sent payment can not be taken back.
+
+    Args:
+        invoice: The invoice's number.
+    """
+    return invoice
+
+
+def _rotate(key_id: str) -> str:
+    """Rotate an API key. The old key is revoked and it can't be reverted.
+
+    Args:
+        key_id: The key's id.
+    """
+    return key_id
+
+
+@pytest.mark.parametrize("handler", [_refund, _pay, _rotate], ids=lambda f: f.__name__)
 def test_a_description_saying_it_cannot_be_taken_back_states_irreversibility(
-    sentence: str,
+    handler: Callable[[str], str],
 ) -> None:
     registry = Registry()
+    registry.tool(kind="write", risk=Risk.HIGH, irreversible=True)(handler)
+    assert lint(registry) == ()
 
-    def pay(amount: int) -> str:
-        return "paid"
 
-    registry.tool(
-        kind="write",
-        risk=Risk.HIGH,
-        irreversible=True,
-        description=f"Pay a supplier's invoice. {sentence}",
-    )(pay)
-    assert [f.code for f in lint(registry)] == ["undocumented-parameter"]
+class _StoredPrompt(BaseModel):
+    content: InstructionField
+
+
+class _Tone(TypedDict):
+    persona: TrustedInstruction
+    tone: Literal["calm", "brisk"]
+
+
+def test_a_literal_variable_given_another_word_says_which_words_it_takes() -> None:
+    # A stored template reads a Literal variable; the caller passes a word from
+    # the request that is not one of them. The error said "only TrustedInstruction
+    # values may fill it", though "calm" (a plain str) fills it and a minted
+    # TrustedInstruction does not.
+    row = _StoredPrompt.model_validate_json('{"content": "You are {{ persona }}. Be {{ tone }}."}')
+    template = Templates().instruction_from_source(row.content, params=_Tone)
+    assert template.render({"persona": instruction("a helper"), "tone": "calm"}) == (
+        "You are a helper. Be calm."
+    )
+    with pytest.raises(ProvenanceError) as raised:
+        template.render({"persona": instruction("a helper"), "tone": "shout"})  # type: ignore[typeddict-item]  # the run-time check under test
+    message = str(raised.value)
+    assert "variable 'tone'" in message  # where
+    assert "'shout'" in message  # what
+    assert "Literal['calm', 'brisk']" in message  # what the variable takes
+    assert "only TrustedInstruction values may fill it" not in message
+    assert "one of the values code wrote ('calm', 'brisk')" in message  # what to do instead
+    assert "templates.data" in message
+
+
+def test_a_trusted_text_variable_given_a_plain_str_still_says_to_mint_it() -> None:
+    row = _StoredPrompt.model_validate_json('{"content": "You are {{ persona }}. Be {{ tone }}."}')
+    template = Templates().instruction_from_source(row.content, params=_Tone)
+    with pytest.raises(ProvenanceError) as raised:
+        template.render({"persona": "a pirate", "tone": "calm"})  # type: ignore[typeddict-item]  # the run-time check under test
+    message = str(raised.value)
+    assert "mint the value with instruction()" in message
+    assert "Literal[" not in message
+
+
+class _Limit(TypedDict):
+    limit: int
+
+
+def test_a_number_variable_given_text_says_it_takes_no_text() -> None:
+    row = _StoredPrompt.model_validate_json('{"content": "Refund up to {{ limit }} euros."}')
+    template = Templates().instruction_from_source(row.content, params=_Limit)
+    with pytest.raises(ProvenanceError) as raised:
+        template.render({"limit": "50"})  # type: ignore[typeddict-item]  # the run-time check under test
+    message = str(raised.value)
+    assert "'limit' as int, which takes no text" in message
+    assert "only TrustedInstruction values may fill it" not in message
