@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import Literal, TypedDict
 
 import pytest
+from agents import WebSearchTool
 from pydantic import BaseModel
+from test_integration_openai_agents import App, ScriptedModel, run, say
+from test_integration_openai_agents import _offline as _offline  # the autouse fixture
+from test_integration_openai_agents import app as app
 
 from veridic import (
     InstructionField,
@@ -22,6 +26,7 @@ from veridic import (
     Registry,
     Risk,
     Templates,
+    ToolCouplingError,
     TrustedInstruction,
     instruction,
 )
@@ -137,3 +142,21 @@ def test_a_number_variable_given_text_says_it_takes_no_text() -> None:
     message = str(raised.value)
     assert "'limit' as int, which takes no text" in message
     assert "only TrustedInstruction values may fill it" not in message
+
+
+# --- the OpenAI Agents SDK with a hosted tool beside veridic's ----------------------------
+
+
+def test_a_hosted_tool_beside_the_views_says_it_cannot_be_registered_as_is(app: App) -> None:
+    # docs/integrations/openai_agents.md: a newcomer adds WebSearchTool() to the agent's
+    # tools. The refusal told them to "register any other tool in the veridic registry",
+    # which a tool the provider runs itself cannot be; it now says so, and what to do.
+    model = ScriptedModel([say("Unreachable.")])
+    agent = app.agent(model, [*app.tools, WebSearchTool()])
+    with pytest.raises(ToolCouplingError) as raised:
+        run(agent, "What's new in the docs?")
+    message = str(raised.value)
+    assert "'web_search' (WebSearchTool)" in message  # what
+    assert "outside veridic's dispatch" in message  # why it cannot stay
+    assert "a tool of the veridic registry that calls the service" in message  # what instead
+    assert model.seen == []
