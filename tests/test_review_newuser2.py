@@ -21,13 +21,20 @@ from test_integration_openai_agents import _offline as _offline  # the autouse f
 from test_integration_openai_agents import app as app
 
 from veridic import (
+    ApprovalPolicy,
+    Composer,
     InstructionField,
+    ModelGateway,
     ProvenanceError,
     Registry,
     Risk,
+    RunResult,
+    ScriptedProvider,
+    SQLiteAuditSink,
     Templates,
     ToolCouplingError,
     TrustedInstruction,
+    VeridicError,
     instruction,
 )
 from veridic.lint import lint
@@ -160,3 +167,52 @@ def test_a_hosted_tool_beside_the_views_says_it_cannot_be_registered_as_is(app: 
     assert "outside veridic's dispatch" in message  # why it cannot stay
     assert "a tool of the veridic registry that calls the service" in message  # what instead
     assert model.seen == []
+
+
+# --- deferred approvals kept in the store, answered twice --------------------------------
+
+
+def test_resuming_what_a_second_claim_gave_says_the_run_was_claimed_already() -> None:
+    # docs/providers.md: the request that brings the answers resumes
+    # store.claim_paused(request_id). A double click sends it twice: the second claim
+    # gives None, and resume() said only "needs a PausedRun ... got NoneType".
+    registry = _page_namespace("plans-and-approvals.md")["registry"]
+    assert isinstance(registry, Registry)
+    view = registry.view()
+    store = SQLiteAuditSink(":memory:")
+    gateway = ModelGateway(
+        ScriptedProvider(
+            [{"tool_calls": [("c1", "refund_order", {"order_id": "A-1"})]}, {"text": "Done."}]
+        ),
+        audit=store,
+    )
+    system = instruction("You help with orders.")
+    first = gateway.run(
+        Composer().system(system, view.capability_section()).user("Refund A-1."),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id="req-1",
+        defer=True,
+    )
+    assert first.paused is not None
+    store.save_paused(first.paused)
+    answers = {approval.digest: True for approval in first.pending}
+
+    def resume() -> RunResult[None]:
+        return gateway.resume(
+            store.claim_paused("req-1"),  # type: ignore[arg-type]  # None on the second click, under test
+            Composer().system(system, view.capability_section()),
+            view,
+            policy=ApprovalPolicy(view),
+            answers=answers,
+        )
+
+    assert resume().text == "Done."
+    with pytest.raises(VeridicError) as raised:
+        resume()
+    message = str(raised.value)
+    assert "got None" in message
+    assert "claim_paused" in message
+    assert "claimed already" in message
+    refunds = [r.outcome.value for r in store.records("req-1") if r.tool == "refund_order"]
+    assert refunds == ["ok"]
