@@ -80,8 +80,10 @@ siblings and 47% of the siblings are flagged; at 0.7 (the default before),
 100% and 31%."""
 
 _UNDOING: Final = re.compile(
-    r"\b(irreversibl\w*|permanent\w*|cannot\s+be\s+(undone|reversed|recovered|restored)"
-    r"|can\s*not\s+be\s+undone|can't\s+be\s+undone|no\s+undo|not\s+reversible"
+    r"\b(irreversibl\w*|permanent\w*"
+    r"|(cannot|can\s+not|can[\u2019']t)\s+be\s+"
+    r"(undone|reversed|reverted|recovered|restored|taken\s+back)"
+    r"|no\s+undo|not\s+reversible"
     r"|hard[\s-]delete\w*|unrecoverabl\w*|forever|for\s+good|final)\b",
     re.IGNORECASE,
 )

@@ -640,7 +640,13 @@ def _tool_problems(given: list[object], made: tuple[Tool, ...], view: ToolView) 
     """What differs between the tools an agent holds and those function_tools() made."""
     ours = {id(tool) for tool in made}
     held = {id(tool) for tool in given}
-    foreign = [_tool_name(tool) for tool in given if id(tool) not in ours]
+    others = [tool for tool in given if id(tool) not in ours]
+    foreign = [_tool_name(tool) for tool in others if _is_function_tool(tool)]
+    built_in = [
+        f"{_tool_name(tool)} ({type(tool).__name__})"
+        for tool in others
+        if not _is_function_tool(tool)
+    ]
     missing = [tool.name for tool in made if id(tool) not in held]
     specs = {spec["function"]["name"]: spec["function"] for spec in view.tool_specs("openai")}
     changed = [
@@ -655,6 +661,12 @@ def _tool_problems(given: list[object], made: tuple[Tool, ...], view: ToolView) 
         )
         if found
     ]
+    if built_in:
+        problems.append(
+            f"{', '.join(built_in)}, which the provider or the SDK runs itself, outside "
+            "veridic's dispatch, where no approval, guard or record reaches it: write its work "
+            "as a tool of the veridic registry that calls the service"
+        )
     if not problems and len(given) != len(held):
         problems.append("a tool is given more than once")
     return problems
@@ -715,6 +727,17 @@ def _clipped(value: object) -> str:
     """A short, printable account of a value for an error message."""
     shown = repr(value)
     return shown if len(shown) <= 80 else f"{shown[:79]}…"
+
+
+def _is_function_tool(tool: object) -> bool:
+    """Whether the SDK runs ``tool`` by calling a function of the application.
+
+    A hosted tool (``WebSearchTool``, ``FileSearchTool``, ``HostedMCPTool``, ...)
+    runs at the provider, and a built-in one (``ComputerTool``, ``ShellTool``, ...)
+    through an SDK interface of its own: neither can be a tool of the registry as
+    it is, and the refusal must say so rather than "register it".
+    """
+    return callable(getattr(tool, "on_invoke_tool", None))
 
 
 def _tool_name(tool: object) -> str:

@@ -414,6 +414,14 @@ def _resumed(
 ) -> tuple[_Run[OutputT], Reply, dict[str, bool]]:
     """The run state and the waiting calls of ``paused``, restored into ``composer``, and
     the answers keyed by call id (:func:`~veridic.run.deferred.answered`)."""
+    if paused is None:
+        raise VeridicError(
+            "resume() got None for the paused run, which is what store.claim_paused("
+            "request_id) gives once the run was claimed already (a double click, or another "
+            "host, took it and resumed it) or was never saved: nothing is left to resume, and "
+            "nothing ran; tell the user the answer was taken, and resume only a PausedRun "
+            "that a claim handed out"
+        )
     if not isinstance(paused, PausedRun) or not isinstance(composer, Composer):
         raise VeridicError(
             f"resume() needs a PausedRun and a Composer, got {type(paused).__name__} and "

@@ -23,7 +23,7 @@ from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError,
 from veridic.templates._analysis import Analysis
 from veridic.templates._budget import render
 from veridic.templates._env import ProvenanceEnvironment, SandboxedProvenanceEnvironment
-from veridic.templates._params import Check, Params, snapshot, trusted_text
+from veridic.templates._params import Check, Params, declared_text, snapshot, trusted_text
 from veridic.templates._runtime import instruction_text
 from veridic.text.fence import DataMode, block_parts, check_label, check_mode
 from veridic.text.provenance import (
@@ -180,10 +180,7 @@ class InstructionTemplate(Bound[P]):
         elif isinstance(value, str):
             message = (
                 f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
-                f"text of {describe(value)}: {clip(value)}; an instruction template renders "
-                "into the system slot, so only TrustedInstruction values may fill it: mint the "
-                "value with instruction() or read it from an InstructionField, or render this "
-                "text with a data template (templates.data) and place it with Composer.user()"
+                f"text of {describe(value)}: {clip(value)}; {self._text_fix(key)}"
             )
         else:
             message = (
@@ -196,6 +193,34 @@ class InstructionTemplate(Bound[P]):
             _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": self.origin})
             return
         raise ProvenanceError(message)
+
+    def _text_fix(self, key: str) -> str:
+        """What text may fill ``key``, and what to do: a Literal variable takes its words."""
+        shown, trusted, words = declared_text(self._params, key)
+        data = (
+            "or render this text with a data template (templates.data) and place it with "
+            "Composer.user()"
+        )
+        if not words and not trusted:
+            return (
+                f"{self._params.name} declares {key!r} as {shown}, which takes no text: pass "
+                f"a value of the declared type, {data}"
+            )
+        if not words:
+            return (
+                "an instruction template renders into the system slot, so only "
+                "TrustedInstruction values may fill it: mint the value with instruction() or "
+                f"read it from an InstructionField, {data}"
+            )
+        listed = ", ".join(repr(word) for word in words[:10])
+        more = f" and {len(words) - 10} more" if len(words) > 10 else ""
+        minted = " or a TrustedInstruction (mint it with instruction())" if trusted else ""
+        return (
+            f"{self._params.name} declares {key!r} as {shown}, and an instruction template "
+            "renders into the system slot, so text fills it only as one of the values code "
+            f"wrote ({listed}{more}){minted}: check a value that comes from outside against "
+            f"them before the render and pass one of them, {data}"
+        )
 
 
 class DataTemplate(Bound[P]):

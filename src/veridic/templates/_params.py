@@ -38,6 +38,7 @@ from veridic.text.provenance import TrustedInstruction, is_trusted
 __all__ = [
     "Check",
     "Params",
+    "declared_text",
     "instruction_checks",
     "read_params",
     "snapshot",
@@ -123,13 +124,8 @@ def instruction_checks(params: Params, template: str) -> dict[str, Check]:
             the run-time twin of the type error a plain ``str`` gets in the
             system slot, so it is the same error.
     """
-    hints: dict[str, object]
-    if params.model and issubclass(params.type, BaseModel):
-        hints = {key: info.annotation for key, info in params.type.model_fields.items()}
-    else:
-        hints = _hints(params.type)
     checks: dict[str, Check] = {}
-    for key, annotation in hints.items():
+    for key, annotation in _field_hints(params).items():
         try:
             checks[key] = _check_for(annotation)
         except _Refused as refused:
@@ -144,6 +140,35 @@ def instruction_checks(params: Params, template: str) -> dict[str, Check]:
                 "(templates.data) and place it with Composer.user()"
             ) from None
     return checks
+
+
+def declared_text(params: Params, key: str) -> tuple[str, bool, tuple[str, ...]]:
+    """How ``params`` types ``key``, for the message that refuses a text value there.
+
+    Gives the type as written (``Literal['calm', 'brisk']``), whether trusted text
+    fills it anywhere, and the ``Literal`` strings it names: a str that is none
+    of them was refused, and the message must say what would have been taken.
+    """
+    annotation = _field_hints(params).get(key)
+    trusted = False
+    words: list[str] = []
+    pending = [annotation]
+    while pending:
+        part = pending.pop()
+        if part is TrustedInstruction:
+            trusted = True
+        elif typing.get_origin(part) is Literal:
+            words.extend(arg for arg in typing.get_args(part) if isinstance(arg, str))
+        else:
+            pending.extend(arg for arg in typing.get_args(part) if arg is not Ellipsis)
+    return _show(annotation), trusted, tuple(dict.fromkeys(words))
+
+
+def _field_hints(params: Params) -> dict[str, object]:
+    """Each field of the parameter type with its annotation."""
+    if params.model and issubclass(params.type, BaseModel):
+        return {key: info.annotation for key, info in params.type.model_fields.items()}
+    return _hints(params.type)
 
 
 def _hints(typed_dict: type) -> dict[str, object]:
