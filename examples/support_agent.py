@@ -23,7 +23,6 @@ from veridic import (
     ApprovalPolicy,
     Composer,
     ModelGateway,
-    PausedRun,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
@@ -127,21 +126,27 @@ def main() -> None:
     table((a.tool, repr(dict(a.arguments)), a.risk.value, a.why) for a in first.pending)
     shown = first.pending  # the dialog posts each one's digest back with the user's answer
     assert first.paused is not None
-    saved_run = first.paused.to_json()
+    # Kept in the store, not in the session: claim_paused hands it out once, so a double
+    # click (or a second host) cannot resume it twice and refund twice.
+    audit.save_paused(first.paused)
     saved_rules = dict(policy.rules)
-    say(f"Kept in the session: the paused run ({len(saved_run)} bytes of JSON) and the rules.")
+    kept = first.paused.request_id
+    say(f"Kept in the store: the paused run of {kept!r}; in the session: the rules.")
 
     section(2, "Request 2, maybe on another host: the user approved")
     gateway, view, composer = request(
         [{"text": "Done: the refund of order 42 started."}], audit, ledger
     )
     policy = ApprovalPolicy.restore(view, saved_rules)
-    paused = PausedRun.from_json(saved_run)
-    # Keyed by the digest the dialog showed: a paused run changed in the session since
+    paused = audit.claim_paused("chat-7")
+    assert paused is not None  # None: another click or host claimed it first, nothing to run
+    # Keyed by the digest the dialog showed: a paused run changed where it was kept
     # would match no answer, and nothing would run.
     answers = {approval.digest: True for approval in shown}
     second = gateway.resume(paused, composer, view, policy=policy, answers=answers, context=ada)
     say(f"The model answered: {second.text!r}; the ledger holds {ledger}.")
+    again = audit.claim_paused("chat-7")
+    say(f"A second click finds nothing to resume: claim_paused gives {again}.")
     audit.save_conversation("chat-7", composer.conversation())
 
     section(3, "Request 3: the conversation comes back from the store, its trust does not")

@@ -60,3 +60,10 @@ def test_the_customer_reaches_the_handlers_and_never_the_model() -> None:
     assert view.tool("refund").context is not None
     assert ApprovalPolicy(view).request("close_account").pending  # high risk: always asked
     assert ToolContext.__name__ == "ToolContext"
+
+
+def test_the_paused_run_is_kept_in_the_store_and_claimed_once(printed: str) -> None:
+    """A double click cannot refund twice: the store hands the paused run out once."""
+    assert "Kept in the store: the paused run of 'chat-7'" in printed
+    assert "A second click finds nothing to resume: claim_paused gives None." in printed
+    assert printed.count("refund user_confirmed ok") == 1
