@@ -65,10 +65,10 @@ def test_arguments_giving_a_key_twice_are_refused_for_anthropic() -> None:
     # The hash, the saved document and Chat Completions carry the text with both paths;
     # the Messages API got {"path": "/etc"} only, which no reviewer of the record sees first.
     prompt = _called('{"path": "/tmp/cache", "path": "/etc"}')
-    with pytest.raises(VeridicError, match="gives the key 'path' twice") as raised:
+    with pytest.raises(VeridicError, match="give the key 'path' twice") as raised:
         prompt.to_anthropic()
     message = str(raised.value)
-    assert "c1 (remove)" in message and "message 2" in message
+    assert "tool call 'c1' ('remove') in message 2" in message
 
 
 @pytest.mark.parametrize("arguments", ["not json", "[1, 2]", '"text"', "{"])
@@ -76,7 +76,9 @@ def test_arguments_that_are_not_a_json_object_are_refused_for_anthropic_by_name(
     arguments: str,
 ) -> None:
     # A bare JSONDecodeError, or a list sent as a tool_use input the API refuses.
-    with pytest.raises(VeridicError, match=r"arguments of tool call c1 \(remove\)"):
+    with pytest.raises(
+        VeridicError, match=r"arguments of tool call 'c1' \('remove'\) in message 2 are "
+    ):
         _called(arguments).to_anthropic()
 
 
@@ -84,7 +86,12 @@ def test_arguments_the_composer_wrote_still_go_to_anthropic_parsed() -> None:
     composer = Composer().user("Clean up.").tool_call("c1", "remove", {"path": "/tmp", "n": 2})
     prompt = composer.tool_result("c1", untrusted("done", source="tool:remove")).build()
     block = prompt.to_anthropic()["messages"][1]["content"][0]
-    assert block == {"type": "tool_use", "id": "c1", "name": "remove", "input": {"n": 2, "path": "/tmp"}}
+    assert block == {
+        "type": "tool_use",
+        "id": "c1",
+        "name": "remove",
+        "input": {"n": 2, "path": "/tmp"},
+    }
 
 
 # --- a stored reasoning item reads one way only ------------------------------------------------
@@ -96,7 +103,10 @@ def _stored_with_reasoning(json_text: str) -> str:
             "format": "veridic-conversation/1",
             "turns": [
                 {"user": "Hi"},
-                {"assistant": "Hello.", "reasoning": [{"provider": "anthropic", "json": json_text}]},
+                {
+                    "assistant": "Hello.",
+                    "reasoning": [{"provider": "anthropic", "json": json_text}],
+                },
             ],
         }
     )
@@ -159,7 +169,8 @@ def test_options_with_which_the_server_changes_what_the_model_reads_are_refused(
 ) -> None:
     with pytest.raises(VeridicError, match=f"set {key}=") as raised:
         _adapter(api, {key: value})
-    assert "sha256" in str(raised.value) and "remove it" in str(raised.value)
+    assert "sha256" in str(raised.value)
+    assert "remove it" in str(raised.value)
     with pytest.raises(VeridicError, match=re.escape(f"set extra_body[{key!r}]=")):
         _adapter(api, {"extra_body": {key: value}})
     gw, calls, _ = gateway(_adapter(api, {}))
@@ -177,6 +188,7 @@ def test_responses_truncation_that_drops_nothing_is_sent(value: str | None) -> N
 # --- for all prompts ----------------------------------------------------------------------------
 
 _TEXT = st.text(max_size=6)
+_PAIRED = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 _CALLS = st.lists(st.builds(ToolCall, _TEXT, _TEXT, _TEXT), max_size=2).map(tuple)
 _MESSAGES = st.one_of(
     st.builds(lambda t: Message("user", t, (t,)), _TEXT),
@@ -195,8 +207,13 @@ def _wire(prompt: Prompt) -> str:
     """Everything the three formats carry of ``prompt``, and what the hash must cover."""
     return json.dumps(
         [
-            (m.role, m.content, [(c.id, c.name, c.arguments) for c in m.tool_calls])
-            + (m.tool_call_id, m.tool_error)
+            (
+                m.role,
+                m.content,
+                [(c.id, c.name, c.arguments) for c in m.tool_calls],
+                m.tool_call_id,
+                m.tool_error,
+            )
             for m in prompt.messages
         ]
     )
@@ -255,11 +272,8 @@ def test_property_a_restored_conversation_hashes_and_maps_as_the_first(
     assert [(s.message, s.start, s.end) for s in restored.spans] == [
         (s.message, s.start, s.end) for s in built.spans
     ]
-    try:
-        written = restored.to_document()
-    except VeridicError as error:  # a lone high surrogate before a low one (documented)
-        assert "surrogate" in str(error)
-        return
-    document = PromptDocument.from_json(written)
+    if any(_PAIRED.search(m.content) for m in restored.messages):
+        return  # a lone high surrogate before a low one cannot be written (documented)
+    document = PromptDocument.from_json(restored.to_document())
     assert document.sha256 == built.sha256
     assert document.to_html() == restored.to_html()
