@@ -176,7 +176,7 @@ def test_options_with_which_the_server_changes_what_the_model_reads_are_refused(
     gw, calls, _ = gateway(_adapter(api, {}))
     with pytest.raises(VeridicError, match=f"{key}="):
         gw.send(first_prompt(), VIEW, request_id="req-1", options={key: value})
-    assert calls.records() == []  # refused before anything was recorded or sent
+    assert calls.records() == ()  # refused before anything was recorded or sent
 
 
 @pytest.mark.parametrize("value", ["disabled", None])
