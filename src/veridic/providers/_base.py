@@ -130,6 +130,9 @@ class Adapter:
     """Which :meth:`~veridic.ToolView.tool_specs` format the API's tool list starts from."""
     owned: frozenset[str] = frozenset()
     """Request keys only the gateway may set (the prompt and the tool list)."""
+    server_edits: Mapping[str, str] = {}
+    """Request keys with which the server changes what the model reads beyond the prompt
+    (key -> what it does), refused unless set to ``None`` or to what turns them off."""
 
     __slots__ = ("client", "model", "options")
 
@@ -209,9 +212,15 @@ class Adapter:
         model-call record named the view's. A ``tool_choice`` there is refused as well:
         as an option of its own, the gateway checks that it names an exposed tool.
 
+        An option with which the server changes what the model reads beyond the
+        prompt (:attr:`server_edits`: dropping or summarising turns, reading web
+        pages) is refused too: the prompt's hash would name text the model did not
+        read.
+
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
-                tools, the model or streaming; ``extra_body`` is not a mapping.
+                tools, the model or streaming, or is one of :attr:`server_edits`;
+                ``extra_body`` is not a mapping.
         """
         if not isinstance(options, Mapping):
             raise VeridicError(
@@ -234,7 +243,38 @@ class Adapter:
                     else ""
                 )
             )
+        _refuse_server_edits(self, options, where)
         return dict(options)
+
+
+_EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled"}
+"""The value that turns a server edit off, where the API has one besides ``None``."""
+
+
+def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
+    """Refuse an option (or a key of ``extra_body``) with which the server changes what the
+    model reads: the prompt's ``sha256``, the model-call record's, must name all of it.
+
+    Raises:
+        VeridicError: naming the key, its value and what the server would do.
+    """
+    body = options.get("extra_body")
+    given = [(key, key, value) for key, value in options.items()]
+    if isinstance(body, Mapping):
+        given += [(f"extra_body[{key!r}]", key, value) for key, value in body.items()]
+    for shown, key, value in given:
+        what = adapter.server_edits.get(key) if isinstance(key, str) else None
+        if what is None or value is None or value == _EDITS_OFF.get(key, None):
+            continue
+        written = repr(value)
+        written = written if len(written) <= 60 else f"{written[:60]}…"
+        raise VeridicError(
+            f"{type(adapter).__name__}: {where} set {shown}={written}: with it "
+            f"{what}, so the model would read other text than the prompt whose sha256 the "
+            "model-call record and the tool calls' records name: remove it (a prompt too "
+            "long for the model is the application's to shorten, knowingly, and outside "
+            "text goes in with Composer.data())"
+        )
 
 
 def _extra_body_clash(body: object, owned: frozenset[str], adapter: str, where: str) -> list[str]:

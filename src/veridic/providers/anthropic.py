@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Final, Protocol
 
 from veridic._extras import require
@@ -87,6 +88,12 @@ class AnthropicMessages(Adapter):
     owned = frozenset({"system", "messages", "tools", "mcp_servers"})
     """What the gateway sets, and ``mcp_servers``: the API would call those servers' tools
     itself, outside the view (no pin, guard, approval or record)."""
+    server_edits = MappingProxyType(
+        {
+            "context_management": "the server clears earlier tool results and thinking "
+            "from what the model reads",
+        }
+    )
 
     __slots__ = ()
 

@@ -32,6 +32,7 @@ import importlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Final, Protocol
 
 from veridic._extras import require
@@ -117,6 +118,12 @@ class OpenAIChat(Adapter):
     api = "openai.chat.completions"
     spec_format = "openai"
     owned = frozenset({"messages", "tools", "functions", "function_call"})
+    server_edits = MappingProxyType(
+        {
+            "web_search_options": "the model reads web pages the server fetches, outside "
+            "the prompt and outside any data block",
+        }
+    )
 
     __slots__ = ()
 
@@ -282,6 +289,13 @@ class OpenAIResponses(Adapter):
     spec_format = "openai"
     owned = frozenset(
         {"input", "instructions", "tools", "previous_response_id", "conversation", "prompt"}
+    )
+    server_edits = MappingProxyType(
+        {
+            "truncation": "the server drops input items from the middle of the conversation "
+            "when it outgrows the context window (only 'disabled' drops none)",
+            "context_management": "the server compacts earlier turns into text it writes itself",
+        }
     )
 
     __slots__ = ()

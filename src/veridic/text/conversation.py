@@ -15,7 +15,8 @@ so **trust never survives storage**, by design:
   block or a tool result with the source it had when it was saved (an
   untrusted source is a label, not a permission);
 - a stored document that names a system turn, a field this format does not
-  have, a value of the wrong type, or a key twice in one object is refused
+  have, a value of the wrong type, or a key twice in one object (a
+  reasoning item's JSON text included) is refused
   whole, with the turn and the key that was wrong: nothing is skipped
   quietly (``json.loads`` keeps the last of two equal keys, so a reviewer of
   the stored row would read one turn and the prompt say another).
@@ -304,4 +305,7 @@ def _item(where: str, item: object) -> ReasoningItem:
             f"{where}: a reasoning item is {clip(repr(item))}, not an object with 'provider' "
             "and 'json'"
         )
-    return ReasoningItem(cast(ReasoningProvider, item["provider"]), cast(str, item["json"]))
+    try:
+        return ReasoningItem(cast(ReasoningProvider, item["provider"]), cast(str, item["json"]))
+    except VeridicError as error:
+        raise VeridicError(f"{where}: {error}") from error

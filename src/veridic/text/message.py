@@ -47,12 +47,15 @@ class Message:
     instruction message that :class:`~veridic.ModelGateway`, which checks the
     first message, never checked), tool calls sit on an assistant message only,
     and a tool call id and ``tool_error`` on a tool message only (elsewhere the
-    Anthropic and Responses formats left them out without a word).
+    Anthropic and Responses formats left them out without a word). A tool message
+    carries the non-empty id of the call it answers: the hash writes a missing id
+    as an empty one, which Chat Completions would send as another request.
 
     Raises:
         VeridicError: the role is not a :data:`Role`; tool calls on a message
             that is not the assistant's; a tool call id or ``tool_error`` on
-            one that is not a tool result; ``reasoning`` holds something that
+            one that is not a tool result; a tool result without the non-empty
+            id of the call it answers; ``reasoning`` holds something that
             is not a :class:`ReasoningItem`, or sits on a turn that is not the
             assistant's.
     """
@@ -126,6 +129,14 @@ def _check_links(message: Message) -> None:
             "calls, and the Anthropic and Responses formats would leave them out; record them "
             "with Composer.tool_call()"
         )
+    if role == "tool" and (type(message.tool_call_id) is not str or not message.tool_call_id):
+        raise VeridicError(
+            f"a tool message {_shown(message.tool_call_id)}, so it "
+            "answers no call: a result answers the call whose id it carries, and the prompt's "
+            "hash writes no id as empty, so an empty id and none would send two requests under "
+            "one sha256; answer a call with Composer.tool_result(), giving the id the model "
+            "gave the call"
+        )
     if role != "tool" and (message.tool_call_id is not None or message.tool_error):
         raise VeridicError(
             f"a {role} message got a tool call id ({clip(repr(message.tool_call_id))}) or "
@@ -133,6 +144,15 @@ def _check_links(message: Message) -> None:
             "Anthropic and Responses formats would leave them out of this message; answer a "
             "call with Composer.tool_result()"
         )
+
+
+def _shown(call_id: object) -> str:
+    """What a tool message got as its call id, as an error says it."""
+    if call_id is None:
+        return "has no tool call id"
+    if isinstance(call_id, str):
+        return f"got the tool call id {clip(call_id)}"
+    return f"got the tool call id {repr(call_id)[:60]} of type {type(call_id).__name__}, not a str"
 
 
 @dataclass(frozen=True, slots=True)

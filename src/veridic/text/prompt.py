@@ -20,13 +20,15 @@ too: :mod:`veridic.text.message` (a message and its parts),
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Final, Literal, cast
 
 from typing_extensions import deprecated
 
+from veridic import _json_object
+from veridic._json_object import RepeatedKeyError
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text._prompt_hash import _digest
 from veridic.text.document import DOCUMENT_FORMAT as DOCUMENT_FORMAT
@@ -296,22 +298,27 @@ class Prompt:
         before its text and ``tool_use`` blocks, as the API requires, each
         exactly as the model returned it.
 
+        A tool call's arguments go as the parsed ``input`` object; they must read
+        one way only, so text that gives a key twice (the hash and the document
+        carry both values, the API would get the last) is refused.
+
         Raises:
             VeridicError: the conversation is empty or does not start with a
-                user turn, which the Messages API rejects; or the prompt holds
-                OpenAI reasoning items (see :func:`check_reasoning`).
+                user turn, which the Messages API rejects; the prompt holds
+                OpenAI reasoning items (see :func:`check_reasoning`); or a tool
+                call's arguments are not a JSON object, or give a key twice.
         """
         check_reasoning(self, "anthropic", "the Anthropic Messages API (to_anthropic)")
         turns: list[tuple[Literal["user", "assistant"], list[AnthropicBlock], list[AnthropicBlock]]]
         turns = []
-        for message in self.messages:
+        for index, message in enumerate(self.messages):
             if message.role == "system":
                 continue
             role: Literal["user", "assistant"] = (
                 "assistant" if message.role == "assistant" else "user"
             )
             thinking: list[AnthropicBlock] = [_anthropic_block(i) for i in message.reasoning]
-            blocks = _anthropic_blocks(message)
+            blocks = _anthropic_blocks(message, index)
             if not blocks and not thinking:
                 # An empty assistant turn carries nothing, and the Messages API
                 # rejects an empty content list: there is nothing to send.
@@ -373,7 +380,7 @@ def _openai_call(call: ToolCall) -> OpenAIToolCall:
     }
 
 
-def _anthropic_blocks(message: Message) -> list[AnthropicBlock]:
+def _anthropic_blocks(message: Message, index: int) -> list[AnthropicBlock]:
     if message.role == "tool":
         result: AnthropicToolResultBlock = {
             "type": "tool_result",
@@ -387,6 +394,39 @@ def _anthropic_blocks(message: Message) -> list[AnthropicBlock]:
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
-        arguments = cast(dict[str, object], json.loads(call.arguments))
+        arguments = _tool_input(call, index)
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
     return blocks
+
+
+def _tool_input(call: ToolCall, index: int) -> dict[str, object]:
+    """A call's arguments as the ``tool_use`` input the Messages API takes: a JSON object.
+
+    The hash, the saved document and Chat Completions carry the arguments as text;
+    the Messages API takes them parsed, so the text must read one way only. A key
+    given twice would send its last value while a reviewer of the text reads the
+    first (``json.loads`` keeps the last without a word), so it is refused, as is
+    text that is not a JSON object (the API refuses another input, and a bare
+    ``JSONDecodeError`` would name no call). :meth:`Composer.tool_call` writes every
+    call's arguments as such an object.
+
+    Raises:
+        VeridicError: naming the call, its message and what is wrong.
+    """
+    try:
+        parsed: object = _json_object.loads(call.arguments)
+    except ValueError as error:
+        if isinstance(error, RepeatedKeyError):
+            problem = f"give the key {clip(error.key)} twice"
+        else:
+            problem = f"are not JSON ({error})"
+    else:
+        if isinstance(parsed, dict):
+            return cast(dict[str, object], parsed)
+        problem = f"are a JSON {type(parsed).__name__}, not an object"
+    raise VeridicError(
+        f"the arguments of tool call {clip(call.id)} ({clip(call.name)}) in message {index} "
+        f"{problem}: the Messages API takes them parsed, as one JSON object, and would send "
+        "another value than the prompt's text and hash carry; record calls with "
+        "Composer.tool_call(), which writes the arguments as such an object"
+    )

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.wire import ReasoningBlock
@@ -79,8 +80,10 @@ class ReasoningItem:
 
     Raises:
         VeridicError: the provider is not ``"anthropic"`` or ``"openai"``, the
-            block is not JSON, is not a reasoning block of that provider, or
-            lacks a key the provider always sends.
+            block is not JSON (``json_text`` that gives a key twice, holds a
+            number JSON cannot write, or nests too deeply to read, is not), is
+            not a reasoning block of that provider, or lacks a key the provider
+            always sends.
     """
 
     provider: ReasoningProvider
@@ -101,13 +104,16 @@ class ReasoningItem:
                 "ReasoningItem.of(provider, block)"
             )
         try:
-            block: object = json.loads(self.json_text)
+            # A key given twice is refused, not read as its last value: a reviewer of the
+            # stored row would read one reasoning and the model be sent another.
+            block: object = _json_object.loads(self.json_text)
         except ValueError as error:
             raise VeridicError(
-                f"{where}: json_text {clip(self.json_text)} is not JSON ({error}): pass the "
-                "json_text of a stored item unchanged, or build one with "
+                f"{where}: json_text {clip(self.json_text)} is not JSON, or gives a key twice "
+                f"({error}): pass the json_text of a stored item unchanged, or build one with "
                 "ReasoningItem.of(provider, block)"
             ) from error
+        _require_json(block, where, "json_text")
         kind = block.get("type") if isinstance(block, dict) else None
         fields = kinds.get(kind) if isinstance(kind, str) else None
         if not isinstance(block, dict) or fields is None:
