@@ -213,13 +213,13 @@ class Adapter:
         as an option of its own, the gateway checks that it names an exposed tool.
 
         An option with which the server changes what the model reads beyond the
-        prompt (:attr:`server_edits`: dropping or summarising turns, reading web
+        prompt (``server_edits``: dropping or summarising turns, reading web
         pages) is refused too: the prompt's hash would name text the model did not
         read.
 
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
-                tools, the model or streaming, or is one of :attr:`server_edits`;
+                tools, the model or streaming, or is one of ``server_edits``;
                 ``extra_body`` is not a mapping.
         """
         if not isinstance(options, Mapping):
