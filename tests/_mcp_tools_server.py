@@ -3,7 +3,10 @@
 Its tools are read from the JSON file named by ``VERIDIC_TEST_MCP_SPEC`` at every
 listing, so a test can change a description or a schema between two runs (or during
 one) the way a server that rug-pulls would. Every tool answers with its name and
-arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``.
+arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``. A
+tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
+content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
+server sends back.
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -44,7 +47,18 @@ async def _list(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=_tools())
 
 
+def _entry(name: str) -> dict[str, Any]:
+    with open(SPEC, encoding="utf-8") as file:
+        listed: list[dict[str, Any]] = json.load(file)
+    return next((tool for tool in listed if tool["name"] == name), {})
+
+
 async def _call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    entry = _entry(params.name)
+    if "sleep" in entry:
+        await anyio.sleep(entry["sleep"])
+    if "result" in entry:
+        return types.CallToolResult.model_validate(entry["result"])
     if params.name == "notify":
         await ctx.session.send_tool_list_changed()
     text = f"{params.name}: {json.dumps(params.arguments, sort_keys=True)}"
