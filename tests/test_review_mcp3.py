@@ -10,17 +10,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+import anyio
+import mcp_types as types
 import pytest
+from mcp import Client
 
 from veridic import (
     ApprovalPolicy,
+    CallOutcome,
     CallResult,
+    Deny,
     Registry,
     SQLiteAuditSink,
+    ToolView,
     aexecute,
 )
 from veridic.errors import IntegrationError
 from veridic.integrations.mcp import Declared, McpServer, connect, stdio
+from veridic.integrations.mcp.server import mcp_server
 
 SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
 ANY: Final = {"type": "object"}
@@ -152,3 +159,163 @@ def test_a_call_the_server_did_not_answer_in_time_says_it_may_have_run(
     assert str(after.told) == "balance: 10"  # the late "moved" is nobody's answer
     first, _ = audit.records()
     assert "may have run" in first.detail
+
+
+# --- (3) veridic's own server, as its clients see it -------------------------------------
+
+
+def _shop(with_admin_tools: bool) -> Registry:
+    """Two tools every client sees; with ``with_admin_tools``, four an ordinary client must
+    not learn of, and one tombstoned for it (said unavailable, on purpose)."""
+    registry = Registry("shop")
+
+    @registry.tool(kind="query")
+    def find_order(order_id: int) -> str:
+        """Look an order up by its number.
+
+        Args:
+            order_id: The order's number.
+        """
+        return f"order {order_id}"
+
+    @registry.tool(kind="query")
+    def find_customer(name: str) -> str:
+        """Look a customer up by name.
+
+        Args:
+            name: The customer's name.
+        """
+        return f"customer {name}"
+
+    if with_admin_tools:
+
+        @registry.tool(kind="query", roles=("admin",))
+        def export_customers(limit: int) -> str:
+            """Export every customer record, with payment data.
+
+            Args:
+                limit: How many.
+            """
+            return "exported"
+
+        @registry.tool(kind="query")
+        def find_order_internal(order_id: int) -> str:
+            """Look an order up with its fraud score.
+
+            Args:
+                order_id: The order's number.
+            """
+            return "score"
+
+        @registry.tool(kind="query")
+        def staff_notes(order_id: int) -> str:
+            """Read the staff's notes on an order.
+
+            Args:
+                order_id: The order's number.
+            """
+            return "notes"
+
+        @registry.tool(kind="query")
+        def audit_trail(order_id: int) -> str:
+            """Read who touched an order.
+
+            Args:
+                order_id: The order's number.
+            """
+            return "trail"
+
+        @registry.tool(kind="query")
+        def refunds_report(day: str) -> str:
+            """Build the refunds report of a day.
+
+            Args:
+                day: The day, as YYYY-MM-DD.
+            """
+            return "report"
+
+    return registry
+
+
+def _client_view(registry: Registry) -> ToolView:
+    """An ordinary client's view: no roles; three tools hidden three ways, one tombstoned."""
+    if "export_customers" not in registry.names():
+        return registry.view()
+    return registry.view(
+        deny=[
+            "find_order_internal",
+            Deny(when=lambda tool: tool.name == "staff_notes"),
+            Deny({"refunds_report"}, reason="refunds are closed today", tombstone=True),
+        ],
+        predicates=[lambda tool: tool.name != "audit_trail"],
+    )
+
+
+def _answers(registry: Registry, calls: list[tuple[str, dict[str, object]]]) -> list[str]:
+    """What an ordinary MCP client is told for each call, and the audit's outcomes."""
+    audit = SQLiteAuditSink(":memory:")
+    server = mcp_server(lambda request: _client_view(registry), audit=audit)
+    told: list[str] = []
+
+    async def main() -> None:
+        async with Client(server) as client:
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                assert result.is_error
+                (block,) = result.content
+                assert isinstance(block, types.TextContent)
+                told.append(block.text)
+
+    anyio.run(main)
+    audit.close()
+    return told
+
+
+HIDDEN: Final = ["export_customers", "find_order_internal", "staff_notes", "audit_trail"]
+
+
+@pytest.mark.parametrize("name", HIDDEN)
+def test_a_client_cannot_tell_a_tool_hidden_from_it_from_a_name_nobody_registered(
+    name: str,
+) -> None:
+    """A client that called a tool its view hides (a role it lacks, a deny filter, a
+    predicate) was told "tool 'export_customers' is denied in this view (it requires one
+    of the roles admin; this view has none)": by guessing names, a client enumerated the
+    tools kept from it, and the roles that open them, where a hidden tool is one "the
+    model never learns the name" of. It is now told what a name nobody registered gets,
+    word for word (for a call and for get_tool_schema alike); the audit keeps the truth."""
+    calls: list[tuple[str, dict[str, object]]] = [
+        (name, {"order_id": 1}),
+        ("get_tool_schema", {"name": name}),
+    ]
+    hidden = _answers(_shop(with_admin_tools=True), calls)
+    unknown = _answers(_shop(with_admin_tools=False), calls)
+    assert hidden == unknown
+    assert hidden[0].startswith(f"no tool is named {name!r}")
+    assert "admin" not in " ".join(hidden)
+
+
+def test_the_audit_keeps_why_a_hidden_tool_was_refused_and_a_tombstone_is_still_told(
+    audit: SQLiteAuditSink,
+) -> None:
+    registry = _shop(with_admin_tools=True)
+    server = mcp_server(lambda request: _client_view(registry), audit=audit)
+
+    async def main() -> list[str]:
+        async with Client(server) as client:
+            hidden = await client.call_tool("export_customers", {"limit": 1})
+            closed = await client.call_tool("refunds_report", {"day": "2026-01-01"})
+        return [
+            block.text
+            for r in (hidden, closed)
+            for block in r.content
+            if isinstance(block, types.TextContent)
+        ]
+
+    hidden, closed = anyio.run(main)
+    assert hidden.startswith("no tool is named 'export_customers'")
+    assert "refunds are closed today" in closed  # a tombstone is said unavailable on purpose
+    first, second = audit.records()
+    assert (first.tool, first.outcome) == ("export_customers", CallOutcome.REFUSED)
+    assert "requires one of the roles admin" in first.detail  # the operator reads why
+    assert second.outcome is CallOutcome.REFUSED
