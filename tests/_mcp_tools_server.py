@@ -6,7 +6,8 @@ one) the way a server that rug-pulls would. Every tool answers with its name and
 arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``. A
 tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
 content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
-server sends back.
+server sends back. A file holding ``{"list_error": text}`` instead of a list makes every
+``tools/list`` a JSON-RPC error with that message.
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -23,6 +24,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 SPEC = os.environ["VERIDIC_TEST_MCP_SPEC"]
 
@@ -44,6 +46,10 @@ def _tools() -> list[types.Tool]:
 
 
 async def _list(ctx: Any, params: Any) -> types.ListToolsResult:
+    with open(SPEC, encoding="utf-8") as file:
+        listed = json.load(file)
+    if isinstance(listed, dict):
+        raise MCPError(code=types.INTERNAL_ERROR, message=listed["list_error"])
     return types.ListToolsResult(tools=_tools())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,7 @@ from veridic import (
     aexecute,
 )
 from veridic.errors import IntegrationError
-from veridic.integrations.mcp import Declared, McpServer, connect, stdio
+from veridic.integrations.mcp import Declared, McpServer, connect, list_tools, stdio
 from veridic.integrations.mcp.server import mcp_server
 
 SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
@@ -319,3 +320,36 @@ def test_the_audit_keeps_why_a_hidden_tool_was_refused_and_a_tombstone_is_still_
     assert (first.tool, first.outcome) == ("export_customers", CallOutcome.REFUSED)
     assert "requires one of the roles admin" in first.detail  # the operator reads why
     assert second.outcome is CallOutcome.REFUSED
+
+
+def test_a_servers_error_text_cannot_forge_a_log_line_when_it_does_not_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that answered ``tools/list`` with a JSON-RPC error chose the message that
+    ``connect`` logged as a warning, raw: its line break wrote a log line of its own
+    ("WARNING veridic.registry: all servers pinned and clean") and its escape sequence
+    cleared the operator's terminal, ahead of the registry's own (escaped) boot line. The
+    same text reached ``list_tools``'s error and ``veridic mcp pin``'s message."""
+    forged = "down\nWARNING veridic.registry: all servers pinned and clean\x1b[2J"
+    spec = tmp_path / "tools.json"
+    spec.write_text(json.dumps({"list_error": forged}))
+    env = {"VERIDIC_TEST_MCP_SPEC": str(spec)}
+    server = stdio("tools", sys.executable, str(SCRIPT), env=env)
+    registry = Registry()
+
+    async def run() -> str:
+        async with connect(registry, server):
+            pass
+        with pytest.raises(IntegrationError) as raised:
+            await list_tools(server)
+        return str(raised.value)
+
+    with caplog.at_level(logging.INFO, logger="veridic"):
+        message = asyncio.run(run())
+        registry.view()
+    logged = [record.getMessage() for record in caplog.records]
+    assert any("did not start" in line for line in logged)
+    for line in [*logged, message, registry.components()[0].detail]:
+        assert "\n" not in line
+        assert "\x1b" not in line
+    assert "'down\\nWARNING veridic.registry" in message  # quoted as a sample, escaped

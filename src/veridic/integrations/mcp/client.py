@@ -438,14 +438,14 @@ class McpConnection:
                 async for _event in subscription:
                     await self._changed_notice()
         except Exception as error:  # not offered, or the stream ended: calls still check
-            _log.debug("MCP server %r: no change notices (%s)", self.server.name, error)
+            _log.debug("MCP server %r: no change notices (%s)", self.server.name, _quoted(error))
 
     async def _changed_notice(self) -> None:
         _log.info("MCP server %r says its tool list changed: checking", self.server.name)
         try:
             await self.recheck()
         except Exception as error:  # the next call checks again, and fails loudly
-            _log.warning("MCP server %r: re-check failed: %s", self.server.name, error)
+            _log.warning("MCP server %r: re-check failed: %s", self.server.name, _quoted(error))
 
     def _live(self) -> object:
         if self._client is None:
@@ -721,12 +721,22 @@ def _timed_out(error: BaseException) -> bool:
 
 def _unreachable(server: McpServer, error: BaseException) -> IntegrationError:
     reason = str(_reason(error))
-    told = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in _leaves(error))
+    told = "; ".join(_quoted(leaf) for leaf in _leaves(error))
     return IntegrationError(
         f"MCP server {server.name!r} ({server.url or ' '.join(server.command)}): {reason} "
         f"({told}); its tools are unavailable until it does",
         reason=reason,
     )
+
+
+def _quoted(error: BaseException) -> str:
+    """An error of the SDK or the server for a log line or a message of veridic's.
+
+    Its text may be the server's own (a JSON-RPC error's message): written raw,
+    a line break in it forged a log line of its own and an escape sequence
+    repainted the operator's terminal. ``clip`` quotes it escaped and cut.
+    """
+    return f"{type(error).__name__}: {clip(str(error), _ERROR_SHOWN)}"
 
 
 def _check_name(name: TrustedText) -> None:
