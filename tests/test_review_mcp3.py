@@ -112,7 +112,7 @@ def test_a_call_the_server_did_not_answer_in_time_says_it_may_have_run(
     user confirms it again. But MCP cannot take a call back (the cancel it sends is a
     courtesy a server may ignore): the first one may have run, and the write happens
     twice. The error now says so, and a late answer is never another call's."""
-    tools = [
+    tools: list[dict[str, object]] = [
         {
             "name": "transfer",
             "description": "Move money.",
