@@ -3,7 +3,11 @@
 Its tools are read from the JSON file named by ``VERIDIC_TEST_MCP_SPEC`` at every
 listing, so a test can change a description or a schema between two runs (or during
 one) the way a server that rug-pulls would. Every tool answers with its name and
-arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``.
+arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``. A
+tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
+content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
+server sends back. A file holding ``{"list_error": text}`` instead of a list makes every
+``tools/list`` a JSON-RPC error with that message.
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -20,6 +24,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 SPEC = os.environ["VERIDIC_TEST_MCP_SPEC"]
 
@@ -41,10 +46,25 @@ def _tools() -> list[types.Tool]:
 
 
 async def _list(ctx: Any, params: Any) -> types.ListToolsResult:
+    with open(SPEC, encoding="utf-8") as file:
+        listed = json.load(file)
+    if isinstance(listed, dict):
+        raise MCPError(code=types.INTERNAL_ERROR, message=listed["list_error"])
     return types.ListToolsResult(tools=_tools())
 
 
+def _entry(name: str) -> dict[str, Any]:
+    with open(SPEC, encoding="utf-8") as file:
+        listed: list[dict[str, Any]] = json.load(file)
+    return next((tool for tool in listed if tool["name"] == name), {})
+
+
 async def _call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    entry = _entry(params.name)
+    if "sleep" in entry:
+        await anyio.sleep(entry["sleep"])
+    if "result" in entry:
+        return types.CallToolResult.model_validate(entry["result"])
     if params.name == "notify":
         await ctx.session.send_tool_list_changed()
     text = f"{params.name}: {json.dumps(params.arguments, sort_keys=True)}"

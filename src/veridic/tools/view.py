@@ -362,6 +362,12 @@ class ToolView:
         withheld = self._withheld.get(name)
         if withheld is not None:
             return withheld
+        return self._unknown(name)
+
+    def _unknown(self, name: str) -> ToolStatus:
+        """``name`` as a name never registered, whatever the registry holds: also what the
+        MCP server tells a client that calls a tool hidden from its view, which must read
+        exactly as a name nobody registered."""
         index, first = self._suggester()
         close = index.close_matches(str(name), _SUGGESTED, _CUTOFF)
         nearest = _not_riskier(str(name), close, self._exposed) if close else first

@@ -77,6 +77,7 @@ __all__ = ["Declared", "McpConnection", "McpServer", "connect", "http", "list_to
 _log = logging.getLogger("veridic.integrations.mcp")
 _EXTRA: Final = "mcp"
 _PAGES: Final = 100
+_ERROR_SHOWN: Final = 2000  # characters of a server's error text an error quotes
 _REQUEST_TIMEOUT: Final = -32001  # mcp_types.REQUEST_TIMEOUT: a request that got no answer
 
 
@@ -109,7 +110,8 @@ def stdio(
     """A server started as ``command *args``, spoken to over its stdin and stdout.
 
     ``env`` replaces the child's environment when given (the SDK passes a safe
-    default otherwise); ``timeout`` bounds starting and each listing, in seconds;
+    default otherwise); ``timeout`` bounds starting, each listing and each call, in
+    seconds (a call not answered in time may still have run, and its error says so);
     ``protocol="legacy"`` forces the initialize handshake of servers before 2026
     (``"auto"`` finds out).
     """
@@ -390,15 +392,16 @@ class McpConnection:
         reason = self._withheld.get(name)
         if reason is not None:
             raise self._unavailable(name, reason)
-        result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
+        try:
+            result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
+        except Exception as error:
+            if _timed_out(error):
+                raise _unanswered(self.server, name) from error
+            raise
         text = _result_text(result)
         source = f"mcp:{self.server.name}/{name}"
         if getattr(result, "is_error", False):
-            raise IntegrationError(
-                f"MCP server {self.server.name!r}: tool {name!r} answered with an error: "
-                f"{text[:2000]}",
-                reason="the tool answered with an error",
-            )
+            raise _answered_error(self.server, name, text)
         return untrusted(text, source=source)
 
     def _withhold_changed(self, listed: Mapping[str, PinnedTool]) -> tuple[PinChange, ...]:
@@ -435,14 +438,14 @@ class McpConnection:
                 async for _event in subscription:
                     await self._changed_notice()
         except Exception as error:  # not offered, or the stream ended: calls still check
-            _log.debug("MCP server %r: no change notices (%s)", self.server.name, error)
+            _log.debug("MCP server %r: no change notices (%s)", self.server.name, _quoted(error))
 
     async def _changed_notice(self) -> None:
         _log.info("MCP server %r says its tool list changed: checking", self.server.name)
         try:
             await self.recheck()
         except Exception as error:  # the next call checks again, and fails loudly
-            _log.warning("MCP server %r: re-check failed: %s", self.server.name, error)
+            _log.warning("MCP server %r: re-check failed: %s", self.server.name, _quoted(error))
 
     def _live(self) -> object:
         if self._client is None:
@@ -578,6 +581,37 @@ def _result_text(result: object) -> str:
     return "\n".join(parts)
 
 
+def _unanswered(server: McpServer, name: str) -> IntegrationError:
+    """The error of a call the server did not answer within its timeout.
+
+    Not a failure that did nothing: MCP cannot take a call back (the SDK's
+    cancel is a courtesy the server may ignore), so the call may have run, and
+    a model or a user that reads "failed" runs it again. The message says so
+    first, where the audit record's clipped detail keeps it.
+    """
+    return IntegrationError(
+        f"MCP server {server.name!r} did not answer the call of tool {name!r} within "
+        f"{server.timeout} s, so the call may have run (MCP cannot take it back): check "
+        "what it did before calling it again",
+        reason="the MCP server did not answer the call in time",
+    )
+
+
+def _answered_error(server: McpServer, name: str, text: str) -> IntegrationError:
+    """The error of an ``isError`` result, quoting the server's text as a sample.
+
+    The text is the server's, not veridic's: quoted raw, its line breaks forged
+    log lines, its escape sequences repainted the terminal of whoever read the
+    log or the audit, and it read as part of veridic's own message. ``clip``
+    quotes it escaped, cut to ``_ERROR_SHOWN`` characters with its length.
+    """
+    return IntegrationError(
+        f"MCP server {server.name!r}: tool {name!r} answered with an error: "
+        f"{clip(text, _ERROR_SHOWN)} (the server's own words, quoted)",
+        reason="the tool answered with an error",
+    )
+
+
 # --- checks ----------------------------------------------------------------------------
 
 
@@ -687,12 +721,22 @@ def _timed_out(error: BaseException) -> bool:
 
 def _unreachable(server: McpServer, error: BaseException) -> IntegrationError:
     reason = str(_reason(error))
-    told = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in _leaves(error))
+    told = "; ".join(_quoted(leaf) for leaf in _leaves(error))
     return IntegrationError(
         f"MCP server {server.name!r} ({server.url or ' '.join(server.command)}): {reason} "
         f"({told}); its tools are unavailable until it does",
         reason=reason,
     )
+
+
+def _quoted(error: BaseException) -> str:
+    """An error of the SDK or the server for a log line or a message of veridic's.
+
+    Its text may be the server's own (a JSON-RPC error's message): written raw,
+    a line break in it forged a log line of its own and an escape sequence
+    repainted the operator's terminal. ``clip`` quotes it escaped and cut.
+    """
+    return f"{type(error).__name__}: {clip(str(error), _ERROR_SHOWN)}"
 
 
 def _check_name(name: TrustedText) -> None:

@@ -17,7 +17,8 @@ gives for that request (one view per request stays the rule):
   handler's value comes back as text (structured content too when it is a
   JSON object); every error, an unknown name or an unavailable tool included,
   comes back as an ``isError`` result carrying veridic's message, never as a
-  crash of the server.
+  crash of the server. A tool the view hides (not tombstoned) is told as a
+  name nobody registered, so a client cannot learn what is kept from it.
 
 A call the policy will not decide alone (a write without an ``always`` rule,
 every call of a high-risk tool) is put to the user through MCP elicitation:
@@ -68,6 +69,7 @@ from veridic.errors import VeridicError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AsyncAuditSink, AuditRecord, AuditSink, CallOutcome
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute
+from veridic.tools.tool import SCHEMA_TOOL
 from veridic.tools.view import ToolView
 
 if TYPE_CHECKING:
@@ -299,6 +301,10 @@ class _Served:
             return _error_result(_message(error))
         if approval.refusal and result.outcome is CallOutcome.DENIED:
             return _error_result(approval.refusal)
+        hidden = _hidden(view, params.name, arguments)
+        if hidden is not None and result.error is not None:
+            # The record says why (denied, by what); the client reads an unknown name.
+            return _error_result(str(view._unknown(hidden).error()))
         return _call_result(result)
 
     def _approval(
@@ -566,6 +572,26 @@ def _pending(
     except VeridicError:
         return None
     return request if request.pending else None
+
+
+def _hidden(view: ToolView, name: str, arguments: Mapping[str, object]) -> str | None:
+    """The name this call asks about that ``view`` hides from the client, if any.
+
+    A hidden tool (a role the client lacks, a deny filter or a predicate that
+    does not tombstone it) is one the client never learns the name of, so a
+    call of it, or a ``get_tool_schema`` asking for it, must read exactly as a
+    name nobody registered: told "denied (it requires one of the roles admin)",
+    a client guessing names enumerated the tools kept from it and the roles
+    that open them. A tombstoned tool is said unavailable on purpose, and the
+    schema tool's own name is everyone's.
+    """
+    asked: object = name
+    if name == SCHEMA_TOOL and name in view.names():
+        asked = arguments.get("name")
+    if not isinstance(asked, str) or asked == SCHEMA_TOOL:
+        return None
+    status = view.status(asked)
+    return asked if status.state == "denied" and not status.tombstoned else None
 
 
 def _request(
