@@ -157,7 +157,7 @@ class VeridicPlugin(Plugin):
         if _notes.watching():
             self._watching = True
             return None
-        return partial(_notes.analyze_brand, fullname)
+        return partial(_notes.analyze_brand, self, fullname)
 
     def get_function_signature_hook(
         self, fullname: str
