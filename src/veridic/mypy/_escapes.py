@@ -21,11 +21,23 @@ Hooks (``veridic-literal``), outside the call hooks of ``_minting``:
   receives (even a decorator that keeps the signature may store the function
   and call it elsewhere).
 
-Not seen: a module that makes no call at all (no hook runs in it) and keeps such
-a function in a variable typed ``Callable[[str], R]``; a class whose constructor
-takes ``LiteralString`` passed as a value (classes are passed to ``isinstance``
-and ``except`` far more often than called elsewhere). An overloaded function's
-parameters are not trusted in its body (``_code_text``), so passing it on is fine.
+- every call hook looks at the parameter each class argument fills: a class whose
+  constructor trusts a parameter (``BootError``, ``ToolHints``) given where a
+  ``Callable`` is expected (``map(BootError, reasons)``, ``functools.partial``, a
+  callback) is called there later, unchecked; given where a class is taken
+  (``isinstance``, ``except``, ``type[T]``, a ``TypeVar``), it is not.
+
+The same walk reports a brand used as a value and a ``cast()`` to a brand
+(``_forging``), and a ``Final`` constant rewritten through a module's namespace
+(``_namespace``).
+
+Not seen: a module that makes no call at all (mypy runs no plugin hook in it: a
+hook at the end of its check, ``get_additional_indirect_deps``, gets only the tree,
+and the compiled mypy leaves no frame to find its checker in) and keeps such a
+function in a variable typed ``Callable[[str], R]``; a class kept as a value other
+than as an argument (returned, assigned to a ``Callable``). An overloaded
+function's parameters are not trusted in its body (``_code_text``), so passing it
+on is fine.
 """
 
 from __future__ import annotations
