@@ -1207,7 +1207,7 @@ def _u(p: str) -> UntrustedText:
 
 def _as_trusted(text: str) -> TrustedInstruction:
     """What a wrong annotation or a ``cast`` does: the type says trusted, the value is not."""
-    return cast(TrustedInstruction, text)
+    return cast(TrustedInstruction, text)  # type: ignore[veridic-forge]  # a forgery on purpose
 
 
 def _render(template: InstructionTemplate[_System], persona: str) -> object:

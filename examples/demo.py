@@ -76,7 +76,7 @@ def report(prompt: Prompt) -> None:
 def refuse() -> None:
     ticket = untrusted(TICKET, source="helpdesk:ticket/4711")
     try:
-        Composer().system(cast(TrustedInstruction, ticket))
+        Composer().system(cast(TrustedInstruction, ticket))  # type: ignore[veridic-forge]  # a forgery on purpose
     except ProvenanceError as error:
         print("Pushing the ticket into the system slot (mypy with veridic.mypy rejects this")
         print("line before it runs; here it was forced with a cast) fails at run time too:\n")

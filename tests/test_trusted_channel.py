@@ -208,7 +208,7 @@ def _raise_key_error() -> None:
 
 
 def _raise_untrusted_boot_error() -> None:
-    unchecked(BootError)(untrusted(CANARY, source="licence-server"))
+    unchecked(BootError)(untrusted(CANARY, source="licence-server"))  # type: ignore[veridic-literal]
 
 
 def _raise_dynamic_type() -> None:
@@ -290,7 +290,7 @@ def test_a_boot_error_reason_and_a_literal_message_are_code_and_are_shown() -> N
 
 def test_a_boot_error_refuses_untrusted_text_when_it_is_made() -> None:
     with pytest.raises(ProvenanceError, match=r"BootError\(reason\)"):
-        unchecked(BootError)(untrusted(CANARY, source="licence-server"))
+        unchecked(BootError)(untrusted(CANARY, source="licence-server"))  # type: ignore[veridic-literal]
 
 
 # --- trusted positions that take short text ----------------------------------------------
@@ -313,8 +313,8 @@ def test_property_every_short_trusted_position_refuses_untrusted_text(word: str)
         lambda: _component("name", outside),
         lambda: _component("hint", outside),
         lambda: _component("provides", outside),
-        lambda: unchecked(Deny)({"x"}, reason=outside),
-        lambda: unchecked(BootError)(outside),
+        lambda: unchecked(Deny)({"x"}, reason=outside),  # type: ignore[veridic-literal]
+        lambda: unchecked(BootError)(outside),  # type: ignore[veridic-literal]
         lambda: _decorate(Registry(), description=outside),
         lambda: unchecked(Registry().external)(  # type: ignore[veridic-literal]
             name="t",

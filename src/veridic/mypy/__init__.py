@@ -17,7 +17,8 @@ module                 rule                                          error code
 ``_literal_string``    keeps ``LiteralString`` annotations visible   (none)
 ``_minting``           ``instruction()`` / ``LiteralString`` args    ``veridic-literal``
                        are text written in code
-``_forging``           no brand constructor outside veridic          ``veridic-forge``
+``_forging``           no brand constructor outside veridic, nor     ``veridic-forge``
+                       passed as a value, nor a ``cast()`` to one
 ``_composition``       trusted ``+`` trusted is trusted              (none: a type)
 ``_any_guard``         no ``Any`` in an instruction position, nor    ``veridic-any``
                        in a ``Literal`` parameter
@@ -27,6 +28,8 @@ module                 rule                                          error code
 ``_private``           veridic's private minting names stay inside   ``veridic-forge``
 ``_escapes``           a function trusting a ``LiteralString``       ``veridic-literal``
                        parameter is called by name, not passed on
+``_namespace``         a ``Final`` text constant is not rewritten    ``veridic-literal``
+                       through its module's namespace
 ``_notes``             mypy's own brand errors say how to mint       (notes)
 ``_sdk``               provider SDK calls give instructions only     ``veridic-sdk``
                        in trusted text
@@ -37,8 +40,7 @@ module                 rule                                          error code
 ``str``) and ``_literal_data`` (``Literal`` values filled from ``Any``).
 
 The error codes are declared in :mod:`veridic.mypy.errorcodes`; docs/mypy.md
-says what mypy cannot see (``typing.cast`` to a brand) and what pyright checks
-without a plugin.
+says what mypy cannot see and what pyright checks without a plugin.
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ class VeridicPlugin(Plugin):
         if _notes.watching():
             self._watching = True
             return None
-        return partial(_notes.analyze_brand, fullname)
+        return partial(_notes.analyze_brand, self, fullname)
 
     def get_function_signature_hook(
         self, fullname: str

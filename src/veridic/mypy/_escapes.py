@@ -21,11 +21,23 @@ Hooks (``veridic-literal``), outside the call hooks of ``_minting``:
   receives (even a decorator that keeps the signature may store the function
   and call it elsewhere).
 
-Not seen: a module that makes no call at all (no hook runs in it) and keeps such
-a function in a variable typed ``Callable[[str], R]``; a class whose constructor
-takes ``LiteralString`` passed as a value (classes are passed to ``isinstance``
-and ``except`` far more often than called elsewhere). An overloaded function's
-parameters are not trusted in its body (``_code_text``), so passing it on is fine.
+- every call hook looks at the parameter each class argument fills: a class whose
+  constructor trusts a parameter (``BootError``, ``ToolHints``) given where a
+  ``Callable`` is expected (``map(BootError, reasons)``, ``functools.partial``, a
+  callback) is called there later, unchecked; given where a class is taken
+  (``isinstance``, ``except``, ``type[T]``, a ``TypeVar``), it is not.
+
+The same walk reports a brand used as a value and a ``cast()`` to a brand
+(``_forging``), and a ``Final`` constant rewritten through a module's namespace
+(``_namespace``).
+
+Not seen: a module that makes no call at all (mypy runs no plugin hook in it: a
+hook at the end of its check, ``get_additional_indirect_deps``, gets only the tree,
+and the compiled mypy leaves no frame to find its checker in) and keeps such a
+function in a variable typed ``Callable[[str], R]``; a class kept as a value other
+than as an argument (returned, assigned to a ``Callable``). An overloaded
+function's parameters are not trusted in its body (``_code_text``), so passing it
+on is fine.
 """
 
 from __future__ import annotations
@@ -47,9 +59,9 @@ from mypy.nodes import (
 )
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.server.subexpr import get_subexpressions
-from mypy.types import CallableType, get_proper_type
+from mypy.types import CallableType, Overloaded, Type, UnionType, get_proper_type
 
-from veridic.mypy import errorcodes
+from veridic.mypy import _forging, _namespace, errorcodes
 from veridic.mypy._signature import called_value, code_text_parameter, signature_of
 
 _KEEPING_DECORATORS: Final = frozenset(
@@ -80,6 +92,8 @@ def report_references(checker: TypeChecker) -> None:
     kept = {id(expr.callee) for expr in expressions if isinstance(expr, CallExpr)}
     kept |= {id(expr.expr) for expr in expressions if isinstance(expr, MemberExpr)}
     with _notes.outside_speculation(checker.msg.errors):
+        _forging.report_values(checker, expressions, kept)
+        _namespace.report_writes(checker, expressions)
         for expr in expressions:
             if id(expr) in kept:
                 continue
@@ -93,6 +107,9 @@ def check_arguments(
 ) -> None:
     """Report an argument that is such a function and that no name shows (a bound method,
     what a decorator receives); a named one is reported by :func:`report_references`.
+    A class whose constructor trusts a parameter is reported where the parameter it fills
+    is a ``Callable`` (``map(BootError, reasons)``, ``functools.partial(ToolHints)``), not
+    where it is taken as a class (``isinstance``, ``except``, ``type[T]``).
 
     ``callee`` is the full name of what is called: the standard library's context
     manager decorators call the function only with the arguments of a call of its name,
@@ -100,20 +117,62 @@ def check_arguments(
     """
     if callee in _KEEPING_DECORATORS:
         return
-    for exprs, types in zip(ctx.args, ctx.arg_types, strict=True):
+    if callee in _namespace.ATTRIBUTE_WRITERS:
+        _namespace.check_attribute_write(callee, ctx, checker)
+        return
+    formals: list[Type | None] | None = None
+    for position, (exprs, types) in enumerate(zip(ctx.args, ctx.arg_types, strict=True)):
         for expr, typ in zip(exprs, types, strict=True):
             if _named_function(expr) is not None:
                 continue
             proper = get_proper_type(typ)
-            if not isinstance(proper, CallableType) or proper.is_type_obj():
+            if not isinstance(proper, CallableType):
                 continue
             formal = code_text_parameter(proper)
             if formal is None:
                 continue
-            what = _callable_display(proper)
+            if proper.is_type_obj():
+                if formals is None:
+                    formals = _formal_types(ctx, checker)
+                if not _takes_callable(formals[position] if position < len(formals) else None):
+                    continue
+                what = f"the class {proper.type_object().name}"
+            else:
+                what = _callable_display(proper)
             if isinstance(expr, TempNode):
                 what = f"the decorated function {what}"
             _fail(checker, f"{what} passed as a value", formal, expr)
+
+
+def _formal_types(ctx: FunctionContext | MethodContext, checker: TypeChecker) -> list[Type | None]:
+    """The declared type of each parameter a call's arguments are grouped by (the overload
+    item whose parameters match, for an overloaded callee), ``None`` where unknown."""
+    unknown: list[Type | None] = [None] * len(ctx.args)
+    call = ctx.context
+    if not isinstance(call, CallExpr):
+        return unknown
+    typ = checker.lookup_type_or_none(call.callee)
+    proper = None if typ is None else get_proper_type(typ)
+    items = (
+        [proper]
+        if isinstance(proper, CallableType)
+        else proper.items
+        if isinstance(proper, Overloaded)
+        else []
+    )
+    for item in items:
+        if len(item.arg_types) == len(ctx.args) and item.arg_names == ctx.callee_arg_names:
+            return list(item.arg_types)
+    return unknown
+
+
+def _takes_callable(formal: Type | None) -> bool:
+    """Whether a parameter is typed as something to call (``Callable[...]``, or optional):
+    a class given there is called later, where no hook checks the call."""
+    proper = None if formal is None else get_proper_type(formal)
+    if isinstance(proper, UnionType):
+        return any(_takes_callable(item) for item in proper.items)
+    return isinstance(proper, CallableType | Overloaded) and not proper.is_type_obj()
 
 
 def check_call_through_value(ctx: FunctionContext | MethodContext, checker: TypeChecker) -> None:

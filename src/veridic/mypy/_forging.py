@@ -12,18 +12,62 @@ time, so ``TrustedInstruction(user_text)`` satisfies mypy while carrying no
 provenance; the composer then refuses it at run time, and the two checks
 disagree. Inside veridic the constructors wrap values that were minted.
 
-Not seen: the constructor passed as a value (``map(TrustedInstruction, xs)``)
-and ``typing.cast`` to a brand. No plugin hook sees a ``cast``; ``veridic
-hatches`` lists both, and the run-time check refuses the values.
+The first call hook run in a module (or, in a module that makes no call, the end
+of its check: ``_escapes``) also walks the module's expressions for
+
+- a brand named anywhere but as the callee of a call or the owner of an
+  attribute read (``map(TrustedInstruction, texts)``,
+  ``TypeAdapter(TrustedInstruction).validate_python(raw)``, returned, a default,
+  held in a dict, a type alias of the module that names one): what calls it later
+  gets a value typed as the brand that nothing minted;
+- a ``cast()`` whose target names a brand (``cast(TrustedInstruction, text)``,
+  ``cast(list[TrustedInstruction], texts)``), however deep in a function it hides.
+
+The composer refuses such a value at run time, but the positions typed
+``TrustedText`` (a ``Deny`` reason, a component's hint, a ``ToolHints`` title, a
+``BootError``'s reason) cannot tell it from text written in code: the plugin
+accepts a ``TrustedInstruction`` there as minted, and the run time prints it in the
+capability section. So each is ``veridic-forge``, as the constructor's call is.
+Type-only uses stay clean: annotations, a type alias definition, a ``TypeVar``
+bound, ``NewType``, ``TypedDict``, ``NamedTuple``, ``list[TrustedInstruction]()``.
+
+Not seen: a brand reached through a type alias defined in another module (``from
+app.types import Forge``; ``veridic hatches`` follows those).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import Final
+
 from mypy.checker import TypeChecker
+from mypy.nodes import (
+    AssignmentStmt,
+    CallExpr,
+    CastExpr,
+    ClassDef,
+    Expression,
+    IndexExpr,
+    MypyFile,
+    RefExpr,
+    SymbolNode,
+    TypeAlias,
+    TypeInfo,
+)
 from mypy.plugin import FunctionContext
-from mypy.types import Type
+from mypy.server.subexpr import get_subexpressions
+from mypy.types import (
+    CallableType,
+    Instance,
+    TupleType,
+    Type,
+    TypeType,
+    UnionType,
+    get_proper_type,
+)
 
 from veridic.mypy import _names, errorcodes
+from veridic.mypy._rebinding import every_statement
 
 _ADVICE = {
     _names.TRUSTED: (
@@ -40,9 +84,154 @@ _ADVICE = {
 }
 
 
+_VALUE_ADVICE: Final = (
+    "a value typed {brand} that nothing minted: the composer "
+    "refuses it, but a TrustedText position (a Deny reason, a component's hint, a ToolHints "
+    "title) cannot tell it from text written in code and prints it in the capability "
+    "section; {fix}"
+)
+_FIX: Final = {
+    _names.TRUSTED: (
+        "call instruction() on each text written in code (a lambda or a comprehension around "
+        "the call is checked), read outside text into an InstructionField, or vouch for it "
+        'with TrustPolicy("name").vouch(text, reason=...)'
+    ),
+    _names.UNTRUSTED: 'brand outside text with untrusted(text, source="...")',
+}
+
+
 def check(fullname: str, ctx: FunctionContext) -> Type:
     """Report a brand constructor called outside veridic."""
     api = ctx.api
     if isinstance(api, TypeChecker) and not _names.in_package(api.tree.fullname):
         api.fail(_ADVICE[fullname], ctx.context, code=errorcodes.FORGE)
     return ctx.default_return_type
+
+
+def report_values(checker: TypeChecker, expressions: list[Expression], kept: set[int]) -> None:
+    """Report a brand used as a value (not called: ``kept`` holds the callees and the owners
+    of attribute reads) and a ``cast()`` to a brand, in ``checker``'s module."""
+    tree = checker.tree
+    if _names.in_package(tree.fullname):
+        return
+    found: list[tuple[Expression, str]] = []
+    for expr in expressions:
+        if isinstance(expr, CastExpr):
+            brand = _brand_in(expr.type)
+            if brand is not None:
+                checker.fail(_cast_message(brand), expr, code=errorcodes.FORGE)
+        elif id(expr) not in kept and isinstance(expr, RefExpr):
+            brand = _brand_named(expr.node)
+            if brand is not None:
+                found.append((expr, brand))
+    if not found:
+        return
+    type_only = _type_only(tree, expressions)
+    for expr, brand in found:
+        if id(expr) not in type_only:
+            checker.fail(_value_message(brand), expr, code=errorcodes.FORGE)
+
+
+def _brand_named(node: SymbolNode | None) -> str | None:
+    """The brand ``node`` is, or a type alias of this project names directly."""
+    if isinstance(node, TypeInfo):
+        return node.fullname if node.fullname in _names.BRANDS else None
+    if isinstance(node, TypeAlias) and not _names.in_package(node.module):
+        target = node.target
+        if isinstance(target, Instance) and target.type.fullname in _names.BRANDS:
+            return target.type.fullname
+    return None
+
+
+def _brand_in(typ: Type) -> str | None:
+    """The brand a cast's target names anywhere (``list[TrustedInstruction] | None``;
+    ``InstructionField``, an ``Annotated`` alias of it, mints nothing through a cast
+    either), ``TrustedInstruction`` first."""
+    named = set(_brands_of(typ, _DEPTH))
+    for brand in (_names.TRUSTED, _names.UNTRUSTED):
+        if brand in named:
+            return brand
+    return None
+
+
+_DEPTH: Final = 8
+"""How deep a cast's target is searched: deeper nesting names no brand in practice."""
+
+
+def _brands_of(typ: Type, depth: int) -> Iterator[str]:
+    proper = get_proper_type(typ)
+    if depth == 0:
+        return
+    if isinstance(proper, Instance):
+        if proper.type.fullname in _names.BRANDS:
+            yield proper.type.fullname
+        inner: Iterable[Type] = proper.args
+    elif isinstance(proper, UnionType | TupleType):
+        inner = proper.items
+    elif isinstance(proper, CallableType):
+        inner = [*proper.arg_types, proper.ret_type]
+    elif isinstance(proper, TypeType):
+        inner = [proper.item]
+    else:
+        return
+    for item in inner:
+        yield from _brands_of(item, depth - 1)
+
+
+def _type_only(tree: MypyFile, expressions: Iterable[Expression]) -> set[int]:
+    """The expressions of a module that mypy reads as types, never as values: a type alias
+    definition, a class's bases, the arguments of ``TypeVar``/``NewType``/``TypedDict``/
+    ``NamedTuple``, the type of a type application (``list[TrustedInstruction]()``)."""
+    found: set[int] = set()
+    for expr in expressions:
+        if not isinstance(expr, CallExpr):
+            continue
+        if expr.analyzed is not None and not isinstance(expr.analyzed, CastExpr):
+            found.update(id(sub) for arg in expr.args for sub in get_subexpressions(arg))
+        if isinstance(expr.callee, IndexExpr):
+            found.update(id(sub) for sub in get_subexpressions(expr.callee.index))
+    for expr in _type_only_statements(tree):
+        found.update(id(sub) for sub in get_subexpressions(expr))
+    return found
+
+
+def _type_only_statements(tree: MypyFile) -> Iterator[Expression]:
+    """The expressions that statements read as types: a type alias definition's value (at
+    any depth: ``Local: TypeAlias = TrustedInstruction`` in a function) and a class's
+    bases (``class Lazy(Mapping[TrustedInstruction, str])``)."""
+    for statement in every_statement(tree.defs):
+        if isinstance(statement, AssignmentStmt) and statement.is_alias_def:
+            yield statement.rvalue
+        elif isinstance(statement, ClassDef):
+            yield from statement.base_type_exprs
+            yield from statement.removed_base_type_exprs
+
+
+def _value_message(brand: str) -> str:
+    name = brand.rpartition(".")[2]
+    if brand == _names.UNTRUSTED:
+        return (
+            "UntrustedText(...) passed as a value: its NewType constructor brands any str without "
+            "saying where it came from, so no error or audit can name the source of what it "
+            f"makes; {_FIX[brand]}"
+        )
+    return (
+        f"{name}(...) passed as a value: its NewType constructor accepts any str and records no "
+        "provenance, and through a value (map, functools.partial, TypeAdapter, a callback, a "
+        f"return) what calls it later gets {_VALUE_ADVICE.format(brand=name, fix=_FIX[brand])}"
+    )
+
+
+def _cast_message(brand: str) -> str:
+    name = brand.rpartition(".")[2]
+    if brand == _names.UNTRUSTED:
+        return (
+            "a cast() to UntrustedText brands text outside veridic: the value got the type "
+            "without saying where it came from, so no error or audit can name its source; "
+            f"{_FIX[brand]}"
+        )
+    return (
+        f"a cast() to {name} forges it outside veridic: the value got the type, not a "
+        f"provenance (a cast changes what mypy believes), so it is "
+        f"{_VALUE_ADVICE.format(brand=name, fix=_FIX[brand])}"
+    )

@@ -40,9 +40,10 @@ from contextlib import contextmanager
 from typing import Final
 
 from mypy.errors import ErrorInfo, Errors, ErrorWatcher
-from mypy.plugin import AnalyzeTypeContext
+from mypy.nodes import TypeInfo
+from mypy.plugin import AnalyzeTypeContext, Plugin
 from mypy.typeanal import TypeAnalyser
-from mypy.types import Type
+from mypy.types import Instance, Type
 
 MINT: Final = (
     'A TrustedInstruction is minted, not converted: write instruction("...") for text '
@@ -115,11 +116,14 @@ def watched() -> Errors | None:
     return _watched[0] if _watched else None
 
 
-def analyze_brand(fullname: str, ctx: AnalyzeTypeContext) -> Type:
+def analyze_brand(plugin: Plugin, fullname: str, ctx: AnalyzeTypeContext) -> Type:
     """A ``TrustedInstruction`` annotation before the watch started: start it, then analyse.
 
     The type is what mypy makes of a reference to a class without arguments; the
-    plugin answers only for the first such annotation of a build.
+    plugin answers only for the first such annotation of a build. mypy also asks while
+    it type-checks a module, when an argument may be a type (``TypeAdapter(
+    TrustedInstruction)``): its checker then looks names up from the module, where
+    ``veridic`` itself may be unbound, so the brand is found by its full name.
     """
     api = ctx.api
     errors = getattr(api.api, "errors", None) if isinstance(api, TypeAnalyser) else None
@@ -127,7 +131,10 @@ def analyze_brand(fullname: str, ctx: AnalyzeTypeContext) -> Type:
         watch(errors)
     if ctx.type.args:
         ctx.api.fail(f'"{fullname.rpartition(".")[2]}" expects no type arguments', ctx.context)
-    return ctx.api.named_type(fullname, [])
+    symbol = plugin.lookup_fully_qualified(fullname)
+    if symbol is not None and isinstance(symbol.node, TypeInfo):
+        return Instance(symbol.node, [])
+    return ctx.api.named_type(fullname, [])  # pragma: no cover - veridic defines the brands
 
 
 def watch(errors: Errors) -> None:

@@ -169,6 +169,18 @@ def assigns_attribute(statements: list[Statement], name: str) -> bool:
     )
 
 
+def every_statement(statements: list[Statement]) -> Iterator[Statement]:
+    """Every statement of ``statements``, at any depth (function and class bodies too)."""
+    return _statements(statements)
+
+
+def assigned(statements: list[Statement]) -> Iterator[Expression]:
+    """Every expression ``statements`` assign or delete (names, attributes, items), at any
+    depth, displays unpacked."""
+    for target in _targets(statements):
+        yield from _leaves(target)
+
+
 def _leaves(target: Expression | None) -> Iterator[Expression]:
     if isinstance(target, TupleExpr | ListExpr):
         for item in target.items:

@@ -13,7 +13,8 @@ code                   what it rejects
                        ``instruction()`` or to any ``LiteralString`` parameter
 ``veridic-forge``      a call of the ``TrustedInstruction`` or
                        ``UntrustedText`` NewType constructor outside veridic,
-                       or a use of veridic's private minting helpers
+                       the constructor passed as a value, a ``cast()`` to a
+                       brand, or a use of veridic's private minting helpers
                        (``mint``, ``_Trusted``, ...) outside veridic
 ``veridic-any``        a value of type ``Any`` reaching an instruction position
 ``veridic-policy``     a ``TrustPolicy`` name that is not a literal, or not in
@@ -44,7 +45,10 @@ LITERAL: Final = ErrorCode(
 )
 """``instruction(x)`` or ``helper(x)`` (with ``x`` a ``LiteralString`` parameter) got text
 that was not written in code: a variable, an f-string with values, ``str(...)``, ``%``,
-``.format()``, a call, ``UntrustedText``. mypy itself reads ``LiteralString`` as ``str``."""
+``.format()``, a call, ``UntrustedText``. mypy itself reads ``LiteralString`` as ``str``.
+Also such a function, or a class whose constructor is one, passed on as a value where it
+is called unchecked, and a ``Final`` text constant rewritten through its module's
+namespace (``globals()``, ``setattr(module, ...)``)."""
 
 FORGE: Final = ErrorCode(
     "veridic-forge",
@@ -53,6 +57,9 @@ FORGE: Final = ErrorCode(
 )
 """``TrustedInstruction(x)`` or ``UntrustedText(x)`` outside veridic: the NewType constructor
 accepts any ``str`` and records no provenance, so the composer refuses the value at run time.
+The same for the constructor passed as a value (``map(TrustedInstruction, texts)``,
+``TypeAdapter(TrustedInstruction)``) and a ``cast()`` to a brand: a ``TrustedText`` position
+cannot tell such a value from text written in code.
 Also an import or use of veridic's private minting names (``mint``, ``mint_spans``, ``joined``
 and the ``_``-prefixed names of ``veridic.provenance`` and ``veridic.fields``) outside veridic:
 they mint without any check."""

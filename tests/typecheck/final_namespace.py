@@ -1,0 +1,43 @@
+"""A Final text constant is not rewritten through its module's namespace (veridic-literal).
+
+The plugin reads TONE as text written in code wherever it is used; mypy refuses
+TONE = reply, but not a write through globals(), vars(), __dict__ or setattr().
+"""
+
+import argparse
+import os
+import sys
+from typing import Final
+
+import _constants
+
+from veridic import TrustedInstruction, instruction
+
+TONE: Final = "Be brief."
+reply = os.environ["REPLY"]
+
+globals()["TONE"] = reply  # E: [veridic-literal] an item assigned through the namespace
+globals().update({"TONE": reply})  # E: [veridic-literal] update() called on the namespace
+vars()["TONE"] = reply  # E: [veridic-literal] (its Final constants: TONE)
+# E: [veridic-literal] setattr() on a module the plugin cannot name
+setattr(sys.modules[__name__], "TONE", reply)  # noqa: B010
+# E: [veridic-literal] setattr() on module "_constants" sets the Final constant
+setattr(_constants, "GREETING", reply)  # noqa: B010
+setattr(_constants, reply, reply)  # E: [veridic-literal] named by text not known in the code
+_constants.__dict__["GREETING"] = reply  # E: [veridic-literal] module "_constants"
+# pyright reads vars() of a module as a read-only mapping.
+# E: [veridic-literal] instruction() mints it
+# P: [reportIndexIssue]
+vars(_constants)["GREETING"] = reply
+
+
+def tone() -> TrustedInstruction:
+    return instruction(TONE)
+
+
+# Reads, other attributes, other objects' namespaces stay clean.
+current = globals().get("TONE")
+setattr(_constants, "not_a_constant", reply)  # noqa: B010
+options = argparse.Namespace()
+vars(options)["verbose"] = True
+setattr(options, "verbose", True)  # noqa: B010
