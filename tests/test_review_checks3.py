@@ -160,8 +160,8 @@ BRAND = "from veridic import TrustedInstruction, UntrustedText\n"
     ],
 )
 def test_a_brand_constructor_passed_as_a_value_is_a_finding(line: str) -> None:
-    # mypy types map(TrustedInstruction, texts) as TrustedInstruction items and the plugin
-    # checks only a call written TrustedInstruction(...); docs/mypy.md says hatches lists it.
+    # The plugin refuses it (veridic-forge); hatches lists it too, for a project whose CI
+    # runs the scan without the plugin, as docs/mypy.md says.
     found = scan_source(BRAND + line + "\n", "app.py")
     assert findings(found) == [("brand-call", True)], found
     assert "as a value" in found[0].why

@@ -290,9 +290,10 @@ class _Scanner:
     def _brand_values(self, tree: ast.Module) -> None:
         """Each brand handed on as a value: ``map(TrustedInstruction, texts)``.
 
-        mypy types the items as ``TrustedInstruction`` and the plugin checks only a
-        call written ``TrustedInstruction(...)``, so every call made through the
-        value forges the brand unseen. A brand named as a type (an annotation,
+        mypy types the items as ``TrustedInstruction``, so every call made through
+        the value forges the brand; the plugin refuses it (``veridic-forge``), and
+        the scan lists it for a project that ignores that error or runs no plugin.
+        A brand named as a type (an annotation,
         ``list[TrustedInstruction]``, a ``TypeVar`` bound, the target of a cast) or
         renamed (``Trusted = TrustedInstruction``, followed as an alias) is not one.
         """
