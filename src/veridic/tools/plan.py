@@ -409,7 +409,13 @@ def _copied(value: Mapping[str, object], depth: int) -> dict[str, object]:
     return {key: _copied_value(item, depth - 1) for key, item in value.items()}
 
 
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
+"""Values that hold nothing to copy (JSON's leaves): kept as they are, at once."""
+
+
 def _copied_value(value: object, depth: int) -> object:
+    if type(value) in _ATOMS:
+        return value
     if depth <= 0:
         raise _TooDeepError
     if isinstance(value, Mapping):
