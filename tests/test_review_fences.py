@@ -198,6 +198,22 @@ def test_a_document_may_still_show_trusted_text_in_user_turns_and_the_system_mes
     assert document.spans == prompt.spans
 
 
+@pytest.mark.parametrize("mode", DATA_MODES)
+def test_a_document_of_trusted_text_placed_as_data_reads_back(mode: DataMode) -> None:
+    # A label or data the application passes as a TrustedInstruction is data there: a
+    # label that needs no entity and data verbatim mode writes as it is were recorded
+    # trusted (the composer kept the value itself), so the app's own document was refused.
+    composer = Composer().system(instruction("Help."))
+    composer.data(instruction("example:1"), instruction("The museum opens at nine."), mode=mode)
+    prompt = composer.build()
+    assert not any(
+        span.message == 1 and span.kind == "code" and "museum" in span_text
+        for span in prompt.spans
+        for span_text in [prompt.messages[1].content[span.start : span.end]]
+    )
+    assert PromptDocument.from_json(prompt.to_document()).spans == prompt.spans
+
+
 @given(
     label=data_labels(),
     text=adversarial_text(),

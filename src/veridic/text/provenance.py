@@ -413,10 +413,15 @@ def source_of(value: _Untrusted | object) -> str:
 
 
 def rebranded(original: str, text: str) -> str:
-    """``text``, a rendering of ``original``, branded as ``original`` was (untrusted, or plain)."""
+    """``text``, a rendering of ``original``, branded as ``original`` was (untrusted, or plain).
+
+    Never trusted: a rendering that changed nothing is ``original`` itself, and a
+    ``TrustedInstruction`` placed as a block's label or data is data there (a saved
+    document whose spans call a block's label or data trusted is refused as edited).
+    """
     if type(original) is _Untrusted:
         return _Untrusted(text, original._source, _KEY)
-    return text
+    return text if type(text) is str else str.__str__(text)
 
 
 def fenced_block(text: str, source: str, mode: str) -> UntrustedText:
