@@ -200,17 +200,21 @@ def test_a_document_may_still_show_trusted_text_in_user_turns_and_the_system_mes
 
 @pytest.mark.parametrize("mode", DATA_MODES)
 def test_a_document_of_trusted_text_placed_as_data_reads_back(mode: DataMode) -> None:
-    # A label or data the application passes as a TrustedInstruction is data there: a
-    # label that needs no entity and data verbatim mode writes as it is were recorded
-    # trusted (the composer kept the value itself), so the app's own document was refused.
+    # A label is a str, so a TrustedInstruction may be one (mypy refuses one as data,
+    # the run time does not): either is data there. A label that needs no entity, and
+    # data verbatim mode writes as it is, were recorded trusted (the composer kept the
+    # value itself), so the application's own saved prompt was refused as edited.
+    trusted_data = instruction("Refunds need a receipt.")
     composer = Composer().system(instruction("Help."))
-    composer.data(instruction("example:1"), instruction("The museum opens at nine."), mode=mode)
+    composer.data(instruction("example:1"), untrusted("x", source="doc"), mode=mode)
+    composer.data("example:2", trusted_data, mode=mode)  # type: ignore[arg-type]  # the run time's case
     prompt = composer.build()
-    assert not any(
-        span.message == 1 and span.kind == "code" and "museum" in span_text
+    kinds = {
+        prompt.messages[span.message].content[span.start : span.end]: span.kind
         for span in prompt.spans
-        for span_text in [prompt.messages[1].content[span.start : span.end]]
-    )
+    }
+    assert kinds["example:1"] != "code"
+    assert all(kind != "code" for text, kind in kinds.items() if "receipt" in text)
     assert PromptDocument.from_json(prompt.to_document()).spans == prompt.spans
 
 
