@@ -183,6 +183,23 @@ def test_a_stored_template_cannot_compute_a_result_too_large_to_write(
     assert fragment in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ 10 ** 4300 }}",
+        "{{ 10 ** 2150 * 10 ** 2150 }}",
+        "{{ 560575199018 ** 366 }}",
+        "{{ 0 - 5 * 10 ** 4299 - 5 * 10 ** 4299 }}",
+    ],
+)
+def test_an_integer_of_more_digits_than_python_writes_is_refused_by_the_sandbox(body: str) -> None:
+    # Each passed the checks made before computing (they bound the bits from below) and
+    # has 4,301 digits: str() raised a bare ValueError out of render().
+    bound = Templates().instruction_from_source(Stored(content=body).content, params=Nothing)
+    with pytest.raises(TemplateSandboxError, match="more digits than Python writes"):
+        bound.render({})
+
+
 def test_a_stored_template_still_computes_ordinary_powers_products_and_formats() -> None:
     body = (
         '{{ 2 ** 64 }} {{ "=" * 3 }} {{ [1] * 2 }} {{ "%05.1f" % 3.14 }} {{ "%d%%" | format(5) }}'

@@ -10,8 +10,9 @@ which also stops their folding), and each refuses a result past a bound with a
 ``SecurityError``, which the render reports as a
 :class:`~veridic.errors.TemplateSandboxError`:
 
-- ``a ** b`` and ``a * b`` of integers: more than 14,300 bits (about 4,300 digits,
-  the most Python writes as text, so nothing larger could reach a prompt);
+- ``a ** b`` and ``a * b`` of integers: more than 14,284 bits (4,300 digits, the
+  most Python writes as text, so nothing larger could reach a prompt), refused
+  before it is computed when the operands say so and after otherwise;
 - a string, bytes, list or tuple repeated by ``*``: more than 100,000 characters or
   items (the sandbox's bound on a range);
 - ``text % values`` and the ``|format`` filter: a width or precision over 100,000,
@@ -58,12 +59,16 @@ __all__ = [
     "bounded_lipsum",
     "check_binop",
     "check_call",
+    "check_result",
 ]
 
-INTERCEPTED: Final = frozenset({"**", "*", "%", "+"})
-"""The operators the sandboxed environment hands to :func:`check_binop` first."""
+INTERCEPTED: Final = frozenset({"**", "*", "%", "+", "-"})
+"""The operators the sandboxed environment hands to :func:`check_binop` first, and whose
+results :func:`check_result` reads (``-`` of two integers gains a bit, as ``+`` does)."""
 
-_LARGEST_BITS: Final = 14_300
+_LARGEST_BITS: Final = 14_284
+"""The most bits of an integer Python writes as text: ``2 ** 14_284 < 10 ** 4_300``, and
+Python refuses ``str()`` of one past 4,300 digits (``sys.get_int_max_str_digits()``)."""
 _LONGEST: Final = MAX_RANGE
 Filter = Callable[..., object]
 _SEQUENCES: Final = (str, bytes, list, tuple)
@@ -84,6 +89,23 @@ def check_binop(operator: str, left: object, right: object) -> None:
         _check_printf(left)
     elif operator == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
         _check_longest(f"{type(left).__name__} + {type(right).__name__}", len(left) + len(right))
+
+
+def check_result(value: object) -> None:
+    """Refuse an integer an operator made with more digits than Python writes as text.
+
+    :func:`check_binop` bounds a power's and a product's bits from below, so that a
+    huge one is never computed; one just past the bound is computed, and refused here
+    (its ``str()`` would raise a bare ``ValueError`` out of the render).
+
+    Raises:
+        SecurityError: ``value`` is an integer of more than 14,284 bits.
+    """
+    if type(value) is int and value.bit_length() > _LARGEST_BITS:
+        raise SecurityError(
+            f"an integer of {value.bit_length():,} bits would have more digits than Python "
+            f"writes as text (at most {_LARGEST_BITS:,} bits, 4,300 digits)"
+        )
 
 
 def bounded_format(value: object, *args: object, **kwargs: object) -> str:

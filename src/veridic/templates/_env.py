@@ -45,6 +45,7 @@ from veridic.templates._bounds import (
     bounded_lipsum,
     check_binop,
     check_call,
+    check_result,
 )
 from veridic.templates._budget import BoundedNamespace, current, iterate, made, making
 from veridic.templates._custom import NONE, Custom
@@ -228,7 +229,7 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     value's class, and a minted instruction's class cannot be built that way
     (a bare ``TypeError``). A stored template has the ``|format`` filter.
 
-    ``**``, ``*``, ``%`` and ``+`` (and the filters and text methods that pad,
+    ``**``, ``*``, ``%``, ``+`` and ``-`` (and the filters and text methods that pad,
     replace or join) refuse results past the bounds of ``_bounds``: jinja2 would
     compute them as Python does, even while compiling. Loops, calls and what the
     template makes are charged to the render's budget (``_budget``). A list, dict or
@@ -266,9 +267,11 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         self.concat = _bounded_concat(self.concat)  # type: ignore[method-assign]  # jinja2's hook for buffered output
 
     def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
-        """An intercepted operator (``**``, ``*``, ``%``, ``+``), refused past its bound."""
+        """An intercepted operator (``**``, ``*``, ``%``, ``+``, ``-``), refused past its bound."""
         check_binop(operator, left, right)
-        return made(super().call_binop(context, operator, left, right))
+        result = super().call_binop(context, operator, left, right)
+        check_result(result)
+        return made(result)
 
     def call(
         __self,  # jinja2's spelling, so that no keyword argument clashes
