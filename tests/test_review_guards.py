@@ -360,3 +360,24 @@ def test_an_approval_shows_what_runs_and_survives_json(
     )
     assert result.paused is None
     assert ran == [dict(approval.arguments)]
+
+
+def test_the_effects_harness_tells_a_low_risk_query_that_acts_to_be_a_write() -> None:
+    # Advice to declare risk=Risk.HIGH cannot be followed: a high-risk query is flagged too.
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def lookup(customer: str) -> str:
+        """Look up a customer's record by their name.
+
+        Args:
+            customer: The customer.
+        """
+        guard_irreversible(f"purge cache of {customer}")
+        return "found"
+
+    observation = run_observed(registry.view(), "lookup", {"customer": "ada"})
+    with pytest.raises(RiskFloorError, match="declared a query") as raised:
+        check_declared_risk([observation])
+    assert "kind='write'" in str(raised.value)
+    assert "risk=Risk.HIGH" not in str(raised.value)
