@@ -66,7 +66,7 @@ myst_heading_anchors = 4  # the pages link to their sections by slug (mypy.md#no
 
 autodoc_member_order = "bysource"
 # Inherited members are shown only when they come from a private base (SQLiteAuditSink's
-# write() is veridic.run._store.SQLStore's): see _skip_member.
+# write() is veridic.run._sql_store.SQLStore's): see _skip_member.
 autodoc_default_options = {"members": True, "inherited-members": True, "show-inheritance": True}
 autodoc_typehints = "signature"
 autodoc_preserve_defaults = True  # `= _UNSET` as written, not a repr that does not parse
@@ -396,7 +396,7 @@ def _google_sections(
 def _public_bases(
     app: Sphinx, name: str, value: object, options: object, bases: list[object]
 ) -> None:
-    """A private base class (``veridic.run._store.SQLStore``) is not documented: show
+    """A private base class (``veridic.run._sql_store.SQLStore``) is not documented: show
     the public classes it derives from instead."""
     public: list[object] = []
     pending = list(bases)

@@ -6,7 +6,11 @@ Each test reproduces a leak found by the review: it failed on the code before it
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -32,6 +36,7 @@ from veridic import (
     instruction,
 )
 from veridic.effects import check_declared_risk, run_observed
+from veridic.run.deferred import shown_arguments
 
 SYSTEM = instruction("You tidy the archive.")
 PROMPT = Composer().system(SYSTEM).build()
@@ -360,3 +365,96 @@ def test_an_approval_shows_what_runs_and_survives_json(
     )
     assert result.paused is None
     assert ran == [dict(approval.arguments)]
+
+
+def test_the_effects_harness_tells_a_low_risk_query_that_acts_to_be_a_write() -> None:
+    # Advice to declare risk=Risk.HIGH cannot be followed: a high-risk query is flagged too.
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def lookup(customer: str) -> str:
+        """Look up a customer's record by their name.
+
+        Args:
+            customer: The customer.
+        """
+        guard_irreversible(f"purge cache of {customer}")
+        return "found"
+
+    observation = run_observed(registry.view(), "lookup", {"customer": "ada"})
+    with pytest.raises(RiskFloorError, match="declared a query") as raised:
+        check_declared_risk([observation])
+    assert "kind='write'" in str(raised.value)
+    assert "risk=Risk.HIGH" not in str(raised.value)
+
+
+# --- a set is shown in one order on every host -----------------------------------------------
+
+
+def test_a_set_argument_is_shown_in_one_order_whatever_order_it_iterates_in() -> None:
+    # {0, 8} and {8, 0} are equal sets that iterate in other orders (8 and 0 share a slot).
+    assert list({0, 8}) != list({8, 0})
+    assert shown_arguments({"ids": {0, 8}}) == shown_arguments({"ids": {8, 0}}) == {"ids": [0, 8]}
+
+
+_TAG_HOST = """
+import sys
+from veridic import (
+    ApprovalPolicy, Composer, ModelGateway, PausedRun, Registry, ScriptedProvider,
+    SQLiteAuditSink, instruction,
+)
+
+registry = Registry()
+
+@registry.tool(kind="write")
+def tag(order_id: int, labels: set[str]) -> str:
+    '''Put labels on an order for the warehouse.
+
+    Args:
+        order_id: The order.
+        labels: The labels to put on it.
+    '''
+    print("ran", order_id, sorted(labels))
+    return "tagged"
+
+view = registry.view()
+composer = Composer().system(instruction("You sort orders."), view.capability_section())
+step, path = sys.argv[1], sys.argv[2]
+if step == "pause":
+    arguments = '{"order_id": 7, "labels": ["fragile", "gift", "express", "heavy", "return"]}'
+    script = [{"tool_calls": [("c1", "tag", arguments)]}]
+    result = ModelGateway(ScriptedProvider(script), audit=SQLiteAuditSink()).run(
+        composer.user("Label order 7."), view, policy=ApprovalPolicy(view), request_id="r1",
+        defer=True,
+    )
+    open(path, "w").write(result.paused.to_json())
+else:
+    paused = PausedRun.from_json(open(path).read())
+    result = ModelGateway(ScriptedProvider([{"text": "Done."}]), audit=SQLiteAuditSink()).resume(
+        paused, composer, view, policy=ApprovalPolicy(view),
+        answers={paused.approvals[0].digest: True},
+    )
+    print("paused again" if result.paused is not None else "answered")
+"""
+
+
+def test_a_run_paused_on_one_host_resumes_on_another_without_asking_again(
+    tmp_path: Path,
+) -> None:
+    # Text hashes differ between processes, and with them the order a set of labels
+    # iterates in: shown as it iterated, the resuming host saw other arguments than the
+    # user approved, and paused again asking the same question.
+    saved = tmp_path / "paused.json"
+    for step, seed in (("pause", "1"), ("resume", "2")):
+        done = subprocess.run(
+            [sys.executable, "-c", _TAG_HOST, step, str(saved)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "ran 7 ['express', 'fragile', 'gift', 'heavy', 'return']",
+        "answered",
+    ]

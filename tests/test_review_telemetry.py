@@ -364,6 +364,30 @@ def test_every_request_id_reaches_a_tool_span_printable_short_and_recognisable(
     assert (shown == request_id) is plain
 
 
+def test_a_request_id_of_long_escapes_reaches_a_tool_span_at_most_256_characters(
+    spans: InMemorySpanExporter,
+) -> None:
+    # Each tag character is escaped as ten characters: clipped at 60 characters, the id
+    # took 600 (a case the property above finds only now and then).
+    request_id = "req-" + "\U000e0001" * 100
+    spans.clear()
+    execute(
+        VIEW,
+        "get_weather",
+        {"city": "Oslo"},
+        policy=ApprovalPolicy(VIEW),
+        audit=SQLiteAuditSink(":memory:"),
+        request_id=request_id,
+        prompt=composer().build(),
+    )
+    (span,) = spans.get_finished_spans()
+    shown = attributes(span)["veridic.request_id"]
+    assert isinstance(shown, str)
+    assert shown.isprintable()
+    assert len(shown) <= 256
+    assert shown.startswith("'req-\\U000e0001")
+
+
 # --- the switch, under overlapping blocks -----------------------------------------------------
 
 

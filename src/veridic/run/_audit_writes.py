@@ -22,7 +22,7 @@ from veridic.errors import VeridicError
 from veridic.run.audit import AsyncAuditSink, AuditSink
 from veridic.run.records import AuditRecord
 
-__all__ = ["Sink", "_writes"]
+__all__ = ["Sink", "writes"]
 
 _log = logging.getLogger("veridic.executor")
 _LATE_WAIT: Final = 30.0
@@ -36,7 +36,7 @@ _Write = Callable[[AuditRecord], None]
 _AWrite = Callable[[AuditRecord], Coroutine[object, object, None]]
 
 
-def _writes(audit: object, where: str, *, sync: bool) -> tuple[_Write | None, _AWrite | None]:
+def writes(audit: object, where: str, *, sync: bool) -> tuple[_Write | None, _AWrite | None]:
     """``audit``'s blocking ``write`` and coroutine ``awrite`` (``None`` where it has none).
 
     Checked before anything runs: a sink that turns out unwritable after the
@@ -102,7 +102,7 @@ class Sink:
     __slots__ = ("awaited", "blocking", "loop")
 
     def __init__(self, audit: object, where: str, *, sync: bool) -> None:
-        self.blocking, self.awaited = _writes(audit, where, sync=sync)
+        self.blocking, self.awaited = writes(audit, where, sync=sync)
         self.loop = None if sync or self.blocking is not None else _running_loop()
 
     def write(self, record: AuditRecord) -> None:

@@ -470,12 +470,28 @@ def shown_arguments(arguments: Mapping[str, object]) -> dict[str, object]:
 
     The values the handler gets (nested models, dates, instruction fields) in
     their JSON form, so a paused run keeps them in :meth:`PausedRun.to_json`
-    and the same call gives the same object on every host.
+    and the same call gives the same object on every host: a set is shown
+    sorted, not in the order it iterates, which for text follows a hash that
+    differs from process to process (the host that resumes would see other
+    arguments than the user approved, and ask again).
     """
-    shown = to_jsonable_python(dict(arguments))
+    shown = to_jsonable_python(_sets_sorted(dict(arguments)))
     if not isinstance(shown, dict):  # pragma: no cover - a dict stays a dict
         raise VeridicError(f"the arguments {clip(repr(arguments))} have no JSON object form")
     return shown
+
+
+def _sets_sorted(value: object) -> object:
+    """``value`` with every set in its dicts, lists and tuples a list, in the order of its
+    items' JSON text (a set inside a pydantic model is left to the model's serializer)."""
+    if isinstance(value, set | frozenset):
+        items = [_sets_sorted(item) for item in value]
+        return sorted(items, key=lambda item: json.dumps(to_jsonable_python(item), sort_keys=True))
+    if isinstance(value, dict):
+        return {key: _sets_sorted(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_sets_sorted(item) for item in value]
+    return value
 
 
 def needs_answer(view: ToolView, policy: ApprovalPolicy, call: ToolCall) -> ApprovalRequest | None:

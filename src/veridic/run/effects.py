@@ -189,7 +189,7 @@ def _problem(observation: Observation) -> str:
         for op in event.operations
     )
     required = observation.required or Risk.HIGH
-    if observation.kind == "query" and observation.declared >= required:
+    if observation.kind == "query":  # no risk covers it: "declare risk=HIGH" would not do
         return (
             f"tool {observation.tool!r} is declared a query (risk "
             f"{observation.declared.value}) but did {seen} while observed; a query reads and "

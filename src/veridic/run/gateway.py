@@ -76,7 +76,7 @@ from typing import overload
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.run import telemetry as _telemetry
-from veridic.run._audit_writes import _writes
+from veridic.run._audit_writes import writes
 from veridic.run._run_checks import (
     all_queries,
     also_unwritten,
@@ -172,7 +172,7 @@ class ModelGateway:
                 f"ModelGateway() got a {type(provider).__name__} as provider: pass an adapter, "
                 "OpenAIChat(client, model=...), OpenAIResponses(...) or AnthropicMessages(...)"
             )
-        _writes(audit, "ModelGateway", sync=False)
+        writes(audit, "ModelGateway", sync=False)
         records = _CallRecords.of(audit if calls is None else calls)
         if records is None:
             which = "no calls= sink was given" if calls is None else f"nor has calls={calls!r}"
@@ -792,7 +792,7 @@ class ModelGateway:
 
     def _check_blocking(self, where: str) -> None:
         """Refuse an async-only store before anything is sent or run, not at its first write."""
-        _writes(self._audit, f"ModelGateway.{where}", sync=True)
+        writes(self._audit, f"ModelGateway.{where}", sync=True)
         self._calls.blocking(where)
 
     def _prepare(

@@ -543,7 +543,7 @@ def _request_id(request_id: object) -> dict[str, str]:
 def _shown_id(request_id: str) -> str:
     """A request id as a span may hold it: as it is when printable (no control, bidi or
     invisible character, no surrounding space) and at most 256 characters, else escaped
-    and clipped as an audit record quotes text.
+    and clipped as an audit record quotes text, to at most 256 characters too.
 
     Applications often take the id from outside (an ``X-Request-Id`` header, a stored
     paused run), and the audit store keeps any text without NUL as the key.
@@ -553,7 +553,12 @@ def _shown_id(request_id: str) -> str:
     """
     if 0 < len(request_id) <= 256 and request_id.isprintable() and request_id == request_id.strip():
         return request_id
-    return clip(request_id)
+    limit = 60
+    shown = clip(request_id, limit)
+    while len(shown) > 256:  # an escape takes up to ten characters (\U000e0001)
+        limit //= 2
+        shown = clip(request_id, limit)
+    return shown
 
 
 class _LiveChat(_Live, ChatSpan):
