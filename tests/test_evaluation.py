@@ -631,6 +631,9 @@ class _FakeLlama:
     def token_eos(self) -> int:
         return 7
 
+    def n_ctx(self) -> int:
+        return 2048
+
     def create_completion(self, prompt: list[int], **options: Any) -> Any:
         assert options["temperature"] == 0.0
         return {"choices": [{"text": "ok"}], "usage": {"prompt_tokens": len(prompt)}}

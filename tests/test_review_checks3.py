@@ -213,6 +213,22 @@ def test_names_holding_a_brand_spelt_as_text_are_not_values() -> None:
     assert scan_source(source, "app.py") == ()
 
 
+@pytest.mark.parametrize(
+    "binding",
+    ['    T = ""', '    T = "veridic.TrustedInstruction"'],
+    ids=["other-text", "brand-text"],
+)
+def test_a_brand_name_also_bound_to_text_elsewhere_is_still_a_value(binding: str) -> None:
+    # A string bound to the same name in another scope made the name "spelt as text"
+    # module-wide, and map(T, texts) of the imported brand passed with exit 0.
+    source = (
+        "from veridic import TrustedInstruction as T\n"
+        f"def _unused() -> None:\n{binding}\n"
+        "forged = list(map(T, texts))\n"
+    )
+    assert findings(scan_source(source, "app.py")) == [("brand-call", True)]
+
+
 def test_one_display_holding_two_brands_is_one_finding() -> None:
     found = scan_source(BRAND + "mints = [TrustedInstruction, UntrustedText]\n", "app.py")
     assert findings(found) == [("brand-call", True)]

@@ -617,13 +617,23 @@ def _type_expression(node: ast.expr, parents: dict[int, ast.AST]) -> ast.expr:
 
 
 def _bound_to_text(tree: ast.Module) -> frozenset[str]:
-    """Names assigned a string: a brand spelt in one is a type alias, not a value to call."""
-    return frozenset(
-        target.id
-        for node in ast.walk(tree)
-        for target, value in _bound_names(node)
-        if isinstance(target, ast.Name) and isinstance(value, ast.Constant)
-    )
+    """Names only ever assigned a string: a brand spelt in one is a type alias, not a value.
+
+    A name bound any other way too (imported, assigned an expression) may hold the
+    brand itself where it is used: the scan reads no scopes, so a string bound to
+    the same name in another function must not hide ``map(T, texts)`` of an
+    imported ``T``.
+    """
+    text: set[str] = set()
+    other: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            other.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        for target, value in _bound_names(node):
+            if isinstance(target, ast.Name):
+                is_text = isinstance(value, ast.Constant) and isinstance(value.value, str)
+                (text if is_text else other).add(target.id)
+    return frozenset(text - other)
 
 
 def _in_subscript(node: ast.expr, parents: dict[int, ast.AST]) -> bool:

@@ -106,7 +106,6 @@ class LlamaBackend:
         self._path = model_path
         self._seed = seed
         self._threads = n_threads
-        self._n_ctx = n_ctx
         options: dict[str, object] = {
             "model_path": str(model_path),
             "n_ctx": n_ctx,
@@ -118,6 +117,8 @@ class LlamaBackend:
         with _no_extra_buffer_types(module) as switched_off:
             self._llm = cast("LlamaModel", module.Llama(**options))
         self._extra_bufts_off = switched_off
+        # The window the runtime made: n_ctx=0 asks for the one the model was trained with.
+        self._n_ctx = self._llm.n_ctx()
         self._version = str(getattr(module, "__version__", "unknown"))
         template = self._llm.metadata.get("tokenizer.chat_template")
         if not template:
