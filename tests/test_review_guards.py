@@ -458,3 +458,14 @@ def test_a_run_paused_on_one_host_resumes_on_another_without_asking_again(
         "ran 7 ['express', 'fragile', 'gift', 'heavy', 'return']",
         "answered",
     ]
+
+
+def test_a_paused_run_an_earlier_veridic_wrote_is_refused_saying_to_ask_anew() -> None:
+    """The digests cover more than they did; an old paused run's approvals match no answer,
+    and the error says why and what to do, not only that its keys differ."""
+    document = json.loads(paused_refund().to_json())
+    document["format"] = "veridic-paused-run/1"
+    for approval in document["approvals"]:
+        approval.pop("waiting_sha256", None)
+    with pytest.raises(VeridicError, match=r"earlier veridic.*ask the user anew"):
+        PausedRun.from_json(json.dumps(document))

@@ -19,6 +19,7 @@ import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
 from veridic.errors import VeridicError
@@ -130,7 +131,7 @@ class Adapter:
     """Which :meth:`~veridic.ToolView.tool_specs` format the API's tool list starts from."""
     owned: frozenset[str] = frozenset()
     """Request keys only the gateway may set (the prompt and the tool list)."""
-    server_edits: Mapping[str, str] = {}
+    server_edits: Mapping[str, str] = MappingProxyType({})
     """Request keys with which the server changes what the model reads beyond the prompt
     (key -> what it does), refused unless set to ``None`` or to what turns them off."""
 

@@ -71,7 +71,9 @@ from veridic.tools.view import ToolView
 
 __all__ = ["PausedRun", "PendingApproval"]
 
-FORMAT: Final = "veridic-paused-run/1"
+FORMAT: Final = "veridic-paused-run/2"
+_EARLIER: Final = frozenset({"veridic-paused-run/1"})
+"""Formats of earlier veridic versions: their approvals lack what today's digests cover."""
 _DIGEST: Final = re.compile("[0-9a-f]{64}")
 _KINDS: Final = ("query", "write")
 
@@ -315,6 +317,14 @@ class _Reader:
     """Reads a paused run's keys, each checked, with errors that name the key."""
 
     def __init__(self, document: object) -> None:
+        if isinstance(document, dict) and document.get("format") in _EARLIER:
+            raise VeridicError(
+                f"PausedRun.from_json() got a paused run of format {document['format']!r}, "
+                "written by an earlier veridic: its approvals lack what a digest covers now "
+                "(the calls that wait beside them, the request), so no answer could be "
+                "matched to what the user was shown; nothing was run: ask the user anew "
+                f"(send the request again), and keep the new paused run ({FORMAT!r})"
+            )
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             found = document.get("format") if isinstance(document, dict) else None
             raise VeridicError(

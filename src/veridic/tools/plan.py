@@ -76,6 +76,7 @@ from veridic.tools.tool import SCHEMA_TOOL
 from veridic.tools.view import ToolStatus, ToolView
 
 __all__ = [
+    "MAX_STEPS",
     "DropReason",
     "DroppedStep",
     "InvalidatedStep",
