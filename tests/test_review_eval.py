@@ -193,6 +193,11 @@ class _FakeLlama:
         return {"choices": [{"text": "A summary."}], "usage": {"prompt_tokens": len(prompt)}}
 
 
+def _no_runtime_build(cache: Path, **options: object) -> None:
+    """A test never builds llama-cpp-python (8-30 minutes from source on a fresh machine)."""
+    raise AssertionError(f"the test would build the runtime into {cache}: pass --no-install")
+
+
 def _fake_runtime(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     params = type("Params", (ctypes.Structure,), {"_fields_": [("use_extra_bufts", ctypes.c_bool)]})
     module = SimpleNamespace(
@@ -201,6 +206,7 @@ def _fake_runtime(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         Llama=lambda **options: _FakeLlama(options["n_ctx"]),
     )
     monkeypatch.setattr("veridic.evaluation.backends._import_llama_cpp", lambda: module)
+    monkeypatch.setattr("veridic.evaluation.install.ensure_runtime", _no_runtime_build)
     cache = tmp_path / "cache"
     monkeypatch.setenv("VERIDIC_EVAL_CACHE", str(cache))
     return cache
@@ -235,8 +241,8 @@ def test_a_gguf_run_records_the_file_s_sha256(
     model = tmp_path / "mine.gguf"
     model.write_bytes(b"GGUF mine")
     out = tmp_path / "run.json"
-    argv = ["--gguf", str(model), "--limit", "1", "--schemes", "verbatim", "--quiet"]
-    assert main([*argv, "--out", str(out)]) == 0
+    argv = ["--no-install", "--gguf", str(model), "--limit", "1", "--schemes", "verbatim"]
+    assert main([*argv, "--quiet", "--out", str(out)]) == 0
     meta = json.loads(out.read_text())["meta"]
     assert meta["model sha256"] == hashlib.sha256(b"GGUF mine").hexdigest()
 
@@ -308,7 +314,7 @@ def test_token_costs_are_those_of_the_corpus_run(
     model = tmp_path / "mine.gguf"
     model.write_bytes(b"GGUF mine")
     out = tmp_path / "run.json"
-    argv = ["--gguf", str(model), "--corpus", "held-out-7", "--schemes", "verbatim"]
+    argv = ["--no-install", "--gguf", str(model), "--corpus", "held-out-7", "--schemes", "verbatim"]
     assert main([*argv, "--limit", "1", "--quiet", "--out", str(out)]) == 0
     block = json.loads(out.read_text())["tokens"]["verbatim"]["block"]
     verbatim = scheme_named("verbatim")
