@@ -179,6 +179,25 @@ def test_options_with_which_the_server_changes_what_the_model_reads_are_refused(
     assert calls.records() == ()  # refused before anything was recorded or sent
 
 
+@pytest.mark.parametrize(
+    ("api", "key", "value"),
+    [
+        ("responses", "truncation", openai.NOT_GIVEN),
+        ("responses", "context_management", openai.omit),
+        ("chat", "web_search_options", openai.NOT_GIVEN),
+        ("anthropic", "context_management", anthropic.NOT_GIVEN),
+        ("anthropic", "context_management", anthropic.omit),
+    ],
+)
+def test_an_sdks_not_given_sentinel_leaves_a_server_edit_off(
+    api: str, key: str, value: object
+) -> None:
+    """A wrapper passes ``openai.NOT_GIVEN`` through for an option its caller left out: that
+    is no server edit, as ``None`` is none."""
+    _adapter(api, {key: value})
+    _adapter(api, {"extra_body": {key: value}})
+
+
 @pytest.mark.parametrize("value", ["disabled", None])
 def test_responses_truncation_that_drops_nothing_is_sent(value: str | None) -> None:
     adapter = _adapter("responses", {"truncation": value})

@@ -265,7 +265,7 @@ def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where:
         given += [(f"extra_body[{key!r}]", key, value) for key, value in body.items()]
     for shown, key, value in given:
         what = adapter.server_edits.get(key) if isinstance(key, str) else None
-        if what is None or value is None or value == _EDITS_OFF.get(key, None):
+        if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
             continue
         written = repr(value)
         written = written if len(written) <= 60 else f"{written[:60]}…"
@@ -276,6 +276,22 @@ def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where:
             "long for the model is the application's to shorten, knowingly, and outside "
             "text goes in with Composer.data())"
         )
+
+
+_SDK_ABSENT: Final = frozenset(
+    {("openai", "NotGiven"), ("openai", "Omit"), ("anthropic", "NotGiven"), ("anthropic", "Omit")}
+)
+"""The SDKs' "not given" sentinels (``openai.NOT_GIVEN``, ``anthropic.omit``), by package and
+class name: the core never imports an SDK."""
+
+
+def _absent(value: object) -> bool:
+    """Whether ``value`` leaves an option unset: ``None``, or an SDK's "not given" sentinel,
+    which a wrapper passes through for an option its caller did not give."""
+    if value is None:
+        return True
+    kind = type(value)
+    return (kind.__module__.partition(".")[0], kind.__name__) in _SDK_ABSENT
 
 
 def _extra_body_clash(body: object, owned: frozenset[str], adapter: str, where: str) -> list[str]:
