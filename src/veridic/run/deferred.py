@@ -146,8 +146,7 @@ class PendingApproval:
             self.why,
             self.waiting_sha256,
         ]
-        canonical = json.dumps(shown, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+        return _sha256_of(shown)
 
     def stale(self, request: ApprovalRequest, arguments: Mapping[str, object]) -> str:
         """Why an answer to this approval does not hold for ``request`` now (``""``: it holds).
@@ -438,12 +437,13 @@ def waiting_sha256(request_id: str, calls: Sequence[ToolCall]) -> str:
     approve a paused run of another whose call has the same id, tool and arguments.
     """
     calls_shown = [[call.id, call.name, dict(call_arguments(call))] for call in calls]
-    canonical = json.dumps(
-        ["veridic-waiting/2", request_id, calls_shown],
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    return _sha256_of(["veridic-waiting/2", request_id, calls_shown])
+
+
+def _sha256_of(shown: object) -> str:
+    """SHA-256 (hex) of ``shown`` as canonical JSON (sorted keys, no spaces, UTF-8 with lone
+    surrogates kept): one spelling for both digests an answer is bound by."""
+    canonical = json.dumps(shown, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
