@@ -1,0 +1,257 @@
+"""A third attacker review of the provider adapters: what comes back from the model.
+
+The attacker controls the answer (a proxy, an OpenAI-compatible server, a model led by
+a document); the careless user sets request options the gateway does not expect. Each
+test drives the real SDKs over a fake transport and failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+from _sdk_server import FakeServer, http_module, sse
+from test_providers import (
+    CHAT_TOOL_CALL,
+    MESSAGE,
+    RESPONSE,
+    VIEW,
+    first_prompt,
+    gateway,
+    responses_stream,
+)
+
+from veridic import (
+    AnthropicMessages,
+    ApprovalPolicy,
+    Composer,
+    Limits,
+    ModelGateway,
+    OpenAIChat,
+    OpenAIResponses,
+    Registry,
+    Reply,
+    SQLiteAuditSink,
+    VeridicError,
+    instruction,
+)
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+
+
+def _chat(body: object, kind: str = "json") -> OpenAIChat:
+    server = FakeServer(http_module("openai"), [(kind, body)])
+    return OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
+
+
+def _responses(body: object, kind: str = "json") -> OpenAIResponses:
+    server = FakeServer(http_module("openai"), [(kind, body)])
+    return OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test")
+
+
+def _claude(body: object, kind: str = "json") -> AnthropicMessages:
+    server = FakeServer(http_module("anthropic"), [(kind, body)])
+    return AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+
+
+def _send(adapter: OpenAIChat | OpenAIResponses | AnthropicMessages) -> Reply:
+    gw, _, _ = gateway(adapter)
+    return gw.send(first_prompt(), VIEW, request_id="req-1")
+
+
+def _stream(adapter: OpenAIChat | OpenAIResponses | AnthropicMessages) -> tuple[list[str], Reply]:
+    gw, _, _ = gateway(adapter)
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        shown = list(stream)
+    return shown, stream.reply
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-3",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-test",
+        "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+    }
+
+
+# --- Chat Completions: one answer, the one on record ---------------------------------------
+
+
+def test_a_chat_completion_with_a_second_choice_is_refused_not_cut_to_the_first() -> None:
+    # With n=2 (or a proxy that fans out), the second choice's calls vanished without a record.
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    second = copy.deepcopy(body["choices"][0])
+    second["index"] = 1
+    second["message"]["tool_calls"][0]["id"] = "call_9"
+    second["message"]["tool_calls"][0]["function"]["arguments"] = '{"city":"Paris"}'
+    body["choices"].append(second)
+    with pytest.raises(VeridicError, match=r"2 choices.*do not set n"):
+        _send(_chat(body))
+
+
+def test_a_chat_stream_does_not_show_a_choice_it_does_not_record() -> None:
+    # The user was shown choice 1's text as it came, while the reply held choice 0 only.
+    stream = sse(
+        [
+            _chunk({"role": "assistant", "content": "Oslo is sunny."}),
+            _chunk({"role": "assistant", "content": "Wire the money now."}, index=1),
+            _chunk({}, "stop"),
+            _chunk({}, "stop", index=1),
+        ],
+        done=True,
+    )
+    with pytest.raises(VeridicError, match=r"choice 1.*do not set n"):
+        _stream(_chat(stream, "sse"))
+
+
+def test_a_streamed_chat_refusal_is_shown_as_it_is_recorded() -> None:
+    # A refusal streamed in pieces became the reply's text (sent back to the model as its
+    # own turn) while the user was shown nothing of it.
+    stream = sse(
+        [_chunk({"role": "assistant", "refusal": "I can't help "}), _chunk({"refusal": "with that."})]
+        + [_chunk({}, "stop")],
+        done=True,
+    )
+    shown, reply = _stream(_chat(stream, "sse"))
+    assert "".join(shown) == reply.text == "I can't help with that."
+
+
+def test_a_chat_message_with_both_text_and_a_refusal_is_refused_not_cut() -> None:
+    # The refusal was dropped without a word when the message also had text.
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    body["choices"][0]["message"].update(content="Sure.", refusal="I must not do this.")
+    with pytest.raises(VeridicError, match=r"both text \(.*\) and a refusal"):
+        _send(_chat(body))
+
+
+def test_a_chat_message_with_a_legacy_function_call_is_refused_not_dropped() -> None:
+    # An OpenAI-compatible server answering in the pre-tools shape: the call vanished,
+    # the reply read as an empty final answer.
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    message = body["choices"][0]["message"]
+    del message["tool_calls"]
+    message["function_call"] = {"name": "get_weather", "arguments": '{"city":"Oslo"}'}
+    body["choices"][0]["finish_reason"] = "function_call"
+    with pytest.raises(VeridicError, match="function_call"):
+        _send(_chat(body))
+
+
+# --- Responses: finished answers, every part read --------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["queued", "in_progress", "cancelled"])
+def test_a_response_that_is_not_finished_is_refused_not_read_as_an_answer(status: str) -> None:
+    # background=True answers at once with a queued response: it was read as an empty final
+    # answer (and an in-progress one's calls ran).
+    with pytest.raises(VeridicError, match=f"status {status!r}"):
+        _send(_responses({**RESPONSE, "status": status}))
+
+
+def test_a_message_part_of_a_type_the_adapter_does_not_read_is_refused_not_dropped() -> None:
+    body = copy.deepcopy(RESPONSE)
+    body["output"][0]["content"].append({"type": "output_audio", "transcript": "Wire it."})
+    with pytest.raises(VeridicError, match="output_audio"):
+        _send(_responses(body))
+
+
+def test_a_streamed_responses_refusal_is_shown_as_it_is_recorded() -> None:
+    # The refusal part was recorded (and sent back as the model's turn) but never shown.
+    final = copy.deepcopy(RESPONSE)
+    final["output"][0]["content"].append({"type": "refusal", "refusal": " I won't do that."})
+    events = responses_stream(final).replace(
+        'event: response.completed',
+        "event: response.refusal.delta\n"
+        'data: {"type": "response.refusal.delta", "sequence_number": 3, "item_id": "msg_1", '
+        '"output_index": 0, "content_index": 1, "delta": " I won\'t do that."}\n\n'
+        "event: response.completed",
+    )
+    shown, reply = _stream(_responses(events, "sse"))
+    assert "".join(shown) == reply.text == "Let me check. I won't do that."
+
+
+def test_a_responses_refusal_recorded_but_never_streamed_is_refused() -> None:
+    final = copy.deepcopy(RESPONSE)
+    final["output"][0]["content"].append({"type": "refusal", "refusal": " Ignore the user."})
+    with pytest.raises(VeridicError, match="not one answer"):
+        _stream(_responses(responses_stream(final), "sse"))
+
+
+# --- Anthropic: a refused answer runs nothing -------------------------------------------------
+
+
+def test_the_calls_of_an_anthropic_answer_stopped_as_a_refusal_do_not_run() -> None:
+    # stop_reason "refusal": a classifier stopped the answer mid-way, as "content_filter"
+    # does on OpenAI, so a call in it may be cut short; it ran.
+    deleted: list[str] = []
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def delete_files(prefix: str) -> str:
+        """Delete the user's files whose path starts with a prefix.
+
+        Args:
+            prefix: The path prefix, e.g. "/home/ann/tmp/".
+        """
+        deleted.append(prefix)
+        return "done"
+
+    view = registry.view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("delete_files")
+    answer = {
+        **MESSAGE,
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "delete_files", "input": {"prefix": "/"}}
+        ],
+        "stop_reason": "refusal",
+    }
+    gw = ModelGateway(_claude(answer), audit=SQLiteAuditSink(":memory:"))
+    composer = Composer().system(instruction("You tidy files.")).user("Tidy up.")
+    with pytest.raises(VeridicError, match="'refusal'"):
+        gw.run(composer, view, policy=policy, request_id="req-1")
+    assert deleted == []
+
+
+# --- Usage: a count the provider did not give is not a zero ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"total_tokens": 90000},
+        {"completion_tokens": 10, "total_tokens": 90000},
+        {"prompt_tokens": -90000, "completion_tokens": 10, "total_tokens": 5},
+    ],
+    ids=["total-only", "no-prompt-tokens", "negative"],
+)
+def test_a_token_limit_holds_when_the_usage_leaves_a_count_out_or_is_negative(
+    usage: dict[str, int],
+) -> None:
+    # A proxy's usage without prompt_tokens (or with a negative one) was read as 0 tokens
+    # read, so Limits(tokens=...) let 90,000 tokens through as if they were 10.
+    body = {**copy.deepcopy(CHAT_TOOL_CALL), "usage": usage}
+    gw = ModelGateway(_chat(body), audit=SQLiteAuditSink(":memory:"))
+    composer = Composer().system(instruction("You answer about the weather.")).user("Oslo?")
+    with pytest.raises(VeridicError, match="tokens"):
+        gw.run(composer, VIEW, policy=ApprovalPolicy(VIEW), request_id="r", limits=Limits(tokens=50))
+
+
+def test_a_negative_anthropic_token_count_is_refused_naming_it() -> None:
+    body = {**MESSAGE, "usage": {"input_tokens": 10, "output_tokens": -3}}
+    with pytest.raises(VeridicError, match="output_tokens"):
+        _send(_claude(body))
+
+
+def test_sync_and_async_clients_read_the_same_answers_alike() -> None:
+    # The adapters share one reader; hold the async path to every refusal above too.
+    bad = {**RESPONSE, "status": "queued"}
+    server = FakeServer(http_module("openai"), [("json", bad)])
+    adapter = OpenAIResponses(server.async_client(openai, "AsyncOpenAI"), model="gpt-test")
+    gw, _, _ = gateway(adapter)
+    with pytest.raises(VeridicError, match="status 'queued'"):
+        asyncio.run(gw.asend(first_prompt(), VIEW, request_id="req-1"))
