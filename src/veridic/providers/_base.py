@@ -87,19 +87,51 @@ class Usage:
         )
 
 
-def usage_of(response: object, read: Sequence[str], wrote: Sequence[str]) -> Usage | None:
+def usage_of(
+    response: object, read: Sequence[str], wrote: Sequence[str], *, where: str = "the provider"
+) -> Usage | None:
     """The ``usage`` of an SDK response: the sums of the counts named in ``read`` and ``wrote``.
 
-    ``None`` when the response carries no usage (a stream asked without it).
+    ``None`` when the response carries no usage (a stream asked without it), and
+    when it leaves out the first count of ``read`` or of ``wrote`` (a proxy's
+    ``{"total_tokens": 90000}``): read as 0, those tokens would pass a
+    ``Limits(tokens=...)`` uncounted, where ``None`` stops the run saying why. The
+    other counts (Anthropic's cache reads and writes) may be left out.
+
+    Raises:
+        VeridicError: a count is given but is not a whole number from 0 to 2**63 - 1
+            (a negative one took tokens off the run's total).
     """
     usage = attr(response, "usage")
     if usage is None:
         return None
-    counts = [
-        sum(n for n in (attr(usage, key) for key in keys) if isinstance(n, int) and n >= 0)
-        for keys in (read, wrote)
-    ]
+    counts: list[int] = []
+    for keys in (read, wrote):
+        given = {key: attr(usage, key) for key in keys}
+        if keys and given[keys[0]] is None:
+            return None
+        counts.append(sum(_count(key, n, where) for key, n in given.items() if n is not None))
     return Usage(counts[0], counts[1])
+
+
+_COUNT_MAX: Final = 2**63 - 1
+
+
+def _count(key: str, value: object, where: str) -> int:
+    """A token count as the provider gave it, refused unless it is one.
+
+    Raises:
+        VeridicError: naming the key and the value.
+    """
+    if type(value) is int and 0 <= value <= _COUNT_MAX:
+        return value
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else f"{shown[:60]}… ({len(shown)} chars)"
+    raise VeridicError(
+        f"{where}: the answer's usage gives {key}={shown}, which is not a count "
+        "of tokens (a whole number from 0 to 2**63 - 1); it cannot be added to the run's "
+        "tokens, so nothing of the answer was run: check what sits between you and the API"
+    )
 
 
 class Assembler(Protocol):

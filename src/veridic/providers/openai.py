@@ -162,7 +162,7 @@ class OpenAIChat(Adapter):
             stop_reason=text_of(choice, "finish_reason", where=where, default=""),
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
-            usage=usage_of(response, ("prompt_tokens",), ("completion_tokens",)),
+            usage=usage_of(response, ("prompt_tokens",), ("completion_tokens",), where=where),
         )
 
     def assembler(self) -> _ChatAssembler:
@@ -413,7 +413,7 @@ class OpenAIResponses(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
-            usage=usage_of(response, ("input_tokens",), ("output_tokens",)),
+            usage=usage_of(response, ("input_tokens",), ("output_tokens",), where=where),
         )
 
     def assembler(self) -> _ResponsesAssembler:
