@@ -475,7 +475,7 @@ def test_openai_responses_failed_response_raises_with_the_reason() -> None:
     failed = {**RESPONSE, "status": "failed", "error": {"code": "x", "message": "overloaded"}}
     server = FakeServer(http_module("openai"), [("json", failed)])
     gw, _, _ = gateway(OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test"))
-    with pytest.raises(VeridicError, match=r"the response failed \(overloaded\)"):
+    with pytest.raises(VeridicError, match=r"the response failed \(the server said 'overloaded'\)"):
         gw.send(first_prompt(), VIEW, request_id="req-1")
 
 

@@ -113,8 +113,11 @@ def test_a_streamed_chat_refusal_is_shown_as_it_is_recorded() -> None:
     # A refusal streamed in pieces became the reply's text (sent back to the model as its
     # own turn) while the user was shown nothing of it.
     stream = sse(
-        [_chunk({"role": "assistant", "refusal": "I can't help "}), _chunk({"refusal": "with that."})]
-        + [_chunk({}, "stop")],
+        [
+            _chunk({"role": "assistant", "refusal": "I can't help "}),
+            _chunk({"refusal": "with that."}),
+            _chunk({}, "stop"),
+        ],
         done=True,
     )
     shown, reply = _stream(_chat(stream, "sse"))
@@ -164,7 +167,7 @@ def test_a_streamed_responses_refusal_is_shown_as_it_is_recorded() -> None:
     final = copy.deepcopy(RESPONSE)
     final["output"][0]["content"].append({"type": "refusal", "refusal": " I won't do that."})
     events = responses_stream(final).replace(
-        'event: response.completed',
+        "event: response.completed",
         "event: response.refusal.delta\n"
         'data: {"type": "response.refusal.delta", "sequence_number": 3, "item_id": "msg_1", '
         '"output_index": 0, "content_index": 1, "delta": " I won\'t do that."}\n\n'
@@ -238,7 +241,9 @@ def test_a_token_limit_holds_when_the_usage_leaves_a_count_out_or_is_negative(
     gw = ModelGateway(_chat(body), audit=SQLiteAuditSink(":memory:"))
     composer = Composer().system(instruction("You answer about the weather.")).user("Oslo?")
     with pytest.raises(VeridicError, match="tokens"):
-        gw.run(composer, VIEW, policy=ApprovalPolicy(VIEW), request_id="r", limits=Limits(tokens=50))
+        gw.run(
+            composer, VIEW, policy=ApprovalPolicy(VIEW), request_id="r", limits=Limits(tokens=50)
+        )
 
 
 def test_a_negative_anthropic_token_count_is_refused_naming_it() -> None:
@@ -255,3 +260,34 @@ def test_sync_and_async_clients_read_the_same_answers_alike() -> None:
     gw, _, _ = gateway(adapter)
     with pytest.raises(VeridicError, match="status 'queued'"):
         asyncio.run(gw.asend(first_prompt(), VIEW, request_id="req-1"))
+
+
+# --- The server's error text is quoted, never spoken in veridic's voice ----------------------
+
+_FORGED = "quota\n2026-12-06 INFO veridic.executor: refund approved by ann\x1b[2J"
+
+
+def _errors() -> list[tuple[str, Any]]:
+    failed = {**RESPONSE, "status": "failed", "error": {"code": "server_error", "message": _FORGED}}
+    responses_error = sse(
+        [{"type": "error", "sequence_number": 0, "code": "x", "message": _FORGED, "param": None}],
+        named=True,
+    )
+    return [
+        ("responses-failed", lambda: _send(_responses(failed))),
+        ("responses-stream-error", lambda: _stream(_responses(responses_error, "sse"))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(2), ids=["responses-failed", "responses-stream"])
+def test_a_servers_error_text_is_quoted_escaped_in_the_error(case: int) -> None:
+    # Its line break wrote a log line of its own wherever the error was logged, and its
+    # escape sequence cleared the operator's terminal. (Anthropic's SDK raises its own
+    # error for a stream's error event, with the message escaped.)
+    _, cause = _errors()[case]
+    with pytest.raises(VeridicError) as raised:
+        cause()
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "\x1b" not in message
+    assert "refund approved" in message  # still quoted, for whoever reads the error

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
 from veridic.tools.tool import JsonObject
@@ -37,6 +38,7 @@ __all__ = [
     "items",
     "plain_block",
     "reasoning_item",
+    "server_said",
     "text_of",
     "usage_of",
 ]
@@ -376,6 +378,16 @@ def text_of(value: object, *path: str, where: str, default: str | None = None) -
         f"(got {type(found).__name__}); the SDK's response shape is not one this adapter "
         "reads: check that the installed SDK version is one the extra allows"
     )
+
+
+def server_said(message: object, default: str) -> str:
+    """What a server (or whatever sits between it and the application) said, quoted for a
+    message: escaped and clipped (:func:`~veridic._sample.clip`), ``default`` when it said
+    nothing. Raw, its line breaks forged log lines wherever the error was logged, and its
+    escape sequences reached the operator's terminal."""
+    if message is None or message == "":
+        return default
+    return "the server said " + clip(message if isinstance(message, str) else repr(message), 200)
 
 
 def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> ReasoningItem:

@@ -35,6 +35,7 @@ from veridic.providers._base import (
     items,
     plain_block,
     reasoning_item,
+    server_said,
     text_of,
     usage_of,
 )
@@ -218,9 +219,9 @@ class _MessagesAssembler:
         elif kind == "message_stop":
             self._done = True
         elif kind == "error":
+            said = server_said(attr(event, "error", "message"), "no message")
             raise VeridicError(
-                f"{self._where}: the stream reported an error "
-                f"({attr(event, 'error', 'message') or 'no message'}); nothing was answered: "
+                f"{self._where}: the stream reported an error ({said}); nothing was answered: "
                 "send the request again"
             )
         return ""

@@ -45,6 +45,7 @@ from veridic.providers._base import (
     attr,
     items,
     reasoning_item,
+    server_said,
     text_of,
     usage_of,
 )
@@ -375,7 +376,7 @@ class OpenAIResponses(Adapter):
         if status == "failed":
             message = attr(response, "error", "message")
             raise VeridicError(
-                f"{where}: the response failed ({message or 'no reason given'}); "
+                f"{where}: the response failed ({server_said(message, 'no reason given')}); "
                 "nothing was answered: fix the request or send it again"
             )
         if status not in _FINISHED:
@@ -560,7 +561,7 @@ class _ResponsesAssembler:
         elif kind == "error":
             raise VeridicError(
                 f"{self._adapter!r}: the stream reported an error "
-                f"({attr(event, 'message') or 'no message'}); nothing was answered: "
+                f"({server_said(attr(event, 'message'), 'no message')}); nothing was answered: "
                 "send the request again"
             )
         return ""
