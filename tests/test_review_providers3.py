@@ -291,3 +291,15 @@ def test_a_servers_error_text_is_quoted_escaped_in_the_error(case: int) -> None:
     assert "\n" not in message
     assert "\x1b" not in message
     assert "refund approved" in message  # still quoted, for whoever reads the error
+
+
+def test_a_chat_answer_spoken_as_audio_is_refused_not_read_as_empty() -> None:
+    # With modalities=["text", "audio"] the answer is in message.audio (its transcript), and
+    # the reply read as an empty final answer, recorded as the model having said nothing.
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    message = body["choices"][0]["message"]
+    del message["tool_calls"]
+    message["audio"] = {"id": "a1", "data": "UklGRg==", "expires_at": 1, "transcript": "Done."}
+    body["choices"][0]["finish_reason"] = "stop"
+    with pytest.raises(VeridicError, match="audio"):
+        _send(_chat(body))

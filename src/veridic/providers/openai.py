@@ -188,17 +188,24 @@ def _chat_text(message: object, where: str) -> str:
 
     The API sends one or the other. Both, and the reply would either drop the refusal
     without a word or show one text and record another; a legacy ``function_call`` (the
-    shape before tools, which some compatible servers still answer in) would vanish, and
-    the reply read as a final answer. Both are refused.
+    shape before tools, which some compatible servers still answer in) or an answer in
+    ``audio`` would vanish, and the reply read as a final answer. These are refused.
 
     Raises:
-        VeridicError: the message has both text and a refusal, or a ``function_call``.
+        VeridicError: the message has both text and a refusal, a ``function_call``, or
+            ``audio``.
     """
     if attr(message, "function_call") is not None:
         raise VeridicError(
             f"{where}: the model's message holds a legacy function_call, which the gateway "
             "neither sends tools for nor reads (it reads tool_calls); nothing of it was run: "
             "use a server that answers with tool_calls, as the chat completions API does"
+        )
+    if attr(message, "audio") is not None:
+        raise VeridicError(
+            f"{where}: the model answered in audio (message.audio), which the gateway does "
+            "not read, so the reply would read as saying nothing; nothing of it was run: do "
+            "not ask for audio (modalities, audio) through options"
         )
     text = text_of(message, "content", where=where, default="")
     refusal = attr(message, "refusal")
