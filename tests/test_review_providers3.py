@@ -303,3 +303,29 @@ def test_a_chat_answer_spoken_as_audio_is_refused_not_read_as_empty() -> None:
     body["choices"][0]["finish_reason"] = "stop"
     with pytest.raises(VeridicError, match="audio"):
         _send(_chat(body))
+
+
+_CITATION = {
+    "type": "url_citation",
+    "url_citation": {"start_index": 0, "end_index": 5, "title": "t", "url": "https://evil.test/"},
+}
+
+
+def test_a_chat_answer_citing_web_pages_the_model_read_is_refused() -> None:
+    # A search model (gpt-4o-search-preview) reads web pages on every request, without
+    # web_search_options: what it read is in no data block and under no hash; its answer
+    # says so only in its url_citation annotations, which were dropped.
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    message = body["choices"][0]["message"]
+    message.update(content="Sunny.", annotations=[_CITATION])
+    with pytest.raises(VeridicError, match="url_citation"):
+        _send(_chat(body))
+
+
+def test_a_responses_answer_citing_what_the_model_read_is_refused() -> None:
+    body = copy.deepcopy(RESPONSE)
+    body["output"][0]["content"][0]["annotations"] = [
+        {"type": "url_citation", "start_index": 0, "end_index": 3, "title": "t", "url": "u"}
+    ]
+    with pytest.raises(VeridicError, match="url_citation"):
+        _send(_responses(body))

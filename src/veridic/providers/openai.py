@@ -207,6 +207,7 @@ def _chat_text(message: object, where: str) -> str:
             "not read, so the reply would read as saying nothing; nothing of it was run: do "
             "not ask for audio (modalities, audio) through options"
         )
+    _refuse_citations(message, where)
     text = text_of(message, "content", where=where, default="")
     refusal = attr(message, "refusal")
     if not isinstance(refusal, str) or not refusal:
@@ -219,6 +220,30 @@ def _chat_text(message: object, where: str) -> str:
             "what sits between you and the API"
         )
     return refusal
+
+
+def _refuse_citations(holder: object, where: str) -> None:
+    """Refuse an answer that cites what the model read outside the prompt.
+
+    Annotations (``url_citation``, ``file_citation``, ...) come only with search:
+    a hosted tool, ``web_search_options``, or a model that searches on every request
+    (``gpt-4o-search-preview``). The pages it read are in no data block and under no
+    hash, so the model-call record would name a prompt the model did not read alone.
+
+    Raises:
+        VeridicError: naming the kinds of the annotations.
+    """
+    found = items(holder, "annotations")
+    if not found:
+        return
+    kinds = sorted({clip(str(attr(note, "type"))) for note in found})
+    raise VeridicError(
+        f"{where}: the answer cites what the model read outside the prompt "
+        f"({', '.join(kinds[:5])}): a model or tool that searches read text that is in no "
+        "data block and under no hash of the model-call record; nothing of it was run: use "
+        "a model that does not search by itself, and fetch pages with a registry tool, "
+        "whose results come back fenced"
+    )
 
 
 def _chat_call(call: object, where: str) -> ToolCall:
@@ -449,6 +474,7 @@ def _part_text(part: object, where: str) -> str:
     key = _PART_TEXT.get(kind) if isinstance(kind, str) else None
     if key is None:
         raise _foreign(f"a message part of type {clip(str(kind))}", where)
+    _refuse_citations(part, where)
     return text_of(part, key, where=where)
 
 
