@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_providers import (
     CHAT_TOOL_CALL,
     MESSAGE,
@@ -329,3 +331,56 @@ def test_a_responses_answer_citing_what_the_model_read_is_refused() -> None:
     ]
     with pytest.raises(VeridicError, match="url_citation"):
         _send(_responses(body))
+
+
+# --- For every stream: what the loop shows is what the reply holds --------------------------
+
+_PIECE = st.tuples(st.sampled_from(["content", "refusal"]), st.text(max_size=8))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(_PIECE, max_size=6))
+def test_property_a_chat_stream_shows_what_its_reply_holds_or_is_refused(
+    pieces: list[tuple[str, str]],
+) -> None:
+    chunks = [_chunk({"role": "assistant"})]
+    chunks += [_chunk({key: text}) for key, text in pieces]
+    stream = sse([*chunks, _chunk({}, "stop")], done=True)
+    said = {key: "".join(text for kind, text in pieces if kind == key) for key in _KEYS}
+    if all(said.values()):  # the API never sends both
+        with pytest.raises(VeridicError, match="both text"):
+            _stream(_chat(stream, "sse"))
+        return
+    shown, reply = _stream(_chat(stream, "sse"))
+    assert "".join(shown) == reply.text
+
+
+_KEYS = ("content", "refusal")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    usage=st.dictionaries(
+        st.sampled_from(["prompt_tokens", "completion_tokens", "total_tokens"]),
+        st.one_of(
+            st.integers(-(2**64), 2**64),
+            st.none(),
+            # A whole float is read as an int by the SDK when the usage validates.
+            st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: not x.is_integer()),
+        ),
+    )
+)
+def test_property_usage_is_the_counts_given_or_none_or_refused(usage: dict[str, object]) -> None:
+    body = {**copy.deepcopy(CHAT_TOOL_CALL), "usage": usage}
+    given = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    for count in given:
+        if count is None:
+            assert _send(_chat(body)).usage is None
+            return
+        if type(count) is not int or not 0 <= count < 2**63:
+            with pytest.raises(VeridicError, match="not a count of tokens"):
+                _send(_chat(body))
+            return
+    read = _send(_chat(body)).usage
+    assert read is not None
+    assert (read.input_tokens, read.output_tokens) == given
