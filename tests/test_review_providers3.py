@@ -44,6 +44,11 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 
 
+def _copy(body: object) -> Any:
+    """A deep copy of a canned answer, to edit (typed loosely: the answers are JSON)."""
+    return copy.deepcopy(body)
+
+
 def _chat(body: object, kind: str = "json") -> OpenAIChat:
     server = FakeServer(http_module("openai"), [(kind, body)])
     return OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
@@ -86,8 +91,8 @@ def _chunk(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> 
 
 def test_a_chat_completion_with_a_second_choice_is_refused_not_cut_to_the_first() -> None:
     # With n=2 (or a proxy that fans out), the second choice's calls vanished without a record.
-    body = copy.deepcopy(CHAT_TOOL_CALL)
-    second = copy.deepcopy(body["choices"][0])
+    body = _copy(CHAT_TOOL_CALL)
+    second = _copy(body["choices"][0])
     second["index"] = 1
     second["message"]["tool_calls"][0]["id"] = "call_9"
     second["message"]["tool_calls"][0]["function"]["arguments"] = '{"city":"Paris"}'
@@ -128,7 +133,7 @@ def test_a_streamed_chat_refusal_is_shown_as_it_is_recorded() -> None:
 
 def test_a_chat_message_with_both_text_and_a_refusal_is_refused_not_cut() -> None:
     # The refusal was dropped without a word when the message also had text.
-    body = copy.deepcopy(CHAT_TOOL_CALL)
+    body = _copy(CHAT_TOOL_CALL)
     body["choices"][0]["message"].update(content="Sure.", refusal="I must not do this.")
     with pytest.raises(VeridicError, match=r"both text \(.*\) and a refusal"):
         _send(_chat(body))
@@ -137,7 +142,7 @@ def test_a_chat_message_with_both_text_and_a_refusal_is_refused_not_cut() -> Non
 def test_a_chat_message_with_a_legacy_function_call_is_refused_not_dropped() -> None:
     # An OpenAI-compatible server answering in the pre-tools shape: the call vanished,
     # the reply read as an empty final answer.
-    body = copy.deepcopy(CHAT_TOOL_CALL)
+    body = _copy(CHAT_TOOL_CALL)
     message = body["choices"][0]["message"]
     del message["tool_calls"]
     message["function_call"] = {"name": "get_weather", "arguments": '{"city":"Oslo"}'}
@@ -158,7 +163,7 @@ def test_a_response_that_is_not_finished_is_refused_not_read_as_an_answer(status
 
 
 def test_a_message_part_of_a_type_the_adapter_does_not_read_is_refused_not_dropped() -> None:
-    body = copy.deepcopy(RESPONSE)
+    body = _copy(RESPONSE)
     body["output"][0]["content"].append({"type": "output_audio", "transcript": "Wire it."})
     with pytest.raises(VeridicError, match="output_audio"):
         _send(_responses(body))
@@ -166,7 +171,7 @@ def test_a_message_part_of_a_type_the_adapter_does_not_read_is_refused_not_dropp
 
 def test_a_streamed_responses_refusal_is_shown_as_it_is_recorded() -> None:
     # The refusal part was recorded (and sent back as the model's turn) but never shown.
-    final = copy.deepcopy(RESPONSE)
+    final = _copy(RESPONSE)
     final["output"][0]["content"].append({"type": "refusal", "refusal": " I won't do that."})
     events = responses_stream(final).replace(
         "event: response.completed",
@@ -180,7 +185,7 @@ def test_a_streamed_responses_refusal_is_shown_as_it_is_recorded() -> None:
 
 
 def test_a_responses_refusal_recorded_but_never_streamed_is_refused() -> None:
-    final = copy.deepcopy(RESPONSE)
+    final = _copy(RESPONSE)
     final["output"][0]["content"].append({"type": "refusal", "refusal": " Ignore the user."})
     with pytest.raises(VeridicError, match="not one answer"):
         _stream(_responses(responses_stream(final), "sse"))
@@ -239,7 +244,7 @@ def test_a_token_limit_holds_when_the_usage_leaves_a_count_out_or_is_negative(
 ) -> None:
     # A proxy's usage without prompt_tokens (or with a negative one) was read as 0 tokens
     # read, so Limits(tokens=...) let 90,000 tokens through as if they were 10.
-    body = {**copy.deepcopy(CHAT_TOOL_CALL), "usage": usage}
+    body = {**_copy(CHAT_TOOL_CALL), "usage": usage}
     gw = ModelGateway(_chat(body), audit=SQLiteAuditSink(":memory:"))
     composer = Composer().system(instruction("You answer about the weather.")).user("Oslo?")
     with pytest.raises(VeridicError, match="tokens"):
@@ -298,7 +303,7 @@ def test_a_servers_error_text_is_quoted_escaped_in_the_error(case: int) -> None:
 def test_a_chat_answer_spoken_as_audio_is_refused_not_read_as_empty() -> None:
     # With modalities=["text", "audio"] the answer is in message.audio (its transcript), and
     # the reply read as an empty final answer, recorded as the model having said nothing.
-    body = copy.deepcopy(CHAT_TOOL_CALL)
+    body = _copy(CHAT_TOOL_CALL)
     message = body["choices"][0]["message"]
     del message["tool_calls"]
     message["audio"] = {"id": "a1", "data": "UklGRg==", "expires_at": 1, "transcript": "Done."}
@@ -317,7 +322,7 @@ def test_a_chat_answer_citing_web_pages_the_model_read_is_refused() -> None:
     # A search model (gpt-4o-search-preview) reads web pages on every request, without
     # web_search_options: what it read is in no data block and under no hash; its answer
     # says so only in its url_citation annotations, which were dropped.
-    body = copy.deepcopy(CHAT_TOOL_CALL)
+    body = _copy(CHAT_TOOL_CALL)
     message = body["choices"][0]["message"]
     message.update(content="Sunny.", annotations=[_CITATION])
     with pytest.raises(VeridicError, match="url_citation"):
@@ -325,7 +330,7 @@ def test_a_chat_answer_citing_web_pages_the_model_read_is_refused() -> None:
 
 
 def test_a_responses_answer_citing_what_the_model_read_is_refused() -> None:
-    body = copy.deepcopy(RESPONSE)
+    body = _copy(RESPONSE)
     body["output"][0]["content"][0]["annotations"] = [
         {"type": "url_citation", "start_index": 0, "end_index": 3, "title": "t", "url": "u"}
     ]
@@ -371,7 +376,7 @@ _KEYS = ("content", "refusal")
     )
 )
 def test_property_usage_is_the_counts_given_or_none_or_refused(usage: dict[str, object]) -> None:
-    body = {**copy.deepcopy(CHAT_TOOL_CALL), "usage": usage}
+    body = {**_copy(CHAT_TOOL_CALL), "usage": usage}
     given = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
     for count in given:
         if count is None:
