@@ -237,7 +237,8 @@ def test_openai_chat_stream_is_read_like_a_send_refusal_and_bare_calls_included(
     server = FakeServer(http_module("openai"), [("sse", refused), ("sse", bare)])
     gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
     with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
-        assert list(stream) == []  # a refusal is not content as it arrives
+        # The refusal is the reply's text, so it is shown as it arrives, as text is.
+        assert list(stream) == ["I can't ", "help with that."]
     assert (stream.reply.text, stream.reply.stop_reason) == ("I can't help with that.", "stop")
     with gw.stream(first_prompt(), VIEW, request_id="req-2") as stream:
         list(stream)
@@ -474,7 +475,7 @@ def test_openai_responses_failed_response_raises_with_the_reason() -> None:
     failed = {**RESPONSE, "status": "failed", "error": {"code": "x", "message": "overloaded"}}
     server = FakeServer(http_module("openai"), [("json", failed)])
     gw, _, _ = gateway(OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test"))
-    with pytest.raises(VeridicError, match=r"the response failed \(overloaded\)"):
+    with pytest.raises(VeridicError, match=r"the response failed \(the server said 'overloaded'\)"):
         gw.send(first_prompt(), VIEW, request_id="req-1")
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
 from veridic.tools.tool import JsonObject
@@ -37,6 +38,7 @@ __all__ = [
     "items",
     "plain_block",
     "reasoning_item",
+    "server_said",
     "text_of",
     "usage_of",
 ]
@@ -87,19 +89,51 @@ class Usage:
         )
 
 
-def usage_of(response: object, read: Sequence[str], wrote: Sequence[str]) -> Usage | None:
+def usage_of(
+    response: object, read: Sequence[str], wrote: Sequence[str], *, where: str = "the provider"
+) -> Usage | None:
     """The ``usage`` of an SDK response: the sums of the counts named in ``read`` and ``wrote``.
 
-    ``None`` when the response carries no usage (a stream asked without it).
+    ``None`` when the response carries no usage (a stream asked without it), and
+    when it leaves out the first count of ``read`` or of ``wrote`` (a proxy's
+    ``{"total_tokens": 90000}``): read as 0, those tokens would pass a
+    ``Limits(tokens=...)`` uncounted, where ``None`` stops the run saying why. The
+    other counts (Anthropic's cache reads and writes) may be left out.
+
+    Raises:
+        VeridicError: a count is given but is not a whole number from 0 to 2**63 - 1
+            (a negative one took tokens off the run's total).
     """
     usage = attr(response, "usage")
     if usage is None:
         return None
-    counts = [
-        sum(n for n in (attr(usage, key) for key in keys) if isinstance(n, int) and n >= 0)
-        for keys in (read, wrote)
-    ]
+    counts: list[int] = []
+    for keys in (read, wrote):
+        given = {key: attr(usage, key) for key in keys}
+        if keys and given[keys[0]] is None:
+            return None
+        counts.append(sum(_count(key, n, where) for key, n in given.items() if n is not None))
     return Usage(counts[0], counts[1])
+
+
+_COUNT_MAX: Final = 2**63 - 1
+
+
+def _count(key: str, value: object, where: str) -> int:
+    """A token count as the provider gave it, refused unless it is one.
+
+    Raises:
+        VeridicError: naming the key and the value.
+    """
+    if type(value) is int and 0 <= value <= _COUNT_MAX:
+        return value
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else f"{shown[:60]}… ({len(shown)} chars)"
+    raise VeridicError(
+        f"{where}: the answer's usage gives {key}={shown}, which is not a count "
+        "of tokens (a whole number from 0 to 2**63 - 1); it cannot be added to the run's "
+        "tokens, so nothing of the answer was run: check what sits between you and the API"
+    )
 
 
 class Assembler(Protocol):
@@ -344,6 +378,16 @@ def text_of(value: object, *path: str, where: str, default: str | None = None) -
         f"(got {type(found).__name__}); the SDK's response shape is not one this adapter "
         "reads: check that the installed SDK version is one the extra allows"
     )
+
+
+def server_said(message: object, default: str) -> str:
+    """What a server (or whatever sits between it and the application) said, quoted for a
+    message: escaped and clipped (:func:`~veridic._sample.clip`), ``default`` when it said
+    nothing. Raw, its line breaks forged log lines wherever the error was logged, and its
+    escape sequences reached the operator's terminal."""
+    if message is None or message == "":
+        return default
+    return "the server said " + clip(message if isinstance(message, str) else repr(message), 200)
 
 
 def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> ReasoningItem:

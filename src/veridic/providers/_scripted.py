@@ -106,7 +106,7 @@ class ScriptedProvider(Adapter):
             response_id=f"scripted-{len(self.requests)}",
             model=self.model,
             reasoning=_reasoning(attr(response, "reasoning")),
-            usage=usage_of(response, ("input_tokens",), ("output_tokens",)),
+            usage=usage_of(response, ("input_tokens",), ("output_tokens",), where=repr(self)),
         )
 
     def assembler(self) -> _ScriptedAssembler:

@@ -35,6 +35,7 @@ from veridic.providers._base import (
     items,
     plain_block,
     reasoning_item,
+    server_said,
     text_of,
     usage_of,
 )
@@ -159,7 +160,7 @@ class AnthropicMessages(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
-            usage=usage_of(response, _READ, ("output_tokens",)),
+            usage=usage_of(response, _READ, ("output_tokens",), where=where),
         )
 
     def assembler(self) -> _MessagesAssembler:
@@ -185,7 +186,9 @@ class _MessagesAssembler:
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
         if kind == "message_start":
-            self._read = usage_of(attr(event, "message"), _READ, ("output_tokens",))
+            self._read = usage_of(
+                attr(event, "message"), _READ, ("output_tokens",), where=self._where
+            )
             self._id = text_of(event, "message", "id", where=self._where, default="")
             self._model = text_of(event, "message", "model", where=self._where, default=self._model)
         elif kind == "content_block_start":
@@ -212,13 +215,13 @@ class _MessagesAssembler:
             return self._delta(event)
         elif kind == "message_delta":
             self._stop = text_of(event, "delta", "stop_reason", where=self._where, default="")
-            self._wrote = usage_of(event, (), ("output_tokens",))
+            self._wrote = usage_of(event, (), ("output_tokens",), where=self._where)
         elif kind == "message_stop":
             self._done = True
         elif kind == "error":
+            said = server_said(attr(event, "error", "message"), "no message")
             raise VeridicError(
-                f"{self._where}: the stream reported an error "
-                f"({attr(event, 'error', 'message') or 'no message'}); nothing was answered: "
+                f"{self._where}: the stream reported an error ({said}); nothing was answered: "
                 "send the request again"
             )
         return ""

@@ -45,6 +45,7 @@ from veridic.providers._base import (
     attr,
     items,
     reasoning_item,
+    server_said,
     text_of,
     usage_of,
 )
@@ -150,12 +151,11 @@ class OpenAIChat(Adapter):
                 f"{where}: the chat completion has no choices ({type(response).__name__}); "
                 "the gateway reads the first choice: do not set n=0"
             )
+        if len(choices) > 1:
+            raise _void_choice(f"{len(choices)} choices", where)
         choice = choices[0]
         message = attr(choice, "message")
-        text = text_of(message, "content", where=where, default="")
-        refusal = attr(message, "refusal")
-        if not text and isinstance(refusal, str):
-            text = refusal
+        text = _chat_text(message, where)
         calls = tuple(_chat_call(call, where) for call in items(message, "tool_calls"))
         return Completion(
             text=text,
@@ -163,11 +163,87 @@ class OpenAIChat(Adapter):
             stop_reason=text_of(choice, "finish_reason", where=where, default=""),
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
-            usage=usage_of(response, ("prompt_tokens",), ("completion_tokens",)),
+            usage=usage_of(response, ("prompt_tokens",), ("completion_tokens",), where=where),
         )
 
     def assembler(self) -> _ChatAssembler:
         return _ChatAssembler(self)
+
+
+def _void_choice(what: str, where: str) -> VeridicError:
+    """An answer of more than one choice: the gateway records, shows and runs one.
+
+    Read as its first choice, the others' calls vanished without a record, and a stream
+    showed their text as it came while the reply held the first one's only.
+    """
+    return VeridicError(
+        f"{where}: the chat completion holds {what}, but the gateway records, shows and "
+        "runs one answer; nothing of it was run: do not set n (or ask for other choices "
+        "with requests of their own), and check what sits between you and the API"
+    )
+
+
+def _chat_text(message: object, where: str) -> str:
+    """The message's text: its ``content``, or its ``refusal`` when the model refused.
+
+    The API sends one or the other. Both, and the reply would either drop the refusal
+    without a word or show one text and record another; a legacy ``function_call`` (the
+    shape before tools, which some compatible servers still answer in) or an answer in
+    ``audio`` would vanish, and the reply read as a final answer. These are refused.
+
+    Raises:
+        VeridicError: the message has both text and a refusal, a ``function_call``, or
+            ``audio``.
+    """
+    if attr(message, "function_call") is not None:
+        raise VeridicError(
+            f"{where}: the model's message holds a legacy function_call, which the gateway "
+            "neither sends tools for nor reads (it reads tool_calls); nothing of it was run: "
+            "use a server that answers with tool_calls, as the chat completions API does"
+        )
+    if attr(message, "audio") is not None:
+        raise VeridicError(
+            f"{where}: the model answered in audio (message.audio), which the gateway does "
+            "not read, so the reply would read as saying nothing; nothing of it was run: do "
+            "not ask for audio (modalities, audio) through options"
+        )
+    _refuse_citations(message, where)
+    text = text_of(message, "content", where=where, default="")
+    refusal = attr(message, "refusal")
+    if not isinstance(refusal, str) or not refusal:
+        return text
+    if text:
+        raise VeridicError(
+            f"{where}: the model's message holds both text ({clip(text)}) and a refusal "
+            f"({clip(refusal)}), which the API never sends together; the reply could keep "
+            "only one of them, so nothing of it was run: send the request again, and check "
+            "what sits between you and the API"
+        )
+    return refusal
+
+
+def _refuse_citations(holder: object, where: str) -> None:
+    """Refuse an answer that cites what the model read outside the prompt.
+
+    Annotations (``url_citation``, ``file_citation``, ...) come only with search:
+    a hosted tool, ``web_search_options``, or a model that searches on every request
+    (``gpt-4o-search-preview``). The pages it read are in no data block and under no
+    hash, so the model-call record would name a prompt the model did not read alone.
+
+    Raises:
+        VeridicError: naming the kinds of the annotations.
+    """
+    found = items(holder, "annotations")
+    if not found:
+        return
+    kinds = sorted({clip(str(attr(note, "type"))) for note in found})
+    raise VeridicError(
+        f"{where}: the answer cites what the model read outside the prompt "
+        f"({', '.join(kinds[:5])}): a model or tool that searches read text that is in no "
+        "data block and under no hash of the model-call record; nothing of it was run: use "
+        "a model that does not search by itself, and fetch pages with a registry tool, "
+        "whose results come back fenced"
+    )
 
 
 def _chat_call(call: object, where: str) -> ToolCall:
@@ -229,18 +305,29 @@ class _ChatAssembler:
         choices = attr(event, "choices")
         if not isinstance(choices, list) or not choices:
             return ""
-        return text_of(choices[0], "delta", "content", where=repr(self._adapter), default="")
+        # What the reply's text will hold: the content, or the refusal (_chat_text).
+        where = repr(self._adapter)
+        delta = attr(choices[0], "delta")
+        return text_of(delta, "content", where=where, default="") + text_of(
+            delta, "refusal", where=where, default=""
+        )
 
     def _check(self, event: object) -> None:
         """Refuse what the SDK's merging would hide: a piece after a choice finished (a call
-        appended after the stop would run), and a second id for one tool-call index (two
-        calls merged into one, under an id nobody sent)."""
+        appended after the stop would run), a second id for one tool-call index (two
+        calls merged into one, under an id nobody sent), and a second choice (shown as it
+        came, while the reply holds the first)."""
         choices = attr(event, "choices")
-        for choice in choices if isinstance(choices, list) else ():
+        choices = choices if isinstance(choices, list) else []
+        for choice in choices:
             index = attr(choice, "index")
+            if index not in (None, 0) or len(choices) > 1:
+                shown = str(index) if isinstance(index, int) else clip(str(index))
+                raise _void_choice(f"a chunk of choice {shown}", repr(self._adapter))
             delta = attr(choice, "delta")
             calls = attr(delta, "tool_calls")
-            if index in self._finished and (attr(delta, "content") or calls):
+            more = attr(delta, "content") or attr(delta, "refusal") or calls
+            if index in self._finished and more:
                 raise self._void(f"choice {index} went on after its finish_reason")
             for call in calls if isinstance(calls, list) else ():
                 key = (index, attr(call, "index"))
@@ -321,8 +408,15 @@ class OpenAIResponses(Adapter):
         if status == "failed":
             message = attr(response, "error", "message")
             raise VeridicError(
-                f"{where}: the response failed ({message or 'no reason given'}); "
+                f"{where}: the response failed ({server_said(message, 'no reason given')}); "
                 "nothing was answered: fix the request or send it again"
+            )
+        if status not in _FINISHED:
+            raise VeridicError(
+                f"{where}: the response has status {clip(status)}, not a finished answer "
+                "(completed or incomplete); nothing of it was read or run: do not set "
+                "background=True (the gateway reads the answer of the request it sends), and "
+                "check what sits between you and the API"
             )
         reason = attr(response, "incomplete_details", "reason")
         stop = f"{status}:{reason}" if status == "incomplete" and reason else status
@@ -334,12 +428,7 @@ class OpenAIResponses(Adapter):
             if kind == "reasoning":
                 reasoning.append(reasoning_item("openai", item, where))
             elif kind == "message":
-                for part in items(item, "content"):
-                    part_kind = attr(part, "type")
-                    if part_kind == "output_text":
-                        text.append(text_of(part, "text", where=where))
-                    elif part_kind == "refusal":
-                        text.append(text_of(part, "refusal", where=where))
+                text.extend(_part_text(part, where) for part in items(item, "content"))
             elif kind == "function_call":
                 calls.append(
                     ToolCall(
@@ -357,11 +446,36 @@ class OpenAIResponses(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
-            usage=usage_of(response, ("input_tokens",), ("output_tokens",)),
+            usage=usage_of(response, ("input_tokens",), ("output_tokens",), where=where),
         )
 
     def assembler(self) -> _ResponsesAssembler:
         return _ResponsesAssembler(self)
+
+
+_FINISHED: Final = frozenset({"completed", "incomplete", ""})
+"""Statuses of a response that holds its answer ("" for a compatible server that sends none;
+``failed`` is refused with its reason)."""
+
+_PART_TEXT: Final[Mapping[str, str]] = {"output_text": "text", "refusal": "refusal"}
+"""The message parts the adapter reads, and where each holds its text."""
+
+
+def _part_text(part: object, where: str) -> str:
+    """The text of one part of a message item; a part of another kind is refused.
+
+    Skipped, a newer kind of part (audio with a transcript, say) would leave the reply
+    short of what the model said, without a word.
+
+    Raises:
+        VeridicError: the part is of a kind the adapter does not read.
+    """
+    kind = attr(part, "type")
+    key = _PART_TEXT.get(kind) if isinstance(kind, str) else None
+    if key is None:
+        raise _foreign(f"a message part of type {clip(str(kind))}", where)
+    _refuse_citations(part, where)
+    return text_of(part, key, where=where)
 
 
 def responses_request(prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
@@ -442,8 +556,8 @@ class _ResponsesAssembler:
 
     The user is shown the deltas; the reply is read from the final response, which
     is what is recorded, sent back to the model and run. The two are held to be one
-    answer: each text part's deltas must spell the final response's text of that
-    part (no part shown and left out, none recorded unshown), a call the stream
+    answer: each text or refusal part's deltas must spell the final response's text of
+    that part (no part shown and left out, none recorded unshown), a call the stream
     finished (``response.output_item.done``) must be the final response's call of
     that item, and nothing may follow the final response. A stream that breaks one
     of these is refused whole: a server, or a proxy between it and the application,
@@ -467,7 +581,7 @@ class _ResponsesAssembler:
         kind = attr(event, "type")
         if self._ended:
             raise self._void(f"an event of type {clip(str(kind))} came after {self._ended}")
-        if kind == "response.output_text.delta":
+        if kind in _SHOWN_DELTAS:
             delta = text_of(event, "delta", where=repr(self._adapter), default="")
             part = (attr(event, "item_id"), attr(event, "content_index"))
             self._shown.setdefault(part, []).append(delta)
@@ -480,7 +594,7 @@ class _ResponsesAssembler:
         elif kind == "error":
             raise VeridicError(
                 f"{self._adapter!r}: the stream reported an error "
-                f"({attr(event, 'message') or 'no message'}); nothing was answered: "
+                f"({server_said(attr(event, 'message'), 'no message')}); nothing was answered: "
                 "send the request again"
             )
         return ""
@@ -520,15 +634,13 @@ class _ResponsesAssembler:
         return completion
 
     def _check_text(self) -> None:
-        """Each text part the user was shown is the final response's part, and no other."""
+        """Each text or refusal part the user was shown is the final response's part, and
+        no other."""
         held: dict[tuple[object, object], str] = {}
         for item in items(self._final, "output"):
             if attr(item, "type") == "message":
                 for index, part in enumerate(items(item, "content")):
-                    if attr(part, "type") == "output_text":
-                        held[(attr(item, "id"), index)] = text_of(
-                            part, "text", where=repr(self._adapter)
-                        )
+                    held[(attr(item, "id"), index)] = _part_text(part, repr(self._adapter))
         for key in sorted(held.keys() | self._shown.keys(), key=repr):
             shown = "".join(self._shown.get(key, ()))
             if shown != held.get(key, ""):
@@ -550,6 +662,10 @@ class _ResponsesAssembler:
                     f"item {clip(str(item_id))} finished as a call {clip(str(finished))}, "
                     f"the final response holds {clip(str(final.get(item_id)))}"
                 )
+
+
+_SHOWN_DELTAS: Final = frozenset({"response.output_text.delta", "response.refusal.delta"})
+"""The events whose deltas the user is shown: the text parts and the refusals the reply holds."""
 
 
 def _call_of(item: object) -> tuple[object, object, object]:

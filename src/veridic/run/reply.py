@@ -114,6 +114,8 @@ _CUT_OFF: Final = frozenset(
         "content_filter",  # OpenAI Chat: the filter stopped the answer
         "max_tokens",  # Anthropic
         "model_context_window_exceeded",  # Anthropic: the answer filled the context window
+        "refusal",  # Anthropic: a safety classifier stopped the answer mid-way
+        "pause_turn",  # Anthropic: the server paused the turn before the model ended it
     }
 )
 """Stop reasons of an answer the provider ended before the model did (OpenAI Responses
@@ -139,7 +141,8 @@ def _check_whole(reply: Reply, where: str) -> None:
         f"{where}: the model's answer to request {reply.request_id!r} was cut off "
         f"(stop reason {stop!r}) while it held calls of {names}, whose arguments may be cut "
         "short too: none of them ran (the model call is recorded); send the request again "
-        "with a larger output limit (max_tokens, max_output_tokens) or ask for less at once"
+        "with a larger output limit (max_tokens, max_output_tokens) or ask for less at once "
+        "(a filter or a refusal that stopped it: rephrase the request)"
     )
 
 
