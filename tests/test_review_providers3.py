@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -99,6 +100,49 @@ def test_a_chat_completion_with_a_second_choice_is_refused_not_cut_to_the_first(
     body["choices"].append(second)
     with pytest.raises(VeridicError, match=r"2 choices.*do not set n"):
         _send(_chat(body))
+
+
+@pytest.mark.parametrize(
+    ("adapter", "options", "named"),
+    [
+        (OpenAIChat, {"n": 2}, "n=2"),
+        (OpenAIChat, {"n": True}, "n=True"),
+        (OpenAIChat, {"extra_body": {"n": 3}}, "extra_body['n']=3"),
+        (OpenAIResponses, {"background": True}, "background=True"),
+        (OpenAIResponses, {"extra_body": {"background": 1}}, "extra_body['background']=1"),
+    ],
+)
+def test_an_option_asking_for_other_than_one_finished_answer_is_refused_before_sending(
+    adapter: type[OpenAIChat] | type[OpenAIResponses], options: dict[str, object], named: str
+) -> None:
+    # The answer was refused only when read: after the request was sent and paid for.
+    server = FakeServer(http_module("openai"), [])
+    client = server.client(openai, "OpenAI")
+    with pytest.raises(VeridicError, match=rf"options set {re.escape(named)}: .*paid for"):
+        adapter(client, model="gpt-test", options=options)
+    kept = adapter(client, model="gpt-test")
+    with pytest.raises(VeridicError, match=r"the call's options set .*paid for"):
+        kept.request(first_prompt(), [], options)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "options"),
+    [
+        (OpenAIChat, {"n": 1}),
+        (OpenAIChat, {"n": None}),
+        (OpenAIChat, {"n": openai.NOT_GIVEN}),
+        (OpenAIResponses, {"background": False}),
+        (OpenAIResponses, {"background": None}),
+    ],
+)
+def test_an_option_that_keeps_one_finished_answer_is_sent(
+    adapter: type[OpenAIChat] | type[OpenAIResponses], options: dict[str, object]
+) -> None:
+    server = FakeServer(http_module("openai"), [])
+    request = adapter(server.client(openai, "OpenAI"), model="gpt-test").request(
+        first_prompt(), [], options
+    )
+    assert all(request[key] is value for key, value in options.items())
 
 
 def test_a_chat_stream_does_not_show_a_choice_it_does_not_record() -> None:

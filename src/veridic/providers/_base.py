@@ -168,6 +168,10 @@ class Adapter:
     server_edits: Mapping[str, str] = MappingProxyType({})
     """Request keys with which the server changes what the model reads beyond the prompt
     (key -> what it does), refused unless set to ``None`` or to what turns them off."""
+    one_answer: Mapping[str, object] = MappingProxyType({})
+    """Request keys that change the answer's shape from the one finished answer the
+    adapter reads (key -> the one value that keeps it, besides ``None``): refused when
+    the options are given, since the answer would be refused only after it was paid for."""
 
     __slots__ = ("client", "model", "options")
 
@@ -279,11 +283,31 @@ class Adapter:
                 )
             )
         _refuse_server_edits(self, options, where)
+        _refuse_other_answers(self, options, where)
         return dict(options)
 
 
 _EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled"}
 """The value that turns a server edit off, where the API has one besides ``None``."""
+
+
+def _given(options: Mapping[str, object]) -> list[tuple[str, str, object]]:
+    """Each option and each text key of its ``extra_body`` (which the SDKs merge into the
+    request over the options): (how an error names it, key, value)."""
+    body = options.get("extra_body")
+    given = [(key, key, value) for key, value in options.items()]
+    if isinstance(body, Mapping):
+        given += [
+            (f"extra_body[{key!r}]", key, value)
+            for key, value in body.items()
+            if isinstance(key, str)
+        ]
+    return given
+
+
+def _written(value: object) -> str:
+    written = repr(value)
+    return written if len(written) <= 60 else f"{written[:60]}…"
 
 
 def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
@@ -293,22 +317,37 @@ def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where:
     Raises:
         VeridicError: naming the key, its value and what the server would do.
     """
-    body = options.get("extra_body")
-    given = [(key, key, value) for key, value in options.items()]
-    if isinstance(body, Mapping):
-        given += [(f"extra_body[{key!r}]", key, value) for key, value in body.items()]
-    for shown, key, value in given:
-        what = adapter.server_edits.get(key) if isinstance(key, str) else None
+    for shown, key, value in _given(options):
+        what = adapter.server_edits.get(key)
         if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
             continue
-        written = repr(value)
-        written = written if len(written) <= 60 else f"{written[:60]}…"
         raise VeridicError(
-            f"{type(adapter).__name__}: {where} set {shown}={written}: with it "
+            f"{type(adapter).__name__}: {where} set {shown}={_written(value)}: with it "
             f"{what}, so the model would read other text than the prompt whose sha256 the "
             "model-call record and the tool calls' records name: remove it (a prompt too "
             "long for the model is the application's to shorten, knowingly, and outside "
             "text goes in with Composer.data())"
+        )
+
+
+def _refuse_other_answers(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
+    """Refuse an option (or a key of ``extra_body``) that asks for other than one finished
+    answer (``n=2``, ``background=True``): the adapter reads one, and refuses the rest.
+
+    Raises:
+        VeridicError: naming the key, its value and the value that is read.
+    """
+    for shown, key, value in _given(options):
+        if key not in adapter.one_answer or _absent(value):
+            continue
+        kept = adapter.one_answer[key]
+        if value == kept and type(value) is type(kept):
+            continue
+        raise VeridicError(
+            f"{type(adapter).__name__}: {where} set {shown}={_written(value)}: the gateway "
+            "reads one finished answer to each request it sends (its calls recorded, checked "
+            "and run), and would refuse this one only after it was paid for: remove it, or set "
+            f"{key}={kept!r}"
         )
 
 

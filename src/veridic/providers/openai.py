@@ -125,6 +125,7 @@ class OpenAIChat(Adapter):
             "the prompt and outside any data block",
         }
     )
+    one_answer = MappingProxyType({"n": 1})
 
     __slots__ = ()
 
@@ -384,6 +385,7 @@ class OpenAIResponses(Adapter):
             "context_management": "the server compacts earlier turns into text it writes itself",
         }
     )
+    one_answer = MappingProxyType({"background": False})
 
     __slots__ = ()
 
