@@ -78,7 +78,7 @@ def nothing(rows: Rows) -> None:
 COLUMNS: Final = (
     "time, request_id, tool, kind, risk, approval, wrote_instruction_fields, irreversible, "
     "prompt_sha256, tools_sha256, outcome, detail, operations, duration, arguments_sha256, "
-    "record_id"
+    "record_id, call_id"
 )
 _CALL_COLUMNS: Final = (
     "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, "
@@ -151,6 +151,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         duration,
         arguments_sha256,
         record_id,
+        call_id,
     ) = fields
     # ``_value_``: the member's value, as ``.value`` gives it, without its descriptor.
     return (
@@ -170,6 +171,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         float(duration),
         arguments_sha256,
         record_id,
+        call_id,
     )
 
 
@@ -605,7 +607,7 @@ def _seconds(value: object, where: str, what: str) -> float:
 def from_row(row: Sequence[object]) -> AuditRecord:
     (time, request_id, tool, kind, risk, approval, wrote, irreversible) = row[:8]
     (prompt_sha256, tools_sha256, outcome, detail, operations, duration) = row[8:14]
-    (arguments_digest, record_id) = row[14:16]
+    (arguments_digest, record_id, call_id) = row[14:17]
     try:
         return AuditRecord(
             time=float(time),  # type: ignore[arg-type]  # a REAL column: the driver gives a float
@@ -623,6 +625,7 @@ def from_row(row: Sequence[object]) -> AuditRecord:
             operations=tuple(str(o) for o in json.loads(str(operations))),
             duration=float(duration),  # type: ignore[arg-type]  # a REAL column, as time
             arguments_sha256=str(arguments_digest),
+            call_id=str(call_id),
         )._stored(str(record_id))
     except (KeyError, ValueError) as error:
         raise AuditRecordError(
