@@ -341,3 +341,43 @@ def test_a_postgres_database_of_schema_5_is_migrated_and_its_records_have_no_cal
     with psycopg.connect(postgres_dsn) as db:
         row = db.execute("SELECT version FROM veridic_schema").fetchone()
         assert row == (_postgres_schema.VERSION,)
+
+
+# --- stored rows edited, or a backup restored: they must not change meaning ------------------
+
+
+def _edit(store: Store, sql: str) -> None:
+    """Run ``sql`` on the store's database, as a hand edit or a restored backup would."""
+    if isinstance(store, SQLiteAuditSink):
+        with sqlite3.connect(store._path) as db:
+            db.execute(sql)
+    else:
+        with store._pool.connection() as db:
+            db.execute(sql)
+
+
+def test_rules_stored_with_a_tool_given_twice_are_refused(store: Store) -> None:
+    store.save_rules("team", {"refund": "deny"})
+    # Read by a reviewer (or json.tool): "deny"; json.loads kept the last value, "always".
+    _edit(
+        store,
+        "UPDATE veridic_approval_rules SET document = "
+        """'{"refund": "deny", "refund": "always"}'""",
+    )
+    with pytest.raises(AuditRecordError, match="'refund' is given twice"):
+        store.rules("team")
+
+
+def test_rules_stored_as_other_values_than_text_are_refused(store: Store) -> None:
+    store.save_rules("team", {"refund": "deny"})
+    _edit(store, """UPDATE veridic_approval_rules SET document = '{"refund": ["deny"]}'""")
+    with pytest.raises(AuditRecordError, match="not a JSON object of tool names to rules"):
+        store.rules("team")
+
+
+def test_a_claimed_paused_run_of_another_request_is_refused(store: Store) -> None:
+    ran: list[str] = []
+    store.save_paused(_paused(store, ran))  # request req-1
+    _edit(store, "UPDATE veridic_paused_runs SET request_id = 'req-bob'")
+    with pytest.raises(AuditRecordError, match="holds the paused run of request 'req-1'"):
+        store.claim_paused("req-bob")

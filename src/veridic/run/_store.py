@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar, get_args
 
+from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.providers._base import Usage
@@ -298,10 +299,34 @@ def claim_paused(request_id: str) -> Statement[PausedRun | None]:
         "veridic_paused_runs WHERE request_id = ? AND claimed IS NULL ORDER BY id DESC "
         "LIMIT 1) AND claimed IS NULL RETURNING document",
         (_time.time(), request_id),
-        lambda rows: None if not rows else PausedRun.from_json(rows[0][0]),
+        lambda rows: None if not rows else _claimed(request_id, rows[0][0]),
         # Sent again after a lost answer, the claim would find the run taken: nobody gets it.
         idempotent=False,
     )
+
+
+def _claimed(request_id: str, document: object) -> PausedRun:
+    """The paused run a claim of ``request_id`` took, refused unless it is that request's.
+
+    ``save_paused`` keeps a run under its own request id, so a row whose
+    document is another request's was edited, or restored from elsewhere: an
+    application that hands the run of request A to the user who owns A would
+    resume B's calls (another user's refund) with A's answers.
+
+    Raises:
+        AuditRecordError: the document is the paused run of another request.
+        VeridicError: it is not a paused run (:meth:`PausedRun.from_json`).
+    """
+    paused = PausedRun.from_json(str(document))
+    if paused.request_id != request_id:
+        raise AuditRecordError(
+            f"the paused run claimed under request {clip(request_id)} holds the paused run of "
+            f"request {clip(paused.request_id)}: save_paused keeps a run under its own request, "
+            "so the row was edited or restored from elsewhere; nothing was resumed (the row "
+            "stays claimed): check what else writes to veridic_paused_runs, and ask the user "
+            "anew"
+        )
+    return paused
 
 
 # --- reads ---------------------------------------------------------------------------------
@@ -506,12 +531,31 @@ def rules(scope: str) -> Statement[dict[str, str]]:
     check_key(scope, "rules()")
 
     def answer(rows: Rows) -> dict[str, str]:
+        """The latest rules saved under ``scope``, read one way only.
+
+        A key given twice is refused, not read as its last value (a reviewer of
+        the row sees the first: ``deny``, and the policy got ``always``); a value
+        that is not text is refused, not turned into one (``["deny"]`` read as
+        the rule ``"['deny']"``).
+        """
         if not rows:
             return {}
-        loaded: object = json.loads(rows[0][0])
-        if not isinstance(loaded, dict):
-            raise AuditRecordError(f"the rules stored under {scope!r} are not a JSON object")
-        return {str(k): str(v) for k, v in loaded.items()}
+        try:
+            loaded: object = _json_object.loads(str(rows[0][0]))
+        except ValueError as error:
+            raise AuditRecordError(
+                f"the rules stored under {scope!r} cannot be read one way ({error}): "
+                "save_rules wrote them otherwise, so the row was edited; check what else "
+                "writes to veridic_approval_rules, and save the rules again"
+            ) from error
+        if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+            raise AuditRecordError(
+                f"the rules stored under {scope!r} are {clip(str(rows[0][0]))}, not a JSON "
+                "object of tool names to rules (text): save_rules wrote them otherwise, so "
+                "the row was edited; check what else writes to veridic_approval_rules, and "
+                "save the rules again"
+            )
+        return {str(k): v for k, v in loaded.items()}
 
     return Statement(
         "SELECT document FROM veridic_approval_rules WHERE scope = ? ORDER BY id DESC LIMIT 1",
