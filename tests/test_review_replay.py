@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import struct
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from test_deferred import CALLS, make_registry, system_part
 
 from veridic import (
@@ -31,6 +35,7 @@ from veridic import (
     ScriptedProvider,
     SQLiteAuditSink,
     VeridicError,
+    VouchRecord,
     execute,
 )
 
@@ -381,3 +386,59 @@ def test_a_claimed_paused_run_of_another_request_is_refused(store: Store) -> Non
     _edit(store, "UPDATE veridic_paused_runs SET request_id = 'req-bob'")
     with pytest.raises(AuditRecordError, match="holds the paused run of request 'req-1'"):
         store.claim_paused("req-bob")
+
+
+# --- numbers both stores give back alike -----------------------------------------------------
+
+
+def _bits(value: float) -> bytes:
+    return struct.pack("<d", value)
+
+
+def test_a_time_of_minus_zero_is_read_back_alike_from_both_stores(store: Store) -> None:
+    """SQLite read 0.0 back (it writes a whole REAL as an integer); Postgres kept -0.0."""
+    record = AuditRecord(
+        time=-0.0,
+        request_id="r",
+        tool="t",
+        kind="query",
+        risk=Risk.LOW,
+        approval=ApprovalMode.NOT_REQUIRED,
+        wrote_instruction_fields=False,
+        irreversible=False,
+        prompt_sha256="0" * 64,
+        tools_sha256="0" * 64,
+        outcome=CallOutcome.OK,
+        duration=-0.0,
+    )
+    store.write(record)
+    store.write_vouch(VouchRecord("p", "r", "c", "s", -0.0))
+    (read,) = store.records()
+    (vouch,) = store.vouches()
+    assert [_bits(t) for t in (read.time, read.duration, vouch.time)] == [_bits(0.0)] * 3
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seconds=st.floats(min_value=-0.0, allow_nan=False, allow_infinity=False))
+@example(seconds=-0.0)
+@example(seconds=5e-324)
+def test_every_time_a_record_holds_is_read_back_as_written_plus_zero(
+    store: Store, seconds: float
+) -> None:
+    record = AuditRecord(
+        time=seconds,
+        request_id=f"r{uuid.uuid4().hex}",
+        tool="t",
+        kind="query",
+        risk=Risk.LOW,
+        approval=ApprovalMode.NOT_REQUIRED,
+        wrote_instruction_fields=False,
+        irreversible=False,
+        prompt_sha256="0" * 64,
+        tools_sha256="0" * 64,
+        outcome=CallOutcome.OK,
+        duration=seconds,
+    )
+    store.write(record)
+    (read,) = store.records(record.request_id)
+    assert (_bits(read.time), _bits(read.duration)) == (_bits(seconds + 0.0),) * 2

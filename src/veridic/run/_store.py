@@ -156,7 +156,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
     ) = fields
     # ``_value_``: the member's value, as ``.value`` gives it, without its descriptor.
     return (
-        float(time),
+        _real(time),
         request_id,
         tool,
         kind,
@@ -169,7 +169,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         outcome._value_,
         detail,
         _json(list(operations)) if operations else "[]",
-        float(duration),
+        _real(duration),
         arguments_sha256,
         record_id,
         call_id,
@@ -186,7 +186,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
         [s.message, s.role, s.start, s.end, s.kind, s.origin] for s in record.instruction_spans
     ]
     row = (
-        float(record.time),
+        _real(record.time),
         record.request_id,
         record.api,
         record.model,
@@ -208,7 +208,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         )
     usage = record.usage
     row = (
-        float(record.time),
+        _real(record.time),
         _storable(record.request_id),
         record.prompt_sha256,
         _storable(record.response_id),
@@ -217,7 +217,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         json.dumps([_storable(name) for name in record.tool_calls]),
         None if usage is None else usage.input_tokens,
         None if usage is None else usage.output_tokens,
-        float(record.latency),
+        _real(record.latency),
         record.call_id or None,
     )
     return Statement(_INSERT_REPLY, row, nothing)
@@ -645,7 +645,19 @@ def _seconds(value: object, where: str, what: str) -> float:
             f"{where} got {_shown(value)} as {what}: pass seconds since the epoch, a finite "
             "float of 0 or more (time.time())"
         )
-    return float(value)
+    return _real(value)
+
+
+def _real(value: float) -> float:
+    """``value`` as the float every store keeps alike: ``-0.0`` as ``0.0``.
+
+    A record's seconds are 0 or more, and ``-0.0`` is; but SQLite writes a whole
+    REAL as an integer and reads ``0.0`` back, while Postgres keeps the sign, so
+    one record read back differently from the two stores (``-0.0`` in a report of
+    one, ``0.0`` of the other). Adding ``0.0`` turns ``-0.0`` into ``0.0`` and
+    leaves every other float as it is.
+    """
+    return float(value) + 0.0
 
 
 def from_row(row: Sequence[object]) -> AuditRecord:
