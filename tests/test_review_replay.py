@@ -442,3 +442,35 @@ def test_every_time_a_record_holds_is_read_back_as_written_plus_zero(
     store.write(record)
     (read,) = store.records(record.request_id)
     assert (_bits(read.time), _bits(read.duration)) == (_bits(seconds + 0.0),) * 2
+
+
+# --- a stored list read as what it says --------------------------------------------------------
+
+_LISTS = {
+    # A JSON object read as its keys: the reviewer sees "false", veridic the operation.
+    "audit operations": (
+        "UPDATE veridic_audit SET operations = '{\"instruction_write:Prompt.content\": false}'",
+        lambda s: s.records(),
+    ),
+    # A JSON string read as its characters, a number turned into text.
+    "model call tools": (
+        "UPDATE veridic_model_calls SET tools = '\"purge\"'",
+        lambda s: s.model_calls(),
+    ),
+    "answer tool calls": (
+        "UPDATE veridic_model_replies SET tool_calls = '{\"purge\": 1}'",
+        lambda s: s.model_replies(),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LISTS))
+def test_a_stored_list_that_is_not_a_list_of_names_is_refused(store: Store, case: str) -> None:
+    view = make_registry().view()
+    composer = system_part(view).user("Where is 42?")
+    script = [{"tool_calls": [("c1", "get_order", '{"order_id": 42}')]}, {"text": "Lost."}]
+    _gateway(script, store).run(composer, view, policy=ApprovalPolicy(view), request_id="req-l")
+    sql, read = _LISTS[case]
+    _edit(store, sql)
+    with pytest.raises(AuditRecordError, match="not a JSON list of text"):
+        read(store)

@@ -393,7 +393,7 @@ def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
             model=model,
             prompt_sha256=prompt,
             tools_sha256=tools_digest,
-            tools=tuple(json.loads(tools)),
+            tools=_names(tools, "veridic_model_calls", "tools"),
             instruction_spans=tuple(_span(span) for span in json.loads(spans)),
             streamed=bool(streamed),
         )._stored(call_id)
@@ -434,7 +434,7 @@ def _replies(rows: Rows) -> tuple[ModelReplyRecord, ...]:
             response_id=row[3],
             model=row[4],
             stop_reason=row[5],
-            tool_calls=tuple(json.loads(row[6])),
+            tool_calls=_names(row[6], "veridic_model_replies", "tool_calls"),
             usage=None if row[7] is None else Usage(row[7], row[8]),
             latency=row[9],
             call_id=row[10] or "",
@@ -678,7 +678,7 @@ def from_row(row: Sequence[object]) -> AuditRecord:
             tools_sha256=str(tools_sha256),
             outcome=CallOutcome(str(outcome)),
             detail=str(detail),
-            operations=tuple(str(o) for o in json.loads(str(operations))),
+            operations=_names(operations, "veridic_audit", "operations"),
             duration=float(duration),  # type: ignore[arg-type]  # a REAL column, as time
             arguments_sha256=str(arguments_digest),
             call_id=str(call_id),
@@ -689,6 +689,29 @@ def from_row(row: Sequence[object]) -> AuditRecord:
             "the table was written by something other than veridic: check what else "
             "writes to veridic_audit"
         ) from error
+
+
+def _names(stored: object, table: str, column: str) -> tuple[str, ...]:
+    """A stored JSON list of text (operations, tool names), read as what it says.
+
+    ``tuple(json.loads(...))`` read a JSON object as its keys (an edited
+    ``{"instruction_write:...": false}`` as the operation, which the row says it
+    was not) and a JSON string as its characters; a number was made text.
+
+    Raises:
+        AuditRecordError: the column holds anything else than a JSON list of text.
+    """
+    try:
+        loaded: object = json.loads(str(stored))
+    except ValueError:
+        loaded = None
+    if isinstance(loaded, list) and all(isinstance(name, str) for name in loaded):
+        return tuple(loaded)
+    raise AuditRecordError(
+        f"the {column} {_shown(stored, 120)} stored in {table} is not a JSON list of text: "
+        f"the table was written by something other than veridic; check what else writes to "
+        f"{table}"
+    )
 
 
 _ROLES: Final[dict[object, Role]] = {role: role for role in get_args(Role)}
