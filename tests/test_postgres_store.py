@@ -308,6 +308,7 @@ def records(draw: st.DrawFn) -> AuditRecord:
             sorted(draw(st.sets(st.sampled_from(["op1", "op2"]) | _TEXT, max_size=2)))
         ),
         duration=draw(st.floats(0, 100, allow_nan=False)),
+        call_id=draw(st.sampled_from(["", "call_1"]) | _TEXT),
     )
 
 
