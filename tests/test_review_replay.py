@@ -13,7 +13,7 @@ import asyncio
 import sqlite3
 import struct
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -446,13 +446,13 @@ def test_every_time_a_record_holds_is_read_back_as_written_plus_zero(
 
 # --- a stored list read as what it says --------------------------------------------------------
 
-_LISTS = {
+_LISTS: dict[str, tuple[str, Callable[[Store], object]]] = {
     # A JSON object read as its keys: the reviewer sees "false", veridic the operation.
     "audit operations": (
         "UPDATE veridic_audit SET operations = '{\"instruction_write:Prompt.content\": false}'",
         lambda s: s.records(),
     ),
-    # A JSON string read as its characters, a number turned into text.
+    # A JSON string read as its characters.
     "model call tools": (
         "UPDATE veridic_model_calls SET tools = '\"purge\"'",
         lambda s: s.model_calls(),
@@ -468,7 +468,10 @@ _LISTS = {
 def test_a_stored_list_that_is_not_a_list_of_names_is_refused(store: Store, case: str) -> None:
     view = make_registry().view()
     composer = system_part(view).user("Where is 42?")
-    script = [{"tool_calls": [("c1", "get_order", '{"order_id": 42}')]}, {"text": "Lost."}]
+    script: list[Mapping[str, object]] = [
+        {"tool_calls": [("c1", "get_order", '{"order_id": 42}')]},
+        {"text": "Lost."},
+    ]
     _gateway(script, store).run(composer, view, policy=ApprovalPolicy(view), request_id="req-l")
     sql, read = _LISTS[case]
     _edit(store, sql)
