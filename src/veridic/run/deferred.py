@@ -40,7 +40,10 @@ What resuming checks, because the world may have changed meanwhile:
   "approve" cannot run a write twice, nor turn a "no" into a "yes". Two resumes
   *at the same moment* can both find nothing on record: only the atomic claim
   closes that race, so keep paused runs in the audit store (``save_paused``)
-  and resume what ``claim_paused`` hands out, once;
+  and resume what ``claim_paused`` hands out, once. The check knows a copy,
+  not a forgery: whoever can edit the paused run where it is kept (an
+  unsigned client-side session) can give it another request id, and answers
+  it too; keep it where only the application writes;
 - the rules decide first: a ``deny`` rule set meanwhile denies a call the
   user approved; a "no" from the user denies a call that a rule set
   meanwhile would let run;
