@@ -323,6 +323,7 @@ def test_the_model_is_given_the_view_tools_and_the_trusted_system_prompt(world: 
     (record,) = world.audit.records("req-1")
     assert record.prompt_sha256 == world.prompt.sha256
     assert record.tools_sha256 == world.view.tools_sha256()
+    assert record.call_id == "call-0"  # the model's call id, as the gateway's records keep it
 
 
 def test_a_tool_of_a_component_that_did_not_boot_is_refused_when_called_anyway(

@@ -477,6 +477,7 @@ def test_a_high_risk_write_resumed_in_another_process_is_recorded_user_confirmed
         ApprovalMode.USER_CONFIRMED,
     )
     assert record.wrote_instruction_fields
+    assert record.call_id == "c1"  # the model's call id, as the gateway's records keep it
 
 
 def test_a_rejected_call_is_recorded_denied_when_answered_and_never_runs(app: App) -> None:

@@ -285,6 +285,7 @@ def test_a_tool_whose_component_did_not_start_is_in_no_list_and_the_section_says
         CallOutcome.REFUSED,
     )
     assert "its component 'sync service' did not start" in record.detail
+    assert record.call_id == "c1"  # the model's call id, as the gateway's records keep it
 
 
 @st.composite

@@ -308,6 +308,7 @@ def records(draw: st.DrawFn) -> AuditRecord:
             sorted(draw(st.sets(st.sampled_from(["op1", "op2"]) | _TEXT, max_size=2)))
         ),
         duration=draw(st.floats(0, 100, allow_nan=False)),
+        call_id=draw(st.sampled_from(["", "call_1"]) | _TEXT),
     )
 
 
@@ -617,7 +618,7 @@ def test_concurrent_openers_make_the_schema_once(postgres_dsn: str) -> None:
         thread.join()
     assert errors == []
     with psycopg.connect(postgres_dsn) as db:
-        assert db.execute("SELECT version FROM veridic_schema").fetchall() == [(5,)]
+        assert db.execute("SELECT version FROM veridic_schema").fetchall() == [(6,)]
 
 
 def test_a_database_of_a_later_version_is_refused_and_left_alone(postgres_dsn: str) -> None:

@@ -188,7 +188,7 @@ class Binding:
         confirm = self._confirm(name, arguments, call_id)
         if self.view.tool(name).is_async:
             result = _run_coroutine(
-                self._aexecute(name, arguments, confirm), f"tool {name!r} is async"
+                self._aexecute(name, arguments, confirm, call_id), f"tool {name!r} is async"
             )
         else:
             result = execute(
@@ -200,6 +200,7 @@ class Binding:
                 request_id=self.request_id,
                 prompt=self.prompt,
                 confirm=confirm,
+                call_id=call_id or "",
             )
         return _answer(name, result)
 
@@ -209,13 +210,14 @@ class Binding:
         """:meth:`run` for async code, through :func:`~veridic.run.executor.aexecute`."""
         self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
-        return _answer(name, await self._aexecute(name, arguments, confirm))
+        return _answer(name, await self._aexecute(name, arguments, confirm, call_id))
 
     async def _aexecute(
         self,
         name: str,
         arguments: Mapping[str, object] | str,
         confirm: Callable[[ApprovalRequest], bool] | None,
+        call_id: str | None,
     ) -> CallResult:
         return await aexecute(
             self.view,
@@ -226,6 +228,7 @@ class Binding:
             request_id=self.request_id,
             prompt=self.prompt,
             confirm=confirm,
+            call_id=call_id or "",
         )
 
     def _confirm(
@@ -245,7 +248,9 @@ class Binding:
             )
         return None
 
-    def refuse(self, name: str, arguments: object, *, asked: bool = True) -> CallResult:
+    def refuse(
+        self, name: str, arguments: object, *, asked: bool = True, call_id: str | None = None
+    ) -> CallResult:
         """Record a call that must not run (the reviewer rejected it, or no such tool).
 
         The record is written by :func:`~veridic.run.executor.execute` itself, with a
@@ -253,11 +258,11 @@ class Binding:
         expose, and an exposed tool is asked about and refused (``DENIED``), even when
         the request's own rules would now let it run without asking. ``asked=False``
         records that nobody answered (a call the run never brought to its tool), not
-        that the user refused.
+        that the user refused. ``call_id`` is the model's id of the call, for the record.
         """
         status = self.view.status(name) if isinstance(name, str) else None
         if status is not None and status.tool is not None and status.tool.is_async:
-            refusal = self.arefuse(name, arguments, asked=asked)
+            refusal = self.arefuse(name, arguments, asked=asked, call_id=call_id)
             return _run_coroutine(refusal, f"tool {name!r} is async")
         return execute(
             self.view,
@@ -268,9 +273,12 @@ class Binding:
             request_id=self.request_id,
             prompt=self.prompt,
             confirm=_refused if asked else None,
+            call_id=call_id or "",
         )
 
-    async def arefuse(self, name: str, arguments: object, *, asked: bool = True) -> CallResult:
+    async def arefuse(
+        self, name: str, arguments: object, *, asked: bool = True, call_id: str | None = None
+    ) -> CallResult:
         """:meth:`refuse` for async code."""
         return await aexecute(
             self.view,
@@ -281,6 +289,7 @@ class Binding:
             request_id=self.request_id,
             prompt=self.prompt,
             confirm=_refused if asked else None,
+            call_id=call_id or "",
         )
 
     def unanswered(self) -> list[ToolCall]:
@@ -616,11 +625,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
         for call in self._binding.unanswered():
-            self._binding.refuse(call["name"], call["args"], asked=False)
+            self._binding.refuse(call["name"], call["args"], asked=False, call_id=call["id"])
 
     async def abefore_model(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
         for call in self._binding.unanswered():
-            await self._binding.arefuse(call["name"], call["args"], asked=False)
+            await self._binding.arefuse(call["name"], call["args"], asked=False, call_id=call["id"])
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
         self.before_model(state, runtime)
@@ -638,7 +647,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         update, rejected = self._decided(state, runtime)
         for call in rejected:
             self._binding.awaiting.answered(call["id"])
-            self._binding.refuse(call["name"], call["args"])
+            self._binding.refuse(call["name"], call["args"], call_id=call["id"])
         return update
 
     async def aafter_model(
@@ -651,7 +660,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         update, rejected = self._decided(state, runtime)
         for call in rejected:
             self._binding.awaiting.answered(call["id"])
-            await self._binding.arefuse(call["name"], call["args"])
+            await self._binding.arefuse(call["name"], call["args"], call_id=call["id"])
         return update
 
     def _expect(self, state: AgentState[Any]) -> None:
@@ -740,7 +749,9 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     ) -> ToolMessage | Command[Any]:
         self._binding.awaiting.answered(request.tool_call["id"])
         if self._unknown(request):
-            return _refusal_message(request, self._binding.refuse(*_name_args(request)))
+            return _refusal_message(
+                request, self._binding.refuse(*_name_args(request), call_id=request.tool_call["id"])
+            )
         ran: list[bool] = []
 
         def run(to_run: ToolCallRequest) -> ToolMessage | Command[Any]:
@@ -753,7 +764,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
 
         result = super().wrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
-            self._binding.refuse(*_name_args(request))
+            self._binding.refuse(*_name_args(request), call_id=request.tool_call["id"])
         return result
 
     async def awrap_tool_call(
@@ -763,7 +774,10 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     ) -> ToolMessage | Command[Any]:
         self._binding.awaiting.answered(request.tool_call["id"])
         if self._unknown(request):
-            return _refusal_message(request, await self._binding.arefuse(*_name_args(request)))
+            return _refusal_message(
+                request,
+                await self._binding.arefuse(*_name_args(request), call_id=request.tool_call["id"]),
+            )
         ran: list[bool] = []
 
         async def run(to_run: ToolCallRequest) -> ToolMessage | Command[Any]:
@@ -776,7 +790,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
 
         result = await super().awrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
-            await self._binding.arefuse(*_name_args(request))
+            await self._binding.arefuse(*_name_args(request), call_id=request.tool_call["id"])
         return result
 
     def _unknown(self, request: ToolCallRequest) -> bool:
@@ -818,7 +832,9 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
                 call["name"],
                 self._binding.request_id,
             )
-            return self._binding.refuse(name, request.tool_call["args"])
+            return self._binding.refuse(
+                name, request.tool_call["args"], call_id=request.tool_call["id"]
+            )
         call_id = call["id"]
         if call_id is None:
             return None

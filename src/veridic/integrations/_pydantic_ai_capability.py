@@ -162,6 +162,7 @@ class VeridicToolset(AbstractToolset[object]):
             prompt_sha256=answered_sha256(ctx.messages, ctx.tool_call_id),
             confirm=_yes if approved else None,
             context=ctx.deps,
+            call_id=ctx.tool_call_id or "",
         )
         return _told(result, name, self.data_mode)
 
@@ -279,6 +280,7 @@ class VeridicToolset(AbstractToolset[object]):
             prompt_sha256=answered_sha256(messages, call.tool_call_id),
             confirm=confirm,
             context=context,
+            call_id=call.tool_call_id,
         )
 
     async def _refused(self, messages: Sequence[ModelMessage], call: ToolCallPart) -> CallResult:
@@ -292,6 +294,7 @@ class VeridicToolset(AbstractToolset[object]):
             audit=self.audit,
             request_id=self.request_id,
             prompt_sha256=answered_sha256(messages, call.tool_call_id),
+            call_id=call.tool_call_id,
         )
 
     async def _record_unknown(

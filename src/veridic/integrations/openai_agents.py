@@ -576,6 +576,7 @@ class _Invoker:
             prompt_sha256=binding.digest(context.agent),
             confirm=_yes if confirmed else None,
             context=context.context,
+            call_id=call_id,
         )
         if approved and not confirmed and result.record.approval is ApprovalMode.DENIED:
             _log.warning(
@@ -602,6 +603,7 @@ class _Invoker:
             prompt_sha256=binding.digest(agent),
             confirm=_no,
             context=context,
+            call_id=call_id,
         )
         binding.refuse(call_id)
         return self.told(result)

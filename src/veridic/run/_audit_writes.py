@@ -1,4 +1,5 @@
-"""Where one call's audit records go: a store's blocking ``write`` or its coroutine ``awrite``.
+"""Where one call's audit records go: a store's blocking ``write`` or its coroutine ``awrite``;
+and what a resume reads back of them (:func:`recorded`, :func:`arecorded`).
 
 A call's record must be written whatever happens, by whichever code holds it:
 ``execute`` (blocking), ``aexecute`` (the event loop, which must never wait on
@@ -16,13 +17,13 @@ import inspect
 import logging
 from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 from veridic.errors import VeridicError
 from veridic.run.audit import AsyncAuditSink, AuditSink
 from veridic.run.records import AuditRecord
 
-__all__ = ["Sink", "writes"]
+__all__ = ["Sink", "arecorded", "recorded", "writes"]
 
 _log = logging.getLogger("veridic.executor")
 _LATE_WAIT: Final = 30.0
@@ -72,6 +73,82 @@ def writes(audit: object, where: str, *, sync: bool) -> tuple[_Write | None, _AW
             "store with a blocking write(), such as PostgresAuditSink"
         )
     return write, awrite
+
+
+@runtime_checkable
+class _Records(Protocol):
+    """A store that answers :meth:`AuditStore.records <veridic.run.audit.AuditStore.records>`."""
+
+    def records(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[AuditRecord, ...]: ...
+
+
+@runtime_checkable
+class _ARecords(Protocol):
+    """A store that answers :meth:`AsyncAuditStore.arecords
+    <veridic.run.audit.AsyncAuditStore.arecords>`."""
+
+    async def arecords(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[AuditRecord, ...]: ...
+
+
+def recorded(audit: object, request_id: str, where: str) -> tuple[AuditRecord, ...]:
+    """The records ``audit`` holds of request ``request_id``, from blocking code.
+
+    A resume reads them before anything runs, to see whether the paused run's
+    waiting calls are on record already (resumed before). A store that cannot
+    be asked could not tell, and a copy of a paused run resumed twice would
+    run its calls twice: it is refused, not trusted.
+
+    Raises:
+        VeridicError: ``audit`` has no ``records(request_id)``, or answers
+            something that is not audit records.
+    """
+    if not isinstance(audit, _Records):
+        raise _unasked(audit, where)
+    return _checked(audit, audit.records(request_id), where)
+
+
+async def arecorded(audit: object, request_id: str, where: str) -> tuple[AuditRecord, ...]:
+    """:func:`recorded` for async code: ``arecords`` awaited where the store has it.
+
+    Raises:
+        VeridicError: ``audit`` has neither ``arecords`` nor ``records``, or
+            answers something that is not audit records.
+    """
+    if isinstance(audit, _ARecords) and inspect.iscoroutinefunction(audit.arecords):
+        return _checked(audit, await audit.arecords(request_id), where)
+    return recorded(audit, request_id, where)
+
+
+def _checked(audit: object, answer: object, where: str) -> tuple[AuditRecord, ...]:
+    if isinstance(answer, tuple | list) and all(isinstance(r, AuditRecord) for r in answer):
+        return tuple(answer)
+    raise VeridicError(
+        f"{where}() asked the audit store {audit!r} for the request's records and got "
+        f"{type(answer).__name__}, not a tuple of AuditRecord: its records(request_id) must "
+        "answer as AuditStore.records does"
+    )
+
+
+def _unasked(audit: object, where: str) -> VeridicError:
+    return VeridicError(
+        f"{where}() needs an audit store it can ask for a request's records, and {audit!r} has "
+        "no records(request_id): a resume reads them first, to refuse a paused run whose "
+        "waiting calls already ran (a copy resumed twice would run a write twice); nothing "
+        "was run. Give the gateway an audit store (SQLiteAuditSink, PostgresAuditSink, "
+        "AsyncPostgresAuditSink), or add records(request_id) to yours (veridic.AuditStore)"
+    )
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

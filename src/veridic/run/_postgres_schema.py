@@ -7,8 +7,9 @@ the same rows from either. Postgres has no ``user_version``: the version
 lives in ``veridic_schema``, one row.
 
 Versions 1 to 4 never existed on Postgres (the store arrived with 5), so the
-first step creates version 5 whole; a later version adds a step that takes
-5 to 6, and so on. Opening a store migrates in one transaction, under an
+first step creates version 5 whole, and each later version adds a step: 6
+adds each tool call's record the provider's id of the call (``call_id``;
+earlier rows ``""``), as SQLite's 6 does. Opening a store migrates in one transaction, under an
 advisory lock: concurrent openers on many hosts wait for the first and then
 find nothing to do, and Postgres rolls a failed migration back whole (its
 DDL is transactional). A database of a later version is refused,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VERSION", "check", "prepare"]
 
-VERSION: Final = 5
+VERSION: Final = 6
 
 _LOCK: Final = 0x7665726964696300  # "veridic\0": the advisory lock migrations hold
 
@@ -130,8 +131,14 @@ def _create(db: psycopg.Connection[Any]) -> None:
         db.execute(statement)
 
 
+def _to_6(db: psycopg.Connection[Any]) -> None:
+    """The tool-call id of each call's record (earlier rows: ``""``, none recorded)."""
+    db.execute("ALTER TABLE veridic_audit ADD COLUMN call_id TEXT NOT NULL DEFAULT ''")
+
+
 _STEPS: Final[dict[int, tuple[Callable[[psycopg.Connection[Any]], None], int]]] = {
     0: (_create, 5),
+    5: (_to_6, 6),
 }
 """``_STEPS[v]`` is the step that takes a database of version ``v`` on, and the version it
 reaches (version 0: no veridic tables)."""

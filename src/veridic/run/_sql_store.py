@@ -200,7 +200,13 @@ class SQLStore:
         self._run(_statements.save_rules(repr(self), scope, rules))
 
     def rules(self, scope: str, /) -> dict[str, str]:
-        """The rules last saved under ``scope`` (``{}`` if none were)."""
+        """The rules last saved under ``scope`` (``{}`` if none were).
+
+        Raises:
+            AuditRecordError: the stored rules are not what :meth:`save_rules`
+                writes (a key given twice, a rule that is not text): the row was
+                edited, and is read no way rather than one way of two.
+        """
         return self._run(_statements.rules(scope))
 
     def save_paused(self, paused: PausedRun, /) -> None:
@@ -224,11 +230,15 @@ class SQLStore:
         run twice: the claim is one conditional update, and only the caller
         whose update took the row gets the paused run. Claiming marks it
         taken even if the resume then fails: save the new pause the resume
-        returns, or save the paused run again to retry.
+        returns, or save the paused run again to retry (a resume that ran
+        some of its calls before failing is refused then: see
+        :meth:`ModelGateway.resume <veridic.ModelGateway.resume>`).
 
         Raises:
             AuditRecordError: ``request_id`` is empty or holds a NUL or a lone
-                surrogate (:meth:`save_paused` refuses such a run).
+                surrogate (:meth:`save_paused` refuses such a run), or the row
+                claimed holds the paused run of another request (edited, or
+                restored from elsewhere; it stays claimed).
         """
         return self._run(_statements.claim_paused(request_id))
 

@@ -24,6 +24,9 @@ it holds without a table of its own. Versions:
    answer is stored once per call (``call_id`` unique among the answers, so a
    retried write is not counted twice; earlier exact repeats of one call's
    answer are dropped, keeping the first).
+6. Each tool call's record keeps the provider's id of the call (``call_id``),
+   so a resume sees which of a paused run's waiting calls already ran; earlier
+   rows get ``""``, "no id recorded".
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
@@ -42,7 +45,7 @@ from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "prepare"]
 
-VERSION: Final = 5
+VERSION: Final = 6
 
 _AUDIT_TABLE: Final = """
 CREATE TABLE {name} (
@@ -222,11 +225,17 @@ def _to_5(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX veridic_vouches_policy ON veridic_vouches (policy, id)")
 
 
+def _to_6(db: sqlite3.Connection) -> None:
+    """The tool-call id of each call's record (earlier rows: ``""``, none recorded)."""
+    db.execute("ALTER TABLE veridic_audit ADD COLUMN call_id TEXT NOT NULL DEFAULT ''")
+
+
 _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
     _create,
     _to_2,
     _to_3,
     _to_4,
     _to_5,
+    _to_6,
 )
 """``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar, get_args
 
+from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.providers._base import Usage
@@ -78,7 +79,7 @@ def nothing(rows: Rows) -> None:
 COLUMNS: Final = (
     "time, request_id, tool, kind, risk, approval, wrote_instruction_fields, irreversible, "
     "prompt_sha256, tools_sha256, outcome, detail, operations, duration, arguments_sha256, "
-    "record_id"
+    "record_id, call_id"
 )
 _CALL_COLUMNS: Final = (
     "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, "
@@ -151,10 +152,11 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         duration,
         arguments_sha256,
         record_id,
+        call_id,
     ) = fields
     # ``_value_``: the member's value, as ``.value`` gives it, without its descriptor.
     return (
-        float(time),
+        _real(time),
         request_id,
         tool,
         kind,
@@ -167,9 +169,10 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         outcome._value_,
         detail,
         _json(list(operations)) if operations else "[]",
-        float(duration),
+        _real(duration),
         arguments_sha256,
         record_id,
+        call_id,
     )
 
 
@@ -183,7 +186,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
         [s.message, s.role, s.start, s.end, s.kind, s.origin] for s in record.instruction_spans
     ]
     row = (
-        float(record.time),
+        _real(record.time),
         record.request_id,
         record.api,
         record.model,
@@ -205,7 +208,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         )
     usage = record.usage
     row = (
-        float(record.time),
+        _real(record.time),
         _storable(record.request_id),
         record.prompt_sha256,
         _storable(record.response_id),
@@ -214,7 +217,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         json.dumps([_storable(name) for name in record.tool_calls]),
         None if usage is None else usage.input_tokens,
         None if usage is None else usage.output_tokens,
-        float(record.latency),
+        _real(record.latency),
         record.call_id or None,
     )
     return Statement(_INSERT_REPLY, row, nothing)
@@ -296,10 +299,34 @@ def claim_paused(request_id: str) -> Statement[PausedRun | None]:
         "veridic_paused_runs WHERE request_id = ? AND claimed IS NULL ORDER BY id DESC "
         "LIMIT 1) AND claimed IS NULL RETURNING document",
         (_time.time(), request_id),
-        lambda rows: None if not rows else PausedRun.from_json(rows[0][0]),
+        lambda rows: None if not rows else _claimed(request_id, rows[0][0]),
         # Sent again after a lost answer, the claim would find the run taken: nobody gets it.
         idempotent=False,
     )
+
+
+def _claimed(request_id: str, document: object) -> PausedRun:
+    """The paused run a claim of ``request_id`` took, refused unless it is that request's.
+
+    ``save_paused`` keeps a run under its own request id, so a row whose
+    document is another request's was edited, or restored from elsewhere: an
+    application that hands the run of request A to the user who owns A would
+    resume B's calls (another user's refund) with A's answers.
+
+    Raises:
+        AuditRecordError: the document is the paused run of another request.
+        VeridicError: it is not a paused run (:meth:`PausedRun.from_json`).
+    """
+    paused = PausedRun.from_json(str(document))
+    if paused.request_id != request_id:
+        raise AuditRecordError(
+            f"the paused run claimed under request {clip(request_id)} holds the paused run of "
+            f"request {clip(paused.request_id)}: save_paused keeps a run under its own request, "
+            "so the row was edited or restored from elsewhere; nothing was resumed (the row "
+            "stays claimed): check what else writes to veridic_paused_runs, and ask the user "
+            "anew"
+        )
+    return paused
 
 
 # --- reads ---------------------------------------------------------------------------------
@@ -366,7 +393,7 @@ def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
             model=model,
             prompt_sha256=prompt,
             tools_sha256=tools_digest,
-            tools=tuple(json.loads(tools)),
+            tools=_names(tools, "veridic_model_calls", "tools"),
             instruction_spans=tuple(_span(span) for span in json.loads(spans)),
             streamed=bool(streamed),
         )._stored(call_id)
@@ -407,7 +434,7 @@ def _replies(rows: Rows) -> tuple[ModelReplyRecord, ...]:
             response_id=row[3],
             model=row[4],
             stop_reason=row[5],
-            tool_calls=tuple(json.loads(row[6])),
+            tool_calls=_names(row[6], "veridic_model_replies", "tool_calls"),
             usage=None if row[7] is None else Usage(row[7], row[8]),
             latency=row[9],
             call_id=row[10] or "",
@@ -504,12 +531,31 @@ def rules(scope: str) -> Statement[dict[str, str]]:
     check_key(scope, "rules()")
 
     def answer(rows: Rows) -> dict[str, str]:
+        """The latest rules saved under ``scope``, read one way only.
+
+        A key given twice is refused, not read as its last value (a reviewer of
+        the row sees the first: ``deny``, and the policy got ``always``); a value
+        that is not text is refused, not turned into one (``["deny"]`` read as
+        the rule ``"['deny']"``).
+        """
         if not rows:
             return {}
-        loaded: object = json.loads(rows[0][0])
-        if not isinstance(loaded, dict):
-            raise AuditRecordError(f"the rules stored under {scope!r} are not a JSON object")
-        return {str(k): str(v) for k, v in loaded.items()}
+        try:
+            loaded: object = _json_object.loads(str(rows[0][0]))
+        except ValueError as error:
+            raise AuditRecordError(
+                f"the rules stored under {scope!r} cannot be read one way ({error}): "
+                "save_rules wrote them otherwise, so the row was edited; check what else "
+                "writes to veridic_approval_rules, and save the rules again"
+            ) from error
+        if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+            raise AuditRecordError(
+                f"the rules stored under {scope!r} are {clip(str(rows[0][0]))}, not a JSON "
+                "object of tool names to rules (text): save_rules wrote them otherwise, so "
+                "the row was edited; check what else writes to veridic_approval_rules, and "
+                "save the rules again"
+            )
+        return {str(k): v for k, v in loaded.items()}
 
     return Statement(
         "SELECT document FROM veridic_approval_rules WHERE scope = ? ORDER BY id DESC LIMIT 1",
@@ -599,13 +645,25 @@ def _seconds(value: object, where: str, what: str) -> float:
             f"{where} got {_shown(value)} as {what}: pass seconds since the epoch, a finite "
             "float of 0 or more (time.time())"
         )
-    return float(value)
+    return _real(value)
+
+
+def _real(value: float) -> float:
+    """``value`` as the float every store keeps alike: ``-0.0`` as ``0.0``.
+
+    A record's seconds are 0 or more, and ``-0.0`` is; but SQLite writes a whole
+    REAL as an integer and reads ``0.0`` back, while Postgres keeps the sign, so
+    one record read back differently from the two stores (``-0.0`` in a report of
+    one, ``0.0`` of the other). Adding ``0.0`` turns ``-0.0`` into ``0.0`` and
+    leaves every other float as it is.
+    """
+    return float(value) + 0.0
 
 
 def from_row(row: Sequence[object]) -> AuditRecord:
     (time, request_id, tool, kind, risk, approval, wrote, irreversible) = row[:8]
     (prompt_sha256, tools_sha256, outcome, detail, operations, duration) = row[8:14]
-    (arguments_digest, record_id) = row[14:16]
+    (arguments_digest, record_id, call_id) = row[14:17]
     try:
         return AuditRecord(
             time=float(time),  # type: ignore[arg-type]  # a REAL column: the driver gives a float
@@ -620,9 +678,10 @@ def from_row(row: Sequence[object]) -> AuditRecord:
             tools_sha256=str(tools_sha256),
             outcome=CallOutcome(str(outcome)),
             detail=str(detail),
-            operations=tuple(str(o) for o in json.loads(str(operations))),
+            operations=_names(operations, "veridic_audit", "operations"),
             duration=float(duration),  # type: ignore[arg-type]  # a REAL column, as time
             arguments_sha256=str(arguments_digest),
+            call_id=str(call_id),
         )._stored(str(record_id))
     except (KeyError, ValueError) as error:
         raise AuditRecordError(
@@ -630,6 +689,29 @@ def from_row(row: Sequence[object]) -> AuditRecord:
             "the table was written by something other than veridic: check what else "
             "writes to veridic_audit"
         ) from error
+
+
+def _names(stored: object, table: str, column: str) -> tuple[str, ...]:
+    """A stored JSON list of text (operations, tool names), read as what it says.
+
+    ``tuple(json.loads(...))`` read a JSON object as its keys (an edited
+    ``{"instruction_write:...": false}`` as the operation, which the row says it
+    was not) and a JSON string as its characters; a number was made text.
+
+    Raises:
+        AuditRecordError: the column holds anything else than a JSON list of text.
+    """
+    try:
+        loaded: object = json.loads(str(stored))
+    except ValueError:
+        loaded = None
+    if isinstance(loaded, list) and all(isinstance(name, str) for name in loaded):
+        return tuple(loaded)
+    raise AuditRecordError(
+        f"the {column} {_shown(stored, 120)} stored in {table} is not a JSON list of text: "
+        f"the table was written by something other than veridic; check what else writes to "
+        f"{table}"
+    )
 
 
 _ROLES: Final[dict[object, Role]] = {role: role for role in get_args(Role)}

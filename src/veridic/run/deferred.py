@@ -31,9 +31,19 @@ What resuming checks, because the world may have changed meanwhile:
   answers by ``call_id`` only when nobody else can write where the paused run
   is kept; a client-side session, a shared queue or a table other services
   write need the digest;
-- a resume does not know whether the paused run was resumed before: a copy
-  resumed twice runs its approved calls twice. Keep paused runs in the audit
-  store (``save_paused``) and resume what ``claim_paused`` hands out, once;
+- a paused run is resumed once: every call's audit record keeps the model's
+  call id (:attr:`AuditRecord.call_id <veridic.AuditRecord.call_id>`), and a
+  resume asks the gateway's audit store for the request's records first; when
+  one of the waiting calls is on record (it ran, failed, or was denied or
+  refused by an earlier resume), the resume is refused before anything runs.
+  A copy kept in a session, a queue that delivers twice or a double click on
+  "approve" cannot run a write twice, nor turn a "no" into a "yes". Two resumes
+  *at the same moment* can both find nothing on record: only the atomic claim
+  closes that race, so keep paused runs in the audit store (``save_paused``)
+  and resume what ``claim_paused`` hands out, once. The check knows a copy,
+  not a forgery: whoever can edit the paused run where it is kept (an
+  unsigned client-side session) can give it another request id, and answers
+  it too; keep it where only the application writes;
 - the rules decide first: a ``deny`` rule set meanwhile denies a call the
   user approved; a "no" from the user denies a call that a rule set
   meanwhile would let run;
@@ -64,6 +74,7 @@ from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm
+from veridic.run.records import AuditRecord, _storable
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import ToolCall
 from veridic.tools.risk import Risk, ToolKind
@@ -472,6 +483,43 @@ def check_waiting(
             f"{clip(str(changed[0]))} was made among others): a call was added, removed or "
             "changed where it was kept, so nothing was run; resume only what a run returned, "
             "and ask the user anew"
+        )
+
+
+def check_not_resumed(
+    paused: PausedRun, waiting: Sequence[ToolCall], recorded: Sequence[AuditRecord]
+) -> None:
+    """Refuse a paused run of which a waiting call is on record: it was resumed already.
+
+    ``recorded`` are the audit store's records of the paused run's request. A
+    waiting call never ran before the pause (the run stops before it), so a
+    record of one, under the prompt that asked for it (the model's call ids are
+    unique in a conversation, and the prompt tells a later turn's call apart
+    from an earlier one whose id a provider repeats), was written by an earlier
+    resume of this paused run or a copy of it. Whatever became of the call
+    then (it ran, failed, was blocked, or was denied or refused: a "no" is an
+    answer too), resuming again would run it, or the calls after it, a second
+    time. A resume that paused again returns a new paused run whose waiting
+    calls are those not on record: that one resumes.
+
+    Raises:
+        VeridicError: a waiting call of ``paused`` is on record.
+    """
+    ids = {_storable(call.id) for call in waiting} - {""}
+    done = [
+        record
+        for record in recorded
+        if record.call_id in ids and record.prompt_sha256 == paused.prompt_sha256
+    ]
+    if done:
+        first = done[0]
+        raise VeridicError(
+            f"the paused run of request {clip(str(paused.request_id))} was resumed already: "
+            f"the audit store holds the record of its waiting call {clip(first.call_id)} "
+            f"(tool {clip(first.tool)}, outcome {first.outcome.value}), and resuming it again "
+            "would run its calls a second time; nothing was run. Resume a paused run once: "
+            "keep it in the audit store (save_paused) and resume what claim_paused hands out; "
+            "tell the user the answer was taken, and send the request anew to ask again"
         )
 
 

@@ -203,6 +203,7 @@ def execute(
     confirm: Confirm | None = None,
     tools_digest: str | None = None,
     context: object = None,
+    call_id: str = "",
 ) -> CallResult:
     """Run one model tool call: check, approve, dispatch under guard, record.
 
@@ -221,6 +222,13 @@ def execute(
     ``ToolContext(context, request_id, tool name)`` there; other tools
     ignore it. It is not an argument: never in the specs, the approval
     request or the audit record (see :mod:`veridic.tools.context`).
+
+    ``call_id`` is the provider's id of the model's tool call (``ToolCall.id``),
+    kept in the record (:attr:`AuditRecord.call_id <veridic.AuditRecord.call_id>`,
+    a NUL or lone surrogate escaped as elsewhere): pass it for every call a model
+    made, since it is how :meth:`ModelGateway.resume <veridic.ModelGateway.resume>`
+    sees that a paused run's waiting call already ran. ``""`` for a call no model
+    named (a plan step, a call run by hand).
 
     ``name`` is whatever the model wrote: a name the view does not expose is
     refused (never run) and recorded, however odd its characters. A handler
@@ -243,8 +251,9 @@ def execute(
             a sha256, ``tools_digest`` is not a sha256, ``request_id`` is
             not a non-empty string a store can keep, or the tool asks for a
             ``ToolContext[X]`` and ``context`` is not an ``X`` (``None``: none
-            was given). Raised once the call was checked against the view,
-            before approval; nothing runs and nothing is recorded. Or ``confirm``
+            was given), or ``call_id`` is not a string. Raised once the call was
+            checked against the view, before approval; nothing runs and nothing
+            is recorded. Or ``confirm``
             returned an awaitable (an ``async def``: use :func:`aexecute`); the
             call did not run and is recorded denied.
         AuditWriteError: the handler ran but its audit record could not be
@@ -258,7 +267,9 @@ def execute(
     # The call's span (a no-op unless veridic.run.telemetry.instrument() was called).
     with _telemetry.tool(name, request_id) as span:
         answered = _answered(prompt, prompt_sha256, "execute")
-        call = _Call(view, name, policy, audit, request_id, answered, tools_digest, arguments)
+        call = _Call(
+            view, name, policy, audit, request_id, answered, tools_digest, arguments, call_id
+        )
         checked = call.check(arguments, sync=True, context=context)
         if isinstance(checked, CallResult):
             return span.ended(call.stored(checked))
@@ -303,6 +314,7 @@ async def aexecute(
     confirm: AsyncConfirm | None = None,
     tools_digest: str | None = None,
     context: object = None,
+    call_id: str = "",
 ) -> CallResult:
     """:func:`execute` for async code: awaits ``async`` handlers and an async ``confirm``.
 
@@ -331,7 +343,16 @@ async def aexecute(
     with _telemetry.tool(name, request_id) as span:
         answered = _answered(prompt, prompt_sha256, "aexecute")
         call = _Call(
-            view, name, policy, audit, request_id, answered, tools_digest, arguments, sync=False
+            view,
+            name,
+            policy,
+            audit,
+            request_id,
+            answered,
+            tools_digest,
+            arguments,
+            call_id,
+            sync=False,
         )
         checked = call.check(arguments, sync=False, context=context)
         if isinstance(checked, CallResult):
@@ -453,6 +474,7 @@ class _Call:
         "_recorded",
         "_settled",
         "arguments_sha256",
+        "call_id",
         "name",
         "policy",
         "prompt_sha256",
@@ -472,6 +494,7 @@ class _Call:
         prompt: Prompt | str,
         tools_digest: str | None,
         arguments: object,
+        call_id: object = "",
         *,
         sync: bool = True,
     ) -> None:
@@ -517,7 +540,15 @@ class _Call:
                 "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
                 "records can be stored and found together; pass one"
             )
+        if not isinstance(call_id, str):
+            raise VeridicError(
+                f"execute() got call_id={call_id!r:.80}, a {type(call_id).__name__}: pass the "
+                "provider's id of the model's tool call (ToolCall.id) as a string, or leave it "
+                "out for a call no model made"
+            )
         self.sink = Sink(audit, "execute" if sync else "aexecute", sync=sync)
+        # Escaped as every other text a record keeps; a resume looks it up the same way.
+        self.call_id = _storable(call_id)
         self.view = view
         self.name = name
         self.policy = policy
@@ -861,6 +892,7 @@ class _Call:
             operations=tuple(sorted(keys)),
             duration=duration,
             arguments_sha256=self.arguments_sha256,
+            call_id=self.call_id,
         )
 
 

@@ -76,7 +76,7 @@ from typing import overload
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.run import telemetry as _telemetry
-from veridic.run._audit_writes import writes
+from veridic.run._audit_writes import arecorded, recorded, writes
 from veridic.run._run_checks import (
     all_queries,
     also_unwritten,
@@ -106,7 +106,7 @@ from veridic.run.call_log import (
     ModelReplySink,
     _CallRecords,
 )
-from veridic.run.deferred import PausedRun, ResumeSteps
+from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed
 from veridic.run.executor import AsyncConfirm, aexecute, execute
 from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome, _check_whole
 from veridic.run.run_loop import Limits, OutputT, RunResult, _resumed, _Run
@@ -371,6 +371,7 @@ class ModelGateway:
                         confirm=confirm,
                         tools_digest=reply.tools_sha256,
                         context=context,
+                        call_id=call.id,
                     )
             except AuditWriteError as error:
                 error.earlier = tuple(outcomes)
@@ -430,6 +431,7 @@ class ModelGateway:
                 confirm=confirm,
                 tools_digest=reply.tools_sha256,
                 context=context,
+                call_id=call.id,
             )
         return ToolOutcome(call, result)
 
@@ -596,12 +598,25 @@ class ModelGateway:
         request's survives the pause). The result's ``outcomes`` are those of this resume;
         the audit store holds every call of the run under its request id.
 
+        A paused run is resumed once. Before anything runs, the gateway's audit
+        store is asked for the request's records (so it must answer
+        ``records(request_id)``, as :class:`~veridic.AuditStore` does): when one of
+        the waiting calls is on record (by its call id, under the paused prompt),
+        an earlier resume of this paused run, or of a copy of it, handled it, and
+        this one is refused. That covers a copy resumed again later (a session, a
+        queue that delivers twice, a second click). Two resumes at the same moment
+        may both find nothing on record yet: for those, resume only what
+        ``store.claim_paused(request_id)`` hands out, which gives the run to one
+        caller.
+
         Raises:
             VeridicError: ``paused`` is not a :class:`~veridic.PausedRun`,
                 ``composer`` already holds turns, an answer is not a bool or
-                names no pending approval, or the paused conversation does
-                not end with the calls its approvals name; and what
-                :meth:`run` raises.
+                names no pending approval, the paused conversation does
+                not end with the calls its approvals name, a waiting call is
+                on record already (the paused run was resumed before), or the
+                audit store cannot be asked for a request's records (nothing
+                runs in each case); and what :meth:`run` raises.
         """
         check_output_type(output_type)
         check_policy(policy, view, "resume")
@@ -612,6 +627,8 @@ class ModelGateway:
             state, reply, bound = _resumed(
                 paused, composer, view, limits, output_type, answers, context
             )
+            done = recorded(self._audit, paused.request_id, "resume")
+            check_not_resumed(paused, reply.tool_calls, done)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             ran = self._run_calls(reply, steps.runnable, steps.approving, context)
             state.after_resumed(ran)
@@ -761,6 +778,8 @@ class ModelGateway:
             state, reply, bound = _resumed(
                 paused, composer, view, limits, output_type, answers, context
             )
+            done = await arecorded(self._audit, paused.request_id, "aresume")
+            check_not_resumed(paused, reply.tool_calls, done)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             ran = await self._arun_calls(reply, steps.runnable, steps.approving, context)
             state.after_resumed(ran)

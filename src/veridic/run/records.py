@@ -120,6 +120,13 @@ class AuditRecord(_Validated):
             store keeping what may be personal data; a follow-up record
             carries its call's; ``""`` where no arguments were seen (a record
             written by hand).
+        call_id: the provider's id of the model's tool call (``ToolCall.id``)
+            this record is of, as the executor was given it (``""`` for a call
+            that had none: a call run by hand, a plan step, an MCP client's
+            call, a record stored before records kept it). How
+            :meth:`ModelGateway.resume <veridic.ModelGateway.resume>` sees that
+            a paused run's waiting calls already ran: a copy of the paused run
+            resumed again is refused instead of running them twice.
         record_id: the record's own id (32 hex digits), made when the record
             is: a store keeps one row per id, so writing a record again (a
             retry after :class:`~veridic.AuditWriteError`) never stores it
@@ -147,6 +154,7 @@ class AuditRecord(_Validated):
     operations: tuple[str, ...] = field(default=())
     duration: float = 0.0
     arguments_sha256: str = ""
+    call_id: str = ""
     record_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
 
     def __post_init__(self) -> None:
@@ -380,6 +388,7 @@ _FIELDS: Final = operator.attrgetter(
     "duration",
     "arguments_sha256",
     "record_id",
+    "call_id",
 )
 """Every stored field of an :class:`AuditRecord`, in the order of the audit table's columns."""
 
@@ -453,6 +462,8 @@ def _well_formed(r: AuditRecord) -> bool:
         and 0 <= r.duration <= _SECONDS_MAX
         and isinstance(r.arguments_sha256, str)
         and (r.arguments_sha256 == "" or _SHA256.fullmatch(r.arguments_sha256))
+        and isinstance(r.call_id, str)
+        and not _UNSTORABLE.search(r.call_id)
         and not _UNSTORABLE.search(r.request_id)
         and not _UNSTORABLE.search(r.tool)
         and not _UNSTORABLE.search(r.detail)
@@ -479,7 +490,12 @@ def _problems(r: AuditRecord) -> Iterator[str]:
         value = getattr(r, name)
         if not isinstance(value, str) or not value.strip():
             yield f"{name} must be a non-empty string, got {_shown(value)}"
-    for name in ("request_id", "tool", "detail"):
+    if not isinstance(r.call_id, str):
+        yield (
+            "call_id must be a string (the model's tool-call id, or empty), "
+            f"got {_shown(r.call_id)}"
+        )
+    for name in ("request_id", "tool", "detail", "call_id"):
         value = getattr(r, name)
         if isinstance(value, str) and _UNSTORABLE.search(value):
             yield f"{name} {_unstorable_problem(value)}"
