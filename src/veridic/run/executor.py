@@ -546,17 +546,23 @@ class _Call:
             return self._refused(None, "unknown: the name is not text", error)
         status = self.view.status(self.name)
         if not status.exposed:
-            error = status.error() or VeridicError(f"tool {clip(self.name)} is not exposed")
+            # A tool the view hides is a name nobody registered to the model (ToolStatus.hidden);
+            # the record keeps that it was denied, and why.
+            told = self.view.unknown(self.name) if status.hidden else status
+            error = told.error() or VeridicError(f"tool {clip(self.name)} is not exposed")
             if self._recorded[1] and isinstance(error, UnknownToolError):
                 # The view quotes the name whole; the model gets it back clipped and escaped.
-                nearest = ", ".join(status.suggestions) or "none"
+                nearest = ", ".join(told.suggestions) or "none"
                 error = UnknownToolError(
                     f"no tool is named {self._recorded[0]}; it was never registered (nearest "
                     f"valid names: {nearest}): call one of the tools this view lists by its name",
                     name=self.name,
-                    suggestions=status.suggestions,
+                    suggestions=told.suggestions,
                 )
-            return self._refused(status.tool, f"{status.state}: {status.reason}", error)
+            detail = f"{status.state}: {status.reason}"
+            if status.hidden:
+                detail += "; hidden from the model, which was told no tool has this name"
+            return self._refused(status.tool, detail, error)
         try:
             prepared = self.view.validate(self.name, arguments)
         except InvalidArgumentsError as error:
