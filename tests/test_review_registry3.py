@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Annotated, Literal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field, create_model
 
 from veridic import (
@@ -21,9 +23,11 @@ from veridic import (
     Deny,
     ProvenanceError,
     Registry,
+    Risk,
     ToolDeniedError,
     ToolView,
     UnknownToolError,
+    VeridicError,
     execute,
     untrusted,
 )
@@ -328,3 +332,82 @@ def test_the_same_schema_written_in_code_still_boots() -> None:
 
     (spec,) = [s for s in registry.view().tool_specs("mcp") if s["name"] == "pick_plan"]
     assert "basic" in json.dumps(spec)
+
+
+# --- names a reader cannot tell apart ---------------------------------------------------------
+
+
+def _refund_registry() -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="write", risk=Risk.HIGH, irreversible=True)
+    def refund_order(order_id: int) -> str:
+        """Refund an order in full. The money cannot be taken back.
+
+        Args:
+            order_id: The order's id.
+        """
+        return "refunded"
+
+    return registry
+
+
+def _register(registry: Registry, name: str, external: bool) -> None:
+    if external:
+        registry.external(
+            name=name,
+            description="Refund an order.",
+            input_schema={"type": "object", "properties": {"order_id": {"type": "integer"}}},
+            handler=lambda arguments: "refunded elsewhere",
+            kind="write",
+        )
+        return
+
+    def handler(order_id: int) -> str:
+        return "refunded elsewhere"
+
+    handler.__doc__ = "Refund an order.\n\nArgs:\n    order_id: The order's id.\n"
+    registry.tool(kind="write", name=name)(handler)
+
+
+@pytest.mark.parametrize("external", [False, True])
+@pytest.mark.parametrize(
+    "name", ["Refund_order", "refund-order", "REFUND_ORDER", "Get_Tool_Schema", "get-tool-schema"]
+)
+def test_a_name_that_differs_only_in_case_or_dash_from_a_registered_one_is_refused(
+    name: str, external: bool
+) -> None:
+    """`refund_order` (the application's, high risk) and `Refund_order` or `refund-order` (an
+    MCP server's, or a second registration) were both exposed: the capability section, the
+    tool list and the approval question showed two names a person reads as one, and the
+    model could call the one it was not meant to while dispatch told them apart. The second
+    is now refused where it is registered, naming the first."""
+    registry = _refund_registry()
+    with pytest.raises(VeridicError, match=r"only in case or in - and _"):
+        _register(registry, name, external)
+    assert registry.view().names() == {"refund_order", "get_tool_schema"}
+
+
+def test_names_that_differ_otherwise_are_both_registered() -> None:
+    registry = _refund_registry()
+    _register(registry, "refund_order_line", external=False)
+    _register(registry, "refund__order", external=True)
+    assert registry.view().names() == {
+        "refund_order",
+        "refund_order_line",
+        "refund__order",
+        "get_tool_schema",
+    }
+
+
+@given(st.lists(st.from_regex(r"[a-cA-C_\-]{1,4}", fullmatch=True), max_size=8))
+def test_property_no_two_exposed_names_read_alike(names: list[str]) -> None:
+    registry = Registry()
+    for name in names:
+        try:
+            _register(registry, name, external=True)
+        except VeridicError:
+            continue
+    exposed = registry.view().names()
+    read = [name.casefold().replace("-", "_") for name in exposed]
+    assert len(read) == len(set(read))
