@@ -29,6 +29,7 @@ from veridic import (
     UnknownToolError,
     VeridicError,
     execute,
+    normalize_plan,
     untrusted,
 )
 from veridic.audit import SQLiteAuditSink
@@ -411,3 +412,36 @@ def test_property_no_two_exposed_names_read_alike(names: list[str]) -> None:
     exposed = registry.view().names()
     read = [name.casefold().replace("-", "_") for name in exposed]
     assert len(read) == len(set(read))
+
+
+# --- a plan naming a tool the view hides ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["export_customers", "staff_notes"])
+def test_a_plans_notice_tells_a_hidden_tool_as_a_name_nobody_registered(name: str) -> None:
+    """A plan step naming a tool the view hides was told in the notice (shown to the user,
+    and often handed back to the model to re-plan) as "not allowed in this session; it
+    requires one of the roles admin; this view has none": a user or a document could have
+    the model plan guessed names and read which tools exist and what opens them. The notice
+    now reads as for a name nobody registered; ``.dropped`` keeps the truth."""
+    steps = [
+        {"id": "s1", "tool": name, "arguments": {"order_id": 1}},
+        {"id": "s2", "tool": "find_order", "arguments": {"order_id": 1}, "depends_on": ["s1"]},
+    ]
+    hidden = normalize_plan(steps, _client_view(_shop(with_admin_tools=True)))
+    unknown = normalize_plan(steps, _client_view(_shop(with_admin_tools=False)))
+    assert hidden.notice == unknown.notice
+    assert "admin" not in hidden.notice
+    (dropped,) = hidden.dropped
+    assert (dropped.reason, dropped.hidden) == ("denied", True)
+    assert dropped.suggestions == unknown.dropped[0].suggestions
+    assert [s.id for s in hidden.invalidated] == ["s2"]
+
+
+def test_a_plans_notice_still_tells_a_tombstoned_tool_with_its_reason() -> None:
+    view = _shop(with_admin_tools=True).view(
+        deny=[Deny({"staff_notes"}, reason="notes are closed today", tombstone=True)]
+    )
+    plan = normalize_plan([{"id": "s1", "tool": "staff_notes", "arguments": {"order_id": 1}}], view)
+    assert "not allowed in this session; notes are closed today" in plan.notice
+    assert not plan.dropped[0].hidden
