@@ -88,18 +88,19 @@ class ToolStatus:
     def hidden(self) -> bool:
         """Whether the view keeps this tool from the model altogether: denied, not tombstoned.
 
-        A tool filtered out by a role, the allow list, a predicate or a :class:`Deny`
-        that does not tombstone it is in none of the three projections, so the model
-        never learns its name. For the application and a reviewer it stays
-        ``"denied"`` (``cause`` says by what, ``reason`` why; :meth:`error` is the
-        :class:`~veridic.ToolDeniedError` that ``view.dispatch`` raises, a dropped plan
-        step's reason is ``"denied"``, the audit record says so), since that is the
-        truth and what the contract calls a tool a policy filtered out. What the
-        *model* is told of it is what a name nobody registered gets
-        (:meth:`ToolView.unknown <veridic.ToolView.unknown>`): :func:`veridic.execute`
-        answers its call that way, and so does ``get_tool_schema`` asked for it;
-        "denied (it requires one of the roles admin)" would confirm a tool kept from
-        it, and name what opens it, to any text that planted or guessed the name.
+        A tool filtered out by a role, the allow list, a predicate or a
+        :class:`~veridic.Deny` that does not tombstone it is in none of the three
+        projections, so the model never learns its name. For the application and a
+        reviewer it stays ``"denied"`` (``cause`` says by what, ``reason`` why;
+        :meth:`error` is the :class:`~veridic.ToolDeniedError` that ``view.dispatch``
+        raises, a dropped plan step's reason is ``"denied"``, the audit record says
+        so), since that is the truth and what the contract calls a tool a policy
+        filtered out. What the *model* is told of it is what a name nobody
+        registered gets (:meth:`ToolView.unknown <veridic.ToolView.unknown>`):
+        :func:`veridic.execute` answers its call that way, and so do
+        ``get_tool_schema`` asked for it and a plan's notice. "Denied (it requires
+        one of the roles admin)" would confirm a tool kept from it, and name what
+        opens it, to any text that planted or guessed the name.
         """
         return self.state == "denied" and not self.tombstoned
 
