@@ -139,8 +139,9 @@ def test_the_record_of_a_hidden_tools_call_says_it_was_denied_and_why(
     (record,) = audit.records()
     assert record.detail.startswith("denied: it requires one of the roles admin")
     assert "hidden from the model" in record.detail
-    # The view still answers the application truthfully.
-    assert isinstance(result.error, UnknownToolError)
+    # The application still tells the case apart by the error's type, and reads why in its note.
+    assert isinstance(result.error, ToolDeniedError)
+    assert "requires one of the roles admin" in " ".join(result.error.__notes__)
     assert view.status("export_customers").state == "denied"
     assert view.status("export_customers").hidden
     with pytest.raises(ToolDeniedError, match="requires one of the roles admin"):

@@ -99,6 +99,7 @@ from veridic.run.records import (
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import UntrustedText, untrusted
 from veridic.tools.guards import DispatchScope, GuardEvent, LateReporter, dispatching
+from veridic.tools.status import _hidden_error
 from veridic.tools.tool import Tool
 from veridic.tools.view import PreparedCall, ToolView
 
@@ -546,21 +547,21 @@ class _Call:
             return self._refused(None, "unknown: the name is not text", error)
         status = self.view.status(self.name)
         if not status.exposed:
-            # A tool the view hides is a name nobody registered to the model (ToolStatus.hidden);
-            # the record keeps that it was denied, and why.
-            told = self.view.unknown(self.name) if status.hidden else status
-            error = told.error() or VeridicError(f"tool {clip(self.name)} is not exposed")
+            error = status.error() or VeridicError(f"tool {clip(self.name)} is not exposed")
             if self._recorded[1] and isinstance(error, UnknownToolError):
                 # The view quotes the name whole; the model gets it back clipped and escaped.
-                nearest = ", ".join(told.suggestions) or "none"
+                nearest = ", ".join(status.suggestions) or "none"
                 error = UnknownToolError(
                     f"no tool is named {self._recorded[0]}; it was never registered (nearest "
                     f"valid names: {nearest}): call one of the tools this view lists by its name",
                     name=self.name,
-                    suggestions=told.suggestions,
+                    suggestions=status.suggestions,
                 )
             detail = f"{status.state}: {status.reason}"
             if status.hidden:
+                # The model reads a name nobody registered (ToolStatus.hidden); the error's
+                # type and the record say it was denied, and why.
+                error = _hidden_error(status, self.view.unknown(self.name))
                 detail += "; hidden from the model, which was told no tool has this name"
             return self._refused(status.tool, detail, error)
         try:

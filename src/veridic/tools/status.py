@@ -127,3 +127,20 @@ class ToolStatus:
         return ToolDeniedError(
             f"tool {self.name!r} is denied in this view ({self.reason}); {self.hint}"
         )
+
+
+def _hidden_error(status: ToolStatus, unknown: ToolStatus) -> ToolDeniedError:
+    """The error of a call of a tool hidden from the model, where the model reads it.
+
+    A :class:`~veridic.ToolDeniedError`, so the application still tells the
+    case apart by its type; its message is ``unknown``'s (what a name nobody
+    registered gets, :meth:`ToolView.unknown <veridic.ToolView.unknown>`), since
+    the model reads the message; a note, which tracebacks show and the model
+    does not, says why it was refused.
+    """
+    error = ToolDeniedError(str(unknown.error()))
+    error.add_note(
+        f"{status.name!r} is hidden from the model by this view's policy ({status.reason}): "
+        "the model is told what a name nobody registered gets"
+    )
+    return error

@@ -86,7 +86,13 @@ from veridic.tools.filters import Deny, Predicate, _denied, _pin_changed, _unava
 from veridic.tools.guards import _finished, current_dispatch, dispatching
 from veridic.tools.risk import ApprovalMode, Risk
 from veridic.tools.schema_tool import _SCHEMA_TOOL_LEFT_OUT, ToolSchema, _schema_tool
-from veridic.tools.status import ComponentState, StatusCause, StatusState, ToolStatus
+from veridic.tools.status import (
+    ComponentState,
+    StatusCause,
+    StatusState,
+    ToolStatus,
+    _hidden_error,
+)
 from veridic.tools.tool import (
     SCHEMA_TOOL,
     Tool,
@@ -619,9 +625,9 @@ class ToolView:
 
     def _read_schema(self, name: str) -> ToolSchema:
         # The model asks: of a tool hidden from it, it learns what an unknown name gets.
-        told = self.unknown(name).error() if self.status(name).hidden else None
-        if told is not None:
-            raise told
+        status = self.status(name)
+        if status.hidden:
+            raise _hidden_error(status, self.unknown(name))
         tool = self.tool(name)
         return {
             "name": tool.name,
