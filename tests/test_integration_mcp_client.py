@@ -338,12 +338,15 @@ def test_a_tool_name_providers_refuse_is_refused_saying_it_is_the_servers(
         asyncio.run(list_tools(server_of(spec)))
 
 
-def test_a_failed_connect_leaves_the_registry_as_it_was(spec: Path) -> None:
+@pytest.mark.parametrize("taken", ["fail", "Fail", "FAIL"])
+def test_a_failed_connect_leaves_the_registry_as_it_was(spec: Path, taken: str) -> None:
     """A registry cannot take a tool back: the server's tools listed before the one whose
-    name is taken used to stay registered, with its component, after connect failed."""
+    name is taken used to stay registered, with its component, after connect failed. A
+    name that differs from the application's only in case is taken too (a reader could
+    not tell the two apart)."""
     registry = Registry()
 
-    @registry.tool(kind="write", risk="high", name="fail")  # the server's fourth tool's name
+    @registry.tool(kind="write", risk="high", name=taken)  # the server's fourth tool's name
     def fail_over() -> str:
         """Fail the service over to the standby."""
         return "failed over"
@@ -359,7 +362,7 @@ def test_a_failed_connect_leaves_the_registry_as_it_was(spec: Path) -> None:
     assert (registry.tools(), registry.components()) == before
     assert "MCP server 'tools' lists 'fail', already registered" in str(caught.value)
     assert "nothing of the server was registered" in str(caught.value)
-    assert registry.view().names() == {"fail", "get_tool_schema"}
+    assert registry.view().names() == {taken, "get_tool_schema"}
 
 
 def test_a_name_registered_by_another_thread_during_connect_cannot_split_it(spec: Path) -> None:

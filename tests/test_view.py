@@ -660,11 +660,15 @@ def test_every_view_reads_contracts_with_the_schema_tool() -> None:
 
 
 def test_schema_tool_refuses_names_the_view_does_not_expose() -> None:
+    # The model asks: a hidden tool reads as a name nobody registered; a tombstone is told.
     view = site().view(deny={"delete_webhook"})
-    with pytest.raises(ToolDeniedError):
+    with pytest.raises(ToolDeniedError, match="no tool is named 'delete_webhook'"):
         view.dispatch("get_tool_schema", {"name": "delete_webhook"})
     with pytest.raises(UnknownToolError):
         view.dispatch("get_tool_schema", {"name": "create_user"})
+    closed = site().view(deny=[Deny({"delete_webhook"}, reason="closed", tombstone=True)])
+    with pytest.raises(ToolDeniedError, match="closed"):
+        closed.dispatch("get_tool_schema", {"name": "delete_webhook"})
 
 
 def test_empty_registry_still_has_the_schema_tool() -> None:

@@ -99,6 +99,7 @@ from veridic.run.records import (
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import UntrustedText, untrusted
 from veridic.tools.guards import DispatchScope, GuardEvent, LateReporter, dispatching
+from veridic.tools.status import _hidden_error
 from veridic.tools.tool import Tool
 from veridic.tools.view import PreparedCall, ToolView
 
@@ -587,7 +588,13 @@ class _Call:
                     name=self.name,
                     suggestions=status.suggestions,
                 )
-            return self._refused(status.tool, f"{status.state}: {status.reason}", error)
+            detail = f"{status.state}: {status.reason}"
+            if status.hidden:
+                # The model reads a name nobody registered (ToolStatus.hidden); the error's
+                # type and the record say it was denied, and why.
+                error = _hidden_error(status, self.view.unknown(self.name))
+                detail += "; hidden from the model, which was told no tool has this name"
+            return self._refused(status.tool, detail, error)
         try:
             prepared = self.view.validate(self.name, arguments)
         except InvalidArgumentsError as error:

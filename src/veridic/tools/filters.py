@@ -39,7 +39,9 @@ class Deny:
     the model never learns the name) or tombstoned (``True``: listed in the
     capability section as unavailable with ``reason``, so the model says so
     instead of reaching for a neighbour). Either way dispatch refuses them
-    with :class:`~veridic.ToolDeniedError`.
+    with :class:`~veridic.ToolDeniedError`; a hidden one's call from the model is
+    answered as a name nobody registered (see
+    :attr:`ToolStatus.hidden <veridic.tools.status.ToolStatus.hidden>`).
 
     >>> Deny({"delete_user"}, reason="read-only session", tombstone=True).tombstone
     True

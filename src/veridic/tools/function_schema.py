@@ -24,6 +24,7 @@ import typing
 import warnings
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Annotated, Final
 
 from pydantic import (
@@ -156,6 +157,7 @@ def _shared_model(
     schema = _json_schema(model, where)
     if _holds_untrusted(schema):  # one quick pass; the path is found only for the message
         _refuse_untrusted_schema(schema, where, "")
+    _refuse_untrusted_sources(model, where)
     mints = bool(instruction_fields(model))
     if key is not None and not mints:
         if len(_MODELS) >= _MODELS_KEPT:
@@ -352,8 +354,10 @@ def _refuse_untrusted_schema(value: object, where: str, path: str) -> None:
     read as data. A ``Field(description=untrusted(...))``, a title, or a model
     made by ``create_model`` with a name from outside would reach the model as
     the application's own words. What pydantic copies on its way into the schema
-    (examples, enum values, ``json_schema_extra``) loses its brand, so this sees
-    the descriptions and titles; outside text belongs in an external tool.
+    (examples, enum values, ``Literal`` values, defaults, ``json_schema_extra``,
+    a nested class's docstring) loses its brand here, so
+    :func:`_refuse_untrusted_sources` looks for it where pydantic read it;
+    outside text belongs in an external tool.
 
     Raises:
         ProvenanceError: a key or a value of the schema is ``UntrustedText``.
@@ -370,14 +374,99 @@ def _refuse_untrusted_schema(value: object, where: str, path: str) -> None:
         _refuse_untrusted_text(value, where, path.rstrip("."))
 
 
+# What a pydantic core schema holds that is structure, not text the JSON schema is made of,
+# and the keys that only nest (left out of the path a refusal shows).
+_CORE_STRUCTURE: Final = frozenset({"type", "ref", "schema_ref", "model_name", "cls_name"})
+_CORE_NESTING: Final = frozenset({"schema", "metadata", "fields", "members"})
+
+
+def _refuse_untrusted_sources(model: type[BaseModel], where: str) -> None:
+    """Refuse text branded untrusted in what pydantic writes a tool's JSON schema from.
+
+    On its way into the JSON schema pydantic makes plain copies of some values,
+    so :func:`_holds_untrusted` cannot see their brand: an ``Enum`` built from
+    stored rows (its values, and its docstring), a ``Literal`` of outside
+    values, a default (``tags: list[str] = [untrusted(...)]``), a field's
+    ``examples`` or ``json_schema_extra``, and the docstring of a nested model
+    or dataclass set after its class was made. Each of them reaches the
+    provider's tool list as the application's own words, so each is looked for
+    where pydantic read it: the model's core schema (every value in it, every
+    class and enum member it names) and the fields of the classes it names.
+    One quick pass without paths, as for the JSON schema; the path is found
+    only for the message.
+
+    Raises:
+        ProvenanceError: one of them is ``UntrustedText``; the message says where.
+    """
+    if _untrusted_source(model, paths=False) is None:
+        return
+    found = _untrusted_source(model, paths=True)
+    if found is not None:
+        path, value = found
+        _refuse_untrusted_text(value, where, path or "(a source of the schema)")
+
+
+def _untrusted_source(model: type[BaseModel], *, paths: bool) -> tuple[str, object] | None:
+    """The first ``UntrustedText`` in ``model``'s core schema and the classes it names, and
+    where it sits (``""`` unless ``paths``)."""
+    waiting: list[tuple[str, object]] = [("", model.__pydantic_core_schema__)]
+    seen: set[int] = set()
+    while waiting:
+        path, value = waiting.pop()
+        if type(value) is str or value is None or isinstance(value, int | float):
+            continue
+        if is_untrusted(value):
+            return path.rstrip("."), value
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if is_untrusted(key):
+                    return f"{path}{key} (a key)", key
+                if key in _CORE_STRUCTURE:
+                    continue
+                waiting.append(
+                    (f"{path}{key}." if paths and key not in _CORE_NESTING else path, item)
+                )
+        elif isinstance(value, list | tuple | set | frozenset):
+            if paths:
+                waiting.extend((f"{path}{index}.", item) for index, item in enumerate(value))
+            else:
+                waiting.extend(("", item) for item in value)
+        elif isinstance(value, Enum):
+            member = f"{path}{type(value).__qualname__}.{value.name} (an enum member's value)"
+            waiting.append((member if paths else "", value.value))
+        elif isinstance(value, type):
+            waiting.extend(_class_sources(value, paths))
+    return None
+
+
+def _class_sources(cls: type, paths: bool) -> list[tuple[str, object]]:
+    """What pydantic reads of a class named in a core schema: its docstring, and each of
+    its fields' description, title, examples and ``json_schema_extra``."""
+    name = cls.__qualname__ if paths else ""
+    found: list[tuple[str, object]] = [(f"the docstring of {name}" if paths else "", cls.__doc__)]
+    fields = cls.__dict__.get("__pydantic_fields__")
+    if isinstance(fields, dict):
+        for field_name, info in fields.items():
+            if not isinstance(info, FieldInfo):
+                continue
+            for attribute in ("description", "title", "examples", "json_schema_extra"):
+                where = f"{name}.{field_name} ({attribute})." if paths else ""
+                found.append((where, getattr(info, attribute, None)))
+    return found
+
+
 def _refuse_untrusted_text(value: object, where: str, path: str) -> None:
     if is_untrusted(value):
         raise ProvenanceError(
             f"the input schema of tool {where} holds untrusted text at {path or '(root)'} "
             f"(source {source_of(value)!r}): {clip(value)}; a function tool's schema goes to "
             "the provider's tool list as the application's own words, and its required names "
-            "into the capability section: write descriptions, titles and model names in code, "
-            "or register a tool described from outside with registry.external(..., pin=...), "
+            "into the capability section: write descriptions, titles, model names, enum and "
+            "Literal values, defaults and examples in code, or register a tool described from "
+            "outside with registry.external(..., pin=...), "
             "whose unpinned text the model is told to read as data"
         )
 

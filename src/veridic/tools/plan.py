@@ -133,8 +133,16 @@ class DroppedStep:
         why: the view's short explanation (``"its component 'pro' did not start (...)"``).
         detail: the full message dispatching it would raise.
         hint: what to do about it (the component's hint for an unavailable tool).
-        suggestions: the nearest valid names, for an unknown one.
+        suggestions: the nearest valid names, for an unknown one (and a hidden one).
         fields: the offending argument paths, for invalid arguments.
+        hidden: the step names a tool the view hides from the model (a role, the
+            allow list, a predicate, a ``Deny`` that does not tombstone it; see
+            :attr:`ToolStatus.hidden <veridic.tools.status.ToolStatus.hidden>`). Its
+            ``reason`` is ``"denied"`` and ``why`` says by what, for the application
+            and the audit; the plan's ``notice``, which the user reads and a model
+            re-planning may be given, words it as a name no tool has, with the
+            nearest exposed names in ``suggestions``, so it confirms to no one a
+            tool kept from them or the role that opens it.
     """
 
     id: str
@@ -145,6 +153,7 @@ class DroppedStep:
     hint: str = ""
     suggestions: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
+    hidden: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,7 +529,7 @@ def _ring(cycle: Sequence[str], ends: int = 5) -> str:
 
 def _check_step(step: PlanStep, view: ToolView, exposed: frozenset[str]) -> DroppedStep | None:
     if step.tool not in exposed:
-        return _refused(step, view.status(step.tool))
+        return _refused(step, view.status(step.tool), view)
     try:
         view.validate(step.tool, step.arguments)
     except InvalidArgumentsError as error:
@@ -540,7 +549,7 @@ def _check_step(step: PlanStep, view: ToolView, exposed: frozenset[str]) -> Drop
     return None
 
 
-def _refused(step: PlanStep, status: ToolStatus) -> DroppedStep:
+def _refused(step: PlanStep, status: ToolStatus, view: ToolView) -> DroppedStep:
     error = status.error()
     detail = str(error) if error is not None else status.reason
     reason: DropReason = (
@@ -550,8 +559,19 @@ def _refused(step: PlanStep, status: ToolStatus) -> DroppedStep:
         if status.state == "unavailable"
         else "denied"
     )
-    suggestions = status.suggestions[:3] if reason == "unknown" else ()
-    return DroppedStep(step.id, step.tool, reason, status.reason, detail, status.hint, suggestions)
+    # A hidden tool is told as an unknown name: its suggestions are an unknown name's.
+    told = view.unknown(step.tool) if status.hidden else status
+    suggestions = told.suggestions[:3] if told.state == "unknown" else ()
+    return DroppedStep(
+        step.id,
+        step.tool,
+        reason,
+        status.reason,
+        detail,
+        status.hint,
+        suggestions,
+        hidden=status.hidden,
+    )
 
 
 def _plainly(step_id: str) -> str:
@@ -650,7 +670,8 @@ def _notice(dropped: tuple[DroppedStep, ...], invalidated: tuple[InvalidatedStep
     groups: dict[tuple[str, str, str], list[DroppedStep]] = {}
     for item in dropped:
         explanation = _explain(item)
-        groups.setdefault((item.reason, explanation, item.hint), []).append(item)
+        hint = "" if item.hidden else item.hint
+        groups.setdefault((_told(item), explanation, hint), []).append(item)
     for (reason, explanation, hint), items in list(groups.items())[:_SHOWN]:
         tools = _few(dict.fromkeys(_name(d.tool) for d in items), "tools")
         ids = _few([_name(d.id) for d in items], "steps")
@@ -687,8 +708,13 @@ def _few(names: Iterable[str], what: str) -> str:
     return shown + (f" and {len(names) - _SHOWN} more {what}" if len(names) > _SHOWN else "")
 
 
+def _told(item: DroppedStep) -> str:
+    """The reason the notice gives: a tool hidden from the model is a name no tool has."""
+    return "unknown" if item.hidden else item.reason
+
+
 def _explain(item: DroppedStep) -> str:
-    if item.reason == "unknown":
+    if _told(item) == "unknown":
         nearest = ", ".join(item.suggestions)
         return f"did you mean {nearest}?" if nearest else ""
     if item.reason == "invalid_arguments":

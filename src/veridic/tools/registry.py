@@ -73,6 +73,7 @@ from veridic.tools.boot_failure import BootError
 from veridic.tools.component import Component, Recheck, _logged, _recheck_mode
 from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tools.tool import (
+    SCHEMA_TOOL,
     FunctionText,
     Tool,
     ToolHints,
@@ -158,6 +159,7 @@ class Registry:
         "_declared",
         "_epoch",
         "_every_view",
+        "_folded",
         "_lock",
         "_rechecked",
         "_schema_tool",
@@ -180,6 +182,8 @@ class Registry:
             wording, schema_tool, f"Registry({name!r})"
         )
         self._declared: dict[str, _Declaration] = {}
+        # Each name in the form two look-alikes share (see _look_alike), to the name.
+        self._folded: dict[str, str] = {}
         self._components: dict[str, Component] = {}
         # Replaced, never changed in place: a view being built reads one whole state.
         self._states: Mapping[str, ComponentState] = {}
@@ -230,8 +234,10 @@ class Registry:
           open world, title); hints never lower the risk.
 
         Raises:
-            VeridicError: the name is taken or invalid, ``kind`` or ``risk`` is
-                not one of its values, a query declares an effect (or the
+            VeridicError: the name is taken or invalid, or differs from a
+                registered one (or ``get_tool_schema``) only in case or in ``-``
+                and ``_``, which a reader cannot tell apart; ``kind`` or ``risk``
+                is not one of its values, a query declares an effect (or the
                 hints of a write).
         """
         return self._decorator(
@@ -369,7 +375,8 @@ class Registry:
         from what was pinned (``veridic.integrations.mcp`` says which part).
 
         Raises:
-            VeridicError: the name is taken or invalid, the schema is not a
+            VeridicError: the name is taken or invalid, or differs from a
+                registered one only in case or in ``-`` and ``_``; the schema is not a
                 JSON schema of an object, the pin is malformed, a tool pin
                 vouches for a required name that is not an argument name
                 (``[A-Za-z0-9_.-]{1,64}``: the section prints those names), or
@@ -732,8 +739,48 @@ class Registry:
                     "tool names are unique, the second registration does not replace the "
                     "first; rename one of them with name=..."
                 )
+            alike = self._look_alike(name)
+            if alike is not None:
+                here = declaration.built.origin if declaration.built else _where(declaration)
+                other = self._declared.get(alike)
+                first = (
+                    "built in, in every view"
+                    if other is None
+                    else other.built.origin
+                    if other.built
+                    else _where(other)
+                )
+                raise VeridicError(
+                    f"tool name {name!r} ({here}) differs from {alike!r} ({first}) only in case "
+                    f"or in - and _: the capability section, the tool list and an approval "
+                    "question would show two names a reader cannot tell apart, and the model "
+                    "may call the one it was not meant to; give it a name of its own with "
+                    "name=..."
+                )
             self._declared[name] = declaration
+            self._folded[_folded(name)] = name
             self._booted = False
+
+    def _look_alike(self, name: str) -> str | None:
+        """The registered (or built-in) name that ``name`` differs from only in case or in
+        ``-`` and ``_``, if any: two such names read as one to a person and to most models,
+        while dispatch tells them apart, so the second is refused where it is registered."""
+        folded = _folded(name)
+        if folded == _folded(SCHEMA_TOOL) and name != SCHEMA_TOOL:
+            return SCHEMA_TOOL
+        other = self._folded.get(folded)
+        return other if other is not None and other != name else None
+
+    def _taken(self, names: Iterable[str]) -> list[str]:
+        """Those of ``names`` that this registry holds already, or that differ from one it
+        holds only in case or in ``-`` and ``_`` (registering them would be refused), sorted.
+
+        For a batch registered all or nothing (``veridic.integrations.mcp``'s
+        ``connect``), looked at under :meth:`_alone` before anything is registered.
+        """
+        held = self.names()
+        alike = {_folded(name) for name in held}
+        return sorted(name for name in names if name in held or _folded(name) in alike)
 
 
 def _view_key(
@@ -760,6 +807,12 @@ def _view_key(
         return (frozenset(roles), None if allow is None else frozenset(allow), tuple(denied))
     except TypeError:  # an unhashable name: build_view says what is wrong with it
         return None
+
+
+def _folded(name: str) -> str:
+    """What a reader sees of a tool name: ``Refund_Order``, ``refund-order`` and
+    ``refund_order`` are one name to a person (and to many models)."""
+    return name.casefold().replace("-", "_")
 
 
 def _where(declaration: _Declaration) -> str:

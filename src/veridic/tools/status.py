@@ -84,6 +84,26 @@ class ToolStatus:
     def exposed(self) -> bool:
         return self.state == "exposed"
 
+    @property
+    def hidden(self) -> bool:
+        """Whether the view keeps this tool from the model altogether: denied, not tombstoned.
+
+        A tool filtered out by a role, the allow list, a predicate or a
+        :class:`~veridic.Deny` that does not tombstone it is in none of the three
+        projections, so the model never learns its name. For the application and a
+        reviewer it stays ``"denied"`` (``cause`` says by what, ``reason`` why;
+        :meth:`error` is the :class:`~veridic.ToolDeniedError` that ``view.dispatch``
+        raises, a dropped plan step's reason is ``"denied"``, the audit record says
+        so), since that is the truth and what the contract calls a tool a policy
+        filtered out. What the *model* is told of it is what a name nobody
+        registered gets (:meth:`ToolView.unknown <veridic.ToolView.unknown>`):
+        :func:`veridic.execute` answers its call that way, and so do
+        ``get_tool_schema`` asked for it and a plan's notice. "Denied (it requires
+        one of the roles admin)" would confirm a tool kept from it, and name what
+        opens it, to any text that planted or guessed the name.
+        """
+        return self.state == "denied" and not self.tombstoned
+
     def error(self) -> VeridicError | None:
         """The error dispatching this name raises (``None`` when it is exposed)."""
         if self.state == "exposed":
@@ -107,3 +127,20 @@ class ToolStatus:
         return ToolDeniedError(
             f"tool {self.name!r} is denied in this view ({self.reason}); {self.hint}"
         )
+
+
+def _hidden_error(status: ToolStatus, unknown: ToolStatus) -> ToolDeniedError:
+    """The error of a call of a tool hidden from the model, where the model reads it.
+
+    A :class:`~veridic.ToolDeniedError`, so the application still tells the
+    case apart by its type; its message is ``unknown``'s (what a name nobody
+    registered gets, :meth:`ToolView.unknown <veridic.ToolView.unknown>`), since
+    the model reads the message; a note, which tracebacks show and the model
+    does not, says why it was refused.
+    """
+    error = ToolDeniedError(str(unknown.error()))
+    error.add_note(
+        f"{status.name!r} is hidden from the model by this view's policy ({status.reason}): "
+        "the model is told what a name nobody registered gets"
+    )
+    return error

@@ -86,7 +86,13 @@ from veridic.tools.filters import Deny, Predicate, _denied, _pin_changed, _unava
 from veridic.tools.guards import _finished, current_dispatch, dispatching
 from veridic.tools.risk import ApprovalMode, Risk
 from veridic.tools.schema_tool import _SCHEMA_TOOL_LEFT_OUT, ToolSchema, _schema_tool
-from veridic.tools.status import ComponentState, StatusCause, StatusState, ToolStatus
+from veridic.tools.status import (
+    ComponentState,
+    StatusCause,
+    StatusState,
+    ToolStatus,
+    _hidden_error,
+)
 from veridic.tools.tool import (
     SCHEMA_TOOL,
     Tool,
@@ -362,12 +368,33 @@ class ToolView:
         withheld = self._withheld.get(name)
         if withheld is not None:
             return withheld
-        return self._unknown(name)
+        return self.unknown(name)
 
-    def _unknown(self, name: str) -> ToolStatus:
-        """``name`` as a name never registered, whatever the registry holds: also what the
-        MCP server tells a client that calls a tool hidden from its view, which must read
-        exactly as a name nobody registered."""
+    def unknown(self, name: str) -> ToolStatus:
+        """``name`` as a name nobody registered, whatever the registry holds. Never raises.
+
+        What the model (or an MCP client) is told of a tool this view hides
+        (:attr:`ToolStatus.hidden <veridic.tools.status.ToolStatus.hidden>`): the
+        same state, reason, hint and suggestions, word for word, as for a name never
+        registered, so a planted or guessed name cannot tell a tool kept from the
+        model from one that does not exist. The suggestions come from the exposed
+        names only, as :meth:`status` gives them. :meth:`status` stays the truth for
+        the application and the audit.
+
+        >>> from veridic import Registry
+        >>> registry = Registry()
+        >>> @registry.tool(kind="query", roles={"admin"})
+        ... def export_customers(limit: int) -> str:
+        ...     '''Export the customer table.
+        ...
+        ...     Args:
+        ...         limit: How many rows at most.
+        ...     '''
+        ...     return "rows"
+        >>> view = registry.view()
+        >>> view.status("export_customers").state, view.unknown("export_customers").state
+        ('denied', 'unknown')
+        """
         index, first = self._suggester()
         close = index.close_matches(str(name), _SUGGESTED, _CUTOFF)
         nearest = _not_riskier(str(name), close, self._exposed) if close else first
@@ -597,6 +624,10 @@ class ToolView:
     # --- the built-in schema tool -----------------------------------------------
 
     def _read_schema(self, name: str) -> ToolSchema:
+        # The model asks: of a tool hidden from it, it learns what an unknown name gets.
+        status = self.status(name)
+        if status.hidden:
+            raise _hidden_error(status, self.unknown(name))
         tool = self.tool(name)
         return {
             "name": tool.name,

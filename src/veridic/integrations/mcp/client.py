@@ -340,12 +340,13 @@ class McpConnection:
         self._add_all(rehearsal, hint, boot, entries)
         names = {entry.tool.name for entry in entries}
         with registry._alone():  # the registry's lock, lent for this batch
-            taken = sorted(names & registry.names())
+            taken = registry._taken(names)
             if taken:
                 shown = ", ".join(clip(name) for name in taken[:5])
                 raise VeridicError(
                     f"MCP server {self.server.name!r} lists {shown}, already registered in "
-                    f"{registry!r}: tool names are unique in a registry, so nothing of the "
+                    f"{registry!r} (or differing from a registered name only in case or in - "
+                    "and _): tool names are unique in a registry, so nothing of the "
                     "server was registered; connect it to a registry of its own, or rename the "
                     "application's tool of that name"
                 )

@@ -304,7 +304,7 @@ class _Served:
         hidden = _hidden(view, params.name, arguments)
         if hidden is not None and result.error is not None:
             # The record says why (denied, by what); the client reads an unknown name.
-            return _error_result(str(view._unknown(hidden).error()))
+            return _error_result(str(view.unknown(hidden).error()))
         return _call_result(result)
 
     def _approval(
