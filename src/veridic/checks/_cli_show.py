@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
+from veridic._counted import counted
 from veridic.checks._cli_audit import _is_postgres, _named, _open_store
 from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _UsageError
 from veridic.checks.audit_report import _call_json, _when
@@ -160,7 +161,7 @@ def _call_list(name: str, calls: Sequence[ModelCallRecord], form: str) -> str:
         for call in calls
     ]
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    lines = [f"{visible(name, None)}: {len(calls)} model call(s), in the order sent", ""]
+    lines = [f"{visible(name, None)}: {counted(len(calls), 'model call')}, in the order sent", ""]
     lines += [
         "  "
         + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
@@ -197,7 +198,8 @@ def _one_call(name: str, call: ModelCallRecord, form: str, colour: bool) -> str:
     ]
     if spans:
         lines.append(
-            f"system message provenance: {len(spans)} span(s), {length} chars; the store "
+            f"system message provenance: {counted(len(spans), 'span')}, {counted(length, 'char')}; "
+            "the store "
             "keeps the spans and hashes, not the text:"
         )
         body = render_recorded_spans(spans, colour=colour)

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
+from veridic._counted import counted
 from veridic.run.audit import (
     AuditRecord,
     AuditStore,
@@ -326,9 +327,9 @@ class AuditReport:
         found = self.always_rule_instruction_writes
         if found:
             lines.append(
-                f"[1] FINDING: {len(found)} instruction-field write(s) approved by an always "
-                "rule (there must be none: the gates refuse this, so each record below is a bug "
-                "to report)"
+                f"[1] FINDING: {counted(len(found), 'instruction-field write')} approved by an "
+                "always rule (there must be none: the gates refuse this, so each record below is "
+                "a bug to report)"
             )
             lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in found]))
         else:
@@ -337,7 +338,7 @@ class AuditReport:
             )
 
         lines.append("")
-        lines.append(f"[2] writes by approval ({len(self.writes)} write call(s))")
+        lines.append(f"[2] writes by approval ({counted(len(self.writes), 'write call')})")
         lines.extend(
             _table(
                 ("approval", "writes"),
@@ -408,8 +409,8 @@ class AuditReport:
         found = self.always_rule_instruction_writes
         if found:
             out.append(
-                f"**FINDING: {len(found)} instruction-field write(s) approved by an always "
-                "rule.** There must be none: the gates refuse this, so each record is a bug "
+                f"**FINDING: {counted(len(found), 'instruction-field write')} approved by an "
+                "always rule.** There must be none: the gates refuse this, so each record is a bug "
                 "to report."
             )
             out.append("")
@@ -489,7 +490,7 @@ class AuditReport:
         if self.records:
             first, last = min(r.time for r in self.records), max(r.time for r in self.records)
             span = f", {_when(first)} .. {_when(last)}"
-        return f"{calls} tool call(s) in {len(self.requests)} request(s){span}"
+        return f"{counted(calls, 'tool call')} in {counted(len(self.requests), 'request')}{span}"
 
     def _rate_words(self) -> str:
         stopped = len(self.substitutions)
@@ -498,10 +499,10 @@ class AuditReport:
         followed = [s for s in self.substitutions if s.next is not None]
         rate = self.substitution_rate
         if rate is None:
-            return f"{stopped} stopped call(s), none followed by another call: no rate"
+            return f"{counted(stopped, 'stopped call')}, none followed by another call: no rate"
         same = sum(s.same_operation for s in followed)
         return (
-            f"{stopped} stopped call(s), {len(followed)} followed by another call; "
+            f"{counted(stopped, 'stopped call')}, {len(followed)} followed by another call; "
             f"{same} of those tried the same operation again (rate {rate:.0%})"
         )
 

@@ -62,6 +62,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, Protocol, TextIO
 
+from veridic._counted import counted
 from veridic.text.fence import _INVISIBLE_CHAR, unfence
 from veridic.text.provenance import TRUSTED_KINDS
 from veridic.text.provenance_map import KIND_COLOURS, PromptLike, _covering, _hidden
@@ -228,8 +229,8 @@ def render_terminal(prompt: PromptLike, *, colour: bool = False, separators: boo
             lines.append(_line(span.kind, span.origin, sample, colour))
         if "<data" in content:
             lines.extend(
-                f"    data block {_literal(label, _ORIGIN)} unfences to {len(text)} chars, "
-                "byte for byte"
+                f"    data block {_literal(label, _ORIGIN)} unfences to "
+                f"{counted(len(text), 'char')}, byte for byte"
                 for label, text in unfence(content)
             )
         lines.extend(
@@ -238,7 +239,7 @@ def render_terminal(prompt: PromptLike, *, colour: bool = False, separators: boo
         )
         if message.reasoning:
             items = ", ".join(
-                f"{visible(item.provider)} ({len(item.json_text)} chars)"
+                f"{visible(item.provider)} ({counted(len(item.json_text), 'char')})"
                 for item in message.reasoning
             )
             lines.append(f"    reasoning items, not shown: {items}")
@@ -260,7 +261,7 @@ def render_recorded_spans(spans: Sequence[_Span], *, colour: bool = False) -> st
 def _recorded(spans: Sequence[_Span], colour: bool) -> Iterator[str]:
     for span in spans:
         length = span.end - span.start
-        where = f"chars {span.start}-{span.end} ({length} char{'s' if length != 1 else ''})"
+        where = f"chars {span.start}-{span.end} ({counted(length, 'char')})"
         yield _line(span.kind, span.origin, where, colour)
 
 

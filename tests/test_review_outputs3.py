@@ -1,0 +1,110 @@
+"""What a reviewer reads, third pass: counts that agree with their nouns, a CI gate that
+cannot pass having compared nothing, and outside text that cannot repaint a report.
+
+Each test drives the command line (``veridic.cli.main``) or a renderer through the
+public API; each failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from veridic import (
+    ApprovalMode,
+    AuditRecord,
+    CallOutcome,
+    Composer,
+    Risk,
+    SQLiteAuditSink,
+    instruction,
+)
+from veridic.checks.audit_report import Selection, build_report
+from veridic.checks.markdown import render_markdown
+from veridic.cli import main
+
+FIXTURES = Path(__file__).parent / "cli_fixtures"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# --- counts agree with their nouns -----------------------------------------------------------
+
+_DISAGREE = re.compile(r"(?<![\d.,-])1 (findings|warnings|[a-z-]+ ?[a-z]*s\b)|\(s\)")
+"""``1 warnings``, ``1 tool calls``, or a hedged ``call(s)``."""
+
+
+def _disagreements(text: str) -> list[str]:
+    return [m.group(0) for m in _DISAGREE.finditer(text) if not m.group(0).endswith("ss")]
+
+
+def _record(tool: str, kind: str = "write", request: str = "req-1") -> AuditRecord:
+    return AuditRecord(
+        time=1714564800.0,
+        request_id=request,
+        tool=tool,
+        kind=kind,
+        risk=Risk.MID,
+        approval=ApprovalMode.USER_CONFIRMED if kind == "write" else ApprovalMode.NOT_REQUIRED,
+        wrote_instruction_fields=False,
+        irreversible=False,
+        prompt_sha256="0" * 64,
+        tools_sha256="f" * 64,
+        outcome=CallOutcome.OK,
+    )
+
+
+def test_one_warning_is_counted_as_one_warning(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(FIXTURES)
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    code, out, _ = run(capsys, "lint", "unstated_app:registry")
+    assert code == 0
+    assert out.splitlines()[0] == "veridic lint unstated_app:registry: 0 findings, 1 warning"
+
+
+def test_one_tool_call_in_one_request_is_counted_in_the_singular(tmp_path: Path) -> None:
+    store = SQLiteAuditSink(tmp_path / "audit.sqlite3")
+    store.write(_record("save_note"))
+    report = build_report(store, Selection(), database="audit.sqlite3")
+    text, markdown = report.text(), report.markdown()
+    assert "1 tool call in 1 request" in text
+    assert "[2] writes by approval (1 write call)" in text
+    assert _disagreements(text) == []
+    assert _disagreements(markdown) == []
+
+
+def test_a_prompt_of_one_message_and_span_is_counted_in_the_singular() -> None:
+    prompt = Composer().system(instruction("Be brief.")).build()
+    page = prompt.to_html()
+    assert "1 message \u00b7 1 span \u00b7 9 characters" in page
+    assert "9 chars \u00b7 1 span" in page
+
+
+class _Item:
+    def __init__(self, severity: str) -> None:
+        self.severity, self.kind, self.message = severity, "boot", "it did not start"
+        self.file, self.line, self.subject, self.text, self.data = "a.py", 1, None, None, ()
+
+
+@given(st.lists(st.sampled_from(["error", "warning", "info"]), max_size=4))
+def test_every_count_in_a_markdown_summary_agrees_with_its_noun(severities: list[str]) -> None:
+    summary = render_markdown(
+        [_Item(s) for s in severities], command="lint", target="app:r", exit_code=0
+    ).splitlines()[2]
+    for severity, noun in (("error", "finding"), ("warning", "warning")):
+        count = severities.count(severity)
+        if count == 1:
+            assert f"1 {noun}" in summary
+            assert f"1 {noun}s" not in summary
+        elif count:
+            assert f"{count} {noun}s" in summary
