@@ -26,11 +26,12 @@ that followed it is shown even when it falls outside the range).
 
 Everything in the store that a model or a handler wrote (tool names, details,
 request ids, model names) is shown escaped and clipped: a control character,
-an ANSI escape, a bidi or zero-width character, a newline becomes a visible
-``\\x1b``-style escape, so no record can move the cursor, colour the
-terminal, forge a line of the report, or (in Markdown) add a link, a mention,
-HTML or a table cell. The JSON report holds the exact values, with every
-non-ASCII character escaped by the JSON encoder.
+an ANSI escape, a bidi or zero-width character, a variation selector, a blank
+filler, a space other than U+0020, a newline becomes a visible
+``\\x1b``-style escape, so no record can move the cursor, colour the terminal,
+forge a line of the report, show two different values alike, or (in Markdown)
+add a link, a mention, HTML or a table cell. The JSON report holds the exact
+values, with every non-ASCII character escaped by the JSON encoder.
 
 >>> from veridic import ApprovalMode, Risk, SQLiteAuditSink
 >>> from veridic.run.audit import AuditRecord, CallOutcome
@@ -51,7 +52,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,6 +65,7 @@ from veridic.run.audit import (
     ModelReplyRecord,
     Substitution,
 )
+from veridic.text.fence import _INVISIBLE_CHAR
 from veridic.tools.risk import ApprovalMode
 
 __all__ = [
@@ -81,9 +82,6 @@ __all__ = [
 
 SCHEMA_VERSION: Final = 1
 """``schema`` of the JSON report (docs/audit.md); raised when a field changes meaning or goes."""
-_UNSEEN: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-"""Unicode categories shown as escapes: controls (ANSI's ESC, C1), format characters
-(bidi, zero-width), surrogates, private use, unassigned, line and paragraph separators."""
 _SHORT: Final = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NUMBER: Final = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _NAME_LIMIT: Final = 40
@@ -108,7 +106,7 @@ def shown(text: str, limit: int | None = None) -> str:
     for char in text:
         if char in _SHORT:
             out.append(_SHORT[char])
-        elif unicodedata.category(char) in _UNSEEN:
+        elif _unseen(char):
             point = ord(char)
             out.append(
                 f"\\x{point:02x}"
@@ -123,6 +121,20 @@ def shown(text: str, limit: int | None = None) -> str:
     if limit is not None and len(escaped) > limit:
         return f"{escaped[:limit]}… ({len(text)} chars)"
     return escaped
+
+
+def _unseen(char: str) -> bool:
+    """Whether ``char`` is shown as an escape: the characters the terminal view shows as codes.
+
+    What Python does not call printable (controls such as ANSI's ESC and C1, format
+    characters such as bidi and zero-width ones, surrogates, private use, unassigned,
+    line and paragraph separators, and every space but U+0020, which reads as a space
+    and is not one), and the printable characters nobody sees (variation selectors,
+    which carry hidden bytes after any character, and blank fillers: the fence's
+    ``_INVISIBLE_CHAR``). A cell that showed any of them raw could show two different
+    texts alike, or a change as none.
+    """
+    return not char.isprintable() or _INVISIBLE_CHAR.match(char) is not None
 
 
 def parse_time(text: str, *, option: str = "--since") -> float:
