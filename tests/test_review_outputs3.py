@@ -212,3 +212,31 @@ def test_an_audit_row_s_invisible_characters_are_shown_as_codes(tmp_path: Path) 
     for rendered in (report.text(), report.markdown()):
         assert not any(char in rendered for char in _UNSEEN_PRINTABLE)
         assert "req-1\\u034f\\u115f" in rendered
+
+
+# --- veridic mcp pin --check: whitespace is a change too ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pinned", "now"),
+    [
+        ("Search the issues. Read only.", "Search the issues.\nRead only."),
+        ("Search the issues.", "Search the issues.\x1e"),  # an information separator
+        ("Search the issues.", "Search\u00a0the issues."),  # a no-break space
+        ("Search the issues.", "Search the issues.\u2028"),  # a line separator
+    ],
+    ids=["line break", "U+001E", "no-break space", "line separator"],
+)
+def test_an_mcp_description_changed_only_in_whitespace_shows_the_change(
+    pinned: str, now: str
+) -> None:
+    from veridic.integrations.mcp import PinnedTool, Pins, render_changes
+
+    schema: dict[str, object] = {"type": "object", "required": ["q"]}
+    before = PinnedTool("search", pinned, schema, {})
+    after = PinnedTool("search", now, schema, {})
+    table = render_changes("tools", Pins.of("tools", [before]).compare([after]))
+    (row,) = [line for line in table.split("\n") if line.startswith("| search | description |")]
+    cells = re.split(r"(?<!\\)\|", row[1:-1])
+    assert cells[2] != cells[3]
+    assert table.startswith("MCP server 'tools': 1 difference from the pins.")
