@@ -7,6 +7,7 @@ public API; each failed on the code before its fix.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -46,16 +47,24 @@ def _disagreements(text: str) -> list[str]:
     return [m.group(0) for m in _DISAGREE.finditer(text) if not m.group(0).endswith("ss")]
 
 
-def _record(tool: str, kind: str = "write", request: str = "req-1") -> AuditRecord:
+def _record(
+    tool: str,
+    kind: str = "write",
+    request: str = "req-1",
+    *,
+    risk: Risk = Risk.MID,
+    approval: ApprovalMode = ApprovalMode.USER_CONFIRMED,
+    irreversible: bool = False,
+) -> AuditRecord:
     return AuditRecord(
         time=1714564800.0,
         request_id=request,
         tool=tool,
         kind=kind,
-        risk=Risk.MID,
-        approval=ApprovalMode.USER_CONFIRMED if kind == "write" else ApprovalMode.NOT_REQUIRED,
+        risk=risk,
+        approval=approval if kind == "write" else ApprovalMode.NOT_REQUIRED,
         wrote_instruction_fields=False,
-        irreversible=False,
+        irreversible=irreversible,
         prompt_sha256="0" * 64,
         tools_sha256="f" * 64,
         outcome=CallOutcome.OK,
@@ -240,3 +249,40 @@ def test_an_mcp_description_changed_only_in_whitespace_shows_the_change(
     cells = re.split(r"(?<!\\)\|", row[1:-1])
     assert cells[2] != cells[3]
     assert table.startswith("MCP server 'tools': 1 difference from the pins.")
+
+
+# --- veridic audit: an always rule over a high-risk call is a finding ---------------------------
+
+
+def test_an_always_rule_over_a_high_risk_call_fails_the_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The policy never records ALWAYS_RULE for a high-risk tool (I8); a store that holds one
+    # (written by other code, or a bug) was reported "clean (exit 0)", the hard delete
+    # listed among the writes like any other.
+    path = tmp_path / "audit.sqlite3"
+    store = SQLiteAuditSink(path)
+    store.write(_record("save_note"))
+    store.write(
+        _record(
+            "purge_user",
+            request="req-2",
+            risk=Risk.HIGH,
+            approval=ApprovalMode.ALWAYS_RULE,
+            irreversible=True,
+        )
+    )
+    store.close()
+    code, out, _ = run(capsys, "audit", str(path))
+    assert code == 1
+    assert "[1] FINDING: 1 high-risk call approved by an always rule" in out
+    assert out.rstrip().endswith(
+        "result: failed: an always rule approved a high-risk call (exit 1)"
+    )
+    code, out, _ = run(capsys, "audit", str(path), "--format", "json")
+    report = json.loads(out)
+    assert code == report["exit_code"] == 1
+    assert [r["tool"] for r in report["high_risk_calls_under_always_rule"]] == ["purge_user"]
+    code, out, _ = run(capsys, "audit", str(path), "--format", "markdown")
+    assert code == 1
+    assert "**FINDING: 1 high-risk call approved by an always rule.**" in out

@@ -6,8 +6,9 @@ protocol alone (so a server's store answers as the SQLite file does):
 
 - how was each write approved: the count per :class:`~veridic.ApprovalMode`
   and the writes themselves;
-- did an "always" rule ever approve an instruction-field write: it must not
-  (invariant I8), so any such record is a *finding* and the command exits 1;
+- did an "always" rule ever approve an instruction-field write, or a call of a
+  high-risk or irreversible tool: it must not (invariant I8), so any such
+  record is a *finding* and the command exits 1;
 - what did the model call after each stopped call (the substitutions, with
   their same-tool and same-operation flags and the rate);
 - what happened in each request: its model calls and their answers (usage,
@@ -66,7 +67,7 @@ from veridic.run.audit import (
     Substitution,
 )
 from veridic.text.fence import _INVISIBLE_CHAR
-from veridic.tools.risk import ApprovalMode
+from veridic.tools.risk import ApprovalMode, Risk
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -261,6 +262,9 @@ class AuditReport:
     requests: tuple[RequestReport, ...]
     unmatched_requests: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
+    always_rule_high_risk_calls: tuple[AuditRecord, ...] = field(default=())
+    """Calls of a high-risk (or irreversible) tool recorded as approved by an always rule:
+    the policy never gives that mode to such a tool (invariant I8), so each is a finding."""
 
     @property
     def substitution_rate(self) -> float | None:
@@ -271,8 +275,9 @@ class AuditReport:
         return sum(s.same_operation for s in followed) / len(followed)
 
     def exit_code(self) -> int:
-        """1 when an always rule approved an instruction-field write (it must not), else 0."""
-        return 1 if self.always_rule_instruction_writes else 0
+        """1 when an always rule approved an instruction-field write or a high-risk call
+        (it must approve neither: invariant I8), else 0."""
+        return 1 if self.always_rule_instruction_writes or self.always_rule_high_risk_calls else 0
 
     # --- JSON ---------------------------------------------------------------------------
 
@@ -299,6 +304,9 @@ class AuditReport:
             },
             "instruction_writes_under_always_rule": [
                 _record_json(r) for r in self.always_rule_instruction_writes
+            ],
+            "high_risk_calls_under_always_rule": [
+                _record_json(r) for r in self.always_rule_high_risk_calls
             ],
             "writes": [_record_json(r) for r in self.writes],
             "substitutions": [
@@ -348,6 +356,15 @@ class AuditReport:
             lines.append(
                 "[1] instruction-field writes approved by an always rule: none (as required)"
             )
+        high = self.always_rule_high_risk_calls
+        if high:
+            lines.append(
+                f"[1] FINDING: {counted(len(high), 'high-risk call')} approved by an always rule "
+                f"({_HIGH_RISK_WHY}, so each record below is a bug to report)"
+            )
+            lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in high]))
+        else:
+            lines.append("[1] high-risk calls approved by an always rule: none (as required)")
 
         lines.append("")
         lines.append(f"[2] writes by approval ({counted(len(self.writes), 'write call')})")
@@ -431,6 +448,17 @@ class AuditReport:
             out.append(
                 "**Instruction-field writes approved by an always rule: none** (as required)."
             )
+        high = self.always_rule_high_risk_calls
+        out.append("")
+        if high:
+            out.append(
+                f"**FINDING: {counted(len(high), 'high-risk call')} approved by an always "
+                f"rule.** {_HIGH_RISK_WHY.capitalize()}, so each record is a bug to report."
+            )
+            out.append("")
+            out.extend(_md_table(_WRITE_HEAD, [_write_row(r, md=True) for r in high]))
+        else:
+            out.append("**High-risk calls approved by an always rule: none** (as required).")
         out.append("")
         out.append(f"### Writes by approval ({len(self.writes)})")
         out.append("")
@@ -519,8 +547,16 @@ class AuditReport:
         )
 
     def _verdict(self) -> str:
-        if self.exit_code():
-            return "failed: an always rule approved an instruction-field write (exit 1)"
+        approved = [
+            what
+            for what, found in (
+                ("an instruction-field write", self.always_rule_instruction_writes),
+                ("a high-risk call", self.always_rule_high_risk_calls),
+            )
+            if found
+        ]
+        if approved:
+            return f"failed: an always rule approved {' and '.join(approved)} (exit 1)"
         return "clean (exit 0)"
 
 
@@ -540,6 +576,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     for record in writes:
         counts[record.approval] += 1
     always = tuple(r for r in store.instruction_writes_under_always_rule() if _in(selection, r))
+    high = tuple(r for r in records if _always_high_risk(r))
     substitutions = tuple(s for s in store.substitutions() if _in(selection, s.denied))
     follow_ups = tuple(r for r in records if r.follow_up)
 
@@ -574,6 +611,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
         writes=writes,
         writes_by_approval=counts,
         always_rule_instruction_writes=always,
+        always_rule_high_risk_calls=high,
         substitutions=substitutions,
         follow_ups=follow_ups,
         requests=requests,
@@ -586,6 +624,24 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
 
 _T = TypeVar("_T", AuditRecord, ModelCallRecord, ModelReplyRecord)
 _T_co = TypeVar("_T_co", covariant=True)
+
+
+_HIGH_RISK_WHY: Final = (
+    "there must be none: an always rule is refused for a high-risk tool, and an irreversible "
+    "one is high risk, so the gates confirm each call"
+)
+
+
+def _always_high_risk(record: AuditRecord) -> bool:
+    """An always rule recorded for a call of a high-risk or irreversible tool (I8 forbids it).
+
+    The policy gives ``ALWAYS_RULE`` to no such tool, so a record that says so is a
+    store written by something else, or a bug; a report that called it clean would
+    hide the one failure the always rule's ceiling exists to prevent.
+    """
+    return record.approval is ApprovalMode.ALWAYS_RULE and (
+        record.risk is Risk.HIGH or record.irreversible
+    )
 
 
 def _in(selection: Selection, record: AuditRecord) -> bool:
