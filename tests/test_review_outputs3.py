@@ -286,3 +286,28 @@ def test_an_always_rule_over_a_high_risk_call_fails_the_audit(
     code, out, _ = run(capsys, "audit", str(path), "--format", "markdown")
     assert code == 1
     assert "**FINDING: 1 high-risk call approved by an always rule.**" in out
+
+
+# --- SARIF printed to a terminal or a CI log -----------------------------------------------------
+
+
+def test_a_sarif_log_quoting_outside_text_is_ascii_and_keeps_the_text(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # JSON leaves C1 controls (CSI is U+009B) and bidi overrides raw unless told otherwise:
+    # a drift quoting a description holding them reached the terminal (or the CI log) as is.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "pyproject.toml").write_text("[tool.veridic]\n", encoding="utf-8")
+    pinned = "Read a note by its id."
+    hostile = f"{pinned} \x9b2J\x1b]8;;https://ev.il/\x07\u202eevil\u2028"
+    (tmp_path / "sarif_before.py").write_text(_notes_app(pinned), encoding="utf-8")
+    (tmp_path / "sarif_after.py").write_text(_notes_app(hostile), encoding="utf-8")
+    assert run(capsys, "manifest", "sarif_before:registry", "-o", "manifest.json")[0] == 0
+    code, out, _ = run(
+        capsys, "manifest", "sarif_after:registry", "--check", "manifest.json", "--format", "sarif"
+    )
+    assert code == 1
+    assert out.isascii()
+    [result] = json.loads(out)["runs"][0]["results"]
+    assert (result["properties"]["before"], result["properties"]["after"]) == (pinned, hostile)
