@@ -311,3 +311,21 @@ def test_a_sarif_log_quoting_outside_text_is_ascii_and_keeps_the_text(
     assert out.isascii()
     [result] = json.loads(out)["runs"][0]["results"]
     assert (result["properties"]["before"], result["properties"]["after"]) == (pinned, hostile)
+
+
+# --- veridic audit: two tools are never one row --------------------------------------------------
+
+
+def test_two_tools_alike_in_their_first_forty_characters_show_as_two(tmp_path: Path) -> None:
+    # Names of up to 64 characters are valid; clipped at 40, these two (of one length) showed
+    # as one cell, so the reader could not tell which one the always rule approved.
+    stem = "delete_customer_records_for_the_billing_account"
+    confirmed, always = f"{stem}_archived", f"{stem}_everyone"
+    assert len(confirmed) == len(always) <= 64
+    store = SQLiteAuditSink(tmp_path / "audit.sqlite3")
+    store.write(_record(confirmed))
+    store.write(_record(always, approval=ApprovalMode.ALWAYS_RULE))
+    report = build_report(store, Selection(), database="audit.sqlite3")
+    for rendered in (report.text(), report.markdown()):
+        assert confirmed in rendered
+        assert always in rendered

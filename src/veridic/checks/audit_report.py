@@ -85,7 +85,11 @@ SCHEMA_VERSION: Final = 1
 """``schema`` of the JSON report (docs/audit.md); raised when a field changes meaning or goes."""
 _SHORT: Final = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NUMBER: Final = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_NAME_LIMIT: Final = 40
+_NAME_LIMIT: Final = 64
+"""Tool names and request ids are shown whole up to 64 characters, the longest name a
+registry takes: clipped at 40, two tools (or requests) alike in their first 40 characters
+and of one length showed as one, so a reviewer could not tell which one an always rule
+approved. A longer value (a model-written name, an id from a header) is clipped."""
 _DETAIL_LIMIT: Final = 80
 
 
@@ -779,7 +783,9 @@ def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
             _cell(reply.stop_reason, 20, md) if reply.stop_reason else "-",
             "-" if usage is None else f"{usage.input_tokens}/{usage.output_tokens}",
             _ms(reply.latency),
-            _cell(", ".join(reply.tool_calls), _NAME_LIMIT, md) if reply.tool_calls else "-",
+            ", ".join(_cell(name, _NAME_LIMIT, md) for name in reply.tool_calls)
+            if reply.tool_calls
+            else "-",
         )
     return (
         _when(call.time),
