@@ -329,3 +329,21 @@ def test_two_tools_alike_in_their_first_forty_characters_show_as_two(tmp_path: P
     for rendered in (report.text(), report.markdown()):
         assert confirmed in rendered
         assert always in rendered
+
+
+def test_the_terminal_view_shows_every_valid_tool_name_whole() -> None:
+    from veridic.text.terminal_view import render_terminal
+
+    stem = "x" * 59
+    prompt = (
+        Composer()
+        .system(instruction("Be brief."))
+        .user("Clean up.")
+        .assistant("")
+        .tool_call("c1", f"{stem}_keep", {})
+        .tool_call("c2", f"{stem}_wipe", {})
+        .build()
+    )
+    view = render_terminal(prompt)
+    assert f"tool call c1: {stem}_keep " in view
+    assert f"tool call c2: {stem}_wipe " in view

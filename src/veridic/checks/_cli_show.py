@@ -35,6 +35,9 @@ from veridic.text.terminal_view import (
 )
 
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+_NAME: Final = 64
+"""Tool names and request ids are shown whole up to 64 characters (the longest tool name
+a registry takes), so two of them never show alike; a longer one is clipped."""
 _SAVE_DOCUMENT: Final = (
     "to see the text, save prompt.to_document() where the application sends the prompt "
     "(for example next to its audit store) and run veridic show FILE.json"
@@ -153,7 +156,7 @@ def _call_list(name: str, calls: Sequence[ModelCallRecord], form: str) -> str:
     rows = [("time", "request", "call id", "model", "prompt sha256")] + [
         (
             _when(call.time),
-            visible(call.request_id, 40),
+            visible(call.request_id, _NAME),
             call.call_id,
             visible(call.model, 40),
             call.prompt_sha256,
@@ -192,7 +195,7 @@ def _one_call(name: str, call: ModelCallRecord, form: str, colour: bool) -> str:
         f"  model          {visible(call.model, None)}",
         f"  prompt sha256  {call.prompt_sha256}",
         f"  tools sha256   {call.tools_sha256}",
-        f"  tools          {', '.join(visible(t) for t in call.tools) or '(none)'}",
+        f"  tools          {', '.join(visible(t, _NAME) for t in call.tools) or '(none)'}",
         f"  streamed       {'yes' if call.streamed else 'no'}",
         "",
     ]

@@ -83,6 +83,9 @@ SEPARATOR_ORIGIN: Final = "veridic.compose"
 
 _SAMPLE: Final = 40
 _ORIGIN: Final = 60
+_NAME: Final = 64
+"""A tool name is shown whole up to 64 characters, the longest a registry takes, so two
+valid names never show alike; a longer one (model-written) is clipped."""
 _RESET: Final = "\x1b[0m"
 
 
@@ -234,7 +237,8 @@ def render_terminal(prompt: PromptLike, *, colour: bool = False, separators: boo
                 for label, text in unfence(content)
             )
         lines.extend(
-            f"    tool call {visible(call.id)}: {visible(call.name)} {_literal(call.arguments)}"
+            f"    tool call {visible(call.id)}: {visible(call.name, _NAME)} "
+            f"{_literal(call.arguments)}"
             for call in message.tool_calls
         )
         if message.reasoning:
