@@ -347,3 +347,53 @@ def test_the_terminal_view_shows_every_valid_tool_name_whole() -> None:
     view = render_terminal(prompt)
     assert f"tool call c1: {stem}_keep " in view
     assert f"tool call c2: {stem}_wipe " in view
+
+
+# --- veridic audit: an answer whose call is not shown is still shown ---------------------------
+
+
+def test_an_answer_whose_call_falls_before_the_range_is_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A time range can split a model call from its answer. The answer (which tools the model
+    # asked for, its tokens) was selected and then left out of the report without a word,
+    # while the request said "model calls: none on record".
+    from veridic import ModelCallRecord, ModelReplyRecord
+
+    path = tmp_path / "audit.sqlite3"
+    store = SQLiteAuditSink(path)
+    call = ModelCallRecord(
+        time=1714564799.5,
+        request_id="req-9",
+        api="openai.chat.completions",
+        model="gpt-test",
+        prompt_sha256="a" * 64,
+        tools_sha256="b" * 64,
+        tools=("purge_user",),
+        instruction_spans=(),
+    )
+    store.write_model_call(call)
+    store.write_model_reply(
+        ModelReplyRecord(
+            time=1714564800.5,
+            request_id="req-9",
+            prompt_sha256="a" * 64,
+            response_id="resp-1",
+            model="gpt-test",
+            stop_reason="tool_calls",
+            tool_calls=("purge_user",),
+            usage=None,
+            latency=1.0,
+            call_id=call.call_id,
+        )
+    )
+    store.close()
+    code, out, _ = run(capsys, "audit", str(path), "--since", "1714564800")
+    assert code == 0
+    assert "purge_user" in out
+    assert "answers whose model call is not in the selection" in out
+    code, out, _ = run(capsys, "audit", str(path), "--since", "1714564800", "--format", "json")
+    [request] = json.loads(out)["requests"]
+    assert [r["tool_calls"] for r in request["replies_without_call"]] == [["purge_user"]]
+    code, out, _ = run(capsys, "audit", str(path), "--since", "1714564800", "--format", "markdown")
+    assert "purge_user" in out

@@ -243,11 +243,17 @@ class ModelCallReport:
 
 @dataclass(frozen=True, slots=True)
 class RequestReport:
-    """What one request did: its model calls (with answers) and its tool calls, in order."""
+    """What one request did: its model calls (with answers) and its tool calls, in order.
+
+    ``replies_without_call`` are the answers selected whose model call is not: sent
+    before ``since``, or not on record. They are shown on their own, never dropped:
+    an answer says which tools the model asked for.
+    """
 
     request_id: str
     model_calls: tuple[ModelCallReport, ...]
     tool_calls: tuple[AuditRecord, ...]
+    replies_without_call: tuple[ModelReplyRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +334,10 @@ class AuditReport:
                 {
                     "request_id": request.request_id,
                     "model_calls": [_model_call_json(m) for m in request.model_calls],
+                    "replies_without_call": [
+                        {**_reply_json(r), "call_id": r.call_id, "prompt_sha256": r.prompt_sha256}
+                        for r in request.replies_without_call
+                    ],
                     "tool_calls": [_record_json(r) for r in request.tool_calls],
                 }
                 for request in self.requests
@@ -414,6 +424,15 @@ class AuditReport:
                 )
             else:
                 lines.append("    model calls: none on record")
+            if request.replies_without_call:
+                lines.append(f"    {_LONE_REPLIES}")
+                lines.extend(
+                    _table(
+                        _REPLY_HEAD,
+                        [_reply_row(r) for r in request.replies_without_call],
+                        indent=6,
+                    )
+                )
             if request.tool_calls:
                 lines.append("    tool calls, in order")
                 lines.extend(
@@ -507,6 +526,14 @@ class AuditReport:
                 out.extend(
                     f"- tools {digest}: {names}" for digest, names in _tool_lists(request, md=True)
                 )
+            if request.replies_without_call:
+                out.extend(["", _md_plain(_LONE_REPLIES.capitalize()), ""])
+                out.extend(
+                    _md_table(
+                        _REPLY_HEAD,
+                        [_reply_row(r, md=True) for r in request.replies_without_call],
+                    )
+                )
             if request.tool_calls:
                 out.append("")
                 out.extend(
@@ -593,14 +620,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     for request_id, time in firsts:
         order[request_id] = min(order.get(request_id, math.inf), time)
     requests = tuple(
-        RequestReport(
-            request_id=request_id,
-            model_calls=_paired(
-                [c for c in model_calls if c.request_id == request_id],
-                [r for r in replies if r.request_id == request_id],
-            ),
-            tool_calls=tuple(r for r in records if r.request_id == request_id),
-        )
+        _request(request_id, records, model_calls, replies)
         for request_id in sorted(order, key=lambda key: (order[key], key))
     )
     notes = []
@@ -676,13 +696,33 @@ def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _request(
+    request_id: str,
+    records: Sequence[AuditRecord],
+    model_calls: Sequence[ModelCallRecord],
+    replies: Sequence[ModelReplyRecord],
+) -> RequestReport:
+    paired, unpaired = _paired(
+        [c for c in model_calls if c.request_id == request_id],
+        [r for r in replies if r.request_id == request_id],
+    )
+    return RequestReport(
+        request_id=request_id,
+        model_calls=paired,
+        tool_calls=tuple(r for r in records if r.request_id == request_id),
+        replies_without_call=unpaired,
+    )
+
+
 def _paired(
     calls: Sequence[ModelCallRecord], replies: Sequence[ModelReplyRecord]
-) -> tuple[ModelCallReport, ...]:
-    """Each call with its answer: the reply that names its ``call_id``.
+) -> tuple[tuple[ModelCallReport, ...], tuple[ModelReplyRecord, ...]]:
+    """Each call with its answer (the reply that names its ``call_id``), and the answers left.
 
     An answer recorded before records had ids names none; it goes with the
-    first unanswered call of the same prompt, in order.
+    first unanswered call of the same prompt, in order. An answer no selected
+    call takes (its call was sent before the range, or is not on record, or a
+    second answer names the same call) is returned apart, to be shown apart.
     """
     by_id = {r.call_id: r for r in replies if r.call_id}
     left = [r for r in replies if not r.call_id]
@@ -694,7 +734,9 @@ def _paired(
         if reply is not None and reply in left:
             left.remove(reply)
         paired.append(ModelCallReport(call, reply))
-    return tuple(paired)
+    taken = [m.reply for m in paired if m.reply is not None]
+    unpaired = tuple(r for r in replies if not any(r is t for t in taken))
+    return tuple(paired), unpaired
 
 
 # --- rows ----------------------------------------------------------------------------------
@@ -720,6 +762,18 @@ _MODEL_HEAD: Final = (
     "tokens in/out",
     "latency",
     "called",
+)
+_REPLY_HEAD: Final = (
+    "time (UTC)",
+    "model",
+    "call id",
+    "stop",
+    "tokens in/out",
+    "latency",
+    "called",
+)
+_LONE_REPLIES: Final = (
+    "answers whose model call is not in the selection (sent before the range, or not on record)"
 )
 _CALL_HEAD: Final = ("time (UTC)", "tool", "kind", "risk", "approval", "outcome", "detail")
 
@@ -775,18 +829,7 @@ def _tool_lists(request: RequestReport, *, md: bool = False) -> list[tuple[str, 
 def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
     call, reply = m.call, m.reply
     tools = f"{call.tools_sha256[:12]} ({len(call.tools)})"
-    if reply is None:
-        answer = ("(no answer on record)", "-", "-", "-")
-    else:
-        usage = reply.usage
-        answer = (
-            _cell(reply.stop_reason, 20, md) if reply.stop_reason else "-",
-            "-" if usage is None else f"{usage.input_tokens}/{usage.output_tokens}",
-            _ms(reply.latency),
-            ", ".join(_cell(name, _NAME_LIMIT, md) for name in reply.tool_calls)
-            if reply.tool_calls
-            else "-",
-        )
+    answer = ("(no answer on record)", "-", "-", "-") if reply is None else _answer_cells(reply, md)
     return (
         _when(call.time),
         _cell(call.api, 30, md),
@@ -794,6 +837,29 @@ def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
         call.prompt_sha256[:12],
         tools,
         *answer,
+    )
+
+
+def _reply_row(reply: ModelReplyRecord, *, md: bool = False) -> tuple[str, ...]:
+    """An answer shown on its own (its call is not in the report), with the call it names."""
+    return (
+        _when(reply.time),
+        _cell(reply.model, 30, md),
+        _cell(reply.call_id, _NAME_LIMIT, md) if reply.call_id else "-",
+        *_answer_cells(reply, md),
+    )
+
+
+def _answer_cells(reply: ModelReplyRecord, md: bool) -> tuple[str, str, str, str]:
+    """An answer's stop reason, tokens, latency and the tools it called, as table cells."""
+    usage = reply.usage
+    return (
+        _cell(reply.stop_reason, 20, md) if reply.stop_reason else "-",
+        "-" if usage is None else f"{usage.input_tokens}/{usage.output_tokens}",
+        _ms(reply.latency),
+        ", ".join(_cell(name, _NAME_LIMIT, md) for name in reply.tool_calls)
+        if reply.tool_calls
+        else "-",
     )
 
 
@@ -912,23 +978,22 @@ def _call_json(call: ModelCallRecord) -> dict[str, object]:
 
 def _model_call_json(m: ModelCallReport) -> dict[str, object]:
     call, reply = m.call, m.reply
+    return {**_call_json(call), "reply": None if reply is None else _reply_json(reply)}
+
+
+def _reply_json(reply: ModelReplyRecord) -> dict[str, object]:
     return {
-        **_call_json(call),
-        "reply": None
-        if reply is None
+        "time": reply.time,
+        "time_utc": _time_utc(reply.time),
+        "response_id": reply.response_id,
+        "model": reply.model,
+        "stop_reason": reply.stop_reason,
+        "tool_calls": list(reply.tool_calls),
+        "usage": None
+        if reply.usage is None
         else {
-            "time": reply.time,
-            "time_utc": _time_utc(reply.time),
-            "response_id": reply.response_id,
-            "model": reply.model,
-            "stop_reason": reply.stop_reason,
-            "tool_calls": list(reply.tool_calls),
-            "usage": None
-            if reply.usage is None
-            else {
-                "input_tokens": reply.usage.input_tokens,
-                "output_tokens": reply.usage.output_tokens,
-            },
-            "latency": reply.latency,
+            "input_tokens": reply.usage.input_tokens,
+            "output_tokens": reply.usage.output_tokens,
         },
+        "latency": reply.latency,
     }
