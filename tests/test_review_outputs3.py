@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from hypothesis import given
@@ -49,7 +50,7 @@ def _disagreements(text: str) -> list[str]:
 
 def _record(
     tool: str,
-    kind: str = "write",
+    kind: Literal["query", "write"] = "write",
     request: str = "req-1",
     *,
     risk: Risk = Risk.MID,

@@ -40,8 +40,8 @@ def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
     now = Pins.of(server.name, listed)
     if args.output is not None:
         now.dump(args.output)
-        recorded = counted(len(now.tools), "tool")
-        report.notes.append(f"recorded {recorded} of {server!r} in {args.output}")
+        tools = counted(len(now.tools), "tool")
+        report.notes.append(f"recorded {tools} of {server!r} in {args.output}")
         return report
     try:
         recorded = Pins.load(args.check)
