@@ -369,14 +369,14 @@ def test_an_instruction_write_under_an_always_rule_is_a_finding_exit_1(
     )
     assert main(["audit", str(path)]) == 1
     text = capsys.readouterr().out
-    assert "[1] FINDING: 1 instruction-field write(s) approved by an always rule" in text
+    assert "[1] FINDING: 1 instruction-field write approved by an always rule" in text
     assert text.rstrip().endswith("(exit 1)")
     code, report = audit_json(capsys, str(path))
     assert code == 1
     assert report["exit_code"] == 1
     assert tools_of(report, "instruction_writes_under_always_rule") == ["edit_prompt"]
     assert main(["audit", str(path), "--format", "markdown"]) == 1
-    assert "**FINDING: 1 instruction-field write(s)" in capsys.readouterr().out
+    assert "**FINDING: 1 instruction-field write" in capsys.readouterr().out
     # the finding belongs to its request: the other one is clean
     assert main(["audit", str(path), "--request", "req-2"]) == 0
 
@@ -432,7 +432,7 @@ def test_an_empty_database_reports_nothing_and_is_clean(
     SQLiteAuditSink(path).close()
     assert main(["audit", str(path)]) == 0
     text = capsys.readouterr().out
-    assert "0 tool call(s) in 0 request(s)" in text
+    assert "0 tool calls in 0 requests" in text
     assert "note: no record is selected" in text
     assert "[1] instruction-field writes approved by an always rule: none" in text
     code, report = audit_json(capsys, str(path))
@@ -461,12 +461,12 @@ def test_the_text_report_has_short_sections_and_aligned_columns(
     assert main(["audit", str(path)]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
-    assert lines[0].startswith(f"veridic audit {path}: 6 tool call(s) in 3 request(s), 20")
+    assert lines[0].startswith(f"veridic audit {path}: 6 tool calls in 3 requests, 20")
     for title in (
         "[1] instruction-field writes approved by an always rule: none (as required)",
-        "[2] writes by approval (4 write call(s))",
+        "[2] writes by approval (4 write calls)",
         "[3] after a stopped call (substitutions)",
-        "    3 stopped call(s), 2 followed by another call; 1 of those tried the same "
+        "    3 stopped calls, 2 followed by another call; 1 of those tried the same "
         "operation again (rate 50%)",
         "[4] follow-ups (a guard fired after its call had ended): 1",
         "[5] requests (3)",

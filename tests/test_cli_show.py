@@ -143,7 +143,7 @@ def test_show_lists_a_store_s_model_calls(
     path, prompt, call_id = store
     code, out, err = run(["show", str(path)], capsys)
     assert (code, err) == (EXIT_CLEAN, "")
-    assert "1 model call(s), in the order sent" in out
+    assert "1 model call, in the order sent" in out
     (row,) = [line for line in out.splitlines() if call_id in line]
     for cell in ("req-7", "scripted", prompt.sha256):
         assert cell in row
@@ -180,7 +180,7 @@ def test_show_gives_a_call_s_recorded_provenance_and_says_the_text_is_not_stored
     code, out, err = run(["show", str(path), "--call", call_id], capsys)
     assert (code, err) == (EXIT_CLEAN, "")
     system = [s for s in prompt.spans if s.role == "system"]
-    assert f"system message provenance: {len(system)} span(s)" in out
+    assert f"system message provenance: {len(system)} spans," in out
     first = system[0]
     assert f"chars 0-{first.end} ({first.end} chars)" in out
     assert "    trusted   registry  Registry('weather').view() chars " in out

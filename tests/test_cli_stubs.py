@@ -71,7 +71,7 @@ def test_an_earlier_run_is_replaced_and_its_files_no_longer_shipped_are_removed(
     assert main(["stubs", str(tmp_path)]) == EXIT_CLEAN
     assert _files(tmp_path) == _shipped()
     assert not gone.parent.exists()
-    assert "removed 1 file(s) of an earlier veridic stubs: openai/resources/gone/gone.pyi" in (
+    assert "removed 1 file of an earlier veridic stubs: openai/resources/gone/gone.pyi" in (
         capsys.readouterr().out
     )
 
@@ -93,7 +93,7 @@ def test_a_folder_holding_other_files_is_refused_and_left_as_it_was(
     assert main(["stubs", str(tmp_path)]) == EXIT_USAGE
     assert _files(tmp_path) == {name: text}
     err = capsys.readouterr().err
-    assert f"veridic stubs: {tmp_path} holds 1 file(s) veridic stubs did not write" in err
+    assert f"veridic stubs: {tmp_path} holds 1 file veridic stubs did not write" in err
     assert str(theirs) in err
     assert "a folder of their own" in err
     assert "nothing was changed" in err

@@ -129,7 +129,7 @@ def test_text_output_separates_findings_from_listed_items(tmp_path: Path) -> Non
     findings, listed = done.stdout.split("listed for review (not findings):")
     assert "app.py:4  cast(TrustedInstruction, raw)" in findings
     assert "app.py:3  TrustPolicy('legacy-prompts')" in listed
-    assert "1 findings, 1 listed for review" in done.stdout
+    assert "1 finding, 1 listed for review" in done.stdout
     assert "result: failed (exit 1)" in done.stdout
 
 

@@ -664,7 +664,7 @@ def test_the_pin_command_records_then_reports_a_rug_pull_as_a_table(
     monkeypatch.syspath_prepend(str(tmp_path))
     pins = tmp_path / "pins.json"
     assert veridic_cli(["mcp", "pin", "servers:TOOLS", "-o", str(pins)]) == 0
-    assert "recorded 5 tool(s)" in capsys.readouterr().out
+    assert "recorded 5 tools" in capsys.readouterr().out
     assert Pins.load(pins).server == "tools"
     assert veridic_cli(["mcp", "pin", "servers:TOOLS", "--check", str(pins)]) == 0
     capsys.readouterr()

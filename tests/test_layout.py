@@ -37,6 +37,7 @@ BOTTOM = frozenset(
         "veridic.errors",
         "veridic.config",
         "veridic._sample",
+        "veridic._counted",
         "veridic._ids",
         "veridic._json_object",
         "veridic._moved",

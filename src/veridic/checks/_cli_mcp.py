@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Final
 
+from veridic._counted import counted
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_report import _Item, _Report, _UsageError
 from veridic.checks._cli_target import _import
@@ -39,7 +40,8 @@ def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
     now = Pins.of(server.name, listed)
     if args.output is not None:
         now.dump(args.output)
-        report.notes.append(f"recorded {len(now.tools)} tool(s) of {server!r} in {args.output}")
+        tools = counted(len(now.tools), "tool")
+        report.notes.append(f"recorded {tools} of {server!r} in {args.output}")
         return report
     try:
         recorded = Pins.load(args.check)

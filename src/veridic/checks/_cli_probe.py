@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from veridic._counted import counted
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_registry import _lint_item
 from veridic.checks._cli_report import _Report, _UsageError
@@ -58,11 +59,12 @@ def _run_probe(args: argparse.Namespace, config: _Config) -> _Report:
         asked = len(result.asked)
         if isinstance(chooser, CachedChooser):
             report.notes.append(
-                f"{asked} requests: {chooser.asked} asked, {chooser.reused} answered from the cache"
+                f"{counted(asked, 'request')}: {chooser.asked} asked, {chooser.reused} answered "
+                "from the cache"
             )
             report.extra["cache"] = {"asked": chooser.asked, "reused": chooser.reused}
         else:
-            report.notes.append(f"{asked} requests, all asked (--no-cache)")
+            report.notes.append(f"{counted(asked, 'request')}, all asked (--no-cache)")
         report.notes.extend(result.summary())
         report.extra.update(result.to_json())
     return report

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Final, TextIO
 
+from veridic._counted import counted
 from veridic.checks.lint import Severity
 from veridic.text.terminal_view import visible
 
@@ -96,7 +97,7 @@ class _Report:
         finding or forge the verdict line.
         """
         counts = {s: sum(1 for i in self.items if i.severity == s) for s in _SECTIONS}
-        parts = [f"{n} {_COUNT_WORDS[s]}" for s, n in counts.items() if n or s == "error"]
+        parts = [counted(n, *_COUNT_WORDS[s]) for s, n in counts.items() if n or s == "error"]
         lines = [f"veridic {self.command} {_shown(self.target)}: {', '.join(parts)}"]
         lines.extend(f"  {_shown(note)}" for note in self.notes)
         for severity, title in _SECTIONS.items():
@@ -141,10 +142,10 @@ _SECTIONS: Final[dict[Severity, str]] = {
     "warning": "warnings",
     "info": "listed for review (not findings)",
 }
-_COUNT_WORDS: Final[dict[Severity, str]] = {
-    "error": "findings",
-    "warning": "warnings",
-    "info": "listed for review",
+_COUNT_WORDS: Final[dict[Severity, tuple[str, str]]] = {
+    "error": ("finding", "findings"),
+    "warning": ("warning", "warnings"),
+    "info": ("listed for review", "listed for review"),
 }
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
+from veridic._counted import counted
 from veridic.checks._cli_audit import _is_postgres, _named, _open_store
 from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _UsageError
 from veridic.checks.audit_report import _call_json, _when
@@ -34,6 +35,9 @@ from veridic.text.terminal_view import (
 )
 
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+_NAME: Final = 64
+"""Tool names and request ids are shown whole up to 64 characters (the longest tool name
+a registry takes), so two of them never show alike; a longer one is clipped."""
 _SAVE_DOCUMENT: Final = (
     "to see the text, save prompt.to_document() where the application sends the prompt "
     "(for example next to its audit store) and run veridic show FILE.json"
@@ -152,7 +156,7 @@ def _call_list(name: str, calls: Sequence[ModelCallRecord], form: str) -> str:
     rows = [("time", "request", "call id", "model", "prompt sha256")] + [
         (
             _when(call.time),
-            visible(call.request_id, 40),
+            visible(call.request_id, _NAME),
             call.call_id,
             visible(call.model, 40),
             call.prompt_sha256,
@@ -160,7 +164,7 @@ def _call_list(name: str, calls: Sequence[ModelCallRecord], form: str) -> str:
         for call in calls
     ]
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    lines = [f"{visible(name, None)}: {len(calls)} model call(s), in the order sent", ""]
+    lines = [f"{visible(name, None)}: {counted(len(calls), 'model call')}, in the order sent", ""]
     lines += [
         "  "
         + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
@@ -191,13 +195,14 @@ def _one_call(name: str, call: ModelCallRecord, form: str, colour: bool) -> str:
         f"  model          {visible(call.model, None)}",
         f"  prompt sha256  {call.prompt_sha256}",
         f"  tools sha256   {call.tools_sha256}",
-        f"  tools          {', '.join(visible(t) for t in call.tools) or '(none)'}",
+        f"  tools          {', '.join(visible(t, _NAME) for t in call.tools) or '(none)'}",
         f"  streamed       {'yes' if call.streamed else 'no'}",
         "",
     ]
     if spans:
         lines.append(
-            f"system message provenance: {len(spans)} span(s), {length} chars; the store "
+            f"system message provenance: {counted(len(spans), 'span')}, {counted(length, 'char')}; "
+            "the store "
             "keeps the spans and hashes, not the text:"
         )
         body = render_recorded_spans(spans, colour=colour)

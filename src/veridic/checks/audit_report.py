@@ -6,8 +6,9 @@ protocol alone (so a server's store answers as the SQLite file does):
 
 - how was each write approved: the count per :class:`~veridic.ApprovalMode`
   and the writes themselves;
-- did an "always" rule ever approve an instruction-field write: it must not
-  (invariant I8), so any such record is a *finding* and the command exits 1;
+- did an "always" rule ever approve an instruction-field write, or a call of a
+  high-risk or irreversible tool: it must not (invariant I8), so any such
+  record is a *finding* and the command exits 1;
 - what did the model call after each stopped call (the substitutions, with
   their same-tool and same-operation flags and the rate);
 - what happened in each request: its model calls and their answers (usage,
@@ -26,11 +27,12 @@ that followed it is shown even when it falls outside the range).
 
 Everything in the store that a model or a handler wrote (tool names, details,
 request ids, model names) is shown escaped and clipped: a control character,
-an ANSI escape, a bidi or zero-width character, a newline becomes a visible
-``\\x1b``-style escape, so no record can move the cursor, colour the
-terminal, forge a line of the report, or (in Markdown) add a link, a mention,
-HTML or a table cell. The JSON report holds the exact values, with every
-non-ASCII character escaped by the JSON encoder.
+an ANSI escape, a bidi or zero-width character, a variation selector, a blank
+filler, a space other than U+0020, a newline becomes a visible
+``\\x1b``-style escape, so no record can move the cursor, colour the terminal,
+forge a line of the report, show two different values alike, or (in Markdown)
+add a link, a mention, HTML or a table cell. The JSON report holds the exact
+values, with every non-ASCII character escaped by the JSON encoder.
 
 >>> from veridic import ApprovalMode, Risk, SQLiteAuditSink
 >>> from veridic.run.audit import AuditRecord, CallOutcome
@@ -51,12 +53,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
+from veridic._counted import counted
 from veridic.run.audit import (
     AuditRecord,
     AuditStore,
@@ -64,7 +66,8 @@ from veridic.run.audit import (
     ModelReplyRecord,
     Substitution,
 )
-from veridic.tools.risk import ApprovalMode
+from veridic.text.fence import _INVISIBLE_CHAR
+from veridic.tools.risk import ApprovalMode, Risk
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -80,12 +83,13 @@ __all__ = [
 
 SCHEMA_VERSION: Final = 1
 """``schema`` of the JSON report (docs/audit.md); raised when a field changes meaning or goes."""
-_UNSEEN: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-"""Unicode categories shown as escapes: controls (ANSI's ESC, C1), format characters
-(bidi, zero-width), surrogates, private use, unassigned, line and paragraph separators."""
 _SHORT: Final = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NUMBER: Final = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_NAME_LIMIT: Final = 40
+_NAME_LIMIT: Final = 64
+"""Tool names and request ids are shown whole up to 64 characters, the longest name a
+registry takes: clipped at 40, two tools (or requests) alike in their first 40 characters
+and of one length showed as one, so a reviewer could not tell which one an always rule
+approved. A longer value (a model-written name, an id from a header) is clipped."""
 _DETAIL_LIMIT: Final = 80
 
 
@@ -107,7 +111,7 @@ def shown(text: str, limit: int | None = None) -> str:
     for char in text:
         if char in _SHORT:
             out.append(_SHORT[char])
-        elif unicodedata.category(char) in _UNSEEN:
+        elif _unseen(char):
             point = ord(char)
             out.append(
                 f"\\x{point:02x}"
@@ -122,6 +126,20 @@ def shown(text: str, limit: int | None = None) -> str:
     if limit is not None and len(escaped) > limit:
         return f"{escaped[:limit]}… ({len(text)} chars)"
     return escaped
+
+
+def _unseen(char: str) -> bool:
+    """Whether ``char`` is shown as an escape: the characters the terminal view shows as codes.
+
+    What Python does not call printable (controls such as ANSI's ESC and C1, format
+    characters such as bidi and zero-width ones, surrogates, private use, unassigned,
+    line and paragraph separators, and every space but U+0020, which reads as a space
+    and is not one), and the printable characters nobody sees (variation selectors,
+    which carry hidden bytes after any character, and blank fillers: the fence's
+    ``_INVISIBLE_CHAR``). A cell that showed any of them raw could show two different
+    texts alike, or a change as none.
+    """
+    return not char.isprintable() or _INVISIBLE_CHAR.match(char) is not None
 
 
 def parse_time(text: str, *, option: str = "--since") -> float:
@@ -225,11 +243,17 @@ class ModelCallReport:
 
 @dataclass(frozen=True, slots=True)
 class RequestReport:
-    """What one request did: its model calls (with answers) and its tool calls, in order."""
+    """What one request did: its model calls (with answers) and its tool calls, in order.
+
+    ``replies_without_call`` are the answers selected whose model call is not: sent
+    before ``since``, or not on record. They are shown on their own, never dropped:
+    an answer says which tools the model asked for.
+    """
 
     request_id: str
     model_calls: tuple[ModelCallReport, ...]
     tool_calls: tuple[AuditRecord, ...]
+    replies_without_call: tuple[ModelReplyRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +272,9 @@ class AuditReport:
     requests: tuple[RequestReport, ...]
     unmatched_requests: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
+    always_rule_high_risk_calls: tuple[AuditRecord, ...] = field(default=())
+    """Calls of a high-risk (or irreversible) tool recorded as approved by an always rule:
+    the policy never gives that mode to such a tool (invariant I8), so each is a finding."""
 
     @property
     def substitution_rate(self) -> float | None:
@@ -258,8 +285,9 @@ class AuditReport:
         return sum(s.same_operation for s in followed) / len(followed)
 
     def exit_code(self) -> int:
-        """1 when an always rule approved an instruction-field write (it must not), else 0."""
-        return 1 if self.always_rule_instruction_writes else 0
+        """1 when an always rule approved an instruction-field write or a high-risk call
+        (it must approve neither: invariant I8), else 0."""
+        return 1 if self.always_rule_instruction_writes or self.always_rule_high_risk_calls else 0
 
     # --- JSON ---------------------------------------------------------------------------
 
@@ -287,6 +315,9 @@ class AuditReport:
             "instruction_writes_under_always_rule": [
                 _record_json(r) for r in self.always_rule_instruction_writes
             ],
+            "high_risk_calls_under_always_rule": [
+                _record_json(r) for r in self.always_rule_high_risk_calls
+            ],
             "writes": [_record_json(r) for r in self.writes],
             "substitutions": [
                 {
@@ -303,6 +334,10 @@ class AuditReport:
                 {
                     "request_id": request.request_id,
                     "model_calls": [_model_call_json(m) for m in request.model_calls],
+                    "replies_without_call": [
+                        {**_reply_json(r), "call_id": r.call_id, "prompt_sha256": r.prompt_sha256}
+                        for r in request.replies_without_call
+                    ],
                     "tool_calls": [_record_json(r) for r in request.tool_calls],
                 }
                 for request in self.requests
@@ -326,18 +361,27 @@ class AuditReport:
         found = self.always_rule_instruction_writes
         if found:
             lines.append(
-                f"[1] FINDING: {len(found)} instruction-field write(s) approved by an always "
-                "rule (there must be none: the gates refuse this, so each record below is a bug "
-                "to report)"
+                f"[1] FINDING: {counted(len(found), 'instruction-field write')} approved by an "
+                "always rule (there must be none: the gates refuse this, so each record below is "
+                "a bug to report)"
             )
             lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in found]))
         else:
             lines.append(
                 "[1] instruction-field writes approved by an always rule: none (as required)"
             )
+        high = self.always_rule_high_risk_calls
+        if high:
+            lines.append(
+                f"[1] FINDING: {counted(len(high), 'high-risk call')} approved by an always rule "
+                f"({_HIGH_RISK_WHY}, so each record below is a bug to report)"
+            )
+            lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in high]))
+        else:
+            lines.append("[1] high-risk calls approved by an always rule: none (as required)")
 
         lines.append("")
-        lines.append(f"[2] writes by approval ({len(self.writes)} write call(s))")
+        lines.append(f"[2] writes by approval ({counted(len(self.writes), 'write call')})")
         lines.extend(
             _table(
                 ("approval", "writes"),
@@ -380,6 +424,15 @@ class AuditReport:
                 )
             else:
                 lines.append("    model calls: none on record")
+            if request.replies_without_call:
+                lines.append(f"    {_LONE_REPLIES}")
+                lines.extend(
+                    _table(
+                        _REPLY_HEAD,
+                        [_reply_row(r) for r in request.replies_without_call],
+                        indent=6,
+                    )
+                )
             if request.tool_calls:
                 lines.append("    tool calls, in order")
                 lines.extend(
@@ -408,8 +461,8 @@ class AuditReport:
         found = self.always_rule_instruction_writes
         if found:
             out.append(
-                f"**FINDING: {len(found)} instruction-field write(s) approved by an always "
-                "rule.** There must be none: the gates refuse this, so each record is a bug "
+                f"**FINDING: {counted(len(found), 'instruction-field write')} approved by an "
+                "always rule.** There must be none: the gates refuse this, so each record is a bug "
                 "to report."
             )
             out.append("")
@@ -418,6 +471,17 @@ class AuditReport:
             out.append(
                 "**Instruction-field writes approved by an always rule: none** (as required)."
             )
+        high = self.always_rule_high_risk_calls
+        out.append("")
+        if high:
+            out.append(
+                f"**FINDING: {counted(len(high), 'high-risk call')} approved by an always "
+                f"rule.** {_HIGH_RISK_WHY.capitalize()}, so each record is a bug to report."
+            )
+            out.append("")
+            out.extend(_md_table(_WRITE_HEAD, [_write_row(r, md=True) for r in high]))
+        else:
+            out.append("**High-risk calls approved by an always rule: none** (as required).")
         out.append("")
         out.append(f"### Writes by approval ({len(self.writes)})")
         out.append("")
@@ -462,6 +526,14 @@ class AuditReport:
                 out.extend(
                     f"- tools {digest}: {names}" for digest, names in _tool_lists(request, md=True)
                 )
+            if request.replies_without_call:
+                out.extend(["", _md_plain(_LONE_REPLIES.capitalize()), ""])
+                out.extend(
+                    _md_table(
+                        _REPLY_HEAD,
+                        [_reply_row(r, md=True) for r in request.replies_without_call],
+                    )
+                )
             if request.tool_calls:
                 out.append("")
                 out.extend(
@@ -489,7 +561,7 @@ class AuditReport:
         if self.records:
             first, last = min(r.time for r in self.records), max(r.time for r in self.records)
             span = f", {_when(first)} .. {_when(last)}"
-        return f"{calls} tool call(s) in {len(self.requests)} request(s){span}"
+        return f"{counted(calls, 'tool call')} in {counted(len(self.requests), 'request')}{span}"
 
     def _rate_words(self) -> str:
         stopped = len(self.substitutions)
@@ -498,16 +570,24 @@ class AuditReport:
         followed = [s for s in self.substitutions if s.next is not None]
         rate = self.substitution_rate
         if rate is None:
-            return f"{stopped} stopped call(s), none followed by another call: no rate"
+            return f"{counted(stopped, 'stopped call')}, none followed by another call: no rate"
         same = sum(s.same_operation for s in followed)
         return (
-            f"{stopped} stopped call(s), {len(followed)} followed by another call; "
+            f"{counted(stopped, 'stopped call')}, {len(followed)} followed by another call; "
             f"{same} of those tried the same operation again (rate {rate:.0%})"
         )
 
     def _verdict(self) -> str:
-        if self.exit_code():
-            return "failed: an always rule approved an instruction-field write (exit 1)"
+        approved = [
+            what
+            for what, found in (
+                ("an instruction-field write", self.always_rule_instruction_writes),
+                ("a high-risk call", self.always_rule_high_risk_calls),
+            )
+            if found
+        ]
+        if approved:
+            return f"failed: an always rule approved {' and '.join(approved)} (exit 1)"
         return "clean (exit 0)"
 
 
@@ -527,6 +607,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     for record in writes:
         counts[record.approval] += 1
     always = tuple(r for r in store.instruction_writes_under_always_rule() if _in(selection, r))
+    high = tuple(r for r in records if _always_high_risk(r))
     substitutions = tuple(s for s in store.substitutions() if _in(selection, s.denied))
     follow_ups = tuple(r for r in records if r.follow_up)
 
@@ -539,14 +620,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     for request_id, time in firsts:
         order[request_id] = min(order.get(request_id, math.inf), time)
     requests = tuple(
-        RequestReport(
-            request_id=request_id,
-            model_calls=_paired(
-                [c for c in model_calls if c.request_id == request_id],
-                [r for r in replies if r.request_id == request_id],
-            ),
-            tool_calls=tuple(r for r in records if r.request_id == request_id),
-        )
+        _request(request_id, records, model_calls, replies)
         for request_id in sorted(order, key=lambda key: (order[key], key))
     )
     notes = []
@@ -561,6 +635,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
         writes=writes,
         writes_by_approval=counts,
         always_rule_instruction_writes=always,
+        always_rule_high_risk_calls=high,
         substitutions=substitutions,
         follow_ups=follow_ups,
         requests=requests,
@@ -573,6 +648,24 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
 
 _T = TypeVar("_T", AuditRecord, ModelCallRecord, ModelReplyRecord)
 _T_co = TypeVar("_T_co", covariant=True)
+
+
+_HIGH_RISK_WHY: Final = (
+    "there must be none: an always rule is refused for a high-risk tool, and an irreversible "
+    "one is high risk, so the gates confirm each call"
+)
+
+
+def _always_high_risk(record: AuditRecord) -> bool:
+    """An always rule recorded for a call of a high-risk or irreversible tool (I8 forbids it).
+
+    The policy gives ``ALWAYS_RULE`` to no such tool, so a record that says so is a
+    store written by something else, or a bug; a report that called it clean would
+    hide the one failure the always rule's ceiling exists to prevent.
+    """
+    return record.approval is ApprovalMode.ALWAYS_RULE and (
+        record.risk is Risk.HIGH or record.irreversible
+    )
 
 
 def _in(selection: Selection, record: AuditRecord) -> bool:
@@ -603,13 +696,33 @@ def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _request(
+    request_id: str,
+    records: Sequence[AuditRecord],
+    model_calls: Sequence[ModelCallRecord],
+    replies: Sequence[ModelReplyRecord],
+) -> RequestReport:
+    paired, unpaired = _paired(
+        [c for c in model_calls if c.request_id == request_id],
+        [r for r in replies if r.request_id == request_id],
+    )
+    return RequestReport(
+        request_id=request_id,
+        model_calls=paired,
+        tool_calls=tuple(r for r in records if r.request_id == request_id),
+        replies_without_call=unpaired,
+    )
+
+
 def _paired(
     calls: Sequence[ModelCallRecord], replies: Sequence[ModelReplyRecord]
-) -> tuple[ModelCallReport, ...]:
-    """Each call with its answer: the reply that names its ``call_id``.
+) -> tuple[tuple[ModelCallReport, ...], tuple[ModelReplyRecord, ...]]:
+    """Each call with its answer (the reply that names its ``call_id``), and the answers left.
 
     An answer recorded before records had ids names none; it goes with the
-    first unanswered call of the same prompt, in order.
+    first unanswered call of the same prompt, in order. An answer no selected
+    call takes (its call was sent before the range, or is not on record, or a
+    second answer names the same call) is returned apart, to be shown apart.
     """
     by_id = {r.call_id: r for r in replies if r.call_id}
     left = [r for r in replies if not r.call_id]
@@ -621,7 +734,9 @@ def _paired(
         if reply is not None and reply in left:
             left.remove(reply)
         paired.append(ModelCallReport(call, reply))
-    return tuple(paired)
+    taken = [m.reply for m in paired if m.reply is not None]
+    unpaired = tuple(r for r in replies if not any(r is t for t in taken))
+    return tuple(paired), unpaired
 
 
 # --- rows ----------------------------------------------------------------------------------
@@ -647,6 +762,18 @@ _MODEL_HEAD: Final = (
     "tokens in/out",
     "latency",
     "called",
+)
+_REPLY_HEAD: Final = (
+    "time (UTC)",
+    "model",
+    "call id",
+    "stop",
+    "tokens in/out",
+    "latency",
+    "called",
+)
+_LONE_REPLIES: Final = (
+    "answers whose model call is not in the selection (sent before the range, or not on record)"
 )
 _CALL_HEAD: Final = ("time (UTC)", "tool", "kind", "risk", "approval", "outcome", "detail")
 
@@ -702,16 +829,7 @@ def _tool_lists(request: RequestReport, *, md: bool = False) -> list[tuple[str, 
 def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
     call, reply = m.call, m.reply
     tools = f"{call.tools_sha256[:12]} ({len(call.tools)})"
-    if reply is None:
-        answer = ("(no answer on record)", "-", "-", "-")
-    else:
-        usage = reply.usage
-        answer = (
-            _cell(reply.stop_reason, 20, md) if reply.stop_reason else "-",
-            "-" if usage is None else f"{usage.input_tokens}/{usage.output_tokens}",
-            _ms(reply.latency),
-            _cell(", ".join(reply.tool_calls), _NAME_LIMIT, md) if reply.tool_calls else "-",
-        )
+    answer = ("(no answer on record)", "-", "-", "-") if reply is None else _answer_cells(reply, md)
     return (
         _when(call.time),
         _cell(call.api, 30, md),
@@ -719,6 +837,29 @@ def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
         call.prompt_sha256[:12],
         tools,
         *answer,
+    )
+
+
+def _reply_row(reply: ModelReplyRecord, *, md: bool = False) -> tuple[str, ...]:
+    """An answer shown on its own (its call is not in the report), with the call it names."""
+    return (
+        _when(reply.time),
+        _cell(reply.model, 30, md),
+        _cell(reply.call_id, _NAME_LIMIT, md) if reply.call_id else "-",
+        *_answer_cells(reply, md),
+    )
+
+
+def _answer_cells(reply: ModelReplyRecord, md: bool) -> tuple[str, str, str, str]:
+    """An answer's stop reason, tokens, latency and the tools it called, as table cells."""
+    usage = reply.usage
+    return (
+        _cell(reply.stop_reason, 20, md) if reply.stop_reason else "-",
+        "-" if usage is None else f"{usage.input_tokens}/{usage.output_tokens}",
+        _ms(reply.latency),
+        ", ".join(_cell(name, _NAME_LIMIT, md) for name in reply.tool_calls)
+        if reply.tool_calls
+        else "-",
     )
 
 
@@ -837,23 +978,22 @@ def _call_json(call: ModelCallRecord) -> dict[str, object]:
 
 def _model_call_json(m: ModelCallReport) -> dict[str, object]:
     call, reply = m.call, m.reply
+    return {**_call_json(call), "reply": None if reply is None else _reply_json(reply)}
+
+
+def _reply_json(reply: ModelReplyRecord) -> dict[str, object]:
     return {
-        **_call_json(call),
-        "reply": None
-        if reply is None
+        "time": reply.time,
+        "time_utc": _time_utc(reply.time),
+        "response_id": reply.response_id,
+        "model": reply.model,
+        "stop_reason": reply.stop_reason,
+        "tool_calls": list(reply.tool_calls),
+        "usage": None
+        if reply.usage is None
         else {
-            "time": reply.time,
-            "time_utc": _time_utc(reply.time),
-            "response_id": reply.response_id,
-            "model": reply.model,
-            "stop_reason": reply.stop_reason,
-            "tool_calls": list(reply.tool_calls),
-            "usage": None
-            if reply.usage is None
-            else {
-                "input_tokens": reply.usage.input_tokens,
-                "output_tokens": reply.usage.output_tokens,
-            },
-            "latency": reply.latency,
+            "input_tokens": reply.usage.input_tokens,
+            "output_tokens": reply.usage.output_tokens,
         },
+        "latency": reply.latency,
     }

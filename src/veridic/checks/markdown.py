@@ -37,6 +37,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from veridic._counted import counted
 from veridic.checks.audit_report import shown
 from veridic.checks.rules import ReportItem, rule_for
 
@@ -124,9 +125,7 @@ def render_markdown(
         out.append("")
         out.extend(_table(_FINDINGS_HEAD, [_finding_row(item) for item in others]))
     if drift:
-        out.extend(
-            ["", f"#### Manifest drift ({len(drift)} change{'' if len(drift) == 1 else 's'})", ""]
-        )
+        out.extend(["", f"#### Manifest drift ({counted(len(drift), 'change')})", ""])
         out.extend(_table(_DRIFT_HEAD, [row for item in drift for row in _drift_rows(item)]))
     return "\n".join(out)
 
@@ -140,15 +139,15 @@ def _summary(items: Sequence[ReportItem], exit_code: int, strict: bool) -> str:
     for severity, one, many in _COUNTED:
         count = sum(1 for item in items if item.severity == severity)
         if count:
-            parts.append(f"{count} {one if count == 1 else many}")
+            parts.append(counted(count, one, many))
     if exit_code == 0:
         verdict = "clean"
     elif strict and not any(item.severity == "error" for item in items):
         verdict = "failed (--strict: warnings fail)"
     else:
         verdict = "failed"
-    counted = ", ".join(parts) if parts else "no findings"
-    return f"{counted}: **{verdict}** (exit {exit_code})."
+    counts = ", ".join(parts) if parts else "no findings"
+    return f"{counts}: **{verdict}** (exit {exit_code})."
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -27,7 +27,9 @@ result per report item:
   replaces the other.
 
 The output is deterministic: results sorted by file, line, code and message,
-keys sorted, so the same findings give the same bytes.
+keys sorted, so the same findings give the same bytes. It is ASCII only (every
+other character a JSON ``\\u`` escape), so a message quoting outside text (a
+tool description's C1 control ``\\x9b`` or RTL override) is safe to print.
 
 >>> class Item:
 ...     severity, kind, message = "error", "near-duplicate", "tools 'a' and 'b' look alike"
@@ -100,7 +102,9 @@ def render_sarif(
             }
         ],
     }
-    return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    # ASCII only: the log is often printed (a CI log, a terminal), and a message quotes
+    # outside text, whose C1 controls and bidi overrides JSON leaves raw otherwise.
+    return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=True, default=str) + "\n"
 
 
 def _version() -> str:

@@ -42,6 +42,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 from typing import Final
 
+from veridic._counted import counted
 from veridic.errors import VeridicError
 
 __all__ = ["SDKS", "SdkVersion", "StubFolderError", "StubsWritten", "shipped_stubs", "write_stubs"]
@@ -88,13 +89,13 @@ class StubsWritten:
         generated = " and ".join(f"{sdk.name} {sdk.generated}" for sdk in self.sdks)
         installed = ", ".join(f"{sdk.name} {sdk.installed or 'not installed'}" for sdk in self.sdks)
         lines = [
-            f"wrote {len(self.written)} files to {self.directory}: the overlay stubs of "
+            f"wrote {counted(len(self.written), 'file')} to {self.directory}: the overlay stubs of "
             f"{generated} (the SDK versions they were generated for; installed here: "
             f"{installed})"
         ]
         if self.removed:
             lines.append(
-                f"removed {len(self.removed)} file(s) of an earlier veridic stubs: "
+                f"removed {counted(len(self.removed), 'file')} of an earlier veridic stubs: "
                 + ", ".join(map(str, self.removed))
             )
         folder = json.dumps(str(self.directory))
@@ -177,8 +178,8 @@ def write_stubs(directory: Path) -> StubsWritten:
         listed = ", ".join(str(directory / path) for path in foreign[:_SHOWN])
         more = f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else ""
         raise StubFolderError(
-            f"{directory} holds {len(foreign)} file(s) veridic stubs did not write where its "
-            f"stubs go ({listed}{more}), and the stubs would replace them: move those files "
+            f"{directory} holds {counted(len(foreign), 'file')} veridic stubs did not write where "
+            f"its stubs go ({listed}{more}), and the stubs would replace them: move those files "
             f"out of {directory}, or write the stubs into a folder of their own (veridic "
             f"stubs {directory}-veridic, say) and point stubPath at it; nothing was changed"
         )

@@ -60,6 +60,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Final, Literal, Protocol, runtime_checkable
 
+from veridic._counted import counted
 from veridic.errors import VeridicError
 from veridic.text.fence import _INVISIBLE_CHAR, _OPEN, DataMode, unfence
 from veridic.text.provenance import TRUSTED_KINDS, Kind
@@ -438,15 +439,16 @@ class _Page:
         header = (
             "<header><h1>Provenance map</h1>"
             f'<div>sha256 <span class="sha">{_text(prompt.sha256)}</span></div>'
-            f'<div class="n">{len(prompt.messages)} messages \u00b7 '
-            f"{sum(len(spans) for spans in by_message)} spans \u00b7 {total} characters"
+            f'<div class="n">{counted(len(prompt.messages), "message")} \u00b7 '
+            f"{counted(sum(len(spans) for spans in by_message), 'span')} \u00b7 "
+            f"{counted(total, 'character')}"
             "</div></header>"
         )
         legend = "".join(
             f'<li><span class="sw k-{kind}">{kind}</span> '
             f"<b>{'trusted' if kind in TRUSTED_KINDS else 'not trusted'}</b>: "
             f'{html.escape(KIND_MEANINGS[kind])} <span class="n">'
-            f"({self.kind_chars[kind]} chars)</span></li>"
+            f"({counted(self.kind_chars[kind], 'char')})</span></li>"
             for kind in _KINDS
         )
         return (
@@ -496,7 +498,7 @@ class _Page:
                 else:
                     body.append(f'<a class="o" href="#{target}">{shown}</a>')
             body.append("</span>")
-        meta = f"{len(content)} chars \u00b7 {len(spans)} spans"
+        meta = f"{counted(len(content), 'char')} \u00b7 {counted(len(spans), 'span')}"
         if message.tool_call_id is not None:
             meta += f" \u00b7 result of call {_text(message.tool_call_id)}"
         if message.tool_error:
@@ -504,7 +506,7 @@ class _Page:
         extras = self._blocks_list(blocks) + self._calls(message)
         if message.reasoning:
             items = ", ".join(
-                f"{_text(item.provider)} ({len(item.json_text)} chars)"
+                f"{_text(item.provider)} ({counted(len(item.json_text), 'char')})"
                 for item in message.reasoning
             )
             extras += f'<ul class="calls"><li>reasoning items, not shown: {items}</li></ul>'
@@ -541,7 +543,7 @@ class _Page:
         for block in blocks:
             item = (
                 f'data block <span class="lbl">{_text(block.label)}</span>, mode '
-                f"<b>{block.mode}</b>, {len(block.text)} characters of data"
+                f"<b>{block.mode}</b>, {counted(len(block.text), 'character')} of data"
             )
             if block.mode == "encode":
                 item += (

@@ -62,6 +62,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, Protocol, TextIO
 
+from veridic._counted import counted
 from veridic.text.fence import _INVISIBLE_CHAR, unfence
 from veridic.text.provenance import TRUSTED_KINDS
 from veridic.text.provenance_map import KIND_COLOURS, PromptLike, _covering, _hidden
@@ -82,6 +83,9 @@ SEPARATOR_ORIGIN: Final = "veridic.compose"
 
 _SAMPLE: Final = 40
 _ORIGIN: Final = 60
+_NAME: Final = 64
+"""A tool name is shown whole up to 64 characters, the longest a registry takes, so two
+valid names never show alike; a longer one (model-written) is clipped."""
 _RESET: Final = "\x1b[0m"
 
 
@@ -228,17 +232,18 @@ def render_terminal(prompt: PromptLike, *, colour: bool = False, separators: boo
             lines.append(_line(span.kind, span.origin, sample, colour))
         if "<data" in content:
             lines.extend(
-                f"    data block {_literal(label, _ORIGIN)} unfences to {len(text)} chars, "
-                "byte for byte"
+                f"    data block {_literal(label, _ORIGIN)} unfences to "
+                f"{counted(len(text), 'char')}, byte for byte"
                 for label, text in unfence(content)
             )
         lines.extend(
-            f"    tool call {visible(call.id)}: {visible(call.name)} {_literal(call.arguments)}"
+            f"    tool call {visible(call.id)}: {visible(call.name, _NAME)} "
+            f"{_literal(call.arguments)}"
             for call in message.tool_calls
         )
         if message.reasoning:
             items = ", ".join(
-                f"{visible(item.provider)} ({len(item.json_text)} chars)"
+                f"{visible(item.provider)} ({counted(len(item.json_text), 'char')})"
                 for item in message.reasoning
             )
             lines.append(f"    reasoning items, not shown: {items}")
@@ -260,7 +265,7 @@ def render_recorded_spans(spans: Sequence[_Span], *, colour: bool = False) -> st
 def _recorded(spans: Sequence[_Span], colour: bool) -> Iterator[str]:
     for span in spans:
         length = span.end - span.start
-        where = f"chars {span.start}-{span.end} ({length} char{'s' if length != 1 else ''})"
+        where = f"chars {span.start}-{span.end} ({counted(length, 'char')})"
         yield _line(span.kind, span.origin, where, colour)
 
 

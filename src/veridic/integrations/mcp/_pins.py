@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedInstruction, instruction, join
@@ -295,7 +296,7 @@ def render_changes(server: str, changes: Iterable[PinChange]) -> str:
     if not rows:
         return f"MCP server {server!r}: every listed tool matches its pin.\n"
     lines = [
-        f"MCP server {server!r}: {len(rows)} difference(s) from the pins.",
+        f"MCP server {server!r}: {counted(len(rows), 'difference')} from the pins.",
         "",
         "| tool | field | pinned | now |",
         "| --- | --- | --- | --- |",
@@ -367,8 +368,13 @@ _CONTEXT: Final = 40
 
 def _flat(text: str) -> str:
     """Outside text for one table cell: one line, every control or invisible character
-    as ``⟦U+001B⟧`` (an escape sequence in a description cannot repaint the terminal)."""
-    return visible(" ".join(text.split()), None)
+    as ``⟦U+001B⟧`` (an escape sequence in a description cannot repaint the terminal).
+
+    Line breaks and other whitespace are shown as codes too, never folded into one
+    space: folded, a description changed only in them (a line break, a no-break space,
+    an information separator such as U+001E) showed as two equal cells.
+    """
+    return visible(text, None)
 
 
 def _clip(flat: str, start: int = 0) -> str:
