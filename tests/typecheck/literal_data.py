@@ -93,3 +93,36 @@ def from_code(flag: bool, validated: Validated) -> list[TrustedInstruction]:
         instruction(validated.mode),
         pick("short"),
     ]
+
+
+# A cast() to a Literal returned from a function declared to return one: its callers
+# (pick(to_mode(raw)), instruction(to_mode(raw))) read the value as code text.
+def to_mode(raw: str) -> Mode:
+    return cast(Mode, raw)  # E: [veridic-literal] a cast() to "Literal['short', 'long']"
+
+
+def maybe_mode(raw: str, known: bool) -> Mode | None:
+    forced = cast(Mode, raw)  # E: [veridic-literal] returned from maybe_mode()
+    return forced if known else None
+
+
+def load(raw: str) -> Settings:
+    return cast(Settings, json.loads(raw))  # E: [veridic-literal] returned from load()
+
+
+# Returned as str, written in code, or looked up in a mapping written in code: clean.
+def as_text(raw: str) -> str:
+    return cast(Mode, raw)
+
+
+def checked(raw: str) -> Mode:
+    if raw == "short":
+        return "short"
+    return "long"
+
+
+MODES: dict[str, Mode] = {"short": "short", "long": "long"}
+
+
+def looked_up(raw: str) -> Mode:
+    return MODES[raw]

@@ -45,6 +45,7 @@ says what mypy cannot see and what pyright checks without a plugin.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import sys
 from collections.abc import Callable
@@ -269,6 +270,34 @@ class VeridicPlugin(Plugin):
         """
         return partial(_each_call, self, fullname, hook, default)
 
+    def get_additional_indirect_deps(self, file: MypyFile) -> set[str]:
+        """Run the module-wide reports in a module that made no call (asked at the end of
+        every module's check, while its checker still holds it).
+
+        No call hook runs in a module without calls, yet it can keep a function that
+        trusts its parameter in a variable typed ``Callable[[str], R]`` (another module
+        then calls it with any ``str``), or hide a ``cast()`` to a brand in a helper's
+        return. Only a module whose expressions could be reported costs more than a set
+        look-up: mypy hands this hook the tree alone, so the checker is found through the
+        objects that refer to the tree (:func:`_checker_of`).
+        """
+        if file.fullname in self._walked or file.is_stub:
+            return set()
+        if any(part in file.path for part in _INSTALLED):
+            return set()  # mypy reports nothing in an installed package
+        from veridic.mypy import _escapes
+
+        if not (self.suspect(file.fullname, file) or _escapes.may_report(file)):
+            return set()
+        checker = _checker_of(file)
+        if checker is not None:
+            checker.errors.set_file(
+                checker.path, file.fullname, scope=checker.tscope, options=checker.options
+            )
+            with checker.tscope.module_scope(file.fullname):
+                self.first_call(checker)
+        return set()
+
     def first_call(self, checker: TypeChecker) -> None:
         """The module-wide reports, once per module checked in this build."""
         tree = checker.tree
@@ -330,7 +359,7 @@ def _each_call(
     return ctx.default_return_type if default is None else default(ctx)
 
 
-_PER_BUILD: Final = ("_notes", "_fields", "_overrides")
+_PER_BUILD: Final = ("_notes", "_fields", "_overrides", "_namespace")
 """Rule modules that keep state for one build (mypy makes a plugin per build; a process,
 such as a test run, may run several builds)."""
 
@@ -351,6 +380,21 @@ def _check_call(callee: Callee, ctx: FunctionContext | MethodContext) -> Type:
         _minting.check(ctx, callee, ctx.api)
         _any_guard.check(ctx, callee, ctx.api)
     return ctx.default_return_type
+
+
+def _checker_of(tree: MypyFile) -> TypeChecker | None:
+    """The checker of ``tree``, found among the objects that refer to it.
+
+    ``get_additional_indirect_deps`` gets only the tree, and the compiled mypy leaves no
+    frame to read the checker from; mypy's ``State`` frees its checker only after the hook.
+    A search of the referrers walks every object tracked by the garbage collector (some
+    30 ms in a build of this repository), so it runs only for a module that makes no call
+    and holds something to report.
+    """
+    for referrer in gc.get_referrers(tree):
+        if isinstance(referrer, TypeChecker) and referrer.tree is tree:
+            return referrer
+    return None
 
 
 def _mentions_policy(path: str) -> bool:

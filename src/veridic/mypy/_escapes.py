@@ -31,11 +31,13 @@ The same walk reports a brand used as a value and a ``cast()`` to a brand
 (``_forging``), and a ``Final`` constant rewritten through a module's namespace
 (``_namespace``).
 
-Not seen: a module that makes no call at all (mypy runs no plugin hook in it: a
-hook at the end of its check, ``get_additional_indirect_deps``, gets only the tree,
-and the compiled mypy leaves no frame to find its checker in) and keeps such a
-function in a variable typed ``Callable[[str], R]``; a class kept as a value other
-than as an argument (returned, assigned to a ``Callable``). An overloaded
+A module that makes no call at all (mypy runs no call hook in it) is walked at the
+end of its check, from ``get_additional_indirect_deps``, when :func:`may_report`
+finds something to look at: ``mint: Callable[[str], R] = instruction`` in a module of
+declarations is refused like any other.
+
+Not seen: a class kept as a value other than as an argument (returned, assigned to a
+``Callable``). An overloaded
 function's parameters are not trusted in its body (``_code_text``), so passing it
 on is fine.
 """
@@ -47,11 +49,13 @@ from typing import Final
 from mypy.checker import TypeChecker
 from mypy.nodes import (
     CallExpr,
+    CastExpr,
     Context,
     Decorator,
     Expression,
     FuncDef,
     MemberExpr,
+    MypyFile,
     RefExpr,
     SymbolNode,
     TempNode,
@@ -61,7 +65,7 @@ from mypy.plugin import FunctionContext, MethodContext
 from mypy.server.subexpr import get_subexpressions
 from mypy.types import CallableType, Overloaded, Type, UnionType, get_proper_type
 
-from veridic.mypy import _forging, _namespace, errorcodes
+from veridic.mypy import _forging, _literal_data, _names, _namespace, errorcodes
 from veridic.mypy._signature import called_value, code_text_parameter, signature_of
 
 _KEEPING_DECORATORS: Final = frozenset(
@@ -94,12 +98,32 @@ def report_references(checker: TypeChecker) -> None:
     with _notes.outside_speculation(checker.msg.errors):
         _forging.report_values(checker, expressions, kept)
         _namespace.report_writes(checker, expressions)
+        _literal_data.report_returned_casts(checker, expressions)
         for expr in expressions:
             if id(expr) in kept:
                 continue
             found = _named_function(expr)
             if found is not None:
                 _fail(checker, f"{found[0]} passed as a value", found[1], expr)
+
+
+def may_report(tree: MypyFile) -> bool:
+    """Whether :func:`report_references` could report something in ``tree``, read from its
+    nodes alone: a reference to a function that trusts a parameter or to a brand, a
+    ``cast()``, a module's ``__dict__``. A module that makes no call is walked only then."""
+    if _names.in_package(tree.fullname):
+        return False
+    for statement in tree.defs:
+        for expr in get_subexpressions(statement):
+            if isinstance(expr, CastExpr) or (
+                isinstance(expr, MemberExpr) and expr.name == "__dict__"
+            ):
+                return True
+            if isinstance(expr, RefExpr) and (
+                _named_function(expr) is not None or _forging.brand_named(expr.node) is not None
+            ):
+                return True
+    return False
 
 
 def check_arguments(
@@ -120,7 +144,13 @@ def check_arguments(
     if callee in _namespace.ATTRIBUTE_WRITERS:
         _namespace.check_attribute_write(callee, ctx, checker)
         return
+    if callee in _namespace.RUNNERS:
+        _namespace.check_runner(callee, ctx, checker)
+        return
     formals: list[Type | None] | None = None
+    if _namespace.may_pass_namespace(ctx):
+        formals = _formal_types(ctx, checker)
+        _namespace.check_passed(ctx, checker, formals)
     for position, (exprs, types) in enumerate(zip(ctx.args, ctx.arg_types, strict=True)):
         for expr, typ in zip(exprs, types, strict=True):
             if _named_function(expr) is not None:

@@ -19,9 +19,19 @@ Two checks close the roads the plugin can see:
   checks a ``TypedDict`` call with its errors hidden, so the call hook cannot
   report it), directly or through another such variable.
 
+A ``Literal`` value is also read as code where a call returns it (``instruction(
+to_mode(raw))``, ``pick(to_mode(raw))``), so a ``cast()`` to a type holding a
+``Literal`` returned from a function declared to return one (``return cast(Mode,
+raw)``, directly, through a variable of the function or a conditional, or the body
+of a ``lambda``) is reported where it is written (:func:`report_returned_casts`,
+from the module walk of ``_escapes``): its callers, possibly in other modules, cannot
+tell it from a literal.
+
 Not seen: ``Any`` stored into an attribute (``config.mode = loose``), or into a
-variable of another function or module that is then passed on; mypy gives a
-plugin no hook on assignments. ``--disallow-any-expr`` reports those.
+variable of another function or module that is then passed on, or returned through a
+variable that took ``Any`` (``mode: Mode = data; return mode``); a ``cast()`` given
+out by ``yield``; mypy gives a plugin no hook on assignments. ``--disallow-any-expr``
+reports those.
 """
 
 from __future__ import annotations
@@ -30,17 +40,22 @@ from collections.abc import Iterator
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.messages import format_type
 from mypy.nodes import (
     CallExpr,
     CastExpr,
+    ConditionalExpr,
     DictExpr,
     Expression,
+    FuncDef,
     FuncItem,
     IndexExpr,
+    LambdaExpr,
     ListExpr,
     MemberExpr,
     NameExpr,
     RefExpr,
+    ReturnStmt,
     SetExpr,
     Statement,
     TupleExpr,
@@ -49,7 +64,9 @@ from mypy.nodes import (
 )
 from mypy.types import (
     AnyType,
+    CallableType,
     Instance,
+    LiteralType,
     TupleType,
     Type,
     TypedDictType,
@@ -58,7 +75,14 @@ from mypy.types import (
     get_proper_type,
 )
 
-from veridic.mypy._rebinding import bound_in_a_function, imports_name, sources
+from veridic.mypy import _names
+from veridic.mypy._rebinding import (
+    bound_in_a_function,
+    every_statement,
+    imports_name,
+    own_statements,
+    sources,
+)
 
 _DEPTH: Final = 4
 """How many variables deep to follow a value, and how deep to look into a type."""
@@ -84,6 +108,80 @@ def any_source(expr: Expression, checker: TypeChecker, depth: int = _DEPTH) -> s
         if further is not None:
             return further
     return None
+
+
+def report_returned_casts(checker: TypeChecker, expressions: list[Expression]) -> None:
+    """Report a ``cast()`` to a ``Literal`` type that a function returns as one.
+
+    Run by the walk of a whole module (``expressions`` are the module's), outside veridic.
+    """
+    from veridic.mypy import errorcodes
+
+    tree = checker.tree
+    if _names.in_package(tree.fullname):
+        return
+    found: list[tuple[CastExpr, str]] = []
+    for statement in every_statement(tree.defs):
+        if not isinstance(statement, FuncDef) or not isinstance(statement.type, CallableType):
+            continue
+        if not _holds_text_literal(statement.type.ret_type, _DEPTH):
+            continue
+        body = statement.body.body
+        for inner in own_statements(body):
+            if isinstance(inner, ReturnStmt) and inner.expr is not None:
+                found.extend((cast, f"{statement.name}()") for cast in _casts(inner.expr, body))
+    for expr in expressions:
+        if isinstance(expr, LambdaExpr):
+            found.extend((cast, "a lambda") for cast in _casts(expr.expr(), []))
+    for cast, function in found:
+        checker.fail(
+            f"a cast() to {format_type(cast.type, checker.options)} returned from {function}: "
+            "its callers read a Literal value as text written in code (instruction(f(raw)) is "
+            "accepted, and so is a Literal parameter filled by it), but a cast changes what "
+            "mypy believes, not the value, so its callers got whatever text it was given, "
+            f"and instruction() mints it; {_RETURN_ADVICE}",
+            cast,
+            code=errorcodes.LITERAL,
+        )
+
+
+_RETURN_ADVICE: Final = (
+    'return the literal itself (if raw == "short": return "short"), use a mapping written in '
+    'code ({"short": "short"}[raw]), or validate the text (pydantic\'s '
+    "TypeAdapter(Mode).validate_python)"
+)
+
+
+def _casts(expr: Expression, body: list[Statement], depth: int = _DEPTH) -> Iterator[CastExpr]:
+    """The ``cast()`` calls to a ``Literal`` type that ``expr`` returns: itself, a branch of a
+    conditional, or what a variable of ``body`` took."""
+    if isinstance(expr, CallExpr) and isinstance(expr.analyzed, CastExpr):
+        expr = expr.analyzed
+    if isinstance(expr, CastExpr):
+        if _holds_text_literal(expr.type, _DEPTH):
+            yield expr
+    elif isinstance(expr, ConditionalExpr):
+        yield from _casts(expr.if_expr, body, depth)
+        yield from _casts(expr.else_expr, body, depth)
+    elif isinstance(expr, NameExpr) and isinstance(expr.node, Var) and depth > 0:
+        for source in sources(body, expr.node):
+            yield from _casts(source, body, depth - 1)
+
+
+def _holds_text_literal(typ: Type, depth: int) -> bool:
+    """Whether ``typ`` holds a ``Literal`` of text anywhere a value can be read from it."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, LiteralType):
+        return isinstance(proper.value, str) and proper.fallback.type.fullname == "builtins.str"
+    if depth == 0:
+        return False
+    if isinstance(proper, UnionType | TupleType):
+        return any(_holds_text_literal(item, depth - 1) for item in proper.items)
+    if isinstance(proper, TypedDictType):
+        return any(_holds_text_literal(item, depth - 1) for item in proper.items.values())
+    if isinstance(proper, Instance):
+        return any(_holds_text_literal(arg, depth - 1) for arg in proper.args)
+    return False
 
 
 def declared_source(expr: NameExpr, variable: Var, checker: TypeChecker) -> str | None:
