@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Final, Literal, cast
 
 import pytest
+from pydantic import BaseModel
 from test_typecheck import CACHE, POLICIES, run_mypy, write_config
 
 from veridic import Composer, Prompt, TrustedInstruction, instruction
@@ -280,3 +281,51 @@ def test_namespaces_that_hold_no_constants_or_are_only_read_stay_clean(
         exec(reply)
         """
     assert _check(config, tmp_path, plain=plain, others=others) == []
+
+
+# --- a pydantic model's Literal field filled without validation ------------------------
+
+
+class _Style(BaseModel):
+    mode: Mode = "short"
+
+
+def test_a_literal_field_filled_without_validation_mints_outside_text() -> None:
+    built = _Style.model_construct(mode=REPLY)  # type: ignore[veridic-literal]  # under test
+    copied = _Style().model_copy(update={"mode": REPLY})  # type: ignore[veridic-literal]  # under test
+    for style in (built, copied):
+        assert _system(Composer().system(instruction(style.mode)).build()) == REPLY
+        assert _system(Composer().system(_pick(style.mode)).build()) == REPLY
+
+
+def test_a_literal_field_filled_without_validation_is_refused(tmp_path: Path, config: Path) -> None:
+    styles = """\
+        import os
+        from typing import Literal
+
+        from pydantic import BaseModel
+
+        Mode = Literal["short", "long"]
+        reply = os.environ["REPLY"]
+
+
+        class Style(BaseModel):
+            mode: Mode = "short"
+            note: str = ""
+
+
+        def build(style: Style, mode: Mode, changes: dict[str, str]) -> list[Style]:
+            return [
+                Style.model_construct(mode=reply),
+                style.model_copy(update={"mode": reply}),
+                style.model_copy(update=changes),
+                Style.model_construct(mode=mode, note=reply),
+                style.model_copy(update={"note": reply}),
+                Style(mode=mode),
+            ]
+        """
+    assert _check(config, tmp_path, styles=styles) == [
+        ("styles", 17, "veridic-literal"),
+        ("styles", 18, "veridic-literal"),
+        ("styles", 19, "veridic-literal"),
+    ]

@@ -126,3 +126,20 @@ MODES: dict[str, Mode] = {"short": "short", "long": "long"}
 
 def looked_up(raw: str) -> Mode:
     return MODES[raw]
+
+
+# model_construct() and model_copy(update=...) store values unvalidated: a Literal field
+# takes only text written in code there.
+def unvalidated(
+    raw: str, mode: Mode, validated: Validated, data: dict[str, str]
+) -> list[Validated]:
+    return [
+        Validated.model_construct(mode=raw),  # E: [veridic-literal] got the parameter "raw" for
+        validated.model_copy(update={"mode": raw}),  # E: [veridic-literal] Validated.model_copy()
+        validated.model_copy(update=data),  # E: [veridic-literal] a mapping that may fill
+        Validated.model_construct(mode="short"),
+        Validated.model_construct(mode=mode),
+        validated.model_copy(update={"mode": mode}),
+        validated.model_copy(),
+        Validated(mode=mode),
+    ]

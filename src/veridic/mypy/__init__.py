@@ -29,7 +29,9 @@ module                 rule                                          error code
 ``_escapes``           a function trusting a ``LiteralString``       ``veridic-literal``
                        parameter is called by name, not passed on
 ``_namespace``         a ``Final`` text constant is not rewritten    ``veridic-literal``
-                       through its module's namespace
+                       through its module's namespace (``exec``)
+``_unvalidated``       ``model_construct``/``model_copy`` fill a     ``veridic-literal``
+                       ``Literal`` field only with code text
 ``_notes``             mypy's own brand errors say how to mint       (notes)
 ``_sdk``               provider SDK calls give instructions only     ``veridic-sdk``
                        in trusted text
@@ -85,6 +87,8 @@ _VERIDIC: Final = _names.PACKAGE + "."
 _ANALYZED: Final = _names.LITERAL_STRING | _names.BRANDS | {_names.INSTRUCTION_FIELD}
 """The annotations the plugin analyses itself (the brands only until ``_notes`` watches)."""
 _FIELD_METHODS: Final = _names.MODEL_METHODS | {"validate_python"}
+_UNVALIDATED: Final = frozenset({"model_construct", "model_copy"})
+"""``BaseModel`` methods that store values without validation (``_unvalidated``)."""
 
 
 class VeridicPlugin(Plugin):
@@ -235,15 +239,19 @@ class VeridicPlugin(Plugin):
         if sdk is not None:
             return sdk
         method = fullname.rpartition(".")[2]
+        model: Callable[[MethodContext], Type] | None = None
         if method in _FIELD_METHODS:
             from veridic.mypy import _fields
 
             model = _fields.method_hook(self, fullname)
-            if model is not None:
+            if model is not None and method not in _UNVALIDATED:
                 return self._reporting(fullname, model, default)
-        symbol = self.lookup_fully_qualified(fullname)
-        hook = self._call_hook(fullname, None if symbol is None else symbol.node)
-        return self._reporting(fullname, hook, default)
+        if model is None:
+            symbol = self.lookup_fully_qualified(fullname)
+            model = self._call_hook(fullname, None if symbol is None else symbol.node)
+        if method in _UNVALIDATED:
+            return self._reporting(fullname, partial(_unvalidated_first, method, model), default)
+        return self._reporting(fullname, model, default)
 
     def _call_hook(
         self, fullname: str, node: SymbolNode | None
@@ -279,7 +287,7 @@ class VeridicPlugin(Plugin):
         then calls it with any ``str``), or hide a ``cast()`` to a brand in a helper's
         return. Only a module whose expressions could be reported costs more than a set
         look-up: mypy hands this hook the tree alone, so the checker is found through the
-        objects that refer to the tree (:func:`_checker_of`).
+        objects that refer to the tree (``_checker_of``).
         """
         if file.fullname in self._walked or file.is_stub:
             return set()
@@ -370,6 +378,17 @@ def _forget_previous_build() -> None:
         forget = getattr(module, "forget", None)
         if callable(forget):
             forget()
+
+
+def _unvalidated_first(
+    method: str, hook: Callable[[MethodContext], Type] | None, ctx: MethodContext
+) -> Type:
+    """``model_construct``/``model_copy``: the ``Literal`` fields they fill unvalidated
+    (``_unvalidated``), then the call's own hook."""
+    from veridic.mypy import _unvalidated
+
+    _unvalidated.check(method, ctx)
+    return ctx.default_return_type if hook is None else hook(ctx)
 
 
 def _check_call(callee: Callee, ctx: FunctionContext | MethodContext) -> Type:

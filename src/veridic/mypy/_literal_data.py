@@ -124,7 +124,7 @@ def report_returned_casts(checker: TypeChecker, expressions: list[Expression]) -
     for statement in every_statement(tree.defs):
         if not isinstance(statement, FuncDef) or not isinstance(statement.type, CallableType):
             continue
-        if not _holds_text_literal(statement.type.ret_type, _DEPTH):
+        if not holds_text_literal(statement.type.ret_type, _DEPTH):
             continue
         body = statement.body.body
         for inner in own_statements(body):
@@ -158,7 +158,7 @@ def _casts(expr: Expression, body: list[Statement], depth: int = _DEPTH) -> Iter
     if isinstance(expr, CallExpr) and isinstance(expr.analyzed, CastExpr):
         expr = expr.analyzed
     if isinstance(expr, CastExpr):
-        if _holds_text_literal(expr.type, _DEPTH):
+        if holds_text_literal(expr.type, _DEPTH):
             yield expr
     elif isinstance(expr, ConditionalExpr):
         yield from _casts(expr.if_expr, body, depth)
@@ -168,7 +168,7 @@ def _casts(expr: Expression, body: list[Statement], depth: int = _DEPTH) -> Iter
             yield from _casts(source, body, depth - 1)
 
 
-def _holds_text_literal(typ: Type, depth: int) -> bool:
+def holds_text_literal(typ: Type, depth: int) -> bool:
     """Whether ``typ`` holds a ``Literal`` of text anywhere a value can be read from it."""
     proper = get_proper_type(typ)
     if isinstance(proper, LiteralType):
@@ -176,11 +176,11 @@ def _holds_text_literal(typ: Type, depth: int) -> bool:
     if depth == 0:
         return False
     if isinstance(proper, UnionType | TupleType):
-        return any(_holds_text_literal(item, depth - 1) for item in proper.items)
+        return any(holds_text_literal(item, depth - 1) for item in proper.items)
     if isinstance(proper, TypedDictType):
-        return any(_holds_text_literal(item, depth - 1) for item in proper.items.values())
+        return any(holds_text_literal(item, depth - 1) for item in proper.items.values())
     if isinstance(proper, Instance):
-        return any(_holds_text_literal(arg, depth - 1) for arg in proper.args)
+        return any(holds_text_literal(arg, depth - 1) for arg in proper.args)
     return False
 
 
