@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import runpy
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal, cast
 
@@ -328,4 +328,52 @@ def test_a_literal_field_filled_without_validation_is_refused(tmp_path: Path, co
         ("styles", 17, "veridic-literal"),
         ("styles", 18, "veridic-literal"),
         ("styles", 19, "veridic-literal"),
+    ]
+
+
+# --- a Final class constant set with setattr(); a Literal cast given out by yield --------
+
+
+class _Prompts:
+    TONE: Final = "Be brief."
+
+
+def _modes(raw: str) -> Iterator[Mode]:
+    yield cast(Mode, raw)  # type: ignore[veridic-literal]  # under test
+
+
+def test_a_class_constant_set_with_setattr_or_a_yielded_cast_mints_outside_text() -> None:
+    setattr(_Prompts, "TONE", REPLY)  # type: ignore[veridic-literal]  # noqa: B010  # under test
+    try:
+        assert _system(Composer().system(instruction(_Prompts.TONE)).build()) == REPLY
+    finally:
+        setattr(_Prompts, "TONE", "Be brief.")  # type: ignore[veridic-literal]  # noqa: B010
+    assert _system(Composer().system(instruction(next(_modes(REPLY)))).build()) == REPLY
+
+
+def test_a_class_constant_set_with_setattr_or_a_yielded_cast_is_refused(
+    tmp_path: Path, config: Path
+) -> None:
+    prompts = """\
+        import os
+        from collections.abc import Iterator
+        from typing import Final, Literal, cast
+
+        Mode = Literal["short", "long"]
+        reply = os.environ["REPLY"]
+
+
+        class Prompts:
+            TONE: Final = "Be brief."
+
+
+        setattr(Prompts, "TONE", reply)
+
+
+        def modes(raw: str) -> Iterator[Mode]:
+            yield cast(Mode, raw)
+        """
+    assert _check(config, tmp_path, prompts=prompts) == [
+        ("prompts", 13, "veridic-literal"),
+        ("prompts", 17, "veridic-literal"),
     ]

@@ -67,3 +67,17 @@ copied["TONE"] = reply
 exec(reply, {})
 exec(reply, copied)
 print(sorted(globals()))
+
+
+# setattr() on a class (or its instance, which then shadows it) with a Final constant.
+class Prompts:
+    TONE: Final = "Be brief."
+    count = 0
+
+
+# E: [veridic-literal] setattr() on class "Prompts" sets the Final constant "TONE"
+setattr(Prompts, "TONE", reply)  # noqa: B010
+# E: [veridic-literal] setattr() on class "Prompts" sets the Final constant "TONE"
+setattr(Prompts(), "TONE", reply)  # noqa: B010
+setattr(Prompts, reply, reply)  # E: [veridic-literal] named by text not known in the code
+setattr(Prompts, "count", 1)  # noqa: B010

@@ -22,16 +22,16 @@ Two checks close the roads the plugin can see:
 A ``Literal`` value is also read as code where a call returns it (``instruction(
 to_mode(raw))``, ``pick(to_mode(raw))``), so a ``cast()`` to a type holding a
 ``Literal`` returned from a function declared to return one (``return cast(Mode,
-raw)``, directly, through a variable of the function or a conditional, or the body
-of a ``lambda``) is reported where it is written (:func:`report_returned_casts`,
+raw)``, or ``yield`` from a generator declared to yield one; directly, through a
+variable of the function or a conditional, in a decorated function or a property
+too, or the body of a ``lambda``) is reported where it is written (:func:`report_returned_casts`,
 from the module walk of ``_escapes``): its callers, possibly in other modules, cannot
 tell it from a literal.
 
 Not seen: ``Any`` stored into an attribute (``config.mode = loose``), or into a
 variable of another function or module that is then passed on, or returned through a
-variable that took ``Any`` (``mode: Mode = data; return mode``); a ``cast()`` given
-out by ``yield``; mypy gives a plugin no hook on assignments. ``--disallow-any-expr``
-reports those.
+variable that took ``Any`` (``mode: Mode = data; return mode``); mypy gives a plugin
+no hook on assignments. ``--disallow-any-expr`` reports those.
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ from mypy.messages import format_type
 from mypy.nodes import (
     CallExpr,
     CastExpr,
+    ClassDef,
     ConditionalExpr,
+    Decorator,
     DictExpr,
     Expression,
     FuncDef,
@@ -61,7 +63,9 @@ from mypy.nodes import (
     TupleExpr,
     TypeInfo,
     Var,
+    YieldExpr,
 )
+from mypy.server.subexpr import get_subexpressions
 from mypy.types import (
     AnyType,
     CallableType,
@@ -122,20 +126,20 @@ def report_returned_casts(checker: TypeChecker, expressions: list[Expression]) -
         return
     found: list[tuple[CastExpr, str]] = []
     for statement in every_statement(tree.defs):
-        if not isinstance(statement, FuncDef) or not isinstance(statement.type, CallableType):
+        function = statement.func if isinstance(statement, Decorator) else statement
+        if not isinstance(function, FuncDef) or not isinstance(function.type, CallableType):
             continue
-        if not holds_text_literal(statement.type.ret_type, _DEPTH):
+        if not holds_text_literal(function.type.ret_type, _DEPTH):
             continue
-        body = statement.body.body
-        for inner in own_statements(body):
-            if isinstance(inner, ReturnStmt) and inner.expr is not None:
-                found.extend((cast, f"{statement.name}()") for cast in _casts(inner.expr, body))
+        body = function.body.body
+        for given, how in _given_out(body):
+            found.extend((cast, f"{how} {function.name}()") for cast in _casts(given, body))
     for expr in expressions:
         if isinstance(expr, LambdaExpr):
-            found.extend((cast, "a lambda") for cast in _casts(expr.expr(), []))
+            found.extend((cast, "returned from a lambda") for cast in _casts(expr.expr(), []))
     for cast, function in found:
         checker.fail(
-            f"a cast() to {format_type(cast.type, checker.options)} returned from {function}: "
+            f"a cast() to {format_type(cast.type, checker.options)} {function}: "
             "its callers read a Literal value as text written in code (instruction(f(raw)) is "
             "accepted, and so is a Literal parameter filled by it), but a cast changes what "
             "mypy believes, not the value, so its callers got whatever text it was given, "
@@ -150,6 +154,18 @@ _RETURN_ADVICE: Final = (
     'code ({"short": "short"}[raw]), or validate the text (pydantic\'s '
     "TypeAdapter(Mode).validate_python)"
 )
+
+
+def _given_out(body: list[Statement]) -> Iterator[tuple[Expression, str]]:
+    """What a function's ``body`` returns or yields (not its nested functions'), and how."""
+    for statement in own_statements(body):
+        if isinstance(statement, ReturnStmt) and statement.expr is not None:
+            yield statement.expr, "returned from"
+        if isinstance(statement, FuncItem | Decorator | ClassDef):
+            continue
+        for expr in get_subexpressions(statement):
+            if isinstance(expr, YieldExpr) and expr.expr is not None:
+                yield expr.expr, "yielded by"
 
 
 def _casts(expr: Expression, body: list[Statement], depth: int = _DEPTH) -> Iterator[CastExpr]:

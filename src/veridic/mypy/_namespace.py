@@ -16,7 +16,9 @@ the plugin cannot name):
   called, on ``globals()``, ``vars()``, ``vars(module)`` or ``module.__dict__``;
 - every call of ``setattr()`` or ``delattr()`` on a module: named by a literal that
   is one of its ``Final`` text constants, by text not known in the code, or on a
-  module the plugin cannot name (``sys.modules[name]``).
+  module the plugin cannot name (``sys.modules[name]``); the same on a class with a
+  ``Final`` text constant (its own or a base's), or on an instance of one, whose
+  attribute then shadows the constant for reads through it (``self.TONE``).
 
 The namespace may be kept in a variable first (``ns = globals(); ns["TONE"] = reply``,
 ``ns = vars(prompts)``, ``(ns := prompts.__dict__)``): a name bound to a namespace
@@ -50,11 +52,21 @@ from mypy.nodes import (
     NameExpr,
     RefExpr,
     StrExpr,
+    TypeInfo,
     Var,
 )
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.server.subexpr import get_subexpressions
-from mypy.types import AnyType, Instance, Type, UnionType, get_proper_type
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    ProperType,
+    Type,
+    TypeType,
+    UnionType,
+    get_proper_type,
+)
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._rebinding import assigned, every_statement
@@ -188,16 +200,20 @@ def _check_runs_in(
 def check_attribute_write(
     callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecker
 ) -> None:
-    """Report ``setattr()``/``delattr()`` on a module that may rewrite a ``Final`` constant."""
+    """Report ``setattr()``/``delattr()`` on a module, or on a class or its instance, that may
+    rewrite (or, on an instance, shadow) a ``Final`` constant."""
     if len(ctx.args) < 2 or len(ctx.args[0]) != 1 or len(ctx.args[1]) != 1:
         return
     owner, name = ctx.args[0][0], ctx.args[1][0]
-    module: MypyFile | object | None = _module(owner)
+    module: MypyFile | TypeInfo | object | None = _module(owner)
     if module is None:
         typ = get_proper_type(ctx.arg_types[0][0])
-        if not isinstance(typ, Instance) or typ.type.fullname != _MODULE_TYPE:
-            return  # not a module: no Final constant of a module lives there
-        module = _UNKNOWN
+        if isinstance(typ, Instance) and typ.type.fullname == _MODULE_TYPE:
+            module = _UNKNOWN
+        else:
+            module = _class_of(typ)
+            if module is None:
+                return  # neither a module nor a class: no Final constant lives there
     what = f"{callee.rpartition('.')[2]}()"
     constants = _constants(module)
     if isinstance(name, StrExpr):
@@ -293,9 +309,29 @@ def _module(expr: Expression) -> MypyFile | None:
     return expr.node if isinstance(expr, RefExpr) and isinstance(expr.node, MypyFile) else None
 
 
-def _constants(module: MypyFile | object) -> frozenset[str] | None:
+def _class_of(typ: ProperType) -> TypeInfo | None:
+    """The class ``setattr()`` writes on: ``Prompts`` itself, ``type[Prompts]``, or an
+    instance (whose attribute of that name shadows the class's for reads through it)."""
+    if isinstance(typ, CallableType) and typ.is_type_obj():
+        return typ.type_object()
+    if isinstance(typ, TypeType):
+        typ = get_proper_type(typ.item)
+    return typ.type if isinstance(typ, Instance) else None
+
+
+def _constants(module: MypyFile | TypeInfo | object) -> frozenset[str] | None:
     """The names in ``module``'s namespace bound to a ``Final`` text constant (its own or
-    imported: either is read as code text there); ``None`` when the module is unknown."""
+    imported: either is read as code text there), or a class's (its bases' too); ``None``
+    when the module is unknown."""
+    if isinstance(module, TypeInfo):
+        return frozenset(
+            name
+            for base in module.mro
+            for name, symbol in base.names.items()
+            if isinstance(symbol.node, Var)
+            and symbol.node.is_final
+            and isinstance(symbol.node.final_value, str)
+        )
     if not isinstance(module, MypyFile):
         return None
     return frozenset(
@@ -307,7 +343,9 @@ def _constants(module: MypyFile | object) -> frozenset[str] | None:
     )
 
 
-def _display(module: MypyFile | object) -> str:
+def _display(module: MypyFile | TypeInfo | object) -> str:
+    if isinstance(module, TypeInfo):
+        return f'class "{module.name}"'
     if isinstance(module, MypyFile):
         return f'module "{module.fullname}"'
     return "a module the plugin cannot name"
