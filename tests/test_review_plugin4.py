@@ -377,3 +377,37 @@ def test_a_class_constant_set_with_setattr_or_a_yielded_cast_is_refused(
         ("prompts", 13, "veridic-literal"),
         ("prompts", 17, "veridic-literal"),
     ]
+
+
+def test_a_literal_cast_stored_where_other_modules_read_it_is_refused(
+    tmp_path: Path, config: Path
+) -> None:
+    # instruction(settings.MODE) and instruction(Config.mode) in another module were
+    # accepted as code text, and the run time minted whatever the environment held.
+    settings = """\
+        import os
+        from typing import Literal, cast
+
+        Mode = Literal["short", "long"]
+        MODE: Mode = cast(Mode, os.environ["MODE"])
+
+
+        class Config:
+            mode: Mode = cast(Mode, os.environ["MODE"])
+
+            def __init__(self, raw: str) -> None:
+                self.other: Mode = cast(Mode, raw)
+        """
+    app = """\
+        import settings
+        from veridic import instruction
+
+        first = instruction(settings.MODE)
+        second = instruction(settings.Config.mode)
+        third = instruction(settings.Config("x").other)
+        """
+    assert _check(config, tmp_path, settings=settings, app=app) == [
+        ("settings", 5, "veridic-literal"),
+        ("settings", 9, "veridic-literal"),
+        ("settings", 12, "veridic-literal"),
+    ]

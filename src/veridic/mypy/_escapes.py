@@ -98,7 +98,7 @@ def report_references(checker: TypeChecker) -> None:
     with _notes.outside_speculation(checker.msg.errors):
         _forging.report_values(checker, expressions, kept)
         _namespace.report_writes(checker, expressions)
-        _literal_data.report_returned_casts(checker, expressions)
+        _literal_data.report_escaping_casts(checker, expressions)
         for expr in expressions:
             if id(expr) in kept:
                 continue

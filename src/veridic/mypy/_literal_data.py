@@ -20,18 +20,21 @@ Two checks close the roads the plugin can see:
   report it), directly or through another such variable.
 
 A ``Literal`` value is also read as code where a call returns it (``instruction(
-to_mode(raw))``, ``pick(to_mode(raw))``), so a ``cast()`` to a type holding a
-``Literal`` returned from a function declared to return one (``return cast(Mode,
-raw)``, or ``yield`` from a generator declared to yield one; directly, through a
-variable of the function or a conditional, in a decorated function or a property
-too, or the body of a ``lambda``) is reported where it is written (:func:`report_returned_casts`,
-from the module walk of ``_escapes``): its callers, possibly in other modules, cannot
-tell it from a literal.
+to_mode(raw))``, ``pick(to_mode(raw))``) and where another module reads it
+(``instruction(settings.MODE)``, ``instruction(config.mode)``), so a ``cast()`` to a
+type holding a ``Literal`` that leaves the code it is written in is reported where it
+is written (:func:`report_escaping_casts`, from the module walk of ``_escapes``):
+returned from a function declared to return one (``return cast(Mode, raw)``), or
+yielded by a generator declared to yield one, directly, through a variable of the
+function or a conditional, in a decorated function or a property too, or the body of
+a ``lambda``; or stored in a module's or a class's variable or in an attribute
+(``MODE: Mode = cast(Mode, os.environ["MODE"])``, ``self.mode = cast(Mode, raw)``).
 
-Not seen: ``Any`` stored into an attribute (``config.mode = loose``), or into a
-variable of another function or module that is then passed on, or returned through a
-variable that took ``Any`` (``mode: Mode = data; return mode``); mypy gives a plugin
-no hook on assignments. ``--disallow-any-expr`` reports those.
+Not seen: ``Any`` (rather than a cast) stored into an attribute (``config.mode =
+loose``), or into a variable of another function or module that is then passed on,
+or returned through a variable that took ``Any`` (``mode: Mode = data; return
+mode``); mypy gives a plugin no hook on assignments. ``--disallow-any-expr`` reports
+those.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Final
 from mypy.checker import TypeChecker
 from mypy.messages import format_type
 from mypy.nodes import (
+    AssignmentStmt,
     CallExpr,
     CastExpr,
     ClassDef,
@@ -114,8 +118,10 @@ def any_source(expr: Expression, checker: TypeChecker, depth: int = _DEPTH) -> s
     return None
 
 
-def report_returned_casts(checker: TypeChecker, expressions: list[Expression]) -> None:
-    """Report a ``cast()`` to a ``Literal`` type that a function returns as one.
+def report_escaping_casts(checker: TypeChecker, expressions: list[Expression]) -> None:
+    """Report a ``cast()`` to a ``Literal`` type that leaves the code it is written in: a
+    function returns or yields it as one, or it is stored where other code reads it (a
+    module's or a class's variable, an attribute).
 
     Run by the walk of a whole module (``expressions`` are the module's), outside veridic.
     """
@@ -126,6 +132,8 @@ def report_returned_casts(checker: TypeChecker, expressions: list[Expression]) -
         return
     found: list[tuple[CastExpr, str]] = []
     for statement in every_statement(tree.defs):
+        if isinstance(statement, AssignmentStmt):
+            found.extend(_stored(statement))
         function = statement.func if isinstance(statement, Decorator) else statement
         if not isinstance(function, FuncDef) or not isinstance(function.type, CallableType):
             continue
@@ -137,16 +145,37 @@ def report_returned_casts(checker: TypeChecker, expressions: list[Expression]) -
     for expr in expressions:
         if isinstance(expr, LambdaExpr):
             found.extend((cast, "returned from a lambda") for cast in _casts(expr.expr(), []))
-    for cast, function in found:
+    for cast, where in found:
         checker.fail(
-            f"a cast() to {format_type(cast.type, checker.options)} {function}: "
-            "its callers read a Literal value as text written in code (instruction(f(raw)) is "
-            "accepted, and so is a Literal parameter filled by it), but a cast changes what "
-            "mypy believes, not the value, so its callers got whatever text it was given, "
-            f"and instruction() mints it; {_RETURN_ADVICE}",
+            f"a cast() to {format_type(cast.type, checker.options)} {where}: other code "
+            "reads a Literal value as text written in code (instruction(f(raw)) and "
+            "instruction(settings.MODE) are accepted, and so is a Literal parameter filled by "
+            "it), but a cast changes what mypy believes, not the value, so that code got "
+            f"whatever text was cast, and instruction() mints it; {_RETURN_ADVICE}",
             cast,
             code=errorcodes.LITERAL,
         )
+
+
+def _stored(statement: AssignmentStmt) -> Iterator[tuple[CastExpr, str]]:
+    """The casts to a ``Literal`` type an assignment stores where other code reads them: an
+    attribute (``self.mode = ...``), a module's or a class's variable (a function's own
+    variable is followed where it is returned, and where it is used)."""
+    casts = list(_casts(statement.rvalue, []))
+    if not casts:
+        return
+    for lvalue in statement.lvalues:
+        if isinstance(lvalue, MemberExpr):
+            where = f'stored in the attribute "{lvalue.name}"'
+        elif isinstance(lvalue, NameExpr) and isinstance(lvalue.node, Var):
+            if lvalue.node.fullname == lvalue.node.name:
+                continue  # a function's variable
+            where = f'stored in "{lvalue.node.fullname}"'
+        else:
+            continue
+        for cast in casts:
+            yield cast, where
+        return
 
 
 _RETURN_ADVICE: Final = (
