@@ -36,8 +36,12 @@ end of its check, from ``get_additional_indirect_deps``, when :func:`may_report`
 finds something to look at: ``mint: Callable[[str], R] = instruction`` in a module of
 declarations is refused like any other.
 
-Not seen: a class kept as a value other than as an argument (returned, assigned to a
-``Callable``). An overloaded
+The same walk reports such a class kept as a ``Callable`` other than as an argument:
+assigned to a variable declared ``Callable[...]`` or returned from a function declared
+to return one (``make: Callable[[str], BootError] = BootError``).
+
+Not seen: such a class in a display kept as ``Callable`` values (``{"boot": BootError}``
+declared ``dict[str, Callable[[str], BootError]]``). An overloaded
 function's parameters are not trusted in its body (``_code_text``), so passing it
 on is fine.
 """
@@ -48,6 +52,7 @@ from typing import Final
 
 from mypy.checker import TypeChecker
 from mypy.nodes import (
+    AssignmentStmt,
     CallExpr,
     CastExpr,
     Context,
@@ -57,6 +62,7 @@ from mypy.nodes import (
     MemberExpr,
     MypyFile,
     RefExpr,
+    ReturnStmt,
     SymbolNode,
     TempNode,
     TypeInfo,
@@ -66,6 +72,7 @@ from mypy.server.subexpr import get_subexpressions
 from mypy.types import CallableType, Overloaded, Type, UnionType, get_proper_type
 
 from veridic.mypy import _forging, _literal_data, _names, _namespace, errorcodes
+from veridic.mypy._rebinding import every_statement, own_statements
 from veridic.mypy._signature import called_value, code_text_parameter, signature_of
 
 _KEEPING_DECORATORS: Final = frozenset(
@@ -99,12 +106,60 @@ def report_references(checker: TypeChecker) -> None:
         _forging.report_values(checker, expressions, kept)
         _namespace.report_writes(checker, expressions)
         _literal_data.report_escaping_casts(checker, expressions)
+        _report_kept_classes(checker)
         for expr in expressions:
             if id(expr) in kept:
                 continue
             found = _named_function(expr)
             if found is not None:
                 _fail(checker, f"{found[0]} passed as a value", found[1], expr)
+
+
+def _report_kept_classes(checker: TypeChecker) -> None:
+    """Report a class whose constructor trusts a parameter kept as a ``Callable``: assigned
+    to a variable declared ``Callable[...]`` (``make: Callable[[str], BootError] =
+    BootError``) or returned from a function declared to return one. (An argument is
+    judged by the parameter it fills, :func:`check_arguments`; a ``type[...]`` stays clean.)
+    """
+    for statement in every_statement(checker.tree.defs):
+        if isinstance(statement, AssignmentStmt) and statement.type is not None:
+            if _is_callable(statement.type):
+                _check_kept_class(checker, statement.rvalue)
+            continue
+        function = statement.func if isinstance(statement, Decorator) else statement
+        if (
+            isinstance(function, FuncDef)
+            and isinstance(function.type, CallableType)
+            and _is_callable(function.type.ret_type)
+        ):
+            for inner in own_statements(function.body.body):
+                if isinstance(inner, ReturnStmt) and inner.expr is not None:
+                    _check_kept_class(checker, inner.expr)
+
+
+def _is_callable(typ: Type) -> bool:
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType):
+        return any(_is_callable(item) for item in proper.items)
+    return isinstance(proper, CallableType | Overloaded) and not proper.is_type_obj()
+
+
+def _check_kept_class(checker: TypeChecker, expr: Expression) -> None:
+    node = expr.node if isinstance(expr, RefExpr) else None
+    if not isinstance(node, TypeInfo):
+        return
+    signature = signature_of(node)
+    formal = None if signature is None else code_text_parameter(signature)
+    if formal is not None:
+        _fail(checker, f"the class {node.name} kept as a Callable", formal, expr)
+
+
+def _trusting_class(node: SymbolNode | None) -> bool:
+    """Whether ``node`` is a class whose constructor trusts a parameter."""
+    if not isinstance(node, TypeInfo):
+        return False
+    signature = signature_of(node)
+    return signature is not None and code_text_parameter(signature) is not None
 
 
 def may_report(tree: MypyFile) -> bool:
@@ -120,7 +175,9 @@ def may_report(tree: MypyFile) -> bool:
             ):
                 return True
             if isinstance(expr, RefExpr) and (
-                _named_function(expr) is not None or _forging.brand_named(expr.node) is not None
+                _named_function(expr) is not None
+                or _forging.brand_named(expr.node) is not None
+                or _trusting_class(expr.node)
             ):
                 return True
     return False
