@@ -141,6 +141,8 @@ def check_passed(
     """Report a namespace of a module with ``Final`` text constants passed where a function
     takes a mutable mapping (``poke(globals())``): the function may write through it."""
     tree = checker.tree
+    if _names.in_package(tree.fullname):
+        return
     held: dict[int, MypyFile | object] | None = None
     for position, exprs in enumerate(ctx.args):
         for arg in exprs:
