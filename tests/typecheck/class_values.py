@@ -60,3 +60,21 @@ class Plain:
 
 list(map(Plain, [reply]))
 BootError("requires core >= 2.3")
+
+
+# Kept as a Callable some other way than as an argument: assigned to a variable declared
+# Callable, or returned from a function declared to return one. type[...] stays clean.
+# E: [veridic-literal] the class BootError kept as a Callable
+# P: [reportAssignmentType]
+make: Callable[[str], BootError] = BootError
+kept_kind: type[BootError] = BootError
+
+
+def factory() -> Callable[[str], BootError]:
+    # E: [veridic-literal] the class BootError kept as a Callable
+    # P: [reportReturnType]
+    return BootError
+
+
+def klass() -> type[BootError]:
+    return BootError

@@ -41,3 +41,43 @@ setattr(_constants, "not_a_constant", reply)  # noqa: B010
 options = argparse.Namespace()
 vars(options)["verbose"] = True
 setattr(options, "verbose", True)  # noqa: B010
+
+# The namespace kept in a variable first, passed where a mutable mapping is taken, or
+# given to exec()/eval() (which run in their caller's namespace without globals).
+namespace = globals()
+namespace["TONE"] = reply  # E: [veridic-literal] an item assigned through the namespace
+# E: [veridic-literal] update() called on the namespace of module "_constants"
+# P: [reportAttributeAccessIssue]
+(held := vars(_constants)).update({"GREETING": reply})
+
+
+def poke(ns: dict[str, object]) -> None:
+    ns["TONE"] = reply
+
+
+poke(globals())  # E: [veridic-literal] a parameter typed as a mutable mapping
+exec(f"TONE = {reply!r}")  # E: [veridic-literal] exec() without globals runs in
+eval(f"(TONE := {reply!r})")  # E: [veridic-literal] eval() without globals runs in
+exec(reply, _constants.__dict__)  # E: [veridic-literal] exec() runs in the namespace of module
+
+
+# A copy, a namespace of its own, a read: clean.
+copied = dict(globals())
+copied["TONE"] = reply
+exec(reply, {})
+exec(reply, copied)
+print(sorted(globals()))
+
+
+# setattr() on a class (or its instance, which then shadows it) with a Final constant.
+class Prompts:
+    TONE: Final = "Be brief."
+    count = 0
+
+
+# E: [veridic-literal] setattr() on class "Prompts" sets the Final constant "TONE"
+setattr(Prompts, "TONE", reply)  # noqa: B010
+# E: [veridic-literal] setattr() on class "Prompts" sets the Final constant "TONE"
+setattr(Prompts(), "TONE", reply)  # noqa: B010
+setattr(Prompts, reply, reply)  # E: [veridic-literal] named by text not known in the code
+setattr(Prompts, "count", 1)  # noqa: B010

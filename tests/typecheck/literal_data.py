@@ -2,6 +2,7 @@
 veridic-literal where it reaches an instruction position)."""
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypedDict, cast
 
@@ -93,3 +94,83 @@ def from_code(flag: bool, validated: Validated) -> list[TrustedInstruction]:
         instruction(validated.mode),
         pick("short"),
     ]
+
+
+# A cast() to a Literal returned from a function declared to return one: its callers
+# (pick(to_mode(raw)), instruction(to_mode(raw))) read the value as code text.
+def to_mode(raw: str) -> Mode:
+    return cast(Mode, raw)  # E: [veridic-literal] a cast() to "Literal['short', 'long']"
+
+
+def maybe_mode(raw: str, known: bool) -> Mode | None:
+    forced = cast(Mode, raw)  # E: [veridic-literal] returned from maybe_mode()
+    return forced if known else None
+
+
+def load(raw: str) -> Settings:
+    return cast(Settings, json.loads(raw))  # E: [veridic-literal] returned from load()
+
+
+# Returned as str, written in code, or looked up in a mapping written in code: clean.
+def as_text(raw: str) -> str:
+    return cast(Mode, raw)
+
+
+def checked(raw: str) -> Mode:
+    if raw == "short":
+        return "short"
+    return "long"
+
+
+MODES: dict[str, Mode] = {"short": "short", "long": "long"}
+
+
+def looked_up(raw: str) -> Mode:
+    return MODES[raw]
+
+
+# model_construct() and model_copy(update=...) store values unvalidated: a Literal field
+# takes only text written in code there.
+def unvalidated(
+    raw: str, mode: Mode, validated: Validated, data: dict[str, str]
+) -> list[Validated]:
+    return [
+        Validated.model_construct(mode=raw),  # E: [veridic-literal] got the parameter "raw" for
+        validated.model_copy(update={"mode": raw}),  # E: [veridic-literal] Validated.model_copy()
+        validated.model_copy(update=data),  # E: [veridic-literal] a mapping that may fill
+        Validated.model_construct(mode="short"),
+        Validated.model_construct(mode=mode),
+        validated.model_copy(update={"mode": mode}),
+        validated.model_copy(),
+        Validated(mode=mode),
+    ]
+
+
+class Loaded:
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+
+    @property
+    def mode(self) -> Mode:
+        return cast(Mode, self.raw)  # E: [veridic-literal] returned from mode()
+
+    @staticmethod
+    def parse(raw: str) -> Mode:
+        return cast(Mode, raw)  # E: [veridic-literal] returned from parse()
+
+
+def generated(raw: str) -> Iterator[Mode]:
+    yield cast(Mode, raw)  # E: [veridic-literal] yielded by generated()
+    yield "short"
+
+
+# A cast() to a Literal stored where other modules read it (settings.MODE, config.mode).
+MODE: Mode = cast(Mode, json.loads("{}"))  # E: [veridic-literal] stored in "literal_data.MODE"
+
+
+class Cached:
+    mode: Mode = cast(Mode, json.loads("{}"))  # E: [veridic-literal] "literal_data.Cached.mode"
+
+    def __init__(self, raw: str) -> None:
+        self.other: Mode = cast(Mode, raw)  # E: [veridic-literal] stored in the attribute "other"
+        self.kept = cast(str, json.loads(raw))  # a str: read as a variable, not as code text

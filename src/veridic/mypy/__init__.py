@@ -29,7 +29,9 @@ module                 rule                                          error code
 ``_escapes``           a function trusting a ``LiteralString``       ``veridic-literal``
                        parameter is called by name, not passed on
 ``_namespace``         a ``Final`` text constant is not rewritten    ``veridic-literal``
-                       through its module's namespace
+                       through its module's namespace (``exec``)
+``_unvalidated``       ``model_construct``/``model_copy`` fill a     ``veridic-literal``
+                       ``Literal`` field only with code text
 ``_notes``             mypy's own brand errors say how to mint       (notes)
 ``_sdk``               provider SDK calls give instructions only     ``veridic-sdk``
                        in trusted text
@@ -45,6 +47,7 @@ says what mypy cannot see and what pyright checks without a plugin.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import sys
 from collections.abc import Callable
@@ -84,6 +87,8 @@ _VERIDIC: Final = _names.PACKAGE + "."
 _ANALYZED: Final = _names.LITERAL_STRING | _names.BRANDS | {_names.INSTRUCTION_FIELD}
 """The annotations the plugin analyses itself (the brands only until ``_notes`` watches)."""
 _FIELD_METHODS: Final = _names.MODEL_METHODS | {"validate_python"}
+_UNVALIDATED: Final = frozenset({"model_construct", "model_copy"})
+"""``BaseModel`` methods that store values without validation (``_unvalidated``)."""
 
 
 class VeridicPlugin(Plugin):
@@ -234,15 +239,19 @@ class VeridicPlugin(Plugin):
         if sdk is not None:
             return sdk
         method = fullname.rpartition(".")[2]
+        model: Callable[[MethodContext], Type] | None = None
         if method in _FIELD_METHODS:
             from veridic.mypy import _fields
 
             model = _fields.method_hook(self, fullname)
-            if model is not None:
+            if model is not None and method not in _UNVALIDATED:
                 return self._reporting(fullname, model, default)
-        symbol = self.lookup_fully_qualified(fullname)
-        hook = self._call_hook(fullname, None if symbol is None else symbol.node)
-        return self._reporting(fullname, hook, default)
+        if model is None:
+            symbol = self.lookup_fully_qualified(fullname)
+            model = self._call_hook(fullname, None if symbol is None else symbol.node)
+        if method in _UNVALIDATED:
+            return self._reporting(fullname, partial(_unvalidated_first, method, model), default)
+        return self._reporting(fullname, model, default)
 
     def _call_hook(
         self, fullname: str, node: SymbolNode | None
@@ -268,6 +277,34 @@ class VeridicPlugin(Plugin):
         for such a function passed as a value.
         """
         return partial(_each_call, self, fullname, hook, default)
+
+    def get_additional_indirect_deps(self, file: MypyFile) -> set[str]:
+        """Run the module-wide reports in a module that made no call (asked at the end of
+        every module's check, while its checker still holds it).
+
+        No call hook runs in a module without calls, yet it can keep a function that
+        trusts its parameter in a variable typed ``Callable[[str], R]`` (another module
+        then calls it with any ``str``), or hide a ``cast()`` to a brand in a helper's
+        return. Only a module whose expressions could be reported costs more than a set
+        look-up: mypy hands this hook the tree alone, so the checker is found through the
+        objects that refer to the tree (``_checker_of``).
+        """
+        if file.fullname in self._walked or file.is_stub:
+            return set()
+        if any(part in file.path for part in _INSTALLED):
+            return set()  # mypy reports nothing in an installed package
+        from veridic.mypy import _escapes
+
+        if not (self.suspect(file.fullname, file) or _escapes.may_report(file)):
+            return set()
+        checker = _checker_of(file)
+        if checker is not None:
+            checker.errors.set_file(
+                checker.path, file.fullname, scope=checker.tscope, options=checker.options
+            )
+            with checker.tscope.module_scope(file.fullname):
+                self.first_call(checker)
+        return set()
 
     def first_call(self, checker: TypeChecker) -> None:
         """The module-wide reports, once per module checked in this build."""
@@ -330,7 +367,7 @@ def _each_call(
     return ctx.default_return_type if default is None else default(ctx)
 
 
-_PER_BUILD: Final = ("_notes", "_fields", "_overrides")
+_PER_BUILD: Final = ("_notes", "_fields", "_overrides", "_namespace")
 """Rule modules that keep state for one build (mypy makes a plugin per build; a process,
 such as a test run, may run several builds)."""
 
@@ -343,6 +380,17 @@ def _forget_previous_build() -> None:
             forget()
 
 
+def _unvalidated_first(
+    method: str, hook: Callable[[MethodContext], Type] | None, ctx: MethodContext
+) -> Type:
+    """``model_construct``/``model_copy``: the ``Literal`` fields they fill unvalidated
+    (``_unvalidated``), then the call's own hook."""
+    from veridic.mypy import _unvalidated
+
+    _unvalidated.check(method, ctx)
+    return ctx.default_return_type if hook is None else hook(ctx)
+
+
 def _check_call(callee: Callee, ctx: FunctionContext | MethodContext) -> Type:
     from veridic.mypy import _any_guard, _minting, _notes
 
@@ -351,6 +399,21 @@ def _check_call(callee: Callee, ctx: FunctionContext | MethodContext) -> Type:
         _minting.check(ctx, callee, ctx.api)
         _any_guard.check(ctx, callee, ctx.api)
     return ctx.default_return_type
+
+
+def _checker_of(tree: MypyFile) -> TypeChecker | None:
+    """The checker of ``tree``, found among the objects that refer to it.
+
+    ``get_additional_indirect_deps`` gets only the tree, and the compiled mypy leaves no
+    frame to read the checker from; mypy's ``State`` frees its checker only after the hook.
+    A search of the referrers walks every object tracked by the garbage collector (some
+    30 ms in a build of this repository), so it runs only for a module that makes no call
+    and holds something to report.
+    """
+    for referrer in gc.get_referrers(tree):
+        if isinstance(referrer, TypeChecker) and referrer.tree is tree:
+            return referrer
+    return None
 
 
 def _mentions_policy(path: str) -> bool:

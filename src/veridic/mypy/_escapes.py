@@ -31,11 +31,17 @@ The same walk reports a brand used as a value and a ``cast()`` to a brand
 (``_forging``), and a ``Final`` constant rewritten through a module's namespace
 (``_namespace``).
 
-Not seen: a module that makes no call at all (mypy runs no plugin hook in it: a
-hook at the end of its check, ``get_additional_indirect_deps``, gets only the tree,
-and the compiled mypy leaves no frame to find its checker in) and keeps such a
-function in a variable typed ``Callable[[str], R]``; a class kept as a value other
-than as an argument (returned, assigned to a ``Callable``). An overloaded
+A module that makes no call at all (mypy runs no call hook in it) is walked at the
+end of its check, from ``get_additional_indirect_deps``, when :func:`may_report`
+finds something to look at: ``mint: Callable[[str], R] = instruction`` in a module of
+declarations is refused like any other.
+
+The same walk reports such a class kept as a ``Callable`` other than as an argument:
+assigned to a variable declared ``Callable[...]`` or returned from a function declared
+to return one (``make: Callable[[str], BootError] = BootError``).
+
+Not seen: such a class in a display kept as ``Callable`` values (``{"boot": BootError}``
+declared ``dict[str, Callable[[str], BootError]]``). An overloaded
 function's parameters are not trusted in its body (``_code_text``), so passing it
 on is fine.
 """
@@ -46,13 +52,17 @@ from typing import Final
 
 from mypy.checker import TypeChecker
 from mypy.nodes import (
+    AssignmentStmt,
     CallExpr,
+    CastExpr,
     Context,
     Decorator,
     Expression,
     FuncDef,
     MemberExpr,
+    MypyFile,
     RefExpr,
+    ReturnStmt,
     SymbolNode,
     TempNode,
     TypeInfo,
@@ -61,7 +71,8 @@ from mypy.plugin import FunctionContext, MethodContext
 from mypy.server.subexpr import get_subexpressions
 from mypy.types import CallableType, Overloaded, Type, UnionType, get_proper_type
 
-from veridic.mypy import _forging, _namespace, errorcodes
+from veridic.mypy import _forging, _literal_data, _names, _namespace, errorcodes
+from veridic.mypy._rebinding import every_statement, own_statements
 from veridic.mypy._signature import called_value, code_text_parameter, signature_of
 
 _KEEPING_DECORATORS: Final = frozenset(
@@ -94,12 +105,82 @@ def report_references(checker: TypeChecker) -> None:
     with _notes.outside_speculation(checker.msg.errors):
         _forging.report_values(checker, expressions, kept)
         _namespace.report_writes(checker, expressions)
+        _literal_data.report_escaping_casts(checker, expressions)
+        _report_kept_classes(checker)
         for expr in expressions:
             if id(expr) in kept:
                 continue
             found = _named_function(expr)
             if found is not None:
                 _fail(checker, f"{found[0]} passed as a value", found[1], expr)
+
+
+def _report_kept_classes(checker: TypeChecker) -> None:
+    """Report a class whose constructor trusts a parameter kept as a ``Callable``: assigned
+    to a variable declared ``Callable[...]`` (``make: Callable[[str], BootError] =
+    BootError``) or returned from a function declared to return one. (An argument is
+    judged by the parameter it fills, :func:`check_arguments`; a ``type[...]`` stays clean.)
+    """
+    for statement in every_statement(checker.tree.defs):
+        if isinstance(statement, AssignmentStmt) and statement.type is not None:
+            if _is_callable(statement.type):
+                _check_kept_class(checker, statement.rvalue)
+            continue
+        function = statement.func if isinstance(statement, Decorator) else statement
+        if (
+            isinstance(function, FuncDef)
+            and isinstance(function.type, CallableType)
+            and _is_callable(function.type.ret_type)
+        ):
+            for inner in own_statements(function.body.body):
+                if isinstance(inner, ReturnStmt) and inner.expr is not None:
+                    _check_kept_class(checker, inner.expr)
+
+
+def _is_callable(typ: Type) -> bool:
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType):
+        return any(_is_callable(item) for item in proper.items)
+    return isinstance(proper, CallableType | Overloaded) and not proper.is_type_obj()
+
+
+def _check_kept_class(checker: TypeChecker, expr: Expression) -> None:
+    node = expr.node if isinstance(expr, RefExpr) else None
+    if not isinstance(node, TypeInfo):
+        return
+    signature = signature_of(node)
+    formal = None if signature is None else code_text_parameter(signature)
+    if formal is not None:
+        _fail(checker, f"the class {node.name} kept as a Callable", formal, expr)
+
+
+def _trusting_class(node: SymbolNode | None) -> bool:
+    """Whether ``node`` is a class whose constructor trusts a parameter."""
+    if not isinstance(node, TypeInfo):
+        return False
+    signature = signature_of(node)
+    return signature is not None and code_text_parameter(signature) is not None
+
+
+def may_report(tree: MypyFile) -> bool:
+    """Whether :func:`report_references` could report something in ``tree``, read from its
+    nodes alone: a reference to a function that trusts a parameter or to a brand, a
+    ``cast()``, a module's ``__dict__``. A module that makes no call is walked only then."""
+    if _names.in_package(tree.fullname):
+        return False
+    for statement in tree.defs:
+        for expr in get_subexpressions(statement):
+            if isinstance(expr, CastExpr) or (
+                isinstance(expr, MemberExpr) and expr.name == "__dict__"
+            ):
+                return True
+            if isinstance(expr, RefExpr) and (
+                _named_function(expr) is not None
+                or _forging.brand_named(expr.node) is not None
+                or _trusting_class(expr.node)
+            ):
+                return True
+    return False
 
 
 def check_arguments(
@@ -120,7 +201,13 @@ def check_arguments(
     if callee in _namespace.ATTRIBUTE_WRITERS:
         _namespace.check_attribute_write(callee, ctx, checker)
         return
+    if callee in _namespace.RUNNERS:
+        _namespace.check_runner(callee, ctx, checker)
+        return
     formals: list[Type | None] | None = None
+    if _namespace.may_pass_namespace(ctx):
+        formals = _formal_types(ctx, checker)
+        _namespace.check_passed(ctx, checker, formals)
     for position, (exprs, types) in enumerate(zip(ctx.args, ctx.arg_types, strict=True)):
         for expr, typ in zip(exprs, types, strict=True):
             if _named_function(expr) is not None:

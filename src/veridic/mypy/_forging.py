@@ -121,7 +121,7 @@ def report_values(checker: TypeChecker, expressions: list[Expression], kept: set
             if brand is not None:
                 checker.fail(_cast_message(brand), expr, code=errorcodes.FORGE)
         elif id(expr) not in kept and isinstance(expr, RefExpr):
-            brand = _brand_named(expr.node)
+            brand = brand_named(expr.node)
             if brand is not None:
                 found.append((expr, brand))
     if not found:
@@ -132,7 +132,7 @@ def report_values(checker: TypeChecker, expressions: list[Expression], kept: set
             checker.fail(_value_message(brand), expr, code=errorcodes.FORGE)
 
 
-def _brand_named(node: SymbolNode | None) -> str | None:
+def brand_named(node: SymbolNode | None) -> str | None:
     """The brand ``node`` is, or a type alias of this project names directly."""
     if isinstance(node, TypeInfo):
         return node.fullname if node.fullname in _names.BRANDS else None

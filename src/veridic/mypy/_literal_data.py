@@ -19,9 +19,22 @@ Two checks close the roads the plugin can see:
   checks a ``TypedDict`` call with its errors hidden, so the call hook cannot
   report it), directly or through another such variable.
 
-Not seen: ``Any`` stored into an attribute (``config.mode = loose``), or into a
-variable of another function or module that is then passed on; mypy gives a
-plugin no hook on assignments. ``--disallow-any-expr`` reports those.
+A ``Literal`` value is also read as code where a call returns it (``instruction(
+to_mode(raw))``, ``pick(to_mode(raw))``) and where another module reads it
+(``instruction(settings.MODE)``, ``instruction(config.mode)``), so a ``cast()`` to a
+type holding a ``Literal`` that leaves the code it is written in is reported where it
+is written (:func:`report_escaping_casts`, from the module walk of ``_escapes``):
+returned from a function declared to return one (``return cast(Mode, raw)``), or
+yielded by a generator declared to yield one, directly, through a variable of the
+function or a conditional, in a decorated function or a property too, or the body of
+a ``lambda``; or stored in a module's or a class's variable or in an attribute
+(``MODE: Mode = cast(Mode, os.environ["MODE"])``, ``self.mode = cast(Mode, raw)``).
+
+Not seen: ``Any`` (rather than a cast) stored into an attribute (``config.mode =
+loose``), or into a variable of another function or module that is then passed on,
+or returned through a variable that took ``Any`` (``mode: Mode = data; return
+mode``); mypy gives a plugin no hook on assignments. ``--disallow-any-expr`` reports
+those.
 """
 
 from __future__ import annotations
@@ -30,26 +43,38 @@ from collections.abc import Iterator
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.messages import format_type
 from mypy.nodes import (
+    AssignmentStmt,
     CallExpr,
     CastExpr,
+    ClassDef,
+    ConditionalExpr,
+    Decorator,
     DictExpr,
     Expression,
+    FuncDef,
     FuncItem,
     IndexExpr,
+    LambdaExpr,
     ListExpr,
     MemberExpr,
     NameExpr,
     RefExpr,
+    ReturnStmt,
     SetExpr,
     Statement,
     TupleExpr,
     TypeInfo,
     Var,
+    YieldExpr,
 )
+from mypy.server.subexpr import get_subexpressions
 from mypy.types import (
     AnyType,
+    CallableType,
     Instance,
+    LiteralType,
     TupleType,
     Type,
     TypedDictType,
@@ -58,7 +83,14 @@ from mypy.types import (
     get_proper_type,
 )
 
-from veridic.mypy._rebinding import bound_in_a_function, imports_name, sources
+from veridic.mypy import _names
+from veridic.mypy._rebinding import (
+    bound_in_a_function,
+    every_statement,
+    imports_name,
+    own_statements,
+    sources,
+)
 
 _DEPTH: Final = 4
 """How many variables deep to follow a value, and how deep to look into a type."""
@@ -84,6 +116,117 @@ def any_source(expr: Expression, checker: TypeChecker, depth: int = _DEPTH) -> s
         if further is not None:
             return further
     return None
+
+
+def report_escaping_casts(checker: TypeChecker, expressions: list[Expression]) -> None:
+    """Report a ``cast()`` to a ``Literal`` type that leaves the code it is written in: a
+    function returns or yields it as one, or it is stored where other code reads it (a
+    module's or a class's variable, an attribute).
+
+    Run by the walk of a whole module (``expressions`` are the module's), outside veridic.
+    """
+    from veridic.mypy import errorcodes
+
+    tree = checker.tree
+    if _names.in_package(tree.fullname):
+        return
+    found: list[tuple[CastExpr, str]] = []
+    for statement in every_statement(tree.defs):
+        if isinstance(statement, AssignmentStmt):
+            found.extend(_stored(statement))
+        function = statement.func if isinstance(statement, Decorator) else statement
+        if not isinstance(function, FuncDef) or not isinstance(function.type, CallableType):
+            continue
+        if not holds_text_literal(function.type.ret_type, _DEPTH):
+            continue
+        body = function.body.body
+        for given, how in _given_out(body):
+            found.extend((cast, f"{how} {function.name}()") for cast in _casts(given, body))
+    for expr in expressions:
+        if isinstance(expr, LambdaExpr):
+            found.extend((cast, "returned from a lambda") for cast in _casts(expr.expr(), []))
+    for cast, where in found:
+        checker.fail(
+            f"a cast() to {format_type(cast.type, checker.options)} {where}: other code "
+            "reads a Literal value as text written in code (instruction(f(raw)) and "
+            "instruction(settings.MODE) are accepted, and so is a Literal parameter filled by "
+            "it), but a cast changes what mypy believes, not the value, so that code got "
+            f"whatever text was cast, and instruction() mints it; {_RETURN_ADVICE}",
+            cast,
+            code=errorcodes.LITERAL,
+        )
+
+
+def _stored(statement: AssignmentStmt) -> Iterator[tuple[CastExpr, str]]:
+    """The casts to a ``Literal`` type an assignment stores where other code reads them: an
+    attribute (``self.mode = ...``), a module's or a class's variable (a function's own
+    variable is followed where it is returned, and where it is used)."""
+    casts = list(_casts(statement.rvalue, []))
+    if not casts:
+        return
+    for lvalue in statement.lvalues:
+        if isinstance(lvalue, MemberExpr):
+            where = f'stored in the attribute "{lvalue.name}"'
+        elif isinstance(lvalue, NameExpr) and isinstance(lvalue.node, Var):
+            if lvalue.node.fullname == lvalue.node.name:
+                continue  # a function's variable
+            where = f'stored in "{lvalue.node.fullname}"'
+        else:
+            continue
+        for cast in casts:
+            yield cast, where
+        return
+
+
+_RETURN_ADVICE: Final = (
+    'return the literal itself (if raw == "short": return "short"), use a mapping written in '
+    'code ({"short": "short"}[raw]), or validate the text (pydantic\'s '
+    "TypeAdapter(Mode).validate_python)"
+)
+
+
+def _given_out(body: list[Statement]) -> Iterator[tuple[Expression, str]]:
+    """What a function's ``body`` returns or yields (not its nested functions'), and how."""
+    for statement in own_statements(body):
+        if isinstance(statement, ReturnStmt) and statement.expr is not None:
+            yield statement.expr, "returned from"
+        if isinstance(statement, FuncItem | Decorator | ClassDef):
+            continue
+        for expr in get_subexpressions(statement):
+            if isinstance(expr, YieldExpr) and expr.expr is not None:
+                yield expr.expr, "yielded by"
+
+
+def _casts(expr: Expression, body: list[Statement], depth: int = _DEPTH) -> Iterator[CastExpr]:
+    """The ``cast()`` calls to a ``Literal`` type that ``expr`` returns: itself, a branch of a
+    conditional, or what a variable of ``body`` took."""
+    if isinstance(expr, CallExpr) and isinstance(expr.analyzed, CastExpr):
+        expr = expr.analyzed
+    if isinstance(expr, CastExpr):
+        if holds_text_literal(expr.type, _DEPTH):
+            yield expr
+    elif isinstance(expr, ConditionalExpr):
+        yield from _casts(expr.if_expr, body, depth)
+        yield from _casts(expr.else_expr, body, depth)
+    elif isinstance(expr, NameExpr) and isinstance(expr.node, Var) and depth > 0:
+        for source in sources(body, expr.node):
+            yield from _casts(source, body, depth - 1)
+
+
+def holds_text_literal(typ: Type, depth: int) -> bool:
+    """Whether ``typ`` holds a ``Literal`` of text anywhere a value can be read from it."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, LiteralType):
+        return isinstance(proper.value, str) and proper.fallback.type.fullname == "builtins.str"
+    if depth == 0:
+        return False
+    if isinstance(proper, UnionType | TupleType):
+        return any(holds_text_literal(item, depth - 1) for item in proper.items)
+    if isinstance(proper, TypedDictType):
+        return any(holds_text_literal(item, depth - 1) for item in proper.items.values())
+    if isinstance(proper, Instance):
+        return any(holds_text_literal(arg, depth - 1) for arg in proper.args)
+    return False
 
 
 def declared_source(expr: NameExpr, variable: Var, checker: TypeChecker) -> str | None:

@@ -16,10 +16,23 @@ the plugin cannot name):
   called, on ``globals()``, ``vars()``, ``vars(module)`` or ``module.__dict__``;
 - every call of ``setattr()`` or ``delattr()`` on a module: named by a literal that
   is one of its ``Final`` text constants, by text not known in the code, or on a
-  module the plugin cannot name (``sys.modules[name]``).
+  module the plugin cannot name (``sys.modules[name]``); the same on a class with a
+  ``Final`` text constant (its own or a base's), or on an instance of one, whose
+  attribute then shadows the constant for reads through it (``self.TONE``).
 
-Not seen: the namespace kept in a variable first (``ns = globals()``), and
-``exec()`` (which runs any code).
+The namespace may be kept in a variable first (``ns = globals(); ns["TONE"] = reply``,
+``ns = vars(prompts)``, ``(ns := prompts.__dict__)``): a name bound to a namespace
+anywhere in the module is read as that namespace. ``exec()`` and ``eval()`` run code
+in the caller's namespace when no ``globals`` are given (``exec(f"TONE = {reply!r}")``,
+``eval("(TONE := ...)")``, a ``global TONE`` inside), or in the namespace they are
+given: each such call is reported (``exec(code, {})`` runs in a namespace of its own
+and stays clean), and so is a namespace passed where a function takes a mutable
+mapping (``dict``, ``MutableMapping``, ``Any``), which may write through it.
+
+Not seen: a namespace reached through what the plugin cannot name
+(``sys.modules[name].__dict__``), or passed through a parameter typed ``Mapping``
+and cast back; ``exec()`` of text that names another module (``import prompts;
+prompts.TONE = ...``): code run by ``exec`` is not checked at all.
 """
 
 from __future__ import annotations
@@ -28,23 +41,43 @@ from typing import Final
 
 from mypy.checker import TypeChecker
 from mypy.nodes import (
+    AssignmentExpr,
+    AssignmentStmt,
     CallExpr,
     Context,
     Expression,
     IndexExpr,
     MemberExpr,
     MypyFile,
+    NameExpr,
     RefExpr,
     StrExpr,
+    TypeInfo,
     Var,
 )
 from mypy.plugin import FunctionContext, MethodContext
-from mypy.types import Instance, get_proper_type
+from mypy.server.subexpr import get_subexpressions
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    ProperType,
+    Type,
+    TypeType,
+    UnionType,
+    get_proper_type,
+)
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._rebinding import assigned
+from veridic.mypy._rebinding import assigned, every_statement
 
 ATTRIBUTE_WRITERS: Final = frozenset({"builtins.setattr", "builtins.delattr"})
+RUNNERS: Final = frozenset({"builtins.exec", "builtins.eval"})
+"""Built-ins that run code in the namespace they are given, else in their caller's."""
+_MUTABLE_MAPPINGS: Final = ("builtins.dict", "typing.MutableMapping")
+_PASSED: Final = "a parameter typed as a mutable mapping, which the function may write through, got"
+_RUN_HINT: Final = "run the code in a namespace of its own (exec(code, {})); "
+_PASS_HINT: Final = "pass a copy (dict(globals())); "
 _MUTATORS: Final = frozenset(
     {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__ior__"}
 )
@@ -64,27 +97,125 @@ def report_writes(checker: TypeChecker, expressions: list[Expression]) -> None:
     tree = checker.tree
     if _names.in_package(tree.fullname):
         return
+    held = _holders(tree, expressions)
     for target in assigned(tree.defs):
         if isinstance(target, IndexExpr):
-            _check_namespace(checker, target.base, target, "an item assigned through")
+            _check_namespace(checker, target.base, target, "an item assigned through", held)
     for expr in expressions:
         if isinstance(expr, MemberExpr) and expr.name in _MUTATORS:
-            _check_namespace(checker, expr.expr, expr, f"{expr.name}() called on")
+            _check_namespace(checker, expr.expr, expr, f"{expr.name}() called on", held)
+
+
+def check_runner(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecker) -> None:
+    """Report ``exec()``/``eval()`` run in a namespace of a module with ``Final`` text
+    constants: the caller's, when no ``globals`` are given, or the one given (as
+    ``globals`` or ``locals``)."""
+    tree = checker.tree
+    if _names.in_package(tree.fullname):
+        return
+    what = f"{callee.rpartition('.')[2]}()"
+    given = [arg for exprs in ctx.args[1:3] for arg in exprs]
+    seen: list[MypyFile | object] = []
+    if not ctx.args[1:2] or not ctx.args[1] or _is_none(ctx.args[1][0]):
+        seen.append(tree)
+        _check_runs_in(checker, tree, f"{what} without globals runs in", ctx.context, _RUN_HINT)
+    held: dict[int, MypyFile | object] | None = None
+    for arg in given:
+        if isinstance(arg, NameExpr) and held is None:
+            held = _holders_of(tree)
+        module = _namespace_of(arg, tree, held or {})
+        if module is not None and module not in seen:
+            seen.append(module)
+            _check_runs_in(checker, module, f"{what} runs in", arg, _RUN_HINT)
+
+
+def _is_none(expr: Expression) -> bool:
+    """Whether ``expr`` is ``None`` written out: ``exec(code, None)`` runs in the caller's
+    namespace, as if no ``globals`` were given."""
+    return isinstance(expr, NameExpr) and expr.fullname == "builtins.None"
+
+
+def check_passed(
+    ctx: FunctionContext | MethodContext, checker: TypeChecker, formals: list[Type | None]
+) -> None:
+    """Report a namespace of a module with ``Final`` text constants passed where a function
+    takes a mutable mapping (``poke(globals())``): the function may write through it."""
+    tree = checker.tree
+    if _names.in_package(tree.fullname):
+        return
+    held: dict[int, MypyFile | object] | None = None
+    for position, exprs in enumerate(ctx.args):
+        for arg in exprs:
+            if not _may_be_namespace(arg):
+                continue
+            if isinstance(arg, NameExpr) and held is None:
+                held = _holders_of(tree)
+            module = _namespace_of(arg, tree, held or {})
+            formal = formals[position] if position < len(formals) else None
+            if module is not None and _writable(formal):
+                _check_runs_in(checker, module, _PASSED, arg, _PASS_HINT)
+
+
+def may_pass_namespace(ctx: FunctionContext | MethodContext) -> bool:
+    """Whether a call's arguments may hold a module's namespace (a cheap look at their
+    shapes, before the parameters' types are looked up)."""
+    return any(_may_be_namespace(arg) for exprs in ctx.args for arg in exprs)
+
+
+def _may_be_namespace(expr: Expression) -> bool:
+    if isinstance(expr, AssignmentExpr):
+        return True
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr):
+        return expr.callee.fullname in _NAMESPACES
+    if isinstance(expr, MemberExpr):
+        return expr.name == "__dict__"
+    if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
+        typ = None if expr.node.type is None else get_proper_type(expr.node.type)
+        return isinstance(typ, Instance) and typ.type.fullname == "builtins.dict"
+    return False
+
+
+def _writable(formal: Type | None) -> bool:
+    """Whether a parameter may be written through: ``Any``, a ``dict``, a ``MutableMapping``."""
+    proper = None if formal is None else get_proper_type(formal)
+    if isinstance(proper, UnionType):
+        return any(_writable(item) for item in proper.items)
+    if isinstance(proper, AnyType):
+        return True
+    return isinstance(proper, Instance) and any(
+        proper.type.has_base(name) for name in _MUTABLE_MAPPINGS
+    )
+
+
+def _check_runs_in(
+    checker: TypeChecker, module: MypyFile | object, how: str, context: Context, hint: str = ""
+) -> None:
+    constants = _constants(module)
+    if constants == frozenset():
+        return
+    shown = (
+        "" if constants is None else f" (its Final constants: {', '.join(sorted(constants)[:5])})"
+    )
+    _fail(checker, f"{how} the namespace of {_display(module)}{shown}", context, hint)
 
 
 def check_attribute_write(
     callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecker
 ) -> None:
-    """Report ``setattr()``/``delattr()`` on a module that may rewrite a ``Final`` constant."""
+    """Report ``setattr()``/``delattr()`` on a module, or on a class or its instance, that may
+    rewrite (or, on an instance, shadow) a ``Final`` constant."""
     if len(ctx.args) < 2 or len(ctx.args[0]) != 1 or len(ctx.args[1]) != 1:
         return
     owner, name = ctx.args[0][0], ctx.args[1][0]
-    module: MypyFile | object | None = _module(owner)
+    module: MypyFile | TypeInfo | object | None = _module(owner)
     if module is None:
         typ = get_proper_type(ctx.arg_types[0][0])
-        if not isinstance(typ, Instance) or typ.type.fullname != _MODULE_TYPE:
-            return  # not a module: no Final constant of a module lives there
-        module = _UNKNOWN
+        if isinstance(typ, Instance) and typ.type.fullname == _MODULE_TYPE:
+            module = _UNKNOWN
+        else:
+            module = _class_of(typ)
+            if module is None:
+                return  # neither a module nor a class: no Final constant lives there
     what = f"{callee.rpartition('.')[2]}()"
     constants = _constants(module)
     if isinstance(name, StrExpr):
@@ -102,22 +233,69 @@ def check_attribute_write(
     _fail(checker, f"{what} on {_display(module)} sets {target}", ctx.context)
 
 
-def _check_namespace(checker: TypeChecker, base: Expression, context: Context, how: str) -> None:
-    module = _namespace_of(base, checker.tree)
-    if module is None:
-        return
-    constants = _constants(module)
-    if constants == frozenset():
-        return
-    shown = (
-        "" if constants is None else f" (its Final constants: {', '.join(sorted(constants)[:5])})"
-    )
-    _fail(checker, f"{how} the namespace of {_display(module)}{shown}", context)
+def _check_namespace(
+    checker: TypeChecker,
+    base: Expression,
+    context: Context,
+    how: str,
+    held: dict[int, MypyFile | object],
+) -> None:
+    module = _namespace_of(base, checker.tree, held)
+    if module is not None:
+        _check_runs_in(checker, module, how, context)
 
 
-def _namespace_of(expr: Expression, tree: MypyFile) -> MypyFile | object | None:
+_HELD: dict[str, tuple[MypyFile, dict[int, MypyFile | object]]] = {}
+""":func:`_holders` of each module walked in this build (its tree kept to tell builds apart)."""
+
+
+def forget() -> None:
+    """Drop what one build learnt (``VeridicPlugin`` calls this for each new build)."""
+    _HELD.clear()
+
+
+def _holders_of(tree: MypyFile) -> dict[int, MypyFile | object]:
+    """:func:`_holders` of ``tree``, once per module (the call hooks ask at each call)."""
+    cached = _HELD.get(tree.fullname)
+    if cached is None or cached[0] is not tree:
+        cached = _HELD[tree.fullname] = (tree, _holders(tree))
+    return cached[1]
+
+
+def _holders(
+    tree: MypyFile, expressions: list[Expression] | None = None
+) -> dict[int, MypyFile | object]:
+    """The variables bound anywhere in ``tree`` to a module's namespace (``ns = globals()``,
+    ``(ns := vars(prompts))``), by the id of their ``Var``, with the module. ``expressions``
+    are the module's, when the caller has them already."""
+    held: dict[int, MypyFile | object] = {}
+    for statement in every_statement(tree.defs):
+        if isinstance(statement, AssignmentStmt):
+            module = _namespace_of(statement.rvalue, tree, {})
+            if module is not None:
+                for lvalue in statement.lvalues:
+                    if isinstance(lvalue, NameExpr) and isinstance(lvalue.node, Var):
+                        held[id(lvalue.node)] = module
+    if expressions is None:
+        expressions = [expr for statement in tree.defs for expr in get_subexpressions(statement)]
+    for expr in expressions:
+        if isinstance(expr, AssignmentExpr) and isinstance(expr.target.node, Var):
+            module = _namespace_of(expr.value, tree, {})
+            if module is not None:
+                held[id(expr.target.node)] = module
+    return held
+
+
+def _namespace_of(
+    expr: Expression, tree: MypyFile, held: dict[int, MypyFile | object]
+) -> MypyFile | object | None:
     """The module whose namespace ``expr`` is: ``globals()``, ``vars()`` or ``vars(module)``,
-    ``module.__dict__``; ``None`` when it is none of them."""
+    ``module.__dict__``, a variable ``held`` binds to one (or ``:=`` binds); ``None`` when it
+    is none of them."""
+    if isinstance(expr, AssignmentExpr):
+        return _namespace_of(expr.value, tree, held)
+    if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
+        return held.get(id(expr.node))
     if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr):
         if expr.callee.fullname not in _NAMESPACES:
             return None
@@ -133,9 +311,29 @@ def _module(expr: Expression) -> MypyFile | None:
     return expr.node if isinstance(expr, RefExpr) and isinstance(expr.node, MypyFile) else None
 
 
-def _constants(module: MypyFile | object) -> frozenset[str] | None:
+def _class_of(typ: ProperType) -> TypeInfo | None:
+    """The class ``setattr()`` writes on: ``Prompts`` itself, ``type[Prompts]``, or an
+    instance (whose attribute of that name shadows the class's for reads through it)."""
+    if isinstance(typ, CallableType) and typ.is_type_obj():
+        return typ.type_object()
+    if isinstance(typ, TypeType):
+        typ = get_proper_type(typ.item)
+    return typ.type if isinstance(typ, Instance) else None
+
+
+def _constants(module: MypyFile | TypeInfo | object) -> frozenset[str] | None:
     """The names in ``module``'s namespace bound to a ``Final`` text constant (its own or
-    imported: either is read as code text there); ``None`` when the module is unknown."""
+    imported: either is read as code text there), or a class's (its bases' too); ``None``
+    when the module is unknown."""
+    if isinstance(module, TypeInfo):
+        return frozenset(
+            name
+            for base in module.mro
+            for name, symbol in base.names.items()
+            if isinstance(symbol.node, Var)
+            and symbol.node.is_final
+            and isinstance(symbol.node.final_value, str)
+        )
     if not isinstance(module, MypyFile):
         return None
     return frozenset(
@@ -147,17 +345,19 @@ def _constants(module: MypyFile | object) -> frozenset[str] | None:
     )
 
 
-def _display(module: MypyFile | object) -> str:
+def _display(module: MypyFile | TypeInfo | object) -> str:
+    if isinstance(module, TypeInfo):
+        return f'class "{module.name}"'
     if isinstance(module, MypyFile):
         return f'module "{module.fullname}"'
     return "a module the plugin cannot name"
 
 
-def _fail(checker: TypeChecker, what: str, context: Context) -> None:
+def _fail(checker: TypeChecker, what: str, context: Context, hint: str = "") -> None:
     checker.fail(
         f"{what}: the plugin reads a Final name bound to a literal as text written in code "
         "(instruction(TONE) is accepted), but rewritten at run time the name got whatever was "
-        f"written there, and instruction() mints it; {_ADVICE}",
+        f"written there, and instruction() mints it; {hint}{_ADVICE}",
         context,
         code=errorcodes.LITERAL,
     )

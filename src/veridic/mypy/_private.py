@@ -27,9 +27,9 @@ Hooks, outside the ``veridic`` package:
   it reads, then checks that module again when a dependency changed, and the
   imports would go unreported (and be cached so).
 
-Not seen: a module that imports such a name and makes no call at all (no hook
-runs in it; a module that uses the name does make a call, and is checked where
-it does), ``getattr`` with a computed name, ``vars(p)``, ``p.__dict__`` and
+A module that makes no call at all is read at the end of its check (``_escapes``).
+
+Not seen: ``getattr`` with a computed name, ``vars(p)``, ``p.__dict__`` and
 ``importlib.import_module`` (their results are ``Any``, which ``veridic-any``
 refuses in an instruction position).
 """

@@ -174,6 +174,15 @@ def every_statement(statements: list[Statement]) -> Iterator[Statement]:
     return _statements(statements)
 
 
+def own_statements(statements: list[Statement]) -> Iterator[Statement]:
+    """Every statement of a function's body ``statements``, at any depth, but not those of
+    the functions and classes defined in it (their ``return`` is their own)."""
+    for statement in statements:
+        yield statement
+        if not isinstance(statement, FuncItem | Decorator | OverloadedFuncDef | ClassDef):
+            yield from own_statements(list(_blocks(statement)))
+
+
 def assigned(statements: list[Statement]) -> Iterator[Expression]:
     """Every expression ``statements`` assign or delete (names, attributes, items), at any
     depth, displays unpacked."""

@@ -1,0 +1,128 @@
+"""A pydantic model's ``Literal`` field is filled without validation only by code text.
+
+The plugin reads a value typed ``Literal["short", "long"]`` as text written in code
+(``_code_text``): a model's field so typed (``style.mode``) is accepted by
+``instruction()`` and by a ``Literal`` parameter, since pydantic validates it. Two of
+``BaseModel``'s methods skip validation: ``Style.model_construct(mode=reply)`` and
+``style.model_copy(update={"mode": reply})`` store ``reply`` as it is, and mypy takes
+any value there (``**values: Any``, ``update: Mapping[str, Any]``). The field then
+holds outside text, and ``instruction(style.mode)`` mints it.
+
+Hook (``veridic-literal``): ``get_method_hook`` for ``model_construct`` and
+``model_copy`` of a model with a field whose type holds a text ``Literal``. A value
+given for such a field must be text written in code (a literal, a ``Literal``
+parameter, ...); a mapping the plugin cannot read key by key (``**data``, ``update=
+changes``) must not reach such a field either, so it is refused. Validate instead:
+``Style(mode=reply)``, ``Style.model_validate(data)``, ``style.model_copy()`` of a
+validated model.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mypy.checker import TypeChecker
+from mypy.nodes import ARG_STAR2, Context, DictExpr, Expression, StrExpr, TypeInfo, Var
+from mypy.plugin import MethodContext
+from mypy.types import CallableType, Instance, Type, TypeType, get_proper_type
+
+from veridic.mypy import _names, errorcodes
+from veridic.mypy._code_text import Written, classify, describe
+from veridic.mypy._literal_data import holds_text_literal
+
+_DEPTH: Final = 4
+_ADVICE: Final = (
+    "it skips validation, so the field holds whatever was given, and the plugin reads a "
+    "Literal field as text written in code (instruction() mints it); validate instead "
+    "(Model(field=value), Model.model_validate(data)), or give text written in code"
+)
+
+
+def literal_fields(info: TypeInfo) -> frozenset[str]:
+    """The fields of pydantic model ``info`` whose type holds a text ``Literal``."""
+    found: set[str] = set()
+    for base in reversed(info.mro):
+        if base.fullname == _names.BASE_MODEL or not base.has_base(_names.BASE_MODEL):
+            continue
+        for name, symbol in base.names.items():
+            node = symbol.node
+            if not isinstance(node, Var) or node.is_classvar or name.startswith("_"):
+                continue
+            if node.type is not None and holds_text_literal(node.type, _DEPTH):
+                found.add(name)
+            else:
+                found.discard(name)
+    return frozenset(found)
+
+
+def check(method: str, ctx: MethodContext) -> Type:
+    """Report a value for a ``Literal`` field that ``model_construct``/``model_copy`` stores
+    unvalidated, unless it is text written in code."""
+    checker = ctx.api
+    info = _model(ctx.type)
+    if not isinstance(checker, TypeChecker) or info is None:
+        return ctx.default_return_type
+    fields = literal_fields(info)
+    if not fields:
+        return ctx.default_return_type
+    where = f"{info.name}.{method}()"
+    for names, exprs, kinds in zip(ctx.arg_names, ctx.args, ctx.arg_kinds, strict=True):
+        for name, expr, kind in zip(names, exprs, kinds, strict=True):
+            if method == "model_construct" and kind == ARG_STAR2:
+                _check_mapping(checker, where, expr, fields)
+            elif method == "model_construct" and name in fields:
+                _check_value(checker, where, name, expr)
+            elif method == "model_copy" and name == "update":
+                _check_mapping(checker, where, expr, fields)
+    return ctx.default_return_type
+
+
+def _model(typ: Type) -> TypeInfo | None:
+    """The model a method is called on: a ``Style`` value, ``type[Style]`` or the class."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, TypeType):
+        proper = get_proper_type(proper.item)
+    info = None
+    if isinstance(proper, Instance):
+        info = proper.type
+    elif isinstance(proper, CallableType) and proper.is_type_obj():
+        info = proper.type_object()
+    return info if info is not None and info.has_base(_names.BASE_MODEL) else None
+
+
+def _check_mapping(
+    checker: TypeChecker, where: str, expr: Expression, fields: frozenset[str]
+) -> None:
+    if isinstance(expr, DictExpr):
+        for key, value in expr.items:
+            if key is None:
+                _check_mapping(checker, where, value, fields)
+            elif isinstance(key, StrExpr):
+                if key.value in fields:
+                    _check_value(checker, where, key.value, value)
+            else:
+                _fail(checker, where, "a key not written in code", fields, key)
+        return
+    _fail(checker, where, describe(expr, checker), fields, expr)
+
+
+def _check_value(checker: TypeChecker, where: str, name: str, expr: Expression) -> None:
+    verdict = classify(expr, checker)
+    if isinstance(verdict, Written):
+        return
+    checker.fail(
+        f'{where} got {verdict.what} for the Literal field "{name}": {_ADVICE}',
+        expr,
+        code=errorcodes.LITERAL,
+    )
+
+
+def _fail(
+    checker: TypeChecker, where: str, what: str, fields: frozenset[str], context: Context
+) -> None:
+    shown = ", ".join(sorted(fields)[:5])
+    checker.fail(
+        f"{where} got {what}, a mapping that may fill the Literal fields ({shown}): {_ADVICE}",
+        context,
+        code=errorcodes.LITERAL,
+    )
