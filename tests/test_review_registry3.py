@@ -446,3 +446,17 @@ def test_a_plans_notice_still_tells_a_tombstoned_tool_with_its_reason() -> None:
     plan = normalize_plan([{"id": "s1", "tool": "staff_notes", "arguments": {"order_id": 1}}], view)
     assert "not allowed in this session; notes are closed today" in plan.notice
     assert not plan.dropped[0].hidden
+
+
+def test_a_function_tools_name_branded_untrusted_is_refused_where_it_is_given() -> None:
+    # It was refused only at boot, as "untrusted text at title" of the input schema: the
+    # error named neither the name nor the decorator, and came from the first view.
+    registry = Registry()
+    with pytest.raises(ProvenanceError, match=r"@tool\(name=\.\.\.\) of 'lookup' .*source 'db'"):
+
+        @registry.tool(kind="query", name=untrusted("lookup", source="db"))
+        def lookup(query: str) -> str:
+            """Look a thing up."""
+            return query
+
+    assert "lookup" not in registry.view().names()  # nothing was registered

@@ -239,6 +239,8 @@ class Registry:
                 and ``_``, which a reader cannot tell apart; ``kind`` or ``risk``
                 is not one of its values, a query declares an effect (or the
                 hints of a write).
+            ProvenanceError: the name or the description is text branded
+                untrusted: both reach the capability section.
         """
         return self._decorator(
             None, kind, risk, irreversible, writes, name, description, roles, hints
@@ -679,6 +681,12 @@ class Registry:
                 )
             options = ToolOptions.check(
                 where, kind, risk, irreversible, written, name, description, role_set, hints
+            )
+            refuse_untrusted(
+                name,
+                f"@tool(name=...) of {where}",
+                "write the tool's name in code; a tool named from outside is "
+                "registry.external(..., pin=...)",
             )
             checked = check_tool_name(tool_name, where)
             # What the model is shown is read now, once: a docstring changed later is not seen.
