@@ -240,3 +240,36 @@ def test_a_stored_template_compares_searches_and_slices_as_jinja2_does(
     [(_, text)] = unfence(stored.render({"items": items, "needle": needle}))
     expected = ImmutableSandboxedEnvironment().from_string(body)
     assert text == expected.render(items=items, needle=needle)
+
+
+# -- str.join of a dict or a set: allowed when its order is the same in every process ---------
+
+
+class Labels(TypedDict):
+    labels: dict[str, str]
+    tags: set[str]
+
+
+def _labels(body: str) -> DataTemplate[Labels]:
+    source = Stored(content=body + "{% if false %}{{ labels }}{{ tags }}{% endif %}").content
+    return Templates().data_from_source(source, params=Labels)
+
+
+def test_a_stored_template_joins_a_dict_s_keys_or_values_in_the_dict_s_order() -> None:
+    body = '{{ ", ".join(labels) }}|{{ "+".join(labels.keys()) }}|{{ "/".join(labels.values()) }}'
+    values: Labels = {"labels": {"b": "bee", "a": "ay"}, "tags": {"x"}}
+    [(_, text)] = unfence(_labels(body).render(values))
+    assert text == "b, a|b+a|bee/ay"
+
+
+def test_a_stored_template_joining_a_set_is_told_to_sort_it_first() -> None:
+    # A set's order depends on the hash seed: the text would differ between workers.
+    values: Labels = {"labels": {}, "tags": {"beta", "alpha"}}
+    with pytest.raises(TemplateSandboxError, match="sandbox forbids") as caught:
+        _labels('{{ ", ".join(tags) }}').render(values)
+    message = str(caught.value)
+    assert "str.join() of a set" in message
+    assert "hash seed" in message
+    assert "(items|sort|list)" in message
+    [(_, text)] = unfence(_labels('{{ ", ".join(tags | sort | list) }}').render(values))
+    assert text == "alpha, beta"

@@ -24,8 +24,12 @@ which also stops their folding), and each refuses a result past a bound with a
   characters, ``|batch`` and ``|slice`` asking for more than 100,000 pieces; ``|sum``
   of lists or tuples joins them once (Python's ``sum`` copies them at each item);
 - methods of text: ``center``, ``ljust``, ``rjust``, ``zfill``, ``expandtabs``,
-  ``replace`` and ``join`` (of a list or tuple) making more than 10,000,000
-  characters; ``translate`` is refused (a table can map a character to any text);
+  ``replace`` and ``join`` making more than 10,000,000 characters; ``join`` takes a list,
+  a tuple, a dict or a dict's view (in the order the dict was built) and refuses a set,
+  whose order depends on the process's hash seed (a render is the same text in every
+  worker: provider prompt caching and audit hashes rely on it), and an iterator, whose
+  size is not known before it is read; ``translate`` is refused (a table can map a
+  character to any text);
 - ``lipsum()``: more than 100,000 words.
 
 What a whole render may spend (loop iterations and the items filters go through, what
@@ -41,7 +45,7 @@ does not trust (its customers) should render in a worker process with a timeout.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Final
 
 from jinja2 import pass_environment, pass_eval_context
@@ -501,13 +505,33 @@ def _charge_method(
 
 def _check_join(what: str, owner: str | bytes, arguments: tuple[object, ...]) -> None:
     items = arguments[0]
-    if not isinstance(items, list | tuple):
+    if isinstance(items, set | frozenset):
+        raise SecurityError(
+            f"{what} of a {type(items).__name__}: a set's order depends on the process's "
+            "hash seed, so the text would differ from one worker to the next (provider "
+            "prompt caching and audit hashes need the same bytes at every render): sort it "
+            "first, (items|sort|list)"
+        )
+    if isinstance(items, _IN_ORDER):
+        items = list(items)  # in the dict's order, the order it was built in
+    elif not isinstance(items, list | tuple):
         raise SecurityError(
             f"{what} of a {type(items).__name__}: a stored template joins a list or a tuple "
-            "(|list first), so that the size is known before the text is made"
+            "(or a dict's keys or values), so that the size is known before the text is "
+            "made: |list first"
         )
     separator = len(owner) * max(len(items) - 1, 0)
     _check_longest(what, sum(size(item) for item in items) + separator)
+
+
+_IN_ORDER: Final[tuple[type[Collection[object]], ...]] = (
+    dict,
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+)
+"""What a stored template may join besides a list or a tuple: a dict and its views, whose
+order is the order the dict was built in, the same in every process."""
 
 
 _PADDING: Final = frozenset({"center", "ljust", "rjust", "zfill"})
