@@ -139,6 +139,13 @@ def test_a_call_that_unpacks_a_large_list_into_its_arguments_is_charged_for_each
     assert _render("{% macro m() %}{{ varargs | length }}{% endmacro %}{{ m(*big) }}") == ("100000")
 
 
+def test_in_an_iterator_is_an_iteration_for_each_item_it_goes_through() -> None:
+    # |reverse is free (it gives an iterator), and `in` then goes through all of it.
+    _refused("{% for i in range(11) %}{{ -1 in (big | reverse) }}{% endfor %}", _ITERATIONS)
+    _refused("{% for i in range(11) %}{{ -1 is in (big | reverse) }}{% endfor %}", _ITERATIONS)
+    assert _render("{{ 5 in (big | reverse) }} {{ -1 is in (big | reverse) }}") == "True False"
+
+
 def test_a_test_given_a_large_list_by_select_reads_it_for_every_item() -> None:
     # 100,000 items, each searched for in 100,000: 5 * 10**9 comparisons in one expression.
     _refused('{{ big | reject("in", big) | first }}', _READ)

@@ -56,7 +56,7 @@ from jinja2.sandbox import MAX_RANGE
 from jinja2.tests import TESTS
 from jinja2.utils import generate_lorem_ipsum
 
-from veridic.templates._budget import LONGEST, consumed, current, made, size
+from veridic.templates._budget import LONGEST, consumed, current, made, searched, size
 
 __all__ = [
     "INTERCEPTED",
@@ -406,10 +406,8 @@ def bounded_tests(tests: Mapping[str, object]) -> dict[str, Filter]:
 
 def _bounded_in(value: object, seq: object) -> bool:
     """The ``in`` test: ``seq`` searched (a dict or a set by hash), ``value`` read."""
-    budget = current()
-    budget.reading(value)
-    budget.searching(seq)
-    return value in seq  # type: ignore[operator]  # as jinja2's test_in: Python refuses what has no `in`
+    current().reading(value)
+    return value in searched(seq)  # type: ignore[operator]  # as jinja2's test_in: Python refuses what has no `in`
 
 
 def _bounded_test(name: str, function: object) -> Filter:

@@ -318,7 +318,12 @@ def read(value: object) -> object:
 
 
 def searched(value: object) -> object:
-    """``value``, searched by ``in`` (the right operand): charged to the render."""
+    """``value``, searched by ``in`` (the right operand): charged to the render.
+
+    An iterator (``items|reverse``) is searched item by item: an iteration for each.
+    """
+    if isinstance(value, Iterator):
+        return iterate(value)
     current().searching(value)
     return value
 
