@@ -157,6 +157,29 @@ def test_a_slice_is_charged_as_made() -> None:
     _refused("{% for i in range(101) %}{{ doc[::-1] | length }}{% endfor %}", "made more than")
 
 
+class Numbers(TypedDict):
+    big: list[int]
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ("{% for i in range(1001) %}{{ -1 in big }}{% endfor %}", _READ),
+        ("{% for i in range(11) %}{{ big | max }}{% endfor %}", _ITERATIONS),
+        ("{% for i in range(1001) %}{{ big[:] | length }}{% endfor %}", "made more than"),
+    ],
+)
+def test_a_stored_instruction_template_is_charged_as_a_data_template_is(
+    body: str, fragment: str
+) -> None:
+    stored = Templates().instruction_from_source(Stored(content=body).content, params=Numbers)
+    with pytest.raises(TemplateSandboxError, match=fragment):
+        stored.render({"big": _BIG})
+    ordinary = "{{ 1 == 1 }} {{ big[:2] }} {{ 3 in big }} {{ big | select('odd') | first }}"
+    rendered = Templates().instruction_from_source(Stored(content=ordinary).content, params=Numbers)
+    assert rendered.render({"big": _BIG}) == "True [0, 1] True 1"
+
+
 # -- what real templates do still renders, with room to spare -------------------------------
 
 
