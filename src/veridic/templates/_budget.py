@@ -20,19 +20,21 @@ and templates shipped with the code never look), and:
 - what filters, tests (``is in``), comparisons and ``in`` (Python's, which jinja2 compiles
   with no sandbox hook: veridic rewrites their operands) and the methods of texts and
   containers (``.count``, ``.find``, ``.index``) read: a text its characters, a container
-  its size (below), at most :data:`MOST_READ` a render;
+  its size (below), at most :data:`MOST_READ` a render; ``in`` a dict or a set is a lookup
+  by hash and reads nothing, ``in`` an iterator an iteration for each item;
 - calls (a macro, a method, a global, ``loop()``): at most :data:`MOST_CALLS` a render
   (a macro call costs jinja2 some microseconds, twenty times an empty iteration); a
   call's arguments past the eighth (``m(*items)``) are iterations;
 - every text, list, tuple or dict that the template makes (``~``, ``+``, ``*``,
   ``%``, a ``[...]``, ``(...)`` or ``{...}``, a filter, a call, a ``{% set %}`` block
-  or a macro's output, a slice) is *sized* when it is made: its characters and items, counting
+  or a macro's output) is *sized* when it is made: its characters and items, counting
   what it holds as often as it holds it (``[x, x]`` is twice ``x``), at most
-  :data:`LONGEST`; what the render makes in all is at most :data:`MOST_MADE`;
+  :data:`LONGEST`; a slice is charged its length (it holds what its source held); what
+  the render makes in all is at most :data:`MOST_MADE`;
 - what the render writes is at most :data:`LONGEST` characters.
 
 So the work of a render is bounded by a constant times these bounds: per item, what a
-filter or a C loop of Python spends, a microsecond or less. What a render spends is
+filter or a C loop of Python spends, at most some microseconds. What a render spends is
 still proportional to its source's length (each expression runs at each iteration), and
 a filter or global the application registered, or a ``repr`` of the application's own
 class, costs what its code costs.
