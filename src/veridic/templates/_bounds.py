@@ -24,23 +24,28 @@ which also stops their folding), and each refuses a result past a bound with a
   characters, ``|batch`` and ``|slice`` asking for more than 100,000 pieces; ``|sum``
   of lists or tuples joins them once (Python's ``sum`` copies them at each item);
 - methods of text: ``center``, ``ljust``, ``rjust``, ``zfill``, ``expandtabs``,
-  ``replace`` and ``join`` (of a list or tuple) making more than 10,000,000
-  characters; ``translate`` is refused (a table can map a character to any text);
+  ``replace`` and ``join`` making more than 10,000,000 characters; ``join`` takes a list,
+  a tuple, a dict or a dict's view (in the order the dict was built) and refuses a set,
+  whose order depends on the process's hash seed (a render is the same text in every
+  worker: provider prompt caching and audit hashes rely on it), and an iterator, whose
+  size is not known before it is read; ``translate`` is refused (a table can map a
+  character to any text);
 - ``lipsum()``: more than 100,000 words.
 
-What a whole render may spend (loop iterations, calls, the size of every value it
-makes, what it writes) is ``_budget``'s. Some costs stay unbounded in-process: reading
-a large value again and again (comparing or searching a 10 MB text in each of a million
-iterations), ``|wordwrap`` of one very long word at a small width (quadratic in Python's
-``textwrap``), a value of the application's own class whose ``repr`` is slow. A
-template from authors the application does not trust (its customers) should render in
-a worker process with a timeout.
+What a whole render may spend (loop iterations and the items filters go through, what
+filters, tests, comparisons and methods read, calls, the size of every value it makes,
+what it writes) is ``_budget``'s: every filter and test of the sandboxed environment
+charges what it reads (:func:`bounded_filters`, :func:`bounded_tests`). Some costs stay
+unbounded in-process: ``|wordwrap`` of one very long word at a small width (quadratic in
+Python's ``textwrap``), a value of the application's own class whose ``repr`` is slow,
+a filter or global of the application's own. A template from authors the application
+does not trust (its customers) should render in a worker process with a timeout.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Final
 
 from jinja2 import pass_environment, pass_eval_context
@@ -48,15 +53,17 @@ from jinja2.exceptions import SecurityError
 from jinja2.filters import FILTERS, do_format, make_attrgetter
 from jinja2.nodes import EvalContext
 from jinja2.sandbox import MAX_RANGE
+from jinja2.tests import TESTS
 from jinja2.utils import generate_lorem_ipsum
 
-from veridic.templates._budget import LONGEST, made, size
+from veridic.templates._budget import LONGEST, consumed, current, made, searched, size
 
 __all__ = [
     "INTERCEPTED",
     "bounded_filters",
     "bounded_format",
     "bounded_lipsum",
+    "bounded_tests",
     "check_binop",
     "check_call",
     "check_result",
@@ -307,24 +314,75 @@ def _bounded_sum(
     return items if isinstance(start, list) else tuple(items)
 
 
+_AT_ONCE: Final = frozenset(
+    {"length", "count", "first", "last", "random", "default", "d", "attr", "reverse"}
+)
+"""jinja2's filters that take what they need of their value without reading it whole
+(``|reverse`` of a list gives an iterator, charged as it is read; of a text it makes one)."""
+_ONE_BY_ONE: Final = frozenset(
+    {
+        "batch",
+        "dictsort",
+        "groupby",
+        "items",
+        "join",
+        "list",
+        "map",
+        "max",
+        "min",
+        "reject",
+        "rejectattr",
+        "select",
+        "selectattr",
+        "slice",
+        "sort",
+        "sum",
+        "unique",
+    }
+)
+"""jinja2's filters that go through their value item by item (a text character by
+character): what they read is charged as iterations."""
+_WORD_BY_WORD: Final = frozenset({"striptags", "title", "urlize", "wordcount", "wordwrap"})
+"""jinja2's filters that go through a text word by word in Python (a microsecond a word,
+a thousand times what ``|upper`` spends): a text's words are charged as iterations."""
+_WORD: Final = 5
+"""Characters counted as one word, one iteration, of a text a filter goes through."""
+
+
+def _step(name: str) -> int:
+    """How many characters of a text the filter ``name`` takes in an iteration (0: none)."""
+    if name in _ONE_BY_ONE:
+        return 1
+    return _WORD if name in _WORD_BY_WORD else 0
+
+
 def bounded_filters(filters: Mapping[str, Filter]) -> dict[str, Filter]:
-    """``filters`` for a sandboxed environment: each result sized; jinja2's own filters
-    that pad, wrap, replace, join, sum or cut into pieces checked before they run."""
+    """``filters`` for a sandboxed environment: what each reads charged to the render and
+    its result sized; jinja2's own filters that pad, wrap, replace, join, sum or cut into
+    pieces checked before they run."""
     bounded: dict[str, Filter] = {}
     for name, function in filters.items():
-        check = _FILTER_CHECKS.get(name) if function is FILTERS.get(name) else None
+        own = function is FILTERS.get(name)
+        check = _FILTER_CHECKS.get(name) if own else None
         if function is FILTERS.get("join"):
             function = _bounded_join
         elif function is FILTERS.get("sum"):
             function = _bounded_sum
-        bounded[name] = _bounded_filter(function, check)
+        reads = not (own and name in _AT_ONCE)
+        bounded[name] = _bounded_filter(function, check, reads, _step(name) if own else 0)
     return bounded
 
 
-def _bounded_filter(function: Filter, check: Callable[..., None] | None) -> Filter:
+def _bounded_filter(
+    function: Filter, check: Callable[..., None] | None, reads: bool, step: int
+) -> Filter:
     passed = 1 if getattr(function, "jinja_pass_arg", None) is not None else 0
 
     def bounded(*arguments: object, **options: object) -> object:
+        if reads and len(arguments) > passed:
+            subject = consumed(arguments[passed], step)
+            if subject is not arguments[passed]:  # an iterator, charged as it is read
+                arguments = (*arguments[:passed], subject, *arguments[passed + 1 :])
         if check is not None:
             check(*arguments[passed:], **options)
         result = function(*arguments, **options)
@@ -335,6 +393,42 @@ def _bounded_filter(function: Filter, check: Callable[..., None] | None) -> Filt
     if passed:
         bounded.jinja_pass_arg = function.jinja_pass_arg  # type: ignore[attr-defined]  # jinja2's own marker, read by its compiler
     bounded.__name__ = getattr(function, "__name__", "filter")
+    bounded.__doc__ = function.__doc__
+    return bounded
+
+
+def bounded_tests(tests: Mapping[str, object]) -> dict[str, Filter]:
+    """``tests`` for a sandboxed environment: every value a test reads is charged to the
+    render (``x is in items`` searches ``items``; ``|select("in", items)`` does it once
+    for each item it selects from)."""
+    return {name: _bounded_test(name, function) for name, function in tests.items()}
+
+
+def _bounded_in(value: object, seq: object) -> bool:
+    """The ``in`` test: ``seq`` searched (a dict or a set by hash), ``value`` read."""
+    current().reading(value)
+    return value in searched(seq)  # type: ignore[operator]  # as jinja2's test_in: Python refuses what has no `in`
+
+
+def _bounded_test(name: str, function: object) -> Filter:
+    if function is TESTS.get("in"):
+        return _bounded_in
+    if not callable(function):
+        raise TypeError(f"the test {name!r} is a {type(function).__name__}, not a function")
+    passed = 1 if getattr(function, "jinja_pass_arg", None) is not None else 0
+
+    def bounded(*arguments: object, **options: object) -> object:
+        budget = current()
+        for argument in arguments[passed:]:
+            budget.reading(argument)
+        if options:
+            for option in options.values():
+                budget.reading(option)
+        return function(*arguments, **options)
+
+    if passed:
+        bounded.jinja_pass_arg = function.jinja_pass_arg  # type: ignore[attr-defined]  # as for filters
+    bounded.__name__ = getattr(function, "__name__", "test")
     bounded.__doc__ = function.__doc__
     return bounded
 
@@ -359,6 +453,8 @@ def check_call(function: object, arguments: tuple[object, ...], options: dict[st
         SecurityError: the result would be past :data:`LONGEST`.
     """
     owner = getattr(function, "__self__", None)
+    if type(function) in _BUILTIN_METHODS and isinstance(owner, _READ_BY_METHODS):
+        _charge_method(owner, getattr(function, "__name__", ""), arguments, options)
     if not isinstance(owner, str | bytes):
         return
     name = getattr(function, "__name__", "")
@@ -387,15 +483,53 @@ def check_call(function: object, arguments: tuple[object, ...], options: dict[st
         )
 
 
+_BUILTIN_METHODS: Final = (type("".count), type([].__len__))
+_READ_BY_METHODS: Final = (str, bytes, list, tuple, dict, set, frozenset)
+_AT_THE_ENDS: Final = frozenset({"startswith", "endswith"})
+
+
+def _charge_method(
+    owner: object, name: str, arguments: tuple[object, ...], options: dict[str, object]
+) -> None:
+    """A method of a text or a container (``.count``, ``.index``, ``.find``, ``.join``) reads
+    its value and its arguments whole, as a filter does: charged to the render. A dict's
+    methods (``.get``, ``.items()``) and ``.startswith`` read only their arguments."""
+    budget = current()
+    if not isinstance(owner, dict) and name not in _AT_THE_ENDS:
+        budget.reading(owner)
+    for argument in (*arguments, *options.values()):
+        budget.reading(argument)
+
+
 def _check_join(what: str, owner: str | bytes, arguments: tuple[object, ...]) -> None:
     items = arguments[0]
-    if not isinstance(items, list | tuple):
+    if isinstance(items, set | frozenset):
+        raise SecurityError(
+            f"{what} of a {type(items).__name__}: a set's order depends on the process's "
+            "hash seed, so the text would differ from one worker to the next (provider "
+            "prompt caching and audit hashes need the same bytes at every render): sort it "
+            "first, (items|sort|list)"
+        )
+    if isinstance(items, _IN_ORDER):
+        items = list(items)  # in the dict's order, the order it was built in
+    elif not isinstance(items, list | tuple):
         raise SecurityError(
             f"{what} of a {type(items).__name__}: a stored template joins a list or a tuple "
-            "(|list first), so that the size is known before the text is made"
+            "(or a dict's keys or values), so that the size is known before the text is "
+            "made: |list first"
         )
     separator = len(owner) * max(len(items) - 1, 0)
     _check_longest(what, sum(size(item) for item in items) + separator)
+
+
+_IN_ORDER: Final[tuple[type[Collection[object]], ...]] = (
+    dict,
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+)
+"""What a stored template may join besides a list or a tuple: a dict and its views, whose
+order is the order the dict was built in, the same in every process."""
 
 
 _PADDING: Final = frozenset({"center", "ljust", "rjust", "zfill"})

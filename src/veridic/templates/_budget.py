@@ -8,15 +8,36 @@ times (its text is 2**60 items). So every render of a sandboxed template carries
 :class:`Budget` (in a context variable: compiled code finds it without an argument,
 and templates shipped with the code never look), and:
 
-- loop iterations (recursive loops too): at most :data:`MOST_ITERATIONS` a render;
+- loop iterations (recursive loops too), and the items a filter goes through one by one
+  (``|select``, ``|map``, ``|sort``, ``|join``, ``|sum``, ``|max``...: a list, tuple, dict,
+  set, range or view is charged its length when it is handed over, an iterator an
+  iteration for each item taken, so that a chain of lazy filters pays for each item it
+  passes on and ``|first`` pays for one; a text is charged a word in five characters by
+  the filters that go through it word by word in Python, ``|wordwrap``, ``|urlize``...):
+  at most :data:`MOST_ITERATIONS` a render. ``|length``, ``|first``, ``|last``,
+  ``|count``, ``|random``, ``|default``, ``|attr`` and ``|reverse`` take what they need
+  and are not charged;
+- what filters, tests (``is in``), comparisons and ``in`` (Python's, which jinja2 compiles
+  with no sandbox hook: veridic rewrites their operands) and the methods of texts and
+  containers (``.count``, ``.find``, ``.index``) read: a text its characters, a container
+  its size (below), at most :data:`MOST_READ` a render; ``in`` a dict or a set is a lookup
+  by hash and reads nothing, ``in`` an iterator an iteration for each item;
 - calls (a macro, a method, a global, ``loop()``): at most :data:`MOST_CALLS` a render
-  (a macro call costs jinja2 some microseconds, twenty times an empty iteration);
+  (a macro call costs jinja2 some microseconds, twenty times an empty iteration); a
+  call's arguments past the eighth (``m(*items)``) are iterations;
 - every text, list, tuple or dict that the template makes (``~``, ``+``, ``*``,
   ``%``, a ``[...]``, ``(...)`` or ``{...}``, a filter, a call, a ``{% set %}`` block
   or a macro's output) is *sized* when it is made: its characters and items, counting
   what it holds as often as it holds it (``[x, x]`` is twice ``x``), at most
-  :data:`LONGEST`; what the render makes in all is at most :data:`MOST_MADE`;
+  :data:`LONGEST`; a slice is charged its length (it holds what its source held); what
+  the render makes in all is at most :data:`MOST_MADE`;
 - what the render writes is at most :data:`LONGEST` characters.
+
+So the work of a render is bounded by a constant times these bounds: per item, what a
+filter or a C loop of Python spends, at most some microseconds. What a render spends is
+still proportional to its source's length (each expression runs at each iteration), and
+a filter or global the application registered, or a ``repr`` of the application's own
+class, costs what its code costs.
 
 Sizes are remembered per object for the render (the sandbox refuses changing a
 list, dict or set, so a size stays true), so sizing a list of lists costs its own
@@ -28,7 +49,7 @@ one value a template can change after it was sized.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextvars import ContextVar
 from typing import Final
 
@@ -40,13 +61,18 @@ __all__ = [
     "MOST_CALLS",
     "MOST_ITERATIONS",
     "MOST_MADE",
+    "MOST_READ",
     "BoundedNamespace",
     "Budget",
+    "consumed",
+    "copied",
     "current",
     "iterate",
     "made",
     "making",
+    "read",
     "render",
+    "searched",
     "size",
 ]
 
@@ -56,11 +82,27 @@ model reads (a 2M-token context is about 8M characters)."""
 MOST_MADE: Final = 100_000_000
 """Characters and items a render makes in all (ten times what it may write)."""
 MOST_ITERATIONS: Final = 1_000_000
-"""Loop iterations in one render (ten ranges of jinja2's largest; a quarter of a second)."""
+"""Loop iterations in one render, and items a filter goes through one by one (ten ranges
+of jinja2's largest; a quarter of a second)."""
+MOST_READ: Final = 100_000_000
+"""Characters and items that filters, tests, comparisons and methods read in one render
+(as much as it may make)."""
 MOST_CALLS: Final = 200_000
 """Calls in one render (a second or two of macro calls)."""
 
 _CONTAINERS: Final = (list, tuple, dict, set, frozenset)
+_VIEWS: Final[tuple[type[Sized], ...]] = (
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+    range,
+)
+"""Sized values that are not sized by what they hold: read item by item, ``len`` each."""
+_SCALARS: Final = frozenset({int, float, bool, type(None)})
+_HASHED: Final[tuple[type, ...]] = (dict, set, frozenset, type({}.keys()))
+"""Containers that ``in`` searches by hash, without reading them."""
+_SIZED: Final = (str, bytes, *_CONTAINERS)
+_ONE_BY_ONE: Final[tuple[type[Sized], ...]] = (*_CONTAINERS, *_VIEWS)
 _ADVICE: Final = (
     "a prompt template never needs that much: remove the loop, call or value that grows "
     "from the stored template, or ship the template with the code and load it with "
@@ -71,12 +113,13 @@ _ADVICE: Final = (
 class Budget:
     """What one render has spent so far, and the sizes it has measured."""
 
-    __slots__ = ("_sizes", "calls", "iterations", "made", "written")
+    __slots__ = ("_sizes", "calls", "iterations", "made", "read", "written")
 
     def __init__(self) -> None:
         self.iterations = 0
         self.calls = 0
         self.made = 0
+        self.read = 0
         self.written = 0
         # id -> (the object, its size): the object is kept so that its id is not reused.
         self._sizes: dict[int, tuple[object, int]] = {}
@@ -84,9 +127,48 @@ class Budget:
     def iteration(self) -> None:
         self.iterations += 1
         if self.iterations > MOST_ITERATIONS:
+            self._too_many_iterations()
+
+    def items(self, count: int) -> None:
+        """``count`` items a filter goes through one by one: iterations, charged at once."""
+        self.iterations += count
+        if self.iterations > MOST_ITERATIONS:
+            self._too_many_iterations()
+
+    def _too_many_iterations(self) -> None:
+        raise SecurityError(
+            f"the render ran more than {MOST_ITERATIONS:,} loop iterations (each item a "
+            f"filter such as |select, |map, |sort or |join goes through counts as one); "
+            f"{_ADVICE}"
+        )
+
+    def reading(self, value: object) -> None:
+        """``value``, read whole by a filter, test, comparison or method: charged its extent."""
+        kind = type(value)
+        if kind in _SCALARS:
+            return  # the common case: a number compared, a flag tested
+        self.read += len(value) if kind is str else self._extent(value)  # type: ignore[arg-type]  # a str, by its exact type
+        if self.read > MOST_READ:
             raise SecurityError(
-                f"the render ran more than {MOST_ITERATIONS:,} loop iterations; {_ADVICE}"
+                f"the render read more than {MOST_READ:,} characters and items in filters, "
+                "tests, comparisons and methods (a long text or a large list searched, "
+                f"compared or scanned again and again); {_ADVICE}"
             )
+
+    def searching(self, value: object) -> None:
+        """``value``, searched by ``in``: a dict or a set looks up by hash, anything else
+        is read whole."""
+        if not isinstance(value, _HASHED):
+            self.reading(value)
+
+    def _extent(self, value: object) -> int:
+        """What reading ``value`` whole costs: its size (a text's characters, what a
+        container holds), a range's or a view's length, one for anything else."""
+        if isinstance(value, _SIZED):
+            return self.size(value)
+        if isinstance(value, _VIEWS):
+            return len(value)
+        return 1
 
     def call(self) -> None:
         self.calls += 1
@@ -157,12 +239,18 @@ class Budget:
             return len(repr(value))
         total = 1
         for item in items:
-            if isinstance(item, Namespace):
+            kind = type(item)
+            if kind is str:  # the common items first, sized inline: a measure is per item
+                total += len(item)  # type: ignore[arg-type]  # a str, by its exact type
+            elif kind is int:
+                total += item.bit_length() // 3 + 1  # type: ignore[attr-defined]  # an int, likewise
+            elif isinstance(item, Namespace):
                 raise SecurityError(
                     f"a {type(value).__name__} holds a namespace(); a namespace can change "
                     "after the value holding it was measured: keep namespaces in variables"
                 )
-            total += self.size(item)
+            else:
+                total += self.size(item)
             if total > LONGEST:
                 break  # over the bound: the caller refuses it, the rest need not be counted
         return total
@@ -213,11 +301,66 @@ def size(value: object) -> int:
     return current().size(value)
 
 
+def copied(value: object) -> object:
+    """``value``, a slice the template took (``items[1:]``, ``text[::-1]``): charged as made.
+
+    A slice holds only what its source held, so its length is charged and it is not
+    measured again (measuring a copy of a long list item by item would cost more than
+    making it).
+    """
+    current()._charge(len(value) if isinstance(value, _SIZED) else 1)
+    return value
+
+
+def read(value: object) -> object:
+    """``value``, about to be read whole (a comparison's operand): charged to the render."""
+    if type(value) not in _SCALARS:
+        current().reading(value)
+    return value
+
+
+def searched(value: object) -> object:
+    """``value``, searched by ``in`` (the right operand): charged to the render.
+
+    An iterator (``items|reverse``) is searched item by item: an iteration for each.
+    """
+    if isinstance(value, Iterator):
+        return iterate(value)
+    current().searching(value)
+    return value
+
+
+def consumed(value: object, step: int) -> object:
+    """``value``, handed to a filter that reads it: charged to the render.
+
+    A list, tuple, dict, set, range or view is charged its items as iterations; a text is
+    charged as iterations too when the filter goes through it in Python, ``step``
+    characters at a time (1 for ``|unique`` or ``|sort`` of a text, a word for
+    ``|wordwrap``); 0 reads it whole, as C code does. Either way its size is charged as
+    read. An iterator (what ``|select`` or ``|map`` gives) is charged lazily, an iteration
+    for each item taken: a chain of filters pays for each item it passes on, and
+    ``|first`` pays for one.
+    """
+    budget = current()
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, _ONE_BY_ONE):
+        budget.items(len(value))
+    elif step and isinstance(value, str):
+        budget.items(len(value) // step)
+    elif isinstance(value, Iterator):
+        return iterate(value)
+    budget.reading(value)
+    return value
+
+
 def iterate(iterable: Iterable[object]) -> Iterator[object]:
     """``iterable``'s items, each an iteration of the render (a ``{% for %}``'s)."""
     budget = current()
     for item in iterable:
-        budget.iteration()
+        budget.iterations += 1  # Budget.iteration(), inlined: this runs for every item
+        if budget.iterations > MOST_ITERATIONS:
+            budget.iteration()  # raises
         yield item
 
 

@@ -43,11 +43,21 @@ from veridic.templates._bounds import (
     bounded_filters,
     bounded_format,
     bounded_lipsum,
+    bounded_tests,
     check_binop,
     check_call,
     check_result,
 )
-from veridic.templates._budget import BoundedNamespace, current, iterate, made, making
+from veridic.templates._budget import (
+    BoundedNamespace,
+    copied,
+    current,
+    iterate,
+    made,
+    making,
+    read,
+    searched,
+)
 from veridic.templates._custom import NONE, Custom
 from veridic.templates._runtime import EMITTED_AS_IS, concat, emit
 from veridic.text.provenance import TrustedInstruction, mint
@@ -66,7 +76,10 @@ Kind = Literal["instruction", "data"]
 _LITERAL: Final = "<veridic:literal>"  # Const(index): environment.literals[index]
 _EMIT: Final = "<veridic:emit>"  # node, Const(origin): environment.emit(node, origin)
 _ITERATE: Final = "<veridic:iterate>"  # node: environment.iterate(node), sandboxed only
-_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE})
+_READ: Final = "<veridic:read>"  # node: environment.read(node), sandboxed only
+_SEARCHED: Final = "<veridic:searched>"  # node: environment.searched(node), sandboxed only
+_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED})
+_CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
 
 
 class ProvenanceCodeGenerator(CodeGenerator):
@@ -93,8 +106,8 @@ class ProvenanceCodeGenerator(CodeGenerator):
             self.visit(inner, frame)
             self.write(") in environment.emitted_as_is else environment.emit(_veridic_output, ")
             self.write(f"{arguments[0].value!r}))")
-        elif node.name == _ITERATE and inner is not None:
-            self.write("environment.iterate(")
+        elif node.name in _CHARGES and inner is not None:
+            self.write(f"environment.{_CHARGES[node.name]}(")
             self.visit(inner, frame)
             self.write(")")
         else:  # pragma: no cover - the rewrite builds only the shapes above
@@ -116,6 +129,15 @@ class ProvenanceCodeGenerator(CodeGenerator):
             self._made(super().visit_Tuple, node, frame)
         else:  # a target: {% for a, b in ... %}, {% set a, b = ... %}
             super().visit_Tuple(node, frame)
+
+    def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
+        if isinstance(node.arg, nodes.Slice) and self.environment.sandboxed:
+            # A slice copies, and jinja2 compiles it to Python's, not to getitem().
+            self.write("environment.copied(")
+            super().visit_Getitem(node, frame)
+            self.write(")")
+        else:
+            super().visit_Getitem(node, frame)
 
     def _made(self, visit: Callable[[Any, Frame], None], node: nodes.Expr, frame: Frame) -> None:
         if not self.environment.sandboxed:
@@ -231,8 +253,10 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
 
     ``**``, ``*``, ``%``, ``+`` and ``-`` (and the filters and text methods that pad,
     replace or join) refuse results past the bounds of ``_bounds``: jinja2 would
-    compute them as Python does, even while compiling. Loops, calls and what the
-    template makes are charged to the render's budget (``_budget``). A list, dict or
+    compute them as Python does, even while compiling. Loops, calls, what the
+    template makes and what its filters, tests, comparisons (``in``, ``==``...) and
+    methods read are charged to the render's budget (``_budget``): a comparison's
+    operands and a slice are rewritten for it, as a loop's iterable is. A list, dict or
     set cannot be changed (jinja2's ``ImmutableSandboxedEnvironment`` rule): a stored
     template could otherwise grow a value after it was measured, or change the
     application's own values it was given.
@@ -261,9 +285,13 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         self.filters["format"] = bounded_format
         own = {name: self.filters.pop(name) for name in _OWN}
         self.filters = {**bounded_filters(self.filters), **own}
+        self.tests = bounded_tests(self.tests)  # type: ignore[assignment]  # jinja2 types them as its own functions; these are called as they are
         self.globals.update(lipsum=bounded_lipsum, namespace=BoundedNamespace)
         self.made = made
         self.iterate = iterate
+        self.read = read
+        self.searched = searched
+        self.copied = copied
         self.concat = _bounded_concat(self.concat)  # type: ignore[method-assign]  # jinja2's hook for buffered output
 
     def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
@@ -282,13 +310,23 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     ) -> Any:
         """A call from the template: counted, and its result sized (``_budget``).
 
-        A recursive loop's ``loop(items)`` iterates ``items`` as a ``{% for %}`` does.
+        Arguments past the eighth (``m(*items)`` passes one an item) are charged as
+        iterations. A recursive loop's ``loop(items)`` iterates ``items`` as a
+        ``{% for %}`` does;
+        what ``loop.changed(...)`` and a method of a text or container (``.count``,
+        ``.find``, ``.join``) read is charged as read.
         """
         budget = current()
         budget.call()
+        given = len(args) + len(kwargs)
+        if given > _CALL_ARGUMENTS:  # only m(*items) or m(**mapping) passes that many
+            budget.items(given - _CALL_ARGUMENTS)
         check_call(__obj, args, kwargs)
         if isinstance(__obj, LoopContext) and args:
             args = (iterate(args[0]), *args[1:])
+        elif isinstance(getattr(__obj, "__self__", None), LoopContext):
+            for argument in args:  # loop.changed(x) compares x with the last one
+                budget.reading(argument)
         result = SandboxedEnvironment.call(__self, __context, __obj, *args, **kwargs)
         if type(result) is not str and any(result is argument for argument in args):
             return result  # given, not made: a value passed through
@@ -307,6 +345,8 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
 
 
 _STR_FORMATTERS: Final = frozenset({"format", "format_map"})
+_CALL_ARGUMENTS: Final = 8
+"""Arguments a call passes as part of the call; each past them is charged an iteration."""
 
 
 def _bounded_concat(concat: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -333,6 +373,12 @@ class _Rewrite:
             for loop in tree.find_all(nodes.For):
                 if isinstance(loop.iter, nodes.Expr):  # always: jinja2's parser makes one
                     loop.iter = _node(loop.iter, _ITERATE, None, loop.lineno)
+            # Python's ``in`` and comparisons read their operands whole, with no sandbox hook.
+            for compare in list(tree.find_all(nodes.Compare)):
+                compare.expr = _node(compare.expr, _READ, None, compare.lineno)
+                for operand in compare.ops:
+                    charge = _SEARCHED if operand.op in ("in", "notin") else _READ
+                    operand.expr = _node(operand.expr, charge, None, compare.lineno)
         if self.instruction:
             self.statement(tree)
             tree.set_environment(self.environment)
