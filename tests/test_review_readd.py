@@ -9,9 +9,18 @@ from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
+from test_deferred import CALLS, make_registry, system_part
 from test_providers import MESSAGE, VIEW, first_prompt, gateway
 
-from veridic import AnthropicMessages, Usage
+from veridic import (
+    AnthropicMessages,
+    ApprovalPolicy,
+    ModelGateway,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    Usage,
+    VeridicError,
+)
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -59,3 +68,38 @@ def test_a_streamed_anthropic_answer_that_counts_no_tokens_read_has_no_usage() -
     assert _claude_stream({"input_tokens": 10, "output_tokens": 1}, {"output_tokens": 5}) == (
         Usage(10, 5)
     )
+
+
+def test_a_paused_run_retried_after_a_resume_that_failed_part_way_says_what_ran() -> None:
+    # The refusal told the user to send the request anew, though the refund had run: a
+    # request sent again may refund again. It now points to the request's records.
+    ran: list[str] = []
+    store = SQLiteAuditSink(":memory:")
+    view = make_registry(ran=ran).view()
+    first = ModelGateway(ScriptedProvider([CALLS]), audit=store).run(
+        system_part(view).user("Refund 42."),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id="req-1",
+        defer=True,
+    )
+    assert first.paused is not None
+    store.save_paused(first.paused)
+    for script in ([], [{"text": "Done."}]):  # the first resume's next model call fails
+        paused = store.claim_paused("req-1")
+        assert paused is not None
+        view = make_registry(ran=ran).view()
+        with pytest.raises(VeridicError) as raised:
+            ModelGateway(ScriptedProvider(script), audit=store).resume(
+                paused,
+                system_part(view),
+                view,
+                policy=ApprovalPolicy(view),
+                answers={approval.digest: True for approval in paused.approvals},
+            )
+        store.save_paused(paused)  # to retry, as claim_paused says
+    assert ran.count("refund 42") == 1
+    message = str(raised.value)
+    assert "resumed already" in message
+    assert "records(request_id)" in message
+    assert "send the request anew" not in message
