@@ -5,17 +5,19 @@ Each test failed on the code before its fix.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
 from test_deferred import CALLS, make_registry, system_part
-from test_providers import MESSAGE, VIEW, first_prompt, gateway
+from test_providers import CHAT_TOOL_CALL, MESSAGE, VIEW, first_prompt, gateway
 
 from veridic import (
     AnthropicMessages,
     ApprovalPolicy,
     ModelGateway,
+    OpenAIChat,
     ScriptedProvider,
     SQLiteAuditSink,
     Usage,
@@ -23,6 +25,7 @@ from veridic import (
 )
 
 anthropic = pytest.importorskip("anthropic")
+openai = pytest.importorskip("openai")
 
 
 def _claude_stream(start_usage: dict[str, int], delta_usage: dict[str, int]) -> Usage | None:
@@ -103,3 +106,38 @@ def test_a_paused_run_retried_after_a_resume_that_failed_part_way_says_what_ran(
     assert "resumed already" in message
     assert "records(request_id)" in message
     assert "send the request anew" not in message
+
+
+def _chat_with_legacy_call(legacy: dict[str, str]) -> OpenAIChat:
+    body: Any = copy.deepcopy(CHAT_TOOL_CALL)
+    body["choices"][0]["message"]["function_call"] = legacy
+    server = FakeServer(http_module("openai"), [("json", body)])
+    return OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
+
+
+def test_a_chat_message_whose_function_call_repeats_its_one_tool_call_is_read() -> None:
+    # llama-cpp-python's server (chatml-function-calling, functionary) answers one call
+    # both as tool_calls and as the legacy function_call: every such answer was refused,
+    # though nothing of it vanishes (the call runs and is recorded from tool_calls).
+    adapter = _chat_with_legacy_call({"name": "get_weather", "arguments": '{"city":"Oslo"}'})
+    gw, _, _ = gateway(adapter)
+    reply = gw.send(first_prompt(), VIEW, request_id="r")
+    assert [(call.name, call.arguments) for call in reply.tool_calls] == [
+        ("get_weather", '{"city":"Oslo"}')
+    ]
+
+
+@pytest.mark.parametrize(
+    "legacy",
+    [
+        {"name": "get_weather", "arguments": '{"city":"Bergen"}'},
+        {"name": "delete_account", "arguments": '{"city":"Oslo"}'},
+    ],
+    ids=["other-arguments", "other-name"],
+)
+def test_a_chat_message_whose_function_call_is_another_call_is_refused(
+    legacy: dict[str, str],
+) -> None:
+    gw, _, _ = gateway(_chat_with_legacy_call(legacy))
+    with pytest.raises(VeridicError, match="function_call"):
+        gw.send(first_prompt(), VIEW, request_id="r")
