@@ -177,18 +177,19 @@ class _MessagesAssembler:
         self._stop = ""
         self._done = False
         self._blocks: dict[int, list[str]] = {}
-        self._read: Usage | None = None
-        self._wrote: Usage | None = None
         """index -> [kind, text or JSON so far, tool id, tool name]"""
+        self._read: Usage | None = None
+        self._started: Usage | None = None
+        self._wrote: Usage | None = None
         self._thinking: dict[int, dict[str, object]] = {}
         """index -> a thinking block as it started, its deltas appended"""
 
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
         if kind == "message_start":
-            self._read = usage_of(
-                attr(event, "message"), _READ, ("output_tokens",), where=self._where
-            )
+            message = attr(event, "message")
+            self._read = usage_of(message, _READ, (), where=self._where)
+            self._started = usage_of(message, (), ("output_tokens",), where=self._where)
             self._id = text_of(event, "message", "id", where=self._where, default="")
             self._model = text_of(event, "message", "model", where=self._where, default=self._model)
         elif kind == "content_block_start":
@@ -312,14 +313,21 @@ class _MessagesAssembler:
             reasoning_item("anthropic", block, self._where)
             for _, block in sorted(self._thinking.items())
         )
-        usage = None
-        if self._read is not None or self._wrote is not None:
-            # message_delta's output_tokens is the running total: it replaces the start's.
-            read, wrote = self._read or Usage(), self._wrote or Usage()
-            usage = Usage(read.input_tokens, wrote.output_tokens or read.output_tokens)
         return Completion(
-            "".join(text), tuple(calls), self._stop, self._id, self._model, reasoning, usage
+            "".join(text), tuple(calls), self._stop, self._id, self._model, reasoning, self._usage()
         )
+
+    def _usage(self) -> Usage | None:
+        """The tokens message_start says were read, and the tokens written: message_delta's
+        running total, or the start's count where no delta gave one.
+
+        ``None`` unless both are given, as :func:`~veridic.providers._base.usage_of` reads
+        a sent answer: a count left out and read as 0 would pass ``Limits(tokens=...)``.
+        """
+        wrote = [u.output_tokens for u in (self._wrote, self._started) if u is not None]
+        if self._read is None or not wrote:
+            return None
+        return Usage(self._read.input_tokens, wrote[0] or wrote[-1])
 
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

@@ -190,13 +190,16 @@ def _chat_text(message: object, where: str) -> str:
     The API sends one or the other. Both, and the reply would either drop the refusal
     without a word or show one text and record another; a legacy ``function_call`` (the
     shape before tools, which some compatible servers still answer in) or an answer in
-    ``audio`` would vanish, and the reply read as a final answer. These are refused.
+    ``audio`` would vanish, and the reply read as a final answer. These are refused. A
+    ``function_call`` that repeats one of the message's ``tool_calls`` (llama-cpp-python's
+    server sends a single call both ways) loses nothing, and is read as that call.
 
     Raises:
-        VeridicError: the message has both text and a refusal, a ``function_call``, or
-            ``audio``.
+        VeridicError: the message has both text and a refusal, a ``function_call`` that is
+            not one of its ``tool_calls``, or ``audio``.
     """
-    if attr(message, "function_call") is not None:
+    legacy = attr(message, "function_call")
+    if legacy is not None and not _repeats_a_tool_call(legacy, message):
         raise VeridicError(
             f"{where}: the model's message holds a legacy function_call, which the gateway "
             "neither sends tools for nor reads (it reads tool_calls); nothing of it was run: "
@@ -221,6 +224,16 @@ def _chat_text(message: object, where: str) -> str:
             "what sits between you and the API"
         )
     return refusal
+
+
+def _repeats_a_tool_call(legacy: object, message: object) -> bool:
+    """Whether the legacy ``function_call`` names a call of ``tool_calls``, name and
+    arguments alike: then it is a copy, and the call runs and is recorded from there."""
+    shown = (attr(legacy, "name"), attr(legacy, "arguments"))
+    return any(
+        (attr(call, "function", "name"), attr(call, "function", "arguments")) == shown
+        for call in items(message, "tool_calls")
+    )
 
 
 def _refuse_citations(holder: object, where: str) -> None:

@@ -517,9 +517,13 @@ def check_not_resumed(
             f"the paused run of request {clip(str(paused.request_id))} was resumed already: "
             f"the audit store holds the record of its waiting call {clip(first.call_id)} "
             f"(tool {clip(first.tool)}, outcome {first.outcome.value}), and resuming it again "
-            "would run its calls a second time; nothing was run. Resume a paused run once: "
-            "keep it in the audit store (save_paused) and resume what claim_paused hands out; "
-            "tell the user the answer was taken, and send the request anew to ask again"
+            "would run its calls a second time; nothing was run. An earlier resume took it "
+            "(of this paused run or a copy: a second click, a queue that delivered twice, a "
+            "retry after a resume that failed part-way), and the store's records of the "
+            "request (records(request_id)) say which calls ran: tell the user what was done "
+            "before asking anew, since a request sent again may do it again. Resume a paused "
+            "run once: keep it in the audit store (save_paused) and resume what claim_paused "
+            "hands out"
         )
 
 
