@@ -127,10 +127,8 @@ def _count(key: str, value: object, where: str) -> int:
     """
     if type(value) is int and 0 <= value <= _COUNT_MAX:
         return value
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else f"{shown[:60]}… ({len(shown)} chars)"
     raise VeridicError(
-        f"{where}: the answer's usage gives {key}={shown}, which is not a count "
+        f"{where}: the answer's usage gives {key}={_written(value)}, which is not a count "
         "of tokens (a whole number from 0 to 2**63 - 1); it cannot be added to the run's "
         "tokens, so nothing of the answer was run: check what sits between you and the API"
     )
@@ -306,8 +304,10 @@ def _given(options: Mapping[str, object]) -> list[tuple[str, str, object]]:
 
 
 def _written(value: object) -> str:
+    """``value`` as an error quotes it: its ``repr``, clipped (a server's or a caller's value
+    may be any size)."""
     written = repr(value)
-    return written if len(written) <= 60 else f"{written[:60]}…"
+    return written if len(written) <= 60 else f"{written[:60]}… ({len(written)} chars)"
 
 
 def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
