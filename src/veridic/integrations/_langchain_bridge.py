@@ -325,6 +325,8 @@ class Binding:
                 mode: logged, and the call goes on.
             ToolCouplingError: the tools offered to the model are not exactly this
                 view's, as :func:`make_tools` made them.
+            VeridicError: the call's model settings would send instructions, tools or
+                history of their own (:meth:`_check_settings`).
         """
         expected = self.prompt.system
         message = request.system_message
@@ -337,6 +339,7 @@ class Binding:
                 "unchanged)",
             )
         self._check_conversation(request.messages)
+        self._check_settings(request.model_settings)
         offered = list(request.tools)
         ours = list(self.tools.values())
         names = [t.name if isinstance(t, BaseTool) else str(t.get("name")) for t in offered]
@@ -373,6 +376,33 @@ class Binding:
             "veridic registry"
         )
 
+    def _check_settings(self, settings: Mapping[str, object]) -> None:
+        """Refuse model settings that would send other instructions, tools or history.
+
+        ``create_agent`` passes a model call's ``model_settings`` (set by a middleware)
+        to the chat model as keyword arguments, and the provider integrations send them
+        with the request: Anthropic's ``system`` replaces the checked system message,
+        OpenAI's ``instructions`` or ``previous_response_id`` adds instructions or history
+        nobody checked, ``functions`` offers tools beside the view's, and ``extra_body`` is
+        merged over the request the integration built.
+
+        Raises:
+            VeridicError: a key of ``model_settings`` (or of its ``extra_body``) sets
+                what veridic owns.
+        """
+        extra = settings.get("extra_body")
+        clash = [f"model_settings[{key!r}]" for key in sorted(_owned_keys(settings))] + [
+            f"model_settings['extra_body'][{key!r}]" for key in sorted(_owned_keys(extra))
+        ]
+        if clash:
+            raise VeridicError(
+                f"a model call of the LangChain agent (request {self.request_id!r}) sets "
+                f"{', '.join(clash)}, which the provider sends in place of (or beside) the "
+                "trusted system prompt, the view's tools and the conversation: leave these "
+                "keys out of the middleware that sets them; the system prompt comes from "
+                "system_prompt(view, ...), the tools from structured_tools(view, ...)"
+            )
+
     def _check_conversation(self, messages: Sequence[BaseMessage]) -> None:
         """Refuse a message after the system prompt that a provider sends as instructions.
 
@@ -395,6 +425,41 @@ class Binding:
                 "instructions, and only the system text of the Prompt given to "
                 "structured_tools() may give them: pass outside text in a user message)",
             )
+
+
+_OWNED: Final = frozenset(
+    {
+        "chat_history",
+        "conversation",
+        "function_call",
+        "functions",
+        "input",
+        "instructions",
+        "mcp_servers",
+        "messages",
+        "preamble",
+        "previous_response_id",
+        "prompt",
+        "system",
+        "system_instruction",
+        "system_prompt",
+        "tool_choice",
+        "tools",
+    }
+)
+"""Request keys of the providers' APIs that carry instructions, tools or history.
+
+The Agents SDK integration refuses the same keys in its ``extra_body``; LangChain's
+integrations add a few of their own (Anthropic's ``system``, Google's
+``system_instruction``, Cohere's ``preamble`` and ``chat_history``).
+"""
+
+
+def _owned_keys(settings: object) -> set[str]:
+    """The keys of ``settings`` (a mapping, or anything else: none) that set what veridic owns."""
+    if not isinstance(settings, Mapping):
+        return set()
+    return {key for key in settings if isinstance(key, str) and key in _OWNED}
 
 
 def _instruction_role(message: BaseMessage) -> str | None:

@@ -18,8 +18,9 @@ runs only with the grant the middleware gives a call it saw approved, so without
 it (or with the stock middleware, which leaves no trace of its approval) such a
 call is denied and recorded, never run silently. Each model call is checked too:
 its system message must be the prompt's trusted system text, no other message may be
-a system or developer message, and its tools must be exactly the view's, or the call
-is refused before the model sees it.
+a system or developer message, its tools must be exactly the view's, and its model
+settings may send no instructions, tools or history of their own, or the call is
+refused before the model sees it.
 
 >>> from veridic import ApprovalPolicy, Registry
 >>> registry = Registry()
@@ -207,7 +208,9 @@ def approval_middleware(
     dropped). Each model call is checked first: the system message must be the
     prompt's trusted system text, and no message of the conversation a system or
     developer message (``ProvenanceError``), the tools exactly these
-    (``ToolCouplingError``); list this middleware last, nearest the model, so no
+    (``ToolCouplingError``), and the ``model_settings`` a middleware set may not send
+    instructions, tools or history (a ``system``, ``instructions`` or ``functions`` key,
+    among others, or one in their ``extra_body``: ``VeridicError``); list this middleware last, nearest the model, so no
     other middleware changes the request after the check. A call of these tools that
     never reached its tool (another middleware, such as a call limit, answered it in the
     tool's place or ended the run before it) is recorded ``DENIED`` when the next model
