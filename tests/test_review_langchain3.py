@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from langchain.agents.middleware import ModelRequest, ModelResponse, wrap_model_call
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from test_integration_langchain import World, make_world, only_interrupt, turn
@@ -121,6 +121,43 @@ def test_a_legacy_function_call_of_no_tool_is_recorded_refused(world: World) -> 
     agent.ask()
     (record,) = world.audit.records("req-1")
     assert (record.tool, record.outcome) == ("wipe_disk", CallOutcome.REFUSED)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_call_not_run_beside_one_waiting_for_the_reviewer_is_recorded_once(
+    world: World, asynchronous: bool
+) -> None:
+    """LangGraph runs the hook that asked the reviewer again from its start when the answer
+    comes: the unparsed and the legacy call of the turn were recorded twice, the unparsed one
+    without its call id."""
+    broken = InvalidToolCall(
+        name="delete_notes", args="{x", id="call-9", error="not JSON", type="invalid_tool_call"
+    )
+    both = AIMessage(
+        "",
+        tool_calls=[ToolCall(name="save_note", args={"text": "milk"}, id="call-0")],
+        invalid_tool_calls=[broken],
+        additional_kwargs={
+            "function_call": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+        },
+    )
+    agent = world.agent(both)
+    start = {"messages": [{"role": "user", "content": "Tidy my notes."}]}
+    resume = Command(resume={"decisions": [{"type": "approve"}]})
+    if asynchronous:
+        asyncio.run(agent.graph.ainvoke(start, agent.config, version="v2"))
+        asyncio.run(agent.graph.ainvoke(resume, agent.config, version="v2"))
+    else:
+        only_interrupt(agent.ask())
+        agent.graph.invoke(resume, agent.config, version="v2")
+
+    assert world.notes.saved == ["milk"]
+    rows = [(r.tool, r.call_id, r.outcome) for r in world.audit.records("req-1")]
+    assert sorted(rows) == [
+        ("delete_notes", "call-9", CallOutcome.REFUSED),
+        ("get_weather", "", CallOutcome.DENIED),
+        ("save_note", "call-0", CallOutcome.OK),
+    ]
 
 
 # --- one request's tools, two conversations ---------------------------------------------------

@@ -707,9 +707,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     def after_model(self, state: AgentState[Any], runtime: Runtime[None]) -> dict[str, Any] | None:
         self._check_call_ids(state)
         self._expect(state)
-        for name, arguments in _unparsed(state):
-            self._binding.refuse(name, arguments)
-        update, rejected = self._decided(state, runtime)
+        update, rejected = self._decided(state, runtime)  # may interrupt, and run again
+        for name, arguments, call_id in _unparsed(state):
+            self._binding.refuse(name, arguments, call_id=call_id)
+        for name, arguments in _legacy_calls(state, self._binding.request_id):
+            self._binding.refuse(name, arguments, asked=False)
         for call in rejected:
             self._binding.awaiting.answered(call["id"])
             self._binding.refuse(call["name"], call["args"], call_id=call["id"])
@@ -720,9 +722,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     ) -> dict[str, Any] | None:
         self._check_call_ids(state)
         self._expect(state)
-        for name, arguments in _unparsed(state):
-            await self._binding.arefuse(name, arguments)
-        update, rejected = self._decided(state, runtime)
+        update, rejected = self._decided(state, runtime)  # may interrupt, and run again
+        for name, arguments, call_id in _unparsed(state):
+            await self._binding.arefuse(name, arguments, call_id=call_id)
+        for name, arguments in _legacy_calls(state, self._binding.request_id):
+            await self._binding.arefuse(name, arguments, asked=False)
         for call in rejected:
             self._binding.awaiting.answered(call["id"])
             await self._binding.arefuse(call["name"], call["args"], call_id=call["id"])
@@ -936,18 +940,49 @@ def _switched_message(call: ToolCall, named: object) -> ToolMessage:
     )
 
 
-def _unparsed(state: AgentState[Any]) -> list[tuple[str, str]]:
-    """The model's latest calls LangChain could not parse (``invalid_tool_calls``).
+def _unparsed(state: AgentState[Any]) -> list[tuple[str, str, str | None]]:
+    """The model's latest calls LangChain could not parse (``invalid_tool_calls``), with ids.
 
     LangChain runs none of them and, when the model called nothing else, ends the
     turn; each is recorded here as a refused call (its arguments are not JSON), so
-    the audit shows what the model tried instead of nothing.
+    the audit shows what the model tried instead of nothing. They are recorded after
+    the turn's interrupt, if any: LangGraph runs the hook again from its start when
+    the reviewer answers, and a record written before it was written twice.
     """
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
     if not isinstance(last, AIMessage):
         return []
-    return [(call.get("name") or "", call.get("args") or "") for call in last.invalid_tool_calls]
+    return [
+        (call.get("name") or "", call.get("args") or "", call.get("id"))
+        for call in last.invalid_tool_calls
+    ]
+
+
+def _legacy_calls(state: AgentState[Any], request_id: str) -> list[tuple[str, object]]:
+    """The model's latest call in OpenAI's legacy ``function_call`` shape, logged; to record.
+
+    ``langchain-openai`` keeps a ``function_call`` the provider answered with in
+    ``additional_kwargs`` and parses only ``tool_calls``, so the agent runs nothing and
+    ends the turn: without a record the audit would not show that the model called a
+    tool at all. It is recorded as a call nobody confirmed (nothing of it ran).
+    """
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    if not isinstance(last, AIMessage):
+        return []
+    call = last.additional_kwargs.get("function_call")
+    if not isinstance(call, Mapping):
+        return []
+    name, arguments = call.get("name"), call.get("arguments")
+    _log.warning(
+        "the model called %r in the legacy function_call shape, which LangChain does not run "
+        "(request %r), so it is recorded and not run: use a chat model that answers with "
+        "tool_calls (bind_tools)",
+        name,
+        request_id,
+    )
+    return [(name if isinstance(name, str) else "", arguments)]
 
 
 def _name_args(request: ToolCallRequest) -> tuple[str, object]:
