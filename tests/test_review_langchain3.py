@@ -94,13 +94,12 @@ def _legacy_call(name: str, arguments: str) -> AIMessage:
     ``langchain-openai`` keeps such a call in ``additional_kwargs`` and parses only
     ``tool_calls``, so the agent runs nothing and ends the turn.
     """
-    return AIMessage("", additional_kwargs={"function_call": {"name": name, "arguments": arguments}})
+    legacy = {"function_call": {"name": name, "arguments": arguments}}
+    return AIMessage("", additional_kwargs=legacy)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
-def test_a_legacy_function_call_is_recorded_never_dropped(
-    world: World, asynchronous: bool
-) -> None:
+def test_a_legacy_function_call_is_recorded_never_dropped(world: World, asynchronous: bool) -> None:
     agent = world.agent(_legacy_call("delete_notes", "{}"))
     if asynchronous:
         start = {"messages": [{"role": "user", "content": "Tidy my notes."}]}

@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, NotRequired, TypeVar
@@ -160,10 +160,12 @@ class _Awaiting:
         with self._lock:
             self._calls.pop(call_id or "", None)
 
-    def take(self) -> list[ToolCall]:
+    def take(self, among: Set[str]) -> list[ToolCall]:
+        """Remove and return the calls whose ids are ``among`` (one conversation's calls)."""
         with self._lock:
-            calls = list(self._calls.values())
-            self._calls.clear()
+            calls = [call for call_id, call in self._calls.items() if call_id in among]
+            for call in calls:
+                del self._calls[call["id"] or ""]
         return calls
 
 
@@ -292,14 +294,25 @@ class Binding:
             call_id=call_id or "",
         )
 
-    def unanswered(self) -> list[ToolCall]:
+    def unanswered(self, state: AgentState[Any]) -> list[ToolCall]:
         """The view's calls of earlier turns that never reached veridic, logged; to record.
 
         Each is recorded ``DENIED`` by the caller (nobody confirmed it, nothing of it ran):
         another middleware answered it in the tool's place (a call limit's "limit
         exceeded", after the user may even have approved it) or ended the run before it.
+        Only the calls of ``state``'s own conversation: one request's tools may serve two
+        threads (``agent.batch``, a second conversation), and a call waiting for the
+        reviewer in one is not over when the other calls its model.
         """
-        calls = self.awaiting.take()
+        messages = state.get("messages") or []
+        mine = {
+            call["id"]
+            for message in messages
+            if isinstance(message, AIMessage)
+            for call in message.tool_calls
+            if call["id"]
+        }
+        calls = self.awaiting.take(mine)
         if calls:
             _log.warning(
                 "the calls %s of request %r never reached their veridic tool (another "
@@ -689,11 +702,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     # --- calls that never reached a tool: recorded when the next model call starts or the run ends
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
-        for call in self._binding.unanswered():
+        for call in self._binding.unanswered(state):
             self._binding.refuse(call["name"], call["args"], asked=False, call_id=call["id"])
 
     async def abefore_model(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
-        for call in self._binding.unanswered():
+        for call in self._binding.unanswered(state):
             await self._binding.arefuse(call["name"], call["args"], asked=False, call_id=call["id"])
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[None]) -> None:

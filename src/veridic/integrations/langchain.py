@@ -210,11 +210,13 @@ def approval_middleware(
     developer message (``ProvenanceError``), the tools exactly these
     (``ToolCouplingError``), and the ``model_settings`` a middleware set may not send
     instructions, tools or history (a ``system``, ``instructions`` or ``functions`` key,
-    among others, or one in their ``extra_body``: ``VeridicError``); list this middleware last, nearest the model, so no
-    other middleware changes the request after the check. A call of these tools that
-    never reached its tool (another middleware, such as a call limit, answered it in the
-    tool's place or ended the run before it) is recorded ``DENIED`` when the next model
-    call starts or the run ends. The agent needs a checkpointer (LangGraph's interrupts
+    among others, or one in their ``extra_body``: ``VeridicError``); list this middleware
+    last, nearest the model, so no other middleware changes the request after the check.
+    A call of these tools that never reached its tool (another middleware, such as a call
+    limit, answered it in the tool's place or ended the run before it) is recorded
+    ``DENIED`` when the next model call of its conversation starts or its run ends. A call
+    in OpenAI's legacy ``function_call`` shape, which LangChain never runs, is recorded
+    too. The agent needs a checkpointer (LangGraph's interrupts
     do).
 
     Raises:
