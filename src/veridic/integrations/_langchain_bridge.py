@@ -673,6 +673,9 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         super().__init__(
             interrupt_on=dict(interrupt_config(binding.policy)),
             description_prefix=_PREFIX,
+            # LangChain's notice of an edit prints the arguments that ran, the model's own
+            # among them, before the tool's data block and unmarked: veridic writes its own.
+            edit_notice=None,
             interrupt_mode=interrupt_mode,
         )
         self._binding = binding
@@ -842,7 +845,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             if isinstance(grant, CallResult):
                 return _refusal_message(request, grant)
             with _granted(grant):
-                return handler(to_run)
+                return _noted_edit(handler(to_run), request, to_run)
 
         result = super().wrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
@@ -868,7 +871,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             if isinstance(grant, CallResult):
                 return _refusal_message(request, grant)
             with _granted(grant):
-                return await handler(to_run)
+                return _noted_edit(await handler(to_run), request, to_run)
 
         result = await super().awrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
@@ -929,6 +932,31 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     def _rejected_per_call(self, request: ToolCallRequest) -> bool:
         """In per-call mode, a gated call whose tool was not run was rejected (or answered)."""
         return self.interrupt_mode == "per_call" and request.tool_call["name"] in self.interrupt_on
+
+
+def _noted_edit(
+    result: ToolMessage | Command[Any], request: ToolCallRequest, ran: ToolCallRequest
+) -> ToolMessage | Command[Any]:
+    """The tool message of a call the reviewer edited, telling the model what ran instead.
+
+    The model must learn that its call was replaced, or it makes it again; and the
+    arguments that ran are the model's own where the reviewer kept them (outside text),
+    so they reach the model only as a data block, never beside it as LangChain's notice
+    printed them.
+    """
+    call = ran.tool_call
+    if call["args"] == request.tool_call["args"] or not isinstance(result, ToolMessage):
+        return result
+    shown = json.dumps(call["args"], ensure_ascii=False, sort_keys=True, default=repr)
+    notice = (
+        "Note: a human reviewer replaced this tool call before it ran, so the call in your "
+        "message is the one you produced, not the one that ran; do not make your call again. "
+        f"The arguments that ran are in the data block labelled tool_call:{call['name']}, "
+        "and the tool's response follows it.\n"
+    )
+    block = fence(f"tool_call:{call['name']}", shown)
+    content = f"{notice}{block}\n\n{result.content}"
+    return result.model_copy(update={"content": content})
 
 
 def _switched_message(call: ToolCall, named: object) -> ToolMessage:

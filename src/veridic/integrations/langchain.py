@@ -192,7 +192,9 @@ def approval_middleware(
     edit      the edited arguments are a new call the user approved: they are
               validated by the view, run once and recorded ``USER_CONFIRMED``;
               the model's own arguments never run; an edit naming another tool
-              is refused (``DENIED``)
+              is refused (``DENIED``); the model is told that a reviewer replaced
+              its call, with the arguments that ran as a data block
+              (``tool_call:<name>``)
     reject    the call does not run, recorded ``DENIED``; the model is told
     ========  ====================================================================
 
