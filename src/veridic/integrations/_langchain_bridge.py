@@ -76,7 +76,8 @@ from veridic.tools.view import ToolView
 __all__ = ["ApprovalMiddleware", "Binding", "VeridicTool", "interrupt_config", "make_tools"]
 
 APPROVED_KEY: Final = "veridic_approved_tool_calls"
-"""State key: the ids of this turn's tool calls a reviewer approved or edited (batched mode)."""
+"""State key: this turn's tool calls a reviewer approved or edited (batched mode), each id
+with the :func:`call_digest` of the call the reviewer saw (or wrote, by an edit)."""
 DECISIONS: Final = ("approve", "edit", "reject")
 """The decisions a reviewer may give: ``respond`` (answering in the tool's place) is left out."""
 _PREFIX: Final = "veridic asks for your approval of this tool call"
@@ -651,7 +652,7 @@ class _Description:
 class ApprovalState(_HumanInTheLoopState):
     """The human-in-the-loop state, and the calls of this turn a reviewer approved."""
 
-    veridic_approved_tool_calls: NotRequired[Annotated[list[str], PrivateStateAttr]]
+    veridic_approved_tool_calls: NotRequired[Annotated[dict[str, str], PrivateStateAttr]]
 
 
 class ApprovalMiddleware(HumanInTheLoopMiddleware):
@@ -801,11 +802,14 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         record and the model a message saying so (an edit may change the arguments,
         not the tool; LangChain's own per-call mode pins the tool the same way).
         The approvals are written on every turn with tool calls, so a tool call id of an
-        earlier turn (fake and some real models reuse ids) never carries an approval over.
+        earlier turn (fake and some real models reuse ids) never carries an approval over,
+        each with the digest of the call the reviewer saw (or wrote): a middleware whose
+        ``after_model`` runs after this one (listed before it) may change the model's
+        calls, and the approval does not cover what the reviewer never saw.
         """
         update = super().after_model(state, runtime)
         if update is None:
-            return ({APPROVED_KEY: []} if state.get(APPROVED_KEY) else None), []
+            return ({APPROVED_KEY: {}} if state.get(APPROVED_KEY) else None), []
         messages = list(update.get("messages", []))
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         gated = (
@@ -821,7 +825,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
                 messages.append(_switched_message(call, edit.get("name")))
                 answered.add(call["id"])
                 refused.append(call)
-        approved = sorted({c["id"] for c in gated if c["id"] and c["id"] not in answered})
+        approved = {
+            c["id"]: call_digest(c["name"], (edits.get(c["id"]) or c)["args"])
+            for c in gated
+            if c["id"] and c["id"] not in answered
+        }
         changed = {"messages": messages, _EDITED_TOOL_CALLS_KEY: edits, APPROVED_KEY: approved}
         return {**update, **changed}, refused
 
@@ -923,11 +931,26 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         call_id = call["id"]
         if call_id is None:
             return None
-        if self.interrupt_mode == "batched":
-            approved = request.state.get(APPROVED_KEY) or []
-            if call_id not in approved:
-                return None
-        return _Grant(call_id, name, call_digest(name, call["args"]))
+        digest = call_digest(name, call["args"])
+        if self.interrupt_mode == "batched" and not self._approved(request, call_id, digest):
+            return None
+        return _Grant(call_id, name, digest)
+
+    def _approved(self, request: ToolCallRequest, call_id: str, digest: str) -> bool:
+        """Whether the reviewer approved this call, with these arguments, in batched mode."""
+        approved = request.state.get(APPROVED_KEY)
+        seen = approved.get(call_id) if isinstance(approved, Mapping) else None
+        if seen is not None and seen != digest:
+            _log.warning(
+                "the arguments of the call %r of %r changed after the reviewer approved it "
+                "(a middleware listed before veridic's changed the model's call in its "
+                "after_model); the approval covers only what the reviewer saw, so the call "
+                "is denied (request %r)",
+                call_id,
+                request.tool_call["name"],
+                self._binding.request_id,
+            )
+        return seen == digest
 
     def _rejected_per_call(self, request: ToolCallRequest) -> bool:
         """In per-call mode, a gated call whose tool was not run was rejected (or answered)."""
