@@ -150,7 +150,7 @@ def test_a_call_not_run_beside_one_waiting_for_the_reviewer_is_recorded_once(
     )
     agent = world.agent(both)
     start = {"messages": [{"role": "user", "content": "Tidy my notes."}]}
-    resume = Command(resume={"decisions": [{"type": "approve"}]})
+    resume: Command[Any] = Command(resume={"decisions": [{"type": "approve"}]})
     if asynchronous:
         asyncio.run(agent.graph.ainvoke(start, agent.config, version="v2"))
         asyncio.run(agent.graph.ainvoke(resume, agent.config, version="v2"))
@@ -234,6 +234,36 @@ def test_an_approval_does_not_cover_arguments_changed_after_the_reviewer_saw_the
     assert world.rows() == [("save_note", CallOutcome.DENIED, ApprovalMode.DENIED)]
 
 
+# --- a paused run is answered once ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_approved_write_replayed_from_its_checkpoint_does_not_run_twice(
+    world: World, asynchronous: bool
+) -> None:
+    """LangGraph re-runs a thread from any of its checkpoints ("time travel", a retried
+    request that names the checkpoint, a queue that delivers twice): the checkpoint that
+    waited for the reviewer, run again, ran the approved write a second time, and both runs
+    were recorded ``USER_CONFIRMED`` under one call id."""
+    agent = world.agent(turn(("save_note", {"text": "milk"})), AIMessage("Saved."))
+    only_interrupt(agent.ask())
+    (paused,) = [s for s in agent.graph.get_state_history(agent.config) if s.interrupts]
+    approve: Command[Any] = Command(resume={"decisions": [{"type": "approve"}]})
+    agent.graph.invoke(approve, agent.config, version="v2")
+    assert world.notes.saved == ["milk"]
+
+    if asynchronous:
+        asyncio.run(agent.graph.ainvoke(approve, paused.config, version="v2"))
+    else:
+        agent.graph.invoke(approve, paused.config, version="v2")
+
+    assert world.notes.saved == ["milk"]
+    assert world.rows() == [
+        ("save_note", CallOutcome.OK, ApprovalMode.USER_CONFIRMED),
+        ("save_note", CallOutcome.DENIED, ApprovalMode.DENIED),
+    ]
+
+
 # --- one request's tools, two conversations ---------------------------------------------------
 
 
@@ -256,7 +286,7 @@ def test_a_call_waiting_for_the_reviewer_is_not_recorded_denied_by_another_conve
 
     only_interrupt(agent.graph.invoke(start, _thread("t-1"), version="v2"))
     agent.graph.invoke(start, _thread("t-2"), version="v2")
-    resume = Command(resume={"decisions": [{"type": "approve"}]})
+    resume: Command[Any] = Command(resume={"decisions": [{"type": "approve"}]})
     agent.graph.invoke(resume, _thread("t-1"), version="v2")
 
     assert world.notes.saved == ["milk"]

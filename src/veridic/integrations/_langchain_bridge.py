@@ -64,9 +64,11 @@ from langgraph.types import Command
 from pydantic import PrivateAttr
 
 from veridic.errors import ToolCouplingError, VeridicError
-from veridic.run.approval import ApprovalPolicy, ApprovalRequest
+from veridic.run._audit_writes import arecorded, recorded
+from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute, execute
+from veridic.run.records import AuditRecord
 from veridic.text.fence import fence
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import report
@@ -189,6 +191,8 @@ class Binding:
         """Run one call of ``name`` through :func:`~veridic.run.executor.execute`."""
         self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
+        if confirm is _confirmed and self._confirmed_before(name, call_id, self._records()):
+            return _answer(name, self.refuse(name, arguments, asked=False, call_id=call_id))
         if self.view.tool(name).is_async:
             result = _run_coroutine(
                 self._aexecute(name, arguments, confirm, call_id), f"tool {name!r} is async"
@@ -213,7 +217,67 @@ class Binding:
         """:meth:`run` for async code, through :func:`~veridic.run.executor.aexecute`."""
         self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
+        if confirm is _confirmed and self._confirmed_before(name, call_id, await self._arecords()):
+            refused = await self.arefuse(name, arguments, asked=False, call_id=call_id)
+            return _answer(name, refused)
         return _answer(name, await self._aexecute(name, arguments, confirm, call_id))
+
+    def _confirmed_before(
+        self, name: str, call_id: str | None, records: Sequence[AuditRecord]
+    ) -> bool:
+        """Whether this approved call is on record as approved already: its checkpoint ran again.
+
+        LangGraph runs a thread again from any checkpoint (time travel, a retried request
+        that names the checkpoint, a queue that delivers twice), and the one that waited
+        for the reviewer carries the reviewer's answer, so the approved call would run a
+        second time. A call id is the provider's, unique in a conversation, so a record of
+        it under this prompt, approved by the user, was written by an earlier run of the
+        same answer. The call is refused, with a warning; the first run stands.
+        """
+        if not call_id:
+            return False
+        done = any(
+            record.call_id == call_id
+            and record.tool == name
+            and record.prompt_sha256 == self.prompt.sha256
+            and record.approval is ApprovalMode.USER_CONFIRMED
+            for record in records
+        )
+        if done:
+            _log.warning(
+                "the call %r of %r was approved and run already in request %r (a checkpoint "
+                "that waited for the reviewer ran again), so it is refused: an approval is "
+                "good for one run; ask the reviewer again with a new model turn",
+                call_id,
+                name,
+                self.request_id,
+            )
+        return done
+
+    def _records(self) -> tuple[AuditRecord, ...]:
+        """The audit store's records of this request, read before an approved call runs."""
+        self._check_readable()
+        return recorded(self.audit, self.request_id, "a LangChain tool")
+
+    async def _arecords(self) -> tuple[AuditRecord, ...]:
+        """:meth:`_records` for async code."""
+        self._check_readable()
+        return await arecorded(self.audit, self.request_id, "a LangChain tool")
+
+    def _check_readable(self) -> None:
+        """Refuse an approved call when the audit store cannot say whether it ran already.
+
+        Raises:
+            VeridicError: the store has neither ``records`` nor ``arecords``.
+        """
+        if not any(callable(getattr(self.audit, m, None)) for m in ("records", "arecords")):
+            raise VeridicError(
+                f"an approved call of request {self.request_id!r} cannot run: the audit store "
+                f"{type(self.audit).__name__} cannot be asked for the request's records, and "
+                "without them a checkpoint run again would run the approved call twice; "
+                "nothing ran. Give structured_tools() an audit store (SQLiteAuditSink, "
+                "PostgresAuditSink, AsyncPostgresAuditSink) or add records(request_id) to yours"
+            )
 
     async def _aexecute(
         self,
@@ -727,8 +791,8 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         update, rejected = self._decided(state, runtime)  # may interrupt, and run again
         for name, arguments, call_id in _unparsed(state):
             self._binding.refuse(name, arguments, call_id=call_id)
-        for name, arguments in _legacy_calls(state, self._binding.request_id):
-            self._binding.refuse(name, arguments, asked=False)
+        for legacy, given in _legacy_calls(state, self._binding.request_id):
+            self._binding.refuse(legacy, given, asked=False)
         for call in rejected:
             self._binding.awaiting.answered(call["id"])
             self._binding.refuse(call["name"], call["args"], call_id=call["id"])
@@ -742,8 +806,8 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         update, rejected = self._decided(state, runtime)  # may interrupt, and run again
         for name, arguments, call_id in _unparsed(state):
             await self._binding.arefuse(name, arguments, call_id=call_id)
-        for name, arguments in _legacy_calls(state, self._binding.request_id):
-            await self._binding.arefuse(name, arguments, asked=False)
+        for legacy, given in _legacy_calls(state, self._binding.request_id):
+            await self._binding.arefuse(legacy, given, asked=False)
         for call in rejected:
             self._binding.awaiting.answered(call["id"])
             await self._binding.arefuse(call["name"], call["args"], call_id=call["id"])

@@ -107,6 +107,12 @@ def structured_tools(
     An :class:`~veridic.AuditWriteError` (the handler ran, its record could not be
     written) is raised through the agent, never turned into a message.
 
+    Before a call the user approved runs, ``audit`` is asked for the request's records
+    (``records(request_id)``, as :class:`~veridic.AuditStore` answers): a call on record as
+    approved already (a LangGraph checkpoint that waited for the reviewer, run again) is
+    refused and recorded ``DENIED``; a store that cannot be asked makes the approved call a
+    :class:`~veridic.VeridicError`, and nothing runs.
+
     ``prompt`` is the agent's system prompt (:func:`system_prompt` builds one): a
     :class:`~veridic.Prompt` holding only a system message, every part of it trusted,
     its capability section (if any) this view's, with the ``datamark`` preamble.
