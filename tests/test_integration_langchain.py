@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -451,7 +452,9 @@ def test_an_edited_write_runs_the_reviewers_arguments_as_user_confirmed(world: W
     agent.resume({"decisions": [{"type": "edit", "edited_action": edit}]})
 
     assert world.notes.saved == ["call the bank"]
-    assert data_of(agent.tool_messages()["call-0"]) == "saved"
+    told = dict(unfence(str(agent.tool_messages()["call-0"].content)))
+    assert told["tool:save_note"] == "saved"
+    assert json.loads(told["tool_call:save_note"]) == {"text": "call the bank", "pinned": True}
     assert world.rows() == [("save_note", CallOutcome.OK, ApprovalMode.USER_CONFIRMED)]
 
 

@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, NotRequired, TypeVar
@@ -64,9 +64,11 @@ from langgraph.types import Command
 from pydantic import PrivateAttr
 
 from veridic.errors import ToolCouplingError, VeridicError
-from veridic.run.approval import ApprovalPolicy, ApprovalRequest
+from veridic.run._audit_writes import arecorded, recorded
+from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute, execute
+from veridic.run.records import AuditRecord
 from veridic.text.fence import fence
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import report
@@ -76,7 +78,8 @@ from veridic.tools.view import ToolView
 __all__ = ["ApprovalMiddleware", "Binding", "VeridicTool", "interrupt_config", "make_tools"]
 
 APPROVED_KEY: Final = "veridic_approved_tool_calls"
-"""State key: the ids of this turn's tool calls a reviewer approved or edited (batched mode)."""
+"""State key: this turn's tool calls a reviewer approved or edited (batched mode), each id
+with the :func:`call_digest` of the call the reviewer saw (or wrote, by an edit)."""
 DECISIONS: Final = ("approve", "edit", "reject")
 """The decisions a reviewer may give: ``respond`` (answering in the tool's place) is left out."""
 _PREFIX: Final = "veridic asks for your approval of this tool call"
@@ -160,10 +163,12 @@ class _Awaiting:
         with self._lock:
             self._calls.pop(call_id or "", None)
 
-    def take(self) -> list[ToolCall]:
+    def take(self, among: Set[str]) -> list[ToolCall]:
+        """Remove and return the calls whose ids are ``among`` (one conversation's calls)."""
         with self._lock:
-            calls = list(self._calls.values())
-            self._calls.clear()
+            calls = [call for call_id, call in self._calls.items() if call_id in among]
+            for call in calls:
+                del self._calls[call["id"] or ""]
         return calls
 
 
@@ -186,6 +191,8 @@ class Binding:
         """Run one call of ``name`` through :func:`~veridic.run.executor.execute`."""
         self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
+        if confirm is _confirmed and self._confirmed_before(name, call_id, self._records()):
+            return _answer(name, self.refuse(name, arguments, asked=False, call_id=call_id))
         if self.view.tool(name).is_async:
             result = _run_coroutine(
                 self._aexecute(name, arguments, confirm, call_id), f"tool {name!r} is async"
@@ -210,7 +217,67 @@ class Binding:
         """:meth:`run` for async code, through :func:`~veridic.run.executor.aexecute`."""
         self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
+        if confirm is _confirmed and self._confirmed_before(name, call_id, await self._arecords()):
+            refused = await self.arefuse(name, arguments, asked=False, call_id=call_id)
+            return _answer(name, refused)
         return _answer(name, await self._aexecute(name, arguments, confirm, call_id))
+
+    def _confirmed_before(
+        self, name: str, call_id: str | None, records: Sequence[AuditRecord]
+    ) -> bool:
+        """Whether this approved call is on record as approved already: its checkpoint ran again.
+
+        LangGraph runs a thread again from any checkpoint (time travel, a retried request
+        that names the checkpoint, a queue that delivers twice), and the one that waited
+        for the reviewer carries the reviewer's answer, so the approved call would run a
+        second time. A call id is the provider's, unique in a conversation, so a record of
+        it under this prompt, approved by the user, was written by an earlier run of the
+        same answer. The call is refused, with a warning; the first run stands.
+        """
+        if not call_id:
+            return False
+        done = any(
+            record.call_id == call_id
+            and record.tool == name
+            and record.prompt_sha256 == self.prompt.sha256
+            and record.approval is ApprovalMode.USER_CONFIRMED
+            for record in records
+        )
+        if done:
+            _log.warning(
+                "the call %r of %r was approved and run already in request %r (a checkpoint "
+                "that waited for the reviewer ran again), so it is refused: an approval is "
+                "good for one run; ask the reviewer again with a new model turn",
+                call_id,
+                name,
+                self.request_id,
+            )
+        return done
+
+    def _records(self) -> tuple[AuditRecord, ...]:
+        """The audit store's records of this request, read before an approved call runs."""
+        self._check_readable()
+        return recorded(self.audit, self.request_id, "a LangChain tool")
+
+    async def _arecords(self) -> tuple[AuditRecord, ...]:
+        """:meth:`_records` for async code."""
+        self._check_readable()
+        return await arecorded(self.audit, self.request_id, "a LangChain tool")
+
+    def _check_readable(self) -> None:
+        """Refuse an approved call when the audit store cannot say whether it ran already.
+
+        Raises:
+            VeridicError: the store has neither ``records`` nor ``arecords``.
+        """
+        if not any(callable(getattr(self.audit, m, None)) for m in ("records", "arecords")):
+            raise VeridicError(
+                f"an approved call of request {self.request_id!r} cannot run: the audit store "
+                f"{type(self.audit).__name__} cannot be asked for the request's records, and "
+                "without them a checkpoint run again would run the approved call twice; "
+                "nothing ran. Give structured_tools() an audit store (SQLiteAuditSink, "
+                "PostgresAuditSink, AsyncPostgresAuditSink) or add records(request_id) to yours"
+            )
 
     async def _aexecute(
         self,
@@ -292,14 +359,25 @@ class Binding:
             call_id=call_id or "",
         )
 
-    def unanswered(self) -> list[ToolCall]:
+    def unanswered(self, state: AgentState[Any]) -> list[ToolCall]:
         """The view's calls of earlier turns that never reached veridic, logged; to record.
 
         Each is recorded ``DENIED`` by the caller (nobody confirmed it, nothing of it ran):
         another middleware answered it in the tool's place (a call limit's "limit
         exceeded", after the user may even have approved it) or ended the run before it.
+        Only the calls of ``state``'s own conversation: one request's tools may serve two
+        threads (``agent.batch``, a second conversation), and a call waiting for the
+        reviewer in one is not over when the other calls its model.
         """
-        calls = self.awaiting.take()
+        messages = state.get("messages") or []
+        mine = {
+            call["id"]
+            for message in messages
+            if isinstance(message, AIMessage)
+            for call in message.tool_calls
+            if call["id"]
+        }
+        calls = self.awaiting.take(mine)
         if calls:
             _log.warning(
                 "the calls %s of request %r never reached their veridic tool (another "
@@ -325,6 +403,8 @@ class Binding:
                 mode: logged, and the call goes on.
             ToolCouplingError: the tools offered to the model are not exactly this
                 view's, as :func:`make_tools` made them.
+            VeridicError: the call's model settings would send instructions, tools or
+                history of their own (:meth:`_check_settings`).
         """
         expected = self.prompt.system
         message = request.system_message
@@ -337,6 +417,7 @@ class Binding:
                 "unchanged)",
             )
         self._check_conversation(request.messages)
+        self._check_settings(request.model_settings)
         offered = list(request.tools)
         ours = list(self.tools.values())
         names = [t.name if isinstance(t, BaseTool) else str(t.get("name")) for t in offered]
@@ -373,6 +454,33 @@ class Binding:
             "veridic registry"
         )
 
+    def _check_settings(self, settings: Mapping[str, object]) -> None:
+        """Refuse model settings that would send other instructions, tools or history.
+
+        ``create_agent`` passes a model call's ``model_settings`` (set by a middleware)
+        to the chat model as keyword arguments, and the provider integrations send them
+        with the request: Anthropic's ``system`` replaces the checked system message,
+        OpenAI's ``instructions`` or ``previous_response_id`` adds instructions or history
+        nobody checked, ``functions`` offers tools beside the view's, and ``extra_body`` is
+        merged over the request the integration built.
+
+        Raises:
+            VeridicError: a key of ``model_settings`` (or of its ``extra_body``) sets
+                what veridic owns.
+        """
+        extra = settings.get("extra_body")
+        clash = [f"model_settings[{key!r}]" for key in sorted(_owned_keys(settings))] + [
+            f"model_settings['extra_body'][{key!r}]" for key in sorted(_owned_keys(extra))
+        ]
+        if clash:
+            raise VeridicError(
+                f"a model call of the LangChain agent (request {self.request_id!r}) sets "
+                f"{', '.join(clash)}, which the provider sends in place of (or beside) the "
+                "trusted system prompt, the view's tools and the conversation: leave these "
+                "keys out of the middleware that sets them; the system prompt comes from "
+                "system_prompt(view, ...), the tools from structured_tools(view, ...)"
+            )
+
     def _check_conversation(self, messages: Sequence[BaseMessage]) -> None:
         """Refuse a message after the system prompt that a provider sends as instructions.
 
@@ -395,6 +503,41 @@ class Binding:
                 "instructions, and only the system text of the Prompt given to "
                 "structured_tools() may give them: pass outside text in a user message)",
             )
+
+
+_OWNED: Final = frozenset(
+    {
+        "chat_history",
+        "conversation",
+        "function_call",
+        "functions",
+        "input",
+        "instructions",
+        "mcp_servers",
+        "messages",
+        "preamble",
+        "previous_response_id",
+        "prompt",
+        "system",
+        "system_instruction",
+        "system_prompt",
+        "tool_choice",
+        "tools",
+    }
+)
+"""Request keys of the providers' APIs that carry instructions, tools or history.
+
+The Agents SDK integration refuses the same keys in its ``extra_body``; LangChain's
+integrations add a few of their own (Anthropic's ``system``, Google's
+``system_instruction``, Cohere's ``preamble`` and ``chat_history``).
+"""
+
+
+def _owned_keys(settings: object) -> set[str]:
+    """The keys of ``settings`` (a mapping, or anything else: none) that set what veridic owns."""
+    if not isinstance(settings, Mapping):
+        return set()
+    return {key for key in settings if isinstance(key, str) and key in _OWNED}
 
 
 def _instruction_role(message: BaseMessage) -> str | None:
@@ -573,7 +716,7 @@ class _Description:
 class ApprovalState(_HumanInTheLoopState):
     """The human-in-the-loop state, and the calls of this turn a reviewer approved."""
 
-    veridic_approved_tool_calls: NotRequired[Annotated[list[str], PrivateStateAttr]]
+    veridic_approved_tool_calls: NotRequired[Annotated[dict[str, str], PrivateStateAttr]]
 
 
 class ApprovalMiddleware(HumanInTheLoopMiddleware):
@@ -595,6 +738,9 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         super().__init__(
             interrupt_on=dict(interrupt_config(binding.policy)),
             description_prefix=_PREFIX,
+            # LangChain's notice of an edit prints the arguments that ran, the model's own
+            # among them, before the tool's data block and unmarked: veridic writes its own.
+            edit_notice=None,
             interrupt_mode=interrupt_mode,
         )
         self._binding = binding
@@ -624,11 +770,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     # --- calls that never reached a tool: recorded when the next model call starts or the run ends
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
-        for call in self._binding.unanswered():
+        for call in self._binding.unanswered(state):
             self._binding.refuse(call["name"], call["args"], asked=False, call_id=call["id"])
 
     async def abefore_model(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
-        for call in self._binding.unanswered():
+        for call in self._binding.unanswered(state):
             await self._binding.arefuse(call["name"], call["args"], asked=False, call_id=call["id"])
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[None]) -> None:
@@ -642,9 +788,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     def after_model(self, state: AgentState[Any], runtime: Runtime[None]) -> dict[str, Any] | None:
         self._check_call_ids(state)
         self._expect(state)
-        for name, arguments in _unparsed(state):
-            self._binding.refuse(name, arguments)
-        update, rejected = self._decided(state, runtime)
+        update, rejected = self._decided(state, runtime)  # may interrupt, and run again
+        for name, arguments, call_id in _unparsed(state):
+            self._binding.refuse(name, arguments, call_id=call_id)
+        for legacy, given in _legacy_calls(state, self._binding.request_id):
+            self._binding.refuse(legacy, given, asked=False)
         for call in rejected:
             self._binding.awaiting.answered(call["id"])
             self._binding.refuse(call["name"], call["args"], call_id=call["id"])
@@ -655,9 +803,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     ) -> dict[str, Any] | None:
         self._check_call_ids(state)
         self._expect(state)
-        for name, arguments in _unparsed(state):
-            await self._binding.arefuse(name, arguments)
-        update, rejected = self._decided(state, runtime)
+        update, rejected = self._decided(state, runtime)  # may interrupt, and run again
+        for name, arguments, call_id in _unparsed(state):
+            await self._binding.arefuse(name, arguments, call_id=call_id)
+        for legacy, given in _legacy_calls(state, self._binding.request_id):
+            await self._binding.arefuse(legacy, given, asked=False)
         for call in rejected:
             self._binding.awaiting.answered(call["id"])
             await self._binding.arefuse(call["name"], call["args"], call_id=call["id"])
@@ -716,11 +866,14 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         record and the model a message saying so (an edit may change the arguments,
         not the tool; LangChain's own per-call mode pins the tool the same way).
         The approvals are written on every turn with tool calls, so a tool call id of an
-        earlier turn (fake and some real models reuse ids) never carries an approval over.
+        earlier turn (fake and some real models reuse ids) never carries an approval over,
+        each with the digest of the call the reviewer saw (or wrote): a middleware whose
+        ``after_model`` runs after this one (listed before it) may change the model's
+        calls, and the approval does not cover what the reviewer never saw.
         """
         update = super().after_model(state, runtime)
         if update is None:
-            return ({APPROVED_KEY: []} if state.get(APPROVED_KEY) else None), []
+            return ({APPROVED_KEY: {}} if state.get(APPROVED_KEY) else None), []
         messages = list(update.get("messages", []))
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         gated = (
@@ -736,7 +889,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
                 messages.append(_switched_message(call, edit.get("name")))
                 answered.add(call["id"])
                 refused.append(call)
-        approved = sorted({c["id"] for c in gated if c["id"] and c["id"] not in answered})
+        approved = {
+            c["id"]: call_digest(c["name"], (edits.get(c["id"]) or c)["args"])
+            for c in gated
+            if c["id"] and c["id"] not in answered
+        }
         changed = {"messages": messages, _EDITED_TOOL_CALLS_KEY: edits, APPROVED_KEY: approved}
         return {**update, **changed}, refused
 
@@ -760,7 +917,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             if isinstance(grant, CallResult):
                 return _refusal_message(request, grant)
             with _granted(grant):
-                return handler(to_run)
+                return _noted_edit(handler(to_run), request, to_run)
 
         result = super().wrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
@@ -786,7 +943,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             if isinstance(grant, CallResult):
                 return _refusal_message(request, grant)
             with _granted(grant):
-                return await handler(to_run)
+                return _noted_edit(await handler(to_run), request, to_run)
 
         result = await super().awrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
@@ -838,15 +995,55 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         call_id = call["id"]
         if call_id is None:
             return None
-        if self.interrupt_mode == "batched":
-            approved = request.state.get(APPROVED_KEY) or []
-            if call_id not in approved:
-                return None
-        return _Grant(call_id, name, call_digest(name, call["args"]))
+        digest = call_digest(name, call["args"])
+        if self.interrupt_mode == "batched" and not self._approved(request, call_id, digest):
+            return None
+        return _Grant(call_id, name, digest)
+
+    def _approved(self, request: ToolCallRequest, call_id: str, digest: str) -> bool:
+        """Whether the reviewer approved this call, with these arguments, in batched mode."""
+        approved = request.state.get(APPROVED_KEY)
+        seen = approved.get(call_id) if isinstance(approved, Mapping) else None
+        if seen is not None and seen != digest:
+            _log.warning(
+                "the arguments of the call %r of %r changed after the reviewer approved it "
+                "(a middleware listed before veridic's changed the model's call in its "
+                "after_model); the approval covers only what the reviewer saw, so the call "
+                "is denied (request %r)",
+                call_id,
+                request.tool_call["name"],
+                self._binding.request_id,
+            )
+        return seen == digest
 
     def _rejected_per_call(self, request: ToolCallRequest) -> bool:
         """In per-call mode, a gated call whose tool was not run was rejected (or answered)."""
         return self.interrupt_mode == "per_call" and request.tool_call["name"] in self.interrupt_on
+
+
+def _noted_edit(
+    result: ToolMessage | Command[Any], request: ToolCallRequest, ran: ToolCallRequest
+) -> ToolMessage | Command[Any]:
+    """The tool message of a call the reviewer edited, telling the model what ran instead.
+
+    The model must learn that its call was replaced, or it makes it again; and the
+    arguments that ran are the model's own where the reviewer kept them (outside text),
+    so they reach the model only as a data block, never beside it as LangChain's notice
+    printed them.
+    """
+    call = ran.tool_call
+    if call["args"] == request.tool_call["args"] or not isinstance(result, ToolMessage):
+        return result
+    shown = json.dumps(call["args"], ensure_ascii=False, sort_keys=True, default=repr)
+    notice = (
+        "Note: a human reviewer replaced this tool call before it ran, so the call in your "
+        "message is the one you produced, not the one that ran; do not make your call again. "
+        f"The arguments that ran are in the data block labelled tool_call:{call['name']}, "
+        "and the tool's response follows it.\n"
+    )
+    block = fence(f"tool_call:{call['name']}", shown)
+    content = f"{notice}{block}\n\n{result.content}"
+    return result.model_copy(update={"content": content})
 
 
 def _switched_message(call: ToolCall, named: object) -> ToolMessage:
@@ -871,18 +1068,49 @@ def _switched_message(call: ToolCall, named: object) -> ToolMessage:
     )
 
 
-def _unparsed(state: AgentState[Any]) -> list[tuple[str, str]]:
-    """The model's latest calls LangChain could not parse (``invalid_tool_calls``).
+def _unparsed(state: AgentState[Any]) -> list[tuple[str, str, str | None]]:
+    """The model's latest calls LangChain could not parse (``invalid_tool_calls``), with ids.
 
     LangChain runs none of them and, when the model called nothing else, ends the
     turn; each is recorded here as a refused call (its arguments are not JSON), so
-    the audit shows what the model tried instead of nothing.
+    the audit shows what the model tried instead of nothing. They are recorded after
+    the turn's interrupt, if any: LangGraph runs the hook again from its start when
+    the reviewer answers, and a record written before it was written twice.
     """
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
     if not isinstance(last, AIMessage):
         return []
-    return [(call.get("name") or "", call.get("args") or "") for call in last.invalid_tool_calls]
+    return [
+        (call.get("name") or "", call.get("args") or "", call.get("id"))
+        for call in last.invalid_tool_calls
+    ]
+
+
+def _legacy_calls(state: AgentState[Any], request_id: str) -> list[tuple[str, object]]:
+    """The model's latest call in OpenAI's legacy ``function_call`` shape, logged; to record.
+
+    ``langchain-openai`` keeps a ``function_call`` the provider answered with in
+    ``additional_kwargs`` and parses only ``tool_calls``, so the agent runs nothing and
+    ends the turn: without a record the audit would not show that the model called a
+    tool at all. It is recorded as a call nobody confirmed (nothing of it ran).
+    """
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    if not isinstance(last, AIMessage):
+        return []
+    call = last.additional_kwargs.get("function_call")
+    if not isinstance(call, Mapping):
+        return []
+    name, arguments = call.get("name"), call.get("arguments")
+    _log.warning(
+        "the model called %r in the legacy function_call shape, which LangChain does not run "
+        "(request %r), so it is recorded and not run: use a chat model that answers with "
+        "tool_calls (bind_tools)",
+        name,
+        request_id,
+    )
+    return [(name if isinstance(name, str) else "", arguments)]
 
 
 def _name_args(request: ToolCallRequest) -> tuple[str, object]:

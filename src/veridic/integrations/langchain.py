@@ -18,8 +18,9 @@ runs only with the grant the middleware gives a call it saw approved, so without
 it (or with the stock middleware, which leaves no trace of its approval) such a
 call is denied and recorded, never run silently. Each model call is checked too:
 its system message must be the prompt's trusted system text, no other message may be
-a system or developer message, and its tools must be exactly the view's, or the call
-is refused before the model sees it.
+a system or developer message, its tools must be exactly the view's, and its model
+settings may send no instructions, tools or history of their own, or the call is
+refused before the model sees it.
 
 >>> from veridic import ApprovalPolicy, Registry
 >>> registry = Registry()
@@ -106,6 +107,12 @@ def structured_tools(
     An :class:`~veridic.AuditWriteError` (the handler ran, its record could not be
     written) is raised through the agent, never turned into a message.
 
+    Before a call the user approved runs, ``audit`` is asked for the request's records
+    (``records(request_id)``, as :class:`~veridic.AuditStore` answers): a call on record as
+    approved already (a LangGraph checkpoint that waited for the reviewer, run again) is
+    refused and recorded ``DENIED``; a store that cannot be asked makes the approved call a
+    :class:`~veridic.VeridicError`, and nothing runs.
+
     ``prompt`` is the agent's system prompt (:func:`system_prompt` builds one): a
     :class:`~veridic.Prompt` holding only a system message, every part of it trusted,
     its capability section (if any) this view's, with the ``datamark`` preamble.
@@ -191,7 +198,9 @@ def approval_middleware(
     edit      the edited arguments are a new call the user approved: they are
               validated by the view, run once and recorded ``USER_CONFIRMED``;
               the model's own arguments never run; an edit naming another tool
-              is refused (``DENIED``)
+              is refused (``DENIED``); the model is told that a reviewer replaced
+              its call, with the arguments that ran as a data block
+              (``tool_call:<name>``)
     reject    the call does not run, recorded ``DENIED``; the model is told
     ========  ====================================================================
 
@@ -207,11 +216,15 @@ def approval_middleware(
     dropped). Each model call is checked first: the system message must be the
     prompt's trusted system text, and no message of the conversation a system or
     developer message (``ProvenanceError``), the tools exactly these
-    (``ToolCouplingError``); list this middleware last, nearest the model, so no
-    other middleware changes the request after the check. A call of these tools that
-    never reached its tool (another middleware, such as a call limit, answered it in the
-    tool's place or ended the run before it) is recorded ``DENIED`` when the next model
-    call starts or the run ends. The agent needs a checkpointer (LangGraph's interrupts
+    (``ToolCouplingError``), and the ``model_settings`` a middleware set may not send
+    instructions, tools or history (a ``system``, ``instructions`` or ``functions`` key,
+    among others, or one in their ``extra_body``: ``VeridicError``); list this middleware
+    last, nearest the model, so no other middleware changes the request after the check.
+    A call of these tools that never reached its tool (another middleware, such as a call
+    limit, answered it in the tool's place or ended the run before it) is recorded
+    ``DENIED`` when the next model call of its conversation starts or its run ends. A call
+    in OpenAI's legacy ``function_call`` shape, which LangChain never runs, is recorded
+    too. The agent needs a checkpointer (LangGraph's interrupts
     do).
 
     Raises:
