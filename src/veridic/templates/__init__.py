@@ -121,7 +121,12 @@ from veridic.templates._analysis import Analysis, analyse
 from veridic.templates._bound import Bound, DataTemplate, InstructionTemplate, P
 from veridic.templates._custom import Custom, Filter, Global, custom
 from veridic.templates._env import Kind, ProvenanceEnvironment, SandboxedProvenanceEnvironment
-from veridic.templates._params import Params, instruction_checks, read_params
+from veridic.templates._params import (
+    Params,
+    instruction_checks,
+    keys_holding_sets,
+    read_params,
+)
 from veridic.text.provenance import (
     TrustedInstruction,
     describe,
@@ -293,7 +298,8 @@ class Templates:
             template, analysis = self._load(env, name)
             origin = template.filename or name
             fields = _matching(read_params(params), analysis, origin)
-            found = self._bound[key] = DataTemplate(template, env, fields, analysis, origin)
+            sets = keys_holding_sets(fields, origin)
+            found = self._bound[key] = DataTemplate(template, env, fields, analysis, origin, sets)
         return cast(DataTemplate[P], found)
 
     def instruction_from_source(
@@ -348,7 +354,8 @@ class Templates:
             checks = instruction_checks(fields, origin)
             made = InstructionTemplate(template, env, fields, analysis, origin, checks, trusted)
         else:
-            made = DataTemplate(template, env, fields, analysis, origin)
+            sets = keys_holding_sets(fields, origin)
+            made = DataTemplate(template, env, fields, analysis, origin, sets)
         if len(self._sources) >= _SOURCES_KEPT:
             del self._sources[next(iter(self._sources))]
         self._sources[key] = made

@@ -23,7 +23,14 @@ from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError,
 from veridic.templates._analysis import Analysis
 from veridic.templates._budget import render
 from veridic.templates._env import ProvenanceEnvironment, SandboxedProvenanceEnvironment
-from veridic.templates._params import Check, Params, declared_text, snapshot, trusted_text
+from veridic.templates._params import (
+    Check,
+    Params,
+    declared_text,
+    ordered,
+    snapshot,
+    trusted_text,
+)
 from veridic.templates._runtime import instruction_text
 from veridic.text.fence import DataMode, block_parts, check_label, check_mode
 from veridic.text.provenance import (
@@ -229,7 +236,19 @@ class DataTemplate(Bound[P]):
     Obtain one with :meth:`Templates.data` or :meth:`Templates.data_from_source`.
     """
 
-    __slots__ = ()
+    __slots__ = ("_sets",)
+
+    def __init__(
+        self,
+        template: JinjaTemplate,
+        env: ProvenanceEnvironment,
+        params: Params,
+        analysis: Analysis,
+        origin: str,
+        sets: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__(template, env, params, analysis, origin)
+        self._sets = sets
 
     def render(self, params: P, *, mode: DataMode = "datamark") -> UntrustedText:
         """Render into one data block for a user turn (``Composer.user``).
@@ -239,7 +258,9 @@ class DataTemplate(Bound[P]):
         :mod:`veridic.text.fence`), under the template's name as label:
         :func:`veridic.unfence` on the result gives back ``[(name, output)]``.
         A data template formats data; it never instructs, so nothing in it
-        needs a provenance of its own. The result is ``UntrustedText`` whose
+        needs a provenance of its own. A variable whose declared type holds a
+        set gets each set as a sorted list: a set's order changes from process
+        to process, and the block's bytes must not. The result is ``UntrustedText`` whose
         source is the template's origin; :meth:`~veridic.Composer.user` places it
         as the block it is (and adds the fence preamble for its mode).
 
@@ -247,9 +268,14 @@ class DataTemplate(Bound[P]):
             TemplateError: the render failed (an undefined attribute, a
                 sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
             VeridicError: ``mode`` is not a data mode.
+            TemplateParamsError: a set's items cannot be sorted.
         """
         chosen = check_mode(mode, f"{type(self).__name__}.render(mode=...)")
-        text = "".join(self._run(self._params.values(params)))
+        values = self._params.values(params)
+        for key in self._sets:  # declared to hold sets: sorted, for the same bytes everywhere
+            if key in values:
+                values[key] = ordered(values[key], f"variable {key!r} of {self.origin!r}")
+        text = "".join(self._run(values))
         block = "".join(block_parts(self._label(), text, chosen))
         return fenced_block(block, self.origin, chosen)
 

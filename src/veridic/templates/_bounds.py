@@ -57,6 +57,7 @@ from jinja2.tests import TESTS
 from jinja2.utils import generate_lorem_ipsum
 
 from veridic.templates._budget import LONGEST, consumed, current, made, searched, size
+from veridic.templates._params import SortedSet
 
 __all__ = [
     "INTERCEPTED",
@@ -503,15 +504,15 @@ def _charge_method(
 
 def _check_join(what: str, owner: str | bytes, arguments: tuple[object, ...]) -> None:
     items = arguments[0]
-    if isinstance(items, set | frozenset):
+    if isinstance(items, _IN_ORDER):
+        items = list(items)  # in the order it was built in (a declared set: sorted)
+    elif isinstance(items, set | frozenset):
         raise SecurityError(
             f"{what} of a {type(items).__name__}: a set's order depends on the process's "
             "hash seed, so the text would differ from one worker to the next (provider "
             "prompt caching and audit hashes need the same bytes at every render): sort it "
             "first, (items|sort|list)"
         )
-    if isinstance(items, _IN_ORDER):
-        items = list(items)  # in the dict's order, the order it was built in
     elif not isinstance(items, list | tuple):
         raise SecurityError(
             f"{what} of a {type(items).__name__}: a stored template joins a list or a tuple "
@@ -523,13 +524,15 @@ def _check_join(what: str, owner: str | bytes, arguments: tuple[object, ...]) ->
 
 
 _IN_ORDER: Final[tuple[type[Collection[object]], ...]] = (
+    SortedSet,
     dict,
     type({}.keys()),
     type({}.values()),
     type({}.items()),
 )
 """What a stored template may join besides a list or a tuple: a dict and its views, whose
-order is the order the dict was built in, the same in every process."""
+order is the order the dict was built in, the same in every process, and a set its
+parameter type declares, which the render gives it sorted (``_params.SortedSet``)."""
 
 
 _PADDING: Final = frozenset({"center", "ljust", "rjust", "zfill"})

@@ -23,9 +23,11 @@ a custom ``__getitem__``) cannot hand the template a value the check never saw.
 
 from __future__ import annotations
 
+import contextlib
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableSet, Sequence
+from collections.abc import Set as AbstractSet
 from enum import Enum, Flag
 from typing import Annotated, Final, Literal, Union
 
@@ -38,8 +40,11 @@ from veridic.text.provenance import TrustedInstruction, is_trusted
 __all__ = [
     "Check",
     "Params",
+    "SortedSet",
     "declared_text",
     "instruction_checks",
+    "keys_holding_sets",
+    "ordered",
     "read_params",
     "snapshot",
     "trusted_text",
@@ -140,6 +145,136 @@ def instruction_checks(params: Params, template: str) -> dict[str, Check]:
                 "(templates.data) and place it with Composer.user()"
             ) from None
     return checks
+
+
+_SETS: Final = (set, frozenset, AbstractSet, MutableSet)
+"""Set types, as written or as the origin of ``typing.Set[...]``, ``AbstractSet[...]``."""
+
+
+def keys_holding_sets(params: Params, template: str) -> frozenset[str]:
+    """The keys of a data template whose declared type holds a set: rendered sorted.
+
+    A set of text iterates in an order that changes from process to process
+    (the hash seed), so the same values rendered different bytes on two
+    workers: a different block, prompt ``sha256`` and provider prompt cache.
+    The render gives the template such a key's value with every set in it
+    read sorted (:func:`ordered`), as deferred approvals show a set argument; only
+    these keys are walked, so the others cost nothing. The declared types are
+    read, nested ``TypedDict`` and containers included; a set behind ``object``
+    or ``Any``, or in a ``TypedDict`` whose annotations cannot be resolved, is
+    not seen. Instruction templates refuse sets (:func:`instruction_checks`).
+
+    Raises:
+        TemplateParamsError: a set is a field of a pydantic model nested in a
+            field: the render reads the model as it is, and cannot sort it.
+    """
+    try:
+        hints = _field_hints(params)
+    except TemplateParamsError:
+        return frozenset()  # a data template needs only the keys: it loads as before
+    keys: list[str] = []
+    for key, annotation in hints.items():
+        found = _a_set_in(annotation, set(), None)
+        if found is None:
+            continue
+        kind, model = found
+        if model is not None:
+            raise TemplateParamsError(
+                f"data template {template!r} is bound to {params.name}, whose field {key!r} "
+                f"holds the model {model.__name__}, one of whose fields is typed {_show(kind)}: "
+                "a set's order changes from process to process, so the rendered block (and "
+                "the prompt's sha256) would differ between workers, and a set inside a model "
+                "cannot be sorted for the render: type that field as a list or tuple and keep "
+                "it sorted"
+            )
+        keys.append(key)
+    return frozenset(keys)
+
+
+def _a_set_in(
+    annotation: object, seen: set[int], model: type[BaseModel] | None
+) -> tuple[object, type[BaseModel] | None] | None:
+    """The first set type ``annotation`` is or holds, and the nested model holding it."""
+    if id(annotation) in seen:
+        return None
+    seen.add(id(annotation))
+    origin = typing.get_origin(annotation)
+    if any(annotation is kind or origin is kind for kind in _SETS):
+        return annotation, model
+    parts: list[tuple[object, type[BaseModel] | None]] = [
+        (arg, model) for arg in typing.get_args(annotation)
+    ]
+    if isinstance(annotation, type):
+        if typing_extensions.is_typeddict(annotation):
+            with contextlib.suppress(TemplateParamsError):  # unresolvable: not seen
+                parts += [(hint, model) for hint in _hints(annotation).values()]
+        elif issubclass(annotation, BaseModel):
+            fields = annotation.model_fields.values()
+            parts += [(info.annotation, annotation) for info in fields]
+    for part, holder in parts:
+        found = _a_set_in(part, seen, holder)
+        if found is not None:
+            return found
+    return None
+
+
+class SortedSet(frozenset[object]):
+    """A set that iterates (and prints) its items sorted, and is looked up as a set is.
+
+    What a data template is given for a set its parameter type declares: ``{% for %}``,
+    ``|join``, ``|list`` and ``{{ tags }}`` read the items in one order in every process,
+    while ``x in tags`` stays a lookup (a sorted list would make it a scan).
+    """
+
+    __slots__ = ("_order", "_written")
+
+    _order: tuple[object, ...]
+    _written: str
+
+    def __new__(cls, items: list[object], written: str) -> SortedSet:
+        made = super().__new__(cls, items)
+        made._order = tuple(items)
+        made._written = written
+        return made
+
+    def __iter__(self) -> Iterator[object]:
+        return iter(self._order)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(map(repr, self._order))
+        if self._written == "set":
+            return f"{{{inner}}}" if inner else "set()"
+        return f"{self._written}({{{inner}}})" if inner else f"{self._written}()"
+
+    __str__ = __repr__
+
+
+def ordered(value: object, where: str) -> object:
+    """``value`` with each set in it (in lists, tuples and mappings) a :class:`SortedSet`.
+
+    Raises:
+        TemplateParamsError: a set's items cannot be ordered (text beside numbers).
+    """
+    if isinstance(value, SortedSet):
+        return value
+    if isinstance(value, AbstractSet):
+        items = [ordered(item, where) for item in value]
+        try:
+            items.sort()  # items of one orderable kind, or TypeError
+        except TypeError:
+            kinds = sorted({type(item).__name__ for item in items})
+            raise TemplateParamsError(
+                f"{where} holds a set of {', '.join(kinds)} that cannot be sorted: a set's "
+                "order changes from process to process, so the template reads it sorted; "
+                "pass a list in the order the prompt should show"
+            ) from None
+        return SortedSet(items, "set" if isinstance(value, set) else type(value).__name__)
+    if isinstance(value, list | tuple):
+        items = [ordered(item, where) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, Mapping):
+        return {key: ordered(item, where) for key, item in value.items()}
+    return value
 
 
 def declared_text(params: Params, key: str) -> tuple[str, bool, tuple[str, ...]]:

@@ -1,0 +1,149 @@
+"""A data template renders each set its parameter type declares sorted.
+
+A set of text iterates in hash-seed order, so the same values rendered different bytes
+on two workers: a different block, prompt sha256 and provider prompt cache.
+Instruction templates refuse sets; a data template sorts them, as deferred approvals
+show a set argument.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Set as AbstractSet
+from pathlib import Path
+from typing import Optional, TypedDict
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from veridic import Templates, instruction, unfence
+from veridic.templates import TemplateParamsError
+
+SOURCE = "{% for t in tags %}{{ t }};{% endfor %}|{{ tags|join(',') }}"
+
+
+class Tagged(TypedDict):
+    tags: set[str]
+
+
+class Nested(TypedDict):
+    tags: list[dict[str, frozenset[str]]]
+
+
+class Maybe(BaseModel):
+    tags: Optional[AbstractSet[int]]  # noqa: UP045 - the spelling a user writes is what is read
+
+
+class Inner(BaseModel):
+    labels: set[str]
+
+
+class Outer(TypedDict):
+    tags: list[Inner]
+
+
+class Loose(TypedDict):
+    tags: object
+
+
+def _templates(tmp_path: Path, source: str = SOURCE) -> Templates:
+    (tmp_path / "tags.j2").write_text(source)
+    return Templates(tmp_path)
+
+
+def _rendered(templates: Templates, params: type, values: object) -> str:
+    [(_, text)] = unfence(templates.data("tags.j2", params=params).render(values))  # type: ignore[arg-type]  # each test passes its own parameter type
+    return text
+
+
+RENDER = (
+    "import sys\n"
+    "from typing import TypedDict\n"
+    "from veridic import Templates, unfence\n"
+    "class Tagged(TypedDict):\n"
+    "    tags: set[str]\n"
+    "t = Templates(sys.argv[1]).data('tags.j2', params=Tagged)\n"
+    "print(unfence(t.render({'tags': {'alpha', 'beta', 'gamma', 'delta', 'epsilon'}}))[0][1])\n"
+)
+
+
+def test_a_set_of_text_renders_the_same_bytes_in_every_process(tmp_path: Path) -> None:
+    # Under three hash seeds the loop and |join gave three orders; now one, sorted.
+    _templates(tmp_path)
+    renders = {
+        subprocess.run(
+            [sys.executable, "-c", RENDER, str(tmp_path)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert renders == {"alpha;beta;delta;epsilon;gamma;|alpha,beta,delta,epsilon,gamma\n"}
+
+
+def test_sets_inside_lists_and_mappings_render_sorted(tmp_path: Path) -> None:
+    templates = _templates(
+        tmp_path,
+        "{% for d in tags %}{% for k, v in d.items() %}{{ k }}={{ v|join('+') }} "
+        "{% endfor %}{% endfor %}",
+    )
+    values = {"tags": [{"b": frozenset({"y", "x"}), "a": frozenset({"z"})}]}
+    assert _rendered(templates, Nested, values) == "b=x+y a=z "  # a mapping keeps its order
+
+
+def test_a_set_behind_optional_renders_sorted_and_none_stays_none(tmp_path: Path) -> None:
+    templates = _templates(tmp_path, "{% if tags is none %}none{% else %}" + SOURCE + "{% endif %}")
+    assert _rendered(templates, Maybe, Maybe(tags={3, 1, 2})) == "1;2;3;|1,2,3"
+    assert _rendered(templates, Maybe, Maybe(tags=None)) == "none"
+
+
+def test_a_set_whose_items_cannot_be_sorted_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    templates = _templates(tmp_path)
+    template = templates.data("tags.j2", params=Tagged)
+    with pytest.raises(TemplateParamsError, match=r"variable 'tags' of .*cannot be sorted.*a list"):
+        template.render({"tags": {"a", 1}})  # type: ignore[arg-type]  # what a careless caller passes
+
+
+def test_a_set_inside_a_nested_model_is_refused_at_load(tmp_path: Path) -> None:
+    templates = _templates(tmp_path)
+    with pytest.raises(
+        TemplateParamsError, match=r"model Inner, one of whose fields is typed set\[str\]"
+    ):
+        templates.data("tags.j2", params=Outer)
+    stored = instruction("{% for t in tags %}{{ t }};{% endfor %}")
+    with pytest.raises(TemplateParamsError, match=r"model Inner"):
+        templates.data_from_source(stored, params=Outer)
+
+
+def test_a_stored_data_template_renders_a_declared_set_sorted(tmp_path: Path) -> None:
+    stored = instruction("{{ ', '.join(tags) }} / {% for t in tags %}{{ t }}{% endfor %}")
+    template = Templates().data_from_source(stored, params=Tagged)
+    [(_, text)] = unfence(template.render({"tags": {"beta", "alpha"}}))
+    assert text == "alpha, beta / alphabeta"
+
+
+def test_a_value_typed_loosely_is_passed_as_it_is(tmp_path: Path) -> None:
+    # Not declared a set: not walked (and not seen), as the docstring says.
+    templates = _templates(tmp_path, "{{ tags|length }}")
+    assert _rendered(templates, Loose, {"tags": {"b", "a"}}) == "2"
+
+
+@given(st.frozensets(st.text(max_size=8), max_size=12))
+def test_property_a_declared_set_renders_as_its_sorted_items(tags: frozenset[str]) -> None:
+    template = Templates().data_from_source(
+        instruction("{% for t in tags %}{{ t|length }}:{{ t }}{% endfor %}"), params=Tagged
+    )
+    [(_, text)] = unfence(template.render({"tags": set(tags)}))
+    assert text == "".join(f"{len(t)}:{t}" for t in sorted(tags))
+
+
+def test_a_declared_set_prints_as_a_set_sorted_and_is_still_looked_up(tmp_path: Path) -> None:
+    templates = _templates(tmp_path, "{{ tags }} {{ 'b' in tags }} {{ tags|length }}")
+    assert _rendered(templates, Tagged, {"tags": {"c", "a", "b"}}) == "{'a', 'b', 'c'} True 3"
+    assert _rendered(templates, Tagged, {"tags": set()}) == "set() False 0"
