@@ -277,6 +277,19 @@ def _nested_examples() -> Callable[..., str]:
     return _doc(pick, plan)
 
 
+def _dataclass_default() -> Callable[..., str]:
+    @dataclasses.dataclass
+    class Plan:
+        """A plan."""
+
+        tier: str
+
+    def pick(choice: Plan = Plan(OUTSIDE)) -> str:  # noqa: B008  # the default is the point
+        return "ok"
+
+    return _doc(pick, Plan)
+
+
 BRANDED_SOURCES = {
     "an enum value": _enum_value,
     "an enum's docstring": _enum_docstring,
@@ -287,6 +300,7 @@ BRANDED_SOURCES = {
     "a nested model's docstring": _nested_model_docstring,
     "a nested dataclass's docstring": _nested_dataclass_docstring,
     "a nested model's examples": _nested_examples,
+    "a dataclass instance as a default": _dataclass_default,
 }
 
 
