@@ -280,6 +280,39 @@ def test_a_listing_that_names_a_tool_twice_is_refused_and_registers_nothing(
         asyncio.run(list_tools(server_of(spec)))
 
 
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("Search", "tools 'search' and 'Search'"),
+        ("create-issue", "tools 'create_issue' and 'create-issue'"),
+        ("Get-Tool-Schema", "tool 'Get-Tool-Schema' beside veridic's own 'get_tool_schema'"),
+    ],
+)
+def test_a_listing_of_two_names_alike_is_refused_saying_it_is_the_servers(
+    spec: Path, name: str, shown: str
+) -> None:
+    """A server listing names that differ only in case or in - and _ reached the
+    registry's refusal, whose advice ("give it a name of its own with name=...") the
+    application cannot follow for a server's tool."""
+    spec.write_text(json.dumps([*TOOLS, {**TOOLS[0], "name": name}]))
+    registry = Registry()
+    before = (registry.tools(), registry.components())
+
+    async def run() -> None:
+        async with connect(registry, server_of(spec), declare=DECLARED):
+            pass
+
+    with pytest.raises(IntegrationError) as caught:
+        asyncio.run(run())
+    message = str(caught.value)
+    assert f"MCP server 'tools' listed {shown}" in message
+    assert "ask its maintainers to rename one of them" in message
+    assert "name=" not in message
+    assert (registry.tools(), registry.components()) == before
+    with pytest.raises(IntegrationError, match="cannot tell apart"):
+        asyncio.run(list_tools(server_of(spec)))
+
+
 def test_pins_refuse_a_name_twice_rather_than_keep_one_copy(spec: Path, tmp_path: Path) -> None:
     recorded = Pins.load(record(spec, tmp_path))
     search = recorded.tools["search"]

@@ -46,7 +46,15 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -68,7 +76,7 @@ from veridic.text.provenance import (
     untrusted,
 )
 from veridic.tools._similarity import NameIndex
-from veridic.tools.registry import BootError, Registry
+from veridic.tools.registry import BootError, Registry, _folded
 from veridic.tools.risk import RiskLike, ToolKind
 from veridic.tools.tool import SCHEMA_TOOL, check_tool_name
 
@@ -156,7 +164,8 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
 
     Raises:
         IntegrationError: the server did not start or answer in time, it
-            listed a tool name twice, or its listing did not end (a next cursor
+            listed a tool name twice (or two names that differ only in case or
+            in ``-`` and ``_``), or its listing did not end (a next cursor
             after 100 pages).
         MissingExtraError: the ``mcp`` package is not installed.
     """
@@ -195,8 +204,9 @@ async def connect(
     the server (no component, no tool), as before the call.
 
     Raises:
-        IntegrationError: the server listed a tool name twice, or its listing
-            did not end (a next cursor after 100 pages).
+        IntegrationError: the server listed a tool name twice (or two names
+            that differ only in case or in ``-`` and ``_``), or its listing did
+            not end (a next cursor after 100 pages).
         VeridicError: the pins are of another server, ``declare`` names a tool
             the server does not list, a component of that name exists, a tool
             name is registered already.
@@ -664,7 +674,35 @@ def _by_name(server: McpServer, listed: Sequence[PinnedTool]) -> dict[str, Pinne
             "the server, or do not connect to it until it lists each tool once",
             reason="the MCP server listed a tool twice",
         )
+    alike = _alike(tool.name for tool in listed)
+    if alike is not None:
+        first, second = alike
+        pair = (
+            f"tool {clip(second)} beside veridic's own {first!r}"
+            if first == SCHEMA_TOOL
+            else f"tools {clip(first)} and {clip(second)}"
+        )
+        raise IntegrationError(
+            f"MCP server {server.name!r} listed {pair}, "
+            "names that differ only in case or in - and _: the capability section, the tool "
+            "list and an approval question would show two names a reader cannot tell apart, "
+            "and a name changed by veridic would no longer be the one the server answers to, "
+            "so the listing is refused (nothing of it is registered or called); ask its "
+            "maintainers to rename one of them, or do not connect to it",
+            reason="the MCP server listed two tool names a reader cannot tell apart",
+        )
     return {tool.name: tool for tool in listed}
+
+
+def _alike(names: Iterable[str]) -> tuple[str, str] | None:
+    """The first two of ``names`` (or one and veridic's ``get_tool_schema``) that the
+    registry would refuse side by side as look-alikes, or ``None``."""
+    seen = {_folded(SCHEMA_TOOL): SCHEMA_TOOL}
+    for name in names:
+        other = seen.setdefault(_folded(name), name)
+        if other != name:
+            return other, name
+    return None
 
 
 def _check_declared(
