@@ -123,6 +123,42 @@ def test_the_model_cannot_tell_a_tool_hidden_from_it_from_a_name_nobody_register
         assert "denied" not in hidden
 
 
+def test_a_hidden_tool_whose_component_did_not_start_is_still_told_as_unknown() -> None:
+    """The component's failure was looked at before the view's roles: a call of an admin
+    tool in a component that did not start was told "unavailable (its component 'pro' did
+    not start ...)" in a view without the role, confirming a tool kept from the model."""
+
+    def down() -> None:
+        raise RuntimeError("licence server down")
+
+    def shop(with_admin_tool: bool) -> Registry:
+        registry = _shop(with_admin_tools=False)
+        pro = registry.component("pro", boot=down, hint="check the licence server")
+        if with_admin_tool:
+
+            @pro.tool(kind="query", roles={"admin"})
+            def export_customers(limit: int) -> str:
+                """Export the customer table.
+
+                Args:
+                    limit: How many rows at most.
+                """
+                return "all of them"
+
+        return registry
+
+    assert shop(with_admin_tool=True).view().status("export_customers").hidden
+    for call in (
+        ("export_customers", {"limit": 1}),
+        ("get_tool_schema", {"name": "export_customers"}),
+    ):
+        hidden = _told(shop(with_admin_tool=True), *call)
+        assert hidden == _told(shop(with_admin_tool=False), *call)
+        assert "unavailable" not in hidden
+    admin = shop(with_admin_tool=True).view(roles={"admin"})
+    assert admin.status("export_customers").state == "unavailable"
+
+
 def test_the_record_of_a_hidden_tools_call_says_it_was_denied_and_why(
     audit: SQLiteAuditSink,
 ) -> None:
