@@ -352,7 +352,10 @@ class McpConnection:
         with registry._alone():  # the registry's lock, lent for this batch
             taken = registry._taken(names)
             if taken:
-                shown = ", ".join(clip(name) for name in taken[:5])
+                shown = ", ".join(
+                    clip(name) if name == held else f"{clip(name)} (registered as {clip(held)})"
+                    for name, held in taken[:5]
+                )
                 raise VeridicError(
                     f"MCP server {self.server.name!r} lists {shown}, already registered in "
                     f"{registry!r} (or differing from a registered name only in case or in - "
