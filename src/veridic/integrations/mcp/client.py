@@ -304,9 +304,14 @@ class McpConnection:
                 entries.append(_entry(tool, declared, recorded=self.pins.tools[tool.name]))
             else:
                 entries.append(_entry(tool, declared, unavailable=change.reason))
+        renamed = {_folded(tool.name) for tool in listed}
         for change in changes:
-            if change.kind == "gone" and change.old is not None:
-                entries.append(_entry(change.old, declared, unavailable=change.reason))
+            # A pinned tool the server now lists renamed only in case or in - and _ ('fail'
+            # as 'Fail') is not registered beside it, which the registry would refuse: the
+            # listed one, unavailable until the pins are recorded again, stands for both.
+            gone = change.old if change.kind == "gone" else None
+            if gone is not None and _folded(gone.name) not in renamed:
+                entries.append(_entry(gone, declared, unavailable=change.reason))
         self._install(registry, hint, None, entries)
         self.changes = changes
         for change in changes:
