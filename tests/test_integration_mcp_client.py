@@ -313,6 +313,25 @@ def test_a_listing_of_two_names_alike_is_refused_saying_it_is_the_servers(
         asyncio.run(list_tools(server_of(spec)))
 
 
+def test_a_look_alike_the_server_adds_later_leaves_the_registered_tools_callable(
+    spec: Path, tmp_path: Path
+) -> None:
+    """The check before each call refuses a listing that names a tool twice (which copy
+    runs cannot be told); a name alike to another, added after connect, is not registered,
+    so the server's registered tools stay callable."""
+    registry = Registry()
+    sink = SQLiteAuditSink(tmp_path / "audit.db")
+
+    async def run() -> CallResult:
+        async with connect(registry, server_of(spec), declare=DECLARED):
+            spec.write_text(json.dumps([*TOOLS, {**TOOLS[0], "name": "Search"}]))
+            return await call(registry, "search", {"q": "flaky test"}, sink)
+
+    result = asyncio.run(run())
+    sink.close()
+    assert result.ok, result.error
+
+
 def test_pins_refuse_a_name_twice_rather_than_keep_one_copy(spec: Path, tmp_path: Path) -> None:
     recorded = Pins.load(record(spec, tmp_path))
     search = recorded.tools["search"]

@@ -179,6 +179,7 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
             except Exception as error:
                 raise _unreachable(server, error) from error
     _by_name(server, listed)
+    _refuse_alike(server, listed)
     return listed
 
 
@@ -236,6 +237,7 @@ async def connect(
                 connection._register_unreachable(registry, hint, declared, failure, _reason(error))
             else:
                 _by_name(server, listed)
+                _refuse_alike(server, listed)
                 known = [t.name for t in listed] + list(recorded.tools if recorded else ())
                 _check_declared(server, declared, known)
                 connection._register(registry, hint, declared, listed)
@@ -682,6 +684,16 @@ def _by_name(server: McpServer, listed: Sequence[PinnedTool]) -> dict[str, Pinne
             "the server, or do not connect to it until it lists each tool once",
             reason="the MCP server listed a tool twice",
         )
+    return {tool.name: tool for tool in listed}
+
+
+def _refuse_alike(server: McpServer, listed: Sequence[PinnedTool]) -> None:
+    """Refuse a listing to be registered (``connect``, or recorded by ``list_tools``) that
+    holds two names the registry would refuse side by side, as the server's to fix.
+
+    Not looked for before each call: a look-alike the server adds later is not
+    registered, and the tools that are stay callable.
+    """
     alike = _alike(tool.name for tool in listed)
     if alike is not None:
         first, second = alike
@@ -699,7 +711,6 @@ def _by_name(server: McpServer, listed: Sequence[PinnedTool]) -> dict[str, Pinne
             "maintainers to rename one of them, or do not connect to it",
             reason="the MCP server listed two tool names a reader cannot tell apart",
         )
-    return {tool.name: tool for tool in listed}
 
 
 def _alike(names: Iterable[str]) -> tuple[str, str] | None:
