@@ -489,6 +489,20 @@ def test_a_plans_notice_tells_a_hidden_tool_as_a_name_nobody_registered(name: st
     assert [s.id for s in hidden.invalidated] == ["s2"]
 
 
+def test_a_hidden_step_groups_in_the_notice_with_a_name_nobody_registered() -> None:
+    """The notice groups dropped steps by what their line says; a hidden step was grouped
+    apart from an unknown one with the same suggestions (its hint, never shown, differed),
+    so a plan of a guessed name and a nonsense one showed which guess exists."""
+    steps = [
+        {"id": "s1", "tool": "export_customers", "arguments": {"order_id": 1}},
+        {"id": "s2", "tool": "export_customerz", "arguments": {"order_id": 1}},
+    ]
+    hidden = normalize_plan(steps, _client_view(_shop(with_admin_tools=True)))
+    unknown = normalize_plan(steps, _client_view(_shop(with_admin_tools=False)))
+    assert hidden.notice == unknown.notice
+    assert "export_customers, export_customerz (steps s1, s2)" in hidden.notice
+
+
 def test_a_plans_notice_still_tells_a_tombstoned_tool_with_its_reason() -> None:
     view = _shop(with_admin_tools=True).view(
         deny=[Deny({"staff_notes"}, reason="notes are closed today", tombstone=True)]
