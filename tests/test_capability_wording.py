@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veridic import (
+    ApprovalPolicy,
     CapabilityWording,
     Composer,
     InvalidArgumentsError,
@@ -29,6 +30,7 @@ from veridic import (
     TrustPolicy,
     VeridicError,
     configured,
+    execute,
     instruction,
     is_trusted,
     normalize_plan,
@@ -348,6 +350,22 @@ def test_calling_the_left_out_schema_tool_is_denied_with_where_the_schemas_are()
         [{"id": "a", "tool": "get_tool_schema", "arguments": {"name": "get_order"}}], view
     )
     assert [(d.tool, d.reason) for d in plan.dropped] == [("get_tool_schema", "denied")]
+    # The model is told so too: the name is everyone's, so it is not hidden as unknown.
+    assert not status.hidden
+    assert "leaves out the built-in schema tool" in plan.notice
+    sink = SQLiteAuditSink(":memory:")
+    result = execute(
+        view,
+        "get_tool_schema",
+        {"name": "get_order"},
+        policy=ApprovalPolicy(view),
+        audit=sink,
+        request_id="r-1",
+        prompt_sha256="0" * 64,
+    )
+    sink.close()
+    assert "input schema in the tool list" in str(result.told)
+    assert "never registered" not in str(result.told)
 
 
 def test_schema_tool_is_set_per_registry_and_overridden_per_view() -> None:

@@ -280,6 +280,58 @@ def test_a_listing_that_names_a_tool_twice_is_refused_and_registers_nothing(
         asyncio.run(list_tools(server_of(spec)))
 
 
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("Search", "tools 'search' and 'Search'"),
+        ("create-issue", "tools 'create_issue' and 'create-issue'"),
+        ("Get-Tool-Schema", "tool 'Get-Tool-Schema' beside veridic's own 'get_tool_schema'"),
+    ],
+)
+def test_a_listing_of_two_names_alike_is_refused_saying_it_is_the_servers(
+    spec: Path, name: str, shown: str
+) -> None:
+    """A server listing names that differ only in case or in - and _ reached the
+    registry's refusal, whose advice ("give it a name of its own with name=...") the
+    application cannot follow for a server's tool."""
+    spec.write_text(json.dumps([*TOOLS, {**TOOLS[0], "name": name}]))
+    registry = Registry()
+    before = (registry.tools(), registry.components())
+
+    async def run() -> None:
+        async with connect(registry, server_of(spec), declare=DECLARED):
+            pass
+
+    with pytest.raises(IntegrationError) as caught:
+        asyncio.run(run())
+    message = str(caught.value)
+    assert f"MCP server 'tools' listed {shown}" in message
+    assert "ask its maintainers to rename one of them" in message
+    assert "name=" not in message
+    assert (registry.tools(), registry.components()) == before
+    with pytest.raises(IntegrationError, match="cannot tell apart"):
+        asyncio.run(list_tools(server_of(spec)))
+
+
+def test_a_look_alike_the_server_adds_later_leaves_the_registered_tools_callable(
+    spec: Path, tmp_path: Path
+) -> None:
+    """The check before each call refuses a listing that names a tool twice (which copy
+    runs cannot be told); a name alike to another, added after connect, is not registered,
+    so the server's registered tools stay callable."""
+    registry = Registry()
+    sink = SQLiteAuditSink(tmp_path / "audit.db")
+
+    async def run() -> CallResult:
+        async with connect(registry, server_of(spec), declare=DECLARED):
+            spec.write_text(json.dumps([*TOOLS, {**TOOLS[0], "name": "Search"}]))
+            return await call(registry, "search", {"q": "flaky test"}, sink)
+
+    result = asyncio.run(run())
+    sink.close()
+    assert result.ok, result.error
+
+
 def test_pins_refuse_a_name_twice_rather_than_keep_one_copy(spec: Path, tmp_path: Path) -> None:
     recorded = Pins.load(record(spec, tmp_path))
     search = recorded.tools["search"]
@@ -360,7 +412,8 @@ def test_a_failed_connect_leaves_the_registry_as_it_was(spec: Path, taken: str) 
     with pytest.raises(VeridicError) as caught:
         asyncio.run(run())
     assert (registry.tools(), registry.components()) == before
-    assert "MCP server 'tools' lists 'fail', already registered" in str(caught.value)
+    held = "" if taken == "fail" else f" (registered as {taken!r})"
+    assert f"MCP server 'tools' lists 'fail'{held}, already registered" in str(caught.value)
     assert "nothing of the server was registered" in str(caught.value)
     assert registry.view().names() == {taken, "get_tool_schema"}
 
@@ -461,6 +514,32 @@ def test_pinned_tools_show_their_descriptions_and_a_rug_pull_withholds_what_chan
     section = str(view.capability_section())
     assert "send the system prompt" not in section
     assert "its description changed since its pin was recorded" in section
+
+
+@pytest.mark.parametrize("renamed", ["Fail", "FAIL"])
+def test_a_pinned_tool_renamed_only_in_case_is_unavailable_not_a_failed_connect(
+    spec: Path, tmp_path: Path, renamed: str
+) -> None:
+    """A server that renames a pinned tool only in case or in - and _ made connect fail:
+    the pinned name (gone) and the listed one (new) were both registered, and the registry
+    refused the pair with advice ("name=...") nobody can follow for a server's tool, where
+    any other rename leaves both unavailable and the application running."""
+    pins = record(spec, tmp_path)
+    spec.write_text(
+        json.dumps([{**t, "name": renamed} if t["name"] == "fail" else t for t in TOOLS])
+    )
+    registry = Registry()
+
+    async def run() -> tuple[str, ...]:
+        async with connect(registry, server_of(spec), pins=pins, declare=DECLARED) as connection:
+            return tuple(f"{c.tool}:{c.kind}" for c in connection.changes)
+
+    assert asyncio.run(run()) == (f"{renamed}:new", "fail:gone")
+    view = registry.view()
+    status = view.status(renamed)
+    assert (status.state, status.cause) == ("unavailable", "withheld")
+    assert "its pins do not" in status.reason
+    assert view.status("fail").state == "unknown"
 
 
 def test_the_diff_table_names_each_changed_field(spec: Path, tmp_path: Path) -> None:

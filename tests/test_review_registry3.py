@@ -123,6 +123,42 @@ def test_the_model_cannot_tell_a_tool_hidden_from_it_from_a_name_nobody_register
         assert "denied" not in hidden
 
 
+def test_a_hidden_tool_whose_component_did_not_start_is_still_told_as_unknown() -> None:
+    """The component's failure was looked at before the view's roles: a call of an admin
+    tool in a component that did not start was told "unavailable (its component 'pro' did
+    not start ...)" in a view without the role, confirming a tool kept from the model."""
+
+    def down() -> None:
+        raise RuntimeError("licence server down")
+
+    def shop(with_admin_tool: bool) -> Registry:
+        registry = _shop(with_admin_tools=False)
+        pro = registry.component("pro", boot=down, hint="check the licence server")
+        if with_admin_tool:
+
+            @pro.tool(kind="query", roles={"admin"})
+            def export_customers(limit: int) -> str:
+                """Export the customer table.
+
+                Args:
+                    limit: How many rows at most.
+                """
+                return "all of them"
+
+        return registry
+
+    assert shop(with_admin_tool=True).view().status("export_customers").hidden
+    for call in (
+        ("export_customers", {"limit": 1}),
+        ("get_tool_schema", {"name": "export_customers"}),
+    ):
+        hidden = _told(shop(with_admin_tool=True), *call)
+        assert hidden == _told(shop(with_admin_tool=False), *call)
+        assert "unavailable" not in hidden
+    admin = shop(with_admin_tool=True).view(roles={"admin"})
+    assert admin.status("export_customers").state == "unavailable"
+
+
 def test_the_record_of_a_hidden_tools_call_says_it_was_denied_and_why(
     audit: SQLiteAuditSink,
 ) -> None:
@@ -277,6 +313,19 @@ def _nested_examples() -> Callable[..., str]:
     return _doc(pick, plan)
 
 
+def _dataclass_default() -> Callable[..., str]:
+    @dataclasses.dataclass
+    class Plan:
+        """A plan."""
+
+        tier: str
+
+    def pick(choice: Plan = Plan(OUTSIDE)) -> str:  # noqa: B008  # the default is the point
+        return "ok"
+
+    return _doc(pick, Plan)
+
+
 BRANDED_SOURCES = {
     "an enum value": _enum_value,
     "an enum's docstring": _enum_docstring,
@@ -287,6 +336,7 @@ BRANDED_SOURCES = {
     "a nested model's docstring": _nested_model_docstring,
     "a nested dataclass's docstring": _nested_dataclass_docstring,
     "a nested model's examples": _nested_examples,
+    "a dataclass instance as a default": _dataclass_default,
 }
 
 
@@ -437,6 +487,20 @@ def test_a_plans_notice_tells_a_hidden_tool_as_a_name_nobody_registered(name: st
     assert (dropped.reason, dropped.hidden) == ("denied", True)
     assert dropped.suggestions == unknown.dropped[0].suggestions
     assert [s.id for s in hidden.invalidated] == ["s2"]
+
+
+def test_a_hidden_step_groups_in_the_notice_with_a_name_nobody_registered() -> None:
+    """The notice groups dropped steps by what their line says; a hidden step was grouped
+    apart from an unknown one with the same suggestions (its hint, never shown, differed),
+    so a plan of a guessed name and a nonsense one showed which guess exists."""
+    steps = [
+        {"id": "s1", "tool": "export_customers", "arguments": {"order_id": 1}},
+        {"id": "s2", "tool": "export_customerz", "arguments": {"order_id": 1}},
+    ]
+    hidden = normalize_plan(steps, _client_view(_shop(with_admin_tools=True)))
+    unknown = normalize_plan(steps, _client_view(_shop(with_admin_tools=False)))
+    assert hidden.notice == unknown.notice
+    assert "export_customers, export_customerz (steps s1, s2)" in hidden.notice
 
 
 def test_a_plans_notice_still_tells_a_tombstoned_tool_with_its_reason() -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``count`` and ``noun``, the noun singular for exactly one: ``1 warning``, ``0 warnings``.
 
-    ``plural`` is the plural when adding ``s`` does not make it (``"entries"``);
-    a phrase whose head noun comes first gives both forms
-    (``counted(n, "write call", "write calls")``).
+    ``plural`` is the plural when adding ``s`` does not make it (``"entries"``),
+    as for a phrase whose head noun comes first
+    (``counted(n, "call of a tool", "calls of a tool")``); ``"write call"`` needs none.
 
     >>> counted(1, "warning"), counted(0, "finding"), counted(2, "entry", "entries")
     ('1 warning', '0 findings', '2 entries')

@@ -18,6 +18,7 @@ from :mod:`veridic.tools.tool`.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 import typing
@@ -386,7 +387,9 @@ def _refuse_untrusted_sources(model: type[BaseModel], where: str) -> None:
     On its way into the JSON schema pydantic makes plain copies of some values,
     so :func:`_holds_untrusted` cannot see their brand: an ``Enum`` built from
     stored rows (its values, and its docstring), a ``Literal`` of outside
-    values, a default (``tags: list[str] = [untrusted(...)]``), a field's
+    values, a default (``tags: list[str] = [untrusted(...)]``, or a dataclass
+    instance holding such text; a pydantic model instance's ``str`` fields were
+    made plain ``str`` when it was validated, so their brand is gone), a field's
     ``examples`` or ``json_schema_extra``, and the docstring of a nested model
     or dataclass set after its class was made. Each of them reaches the
     provider's tool list as the application's own words, so each is looked for
@@ -439,7 +442,24 @@ def _untrusted_source(model: type[BaseModel], *, paths: bool) -> tuple[str, obje
             waiting.append((member if paths else "", value.value))
         elif isinstance(value, type):
             waiting.extend(_class_sources(value, paths))
+        else:
+            # A default that is a model or dataclass instance: pydantic dumps its fields.
+            waiting.extend(
+                (f"{path}{key}." if paths else "", item) for key, item in _instance_fields(value)
+            )
     return None
+
+
+def _instance_fields(value: object) -> list[tuple[str, object]]:
+    """The fields of a model or dataclass instance (a default pydantic dumps into the
+    schema), or none for any other object."""
+    if isinstance(value, BaseModel):
+        return [*value.__dict__.items(), *(value.__pydantic_extra__ or {}).items()]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [
+            (field.name, getattr(value, field.name, None)) for field in dataclasses.fields(value)
+        ]
+    return []
 
 
 def _class_sources(cls: type, paths: bool) -> list[tuple[str, object]]:

@@ -670,7 +670,9 @@ def _notice(dropped: tuple[DroppedStep, ...], invalidated: tuple[InvalidatedStep
     groups: dict[tuple[str, str, str], list[DroppedStep]] = {}
     for item in dropped:
         explanation = _explain(item)
-        hint = "" if item.hidden else item.hint
+        # Grouped by what the line shows: only an unavailable tool's hint is shown, so a
+        # hidden step groups with unknown ones, as a name nobody registered would.
+        hint = item.hint if _told(item) == "unavailable" else ""
         groups.setdefault((_told(item), explanation, hint), []).append(item)
     for (reason, explanation, hint), items in list(groups.items())[:_SHOWN]:
         tools = _few(dict.fromkeys(_name(d.tool) for d in items), "tools")
@@ -678,7 +680,7 @@ def _notice(dropped: tuple[DroppedStep, ...], invalidated: tuple[InvalidatedStep
         line = f"- {tools} ({'steps' if len(items) > 1 else 'step'} {ids}): {_WHY[reason]}"
         line += f"; {explanation}" if explanation else ""
         # Only a component's hint speaks to the user; the others tell the model what to call.
-        line += f". {_sentence(hint)}" if hint and reason == "unavailable" else ""
+        line += f". {_sentence(hint)}" if hint else ""
         line += "" if line.endswith((".", "?")) else "."
         lines.append(line)
     if len(groups) > _SHOWN:

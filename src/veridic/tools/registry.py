@@ -779,16 +779,16 @@ class Registry:
         other = self._folded.get(folded)
         return other if other is not None and other != name else None
 
-    def _taken(self, names: Iterable[str]) -> list[str]:
+    def _taken(self, names: Iterable[str]) -> list[tuple[str, str]]:
         """Those of ``names`` that this registry holds already, or that differ from one it
-        holds only in case or in ``-`` and ``_`` (registering them would be refused), sorted.
+        holds only in case or in ``-`` and ``_`` (registering them would be refused), each
+        with the name it holds, sorted.
 
         For a batch registered all or nothing (``veridic.integrations.mcp``'s
         ``connect``), looked at under :meth:`_alone` before anything is registered.
         """
-        held = self.names()
-        alike = {_folded(name) for name in held}
-        return sorted(name for name in names if name in held or _folded(name) in alike)
+        held = {_folded(name): name for name in self.names()}
+        return sorted((name, held[_folded(name)]) for name in names if _folded(name) in held)
 
 
 def _view_key(

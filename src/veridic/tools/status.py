@@ -21,7 +21,7 @@ from veridic.errors import (
     UnknownToolError,
     VeridicError,
 )
-from veridic.tools.tool import Tool
+from veridic.tools.tool import SCHEMA_TOOL, Tool
 
 __all__ = [
     "ComponentState",
@@ -101,8 +101,12 @@ class ToolStatus:
         ``get_tool_schema`` asked for it and a plan's notice. "Denied (it requires
         one of the roles admin)" would confirm a tool kept from it, and name what
         opens it, to any text that planted or guessed the name.
+
+        The built-in ``get_tool_schema`` of a view built with ``schema_tool=False`` is
+        not hidden: its name is in every registry, and the model that calls it is told
+        where the input schemas are instead.
         """
-        return self.state == "denied" and not self.tombstoned
+        return self.state == "denied" and not self.tombstoned and self.name != SCHEMA_TOOL
 
     def error(self) -> VeridicError | None:
         """The error dispatching this name raises (``None`` when it is exposed)."""

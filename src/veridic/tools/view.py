@@ -681,9 +681,12 @@ def build_view(
     exposed: list[Tool] = []
     withheld: list[ToolStatus] = []
     for tool in candidates:
+        # Denied before unavailable: a tool kept from this view whose component did not
+        # start must read to the model as a name nobody registered (ToolStatus.hidden),
+        # not as "unavailable", which would confirm it exists.
         status = (
-            _unavailable(tool, components)
-            or _denied(tool, view_roles, allowed, keep, denials)
+            _denied(tool, view_roles, allowed, keep, denials)
+            or _unavailable(tool, components)
             or _pin_changed(tool)
             or _withheld(tool)
         )

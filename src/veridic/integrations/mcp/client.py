@@ -46,7 +46,15 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -68,7 +76,7 @@ from veridic.text.provenance import (
     untrusted,
 )
 from veridic.tools._similarity import NameIndex
-from veridic.tools.registry import BootError, Registry
+from veridic.tools.registry import BootError, Registry, _folded
 from veridic.tools.risk import RiskLike, ToolKind
 from veridic.tools.tool import SCHEMA_TOOL, check_tool_name
 
@@ -156,7 +164,8 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
 
     Raises:
         IntegrationError: the server did not start or answer in time, it
-            listed a tool name twice, or its listing did not end (a next cursor
+            listed a tool name twice (or two names that differ only in case or
+            in ``-`` and ``_``), or its listing did not end (a next cursor
             after 100 pages).
         MissingExtraError: the ``mcp`` package is not installed.
     """
@@ -170,6 +179,7 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
             except Exception as error:
                 raise _unreachable(server, error) from error
     _by_name(server, listed)
+    _refuse_alike(server, listed)
     return listed
 
 
@@ -195,8 +205,9 @@ async def connect(
     the server (no component, no tool), as before the call.
 
     Raises:
-        IntegrationError: the server listed a tool name twice, or its listing
-            did not end (a next cursor after 100 pages).
+        IntegrationError: the server listed a tool name twice (or two names
+            that differ only in case or in ``-`` and ``_``), or its listing did
+            not end (a next cursor after 100 pages).
         VeridicError: the pins are of another server, ``declare`` names a tool
             the server does not list, a component of that name exists, a tool
             name is registered already.
@@ -226,6 +237,7 @@ async def connect(
                 connection._register_unreachable(registry, hint, declared, failure, _reason(error))
             else:
                 _by_name(server, listed)
+                _refuse_alike(server, listed)
                 known = [t.name for t in listed] + list(recorded.tools if recorded else ())
                 _check_declared(server, declared, known)
                 connection._register(registry, hint, declared, listed)
@@ -294,9 +306,14 @@ class McpConnection:
                 entries.append(_entry(tool, declared, recorded=self.pins.tools[tool.name]))
             else:
                 entries.append(_entry(tool, declared, unavailable=change.reason))
+        renamed = {_folded(tool.name) for tool in listed}
         for change in changes:
-            if change.kind == "gone" and change.old is not None:
-                entries.append(_entry(change.old, declared, unavailable=change.reason))
+            # A pinned tool the server now lists renamed only in case or in - and _ ('fail'
+            # as 'Fail') is not registered beside it, which the registry would refuse: the
+            # listed one, unavailable until the pins are recorded again, stands for both.
+            gone = change.old if change.kind == "gone" else None
+            if gone is not None and _folded(gone.name) not in renamed:
+                entries.append(_entry(gone, declared, unavailable=change.reason))
         self._install(registry, hint, None, entries)
         self.changes = changes
         for change in changes:
@@ -342,7 +359,10 @@ class McpConnection:
         with registry._alone():  # the registry's lock, lent for this batch
             taken = registry._taken(names)
             if taken:
-                shown = ", ".join(clip(name) for name in taken[:5])
+                shown = ", ".join(
+                    clip(name) if name == held else f"{clip(name)} (registered as {clip(held)})"
+                    for name, held in taken[:5]
+                )
                 raise VeridicError(
                     f"MCP server {self.server.name!r} lists {shown}, already registered in "
                     f"{registry!r} (or differing from a registered name only in case or in - "
@@ -665,6 +685,43 @@ def _by_name(server: McpServer, listed: Sequence[PinnedTool]) -> dict[str, Pinne
             reason="the MCP server listed a tool twice",
         )
     return {tool.name: tool for tool in listed}
+
+
+def _refuse_alike(server: McpServer, listed: Sequence[PinnedTool]) -> None:
+    """Refuse a listing to be registered (``connect``, or recorded by ``list_tools``) that
+    holds two names the registry would refuse side by side, as the server's to fix.
+
+    Not looked for before each call: a look-alike the server adds later is not
+    registered, and the tools that are stay callable.
+    """
+    alike = _alike(tool.name for tool in listed)
+    if alike is not None:
+        first, second = alike
+        pair = (
+            f"tool {clip(second)} beside veridic's own {first!r}"
+            if first == SCHEMA_TOOL
+            else f"tools {clip(first)} and {clip(second)}"
+        )
+        raise IntegrationError(
+            f"MCP server {server.name!r} listed {pair}, "
+            "names that differ only in case or in - and _: the capability section, the tool "
+            "list and an approval question would show two names a reader cannot tell apart, "
+            "and a name changed by veridic would no longer be the one the server answers to, "
+            "so the listing is refused (nothing of it is registered or called); ask its "
+            "maintainers to rename one of them, or do not connect to it",
+            reason="the MCP server listed two tool names a reader cannot tell apart",
+        )
+
+
+def _alike(names: Iterable[str]) -> tuple[str, str] | None:
+    """The first two of ``names`` (or one and veridic's ``get_tool_schema``) that the
+    registry would refuse side by side as look-alikes, or ``None``."""
+    seen = {_folded(SCHEMA_TOOL): SCHEMA_TOOL}
+    for name in names:
+        other = seen.setdefault(_folded(name), name)
+        if other != name:
+            return other, name
+    return None
 
 
 def _check_declared(

@@ -577,8 +577,9 @@ def _pending(
 def _hidden(view: ToolView, name: str, arguments: Mapping[str, object]) -> str | None:
     """The name this call asks about that ``view`` hides from the client, if any.
 
-    A hidden tool (a role the client lacks, a deny filter or a predicate that
-    does not tombstone it) is one the client never learns the name of, so a
+    A hidden tool (:attr:`ToolStatus.hidden <veridic.tools.status.ToolStatus.hidden>`:
+    a role the client lacks, the allow list, a predicate, a deny filter that does not
+    tombstone it) is one the client never learns the name of, so a
     call of it, or a ``get_tool_schema`` asking for it, must read exactly as a
     name nobody registered: told "denied (it requires one of the roles admin)",
     a client guessing names enumerated the tools kept from it and the roles
@@ -590,8 +591,7 @@ def _hidden(view: ToolView, name: str, arguments: Mapping[str, object]) -> str |
         asked = arguments.get("name")
     if not isinstance(asked, str) or asked == SCHEMA_TOOL:
         return None
-    status = view.status(asked)
-    return asked if status.state == "denied" and not status.tombstoned else None
+    return asked if view.status(asked).hidden else None
 
 
 def _request(
