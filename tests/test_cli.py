@@ -38,9 +38,9 @@ def assert_usage_error(done: subprocess.CompletedProcess[str], *parts: str) -> N
     "args",
     [
         ("lint", "clean_app:registry"),
-        ("check", "clean_app:registry", "--no-manifest"),
+        ("check", "clean_app:registry"),
         ("lint", "clean_app:support_view"),
-        ("check", "clean_app:support_view", "--no-manifest"),
+        ("check", "clean_app:support_view"),
         ("hatches", "clean_app.py"),
     ],
     ids=" ".join,

@@ -91,7 +91,7 @@ def test_sys_exit_at_import_is_a_usage_error_whatever_the_code(
 ) -> None:
     source = REGISTRY + f"\nimport sys\n\n{call}\n"
     name = app(source)
-    extra = {"manifest": ["-o", "manifest.json"], "check": ["--no-manifest"]}.get(command, [])
+    extra = ["-o", "manifest.json"] if command == "manifest" else []
     code, out, err = run(capsys, command, f"{name}:registry", *extra)
     assert code == 2
     assert out == ""
@@ -119,7 +119,7 @@ def test_argparse_at_import_reading_veridic_arguments_is_a_usage_error(
     # with 2 on veridic's own arguments, or with 0 after printing its help.
     source = REGISTRY + "\nimport argparse\n\nargs = argparse.ArgumentParser().parse_args(['-h'])\n"
     name = app(source)
-    code, out, err = run(capsys, "check", f"{name}:registry", "--no-manifest")
+    code, out, err = run(capsys, "check", f"{name}:registry")
     assert code == 2
     assert out == ""  # argparse's help went to stderr, with the application's other output
     assert "called sys.exit(0) (raised SystemExit) at " in err
@@ -161,7 +161,7 @@ def test_dotted_attribute_whose_property_exits_is_a_usage_error(
         REGISTRY + "\nimport sys\n\n\nclass App:\n    @property\n    def tools(self) -> object:\n"
         "        sys.exit(1)\n\n\napp = App()\n"
     )
-    code, _, err = run(capsys, "check", f"{name}:app.tools", "--no-manifest")
+    code, _, err = run(capsys, "check", f"{name}:app.tools")
     assert code == 2
     assert f"reading 'tools' of {name}:app called sys.exit(1)" in err
 
@@ -183,7 +183,7 @@ def test_component_boot_check_that_exits_is_a_usage_error(
         """
     )
     name = app(source)
-    extra = ["-o", "manifest.json"] if command == "manifest" else ["--no-manifest"]
+    extra = ["-o", "manifest.json"] if command == "manifest" else []
     code, out, err = run(capsys, command, f"{name}:registry", *extra)
     assert (code, out) == (2, "")
     assert "the application's code called sys.exit(0) (raised SystemExit)" in err  # what

@@ -133,13 +133,13 @@ def test_high_risk_tool_not_saying_what_is_irreversible_is_a_warning() -> None:
 
 
 def test_check_reports_a_floor_violation_once_per_tool() -> None:
-    code, found = report("check", "floor_app:registry", "--no-manifest")
+    code, found = report("check", "floor_app:registry")
     assert code == 1
     assert kinds(found["findings"]) == [("risk-floor", "purge_user", 10)]
 
 
 def test_check_lists_components_that_did_not_start() -> None:
-    code, found = report("check", "component_app:registry", "--no-manifest")
+    code, found = report("check", "component_app:registry")
     assert code == 0
     [item] = found["listed"]
     assert item["kind"] == "component-down"
@@ -147,7 +147,7 @@ def test_check_lists_components_that_did_not_start() -> None:
 
 
 def test_check_runs_the_lint() -> None:
-    code, found = report("check", "gaps_app:registry", "--no-manifest")
+    code, found = report("check", "gaps_app:registry")
     assert code == 1
     assert "placeholder-description" in {f["kind"] for f in found["findings"]}
 

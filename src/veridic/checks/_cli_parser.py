@@ -104,20 +104,12 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common, ci_format, target, strict],
         help="boot, build a view, assert coupling, lint and check the manifest",
     )
-    # A gate that passes having compared nothing is the quiet misuse veridic exists to
-    # prevent: without a snapshot, check is a usage error unless --no-manifest says so.
-    snapshot = check.add_mutually_exclusive_group()
-    snapshot.add_argument(
+    check.add_argument(
         "--manifest",
         metavar="FILE",
         type=Path,
         default=None,
-        help="snapshot to compare (default: [tool.veridic] manifest; one is required)",
-    )
-    snapshot.add_argument(
-        "--no-manifest",
-        action="store_true",
-        help="compare no snapshot: boot, coupling and lint only (say so; it is not assumed)",
+        help="snapshot to compare (default: [tool.veridic] manifest)",
     )
     check.set_defaults(run=_lazy("veridic.checks._cli_registry", "_run_check"))
 

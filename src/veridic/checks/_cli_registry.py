@@ -156,14 +156,15 @@ def _check_manifest(target: Registry | ToolView, path: Path, report: _Report) ->
 
 def _run_check(args: argparse.Namespace, config: _Config) -> _Report:
     report = _Report("check", args.target)
-    manifest = _snapshot(args, config)
+    manifest: Path | None = args.manifest if args.manifest is not None else config.manifest
     with _booting(report):
         target = _load_target(args.target)
         found = check(target, threshold=config.similarity_threshold, siblings=config.siblings)
         report.items.extend(_lint_item(finding) for finding in found)
         if manifest is None:
-            skipped = "" if config.manifest is None else f" ([tool.veridic] {config.manifest})"
-            report.notes.append(f"no manifest compared{skipped}: --no-manifest was given")
+            report.notes.append(
+                "no manifest compared: pass --manifest FILE or set [tool.veridic] manifest"
+            )
         elif not any(item.kind == "boot" or item.kind == "risk-floor" for item in report.items):
             _check_manifest(target, manifest, report)
         else:
@@ -171,26 +172,3 @@ def _run_check(args: argparse.Namespace, config: _Config) -> _Report:
         if not any(item.kind == "boot" or item.kind == "risk-floor" for item in report.items):
             _boot_states(target, report, listed=False)
     return report
-
-
-def _snapshot(args: argparse.Namespace, config: _Config) -> Path | None:
-    """The manifest ``check`` compares; ``None`` only when ``--no-manifest`` asked for none.
-
-    ``check`` is the one CI command, and a gate that passes having compared no
-    snapshot lets a reworded tool or a demoted risk through green: a missing
-    ``--manifest`` (a new pipeline, a renamed ``pyproject.toml`` key) is a usage
-    error before anything is imported, not a note under ``result: clean``.
-    """
-    if args.no_manifest:
-        return None
-    if args.manifest is not None:
-        return Path(args.manifest)
-    if config.manifest is not None:
-        return config.manifest
-    raise _UsageError(
-        "no manifest to compare: check compares the registry with its committed snapshot "
-        "(a reworded tool, a lowered risk), and without one it would pass having compared "
-        "nothing: pass --manifest FILE or set [tool.veridic] manifest (write the first "
-        f"snapshot with veridic manifest {args.target} -o FILE and commit it); to check "
-        "boot, coupling and lint without a snapshot, pass --no-manifest"
-    )

@@ -47,11 +47,6 @@ when DIR's ``openai/``, ``anthropic/`` or ``VERSIONS`` hold files an earlier
 
 The gate cannot be passed by accident:
 
-- ``check`` without a manifest to compare (``--manifest FILE`` or
-  ``[tool.veridic] manifest``) is a usage error, exit 2, before anything is
-  imported: it would pass having compared no snapshot. ``--no-manifest`` says
-  so on purpose (boot, coupling and lint only), and the report notes it.
-
 - Application code that stops the process while veridic runs it (at import,
   in a module ``__getattr__``, in a component's boot check) is a usage error,
   exit 2: ``sys.exit()`` with any code (``0``, ``None``, ``1``, a string), and
