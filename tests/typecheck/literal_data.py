@@ -146,6 +146,26 @@ def unvalidated(
     ]
 
 
+class Call(TypedDict):
+    name: str
+    type: Literal["tool_call"]
+
+
+class Message(BaseModel):
+    calls: list[Call]
+    kind: Literal["ai"] | None = None
+
+
+# A Literal nested in a container is not followed: copying a message with new calls (as
+# LangChain middleware copies an AIMessage) stays clean; a field typed Optional[Literal]
+# is one.
+def copied(message: Message, calls: list[Call], raw: str) -> list[Message]:
+    return [
+        message.model_copy(update={"calls": calls}),
+        message.model_copy(update={"kind": raw}),  # E: [veridic-literal] Message.model_copy()
+    ]
+
+
 class Loaded:
     def __init__(self, raw: str) -> None:
         self.raw = raw

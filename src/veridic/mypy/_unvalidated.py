@@ -9,7 +9,8 @@ any value there (``**values: Any``, ``update: Mapping[str, Any]``). The field th
 holds outside text, and ``instruction(style.mode)`` mints it.
 
 Hook (``veridic-literal``): ``get_method_hook`` for ``model_construct`` and
-``model_copy`` of a model with a field whose type holds a text ``Literal``. A value
+``model_copy`` of a model with a field typed a text ``Literal`` (or a union of them;
+one nested in a container is not followed: see :func:`_typed_text_literal`). A value
 given for such a field must be text written in code (a literal, a ``Literal``
 parameter, ...); a mapping the plugin cannot read key by key (``**data``, ``update=
 changes``) must not reach such a field either, so it is refused. Validate instead:
@@ -24,13 +25,12 @@ from typing import Final
 from mypy.checker import TypeChecker
 from mypy.nodes import ARG_STAR2, Context, DictExpr, Expression, StrExpr, TypeInfo, Var
 from mypy.plugin import MethodContext
-from mypy.types import CallableType, Instance, Type, TypeType, get_proper_type
+from mypy.types import CallableType, Instance, Type, TypeType, UnionType, get_proper_type
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._code_text import Written, classify, describe
 from veridic.mypy._literal_data import holds_text_literal
 
-_DEPTH: Final = 4
 _ADVICE: Final = (
     "it skips validation, so the field holds whatever was given, and the plugin reads a "
     "Literal field as text written in code (instruction() mints it); validate instead "
@@ -48,11 +48,25 @@ def literal_fields(info: TypeInfo) -> frozenset[str]:
             node = symbol.node
             if not isinstance(node, Var) or node.is_classvar or name.startswith("_"):
                 continue
-            if node.type is not None and holds_text_literal(node.type, _DEPTH):
+            if node.type is not None and _typed_text_literal(node.type):
                 found.add(name)
             else:
                 found.discard(name)
     return frozenset(found)
+
+
+def _typed_text_literal(typ: Type) -> bool:
+    """Whether a field is typed a text ``Literal``, or a union of them (``Optional`` too).
+
+    A ``Literal`` nested in a container or a ``TypedDict`` is not followed: copying
+    LangChain's ``AIMessage`` with ``model_copy(update={"tool_calls": calls})`` (its
+    calls are ``TypedDict`` with a ``Literal`` ``type``) is everyday code, while reading
+    a text from deep inside such a field into ``instruction()`` is not.
+    """
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType):
+        return any(_typed_text_literal(item) for item in proper.items)
+    return holds_text_literal(proper, 0)
 
 
 def check(method: str, ctx: MethodContext) -> Type:
