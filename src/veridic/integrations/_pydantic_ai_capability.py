@@ -44,9 +44,11 @@ from pydantic_core import SchemaValidator, core_schema
 
 from veridic._sample import clip
 from veridic.errors import ApprovalDeniedError, InvalidArgumentsError, ToolCouplingError
+from veridic.run._audit_writes import arecorded
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
+from veridic.run.records import AuditRecord, _storable
 from veridic.text.fence import DataMode, fence
 from veridic.text.provenance import TrustedInstruction, is_trusted, report
 from veridic.tools.view import ToolView
@@ -131,6 +133,14 @@ class VeridicToolset(AbstractToolset[object]):
         arguments (``ToolApproved(override_args=...)``) is refused before
         anything runs, and the call stays pending.
 
+        An approval is good for one run of the call: before an approved call
+        runs, the audit store is asked for the request's records, and a call on
+        record already (it ran, failed or was denied: the same history and
+        answers sent again, by a second click, a queue that delivered twice, a
+        "no" resent as a "yes") is refused with :class:`ApprovalDeniedError`;
+        a store that cannot be asked (no ``records(request_id)``) refuses with
+        :class:`~veridic.VeridicError`. Nothing runs either way.
+
         Not yet approved and pending under the policy: :class:`ApprovalRequired`,
         whose metadata (the tool, its kind and risk, why it is asked) reaches
         ``DeferredToolRequests.metadata``. Approved (``ctx.tool_call_approved``):
@@ -144,8 +154,11 @@ class VeridicToolset(AbstractToolset[object]):
         """
         arguments = _arguments(tool_args)
         approved = ctx.tool_call_approved
+        prompt_sha256 = answered_sha256(ctx.messages, ctx.tool_call_id)
         if approved:
             _check_approved_as_shown(name, tool_args, ctx.messages, ctx.tool_call_id)
+            records = await arecorded(self.audit, self.request_id, "capability")
+            _check_not_on_record(name, ctx.tool_call_id, prompt_sha256, records)
         else:
             request = self._pending(name, arguments)
             if request is not None:
@@ -159,7 +172,7 @@ class VeridicToolset(AbstractToolset[object]):
             policy=self.policy,
             audit=self.audit,
             request_id=self.request_id,
-            prompt_sha256=answered_sha256(ctx.messages, ctx.tool_call_id),
+            prompt_sha256=prompt_sha256,
             confirm=_yes if approved else None,
             context=ctx.deps,
             call_id=ctx.tool_call_id or "",
@@ -624,6 +637,45 @@ def _check_approved_as_shown(
         "call shown: answer True or "
         "ToolApproved() without override_args, or deny it (False, ToolDenied) and let the "
         "model call the tool again with the arguments the user wants"
+    )
+
+
+def _check_not_on_record(
+    name: str, tool_call_id: str | None, prompt_sha256: str, records: Sequence[AuditRecord]
+) -> None:
+    """Refuse an approved call the audit store holds a record of: its answer was used already.
+
+    A deferred call is never recorded before its answer comes (the toolset
+    raises ``ApprovalRequired`` first), so a record of it, under the messages
+    the model had read when it made the call (a call id a model repeats in a
+    later turn comes after other messages, so its prompt hash differs), was
+    written by an earlier run that resumed it: the same ``message_history``
+    and ``deferred_tool_results`` sent again. Whatever became of the call then
+    (it ran, failed, was refused, or the user said no), running it now would
+    run it twice, or turn a "no" into a "yes".
+
+    Raises:
+        ApprovalDeniedError: a record of the call is in ``records``.
+    """
+    if not tool_call_id:
+        return
+    done = [
+        record
+        for record in records
+        if record.call_id == _storable(tool_call_id) and record.prompt_sha256 == prompt_sha256
+    ]
+    if not done:
+        return
+    first = done[0]
+    raise ApprovalDeniedError(
+        f"the approved call {clip(tool_call_id)} of tool {clip(name)} is on record already "
+        f"(tool {clip(first.tool)}, approval {first.approval.value}, outcome "
+        f"{first.outcome.value}): an earlier run resumed it from the same message history "
+        "(a second click, a queue that delivered twice, an answer sent again), so it did not "
+        "run again and nothing was recorded; an approval is good for one run. The store's "
+        "records of the request (records(request_id)) say what ran: resume the history of "
+        "the run that answered it (its all_messages()), and let the model call the tool "
+        "again if the user wants it done anew"
     )
 
 
