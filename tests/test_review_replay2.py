@@ -249,3 +249,34 @@ def test_sdk_an_approved_call_with_a_store_that_cannot_be_asked_is_refused(app: 
     assert isinstance(failed.value.__cause__, VeridicError)
     assert app.store.ran == []
     assert sink.written == []
+
+
+def test_pai_a_denial_resumed_twice_does_not_ask_the_model_again(tmp_path: Path) -> None:
+    """A "no" sent again resumes the run again: the model, told no, goes on to other calls
+    (here a write under an always rule), which would run a second time."""
+    s = setup(tmp_path)
+    s.policy.allow_always("save_note")
+    script = Script(
+        [call("c1", "delete_note", title="plans")],
+        [call("c2", "save_note", title="plans", text="kept")],
+        "Kept it.",
+        [call("c3", "save_note", title="plans", text="kept")],
+        "Kept it again.",
+    )
+    run = agent(script)
+    first = run.run_sync("Delete my plans", capabilities=[s.veridic])
+    history = first.all_messages()
+    no = DeferredToolResults(approvals={"c1": False})
+    second = run.run_sync(
+        message_history=history, deferred_tool_results=no, capabilities=[s.veridic]
+    )
+    assert second.output == "Kept it."
+    assert s.store.ran == ["save_note"]
+
+    with pytest.raises(ApprovalDeniedError, match="on record already"):
+        run.run_sync(message_history=history, deferred_tool_results=no, capabilities=[s.veridic])
+    assert s.store.ran == ["save_note"]  # the model was not asked again, nothing ran again
+    assert [r.approval for r in s.audit.records("req-1")] == [
+        ApprovalMode.DENIED,
+        ApprovalMode.ALWAYS_RULE,
+    ]

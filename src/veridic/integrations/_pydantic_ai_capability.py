@@ -158,7 +158,7 @@ class VeridicToolset(AbstractToolset[object]):
         if approved:
             _check_approved_as_shown(name, tool_args, ctx.messages, ctx.tool_call_id)
             records = await arecorded(self.audit, self.request_id, "capability")
-            _check_not_on_record(name, ctx.tool_call_id, prompt_sha256, records)
+            _check_not_on_record(name, ctx.tool_call_id, prompt_sha256, records, "approved")
         else:
             request = self._pending(name, arguments)
             if request is not None:
@@ -201,7 +201,9 @@ class VeridicToolset(AbstractToolset[object]):
 
         A call the user denied (``ToolDenied``, or ``False`` in
         ``DeferredToolResults.approvals``) never reaches :meth:`call_tool`: it
-        is recorded ``DENIED`` here, through the executor with a policy that
+        is recorded ``DENIED`` here, unless it is on record already (the same
+        history and answers resumed again: the run stops before the model is
+        asked again, :class:`ApprovalDeniedError`), through the executor with a policy that
         asks the user whatever the rules say now, so nothing can run. A name
         pydantic-ai did not list (never registered, or withheld by the view:
         a component that did not start, a tool denied since the call was
@@ -210,6 +212,8 @@ class VeridicToolset(AbstractToolset[object]):
         Raises:
             ToolCouplingError: pydantic-ai called a name the view exposes
                 unknown: the tool list the model saw was not the view's.
+            ApprovalDeniedError: a denied call is on record already.
+            VeridicError: the audit store cannot be asked for the request's records.
         """
         calls = {call.tool_call_id: call for call in response.tool_calls}
         for message in produced:
@@ -223,6 +227,7 @@ class VeridicToolset(AbstractToolset[object]):
                 if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
                     self._recorded.add(call.tool_call_id)
                 if part.outcome == "denied":
+                    await self._check_denial_not_on_record(messages, call)
                     await self._record_denial(messages, call, context, confirm=_no)
                 elif cause == "unknown_tool":
                     refused = await self._record_unknown(messages, call)
@@ -233,6 +238,21 @@ class VeridicToolset(AbstractToolset[object]):
                     # toolset sees the call): recorded refused, and told fenced, not quoted.
                     refused = await self._refused(messages, call)
                     part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
+
+    async def _check_denial_not_on_record(
+        self, messages: Sequence[ModelMessage], call: ToolCallPart
+    ) -> None:
+        """Refuse a denial the store holds already: the run would go on a second time.
+
+        A "no" sent again with the same history resumes the run again: the model,
+        told no, is asked anew and its next calls (a query, a write under an
+        ``always`` rule) run a second time. The gateway refuses such a resume too.
+        """
+        if self.view.status(call.tool_name).state == "unknown":
+            return  # an output tool, or a tool of another toolset of the agent: not recorded
+        records = await arecorded(self.audit, self.request_id, "capability")
+        prompt_sha256 = answered_sha256(messages, call.tool_call_id)
+        _check_not_on_record(call.tool_name, call.tool_call_id, prompt_sha256, records, "denied")
 
     async def record_unrun(
         self,
@@ -641,9 +661,13 @@ def _check_approved_as_shown(
 
 
 def _check_not_on_record(
-    name: str, tool_call_id: str | None, prompt_sha256: str, records: Sequence[AuditRecord]
+    name: str,
+    tool_call_id: str | None,
+    prompt_sha256: str,
+    records: Sequence[AuditRecord],
+    answered: str,
 ) -> None:
-    """Refuse an approved call the audit store holds a record of: its answer was used already.
+    """Refuse an answered call the audit store holds a record of: its answer was used already.
 
     A deferred call is never recorded before its answer comes (the toolset
     raises ``ApprovalRequired`` first), so a record of it, under the messages
@@ -651,8 +675,9 @@ def _check_not_on_record(
     later turn comes after other messages, so its prompt hash differs), was
     written by an earlier run that resumed it: the same ``message_history``
     and ``deferred_tool_results`` sent again. Whatever became of the call then
-    (it ran, failed, was refused, or the user said no), running it now would
-    run it twice, or turn a "no" into a "yes".
+    (it ran, failed, was refused, or the user said no), going on now would
+    run it twice, turn a "no" into a "yes", or ask the model again after it
+    (``answered`` is ``"approved"`` or ``"denied"``, for the message).
 
     Raises:
         ApprovalDeniedError: a record of the call is in ``records``.
@@ -668,11 +693,12 @@ def _check_not_on_record(
         return
     first = done[0]
     raise ApprovalDeniedError(
-        f"the approved call {clip(tool_call_id)} of tool {clip(name)} is on record already "
+        f"the {answered} call {clip(tool_call_id)} of tool {clip(name)} is on record already "
         f"(tool {clip(first.tool)}, approval {first.approval.value}, outcome "
         f"{first.outcome.value}): an earlier run resumed it from the same message history "
-        "(a second click, a queue that delivered twice, an answer sent again), so it did not "
-        "run again and nothing was recorded; an approval is good for one run. The store's "
+        "(a second click, a queue that delivered twice, an answer sent again), so this run "
+        "stopped before running it or asking the model again, and recorded nothing; an "
+        "answer is good for one run. The store's "
         "records of the request (records(request_id)) say what ran: resume the history of "
         "the run that answered it (its all_messages()), and let the model call the tool "
         "again if the user wants it done anew"

@@ -20,8 +20,8 @@ call is checked against the view and the policy again, runs, and is
 recorded ``USER_CONFIRMED``; a denied one is recorded ``DENIED``, and
 never runs. An approval is good for one run of the call: the same history
 and answers sent again (a double click, a queue that delivers twice, a "no"
-resent as a "yes") find the call on record in the audit store, and the
-approved call is refused (:class:`~veridic.ApprovalDeniedError`).
+resent as a "yes", a "no" resent) find the call on record in the audit
+store, and the run is refused (:class:`~veridic.ApprovalDeniedError`).
 
 >>> from pydantic_ai import Agent
 >>> from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
@@ -117,10 +117,11 @@ def capability(
       tell who approved: approve there only what a person confirmed); an
       approval with other arguments (``ToolApproved(override_args=...)``)
       raises :class:`~veridic.ApprovalDeniedError` and runs nothing, and so
-      does an approved call on record already in ``audit`` (the same history
+      does an answered call on record already in ``audit`` (the same history
       and answers resumed a second time, or a denied call approved on a
-      second try): before an approved call runs, ``audit`` is asked for the
-      request's records (``records(request_id)``, as
+      second try; a "no" resent would ask the model again): before an
+      approved call runs and before a denial is recorded, ``audit`` is asked
+      for the request's records (``records(request_id)``, as
       :class:`~veridic.AuditStore` answers), and a store that cannot be asked
       makes it a :class:`~veridic.VeridicError`. To
       approve it "always", call ``policy.allow_always(name)`` first, which
