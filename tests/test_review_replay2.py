@@ -35,6 +35,7 @@ from veridic import (
     CallOutcome,
     SQLiteAuditSink,
     VeridicError,
+    instruction,
 )
 from veridic.integrations.openai_agents import answer, function_tools, instructions
 from veridic.integrations.pydantic_ai import capability
@@ -280,3 +281,26 @@ def test_pai_a_denial_resumed_twice_does_not_ask_the_model_again(tmp_path: Path)
         ApprovalMode.DENIED,
         ApprovalMode.ALWAYS_RULE,
     ]
+
+
+def test_sdk_a_copy_resumed_under_an_agent_with_other_instructions_runs_once(
+    app: App, tmp_path: Path
+) -> None:
+    """The docs say to restore a state against the next request's agent: its instructions (a
+    per-request part, another view's section) give another prompt hash, not another call."""
+    model = ScriptedModel([sdk_call("rename_fixture", RENAME, "c1")], [say("Renamed.")], [say("!")])
+    agent = app.agent(model)
+    state = answer_all(run(agent, "Rename golden-1 to golden-a."), True)
+    saved = state.to_string()
+    assert run(agent, state).final_output == "Renamed."
+
+    view = app.registry.view()
+    with SQLiteAuditSink(tmp_path / "audit.db") as audit:
+        tools = function_tools(view, policy=ApprovalPolicy(view), audit=audit, request_id="req-1")
+        today = instructions(view, SYSTEM, instruction("Today is Monday."))
+        later = Agent(name="maintainer", instructions=today, tools=tools, model=model)
+        copy = asyncio.run(RunState.from_string(later, saved))
+        with pytest.raises(UserError) as failed:
+            run(later, copy)
+    assert isinstance(failed.value.__cause__, ApprovalDeniedError)
+    assert app.store.ran == ["rename_fixture"]

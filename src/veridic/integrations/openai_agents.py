@@ -70,7 +70,7 @@ from veridic.run._audit_writes import arecorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
-from veridic.run.records import AuditRecord, _storable
+from veridic.run.records import AuditRecord, _storable, arguments_sha256
 from veridic.text.fence import DataMode, check_mode, fence, preamble
 from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
 from veridic.tools.view import ToolView
@@ -293,7 +293,7 @@ async def answer(
     binding = invoker.binding
     call_id = binding.claim(invoker.name, item.call_id)
     try:
-        await invoker.check_not_on_record(call_id, item.agent)
+        await invoker.check_not_on_record(call_id, item.arguments)
         if approved:
             if always:
                 binding.policy.allow_always(invoker.name)
@@ -590,7 +590,7 @@ class _Invoker:
         standing = context.is_tool_approved(self.name, _PROBE) is True
         confirmed = approved and not standing and not binding.was_refused(call_id)
         if confirmed:
-            await self.check_not_on_record(call_id, context.agent)
+            await self.check_not_on_record(call_id, arguments)
         result = await aexecute(
             binding.view,
             self.name,
@@ -613,16 +613,20 @@ class _Invoker:
             )
         return self.told(result)
 
-    async def check_not_on_record(self, call_id: str, agent: object) -> None:
+    async def check_not_on_record(self, call_id: str, arguments: str | None) -> None:
         """Refuse a call the audit store holds a record of: its approval was used already.
 
         A call the SDK interrupts is never recorded before its answer: a record
-        of its id under this agent's ``prompt_sha256`` was written by an earlier
-        answer or resume of the same state (a copy kept in a session or a queue,
-        a second click). Whatever became of the call then (it ran, failed, or
-        the user said no), answering or running it again would run it twice, or
-        turn a "no" into a "yes". The SDK refuses a call id used twice in one run,
-        so an id is read as one call of the request.
+        of its id, tool and arguments (as the model wrote them) in this request
+        was written by an earlier answer or resume of the same state (a copy
+        kept in a session or a queue, a second click). Whatever became of the
+        call then (it ran, failed, or the user said no), answering or running it
+        again would run it twice, or turn a "no" into a "yes". The record's
+        ``prompt_sha256`` is not compared: it is the agent's, and a state is
+        restored against a new agent (a new view, instructions built per request).
+        The SDK refuses a call id used twice in one run (and :func:`answer` one
+        answered twice under one :func:`function_tools`), so such a record is
+        this call's.
 
         Raises:
             VeridicError: the store cannot be asked (no ``records(request_id)``).
@@ -630,7 +634,7 @@ class _Invoker:
         """
         binding = self.binding
         records = await arecorded(binding.audit, binding.request_id, "function_tools")
-        _check_not_on_record(self.name, call_id, binding.digest(agent), records)
+        _check_not_on_record(self.name, call_id, arguments_sha256(arguments), records)
 
     async def refuse(
         self, call_id: str, arguments: str | None, agent: object, context: object
@@ -683,10 +687,10 @@ def _invoker_of(item: ToolApprovalItem, where: str) -> _Invoker:
 
 
 def _check_not_on_record(
-    name: str, call_id: str, prompt_sha256: str, records: Sequence[AuditRecord]
+    name: str, call_id: str, arguments: str, records: Sequence[AuditRecord]
 ) -> None:
-    """Raise when ``records`` hold the call ``call_id`` under ``prompt_sha256`` (see
-    :meth:`_Invoker.check_not_on_record`).
+    """Raise when ``records`` hold the call ``call_id`` of ``name`` whose arguments have the
+    digest ``arguments`` (see :meth:`_Invoker.check_not_on_record`).
 
     Raises:
         ApprovalDeniedError: such a record is there.
@@ -694,7 +698,9 @@ def _check_not_on_record(
     done = [
         record
         for record in records
-        if record.call_id == _storable(call_id) and record.prompt_sha256 == prompt_sha256
+        if record.call_id == _storable(call_id)
+        and record.tool == name
+        and record.arguments_sha256 == arguments
     ]
     if not done:
         return
