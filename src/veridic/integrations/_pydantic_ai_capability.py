@@ -44,9 +44,11 @@ from pydantic_core import SchemaValidator, core_schema
 
 from veridic._sample import clip
 from veridic.errors import ApprovalDeniedError, InvalidArgumentsError, ToolCouplingError
+from veridic.run._audit_writes import arecorded
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
+from veridic.run.records import AuditRecord, _storable
 from veridic.text.fence import DataMode, fence
 from veridic.text.provenance import TrustedInstruction, is_trusted, report
 from veridic.tools.view import ToolView
@@ -131,6 +133,14 @@ class VeridicToolset(AbstractToolset[object]):
         arguments (``ToolApproved(override_args=...)``) is refused before
         anything runs, and the call stays pending.
 
+        An approval is good for one run of the call: before an approved call
+        runs, the audit store is asked for the request's records, and a call on
+        record already (it ran, failed or was denied: the same history and
+        answers sent again, by a second click, a queue that delivered twice, a
+        "no" resent as a "yes") is refused with :class:`ApprovalDeniedError`;
+        a store that cannot be asked (no ``records(request_id)``) refuses with
+        :class:`~veridic.VeridicError`. Nothing runs either way.
+
         Not yet approved and pending under the policy: :class:`ApprovalRequired`,
         whose metadata (the tool, its kind and risk, why it is asked) reaches
         ``DeferredToolRequests.metadata``. Approved (``ctx.tool_call_approved``):
@@ -144,8 +154,11 @@ class VeridicToolset(AbstractToolset[object]):
         """
         arguments = _arguments(tool_args)
         approved = ctx.tool_call_approved
+        prompt_sha256 = answered_sha256(ctx.messages, ctx.tool_call_id)
         if approved:
             _check_approved_as_shown(name, tool_args, ctx.messages, ctx.tool_call_id)
+            records = await arecorded(self.audit, self.request_id, "capability")
+            _check_not_on_record(name, ctx.tool_call_id, prompt_sha256, records, "approved")
         else:
             request = self._pending(name, arguments)
             if request is not None:
@@ -159,7 +172,7 @@ class VeridicToolset(AbstractToolset[object]):
             policy=self.policy,
             audit=self.audit,
             request_id=self.request_id,
-            prompt_sha256=answered_sha256(ctx.messages, ctx.tool_call_id),
+            prompt_sha256=prompt_sha256,
             confirm=_yes if approved else None,
             context=ctx.deps,
             call_id=ctx.tool_call_id or "",
@@ -188,7 +201,9 @@ class VeridicToolset(AbstractToolset[object]):
 
         A call the user denied (``ToolDenied``, or ``False`` in
         ``DeferredToolResults.approvals``) never reaches :meth:`call_tool`: it
-        is recorded ``DENIED`` here, through the executor with a policy that
+        is recorded ``DENIED`` here, unless it is on record already (the same
+        history and answers resumed again: the run stops before the model is
+        asked again, :class:`ApprovalDeniedError`), through the executor with a policy that
         asks the user whatever the rules say now, so nothing can run. A name
         pydantic-ai did not list (never registered, or withheld by the view:
         a component that did not start, a tool denied since the call was
@@ -197,6 +212,8 @@ class VeridicToolset(AbstractToolset[object]):
         Raises:
             ToolCouplingError: pydantic-ai called a name the view exposes
                 unknown: the tool list the model saw was not the view's.
+            ApprovalDeniedError: a denied call is on record already.
+            VeridicError: the audit store cannot be asked for the request's records.
         """
         calls = {call.tool_call_id: call for call in response.tool_calls}
         for message in produced:
@@ -210,6 +227,7 @@ class VeridicToolset(AbstractToolset[object]):
                 if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
                     self._recorded.add(call.tool_call_id)
                 if part.outcome == "denied":
+                    await self._check_denial_not_on_record(messages, call)
                     await self._record_denial(messages, call, context, confirm=_no)
                 elif cause == "unknown_tool":
                     refused = await self._record_unknown(messages, call)
@@ -220,6 +238,21 @@ class VeridicToolset(AbstractToolset[object]):
                     # toolset sees the call): recorded refused, and told fenced, not quoted.
                     refused = await self._refused(messages, call)
                     part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
+
+    async def _check_denial_not_on_record(
+        self, messages: Sequence[ModelMessage], call: ToolCallPart
+    ) -> None:
+        """Refuse a denial the store holds already: the run would go on a second time.
+
+        A "no" sent again with the same history resumes the run again: the model,
+        told no, is asked anew and its next calls (a query, a write under an
+        ``always`` rule) run a second time. The gateway refuses such a resume too.
+        """
+        if self.view.status(call.tool_name).state == "unknown":
+            return  # an output tool, or a tool of another toolset of the agent: not recorded
+        records = await arecorded(self.audit, self.request_id, "capability")
+        prompt_sha256 = answered_sha256(messages, call.tool_call_id)
+        _check_not_on_record(call.tool_name, call.tool_call_id, prompt_sha256, records, "denied")
 
     async def record_unrun(
         self,
@@ -624,6 +657,51 @@ def _check_approved_as_shown(
         "call shown: answer True or "
         "ToolApproved() without override_args, or deny it (False, ToolDenied) and let the "
         "model call the tool again with the arguments the user wants"
+    )
+
+
+def _check_not_on_record(
+    name: str,
+    tool_call_id: str | None,
+    prompt_sha256: str,
+    records: Sequence[AuditRecord],
+    answered: str,
+) -> None:
+    """Refuse an answered call the audit store holds a record of: its answer was used already.
+
+    A deferred call is never recorded before its answer comes (the toolset
+    raises ``ApprovalRequired`` first), so a record of it, under the messages
+    the model had read when it made the call (a call id a model repeats in a
+    later turn comes after other messages, so its prompt hash differs), was
+    written by an earlier run that resumed it: the same ``message_history``
+    and ``deferred_tool_results`` sent again. Whatever became of the call then
+    (it ran, failed, was refused, or the user said no), going on now would
+    run it twice, turn a "no" into a "yes", or ask the model again after it
+    (``answered`` is ``"approved"`` or ``"denied"``, for the message).
+
+    Raises:
+        ApprovalDeniedError: a record of the call is in ``records``.
+    """
+    if not tool_call_id:
+        return
+    done = [
+        record
+        for record in records
+        if record.call_id == _storable(tool_call_id) and record.prompt_sha256 == prompt_sha256
+    ]
+    if not done:
+        return
+    first = done[0]
+    raise ApprovalDeniedError(
+        f"the {answered} call {clip(tool_call_id)} of tool {clip(name)} is on record already "
+        f"(tool {clip(first.tool)}, approval {first.approval.value}, outcome "
+        f"{first.outcome.value}): an earlier run resumed it from the same message history "
+        "(a second click, a queue that delivered twice, an answer sent again), so this run "
+        "stopped before running it or asking the model again, and recorded nothing; an "
+        "answer is good for one run. The store's "
+        "records of the request (records(request_id)) say what ran: resume the history of "
+        "the run that answered it (its all_messages()), and let the model call the tool "
+        "again if the user wants it done anew"
     )
 
 

@@ -14,7 +14,10 @@ any call of a high-risk tool) makes the SDK interrupt the run
 (:func:`approval_request` says what and why), records the answer with
 :func:`answer`, and resumes the run from its state; the resumed call is
 checked again, and recorded ``USER_CONFIRMED``, or ``DENIED`` when the user
-said no. :func:`instructions` gives the agent's instructions: the
+said no. A call runs once: a copy of the state answered or resumed again (a
+session, a queue that delivers twice, a "no" resent as a "yes") finds the call
+on record in the audit store and is refused (:class:`~veridic.ApprovalDeniedError`).
+:func:`instructions` gives the agent's instructions: the
 application's trusted parts, the view's capability section and the preamble
 that explains the data blocks tool results come back in.
 
@@ -55,15 +58,19 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from veridic._extras import require
+from veridic._sample import clip
 from veridic.errors import (
+    ApprovalDeniedError,
     InvalidArgumentsError,
     ProvenanceError,
     ToolCouplingError,
     VeridicError,
 )
+from veridic.run._audit_writes import arecorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
+from veridic.run.records import AuditRecord, _storable, arguments_sha256
 from veridic.text.fence import DataMode, check_mode, fence, preamble
 from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
 from veridic.tools.view import ToolView
@@ -121,8 +128,11 @@ def function_tools(
     runs into the executor, which refuses it, records it and tells the model.
 
     Each call is recorded in ``audit`` under ``request_id`` with its approval
-    mode; ``prompt_sha256`` is written in each record, by default the SHA-256
-    of the calling agent's name and instructions (canonical JSON; ``null``
+    mode, and ``audit`` is asked for the request's records (``records(request_id)``,
+    as :class:`~veridic.AuditStore` answers) before a call the user approved runs
+    (see :func:`answer`): a store that cannot be asked makes that call a
+    :class:`~veridic.VeridicError`. ``prompt_sha256`` is written in each record,
+    by default the SHA-256 of the calling agent's name and instructions (canonical JSON; ``null``
     for an agent without instructions): the SDK shows a tool the agent, not the rest
     of the model's input. A tool's output (or the error that stopped it)
     goes back to the model as a data block in ``data_mode``, labelled
@@ -255,9 +265,21 @@ async def answer(
     it, and the SDK's ``always_approve=True`` is not an approval veridic
     accepts (every call it lets through is recorded ``DENIED``, and logged).
 
+    A call is answered once, and runs once: the audit store is asked for the
+    request's records first, and a call on record already (a copy of the
+    state, kept in a session or a queue, answered or resumed before: it ran,
+    or the user said no) is refused, so a second resume cannot run a write
+    twice nor turn a "no" into a "yes". The resumed call asks again before it
+    runs (an approval given with ``state.approve`` on such a copy is refused
+    there).
+
     Raises:
         VeridicError: the item is not a call of a tool :func:`function_tools`
-            made, it was answered already, or ``approved`` is not a bool.
+            made, it was answered already, ``approved`` is not a bool, or the
+            audit store cannot be asked for the request's records
+            (``records(request_id)``).
+        ApprovalDeniedError: the call is on record already (the state was
+            answered or resumed before); nothing is answered.
         AlwaysAllowRefusedError: ``always=True`` for a high-risk tool.
         AuditRecordError, sqlite3.Error: the refusal's record could not be
             written (the call is left unanswered).
@@ -271,6 +293,7 @@ async def answer(
     binding = invoker.binding
     call_id = binding.claim(invoker.name, item.call_id)
     try:
+        await invoker.check_not_on_record(call_id, item.arguments)
         if approved:
             if always:
                 binding.policy.allow_always(invoker.name)
@@ -566,6 +589,8 @@ class _Invoker:
         approved = context.is_tool_approved(self.name, call_id) is True
         standing = context.is_tool_approved(self.name, _PROBE) is True
         confirmed = approved and not standing and not binding.was_refused(call_id)
+        if confirmed:
+            await self.check_not_on_record(call_id, arguments)
         result = await aexecute(
             binding.view,
             self.name,
@@ -587,6 +612,29 @@ class _Invoker:
                 self.name,
             )
         return self.told(result)
+
+    async def check_not_on_record(self, call_id: str, arguments: str | None) -> None:
+        """Refuse a call the audit store holds a record of: its approval was used already.
+
+        A call the SDK interrupts is never recorded before its answer: a record
+        of its id, tool and arguments (as the model wrote them) in this request
+        was written by an earlier answer or resume of the same state (a copy
+        kept in a session or a queue, a second click). Whatever became of the
+        call then (it ran, failed, or the user said no), answering or running it
+        again would run it twice, or turn a "no" into a "yes". The record's
+        ``prompt_sha256`` is not compared: it is the agent's, and a state is
+        restored against a new agent (a new view, instructions built per request).
+        The SDK refuses a call id used twice in one run (and :func:`answer` one
+        answered twice under one :func:`function_tools`), so such a record is
+        this call's.
+
+        Raises:
+            VeridicError: the store cannot be asked (no ``records(request_id)``).
+            ApprovalDeniedError: a record of the call is in the store.
+        """
+        binding = self.binding
+        records = await arecorded(binding.audit, binding.request_id, "function_tools")
+        _check_not_on_record(self.name, call_id, arguments_sha256(arguments), records)
 
     async def refuse(
         self, call_id: str, arguments: str | None, agent: object, context: object
@@ -635,6 +683,37 @@ def _invoker_of(item: ToolApprovalItem, where: str) -> _Invoker:
         f"{getattr(agent, 'name', None)!r}, which is not a tool function_tools() made: answer "
         "it with state.approve(item) or state.reject(item), or give the agent the tools of "
         "function_tools(view, ...)"
+    )
+
+
+def _check_not_on_record(
+    name: str, call_id: str, arguments: str, records: Sequence[AuditRecord]
+) -> None:
+    """Raise when ``records`` hold the call ``call_id`` of ``name`` whose arguments have the
+    digest ``arguments`` (see :meth:`_Invoker.check_not_on_record`).
+
+    Raises:
+        ApprovalDeniedError: such a record is there.
+    """
+    done = [
+        record
+        for record in records
+        if record.call_id == _storable(call_id)
+        and record.tool == name
+        and record.arguments_sha256 == arguments
+    ]
+    if not done:
+        return
+    first = done[0]
+    raise ApprovalDeniedError(
+        f"the call {clip(call_id)} of tool {clip(name)} (request "
+        f"{clip(first.request_id)}) is on record already (tool {clip(first.tool)}, approval "
+        f"{first.approval.value}, outcome {first.outcome.value}): the run state it waits in "
+        "was answered or resumed before (a copy kept in a session or a queue, a second "
+        "click), so it was not answered, did not run again and nothing was recorded; an "
+        "approval is good for one run. The store's records of the request "
+        "(records(request_id)) say what ran: resume the state of the run that answered it, "
+        "and let the model call the tool again if the user wants it done anew"
     )
 
 

@@ -18,7 +18,10 @@ says what and why), and resumes with
 ``agent.run(message_history=..., deferred_tool_results=...)``. A confirmed
 call is checked against the view and the policy again, runs, and is
 recorded ``USER_CONFIRMED``; a denied one is recorded ``DENIED``, and
-never runs.
+never runs. An approval is good for one run of the call: the same history
+and answers sent again (a double click, a queue that delivers twice, a "no"
+resent as a "yes", a "no" resent) find the call on record in the audit
+store, and the run is refused (:class:`~veridic.ApprovalDeniedError`).
 
 >>> from pydantic_ai import Agent
 >>> from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
@@ -113,7 +116,14 @@ def capability(
       rule may have been set) and recorded ``USER_CONFIRMED`` (veridic cannot
       tell who approved: approve there only what a person confirmed); an
       approval with other arguments (``ToolApproved(override_args=...)``)
-      raises :class:`~veridic.ApprovalDeniedError` and runs nothing. To
+      raises :class:`~veridic.ApprovalDeniedError` and runs nothing, and so
+      does an answered call on record already in ``audit`` (the same history
+      and answers resumed a second time, or a denied call approved on a
+      second try; a "no" resent would ask the model again): before an
+      approved call runs and before a denial is recorded, ``audit`` is asked
+      for the request's records (``records(request_id)``, as
+      :class:`~veridic.AuditStore` answers), and a store that cannot be asked
+      makes it a :class:`~veridic.VeridicError`. To
       approve it "always", call ``policy.allow_always(name)`` first, which
       raises :class:`~veridic.AlwaysAllowRefusedError` for a high-risk tool.
       A denied call is recorded ``DENIED`` and never runs, however it was

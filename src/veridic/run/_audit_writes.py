@@ -146,7 +146,7 @@ def _unasked(audit: object, where: str) -> VeridicError:
         f"{where}() needs an audit store it can ask for a request's records, and {audit!r} has "
         "no records(request_id): a resume reads them first, to refuse a paused run whose "
         "waiting calls already ran (a copy resumed twice would run a write twice); nothing "
-        "was run. Give the gateway an audit store (SQLiteAuditSink, PostgresAuditSink, "
+        "was run. Use an audit store that answers it (SQLiteAuditSink, PostgresAuditSink, "
         "AsyncPostgresAuditSink), or add records(request_id) to yours (veridic.AuditStore)"
     )
 
