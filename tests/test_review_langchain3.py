@@ -264,6 +264,29 @@ def test_an_approved_write_replayed_from_its_checkpoint_does_not_run_twice(
     ]
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_later_turn_s_approved_call_that_reuses_an_earlier_call_id_runs(
+    world: World, asynchronous: bool
+) -> None:
+    """Some models give every turn's first call the same id (scripted models, OpenAI-
+    compatible local servers): the second turn's approved call was refused as a replay of
+    the first, though the reviewer approved it in its own turn. A replay is the same call:
+    its id, tool and arguments."""
+    agent = world.agent(
+        turn(("save_note", {"text": "milk"})), turn(("save_note", {"text": "eggs"}))
+    )
+    only_interrupt(agent.ask())
+    approve: Command[Any] = Command(resume={"decisions": [{"type": "approve"}]})
+    only_interrupt(agent.graph.invoke(approve, agent.config, version="v2"))
+    if asynchronous:
+        asyncio.run(agent.graph.ainvoke(approve, agent.config, version="v2"))
+    else:
+        agent.graph.invoke(approve, agent.config, version="v2")
+
+    assert world.notes.saved == ["milk", "eggs"]
+    assert world.rows() == [("save_note", CallOutcome.OK, ApprovalMode.USER_CONFIRMED)] * 2
+
+
 # --- one request's tools, two conversations ---------------------------------------------------
 
 
