@@ -260,8 +260,8 @@ class Binding:
             _log.warning(
                 "the call %r of %r was approved and run already in request %r (a checkpoint "
                 "that waited for the reviewer ran again), so it is refused: an approval is "
-                "good for one run (a call with the id and arguments of one run already is taken for "
-                "its replay): to run it again, ask the model for a new call",
+                "good for one run (a call with the id and arguments of one run already is "
+                "taken for its replay): to run it again, ask the model for a new call",
                 call_id,
                 name,
                 self.request_id,
