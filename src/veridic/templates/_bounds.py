@@ -441,9 +441,10 @@ def _bounded_in(value: object, seq: object) -> bool:
 def _bounded_test(name: str, function: object) -> Filter:
     if function is TESTS.get("in"):
         return _bounded_in
+    own = function is TESTS.get(name)
     if not callable(function):
         raise TypeError(f"the test {name!r} is a {type(function).__name__}, not a function")
-    if name in _TYPE_TESTS and function is TESTS.get(name):
+    if own and name in _TYPE_TESTS:
         return function  # jinja2's own, reading nothing it is charged for
     passed = 1 if getattr(function, "jinja_pass_arg", None) is not None else 0
 
