@@ -246,6 +246,18 @@ def test_the_length_and_the_first_item_of_a_large_list_are_free() -> None:
     assert text == "100000099999100000" * 25
 
 
+def test_a_test_of_a_value_s_type_or_identity_reads_nothing_in_a_loop() -> None:
+    # A chat template asks `tools is not none` for every message; it was charged the
+    # tools' whole size each time (200 x 600,000 > MOST_READ) and a 10 ms render refused.
+    body = (
+        "{% for i in range(200) %}{% if big is not none and big is defined and big is "
+        "sequence and big is iterable and doc is string and big is sameas big %}"
+        "{% endif %}{% endfor %}ok"
+    )
+    assert _render(body) == "ok"
+    _refused("{% for i in range(1001) %}{{ doc is lower }}{% endfor %}", _READ)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.integers(-5, 5) | st.text(max_size=3), max_size=12),

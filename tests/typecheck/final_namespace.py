@@ -5,9 +5,10 @@ TONE = reply, but not a write through globals(), vars(), __dict__ or setattr().
 """
 
 import argparse
+import json
 import os
 import sys
-from typing import Final
+from typing import Any, Final
 
 import _constants
 
@@ -56,6 +57,13 @@ def poke(ns: dict[str, object]) -> None:
 
 
 poke(globals())  # E: [veridic-literal] a parameter typed as a mutable mapping
+
+
+def poke_any(ns: Any) -> None:
+    ns["TONE"] = reply
+
+
+poke_any(globals())  # E: [veridic-literal] a parameter typed as a mutable mapping
 exec(f"TONE = {reply!r}")  # E: [veridic-literal] exec() without globals runs in
 eval(f"(TONE := {reply!r})")  # E: [veridic-literal] eval() without globals runs in
 exec(reply, _constants.__dict__)  # E: [veridic-literal] exec() runs in the namespace of module
@@ -67,6 +75,7 @@ copied["TONE"] = reply
 exec(reply, {})
 exec(reply, copied)
 print(sorted(globals()))
+print(json.dumps(globals(), default=str))  # Any in the standard library: read, not written
 
 
 # setattr() on a class (or its instance, which then shadows it) with a Final constant.

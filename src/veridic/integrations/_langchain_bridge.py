@@ -68,7 +68,7 @@ from veridic.run._audit_writes import arecorded, recorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute, execute
-from veridic.run.records import AuditRecord
+from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.fence import fence
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import report
@@ -191,7 +191,9 @@ class Binding:
         """Run one call of ``name`` through :func:`~veridic.run.executor.execute`."""
         self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
-        if confirm is _confirmed and self._confirmed_before(name, call_id, self._records()):
+        if confirm is _confirmed and self._confirmed_before(
+            name, arguments, call_id, self._records()
+        ):
             return _answer(name, self.refuse(name, arguments, asked=False, call_id=call_id))
         if self.view.tool(name).is_async:
             result = _run_coroutine(
@@ -217,28 +219,39 @@ class Binding:
         """:meth:`run` for async code, through :func:`~veridic.run.executor.aexecute`."""
         self.awaiting.answered(call_id)
         confirm = self._confirm(name, arguments, call_id)
-        if confirm is _confirmed and self._confirmed_before(name, call_id, await self._arecords()):
+        if confirm is _confirmed and self._confirmed_before(
+            name, arguments, call_id, await self._arecords()
+        ):
             refused = await self.arefuse(name, arguments, asked=False, call_id=call_id)
             return _answer(name, refused)
         return _answer(name, await self._aexecute(name, arguments, confirm, call_id))
 
     def _confirmed_before(
-        self, name: str, call_id: str | None, records: Sequence[AuditRecord]
+        self,
+        name: str,
+        arguments: Mapping[str, object] | str,
+        call_id: str | None,
+        records: Sequence[AuditRecord],
     ) -> bool:
         """Whether this approved call is on record as approved already: its checkpoint ran again.
 
         LangGraph runs a thread again from any checkpoint (time travel, a retried request
         that names the checkpoint, a queue that delivers twice), and the one that waited
         for the reviewer carries the reviewer's answer, so the approved call would run a
-        second time. A call id is the provider's, unique in a conversation, so a record of
-        it under this prompt, approved by the user, was written by an earlier run of the
-        same answer. The call is refused, with a warning; the first run stands.
+        second time. A record of this call id, tool and arguments under this prompt,
+        approved by the user, was written by an earlier run of the same answer. The
+        arguments count: some models and servers (scripted test models, OpenAI-compatible
+        local servers) give every turn's first call the same id, so a later turn's call,
+        approved by the reviewer in its turn, shares an earlier call's id. The call is
+        refused, with a warning; the first run stands.
         """
         if not call_id:
             return False
+        digest = arguments_sha256(arguments)
         done = any(
             record.call_id == call_id
             and record.tool == name
+            and record.arguments_sha256 == digest
             and record.prompt_sha256 == self.prompt.sha256
             and record.approval is ApprovalMode.USER_CONFIRMED
             for record in records
@@ -247,7 +260,8 @@ class Binding:
             _log.warning(
                 "the call %r of %r was approved and run already in request %r (a checkpoint "
                 "that waited for the reviewer ran again), so it is refused: an approval is "
-                "good for one run; ask the reviewer again with a new model turn",
+                "good for one run (a call with the id and arguments of one run already is "
+                "taken for its replay): to run it again, ask the model for a new call",
                 call_id,
                 name,
                 self.request_id,

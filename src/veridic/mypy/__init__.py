@@ -82,7 +82,6 @@ __all__ = ["VeridicPlugin", "errorcodes", "plugin"]
 _SKIPPED_PREFIX: Final = "builtins."
 """Built-ins have no ``LiteralString`` or instruction parameters worth a look-up."""
 
-_INSTALLED: Final = ("site-packages", "dist-packages")
 _VERIDIC: Final = _names.PACKAGE + "."
 _ANALYZED: Final = _names.LITERAL_STRING | _names.BRANDS | {_names.INSTRUCTION_FIELD}
 """The annotations the plugin analyses itself (the brands only until ``_notes`` watches)."""
@@ -133,7 +132,7 @@ class VeridicPlugin(Plugin):
         if (
             ctx.path.endswith(".py")
             and not _names.in_package(ctx.id)
-            and not any(part in ctx.path for part in _INSTALLED)
+            and not any(part in ctx.path for part in _names.INSTALLED)
             and _mentions_policy(ctx.path)
         ):
             settings = self.policies
@@ -291,7 +290,7 @@ class VeridicPlugin(Plugin):
         """
         if file.fullname in self._walked or file.is_stub:
             return set()
-        if any(part in file.path for part in _INSTALLED):
+        if any(part in file.path for part in _names.INSTALLED):
             return set()  # mypy reports nothing in an installed package
         from veridic.mypy import _escapes
 

@@ -207,7 +207,7 @@ def check_arguments(
     formals: list[Type | None] | None = None
     if _namespace.may_pass_namespace(ctx):
         formals = _formal_types(ctx, checker)
-        _namespace.check_passed(ctx, checker, formals)
+        _namespace.check_passed(callee, ctx, checker, formals)
     for position, (exprs, types) in enumerate(zip(ctx.args, ctx.arg_types, strict=True)):
         for expr, typ in zip(exprs, types, strict=True):
             if _named_function(expr) is not None:

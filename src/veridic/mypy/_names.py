@@ -56,6 +56,9 @@ MINTING_HELPERS: Final = frozenset(
 """Public-looking names of those modules that brand text without a check: veridic's own
 (the run time refuses a call of each from outside veridic too)."""
 
+INSTALLED: Final = ("site-packages", "dist-packages")
+"""Parts of the path of a module installed from a package, not the project's own code."""
+
 BASE_MODEL: Final = "pydantic.main.BaseModel"
 TYPE_ADAPTER: Final = "pydantic.type_adapter.TypeAdapter"
 MODEL_METHODS: Final = frozenset({"model_validate", "model_construct", "model_copy"})

@@ -27,7 +27,8 @@ in the caller's namespace when no ``globals`` are given (``exec(f"TONE = {reply!
 ``eval("(TONE := ...)")``, a ``global TONE`` inside), or in the namespace they are
 given: each such call is reported (``exec(code, {})`` runs in a namespace of its own
 and stays clean), and so is a namespace passed where a function takes a mutable
-mapping (``dict``, ``MutableMapping``, ``Any``), which may write through it.
+mapping (``dict``, ``MutableMapping``, or ``Any`` in the project's own code: not
+``json.dumps(globals())``), which may write through it.
 
 Not seen: a namespace reached through what the plugin cannot name
 (``sys.modules[name].__dict__``), or passed through a parameter typed ``Mapping``
@@ -136,13 +137,22 @@ def _is_none(expr: Expression) -> bool:
 
 
 def check_passed(
-    ctx: FunctionContext | MethodContext, checker: TypeChecker, formals: list[Type | None]
+    callee: str,
+    ctx: FunctionContext | MethodContext,
+    checker: TypeChecker,
+    formals: list[Type | None],
 ) -> None:
     """Report a namespace of a module with ``Final`` text constants passed where a function
-    takes a mutable mapping (``poke(globals())``): the function may write through it."""
+    takes a mutable mapping (``poke(globals())``): the function may write through it.
+
+    A parameter typed ``Any`` counts only in the project's own code: the standard
+    library's and installed packages' (``json.dumps(globals())``, a logger's ``extra=``)
+    take ``Any`` to read it.
+    """
     tree = checker.tree
     if _names.in_package(tree.fullname):
         return
+    own = _checked_here(callee, checker)
     held: dict[int, MypyFile | object] | None = None
     for position, exprs in enumerate(ctx.args):
         for arg in exprs:
@@ -152,7 +162,7 @@ def check_passed(
                 held = _holders_of(tree)
             module = _namespace_of(arg, tree, held or {})
             formal = formals[position] if position < len(formals) else None
-            if module is not None and _writable(formal):
+            if module is not None and _writable(formal, own):
                 _check_runs_in(checker, module, _PASSED, arg, _PASS_HINT)
 
 
@@ -175,13 +185,26 @@ def _may_be_namespace(expr: Expression) -> bool:
     return False
 
 
-def _writable(formal: Type | None) -> bool:
-    """Whether a parameter may be written through: ``Any``, a ``dict``, a ``MutableMapping``."""
+def _checked_here(callee: str, checker: TypeChecker) -> bool:
+    """Whether ``callee`` is defined in the project's own code (not a stub, not installed);
+    a name whose module the build does not hold is taken as the project's."""
+    module = callee
+    while module:
+        tree = checker.modules.get(module)
+        if tree is not None:
+            return not (tree.is_stub or any(part in tree.path for part in _names.INSTALLED))
+        module = module.rpartition(".")[0]
+    return True
+
+
+def _writable(formal: Type | None, own: bool) -> bool:
+    """Whether a parameter may be written through: a ``dict``, a ``MutableMapping``, or
+    ``Any`` of a function of the project's own code (``own``)."""
     proper = None if formal is None else get_proper_type(formal)
     if isinstance(proper, UnionType):
-        return any(_writable(item) for item in proper.items)
+        return any(_writable(item, own) for item in proper.items)
     if isinstance(proper, AnyType):
-        return True
+        return own
     return isinstance(proper, Instance) and any(
         proper.type.has_base(name) for name in _MUTABLE_MAPPINGS
     )

@@ -58,7 +58,6 @@ from veridic.mypy._literal_string import mentions_literal_string, union_items
 from veridic.mypy._signature import constructor_of, signature_of
 
 _CONSTRUCTORS: Final = frozenset({"__init__", "__new__"})
-_INSTALLED: Final = ("site-packages", "dist-packages")
 
 _protocols: dict[str, tuple[int, tuple[TypeInfo, ...]]] = {}
 """Per module: the id of its tree and the Protocols it defines, once it is analysed."""
@@ -192,7 +191,7 @@ def _project_protocols(module: MypyFile) -> tuple[TypeInfo, ...]:
     if not (
         module.is_stub
         or _names.in_package(module.fullname)
-        or any(part in module.path for part in _INSTALLED)
+        or any(part in module.path for part in _names.INSTALLED)
     ):
         protocols = tuple(
             node

@@ -398,10 +398,38 @@ def _bounded_filter(
     return bounded
 
 
+_TYPE_TESTS: Final = frozenset(
+    {
+        "boolean",
+        "callable",
+        "defined",
+        "escaped",
+        "even",
+        "false",
+        "filter",
+        "float",
+        "integer",
+        "iterable",
+        "mapping",
+        "none",
+        "number",
+        "odd",
+        "sameas",
+        "sequence",
+        "string",
+        "test",
+        "true",
+        "undefined",
+    }
+)
+"""jinja2's tests that look at their value's type, identity or length, never at what it
+holds: not charged (``tools is not none`` in a loop over the messages reads no tool)."""
+
+
 def bounded_tests(tests: Mapping[str, object]) -> dict[str, Filter]:
     """``tests`` for a sandboxed environment: every value a test reads is charged to the
     render (``x is in items`` searches ``items``; ``|select("in", items)`` does it once
-    for each item it selects from)."""
+    for each item it selects from); jinja2's tests of a type or identity read nothing."""
     return {name: _bounded_test(name, function) for name, function in tests.items()}
 
 
@@ -414,8 +442,11 @@ def _bounded_in(value: object, seq: object) -> bool:
 def _bounded_test(name: str, function: object) -> Filter:
     if function is TESTS.get("in"):
         return _bounded_in
+    own = function is TESTS.get(name)
     if not callable(function):
         raise TypeError(f"the test {name!r} is a {type(function).__name__}, not a function")
+    if own and name in _TYPE_TESTS:
+        return function  # jinja2's own, reading nothing it is charged for
     passed = 1 if getattr(function, "jinja_pass_arg", None) is not None else 0
 
     def bounded(*arguments: object, **options: object) -> object:
