@@ -137,8 +137,19 @@ _RESPONSE: Final = {
         ModelSettings(extra_body={"tools": []}),
         ModelSettings(extra_args={"prompt": {"id": "pmpt_123"}}),
         ModelSettings(extra_args={"previous_response_id": "resp_0"}),
+        # Keys of other providers' APIs, which the SDK reaches through LiteLLM: one list
+        # with the LangChain bridge's.
+        ModelSettings(extra_args={"system_instruction": str(TICKET)}),
+        ModelSettings(extra_body={"preamble": str(TICKET)}),
     ],
-    ids=["extra_body-instructions", "extra_body-tools", "extra_args-prompt", "extra_args-history"],
+    ids=[
+        "extra_body-instructions",
+        "extra_body-tools",
+        "extra_args-prompt",
+        "extra_args-history",
+        "extra_args-google-system",
+        "extra_body-cohere-preamble",
+    ],
 )
 def test_model_settings_that_replace_the_instructions_or_the_tools_are_refused(
     app: App, settings: ModelSettings

@@ -64,6 +64,7 @@ from langgraph.types import Command
 from pydantic import PrivateAttr
 
 from veridic.errors import ToolCouplingError, VeridicError
+from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, recorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
@@ -483,8 +484,8 @@ class Binding:
                 what veridic owns.
         """
         extra = settings.get("extra_body")
-        clash = [f"model_settings[{key!r}]" for key in sorted(_owned_keys(settings))] + [
-            f"model_settings['extra_body'][{key!r}]" for key in sorted(_owned_keys(extra))
+        clash = [f"model_settings[{key!r}]" for key in sorted(owned_keys(settings))] + [
+            f"model_settings['extra_body'][{key!r}]" for key in sorted(owned_keys(extra))
         ]
         if clash:
             raise VeridicError(
@@ -517,41 +518,6 @@ class Binding:
                 "instructions, and only the system text of the Prompt given to "
                 "structured_tools() may give them: pass outside text in a user message)",
             )
-
-
-_OWNED: Final = frozenset(
-    {
-        "chat_history",
-        "conversation",
-        "function_call",
-        "functions",
-        "input",
-        "instructions",
-        "mcp_servers",
-        "messages",
-        "preamble",
-        "previous_response_id",
-        "prompt",
-        "system",
-        "system_instruction",
-        "system_prompt",
-        "tool_choice",
-        "tools",
-    }
-)
-"""Request keys of the providers' APIs that carry instructions, tools or history.
-
-The Agents SDK integration refuses the same keys in its ``extra_body``; LangChain's
-integrations add a few of their own (Anthropic's ``system``, Google's
-``system_instruction``, Cohere's ``preamble`` and ``chat_history``).
-"""
-
-
-def _owned_keys(settings: object) -> set[str]:
-    """The keys of ``settings`` (a mapping, or anything else: none) that set what veridic owns."""
-    if not isinstance(settings, Mapping):
-        return set()
-    return {key for key in settings if isinstance(key, str) and key in _OWNED}
 
 
 def _instruction_role(message: BaseMessage) -> str | None:

@@ -66,6 +66,7 @@ from veridic.errors import (
     ToolCouplingError,
     VeridicError,
 )
+from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
@@ -487,7 +488,7 @@ class _Binding:
         clash = [
             f"model_settings.{field}[{key!r}]"
             for field in ("extra_body", "extra_args")
-            for key in sorted(_owned_keys(getattr(settings, field, None)))
+            for key in sorted(owned_keys(getattr(settings, field, None)))
         ]
         if clash:
             raise VeridicError(
@@ -761,32 +762,6 @@ def _as_made(tool: object, spec: Mapping[str, object] | None) -> bool:
         and getattr(tool, "params_json_schema", None) == spec["parameters"]
         and getattr(tool, "strict_json_schema", None) is False
     )
-
-
-_OWNED: Final = frozenset(
-    {
-        "conversation",
-        "function_call",
-        "functions",
-        "input",
-        "instructions",
-        "mcp_servers",
-        "messages",
-        "previous_response_id",
-        "prompt",
-        "system",
-        "tool_choice",
-        "tools",
-    }
-)
-"""Request keys of the providers' APIs that carry instructions, tools or history."""
-
-
-def _owned_keys(extra: object) -> set[str]:
-    """The keys of an ``extra_body`` or ``extra_args`` that set what veridic owns."""
-    if not isinstance(extra, Mapping):
-        return set()
-    return {key for key in extra if isinstance(key, str) and key in _OWNED}
 
 
 def _handoff_problem(handoffs: list[object]) -> str:

@@ -124,6 +124,18 @@ def model(plugin: Plugin, fullname: str) -> TypeInfo | None:
     return None
 
 
+def model_fields(info: TypeInfo) -> Iterator[tuple[str, Type | None]]:
+    """Each field a pydantic model declares, with its type, from ``BaseModel``'s first
+    subclass to ``info``: a field declared again later overrides the earlier one."""
+    for base in reversed(info.mro):
+        if base.fullname == _names.BASE_MODEL or not base.has_base(_names.BASE_MODEL):
+            continue
+        for name, symbol in base.names.items():
+            node = symbol.node
+            if isinstance(node, Var) and not node.is_classvar and not name.startswith("_"):
+                yield name, node.type
+
+
 def fields_of(info: TypeInfo) -> dict[str, Kind]:
     """The fields of a pydantic model that are read as instruction, with their kind."""
     cached = _fields.get(info.fullname)
@@ -131,18 +143,12 @@ def fields_of(info: TypeInfo) -> dict[str, Kind]:
         return cached[1]
     _fields[info.fullname] = (id(info), {})  # a model that contains itself
     found: dict[str, Kind] = {}
-    for base in reversed(info.mro):
-        if base.fullname == _names.BASE_MODEL or not base.has_base(_names.BASE_MODEL):
-            continue
-        for name, symbol in base.names.items():
-            node = symbol.node
-            if not isinstance(node, Var) or node.is_classvar or name.startswith("_"):
-                continue
-            kind = None if node.type is None else _kind(node.type, _DEPTH)
-            if kind is None:
-                found.pop(name, None)
-            else:
-                found[name] = kind
+    for name, declared in model_fields(info):
+        kind = None if declared is None else _kind(declared, _DEPTH)
+        if kind is None:
+            found.pop(name, None)
+        else:
+            found[name] = kind
     for name, alias in _aliases(info).items():
         if name in found:
             found[alias] = found[name]

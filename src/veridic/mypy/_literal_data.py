@@ -39,7 +39,7 @@ those.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from mypy.checker import TypeChecker
@@ -75,6 +75,7 @@ from mypy.types import (
     CallableType,
     Instance,
     LiteralType,
+    ProperType,
     TupleType,
     Type,
     TypedDictType,
@@ -215,18 +216,34 @@ def _casts(expr: Expression, body: list[Statement], depth: int = _DEPTH) -> Iter
 
 def holds_text_literal(typ: Type, depth: int) -> bool:
     """Whether ``typ`` holds a ``Literal`` of text anywhere a value can be read from it."""
+    return _holds(typ, depth, _text_literal)
+
+
+def _text_literal(proper: ProperType) -> bool:
+    return (
+        isinstance(proper, LiteralType)
+        and isinstance(proper.value, str)
+        and proper.fallback.type.fullname == "builtins.str"
+    )
+
+
+def _holds(typ: Type, depth: int, leaf: Callable[[ProperType], bool]) -> bool:
+    """Whether ``typ`` is, or holds ``depth`` levels down, a type ``leaf`` accepts: the
+    members of a union or tuple, the items of a ``TypedDict``, the arguments of a class."""
     proper = get_proper_type(typ)
-    if isinstance(proper, LiteralType):
-        return isinstance(proper.value, str) and proper.fallback.type.fullname == "builtins.str"
+    if leaf(proper):
+        return True
     if depth == 0:
         return False
     if isinstance(proper, UnionType | TupleType):
-        return any(holds_text_literal(item, depth - 1) for item in proper.items)
-    if isinstance(proper, TypedDictType):
-        return any(holds_text_literal(item, depth - 1) for item in proper.items.values())
-    if isinstance(proper, Instance):
-        return any(holds_text_literal(arg, depth - 1) for arg in proper.args)
-    return False
+        parts: Iterable[Type] = proper.items
+    elif isinstance(proper, TypedDictType):
+        parts = proper.items.values()
+    elif isinstance(proper, Instance):
+        parts = proper.args
+    else:
+        return False
+    return any(_holds(part, depth - 1, leaf) for part in parts)
 
 
 def declared_source(expr: NameExpr, variable: Var, checker: TypeChecker) -> str | None:
@@ -277,15 +294,8 @@ def _scope_of(variable: Var, checker: TypeChecker) -> list[Statement] | None:
 
 
 def _contains_any(typ: Type, depth: int) -> bool:
-    proper = get_proper_type(typ)
-    if isinstance(proper, AnyType):
-        return proper.type_of_any != TypeOfAny.from_error
-    if depth == 0:
-        return False
-    if isinstance(proper, UnionType | TupleType):
-        return any(_contains_any(item, depth - 1) for item in proper.items)
-    if isinstance(proper, TypedDictType):
-        return any(_contains_any(item, depth - 1) for item in proper.items.values())
-    if isinstance(proper, Instance):
-        return any(_contains_any(arg, depth - 1) for arg in proper.args)
-    return False
+    return _holds(typ, depth, _any)
+
+
+def _any(proper: ProperType) -> bool:
+    return isinstance(proper, AnyType) and proper.type_of_any != TypeOfAny.from_error

@@ -23,12 +23,13 @@ from __future__ import annotations
 from typing import Final
 
 from mypy.checker import TypeChecker
-from mypy.nodes import ARG_STAR2, Context, DictExpr, Expression, StrExpr, TypeInfo, Var
+from mypy.nodes import ARG_STAR2, Context, DictExpr, Expression, StrExpr, TypeInfo
 from mypy.plugin import MethodContext
 from mypy.types import CallableType, Instance, Type, TypeType, UnionType, get_proper_type
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._code_text import Written, classify, describe
+from veridic.mypy._fields import model_fields
 from veridic.mypy._literal_data import holds_text_literal
 
 _ADVICE: Final = (
@@ -41,17 +42,11 @@ _ADVICE: Final = (
 def literal_fields(info: TypeInfo) -> frozenset[str]:
     """The fields of pydantic model ``info`` whose type holds a text ``Literal``."""
     found: set[str] = set()
-    for base in reversed(info.mro):
-        if base.fullname == _names.BASE_MODEL or not base.has_base(_names.BASE_MODEL):
-            continue
-        for name, symbol in base.names.items():
-            node = symbol.node
-            if not isinstance(node, Var) or node.is_classvar or name.startswith("_"):
-                continue
-            if node.type is not None and _typed_text_literal(node.type):
-                found.add(name)
-            else:
-                found.discard(name)
+    for name, declared in model_fields(info):
+        if declared is not None and _typed_text_literal(declared):
+            found.add(name)
+        else:
+            found.discard(name)
     return frozenset(found)
 
 
