@@ -260,6 +260,27 @@ def test_the_report_answers_each_question_for_the_whole_store(
     assert requests[2]["model_calls"] == []  # execute() alone sends nothing to a model
 
 
+def test_each_record_in_json_names_its_call_and_its_arguments_digest(
+    store: tuple[Path, float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A reviewer matches a record to the model's call (the reply's tool call id, which a
+    # resume checks) and tells two calls with the same arguments from two with other ones;
+    # the JSON left both out.
+    path, _ = store
+    _, report = audit_json(capsys, str(path))
+    requests = report["requests"]
+    shown = [(c["call_id"], c["arguments_sha256"]) for r in requests for c in r["tool_calls"]]
+    with SQLiteAuditSink(path) as sink:
+        stored = [
+            (record.call_id, record.arguments_sha256)
+            for request in ("req-a", "req-b", "req-c")
+            for record in sink.records(request)
+        ]
+    assert shown == stored
+    assert any(call_id for call_id, _ in shown)  # the gateway's calls keep the model's ids
+    assert all(len(digest) == 64 for _, digest in shown if digest)
+
+
 def test_one_request_is_reported_alone(
     store: tuple[Path, float], capsys: pytest.CaptureFixture[str]
 ) -> None:

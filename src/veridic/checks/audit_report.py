@@ -936,6 +936,8 @@ def _record_json(r: AuditRecord) -> dict[str, object]:
         "irreversible": r.irreversible,
         "prompt_sha256": r.prompt_sha256,
         "tools_sha256": r.tools_sha256,
+        "call_id": r.call_id,
+        "arguments_sha256": r.arguments_sha256,
         "detail": r.detail,
         "operations": list(r.operations),
         "follow_up": r.follow_up,
