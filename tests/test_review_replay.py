@@ -61,11 +61,17 @@ def _gateway(
     )
 
 
-def _paused(store: object, ran: list[str]) -> PausedRun:
+def _paused(
+    store: object,
+    ran: list[str],
+    script: Sequence[Mapping[str, object]] = (CALLS,),
+    ask: str = "My parcel 42 is lost, refund it.",
+    request_id: str = "req-1",
+) -> PausedRun:
     view = make_registry(ran=ran).view()
-    composer = system_part(view).user("My parcel 42 is lost, refund it.")
-    result = _gateway([CALLS], store).run(
-        composer, view, policy=ApprovalPolicy(view), request_id="req-1", defer=True
+    composer = system_part(view).user(ask)
+    result = _gateway(script, store).run(
+        composer, view, policy=ApprovalPolicy(view), request_id=request_id, defer=True
     )
     assert result.paused is not None
     return result.paused
@@ -148,20 +154,8 @@ def test_a_no_cannot_be_replayed_as_a_yes(store: Store) -> None:
 def test_a_resume_that_paused_again_leaves_only_the_new_paused_run_to_resume() -> None:
     store = SQLiteAuditSink()
     ran: list[str] = []
-    view = make_registry(ran=ran).view()
     two = {"tool_calls": [("c1", "refund", '{"order_id": 1}'), ("c2", "refund", '{"order_id": 2}')]}
-    first = (
-        _gateway([two], store)
-        .run(
-            system_part(view).user("Refund 1 and 2."),
-            view,
-            policy=ApprovalPolicy(view),
-            request_id="req-2",
-            defer=True,
-        )
-        .paused
-    )
-    assert first is not None
+    first = _paused(store, ran, [two], "Refund 1 and 2.", "req-2")
     c1 = next(a for a in first.approvals if a.call_id == "c1")
     view = make_registry(ran=ran).view()
     again = (
@@ -197,23 +191,11 @@ def test_an_earlier_turn_whose_call_id_the_provider_repeats_is_not_a_resume() ->
     # the same id ran under another prompt, and does not make the paused run resumed.
     store = SQLiteAuditSink()
     ran: list[str] = []
-    view = make_registry(ran=ran).view()
     script = [
         {"tool_calls": [("call_0", "get_order", '{"order_id": 42}')]},
         {"tool_calls": [("call_1", "refund", '{"order_id": 42}')]},
     ]
-    paused = (
-        _gateway(script, store)
-        .run(
-            system_part(view).user("Refund 42."),
-            view,
-            policy=ApprovalPolicy(view),
-            request_id="req-3",
-            defer=True,
-        )
-        .paused
-    )
-    assert paused is not None
+    paused = _paused(store, ran, script, "Refund 42.", "req-3")
     _resume(store, paused, ran, True)
     assert ran == ["get_order 42", "refund 42"]
 
