@@ -265,6 +265,21 @@ def test_an_approved_write_replayed_from_its_checkpoint_does_not_run_twice(
     ]
 
 
+def test_a_replay_of_a_call_whose_id_the_store_keeps_escaped_does_not_run_twice(
+    world: World,
+) -> None:
+    """A call id holding a NUL is stored escaped: compared as the model wrote it, the
+    replay's id matched no record, and the approved write ran a second time."""
+    call = AIMessage("", tool_calls=[ToolCall(name="save_note", args={"text": "milk"}, id="c\x00")])
+    agent = world.agent(call, AIMessage("Saved."))
+    only_interrupt(agent.ask())
+    (paused,) = [s for s in agent.graph.get_state_history(agent.config) if s.interrupts]
+    approve: Command[Any] = Command(resume={"decisions": [{"type": "approve"}]})
+    agent.graph.invoke(approve, agent.config, version="v2")
+    agent.graph.invoke(approve, paused.config, version="v2")
+    assert world.notes.saved == ["milk"]
+
+
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_a_later_turn_s_approved_call_that_reuses_an_earlier_call_id_runs(
     world: World, asynchronous: bool

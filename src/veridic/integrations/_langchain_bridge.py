@@ -65,7 +65,7 @@ from pydantic import PrivateAttr
 
 from veridic.errors import ToolCouplingError, VeridicError
 from veridic.integrations._owned_keys import owned_keys
-from veridic.run._audit_writes import arecorded, recorded
+from veridic.run._audit_writes import arecorded, of_call, recorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute, execute
@@ -246,16 +246,15 @@ class Binding:
         approved by the reviewer in its turn, shares an earlier call's id. The call is
         refused, with a warning; the first run stands.
         """
-        if not call_id:
-            return False
-        digest = arguments_sha256(arguments)
         done = any(
-            record.call_id == call_id
-            and record.tool == name
-            and record.arguments_sha256 == digest
-            and record.prompt_sha256 == self.prompt.sha256
-            and record.approval is ApprovalMode.USER_CONFIRMED
-            for record in records
+            record.approval is ApprovalMode.USER_CONFIRMED
+            for record in of_call(
+                records,
+                call_id,
+                tool=name,
+                arguments_sha256=arguments_sha256(arguments),
+                prompt_sha256=self.prompt.sha256,
+            )
         )
         if done:
             _log.warning(

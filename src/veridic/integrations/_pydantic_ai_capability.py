@@ -44,11 +44,11 @@ from pydantic_core import SchemaValidator, core_schema
 
 from veridic._sample import clip
 from veridic.errors import ApprovalDeniedError, InvalidArgumentsError, ToolCouplingError
-from veridic.run._audit_writes import arecorded
+from veridic.run._audit_writes import arecorded, of_call
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
-from veridic.run.records import AuditRecord, _storable
+from veridic.run.records import AuditRecord
 from veridic.text.fence import DataMode, fence
 from veridic.text.provenance import TrustedInstruction, is_trusted, report
 from veridic.tools.view import ToolView
@@ -682,14 +682,8 @@ def _check_not_on_record(
     Raises:
         ApprovalDeniedError: a record of the call is in ``records``.
     """
-    if not tool_call_id:
-        return
-    done = [
-        record
-        for record in records
-        if record.call_id == _storable(tool_call_id) and record.prompt_sha256 == prompt_sha256
-    ]
-    if not done:
+    done = of_call(records, tool_call_id, prompt_sha256=prompt_sha256)
+    if not done or tool_call_id is None:
         return
     first = done[0]
     raise ApprovalDeniedError(

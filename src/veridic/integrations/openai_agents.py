@@ -67,11 +67,11 @@ from veridic.errors import (
     VeridicError,
 )
 from veridic.integrations._owned_keys import owned_keys
-from veridic.run._audit_writes import arecorded
+from veridic.run._audit_writes import arecorded, of_call
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
-from veridic.run.records import AuditRecord, _storable, arguments_sha256
+from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.fence import DataMode, check_mode, fence, preamble
 from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
 from veridic.tools.view import ToolView
@@ -696,13 +696,7 @@ def _check_not_on_record(
     Raises:
         ApprovalDeniedError: such a record is there.
     """
-    done = [
-        record
-        for record in records
-        if record.call_id == _storable(call_id)
-        and record.tool == name
-        and record.arguments_sha256 == arguments
-    ]
+    done = of_call(records, call_id, tool=name, arguments_sha256=arguments)
     if not done:
         return
     first = done[0]

@@ -15,15 +15,15 @@ import asyncio
 import concurrent.futures
 import inspect
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import Final, Protocol, runtime_checkable
 
 from veridic.errors import VeridicError
 from veridic.run.audit import AsyncAuditSink, AuditSink
-from veridic.run.records import AuditRecord
+from veridic.run.records import AuditRecord, _storable
 
-__all__ = ["Sink", "arecorded", "recorded", "writes"]
+__all__ = ["Sink", "arecorded", "of_call", "recorded", "writes"]
 
 _log = logging.getLogger("veridic.executor")
 _LATE_WAIT: Final = 30.0
@@ -129,6 +129,33 @@ async def arecorded(audit: object, request_id: str, where: str) -> tuple[AuditRe
     if isinstance(audit, _ARecords) and inspect.iscoroutinefunction(audit.arecords):
         return _checked(audit, await audit.arecords(request_id), where)
     return recorded(audit, request_id, where)
+
+
+def of_call(
+    records: Sequence[AuditRecord],
+    call_id: str | None,
+    *,
+    tool: str | None = None,
+    arguments_sha256: str | None = None,
+    prompt_sha256: str | None = None,
+) -> list[AuditRecord]:
+    """The records of the model's call ``call_id`` (``[]`` for no id), matched as stored.
+
+    A call id is stored escaped (a NUL, a lone surrogate), so it is compared so; the
+    other keywords, when given, must match too: what tells a replay of this call from a
+    later turn's call that reuses its id differs by framework.
+    """
+    if not call_id:
+        return []
+    stored = _storable(call_id)
+    return [
+        record
+        for record in records
+        if record.call_id == stored
+        and (tool is None or record.tool == tool)
+        and (arguments_sha256 is None or record.arguments_sha256 == arguments_sha256)
+        and (prompt_sha256 is None or record.prompt_sha256 == prompt_sha256)
+    ]
 
 
 def _checked(audit: object, answer: object, where: str) -> tuple[AuditRecord, ...]:
