@@ -15,9 +15,13 @@ machinery costs. Timings
 are CPU time, medians of interleaved rounds (``_harness.measure``), so that a
 busy machine skews every contender alike; every contender's output is checked
 against raw jinja2's first. Prints the time per render and the ratios, then
-the cost of loading a template the first time (veridic compiles it and what
-it includes or imports, and analyses their variables; raw jinja2 compiles
-the same three files) and of binding it again.
+the same system template stored as text (a prompt kept in a database, read
+from an ``InstructionField``): veridic renders it in jinja2's sandbox with
+its bounds (loop iterations, calls, output size), against raw jinja2's own
+``SandboxedEnvironment`` rendering the same source, which has neither the
+bounds nor the checks; then the cost of loading a template the first time
+(veridic compiles it and what it includes or imports, and analyses their
+variables; raw jinja2 compiles the same three files) and of binding it again.
 
 Run: ``.venv/bin/python benchmarks/templates.py``
 """
@@ -31,12 +35,14 @@ from typing import TypedDict
 
 import _harness as h
 import jinja2
+import jinja2.sandbox
 
 from veridic import TrustedInstruction, TrustPolicy, UntrustedText, instruction, untrusted
 from veridic.templates import Templates
 from veridic.text.fence import fence
 
 _GENERATED = TrustPolicy("benchmark-data")
+_STORED = TrustPolicy("benchmark-prompt-table")
 
 FILES = {
     "system.j2": """\
@@ -169,6 +175,21 @@ def main(argv: Sequence[str] | None = None) -> None:
             ],
             baselines=2,
         )
+        stored_source = _STORED.vouch(FILES["system.j2"], reason="benchmark: a prompt table's row")
+        stored = templates.instruction_from_source(stored_source, params=System)
+        raw_stored = _fresh_jinja2(folder, sandboxed=True).from_string(FILES["system.j2"])
+        if stored.render(SYSTEM_VALUES) != raw_stored.render(plain_system):
+            h.fail("the stored instruction template renders other text than raw jinja2's sandbox")
+        _show(
+            report,
+            "6b2. the system template stored as text (sandboxed; it imports and includes files)",
+            "veridic's sandbox also bounds loops, calls and output; outputs checked identical",
+            [
+                h.Contender("raw jinja2 sandbox", lambda: raw_stored.render(plain_system)),
+                h.Contender("raw jinja2", lambda: raw_system.render(plain_system)),
+                h.Contender("veridic", lambda: stored.render(SYSTEM_VALUES)),
+            ],
+        )
         _show(
             report,
             "6c. loading the system template the first time (it and the 2 files it uses)",
@@ -193,8 +214,9 @@ def _load_all(environment: jinja2.Environment) -> None:
         environment.get_template(name)
 
 
-def _fresh_jinja2(folder: str) -> jinja2.Environment:
-    return jinja2.Environment(
+def _fresh_jinja2(folder: str, *, sandboxed: bool = False) -> jinja2.Environment:
+    kind = jinja2.sandbox.SandboxedEnvironment if sandboxed else jinja2.Environment
+    return kind(
         loader=jinja2.FileSystemLoader(folder),
         autoescape=False,
         undefined=jinja2.StrictUndefined,

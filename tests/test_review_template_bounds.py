@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from veridic import InstructionField, Templates, unfence
+from veridic import InstructionField, Templates, VeridicError, unfence
 from veridic.templates import TemplateSandboxError
 
 
@@ -228,3 +228,82 @@ def test_templates_shipped_with_the_code_are_not_bounded(tmp_path: Path) -> None
     shipped = templates.data("long.j2", params=Document)
     [(_, text)] = unfence(shipped.render({"doc": "x" * 10_000}))
     assert len(text) == 10_010_000
+
+
+# -- the sandbox's answer for an attribute is remembered per class and name ------------------
+
+
+class Notes(BaseModel):
+    """An application's own class whose method names a list's: reading it is safe."""
+
+    lines: tuple[str, ...] = ()
+
+    def append(self, line: str) -> str:
+        return line
+
+
+class Values(TypedDict):
+    rows: list[str]
+    doc: str
+    table: dict[str, str]
+    notes: Notes
+
+
+_ATTRIBUTES = (
+    "count",
+    "index",
+    "append",
+    "clear",
+    "upper",
+    "format",
+    "format_map",
+    "get",
+    "pop",
+    "update",
+    "keys",
+    "split",
+    "__class__",
+    "mro",
+)
+
+
+def _outcome(templates: Templates, kind: str, attribute: str) -> str:
+    body = (
+        "{% if rows and doc and table and notes %}{% endif %}"
+        + f"{{{{ ({kind}.{attribute} ~ '') | length > 0 }}}}"
+    )
+    bound = templates.data_from_source(Stored(content=body).content, params=Values)
+    values: Values = {"rows": ["a"], "doc": "a", "table": {"a": "b"}, "notes": Notes()}
+    try:
+        [(_, text)] = unfence(bound.render(values))
+        return text
+    except VeridicError as refused:  # a sandbox refusal, or an attribute the value lacks
+        return f"refused ({type(refused).__name__}): {refused}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(("rows", "doc", "table", "notes")), st.sampled_from(_ATTRIBUTES)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_the_sandbox_answers_each_attribute_as_a_fresh_one_would(
+    reads: list[tuple[str, str]],
+) -> None:
+    # One Templates object remembers whether a class's attribute may be read; whatever
+    # was read before, the answer is the one a fresh sandbox gives for that read alone.
+    shared = Templates()
+    for kind, attribute in reads:
+        assert _outcome(shared, kind, attribute) == _outcome(Templates(), kind, attribute)
+
+
+def test_a_safe_method_read_first_does_not_open_a_mutating_one() -> None:
+    templates = Templates()
+    assert _outcome(templates, "rows", "count") == "True"
+    assert _outcome(templates, "doc", "upper") == "True"
+    assert "attribute 'append' of 'list' object" in _outcome(templates, "rows", "append")
+    assert _outcome(templates, "notes", "append") == "True"
+    assert "format" in _outcome(templates, "doc", "format")
+    assert _outcome(templates, "rows", "count") == "True"

@@ -287,6 +287,7 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         self.filters = {**bounded_filters(self.filters), **own}
         self.tests = bounded_tests(self.tests)  # type: ignore[assignment]  # jinja2 types them as its own functions; these are called as they are
         self.globals.update(lipsum=bounded_lipsum, namespace=BoundedNamespace)
+        self._safe_attributes: dict[tuple[type, str], bool] = {}
         self.made = made
         self.iterate = iterate
         self.read = read
@@ -334,6 +335,25 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         return result
 
     def is_safe_attribute(self, obj: object, attr: str, value: object) -> bool:
+        """Whether the template may read ``obj.attr``; remembered per class and name.
+
+        Every rule here and in jinja2's sandbox reads only the class of ``obj`` and the
+        name (a private name, a function's or frame's internals, a mutating method of
+        a list, dict or set, ``str.format``), never the value: so the answer for a class
+        and a name is computed once. A template reads the same few attributes in every
+        render (``loop.index``, a macro of an imported file), and the checks, each a
+        string of ``isinstance`` calls against abstract classes, were a tenth of a
+        stored template's render.
+        """
+        key = (type(obj), attr)
+        known = self._safe_attributes.get(key)
+        if known is None:
+            if len(self._safe_attributes) >= _SAFE_ATTRIBUTES_KEPT:
+                self._safe_attributes.clear()
+            known = self._safe_attributes[key] = self._is_safe_attribute(obj, attr, value)
+        return known
+
+    def _is_safe_attribute(self, obj: object, attr: str, value: object) -> bool:
         if isinstance(obj, str) and attr in _STR_FORMATTERS:
             return False
         if modifies_known_mutable(obj, attr):
@@ -345,6 +365,8 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
 
 
 _STR_FORMATTERS: Final = frozenset({"format", "format_map"})
+_SAFE_ATTRIBUTES_KEPT: Final = 4096
+"""Answers of ``is_safe_attribute`` kept per environment; all forgotten when full."""
 _CALL_ARGUMENTS: Final = 8
 """Arguments a call passes as part of the call; each past them is charged an iteration."""
 
