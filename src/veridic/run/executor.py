@@ -185,8 +185,14 @@ class CallResult:
 def _plain(value: object) -> object:
     """``value`` as JSON data for the model: a ``str`` as it is, anything else as pydantic
     writes it (what JSON cannot hold, as ``str``). Runs code of the value: call it inside
-    the dispatch."""
-    if isinstance(value, str):
+    the dispatch.
+
+    Only an exact ``str`` is kept as it is: a subclass's methods (``__str__``,
+    ``__format__``, ``replace``) would run again wherever the text is fenced or
+    printed, after the dispatch, unguarded; pydantic copies its characters into a
+    plain ``str`` without calling any of them.
+    """
+    if type(value) is str:
         return value
     return to_jsonable_python(value, fallback=str)
 
