@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import pytest
+from pydantic import BaseModel, computed_field
 
 from veridic import (
     ApprovalPolicy,
@@ -19,6 +20,7 @@ from veridic import (
     Composer,
     Registry,
     SQLiteAuditSink,
+    RiskFloorError,
     ToolError,
     ToolView,
     aexecute,
@@ -26,6 +28,7 @@ from veridic import (
     guard_irreversible,
     instruction,
 )
+from veridic.run.effects import arun_observed, check_declared_risk, run_observed
 
 PROMPT = Composer().system(instruction("You tidy reports.")).build()
 
@@ -156,3 +159,31 @@ def test_an_error_whose_message_cannot_be_read_is_still_recorded(road: Road) -> 
     assert "Unprintable" in str(result.told)
     (record,) = audit.records("req-1")
     assert record.outcome is CallOutcome.FAILED
+
+
+# --- the effects harness sees what rendering the result does -----------------------------------
+
+
+def test_the_effects_harness_sees_an_effect_of_rendering_the_result() -> None:
+    store = Store()
+
+    class Summary(BaseModel):
+        name: str
+
+        @computed_field  # type: ignore[prop-decorator]  # pydantic's documented use
+        @property
+        def purged(self) -> int:
+            store.hard_delete(self.name)
+            return 1
+
+    view = tidy_view(lambda: Summary(name="q3"))
+    # execute() renders the result inside the call, so its guard fires there: blocked.
+    result = run(view, "execute", SQLiteAuditSink(":memory:"))
+    assert result.outcome is CallOutcome.BLOCKED
+    # The harness that judges the declared risk must see the same effect.
+    seen = [run_observed(view, "tidy", {"name": "q3"})]
+    seen.append(asyncio.run(arun_observed(view, "tidy", {"name": "q3"})))
+    for observation in seen:
+        assert observation.operations == ("irreversible:hard delete report",)
+    with pytest.raises(RiskFloorError, match="'tidy' declares risk mid"):
+        check_declared_risk(seen)
