@@ -12,21 +12,28 @@ from typing import Literal
 
 import pytest
 from pydantic import BaseModel, computed_field
+from typing_extensions import TypedDict
 
 from veridic import (
+    AlwaysAllowRefusedError,
+    ApprovalMode,
     ApprovalPolicy,
     CallOutcome,
     CallResult,
     Composer,
+    InstructionField,
     Registry,
-    SQLiteAuditSink,
+    Risk,
     RiskFloorError,
+    SQLiteAuditSink,
     ToolError,
     ToolView,
+    VeridicError,
     aexecute,
     execute,
     guard_irreversible,
     instruction,
+    provenance,
 )
 from veridic.run.effects import arun_observed, check_declared_risk, run_observed
 
@@ -187,3 +194,109 @@ def test_the_effects_harness_sees_an_effect_of_rendering_the_result() -> None:
         assert observation.operations == ("irreversible:hard delete report",)
     with pytest.raises(RiskFloorError, match="'tidy' declares risk mid"):
         check_declared_risk(seen)
+
+
+# --- instruction text the model writes through a dataclass or a TypedDict ----------------------
+
+
+@dataclass
+class RevisionData:
+    content: InstructionField
+
+
+class RevisionDict(TypedDict):
+    content: InstructionField
+
+
+class Shelf(BaseModel):
+    revisions: list[RevisionData]
+
+
+def shelve_registry(
+    annotation: object, kind: Literal["query", "write"], risk: Risk | None = None
+) -> Registry:
+    """A registry with one tool ``shelve(revision: annotation)`` of ``kind`` and ``risk``."""
+    registry = Registry()
+
+    def shelve(revision: object) -> str:
+        """Shelve a revision of a stored system prompt for a later release.
+
+        Args:
+            revision: The revision.
+        """
+        return "shelved"
+
+    shelve.__annotations__ = {"revision": annotation, "return": str}
+    registry.tool(kind=kind, risk=risk)(shelve)
+    return registry
+
+
+INSTRUCTION_CARRIERS = {
+    "dataclass": RevisionData,
+    "TypedDict": RevisionDict,
+    "list of dataclasses": list[RevisionData],
+    "model holding dataclasses": Shelf,
+}
+
+
+@pytest.mark.parametrize("carrier", sorted(INSTRUCTION_CARRIERS))
+def test_a_write_taking_instruction_text_in_a_dataclass_or_typeddict_is_high_risk(
+    carrier: str,
+) -> None:
+    view = shelve_registry(INSTRUCTION_CARRIERS[carrier], "write").view()
+    tool = view.tool("shelve")
+    assert tool.risk is Risk.HIGH
+    assert tool.writes_instruction_fields
+    assert tool.instruction_arguments
+    with pytest.raises(AlwaysAllowRefusedError):
+        ApprovalPolicy(view).allow_always("shelve")
+
+
+@pytest.mark.parametrize("carrier", sorted(INSTRUCTION_CARRIERS))
+def test_instruction_text_in_a_dataclass_or_typeddict_keeps_its_floors_at_boot(
+    carrier: str,
+) -> None:
+    with pytest.raises(RiskFloorError, match="'shelve'"):
+        shelve_registry(INSTRUCTION_CARRIERS[carrier], "write", Risk.MID).view()
+    with pytest.raises(VeridicError, match="is a query but takes instruction text"):
+        shelve_registry(INSTRUCTION_CARRIERS[carrier], "query").view()
+
+
+def test_a_confirmed_write_of_instruction_text_through_a_dataclass_is_recorded_as_one() -> None:
+    view = shelve_registry(RevisionData, "write").view()
+    result = execute(
+        view,
+        "shelve",
+        {"revision": {"content": "Answer in French."}},
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(":memory:"),
+        request_id="req-1",
+        prompt=PROMPT,
+        confirm=lambda request: request.writes_instruction_fields,
+    )
+    assert result.outcome is CallOutcome.OK
+    assert result.record.approval is ApprovalMode.USER_CONFIRMED
+    assert result.record.wrote_instruction_fields
+
+
+def test_text_minted_through_a_dataclass_names_the_tool_that_minted_it() -> None:
+    registry = Registry()
+    minted: list[str] = []
+
+    def shelver(name: str) -> None:
+        def shelve(revision: RevisionData) -> str:
+            """Shelve a revision of a stored system prompt for a later release.
+
+            Args:
+                revision: The revision.
+            """
+            minted.append(provenance(revision.content).origin)
+            return "shelved"
+
+        shelve.__name__ = shelve.__qualname__ = name
+        registry.tool(kind="write")(shelve)
+
+    shelver("shelve_draft")
+    shelver("shelve_release")  # the same signature: the same input model, unless it mints
+    registry.view().dispatch("shelve_release", {"revision": {"content": "Answer in French."}})
+    assert minted == ["shelve_release.content"]

@@ -51,6 +51,7 @@ from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
 from veridic.tools._external_schema import (
+    _INSTRUCTION_MARK,
     _mentions_instruction,
     _plain_json,
     _schema_description,
@@ -436,7 +437,7 @@ def function_tool(
     # The arguments the model sends are named as the schema names them (an alias renames one).
     argument_names = _argument_names(model, where)
     parameters = tuple(argument_names.values())
-    arguments = instruction_fields(model)
+    arguments = _instruction_arguments(model, schema, argument_names)
     if options.kind == "query" and arguments:
         raise VeridicError(
             f"tool {where} is a query but takes instruction text ({', '.join(sorted(arguments))} "
@@ -570,6 +571,49 @@ def external_tool(
         withheld=_withheld_reason(withheld, where),
         hints=options.hints,
     )
+
+
+def _instruction_arguments(
+    model: type[BaseModel], schema: JsonObject, argument_names: Mapping[str, str]
+) -> frozenset[str]:
+    """The dotted paths of a function tool's arguments that are read as instruction.
+
+    :func:`~veridic.text.fields.instruction_fields` follows pydantic models; a
+    dataclass or a ``TypedDict`` holding an ``InstructionField`` mints the model's
+    text just as well when the arguments are validated, so the input schema's
+    marks (every node pydantic validates with the field) are read too: an argument
+    marked there and not found by the model walk is added, by its argument name.
+    Whatever mints must set the floors, or a mid-risk write (always allowed) or a
+    query would turn the model's text into trusted instruction.
+    """
+    found = instruction_fields(model)
+    covered = {argument_names.get(path.split(".")[0], path.split(".")[0]) for path in found}
+    marked = _marked_paths(schema, schema, "", frozenset())
+    return found | {path for path in marked if path.split(".")[0] not in covered}
+
+
+def _marked_paths(node: object, root: JsonObject, path: str, seen: frozenset[str]) -> set[str]:
+    """The dotted property paths under ``node`` that the schema marks as instruction text
+    (through local references, items, unions and mapping values, which keep the path)."""
+    if isinstance(node, list):
+        return {p for item in node for p in _marked_paths(item, root, path, seen)}
+    if not isinstance(node, dict):
+        return set()
+    found = {path} if path and node.get(_INSTRUCTION_MARK) is True else set()
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
+        target: object = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        found |= _marked_paths(target, root, path, seen | {ref})
+    for key, sub in node.items():
+        if key == "properties" and isinstance(sub, dict):
+            for name, inner in sub.items():
+                found |= _marked_paths(inner, root, f"{path}.{name}" if path else name, seen)
+        elif key not in ("$ref", "$defs"):
+            found |= _marked_paths(sub, root, path, seen)
+    return found
 
 
 def _check_printed_names(required: object, where: str) -> None:
