@@ -31,6 +31,7 @@ from veridic import (
     VeridicError,
     aexecute,
     execute,
+    guard_instruction_write,
     guard_irreversible,
     instruction,
     provenance,
@@ -300,3 +301,53 @@ def test_text_minted_through_a_dataclass_names_the_tool_that_minted_it() -> None
     shelver("shelve_release")  # the same signature: the same input model, unless it mints
     registry.view().dispatch("shelve_release", {"revision": {"content": "Answer in French."}})
     assert minted == ["shelve_release.content"]
+
+
+class StoredPrompt(BaseModel):
+    """A row another feature reads its system prompt from."""
+
+    feature: str
+    revision: RevisionData
+
+
+def test_a_stored_model_holding_instruction_text_in_a_dataclass_is_guarded() -> None:
+    registry = Registry()
+    written: list[str] = []
+
+    @registry.tool(kind="write")
+    def restore_prompt(feature: str) -> str:
+        """Restore a feature's prompt to its previous revision.
+
+        Args:
+            feature: The feature.
+        """
+        guard_instruction_write(StoredPrompt)
+        written.append(feature)
+        return "restored"
+
+    @registry.tool(kind="write", writes=(StoredPrompt,))
+    def edit_prompt(feature: str) -> str:
+        """Edit a feature's stored prompt.
+
+        Args:
+            feature: The feature.
+        """
+        return "edited"
+
+    view = registry.view()
+    assert view.tool("edit_prompt").risk is Risk.HIGH
+    assert view.tool("edit_prompt").instruction_writes == {"StoredPrompt.revision.content"}
+    policy = ApprovalPolicy(view)
+    policy.allow_always("restore_prompt")
+    result = execute(
+        view,
+        "restore_prompt",
+        {"feature": "billing"},
+        policy=policy,
+        audit=SQLiteAuditSink(":memory:"),
+        request_id="req-1",
+        prompt=PROMPT,
+    )
+    assert written == [], "an always-allowed mid tool wrote another feature's prompt"
+    assert result.outcome is CallOutcome.BLOCKED
+    assert "instruction_write:StoredPrompt.revision.content" in result.record.operations

@@ -51,11 +51,12 @@ from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
 from veridic.tools._external_schema import (
-    _INSTRUCTION_MARK,
     _mentions_instruction,
     _plain_json,
     _schema_description,
     _schema_validator,
+    _with_marked,
+    model_instruction_paths,
 )
 from veridic.tools.context import ContextParameter, ToolContext
 from veridic.tools.function_schema import (
@@ -449,7 +450,7 @@ def function_tool(
     writes = frozenset(
         f"{written.__name__}.{path}"
         for written in options.writes
-        for path in sorted(instruction_fields(written))
+        for path in sorted(model_instruction_paths(written))
     )
     rules = floor_rules(options.kind, options.irreversible, arguments, writes, options.writes)
     return Tool(
@@ -586,34 +587,7 @@ def _instruction_arguments(
     Whatever mints must set the floors, or a mid-risk write (always allowed) or a
     query would turn the model's text into trusted instruction.
     """
-    found = instruction_fields(model)
-    covered = {argument_names.get(path.split(".")[0], path.split(".")[0]) for path in found}
-    marked = _marked_paths(schema, schema, "", frozenset())
-    return found | {path for path in marked if path.split(".")[0] not in covered}
-
-
-def _marked_paths(node: object, root: JsonObject, path: str, seen: frozenset[str]) -> set[str]:
-    """The dotted property paths under ``node`` that the schema marks as instruction text
-    (through local references, items, unions and mapping values, which keep the path)."""
-    if isinstance(node, list):
-        return {p for item in node for p in _marked_paths(item, root, path, seen)}
-    if not isinstance(node, dict):
-        return set()
-    found = {path} if path and node.get(_INSTRUCTION_MARK) is True else set()
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
-        target: object = root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target.get(part) if isinstance(target, dict) else None
-        found |= _marked_paths(target, root, path, seen | {ref})
-    for key, sub in node.items():
-        if key == "properties" and isinstance(sub, dict):
-            for name, inner in sub.items():
-                found |= _marked_paths(inner, root, f"{path}.{name}" if path else name, seen)
-        elif key not in ("$ref", "$defs"):
-            found |= _marked_paths(sub, root, path, seen)
-    return found
+    return _with_marked(instruction_fields(model), schema, argument_names)
 
 
 def _check_printed_names(required: object, where: str) -> None:
