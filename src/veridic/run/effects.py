@@ -17,7 +17,10 @@ or thread the tool started, is refused like any late guard (observing does
 not extend a call's authority) and still counts: it is among the
 observation's events, marked ``late``. A tool whose handler returns a lazy
 value (a generator, an iterator, a coroutine from a sync wrapper) fails
-:func:`run_observed`, as it fails :func:`veridic.execute`.
+:func:`run_observed`, as it fails :func:`veridic.execute`. What
+:func:`veridic.execute` runs of the call inside its dispatch is observed
+too: the result rendered for the model (a ``computed_field``, a ``__str__``),
+and the message of the error it raised.
 
 >>> def purge(name: str) -> None:
 ...     guard_irreversible("hard delete golden fixture")
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.run.approval import ApprovalMode
+from veridic.run.executor import _message, _plain
 from veridic.tools.guards import Dispatch, DispatchScope, GuardEvent, _entered
 from veridic.tools.risk import Risk, ToolKind
 from veridic.tools.view import ToolView
@@ -124,6 +128,9 @@ def run_observed(
     """Dispatch ``name`` through ``view`` under :func:`observe` with its declared risk.
 
     The handler's own errors propagate; an ``async`` tool needs :func:`arun_observed`.
+    The result is rendered for the model inside the observation, and an error's
+    message read there, as :func:`veridic.execute` does inside its dispatch: code
+    they run (a ``computed_field``, a ``__str__``) is part of the call.
 
     Raises:
         UnknownToolError, ToolUnavailableError, ToolDeniedError,
@@ -139,7 +146,11 @@ def run_observed(
             "await arun_observed(view, name, arguments)"
         )
     with observe(prepared.tool.name, prepared.tool.risk, kind=prepared.tool.kind) as seen:
-        prepared.invoke()
+        try:
+            _plain(prepared.invoke())
+        except Exception as error:
+            _message(error)
+            raise
     return seen.observation
 
 
@@ -154,7 +165,11 @@ async def arun_observed(
     """
     prepared = view.validate(name, arguments)
     with observe(prepared.tool.name, prepared.tool.risk, kind=prepared.tool.kind) as seen:
-        await prepared.ainvoke()
+        try:
+            _plain(await prepared.ainvoke())
+        except Exception as error:
+            _message(error)
+            raise
     return seen.observation
 
 

@@ -124,6 +124,8 @@ class CallResult:
     error: Exception | None = None
     _plain: object = field(default=_UNRENDERED, repr=False, compare=False)
     """The value as JSON data, rendered inside the call's dispatch (see :attr:`told`)."""
+    _message: str | None = field(default=None, repr=False, compare=False)
+    """The handler's error's message, read inside the call's dispatch (see :attr:`told`)."""
 
     @property
     def outcome(self) -> CallOutcome:
@@ -164,7 +166,9 @@ class CallResult:
         why: veridic's own message (unknown, unavailable, denied, invalid
         arguments, a guard) or a handler's :class:`~veridic.ToolError`; of
         any other exception only its type, because its message may hold what
-        the model must not read. The record and the log keep the whole message.
+        the model must not read. The record keeps the message (clipped). A
+        handler's error is read once, inside the dispatch, as its result is:
+        an exception's ``__str__`` is code of the call too.
         """
         error = self.error
         source = f"tool:{self.record.tool}"
@@ -174,7 +178,8 @@ class CallResult:
                 return untrusted(plain, source=source)
             return untrusted(json.dumps(plain, ensure_ascii=False), source=source)
         if isinstance(error, VeridicError):
-            return untrusted(f"error: {error}", source=source)
+            message = self._message if self._message is not None else str(error)
+            return untrusted(f"error: {message}", source=source)
         return untrusted(
             f"error: the tool failed ({type(error).__name__}); the application's log has what "
             "went wrong",
@@ -185,8 +190,14 @@ class CallResult:
 def _plain(value: object) -> object:
     """``value`` as JSON data for the model: a ``str`` as it is, anything else as pydantic
     writes it (what JSON cannot hold, as ``str``). Runs code of the value: call it inside
-    the dispatch."""
-    if isinstance(value, str):
+    the dispatch.
+
+    Only an exact ``str`` is kept as it is: a subclass's methods (``__str__``,
+    ``__format__``, ``replace``) would run again wherever the text is fenced or
+    printed, after the dispatch, unguarded; pydantic copies its characters into a
+    plain ``str`` without calling any of them.
+    """
+    if type(value) is str:
         return value
     return to_jsonable_python(value, fallback=str)
 
@@ -437,6 +448,8 @@ class _Ran:
     duration: float
     plain: object = _UNRENDERED
     """The value as JSON data for the model (:func:`_rendered`)."""
+    message: str = ""
+    """The error's message, read inside the dispatch (:func:`_rendered`)."""
 
 
 def _since(started: float) -> float:
@@ -444,20 +457,31 @@ def _since(started: float) -> float:
 
 
 def _rendered(ran: _Ran) -> _Ran:
-    """``ran`` with its value rendered for the model; called inside the dispatch.
+    """``ran`` with its value rendered for the model, or its error's message read; called
+    inside the dispatch.
 
     Rendering runs code of the result (a ``__str__`` that pydantic falls
-    back on, a ``computed_field``, a serializer): inside the dispatch its
+    back on, a ``computed_field``, a serializer), and reading an error's
+    message runs the exception's ``__str__``: inside the dispatch their
     guarded operations are judged as the call's own, where after it they
     would run unguarded and unrecorded. A result that cannot be rendered
     fails the call.
     """
     if ran.error is not None:
-        return ran
+        return replace(ran, message=_message(ran.error))
     try:
         return replace(ran, plain=_plain(ran.value))
     except BaseException as raised:  # the call's failure, recorded as the handler's would be
-        return replace(ran, value=None, error=raised)
+        return replace(ran, value=None, error=raised, message=_message(raised))
+
+
+def _message(error: BaseException) -> str:
+    """``str(error)``, or what stands in for it when the exception's ``__str__`` raises: the
+    call's record must be written whatever its error does."""
+    try:
+        return str(error)
+    except Exception as failure:  # the error's own fault, said in its place
+        return f"<its message could not be read: str() raised {type(failure).__name__}>"
 
 
 class _Call:
@@ -834,7 +858,7 @@ class _Call:
                 f"{op} (at {event.where})" for event in blocked for op in event.operations
             )
         elif error is not None:
-            outcome, detail = CallOutcome.FAILED, f"{type(error).__name__}: {error}"
+            outcome, detail = CallOutcome.FAILED, f"{type(error).__name__}: {ran.message}"
         else:
             outcome, detail = CallOutcome.OK, ""
         allowed = [event for event in events if event.allowed]
@@ -850,7 +874,7 @@ class _Call:
             tool, ran.mode, outcome, detail, wrote, irreversible, operations, ran.duration
         )
         if isinstance(error, Exception):
-            return CallResult(record, error=error)
+            return CallResult(record, error=error, _message=ran.message)
         if blocked:
             # The handler caught the guard's refusal; the call still did not do what it tried.
             caught = GuardDeniedError(f"{detail}; the handler of {tool.name!r} caught the refusal")

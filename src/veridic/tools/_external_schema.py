@@ -17,12 +17,16 @@ below it and never imports it. The module is private: the tool is the API.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from pydantic import BaseModel, PydanticUserError
+
 from veridic._sample import clip
 from veridic.errors import VeridicError
+from veridic.text.fields import instruction_fields
 from veridic.tools.input_schema import JsonObject, _invalid, _not_an_object
 
 __all__: list[str] = []
@@ -116,6 +120,58 @@ def _mentions_instruction(schema: object, root: JsonObject, seen: frozenset[str]
         if _mentions_instruction(target, root, seen | {ref}):
             return True
     return any(_mentions_instruction(v, root, seen) for k, v in schema.items() if k != "$defs")
+
+
+def _marked_paths(node: object, root: JsonObject, path: str, seen: frozenset[str]) -> set[str]:
+    """The dotted property paths under ``node`` that the schema marks as instruction text
+    (through local references, items, unions and mapping values, which keep the path)."""
+    if isinstance(node, list):
+        return {p for item in node for p in _marked_paths(item, root, path, seen)}
+    if not isinstance(node, dict):
+        return set()
+    found = {path} if path and node.get(_INSTRUCTION_MARK) is True else set()
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
+        target: object = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        found |= _marked_paths(target, root, path, seen | {ref})
+    for key, sub in node.items():
+        if key == "properties" and isinstance(sub, dict):
+            for name, inner in sub.items():
+                found |= _marked_paths(inner, root, f"{path}.{name}" if path else name, seen)
+        elif key not in ("$ref", "$defs"):
+            found |= _marked_paths(sub, root, path, seen)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def model_instruction_paths(model: type[BaseModel]) -> frozenset[str]:
+    """The dotted paths of ``model``'s fields read as instruction, wherever pydantic mints one.
+
+    :func:`~veridic.text.fields.instruction_fields` follows nested pydantic models;
+    an ``InstructionField`` inside a dataclass or a ``TypedDict`` field mints too,
+    and the model's JSON schema marks it: a field marked there that the walk missed
+    is added by its name. A model JSON cannot describe is read by the walk alone.
+    """
+    found = instruction_fields(model)
+    try:
+        schema = model.model_json_schema()
+    except (PydanticUserError, TypeError, ValueError):  # no schema: the walk is all there is
+        return found
+    aliases = {name: info.alias or name for name, info in model.model_fields.items()}
+    return _with_marked(found, schema, aliases)
+
+
+def _with_marked(
+    found: frozenset[str], schema: JsonObject, aliases: Mapping[str, str]
+) -> frozenset[str]:
+    """``found`` and the schema's marked paths of the top-level fields ``found`` misses
+    (``aliases`` maps a field's name to the name the schema gives it)."""
+    covered = {aliases.get(path.split(".")[0], path.split(".")[0]) for path in found}
+    marked = _marked_paths(schema, schema, "", frozenset())
+    return found | {path for path in marked if path.split(".")[0] not in covered}
 
 
 def _schema_description(schema: object) -> str:

@@ -44,6 +44,7 @@ from veridic._sample import clip
 from veridic.errors import ProvenanceError, VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.text.provenance import is_untrusted, refuse_untrusted, source_of
+from veridic.tools._external_schema import _mentions_instruction
 from veridic.tools.context import ContextParameter, read_context_parameter
 from veridic.tools.input_schema import _ARGUMENT_NAME, JsonObject, _invalid, _not_an_object
 
@@ -159,7 +160,9 @@ def _shared_model(
     if _holds_untrusted(schema):  # one quick pass; the path is found only for the message
         _refuse_untrusted_schema(schema, where, "")
     _refuse_untrusted_sources(model, where)
-    mints = bool(instruction_fields(model))
+    # A model that mints is this tool's own: its minted text names the tool as its origin.
+    # A dataclass or TypedDict field mints too; the schema marks it where the walk does not.
+    mints = bool(instruction_fields(model)) or _mentions_instruction(schema, schema, frozenset())
     if key is not None and not mints:
         if len(_MODELS) >= _MODELS_KEPT:
             _MODELS.clear()

@@ -76,8 +76,8 @@ from typing import TYPE_CHECKING, Final, Literal, TypeGuard
 from pydantic import BaseModel
 
 from veridic.errors import GuardDeniedError, VeridicError
-from veridic.text.fields import instruction_fields
 from veridic.text.provenance import _caller
+from veridic.tools._external_schema import model_instruction_paths
 from veridic.tools.risk import ApprovalMode, Risk, ToolKind
 
 __all__ = [
@@ -372,7 +372,8 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
     """Call before writing fields read as instruction; raises if this dispatch may not do it.
 
     ``target`` is the pydantic model being written (class or instance: every
-    ``InstructionField`` in it counts, nested models included) or field
+    ``InstructionField`` in it counts, in nested models, dataclasses and
+    ``TypedDict`` classes too) or field
     names as ``"Model.field"``. A model without instruction fields needs no
     guard, and passes.
 
@@ -641,7 +642,7 @@ def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[st
     if isinstance(target, BaseModel):
         target = type(target)
     if isinstance(target, type) and issubclass(target, BaseModel):
-        return sorted(f"{target.__name__}.{path}" for path in instruction_fields(target))
+        return sorted(f"{target.__name__}.{path}" for path in model_instruction_paths(target))
     names = [target] if isinstance(target, str) else list(target)
     if not names or not all(isinstance(n, str) and n.strip() for n in names):
         raise VeridicError(

@@ -55,6 +55,8 @@ from veridic.tools._external_schema import (
     _plain_json,
     _schema_description,
     _schema_validator,
+    _with_marked,
+    model_instruction_paths,
 )
 from veridic.tools.context import ContextParameter, ToolContext
 from veridic.tools.function_schema import (
@@ -436,7 +438,7 @@ def function_tool(
     # The arguments the model sends are named as the schema names them (an alias renames one).
     argument_names = _argument_names(model, where)
     parameters = tuple(argument_names.values())
-    arguments = instruction_fields(model)
+    arguments = _instruction_arguments(model, schema, argument_names)
     if options.kind == "query" and arguments:
         raise VeridicError(
             f"tool {where} is a query but takes instruction text ({', '.join(sorted(arguments))} "
@@ -448,7 +450,7 @@ def function_tool(
     writes = frozenset(
         f"{written.__name__}.{path}"
         for written in options.writes
-        for path in sorted(instruction_fields(written))
+        for path in sorted(model_instruction_paths(written))
     )
     rules = floor_rules(options.kind, options.irreversible, arguments, writes, options.writes)
     return Tool(
@@ -570,6 +572,22 @@ def external_tool(
         withheld=_withheld_reason(withheld, where),
         hints=options.hints,
     )
+
+
+def _instruction_arguments(
+    model: type[BaseModel], schema: JsonObject, argument_names: Mapping[str, str]
+) -> frozenset[str]:
+    """The dotted paths of a function tool's arguments that are read as instruction.
+
+    :func:`~veridic.text.fields.instruction_fields` follows pydantic models; a
+    dataclass or a ``TypedDict`` holding an ``InstructionField`` mints the model's
+    text just as well when the arguments are validated, so the input schema's
+    marks (every node pydantic validates with the field) are read too: an argument
+    marked there and not found by the model walk is added, by its argument name.
+    Whatever mints must set the floors, or a mid-risk write (always allowed) or a
+    query would turn the model's text into trusted instruction.
+    """
+    return _with_marked(instruction_fields(model), schema, argument_names)
 
 
 def _check_printed_names(required: object, where: str) -> None:
