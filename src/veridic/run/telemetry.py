@@ -46,7 +46,10 @@ worked as it should; its ``veridic.outcome`` says so and its status stays
 unset.
 
 OpenTelemetry is for observability and may be sampled or dropped; the audit
-store is the record (see :mod:`veridic.run.audit`).
+store is the record (see :mod:`veridic.run.audit`). So a tracer that fails
+(a span processor or an exporter that raises) never fails the call it
+traces: the failure is logged on ``veridic.telemetry`` (a warning, once per
+span) and the call goes on, its span incomplete or missing.
 
 >>> from opentelemetry.sdk.trace import TracerProvider
 >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -74,10 +77,11 @@ store is the record (see :mod:`veridic.run.audit`).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -124,6 +128,9 @@ def _written(text: str, plain: re.Pattern[str] = _PLAIN) -> str:
     no length)."""
     return text if plain.fullmatch(text) is not None else clip(text)
 
+
+_log: Final = logging.getLogger("veridic.telemetry")
+"""Where a tracer's failure goes (the call it traced goes on)."""
 
 _tracer: Tracer | None = None
 """The one global the hooks read: ``None`` while spans are off."""
@@ -419,11 +426,13 @@ def refused_late(record: AuditRecord) -> None:
     plain = _PLAIN.fullmatch(name) is not None
     attributes = {**_record_attributes(record), "veridic.follow_up": True}
     attributes["error.type"] = _GUARD_DENIED
-    span = tracer.start_span(
-        f"guard_refused {name}" if plain else "guard_refused", attributes=attributes
-    )
-    span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
-    span.end()
+    span_name = f"guard_refused {name}" if plain else "guard_refused"
+    try:
+        span = tracer.start_span(span_name, attributes=attributes)
+        span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
+        span.end()
+    except Exception as error:  # the guard's refusal and its record go on without the span
+        _tracer_failed(span_name, "make", error)
 
 
 def calling(call_id: str) -> _Hook:
@@ -452,10 +461,33 @@ def error_type(error: BaseException) -> str:
     return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
-class _Live:
-    """A started span, current inside its ``with`` block, ended once."""
+def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
+    """Log a tracer's failure (a span processor's or an exporter's bug): never raised.
 
-    __slots__ = ("_ended", "_handed", "_span", "_token")
+    A span is observability. Raised, the failure would stand for the call it traced: a
+    write that ran and was recorded would look failed to its caller, who may run it
+    again; a failing ``on_start`` would stop every call before it ran.
+    """
+    _log.warning(
+        "OpenTelemetry failed to %s the span %r (%s: %s); the call went on without it, and "
+        "its audit record is the record: fix the tracer provider's span processors or "
+        "exporter",
+        what,
+        span_name,
+        error_type(error),
+        error,
+        exc_info=error,
+    )
+
+
+class _Live:
+    """A started span, current inside its ``with`` block, ended once.
+
+    Every call into OpenTelemetry goes through :meth:`_use`, which contains what the
+    tracer raises (see :func:`_tracer_failed`; logged once per span).
+    """
+
+    __slots__ = ("_ended", "_failed", "_handed", "_name", "_span", "_token")
 
     def _start(
         self,
@@ -464,13 +496,32 @@ class _Live:
         client: bool,
         attributes: Mapping[str, str | bool | int | Sequence[str]],
     ) -> None:
-        from opentelemetry.trace import SpanKind
+        from opentelemetry.trace import INVALID_SPAN, SpanKind
 
         kind = SpanKind.CLIENT if client else SpanKind.INTERNAL
-        self._span: Span = tracer.start_span(name, kind=kind, attributes=attributes)
+        self._name = name
+        self._failed = False
         self._token: Token[Context] | None = None
         self._ended = False
         self._handed = False
+        self._span: Span = INVALID_SPAN  # a span that records nothing, if the start fails
+
+        def start() -> None:
+            self._span = tracer.start_span(name, kind=kind, attributes=attributes)
+
+        self._use("start", start)
+
+    def _use(self, what: str, act: Callable[[], object]) -> None:
+        """Do ``act`` on the span; what the tracer raises is logged (once), never raised."""
+        try:
+            act()
+        except Exception as error:
+            if not self._failed:
+                self._failed = True
+                _tracer_failed(self._name, what, error)
+
+    def _set(self, attributes: Mapping[str, str | bool | int | Sequence[str]]) -> None:
+        self._use("set attributes of", lambda: self._span.set_attributes(attributes))
 
     def __enter__(self) -> Self:
         self._enter()
@@ -487,14 +538,18 @@ class _Live:
     def _enter(self) -> None:
         from opentelemetry import context, trace
 
-        self._token = context.attach(trace.set_span_in_context(self._span))
+        def attach() -> None:
+            self._token = context.attach(trace.set_span_in_context(self._span))
+
+        self._use("make current", attach)
 
     def _exit(self, error: BaseException | None) -> None:
         from opentelemetry import context
 
-        if self._token is not None:
-            context.detach(self._token)
+        token = self._token
+        if token is not None:
             self._token = None
+            self._use("leave", lambda: context.detach(token))
         if error is not None:
             self._error(error_type(error), "raised")
         elif not self._handed:
@@ -505,14 +560,17 @@ class _Live:
 
         if self._ended:
             return
-        self._span.set_attribute("error.type", kind)
-        self._span.set_status(Status(StatusCode.ERROR, f"{what}: {kind}"))
+        self._set({"error.type": kind})
+        self._use(
+            "set the status of",
+            lambda: self._span.set_status(Status(StatusCode.ERROR, f"{what}: {kind}")),
+        )
         self._end()
 
     def _end(self) -> None:
         if not self._ended:
             self._ended = True
-            self._span.end()
+            self._use("end", self._span.end)
 
 
 def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
@@ -589,7 +647,7 @@ class _LiveChat(_Live, ChatSpan):
         tools: Sequence[str],
         spans: Sequence[PromptSpan],
     ) -> None:
-        self._span.set_attributes(
+        self._set(
             {
                 "veridic.prompt_sha256": prompt_sha256,
                 "veridic.tools_sha256": tools_sha256,
@@ -600,8 +658,7 @@ class _LiveChat(_Live, ChatSpan):
         )
 
     def answered(self, reply: A) -> A:
-        span = self._span
-        span.set_attributes(
+        self._set(
             {
                 # The server writes these three (a proxy may write anything): as the model's names.
                 "gen_ai.response.id": _written(reply.response_id, _SERVED),
@@ -612,8 +669,12 @@ class _LiveChat(_Live, ChatSpan):
         )
         usage = reply.usage
         if usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            self._set(
+                {
+                    "gen_ai.usage.input_tokens": usage.input_tokens,
+                    "gen_ai.usage.output_tokens": usage.output_tokens,
+                }
+            )
         self._end()
         return reply
 
@@ -622,7 +683,7 @@ class _LiveChat(_Live, ChatSpan):
 
     def closed(self) -> None:
         if not self._ended:
-            self._span.set_attribute("veridic.stream.incomplete", True)
+            self._set({"veridic.stream.incomplete": True})
         self._end()
 
     def handed(self) -> None:
@@ -636,7 +697,7 @@ class _LiveChat(_Live, ChatSpan):
 
     def _dropped(self) -> None:
         if not self._ended:
-            self._span.set_attribute("veridic.stream.dropped", True)
+            self._set({"veridic.stream.dropped": True})
         self.closed()
 
 
@@ -681,7 +742,7 @@ class _LiveTool(_Live, ToolSpan):
         self._exit(error)
 
     def _recorded(self, record: AuditRecord) -> None:
-        self._span.set_attributes(_record_attributes(record))
+        self._set(_record_attributes(record))
 
     def ended(self, result: C) -> C:
         record = result.record
@@ -714,14 +775,16 @@ class _LiveAgent(_Live, AgentSpan):
         )
 
     def ran(self, result: R, *, since: _Counted | None = None) -> R:
-        span = self._span
         turns, usage = _own(result, since)
-        span.set_attribute("veridic.turns", turns)
-        span.set_attribute("veridic.run.tool_calls", len(result.outcomes))
-        span.set_attribute("veridic.paused", result.paused is not None)
+        shown: dict[str, str | bool | int | Sequence[str]] = {
+            "veridic.turns": turns,
+            "veridic.run.tool_calls": len(result.outcomes),
+            "veridic.paused": result.paused is not None,
+        }
         if usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            shown["gen_ai.usage.input_tokens"] = usage.input_tokens
+            shown["gen_ai.usage.output_tokens"] = usage.output_tokens
+        self._set(shown)
         self._end()
         return result
 
