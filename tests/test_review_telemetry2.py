@@ -14,10 +14,13 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from veridic import (
     ApprovalPolicy,
@@ -306,3 +309,53 @@ def test_a_span_processor_that_raises_does_not_lose_a_late_guards_record(
     assert [record.outcome.value for record in audit.records("req-1")] == ["ok", "blocked"]
     (logged,) = [r for r in caplog.records if r.name == "veridic.telemetry"]
     assert "guard_refused purge" in logged.getMessage()
+
+
+# --- the model's words do not name spans ------------------------------------------------------
+
+INVENTED = st.from_regex(r"[A-Za-z][A-Za-z0-9_.:\-]{0,40}", fullmatch=True)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(names=st.lists(INVENTED, min_size=1, max_size=4))
+def test_tool_names_the_model_invents_never_name_a_span(
+    spans: InMemorySpanExporter, names: list[str]
+) -> None:
+    """A name the model wrote (a prompt injection can make it write any, a key from the
+    context included) became the span's name when it looked plain: one span name per
+    invented name, which trace backends index and count (a metric series each), and a
+    secret in the one field every viewer shows."""
+    view, _ = make_view()
+    spans.clear()
+    calls = [(f"c{i}", name, "{}") for i, name in enumerate(names)]
+    audit = SQLiteAuditSink(":memory:")
+    gateway([{"tool_calls": calls}, ANSWER], audit).run(
+        composer(view), view, policy=ApprovalPolicy(view), request_id="req-1"
+    )
+    tools = [s for s in spans.get_finished_spans() if s.name.startswith("execute_tool")]
+    assert len(tools) == len(names) == len(audit.records("req-1"))
+    registered = view.names() | {status.name for status in view.withheld()}
+    for span, name in zip(tools, names, strict=True):
+        assert span.name == (f"execute_tool {name}" if name in registered else "execute_tool")
+        assert attributes(span)["gen_ai.tool.name"] == name  # as the audit record has it
+
+
+def test_a_registered_tool_the_view_withholds_keeps_its_span_name(
+    spans: InMemorySpanExporter,
+) -> None:
+    view, ran = make_view()
+    execute(
+        view,
+        "export_customers",
+        {"limit": 1},
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(":memory:"),
+        request_id="req-1",
+        prompt=composer(view).build(),
+    )
+    (span,) = spans.get_finished_spans()
+    assert span.name == "execute_tool export_customers"  # the registry's name, not the model's
+    assert span.status.status_code is StatusCode.ERROR
+    assert ran == []

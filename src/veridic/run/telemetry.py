@@ -24,7 +24,8 @@ is ``gen_ai.provider.name``):
 - ``execute_tool {name}`` (kind ``INTERNAL``) per :func:`veridic.execute` or
   :func:`veridic.aexecute`: check, approval (a user's confirmation
   included) and dispatch. A call made outside a run is a child of whatever
-  span is current, or a root span.
+  span is current, or a root span. A name the view's registry does not hold
+  (the model invented it) names no span: the span is ``execute_tool``.
 - ``guard_refused {name}`` (kind ``INTERNAL``) when a guard refuses an
   operation of a task or thread a call started, after the call ended (its
   follow-up ``BLOCKED`` record): an error, a child of the call's span.
@@ -93,6 +94,7 @@ from veridic.errors import GuardDeniedError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.audit import AuditRecord, CallOutcome
 from veridic.text.prompt import PromptSpan, ToolCall
+from veridic.tools.view import ToolView
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -393,12 +395,13 @@ def chat(provider: Adapter, request_id: object, *, streamed: bool) -> ChatSpan:
     return _LiveChat(tracer, provider, request_id, streamed)
 
 
-def tool(name: object, request_id: object) -> ToolSpan:
-    """The span of one tool call of the tool the model named ``name`` (a no-op while off)."""
+def tool(name: object, request_id: object, view: object) -> ToolSpan:
+    """The span of one tool call of the tool the model named ``name`` in ``view`` (a no-op
+    while off)."""
     tracer = _tracer
     if tracer is None:
         return _OFF_TOOL
-    return _LiveTool(tracer, name, request_id)
+    return _LiveTool(tracer, name, request_id, view)
 
 
 def agent(provider: Adapter, request_id: object, *, resumed: bool) -> AgentSpan:
@@ -598,6 +601,23 @@ def _request_id(request_id: object) -> dict[str, str]:
     return {"veridic.request_id": _shown_id(request_id)} if isinstance(request_id, str) else {}
 
 
+def _registered(name: object, view: object) -> str | None:
+    """``name`` when a span may be named by it: a plain name the view's registry holds
+    (exposed or withheld), else ``None``.
+
+    The model writes the name of a call; a span name is indexed and counted by trace
+    backends (a metric series each), so a name the model invented, which a prompt
+    injection can make anything (a key from the context included), never becomes one.
+    """
+    if not isinstance(name, str) or _PLAIN.fullmatch(name) is None:
+        return None
+    if not isinstance(view, ToolView):
+        return None
+    if name in view.names() or any(status.name == name for status in view.withheld()):
+        return name
+    return None
+
+
 def _shown_id(request_id: str) -> str:
     """A request id as a span may hold it: as it is when printable (no control, bidi or
     invisible character, no surrounding space) and at most 256 characters, else escaped
@@ -704,7 +724,7 @@ class _LiveChat(_Live, ChatSpan):
 class _LiveTool(_Live, ToolSpan):
     __slots__ = ("_call_token",)
 
-    def __init__(self, tracer: Tracer, name: object, request_id: object) -> None:
+    def __init__(self, tracer: Tracer, name: object, request_id: object, view: object) -> None:
         plain = isinstance(name, str) and _PLAIN.fullmatch(name) is not None
         attributes: dict[str, str | bool | int | Sequence[str]] = {
             "gen_ai.operation.name": "execute_tool",
@@ -716,7 +736,10 @@ class _LiveTool(_Live, ToolSpan):
         call_id = _call_id.get()
         if call_id is not None:
             attributes["gen_ai.tool.call.id"] = _written(call_id)
-        self._start(tracer, f"execute_tool {name}" if plain else "execute_tool", False, attributes)
+        known = _registered(name, view)
+        self._start(
+            tracer, "execute_tool" if known is None else f"execute_tool {known}", False, attributes
+        )
         self._call_token: Token[str | None] | None = None
 
     def __enter__(self) -> _LiveTool:
