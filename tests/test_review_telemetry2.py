@@ -27,6 +27,7 @@ from veridic import (
     Composer,
     GuardDeniedError,
     ModelGateway,
+    PausedRun,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
@@ -359,3 +360,59 @@ def test_a_registered_tool_the_view_withholds_keeps_its_span_name(
     assert span.name == "execute_tool export_customers"  # the registry's name, not the model's
     assert span.status.status_code is StatusCode.ERROR
     assert ran == []
+
+
+# --- a paused run and its resume, one conversation ----------------------------------------------
+
+
+def test_a_paused_run_and_its_resume_share_a_conversation_id(spans: InMemorySpanExporter) -> None:
+    """The paused run's span and its resume's (often another process, from a stored
+    ``PausedRun``) had nothing a trace viewer groups by: two unrelated traces. Both now carry
+    ``gen_ai.conversation.id``, the request id under which the audit store keeps the run."""
+    view, _ = make_view()
+    audit = SQLiteAuditSink(":memory:")
+    script: list[Mapping[str, object]] = [
+        {"tool_calls": [("c1", "get_weather", '{"city": "Oslo"}')]},
+        {"tool_calls": [("c2", "set_units", '{"unit": "celsius"}')]},
+        ANSWER,
+    ]
+    first = gateway(script, audit)
+    paused = first.run(
+        composer(view), view, policy=ApprovalPolicy(view), request_id="req-1", defer=True
+    ).paused
+    assert paused is not None
+    stored = PausedRun.from_json(paused.to_json())  # as another process reads it
+    resumed = Composer().system(SYSTEM, view.capability_section())
+    first.resume(stored, resumed, view, policy=ApprovalPolicy(view), answers={"c2": True})
+    gateway([ANSWER], audit).run(
+        composer(view), view, policy=ApprovalPolicy(view), request_id="req-2"
+    )
+
+    finished = spans.get_finished_spans()
+    assert [s.name for s in finished if s.name == "invoke_agent"] == ["invoke_agent"] * 3
+    by_conversation: dict[object, list[str]] = {}
+    for span in finished:
+        if span.name in ("invoke_agent", "chat scripted"):
+            conversation = attributes(span)["gen_ai.conversation.id"]
+            by_conversation.setdefault(conversation, []).append(span.name)
+    paused_part = ["chat scripted", "chat scripted", "invoke_agent"]
+    assert by_conversation == {
+        "req-1": [*paused_part, "chat scripted", "invoke_agent"],  # and its resume
+        "req-2": ["chat scripted", "invoke_agent"],
+    }
+
+
+def test_a_conversation_id_from_outside_is_escaped_and_clipped(
+    spans: InMemorySpanExporter,
+) -> None:
+    view, _ = make_view()
+    forged = "req-1\x1b[2J\u202e" + "X" * 5000
+    gateway([ANSWER], SQLiteAuditSink(":memory:")).run(
+        composer(view), view, policy=ApprovalPolicy(view), request_id=forged
+    )
+    for span in spans.get_finished_spans():
+        shown = attributes(span)["gen_ai.conversation.id"]
+        assert shown == attributes(span)["veridic.request_id"]
+        assert isinstance(shown, str)
+        assert shown.isprintable()
+        assert len(shown) <= 256

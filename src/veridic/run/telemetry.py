@@ -30,6 +30,10 @@ is ``gen_ai.provider.name``):
   operation of a task or thread a call started, after the call ended (its
   follow-up ``BLOCKED`` record): an error, a child of the call's span.
 
+A run and its model calls carry the request id as ``gen_ai.conversation.id``:
+a paused run's spans and its resume's (often in another trace, another
+process) share it, and GenAI trace viewers group a conversation by it.
+
 Besides ``gen_ai.*`` attributes each span carries veridic's: the request id,
 the prompt's and tool list's sha256 (the audit record's), the approval, risk,
 kind and outcome of a tool call, the kinds and origins of the system
@@ -601,6 +605,16 @@ def _request_id(request_id: object) -> dict[str, str]:
     return {"veridic.request_id": _shown_id(request_id)} if isinstance(request_id, str) else {}
 
 
+def _conversation(request_id: object) -> dict[str, str]:
+    """``veridic.request_id``, and the same as ``gen_ai.conversation.id``: the id a paused
+    run's spans share with its resume's (a resume goes on under the paused run's request
+    id, often in another process), which GenAI trace viewers group a conversation by."""
+    shown = _request_id(request_id)
+    if shown:
+        shown["gen_ai.conversation.id"] = shown["veridic.request_id"]
+    return shown
+
+
 def _registered(name: object, view: object) -> str | None:
     """``name`` when a span may be named by it: a plain name the view's registry holds
     (exposed or withheld), else ``None``.
@@ -656,7 +670,7 @@ class _LiveChat(_Live, ChatSpan):
                 "gen_ai.request.model": model,
                 "veridic.api": provider.api,
                 "veridic.streamed": streamed,
-                **_request_id(request_id),
+                **_conversation(request_id),
             },
         )
 
@@ -793,7 +807,7 @@ class _LiveAgent(_Live, AgentSpan):
                 "gen_ai.provider.name": provider_name(provider.api),
                 "gen_ai.request.model": provider.model,
                 "veridic.resumed": resumed,
-                **_request_id(request_id),
+                **_conversation(request_id),
             },
         )
 
