@@ -312,6 +312,66 @@ def test_a_span_processor_that_raises_does_not_lose_a_late_guards_record(
     assert "guard_refused purge" in logged.getMessage()
 
 
+# --- the call id of an adapter's call ------------------------------------------------------------
+
+
+def test_a_call_id_given_to_execute_reaches_the_tool_span(spans: InMemorySpanExporter) -> None:
+    """The framework adapters (pydantic-ai, the Agents SDK, LangChain, the MCP server) give
+    the model's call id to ``execute(call_id=...)``, and the audit record kept it, but the
+    span took it only from the gateway: their spans had no ``gen_ai.tool.call.id``, and a
+    span could not be matched to the model's call."""
+    view, _ = make_view()
+    odd = "call\x1b[2J" + "X" * 300
+    for call_id in ("call-7", odd, ""):
+        execute(
+            view,
+            "get_weather",
+            {"city": "Oslo"},
+            policy=ApprovalPolicy(view),
+            audit=SQLiteAuditSink(":memory:"),
+            request_id="req-1",
+            prompt=composer(view).build(),
+            call_id=call_id,
+        )
+    plain, escaped, none = spans.get_finished_spans()
+    assert attributes(plain)["gen_ai.tool.call.id"] == "call-7"
+    shown = attributes(escaped)["gen_ai.tool.call.id"]
+    assert isinstance(shown, str)
+    assert shown.isprintable()
+    assert len(shown) < 100
+    assert "gen_ai.tool.call.id" not in attributes(none)  # no model call: no call id
+
+
+def test_a_pydantic_ai_agents_tool_span_has_the_models_call_id(
+    spans: InMemorySpanExporter,
+) -> None:
+    pydantic_ai = pytest.importorskip("pydantic_ai")
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from veridic.integrations.pydantic_ai import capability
+
+    answers: list[ModelResponse] = [
+        ModelResponse(parts=[ToolCallPart("get_weather", {"city": "Oslo"}, tool_call_id="c-41")]),
+        ModelResponse(parts=[TextPart("Sunny.")]),
+    ]
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return answers.pop(0)
+
+    view, ran = make_view()
+    audit = SQLiteAuditSink(":memory:")
+    veridic = capability(
+        view, policy=ApprovalPolicy(view), audit=audit, request_id="req-1", instructions=SYSTEM
+    )
+    result = pydantic_ai.Agent(FunctionModel(model)).run_sync("Weather?", capabilities=[veridic])
+    assert result.output == "Sunny."
+    assert ran == ["get_weather Oslo"]
+    (record,) = audit.records("req-1")
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "execute_tool get_weather"]
+    assert attributes(span)["gen_ai.tool.call.id"] == record.call_id == "c-41"
+
+
 # --- the model's words do not name spans ------------------------------------------------------
 
 INVENTED = st.from_regex(r"[A-Za-z][A-Za-z0-9_.:\-]{0,40}", fullmatch=True)

@@ -399,13 +399,17 @@ def chat(provider: Adapter, request_id: object, *, streamed: bool) -> ChatSpan:
     return _LiveChat(tracer, provider, request_id, streamed)
 
 
-def tool(name: object, request_id: object, view: object) -> ToolSpan:
+def tool(name: object, request_id: object, view: object, call_id: object) -> ToolSpan:
     """The span of one tool call of the tool the model named ``name`` in ``view`` (a no-op
-    while off)."""
+    while off).
+
+    ``call_id`` is the model's id of the call, as :func:`veridic.execute` got it (the
+    gateway and every framework adapter give it); empty, the one :func:`calling` marks.
+    """
     tracer = _tracer
     if tracer is None:
         return _OFF_TOOL
-    return _LiveTool(tracer, name, request_id, view)
+    return _LiveTool(tracer, name, request_id, view, call_id)
 
 
 def agent(provider: Adapter, request_id: object, *, resumed: bool) -> AgentSpan:
@@ -738,7 +742,9 @@ class _LiveChat(_Live, ChatSpan):
 class _LiveTool(_Live, ToolSpan):
     __slots__ = ("_call_token",)
 
-    def __init__(self, tracer: Tracer, name: object, request_id: object, view: object) -> None:
+    def __init__(
+        self, tracer: Tracer, name: object, request_id: object, view: object, call_id: object
+    ) -> None:
         plain = isinstance(name, str) and _PLAIN.fullmatch(name) is not None
         attributes: dict[str, str | bool | int | Sequence[str]] = {
             "gen_ai.operation.name": "execute_tool",
@@ -747,8 +753,9 @@ class _LiveTool(_Live, ToolSpan):
         }
         if plain:
             attributes["gen_ai.tool.name"] = str(name)
-        call_id = _call_id.get()
-        if call_id is not None:
+        if not isinstance(call_id, str) or not call_id:
+            call_id = _call_id.get()
+        if call_id:
             attributes["gen_ai.tool.call.id"] = _written(call_id)
         known = _registered(name, view)
         self._start(
