@@ -277,7 +277,7 @@ def execute(
             not an ``Exception`` (``KeyboardInterrupt``), after recording it.
     """
     # The call's span (a no-op unless veridic.run.telemetry.instrument() was called).
-    with _telemetry.tool(name, request_id) as span:
+    with _telemetry.tool(name, request_id, view, call_id) as span:
         answered = _answered(prompt, prompt_sha256, "execute")
         call = _Call(
             view, name, policy, audit, request_id, answered, tools_digest, arguments, call_id
@@ -352,7 +352,7 @@ async def aexecute(
     record), and waited for from another thread (a failure reaches the
     guard's refusal, as for ``write``).
     """
-    with _telemetry.tool(name, request_id) as span:
+    with _telemetry.tool(name, request_id, view, call_id) as span:
         answered = _answered(prompt, prompt_sha256, "aexecute")
         call = _Call(
             view,

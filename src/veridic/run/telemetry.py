@@ -24,10 +24,15 @@ is ``gen_ai.provider.name``):
 - ``execute_tool {name}`` (kind ``INTERNAL``) per :func:`veridic.execute` or
   :func:`veridic.aexecute`: check, approval (a user's confirmation
   included) and dispatch. A call made outside a run is a child of whatever
-  span is current, or a root span.
+  span is current, or a root span. A name the view's registry does not hold
+  (the model invented it) names no span: the span is ``execute_tool``.
 - ``guard_refused {name}`` (kind ``INTERNAL``) when a guard refuses an
   operation of a task or thread a call started, after the call ended (its
   follow-up ``BLOCKED`` record): an error, a child of the call's span.
+
+A run and its model calls carry the request id as ``gen_ai.conversation.id``:
+a paused run's spans and its resume's (often in another trace, another
+process) share it, and GenAI trace viewers group a conversation by it.
 
 Besides ``gen_ai.*`` attributes each span carries veridic's: the request id,
 the prompt's and tool list's sha256 (the audit record's), the approval, risk,
@@ -46,7 +51,10 @@ worked as it should; its ``veridic.outcome`` says so and its status stays
 unset.
 
 OpenTelemetry is for observability and may be sampled or dropped; the audit
-store is the record (see :mod:`veridic.run.audit`).
+store is the record (see :mod:`veridic.run.audit`). So a tracer that fails
+(a span processor or an exporter that raises) never fails the call it
+traces: the failure is logged on ``veridic.telemetry`` (a warning, once per
+span) and the call goes on, its span incomplete or missing.
 
 >>> from opentelemetry.sdk.trace import TracerProvider
 >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -74,10 +82,11 @@ store is the record (see :mod:`veridic.run.audit`).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -89,6 +98,7 @@ from veridic.errors import GuardDeniedError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.audit import AuditRecord, CallOutcome
 from veridic.text.prompt import PromptSpan, ToolCall
+from veridic.tools.view import ToolView
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -124,6 +134,9 @@ def _written(text: str, plain: re.Pattern[str] = _PLAIN) -> str:
     no length)."""
     return text if plain.fullmatch(text) is not None else clip(text)
 
+
+_log: Final = logging.getLogger("veridic.telemetry")
+"""Where a tracer's failure goes (the call it traced goes on)."""
 
 _tracer: Tracer | None = None
 """The one global the hooks read: ``None`` while spans are off."""
@@ -386,12 +399,17 @@ def chat(provider: Adapter, request_id: object, *, streamed: bool) -> ChatSpan:
     return _LiveChat(tracer, provider, request_id, streamed)
 
 
-def tool(name: object, request_id: object) -> ToolSpan:
-    """The span of one tool call of the tool the model named ``name`` (a no-op while off)."""
+def tool(name: object, request_id: object, view: object, call_id: object) -> ToolSpan:
+    """The span of one tool call of the tool the model named ``name`` in ``view`` (a no-op
+    while off).
+
+    ``call_id`` is the model's id of the call, as :func:`veridic.execute` got it (the
+    gateway and every framework adapter give it); empty, the one :func:`calling` marks.
+    """
     tracer = _tracer
     if tracer is None:
         return _OFF_TOOL
-    return _LiveTool(tracer, name, request_id)
+    return _LiveTool(tracer, name, request_id, view, call_id)
 
 
 def agent(provider: Adapter, request_id: object, *, resumed: bool) -> AgentSpan:
@@ -419,11 +437,13 @@ def refused_late(record: AuditRecord) -> None:
     plain = _PLAIN.fullmatch(name) is not None
     attributes = {**_record_attributes(record), "veridic.follow_up": True}
     attributes["error.type"] = _GUARD_DENIED
-    span = tracer.start_span(
-        f"guard_refused {name}" if plain else "guard_refused", attributes=attributes
-    )
-    span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
-    span.end()
+    span_name = f"guard_refused {name}" if plain else "guard_refused"
+    try:
+        span = tracer.start_span(span_name, attributes=attributes)
+        span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
+        span.end()
+    except Exception as error:  # the guard's refusal and its record go on without the span
+        _tracer_failed(span_name, "make", error)
 
 
 def calling(call_id: str) -> _Hook:
@@ -452,10 +472,33 @@ def error_type(error: BaseException) -> str:
     return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
-class _Live:
-    """A started span, current inside its ``with`` block, ended once."""
+def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
+    """Log a tracer's failure (a span processor's or an exporter's bug): never raised.
 
-    __slots__ = ("_ended", "_handed", "_span", "_token")
+    A span is observability. Raised, the failure would stand for the call it traced: a
+    write that ran and was recorded would look failed to its caller, who may run it
+    again; a failing ``on_start`` would stop every call before it ran.
+    """
+    _log.warning(
+        "OpenTelemetry failed to %s the span %r (%s: %s); the call went on without it, and "
+        "its audit record is the record: fix the tracer provider's span processors or "
+        "exporter",
+        what,
+        span_name,
+        error_type(error),
+        error,
+        exc_info=error,
+    )
+
+
+class _Live:
+    """A started span, current inside its ``with`` block, ended once.
+
+    Every call into OpenTelemetry goes through :meth:`_use`, which contains what the
+    tracer raises (see :func:`_tracer_failed`; logged once per span).
+    """
+
+    __slots__ = ("_ended", "_failed", "_handed", "_name", "_span", "_token")
 
     def _start(
         self,
@@ -464,13 +507,32 @@ class _Live:
         client: bool,
         attributes: Mapping[str, str | bool | int | Sequence[str]],
     ) -> None:
-        from opentelemetry.trace import SpanKind
+        from opentelemetry.trace import INVALID_SPAN, SpanKind
 
         kind = SpanKind.CLIENT if client else SpanKind.INTERNAL
-        self._span: Span = tracer.start_span(name, kind=kind, attributes=attributes)
+        self._name = name
+        self._failed = False
         self._token: Token[Context] | None = None
         self._ended = False
         self._handed = False
+        self._span: Span = INVALID_SPAN  # a span that records nothing, if the start fails
+
+        def start() -> None:
+            self._span = tracer.start_span(name, kind=kind, attributes=attributes)
+
+        self._use("start", start)
+
+    def _use(self, what: str, act: Callable[[], object]) -> None:
+        """Do ``act`` on the span; what the tracer raises is logged (once), never raised."""
+        try:
+            act()
+        except Exception as error:
+            if not self._failed:
+                self._failed = True
+                _tracer_failed(self._name, what, error)
+
+    def _set(self, attributes: Mapping[str, str | bool | int | Sequence[str]]) -> None:
+        self._use("set attributes of", lambda: self._span.set_attributes(attributes))
 
     def __enter__(self) -> Self:
         self._enter()
@@ -487,14 +549,18 @@ class _Live:
     def _enter(self) -> None:
         from opentelemetry import context, trace
 
-        self._token = context.attach(trace.set_span_in_context(self._span))
+        def attach() -> None:
+            self._token = context.attach(trace.set_span_in_context(self._span))
+
+        self._use("make current", attach)
 
     def _exit(self, error: BaseException | None) -> None:
         from opentelemetry import context
 
-        if self._token is not None:
-            context.detach(self._token)
+        token = self._token
+        if token is not None:
             self._token = None
+            self._use("leave", lambda: context.detach(token))
         if error is not None:
             self._error(error_type(error), "raised")
         elif not self._handed:
@@ -505,14 +571,17 @@ class _Live:
 
         if self._ended:
             return
-        self._span.set_attribute("error.type", kind)
-        self._span.set_status(Status(StatusCode.ERROR, f"{what}: {kind}"))
+        self._set({"error.type": kind})
+        self._use(
+            "set the status of",
+            lambda: self._span.set_status(Status(StatusCode.ERROR, f"{what}: {kind}")),
+        )
         self._end()
 
     def _end(self) -> None:
         if not self._ended:
             self._ended = True
-            self._span.end()
+            self._use("end", self._span.end)
 
 
 def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
@@ -538,6 +607,33 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
 def _request_id(request_id: object) -> dict[str, str]:
     """``veridic.request_id``, as :func:`_shown_id` shows it (none when it is not text)."""
     return {"veridic.request_id": _shown_id(request_id)} if isinstance(request_id, str) else {}
+
+
+def _conversation(request_id: object) -> dict[str, str]:
+    """``veridic.request_id``, and the same as ``gen_ai.conversation.id``: the id a paused
+    run's spans share with its resume's (a resume goes on under the paused run's request
+    id, often in another process), which GenAI trace viewers group a conversation by."""
+    shown = _request_id(request_id)
+    if shown:
+        shown["gen_ai.conversation.id"] = shown["veridic.request_id"]
+    return shown
+
+
+def _registered(name: object, view: object) -> str | None:
+    """``name`` when a span may be named by it: a plain name the view's registry holds
+    (exposed or withheld), else ``None``.
+
+    The model writes the name of a call; a span name is indexed and counted by trace
+    backends (a metric series each), so a name the model invented, which a prompt
+    injection can make anything (a key from the context included), never becomes one.
+    """
+    if not isinstance(name, str) or _PLAIN.fullmatch(name) is None:
+        return None
+    if not isinstance(view, ToolView):
+        return None
+    if name in view.names() or any(status.name == name for status in view.withheld()):
+        return name
+    return None
 
 
 def _shown_id(request_id: str) -> str:
@@ -578,7 +674,7 @@ class _LiveChat(_Live, ChatSpan):
                 "gen_ai.request.model": model,
                 "veridic.api": provider.api,
                 "veridic.streamed": streamed,
-                **_request_id(request_id),
+                **_conversation(request_id),
             },
         )
 
@@ -589,7 +685,7 @@ class _LiveChat(_Live, ChatSpan):
         tools: Sequence[str],
         spans: Sequence[PromptSpan],
     ) -> None:
-        self._span.set_attributes(
+        self._set(
             {
                 "veridic.prompt_sha256": prompt_sha256,
                 "veridic.tools_sha256": tools_sha256,
@@ -600,8 +696,7 @@ class _LiveChat(_Live, ChatSpan):
         )
 
     def answered(self, reply: A) -> A:
-        span = self._span
-        span.set_attributes(
+        self._set(
             {
                 # The server writes these three (a proxy may write anything): as the model's names.
                 "gen_ai.response.id": _written(reply.response_id, _SERVED),
@@ -612,8 +707,12 @@ class _LiveChat(_Live, ChatSpan):
         )
         usage = reply.usage
         if usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            self._set(
+                {
+                    "gen_ai.usage.input_tokens": usage.input_tokens,
+                    "gen_ai.usage.output_tokens": usage.output_tokens,
+                }
+            )
         self._end()
         return reply
 
@@ -622,7 +721,7 @@ class _LiveChat(_Live, ChatSpan):
 
     def closed(self) -> None:
         if not self._ended:
-            self._span.set_attribute("veridic.stream.incomplete", True)
+            self._set({"veridic.stream.incomplete": True})
         self._end()
 
     def handed(self) -> None:
@@ -636,14 +735,16 @@ class _LiveChat(_Live, ChatSpan):
 
     def _dropped(self) -> None:
         if not self._ended:
-            self._span.set_attribute("veridic.stream.dropped", True)
+            self._set({"veridic.stream.dropped": True})
         self.closed()
 
 
 class _LiveTool(_Live, ToolSpan):
     __slots__ = ("_call_token",)
 
-    def __init__(self, tracer: Tracer, name: object, request_id: object) -> None:
+    def __init__(
+        self, tracer: Tracer, name: object, request_id: object, view: object, call_id: object
+    ) -> None:
         plain = isinstance(name, str) and _PLAIN.fullmatch(name) is not None
         attributes: dict[str, str | bool | int | Sequence[str]] = {
             "gen_ai.operation.name": "execute_tool",
@@ -652,10 +753,14 @@ class _LiveTool(_Live, ToolSpan):
         }
         if plain:
             attributes["gen_ai.tool.name"] = str(name)
-        call_id = _call_id.get()
-        if call_id is not None:
+        if not isinstance(call_id, str) or not call_id:
+            call_id = _call_id.get()
+        if call_id:
             attributes["gen_ai.tool.call.id"] = _written(call_id)
-        self._start(tracer, f"execute_tool {name}" if plain else "execute_tool", False, attributes)
+        known = _registered(name, view)
+        self._start(
+            tracer, "execute_tool" if known is None else f"execute_tool {known}", False, attributes
+        )
         self._call_token: Token[str | None] | None = None
 
     def __enter__(self) -> _LiveTool:
@@ -681,7 +786,7 @@ class _LiveTool(_Live, ToolSpan):
         self._exit(error)
 
     def _recorded(self, record: AuditRecord) -> None:
-        self._span.set_attributes(_record_attributes(record))
+        self._set(_record_attributes(record))
 
     def ended(self, result: C) -> C:
         record = result.record
@@ -709,19 +814,21 @@ class _LiveAgent(_Live, AgentSpan):
                 "gen_ai.provider.name": provider_name(provider.api),
                 "gen_ai.request.model": provider.model,
                 "veridic.resumed": resumed,
-                **_request_id(request_id),
+                **_conversation(request_id),
             },
         )
 
     def ran(self, result: R, *, since: _Counted | None = None) -> R:
-        span = self._span
         turns, usage = _own(result, since)
-        span.set_attribute("veridic.turns", turns)
-        span.set_attribute("veridic.run.tool_calls", len(result.outcomes))
-        span.set_attribute("veridic.paused", result.paused is not None)
+        shown: dict[str, str | bool | int | Sequence[str]] = {
+            "veridic.turns": turns,
+            "veridic.run.tool_calls": len(result.outcomes),
+            "veridic.paused": result.paused is not None,
+        }
         if usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            shown["gen_ai.usage.input_tokens"] = usage.input_tokens
+            shown["gen_ai.usage.output_tokens"] = usage.output_tokens
+        self._set(shown)
         self._end()
         return result
 
