@@ -41,6 +41,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Final
 
+from veridic import __version__
 from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "prepare"]
@@ -132,8 +133,9 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
         if version > VERSION:
             raise AuditRecordError(
                 f"{where} holds audit schema version {version}, written by a later veridic; "
-                f"this one knows versions up to {VERSION}: upgrade veridic to read it (it is "
-                "never written by an older version)"
+                f"this process runs veridic {__version__}, which knows versions up to "
+                f"{VERSION} and never writes a later one: upgrade veridic here to the release "
+                "the other processes writing this file run"
             )
         for step in _STEPS[version:]:
             step(db)
