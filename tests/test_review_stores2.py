@@ -146,3 +146,57 @@ def test_a_review_keeps_the_search_path_its_conninfo_gives(
             review.write(make(request_id="req-3"))
     assert main(["audit", dsn, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["counts"]["records"] == 1
+
+
+# --- a database that is not veridic's ------------------------------------------------------
+
+
+def _app_database(path: Path, user_version: int) -> None:
+    """An application's own SQLite file, which keeps its schema's version in user_version."""
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        db.execute(f"PRAGMA user_version = {user_version}")
+    db.close()
+
+
+@pytest.mark.parametrize("user_version", [0, 3, 6, 12])
+def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(
+    tmp_path: Path, user_version: int
+) -> None:
+    path = tmp_path / "app.db"
+    _app_database(path, user_version)
+    with pytest.raises(AuditRecordError) as refused:
+        SQLiteAuditSink(path)
+    message = str(refused.value)
+    assert f"another application (user_version {user_version}, tables 'users')" in message
+    assert "give the audit store a file of its own" in message
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (user_version,)
+        tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    db.close()
+    assert tables == [("users",)]
+
+
+def test_an_empty_file_is_still_opened_as_a_new_store(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").touch()
+    with SQLiteAuditSink(tmp_path / "empty.db") as store:
+        store.write(make())
+    with SQLiteAuditSink(tmp_path / "empty.db") as store:
+        assert store.count() == 1
+
+
+# --- veridic audit's time range ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bound", ["20240501", "2024"])
+def test_a_bound_that_reads_as_a_date_and_as_seconds_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bound: str
+) -> None:
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        store.write(make(time=1714564800.0, wrote_instruction_fields=True))  # a finding of 2024
+    # Read as seconds, --until 20240501 was a moment of 1970: nothing selected, exit 0.
+    assert main(["audit", str(path), "--until", bound]) == 2
+    assert "write the date with dashes (2024-05-01)" in capsys.readouterr().err
+    assert main(["audit", str(path), "--until", "2024-05-02"]) == 1
+    assert main(["audit", str(path), "--until", f"{bound}.0"]) == 0
