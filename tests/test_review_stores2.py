@@ -7,15 +7,30 @@ import dataclasses
 import json
 import sqlite3
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psycopg
 import pytest
-from test_postgres_store import make
+from test_postgres_store import denied, make
 
 from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, __version__
 from veridic.checks.cli import main
-from veridic.run import _postgres_schema
+from veridic.run import _postgres_schema, _store
+from veridic.run.records import AuditRecord, Substitution
+
+Store = SQLiteAuditSink | PostgresAuditSink
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        with SQLiteAuditSink(tmp_path / "audit.db") as sqlite:
+            yield sqlite
+    else:
+        with PostgresAuditSink(request.getfixturevalue("postgres_dsn")) as postgres:
+            yield postgres
+
 
 # --- migrating a database other hosts write to ---------------------------------------------
 
@@ -80,7 +95,11 @@ def test_a_migration_waits_as_long_as_the_conninfo_s_own_lock_timeout(postgres_d
 def test_a_review_reads_a_schema_5_database_as_it_is_and_says_it_did_not_migrate(
     postgres_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    written = (make(call_id="c1"), make(request_id="req-2", wrote_instruction_fields=True))
+    written = (
+        denied(call_id="c1"),
+        make(call_id="c2", tool="other"),
+        make(request_id="req-2", wrote_instruction_fields=True),
+    )
     with PostgresAuditSink(postgres_dsn) as store:
         for record in written:
             store.write(record)
@@ -89,12 +108,12 @@ def test_a_review_reads_a_schema_5_database_as_it_is_and_says_it_did_not_migrate
     with PostgresAuditSink(postgres_dsn, read_only=True) as review:
         assert review.schema_version == 5
         assert review.records() == as_read
-        assert review.records("req-2") == as_read[1:]
-        assert review.instruction_writes_under_always_rule() == as_read[1:]
-        assert [s.denied for s in review.substitutions()] == []
+        assert review.records("req-2") == as_read[2:]
+        assert review.instruction_writes_under_always_rule() == as_read[2:]
+        assert review.substitutions() == (Substitution(*as_read[:2]),)
     assert main(["audit", postgres_dsn, "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert [r["call_id"] for r in report["writes"]] == ["", ""]
+    assert [r["call_id"] for r in report["writes"]] == ["", "", ""]
     notes = report["notes"]
     assert any("schema version 5, and was read as it is, not migrated" in n for n in notes)
     assert main(["audit", postgres_dsn]) == 1
@@ -200,3 +219,26 @@ def test_a_bound_that_reads_as_a_date_and_as_seconds_is_refused(
     assert "write the date with dashes (2024-05-01)" in capsys.readouterr().err
     assert main(["audit", str(path), "--until", "2024-05-02"]) == 1
     assert main(["audit", str(path), "--until", f"{bound}.0"]) == 0
+
+
+# --- a large store ------------------------------------------------------------------------
+
+
+def test_substitutions_read_back_the_stopped_calls_and_their_next_only(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(300):
+        store.write(make(request_id=f"req-{i}"))
+    stopped, after = denied(request_id="req-x"), make(request_id="req-x", tool="other")
+    store.write(stopped)
+    store.write(after)
+    made: list[Sequence[object]] = []
+    real = _store.from_row
+
+    def counted(row: Sequence[object]) -> AuditRecord:  # the real reader, counted
+        made.append(row)
+        return real(row)
+
+    monkeypatch.setattr(_store, "from_row", counted)
+    assert store.substitutions() == (Substitution(stopped, after),)
+    assert len(made) == 2  # every call of the store, 302, before
