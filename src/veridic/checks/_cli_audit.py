@@ -9,6 +9,7 @@ show`` opens stores through the same functions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sqlite3
 import sys
@@ -19,6 +20,7 @@ from typing import TextIO
 from veridic.checks._cli_report import EXIT_USAGE, _UsageError
 from veridic.checks.audit_report import Selection, build_report, parse_time
 from veridic.errors import VeridicError
+from veridic.run._postgres_schema import VERSION
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
 
@@ -51,6 +53,10 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
         return EXIT_USAGE
     try:
         report = build_report(store, selection, database=_named(store, args.database))
+        if isinstance(store, PostgresAuditSink) and store.schema_version != VERSION:
+            report = dataclasses.replace(
+                report, notes=(*report.notes, _not_migrated(store.schema_version))
+            )
     except VeridicError as error:  # a row that cannot be read back
         print(f"veridic audit: {args.database}: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -63,6 +69,15 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
     else:
         out.write(report.text() + "\n")
     return report.exit_code()
+
+
+def _not_migrated(version: int) -> str:
+    """The report's note on a Postgres store of an older schema, read as it is (read-only)."""
+    return (
+        f"the database holds audit schema version {version}, and was read as it is, not "
+        f"migrated to version {VERSION} (a review never writes it): its tool-call records "
+        'have no call id (call_id "")'
+    )
 
 
 def _is_postgres(store: str) -> bool:

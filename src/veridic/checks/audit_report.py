@@ -160,6 +160,12 @@ def parse_time(text: str, *, option: str = "--since") -> float:
     1714564800.0
     """
     stripped = text.strip()
+    if _looks_like_a_date(stripped):
+        raise ValueError(
+            f"{option} {shown(text, 40)!r} reads both as a date (the year, or ISO 8601's "
+            "YYYYMMDD) and as seconds since the epoch (a moment of 1970): write the date with "
+            "dashes (2024-05-01), or the seconds with a decimal point (20240501.0)"
+        )
     if _NUMBER.fullmatch(stripped):
         value = float(stripped)
     else:
@@ -177,6 +183,21 @@ def parse_time(text: str, *, option: str = "--since") -> float:
     if not math.isfinite(value):
         raise ValueError(f"{option} {shown(text, 40)!r} is not a finite time")
     return value
+
+
+def _looks_like_a_date(text: str) -> bool:
+    """Whether ``text`` is a year (``2024``) or a basic ISO 8601 date (``20240501``).
+
+    Read as seconds, such a bound meant a moment of 1970: ``--until 20240501``
+    selected nothing of 2024, and the report said the store had no finding.
+    """
+    if not text.isascii() or not text.isdigit() or len(text) not in (4, 8):
+        return False
+    try:
+        datetime.strptime(text, "%Y" if len(text) == 4 else "%Y%m%d")
+    except ValueError:
+        return False
+    return True
 
 
 def utc(seconds: float) -> str:

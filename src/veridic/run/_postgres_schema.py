@@ -12,8 +12,10 @@ adds each tool call's record the provider's id of the call (``call_id``;
 earlier rows ``""``), as SQLite's 6 does. Opening a store migrates in one transaction, under an
 advisory lock: concurrent openers on many hosts wait for the first and then
 find nothing to do, and Postgres rolls a failed migration back whole (its
-DDL is transactional). A database of a later version is refused,
-never written.
+DDL is transactional); its locks are waited for :data:`LOCK_TIMEOUT` at most. A
+database of a later version is refused, never written, with the release that
+wrote it (each migration leaves ``veridic X (schema N)`` as the comment of
+``veridic_schema``).
 """
 
 from __future__ import annotations
@@ -21,16 +23,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from veridic import __version__
+from veridic._sample import clip
 from veridic.errors import AuditRecordError
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["VERSION", "check", "prepare"]
+__all__ = ["LOCK_TIMEOUT", "VERSION", "check", "columns", "prepare"]
 
 VERSION: Final = 6
 
 _LOCK: Final = 0x7665726964696300  # "veridic\0": the advisory lock migrations hold
+
+LOCK_TIMEOUT: Final = "3s"
+"""How long a migration waits for a table's lock before it gives up (Postgres units)."""
+
+_LOCK_NOT_AVAILABLE: Final = "55P03"  # the SQLSTATE of a lock_timeout that expired
+_RELEASE: Final = f"veridic {__version__} (schema {VERSION})"
+"""What a migration writes as the comment of ``veridic_schema``: which veridic wrote the
+database, for the refusal of an older one (a rolling upgrade's hosts not upgraded yet)."""
 
 _APPROVALS: Final = "'not_required', 'always_rule', 'user_confirmed', 'denied', 'not_asked'"
 _KEY: Final = "id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
@@ -136,6 +148,15 @@ def _to_6(db: psycopg.Connection[Any]) -> None:
     db.execute("ALTER TABLE veridic_audit ADD COLUMN call_id TEXT NOT NULL DEFAULT ''")
 
 
+_READ_AS: Final[dict[int, tuple[tuple[str, str], ...]]] = {
+    5: (("call_id FROM veridic_audit", "''"),),
+    6: (),
+}
+"""For each version a review reads without migrating, the columns it lacks, read as the value
+a migration gives them. A column is named with the table it is read from (``call_id FROM
+veridic_audit``, the last column of :data:`~veridic.run._store.COLUMNS`): the other tables'
+``call_id`` exist in both versions."""
+
 _STEPS: Final[dict[int, tuple[Callable[[psycopg.Connection[Any]], None], int]]] = {
     0: (_create, 5),
     5: (_to_6, 6),
@@ -147,9 +168,17 @@ reaches (version 0: no veridic tables)."""
 def prepare(db: psycopg.Connection[Any], where: str) -> None:
     """Bring the database behind ``db`` (autocommit) to :data:`VERSION`, or refuse it.
 
+    A step that changes a table (``ALTER TABLE``) waits for every session that
+    uses the table, and every writer that comes after waits behind it: a
+    report's long query would stop every host's writes. So a migration waits
+    :data:`LOCK_TIMEOUT` for its locks at most (or the session's own
+    ``lock_timeout``, when its conninfo sets one), then gives up, changing
+    nothing.
+
     Raises:
-        AuditRecordError: the database was written by a later veridic, or holds
-            a ``veridic_schema`` table veridic did not write.
+        AuditRecordError: the database was written by a later veridic, holds
+            a ``veridic_schema`` table veridic did not write, or a migration
+            could not take its locks in time.
         psycopg.Error: it cannot be read or written.
     """
     if _version(db, where) == VERSION:  # the common case: no lock taken
@@ -162,24 +191,37 @@ def prepare(db: psycopg.Connection[Any], where: str) -> None:
         with db.transaction():
             version = _version(db, where)
             if version > VERSION:
-                raise AuditRecordError(
-                    f"{where} holds audit schema version {version}, written by a later "
-                    f"veridic; this one knows versions up to {VERSION}: upgrade veridic to "
-                    "read it (it is never written by an older version)"
-                )
-            while version < VERSION:
-                step, version = _STEPS[version]
-                step(db)
+                raise AuditRecordError(_later(db, where, version))
+            bound = db.execute(
+                "SELECT set_config('lock_timeout', CASE current_setting('lock_timeout') "
+                "WHEN '0' THEN %s ELSE current_setting('lock_timeout') END, true)",
+                (LOCK_TIMEOUT,),
+            ).fetchone()
+            waited = LOCK_TIMEOUT if bound is None else str(bound[0])
+            found = version
+            try:
+                while version < VERSION:
+                    step, version = _STEPS[version]
+                    step(db)
+            except Exception as error:
+                if getattr(error, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+                    raise
+                raise AuditRecordError(_busy(where, found, waited)) from error
             db.execute("UPDATE veridic_schema SET version = %s", (VERSION,))
+            db.execute(f"COMMENT ON TABLE veridic_schema IS '{_RELEASE}'")
     finally:
         db.execute("SELECT pg_advisory_unlock(%s)", (_LOCK,))
 
 
-def check(db: psycopg.Connection[Any], where: str) -> None:
-    """Refuse a database that is not at :data:`VERSION`, without writing it (a review).
+def check(db: psycopg.Connection[Any], where: str) -> int:
+    """The version of a database a review reads as it is, without writing it.
+
+    A database of version 5 is read too (its tool-call records have no
+    ``call_id``: read as ``""``, as a migration would fill it in); the caller
+    reads it with :func:`columns`.
 
     Raises:
-        AuditRecordError: it holds no veridic schema, or another version.
+        AuditRecordError: it holds no veridic schema, or a version this one cannot read.
     """
     version = _version(db, where)
     if version == 0:
@@ -188,16 +230,21 @@ def check(db: psycopg.Connection[Any], where: str) -> None:
             "writes to (its search_path, if the tables live in another schema)"
         )
     if version > VERSION:
+        raise AuditRecordError(_later(db, where, version))
+    if version not in _READ_AS:
         raise AuditRecordError(
-            f"{where} holds audit schema version {version}, written by a later veridic; "
-            f"this one knows versions up to {VERSION}: upgrade veridic to read it"
+            f"{where} holds audit schema version {version}, and this veridic reads versions "
+            f"{min(_READ_AS)} to {VERSION} without writing: open it once with a writable "
+            "PostgresAuditSink to migrate it, or review it with the veridic that wrote it"
         )
-    if version != VERSION:
-        raise AuditRecordError(
-            f"{where} holds audit schema version {version}, and this veridic reads version "
-            f"{VERSION} without writing: open it once with a writable PostgresAuditSink to "
-            "migrate it, or review it with the veridic that wrote it"
-        )
+    return version
+
+
+def columns(sql: str, version: int) -> str:
+    """``sql`` (a shared statement) as it reads a database of ``version`` (see :func:`check`)."""
+    for column, value in _READ_AS[version]:
+        sql = sql.replace(f", {column}", f", {value} AS {column}")
+    return sql
 
 
 def _version(db: psycopg.Connection[Any], where: str) -> int:
@@ -211,3 +258,35 @@ def _version(db: psycopg.Connection[Any], where: str) -> int:
             "something other than veridic wrote it: check what else uses this database"
         )
     return rows[0][0]
+
+
+def _later(db: psycopg.Connection[Any], where: str, version: int) -> str:
+    """Why a database of a later ``version`` is refused, naming the veridic that wrote it."""
+    row = db.execute("SELECT obj_description('veridic_schema'::regclass, 'pg_class')").fetchone()
+    comment = row[0] if row is not None else None
+    # Believed only when it names the version found: written by the migration that made it.
+    release = (
+        clip(comment.removesuffix(f" (schema {version})"))
+        if isinstance(comment, str) and comment.endswith(f" (schema {version})")
+        else "it did not record which"
+    )
+    return (
+        f"{where} holds audit schema version {version}, written by a later veridic "
+        f"({release}); this host runs veridic {__version__}, which knows versions up to "
+        f"{VERSION} and never writes a later one: upgrade veridic on this host to the "
+        "release the other hosts run (during a rolling upgrade, a host of the old release "
+        "that is running keeps writing; one that starts anew needs the new release)"
+    )
+
+
+def _busy(where: str, version: int, waited: str) -> str:
+    """Why a migration gave up after ``waited`` for its locks, and what to do instead."""
+    return (
+        f"{where}: migrating the audit schema from version {version} to {VERSION} waited "
+        f"{waited} for a lock on its tables, held by another session (a long query, a dump, "
+        "a transaction left open: see pg_stat_activity), and gave up rather than hold up "
+        "every writer behind it; nothing was changed. Open the store again once that session "
+        "is done, or migrate while nothing else uses the tables, waiting longer: "
+        "python -c \"import veridic; veridic.PostgresAuditSink('<conninfo> "
+        "options=-clock_timeout=60s').close()\""
+    )

@@ -41,6 +41,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Final
 
+from veridic import __version__
+from veridic._sample import clip
 from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "prepare"]
@@ -121,19 +123,21 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
     """Bring the database behind ``db`` (autocommit) to :data:`VERSION`, or refuse it.
 
     Raises:
-        AuditRecordError: the database was written by a later veridic.
+        AuditRecordError: the database was written by a later veridic, or is
+            another application's.
         sqlite3.Error: it cannot be read or written.
     """
-    if _version(db) == VERSION:  # the common case: no write lock taken
+    if _version(db, where) == VERSION:  # the common case: no write lock taken
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        version = _version(db)
+        version = _version(db, where)
         if version > VERSION:
             raise AuditRecordError(
                 f"{where} holds audit schema version {version}, written by a later veridic; "
-                f"this one knows versions up to {VERSION}: upgrade veridic to read it (it is "
-                "never written by an older version)"
+                f"this process runs veridic {__version__}, which knows versions up to "
+                f"{VERSION} and never writes a later one: upgrade veridic here to the release "
+                "the other processes writing this file run"
             )
         for step in _STEPS[version:]:
             step(db)
@@ -144,11 +148,35 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
         raise
 
 
-def _version(db: sqlite3.Connection) -> int:
+def _version(db: sqlite3.Connection, where: str) -> int:
+    """The schema version of a veridic database, or 0 for an empty one.
+
+    ``user_version`` is the application's own: another program may keep its
+    schema's version there, so a database is read as veridic's only when it
+    holds ``veridic_audit``, and an empty one is one without any table.
+
+    Raises:
+        AuditRecordError: the database holds another application's tables.
+    """
     (version,) = db.execute("PRAGMA user_version").fetchone()
-    if version == 0 and _has_table(db, "veridic_audit"):
-        return 1  # veridic 0.1 did not set user_version
-    return int(version)
+    if _has_table(db, "veridic_audit"):
+        return max(int(version), 1)  # veridic 0.1 did not set user_version
+    others = [
+        name
+        for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+            "ORDER BY name LIMIT 3"
+        )
+    ]
+    if version != 0 or others:
+        raise AuditRecordError(
+            f"{where} is an SQLite database of another application (user_version {version}, "
+            f"tables {', '.join(map(clip, others)) or 'none'}), without veridic's "
+            "veridic_audit table: the store keeps its schema version in user_version, which "
+            "that application's own migrations read; nothing was changed: give the audit "
+            "store a file of its own"
+        )
+    return 0
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:

@@ -28,7 +28,13 @@ record to write again.
 
 The tables live in the connection's ``search_path`` (``public`` unless the
 conninfo says otherwise: ``options=-csearch_path=audit``). Opening a store
-creates or migrates them (``veridic.run._postgres_schema``).
+creates or migrates them (``veridic.run._postgres_schema``). A migration that
+changes a table waits a few seconds at most for the sessions using it (another
+host's long query): past that it changes nothing and raises
+:class:`~veridic.AuditRecordError`, saying what to do, rather than hold up every
+host's writes behind it. During a rolling upgrade, a host of the older release
+that starts after the migration refuses the database, naming the release that
+wrote it.
 
 Needs the ``postgres`` extra: ``pip install 'veridic[postgres]'``.
 """
@@ -81,13 +87,15 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
 
     ``read_only=True`` opens a store for review (``veridic audit`` does):
     the server refuses every write on its connections, and the schema is
-    neither created nor migrated, so a database at another version is
-    refused instead.
+    neither created nor migrated: a database of an older version this
+    veridic can read is read as it is (:attr:`schema_version` says which),
+    any other is refused.
 
     Raises:
         MissingExtraError: psycopg or psycopg-pool is not installed.
         AuditRecordError: the database holds a schema of a later veridic (or,
-            read-only, of any other version than this one's, or none).
+            read-only, of a version this one cannot read, or none), or its migration
+            waited too long for a lock (another session is using its tables).
         psycopg.OperationalError: the server cannot be reached within ``timeout``.
     """
 
@@ -107,8 +115,10 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         self._shown = _shown(self._psycopg, conninfo)
         connection: dict[str, object] = {"autocommit": True}
         if read_only:
-            # Enforced by the server for every statement, not by this class's good manners.
-            connection["options"] = "-c default_transaction_read_only=on"
+            # Enforced by the server for every statement, not by this class's good manners;
+            # added to the conninfo's own options (its search_path), which it would replace.
+            given = _options(self._psycopg, conninfo)
+            connection["options"] = f"{given} -c default_transaction_read_only=on".lstrip()
         self._pool: psycopg_pool.ConnectionPool[Any] = pools.ConnectionPool(
             conninfo,
             min_size=min_size,
@@ -125,10 +135,11 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         self._max_size = max_size
         self._closed = False
         self._lock = threading.Lock()
+        self._schema = _postgres_schema.VERSION
         try:
             with self._pool.connection() as db:
                 if read_only:
-                    _postgres_schema.check(db, repr(self))
+                    self._schema = _postgres_schema.check(db, repr(self))
                 else:
                     _postgres_schema.prepare(db, repr(self))
         except BaseException:
@@ -137,6 +148,17 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
 
     def __repr__(self) -> str:
         return f"PostgresAuditSink({self._shown!r})"
+
+    @property
+    def schema_version(self) -> int:
+        """The audit schema version of the database, as the store reads it.
+
+        A writable store migrates the database to this veridic's version when
+        it opens it; a ``read_only`` one reads an older version it knows as it
+        is (records of version 5 have no :attr:`~veridic.AuditRecord.call_id`:
+        read as ``""``), and this says which it read.
+        """
+        return self._schema
 
     def __enter__(self) -> PostgresAuditSink:
         return self
@@ -152,6 +174,8 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
 
     def _run(self, statement: Statement[T]) -> T:
         sql = _placeholders(statement.sql)
+        if self._schema != _postgres_schema.VERSION:  # a review of an older database
+            sql = _postgres_schema.columns(sql, self._schema)
         return statement.answer(self._sent(sql, statement.params, statement.idempotent))
 
     def _insert(self, row: tuple[object, ...]) -> None:
@@ -441,6 +465,12 @@ def _shown(psycopg: Any, conninfo: str) -> str:
             "('host=db dbname=app user=audit') or URL ('postgresql://audit@db/app')"
         ) from error
     return " ".join(f"{key}={parts[key]}" for key in _SHOWN_KEYS if parts.get(key)) or "default"
+
+
+def _options(psycopg: Any, conninfo: str) -> str:
+    """The ``options`` ``conninfo`` gives the server (``-csearch_path=audit``), or ``""``."""
+    given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
+    return given if isinstance(given, str) else ""
 
 
 def _check_sizes(where: str, min_size: int, max_size: int, timeout: float) -> None:

@@ -1,0 +1,244 @@
+"""Second attacker review of the audit stores (SQLite and Postgres): each test failed before
+its fix. Postgres tests run on the server the session starts (tests/_postgres.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import psycopg
+import pytest
+from test_postgres_store import denied, make
+
+from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, __version__
+from veridic.checks.cli import main
+from veridic.run import _postgres_schema, _store
+from veridic.run.records import AuditRecord, Substitution
+
+Store = SQLiteAuditSink | PostgresAuditSink
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        with SQLiteAuditSink(tmp_path / "audit.db") as sqlite:
+            yield sqlite
+    else:
+        with PostgresAuditSink(request.getfixturevalue("postgres_dsn")) as postgres:
+            yield postgres
+
+
+# --- migrating a database other hosts write to ---------------------------------------------
+
+
+def _at_schema_5(dsn: str) -> None:
+    """Make the database behind ``dsn`` what veridic's schema 5 left: no ``call_id`` column."""
+    with psycopg.connect(dsn, autocommit=True) as db:
+        db.execute("ALTER TABLE veridic_audit DROP COLUMN call_id")
+        db.execute("UPDATE veridic_schema SET version = 5")
+
+
+def _schema(dsn: str) -> tuple[int, bool]:
+    """The version ``veridic_schema`` holds, and whether ``veridic_audit`` has ``call_id``."""
+    with psycopg.connect(dsn) as db:
+        version = db.execute("SELECT version FROM veridic_schema").fetchall()
+        column = db.execute(
+            "SELECT 1 FROM information_schema.columns "
+            "WHERE table_name = 'veridic_audit' AND column_name = 'call_id'"
+        ).fetchall()
+    return version[0][0], bool(column)
+
+
+def test_a_migration_that_cannot_lock_a_busy_table_gives_up_and_says_what_to_do(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(make())
+    _at_schema_5(postgres_dsn)
+    monkeypatch.setattr(_postgres_schema, "LOCK_TIMEOUT", "150ms")
+    # Without a bound the migration waits as long as the reader's transaction, and every
+    # writer behind it: statement_timeout makes that a failure here, not a hang.
+    opener = f"{postgres_dsn} options=-cstatement_timeout=5s"
+    with psycopg.connect(postgres_dsn) as reader:  # a report's transaction, left open
+        reader.execute("SELECT COUNT(*) FROM veridic_audit")
+        started = time.monotonic()
+        with pytest.raises(AuditRecordError) as refused:
+            PostgresAuditSink(opener, min_size=0, max_size=1)
+        assert time.monotonic() - started < 3
+    message = str(refused.value)
+    assert "from version 5 to 6 waited 150ms for a lock" in message
+    assert "nothing was changed" in message
+    assert "pg_stat_activity" in message
+    assert "lock_timeout=60s" in message
+    assert _schema(postgres_dsn) == (5, False)
+    with PostgresAuditSink(postgres_dsn) as store:  # once the reader is done, it migrates
+        assert len(store.records()) == 1
+    assert _schema(postgres_dsn) == (6, True)
+
+
+def test_a_migration_waits_as_long_as_the_conninfo_s_own_lock_timeout(postgres_dsn: str) -> None:
+    with PostgresAuditSink(postgres_dsn):
+        pass
+    _at_schema_5(postgres_dsn)
+    opener = f"{postgres_dsn} options='-clock_timeout=120ms -cstatement_timeout=5s'"
+    with psycopg.connect(postgres_dsn) as reader:
+        reader.execute("SELECT COUNT(*) FROM veridic_audit")
+        with pytest.raises(AuditRecordError, match="waited 120ms for a lock"):
+            PostgresAuditSink(opener, min_size=0, max_size=1)
+    assert _schema(postgres_dsn) == (5, False)
+
+
+def test_a_review_reads_a_schema_5_database_as_it_is_and_says_it_did_not_migrate(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = (
+        denied(call_id="c1"),
+        make(call_id="c2", tool="other"),
+        make(request_id="req-2", wrote_instruction_fields=True),
+    )
+    with PostgresAuditSink(postgres_dsn) as store:
+        for record in written:
+            store.write(record)
+    _at_schema_5(postgres_dsn)
+    as_read = tuple(dataclasses.replace(record, call_id="") for record in written)
+    with PostgresAuditSink(postgres_dsn, read_only=True) as review:
+        assert review.schema_version == 5
+        assert review.records() == as_read
+        assert review.records("req-2") == as_read[2:]
+        assert review.instruction_writes_under_always_rule() == as_read[2:]
+        assert review.substitutions() == (Substitution(*as_read[:2]),)
+    assert main(["audit", postgres_dsn, "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [r["call_id"] for r in report["writes"]] == ["", "", ""]
+    notes = report["notes"]
+    assert any("schema version 5, and was read as it is, not migrated" in n for n in notes)
+    assert main(["audit", postgres_dsn]) == 1
+    assert "not migrated to version 6" in capsys.readouterr().out
+    assert _schema(postgres_dsn) == (5, False)
+
+
+def test_a_later_schema_is_refused_naming_the_release_that_wrote_it(postgres_dsn: str) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        assert store.schema_version == 6
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        comment = "SELECT obj_description('veridic_schema'::regclass, 'pg_class')"
+        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 6)",)
+        db.execute("UPDATE veridic_schema SET version = 7")  # what a later release leaves
+        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 7)'")
+    for read_only in (False, True):
+        with pytest.raises(AuditRecordError) as refused:
+            PostgresAuditSink(postgres_dsn, read_only=read_only)
+        message = str(refused.value)
+        assert "schema version 7, written by a later veridic ('veridic 0.9.1')" in message
+        assert f"this host runs veridic {__version__}, which knows versions up to 6" in message
+        assert "upgrade veridic on this host to the release the other hosts run" in message
+    assert _schema(postgres_dsn) == (7, True)
+
+
+def test_a_later_sqlite_schema_is_refused_naming_this_release(tmp_path: Path) -> None:
+    path = tmp_path / "later.db"
+    SQLiteAuditSink(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 7")
+    with pytest.raises(AuditRecordError) as refused:
+        SQLiteAuditSink(path)
+    assert f"this process runs veridic {__version__}, which knows versions up to 6" in str(
+        refused.value
+    )
+
+
+def test_a_review_keeps_the_search_path_its_conninfo_gives(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute("CREATE SCHEMA audit")
+    dsn = f"{postgres_dsn} options=-csearch_path=audit"
+    with PostgresAuditSink(dsn) as store:
+        store.write(make())
+    with PostgresAuditSink(dsn, read_only=True) as review:
+        assert review.count() == 1
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            review.write(make(request_id="req-3"))
+    assert main(["audit", dsn, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["counts"]["records"] == 1
+
+
+# --- a database that is not veridic's ------------------------------------------------------
+
+
+def _app_database(path: Path, user_version: int) -> None:
+    """An application's own SQLite file, which keeps its schema's version in user_version."""
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        db.execute(f"PRAGMA user_version = {user_version}")
+    db.close()
+
+
+@pytest.mark.parametrize("user_version", [0, 3, 6, 12])
+def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(
+    tmp_path: Path, user_version: int
+) -> None:
+    path = tmp_path / "app.db"
+    _app_database(path, user_version)
+    with pytest.raises(AuditRecordError) as refused:
+        SQLiteAuditSink(path)
+    message = str(refused.value)
+    assert f"another application (user_version {user_version}, tables 'users')" in message
+    assert "give the audit store a file of its own" in message
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (user_version,)
+        tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    db.close()
+    assert tables == [("users",)]
+
+
+def test_an_empty_file_is_still_opened_as_a_new_store(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").touch()
+    with SQLiteAuditSink(tmp_path / "empty.db") as store:
+        store.write(make())
+    with SQLiteAuditSink(tmp_path / "empty.db") as store:
+        assert store.count() == 1
+
+
+# --- veridic audit's time range ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bound", ["20240501", "2024"])
+def test_a_bound_that_reads_as_a_date_and_as_seconds_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bound: str
+) -> None:
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        store.write(make(time=1714564800.0, wrote_instruction_fields=True))  # a finding of 2024
+    # Read as seconds, --until 20240501 was a moment of 1970: nothing selected, exit 0.
+    assert main(["audit", str(path), "--until", bound]) == 2
+    assert "write the date with dashes (2024-05-01)" in capsys.readouterr().err
+    assert main(["audit", str(path), "--until", "2024-05-02"]) == 1
+    assert main(["audit", str(path), "--until", f"{bound}.0"]) == 0
+
+
+# --- a large store ------------------------------------------------------------------------
+
+
+def test_substitutions_read_back_the_stopped_calls_and_their_next_only(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(300):
+        store.write(make(request_id=f"req-{i}"))
+    stopped, after = denied(request_id="req-x"), make(request_id="req-x", tool="other")
+    store.write(stopped)
+    store.write(after)
+    made: list[Sequence[object]] = []
+    real = _store.from_row
+
+    def counted(row: Sequence[object]) -> AuditRecord:  # the real reader, counted
+        made.append(row)
+        return real(row)
+
+    monkeypatch.setattr(_store, "from_row", counted)
+    assert store.substitutions() == (Substitution(stopped, after),)
+    assert len(made) == 2  # every call of the store, 302, before
