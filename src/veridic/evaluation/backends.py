@@ -242,6 +242,30 @@ def _compile_template(source: str) -> Callable[..., str]:
     return template.render
 
 
+def _unreached(url: str, model: str, timeout: float, error: Exception) -> str:
+    """What went wrong when no HTTP answer came back, and what to do about it."""
+    kind = type(error).__name__
+    if "Timeout" in kind:
+        return (
+            f"{url} gave no answer for model {model!r} within {timeout:g} s ({kind}): a "
+            "model on a slow machine may need longer, pass --timeout SECONDS"
+        )
+    return (
+        f"could not reach {url} for model {model!r} ({kind}: {error}): check that the "
+        "server runs and that --endpoint is its base URL, e.g. http://localhost:8080/v1"
+    )
+
+
+def _advice(status: int) -> str:
+    """What to do about an HTTP error status of the endpoint."""
+    if status == 429 or status >= 500:
+        return (
+            "the server is busy, rate-limited or failing: wait, then rerun the same "
+            "command with --resume to keep the answers already recorded"
+        )
+    return "check the URL, the model name and the key"
+
+
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
@@ -315,12 +339,17 @@ class EndpointBackend:
             "seed": self._seed,
         }
         started = time.perf_counter()
-        response = self._client.post(self._url, json=body, headers=headers, timeout=self._timeout)
+        try:
+            response = self._client.post(
+                self._url, json=body, headers=headers, timeout=self._timeout
+            )
+        except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
+            raise BackendError(_unreached(self._url, self._model, self._timeout, error)) from error
         seconds = time.perf_counter() - started
         if response.status_code != 200:
             raise BackendError(
                 f"{self._url} answered HTTP {response.status_code} for model {self._model!r}: "
-                f"{response.text[:300]}; check the URL, the model name and the key"
+                f"{response.text[:300]}; {_advice(response.status_code)}"
             )
         try:
             payload = response.json()
