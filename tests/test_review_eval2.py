@@ -22,11 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_review_eval import _fake_runtime, _FakeLlama
+from hypothesis import given
+from hypothesis import strategies as st
+from test_review_eval import _fake_runtime, _FakeLlama, _result
 
 from veridic.evaluation.cli import main
 from veridic.evaluation.corpora import CORPORA
-from veridic.evaluation.report import read_json
+from veridic.evaluation.corpus import Case
+from veridic.evaluation.report import markdown, read_json
 
 pytestmark = pytest.mark.skipif(
     all(importlib.util.find_spec(name) is None for name in ("httpx", "httpx2")),
@@ -476,3 +479,35 @@ def test_the_help_counts_the_cases_of_each_corpus(capsys: pytest.CaptureFixture[
         alone = name in ("main", "held-out", "held-out-7")
         shown = f"{name} ({size}" if alone else f"({size} each)"
         assert shown in text, (name, size)
+
+
+# --- the table of a smoke test is a table ----------------------------------------------------
+
+
+def _tables(report: str) -> list[list[str]]:
+    tables: list[list[str]] = []
+    current: list[str] = []
+    for line in [*report.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+@given(
+    st.lists(st.sampled_from(CORPORA["main"]()), unique_by=lambda c: c.id, max_size=12),
+    st.lists(st.booleans(), min_size=12, max_size=12),
+)
+def test_every_table_of_the_report_has_one_cell_a_column(
+    cases: list[Case], obeyed: list[bool]
+) -> None:
+    # A run of clean cases only (what --limit 6 gives on the main corpus) printed the
+    # table of attack success by order as "| scheme |  |" over a one-column rule.
+    results = [_result("verbatim", case, obeyed=o) for case, o in zip(cases, obeyed, strict=False)]
+    report = markdown(results, None, {"corpus": "main"})
+    for table in _tables(report):
+        widths = {line.count("|") for line in table}
+        assert len(widths) == 1, table
+        assert "|  |" not in table[0], table

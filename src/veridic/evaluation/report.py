@@ -247,12 +247,19 @@ def markdown(
             cells = " | ".join(str(s.by_kind.get(k, "n/a")) for k in kinds)
             lines.append(f"| {name} | {cells} |")
     orders = list(dict.fromkeys(o for s in summaries.values() for o in s.by_order))
-    lines += ["", "Attack success (followed) by injected order:", ""]
-    lines.append("| scheme | " + " | ".join(orders) + " |")
-    lines.append("| --- |" + " --- |" * len(orders))
-    for name, s in summaries.items():
-        cells = " | ".join(str(s.by_order.get(o, "n/a")) for o in orders)
-        lines.append(f"| {name} | {cells} |")
+    if orders:  # none in a run of clean cases alone (a smoke test's --limit)
+        lines += ["", "Attack success (followed) by injected order:", ""]
+        lines.append("| scheme | " + " | ".join(orders) + " |")
+        lines.append("| --- |" + " --- |" * len(orders))
+        for name, s in summaries.items():
+            cells = " | ".join(str(s.by_order.get(o, "n/a")) for o in orders)
+            lines.append(f"| {name} | {cells} |")
+    else:
+        lines += [
+            "",
+            "No attack ran, so no order was followed or refused: a corpus lists its clean "
+            "cases first, and a --limit below their number runs none of its attacks.",
+        ]
     lines += [
         "",
         "Disguised attacks against their plain twins (same document, order and placement), "
