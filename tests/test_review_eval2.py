@@ -68,6 +68,7 @@ def server() -> Iterator[_Server]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body["(authorization)"] = self.headers.get("Authorization")
             with lock:
                 state.requests.append(body)
                 number = len(state.requests)
@@ -195,6 +196,48 @@ def test_an_endpoint_that_is_not_an_http_url_is_a_usage_error(
     err = capsys.readouterr().err
     assert repr(endpoint) in err
     assert "http://" in err
+
+
+def test_the_key_is_read_from_the_variable_named(
+    server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SERVER_KEY", "k-42")
+    argv = _argv(server.url, tmp_path / "r.json", "--limit", "1", "--api-key-env", "MY_SERVER_KEY")
+    assert main(argv) == 0
+    assert server.requests[0]["(authorization)"] == "Bearer k-42"
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_a_named_key_variable_that_is_not_set_is_a_usage_error(
+    server: _Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    value: str | None,
+) -> None:
+    # The run went on without a key, and the server's 401 told the user to check "the
+    # key" they had named but not set.
+    if value is None:
+        monkeypatch.delenv("MY_SERVER_KEY", raising=False)
+    else:
+        monkeypatch.setenv("MY_SERVER_KEY", value)
+    argv = _argv(server.url, tmp_path / "r.json", "--limit", "1", "--api-key-env", "MY_SERVER_KEY")
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert "MY_SERVER_KEY" in capsys.readouterr().err
+    assert server.requests == []
+
+
+def test_a_refused_key_names_the_variable_to_set(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.answer = lambda n: (401, {}, b'{"error": "invalid api key"}')
+    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
+    err = capsys.readouterr().err
+    assert "HTTP 401" in err
+    assert "--api-key-env" in err
+    assert "VERIDIC_EVAL_API_KEY" in err
 
 
 def test_a_rate_limit_says_to_wait_and_resume(

@@ -263,6 +263,11 @@ def _advice(status: int) -> str:
             "the server is busy, rate-limited or failing: wait, then rerun the same "
             "command with --resume to keep the answers already recorded"
         )
+    if status in (401, 403):
+        return (
+            "the endpoint refused the key: put it in the environment variable that "
+            "--api-key-env names (default VERIDIC_EVAL_API_KEY)"
+        )
     return "check the URL, the model name and the key"
 
 

@@ -53,6 +53,10 @@ on two cores (measured: about an hour there, some 25 minutes per full mode).
 ``--schemes verbatim,datamark,encode`` runs it on all of them."""
 
 
+API_KEY_ENV = "VERIDIC_EVAL_API_KEY"
+"""Where the endpoint's key is read from when ``--api-key-env`` names no variable."""
+
+
 @dataclass(frozen=True)
 class Selection:
     """A scheme and the stride of the corpus it runs on (1: every case)."""
@@ -124,8 +128,8 @@ def _parser() -> argparse.ArgumentParser:
     model.add_argument("--model", help="the model name to send to --endpoint")
     model.add_argument(
         "--api-key-env",
-        default="VERIDIC_EVAL_API_KEY",
-        help="environment variable holding the endpoint's key (default %(default)s)",
+        help=f"environment variable holding the endpoint's key (default {API_KEY_ENV}, "
+        "which may be unset; a variable named here must be set)",
     )
     model.add_argument("--threads", type=int, help="CPU threads of the local runtime (default 2)")
     model.add_argument(
@@ -203,6 +207,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
     args.threads = 2 if args.threads is None else args.threads
+    if args.api_key_env is not None:
+        if args.endpoint is None:
+            parser.error("--api-key-env names the key of an --endpoint: give --endpoint URL too")
+        if not os.environ.get(args.api_key_env):
+            parser.error(
+                f"--api-key-env {args.api_key_env}: the variable is not set or empty; set it "
+                f"to the endpoint's key, or leave the option out to send no key"
+            )
     if args.timeout is not None and args.endpoint is None:
         parser.error("--timeout is how long to wait for an --endpoint: give --endpoint URL too")
     if args.timeout is not None and not (0 < args.timeout < math.inf):
@@ -238,7 +250,7 @@ def _log(message: str) -> None:
 
 def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, str]]:
     if args.endpoint is not None:
-        key = os.environ.get(args.api_key_env) or None
+        key = os.environ.get(args.api_key_env or API_KEY_ENV) or None
         timeout = {} if args.timeout is None else {"timeout": args.timeout}
         return EndpointBackend(args.endpoint, args.model, api_key=key, **timeout), {}
     if args.no_install:
