@@ -240,6 +240,48 @@ def test_a_refused_key_names_the_variable_to_set(
     assert "VERIDIC_EVAL_API_KEY" in err
 
 
+def test_an_answer_streamed_unasked_is_named_so(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chunk = b'data: {"choices": [{"delta": {"content": "A"}}]}\n\ndata: [DONE]\n\n'
+    server.answer = lambda n: (200, {"Content-Type": "text/event-stream"}, chunk)
+    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
+    err = capsys.readouterr().err
+    assert "streamed" in err
+    assert "streaming off" in err
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ((200, {}, b"<html>Welcome to nginx</html>"), "Welcome to nginx"),
+        ((200, {}, b'{"choices": []}'), "choices[0]"),
+        ((200, {}, b'{"object": "list", "data": []}'), "choices[0]"),
+    ],
+    ids=["html", "no-choices", "another-route"],
+)
+def test_a_body_that_is_not_a_chat_answer_is_a_message(
+    server: _Server,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    reply: Reply,
+    said: str,
+) -> None:
+    server.answer = lambda n: reply
+    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
+    err = capsys.readouterr().err
+    assert said in err
+    assert "OpenAI-compatible" in err
+
+
+def test_a_model_that_answers_nothing_is_said_in_the_table(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.answer = lambda n: _chat("")
+    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "20")) == 0
+    assert "Empty answers" in capsys.readouterr().out
+
+
 def test_a_rate_limit_says_to_wait_and_resume(
     server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

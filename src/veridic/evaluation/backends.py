@@ -361,6 +361,13 @@ class EndpointBackend:
             choice = payload["choices"][0]
             text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as error:
+            if response.text.lstrip().startswith("data:"):
+                raise BackendError(
+                    f"{self._url} streamed its answer for model {self._model!r} as "
+                    f"server-sent events ({response.text[:120]!r}) although the request "
+                    "asked for one JSON body: turn streaming off in the server or the proxy "
+                    "in front of it"
+                ) from error
             raise BackendError(
                 f"{self._url} answered without choices[0].message.content ({error}): "
                 f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"
