@@ -261,7 +261,7 @@ def _advice(status: int) -> str:
     if status == 429 or status >= 500:
         return (
             "the server is busy, rate-limited or failing: wait, then rerun the same "
-            "command with --resume to keep the answers already recorded"
+            "command, with --resume if the answers so far were kept"
         )
     if status in (401, 403):
         return (
