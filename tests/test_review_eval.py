@@ -198,12 +198,15 @@ def _no_runtime_build(cache: Path, **options: object) -> None:
     raise AssertionError(f"the test would build the runtime into {cache}: pass --no-install")
 
 
-def _fake_runtime(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def _fake_runtime(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llama: type[_FakeLlama] | None = None
+) -> Path:
     params = type("Params", (ctypes.Structure,), {"_fields_": [("use_extra_bufts", ctypes.c_bool)]})
+    model = llama or _FakeLlama
     module = SimpleNamespace(
         __version__="0.0-fake",
         llama_cpp=SimpleNamespace(llama_model_default_params=params),
-        Llama=lambda **options: _FakeLlama(options["n_ctx"]),
+        Llama=lambda **options: model(options["n_ctx"]),
     )
     monkeypatch.setattr("veridic.evaluation.backends._import_llama_cpp", lambda: module)
     monkeypatch.setattr("veridic.evaluation.install.ensure_runtime", _no_runtime_build)

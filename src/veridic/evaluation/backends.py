@@ -242,6 +242,35 @@ def _compile_template(source: str) -> Callable[..., str]:
     return template.render
 
 
+def _unreached(url: str, model: str, timeout: float, error: Exception) -> str:
+    """What went wrong when no HTTP answer came back, and what to do about it."""
+    kind = type(error).__name__
+    if "Timeout" in kind:
+        return (
+            f"{url} gave no answer for model {model!r} within {timeout:g} s ({kind}): a "
+            "model on a slow machine may need longer, pass --timeout SECONDS"
+        )
+    return (
+        f"could not reach {url} for model {model!r} ({kind}: {error}): check that the "
+        "server runs and that --endpoint is its base URL, e.g. http://localhost:8080/v1"
+    )
+
+
+def _advice(status: int) -> str:
+    """What to do about an HTTP error status of the endpoint."""
+    if status == 429 or status >= 500:
+        return (
+            "the server is busy, rate-limited or failing: wait, then rerun the same "
+            "command, with --resume if the answers so far were kept"
+        )
+    if status in (401, 403):
+        return (
+            "the endpoint refused the key: put it in the environment variable that "
+            "--api-key-env names (default VERIDIC_EVAL_API_KEY)"
+        )
+    return "check the URL, the model name and the key"
+
+
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
@@ -315,18 +344,30 @@ class EndpointBackend:
             "seed": self._seed,
         }
         started = time.perf_counter()
-        response = self._client.post(self._url, json=body, headers=headers, timeout=self._timeout)
+        try:
+            response = self._client.post(
+                self._url, json=body, headers=headers, timeout=self._timeout
+            )
+        except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
+            raise BackendError(_unreached(self._url, self._model, self._timeout, error)) from error
         seconds = time.perf_counter() - started
         if response.status_code != 200:
             raise BackendError(
                 f"{self._url} answered HTTP {response.status_code} for model {self._model!r}: "
-                f"{response.text[:300]}; check the URL, the model name and the key"
+                f"{response.text[:300]}; {_advice(response.status_code)}"
             )
         try:
             payload = response.json()
             choice = payload["choices"][0]
             text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as error:
+            if response.text.lstrip().startswith("data:"):
+                raise BackendError(
+                    f"{self._url} streamed its answer for model {self._model!r} as "
+                    f"server-sent events ({response.text[:120]!r}) although the request "
+                    "asked for one JSON body: turn streaming off in the server or the proxy "
+                    "in front of it"
+                ) from error
             raise BackendError(
                 f"{self._url} answered without choices[0].message.content ({error}): "
                 f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"

@@ -6,19 +6,27 @@ the table. ``--gguf PATH`` runs another local model, ``--endpoint URL --model NA
 model behind an OpenAI-compatible API (the key, if one is needed, is read from the
 environment variable named by ``--api-key-env``).
 
+A run that stops midway (the endpoint fails or rate-limits, Ctrl-C) keeps the answers
+already given: the record at ``--out`` holds them, its setup says ``incomplete``, and the
+same command with ``--resume`` asks only the cases it lacks. The record and ``--markdown``
+are checked to be writable before the model is asked anything.
+
 Exit status: 0 when the measurement ran, 1 when it could not (install, model or endpoint
-failure), 2 for a usage error.
+failure), 2 for a usage error, 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from veridic.errors import VeridicError
 from veridic.evaluation import install
@@ -26,7 +34,7 @@ from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.report import markdown, read_json, write_json
-from veridic.evaluation.runner import CaseResult, TokenCost, run_cases, token_costs
+from veridic.evaluation.runner import CaseResult, TokenCost, iter_cases, prompt_id, token_costs
 from veridic.evaluation.schemes import (
     PILOT_SCHEMES,
     VARIANTS,
@@ -43,6 +51,10 @@ ENCODE_STRIDE = 4
 base64 blocks cost three times the tokens, and the run is meant to fit in about 45 minutes
 on two cores (measured: about an hour there, some 25 minutes per full mode).
 ``--schemes verbatim,datamark,encode`` runs it on all of them."""
+
+
+API_KEY_ENV = "VERIDIC_EVAL_API_KEY"
+"""Where the endpoint's key is read from when ``--api-key-env`` names no variable."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,20 @@ def parse_schemes(spec: str | None, *, pilot: bool) -> list[Selection]:
     return selections
 
 
+def _corpus_help() -> str:
+    """The help of ``--corpus``, with each corpus's size counted, not written down."""
+    size = {name: len(build()) for name, build in CORPORA.items()}
+    middle = [name for name in CORPORA if name not in ("main", "held-out", "held-out-7")]
+    sizes = sorted({size[name] for name in middle})
+    each = f"{sizes[0]} each" if len(sizes) == 1 else ", ".join(f"{size[n]}" for n in middle)
+    return (
+        f"the cases: main ({size['main']}, read while the modes were designed), held-out "
+        f"({size['held-out']}), {middle[0]} to {middle[-1]} ({each}), each written to judge "
+        f"the design of its day and read since, or held-out-7 ({size['held-out-7']}, written "
+        "after those); see veridic.evaluation.corpora"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m veridic.evaluation",
@@ -102,10 +128,15 @@ def _parser() -> argparse.ArgumentParser:
     model.add_argument("--model", help="the model name to send to --endpoint")
     model.add_argument(
         "--api-key-env",
-        default="VERIDIC_EVAL_API_KEY",
-        help="environment variable holding the endpoint's key (default %(default)s)",
+        help=f"environment variable holding the endpoint's key (default {API_KEY_ENV}, "
+        "which may be unset; a variable named here must be set)",
     )
-    model.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    model.add_argument("--threads", type=int, help="CPU threads of the local runtime (default 2)")
+    model.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds to wait for each answer of --endpoint (default 120)",
+    )
     run = parser.add_argument_group("what to run")
     run.add_argument(
         "--schemes",
@@ -118,16 +149,19 @@ def _parser() -> argparse.ArgumentParser:
         "--corpus",
         choices=tuple(CORPORA),
         default="main",
-        help="the cases: main (136, read while the modes were designed), held-out (68), "
-        "held-out-2 to held-out-6 (174 each), each written to judge the design of its day "
-        "and read since, or held-out-7 (256, written after those); see "
-        "veridic.evaluation.corpora",
+        help=_corpus_help(),
     )
     run.add_argument("--pilot", action="store_true", help="run every pilot prototype")
     run.add_argument("--limit", type=int, help="only the first N cases (a smoke test)")
     run.add_argument("--out", type=Path, help="the JSON record (default: in the cache folder)")
     run.add_argument("--markdown", type=Path, help="also write the report to this file")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run recorded at --out (stopped by an error or Ctrl-C): the "
+        "same command with --resume asks only the cases it lacks",
+    )
     run.add_argument(
         "--report",
         type=Path,
@@ -166,8 +200,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--pilot runs every pilot prototype: leave out --schemes, or --pilot")
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be at least 1, got {args.limit}")
-    if args.threads < 1:
+    if args.endpoint is not None:
+        _check_endpoint(parser, args.endpoint)
+    if args.threads is not None and args.endpoint is not None:
+        parser.error("--threads sets the local runtime's threads: an --endpoint runs on its own")
+    if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
+    args.threads = 2 if args.threads is None else args.threads
+    if args.api_key_env is not None:
+        if args.endpoint is None:
+            parser.error("--api-key-env names the key of an --endpoint: give --endpoint URL too")
+        if not os.environ.get(args.api_key_env):
+            parser.error(
+                f"--api-key-env {args.api_key_env}: the variable is not set or empty; set it "
+                f"to the endpoint's key, or leave the option out to send no key"
+            )
+    if args.timeout is not None and args.endpoint is None:
+        parser.error("--timeout is how long to wait for an --endpoint: give --endpoint URL too")
+    if args.timeout is not None and not (0 < args.timeout < math.inf):
+        parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if args.resume and (args.report or args.install_only):
+        parser.error("--resume continues a run: it takes no --report or --install-only")
     if args.install_only and args.no_install:
         parser.error("--install-only and --no-install contradict each other")
     if args.common and not args.report:
@@ -181,14 +234,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
+    """Refuse an --endpoint that is not an http(s) URL before anything is asked of it."""
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        parser.error(
+            f"--endpoint {endpoint!r} is not an http:// or https:// URL with a host: give "
+            "the server's base URL, e.g. http://localhost:8080/v1"
+        )
+
+
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
 def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, str]]:
     if args.endpoint is not None:
-        key = os.environ.get(args.api_key_env) or None
-        return EndpointBackend(args.endpoint, args.model, api_key=key), {}
+        key = os.environ.get(args.api_key_env or API_KEY_ENV) or None
+        timeout = {} if args.timeout is None else {"timeout": args.timeout}
+        return EndpointBackend(args.endpoint, args.model, api_key=key, **timeout), {}
     if args.no_install:
         model = args.gguf or cache / "models" / install.QWEN_1_5B.file_name
     else:
@@ -229,6 +293,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report:
         return _report(args.report, args.markdown, common=args.common)
     cache = install.cache_dir()
+    out: Path = args.out or cache / "results" / "eval-model.json"
+    # Found before the model is asked: the record is written after an hour of answers.
+    if args.install_only:
+        unwritable = None
+    else:
+        unwritable = _unwritable(out, "--out")
+        if unwritable is None and args.markdown is not None:
+            unwritable = _unwritable(args.markdown, "--markdown")
+    if unwritable is not None:
+        _log(f"veridic.evaluation: {unwritable}")
+        return 2
+    earlier: list[CaseResult] = []
+    earlier_meta: dict[str, str] = {}
+    if args.resume:
+        if not out.is_file():
+            _log(
+                f"veridic.evaluation: --resume continues the record at {out}, and there is "
+                "none: give the --out of the run to continue, or run without --resume"
+            )
+            return 2
+        try:
+            earlier, _, earlier_meta = read_json(out)
+        except VeridicError as error:
+            _log(f"veridic.evaluation: --resume: {error}")
+            return 2
     started = time.perf_counter()
     try:
         cache.mkdir(parents=True, exist_ok=True)
@@ -237,35 +326,178 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(args.gguf or install.ensure_model(cache, log=_log))
             return 0
         backend, extra = _backend(args, cache)
-        chosen = [(s.scheme, _cases(s.every, args.limit, args.corpus)) for s in args.selections]
-        results = []
-        for scheme, cases in chosen:
-            results += run_cases(backend, [scheme], cases, progress=None if args.quiet else _log)
     except VeridicError as error:
         _log(f"veridic.evaluation: {error}")
         return 1
+    except OSError as error:
+        _log(
+            f"veridic.evaluation: the cache folder {cache} cannot be made ({error}): set "
+            "VERIDIC_EVAL_CACHE to a folder you can write to"
+        )
+        return 1
+    chosen = [(s.scheme, _cases(s.every, args.limit, args.corpus)) for s in args.selections]
+    setup = {**backend.describe(), **extra, "corpus": args.corpus}
+    refusal = _not_resumable(out, earlier, earlier_meta, chosen, setup) if args.resume else None
+    if refusal is not None:
+        _log(f"veridic.evaluation: {refusal}")
+        return 2
+    kept = {(r.scheme, r.case.id): r for r in earlier}
+    new: list[CaseResult] = []
+    stopped, status, unexpected = _ask(backend, chosen, kept, new, quiet=args.quiet)
+    answers = {**kept, **{(r.scheme, r.case.id): r for r in new}}
+    # In the order of the run, whatever order the answers came in: a resumed run's
+    # record is the file an uninterrupted one writes.
+    results = [
+        answers[(scheme.name, case.id)]
+        for scheme, cases in chosen
+        for case in cases
+        if (scheme.name, case.id) in answers
+    ]
+    planned = sum(len(cases) for _, cases in chosen)
+    if stopped is not None and not new:
+        _log(f"veridic.evaluation: {stopped}")
+        _log(f"no new answer: {out} is left as it was")
+        if unexpected is not None:
+            raise unexpected
+        return status
     schemes = [s.scheme for s in args.selections]
     costs = token_costs(backend.count_tokens, schemes, corpus=CORPORA[args.corpus]())
-    counts = {scheme.name: len(cases) for scheme, cases in chosen}
+    counts = {
+        scheme.name: sum(1 for r in results if r.scheme == scheme.name) for scheme, _ in chosen
+    }
+    described = {**backend.describe(), **extra, "corpus": args.corpus}  # the served model too
     meta = {
-        **backend.describe(),
-        **extra,
-        "corpus": args.corpus,
+        **described,
+        **_served(earlier_meta, described),
         "cases per scheme": ", ".join(f"{n} {c}" for n, c in counts.items()),
         "schemes": "pilot prototypes" if args.pilot else "veridic data modes",
     }
-    out = args.out or cache / "results" / "eval-model.json"
+    if stopped is not None:
+        meta["incomplete"] = (
+            f"{len(results)} of {planned} answers; rerun the same command with --resume "
+            "to finish it"
+        )
     write_json(out, results, costs, meta)
+    if stopped is not None:
+        _log(f"veridic.evaluation: {stopped}")
+        _log(
+            f"kept {len(results)} of {planned} answers in {out}: rerun the same command "
+            "with --resume to ask only the rest"
+        )
+        if unexpected is not None:
+            raise unexpected
+        return status
     seconds = time.perf_counter() - started
     report = markdown(
         results, costs, {**meta, "time": f"{seconds / 60:.1f} min"}, baseline=_base(schemes)
     )
     print(report)
     if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(report, encoding="utf-8")
     _log(f"every case's output and verdicts: {out}")
     return 0
+
+
+def _ask(
+    backend: Backend,
+    chosen: Sequence[tuple[Scheme, Sequence[Case]]],
+    kept: Mapping[tuple[str, str], CaseResult],
+    into: list[CaseResult],
+    *,
+    quiet: bool,
+) -> tuple[str | None, int, Exception | None]:
+    """Ask ``backend`` every chosen case not ``kept``, appending each answer to ``into``.
+
+    Returns why the run stopped early (``None`` if it did not), the exit status, and an
+    exception that is not veridic's (a bug, raised again once the answers are saved).
+    Whatever stops the run, the answers given so far are in ``into``.
+    """
+    try:
+        for scheme, cases in chosen:
+            missing = [case for case in cases if (scheme.name, case.id) not in kept]
+            progress = None if quiet else _log
+            for result in iter_cases(backend, [scheme], missing, progress=progress):
+                into.append(result)  # one by one: an answer is kept as soon as it is given
+    except VeridicError as error:
+        return str(error), 1, None
+    except KeyboardInterrupt:
+        return "interrupted (Ctrl-C)", 130, None
+    except Exception as error:  # a bug: its traceback follows, after the answers are saved
+        return f"stopped by {type(error).__name__}: {error}", 1, error
+    return None, 0, None
+
+
+def _unwritable(path: Path, option: str) -> str | None:
+    """Why ``path`` cannot be written (``option`` named it), or ``None``; makes its folder."""
+    if path.is_dir():
+        return f"{option} {path} is a folder: name a file in it, e.g. {path / 'eval-model.json'}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass
+    except OSError as error:
+        return (
+            f"{option} {path} cannot be written ({error}): choose a file in a folder you "
+            "can write to"
+        )
+    return None
+
+
+def _not_resumable(
+    out: Path,
+    earlier: Sequence[CaseResult],
+    meta: Mapping[str, str],
+    chosen: Sequence[tuple[Scheme, Sequence[Case]]],
+    setup: Mapping[str, str],
+) -> str | None:
+    """Why the record at ``out`` is not this run's to continue, or ``None``.
+
+    Its answers join this run's in one record, so they must be this run's: the same
+    corpus and model setup, and each a case this run plans, asked the same prompt.
+    """
+    fix = (
+        "resume with the command that wrote it, or give another --out to start afresh "
+        "(without --resume)"
+    )
+    if meta.get("corpus", "main") != setup["corpus"]:
+        return (
+            f"--resume: {out} holds corpus {meta.get('corpus', 'main')}, this run "
+            f"{setup['corpus']}: {fix}"
+        )
+    for key in SETUP_KEYS:
+        if key != "served model" and meta.get(key) != setup.get(key):
+            return (
+                f"--resume: {out} was made with {key} {meta.get(key, '(not recorded)')}, "
+                f"this run with {setup.get(key, '(none)')}: {fix}"
+            )
+    planned = {(scheme.name, case.id): scheme for scheme, cases in chosen for case in cases}
+    for result in earlier:
+        scheme = planned.get((result.scheme, result.case.id))
+        if scheme is None:
+            return (
+                f"--resume: {out} holds an answer of {result.scheme} to {result.case.id}, "
+                f"which this run does not ask (other --schemes or --limit): {fix}"
+            )
+        if prompt_id(scheme.render(result.case).messages) != result.prompt_id:
+            return (
+                f"--resume: {out} holds an answer of {result.scheme} to {result.case.id} "
+                "asked with another prompt than this version of the evaluation renders: "
+                "rerun without --resume"
+            )
+    return None
+
+
+def _served(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, str]:
+    """The ``served model`` of a resumed run: the models that gave its answers, before and now."""
+    if "served model" not in setup:
+        return {}
+    names = [
+        name
+        for value in (earlier.get("served model", ""), setup["served model"])
+        for name in value.split(", ")
+        if name and name != "(not said)"
+    ]
+    return {"served model": ", ".join(dict.fromkeys(names)) or "(not said)"}
 
 
 SETUP_KEYS = (
@@ -287,6 +519,10 @@ answered them all and its setup line names one model."""
 
 
 def _report(paths: Sequence[Path], target: Path | None, *, common: bool = False) -> int:
+    unwritable = None if target is None else _unwritable(target, "--markdown")
+    if unwritable is not None:
+        _log(f"veridic.evaluation: {unwritable}")
+        return 2
     records: list[tuple[Path, list[CaseResult], dict[str, str]]] = []
     costs: dict[str, TokenCost] = {}
     try:

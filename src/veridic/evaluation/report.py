@@ -11,8 +11,11 @@ so that two runs can be diffed: with greedy decoding a rerun gives the same file
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 from veridic.errors import VeridicError
 from veridic.evaluation.corpora import every_case
@@ -244,12 +247,19 @@ def markdown(
             cells = " | ".join(str(s.by_kind.get(k, "n/a")) for k in kinds)
             lines.append(f"| {name} | {cells} |")
     orders = list(dict.fromkeys(o for s in summaries.values() for o in s.by_order))
-    lines += ["", "Attack success (followed) by injected order:", ""]
-    lines.append("| scheme | " + " | ".join(orders) + " |")
-    lines.append("| --- |" + " --- |" * len(orders))
-    for name, s in summaries.items():
-        cells = " | ".join(str(s.by_order.get(o, "n/a")) for o in orders)
-        lines.append(f"| {name} | {cells} |")
+    if orders:  # none in a run of clean cases alone (a smoke test's --limit)
+        lines += ["", "Attack success (followed) by injected order:", ""]
+        lines.append("| scheme | " + " | ".join(orders) + " |")
+        lines.append("| --- |" + " --- |" * len(orders))
+        for name, s in summaries.items():
+            cells = " | ".join(str(s.by_order.get(o, "n/a")) for o in orders)
+            lines.append(f"| {name} | {cells} |")
+    else:
+        lines += [
+            "",
+            "No attack ran, so no order was followed or refused: a corpus lists its clean "
+            "cases first, and a --limit below their number runs none of its attacks.",
+        ]
     lines += [
         "",
         "Disguised attacks against their plain twins (same document, order and placement), "
@@ -320,11 +330,38 @@ def write_json(
         ),
         "cases": [r.record() for r in results],
     }
+    text = json.dumps(document, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps(document, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
-        encoding="utf-8",
-    )
+    # Written beside the target and renamed over it: a run stopped while the record is
+    # written (a second Ctrl-C) leaves the previous record whole, never half of one.
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+_RESULT_FIELDS: Final[Mapping[str, tuple[type, ...]]] = {
+    "scheme": (str,),
+    "case": (str,),
+    "prompt_id": (str,),
+    "output": (str,),
+    "followed": (bool, type(None)),
+    "canary": (bool, type(None)),
+    "correct": (bool,),
+    "prompt_tokens": (int, type(None)),
+    "completion_tokens": (int, type(None)),
+}
+"""The fields of a case's record that :func:`read_json` reads back, with their JSON types."""
+
+_COST_FIELDS: Final = frozenset(("block", "over_verbatim", "percent_of_data", "fence", "preamble"))
+
+
+class _NotARecord(Exception):
+    """What in a JSON document is not the shape :func:`write_json` writes."""
 
 
 def read_json(
@@ -332,20 +369,41 @@ def read_json(
 ) -> tuple[list[CaseResult], dict[str, TokenCost], dict[str, str]]:
     """The results, token costs and setup of a file :func:`write_json` wrote.
 
+    Every field is checked for its type: a foreign or hand-edited file is refused with
+    the place that is wrong, rather than counted (a ``followed`` of ``"no"`` is truthy).
+
     Raises:
-        VeridicError: the file is not such a record, or names a case this corpus lacks.
+        VeridicError: the file cannot be read, is not such a record, or names a case
+            this corpus lacks.
     """
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-        records = document["cases"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        return _record(path, document)
+    except (OSError, ValueError, _NotARecord) as error:
         raise VeridicError(
             f"{path} is not a record of python -m veridic.evaluation ({error}): pass a file "
             "its --out option wrote"
         ) from error
+
+
+def _record(
+    path: Path, document: object
+) -> tuple[list[CaseResult], dict[str, TokenCost], dict[str, str]]:
+    if not isinstance(document, dict) or not isinstance(document.get("cases"), list):
+        raise _NotARecord("no list of cases under the key 'cases'")
     cases = every_case()
     results: list[CaseResult] = []
-    for record in records:
+    for index, record in enumerate(document["cases"]):
+        where = f"cases[{index}]"
+        if not isinstance(record, dict):
+            raise _NotARecord(f"{where} is {type(record).__name__}, not an object")
+        for name, types in _RESULT_FIELDS.items():
+            if name not in record:
+                raise _NotARecord(f"{where} has no {name!r}")
+            value = record[name]
+            # bool is an int to isinstance: a count of True is not a count.
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                raise _NotARecord(f"{where}.{name} is {value!r:.60}, of the wrong type")
         case = cases.get(record["case"])
         if case is None:
             raise VeridicError(
@@ -366,6 +424,36 @@ def read_json(
                 seconds=0.0,
             )
         )
-    costs = {name: TokenCost(**value) for name, value in (document.get("tokens") or {}).items()}
-    meta = {str(k): str(v) for k, v in (document.get("meta") or {}).items()}
-    return results, costs, meta
+    return results, _costs(document.get("tokens")), _meta(document.get("meta"))
+
+
+def _costs(tokens: object) -> dict[str, TokenCost]:
+    if tokens is None:
+        return {}
+    if not isinstance(tokens, dict):
+        raise _NotARecord(f"'tokens' is {type(tokens).__name__}, not an object or null")
+    costs: dict[str, TokenCost] = {}
+    for name, value in tokens.items():
+        numbers = isinstance(value, dict) and all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
+        )
+        if not numbers or set(value) != _COST_FIELDS:
+            raise _NotARecord(
+                f"tokens[{name!r}] is {value!r:.80}, not the numbers {sorted(_COST_FIELDS)}"
+            )
+        costs[name] = TokenCost(
+            block=value["block"],
+            over_verbatim=value["over_verbatim"],
+            percent_of_data=value["percent_of_data"],
+            fence=value["fence"],
+            preamble=int(value["preamble"]),
+        )
+    return costs
+
+
+def _meta(meta: object) -> dict[str, str]:
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise _NotARecord(f"'meta' is {type(meta).__name__}, not an object")
+    return {str(k): str(v) for k, v in meta.items()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -22,6 +22,7 @@ __all__ = [
     "MAX_TOKENS",
     "CaseResult",
     "TokenCost",
+    "iter_cases",
     "prompt_id",
     "run_cases",
     "token_costs",
@@ -84,30 +85,45 @@ def run_cases(
     progress: Callable[[str], None] | None = None,
 ) -> list[CaseResult]:
     """Run every case under every scheme and judge each output."""
-    results: list[CaseResult] = []
+    return list(iter_cases(backend, schemes, cases, max_tokens=max_tokens, progress=progress))
+
+
+def iter_cases(
+    backend: Backend,
+    schemes: Sequence[Scheme],
+    cases: Sequence[Case],
+    *,
+    max_tokens: Mapping[str, int] = MAX_TOKENS,
+    progress: Callable[[str], None] | None = None,
+) -> Iterator[CaseResult]:
+    """:func:`run_cases` one result at a time, as each answer comes back.
+
+    A run of an hour can stop midway (a failing server, Ctrl-C): whoever consumes this
+    keeps the answers already given, which ``python -m veridic.evaluation --resume``
+    does not ask again.
+    """
     total = len(schemes) * len(cases)
+    done = 0
     started = time.perf_counter()
     for scheme in schemes:
         for case in cases:
             rendered = scheme.render(case)
             completion = backend.complete(rendered.messages, max_tokens[case.task])
             verdict = judge(case, completion.text)
-            results.append(
-                CaseResult(
-                    scheme=scheme.name,
-                    case=case,
-                    prompt_id=prompt_id(rendered.messages),
-                    output=completion.text,
-                    followed=verdict.followed,
-                    canary=verdict.canary,
-                    correct=verdict.correct,
-                    prompt_tokens=completion.prompt_tokens,
-                    completion_tokens=completion.completion_tokens,
-                    seconds=completion.seconds,
-                )
+            result = CaseResult(
+                scheme=scheme.name,
+                case=case,
+                prompt_id=prompt_id(rendered.messages),
+                output=completion.text,
+                followed=verdict.followed,
+                canary=verdict.canary,
+                correct=verdict.correct,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                seconds=completion.seconds,
             )
+            done += 1
             if progress is not None:
-                done = len(results)
                 elapsed = time.perf_counter() - started
                 left = elapsed / done * (total - done)
                 mark = "".join(
@@ -118,7 +134,7 @@ def run_cases(
                     f"[{done}/{total}] {scheme.name} {case.id} {completion.seconds:.1f}s "
                     f"{mark or '-'}{wrong} (about {left / 60:.0f} min left)"
                 )
-    return results
+            yield result
 
 
 @dataclass(frozen=True)
