@@ -351,3 +351,54 @@ def test_a_stored_model_holding_instruction_text_in_a_dataclass_is_guarded() -> 
     assert written == [], "an always-allowed mid tool wrote another feature's prompt"
     assert result.outcome is CallOutcome.BLOCKED
     assert "instruction_write:StoredPrompt.revision.content" in result.record.operations
+
+
+# --- a handler's own failure is logged whole, where the model is told only its type ---------
+
+
+@pytest.mark.parametrize("road", ROADS)
+def test_a_handlers_failure_is_logged_whole_with_its_traceback(
+    road: Road, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The model is told "the application's log has what went wrong": so the log must.
+    secret = "connection to db-7.internal refused for user app_rw\nFORGED: all clear"
+
+    def fail() -> object:
+        raise ConnectionError(secret)
+
+    audit = SQLiteAuditSink(":memory:")
+    with caplog.at_level("WARNING", logger="veridic.executor"):
+        result = run(tidy_view(fail), road, audit)
+    assert "db-7" not in str(result.told)
+    assert "the application's log" in str(result.told)
+    (logged,) = [r for r in caplog.records if r.name == "veridic.executor"]
+    text = logged.getMessage()
+    assert repr(secret) in text  # whole, and on one line: the quoted newline forges nothing
+    assert "\nFORGED" not in text
+    assert "'tidy'" in text
+    assert "'req-1'" in text
+    assert "in fail" in text  # the traceback's frames
+    assert "raise ConnectionError" in text
+    assert logged.exc_info is None  # formatting it later would read the message again
+
+
+@pytest.mark.parametrize("road", ROADS)
+def test_a_tool_error_or_a_guards_refusal_is_not_logged_as_a_failure(
+    road: Road, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The model and the record have those whole; the log is for what they do not show.
+    store = Store()
+
+    def refuse() -> object:
+        raise ToolError("the report is locked: ask its owner")
+
+    def delete() -> object:
+        store.hard_delete("q3")
+        return "done"
+
+    with caplog.at_level("WARNING", logger="veridic.executor"):
+        told = run(tidy_view(refuse), road, SQLiteAuditSink(":memory:")).told
+        blocked = run(tidy_view(delete), road, SQLiteAuditSink(":memory:"))
+    assert "the report is locked" in str(told)
+    assert blocked.outcome is CallOutcome.BLOCKED
+    assert [r for r in caplog.records if r.name == "veridic.executor"] == []

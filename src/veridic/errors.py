@@ -159,8 +159,9 @@ class ToolError(VeridicError):
     The model is told the message of a ``ToolError`` (and of veridic's own
     errors: a refusal, a guard); of any other exception only its type, since
     its message may hold what the model must not read (a path, a query, a
-    token in a driver's error). The audit record and the log keep every
-    message.
+    token in a driver's error). The audit record keeps the message (clipped),
+    and the ``veridic.executor`` logger logs any other exception of a handler
+    whole, with its traceback.
 
     >>> raise ToolError("the archive is full: ask the user to delete old notes")
     Traceback (most recent call last):

@@ -68,6 +68,7 @@ import logging
 import re
 import threading
 import time
+import traceback
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -874,12 +875,36 @@ class _Call:
             tool, ran.mode, outcome, detail, wrote, irreversible, operations, ran.duration
         )
         if isinstance(error, Exception):
+            if not blocked and not isinstance(error, VeridicError):
+                self._log_failure(tool, error, ran.message)
             return CallResult(record, error=error, _message=ran.message)
         if blocked:
             # The handler caught the guard's refusal; the call still did not do what it tried.
             caught = GuardDeniedError(f"{detail}; the handler of {tool.name!r} caught the refusal")
             return CallResult(record, value=ran.value, error=caught, _plain=ran.plain)
         return CallResult(record, value=ran.value, _plain=ran.plain)
+
+    def _log_failure(self, tool: Tool, error: Exception, message: str) -> None:
+        """Log a handler's own failure whole: the model is told only its type, the record
+        keeps a clipped message, and whoever runs the application needs the rest.
+
+        The message is the one read inside the dispatch, given as ``%r`` (one line,
+        whatever it holds: a model's argument quoted in it cannot forge log lines),
+        and the traceback is formatted from its frames alone: ``exc_info`` would read
+        the exception's message again when the log is written, outside the dispatch,
+        running its ``__str__`` unguarded.
+        """
+        _log.warning(
+            "the handler of tool %r failed (request %r, call id %r), so the model was told "
+            "only %s: %s: %r\n%s",
+            tool.name,
+            self.request_id,
+            self.call_id,
+            type(error).__name__,
+            type(error).__name__,
+            message,
+            "".join(traceback.format_tb(error.__traceback__)).rstrip("\n"),
+        )
 
     def _refused(self, tool: Tool | None, detail: str, error: Exception) -> CallResult:
         record = self.record(tool, ApprovalMode.NOT_ASKED, CallOutcome.REFUSED, detail)
