@@ -8,6 +8,7 @@ on a fake runtime. ``make eval-probe`` asks the real model.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -593,3 +594,16 @@ def test_the_endpoint_reads_a_call_left_in_the_text() -> None:
     chooser = EndpointChooser("http://x/v1/", "m", client=Client())
     assert chooser.choose([], []).name == "get_forecast"
     assert "http://x/v1/chat/completions" in chooser.identity()
+
+
+def test_an_endpoint_nobody_listens_on_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    with socket.socket() as taken:  # a port that was free a moment ago, now closed
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    cache = str(tmp_path / "cache")
+    done = veridic("probe_app:registry", "--endpoint", url, "--model", "m", "--cache", cache)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"could not reach {url}/chat/completions for model 'm'" in done.stderr
+    assert "check that the server runs" in done.stderr

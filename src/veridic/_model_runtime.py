@@ -119,6 +119,24 @@ def chat_url(endpoint: str) -> str:
     return f"{stripped}/chat/completions"
 
 
+def unreached(url: str, model: str, timeout: float, error: Exception, *, longer: str) -> str:
+    """What went wrong when no HTTP answer came back from ``url``, and what to do about it.
+
+    ``error`` is the HTTP client's own (httpx's or httpx2's, not imported here, so
+    it is told apart by its class's name); ``longer`` says how to wait longer.
+    """
+    kind = type(error).__name__
+    if "Timeout" in kind:
+        return (
+            f"{url} gave no answer for model {model!r} within {timeout:g} s ({kind}): a "
+            f"model on a slow machine may need longer, {longer}"
+        )
+    return (
+        f"could not reach {url} for model {model!r} ({kind}: {error}): check that the "
+        "server runs and that --endpoint is its base URL, e.g. http://localhost:8080/v1"
+    )
+
+
 def http_client(needed_by: str) -> HttpClient:
     """A new ``httpx.Client`` (or one of ``httpx2``, the fork the openai SDK 3 depends on).
 

@@ -41,6 +41,7 @@ from veridic._model_runtime import (
     chat_url,
     http_client,
     import_llama_cpp,
+    unreached,
     without_extra_buffer_types,
 )
 from veridic._sample import clip
@@ -347,7 +348,14 @@ class EndpointChooser:
             "max_tokens": MAX_TOKENS,
             "seed": self._seed,
         }
-        response = self._client.post(self._url, json=body, headers=headers, timeout=self._timeout)
+        try:
+            response = self._client.post(
+                self._url, json=body, headers=headers, timeout=self._timeout
+            )
+        except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
+            longer = f"give EndpointChooser a longer timeout= (now {self._timeout:g} s)"
+            message = unreached(self._url, self._model, self._timeout, error, longer=longer)
+            raise ProbeModelError(message) from error
         if response.status_code != 200:
             raise ProbeModelError(
                 f"{self._url} answered HTTP {response.status_code} for model {self._model!r}: "

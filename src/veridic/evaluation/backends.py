@@ -27,6 +27,7 @@ from veridic._model_runtime import (
     chat_url,
     http_client,
     import_llama_cpp,
+    unreached,
     without_extra_buffer_types,
 )
 from veridic.errors import VeridicError
@@ -242,20 +243,6 @@ def _compile_template(source: str) -> Callable[..., str]:
     return template.render
 
 
-def _unreached(url: str, model: str, timeout: float, error: Exception) -> str:
-    """What went wrong when no HTTP answer came back, and what to do about it."""
-    kind = type(error).__name__
-    if "Timeout" in kind:
-        return (
-            f"{url} gave no answer for model {model!r} within {timeout:g} s ({kind}): a "
-            "model on a slow machine may need longer, pass --timeout SECONDS"
-        )
-    return (
-        f"could not reach {url} for model {model!r} ({kind}: {error}): check that the "
-        "server runs and that --endpoint is its base URL, e.g. http://localhost:8080/v1"
-    )
-
-
 def _advice(status: int) -> str:
     """What to do about an HTTP error status of the endpoint."""
     if status == 429 or status >= 500:
@@ -349,7 +336,11 @@ class EndpointBackend:
                 self._url, json=body, headers=headers, timeout=self._timeout
             )
         except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
-            raise BackendError(_unreached(self._url, self._model, self._timeout, error)) from error
+            raise BackendError(
+                unreached(
+                    self._url, self._model, self._timeout, error, longer="pass --timeout SECONDS"
+                )
+            ) from error
         seconds = time.perf_counter() - started
         if response.status_code != 200:
             raise BackendError(
