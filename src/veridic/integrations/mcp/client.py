@@ -27,7 +27,9 @@ registered (through the SDK's response cache where the server allows
 caching), so a server that changes a tool mid-run is refused at the next
 call, not trusted; a ``tools/list_changed`` notification is logged and checks
 at once. Calls go through :func:`veridic.aexecute` like any tool: approvals,
-audit, guards. The server's results are :class:`~veridic.UntrustedText`.
+audit, guards. The server's results are :class:`~veridic.UntrustedText`: their
+content as text, cut at the server's ``result_limit`` (100,000 characters by
+default) with a note of what was cut (``veridic.integrations.mcp._results``).
 
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
@@ -68,6 +70,7 @@ from veridic.errors import (
     VeridicError,
 )
 from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _twice
+from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
 from veridic.text.provenance import (
     TrustedInstruction,
     TrustedText,
@@ -100,6 +103,7 @@ class McpServer:
     cwd: str | None = None
     timeout: float = 10.0
     protocol: Literal["auto", "legacy"] = "auto"
+    result_limit: int = RESULT_LIMIT
 
     def __repr__(self) -> str:
         where = self.url or " ".join(self.command)
@@ -114,6 +118,7 @@ def stdio(
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 10.0,
     protocol: Literal["auto", "legacy"] = "auto",
+    result_limit: int = RESULT_LIMIT,
 ) -> McpServer:
     """A server started as ``command *args``, spoken to over its stdin and stdout.
 
@@ -121,11 +126,24 @@ def stdio(
     default otherwise); ``timeout`` bounds starting, each listing and each call, in
     seconds (a call not answered in time may still have run, and its error says so);
     ``protocol="legacy"`` forces the initialize handshake of servers before 2026
-    (``"auto"`` finds out).
+    (``"auto"`` finds out); ``result_limit`` is how many characters of one tool
+    result the model is given (100,000 by default): a longer result is cut there,
+    and the model and the log are told how much was cut.
+
+    Raises:
+        VeridicError: the name is not one printable line, or ``result_limit`` is
+            not a positive number of characters.
     """
     _check_name(name)
+    _check_limit(name, result_limit)
     return McpServer(
-        name, (command, *args), env=env, cwd=_path(cwd), timeout=timeout, protocol=protocol
+        name,
+        (command, *args),
+        env=env,
+        cwd=_path(cwd),
+        timeout=timeout,
+        protocol=protocol,
+        result_limit=result_limit,
     )
 
 
@@ -135,15 +153,22 @@ def http(
     *,
     timeout: float = 10.0,
     protocol: Literal["auto", "legacy"] = "auto",
+    result_limit: int = RESULT_LIMIT,
 ) -> McpServer:
-    """A server reached over streamable HTTP at ``url`` (``http://host:port/mcp``)."""
+    """A server reached over streamable HTTP at ``url`` (``http://host:port/mcp``).
+
+    ``timeout``, ``protocol`` and ``result_limit`` mean what they mean for :func:`stdio`.
+    """
     if not url.startswith(("http://", "https://")):
         raise VeridicError(
             f"MCP server {name!r} got url={url!r}: give the server's streamable HTTP endpoint, "
             "e.g. 'http://localhost:8000/mcp'"
         )
     _check_name(name)
-    return McpServer(name, url=url, timeout=timeout, protocol=protocol)
+    _check_limit(name, result_limit)
+    return McpServer(
+        name, url=url, timeout=timeout, protocol=protocol, result_limit=result_limit
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,11 +444,11 @@ class McpConnection:
             if _timed_out(error):
                 raise _unanswered(self.server, name) from error
             raise
-        text = _result_text(result)
-        source = f"mcp:{self.server.name}/{name}"
+        text = result_text(result)
         if getattr(result, "is_error", False):
-            raise _answered_error(self.server, name, text)
-        return untrusted(text, source=source)
+            raise _answered_error(self.server, name, text)  # quoted clipped, its length said
+        text = bounded(text, self.server.result_limit, self.server.name, name)
+        return untrusted(text, source=f"mcp:{self.server.name}/{name}")
 
     def _withhold_changed(self, listed: Mapping[str, PinnedTool]) -> tuple[PinChange, ...]:
         found: list[PinChange] = []
@@ -586,20 +611,6 @@ def _pinned(tool: object, server: McpServer) -> PinnedTool:
         dumped = annotations.model_dump(by_alias=True, exclude_none=True)
         hints = {str(key): value for key, value in dict(dumped).items()}
     return PinnedTool(name, description, json.loads(json.dumps(schema)), hints)
-
-
-def _result_text(result: object) -> str:
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or ():
-        text = getattr(block, "text", None)
-        if isinstance(text, str):
-            parts.append(text)
-        else:
-            parts.append(f"[{getattr(block, 'type', 'content')} omitted]")
-    structured = getattr(result, "structured_content", None)
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
-    return "\n".join(parts)
 
 
 def _unanswered(server: McpServer, name: str) -> IntegrationError:
@@ -802,6 +813,14 @@ def _check_name(name: TrustedText) -> None:
         raise VeridicError(
             f"MCP server name {name!r} is not a name: give one printable line written in code, "
             'e.g. stdio("github", "github-mcp-server")'
+        )
+
+
+def _check_limit(name: TrustedText, limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise VeridicError(
+            f"MCP server {name!r} got result_limit={limit!r}: give the number of characters "
+            f"of one tool result the model may be given, e.g. result_limit={RESULT_LIMIT}"
         )
 
 
