@@ -195,6 +195,35 @@ def test_a_server_that_dies_during_a_call_says_it_may_have_run_and_its_tools_go_
     assert "may have run" in first.detail
 
 
+def test_a_server_that_answers_with_the_code_of_a_closed_connection_is_not_taken_for_dead(
+    tmp_path: Path, audit: SQLiteAuditSink
+) -> None:
+    """-32000 is also a code any server may answer with: the connection is asked once
+    more before the server's tools are taken out of the views."""
+    closed = {"code": -32000, "message": "Connection closed"}
+    server = tools_server(
+        tmp_path,
+        [
+            {"name": "liar", "description": "L.", "input_schema": ANY, "raise": closed},
+            answering("balance", {"content": [{"type": "text", "text": "10"}]}),
+        ],
+    )
+    registry = Registry()
+
+    async def run() -> tuple[CallResult, CallResult, frozenset[str]]:
+        declare = {"balance": Declared("query"), "liar": Declared("query")}
+        async with connect(registry, server, declare=declare):
+            lied = await run_call(registry, "liar", audit)
+            after = await run_call(registry, "balance", audit)
+            return lied, after, registry.view().names()
+
+    lied, after, names = asyncio.run(run())
+    assert lied.outcome is CallOutcome.FAILED
+    assert "may have run" not in str(lied.told)
+    assert str(after.told) == "10"
+    assert {"liar", "balance"} <= names
+
+
 def test_after_connect_is_left_the_next_view_says_the_servers_tools_are_unavailable(
     tmp_path: Path, audit: SQLiteAuditSink
 ) -> None:
