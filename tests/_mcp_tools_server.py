@@ -6,8 +6,9 @@ one) the way a server that rug-pulls would. Every tool answers with its name and
 arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``. A
 tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
 content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
-server sends back; one holding ``"exit": true`` ends the server's process instead, and
-one holding ``"raise": {"code": ..., "message": ...}`` answers with that JSON-RPC error. A file holding ``{"list_error": text}`` instead of a list makes every
+server sends back. One holding ``"exit": true`` ends the server's process instead, and
+one holding ``"raise": {"code": ..., "message": ...}`` answers with that JSON-RPC
+error. A file holding ``{"list_error": text}`` instead of a list makes every
 ``tools/list`` a JSON-RPC error with that message.
 
     python tests/_mcp_tools_server.py            # stdio

@@ -105,7 +105,8 @@ def test_a_result_of_megabytes_is_cut_at_the_limit_and_says_what_was_cut(
         assert "100,000" in told
     assert "THE-END" not in dump
     logged = " ".join(record.getMessage() for record in caplog.records)
-    assert "'dump'" in logged and f"{len(huge):,} characters" in logged
+    assert "'dump'" in logged
+    assert f"{len(huge):,} characters" in logged
     assert [record.outcome for record in audit.records()] == [CallOutcome.OK] * 3
 
 
@@ -119,7 +120,8 @@ def test_the_result_limit_is_the_applications_to_set(
     (told,) = told_by(server, ["ten"], audit)
     assert told.startswith(text[:30])
     assert text[:31] not in told
-    assert "100 characters" in told and "limit of 30" in told
+    assert "100 characters" in told
+    assert "limit of 30" in told
     with pytest.raises(Exception, match="result_limit"):
         stdio("tools", "server", result_limit=0)
 
@@ -147,8 +149,10 @@ def test_content_that_is_not_text_is_passed_on_as_text_or_described(
     (told,) = told_by(server, ["read"], audit)
     assert "the notes" in told
     assert "file:///notes.txt" in told
-    assert "report" in told and "file:///report.pdf" in told
-    assert "image/png" in told and "audio/wav" in told
+    assert "report" in told
+    assert "file:///report.pdf" in told
+    assert "image/png" in told
+    assert "audio/wav" in told
     assert "file:///a.bin" in told
     assert "omitted]" not in told
     assert told.count("not passed on") == 3  # the image, the audio, the blob
@@ -189,7 +193,8 @@ def test_a_server_that_dies_during_a_call_says_it_may_have_run_and_its_tools_go_
     assert "may have run" in str(died.told)
     assert isinstance(after.error, ToolUnavailableError)
     assert after.outcome is CallOutcome.REFUSED
-    assert "balance" not in names and "transfer" not in names
+    assert "balance" not in names
+    assert "transfer" not in names
     assert "the connection to the MCP server is closed" in section
     first, _ = audit.records()
     assert "may have run" in first.detail

@@ -174,9 +174,7 @@ def http(
         )
     _check_name(name)
     _check_limit(name, result_limit)
-    return McpServer(
-        name, url=url, timeout=timeout, protocol=protocol, result_limit=result_limit
-    )
+    return McpServer(name, url=url, timeout=timeout, protocol=protocol, result_limit=result_limit)
 
 
 @dataclass(frozen=True, slots=True)
