@@ -6,7 +6,9 @@ one) the way a server that rug-pulls would. Every tool answers with its name and
 arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``. A
 tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
 content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
-server sends back. A file holding ``{"list_error": text}`` instead of a list makes every
+server sends back. One holding ``"exit": true`` ends the server's process instead, and
+one holding ``"raise": {"code": ..., "message": ...}`` answers with that JSON-RPC
+error. A file holding ``{"list_error": text}`` instead of a list makes every
 ``tools/list`` a JSON-RPC error with that message.
 
     python tests/_mcp_tools_server.py            # stdio
@@ -63,6 +65,10 @@ async def _call(ctx: Any, params: types.CallToolRequestParams) -> types.CallTool
     entry = _entry(params.name)
     if "sleep" in entry:
         await anyio.sleep(entry["sleep"])
+    if entry.get("exit"):
+        os._exit(3)  # a server that dies in the middle of a call
+    if "raise" in entry:
+        raise MCPError(code=entry["raise"]["code"], message=entry["raise"]["message"])
     if "result" in entry:
         return types.CallToolResult.model_validate(entry["result"])
     if params.name == "notify":

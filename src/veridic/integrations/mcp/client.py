@@ -5,14 +5,20 @@ over stdio, or a URL over streamable HTTP, with the ``mcp`` SDK), lists its
 tools and registers each as an external tool of a component named after the
 server. A server that does not start or answer within its timeout is a
 component whose boot failed: its pinned tools are listed as unavailable with
-the reason, as for any component.
+the reason, as for any component. So is a connection that ends: when
+``connect`` is left, or when the server closes it (its process ended), the
+next view tells the server's tools unavailable, "the connection to the MCP
+server is closed", and a call cut off by it says it may have run.
 
 What the model is shown comes from the server, so it is checked against the
 pins (``veridic.integrations.mcp._pins``): a tool that matches its pin is
 registered with it (its description and required arguments may enter the
-capability section); a changed, new or vanished tool is kept out of every
-view with a reason naming what changed. Without pins every tool is
-registered unpinned: listed by name, its description marked unverified.
+capability section); a changed or vanished tool is kept out of every view
+with a reason naming what changed; a tool the pins do not record is not
+registered at all (nobody reviewed even its name, and the capability section
+names every tool it says is unavailable), only logged and kept in
+``connection.changes``. Without pins every tool is registered unpinned:
+listed by name, its description marked unverified.
 
 A listing that names a tool twice is refused (:class:`~veridic.errors.IntegrationError`
 naming the tool and the server): kept to one copy, the reviewed copy could be
@@ -27,7 +33,9 @@ registered (through the SDK's response cache where the server allows
 caching), so a server that changes a tool mid-run is refused at the next
 call, not trusted; a ``tools/list_changed`` notification is logged and checks
 at once. Calls go through :func:`veridic.aexecute` like any tool: approvals,
-audit, guards. The server's results are :class:`~veridic.UntrustedText`.
+audit, guards. The server's results are :class:`~veridic.UntrustedText`: their
+content as text, cut at the server's ``result_limit`` (100,000 characters by
+default) with a note of what was cut (``veridic.integrations.mcp._results``).
 
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
@@ -68,6 +76,7 @@ from veridic.errors import (
     VeridicError,
 )
 from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _twice
+from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
 from veridic.text.provenance import (
     TrustedInstruction,
     TrustedText,
@@ -87,6 +96,8 @@ _EXTRA: Final = "mcp"
 _PAGES: Final = 100
 _ERROR_SHOWN: Final = 2000  # characters of a server's error text an error quotes
 _REQUEST_TIMEOUT: Final = -32001  # mcp_types.REQUEST_TIMEOUT: a request that got no answer
+_CONNECTION_CLOSED: Final = -32000  # mcp_types.CONNECTION_CLOSED: the connection ended
+_CLOSED: Final = instruction("the connection to the MCP server is closed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +111,7 @@ class McpServer:
     cwd: str | None = None
     timeout: float = 10.0
     protocol: Literal["auto", "legacy"] = "auto"
+    result_limit: int = RESULT_LIMIT
 
     def __repr__(self) -> str:
         where = self.url or " ".join(self.command)
@@ -114,6 +126,7 @@ def stdio(
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 10.0,
     protocol: Literal["auto", "legacy"] = "auto",
+    result_limit: int = RESULT_LIMIT,
 ) -> McpServer:
     """A server started as ``command *args``, spoken to over its stdin and stdout.
 
@@ -121,11 +134,24 @@ def stdio(
     default otherwise); ``timeout`` bounds starting, each listing and each call, in
     seconds (a call not answered in time may still have run, and its error says so);
     ``protocol="legacy"`` forces the initialize handshake of servers before 2026
-    (``"auto"`` finds out).
+    (``"auto"`` finds out); ``result_limit`` is how many characters of one tool
+    result the model is given (100,000 by default): a longer result is cut there,
+    and the model and the log are told how much was cut.
+
+    Raises:
+        VeridicError: the name is not one printable line, or ``result_limit`` is
+            not a positive number of characters.
     """
     _check_name(name)
+    _check_limit(name, result_limit)
     return McpServer(
-        name, (command, *args), env=env, cwd=_path(cwd), timeout=timeout, protocol=protocol
+        name,
+        (command, *args),
+        env=env,
+        cwd=_path(cwd),
+        timeout=timeout,
+        protocol=protocol,
+        result_limit=result_limit,
     )
 
 
@@ -135,15 +161,20 @@ def http(
     *,
     timeout: float = 10.0,
     protocol: Literal["auto", "legacy"] = "auto",
+    result_limit: int = RESULT_LIMIT,
 ) -> McpServer:
-    """A server reached over streamable HTTP at ``url`` (``http://host:port/mcp``)."""
+    """A server reached over streamable HTTP at ``url`` (``http://host:port/mcp``).
+
+    ``timeout``, ``protocol`` and ``result_limit`` mean what they mean for :func:`stdio`.
+    """
     if not url.startswith(("http://", "https://")):
         raise VeridicError(
             f"MCP server {name!r} got url={url!r}: give the server's streamable HTTP endpoint, "
             "e.g. 'http://localhost:8000/mcp'"
         )
     _check_name(name)
-    return McpServer(name, url=url, timeout=timeout, protocol=protocol)
+    _check_limit(name, result_limit)
+    return McpServer(name, url=url, timeout=timeout, protocol=protocol, result_limit=result_limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +276,7 @@ async def connect(
             try:
                 yield connection
             finally:
-                connection._client = None
+                connection._close()
 
 
 @dataclass(eq=False)
@@ -263,6 +294,8 @@ class McpConnection:
     _tasks: Any = field(default=None, repr=False)
     _registered: dict[str, PinnedTool] = field(default_factory=dict, repr=False)
     _withheld: dict[str, str] = field(default_factory=dict, repr=False)
+    _registry: Registry | None = field(default=None, repr=False)
+    _lost: bool = field(default=False, repr=False)
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -293,7 +326,7 @@ class McpConnection:
         listed: Sequence[PinnedTool],
     ) -> None:
         if self.pins is None:
-            self._install(registry, hint, None, [_entry(t, declared) for t in listed])
+            self._install(registry, hint, self._alive, [_entry(t, declared) for t in listed])
             return
         changes = self.pins.compare(listed)
         changed = {change.tool: change for change in changes}
@@ -304,9 +337,12 @@ class McpConnection:
                 # Its record, not the listing: the pin is the reviewed one, so a listing
                 # that differs from it shows as changed rather than vouching for itself.
                 entries.append(_entry(tool, declared, recorded=self.pins.tools[tool.name]))
-            else:
+            elif change.kind != "new":
                 entries.append(_entry(tool, declared, unavailable=change.reason))
-        renamed = {_folded(tool.name) for tool in listed}
+            # A tool the pins do not record is not registered: nobody reviewed even its
+            # name, and the capability section, read as instruction, names every tool it
+            # says is unavailable. It is in ``changes`` and on the log.
+        renamed = {_folded(tool.name) for tool in listed if tool.name in self.pins.tools}
         for change in changes:
             # A pinned tool the server now lists renamed only in case or in - and _ ('fail'
             # as 'Fail') is not registered beside it, which the registry would refuse: the
@@ -314,7 +350,7 @@ class McpConnection:
             gone = change.old if change.kind == "gone" else None
             if gone is not None and _folded(gone.name) not in renamed:
                 entries.append(_entry(gone, declared, unavailable=change.reason))
-        self._install(registry, hint, None, entries)
+        self._install(registry, hint, self._alive, entries)
         self.changes = changes
         for change in changes:
             _log.warning(
@@ -372,6 +408,45 @@ class McpConnection:
                 )
             self._add_all(registry, hint, boot, entries)
         self._registered = {entry.tool.name: entry.tool for entry in entries}
+        self._registry = registry
+
+    # --- the connection's life -------------------------------------------------------
+
+    def _alive(self) -> None:
+        """The component's boot check: the connection is open (run again when it closes).
+
+        Without it, the views made after the server died or ``connect`` was left
+        still offered its tools, each call refused only when it was made.
+        """
+        if self._client is None or self._lost:
+            raise BootError(_CLOSED)
+
+    def _close(self) -> None:
+        """Leaving ``connect``: the next view tells the server's tools unavailable."""
+        self._client = None
+        self._went_down()
+
+    def _went_down(self) -> None:
+        if self._registry is not None:
+            self._registry.recheck(self.server.name)
+
+    async def _lost_connection(self, client: object, error: BaseException) -> bool:
+        """Whether ``error`` is the connection's end (the server's process ended, the
+        network failed), and if so mark it lost and take the server's tools out of the
+        next view. A server that answers a call with the JSON-RPC code of a closed
+        connection is asked once more (a listing) before it is believed."""
+        if not _closed(error) or await _answers(client, self.server):
+            return False
+        if not self._lost:
+            self._lost = True
+            _log.warning(
+                "MCP server %r closed the connection: its tools are unavailable until the "
+                "application connects again (%s)",
+                self.server.name,
+                _quoted(error),
+            )
+            self._went_down()
+        return True
 
     def _add_all(
         self,
@@ -408,7 +483,12 @@ class McpConnection:
         if reason is not None:
             raise self._unavailable(name, reason)
         client = self._live()
-        listed = _by_name(self.server, await _listing(client, self.server, refresh=False))
+        try:
+            listed = _by_name(self.server, await _listing(client, self.server, refresh=False))
+        except Exception as error:
+            if await self._lost_connection(client, error):
+                raise self._live_error() from error
+            raise
         self._withhold_changed(listed)
         reason = self._withheld.get(name)
         if reason is not None:
@@ -418,12 +498,14 @@ class McpConnection:
         except Exception as error:
             if _timed_out(error):
                 raise _unanswered(self.server, name) from error
+            if await self._lost_connection(client, error):
+                raise _cut_off(self.server, name) from error
             raise
-        text = _result_text(result)
-        source = f"mcp:{self.server.name}/{name}"
+        text = result_text(result)
         if getattr(result, "is_error", False):
-            raise _answered_error(self.server, name, text)
-        return untrusted(text, source=source)
+            raise _answered_error(self.server, name, text)  # quoted clipped, its length said
+        text = bounded(text, self.server.result_limit, self.server.name, name)
+        return untrusted(text, source=f"mcp:{self.server.name}/{name}")
 
     def _withhold_changed(self, listed: Mapping[str, PinnedTool]) -> tuple[PinChange, ...]:
         found: list[PinChange] = []
@@ -469,14 +551,25 @@ class McpConnection:
             _log.warning("MCP server %r: re-check failed: %s", self.server.name, _quoted(error))
 
     def _live(self) -> object:
-        if self._client is None:
-            raise ToolUnavailableError(
-                f"the connection to MCP server {self.server.name!r} is closed: call its tools "
-                "inside the async with connect(...) block that registered them",
-                reason="its MCP connection is closed",
+        if self._client is None or self._lost:
+            raise self._live_error()
+        return self._client
+
+    def _live_error(self) -> ToolUnavailableError:
+        if self._lost:
+            return ToolUnavailableError(
+                f"MCP server {self.server.name!r} closed the connection (its process ended, or "
+                "the network failed): its tools are unavailable until the application "
+                "connects to it again",
+                reason=str(_CLOSED),
                 component=self.server.name,
             )
-        return self._client
+        return ToolUnavailableError(
+            f"the connection to MCP server {self.server.name!r} is closed: call its tools "
+            "inside the async with connect(...) block that registered them",
+            reason="its MCP connection is closed",
+            component=self.server.name,
+        )
 
     def _unavailable(self, name: str, reason: str) -> ToolUnavailableError:
         return ToolUnavailableError(
@@ -588,20 +681,6 @@ def _pinned(tool: object, server: McpServer) -> PinnedTool:
     return PinnedTool(name, description, json.loads(json.dumps(schema)), hints)
 
 
-def _result_text(result: object) -> str:
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or ():
-        text = getattr(block, "text", None)
-        if isinstance(text, str):
-            parts.append(text)
-        else:
-            parts.append(f"[{getattr(block, 'type', 'content')} omitted]")
-    structured = getattr(result, "structured_content", None)
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
-    return "\n".join(parts)
-
-
 def _unanswered(server: McpServer, name: str) -> IntegrationError:
     """The error of a call the server did not answer within its timeout.
 
@@ -615,6 +694,35 @@ def _unanswered(server: McpServer, name: str) -> IntegrationError:
         f"{server.timeout} s, so the call may have run (MCP cannot take it back): check "
         "what it did before calling it again",
         reason="the MCP server did not answer the call in time",
+    )
+
+
+async def _answers(client: object, server: McpServer) -> bool:
+    """Whether the connection still carries a request (a fresh ``tools/list``; ping is
+    gone from the 2026 protocol): only the closed connection's own error says no."""
+    try:
+        await _listing(client, server, refresh=True)
+    except Exception as error:
+        return not _closed(error)
+    return True
+
+
+def _closed(error: BaseException) -> bool:
+    """Whether ``error`` is the SDK's (or a server's) "connection closed" (-32000)."""
+    return any(
+        getattr(getattr(leaf, "error", None), "code", None) == _CONNECTION_CLOSED
+        for leaf in _leaves(error)
+    )
+
+
+def _cut_off(server: McpServer, name: str) -> IntegrationError:
+    """The error of a call whose connection ended before its answer: it may have run,
+    as a call not answered in time may (:func:`_unanswered`)."""
+    return IntegrationError(
+        f"MCP server {server.name!r} closed the connection during the call of tool {name!r} "
+        "(its process ended, or the network failed), so the call may have run: check what it "
+        "did before calling it again, once the application has connected to the server again",
+        reason="the MCP server closed the connection during the call",
     )
 
 
@@ -802,6 +910,14 @@ def _check_name(name: TrustedText) -> None:
         raise VeridicError(
             f"MCP server name {name!r} is not a name: give one printable line written in code, "
             'e.g. stdio("github", "github-mcp-server")'
+        )
+
+
+def _check_limit(name: TrustedText, limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise VeridicError(
+            f"MCP server {name!r} got result_limit={limit!r}: give the number of characters "
+            f"of one tool result the model may be given, e.g. result_limit={RESULT_LIMIT}"
         )
 
 
