@@ -609,7 +609,16 @@ class ModelGateway:
         ``store.claim_paused(request_id)`` hands out, which gives the run to one
         caller.
 
+        ``limits`` hold for the whole run, the part before the pause included
+        (:class:`~veridic.PausedRun` keeps what it had spent, not the limits it ran
+        under: pass the same ones again). A paused run that had spent more than
+        they allow is refused before anything runs, as a run does not run the
+        calls of an answer past its limits.
+
         Raises:
+            RunLimitError: the paused run had spent more turns, tool calls or
+                tokens than ``limits`` allow (nothing runs; resume it again with
+                the limits it was started with).
             VeridicError: ``paused`` is not a :class:`~veridic.PausedRun`,
                 ``composer`` already holds turns, an answer is not a bool or
                 names no pending approval, the paused conversation does
