@@ -14,6 +14,8 @@ from pydantic import BaseModel, field_validator
 
 from veridic import (
     ApprovalPolicy,
+    AuditRecord,
+    AuditWriteError,
     Composer,
     Limits,
     ModelGateway,
@@ -396,9 +398,11 @@ def twin_run(
         ),
     )
     seen["ran"] = ran
-    seen["records"] = [
+    # Sorted: arun runs a reply of queries concurrently, so they are recorded as they end
+    # (the outcomes, compared above, keep the model's order).
+    seen["records"] = sorted(
         (r.call_id, r.tool, r.outcome.value, r.approval.value) for r in audit.records("req-1")
-    ]
+    )
     return seen
 
 
@@ -426,3 +430,110 @@ def test_the_blocking_and_the_async_run_and_resume_do_the_same(
     blocking = twin_run(script, asynchronous=False, defer=defer, limits=limits, approve=approve)
     awaited = twin_run(script, asynchronous=True, defer=defer, limits=limits, approve=approve)
     assert awaited == blocking
+
+
+# --- a run that fails between two calls of one answer ------------------------------------
+
+
+class DialogCrashed(Exception):
+    """The application's confirm dialog failed (its own bug, a lost connection)."""
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_run_that_fails_mid_answer_keeps_the_calls_that_ran_on_the_composer(
+    asynchronous: bool,
+) -> None:
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    script: list[dict[str, object]] = [
+        {
+            "tool_calls": [
+                ("c1", "refund", '{"order_id": 1}'),
+                ("c2", "refund", '{"order_id": 2}'),
+                ("c3", "refund", '{"order_id": 3}'),
+            ]
+        },
+        {"text": "done"},
+    ]
+    audit = SQLiteAuditSink()
+    gateway = ModelGateway(ScriptedProvider(script, asynchronous=asynchronous), audit=audit)
+    composer = system_part(view).user("Refund 1, 2 and 3.")
+
+    def confirm(request: object) -> bool:
+        if ran:  # the first refund ran: the dialog for the second one crashes
+            raise DialogCrashed("the approval dialog lost its connection")
+        return True
+
+    async def aconfirm(request: object) -> bool:
+        return confirm(request)
+
+    def run() -> object:
+        policy = ApprovalPolicy(view)
+        if asynchronous:
+            return asyncio.run(
+                gateway.arun(composer, view, policy=policy, request_id="r", confirm=aconfirm)
+            )
+        return gateway.run(composer, view, policy=policy, request_id="r", confirm=confirm)
+
+    with pytest.raises(DialogCrashed) as caught:
+        run()
+    assert ran == ["refund 1"]
+    prompt = composer.build()
+    # The answer is on the composer, with the result of the refund that ran: sent again, the
+    # model would not ask for it anew; the calls that did not run stay unanswered, and the
+    # gateway refuses to send a prompt with unanswered calls.
+    assert [call.id for call in prompt.pending_tool_calls] == ["c2", "c3"]
+    assert [m.tool_call_id for m in prompt.messages if m.role == "tool"] == ["c1"]
+    assert "1 call(s) of it that ran" in "".join(getattr(caught.value, "__notes__", []))
+
+
+class LosesOneRecord(SQLiteAuditSink):
+    """A store whose write of one call's record fails (the disk filled up just then)."""
+
+    def write(self, record: AuditRecord, /) -> None:
+        if record.call_id == "c2":
+            raise OSError("disk full")
+        super().write(record)
+
+    async def awrite(self, record: AuditRecord, /) -> None:
+        self.write(record)
+
+
+def test_a_resume_that_fails_mid_way_keeps_the_calls_that_ran_on_the_composer() -> None:
+    audit = LosesOneRecord()
+    paused = paused_refunds(audit, Limits())
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    gateway = ModelGateway(ScriptedProvider([{"text": "done"}]), audit=audit)
+    composer = system_part(view)
+    with pytest.raises(AuditWriteError) as caught:
+        gateway.resume(
+            paused, composer, view, policy=ApprovalPolicy(view), answers={"c2": True, "c3": True}
+        )
+    assert ran == ["refund 2"]  # it ran; its record was not written; refund 3 did not run
+    assert caught.value.result.record.tool == "refund"
+    prompt = composer.build()
+    assert [call.id for call in prompt.pending_tool_calls] == ["c3"]
+    assert [m.tool_call_id for m in prompt.messages if m.role == "tool"] == ["c1", "c2"]
+
+
+def test_concurrent_calls_of_which_one_fails_to_record_all_stay_on_the_composer() -> None:
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    script: list[dict[str, object]] = [
+        {
+            "tool_calls": [
+                ("c1", "get_order", '{"order_id": 1}'),
+                ("c2", "get_order", '{"order_id": 2}'),
+                ("c3", "get_order", '{"order_id": 3}'),
+            ]
+        }
+    ]
+    gateway = ModelGateway(ScriptedProvider(script, asynchronous=True), audit=LosesOneRecord())
+    composer = system_part(view).user("Look 1 to 3 up.")
+    with pytest.raises(AuditWriteError):
+        asyncio.run(gateway.arun(composer, view, policy=ApprovalPolicy(view), request_id="r"))
+    assert sorted(ran) == ["get_order 1", "get_order 2", "get_order 3"]
+    prompt = composer.build()
+    assert prompt.pending_tool_calls == ()  # every call ran, the one unrecorded too
+    assert [m.tool_call_id for m in prompt.messages if m.role == "tool"] == ["c1", "c2", "c3"]

@@ -235,6 +235,34 @@ class _Run(Generic[OutputT]):
         self.outcomes.extend(outcomes)
         reply.record(self.composer, outcomes)
 
+    def broken(
+        self,
+        reply: Reply,
+        done: Sequence[ToolOutcome],
+        error: BaseException,
+        *,
+        resumed: bool = False,
+    ) -> None:
+        """Keep on the composer an answer whose calls stopped part-way, and say so on ``error``.
+
+        The calls that ran (``done``) are answered; the others stay unanswered, so
+        the gateway refuses to send the composer again as it is. Left out, the
+        answer would vanish with the results of calls that ran: the composer sent
+        again would have the model ask for them anew, and run a write twice.
+        """
+        if resumed:  # the answer's turn is in the restored conversation
+            self.after_resumed(done)
+        else:
+            reply.record(self.composer, done)
+        left = len(reply.tool_calls) - len(done)
+        error.add_note(
+            f"request {self.request_id!r}: the composer holds the model's answer with the "
+            f"results of the {len(done)} call(s) of it that ran; its {left} other call(s) "
+            "are unanswered (the audit store's records(request_id) say what became of "
+            "each), so the gateway will not send it as it is: answer them with "
+            "Composer.tool_result(call_id, ...) or start the request anew"
+        )
+
     def after_resumed(self, outcomes: Sequence[ToolOutcome]) -> None:
         """The results of resumed calls (their turn is in the restored conversation)."""
         self.outcomes.extend(outcomes)
@@ -317,9 +345,9 @@ class _Run(Generic[OutputT]):
         raise RunLimitError(
             f"the run reached its limit of {allowed:g} {what} ({reached:g}) before the model "
             f"answered without tool calls; the {self.earlier_calls + len(self.outcomes)} tool "
-            "call(s) made so far ran and are recorded, and the composer holds the conversation: raise "
-            f"Limits({limit}=...) if the task needs more, or look at what the model kept "
-            "asking for",
+            "call(s) made so far ran and are recorded, and the composer holds the "
+            f"conversation: raise Limits({limit}=...) if the task needs more, or look at what "
+            "the model kept asking for",
             limit=limit,
             allowed=allowed,
             reached=reached,
