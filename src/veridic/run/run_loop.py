@@ -539,6 +539,7 @@ def _resumed(
             f"approvals name (no waiting call for {sorted(missing) or 'any approval'}): it was "
             "changed after PausedRun.to_json(); resume only what a run returned"
         )
+    check_waiting(paused, waiting, answers)
     if paused.tool_calls < len(waiting):
         raise VeridicError(
             f"the paused run of request {paused.request_id!r} counts {paused.tool_calls} tool "
@@ -546,7 +547,6 @@ def _resumed(
             "pauses): it was changed after PausedRun.to_json(), and would resume with its "
             "tool_calls limit lifted; nothing ran: resume only what a run returned"
         )
-    check_waiting(paused, waiting, answers)
     reply = Reply(
         text="",
         tool_calls=waiting,
