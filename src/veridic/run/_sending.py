@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
-from veridic.providers._base import Adapter, Completion
+from veridic.providers._base import Adapter, Completion, Usage, _count
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
 from veridic.run.executor import tools_sha256
@@ -33,6 +33,7 @@ __all__ = [
     "anothing",
     "awaited",
     "check_call_ids",
+    "check_usage",
     "checked",
     "nothing",
 ]
@@ -59,6 +60,7 @@ class Sent:
 
     def reply(self, completion: Completion) -> Reply:
         latency = time.monotonic() - self.started
+        check_usage(completion.usage, self.request_id)
         if self.answered is not None:
             # Recorded before the ids are checked: an answer that is refused is on record too.
             self.answered(self._answer(completion, latency))
@@ -67,6 +69,7 @@ class Sent:
     async def areply(self, completion: Completion) -> Reply:
         """:meth:`reply` for async code: the answer's record is awaited."""
         latency = time.monotonic() - self.started
+        check_usage(completion.usage, self.request_id)
         if self.aanswered is not None:
             await self.aanswered(self._answer(completion, latency))
         return self._reply(completion, latency)
@@ -101,6 +104,31 @@ class Sent:
             usage=completion.usage,
             latency=latency,
         )
+
+
+def check_usage(usage: object, request_id: str) -> None:
+    """Refuse an answer whose usage is not two token counts, before anything of it runs.
+
+    The SDK adapters read usage checked; an application's own :class:`Adapter
+    <veridic.providers.Adapter>` builds the :class:`Usage <veridic.providers.Usage>`
+    itself, and a negative count (a sign read wrong, a proxy's "unknown" as -1)
+    took tokens off the run's total, so ``Limits(tokens=...)`` let the run go on
+    past it whenever no store checked the answer's record first.
+
+    Raises:
+        VeridicError: naming the count and the request.
+    """
+    if usage is None:
+        return
+    where = f"the answer to request {clip(request_id)}"
+    if not isinstance(usage, Usage):
+        raise VeridicError(
+            f"{where} gives a {type(usage).__name__} as its usage, not a Usage: an adapter's "
+            "parse() must give Usage(input_tokens, output_tokens) or None; nothing of the "
+            "answer was run"
+        )
+    _count("input_tokens", usage.input_tokens, where)
+    _count("output_tokens", usage.output_tokens, where)
 
 
 def check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:

@@ -107,7 +107,7 @@ from veridic.run.call_log import (
     _CallRecords,
 )
 from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed
-from veridic.run.executor import AsyncConfirm, aexecute, execute
+from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute
 from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome, _check_whole
 from veridic.run.run_loop import Limits, OutputT, RunResult, _resumed, _Run
 from veridic.text.compose import Composer
@@ -352,10 +352,15 @@ class ModelGateway:
         calls: Sequence[ToolCall],
         approving: Callable[[ToolCall], tuple[ApprovalPolicy, Confirm | None]],
         context: object,
+        done: list[ToolOutcome] | None = None,
     ) -> tuple[ToolOutcome, ...]:
-        """``calls`` of ``reply`` in order, each with the policy and confirm ``approving`` gives."""
+        """``calls`` of ``reply`` in order, each with the policy and confirm ``approving`` gives.
+
+        ``done`` receives each call's outcome as it ends, so that a caller that sees an
+        exception knows which calls ran (one whose record could not be written included).
+        """
         check_none_async(reply.view, calls)
-        outcomes: list[ToolOutcome] = []
+        outcomes: list[ToolOutcome] = [] if done is None else done
         for call in calls:
             policy, confirm = approving(call)
             try:
@@ -375,6 +380,7 @@ class ModelGateway:
                     )
             except AuditWriteError as error:
                 error.earlier = tuple(outcomes)
+                outcomes.extend(_ran(call, error))
                 raise
             outcomes.append(ToolOutcome(call, result))
         return tuple(outcomes)
@@ -399,14 +405,17 @@ class ModelGateway:
         calls: Sequence[ToolCall],
         approving: Callable[[ToolCall], tuple[ApprovalPolicy, AsyncConfirm | None]],
         context: object,
+        done: list[ToolOutcome] | None = None,
     ) -> tuple[ToolOutcome, ...]:
-        outcomes: list[ToolOutcome] = []
+        """:meth:`_run_calls` for async code."""
+        outcomes: list[ToolOutcome] = [] if done is None else done
         for call in calls:
             policy, confirm = approving(call)
             try:
                 outcomes.append(await self._acall(reply, call, policy, confirm, context))
             except AuditWriteError as error:
                 error.earlier = tuple(outcomes)
+                outcomes.extend(_ran(call, error))
                 raise
         return tuple(outcomes)
 
@@ -505,6 +514,11 @@ class ModelGateway:
             VeridicError: a structured answer still invalid after its retries,
                 an async-only store (use :meth:`arun`; raised before the first
                 model call), or anything :meth:`send` and :meth:`run_tools` raise.
+                Raised between two calls of one answer (``confirm`` raised, an
+                audit write failed), it leaves that answer on ``composer`` with
+                the results of the calls that ran and the others unanswered
+                (a note on the error says so), so the composer is not sent
+                again as if none had run.
         """
         check_output_type(output_type)
         check_defer(defer, confirm, "run")
@@ -533,16 +547,19 @@ class ModelGateway:
                     return result
                 continue
             state.check_calls(reply, prompt)
+            # With defer, confirm is None (check_defer): the calls before the first that
+            # needs an answer run, and it and the calls after it wait.
             waiting = first_waiting(reply, policy) if defer else None
+            calls = reply.tool_calls[:waiting]
+            done: list[ToolOutcome] = []
+            try:
+                self._run_calls(reply, calls, lambda call: (policy, confirm), state.context, done)
+            except BaseException as error:
+                state.broken(reply, done, error)
+                raise
+            state.after_calls(reply, done)
             if waiting is not None:
-                calls = reply.tool_calls
-                ran = self._run_calls(
-                    reply, calls[:waiting], lambda call: (policy, None), state.context
-                )
-                state.after_calls(reply, ran)
-                return state.pause(reply, calls[waiting:], policy)
-            outcomes = self.run_tools(reply, policy=policy, confirm=confirm, context=state.context)
-            state.after_calls(reply, outcomes)
+                return state.pause(reply, reply.tool_calls[waiting:], policy)
 
     @overload
     def resume(
@@ -609,7 +626,16 @@ class ModelGateway:
         ``store.claim_paused(request_id)`` hands out, which gives the run to one
         caller.
 
+        ``limits`` hold for the whole run, the part before the pause included
+        (:class:`~veridic.PausedRun` keeps what it had spent, not the limits it ran
+        under: pass the same ones again). A paused run that had spent more than
+        they allow is refused before anything runs, as a run does not run the
+        calls of an answer past its limits.
+
         Raises:
+            RunLimitError: the paused run had spent more turns, tool calls or
+                tokens than ``limits`` allow (nothing runs; resume it again with
+                the limits it was started with).
             VeridicError: ``paused`` is not a :class:`~veridic.PausedRun`,
                 ``composer`` already holds turns, an answer is not a bool or
                 names no pending approval, the paused conversation does
@@ -627,11 +653,16 @@ class ModelGateway:
             state, reply, bound = _resumed(
                 paused, composer, view, limits, output_type, answers, context
             )
-            done = recorded(self._audit, paused.request_id, "resume")
-            check_not_resumed(paused, reply.tool_calls, done)
+            on_record = recorded(self._audit, paused.request_id, "resume")
+            check_not_resumed(paused, reply.tool_calls, on_record)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
-            ran = self._run_calls(reply, steps.runnable, steps.approving, context)
-            state.after_resumed(ran)
+            done: list[ToolOutcome] = []
+            try:
+                self._run_calls(reply, steps.runnable, steps.approving, context, done)
+            except BaseException as error:
+                state.broken(reply, done, error, resumed=True)
+                raise
+            state.after_resumed(done)
             if steps.waiting:
                 return span.ran(
                     state.pause(reply, steps.waiting, policy, steps.again), since=paused
@@ -716,20 +747,21 @@ class ModelGateway:
                 continue
             state.check_calls(reply, prompt)
             waiting = first_waiting(reply, policy) if defer else None
+            calls = reply.tool_calls[:waiting]
+            done: list[ToolOutcome] = []
+            try:
+                if waiting is None and all_queries(reply):
+                    await self._concurrent_tools(reply, policy, confirm, state.context, done)
+                else:
+                    await self._arun_calls(
+                        reply, calls, lambda call: (policy, confirm), state.context, done
+                    )
+            except BaseException as error:
+                state.broken(reply, done, error)
+                raise
+            state.after_calls(reply, done)
             if waiting is not None:
-                calls = reply.tool_calls
-                ran = await self._arun_calls(
-                    reply, calls[:waiting], lambda call: (policy, None), state.context
-                )
-                state.after_calls(reply, ran)
-                return state.pause(reply, calls[waiting:], policy)
-            if all_queries(reply):
-                outcomes = await self._concurrent_tools(reply, policy, confirm, state.context)
-            else:
-                outcomes = await self.arun_tools(
-                    reply, policy=policy, confirm=confirm, context=state.context
-                )
-            state.after_calls(reply, outcomes)
+                return state.pause(reply, reply.tool_calls[waiting:], policy)
 
     @overload
     async def aresume(
@@ -778,11 +810,16 @@ class ModelGateway:
             state, reply, bound = _resumed(
                 paused, composer, view, limits, output_type, answers, context
             )
-            done = await arecorded(self._audit, paused.request_id, "aresume")
-            check_not_resumed(paused, reply.tool_calls, done)
+            on_record = await arecorded(self._audit, paused.request_id, "aresume")
+            check_not_resumed(paused, reply.tool_calls, on_record)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
-            ran = await self._arun_calls(reply, steps.runnable, steps.approving, context)
-            state.after_resumed(ran)
+            done: list[ToolOutcome] = []
+            try:
+                await self._arun_calls(reply, steps.runnable, steps.approving, context, done)
+            except BaseException as error:
+                state.broken(reply, done, error, resumed=True)
+                raise
+            state.after_resumed(done)
             if steps.waiting:
                 return span.ran(
                     state.pause(reply, steps.waiting, policy, steps.again), since=paused
@@ -790,14 +827,23 @@ class ModelGateway:
             return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
 
     async def _concurrent_tools(
-        self, reply: Reply, policy: ApprovalPolicy, confirm: AsyncConfirm | None, context: object
+        self,
+        reply: Reply,
+        policy: ApprovalPolicy,
+        confirm: AsyncConfirm | None,
+        context: object,
+        done: list[ToolOutcome],
     ) -> tuple[ToolOutcome, ...]:
+        """The calls of ``reply`` at once; ``done`` gets, in the model's order, the outcome of
+        each that ran (one whose record could not be written included)."""
         settled = await asyncio.gather(
             *(self._acall(reply, call, policy, confirm, context) for call in reply.tool_calls),
             return_exceptions=True,
         )
         outcomes = tuple(item for item in settled if isinstance(item, ToolOutcome))
         failures = [item for item in settled if isinstance(item, BaseException)]
+        for call, item in zip(reply.tool_calls, settled, strict=True):
+            done.extend((item,) if isinstance(item, ToolOutcome) else _ran(call, item))
         if not failures:
             return outcomes
         first = failures[0]
@@ -849,3 +895,10 @@ class ModelGateway:
         )
         await write_call(record)
         return replace(sent, aanswered=write_reply, started=time.monotonic())
+
+
+def _ran(call: ToolCall, error: BaseException) -> tuple[ToolOutcome, ...]:
+    """The outcome of ``call`` when ``error`` says it ran (its record could not be written)."""
+    if isinstance(error, AuditWriteError) and isinstance(error.result, CallResult):
+        return (ToolOutcome(call, error.result),)
+    return ()

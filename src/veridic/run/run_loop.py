@@ -235,6 +235,34 @@ class _Run(Generic[OutputT]):
         self.outcomes.extend(outcomes)
         reply.record(self.composer, outcomes)
 
+    def broken(
+        self,
+        reply: Reply,
+        done: Sequence[ToolOutcome],
+        error: BaseException,
+        *,
+        resumed: bool = False,
+    ) -> None:
+        """Keep on the composer an answer whose calls stopped part-way, and say so on ``error``.
+
+        The calls that ran (``done``) are answered; the others stay unanswered, so
+        the gateway refuses to send the composer again as it is. Left out, the
+        answer would vanish with the results of calls that ran: the composer sent
+        again would have the model ask for them anew, and run a write twice.
+        """
+        if resumed:  # the answer's turn is in the restored conversation
+            self.after_resumed(done)
+        else:
+            reply.record(self.composer, done)
+        left = len(reply.tool_calls) - len(done)
+        error.add_note(
+            f"request {self.request_id!r}: the composer holds the model's answer with the "
+            f"results of the {len(done)} call(s) of it that ran; its {left} other call(s) "
+            "are unanswered (the audit store's records(request_id) say what became of "
+            "each), so the gateway will not send it as it is: answer them with "
+            "Composer.tool_result(call_id, ...) or start the request anew"
+        )
+
     def after_resumed(self, outcomes: Sequence[ToolOutcome]) -> None:
         """The results of resumed calls (their turn is in the restored conversation)."""
         self.outcomes.extend(outcomes)
@@ -316,10 +344,10 @@ class _Run(Generic[OutputT]):
     def _stop(self, limit: str, allowed: float, reached: float, what: str) -> NoReturn:
         raise RunLimitError(
             f"the run reached its limit of {allowed:g} {what} ({reached:g}) before the model "
-            f"answered without tool calls; the {len(self.outcomes)} tool call(s) made so far "
-            "ran and are recorded, and the composer holds the conversation: raise "
-            f"Limits({limit}=...) if the task needs more, or look at what the model kept "
-            "asking for",
+            f"answered without tool calls; the {self.earlier_calls + len(self.outcomes)} tool "
+            "call(s) made so far ran and are recorded, and the composer holds the "
+            f"conversation: raise Limits({limit}=...) if the task needs more, or look at what "
+            "the model kept asking for",
             limit=limit,
             allowed=allowed,
             reached=reached,
@@ -345,7 +373,10 @@ def _problems(error: ValidationError, output_type: type[BaseModel]) -> str:
     answer)``, and a message that quotes a value of the answer (a
     discriminator's tag, a validator's ``f"{value}"``) gives way to pydantic's
     error type. Otherwise an injected document could have the model answer
-    with a key that the next turn then says in the user's name.
+    with a key that the next turn then says in the user's name. A message
+    quotes a value when it shares :data:`_QUOTED` characters in a row with it,
+    case and spaces aside: validators quote a value trimmed, cut short or
+    upper-cased, which a search for the whole value missed.
     """
     names = _schema_names(output_type)
     told: list[str] = []
@@ -355,10 +386,27 @@ def _problems(error: ValidationError, output_type: type[BaseModel]) -> str:
             for part in item["loc"]
         )
         message = item["msg"]
-        if any(text in message for text in _texts(item.get("input"))):
+        if _quotes(message, _texts(item.get("input"))):
             message = f"the value there is not valid ({item['type']})"
         told.append(f"{place or '(the answer)'}: {message}")
     return "; ".join(told)
+
+
+_QUOTED: Final = 8
+"""Characters in a row (case and spaces aside) that make an error message a quote of the
+answer: fewer say no instruction, and pydantic's own messages rarely share as many with a
+value."""
+
+
+def _quotes(message: str, texts: Sequence[str]) -> bool:
+    """Whether ``message`` quotes any of ``texts``, whole or in part (see :func:`_problems`)."""
+    said = "".join(message.casefold().split())
+    windows = {said[start : start + _QUOTED] for start in range(len(said) - _QUOTED + 1)}
+    for text in texts:
+        written = "".join(text.casefold().split())
+        if written and (written in said or any(window in written for window in windows)):
+            return True
+    return False
 
 
 def _schema_names(output_type: type[BaseModel]) -> frozenset[str]:
@@ -403,6 +451,51 @@ def _texts(value: object) -> list[str]:
     return found
 
 
+def _check_spent(paused: PausedRun, limits: Limits) -> None:
+    """Refuse, before anything runs, a resume whose limits the paused run had passed already.
+
+    A run does not run the calls of an answer that takes it past ``tool_calls``
+    or ``tokens`` (nor answers more than ``turns`` model calls); the limits of a
+    resume hold the same way for the calls that wait, which the paused run
+    counted when it stopped. Nothing runs and nothing is restored, so the same
+    paused run can be resumed with the limits it was started with.
+
+    Raises:
+        RunLimitError: the paused run's turns, tool calls or tokens pass ``limits``.
+        VeridicError: ``limits`` bounds tokens, and the paused run's answers did not say
+            how many they used (as a run with that limit refuses such an answer).
+    """
+    if not isinstance(limits, Limits):
+        raise VeridicError(
+            f"resume(limits={limits!r}): pass Limits(turns=..., tool_calls=..., seconds=...)"
+        )
+    tokens = None if paused.usage is None else paused.usage.total_tokens
+    spent = [
+        ("turns", limits.turns, paused.turns, "model calls"),
+        ("tool_calls", limits.tool_calls, paused.tool_calls, "tool calls"),
+    ]
+    if limits.tokens is not None and tokens is not None:
+        spent.append(("tokens", limits.tokens, tokens, "tokens"))
+    for limit, allowed, reached, what in spent:
+        if reached > allowed:
+            raise RunLimitError(
+                f"the paused run of request {paused.request_id!r} had spent {reached} {what} "
+                f"when it paused, more than the limit of {allowed} this resume was given; "
+                "nothing of it ran (its waiting calls wait still, and no record was written): "
+                f"resume it with the limits it was started with, or a higher Limits({limit}=...)",
+                limit=limit,
+                allowed=allowed,
+                reached=reached,
+            )
+    if limits.tokens is not None and tokens is None:
+        raise VeridicError(
+            f"the paused run of request {paused.request_id!r} holds no count of the tokens "
+            f"its answers used (the provider did not say), so Limits(tokens={limits.tokens}) "
+            "cannot hold; nothing of it ran: resume it with Limits(tokens=None) and bound "
+            "the run by turns and seconds, or use a provider (or proxy) that reports usage"
+        )
+
+
 def _resumed(
     paused: PausedRun,
     composer: Composer,
@@ -436,6 +529,7 @@ def _resumed(
                 f"the paused run holds {clip(digest)} as a hash, not a sha256: it was not "
                 "written by PausedRun.to_json(); resume only what a run returned"
             )
+    _check_spent(paused, limits)
     composer.restore(paused.conversation)
     waiting = composer.build().pending_tool_calls
     missing = asked - {call.id for call in waiting}
@@ -446,6 +540,13 @@ def _resumed(
             "changed after PausedRun.to_json(); resume only what a run returned"
         )
     check_waiting(paused, waiting, answers)
+    if paused.tool_calls < len(waiting):
+        raise VeridicError(
+            f"the paused run of request {paused.request_id!r} counts {paused.tool_calls} tool "
+            f"calls, fewer than the {len(waiting)} that wait (a run counts them when it "
+            "pauses): it was changed after PausedRun.to_json(), and would resume with its "
+            "tool_calls limit lifted; nothing ran: resume only what a run returned"
+        )
     reply = Reply(
         text="",
         tool_calls=waiting,
