@@ -364,20 +364,19 @@ class ModelGateway:
         for call in calls:
             policy, confirm = approving(call)
             try:
-                with _telemetry.calling(call.id):  # the call id, for the tool call's span
-                    result = execute(
-                        reply.view,
-                        call.name,
-                        call.arguments,
-                        policy=policy,
-                        audit=self._audit,
-                        request_id=reply.request_id,
-                        prompt_sha256=reply.prompt_sha256,
-                        confirm=confirm,
-                        tools_digest=reply.tools_sha256,
-                        context=context,
-                        call_id=call.id,
-                    )
+                result = execute(
+                    reply.view,
+                    call.name,
+                    call.arguments,
+                    policy=policy,
+                    audit=self._audit,
+                    request_id=reply.request_id,
+                    prompt_sha256=reply.prompt_sha256,
+                    confirm=confirm,
+                    tools_digest=reply.tools_sha256,
+                    context=context,
+                    call_id=call.id,
+                )
             except AuditWriteError as error:
                 error.earlier = tuple(outcomes)
                 outcomes.extend(_ran(call, error))
@@ -428,20 +427,19 @@ class ModelGateway:
         context: object,
     ) -> ToolOutcome:
         """One call of ``reply`` through :func:`veridic.aexecute`, with the reply's hashes."""
-        with _telemetry.calling(call.id):  # the call id, for the tool call's span
-            result = await aexecute(
-                reply.view,
-                call.name,
-                call.arguments,
-                policy=policy,
-                audit=self._audit,
-                request_id=reply.request_id,
-                prompt_sha256=reply.prompt_sha256,
-                confirm=confirm,
-                tools_digest=reply.tools_sha256,
-                context=context,
-                call_id=call.id,
-            )
+        result = await aexecute(
+            reply.view,
+            call.name,
+            call.arguments,
+            policy=policy,
+            audit=self._audit,
+            request_id=reply.request_id,
+            prompt_sha256=reply.prompt_sha256,
+            confirm=confirm,
+            tools_digest=reply.tools_sha256,
+            context=context,
+            call_id=call.id,
+        )
         return ToolOutcome(call, result)
 
     # --- the loop ------------------------------------------------------------------------

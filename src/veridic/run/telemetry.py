@@ -88,7 +88,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar
 
@@ -142,9 +142,6 @@ _tracer: Tracer | None = None
 """The one global the hooks read: ``None`` while spans are off."""
 
 _switch = threading.Lock()
-
-_call_id: ContextVar[str | None] = ContextVar("veridic_tool_call_id", default=None)
-"""The id of the model's tool call the gateway is running (for ``gen_ai.tool.call.id``)."""
 
 
 def instrument(tracer_provider: TracerProvider | None = None) -> None:
@@ -360,30 +357,6 @@ class AgentSpan(_Hook):
         return result
 
 
-class _Calling(_Hook):
-    """Marks the tool call the gateway runs inside the block (``gen_ai.tool.call.id``)."""
-
-    __slots__ = ("_id", "_token")
-
-    def __init__(self, call_id: str) -> None:
-        self._id = call_id
-        self._token: Token[str | None] | None = None
-
-    def __enter__(self) -> _Calling:
-        self._token = _call_id.set(self._id)
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._token is not None:
-            _call_id.reset(self._token)
-
-
-_OFF_HOOK: Final = _Hook()
 _OFF_CHAT: Final = ChatSpan()
 NO_CHAT: Final = _OFF_CHAT
 """The span of a stream made while spans were off (the streams' default)."""
@@ -404,7 +377,8 @@ def tool(name: object, request_id: object, view: object, call_id: object) -> Too
     while off).
 
     ``call_id`` is the model's id of the call, as :func:`veridic.execute` got it (the
-    gateway and every framework adapter give it); empty, the one :func:`calling` marks.
+    gateway and every framework adapter give it); a call a handler makes in turn has
+    its own (none, unless it gives one).
     """
     tracer = _tracer
     if tracer is None:
@@ -444,13 +418,6 @@ def refused_late(record: AuditRecord) -> None:
         span.end()
     except Exception as error:  # the guard's refusal and its record go on without the span
         _tracer_failed(span_name, "make", error)
-
-
-def calling(call_id: str) -> _Hook:
-    """Inside the block, a tool span takes ``call_id`` as its ``gen_ai.tool.call.id``."""
-    if _tracer is None:
-        return _OFF_HOOK
-    return _Calling(call_id)
 
 
 # --- the live spans ---------------------------------------------------------------------------
@@ -753,20 +720,15 @@ class _LiveTool(_Live, ToolSpan):
         }
         if plain:
             attributes["gen_ai.tool.name"] = str(name)
-        if not isinstance(call_id, str) or not call_id:
-            call_id = _call_id.get()
-        if call_id:
+        if isinstance(call_id, str) and call_id:
             attributes["gen_ai.tool.call.id"] = _written(call_id)
         known = _registered(name, view)
         self._start(
             tracer, "execute_tool" if known is None else f"execute_tool {known}", False, attributes
         )
-        self._call_token: Token[str | None] | None = None
 
     def __enter__(self) -> _LiveTool:
         self._enter()
-        # A call the handler makes in turn is not the model's call: it gets no call id.
-        self._call_token = _call_id.set(None)
         return self
 
     def __exit__(
@@ -775,9 +737,6 @@ class _LiveTool(_Live, ToolSpan):
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._call_token is not None:
-            _call_id.reset(self._call_token)
-            self._call_token = None
         if error is not None and not self._ended:
             result = getattr(error, "result", None)  # AuditWriteError: the call ran
             record = getattr(result, "record", None)
