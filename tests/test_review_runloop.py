@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
@@ -537,3 +538,140 @@ def test_concurrent_calls_of_which_one_fails_to_record_all_stay_on_the_composer(
     prompt = composer.build()
     assert prompt.pending_tool_calls == ()  # every call ran, the one unrecorded too
     assert [m.tool_call_id for m in prompt.messages if m.role == "tool"] == ["c1", "c2", "c3"]
+
+
+# --- a paused run keeps the limits it ran under, and a resume holds them by default -------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_resume_without_limits_holds_those_the_run_was_started_with(
+    asynchronous: bool,
+) -> None:
+    # Started under tool_calls=4: 3 calls before the pause, so the model's next turn of 2
+    # calls passes the limit. Before, a resume without limits= held Limits() (100 calls,
+    # no token bound) and ran both.
+    audit = SQLiteAuditSink()
+    started = Limits(tool_calls=4, tokens=100)
+    paused = PausedRun.from_json(paused_refunds(audit, started).to_json())
+    assert paused.limits == started
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    more = {
+        "tool_calls": [
+            ("c4", "get_order", '{"order_id": 4}'),
+            ("c5", "get_order", '{"order_id": 5}'),
+        ],
+        "usage": USAGE,
+    }
+    gateway = ModelGateway(
+        ScriptedProvider([more, {"text": "Done.", "usage": USAGE}], asynchronous=asynchronous),
+        audit=audit,
+    )
+    composer = system_part(view)
+    answers = {"c2": True, "c3": True}
+
+    def resume() -> object:
+        policy = ApprovalPolicy(view)
+        if asynchronous:
+            return asyncio.run(
+                gateway.aresume(paused, composer, view, policy=policy, answers=answers)
+            )
+        return gateway.resume(paused, composer, view, policy=policy, answers=answers)
+
+    with pytest.raises(RunLimitError) as caught:
+        resume()
+    assert (caught.value.limit, caught.value.allowed, caught.value.reached) == ("tool_calls", 4, 5)
+    assert ran == ["refund 2", "refund 3"]
+
+
+def test_limits_given_to_a_resume_replace_those_the_run_was_started_with() -> None:
+    audit = SQLiteAuditSink()
+    paused = paused_refunds(audit, Limits(tool_calls=4))
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    more = {
+        "tool_calls": [
+            ("c4", "get_order", '{"order_id": 4}'),
+            ("c5", "get_order", '{"order_id": 5}'),
+        ],
+        "usage": USAGE,
+    }
+    gateway = ModelGateway(ScriptedProvider([more, {"text": "Done.", "usage": USAGE}]), audit=audit)
+    result = gateway.resume(
+        paused,
+        system_part(view),
+        view,
+        policy=ApprovalPolicy(view),
+        answers={"c2": True, "c3": True},
+        limits=Limits(tool_calls=10),
+    )
+    assert result.reply.text == "Done."
+    assert ran == ["refund 2", "refund 3", "get_order 4", "get_order 5"]
+
+
+def test_a_paused_run_that_pauses_again_keeps_the_resumes_limits() -> None:
+    audit = SQLiteAuditSink()
+    paused = paused_refunds(audit, Limits(tool_calls=10))
+    view = make_registry([]).view()
+    again = {"tool_calls": [("c4", "refund", '{"order_id": 4}')], "usage": USAGE}
+    result = ModelGateway(ScriptedProvider([again]), audit=audit).resume(
+        paused,
+        system_part(view),
+        view,
+        policy=ApprovalPolicy(view),
+        answers={"c2": True, "c3": True},
+        limits=Limits(tool_calls=8, seconds=60),
+    )
+    assert result.paused is not None
+    assert PausedRun.from_json(result.paused.to_json()).limits == Limits(tool_calls=8, seconds=60)
+
+
+def test_a_paused_run_of_the_format_before_limits_resumes_under_the_default_limits() -> None:
+    audit = SQLiteAuditSink()
+    document = json.loads(paused_refunds(audit, Limits(tool_calls=4)).to_json())
+    del document["limits"]
+    document["format"] = "veridic-paused-run/2"
+    paused = PausedRun.from_json(json.dumps(document))
+    assert paused.limits is None
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    more = {
+        "tool_calls": [
+            ("c4", "get_order", '{"order_id": 4}'),
+            ("c5", "get_order", '{"order_id": 5}'),
+        ],
+        "usage": USAGE,
+    }
+    result = ModelGateway(
+        ScriptedProvider([more, {"text": "Done.", "usage": USAGE}]), audit=audit
+    ).resume(
+        paused,
+        system_part(view),
+        view,
+        policy=ApprovalPolicy(view),
+        answers={"c2": True, "c3": True},
+    )
+    assert result.reply.text == "Done."  # Limits(): 100 tool calls
+    assert len(ran) == 4
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.pop("limits"), r"lacks \['limits'\]"),
+        (lambda d: d.update(limits=[4]), "'limits' is"),
+        (lambda d: d["limits"].pop("tokens"), "'limits' is"),
+        (lambda d: d["limits"].update(tool_calls="4"), "'limits.tool_calls' is a str"),
+        (lambda d: d["limits"].update(tool_calls=True), "'limits.tool_calls' is a bool"),
+        (lambda d: d["limits"].update(tokens=-5), r"'limits': Limits\(tokens=-5\)"),
+        (lambda d: d["limits"].update(seconds=0), r"'limits': Limits\(seconds=0\)"),
+        (lambda d: d.update(format="veridic-paused-run/2"), r"unknown keys \['limits'\]"),
+    ],
+)
+def test_a_paused_run_whose_limits_were_changed_is_refused_with_the_key_named(
+    change: Callable[[dict[str, object]], object], message: str
+) -> None:
+    document = json.loads(paused_refunds(SQLiteAuditSink(), Limits(tool_calls=4)).to_json())
+    change(document)
+    with pytest.raises(VeridicError, match=message):
+        PausedRun.from_json(json.dumps(document))

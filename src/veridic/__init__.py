@@ -107,6 +107,9 @@ if TYPE_CHECKING:
         ModelGateway,
         ModelReplyRecord,
     )
+    from veridic.run.limits import (
+        Limits,
+    )
     from veridic.run.postgres import (
         AsyncPostgresAuditSink,
         PostgresAuditSink,
@@ -116,7 +119,6 @@ if TYPE_CHECKING:
         ToolOutcome,
     )
     from veridic.run.run_loop import (
-        Limits,
         RunResult,
     )
     from veridic.run.telemetry import (
@@ -239,7 +241,7 @@ _HOMES: dict[str, str] = {
     "MissingExtraError": "veridic.errors",
     "ModelCallRecord": "veridic.run.gateway",
     "ModelReplyRecord": "veridic.run.gateway",
-    "Limits": "veridic.run.run_loop",
+    "Limits": "veridic.run.limits",
     "ModelGateway": "veridic.run.gateway",
     "NormalizedPlan": "veridic.tools.plan",
     "OpenAIChat": "veridic.providers",

@@ -74,6 +74,7 @@ from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm
+from veridic.run.limits import Limits
 from veridic.run.records import AuditRecord, _storable
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import ToolCall
@@ -82,7 +83,9 @@ from veridic.tools.view import ToolView
 
 __all__ = ["PausedRun", "PendingApproval"]
 
-FORMAT: Final = "veridic-paused-run/2"
+FORMAT: Final = "veridic-paused-run/3"
+_FORMAT_2: Final = "veridic-paused-run/2"
+"""The format before the paused run kept its limits: read, with ``limits`` ``None``."""
 _EARLIER: Final = frozenset({"veridic-paused-run/1"})
 """Formats of earlier veridic versions: their approvals lack what today's digests cover."""
 _DIGEST: Final = re.compile("[0-9a-f]{64}")
@@ -207,7 +210,10 @@ class PausedRun:
     the model call that asked for them (the resumed calls' audit records
     carry them); ``turns``, ``tool_calls`` and ``usage`` are what the run had
     spent, so :class:`~veridic.Limits` count on across the pause (the
-    ``seconds`` limit counts again from the resume: a pause is not work).
+    ``seconds`` limit counts again from the resume: a pause is not work), and
+    ``limits`` the ones it ran under, which a resume holds unless it is given
+    others (``None`` in a paused run of format ``veridic-paused-run/2``, which did
+    not keep them: a resume then holds ``Limits()``).
     """
 
     request_id: str
@@ -221,6 +227,7 @@ class PausedRun:
     tool_calls: int = 0
     retries: int = 0
     usage: Usage | None = field(default=None)
+    limits: Limits | None = None
 
     def __post_init__(self) -> None:
         """Refuse two approvals of one call: an answer by digest would approve the other.
@@ -264,6 +271,7 @@ class PausedRun:
             "usage": None
             if self.usage is None
             else [self.usage.input_tokens, self.usage.output_tokens],
+            "limits": None if self.limits is None else _limits_object(self.limits),
             "conversation": json.loads(self.conversation.to_json()),
         }
         return _json_object.dumps(document)
@@ -302,6 +310,7 @@ class PausedRun:
             tool_calls=read.count("tool_calls"),
             retries=read.count("retries"),
             usage=None if usage is None else _usage(usage),
+            limits=read.limits(),
         )
 
 
@@ -318,9 +327,25 @@ _KEYS: Final = frozenset(
         "tool_calls",
         "retries",
         "usage",
+        "limits",
         "conversation",
     }
 )
+_KEYS_2: Final = _KEYS - {"limits"}
+"""The keys of format ``veridic-paused-run/2``: the same, but for the limits it ran under."""
+
+
+def _limits_object(limits: Limits) -> dict[str, object]:
+    return {name: getattr(limits, name) for name in _LIMIT_KINDS}
+
+
+_LIMIT_KINDS: Final = {
+    "turns": (int,),
+    "tool_calls": (int,),
+    "seconds": (int, float, type(None)),
+    "tokens": (int, type(None)),
+    "output_retries": (int,),
+}
 
 
 class _Reader:
@@ -335,19 +360,43 @@ class _Reader:
                 "matched to what the user was shown; nothing was run: ask the user anew "
                 f"(send the request again), and keep the new paused run ({FORMAT!r})"
             )
-        if not isinstance(document, dict) or document.get("format") != FORMAT:
-            found = document.get("format") if isinstance(document, dict) else None
+        found = document.get("format") if isinstance(document, dict) else None
+        if not isinstance(document, dict) or found not in (FORMAT, _FORMAT_2):
             raise VeridicError(
                 f"PausedRun.from_json() got a document of format {found!r}, not {FORMAT!r}: "
                 "pass the text PausedRun.to_json() wrote"
             )
+        expected = _KEYS if found == FORMAT else _KEYS_2
         keys = set(document)
-        if keys != _KEYS:
+        if keys != expected:
             raise VeridicError(
-                f"PausedRun.from_json(): the document lacks {sorted(_KEYS - keys)} and has "
-                f"unknown keys {sorted(keys - _KEYS)}: pass the text PausedRun.to_json() wrote"
+                f"PausedRun.from_json(): the document lacks {sorted(expected - keys)} and has "
+                f"unknown keys {sorted(keys - expected)} for its format {found!r}: pass the "
+                "text PausedRun.to_json() wrote"
             )
         self._document = cast(dict[str, object], document)
+
+    def limits(self) -> Limits | None:
+        """The limits the run ran under; ``None`` where the format did not keep them."""
+        value = self._document.get("limits")
+        if value is None:
+            return None
+        if not isinstance(value, dict) or set(value) != set(_LIMIT_KINDS):
+            raise VeridicError(
+                f"PausedRun.from_json(): 'limits' is {clip(json.dumps(value))}, not an object "
+                f"of {sorted(_LIMIT_KINDS)} as PausedRun.to_json() writes"
+            )
+        for name, kinds in _LIMIT_KINDS.items():
+            given = value[name]
+            if isinstance(given, bool) or not isinstance(given, kinds):
+                raise VeridicError(
+                    f"PausedRun.from_json(): 'limits.{name}' is a {type(given).__name__}, not "
+                    "what PausedRun.to_json() writes there"
+                )
+        try:
+            return Limits(**value)
+        except VeridicError as error:
+            raise VeridicError(f"PausedRun.from_json(): 'limits': {error}") from error
 
     def value(self, key: str, kind: object) -> object:
         value = self._document[key]

@@ -569,7 +569,7 @@ class ModelGateway:
         policy: ApprovalPolicy,
         answers: Mapping[str, bool],
         context: object = None,
-        limits: Limits = ...,
+        limits: Limits | None = ...,
         output_type: None = None,
     ) -> RunResult[None]: ...
     @overload
@@ -582,7 +582,7 @@ class ModelGateway:
         policy: ApprovalPolicy,
         answers: Mapping[str, bool],
         context: object = None,
-        limits: Limits = ...,
+        limits: Limits | None = ...,
         output_type: type[OutputT],
     ) -> RunResult[OutputT]: ...
     def resume(
@@ -594,7 +594,7 @@ class ModelGateway:
         policy: ApprovalPolicy,
         answers: Mapping[str, bool],
         context: object = None,
-        limits: Limits = Limits(),
+        limits: Limits | None = None,
         output_type: type[OutputT] | None = None,
     ) -> RunResult[OutputT] | RunResult[None]:
         """Go on with a run that paused for approvals, with the user's ``answers``.
@@ -624,16 +624,17 @@ class ModelGateway:
         ``store.claim_paused(request_id)`` hands out, which gives the run to one
         caller.
 
-        ``limits`` hold for the whole run, the part before the pause included
-        (:class:`~veridic.PausedRun` keeps what it had spent, not the limits it ran
-        under: pass the same ones again). A paused run that had spent more than
-        they allow is refused before anything runs, as a run does not run the
-        calls of an answer past its limits.
+        ``limits`` hold for the whole run, the part before the pause included;
+        left out, they are the ones the run ran under, which
+        :class:`~veridic.PausedRun` keeps beside what it had spent (``Limits()`` for a
+        paused run of format ``veridic-paused-run/2``, which kept none). A paused run
+        that had spent more than they allow is refused before anything runs, as a run
+        does not run the calls of an answer past its limits.
 
         Raises:
             RunLimitError: the paused run had spent more turns, tool calls or
                 tokens than ``limits`` allow (nothing runs; resume it again with
-                the limits it was started with).
+                the limits it was started with: leave ``limits`` out).
             VeridicError: ``paused`` is not a :class:`~veridic.PausedRun`,
                 ``composer`` already holds turns, an answer is not a bool or
                 names no pending approval, the paused conversation does
@@ -771,7 +772,7 @@ class ModelGateway:
         policy: ApprovalPolicy,
         answers: Mapping[str, bool],
         context: object = None,
-        limits: Limits = ...,
+        limits: Limits | None = ...,
         output_type: None = None,
     ) -> RunResult[None]: ...
     @overload
@@ -784,7 +785,7 @@ class ModelGateway:
         policy: ApprovalPolicy,
         answers: Mapping[str, bool],
         context: object = None,
-        limits: Limits = ...,
+        limits: Limits | None = ...,
         output_type: type[OutputT],
     ) -> RunResult[OutputT]: ...
     async def aresume(
@@ -796,7 +797,7 @@ class ModelGateway:
         policy: ApprovalPolicy,
         answers: Mapping[str, bool],
         context: object = None,
-        limits: Limits = Limits(),
+        limits: Limits | None = None,
         output_type: type[OutputT] | None = None,
     ) -> RunResult[OutputT] | RunResult[None]:
         """:meth:`resume` for async code (an async client, async handlers)."""

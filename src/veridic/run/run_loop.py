@@ -31,6 +31,7 @@ from veridic.run.deferred import (
     shown_arguments,
     waiting_sha256,
 )
+from veridic.run.limits import Limits
 from veridic.run.reply import Reply, ToolOutcome, _check_whole
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, ToolCall
@@ -45,43 +46,6 @@ __all__ = [
     "Limits",
     "RunResult",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Where a run of :meth:`veridic.ModelGateway.run` stops if the model has not answered.
-
-    ``turns`` counts model calls, ``tool_calls`` the calls of tools (run or
-    refused), ``seconds`` the wall time since the run began (checked before
-    each model call; ``None``: no limit), ``tokens`` the tokens the provider
-    counted over the run's model calls (input and output, checked after each
-    answer; ``None``: no limit; an answer that does not say how many it used
-    stops the run with a ``VeridicError``, as the limit cannot hold).
-    ``output_retries`` is how many times a structured answer that does not
-    validate is sent back with what was wrong.
-    """
-
-    turns: int = 20
-    tool_calls: int = 100
-    seconds: float | None = None
-    tokens: int | None = None
-    output_retries: int = 1
-
-    def __post_init__(self) -> None:
-        if self.tokens is not None and (
-            isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 1
-        ):
-            raise VeridicError(f"Limits(tokens={self.tokens!r}): pass a positive count, or None")
-        for name in ("turns", "tool_calls", "output_retries"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise VeridicError(f"Limits({name}={value!r}): pass a count, an int of 0 or more")
-        if self.seconds is not None and not (
-            isinstance(self.seconds, int | float) and self.seconds > 0
-        ):
-            raise VeridicError(
-                f"Limits(seconds={self.seconds!r}): pass a positive number of seconds, or None"
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +277,7 @@ class _Run(Generic[OutputT]):
             tool_calls=self.earlier_calls + len(self.outcomes) + len(waiting),
             retries=self.retries,
             usage=self.usage,
+            limits=self.limits,
         )
         return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage, paused=paused)
 
@@ -458,7 +423,7 @@ def _check_spent(paused: PausedRun, limits: Limits) -> None:
     or ``tokens`` (nor answers more than ``turns`` model calls); the limits of a
     resume hold the same way for the calls that wait, which the paused run
     counted when it stopped. Nothing runs and nothing is restored, so the same
-    paused run can be resumed with the limits it was started with.
+    paused run can be resumed with the limits it was started with (the default).
 
     Raises:
         RunLimitError: the paused run's turns, tool calls or tokens pass ``limits``.
@@ -482,7 +447,8 @@ def _check_spent(paused: PausedRun, limits: Limits) -> None:
                 f"the paused run of request {paused.request_id!r} had spent {reached} {what} "
                 f"when it paused, more than the limit of {allowed} this resume was given; "
                 "nothing of it ran (its waiting calls wait still, and no record was written): "
-                f"resume it with the limits it was started with, or a higher Limits({limit}=...)",
+                "resume it with the limits it was started with (leave limits= out), or a "
+                f"higher Limits({limit}=...)",
                 limit=limit,
                 allowed=allowed,
                 reached=reached,
@@ -500,13 +466,16 @@ def _resumed(
     paused: PausedRun,
     composer: Composer,
     view: ToolView,
-    limits: Limits,
+    given: Limits | None,
     output_type: type[OutputT] | None,
     answers: Mapping[str, bool],
     context: object,
 ) -> tuple[_Run[OutputT], Reply, dict[str, bool]]:
     """The run state and the waiting calls of ``paused``, restored into ``composer``, and
-    the answers keyed by call id (:func:`~veridic.run.deferred.answered`)."""
+    the answers keyed by call id (:func:`~veridic.run.deferred.answered`).
+
+    ``given`` is the resume's ``limits``; ``None``, those the paused run ran under.
+    """
     if paused is None:
         raise VeridicError(
             "resume() got None for the paused run, which is what store.claim_paused("
@@ -529,6 +498,7 @@ def _resumed(
                 f"the paused run holds {clip(digest)} as a hash, not a sha256: it was not "
                 "written by PausedRun.to_json(); resume only what a run returned"
             )
+    limits = given if given is not None else paused.limits or Limits()
     _check_spent(paused, limits)
     composer.restore(paused.conversation)
     waiting = composer.build().pending_tool_calls
