@@ -675,3 +675,16 @@ def test_a_paused_run_whose_limits_were_changed_is_refused_with_the_key_named(
     change(document)
     with pytest.raises(VeridicError, match=message):
         PausedRun.from_json(json.dumps(document))
+
+
+def test_aresume_names_itself_when_its_policy_belongs_to_another_view() -> None:
+    audit = SQLiteAuditSink()
+    paused = paused_refunds(audit, Limits())
+    view = make_registry([]).view()
+    other = make_registry([]).view()
+    gateway = ModelGateway(ScriptedProvider([], asynchronous=True), audit=audit)
+    resumed = gateway.aresume(
+        paused, system_part(view), view, policy=ApprovalPolicy(other), answers={"c2": True}
+    )
+    with pytest.raises(VeridicError, match=r"^aresume\(\) got a policy built for another view"):
+        asyncio.run(resumed)

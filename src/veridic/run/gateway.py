@@ -802,7 +802,7 @@ class ModelGateway:
     ) -> RunResult[OutputT] | RunResult[None]:
         """:meth:`resume` for async code (an async client, async handlers)."""
         check_output_type(output_type)
-        check_policy(policy, view, "resume")
+        check_policy(policy, view, "aresume")
         check_context(view, context, "aresume")
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
