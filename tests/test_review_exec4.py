@@ -402,3 +402,56 @@ def test_a_tool_error_or_a_guards_refusal_is_not_logged_as_a_failure(
     assert "the report is locked" in str(told)
     assert blocked.outcome is CallOutcome.BLOCKED
     assert [r for r in caplog.records if r.name == "veridic.executor"] == []
+
+
+# --- a ToolError raised in a task group reaches the model in its words ----------------------
+
+
+def _in_tasks(*errors: Exception) -> Callable[[], object]:
+    """A handler that fails as ``asyncio.TaskGroup`` does when its tasks raise ``errors``."""
+
+    def fail() -> object:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", list(errors))
+
+    return fail
+
+
+def test_a_task_group_raises_what_the_tests_raise() -> None:
+    async def raising(error: Exception) -> None:
+        raise error
+
+    async def both() -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(raising(ToolError("the archive is full")))
+
+    with pytest.raises(ExceptionGroup, match="unhandled errors in a TaskGroup") as caught:
+        asyncio.run(both())
+    assert [type(e) for e in caught.value.exceptions] == [ToolError]
+
+
+@pytest.mark.parametrize("road", ROADS)
+def test_a_tool_error_raised_in_a_task_group_is_told_in_its_words(road: Road) -> None:
+    # Before: "the tool failed (ExceptionGroup)", the words written for the model lost.
+    audit = SQLiteAuditSink(":memory:")
+    nested = ExceptionGroup("inner", [ToolError("q3 is locked")])
+    result = run(tidy_view(_in_tasks(ToolError("the archive is full"), nested)), road, audit)
+    assert str(result.told) == "error: the archive is full; q3 is locked"
+    (record,) = audit.records("req-1")
+    assert record.outcome is CallOutcome.FAILED
+    assert "the archive is full; q3 is locked" in record.detail
+
+
+@pytest.mark.parametrize("road", ROADS)
+def test_a_task_group_holding_another_error_is_told_only_its_type(
+    road: Road, caplog: pytest.LogCaptureFixture
+) -> None:
+    audit = SQLiteAuditSink(":memory:")
+    failing = _in_tasks(ToolError("the archive is full"), ConnectionError("db-7.internal"))
+    with caplog.at_level("WARNING", logger="veridic.executor"):
+        result = run(tidy_view(failing), road, audit)
+    assert "db-7" not in str(result.told)
+    assert "(ExceptionGroup)" in str(result.told)
+    (record,) = audit.records("req-1")
+    assert "ConnectionError: db-7.internal" in record.detail
+    (logged,) = [r for r in caplog.records if r.name == "veridic.executor"]
+    assert "db-7.internal" in logged.getMessage()

@@ -165,11 +165,13 @@ class CallResult:
         guards must judge as part of the call, and which must not run again
         each time the text is read. A call that did not succeed says
         why: veridic's own message (unknown, unavailable, denied, invalid
-        arguments, a guard) or a handler's :class:`~veridic.ToolError`; of
-        any other exception only its type, because its message may hold what
-        the model must not read. The record keeps the message (clipped). A
-        handler's error is read once, inside the dispatch, as its result is:
-        an exception's ``__str__`` is code of the call too.
+        arguments, a guard) or a handler's :class:`~veridic.ToolError` (or the
+        messages of an exception group that holds only such errors, as a
+        ``TaskGroup`` raises them); of any other exception only its type,
+        because its message may hold what the model must not read. The record
+        keeps the message (clipped). A handler's error is read once, inside the
+        dispatch, as its result is: an exception's ``__str__`` is code of the
+        call too.
         """
         error = self.error
         source = f"tool:{self.record.tool}"
@@ -178,8 +180,8 @@ class CallResult:
             if isinstance(plain, str):
                 return untrusted(plain, source=source)
             return untrusted(json.dumps(plain, ensure_ascii=False), source=source)
-        if isinstance(error, VeridicError):
-            message = self._message if self._message is not None else str(error)
+        if _told_whole(error):
+            message = self._message if self._message is not None else _message(error)
             return untrusted(f"error: {message}", source=source)
         return untrusted(
             f"error: the tool failed ({type(error).__name__}); the application's log has what "
@@ -478,11 +480,37 @@ def _rendered(ran: _Ran) -> _Ran:
 
 def _message(error: BaseException) -> str:
     """``str(error)``, or what stands in for it when the exception's ``__str__`` raises: the
-    call's record must be written whatever its error does."""
+    call's record must be written whatever its error does.
+
+    Of an exception group (a ``TaskGroup`` the handler ran), the messages of the
+    errors it holds: its own says only how many it holds. When every one of them is
+    veridic's (a ``ToolError`` raised in a task), the model is told them, as it would
+    be told one raised outside a group; else each is named with its type, for the
+    record and the log.
+    """
     try:
-        return str(error)
+        if not isinstance(error, BaseExceptionGroup):
+            return str(error)
+        leaves = _leaves(error)
+        if _told_whole(error):
+            return "; ".join(str(leaf) for leaf in leaves)
+        return "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves)
     except Exception as failure:  # the error's own fault, said in its place
         return f"<its message could not be read: str() raised {type(failure).__name__}>"
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors an exception group holds, its inner groups opened; ``[error]`` else."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _told_whole(error: BaseException) -> bool:
+    """Whether the model is told ``error``'s message: veridic's own errors (a refusal, a
+    guard, a handler's ``ToolError``), alone or all the errors of a group. Decided by
+    type alone: it runs none of the error's code."""
+    return all(isinstance(leaf, VeridicError) for leaf in _leaves(error))
 
 
 class _Call:
@@ -875,7 +903,7 @@ class _Call:
             tool, ran.mode, outcome, detail, wrote, irreversible, operations, ran.duration
         )
         if isinstance(error, Exception):
-            if not blocked and not isinstance(error, VeridicError):
+            if not blocked and not _told_whole(error):
                 self._log_failure(tool, error, ran.message)
             return CallResult(record, error=error, _message=ran.message)
         if blocked:
