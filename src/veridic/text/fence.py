@@ -115,7 +115,7 @@ from typing import Final, Literal, get_args
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text import _unicode_14
-from veridic.text.provenance import TrustedInstruction, mint
+from veridic.text.provenance import TrustedInstruction, characters, mint
 
 __all__ = [
     "DATAMARK_EXAMPLE",
@@ -214,9 +214,6 @@ _SPECIAL_PRINTABLE: Final = re.compile(
 )
 """The printable characters that need a code (or may, the look-alikes): with
 ``isprintable()``, a quick test that a text needs no code at all."""
-_OPEN: Final = re.compile(
-    r'^<data label="([^"\n]{1,1600})"(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n', re.M
-)
 _CLOSE_DIGEST: Final = re.compile(r'\n</data sha256="([0-9a-f]{24})">')
 _CLOSE: Final = re.compile(r"\n</data>")
 # A line starts after any line break a reader may honour, not only after "\n".
@@ -227,6 +224,17 @@ _ENTITIES: Final = (("&", "&amp;"), ('"', "&quot;"), ("<", "&lt;"), (">", "&gt;"
 # (a URL, a stored conversation's label), and ``[INST]`` in it is a chat-template token.
 _LABEL_CODED: Final = re.compile(f"[\\[{''.join(sorted(_LOOKALIKES))}]")
 _LABEL_REFERENCE: Final = re.compile("&#x([0-9A-F]{1,6});")
+_SHOWN_LONGEST: Final = _LABEL_LONGEST * max(
+    *(len(entity) for _, entity in _ENTITIES),
+    *(len(f"&#x{ord(char):X};") for char in ("[", *_LOOKALIKES)),
+)
+"""The most characters a label the opening line shows can take: every character of the
+longest label written as the widest reference (``&#x1D236;``, nine)."""
+_OPEN: Final = re.compile(
+    f'^<data label="([^"\\n]{{1,{_SHOWN_LONGEST}}})"'
+    r'(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n',
+    re.M,
+)
 _KEPT: Final = 1024
 """How many labels the caches below keep before they start over."""
 _checked_labels: set[str] = set()
@@ -254,7 +262,14 @@ _HEAD: Final = '<data label="'
 
 
 def block_parts(label: str, text: str, mode: DataMode) -> BlockParts:
-    """The pieces of ``text``'s block, for a label that passed :func:`check_label`."""
+    """The pieces of ``text``'s block, for a label that passed :func:`check_label`.
+
+    The label and the text are read as the characters they hold: a ``str`` subclass
+    may change what its methods do (``markupsafe.Markup.replace`` escapes its
+    arguments, which wrote ``"`` as ``&amp;quot;``), and a block must be the same
+    whatever string type carries the same characters.
+    """
+    label, text = characters(label), characters(text)
     shown = _attribute(label)
     if mode == "datamark":
         return _HEAD, shown, '">\n', _mark(text), _CLOSING
@@ -404,6 +419,8 @@ def check_label(label: str) -> None:
     """Refuse a label that could break out of its line or hide what it says."""
     if type(label) is str and label in _checked_labels:
         return
+    if isinstance(label, str):
+        label = characters(label)  # what a subclass's own methods say is not asked
     if not _is_label(label):
         shown = clip(label) if isinstance(label, str) else repr(label)
         raise VeridicError(

@@ -157,7 +157,7 @@ class _Trusted(str):
                 "read it from an InstructionField, join() trusted parts or vouch for it "
                 "with a TrustPolicy"
             )
-        value = super().__new__(cls, _characters(text))
+        value = super().__new__(cls, characters(text))
         value._spans = spans
         _set_seal(value, _SEAL)
         return value
@@ -180,7 +180,7 @@ class _Trusted(str):
         return self.__copy__()
 
 
-def _characters(text: str) -> str:
+def characters(text: str) -> str:
     """The characters ``text`` holds, as a plain ``str``.
 
     ``str.__new__`` of a subclass's instance calls the subclass's ``__str__``, which
@@ -223,7 +223,7 @@ class _Untrusted(str):
     def __new__(cls, text: str, source: str, key: _Mint, mode: str = "") -> _Untrusted:
         if key is not _KEY:
             raise ProvenanceError("untrusted text is made with untrusted(text, source=...)")
-        value = super().__new__(cls, _characters(text))
+        value = super().__new__(cls, characters(text))
         value._source = source
         value._mode = mode
         return value
