@@ -10,6 +10,7 @@ the code before its fix.
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import given
@@ -20,6 +21,7 @@ from veridic import (
     Composer,
     ProvenanceError,
     TrustPolicy,
+    VeridicError,
     instruction,
     is_trusted,
     join,
@@ -142,6 +144,24 @@ def test_property_a_block_is_the_same_whatever_str_subclass_carries_it(
     assert fence(Markup(label), Markup(text), mode) == plain
     assert fence(_Shown(label), _Shown(text), mode) == plain
     assert unfence(plain) == [(label, text)]
+
+
+# --- tool call arguments are JSON ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+def test_arguments_holding_a_number_json_cannot_write_are_refused(number: float) -> None:
+    # json.dumps wrote NaN and Infinity: Chat Completions got arguments that are not JSON,
+    # the Messages API an input it refuses, the stored conversation a document no JSON
+    # column takes.
+    with pytest.raises(VeridicError, match="are not JSON") as refused:
+        Composer().user("x").tool_call("c1", "a", {"limit": number})
+    assert "c1" in str(refused.value)
+
+
+def test_arguments_of_json_values_still_go_as_written() -> None:
+    prompt = Composer().user("x").tool_call("c1", "a", {"limit": 1.5, "q": "é"}).build()
+    assert json.loads(prompt.messages[1].tool_calls[0].arguments) == {"limit": 1.5, "q": "é"}
 
 
 def test_a_turn_is_the_characters_its_str_subclass_holds() -> None:

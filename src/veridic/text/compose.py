@@ -200,7 +200,12 @@ class Composer:
         return self
 
     def tool_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> Self:
-        """Record a tool call the model made, on the current assistant turn."""
+        """Record a tool call the model made, on the current assistant turn.
+
+        Raises:
+            VeridicError: the id or the name is empty, the id is used already, or the
+                arguments are not JSON (an object, ``NaN`` or ``Infinity``).
+        """
         if not call_id or not name:
             raise VeridicError(
                 f"tool_call() needs a call id and a tool name, got {call_id!r} and {name!r}: "
@@ -212,7 +217,11 @@ class Composer:
                 f"{name!r}): every call needs its own id so its result can answer it"
             )
         try:
-            encoded = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)
+            # NaN and Infinity are not JSON: Chat Completions, the Messages API and a JSON
+            # column refuse them, so a call holding one is refused here, by name.
+            encoded = json.dumps(
+                dict(arguments), sort_keys=True, ensure_ascii=False, allow_nan=False
+            )
         except (TypeError, ValueError) as error:
             raise VeridicError(
                 f"arguments of tool call {call_id!r} ({name}) are not JSON: {error}; "
