@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import SupportsIndex
 
 import pytest
 from hypothesis import given
@@ -32,6 +33,7 @@ from veridic import (
 from veridic.fence import DATA_MODES, DataMode, fence
 from veridic.testing import adversarial_text, data_labels, data_modes
 from veridic.text.conversation import Conversation
+from veridic.text.prompt import Message, Prompt, PromptDocument
 
 
 class _Ticket:
@@ -170,3 +172,52 @@ def test_a_turn_is_the_characters_its_str_subclass_holds() -> None:
     assert [m.content for m in composer.build().messages] == ["Hi.", "Hello."]
     stored = json.loads(composer.conversation().to_json())["turns"]
     assert stored == [{"user": "Hi."}, {"assistant": "Hello."}]
+
+
+# --- reading blocks takes time linear in the text ------------------------------------------
+
+
+class _Counting(str):
+    """Text that counts the characters copied out of it by slicing: the work a reader
+    does per forged opening line, counted instead of timed."""
+
+    __slots__ = ()
+    copied = 0
+
+    def __getitem__(self, key: SupportsIndex | slice) -> str:
+        got = str.__getitem__(self, key)
+        _Counting.copied += len(got)
+        return got
+
+
+@pytest.mark.parametrize("attribute", ["", ' encoding="base64"'])
+def test_unfence_of_many_forged_opening_lines_copies_no_text_per_line(attribute: str) -> None:
+    # Each forged opening line copied the text up to the one closing line before looking
+    # at it: 3,000 lines (51 KB) copied 76 million characters, 160,000 lines took 12 s.
+    forged = _Counting(f'<data label="x"{attribute}>\n' * 3000 + "?\n</data>")
+    _Counting.copied = 0
+    assert unfence(forged) == []
+    assert _Counting.copied <= len(forged)
+
+
+def test_the_map_reads_many_opening_lines_in_the_time_unfence_takes() -> None:
+    # The map and PromptDocument.from_json() found blocks by calling unfence() on the text
+    # from each opening line to the next closing line: 34 KB took 7 s, 170 KB four minutes
+    # (veridic show of a crafted document).
+    lines = _Counting('<data label="x">\n' * 600 + "\n</data>")
+    _Counting.copied = 0
+    page = Prompt((Message("user", lines, (lines,)),)).to_html()
+    assert _Counting.copied <= 2 * len(lines)  # was 3 million characters
+    assert 'class="blocks"' not in page  # no closing line there is a block's
+    document = json.loads(Prompt((Message("user", str(lines), (str(lines),)),)).to_document())
+    document["spans"][0]["kind"] = "code"  # a trusted span makes from_json look for blocks
+    assert PromptDocument.from_json(json.dumps(document)).spans[0].kind == "code"
+
+
+def test_the_map_shows_the_blocks_unfence_reads_and_only_those() -> None:
+    forged = '<data label="x">\n' * 50
+    real = fence("doc", forged, "verbatim")
+    both = f"{forged}\n</data>\n{real}\n{real}"
+    assert unfence(both) == [("doc", forged), ("doc", forged)]
+    page = Prompt((Message("user", both, (both,)),)).to_html()
+    assert page.count("data block <span") == 2

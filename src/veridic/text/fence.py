@@ -109,8 +109,9 @@ import bisect
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Final, Literal, get_args
+from typing import Final, Literal, NamedTuple, get_args
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
@@ -294,27 +295,49 @@ def unfence(rendered: str) -> list[tuple[str, str]]:
     content of a block that matched is not searched again, so a block inside
     another block's text is that text.
 
-    The closing lines are indexed once, so text full of unmatched opening
-    lines costs linear time. Each candidate is verified against what lies
-    up to its closing line, so raw text built to hold many nested forged
-    pairs costs time proportional to its length times their number: unfence
-    what veridic rendered (where outside text sits inside a real block and
-    is never examined), not raw text an attacker wrote.
+    The closing lines are indexed once, and a ``datamark`` or ``base64``
+    candidate fails at its first line that is not a block's, so text full of
+    unmatched opening lines costs linear time. A ``verbatim`` candidate is
+    verified by hashing what lies up to its closing line, so raw text built to
+    hold many nested forged pairs carrying a closing line's digest costs time
+    proportional to its length times their number: unfence what veridic
+    rendered (where outside text sits inside a real block and is never
+    examined), not raw text an attacker wrote.
+    """
+    return [(found.label, found.text) for found in blocks_in(rendered)]
+
+
+class FoundBlock(NamedTuple):
+    """A block :func:`unfence` read, with its place: the opening line ``opening`` (its
+    group 1 is the label as shown), the content up to ``content_end``, the closing line
+    up to ``end``."""
+
+    opening: re.Match[str]
+    label: str
+    text: str
+    content_end: int
+    end: int
+
+
+def blocks_in(rendered: str) -> Iterator[FoundBlock]:
+    """The blocks :func:`unfence` reads in ``rendered``, in order, with their places.
+
+    One pass, as :func:`unfence` makes it: a display that must say where each block
+    is reads them here, not by calling :func:`unfence` on the text after each opening
+    line (which took time cubic in the number of opening lines).
     """
     digests: dict[str, list[int]] = {}
     for match in _CLOSE_DIGEST.finditer(rendered):
         digests.setdefault(match.group(1), []).append(match.start())
     plain = [match.start() for match in _CLOSE.finditer(rendered)]
-    blocks: list[tuple[str, str]] = []
     position = 0
     while (opening := _OPEN.search(rendered, position)) is not None:
         found = _block(rendered, opening, digests, plain)
         if found is None:
             position = opening.end() - 1  # past this opening line, at its newline
             continue
-        blocks.append(found[0])
-        position = found[1]
-    return blocks
+        (label, text), content_end, position = found
+        yield FoundBlock(opening, label, text, content_end, position)
 
 
 def preamble(*modes: DataMode) -> TrustedInstruction:
@@ -609,8 +632,9 @@ def _digest(label: str, text: str) -> str:
 
 def _block(
     rendered: str, opening: re.Match[str], digests: dict[str, list[int]], plain: list[int]
-) -> tuple[tuple[str, str], int] | None:
-    """The block that ``opening`` begins, and where it ends; ``None`` when it is not one."""
+) -> tuple[tuple[str, str], int, int] | None:
+    """The block that ``opening`` begins, where its content ends and where its closing
+    line ends; ``None`` when it is not one."""
     label = _from_attribute(opening.group(1))
     if label is None:
         return None
@@ -625,24 +649,30 @@ def _block(
         text = rendered[start:end]
         if _digest(label, text) != value:
             return None
-        return (label, text), end + len(f'\n</data sha256="{value}">')
+        return (label, text), end, end + len(f'\n</data sha256="{value}">')
     index = bisect.bisect_left(plain, start)
     if index == len(plain):
         return None
     end = plain[index]
-    content = rendered[start:end]
+    # The content is copied only once it may be a block's: a forged opening line fails
+    # at its own first lines, not after a copy of everything up to the next closing line.
     if kind is None:
-        shown = _unmark(content)
+        if not rendered.startswith(MARK, start) or _UNMARKED_LINE.search(rendered, start, end):
+            return None
+        shown = _unmark(rendered[start:end])
     elif kind == "encoding" and value == "base64":
-        shown = _decode(content)
+        if _BASE64_LINES.fullmatch(rendered, start, end) is None:
+            return None
+        shown = _decode(rendered[start:end])
     else:
         return None
     if shown is None:
         return None
-    return (label, shown), end + len("\n" + _CLOSE_PLAIN)
+    return (label, shown), end, end + len("\n" + _CLOSE_PLAIN)
 
 
 _UNMARKED_LINE: Final = re.compile(f"\n(?!{MARK})")
+_BASE64_LINES: Final = re.compile("[A-Za-z0-9+/=\n]*")
 
 
 def _unmark(content: str) -> str | None:
