@@ -17,6 +17,7 @@ them, and an application can reuse them for its own templates and composers:
 
 from __future__ import annotations
 
+import operator
 from typing import Final, NamedTuple
 
 try:
@@ -189,7 +190,13 @@ def data_labels() -> st.SearchStrategy[str]:
         # Markup and the label's own codes: a label is outside text, and its
         # references must not be read out of text that only looks like them.
         st.lists(st.sampled_from(_LABEL_PIECES), min_size=1, max_size=6).map("".join),
+        # The longest labels, of the characters the opening line shows widest
+        # (U+1D236 as "&#x1D236;"): a reader must take the whole opening line.
+        st.builds(operator.mul, st.sampled_from(_WIDE_CHARACTERS), st.integers(190, 200)),
     )
+
+
+_WIDE_CHARACTERS: Final = ("\U0001d236", "\u22d8", '"', "[", "&", "a")
 
 
 _LABEL_PIECES: Final = (

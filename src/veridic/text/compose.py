@@ -78,6 +78,7 @@ from veridic.text.provenance import (
     TrustedInstruction,
     UntrustedText,
     block_mode,
+    characters,
     is_trusted,
     mint,
     provenance,
@@ -199,7 +200,12 @@ class Composer:
         return self
 
     def tool_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> Self:
-        """Record a tool call the model made, on the current assistant turn."""
+        """Record a tool call the model made, on the current assistant turn.
+
+        Raises:
+            VeridicError: the id or the name is empty, the id is used already, or the
+                arguments are not JSON (an object, ``NaN`` or ``Infinity``).
+        """
         if not call_id or not name:
             raise VeridicError(
                 f"tool_call() needs a call id and a tool name, got {call_id!r} and {name!r}: "
@@ -211,7 +217,11 @@ class Composer:
                 f"{name!r}): every call needs its own id so its result can answer it"
             )
         try:
-            encoded = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)
+            # NaN and Infinity are not JSON: Chat Completions, the Messages API and a JSON
+            # column refuse them, so a call holding one is refused here, by name.
+            encoded = json.dumps(
+                dict(arguments), sort_keys=True, ensure_ascii=False, allow_nan=False
+            )
         except (TypeError, ValueError) as error:
             raise VeridicError(
                 f"arguments of tool call {call_id!r} ({name}) are not JSON: {error}; "
@@ -387,9 +397,9 @@ class Composer:
 def _turn(entry: _Logged) -> Turn:
     kind, text, label, mode, call_id, error, reasoning = entry
     if kind == "user":
-        return Turn("user", str(text))
+        return Turn("user", characters(text))
     if kind == "assistant":
-        return Turn("assistant", str(text), reasoning=reasoning)
+        return Turn("assistant", characters(text), reasoning=reasoning)
     if kind == "tool_call":
         return Turn("tool_call", text, label, call_id=call_id)
     source = _source_of(text)
@@ -397,8 +407,9 @@ def _turn(entry: _Logged) -> Turn:
         ((label, content),) = unfence(text)
         return Turn("data", content, label, source, mode)
     if kind == "data":
-        return Turn("data", str(text), label, source, mode)
-    return Turn("tool_result", str(text), source=source, mode=mode, call_id=call_id, error=error)
+        return Turn("data", characters(text), characters(label), source, mode)
+    text = characters(text)
+    return Turn("tool_result", text, source=source, mode=mode, call_id=call_id, error=error)
 
 
 def _source_of(text: str) -> str:
@@ -450,8 +461,9 @@ def _own_words(
     role: Literal["user", "assistant"], text: str, reasoning: tuple[ReasoningItem, ...] = ()
 ) -> Message:
     """A turn of someone's own words, with lines that look like a block's neutralised."""
-    shown = neutralise(str(text))
-    part = text if shown == text else rebranded(text, shown)
+    written = characters(text)  # not str(text): a subclass's __str__ may say anything
+    shown = neutralise(written)
+    part = text if shown == written else rebranded(text, shown)
     return Message(role, shown, (part,), reasoning=reasoning)
 
 

@@ -109,13 +109,14 @@ import bisect
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Final, Literal, get_args
+from typing import Final, Literal, NamedTuple, get_args
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text import _unicode_14
-from veridic.text.provenance import TrustedInstruction, mint
+from veridic.text.provenance import TrustedInstruction, characters, mint
 
 __all__ = [
     "DATAMARK_EXAMPLE",
@@ -214,9 +215,6 @@ _SPECIAL_PRINTABLE: Final = re.compile(
 )
 """The printable characters that need a code (or may, the look-alikes): with
 ``isprintable()``, a quick test that a text needs no code at all."""
-_OPEN: Final = re.compile(
-    r'^<data label="([^"\n]{1,1600})"(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n', re.M
-)
 _CLOSE_DIGEST: Final = re.compile(r'\n</data sha256="([0-9a-f]{24})">')
 _CLOSE: Final = re.compile(r"\n</data>")
 # A line starts after any line break a reader may honour, not only after "\n".
@@ -227,6 +225,17 @@ _ENTITIES: Final = (("&", "&amp;"), ('"', "&quot;"), ("<", "&lt;"), (">", "&gt;"
 # (a URL, a stored conversation's label), and ``[INST]`` in it is a chat-template token.
 _LABEL_CODED: Final = re.compile(f"[\\[{''.join(sorted(_LOOKALIKES))}]")
 _LABEL_REFERENCE: Final = re.compile("&#x([0-9A-F]{1,6});")
+_SHOWN_LONGEST: Final = _LABEL_LONGEST * max(
+    *(len(entity) for _, entity in _ENTITIES),
+    *(len(f"&#x{ord(char):X};") for char in ("[", *_LOOKALIKES)),
+)
+"""The most characters a label the opening line shows can take: every character of the
+longest label written as the widest reference (``&#x1D236;``, nine)."""
+_OPEN: Final = re.compile(
+    f'^<data label="([^"\\n]{{1,{_SHOWN_LONGEST}}})"'
+    r'(?: (sha256|encoding)="([0-9a-z]{1,64})")?>\n',
+    re.M,
+)
 _KEPT: Final = 1024
 """How many labels the caches below keep before they start over."""
 _checked_labels: set[str] = set()
@@ -254,7 +263,14 @@ _HEAD: Final = '<data label="'
 
 
 def block_parts(label: str, text: str, mode: DataMode) -> BlockParts:
-    """The pieces of ``text``'s block, for a label that passed :func:`check_label`."""
+    """The pieces of ``text``'s block, for a label that passed :func:`check_label`.
+
+    The label and the text are read as the characters they hold: a ``str`` subclass
+    may change what its methods do (``markupsafe.Markup.replace`` escapes its
+    arguments, which wrote ``"`` as ``&amp;quot;``), and a block must be the same
+    whatever string type carries the same characters.
+    """
+    label, text = characters(label), characters(text)
     shown = _attribute(label)
     if mode == "datamark":
         return _HEAD, shown, '">\n', _mark(text), _CLOSING
@@ -279,27 +295,49 @@ def unfence(rendered: str) -> list[tuple[str, str]]:
     content of a block that matched is not searched again, so a block inside
     another block's text is that text.
 
-    The closing lines are indexed once, so text full of unmatched opening
-    lines costs linear time. Each candidate is verified against what lies
-    up to its closing line, so raw text built to hold many nested forged
-    pairs costs time proportional to its length times their number: unfence
-    what veridic rendered (where outside text sits inside a real block and
-    is never examined), not raw text an attacker wrote.
+    The closing lines are indexed once, and a ``datamark`` or ``base64``
+    candidate fails at its first line that is not a block's, so text full of
+    unmatched opening lines costs linear time. A ``verbatim`` candidate is
+    verified by hashing what lies up to its closing line, so raw text built to
+    hold many nested forged pairs carrying a closing line's digest costs time
+    proportional to its length times their number: unfence what veridic
+    rendered (where outside text sits inside a real block and is never
+    examined), not raw text an attacker wrote.
+    """
+    return [(found.label, found.text) for found in blocks_in(rendered)]
+
+
+class FoundBlock(NamedTuple):
+    """A block :func:`unfence` read, with its place: the opening line ``opening`` (its
+    group 1 is the label as shown), the content up to ``content_end``, the closing line
+    up to ``end``."""
+
+    opening: re.Match[str]
+    label: str
+    text: str
+    content_end: int
+    end: int
+
+
+def blocks_in(rendered: str) -> Iterator[FoundBlock]:
+    """The blocks :func:`unfence` reads in ``rendered``, in order, with their places.
+
+    One pass, as :func:`unfence` makes it: a display that must say where each block
+    is reads them here, not by calling :func:`unfence` on the text after each opening
+    line (which took time cubic in the number of opening lines).
     """
     digests: dict[str, list[int]] = {}
     for match in _CLOSE_DIGEST.finditer(rendered):
         digests.setdefault(match.group(1), []).append(match.start())
     plain = [match.start() for match in _CLOSE.finditer(rendered)]
-    blocks: list[tuple[str, str]] = []
     position = 0
     while (opening := _OPEN.search(rendered, position)) is not None:
         found = _block(rendered, opening, digests, plain)
         if found is None:
             position = opening.end() - 1  # past this opening line, at its newline
             continue
-        blocks.append(found[0])
-        position = found[1]
-    return blocks
+        (label, text), content_end, position = found
+        yield FoundBlock(opening, label, text, content_end, position)
 
 
 def preamble(*modes: DataMode) -> TrustedInstruction:
@@ -404,6 +442,8 @@ def check_label(label: str) -> None:
     """Refuse a label that could break out of its line or hide what it says."""
     if type(label) is str and label in _checked_labels:
         return
+    if isinstance(label, str):
+        label = characters(label)  # what a subclass's own methods say is not asked
     if not _is_label(label):
         shown = clip(label) if isinstance(label, str) else repr(label)
         raise VeridicError(
@@ -592,8 +632,9 @@ def _digest(label: str, text: str) -> str:
 
 def _block(
     rendered: str, opening: re.Match[str], digests: dict[str, list[int]], plain: list[int]
-) -> tuple[tuple[str, str], int] | None:
-    """The block that ``opening`` begins, and where it ends; ``None`` when it is not one."""
+) -> tuple[tuple[str, str], int, int] | None:
+    """The block that ``opening`` begins, where its content ends and where its closing
+    line ends; ``None`` when it is not one."""
     label = _from_attribute(opening.group(1))
     if label is None:
         return None
@@ -608,24 +649,30 @@ def _block(
         text = rendered[start:end]
         if _digest(label, text) != value:
             return None
-        return (label, text), end + len(f'\n</data sha256="{value}">')
+        return (label, text), end, end + len(f'\n</data sha256="{value}">')
     index = bisect.bisect_left(plain, start)
     if index == len(plain):
         return None
     end = plain[index]
-    content = rendered[start:end]
+    # The content is copied only once it may be a block's: a forged opening line fails
+    # at its own first lines, not after a copy of everything up to the next closing line.
     if kind is None:
-        shown = _unmark(content)
+        if not rendered.startswith(MARK, start) or _UNMARKED_LINE.search(rendered, start, end):
+            return None
+        shown = _unmark(rendered[start:end])
     elif kind == "encoding" and value == "base64":
-        shown = _decode(content)
+        if _BASE64_LINES.fullmatch(rendered, start, end) is None:
+            return None
+        shown = _decode(rendered[start:end])
     else:
         return None
     if shown is None:
         return None
-    return (label, shown), end + len("\n" + _CLOSE_PLAIN)
+    return (label, shown), end, end + len("\n" + _CLOSE_PLAIN)
 
 
 _UNMARKED_LINE: Final = re.compile(f"\n(?!{MARK})")
+_BASE64_LINES: Final = re.compile("[A-Za-z0-9+/=\n]*")
 
 
 def _unmark(content: str) -> str | None:

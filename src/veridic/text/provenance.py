@@ -157,7 +157,7 @@ class _Trusted(str):
                 "read it from an InstructionField, join() trusted parts or vouch for it "
                 "with a TrustPolicy"
             )
-        value = super().__new__(cls, text)
+        value = super().__new__(cls, characters(text))
         value._spans = spans
         _set_seal(value, _SEAL)
         return value
@@ -178,6 +178,16 @@ class _Trusted(str):
 
     def __deepcopy__(self, memo: object) -> str:
         return self.__copy__()
+
+
+def characters(text: str) -> str:
+    """The characters ``text`` holds, as a plain ``str``.
+
+    ``str.__new__`` of a subclass's instance calls the subclass's ``__str__``, which
+    may say anything (text branded untrusted, text other than what was checked);
+    ``str.__str__`` copies the characters themselves.
+    """
+    return text if type(text) is str else str.__str__(text)
 
 
 _SEAL: Final = object()
@@ -213,7 +223,7 @@ class _Untrusted(str):
     def __new__(cls, text: str, source: str, key: _Mint, mode: str = "") -> _Untrusted:
         if key is not _KEY:
             raise ProvenanceError("untrusted text is made with untrusted(text, source=...)")
-        value = super().__new__(cls, text)
+        value = super().__new__(cls, characters(text))
         value._source = source
         value._mode = mode
         return value
@@ -298,8 +308,13 @@ def instruction(text: LiteralString, /) -> TrustedInstruction:
     >>> provenance(rule).kind
     'code'
 
+    A ``str`` subclass is minted as the characters it holds; anything that is not a
+    ``str`` is refused: ``str()`` of an object (a ticket, a request) is whatever its
+    ``__str__`` returns, often the outside text it carries, and of ``None`` or bytes a
+    repr nobody wrote.
+
     Raises:
-        ProvenanceError: ``text`` is ``UntrustedText``.
+        ProvenanceError: ``text`` is ``UntrustedText``, or not a ``str``.
     """
     if type(text) is _Untrusted:
         raise ProvenanceError(
@@ -309,7 +324,9 @@ def instruction(text: LiteralString, /) -> TrustedInstruction:
         )
     if _genuine(text):
         return TrustedInstruction(text)
-    return mint(str(text), "code", _caller(2))
+    if not isinstance(text, str):
+        raise ProvenanceError(_not_code_text(text, "instruction()"))
+    return mint(text, "code", _caller(2))
 
 
 def untrusted(text: str, /, *, source: str) -> UntrustedText:
@@ -352,6 +369,16 @@ def _not_text(value: object, source: str) -> str:
     )
 
 
+def _not_code_text(value: object, where: str, role: str = "") -> str:
+    """Say why ``where`` refused a value that is not text, and what to pass instead."""
+    return (
+        f"{where} got a {type(value).__name__}{role}, not text: {clip(repr(value))}; it mints "
+        "only text written in code, and str() of an object is whatever its __str__ returns "
+        "(often the outside text it carries, or a repr nobody wrote): write the instruction "
+        "as a literal, and place outside text with Composer.data() or Composer.user()"
+    )
+
+
 def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> TrustedInstruction:
     """Join trusted parts into one trusted value that keeps every part's spans.
 
@@ -364,8 +391,9 @@ def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> Tr
     ('Be brief. Cite sources.', True, 3)
 
     Raises:
-        ProvenanceError: a part or the separator is not trusted text (in
-            report mode: logged, and the result is a plain ``str``).
+        ProvenanceError: a part is not trusted text (in report mode: logged, and
+            the result is a plain ``str``), or the separator is untrusted text or
+            not a ``str``.
     """
     items = list(parts)
     origin = _caller(2)
@@ -375,6 +403,8 @@ def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> Tr
                 f"join() got an untrusted separator (source {sep._source!r}); "
                 "the separator is part of the instruction: write it in code"
             )
+        if not isinstance(sep, str):
+            raise ProvenanceError(_not_code_text(sep, "join()", " as separator"))
         sep = mint(sep, "code", origin)
     for index, part in enumerate(items):
         if not is_trusted(part):

@@ -62,7 +62,7 @@ from typing import Final, Literal, Protocol, runtime_checkable
 
 from veridic._counted import counted
 from veridic.errors import VeridicError
-from veridic.text.fence import _INVISIBLE_CHAR, _OPEN, DataMode, unfence
+from veridic.text.fence import _INVISIBLE_CHAR, DataMode, blocks_in
 from veridic.text.provenance import TRUSTED_KINDS, Kind
 
 __all__ = [
@@ -241,9 +241,9 @@ def _attr(text: str) -> str:
 
 # --- data blocks -------------------------------------------------------------------------
 
-# An opening line is found with :func:`~veridic.unfence`'s own pattern (``_OPEN``); a
-# block counts only when :func:`~veridic.unfence` reads the same block from the same
-# characters.
+# The blocks are exactly the ones :func:`~veridic.unfence` reads, found in its own pass
+# (``blocks_in``), so the map shows what a reader of the prompt would take for a block,
+# in the time unfence() takes.
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,39 +261,27 @@ class _Block:
 
 def _blocks(content: str) -> list[_Block]:
     """The data blocks of ``content`` with their places: the ones :func:`unfence` reads."""
-    found: list[_Block] = []
-    position = 0
-    while (opening := _OPEN.search(content, position)) is not None:
-        attribute, value = opening.group(2), opening.group(3)
-        mode: DataMode = (
-            "verbatim"
-            if attribute == "sha256"
-            else "encode"
-            if attribute == "encoding"
-            else "datamark"
+    return [
+        _Block(
+            found.opening.start(),
+            found.opening.start(1),
+            found.opening.end(1),
+            found.opening.end(),
+            found.content_end,
+            found.end,
+            _MODES[found.opening.group(2)],
+            found.label,
+            found.text,
         )
-        closing = f'\n</data sha256="{value}">' if mode == "verbatim" else "\n</data>"
-        close = content.find(closing, opening.end() - 1)
-        read = unfence(content[opening.start() : close + len(closing)]) if close >= 0 else []
-        if len(read) != 1:
-            position = opening.end() - 1
-            continue
-        label, text = read[0]
-        found.append(
-            _Block(
-                opening.start(),
-                opening.start(1),
-                opening.end(1),
-                opening.end(),
-                max(close, opening.end()),
-                close + len(closing),
-                mode,
-                label,
-                text,
-            )
-        )
-        position = close + len(closing)
-    return found
+        for found in blocks_in(content)
+    ]
+
+
+_MODES: Final[dict[str | None, DataMode]] = {
+    None: "datamark",
+    "encoding": "encode",
+    "sha256": "verbatim",
+}
 
 
 # --- the page ------------------------------------------------------------------------------

@@ -115,11 +115,26 @@ class TrustPolicy:
     def vouch(self, text: str, /, *, reason: str) -> TrustedInstruction:
         """Mint ``text`` as trusted under this policy, recording ``reason``.
 
+        The record's sample and the minted text are the characters ``text`` holds,
+        read once: ``str()`` of a ``str`` subclass is whatever its ``__str__`` returns,
+        and could let the record show other text than the one minted.
+
         Raises:
-            ProvenanceError: ``reason`` is empty: a vouch must say why.
+            ProvenanceError: ``reason`` is empty: a vouch must say why; ``text``
+                is not a ``str`` (``str()`` of it would mint its repr, or what its
+                ``__str__`` returns, unseen by the record).
             VouchNotRecordedError: the store set by :meth:`record_to` could not
                 write the record; nothing was minted.
         """
+        if not isinstance(text, str):
+            raise ProvenanceError(
+                f"TrustPolicy({self._name!r}).vouch() got a {type(text).__name__}, not text: "
+                f"{clip(repr(text))}; vouch for the text itself (decode bytes, write a "
+                "structure as the words the model should read), so the record shows what "
+                "was minted"
+            )
+        if type(text) is not str:
+            text = str.__str__(text)
         if not isinstance(reason, str) or not reason.strip():
             raise ProvenanceError(
                 f"TrustPolicy({self._name!r}).vouch() needs a reason, got {reason!r}: "
@@ -143,7 +158,7 @@ class TrustPolicy:
         _log.info(
             "trust policy %r vouched at %s: %s (%s)", self._name, caller, record.sample, reason
         )
-        return mint(str(text), "policy", f"policy {self._name} at {caller}")
+        return mint(text, "policy", f"policy {self._name} at {caller}")
 
     @staticmethod
     def record_to(sink: VouchSink | None, /) -> VouchSink | None:
