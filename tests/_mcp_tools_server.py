@@ -3,7 +3,9 @@
 Its tools are read from the JSON file named by ``VERIDIC_TEST_MCP_SPEC`` at every
 listing, so a test can change a description or a schema between two runs (or during
 one) the way a server that rug-pulls would. Every tool answers with its name and
-arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed``. A
+arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed`` (as
+many times as its entry's ``"notices"`` says). Every ``tools/list`` adds a line to the
+file named as the spec with ``.listings`` after it, so a test can count them. A
 tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
 content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
 server sends back. One holding ``"exit": true`` ends the server's process instead, and
@@ -48,6 +50,8 @@ def _tools() -> list[types.Tool]:
 
 
 async def _list(ctx: Any, params: Any) -> types.ListToolsResult:
+    with open(f"{SPEC}.listings", "a", encoding="utf-8") as counted:
+        counted.write("listed\n")
     with open(SPEC, encoding="utf-8") as file:
         listed = json.load(file)
     if isinstance(listed, dict):
@@ -72,7 +76,8 @@ async def _call(ctx: Any, params: types.CallToolRequestParams) -> types.CallTool
     if "result" in entry:
         return types.CallToolResult.model_validate(entry["result"])
     if params.name == "notify":
-        await ctx.session.send_tool_list_changed()
+        for _ in range(entry.get("notices", 1)):
+            await ctx.session.send_tool_list_changed()
     text = f"{params.name}: {json.dumps(params.arguments, sort_keys=True)}"
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], is_error=params.name == "fail"

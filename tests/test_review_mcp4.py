@@ -288,3 +288,37 @@ def test_a_tool_the_pins_do_not_record_never_puts_its_name_in_the_capability_sec
         assert name not in section
         assert view.status(name).state == "unknown"
         assert isinstance(view.unknown(name).error(), UnknownToolError)
+
+
+# --- a flood of change notices -------------------------------------------------------------
+
+
+def test_a_flood_of_change_notices_lists_the_tools_a_few_times_not_once_a_notice(
+    tmp_path: Path, audit: SQLiteAuditSink
+) -> None:
+    # Before: each tools/list_changed started its own re-check and tools/list request, so
+    # a server that sent 300 notices had the client open 300 concurrent tasks and ask for
+    # its listing 300 times. Notices that come while a check runs now ask for one more
+    # check after it, whatever their number.
+    flood = {"name": "notify", "description": "A tool.", "input_schema": ANY, "notices": 300}
+    server = tools_server(tmp_path, [flood], protocol="legacy")
+    listings = tmp_path / "tools.json.listings"
+    registry = Registry()
+
+    async def run() -> tuple[bool, int]:
+        async with connect(registry, server, declare={"notify": Declared("query")}):
+            before = len(listings.read_text().splitlines())
+            ok = (await run_call(registry, "notify", audit)).ok
+            settled, seen = 0, -1
+            while settled < 6:  # no listing for 0.3 s: every check has ended
+                await asyncio.sleep(0.05)
+                now = len(listings.read_text().splitlines())
+                settled = settled + 1 if now == seen else 0
+                seen = now
+            return ok, seen - before
+
+    ok, listed = asyncio.run(run())
+    assert ok
+    # One check at a time: the number of listings follows how long the flood lasts (a
+    # dozen on the development machine), not the number of notices.
+    assert 1 <= listed <= 60, f"{listed} listings for 300 notices"

@@ -296,6 +296,8 @@ class McpConnection:
     _withheld: dict[str, str] = field(default_factory=dict, repr=False)
     _registry: Registry | None = field(default=None, repr=False)
     _lost: bool = field(default=False, repr=False)
+    _checking: bool = field(default=False, repr=False)
+    _again: bool = field(default=False, repr=False)
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -529,7 +531,21 @@ class McpConnection:
     async def _notified(self, message: object) -> None:
         # Called from the SDK's receive loop: a listing awaited here would wait for the
         # loop itself, so the re-check runs as a task of the connection.
-        if type(message).__name__ == "ToolListChangedNotification" and self._tasks is not None:
+        if type(message).__name__ == "ToolListChangedNotification":
+            self._notice()
+
+    def _notice(self) -> None:
+        """Start a re-check, or, while one runs, have it list the tools once more after.
+
+        One listing at a time, whatever the number of notices: a server that sends
+        thousands (a bug, or a hostile one) would otherwise have the client open as
+        many tasks and ask for its listing as many times. A notice that comes during
+        a check may describe a change the check's listing missed, so one more follows.
+        """
+        if self._checking:
+            self._again = True
+        elif self._tasks is not None:
+            self._checking = True
             self._tasks.start_soon(self._changed_notice)
 
     async def _listen(self) -> None:
@@ -539,16 +555,24 @@ class McpConnection:
         try:
             async with client.listen(tools_list_changed=True) as subscription:  # type: ignore[attr-defined]  # an mcp.Client
                 async for _event in subscription:
-                    await self._changed_notice()
+                    self._notice()
         except Exception as error:  # not offered, or the stream ended: calls still check
             _log.debug("MCP server %r: no change notices (%s)", self.server.name, _quoted(error))
 
     async def _changed_notice(self) -> None:
-        _log.info("MCP server %r says its tool list changed: checking", self.server.name)
         try:
-            await self.recheck()
-        except Exception as error:  # the next call checks again, and fails loudly
-            _log.warning("MCP server %r: re-check failed: %s", self.server.name, _quoted(error))
+            self._again = True
+            while self._again:
+                self._again = False
+                _log.info("MCP server %r says its tool list changed: checking", self.server.name)
+                try:
+                    await self.recheck()
+                except Exception as error:  # the next call checks again, and fails loudly
+                    _log.warning(
+                        "MCP server %r: re-check failed: %s", self.server.name, _quoted(error)
+                    )
+        finally:
+            self._checking = False
 
     def _live(self) -> object:
         if self._client is None or self._lost:
