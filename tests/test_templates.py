@@ -11,10 +11,10 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final, TypeAlias, TypedDict
+from typing import Annotated, Final, TypeAlias, TypedDict
 
 import pytest
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 from veridic import (
     Composer,
@@ -22,6 +22,7 @@ from veridic import (
     ProvenanceError,
     Templates,
     TrustedInstruction,
+    TrustPolicy,
     UntrustedText,
     VeridicError,
     configure,
@@ -621,3 +622,47 @@ def test_sandbox_refuses_str_format_with_a_sandbox_error(content: str) -> None:
     template = TEMPLATES.instruction_from_source(stored.content, params=Persona)
     with pytest.raises(TemplateSandboxError, match=r"sandbox forbids: .*format"):
         template.render({"persona": instruction("Ava")})
+
+
+class PydanticSystem(BaseModel):
+    # Typed TrustedInstruction without InstructionField: pydantic stores a plain str
+    # (the veridic.mypy plugin reports this declaration: veridic-forge).
+    persona: TrustedInstruction  # type: ignore[veridic-forge]  # the run-time twin under test
+    rules: list[InstructionField]
+
+
+class ListedSystem(BaseModel):
+    persona: InstructionField
+    rules: list[TrustedInstruction]  # type: ignore[veridic-forge]  # the run-time twin under test
+
+
+_TABLE = TrustPolicy("persona-table")
+
+
+def _vouched(text: str) -> TrustedInstruction:
+    return _TABLE.vouch(text, reason="the persona table is reviewed by the product team")
+
+
+class VouchedSystem(BaseModel):
+    persona: Annotated[TrustedInstruction, AfterValidator(_vouched)]
+    rules: list[InstructionField]
+
+
+def test_a_pydantic_model_with_a_field_typed_trusted_instruction_is_refused_at_binding() -> None:
+    # Before: the template bound, and every render refused the minted value it was given
+    # ("provenance unknown (a plain str ...)"), since pydantic had stored a plain str.
+    stored = PydanticSystem(persona=instruction("Ava"), rules=[])
+    assert provenance(stored.persona).kind == "unknown"
+    expected = r"field 'persona' is typed TrustedInstruction: pydantic validates it as str"
+    with pytest.raises(ProvenanceError, match=expected) as caught:
+        TEMPLATES.instruction("system.j2", params=PydanticSystem)
+    assert "declare the field InstructionField" in str(caught.value)
+    with pytest.raises(ProvenanceError, match=r"field 'rules' is typed list\[TrustedInstruction\]"):
+        TEMPLATES.instruction("system.j2", params=ListedSystem)
+
+
+def test_a_field_whose_own_validator_mints_its_text_binds_and_renders() -> None:
+    template = TEMPLATES.instruction("system.j2", params=VouchedSystem)
+    result = template.render(VouchedSystem.model_validate({"persona": "Ava", "rules": ["Cite."]}))
+    assert result == "You are Ava.\n- Cite.\nBe brief."
+    assert is_trusted(result)

@@ -9,10 +9,25 @@ parameter as the field's type, TrustedInstruction, and refuses every str.
 """
 
 import json
+from dataclasses import dataclass
+from typing import Annotated, ClassVar, TypedDict
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import AfterValidator, BaseModel, TypeAdapter
 
-from veridic import InstructionField, TrustedInstruction, UntrustedText, instruction, untrusted
+from veridic import (
+    InstructionField,
+    TrustedInstruction,
+    TrustPolicy,
+    UntrustedText,
+    instruction,
+    untrusted,
+)
+
+LEGACY = TrustPolicy("legacy-prompts")
+
+
+def _vouched(text: str) -> TrustedInstruction:
+    return LEGACY.vouch(text, reason="the persona table is written by the product team")
 
 
 class StoredPrompt(BaseModel):
@@ -71,3 +86,30 @@ def accepted(raw: str, text: str, u: UntrustedText, t: TrustedInstruction) -> No
     TypeAdapter(str).validate_python(u)
     # P: [reportArgumentType] # P: [reportArgumentType]
     Feature(title=u, prompt=StoredPrompt(name="x", content=text), rules=[text])
+
+
+# A field typed TrustedInstruction (not InstructionField): pydantic validates it as str and
+# stores a plain str, so the value mypy calls trusted is refused at run time.
+class Persona(BaseModel):
+    name: str
+    prompt: TrustedInstruction  # E: [veridic-forge] "Persona" got field "prompt" typed
+    rules: list[TrustedInstruction] = []  # E: [veridic-forge] stores as a plain str
+    note: TrustedInstruction | None = None  # E: [veridic-forge] declare it InstructionField
+    read: InstructionField
+    vouched: Annotated[TrustedInstruction, AfterValidator(_vouched)]
+    maybe: Annotated[TrustedInstruction, AfterValidator(_vouched)] | None = None
+    _private: TrustedInstruction = instruction("kept in the class")
+    shared: ClassVar[TrustedInstruction] = instruction("a class constant")
+
+
+class Derived(Persona):
+    extra: TrustedInstruction  # E: [veridic-forge] "Derived" got field "extra"
+
+
+class Kept(TypedDict):
+    prompt: TrustedInstruction
+
+
+@dataclass
+class AlsoKept:
+    prompt: TrustedInstruction

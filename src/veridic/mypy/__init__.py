@@ -25,6 +25,8 @@ module                 rule                                          error code
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
 ``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
                        ``InstructionField``
+``_bare_fields``       no ``TrustedInstruction`` field in a          ``veridic-forge``
+                       pydantic model (it stores a plain ``str``)
 ``_private``           veridic's private minting names stay inside   ``veridic-forge``
 ``_escapes``           a function trusting a ``LiteralString``       ``veridic-literal``
                        parameter is called by name, not passed on
@@ -292,9 +294,13 @@ class VeridicPlugin(Plugin):
             return set()
         if any(part in file.path for part in _names.INSTALLED):
             return set()  # mypy reports nothing in an installed package
-        from veridic.mypy import _escapes
+        from veridic.mypy import _bare_fields, _escapes
 
-        if not (self.suspect(file.fullname, file) or _escapes.may_report(file)):
+        if not (
+            self.suspect(file.fullname, file)
+            or _escapes.may_report(file)
+            or _bare_fields.may_report(file)
+        ):
             return set()
         checker = _checker_of(file)
         if checker is not None:
@@ -316,9 +322,10 @@ class VeridicPlugin(Plugin):
 
             self.reported(tree.fullname)
             _private.report_module(checker)
-        from veridic.mypy import _escapes
+        from veridic.mypy import _bare_fields, _escapes
 
         _escapes.report_references(checker)
+        _bare_fields.report_module(checker)
 
     def suspect(self, module: str, tree: MypyFile | None = None) -> bool:
         """Whether ``module`` imports private minting names and is not reported yet.

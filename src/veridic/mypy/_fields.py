@@ -166,6 +166,11 @@ def _aliases(info: TypeInfo) -> dict[str, str]:
     }
 
 
+def kind(typ: Type) -> Kind | None:
+    """Whether a field's type reads instruction text, and how (see :data:`Kind`)."""
+    return _kind(typ, _DEPTH)
+
+
 def _kind(typ: Type, depth: int) -> Kind | None:
     if is_instruction_field(typ):
         return "field"

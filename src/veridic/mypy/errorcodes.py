@@ -14,8 +14,9 @@ code                   what it rejects
 ``veridic-forge``      a call of the ``TrustedInstruction`` or
                        ``UntrustedText`` NewType constructor outside veridic,
                        the constructor passed as a value, a ``cast()`` to a
-                       brand, or a use of veridic's private minting helpers
-                       (``mint``, ``_Trusted``, ...) outside veridic
+                       brand, a use of veridic's private minting helpers
+                       (``mint``, ``_Trusted``, ...) outside veridic, or a
+                       pydantic field typed ``TrustedInstruction``
 ``veridic-any``        a value of type ``Any`` reaching an instruction position
 ``veridic-policy``     a ``TrustPolicy`` name that is not a literal, or not in
                        ``[tool.veridic] trust-policies``
@@ -62,7 +63,9 @@ The same for the constructor passed as a value (``map(TrustedInstruction, texts)
 cannot tell such a value from text written in code.
 Also an import or use of veridic's private minting names (``mint``, ``mint_spans``, ``joined``
 and the ``_``-prefixed names of ``veridic.provenance`` and ``veridic.fields``) outside veridic:
-they mint without any check."""
+they mint without any check. And a pydantic model's field typed ``TrustedInstruction``
+without ``InstructionField``: pydantic stores a plain ``str`` there, so the type claims a
+brand the value never has."""
 
 ANY: Final = ErrorCode(
     "veridic-any",

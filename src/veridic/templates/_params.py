@@ -130,6 +130,7 @@ def instruction_checks(params: Params, template: str) -> dict[str, Check]:
             system slot, so it is the same error.
     """
     checks: dict[str, Check] = {}
+    _refuse_bare_brands(params, template)
     for key, annotation in _field_hints(params).items():
         try:
             checks[key] = _check_for(annotation)
@@ -145,6 +146,42 @@ def instruction_checks(params: Params, template: str) -> dict[str, Check]:
                 "(templates.data) and place it with Composer.user()"
             ) from None
     return checks
+
+
+def _refuse_bare_brands(params: Params, template: str) -> None:
+    """Refuse a pydantic model whose field is typed ``TrustedInstruction`` alone.
+
+    pydantic validates the ``NewType`` as ``str`` and stores a plain ``str``, a
+    minted value too, so every render would refuse the value it was given (as
+    untrusted text), far from the declaration; the ``veridic.mypy`` plugin reports
+    the same field (``veridic-forge``). A field with validators of its own
+    (``Annotated[TrustedInstruction, AfterValidator(...)]``) may mint its text and
+    is left to the render's check.
+
+    Raises:
+        ProvenanceError: such a field, named.
+    """
+    if not (params.model and issubclass(params.type, BaseModel)):
+        return
+    for key, info in params.type.model_fields.items():
+        if not info.metadata and _reaches_brand(info.annotation):
+            raise ProvenanceError(
+                f"instruction template {template!r} is bound to pydantic model "
+                f"{params.name}, whose field {key!r} is typed "
+                f"{_show(info.annotation)}: pydantic validates it as str and stores a plain "
+                "str (a minted value too), so every render would refuse it; declare the "
+                "field InstructionField (text the application reads as instruction), or "
+                "bind the template to a TypedDict, which keeps the minted values it is given"
+            )
+
+
+def _reaches_brand(annotation: object) -> bool:
+    """Whether ``TrustedInstruction`` is in ``annotation`` outside any ``Annotated``."""
+    if annotation is TrustedInstruction:
+        return True
+    if typing.get_origin(annotation) is Annotated:
+        return False
+    return any(_reaches_brand(arg) for arg in typing.get_args(annotation))
 
 
 _SETS: Final = (set, frozenset, AbstractSet, MutableSet)
