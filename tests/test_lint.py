@@ -374,3 +374,55 @@ def test_property_lint_and_boot_find_the_same_floor_violations(tools: list[Floor
     assert linted == refused == expected
     if refused:
         assert message.startswith(f"{sum(refused.values())} risk floor violation(s)")
+
+
+# -- a write that says it cannot be undone, declared reversible ------------------------------
+
+
+def _write(description: str, *, irreversible: bool = False, risk: Risk | None = None) -> Registry:
+    registry = Registry()
+
+    def delete_customer(customer_id: int) -> None:
+        return None
+
+    delete_customer.__doc__ = f"{description}\n\nArgs:\n    customer_id: The customer."
+    registry.tool(kind="write", irreversible=irreversible, risk=risk)(delete_customer)
+    return registry
+
+
+@pytest.mark.parametrize(
+    ("description", "said"),
+    [
+        ("Permanently delete a customer and all their data.", "Permanently"),
+        ("Delete a customer. This can\u2019t be undone.", "can\u2019t be undone"),
+        ("Hard-delete a customer's records.", "Hard-delete"),
+        ("Erase a customer; the data is unrecoverable afterwards.", "unrecoverable"),
+    ],
+)
+def test_a_write_that_says_it_is_permanent_but_is_declared_reversible_is_a_warning(
+    description: str, said: str
+) -> None:
+    # Before: it linted clean, ran at mid risk, and allow_always() accepted it.
+    (finding,) = [f for f in lint(_write(description)) if f.code == "irreversibility-undeclared"]
+    assert finding.severity == "warning"
+    assert finding.tool == "delete_customer"
+    assert f"says {said!r}" in finding.message
+    assert "declare it irreversible=True" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("description", "irreversible", "risk"),
+    [
+        ("Permanently delete a customer and all their data.", True, None),
+        ("Permanently delete a customer and all their data.", False, Risk.HIGH),
+        ("Archive a customer; nothing is deleted permanently.", False, None),
+        ("Archive a customer. It is not permanent: restore it from the archive.", False, None),
+        ("Send the customer the final invoice.", False, None),
+        ("Keep a customer's note forever in the CRM.", False, None),
+    ],
+)
+def test_a_write_declared_as_it_describes_itself_has_no_such_warning(
+    description: str, irreversible: bool, risk: Risk | None
+) -> None:
+    codes = [f.code for f in lint(_write(description, irreversible=irreversible, risk=risk))]
+    assert "irreversibility-undeclared" not in codes

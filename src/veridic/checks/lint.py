@@ -87,6 +87,18 @@ _UNDOING: Final = re.compile(
     r"|hard[\s-]delete\w*|unrecoverabl\w*|forever|for\s+good|final)\b",
     re.IGNORECASE,
 )
+_SAYS_PERMANENT: Final = re.compile(
+    r"\b(irreversibl\w*|permanent(ly)?"
+    r"|(cannot|can\s+not|can[\u2019']t)\s+be\s+(undone|reversed|reverted|recovered|restored)"
+    r"|no\s+undo|hard[\s-]delete\w*|unrecoverabl\w*)\b",
+    re.IGNORECASE,
+)
+"""What a description says of a write that cannot be undone, in words that leave no doubt
+(``final`` or ``forever`` say other things too: "the final report")."""
+_DENIED_BEFORE: Final = re.compile(
+    r"\b(not|never|no|nothing|n[\u2019']t)\b[^.;:]{0,30}$", re.IGNORECASE
+)
+"""A negation just before those words, in the same clause: "nothing is deleted permanently"."""
 _INSTRUCTION_EFFECT: Final = re.compile(
     r"\b(system\s+prompts?|instructions?|verbatim)\b", re.IGNORECASE
 )
@@ -100,7 +112,7 @@ class LintFinding:
 
     ``code`` is stable for filtering: a :class:`veridic.GapCode` value for doc
     gaps, ``near-duplicate``, ``near-duplicate-acknowledged``, ``risk-floor``,
-    ``irreversibility-unstated``, ``unknown-sibling``, or for
+    ``irreversibility-unstated``, ``irreversibility-undeclared``, ``unknown-sibling``, or for
     :func:`check_projections` ``boot`` and ``coupling``. ``file`` and ``line``
     are where the tool is defined (``None`` when Python does not know, e.g. an
     external tool with a built-in handler). For a near-duplicate, ``other`` is
@@ -147,6 +159,7 @@ def lint(
     for tool in tools:
         findings.extend(_floor_findings(tool))
         findings.extend(_irreversibility_findings(tool))
+        findings.extend(_undeclared_irreversibility(tool))
     exposed = tools if isinstance(source, Registry) else source.tools()
     findings.extend(_near_duplicates(exposed, threshold, siblings, by_name))
     return tuple(findings)
@@ -341,6 +354,39 @@ def _irreversibility_findings(tool: Tool) -> list[LintFinding]:
             f"high-risk tool {tool.name!r} ({tool.origin}) does not say {what}, so the model "
             "cannot warn the user before asking for approval: add a sentence to its "
             f"description such as {example}",
+            "warning",
+        )
+    ]
+
+
+def _undeclared_irreversibility(tool: Tool) -> list[LintFinding]:
+    """A write whose description says it cannot be undone, declared reversible.
+
+    The declaration decides the risk floor: a write declared reversible may sit at mid
+    risk, where an always rule approves it, while its description tells the model (and
+    the reviewer) that it is permanent. Only a warning: the words are a heuristic.
+    """
+    if tool.kind != "write" or tool.irreversible or tool.risk is Risk.HIGH:
+        return []
+    said = next(
+        (
+            found
+            for found in _SAYS_PERMANENT.finditer(tool.description)
+            if not _DENIED_BEFORE.search(tool.description[: found.start()])
+        ),
+        None,
+    )
+    if said is None:
+        return []
+    return [
+        _finding(
+            tool,
+            tool.name,
+            "irreversibility-undeclared",
+            f"write tool {tool.name!r} ({tool.origin}) says {said.group(0)!r} in its "
+            f"description but is declared reversible at risk {tool.risk.value}, where an "
+            "always rule can approve it: declare it irreversible=True (its floor is then "
+            "high), or, if it can be undone, say how in its description",
             "warning",
         )
     ]

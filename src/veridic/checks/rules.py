@@ -159,6 +159,16 @@ _CATALOGUE: Final = (
         "warning",
     ),
     _rule(
+        "irreversibility-undeclared",
+        "A write that says it cannot be undone, declared reversible",
+        "Its description tells the model and the reviewer that the write is permanent, but "
+        "the declaration decides the risk floor: declared reversible, it may sit at mid "
+        "risk, where an always rule approves it.",
+        "Declare the tool irreversible=True (its floor is then high), or, if it can be "
+        "undone, say how in its description.",
+        "warning",
+    ),
+    _rule(
         "unknown-sibling",
         "[tool.veridic] siblings names no registered tool",
         "A stale siblings entry would silently acknowledge a future tool of that name.",
