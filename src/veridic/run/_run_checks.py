@@ -21,6 +21,7 @@ from veridic.run.approval import ApprovalPolicy
 from veridic.run.deferred import needs_answer
 from veridic.run.reply import Reply
 from veridic.text.prompt import ToolCall
+from veridic.tools.context import ToolContext
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -75,8 +76,27 @@ def check_context(view: ToolView, context: object, where: str) -> None:
     after the calls before it ran.
     """
     for tool in view.tools():
-        if tool.context is not None:
+        if tool.context is None:
+            continue
+        try:
             tool.context.bind(context, tool=tool.name, origin=tool.origin, request_id=where)
+        except VeridicError as error:
+            if isinstance(context, ToolContext):
+                raise  # its own message says to pass ctx.deps
+            got, why = (
+                ("no context (context=None)", "a run without one cannot call it")
+                if context is None
+                else (
+                    f"deps of type {type(context).__name__} as context",
+                    f"not a {type(context).__name__}",
+                )
+            )
+            raise VeridicError(
+                f"{where}() got {got}, and tool {tool.name!r} ({tool.origin}) of its view asks "
+                f"for a {tool.context.expects} (parameter {tool.context.name!r}), {why}: pass "
+                f"the application's object as {where}(..., context=...); every call of the run "
+                f"gets it (the handler reads {tool.context.name}.deps); nothing was sent or run"
+            ) from error
 
 
 def check_policy(policy: object, view: ToolView, where: str) -> None:

@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
 from veridic.providers._base import Adapter, Completion, Usage, _count
+from veridic.providers._scripted import ScriptedProvider
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
 from veridic.run.executor import tools_sha256
@@ -185,11 +186,7 @@ def checked(
             "request it belongs to, so its records can be found together; pass one"
         )
     if provider.is_async == sync:
-        have, use = ("an async", "await asend()/astream()") if sync else ("a sync", "send()")
-        raise VeridicError(
-            f"{provider!r} holds {have} client ({type(provider.client).__name__}): "
-            f"use {use}, or build the adapter with the other client"
-        )
+        raise VeridicError(_wrong_client(provider, sync))
     pending = prompt.pending_tool_calls
     if pending:
         listed = ", ".join(f"{call.id} ({call.name})" for call in pending)
@@ -295,3 +292,19 @@ def nothing() -> None:
 
 async def anothing() -> None:
     return None
+
+
+def _wrong_client(provider: Adapter, sync: bool) -> str:
+    """What to do about an async client in blocking code, or a sync one in async code."""
+    have, use, other = (
+        ("an async", "await asend()/astream() (arun(), aresume() for a run)", "sync")
+        if sync
+        else ("a sync", "send()/stream() (run(), resume() for a run)", "async")
+    )
+    if isinstance(provider, ScriptedProvider):
+        held = f"asynchronous={sync}, no SDK"
+        fix = f"build it with asynchronous={not sync} for {'blocking' if sync else 'async'} code"
+    else:
+        held = type(provider.client).__name__
+        fix = f"build the adapter with the SDK's {other} client"
+    return f"{provider!r} holds {have} client ({held}): use {use}, or {fix}"

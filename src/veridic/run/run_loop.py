@@ -490,6 +490,14 @@ def _resumed(
             f"{type(composer).__name__}: pass PausedRun.from_json(saved) and a Composer holding "
             "the system part built from code"
         )
+    held = len(composer.conversation())
+    if held:
+        raise VeridicError(
+            f"resume() got a composer that already holds {held} turn(s) (the paused run's "
+            "own, perhaps): the paused run brings its conversation, which resume() puts after "
+            "the system part; pass a composer holding only that part, built from code for "
+            "this request as for the first (Composer().system(...)); nothing ran"
+        )
     bound = answered(paused, answers)
     asked = {approval.call_id for approval in paused.approvals}
     for digest in (paused.prompt_sha256, paused.tools_sha256):
