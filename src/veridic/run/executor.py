@@ -490,13 +490,21 @@ def _message(error: BaseException) -> str:
     """
     try:
         if not isinstance(error, BaseExceptionGroup):
-            return str(error)
+            return _own(str(error))
         leaves = _leaves(error)
         if _told_whole(error):
             return "; ".join(str(leaf) for leaf in leaves)
         return "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves)
     except Exception as failure:  # the error's own fault, said in its place
         return f"<its message could not be read: str() raised {type(failure).__name__}>"
+
+
+def _own(text: str) -> str:
+    """``text`` as a plain ``str``: an exception's ``__str__`` may return a subclass, whose
+    ``__format__``, ``__str__`` or ``__repr__`` would run wherever the message is written
+    after the dispatch (the record's detail, the model's text, the log), unguarded;
+    ``str.__str__`` copies its characters without calling any of them."""
+    return text if type(text) is str else str.__str__(text)
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
