@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Literal
 
 import pytest
@@ -122,7 +122,7 @@ def test_an_error_message_of_a_str_subclass_runs_none_of_its_code_after_the_call
 # --- what a retry turn keeps of pydantic's own words --------------------------------------------
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     approved = "approved"
     rejected = "rejected"
 
@@ -141,7 +141,9 @@ def test_a_retry_turn_keeps_the_allowed_values_and_bounds_pydantic_names() -> No
     )
     right = '{"status": "approved", "verdict": "rejected", "summary": "ok"}'
     view = Registry().view()
-    gateway = ModelGateway(ScriptedProvider([{"text": wrong}, {"text": right}]), audit=SQLiteAuditSink())
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": wrong}, {"text": right}]), audit=SQLiteAuditSink()
+    )
     composer = opening(view)
     result = gateway.run(
         composer, view, policy=ApprovalPolicy(view), request_id="r", output_type=Decision
@@ -169,7 +171,9 @@ def test_a_retry_turn_still_hides_a_discriminator_tag_the_answer_wrote() -> None
     wrong = f'{{"action": {{"kind": "{injected}", "order": 1}}}}'
     right = '{"action": {"kind": "refund", "order": 1}}'
     view = Registry().view()
-    gateway = ModelGateway(ScriptedProvider([{"text": wrong}, {"text": right}]), audit=SQLiteAuditSink())
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": wrong}, {"text": right}]), audit=SQLiteAuditSink()
+    )
     composer = opening(view)
     gateway.run(composer, view, policy=ApprovalPolicy(view), request_id="r", output_type=Action)
     retry = composer.build().messages[-2].content
@@ -202,7 +206,9 @@ def test_a_run_refusing_an_async_tool_leaves_the_composer_for_arun() -> None:
     assert "none of them ran" in str(raised.value)
     assert not getattr(raised.value, "__notes__", None), "a note says the composer holds calls"
     # What the error says to do: the whole run with arun, on the same composer.
-    gateway = ModelGateway(ScriptedProvider([call, {"text": "lost"}], asynchronous=True), audit=SQLiteAuditSink())
+    gateway = ModelGateway(
+        ScriptedProvider([call, {"text": "lost"}], asynchronous=True), audit=SQLiteAuditSink()
+    )
     result = asyncio.run(gateway.arun(composer, view, policy=ApprovalPolicy(view), request_id="r"))
     assert result.text == "lost"
 
