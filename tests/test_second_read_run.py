@@ -246,3 +246,39 @@ def test_a_call_with_a_nan_argument_runs_once_and_stays_on_the_composer(constant
     assert len(ran) == 1
     (call,) = composer.build().messages[-3].tool_calls
     assert constant in call.arguments  # what the model wrote, kept as its text
+
+
+# --- an exception group nested past the recursion limit --------------------------------------
+
+
+def test_a_call_failing_with_groups_nested_past_the_recursion_limit_is_recorded() -> None:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def look(order_id: int) -> str:
+        """Look an order up.
+
+        Args:
+            order_id: The order.
+        """
+        error: Exception = RuntimeError("the order service is down")
+        for _ in range(1500):  # as deep as nested task groups could make it, and deeper
+            error = ExceptionGroup("a task failed", [error])
+        raise error
+
+    view = registry.view()
+    audit = SQLiteAuditSink(":memory:")
+    result = execute(
+        view,
+        "look",
+        {"order_id": 1},
+        policy=ApprovalPolicy(view),
+        audit=audit,
+        request_id="r",
+        prompt=PROMPT,
+    )
+    assert result.outcome is CallOutcome.FAILED
+    assert "RuntimeError: the order service is down" in result.record.detail
+    assert str(result.told).startswith("error: the tool failed (ExceptionGroup)")
+    (record,) = audit.records("r")
+    assert record.outcome is CallOutcome.FAILED

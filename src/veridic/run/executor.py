@@ -508,10 +508,21 @@ def _own(text: str) -> str:
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
-    """The errors an exception group holds, its inner groups opened; ``[error]`` else."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
+    """The errors an exception group holds, its inner groups opened; ``[error]`` else.
+
+    Walked with a stack, each group once: groups nested past the recursion limit (or a
+    subclass whose ``exceptions`` holds itself) must not fail the call's record.
+    """
+    leaves: list[BaseException] = []
+    stack, opened = [error], set[int]()
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, BaseExceptionGroup):
+            leaves.append(item)
+        elif id(item) not in opened:
+            opened.add(id(item))
+            stack.extend(reversed(item.exceptions))
+    return leaves
 
 
 def _told_whole(error: BaseException) -> bool:
