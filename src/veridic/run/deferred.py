@@ -475,9 +475,16 @@ def _usage(value: object) -> Usage:
 
 
 def call_arguments(call: ToolCall) -> Mapping[str, object]:
-    """The arguments the model wrote, as a JSON object (``{"_unparsed": text}`` if not one)."""
+    """The arguments the model wrote, as a JSON object (``{"_unparsed": text}`` if not one).
+
+    ``NaN`` and ``Infinity``, which Python's ``json`` reads and the executor passes on,
+    are not JSON: the composer refuses them in a call it records, so arguments holding
+    one are kept as the model's text. Refused there, they failed a run after the call
+    had run, and the answer was lost with its result (sent again, the call ran again).
+    """
     try:
         decoded: object = _json_object.loads(call.arguments) if call.arguments.strip() else {}
+        json.dumps(decoded, allow_nan=False)  # raises on NaN or Infinity
     except ValueError:
         decoded = None
     if isinstance(decoded, dict):

@@ -490,7 +490,7 @@ def _message(error: BaseException) -> str:
     """
     try:
         if not isinstance(error, BaseExceptionGroup):
-            return str(error)
+            return _own(str(error))
         leaves = _leaves(error)
         if _told_whole(error):
             return "; ".join(str(leaf) for leaf in leaves)
@@ -499,11 +499,30 @@ def _message(error: BaseException) -> str:
         return f"<its message could not be read: str() raised {type(failure).__name__}>"
 
 
+def _own(text: str) -> str:
+    """``text`` as a plain ``str``: an exception's ``__str__`` may return a subclass, whose
+    ``__format__``, ``__str__`` or ``__repr__`` would run wherever the message is written
+    after the dispatch (the record's detail, the model's text, the log), unguarded;
+    ``str.__str__`` copies its characters without calling any of them."""
+    return text if type(text) is str else str.__str__(text)
+
+
 def _leaves(error: BaseException) -> list[BaseException]:
-    """The errors an exception group holds, its inner groups opened; ``[error]`` else."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
+    """The errors an exception group holds, its inner groups opened; ``[error]`` else.
+
+    Walked with a stack, each group once: groups nested past the recursion limit (or a
+    subclass whose ``exceptions`` holds itself) must not fail the call's record.
+    """
+    leaves: list[BaseException] = []
+    stack, opened = [error], set[int]()
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, BaseExceptionGroup):
+            leaves.append(item)
+        elif id(item) not in opened:
+            opened.add(id(item))
+            stack.extend(reversed(item.exceptions))
+    return leaves
 
 
 def _told_whole(error: BaseException) -> bool:

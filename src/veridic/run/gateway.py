@@ -549,6 +549,7 @@ class ModelGateway:
             # needs an answer run, and it and the calls after it wait.
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
+            check_none_async(reply.view, calls)  # none ran: the composer stays as it was
             done: list[ToolOutcome] = []
             try:
                 self._run_calls(reply, calls, lambda call: (policy, confirm), state.context, done)
@@ -655,6 +656,7 @@ class ModelGateway:
             on_record = recorded(self._audit, paused.request_id, "resume")
             check_not_resumed(paused, reply.tool_calls, on_record)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+            check_none_async(reply.view, steps.runnable)  # before the composer is broken
             done: list[ToolOutcome] = []
             try:
                 self._run_calls(reply, steps.runnable, steps.approving, context, done)

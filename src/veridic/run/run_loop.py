@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Final, Generic, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails, PydanticKnownError
 
 from veridic._sample import clip
 from veridic.errors import RunLimitError, VeridicError
@@ -351,10 +352,56 @@ def _problems(error: ValidationError, output_type: type[BaseModel]) -> str:
             for part in item["loc"]
         )
         message = item["msg"]
-        if _quotes(message, _texts(item.get("input"))):
+        if _quotes(_answer_may_write(item), _texts(item.get("input"))):
             message = f"the value there is not valid ({item['type']})"
         told.append(f"{place or '(the answer)'}: {message}")
     return "; ".join(told)
+
+
+_FROM_THE_SCHEMA: Final = frozenset(
+    {
+        "expected",
+        "expected_tags",
+        "discriminator",
+        "pattern",
+        "class_name",
+        "max_length",
+        "min_length",
+        "gt",
+        "ge",
+        "lt",
+        "le",
+        "multiple_of",
+        "max_digits",
+        "decimal_places",
+        "whole_digits",
+    }
+)
+"""Context keys of pydantic's own errors whose values come from the output type, not
+from the answer (a ``Literal``'s or an enum's values, a bound, a pattern)."""
+
+
+def _answer_may_write(item: ErrorDetails) -> str:
+    """The part of an error's message that text of the answer may have written.
+
+    A message pydantic writes itself, from its own template and the error's
+    context, holds the answer's text only in the context values the output type
+    does not give: those are checked, while its template's words and the type's
+    own values (``Input should be 'approved' or 'rejected'``, ``at most 40
+    characters``) are not, so an answer in the wrong case or one that uses the
+    template's words keeps the message that says how to answer. Any other message
+    (a validator's, a custom error) is checked whole.
+    """
+    message = item["msg"]
+    context = item.get("ctx") or {}
+    try:
+        kind = item["type"]
+        own = PydanticKnownError(kind, context or None).message()  # type: ignore[arg-type]  # any str: pydantic refuses a type it does not know
+        if own != message:
+            return message
+        return " ".join(str(v) for key, v in context.items() if key not in _FROM_THE_SCHEMA)
+    except Exception:  # not one of pydantic's types (a PydanticCustomError's): its own words
+        return message
 
 
 _QUOTED: Final = 8

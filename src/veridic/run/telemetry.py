@@ -707,7 +707,7 @@ class _LiveChat(_Live, ChatSpan):
 
 
 class _LiveTool(_Live, ToolSpan):
-    __slots__ = ("_call_token",)
+    __slots__ = ()
 
     def __init__(
         self, tracer: Tracer, name: object, request_id: object, view: object, call_id: object
