@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
@@ -688,3 +689,11 @@ def test_aresume_names_itself_when_its_policy_belongs_to_another_view() -> None:
     )
     with pytest.raises(VeridicError, match=r"^aresume\(\) got a policy built for another view"):
         asyncio.run(resumed)
+
+
+@pytest.mark.parametrize("seconds", [math.inf, True, 0, -1.0, math.nan])
+def test_limits_refuse_seconds_no_clock_or_json_can_hold(seconds: float) -> None:
+    # An infinite bound was accepted, and a paused run wrote it as JSON's non-standard
+    # Infinity, which a jsonb column refuses; None is "no limit".
+    with pytest.raises(VeridicError, match=r"pass a positive, finite number of seconds, or None"):
+        Limits(seconds=seconds)

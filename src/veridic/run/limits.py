@@ -6,6 +6,7 @@ Its own module because both the run loop, which holds a run to them, and a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from veridic.errors import VeridicError
@@ -47,8 +48,12 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise VeridicError(f"Limits({name}={value!r}): pass a count, an int of 0 or more")
         if self.seconds is not None and not (
-            isinstance(self.seconds, int | float) and self.seconds > 0
+            isinstance(self.seconds, int | float)
+            and not isinstance(self.seconds, bool)
+            and 0 < self.seconds < math.inf
         ):
             raise VeridicError(
-                f"Limits(seconds={self.seconds!r}): pass a positive number of seconds, or None"
+                f"Limits(seconds={self.seconds!r}): pass a positive, finite number of seconds, "
+                "or None for no limit (a paused run keeps its limits as JSON, which holds no "
+                "infinity)"
             )
