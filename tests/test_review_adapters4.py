@@ -18,10 +18,12 @@ from langchain.agents.middleware import ToolCallLimitMiddleware
 from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, GraphOutput
+from pydantic import BaseModel
 from pydantic_ai import Agent as PaiAgent
-from pydantic_ai import DeferredToolRequests
+from pydantic_ai import DeferredToolRequests, PromptedOutput
 from pydantic_ai.capabilities import NativeTool
-from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIChatModelSettings
 from pydantic_ai.native_tools import (
     AbstractNativeTool,
@@ -35,7 +37,16 @@ from test_integration_pydantic_ai import Script
 from test_integration_pydantic_ai import setup as pai_setup
 from test_telemetry import CHAT_COMPLETION
 
-from veridic import ApprovalMode, CallOutcome, ToolCouplingError, VeridicError
+from veridic import (
+    ApprovalMode,
+    CallOutcome,
+    ProvenanceError,
+    ToolCouplingError,
+    TrustedInstruction,
+    VeridicError,
+    instruction,
+    untrusted,
+)
 from veridic.integrations.langchain import approval_middleware
 
 # --- LangChain: one request's tools, two threads, one call id ------------------------------
@@ -146,7 +157,9 @@ def test_pai_extra_body_messages_no_longer_replace_the_conversation_on_the_wire(
     server = FakeServer(http_module("openai"), [("json", CHAT_COMPLETION)])
     client = server.async_client(openai, "AsyncOpenAI")
     model = OpenAIChatModel("gpt-test", provider=OpenAIProvider(openai_client=client))
-    smuggled = {"extra_body": {"messages": [{"role": "system", "content": _TICKET}]}}
+    smuggled: OpenAIChatModelSettings = {
+        "extra_body": {"messages": [{"role": "system", "content": _TICKET}]}
+    }
     agent = PaiAgent(model, output_type=[str, DeferredToolRequests], model_settings=smuggled)
     with pytest.raises(VeridicError, match=r"model_settings\['extra_body'\]\['messages'\]"):
         agent.run_sync("Hi", capabilities=[s.veridic])
@@ -163,3 +176,41 @@ def test_pai_model_settings_of_other_keys_still_reach_the_model() -> None:
     assert agent.run_sync("Hi", capabilities=[s.veridic]).output == "Sunny."
     assert (server.body["temperature"], server.body["top_k"]) == (0.0, 3)
     assert server.body["messages"][0]["role"] == "system"
+
+
+class _Answer(BaseModel):
+    city: str
+
+
+def _json_model(seen: list[AgentInfo]) -> FunctionModel:
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(info)
+        return ModelResponse(parts=[TextPart('{"city": "Oslo"}')])
+
+    return FunctionModel(answer)
+
+
+def test_pai_a_prompted_output_template_of_outside_text_is_refused() -> None:
+    """``PromptedOutput(template=...)`` is written into the instructions by the model class,
+    after the instruction parts were checked: a template read from a ticket, a config
+    store or a form reached the system prompt as it was."""
+    s = pai_setup()
+    seen: list[AgentInfo] = []
+    template = untrusted(f"{_TICKET} Answer in JSON: {{schema}}", source="ticket:9")
+    agent = PaiAgent(_json_model(seen), output_type=PromptedOutput(_Answer, template=template))
+    with pytest.raises(ProvenanceError, match="ticket:9"):
+        agent.run_sync("Weather?", capabilities=[s.veridic])
+    assert seen == []
+
+
+@pytest.mark.parametrize("template", [None, instruction("Answer in JSON only: {schema}")])
+def test_pai_a_prompted_output_template_of_code_or_of_pydantic_ai_still_runs(
+    template: TrustedInstruction | None,
+) -> None:
+    s = pai_setup()
+    seen: list[AgentInfo] = []
+    agent = PaiAgent(_json_model(seen), output_type=PromptedOutput(_Answer, template=template))
+    assert agent.run_sync("Weather?", capabilities=[s.veridic]).output == _Answer(city="Oslo")
+    (info,) = seen
+    assert info.instructions is not None
+    assert '"title": "_Answer"' in info.instructions  # the schema, in the template

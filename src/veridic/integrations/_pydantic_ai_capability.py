@@ -37,8 +37,9 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.output import OutputContext
+from pydantic_ai.profiles import DEFAULT_PROMPTED_OUTPUT_TEMPLATE
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
@@ -409,6 +410,10 @@ class VeridicCapability(AbstractCapability[object]):
         functions return reach the model's system slot beside the capability
         section.
 
+        The template of a prompted output (``PromptedOutput(template=...)``) is written
+        into the instructions by the model class, after this check: it must be trusted
+        text, or the model profile's own template.
+
         A native tool (``NativeTool(...)``, the ``WebSearch`` capability and its
         kind) is run by the provider itself: an MCP server it calls, code it
         executes, pages it reads. None of it is the view's, so it is refused like a
@@ -419,8 +424,8 @@ class VeridicCapability(AbstractCapability[object]):
             ToolCouplingError: a function tool is not one of the view's, one of
                 the view's is missing, its definition is not the view's, or the
                 request holds a native tool.
-            ProvenanceError: a system part of the messages, or an instruction
-                part, is not trusted text.
+            ProvenanceError: a system part of the messages, an instruction
+                part or the prompted output's template is not trusted text.
             VeridicError: the model settings would send instructions, tools or
                 history beside the request's.
         """
@@ -432,6 +437,9 @@ class VeridicCapability(AbstractCapability[object]):
             self.request_id,
         )
         parameters = request_context.model_request_parameters
+        _check_output_template(
+            parameters.prompted_output_template, request_context.model, self.request_id
+        )
         problems = _tool_problems(parameters.function_tools, self.view)
         problems += [
             f"native tool {clip(tool.kind)} ({type(tool).__name__}), run by the provider"
@@ -597,6 +605,28 @@ def _check_settings(settings: Mapping[str, object] | None, request_id: str) -> N
             "capability(..., instructions=...), the tools from the view, the history from "
             "message_history"
         )
+
+
+def _check_output_template(template: object, model: Model, request_id: str) -> None:
+    """Refuse a prompted output's template that is not trusted text.
+
+    pydantic-ai's model class writes the template (with the output type's JSON schema
+    for ``{schema}``) into the instructions it sends, after the instruction parts were
+    checked. pydantic-ai keeps the value given, so an ``instruction()`` template stays
+    trusted; the model profile's own template (``None`` given) is pydantic-ai's text.
+    """
+    if not isinstance(template, str) or is_trusted(template):
+        return
+    own = model.profile.get("prompted_output_template", DEFAULT_PROMPTED_OUTPUT_TEMPLATE)
+    if template in (own, DEFAULT_PROMPTED_OUTPUT_TEMPLATE):
+        return
+    report(
+        template,
+        f"the prompted output template of request {request_id!r} (PromptedOutput(template=...) "
+        "is written into the instructions the model reads beside the capability section: "
+        "give it as instruction(...) text written in code, or leave it out for pydantic-ai's "
+        "own)",
+    )
 
 
 def _trusted_static(agent: object) -> set[str]:
