@@ -57,7 +57,7 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -150,27 +150,44 @@ class _Awaiting:
     what is left when the next model call starts, or the run ends, was answered by
     something else (another middleware, such as a call limit) or by nobody (a middleware
     that ended the run), and never reached the view.
+
+    A call is known by its thread (LangGraph's ``thread_id``, read from the run this code
+    runs in) and its id: one request's tools may serve two threads, and models that number
+    their calls from 0 each turn give two threads' calls one id, so a call run in one
+    thread must not take the other's off the list.
     """
 
     def __init__(self) -> None:
-        self._calls: dict[str, ToolCall] = {}
+        self._calls: dict[tuple[str | None, str], ToolCall] = {}
         self._lock = threading.Lock()
 
     def expect(self, calls: Sequence[ToolCall]) -> None:
+        thread = _thread()
         with self._lock:
-            self._calls.update((call["id"], call) for call in calls if call["id"])
+            self._calls.update(((thread, call["id"]), call) for call in calls if call["id"])
 
     def answered(self, call_id: str | None) -> None:
+        thread = _thread()
         with self._lock:
-            self._calls.pop(call_id or "", None)
+            self._calls.pop((thread, call_id or ""), None)
 
     def take(self, among: Set[str]) -> list[ToolCall]:
-        """Remove and return the calls whose ids are ``among`` (one conversation's calls)."""
+        """Remove and return this thread's calls whose ids are ``among`` (its conversation's)."""
+        thread = _thread()
         with self._lock:
-            calls = [call for call_id, call in self._calls.items() if call_id in among]
-            for call in calls:
-                del self._calls[call["id"] or ""]
-        return calls
+            keys = [key for key in self._calls if key[0] == thread and key[1] in among]
+            return [self._calls.pop(key) for key in keys]
+
+
+def _thread() -> str | None:
+    """The ``thread_id`` of the LangGraph run this code runs in (``None`` without one).
+
+    LangChain keeps the run's config in a context variable while a node, a middleware
+    hook or a tool runs; a thread id LangGraph was given as another type than ``str`` is
+    compared by its text, as the checkpointer stores it.
+    """
+    thread = ensure_config().get("configurable", {}).get("thread_id")
+    return None if thread is None else str(thread)
 
 
 # --- one request's tools, and what they share --------------------------------------------

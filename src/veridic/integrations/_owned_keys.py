@@ -2,7 +2,8 @@
 history of their own.
 
 A framework passes its model settings (the Agents SDK's ``extra_body`` and
-``extra_args``, a LangChain middleware's ``model_settings``) to the provider with the
+``extra_args``, a LangChain middleware's ``model_settings``, pydantic-ai's ``extra_body``)
+to the provider with the
 request, over the parameters: ``{"instructions": ...}`` replaced the checked system
 prompt, ``{"tools": ...}`` the view's tool list, ``{"previous_response_id": ...}``
 added history the prompt's hash does not name. One list serves every adapter, since

@@ -37,13 +37,20 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.output import OutputContext
+from pydantic_ai.profiles import DEFAULT_PROMPTED_OUTPUT_TEMPLATE
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from veridic._sample import clip
-from veridic.errors import ApprovalDeniedError, InvalidArgumentsError, ToolCouplingError
+from veridic.errors import (
+    ApprovalDeniedError,
+    InvalidArgumentsError,
+    ToolCouplingError,
+    VeridicError,
+)
+from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
@@ -403,21 +410,41 @@ class VeridicCapability(AbstractCapability[object]):
         functions return reach the model's system slot beside the capability
         section.
 
+        The template of a prompted output (``PromptedOutput(template=...)``) is written
+        into the instructions by the model class, after this check: it must be trusted
+        text, or the model profile's own template.
+
+        A native tool (``NativeTool(...)``, the ``WebSearch`` capability and its
+        kind) is run by the provider itself: an MCP server it calls, code it
+        executes, pages it reads. None of it is the view's, so it is refused like a
+        function tool beside the view's. So are model settings that would send
+        instructions, tools or history of their own (:func:`_check_settings`).
+
         Raises:
             ToolCouplingError: a function tool is not one of the view's, one of
-                the view's is missing, or its definition is not the view's.
-            ProvenanceError: a system part of the messages, or an instruction
-                part, is not trusted text.
+                the view's is missing, its definition is not the view's, or the
+                request holds a native tool.
+            ProvenanceError: a system part of the messages, an instruction
+                part or the prompted output's template is not trusted text.
+            VeridicError: the model settings would send instructions, tools or
+                history beside the request's.
         """
         _check_system_parts(request_context.messages, self.request_id)
+        _check_settings(request_context.model_settings, self.request_id)
         _check_instruction_parts(
             request_context.model_request_parameters.instruction_parts or (),
             {self.instructions.strip(), *_trusted_static(ctx.agent)},
             self.request_id,
         )
-        problems = _tool_problems(
-            request_context.model_request_parameters.function_tools, self.view
+        parameters = request_context.model_request_parameters
+        _check_output_template(
+            parameters.prompted_output_template, request_context.model, self.request_id
         )
+        problems = _tool_problems(parameters.function_tools, self.view)
+        problems += [
+            f"native tool {clip(tool.kind)} ({type(tool).__name__}), run by the provider"
+            for tool in parameters.native_tools
+        ]
         if problems:
             raise ToolCouplingError(
                 f"the request {self.request_id!r} would offer the model other tools than the "
@@ -543,6 +570,63 @@ def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> No
                     "instructions=...), not system_prompt=, and drop system parts from a "
                     "stored history)",
                 )
+
+
+_OWNED_SETTINGS: Final = frozenset(
+    {"openai_conversation_id", "openai_native_tools", "openai_previous_response_id"}
+)
+"""pydantic-ai's own model settings that add history (a conversation or a response the
+provider stored) or tools (the provider's own) to the request."""
+
+
+def _check_settings(settings: Mapping[str, object] | None, request_id: str) -> None:
+    """Refuse model settings that would send other instructions, tools or history.
+
+    The model settings of a request (the model's, the agent's, a capability's, the run's,
+    merged) reach the provider's SDK, and ``extra_body`` is merged over the request body
+    pydantic-ai built: ``{"messages": [...]}`` replaced the whole conversation, the checked
+    instructions with it, and ``{"tools": []}`` the view's tool list.
+
+    Raises:
+        VeridicError: a key of the settings (or of their ``extra_body``) sets what veridic
+            owns.
+    """
+    given = settings or {}
+    clash = [f"model_settings[{key!r}]" for key in sorted(_OWNED_SETTINGS & set(given))] + [
+        f"model_settings['extra_body'][{key!r}]"
+        for key in sorted(owned_keys(given.get("extra_body")))
+    ]
+    if clash:
+        raise VeridicError(
+            f"a model request of request {request_id!r} sets {', '.join(clash)}, which the "
+            "provider sends in place of (or beside) the capability's instructions, the view's "
+            "tools and the run's messages; it was not sent: leave these keys out of the "
+            "model, agent, capability and run model_settings; the instructions come from "
+            "capability(..., instructions=...), the tools from the view, the history from "
+            "message_history"
+        )
+
+
+def _check_output_template(template: object, model: Model, request_id: str) -> None:
+    """Refuse a prompted output's template that is not trusted text.
+
+    pydantic-ai's model class writes the template (with the output type's JSON schema
+    for ``{schema}``) into the instructions it sends, after the instruction parts were
+    checked. pydantic-ai keeps the value given, so an ``instruction()`` template stays
+    trusted; the model profile's own template (``None`` given) is pydantic-ai's text.
+    """
+    if not isinstance(template, str) or is_trusted(template):
+        return
+    own = model.profile.get("prompted_output_template", DEFAULT_PROMPTED_OUTPUT_TEMPLATE)
+    if template in (own, DEFAULT_PROMPTED_OUTPUT_TEMPLATE):
+        return
+    report(
+        template,
+        f"the prompted output template of request {request_id!r} (PromptedOutput(template=...) "
+        "is written into the instructions the model reads beside the capability section: "
+        "give it as instruction(...) text written in code, or leave it out for pydantic-ai's "
+        "own)",
+    )
 
 
 def _trusted_static(agent: object) -> set[str]:

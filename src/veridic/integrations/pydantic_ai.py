@@ -149,6 +149,10 @@ def capability(
         VeridicError: ``policy`` was built for another view, ``audit`` cannot
             write records, ``request_id`` is empty or ``max_retries`` is not a
             count.
+        VeridicError: (from a run, before the model is asked) the model settings
+            would send instructions, tools or history of their own (a
+            ``messages``, ``instructions`` or ``tools`` key of ``extra_body``,
+            ``openai_previous_response_id``).
         ProvenanceError: (from a run, before the model is asked) an instruction
             part of the request other than the capability's own, or a system
             part of the history, is not trusted text.
@@ -156,7 +160,9 @@ def capability(
             offers the model a tool beside the view's (the agent's ``tools=``,
             another toolset, an MCP server: it would run unrecorded), lacks one
             of the view's, or states one otherwise (a ``prepare_tools`` that
-            filters, renames or rewords); or pydantic-ai answered a name the view
+            filters, renames or rewords), or holds a native tool the provider
+            runs itself (``NativeTool(MCPServerTool(...))``, code execution, web
+            search); or pydantic-ai answered a name the view
             exposes as unknown; or the model's output would call an output
             function (``output_type=`` a function), code outside the view,
             which does not run.
