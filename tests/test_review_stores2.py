@@ -178,7 +178,7 @@ def _app_database(path: Path, user_version: int) -> None:
     db.close()
 
 
-@pytest.mark.parametrize("user_version", [0, 3, 6, 12])
+@pytest.mark.parametrize("user_version", [3, 6, 12])
 def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(
     tmp_path: Path, user_version: int
 ) -> None:
@@ -194,6 +194,31 @@ def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(
         tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     db.close()
     assert tables == [("users",)]
+
+
+def test_a_database_shared_with_the_application_s_own_tables_opens_in_either_order(
+    tmp_path: Path,
+) -> None:
+    # Second read: an application's own SQLite file that does not use user_version (an
+    # ORM keeps its migrations in a table of its own) was refused when its tables came
+    # first, though the same file worked when veridic's came first: adding the audit
+    # store to a running application's database failed at start-up.
+    before, after = tmp_path / "before.db", tmp_path / "after.db"
+    _app_database(before, 0)
+    SQLiteAuditSink(after).close()
+    with sqlite3.connect(after) as db:  # the application's tables, added later
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    db.close()
+    for path in (before, after):
+        with SQLiteAuditSink(path) as store:
+            store.write(make())
+        with SQLiteAuditSink(path) as store:
+            assert store.count() == 1
+        with sqlite3.connect(path) as db:
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        db.close()
+        assert "users" in tables
+        assert "veridic_audit" in tables
 
 
 def test_an_empty_file_is_still_opened_as_a_new_store(tmp_path: Path) -> None:

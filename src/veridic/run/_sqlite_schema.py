@@ -149,26 +149,31 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
 
 
 def _version(db: sqlite3.Connection, where: str) -> int:
-    """The schema version of a veridic database, or 0 for an empty one.
+    """The schema version of a veridic database, or 0 for one without veridic's tables.
 
     ``user_version`` is the application's own: another program may keep its
     schema's version there, so a database is read as veridic's only when it
-    holds ``veridic_audit``, and an empty one is one without any table.
+    holds ``veridic_audit``. One without it is a new store when its
+    ``user_version`` is 0, whatever other tables it holds: an application may
+    keep the audit in its own database (an ORM keeps its migrations in a table,
+    not in ``user_version``), and the same file works when veridic's tables
+    came first.
 
     Raises:
-        AuditRecordError: the database holds another application's tables.
+        AuditRecordError: the database holds another application's tables and a
+            ``user_version`` it set.
     """
     (version,) = db.execute("PRAGMA user_version").fetchone()
     if _has_table(db, "veridic_audit"):
         return max(int(version), 1)  # veridic 0.1 did not set user_version
-    others = [
-        name
-        for (name,) in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
-            "ORDER BY name LIMIT 3"
-        )
-    ]
-    if version != 0 or others:
+    if version != 0:
+        others = [
+            name
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+                "ORDER BY name LIMIT 3"
+            )
+        ]
         raise AuditRecordError(
             f"{where} is an SQLite database of another application (user_version {version}, "
             f"tables {', '.join(map(clip, others)) or 'none'}), without veridic's "
