@@ -221,6 +221,31 @@ def test_a_database_shared_with_the_application_s_own_tables_opens_in_either_ord
         assert "veridic_audit" in tables
 
 
+@pytest.mark.parametrize("user_version", [0, 2, 5])
+def test_a_store_whose_user_version_another_program_changed_is_refused_with_why(
+    tmp_path: Path, user_version: int
+) -> None:
+    # Second read: an application sharing the file that sets user_version for its own
+    # migrations made veridic migrate its schema-6 tables again from that version, and
+    # the store failed to open with sqlite3's "duplicate column name: record_id".
+    path = tmp_path / "shared.db"
+    with SQLiteAuditSink(path) as store:
+        store.write(make())
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {user_version}")
+    db.close()
+    with pytest.raises(AuditRecordError) as refused:
+        SQLiteAuditSink(path)
+    message = str(refused.value)
+    assert f"user_version {user_version}" in message
+    assert "tables of schema 6" in message
+    assert "give the audit store a file of its own" in message
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (user_version,)
+        assert db.execute("SELECT COUNT(*) FROM veridic_audit").fetchone() == (1,)
+    db.close()
+
+
 def test_an_empty_file_is_still_opened_as_a_new_store(tmp_path: Path) -> None:
     (tmp_path / "empty.db").touch()
     with SQLiteAuditSink(tmp_path / "empty.db") as store:
