@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
 
 import pytest
+from test_review_mcp3 import ANY, tools_server
 
 from veridic import (
     ApprovalPolicy,
@@ -26,23 +25,12 @@ from veridic import (
 from veridic.errors import IntegrationError
 from veridic.integrations.mcp import Declared, McpServer, Pins, connect, list_tools, stdio
 
-SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
-ANY: Final = {"type": "object"}
-
 
 @pytest.fixture
 def audit() -> Iterator[SQLiteAuditSink]:
     sink = SQLiteAuditSink(":memory:")
     yield sink
     sink.close()
-
-
-def tools_server(tmp_path: Path, tools: list[dict[str, object]], **options: object) -> McpServer:
-    """tests/_mcp_tools_server.py listing ``tools``; an entry's ``result`` is its answer."""
-    spec = tmp_path / "tools.json"
-    spec.write_text(json.dumps(tools))
-    env = {"VERIDIC_TEST_MCP_SPEC": str(spec)}
-    return stdio("tools", sys.executable, str(SCRIPT), env=env, **options)  # type: ignore[arg-type]
 
 
 def answering(name: str, result: dict[str, object]) -> dict[str, object]:
@@ -371,8 +359,6 @@ def test_a_server_that_dies_is_still_a_warning(
 
     with caplog.at_level(logging.INFO, logger="veridic"):
         asyncio.run(run())
-    down = [
-        r for r in caplog.records if r.name == "veridic.registry" and r.levelno >= logging.INFO
-    ]
+    down = [r for r in caplog.records if r.name == "veridic.registry" and r.levelno >= logging.INFO]
     assert [r.levelno for r in down] == [logging.WARNING]  # lost; leaving then adds nothing
     assert "is down" in down[0].getMessage()
