@@ -264,8 +264,8 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
 
     Raises:
         AuditRecordError: the file is another application's database (a
-            ``user_version`` it set), or of a later veridic's schema; :meth:`write` got something that is not a
-            valid :class:`AuditRecord`.
+            ``user_version`` it set), or of a later veridic's schema;
+            :meth:`write` got something that is not a valid :class:`AuditRecord`.
         sqlite3.Error: the database cannot be opened or written (``sqlite3.
             ProgrammingError`` after :meth:`close`).
     """
