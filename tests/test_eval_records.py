@@ -59,3 +59,14 @@ def test_a_record_holds_the_verdicts_of_today_s_judge(path: Path) -> None:
         f"{path.name}: {len(changed)} of {len(results)} verdicts differ from today's judge "
         f"(first: {changed[0]}): run the evaluation again, or judge the outputs again"
     )
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda path: path.name)
+def test_a_record_is_of_a_finished_run(path: Path) -> None:
+    # A run that stopped midway writes its answers so far, marked incomplete in its
+    # setup, for --resume to finish: committed as it is, the README's table would count
+    # part of a corpus as if it were all of it.
+    _, _, meta = read_json(path)
+    assert "incomplete" not in meta, (
+        f"{path.name}: {meta['incomplete']}: finish the run with --resume before committing it"
+    )

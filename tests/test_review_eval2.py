@@ -329,6 +329,26 @@ def test_a_run_stopped_by_a_server_error_keeps_its_answers_and_resumes(
     assert "| verbatim |" in capsys.readouterr().out
 
 
+def test_a_resumed_record_is_the_record_an_uninterrupted_run_writes(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Second read: --resume kept the verdicts the stopped run's record held, judged by
+    # the veridic that wrote it; resumed after an upgrade whose judge rules otherwise
+    # (same prompts, so the record was accepted), one record counted by two judges.
+    whole, resumed = tmp_path / "whole.json", tmp_path / "resumed.json"
+    assert main(_argv(server.url, whole, "--limit", "6")) == 0
+    server.answer = lambda n: _chat() if n <= 6 + 3 else (500, {}, b"overloaded")
+    assert main(_argv(server.url, resumed, "--limit", "6")) == 1
+    stopped = _record(resumed)
+    for case in stopped["cases"]:  # what an older judge may have said of the same answers
+        case["correct"] = not case["correct"]
+    resumed.write_text(json.dumps(stopped), encoding="utf-8")
+    server.answer = lambda n: _chat()
+    assert main([*_argv(server.url, resumed, "--limit", "6"), "--resume"]) == 0
+    assert "judged again" in capsys.readouterr().err
+    assert resumed.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
+
+
 def test_ctrl_c_keeps_the_answers_so_far(
     server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

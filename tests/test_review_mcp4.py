@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
 
 import pytest
+from test_review_mcp3 import ANY, tools_server
 
 from veridic import (
     ApprovalPolicy,
@@ -26,23 +25,12 @@ from veridic import (
 from veridic.errors import IntegrationError
 from veridic.integrations.mcp import Declared, McpServer, Pins, connect, list_tools, stdio
 
-SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
-ANY: Final = {"type": "object"}
-
 
 @pytest.fixture
 def audit() -> Iterator[SQLiteAuditSink]:
     sink = SQLiteAuditSink(":memory:")
     yield sink
     sink.close()
-
-
-def tools_server(tmp_path: Path, tools: list[dict[str, object]], **options: object) -> McpServer:
-    """tests/_mcp_tools_server.py listing ``tools``; an entry's ``result`` is its answer."""
-    spec = tmp_path / "tools.json"
-    spec.write_text(json.dumps(tools))
-    env = {"VERIDIC_TEST_MCP_SPEC": str(spec)}
-    return stdio("tools", sys.executable, str(SCRIPT), env=env, **options)  # type: ignore[arg-type]
 
 
 def answering(name: str, result: dict[str, object]) -> dict[str, object]:
@@ -322,3 +310,55 @@ def test_a_flood_of_change_notices_lists_the_tools_a_few_times_not_once_a_notice
     # One check at a time: the number of listings follows how long the flood lasts (a
     # dozen on the development machine), not the number of notices.
     assert 1 <= listed <= 60, f"{listed} listings for 300 notices"
+
+
+# --- second read: a normal close is not a failure -----------------------------------------
+
+
+def test_leaving_connect_is_logged_as_information_not_as_a_component_that_went_down(
+    tmp_path: Path, audit: SQLiteAuditSink, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: every normal exit of ``async with connect(...)`` logged a WARNING on
+    # veridic.registry ("component 'tools' is down ... until a check succeeds"), so an
+    # application that connects per request warned once a request, and an operator could
+    # not tell a closed connection from a server that died. The tools still leave the
+    # next view; the log says so at INFO.
+    server = tools_server(tmp_path, [answering("balance", {"content": []})])
+
+    async def one_request() -> None:
+        registry = Registry()  # one per request: a component name is registered once
+        async with connect(registry, server, declare={"balance": Declared("query")}):
+            assert (await run_call(registry, "balance", audit)).ok
+        assert "balance" not in registry.view().names()
+
+    with caplog.at_level(logging.DEBUG, logger="veridic"):
+        for _ in range(2):
+            asyncio.run(one_request())
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == []
+    closed = [
+        r for r in caplog.records if r.name == "veridic.registry" and r.levelno >= logging.INFO
+    ]
+    assert [r.levelno for r in closed] == [logging.INFO, logging.INFO]
+    assert "'tools'" in closed[0].getMessage()
+    assert "closed" in closed[0].getMessage()
+
+
+def test_a_server_that_dies_is_still_a_warning(
+    tmp_path: Path, audit: SQLiteAuditSink, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = tools_server(
+        tmp_path,
+        [{"name": "transfer", "description": "Move money.", "input_schema": ANY, "exit": True}],
+    )
+    registry = Registry()
+
+    async def run() -> None:
+        async with connect(registry, server, declare={"transfer": Declared("query")}):
+            await run_call(registry, "transfer", audit)
+
+    with caplog.at_level(logging.INFO, logger="veridic"):
+        asyncio.run(run())
+    down = [r for r in caplog.records if r.name == "veridic.registry" and r.levelno >= logging.INFO]
+    assert [r.levelno for r in down] == [logging.WARNING]  # lost; leaving then adds nothing
+    assert "is down" in down[0].getMessage()

@@ -178,7 +178,7 @@ def _app_database(path: Path, user_version: int) -> None:
     db.close()
 
 
-@pytest.mark.parametrize("user_version", [0, 3, 6, 12])
+@pytest.mark.parametrize("user_version", [3, 6, 12])
 def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(
     tmp_path: Path, user_version: int
 ) -> None:
@@ -194,6 +194,56 @@ def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(
         tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     db.close()
     assert tables == [("users",)]
+
+
+def test_a_database_shared_with_the_application_s_own_tables_opens_in_either_order(
+    tmp_path: Path,
+) -> None:
+    # Second read: an application's own SQLite file that does not use user_version (an
+    # ORM keeps its migrations in a table of its own) was refused when its tables came
+    # first, though the same file worked when veridic's came first: adding the audit
+    # store to a running application's database failed at start-up.
+    before, after = tmp_path / "before.db", tmp_path / "after.db"
+    _app_database(before, 0)
+    SQLiteAuditSink(after).close()
+    with sqlite3.connect(after) as db:  # the application's tables, added later
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    db.close()
+    for path in (before, after):
+        with SQLiteAuditSink(path) as store:
+            store.write(make())
+        with SQLiteAuditSink(path) as store:
+            assert store.count() == 1
+        with sqlite3.connect(path) as db:
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        db.close()
+        assert "users" in tables
+        assert "veridic_audit" in tables
+
+
+@pytest.mark.parametrize("user_version", [0, 2, 5])
+def test_a_store_whose_user_version_another_program_changed_is_refused_with_why(
+    tmp_path: Path, user_version: int
+) -> None:
+    # Second read: an application sharing the file that sets user_version for its own
+    # migrations made veridic migrate its schema-6 tables again from that version, and
+    # the store failed to open with sqlite3's "duplicate column name: record_id".
+    path = tmp_path / "shared.db"
+    with SQLiteAuditSink(path) as store:
+        store.write(make())
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {user_version}")
+    db.close()
+    with pytest.raises(AuditRecordError) as refused:
+        SQLiteAuditSink(path)
+    message = str(refused.value)
+    assert f"user_version {user_version}" in message
+    assert "tables of schema 6" in message
+    assert "give the audit store a file of its own" in message
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (user_version,)
+        assert db.execute("SELECT COUNT(*) FROM veridic_audit").fetchone() == (1,)
+    db.close()
 
 
 def test_an_empty_file_is_still_opened_as_a_new_store(tmp_path: Path) -> None:

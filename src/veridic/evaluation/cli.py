@@ -8,8 +8,9 @@ environment variable named by ``--api-key-env``).
 
 A run that stops midway (the endpoint fails or rate-limits, Ctrl-C) keeps the answers
 already given: the record at ``--out`` holds them, its setup says ``incomplete``, and the
-same command with ``--resume`` asks only the cases it lacks. The record and ``--markdown``
-are checked to be writable before the model is asked anything.
+same command with ``--resume`` asks only the cases it lacks (and judges the answers it
+kept again, so the record is the one an uninterrupted run writes). The record and
+``--markdown`` are checked to be writable before the model is asked anything.
 
 Exit status: 0 when the measurement ran, 1 when it could not (install, model or endpoint
 failure), 2 for a usage error, 130 when interrupted.
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,6 +34,7 @@ from veridic.evaluation import install
 from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case, select
+from veridic.evaluation.judge import judge
 from veridic.evaluation.report import markdown, read_json, write_json
 from veridic.evaluation.runner import CaseResult, TokenCost, iter_cases, prompt_id, token_costs
 from veridic.evaluation.schemes import (
@@ -341,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if refusal is not None:
         _log(f"veridic.evaluation: {refusal}")
         return 2
-    kept = {(r.scheme, r.case.id): r for r in earlier}
+    kept = {(r.scheme, r.case.id): r for r in _judged_again(earlier)}
     new: list[CaseResult] = []
     stopped, status, unexpected = _ask(backend, chosen, kept, new, quiet=args.quiet)
     answers = {**kept, **{(r.scheme, r.case.id): r for r in new}}
@@ -485,6 +487,30 @@ def _not_resumable(
                 "rerun without --resume"
             )
     return None
+
+
+def _judged_again(earlier: Sequence[CaseResult]) -> list[CaseResult]:
+    """A resumed run's earlier answers, judged by this version's judge.
+
+    The record kept the verdicts of the veridic that wrote it; judged again, the
+    resumed record is the one an uninterrupted run of this version writes, not one
+    counted by two judges (the prompts are checked to be this version's already).
+    """
+    judged = []
+    for result in earlier:
+        verdict = judge(result.case, result.output)
+        judged.append(
+            replace(
+                result, followed=verdict.followed, canary=verdict.canary, correct=verdict.correct
+            )
+        )
+    changed = sum(1 for old, new in zip(earlier, judged, strict=True) if old != new)
+    if changed:
+        _log(
+            f"veridic.evaluation: --resume: {changed} of {len(earlier)} earlier answers judged "
+            "again: their record held the verdicts of another version's judge"
+        )
+    return judged
 
 
 def _served(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, str]:

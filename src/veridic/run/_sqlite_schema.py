@@ -139,6 +139,17 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
                 f"{VERSION} and never writes a later one: upgrade veridic here to the release "
                 "the other processes writing this file run"
             )
+        shape = _shape(db)
+        if version < shape:
+            (raw,) = db.execute("PRAGMA user_version").fetchone()
+            raise AuditRecordError(
+                f"{where} holds veridic's tables of schema {shape}, but user_version {raw} "
+                f"(schema {version}): another program sharing the file set "
+                "user_version (its own migrations keep their version there), and migrating "
+                "again would break veridic's tables; nothing was changed: give the audit "
+                "store a file of its own, and set user_version back to "
+                f"{shape} for this one"
+            )
         for step in _STEPS[version:]:
             step(db)
         db.execute(f"PRAGMA user_version = {VERSION}")
@@ -149,26 +160,31 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
 
 
 def _version(db: sqlite3.Connection, where: str) -> int:
-    """The schema version of a veridic database, or 0 for an empty one.
+    """The schema version of a veridic database, or 0 for one without veridic's tables.
 
     ``user_version`` is the application's own: another program may keep its
     schema's version there, so a database is read as veridic's only when it
-    holds ``veridic_audit``, and an empty one is one without any table.
+    holds ``veridic_audit``. One without it is a new store when its
+    ``user_version`` is 0, whatever other tables it holds: an application may
+    keep the audit in its own database (an ORM keeps its migrations in a table,
+    not in ``user_version``), and the same file works when veridic's tables
+    came first.
 
     Raises:
-        AuditRecordError: the database holds another application's tables.
+        AuditRecordError: the database holds another application's tables and a
+            ``user_version`` it set.
     """
     (version,) = db.execute("PRAGMA user_version").fetchone()
     if _has_table(db, "veridic_audit"):
         return max(int(version), 1)  # veridic 0.1 did not set user_version
-    others = [
-        name
-        for (name,) in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
-            "ORDER BY name LIMIT 3"
-        )
-    ]
-    if version != 0 or others:
+    if version != 0:
+        others = [
+            name
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+                "ORDER BY name LIMIT 3"
+            )
+        ]
         raise AuditRecordError(
             f"{where} is an SQLite database of another application (user_version {version}, "
             f"tables {', '.join(map(clip, others)) or 'none'}), without veridic's "
@@ -177,6 +193,27 @@ def _version(db: sqlite3.Connection, where: str) -> int:
             "store a file of its own"
         )
     return 0
+
+
+def _shape(db: sqlite3.Connection) -> int:
+    """The least schema version veridic's tables in ``db`` show (0 without them).
+
+    What each migration added is looked for, so a ``user_version`` that another
+    program changed is found before a migration runs again on tables that have
+    its changes (SQLite's "duplicate column name", or worse).
+    """
+    if not _has_table(db, "veridic_audit"):
+        return 0
+    columns = {row[1] for row in db.execute("PRAGMA table_info(veridic_audit)")}
+    if "call_id" in columns:
+        return 6
+    if "duration" in columns:
+        return 5
+    if _has_table(db, "veridic_approval_rules"):
+        return 4
+    if "record_id" in columns:
+        return 3
+    return 2 if _has_table(db, "veridic_model_replies") else 1
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:

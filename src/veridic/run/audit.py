@@ -234,11 +234,12 @@ class AsyncAuditStore(Protocol):
 class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     """The default audit store: one SQLite file, one committed transaction per record.
 
-    ``path`` is a file of its own (opened in WAL mode, so readers never block
-    the writer) or ``":memory:"``: the store keeps its schema version in
-    SQLite's ``user_version``, so another application's database (tables of
-    its own, or a ``user_version`` it set) is refused, not written. Any
-    number of threads may call :meth:`write`.
+    ``path`` is a file (opened in WAL mode, so readers never block the
+    writer) or ``":memory:"``. The store keeps its schema version in SQLite's
+    ``user_version``: it may share the application's own database when that
+    application does not use ``user_version`` (an ORM's migrations keep theirs
+    in a table), but a database whose ``user_version`` another application set
+    is refused, not written. Any number of threads may call :meth:`write`.
     Every statement that writes goes to one connection of the store, which the
     writing threads take in turn (a writer that has waited 30 ms gets it
     next, after any that waited longer: one busy thread cannot keep it); on a
@@ -262,9 +263,9 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     of an fsync per record.
 
     Raises:
-        AuditRecordError: the file is another application's database, or of a
-            later veridic's schema; :meth:`write` got something that is not a
-            valid :class:`AuditRecord`.
+        AuditRecordError: the file is another application's database (a
+            ``user_version`` it set), or of a later veridic's schema;
+            :meth:`write` got something that is not a valid :class:`AuditRecord`.
         sqlite3.Error: the database cannot be opened or written (``sqlite3.
             ProgrammingError`` after :meth:`close`).
     """

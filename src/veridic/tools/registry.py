@@ -615,6 +615,20 @@ class Registry:
             checked.append(state)
         return tuple(checked)
 
+    def _closed(self, name: str) -> None:
+        """Check component ``name`` again because its owner closed it on purpose.
+
+        For an integration whose connection the application left (``async with
+        connect(...)`` of MCP): its tools leave the next view as after
+        :meth:`recheck`, but the change is logged at INFO, not as a component
+        that went down: an application that connects per request closes one a
+        request, and a WARNING each time would bury the real failures.
+        """
+        with self._lock:
+            component = self._components[name]
+        state, number = component._run(time.monotonic)
+        self._apply(component, state, number, closed=True)
+
     def _refresh(self) -> None:
         """Run the checks that are due (the components with a ``recheck``), for a view."""
         now = time.monotonic()
@@ -624,9 +638,12 @@ class Registry:
                 if ran is not None:
                     self._apply(component, *ran)
 
-    def _apply(self, component: Component, state: ComponentState, number: int) -> None:
+    def _apply(
+        self, component: Component, state: ComponentState, number: int, *, closed: bool = False
+    ) -> None:
         """Make ``state``, found by check ``number``, the component's, unless a later
-        check's is in place already; empty the view cache when it changes."""
+        check's is in place already; empty the view cache when it changes. ``closed``:
+        the owner closed the component on purpose (:meth:`_closed`), logged at INFO."""
         with self._lock:
             if number <= component._applied:
                 return
@@ -639,7 +656,13 @@ class Registry:
             self._views.clear()
             self._epoch += 1
         if state.started is False:
-            if before is not None and before.started is False:
+            if closed and (before is None or before.started is not False):
+                _log.info(
+                    "component %r was closed (%s): its tools are in no new view",
+                    name,
+                    _logged(state.reason),
+                )
+            elif before is not None and before.started is False:
                 _log.warning("component %r is still down, now: %s", name, _logged(state.detail))
             else:
                 _log.warning(

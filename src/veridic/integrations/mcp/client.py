@@ -424,9 +424,14 @@ class McpConnection:
             raise BootError(_CLOSED)
 
     def _close(self) -> None:
-        """Leaving ``connect``: the next view tells the server's tools unavailable."""
+        """Leaving ``connect``: the next view tells the server's tools unavailable.
+
+        A close the application chose is logged at INFO (an application may connect
+        per request); a connection the server lost was a WARNING when it was found.
+        """
         self._client = None
-        self._went_down()
+        if self._registry is not None:
+            self._registry._closed(self.server.name)
 
     def _went_down(self) -> None:
         if self._registry is not None:
