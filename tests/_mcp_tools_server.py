@@ -5,7 +5,9 @@ listing, so a test can change a description or a schema between two runs (or dur
 one) the way a server that rug-pulls would. Every tool answers with its name and
 arguments; ``fail`` answers with an error; ``notify`` sends ``tools/list_changed`` (as
 many times as its entry's ``"notices"`` says). Every ``tools/list`` adds a line to the
-file named as the spec with ``.listings`` after it, so a test can count them. A
+file named as the spec with ``.listings`` after it: how many listings were under way
+as it began, itself included (a tool's ``"list_delay"`` makes each take that many
+seconds, so that listings asked for together overlap). A
 tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
 content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
 server sends back. One holding ``"exit": true`` ends the server's process instead, and
@@ -49,11 +51,26 @@ def _tools() -> list[types.Tool]:
     ]
 
 
+_listing = 0
+"""How many ``tools/list`` requests the server is answering at this moment."""
+
+
 async def _list(ctx: Any, params: Any) -> types.ListToolsResult:
-    with open(f"{SPEC}.listings", "a", encoding="utf-8") as counted:
-        counted.write("listed\n")
+    global _listing
     with open(SPEC, encoding="utf-8") as file:
         listed = json.load(file)
+    _listing += 1
+    try:
+        with open(f"{SPEC}.listings", "a", encoding="utf-8") as counted:
+            counted.write(f"{_listing}\n")  # the listings under way, this one included
+        delay = (
+            max((t.get("list_delay", 0) for t in listed), default=0)
+            if isinstance(listed, list)
+            else 0
+        )
+        await anyio.sleep(delay)  # a slow listing, so that requests that overlap do
+    finally:
+        _listing -= 1
     if isinstance(listed, dict):
         raise MCPError(code=types.INTERNAL_ERROR, message=listed["list_error"])
     return types.ListToolsResult(tools=_tools())
