@@ -116,7 +116,7 @@ from typing import Final, Literal, NamedTuple, get_args
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text import _unicode_14
-from veridic.text.provenance import TrustedInstruction, characters, mint
+from veridic.text.provenance import TrustedInstruction, characters, mint, readable
 
 __all__ = [
     "DATAMARK_EXAMPLE",
@@ -268,9 +268,10 @@ def block_parts(label: str, text: str, mode: DataMode) -> BlockParts:
     The label and the text are read as the characters they hold: a ``str`` subclass
     may change what its methods do (``markupsafe.Markup.replace`` escapes its
     arguments, which wrote ``"`` as ``&amp;quot;``), and a block must be the same
-    whatever string type carries the same characters.
+    whatever string type carries the same characters. A plain ``str`` and an
+    ``UntrustedText`` are read as they are, not copied: their methods are ``str``'s.
     """
-    label, text = characters(label), characters(text)
+    label, text = readable(label), readable(text)
     shown = _attribute(label)
     if mode == "datamark":
         return _HEAD, shown, '">\n', _mark(text), _CLOSING
