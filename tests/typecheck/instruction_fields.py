@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Annotated, ClassVar, TypedDict
 
-from pydantic import AfterValidator, BaseModel, TypeAdapter
+import pydantic.dataclasses
+from pydantic import AfterValidator, BaseModel, TypeAdapter, field_validator, model_validator
 
 from veridic import (
     InstructionField,
@@ -113,3 +114,50 @@ class Kept(TypedDict):
 @dataclass
 class AlsoKept:
     prompt: TrustedInstruction
+
+
+# A validator of the model's own that mints (a field_validator vouching with a
+# TrustPolicy) stores what it returns, trusted text: only the fields it names are kept.
+class VouchedPersona(BaseModel):
+    prompt: TrustedInstruction
+    tone: TrustedInstruction  # E: [veridic-forge] "VouchedPersona" got field "tone"
+
+    @field_validator("prompt")
+    @classmethod
+    def _vouch(cls, value: str) -> TrustedInstruction:
+        return _vouched(value)
+
+
+class VouchedEverything(BaseModel):
+    prompt: TrustedInstruction
+    tone: TrustedInstruction
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _vouch(cls, value: object, handler: object) -> TrustedInstruction:
+        return _vouched(str(value))
+
+
+class VouchedByTheModel(BaseModel):
+    prompt: TrustedInstruction
+
+    @model_validator(mode="after")
+    def _vouch(self) -> "VouchedByTheModel":
+        self.prompt = _vouched(self.prompt)
+        return self
+
+
+class CheckedBefore(BaseModel):
+    prompt: TrustedInstruction  # E: [veridic-forge] "CheckedBefore" got field "prompt"
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+
+# A pydantic dataclass validates its fields as a model does: a plain str again.
+@pydantic.dataclasses.dataclass
+class PersonaRecord:
+    prompt: TrustedInstruction  # E: [veridic-forge] pydantic dataclass "PersonaRecord"
+    read: InstructionField

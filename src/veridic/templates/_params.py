@@ -32,7 +32,7 @@ from enum import Enum, Flag
 from typing import Annotated, Final, Literal, Union
 
 import typing_extensions
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 
 from veridic.errors import ProvenanceError, TemplateParamsError
 from veridic.text.provenance import TrustedInstruction, is_trusted
@@ -154,17 +154,25 @@ def _refuse_bare_brands(params: Params, template: str) -> None:
     pydantic validates the ``NewType`` as ``str`` and stores a plain ``str``, a
     minted value too, so every render would refuse the value it was given (as
     untrusted text), far from the declaration; the ``veridic.mypy`` plugin reports
-    the same field (``veridic-forge``). A field with validators of its own
-    (``Annotated[TrustedInstruction, AfterValidator(...)]``) may mint its text and
-    is left to the render's check.
+    the same field (``veridic-forge``). A field with a validator of its own may mint
+    its text (vouch for it with a ``TrustPolicy``) and is left to the render's check:
+    one in its annotation (``Annotated[TrustedInstruction, AfterValidator(...)]``;
+    a constraint such as ``Field(max_length=...)`` mints nothing), a
+    ``field_validator`` naming it, or a ``model_validator``, either not of
+    ``mode="before"``.
 
     Raises:
         ProvenanceError: such a field, named.
     """
     if not (params.model and issubclass(params.type, BaseModel)):
         return
+    validated = _validated(params.type)
+    if _EVERY_FIELD in validated:
+        return
     for key, info in params.type.model_fields.items():
-        if not info.metadata and _reaches_brand(info.annotation):
+        if key in validated or any(_may_mint(item) for item in info.metadata):
+            continue
+        if _reaches_brand(info.annotation):
             raise ProvenanceError(
                 f"instruction template {template!r} is bound to pydantic model "
                 f"{params.name}, whose field {key!r} is typed "
@@ -173,6 +181,34 @@ def _refuse_bare_brands(params: Params, template: str) -> None:
                 "field InstructionField (text the application reads as instruction), or "
                 "bind the template to a TypedDict, which keeps the minted values it is given"
             )
+
+
+_EVERY_FIELD: Final = "*"
+
+
+def _may_mint(metadata: object) -> bool:
+    """Whether an item of a field's metadata validates the value itself and may return
+    another one: pydantic's ``AfterValidator``, ``PlainValidator``, ``WrapValidator`` or a
+    type's own schema hook; not a constraint (``MaxLen``, ``Strict``, a pattern), and not
+    a ``BeforeValidator``, whose result pydantic validates as ``str`` again."""
+    return hasattr(metadata, "__get_pydantic_core_schema__") and not isinstance(
+        metadata, BeforeValidator
+    )
+
+
+def _validated(model: type[BaseModel]) -> frozenset[str]:
+    """The fields a validator of ``model``'s own may mint, ``"*"`` for all of them."""
+    found = model.__pydantic_decorators__
+    if any(d.info.mode != "before" for d in found.model_validators.values()):
+        return frozenset({_EVERY_FIELD})
+    names = {
+        name
+        for decorator in found.field_validators.values()
+        if decorator.info.mode != "before"
+        for name in decorator.info.fields
+    }
+    names.update(name for decorator in found.validators.values() for name in decorator.info.fields)
+    return frozenset(names)
 
 
 def _reaches_brand(annotation: object) -> bool:

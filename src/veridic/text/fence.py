@@ -116,7 +116,7 @@ from typing import Final, Literal, NamedTuple, get_args
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text import _unicode_14
-from veridic.text.provenance import TrustedInstruction, characters, mint
+from veridic.text.provenance import TrustedInstruction, characters, mint, readable
 
 __all__ = [
     "DATAMARK_EXAMPLE",
@@ -268,9 +268,10 @@ def block_parts(label: str, text: str, mode: DataMode) -> BlockParts:
     The label and the text are read as the characters they hold: a ``str`` subclass
     may change what its methods do (``markupsafe.Markup.replace`` escapes its
     arguments, which wrote ``"`` as ``&amp;quot;``), and a block must be the same
-    whatever string type carries the same characters.
+    whatever string type carries the same characters. A plain ``str`` and an
+    ``UntrustedText`` are read as they are, not copied: their methods are ``str``'s.
     """
-    label, text = characters(label), characters(text)
+    label, text = readable(label), readable(text)
     shown = _attribute(label)
     if mode == "datamark":
         return _HEAD, shown, '">\n', _mark(text), _CLOSING
@@ -654,14 +655,17 @@ def _block(
     if index == len(plain):
         return None
     end = plain[index]
-    # The content is copied only once it may be a block's: a forged opening line fails
-    # at its own first lines, not after a copy of everything up to the next closing line.
+    # The content is copied only once it may be a block's, checked in place first: a
+    # forged opening line fails at its next line (the next opening line at the latest),
+    # not after a copy of everything up to the next closing line.
     if kind is None:
+        # Every line begins with the mark; a line that does not ends the candidate.
         if not rendered.startswith(MARK, start) or _UNMARKED_LINE.search(rendered, start, end):
             return None
         shown = _unmark(rendered[start:end])
     elif kind == "encoding" and value == "base64":
-        if _BASE64_LINES.fullmatch(rendered, start, end) is None:
+        # base64 holds no "<", and every opening line begins with one: found by memchr.
+        if rendered.find("<", start, end) != -1:
             return None
         shown = _decode(rendered[start:end])
     else:
@@ -672,12 +676,11 @@ def _block(
 
 
 _UNMARKED_LINE: Final = re.compile(f"\n(?!{MARK})")
-_BASE64_LINES: Final = re.compile("[A-Za-z0-9+/=\n]*")
 
 
 def _unmark(content: str) -> str | None:
-    if not content.startswith(MARK) or _UNMARKED_LINE.search(content) is not None:
-        return None
+    """The text of a datamark block's content, every line of which begins with the mark
+    (:func:`_block` checked that in place); ``None`` when an escape sign is no code's."""
     text = content[1:].replace("\n" + MARK, "\n")
     if _ESCAPE_OPEN not in text:
         return text
