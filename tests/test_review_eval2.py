@@ -616,3 +616,26 @@ def test_every_table_of_the_report_has_one_cell_a_column(
         widths = {line.count("|") for line in table}
         assert len(widths) == 1, table
         assert "|  |" not in table[0], table
+
+
+# --- credentials in the endpoint's URL are not repeated ------------------------------------
+
+
+def test_a_password_in_the_endpoint_url_reaches_no_message_and_no_record(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: http://user:key@host/v1 was printed in every error and kept in the record's
+    # setup, which the README suggests committing.
+    parts = server.url.split("://", 1)
+    url = f"{parts[0]}://evaluator:s3cret-key@{parts[1]}"
+    out = tmp_path / "r.json"
+    assert main(_argv(url, out, "--limit", "2")) == 0
+    _, _, meta = read_json(out)
+    assert "s3cret" not in json.dumps(meta)
+    assert "***@127.0.0.1" in json.dumps(meta)
+    server.answer = lambda n: None  # the server hangs up: an error that names the URL
+    assert main(_argv(url, tmp_path / "again.json", "--limit", "2")) == 1
+    err = capsys.readouterr().err
+    assert "could not reach" in err
+    assert "s3cret" not in err
+    assert "***@127.0.0.1" in err

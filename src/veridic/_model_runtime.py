@@ -15,6 +15,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol, cast
+from urllib.parse import urlsplit, urlunsplit
 
 from veridic.errors import MissingExtraError
 
@@ -117,6 +118,23 @@ def chat_url(endpoint: str) -> str:
     if stripped.endswith("/chat/completions"):
         return stripped
     return f"{stripped}/chat/completions"
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages and records show it: a user name or password in it replaced.
+
+    An endpoint given as ``https://user:key@host/v1`` authenticates with what it holds;
+    an error message, a log line or a committed evaluation record must not repeat it.
+
+    >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
+    'https://***@llm.example/v1/chat/completions'
+    >>> shown_url("http://localhost:8080/v1")
+    'http://localhost:8080/v1'
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
 
 
 def unreached(url: str, model: str, timeout: float, error: Exception, *, longer: str) -> str:

@@ -41,6 +41,7 @@ from veridic._model_runtime import (
     chat_url,
     http_client,
     import_llama_cpp,
+    shown_url,
     unreached,
     without_extra_buffer_types,
 )
@@ -318,6 +319,7 @@ class EndpointChooser:
         seed: int = SEED,
     ) -> None:
         self._url = chat_url(endpoint)
+        self._shown = shown_url(self._url)  # what messages and records say: no credentials
         self._model = model
         self._api_key = api_key
         self._client = client if client is not None else _http_client()
@@ -325,12 +327,12 @@ class EndpointChooser:
         self._seed = seed
 
     def identity(self) -> str:
-        return f"endpoint:{self._url} model:{self._model} greedy seed:{self._seed}"
+        return f"endpoint:{self._shown} model:{self._model} greedy seed:{self._seed}"
 
     def describe(self) -> Mapping[str, str]:
         return {
             "backend": "openai-compatible endpoint",
-            "endpoint": self._url,
+            "endpoint": self._shown,
             "model": self._model,
             "decoding": "greedy (temperature 0)",
         }
@@ -354,11 +356,11 @@ class EndpointChooser:
             )
         except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
             longer = f"give EndpointChooser a longer timeout= (now {self._timeout:g} s)"
-            message = unreached(self._url, self._model, self._timeout, error, longer=longer)
+            message = unreached(self._shown, self._model, self._timeout, error, longer=longer)
             raise ProbeModelError(message) from error
         if response.status_code != 200:
             raise ProbeModelError(
-                f"{self._url} answered HTTP {response.status_code} for model {self._model!r}: "
+                f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
                 f"{clip(response.text, 300)}; check the URL, the model name and the key "
                 "(--api-key-env), and that the model accepts tools"
             )
@@ -373,7 +375,7 @@ class EndpointChooser:
                 return Choice(str(function["name"]), written, clip(content, 200) if content else "")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
             raise ProbeModelError(
-                f"{self._url} answered without choices[0].message ({type(error).__name__}: "
+                f"{self._shown} answered without choices[0].message ({type(error).__name__}: "
                 f"{error}): {clip(response.text, 300)}; is it an OpenAI-compatible chat endpoint?"
             ) from error
         return parse_tool_call(str(content))  # a server that leaves the call in the text

@@ -27,6 +27,7 @@ from veridic._model_runtime import (
     chat_url,
     http_client,
     import_llama_cpp,
+    shown_url,
     unreached,
     without_extra_buffer_types,
 )
@@ -291,6 +292,7 @@ class EndpointBackend:
         seed: int = SEED,
     ) -> None:
         self._url = chat_url(endpoint)
+        self._shown = shown_url(self._url)  # what messages and records say: no credentials
         self._model = model
         self._api_key = api_key
         self._client = client if client is not None else _default_client()
@@ -307,7 +309,7 @@ class EndpointBackend:
         """
         return {
             "backend": "openai-compatible endpoint",
-            "endpoint": self._url,
+            "endpoint": self._shown,
             "model": self._model,
             "served model": ", ".join(self._served) or "(not said)",
             "seed": str(self._seed),
@@ -338,13 +340,13 @@ class EndpointBackend:
         except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
             raise BackendError(
                 unreached(
-                    self._url, self._model, self._timeout, error, longer="pass --timeout SECONDS"
+                    self._shown, self._model, self._timeout, error, longer="pass --timeout SECONDS"
                 )
             ) from error
         seconds = time.perf_counter() - started
         if response.status_code != 200:
             raise BackendError(
-                f"{self._url} answered HTTP {response.status_code} for model {self._model!r}: "
+                f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
                 f"{response.text[:300]}; {_advice(response.status_code)}"
             )
         try:
@@ -354,13 +356,13 @@ class EndpointBackend:
         except (ValueError, KeyError, IndexError, TypeError) as error:
             if response.text.lstrip().startswith("data:"):
                 raise BackendError(
-                    f"{self._url} streamed its answer for model {self._model!r} as "
+                    f"{self._shown} streamed its answer for model {self._model!r} as "
                     f"server-sent events ({response.text[:120]!r}) although the request "
                     "asked for one JSON body: turn streaming off in the server or the proxy "
                     "in front of it"
                 ) from error
             raise BackendError(
-                f"{self._url} answered without choices[0].message.content ({error}): "
+                f"{self._shown} answered without choices[0].message.content ({error}): "
                 f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"
             ) from error
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
@@ -368,7 +370,7 @@ class EndpointBackend:
             # Read as "", such an answer was judged an order not followed: a success of
             # the defence that the model never gave.
             raise BackendError(
-                f"{self._url} answered model {self._model!r} with no text (content "
+                f"{self._shown} answered model {self._model!r} with no text (content "
                 f"{text!r:.80}, finish_reason {finish!r}): a refusal, a filtered answer or a "
                 "tool call is neither an order followed nor one refused, so the evaluation "
                 "stops; turn the endpoint's filter or tools off, or measure another model"

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from veridic._model_runtime import shown_url
 from veridic.errors import VeridicError
 from veridic.evaluation import install
 from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend
@@ -241,8 +242,8 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         parser.error(
-            f"--endpoint {endpoint!r} is not an http:// or https:// URL with a host: give "
-            "the server's base URL, e.g. http://localhost:8080/v1"
+            f"--endpoint {shown_url(endpoint)!r} is not an http:// or https:// URL with a "
+            "host: give the server's base URL, e.g. http://localhost:8080/v1"
         )
 
 
