@@ -10,10 +10,20 @@ parameter as the field's type, TrustedInstruction, and refuses every str.
 
 import json
 from dataclasses import dataclass
-from typing import Annotated, ClassVar, TypedDict
+from typing import Annotated, ClassVar, Generic, TypedDict, TypeVar
 
 import pydantic.dataclasses
-from pydantic import AfterValidator, BaseModel, TypeAdapter, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    RootModel,
+    StringConstraints,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 from veridic import (
     InstructionField,
@@ -161,3 +171,72 @@ class CheckedBefore(BaseModel):
 class PersonaRecord:
     prompt: TrustedInstruction  # E: [veridic-forge] pydantic dataclass "PersonaRecord"
     read: InstructionField
+
+
+# A model generic in its field's type, filled in with TrustedInstruction where pydantic
+# validates it: a subclass of the filled-in model, RootModel's root, a call of the
+# filled-in class (or of an alias of it). Unfilled, the field is validated as Any and keeps
+# the minted value: Box(item=instruction("...")) and an annotation Box[TrustedInstruction]
+# are accepted.
+Item = TypeVar("Item")
+
+
+class Box(BaseModel, Generic[Item]):
+    item: Item
+
+
+class Tagged(BaseModel, Generic[Item]):
+    count: int
+
+
+class TrustedBox(Box[TrustedInstruction]):  # E: [veridic-forge] "TrustedBox" got field "item"
+    pass
+
+
+class Prompt(RootModel[TrustedInstruction]):  # E: [veridic-forge] "Prompt" got field "root"
+    pass
+
+
+class Prompts(RootModel[list[TrustedInstruction]]):  # E: [veridic-forge] field "root" typed
+    pass
+
+
+class VouchedPrompt(RootModel[TrustedInstruction]):
+    @field_validator("root")
+    @classmethod
+    def _vouch(cls, value: str) -> TrustedInstruction:
+        return _vouched(value)
+
+
+class Holder(BaseModel):
+    box: Box[TrustedInstruction]  # E: [veridic-forge] "Holder" got field "box"
+    tagged: Tagged[TrustedInstruction]
+    boxed: Box[str]
+
+
+PromptAlias = RootModel[TrustedInstruction]
+BoxAlias = Box[TrustedInstruction]
+
+
+def filled_in(box: Box[TrustedInstruction], prompt: RootModel[TrustedInstruction]) -> None:
+    Box(item=instruction("kept: validated as Any"))
+    Box[TrustedInstruction](item=instruction("x"))  # E: [veridic-forge] "Box" filled in with
+    RootModel[TrustedInstruction](instruction("x"))  # E: [veridic-forge] field "root"
+    PromptAlias(instruction("x"))  # E: [veridic-forge] "RootModel" filled in with
+    BoxAlias(item=instruction("x"))  # E: [veridic-forge] "Box" filled in with
+    Box[TrustedInstruction].model_validate({"item": "x"})  # E: [veridic-forge] "Box" filled
+    Box[str](item="x")
+    Tagged[TrustedInstruction](count=1)
+    VouchedPrompt(instruction("x"))
+
+
+# Annotated with metadata that validates nothing (a Field's description, a constraint, a
+# BeforeValidator, whose result is validated as str again) keeps the plain str.
+class Described(BaseModel):
+    # E: [veridic-forge] "Described" got field "prompt"
+    prompt: Annotated[TrustedInstruction, Field(description="the persona")]
+    # E: [veridic-forge] got field "short"
+    short: Annotated[TrustedInstruction, StringConstraints(max_length=80)] | None = None
+    # E: [veridic-forge] got field "stripped"
+    stripped: list[Annotated[TrustedInstruction, BeforeValidator(str.strip), "doc"]] = []
+    vouched: Annotated[TrustedInstruction, Field(min_length=1), AfterValidator(_vouched)]

@@ -89,6 +89,8 @@ _ANALYZED: Final = _names.LITERAL_STRING | _names.BRANDS | {_names.INSTRUCTION_F
 """The annotations the plugin analyses itself (the brands only until ``_notes`` watches)."""
 _FIELD_METHODS: Final = _names.MODEL_METHODS | {"validate_python"}
 _UNVALIDATED: Final = frozenset({"model_construct", "model_copy"})
+_VALIDATING: Final = frozenset({"model_validate", "model_validate_json", "model_validate_strings"})
+"""``BaseModel`` methods that validate a generic model as filled in (``_bare_fields``)."""
 """``BaseModel`` methods that store values without validation (``_unvalidated``)."""
 
 
@@ -198,12 +200,14 @@ class VeridicPlugin(Plugin):
                 return self._reporting(fullname, special, default)
         symbol = self.lookup_fully_qualified(fullname)
         node = None if symbol is None else symbol.node
-        hook = self._call_hook(fullname, node)
+        hook: Callable[[FunctionContext], Type] | None = self._call_hook(fullname, node)
         if isinstance(node, TypeInfo) and node.has_base(_names.BASE_MODEL):
             from veridic.mypy import _fields
 
             if _fields.fields_of(node):
                 hook = partial(_fields.check_call, node, hook)
+            if node.type_vars:
+                hook = partial(_filled_first, hook)
         return self._reporting(fullname, hook, default)
 
     def _veridic_function(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
@@ -250,6 +254,8 @@ class VeridicPlugin(Plugin):
         if model is None:
             symbol = self.lookup_fully_qualified(fullname)
             model = self._call_hook(fullname, None if symbol is None else symbol.node)
+        if method in _VALIDATING and _generic_model(self, fullname.rpartition(".")[0]):
+            model = partial(_filled_first, model)
         if method in _UNVALIDATED:
             return self._reporting(fullname, partial(_unvalidated_first, method, model), default)
         return self._reporting(fullname, model, default)
@@ -384,6 +390,21 @@ def _forget_previous_build() -> None:
         forget = getattr(module, "forget", None)
         if callable(forget):
             forget()
+
+
+def _generic_model(plugin: Plugin, fullname: str) -> bool:
+    symbol = plugin.lookup_fully_qualified(fullname)
+    node = None if symbol is None else symbol.node
+    return isinstance(node, TypeInfo) and bool(node.type_vars) and node.has_base(_names.BASE_MODEL)
+
+
+def _filled_first(hook: Callable[[_Context], Type] | None, ctx: _Context) -> Type:
+    """A generic model's constructor or ``model_validate``: the ``TrustedInstruction`` it
+    is filled in with as written (``_bare_fields``), then the call's own hook."""
+    from veridic.mypy import _bare_fields
+
+    _bare_fields.check_filled(ctx)
+    return ctx.default_return_type if hook is None else hook(ctx)
 
 
 def _unvalidated_first(

@@ -28,6 +28,9 @@ hook or, in a module that makes no call, at the end of its check
 
 from __future__ import annotations
 
+import ast
+import textwrap
+from pathlib import Path
 from typing import Final
 
 from mypy.checker import TypeChecker
@@ -38,20 +41,29 @@ from mypy.nodes import (
     Block,
     CallExpr,
     ClassDef,
+    Context,
     Decorator,
     Expression,
+    IndexExpr,
+    MemberExpr,
     MypyFile,
     NameExpr,
     RefExpr,
     Statement,
     StrExpr,
+    TypeAlias,
+    TypeApplication,
+    TypeInfo,
     Var,
 )
-from mypy.types import Type, UnboundType, UnionType
+from mypy.plugin import FunctionContext, MethodContext
+from mypy.typevars import fill_typevars
+from mypy.types import Instance, Type, UnboundType, UnionType, get_proper_type
 
 from veridic.mypy import _fields, _names, errorcodes
 
 _ANNOTATED: Final = frozenset({"Annotated", "typing.Annotated", "typing_extensions.Annotated"})
+"""``Annotated`` as written (``UnboundType`` names) and as resolved (full names)."""
 _DATACLASS: Final = "pydantic.dataclasses.dataclass"
 _FIELD_VALIDATORS: Final = frozenset(
     {
@@ -73,7 +85,7 @@ def may_report(tree: MypyFile) -> bool:
     """
     if _names.in_package(tree.fullname):
         return False
-    return any(_bare(model) for model in _models(tree))
+    return any(_bare(model, tree) for model in _models(tree))
 
 
 def report_module(checker: TypeChecker) -> None:
@@ -81,17 +93,70 @@ def report_module(checker: TypeChecker) -> None:
     if _names.in_package(checker.tree.fullname):
         return
     for model in _models(checker.tree):
-        for statement, name in _bare(model):
+        for where, name in _bare(model, checker.tree):
             checker.fail(
                 f'pydantic {_noun(model)} "{model.name}" got field "{name}" typed '
-                "TrustedInstruction, which pydantic validates as str and stores as a plain "
-                "str (a minted value too): mypy would call it trusted and the composer refuse "
-                "it at run time; declare it InstructionField if the application reads it as "
-                "instruction, UntrustedText or str if not, or use a TypedDict or a plain "
-                "dataclass, which keep the values they are given",
-                statement,
+                f"TrustedInstruction{_filled_by(where, model)}, {_WHY}",
+                where,
                 code=errorcodes.FORGE,
             )
+
+
+_WHY: Final = (
+    "which pydantic validates as str and stores as a plain str (a minted value too): mypy "
+    "would call it trusted and the composer refuse it at run time; declare it "
+    "InstructionField if the application reads it as instruction, UntrustedText or str if "
+    "not, or use a TypedDict or a plain dataclass, which keep the values they are given"
+)
+
+
+def _filled_by(where: AssignmentStmt | ClassDef, model: ClassDef) -> str:
+    if where is not model:
+        return ""
+    filled = [str(base) for base in model.info.bases if base.args]
+    return f" by its base {', '.join(filled)}" if filled else ""
+
+
+def check_filled(ctx: FunctionContext | MethodContext) -> None:
+    """``Box[TrustedInstruction](...)``, ``PromptAlias(...)``, ``Box[...].model_validate()``:
+    a generic model filled in with ``TrustedInstruction`` where pydantic validates it.
+
+    Only a class filled in as written counts: ``Box(item=...)`` validates ``item`` as
+    ``Any`` and keeps the minted value, though mypy infers ``Box[TrustedInstruction]``.
+    """
+    checker = ctx.api
+    made = get_proper_type(ctx.default_return_type)
+    if (
+        isinstance(checker, TypeChecker)
+        and not _names.in_package(checker.tree.fullname)
+        and isinstance(made, Instance)
+        and made.args
+        and _written_filled(ctx.context)
+    ):
+        validated = _validated(made.type)
+        for name, typ, _ in _fields.filled_fields(made):
+            if _EVERY_FIELD not in validated and name not in validated:
+                if _fields.kind(typ) == "bare":
+                    checker.fail(
+                        f'pydantic model "{made.type.name}" filled in with {made} got field '
+                        f'"{name}" typed TrustedInstruction, {_WHY}',
+                        ctx.context,
+                        code=errorcodes.FORGE,
+                    )
+                    break
+
+
+def _written_filled(context: Context) -> bool:
+    """Whether a call's class is filled in as written: ``Box[X](...)``, an alias of
+    ``Box[X]``, or either before ``.model_validate(...)``."""
+    if not isinstance(context, CallExpr):
+        return False
+    callee = context.callee
+    if isinstance(callee, MemberExpr):
+        callee = callee.expr
+    if isinstance(callee, IndexExpr):
+        return isinstance(callee.analyzed, TypeApplication)
+    return isinstance(callee, RefExpr) and isinstance(callee.node, TypeAlias)
 
 
 def _models(tree: MypyFile) -> list[ClassDef]:
@@ -146,31 +211,54 @@ def _inner(statement: Statement) -> list[Statement]:
     return [inner for block in blocks for inner in block.body]
 
 
-def _bare(model: ClassDef) -> list[tuple[AssignmentStmt, str]]:
+def _bare(model: ClassDef, tree: MypyFile) -> list[tuple[AssignmentStmt | ClassDef, str]]:
     """The field declarations of ``model`` typed ``TrustedInstruction`` (or a container of
-    it) without ``InstructionField`` and without ``Annotated``."""
-    found: list[tuple[AssignmentStmt, str]] = []
-    validated = _validated(model)
+    it) without ``InstructionField`` and without a validator of their own; then the fields
+    it inherits from a generic model its bases fill in with ``TrustedInstruction``
+    (``class Prompt(RootModel[TrustedInstruction])``), reported at the class."""
+    found: list[tuple[AssignmentStmt | ClassDef, str]] = []
+    validated = _validated(model.info)
     if _EVERY_FIELD in validated:
         return found
+    declared: set[str] = set()
     for statement in model.defs.body:
         if not isinstance(statement, AssignmentStmt) or statement.unanalyzed_type is None:
             continue
         target = statement.lvalues[0]
         if not isinstance(target, NameExpr) or target.name.startswith("_"):
             continue
+        declared.add(target.name)
         if target.name in validated:
             continue
         symbol = model.info.names.get(target.name)
         var = None if symbol is None else symbol.node
         if not isinstance(var, Var) or var.is_classvar or var.type is None:
             continue
-        if not _annotated(statement.unanalyzed_type) and _fields.kind(var.type) == "bare":
+        if _fields.kind(var.type) == "bare" and _inert(statement, tree):
             found.append((statement, target.name))
+    itself = fill_typevars(model.info)
+    if isinstance(itself, Instance) and any(base.args for base in model.info.bases):
+        for name, typ, _ in _fields.filled_fields(itself):
+            if name in declared or name in validated or _fields.kind(typ) != "bare":
+                continue
+            if not _declared_bare(model.info, name):
+                found.append((model, name))
     return found
 
 
-def _validated(model: ClassDef) -> frozenset[str]:
+def _declared_bare(model: TypeInfo, name: str) -> bool:
+    """Whether the base that declares the inherited field ``name`` types it
+    ``TrustedInstruction`` itself: reported there, not again in each subclass. (The
+    ``pydantic.mypy`` plugin copies inherited fields into the subclass: skipped.)"""
+    for base in model.mro[1:]:
+        symbol = base.names.get(name)
+        node = None if symbol is None else symbol.node
+        if isinstance(node, Var):
+            return node.type is not None and _fields.kind(node.type) == "bare"
+    return False
+
+
+def _validated(model: TypeInfo) -> frozenset[str]:
     """The fields a validator of ``model`` or of a base may mint, ``"*"`` for all of them.
 
     A ``field_validator`` names its fields as literals (``"*"`` for all); one of
@@ -178,7 +266,7 @@ def _validated(model: ClassDef) -> frozenset[str]:
     nothing. A ``model_validator`` other than ``mode="before"`` may set any field.
     """
     names: set[str] = set()
-    for info in model.info.mro:
+    for info in model.mro:
         if info.module_name in _NO_VALIDATORS or info.module_name.startswith("pydantic."):
             continue  # pydantic's own bases and object: no validator of a user's field
         for statement in info.defn.defs.body:
@@ -214,3 +302,84 @@ def _annotated(typ: Type) -> bool:
     if isinstance(typ, UnionType):  # X | Y as written
         return any(_annotated(item) for item in typ.items)
     return False
+
+
+def _inert(statement: AssignmentStmt, tree: MypyFile) -> bool:
+    """Whether each ``Annotated`` in a field's annotation carries only metadata that
+    validates nothing (``Field(description=...)``, a constraint, a ``BeforeValidator``,
+    whose result pydantic validates as ``str`` again, a string): then the field stores a
+    plain ``str`` as if it were written bare.
+
+    mypy keeps no ``Annotated`` metadata (a call in it is parsed as an invalid type), so
+    the annotation is read again from the module's source, and its names are resolved in
+    the module's namespace. Anything not read for sure (no source, a name not found, a
+    metadata item of another kind) may validate, and leaves the field alone.
+    """
+    if statement.unanalyzed_type is None or not _annotated(statement.unanalyzed_type):
+        return True
+    annotation = _annotation_source(statement, tree.path)
+    if annotation is None:
+        return False
+    for node in ast.walk(annotation):
+        if not isinstance(node, ast.Subscript) or _resolve(node.value, tree) not in _ANNOTATED:
+            continue
+        items = node.slice.elts[1:] if isinstance(node.slice, ast.Tuple) else []
+        if not items or not all(_validates_nothing(item, tree) for item in items):
+            return False
+    return True
+
+
+_INERT: Final = frozenset(
+    {
+        "pydantic.fields.Field",
+        "pydantic.types.StringConstraints",
+        "pydantic.types.Strict",
+        "pydantic.functional_validators.BeforeValidator",
+    }
+)
+"""What validates nothing a field stores: pydantic's ``Field`` and constraints (the
+``annotated_types`` package's too), and a ``BeforeValidator``, whose result is
+validated as the type under it. The run time reads the same (``veridic.templates``)."""
+
+
+def _validates_nothing(item: ast.expr, tree: MypyFile) -> bool:
+    if isinstance(item, ast.Constant):
+        return True  # a docstring, a number: pydantic ignores what it does not know
+    if not isinstance(item, ast.Call):
+        return False
+    name = _resolve(item.func, tree)
+    return name is not None and (name in _INERT or name.startswith("annotated_types."))
+
+
+def _annotation_source(statement: AssignmentStmt, path: str) -> ast.expr | None:
+    """The annotation of ``statement`` (``name: annotation = ...``), parsed from the source."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None  # mypy -c, a file gone since: not read
+    end = statement.end_line or statement.line
+    text = textwrap.dedent("\n".join(lines[statement.line - 1 : end]))
+    try:
+        parsed = ast.parse(text)
+    except SyntaxError:
+        return None
+    first = parsed.body[0] if parsed.body else None
+    return first.annotation if isinstance(first, ast.AnnAssign) else None
+
+
+def _resolve(expression: ast.expr, tree: MypyFile) -> str | None:
+    """The full name a (dotted) name in ``tree``'s source refers to, through its imports."""
+    parts: list[str] = []
+    while isinstance(expression, ast.Attribute):
+        parts.insert(0, expression.attr)
+        expression = expression.value
+    if not isinstance(expression, ast.Name):
+        return None
+    symbol = tree.names.get(expression.id)
+    node = None if symbol is None else symbol.node
+    for part in parts:
+        if not isinstance(node, MypyFile):
+            return None
+        symbol = node.names.get(part)
+        node = None if symbol is None else symbol.node
+    return None if node is None else node.fullname

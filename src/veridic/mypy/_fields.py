@@ -48,6 +48,8 @@ from functools import partial
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.expandtype import expand_type_by_instance
+from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
     ARG_STAR2,
     DictExpr,
@@ -136,6 +138,26 @@ def model_fields(info: TypeInfo) -> Iterator[tuple[str, Type | None]]:
                 yield name, node.type
 
 
+def filled_fields(instance: Instance) -> Iterator[tuple[str, Type, TypeInfo]]:
+    """Each field of a pydantic model as ``instance`` fills in its type variables
+    (``Box[TrustedInstruction]``'s ``item: T`` is a ``TrustedInstruction``), with the class
+    that declares it; a field declared again later overrides the earlier one."""
+    latest: dict[str, tuple[Type, TypeInfo]] = {}
+    for base in reversed(instance.type.mro):
+        if base.fullname == _names.BASE_MODEL or not base.has_base(_names.BASE_MODEL):
+            continue
+        mapped = map_instance_to_supertype(instance, base)
+        for name, symbol in base.names.items():
+            node = symbol.node
+            if isinstance(node, Var) and not node.is_classvar and not name.startswith("_"):
+                if node.type is not None:
+                    latest[name] = (expand_type_by_instance(node.type, mapped), base)
+                else:
+                    latest.pop(name, None)
+    for name, (typ, base) in latest.items():
+        yield name, typ, base
+
+
 def fields_of(info: TypeInfo) -> dict[str, Kind]:
     """The fields of a pydantic model that are read as instruction, with their kind."""
     cached = _fields.get(info.fullname)
@@ -181,9 +203,13 @@ def _kind(typ: Type, depth: int) -> Kind | None:
     if isinstance(proper, Instance):
         if proper.type.fullname == _names.TRUSTED:
             return "bare"
-        if proper.type.has_base(_names.BASE_MODEL) and fields_of(proper.type):
-            return "model"
-        parts = list(proper.args)
+        if proper.type.has_base(_names.BASE_MODEL):
+            if fields_of(proper.type):
+                return "model"
+            # A generic model holds what its fields hold once filled in, not its arguments.
+            parts = [typ for _, typ, _ in filled_fields(proper)] if proper.args else []
+        else:
+            parts = list(proper.args)
     elif isinstance(proper, UnionType | TupleType):
         parts = list(proper.items)
     kinds = [_kind(part, depth - 1) for part in parts]

@@ -48,10 +48,12 @@ from mypy.nodes import (
     ClassDef,
     Expression,
     IndexExpr,
+    MemberExpr,
     MypyFile,
     RefExpr,
     SymbolNode,
     TypeAlias,
+    TypeApplication,
     TypeInfo,
 )
 from mypy.plugin import FunctionContext
@@ -181,9 +183,13 @@ def _brands_of(typ: Type, depth: int) -> Iterator[str]:
 def _type_only(tree: MypyFile, expressions: Iterable[Expression]) -> set[int]:
     """The expressions of a module that mypy reads as types, never as values: a type alias
     definition, a class's bases, the arguments of ``TypeVar``/``NewType``/``TypedDict``/
-    ``NamedTuple``, the type of a type application (``list[TrustedInstruction]()``)."""
+    ``NamedTuple``, the type of a type application (``list[TrustedInstruction]()``,
+    ``Box[TrustedInstruction].model_validate``)."""
     found: set[int] = set()
     for expr in expressions:
+        if isinstance(expr, MemberExpr) and isinstance(expr.expr, IndexExpr):
+            if isinstance(expr.expr.analyzed, TypeApplication):  # Box[X].model_validate
+                found.update(id(sub) for sub in get_subexpressions(expr.expr.index))
         if not isinstance(expr, CallExpr):
             continue
         if expr.analyzed is not None and not isinstance(expr.analyzed, CastExpr):
