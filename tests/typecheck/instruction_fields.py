@@ -220,10 +220,10 @@ BoxAlias = Box[TrustedInstruction]
 
 def filled_in(box: Box[TrustedInstruction], prompt: RootModel[TrustedInstruction]) -> None:
     Box(item=instruction("kept: validated as Any"))
-    Box[TrustedInstruction](item=instruction("x"))  # E: [veridic-forge] "Box" filled in with
+    Box[TrustedInstruction](item=instruction("x"))  # E: [veridic-forge] "Box" filled in as written
     RootModel[TrustedInstruction](instruction("x"))  # E: [veridic-forge] field "root"
-    PromptAlias(instruction("x"))  # E: [veridic-forge] "RootModel" filled in with
-    BoxAlias(item=instruction("x"))  # E: [veridic-forge] "Box" filled in with
+    PromptAlias(instruction("x"))  # E: [veridic-forge] "RootModel" filled in as written
+    BoxAlias(item=instruction("x"))  # E: [veridic-forge] "Box" filled in as written
     Box[TrustedInstruction].model_validate({"item": "x"})  # E: [veridic-forge] "Box" filled
     Box[str](item="x")
     Tagged[TrustedInstruction](count=1)

@@ -5,7 +5,9 @@ the module that declares one is reported even when nothing in it is called: the
 plugin reads its models at the end of its check.
 """
 
-from pydantic import BaseModel
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field, RootModel
 
 from veridic import InstructionField, TrustedInstruction
 
@@ -18,3 +20,13 @@ class Settings(BaseModel):
 def nested() -> None:
     class Local(BaseModel):
         tone: TrustedInstruction | None = None  # E: [veridic-forge] "Local" got field "tone"
+
+
+class Described(BaseModel):
+    # E: [veridic-forge] "Described" got field "prompt" typed
+    prompt: Annotated[TrustedInstruction, Field(description="read by the composer")]
+    checked: Annotated[TrustedInstruction, AfterValidator(str.strip)]
+
+
+class Prompt(RootModel[TrustedInstruction]):  # E: [veridic-forge] "Prompt" got field "root"
+    pass

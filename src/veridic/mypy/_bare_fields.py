@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.messages import format_type_bare
 from mypy.nodes import (
     ARG_NAMED,
     ARG_POS,
@@ -57,8 +58,8 @@ from mypy.nodes import (
     Var,
 )
 from mypy.plugin import FunctionContext, MethodContext
-from mypy.typevars import fill_typevars
 from mypy.types import Instance, Type, UnboundType, UnionType, get_proper_type
+from mypy.typevars import fill_typevars
 
 from veridic.mypy import _fields, _names, errorcodes
 
@@ -135,15 +136,16 @@ def check_filled(ctx: FunctionContext | MethodContext) -> None:
     ):
         validated = _validated(made.type)
         for name, typ, _ in _fields.filled_fields(made):
-            if _EVERY_FIELD not in validated and name not in validated:
-                if _fields.kind(typ) == "bare":
-                    checker.fail(
-                        f'pydantic model "{made.type.name}" filled in with {made} got field '
-                        f'"{name}" typed TrustedInstruction, {_WHY}',
-                        ctx.context,
-                        code=errorcodes.FORGE,
-                    )
-                    break
+            if validated & {_EVERY_FIELD, name} or _fields.kind(typ) != "bare":
+                continue
+            written = format_type_bare(made, checker.options)
+            checker.fail(
+                f'pydantic model "{made.type.name}" filled in as written ({written}) got field '
+                f'"{name}" typed TrustedInstruction, {_WHY}',
+                ctx.context,
+                code=errorcodes.FORGE,
+            )
+            break
 
 
 def _written_filled(context: Context) -> bool:

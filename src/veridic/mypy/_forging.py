@@ -187,9 +187,12 @@ def _type_only(tree: MypyFile, expressions: Iterable[Expression]) -> set[int]:
     ``Box[TrustedInstruction].model_validate``)."""
     found: set[int] = set()
     for expr in expressions:
-        if isinstance(expr, MemberExpr) and isinstance(expr.expr, IndexExpr):
-            if isinstance(expr.expr.analyzed, TypeApplication):  # Box[X].model_validate
-                found.update(id(sub) for sub in get_subexpressions(expr.expr.index))
+        if (
+            isinstance(expr, MemberExpr)
+            and isinstance(expr.expr, IndexExpr)
+            and isinstance(expr.expr.analyzed, TypeApplication)
+        ):  # Box[X].model_validate
+            found.update(id(sub) for sub in get_subexpressions(expr.expr.index))
         if not isinstance(expr, CallExpr):
             continue
         if expr.analyzed is not None and not isinstance(expr.analyzed, CastExpr):

@@ -212,11 +212,14 @@ def _validated(model: type[BaseModel]) -> frozenset[str]:
 
 
 def _reaches_brand(annotation: object) -> bool:
-    """Whether ``TrustedInstruction`` is in ``annotation`` outside any ``Annotated``."""
+    """Whether ``TrustedInstruction`` is in ``annotation`` outside any ``Annotated`` whose
+    metadata may mint (a constraint there, ``list[Annotated[TrustedInstruction,
+    MaxLen(80)]]``, stores a plain ``str`` all the same)."""
     if annotation is TrustedInstruction:
         return True
     if typing.get_origin(annotation) is Annotated:
-        return False
+        inner, *metadata = typing.get_args(annotation)
+        return not any(_may_mint(item) for item in metadata) and _reaches_brand(inner)
     return any(_reaches_brand(arg) for arg in typing.get_args(annotation))
 
 
