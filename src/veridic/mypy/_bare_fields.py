@@ -13,11 +13,21 @@ the field's provenance), ``UntrustedText`` or ``str`` when it does not, or a
 
 A pydantic dataclass validates its fields as a model does, and is read the same way.
 A field with a validator of its own is left alone, as that validator may mint the text
-(vouch for it with a ``TrustPolicy``) and pydantic stores what it returns: an annotation
-written with ``Annotated[...]`` (mypy keeps none of its validators to look at), a field a
-``field_validator`` (or the deprecated ``validator``) of the class or a base names, other
-than one of ``mode="before"`` (its result is validated as ``str`` again), or any field of
-a class with a ``model_validator`` that runs after pydantic's own (it may set any field).
+(vouch for it with a ``TrustPolicy``) and pydantic stores what it returns: an
+``Annotated[...]`` with metadata other than ``Field``, a constraint or a
+``BeforeValidator`` (mypy keeps no metadata: the annotation is read again from the
+source, :func:`_inert`), a field a ``field_validator`` (or the deprecated ``validator``)
+of the class or a base names, other than one of ``mode="before"`` (its result is
+validated as ``str`` again), or any field of a class with a ``model_validator`` that runs
+after pydantic's own (it may set any field).
+
+A generic model filled in with ``TrustedInstruction`` stores a plain ``str`` as well: a
+subclass of ``Box[TrustedInstruction]`` or ``RootModel[TrustedInstruction]`` is refused
+at the class, and a call of the class filled in as written (``Box[TrustedInstruction]
+(...)``, an alias, ``.model_validate()``) at the call (:func:`check_filled`, a function
+and method hook for generic models only). ``Box(item=...)`` is not filled in: pydantic
+validates ``item`` as ``Any`` and keeps the minted value. Models in a ``.pyi`` stub are
+not read: a stub need not list the validators of the module's class.
 
 Hook: none of its own. mypy's class hooks go to the first plugin that answers, and the
 ``pydantic.mypy`` plugin, listed before veridic's, answers for every model; so the
