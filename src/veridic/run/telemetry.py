@@ -46,9 +46,11 @@ Errors: the span's status is ``ERROR`` and ``error.type`` names the
 exception's class when the SDK call raises, a check refuses the prompt or
 the answer, or a tool call ends ``failed``, ``blocked`` (a guard refused an
 operation) or ``refused`` (unknown, unavailable, invalid arguments: the
-operation could not be done). A ``denied`` call is not an error: approval
-worked as it should; its ``veridic.outcome`` says so and its status stays
-unset.
+operation could not be done). A tool call an interrupt stops
+(``KeyboardInterrupt``, a cancelled task) is recorded ``failed`` and its span
+shows that record, with the interrupt's class as ``error.type``. A
+``denied`` call is not an error: approval worked as it should; its
+``veridic.outcome`` says so and its status stays unset.
 
 OpenTelemetry is for observability and may be sampled or dropped; the audit
 store is the record (see :mod:`veridic.run.audit`). So a tracer that fails
@@ -341,6 +343,11 @@ class ToolSpan(_Hook):
     def ended(self, result: C) -> C:
         """The call's record was written: the span ends."""
         return result
+
+    def recorded(self, result: _Called) -> None:
+        """The record of a call an interrupt stopped (``KeyboardInterrupt``, a cancelled
+        task) was written: the span shows it, and the interrupt, leaving the ``with``
+        block, ends the span as an error."""
 
 
 class AgentSpan(_Hook):
@@ -746,6 +753,10 @@ class _LiveTool(_Live, ToolSpan):
 
     def _recorded(self, record: AuditRecord) -> None:
         self._set(_record_attributes(record))
+
+    def recorded(self, result: _Called) -> None:
+        if not self._ended:
+            self._recorded(result.record)
 
     def ended(self, result: C) -> C:
         record = result.record
