@@ -20,7 +20,9 @@ from opentelemetry.trace import StatusCode
 from veridic import (
     ApprovalPolicy,
     Composer,
+    ModelGateway,
     Registry,
+    ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
     aexecute,
@@ -156,3 +158,43 @@ def test_a_cancelled_async_calls_span_carries_its_failed_record(
     assert shown["veridic.tools_sha256"] == record.tools_sha256
     assert shown["error.type"] == "asyncio.exceptions.CancelledError"
     assert span.status.status_code is StatusCode.ERROR
+
+
+# --- an answer with thousands of calls ---------------------------------------------------------
+
+
+def test_an_answer_with_thousands_of_calls_gives_a_bounded_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    """``veridic.tool_calls`` held one name per call the model made: an answer of 5000 calls
+    (a model looping, or told to by an injection) put 5000 names, each up to 80 characters,
+    on one span, past what collectors accept. The list is bounded; the count says how many."""
+    view = weather_view()
+    calls = [(f"c{i}", "get_weather" if i % 2 else f"tool_{i}", "{}") for i in range(5000)]
+    gateway = ModelGateway(
+        ScriptedProvider([{"tool_calls": calls}]), audit=SQLiteAuditSink(":memory:")
+    )
+    reply = gateway.send(prompt_of(view).build(), view, request_id="req-1")
+    assert len(reply.tool_calls) == 5000
+    (span,) = spans.get_finished_spans()
+    shown = attributes(span)
+    names = shown["veridic.tool_calls"]
+    assert isinstance(names, tuple)
+    assert list(names) == [name for _, name, _ in calls[: len(names)]]  # the first, in order
+    assert len(names) == 64
+    assert shown["veridic.tool_call_count"] == 5000
+
+
+def test_an_answer_with_a_few_calls_lists_them_all(spans: InMemorySpanExporter) -> None:
+    view = weather_view()
+    gateway = ModelGateway(
+        ScriptedProvider([{"tool_calls": [("c1", "get_weather", "{}")]}, {"text": "Hi."}]),
+        audit=SQLiteAuditSink(":memory:"),
+    )
+    gateway.send(prompt_of(view).build(), view, request_id="req-1")
+    gateway.send(prompt_of(view).build(), view, request_id="req-2")
+    called, answered = spans.get_finished_spans()
+    assert attributes(called)["veridic.tool_calls"] == ("get_weather",)
+    assert attributes(called)["veridic.tool_call_count"] == 1
+    assert attributes(answered)["veridic.tool_calls"] == ()
+    assert attributes(answered)["veridic.tool_call_count"] == 0

@@ -125,6 +125,11 @@ _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 """A tool name fit for a span's name (others are named by the audit record's form)."""
 
 
+_TOOL_CALLS_SHOWN: Final = 64
+"""How many of an answer's tool calls a chat span names in ``veridic.tool_calls`` (the
+first, in order); ``veridic.tool_call_count`` says how many there were."""
+
+
 _SERVED: Final = re.compile(r"[A-Za-z0-9_.:/@+\-]{0,256}")
 """An id, model name or finish reason as servers write them (``meta-llama/Llama-3-70b``,
 an empty id), kept as it is."""
@@ -676,7 +681,12 @@ class _LiveChat(_Live, ChatSpan):
                 "gen_ai.response.id": _written(reply.response_id, _SERVED),
                 "gen_ai.response.model": _written(reply.model, _SERVED),
                 "gen_ai.response.finish_reasons": (_written(reply.stop_reason, _SERVED),),
-                "veridic.tool_calls": tuple(_written(call.name) for call in reply.tool_calls),
+                # The model decides how many calls an answer holds (thousands, looping or told
+                # to): the span names the first few and counts them all.
+                "veridic.tool_calls": tuple(
+                    _written(call.name) for call in reply.tool_calls[:_TOOL_CALLS_SHOWN]
+                ),
+                "veridic.tool_call_count": len(reply.tool_calls),
             }
         )
         usage = reply.usage
