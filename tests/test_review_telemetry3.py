@@ -9,18 +9,25 @@ as ``tests/test_telemetry.py`` reads them.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
+from typing import Any
 
+import anthropic
+import openai
 import pytest
+from _sdk_server import FakeServer, http_module
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
 from veridic import (
+    AnthropicMessages,
     ApprovalPolicy,
     Composer,
     ModelGateway,
+    OpenAIChat,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
@@ -198,3 +205,131 @@ def test_an_answer_with_a_few_calls_lists_them_all(spans: InMemorySpanExporter) 
     assert attributes(called)["veridic.tool_call_count"] == 1
     assert attributes(answered)["veridic.tool_calls"] == ()
     assert attributes(answered)["veridic.tool_call_count"] == 0
+
+
+# --- the server a model call went to -----------------------------------------------------------
+
+CHAT_COMPLETION = {
+    "id": "chatcmpl-7",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "gpt-test",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "Sunny."},
+        }
+    ],
+    "usage": {"prompt_tokens": 31, "completion_tokens": 2, "total_tokens": 33},
+}
+
+MESSAGE = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-test",
+    "content": [{"type": "text", "text": "Sunny."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 20, "output_tokens": 2},
+}
+
+
+def openai_client(server: FakeServer, base_url: str | None) -> Any:
+    http = server.http
+    client = http.Client(transport=http.MockTransport(server.handle))
+    return openai.OpenAI(api_key="test-key", base_url=base_url, http_client=client)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "address", "port"),
+    [
+        (None, "api.openai.com", 443),
+        ("https://llm.internal.example:8443/v1", "llm.internal.example", 8443),
+        ("http://localhost/v1", "localhost", 80),
+        ("http://[::1]:8000/v1", "::1", 8000),
+    ],
+)
+def test_a_chat_span_names_the_server_it_called(
+    spans: InMemorySpanExporter, base_url: str | None, address: str, port: int
+) -> None:
+    """The chat span (kind ``CLIENT``) had no ``server.address``/``server.port``, which the
+    conventions recommend: a trace could not tell a call to the provider from one to a
+    self-hosted endpoint or a proxy."""
+    server = FakeServer(http_module("openai"), [("json", CHAT_COMPLETION)])
+    adapter = OpenAIChat(openai_client(server, base_url), model="gpt-test")
+    view = weather_view()
+    ModelGateway(adapter, audit=SQLiteAuditSink(":memory:")).send(
+        prompt_of(view).build(), view, request_id="req-1"
+    )
+    (span,) = spans.get_finished_spans()
+    assert attributes(span)["server.address"] == address
+    assert attributes(span)["server.port"] == port
+
+
+def test_a_chat_span_never_shows_credentials_of_the_base_url(
+    spans: InMemorySpanExporter,
+) -> None:
+    server = FakeServer(http_module("openai"), [("json", CHAT_COMPLETION)])
+    base_url = "https://svc:hunter2@gateway.example/v1?key=k-secret"
+    adapter = OpenAIChat(openai_client(server, base_url), model="gpt-test")
+    view = weather_view()
+    ModelGateway(adapter, audit=SQLiteAuditSink(":memory:")).send(
+        prompt_of(view).build(), view, request_id="req-1"
+    )
+    (span,) = spans.get_finished_spans()
+    assert attributes(span)["server.address"] == "gateway.example"
+    assert attributes(span)["server.port"] == 443
+    shown = repr(attributes(span))
+    assert "hunter2" not in shown
+    assert "k-secret" not in shown
+    assert "svc" not in shown
+
+
+def test_an_anthropic_chat_span_names_the_server(spans: InMemorySpanExporter) -> None:
+    server = FakeServer(http_module("anthropic"), [("json", MESSAGE)])
+    client = server.client(anthropic, "Anthropic")
+    adapter = AnthropicMessages(client, model="claude-test", max_tokens=256)
+    view = weather_view()
+    ModelGateway(adapter, audit=SQLiteAuditSink(":memory:")).send(
+        prompt_of(view).build(), view, request_id="req-1"
+    )
+    (span,) = spans.get_finished_spans()
+    assert attributes(span)["server.address"] == "api.anthropic.com"
+    assert attributes(span)["server.port"] == 443
+
+
+def test_a_client_without_a_base_url_names_no_server(spans: InMemorySpanExporter) -> None:
+    """``ScriptedProvider`` (and an application's own adapter) has no HTTP client: no
+    ``server.address``, and nothing fails."""
+    view = weather_view()
+    ModelGateway(ScriptedProvider([{"text": "Hi."}]), audit=SQLiteAuditSink(":memory:")).send(
+        prompt_of(view).build(), view, request_id="req-1"
+    )
+    (span,) = spans.get_finished_spans()
+    assert "server.address" not in attributes(span)
+    assert "server.port" not in attributes(span)
+
+
+def test_a_client_whose_base_url_raises_names_no_server_and_the_call_goes_on(
+    spans: InMemorySpanExporter, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Odd:
+        @property
+        def base_url(self) -> str:
+            raise RuntimeError("not configured")
+
+    provider = ScriptedProvider([{"text": "Hi."}])
+    provider.client = Odd()  # an application's client, read only for its base URL
+    view = weather_view()
+    with caplog.at_level(logging.WARNING, logger="veridic.telemetry"):
+        reply = ModelGateway(provider, audit=SQLiteAuditSink(":memory:")).send(
+            prompt_of(view).build(), view, request_id="req-1"
+        )
+    assert reply.text == "Hi."
+    (span,) = spans.get_finished_spans()
+    assert "server.address" not in attributes(span)
+    (logged,) = [r for r in caplog.records if r.name == "veridic.telemetry"]
+    assert "RuntimeError" in logged.getMessage()
+    assert "not configured" not in logged.getMessage()  # a message may quote a secret

@@ -34,6 +34,9 @@ A run and its model calls carry the request id as ``gen_ai.conversation.id``:
 a paused run's spans and its resume's (often in another trace, another
 process) share it, and GenAI trace viewers group a conversation by it.
 
+A model call's span names the server it went to, ``server.address`` and
+``server.port``, from the host and port of the SDK client's ``base_url`` alone.
+
 Besides ``gen_ai.*`` attributes each span carries veridic's: the request id,
 the prompt's and tool list's sha256 (the audit record's), the approval, risk,
 kind and outcome of a tool call, the kinds and origins of the system
@@ -93,6 +96,7 @@ from contextlib import contextmanager
 from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar
+from urllib.parse import urlsplit
 
 from veridic._extras import require
 from veridic._sample import clip
@@ -133,6 +137,10 @@ first, in order); ``veridic.tool_call_count`` says how many there were."""
 _SERVED: Final = re.compile(r"[A-Za-z0-9_.:/@+\-]{0,256}")
 """An id, model name or finish reason as servers write them (``meta-llama/Llama-3-70b``,
 an empty id), kept as it is."""
+
+
+_PORTS: Final = {"https": 443, "http": 80}
+"""``server.port`` of a base URL that names none: its scheme's."""
 
 
 def _written(text: str, plain: re.Pattern[str] = _PLAIN) -> str:
@@ -636,6 +644,39 @@ def _shown_id(request_id: str) -> str:
     return shown
 
 
+def _server(provider: Adapter) -> dict[str, str | int]:
+    """``server.address`` and ``server.port`` of the adapter's SDK client (its ``base_url``),
+    none when the client has no base URL (:class:`~veridic.ScriptedProvider`, an adapter of
+    the application's own).
+
+    Only the host and the port: a base URL may carry a user name and a password, or a key
+    in its query, and a span is read by whoever reads the traces. A client whose
+    ``base_url`` cannot be read or parsed gives none, logged (the call goes on).
+    """
+    client = provider.client
+    try:
+        base_url = getattr(client, "base_url", None)
+        if base_url is None:
+            return {}
+        url = urlsplit(str(base_url))
+        host, port = url.hostname, url.port  # port: ValueError when it is not a number
+    except Exception as error:
+        _log.warning(
+            "the base URL of %s's client could not be read (%s), so its chat spans have no "
+            "server.address: check the client's base_url",
+            provider,
+            error_type(error),
+        )
+        return {}
+    if not host:
+        return {}
+    shown: dict[str, str | int] = {"server.address": _written(host, _SERVED)}
+    port = port if port is not None else _PORTS.get(url.scheme)
+    if port is not None:
+        shown["server.port"] = port
+    return shown
+
+
 class _LiveChat(_Live, ChatSpan):
     __slots__ = ()
 
@@ -653,6 +694,7 @@ class _LiveChat(_Live, ChatSpan):
                 "gen_ai.request.model": model,
                 "veridic.api": provider.api,
                 "veridic.streamed": streamed,
+                **_server(provider),
                 **_conversation(request_id),
             },
         )
