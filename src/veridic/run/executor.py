@@ -313,7 +313,7 @@ def execute(
                 error = raised
             ran = _rendered(_Ran(prepared.tool, mode, scope, value, error, _since(started)))
         # The scope is closed: its events are final, and later guards go to the reporter.
-        return span.ended(call.ended(ran))
+        return span.ended(call.ended(ran, span))
 
 
 async def aexecute(
@@ -403,7 +403,7 @@ async def aexecute(
             except BaseException as raised:
                 error = raised
             ran = _rendered(_Ran(prepared.tool, mode, scope, value, error, _since(started)))
-        return span.ended(await call.aended(ran))
+        return span.ended(await call.aended(ran, span))
 
 
 def tools_sha256(view: ToolView) -> str:
@@ -759,21 +759,22 @@ class _Call:
         await self.sink.awrite(result.record)
         return result
 
-    def ended(self, ran: _Ran) -> CallResult:
-        """Record a call that ran; an interrupt (not an ``Exception``) goes on after it."""
+    def ended(self, ran: _Ran, span: _telemetry.ToolSpan) -> CallResult:
+        """Record a call that ran; an interrupt (not an ``Exception``) goes on after it, its
+        record shown on ``span`` first (the interrupt ends the span as an error)."""
         if ran.error is None or isinstance(ran.error, Exception):
             return self._ended(ran)
         try:  # KeyboardInterrupt and friends go on, recorded if the sink can
-            self._ended(ran)
+            span.recorded(self._ended(ran))
         finally:
             raise ran.error
 
-    async def aended(self, ran: _Ran) -> CallResult:
+    async def aended(self, ran: _Ran, span: _telemetry.ToolSpan) -> CallResult:
         """:meth:`ended` from the loop: the same records, awaited."""
         if ran.error is None or isinstance(ran.error, Exception):
             return await self._aended(ran)
         try:  # CancelledError and friends go on, recorded if the sink can
-            await self._aended(ran)
+            span.recorded(await self._aended(ran))
         finally:
             raise ran.error
 

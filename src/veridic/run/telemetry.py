@@ -34,6 +34,9 @@ A run and its model calls carry the request id as ``gen_ai.conversation.id``:
 a paused run's spans and its resume's (often in another trace, another
 process) share it, and GenAI trace viewers group a conversation by it.
 
+A model call's span names the server it went to, ``server.address`` and
+``server.port``, from the host and port of the SDK client's ``base_url`` alone.
+
 Besides ``gen_ai.*`` attributes each span carries veridic's: the request id,
 the prompt's and tool list's sha256 (the audit record's), the approval, risk,
 kind and outcome of a tool call, the kinds and origins of the system
@@ -46,9 +49,11 @@ Errors: the span's status is ``ERROR`` and ``error.type`` names the
 exception's class when the SDK call raises, a check refuses the prompt or
 the answer, or a tool call ends ``failed``, ``blocked`` (a guard refused an
 operation) or ``refused`` (unknown, unavailable, invalid arguments: the
-operation could not be done). A ``denied`` call is not an error: approval
-worked as it should; its ``veridic.outcome`` says so and its status stays
-unset.
+operation could not be done). A tool call an interrupt stops
+(``KeyboardInterrupt``, a cancelled task) is recorded ``failed`` and its span
+shows that record, with the interrupt's class as ``error.type``. A
+``denied`` call is not an error: approval worked as it should; its
+``veridic.outcome`` says so and its status stays unset.
 
 OpenTelemetry is for observability and may be sampled or dropped; the audit
 store is the record (see :mod:`veridic.run.audit`). So a tracer that fails
@@ -91,6 +96,7 @@ from contextlib import contextmanager
 from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar
+from urllib.parse import urlsplit
 
 from veridic._extras import require
 from veridic._sample import clip
@@ -123,9 +129,18 @@ _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 """A tool name fit for a span's name (others are named by the audit record's form)."""
 
 
+_TOOL_CALLS_SHOWN: Final = 64
+"""How many of an answer's tool calls a chat span names in ``veridic.tool_calls`` (the
+first, in order); ``veridic.tool_call_count`` says how many there were."""
+
+
 _SERVED: Final = re.compile(r"[A-Za-z0-9_.:/@+\-]{0,256}")
 """An id, model name or finish reason as servers write them (``meta-llama/Llama-3-70b``,
 an empty id), kept as it is."""
+
+
+_PORTS: Final = {"https": 443, "http": 80}
+"""``server.port`` of a base URL that names none: its scheme's."""
 
 
 def _written(text: str, plain: re.Pattern[str] = _PLAIN) -> str:
@@ -341,6 +356,11 @@ class ToolSpan(_Hook):
     def ended(self, result: C) -> C:
         """The call's record was written: the span ends."""
         return result
+
+    def recorded(self, result: _Called) -> None:
+        """The record of a call an interrupt stopped (``KeyboardInterrupt``, a cancelled
+        task) was written: the span shows it, and the interrupt, leaving the ``with``
+        block, ends the span as an error."""
 
 
 class AgentSpan(_Hook):
@@ -624,6 +644,39 @@ def _shown_id(request_id: str) -> str:
     return shown
 
 
+def _server(provider: Adapter) -> dict[str, str | int]:
+    """``server.address`` and ``server.port`` of the adapter's SDK client (its ``base_url``),
+    none when the client has no base URL (:class:`~veridic.ScriptedProvider`, an adapter of
+    the application's own).
+
+    Only the host and the port: a base URL may carry a user name and a password, or a key
+    in its query, and a span is read by whoever reads the traces. A client whose
+    ``base_url`` cannot be read or parsed gives none, logged (the call goes on).
+    """
+    client = provider.client
+    try:
+        base_url = getattr(client, "base_url", None)
+        if base_url is None:
+            return {}
+        url = urlsplit(str(base_url))
+        host, port = url.hostname, url.port  # port: ValueError when it is not a number
+    except Exception as error:
+        _log.warning(
+            "the base URL of %s's client could not be read (%s), so its chat spans have no "
+            "server.address: check the client's base_url",
+            provider,
+            error_type(error),
+        )
+        return {}
+    if not host:
+        return {}
+    shown: dict[str, str | int] = {"server.address": _written(host, _SERVED)}
+    port = port if port is not None else _PORTS.get(url.scheme)
+    if port is not None:
+        shown["server.port"] = port
+    return shown
+
+
 class _LiveChat(_Live, ChatSpan):
     __slots__ = ()
 
@@ -641,6 +694,7 @@ class _LiveChat(_Live, ChatSpan):
                 "gen_ai.request.model": model,
                 "veridic.api": provider.api,
                 "veridic.streamed": streamed,
+                **_server(provider),
                 **_conversation(request_id),
             },
         )
@@ -669,7 +723,12 @@ class _LiveChat(_Live, ChatSpan):
                 "gen_ai.response.id": _written(reply.response_id, _SERVED),
                 "gen_ai.response.model": _written(reply.model, _SERVED),
                 "gen_ai.response.finish_reasons": (_written(reply.stop_reason, _SERVED),),
-                "veridic.tool_calls": tuple(_written(call.name) for call in reply.tool_calls),
+                # The model decides how many calls an answer holds (thousands, looping or told
+                # to): the span names the first few and counts them all.
+                "veridic.tool_calls": tuple(
+                    _written(call.name) for call in reply.tool_calls[:_TOOL_CALLS_SHOWN]
+                ),
+                "veridic.tool_call_count": len(reply.tool_calls),
             }
         )
         usage = reply.usage
@@ -746,6 +805,10 @@ class _LiveTool(_Live, ToolSpan):
 
     def _recorded(self, record: AuditRecord) -> None:
         self._set(_record_attributes(record))
+
+    def recorded(self, result: _Called) -> None:
+        if not self._ended:
+            self._recorded(result.record)
 
     def ended(self, result: C) -> C:
         record = result.record
