@@ -551,7 +551,13 @@ class McpConnection:
             self._again = True
         elif self._tasks is not None:
             self._checking = True
-            self._tasks.start_soon(self._changed_notice)
+            try:
+                self._tasks.start_soon(self._changed_notice)
+            except BaseException:
+                # Not started (the connection is shutting down): left set, the flag took
+                # every later notice for one to fold into a check that never ran.
+                self._checking = False
+                raise
 
     async def _listen(self) -> None:
         """On a 2026 connection, change notices come through a ``subscriptions/listen``
@@ -565,14 +571,21 @@ class McpConnection:
             _log.debug("MCP server %r: no change notices (%s)", self.server.name, _quoted(error))
 
     async def _changed_notice(self) -> None:
+        """The re-checks a notice asks for. One whose listing finds the connection closed
+        (the server died after its notice) marks it lost as a call does: only logged,
+        every view until the next call still offered tools no call could reach."""
         try:
             self._again = True
             while self._again:
                 self._again = False
                 _log.info("MCP server %r says its tool list changed: checking", self.server.name)
+                client = self._client
                 try:
                     await self.recheck()
-                except Exception as error:  # the next call checks again, and fails loudly
+                except Exception as error:
+                    if client is not None and await self._lost_connection(client, error):
+                        return  # warned, and the server's tools leave the next view
+                    # Else the next call checks again, and fails loudly.
                     _log.warning(
                         "MCP server %r: re-check failed: %s", self.server.name, _quoted(error)
                     )
