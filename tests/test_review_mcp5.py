@@ -4,6 +4,7 @@ notice, a re-check that cannot start, and descriptions of megabytes."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ from test_review_mcp3 import ANY, tools_server
 from test_review_mcp4 import answering, run_call
 
 from veridic import CallOutcome, Registry, SQLiteAuditSink, ToolView
-from veridic.integrations.mcp import Declared, McpConnection, connect
+from veridic.errors import VeridicError
+from veridic.integrations.mcp import Declared, McpConnection, Pins, connect, http, list_tools, stdio
 
 
 @pytest.fixture
@@ -45,7 +47,7 @@ def test_a_server_that_dies_after_a_change_notice_takes_its_tools_out_of_the_nex
     still offered the server's tools (the prompt promised tools no call could reach)
     until a call found the connection closed. The re-check now marks the connection
     lost as a call does: the log warns and the next view tells the tools unavailable."""
-    notify = {
+    notify: dict[str, object] = {
         "name": "notify",
         "description": "A tool.",
         "input_schema": ANY,
@@ -92,3 +94,90 @@ def test_a_notice_whose_recheck_cannot_start_leaves_later_notices_checked(
     with pytest.raises(RuntimeError):
         connection._notice()
     assert connection._checking is False
+
+
+# --- (3) descriptions and schemas of megabytes -------------------------------------------
+
+
+def big_tools(description: int, properties: int) -> list[dict[str, object]]:
+    schema = {
+        "type": "object",
+        "properties": {
+            f"p{i}": {"type": "string", "description": "x" * 90} for i in range(properties)
+        },
+    }
+    return [
+        {"name": "wordy", "description": "Words. " * (description // 7), "input_schema": ANY},
+        {"name": "wide", "description": "Takes many fields.", "input_schema": schema},
+        answering("small", {"content": [{"type": "text", "text": "ok"}]}),
+    ]
+
+
+def test_an_unpinned_tool_described_in_megabytes_is_unavailable_and_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without pins, a server's descriptions and input schemas went into the provider
+    tool list of every request whatever their size: a server whose description is a
+    megabyte (or whose schema holds ten thousand properties) was paid for, and read by
+    the model, at every turn, and could push the conversation out of the context. A tool
+    whose description and schema together are over the server's ``describe_limit``
+    (20,000 characters unless set) is now registered unavailable, the capability section
+    and its status say why, and the log gives its size."""
+    server = tools_server(tmp_path, big_tools(description=1_000_000, properties=10_000))
+    registry = Registry()
+
+    async def run() -> ToolView:
+        async with connect(registry, server, declare={"small": Declared("query")}):
+            return registry.view()
+
+    with caplog.at_level(logging.WARNING, logger="veridic.integrations.mcp"):
+        view = asyncio.run(run())
+    assert view.names() >= {"small"}
+    specs = json.dumps(view.tool_specs("openai"))
+    assert len(specs) < 5_000
+    section = str(view.capability_section())
+    logged = " ".join(record.getMessage() for record in caplog.records)
+    for name in ("wordy", "wide"):
+        assert name not in view.names()
+        assert name not in specs
+        status = view.status(name)
+        assert (status.state, status.cause) == ("unavailable", "withheld")
+        assert "describe_limit" in status.reason
+        assert name in section
+        assert repr(name) in logged
+    assert "describe_limit" in section
+    assert "1,0" in logged  # the size of what the server sent (over a million characters)
+    assert "20,000" in logged
+
+
+def test_the_describe_limit_is_the_applications_to_set(tmp_path: Path) -> None:
+    tools = big_tools(description=700, properties=3)
+    server = tools_server(tmp_path, tools, describe_limit=500)
+    registry = Registry()
+
+    async def run() -> ToolView:
+        async with connect(registry, server, declare={"small": Declared("query")}):
+            return registry.view()
+
+    view = asyncio.run(run())
+    assert view.names() >= {"small", "wide"}  # 'Wide.' and three properties: under 500
+    assert "wordy" not in view.names()
+    assert "describe_limit" in view.status("wordy").reason
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(VeridicError, match="describe_limit"):
+            stdio("tools", "server", describe_limit=bad)  # type: ignore[arg-type]  # wrong on purpose
+        with pytest.raises(VeridicError, match="describe_limit"):
+            http("tools", "http://localhost:1/mcp", describe_limit=bad)  # type: ignore[arg-type]  # wrong on purpose
+
+
+def test_a_pinned_tool_is_not_bounded_its_size_was_reviewed(tmp_path: Path) -> None:
+    # The pins were reviewed with the description in them: the reviewer chose it.
+    server = tools_server(tmp_path, big_tools(description=30_000, properties=1))
+    pins = Pins.of("tools", asyncio.run(list_tools(server)))
+    registry = Registry()
+
+    async def run() -> frozenset[str]:
+        async with connect(registry, server, pins=pins):
+            return registry.view().names()
+
+    assert {"wordy", "wide", "small"} <= asyncio.run(run())
