@@ -118,12 +118,12 @@ def test_an_unpinned_tool_described_in_megabytes_is_unavailable_and_says_why(
 ) -> None:
     """Without pins, a server's descriptions and input schemas went into the provider
     tool list of every request whatever their size: a server whose description is a
-    megabyte (or whose schema holds ten thousand properties) was paid for, and read by
+    megabyte (or whose schema holds thousands of properties) was paid for, and read by
     the model, at every turn, and could push the conversation out of the context. A tool
     whose description and schema together are over the server's ``describe_limit``
     (20,000 characters unless set) is now registered unavailable, the capability section
     and its status say why, and the log gives its size."""
-    server = tools_server(tmp_path, big_tools(description=1_000_000, properties=10_000))
+    server = tools_server(tmp_path, big_tools(description=1_000_000, properties=2_000))
     registry = Registry()
 
     async def run() -> ToolView:
