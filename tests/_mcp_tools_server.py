@@ -13,7 +13,11 @@ content), after ``"sleep"`` seconds when it holds that too: what a hostile or sl
 server sends back. One holding ``"exit": true`` ends the server's process instead, and
 one holding ``"raise": {"code": ..., "message": ...}`` answers with that JSON-RPC
 error. A file holding ``{"list_error": text}`` instead of a list makes every
-``tools/list`` a JSON-RPC error with that message.
+``tools/list`` a JSON-RPC error with that message, and one holding
+``{"list_exit": true}`` ends the server's process at the next ``tools/list`` (after
+0.1 s, so that an answer already on its way gets out). A tool whose entry holds
+``"rewrite"`` writes that to the spec file when called, before its notices: a server
+that changes (or dies) right after telling the client so.
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -71,6 +75,9 @@ async def _list(ctx: Any, params: Any) -> types.ListToolsResult:
         await anyio.sleep(delay)  # a slow listing, so that requests that overlap do
     finally:
         _listing -= 1
+    if isinstance(listed, dict) and listed.get("list_exit"):
+        await anyio.sleep(0.1)
+        os._exit(3)  # a server that dies when asked for its listing
     if isinstance(listed, dict):
         raise MCPError(code=types.INTERNAL_ERROR, message=listed["list_error"])
     return types.ListToolsResult(tools=_tools())
@@ -92,6 +99,9 @@ async def _call(ctx: Any, params: types.CallToolRequestParams) -> types.CallTool
         raise MCPError(code=entry["raise"]["code"], message=entry["raise"]["message"])
     if "result" in entry:
         return types.CallToolResult.model_validate(entry["result"])
+    if "rewrite" in entry:
+        with open(SPEC, "w", encoding="utf-8") as file:
+            json.dump(entry["rewrite"], file)
     if params.name == "notify":
         for _ in range(entry.get("notices", 1)):
             await ctx.session.send_tool_list_changed()

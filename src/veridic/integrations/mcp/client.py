@@ -18,7 +18,10 @@ with a reason naming what changed; a tool the pins do not record is not
 registered at all (nobody reviewed even its name, and the capability section
 names every tool it says is unavailable), only logged and kept in
 ``connection.changes``. Without pins every tool is registered unpinned:
-listed by name, its description marked unverified.
+listed by name, its description marked unverified; one whose description and
+input schema take more than the server's ``describe_limit`` (20,000 characters by
+default) is registered unavailable, saying why (its text would be in every
+request's tool list).
 
 A listing that names a tool twice is refused (:class:`~veridic.errors.IntegrationError`
 naming the tool and the server): kept to one copy, the reviewed copy could be
@@ -75,7 +78,7 @@ from veridic.errors import (
     ToolUnavailableError,
     VeridicError,
 )
-from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _twice
+from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _canonical, _twice
 from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
 from veridic.text.provenance import (
     TrustedInstruction,
@@ -99,6 +102,16 @@ _REQUEST_TIMEOUT: Final = -32001  # mcp_types.REQUEST_TIMEOUT: a request that go
 _CONNECTION_CLOSED: Final = -32000  # mcp_types.CONNECTION_CLOSED: the connection ended
 _CLOSED: Final = instruction("the connection to the MCP server is closed")
 
+DESCRIBE_LIMIT: Final = 20_000
+"""Characters of one unpinned tool's description and input schema (as compact JSON),
+together, that a server may send (``describe_limit=``)."""
+
+_TOO_LONG: Final = instruction(
+    "its MCP server describes it at more length (description and input schema) than the "
+    "server's describe_limit allows: review it and pin it (veridic mcp pin), or raise "
+    "describe_limit= where the server is declared"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class McpServer:
@@ -112,6 +125,7 @@ class McpServer:
     timeout: float = 10.0
     protocol: Literal["auto", "legacy"] = "auto"
     result_limit: int = RESULT_LIMIT
+    describe_limit: int = DESCRIBE_LIMIT
 
     def __repr__(self) -> str:
         where = self.url or " ".join(self.command)
@@ -127,6 +141,7 @@ def stdio(
     timeout: float = 10.0,
     protocol: Literal["auto", "legacy"] = "auto",
     result_limit: int = RESULT_LIMIT,
+    describe_limit: int = DESCRIBE_LIMIT,
 ) -> McpServer:
     """A server started as ``command *args``, spoken to over its stdin and stdout.
 
@@ -136,14 +151,19 @@ def stdio(
     ``protocol="legacy"`` forces the initialize handshake of servers before 2026
     (``"auto"`` finds out); ``result_limit`` is how many characters of one tool
     result the model is given (100,000 by default): a longer result is cut there,
-    and the model and the log are told how much was cut.
+    and the model and the log are told how much was cut; ``describe_limit`` is how
+    many characters one tool's description and input schema (as compact JSON) may
+    take together when no pin vouches for them (20,000 by default): a longer tool
+    would be in the provider's tool list of every request, so it is registered
+    unavailable, saying why, and the log gives its size. A tool that matches its pin
+    is not bounded: its size was reviewed with it.
 
     Raises:
-        VeridicError: the name is not one printable line, or ``result_limit`` is
-            not a positive number of characters.
+        VeridicError: the name is not one printable line, or ``result_limit`` or
+            ``describe_limit`` is not a positive number of characters.
     """
     _check_name(name)
-    _check_limit(name, result_limit)
+    _check_limits(name, result_limit, describe_limit)
     return McpServer(
         name,
         (command, *args),
@@ -152,6 +172,7 @@ def stdio(
         timeout=timeout,
         protocol=protocol,
         result_limit=result_limit,
+        describe_limit=describe_limit,
     )
 
 
@@ -162,10 +183,12 @@ def http(
     timeout: float = 10.0,
     protocol: Literal["auto", "legacy"] = "auto",
     result_limit: int = RESULT_LIMIT,
+    describe_limit: int = DESCRIBE_LIMIT,
 ) -> McpServer:
     """A server reached over streamable HTTP at ``url`` (``http://host:port/mcp``).
 
-    ``timeout``, ``protocol`` and ``result_limit`` mean what they mean for :func:`stdio`.
+    ``timeout``, ``protocol``, ``result_limit`` and ``describe_limit`` mean what they
+    mean for :func:`stdio`.
     """
     if not url.startswith(("http://", "https://")):
         raise VeridicError(
@@ -173,8 +196,15 @@ def http(
             "e.g. 'http://localhost:8000/mcp'"
         )
     _check_name(name)
-    _check_limit(name, result_limit)
-    return McpServer(name, url=url, timeout=timeout, protocol=protocol, result_limit=result_limit)
+    _check_limits(name, result_limit, describe_limit)
+    return McpServer(
+        name,
+        url=url,
+        timeout=timeout,
+        protocol=protocol,
+        result_limit=result_limit,
+        describe_limit=describe_limit,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,7 +358,8 @@ class McpConnection:
         listed: Sequence[PinnedTool],
     ) -> None:
         if self.pins is None:
-            self._install(registry, hint, self._alive, [_entry(t, declared) for t in listed])
+            unpinned = [_entry(t, declared, unavailable=self._too_long(t)) for t in listed]
+            self._install(registry, hint, self._alive, unpinned)
             return
         changes = self.pins.compare(listed)
         changed = {change.tool: change for change in changes}
@@ -361,6 +392,23 @@ class McpConnection:
                 change.tool,
                 change.reason,
             )
+
+    def _too_long(self, tool: PinnedTool) -> TrustedInstruction | None:
+        """Why an unpinned ``tool`` is kept out: described at more length than the
+        server's ``describe_limit`` (its text would be in every request's tool list)."""
+        size = len(tool.description) + len(_canonical(tool.input_schema))
+        if size <= self.server.describe_limit:
+            return None
+        _log.warning(
+            "MCP server %r describes tool %r in %s characters (description and input schema), "
+            "over its describe_limit of %s: the tool is registered unavailable, in no tool "
+            "list; review and pin it (veridic mcp pin), or raise describe_limit=",
+            self.server.name,
+            tool.name,
+            f"{size:,}",
+            f"{self.server.describe_limit:,}",
+        )
+        return _TOO_LONG
 
     def _register_unreachable(
         self,
@@ -551,7 +599,13 @@ class McpConnection:
             self._again = True
         elif self._tasks is not None:
             self._checking = True
-            self._tasks.start_soon(self._changed_notice)
+            try:
+                self._tasks.start_soon(self._changed_notice)
+            except BaseException:
+                # Not started (the connection is shutting down): left set, the flag took
+                # every later notice for one to fold into a check that never ran.
+                self._checking = False
+                raise
 
     async def _listen(self) -> None:
         """On a 2026 connection, change notices come through a ``subscriptions/listen``
@@ -565,14 +619,21 @@ class McpConnection:
             _log.debug("MCP server %r: no change notices (%s)", self.server.name, _quoted(error))
 
     async def _changed_notice(self) -> None:
+        """The re-checks a notice asks for. One whose listing finds the connection closed
+        (the server died after its notice) marks it lost as a call does: only logged,
+        every view until the next call still offered tools no call could reach."""
         try:
             self._again = True
             while self._again:
                 self._again = False
                 _log.info("MCP server %r says its tool list changed: checking", self.server.name)
+                client = self._client
                 try:
                     await self.recheck()
-                except Exception as error:  # the next call checks again, and fails loudly
+                except Exception as error:
+                    if client is not None and await self._lost_connection(client, error):
+                        return  # warned, and the server's tools leave the next view
+                    # Else the next call checks again, and fails loudly.
                     _log.warning(
                         "MCP server %r: re-check failed: %s", self.server.name, _quoted(error)
                     )
@@ -942,12 +1003,21 @@ def _check_name(name: TrustedText) -> None:
         )
 
 
-def _check_limit(name: TrustedText, limit: int) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise VeridicError(
-            f"MCP server {name!r} got result_limit={limit!r}: give the number of characters "
-            f"of one tool result the model may be given, e.g. result_limit={RESULT_LIMIT}"
-        )
+def _check_limits(name: TrustedText, result_limit: int, describe_limit: int) -> None:
+    for keyword, limit, what, default in (
+        ("result_limit", result_limit, "of one tool result the model may be given", RESULT_LIMIT),
+        (
+            "describe_limit",
+            describe_limit,
+            "an unpinned tool's description and input schema may take together",
+            DESCRIBE_LIMIT,
+        ),
+    ):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise VeridicError(
+                f"MCP server {name!r} got {keyword}={limit!r}: give the number of characters "
+                f"{what}, e.g. {keyword}={default}"
+            )
 
 
 def _path(value: str | os.PathLike[str] | None) -> str | None:
