@@ -257,7 +257,12 @@ def test_property_two_prompts_share_a_hash_only_if_they_send_the_same(
             st.tuples(st.just("data"), data_labels(), adversarial_text()),
             st.tuples(
                 st.just("call"),
-                st.dictionaries(_TEXT, st.one_of(st.integers(), _TEXT, st.floats(allow_nan=False))),
+                st.dictionaries(
+                    _TEXT,
+                    st.one_of(
+                        st.integers(), _TEXT, st.floats(allow_nan=False, allow_infinity=False)
+                    ),
+                ),
                 adversarial_text(),
                 st.booleans(),
             ),
