@@ -544,6 +544,16 @@ def test_concurrent_calls_of_which_one_fails_to_record_all_stay_on_the_composer(
 # --- a paused run keeps the limits it ran under, and a resume holds them by default -------
 
 
+TWO_MORE_LOOKUPS = {
+    "tool_calls": [
+        ("c4", "get_order", '{"order_id": 4}'),
+        ("c5", "get_order", '{"order_id": 5}'),
+    ],
+    "usage": USAGE,
+}
+"""The model's turn after the resume: two more calls, which a tool_calls=4 limit stops."""
+
+
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_a_resume_without_limits_holds_those_the_run_was_started_with(
     asynchronous: bool,
@@ -557,15 +567,10 @@ def test_a_resume_without_limits_holds_those_the_run_was_started_with(
     assert paused.limits == started
     ran: list[str] = []
     view = make_registry(ran).view()
-    more = {
-        "tool_calls": [
-            ("c4", "get_order", '{"order_id": 4}'),
-            ("c5", "get_order", '{"order_id": 5}'),
-        ],
-        "usage": USAGE,
-    }
     gateway = ModelGateway(
-        ScriptedProvider([more, {"text": "Done.", "usage": USAGE}], asynchronous=asynchronous),
+        ScriptedProvider(
+            [TWO_MORE_LOOKUPS, {"text": "Done.", "usage": USAGE}], asynchronous=asynchronous
+        ),
         audit=audit,
     )
     composer = system_part(view)
@@ -590,14 +595,9 @@ def test_limits_given_to_a_resume_replace_those_the_run_was_started_with() -> No
     paused = paused_refunds(audit, Limits(tool_calls=4))
     ran: list[str] = []
     view = make_registry(ran).view()
-    more = {
-        "tool_calls": [
-            ("c4", "get_order", '{"order_id": 4}'),
-            ("c5", "get_order", '{"order_id": 5}'),
-        ],
-        "usage": USAGE,
-    }
-    gateway = ModelGateway(ScriptedProvider([more, {"text": "Done.", "usage": USAGE}]), audit=audit)
+    gateway = ModelGateway(
+        ScriptedProvider([TWO_MORE_LOOKUPS, {"text": "Done.", "usage": USAGE}]), audit=audit
+    )
     result = gateway.resume(
         paused,
         system_part(view),
@@ -636,15 +636,8 @@ def test_a_paused_run_of_the_format_before_limits_resumes_under_the_default_limi
     assert paused.limits is None
     ran: list[str] = []
     view = make_registry(ran).view()
-    more = {
-        "tool_calls": [
-            ("c4", "get_order", '{"order_id": 4}'),
-            ("c5", "get_order", '{"order_id": 5}'),
-        ],
-        "usage": USAGE,
-    }
     result = ModelGateway(
-        ScriptedProvider([more, {"text": "Done.", "usage": USAGE}]), audit=audit
+        ScriptedProvider([TWO_MORE_LOOKUPS, {"text": "Done.", "usage": USAGE}]), audit=audit
     ).resume(
         paused,
         system_part(view),
