@@ -58,6 +58,7 @@ a literal message, else the exception's type) is decided in
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import threading
@@ -79,6 +80,7 @@ from veridic.tools.tool import (
     ToolHints,
     ToolOptions,
     _origin_of,
+    _withheld_reason,
     check_tool_name,
     external_tool,
     floor_violations,
@@ -749,6 +751,28 @@ class Registry:
             withheld=unavailable or "",
         )
         self._add(name, _Declaration(None, options, component, None, built))
+
+    def _withhold(self, name: str, reason: TrustedText) -> None:
+        """Keep the registered external tool ``name`` out of every view made from now on.
+
+        For ``veridic.integrations.mcp``: a server that changed a tool after it was
+        registered has its calls refused, and the views made after that must not offer
+        it either (the prompt would promise a tool every call of which fails). The
+        tool stays registered, withheld with ``reason`` (trusted text, printed in the
+        section's list of what is unavailable); the next view boots again from the
+        declarations, and no component check runs again. Private: an application
+        withholds a tool with a view's filters.
+        """
+        with self._lock:
+            declaration = self._declared.get(name)
+            built = None if declaration is None else declaration.built
+            if declaration is None or built is None or built.withheld:
+                return
+            where = f"{name!r} (external, from {built.origin})"
+            declaration.built = dataclasses.replace(
+                built, withheld=_withheld_reason(reason, where), _memo={}
+            )
+            self._booted = False
 
     def _alone(self) -> threading.RLock:
         """The lock every registration takes, for a batch registered all or nothing.

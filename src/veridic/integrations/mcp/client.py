@@ -571,6 +571,8 @@ class McpConnection:
             comparison = Pins.of(self.server.name, [registered]).compare([now] if now else [])
             for change in comparison:
                 self._withheld[name] = change.reason
+                if self._registry is not None:  # and out of the views made from now on
+                    self._registry._withhold(name, change.reason)
                 found.append(change)
                 _log.warning(
                     "MCP server %r changed tool %r after it was registered: %s",
