@@ -38,6 +38,7 @@ BOTTOM = frozenset(
         "veridic.config",
         "veridic._sample",
         "veridic._counted",
+        "veridic._exception_groups",
         "veridic._ids",
         "veridic._json_object",
         "veridic._moved",

@@ -76,6 +76,7 @@ from typing import Final
 
 from pydantic_core import to_jsonable_python
 
+from veridic._exception_groups import leaves as _leaves
 from veridic._sample import clip
 from veridic.errors import (
     ApprovalDeniedError,
@@ -505,24 +506,6 @@ def _own(text: str) -> str:
     after the dispatch (the record's detail, the model's text, the log), unguarded;
     ``str.__str__`` copies its characters without calling any of them."""
     return text if type(text) is str else str.__str__(text)
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    """The errors an exception group holds, its inner groups opened; ``[error]`` else.
-
-    Walked with a stack, each group once: groups nested past the recursion limit (or a
-    subclass whose ``exceptions`` holds itself) must not fail the call's record.
-    """
-    leaves: list[BaseException] = []
-    stack, opened = [error], set[int]()
-    while stack:
-        item = stack.pop()
-        if not isinstance(item, BaseExceptionGroup):
-            leaves.append(item)
-        elif id(item) not in opened:
-            opened.add(id(item))
-            stack.extend(reversed(item.exceptions))
-    return leaves
 
 
 def _told_whole(error: BaseException) -> bool:

@@ -70,6 +70,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from veridic._exception_groups import leaves as _leaves
 from veridic._extras import require
 from veridic._sample import clip
 from veridic.errors import (
@@ -954,13 +955,6 @@ def _plain_errors() -> Iterator[None]:
             raise
         leaves[0].__suppress_context__ = True  # the group said nothing the error does not
         raise leaves[0] from leaves[0].__cause__
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    """The errors an SDK's task groups wrapped, innermost first."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
 
 
 def _reason(error: BaseException) -> TrustedInstruction:
