@@ -209,8 +209,10 @@ class PausedRun:
     answer, in order; ``prompt_sha256`` and ``tools_sha256`` are those of
     the model call that asked for them (the resumed calls' audit records
     carry them); ``turns``, ``tool_calls`` and ``usage`` are what the run had
-    spent, so :class:`~veridic.Limits` count on across the pause (the
-    ``seconds`` limit counts again from the resume: a pause is not work), and
+    spent (``usage`` ``None`` when an answer did not say its tokens: the resumed
+    run's :attr:`RunResult.usage <veridic.RunResult.usage>` is ``None`` too), so
+    :class:`~veridic.Limits` count on across the pause (the ``seconds`` limit
+    counts again from the resume: a pause is not work), and
     ``limits`` the ones it ran under, which a resume holds unless it is given
     others (``None`` in a paused run of format ``veridic-paused-run/2``, which did
     not keep them: a resume then holds ``Limits()``).

@@ -642,7 +642,8 @@ class ModelGateway:
                 not end with the calls its approvals name, a waiting call is
                 on record already (the paused run was resumed before), or the
                 audit store cannot be asked for a request's records (nothing
-                runs in each case); and what :meth:`run` raises.
+                runs in each case, and ``composer`` is left as it was given, to
+                resume with again); and what :meth:`run` raises.
         """
         check_output_type(output_type)
         check_policy(policy, view, "resume")
@@ -656,7 +657,8 @@ class ModelGateway:
             on_record = recorded(self._audit, paused.request_id, "resume")
             check_not_resumed(paused, reply.tool_calls, on_record)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
-            check_none_async(reply.view, steps.runnable)  # before the composer is broken
+            check_none_async(reply.view, steps.runnable)
+            state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
                 self._run_calls(reply, steps.runnable, steps.approving, context, done)
@@ -814,6 +816,7 @@ class ModelGateway:
             on_record = await arecorded(self._audit, paused.request_id, "aresume")
             check_not_resumed(paused, reply.tool_calls, on_record)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+            state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
                 await self._arun_calls(reply, steps.runnable, steps.approving, context, done)

@@ -64,7 +64,10 @@ class RunResult(Generic[OutputT]):
     outcomes: tuple[ToolOutcome, ...]
     turns: int
     usage: Usage | None = None
-    """The tokens of every model call of the run, summed (``None``: the provider said none)."""
+    """The tokens of every model call of the run, summed; ``None`` when an answer of the run
+    (before a pause included) did not say how many it used, since a sum of the others would
+    be less than the run used, given as if it were all. The audit store's
+    ``model_replies(request_id)`` hold each answer's usage, for what the provider said."""
     paused: PausedRun | None = None
     """Set when a run with ``defer=True`` stopped for the user's approvals: keep it
     (:meth:`PausedRun.to_json`), show :attr:`pending`, and
@@ -96,6 +99,7 @@ class _Run(Generic[OutputT]):
         "retries",
         "started",
         "turns",
+        "unsaid",
         "usage",
     )
 
@@ -130,7 +134,15 @@ class _Run(Generic[OutputT]):
         self.turns = 0 if paused is None else paused.turns
         self.retries = 0 if paused is None else paused.retries
         self.usage: Usage | None = None if paused is None else paused.usage
+        # A paused run made at least one model call; usage None then says one of its answers
+        # did not count its tokens, and no sum from here on is the run's.
+        self.unsaid = paused is not None and paused.usage is None and paused.turns > 0
         self.earlier_calls = 0 if paused is None else paused.tool_calls - waiting
+
+    def restore(self, paused: PausedRun) -> None:
+        """Put the paused conversation on the composer: every check of the resume passed,
+        and its waiting calls are about to run."""
+        self.composer.restore(paused.conversation)
 
     def before_turn(self) -> Prompt:
         limits = self.limits
@@ -147,8 +159,13 @@ class _Run(Generic[OutputT]):
 
         With a token limit, an answer without usage stops the run too: counting it
         as none would let a provider or proxy that leaves usage out lift the limit.
+        Without one, the run's usage is ``None`` from then on (a sum that leaves an
+        answer out is not the run's).
         """
-        if reply.usage is not None:
+        if reply.usage is None:
+            self.unsaid = True
+            self.usage = None
+        elif not self.unsaid:
             self.usage = reply.usage if self.usage is None else self.usage + reply.usage
         limit = self.limits.tokens
         if limit is not None and reply.usage is None:
@@ -518,10 +535,13 @@ def _resumed(
     answers: Mapping[str, bool],
     context: object,
 ) -> tuple[_Run[OutputT], Reply, dict[str, bool]]:
-    """The run state and the waiting calls of ``paused``, restored into ``composer``, and
-    the answers keyed by call id (:func:`~veridic.run.deferred.answered`).
+    """The run state and the waiting calls of ``paused``, and the answers keyed by call id
+    (:func:`~veridic.run.deferred.answered`), each checked.
 
-    ``given`` is the resume's ``limits``; ``None``, those the paused run ran under.
+    ``composer`` is left as it was: the caller restores the paused conversation into it
+    (:meth:`_Run.restore`) once its own checks passed too, so that a refused resume can be
+    tried again with the same composer. ``given`` is the resume's ``limits``; ``None``,
+    those the paused run ran under.
     """
     if paused is None:
         raise VeridicError(
@@ -555,8 +575,10 @@ def _resumed(
             )
     limits = given if given is not None else paused.limits or Limits()
     _check_spent(paused, limits)
-    composer.restore(paused.conversation)
-    waiting = composer.build().pending_tool_calls
+    # Checked on a copy: a resume refused here or by the gateway's checks after this leaves
+    # the caller's composer as it was given, to resume with again (_Run.restore).
+    scratch = Composer(data_mode=composer.data_mode).restore(paused.conversation)
+    waiting = scratch.build().pending_tool_calls
     missing = asked - {call.id for call in waiting}
     if not waiting or missing:
         raise VeridicError(

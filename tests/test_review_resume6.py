@@ -1,0 +1,275 @@
+"""Pause and resume attacked again: what a run's usage claims, what a refused resume leaves
+behind, answers that could not be used, and a resume whose provider fails after its calls ran."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from veridic import (
+    ApprovalPolicy,
+    AuditRecord,
+    Composer,
+    Limits,
+    ModelGateway,
+    PausedRun,
+    Registry,
+    RunResult,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    ToolView,
+    VeridicError,
+    instruction,
+)
+from veridic.providers import Completion, Usage
+
+SYSTEM = instruction("You are the support agent of Acme.")
+USAGE = {"input_tokens": 10, "output_tokens": 5}
+
+
+def make_registry(ran: list[str]) -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def get_order(order_id: int) -> str:
+        """Look up an order's status.
+
+        Args:
+            order_id: The order.
+        """
+        ran.append(f"get_order {order_id}")
+        return f"order {order_id}: lost"
+
+    @registry.tool(kind="write")
+    def refund(order_id: int) -> str:
+        """Refund an order to the card it was paid with.
+
+        Args:
+            order_id: The order.
+        """
+        ran.append(f"refund {order_id}")
+        return f"refunded {order_id}"
+
+    @registry.tool(kind="write")
+    async def notify(order_id: int) -> str:
+        """Tell the customer that their order was refunded.
+
+        Args:
+            order_id: The order.
+        """
+        ran.append(f"notify {order_id}")
+        return f"notified {order_id}"
+
+    return registry
+
+
+def system_part(view: ToolView) -> Composer:
+    return Composer().system(SYSTEM, view.capability_section())
+
+
+def paused_run(
+    audit: SQLiteAuditSink,
+    calls: Sequence[tuple[str, str, str]] = (
+        ("c1", "get_order", '{"order_id": 1}'),
+        ("c2", "refund", '{"order_id": 2}'),
+        ("c3", "refund", '{"order_id": 3}'),
+    ),
+    *,
+    usage: Mapping[str, int] | None = USAGE,
+    limits: Limits | None = None,
+) -> PausedRun:
+    """A run that ran the queries before the first write, and paused there."""
+    view = make_registry([]).view()
+    answer: dict[str, object] = {"tool_calls": list(calls)}
+    if usage is not None:
+        answer["usage"] = usage
+    result = ModelGateway(ScriptedProvider([answer]), audit=audit).run(
+        system_part(view).user("Refund 2 and 3."),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id="req-1",
+        defer=True,
+        limits=limits or Limits(),
+    )
+    assert result.paused is not None
+    return result.paused
+
+
+def resume(
+    gateway: ModelGateway,
+    paused: PausedRun,
+    composer: Composer,
+    view: ToolView,
+    answers: Mapping[str, bool],
+    *,
+    asynchronous: bool = False,
+    limits: Limits | None = None,
+) -> RunResult[None]:
+    policy = ApprovalPolicy(view)
+    if asynchronous:
+        return asyncio.run(
+            gateway.aresume(paused, composer, view, policy=policy, answers=answers, limits=limits)
+        )
+    return gateway.resume(paused, composer, view, policy=policy, answers=answers, limits=limits)
+
+
+# --- what a run's usage claims --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_run_whose_answers_did_not_all_say_their_usage_claims_no_total(
+    asynchronous: bool,
+) -> None:
+    # The first answer says its tokens, the second does not: the sum of the first alone was
+    # given as the run's usage, a smaller number than the run used, with nothing saying so.
+    view = make_registry([]).view()
+    script: list[dict[str, object]] = [
+        {"tool_calls": [("c1", "get_order", '{"order_id": 1}')], "usage": USAGE},
+        {"text": "Order 1 is lost."},
+    ]
+    gateway = ModelGateway(
+        ScriptedProvider(script, asynchronous=asynchronous), audit=SQLiteAuditSink()
+    )
+    composer = system_part(view).user("Where is order 1?")
+    policy = ApprovalPolicy(view)
+    if asynchronous:
+        result = asyncio.run(gateway.arun(composer, view, policy=policy, request_id="r"))
+    else:
+        result = gateway.run(composer, view, policy=policy, request_id="r")
+    assert result.text == "Order 1 is lost."
+    assert result.usage is None
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_resumed_run_whose_first_part_did_not_say_its_usage_claims_no_total(
+    asynchronous: bool,
+) -> None:
+    audit = SQLiteAuditSink()
+    paused = PausedRun.from_json(paused_run(audit, usage=None).to_json())
+    assert paused.usage is None
+    view = make_registry([]).view()
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "Refunded.", "usage": USAGE}], asynchronous=asynchronous),
+        audit=audit,
+    )
+    result = resume(
+        gateway,
+        paused,
+        system_part(view),
+        view,
+        {"c2": True, "c3": True},
+        asynchronous=asynchronous,
+    )
+    assert result.text == "Refunded."
+    assert result.usage is None  # not the 15 tokens of the answer after the pause alone
+
+
+def test_a_run_whose_answers_all_said_their_usage_sums_them_across_the_pause() -> None:
+    audit = SQLiteAuditSink()
+    paused = paused_run(audit)
+    view = make_registry([]).view()
+    gateway = ModelGateway(ScriptedProvider([{"text": "Refunded.", "usage": USAGE}]), audit=audit)
+    result = resume(gateway, paused, system_part(view), view, {"c2": True, "c3": True})
+    assert result.usage == Usage(20, 10)
+
+
+# --- an answer whose usage is refused is on record ------------------------------------------
+
+
+class MiscountingProvider(ScriptedProvider):
+    """An application's own adapter that reads the usage wrong (a sign flipped)."""
+
+    def parse(self, response: object) -> Completion:
+        completion = super().parse(response)
+        return dataclasses.replace(completion, usage=Usage(-1000, 5))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_answer_refused_for_its_usage_is_recorded_before_the_refusal(
+    asynchronous: bool,
+) -> None:
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    audit = SQLiteAuditSink()
+    script = [{"tool_calls": [("c1", "get_order", '{"order_id": 1}')], "stop_reason": "x"}]
+    gateway = ModelGateway(MiscountingProvider(script, asynchronous=asynchronous), audit=audit)
+    composer = system_part(view).user("Where is order 1?")
+    policy = ApprovalPolicy(view)
+
+    def run() -> object:
+        if asynchronous:
+            return asyncio.run(gateway.arun(composer, view, policy=policy, request_id="r"))
+        return gateway.run(composer, view, policy=policy, request_id="r")
+
+    with pytest.raises(VeridicError, match="input_tokens=-1000, which is not a count"):
+        run()
+    assert ran == []
+    [call] = audit.model_calls("r")
+    # The model call happened and answered: its answer is on record, its calls named, with
+    # no usage (the counts given could not be read as any).
+    [answer] = audit.model_replies("r")
+    assert (answer.call_id, answer.tool_calls, answer.usage) == (call.call_id, ("get_order",), None)
+    assert answer.stop_reason == "x"
+
+
+# --- a refused resume leaves the composer as it was -----------------------------------------
+
+
+class BusyOnce(SQLiteAuditSink):
+    """A store whose first read of a request's records fails (the database was locked)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy = False
+
+    def records(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[AuditRecord, ...]:
+        if self.busy:
+            self.busy = False
+            raise sqlite3.OperationalError("database is locked")
+        return super().records(request_id, since=since, until=until)
+
+
+def test_a_resume_refused_by_a_store_that_could_not_answer_can_be_tried_again() -> None:
+    audit = BusyOnce()
+    paused = paused_run(audit)
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    gateway = ModelGateway(ScriptedProvider([{"text": "Refunded."}]), audit=audit)
+    composer = system_part(view)
+    audit.busy = True
+    with pytest.raises(sqlite3.OperationalError):
+        resume(gateway, paused, composer, view, {"c2": True, "c3": True})
+    assert ran == []
+    assert composer.conversation().turns == ()  # as it was given: the retry may use it
+    result = resume(gateway, paused, composer, view, {"c2": True, "c3": True})
+    assert (result.text, ran) == ("Refunded.", ["refund 2", "refund 3"])
+
+
+def test_a_blocking_resume_refused_for_an_async_tool_leaves_the_composer_for_aresume() -> None:
+    audit = SQLiteAuditSink()
+    paused = paused_run(
+        audit,
+        (("c1", "refund", '{"order_id": 2}'), ("c2", "notify", '{"order_id": 2}')),
+    )
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "Refunded."}], asynchronous=True), audit=audit
+    )
+    composer = system_part(view)
+    with pytest.raises(VeridicError, match="is async"):
+        resume(gateway, paused, composer, view, {"c1": True, "c2": True})
+    assert ran == []
+    assert composer.conversation().turns == ()
+    result = resume(gateway, paused, composer, view, {"c1": True, "c2": True}, asynchronous=True)
+    assert (result.text, ran) == ("Refunded.", ["refund 2", "notify 2"])
