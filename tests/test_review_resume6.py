@@ -273,3 +273,65 @@ def test_a_blocking_resume_refused_for_an_async_tool_leaves_the_composer_for_are
     assert composer.conversation().turns == ()
     result = resume(gateway, paused, composer, view, {"c1": True, "c2": True}, asynchronous=True)
     assert (result.text, ran) == ("Refunded.", ["refund 2", "notify 2"])
+
+
+# --- answers that could not be used -----------------------------------------------------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_answer_behind_an_unanswered_approval_is_refused_not_dropped(
+    asynchronous: bool,
+) -> None:
+    # The user answered the second refund and not the first: calls run in the model's order,
+    # so the run paused again at the first, and the answer given was dropped without a word
+    # (the new paused run asked for it again).
+    audit = SQLiteAuditSink()
+    paused = paused_run(audit)
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "Refunded."}], asynchronous=asynchronous), audit=audit
+    )
+    composer = system_part(view)
+    approvals = {approval.call_id: approval for approval in paused.approvals}
+    with pytest.raises(
+        VeridicError, match="and no answer for 'c2', which the model asked for before it"
+    ) as caught:
+        resume(
+            gateway,
+            paused,
+            composer,
+            view,
+            {approvals["c3"].digest: False},
+            asynchronous=asynchronous,
+        )
+    assert "c3" in str(caught.value)
+    assert ran == []
+    assert [r.call_id for r in audit.records("req-1")] == ["c1"]
+    assert composer.conversation().turns == ()
+    # Nothing ran and nothing was recorded: the same paused run resumes with every answer.
+    result = resume(
+        gateway,
+        paused,
+        composer,
+        view,
+        {approvals["c2"].digest: True, approvals["c3"].digest: False},
+        asynchronous=asynchronous,
+    )
+    assert (result.text, ran) == ("Refunded.", ["refund 2"])
+
+
+def test_answers_for_the_first_approvals_only_still_run_them_and_pause_again() -> None:
+    audit = SQLiteAuditSink()
+    paused = paused_run(audit)
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    result = resume(
+        ModelGateway(ScriptedProvider([]), audit=audit),
+        paused,
+        system_part(view),
+        view,
+        {"c2": True},
+    )
+    assert ran == ["refund 2"]
+    assert [approval.call_id for approval in result.pending] == ["c3"]

@@ -609,7 +609,8 @@ class ModelGateway:
         (approve) or ``False`` (deny). The waiting calls run
         in order, each checked again (see :mod:`veridic.run.deferred`); an
         approval left unanswered, or whose answer no longer holds, pauses the
-        run again there. Then the run goes on as :meth:`run` with
+        run again there (an answer for a call after one left unanswered could
+        not be used, and is refused before anything runs). Then the run goes on as :meth:`run` with
         ``defer=True``. ``context`` is this request's (nothing of the first
         request's survives the pause). The result's ``outcomes`` are those of this resume;
         the audit store holds every call of the run under its request id.
@@ -637,8 +638,9 @@ class ModelGateway:
                 tokens than ``limits`` allow (nothing runs; resume it again with
                 the limits it was started with: leave ``limits`` out).
             VeridicError: ``paused`` is not a :class:`~veridic.PausedRun`,
-                ``composer`` already holds turns, an answer is not a bool or
-                names no pending approval, the paused conversation does
+                ``composer`` already holds turns, an answer is not a bool,
+                names no pending approval or answers a call after one left
+                unanswered, the paused conversation does
                 not end with the calls its approvals name, a waiting call is
                 on record already (the paused run was resumed before), or the
                 audit store cannot be asked for a request's records (nothing
