@@ -335,3 +335,52 @@ def test_answers_for_the_first_approvals_only_still_run_them_and_pause_again() -
     )
     assert ran == ["refund 2"]
     assert [approval.call_id for approval in result.pending] == ["c3"]
+
+
+# --- a resume whose provider fails after its calls ran ------------------------------------
+
+
+class GoesDown(ScriptedProvider):
+    """A provider whose API is down from the first request on (a network failure)."""
+
+    def _answer(self, **request: object) -> object:
+        raise ConnectionError("the provider's API is unreachable")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_resume_whose_provider_fails_after_its_calls_ran_says_how_to_go_on(
+    asynchronous: bool,
+) -> None:
+    # The approved refunds ran, then the model call after them failed. The paused run is
+    # spent (resumed again, it is refused: the refunds are on record), and the error said
+    # nothing of what ran or how the request could go on.
+    audit = SQLiteAuditSink()
+    paused = paused_run(audit)
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    composer = system_part(view)
+    down = ModelGateway(GoesDown([], asynchronous=asynchronous), audit=audit)
+    with pytest.raises(ConnectionError) as caught:
+        resume(down, paused, composer, view, {"c2": True, "c3": False}, asynchronous=asynchronous)
+    assert ran == ["refund 2"]
+    note = "".join(caught.value.__notes__)
+    assert "call c2 (refund): ok" in note
+    assert "call c3 (refund): denied" in note
+    assert "spent 2 model call(s) and 3 tool call(s)" in note
+    assert "gateway.run(composer" in note
+    # The paused run cannot be resumed again: that would refund order 2 twice...
+    with pytest.raises(VeridicError, match="was resumed already"):
+        resume(down, paused, system_part(view), view, {"c2": True, "c3": False})
+    # ...and the request goes on as the note says, from the composer (here saved and
+    # restored, as another process would), without running any call again.
+    saved = composer.conversation()
+    gateway = ModelGateway(ScriptedProvider([{"text": "Refunded order 2."}]), audit=audit)
+    result = gateway.run(
+        system_part(view).restore(saved),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id=paused.request_id,
+        defer=True,
+    )
+    assert (result.text, ran) == ("Refunded order 2.", ["refund 2"])
+    assert [r.call_id for r in audit.records("req-1")] == ["c1", "c2", "c3"]

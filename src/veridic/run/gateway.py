@@ -645,7 +645,11 @@ class ModelGateway:
                 on record already (the paused run was resumed before), or the
                 audit store cannot be asked for a request's records (nothing
                 runs in each case, and ``composer`` is left as it was given, to
-                resume with again); and what :meth:`run` raises.
+                resume with again); and what :meth:`run` raises. Raised after
+                the waiting calls ran (the next model call failed), the error has a
+                note naming them and saying how to go on: the paused run is spent,
+                and ``composer`` holds the conversation with their results, which
+                :meth:`run` continues.
         """
         check_output_type(output_type)
         check_policy(policy, view, "resume")
@@ -672,7 +676,11 @@ class ModelGateway:
                 return span.ran(
                     state.pause(reply, steps.waiting, policy, steps.again), since=paused
                 )
-            return span.ran(self._loop(state, view, policy, None, True), since=paused)
+            try:
+                return span.ran(self._loop(state, view, policy, None, True), since=paused)
+            except BaseException as error:
+                state.spent(error, done)
+                raise
 
     @overload
     async def arun(
@@ -830,7 +838,11 @@ class ModelGateway:
                 return span.ran(
                     state.pause(reply, steps.waiting, policy, steps.again), since=paused
                 )
-            return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
+            try:
+                return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
+            except BaseException as error:
+                state.spent(error, done)
+                raise
 
     async def _concurrent_tools(
         self,

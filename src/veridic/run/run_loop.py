@@ -245,6 +245,30 @@ class _Run(Generic[OutputT]):
             "Composer.tool_result(call_id, ...) or start the request anew"
         )
 
+    def spent(self, error: BaseException, resumed: Sequence[ToolOutcome]) -> None:
+        """Say on ``error``, raised after a resume ran its calls, what ran and how to go on.
+
+        The paused run cannot be resumed again (its calls are on record, and a
+        resume of it is refused so that none runs twice), so the way on is the
+        composer, which holds the whole conversation with their results: a run of
+        it continues the request where it failed.
+        """
+        ran = "; ".join(
+            f"call {outcome.call.id} ({outcome.call.name}): {outcome.result.outcome.value}"
+            for outcome in resumed
+        )
+        error.add_note(
+            f"request {self.request_id!r}: this resume ran the paused run's waiting calls "
+            f"({ran or 'none ran'}) before it failed, so the paused run is spent: resumed "
+            "again, it is refused, and none of them runs twice. The composer holds the "
+            "conversation with their results (and with whatever the run did after them): "
+            f"go on with gateway.run(composer, view, policy=..., request_id={self.request_id!r}, "
+            "defer=True), here or in another process from composer.conversation() restored "
+            f"after the system part; the run had spent {self.turns} model call(s) and "
+            f"{self.earlier_calls + len(self.outcomes)} tool call(s) of its limits, which a "
+            "new run counts from 0"
+        )
+
     def after_resumed(self, outcomes: Sequence[ToolOutcome]) -> None:
         """The results of resumed calls (their turn is in the restored conversation)."""
         self.outcomes.extend(outcomes)
