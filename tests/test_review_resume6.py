@@ -13,6 +13,7 @@ import pytest
 from veridic import (
     ApprovalPolicy,
     AuditRecord,
+    AuditWriteError,
     Composer,
     Limits,
     ModelGateway,
@@ -384,3 +385,38 @@ def test_a_resume_whose_provider_fails_after_its_calls_ran_says_how_to_go_on(
     )
     assert (result.text, ran) == ("Refunded order 2.", ["refund 2"])
     assert [r.call_id for r in audit.records("req-1")] == ["c1", "c2", "c3"]
+
+
+class LosesOneRecord(SQLiteAuditSink):
+    """A store whose write of call c2's record fails once (the disk filled up just then)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost: list[AuditRecord] = []
+
+    def write(self, record: AuditRecord, /) -> None:
+        if record.call_id == "c2" and not self.lost:
+            self.lost.append(record)
+            raise OSError("disk full")
+        super().write(record)
+
+
+def test_a_resume_whose_record_was_lost_says_a_copy_would_run_the_call_again() -> None:
+    # Refund 2 ran and its record was not written: the store cannot tell that the paused run
+    # was resumed, and the note said the store's records tell what became of each call.
+    audit = LosesOneRecord()
+    paused = paused_run(audit)
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    gateway = ModelGateway(ScriptedProvider([{"text": "Refunded."}]), audit=audit)
+    with pytest.raises(AuditWriteError) as caught:
+        resume(gateway, paused, system_part(view), view, {"c2": True, "c3": True})
+    assert ran == ["refund 2"]
+    note = "".join(caught.value.__notes__)
+    assert "call c2 (refund) ran, and its record is not in the audit store" in note
+    assert "a copy of the paused run resumed again would run it a second time" in note
+    # Written as the note says, the record makes a copy resumed again refused.
+    audit.write(caught.value.result.record)
+    with pytest.raises(VeridicError, match="was resumed already"):
+        resume(gateway, paused, system_part(view), view, {"c2": True, "c3": True})
+    assert ran == ["refund 2"]

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, PydanticKnownError
 
 from veridic._sample import clip
-from veridic.errors import RunLimitError, VeridicError
+from veridic.errors import AuditWriteError, RunLimitError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.deferred import (
@@ -32,6 +32,7 @@ from veridic.run.deferred import (
     shown_arguments,
     waiting_sha256,
 )
+from veridic.run.executor import CallResult
 from veridic.run.limits import Limits
 from veridic.run.reply import Reply, ToolOutcome, _check_whole
 from veridic.text.compose import Composer
@@ -244,6 +245,18 @@ class _Run(Generic[OutputT]):
             "each), so the gateway will not send it as it is: answer them with "
             "Composer.tool_result(call_id, ...) or start the request anew"
         )
+        if isinstance(error, AuditWriteError) and isinstance(error.result, CallResult):
+            unwritten = error.result.record.call_id
+            error.add_note(
+                f"call {unwritten} ({error.result.record.tool}) ran, and its record is not in "
+                "the audit store: write it there first (sink.write(error.result.record)), "
+                "since until then the store does not know that it ran"
+                + (
+                    ", and a copy of the paused run resumed again would run it a second time"
+                    if resumed
+                    else ""
+                )
+            )
 
     def spent(self, error: BaseException, resumed: Sequence[ToolOutcome]) -> None:
         """Say on ``error``, raised after a resume ran its calls, what ran and how to go on.
