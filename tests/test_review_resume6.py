@@ -9,6 +9,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from veridic import (
     ApprovalPolicy,
@@ -420,3 +422,47 @@ def test_a_resume_whose_record_was_lost_says_a_copy_would_run_the_call_again() -
     with pytest.raises(VeridicError, match="was resumed already"):
         resume(gateway, paused, system_part(view), view, {"c2": True, "c3": True})
     assert ran == ["refund 2"]
+
+
+# --- for all answers: a resume runs a prefix in order, or refuses and changes nothing ------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    refunds=st.integers(1, 4),
+    answers=st.lists(st.sampled_from([None, True, False]), min_size=4, max_size=4),
+    by_digest=st.lists(st.booleans(), min_size=4, max_size=4),
+)
+def test_a_resume_uses_every_answer_or_refuses_and_changes_nothing(
+    refunds: int, answers: list[bool | None], by_digest: list[bool]
+) -> None:
+    audit = SQLiteAuditSink()
+    calls = [(f"c{n}", "refund", f'{{"order_id": {n}}}') for n in range(refunds)]
+    paused = paused_run(audit, calls)
+    given_answers: dict[str, bool] = {}
+    for approval, answer, digest in zip(paused.approvals, answers, by_digest, strict=False):
+        if answer is not None:
+            given_answers[approval.digest if digest else approval.call_id] = answer
+    answered = {
+        call_id
+        for (call_id, _, _), answer in zip(calls, answers, strict=False)
+        if answer is not None
+    }
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    composer = system_part(view)
+    gateway = ModelGateway(ScriptedProvider([{"text": "Done."}]), audit=audit)
+    prefix = 0
+    while prefix < refunds and answers[prefix] is not None:
+        prefix += 1
+    if any(answers[n] is not None for n in range(prefix, refunds)):
+        with pytest.raises(VeridicError, match="which the model asked for before it"):
+            resume(gateway, paused, composer, view, given_answers)
+        assert (ran, composer.conversation().turns, audit.records("req-1")) == ([], (), ())
+        return
+    result = resume(gateway, paused, composer, view, given_answers)
+    # Every answer given was used: its call is on record, none is asked for again.
+    assert answered == {f"c{n}" for n in range(prefix)}
+    assert ran == [f"refund {n}" for n in range(prefix) if answers[n]]
+    assert [r.call_id for r in audit.records("req-1")] == [f"c{n}" for n in range(prefix)]
+    assert [a.call_id for a in result.pending] == [f"c{n}" for n in range(prefix, refunds)]
