@@ -370,7 +370,7 @@ def test_a_resume_whose_provider_fails_after_its_calls_ran_says_how_to_go_on(
     assert "call c2 (refund): ok" in note
     assert "call c3 (refund): denied" in note
     assert "spent 2 model call(s) and 3 tool call(s)" in note
-    assert "gateway.run(composer" in note
+    assert f"gateway.{'arun' if asynchronous else 'run'}(composer" in note
     # The paused run cannot be resumed again: that would refund order 2 twice...
     with pytest.raises(VeridicError, match="was resumed already"):
         resume(down, paused, system_part(view), view, {"c2": True, "c3": False})

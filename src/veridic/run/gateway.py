@@ -679,7 +679,7 @@ class ModelGateway:
             try:
                 return span.ran(self._loop(state, view, policy, None, True), since=paused)
             except BaseException as error:
-                state.spent(error, done)
+                state.spent(error, done, "run")
                 raise
 
     @overload
@@ -841,7 +841,7 @@ class ModelGateway:
             try:
                 return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
             except BaseException as error:
-                state.spent(error, done)
+                state.spent(error, done, "arun")
                 raise
 
     async def _concurrent_tools(

@@ -258,13 +258,15 @@ class _Run(Generic[OutputT]):
                 )
             )
 
-    def spent(self, error: BaseException, resumed: Sequence[ToolOutcome]) -> None:
+    def spent(self, error: BaseException, resumed: Sequence[ToolOutcome], run: str) -> None:
         """Say on ``error``, raised after a resume ran its calls, what ran and how to go on.
 
         The paused run cannot be resumed again (its calls are on record, and a
         resume of it is refused so that none runs twice), so the way on is the
         composer, which holds the whole conversation with their results: a run of
-        it continues the request where it failed.
+        it continues the request where it failed. ``run`` names the method for that
+        (``"run"`` after :meth:`resume <veridic.ModelGateway.resume>`, ``"arun"`` after
+        ``aresume``).
         """
         ran = "; ".join(
             f"call {outcome.call.id} ({outcome.call.name}): {outcome.result.outcome.value}"
@@ -275,9 +277,10 @@ class _Run(Generic[OutputT]):
             f"({ran or 'none ran'}) before it failed, so the paused run is spent: resumed "
             "again, it is refused, and none of them runs twice. The composer holds the "
             "conversation with their results (and with whatever the run did after them): "
-            f"go on with gateway.run(composer, view, policy=..., request_id={self.request_id!r}, "
-            "defer=True), here or in another process from composer.conversation() restored "
-            f"after the system part; the run had spent {self.turns} model call(s) and "
+            f"go on with gateway.{run}(composer, view, policy=..., "
+            f"request_id={self.request_id!r}, defer=True), here or in another process from "
+            "composer.conversation() restored after the system part; the run had spent "
+            f"{self.turns} model call(s) and "
             f"{self.earlier_calls + len(self.outcomes)} tool call(s) of its limits, which a "
             "new run counts from 0"
         )
