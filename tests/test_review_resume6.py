@@ -367,8 +367,8 @@ def test_a_resume_whose_provider_fails_after_its_calls_ran_says_how_to_go_on(
         resume(down, paused, composer, view, {"c2": True, "c3": False}, asynchronous=asynchronous)
     assert ran == ["refund 2"]
     note = "".join(caught.value.__notes__)
-    assert "call c2 (refund): ok" in note
-    assert "call c3 (refund): denied" in note
+    assert "call 'c2' ('refund'): ok" in note
+    assert "call 'c3' ('refund'): denied" in note
     assert "spent 2 model call(s) and 3 tool call(s)" in note
     assert f"gateway.{'arun' if asynchronous else 'run'}(composer" in note
     # The paused run cannot be resumed again: that would refund order 2 twice...
@@ -415,7 +415,7 @@ def test_a_resume_whose_record_was_lost_says_a_copy_would_run_the_call_again() -
         resume(gateway, paused, system_part(view), view, {"c2": True, "c3": True})
     assert ran == ["refund 2"]
     note = "".join(caught.value.__notes__)
-    assert "call c2 (refund) ran, and its record is not in the audit store" in note
+    assert "call 'c2' ('refund') ran, and its record is not in the audit store" in note
     assert "a copy of the paused run resumed again would run it a second time" in note
     # Written as the note says, the record makes a copy resumed again refused.
     audit.write(caught.value.result.record)

@@ -248,7 +248,8 @@ class _Run(Generic[OutputT]):
         if isinstance(error, AuditWriteError) and isinstance(error.result, CallResult):
             unwritten = error.result.record.call_id
             error.add_note(
-                f"call {unwritten} ({error.result.record.tool}) ran, and its record is not in "
+                f"call {clip(unwritten)} ({clip(error.result.record.tool)}) ran, and its "
+                "record is not in "
                 "the audit store: write it there first (sink.write(error.result.record)), "
                 "since until then the store does not know that it ran"
                 + (
@@ -269,7 +270,8 @@ class _Run(Generic[OutputT]):
         ``aresume``).
         """
         ran = "; ".join(
-            f"call {outcome.call.id} ({outcome.call.name}): {outcome.result.outcome.value}"
+            f"call {clip(outcome.call.id)} ({clip(outcome.call.name)}): "
+            f"{outcome.result.outcome.value}"
             for outcome in resumed
         )
         error.add_note(
