@@ -418,7 +418,9 @@ def test_a_resume_whose_record_was_lost_says_a_copy_would_run_the_call_again() -
     assert "call 'c2' ('refund') ran, and its record is not in the audit store" in note
     assert "a copy of the paused run resumed again would run it a second time" in note
     # Written as the note says, the record makes a copy resumed again refused.
-    audit.write(caught.value.result.record)
+    record = caught.value.result.record
+    assert isinstance(record, AuditRecord)
+    audit.write(record)
     with pytest.raises(VeridicError, match="was resumed already"):
         resume(gateway, paused, system_part(view), view, {"c2": True, "c3": True})
     assert ran == ["refund 2"]
