@@ -610,8 +610,8 @@ class ModelGateway:
         in order, each checked again (see :mod:`veridic.run.deferred`); an
         approval left unanswered, or whose answer no longer holds, pauses the
         run again there (an answer for a call after one left unanswered could
-        not be used, and is refused before anything runs). Then the run goes on as :meth:`run` with
-        ``defer=True``. ``context`` is this request's (nothing of the first
+        not be used, and is refused before anything runs). Then the run goes
+        on as :meth:`run` with ``defer=True``. ``context`` is this request's (nothing of the first
         request's survives the pause). The result's ``outcomes`` are those of this resume;
         the audit store holds every call of the run under its request id.
 
