@@ -241,20 +241,35 @@ class BusyOnce(SQLiteAuditSink):
             raise sqlite3.OperationalError("database is locked")
         return super().records(request_id, since=since, until=until)
 
+    async def arecords(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[AuditRecord, ...]:
+        return self.records(request_id, since=since, until=until)
 
-def test_a_resume_refused_by_a_store_that_could_not_answer_can_be_tried_again() -> None:
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_resume_refused_by_a_store_that_could_not_answer_can_be_tried_again(
+    asynchronous: bool,
+) -> None:
     audit = BusyOnce()
     paused = paused_run(audit)
     ran: list[str] = []
     view = make_registry(ran).view()
-    gateway = ModelGateway(ScriptedProvider([{"text": "Refunded."}]), audit=audit)
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "Refunded."}], asynchronous=asynchronous), audit=audit
+    )
     composer = system_part(view)
+    answers = {"c2": True, "c3": True}
     audit.busy = True
     with pytest.raises(sqlite3.OperationalError):
-        resume(gateway, paused, composer, view, {"c2": True, "c3": True})
+        resume(gateway, paused, composer, view, answers, asynchronous=asynchronous)
     assert ran == []
     assert composer.conversation().turns == ()  # as it was given: the retry may use it
-    result = resume(gateway, paused, composer, view, {"c2": True, "c3": True})
+    result = resume(gateway, paused, composer, view, answers, asynchronous=asynchronous)
     assert (result.text, ran) == ("Refunded.", ["refund 2", "refund 3"])
 
 
