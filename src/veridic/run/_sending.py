@@ -60,22 +60,31 @@ class Sent:
     """Where async code records the answer (instead of ``answered``)."""
 
     def reply(self, completion: Completion) -> Reply:
+        """The answer as a :class:`Reply`, recorded first: one that is refused (for its usage
+        or its call ids) is on record too, as the model call it answers happened.
+
+        An answer whose usage is refused is recorded without usage (its counts cannot be
+        read as any), and then refused.
+        """
         latency = time.monotonic() - self.started
-        check_usage(completion.usage, self.request_id)
+        refused = _usage_refused(completion.usage, self.request_id)
         if self.answered is not None:
-            # Recorded before the ids are checked: an answer that is refused is on record too.
-            self.answered(self._answer(completion, latency))
+            self.answered(self._answer(completion, latency, refused is None))
+        if refused is not None:
+            raise refused
         return self._reply(completion, latency)
 
     async def areply(self, completion: Completion) -> Reply:
         """:meth:`reply` for async code: the answer's record is awaited."""
         latency = time.monotonic() - self.started
-        check_usage(completion.usage, self.request_id)
+        refused = _usage_refused(completion.usage, self.request_id)
         if self.aanswered is not None:
-            await self.aanswered(self._answer(completion, latency))
+            await self.aanswered(self._answer(completion, latency, refused is None))
+        if refused is not None:
+            raise refused
         return self._reply(completion, latency)
 
-    def _answer(self, completion: Completion, latency: float) -> ModelReplyRecord:
+    def _answer(self, completion: Completion, latency: float, counted: bool) -> ModelReplyRecord:
         return ModelReplyRecord(
             time=self.clock(),
             request_id=self.request_id,
@@ -84,7 +93,7 @@ class Sent:
             model=completion.model,
             stop_reason=completion.stop_reason,
             tool_calls=tuple(call.name for call in completion.tool_calls),
-            usage=completion.usage,
+            usage=completion.usage if counted else None,
             latency=latency,
             call_id=self.call_id,
         )
@@ -130,6 +139,15 @@ def check_usage(usage: object, request_id: str) -> None:
         )
     _count("input_tokens", usage.input_tokens, where)
     _count("output_tokens", usage.output_tokens, where)
+
+
+def _usage_refused(usage: object, request_id: str) -> VeridicError | None:
+    """:func:`check_usage`'s refusal of ``usage``, to raise once the answer is on record."""
+    try:
+        check_usage(usage, request_id)
+    except VeridicError as error:
+        return error
+    return None
 
 
 def check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:

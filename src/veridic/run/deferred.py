@@ -54,7 +54,10 @@ What resuming checks, because the world may have changed meanwhile:
 Calls are run in the model's order: the first call that needs an answer and
 every call after it wait together, so a later call never runs before an
 earlier one it may depend on, and the user answers all of one reply's
-approvals at once.
+approvals at once. Answers for the first approvals only run those calls, and
+the run pauses again at the first left unanswered; an answer for a call after
+one left unanswered could not be used, and the resume is refused before
+anything runs rather than drop it.
 """
 
 from __future__ import annotations
@@ -209,8 +212,10 @@ class PausedRun:
     answer, in order; ``prompt_sha256`` and ``tools_sha256`` are those of
     the model call that asked for them (the resumed calls' audit records
     carry them); ``turns``, ``tool_calls`` and ``usage`` are what the run had
-    spent, so :class:`~veridic.Limits` count on across the pause (the
-    ``seconds`` limit counts again from the resume: a pause is not work), and
+    spent (``usage`` ``None`` when an answer did not say its tokens: the resumed
+    run's :attr:`RunResult.usage <veridic.RunResult.usage>` is ``None`` too), so
+    :class:`~veridic.Limits` count on across the pause (the ``seconds`` limit
+    counts again from the resume: a pause is not work), and
     ``limits`` the ones it ran under, which a resume holds unless it is given
     others (``None`` in a paused run of format ``veridic-paused-run/2``, which did
     not keep them: a resume then holds ``Limits()``).
@@ -684,7 +689,17 @@ def answered(paused: PausedRun, answers: object) -> dict[str, bool]:
 
 
 class ResumeSteps:
-    """What becomes of each waiting call on resume: run (with which approval), or wait again."""
+    """What becomes of each waiting call on resume: run (with which approval), or wait again.
+
+    The calls run in the model's order, up to the first that needs an answer it has
+    not got (or whose answer no longer holds): that one and the calls after it wait
+    again. An answer given for a call behind one left unanswered could not be used,
+    and the paused run that follows would ask for it anew, so it is refused instead,
+    before anything runs (the caller's mistake, which the user would not see).
+
+    Raises:
+        VeridicError: a call behind an approval left unanswered has an answer.
+    """
 
     __slots__ = ("again", "plans", "runnable", "waiting")
 
@@ -717,6 +732,8 @@ class ResumeSteps:
                 self.again[call.id] = stale
             if stale or answer is None:
                 stop = index
+                if not stale:
+                    _check_none_behind(paused, calls[index:], answers)
                 break
             self.plans[call.id] = (policy, _yes if answer else _no)
         self.runnable = calls[:stop]
@@ -724,3 +741,26 @@ class ResumeSteps:
 
     def approving(self, call: ToolCall) -> tuple[ApprovalPolicy, Confirm | None]:
         return self.plans[call.id]
+
+
+def _check_none_behind(
+    paused: PausedRun, calls: Sequence[ToolCall], answers: Mapping[str, bool]
+) -> None:
+    """Refuse answers for ``calls`` after the first, which waits unanswered (see ResumeSteps)."""
+    given = [index for index, call in enumerate(calls) if call.id in answers]
+    if not given:
+        return
+    asked = {approval.call_id for approval in paused.approvals}
+    behind = calls[given[-1]]
+    unanswered = [
+        call.id for call in calls[: given[-1]] if call.id in asked and call.id not in answers
+    ]
+    raise VeridicError(
+        f"resume() got an answer for call {clip(behind.id)} ({clip(behind.name)}) of the paused "
+        f"run of request {clip(str(paused.request_id))}, and no answer for "
+        f"{', '.join(clip(call_id) for call_id in unanswered)}, which the model asked for "
+        "before it: "
+        "calls run in the model's order, so that answer could not be used; nothing ran, and "
+        "the paused run can be resumed again: answer the approvals before it as well (True "
+        "or False), or leave its answer out to have the user asked for it again"
+    )

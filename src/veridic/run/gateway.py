@@ -609,8 +609,9 @@ class ModelGateway:
         (approve) or ``False`` (deny). The waiting calls run
         in order, each checked again (see :mod:`veridic.run.deferred`); an
         approval left unanswered, or whose answer no longer holds, pauses the
-        run again there. Then the run goes on as :meth:`run` with
-        ``defer=True``. ``context`` is this request's (nothing of the first
+        run again there (an answer for a call after one left unanswered could
+        not be used, and is refused before anything runs). Then the run goes
+        on as :meth:`run` with ``defer=True``. ``context`` is this request's (nothing of the first
         request's survives the pause). The result's ``outcomes`` are those of this resume;
         the audit store holds every call of the run under its request id.
 
@@ -637,12 +638,18 @@ class ModelGateway:
                 tokens than ``limits`` allow (nothing runs; resume it again with
                 the limits it was started with: leave ``limits`` out).
             VeridicError: ``paused`` is not a :class:`~veridic.PausedRun`,
-                ``composer`` already holds turns, an answer is not a bool or
-                names no pending approval, the paused conversation does
+                ``composer`` already holds turns, an answer is not a bool,
+                names no pending approval or answers a call after one left
+                unanswered, the paused conversation does
                 not end with the calls its approvals name, a waiting call is
                 on record already (the paused run was resumed before), or the
                 audit store cannot be asked for a request's records (nothing
-                runs in each case); and what :meth:`run` raises.
+                runs in each case, and ``composer`` is left as it was given, to
+                resume with again); and what :meth:`run` raises. Raised after
+                the waiting calls ran (the next model call failed), the error has a
+                note naming them and saying how to go on: the paused run is spent,
+                and ``composer`` holds the conversation with their results, which
+                :meth:`run` continues.
         """
         check_output_type(output_type)
         check_policy(policy, view, "resume")
@@ -656,7 +663,8 @@ class ModelGateway:
             on_record = recorded(self._audit, paused.request_id, "resume")
             check_not_resumed(paused, reply.tool_calls, on_record)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
-            check_none_async(reply.view, steps.runnable)  # before the composer is broken
+            check_none_async(reply.view, steps.runnable)
+            state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
                 self._run_calls(reply, steps.runnable, steps.approving, context, done)
@@ -668,7 +676,11 @@ class ModelGateway:
                 return span.ran(
                     state.pause(reply, steps.waiting, policy, steps.again), since=paused
                 )
-            return span.ran(self._loop(state, view, policy, None, True), since=paused)
+            try:
+                return span.ran(self._loop(state, view, policy, None, True), since=paused)
+            except BaseException as error:
+                state.spent(error, done, "run")
+                raise
 
     @overload
     async def arun(
@@ -814,6 +826,7 @@ class ModelGateway:
             on_record = await arecorded(self._audit, paused.request_id, "aresume")
             check_not_resumed(paused, reply.tool_calls, on_record)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+            state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
                 await self._arun_calls(reply, steps.runnable, steps.approving, context, done)
@@ -825,7 +838,11 @@ class ModelGateway:
                 return span.ran(
                     state.pause(reply, steps.waiting, policy, steps.again), since=paused
                 )
-            return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
+            try:
+                return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
+            except BaseException as error:
+                state.spent(error, done, "arun")
+                raise
 
     async def _concurrent_tools(
         self,

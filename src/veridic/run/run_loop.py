@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, PydanticKnownError
 
 from veridic._sample import clip
-from veridic.errors import RunLimitError, VeridicError
+from veridic.errors import AuditWriteError, RunLimitError, VeridicError
 from veridic.providers._base import Usage
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.deferred import (
@@ -32,6 +32,7 @@ from veridic.run.deferred import (
     shown_arguments,
     waiting_sha256,
 )
+from veridic.run.executor import CallResult
 from veridic.run.limits import Limits
 from veridic.run.reply import Reply, ToolOutcome, _check_whole
 from veridic.text.compose import Composer
@@ -64,7 +65,10 @@ class RunResult(Generic[OutputT]):
     outcomes: tuple[ToolOutcome, ...]
     turns: int
     usage: Usage | None = None
-    """The tokens of every model call of the run, summed (``None``: the provider said none)."""
+    """The tokens of every model call of the run, summed; ``None`` when an answer of the run
+    (before a pause included) did not say how many it used, since a sum of the others would
+    be less than the run used, given as if it were all. The audit store's
+    ``model_replies(request_id)`` hold each answer's usage, for what the provider said."""
     paused: PausedRun | None = None
     """Set when a run with ``defer=True`` stopped for the user's approvals: keep it
     (:meth:`PausedRun.to_json`), show :attr:`pending`, and
@@ -96,6 +100,7 @@ class _Run(Generic[OutputT]):
         "retries",
         "started",
         "turns",
+        "unsaid",
         "usage",
     )
 
@@ -130,7 +135,15 @@ class _Run(Generic[OutputT]):
         self.turns = 0 if paused is None else paused.turns
         self.retries = 0 if paused is None else paused.retries
         self.usage: Usage | None = None if paused is None else paused.usage
+        # A paused run made at least one model call; usage None then says one of its answers
+        # did not count its tokens, and no sum from here on is the run's.
+        self.unsaid = paused is not None and paused.usage is None and paused.turns > 0
         self.earlier_calls = 0 if paused is None else paused.tool_calls - waiting
+
+    def restore(self, paused: PausedRun) -> None:
+        """Put the paused conversation on the composer: every check of the resume passed,
+        and its waiting calls are about to run."""
+        self.composer.restore(paused.conversation)
 
     def before_turn(self) -> Prompt:
         limits = self.limits
@@ -147,8 +160,13 @@ class _Run(Generic[OutputT]):
 
         With a token limit, an answer without usage stops the run too: counting it
         as none would let a provider or proxy that leaves usage out lift the limit.
+        Without one, the run's usage is ``None`` from then on (a sum that leaves an
+        answer out is not the run's).
         """
-        if reply.usage is not None:
+        if reply.usage is None:
+            self.unsaid = True
+            self.usage = None
+        elif not self.unsaid:
             self.usage = reply.usage if self.usage is None else self.usage + reply.usage
         limit = self.limits.tokens
         if limit is not None and reply.usage is None:
@@ -226,6 +244,47 @@ class _Run(Generic[OutputT]):
             "are unanswered (the audit store's records(request_id) say what became of "
             "each), so the gateway will not send it as it is: answer them with "
             "Composer.tool_result(call_id, ...) or start the request anew"
+        )
+        if isinstance(error, AuditWriteError) and isinstance(error.result, CallResult):
+            unwritten = error.result.record.call_id
+            error.add_note(
+                f"call {clip(unwritten)} ({clip(error.result.record.tool)}) ran, and its "
+                "record is not in "
+                "the audit store: write it there first (sink.write(error.result.record)), "
+                "since until then the store does not know that it ran"
+                + (
+                    ", and a copy of the paused run resumed again would run it a second time"
+                    if resumed
+                    else ""
+                )
+            )
+
+    def spent(self, error: BaseException, resumed: Sequence[ToolOutcome], run: str) -> None:
+        """Say on ``error``, raised after a resume ran its calls, what ran and how to go on.
+
+        The paused run cannot be resumed again (its calls are on record, and a
+        resume of it is refused so that none runs twice), so the way on is the
+        composer, which holds the whole conversation with their results: a run of
+        it continues the request where it failed. ``run`` names the method for that
+        (``"run"`` after :meth:`resume <veridic.ModelGateway.resume>`, ``"arun"`` after
+        ``aresume``).
+        """
+        ran = "; ".join(
+            f"call {clip(outcome.call.id)} ({clip(outcome.call.name)}): "
+            f"{outcome.result.outcome.value}"
+            for outcome in resumed
+        )
+        error.add_note(
+            f"request {self.request_id!r}: this resume ran the paused run's waiting calls "
+            f"({ran or 'none ran'}) before it failed, so the paused run is spent: resumed "
+            "again, it is refused, and none of them runs twice. The composer holds the "
+            "conversation with their results (and with whatever the run did after them): "
+            f"go on with gateway.{run}(composer, view, policy=..., "
+            f"request_id={self.request_id!r}, defer=True), here or in another process from "
+            "composer.conversation() restored after the system part; the run had spent "
+            f"{self.turns} model call(s) and "
+            f"{self.earlier_calls + len(self.outcomes)} tool call(s) of its limits, which a "
+            "new run counts from 0"
         )
 
     def after_resumed(self, outcomes: Sequence[ToolOutcome]) -> None:
@@ -518,10 +577,13 @@ def _resumed(
     answers: Mapping[str, bool],
     context: object,
 ) -> tuple[_Run[OutputT], Reply, dict[str, bool]]:
-    """The run state and the waiting calls of ``paused``, restored into ``composer``, and
-    the answers keyed by call id (:func:`~veridic.run.deferred.answered`).
+    """The run state and the waiting calls of ``paused``, and the answers keyed by call id
+    (:func:`~veridic.run.deferred.answered`), each checked.
 
-    ``given`` is the resume's ``limits``; ``None``, those the paused run ran under.
+    ``composer`` is left as it was: the caller restores the paused conversation into it
+    (:meth:`_Run.restore`) once its own checks passed too, so that a refused resume can be
+    tried again with the same composer. ``given`` is the resume's ``limits``; ``None``,
+    those the paused run ran under.
     """
     if paused is None:
         raise VeridicError(
@@ -555,8 +617,10 @@ def _resumed(
             )
     limits = given if given is not None else paused.limits or Limits()
     _check_spent(paused, limits)
-    composer.restore(paused.conversation)
-    waiting = composer.build().pending_tool_calls
+    # Checked on a copy: a resume refused here or by the gateway's checks after this leaves
+    # the caller's composer as it was given, to resume with again (_Run.restore).
+    scratch = Composer(data_mode=composer.data_mode).restore(paused.conversation)
+    waiting = scratch.build().pending_tool_calls
     missing = asked - {call.id for call in waiting}
     if not waiting or missing:
         raise VeridicError(
