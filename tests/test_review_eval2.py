@@ -30,6 +30,7 @@ from veridic.evaluation.cli import main
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case
 from veridic.evaluation.report import markdown, read_json
+from veridic.evaluation.sample import sample
 
 pytestmark = pytest.mark.skipif(
     all(importlib.util.find_spec(name) is None for name in ("httpx", "httpx2")),
@@ -323,7 +324,7 @@ def test_a_run_stopped_by_a_server_error_keeps_its_answers_and_resumes(
     assert len(server.requests) - asked == 3
     finished = _record(out)
     assert "incomplete" not in finished["meta"]
-    ids = [c.id for c in CORPORA["main"]()[:6]]
+    ids = [c.id for c in sample(CORPORA["main"](), 6)]
     assert [r["case"] for r in finished["cases"]] == ids
     assert finished["meta"]["served model"] == "tiny-served"
     assert "| verbatim |" in capsys.readouterr().out
@@ -608,7 +609,7 @@ def _tables(report: str) -> list[list[str]]:
 def test_every_table_of_the_report_has_one_cell_a_column(
     cases: list[Case], obeyed: list[bool]
 ) -> None:
-    # A run of clean cases only (what --limit 6 gives on the main corpus) printed the
+    # A run of clean cases only (what --limit 6 gave on the main corpus) printed the
     # table of attack success by order as "| scheme |  |" over a one-column rule.
     results = [_result("verbatim", case, obeyed=o) for case, o in zip(cases, obeyed, strict=False)]
     report = markdown(results, None, {"corpus": "main"})

@@ -38,6 +38,7 @@ from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.judge import judge
 from veridic.evaluation.report import markdown, read_json, write_json
 from veridic.evaluation.runner import CaseResult, TokenCost, iter_cases, prompt_id, token_costs
+from veridic.evaluation.sample import described, sample, shared
 from veridic.evaluation.schemes import (
     PILOT_SCHEMES,
     VARIANTS,
@@ -155,7 +156,12 @@ def _parser() -> argparse.ArgumentParser:
         help=_corpus_help(),
     )
     run.add_argument("--pilot", action="store_true", help="run every pilot prototype")
-    run.add_argument("--limit", type=int, help="only the first N cases (a smoke test)")
+    run.add_argument(
+        "--limit",
+        type=int,
+        help="only N cases per scheme (a smoke test): half attacks, half clean cases, "
+        "spread evenly over the corpus, the same for every scheme",
+    )
     run.add_argument("--out", type=Path, help="the JSON record (default: in the cache folder)")
     run.add_argument("--markdown", type=Path, help="also write the report to this file")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -285,9 +291,23 @@ def _model_sha256(model: Path, *, pinned: bool) -> str:
     return found
 
 
-def _cases(every: int, limit: int | None, corpus: str = "main") -> list[Case]:
-    cases = select(CORPORA[corpus](), every)
-    return cases if limit is None else cases[:limit]
+def _chosen(
+    selections: Sequence[Selection], limit: int | None, corpus: str
+) -> tuple[list[tuple[Scheme, list[Case]]], str | None]:
+    """Each scheme with the cases it asks, and what a ``--limit`` sampled (``None``: no sample).
+
+    A limited run asks every scheme the same sample of the cases they all run (see
+    :mod:`veridic.evaluation.sample`): the first N cases were clean cases alone.
+    """
+    lists = [select(CORPORA[corpus](), s.every) for s in selections]
+    if limit is None:
+        return [(s.scheme, cases) for s, cases in zip(selections, lists, strict=True)], None
+    pool = shared(lists)
+    cases = sample(pool, limit)
+    note = None
+    if len(cases) < len(pool) or any(len(more) > len(cases) for more in lists):
+        note = f"--limit {limit}: {described(cases, pool)}, the same for every scheme"
+    return [(s.scheme, cases) for s in selections], note
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -338,7 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "VERIDIC_EVAL_CACHE to a folder you can write to"
         )
         return 1
-    chosen = [(s.scheme, _cases(s.every, args.limit, args.corpus)) for s in args.selections]
+    chosen, sampled = _chosen(args.selections, args.limit, args.corpus)
+    if sampled is not None:
+        _log(f"veridic.evaluation: {sampled}")
     setup = {**backend.describe(), **extra, "corpus": args.corpus}
     refusal = _not_resumable(out, earlier, earlier_meta, chosen, setup) if args.resume else None
     if refusal is not None:
@@ -374,6 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **_served(earlier_meta, described),
         "cases per scheme": ", ".join(f"{n} {c}" for n, c in counts.items()),
         "schemes": "pilot prototypes" if args.pilot else "veridic data modes",
+        **({} if sampled is None else {"sample": sampled}),
     }
     if stopped is not None:
         meta["incomplete"] = (

@@ -257,8 +257,8 @@ def markdown(
     else:
         lines += [
             "",
-            "No attack ran, so no order was followed or refused: a corpus lists its clean "
-            "cases first, and a --limit below their number runs none of its attacks.",
+            "No attack ran, so no order was followed or refused: these records hold "
+            "clean cases alone.",
         ]
     lines += [
         "",

@@ -1,0 +1,166 @@
+"""A new user runs ``python -m veridic.evaluation`` on their own model (sixth review).
+
+Each test runs the command line end to end against a real HTTP server started in the
+test (the standard library's, in a thread, speaking the OpenAI chat-completions shape),
+and each was a reproducer that failed on the code before its fix: a smoke test that ran
+no attack, a run lost to one rate-limit answer, a reasoning model cut off mid-thought
+counted as a model that refused every order.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from veridic.evaluation.cli import main
+from veridic.evaluation.corpora import CORPORA
+
+pytestmark = pytest.mark.skipif(
+    all(importlib.util.find_spec(name) is None for name in ("httpx", "httpx2")),
+    reason="neither httpx nor httpx2 is installed (the eval-model extra)",
+)
+
+Reply = tuple[int, dict[str, str], bytes]
+"""Status, headers and body of one answer of the fake server."""
+
+
+def _chat(content: str | None = "A summary of the document.", **message: object) -> Reply:
+    body = {
+        "model": "tiny-served",
+        "choices": [
+            {
+                "message": {"role": "assistant", "content": content, **message},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 5},
+    }
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+@dataclass
+class _Server:
+    """A chat-completions server whose ``answer`` decides each reply (by request number)."""
+
+    url: str
+    answer: Callable[[int], Reply]
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    state = _Server(url="", answer=lambda n: _chat())
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                state.requests.append(body)
+                number = len(state.requests)
+            status, headers, payload = state.answer(number)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: object) -> None:
+            del format, args
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(autouse=True)
+def _cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("VERIDIC_EVAL_CACHE", str(tmp_path / "cache"))
+
+
+def _argv(url: str, out: Path, *more: str) -> list[str]:
+    model = ["--endpoint", url, "--model", "tiny"]
+    return [*model, "--schemes", "verbatim", "--quiet", "--out", str(out), *more]
+
+
+def _record(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
+def _kinds(record: dict[str, Any], scheme: str) -> list[str]:
+    return [case["kind"] for case in record["cases"] if case["scheme"] == scheme]
+
+
+# --- a smoke test (--limit N) runs attacks too ---------------------------------------------
+
+
+@pytest.mark.parametrize("limit", [1, 2, 6, 16])
+def test_a_limited_run_asks_attacks_and_clean_cases_of_every_scheme(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: int
+) -> None:
+    # The corpus lists its 16 clean cases first, and --limit took the first N: a quick
+    # run of 16 or fewer measured no attack at all.
+    out = tmp_path / "r.json"
+    argv = _argv(server.url, out, "--limit", str(limit))
+    argv[argv.index("--schemes") + 1] = "verbatim,datamark,encode"
+    assert main(argv) == 0
+    record = _record(out)
+    for scheme in ("verbatim", "datamark", "encode"):
+        kinds = _kinds(record, scheme)
+        assert len(kinds) == limit
+        assert kinds.count("attack") == limit - limit // 2, (scheme, kinds)
+        assert kinds.count("clean") == limit // 2, (scheme, kinds)
+    # Every scheme asks the same cases, so the paired tests pair.
+    ids = {s: [c["case"] for c in record["cases"] if c["scheme"] == s] for s in ("verbatim",)}
+    assert all(
+        [c["case"] for c in record["cases"] if c["scheme"] == s] == ids["verbatim"]
+        for s in ("datamark", "encode")
+    )
+    said = f"{limit // 2} of 16 clean cases and {limit - limit // 2} of 120 attacks"
+    assert said in record["meta"]["sample"]
+    captured = capsys.readouterr()
+    assert said in captured.err
+    assert said in captured.out  # the report's setup line
+    assert "No attack ran" not in captured.out
+
+
+def test_a_limited_sample_is_spread_over_the_corpus_and_the_same_each_time(
+    server: _Server, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(_argv(server.url, first, "--limit", "10")) == 0
+    assert main(_argv(server.url, second, "--limit", "10")) == 0
+    assert first.read_bytes() == second.read_bytes()
+    cases = _record(first)["cases"]
+    attacks = [c for c in cases if c["kind"] == "attack"]
+    assert len({c["document"] for c in attacks}) == len(attacks)  # one per document
+    order = [c.id for c in CORPORA["main"]()]
+    assert [c["case"] for c in cases] == sorted((c["case"] for c in cases), key=order.index)
+
+
+def test_a_limit_above_the_corpus_runs_it_all_and_says_no_sample(
+    server: _Server, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    argv = _argv(server.url, out, "--limit", "1000", "--corpus", "held-out")
+    assert main(argv) == 0
+    record = _record(out)
+    assert len(record["cases"]) == len(CORPORA["held-out"]())
+    assert "sample" not in record["meta"]
