@@ -288,9 +288,11 @@ def test_a_rate_limit_says_to_wait_and_resume(
 ) -> None:
     body = b'{"error": {"message": "Rate limit reached"}}'
     server.answer = lambda n: _chat() if n == 1 else (429, {"Retry-After": "20"}, body)
-    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "3")) == 1
+    argv = _argv(server.url, tmp_path / "r.json", "--limit", "3", "--max-wait", "5")
+    assert main(argv) == 1  # a wait longer than --max-wait is not waited (sixth review)
     err = capsys.readouterr().err
     assert "HTTP 429" in err
+    assert "20 s" in err
     assert "Rate limit reached" in err
     assert "--resume" in err
 

@@ -164,3 +164,112 @@ def test_a_limit_above_the_corpus_runs_it_all_and_says_no_sample(
     record = _record(out)
     assert len(record["cases"]) == len(CORPORA["held-out"]())
     assert "sample" not in record["meta"]
+
+
+# --- a busy endpoint (HTTP 429, 503) is asked again -----------------------------------------
+
+
+def _busy(status: int, **headers: str) -> Reply:
+    return status, headers, b'{"error": {"message": "Rate limit reached, slow down"}}'
+
+
+def test_a_rate_limit_answer_is_asked_again_after_the_wait_the_server_asks(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One HTTP 429 stopped the run: the case failed, and the user had to --resume by hand.
+    out = tmp_path / "r.json"
+    server.answer = lambda n: _busy(429, **{"Retry-After": "0.1"}) if n in (2, 3) else _chat()
+    argv = _argv(server.url, out, "--limit", "3")
+    argv.remove("--quiet")
+    assert main(argv) == 0
+    assert len(server.requests) == 5
+    assert server.requests[1] == server.requests[2] == server.requests[3]
+    record = _record(out)
+    assert len(record["cases"]) == 3
+    assert "incomplete" not in record["meta"]
+    assert record["meta"]["retries"].startswith("2 (")
+    assert "0.2 s waited" in record["meta"]["retries"]
+    err = capsys.readouterr().err
+    assert "HTTP 429 (Retry-After 0.1 s): asking again in 0.1 s, retry 1 of 3" in err
+    assert "after 2 retries" in err  # the progress line of the case
+
+
+def test_a_busy_server_without_retry_after_is_asked_again_with_a_growing_wait(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    server.answer = lambda n: _busy(503) if n == 1 else _chat()
+    argv = _argv(server.url, out, "--limit", "1", "--max-wait", "0.05")
+    argv.remove("--quiet")
+    assert main(argv) == 0
+    assert len(server.requests) == 2
+    assert "HTTP 503 (no Retry-After): asking again in 0.05 s" in capsys.readouterr().err
+    assert _record(out)["meta"]["retries"].startswith("1 (")
+
+
+def test_retries_are_bounded_and_then_the_run_stops_with_its_answers(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    server.answer = lambda n: _chat() if n == 1 else _busy(429, **{"Retry-After": "0"})
+    assert main(_argv(server.url, out, "--limit", "3", "--retries", "2")) == 1
+    assert len(server.requests) == 1 + 3
+    err = capsys.readouterr().err
+    assert "HTTP 429" in err
+    assert "after 2 retries (--retries 2)" in err
+    assert "--resume" in err
+    record = _record(out)
+    assert len(record["cases"]) == 1
+    assert record["meta"]["retries"].startswith("2 (")
+
+
+def test_a_server_asking_for_a_wait_beyond_max_wait_is_not_waited_for(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.answer = lambda n: _busy(429, **{"Retry-After": "Wed, 21 Oct 2099 07:28:00 GMT"})
+    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
+    assert len(server.requests) == 1
+    err = capsys.readouterr().err
+    assert "longer than --max-wait 60 s" in err
+
+
+def test_an_error_that_is_not_busy_is_not_asked_again(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.answer = lambda n: _busy(400, **{"Retry-After": "0"})
+    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
+    assert len(server.requests) == 1
+    assert "HTTP 400" in capsys.readouterr().err
+
+
+def test_retries_of_a_resumed_run_are_added_to_the_earlier_ones(
+    server: _Server, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    answers = {2: _busy(429, **{"Retry-After": "0"}), 3: _busy(500)}
+    server.answer = lambda n: answers.get(n, _chat())
+    assert main(_argv(server.url, out, "--limit", "3")) == 1
+    assert _record(out)["meta"]["retries"].startswith("1 (")
+    answers.clear()
+    answers[5] = _busy(503, **{"Retry-After": "0"})
+    assert main([*_argv(server.url, out, "--limit", "3"), "--resume"]) == 0
+    assert _record(out)["meta"]["retries"].startswith("2 (")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--endpoint", "http://x/v1", "--model", "m", "--retries", "-1"], "--retries"),
+        (["--endpoint", "http://x/v1", "--model", "m", "--max-wait", "nan"], "--max-wait"),
+        (["--endpoint", "http://x/v1", "--model", "m", "--max-wait", "-2"], "--max-wait"),
+        (["--gguf", __file__, "--retries", "2"], "--retries"),
+    ],
+    ids=["negative-retries", "nan-wait", "negative-wait", "retries-of-a-local-model"],
+)
+def test_retry_options_out_of_range_are_usage_errors(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert said in capsys.readouterr().err

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from veridic._model_runtime import shown_url
 from veridic.errors import VeridicError
 from veridic.evaluation import install
-from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend
+from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend, retries_note
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.judge import judge
@@ -56,6 +56,12 @@ base64 blocks cost three times the tokens, and the run is meant to fit in about 
 on two cores (measured: about an hour there, some 25 minutes per full mode).
 ``--schemes verbatim,datamark,encode`` runs it on all of them."""
 
+
+RETRIES = 3
+"""How often a busy endpoint (HTTP 429, 503) is asked again by default."""
+
+MAX_WAIT = 60.0
+"""The longest wait before a retry, by default, in seconds."""
 
 API_KEY_ENV = "VERIDIC_EVAL_API_KEY"
 """Where the endpoint's key is read from when ``--api-key-env`` names no variable."""
@@ -140,6 +146,18 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout",
         type=float,
         help="seconds to wait for each answer of --endpoint (default 120)",
+    )
+    model.add_argument(
+        "--retries",
+        type=int,
+        help="times to ask --endpoint again when it answers HTTP 429 or 503, busy "
+        f"(default {RETRIES}), after the wait its Retry-After asks for, or 1 s doubled",
+    )
+    model.add_argument(
+        "--max-wait",
+        type=float,
+        help=f"the longest wait before a retry, in seconds (default {MAX_WAIT:g}); a "
+        "server that asks for longer is not asked again",
     )
     run = parser.add_argument_group("what to run")
     run.add_argument(
@@ -228,6 +246,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--timeout is how long to wait for an --endpoint: give --endpoint URL too")
     if args.timeout is not None and not (0 < args.timeout < math.inf):
         parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    for option, value in (("--retries", args.retries), ("--max-wait", args.max_wait)):
+        if value is not None and args.endpoint is None:
+            parser.error(f"{option} is about a busy --endpoint: give --endpoint URL too")
+    if args.retries is not None and args.retries < 0:
+        parser.error(f"--retries must be 0 or more, got {args.retries}")
+    if args.max_wait is not None and not (0 <= args.max_wait < math.inf):
+        parser.error(f"--max-wait must be 0 or more seconds, got {args.max_wait}")
     if args.resume and (args.report or args.install_only):
         parser.error("--resume continues a run: it takes no --report or --install-only")
     if args.install_only and args.no_install:
@@ -261,7 +286,16 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
     if args.endpoint is not None:
         key = os.environ.get(args.api_key_env or API_KEY_ENV) or None
         timeout = {} if args.timeout is None else {"timeout": args.timeout}
-        return EndpointBackend(args.endpoint, args.model, api_key=key, **timeout), {}
+        endpoint = EndpointBackend(
+            args.endpoint,
+            args.model,
+            api_key=key,
+            retries=RETRIES if args.retries is None else args.retries,
+            max_wait=MAX_WAIT if args.max_wait is None else args.max_wait,
+            on_retry=None if args.quiet else _log,
+            **timeout,
+        )
+        return endpoint, {}
     if args.no_install:
         model = args.gguf or cache / "models" / install.QWEN_1_5B.file_name
     else:
@@ -394,6 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = {
         **described,
         **_served(earlier_meta, described),
+        **_retried(earlier_meta, described),
         "cases per scheme": ", ".join(f"{n} {c}" for n, c in counts.items()),
         "schemes": "pilot prototypes" if args.pilot else "veridic data modes",
         **({} if sampled is None else {"sample": sampled}),
@@ -548,6 +583,20 @@ def _served(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, s
         if name and name != "(not said)"
     ]
     return {"served model": ", ".join(dict.fromkeys(names)) or "(not said)"}
+
+
+def _retried(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, str]:
+    """The ``retries`` of a resumed run: the earlier record's and this run's, added up."""
+    counts = [0, 0]
+    waits = [0.0, 0.0]
+    for index, value in enumerate((earlier.get("retries"), setup.get("retries"))):
+        count, _, rest = (value or "").partition(" (")
+        waited = rest.rpartition("; ")[2].removesuffix(" s waited)")
+        try:
+            counts[index], waits[index] = int(count), float(waited)
+        except ValueError:
+            continue  # none (or hand-edited): nothing to add
+    return {"retries": retries_note(sum(counts), sum(waits))} if sum(counts) else {}
 
 
 SETUP_KEYS = (

@@ -130,9 +130,10 @@ def iter_cases(
                     flag for flag, on in (("F", verdict.followed), ("C", verdict.canary)) if on
                 )
                 wrong = "" if verdict.correct else " x"
+                retried = f" after {completion.retries} retries" if completion.retries else ""
                 progress(
-                    f"[{done}/{total}] {scheme.name} {case.id} {completion.seconds:.1f}s "
-                    f"{mark or '-'}{wrong} (about {left / 60:.0f} min left)"
+                    f"[{done}/{total}] {scheme.name} {case.id} {completion.seconds:.1f}s"
+                    f"{retried} {mark or '-'}{wrong} (about {left / 60:.0f} min left)"
                 )
             yield result
 
