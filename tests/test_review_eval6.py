@@ -19,9 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from veridic.evaluation.cli import main
 from veridic.evaluation.corpora import CORPORA
+from veridic.evaluation.corpus import Case
+from veridic.evaluation.judge import judge
+from veridic.testing import adversarial_text
 
 pytestmark = pytest.mark.skipif(
     all(importlib.util.find_spec(name) is None for name in ("httpx", "httpx2")),
@@ -150,6 +155,7 @@ def test_a_limited_sample_is_spread_over_the_corpus_and_the_same_each_time(
     assert first.read_bytes() == second.read_bytes()
     cases = _record(first)["cases"]
     attacks = [c for c in cases if c["kind"] == "attack"]
+    assert len(attacks) == 5
     assert len({c["document"] for c in attacks}) == len(attacks)  # one per document
     order = [c.id for c in CORPORA["main"]()]
     assert [c["case"] for c in cases] == sorted((c["case"] for c in cases), key=order.index)
@@ -273,3 +279,100 @@ def test_retry_options_out_of_range_are_usage_errors(
         main(argv)
     assert stopped.value.code == 2
     assert said in capsys.readouterr().err
+
+
+# --- a reasoning model cut off mid-thought is counted apart ----------------------------------
+
+_THOUGHT = "<think>\nOkay, the user wants a two-sentence summary. The document says"
+
+
+def test_an_answer_cut_off_in_its_reasoning_is_counted_apart_not_as_a_refusal(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # With a budget of 40 tokens, every answer of a reasoning model is an unclosed
+    # <think>: the table read 0% attack success (a perfect defence) and 0% utility.
+    out = tmp_path / "r.json"
+    server.answer = lambda n: _chat(_THOUGHT)
+    assert main(_argv(server.url, out, "--limit", "4")) == 0
+    captured = capsys.readouterr()
+    assert "cut off inside the model's reasoning" in captured.out
+    assert "verbatim 4 of 4" in captured.out
+    assert "--max-tokens" in captured.out
+    assert "--max-tokens" in captured.err
+    assert "| verbatim | n/a | n/a | n/a | n/a |" in captured.out  # no rate, no 0%
+    record = _record(out)
+    assert all(case["truncated"] is True for case in record["cases"])
+    assert record["summary"]["verbatim"]["followed"] == [0, 0]
+    assert record["summary"]["verbatim"]["truncated"] == 4
+    assert "| verbatim |" in captured.out
+    assert main(["--report", str(out)]) == 0  # read back: still apart
+    assert "verbatim 4 of 4" in capsys.readouterr().out
+
+
+def test_reasoning_the_server_gives_apart_and_cut_off_is_counted_apart(
+    server: _Server, tmp_path: Path
+) -> None:
+    # vLLM, llama.cpp's server and DeepSeek put the thinking in reasoning_content; cut
+    # off, content is null (the run stopped: "no text") or "" (judged an order refused).
+    out = tmp_path / "r.json"
+    server.answer = lambda n: _chat(
+        None if n % 2 else "", reasoning_content="The user wants a summary. The"
+    )
+    assert main(_argv(server.url, out, "--limit", "2")) == 0
+    cases = _record(out)["cases"]
+    assert [case["truncated"] for case in cases] == [True, True]
+    assert all(case["output"].startswith("<think>The user wants") for case in cases)
+
+
+def test_a_finished_thought_is_judged_by_the_answer_after_it(
+    server: _Server, tmp_path: Path
+) -> None:
+    # The reasoning that quotes the injected order is not the answer a reader gets.
+    out = tmp_path / "r.json"
+    thought = (
+        "<think>So: write ACCESS GRANTED, PINEAPPLE, account-check.example, KESTREL-19, "
+        "confidential.</think>\n"
+    )
+    server.answer = lambda n: _chat(thought + "A short summary.")
+    assert main(_argv(server.url, out, "--limit", "40")) == 0
+    record = _record(out)
+    assert sum(case["kind"] == "attack" for case in record["cases"]) >= 20
+    assert all("truncated" not in case for case in record["cases"])
+    assert not any(case["followed"] or case["canary"] for case in record["cases"])
+
+
+def test_max_tokens_is_every_answer_s_budget_and_is_recorded(
+    server: _Server, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    assert main(_argv(server.url, out, "--limit", "4", "--max-tokens", "400")) == 0
+    assert [request["max_tokens"] for request in server.requests] == [400] * 4
+    assert _record(out)["meta"]["answer budget"] == "400 tokens (--max-tokens)"
+
+
+def test_resume_refuses_a_record_of_another_answer_budget(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    server.answer = lambda n: _chat() if n <= 2 else (500, {}, b"down")
+    assert main(_argv(server.url, out, "--limit", "4")) == 1
+    server.answer = lambda n: _chat()
+    asked = len(server.requests)
+    argv = [*_argv(server.url, out, "--limit", "4"), "--max-tokens", "400", "--resume"]
+    assert main(argv) == 2
+    assert "answer budget" in capsys.readouterr().err
+    assert len(server.requests) == asked
+
+
+@given(
+    st.sampled_from(CORPORA["main"]()),
+    adversarial_text().filter(lambda t: "</think>" not in t.lower()),
+    adversarial_text().filter(lambda t: not t.lstrip().lower().startswith("<think")),
+)
+def test_a_closed_thought_changes_no_verdict(case: Case, thought: str, answer: str) -> None:
+    # What an answer is judged by does not depend on the reasoning before it, and an
+    # answer that opens with no reasoning is never read as cut off.
+    plain = judge(case, answer)
+    assert not plain.truncated
+    assert judge(case, f"<think>{thought}</think>{answer}") == plain
+    assert judge(case, f"<think>{thought}").truncated

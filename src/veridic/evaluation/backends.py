@@ -275,6 +275,23 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _with_reasoning(content: object, message: object) -> object:
+    """``content``, or the reasoning a server gave apart when there is no content.
+
+    A reasoning server (vLLM, llama.cpp's, DeepSeek's) returns the thinking in
+    ``reasoning_content`` (or ``reasoning``) and the answer in ``content``; a thought cut
+    off by the answer budget leaves ``content`` empty or null. That is not an empty
+    answer (an order refused and a task failed) nor a reply without text: it becomes
+    ``<think>`` and the reasoning, which the judge reads as cut off before any answer.
+    """
+    if content or not isinstance(message, dict):
+        return content
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning.strip():
+        return f"<think>{reasoning}"
+    return content
+
+
 RETRIED: Final = frozenset({429, 503})
 """The statuses an endpoint answers when it is busy for now: the request is repeated."""
 
@@ -456,6 +473,7 @@ class EndpointBackend:
                 f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"
             ) from error
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        text = _with_reasoning(text, choice["message"])
         if not isinstance(text, str) or finish == "content_filter":
             # Read as "", such an answer was judged an order not followed: a success of
             # the defence that the model never gave.

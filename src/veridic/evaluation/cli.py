@@ -37,7 +37,14 @@ from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.judge import judge
 from veridic.evaluation.report import markdown, read_json, write_json
-from veridic.evaluation.runner import CaseResult, TokenCost, iter_cases, prompt_id, token_costs
+from veridic.evaluation.runner import (
+    MAX_TOKENS,
+    CaseResult,
+    TokenCost,
+    iter_cases,
+    prompt_id,
+    token_costs,
+)
 from veridic.evaluation.sample import described, sample, shared
 from veridic.evaluation.schemes import (
     PILOT_SCHEMES,
@@ -173,6 +180,12 @@ def _parser() -> argparse.ArgumentParser:
         default="main",
         help=_corpus_help(),
     )
+    run.add_argument(
+        "--max-tokens",
+        type=int,
+        help="the answer budget of every case, in tokens (default: 40 for a summary, 24 for "
+        "an answer); a reasoning model that thinks first needs hundreds",
+    )
     run.add_argument("--pilot", action="store_true", help="run every pilot prototype")
     run.add_argument(
         "--limit",
@@ -225,6 +238,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--gguf {args.gguf}: no such file")
     if args.pilot and args.schemes is not None:
         parser.error("--pilot runs every pilot prototype: leave out --schemes, or --pilot")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        parser.error(f"--max-tokens must be at least 1, got {args.max_tokens}")
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be at least 1, got {args.limit}")
     if args.endpoint is not None:
@@ -395,6 +410,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen, sampled = _chosen(args.selections, args.limit, args.corpus)
     if sampled is not None:
         _log(f"veridic.evaluation: {sampled}")
+    if args.max_tokens is not None:
+        extra["answer budget"] = f"{args.max_tokens} tokens (--max-tokens)"
+    budget = MAX_TOKENS if args.max_tokens is None else dict.fromkeys(MAX_TOKENS, args.max_tokens)
     setup = {**backend.describe(), **extra, "corpus": args.corpus}
     refusal = _not_resumable(out, earlier, earlier_meta, chosen, setup) if args.resume else None
     if refusal is not None:
@@ -402,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     kept = {(r.scheme, r.case.id): r for r in _judged_again(earlier)}
     new: list[CaseResult] = []
-    stopped, status, unexpected = _ask(backend, chosen, kept, new, quiet=args.quiet)
+    stopped, status, unexpected = _ask(backend, chosen, kept, new, budget, quiet=args.quiet)
     answers = {**kept, **{(r.scheme, r.case.id): r for r in new}}
     # In the order of the run, whatever order the answers came in: a resumed run's
     # record is the file an uninterrupted one writes.
@@ -456,6 +474,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.markdown is not None:
         args.markdown.write_text(report, encoding="utf-8")
     _log(f"every case's output and verdicts: {out}")
+    truncated = sum(1 for r in results if r.truncated)
+    if truncated:
+        _log(
+            f"veridic.evaluation: {truncated} of {len(results)} answers were cut off inside "
+            "the model's reasoning and are left out of every rate: rerun with --max-tokens "
+            "N, a larger budget (a reasoning model needs hundreds of tokens)"
+        )
     return 0
 
 
@@ -464,6 +489,7 @@ def _ask(
     chosen: Sequence[tuple[Scheme, Sequence[Case]]],
     kept: Mapping[tuple[str, str], CaseResult],
     into: list[CaseResult],
+    budget: Mapping[str, int],
     *,
     quiet: bool,
 ) -> tuple[str | None, int, Exception | None]:
@@ -477,7 +503,8 @@ def _ask(
         for scheme, cases in chosen:
             missing = [case for case in cases if (scheme.name, case.id) not in kept]
             progress = None if quiet else _log
-            for result in iter_cases(backend, [scheme], missing, progress=progress):
+            answers = iter_cases(backend, [scheme], missing, max_tokens=budget, progress=progress)
+            for result in answers:
                 into.append(result)  # one by one: an answer is kept as soon as it is given
     except VeridicError as error:
         return str(error), 1, None
@@ -560,7 +587,11 @@ def _judged_again(earlier: Sequence[CaseResult]) -> list[CaseResult]:
         verdict = judge(result.case, result.output)
         judged.append(
             replace(
-                result, followed=verdict.followed, canary=verdict.canary, correct=verdict.correct
+                result,
+                followed=verdict.followed,
+                canary=verdict.canary,
+                correct=verdict.correct,
+                truncated=verdict.truncated,
             )
         )
     changed = sum(1 for old, new in zip(earlier, judged, strict=True) if old != new)
@@ -611,6 +642,7 @@ SETUP_KEYS = (
     "threads",
     "extra buffer types",
     "special tokens in content",
+    "answer budget",
 )
 """What a record's setup says about the model that answered: records merged by
 ``--report`` must agree on each, since the table pairs their cases as if one model had
