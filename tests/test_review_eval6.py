@@ -68,6 +68,7 @@ def server() -> Iterator[_Server]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body["(path)"] = self.path
             with lock:
                 state.requests.append(body)
                 number = len(state.requests)
@@ -376,3 +377,29 @@ def test_a_closed_thought_changes_no_verdict(case: Case, thought: str, answer: s
     assert not plain.truncated
     assert judge(case, f"<think>{thought}</think>{answer}") == plain
     assert judge(case, f"<think>{thought}").truncated
+
+
+# --- an endpoint URL with a query ------------------------------------------------------------
+
+
+def test_an_endpoint_with_a_query_is_asked_at_its_chat_path_and_its_key_is_not_shown(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Azure-style URLs carry a query (?api-version=...), some gateways the key itself
+    # (?key=...): "/chat/completions" was appended after the query, so the request went
+    # to /v1 with the query "api-version=1/chat/completions", and the key in the query
+    # was printed in every message and kept in the record.
+    out = tmp_path / "r.json"
+    url = f"{server.url}?api-version=2024-06-01&key=s3cret-key"
+    assert main(_argv(url, out, "--limit", "2")) == 0
+    assert [r["(path)"] for r in server.requests] == [
+        "/v1/chat/completions?api-version=2024-06-01&key=s3cret-key"
+    ] * 2
+    assert "s3cret" not in out.read_text(encoding="utf-8")
+    assert "s3cret" not in capsys.readouterr().out
+    server.answer = lambda n: (404, {}, b"no such route")
+    assert main(_argv(url, tmp_path / "again.json", "--limit", "1")) == 1
+    err = capsys.readouterr().err
+    assert "HTTP 404" in err
+    assert "s3cret" not in err
+    assert "/v1/chat/completions?api-version=***&key=***" in err
