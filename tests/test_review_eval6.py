@@ -403,3 +403,27 @@ def test_an_endpoint_with_a_query_is_asked_at_its_chat_path_and_its_key_is_not_s
     assert "HTTP 404" in err
     assert "s3cret" not in err
     assert "/v1/chat/completions?api-version=***&key=***" in err
+
+
+# --- an answer the record cannot hold as it came ------------------------------------------------
+
+
+def test_an_answer_cut_inside_an_emoji_is_kept_and_the_record_written(
+    server: _Server, tmp_path: Path
+) -> None:
+    # A proxy that cuts answers by UTF-16 units sends half an emoji ("\ud83d", valid
+    # JSON): the record could not be written in UTF-8, and the run ended in a traceback
+    # that threw away every answer.
+    body = {
+        "model": "m",
+        "choices": [
+            {"message": {"content": "A summary \ud83d"}, "finish_reason": "length"},
+        ],
+    }
+    payload = json.dumps(body, ensure_ascii=True).encode()
+    assert b"\\ud83d" in payload
+    server.answer = lambda n: (200, {}, payload)
+    out = tmp_path / "r.json"
+    assert main(_argv(server.url, out, "--limit", "2")) == 0
+    outputs = [case["output"] for case in _record(out)["cases"]]
+    assert outputs == ["A summary \ufffd"] * 2

@@ -16,6 +16,7 @@ no data mode can defend against that, it is the serving stack's job.)
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -275,6 +276,10 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+"""A surrogate code point alone: json.loads joins a whole pair into one character."""
+
+
 def _with_reasoning(content: object, message: object) -> object:
     """``content``, or the reasoning a server gave apart when there is no content.
 
@@ -474,6 +479,10 @@ class EndpointBackend:
             ) from error
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
         text = _with_reasoning(text, choice["message"])
+        if isinstance(text, str):
+            # Half of a surrogate pair (JSON "\ud83d", a cut made by UTF-16 units) is no
+            # character: kept, the record could not be written in UTF-8 after the run.
+            text = _LONE_SURROGATE.sub("\ufffd", text)
         if not isinstance(text, str) or finish == "content_filter":
             # Read as "", such an answer was judged an order not followed: a success of
             # the defence that the model never gave.
