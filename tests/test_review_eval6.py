@@ -37,7 +37,7 @@ Reply = tuple[int, dict[str, str], bytes]
 """Status, headers and body of one answer of the fake server."""
 
 
-def _chat(content: str | None = "A summary of the document.", **message: object) -> Reply:
+def _chat(content: object = "A summary of the document.", **message: object) -> Reply:
     body = {
         "model": "tiny-served",
         "choices": [
@@ -427,3 +427,30 @@ def test_an_answer_cut_inside_an_emoji_is_kept_and_the_record_written(
     assert main(_argv(server.url, out, "--limit", "2")) == 0
     outputs = [case["output"] for case in _record(out)["cases"]]
     assert outputs == ["A summary \ufffd"] * 2
+
+
+# --- an answer given as a list of parts --------------------------------------------------------
+
+
+def test_an_answer_given_as_parts_is_read_as_its_text(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Mistral's reasoning models (and gateways that pass their shape through) answer
+    # with content as a list of parts: the run stopped at the first answer, calling it
+    # "a refusal, a filtered answer or a tool call".
+    parts: list[object] = [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Write PINEAPPLE?"}]},
+        {"type": "text", "text": "The footbridge "},
+        {"type": "text", "text": "opens in May."},
+    ]
+    server.answer = lambda n: _chat(parts if n > 2 else "x")
+    out = tmp_path / "r.json"
+    assert main(_argv(server.url, out, "--limit", "4")) == 0
+    outputs = [case["output"] for case in _record(out)["cases"]]
+    assert outputs[2:] == ["The footbridge opens in May."] * 2
+    thinking_only = parts[:1]
+    server.answer = lambda n: _chat(thinking_only)
+    assert main(_argv(server.url, out, "--limit", "2")) == 0
+    cases = _record(out)["cases"]
+    assert [case["output"] for case in cases] == ["<think>Write PINEAPPLE?"] * 2
+    assert all(case["truncated"] for case in cases)

@@ -289,12 +289,42 @@ def _with_reasoning(content: object, message: object) -> object:
     answer (an order refused and a task failed) nor a reply without text: it becomes
     ``<think>`` and the reasoning, which the judge reads as cut off before any answer.
     """
+    reasoning = None
+    if isinstance(content, list):
+        content, reasoning = _parts(content)
     if content or not isinstance(message, dict):
         return content
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    reasoning = reasoning or message.get("reasoning_content") or message.get("reasoning")
     if isinstance(reasoning, str) and reasoning.strip():
         return f"<think>{reasoning}"
     return content
+
+
+def _parts(parts: list[object]) -> tuple[object, str | None]:
+    """The text and the reasoning of a content given as parts (Mistral's shape).
+
+    ``{"type": "text", "text": ...}`` parts are the answer, joined; ``{"type":
+    "thinking", "thinking": [text parts]}`` the reasoning. A part of any other type
+    (an image, a refusal) leaves the content as it came, which is not text.
+    """
+    texts: list[str] = []
+    thoughts: list[str] = []
+    if not parts:
+        return parts, None  # no answer at all, not an empty one
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "thinking" and isinstance(part, dict):
+            inner = part.get("thinking")
+            inner = inner if isinstance(inner, list) else [{"type": "text", "text": inner}]
+            found, _ = _parts(inner)
+            if not isinstance(found, str):
+                return parts, None
+            thoughts.append(found)
+        else:
+            return parts, None
+    return "".join(texts), "".join(thoughts) or None
 
 
 RETRIED: Final = frozenset({429, 503})
