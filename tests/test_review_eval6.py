@@ -454,3 +454,30 @@ def test_an_answer_given_as_parts_is_read_as_its_text(
     cases = _record(out)["cases"]
     assert [case["output"] for case in cases] == ["<think>Write PINEAPPLE?"] * 2
     assert all(case["truncated"] for case in cases)
+
+
+# --- an endpoint URL that is not one is a usage error ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "http://me:s3cret@[::1/v1",
+        "http://localhost:abc/v1",
+        "http://localhost:99999/v1",
+        "http://local host/v1",
+    ],
+    ids=["unclosed-ipv6", "port-not-a-number", "port-out-of-range", "space-in-host"],
+)
+def test_an_endpoint_url_that_cannot_be_asked_is_a_usage_error(
+    endpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An unclosed IPv6 bracket ended in a ValueError traceback; a bad port or a space
+    # was found only when the first case was asked, as "could not reach" the server.
+    with pytest.raises(SystemExit) as stopped:
+        main(["--endpoint", endpoint, "--model", "m", "--limit", "1"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "--endpoint" in err
+    assert "Traceback" not in err
+    assert "s3cret" not in err

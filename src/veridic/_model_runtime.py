@@ -140,8 +140,16 @@ def shown_url(url: str) -> str:
     'https://llm.example/v1/chat/completions?api-version=***&key=***'
     >>> shown_url("http://localhost:8080/v1")
     'http://localhost:8080/v1'
+    >>> shown_url("http://me:s3cret@[::1/v1?key=s3cret")  # not a URL: hidden all the same
+    'http://***@[::1/v1?***'
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket: cut where a URL's parts would be
+        head, at, tail = url.rpartition("@")
+        scheme = head.partition("://")[0] + "://" if at and "://" in head else ""
+        kept = f"{scheme}***@{tail}" if at else url
+        return kept.partition("?")[0] + ("?***" if "?" in kept else "")
     if "@" in parts.netloc:
         parts = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2])
     if parts.query or parts.fragment:

@@ -284,13 +284,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
-    """Refuse an --endpoint that is not an http(s) URL before anything is asked of it."""
-    parts = urlsplit(endpoint)
+    """Refuse an --endpoint that is not an http(s) URL before anything is asked of it.
+
+    A port that is no port or a space in the host was found only when the first case
+    was asked, and reported as a server that could not be reached.
+    """
+    fix = "give the server's base URL, e.g. http://localhost:8080/v1"
+    try:
+        parts = urlsplit(endpoint)
+        parts.port  # noqa: B018 (read for its check: a port that is not one raises)
+    except ValueError as error:
+        parser.error(f"--endpoint {shown_url(endpoint)!r} is not a URL ({error}): {fix}")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         parser.error(
             f"--endpoint {shown_url(endpoint)!r} is not an http:// or https:// URL with a "
-            "host: give the server's base URL, e.g. http://localhost:8080/v1"
+            f"host: {fix}"
         )
+    if any(character.isspace() for character in parts.netloc):
+        parser.error(f"--endpoint {shown_url(endpoint)!r} has a space in its host: {fix}")
 
 
 def _log(message: str) -> None:
