@@ -47,7 +47,10 @@ class CaseResult:
     completion_tokens: int | None
     seconds: float
     truncated: bool = False
-    """The output is reasoning cut off before any answer (see :func:`judge.answer_of`)."""
+    """The output is reasoning cut off before any answer.
+
+    See :func:`veridic.evaluation.judge.answer_of`.
+    """
 
     def record(self) -> dict[str, object]:
         """The JSON record of the result (no timing, so two runs diff cleanly)."""
