@@ -30,6 +30,7 @@ from veridic.evaluation.cli import main
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case
 from veridic.evaluation.report import markdown, read_json
+from veridic.evaluation.sample import sample
 
 pytestmark = pytest.mark.skipif(
     all(importlib.util.find_spec(name) is None for name in ("httpx", "httpx2")),
@@ -287,9 +288,11 @@ def test_a_rate_limit_says_to_wait_and_resume(
 ) -> None:
     body = b'{"error": {"message": "Rate limit reached"}}'
     server.answer = lambda n: _chat() if n == 1 else (429, {"Retry-After": "20"}, body)
-    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "3")) == 1
+    argv = _argv(server.url, tmp_path / "r.json", "--limit", "3", "--max-wait", "5")
+    assert main(argv) == 1  # a wait longer than --max-wait is not waited (sixth review)
     err = capsys.readouterr().err
     assert "HTTP 429" in err
+    assert "20 s" in err
     assert "Rate limit reached" in err
     assert "--resume" in err
 
@@ -323,7 +326,7 @@ def test_a_run_stopped_by_a_server_error_keeps_its_answers_and_resumes(
     assert len(server.requests) - asked == 3
     finished = _record(out)
     assert "incomplete" not in finished["meta"]
-    ids = [c.id for c in CORPORA["main"]()[:6]]
+    ids = [c.id for c in sample(CORPORA["main"](), 6)]
     assert [r["case"] for r in finished["cases"]] == ids
     assert finished["meta"]["served model"] == "tiny-served"
     assert "| verbatim |" in capsys.readouterr().out
@@ -608,7 +611,7 @@ def _tables(report: str) -> list[list[str]]:
 def test_every_table_of_the_report_has_one_cell_a_column(
     cases: list[Case], obeyed: list[bool]
 ) -> None:
-    # A run of clean cases only (what --limit 6 gives on the main corpus) printed the
+    # A run of clean cases only (what --limit 6 gave on the main corpus) printed the
     # table of attack success by order as "| scheme |  |" over a one-column rule.
     results = [_result("verbatim", case, obeyed=o) for case, o in zip(cases, obeyed, strict=False)]
     report = markdown(results, None, {"corpus": "main"})

@@ -111,30 +111,51 @@ class HttpClient(Protocol):
 def chat_url(endpoint: str) -> str:
     """The chat-completions URL of an endpoint given as a base (``.../v1``) or in full.
 
+    The path is added before a query (``?api-version=...`` of Azure-style endpoints),
+    which the request keeps.
+
     >>> chat_url("http://localhost:8080/v1")
     'http://localhost:8080/v1/chat/completions'
+    >>> chat_url("https://llm.example/openai/v1/?api-version=2024-06-01")
+    'https://llm.example/openai/v1/chat/completions?api-version=2024-06-01'
     """
-    stripped = endpoint.rstrip("/")
-    if stripped.endswith("/chat/completions"):
-        return stripped
-    return f"{stripped}/chat/completions"
+    parts = urlsplit(endpoint)
+    path = parts.path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path = f"{path}/chat/completions"
+    return urlunsplit(parts._replace(path=path))
 
 
 def shown_url(url: str) -> str:
     """``url`` as messages and records show it: a user name or password in it replaced.
 
-    An endpoint given as ``https://user:key@host/v1`` authenticates with what it holds;
-    an error message, a log line or a committed evaluation record must not repeat it.
+    An endpoint given as ``https://user:key@host/v1`` authenticates with what it holds,
+    and so may one given as ``https://host/v1?key=...``; an error message, a log line
+    or a committed evaluation record must not repeat it. Every query value is hidden
+    (which of them is a key cannot be told), the parameters' names are kept.
 
     >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
     'https://***@llm.example/v1/chat/completions'
+    >>> shown_url("https://llm.example/v1/chat/completions?api-version=1&key=s3cret")
+    'https://llm.example/v1/chat/completions?api-version=***&key=***'
     >>> shown_url("http://localhost:8080/v1")
     'http://localhost:8080/v1'
+    >>> shown_url("http://me:s3cret@[::1/v1?key=s3cret")  # not a URL: hidden all the same
+    'http://***@[::1/v1?***'
     """
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket: cut where a URL's parts would be
+        head, at, tail = url.rpartition("@")
+        scheme = head.partition("://")[0] + "://" if at and "://" in head else ""
+        kept = f"{scheme}***@{tail}" if at else url
+        return kept.partition("?")[0] + ("?***" if "?" in kept else "")
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2])
+    if parts.query or parts.fragment:
+        names = [item.partition("=")[0] for item in parts.query.split("&") if item]
+        parts = parts._replace(query="&".join(f"{name}=***" for name in names), fragment="")
+    return urlunsplit(parts)
 
 
 def unreached(url: str, model: str, timeout: float, error: Exception, *, longer: str) -> str:

@@ -12,7 +12,8 @@ Modules, one concern each: ``install`` (the pinned runtime and model, cached),
 model in each mode, veridic's own and the pilot prototypes), ``judge`` (deterministic
 verdicts on an output), ``statistics`` (Wilson intervals, exact McNemar tests),
 ``backends`` (llama-cpp-python, OpenAI-compatible HTTP), ``runner`` (cases to results),
-``report`` (the table and the JSON record) and ``cli``.
+``sample`` (the cases of a ``--limit`` run), ``report`` (the table and the JSON record)
+and ``cli``.
 """
 
 from __future__ import annotations

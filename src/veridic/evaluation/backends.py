@@ -15,14 +15,19 @@ no data mode can defend against that, it is the serving stack's job.)
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
 
 from veridic._model_runtime import (
     HttpClient,
+    HttpResponse,
     LlamaModel,
     chat_url,
     http_client,
@@ -34,11 +39,14 @@ from veridic._model_runtime import (
 from veridic.errors import VeridicError
 
 __all__ = [
+    "RETRIED",
     "Backend",
     "BackendError",
     "Completion",
     "EndpointBackend",
     "LlamaBackend",
+    "retries_note",
+    "retry_after",
 ]
 
 Message = Mapping[str, str]
@@ -51,12 +59,17 @@ class BackendError(VeridicError):
 
 @dataclass(frozen=True)
 class Completion:
-    """One output of the model, with the token counts the backend knows."""
+    """One output of the model, with the token counts the backend knows.
+
+    ``retries`` counts the requests repeated before this answer came (an endpoint that
+    answered HTTP 429 or 503 first).
+    """
 
     text: str
     prompt_tokens: int | None
     completion_tokens: int | None
     seconds: float
+    retries: int = 0
 
 
 class Backend(Protocol):
@@ -263,7 +276,100 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+"""A surrogate code point alone: json.loads joins a whole pair into one character."""
+
+
+def _with_reasoning(content: object, message: object) -> object:
+    """``content``, or the reasoning a server gave apart when there is no content.
+
+    A reasoning server (vLLM, llama.cpp's, DeepSeek's) returns the thinking in
+    ``reasoning_content`` (or ``reasoning``) and the answer in ``content``; a thought cut
+    off by the answer budget leaves ``content`` empty or null. That is not an empty
+    answer (an order refused and a task failed) nor a reply without text: it becomes
+    ``<think>`` and the reasoning, which the judge reads as cut off before any answer.
+    """
+    reasoning = None
+    if isinstance(content, list):
+        content, reasoning = _parts(content)
+    if content or not isinstance(message, dict):
+        return content
+    reasoning = reasoning or message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning.strip():
+        return f"<think>{reasoning}"
+    return content
+
+
+def _parts(parts: list[object]) -> tuple[object, str | None]:
+    """The text and the reasoning of a content given as parts (Mistral's shape).
+
+    ``{"type": "text", "text": ...}`` parts are the answer, joined; ``{"type":
+    "thinking", "thinking": [text parts]}`` the reasoning. A part of any other type
+    (an image, a refusal) leaves the content as it came, which is not text.
+    """
+    texts: list[str] = []
+    thoughts: list[str] = []
+    if not parts:
+        return parts, None  # no answer at all, not an empty one
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "thinking" and isinstance(part, dict):
+            inner = part.get("thinking")
+            inner = inner if isinstance(inner, list) else [{"type": "text", "text": inner}]
+            found, _ = _parts(inner)
+            if not isinstance(found, str):
+                return parts, None
+            thoughts.append(found)
+        else:
+            return parts, None
+    return "".join(texts), "".join(thoughts) or None
+
+
+RETRIED: Final = frozenset({429, 503})
+"""The statuses an endpoint answers when it is busy for now: the request is repeated."""
+
+
+def retry_after(response: HttpResponse, *, now: datetime | None = None) -> float | None:
+    """The seconds a ``Retry-After`` header asks to wait, or ``None`` without a readable one.
+
+    The header holds seconds (a decimal is read too) or an HTTP date; a date in the past
+    is no wait.
+
+    >>> class Busy:
+    ...     status_code, text, headers = 429, "", {"Retry-After": "7"}
+    ...     def json(self) -> object: ...
+    >>> retry_after(Busy())
+    7.0
+    """
+    headers = getattr(response, "headers", None)  # httpx's; HttpResponse does not promise it
+    value = headers.get("Retry-After") if isinstance(headers, Mapping) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
 # --- OpenAI-compatible endpoints ----------------------------------------------------------
+
+
+def retries_note(count: int, waited: float) -> str:
+    """The record's ``retries`` entry: requests repeated after a busy answer, seconds waited.
+
+    >>> retries_note(2, 1.5)
+    '2 (requests repeated after HTTP 429 or 503; 1.5 s waited)'
+    """
+    return f"{count} (requests repeated after HTTP 429 or 503; {waited:g} s waited)"
 
 
 def _default_client() -> HttpClient:
@@ -277,8 +383,15 @@ class EndpointBackend:
     response's ``usage`` (each case's ``prompt_tokens`` in the record); the backend has
     no tokenizer of its own, so the report's token-cost columns read ``n/a``.
 
+    A busy endpoint (HTTP 429 or 503) is asked again up to ``retries`` times, after the
+    wait its ``Retry-After`` header asks for, or else after ``backoff`` seconds doubled
+    at each retry; no wait is longer than ``max_wait`` seconds, and a server that asks
+    for a longer one is not asked again (one rate-limit answer failed the whole case
+    before). ``on_retry`` is told of each wait; :meth:`describe` counts them.
+
     Raises:
         MissingExtraError: no client was given and httpx is not installed.
+        ValueError: ``retries`` below 0, or a wait that is not a number of seconds.
     """
 
     def __init__(
@@ -290,7 +403,24 @@ class EndpointBackend:
         client: HttpClient | None = None,
         timeout: float = 120.0,
         seed: int = SEED,
+        retries: int = 3,
+        max_wait: float = 60.0,
+        backoff: float = 1.0,
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
+        if retries < 0:
+            raise ValueError(f"EndpointBackend(retries={retries}): give 0 or more")
+        if not (0 <= max_wait < math.inf and 0 <= backoff < math.inf):
+            raise ValueError(
+                f"EndpointBackend(max_wait={max_wait}, backoff={backoff}): give finite "
+                "seconds, 0 or more"
+            )
+        self._retries = retries
+        self._max_wait = max_wait
+        self._backoff = backoff
+        self._on_retry = on_retry
+        self._retried = 0
+        self._waited = 0.0
         self._url = chat_url(endpoint)
         self._shown = shown_url(self._url)  # what messages and records say: no credentials
         self._model = model
@@ -305,9 +435,10 @@ class EndpointBackend:
 
         ``served model`` lists the ``model`` field of the answers so far (a router or a
         server with one model loaded may answer with another model than the one asked
-        for), ``(not said)`` when none gave one.
+        for), ``(not said)`` when none gave one. ``retries``, once there were any, counts
+        the requests repeated after a busy answer and the seconds waited for them.
         """
-        return {
+        described = {
             "backend": "openai-compatible endpoint",
             "endpoint": self._shown,
             "model": self._model,
@@ -315,6 +446,9 @@ class EndpointBackend:
             "seed": str(self._seed),
             "decoding": "greedy (temperature 0)",
         }
+        if self._retried:
+            described["retries"] = retries_note(self._retried, self._waited)
+        return described
 
     def complete(self, messages: Sequence[Message], max_tokens: int) -> Completion:
         """One chat-completions call.
@@ -333,21 +467,29 @@ class EndpointBackend:
             "seed": self._seed,
         }
         started = time.perf_counter()
-        try:
-            response = self._client.post(
-                self._url, json=body, headers=headers, timeout=self._timeout
-            )
-        except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
-            raise BackendError(
-                unreached(
-                    self._shown, self._model, self._timeout, error, longer="pass --timeout SECONDS"
+        retries = 0
+        while True:
+            response = self._post(body, headers)
+            if response.status_code not in RETRIED or retries == self._retries:
+                break
+            wait, why = self._wait(response, retries)
+            if wait is None:
+                break
+            retries += 1
+            self._retried += 1
+            self._waited += wait
+            if self._on_retry is not None:
+                self._on_retry(
+                    f"{self._shown} answered HTTP {response.status_code} ({why}): asking "
+                    f"again in {wait:g} s, retry {retries} of {self._retries}"
                 )
-            ) from error
+            time.sleep(wait)
         seconds = time.perf_counter() - started
         if response.status_code != 200:
             raise BackendError(
                 f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
-                f"{response.text[:300]}; {_advice(response.status_code)}"
+                f"{response.text[:300]}; {self._gave_up(response, retries)}"
+                f"{_advice(response.status_code)}"
             )
         try:
             payload = response.json()
@@ -366,6 +508,11 @@ class EndpointBackend:
                 f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"
             ) from error
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        text = _with_reasoning(text, choice["message"])
+        if isinstance(text, str):
+            # Half of a surrogate pair (JSON "\ud83d", a cut made by UTF-16 units) is no
+            # character: kept, the record could not be written in UTF-8 after the run.
+            text = _LONE_SURROGATE.sub("\ufffd", text)
         if not isinstance(text, str) or finish == "content_filter":
             # Read as "", such an answer was judged an order not followed: a success of
             # the defence that the model never gave.
@@ -385,7 +532,41 @@ class EndpointBackend:
             prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
             seconds=seconds,
+            retries=retries,
         )
+
+    def _post(self, body: Mapping[str, object], headers: Mapping[str, str]) -> HttpResponse:
+        try:
+            return self._client.post(self._url, json=body, headers=headers, timeout=self._timeout)
+        except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
+            raise BackendError(
+                unreached(
+                    self._shown, self._model, self._timeout, error, longer="pass --timeout SECONDS"
+                )
+            ) from error
+
+    def _wait(self, response: HttpResponse, retries: int) -> tuple[float | None, str]:
+        """How long to wait before retry ``retries + 1`` and why (``None``: not at all)."""
+        asked = retry_after(response)
+        if asked is None:
+            return min(self._backoff * 2**retries, self._max_wait), "no Retry-After"
+        if asked > self._max_wait:
+            return None, f"Retry-After {asked:g} s"
+        return asked, f"Retry-After {asked:g} s"
+
+    def _gave_up(self, response: HttpResponse, retries: int) -> str:
+        """Why a busy answer was not asked again, as the start of the error's advice."""
+        if response.status_code not in RETRIED:
+            return ""
+        asked = retry_after(response)
+        if retries < self._retries and asked is not None:
+            return (
+                f"it asked to wait {asked:g} s (Retry-After), longer than --max-wait "
+                f"{self._max_wait:g} s allows; "
+            )
+        if not self._retries:
+            return "not asked again (--retries 0); "
+        return f"still so after {retries} retries (--retries {self._retries}); "
 
     def count_tokens(self, text: str) -> int | None:
         """Unknown (``None``): an endpoint does not expose its tokenizer."""

@@ -32,12 +32,20 @@ from urllib.parse import urlsplit
 from veridic._model_runtime import shown_url
 from veridic.errors import VeridicError
 from veridic.evaluation import install
-from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend
+from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend, retries_note
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.judge import judge
 from veridic.evaluation.report import markdown, read_json, write_json
-from veridic.evaluation.runner import CaseResult, TokenCost, iter_cases, prompt_id, token_costs
+from veridic.evaluation.runner import (
+    MAX_TOKENS,
+    CaseResult,
+    TokenCost,
+    iter_cases,
+    prompt_id,
+    token_costs,
+)
+from veridic.evaluation.sample import described, sample, shared
 from veridic.evaluation.schemes import (
     PILOT_SCHEMES,
     VARIANTS,
@@ -55,6 +63,12 @@ base64 blocks cost three times the tokens, and the run is meant to fit in about 
 on two cores (measured: about an hour there, some 25 minutes per full mode).
 ``--schemes verbatim,datamark,encode`` runs it on all of them."""
 
+
+RETRIES = 3
+"""How often a busy endpoint (HTTP 429, 503) is asked again by default."""
+
+MAX_WAIT = 60.0
+"""The longest wait before a retry, by default, in seconds."""
 
 API_KEY_ENV = "VERIDIC_EVAL_API_KEY"
 """Where the endpoint's key is read from when ``--api-key-env`` names no variable."""
@@ -140,6 +154,18 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="seconds to wait for each answer of --endpoint (default 120)",
     )
+    model.add_argument(
+        "--retries",
+        type=int,
+        help="times to ask --endpoint again when it answers HTTP 429 or 503, busy "
+        f"(default {RETRIES}), after the wait its Retry-After asks for, or 1 s doubled",
+    )
+    model.add_argument(
+        "--max-wait",
+        type=float,
+        help=f"the longest wait before a retry, in seconds (default {MAX_WAIT:g}); a "
+        "server that asks for longer is not asked again",
+    )
     run = parser.add_argument_group("what to run")
     run.add_argument(
         "--schemes",
@@ -154,8 +180,19 @@ def _parser() -> argparse.ArgumentParser:
         default="main",
         help=_corpus_help(),
     )
+    run.add_argument(
+        "--max-tokens",
+        type=int,
+        help="the answer budget of every case, in tokens (default: 40 for a summary, 24 for "
+        "an answer); a reasoning model that thinks first needs hundreds",
+    )
     run.add_argument("--pilot", action="store_true", help="run every pilot prototype")
-    run.add_argument("--limit", type=int, help="only the first N cases (a smoke test)")
+    run.add_argument(
+        "--limit",
+        type=int,
+        help="only N cases per scheme (a smoke test): half attacks, half clean cases, "
+        "spread evenly over the corpus, the same for every scheme",
+    )
     run.add_argument("--out", type=Path, help="the JSON record (default: in the cache folder)")
     run.add_argument("--markdown", type=Path, help="also write the report to this file")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -201,6 +238,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--gguf {args.gguf}: no such file")
     if args.pilot and args.schemes is not None:
         parser.error("--pilot runs every pilot prototype: leave out --schemes, or --pilot")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        parser.error(f"--max-tokens must be at least 1, got {args.max_tokens}")
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be at least 1, got {args.limit}")
     if args.endpoint is not None:
@@ -222,6 +261,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--timeout is how long to wait for an --endpoint: give --endpoint URL too")
     if args.timeout is not None and not (0 < args.timeout < math.inf):
         parser.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    for option, value in (("--retries", args.retries), ("--max-wait", args.max_wait)):
+        if value is not None and args.endpoint is None:
+            parser.error(f"{option} is about a busy --endpoint: give --endpoint URL too")
+    if args.retries is not None and args.retries < 0:
+        parser.error(f"--retries must be 0 or more, got {args.retries}")
+    if args.max_wait is not None and not (0 <= args.max_wait < math.inf):
+        parser.error(f"--max-wait must be 0 or more seconds, got {args.max_wait}")
     if args.resume and (args.report or args.install_only):
         parser.error("--resume continues a run: it takes no --report or --install-only")
     if args.install_only and args.no_install:
@@ -238,13 +284,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
-    """Refuse an --endpoint that is not an http(s) URL before anything is asked of it."""
-    parts = urlsplit(endpoint)
+    """Refuse an --endpoint that is not an http(s) URL before anything is asked of it.
+
+    A port that is no port or a space in the host was found only when the first case
+    was asked, and reported as a server that could not be reached.
+    """
+    fix = "give the server's base URL, e.g. http://localhost:8080/v1"
+    try:
+        parts = urlsplit(endpoint)
+        parts.port  # noqa: B018 (read for its check: a port that is not one raises)
+    except ValueError as error:
+        parser.error(f"--endpoint {shown_url(endpoint)!r} is not a URL ({error}): {fix}")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         parser.error(
             f"--endpoint {shown_url(endpoint)!r} is not an http:// or https:// URL with a "
-            "host: give the server's base URL, e.g. http://localhost:8080/v1"
+            f"host: {fix}"
         )
+    if any(character.isspace() for character in parts.netloc):
+        parser.error(f"--endpoint {shown_url(endpoint)!r} has a space in its host: {fix}")
 
 
 def _log(message: str) -> None:
@@ -255,7 +312,16 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
     if args.endpoint is not None:
         key = os.environ.get(args.api_key_env or API_KEY_ENV) or None
         timeout = {} if args.timeout is None else {"timeout": args.timeout}
-        return EndpointBackend(args.endpoint, args.model, api_key=key, **timeout), {}
+        endpoint = EndpointBackend(
+            args.endpoint,
+            args.model,
+            api_key=key,
+            retries=RETRIES if args.retries is None else args.retries,
+            max_wait=MAX_WAIT if args.max_wait is None else args.max_wait,
+            on_retry=None if args.quiet else _log,
+            **timeout,
+        )
+        return endpoint, {}
     if args.no_install:
         model = args.gguf or cache / "models" / install.QWEN_1_5B.file_name
     else:
@@ -285,9 +351,23 @@ def _model_sha256(model: Path, *, pinned: bool) -> str:
     return found
 
 
-def _cases(every: int, limit: int | None, corpus: str = "main") -> list[Case]:
-    cases = select(CORPORA[corpus](), every)
-    return cases if limit is None else cases[:limit]
+def _chosen(
+    selections: Sequence[Selection], limit: int | None, corpus: str
+) -> tuple[list[tuple[Scheme, list[Case]]], str | None]:
+    """Each scheme with the cases it asks, and what a ``--limit`` sampled (``None``: no sample).
+
+    A limited run asks every scheme the same sample of the cases they all run (see
+    :mod:`veridic.evaluation.sample`): the first N cases were clean cases alone.
+    """
+    lists = [select(CORPORA[corpus](), s.every) for s in selections]
+    if limit is None:
+        return [(s.scheme, cases) for s, cases in zip(selections, lists, strict=True)], None
+    pool = shared(lists)
+    cases = sample(pool, limit)
+    note = None
+    if len(cases) < len(pool) or any(len(more) > len(cases) for more in lists):
+        note = f"--limit {limit}: {described(cases, pool)}, the same for every scheme"
+    return [(s.scheme, cases) for s in selections], note
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -338,7 +418,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "VERIDIC_EVAL_CACHE to a folder you can write to"
         )
         return 1
-    chosen = [(s.scheme, _cases(s.every, args.limit, args.corpus)) for s in args.selections]
+    chosen, sampled = _chosen(args.selections, args.limit, args.corpus)
+    if sampled is not None:
+        _log(f"veridic.evaluation: {sampled}")
+    if args.max_tokens is not None:
+        extra["answer budget"] = f"{args.max_tokens} tokens (--max-tokens)"
+    budget = MAX_TOKENS if args.max_tokens is None else dict.fromkeys(MAX_TOKENS, args.max_tokens)
     setup = {**backend.describe(), **extra, "corpus": args.corpus}
     refusal = _not_resumable(out, earlier, earlier_meta, chosen, setup) if args.resume else None
     if refusal is not None:
@@ -346,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     kept = {(r.scheme, r.case.id): r for r in _judged_again(earlier)}
     new: list[CaseResult] = []
-    stopped, status, unexpected = _ask(backend, chosen, kept, new, quiet=args.quiet)
+    stopped, status, unexpected = _ask(backend, chosen, kept, new, budget, quiet=args.quiet)
     answers = {**kept, **{(r.scheme, r.case.id): r for r in new}}
     # In the order of the run, whatever order the answers came in: a resumed run's
     # record is the file an uninterrupted one writes.
@@ -372,8 +457,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = {
         **described,
         **_served(earlier_meta, described),
+        **_retried(earlier_meta, described),
         "cases per scheme": ", ".join(f"{n} {c}" for n, c in counts.items()),
         "schemes": "pilot prototypes" if args.pilot else "veridic data modes",
+        **({} if sampled is None else {"sample": sampled}),
     }
     if stopped is not None:
         meta["incomplete"] = (
@@ -398,6 +485,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.markdown is not None:
         args.markdown.write_text(report, encoding="utf-8")
     _log(f"every case's output and verdicts: {out}")
+    truncated = sum(1 for r in results if r.truncated)
+    if truncated:
+        _log(
+            f"veridic.evaluation: {truncated} of {len(results)} answers were cut off inside "
+            "the model's reasoning and are left out of every rate: rerun with --max-tokens "
+            "N, a larger budget (a reasoning model needs hundreds of tokens)"
+        )
     return 0
 
 
@@ -406,6 +500,7 @@ def _ask(
     chosen: Sequence[tuple[Scheme, Sequence[Case]]],
     kept: Mapping[tuple[str, str], CaseResult],
     into: list[CaseResult],
+    budget: Mapping[str, int],
     *,
     quiet: bool,
 ) -> tuple[str | None, int, Exception | None]:
@@ -419,7 +514,8 @@ def _ask(
         for scheme, cases in chosen:
             missing = [case for case in cases if (scheme.name, case.id) not in kept]
             progress = None if quiet else _log
-            for result in iter_cases(backend, [scheme], missing, progress=progress):
+            answers = iter_cases(backend, [scheme], missing, max_tokens=budget, progress=progress)
+            for result in answers:
                 into.append(result)  # one by one: an answer is kept as soon as it is given
     except VeridicError as error:
         return str(error), 1, None
@@ -502,7 +598,11 @@ def _judged_again(earlier: Sequence[CaseResult]) -> list[CaseResult]:
         verdict = judge(result.case, result.output)
         judged.append(
             replace(
-                result, followed=verdict.followed, canary=verdict.canary, correct=verdict.correct
+                result,
+                followed=verdict.followed,
+                canary=verdict.canary,
+                correct=verdict.correct,
+                truncated=verdict.truncated,
             )
         )
     changed = sum(1 for old, new in zip(earlier, judged, strict=True) if old != new)
@@ -527,6 +627,20 @@ def _served(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, s
     return {"served model": ", ".join(dict.fromkeys(names)) or "(not said)"}
 
 
+def _retried(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, str]:
+    """The ``retries`` of a resumed run: the earlier record's and this run's, added up."""
+    counts = [0, 0]
+    waits = [0.0, 0.0]
+    for index, value in enumerate((earlier.get("retries"), setup.get("retries"))):
+        count, _, rest = (value or "").partition(" (")
+        waited = rest.rpartition("; ")[2].removesuffix(" s waited)")
+        try:
+            counts[index], waits[index] = int(count), float(waited)
+        except ValueError:
+            continue  # none (or hand-edited): nothing to add
+    return {"retries": retries_note(sum(counts), sum(waits))} if sum(counts) else {}
+
+
 SETUP_KEYS = (
     "backend",
     "endpoint",
@@ -539,6 +653,7 @@ SETUP_KEYS = (
     "threads",
     "extra buffer types",
     "special tokens in content",
+    "answer budget",
 )
 """What a record's setup says about the model that answered: records merged by
 ``--report`` must agree on each, since the table pairs their cases as if one model had

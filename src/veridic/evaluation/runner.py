@@ -46,11 +46,18 @@ class CaseResult:
     prompt_tokens: int | None
     completion_tokens: int | None
     seconds: float
+    truncated: bool = False
+    """The output is reasoning cut off before any answer.
+
+    See :func:`veridic.evaluation.judge.answer_of`.
+    """
 
     def record(self) -> dict[str, object]:
         """The JSON record of the result (no timing, so two runs diff cleanly)."""
         case = self.case
+        cut = {"truncated": True} if self.truncated else {}  # records before it stay as they were
         return {
+            **cut,
             "scheme": self.scheme,
             "case": case.id,
             "kind": case.kind,
@@ -121,6 +128,7 @@ def iter_cases(
                 prompt_tokens=completion.prompt_tokens,
                 completion_tokens=completion.completion_tokens,
                 seconds=completion.seconds,
+                truncated=verdict.truncated,
             )
             done += 1
             if progress is not None:
@@ -130,9 +138,12 @@ def iter_cases(
                     flag for flag, on in (("F", verdict.followed), ("C", verdict.canary)) if on
                 )
                 wrong = "" if verdict.correct else " x"
+                if verdict.truncated:
+                    mark, wrong = "cut off in its reasoning", ""
+                retried = f" after {completion.retries} retries" if completion.retries else ""
                 progress(
-                    f"[{done}/{total}] {scheme.name} {case.id} {completion.seconds:.1f}s "
-                    f"{mark or '-'}{wrong} (about {left / 60:.0f} min left)"
+                    f"[{done}/{total}] {scheme.name} {case.id} {completion.seconds:.1f}s"
+                    f"{retried} {mark or '-'}{wrong} (about {left / 60:.0f} min left)"
                 )
             yield result
 
