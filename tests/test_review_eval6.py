@@ -481,3 +481,45 @@ def test_an_endpoint_url_that_cannot_be_asked_is_a_usage_error(
     assert "--endpoint" in err
     assert "Traceback" not in err
     assert "s3cret" not in err
+
+
+# --- the record and the report are never one file; Ctrl-C while loading is a message ------
+
+
+def test_a_markdown_report_naming_the_record_is_a_usage_error(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The report was written over the record after the run: every answer was lost.
+    out = tmp_path / "run.json"
+    alias = tmp_path / "sub" / ".." / "run.json"
+    assert main([*_argv(server.url, out, "--limit", "1"), "--markdown", str(alias)]) == 2
+    assert "--markdown" in capsys.readouterr().err
+    assert server.requests == []  # refused before the model was asked
+    assert not out.exists()
+
+
+def test_a_report_written_over_one_of_its_records_is_refused(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run.json"
+    assert main([*_argv(server.url, out, "--limit", "1")]) == 0
+    kept = out.read_bytes()
+    capsys.readouterr()
+    assert main(["--report", str(out), "--markdown", str(out)]) == 2
+    assert "--markdown" in capsys.readouterr().err
+    assert out.read_bytes() == kept
+
+
+def test_ctrl_c_while_the_model_loads_is_a_message_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from veridic.evaluation import install
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(install, "ensure_runtime", interrupted)
+    assert main(["--out", str(tmp_path / "run.json"), "--limit", "1"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err
+    assert "again" in err

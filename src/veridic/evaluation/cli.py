@@ -383,7 +383,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         unwritable = _unwritable(out, "--out")
         if unwritable is None and args.markdown is not None:
-            unwritable = _unwritable(args.markdown, "--markdown")
+            unwritable = _same_file(args.markdown, [out]) or _unwritable(
+                args.markdown, "--markdown"
+            )
     if unwritable is not None:
         _log(f"veridic.evaluation: {unwritable}")
         return 2
@@ -412,6 +414,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VeridicError as error:
         _log(f"veridic.evaluation: {error}")
         return 1
+    except KeyboardInterrupt:
+        _log(
+            "veridic.evaluation: interrupted (Ctrl-C) while installing or loading the model, "
+            "before any case was asked: run the same command again; what had finished "
+            "downloading or building is kept in the cache folder (checked against its pin), "
+            "the rest is done again"
+        )
+        return 130
     except OSError as error:
         _log(
             f"veridic.evaluation: the cache folder {cache} cannot be made ({error}): set "
@@ -524,6 +534,20 @@ def _ask(
     except Exception as error:  # a bug: its traceback follows, after the answers are saved
         return f"stopped by {type(error).__name__}: {error}", 1, error
     return None, 0, None
+
+
+def _same_file(markdown: Path, records: Sequence[Path]) -> str | None:
+    """Why ``--markdown`` cannot be ``markdown``: it names one of ``records``, which the
+    report would be written over (an hour of answers lost), or ``None``."""
+    target = markdown.resolve()
+    for record in records:
+        if record.resolve() == target:
+            return (
+                f"--markdown {markdown} is the JSON record {record}, which the report would "
+                "replace: name another file for the report, e.g. "
+                f"{record.with_suffix('.md')}"
+            )
+    return None
 
 
 def _unwritable(path: Path, option: str) -> str | None:
@@ -661,7 +685,9 @@ answered them all and its setup line names one model."""
 
 
 def _report(paths: Sequence[Path], target: Path | None, *, common: bool = False) -> int:
-    unwritable = None if target is None else _unwritable(target, "--markdown")
+    unwritable = None if target is None else _same_file(target, paths)
+    if unwritable is None and target is not None:
+        unwritable = _unwritable(target, "--markdown")
     if unwritable is not None:
         _log(f"veridic.evaluation: {unwritable}")
         return 2
