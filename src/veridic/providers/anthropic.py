@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Final, Protocol
 
@@ -160,7 +161,7 @@ class AnthropicMessages(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
-            usage=usage_of(response, _READ, ("output_tokens",), where=where),
+            usage=usage_of(response, _READ, ("output_tokens",), where=where, parts=_PARTS),
         )
 
     def assembler(self) -> _MessagesAssembler:
@@ -188,7 +189,7 @@ class _MessagesAssembler:
         kind = attr(event, "type")
         if kind == "message_start":
             message = attr(event, "message")
-            self._read = usage_of(message, _READ, (), where=self._where)
+            self._read = usage_of(message, _READ, (), where=self._where, parts=_PARTS)
             self._started = usage_of(message, (), ("output_tokens",), where=self._where)
             self._id = text_of(event, "message", "id", where=self._where, default="")
             self._model = text_of(event, "message", "model", where=self._where, default=self._model)
@@ -327,11 +328,16 @@ class _MessagesAssembler:
         wrote = [u.output_tokens for u in (self._wrote, self._started) if u is not None]
         if self._read is None or not wrote:
             return None
-        return Usage(self._read.input_tokens, wrote[0] or wrote[-1])
+        return replace(self._read, output_tokens=wrote[0] or wrote[-1])
 
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 """Every token the model read: Anthropic counts cache writes and reads apart."""
+
+_PARTS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {part: (part,) for part in ("cache_read_input_tokens", "cache_creation_input_tokens")}
+)
+"""The parts of :class:`Usage` Anthropic counts, under the same names."""
 
 
 def _foreign(kind: object, where: str) -> VeridicError:
