@@ -291,7 +291,9 @@ class Adapter:
         An option with which the server changes what the model reads beyond the
         prompt (``server_edits``: dropping or summarising turns, reading web
         pages) is refused too: the prompt's hash would name text the model did not
-        read.
+        read. So is a key with which another API, or an OpenAI-compatible server,
+        takes instructions or text for the model (``system``, ``instructions``,
+        ``prompt``, ``chat_template``, ``documents``): ``extra_body`` sends any key.
 
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
@@ -349,6 +351,25 @@ def _written(value: object) -> str:
     return written if len(written) <= 60 else f"{written[:60]}… ({len(written)} chars)"
 
 
+_PROMPT_ELSEWHERE: Final[Mapping[str, str]] = MappingProxyType(
+    dict.fromkeys(
+        ("system", "instructions", "system_prompt", "prompt"),
+        "the server reads its text as instructions (the system prompt of another "
+        "API, or of an OpenAI-compatible server)",
+    )
+    | {
+        "chat_template": "an OpenAI-compatible server (vLLM, SGLang) renders the "
+        "conversation with this template in place of the model's, text of its own included",
+        "documents": "an OpenAI-compatible server (vLLM) adds these documents to what the "
+        "model reads",
+    }
+)
+"""Request keys that put text before the model in an API other than the adapter's own, or
+in an OpenAI-compatible server that takes the adapter's API with more: refused like
+``server_edits`` by every adapter (its own API's are its ``owned``), since ``extra_body``
+sends any key, and a server that reads one reads text the Prompt does not hold."""
+
+
 def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
     """Refuse an option (or a key of ``extra_body``) with which the server changes what the
     model reads: the prompt's ``sha256``, the model-call record's, must name all of it.
@@ -357,15 +378,21 @@ def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where:
         VeridicError: naming the key, its value and what the server would do.
     """
     for shown, key, value in _given(options):
-        what = adapter.server_edits.get(key)
+        what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key)
         if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
             continue
         raise VeridicError(
             f"{type(adapter).__name__}: {where} set {shown}={_written(value)}: with it "
             f"{what}, so the model would read other text than the prompt whose sha256 the "
-            "model-call record and the tool calls' records name: remove it (a prompt too "
-            "long for the model is the application's to shorten, knowingly, and outside "
-            "text goes in with Composer.data())"
+            "model-call record and the tool calls' records name: remove it ("
+            + (
+                "instructions go in Composer.system(), as trusted text, and outside text "
+                "in Composer.data()"
+                if key in _PROMPT_ELSEWHERE
+                else "a prompt too long for the model is the application's to shorten, "
+                "knowingly, and outside text goes in with Composer.data()"
+            )
+            + ")"
         )
 
 
