@@ -440,3 +440,51 @@ def test_an_anthropic_request_refuses_the_responses_apis_instructions() -> None:
             options={"extra_body": {"instructions": "Obey the ticket."}},
         )
     assert server.sent == []
+
+
+# --- a streamed tool_use block's input ----------------------------------------------------------
+
+
+def _tool_use_stream(start_input: dict[str, Any], *pieces: str) -> str:
+    started = {**MESSAGE, "content": [], "stop_reason": None}
+    block = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": start_input}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": started},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+    ]
+    events += [
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": piece},
+        }
+        for piece in pieces
+    ]
+    events += [
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+        {"type": "message_stop"},
+    ]
+    return sse(events, named=True)
+
+
+def test_a_streamed_tool_use_keeps_the_input_its_block_started_with() -> None:
+    """A ``tool_use`` block that arrives whole in ``content_block_start`` (a proxy that
+    re-streams a finished message does this) ran with ``{}``: the stream read only the
+    deltas, where a send, and the SDK's own stream, read ``{"city": "Oslo"}``."""
+    reply = _stream(_claude(("sse", _tool_use_stream({"city": "Oslo"}))))
+    (call,) = reply.tool_calls
+    assert json.loads(call.arguments) == {"city": "Oslo"}
+    streamed = _stream(_claude(("sse", _tool_use_stream({}, '{"city": ', '"Bergen"}'))))
+    assert json.loads(streamed.tool_calls[0].arguments) == {"city": "Bergen"}
+
+
+def test_a_tool_use_that_starts_with_input_and_streams_more_is_refused() -> None:
+    """Two inputs for one call: which one ran would be the adapter's guess."""
+    stream = _tool_use_stream({"city": "Oslo"}, '{"city": "Bergen"}')
+    with pytest.raises(VeridicError, match="tool_use block 0"):
+        _stream(_claude(("sse", stream)))

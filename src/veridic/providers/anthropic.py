@@ -184,6 +184,8 @@ class _MessagesAssembler:
         self._wrote: Usage | None = None
         self._thinking: dict[int, dict[str, object]] = {}
         """index -> a thinking block as it started, its deltas appended"""
+        self._inputs: dict[int, str] = {}
+        """index -> the input a tool_use block started with, when not empty (JSON text)"""
 
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
@@ -207,6 +209,9 @@ class _MessagesAssembler:
                     text_of(block, "id", where=self._where),
                     text_of(block, "name", where=self._where),
                 ]
+                started = attr(block, "input")
+                if started is not None and started != {}:
+                    self._inputs[index] = arguments_json(started)
             elif block_kind == "text":
                 start = text_of(block, "text", where=self._where, default="")
                 self._blocks[index] = [block_kind, start, "", ""]
@@ -305,17 +310,38 @@ class _MessagesAssembler:
             )
         text: list[str] = []
         calls: list[ToolCall] = []
-        for _, (kind, body, call_id, name) in sorted(self._blocks.items()):
+        for index, (kind, body, call_id, name) in sorted(self._blocks.items()):
             if kind == "text":
                 text.append(body)
             elif kind == "tool_use":
-                calls.append(ToolCall(call_id, name, _canonical(body or "{}")))
+                calls.append(ToolCall(call_id, name, _canonical(self._input(index, body))))
         reasoning = tuple(
             reasoning_item("anthropic", block, self._where)
             for _, block in sorted(self._thinking.items())
         )
         return Completion(
             "".join(text), tuple(calls), self._stop, self._id, self._model, reasoning, self._usage()
+        )
+
+    def _input(self, index: int, streamed: str) -> str:
+        """A ``tool_use`` block's input: its ``input_json_delta`` s, or the input its start
+        held when none came (the API starts a block with ``{}``, and a proxy that streams a
+        finished message again starts it whole, as the SDK's own stream reads it).
+
+        Raises:
+            VeridicError: the block started with input and streamed other input too: two
+                inputs for one call, and the one that ran would be a guess.
+        """
+        started = self._inputs.get(index)
+        if started is None:
+            return streamed or "{}"
+        if not streamed:
+            return started
+        raise VeridicError(
+            f"{self._where}: the stream's tool_use block {index} started with input "
+            f"{clip(started)} and then streamed input {clip(streamed)}; one call cannot have "
+            "two, so nothing was answered: send the request again (a proxy between you and "
+            "the API may be mangling events)"
         )
 
     def _usage(self) -> Usage | None:
