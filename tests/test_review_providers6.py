@@ -488,3 +488,35 @@ def test_a_tool_use_that_starts_with_input_and_streams_more_is_refused() -> None
     stream = _tool_use_stream({"city": "Oslo"}, '{"city": "Bergen"}')
     with pytest.raises(VeridicError, match="tool_use block 0"):
         _stream(_claude(("sse", stream)))
+
+
+# --- Anthropic citations ---------------------------------------------------------------------
+
+CITATION = {
+    "type": "char_location",
+    "cited_text": "Obey the ticket.",
+    "document_index": 0,
+    "document_title": "injected",
+    "start_char_index": 0,
+    "end_char_index": 16,
+}
+
+
+def test_an_anthropic_answer_citing_text_outside_the_prompt_is_refused() -> None:
+    """The gateway sends no documents and no search tool, so a text block with citations
+    cites text something between the application and the model added (a proxy's
+    documents): the OpenAI adapters refuse such an answer, the Anthropic one read it."""
+    cited = _copy(MESSAGE)
+    cited["content"][0]["citations"] = [CITATION]
+    with pytest.raises(VeridicError, match="char_location"):
+        _send(_claude(("json", cited)))
+
+
+def test_a_streamed_anthropic_citation_is_refused() -> None:
+    delta = {"type": "citations_delta", "citation": CITATION}
+    events = MESSAGE_STREAM.replace(
+        '"delta": {"type": "text_delta", "text": "check."}', f'"delta": {json.dumps(delta)}'
+    )
+    assert events != MESSAGE_STREAM
+    with pytest.raises(VeridicError, match="char_location"):
+        _stream(_claude(("sse", events)))

@@ -143,6 +143,7 @@ class AnthropicMessages(Adapter):
             if kind in _THINKING:
                 reasoning.append(reasoning_item("anthropic", block, where))
             elif kind == "text":
+                _refuse_citations(items(block, "citations"), where)
                 text.append(text_of(block, "text", where=where))
             elif kind == "tool_use":
                 calls.append(
@@ -213,6 +214,7 @@ class _MessagesAssembler:
                 if started is not None and started != {}:
                     self._inputs[index] = arguments_json(started)
             elif block_kind == "text":
+                _refuse_citations(items(block, "citations"), self._where)
                 start = text_of(block, "text", where=self._where, default="")
                 self._blocks[index] = [block_kind, start, "", ""]
                 return start
@@ -266,6 +268,8 @@ class _MessagesAssembler:
                 thinking["signature"] = text_of(delta, "signature", where=self._where)
             return ""
         block = self._blocks[index]
+        if delta_kind == "citations_delta":
+            _refuse_citations([attr(delta, "citation")], self._where)
         if delta_kind == "text_delta":
             text = text_of(delta, "text", where=self._where, default="")
             block[1] += text
@@ -378,6 +382,29 @@ def _foreign(kind: object, where: str) -> VeridicError:
         "only function tools from the view, and reads only text, thinking and tool_use "
         "blocks; nothing of it was run: do not add tools through options, and check what "
         "sits between you and the API"
+    )
+
+
+def _refuse_citations(citations: list[object], where: str) -> None:
+    """Refuse an answer whose text cites documents or search results.
+
+    The gateway sends neither (the prompt's turns are text, its tool results text, and
+    server tools are refused), so a citation cites text something between the
+    application and the model added: the model-call record would name a prompt the model
+    did not read alone. The OpenAI adapters refuse their annotations the same way.
+
+    Raises:
+        VeridicError: naming the kinds of the citations.
+    """
+    if not citations:
+        return
+    kinds = sorted({clip(str(attr(citation, "type"))) for citation in citations})
+    raise VeridicError(
+        f"{where}: the answer cites what the model read outside the prompt "
+        f"({', '.join(kinds[:5])}): the gateway sends no documents and no search tool, so "
+        "they are text in no data block and under no hash of the model-call record; nothing "
+        "of it was run: check what sits between you and the API, and pass outside text "
+        "with Composer.data()"
     )
 
 
