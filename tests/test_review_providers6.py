@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -39,6 +42,7 @@ from veridic import (
     OpenAIResponses,
     Registry,
     Reply,
+    ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
     Usage,
@@ -520,3 +524,64 @@ def test_a_streamed_anthropic_citation_is_refused() -> None:
     assert events != MESSAGE_STREAM
     with pytest.raises(VeridicError, match="char_location"):
         _stream(_claude(("sse", events)))
+
+
+# --- for every request, a span the exporters take ----------------------------------------------
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63) - 1, 10**30]),
+    st.floats(allow_nan=False),
+    st.text(max_size=5),
+    st.lists(st.text(max_size=300), max_size=20),
+    st.dictionaries(st.sampled_from(["type", "format"]), st.text(max_size=12), max_size=2),
+)
+_KEYS = st.sampled_from(
+    [
+        "temperature",
+        "top_p",
+        "top_k",
+        "frequency_penalty",
+        "presence_penalty",
+        "seed",
+        "stop",
+        "stop_sequences",
+        "max_tokens",
+        "max_completion_tokens",
+        "max_output_tokens",
+        "response_format",
+    ]
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(options=st.dictionaries(_KEYS, _VALUES, max_size=6))
+def test_every_request_parameter_on_a_span_is_of_the_type_the_conventions_name(
+    spans: InMemorySpanExporter, options: dict[str, object]
+) -> None:
+    """Whatever the options hold, the span's request attributes are doubles, 64-bit ints,
+    or short lists of strings, each as the conventions type it (an exporter that meets
+    an int past 64 bits drops the batch the span is in)."""
+    spans.clear()
+    provider = ScriptedProvider([{"text": "ok"}], options=options)
+    gw, _, _ = gateway(provider)
+    gw.send(first_prompt(), VIEW, request_id="req-1")
+    (span,) = spans.get_finished_spans()
+    shown = attributes(span)
+    for key, value in shown.items():
+        if key in ("gen_ai.request.max_tokens", "gen_ai.request.seed"):
+            assert type(value) is int
+            assert -(2**63) <= value < 2**63
+        elif key == "gen_ai.request.stop_sequences":
+            assert isinstance(value, tuple)
+            assert len(value) <= 16
+            assert all(isinstance(stop, str) and len(stop) <= 256 for stop in value)
+        elif key == "gen_ai.output.type":
+            assert value in ("json", "text")
+        elif key.startswith("gen_ai.request.") and key != "gen_ai.request.model":
+            assert type(value) is float
+            assert math.isfinite(value)

@@ -725,12 +725,12 @@ def _request_attributes(request: Mapping[str, object]) -> dict[str, _Value]:
             shown[name] = float(cast(float, value))
     for key in _MAX_TOKENS:
         value = merged.get(key)
-        if type(value) is int:
-            shown["gen_ai.request.max_tokens"] = value
+        if _int64(value):
+            shown["gen_ai.request.max_tokens"] = cast(int, value)
             break
     seed = merged.get("seed")
-    if type(seed) is int:
-        shown["gen_ai.request.seed"] = seed
+    if _int64(seed):
+        shown["gen_ai.request.seed"] = cast(int, seed)
     stops = merged.get("stop", merged.get("stop_sequences"))
     stops = (stops,) if isinstance(stops, str) else stops
     if isinstance(stops, list | tuple) and stops and all(isinstance(s, str) for s in stops):
@@ -743,6 +743,12 @@ def _request_attributes(request: Mapping[str, object]) -> dict[str, _Value]:
             shown["gen_ai.output.type"] = _OUTPUT_TYPES[kind]
             break
     return shown
+
+
+def _int64(value: object) -> bool:
+    """Whether ``value`` is an ``int`` (not a ``bool``) an exporter can send: OTLP's
+    integers are 64-bit, and an exporter that meets a larger one drops the span's batch."""
+    return type(value) is int and -(2**63) <= value < 2**63
 
 
 def _path(value: object, path: Sequence[str]) -> object:
