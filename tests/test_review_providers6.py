@@ -585,3 +585,24 @@ def test_every_request_parameter_on_a_span_is_of_the_type_the_conventions_name(
         elif key.startswith("gen_ai.request.") and key != "gen_ai.request.model":
             assert type(value) is float
             assert math.isfinite(value)
+
+
+def test_a_runs_token_sum_past_64_bits_is_left_off_its_span(spans: InMemorySpanExporter) -> None:
+    """Each answer's counts are checked to fit 64 bits, but the run's span showed their sum:
+    two answers of a proxy that says ``2**63 - 1`` made an attribute no OTLP exporter can
+    encode, and the exporter drops the whole batch (the other spans of the run with it)."""
+    huge = {"input_tokens": 2**63 - 1, "output_tokens": 1, "cache_read_input_tokens": 2**63 - 1}
+    script: list[dict[str, object]] = [
+        {"tool_calls": [("c1", "get_weather", {"city": "Oslo"})], "usage": huge},
+        {"text": "Sunny.", "usage": huge},
+    ]
+    gw, _, _ = gateway(ScriptedProvider(script))
+    composer = Composer().system(instruction("You report the weather.")).user("Oslo?")
+    gw.run(composer, VIEW, policy=ApprovalPolicy(VIEW), request_id="req-1")
+    (agent,) = (s for s in spans.get_finished_spans() if s.name == "invoke_agent")
+    shown = attributes(agent)
+    assert shown["gen_ai.usage.output_tokens"] == 2
+    assert "gen_ai.usage.input_tokens" not in shown
+    assert "gen_ai.usage.cache_read.input_tokens" not in shown
+    chats = [attributes(s) for s in spans.get_finished_spans() if s.name.startswith("chat")]
+    assert [chat["gen_ai.usage.input_tokens"] for chat in chats] == [2**63 - 1] * 2

@@ -988,9 +988,13 @@ _USAGE: Final = (
 def _usage_attributes(usage: Usage) -> dict[str, int]:
     """The two totals, and each part the provider counted (a part of 0 is left out: the
     provider may not break its counts down at all, and a cache-read count of 0 would say it
-    did and nothing was read from the cache)."""
+    did and nothing was read from the cache).
+
+    A count past 64 bits is left out too: each answer's fit (they are checked), but a
+    run's sum of them need not, and an OTLP exporter that meets one drops the whole batch
+    of spans it is in."""
     shown = {name: getattr(usage, key) for name, key in _USAGE}
-    return {name: n for name, n in shown.items() if n or name in _TOTALS}
+    return {name: n for name, n in shown.items() if (n or name in _TOTALS) and _int64(n)}
 
 
 _TOTALS: Final = frozenset({"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"})
