@@ -606,3 +606,18 @@ def test_a_runs_token_sum_past_64_bits_is_left_off_its_span(spans: InMemorySpanE
     assert "gen_ai.usage.cache_read.input_tokens" not in shown
     chats = [attributes(s) for s in spans.get_finished_spans() if s.name.startswith("chat")]
     assert [chat["gen_ai.usage.input_tokens"] for chat in chats] == [2**63 - 1] * 2
+
+
+@pytest.mark.parametrize("where", ["options", "extra_body"])
+def test_asking_for_a_spoken_answer_is_refused_before_it_is_paid_for(where: str) -> None:
+    """``modalities=["text", "audio"]`` was sent, paid for, and its answer then refused (the
+    gateway does not read ``message.audio``); as ``n=2`` is, it is now refused up front."""
+    server = FakeServer(http_module("openai"), [("json", CHAT_TOOL_CALL)])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    spoken: dict[str, object] = {"modalities": ["text", "audio"]}
+    options = spoken if where == "options" else {"extra_body": spoken}
+    with pytest.raises(VeridicError, match="modalities"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options=options)
+    assert server.sent == []
+    gw.send(first_prompt(), VIEW, request_id="req-1", options={"modalities": ["text"]})
+    assert server.body["modalities"] == ["text"]

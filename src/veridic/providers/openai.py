@@ -125,7 +125,9 @@ class OpenAIChat(Adapter):
             "the prompt and outside any data block",
         }
     )
-    one_answer = MappingProxyType({"n": 1})
+    one_answer = MappingProxyType({"n": 1, "modalities": ["text"]})
+    """``modalities`` with ``"audio"`` asks for a spoken answer (``message.audio``), which
+    the adapter refuses when it comes (:func:`_chat_text`)."""
 
     __slots__ = ()
 
