@@ -82,7 +82,7 @@ class Usage:
     ``cache_read_input_tokens``), ``cache_creation_input_tokens`` were written to
     it (Anthropic's), and ``reasoning_output_tokens`` of the tokens written were
     reasoning (OpenAI's ``reasoning_tokens``). They add nothing to
-    :attr:`total_tokens`, and two usages are equal when their totals are: the
+    ``total_tokens``, and two usages are equal when their totals are: the
     parts say what the tokens were, not how many.
 
     >>> Usage(1200, 300, cache_read_input_tokens=1024).total_tokens

@@ -127,7 +127,7 @@ class OpenAIChat(Adapter):
     )
     one_answer = MappingProxyType({"n": 1, "modalities": ["text"]})
     """``modalities`` with ``"audio"`` asks for a spoken answer (``message.audio``), which
-    the adapter refuses when it comes (:func:`_chat_text`)."""
+    the adapter refuses when it comes."""
 
     __slots__ = ()
 
