@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
@@ -28,6 +28,7 @@ from veridic.text.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCa
 from veridic.tools.tool import JsonObject
 
 __all__ = [
+    "PARTS",
     "Adapter",
     "Assembler",
     "Completion",
@@ -73,11 +74,26 @@ class Usage:
 
     ``input_tokens`` are all the tokens the model read (Anthropic's cache reads
     and writes included), ``output_tokens`` all it wrote (reasoning included).
-    Two usages add up.
+    Two usages add up, part by part.
+
+    The other three are parts of those two, as the provider broke them down (0
+    where it did not): ``cache_read_input_tokens`` of the tokens read came from
+    the provider's prompt cache (OpenAI's ``cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``), ``cache_creation_input_tokens`` were written to
+    it (Anthropic's), and ``reasoning_output_tokens`` of the tokens written were
+    reasoning (OpenAI's ``reasoning_tokens``). They add nothing to
+    ``total_tokens``, and two usages are equal when their totals are: the
+    parts say what the tokens were, not how many.
+
+    >>> Usage(1200, 300, cache_read_input_tokens=1024).total_tokens
+    1500
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_input_tokens: int = field(default=0, compare=False, kw_only=True)
+    cache_creation_input_tokens: int = field(default=0, compare=False, kw_only=True)
+    reasoning_output_tokens: int = field(default=0, compare=False, kw_only=True)
 
     @property
     def total_tokens(self) -> int:
@@ -85,12 +101,26 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+            reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
         )
 
 
+PARTS: Final = ("cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_output_tokens")
+"""The fields of :class:`Usage` that break its two totals down."""
+
+
 def usage_of(
-    response: object, read: Sequence[str], wrote: Sequence[str], *, where: str = "the provider"
+    response: object,
+    read: Sequence[str],
+    wrote: Sequence[str],
+    *,
+    where: str = "the provider",
+    parts: Mapping[str, Sequence[str]] = MappingProxyType({}),
 ) -> Usage | None:
     """The ``usage`` of an SDK response: the sums of the counts named in ``read`` and ``wrote``.
 
@@ -99,6 +129,10 @@ def usage_of(
     ``{"total_tokens": 90000}``): read as 0, those tokens would pass a
     ``Limits(tokens=...)`` uncounted, where ``None`` stops the run saying why. The
     other counts (Anthropic's cache reads and writes) may be left out.
+
+    ``parts`` maps a part of :class:`Usage` (:data:`PARTS`) to the path of its
+    count in the usage (``("prompt_tokens_details", "cached_tokens")``); a part
+    left out is 0.
 
     Raises:
         VeridicError: a count is given but is not a whole number from 0 to 2**63 - 1
@@ -113,7 +147,12 @@ def usage_of(
         if keys and given[keys[0]] is None:
             return None
         counts.append(sum(_count(key, n, where) for key, n in given.items() if n is not None))
-    return Usage(counts[0], counts[1])
+    broken_down = {
+        part: _count(path[-1], found, where)
+        for part, path in parts.items()
+        if (found := attr(usage, *path)) is not None
+    }
+    return Usage(counts[0], counts[1], **broken_down)
 
 
 _COUNT_MAX: Final = 2**63 - 1
@@ -252,7 +291,9 @@ class Adapter:
         An option with which the server changes what the model reads beyond the
         prompt (``server_edits``: dropping or summarising turns, reading web
         pages) is refused too: the prompt's hash would name text the model did not
-        read.
+        read. So is a key with which another API, or an OpenAI-compatible server,
+        takes instructions or text for the model (``system``, ``instructions``,
+        ``prompt``, ``chat_template``, ``documents``): ``extra_body`` sends any key.
 
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
@@ -310,6 +351,25 @@ def _written(value: object) -> str:
     return written if len(written) <= 60 else f"{written[:60]}… ({len(written)} chars)"
 
 
+_PROMPT_ELSEWHERE: Final[Mapping[str, str]] = MappingProxyType(
+    dict.fromkeys(
+        ("system", "instructions", "system_prompt", "prompt"),
+        "the server reads its text as instructions (the system prompt of another "
+        "API, or of an OpenAI-compatible server)",
+    )
+    | {
+        "chat_template": "an OpenAI-compatible server (vLLM, SGLang) renders the "
+        "conversation with this template in place of the model's, text of its own included",
+        "documents": "an OpenAI-compatible server (vLLM) adds these documents to what the "
+        "model reads",
+    }
+)
+"""Request keys that put text before the model in an API other than the adapter's own, or
+in an OpenAI-compatible server that takes the adapter's API with more: refused like
+``server_edits`` by every adapter (its own API's are its ``owned``), since ``extra_body``
+sends any key, and a server that reads one reads text the Prompt does not hold."""
+
+
 def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
     """Refuse an option (or a key of ``extra_body``) with which the server changes what the
     model reads: the prompt's ``sha256``, the model-call record's, must name all of it.
@@ -318,15 +378,21 @@ def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where:
         VeridicError: naming the key, its value and what the server would do.
     """
     for shown, key, value in _given(options):
-        what = adapter.server_edits.get(key)
+        what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key)
         if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
             continue
         raise VeridicError(
             f"{type(adapter).__name__}: {where} set {shown}={_written(value)}: with it "
             f"{what}, so the model would read other text than the prompt whose sha256 the "
-            "model-call record and the tool calls' records name: remove it (a prompt too "
-            "long for the model is the application's to shorten, knowingly, and outside "
-            "text goes in with Composer.data())"
+            "model-call record and the tool calls' records name: remove it ("
+            + (
+                "instructions go in Composer.system(), as trusted text, and outside text "
+                "in Composer.data()"
+                if key in _PROMPT_ELSEWHERE
+                else "a prompt too long for the model is the application's to shorten, "
+                "knowingly, and outside text goes in with Composer.data()"
+            )
+            + ")"
         )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from veridic.errors import VeridicError
-from veridic.providers._base import Adapter, Completion, SpecFormat, attr, usage_of
+from veridic.providers._base import PARTS, Adapter, Completion, SpecFormat, attr, usage_of
 from veridic.providers.openai import responses_request
 from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.tools.tool import JsonObject
@@ -28,7 +28,8 @@ class ScriptedProvider(Adapter):
     An answer is a mapping with ``"text"`` (default ``""``), ``"tool_calls"``
     (``(id, name, arguments)`` triples, arguments as JSON text or a mapping),
     ``"reasoning"`` (:class:`~veridic.ReasoningItem` s, the answer's reasoning),
-    ``"usage"`` (``{"input_tokens": n, "output_tokens": m}``, the answer's tokens)
+    ``"usage"`` (``{"input_tokens": n, "output_tokens": m}``, the answer's tokens,
+    with the :class:`~veridic.Usage` parts by their names if the test needs them)
     and ``"stop_reason"`` (default ``"tool_calls"`` when there are calls, else
     ``"stop"``). The request is rendered in ``spec_format``'s shape (the
     OpenAI chat or the Anthropic one; with ``responses=True``, the OpenAI
@@ -106,7 +107,13 @@ class ScriptedProvider(Adapter):
             response_id=f"scripted-{len(self.requests)}",
             model=self.model,
             reasoning=_reasoning(attr(response, "reasoning")),
-            usage=usage_of(response, ("input_tokens",), ("output_tokens",), where=repr(self)),
+            usage=usage_of(
+                response,
+                ("input_tokens",),
+                ("output_tokens",),
+                where=repr(self),
+                parts={part: (part,) for part in PARTS},
+            ),
         )
 
     def assembler(self) -> _ScriptedAssembler:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Final, Protocol
 
@@ -142,6 +143,7 @@ class AnthropicMessages(Adapter):
             if kind in _THINKING:
                 reasoning.append(reasoning_item("anthropic", block, where))
             elif kind == "text":
+                _refuse_citations(items(block, "citations"), where)
                 text.append(text_of(block, "text", where=where))
             elif kind == "tool_use":
                 calls.append(
@@ -160,7 +162,7 @@ class AnthropicMessages(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
-            usage=usage_of(response, _READ, ("output_tokens",), where=where),
+            usage=usage_of(response, _READ, ("output_tokens",), where=where, parts=_PARTS),
         )
 
     def assembler(self) -> _MessagesAssembler:
@@ -183,12 +185,14 @@ class _MessagesAssembler:
         self._wrote: Usage | None = None
         self._thinking: dict[int, dict[str, object]] = {}
         """index -> a thinking block as it started, its deltas appended"""
+        self._inputs: dict[int, str] = {}
+        """index -> the input a tool_use block started with, when not empty (JSON text)"""
 
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
         if kind == "message_start":
             message = attr(event, "message")
-            self._read = usage_of(message, _READ, (), where=self._where)
+            self._read = usage_of(message, _READ, (), where=self._where, parts=_PARTS)
             self._started = usage_of(message, (), ("output_tokens",), where=self._where)
             self._id = text_of(event, "message", "id", where=self._where, default="")
             self._model = text_of(event, "message", "model", where=self._where, default=self._model)
@@ -206,7 +210,11 @@ class _MessagesAssembler:
                     text_of(block, "id", where=self._where),
                     text_of(block, "name", where=self._where),
                 ]
+                started = attr(block, "input")
+                if started is not None and started != {}:
+                    self._inputs[index] = arguments_json(started)
             elif block_kind == "text":
+                _refuse_citations(items(block, "citations"), self._where)
                 start = text_of(block, "text", where=self._where, default="")
                 self._blocks[index] = [block_kind, start, "", ""]
                 return start
@@ -260,6 +268,8 @@ class _MessagesAssembler:
                 thinking["signature"] = text_of(delta, "signature", where=self._where)
             return ""
         block = self._blocks[index]
+        if delta_kind == "citations_delta":
+            _refuse_citations([attr(delta, "citation")], self._where)
         if delta_kind == "text_delta":
             text = text_of(delta, "text", where=self._where, default="")
             block[1] += text
@@ -304,17 +314,38 @@ class _MessagesAssembler:
             )
         text: list[str] = []
         calls: list[ToolCall] = []
-        for _, (kind, body, call_id, name) in sorted(self._blocks.items()):
+        for index, (kind, body, call_id, name) in sorted(self._blocks.items()):
             if kind == "text":
                 text.append(body)
             elif kind == "tool_use":
-                calls.append(ToolCall(call_id, name, _canonical(body or "{}")))
+                calls.append(ToolCall(call_id, name, _canonical(self._input(index, body))))
         reasoning = tuple(
             reasoning_item("anthropic", block, self._where)
             for _, block in sorted(self._thinking.items())
         )
         return Completion(
             "".join(text), tuple(calls), self._stop, self._id, self._model, reasoning, self._usage()
+        )
+
+    def _input(self, index: int, streamed: str) -> str:
+        """A ``tool_use`` block's input: its ``input_json_delta`` s, or the input its start
+        held when none came (the API starts a block with ``{}``, and a proxy that streams a
+        finished message again starts it whole, as the SDK's own stream reads it).
+
+        Raises:
+            VeridicError: the block started with input and streamed other input too: two
+                inputs for one call, and the one that ran would be a guess.
+        """
+        started = self._inputs.get(index)
+        if started is None:
+            return streamed or "{}"
+        if not streamed:
+            return started
+        raise VeridicError(
+            f"{self._where}: the stream's tool_use block {index} started with input "
+            f"{clip(started)} and then streamed input {clip(streamed)}; one call cannot have "
+            "two, so nothing was answered: send the request again (a proxy between you and "
+            "the API may be mangling events)"
         )
 
     def _usage(self) -> Usage | None:
@@ -327,11 +358,16 @@ class _MessagesAssembler:
         wrote = [u.output_tokens for u in (self._wrote, self._started) if u is not None]
         if self._read is None or not wrote:
             return None
-        return Usage(self._read.input_tokens, wrote[0] or wrote[-1])
+        return replace(self._read, output_tokens=wrote[0] or wrote[-1])
 
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 """Every token the model read: Anthropic counts cache writes and reads apart."""
+
+_PARTS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {part: (part,) for part in ("cache_read_input_tokens", "cache_creation_input_tokens")}
+)
+"""The parts of :class:`Usage` Anthropic counts, under the same names."""
 
 
 def _foreign(kind: object, where: str) -> VeridicError:
@@ -346,6 +382,29 @@ def _foreign(kind: object, where: str) -> VeridicError:
         "only function tools from the view, and reads only text, thinking and tool_use "
         "blocks; nothing of it was run: do not add tools through options, and check what "
         "sits between you and the API"
+    )
+
+
+def _refuse_citations(citations: list[object], where: str) -> None:
+    """Refuse an answer whose text cites documents or search results.
+
+    The gateway sends neither (the prompt's turns are text, its tool results text, and
+    server tools are refused), so a citation cites text something between the
+    application and the model added: the model-call record would name a prompt the model
+    did not read alone. The OpenAI adapters refuse their annotations the same way.
+
+    Raises:
+        VeridicError: naming the kinds of the citations.
+    """
+    if not citations:
+        return
+    kinds = sorted({clip(str(attr(citation, "type"))) for citation in citations})
+    raise VeridicError(
+        f"{where}: the answer cites what the model read outside the prompt "
+        f"({', '.join(kinds[:5])}): the gateway sends no documents and no search tool, so "
+        "they are text in no data block and under no hash of the model-call record; nothing "
+        "of it was run: check what sits between you and the API, and pass outside text "
+        "with Composer.data()"
     )
 
 

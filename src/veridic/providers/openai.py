@@ -125,7 +125,9 @@ class OpenAIChat(Adapter):
             "the prompt and outside any data block",
         }
     )
-    one_answer = MappingProxyType({"n": 1})
+    one_answer = MappingProxyType({"n": 1, "modalities": ["text"]})
+    """``modalities`` with ``"audio"`` asks for a spoken answer (``message.audio``), which
+    the adapter refuses when it comes."""
 
     __slots__ = ()
 
@@ -164,11 +166,34 @@ class OpenAIChat(Adapter):
             stop_reason=text_of(choice, "finish_reason", where=where, default=""),
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
-            usage=usage_of(response, ("prompt_tokens",), ("completion_tokens",), where=where),
+            usage=usage_of(
+                response,
+                ("prompt_tokens",),
+                ("completion_tokens",),
+                where=where,
+                parts=_CHAT_PARTS,
+            ),
         )
 
     def assembler(self) -> _ChatAssembler:
         return _ChatAssembler(self)
+
+
+_CHAT_PARTS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "cache_read_input_tokens": ("prompt_tokens_details", "cached_tokens"),
+        "reasoning_output_tokens": ("completion_tokens_details", "reasoning_tokens"),
+    }
+)
+"""Where a chat completion's usage breaks its counts down (:func:`usage_of`)."""
+
+_RESPONSES_PARTS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "cache_read_input_tokens": ("input_tokens_details", "cached_tokens"),
+        "reasoning_output_tokens": ("output_tokens_details", "reasoning_tokens"),
+    }
+)
+"""Where a response's usage breaks its counts down (:func:`usage_of`)."""
 
 
 def _void_choice(what: str, where: str) -> VeridicError:
@@ -461,7 +486,9 @@ class OpenAIResponses(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
-            usage=usage_of(response, ("input_tokens",), ("output_tokens",), where=where),
+            usage=usage_of(
+                response, ("input_tokens",), ("output_tokens",), where=where, parts=_RESPONSES_PARTS
+            ),
         )
 
     def assembler(self) -> _ResponsesAssembler:

@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
-from veridic.providers._base import Adapter, Completion, Usage, _count
+from veridic.providers._base import PARTS, Adapter, Completion, Usage, _count
 from veridic.providers._scripted import ScriptedProvider
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
@@ -117,7 +117,7 @@ class Sent:
 
 
 def check_usage(usage: object, request_id: str) -> None:
-    """Refuse an answer whose usage is not two token counts, before anything of it runs.
+    """Refuse an answer whose usage is not token counts, before anything of it runs.
 
     The SDK adapters read usage checked; an application's own :class:`Adapter
     <veridic.providers.Adapter>` builds the :class:`Usage <veridic.providers.Usage>`
@@ -137,8 +137,8 @@ def check_usage(usage: object, request_id: str) -> None:
             "parse() must give Usage(input_tokens, output_tokens) or None; nothing of the "
             "answer was run"
         )
-    _count("input_tokens", usage.input_tokens, where)
-    _count("output_tokens", usage.output_tokens, where)
+    for key in ("input_tokens", "output_tokens", *PARTS):
+        _count(key, getattr(usage, key), where)
 
 
 def _usage_refused(usage: object, request_id: str) -> VeridicError | None:

@@ -224,7 +224,13 @@ class ModelGateway:
         """
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = self._prepare(prompt, view, request_id, options, streamed=False, where="send")
-            span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
+            span.sent(
+                sent.prompt_sha256,
+                sent.tools_sha256,
+                sorted(view.names()),
+                sent.spans,
+                sent.request,
+            )
             response = self._provider.method()(**sent.request)
             return span.answered(sent.reply(self._provider.parse(response)))
 
@@ -239,7 +245,13 @@ class ModelGateway:
         """:meth:`send` with an async client; the records are awaited where the store can."""
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=False)
-            span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
+            span.sent(
+                sent.prompt_sha256,
+                sent.tools_sha256,
+                sorted(view.names()),
+                sent.spans,
+                sent.request,
+            )
             response = await awaited(self._provider.method()(**sent.request))
             return span.answered(await sent.areply(self._provider.parse(response)))
 
@@ -262,7 +274,13 @@ class ModelGateway:
         """
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = self._prepare(prompt, view, request_id, options, streamed=True, where="stream")
-            span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
+            span.sent(
+                sent.prompt_sha256,
+                sent.tools_sha256,
+                sorted(view.names()),
+                sent.spans,
+                sent.request,
+            )
             events = self._provider.method()(**sent.request, stream=True)
             if not isinstance(events, Iterable):
                 raise VeridicError(
@@ -291,7 +309,13 @@ class ModelGateway:
         """:meth:`stream` with an async client: ``async for`` the text, then ``.reply``."""
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=True)
-            span.sent(sent.prompt_sha256, sent.tools_sha256, sorted(view.names()), sent.spans)
+            span.sent(
+                sent.prompt_sha256,
+                sent.tools_sha256,
+                sorted(view.names()),
+                sent.spans,
+                sent.request,
+            )
             events = await awaited(self._provider.method()(**sent.request, stream=True))
             if not isinstance(events, AsyncIterable):
                 raise VeridicError(

@@ -88,6 +88,7 @@ span) and the call goes on, its span incomplete or missing.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import weakref
@@ -95,13 +96,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
 from urllib.parse import urlsplit
 
 from veridic._extras import require
 from veridic._sample import clip
 from veridic.errors import GuardDeniedError, VeridicError
-from veridic.providers._base import Usage
+from veridic.providers._base import PARTS, Usage
 from veridic.run.audit import AuditRecord, CallOutcome
 from veridic.text.prompt import PromptSpan, ToolCall
 from veridic.tools.view import ToolView
@@ -149,6 +150,9 @@ def _written(text: str, plain: re.Pattern[str] = _PLAIN) -> str:
     no length)."""
     return text if plain.fullmatch(text) is not None else clip(text)
 
+
+_Value = str | bool | int | float | Sequence[str]
+"""A span attribute's value, of the types veridic sets."""
 
 _log: Final = logging.getLogger("veridic.telemetry")
 """Where a tracer's failure goes (the call it traced goes on)."""
@@ -327,8 +331,10 @@ class ChatSpan(_Hook):
         tools_sha256: str,
         tools: Sequence[str],
         spans: Sequence[PromptSpan],
+        request: Mapping[str, object],
     ) -> None:
-        """The request passed the gateway's checks and was recorded."""
+        """The request passed the gateway's checks and was recorded; ``request`` is what
+        goes to the SDK (its parameters are shown, never its prompt)."""
 
     def answered(self, reply: A) -> A:
         """The whole answer was read: the span ends."""
@@ -492,7 +498,7 @@ class _Live:
         tracer: Tracer,
         name: str,
         client: bool,
-        attributes: Mapping[str, str | bool | int | Sequence[str]],
+        attributes: Mapping[str, _Value],
     ) -> None:
         from opentelemetry.trace import INVALID_SPAN, SpanKind
 
@@ -518,7 +524,7 @@ class _Live:
                 self._failed = True
                 _tracer_failed(self._name, what, error)
 
-    def _set(self, attributes: Mapping[str, str | bool | int | Sequence[str]]) -> None:
+    def _set(self, attributes: Mapping[str, _Value]) -> None:
         self._use("set attributes of", lambda: self._span.set_attributes(attributes))
 
     def __enter__(self) -> Self:
@@ -677,6 +683,83 @@ def _server(provider: Adapter) -> dict[str, str | int]:
     return shown
 
 
+_NUMBERS: Final = (
+    ("gen_ai.request.temperature", "temperature"),
+    ("gen_ai.request.top_p", "top_p"),
+    ("gen_ai.request.top_k", "top_k"),
+    ("gen_ai.request.frequency_penalty", "frequency_penalty"),
+    ("gen_ai.request.presence_penalty", "presence_penalty"),
+)
+"""The request's sampling parameters the GenAI conventions name (each a double), by key."""
+
+_MAX_TOKENS: Final = ("max_completion_tokens", "max_output_tokens", "max_tokens")
+"""The keys of the output-token bound, in the order the APIs prefer them (chat completions
+take ``max_completion_tokens`` over the older ``max_tokens``; the Responses API's is
+``max_output_tokens``; Anthropic's ``max_tokens``)."""
+
+_FORMATS: Final = (("response_format",), ("text", "format"), ("output_config", "format"))
+"""Where each API takes the answer's format: chat completions, Responses, Anthropic."""
+
+_OUTPUT_TYPES: Final = {"json_object": "json", "json_schema": "json", "text": "text"}
+"""``gen_ai.output.type`` of a format's ``type``."""
+
+_STOPS_SHOWN: Final = 16
+"""How many stop sequences a span names (OpenAI takes 4; others more)."""
+
+
+def _request_attributes(request: Mapping[str, object]) -> dict[str, _Value]:
+    """The request parameters the GenAI conventions name (``gen_ai.request.*``,
+    ``gen_ai.output.type``), as sent: ``extra_body``'s keys over the others, as the SDKs
+    merge it. A value of another type than the conventions say (``True``, ``NaN``, a
+    string) is left out; the request goes as it was built."""
+    body = request.get("extra_body")
+    merged: Mapping[str, object] = (
+        {**request, **{k: v for k, v in body.items() if isinstance(k, str)}}
+        if isinstance(body, Mapping)
+        else request
+    )
+    shown: dict[str, _Value] = {}
+    for name, key in _NUMBERS:
+        value = merged.get(key)
+        if type(value) in (int, float) and math.isfinite(cast(float, value)):
+            shown[name] = float(cast(float, value))
+    for key in _MAX_TOKENS:
+        value = merged.get(key)
+        if _int64(value):
+            shown["gen_ai.request.max_tokens"] = cast(int, value)
+            break
+    seed = merged.get("seed")
+    if _int64(seed):
+        shown["gen_ai.request.seed"] = cast(int, seed)
+    stops = merged.get("stop", merged.get("stop_sequences"))
+    stops = (stops,) if isinstance(stops, str) else stops
+    if isinstance(stops, list | tuple) and stops and all(isinstance(s, str) for s in stops):
+        shown["gen_ai.request.stop_sequences"] = tuple(
+            _written(stop, _SERVED) for stop in stops[:_STOPS_SHOWN]
+        )
+    for path in _FORMATS:
+        kind = _path(merged, (*path, "type"))
+        if isinstance(kind, str) and kind in _OUTPUT_TYPES:
+            shown["gen_ai.output.type"] = _OUTPUT_TYPES[kind]
+            break
+    return shown
+
+
+def _int64(value: object) -> bool:
+    """Whether ``value`` is an ``int`` (not a ``bool``) an exporter can send: OTLP's
+    integers are 64-bit, and an exporter that meets a larger one drops the span's batch."""
+    return type(value) is int and -(2**63) <= value < 2**63
+
+
+def _path(value: object, path: Sequence[str]) -> object:
+    """The value at ``path`` of nested mappings (``None`` where one is missing)."""
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
 class _LiveChat(_Live, ChatSpan):
     __slots__ = ()
 
@@ -705,6 +788,7 @@ class _LiveChat(_Live, ChatSpan):
         tools_sha256: str,
         tools: Sequence[str],
         spans: Sequence[PromptSpan],
+        request: Mapping[str, object],
     ) -> None:
         self._set(
             {
@@ -713,6 +797,7 @@ class _LiveChat(_Live, ChatSpan):
                 "veridic.tools": tuple(tools),
                 "veridic.system.kinds": tuple(span.kind for span in spans),
                 "veridic.system.origins": tuple(span.origin for span in spans),
+                **_request_attributes(request),
             }
         )
 
@@ -731,14 +816,8 @@ class _LiveChat(_Live, ChatSpan):
                 "veridic.tool_call_count": len(reply.tool_calls),
             }
         )
-        usage = reply.usage
-        if usage is not None:
-            self._set(
-                {
-                    "gen_ai.usage.input_tokens": usage.input_tokens,
-                    "gen_ai.usage.output_tokens": usage.output_tokens,
-                }
-            )
+        if reply.usage is not None:
+            self._set(_usage_attributes(reply.usage))
         self._end()
         return reply
 
@@ -766,11 +845,13 @@ class _LiveChat(_Live, ChatSpan):
 
 
 class _LiveTool(_Live, ToolSpan):
-    __slots__ = ()
+    __slots__ = ("_record",)
 
     def __init__(
         self, tracer: Tracer, name: object, request_id: object, view: object, call_id: object
     ) -> None:
+        self._record: AuditRecord | None = None
+        """the record the executor handed over before an interrupt left the ``with`` block"""
         plain = isinstance(name, str) and _PLAIN.fullmatch(name) is not None
         attributes: dict[str, str | bool | int | Sequence[str]] = {
             "gen_ai.operation.name": "execute_tool",
@@ -796,10 +877,13 @@ class _LiveTool(_Live, ToolSpan):
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        # The one way a span that an error ends shows its call's record: the record the
+        # executor handed over (the call ran, then an interrupt came), else the one an
+        # AuditWriteError carries (the call ran, its record could not be written), raised
+        # itself or under the interrupt that came while the record was being written.
         if error is not None and not self._ended:
-            result = getattr(error, "result", None)  # AuditWriteError: the call ran
-            record = getattr(result, "record", None)
-            if isinstance(record, AuditRecord):
+            record = self._record or _carried(error)
+            if record is not None:
                 self._recorded(record)
         self._exit(error)
 
@@ -807,8 +891,7 @@ class _LiveTool(_Live, ToolSpan):
         self._set(_record_attributes(record))
 
     def recorded(self, result: _Called) -> None:
-        if not self._ended:
-            self._recorded(result.record)
+        self._record = result.record
 
     def ended(self, result: C) -> C:
         record = result.record
@@ -819,6 +902,21 @@ class _LiveTool(_Live, ToolSpan):
             self._error(kind, record.outcome.value)
         self._end()
         return result
+
+
+def _carried(error: BaseException) -> AuditRecord | None:
+    """The record of a call that ran, as an :class:`~veridic.AuditWriteError` carries it:
+    ``error`` itself, or the error it was raised during (an interrupt raised while the
+    record was being written; a few links at most, and no cycle followed)."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen and len(seen) < 8:
+        seen.add(id(link))
+        record = getattr(getattr(link, "result", None), "record", None)
+        if isinstance(record, AuditRecord):
+            return record
+        link = link.__context__
+    return None
 
 
 class _LiveAgent(_Live, AgentSpan):
@@ -848,8 +946,7 @@ class _LiveAgent(_Live, AgentSpan):
             "veridic.paused": result.paused is not None,
         }
         if usage is not None:
-            shown["gen_ai.usage.input_tokens"] = usage.input_tokens
-            shown["gen_ai.usage.output_tokens"] = usage.output_tokens
+            shown.update(_usage_attributes(usage))
         self._set(shown)
         self._end()
         return result
@@ -869,7 +966,35 @@ def _own(result: _Counted, since: _Counted | None) -> tuple[int, Usage | None]:
         return result.turns, result.usage
     usage, before = result.usage, since.usage
     if usage is not None and before is not None:
+        # A stored PausedRun keeps the two totals only: a part it lost counts from 0.
         usage = Usage(
-            usage.input_tokens - before.input_tokens, usage.output_tokens - before.output_tokens
+            usage.input_tokens - before.input_tokens,
+            usage.output_tokens - before.output_tokens,
+            **{part: max(0, getattr(usage, part) - getattr(before, part)) for part in PARTS},
         )
     return result.turns - since.turns, usage
+
+
+_USAGE: Final = (
+    ("gen_ai.usage.input_tokens", "input_tokens"),
+    ("gen_ai.usage.output_tokens", "output_tokens"),
+    ("gen_ai.usage.cache_read.input_tokens", "cache_read_input_tokens"),
+    ("gen_ai.usage.cache_creation.input_tokens", "cache_creation_input_tokens"),
+    ("gen_ai.usage.reasoning.output_tokens", "reasoning_output_tokens"),
+)
+"""The GenAI conventions' name of each count of a :class:`~veridic.Usage`."""
+
+
+def _usage_attributes(usage: Usage) -> dict[str, int]:
+    """The two totals, and each part the provider counted (a part of 0 is left out: the
+    provider may not break its counts down at all, and a cache-read count of 0 would say it
+    did and nothing was read from the cache).
+
+    A count past 64 bits is left out too: each answer's fit (they are checked), but a
+    run's sum of them need not, and an OTLP exporter that meets one drops the whole batch
+    of spans it is in."""
+    shown = {name: getattr(usage, key) for name, key in _USAGE}
+    return {name: n for name, n in shown.items() if (n or name in _TOTALS) and _int64(n)}
+
+
+_TOTALS: Final = frozenset({"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"})
