@@ -156,7 +156,11 @@ def function_tools(
     stored with the provider (``prompt=``); when its ``model_settings`` put
     instructions, tools or history in ``extra_body`` or ``extra_args`` (the
     request would carry them in place of the checked ones); and when the run's
-    input holds an item with the role ``system`` or ``developer``. :func:`instructions` gives
+    input holds an item with the role ``system`` or ``developer``. The run's ``RunConfig`` is
+    not shown to that check: a call made in a run whose ``RunConfig`` has a
+    ``call_model_input_filter`` (it rewrites the instructions and input each request is sent)
+    or ``model_settings`` that set those keys is refused before anything runs (the SDK's
+    ``UserError``, caused by a :class:`~veridic.VeridicError`). :func:`instructions` gives
     the instructions; build them per request, when the agent is made. An agent
     without veridic tools may hand off to one that holds them: the agent handed
     to is checked by its own tools.
@@ -479,7 +483,8 @@ class _Binding:
         SDK passes ``extra_args`` as parameters wherever it sent none (a stored ``prompt``,
         a ``previous_response_id``), so either could replace the trusted instructions or
         the view's tools, or add instructions and history nobody checked. Only the agent's
-        own settings can be read here: ``RunConfig(model_settings=...)`` is not.
+        own settings can be read here: ``RunConfig(model_settings=...)`` is checked when a
+        tool is called (:meth:`check_run_config`).
 
         Raises:
             VeridicError: a key of ``extra_body`` or ``extra_args`` sets what veridic owns.
@@ -496,6 +501,48 @@ class _Binding:
                 "the SDK sends in place of (or beside) the trusted instructions, the view's "
                 "tools and the run's input: leave these keys out; the instructions come from "
                 "instructions(view, ...), the tools from function_tools(view, ...)"
+            )
+
+    def check_run_config(self, config: object, tool: str) -> None:
+        """Refuse a call made in a run whose ``RunConfig`` rewrites what veridic checked.
+
+        The SDK hands the tools (:meth:`check_agent`) the agent, never the run's
+        ``RunConfig``, which it applies after that check, to every model request: its
+        ``call_model_input_filter`` returns the instructions and input the model is sent
+        (a filter can put any text in the system prompt, or drop the checked one), and its
+        ``model_settings`` are merged over the agent's (``extra_body`` and ``extra_args``
+        sent instructions, tools or history in place of the checked ones). A tool call is
+        the first moment veridic sees the ``RunConfig``; the model's request was sent by
+        then, so the call, asked for under instructions nobody checked, must not run.
+
+        Raises:
+            VeridicError: the run has a ``call_model_input_filter``, or run model settings
+                that set what veridic owns; nothing ran and nothing was recorded.
+        """
+        if config is None:
+            return
+        where = f"the call of {tool!r} (request {self.request_id!r}) was made in a run whose"
+        if getattr(config, "call_model_input_filter", None) is not None:
+            raise VeridicError(
+                f"{where} RunConfig has a call_model_input_filter, which rewrites the "
+                "instructions and the input the model is sent after veridic checked them "
+                "(the system prompt of that request may hold text nobody checked), so the "
+                "call did not run: leave call_model_input_filter out of RunConfig; give the "
+                "agent its instructions with instructions(view, ...) and trim or redact the "
+                "run's input before Runner.run"
+            )
+        settings = getattr(config, "model_settings", None)
+        clash = [
+            f"RunConfig(model_settings=...).{field}[{key!r}]"
+            for field in ("extra_body", "extra_args")
+            for key in sorted(owned_keys(getattr(settings, field, None)))
+        ]
+        if clash:
+            raise VeridicError(
+                f"{where} {', '.join(clash)} is sent in place of (or beside) the trusted "
+                "instructions, the view's tools and the run's input, so the call did not "
+                "run: leave these keys out; the instructions come from instructions(view, "
+                "...), the tools from function_tools(view, ...)"
             )
 
     def _check_section(self, text: str, where: str) -> None:
@@ -586,6 +633,7 @@ class _Invoker:
         approved it (a call id no model writes is approved too then).
         """
         binding = self.binding
+        binding.check_run_config(getattr(context, "run_config", None), self.name)
         call_id = context.tool_call_id
         approved = context.is_tool_approved(self.name, call_id) is True
         standing = context.is_tool_approved(self.name, _PROBE) is True
