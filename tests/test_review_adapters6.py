@@ -15,6 +15,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -22,8 +23,16 @@ from agents import Agent, ModelSettings, RunConfig, Runner, UserError
 from agents.run_config import CallModelData, ModelInputData
 from pydantic import BaseModel
 from pydantic_ai import Agent as PaiAgent
-from pydantic_ai import NativeOutput, PromptedOutput, StructuredDict, ToolOutput
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai import NativeOutput, PromptedOutput, RunContext, StructuredDict, ToolOutput
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import (
+    InstructionPart,
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+)
+from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_integration_openai_agents import SYSTEM, App, ScriptedModel, call, say
 from test_integration_openai_agents import _offline as _offline  # the autouse fixture
@@ -245,3 +254,44 @@ def test_pai_a_trusted_description_joined_to_a_docstring_is_read_on_the_agent() 
     other = PaiAgent(_json_model([]), output_type=Bare)
     with pytest.raises(ProvenanceError, match=r"declare that output on the Agent"):
         other.run_sync("Weather?", capabilities=[s.veridic], output_type=output)
+
+
+# --- pydantic-ai: a capability after veridic's edits the request it checked ------------------
+
+
+@dataclass
+class _Rewriter(AbstractCapability[object]):
+    """A capability that edits each request as it is prepared: a ticket in the instructions."""
+
+    def get_instructions(self) -> None:
+        return None
+
+    async def prepare_model_request(
+        self, ctx: RunContext[object], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        parameters = request_context.model_request_parameters
+        parts = [*(parameters.instruction_parts or ()), InstructionPart(content=str(TICKET))]
+        request_context.model_request_parameters = dataclasses.replace(
+            parameters, instruction_parts=parts
+        )
+        return request_context
+
+
+@pytest.mark.parametrize("where", ["agent", "run", "both-run"])
+def test_pai_a_capability_that_edits_the_request_after_veridics_check_is_seen(where: str) -> None:
+    """pydantic-ai prepares a request through its capabilities in order: one listed after
+    veridic's edited the request veridic had checked, and a ticket reached the instructions."""
+    s = pai_setup()
+    seen: list[AgentInfo] = []
+    if where == "agent":
+        agent = PaiAgent(_json_model(seen), capabilities=[s.veridic, _Rewriter()])
+        run = functools.partial(agent.run_sync, "Weather?")
+    elif where == "run":
+        agent = PaiAgent(_json_model(seen), capabilities=[_Rewriter()])
+        run = functools.partial(agent.run_sync, "Weather?", capabilities=[s.veridic])
+    else:
+        agent = PaiAgent(_json_model(seen))
+        run = functools.partial(agent.run_sync, "Weather?", capabilities=[s.veridic, _Rewriter()])
+    with pytest.raises(ProvenanceError, match=r"instruction part \d+ of request"):
+        run()
+    assert seen == []

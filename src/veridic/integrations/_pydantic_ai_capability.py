@@ -32,7 +32,12 @@ from pydantic_ai import (
     ToolFailed,
     ToolOutput,
 )
-from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult
+from pydantic_ai.capabilities import (
+    AbstractCapability,
+    AgentNode,
+    CapabilityOrdering,
+    NodeResult,
+)
 from pydantic_ai.messages import (
     InstructionPart,
     ModelMessage,
@@ -386,6 +391,15 @@ class VeridicCapability(AbstractCapability[object]):
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None  # it holds a view and an audit store: not something a spec file can name
+
+    def get_ordering(self) -> CapabilityOrdering:
+        """Innermost: the last capability to prepare a request, so it checks what is sent.
+
+        pydantic-ai prepares each request through its capabilities in order, outermost
+        first (the agent's, then the run's, as listed): a capability after this one could
+        add instructions, messages or tools to the request this one had checked.
+        """
+        return CapabilityOrdering(position="innermost")
 
     def get_toolset(self) -> VeridicToolset:
         return self.toolset
