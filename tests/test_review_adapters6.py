@@ -324,11 +324,13 @@ def test_lc_a_middleware_listed_after_veridics_cannot_edit_the_checked_call(
         AIMessage("Sunny."),
         middleware=[approval_middleware(world.tools), _ticket_prompt],
     )
+    run: Callable[[], object] = (
+        functools.partial(asyncio.run, agent.graph.ainvoke(_start(), agent.config))
+        if asynchronous
+        else functools.partial(agent.graph.invoke, _start(), agent.config)
+    )
     with pytest.raises(VeridicError, match=r"listed last"):
-        if asynchronous:
-            asyncio.run(agent.graph.ainvoke(_start(), agent.config))
-        else:
-            agent.graph.invoke(_start(), agent.config)
+        run()
     assert agent.model.seen == []
     assert world.rows() == []
 
