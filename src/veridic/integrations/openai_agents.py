@@ -628,11 +628,18 @@ class _Invoker:
     async def __call__(self, context: ToolContext[object], arguments: str) -> str:
         """Run the call through the executor; what the model reads, as a data block.
 
+        The agent is checked again first (:meth:`_Binding.check_agent`): the check in
+        ``is_enabled`` runs only for the tools :func:`function_tools` made, and a copy of
+        one (``dataclasses.replace(tool, is_enabled=True)``) runs this invoker without it.
+
         The user confirmed the call when the SDK's state approves this very
         call id and no standing ``always_approve`` of the SDK could be what
         approved it (a call id no model writes is approved too then).
         """
         binding = self.binding
+        # Again at the call: is_enabled ran the check only if the agent holds these very
+        # tools (a copy made with is_enabled=True skips it, and runs this same invoker).
+        binding.check_agent(context.agent, context.turn_input)
         binding.check_run_config(getattr(context, "run_config", None), self.name)
         call_id = context.tool_call_id
         approved = context.is_tool_approved(self.name, call_id) is True
