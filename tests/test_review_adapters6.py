@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from agents import Agent, ModelSettings, RunConfig, Runner, Tool, UserError
+from agents import Agent, FunctionTool, ModelSettings, RunConfig, Runner, Tool, UserError
 from agents.run_config import CallModelData, ModelInputData
 from langchain.agents.middleware import ModelRequest as LcModelRequest
 from langchain.agents.middleware import dynamic_prompt
@@ -346,7 +346,8 @@ def test_copies_of_the_tools_that_skip_the_agent_check_run_no_call(app: App) -> 
     """The agent check runs in each tool's ``is_enabled``: copies of the tools with
     ``is_enabled=True`` (``dataclasses.replace``, as a helper that toggles tools does) skipped
     it, so an agent under a ticket for instructions ran the view's tools as if checked."""
-    copies: list[Tool] = [dataclasses.replace(tool, is_enabled=True) for tool in app.tools]  # type: ignore[type-var]  # every item is a FunctionTool
+    made = [tool for tool in app.tools if isinstance(tool, FunctionTool)]
+    copies: list[Tool] = [dataclasses.replace(tool, is_enabled=True) for tool in made]
     model = ScriptedModel([call("list_fixtures", {}, "c1")], [say("Done.")])
     bad = Agent(name="maintainer", instructions=str(TICKET), tools=copies, model=model)
     _refused(bad, RunConfig(), r"not made by function_tools\(\)")
