@@ -152,7 +152,8 @@ def function_tools(
     arguments unguarded and unrecorded, to an agent nobody checked), and when
     its instructions are not trusted text of this view: a ``str`` other than
     trusted text, a function (its text is made after the check, so it is never
-    read), trusted text holding another view's capability section, or a prompt
+    read), trusted text (or none) without this view's capability section or the preamble
+    of ``data_mode``, trusted text holding another view's capability section, or a prompt
     stored with the provider (``prompt=``); when its ``model_settings`` put
     instructions, tools or history in ``extra_body`` or ``extra_args`` (the
     request would carry them in place of the checked ones); and when the run's
@@ -466,6 +467,8 @@ class _Binding:
             )
         elif isinstance(text, str):
             self._check_section(text, where)
+        if text is None or (isinstance(text, str) and is_trusted(text)):
+            self._check_told(text, where)
         stored = getattr(agent, "prompt", None)
         if stored is not None:
             raise ProvenanceError(
@@ -543,6 +546,38 @@ class _Binding:
                 "instructions, the view's tools and the run's input, so the call did not "
                 "run: leave these keys out; the instructions come from instructions(view, "
                 "...), the tools from function_tools(view, ...)"
+            )
+
+    def _check_told(self, text: str | None, where: str) -> None:
+        """Refuse instructions that do not tell the model its tools and what their results are.
+
+        The capability section is the model's account of the tools it is given, and tool
+        results come back as data blocks in the tools' data mode, which only the preamble
+        of that mode tells the model are data, never instructions: trusted text without
+        either (``join([SYSTEM, view.capability_section()])``, ``instructions(view, ...,
+        data_mode=...)`` of another mode, no instructions at all) left the model reading
+        marked ticket text with no word of what the marks mean.
+
+        Raises:
+            ToolCouplingError: the section or the preamble of the tools' mode is missing.
+        """
+        missing = [
+            what
+            for what, part in (
+                ("the view's capability section", self.view.capability_section()),
+                (
+                    f"the preamble of the tools' data mode {self.data_mode!r}",
+                    preamble(self.data_mode),
+                ),
+            )
+            if text is None or part not in text
+        ]
+        if missing:
+            raise ToolCouplingError(
+                f"{where}) lack {' and '.join(missing)}: the model would not be told the tools "
+                "it is given, or that their results are data blocks and never instructions; "
+                "build the instructions with instructions(view, ...), with the data_mode "
+                "given to function_tools()"
             )
 
     def _check_section(self, text: str, where: str) -> None:
