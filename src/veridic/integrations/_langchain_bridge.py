@@ -536,6 +536,35 @@ class Binding:
             )
 
 
+_MODEL_CALLS: Final = frozenset({"_execute_model_sync", "_execute_model_async"})
+"""The names of ``create_agent``'s own model call, the handler the innermost middleware gets."""
+
+
+def _check_innermost(handler: object, request_id: str) -> None:
+    """Refuse to check a model call that another middleware can still change afterwards.
+
+    ``create_agent`` runs a model call through the ``wrap_model_call`` of each middleware,
+    the first listed outermost; the innermost is handed the agent's own model call, and
+    any other the next middleware's. A middleware inside veridic's (``dynamic_prompt``,
+    one that edits the messages, the tools or the settings) changed the request after
+    the check: the system prompt the model read was not the one checked. Recognised by
+    the name LangChain gives its model call: when a version renames it, every model call
+    is refused, never let through unchecked.
+
+    Raises:
+        VeridicError: the middleware is not the innermost of those that wrap model calls.
+    """
+    if getattr(handler, "__name__", None) in _MODEL_CALLS:
+        return
+    raise VeridicError(
+        f"the approval middleware of request {request_id!r} is not the last middleware that "
+        "wraps the model call, so another one could change the call (its system prompt, "
+        "messages, tools or settings) after veridic checked it; the model was not called: "
+        "give create_agent(middleware=[...]) the approval_middleware listed last, nearest "
+        "the model"
+    )
+
+
 def _instruction_role(message: BaseMessage) -> str | None:
     """The role of a message a provider reads as instructions, or ``None`` for any other."""
     if isinstance(message, SystemMessage) or message.type == "system":
@@ -752,6 +781,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         request: ModelRequest[None],
         handler: Callable[[ModelRequest[None]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        _check_innermost(handler, self._binding.request_id)
         self._binding.check_model_request(request)
         return handler(request)
 
@@ -760,6 +790,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         request: ModelRequest[None],
         handler: Callable[[ModelRequest[None]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        _check_innermost(handler, self._binding.request_id)
         self._binding.check_model_request(request)
         return await handler(request)
 

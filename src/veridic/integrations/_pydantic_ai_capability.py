@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pydantic import BaseModel
 from pydantic_ai import (
     AgentRunResult,
     ApprovalRequired,
@@ -22,11 +25,19 @@ from pydantic_ai import (
     DeferredToolRequests,
     ModelRequestNode,
     ModelRetry,
+    NativeOutput,
+    PromptedOutput,
     RunContext,
     ToolDefinition,
     ToolFailed,
+    ToolOutput,
 )
-from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult
+from pydantic_ai.capabilities import (
+    AbstractCapability,
+    AgentNode,
+    CapabilityOrdering,
+    NodeResult,
+)
 from pydantic_ai.messages import (
     InstructionPart,
     ModelMessage,
@@ -37,7 +48,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
 from pydantic_ai.output import OutputContext
 from pydantic_ai.profiles import DEFAULT_PROMPTED_OUTPUT_TEMPLATE
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
@@ -381,6 +392,15 @@ class VeridicCapability(AbstractCapability[object]):
     def get_serialization_name(cls) -> str | None:
         return None  # it holds a view and an audit store: not something a spec file can name
 
+    def get_ordering(self) -> CapabilityOrdering:
+        """Innermost: the last capability to prepare a request, so it checks what is sent.
+
+        pydantic-ai prepares each request through its capabilities in order, outermost
+        first (the agent's, then the run's, as listed): a capability after this one could
+        add instructions, messages or tools to the request this one had checked.
+        """
+        return CapabilityOrdering(position="innermost")
+
     def get_toolset(self) -> VeridicToolset:
         return self.toolset
 
@@ -412,7 +432,9 @@ class VeridicCapability(AbstractCapability[object]):
 
         The template of a prompted output (``PromptedOutput(template=...)``) is written
         into the instructions by the model class, after this check: it must be trusted
-        text, or the model profile's own template.
+        text, or the model profile's own template. An output's description (an output
+        tool's, the object of a ``NativeOutput`` or ``PromptedOutput``) reaches the model
+        as instructions too: it must be code text (:func:`_check_output_descriptions`).
 
         A native tool (``NativeTool(...)``, the ``WebSearch`` capability and its
         kind) is run by the provider itself: an MCP server it calls, code it
@@ -425,7 +447,8 @@ class VeridicCapability(AbstractCapability[object]):
                 the view's is missing, its definition is not the view's, or the
                 request holds a native tool.
             ProvenanceError: a system part of the messages, an instruction
-                part or the prompted output's template is not trusted text.
+                part or the prompted output's template is not trusted text, or an
+                output's description is not code text.
             VeridicError: the model settings would send instructions, tools or
                 history beside the request's.
         """
@@ -440,6 +463,7 @@ class VeridicCapability(AbstractCapability[object]):
         _check_output_template(
             parameters.prompted_output_template, request_context.model, self.request_id
         )
+        _check_output_descriptions(parameters, ctx.agent, self.request_id)
         problems = _tool_problems(parameters.function_tools, self.view)
         problems += [
             f"native tool {clip(tool.kind)} ({type(tool).__name__}), run by the provider"
@@ -627,6 +651,113 @@ def _check_output_template(template: object, model: Model, request_id: str) -> N
         "give it as instruction(...) text written in code, or leave it out for pydantic-ai's "
         "own)",
     )
+
+
+_DEFAULT_OUTPUT_DESCRIPTION: Final = "The final response which ends this conversation"
+"""pydantic-ai's own description of an output tool whose type has none (its text)."""
+
+
+def _check_output_descriptions(
+    parameters: ModelRequestParameters, agent: object, request_id: str
+) -> None:
+    """Refuse an output's description that is not code text: the model reads it as instructions.
+
+    An output tool's description sits in the tool list beside the view's tools, and the
+    object of a ``NativeOutput`` or ``PromptedOutput`` is described in the response format
+    or in the instructions. pydantic-ai takes it from the output type's docstring (code,
+    as a tool's docstring is), from ``ToolOutput``/``NativeOutput``/``PromptedOutput(
+    description=...)`` or a ``StructuredDict(description=...)`` (any string, made at run
+    time), or says its own words. The rule is the registry's: a docstring is code text; a
+    description given as a value must be trusted text (``instruction(...)``), since a
+    plain ``str`` here may be formatted from anything and mypy cannot tell.
+
+    pydantic-ai keeps a given description as it was (the minted value), unless the type
+    has a docstring too: then it sends ``"<given>. <docstring>"``, a plain ``str``, which
+    is recognised when the given part is the trusted description of an output the agent
+    declares (``Agent(output_type=...)``; a run's ``output_type=`` is not shown to
+    capabilities).
+
+    Raises:
+        ProvenanceError: a description is none of these (in report mode: logged).
+    """
+    described: list[tuple[str, str | None, Mapping[str, object]]] = [
+        (f"output tool {clip(tool.name)}", tool.description, tool.parameters_json_schema)
+        for tool in parameters.output_tools
+    ]
+    if parameters.output_object is not None:
+        found = parameters.output_object
+        titled = {**found.json_schema, "title": found.name or found.json_schema.get("title")}
+        described.append((f"output object {clip(str(found.name))}", found.description, titled))
+    if all(is_trusted(text) or not text for _, text, _ in described):
+        return
+    types, given = _declared_outputs(getattr(agent, "output_type", None))
+    for where, text, schema in described:
+        if not text or is_trusted(text) or text in given:
+            continue
+        title = schema.get("title")
+        docs = _docstrings(types, title if isinstance(title, str) else None)
+        known = {_DEFAULT_OUTPUT_DESCRIPTION, *docs}
+        known |= {f"{part}. {doc}" for part in given for doc in docs}
+        head, _, tail = text.partition(": ")
+        if text in known or (tail == _DEFAULT_OUTPUT_DESCRIPTION and head.isidentifier()):
+            continue
+        if any(doc.startswith(text.strip()) for doc in docs):
+            continue  # an output function's summary: the head of its docstring
+        report(
+            text,
+            f"the output description of the {where} of request {request_id!r} (pydantic-ai "
+            "sends it as instructions beside the capability section; a description given as "
+            "a value, ToolOutput/NativeOutput/PromptedOutput(description=...) or "
+            "StructuredDict(description=...), must be code text: give it as "
+            "instruction(...), or write it as the output type's docstring; instruction() "
+            "text given with a type that has a docstring is sent joined to it, a plain str: "
+            "declare that output on the Agent, output_type=..., where veridic reads it)",
+        )
+
+
+def _declared_outputs(spec: object) -> tuple[list[object], set[str]]:
+    """The types and functions of an agent's output spec, and the trusted descriptions given
+    with them."""
+    types: list[object] = []
+    given: set[str] = set()
+    pending: list[object] = [spec]
+    while pending and len(types) + len(pending) < 1000:
+        item = pending.pop()
+        description = getattr(item, "description", None)
+        if isinstance(item, (ToolOutput, NativeOutput, PromptedOutput)):
+            if isinstance(description, str) and is_trusted(description):
+                given.add(str.__str__(description))
+            inner = item.output if isinstance(item, ToolOutput) else item.outputs
+            pending.append(inner)
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif isinstance(item, type) or callable(item):
+            types.append(item)
+        else:
+            pending.extend(typing.get_args(item))
+    return types, given
+
+
+def _docstrings(types: Sequence[object], title: str | None) -> set[str]:
+    """The docstrings of the declared output types and of pydantic models named ``title``.
+
+    A run's ``output_type=`` is not shown to capabilities: its model is found by the
+    title pydantic gave its schema, among the models defined in code.
+    """
+    found: list[object] = list(types)
+    if title is not None:
+        pending: list[type] = [BaseModel]
+        seen: set[type] = set()
+        while pending:
+            model = pending.pop()
+            if model in seen:
+                continue
+            seen.add(model)
+            pending.extend(model.__subclasses__())
+            if model.__name__ == title:
+                found.append(model)
+    texts = (getattr(source, "__doc__", None) for source in found)
+    return {inspect.cleandoc(text) for text in texts if isinstance(text, str)}
 
 
 def _trusted_static(agent: object) -> set[str]:

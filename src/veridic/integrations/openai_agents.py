@@ -152,11 +152,16 @@ def function_tools(
     arguments unguarded and unrecorded, to an agent nobody checked), and when
     its instructions are not trusted text of this view: a ``str`` other than
     trusted text, a function (its text is made after the check, so it is never
-    read), trusted text holding another view's capability section, or a prompt
+    read), trusted text (or none) without this view's capability section or the preamble
+    of ``data_mode``, trusted text holding another view's capability section, or a prompt
     stored with the provider (``prompt=``); when its ``model_settings`` put
     instructions, tools or history in ``extra_body`` or ``extra_args`` (the
     request would carry them in place of the checked ones); and when the run's
-    input holds an item with the role ``system`` or ``developer``. :func:`instructions` gives
+    input holds an item with the role ``system`` or ``developer``. The run's ``RunConfig`` is
+    not shown to that check: a call made in a run whose ``RunConfig`` has a
+    ``call_model_input_filter`` (it rewrites the instructions and input each request is sent)
+    or ``model_settings`` that set those keys is refused before anything runs (the SDK's
+    ``UserError``, caused by a :class:`~veridic.VeridicError`). :func:`instructions` gives
     the instructions; build them per request, when the agent is made. An agent
     without veridic tools may hand off to one that holds them: the agent handed
     to is checked by its own tools.
@@ -462,6 +467,8 @@ class _Binding:
             )
         elif isinstance(text, str):
             self._check_section(text, where)
+        if text is None or (isinstance(text, str) and is_trusted(text)):
+            self._check_told(text, where)
         stored = getattr(agent, "prompt", None)
         if stored is not None:
             raise ProvenanceError(
@@ -479,7 +486,8 @@ class _Binding:
         SDK passes ``extra_args`` as parameters wherever it sent none (a stored ``prompt``,
         a ``previous_response_id``), so either could replace the trusted instructions or
         the view's tools, or add instructions and history nobody checked. Only the agent's
-        own settings can be read here: ``RunConfig(model_settings=...)`` is not.
+        own settings can be read here: ``RunConfig(model_settings=...)`` is checked when a
+        tool is called (:meth:`check_run_config`).
 
         Raises:
             VeridicError: a key of ``extra_body`` or ``extra_args`` sets what veridic owns.
@@ -496,6 +504,80 @@ class _Binding:
                 "the SDK sends in place of (or beside) the trusted instructions, the view's "
                 "tools and the run's input: leave these keys out; the instructions come from "
                 "instructions(view, ...), the tools from function_tools(view, ...)"
+            )
+
+    def check_run_config(self, config: object, tool: str) -> None:
+        """Refuse a call made in a run whose ``RunConfig`` rewrites what veridic checked.
+
+        The SDK hands the tools (:meth:`check_agent`) the agent, never the run's
+        ``RunConfig``, which it applies after that check, to every model request: its
+        ``call_model_input_filter`` returns the instructions and input the model is sent
+        (a filter can put any text in the system prompt, or drop the checked one), and its
+        ``model_settings`` are merged over the agent's (``extra_body`` and ``extra_args``
+        sent instructions, tools or history in place of the checked ones). A tool call is
+        the first moment veridic sees the ``RunConfig``; the model's request was sent by
+        then, so the call, asked for under instructions nobody checked, must not run.
+
+        Raises:
+            VeridicError: the run has a ``call_model_input_filter``, or run model settings
+                that set what veridic owns; nothing ran and nothing was recorded.
+        """
+        if config is None:
+            return
+        where = f"the call of {tool!r} (request {self.request_id!r}) was made in a run whose"
+        if getattr(config, "call_model_input_filter", None) is not None:
+            raise VeridicError(
+                f"{where} RunConfig has a call_model_input_filter, which rewrites the "
+                "instructions and the input the model is sent after veridic checked them "
+                "(the system prompt of that request may hold text nobody checked), so the "
+                "call did not run: leave call_model_input_filter out of RunConfig; give the "
+                "agent its instructions with instructions(view, ...) and trim or redact the "
+                "run's input before Runner.run"
+            )
+        settings = getattr(config, "model_settings", None)
+        clash = [
+            f"RunConfig(model_settings=...).{field}[{key!r}]"
+            for field in ("extra_body", "extra_args")
+            for key in sorted(owned_keys(getattr(settings, field, None)))
+        ]
+        if clash:
+            raise VeridicError(
+                f"{where} {', '.join(clash)} is sent in place of (or beside) the trusted "
+                "instructions, the view's tools and the run's input, so the call did not "
+                "run: leave these keys out; the instructions come from instructions(view, "
+                "...), the tools from function_tools(view, ...)"
+            )
+
+    def _check_told(self, text: str | None, where: str) -> None:
+        """Refuse instructions that do not tell the model its tools and what their results are.
+
+        The capability section is the model's account of the tools it is given, and tool
+        results come back as data blocks in the tools' data mode, which only the preamble
+        of that mode tells the model are data, never instructions: trusted text without
+        either (``join([SYSTEM, view.capability_section()])``, ``instructions(view, ...,
+        data_mode=...)`` of another mode, no instructions at all) left the model reading
+        marked ticket text with no word of what the marks mean.
+
+        Raises:
+            ToolCouplingError: the section or the preamble of the tools' mode is missing.
+        """
+        missing = [
+            what
+            for what, part in (
+                ("the view's capability section", self.view.capability_section()),
+                (
+                    f"the preamble of the tools' data mode {self.data_mode!r}",
+                    preamble(self.data_mode),
+                ),
+            )
+            if text is None or part not in text
+        ]
+        if missing:
+            raise ToolCouplingError(
+                f"{where}) lack {' and '.join(missing)}: the model would not be told the tools "
+                "it is given, or that their results are data blocks and never instructions; "
+                "build the instructions with instructions(view, ...), with the data_mode "
+                "given to function_tools()"
             )
 
     def _check_section(self, text: str, where: str) -> None:
@@ -581,11 +663,19 @@ class _Invoker:
     async def __call__(self, context: ToolContext[object], arguments: str) -> str:
         """Run the call through the executor; what the model reads, as a data block.
 
+        The agent is checked again first (:meth:`_Binding.check_agent`): the check in
+        ``is_enabled`` runs only for the tools :func:`function_tools` made, and a copy of
+        one (``dataclasses.replace(tool, is_enabled=True)``) runs this invoker without it.
+
         The user confirmed the call when the SDK's state approves this very
         call id and no standing ``always_approve`` of the SDK could be what
         approved it (a call id no model writes is approved too then).
         """
         binding = self.binding
+        # Again at the call: is_enabled ran the check only if the agent holds these very
+        # tools (a copy made with is_enabled=True skips it, and runs this same invoker).
+        binding.check_agent(context.agent, context.turn_input)
+        binding.check_run_config(getattr(context, "run_config", None), self.name)
         call_id = context.tool_call_id
         approved = context.is_tool_approved(self.name, call_id) is True
         standing = context.is_tool_approved(self.name, _PROBE) is True

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import (
@@ -128,6 +129,48 @@ class McpServer:
     result_limit: int = RESULT_LIMIT
     describe_limit: int = DESCRIBE_LIMIT
 
+    def __post_init__(self) -> None:
+        """Check every field with a limit, however the value was made.
+
+        :func:`stdio` and :func:`http` are not the only way to make one:
+        ``dataclasses.replace(server, describe_limit=0)`` or a direct ``McpServer(...)``
+        skipped their checks, and a limit of 0 or below (or a timeout that is not a
+        positive finite number of seconds) left descriptions and results unbounded, or
+        every call timed out at once.
+
+        Raises:
+            VeridicError: the name is not one printable line, ``url`` is not an HTTP
+                URL, ``protocol`` is not ``"auto"`` or ``"legacy"``, ``result_limit`` or
+                ``describe_limit`` is not a positive number of characters, or ``timeout``
+                is not a positive, finite number of seconds.
+        """
+        _check_name(self.name)
+        if self.url and (
+            not isinstance(self.url, str) or not self.url.startswith(("http://", "https://"))
+        ):
+            raise VeridicError(
+                f"MCP server {self.name!r} got url={self.url!r}: give the server's streamable "
+                "HTTP endpoint, e.g. 'http://localhost:8000/mcp'"
+            )
+        if self.protocol not in ("auto", "legacy"):
+            raise VeridicError(
+                f"MCP server {self.name!r} got protocol={self.protocol!r}: give 'auto' (find "
+                "out) or 'legacy' (the initialize handshake of servers before 2026)"
+            )
+        _check_limits(self.name, self.result_limit, self.describe_limit)
+        timeout: object = self.timeout
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise VeridicError(
+                f"MCP server {self.name!r} got timeout={timeout!r}: give the seconds starting, "
+                "each listing and each call may take, a positive finite number, e.g. "
+                "timeout=10.0"
+            )
+
     def __repr__(self) -> str:
         where = self.url or " ".join(self.command)
         return f"McpServer({self.name!r}, {where!r})"
@@ -160,11 +203,11 @@ def stdio(
     is not bounded: its size was reviewed with it.
 
     Raises:
-        VeridicError: the name is not one printable line, or ``result_limit`` or
-            ``describe_limit`` is not a positive number of characters.
+        VeridicError: the name is not one printable line, ``result_limit`` or
+            ``describe_limit`` is not a positive number of characters, or ``timeout``
+            is not a positive, finite number of seconds (the same checks hold for an
+            ``McpServer`` made otherwise: ``dataclasses.replace(server, ...)``).
     """
-    _check_name(name)
-    _check_limits(name, result_limit, describe_limit)
     return McpServer(
         name,
         (command, *args),
@@ -191,13 +234,11 @@ def http(
     ``timeout``, ``protocol``, ``result_limit`` and ``describe_limit`` mean what they
     mean for :func:`stdio`.
     """
-    if not url.startswith(("http://", "https://")):
+    if not url:
         raise VeridicError(
             f"MCP server {name!r} got url={url!r}: give the server's streamable HTTP endpoint, "
             "e.g. 'http://localhost:8000/mcp'"
         )
-    _check_name(name)
-    _check_limits(name, result_limit, describe_limit)
     return McpServer(
         name,
         url=url,
@@ -991,7 +1032,7 @@ def _quoted(error: BaseException) -> str:
     return f"{type(error).__name__}: {clip(str(error), _ERROR_SHOWN)}"
 
 
-def _check_name(name: TrustedText) -> None:
+def _check_name(name: object) -> None:
     if not isinstance(name, str) or not name.strip() or not name.isprintable():
         raise VeridicError(
             f"MCP server name {name!r} is not a name: give one printable line written in code, "
@@ -999,7 +1040,7 @@ def _check_name(name: TrustedText) -> None:
         )
 
 
-def _check_limits(name: TrustedText, result_limit: int, describe_limit: int) -> None:
+def _check_limits(name: object, result_limit: int, describe_limit: int) -> None:
     for keyword, limit, what, default in (
         ("result_limit", result_limit, "of one tool result the model may be given", RESULT_LIMIT),
         (
