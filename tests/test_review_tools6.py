@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 
 import pytest
 
@@ -12,11 +13,14 @@ from veridic import (
     ApprovalRequest,
     CallOutcome,
     CallResult,
+    Deny,
     GuardDeniedError,
     Registry,
     RiskFloorError,
     SQLiteAuditSink,
+    Tool,
     ToolView,
+    VeridicError,
     aexecute,
     execute,
 )
@@ -302,3 +306,43 @@ def test_an_async_handler_cannot_run_a_high_risk_tool_through_the_view() -> None
     )
     assert sent == []
     assert result.record.outcome is CallOutcome.BLOCKED
+
+
+# --- view filters: an async predicate is no answer --------------------------------------
+
+
+def _refunds() -> Registry:
+    registry = Registry("shop")
+
+    @registry.tool(kind="write")
+    def refund(order: str) -> str:
+        """Refund an order to the original payment method.
+
+        Args:
+            order: The order.
+        """
+        return "refunded"
+
+    return registry
+
+
+async def _licensed(tool: Tool) -> bool:
+    return False
+
+
+def test_an_async_view_predicate_is_refused_instead_of_keeping_every_tool() -> None:
+    registry = _refunds()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited" either
+        refused = r"predicate _licensed returned a coroutine.*'refund'"
+        with pytest.raises(VeridicError, match=refused):
+            registry.view(predicates=[_licensed])  # type: ignore[list-item]  # the mistake under test
+        with pytest.raises(VeridicError, match=r"Deny\(when=_licensed\) returned a coroutine"):
+            registry.view(deny=[Deny(when=_licensed)])  # type: ignore[arg-type]  # the mistake under test
+
+
+def test_a_plain_predicate_still_filters_by_its_answer() -> None:
+    registry = _refunds()
+    assert "refund" not in registry.view(predicates=[lambda tool: False]).names()
+    assert "refund" in registry.view(predicates=[lambda tool: True]).names()
+    assert "refund" not in registry.view(deny=[Deny(when=lambda tool: True)]).names()

@@ -491,7 +491,9 @@ class Registry:
         Raises:
             RiskFloorError, VeridicError: from :meth:`boot`.
             UnknownToolError: ``allow`` or ``deny`` names a tool never registered.
-            VeridicError: ``wording`` or ``schema_tool`` is not what it takes.
+            VeridicError: ``wording`` or ``schema_tool`` is not what it takes, or a
+                predicate (or ``Deny(when=...)``) returned an awaitable: an ``async def``
+                filter's answer would never be awaited, and a coroutine reads as true.
         """
         if not self._booted:
             self.boot()
