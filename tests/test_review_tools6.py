@@ -346,3 +346,35 @@ def test_a_plain_predicate_still_filters_by_its_answer() -> None:
     assert "refund" not in registry.view(predicates=[lambda tool: False]).names()
     assert "refund" in registry.view(predicates=[lambda tool: True]).names()
     assert "refund" not in registry.view(deny=[Deny(when=lambda tool: True)]).names()
+
+
+# --- components: an async boot check is not a check that passed ---------------------------
+
+
+def test_an_async_boot_check_does_not_start_its_component() -> None:
+    registry = Registry("shop")
+
+    async def licence_ok() -> bool:
+        return False
+
+    pro = registry.component("Pro", boot=licence_ok, provides="Refunds", hint="Renew the licence.")
+
+    @pro.tool(kind="write")
+    def refund(order: str) -> str:
+        """Refund an order to the original payment method.
+
+        Args:
+            order: The order.
+        """
+        return "refunded"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # closed, not left for the collector to warn about
+        view = registry.view()
+    assert "refund" not in view.names()
+    status = view.status("refund")
+    assert (status.state, status.cause) == ("unavailable", "component")
+    assert "its boot check returned a coroutine" in view.capability_section()
+    (state,) = registry.components()
+    assert state.started is False
+    assert "async def" in state.detail
