@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
 import warnings
 
 import pytest
@@ -378,3 +380,62 @@ def test_an_async_boot_check_does_not_start_its_component() -> None:
     (state,) = registry.components()
     assert state.started is False
     assert "async def" in state.detail
+
+
+def test_a_write_dispatched_by_work_a_call_left_running_is_refused_and_recorded() -> None:
+    registry = Registry("notes")
+    written: list[str] = []
+    refused: list[BaseException] = []
+    workers: list[threading.Thread] = []
+
+    @registry.tool(kind="write")
+    def add_note(text: str) -> str:
+        """Add a note to the ledger.
+
+        Args:
+            text: The note.
+        """
+        written.append(text)
+        return "added"
+
+    @registry.tool(kind="write")
+    def schedule_note(text: str) -> str:
+        """Add a note to the ledger later, in the background.
+
+        Args:
+            text: The note.
+        """
+
+        def later() -> None:
+            try:
+                view.dispatch("add_note", {"text": text})
+            except GuardDeniedError as error:
+                refused.append(error)
+
+        worker = threading.Thread(target=contextvars.copy_context().run, args=(later,))
+        workers.append(worker)  # started by the test once the call has ended
+        return "scheduled"
+
+    view = registry.view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("schedule_note")
+    audit = SQLiteAuditSink()
+    result = execute(
+        view,
+        "schedule_note",
+        {"text": "pay the attacker"},
+        policy=policy,
+        audit=audit,
+        request_id="req-1",
+        prompt_sha256="0" * 64,
+    )
+    assert result.ok
+    (worker,) = workers
+    worker.start()
+    worker.join(timeout=5)
+    assert written == []
+    assert len(refused) == 1
+    assert "after the call of 'schedule_note'" in str(refused[0])
+    records = audit.records()
+    assert [record.follow_up for record in records] == [False, True]
+    assert records[1].operations == ("delegation:add_note",)

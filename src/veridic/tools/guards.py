@@ -407,7 +407,8 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> None:
     must be one that could run ``tool`` itself. A high-risk tool runs only
     inside a high-risk call the user confirmed (a high-risk write only inside
     a write: :attr:`Dispatch.may_do_high_risk`), and a write never inside a
-    query. What passes this is recorded like any guard when it is high risk
+    query, nor in work a call left running after it ended (its authority
+    ended with it). What passes this is recorded like any guard when it is high risk
     (the call did something high risk); a lower-risk dispatch inside a write
     is the write's own business and is not recorded.
 
@@ -424,12 +425,17 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> None:
             if kind == "write"
             else direct.risk >= Risk.HIGH and direct.approval is ApprovalMode.USER_CONFIRMED
         )
-    elif kind == "write" and direct.kind == "query":
-        permitted = False
+    elif kind == "write" and (direct.kind == "query" or _late(scope)):
+        permitted = False  # a query changes nothing; an ended call's authority is gone
     else:
         return
     what = f"{'high-risk ' if risk >= Risk.HIGH else ''}tool {tool!r} ({kind}, risk {risk.value})"
     _judge(scope, "delegation", (f"delegation:{tool}",), what, _outside_veridic(), permitted)
+
+
+def _late(scope: DispatchScope) -> bool:
+    with _STATE:
+        return scope._ended()
 
 
 _PACKAGE: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
