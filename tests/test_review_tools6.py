@@ -8,6 +8,8 @@ import threading
 import warnings
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from veridic import (
     ApprovalMode,
@@ -25,6 +27,7 @@ from veridic import (
     VeridicError,
     aexecute,
     execute,
+    normalize_plan,
 )
 from veridic.run.effects import check_declared_risk, run_observed
 
@@ -439,3 +442,78 @@ def test_a_write_dispatched_by_work_a_call_left_running_is_refused_and_recorded(
     records = audit.records()
     assert [record.follow_up for record in records] == [False, True]
     assert records[1].operations == ("delegation:add_note",)
+
+
+# --- plans: a step listed before the step it needs ----------------------------------------
+
+
+def _plan_view() -> ToolView:
+    registry = Registry("signup")
+
+    @registry.tool(kind="write")
+    def create_webhook(url: str) -> str:
+        """Create a webhook that receives form submissions.
+
+        Args:
+            url: Where deliveries are sent.
+        """
+        return "hook-1"
+
+    return registry.view()
+
+
+PLAN_VIEW = _plan_view()
+URL = {"url": "https://hooks.test"}
+
+
+def test_a_plan_listing_a_step_before_its_dependency_runs_in_dependency_order() -> None:
+    plan = normalize_plan(
+        [
+            {
+                "id": "map",
+                "tool": "create_webhook",
+                "arguments": {"url": "m"},
+                "depends_on": ["hook"],
+            },
+            {"id": "hook", "tool": "create_webhook", "arguments": URL},
+            {"id": "done", "tool": "create_webhook", "arguments": URL},
+        ],
+        PLAN_VIEW,
+    )
+    assert [step.id for step in plan.steps] == ["map", "hook", "done"]  # as the model wrote it
+    assert [step.id for step in plan.ordered] == ["hook", "map", "done"]
+
+
+@st.composite
+def _dags(draw: st.DrawFn) -> list[dict[str, object]]:
+    count = draw(st.integers(min_value=0, max_value=12))
+    ids = [f"s{index}" for index in range(count)]
+    steps: list[dict[str, object]] = [
+        {
+            "id": step_id,
+            "tool": draw(st.sampled_from(["create_webhook", "missing_tool"])),
+            "arguments": {"url": "x"},
+            # Only on steps made before it, so the graph has no cycle; shuffled below.
+            "depends_on": draw(st.lists(st.sampled_from(ids[:index]), unique=True))
+            if index
+            else [],
+        }
+        for index, step_id in enumerate(ids)
+    ]
+    return draw(st.permutations(steps))
+
+
+@given(steps=_dags())
+def test_the_running_order_of_any_plan_puts_each_step_after_what_it_needs(
+    steps: list[dict[str, object]],
+) -> None:
+    plan = normalize_plan(steps, PLAN_VIEW)
+    ordered = [step.id for step in plan.ordered]
+    assert sorted(ordered) == sorted(step.id for step in plan.steps)
+    for position, step in enumerate(plan.ordered):
+        assert set(step.depends_on) <= set(ordered[:position])
+    written = [step.id for step in plan.steps]
+    runnable = all(
+        set(step.depends_on) <= set(written[:position]) for position, step in enumerate(plan.steps)
+    )
+    assert (ordered == written) or not runnable
