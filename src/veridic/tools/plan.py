@@ -197,11 +197,11 @@ class NormalizedPlan:
     def ordered(self) -> tuple[PlanStep, ...]:
         """The kept steps in an order to run them: each after every step it depends on.
 
-        The plan's own order wherever that allows (the order of :attr:`steps`
+        The plan's own order wherever that allows (the order of ``steps``
         when no step comes before one it needs); otherwise a step
         waits only until what it needs has run, and steps that wait for
         nothing keep their places relative to each other. Running
-        :attr:`steps` one by one would run a step listed before its
+        ``steps`` one by one would run a step listed before its
         dependency first, on state that step has not made yet.
         """
         position = {step.id: index for index, step in enumerate(self.steps)}
