@@ -481,8 +481,12 @@ def _grant(tool: Tool) -> str:
 
     Where a tool is defined is its handler's module and qualified name (a line
     number would change with every edit above it), or the source of an
-    external tool, whose handler is the client's.
+    external tool, whose handler is the client's. Computed once per tool (a
+    tool is immutable), since every call under an always rule compares it.
     """
+    kept = tool._memo.get("approval-grant")
+    if isinstance(kept, str):
+        return kept
     handler = inspect.unwrap(tool.handler)
     defined = (
         tool.origin
@@ -505,7 +509,8 @@ def _grant(tool: Tool) -> str:
         f"{part}={hashlib.sha256(values[part].encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
         for part, _ in _GRANTED_PARTS
     )
-    return " ".join((_GRANT, *digests))
+    grant = tool._memo["approval-grant"] = " ".join((_GRANT, *digests))
+    return grant
 
 
 def _changed(granted: str, current: str) -> str:
