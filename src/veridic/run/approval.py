@@ -520,7 +520,8 @@ def _changed(granted: str, current: str) -> str:
     then = dict(item.partition("=")[::2] for item in granted.split(" ")[1:])
     now = dict(item.partition("=")[::2] for item in current.split(" ")[1:])
     if not granted.startswith(_GRANT + " ") or then.keys() != now.keys():
-        return f"its saved grant {clip(granted)} is not a grant veridic wrote"
+        # Not quoted: whatever the store held is no text for an approval dialog.
+        return f"its saved grant ({len(granted)} characters) is not a grant veridic wrote"
     return "its " + ", ".join(label for part, label in _GRANTED_PARTS if then[part] != now[part])
 
 
