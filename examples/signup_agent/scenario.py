@@ -261,7 +261,7 @@ def run_plan(
     """Run every kept step through ``execute``: the user approved the plan as shown."""
     policy = ApprovalPolicy(view)
     results: list[tuple[PlanStep, CallResult]] = []
-    for step in plan.steps:
+    for step in plan.ordered:  # each step after the steps it depends on
         result = execute(
             view,
             step.tool,

@@ -21,6 +21,17 @@ that becomes another feature's system prompt must never be taught to the
 agent as permanently fine. A single call of a high-risk tool can always be
 confirmed by the user.
 
+An "always" rule is granted for one tool, not for a name: the policy keeps a
+*grant* (:attr:`ApprovalPolicy.grants`: digests of the tool's kind, risk,
+irreversibility, description, input schema, what it writes and where it is
+defined) and applies the rule only while the tool under that name is the one
+it was granted for. Carried to another view (``rules=policy.rules``), or
+restored with its saved grants, a rule whose name now belongs to a different
+tool (another feature's ``revert``, an MCP tool whose description changed) is
+not applied: the user is asked again, and the request's ``why`` says what
+differs. The rule stays bound to its tool, so it applies again where that
+tool comes back.
+
 >>> from veridic import Registry
 >>> registry = Registry()
 >>> @registry.tool(kind="write", irreversible=True)
@@ -44,24 +55,78 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final, Literal
 
+from veridic._sample import clip
 from veridic.errors import AlwaysAllowRefusedError, VeridicError
 from veridic.tools.risk import ApprovalMode, Risk, ToolKind
 from veridic.tools.tool import Tool
 from veridic.tools.view import ToolView
 
-__all__ = ["ApprovalMode", "ApprovalPolicy", "ApprovalRequest", "Confirm", "Rule", "SkippedRule"]
+__all__ = [
+    "ApprovalMode",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "ApprovalRules",
+    "Confirm",
+    "Rule",
+    "SkippedRule",
+]
 
 Rule = Literal["always", "ask", "deny"]
 _RULES: Final = ("always", "ask", "deny")
 _log = logging.getLogger("veridic.approval")
+_GRANT: Final = "grant-v1"
+_GRANTED_PARTS: Final = (
+    ("kind", "kind"),
+    ("risk", "risk"),
+    ("irreversible", "irreversibility"),
+    ("description", "description"),
+    ("schema", "input schema"),
+    ("writes", "what it writes"),
+    ("defined", "where it is defined"),
+)
+
+
+class ApprovalRules(Mapping[str, Rule]):
+    """A read-only copy of a policy's rules by tool name, with the grants of its "always" rules.
+
+    A plain mapping of names to rules for everything that reads it
+    (``dict(policy.rules)`` is what a store saves); passed on as
+    ``ApprovalPolicy(next_view, rules=policy.rules)`` it also carries
+    :attr:`grants`, so each "always" rule stays bound to the tool it was
+    granted for.
+    """
+
+    __slots__ = ("_grants", "_rules")
+
+    def __init__(self, rules: Mapping[str, Rule], grants: Mapping[str, str]) -> None:
+        self._rules = MappingProxyType(dict(rules))
+        self._grants = MappingProxyType(dict(grants))
+
+    @property
+    def grants(self) -> Mapping[str, str]:
+        """The grant of each "always" rule, by tool name (see :attr:`ApprovalPolicy.grants`)."""
+        return self._grants
+
+    def __getitem__(self, name: str) -> Rule:
+        return self._rules[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rules)
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def __repr__(self) -> str:
+        return f"ApprovalRules({dict(self._rules)!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +183,8 @@ Confirm = Callable[[ApprovalRequest], bool]
 class ApprovalPolicy:
     """The standing approval rules for the tools of one view.
 
-    Decisions, for a tool the view exposes:
+    Decisions, for a tool the view exposes (an ``always`` rule counts only
+    for the tool it was granted for: see the module's docs):
 
     ========================================  ==========================
     the call                                   mode
@@ -141,9 +207,24 @@ class ApprovalPolicy:
         AlwaysAllowRefusedError: an ``always`` rule for a high-risk tool.
     """
 
-    __slots__ = ("_lock", "_rules", "_skipped", "_view")
+    __slots__ = ("_grants", "_lock", "_rules", "_skipped", "_view")
 
-    def __init__(self, view: ToolView, rules: Mapping[str, Rule] | None = None) -> None:
+    def __init__(
+        self,
+        view: ToolView,
+        rules: Mapping[str, Rule] | None = None,
+        *,
+        grants: Mapping[str, str] | None = None,
+    ) -> None:
+        """``rules`` (and ``grants``, which ``rules=policy.rules`` carries along)
+        are checked against ``view``; an ``always`` rule without a grant is
+        granted for the tool ``view`` has under its name now.
+
+        Raises:
+            VeridicError: ``view`` is not a :class:`~veridic.ToolView`, a rule is
+                not a rule, or ``grants`` is not a mapping of names to text.
+            UnknownToolError, AlwaysAllowRefusedError: as :meth:`allow_always`.
+        """
         if not isinstance(view, ToolView):
             raise VeridicError(
                 f"ApprovalPolicy() needs the request's ToolView, got {type(view).__name__}: "
@@ -151,13 +232,21 @@ class ApprovalPolicy:
             )
         self._view = view
         self._rules: dict[str, Rule] = {}
+        self._grants: dict[str, str] = {}
         self._lock = threading.Lock()
         self._skipped: tuple[SkippedRule, ...] = ()
+        given = _grants_of(rules, grants, "ApprovalPolicy()")
         for name, rule in (rules or {}).items():
-            self._set(name, rule)
+            self._set(name, rule, given.get(name))
 
     @classmethod
-    def restore(cls, view: ToolView, rules: Mapping[str, object]) -> ApprovalPolicy:
+    def restore(
+        cls,
+        view: ToolView,
+        rules: Mapping[str, object],
+        *,
+        grants: Mapping[str, str] | None = None,
+    ) -> ApprovalPolicy:
         """A policy for ``view`` with the saved ``rules`` that still hold; the rest skipped.
 
         Rules saved in an earlier request (``dict(policy.rules)`` in a
@@ -170,21 +259,28 @@ class ApprovalPolicy:
         rule is dropped, never weakened: the tool falls back to the default
         (a write is asked about).
 
+        ``grants`` are the saved :attr:`grants` (``dict(policy.grants)``, kept
+        beside the rules): with them, an "always" rule applies only to the
+        tool it was granted for, and a different tool that took the name
+        since is asked about again. Without them, each "always" rule is
+        granted anew for the tool the view has under its name.
+
         Raises:
-            VeridicError: ``rules`` is not a mapping.
+            VeridicError: ``rules`` or ``grants`` is not a mapping.
         """
         if not isinstance(rules, Mapping):
             raise VeridicError(
                 f"ApprovalPolicy.restore() got a {type(rules).__name__} as rules: pass the "
                 "saved mapping of tool name to rule, dict(policy.rules)"
             )
+        given = _grants_of(rules, grants, "ApprovalPolicy.restore()")
         policy = cls(view)
         skipped: list[SkippedRule] = []
         for name, rule in rules.items():
             try:
                 if not isinstance(name, str):
                     raise VeridicError(f"the tool name {name!r} is not text")
-                policy._set(name, rule)  # type: ignore[arg-type]  # checked by _set
+                policy._set(name, rule, given.get(name))  # type: ignore[arg-type]  # checked by _set
             except VeridicError as error:
                 skipped.append(SkippedRule(str(name), rule, str(error)))
                 _log.warning("saved approval rule %r for %r skipped: %s", rule, name, error)
@@ -205,10 +301,22 @@ class ApprovalPolicy:
         return self._view
 
     @property
-    def rules(self) -> Mapping[str, Rule]:
-        """A read-only copy of the rules, by tool name."""
+    def rules(self) -> ApprovalRules:
+        """A read-only copy of the rules, by tool name (with the grants of the "always" ones)."""
         with self._lock:
-            return MappingProxyType(dict(self._rules))
+            return ApprovalRules(self._rules, self._grants)
+
+    @property
+    def grants(self) -> Mapping[str, str]:
+        """For each "always" rule, the tool it was granted for, as text a store can keep.
+
+        Save it beside the rules (``dict(policy.grants)``) and pass it to
+        :meth:`restore`, so a saved "always" rule never applies to a different
+        tool that takes its name later. The text is veridic's own digest of
+        the tool; compare it, do not parse it.
+        """
+        with self._lock:
+            return MappingProxyType(dict(self._grants))
 
     def rule(self, name: str) -> Rule | None:
         """The rule set for ``name``, or ``None``."""
@@ -241,8 +349,19 @@ class ApprovalPolicy:
                 does not expose ``name`` (as :meth:`ToolView.tool`).
         """
         tool = self._view.tool(name)
-        rule = self.rule(name)
+        with self._lock:
+            rule, grant = self._rules.get(name), self._grants.get(name)
         mode, why = _decide(tool, rule)
+        if mode is ApprovalMode.ALWAYS_RULE and grant is not None:
+            changed = _changed(grant, _grant(tool))
+            if changed:
+                mode, why = (
+                    None,
+                    (
+                        f"the always rule for {tool.name!r} was granted for a different tool of "
+                        f"that name ({changed}); this one is asked about until it is allowed itself"
+                    ),
+                )
         return ApprovalRequest(
             tool.name,
             tool.kind,
@@ -297,7 +416,7 @@ class ApprovalPolicy:
         """
         return _Asking(self)
 
-    def _set(self, name: str, rule: Rule) -> None:
+    def _set(self, name: str, rule: Rule, grant: str | None = None) -> None:
         if rule not in _RULES:
             raise VeridicError(
                 f"approval rule {rule!r} for tool {name!r} is not a rule: use "
@@ -315,6 +434,10 @@ class ApprovalPolicy:
             )
         with self._lock:
             self._rules[name] = rule
+            if rule == "always":
+                self._grants[name] = _grant(tool) if grant is None else grant
+            else:
+                self._grants.pop(name, None)
 
     def _registered(self, name: str) -> Tool:
         status = self._view.status(name)
@@ -336,6 +459,70 @@ def _decide(tool: Tool, rule: Rule | None) -> tuple[ApprovalMode | None, str]:
     if rule == "ask":
         return None, f"an ask rule for {tool.name!r}"
     return None, f"{tool.name!r} is a write without an always rule"
+
+
+def _grants_of(
+    rules: Mapping[str, object] | None, grants: Mapping[str, str] | None, where: str
+) -> Mapping[str, str]:
+    if grants is None:
+        return rules.grants if isinstance(rules, ApprovalRules) else {}
+    if not isinstance(grants, Mapping) or not all(
+        isinstance(name, str) and isinstance(grant, str) for name, grant in grants.items()
+    ):
+        raise VeridicError(
+            f"{where} got {clip(repr(grants))} as grants: pass the "
+            "saved mapping of tool name to grant, dict(policy.grants)"
+        )
+    return grants
+
+
+def _grant(tool: Tool) -> str:
+    """What an "always" rule is granted for: digests of what makes ``tool`` the tool it is.
+
+    Where a tool is defined is its handler's module and qualified name (a line
+    number would change with every edit above it), or the source of an
+    external tool, whose handler is the client's. Computed once per tool (a
+    tool is immutable), since every call under an always rule compares it.
+    """
+    kept = tool._memo.get("approval-grant")
+    if isinstance(kept, str):
+        return kept
+    handler = inspect.unwrap(tool.handler)
+    defined = (
+        tool.origin
+        if tool.external
+        else f"{getattr(handler, '__module__', '')}.{getattr(handler, '__qualname__', '')}"
+    )
+    values = {
+        "kind": tool.kind,
+        "risk": tool.risk.value,
+        "irreversible": str(tool.irreversible),
+        "description": tool.description,
+        "schema": tool.schema_json,
+        "writes": "\n".join(
+            [f"{model.__module__}.{model.__qualname__}" for model in tool.writes]
+            + sorted(tool.instruction_writes)
+        ),
+        "defined": defined,
+    }
+    digests = (
+        f"{part}={hashlib.sha256(values[part].encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+        for part, _ in _GRANTED_PARTS
+    )
+    grant = tool._memo["approval-grant"] = " ".join((_GRANT, *digests))
+    return grant
+
+
+def _changed(granted: str, current: str) -> str:
+    """What differs between the tool an always rule was granted for and now (``""``: none)."""
+    if granted == current:
+        return ""
+    then = dict(item.partition("=")[::2] for item in granted.split(" ")[1:])
+    now = dict(item.partition("=")[::2] for item in current.split(" ")[1:])
+    if not granted.startswith(_GRANT + " ") or then.keys() != now.keys():
+        # Not quoted: whatever the store held is no text for an approval dialog.
+        return f"its saved grant ({len(granted)} characters) is not a grant veridic wrote"
+    return "its " + ", ".join(label for part, label in _GRANTED_PARTS if then[part] != now[part])
 
 
 def _why_high(tool: Tool) -> str:

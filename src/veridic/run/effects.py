@@ -224,4 +224,6 @@ def _describe(operation: str) -> str:
     kind, _, what = operation.partition(":")
     if kind == "irreversible":
         return f"irreversible operation {what!r}"
+    if kind == "delegation":
+        return f"a dispatch of tool {what!r}"
     return f"a write of instruction field {what}"

@@ -12,6 +12,7 @@ holds what one component knows about itself.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import threading
@@ -238,6 +239,17 @@ class Component:
         if result is False:
             reason = "its boot check returned False"
             return ComponentState(self.name, False, reason, self.hint, self.provides, reason)
+        if inspect.isawaitable(result):
+            # Never awaited, so nothing was checked; a coroutine is no "started" (fail closed).
+            if inspect.iscoroutine(result):
+                result.close()
+            reason = f"its boot check returned a {type(result).__name__}, which is never awaited"
+            detail = (
+                f"{reason}: the registry runs boot checks synchronously, so an async def check "
+                "never runs; pass a plain function (read what it needs before, or run the "
+                "coroutine in it with asyncio.run)"
+            )
+            return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
         return ComponentState(self.name, True, "", self.hint, self.provides)
 
 

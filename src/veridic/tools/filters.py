@@ -12,9 +12,11 @@ the dispatch error repeat, so each is written once, here.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
 from veridic.tools._descriptions import one_line
 from veridic.tools.status import ComponentState, ToolStatus
@@ -26,7 +28,10 @@ __all__ = [
 ]
 
 Predicate = Callable[[Tool], bool]
-"""A view filter: keep the tool when it returns ``True`` (evaluated when the view is built)."""
+"""A view filter: keep the tool when it returns ``True`` (evaluated when the view is built).
+
+A plain function: the view is built synchronously, so an ``async def`` one is refused
+(its coroutine is never awaited, and would read as "keep")."""
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -69,8 +74,16 @@ class Deny:
         object.__setattr__(self, "when", when)
 
     def matches(self, tool: Tool) -> bool:
-        """Whether this filter denies ``tool``."""
-        return tool.name in self.names or (self.when is not None and bool(self.when(tool)))
+        """Whether this filter denies ``tool``.
+
+        Raises:
+            VeridicError: ``when`` returned an awaitable (an ``async def``).
+        """
+        if tool.name in self.names:
+            return True
+        if self.when is None:
+            return False
+        return _answer(self.when, tool, f"Deny(when={_label(self.when)})")
 
 
 def _unavailable(tool: Tool, components: Mapping[str, ComponentState]) -> ToolStatus | None:
@@ -152,9 +165,8 @@ def _denied(
         reason = "it is not in the view's allow list"
         return ToolStatus(tool.name, "denied", reason, hint, "allow", tool=tool)
     for predicate in predicates:
-        if not predicate(tool):
-            label = getattr(predicate, "__qualname__", None) or repr(predicate)
-            reason = f"the view's predicate {label} filtered it out"
+        if not _answer(predicate, tool, f"the view's predicate {_label(predicate)}"):
+            reason = f"the view's predicate {_label(predicate)} filtered it out"
             return ToolStatus(tool.name, "denied", reason, hint, "predicate", tool=tool)
     for denial in denials:
         if denial.matches(tool):
@@ -162,3 +174,30 @@ def _denied(
                 tool.name, "denied", denial.reason, hint, "deny", denial.tombstone, tool
             )
     return None
+
+
+def _label(predicate: Predicate) -> str:
+    return getattr(predicate, "__qualname__", None) or repr(predicate)
+
+
+def _answer(predicate: Predicate, tool: Tool, what: str) -> bool:
+    """What ``predicate`` says of ``tool``, refusing an answer that is not one yet.
+
+    An ``async def`` filter gives a coroutine, which is true: read as an answer, a
+    licence predicate would keep every tool (and a ``Deny(when=...)`` hide every one).
+
+    Raises:
+        VeridicError: the predicate returned an awaitable (closed unawaited when it is
+            a coroutine, so none of its code runs and no warning leaks).
+    """
+    answer: object = predicate(tool)
+    if inspect.isawaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()
+        raise VeridicError(
+            f"{what} returned a {type(answer).__name__} for tool {tool.name!r}: a view is "
+            "built synchronously, so an async filter's answer is never awaited (and an "
+            "awaitable reads as true); pass a plain function, reading what it needs (a "
+            "licence, a flag) before building the view"
+        )
+    return bool(answer)

@@ -19,7 +19,10 @@ high risk and this call of it was confirmed by the user. A query never may,
 whatever its risk: it reads and changes nothing, and the user who confirmed a
 high-risk one was not asked about a delete. Delegation does not
 launder risk: a mid tool that calls into a high-risk write, directly or
-through a nested dispatch, is still judged as the mid tool it is. Code that
+through a nested dispatch, is still judged as the mid tool it is. A nested
+dispatch through a view is itself judged (operation ``"delegation:<tool>"``):
+a high-risk tool runs only inside a high-risk call the user confirmed, and a
+write never inside a query, whether or not its store code has guards. Code that
 runs outside any agent dispatch (migrations, admin scripts, the application's
 own UI handlers) is not affected: there the guards do nothing.
 
@@ -64,6 +67,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import os
 import sys
 import threading
 from collections import deque
@@ -76,7 +80,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeGuard
 from pydantic import BaseModel
 
 from veridic.errors import GuardDeniedError, VeridicError
-from veridic.text.provenance import _caller
+from veridic.text.provenance import _caller, _display_path
 from veridic.tools._external_schema import model_instruction_paths
 from veridic.tools.risk import ApprovalMode, Risk, ToolKind
 
@@ -95,7 +99,10 @@ __all__ = [
 if TYPE_CHECKING:
     import asyncio
 
-GuardKind = Literal["irreversible", "instruction_write"]
+GuardKind = Literal["irreversible", "instruction_write", "delegation"]
+"""What a guard judged: an irreversible operation, a write of instruction fields, or a
+handler's own dispatch of a tool through a view (``"delegation:<tool>"``), which needs
+the authority that tool's direct call would need."""
 
 _log = logging.getLogger("veridic.guards")
 
@@ -393,13 +400,72 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
     _judge(scope, "instruction_write", operations, ", ".join(fields))
 
 
-def _judge(scope: DispatchScope, kind: GuardKind, operations: tuple[str, ...], what: str) -> None:
+def _delegated(tool: str, risk: Risk, kind: ToolKind) -> None:
+    """Judge a handler's dispatch of ``tool`` through a view, inside the dispatch of another.
+
+    Delegating never gains authority: the call the agent dispatched directly
+    must be one that could run ``tool`` itself. A high-risk tool runs only
+    inside a high-risk call the user confirmed (a high-risk write only inside
+    a write: :attr:`Dispatch.may_do_high_risk`), and a write never inside a
+    query, nor in work a call left running after it ended (its authority
+    ended with it). What passes this is recorded like any guard when it is high risk
+    (the call did something high risk); a lower-risk dispatch inside a write
+    is the write's own business and is not recorded.
+
+    Raises:
+        GuardDeniedError: the direct call may not run ``tool``; nothing ran.
+    """
+    scope = _current.get()
+    if scope is None or scope.call.tool == tool:
+        return  # no dispatch around it, or the executor's own dispatch of this very tool
     direct = scope.direct
-    where = _caller(3)
+    if risk >= Risk.HIGH:
+        permitted = (
+            direct.may_do_high_risk
+            if kind == "write"
+            else direct.risk >= Risk.HIGH and direct.approval is ApprovalMode.USER_CONFIRMED
+        )
+    elif kind == "write" and (direct.kind == "query" or _late(scope)):
+        permitted = False  # a query changes nothing; an ended call's authority is gone
+    else:
+        return
+    what = f"{'high-risk ' if risk >= Risk.HIGH else ''}tool {tool!r} ({kind}, risk {risk.value})"
+    _judge(scope, "delegation", (f"delegation:{tool}",), what, _outside_veridic(), permitted)
+
+
+def _late(scope: DispatchScope) -> bool:
+    with _STATE:
+        return scope._ended()
+
+
+_PACKAGE: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_veridic() -> str:
+    """``file:line`` of the innermost frame outside veridic and contextlib: who dispatched."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and (
+        frame.f_code.co_filename.startswith(_PACKAGE)
+        or frame.f_code.co_filename.endswith("contextlib.py")
+    ):
+        frame = frame.f_back
+    return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _judge(
+    scope: DispatchScope,
+    kind: GuardKind,
+    operations: tuple[str, ...],
+    what: str,
+    where: str | None = None,
+    permitted: bool | None = None,
+) -> None:
+    direct = scope.direct
+    where = _caller(3) if where is None else where
     reporters: list[tuple[DispatchScope, LateReporter | None]] = []
     with _STATE:
         late = scope._ended()
-        allowed = direct.may_do_high_risk and not late
+        allowed = (direct.may_do_high_risk if permitted is None else permitted) and not late
         event = GuardEvent(kind, operations, allowed, direct, where, late)
         current: DispatchScope | None = scope
         while current is not None:
@@ -412,7 +478,7 @@ def _judge(scope: DispatchScope, kind: GuardKind, operations: tuple[str, ...], w
     failure = _report_late(event, reporters) if reporters else None
     if allowed or (scope.observing and not late):
         return
-    label = "irreversible operation" if kind == "irreversible" else "write of instruction fields"
+    label = _LABELS[kind]
     if late:
         request = f" (request {direct.request_id!r})" if direct.request_id else ""
         unwritten = (
@@ -438,6 +504,16 @@ def _judge(scope: DispatchScope, kind: GuardKind, operations: tuple[str, ...], w
             "(irreversible=True, or writes= the model) so each call is confirmed as what it "
             "does, or keep the operation out of the query"
         )
+    if kind == "delegation":
+        raise GuardDeniedError(
+            f"{label} {what} (at {where}) was refused before it ran: the tool the agent "
+            f"dispatched directly is {direct.tool!r}{via}, risk {direct.risk.value}, approval "
+            f"{direct.approval.value}, and a call delegates no authority it was not given: "
+            "a high-risk tool runs only in a high-risk call the user confirmed; let the "
+            f"agent call {what.split(' (')[0].removeprefix('high-risk ')} itself (so each "
+            f"call is approved as what it is), or declare {direct.tool!r} as risky as what "
+            "it runs"
+        )
     raise GuardDeniedError(
         f"{label} {what} (at {where}) was refused before it happened: the tool the agent "
         f"dispatched directly is {direct.tool!r}{via}, risk {direct.risk.value}, "
@@ -445,6 +521,13 @@ def _judge(scope: DispatchScope, kind: GuardKind, operations: tuple[str, ...], w
         f"confirmed: declare {direct.tool!r} high risk (irreversible=True, or writes= the "
         "model) so each call asks the user, or do this outside agent dispatch"
     )
+
+
+_LABELS: Final[dict[GuardKind, str]] = {
+    "irreversible": "irreversible operation",
+    "instruction_write": "write of instruction fields",
+    "delegation": "dispatch of",
+}
 
 
 def _report_late(

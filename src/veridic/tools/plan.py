@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import difflib
 import graphlib
+import heapq
 import itertools
 import re
 import unicodedata
@@ -173,7 +174,9 @@ class InvalidatedStep:
 class NormalizedPlan:
     """A plan checked against a view: what may run, and everything that may not, with why.
 
-    ``steps`` keeps the plan's order. ``notice`` is empty when the plan is
+    ``steps`` keeps the plan's order, which may list a step before one it
+    depends on (a model may write ``depends_on`` forward): run the steps in
+    :attr:`ordered`. ``notice`` is empty when the plan is
     complete; otherwise it is text for the user (not an instruction: it
     quotes the model's names), to show before anything runs. It stays short
     for a long plan: each of its lists names the first twenty and counts the
@@ -189,6 +192,35 @@ class NormalizedPlan:
     def complete(self) -> bool:
         """Whether every proposed step is kept."""
         return not self.dropped and not self.invalidated
+
+    @property
+    def ordered(self) -> tuple[PlanStep, ...]:
+        """The kept steps in an order to run them: each after every step it depends on.
+
+        The plan's own order wherever that allows (the order of ``steps``
+        when no step comes before one it needs); otherwise a step
+        waits only until what it needs has run, and steps that wait for
+        nothing keep their places relative to each other. Running
+        ``steps`` one by one would run a step listed before its
+        dependency first, on state that step has not made yet.
+        """
+        position = {step.id: index for index, step in enumerate(self.steps)}
+        waiting = {step.id: len(step.depends_on) for step in self.steps}
+        users: dict[str, list[int]] = {step.id: [] for step in self.steps}
+        for index, step in enumerate(self.steps):
+            for need in step.depends_on:
+                users[need].append(index)  # a kept step needs only kept steps
+        ready = [position[step.id] for step in self.steps if not step.depends_on]
+        heapq.heapify(ready)
+        order: list[PlanStep] = []
+        while ready:
+            step = self.steps[heapq.heappop(ready)]
+            order.append(step)
+            for user in users[step.id]:
+                waiting[self.steps[user].id] -= 1
+                if not waiting[self.steps[user].id]:
+                    heapq.heappush(ready, user)
+        return tuple(order)
 
     @property
     def removed(self) -> tuple[DroppedStep | InvalidatedStep, ...]:

@@ -262,6 +262,8 @@ class Registry:
         ``boot`` runs when the registry boots; raising (or returning
         ``False``) means the component did not start, and the exception's
         message is the reason (when it is code text: see :class:`BootError`).
+        It is a plain function: an ``async def`` check cannot be awaited here,
+        so its coroutine is closed unrun and the component does not start.
         ``hint`` tells the user what to do about it, ``provides`` names what
         the component offers, for the truthful line: "Code snippets are not
         available on this site: the Pro extension did not start (requires
@@ -491,7 +493,9 @@ class Registry:
         Raises:
             RiskFloorError, VeridicError: from :meth:`boot`.
             UnknownToolError: ``allow`` or ``deny`` names a tool never registered.
-            VeridicError: ``wording`` or ``schema_tool`` is not what it takes.
+            VeridicError: ``wording`` or ``schema_tool`` is not what it takes, or a
+                predicate (or ``Deny(when=...)``) returned an awaitable: an ``async def``
+                filter's answer would never be awaited, and a coroutine reads as true.
         """
         if not self._booted:
             self.boot()
