@@ -19,7 +19,7 @@ The selection is a set of request ids and a time range, both optional: a
 record is selected when its request is one of those named (or none were) and
 ``since <= time < until``. The store narrows the records, model calls and
 answers itself (:meth:`~veridic.AuditStore.records` with ``since`` and
-``until``, an index on Postgres); the counts follow the
+``until``, through an index on time in either store); the counts follow the
 store's own rules (a follow-up is not a call and is not counted as a write),
 and the always-rule and substitution answers are the store's own, restricted
 to the selection (a substitution is selected by its stopped call; the call

@@ -38,6 +38,8 @@ from veridic.run.records import (
     ModelCallRecord,
     ModelReplyRecord,
     Substitution,
+    _check_model_call,
+    _check_model_reply,
     _checked_fields,
     _is_seconds,
     _json,
@@ -133,6 +135,30 @@ def checked_row(where: object, record: object) -> tuple[object, ...]:
     return _row(_checked_fields(record))
 
 
+DETAIL_LIMIT: Final = 4096
+"""The most characters of a record's ``detail`` a store keeps; the rest is cut, visibly.
+
+The executor keeps a detail short itself (a reason, a guard, an error's
+first 200 characters), but a record built by other code (an adapter, an
+application's own) may carry a whole tool result or argument: megabytes in a
+row, read back by every review of the store and printed by ``veridic show``.
+4096 characters keep any reason veridic writes whole, and a clipped error
+with room to spare."""
+
+
+def _cut(detail: str) -> str:
+    """``detail`` cut to :data:`DETAIL_LIMIT` characters, saying so and how much went.
+
+    What is kept is the start, so a follow-up's ``"after the call ended: "``
+    stays (:attr:`AuditRecord.follow_up`); what was cut is counted, in
+    characters, in the text itself, so a reader of the row sees it is not whole.
+    """
+    return (
+        f"{detail[:DETAIL_LIMIT]}… [the audit store cut {len(detail) - DETAIL_LIMIT} of "
+        f"{len(detail)} characters]"
+    )
+
+
 def to_row(record: AuditRecord) -> tuple[object, ...]:
     """The parameters of :data:`INSERT` for ``record`` (not checked: see :func:`checked_row`)."""
     return _row(_FIELDS(record))
@@ -172,7 +198,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         prompt_sha256,
         tools_sha256,
         outcome._value_,
-        detail,
+        detail if len(detail) <= DETAIL_LIMIT else _cut(detail),
         _json(list(operations)) if operations else "[]",
         _real(duration),
         arguments_sha256,
@@ -187,6 +213,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
             f"{where}.write_model_call() got a {type(record).__name__}: pass the "
             "ModelCallRecord the gateway built"
         )
+    _check_model_call(record)  # again: frozen is not immutable (object.__setattr__)
     spans = [
         [s.message, s.role, s.start, s.end, s.kind, s.origin] for s in record.instruction_spans
     ]
@@ -211,6 +238,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
             f"{where}.write_model_reply() got a {type(record).__name__}: pass the "
             "ModelReplyRecord the gateway built"
         )
+    _check_model_reply(record)  # again, as write_model_call
     usage = record.usage
     row = (
         _real(record.time),
@@ -299,12 +327,15 @@ def save_paused(where: str, paused: object) -> Statement[None]:
 
 def claim_paused(request_id: str) -> Statement[PausedRun | None]:
     check_key(request_id, "claim_paused()")
+    # Every unclaimed save of the request is taken at once, and the latest one handed out:
+    # a run saved twice (save_paused sent again, an application that saved it on two hosts)
+    # was handed out once per save, its second claim taking the earlier save, so a double
+    # click resumed it twice. One statement: no second claim sees any row unclaimed.
     return Statement(
-        "UPDATE veridic_paused_runs SET claimed = ? WHERE id = (SELECT id FROM "
-        "veridic_paused_runs WHERE request_id = ? AND claimed IS NULL ORDER BY id DESC "
-        "LIMIT 1) AND claimed IS NULL RETURNING document",
+        "UPDATE veridic_paused_runs SET claimed = ? WHERE request_id = ? AND claimed IS NULL "
+        "RETURNING id, document",
         (_time.time(), request_id),
-        lambda rows: None if not rows else _claimed(request_id, rows[0][0]),
+        lambda rows: None if not rows else _claimed(request_id, max(rows)[1]),
         # Sent again after a lost answer, the claim would find the run taken: nobody gets it.
         idempotent=False,
     )
@@ -357,8 +388,13 @@ def select(
     conditions += [("time >= ?", _bound("since", since)), ("time < ?", _bound("until", until))]
     kept = [(condition, value) for condition, value in conditions if value is not None]
     narrowed = f" WHERE {' AND '.join(c for c, _ in kept)}" if kept else ""
+    # Within a time range, the rows are found through the index on time and then sorted
+    # ("+id" is no column an index keeps in order). Ordered by "id", SQLite's planner, which
+    # has no statistics, read every row in key order instead, to spare itself the sort:
+    # veridic audit --since over a year of records read them all to print one day's.
+    timed = since is not None or until is not None
     return Statement(
-        f"SELECT {columns} FROM {table}{narrowed} ORDER BY id",
+        f"SELECT {columns} FROM {table}{narrowed} ORDER BY {'+id' if timed else 'id'}",
         tuple(value for _, value in kept),
         answer,
     )

@@ -1,0 +1,323 @@
+"""Sixth attacker review of the audit stores (SQLite and Postgres): each test failed before
+its fix. Postgres tests run on the server the session starts (tests/_postgres.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from test_postgres_store import SHA, _paused, make
+
+from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, __version__
+from veridic.checks.cli import main
+from veridic.providers import Usage
+from veridic.run import _sqlite_schema, _store
+from veridic.run.records import CallOutcome, ModelCallRecord, ModelReplyRecord
+from veridic.text.prompt import PromptSpan
+
+Store = SQLiteAuditSink | PostgresAuditSink
+
+_TIMED = ("veridic_audit", "veridic_model_calls", "veridic_model_replies", "veridic_vouches")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        with SQLiteAuditSink(tmp_path / "audit.db") as sqlite:
+            yield sqlite
+    else:
+        with PostgresAuditSink(request.getfixturevalue("postgres_dsn")) as postgres:
+            yield postgres
+
+
+# --- 1. reads of a time range use an index ---------------------------------------------------
+
+
+def _sqlite_at(path: Path, version: int) -> None:
+    """A file as the veridic of schema ``version`` left it (0: an empty SQLite file).
+
+    The migration steps are that history: each takes a file of one version to the next,
+    as each release shipped it. Version 1 (veridic 0.1) did not set ``user_version``.
+    """
+    db = sqlite3.connect(path, isolation_level=None)
+    for step in _sqlite_schema._STEPS[:version]:
+        step(db)
+    db.execute(f"PRAGMA user_version = {version if version > 1 else 0}")
+    db.close()
+
+
+def _plan(path: Path, sql: str, params: tuple[object, ...]) -> str:
+    with sqlite3.connect(path) as db:
+        plan = " | ".join(row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    db.close()
+    return plan
+
+
+@pytest.mark.parametrize("version", range(7))
+def test_every_older_sqlite_schema_migrates_to_time_indexes_and_records_the_release(
+    tmp_path: Path, version: int
+) -> None:
+    path = tmp_path / "audit.db"
+    _sqlite_at(path, version)
+    for _ in range(2):  # the second open finds nothing left to do
+        with SQLiteAuditSink(path) as opened:
+            opened.write(make(time=50.0))
+            assert [r.time for r in opened.records(since=10.0, until=60.0)] == [50.0] * (_ + 1)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (7,)
+        assert db.execute("SELECT release FROM veridic_release").fetchall() == [
+            (f"veridic {__version__} (schema 7)",)
+        ]
+        indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    db.close()
+    assert {f"{table}_time" for table in _TIMED} <= indexes
+    # veridic audit --since: the records, model calls and answers of a range, not every row.
+    for statement in (
+        _store.records(None, 10.0, 60.0),
+        _store.model_calls(None, 10.0, 60.0),
+        _store.model_replies(None, 10.0, None),
+        _store.vouches(None, None, 60.0),
+    ):
+        assert "_time (time" in _plan(path, statement.sql, statement.params), statement.sql
+
+
+def test_a_schema_6_file_whose_index_a_dba_added_already_migrates(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    _sqlite_at(path, 6)
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE INDEX veridic_audit_time ON veridic_audit (time)")
+    db.close()
+    with SQLiteAuditSink(path) as store:
+        store.write(make())
+        assert len(store.records(since=0.0)) == 1
+
+
+def test_veridic_audit_reads_a_schema_6_file_and_leaves_it_at_6(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "audit.db"
+    _sqlite_at(path, 6)
+    assert main(["audit", str(path), "--since", "0", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["writes"] == []
+    with sqlite3.connect(path) as db:  # the evidence is never migrated: the copy is
+        assert db.execute("PRAGMA user_version").fetchone() == (6,)
+    db.close()
+
+
+def _postgres_at_6(dsn: str) -> None:
+    """Make the database behind ``dsn`` what veridic's schema 6 left: one time index."""
+    with psycopg.connect(dsn, autocommit=True) as db:
+        for table in _TIMED[1:]:
+            db.execute(f"DROP INDEX {table}_time")
+        db.execute("UPDATE veridic_schema SET version = 6")
+
+
+def _postgres_indexes(dsn: str) -> set[str]:
+    with psycopg.connect(dsn) as db:
+        rows = db.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%_time'")
+        return {row[0] for row in rows}
+
+
+def test_postgres_gets_a_time_index_on_every_table_read_by_time(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(make())
+    assert _postgres_indexes(postgres_dsn) == {f"{table}_time" for table in _TIMED}
+    _postgres_at_6(postgres_dsn)
+    with PostgresAuditSink(postgres_dsn, read_only=True) as review:  # read as it is
+        assert review.schema_version == 6
+        assert len(review.records(since=0.0)) == 1
+    assert main(["audit", postgres_dsn]) == 0
+    out = capsys.readouterr().out
+    assert "schema version 6, and was read as it is, not migrated to version 7" in out
+    assert "have no index on time" in out
+    assert "no call id" not in out  # version 6 has them
+    assert _postgres_indexes(postgres_dsn) == {"veridic_audit_time"}
+    with PostgresAuditSink(postgres_dsn) as store:
+        assert store.schema_version == 7
+        assert len(store.records(since=0.0)) == 1
+    assert _postgres_indexes(postgres_dsn) == {f"{table}_time" for table in _TIMED}
+    with psycopg.connect(postgres_dsn) as db:
+        comment = "SELECT obj_description('veridic_schema'::regclass, 'pg_class')"
+        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 7)",)
+
+
+# --- 2. an SQLite file says which release wrote it -----------------------------------------
+
+
+def test_a_later_sqlite_schema_is_refused_naming_the_release_that_wrote_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "later.db"
+    SQLiteAuditSink(path).close()
+    with sqlite3.connect(path) as db:  # what a later release's migration leaves
+        db.execute("PRAGMA user_version = 8")
+        db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 8)'")
+    db.close()
+    with pytest.raises(AuditRecordError) as refused:
+        SQLiteAuditSink(path)
+    message = str(refused.value)
+    assert "schema version 8, written by a later veridic ('veridic 0.9.1')" in message
+    assert f"this process runs veridic {__version__}, which knows versions up to 7" in message
+    assert main(["audit", str(path)]) == 2
+    assert "written by a later veridic ('veridic 0.9.1')" in capsys.readouterr().err
+    with sqlite3.connect(path) as db:  # left as it was
+        assert db.execute("PRAGMA user_version").fetchone() == (8,)
+    db.close()
+
+
+def test_a_release_row_that_names_another_schema_is_not_believed(tmp_path: Path) -> None:
+    path = tmp_path / "later.db"
+    SQLiteAuditSink(path).close()
+    with sqlite3.connect(path) as db:  # set by hand, or by a release that did not update it
+        db.execute("PRAGMA user_version = 9")
+        db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 8)'")
+    db.close()
+    with pytest.raises(AuditRecordError, match=r"later veridic \(it did not record which\)"):
+        SQLiteAuditSink(path)
+
+
+# --- 3. a paused run is handed out once, however often it was saved -------------------------
+
+
+def test_a_paused_run_saved_twice_is_claimed_once(store: Store) -> None:
+    paused = _paused(store)
+    store.save_paused(paused)
+    store.save_paused(paused)  # sent again (a retry), or saved by two hosts
+    assert store.pending_runs() == ("req-9",)
+    assert store.claim_paused("req-9") == paused
+    assert store.claim_paused("req-9") is None  # was: the earlier save, a second resume
+    assert store.pending_runs() == ()
+    store.save_paused(paused)  # saved anew to retry, as claim_paused says: claimed once more
+    assert store.claim_paused("req-9") == paused
+    assert store.claim_paused("req-9") is None
+
+
+def test_threads_claiming_a_run_saved_three_times_get_it_once(store: Store) -> None:
+    paused = _paused(store)
+    for _ in range(3):
+        store.save_paused(paused)
+    start = threading.Barrier(6)
+    got: list[bool] = []
+
+    def claim() -> None:
+        start.wait()
+        got.append(store.claim_paused("req-9") is not None)
+
+    threads = [threading.Thread(target=claim) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(got) == [False] * 5 + [True]
+
+
+def _claim(path: str) -> bool:
+    with SQLiteAuditSink(path) as store:
+        return store.claim_paused("req-9") is not None
+
+
+def test_processes_claiming_a_run_saved_twice_on_one_file_get_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        paused = _paused(store)
+        store.save_paused(paused)
+        store.save_paused(paused)
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        claimed = pool.map(_claim, [str(path)] * 6)
+    assert claimed.count(True) == 1
+
+
+def test_two_postgres_stores_claiming_a_run_saved_twice_get_it_once(postgres_dsn: str) -> None:
+    with (
+        PostgresAuditSink(postgres_dsn) as one,
+        PostgresAuditSink(postgres_dsn) as other,
+    ):
+        paused = _paused(one)
+        one.save_paused(paused)
+        other.save_paused(paused)
+        assert [one.claim_paused("req-9"), other.claim_paused("req-9")].count(None) == 1
+
+
+# --- 4. a model call's record is checked again before it is written -------------------------
+
+
+def _call() -> ModelCallRecord:
+    span = PromptSpan(0, "system", 0, 5, "code", "tests:1")
+    return ModelCallRecord(1.0, "req-1", "openai.responses", "m", SHA, SHA, ("a",), (span,))
+
+
+def test_a_model_call_altered_after_it_was_made_is_refused_and_the_store_stays_readable(
+    store: Store,
+) -> None:
+    for field, value in (
+        ("request_id", ""),
+        ("time", float("nan")),
+        ("prompt_sha256", "not a digest"),
+        ("instruction_spans", ("not a span",)),
+    ):
+        altered = _call()
+        object.__setattr__(altered, field, value)
+        with pytest.raises(AuditRecordError, match=rf"model-call record .*{field}"):
+            store.write_model_call(altered)
+    store.write_model_call(_call())
+    assert len(store.model_calls()) == 1  # was: one altered row, and no review read any
+
+
+def test_a_span_no_store_reads_back_is_refused_when_the_record_is_made() -> None:
+    odd = PromptSpan(0, "system", 0, 5, "forged", "tests:1")  # type: ignore[arg-type]  # the point
+    with pytest.raises(AuditRecordError, match="instruction_spans must be a tuple of PromptSpan"):
+        ModelCallRecord(1.0, "req-1", "openai.responses", "m", SHA, SHA, (), (odd,))
+
+
+def test_a_model_reply_altered_after_it_was_made_is_refused(store: Store) -> None:
+    reply = ModelReplyRecord(1.0, "req-1", SHA, "r1", "m", "stop", (), Usage(1, 2), 0.5)
+    object.__setattr__(reply, "latency", float("nan"))  # SQLite: IntegrityError; Postgres: NaN
+    with pytest.raises(AuditRecordError, match="latency must be seconds"):
+        store.write_model_reply(reply)
+    assert store.model_replies() == ()
+
+
+# --- 5. a record's detail is capped, visibly ------------------------------------------------
+
+DETAIL_LIMIT = 4096  # documented: docs/audit.md, AuditRecord.detail
+
+
+def test_a_detail_of_megabytes_is_cut_and_says_how_much(store: Store) -> None:
+    huge = "tool result " + "x" * 3_000_000
+    record = make(outcome=CallOutcome.FAILED, detail=huge)
+    store.write(record)
+    (stored,) = store.records()
+    limit = DETAIL_LIMIT
+    assert stored.detail == (
+        f"{huge[:limit]}… [the audit store cut {len(huge) - limit} of {len(huge)} characters]"
+    )
+    assert stored == dataclasses.replace(record, detail=stored.detail)
+    assert stored.record_id == record.record_id
+
+
+def test_a_follow_up_with_a_huge_detail_stays_a_follow_up(store: Store) -> None:
+    follow_up = make(outcome=CallOutcome.BLOCKED, detail="after the call ended: " + "y" * 100_000)
+    store.write(follow_up)
+    (stored,) = store.records()
+    assert stored.follow_up
+    assert len(stored.detail) < DETAIL_LIMIT + 80
+    assert store.writes_by_approval()[follow_up.approval] == 0  # still no call
+
+
+def test_the_documented_limit_is_the_stores() -> None:
+    assert _store.DETAIL_LIMIT == DETAIL_LIMIT
+
+
+def test_a_detail_at_the_limit_is_kept_whole(store: Store) -> None:
+    whole = make(outcome=CallOutcome.FAILED, detail="z" * DETAIL_LIMIT)
+    store.write(whole)
+    assert store.records() == (whole,)
