@@ -19,7 +19,7 @@ from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, __vers
 from veridic.checks.cli import main
 from veridic.providers import Usage
 from veridic.run import _sqlite_schema, _store
-from veridic.run.records import CallOutcome, ModelCallRecord, ModelReplyRecord
+from veridic.run.records import CallOutcome, ModelCallRecord, ModelReplyRecord, _recorded_tool
 from veridic.text.prompt import PromptSpan
 
 Store = SQLiteAuditSink | PostgresAuditSink
@@ -321,3 +321,60 @@ def test_a_detail_at_the_limit_is_kept_whole(store: Store) -> None:
     whole = make(outcome=CallOutcome.FAILED, detail="z" * DETAIL_LIMIT)
     store.write(whole)
     assert store.records() == (whole,)
+
+
+# --- attacks: rows veridic did not write, names a model wrote -------------------------------
+
+
+def _with_a_model_call(path: Path) -> None:
+    with SQLiteAuditSink(path) as store:
+        call = _call()
+        store.write_model_call(call)
+        store.write_model_reply(
+            ModelReplyRecord(1.0, "req-1", SHA, "r1", "m", "stop", ("a",), None, 0.5, call.call_id)
+        )
+
+
+@pytest.mark.parametrize("spans", ["{", "5", '"text"', "null"])
+def test_stored_spans_that_are_not_a_json_list_are_refused_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spans: str
+) -> None:
+    path = tmp_path / "audit.db"
+    _with_a_model_call(path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE veridic_model_calls SET instruction_spans = ?", (spans,))
+    db.close()
+    with SQLiteAuditSink(path) as store, pytest.raises(AuditRecordError, match="not a JSON list"):
+        store.model_calls()
+    assert main(["audit", str(path)]) == 2  # was: JSONDecodeError or TypeError, uncaught
+    assert "instruction_spans" in capsys.readouterr().err
+
+
+def test_a_row_whose_text_is_not_utf8_is_refused_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        store.write(make())
+    with sqlite3.connect(path) as db:  # another program's bytes, or a damaged page
+        db.execute("UPDATE veridic_audit SET detail = CAST(X'FF80' AS TEXT)")
+    db.close()
+    with SQLiteAuditSink(path) as store:
+        with pytest.raises(AuditRecordError, match="holds a row whose text is not UTF-8"):
+            store.records()
+        assert store.count() == 1  # the store still opens and answers what it can
+    assert main(["audit", str(path)]) == 2  # was: sqlite3.OperationalError, uncaught
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_a_megabyte_tool_name_in_an_answer_is_kept_as_a_call_record_keeps_it(
+    store: Store,
+) -> None:
+    huge = "purge" * 200_000
+    reply = ModelReplyRecord(1.0, "req-1", SHA, "r1", "m", "tool_use", (huge, "ok"), None, 0.5)
+    store.write_model_reply(reply)
+    ((name, plain),) = (stored.tool_calls for stored in store.model_replies())
+    assert plain == "ok"
+    assert name == _recorded_tool(huge)[0]  # as a tool call's record keeps the same name
+    assert name.endswith("…' (1000000 chars)")
+    assert len(name) < 250

@@ -33,6 +33,7 @@ from veridic.run.deferred import PausedRun
 from veridic.run.records import (
     _FIELDS,
     _FOLLOW_UP,
+    _TOOL_LIMIT,
     AuditRecord,
     CallOutcome,
     ModelCallRecord,
@@ -43,6 +44,7 @@ from veridic.run.records import (
     _checked_fields,
     _is_seconds,
     _json,
+    _recorded_tool,
     _shown,
     _storable,
 )
@@ -247,13 +249,26 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         _storable(record.response_id),
         _storable(record.model),
         _storable(record.stop_reason),
-        json.dumps([_storable(name) for name in record.tool_calls]),
+        json.dumps([_called(name) for name in record.tool_calls]),
         None if usage is None else usage.input_tokens,
         None if usage is None else usage.output_tokens,
         _real(record.latency),
         record.call_id or None,
     )
     return Statement(_INSERT_REPLY, row, nothing)
+
+
+def _called(name: str) -> str:
+    """A tool name the model wrote in an answer, as an answer's record keeps it.
+
+    A name up to 200 characters is kept as it is (escaped where no store can
+    keep it); a longer one as a tool call's record keeps it
+    (:attr:`AuditRecord.tool`): escaped, cut at 200 and marked with its length.
+    A model that answered with a name of a megabyte stored that megabyte in the
+    answer's record, read back by every review, while its call's record kept 200
+    characters of it.
+    """
+    return _storable(name) if len(name) <= _TOOL_LIMIT else _recorded_tool(name)[0]
 
 
 def write_vouch(where: str, record: object) -> Statement[None]:
@@ -435,7 +450,7 @@ def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
             prompt_sha256=prompt,
             tools_sha256=tools_digest,
             tools=_names(tools, "veridic_model_calls", "tools"),
-            instruction_spans=tuple(_span(span) for span in json.loads(spans)),
+            instruction_spans=_spans(spans),
             streamed=bool(streamed),
         )._stored(call_id)
         for (
@@ -766,6 +781,26 @@ def _names(stored: object, table: str, column: str) -> tuple[str, ...]:
 
 _ROLES: Final[dict[object, Role]] = {role: role for role in get_args(Role)}
 _SPAN_KINDS: Final[dict[object, Kind]] = {kind: kind for kind in get_args(Kind)}
+
+
+def _spans(stored: object) -> tuple[PromptSpan, ...]:
+    """A model call's stored instruction spans, read back, or refused as :func:`_span` is.
+
+    ``json.loads`` of the column ended ``veridic audit`` with a traceback (a
+    ``JSONDecodeError``, a ``TypeError`` for a number) on a row that was not
+    a JSON list, instead of the refusal every other unreadable row gets.
+    """
+    try:
+        loaded: object = json.loads(str(stored))
+    except ValueError:
+        loaded = None
+    if not isinstance(loaded, list):
+        raise AuditRecordError(
+            f"the instruction_spans {_shown(stored, 120)} stored in veridic_model_calls are "
+            "not a JSON list: the table was written by something other than veridic; check "
+            "what else writes to it"
+        )
+    return tuple(_span(span) for span in loaded)
 
 
 def _span(raw: object) -> PromptSpan:
