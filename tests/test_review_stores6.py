@@ -3,9 +3,11 @@ its fix. Postgres tests run on the server the session starts (tests/_postgres.py
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import multiprocessing
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -15,10 +17,18 @@ import psycopg
 import pytest
 from test_postgres_store import SHA, _paused, make
 
-from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, __version__
+from veridic import (
+    AsyncPostgresAuditSink,
+    AuditRecordError,
+    Composer,
+    PostgresAuditSink,
+    SQLiteAuditSink,
+    __version__,
+    instruction,
+)
 from veridic.checks.cli import main
 from veridic.providers import Usage
-from veridic.run import _sqlite_schema, _store
+from veridic.run import _postgres_schema, _sqlite_schema, _store
 from veridic.run.records import CallOutcome, ModelCallRecord, ModelReplyRecord, _recorded_tool
 from veridic.text.prompt import PromptSpan
 
@@ -112,10 +122,14 @@ def test_veridic_audit_reads_a_schema_6_file_and_leaves_it_at_6(
 
 
 def _postgres_at_6(dsn: str) -> None:
-    """Make the database behind ``dsn`` what veridic's schema 6 left: one time index."""
+    """Make the database behind ``dsn`` what veridic's schema 6 left: one time index, and
+    B-tree indexes of the lookup keys (as schema 5 made them)."""
     with psycopg.connect(dsn, autocommit=True) as db:
         for table in _TIMED[1:]:
             db.execute(f"DROP INDEX {table}_time")
+        for index, table, column in _postgres_schema._KEYS:
+            db.execute(f"DROP INDEX {index}")
+            db.execute(f"CREATE INDEX {index} ON {table} ({column}, id)")
         db.execute("UPDATE veridic_schema SET version = 6")
 
 
@@ -378,3 +392,83 @@ def test_a_megabyte_tool_name_in_an_answer_is_kept_as_a_call_record_keeps_it(
     assert name == _recorded_tool(huge)[0]  # as a tool call's record keeps the same name
     assert name.endswith("…' (1000000 chars)")
     assert len(name) < 250
+
+
+def _hashed(dsn: str) -> set[str]:
+    with psycopg.connect(dsn) as db:
+        rows = db.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING hash%'")
+        return {row[0] for row in rows}
+
+
+def test_a_request_id_of_thousands_of_characters_is_kept_by_both_stores(
+    store: Store, tmp_path: Path
+) -> None:
+    # An application may take its request id from a client's header: 4000 characters that
+    # do not compress were refused by Postgres's B-tree index (2704 bytes at most), after
+    # the call had run, and SQLite kept them.
+    long = secrets.token_hex(2000)
+    store.write(make(request_id=long))
+    assert [r.request_id for r in store.records(long)] == [long]
+    store.save_rules(long, {"refund": "always"})
+    assert store.rules(long) == {"refund": "always"}
+    conversation = Composer().system(instruction("You help.")).user("hi").conversation()
+    store.save_conversation(long, conversation)
+    assert store.conversation(long) is not None
+
+
+def test_postgres_migrates_its_lookup_indexes_to_hashes_and_keeps_finding_rows(
+    postgres_dsn: str,
+) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(make(request_id="req-1"))
+    assert _hashed(postgres_dsn) == {index for index, _, _ in _postgres_schema._KEYS}
+    _postgres_at_6(postgres_dsn)
+    assert _hashed(postgres_dsn) == set()
+    long = secrets.token_hex(2000)
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(make(request_id=long))
+        assert len(store.records("req-1")) == 1
+        assert len(store.records(long)) == 1
+    assert _hashed(postgres_dsn) == {index for index, _, _ in _postgres_schema._KEYS}
+
+
+_REFUSE = """
+CREATE SEQUENCE refusals;
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM nextval('refusals');
+    RAISE EXCEPTION 'no room for this row' USING ERRCODE = '54000';
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON veridic_audit FOR EACH ROW EXECUTE FUNCTION refuse();
+"""
+
+
+def test_a_statement_the_server_refuses_is_not_sent_again_nor_called_a_lost_server(
+    postgres_dsn: str,
+) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        with psycopg.connect(postgres_dsn, autocommit=True) as db:
+            db.execute(_REFUSE)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as refused:
+            store.write(make())
+        notes = " ".join(getattr(refused.value, "__notes__", []))
+        assert "the server refused the statement (SQLSTATE 54000" in notes
+        assert "could not reach the server" not in notes  # was: and sent it twice
+        assert store.count() == 0  # the store goes on answering
+    with psycopg.connect(postgres_dsn) as db:
+        assert db.execute("SELECT last_value FROM refusals").fetchone() == (1,)
+
+
+def test_the_async_store_does_not_send_a_refused_statement_again(postgres_dsn: str) -> None:
+    async def main_() -> None:
+        async with AsyncPostgresAuditSink(postgres_dsn) as store:
+            with psycopg.connect(postgres_dsn, autocommit=True) as db:
+                db.execute(_REFUSE)
+            with pytest.raises(psycopg.errors.ProgramLimitExceeded) as refused:
+                await store.awrite(make())
+            notes = " ".join(getattr(refused.value, "__notes__", []))
+            assert "the server refused the statement" in notes
+
+    asyncio.run(main_())
+    with psycopg.connect(postgres_dsn) as db:
+        assert db.execute("SELECT last_value FROM refusals").fetchone() == (1,)

@@ -11,7 +11,9 @@ creates version 5 whole, and each later version adds a step: 6 adds each tool ca
 record the provider's id of the call (``call_id``; earlier rows ``""``), as SQLite's 6
 does; 7 adds an index on ``time`` to every table a review reads by time range (the
 records had one since 5; the model calls, answers and vouches had none), as SQLite's 7
-does. Building an index holds up that table's writers while it runs (a plain build,
+does, and indexes the keys rows are looked up by (request ids, a chat's key, a scope, a
+policy) by their hash, so a key of any length is kept (a B-tree entry holds 2704 bytes
+at most). Building an index holds up that table's writers while it runs (a plain build,
 since ``CONCURRENTLY`` cannot run inside the migration's transaction): on tables of
 millions of rows, migrate while the hosts are quiet. Opening a store migrates in one
 transaction, under an advisory lock: concurrent openers on many hosts wait for the first
@@ -155,10 +157,33 @@ _TIMED: Final = ("veridic_audit", "veridic_model_calls", "veridic_model_replies"
 """The tables a review reads by time range: each has an index on ``time`` from 7 on."""
 
 
+_KEYS: Final = (
+    ("veridic_audit_request", "veridic_audit", "request_id"),
+    ("veridic_model_calls_request", "veridic_model_calls", "request_id"),
+    ("veridic_model_replies_request", "veridic_model_replies", "request_id"),
+    ("veridic_conversations_key", "veridic_conversations", "key"),
+    ("veridic_approval_rules_scope", "veridic_approval_rules", "scope"),
+    ("veridic_paused_runs_request", "veridic_paused_runs", "request_id"),
+    ("veridic_vouches_policy", "veridic_vouches", "policy"),
+)
+"""The indexes of the text a caller looks rows up by (a request id, a chat's key, a user)."""
+
+
 def _to_7(db: psycopg.Connection[Any]) -> None:
-    """An index on ``time`` for each table read by time range (the records' exists since 5)."""
+    """An index on ``time`` for each table read by time range (the records' exists since 5);
+    the lookup keys indexed by their hash.
+
+    A B-tree index entry holds the key itself, and Postgres refuses one over 2704
+    bytes: a request id of 3000 characters (an HTTP client's request id header, taken
+    as the request's) made every write of its records fail on Postgres, after the call
+    had run, while SQLite stored them. A hash index holds a key's hash, whatever its
+    length, and answers the lookups the stores make (``=``; the rows are then sorted).
+    """
     for table in _TIMED:
         db.execute(f"CREATE INDEX IF NOT EXISTS {table}_time ON {table} (time)")
+    for index, table, column in _KEYS:
+        db.execute(f"DROP INDEX IF EXISTS {index}")
+        db.execute(f"CREATE INDEX {index} ON {table} USING hash ({column})")
 
 
 _READ_AS: Final[dict[int, tuple[tuple[str, str], ...]]] = {
@@ -179,7 +204,10 @@ _STEPS: Final[dict[int, tuple[Callable[[psycopg.Connection[Any]], None], int]]] 
 
 _LACKS: Final[dict[int, str]] = {
     5: 'its tool-call records have no call id (call_id "")',
-    6: "its model calls, answers and vouches have no index on time (a time range reads them all)",
+    6: (
+        "its model calls, answers and vouches have no index on time (a time range reads "
+        "them all), and it cannot hold a request id of more than about 2700 bytes"
+    ),
 }
 """For each older version a review reads as it is, what it lacks, in words for a report."""
 

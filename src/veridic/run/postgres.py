@@ -193,6 +193,8 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         try:
             return self._send(sql, params, rows)
         except self._psycopg.OperationalError as error:
+            if _answered(error):  # the server is there, and refused the statement
+                raise _refused(error, self) from None
             # The server may have gone (a restart drops every connection): the kept
             # ones go back to the pool, which checks what it hands out next.
             self._give_back_kept()
@@ -405,6 +407,8 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                     await pool.putconn(db)
                 return statement.answer(rows)
             except self._psycopg.OperationalError as error:
+                if _answered(error):
+                    raise _refused(error, self) from None
                 if _waited(error):
                     raise _noted(error, self, statement.idempotent) from None
                 lost = error
@@ -436,6 +440,34 @@ _HOLD: Final = 60.0
 def _waited(error: Exception) -> bool:
     """Whether ``error`` is the pool giving up after ``timeout``: trying again would wait again."""
     return type(error).__name__ == "PoolTimeout"
+
+
+_GONE: Final = ("57P01", "57P02", "57P03")
+"""SQLSTATEs of a server going away (shut down, crashed, starting): the connection is lost."""
+
+
+def _answered(error: Exception) -> bool:
+    """Whether ``error`` is the server's own refusal of a statement, not a lost connection.
+
+    psycopg raises ``OperationalError`` for both: a dropped connection (no SQLSTATE,
+    or class 08) and a limit the statement broke (``ProgramLimitExceeded``, 54000: a key
+    too long for an index; ``QueryCanceled``, 57014: a statement timeout). Sent again,
+    the second kind is refused again: it was retried on a fresh connection and then
+    reported as the server being away ("write the record again once the server is
+    back"), which it never was.
+    """
+    state = getattr(error, "sqlstate", None)
+    return isinstance(state, str) and not state.startswith("08") and state not in _GONE
+
+
+def _refused(error: psycopg.OperationalError, store: object) -> Exception:
+    """``error`` with a note that says the server refused the statement, and what that means."""
+    error.add_note(
+        f"{store!r}: the server refused the statement (SQLSTATE {getattr(error, 'sqlstate', '')}"
+        f", {type(error).__name__}); it was not sent again, since it would be refused again: "
+        "the server was reachable; see the message above for what it refused"
+    )
+    return error
 
 
 def _noted(error: psycopg.OperationalError, store: object, idempotent: bool) -> Exception:
