@@ -472,3 +472,51 @@ def test_the_async_store_does_not_send_a_refused_statement_again(postgres_dsn: s
     asyncio.run(main_())
     with psycopg.connect(postgres_dsn) as db:
         assert db.execute("SELECT last_value FROM refusals").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("user_version", [0, 3])
+def test_a_refused_file_keeps_its_journal_mode(tmp_path: Path, user_version: int) -> None:
+    # "nothing was changed", said the refusal, and the application's database had been
+    # switched to WAL (kept in the file's header), which every program using it then met.
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+        if user_version:
+            db.execute(f"PRAGMA user_version = {user_version}")
+        else:  # veridic's tables of a later schema
+            db.execute("CREATE TABLE veridic_audit (id INTEGER PRIMARY KEY)")
+            db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(AuditRecordError):
+        SQLiteAuditSink(path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    db.close()
+
+
+def test_a_new_file_is_still_opened_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        store.write(make())
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    db.close()
+
+
+def _open_and_write(path: str) -> int:
+    with SQLiteAuditSink(path) as store:
+        store.write(make())
+        return store.count()
+
+
+def test_processes_opening_a_schema_6_file_at_once_migrate_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    _sqlite_at(path, 6)
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        counts = pool.map(_open_and_write, [str(path)] * 6)
+    assert max(counts) == 6
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (7,)
+        assert db.execute("SELECT COUNT(*) FROM veridic_release").fetchone() == (1,)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    db.close()

@@ -148,6 +148,9 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
         version = _version(db, where)
         if version > VERSION:
             raise AuditRecordError(_later(db, where, version))
+        if version == VERSION:  # another opener migrated it meanwhile: its release stays
+            db.execute("COMMIT")
+            return
         shape = _shape(db)
         if version < shape:
             (raw,) = db.execute("PRAGMA user_version").fetchone()

@@ -304,9 +304,11 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         writer = self._open(Turns())
         self._writer: _Connection | None = writer
         with writer.lock:
+            # Checked (and migrated) first: a file refused (another application's, a later
+            # veridic's) is left as it was, and WAL mode is written into the file's header.
+            prepare(writer.db, repr(self))
             if not self._memory:
                 writer.db.execute("PRAGMA journal_mode=WAL")
-            prepare(writer.db, repr(self))
         self._opening = threading.Lock()  # a forked child opens its writer under it
         if not self._memory:
             _ON_FILES.add(self)
