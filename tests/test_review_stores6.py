@@ -23,6 +23,7 @@ from veridic import (
     Composer,
     PostgresAuditSink,
     SQLiteAuditSink,
+    TrustPolicy,
     __version__,
     instruction,
 )
@@ -520,3 +521,35 @@ def test_processes_opening_a_schema_6_file_at_once_migrate_it_once(tmp_path: Pat
         assert db.execute("SELECT COUNT(*) FROM veridic_release").fetchone() == (1,)
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("time", "'abc'"), ("time", "-1"), ("record_id", "'x'"), ("record_id", "NULL")],
+)
+def test_a_vouch_row_edited_by_hand_is_refused_not_read_back_as_it_is(
+    tmp_path: Path, column: str, value: str
+) -> None:
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        previous = TrustPolicy.record_to(store)
+        try:
+            TrustPolicy("admin-prompts").vouch("hello", reason="reviewed by ops")
+        finally:
+            TrustPolicy.record_to(previous)
+        assert len(store.vouches()) == 1
+    with sqlite3.connect(path) as db:
+        if value == "NULL":  # a column veridic declared NOT NULL: rebuilt without it
+            db.execute("ALTER TABLE veridic_vouches RENAME TO old")
+            db.execute(
+                "CREATE TABLE veridic_vouches (id INTEGER PRIMARY KEY, time REAL, policy TEXT, "
+                "reason TEXT, caller TEXT, sample TEXT, record_id TEXT)"
+            )
+            db.execute("INSERT INTO veridic_vouches SELECT * FROM old")
+        db.execute(f"UPDATE veridic_vouches SET {column} = {value}")
+    db.close()
+    with (
+        SQLiteAuditSink(path) as store,
+        pytest.raises(AuditRecordError, match=r"vouch row .* cannot be read back"),
+    ):
+        store.vouches()  # was: time 'abc' (a str typed as seconds), -1, an id 'x'

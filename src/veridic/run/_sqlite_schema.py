@@ -32,7 +32,11 @@ it holds without a table of its own. Versions:
    of reading every row; and the file says which release wrote it
    (``veridic_release``, one row ``veridic X (schema N)``, written by every
    migration from 7 on), so an older veridic's refusal names that release, as
-   the Postgres store's does.
+   the Postgres store's does. Nothing a writer of 6 does changes meaning: its
+   processes still running keep writing to the migrated file. Building the
+   indexes holds every writer up while it runs (SQLite waits 5 seconds for a
+   lock, then fails the write): migrate a file of millions of rows while its
+   writers are quiet.
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one

@@ -33,6 +33,7 @@ from veridic.run.deferred import PausedRun
 from veridic.run.records import (
     _FIELDS,
     _FOLLOW_UP,
+    _ID,
     _TOOL_LIMIT,
     AuditRecord,
     CallOutcome,
@@ -508,9 +509,34 @@ def vouches(
 
 
 def _vouches(rows: Rows) -> tuple[VouchRecord, ...]:
-    return tuple(
-        VouchRecord(policy, reason, caller, sample, time)._stored(record_id)
-        for time, policy, reason, caller, sample, record_id in rows
+    return tuple(_vouch(row) for row in rows)
+
+
+def _vouch(row: Sequence[object]) -> VouchRecord:
+    """A stored vouch, read back only as :func:`write_vouch` writes one.
+
+    A :class:`VouchRecord` checks nothing when it is made, so a row edited by
+    hand came back as it was: a time of ``'abc'`` or ``-1`` typed as seconds, an
+    id no store makes; a review that sorted or printed them failed far from
+    the row, or showed what veridic never wrote.
+
+    Raises:
+        AuditRecordError: a field is not what :func:`write_vouch` writes.
+    """
+    time, policy, reason, caller, sample, record_id = row
+    texts = (policy, reason, caller, sample, record_id)
+    if (
+        _is_seconds(time)
+        and all(isinstance(text, str) for text in texts)
+        and _ID.fullmatch(str(record_id))
+    ):
+        return VouchRecord(str(policy), str(reason), str(caller), str(sample), _real(time))._stored(
+            str(record_id)
+        )
+    raise AuditRecordError(
+        f"vouch row {_shown(tuple(row), 120)} cannot be read back: the veridic_vouches "
+        "table was written by something other than veridic (a time that is not seconds, "
+        "an id new_id() does not make); check what else writes to it"
     )
 
 
