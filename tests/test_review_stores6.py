@@ -10,6 +10,7 @@ import multiprocessing
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -553,3 +554,36 @@ def test_a_vouch_row_edited_by_hand_is_refused_not_read_back_as_it_is(
         pytest.raises(AuditRecordError, match=r"vouch row .* cannot be read back"),
     ):
         store.vouches()  # was: time 'abc' (a str typed as seconds), -1, an id 'x'
+
+
+def test_a_kept_connection_the_server_ended_is_still_replaced_and_the_write_lands(
+    postgres_dsn: str,
+) -> None:
+    # What the store sends again is a lost connection, not the server's refusal: a session
+    # ended by the server (idle_session_timeout, FATAL 57P05; pg_terminate_backend, 57P01).
+    with PostgresAuditSink(f"{postgres_dsn} options=-cidle_session_timeout=100ms") as store:
+        store.write(make())
+        time.sleep(0.2)  # the kept connection is ended by the server meanwhile
+        store.write(make())
+        with psycopg.connect(postgres_dsn, autocommit=True) as db:
+            db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        store.write(make())
+        assert store.count() == 3
+
+
+def test_the_async_store_replaces_connections_the_server_ended(postgres_dsn: str) -> None:
+    async def main_() -> int:
+        async with AsyncPostgresAuditSink(postgres_dsn, min_size=2) as store:
+            await store.awrite(make())
+            with psycopg.connect(postgres_dsn, autocommit=True) as db:
+                db.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            await store.awrite(make())
+            return await store.acount()
+
+    assert asyncio.run(main_()) == 2

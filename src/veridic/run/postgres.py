@@ -201,7 +201,13 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
             if self._closed:
                 error.add_note(f"{self!r} was closed: open a new store to write to it")
                 raise
-            if _waited(error) or not idempotent:
+            if _waited(error):
+                raise _noted(error, self, idempotent) from None
+            # What ended this connection (a restart, a failover, the server ending idle
+            # sessions) ended the pool's idle ones too: the next ones taken, the retry's
+            # first, were as dead, so the writes after a restart failed one by one.
+            self._pool.check()
+            if not idempotent:
                 raise _noted(error, self, idempotent) from None
         # The connection was lost (the pool discarded it): once more, on a fresh one.
         try:
@@ -411,6 +417,7 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                     raise _refused(error, self) from None
                 if _waited(error):
                     raise _noted(error, self, statement.idempotent) from None
+                await pool.check()  # its idle connections died with this one (as above)
                 lost = error
         assert lost is not None  # the loop ran and every try failed
         raise _noted(lost, self, statement.idempotent) from None
@@ -442,8 +449,9 @@ def _waited(error: Exception) -> bool:
     return type(error).__name__ == "PoolTimeout"
 
 
-_GONE: Final = ("57P01", "57P02", "57P03")
-"""SQLSTATEs of a server going away (shut down, crashed, starting): the connection is lost."""
+_CANCELED: Final = "57014"
+"""The SQLSTATE of a statement cancelled (``statement_timeout``): the one of class 57
+(operator intervention) that does not end the session."""
 
 
 def _answered(error: Exception) -> bool:
@@ -457,7 +465,11 @@ def _answered(error: Exception) -> bool:
     back"), which it never was.
     """
     state = getattr(error, "sqlstate", None)
-    return isinstance(state, str) and not state.startswith("08") and state not in _GONE
+    if not isinstance(state, str) or state.startswith("08"):  # no answer, or class 08
+        return False
+    # Class 57 ends the session (a shutdown, a crash, idle_session_timeout), but for a
+    # cancelled statement.
+    return not state.startswith("57") or state == _CANCELED
 
 
 def _refused(error: psycopg.OperationalError, store: object) -> Exception:
