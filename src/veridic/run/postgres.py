@@ -22,7 +22,9 @@ server restarted, a proxy dropped an idle connection) is sent once more on
 a fresh connection when sending it twice is harmless (every record carries
 its own id, and the store keeps one row per id); otherwise, and when the
 server stays away longer than ``timeout``, the write raises ``psycopg``'s
-``OperationalError`` with a note that names the store and what to do. The
+``OperationalError`` with a note that names the store and what to do. A
+statement the server refuses (a limit, a statement timeout) is never sent again:
+it is raised at once, with a note saying the server refused it. The
 executor turns that into :class:`~veridic.AuditWriteError`, which keeps the
 record to write again.
 
