@@ -16,6 +16,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_postgres_store import SHA, _paused, make
 
 from veridic import (
@@ -31,7 +33,14 @@ from veridic import (
 from veridic.checks.cli import main
 from veridic.providers import Usage
 from veridic.run import _postgres_schema, _sqlite_schema, _store
-from veridic.run.records import CallOutcome, ModelCallRecord, ModelReplyRecord, _recorded_tool
+from veridic.run.records import (
+    CallOutcome,
+    ModelCallRecord,
+    ModelReplyRecord,
+    _recorded_tool,
+    _storable,
+)
+from veridic.testing import adversarial_text
 from veridic.text.prompt import PromptSpan
 
 Store = SQLiteAuditSink | PostgresAuditSink
@@ -587,3 +596,20 @@ def test_the_async_store_replaces_connections_the_server_ended(postgres_dsn: str
             return await store.acount()
 
     assert asyncio.run(main_()) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(head=adversarial_text().map(_storable), length=st.integers(0, 3 * DETAIL_LIMIT))
+def test_every_detail_is_kept_whole_up_to_the_limit_and_cut_visibly_past_it(
+    head: str, length: int
+) -> None:
+    detail = head + "d" * length
+    with SQLiteAuditSink(":memory:") as store:
+        store.write(make(outcome=CallOutcome.FAILED, detail=detail))
+        (stored,) = store.records()
+    if len(detail) <= DETAIL_LIMIT:
+        assert stored.detail == detail
+    else:
+        cut = len(detail) - DETAIL_LIMIT
+        assert stored.detail.startswith(detail[:DETAIL_LIMIT])
+        assert stored.detail.endswith(f"… [the audit store cut {cut} of {len(detail)} characters]")
