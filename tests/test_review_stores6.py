@@ -30,10 +30,12 @@ from veridic import (
     __version__,
     instruction,
 )
+from veridic.checks.audit_report import Selection, build_report
 from veridic.checks.cli import main
 from veridic.providers import Usage
 from veridic.run import _postgres_schema, _sqlite_schema, _store
 from veridic.run.records import (
+    AuditRecord,
     CallOutcome,
     ModelCallRecord,
     ModelReplyRecord,
@@ -613,3 +615,56 @@ def test_every_detail_is_kept_whole_up_to_the_limit_and_cut_visibly_past_it(
         cut = len(detail) - DETAIL_LIMIT
         assert stored.detail.startswith(detail[:DETAIL_LIMIT])
         assert stored.detail.endswith(f"… [the audit store cut {cut} of {len(detail)} characters]")
+
+
+class _Counted(str):
+    """A request id that counts how often it is compared (a report's work per row)."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+class _CountingStore(SQLiteAuditSink):
+    """A real store whose rows come back with request ids that count their comparisons."""
+
+    def records(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[AuditRecord, ...]:
+        rows = super().records(request_id, since=since, until=until)
+        return tuple(dataclasses.replace(r, request_id=_Counted(r.request_id)) for r in rows)
+
+    def model_calls(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[ModelCallRecord, ...]:
+        rows = super().model_calls(request_id, since=since, until=until)
+        return tuple(dataclasses.replace(c, request_id=_Counted(c.request_id)) for c in rows)
+
+
+def test_a_report_does_work_in_proportion_to_its_rows_not_rows_times_requests() -> None:
+    requests = 300
+    with _CountingStore(":memory:") as store:
+        for n in range(requests):
+            for _ in range(2):
+                store.write(make(request_id=f"req-{n}", time=float(n)))
+            store.write_model_call(
+                dataclasses.replace(_call(), request_id=f"req-{n}", time=float(n))
+            )
+        _Counted.compared = 0
+        report = build_report(store, Selection(), database="audit.db")
+    assert [len(r.tool_calls) for r in report.requests] == [2] * requests
+    assert [len(r.model_calls) for r in report.requests] == [1] * requests
+    # Was: each request filtered every row (300 x 900 comparisons and more).
+    assert _Counted.compared <= 10 * 3 * requests
