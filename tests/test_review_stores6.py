@@ -34,6 +34,7 @@ from veridic.checks.audit_report import Selection, build_report
 from veridic.checks.cli import main
 from veridic.providers import Usage
 from veridic.run import _postgres_schema, _sqlite_schema, _store
+from veridic.run.postgres import _placeholders
 from veridic.run.records import (
     AuditRecord,
     CallOutcome,
@@ -668,3 +669,21 @@ def test_a_report_does_work_in_proportion_to_its_rows_not_rows_times_requests() 
     assert [len(r.model_calls) for r in report.requests] == [1] * requests
     # Was: each request filtered every row (300 x 900 comparisons and more).
     assert _Counted.compared <= 10 * 3 * requests
+
+
+def test_postgres_finds_a_days_records_through_the_time_index(postgres_dsn: str) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(make())
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(  # 70 days of records, one a minute
+            "INSERT INTO veridic_audit (time, request_id, tool, kind, risk, approval, "
+            "wrote_instruction_fields, irreversible, prompt_sha256, tools_sha256, outcome, "
+            "detail, operations, duration, arguments_sha256, record_id) SELECT n * 60.0, "
+            "'req-' || n, 'get', 'query', 'low', 'not_required', false, false, '', '', 'ok', "
+            "'', '[]', 0, '', md5(n::text) FROM generate_series(1, 100800) AS n"
+        )
+        db.execute("ANALYZE veridic_audit")
+        statement = _store.records(None, 86400.0 * 50, 86400.0 * 51)
+        sql = _placeholders(statement.sql)
+        plan = " ".join(row[0] for row in db.execute(f"EXPLAIN {sql}", statement.params).fetchall())
+    assert "veridic_audit_time" in plan

@@ -437,8 +437,14 @@ class _Kept:
 
 @lru_cache(maxsize=64)
 def _placeholders(sql: str) -> str:
-    """The shared statements' ``?`` as psycopg's ``%s`` (they hold no other ``?`` or ``%``)."""
-    return sql.replace("?", "%s")
+    """The shared statements' ``?`` as psycopg's ``%s`` (they hold no other ``?`` or ``%``).
+
+    A read of a time range is ordered by ``+id`` for SQLite, whose planner has no
+    statistics (see :func:`veridic.run._store.select`); Postgres's has, and chooses
+    between the key's order and the index on time itself: a range of most rows is
+    read in key order, without sorting millions of rows.
+    """
+    return sql.replace("?", "%s").replace(" ORDER BY +id", " ORDER BY id")
 
 
 _INSERT: Final = _placeholders(INSERT)
