@@ -408,6 +408,7 @@ def select(
     # ("+id" is no column an index keeps in order). Ordered by "id", SQLite's planner, which
     # has no statistics, read every row in key order instead, to spare itself the sort:
     # veridic audit --since over a year of records read them all to print one day's.
+    # (Postgres reads "ORDER BY id": its planner has statistics; see postgres._placeholders.)
     timed = since is not None or until is not None
     return Statement(
         f"SELECT {columns} FROM {table}{narrowed} ORDER BY {'+id' if timed else 'id'}",
