@@ -196,7 +196,12 @@ def test_a_later_sqlite_schema_is_refused_naming_the_release_that_wrote_it(
     assert "schema version 8, written by a later veridic ('veridic 0.9.1')" in message
     assert f"this process runs veridic {__version__}, which knows versions up to 7" in message
     assert main(["audit", str(path)]) == 2
-    assert "written by a later veridic ('veridic 0.9.1')" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert (
+        f"{path}: cannot be opened as an audit store: the file holds audit schema version 8, "
+        "written by a later veridic ('veridic 0.9.1')"
+    ) in err
+    assert "veridic-audit-" not in err  # was: named the snapshot, a file already removed
     with sqlite3.connect(path) as db:  # left as it was
         assert db.execute("PRAGMA user_version").fetchone() == (8,)
     db.close()

@@ -150,4 +150,6 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
             source.close()
         return SQLiteAuditSink(copy)
     except (sqlite3.Error, VeridicError) as error:
-        raise _UsageError(f"{path}: cannot be opened as an audit store: {error}") from error
+        # The store names the file it opened, the snapshot: name the file under review.
+        said = str(error).replace(f"SQLiteAuditSink({os.fspath(copy)!r})", "the file")
+        raise _UsageError(f"{path}: cannot be opened as an audit store: {said}") from error
