@@ -241,7 +241,7 @@ class SQLStore:
             AuditRecordError: ``request_id`` is empty or holds a NUL or a lone
                 surrogate (:meth:`save_paused` refuses such a run), or the row
                 claimed holds the paused run of another request (edited, or
-                restored from elsewhere; it stays claimed).
+                restored from elsewhere; the request's saves stay claimed).
         """
         return self._run(_statements.claim_paused(request_id))
 

@@ -374,9 +374,9 @@ def _claimed(request_id: str, document: object) -> PausedRun:
         raise AuditRecordError(
             f"the paused run claimed under request {clip(request_id)} holds the paused run of "
             f"request {clip(paused.request_id)}: save_paused keeps a run under its own request, "
-            "so the row was edited or restored from elsewhere; nothing was resumed (the row "
-            "stays claimed): check what else writes to veridic_paused_runs, and ask the user "
-            "anew"
+            "so the row was edited or restored from elsewhere; nothing was resumed (the "
+            "request's saves stay claimed): check what else writes to veridic_paused_runs, and "
+            "ask the user anew"
         )
     return paused
 
