@@ -692,3 +692,34 @@ def test_postgres_finds_a_days_records_through_the_time_index(postgres_dsn: str)
         sql = _placeholders(statement.sql)
         plan = " ".join(row[0] for row in db.execute(f"EXPLAIN {sql}", statement.params).fetchall())
     assert "veridic_audit_time" in plan
+
+
+def test_hosts_opening_a_schema_6_postgres_database_at_once_migrate_it_once(
+    postgres_dsn: str,
+) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(make())
+    _postgres_at_6(postgres_dsn)
+    start = threading.Barrier(4)
+    opened: list[int] = []
+    errors: list[BaseException] = []
+
+    def open_and_write() -> None:
+        start.wait()
+        try:
+            with PostgresAuditSink(postgres_dsn, min_size=0, max_size=1) as store:
+                store.write(make())
+                opened.append(store.schema_version)
+        except BaseException as error:  # collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_and_write) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert opened == [7] * 4
+    assert _hashed(postgres_dsn) == {index for index, _, _ in _postgres_schema._KEYS}
+    with PostgresAuditSink(postgres_dsn, read_only=True) as review:
+        assert review.count() == 5
