@@ -70,14 +70,14 @@ def test_a_migration_that_cannot_lock_a_busy_table_gives_up_and_says_what_to_do(
             PostgresAuditSink(opener, min_size=0, max_size=1)
         assert time.monotonic() - started < 3
     message = str(refused.value)
-    assert "from version 5 to 6 waited 150ms for a lock" in message
+    assert "from version 5 to 7 waited 150ms for a lock" in message
     assert "nothing was changed" in message
     assert "pg_stat_activity" in message
     assert "lock_timeout=60s" in message
     assert _schema(postgres_dsn) == (5, False)
     with PostgresAuditSink(postgres_dsn) as store:  # once the reader is done, it migrates
         assert len(store.records()) == 1
-    assert _schema(postgres_dsn) == (6, True)
+    assert _schema(postgres_dsn) == (7, True)
 
 
 def test_a_migration_waits_as_long_as_the_conninfo_s_own_lock_timeout(postgres_dsn: str) -> None:
@@ -117,36 +117,36 @@ def test_a_review_reads_a_schema_5_database_as_it_is_and_says_it_did_not_migrate
     notes = report["notes"]
     assert any("schema version 5, and was read as it is, not migrated" in n for n in notes)
     assert main(["audit", postgres_dsn]) == 1
-    assert "not migrated to version 6" in capsys.readouterr().out
+    assert "not migrated to version 7" in capsys.readouterr().out
     assert _schema(postgres_dsn) == (5, False)
 
 
 def test_a_later_schema_is_refused_naming_the_release_that_wrote_it(postgres_dsn: str) -> None:
     with PostgresAuditSink(postgres_dsn) as store:
-        assert store.schema_version == 6
+        assert store.schema_version == 7
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
         comment = "SELECT obj_description('veridic_schema'::regclass, 'pg_class')"
-        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 6)",)
-        db.execute("UPDATE veridic_schema SET version = 7")  # what a later release leaves
-        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 7)'")
+        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 7)",)
+        db.execute("UPDATE veridic_schema SET version = 8")  # what a later release leaves
+        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 8)'")
     for read_only in (False, True):
         with pytest.raises(AuditRecordError) as refused:
             PostgresAuditSink(postgres_dsn, read_only=read_only)
         message = str(refused.value)
-        assert "schema version 7, written by a later veridic ('veridic 0.9.1')" in message
-        assert f"this host runs veridic {__version__}, which knows versions up to 6" in message
+        assert "schema version 8, written by a later veridic ('veridic 0.9.1')" in message
+        assert f"this host runs veridic {__version__}, which knows versions up to 7" in message
         assert "upgrade veridic on this host to the release the other hosts run" in message
-    assert _schema(postgres_dsn) == (7, True)
+    assert _schema(postgres_dsn) == (8, True)
 
 
 def test_a_later_sqlite_schema_is_refused_naming_this_release(tmp_path: Path) -> None:
     path = tmp_path / "later.db"
     SQLiteAuditSink(path).close()
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 7")
+        db.execute("PRAGMA user_version = 8")
     with pytest.raises(AuditRecordError) as refused:
         SQLiteAuditSink(path)
-    assert f"this process runs veridic {__version__}, which knows versions up to 6" in str(
+    assert f"this process runs veridic {__version__}, which knows versions up to 7" in str(
         refused.value
     )
 
@@ -221,7 +221,7 @@ def test_a_database_shared_with_the_application_s_own_tables_opens_in_either_ord
         assert "veridic_audit" in tables
 
 
-@pytest.mark.parametrize("user_version", [0, 2, 5])
+@pytest.mark.parametrize("user_version", [0, 2, 5, 6])
 def test_a_store_whose_user_version_another_program_changed_is_refused_with_why(
     tmp_path: Path, user_version: int
 ) -> None:
@@ -238,7 +238,7 @@ def test_a_store_whose_user_version_another_program_changed_is_refused_with_why(
         SQLiteAuditSink(path)
     message = str(refused.value)
     assert f"user_version {user_version}" in message
-    assert "tables of schema 6" in message
+    assert "tables of schema 7" in message
     assert "give the audit store a file of its own" in message
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (user_version,)

@@ -20,7 +20,7 @@ from typing import TextIO
 from veridic.checks._cli_report import EXIT_USAGE, _UsageError
 from veridic.checks.audit_report import Selection, build_report, parse_time
 from veridic.errors import VeridicError
-from veridic.run._postgres_schema import VERSION
+from veridic.run._postgres_schema import VERSION, lacks
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
 
@@ -75,8 +75,7 @@ def _not_migrated(version: int) -> str:
     """The report's note on a Postgres store of an older schema, read as it is (read-only)."""
     return (
         f"the database holds audit schema version {version}, and was read as it is, not "
-        f"migrated to version {VERSION} (a review never writes it): its tool-call records "
-        'have no call id (call_id "")'
+        f"migrated to version {VERSION} (a review never writes it): {lacks(version)}"
     )
 
 
@@ -151,4 +150,6 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
             source.close()
         return SQLiteAuditSink(copy)
     except (sqlite3.Error, VeridicError) as error:
-        raise _UsageError(f"{path}: cannot be opened as an audit store: {error}") from error
+        # The store names the file it opened, the snapshot: name the file under review.
+        said = str(error).replace(f"SQLiteAuditSink({os.fspath(copy)!r})", "the file")
+        raise _UsageError(f"{path}: cannot be opened as an audit store: {said}") from error

@@ -19,7 +19,7 @@ The selection is a set of request ids and a time range, both optional: a
 record is selected when its request is one of those named (or none were) and
 ``since <= time < until``. The store narrows the records, model calls and
 answers itself (:meth:`~veridic.AuditStore.records` with ``since`` and
-``until``, an index on Postgres); the counts follow the
+``until``, through an index on time in either store); the counts follow the
 store's own rules (a follow-up is not a call and is not counted as a write),
 and the always-rule and substitution answers are the store's own, restricted
 to the selection (a substitution is selected by its stopped call; the call
@@ -640,8 +640,20 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     firsts += [(r.request_id, r.time) for r in replies]
     for request_id, time in firsts:
         order[request_id] = min(order.get(request_id, math.inf), time)
+    # Grouped once: each request's rows were filtered out of every row (a report of 8,000
+    # requests took 6 s, of 80,000 ten minutes).
+    by_records, by_calls, by_replies = (
+        _by_request(records),
+        _by_request(model_calls),
+        _by_request(replies),
+    )
     requests = tuple(
-        _request(request_id, records, model_calls, replies)
+        _request(
+            request_id,
+            by_records.get(request_id, []),
+            by_calls.get(request_id, []),
+            by_replies.get(request_id, []),
+        )
         for request_id in sorted(order, key=lambda key: (order[key], key))
     )
     notes = []
@@ -717,20 +729,26 @@ def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _by_request(items: Sequence[_T]) -> dict[str, list[_T]]:
+    """``items`` grouped by their request, each group in the order read."""
+    grouped: dict[str, list[_T]] = {}
+    for item in items:
+        grouped.setdefault(item.request_id, []).append(item)
+    return grouped
+
+
 def _request(
     request_id: str,
     records: Sequence[AuditRecord],
     model_calls: Sequence[ModelCallRecord],
     replies: Sequence[ModelReplyRecord],
 ) -> RequestReport:
-    paired, unpaired = _paired(
-        [c for c in model_calls if c.request_id == request_id],
-        [r for r in replies if r.request_id == request_id],
-    )
+    """The report of one request, from its own rows (see :func:`_by_request`)."""
+    paired, unpaired = _paired(model_calls, replies)
     return RequestReport(
         request_id=request_id,
         model_calls=paired,
-        tool_calls=tuple(r for r in records if r.request_id == request_id),
+        tool_calls=tuple(records),
         replies_without_call=unpaired,
     )
 

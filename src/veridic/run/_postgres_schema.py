@@ -6,16 +6,21 @@ identity keys), so the shared statements of :mod:`veridic.run._store` read
 the same rows from either. Postgres has no ``user_version``: the version
 lives in ``veridic_schema``, one row.
 
-Versions 1 to 4 never existed on Postgres (the store arrived with 5), so the
-first step creates version 5 whole, and each later version adds a step: 6
-adds each tool call's record the provider's id of the call (``call_id``;
-earlier rows ``""``), as SQLite's 6 does. Opening a store migrates in one transaction, under an
-advisory lock: concurrent openers on many hosts wait for the first and then
-find nothing to do, and Postgres rolls a failed migration back whole (its
-DDL is transactional); its locks are waited for :data:`LOCK_TIMEOUT` at most. A
-database of a later version is refused, never written, with the release that
-wrote it (each migration leaves ``veridic X (schema N)`` as the comment of
-``veridic_schema``).
+Versions 1 to 4 never existed on Postgres (the store arrived with 5), so the first step
+creates version 5 whole, and each later version adds a step: 6 adds each tool call's
+record the provider's id of the call (``call_id``; earlier rows ``""``), as SQLite's 6
+does; 7 adds an index on ``time`` to every table a review reads by time range (the
+records had one since 5; the model calls, answers and vouches had none), as SQLite's 7
+does, and indexes the keys rows are looked up by (request ids, a chat's key, a scope, a
+policy) by their hash, so a key of any length is kept (a B-tree entry holds 2704 bytes
+at most). Building an index holds up that table's writers while it runs (a plain build,
+since ``CONCURRENTLY`` cannot run inside the migration's transaction): on tables of
+millions of rows, migrate while the hosts are quiet. Opening a store migrates in one
+transaction, under an advisory lock: concurrent openers on many hosts wait for the first
+and then find nothing to do, and Postgres rolls a failed migration back whole (its DDL
+is transactional); its locks are waited for :data:`LOCK_TIMEOUT` at most. A database of
+a later version is refused, never written, with the release that wrote it (each
+migration leaves ``veridic X (schema N)`` as the comment of ``veridic_schema``).
 """
 
 from __future__ import annotations
@@ -30,9 +35,9 @@ from veridic.errors import AuditRecordError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["LOCK_TIMEOUT", "VERSION", "check", "columns", "prepare"]
+__all__ = ["LOCK_TIMEOUT", "VERSION", "check", "columns", "lacks", "prepare"]
 
-VERSION: Final = 6
+VERSION: Final = 7
 
 _LOCK: Final = 0x7665726964696300  # "veridic\0": the advisory lock migrations hold
 
@@ -148,9 +153,43 @@ def _to_6(db: psycopg.Connection[Any]) -> None:
     db.execute("ALTER TABLE veridic_audit ADD COLUMN call_id TEXT NOT NULL DEFAULT ''")
 
 
+_TIMED: Final = ("veridic_audit", "veridic_model_calls", "veridic_model_replies", "veridic_vouches")
+"""The tables a review reads by time range: each has an index on ``time`` from 7 on."""
+
+
+_KEYS: Final = (
+    ("veridic_audit_request", "veridic_audit", "request_id"),
+    ("veridic_model_calls_request", "veridic_model_calls", "request_id"),
+    ("veridic_model_replies_request", "veridic_model_replies", "request_id"),
+    ("veridic_conversations_key", "veridic_conversations", "key"),
+    ("veridic_approval_rules_scope", "veridic_approval_rules", "scope"),
+    ("veridic_paused_runs_request", "veridic_paused_runs", "request_id"),
+    ("veridic_vouches_policy", "veridic_vouches", "policy"),
+)
+"""The indexes of the text a caller looks rows up by (a request id, a chat's key, a user)."""
+
+
+def _to_7(db: psycopg.Connection[Any]) -> None:
+    """An index on ``time`` for each table read by time range (the records' exists since 5);
+    the lookup keys indexed by their hash.
+
+    A B-tree index entry holds the key itself, and Postgres refuses one over 2704
+    bytes: a request id of 3000 characters (an HTTP client's request id header, taken
+    as the request's) made every write of its records fail on Postgres, after the call
+    had run, while SQLite stored them. A hash index holds a key's hash, whatever its
+    length, and answers the lookups the stores make (``=``; the rows are then sorted).
+    """
+    for table in _TIMED:
+        db.execute(f"CREATE INDEX IF NOT EXISTS {table}_time ON {table} (time)")
+    for index, table, column in _KEYS:
+        db.execute(f"DROP INDEX IF EXISTS {index}")
+        db.execute(f"CREATE INDEX {index} ON {table} USING hash ({column})")
+
+
 _READ_AS: Final[dict[int, tuple[tuple[str, str], ...]]] = {
     5: (("call_id FROM veridic_audit", "''"),),
     6: (),
+    7: (),
 }
 """For each version a review reads without migrating, the columns it lacks, read as the value
 a migration gives them. A column is named with the table it is read from (``call_id FROM
@@ -160,7 +199,24 @@ veridic_audit``, the last column of :data:`~veridic.run._store.COLUMNS`): the ot
 _STEPS: Final[dict[int, tuple[Callable[[psycopg.Connection[Any]], None], int]]] = {
     0: (_create, 5),
     5: (_to_6, 6),
+    6: (_to_7, 7),
 }
+
+_LACKS: Final[dict[int, str]] = {
+    5: 'its tool-call records have no call id (call_id "")',
+    6: (
+        "its model calls, answers and vouches have no index on time (a time range reads "
+        "them all), and it cannot hold a request id of more than about 2700 bytes"
+    ),
+}
+"""For each older version a review reads as it is, what it lacks, in words for a report."""
+
+
+def lacks(version: int) -> str:
+    """What a database of ``version``, read as it is (:func:`check`), lacks; ``""`` for none."""
+    return "; ".join(_LACKS[v] for v in sorted(_LACKS) if v >= version)
+
+
 """``_STEPS[v]`` is the step that takes a database of version ``v`` on, and the version it
 reaches (version 0: no veridic tables)."""
 
@@ -216,9 +272,9 @@ def prepare(db: psycopg.Connection[Any], where: str) -> None:
 def check(db: psycopg.Connection[Any], where: str) -> int:
     """The version of a database a review reads as it is, without writing it.
 
-    A database of version 5 is read too (its tool-call records have no
-    ``call_id``: read as ``""``, as a migration would fill it in); the caller
-    reads it with :func:`columns`.
+    A database of version 5 or 6 is read too (version 5's tool-call records
+    have no ``call_id``: read as ``""``, as a migration would fill it in); the
+    caller reads it with :func:`columns`, and :func:`lacks` says what it misses.
 
     Raises:
         AuditRecordError: it holds no veridic schema, or a version this one cannot read.

@@ -228,7 +228,10 @@ class SQLStore:
         Two requests that bring the user's answers at once (a double click,
         two hosts) must not both resume the run, or an approved write would
         run twice: the claim is one conditional update, and only the caller
-        whose update took the row gets the paused run. Claiming marks it
+        whose update took the row gets the paused run. A run saved more than
+        once under ``request_id`` (a save sent again, two hosts that saved it)
+        is handed out once too: a claim takes every save not claimed yet, and
+        gives the latest. Claiming marks it
         taken even if the resume then fails: save the new pause the resume
         returns, or save the paused run again to retry (a resume that ran
         some of its calls before failing is refused then: see
@@ -238,7 +241,7 @@ class SQLStore:
             AuditRecordError: ``request_id`` is empty or holds a NUL or a lone
                 surrogate (:meth:`save_paused` refuses such a run), or the row
                 claimed holds the paused run of another request (edited, or
-                restored from elsewhere; it stays claimed).
+                restored from elsewhere; the request's saves stay claimed).
         """
         return self._run(_statements.claim_paused(request_id))
 

@@ -27,12 +27,23 @@ it holds without a table of its own. Versions:
 6. Each tool call's record keeps the provider's id of the call (``call_id``),
    so a resume sees which of a paused run's waiting calls already ran; earlier
    rows get ``""``, "no id recorded".
+7. Reads of a time range (``veridic audit --since``) find their rows through an
+   index on ``time`` of the records, model calls, answers and vouches, instead
+   of reading every row; and the file says which release wrote it
+   (``veridic_release``, one row ``veridic X (schema N)``, written by every
+   migration from 7 on), so an older veridic's refusal names that release, as
+   the Postgres store's does. Nothing a writer of 6 does changes meaning: its
+   processes still running keep writing to the migrated file. Building the
+   indexes holds every writer up while it runs (SQLite waits 5 seconds for a
+   lock, then fails the write): migrate a file of millions of rows while its
+   writers are quiet.
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
 and then find nothing left to do, and a migration that fails leaves the
 database as it was. A database of a later version than this veridic knows is
-refused, never written: its rows may mean what this code cannot read.
+refused, never written (not even locked): its rows may mean what this code
+cannot read.
 """
 
 from __future__ import annotations
@@ -47,7 +58,11 @@ from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "prepare"]
 
-VERSION: Final = 6
+VERSION: Final = 7
+
+_RELEASE: Final = f"veridic {__version__} (schema {VERSION})"
+"""What a migration writes in ``veridic_release``: which veridic wrote the file, for the
+refusal of an older one."""
 
 _AUDIT_TABLE: Final = """
 CREATE TABLE {name} (
@@ -127,18 +142,19 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
             another application's.
         sqlite3.Error: it cannot be read or written.
     """
-    if _version(db, where) == VERSION:  # the common case: no write lock taken
+    version = _version(db, where)
+    if version == VERSION:  # the common case: no write lock taken
         return
+    if version > VERSION:  # refused before any lock: a read-only file is refused alike
+        raise AuditRecordError(_later(db, where, version))
     db.execute("BEGIN IMMEDIATE")
     try:
         version = _version(db, where)
         if version > VERSION:
-            raise AuditRecordError(
-                f"{where} holds audit schema version {version}, written by a later veridic; "
-                f"this process runs veridic {__version__}, which knows versions up to "
-                f"{VERSION} and never writes a later one: upgrade veridic here to the release "
-                "the other processes writing this file run"
-            )
+            raise AuditRecordError(_later(db, where, version))
+        if version == VERSION:  # another opener migrated it meanwhile: its release stays
+            db.execute("COMMIT")
+            return
         shape = _shape(db)
         if version < shape:
             (raw,) = db.execute("PRAGMA user_version").fetchone()
@@ -152,11 +168,42 @@ def prepare(db: sqlite3.Connection, where: str) -> None:
             )
         for step in _STEPS[version:]:
             step(db)
+        db.execute("DELETE FROM veridic_release")
+        db.execute("INSERT INTO veridic_release (release) VALUES (?)", (_RELEASE,))
         db.execute(f"PRAGMA user_version = {VERSION}")
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _later(db: sqlite3.Connection, where: str, version: int) -> str:
+    """Why a database of a later ``version`` is refused, naming the veridic that wrote it.
+
+    What ``veridic_release`` holds is believed only when it names the version
+    found (the migration that made that version wrote it); a file of a release
+    that did not record it (none before schema 7 did) is said to be of an
+    unrecorded one.
+    """
+    row = None
+    if _has_table(db, "veridic_release"):
+        try:
+            row = db.execute("SELECT release FROM veridic_release LIMIT 2").fetchall()
+        except sqlite3.Error:  # a later release may have changed the table: still refused
+            row = None
+    recorded = row[0][0] if row is not None and len(row) == 1 else None
+    suffix = f" (schema {version})"
+    release = (
+        clip(recorded.removesuffix(suffix))
+        if isinstance(recorded, str) and recorded.endswith(suffix)
+        else "it did not record which"
+    )
+    return (
+        f"{where} holds audit schema version {version}, written by a later veridic "
+        f"({release}); this process runs veridic {__version__}, which knows versions up to "
+        f"{VERSION} and never writes a later one: upgrade veridic here to the release the "
+        "other processes writing this file run"
+    )
 
 
 def _version(db: sqlite3.Connection, where: str) -> int:
@@ -204,6 +251,8 @@ def _shape(db: sqlite3.Connection) -> int:
     """
     if not _has_table(db, "veridic_audit"):
         return 0
+    if _has_table(db, "veridic_release"):
+        return 7
     columns = {row[1] for row in db.execute("PRAGMA table_info(veridic_audit)")}
     if "call_id" in columns:
         return 6
@@ -295,6 +344,17 @@ def _to_6(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE veridic_audit ADD COLUMN call_id TEXT NOT NULL DEFAULT ''")
 
 
+_TIMED: Final = ("veridic_audit", "veridic_model_calls", "veridic_model_replies", "veridic_vouches")
+"""The tables a review reads by time range (``since``, ``until``): each has an index on ``time``."""
+
+
+def _to_7(db: sqlite3.Connection) -> None:
+    """An index on ``time`` for each table read by time range; the release that wrote the file."""
+    for table in _TIMED:
+        db.execute(f"CREATE INDEX IF NOT EXISTS {table}_time ON {table} (time)")
+    db.execute("CREATE TABLE veridic_release (release TEXT NOT NULL)")
+
+
 _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
     _create,
     _to_2,
@@ -302,5 +362,6 @@ _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
     _to_4,
     _to_5,
     _to_6,
+    _to_7,
 )
 """``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

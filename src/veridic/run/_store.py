@@ -33,14 +33,19 @@ from veridic.run.deferred import PausedRun
 from veridic.run.records import (
     _FIELDS,
     _FOLLOW_UP,
+    _ID,
+    _TOOL_LIMIT,
     AuditRecord,
     CallOutcome,
     ModelCallRecord,
     ModelReplyRecord,
     Substitution,
+    _check_model_call,
+    _check_model_reply,
     _checked_fields,
     _is_seconds,
     _json,
+    _recorded_tool,
     _shown,
     _storable,
 )
@@ -133,6 +138,30 @@ def checked_row(where: object, record: object) -> tuple[object, ...]:
     return _row(_checked_fields(record))
 
 
+DETAIL_LIMIT: Final = 4096
+"""The most characters of a record's ``detail`` a store keeps; the rest is cut, visibly.
+
+The executor keeps a detail short itself (a reason, a guard, an error's
+first 200 characters), but a record built by other code (an adapter, an
+application's own) may carry a whole tool result or argument: megabytes in a
+row, read back by every review of the store and printed by ``veridic show``.
+4096 characters keep any reason veridic writes whole, and a clipped error
+with room to spare."""
+
+
+def _cut(detail: str) -> str:
+    """``detail`` cut to :data:`DETAIL_LIMIT` characters, saying so and how much went.
+
+    What is kept is the start, so a follow-up's ``"after the call ended: "``
+    stays (:attr:`AuditRecord.follow_up`); what was cut is counted, in
+    characters, in the text itself, so a reader of the row sees it is not whole.
+    """
+    return (
+        f"{detail[:DETAIL_LIMIT]}… [the audit store cut {len(detail) - DETAIL_LIMIT} of "
+        f"{len(detail)} characters]"
+    )
+
+
 def to_row(record: AuditRecord) -> tuple[object, ...]:
     """The parameters of :data:`INSERT` for ``record`` (not checked: see :func:`checked_row`)."""
     return _row(_FIELDS(record))
@@ -172,7 +201,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         prompt_sha256,
         tools_sha256,
         outcome._value_,
-        detail,
+        detail if len(detail) <= DETAIL_LIMIT else _cut(detail),
         _json(list(operations)) if operations else "[]",
         _real(duration),
         arguments_sha256,
@@ -187,6 +216,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
             f"{where}.write_model_call() got a {type(record).__name__}: pass the "
             "ModelCallRecord the gateway built"
         )
+    _check_model_call(record)  # again: frozen is not immutable (object.__setattr__)
     spans = [
         [s.message, s.role, s.start, s.end, s.kind, s.origin] for s in record.instruction_spans
     ]
@@ -211,6 +241,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
             f"{where}.write_model_reply() got a {type(record).__name__}: pass the "
             "ModelReplyRecord the gateway built"
         )
+    _check_model_reply(record)  # again, as write_model_call
     usage = record.usage
     row = (
         _real(record.time),
@@ -219,13 +250,26 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         _storable(record.response_id),
         _storable(record.model),
         _storable(record.stop_reason),
-        json.dumps([_storable(name) for name in record.tool_calls]),
+        json.dumps([_called(name) for name in record.tool_calls]),
         None if usage is None else usage.input_tokens,
         None if usage is None else usage.output_tokens,
         _real(record.latency),
         record.call_id or None,
     )
     return Statement(_INSERT_REPLY, row, nothing)
+
+
+def _called(name: str) -> str:
+    """A tool name the model wrote in an answer, as an answer's record keeps it.
+
+    A name up to 200 characters is kept as it is (escaped where no store can
+    keep it); a longer one as a tool call's record keeps it
+    (:attr:`AuditRecord.tool`): escaped, cut at 200 and marked with its length.
+    A model that answered with a name of a megabyte stored that megabyte in the
+    answer's record, read back by every review, while its call's record kept 200
+    characters of it.
+    """
+    return _storable(name) if len(name) <= _TOOL_LIMIT else _recorded_tool(name)[0]
 
 
 def write_vouch(where: str, record: object) -> Statement[None]:
@@ -299,12 +343,15 @@ def save_paused(where: str, paused: object) -> Statement[None]:
 
 def claim_paused(request_id: str) -> Statement[PausedRun | None]:
     check_key(request_id, "claim_paused()")
+    # Every unclaimed save of the request is taken at once, and the latest one handed out:
+    # a run saved twice (save_paused sent again, an application that saved it on two hosts)
+    # was handed out once per save, its second claim taking the earlier save, so a double
+    # click resumed it twice. One statement: no second claim sees any row unclaimed.
     return Statement(
-        "UPDATE veridic_paused_runs SET claimed = ? WHERE id = (SELECT id FROM "
-        "veridic_paused_runs WHERE request_id = ? AND claimed IS NULL ORDER BY id DESC "
-        "LIMIT 1) AND claimed IS NULL RETURNING document",
+        "UPDATE veridic_paused_runs SET claimed = ? WHERE request_id = ? AND claimed IS NULL "
+        "RETURNING id, document",
         (_time.time(), request_id),
-        lambda rows: None if not rows else _claimed(request_id, rows[0][0]),
+        lambda rows: None if not rows else _claimed(request_id, max(rows)[1]),
         # Sent again after a lost answer, the claim would find the run taken: nobody gets it.
         idempotent=False,
     )
@@ -327,9 +374,9 @@ def _claimed(request_id: str, document: object) -> PausedRun:
         raise AuditRecordError(
             f"the paused run claimed under request {clip(request_id)} holds the paused run of "
             f"request {clip(paused.request_id)}: save_paused keeps a run under its own request, "
-            "so the row was edited or restored from elsewhere; nothing was resumed (the row "
-            "stays claimed): check what else writes to veridic_paused_runs, and ask the user "
-            "anew"
+            "so the row was edited or restored from elsewhere; nothing was resumed (the "
+            "request's saves stay claimed): check what else writes to veridic_paused_runs, and "
+            "ask the user anew"
         )
     return paused
 
@@ -357,8 +404,14 @@ def select(
     conditions += [("time >= ?", _bound("since", since)), ("time < ?", _bound("until", until))]
     kept = [(condition, value) for condition, value in conditions if value is not None]
     narrowed = f" WHERE {' AND '.join(c for c, _ in kept)}" if kept else ""
+    # Within a time range, the rows are found through the index on time and then sorted
+    # ("+id" is no column an index keeps in order). Ordered by "id", SQLite's planner, which
+    # has no statistics, read every row in key order instead, to spare itself the sort:
+    # veridic audit --since over a year of records read them all to print one day's.
+    # (Postgres reads "ORDER BY id": its planner has statistics; see postgres._placeholders.)
+    timed = since is not None or until is not None
     return Statement(
-        f"SELECT {columns} FROM {table}{narrowed} ORDER BY id",
+        f"SELECT {columns} FROM {table}{narrowed} ORDER BY {'+id' if timed else 'id'}",
         tuple(value for _, value in kept),
         answer,
     )
@@ -399,7 +452,7 @@ def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
             prompt_sha256=prompt,
             tools_sha256=tools_digest,
             tools=_names(tools, "veridic_model_calls", "tools"),
-            instruction_spans=tuple(_span(span) for span in json.loads(spans)),
+            instruction_spans=_spans(spans),
             streamed=bool(streamed),
         )._stored(call_id)
         for (
@@ -457,9 +510,34 @@ def vouches(
 
 
 def _vouches(rows: Rows) -> tuple[VouchRecord, ...]:
-    return tuple(
-        VouchRecord(policy, reason, caller, sample, time)._stored(record_id)
-        for time, policy, reason, caller, sample, record_id in rows
+    return tuple(_vouch(row) for row in rows)
+
+
+def _vouch(row: Sequence[object]) -> VouchRecord:
+    """A stored vouch, read back only as :func:`write_vouch` writes one.
+
+    A :class:`VouchRecord` checks nothing when it is made, so a row edited by
+    hand came back as it was: a time of ``'abc'`` or ``-1`` typed as seconds, an
+    id no store makes; a review that sorted or printed them failed far from
+    the row, or showed what veridic never wrote.
+
+    Raises:
+        AuditRecordError: a field is not what :func:`write_vouch` writes.
+    """
+    time, policy, reason, caller, sample, record_id = row
+    texts = (policy, reason, caller, sample, record_id)
+    if (
+        _is_seconds(time)
+        and all(isinstance(text, str) for text in texts)
+        and _ID.fullmatch(str(record_id))
+    ):
+        return VouchRecord(str(policy), str(reason), str(caller), str(sample), _real(time))._stored(
+            str(record_id)
+        )
+    raise AuditRecordError(
+        f"vouch row {_shown(tuple(row), 120)} cannot be read back: the veridic_vouches "
+        "table was written by something other than veridic (a time that is not seconds, "
+        "an id new_id() does not make); check what else writes to it"
     )
 
 
@@ -730,6 +808,26 @@ def _names(stored: object, table: str, column: str) -> tuple[str, ...]:
 
 _ROLES: Final[dict[object, Role]] = {role: role for role in get_args(Role)}
 _SPAN_KINDS: Final[dict[object, Kind]] = {kind: kind for kind in get_args(Kind)}
+
+
+def _spans(stored: object) -> tuple[PromptSpan, ...]:
+    """A model call's stored instruction spans, read back, or refused as :func:`_span` is.
+
+    ``json.loads`` of the column ended ``veridic audit`` with a traceback (a
+    ``JSONDecodeError``, a ``TypeError`` for a number) on a row that was not
+    a JSON list, instead of the refusal every other unreadable row gets.
+    """
+    try:
+        loaded: object = json.loads(str(stored))
+    except ValueError:
+        loaded = None
+    if not isinstance(loaded, list):
+        raise AuditRecordError(
+            f"the instruction_spans {_shown(stored, 120)} stored in veridic_model_calls are "
+            "not a JSON list: the table was written by something other than veridic; check "
+            "what else writes to it"
+        )
+    return tuple(_span(span) for span in loaded)
 
 
 def _span(raw: object) -> PromptSpan:

@@ -58,6 +58,7 @@ import threading
 import weakref
 from typing import Literal, Protocol, runtime_checkable
 
+from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
 from veridic.run._sqlite_schema import prepare
@@ -265,7 +266,8 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     Raises:
         AuditRecordError: the file is another application's database (a
             ``user_version`` it set), or of a later veridic's schema;
-            :meth:`write` got something that is not a valid :class:`AuditRecord`.
+            :meth:`write` got something that is not a valid :class:`AuditRecord`;
+            a query met a row whose text is not UTF-8 (written by other code).
         sqlite3.Error: the database cannot be opened or written (``sqlite3.
             ProgrammingError`` after :meth:`close`).
     """
@@ -302,9 +304,11 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         writer = self._open(Turns())
         self._writer: _Connection | None = writer
         with writer.lock:
+            # Checked (and migrated) first: a file refused (another application's, a later
+            # veridic's) is left as it was, and WAL mode is written into the file's header.
+            prepare(writer.db, repr(self))
             if not self._memory:
                 writer.db.execute("PRAGMA journal_mode=WAL")
-            prepare(writer.db, repr(self))
         self._opening = threading.Lock()  # a forked child opens its writer under it
         if not self._memory:
             _ON_FILES.add(self)
@@ -371,8 +375,18 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         connection = self._writing() if statement.writes else self._reading()
         with connection.lock:
             self._check_open()
-            cursor = connection.db.execute(statement.sql, statement.params)
-            rows = cursor.fetchall() if cursor.description is not None else []
+            try:
+                cursor = connection.db.execute(statement.sql, statement.params)
+                rows = cursor.fetchall() if cursor.description is not None else []
+            except sqlite3.OperationalError as error:
+                if not str(error).startswith(_NOT_UTF8):
+                    raise
+                raise AuditRecordError(
+                    f"{self!r} holds a row whose text is not UTF-8 ({clip(str(error), 120)}): "
+                    "veridic writes UTF-8 only, so the row was written by other code or the "
+                    "file is damaged; nothing was read: check what else writes to the file, "
+                    "and PRAGMA integrity_check"
+                ) from error
         return statement.answer(rows)
 
     def _check_open(self) -> None:
@@ -396,6 +410,9 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)
 
+
+_NOT_UTF8 = "Could not decode to UTF-8"
+"""How Python's sqlite3 begins the error for a text value that is not UTF-8."""
 
 _ON_FILES: weakref.WeakSet[SQLiteAuditSink] = weakref.WeakSet()
 """Every open store on a file: what a forked child must give connections of its own."""

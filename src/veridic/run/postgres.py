@@ -22,7 +22,9 @@ server restarted, a proxy dropped an idle connection) is sent once more on
 a fresh connection when sending it twice is harmless (every record carries
 its own id, and the store keeps one row per id); otherwise, and when the
 server stays away longer than ``timeout``, the write raises ``psycopg``'s
-``OperationalError`` with a note that names the store and what to do. The
+``OperationalError`` with a note that names the store and what to do. A
+statement the server refuses (a limit, a statement timeout) is never sent again:
+it is raised at once, with a note saying the server refused it. The
 executor turns that into :class:`~veridic.AuditWriteError`, which keeps the
 record to write again.
 
@@ -193,13 +195,21 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         try:
             return self._send(sql, params, rows)
         except self._psycopg.OperationalError as error:
+            if _answered(error):  # the server is there, and refused the statement
+                raise _refused(error, self) from None
             # The server may have gone (a restart drops every connection): the kept
             # ones go back to the pool, which checks what it hands out next.
             self._give_back_kept()
             if self._closed:
                 error.add_note(f"{self!r} was closed: open a new store to write to it")
                 raise
-            if _waited(error) or not idempotent:
+            if _waited(error):
+                raise _noted(error, self, idempotent) from None
+            # What ended this connection (a restart, a failover, the server ending idle
+            # sessions) ended the pool's idle ones too: the next ones taken, the retry's
+            # first, were as dead, so the writes after a restart failed one by one.
+            self._pool.check()
+            if not idempotent:
                 raise _noted(error, self, idempotent) from None
         # The connection was lost (the pool discarded it): once more, on a fresh one.
         try:
@@ -405,8 +415,11 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                     await pool.putconn(db)
                 return statement.answer(rows)
             except self._psycopg.OperationalError as error:
+                if _answered(error):
+                    raise _refused(error, self) from None
                 if _waited(error):
                     raise _noted(error, self, statement.idempotent) from None
+                await pool.check()  # its idle connections died with this one (as above)
                 lost = error
         assert lost is not None  # the loop ran and every try failed
         raise _noted(lost, self, statement.idempotent) from None
@@ -424,8 +437,14 @@ class _Kept:
 
 @lru_cache(maxsize=64)
 def _placeholders(sql: str) -> str:
-    """The shared statements' ``?`` as psycopg's ``%s`` (they hold no other ``?`` or ``%``)."""
-    return sql.replace("?", "%s")
+    """The shared statements' ``?`` as psycopg's ``%s`` (they hold no other ``?`` or ``%``).
+
+    A read of a time range is ordered by ``+id`` for SQLite, whose planner has no
+    statistics (see :func:`veridic.run._store.select`); Postgres's has, and chooses
+    between the key's order and the index on time itself: a range of most rows is
+    read in key order, without sorting millions of rows.
+    """
+    return sql.replace("?", "%s").replace(" ORDER BY +id", " ORDER BY id")
 
 
 _INSERT: Final = _placeholders(INSERT)
@@ -436,6 +455,39 @@ _HOLD: Final = 60.0
 def _waited(error: Exception) -> bool:
     """Whether ``error`` is the pool giving up after ``timeout``: trying again would wait again."""
     return type(error).__name__ == "PoolTimeout"
+
+
+_CANCELED: Final = "57014"
+"""The SQLSTATE of a statement cancelled (``statement_timeout``): the one of class 57
+(operator intervention) that does not end the session."""
+
+
+def _answered(error: Exception) -> bool:
+    """Whether ``error`` is the server's own refusal of a statement, not a lost connection.
+
+    psycopg raises ``OperationalError`` for both: a dropped connection (no SQLSTATE,
+    or class 08) and a limit the statement broke (``ProgramLimitExceeded``, 54000: a key
+    too long for an index; ``QueryCanceled``, 57014: a statement timeout). Sent again,
+    the second kind is refused again: it was retried on a fresh connection and then
+    reported as the server being away ("write the record again once the server is
+    back"), which it never was.
+    """
+    state = getattr(error, "sqlstate", None)
+    if not isinstance(state, str) or state.startswith("08"):  # no answer, or class 08
+        return False
+    # Class 57 ends the session (a shutdown, a crash, idle_session_timeout), but for a
+    # cancelled statement.
+    return not state.startswith("57") or state == _CANCELED
+
+
+def _refused(error: psycopg.OperationalError, store: object) -> Exception:
+    """``error`` with a note that says the server refused the statement, and what that means."""
+    error.add_note(
+        f"{store!r}: the server refused the statement (SQLSTATE {getattr(error, 'sqlstate', '')}"
+        f", {type(error).__name__}); it was not sent again, since it would be refused again: "
+        "the server was reachable; see the message above for what it refused"
+    )
+    return error
 
 
 def _noted(error: psycopg.OperationalError, store: object, idempotent: bool) -> Exception:

@@ -17,14 +17,15 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
-from typing import Final, TypeGuard
+from typing import Final, TypeGuard, get_args
 
 from veridic._ids import new_id
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.providers._base import Usage
 from veridic.run.approval import ApprovalMode
-from veridic.text.prompt import PromptSpan
+from veridic.text.prompt import PromptSpan, Role
+from veridic.text.provenance import Kind
 from veridic.tools.risk import Risk, ToolKind
 
 __all__ = [
@@ -107,7 +108,10 @@ class AuditRecord(_Validated):
         tools_sha256: hash of the tool list the model was shown.
         outcome: what became of the call.
         detail: why it was stopped or failed (a reason, a guard, an error),
-            a short clipped text; empty for a plain success.
+            a short clipped text; empty for a plain success. A store keeps
+            its first 4096 characters (``veridic.run._store.DETAIL_LIMIT``)
+            and, past that, says in the text how many of how many it cut: a
+            record built by other code may carry a whole tool result.
         operations: the guarded operations the call attempted or was declared
             to perform (``"instruction_write:StoredPrompt.content"``,
             ``"irreversible:hard delete golden fixture"``), sorted, unique;
@@ -257,44 +261,7 @@ class ModelCallRecord:
         return self
 
     def __post_init__(self) -> None:
-        problems = [
-            f"{name} must be a non-empty string, got {value!r}"
-            for name, value in (
-                ("request_id", self.request_id),
-                ("api", self.api),
-                ("model", self.model),
-            )
-            if not isinstance(value, str) or not value.strip()
-        ]
-        problems += [
-            f"{name} {_unstorable_problem(value)}"
-            for name, value in (
-                ("request_id", self.request_id),
-                ("api", self.api),
-                ("model", self.model),
-            )
-            if isinstance(value, str) and _UNSTORABLE.search(value)
-        ]
-        if not isinstance(self.tools, tuple) or not all(
-            isinstance(name, str) for name in self.tools
-        ):
-            problems.append(f"tools must be a tuple of names, got {_shown(self.tools)}")
-        problems += [
-            f"{name} must be 64 lowercase hex digits, got {value!r}"
-            for name, value in (
-                ("prompt_sha256", self.prompt_sha256),
-                ("tools_sha256", self.tools_sha256),
-            )
-            if not isinstance(value, str) or not _SHA256.fullmatch(value)
-        ]
-        if not isinstance(self.call_id, str) or not _ID.fullmatch(self.call_id):
-            problems.append(f"call_id must be 32 lowercase hex digits, got {self.call_id!r}")
-        problems += _time_problems(self, "time")
-        if problems:
-            raise AuditRecordError(
-                f"model-call record of request {self.request_id!r} is malformed: "
-                f"{'; '.join(problems)}; build it from the call as sent (ModelGateway does)"
-            )
+        _check_model_call(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,41 +301,112 @@ class ModelReplyRecord:
     call_id: str = ""
 
     def __post_init__(self) -> None:
-        problems = []
-        if not isinstance(self.request_id, str) or not self.request_id.strip():
-            problems.append(f"request_id must be a non-empty string, got {self.request_id!r}")
-        if not isinstance(self.prompt_sha256, str) or not _SHA256.fullmatch(self.prompt_sha256):
-            problems.append(
-                f"prompt_sha256 must be 64 lowercase hex digits, got {self.prompt_sha256!r}"
-            )
-        for name in ("response_id", "model", "stop_reason"):
-            if not isinstance(getattr(self, name), str):
-                problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
-        if not isinstance(self.tool_calls, tuple) or not all(
-            isinstance(name, str) for name in self.tool_calls
-        ):
-            problems.append(f"tool_calls must be a tuple of names, got {_shown(self.tool_calls)}")
-        if self.usage is not None and not (
-            isinstance(self.usage, Usage)
-            and all(
-                type(n) is int and 0 <= n <= _COUNT_MAX
-                for n in (self.usage.input_tokens, self.usage.output_tokens)
-            )
-        ):
-            problems.append(
-                "usage must be None or a Usage of two token counts (ints from 0 to 2**63 - 1), "
-                f"got {_shown(self.usage)}"
-            )
-        if not isinstance(self.call_id, str) or not (
-            self.call_id == "" or _ID.fullmatch(self.call_id)
-        ):
-            problems.append(f"call_id must be a ModelCallRecord's call_id, got {self.call_id!r}")
-        problems += _time_problems(self, "time", "latency")
-        if problems:
-            raise AuditRecordError(
-                f"model-reply record of request {self.request_id!r} is malformed: "
-                f"{'; '.join(problems)}; build it from the answer as read (ModelGateway does)"
-            )
+        _check_model_reply(self)
+
+
+def _check_model_call(r: ModelCallRecord) -> None:
+    """Refuse a malformed :class:`ModelCallRecord`: when it is made, and again by a store.
+
+    A store checks it again before writing it (``object.__setattr__`` alters a
+    frozen record): a row written with an empty request id or a span no reader
+    takes was refused on every read of the store after it, by every reviewer.
+
+    Raises:
+        AuditRecordError: names every malformed field.
+    """
+    problems = [
+        f"{name} must be a non-empty string, got {value!r}"
+        for name, value in (
+            ("request_id", r.request_id),
+            ("api", r.api),
+            ("model", r.model),
+        )
+        if not isinstance(value, str) or not value.strip()
+    ]
+    problems += [
+        f"{name} {_unstorable_problem(value)}"
+        for name, value in (
+            ("request_id", r.request_id),
+            ("api", r.api),
+            ("model", r.model),
+        )
+        if isinstance(value, str) and _UNSTORABLE.search(value)
+    ]
+    if not isinstance(r.tools, tuple) or not all(isinstance(name, str) for name in r.tools):
+        problems.append(f"tools must be a tuple of names, got {_shown(r.tools)}")
+    problems += [
+        f"{name} must be 64 lowercase hex digits, got {value!r}"
+        for name, value in (
+            ("prompt_sha256", r.prompt_sha256),
+            ("tools_sha256", r.tools_sha256),
+        )
+        if not isinstance(value, str) or not _SHA256.fullmatch(value)
+    ]
+    if not isinstance(r.instruction_spans, tuple) or not all(map(_is_span, r.instruction_spans)):
+        problems.append(
+            "instruction_spans must be a tuple of PromptSpan (prompt.spans of the system "
+            f"message), got {_shown(r.instruction_spans)}"
+        )
+    if not isinstance(r.call_id, str) or not _ID.fullmatch(r.call_id):
+        problems.append(f"call_id must be 32 lowercase hex digits, got {r.call_id!r}")
+    problems += _time_problems(r, "time")
+    if problems:
+        raise AuditRecordError(
+            f"model-call record of request {r.request_id!r} is malformed: "
+            f"{'; '.join(problems)}; build it from the call as sent (ModelGateway does)"
+        )
+
+
+def _is_span(span: object) -> bool:
+    """Whether ``span`` is a :class:`PromptSpan` a store reads back as it was written."""
+    return (
+        isinstance(span, PromptSpan)
+        and type(span.message) is int
+        and type(span.start) is int
+        and type(span.end) is int
+        and span.role in get_args(Role)
+        and span.kind in get_args(Kind)
+        and isinstance(span.origin, str)
+    )
+
+
+def _check_model_reply(r: ModelReplyRecord) -> None:
+    """Refuse a malformed :class:`ModelReplyRecord`: when it is made, and again by a store.
+
+    Raises:
+        AuditRecordError: names every malformed field.
+    """
+    problems = []
+    if not isinstance(r.request_id, str) or not r.request_id.strip():
+        problems.append(f"request_id must be a non-empty string, got {r.request_id!r}")
+    if not isinstance(r.prompt_sha256, str) or not _SHA256.fullmatch(r.prompt_sha256):
+        problems.append(f"prompt_sha256 must be 64 lowercase hex digits, got {r.prompt_sha256!r}")
+    for name in ("response_id", "model", "stop_reason"):
+        if not isinstance(getattr(r, name), str):
+            problems.append(f"{name} must be a string, got {getattr(r, name)!r}")
+    if not isinstance(r.tool_calls, tuple) or not all(
+        isinstance(name, str) for name in r.tool_calls
+    ):
+        problems.append(f"tool_calls must be a tuple of names, got {_shown(r.tool_calls)}")
+    if r.usage is not None and not (
+        isinstance(r.usage, Usage)
+        and all(
+            type(n) is int and 0 <= n <= _COUNT_MAX
+            for n in (r.usage.input_tokens, r.usage.output_tokens)
+        )
+    ):
+        problems.append(
+            "usage must be None or a Usage of two token counts (ints from 0 to 2**63 - 1), "
+            f"got {_shown(r.usage)}"
+        )
+    if not isinstance(r.call_id, str) or not (r.call_id == "" or _ID.fullmatch(r.call_id)):
+        problems.append(f"call_id must be a ModelCallRecord's call_id, got {r.call_id!r}")
+    problems += _time_problems(r, "time", "latency")
+    if problems:
+        raise AuditRecordError(
+            f"model-reply record of request {r.request_id!r} is malformed: "
+            f"{'; '.join(problems)}; build it from the answer as read (ModelGateway does)"
+        )
 
 
 _FIELDS: Final = operator.attrgetter(
