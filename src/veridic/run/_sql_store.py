@@ -187,11 +187,17 @@ class SQLStore:
         return self._run(_statements.conversation(key))
 
     def save_rules(self, scope: str, rules: Mapping[str, str], /) -> None:
-        """Keep approval rules (``dict(policy.rules)``) under ``scope`` (a user, a tenant).
+        """Keep approval rules (``policy.rules``) under ``scope`` (a user, a tenant).
 
         Each save is kept; :meth:`rules` reads the latest. Read them back
         through :meth:`ApprovalPolicy.restore <veridic.ApprovalPolicy.restore>`,
-        which checks each rule again against the new view.
+        which checks each rule again against the new view. ``policy.rules``
+        carries the grant of each "always" rule (:attr:`ApprovalPolicy.grants
+        <veridic.ApprovalPolicy.grants>`), which is kept beside the rules and
+        read back with them, so a restored rule applies only to the tool it was
+        granted for; a plain mapping (``dict(policy.rules)``) keeps the rules
+        alone, and each "always" rule is then granted anew to whatever tool the
+        view has under its name.
 
         Raises:
             AuditRecordError: ``scope`` is not storable text, or ``rules`` is not

@@ -22,13 +22,13 @@ import sys
 import time as _time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar, get_args
+from typing import Any, Final, Generic, TypeGuard, TypeVar, get_args
 
 from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.providers._base import Usage
-from veridic.run.approval import ApprovalMode
+from veridic.run.approval import ApprovalMode, ApprovalRules, _SavedRules
 from veridic.run.deferred import PausedRun
 from veridic.run.records import (
     _FIELDS,
@@ -315,9 +315,14 @@ def save_rules(where: str, scope: str, rules: object) -> Statement[None]:
     ):
         raise AuditRecordError(
             f"{where}.save_rules() got {clip(repr(rules))}: pass a mapping of tool names "
-            "to rules, dict(policy.rules)"
+            "to rules, policy.rules"
         )
-    document = json.dumps(dict(sorted(rules.items())), ensure_ascii=False)
+    kept: dict[str, object] = dict(sorted(rules.items()))
+    if isinstance(rules, ApprovalRules) and rules.grants:
+        # Beside the rules, not mixed into them: a row without grants (an earlier
+        # release's, or a caller's own mapping) reads as it always did.
+        kept = {"rules": kept, "grants": dict(sorted(rules.grants.items()))}
+    document = json.dumps(kept, ensure_ascii=False)
     return Statement(
         "INSERT INTO veridic_approval_rules (time, scope, document) VALUES (?,?,?)",
         (_time.time(), scope, _storable(document)),
@@ -640,20 +645,33 @@ def rules(scope: str) -> Statement[dict[str, str]]:
                 "save_rules wrote them otherwise, so the row was edited; check what else "
                 "writes to veridic_approval_rules, and save the rules again"
             ) from error
-        if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+        grants: object = {}
+        # Saved with grants: two objects (names to rules never map a name to one).
+        if (
+            isinstance(loaded, dict)
+            and loaded.keys() == {"rules", "grants"}
+            and isinstance(loaded["rules"], dict)
+        ):
+            loaded, grants = loaded["rules"], loaded["grants"]
+        if not _texts(loaded) or not _texts(grants):
             raise AuditRecordError(
                 f"the rules stored under {scope!r} are {clip(str(rows[0][0]))}, not a JSON "
-                "object of tool names to rules (text): save_rules wrote them otherwise, so "
-                "the row was edited; check what else writes to veridic_approval_rules, and "
-                "save the rules again"
+                "object of tool names to rules (text), with the grants of the always rules "
+                "beside them: save_rules wrote them otherwise, so the row was edited; check "
+                "what else writes to veridic_approval_rules, and save the rules again"
             )
-        return {str(k): v for k, v in loaded.items()}
+        return _SavedRules(loaded, grants)
 
     return Statement(
         "SELECT document FROM veridic_approval_rules WHERE scope = ? ORDER BY id DESC LIMIT 1",
         (scope,),
         answer,
     )
+
+
+def _texts(loaded: object) -> TypeGuard[dict[str, str]]:
+    """Whether ``loaded`` (read with :mod:`veridic._json_object`) maps text to text."""
+    return isinstance(loaded, dict) and all(isinstance(v, str) for v in loaded.values())
 
 
 def pending_runs() -> Statement[tuple[str, ...]]:

@@ -98,11 +98,12 @@ _GRANTED_PARTS: Final = (
 class ApprovalRules(Mapping[str, Rule]):
     """A read-only copy of a policy's rules by tool name, with the grants of its "always" rules.
 
-    A plain mapping of names to rules for everything that reads it
-    (``dict(policy.rules)`` is what a store saves); passed on as
-    ``ApprovalPolicy(next_view, rules=policy.rules)`` it also carries
+    A plain mapping of names to rules for everything that reads it; passed on
+    as ``ApprovalPolicy(next_view, rules=policy.rules)``, or saved as
+    ``store.save_rules(scope, policy.rules)`` and read back by
+    ``ApprovalPolicy.restore(view, store.rules(scope))``, it also carries
     :attr:`grants`, so each "always" rule stays bound to the tool it was
-    granted for.
+    granted for. (``dict(policy.rules)`` is the rules alone.)
     """
 
     __slots__ = ("_grants", "_rules")
@@ -127,6 +128,24 @@ class ApprovalRules(Mapping[str, Rule]):
 
     def __repr__(self) -> str:
         return f"ApprovalRules({dict(self._rules)!r})"
+
+
+class _SavedRules(dict[str, str]):
+    """Rules a store read back, with the grants saved beside them.
+
+    A ``dict`` as :meth:`~veridic.SQLiteAuditSink.rules` always returned, so
+    that everything reading it as one still does; :meth:`ApprovalPolicy.restore`
+    also reads :attr:`grants`, so the documented round trip
+    (``store.save_rules(scope, policy.rules)``, then
+    ``ApprovalPolicy.restore(view, store.rules(scope))``) keeps each "always"
+    rule bound to its tool without a second argument to forget.
+    """
+
+    __slots__ = ("grants",)
+
+    def __init__(self, rules: Mapping[str, str], grants: Mapping[str, str]) -> None:
+        super().__init__(rules)
+        self.grants: Mapping[str, str] = MappingProxyType(dict(grants))
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,8 +268,8 @@ class ApprovalPolicy:
     ) -> ApprovalPolicy:
         """A policy for ``view`` with the saved ``rules`` that still hold; the rest skipped.
 
-        Rules saved in an earlier request (``dict(policy.rules)`` in a
-        session or a database) may have gone stale since: the tool was
+        Rules saved in an earlier request (``policy.rules`` in a
+        session, or an audit store's ``save_rules``) may have gone stale since: the tool was
         renamed or removed, or became high risk, so its "always" rule is
         refused. Where ``ApprovalPolicy(view, rules=...)`` raises on the first
         such rule, this applies every rule that holds and reports each stale
@@ -465,7 +484,7 @@ def _grants_of(
     rules: Mapping[str, object] | None, grants: Mapping[str, str] | None, where: str
 ) -> Mapping[str, str]:
     if grants is None:
-        return rules.grants if isinstance(rules, ApprovalRules) else {}
+        return rules.grants if isinstance(rules, ApprovalRules | _SavedRules) else {}
     if not isinstance(grants, Mapping) or not all(
         isinstance(name, str) and isinstance(grant, str) for name, grant in grants.items()
     ):
