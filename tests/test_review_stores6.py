@@ -413,6 +413,23 @@ def test_a_megabyte_tool_name_in_an_answer_is_kept_as_a_call_record_keeps_it(
     assert len(name) < 250
 
 
+def test_a_megabyte_model_name_response_id_or_stop_reason_is_cut_as_a_tool_name_is(
+    store: Store,
+) -> None:
+    # The provider (or a proxy in front of it) names the model, the answer's id and why it
+    # stopped: a megabyte of each went whole into the answer's record, read by every review.
+    huge = "gpt" * 400_000
+    reply = ModelReplyRecord(1.0, "req-1", SHA, huge, huge, huge, (), None, 0.5)
+    store.write_model_reply(reply)
+    (stored,) = store.model_replies()
+    for kept in (stored.response_id, stored.model, stored.stop_reason):
+        assert kept == _recorded_tool(huge)[0]
+        assert kept.endswith("…' (1200000 chars)")
+    plain = ModelReplyRecord(2.0, "req-2", SHA, "resp_1", "gpt-4o", "stop", (), None, 0.5)
+    store.write_model_reply(plain)
+    assert store.model_replies("req-2") == (plain,)
+
+
 def _hashed(dsn: str) -> set[str]:
     with psycopg.connect(dsn) as db:
         rows = db.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING hash%'")

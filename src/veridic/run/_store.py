@@ -247,9 +247,9 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         _real(record.time),
         _storable(record.request_id),
         record.prompt_sha256,
-        _storable(record.response_id),
-        _storable(record.model),
-        _storable(record.stop_reason),
+        _called(record.response_id),
+        _called(record.model),
+        _called(record.stop_reason),
         json.dumps([_called(name) for name in record.tool_calls]),
         None if usage is None else usage.input_tokens,
         None if usage is None else usage.output_tokens,
@@ -260,7 +260,8 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
 
 
 def _called(name: str) -> str:
-    """A tool name the model wrote in an answer, as an answer's record keeps it.
+    """A name the answer gave, as an answer's record keeps it: a tool name the model
+    wrote, and the model, answer id and stop reason the provider (or a proxy) named.
 
     A name up to 200 characters is kept as it is (escaped where no store can
     keep it); a longer one as a tool call's record keeps it
