@@ -114,6 +114,9 @@ class VeridicPlugin(Plugin):
         self._settings: PolicySettings | None = None
         self._watching = False
         """Whether ``_notes`` watches mypy's errors already (no brand annotation needs it)."""
+        self._checkers: dict[str, TypeChecker] = {}
+        """The checker of each module a call hook ran in, until the end of its check, when
+        the reports that need every expression's type run (``_any_declared``)."""
         self._suspects: dict[str, bool] = {}
         """Per module checked in this build: whether it imports veridic's private minting
         names (or their modules) and is not reported yet. The first hook that runs in
@@ -296,25 +299,30 @@ class VeridicPlugin(Plugin):
         look-up: mypy hands this hook the tree alone, so the checker is found through the
         objects that refer to the tree (``_checker_of``).
         """
-        if file.fullname in self._walked or file.is_stub:
-            return set()
+        walked = self._checkers.pop(file.fullname, None)
         if any(part in file.path for part in _names.INSTALLED):
             return set()  # mypy reports nothing in an installed package
-        from veridic.mypy import _bare_fields, _escapes
+        from veridic.mypy import _any_declared, _bare_fields, _escapes
 
+        if walked is not None:
+            _in_module(walked, _any_declared.report)
+            return set()
+        if file.fullname in self._walked:
+            return set()
+        if file.is_stub:
+            if _bare_fields.may_report(file):
+                _in_module(_checker_of(file), _bare_fields.report_module)
+            return set()
         if not (
             self.suspect(file.fullname, file)
             or _escapes.may_report(file)
             or _bare_fields.may_report(file)
+            or _any_declared.may_report(file)
         ):
             return set()
         checker = _checker_of(file)
-        if checker is not None:
-            checker.errors.set_file(
-                checker.path, file.fullname, scope=checker.tscope, options=checker.options
-            )
-            with checker.tscope.module_scope(file.fullname):
-                self.first_call(checker)
+        _in_module(checker, self.first_call)
+        _in_module(checker, _any_declared.report)
         return set()
 
     def first_call(self, checker: TypeChecker) -> None:
@@ -323,6 +331,7 @@ class VeridicPlugin(Plugin):
         if tree.fullname in self._walked:
             return
         self._walked.add(tree.fullname)
+        self._checkers[tree.fullname] = checker
         if self.suspect(tree.fullname, tree):
             from veridic.mypy import _private
 
@@ -426,6 +435,17 @@ def _check_call(callee: Callee, ctx: FunctionContext | MethodContext) -> Type:
         _minting.check(ctx, callee, ctx.api)
         _any_guard.check(ctx, callee, ctx.api)
     return ctx.default_return_type
+
+
+def _in_module(checker: TypeChecker | None, report: Callable[[TypeChecker], None]) -> None:
+    """Run a module-wide ``report`` from the end of the module's check, where mypy's errors
+    no longer point at the module: they are pointed at it again first."""
+    if checker is None:
+        return
+    tree = checker.tree
+    checker.errors.set_file(checker.path, tree.fullname, scope=checker.tscope, options=checker.options)
+    with checker.tscope.module_scope(tree.fullname):
+        report(checker)
 
 
 def _checker_of(tree: MypyFile) -> TypeChecker | None:
