@@ -80,3 +80,97 @@ def test_any_assigned_to_a_declared_trusted_target_is_refused(tmp_path: Path, co
         ("app.py", 17, "veridic-any"),
         ("app.py", 18, "veridic-any"),
     ]
+
+
+# --- a pydantic field typed TrustedInstruction (veridic-forge) -----------------------------
+
+
+def test_a_bare_field_of_a_model_in_a_stub_or_after_an_overloaded_call_is_refused(
+    tmp_path: Path, config: Path
+) -> None:
+    # Before, a model declared in a .pyi stub was not read, and a model declared after the
+    # module's first call (field_validator, an overload) was reported while mypy tried the
+    # overload's items, which threw the error away: both passed.
+    stub = """\
+        from pydantic import BaseModel, field_validator
+
+        from veridic import TrustedInstruction
+
+
+        class Config(BaseModel):
+            prompt: TrustedInstruction
+
+
+        class Vouched(BaseModel):
+            prompt: TrustedInstruction
+
+            @field_validator("prompt")
+            @classmethod
+            def _mint(cls, value: str) -> TrustedInstruction: ...
+        """
+    checked = """\
+        from pydantic import BaseModel, field_validator
+
+        from veridic import TrustedInstruction
+
+
+        class Checked(BaseModel):
+            topic: str
+
+            @field_validator("topic")
+            @classmethod
+            def _strip(cls, value: str) -> str:
+                return value.strip()
+
+
+        class Settings(BaseModel):
+            prompt: TrustedInstruction
+        """
+    app = """\
+        from models import Config
+        from checked import Settings
+
+        from veridic import Composer
+
+
+        def build(config: Config, settings: Settings) -> None:
+            Composer().system(config.prompt, settings.prompt)
+        """
+    (tmp_path / "models.py").write_text("")
+    found = _check(config, tmp_path, **{"models.pyi": stub, "checked": checked, "app": app})
+    assert sorted(found) == [
+        ("checked.py", 16, "veridic-forge"),
+        ("models.pyi", 7, "veridic-forge"),
+    ]
+
+
+def test_an_inherited_filled_in_field_is_reported_at_the_base_that_fills_it(
+    tmp_path: Path, config: Path
+) -> None:
+    # Before, the error was on the class line, where a type: ignore for the base written
+    # three lines further did not reach.
+    models = """\
+        from typing import Generic, TypeVar
+
+        from pydantic import BaseModel
+
+        from veridic import TrustedInstruction
+
+        Item = TypeVar("Item")
+
+
+        class Box(BaseModel, Generic[Item]):
+            item: Item
+
+
+        class Named(BaseModel):
+            name: str
+
+
+        class Prompt(
+            Named,
+            Box[TrustedInstruction],
+        ):
+            pass
+        """
+    assert _check(config, tmp_path, models=models) == [("models.py", 20, "veridic-forge")]

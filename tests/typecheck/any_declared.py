@@ -29,7 +29,8 @@ class Nested(TypedDict):
 
 class Config(BaseModel):
     persona: InstructionField
-    limit: TrustedInstruction = Field(max_length=40)  # E: [veridic-forge] "Config" got field "limit"
+    # E: [veridic-forge] "Config" got field "limit"
+    limit: TrustedInstruction = Field(max_length=40)
 
 
 class Page:
@@ -44,19 +45,25 @@ class Page:
 JSON = dict[str, "JSON"] | list["JSON"] | str | int | None
 
 
-def declared(raw: str, loose: Any, page: Page, settings: Settings, items: list[TrustedInstruction]) -> None:
-    prompt: TrustedInstruction = json.loads(raw)  # E: [veridic-any] the name "prompt" is declared "TrustedInstruction"
+def declared(
+    raw: str, loose: Any, page: Page, settings: Settings, items: list[TrustedInstruction]
+) -> None:
+    # E: [veridic-any] the name "prompt" is declared "TrustedInstruction"
+    prompt: TrustedInstruction = json.loads(raw)
     loaded: Settings = json.loads(raw)  # E: [veridic-any] the name "loaded" is declared "Settings"
     nested: Nested = json.loads(raw)  # E: [veridic-any] declared "Nested"
     holder: Holder = loose  # E: [veridic-any] declared "Holder"
     config: Config = json.loads(raw)  # E: [veridic-any] declared "Config"
-    parts: list[TrustedInstruction] = [instruction("x"), loose]  # E: [veridic-any] declared "list[TrustedInstruction]"
-    table: dict[str, TrustedInstruction] = {"a": loose}  # E: [veridic-any] declared "dict[str, TrustedInstruction]"
+    # E: [veridic-any] declared "list[TrustedInstruction]"
+    parts: list[TrustedInstruction] = [instruction("x"), loose]
+    # E: [veridic-any] declared "dict[str, TrustedInstruction]"
+    table: dict[str, TrustedInstruction] = {"a": loose}
     later: TrustedInstruction
     later = loose  # E: [veridic-any] the name "later" is declared
     page.prompt = loose  # E: [veridic-any] the attribute "prompt" is declared
     settings["persona"] = loose  # E: [veridic-any] declared "TrustedInstruction"
     items[0] = loose  # E: [veridic-any] declared "TrustedInstruction"
+    print(prompt, loaded, nested, holder, config, parts, table, later)
 
 
 def accepted(raw: str, loose: Any, page: Page, settings: Settings) -> None:

@@ -22,6 +22,8 @@ module                 rule                                          error code
 ``_composition``       trusted ``+`` trusted is trusted              (none: a type)
 ``_any_guard``         no ``Any`` in an instruction position, nor    ``veridic-any``
                        in a ``Literal`` parameter
+``_any_declared``      no ``Any`` assigned to a target declared to   ``veridic-any``
+                       hold a ``TrustedInstruction``
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
 ``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
                        ``InstructionField``
@@ -443,7 +445,9 @@ def _in_module(checker: TypeChecker | None, report: Callable[[TypeChecker], None
     if checker is None:
         return
     tree = checker.tree
-    checker.errors.set_file(checker.path, tree.fullname, scope=checker.tscope, options=checker.options)
+    checker.errors.set_file(
+        checker.path, tree.fullname, scope=checker.tscope, options=checker.options
+    )
     with checker.tscope.module_scope(tree.fullname):
         report(checker)
 

@@ -70,9 +70,9 @@ def may_report(tree: MypyFile) -> bool:
     if _names.in_package(tree.fullname) or tree.is_stub:
         return False
     for statement in every_statement(tree.defs):
-        if isinstance(statement, AssignmentStmt) and statement.type is not None:
-            if holds_trusted(statement.type):
-                return True
+        declared = statement.type if isinstance(statement, AssignmentStmt) else None
+        if declared is not None and holds_trusted(declared):
+            return True
     return False
 
 
@@ -127,9 +127,9 @@ def _loose(value: Expression, checker: TypeChecker) -> Iterator[Expression]:
         for _key, item in value.items:
             yield from _loose(item, checker)
         return
-    if isinstance(value, CallExpr) and isinstance(value.callee, RefExpr):
-        if value.callee.fullname in _FIELD_SPECIFIERS:
-            return  # a model's field declaration: pydantic validates what fills it
+    callee = value.callee if isinstance(value, CallExpr) else None
+    if isinstance(callee, RefExpr) and callee.fullname in _FIELD_SPECIFIERS:
+        return  # a model's field declaration: pydantic validates what fills it
     typ = checker.lookup_type_or_none(value)
     if typ is not None and is_any(typ):
         yield value
@@ -191,5 +191,5 @@ def _message(target: Expression, declared: Type, value: Expression, checker: Typ
         "here on mypy reads the text as trusted while the run time refuses it (or prints it "
         "in the capability section); validate the value where it comes from (a pydantic model "
         "with an InstructionField, a TypeAdapter), declare the text str or UntrustedText and "
-        "place it as data, or vouch for it with TrustPolicy(\"name\").vouch(text, reason=...)"
+        'place it as data, or vouch for it with TrustPolicy("name").vouch(text, reason=...)'
     )
