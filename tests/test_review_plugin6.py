@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
-from typing import Final, TypedDict
+from typing import Final, TypedDict, TypeGuard, cast
 
 import pytest
 from test_typecheck import CACHE, POLICIES, run_mypy, write_config
@@ -174,3 +174,57 @@ def test_an_inherited_filled_in_field_is_reported_at_the_base_that_fills_it(
             pass
         """
     assert _check(config, tmp_path, models=models) == [("models.py", 20, "veridic-forge")]
+
+
+# --- trusted text made by narrowing (veridic-forge) ---------------------------------------
+
+
+def _vetted(text: object) -> TypeGuard[TrustedInstruction]:  # type: ignore[veridic-forge]
+    return isinstance(text, str)
+
+
+def test_text_narrowed_or_cast_to_trusted_is_outside_text_at_run_time() -> None:
+    reply = json.loads(REPLY)["persona"]
+    assert _vetted(reply)
+    with pytest.raises(ProvenanceError):
+        Composer().system(reply)
+    settings = cast(Settings, json.loads(REPLY))  # type: ignore[veridic-forge]  # under test
+    with pytest.raises(ProvenanceError):
+        Composer().system(settings["persona"])
+
+
+def test_a_type_guard_to_trusted_text_and_a_cast_to_a_typed_dict_holding_it_are_refused(
+    tmp_path: Path, config: Path
+) -> None:
+    # Before, both passed mypy and veridic hatches: after `if vetted(reply):` mypy read the
+    # reply as trusted, and a cast() to a TypedDict named no brand.
+    guards = """\
+        from typing import TypeGuard
+
+        from veridic import TrustedInstruction
+
+
+        def vetted(text: object) -> TypeGuard[TrustedInstruction]:
+            return isinstance(text, str)
+        """
+    app = """\
+        import json
+        from typing import TypedDict, cast
+
+        from guards import vetted
+        from veridic import Composer, TrustedInstruction
+
+
+        class Settings(TypedDict):
+            persona: TrustedInstruction
+
+
+        def build(raw: str, reply: str) -> None:
+            settings = cast(Settings, json.loads(raw))
+            if vetted(reply):
+                Composer().system(reply, settings["persona"])
+        """
+    assert sorted(_check(config, tmp_path, guards=guards, app=app)) == [
+        ("app.py", 13, "veridic-forge"),
+        ("guards.py", 6, "veridic-forge"),
+    ]

@@ -104,6 +104,7 @@ def report_references(checker: TypeChecker) -> None:
     kept |= {id(expr.expr) for expr in expressions if isinstance(expr, MemberExpr)}
     with _notes.outside_speculation(checker.msg.errors):
         _forging.report_values(checker, expressions, kept)
+        _forging.report_guards(checker)
         _namespace.report_writes(checker, expressions)
         _literal_data.report_escaping_casts(checker, expressions)
         _report_kept_classes(checker)
@@ -168,6 +169,8 @@ def may_report(tree: MypyFile) -> bool:
     ``cast()``, a module's ``__dict__``. A module that makes no call is walked only then."""
     if _names.in_package(tree.fullname):
         return False
+    if next(_forging.guards(tree), None) is not None:
+        return True
     for statement in tree.defs:
         for expr in get_subexpressions(statement):
             if isinstance(expr, CastExpr) or (
