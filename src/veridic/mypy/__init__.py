@@ -24,6 +24,8 @@ module                 rule                                          error code
                        in a ``Literal`` parameter
 ``_any_declared``      no ``Any`` assigned to a target declared to   ``veridic-any``
                        hold a ``TrustedInstruction``
+``_attribute_writes``  no ``setattr()`` of other text into an        ``veridic-forge``
+                       attribute declared trusted
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
 ``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
                        ``InstructionField``

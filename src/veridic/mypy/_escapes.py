@@ -71,7 +71,7 @@ from mypy.plugin import FunctionContext, MethodContext
 from mypy.server.subexpr import get_subexpressions
 from mypy.types import CallableType, Overloaded, Type, UnionType, get_proper_type
 
-from veridic.mypy import _forging, _literal_data, _names, _namespace, errorcodes
+from veridic.mypy import _attribute_writes, _forging, _literal_data, _names, _namespace, errorcodes
 from veridic.mypy._rebinding import every_statement, own_statements
 from veridic.mypy._signature import called_value, code_text_parameter, signature_of
 
@@ -201,6 +201,8 @@ def check_arguments(
     """
     if callee in _KEEPING_DECORATORS:
         return
+    if callee in _attribute_writes.WRITERS:
+        _attribute_writes.check(callee, ctx, checker)
     if callee in _namespace.ATTRIBUTE_WRITERS:
         _namespace.check_attribute_write(callee, ctx, checker)
         return
