@@ -37,7 +37,9 @@ module                 rule                                          error code
 ``_namespace``         a ``Final`` text constant is not rewritten    ``veridic-literal``
                        through its module's namespace (``exec``)
 ``_unvalidated``       ``model_construct``/``model_copy`` fill a     ``veridic-literal``
-                       ``Literal`` field only with code text
+                       ``Literal`` field only with code text,
+                       and ``model_copy`` an ``InstructionField``    ``veridic-forge``
+                       only with minted text
 ``_notes``             mypy's own brand errors say how to mint       (notes)
 ``_sdk``               provider SDK calls give instructions only     ``veridic-sdk``
                        in trusted text
