@@ -21,6 +21,7 @@ from test_typecheck import CACHE, POLICIES, run_mypy, write_config
 from veridic import (
     Composer,
     InstructionField,
+    Prompt,
     ProvenanceError,
     TrustedInstruction,
     instruction,
@@ -310,3 +311,32 @@ def test_model_copy_into_an_instruction_field_is_refused(tmp_path: Path, config:
             Composer().system(model.model_copy(update={"persona": reply}).persona)
         """
     assert _check(config, tmp_path, app=app) == [("app.py", 11, "veridic-forge")]
+
+
+# --- instruction() in code mypy did not check (veridic-literal) ----------------------------
+
+
+def _never_checked(reply: str) -> Prompt:
+    (lambda text=reply: text)()  # mypy types this call as Never: the rest is unreachable
+    return Composer().system(instruction(reply)).build()  # type: ignore[veridic-literal]
+
+
+def test_code_mypy_reads_as_unreachable_runs_and_mints_outside_text() -> None:
+    reply = json.loads(REPLY)["persona"]
+    assert _never_checked(reply).to_openai()[0]["content"] == reply
+
+
+def test_a_trusting_call_in_code_mypy_did_not_check_is_refused(
+    tmp_path: Path, config: Path
+) -> None:
+    # Before, mypy checked nothing after the lambda's call, and no hook of the plugin ran
+    # there: instruction(reply) passed.
+    app = """\
+        from veridic import Composer, instruction
+
+
+        def build(reply: str) -> None:
+            (lambda text=reply: text)()
+            Composer().system(instruction(reply))
+        """
+    assert _check(config, tmp_path, app=app) == [("app.py", 6, "veridic-literal")]

@@ -34,6 +34,8 @@ module                 rule                                          error code
 ``_private``           veridic's private minting names stay inside   ``veridic-forge``
 ``_escapes``           a function trusting a ``LiteralString``       ``veridic-literal``
                        parameter is called by name, not passed on
+``_unchecked``         a call of ``instruction()`` (or any function  ``veridic-literal``
+                       trusting a parameter) in code mypy skipped
 ``_namespace``         a ``Final`` text constant is not rewritten    ``veridic-literal``
                        through its module's namespace (``exec``)
 ``_unvalidated``       ``model_construct``/``model_copy`` fill a     ``veridic-literal``
@@ -308,10 +310,11 @@ class VeridicPlugin(Plugin):
         walked = self._checkers.pop(file.fullname, None)
         if any(part in file.path for part in _names.INSTALLED):
             return set()  # mypy reports nothing in an installed package
-        from veridic.mypy import _any_declared, _bare_fields, _escapes
+        from veridic.mypy import _any_declared, _bare_fields, _escapes, _unchecked
 
         if walked is not None:
             _in_module(walked, _any_declared.report)
+            _in_module(walked, _unchecked.report)
             return set()
         if file.fullname in self._walked:
             return set()
@@ -329,6 +332,7 @@ class VeridicPlugin(Plugin):
         checker = _checker_of(file)
         _in_module(checker, self.first_call)
         _in_module(checker, _any_declared.report)
+        _in_module(checker, _unchecked.report)
         return set()
 
     def first_call(self, checker: TypeChecker) -> None:
@@ -394,7 +398,7 @@ def _each_call(
     return ctx.default_return_type if default is None else default(ctx)
 
 
-_PER_BUILD: Final = ("_notes", "_fields", "_overrides", "_namespace")
+_PER_BUILD: Final = ("_notes", "_fields", "_overrides", "_namespace", "_unchecked")
 """Rule modules that keep state for one build (mypy makes a plugin per build; a process,
 such as a test run, may run several builds)."""
 

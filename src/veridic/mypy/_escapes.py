@@ -71,7 +71,15 @@ from mypy.plugin import FunctionContext, MethodContext
 from mypy.server.subexpr import get_subexpressions
 from mypy.types import CallableType, Overloaded, Type, UnionType, get_proper_type
 
-from veridic.mypy import _attribute_writes, _forging, _literal_data, _names, _namespace, errorcodes
+from veridic.mypy import (
+    _attribute_writes,
+    _forging,
+    _literal_data,
+    _names,
+    _namespace,
+    _unchecked,
+    errorcodes,
+)
 from veridic.mypy._rebinding import every_statement, own_statements
 from veridic.mypy._signature import called_value, code_text_parameter, signature_of
 
@@ -102,6 +110,7 @@ def report_references(checker: TypeChecker) -> None:
     expressions = [expr for statement in tree.defs for expr in get_subexpressions(statement)]
     kept = {id(expr.callee) for expr in expressions if isinstance(expr, CallExpr)}
     kept |= {id(expr.expr) for expr in expressions if isinstance(expr, MemberExpr)}
+    _unchecked.note(tree, expressions, _named_function)
     with _notes.outside_speculation(checker.msg.errors):
         _forging.report_values(checker, expressions, kept)
         _forging.report_guards(checker)
