@@ -91,6 +91,33 @@ def test_any_assigned_to_a_declared_trusted_target_is_refused(tmp_path: Path, co
     ]
 
 
+def test_any_put_into_a_container_of_trusted_text_is_refused(tmp_path: Path, config: Path) -> None:
+    # Before, append(), extend(), update() and += took Any into a list or a TypedDict
+    # of trusted text, whose reads mypy then typed as trusted.
+    app = """\
+        import json
+        from typing import TypedDict
+
+        from veridic import Composer, TrustedInstruction
+
+
+        class Settings(TypedDict):
+            persona: TrustedInstruction
+
+
+        def build(raw: str, parts: list[TrustedInstruction], settings: Settings) -> None:
+            parts.append(json.loads(raw))
+            parts += json.loads(raw)
+            settings.update(json.loads(raw))
+            Composer().system(*parts, settings["persona"])
+        """
+    assert _check(config, tmp_path, app=app) == [
+        ("app.py", 12, "veridic-any"),
+        ("app.py", 13, "veridic-any"),
+        ("app.py", 14, "veridic-any"),
+    ]
+
+
 # --- a pydantic field typed TrustedInstruction (veridic-forge) -----------------------------
 
 

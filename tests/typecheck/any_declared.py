@@ -63,6 +63,12 @@ def declared(
     page.prompt = loose  # E: [veridic-any] the attribute "prompt" is declared
     settings["persona"] = loose  # E: [veridic-any] declared "TrustedInstruction"
     items[0] = loose  # E: [veridic-any] declared "TrustedInstruction"
+    items.append(loose)  # E: [veridic-any] declared "list[TrustedInstruction]"
+    items.extend(json.loads(raw))  # E: [veridic-any] the result of "loads()"
+    items.insert(loose, loose)  # E: [veridic-any] declared "list[TrustedInstruction]"
+    items += json.loads(raw)  # E: [veridic-any] declared "list[TrustedInstruction]"
+    settings.update(json.loads(raw))  # E: [veridic-any] declared "Settings"
+    table.setdefault(loose, loose)  # E: [veridic-any] declared "dict[str, TrustedInstruction]"
     print(prompt, loaded, nested, holder, config, parts, table, later)
 
 
@@ -73,6 +79,9 @@ def accepted(raw: str, loose: Any, page: Page, settings: Settings) -> None:
     minted: TrustedInstruction = instruction("Be brief.")
     page.title = loose
     settings["topic"] = loose
+    names: list[str] = []
+    names.append(loose)
+    page.title.split(loose)
     inferred = json.loads(raw)
     first, second = loose
     print(text, data, tree, minted, inferred, first, second)

@@ -13,7 +13,9 @@ Reported (``veridic-any``): an assignment (annotated or not; names, attributes, 
 of a ``TypedDict`` or a container) whose target's declared type holds a
 ``TrustedInstruction`` (in a container, a union, a tuple, a ``TypedDict`` item, a
 callable's return, or an attribute of a class of the project), and whose value is
-``Any``, or a list, tuple, set or dict display with an ``Any`` item.
+``Any``, or a list, tuple, set or dict display with an ``Any`` item; and ``Any`` put into
+a built-in container or a ``TypedDict`` that holds trusted text (``append``, ``extend``,
+``insert``, ``add``, ``update``, ``setdefault``, ``+=``, ``|=``).
 
 Hook: the end of a module's check (``get_additional_indirect_deps``), when every
 expression of the module has its type. mypy has no assignment hook.
@@ -39,6 +41,7 @@ from mypy.nodes import (
     MemberExpr,
     MypyFile,
     NameExpr,
+    OperatorAssignmentStmt,
     RefExpr,
     SetExpr,
     StrExpr,
@@ -47,6 +50,7 @@ from mypy.nodes import (
     TypeInfo,
     Var,
 )
+from mypy.server.subexpr import get_subexpressions
 from mypy.types import (
     CallableType,
     Instance,
@@ -91,7 +95,64 @@ def report(checker: TypeChecker) -> None:
             if declared is None or not holds_trusted(declared):
                 continue
             for value in _loose(statement.rvalue, checker):
-                checker.fail(_message(target, declared, value, checker), value, code=errorcodes.ANY)
+                _fail(checker, target, declared, value)
+    _report_fills(checker)
+
+
+_FILLERS: Final = frozenset(
+    {"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault"}
+)
+"""Methods that put their arguments into a container (``__setitem__`` is an assignment)."""
+_KEYED: Final = frozenset({"insert", "setdefault"})
+"""Fillers whose first argument says where, not what."""
+
+
+def _report_fills(checker: TypeChecker) -> None:
+    """``prompts.append(loose)``, ``settings.update(json.loads(raw))``, ``prompts +=
+    json.loads(raw)``: ``Any`` put into a container (or a ``TypedDict``) that holds trusted
+    text, which the container's reads then type as trusted."""
+    for statement in every_statement(checker.tree.defs):
+        if isinstance(statement, OperatorAssignmentStmt) and statement.op in ("+", "|"):
+            declared = _container(statement.lvalue, checker)
+            if declared is not None:
+                for value in _loose(statement.rvalue, checker):
+                    _fail(checker, statement.lvalue, declared, value)
+    for statement in checker.tree.defs:
+        for expr in get_subexpressions(statement):
+            if not (
+                isinstance(expr, CallExpr)
+                and isinstance(expr.callee, MemberExpr)
+                and expr.callee.name in _FILLERS
+            ):
+                continue
+            declared = _container(expr.callee.expr, checker)
+            if declared is None:
+                continue
+            given = expr.args[1:] if expr.callee.name in _KEYED else expr.args
+            for arg in given:
+                for value in _loose(arg, checker):
+                    _fail(checker, expr.callee.expr, declared, value)
+
+
+def _container(expr: Expression, checker: TypeChecker) -> Type | None:
+    """The type of ``expr`` when it is a built-in container or a ``TypedDict`` that holds
+    trusted text (a class of the project's may define ``update`` as it likes)."""
+    typ = checker.lookup_type_or_none(expr)
+    proper = get_proper_type(typ)
+    if isinstance(proper, TypedDictType) or (
+        isinstance(proper, Instance)
+        and proper.type.module_name in _CONTAINER_MODULES
+        and proper.args
+    ):
+        return typ if typ is not None and holds_trusted(typ) else None
+    return None
+
+
+_CONTAINER_MODULES: Final = frozenset({"builtins", "collections", "typing"})
+
+
+def _fail(checker: TypeChecker, target: Expression, declared: Type, value: Expression) -> None:
+    checker.fail(_message(target, declared, value, checker), value, code=errorcodes.ANY)
 
 
 def _declared(target: Expression, checker: TypeChecker) -> Type | None:
