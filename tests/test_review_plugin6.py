@@ -367,3 +367,32 @@ def test_a_trusting_call_in_code_mypy_did_not_check_is_refused(
             Composer().system(instruction(reply))
         """
     assert _check(config, tmp_path, app=app) == [("app.py", 6, "veridic-literal")]
+
+
+# --- a type: ignore of mypy's own code that kept a str as trusted (veridic-forge) ----------
+
+
+def _forged(reply: str) -> TrustedInstruction:
+    return reply  # type: ignore[return-value, veridic-forge]  # under test
+
+
+def test_a_silenced_return_value_error_is_a_forged_instruction_at_run_time() -> None:
+    with pytest.raises(ProvenanceError):
+        Composer().system(_forged(json.loads(REPLY)["persona"]))
+
+
+def test_a_type_ignore_that_keeps_a_str_as_trusted_is_refused(tmp_path: Path, config: Path) -> None:
+    # Before, the ignore of mypy's own code silenced the only error, and veridic hatches
+    # lists only ignores of veridic's codes: the forge was nowhere to be seen.
+    app = """\
+        from veridic import Composer, TrustedInstruction
+
+
+        def forged(reply: str) -> TrustedInstruction:
+            return reply  # type: ignore[return-value]
+
+
+        def build(reply: str) -> None:
+            Composer().system(forged(reply))
+        """
+    assert _check(config, tmp_path, app=app) == [("app.py", 5, "veridic-forge")]

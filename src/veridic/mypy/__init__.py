@@ -42,7 +42,9 @@ module                 rule                                          error code
                        ``Literal`` field only with code text,
                        and ``model_copy`` an ``InstructionField``    ``veridic-forge``
                        only with minted text
-``_notes``             mypy's own brand errors say how to mint       (notes)
+``_notes``             mypy's own brand errors say how to mint,      (notes)
+                       and an ignore of one that keeps a ``str``     ``veridic-forge``
+                       as trusted is reported
 ``_sdk``               provider SDK calls give instructions only     ``veridic-sdk``
                        in trusted text
 =====================  ============================================  ===================
