@@ -126,7 +126,8 @@ class VeridicPlugin(Plugin):
         """Whether ``_notes`` watches mypy's errors already (no brand annotation needs it)."""
         self._checkers: dict[str, TypeChecker] = {}
         """The checker of each module a call hook ran in, until the end of its check, when
-        the reports that need every expression's type run (``_any_declared``)."""
+        the reports that need every expression's type run (``_any_declared``,
+        ``_unchecked``)."""
         self._suspects: dict[str, bool] = {}
         """Per module checked in this build: whether it imports veridic's private minting
         names (or their modules) and is not reported yet. The first hook that runs in
@@ -308,6 +309,11 @@ class VeridicPlugin(Plugin):
         return. Only a module whose expressions could be reported costs more than a set
         look-up: mypy hands this hook the tree alone, so the checker is found through the
         objects that refer to the tree (``_checker_of``).
+
+        In every module, the reports that need the type of each expression run here, when
+        mypy has checked them all: ``Any`` given a trusted type (``_any_declared``) and
+        trusting calls mypy skipped (``_unchecked``), with the checker the module's first
+        call hook kept. In a ``.pyi`` stub, only its models' fields are read (``_bare_fields``).
         """
         walked = self._checkers.pop(file.fullname, None)
         if any(part in file.path for part in _names.INSTALLED):
@@ -400,7 +406,14 @@ def _each_call(
     return ctx.default_return_type if default is None else default(ctx)
 
 
-_PER_BUILD: Final = ("_notes", "_fields", "_overrides", "_namespace", "_unchecked")
+_PER_BUILD: Final = (
+    "_notes",
+    "_fields",
+    "_overrides",
+    "_namespace",
+    "_unchecked",
+    "_any_declared",
+)
 """Rule modules that keep state for one build (mypy makes a plugin per build; a process,
 such as a test run, may run several builds)."""
 

@@ -74,8 +74,9 @@ def may_report(tree: MypyFile) -> bool:
     if _names.in_package(tree.fullname) or tree.is_stub:
         return False
     for statement in every_statement(tree.defs):
-        declared = statement.type if isinstance(statement, AssignmentStmt) else None
-        if declared is not None and holds_trusted(declared):
+        if not isinstance(statement, AssignmentStmt) or isinstance(statement.rvalue, TempNode):
+            continue  # a declaration without a value (a model's field) assigns nothing
+        if statement.type is not None and holds_trusted(statement.type):
             return True
     return False
 
@@ -228,20 +229,35 @@ _LIBRARIES: Final = ("builtins", "typing", "collections", "pydantic", "_")
 """Modules whose classes hold no text of the project's (``_typeshed``, ``_collections_abc``)."""
 
 
+_CLASSES: dict[str, tuple[TypeInfo, bool]] = {}
+""":func:`_attributes_hold_trusted` of each class asked first (not from inside another
+class) in this build: a module's every declaration asks again."""
+
+
+def forget() -> None:
+    """Drop what one build learnt (``VeridicPlugin`` calls this for each new build)."""
+    _CLASSES.clear()
+
+
 def _attributes_hold_trusted(info: TypeInfo, seen: frozenset[str]) -> bool:
     """Whether a class of the project declares an attribute that holds trusted text."""
     module = info.module_name
     if info.fullname in seen or _names.in_package(module) or module.startswith(_LIBRARIES):
         return False
-    seen = seen | {info.fullname}
-    for base in info.mro:
-        for name, symbol in base.names.items():
-            node = symbol.node
-            if name.startswith("_") or not isinstance(node, Var) or node.type is None:
-                continue
-            if holds_trusted(node.type, seen):
-                return True
-    return False
+    cached = None if seen else _CLASSES.get(info.fullname)
+    if cached is not None and cached[0] is info:
+        return cached[1]
+    found = any(
+        not name.startswith("_")
+        and isinstance(symbol.node, Var)
+        and symbol.node.type is not None
+        and holds_trusted(symbol.node.type, seen | {info.fullname})
+        for base in info.mro
+        for name, symbol in base.names.items()
+    )
+    if not seen:  # a result cut short by a cycle is not kept
+        _CLASSES[info.fullname] = (info, found)
+    return found
 
 
 def _message(target: Expression, declared: Type, value: Expression, checker: TypeChecker) -> str:
