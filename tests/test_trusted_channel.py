@@ -392,7 +392,7 @@ def test_property_an_instruction_field_refuses_untrusted_text_on_every_road(text
         lambda: unchecked(StoredPrompt)(name="a", content=outside),
         lambda: unchecked(StoredPrompt.model_validate)({"name": "a", "content": outside}),
         lambda: unchecked(StoredPrompt.model_validate)({"name": "a", "rules": [outside]}),
-        lambda: setattr(stored, "content", outside),
+        lambda: setattr(stored, "content", outside),  # type: ignore[veridic-forge]  # under test
         lambda: unchecked(TypeAdapter(InstructionField).validate_python)(outside),
     ]
     for road in roads:

@@ -197,6 +197,16 @@ class Prompt(RootModel[TrustedInstruction]):  # E: [veridic-forge] "Prompt" got 
     pass
 
 
+# Over many lines, the base that fills the field in is where the error (and a
+# type: ignore) goes, not the class line.
+class TaggedTrustedBox(
+    Tagged[str],
+    # E: [veridic-forge] "item" typed TrustedInstruction by its base Box[TrustedInstruction]
+    Box[TrustedInstruction],
+):
+    pass
+
+
 class Prompts(RootModel[list[TrustedInstruction]]):  # E: [veridic-forge] field "root" typed
     pass
 

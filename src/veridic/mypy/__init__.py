@@ -22,6 +22,10 @@ module                 rule                                          error code
 ``_composition``       trusted ``+`` trusted is trusted              (none: a type)
 ``_any_guard``         no ``Any`` in an instruction position, nor    ``veridic-any``
                        in a ``Literal`` parameter
+``_any_declared``      no ``Any`` assigned to a target declared to   ``veridic-any``
+                       hold a ``TrustedInstruction``
+``_attribute_writes``  no ``setattr()`` of other text into an        ``veridic-forge``
+                       attribute declared trusted
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
 ``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
                        ``InstructionField``
@@ -30,11 +34,17 @@ module                 rule                                          error code
 ``_private``           veridic's private minting names stay inside   ``veridic-forge``
 ``_escapes``           a function trusting a ``LiteralString``       ``veridic-literal``
                        parameter is called by name, not passed on
+``_unchecked``         a call of ``instruction()`` (or any function  ``veridic-literal``
+                       trusting a parameter) in code mypy skipped
 ``_namespace``         a ``Final`` text constant is not rewritten    ``veridic-literal``
                        through its module's namespace (``exec``)
 ``_unvalidated``       ``model_construct``/``model_copy`` fill a     ``veridic-literal``
-                       ``Literal`` field only with code text
-``_notes``             mypy's own brand errors say how to mint       (notes)
+                       ``Literal`` field only with code text,
+                       and ``model_copy`` an ``InstructionField``    ``veridic-forge``
+                       only with minted text
+``_notes``             mypy's own brand errors say how to mint,      (notes)
+                       and an ignore of one that keeps a ``str``     ``veridic-forge``
+                       as trusted is reported
 ``_sdk``               provider SDK calls give instructions only     ``veridic-sdk``
                        in trusted text
 =====================  ============================================  ===================
@@ -114,6 +124,10 @@ class VeridicPlugin(Plugin):
         self._settings: PolicySettings | None = None
         self._watching = False
         """Whether ``_notes`` watches mypy's errors already (no brand annotation needs it)."""
+        self._checkers: dict[str, TypeChecker] = {}
+        """The checker of each module a call hook ran in, until the end of its check, when
+        the reports that need every expression's type run (``_any_declared``,
+        ``_unchecked``)."""
         self._suspects: dict[str, bool] = {}
         """Per module checked in this build: whether it imports veridic's private minting
         names (or their modules) and is not reported yet. The first hook that runs in
@@ -295,26 +309,38 @@ class VeridicPlugin(Plugin):
         return. Only a module whose expressions could be reported costs more than a set
         look-up: mypy hands this hook the tree alone, so the checker is found through the
         objects that refer to the tree (``_checker_of``).
+
+        In every module, the reports that need the type of each expression run here, when
+        mypy has checked them all: ``Any`` given a trusted type (``_any_declared``) and
+        trusting calls mypy skipped (``_unchecked``), with the checker the module's first
+        call hook kept. In a ``.pyi`` stub, only its models' fields are read (``_bare_fields``).
         """
-        if file.fullname in self._walked or file.is_stub:
-            return set()
+        walked = self._checkers.pop(file.fullname, None)
         if any(part in file.path for part in _names.INSTALLED):
             return set()  # mypy reports nothing in an installed package
-        from veridic.mypy import _bare_fields, _escapes
+        from veridic.mypy import _any_declared, _bare_fields, _escapes, _unchecked
 
+        if walked is not None:
+            _in_module(walked, _any_declared.report)
+            _in_module(walked, _unchecked.report)
+            return set()
+        if file.fullname in self._walked:
+            return set()
+        if file.is_stub:
+            if _bare_fields.may_report(file):
+                _in_module(_checker_of(file), _bare_fields.report_module)
+            return set()
         if not (
             self.suspect(file.fullname, file)
             or _escapes.may_report(file)
             or _bare_fields.may_report(file)
+            or _any_declared.may_report(file)
         ):
             return set()
         checker = _checker_of(file)
-        if checker is not None:
-            checker.errors.set_file(
-                checker.path, file.fullname, scope=checker.tscope, options=checker.options
-            )
-            with checker.tscope.module_scope(file.fullname):
-                self.first_call(checker)
+        _in_module(checker, self.first_call)
+        _in_module(checker, _any_declared.report)
+        _in_module(checker, _unchecked.report)
         return set()
 
     def first_call(self, checker: TypeChecker) -> None:
@@ -323,6 +349,7 @@ class VeridicPlugin(Plugin):
         if tree.fullname in self._walked:
             return
         self._walked.add(tree.fullname)
+        self._checkers[tree.fullname] = checker
         if self.suspect(tree.fullname, tree):
             from veridic.mypy import _private
 
@@ -379,7 +406,14 @@ def _each_call(
     return ctx.default_return_type if default is None else default(ctx)
 
 
-_PER_BUILD: Final = ("_notes", "_fields", "_overrides", "_namespace")
+_PER_BUILD: Final = (
+    "_notes",
+    "_fields",
+    "_overrides",
+    "_namespace",
+    "_unchecked",
+    "_any_declared",
+)
 """Rule modules that keep state for one build (mypy makes a plugin per build; a process,
 such as a test run, may run several builds)."""
 
@@ -426,6 +460,19 @@ def _check_call(callee: Callee, ctx: FunctionContext | MethodContext) -> Type:
         _minting.check(ctx, callee, ctx.api)
         _any_guard.check(ctx, callee, ctx.api)
     return ctx.default_return_type
+
+
+def _in_module(checker: TypeChecker | None, report: Callable[[TypeChecker], None]) -> None:
+    """Run a module-wide ``report`` from the end of the module's check, where mypy's errors
+    no longer point at the module: they are pointed at it again first."""
+    if checker is None:
+        return
+    tree = checker.tree
+    checker.errors.set_file(
+        checker.path, tree.fullname, scope=checker.tscope, options=checker.options
+    )
+    with checker.tscope.module_scope(tree.fullname):
+        report(checker)
 
 
 def _checker_of(tree: MypyFile) -> TypeChecker | None:

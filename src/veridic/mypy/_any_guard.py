@@ -22,9 +22,8 @@ library or ``json.loads`` passes ``TrustedInstruction`` parameters silently,
 even under ``--strict``. The run-time check would refuse it, but a strict
 project should not lose the static check through one untyped call.
 
-Not seen: ``Any`` that was first assigned to a variable declared
-``TrustedInstruction`` (the variable's type is then ``TrustedInstruction``);
-mypy's own ``disallow_any_expr`` catches that, and the run-time check refuses it.
+``Any`` first assigned to a target declared ``TrustedInstruction`` (whose type is then
+``TrustedInstruction``) is refused at the assignment by ``_any_declared``.
 """
 
 from __future__ import annotations

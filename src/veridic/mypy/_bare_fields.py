@@ -23,17 +23,20 @@ after pydantic's own (it may set any field).
 
 A generic model filled in with ``TrustedInstruction`` stores a plain ``str`` as well: a
 subclass of ``Box[TrustedInstruction]`` or ``RootModel[TrustedInstruction]`` is refused
-at the class, and a call of the class filled in as written (``Box[TrustedInstruction]
-(...)``, an alias, ``.model_validate()``) at the call (:func:`check_filled`, a function
-and method hook for generic models only). ``Box(item=...)`` is not filled in: pydantic
-validates ``item`` as ``Any`` and keeps the minted value. Models in a ``.pyi`` stub are
-not read: a stub need not list the validators of the module's class.
+at the base expression that fills the field in (a class statement may span lines, and a
+``type: ignore`` goes on the line of the error), and a call of the class filled in as
+written (``Box[TrustedInstruction](...)``, an alias, ``.model_validate()``) at the call
+(:func:`check_filled`, a function and method hook for generic models only).
+``Box(item=...)`` is not filled in: pydantic validates ``item`` as ``Any`` and keeps the
+minted value. Models in a ``.pyi`` stub are
+read too (mypy reads the stub instead of the module): a stub need not list the validators
+of the module's class, so the message says to list the one that mints the field.
 
 Hook: none of its own. mypy's class hooks go to the first plugin that answers, and the
 ``pydantic.mypy`` plugin, listed before veridic's, answers for every model; so the
 models of a module are read with the module-wide reports, at the module's first call
-hook or, in a module that makes no call, at the end of its check
-(``get_additional_indirect_deps``).
+hook (outside any overload mypy is trying) or, in a module that makes no call or a
+stub, at the end of its check (``get_additional_indirect_deps``).
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from mypy.nodes import (
     TypeInfo,
     Var,
 )
+from mypy.options import Options
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import Instance, Type, UnboundType, UnionType, get_proper_type
 from mypy.typevars import fill_typevars
@@ -100,17 +104,27 @@ def may_report(tree: MypyFile) -> bool:
 
 
 def report_module(checker: TypeChecker) -> None:
-    """Refuse each field typed ``TrustedInstruction`` of the models the module defines."""
-    if _names.in_package(checker.tree.fullname):
+    """Refuse each field typed ``TrustedInstruction`` of the models the module defines.
+
+    Run by the module's first call hook, which may run while mypy tries an overload's
+    items (``field_validator`` is one) under watchers that throw errors away: the
+    reports are recorded outside that try.
+    """
+    from veridic.mypy import _notes
+
+    tree = checker.tree
+    if _names.in_package(tree.fullname):
         return
-    for model in _models(checker.tree):
-        for where, name in _bare(model, checker.tree):
-            checker.fail(
-                f'pydantic {_noun(model)} "{model.name}" got field "{name}" typed '
-                f"TrustedInstruction{_filled_by(where, model)}, {_WHY}",
-                where,
-                code=errorcodes.FORGE,
-            )
+    with _notes.outside_speculation(checker.msg.errors):
+        for model in _models(tree):
+            for where, name in _bare(model, tree):
+                checker.fail(
+                    f'pydantic {_noun(model)} "{model.name}" got field "{name}" typed '
+                    f"TrustedInstruction{_filled_by(where, model, checker.options)}, {_WHY}"
+                    f"{_IN_STUB if tree.is_stub else ''}",
+                    where,
+                    code=errorcodes.FORGE,
+                )
 
 
 _WHY: Final = (
@@ -121,11 +135,55 @@ _WHY: Final = (
 )
 
 
-def _filled_by(where: AssignmentStmt | ClassDef, model: ClassDef) -> str:
-    if where is not model:
+_IN_STUB: Final = (
+    "; in a stub, list the field_validator or model_validator that mints the field if the "
+    "module's class has one (a stub need not list them, and mypy reads only the stub)"
+)
+
+
+def _filled_by(
+    where: Expression | AssignmentStmt | ClassDef, model: ClassDef, options: Options
+) -> str:
+    if isinstance(where, AssignmentStmt):
         return ""
-    filled = [str(base) for base in model.info.bases if base.args]
-    return f" by its base {', '.join(filled)}" if filled else ""
+    base = _base_of(where, model.info)
+    return "" if base is None else f" by its base {format_type_bare(base, options)}"
+
+
+def _base_of(where: Expression | ClassDef, model: TypeInfo) -> Instance | None:
+    """The base of ``model`` that the base expression ``where`` names."""
+    named = _named_class(where)
+    for base in model.bases:
+        if base.args and (named is None or base.type.fullname == named):
+            return base
+    return None
+
+
+def _named_class(expression: Expression | ClassDef) -> str | None:
+    """The full name of the class a base expression names: ``Box[X]``, an alias of it."""
+    if isinstance(expression, IndexExpr):
+        expression = expression.base
+    if isinstance(expression, RefExpr) and isinstance(expression.node, TypeAlias):
+        target = get_proper_type(expression.node.target)
+        return target.type.fullname if isinstance(target, Instance) else None
+    return expression.fullname if isinstance(expression, RefExpr) else None
+
+
+def _filled_base(model: ClassDef, name: str) -> Expression | ClassDef:
+    """Where to report the inherited field ``name`` a generic base fills in: the base
+    expression that fills it (``Box[TrustedInstruction]`` in a class statement over many
+    lines, where a ``type: ignore`` goes), else the class."""
+    for expression in model.base_type_exprs:
+        named = _named_class(expression)
+        for base in model.info.bases:
+            if not base.args or base.type.fullname != named:
+                continue
+            if any(
+                field == name and _fields.kind(typ) == "bare"
+                for field, typ, _ in _fields.filled_fields(base)
+            ):
+                return expression
+    return model
 
 
 def check_filled(ctx: FunctionContext | MethodContext) -> None:
@@ -223,12 +281,14 @@ def _inner(statement: Statement) -> list[Statement]:
     return [inner for block in blocks for inner in block.body]
 
 
-def _bare(model: ClassDef, tree: MypyFile) -> list[tuple[AssignmentStmt | ClassDef, str]]:
+def _bare(
+    model: ClassDef, tree: MypyFile
+) -> list[tuple[AssignmentStmt | Expression | ClassDef, str]]:
     """The field declarations of ``model`` typed ``TrustedInstruction`` (or a container of
     it) without ``InstructionField`` and without a validator of their own; then the fields
     it inherits from a generic model its bases fill in with ``TrustedInstruction``
     (``class Prompt(RootModel[TrustedInstruction])``), reported at the class."""
-    found: list[tuple[AssignmentStmt | ClassDef, str]] = []
+    found: list[tuple[AssignmentStmt | Expression | ClassDef, str]] = []
     validated = _validated(model.info)
     if _EVERY_FIELD in validated:
         return found
@@ -254,7 +314,7 @@ def _bare(model: ClassDef, tree: MypyFile) -> list[tuple[AssignmentStmt | ClassD
             if name in declared or name in validated or _fields.kind(typ) != "bare":
                 continue
             if not _declared_bare(model.info, name):
-                found.append((model, name))
+                found.append((_filled_base(model, name), name))
     return found
 
 

@@ -71,7 +71,15 @@ from mypy.plugin import FunctionContext, MethodContext
 from mypy.server.subexpr import get_subexpressions
 from mypy.types import CallableType, Overloaded, Type, UnionType, get_proper_type
 
-from veridic.mypy import _forging, _literal_data, _names, _namespace, errorcodes
+from veridic.mypy import (
+    _attribute_writes,
+    _forging,
+    _literal_data,
+    _names,
+    _namespace,
+    _unchecked,
+    errorcodes,
+)
 from veridic.mypy._rebinding import every_statement, own_statements
 from veridic.mypy._signature import called_value, code_text_parameter, signature_of
 
@@ -102,8 +110,10 @@ def report_references(checker: TypeChecker) -> None:
     expressions = [expr for statement in tree.defs for expr in get_subexpressions(statement)]
     kept = {id(expr.callee) for expr in expressions if isinstance(expr, CallExpr)}
     kept |= {id(expr.expr) for expr in expressions if isinstance(expr, MemberExpr)}
+    _unchecked.note(tree, expressions, _named_function)
     with _notes.outside_speculation(checker.msg.errors):
         _forging.report_values(checker, expressions, kept)
+        _forging.report_guards(checker)
         _namespace.report_writes(checker, expressions)
         _literal_data.report_escaping_casts(checker, expressions)
         _report_kept_classes(checker)
@@ -168,6 +178,8 @@ def may_report(tree: MypyFile) -> bool:
     ``cast()``, a module's ``__dict__``. A module that makes no call is walked only then."""
     if _names.in_package(tree.fullname):
         return False
+    if next(_forging.guards(tree), None) is not None:
+        return True
     for statement in tree.defs:
         for expr in get_subexpressions(statement):
             if isinstance(expr, CastExpr) or (
@@ -198,6 +210,8 @@ def check_arguments(
     """
     if callee in _KEEPING_DECORATORS:
         return
+    if callee in _attribute_writes.WRITERS:
+        _attribute_writes.check(callee, ctx, checker)
     if callee in _namespace.ATTRIBUTE_WRITERS:
         _namespace.check_attribute_write(callee, ctx, checker)
         return

@@ -21,7 +21,11 @@ of its check: ``_escapes``) also walks the module's expressions for
   held in a dict, a type alias of the module that names one): what calls it later
   gets a value typed as the brand that nothing minted;
 - a ``cast()`` whose target names a brand (``cast(TrustedInstruction, text)``,
-  ``cast(list[TrustedInstruction], texts)``), however deep in a function it hides.
+  ``cast(list[TrustedInstruction], texts)``, a ``TypedDict`` with a brand's item:
+  ``cast(Settings, json.loads(raw))``), however deep in a function it hides;
+- a function declared to return ``TypeGuard[...]`` or ``TypeIs[...]`` of a type that
+  names ``TrustedInstruction``: after ``if vetted(reply):`` mypy reads the reply as
+  trusted, whatever the function checked (a cast by another name).
 
 The composer refuses such a value at run time, but the positions typed
 ``TrustedText`` (a ``Deny`` reason, a component's hint, a ``ToolHints`` title, a
@@ -46,10 +50,13 @@ from mypy.nodes import (
     CallExpr,
     CastExpr,
     ClassDef,
+    Decorator,
     Expression,
+    FuncDef,
     IndexExpr,
     MemberExpr,
     MypyFile,
+    OverloadedFuncDef,
     RefExpr,
     SymbolNode,
     TypeAlias,
@@ -63,6 +70,7 @@ from mypy.types import (
     Instance,
     TupleType,
     Type,
+    TypedDictType,
     TypeType,
     UnionType,
     get_proper_type,
@@ -121,7 +129,13 @@ def report_values(checker: TypeChecker, expressions: list[Expression], kept: set
         if isinstance(expr, CastExpr):
             brand = _brand_in(expr.type)
             if brand is not None:
-                checker.fail(_cast_message(brand), expr, code=errorcodes.FORGE)
+                message = _cast_message(brand)
+                target = get_proper_type(expr.type)
+                if isinstance(target, TypedDictType):  # say which TypedDict holds the brand
+                    name = brand.rpartition(".")[2]
+                    held = f'a cast() to "{target.fallback.type.name}", which holds {name}, '
+                    message = message.replace(f"a cast() to {name} ", held, 1)
+                checker.fail(message, expr, code=errorcodes.FORGE)
         elif id(expr) not in kept and isinstance(expr, RefExpr):
             brand = brand_named(expr.node)
             if brand is not None:
@@ -132,6 +146,43 @@ def report_values(checker: TypeChecker, expressions: list[Expression], kept: set
     for expr, brand in found:
         if id(expr) not in type_only:
             checker.fail(_value_message(brand), expr, code=errorcodes.FORGE)
+
+
+def guards(tree: MypyFile) -> Iterator[FuncDef]:
+    """The functions of ``tree`` (at any depth) declared to return ``TypeGuard[...]`` or
+    ``TypeIs[...]`` of a type that names ``TrustedInstruction``."""
+    for statement in every_statement(tree.defs):
+        if isinstance(statement, Decorator):
+            statement = statement.func
+        items = statement.items if isinstance(statement, OverloadedFuncDef) else [statement]
+        for item in items:
+            func = item.func if isinstance(item, Decorator) else item
+            if not isinstance(func, FuncDef) or not isinstance(func.type, CallableType):
+                continue
+            narrowed = func.type.type_guard or func.type.type_is
+            if narrowed is not None and _brand_in(narrowed) == _names.TRUSTED:
+                yield func
+
+
+def report_guards(checker: TypeChecker) -> None:
+    """Report each function of ``checker``'s module that narrows a value to trusted text.
+
+    ``def vetted(text: str) -> TypeGuard[TrustedInstruction]`` makes mypy read ``text`` as
+    a ``TrustedInstruction`` after ``if vetted(text):``, whatever the function checked:
+    a value nothing minted, which the composer refuses and a ``TrustedText`` position
+    prints in the capability section (a cast by another name).
+    """
+    if _names.in_package(checker.tree.fullname):
+        return
+    for func in guards(checker.tree):
+        checker.fail(
+            f'the function "{func.name}" narrows its argument to TrustedInstruction (a '
+            "TypeGuard or TypeIs return): after its check mypy reads the text it got as "
+            "trusted, so it is "
+            f"{_VALUE_ADVICE.format(brand='TrustedInstruction', fix=_FIX[_names.TRUSTED])}",
+            func,
+            code=errorcodes.FORGE,
+        )
 
 
 def brand_named(node: SymbolNode | None) -> str | None:
@@ -170,6 +221,8 @@ def _brands_of(typ: Type, depth: int) -> Iterator[str]:
         inner: Iterable[Type] = proper.args
     elif isinstance(proper, UnionType | TupleType):
         inner = proper.items
+    elif isinstance(proper, TypedDictType):  # cast(Settings, json.loads(raw))
+        inner = proper.items.values()
     elif isinstance(proper, CallableType):
         inner = [*proper.arg_types, proper.ret_type]
     elif isinstance(proper, TypeType):

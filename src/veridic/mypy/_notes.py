@@ -27,9 +27,16 @@ the ``LiteralString`` of veridic's own ``instruction()``, before any module is
 type-checked; on a warm one, the first ``TrustedInstruction`` or ``UntrustedText``
 annotation of a module being analysed (a type-analyze hook asked only until the
 watch starts), or the first call hook, which adds the notes of the current
-module's earlier errors then. It relies on mypy's internal error store
-(``Errors``): if that changes, the notes are gone and nothing else is
-(``tests/typecheck/brand_notes.py`` pins that they are there).
+module's earlier errors then.
+
+A brand error of ``return-value`` or ``assignment`` (a plain ``str`` kept as a
+``TrustedInstruction``) that a ``type: ignore`` of mypy's code silenced is reported
+again as ``veridic-forge`` on its line: the ignore forged the value as a ``cast()``
+would, and only an ignore that names ``veridic-forge`` is listed by ``veridic hatches``.
+
+The watch relies on mypy's internal error store (``Errors``): if that changes, the
+notes and this report are gone and nothing else is (``tests/typecheck/brand_notes.py``
+and ``silenced.py`` pin that they are there).
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ from mypy.nodes import TypeInfo
 from mypy.plugin import AnalyzeTypeContext, Plugin
 from mypy.typeanal import TypeAnalyser
 from mypy.types import Instance, Type
+
+from veridic.mypy import errorcodes
 
 MINT: Final = (
     'A TrustedInstruction is minted, not converted: write instruction("...") for text '
@@ -175,9 +184,49 @@ class _Notes:
             recorded = self.errors.error_info_map.get(file, [])
             if recorded and recorded[-1] is info:
                 self.errors.note_for_info(file, info, text, info.code)
+            elif text == MINT and _ignored_here(self.errors, file, info):
+                self.errors.report(
+                    info.line,
+                    info.column,
+                    _silenced(info),
+                    code=errorcodes.FORGE,
+                    origin_span=info.origin_span,
+                    end_line=info.end_line,
+                    end_column=info.end_column,
+                )
         finally:
             self.busy = False
         return True  # recorded above: mypy's own call stops here
+
+
+_KEPT: Final = frozenset({"return-value", "assignment"})
+"""mypy's codes for a plain ``str`` kept as a ``TrustedInstruction`` (returned, assigned),
+where it stays typed trusted. A ``str`` passed to veridic's own parameters (``arg-type``)
+is refused by the run time there, and the tests of that check ignore the error on purpose."""
+
+
+def _ignored_here(errors: Errors, file: str, info: ErrorInfo) -> bool:
+    """Whether mypy dropped ``info``, a plain ``str`` kept as a ``TrustedInstruction``, for a
+    ``type: ignore`` comment on its lines (of the file being checked, where a new error can
+    be reported)."""
+    if info.code is None or info.code.code not in _KEPT:
+        return False
+    lines = errors.ignored_lines.get(file, {})
+    return file == errors.file and any(line in lines for line in info.origin_span)
+
+
+def _silenced(info: ErrorInfo) -> str:
+    """``veridic-forge``: a ``type: ignore`` of mypy's own code silenced a brand error."""
+    code = "misc" if info.code is None else info.code.code
+    return (
+        f'a "type: ignore" silenced mypy\'s {code} error here, which refuses text that '
+        "was not minted where a TrustedInstruction is expected: the value got the type "
+        "without a provenance (a forge, like a cast()), and a TrustedText position prints it "
+        "in the capability section while veridic hatches lists only veridic's codes; mint "
+        'it with instruction(), an InstructionField or TrustPolicy("name").vouch(text, '
+        "reason=...), or, where forging is the point (a test of the run-time check), add "
+        "veridic-forge to the ignore so that veridic hatches lists it"
+    )
 
 
 def note_for(info: ErrorInfo) -> str | None:

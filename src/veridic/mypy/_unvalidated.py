@@ -16,6 +16,12 @@ parameter, ...); a mapping the plugin cannot read key by key (``**data``, ``upda
 changes``) must not reach such a field either, so it is refused. Validate instead:
 ``Style(mode=reply)``, ``Style.model_validate(data)``, ``style.model_copy()`` of a
 validated model.
+
+The same hook refuses (``veridic-forge``) a value of ``model_copy(update=...)`` for a
+field that holds trusted text (an ``InstructionField``) other than a minted
+``TrustedInstruction``: nothing validates it, so nothing mints it, and the copy's field
+holds a plain ``str`` that mypy reads as trusted. ``UntrustedText`` there is
+``veridic-launder``'s (``_fields``).
 """
 
 from __future__ import annotations
@@ -23,11 +29,15 @@ from __future__ import annotations
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.messages import format_type
 from mypy.nodes import ARG_STAR2, Context, DictExpr, Expression, StrExpr, TypeInfo
 from mypy.plugin import MethodContext
+from mypy.subtypes import is_subtype
 from mypy.types import CallableType, Instance, Type, TypeType, UnionType, get_proper_type
 
 from veridic.mypy import _names, errorcodes
+from veridic.mypy._any_declared import holds_trusted
+from veridic.mypy._any_guard import is_any
 from veridic.mypy._code_text import Written, classify, describe
 from veridic.mypy._fields import model_fields
 from veridic.mypy._literal_data import holds_text_literal
@@ -71,10 +81,12 @@ def check(method: str, ctx: MethodContext) -> Type:
     info = _model(ctx.type)
     if not isinstance(checker, TypeChecker) or info is None:
         return ctx.default_return_type
+    where = f"{info.name}.{method}()"
+    if method == "model_copy":
+        _check_trusted_update(checker, where, info, ctx)
     fields = literal_fields(info)
     if not fields:
         return ctx.default_return_type
-    where = f"{info.name}.{method}()"
     for names, exprs, kinds in zip(ctx.arg_names, ctx.args, ctx.arg_kinds, strict=True):
         for name, expr, kind in zip(names, exprs, kinds, strict=True):
             if method == "model_construct" and kind == ARG_STAR2:
@@ -84,6 +96,84 @@ def check(method: str, ctx: MethodContext) -> Type:
             elif method == "model_copy" and name == "update":
                 _check_mapping(checker, where, expr, fields)
     return ctx.default_return_type
+
+
+def trusted_fields(info: TypeInfo) -> dict[str, Type]:
+    """The fields of pydantic model ``info`` whose type holds a ``TrustedInstruction`` (an
+    ``InstructionField`` too), with that type."""
+    found: dict[str, Type] = {}
+    for name, declared in model_fields(info):
+        if declared is not None and holds_trusted(declared):
+            found[name] = declared
+        else:
+            found.pop(name, None)
+    return found
+
+
+def _check_trusted_update(
+    checker: TypeChecker, where: str, info: TypeInfo, ctx: MethodContext
+) -> None:
+    """``model_copy(update=...)`` stores its values unvalidated: an ``InstructionField`` (or
+    another field typed to hold a ``TrustedInstruction``) given a plain ``str`` there holds
+    that ``str``, unminted, while mypy reads the field as trusted (``veridic-forge``)."""
+    fields = trusted_fields(info)
+    if not fields:
+        return
+    for names, exprs in zip(ctx.arg_names, ctx.args, strict=True):
+        for name, expr in zip(names, exprs, strict=True):
+            if name == "update":
+                _check_trusted_mapping(checker, where, expr, fields)
+
+
+def _check_trusted_mapping(
+    checker: TypeChecker, where: str, expr: Expression, fields: dict[str, Type]
+) -> None:
+    if isinstance(expr, DictExpr):
+        for key, value in expr.items:
+            if key is None:
+                _check_trusted_mapping(checker, where, value, fields)
+            elif not isinstance(key, StrExpr):
+                _fail_trusted(checker, where, "a key not written in code", fields, key)
+            elif key.value in fields:
+                typ = checker.lookup_type_or_none(value)
+                if _untrusted(typ):
+                    continue  # veridic-launder's (_fields)
+                if typ is None or not is_subtype(typ, fields[key.value]) or is_any(typ):
+                    shown = "unknown" if typ is None else format_type(typ, checker.options)
+                    _fail_trusted(
+                        checker,
+                        where,
+                        f"a value of type {shown}",
+                        {key.value: fields[key.value]},
+                        value,
+                    )
+        return
+    typ = get_proper_type(checker.lookup_type_or_none(expr))
+    if isinstance(typ, Instance) and typ.args:
+        item = typ.args[-1]
+        if not is_any(item) and all(is_subtype(item, declared) for declared in fields.values()):
+            return  # a mapping of minted values only
+    _fail_trusted(checker, where, describe(expr, checker), fields, expr)
+
+
+def _untrusted(typ: Type | None) -> bool:
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.fullname == _names.UNTRUSTED
+
+
+def _fail_trusted(
+    checker: TypeChecker, where: str, what: str, fields: dict[str, Type], context: Context
+) -> None:
+    shown = ", ".join(sorted(fields)[:5])
+    checker.fail(
+        f"{where} got {what} in update= for the fields that hold trusted text ({shown}): "
+        "model_copy() skips validation, so an InstructionField given a plain str there holds "
+        "it unminted while mypy reads it as trusted, and the composer refuses it; validate "
+        "instead (Model.model_validate({**model.model_dump(), ...}) mints an InstructionField), "
+        "or give a minted TrustedInstruction",
+        context,
+        code=errorcodes.FORGE,
+    )
 
 
 def _model(typ: Type) -> TypeInfo | None:

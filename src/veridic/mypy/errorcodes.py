@@ -74,7 +74,8 @@ ANY: Final = ErrorCode(
 )
 """A value typed ``Any`` (an untyped library's result, ``json.loads``) reaches a
 ``TrustedInstruction`` or ``LiteralString`` parameter, a ``join()`` part or a ``TrustPolicy``
-name, where mypy would otherwise accept it silently."""
+name, or is assigned to a target declared to hold a ``TrustedInstruction``, where mypy would
+otherwise accept it silently."""
 
 POLICY: Final = ErrorCode(
     "veridic-policy",

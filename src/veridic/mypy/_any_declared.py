@@ -1,0 +1,272 @@
+"""No value of type ``Any`` is assigned to a target declared to hold trusted text.
+
+``config: Settings = json.loads(raw)`` with ``Settings`` a ``TypedDict`` whose
+``persona`` is a ``TrustedInstruction``; ``prompt: TrustedInstruction = payload["p"]``;
+``self.prompt = response.json()``: mypy lets ``Any`` into any declared type, even under
+``--strict``, and from then on reads the target as trusted. ``Composer().system(
+config["persona"])`` type-checks, the run time refuses the plain ``str`` (or, in a
+``TrustedText`` position, prints it in the capability section): the two checks
+disagree. ``_any_guard`` refuses ``Any`` passed straight into an instruction position;
+this rule refuses it one step earlier, where it is given the trusted type.
+
+Reported (``veridic-any``): an assignment (annotated or not; names, attributes, items
+of a ``TypedDict`` or a container) whose target's declared type holds a
+``TrustedInstruction`` (in a container, a union, a tuple, a ``TypedDict`` item, a
+callable's return, or an attribute of a class of the project), and whose value is
+``Any``, or a list, tuple, set or dict display with an ``Any`` item; and ``Any`` put into
+a built-in container or a ``TypedDict`` that holds trusted text (``append``, ``extend``,
+``insert``, ``add``, ``update``, ``setdefault``, ``+=``, ``|=``).
+
+Hook: the end of a module's check (``get_additional_indirect_deps``), when every
+expression of the module has its type. mypy has no assignment hook.
+
+Not seen: ``Any`` bound by a ``for`` or ``with`` target, a default, or ``**kwargs``
+into a class's ``__init__`` (``_any_guard`` sees a call's own arguments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from mypy.checker import TypeChecker
+from mypy.messages import format_type
+from mypy.nodes import (
+    AssignmentStmt,
+    CallExpr,
+    DictExpr,
+    Expression,
+    IndexExpr,
+    ListExpr,
+    MemberExpr,
+    MypyFile,
+    NameExpr,
+    OperatorAssignmentStmt,
+    RefExpr,
+    SetExpr,
+    StrExpr,
+    TempNode,
+    TupleExpr,
+    TypeInfo,
+    Var,
+)
+from mypy.server.subexpr import get_subexpressions
+from mypy.types import (
+    CallableType,
+    Instance,
+    TupleType,
+    Type,
+    TypeAliasType,
+    TypedDictType,
+    UnionType,
+    get_proper_type,
+)
+
+from veridic.mypy import _names, errorcodes
+from veridic.mypy._any_guard import is_any
+from veridic.mypy._code_text import describe
+from veridic.mypy._rebinding import every_statement
+
+
+def may_report(tree: MypyFile) -> bool:
+    """Whether ``tree`` declares a name typed with trusted text, read from its nodes: a
+    module that made no call is searched for its checker only then."""
+    if _names.in_package(tree.fullname) or tree.is_stub:
+        return False
+    for statement in every_statement(tree.defs):
+        if not isinstance(statement, AssignmentStmt) or isinstance(statement.rvalue, TempNode):
+            continue  # a declaration without a value (a model's field) assigns nothing
+        if statement.type is not None and holds_trusted(statement.type):
+            return True
+    return False
+
+
+def report(checker: TypeChecker) -> None:
+    """Report each ``Any`` assigned to a target declared to hold trusted text."""
+    tree = checker.tree
+    if _names.in_package(tree.fullname) or tree.is_stub:
+        return
+    for statement in every_statement(tree.defs):
+        if not isinstance(statement, AssignmentStmt) or isinstance(statement.rvalue, TempNode):
+            continue  # a declaration without a value (``prompt: TrustedInstruction``)
+        for target in statement.lvalues:
+            if isinstance(target, TupleExpr | ListExpr):
+                continue  # unpacking: mypy types each target from the value's items
+            declared = _declared(target, checker)
+            if declared is None or not holds_trusted(declared):
+                continue
+            for value in _loose(statement.rvalue, checker):
+                _fail(checker, target, declared, value)
+    _report_fills(checker)
+
+
+_FILLERS: Final = frozenset(
+    {"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault"}
+)
+"""Methods that put their arguments into a container (``__setitem__`` is an assignment)."""
+_KEYED: Final = frozenset({"insert", "setdefault"})
+"""Fillers whose first argument says where, not what."""
+
+
+def _report_fills(checker: TypeChecker) -> None:
+    """``prompts.append(loose)``, ``settings.update(json.loads(raw))``, ``prompts +=
+    json.loads(raw)``: ``Any`` put into a container (or a ``TypedDict``) that holds trusted
+    text, which the container's reads then type as trusted."""
+    for statement in every_statement(checker.tree.defs):
+        if isinstance(statement, OperatorAssignmentStmt) and statement.op in ("+", "|"):
+            declared = _container(statement.lvalue, checker)
+            if declared is not None:
+                for value in _loose(statement.rvalue, checker):
+                    _fail(checker, statement.lvalue, declared, value)
+    for statement in checker.tree.defs:
+        for expr in get_subexpressions(statement):
+            if not (
+                isinstance(expr, CallExpr)
+                and isinstance(expr.callee, MemberExpr)
+                and expr.callee.name in _FILLERS
+            ):
+                continue
+            declared = _container(expr.callee.expr, checker)
+            if declared is None:
+                continue
+            given = expr.args[1:] if expr.callee.name in _KEYED else expr.args
+            for arg in given:
+                for value in _loose(arg, checker):
+                    _fail(checker, expr.callee.expr, declared, value)
+
+
+def _container(expr: Expression, checker: TypeChecker) -> Type | None:
+    """The type of ``expr`` when it is a built-in container or a ``TypedDict`` that holds
+    trusted text (a class of the project's may define ``update`` as it likes)."""
+    typ = checker.lookup_type_or_none(expr)
+    proper = get_proper_type(typ)
+    if isinstance(proper, TypedDictType) or (
+        isinstance(proper, Instance)
+        and proper.type.module_name in _CONTAINER_MODULES
+        and proper.args
+    ):
+        return typ if typ is not None and holds_trusted(typ) else None
+    return None
+
+
+_CONTAINER_MODULES: Final = frozenset({"builtins", "collections", "typing"})
+
+
+def _fail(checker: TypeChecker, target: Expression, declared: Type, value: Expression) -> None:
+    checker.fail(_message(target, declared, value, checker), value, code=errorcodes.ANY)
+
+
+def _declared(target: Expression, checker: TypeChecker) -> Type | None:
+    """The type ``target`` was declared with (not inferred from the value)."""
+    if isinstance(target, NameExpr):
+        node = target.node
+        return node.type if isinstance(node, Var) and not node.is_inferred else None
+    if isinstance(target, MemberExpr):
+        owner = get_proper_type(checker.lookup_type_or_none(target.expr))
+        if isinstance(owner, Instance):
+            symbol = owner.type.get(target.name)
+            node = None if symbol is None else symbol.node
+            if isinstance(node, Var) and not node.is_inferred:
+                return node.type
+        return None
+    if isinstance(target, IndexExpr):
+        owner = get_proper_type(checker.lookup_type_or_none(target.base))
+        if isinstance(owner, TypedDictType):
+            key = target.index
+            return owner.items.get(key.value) if isinstance(key, StrExpr) else None
+        if isinstance(owner, Instance) and owner.args:
+            return owner.args[-1]  # list[X], dict[K, X]: the item stored
+    return None
+
+
+def _loose(value: Expression, checker: TypeChecker) -> Iterator[Expression]:
+    """``value`` when it is ``Any``, or the ``Any`` items of a display."""
+    if isinstance(value, ListExpr | TupleExpr | SetExpr):
+        for item in value.items:
+            yield from _loose(item, checker)
+        return
+    if isinstance(value, DictExpr):
+        for _key, item in value.items:
+            yield from _loose(item, checker)
+        return
+    callee = value.callee if isinstance(value, CallExpr) else None
+    if isinstance(callee, RefExpr) and callee.fullname in _FIELD_SPECIFIERS:
+        return  # a model's field declaration: pydantic validates what fills it
+    typ = checker.lookup_type_or_none(value)
+    if typ is not None and is_any(typ):
+        yield value
+
+
+def holds_trusted(typ: Type, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a value of type ``typ`` holds a ``TrustedInstruction`` a reader then trusts.
+
+    ``seen`` holds the recursive aliases (``JSON = dict[str, JSON] | ...``) and classes
+    already looked into, so that each is read once.
+    """
+    if isinstance(typ, TypeAliasType) and typ.alias is not None:
+        if typ.alias.fullname in seen:
+            return False
+        seen = seen | {typ.alias.fullname}
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType | TupleType):
+        return any(holds_trusted(item, seen) for item in proper.items)
+    if isinstance(proper, TypedDictType):
+        return any(holds_trusted(item, seen) for item in proper.items.values())
+    if isinstance(proper, CallableType):
+        return holds_trusted(proper.ret_type, seen)
+    if not isinstance(proper, Instance):
+        return False
+    if proper.type.fullname == _names.TRUSTED:
+        return True
+    if any(holds_trusted(arg, seen) for arg in proper.args):
+        return True
+    return _attributes_hold_trusted(proper.type, seen)
+
+
+_FIELD_SPECIFIERS: Final = frozenset({"pydantic.fields.Field", "pydantic.fields.PrivateAttr"})
+"""Typed ``Any`` so that they fit any field's annotation; they are no value of the field."""
+_LIBRARIES: Final = ("builtins", "typing", "collections", "pydantic", "_")
+"""Modules whose classes hold no text of the project's (``_typeshed``, ``_collections_abc``)."""
+
+
+_CLASSES: dict[str, tuple[TypeInfo, bool]] = {}
+""":func:`_attributes_hold_trusted` of each class asked first (not from inside another
+class) in this build: a module's every declaration asks again."""
+
+
+def forget() -> None:
+    """Drop what one build learnt (``VeridicPlugin`` calls this for each new build)."""
+    _CLASSES.clear()
+
+
+def _attributes_hold_trusted(info: TypeInfo, seen: frozenset[str]) -> bool:
+    """Whether a class of the project declares an attribute that holds trusted text."""
+    module = info.module_name
+    if info.fullname in seen or _names.in_package(module) or module.startswith(_LIBRARIES):
+        return False
+    cached = None if seen else _CLASSES.get(info.fullname)
+    if cached is not None and cached[0] is info:
+        return cached[1]
+    found = any(
+        not name.startswith("_")
+        and isinstance(symbol.node, Var)
+        and symbol.node.type is not None
+        and holds_trusted(symbol.node.type, seen | {info.fullname})
+        for base in info.mro
+        for name, symbol in base.names.items()
+    )
+    if not seen:  # a result cut short by a cycle is not kept
+        _CLASSES[info.fullname] = (info, found)
+    return found
+
+
+def _message(target: Expression, declared: Type, value: Expression, checker: TypeChecker) -> str:
+    where = describe(target, checker).replace("the variable", "the name")
+    return (
+        f"{where} is declared {format_type(declared, checker.options)} but got a value of type "
+        f'"Any" ({describe(value, checker)}): Any passes any declared type unchecked, and from '
+        "here on mypy reads the text as trusted while the run time refuses it (or prints it "
+        "in the capability section); validate the value where it comes from (a pydantic model "
+        "with an InstructionField, a TypeAdapter), declare the text str or UntrustedText and "
+        'place it as data, or vouch for it with TrustPolicy("name").vouch(text, reason=...)'
+    )

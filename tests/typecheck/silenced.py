@@ -1,0 +1,25 @@
+"""A type: ignore of mypy's own code that kept a plain str as a TrustedInstruction
+(veridic-forge). mypy refuses `return reply` from a function declared to return a
+TrustedInstruction (return-value) and `prompt: TrustedInstruction = reply` (assignment);
+silenced, the value stayed typed trusted, and veridic hatches lists only veridic's codes.
+"""
+
+from veridic import Composer, TrustedInstruction
+
+
+def forged(reply: str) -> TrustedInstruction:
+    return reply  # type: ignore[return-value]  # E: [veridic-forge] silenced mypy's return-value
+
+
+def kept(reply: str) -> None:
+    # E: [veridic-forge] silenced mypy's assignment error here
+    prompt: TrustedInstruction = reply  # type: ignore[assignment]
+    Composer().system(prompt)
+
+
+def reviewed(reply: str) -> TrustedInstruction:
+    return reply  # type: ignore[return-value, veridic-forge]
+
+
+def refused_at_run_time(reply: str) -> None:
+    Composer().system(reply)  # type: ignore[arg-type]
