@@ -322,6 +322,7 @@ class Adapter:
                 )
             )
         _refuse_server_edits(self, options, where)
+        _refuse_template_kwargs(self, options, where)
         _refuse_other_answers(self, options, where)
         return dict(options)
 
@@ -394,6 +395,35 @@ def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where:
             )
             + ")"
         )
+
+
+def _refuse_template_kwargs(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
+    """Refuse a ``chat_template_kwargs`` (an option, or a key of ``extra_body``) that sets
+    what the chat template renders as the prompt or the tools.
+
+    vLLM and SGLang render the conversation with a chat template, and merge these keyword
+    arguments over their own (``tools``, ``documents``, ``chat_template``): the model read
+    another tool list than the view's, or text the Prompt does not hold. Everyday ones
+    (``enable_thinking``, ``reasoning_effort``) go as given.
+
+    Raises:
+        VeridicError: naming the key and what to do instead.
+    """
+    replaced = adapter.owned | {"tools", "messages"} | _PROMPT_ELSEWHERE.keys()
+    for shown, key, kwargs in _given(options):
+        if key != "chat_template_kwargs" or not isinstance(kwargs, Mapping):
+            continue
+        for name, value in kwargs.items():
+            if name not in replaced or _absent(value):
+                continue
+            raise VeridicError(
+                f"{type(adapter).__name__}: {where} set {shown}[{name!r}]={_written(value)}: "
+                "an OpenAI-compatible server (vLLM, SGLang) renders the chat template with "
+                "it in place of what the gateway sent, so the model would read other tools "
+                "or other text than the view and the prompt whose sha256 the model-call "
+                "record names: remove it (tools come from the view, instructions go in "
+                "Composer.system() and outside text in Composer.data())"
+            )
 
 
 def _refuse_other_answers(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
