@@ -9,6 +9,7 @@ code before its fix.
 from __future__ import annotations
 
 import importlib.util
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,8 +18,10 @@ from pathlib import Path
 import pytest
 from _sdk_server import FakeServer, http_module
 from test_providers import CHAT_TOOL_CALL, VIEW, first_prompt, gateway
+from test_review_eval6 import _argv, _cache, _record, _Server, server  # noqa: F401 (fixtures)
 
 from veridic import OpenAIChat, VeridicError
+from veridic.evaluation.cli import main
 
 openai = pytest.importorskip("openai")
 
@@ -80,3 +83,42 @@ def test_everyday_template_kwargs_still_go() -> None:
         options={"extra_body": {"chat_template_kwargs": kwargs}},
     )
     assert server.sent[0][1]["chat_template_kwargs"] == kwargs
+
+
+# --- what the evaluation's record and messages hold of a server's answer ------------------------
+
+
+@needs_httpx
+def test_a_served_model_name_cut_inside_an_emoji_keeps_the_record(
+    server: _Server, tmp_path: Path
+) -> None:
+    """Half a surrogate pair in an answer's text was made U+FFFD, but the same half in the
+    answer's ``model`` went to the record's "served model": the record could not be
+    written in UTF-8 and the run ended in a traceback that lost every answer."""
+    body = {
+        "model": "tiny-\ud83d",
+        "choices": [{"message": {"content": "A summary."}, "finish_reason": "stop"}],
+    }
+    payload = json.dumps(body, ensure_ascii=True).encode()
+    server.answer = lambda n: (200, {}, payload)
+    out = tmp_path / "r.json"
+    assert main(_argv(server.url, out, "--limit", "2")) == 0
+    assert _record(out)["meta"]["served model"] == "tiny-\ufffd"
+
+
+@needs_httpx
+def test_a_key_given_as_a_bare_query_is_not_shown(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gateway that takes its key as the whole query (``/v1?sk-...``) had it shown as a
+    parameter's name (``?sk-...=***``) in every message and in the record."""
+    out = tmp_path / "r.json"
+    url = f"{server.url}?s3cret-key"
+    assert main(_argv(url, out, "--limit", "1")) == 0
+    assert [r["(path)"] for r in server.requests] == ["/v1/chat/completions?s3cret-key"]
+    assert "s3cret" not in out.read_text(encoding="utf-8")
+    server.answer = lambda n: (404, {}, b"no such route")
+    assert main(_argv(url, tmp_path / "again.json", "--limit", "1")) == 1
+    err = capsys.readouterr().err
+    assert "HTTP 404" in err
+    assert "s3cret" not in err

@@ -524,7 +524,8 @@ class EndpointBackend:
             )
         served = payload.get("model") if isinstance(payload, dict) else None
         if isinstance(served, str):
-            self._served.setdefault(served, None)
+            # The record's "served model": half a surrogate pair would make it unwritable.
+            self._served.setdefault(_LONE_SURROGATE.sub("\ufffd", served), None)
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return Completion(
