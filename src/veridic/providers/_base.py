@@ -321,9 +321,10 @@ class Adapter:
                     else ""
                 )
             )
-        _refuse_server_edits(self, options, where)
-        _refuse_template_kwargs(self, options, where)
-        _refuse_other_answers(self, options, where)
+        given = _given(options)
+        _refuse_server_edits(self, given, where)
+        _refuse_template_kwargs(self, given, where)
+        _refuse_other_answers(self, given, where)
         return dict(options)
 
 
@@ -331,7 +332,11 @@ _EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled"}
 """The value that turns a server edit off, where the API has one besides ``None``."""
 
 
-def _given(options: Mapping[str, object]) -> list[tuple[str, str, object]]:
+_Given = tuple[str, str, object]
+"""An option as the checks read it: (how an error names it, key, value)."""
+
+
+def _given(options: Mapping[str, object]) -> list[_Given]:
     """Each option and each text key of its ``extra_body`` (which the SDKs merge into the
     request over the options): (how an error names it, key, value)."""
     body = options.get("extra_body")
@@ -371,14 +376,14 @@ in an OpenAI-compatible server that takes the adapter's API with more: refused l
 sends any key, and a server that reads one reads text the Prompt does not hold."""
 
 
-def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
+def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) -> None:
     """Refuse an option (or a key of ``extra_body``) with which the server changes what the
     model reads: the prompt's ``sha256``, the model-call record's, must name all of it.
 
     Raises:
         VeridicError: naming the key, its value and what the server would do.
     """
-    for shown, key, value in _given(options):
+    for shown, key, value in given:
         what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key)
         if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
             continue
@@ -397,7 +402,7 @@ def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where:
         )
 
 
-def _refuse_template_kwargs(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
+def _refuse_template_kwargs(adapter: Adapter, given: Sequence[_Given], where: str) -> None:
     """Refuse a ``chat_template_kwargs`` (an option, or a key of ``extra_body``) that sets
     what the chat template renders as the prompt or the tools.
 
@@ -409,10 +414,10 @@ def _refuse_template_kwargs(adapter: Adapter, options: Mapping[str, object], whe
     Raises:
         VeridicError: naming the key and what to do instead.
     """
-    replaced = adapter.owned | {"tools", "messages"} | _PROMPT_ELSEWHERE.keys()
-    for shown, key, kwargs in _given(options):
+    for shown, key, kwargs in given:
         if key != "chat_template_kwargs" or not isinstance(kwargs, Mapping):
             continue
+        replaced = adapter.owned | {"tools", "messages"} | _PROMPT_ELSEWHERE.keys()
         for name, value in kwargs.items():
             if name not in replaced or _absent(value):
                 continue
@@ -426,14 +431,14 @@ def _refuse_template_kwargs(adapter: Adapter, options: Mapping[str, object], whe
             )
 
 
-def _refuse_other_answers(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
+def _refuse_other_answers(adapter: Adapter, given: Sequence[_Given], where: str) -> None:
     """Refuse an option (or a key of ``extra_body``) that asks for other than one finished
     answer (``n=2``, ``background=True``): the adapter reads one, and refuses the rest.
 
     Raises:
         VeridicError: naming the key, its value and the value that is read.
     """
-    for shown, key, value in _given(options):
+    for shown, key, value in given:
         if key not in adapter.one_answer or _absent(value):
             continue
         kept = adapter.one_answer[key]
