@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 from _sdk_server import FakeServer, http_module
 from test_providers import CHAT_TOOL_CALL, VIEW, first_prompt, gateway
-from test_review_eval6 import _argv, _cache, _record, _Server, server  # noqa: F401 (fixtures)
+from test_review_eval6 import (  # noqa: F401 (_cache and server are fixtures)
+    _argv,
+    _busy,
+    _cache,
+    _chat,
+    _record,
+    _Server,
+    server,
+)
 
 from veridic import OpenAIChat, VeridicError
 from veridic.evaluation.cli import main
@@ -122,3 +130,41 @@ def test_a_key_given_as_a_bare_query_is_not_shown(
     err = capsys.readouterr().err
     assert "HTTP 404" in err
     assert "s3cret" not in err
+
+
+# --- a proxy's busy answers --------------------------------------------------------------------
+
+
+@needs_httpx
+@pytest.mark.parametrize("status", [502, 504])
+def test_a_proxy_s_bad_gateway_or_timeout_is_asked_again(
+    status: int, server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The proxies in front of a model server (nginx, LiteLLM, a cloud load balancer)
+    answer 502 or 504 while the server restarts or is slow for a moment: unlike 429 and
+    503, one such answer stopped an hour-long run."""
+    out = tmp_path / "r.json"
+    server.answer = lambda n: _busy(status) if n == 2 else _chat()
+    argv = _argv(server.url, out, "--limit", "2", "--max-wait", "0.05")
+    argv.remove("--quiet")
+    assert main(argv) == 0
+    assert len(server.requests) == 3
+    assert f"HTTP {status} (no Retry-After): asking again in 0.05 s" in capsys.readouterr().err
+    record = _record(out)
+    assert len(record["cases"]) == 2
+    assert record["meta"]["retries"].startswith("1 (")
+
+
+@needs_httpx
+def test_many_retries_without_a_wait_end_as_a_message_not_a_traceback(
+    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The doubling wait was computed before it was bounded by --max-wait: past 1024
+    retries the float overflowed, and the run ended in an OverflowError's traceback."""
+    server.answer = lambda n: _busy(503)
+    argv = _argv(server.url, tmp_path / "r.json", "--limit", "1")
+    assert main([*argv, "--retries", "1030", "--max-wait", "0"]) == 1
+    assert len(server.requests) == 1031
+    err = capsys.readouterr().err
+    assert "still so after 1030 retries (--retries 1030)" in err
+    assert "OverflowError" not in err
