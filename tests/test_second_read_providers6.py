@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 from _sdk_server import FakeServer, http_module
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from test_providers import CHAT_TOOL_CALL, VIEW, first_prompt, gateway
+from test_review_providers6 import attributes, spans  # noqa: F401 (spans is a fixture)
 from test_review_eval6 import (  # noqa: F401 (_cache and server are fixtures)
     _argv,
     _busy,
@@ -28,7 +30,7 @@ from test_review_eval6 import (  # noqa: F401 (_cache and server are fixtures)
     server,
 )
 
-from veridic import OpenAIChat, VeridicError
+from veridic import OpenAIChat, ScriptedProvider, VeridicError
 from veridic.evaluation.cli import main
 
 openai = pytest.importorskip("openai")
@@ -168,3 +170,22 @@ def test_many_retries_without_a_wait_end_as_a_message_not_a_traceback(
     err = capsys.readouterr().err
     assert "still so after 1030 retries (--retries 1030)" in err
     assert "OverflowError" not in err
+
+
+# --- request parameters on the chat span --------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["temperature", "top_p", "top_k", "presence_penalty"])
+def test_a_sampling_parameter_past_the_doubles_is_left_off_the_span_and_the_call_goes_on(
+    key: str, spans: InMemorySpanExporter
+) -> None:
+    """A whole number too large for a double (``10**400``) made the span's own code raise
+    OverflowError in the gateway, before the request was sent: with tracing on, the call
+    failed where it would have gone to the provider (which judges the value) untraced."""
+    provider = ScriptedProvider([{"text": "ok"}], options={key: 10**400, "seed": 7})
+    gw, _, _ = gateway(provider)
+    assert gw.send(first_prompt(), VIEW, request_id="req-1").text == "ok"
+    (span,) = spans.get_finished_spans()
+    shown = attributes(span)
+    assert f"gen_ai.request.{key}" not in shown
+    assert shown["gen_ai.request.seed"] == 7
