@@ -95,6 +95,47 @@ def test_everyday_template_kwargs_still_go() -> None:
     assert server.sent[0][1]["chat_template_kwargs"] == kwargs
 
 
+SERVER_EDITS = {
+    "transforms": ["middle-out"],
+    "plugins": [{"id": "response-healing"}, {"id": "context-compression"}],
+    "plugins-web": [{"id": ["not", "an", "id"]}, {"id": "web", "max_results": 3}],
+}
+
+
+@pytest.mark.parametrize("given", sorted(SERVER_EDITS))
+def test_an_openrouter_option_that_edits_what_the_model_reads_is_refused(given: str) -> None:
+    """OpenRouter, an OpenAI-compatible gateway, takes ``transforms: ["middle-out"]`` and
+    the ``context-compression`` plugin (turns dropped from the middle of the
+    conversation) and the ``web`` plugin (search results added to it): the siblings of
+    the Responses API's ``truncation`` and Chat Completions' ``web_search_options``, sent
+    through ``extra_body`` past the check, with the record naming a prompt the model did
+    not read."""
+    key = given.partition("-")[0]
+    server = FakeServer(http_module("openai"), [("json", CHAT_TOOL_CALL)])
+    chat = OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
+    gw, _, _ = gateway(chat)
+    with pytest.raises(VeridicError, match=rf"extra_body\['{key}'\]"):
+        gw.send(
+            first_prompt(),
+            VIEW,
+            request_id="req-1",
+            options={"extra_body": {key: SERVER_EDITS[given]}},
+        )
+    assert server.sent == []
+
+
+def test_openrouter_options_that_leave_the_prompt_whole_still_go() -> None:
+    """``transforms: []`` is how OpenRouter is told to drop nothing (its default for
+    models of 8k tokens or less is "middle-out"), and a plugin that reads no prompt
+    (``response-healing`` repairs the answer's JSON) is not an edit of the prompt."""
+    server = FakeServer(http_module("openai"), [("json", CHAT_TOOL_CALL)])
+    chat = OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
+    gw, _, _ = gateway(chat)
+    body = {"transforms": [], "plugins": [{"id": "response-healing"}]}
+    gw.send(first_prompt(), VIEW, request_id="req-1", options={"extra_body": body})
+    assert server.sent[0][1]["transforms"] == []
+    assert server.sent[0][1]["plugins"] == [{"id": "response-healing"}]
+
 # --- what the evaluation's record and messages hold of a server's answer ------------------------
 
 

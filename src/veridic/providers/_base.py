@@ -328,7 +328,7 @@ class Adapter:
         return dict(options)
 
 
-_EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled"}
+_EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled", "transforms": []}
 """The value that turns a server edit off, where the API has one besides ``None``."""
 
 
@@ -376,6 +376,34 @@ in an OpenAI-compatible server that takes the adapter's API with more: refused l
 sends any key, and a server that reads one reads text the Prompt does not hold."""
 
 
+_GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "transforms": "OpenRouter drops or truncates turns from the middle of the "
+        "conversation when it outgrows the context window ('middle-out'; only [] drops none)",
+        "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
+        "drops turns from the middle of the conversation ('context-compression')",
+    }
+)
+"""Request keys with which an OpenAI-compatible gateway edits what the model reads, as
+``server_edits`` do: refused by every adapter, since ``extra_body`` sends any key."""
+
+_PLUGINS_EDITING: Final = frozenset({"web", "context-compression"})
+"""The OpenRouter plugins that edit the prompt (``response-healing`` repairs the answer's
+JSON, ``file-parser`` reads files the gateway never sends)."""
+
+
+def _edit(adapter: Adapter, key: str, value: object) -> str | None:
+    """What the server does to what the model reads with ``key`` set to ``value``, or
+    ``None`` when it does nothing to it."""
+    what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key) or _GATEWAY_EDITS.get(key)
+    if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
+        return None
+    if key == "plugins" and isinstance(value, list | tuple):
+        ids = {found for plugin in value if isinstance(found := attr(plugin, "id"), str)}
+        return what if ids & _PLUGINS_EDITING else None
+    return what
+
+
 def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) -> None:
     """Refuse an option (or a key of ``extra_body``) with which the server changes what the
     model reads: the prompt's ``sha256``, the model-call record's, must name all of it.
@@ -384,8 +412,8 @@ def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) 
         VeridicError: naming the key, its value and what the server would do.
     """
     for shown, key, value in given:
-        what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key)
-        if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
+        what = _edit(adapter, key, value)
+        if what is None:
             continue
         raise VeridicError(
             f"{type(adapter).__name__}: {where} set {shown}={_written(value)}: with it "
