@@ -1,44 +1,35 @@
-"""A second read of the sixth review's provider and evaluation changes: the siblings they
+"""A second read of the sixth review's provider and telemetry changes: the siblings they
 left open.
 
-Each test drives the real SDKs over a fake transport (``tests/_sdk_server.py``) or the
-evaluation's command line against a real HTTP server in a thread, and each failed on the
-code before its fix.
+Each test drives the real SDKs over a fake transport (``tests/_sdk_server.py``) and reads
+spans with the OpenTelemetry SDK's in-memory exporter; each failed on the code before its
+fix.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 from _sdk_server import FakeServer, http_module
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from test_providers import CHAT_TOOL_CALL, VIEW, first_prompt, gateway
-from test_review_providers6 import attributes, spans  # noqa: F401 (spans is a fixture)
-from test_review_eval6 import (  # noqa: F401 (_cache and server are fixtures)
-    _argv,
-    _busy,
-    _cache,
-    _chat,
-    _record,
-    _Server,
-    server,
-)
 
 from veridic import OpenAIChat, ScriptedProvider, VeridicError
-from veridic.evaluation.cli import main
+from veridic.run.telemetry import instrumented
 
 openai = pytest.importorskip("openai")
 
-_HTTPX = any(importlib.util.find_spec(name) is not None for name in ("httpx", "httpx2"))
-needs_httpx = pytest.mark.skipif(
-    not _HTTPX, reason="neither httpx nor httpx2 is installed (the eval-model extra)"
-)
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with instrumented(provider):
+        yield exporter
 
 
 # --- what a chat template reads, through chat_template_kwargs --------------------------------
@@ -136,82 +127,6 @@ def test_openrouter_options_that_leave_the_prompt_whole_still_go() -> None:
     assert server.sent[0][1]["transforms"] == []
     assert server.sent[0][1]["plugins"] == [{"id": "response-healing"}]
 
-# --- what the evaluation's record and messages hold of a server's answer ------------------------
-
-
-@needs_httpx
-def test_a_served_model_name_cut_inside_an_emoji_keeps_the_record(
-    server: _Server, tmp_path: Path
-) -> None:
-    """Half a surrogate pair in an answer's text was made U+FFFD, but the same half in the
-    answer's ``model`` went to the record's "served model": the record could not be
-    written in UTF-8 and the run ended in a traceback that lost every answer."""
-    body = {
-        "model": "tiny-\ud83d",
-        "choices": [{"message": {"content": "A summary."}, "finish_reason": "stop"}],
-    }
-    payload = json.dumps(body, ensure_ascii=True).encode()
-    server.answer = lambda n: (200, {}, payload)
-    out = tmp_path / "r.json"
-    assert main(_argv(server.url, out, "--limit", "2")) == 0
-    assert _record(out)["meta"]["served model"] == "tiny-\ufffd"
-
-
-@needs_httpx
-def test_a_key_given_as_a_bare_query_is_not_shown(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A gateway that takes its key as the whole query (``/v1?sk-...``) had it shown as a
-    parameter's name (``?sk-...=***``) in every message and in the record."""
-    out = tmp_path / "r.json"
-    url = f"{server.url}?s3cret-key"
-    assert main(_argv(url, out, "--limit", "1")) == 0
-    assert [r["(path)"] for r in server.requests] == ["/v1/chat/completions?s3cret-key"]
-    assert "s3cret" not in out.read_text(encoding="utf-8")
-    server.answer = lambda n: (404, {}, b"no such route")
-    assert main(_argv(url, tmp_path / "again.json", "--limit", "1")) == 1
-    err = capsys.readouterr().err
-    assert "HTTP 404" in err
-    assert "s3cret" not in err
-
-
-# --- a proxy's busy answers --------------------------------------------------------------------
-
-
-@needs_httpx
-@pytest.mark.parametrize("status", [502, 504])
-def test_a_proxy_s_bad_gateway_or_timeout_is_asked_again(
-    status: int, server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The proxies in front of a model server (nginx, LiteLLM, a cloud load balancer)
-    answer 502 or 504 while the server restarts or is slow for a moment: unlike 429 and
-    503, one such answer stopped an hour-long run."""
-    out = tmp_path / "r.json"
-    server.answer = lambda n: _busy(status) if n == 2 else _chat()
-    argv = _argv(server.url, out, "--limit", "2", "--max-wait", "0.05")
-    argv.remove("--quiet")
-    assert main(argv) == 0
-    assert len(server.requests) == 3
-    assert f"HTTP {status} (no Retry-After): asking again in 0.05 s" in capsys.readouterr().err
-    record = _record(out)
-    assert len(record["cases"]) == 2
-    assert record["meta"]["retries"].startswith("1 (")
-
-
-@needs_httpx
-def test_many_retries_without_a_wait_end_as_a_message_not_a_traceback(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The doubling wait was computed before it was bounded by --max-wait: past 1024
-    retries the float overflowed, and the run ended in an OverflowError's traceback."""
-    server.answer = lambda n: _busy(503)
-    argv = _argv(server.url, tmp_path / "r.json", "--limit", "1")
-    assert main([*argv, "--retries", "1030", "--max-wait", "0"]) == 1
-    assert len(server.requests) == 1031
-    err = capsys.readouterr().err
-    assert "still so after 1030 retries (--retries 1030)" in err
-    assert "OverflowError" not in err
-
 
 # --- request parameters on the chat span --------------------------------------------------------
 
@@ -227,6 +142,6 @@ def test_a_sampling_parameter_past_the_doubles_is_left_off_the_span_and_the_call
     gw, _, _ = gateway(provider)
     assert gw.send(first_prompt(), VIEW, request_id="req-1").text == "ok"
     (span,) = spans.get_finished_spans()
-    shown = attributes(span)
+    shown = dict(span.attributes or {})
     assert f"gen_ai.request.{key}" not in shown
     assert shown["gen_ai.request.seed"] == 7
