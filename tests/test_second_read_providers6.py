@@ -87,6 +87,7 @@ def test_everyday_template_kwargs_still_go() -> None:
 
 
 SERVER_EDITS = {
+    "truncate_prompt_tokens": 512,
     "transforms": ["middle-out"],
     "plugins": [{"id": "response-healing"}, {"id": "context-compression"}],
     "plugins-web": [{"id": ["not", "an", "id"]}, {"id": "web", "max_results": 3}],
@@ -94,13 +95,15 @@ SERVER_EDITS = {
 
 
 @pytest.mark.parametrize("given", sorted(SERVER_EDITS))
-def test_an_openrouter_option_that_edits_what_the_model_reads_is_refused(given: str) -> None:
-    """OpenRouter, an OpenAI-compatible gateway, takes ``transforms: ["middle-out"]`` and
-    the ``context-compression`` plugin (turns dropped from the middle of the
-    conversation) and the ``web`` plugin (search results added to it): the siblings of
-    the Responses API's ``truncation`` and Chat Completions' ``web_search_options``, sent
-    through ``extra_body`` past the check, with the record naming a prompt the model did
-    not read."""
+def test_a_compatible_server_s_option_that_edits_what_the_model_reads_is_refused(
+    given: str,
+) -> None:
+    """vLLM's ``truncate_prompt_tokens`` (only the last N tokens of the prompt are read:
+    the system message goes first), OpenRouter's ``transforms: ["middle-out"]`` and
+    ``context-compression`` plugin (turns dropped from the middle) and its ``web``
+    plugin (search results added): the siblings of the Responses API's ``truncation``
+    and Chat Completions' ``web_search_options``, sent through ``extra_body`` past the
+    check, with the record naming a prompt the model did not read."""
     key = given.partition("-")[0]
     server = FakeServer(http_module("openai"), [("json", CHAT_TOOL_CALL)])
     chat = OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")

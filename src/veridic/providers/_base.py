@@ -378,14 +378,17 @@ sends any key, and a server that reads one reads text the Prompt does not hold."
 
 _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
     {
+        "truncate_prompt_tokens": "vLLM reads only the last tokens of the prompt, so "
+        "its start (the system message first) is cut off",
         "transforms": "OpenRouter drops or truncates turns from the middle of the "
         "conversation when it outgrows the context window ('middle-out'; only [] drops none)",
         "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
         "drops turns from the middle of the conversation ('context-compression')",
     }
 )
-"""Request keys with which an OpenAI-compatible gateway edits what the model reads, as
-``server_edits`` do: refused by every adapter, since ``extra_body`` sends any key."""
+"""Request keys with which an OpenAI-compatible server or gateway edits what the model
+reads, as ``server_edits`` do: refused by every adapter, since ``extra_body`` sends any
+key."""
 
 _PLUGINS_EDITING: Final = frozenset({"web", "context-compression"})
 """The OpenRouter plugins that edit the prompt (``response-healing`` repairs the answer's
