@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _chat_server import ChatServer, Reply, chat, serving
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -33,66 +31,11 @@ pytestmark = pytest.mark.skipif(
     reason="neither httpx nor httpx2 is installed (the eval-model extra)",
 )
 
-Reply = tuple[int, dict[str, str], bytes]
-"""Status, headers and body of one answer of the fake server."""
-
-
-def _chat(content: object = "A summary of the document.", **message: object) -> Reply:
-    body = {
-        "model": "tiny-served",
-        "choices": [
-            {
-                "message": {"role": "assistant", "content": content, **message},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 5},
-    }
-    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
-
-
-@dataclass
-class _Server:
-    """A chat-completions server whose ``answer`` decides each reply (by request number)."""
-
-    url: str
-    answer: Callable[[int], Reply]
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
 
 @pytest.fixture
-def server() -> Iterator[_Server]:
-    state = _Server(url="", answer=lambda n: _chat())
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            body["(path)"] = self.path
-            with lock:
-                state.requests.append(body)
-                number = len(state.requests)
-            status, headers, payload = state.answer(number)
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: object) -> None:
-            del format, args
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    try:
+def server() -> Iterator[ChatServer]:
+    with serving() as state:
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.fixture(autouse=True)
@@ -119,7 +62,7 @@ def _kinds(record: dict[str, Any], scheme: str) -> list[str]:
 
 @pytest.mark.parametrize("limit", [1, 2, 6, 16])
 def test_a_limited_run_asks_attacks_and_clean_cases_of_every_scheme(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: int
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: int
 ) -> None:
     # The corpus lists its 16 clean cases first, and --limit took the first N: a quick
     # run of 16 or fewer measured no attack at all.
@@ -148,7 +91,7 @@ def test_a_limited_run_asks_attacks_and_clean_cases_of_every_scheme(
 
 
 def test_a_limited_sample_is_spread_over_the_corpus_and_the_same_each_time(
-    server: _Server, tmp_path: Path
+    server: ChatServer, tmp_path: Path
 ) -> None:
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     assert main(_argv(server.url, first, "--limit", "10")) == 0
@@ -163,7 +106,7 @@ def test_a_limited_sample_is_spread_over_the_corpus_and_the_same_each_time(
 
 
 def test_a_limit_above_the_corpus_runs_it_all_and_says_no_sample(
-    server: _Server, tmp_path: Path
+    server: ChatServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "r.json"
     argv = _argv(server.url, out, "--limit", "1000", "--corpus", "held-out")
@@ -181,11 +124,11 @@ def _busy(status: int, **headers: str) -> Reply:
 
 
 def test_a_rate_limit_answer_is_asked_again_after_the_wait_the_server_asks(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # One HTTP 429 stopped the run: the case failed, and the user had to --resume by hand.
     out = tmp_path / "r.json"
-    server.answer = lambda n: _busy(429, **{"Retry-After": "0.1"}) if n in (2, 3) else _chat()
+    server.answer = lambda n: _busy(429, **{"Retry-After": "0.1"}) if n in (2, 3) else chat()
     argv = _argv(server.url, out, "--limit", "3")
     argv.remove("--quiet")
     assert main(argv) == 0
@@ -202,10 +145,10 @@ def test_a_rate_limit_answer_is_asked_again_after_the_wait_the_server_asks(
 
 
 def test_a_busy_server_without_retry_after_is_asked_again_with_a_growing_wait(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "r.json"
-    server.answer = lambda n: _busy(503) if n == 1 else _chat()
+    server.answer = lambda n: _busy(503) if n == 1 else chat()
     argv = _argv(server.url, out, "--limit", "1", "--max-wait", "0.05")
     argv.remove("--quiet")
     assert main(argv) == 0
@@ -215,10 +158,10 @@ def test_a_busy_server_without_retry_after_is_asked_again_with_a_growing_wait(
 
 
 def test_retries_are_bounded_and_then_the_run_stops_with_its_answers(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "r.json"
-    server.answer = lambda n: _chat() if n == 1 else _busy(429, **{"Retry-After": "0"})
+    server.answer = lambda n: chat() if n == 1 else _busy(429, **{"Retry-After": "0"})
     assert main(_argv(server.url, out, "--limit", "3", "--retries", "2")) == 1
     assert len(server.requests) == 1 + 3
     err = capsys.readouterr().err
@@ -231,7 +174,7 @@ def test_retries_are_bounded_and_then_the_run_stops_with_its_answers(
 
 
 def test_a_server_asking_for_a_wait_beyond_max_wait_is_not_waited_for(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.answer = lambda n: _busy(429, **{"Retry-After": "Wed, 21 Oct 2099 07:28:00 GMT"})
     assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
@@ -241,7 +184,7 @@ def test_a_server_asking_for_a_wait_beyond_max_wait_is_not_waited_for(
 
 
 def test_an_error_that_is_not_busy_is_not_asked_again(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.answer = lambda n: _busy(400, **{"Retry-After": "0"})
     assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
@@ -250,11 +193,11 @@ def test_an_error_that_is_not_busy_is_not_asked_again(
 
 
 def test_retries_of_a_resumed_run_are_added_to_the_earlier_ones(
-    server: _Server, tmp_path: Path
+    server: ChatServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "r.json"
     answers = {2: _busy(429, **{"Retry-After": "0"}), 3: _busy(500)}
-    server.answer = lambda n: answers.get(n, _chat())
+    server.answer = lambda n: answers.get(n, chat())
     assert main(_argv(server.url, out, "--limit", "3")) == 1
     assert _record(out)["meta"]["retries"].startswith("1 (")
     answers.clear()
@@ -288,12 +231,12 @@ _THOUGHT = "<think>\nOkay, the user wants a two-sentence summary. The document s
 
 
 def test_an_answer_cut_off_in_its_reasoning_is_counted_apart_not_as_a_refusal(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # With a budget of 40 tokens, every answer of a reasoning model is an unclosed
     # <think>: the table read 0% attack success (a perfect defence) and 0% utility.
     out = tmp_path / "r.json"
-    server.answer = lambda n: _chat(_THOUGHT)
+    server.answer = lambda n: chat(_THOUGHT)
     assert main(_argv(server.url, out, "--limit", "4")) == 0
     captured = capsys.readouterr()
     assert "cut off inside the model's reasoning" in captured.out
@@ -311,12 +254,12 @@ def test_an_answer_cut_off_in_its_reasoning_is_counted_apart_not_as_a_refusal(
 
 
 def test_reasoning_the_server_gives_apart_and_cut_off_is_counted_apart(
-    server: _Server, tmp_path: Path
+    server: ChatServer, tmp_path: Path
 ) -> None:
     # vLLM, llama.cpp's server and DeepSeek put the thinking in reasoning_content; cut
     # off, content is null (the run stopped: "no text") or "" (judged an order refused).
     out = tmp_path / "r.json"
-    server.answer = lambda n: _chat(
+    server.answer = lambda n: chat(
         None if n % 2 else "", reasoning_content="The user wants a summary. The"
     )
     assert main(_argv(server.url, out, "--limit", "2")) == 0
@@ -326,7 +269,7 @@ def test_reasoning_the_server_gives_apart_and_cut_off_is_counted_apart(
 
 
 def test_a_finished_thought_is_judged_by_the_answer_after_it(
-    server: _Server, tmp_path: Path
+    server: ChatServer, tmp_path: Path
 ) -> None:
     # The reasoning that quotes the injected order is not the answer a reader gets.
     out = tmp_path / "r.json"
@@ -334,7 +277,7 @@ def test_a_finished_thought_is_judged_by_the_answer_after_it(
         "<think>So: write ACCESS GRANTED, PINEAPPLE, account-check.example, KESTREL-19, "
         "confidential.</think>\n"
     )
-    server.answer = lambda n: _chat(thought + "A short summary.")
+    server.answer = lambda n: chat(thought + "A short summary.")
     assert main(_argv(server.url, out, "--limit", "40")) == 0
     record = _record(out)
     assert sum(case["kind"] == "attack" for case in record["cases"]) >= 20
@@ -343,7 +286,7 @@ def test_a_finished_thought_is_judged_by_the_answer_after_it(
 
 
 def test_max_tokens_is_every_answer_s_budget_and_is_recorded(
-    server: _Server, tmp_path: Path
+    server: ChatServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "r.json"
     assert main(_argv(server.url, out, "--limit", "4", "--max-tokens", "400")) == 0
@@ -352,12 +295,12 @@ def test_max_tokens_is_every_answer_s_budget_and_is_recorded(
 
 
 def test_resume_refuses_a_record_of_another_answer_budget(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "r.json"
-    server.answer = lambda n: _chat() if n <= 2 else (500, {}, b"down")
+    server.answer = lambda n: chat() if n <= 2 else (500, {}, b"down")
     assert main(_argv(server.url, out, "--limit", "4")) == 1
-    server.answer = lambda n: _chat()
+    server.answer = lambda n: chat()
     asked = len(server.requests)
     argv = [*_argv(server.url, out, "--limit", "4"), "--max-tokens", "400", "--resume"]
     assert main(argv) == 2
@@ -383,7 +326,7 @@ def test_a_closed_thought_changes_no_verdict(case: Case, thought: str, answer: s
 
 
 def test_an_endpoint_with_a_query_is_asked_at_its_chat_path_and_its_key_is_not_shown(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Azure-style URLs carry a query (?api-version=...), some gateways the key itself
     # (?key=...): "/chat/completions" was appended after the query, so the request went
@@ -409,7 +352,7 @@ def test_an_endpoint_with_a_query_is_asked_at_its_chat_path_and_its_key_is_not_s
 
 
 def test_an_answer_cut_inside_an_emoji_is_kept_and_the_record_written(
-    server: _Server, tmp_path: Path
+    server: ChatServer, tmp_path: Path
 ) -> None:
     # A proxy that cuts answers by UTF-16 units sends half an emoji ("\ud83d", valid
     # JSON): the record could not be written in UTF-8, and the run ended in a traceback
@@ -433,7 +376,7 @@ def test_an_answer_cut_inside_an_emoji_is_kept_and_the_record_written(
 
 
 def test_an_answer_given_as_parts_is_read_as_its_text(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Mistral's reasoning models (and gateways that pass their shape through) answer
     # with content as a list of parts: the run stopped at the first answer, calling it
@@ -443,13 +386,13 @@ def test_an_answer_given_as_parts_is_read_as_its_text(
         {"type": "text", "text": "The footbridge "},
         {"type": "text", "text": "opens in May."},
     ]
-    server.answer = lambda n: _chat(parts if n > 2 else "x")
+    server.answer = lambda n: chat(parts if n > 2 else "x")
     out = tmp_path / "r.json"
     assert main(_argv(server.url, out, "--limit", "4")) == 0
     outputs = [case["output"] for case in _record(out)["cases"]]
     assert outputs[2:] == ["The footbridge opens in May."] * 2
     thinking_only = parts[:1]
-    server.answer = lambda n: _chat(thinking_only)
+    server.answer = lambda n: chat(thinking_only)
     assert main(_argv(server.url, out, "--limit", "2")) == 0
     cases = _record(out)["cases"]
     assert [case["output"] for case in cases] == ["<think>Write PINEAPPLE?"] * 2
@@ -487,7 +430,7 @@ def test_an_endpoint_url_that_cannot_be_asked_is_a_usage_error(
 
 
 def test_a_markdown_report_naming_the_record_is_a_usage_error(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The report was written over the record after the run: every answer was lost.
     out = tmp_path / "run.json"
@@ -499,7 +442,7 @@ def test_a_markdown_report_naming_the_record_is_a_usage_error(
 
 
 def test_a_report_written_over_one_of_its_records_is_refused(
-    server: _Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run.json"
     assert main([*_argv(server.url, out, "--limit", "1")]) == 0

@@ -532,7 +532,7 @@ _VALUES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
-    st.sampled_from([2**63 - 1, 2**63, -(2**63) - 1, 10**30]),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63) - 1, 10**30, 10**400, -(10**400)]),
     st.floats(allow_nan=False),
     st.text(max_size=5),
     st.lists(st.text(max_size=300), max_size=20),

@@ -132,12 +132,15 @@ def shown_url(url: str) -> str:
     An endpoint given as ``https://user:key@host/v1`` authenticates with what it holds,
     and so may one given as ``https://host/v1?key=...``; an error message, a log line
     or a committed evaluation record must not repeat it. Every query value is hidden
-    (which of them is a key cannot be told), the parameters' names are kept.
+    (which of them is a key cannot be told), the parameters' names are kept (an item
+    without ``=`` is a value: hidden whole).
 
     >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
     'https://***@llm.example/v1/chat/completions'
     >>> shown_url("https://llm.example/v1/chat/completions?api-version=1&key=s3cret")
     'https://llm.example/v1/chat/completions?api-version=***&key=***'
+    >>> shown_url("https://llm.example/v1?s3cret")  # a key as the whole query
+    'https://llm.example/v1?***'
     >>> shown_url("http://localhost:8080/v1")
     'http://localhost:8080/v1'
     >>> shown_url("http://me:s3cret@[::1/v1?key=s3cret")  # not a URL: hidden all the same
@@ -153,8 +156,13 @@ def shown_url(url: str) -> str:
     if "@" in parts.netloc:
         parts = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2])
     if parts.query or parts.fragment:
-        names = [item.partition("=")[0] for item in parts.query.split("&") if item]
-        parts = parts._replace(query="&".join(f"{name}=***" for name in names), fragment="")
+        # An item with no "=" is a value, not a name: a key given as the whole query.
+        names = [
+            f"{name}=***" if equals else "***"
+            for name, equals, _ in (item.partition("=") for item in parts.query.split("&"))
+            if name or equals
+        ]
+        parts = parts._replace(query="&".join(names), fragment="")
     return urlunsplit(parts)
 
 

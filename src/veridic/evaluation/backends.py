@@ -62,7 +62,7 @@ class Completion:
     """One output of the model, with the token counts the backend knows.
 
     ``retries`` counts the requests repeated before this answer came (an endpoint that
-    answered HTTP 429 or 503 first).
+    answered HTTP 429, 502, 503 or 504 first).
     """
 
     text: str
@@ -327,8 +327,12 @@ def _parts(parts: list[object]) -> tuple[object, str | None]:
     return "".join(texts), "".join(thoughts) or None
 
 
-RETRIED: Final = frozenset({429, 503})
-"""The statuses an endpoint answers when it is busy for now: the request is repeated."""
+RETRIED: Final = frozenset({429, 502, 503, 504})
+"""The statuses an endpoint answers when it is busy for now: the request is repeated.
+
+429 and 503 come from the server; 502 and 504 from a proxy in front of it (nginx,
+LiteLLM, a load balancer) while the server restarts or is slow for a moment. A 500 is
+not repeated: a server that fails on one prompt fails on it again."""
 
 
 def retry_after(response: HttpResponse, *, now: datetime | None = None) -> float | None:
@@ -367,9 +371,12 @@ def retries_note(count: int, waited: float) -> str:
     """The record's ``retries`` entry: requests repeated after a busy answer, seconds waited.
 
     >>> retries_note(2, 1.5)
-    '2 (requests repeated after HTTP 429 or 503; 1.5 s waited)'
+    '2 (requests repeated after a busy answer, HTTP 429, 502, 503 or 504; 1.5 s waited)'
     """
-    return f"{count} (requests repeated after HTTP 429 or 503; {waited:g} s waited)"
+    return (
+        f"{count} (requests repeated after a busy answer, HTTP 429, 502, 503 or 504; "
+        f"{waited:g} s waited)"
+    )
 
 
 def _default_client() -> HttpClient:
@@ -383,7 +390,7 @@ class EndpointBackend:
     response's ``usage`` (each case's ``prompt_tokens`` in the record); the backend has
     no tokenizer of its own, so the report's token-cost columns read ``n/a``.
 
-    A busy endpoint (HTTP 429 or 503) is asked again up to ``retries`` times, after the
+    A busy endpoint (HTTP 429, 502, 503 or 504) is asked again up to ``retries`` times, after the
     wait its ``Retry-After`` header asks for, or else after ``backoff`` seconds doubled
     at each retry; no wait is longer than ``max_wait`` seconds, and a server that asks
     for a longer one is not asked again (one rate-limit answer failed the whole case
@@ -524,7 +531,8 @@ class EndpointBackend:
             )
         served = payload.get("model") if isinstance(payload, dict) else None
         if isinstance(served, str):
-            self._served.setdefault(served, None)
+            # The record's "served model": half a surrogate pair would make it unwritable.
+            self._served.setdefault(_LONE_SURROGATE.sub("\ufffd", served), None)
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return Completion(
@@ -549,7 +557,8 @@ class EndpointBackend:
         """How long to wait before retry ``retries + 1`` and why (``None``: not at all)."""
         asked = retry_after(response)
         if asked is None:
-            return min(self._backoff * 2**retries, self._max_wait), "no Retry-After"
+            # Bounded before it is a float: 2.0**1024 overflows.
+            return min(self._backoff * 2 ** min(retries, 64), self._max_wait), "no Retry-After"
         if asked > self._max_wait:
             return None, f"Retry-After {asked:g} s"
         return asked, f"Retry-After {asked:g} s"

@@ -65,7 +65,7 @@ on two cores (measured: about an hour there, some 25 minutes per full mode).
 
 
 RETRIES = 3
-"""How often a busy endpoint (HTTP 429, 503) is asked again by default."""
+"""How often a busy endpoint (HTTP 429, 502, 503, 504) is asked again by default."""
 
 MAX_WAIT = 60.0
 """The longest wait before a retry, by default, in seconds."""
@@ -157,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     model.add_argument(
         "--retries",
         type=int,
-        help="times to ask --endpoint again when it answers HTTP 429 or 503, busy "
+        help="times to ask --endpoint again when it answers HTTP 429, 502, 503 or 504, busy "
         f"(default {RETRIES}), after the wait its Retry-After asks for, or 1 s doubled",
     )
     model.add_argument(

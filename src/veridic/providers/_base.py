@@ -321,16 +321,22 @@ class Adapter:
                     else ""
                 )
             )
-        _refuse_server_edits(self, options, where)
-        _refuse_other_answers(self, options, where)
+        given = _given(options)
+        _refuse_server_edits(self, given, where)
+        _refuse_template_kwargs(self, given, where)
+        _refuse_other_answers(self, given, where)
         return dict(options)
 
 
-_EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled"}
+_EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled", "transforms": []}
 """The value that turns a server edit off, where the API has one besides ``None``."""
 
 
-def _given(options: Mapping[str, object]) -> list[tuple[str, str, object]]:
+_Given = tuple[str, str, object]
+"""An option as the checks read it: (how an error names it, key, value)."""
+
+
+def _given(options: Mapping[str, object]) -> list[_Given]:
     """Each option and each text key of its ``extra_body`` (which the SDKs merge into the
     request over the options): (how an error names it, key, value)."""
     body = options.get("extra_body")
@@ -370,16 +376,47 @@ in an OpenAI-compatible server that takes the adapter's API with more: refused l
 sends any key, and a server that reads one reads text the Prompt does not hold."""
 
 
-def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
+_GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "truncate_prompt_tokens": "vLLM reads only the last tokens of the prompt, so "
+        "its start (the system message first) is cut off",
+        "transforms": "OpenRouter drops or truncates turns from the middle of the "
+        "conversation when it outgrows the context window ('middle-out'; only [] drops none)",
+        "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
+        "drops turns from the middle of the conversation ('context-compression')",
+    }
+)
+"""Request keys with which an OpenAI-compatible server or gateway edits what the model
+reads, as ``server_edits`` do: refused by every adapter, since ``extra_body`` sends any
+key."""
+
+_PLUGINS_EDITING: Final = frozenset({"web", "context-compression"})
+"""The OpenRouter plugins that edit the prompt (``response-healing`` repairs the answer's
+JSON, ``file-parser`` reads files the gateway never sends)."""
+
+
+def _edit(adapter: Adapter, key: str, value: object) -> str | None:
+    """What the server does to what the model reads with ``key`` set to ``value``, or
+    ``None`` when it does nothing to it."""
+    what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key) or _GATEWAY_EDITS.get(key)
+    if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
+        return None
+    if key == "plugins" and isinstance(value, list | tuple):
+        ids = {found for plugin in value if isinstance(found := attr(plugin, "id"), str)}
+        return what if ids & _PLUGINS_EDITING else None
+    return what
+
+
+def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) -> None:
     """Refuse an option (or a key of ``extra_body``) with which the server changes what the
     model reads: the prompt's ``sha256``, the model-call record's, must name all of it.
 
     Raises:
         VeridicError: naming the key, its value and what the server would do.
     """
-    for shown, key, value in _given(options):
-        what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key)
-        if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
+    for shown, key, value in given:
+        what = _edit(adapter, key, value)
+        if what is None:
             continue
         raise VeridicError(
             f"{type(adapter).__name__}: {where} set {shown}={_written(value)}: with it "
@@ -396,14 +433,43 @@ def _refuse_server_edits(adapter: Adapter, options: Mapping[str, object], where:
         )
 
 
-def _refuse_other_answers(adapter: Adapter, options: Mapping[str, object], where: str) -> None:
+def _refuse_template_kwargs(adapter: Adapter, given: Sequence[_Given], where: str) -> None:
+    """Refuse a ``chat_template_kwargs`` (an option, or a key of ``extra_body``) that sets
+    what the chat template renders as the prompt or the tools.
+
+    vLLM and SGLang render the conversation with a chat template, and merge these keyword
+    arguments over their own (``tools``, ``documents``, ``chat_template``): the model read
+    another tool list than the view's, or text the Prompt does not hold. Everyday ones
+    (``enable_thinking``, ``reasoning_effort``) go as given.
+
+    Raises:
+        VeridicError: naming the key and what to do instead.
+    """
+    for shown, key, kwargs in given:
+        if key != "chat_template_kwargs" or not isinstance(kwargs, Mapping):
+            continue
+        replaced = adapter.owned | {"tools", "messages"} | _PROMPT_ELSEWHERE.keys()
+        for name, value in kwargs.items():
+            if name not in replaced or _absent(value):
+                continue
+            raise VeridicError(
+                f"{type(adapter).__name__}: {where} set {shown}[{name!r}]={_written(value)}: "
+                "an OpenAI-compatible server (vLLM, SGLang) renders the chat template with "
+                "it in place of what the gateway sent, so the model would read other tools "
+                "or other text than the view and the prompt whose sha256 the model-call "
+                "record names: remove it (tools come from the view, instructions go in "
+                "Composer.system() and outside text in Composer.data())"
+            )
+
+
+def _refuse_other_answers(adapter: Adapter, given: Sequence[_Given], where: str) -> None:
     """Refuse an option (or a key of ``extra_body``) that asks for other than one finished
     answer (``n=2``, ``background=True``): the adapter reads one, and refuses the rest.
 
     Raises:
         VeridicError: naming the key, its value and the value that is read.
     """
-    for shown, key, value in _given(options):
+    for shown, key, value in given:
         if key not in adapter.one_answer or _absent(value):
             continue
         kept = adapter.one_answer[key]

@@ -711,7 +711,8 @@ def _request_attributes(request: Mapping[str, object]) -> dict[str, _Value]:
     """The request parameters the GenAI conventions name (``gen_ai.request.*``,
     ``gen_ai.output.type``), as sent: ``extra_body``'s keys over the others, as the SDKs
     merge it. A value of another type than the conventions say (``True``, ``NaN``, a
-    string) is left out; the request goes as it was built."""
+    string, a number past a double or a 64-bit int) is left out; the request goes as it
+    was built."""
     body = request.get("extra_body")
     merged: Mapping[str, object] = (
         {**request, **{k: v for k, v in body.items() if isinstance(k, str)}}
@@ -720,9 +721,9 @@ def _request_attributes(request: Mapping[str, object]) -> dict[str, _Value]:
     )
     shown: dict[str, _Value] = {}
     for name, key in _NUMBERS:
-        value = merged.get(key)
-        if type(value) in (int, float) and math.isfinite(cast(float, value)):
-            shown[name] = float(cast(float, value))
+        number = _double(merged.get(key))
+        if number is not None:
+            shown[name] = number
     for key in _MAX_TOKENS:
         value = merged.get(key)
         if _int64(value):
@@ -743,6 +744,18 @@ def _request_attributes(request: Mapping[str, object]) -> dict[str, _Value]:
             shown["gen_ai.output.type"] = _OUTPUT_TYPES[kind]
             break
     return shown
+
+
+def _double(value: object) -> float | None:
+    """``value`` as the double a span shows, or ``None``: not an ``int`` or ``float`` (a
+    ``bool`` is neither), not finite, or a whole number past the doubles (``10**400``,
+    whose conversion raises OverflowError in the gateway, before the request is sent)."""
+    if type(value) is int:
+        try:
+            value = float(value)
+        except OverflowError:
+            return None
+    return value if type(value) is float and math.isfinite(value) else None
 
 
 def _int64(value: object) -> bool:
