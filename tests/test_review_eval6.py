@@ -399,6 +399,23 @@ def test_an_answer_given_as_parts_is_read_as_its_text(
     assert all(case["truncated"] for case in cases)
 
 
+@pytest.mark.parametrize("depth", [900, 5000])
+def test_parts_nested_thousands_deep_stop_the_run_with_a_message(
+    depth: int, server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A hostile server nesting thinking parts: the answer was read (and its parts walked)
+    # by functions that recurse, and the run ended in a RecursionError traceback.
+    content = '[{"type": "thinking", "thinking": ' * depth + '"deep"' + "}]" * depth
+    body = '{"model": "m", "choices": [{"message": {"role": "assistant", "content": '
+    body += content + '}, "finish_reason": "stop"}]}'
+    server.answer = lambda n: (200, {"Content-Type": "application/json"}, body.encode())
+    out = tmp_path / "r.json"
+    assert main(_argv(server.url, out, "--limit", "1")) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "RecursionError" not in err
+
+
 # --- an endpoint URL that is not one is a usage error ----------------------------------------
 
 

@@ -305,7 +305,9 @@ def _parts(parts: list[object]) -> tuple[object, str | None]:
 
     ``{"type": "text", "text": ...}`` parts are the answer, joined; ``{"type":
     "thinking", "thinking": [text parts]}`` the reasoning. A part of any other type
-    (an image, a refusal) leaves the content as it came, which is not text.
+    (an image, a refusal, thinking inside thinking) leaves the content as it came,
+    which is not text: read one level deep, so a server nesting thousands of levels
+    stops the run with that message, not a ``RecursionError``.
     """
     texts: list[str] = []
     thoughts: list[str] = []
@@ -317,14 +319,28 @@ def _parts(parts: list[object]) -> tuple[object, str | None]:
             texts.append(part["text"])
         elif kind == "thinking" and isinstance(part, dict):
             inner = part.get("thinking")
-            inner = inner if isinstance(inner, list) else [{"type": "text", "text": inner}]
-            found, _ = _parts(inner)
-            if not isinstance(found, str):
+            thought = inner if isinstance(inner, str) else _text_parts(inner)
+            if thought is None:
                 return parts, None
-            thoughts.append(found)
+            thoughts.append(thought)
         else:
             return parts, None
     return "".join(texts), "".join(thoughts) or None
+
+
+def _text_parts(parts: object) -> str | None:
+    """The text of a list of ``{"type": "text"}`` parts, joined; ``None`` for anything else."""
+    if not isinstance(parts, list):
+        return None
+    texts: list[str] = []
+    for part in parts:
+        if not (isinstance(part, dict) and part.get("type") == "text"):
+            return None
+        text = part.get("text")
+        if not isinstance(text, str):
+            return None
+        texts.append(text)
+    return "".join(texts)
 
 
 RETRIED: Final = frozenset({429, 502, 503, 504})
@@ -502,7 +518,8 @@ class EndpointBackend:
             payload = response.json()
             choice = payload["choices"][0]
             text = choice["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as error:
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError) as error:
+            # RecursionError: a body nested thousands deep, which json cannot decode.
             if response.text.lstrip().startswith("data:"):
                 raise BackendError(
                     f"{self._shown} streamed its answer for model {self._model!r} as "
