@@ -106,3 +106,48 @@ def test_a_tool_that_forwards_to_its_own_name_at_the_same_risk_still_runs() -> N
     result = _run(view, "add", policy, None)
     assert result.ok and added == ["prod-copy"]
     assert result.record.operations == ()
+
+
+# --- observing: a high-risk query may read another high-risk query ------------------------
+
+
+def _payroll(declared: str) -> ToolView:
+    registry = Registry("payroll")
+
+    @registry.tool(kind="query", risk="high")
+    def salary(person: str) -> str:
+        """Read a person's salary, which is personal data.
+
+        Args:
+            person: The person.
+        """
+        return "100"
+
+    @registry.tool(kind="query", risk=declared)
+    def payslip(person: str) -> str:
+        """Read a person's payslip, with the salary on it.
+
+        Args:
+            person: The person.
+        """
+        return f"payslip: {view.dispatch('salary', {'person': person})}"
+
+    view = registry.view()
+    return view
+
+
+def test_a_high_risk_query_reading_a_high_risk_query_is_not_understated() -> None:
+    observation = run_observed(_payroll("high"), "payslip", {"person": "ada"})
+    assert observation.operations == ("delegation:salary",)
+    assert not observation.understated
+    check_declared_risk([observation])
+
+
+def test_a_lower_query_reading_a_high_risk_query_is_told_to_declare_high_risk() -> None:
+    observation = run_observed(_payroll("low"), "payslip", {"person": "ada"})
+    assert observation.understated
+    with pytest.raises(RiskFloorError) as raised:
+        check_declared_risk([observation])
+    message = str(raised.value)
+    assert "risk=Risk.HIGH" in message
+    assert "a dispatch of tool 'salary'" in message
