@@ -5,6 +5,8 @@ Each test failed on the merged code before its fix.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from veridic import (
@@ -12,12 +14,17 @@ from veridic import (
     ApprovalPolicy,
     CallOutcome,
     CallResult,
+    Composer,
     GuardDeniedError,
+    ModelGateway,
     Registry,
     RiskFloorError,
+    ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
+    VeridicError,
     execute,
+    instruction,
 )
 from veridic.run.effects import check_declared_risk, run_observed
 
@@ -151,3 +158,72 @@ def test_a_lower_query_reading_a_high_risk_query_is_told_to_declare_high_risk() 
     message = str(raised.value)
     assert "risk=Risk.HIGH" in message
     assert "a dispatch of tool 'salary'" in message
+
+
+# --- resume: an answer behind an unanswered approval is refused, whatever that approval ---
+
+
+def _shop(ran: list[str], refund_risk: str) -> ToolView:
+    registry = Registry("shop")
+
+    @registry.tool(kind="write", risk=refund_risk)
+    def refund(order_id: int) -> str:
+        """Refund an order to the card it was paid with.
+
+        Args:
+            order_id: The order.
+        """
+        ran.append(f"refund {order_id}")
+        return "refunded"
+
+    @registry.tool(kind="write")
+    def credit(order_id: int) -> str:
+        """Give store credit for an order.
+
+        Args:
+            order_id: The order.
+        """
+        ran.append(f"credit {order_id}")
+        return "credited"
+
+    return registry.view()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_answer_behind_an_unanswered_approval_that_changed_is_refused_not_dropped(
+    asynchronous: bool,
+) -> None:
+    # The user answered the credit and not the refund before it, and the refund became
+    # riskier meanwhile: the credit's answer was dropped without a word, and the next
+    # dialog asked for it again.
+    audit = SQLiteAuditSink()
+    system = instruction("You are the support agent of Acme.")
+    first = _shop([], "mid")
+    calls = [("c1", "refund", '{"order_id": 1}'), ("c2", "credit", '{"order_id": 2}')]
+    paused = (
+        ModelGateway(ScriptedProvider([{"tool_calls": calls}]), audit=audit)
+        .run(
+            Composer().system(system, first.capability_section()).user("Make it right."),
+            first,
+            policy=ApprovalPolicy(first),
+            request_id="req-1",
+            defer=True,
+        )
+        .paused
+    )
+    assert paused is not None
+    ran: list[str] = []
+    view = _shop(ran, "high")
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "Done."}], asynchronous=asynchronous), audit=audit
+    )
+    composer = Composer().system(system, view.capability_section())
+    answers = {paused.approvals[1].digest: True}
+    policy = ApprovalPolicy(view)
+    with pytest.raises(VeridicError, match="and no answer for 'c1', which the model asked"):
+        if asynchronous:
+            asyncio.run(gateway.aresume(paused, composer, view, policy=policy, answers=answers))
+        else:
+            gateway.resume(paused, composer, view, policy=policy, answers=answers)
+    assert ran == []
+    assert composer.conversation().turns == ()
