@@ -18,6 +18,7 @@ from veridic import (
     GuardDeniedError,
     ModelGateway,
     Registry,
+    Risk,
     RiskFloorError,
     ScriptedProvider,
     SQLiteAuditSink,
@@ -111,14 +112,15 @@ def test_a_tool_that_forwards_to_its_own_name_at_the_same_risk_still_runs() -> N
     policy = ApprovalPolicy(view)
     policy.allow_always("add")
     result = _run(view, "add", policy, None)
-    assert result.ok and added == ["prod-copy"]
+    assert result.ok
+    assert added == ["prod-copy"]
     assert result.record.operations == ()
 
 
 # --- observing: a high-risk query may read another high-risk query ------------------------
 
 
-def _payroll(declared: str) -> ToolView:
+def _payroll(declared: Risk) -> ToolView:
     registry = Registry("payroll")
 
     @registry.tool(kind="query", risk="high")
@@ -144,14 +146,14 @@ def _payroll(declared: str) -> ToolView:
 
 
 def test_a_high_risk_query_reading_a_high_risk_query_is_not_understated() -> None:
-    observation = run_observed(_payroll("high"), "payslip", {"person": "ada"})
+    observation = run_observed(_payroll(Risk.HIGH), "payslip", {"person": "ada"})
     assert observation.operations == ("delegation:salary",)
     assert not observation.understated
     check_declared_risk([observation])
 
 
 def test_a_lower_query_reading_a_high_risk_query_is_told_to_declare_high_risk() -> None:
-    observation = run_observed(_payroll("low"), "payslip", {"person": "ada"})
+    observation = run_observed(_payroll(Risk.LOW), "payslip", {"person": "ada"})
     assert observation.understated
     with pytest.raises(RiskFloorError) as raised:
         check_declared_risk([observation])
@@ -163,7 +165,7 @@ def test_a_lower_query_reading_a_high_risk_query_is_told_to_declare_high_risk() 
 # --- resume: an answer behind an unanswered approval is refused, whatever that approval ---
 
 
-def _shop(ran: list[str], refund_risk: str) -> ToolView:
+def _shop(ran: list[str], refund_risk: Risk) -> ToolView:
     registry = Registry("shop")
 
     @registry.tool(kind="write", risk=refund_risk)
@@ -198,7 +200,7 @@ def test_an_answer_behind_an_unanswered_approval_that_changed_is_refused_not_dro
     # dialog asked for it again.
     audit = SQLiteAuditSink()
     system = instruction("You are the support agent of Acme.")
-    first = _shop([], "mid")
+    first = _shop([], Risk.MID)
     calls = [("c1", "refund", '{"order_id": 1}'), ("c2", "credit", '{"order_id": 2}')]
     paused = (
         ModelGateway(ScriptedProvider([{"tool_calls": calls}]), audit=audit)
@@ -213,17 +215,22 @@ def test_an_answer_behind_an_unanswered_approval_that_changed_is_refused_not_dro
     )
     assert paused is not None
     ran: list[str] = []
-    view = _shop(ran, "high")
+    view = _shop(ran, Risk.HIGH)
     gateway = ModelGateway(
         ScriptedProvider([{"text": "Done."}], asynchronous=asynchronous), audit=audit
     )
     composer = Composer().system(system, view.capability_section())
     answers = {paused.approvals[1].digest: True}
     policy = ApprovalPolicy(view)
-    with pytest.raises(VeridicError, match="and no answer for 'c1', which the model asked"):
+
+    def resume() -> object:
         if asynchronous:
-            asyncio.run(gateway.aresume(paused, composer, view, policy=policy, answers=answers))
-        else:
-            gateway.resume(paused, composer, view, policy=policy, answers=answers)
+            return asyncio.run(
+                gateway.aresume(paused, composer, view, policy=policy, answers=answers)
+            )
+        return gateway.resume(paused, composer, view, policy=policy, answers=answers)
+
+    with pytest.raises(VeridicError, match="and no answer for 'c1', which the model asked"):
+        resume()
     assert ran == []
     assert composer.conversation().turns == ()
