@@ -732,7 +732,7 @@ class ResumeSteps:
                 self.again[call.id] = stale
             if stale or answer is None:
                 stop = index
-                if not stale:
+                if answer is None:  # changed since or not, it was left unanswered
                     _check_none_behind(paused, calls[index:], answers)
                 break
             self.plans[call.id] = (policy, _yes if answer else _no)

@@ -85,10 +85,15 @@ class Observation:
     @property
     def understated(self) -> bool:
         """Whether the tool declared less than its effects need: a risk below them, or
-        a query (which changes nothing) at any risk."""
+        a query (which changes nothing) at any risk, unless all it did was read a
+        high-risk query through the view while declared high risk itself."""
         if self.required is None:
             return False
-        return self.declared < self.required or self.kind == "query"
+        if self.declared < self.required:
+            return True
+        # A high-risk query may read another high-risk query through the view (that
+        # dispatch was allowed); any other effect is no query's, whatever its risk.
+        return self.kind == "query" and not all(_read(event) for event in self.events)
 
 
 class Observer:
@@ -204,6 +209,15 @@ def _problem(observation: Observation) -> str:
         for op in event.operations
     )
     required = observation.required or Risk.HIGH
+    if observation.kind == "query" and all(e.kind == "delegation" for e in observation.events):
+        # What it ran may be a high-risk query (fine at high risk) or a write (never fine).
+        return (
+            f"tool {observation.tool!r} is declared a query (risk "
+            f"{observation.declared.value}) but did {seen} while observed; a query runs "
+            "through the view only other queries, and a high-risk one only when it is high "
+            "risk itself: declare risk=Risk.HIGH when what it runs is a high-risk query, "
+            "kind='write' when what it runs writes, or remove the effect"
+        )
     if observation.kind == "query":  # no risk covers it: "declare risk=HIGH" would not do
         return (
             f"tool {observation.tool!r} is declared a query (risk "
@@ -218,6 +232,12 @@ def _problem(observation: Observation) -> str:
         f"risk=Risk.{required.name} (irreversible=True for an operation that cannot be "
         "undone, writes= the model for a write read as instruction), or remove the effect"
     )
+
+
+def _read(event: GuardEvent) -> bool:
+    """Whether ``event`` is one a query may cause: an allowed dispatch of a high-risk query
+    (the guards allow a query no other operation, nor a dispatch of a write)."""
+    return event.kind == "delegation" and event.allowed
 
 
 def _describe(operation: str) -> str:

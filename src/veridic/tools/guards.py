@@ -416,7 +416,7 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> None:
         GuardDeniedError: the direct call may not run ``tool``; nothing ran.
     """
     scope = _current.get()
-    if scope is None or scope.call.tool == tool:
+    if scope is None or _its_own(scope.call, tool, risk, kind):
         return  # no dispatch around it, or the executor's own dispatch of this very tool
     direct = scope.direct
     if risk >= Risk.HIGH:
@@ -431,6 +431,17 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> None:
         return
     what = f"{'high-risk ' if risk >= Risk.HIGH else ''}tool {tool!r} ({kind}, risk {risk.value})"
     _judge(scope, "delegation", (f"delegation:{tool}",), what, _outside_veridic(), permitted)
+
+
+def _its_own(call: Dispatch, tool: str, risk: Risk, kind: ToolKind) -> bool:
+    """Whether the dispatch of ``tool`` is the one ``call``'s scope was entered for.
+
+    The name alone would not do: a handler that forwards to a tool of its own
+    name in another view (``inner.dispatch("deploy", ...)``, where that ``deploy``
+    is a high-risk write) would pass as the executor's own dispatch. A tool of
+    the same name, risk and kind needs no more authority than the call has.
+    """
+    return call.tool == tool and call.risk == risk and call.kind in (None, kind)
 
 
 def _late(scope: DispatchScope) -> bool:
