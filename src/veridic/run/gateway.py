@@ -224,13 +224,7 @@ class ModelGateway:
         """
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = self._prepare(prompt, view, request_id, options, streamed=False, where="send")
-            span.sent(
-                sent.prompt_sha256,
-                sent.tools_sha256,
-                sorted(view.names()),
-                sent.spans,
-                sent.request,
-            )
+            _traced(span, sent)
             response = self._provider.method()(**sent.request)
             return span.answered(sent.reply(self._provider.parse(response)))
 
@@ -245,13 +239,7 @@ class ModelGateway:
         """:meth:`send` with an async client; the records are awaited where the store can."""
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=False)
-            span.sent(
-                sent.prompt_sha256,
-                sent.tools_sha256,
-                sorted(view.names()),
-                sent.spans,
-                sent.request,
-            )
+            _traced(span, sent)
             response = await awaited(self._provider.method()(**sent.request))
             return span.answered(await sent.areply(self._provider.parse(response)))
 
@@ -274,13 +262,7 @@ class ModelGateway:
         """
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = self._prepare(prompt, view, request_id, options, streamed=True, where="stream")
-            span.sent(
-                sent.prompt_sha256,
-                sent.tools_sha256,
-                sorted(view.names()),
-                sent.spans,
-                sent.request,
-            )
+            _traced(span, sent)
             events = self._provider.method()(**sent.request, stream=True)
             if not isinstance(events, Iterable):
                 raise VeridicError(
@@ -309,13 +291,7 @@ class ModelGateway:
         """:meth:`stream` with an async client: ``async for`` the text, then ``.reply``."""
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=True)
-            span.sent(
-                sent.prompt_sha256,
-                sent.tools_sha256,
-                sorted(view.names()),
-                sent.spans,
-                sent.request,
-            )
+            _traced(span, sent)
             events = await awaited(self._provider.method()(**sent.request, stream=True))
             if not isinstance(events, AsyncIterable):
                 raise VeridicError(
@@ -937,6 +913,17 @@ class ModelGateway:
         )
         await write_call(record)
         return replace(sent, aanswered=write_reply, started=time.monotonic())
+
+
+def _traced(span: _telemetry.ChatSpan, sent: Sent) -> None:
+    """Tell the chat span what passed the checks and was recorded, for every way of sending."""
+    span.sent(
+        sent.prompt_sha256,
+        sent.tools_sha256,
+        sorted(sent.view.names()),
+        sent.spans,
+        sent.request,
+    )
 
 
 def _ran(call: ToolCall, error: BaseException) -> tuple[ToolOutcome, ...]:
