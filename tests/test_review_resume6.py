@@ -180,6 +180,21 @@ def test_a_run_whose_answers_all_said_their_usage_sums_them_across_the_pause() -
     assert result.usage == Usage(20, 10)
 
 
+def test_a_paused_runs_usage_keeps_its_cached_and_reasoning_parts() -> None:
+    # to_json kept the two totals only: a resumed run's usage said no token came from the
+    # cache, or was reasoning, before the pause.
+    parted = Usage(900, 60, cache_read_input_tokens=512, reasoning_output_tokens=40)
+    paused = dataclasses.replace(paused_run(SQLiteAuditSink()), usage=parted)
+    read = PausedRun.from_json(paused.to_json())
+    assert read.usage is not None
+    assert dataclasses.astuple(read.usage) == dataclasses.astuple(parted)
+    plain = dataclasses.replace(paused, usage=Usage(900, 60))
+    assert '"usage":[900,60]' in plain.to_json()  # as earlier releases write and read it
+    for edited in ("[900,60,-512,0,40]", "[900,60,512]"):
+        with pytest.raises(VeridicError, match="usage"):
+            PausedRun.from_json(paused.to_json().replace("[900,60,512,0,40]", edited))
+
+
 # --- an answer whose usage is refused is on record ------------------------------------------
 
 

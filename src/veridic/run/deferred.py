@@ -273,9 +273,7 @@ class PausedRun:
             "turns": self.turns,
             "tool_calls": self.tool_calls,
             "retries": self.retries,
-            "usage": None
-            if self.usage is None
-            else [self.usage.input_tokens, self.usage.output_tokens],
+            "usage": None if self.usage is None else _usage_counts(self.usage),
             "limits": None if self.limits is None else _limits_object(self.limits),
             "conversation": json.loads(self.conversation.to_json()),
         }
@@ -469,11 +467,38 @@ def _approval(index: int, item: object) -> PendingApproval:
     )
 
 
+def _usage_counts(usage: Usage) -> list[int]:
+    """The two totals, then the three parts where the provider broke them down.
+
+    Two counts when every part is 0, as earlier releases wrote and read them, so
+    a paused run of a provider that gives no parts still resumes on one of them.
+    """
+    counts = [usage.input_tokens, usage.output_tokens]
+    parts = [
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+        usage.reasoning_output_tokens,
+    ]
+    return counts + parts if any(parts) else counts
+
+
 def _usage(value: object) -> Usage:
-    pair = cast(list[object], value)
-    if len(pair) != 2 or not all(type(n) is int and n >= 0 for n in pair):
-        raise VeridicError(f"PausedRun.from_json(): 'usage' is {value!r}, not two token counts")
-    return Usage(cast(int, pair[0]), cast(int, pair[1]))
+    counts = cast(list[object], value)
+    if len(counts) not in (2, 5) or not all(type(n) is int and n >= 0 for n in counts):
+        raise VeridicError(
+            f"PausedRun.from_json(): 'usage' is {clip(repr(value))}, not two token counts "
+            "(or two and their three parts: cache reads, cache writes, reasoning)"
+        )
+    numbers = cast(list[int], counts)
+    if len(numbers) == 2:
+        return Usage(*numbers)
+    return Usage(
+        numbers[0],
+        numbers[1],
+        cache_read_input_tokens=numbers[2],
+        cache_creation_input_tokens=numbers[3],
+        reasoning_output_tokens=numbers[4],
+    )
 
 
 # --- deciding, for the gateway --------------------------------------------------------
