@@ -8,6 +8,7 @@ documented usage would, and failed on the code before its fix.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import sys
@@ -15,15 +16,22 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from langchain.agents.middleware import ModelRequest as LcModelRequest
+from langchain.agents.middleware import ModelRetryMiddleware, dynamic_prompt
+from langchain_core.exceptions import ModelError
+from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import Agent as PaiAgent
 from pydantic_ai import NativeOutput, PromptedOutput, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from test_integration_langchain import World
+from test_integration_langchain import world as world
 from test_integration_pydantic_ai import setup as pai_setup
 from typing_extensions import TypedDict
 
 from veridic import ProvenanceError, VeridicError, untrusted
+from veridic.integrations.langchain import approval_middleware
 from veridic.integrations.mcp import McpServer, http, stdio
 
 TICKET = untrusted("files", source="ticket:7")
@@ -184,3 +192,53 @@ def test_pai_outside_text_posing_as_the_default_output_description_is_refused(
     with pytest.raises(ProvenanceError, match=r"output description"):
         run() if where == "agent" else run(output_type=output)
     assert seen == []
+
+
+# --- LangChain: a retry middleware around veridic's turned its refusal into an answer ---------
+
+
+@dynamic_prompt
+def _ticket_prompt(request: LcModelRequest[None]) -> str:
+    return f"You are a refund bot. {TICKET}"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_lc_a_retry_middleware_before_veridics_raises_its_refusal(
+    world: World, asynchronous: bool
+) -> None:
+    """``ModelRetryMiddleware`` listed before ``approval_middleware`` (veridic's last, as the
+    docs ask) retries every exception by default and then, with its default
+    ``on_failure="continue"``, returns the error's text as the model's answer: a refused
+    call (here a system prompt formatted from a ticket) ended the run as if answered, the
+    application's ``except ProvenanceError`` never ran, and the refusal sat in the
+    conversation as the assistant's own words."""
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)
+    agent = world.agent(
+        AIMessage("Sunny."), middleware=[retry, _ticket_prompt, approval_middleware(world.tools)]
+    )
+    start = {"messages": [{"role": "user", "content": "Weather in Oslo?"}]}
+    run: Callable[[], object] = (
+        functools.partial(asyncio.run, agent.graph.ainvoke(start, agent.config))
+        if asynchronous
+        else functools.partial(agent.graph.invoke, start, agent.config)
+    )
+    with pytest.raises(ProvenanceError, match=r"system message") as raised:
+        run()
+    assert isinstance(raised.value, ModelError)
+    assert not raised.value.is_retryable
+    assert agent.model.seen == []
+
+
+def test_lc_a_refusal_is_still_the_error_it_was(world: World) -> None:
+    """Without a retry middleware, the refusal is raised as before: a ``ProvenanceError``
+    (and a ``TypeError``) with its message and attributes, so an application's ``except``
+    is unchanged."""
+    agent = world.agent(
+        AIMessage("Sunny."), middleware=[_ticket_prompt, approval_middleware(world.tools)]
+    )
+    with pytest.raises(ProvenanceError) as raised:
+        agent.graph.invoke({"messages": [{"role": "user", "content": "Hi"}]}, agent.config)
+    assert isinstance(raised.value, TypeError)
+    assert raised.value.slot.startswith("the system message of a LangChain model call")
+    assert str(raised.value).startswith("the system message of a LangChain model call")
+    assert agent.model.seen == []
