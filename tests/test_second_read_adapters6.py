@@ -16,18 +16,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain.agents.middleware import ModelRequest as LcModelRequest
-from langchain.agents.middleware import ModelRetryMiddleware, dynamic_prompt
+from langchain.agents.middleware import ModelRetryMiddleware
 from langchain_core.exceptions import ModelError
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import Agent as PaiAgent
 from pydantic_ai import NativeOutput, PromptedOutput, ToolOutput
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from test_integration_langchain import World
 from test_integration_langchain import world as world
 from test_integration_pydantic_ai import setup as pai_setup
+from test_review_adapters6 import _json_model, _ticket_prompt
 from typing_extensions import TypedDict
 
 from veridic import ProvenanceError, VeridicError, untrusted
@@ -119,18 +118,6 @@ class Other(BaseModel):
     city: str
 
 
-def _answers_oslo(seen: list[AgentInfo]) -> FunctionModel:
-    """Answers with the output object, as a final tool call or as JSON text."""
-
-    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        seen.append(info)
-        if info.output_tools:
-            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"city": "Oslo"})])
-        return ModelResponse(parts=[TextPart('{"city": "Oslo"}')])
-
-    return FunctionModel(answer)
-
-
 @pytest.mark.parametrize(
     "output",
     [
@@ -166,7 +153,7 @@ def test_pai_an_output_type_described_by_its_docstring_runs_when_given_per_run(
     run with ``ProvenanceError``."""
     s = pai_setup()
     seen: list[AgentInfo] = []
-    agent = PaiAgent(_answers_oslo(seen), output_type=Bare)
+    agent = PaiAgent(_json_model(seen), output_type=Bare)
     result = agent.run_sync("Weather?", capabilities=[s.veridic], output_type=output)
     assert result.output == {"city": "Oslo"} or result.output.city == "Oslo"
     assert len(seen) == 1
@@ -187,7 +174,7 @@ def test_pai_outside_text_posing_as_the_default_output_description_is_refused(
     s = pai_setup()
     seen: list[AgentInfo] = []
     output = ToolOutput(Bare, description=untrusted(_POSING, source="ticket:7"))
-    agent = PaiAgent(_answers_oslo(seen), output_type=output if where == "agent" else Bare)
+    agent = PaiAgent(_json_model(seen), output_type=output if where == "agent" else Bare)
     run = functools.partial(agent.run_sync, "Weather?", capabilities=[s.veridic])
     with pytest.raises(ProvenanceError, match=r"output description"):
         run() if where == "agent" else run(output_type=output)
@@ -195,11 +182,6 @@ def test_pai_outside_text_posing_as_the_default_output_description_is_refused(
 
 
 # --- LangChain: a retry middleware around veridic's turned its refusal into an answer ---------
-
-
-@dynamic_prompt
-def _ticket_prompt(request: LcModelRequest[None]) -> str:
-    return f"You are a refund bot. {TICKET}"
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])

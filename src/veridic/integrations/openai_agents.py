@@ -314,6 +314,16 @@ async def answer(
         binding.policy.deny(invoker.name)
 
 
+def _owned_settings(settings: object, where: str) -> list[str]:
+    """The keys of ``settings.extra_body`` and ``.extra_args`` that set what veridic owns,
+    each written as ``<where>.<field>[<key>]``."""
+    return [
+        f"{where}.{field}[{key!r}]"
+        for field in ("extra_body", "extra_args")
+        for key in sorted(owned_keys(getattr(settings, field, None)))
+    ]
+
+
 class _Binding:
     """What the tools of one :func:`function_tools` call share: the request and its answers."""
 
@@ -492,12 +502,7 @@ class _Binding:
         Raises:
             VeridicError: a key of ``extra_body`` or ``extra_args`` sets what veridic owns.
         """
-        settings = getattr(agent, "model_settings", None)
-        clash = [
-            f"model_settings.{field}[{key!r}]"
-            for field in ("extra_body", "extra_args")
-            for key in sorted(owned_keys(getattr(settings, field, None)))
-        ]
+        clash = _owned_settings(getattr(agent, "model_settings", None), "model_settings")
         if clash:
             raise VeridicError(
                 f"agent {name!r} (request {self.request_id!r}) sets {', '.join(clash)}, which "
@@ -535,11 +540,7 @@ class _Binding:
                 "run's input before Runner.run"
             )
         settings = getattr(config, "model_settings", None)
-        clash = [
-            f"RunConfig(model_settings=...).{field}[{key!r}]"
-            for field in ("extra_body", "extra_args")
-            for key in sorted(owned_keys(getattr(settings, field, None)))
-        ]
+        clash = _owned_settings(settings, "RunConfig(model_settings=...)")
         if clash:
             raise VeridicError(
                 f"{where} {', '.join(clash)} is sent in place of (or beside) the trusted "
