@@ -17,6 +17,7 @@ import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Final
 
 from pydantic import BaseModel
@@ -805,11 +806,10 @@ def _named_docstrings(names: set[str]) -> set[str]:
         if model.__name__ in names or title in names:
             found.append(model)
     for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
-            continue
+        if not isinstance(module, ModuleType):
+            continue  # a stand-in some library put there: its attributes may run code
         for name in names:
-            value = namespace.get(name)
+            value = module.__dict__.get(name)
             if isinstance(value, type):
                 found.append(value)
     return _docstrings(found)
