@@ -16,6 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from agents import Agent, RunConfig, Runner, UserError
+from agents.extensions import ToolOutputTrimmer
+from agents.run_config import CallModelData, ModelInputData
 from langchain.agents.middleware import ModelRetryMiddleware
 from langchain_core.exceptions import ModelError
 from langchain_core.messages import AIMessage
@@ -25,11 +28,14 @@ from pydantic_ai import NativeOutput, PromptedOutput, ToolOutput
 from pydantic_ai.models.function import AgentInfo
 from test_integration_langchain import World
 from test_integration_langchain import world as world
+from test_integration_openai_agents import SYSTEM, App, ScriptedModel, call, say
+from test_integration_openai_agents import _offline as _offline  # the autouse fixture
+from test_integration_openai_agents import app as app
 from test_integration_pydantic_ai import setup as pai_setup
 from test_review_adapters6 import _json_model, _ticket_prompt
 from typing_extensions import TypedDict
 
-from veridic import ProvenanceError, VeridicError, untrusted
+from veridic import CallOutcome, ProvenanceError, VeridicError, untrusted
 from veridic.integrations.langchain import approval_middleware
 from veridic.integrations.mcp import McpServer, http, stdio
 
@@ -224,3 +230,40 @@ def test_lc_a_refusal_is_still_the_error_it_was(world: World) -> None:
     assert raised.value.slot.startswith("the system message of a LangChain model call")
     assert str(raised.value).startswith("the system message of a LangChain model call")
     assert agent.model.seen == []
+
+
+# --- Agents SDK: the SDK's own input filter, which keeps the instructions ---------------------
+
+
+class _TrimmerThatRewrites(ToolOutputTrimmer):
+    """A subclass of the SDK's trimmer: its ``__call__`` is no longer the SDK's."""
+
+    def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+        trimmed = super().__call__(data)
+        return ModelInputData(input=trimmed.input, instructions=f"{trimmed.instructions} {TICKET}")
+
+
+def _agents_run(agent: Agent[None], config: RunConfig) -> None:
+    asyncio.run(Runner.run(agent, "Tidy the fixtures.", run_config=config))
+
+
+def test_the_sdks_tool_output_trimmer_still_runs_the_tools(app: App) -> None:
+    """``RunConfig(call_model_input_filter=ToolOutputTrimmer(...))`` is the Agents SDK's own
+    filter, documented for long runs: it passes the instructions through unchanged and only
+    shortens older tool outputs. Every call of such a run was refused as if the filter had
+    rewritten the system prompt."""
+    model = ScriptedModel([call("list_fixtures", {}, "c1")], [say("Done.")])
+    config = RunConfig(call_model_input_filter=ToolOutputTrimmer(recent_turns=1))
+    _agents_run(app.agent(model), config)
+    assert [(r.tool, r.outcome) for r in app.audit.records()] == [("list_fixtures", CallOutcome.OK)]
+    assert SYSTEM in (model.seen[0].instructions or "")
+
+
+def test_a_subclass_of_the_trimmer_is_a_filter_like_any_other(app: App) -> None:
+    model = ScriptedModel([call("list_fixtures", {}, "c1")], [say("Done.")])
+    config = RunConfig(call_model_input_filter=_TrimmerThatRewrites())
+    with pytest.raises(UserError) as raised:
+        _agents_run(app.agent(model), config)
+    assert isinstance(raised.value.__cause__, VeridicError)
+    assert "call_model_input_filter" in str(raised.value.__cause__)
+    assert app.store.ran == []
