@@ -49,6 +49,7 @@ from langchain.agents.middleware.human_in_the_loop import (
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.exceptions import ModelError
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -63,7 +64,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import PrivateAttr
 
-from veridic.errors import ToolCouplingError, VeridicError
+from veridic.errors import ProvenanceError, ToolCouplingError, VeridicError
 from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call, recorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
@@ -565,6 +566,47 @@ def _check_innermost(handler: object, request_id: str) -> None:
     )
 
 
+class _RefusedProvenance(ProvenanceError, ModelError):
+    """A model call refused for its provenance, and a model error LangChain does not retry."""
+
+
+class _RefusedCoupling(ToolCouplingError, ModelError):
+    """A model call refused for its tools, and a model error LangChain does not retry."""
+
+
+class _Refused(VeridicError, ModelError):
+    """A model call refused, and a model error LangChain does not retry."""
+
+
+_NOT_RETRIED: Final[Mapping[type[VeridicError], type[VeridicError]]] = {
+    ProvenanceError: _RefusedProvenance,
+    ToolCouplingError: _RefusedCoupling,
+    VeridicError: _Refused,
+}
+
+
+@contextmanager
+def _not_retried() -> Iterator[None]:
+    """Raise a refusal of the model call as an error LangChain's retry middleware raises at once.
+
+    ``ModelRetryMiddleware`` retries every exception but a ``ModelError`` that says it is
+    not retryable, and then, with its default ``on_failure="continue"``, returns the error's
+    text as the model's answer: listed before veridic's middleware (as the docs ask), it
+    turned a refused call into an answer, the run ended as if answered and the
+    application's ``except`` never ran. LangChain's own provider errors inherit from the
+    provider SDK's error and a ``ModelError``; a refusal does the same: it stays the error
+    it was (same class name, message and attributes; ``except ProvenanceError`` holds) and
+    is a ``ModelError`` whose ``is_retryable`` is false.
+    """
+    try:
+        yield
+    except VeridicError as error:
+        kind = _NOT_RETRIED.get(type(error))
+        if kind is not None:
+            error.__class__ = kind
+        raise
+
+
 def _instruction_role(message: BaseMessage) -> str | None:
     """The role of a message a provider reads as instructions, or ``None`` for any other."""
     if isinstance(message, SystemMessage) or message.type == "system":
@@ -781,8 +823,9 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         request: ModelRequest[None],
         handler: Callable[[ModelRequest[None]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        _check_innermost(handler, self._binding.request_id)
-        self._binding.check_model_request(request)
+        with _not_retried():
+            _check_innermost(handler, self._binding.request_id)
+            self._binding.check_model_request(request)
         return handler(request)
 
     async def awrap_model_call(
@@ -790,8 +833,9 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         request: ModelRequest[None],
         handler: Callable[[ModelRequest[None]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        _check_innermost(handler, self._binding.request_id)
-        self._binding.check_model_request(request)
+        with _not_retried():
+            _check_innermost(handler, self._binding.request_id)
+            self._binding.check_model_request(request)
         return await handler(request)
 
     # --- calls that never reached a tool: recorded when the next model call starts or the run ends

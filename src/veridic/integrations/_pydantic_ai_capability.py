@@ -12,9 +12,12 @@ import copy
 import hashlib
 import inspect
 import json
+import re
+import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Final
 
 from pydantic import BaseModel
@@ -675,34 +678,38 @@ def _check_output_descriptions(
     has a docstring too: then it sends ``"<given>. <docstring>"``, a plain ``str``, which
     is recognised when the given part is the trusted description of an output the agent
     declares (``Agent(output_type=...)``; a run's ``output_type=`` is not shown to
-    capabilities).
+    capabilities). A run's output type is found by its name (:func:`_named_docstrings`).
 
     Raises:
         ProvenanceError: a description is none of these (in report mode: logged).
     """
-    described: list[tuple[str, str | None, Mapping[str, object]]] = [
-        (f"output tool {clip(tool.name)}", tool.description, tool.parameters_json_schema)
+    # (where, the tool's name, the object's name, its description, its schema)
+    described: list[tuple[str, str, str | None, str | None, Mapping[str, object]]] = [
+        (
+            f"output tool {clip(tool.name)}",
+            tool.name,
+            None,
+            tool.description,
+            tool.parameters_json_schema,
+        )
         for tool in parameters.output_tools
     ]
     if parameters.output_object is not None:
         found = parameters.output_object
-        titled = {**found.json_schema, "title": found.name or found.json_schema.get("title")}
-        described.append((f"output object {clip(str(found.name))}", found.description, titled))
-    if all(is_trusted(text) or not text for _, text, _ in described):
+        where = f"output object {clip(str(found.name))}"
+        described.append((where, "", found.name, found.description, found.json_schema))
+    if all(is_trusted(text) or not text for *_, text, _ in described):
         return
     types, given = _declared_outputs(getattr(agent, "output_type", None))
-    for where, text, schema in described:
-        if not text or is_trusted(text) or text in given:
+    declared = _docstrings(types)
+    for where, tool, name, text, schema in described:
+        if not text or is_trusted(text) or text in given or _is_default(text, tool, schema):
             continue
-        title = schema.get("title")
-        docs = _docstrings(types, title if isinstance(title, str) else None)
-        known = {_DEFAULT_OUTPUT_DESCRIPTION, *docs}
-        known |= {f"{part}. {doc}" for part in given for doc in docs}
-        head, _, tail = text.partition(": ")
-        if text in known or (tail == _DEFAULT_OUTPUT_DESCRIPTION and head.isidentifier()):
+        if _is_docstring(text, declared, given):
             continue
-        if any(doc.startswith(text.strip()) for doc in docs):
-            continue  # an output function's summary: the head of its docstring
+        names = {found for found in (schema.get("title"), name) if isinstance(found, str)}
+        if _is_docstring(text, _named_docstrings(names), given):
+            continue
         report(
             text,
             f"the output description of the {where} of request {request_id!r} (pydantic-ai "
@@ -713,6 +720,35 @@ def _check_output_descriptions(
             "text given with a type that has a docstring is sent joined to it, a plain str: "
             "declare that output on the Agent, output_type=..., where veridic reads it)",
         )
+
+
+def _is_default(text: str, tool: str, schema: Mapping[str, object]) -> bool:
+    """Whether ``text`` is pydantic-ai's own description of an output without a docstring.
+
+    Alone it is the default text; one of several outputs is ``"<its name>: <default>"``,
+    where the name is the schema's title or the one the tool is named after
+    (``final_result_<name>``): any other text before the default is no name pydantic-ai
+    gave, but a description given as a value that only looks like one.
+    """
+    if text == _DEFAULT_OUTPUT_DESCRIPTION:
+        return True
+    head, separator, tail = text.partition(": ")
+    if not separator or tail != _DEFAULT_OUTPUT_DESCRIPTION:
+        return False
+    named = _TOOL_NAME_UNSAFE.sub("", head)
+    return head == schema.get("title") or (bool(named) and tool.endswith(f"_{named}"))
+
+
+_TOOL_NAME_UNSAFE: Final = re.compile(r"[^a-zA-Z0-9_-]")
+"""What pydantic-ai strips from an output's name to name its tool ``final_result_<name>``."""
+
+
+def _is_docstring(text: str, docs: set[str], given: set[str]) -> bool:
+    """Whether ``text`` is one of ``docs``, a trusted description joined to one, or the head
+    of one (an output function's summary)."""
+    if text in docs or any(f"{part}. {doc}" == text for part in given for doc in docs):
+        return True
+    return any(doc.startswith(text.strip()) for doc in docs)
 
 
 def _declared_outputs(spec: object) -> tuple[list[object], set[str]]:
@@ -738,26 +774,45 @@ def _declared_outputs(spec: object) -> tuple[list[object], set[str]]:
     return types, given
 
 
-def _docstrings(types: Sequence[object], title: str | None) -> set[str]:
-    """The docstrings of the declared output types and of pydantic models named ``title``.
-
-    A run's ``output_type=`` is not shown to capabilities: its model is found by the
-    title pydantic gave its schema, among the models defined in code.
-    """
-    found: list[object] = list(types)
-    if title is not None:
-        pending: list[type] = [BaseModel]
-        seen: set[type] = set()
-        while pending:
-            model = pending.pop()
-            if model in seen:
-                continue
-            seen.add(model)
-            pending.extend(model.__subclasses__())
-            if model.__name__ == title:
-                found.append(model)
-    texts = (getattr(source, "__doc__", None) for source in found)
+def _docstrings(sources: Sequence[object]) -> set[str]:
+    """The docstrings of ``sources``, cleaned as pydantic cleans them for a schema."""
+    texts = (getattr(source, "__doc__", None) for source in sources)
     return {inspect.cleandoc(text) for text in texts if isinstance(text, str)}
+
+
+def _named_docstrings(names: set[str]) -> set[str]:
+    """The docstrings of the classes defined in code that pydantic-ai may have named ``names``.
+
+    A run's ``output_type=`` is not shown to capabilities: its type is found by the name
+    pydantic-ai shows (the schema's title, or the name given to a ``NativeOutput``), among
+    the pydantic models (by class name or configured title, defined anywhere) and the
+    classes defined at the top of a module (a dataclass, a ``TypedDict``). A docstring is
+    code wherever it was found; looked up only for a description none of the agent's
+    declared outputs explains.
+    """
+    if not names:
+        return set()
+    found: list[object] = []
+    pending: list[type] = [BaseModel]
+    seen: set[type] = set()
+    while pending:
+        model = pending.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        pending.extend(model.__subclasses__())
+        config = getattr(model, "model_config", None)
+        title = config.get("title") if isinstance(config, dict) else None
+        if model.__name__ in names or title in names:
+            found.append(model)
+    for module in list(sys.modules.values()):
+        if not isinstance(module, ModuleType):
+            continue  # a stand-in some library put there: its attributes may run code
+        for name in names:
+            value = module.__dict__.get(name)
+            if isinstance(value, type):
+                found.append(value)
+    return _docstrings(found)
 
 
 def _trusted_static(agent: object) -> set[str]:

@@ -314,6 +314,31 @@ async def answer(
         binding.policy.deny(invoker.name)
 
 
+def _keeps_instructions(given: object) -> bool:
+    """Whether a ``call_model_input_filter`` leaves the checked instructions as they were.
+
+    No filter does; nor does the SDK's own ``ToolOutputTrimmer`` (exactly that class, whose
+    ``__call__`` is the SDK's, not a subclass's): it passes the instructions through
+    unchanged and only shortens older tool outputs, data the model reads as data. Any other
+    filter returns instructions veridic never sees.
+    """
+    if given is None:
+        return True
+    from agents.extensions import ToolOutputTrimmer
+
+    return type(given) is ToolOutputTrimmer
+
+
+def _owned_settings(settings: object, where: str) -> list[str]:
+    """The keys of ``settings.extra_body`` and ``.extra_args`` that set what veridic owns,
+    each written as ``<where>.<field>[<key>]``."""
+    return [
+        f"{where}.{field}[{key!r}]"
+        for field in ("extra_body", "extra_args")
+        for key in sorted(owned_keys(getattr(settings, field, None)))
+    ]
+
+
 class _Binding:
     """What the tools of one :func:`function_tools` call share: the request and its answers."""
 
@@ -492,12 +517,7 @@ class _Binding:
         Raises:
             VeridicError: a key of ``extra_body`` or ``extra_args`` sets what veridic owns.
         """
-        settings = getattr(agent, "model_settings", None)
-        clash = [
-            f"model_settings.{field}[{key!r}]"
-            for field in ("extra_body", "extra_args")
-            for key in sorted(owned_keys(getattr(settings, field, None)))
-        ]
+        clash = _owned_settings(getattr(agent, "model_settings", None), "model_settings")
         if clash:
             raise VeridicError(
                 f"agent {name!r} (request {self.request_id!r}) sets {', '.join(clash)}, which "
@@ -518,6 +538,9 @@ class _Binding:
         the first moment veridic sees the ``RunConfig``; the model's request was sent by
         then, so the call, asked for under instructions nobody checked, must not run.
 
+        The SDK's own ``ToolOutputTrimmer`` is the one filter let through: it keeps the
+        instructions and only shortens older tool outputs (:func:`_keeps_instructions`).
+
         Raises:
             VeridicError: the run has a ``call_model_input_filter``, or run model settings
                 that set what veridic owns; nothing ran and nothing was recorded.
@@ -525,21 +548,18 @@ class _Binding:
         if config is None:
             return
         where = f"the call of {tool!r} (request {self.request_id!r}) was made in a run whose"
-        if getattr(config, "call_model_input_filter", None) is not None:
+        if not _keeps_instructions(getattr(config, "call_model_input_filter", None)):
             raise VeridicError(
                 f"{where} RunConfig has a call_model_input_filter, which rewrites the "
                 "instructions and the input the model is sent after veridic checked them "
                 "(the system prompt of that request may hold text nobody checked), so the "
                 "call did not run: leave call_model_input_filter out of RunConfig; give the "
                 "agent its instructions with instructions(view, ...) and trim or redact the "
-                "run's input before Runner.run"
+                "run's input before Runner.run (the SDK's own ToolOutputTrimmer, which keeps "
+                "the instructions, may stay)"
             )
         settings = getattr(config, "model_settings", None)
-        clash = [
-            f"RunConfig(model_settings=...).{field}[{key!r}]"
-            for field in ("extra_body", "extra_args")
-            for key in sorted(owned_keys(getattr(settings, field, None)))
-        ]
+        clash = _owned_settings(settings, "RunConfig(model_settings=...)")
         if clash:
             raise VeridicError(
                 f"{where} {', '.join(clash)} is sent in place of (or beside) the trusted "

@@ -87,6 +87,7 @@ from veridic.text.provenance import (
     TrustedText,
     UntrustedText,
     instruction,
+    refuse_untrusted,
     untrusted,
 )
 from veridic.tools._similarity import NameIndex
@@ -139,7 +140,9 @@ class McpServer:
         every call timed out at once.
 
         Raises:
-            VeridicError: the name is not one printable line, ``url`` is not an HTTP
+            ProvenanceError: the name is text branded untrusted.
+            VeridicError: the name is not one printable line, the server has both a
+                ``command`` and a ``url`` or neither, ``url`` is not an HTTP
                 URL, ``protocol`` is not ``"auto"`` or ``"legacy"``, ``result_limit`` or
                 ``describe_limit`` is not a positive number of characters, or ``timeout``
                 is not a positive, finite number of seconds.
@@ -151,6 +154,13 @@ class McpServer:
             raise VeridicError(
                 f"MCP server {self.name!r} got url={self.url!r}: give the server's streamable "
                 "HTTP endpoint, e.g. 'http://localhost:8000/mcp'"
+            )
+        if bool(self.url) == bool(self.command):
+            raise VeridicError(
+                f"MCP server {self.name!r} got command={self.command!r} and url={self.url!r}: "
+                "give a command or a url, not both (the url would run and the command be "
+                "dropped) and not neither; make it with stdio(name, command, ...) or "
+                "http(name, url, ...)"
             )
         if self.protocol not in ("auto", "legacy"):
             raise VeridicError(
@@ -203,6 +213,8 @@ def stdio(
     is not bounded: its size was reviewed with it.
 
     Raises:
+        ProvenanceError: the name is text branded untrusted (it is printed in the
+            capability section: write it in code).
         VeridicError: the name is not one printable line, ``result_limit`` or
             ``describe_limit`` is not a positive number of characters, or ``timeout``
             is not a positive, finite number of seconds (the same checks hold for an
@@ -1033,6 +1045,17 @@ def _quoted(error: BaseException) -> str:
 
 
 def _check_name(name: object) -> None:
+    """Refuse a server name that is not one printable line written in code.
+
+    The name is printed in the capability section (the component's name) and in every
+    tool result's source, so text branded untrusted is refused here, where the server is
+    declared, and not only when a registry is connected to it.
+    """
+    refuse_untrusted(
+        name,
+        "MCP server name",
+        'write the server\'s name in code, e.g. stdio("github", "github-mcp-server")',
+    )
     if not isinstance(name, str) or not name.strip() or not name.isprintable():
         raise VeridicError(
             f"MCP server name {name!r} is not a name: give one printable line written in code, "
