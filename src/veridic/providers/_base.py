@@ -253,15 +253,57 @@ class Adapter:
         raise NotImplementedError
 
     def tool_choice_name(self, choice: object) -> str | None:
-        """The tool a ``tool_choice`` option forces, if it names one."""
+        """The tool a ``tool_choice`` option forces, if it names one: ``{"name": ...}``
+        (Anthropic, Responses), ``{"function": {"name": ...}}`` or ``{"custom": {"name":
+        ...}}`` (chat completions)."""
         if isinstance(choice, Mapping):
             name = choice.get("name")
             if isinstance(name, str):
                 return name
-            function = choice.get("function")
-            if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-                return str(function["name"])
+            for key in ("function", "custom"):
+                named = choice.get(key)
+                if isinstance(named, Mapping) and isinstance(named.get("name"), str):
+                    return str(named["name"])
         return None
+
+    def tool_choice_names(self, choice: object) -> tuple[str, ...]:
+        """Every tool a ``tool_choice`` option names, for the gateway to check against the
+        view: the one it forces (:meth:`tool_choice_name`), or each tool of an
+        ``allowed_tools`` list (``{"type": "allowed_tools", "allowed_tools": {"mode": ...,
+        "tools": [...]}}`` in chat completions, ``{"type": "allowed_tools", "mode": ...,
+        "tools": [...]}`` in Responses).
+
+        Raises:
+            VeridicError: an ``allowed_tools`` list is missing, or holds an entry that names
+                no function tool (a hosted, MCP or custom tool, which the view never sends).
+        """
+        if not (isinstance(choice, Mapping) and choice.get("type") == "allowed_tools"):
+            name = self.tool_choice_name(choice)
+            return () if name is None else (name,)
+        nested = choice.get("allowed_tools")
+        listed = (nested if isinstance(nested, Mapping) else choice).get("tools")
+        if not isinstance(listed, list | tuple):
+            raise VeridicError(
+                f"{type(self).__name__}: tool_choice is of type allowed_tools but holds no "
+                f"list of tools (got {_written(listed)}): list the view's tools the model may "
+                'call, e.g. [{"type": "function", "name": "get_weather"}]'
+            )
+        names: list[str] = []
+        for entry in listed:
+            name = (
+                self.tool_choice_name(entry)
+                if isinstance(entry, Mapping) and entry.get("type", "function") == "function"
+                else None
+            )
+            if name is None:
+                raise VeridicError(
+                    f"{type(self).__name__}: tool_choice's allowed_tools list holds "
+                    f"{_written(entry)}, which names no function tool: the gateway sends only "
+                    "the view's function tools, and the model-call record names those: list "
+                    "only tools of the view, by name"
+                )
+            names.append(name)
+        return tuple(names)
 
     # --- shared ------------------------------------------------------------------------
 

@@ -218,9 +218,7 @@ def checked(
     request = provider.request(prompt, view.tool_specs(provider.spec_format), options or {})
     sent_tools = provider.sent_tools(request)
     view.assert_coupled(sent_tools)
-    choice = request.get("tool_choice")
-    name = provider.tool_choice_name(choice)
-    if name is not None:
+    for name in provider.tool_choice_names(request.get("tool_choice")):
         view.tool(name)
     digest = tools_sha256(view)
     record = ModelCallRecord(

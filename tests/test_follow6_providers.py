@@ -1,0 +1,118 @@
+"""Follow-ups to the sixth review of the provider adapters: what reached the model, or the
+run's token count, past the checks.
+
+Each test drives the real SDKs over a fake transport (``tests/_sdk_server.py``); each
+failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _sdk_server import FakeServer, http_module, sse
+from test_providers import CHAT_TOOL_CALL, RESPONSE, VIEW, chat_chunk, first_prompt, gateway
+
+from veridic import (
+    OpenAIChat,
+    OpenAIResponses,
+    UnknownToolError,
+    Usage,
+    VeridicError,
+)
+
+openai = pytest.importorskip("openai")
+
+OPENROUTER = "https://openrouter.ai/api/v1"
+
+
+def _server(*replies: tuple[str, object]) -> FakeServer:
+    return FakeServer(http_module("openai"), list(replies) or [("json", CHAT_TOOL_CALL)])
+
+
+def _client(server: FakeServer, base_url: str | None = None) -> Any:
+    client = server.client(openai, "OpenAI")
+    return client if base_url is None else client.with_options(base_url=base_url)
+
+
+# --- tool_choice: every tool an allowed_tools list names ------------------------------------
+
+CHAT_ALLOWED = {
+    "type": "allowed_tools",
+    "allowed_tools": {
+        "mode": "required",
+        "tools": [
+            {"type": "function", "function": {"name": "get_weather"}},
+            {"type": "function", "function": {"name": "delete_everything"}},
+        ],
+    },
+}
+RESPONSES_ALLOWED = {
+    "type": "allowed_tools",
+    "mode": "required",
+    "tools": [
+        {"type": "function", "name": "get_weather"},
+        {"type": "function", "name": "delete_everything"},
+    ],
+}
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_an_allowed_tools_choice_naming_a_tool_the_view_lacks_is_refused(api: str) -> None:
+    """``tool_choice={"type": "allowed_tools", ...}`` names tools in a list: the gateway
+    read a forced tool's ``name`` (or ``function.name``) only, so a name the view does
+    not expose went to the provider unchecked, where a single forced one is refused."""
+    server = _server()
+    adapter: OpenAIChat | OpenAIResponses = (
+        OpenAIChat(_client(server), model="gpt-test")
+        if api == "chat"
+        else OpenAIResponses(_client(server), model="gpt-test")
+    )
+    gw, _, _ = gateway(adapter)
+    choice = CHAT_ALLOWED if api == "chat" else RESPONSES_ALLOWED
+    with pytest.raises(UnknownToolError, match="delete_everything"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options={"tool_choice": choice})
+    assert server.sent == []
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"type": "mcp", "server_label": "deepwiki"},
+        {"type": "image_generation"},
+        {"type": "custom", "custom": {"name": "get_weather"}},
+        "get_weather",
+    ],
+)
+def test_an_allowed_tools_entry_that_is_no_function_of_the_view_is_refused(entry: object) -> None:
+    """A hosted or server tool in the allowed list is a tool the view never sent."""
+    server = _server()
+    gw, _, _ = gateway(OpenAIResponses(_client(server), model="gpt-test"))
+    choice = {"type": "allowed_tools", "mode": "auto", "tools": [entry]}
+    with pytest.raises(VeridicError, match="allowed_tools"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options={"tool_choice": choice})
+    assert server.sent == []
+
+
+def test_an_allowed_tools_choice_of_exposed_tools_goes_as_given() -> None:
+    server = _server()
+    gw, _, _ = gateway(OpenAIChat(_client(server), model="gpt-test"))
+    choice = {
+        "type": "allowed_tools",
+        "allowed_tools": {
+            "mode": "auto",
+            "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+        },
+    }
+    gw.send(first_prompt(), VIEW, request_id="req-1", options={"tool_choice": choice})
+    assert server.body["tool_choice"] == choice
+
+
+def test_a_forced_custom_tool_the_view_lacks_is_refused() -> None:
+    """Chat completions force a custom tool as ``{"type": "custom", "custom": {"name"}}``."""
+    server = _server()
+    gw, _, _ = gateway(OpenAIChat(_client(server), model="gpt-test"))
+    choice = {"type": "custom", "custom": {"name": "run_shell"}}
+    with pytest.raises(UnknownToolError, match="run_shell"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options={"tool_choice": choice})
+    assert server.sent == []
