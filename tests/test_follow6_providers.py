@@ -116,3 +116,45 @@ def test_a_forced_custom_tool_the_view_lacks_is_refused() -> None:
     with pytest.raises(UnknownToolError, match="run_shell"):
         gw.send(first_prompt(), VIEW, request_id="req-1", options={"tool_choice": choice})
     assert server.sent == []
+
+
+# --- OpenRouter's :online models ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-4o:online", "openai/gpt-4o:ONLINE "])
+def test_a_model_that_searches_the_web_on_openrouter_is_refused(model: str) -> None:
+    """OpenRouter reads the ``:online`` suffix as its ``web`` plugin: search results are
+    added to what the model reads, outside the Prompt and under no hash, as the refused
+    ``plugins=[{"id": "web"}]`` does."""
+    server = _server()
+    with pytest.raises(VeridicError, match=r":online.*web"):
+        OpenAIChat(_client(server, OPENROUTER), model=model)
+    with pytest.raises(VeridicError, match=r":online"):
+        OpenAIResponses(_client(server, OPENROUTER), model=model)
+
+
+@pytest.mark.parametrize("where", ["options", "call"])
+def test_an_online_fallback_model_is_refused(where: str) -> None:
+    """``models=[...]`` in ``extra_body`` are OpenRouter's fallbacks, any of which may
+    answer the request."""
+    server = _server()
+    body = {"extra_body": {"models": ["openai/gpt-4o", "anthropic/claude-sonnet-4:online"]}}
+    if where == "options":
+        with pytest.raises(VeridicError, match=r"extra_body\['models'\].*:online"):
+            OpenAIChat(_client(server, OPENROUTER), model="openai/gpt-4o", options=body)
+        return
+    gw, _, _ = gateway(OpenAIChat(_client(server, OPENROUTER), model="openai/gpt-4o"))
+    with pytest.raises(VeridicError, match=r"extra_body\['models'\].*:online"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options=body)
+    assert server.sent == []
+
+
+def test_models_that_do_not_search_still_go() -> None:
+    """Other suffixes (``:nitro``, ``:free``, ``:thinking``) pick a route or a variant; a
+    local server's tags (``llama3:8b``) are not OpenRouter's."""
+    server = _server()
+    body = {"extra_body": {"models": ["openai/gpt-4o:nitro", "meta/llama:free"]}}
+    chat = OpenAIChat(_client(server), model="llama3:8b", options=body)
+    gw, _, _ = gateway(chat)
+    gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert server.body["models"] == body["extra_body"]["models"]

@@ -218,6 +218,7 @@ class Adapter:
                 f"{type(self).__name__}() got model={model!r}: name the provider's model, "
                 'e.g. model="gpt-4.1" or model="claude-sonnet-4-5"'
             )
+        _refuse_online(f"{type(self).__name__}()", "model", [model])
         self.client = client
         self.model = model
         self.options: Mapping[str, object] = self.check_options(options or {}, "options")
@@ -340,7 +341,8 @@ class Adapter:
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
                 tools, the model or streaming, or is one of ``server_edits``;
-                ``extra_body`` is not a mapping.
+                ``extra_body`` is not a mapping; OpenRouter's fallback ``models`` name one
+                that searches the web (``:online``).
         """
         if not isinstance(options, Mapping):
             raise VeridicError(
@@ -364,6 +366,9 @@ class Adapter:
                 )
             )
         given = _given(options)
+        for shown, key, value in given:
+            if key == "models" and isinstance(value, list | tuple):
+                _refuse_online(f"{type(self).__name__}: {where}", shown, value)
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
@@ -435,6 +440,31 @@ key."""
 _PLUGINS_EDITING: Final = frozenset({"web", "context-compression"})
 """The OpenRouter plugins that edit the prompt (``response-healing`` repairs the answer's
 JSON, ``file-parser`` reads files the gateway never sends)."""
+
+
+_ONLINE: Final = ":online"
+"""The model suffix with which OpenRouter searches the web for every request."""
+
+
+def _refuse_online(where: str, shown: str, models: Sequence[object]) -> None:
+    """Refuse a model (or one of OpenRouter's fallback ``models``) named with ``:online``.
+
+    OpenRouter reads the suffix as its ``web`` plugin: it searches the web and adds the
+    results to what the model reads, outside the Prompt, in no data block and under no
+    hash, as the refused ``plugins=[{"id": "web"}]`` does.
+
+    Raises:
+        VeridicError: naming the model and what to do instead.
+    """
+    for model in models:
+        if isinstance(model, str) and model.strip().lower().endswith(_ONLINE):
+            raise VeridicError(
+                f"{where} set {shown} to {_written(model)}: OpenRouter reads the :online "
+                "suffix as its web plugin, and adds web search results to what the model "
+                "reads, outside the prompt whose sha256 the model-call record names and "
+                "outside any data block: name the model without :online, and fetch pages "
+                "with a registry tool, whose results come back fenced"
+            )
 
 
 def _edit(adapter: Adapter, key: str, value: object) -> str | None:
