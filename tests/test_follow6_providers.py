@@ -16,6 +16,7 @@ from test_providers import CHAT_TOOL_CALL, RESPONSE, VIEW, chat_chunk, first_pro
 from veridic import (
     OpenAIChat,
     OpenAIResponses,
+    ScriptedProvider,
     UnknownToolError,
     Usage,
     VeridicError,
@@ -158,3 +159,102 @@ def test_models_that_do_not_search_still_go() -> None:
     gw, _, _ = gateway(chat)
     gw.send(first_prompt(), VIEW, request_id="req-1")
     assert server.body["models"] == body["extra_body"]["models"]
+
+
+# --- usage: parts within their totals, reasoning counted where the provider left it out -----
+
+XAI_CHAT_USAGE = {
+    "prompt_tokens": 100,
+    "completion_tokens": 50,
+    "total_tokens": 350,  # xAI: reasoning is in the total, not in completion_tokens
+    "completion_tokens_details": {"reasoning_tokens": 200},
+}
+XAI_RESPONSES_USAGE = {
+    "input_tokens": 100,
+    "output_tokens": 50,
+    "total_tokens": 350,
+    "output_tokens_details": {"reasoning_tokens": 200},
+}
+
+
+def _sent(adapter: OpenAIChat | OpenAIResponses) -> Usage | None:
+    gw, _, _ = gateway(adapter)
+    return gw.send(first_prompt(), VIEW, request_id="req-1").usage
+
+
+def test_reasoning_counted_outside_the_output_is_folded_into_it() -> None:
+    """xAI counts a reasoning model's reasoning tokens in ``total_tokens`` but not in
+    ``completion_tokens``: read as sent, a run's ``Limits(tokens=...)`` counted 150 of the
+    350 tokens the answer cost."""
+    chat = OpenAIChat(
+        _client(_server(("json", {**CHAT_TOOL_CALL, "usage": XAI_CHAT_USAGE}))), model="grok"
+    )
+    responses = OpenAIResponses(
+        _client(_server(("json", {**RESPONSE, "usage": XAI_RESPONSES_USAGE}))), model="grok"
+    )
+    for usage in (_sent(chat), _sent(responses)):
+        assert usage is not None
+        assert (usage.input_tokens, usage.output_tokens) == (100, 250)
+        assert usage.reasoning_output_tokens == 200
+        assert usage.total_tokens == 350
+
+
+def test_a_streamed_answer_folds_reasoning_counted_outside_the_output() -> None:
+    last = {**chat_chunk({}), "choices": [], "usage": XAI_CHAT_USAGE}
+    stream = sse([chat_chunk({"content": "Sunny."}), chat_chunk({}, "stop"), last], done=True)
+    gw, _, _ = gateway(OpenAIChat(_client(_server(("sse", stream))), model="grok"))
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as events:
+        list(events)
+    assert events.reply.usage is not None
+    assert events.reply.usage.output_tokens == 250
+
+
+def test_reasoning_within_the_output_is_not_counted_twice() -> None:
+    """OpenAI counts reasoning inside ``completion_tokens``, and its total says so."""
+    usage = {**XAI_CHAT_USAGE, "completion_tokens": 250}
+    chat = OpenAIChat(_client(_server(("json", {**CHAT_TOOL_CALL, "usage": usage}))), model="o")
+    found = _sent(chat)
+    assert found is not None
+    assert (found.output_tokens, found.reasoning_output_tokens) == (250, 200)
+
+
+IMPOSSIBLE = {
+    "cached": {
+        "prompt_tokens": 100,
+        "completion_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 900},
+    },
+    "reasoning": {
+        "prompt_tokens": 100,
+        "completion_tokens": 5,
+        "total_tokens": 105,
+        "completion_tokens_details": {"reasoning_tokens": 40},
+    },
+    "reasoning-no-total": {
+        "prompt_tokens": 100,
+        "completion_tokens": 5,
+        "completion_tokens_details": {"reasoning_tokens": 40},
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(IMPOSSIBLE))
+def test_a_part_larger_than_its_total_is_refused(case: str) -> None:
+    """A proxy's ``cached_tokens`` of 900 out of 100 tokens read (or 40 reasoning tokens
+    out of 5 written, with a total that leaves no room for them) cannot be true of one
+    answer; read as sent, the spans and the records showed it, and a run's count took
+    the smaller figure."""
+    usage = IMPOSSIBLE[case]
+    server = _server(("json", {**CHAT_TOOL_CALL, "usage": usage}))
+    gw, calls, _ = gateway(OpenAIChat(_client(server), model="gpt-test"))
+    part = "cache_read_input_tokens=900" if case == "cached" else "reasoning_output_tokens=40"
+    with pytest.raises(VeridicError, match=rf"{part}.*more than"):
+        gw.send(first_prompt(), VIEW, request_id="req-1")
+
+
+def test_an_adapters_own_usage_with_a_part_past_its_total_is_refused() -> None:
+    """An application's adapter builds its ``Usage`` itself (here the scripted one)."""
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 20}
+    gw, _, _ = gateway(ScriptedProvider([{"text": "ok", "usage": usage}]))
+    with pytest.raises(VeridicError, match=r"cache_read_input_tokens=20.*more than"):
+        gw.send(first_prompt(), VIEW, request_id="req-1")

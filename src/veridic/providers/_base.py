@@ -121,6 +121,7 @@ def usage_of(
     *,
     where: str = "the provider",
     parts: Mapping[str, Sequence[str]] = MappingProxyType({}),
+    total: str | None = None,
 ) -> Usage | None:
     """The ``usage`` of an SDK response: the sums of the counts named in ``read`` and ``wrote``.
 
@@ -133,6 +134,14 @@ def usage_of(
     ``parts`` maps a part of :class:`Usage` (:data:`PARTS`) to the path of its
     count in the usage (``("prompt_tokens_details", "cached_tokens")``); a part
     left out is 0.
+
+    ``total`` names the usage's own total (``"total_tokens"``). Where it counts the
+    reasoning tokens on top of the tokens written (xAI counts them outside
+    ``completion_tokens``), they are added to ``output_tokens``, which holds all the
+    model wrote: read as sent, ``Limits(tokens=...)`` counted the answer short of what
+    it cost. Where the total leaves no room for them, they are read as part of the
+    tokens written, as OpenAI counts them (a part larger than its total is refused by
+    the gateway).
 
     Raises:
         VeridicError: a count is given but is not a whole number from 0 to 2**63 - 1
@@ -152,6 +161,15 @@ def usage_of(
         for part, path in parts.items()
         if (found := attr(usage, *path)) is not None
     }
+    reasoning = broken_down.get("reasoning_output_tokens", 0)
+    counted = attr(usage, total) if total is not None else None
+    if (
+        total is not None
+        and counted is not None
+        and reasoning
+        and _count(total, counted, where) == counts[0] + counts[1] + reasoning
+    ):
+        counts[1] += reasoning
     return Usage(counts[0], counts[1], **broken_down)
 
 

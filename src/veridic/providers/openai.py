@@ -172,6 +172,7 @@ class OpenAIChat(Adapter):
                 ("completion_tokens",),
                 where=where,
                 parts=_CHAT_PARTS,
+                total="total_tokens",
             ),
         )
 
@@ -487,7 +488,12 @@ class OpenAIResponses(Adapter):
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
             usage=usage_of(
-                response, ("input_tokens",), ("output_tokens",), where=where, parts=_RESPONSES_PARTS
+                response,
+                ("input_tokens",),
+                ("output_tokens",),
+                where=where,
+                parts=_RESPONSES_PARTS,
+                total="total_tokens",
             ),
         )
 
