@@ -258,3 +258,31 @@ def test_an_adapters_own_usage_with_a_part_past_its_total_is_refused() -> None:
     gw, _, _ = gateway(ScriptedProvider([{"text": "ok", "usage": usage}]))
     with pytest.raises(VeridicError, match=r"cache_read_input_tokens=20.*more than"):
         gw.send(first_prompt(), VIEW, request_id="req-1")
+
+
+# --- OpenRouter's default middle-out -------------------------------------------------------
+
+
+@pytest.mark.parametrize("given", [None, {"seed": 7}, {"transforms": []}])
+def test_a_request_to_openrouter_turns_its_default_middle_out_off(
+    given: dict[str, object] | None,
+) -> None:
+    """OpenRouter drops turns from the middle of a prompt too long for a model of 8k
+    tokens or less unless the request says ``transforms: []``: left to its default, a
+    long conversation reached the model without the turns in its middle, while the
+    model-call record named the whole prompt."""
+    server = _server()
+    options = None if given is None else {"extra_body": given}
+    gw, _, _ = gateway(OpenAIChat(_client(server, OPENROUTER), model="m", options=options))
+    gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert server.body["transforms"] == []
+    assert server.body.get("seed") == (given or {}).get("seed")
+    assert server.body["messages"][0]["role"] == "system"
+
+
+def test_a_request_to_another_server_carries_no_transforms() -> None:
+    """The OpenAI API refuses a key it does not know."""
+    server = _server()
+    gw, _, _ = gateway(OpenAIChat(_client(server, "https://api.openai.com/v1"), model="m"))
+    gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert "transforms" not in server.body
