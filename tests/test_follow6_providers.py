@@ -250,6 +250,8 @@ def test_a_part_larger_than_its_total_is_refused(case: str) -> None:
     part = "cache_read_input_tokens=900" if case == "cached" else "reasoning_output_tokens=40"
     with pytest.raises(VeridicError, match=rf"{part}.*more than"):
         gw.send(first_prompt(), VIEW, request_id="req-1")
+    (answer,) = calls.replies()  # the call happened: on record, its counts left out
+    assert answer.usage is None
 
 
 def test_an_adapters_own_usage_with_a_part_past_its_total_is_refused() -> None:
