@@ -121,6 +121,7 @@ def usage_of(
     *,
     where: str = "the provider",
     parts: Mapping[str, Sequence[str]] = MappingProxyType({}),
+    total: str | None = None,
 ) -> Usage | None:
     """The ``usage`` of an SDK response: the sums of the counts named in ``read`` and ``wrote``.
 
@@ -133,6 +134,14 @@ def usage_of(
     ``parts`` maps a part of :class:`Usage` (:data:`PARTS`) to the path of its
     count in the usage (``("prompt_tokens_details", "cached_tokens")``); a part
     left out is 0.
+
+    ``total`` names the usage's own total (``"total_tokens"``). Where it counts the
+    reasoning tokens on top of the tokens written (xAI counts them outside
+    ``completion_tokens``), they are added to ``output_tokens``, which holds all the
+    model wrote: read as sent, ``Limits(tokens=...)`` counted the answer short of what
+    it cost. Where the total leaves no room for them, they are read as part of the
+    tokens written, as OpenAI counts them (a part larger than its total is refused by
+    the gateway).
 
     Raises:
         VeridicError: a count is given but is not a whole number from 0 to 2**63 - 1
@@ -152,6 +161,15 @@ def usage_of(
         for part, path in parts.items()
         if (found := attr(usage, *path)) is not None
     }
+    reasoning = broken_down.get("reasoning_output_tokens", 0)
+    counted = attr(usage, total) if total is not None else None
+    if (
+        total is not None
+        and counted is not None
+        and reasoning
+        and _count(total, counted, where) == counts[0] + counts[1] + reasoning
+    ):
+        counts[1] += reasoning
     return Usage(counts[0], counts[1], **broken_down)
 
 
@@ -218,6 +236,7 @@ class Adapter:
                 f"{type(self).__name__}() got model={model!r}: name the provider's model, "
                 'e.g. model="gpt-4.1" or model="claude-sonnet-4-5"'
             )
+        _refuse_online(f"{type(self).__name__}()", "model", [model])
         self.client = client
         self.model = model
         self.options: Mapping[str, object] = self.check_options(options or {}, "options")
@@ -253,15 +272,57 @@ class Adapter:
         raise NotImplementedError
 
     def tool_choice_name(self, choice: object) -> str | None:
-        """The tool a ``tool_choice`` option forces, if it names one."""
+        """The tool a ``tool_choice`` option forces, if it names one: ``{"name": ...}``
+        (Anthropic, Responses), ``{"function": {"name": ...}}`` or ``{"custom": {"name":
+        ...}}`` (chat completions)."""
         if isinstance(choice, Mapping):
             name = choice.get("name")
             if isinstance(name, str):
                 return name
-            function = choice.get("function")
-            if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-                return str(function["name"])
+            for key in ("function", "custom"):
+                named = choice.get(key)
+                if isinstance(named, Mapping) and isinstance(named.get("name"), str):
+                    return str(named["name"])
         return None
+
+    def tool_choice_names(self, choice: object) -> tuple[str, ...]:
+        """Every tool a ``tool_choice`` option names, for the gateway to check against the
+        view: the one it forces (:meth:`tool_choice_name`), or each tool of an
+        ``allowed_tools`` list (``{"type": "allowed_tools", "allowed_tools": {"mode": ...,
+        "tools": [...]}}`` in chat completions, ``{"type": "allowed_tools", "mode": ...,
+        "tools": [...]}`` in Responses).
+
+        Raises:
+            VeridicError: an ``allowed_tools`` list is missing, or holds an entry that names
+                no function tool (a hosted, MCP or custom tool, which the view never sends).
+        """
+        if not (isinstance(choice, Mapping) and choice.get("type") == "allowed_tools"):
+            name = self.tool_choice_name(choice)
+            return () if name is None else (name,)
+        nested = choice.get("allowed_tools")
+        listed = (nested if isinstance(nested, Mapping) else choice).get("tools")
+        if not isinstance(listed, list | tuple):
+            raise VeridicError(
+                f"{type(self).__name__}: tool_choice is of type allowed_tools but holds no "
+                f"list of tools (got {_written(listed)}): list the view's tools the model may "
+                'call, e.g. [{"type": "function", "name": "get_weather"}]'
+            )
+        names: list[str] = []
+        for entry in listed:
+            name = (
+                self.tool_choice_name(entry)
+                if isinstance(entry, Mapping) and entry.get("type", "function") == "function"
+                else None
+            )
+            if name is None:
+                raise VeridicError(
+                    f"{type(self).__name__}: tool_choice's allowed_tools list holds "
+                    f"{_written(entry)}, which names no function tool: the gateway sends only "
+                    "the view's function tools, and the model-call record names those: list "
+                    "only tools of the view, by name"
+                )
+            names.append(name)
+        return tuple(names)
 
     # --- shared ------------------------------------------------------------------------
 
@@ -298,7 +359,8 @@ class Adapter:
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
                 tools, the model or streaming, or is one of ``server_edits``;
-                ``extra_body`` is not a mapping.
+                ``extra_body`` is not a mapping; OpenRouter's fallback ``models`` name one
+                that searches the web (``:online``).
         """
         if not isinstance(options, Mapping):
             raise VeridicError(
@@ -322,6 +384,9 @@ class Adapter:
                 )
             )
         given = _given(options)
+        for shown, key, value in given:
+            if key == "models" and isinstance(value, list | tuple):
+                _refuse_online(f"{type(self).__name__}: {where}", shown, value)
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
@@ -393,6 +458,31 @@ key."""
 _PLUGINS_EDITING: Final = frozenset({"web", "context-compression"})
 """The OpenRouter plugins that edit the prompt (``response-healing`` repairs the answer's
 JSON, ``file-parser`` reads files the gateway never sends)."""
+
+
+_ONLINE: Final = ":online"
+"""The model suffix with which OpenRouter searches the web for every request."""
+
+
+def _refuse_online(where: str, shown: str, models: Sequence[object]) -> None:
+    """Refuse a model (or one of OpenRouter's fallback ``models``) named with ``:online``.
+
+    OpenRouter reads the suffix as its ``web`` plugin: it searches the web and adds the
+    results to what the model reads, outside the Prompt, in no data block and under no
+    hash, as the refused ``plugins=[{"id": "web"}]`` does.
+
+    Raises:
+        VeridicError: naming the model and what to do instead.
+    """
+    for model in models:
+        if isinstance(model, str) and model.strip().lower().endswith(_ONLINE):
+            raise VeridicError(
+                f"{where} set {shown} to {_written(model)}: OpenRouter reads the :online "
+                "suffix as its web plugin, and adds web search results to what the model "
+                "reads, outside the prompt whose sha256 the model-call record names and "
+                "outside any data block: name the model without :online, and fetch pages "
+                "with a registry tool, whose results come back fenced"
+            )
 
 
 def _edit(adapter: Adapter, key: str, value: object) -> str | None:

@@ -146,6 +146,27 @@ class OpenAIChat(Adapter):
     def render(self, prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
         return {"messages": prompt.to_openai(), "tools": specs}
 
+    def request(
+        self, prompt: Prompt, specs: Sequence[Mapping[str, object]], options: Mapping[str, object]
+    ) -> JsonObject:
+        """The whole request; to OpenRouter, with ``transforms: []`` in ``extra_body``.
+
+        OpenRouter compresses a prompt too long for a model of 8k tokens or less
+        ("middle-out": turns dropped or cut from the middle) unless the request says
+        ``transforms: []``; left to that default, the model read less than the prompt
+        whose sha256 the model-call record names. Any other ``transforms`` is refused
+        (:meth:`~veridic.providers.Adapter.check_options`), so this one is the only value
+        the request can carry. Sent only to OpenRouter: the OpenAI API refuses a key it
+        does not know. Through a proxy of your own in front of OpenRouter, pass
+        ``options={"extra_body": {"transforms": []}}`` yourself.
+        """
+        request = super().request(prompt, specs, options)
+        if _is_openrouter(self.client):
+            body = request.get("extra_body")
+            given = dict(body) if isinstance(body, Mapping) else {}
+            request["extra_body"] = {**given, "transforms": []}
+        return request
+
     def parse(self, response: object) -> Completion:
         where = f"{self!r}"
         choices = attr(response, "choices")
@@ -172,11 +193,21 @@ class OpenAIChat(Adapter):
                 ("completion_tokens",),
                 where=where,
                 parts=_CHAT_PARTS,
+                total="total_tokens",
             ),
         )
 
     def assembler(self) -> _ChatAssembler:
         return _ChatAssembler(self)
+
+
+_OPENROUTER: Final = "openrouter.ai"
+
+
+def _is_openrouter(client: object) -> bool:
+    """Whether the client sends to OpenRouter (its ``base_url`` is on ``openrouter.ai``)."""
+    host = attr(client, "base_url", "host")
+    return isinstance(host, str) and (host == _OPENROUTER or host.endswith("." + _OPENROUTER))
 
 
 _CHAT_PARTS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
@@ -487,7 +518,12 @@ class OpenAIResponses(Adapter):
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
             usage=usage_of(
-                response, ("input_tokens",), ("output_tokens",), where=where, parts=_RESPONSES_PARTS
+                response,
+                ("input_tokens",),
+                ("output_tokens",),
+                where=where,
+                parts=_RESPONSES_PARTS,
+                total="total_tokens",
             ),
         )
 

@@ -139,6 +139,41 @@ def check_usage(usage: object, request_id: str) -> None:
         )
     for key in ("input_tokens", "output_tokens", *PARTS):
         _count(key, getattr(usage, key), where)
+    _check_parts(usage, where)
+
+
+def _check_parts(usage: Usage, where: str) -> None:
+    """Refuse parts of a :class:`Usage` larger than the total they are parts of.
+
+    A proxy's ``cached_tokens`` of 900 out of 100 tokens read cannot be true of one answer:
+    one of the two figures is wrong, and the run's count, its records and its spans would
+    carry whichever was read. Reasoning a provider counts outside the tokens written, and
+    says so in its total (xAI), is added to them when the answer is read; reasoning larger
+    than the tokens written with no such total is refused the same way.
+
+    Raises:
+        VeridicError: naming the part, its total and the request.
+    """
+    cached = usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    if cached > usage.input_tokens:
+        shown = (
+            f"cache_read_input_tokens={usage.cache_read_input_tokens} and "
+            f"cache_creation_input_tokens={usage.cache_creation_input_tokens}"
+            if usage.cache_creation_input_tokens
+            else f"cache_read_input_tokens={usage.cache_read_input_tokens}"
+        )
+        total = f"input_tokens={usage.input_tokens}"
+    elif usage.reasoning_output_tokens > usage.output_tokens:
+        shown = f"reasoning_output_tokens={usage.reasoning_output_tokens}"
+        total = f"output_tokens={usage.output_tokens}"
+    else:
+        return
+    raise VeridicError(
+        f"{where} gives {shown}, more than the {total} they are part of: one of the two "
+        "counts is wrong, so the tokens the answer cost cannot be known, and nothing of the "
+        "answer was run: check what sits between you and the API (an adapter of your own "
+        "must give parts within their totals, reasoning included in output_tokens)"
+    )
 
 
 def _usage_refused(usage: object, request_id: str) -> VeridicError | None:
@@ -218,9 +253,7 @@ def checked(
     request = provider.request(prompt, view.tool_specs(provider.spec_format), options or {})
     sent_tools = provider.sent_tools(request)
     view.assert_coupled(sent_tools)
-    choice = request.get("tool_choice")
-    name = provider.tool_choice_name(choice)
-    if name is not None:
+    for name in provider.tool_choice_names(request.get("tool_choice")):
         view.tool(name)
     digest = tools_sha256(view)
     record = ModelCallRecord(
