@@ -190,7 +190,7 @@ def test_a_paused_runs_usage_keeps_its_cached_and_reasoning_parts() -> None:
     assert dataclasses.astuple(read.usage) == dataclasses.astuple(parted)
     plain = dataclasses.replace(paused, usage=Usage(900, 60))
     assert '"usage":[900,60]' in plain.to_json()  # as earlier releases write and read it
-    for edited in ("[900,60,-512,0,40]", "[900,60,512]"):
+    for edited in ("[900,60,-512,0,40]", "[900,60,512]", "[900,60,512,400,40]", "[900,6,0,0,7]"):
         with pytest.raises(VeridicError, match="usage"):
             PausedRun.from_json(paused.to_json().replace("[900,60,512,0,40]", edited))
 

@@ -492,6 +492,12 @@ def _usage(value: object) -> Usage:
     numbers = cast(list[int], counts)
     if len(numbers) == 2:
         return Usage(*numbers)
+    if numbers[2] + numbers[3] > numbers[0] or numbers[4] > numbers[1]:
+        raise VeridicError(
+            f"PausedRun.from_json(): 'usage' is {clip(repr(value))}, whose parts are more than "
+            "their totals (cache reads and writes above the tokens read, or reasoning above "
+            "the tokens written): the gateway never pauses such a run, so the text was edited"
+        )
     return Usage(
         numbers[0],
         numbers[1],
