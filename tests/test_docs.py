@@ -64,3 +64,13 @@ def test_every_plugin_error_code_is_in_the_readme_and_the_mypy_page() -> None:
     page = (ROOT / "docs" / "mypy.md").read_text(encoding="utf-8")
     assert _table_codes(readme, "## The type checker") == defined
     assert _table_codes(page, "## What it checks") == defined
+
+
+def test_the_readme_counts_the_composition_table_it_cites() -> None:
+    """The README says how many operations the static/run-time table pins: that many."""
+    from test_static_runtime_agreement import TABLE
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    claimed = re.search(r"all (\d+) composition operations agree statically and at run time", readme)
+    assert claimed is not None
+    assert int(claimed.group(1)) == len(TABLE)
