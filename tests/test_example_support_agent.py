@@ -81,9 +81,12 @@ def test_the_always_rule_the_user_gave_stays_bound_to_the_refund_tool() -> None:
         support_agent.main(store)
     saved = store.rules("Ada")
     assert saved == {"refund": "always"}
-    assert ApprovalPolicy.restore(support_agent.build_registry([]).view(), saved).request(
-        "refund"
-    ).mode is ApprovalMode.ALWAYS_RULE
+    assert (
+        ApprovalPolicy.restore(support_agent.build_registry([]).view(), saved)
+        .request("refund")
+        .mode
+        is ApprovalMode.ALWAYS_RULE
+    )
 
     other = Registry("support")
 
