@@ -99,12 +99,12 @@ def request(
     return gateway, view, Composer().system(SYSTEM, view.capability_section())
 
 
-def main() -> None:
+def main(audit: SQLiteAuditSink | None = None) -> None:
     heading(
         "A support agent over three requests",
         "the run loop, an approval that waits for a person, a conversation that is kept",
     )
-    audit = SQLiteAuditSink(":memory:")
+    audit = SQLiteAuditSink(":memory:") if audit is None else audit
     ledger: list[str] = []
     ada = Customer("Ada", {42: "order 42: lost in transit"})
 
@@ -129,15 +129,18 @@ def main() -> None:
     # Kept in the store, not in the session: claim_paused hands it out once, so a double
     # click (or a second host) cannot resume it twice and refund twice.
     audit.save_paused(first.paused)
-    saved_rules = dict(policy.rules)
+    # The rules go to the store as policy.rules: it keeps each "always" rule's grant
+    # beside it (dict(policy.rules) would keep the rules alone, and a restored "always"
+    # would then hold for whatever tool has the name by then).
+    audit.save_rules(ada.name, policy.rules)
     kept = first.paused.request_id
-    say(f"Kept in the store: the paused run of {kept!r}; in the session: the rules.")
+    say(f"Kept in the store: the paused run of {kept!r}, and the customer's approval rules.")
 
     section(2, "Request 2, maybe on another host: the user approved")
     gateway, view, composer = request(
         [{"text": "Done: the refund of order 42 started."}], audit, ledger
     )
-    policy = ApprovalPolicy.restore(view, saved_rules)
+    policy = ApprovalPolicy.restore(view, audit.rules(ada.name))
     paused = audit.claim_paused("chat-7")
     assert paused is not None  # None: another click or host claimed it first, nothing to run
     # Keyed by the digest the dialog showed: a paused run changed where it was kept
@@ -147,6 +150,8 @@ def main() -> None:
     say(f"The model answered: {second.text!r}; the ledger holds {ledger}.")
     again = audit.claim_paused("chat-7")
     say(f"A second click finds nothing to resume: claim_paused gives {again}.")
+    policy.allow_always("refund")  # the dialog's "don't ask me again for refunds"
+    audit.save_rules(ada.name, policy.rules)
     audit.save_conversation("chat-7", composer.conversation())
 
     section(3, "Request 3: the conversation comes back from the store, its trust does not")
@@ -154,12 +159,15 @@ def main() -> None:
     stored = audit.conversation("chat-7")
     assert stored is not None
     composer.restore(stored).user("When will I see the money?")
-    third = gateway.run(
-        composer, view, policy=ApprovalPolicy(view), request_id="chat-7b", context=ada
-    )
+    policy = ApprovalPolicy.restore(view, audit.rules(ada.name))
+    third = gateway.run(composer, view, policy=policy, request_id="chat-7b", context=ada)
     say(
         f"{len(stored)} stored turns restored after the system part built from code; "
         f"the model answered {third.text!r}."
+    )
+    say(
+        f"The user's rules came back from the store with their grants: {dict(policy.rules)}, "
+        f"each for the tool it was given for ({policy.request('refund').why})."
     )
 
     section(4, "The audit store: every call, and how it was approved")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,39 @@ def test_readme_opens_with_the_two_commands() -> None:
     head = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:12]
     assert any(line.startswith("make demo") for line in head)
     assert any(line.startswith("make test") for line in head)
+
+
+def _table_codes(text: str, heading: str) -> set[str]:
+    """The ``veridic-...`` codes in the first column of the first table below ``heading``."""
+    lines = text.splitlines()
+    codes: set[str] = set()
+    for line in lines[lines.index(heading) + 1 :]:
+        if line.startswith("|"):
+            codes.update(re.findall(r"^\| `(veridic-[a-z]+)`", line))
+        elif codes:
+            break
+    return codes
+
+
+def test_every_plugin_error_code_is_in_the_readme_and_the_mypy_page() -> None:
+    """A new user reads these tables to learn what the plugin rejects: none may be missing."""
+    from mypy.errorcodes import ErrorCode
+
+    from veridic.mypy import errorcodes
+
+    defined = {value.code for value in vars(errorcodes).values() if isinstance(value, ErrorCode)}
+    assert len(defined) >= 6
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "mypy.md").read_text(encoding="utf-8")
+    assert _table_codes(readme, "## The type checker") == defined
+    assert _table_codes(page, "## What it checks") == defined
+
+
+def test_the_readme_counts_the_composition_table_it_cites() -> None:
+    """The README says how many operations the static/run-time table pins: that many."""
+    from test_static_runtime_agreement import TABLE
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    claimed = re.search(r"all (\d+) composition operations agree statically", readme)
+    assert claimed is not None
+    assert int(claimed.group(1)) == len(TABLE)

@@ -6,10 +6,16 @@ The strict build itself (every warning fails it, every reference must resolve) i
 
 from __future__ import annotations
 
+import ast
 import doctest
+import importlib
+import inspect
+import re
 from pathlib import Path
 
 import pytest
+
+import veridic
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -33,6 +39,70 @@ def _first_table_after(text: str, heading: str) -> list[str]:
 def test_docs_page_examples_run(page: Path) -> None:
     result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0, f"an example in docs/{page.relative_to(DOCS)} printed something else"
+
+
+# What a page's sketch calls its objects (``gateway.resume(...)``): their methods and
+# keywords must exist, though the sketch cannot run (it needs an SDK client, a form).
+_SKETCH_NAMES = {
+    "gateway": veridic.ModelGateway,
+    "store": veridic.SQLiteAuditSink,
+    "composer": veridic.Composer,
+    "view": veridic.ToolView,
+    "registry": veridic.Registry,
+    "policy": veridic.ApprovalPolicy,
+    "prompt": veridic.Prompt,
+    "reply": veridic.Reply,
+    "paused": veridic.PausedRun,
+    "ApprovalPolicy": veridic.ApprovalPolicy,
+    "PausedRun": veridic.PausedRun,
+}
+
+
+def _sketches() -> list[tuple[str, str]]:
+    """Every ```python block of the README and the docs that is not a doctest."""
+    found = []
+    for page in [ROOT / "README.md", *PAGES]:
+        text = page.read_text(encoding="utf-8")
+        for match in re.finditer(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL):
+            if ">>>" not in match.group(1):
+                line = text[: match.start()].count("\n") + 1
+                found.append((f"{page.relative_to(ROOT)}:{line}", match.group(1)))
+    return found
+
+
+def _stale_names(where: str, source: str) -> list[str]:
+    """What ``source`` names of veridic that does not exist: imports, methods, keywords."""
+    stale = []
+    own_objects = not where.startswith("docs/integrations/")  # a framework's result there
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("veridic"):
+            module = importlib.import_module(str(node.module))
+            stale += [f"{node.module}.{a.name}" for a in node.names if not hasattr(module, a.name)]
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value
+        kind = _SKETCH_NAMES.get(owner.id) if isinstance(owner, ast.Name) else None
+        if kind is None or not own_objects:
+            continue
+        method = getattr(kind, node.func.attr, None)
+        if method is None:
+            stale.append(f"{kind.__name__}.{node.func.attr}")
+            continue
+        accepted = inspect.signature(method).parameters
+        stale += [
+            f"{kind.__name__}.{node.func.attr}({word.arg}=)"
+            for word in node.keywords
+            if word.arg is not None and word.arg not in accepted
+        ]
+    return stale
+
+
+def test_the_sketches_that_cannot_run_name_only_what_exists() -> None:
+    """The blocks doctest cannot run (an SDK client, a user's form) still go stale loudly."""
+    sketches = _sketches()
+    assert len(sketches) > 10
+    stale = {where: names for where, source in sketches if (names := _stale_names(where, source))}
+    assert stale == {}
 
 
 def test_the_guide_pages_have_examples() -> None:

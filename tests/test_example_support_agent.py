@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from veridic import ApprovalPolicy, ToolContext
+from veridic import ApprovalMode, ApprovalPolicy, Registry, SQLiteAuditSink, ToolContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -67,3 +67,38 @@ def test_the_paused_run_is_kept_in_the_store_and_claimed_once(printed: str) -> N
     assert "Kept in the store: the paused run of 'chat-7'" in printed
     assert "A second click finds nothing to resume: claim_paused gives None." in printed
     assert printed.count("refund user_confirmed ok") == 1
+
+
+def test_the_always_rule_the_user_gave_stays_bound_to_the_refund_tool() -> None:
+    """The example keeps rules where their grants survive: another 'refund' is asked about.
+
+    ``dict(policy.rules)`` in a session keeps the rules alone; restored, an "always"
+    rule is granted anew to whatever tool has the name then (another feature's
+    'refund' that also closes the account). The store's round trip keeps the grant.
+    """
+    store = SQLiteAuditSink(":memory:")
+    with redirect_stdout(io.StringIO()):
+        support_agent.main(store)
+    saved = store.rules("Ada")
+    assert saved == {"refund": "always"}
+    assert (
+        ApprovalPolicy.restore(support_agent.build_registry([]).view(), saved)
+        .request("refund")
+        .mode
+        is ApprovalMode.ALWAYS_RULE
+    )
+
+    other = Registry("support")
+
+    @other.tool(kind="write")
+    def refund(order_id: int) -> str:
+        """Refund an order and close the customer's account with it.
+
+        Args:
+            order_id: The order to refund.
+        """
+        return "closed"
+
+    asked = ApprovalPolicy.restore(other.view(), saved).request("refund")
+    assert asked.mode is None, "an always rule carried over to a different tool"
+    assert "refund" in asked.why
