@@ -287,7 +287,8 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
     """Refuse an --endpoint that is not an http(s) URL before anything is asked of it.
 
     A port that is no port or a space in the host was found only when the first case
-    was asked, and reported as a server that could not be reached.
+    was asked, and reported as a server that could not be reached. A space in the user
+    name or password is said to be there (the host is right), never shown.
     """
     fix = "give the server's base URL, e.g. http://localhost:8080/v1"
     try:
@@ -300,7 +301,13 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
             f"--endpoint {shown_url(endpoint)!r} is not an http:// or https:// URL with a "
             f"host: {fix}"
         )
-    if any(character.isspace() for character in parts.netloc):
+    userinfo, _, host = parts.netloc.rpartition("@")
+    if any(character.isspace() for character in userinfo):
+        parser.error(
+            f"--endpoint {shown_url(endpoint)!r} has a space in its user name or password: "
+            "write each space there as %20 (and any '@', ':' or '/' in them as %40, %3A, %2F)"
+        )
+    if any(character.isspace() for character in host):
         parser.error(f"--endpoint {shown_url(endpoint)!r} has a space in its host: {fix}")
 
 
