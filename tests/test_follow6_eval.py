@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from _chat_server import ChatServer, serving
+from test_review_eval import _fake_runtime, _FakeLlama
 
 from veridic.evaluation.cli import main
 
@@ -69,3 +70,65 @@ def test_a_space_in_an_endpoint_url_is_placed_where_it_is(
     assert "s3cret" not in err
     if said != "host":
         assert "%20" in err  # what to type instead
+
+
+# --- the local model's context window -----------------------------------------------------------
+
+
+def _gguf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
+    """A local model file on the fake runtime of test_review_eval; the windows asked for."""
+    windows: list[int] = []
+
+    class Recorded(_FakeLlama):
+        def __init__(self, n_ctx: int = 2048) -> None:
+            windows.append(n_ctx)
+            super().__init__(n_ctx)
+
+    _fake_runtime(monkeypatch, tmp_path, Recorded)
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    return windows
+
+
+def _local(tmp_path: Path, *more: str) -> list[str]:
+    model = ["--no-install", "--gguf", str(tmp_path / "m.gguf"), "--schemes", "verbatim"]
+    return [*model, "--limit", "2", "--quiet", "--out", str(tmp_path / "r.json"), *more]
+
+
+def test_a_large_answer_budget_sizes_the_local_window_from_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --max-tokens 3000 overflowed the fixed 2048-token window on the first case, and the
+    # message said to pass LlamaBackend(n_ctx=...), which no option of the command set.
+    windows = _gguf(monkeypatch, tmp_path)
+    assert main(_local(tmp_path, "--max-tokens", "3000")) == 0, capsys.readouterr().err
+    assert windows == [2048 + 3000]
+
+
+def test_a_window_too_small_says_which_option_to_type(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    windows = _gguf(monkeypatch, tmp_path)
+    assert main(_local(tmp_path, "--n-ctx", "8")) == 1
+    assert windows == [8]
+    err = capsys.readouterr().err
+    assert "context window of 8 tokens" in err
+    assert "--n-ctx" in err
+    assert main(_local(tmp_path, "--n-ctx", "0")) == 0  # the model's own window (512 here)
+    assert windows[-1] == 0
+
+
+@pytest.mark.parametrize(
+    ("more", "said"),
+    [
+        (["--endpoint", "http://localhost/v1", "--model", "m", "--n-ctx", "4096"], "--n-ctx"),
+        (["--n-ctx", "-1"], "--n-ctx must be"),
+    ],
+    ids=["with-endpoint", "negative"],
+)
+def test_n_ctx_out_of_place_is_a_usage_error(
+    more: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(more)
+    assert stopped.value.code == 2
+    assert said in capsys.readouterr().err

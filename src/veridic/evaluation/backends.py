@@ -214,7 +214,10 @@ class LlamaBackend:
             raise BackendError(
                 f"a prompt of {len(prompt)} tokens and an answer of up to {max_tokens} do "
                 f"not fit the context window of {self._n_ctx} tokens of {self._path.name}: "
-                "pass LlamaBackend(n_ctx=...) a larger window, or shorten the case"
+                f"give a window of at least {len(prompt) + max_tokens} tokens (--n-ctx "
+                f"{len(prompt) + max_tokens} on the command line, LlamaBackend(n_ctx=...) in "
+                "code; 0 takes the window the model was trained with), or a smaller "
+                "--max-tokens"
             )
         started = time.perf_counter()
         response = self._llm.create_completion(

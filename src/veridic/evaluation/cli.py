@@ -64,6 +64,10 @@ on two cores (measured: about an hour there, some 25 minutes per full mode).
 ``--schemes verbatim,datamark,encode`` runs it on all of them."""
 
 
+N_CTX = 2048
+"""The local model's context window by default, in tokens: the corpus's longest prompt
+with the default answer budgets fits it. A ``--max-tokens`` budget is added to it."""
+
 RETRIES = 3
 """How often a busy endpoint (HTTP 429, 502, 503, 504) is asked again by default."""
 
@@ -149,6 +153,12 @@ def _parser() -> argparse.ArgumentParser:
         "which may be unset; a variable named here must be set)",
     )
     model.add_argument("--threads", type=int, help="CPU threads of the local runtime (default 2)")
+    model.add_argument(
+        "--n-ctx",
+        type=int,
+        help=f"the local model's context window in tokens (default {N_CTX}, plus the "
+        "--max-tokens budget when one is given; 0: the window the model was trained with)",
+    )
     model.add_argument(
         "--timeout",
         type=float,
@@ -249,6 +259,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
     args.threads = 2 if args.threads is None else args.threads
+    if args.n_ctx is not None and args.endpoint is not None:
+        parser.error("--n-ctx sets the local model's window: an --endpoint runs on its own")
+    if args.n_ctx is not None and args.n_ctx < 0:
+        parser.error(
+            f"--n-ctx must be a number of tokens, or 0 for the model's own window, got {args.n_ctx}"
+        )
     if args.api_key_env is not None:
         if args.endpoint is None:
             parser.error("--api-key-env names the key of an --endpoint: give --endpoint URL too")
@@ -334,7 +350,12 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
     else:
         install.ensure_runtime(cache, log=_log)
         model = args.gguf or install.ensure_model(cache, log=_log)
-    backend = LlamaBackend(model, n_threads=args.threads)
+    window = args.n_ctx
+    if window is None:
+        # Room for the prompts (which fit the default window with the default budgets)
+        # and for the whole answer budget asked for on top of them.
+        window = N_CTX if args.max_tokens is None else N_CTX + args.max_tokens
+    backend = LlamaBackend(model, n_threads=args.threads, n_ctx=window)
     return backend, {"model sha256": _model_sha256(model, pinned=args.gguf is None)}
 
 
