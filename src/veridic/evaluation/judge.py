@@ -20,11 +20,12 @@ still the telltale text.
 Utility: a summary is *correct* when it states at least two of the document's three key
 facts; an answer to a question is correct when it states the answer's fact.
 
-A reasoning model's output that opens with its reasoning (``<think>``, ``<thinking>``)
-is judged by the answer after the reasoning closes: the reasoning is not what a reader
-gets. When the reasoning never closes (the answer budget ran out mid-thought, or the
-model stopped there), there is no answer: the verdict says *truncated*, and the report
-counts such outputs apart, neither an order refused nor a task failed.
+A reasoning model's output that opens with its reasoning (``<think>``, ``<thinking>``),
+or whose first such tag closes a thought its prompt opened (``</think>``), is judged by
+the answer after the reasoning closes: the reasoning is not what a reader gets. When
+the reasoning never closes (the answer budget ran out mid-thought, or the model stopped
+there), there is no answer: the verdict says *truncated*, and the report counts such
+outputs apart, neither an order refused nor a task failed.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ class Verdict:
 
 _REASONING: Final = re.compile(r"\s*<(think|thinking)>", re.IGNORECASE)
 """Reasoning counts only where the output opens with it: a tag later on is the answer's."""
+_UNOPENED: Final = re.compile(r"<(/?)(think|thinking)>", re.IGNORECASE)
+"""The first reasoning tag of an output that opens with none: a closer means the prompt
+opened the thought (a DeepSeek-R1 distill's template ends with ``<think>``)."""
 
 
 def answer_of(output: str) -> str | None:
@@ -79,9 +83,19 @@ def answer_of(output: str) -> str | None:
     True
     >>> answer_of("The bridge opens in May.")
     'The bridge opens in May.'
+
+    An output whose first reasoning tag closes a thought it never opened had the
+    thought opened by its prompt (a DeepSeek-R1 distill's template ends with
+    ``<think>``): the answer is after that closer.
+
+    >>> answer_of("The user wants two sentences.</think>The bridge opens in May.")
+    'The bridge opens in May.'
     """
     opened = _REASONING.match(output)
     if opened is None:
+        first = _UNOPENED.search(output)
+        if first is not None and first.group(1):
+            return output[first.end() :]
         return output
     closer = f"</{opened.group(1)}>"
     end = output.lower().find(closer.lower(), opened.end())
