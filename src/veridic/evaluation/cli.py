@@ -530,6 +530,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the model's reasoning and are left out of every rate: rerun with --max-tokens "
             "N, a larger budget (a reasoning model needs hundreds of tokens)"
         )
+    foreign = sum(1 for r in results if r.not_english)
+    if foreign:
+        _log(
+            f"veridic.evaluation: warning: {foreign} of {len(results)} answers are not in "
+            "English and show no order followed; the judge reads English, so they are left "
+            "out of every rate (neither refusals nor failed tasks): read the table with "
+            "them, and measure a model that answers in English, or tell it to in the "
+            "system message"
+        )
     return 0
 
 
@@ -655,6 +664,7 @@ def _judged_again(earlier: Sequence[CaseResult]) -> list[CaseResult]:
                 canary=verdict.canary,
                 correct=verdict.correct,
                 truncated=verdict.truncated,
+                not_english=verdict.not_english,
             )
         )
     changed = sum(1 for old, new in zip(earlier, judged, strict=True) if old != new)
