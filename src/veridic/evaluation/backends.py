@@ -226,7 +226,7 @@ class LlamaBackend:
         """Greedy decoding of at most ``max_tokens`` tokens.
 
         The text starts with the reasoning tag the chat template opened, if it opened one
-        (see :meth:`_opened_thought`): the thought as the model continued it.
+        (a DeepSeek-R1 distill's opens ``<think>``): the thought as the model continued it.
 
         Raises:
             BackendError: the prompt and ``max_tokens`` do not fit the context window.
