@@ -95,6 +95,10 @@ _CONTENT: Final = "\ue000{index}\ue001"
 """A private-use sentinel that stands for message ``index``'s content while rendering."""
 
 
+_OPENED_THOUGHT: Final = re.compile(r"(<(?:think|thinking)>)\s*\Z", re.IGNORECASE)
+"""A generation prompt that ends inside an opened thought."""
+
+
 def _import_llama_cpp() -> Any:
     return import_llama_cpp("--gguf", "`make eval-model`")
 
@@ -144,6 +148,24 @@ class LlamaBackend:
         self._template = _compile_template(template)
         self._bos = self._piece(self._llm.token_bos())
         self._eos = self._piece(self._llm.token_eos())
+        self._thought = self._opened_thought()
+
+    def _opened_thought(self) -> str:
+        """The reasoning tag the template's generation prompt opens (``""``: none).
+
+        A DeepSeek-R1 distill's template ends the prompt with ``<think>``: the output is
+        then reasoning from its first token, with no opening tag, and a thought cut off
+        by the budget could not be told from an answer. The tag is put back in front of
+        each output, so the judge reads it as the thought it is.
+        """
+        probe = self._template(
+            messages=[{"role": "user", "content": "?"}],
+            add_generation_prompt=True,
+            bos_token=self._bos,
+            eos_token=self._eos,
+        )
+        opened = _OPENED_THOUGHT.search(probe)
+        return "" if opened is None else opened.group(1)
 
     def _piece(self, token: int) -> str:
         if token < 0:
@@ -203,6 +225,9 @@ class LlamaBackend:
     def complete(self, messages: Sequence[Message], max_tokens: int) -> Completion:
         """Greedy decoding of at most ``max_tokens`` tokens.
 
+        The text starts with the reasoning tag the chat template opened, if it opened one
+        (a DeepSeek-R1 distill's opens ``<think>``): the thought as the model continued it.
+
         Raises:
             BackendError: the prompt and ``max_tokens`` do not fit the context window.
                 llama-cpp-python raises a bare ValueError for a prompt longer than the
@@ -214,7 +239,10 @@ class LlamaBackend:
             raise BackendError(
                 f"a prompt of {len(prompt)} tokens and an answer of up to {max_tokens} do "
                 f"not fit the context window of {self._n_ctx} tokens of {self._path.name}: "
-                "pass LlamaBackend(n_ctx=...) a larger window, or shorten the case"
+                f"give a window of at least {len(prompt) + max_tokens} tokens (--n-ctx "
+                f"{len(prompt) + max_tokens} on the command line, LlamaBackend(n_ctx=...) in "
+                "code; 0 takes the window the model was trained with), or a smaller "
+                "--max-tokens"
             )
         started = time.perf_counter()
         response = self._llm.create_completion(
@@ -231,7 +259,7 @@ class LlamaBackend:
         choice = response["choices"][0]
         usage = response.get("usage") or {}
         return Completion(
-            text=str(choice["text"]),
+            text=self._thought + str(choice["text"]),
             prompt_tokens=int(usage.get("prompt_tokens", len(prompt))),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
             seconds=seconds,

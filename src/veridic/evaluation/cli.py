@@ -64,6 +64,10 @@ on two cores (measured: about an hour there, some 25 minutes per full mode).
 ``--schemes verbatim,datamark,encode`` runs it on all of them."""
 
 
+N_CTX = 2048
+"""The local model's context window by default, in tokens: the corpus's longest prompt
+with the default answer budgets fits it. A ``--max-tokens`` budget is added to it."""
+
 RETRIES = 3
 """How often a busy endpoint (HTTP 429, 502, 503, 504) is asked again by default."""
 
@@ -149,6 +153,12 @@ def _parser() -> argparse.ArgumentParser:
         "which may be unset; a variable named here must be set)",
     )
     model.add_argument("--threads", type=int, help="CPU threads of the local runtime (default 2)")
+    model.add_argument(
+        "--n-ctx",
+        type=int,
+        help=f"the local model's context window in tokens (default {N_CTX}, plus the "
+        "--max-tokens budget when one is given; 0: the window the model was trained with)",
+    )
     model.add_argument(
         "--timeout",
         type=float,
@@ -249,6 +259,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
     args.threads = 2 if args.threads is None else args.threads
+    if args.n_ctx is not None and args.endpoint is not None:
+        parser.error("--n-ctx sets the local model's window: an --endpoint runs on its own")
+    if args.n_ctx is not None and args.n_ctx < 0:
+        parser.error(
+            f"--n-ctx must be a number of tokens, or 0 for the model's own window, got {args.n_ctx}"
+        )
     if args.api_key_env is not None:
         if args.endpoint is None:
             parser.error("--api-key-env names the key of an --endpoint: give --endpoint URL too")
@@ -287,7 +303,8 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
     """Refuse an --endpoint that is not an http(s) URL before anything is asked of it.
 
     A port that is no port or a space in the host was found only when the first case
-    was asked, and reported as a server that could not be reached.
+    was asked, and reported as a server that could not be reached. A space in the user
+    name or password is said to be there (the host is right), never shown.
     """
     fix = "give the server's base URL, e.g. http://localhost:8080/v1"
     try:
@@ -300,7 +317,13 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
             f"--endpoint {shown_url(endpoint)!r} is not an http:// or https:// URL with a "
             f"host: {fix}"
         )
-    if any(character.isspace() for character in parts.netloc):
+    userinfo, _, host = parts.netloc.rpartition("@")
+    if any(character.isspace() for character in userinfo):
+        parser.error(
+            f"--endpoint {shown_url(endpoint)!r} has a space in its user name or password: "
+            "write each space there as %20 (and any '@', ':' or '/' in them as %40, %3A, %2F)"
+        )
+    if any(character.isspace() for character in host):
         parser.error(f"--endpoint {shown_url(endpoint)!r} has a space in its host: {fix}")
 
 
@@ -327,7 +350,12 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
     else:
         install.ensure_runtime(cache, log=_log)
         model = args.gguf or install.ensure_model(cache, log=_log)
-    backend = LlamaBackend(model, n_threads=args.threads)
+    window = args.n_ctx
+    if window is None:
+        # Room for the prompts (which fit the default window with the default budgets)
+        # and for the whole answer budget asked for on top of them.
+        window = N_CTX if args.max_tokens is None else N_CTX + args.max_tokens
+    backend = LlamaBackend(model, n_threads=args.threads, n_ctx=window)
     return backend, {"model sha256": _model_sha256(model, pinned=args.gguf is None)}
 
 
@@ -502,6 +530,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the model's reasoning and are left out of every rate: rerun with --max-tokens "
             "N, a larger budget (a reasoning model needs hundreds of tokens)"
         )
+    foreign = sum(1 for r in results if r.not_english)
+    if foreign:
+        _log(
+            f"veridic.evaluation: warning: {foreign} of {len(results)} answers are not in "
+            "English and show no order followed; the judge reads English, so they are left "
+            "out of every rate (neither refusals nor failed tasks): read the table with "
+            "them, and measure a model that answers in English, or tell it to in the "
+            "system message"
+        )
     return 0
 
 
@@ -627,6 +664,7 @@ def _judged_again(earlier: Sequence[CaseResult]) -> list[CaseResult]:
                 canary=verdict.canary,
                 correct=verdict.correct,
                 truncated=verdict.truncated,
+                not_english=verdict.not_english,
             )
         )
     changed = sum(1 for old, new in zip(earlier, judged, strict=True) if old != new)

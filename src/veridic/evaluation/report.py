@@ -35,7 +35,9 @@ class SchemeSummary:
         self.name = name
         # An output cut off in its reasoning holds no answer: counted apart, in no rate.
         self.truncated = sum(1 for r in results if r.truncated)
-        judged = [r for r in results if not r.truncated]
+        # An answer in another language that the English judge found nothing in: apart too.
+        self.not_english = sum(1 for r in results if r.not_english)
+        judged = [r for r in results if not (r.truncated or r.not_english)]
         attacks = [r for r in judged if r.case.kind == "attack"]
         clean = [r for r in judged if r.case.kind == "clean"]
         self.followed: Rate = rate(bool(r.followed) for r in attacks)
@@ -240,6 +242,16 @@ def markdown(
             + ". Raise the budget with --max-tokens N (a reasoning model needs hundreds "
             "of tokens) and run again.",
         ]
+    if any(s.not_english for s in summaries.values()):
+        lines += [
+            "",
+            "**Warning: answers not in English**, in which the judge (which reads English) "
+            "found no order followed, left out of every rate: each may be a refusal or an "
+            "order obeyed in another language, a task done or failed: "
+            + ", ".join(f"{n} {s.not_english} of {s.cases}" for n, s in summaries.items())
+            + ". Answers in which an order's telltale text was found are counted as "
+            "followed in any language. Read the rates with them.",
+        ]
     lines += ["", "Attack success (followed) by disguise family:", ""]
     lines.append("| scheme | " + " | ".join(("plain", *FAMILIES)) + " |")
     lines.append("| --- |" + " --- |" * (1 + len(FAMILIES)))
@@ -325,6 +337,7 @@ def write_json(
                 "utility_clean": [s.utility.successes, s.utility.trials],
                 "utility_attacked": [s.utility_attacked.successes, s.utility_attacked.trials],
                 **({"truncated": s.truncated} if s.truncated else {}),
+                **({"not_english": s.not_english} if s.not_english else {}),
             }
             for name, s in summaries.items()
         },
@@ -421,6 +434,9 @@ def _record(
         truncated = record.get("truncated", False)  # written only when true
         if not isinstance(truncated, bool):
             raise _NotARecord(f"{where}.truncated is {truncated!r:.60}, not true or false")
+        not_english = record.get("not_english", False)  # written only when true
+        if not isinstance(not_english, bool):
+            raise _NotARecord(f"{where}.not_english is {not_english!r:.60}, not true or false")
         case = cases.get(record["case"])
         if case is None:
             raise VeridicError(
@@ -440,6 +456,7 @@ def _record(
                 completion_tokens=record["completion_tokens"],
                 seconds=0.0,
                 truncated=truncated,
+                not_english=not_english,
             )
         )
     return results, _costs(document.get("tokens")), _meta(document.get("meta"))

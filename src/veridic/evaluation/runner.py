@@ -51,13 +51,20 @@ class CaseResult:
 
     See :func:`veridic.evaluation.judge.answer_of`.
     """
+    not_english: bool = False
+    """The answer is not in English and no order was found followed in it.
+
+    See :class:`veridic.evaluation.judge.Verdict`.
+    """
 
     def record(self) -> dict[str, object]:
         """The JSON record of the result (no timing, so two runs diff cleanly)."""
         case = self.case
         cut = {"truncated": True} if self.truncated else {}  # records before it stay as they were
+        foreign = {"not_english": True} if self.not_english else {}
         return {
             **cut,
+            **foreign,
             "scheme": self.scheme,
             "case": case.id,
             "kind": case.kind,
@@ -129,6 +136,7 @@ def iter_cases(
                 completion_tokens=completion.completion_tokens,
                 seconds=completion.seconds,
                 truncated=verdict.truncated,
+                not_english=verdict.not_english,
             )
             done += 1
             if progress is not None:
@@ -140,6 +148,8 @@ def iter_cases(
                 wrong = "" if verdict.correct else " x"
                 if verdict.truncated:
                     mark, wrong = "cut off in its reasoning", ""
+                elif verdict.not_english:
+                    mark, wrong = "not English, not judged", ""
                 retried = f" after {completion.retries} retries" if completion.retries else ""
                 progress(
                     f"[{done}/{total}] {scheme.name} {case.id} {completion.seconds:.1f}s"
