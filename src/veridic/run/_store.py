@@ -522,10 +522,11 @@ def _vouches(rows: Rows) -> tuple[VouchRecord, ...]:
 def _vouch(row: Sequence[object]) -> VouchRecord:
     """A stored vouch, read back only as :func:`write_vouch` writes one.
 
-    A :class:`VouchRecord` checks nothing when it is made, so a row edited by
-    hand came back as it was: a time of ``'abc'`` or ``-1`` typed as seconds, an
-    id no store makes; a review that sorted or printed them failed far from
-    the row, or showed what veridic never wrote.
+    A :class:`VouchRecord` checks its fields when it is made, but not its id,
+    which it makes itself; a row edited by hand came back as it was: a time of
+    ``'abc'`` or ``-1`` typed as seconds, an id no store makes; a review that
+    sorted or printed them failed far from the row, or showed what veridic
+    never wrote.
 
     Raises:
         AuditRecordError: a field is not what :func:`write_vouch` writes.
