@@ -5,11 +5,13 @@ test failed before its fix. Postgres tests run on the server the session starts
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
-from test_postgres_store import make
+from test_postgres_store import _paused, make
 
 from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, TrustPolicy
 from veridic.text.trust_policy import VouchRecord
@@ -74,3 +76,43 @@ def test_a_vouch_made_by_a_policy_is_still_written_and_read_back(store: Store) -
     )
     assert VouchRecord("p", "r", "c", "s", -0.0).time == 0.0
     store.write(make())  # the fixture's other records are unaffected
+
+
+# --- a paused run's save is sent again after a lost connection, and kept once -----------------
+
+
+def _saves(dsn: str) -> int:
+    with psycopg.connect(dsn) as db:
+        row = db.execute("SELECT count(*) FROM veridic_paused_runs").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def test_a_save_of_a_paused_run_is_sent_again_when_the_connection_was_lost(
+    postgres_dsn: str,
+) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        paused = _paused(store)
+        store.write(make())
+        with psycopg.connect(postgres_dsn, autocommit=True) as db:
+            db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        store.save_paused(paused)  # was: OperationalError, the run not saved, nobody asked
+        store.save_paused(paused)  # as a retry whose first try was committed sends it again
+        assert _saves(postgres_dsn) == 1
+        assert store.claim_paused("req-9") == paused
+        store.save_paused(paused)  # saved anew after the claim, to retry: claimed once more
+        assert store.claim_paused("req-9") == paused
+        assert store.claim_paused("req-9") is None
+
+
+def test_the_same_paused_run_saved_again_before_its_claim_is_kept_once(tmp_path: Path) -> None:
+    with SQLiteAuditSink(tmp_path / "audit.db") as store:
+        paused = _paused(store)
+        for _ in range(3):
+            store.save_paused(paused)
+    with sqlite3.connect(tmp_path / "audit.db") as db:
+        assert db.execute("SELECT count(*) FROM veridic_paused_runs").fetchone() == (1,)
+    db.close()

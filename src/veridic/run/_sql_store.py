@@ -218,6 +218,10 @@ class SQLStore:
     def save_paused(self, paused: PausedRun, /) -> None:
         """Keep a run paused for approvals until one request claims it (:meth:`claim_paused`).
 
+        The same run saved again while it waits is kept once, so a store sends
+        the save again after a lost connection, as it does a record; saved
+        again after a claim, it waits to be claimed anew.
+
         Raises:
             AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`, or
                 its request id could not claim it back (empty, a NUL, a lone surrogate).

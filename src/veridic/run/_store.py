@@ -10,9 +10,10 @@ statement reaches its database, through the methods of
 :mod:`veridic.run._sql_store` (private too: the stores are the public names).
 
 Every statement says whether running it twice is harmless: inserts of
-records keyed by their own id are (``ON CONFLICT DO NOTHING``), so a store
-may send one again after a lost connection; claiming a paused run is not
-(the second try would find the run taken and hand it to nobody).
+records keyed by their own id are (``ON CONFLICT DO NOTHING``), and so is a
+save of a paused run (kept once while unclaimed), so a store may send one
+again after a lost connection; claiming a paused run is not (the second try
+would find the run taken and hand it to nobody).
 """
 
 from __future__ import annotations
@@ -338,12 +339,18 @@ def save_paused(where: str, paused: object) -> Statement[None]:
         )
     # Checked, not escaped: claim_paused(paused.request_id) must find the row.
     check_key(paused.request_id, f"{where}.save_paused()")
+    document = paused.to_json()
+    # Kept once while it waits: a save sent again (after a lost connection whose first try
+    # was committed, or by an application that saves twice) finds the same run unclaimed and
+    # adds nothing, so it is safe to send again, as a record is. A run claimed meanwhile is
+    # saved anew, as claim_paused says a retry does; that is what the caller would do by
+    # hand once told the save may not have landed, and a claim takes every save anyway.
     return Statement(
-        "INSERT INTO veridic_paused_runs (time, request_id, document) VALUES (?,?,?)",
-        (_time.time(), paused.request_id, paused.to_json()),
+        "INSERT INTO veridic_paused_runs (time, request_id, document) SELECT ?, ?, ? "
+        "WHERE NOT EXISTS (SELECT 1 FROM veridic_paused_runs WHERE request_id = ? "
+        "AND claimed IS NULL AND document = ?)",
+        (_time.time(), paused.request_id, document, paused.request_id, document),
         nothing,
-        # Sent twice, the run would be saved twice and could be resumed twice.
-        idempotent=False,
     )
 
 
