@@ -11,9 +11,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from test_postgres_store import _paused, make
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_postgres_store import _paused, denied, make
 
 from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, TrustPolicy
+from veridic.run._store import OPERATION_LIMIT, OPERATIONS_LIMIT
+from veridic.run.records import _storable
+from veridic.testing import adversarial_text
 from veridic.text.trust_policy import VouchRecord
 
 Store = SQLiteAuditSink | PostgresAuditSink
@@ -116,3 +121,69 @@ def test_the_same_paused_run_saved_again_before_its_claim_is_kept_once(tmp_path:
     with sqlite3.connect(tmp_path / "audit.db") as db:
         assert db.execute("SELECT count(*) FROM veridic_paused_runs").fetchone() == (1,)
     db.close()
+
+
+# --- a record's operations are kept within limits, visibly cut past them ----------------------
+
+
+def test_an_operation_of_a_megabyte_is_cut_and_says_so(store: Store) -> None:
+    # A handler that names its operation from the model's arguments
+    # (guard_irreversible(f"delete {path}")): the megabyte went whole into the row.
+    long = "irreversible:delete " + "x" * 1_000_000
+    store.write(make(operations=(long, "irreversible:short")))
+    (read,) = store.records()
+    cut, short = read.operations
+    assert short == "irreversible:short"
+    assert cut.startswith(long[:OPERATION_LIMIT] + "… [1000020 chars, sha256 ")
+    assert len(cut) < OPERATION_LIMIT + 60
+
+
+def test_ten_thousand_operations_are_cut_to_the_limit_and_say_how_many(store: Store) -> None:
+    many = tuple(sorted(f"instruction_write:Note.f{i:05}" for i in range(10_000)))
+    store.write(make(operations=many))
+    (read,) = store.records()
+    assert len(read.operations) == OPERATIONS_LIMIT
+    assert read.operations[: OPERATIONS_LIMIT - 1] == many[: OPERATIONS_LIMIT - 1]
+    assert read.operations[-1].startswith(
+        f"… [the audit store cut {10_000 - OPERATIONS_LIMIT + 1} of 10000 operations, sha256 "
+    )
+
+
+def test_two_records_of_the_same_long_operation_still_match(store: Store) -> None:
+    base = "irreversible:delete " + "y" * 5000
+    store.write(denied(operations=(base + "a",)))
+    store.write(make(tool="other_door", operations=(base + "a",)))
+    store.write(denied(operations=(base + "b",)))
+    store.write(make(tool="other_door", operations=(base + "c",)))
+    first, second = store.substitutions()
+    assert first.same_operation  # the same operation, cut alike
+    assert not second.same_operation  # differs past the cut: the digests differ
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    operations=st.lists(
+        st.one_of(adversarial_text(), st.text(min_size=OPERATION_LIMIT - 5, max_size=230))
+        .map(_storable)
+        .filter(bool),
+        max_size=OPERATIONS_LIMIT + 5,
+        unique=True,
+    )
+)
+def test_operations_within_the_limits_are_kept_whole_and_any_others_cut(
+    tmp_path_factory: pytest.TempPathFactory, operations: list[str]
+) -> None:
+    kept = tuple(sorted(operations))
+    with SQLiteAuditSink(tmp_path_factory.mktemp("ops") / "audit.db") as store:
+        store.write(make(operations=kept))
+        (read,) = store.records()
+    whole = len(kept) <= OPERATIONS_LIMIT and all(len(o) <= OPERATION_LIMIT for o in kept)
+    assert (read.operations == kept) is whole
+    assert len(read.operations) <= OPERATIONS_LIMIT
+    assert all(len(o) <= OPERATION_LIMIT + 80 for o in read.operations)
+
+
+def test_the_documented_operation_limits_are_the_stores() -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "audit.md").read_text()
+    assert (OPERATIONS_LIMIT, OPERATION_LIMIT) == (64, 200)
+    assert "keeps 64 of a record's operations, of 200 characters each" in " ".join(docs.split())

@@ -18,6 +18,7 @@ would find the run taken and hand it to nobody).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time as _time
@@ -163,6 +164,56 @@ def _cut(detail: str) -> str:
     )
 
 
+OPERATION_LIMIT: Final = _TOOL_LIMIT
+"""The most characters of one of a record's ``operations`` a store keeps, as of a tool name."""
+OPERATIONS_LIMIT: Final = 64
+"""The most of a record's ``operations`` a store keeps; past that it says how many it cut.
+
+An operation is named by the handler's code (``guard_irreversible(name)``,
+``guard_instruction_write(target)``), and a handler may name it from what the
+model wrote (``f"delete {path}"``) or name one per item of a loop: each went
+whole into the row, megabytes read back by every review of the store. No
+operation veridic names comes near either limit."""
+
+
+def _operations(operations: tuple[str, ...]) -> str:
+    """The stored JSON list of ``operations``: whole within the limits, cut visibly past them.
+
+    An operation past :data:`OPERATION_LIMIT` keeps its start, its length and
+    the first 16 hex digits of its SHA-256, so two records of the same long
+    operation still share it (:attr:`Substitution.same_operation`) and two
+    that differ past the start do not. Past :data:`OPERATIONS_LIMIT`, the first
+    ones (in order) are kept and one more entry says how many of how many were
+    cut, with the digest of them all. What is kept is sorted and unique, as a
+    record's operations are, so the row reads back as a record.
+    """
+    if not operations:
+        return "[]"
+    if len(operations) <= OPERATIONS_LIMIT and all(
+        len(operation) <= OPERATION_LIMIT for operation in operations
+    ):
+        return _json(list(operations))
+    kept = sorted({_operation(operation) for operation in operations})
+    if len(kept) > OPERATIONS_LIMIT:
+        everything = hashlib.sha256("\n".join(operations).encode()).hexdigest()[:16]
+        cut = len(kept) - OPERATIONS_LIMIT + 1
+        kept = sorted(
+            [
+                *kept[: OPERATIONS_LIMIT - 1],
+                f"… [the audit store cut {cut} of {len(operations)} operations, "
+                f"sha256 {everything}]",
+            ]
+        )
+    return _json(kept)
+
+
+def _operation(operation: str) -> str:
+    if len(operation) <= OPERATION_LIMIT:
+        return operation
+    digest = hashlib.sha256(operation.encode()).hexdigest()[:16]
+    return f"{operation[:OPERATION_LIMIT]}… [{len(operation)} chars, sha256 {digest}]"
+
+
 def to_row(record: AuditRecord) -> tuple[object, ...]:
     """The parameters of :data:`INSERT` for ``record`` (not checked: see :func:`checked_row`)."""
     return _row(_FIELDS(record))
@@ -203,7 +254,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         tools_sha256,
         outcome._value_,
         detail if len(detail) <= DETAIL_LIMIT else _cut(detail),
-        _json(list(operations)) if operations else "[]",
+        _operations(operations),
         _real(duration),
         arguments_sha256,
         record_id,
