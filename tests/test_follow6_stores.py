@@ -4,6 +4,8 @@ test failed before its fix. Postgres tests run on the server the session starts
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import math
 import sqlite3
 from collections.abc import Iterator
@@ -15,9 +17,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_postgres_store import _paused, denied, make
 
-from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, TrustPolicy
-from veridic.run._store import OPERATION_LIMIT, OPERATIONS_LIMIT
-from veridic.run.records import _storable
+from veridic import (
+    ApprovalMode,
+    AsyncPostgresAuditSink,
+    AuditRecordError,
+    PostgresAuditSink,
+    SQLiteAuditSink,
+    TrustPolicy,
+)
+from veridic.checks.audit_report import Selection, build_report
+from veridic.run import _store
+from veridic.run._store import OPERATION_LIMIT, OPERATIONS_LIMIT, Statement, T
+from veridic.run.records import CallOutcome, _storable
 from veridic.testing import adversarial_text
 from veridic.text.trust_policy import VouchRecord
 
@@ -187,3 +198,136 @@ def test_the_documented_operation_limits_are_the_stores() -> None:
     docs = (Path(__file__).parent.parent / "docs" / "audit.md").read_text()
     assert (OPERATIONS_LIMIT, OPERATION_LIMIT) == (64, 200)
     assert "keeps 64 of a record's operations, of 200 characters each" in " ".join(docs.split())
+
+
+# --- a report of one request or one day reads that selection, not the whole store ----------
+
+
+class _RowCountingStore(SQLiteAuditSink):
+    """A real store that counts the rows each of its statements brings back."""
+
+    rows = 0
+
+    def _run(self, statement: Statement[T]) -> T:
+        answer = statement.answer
+
+        def counted(rows: _store.Rows) -> T:
+            _RowCountingStore.rows += len(rows)
+            return answer(rows)
+
+        return super()._run(dataclasses.replace(statement, answer=counted))
+
+
+def _stopped_store(requests: int) -> _RowCountingStore:
+    store = _RowCountingStore(":memory:")
+    for n in range(requests):
+        store.write(denied(request_id=f"req-{n}", time=float(n)))
+        store.write(make(request_id=f"req-{n}", time=float(n)))
+    return store
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [Selection(request_ids=("req-7",)), Selection(since=7.0, until=8.0)],
+    ids=["one request", "one second"],
+)
+def test_a_report_reads_rows_in_proportion_to_its_selection_not_the_store(
+    selection: Selection,
+) -> None:
+    with _stopped_store(2000) as store:
+        _RowCountingStore.rows = 0
+        report = build_report(store, selection, database="audit.db")
+        # Was: every stopped call in the store and the call after it (4,000 rows made
+        # records, to keep one substitution).
+        assert _RowCountingStore.rows <= 10
+    (substitution,) = report.substitutions
+    assert substitution.denied.request_id == "req-7"
+    assert substitution.next is not None
+    assert substitution.next.request_id == "req-7"
+
+
+def test_a_stopped_call_whose_next_call_is_past_the_range_still_shows_it() -> None:
+    with SQLiteAuditSink(":memory:") as store:
+        store.write(denied(request_id="req-1", time=10.0))
+        store.write(make(request_id="req-2", time=11.0, tool="other_door"))
+        store.write(make(request_id="req-1", time=20.0, tool="other_door"))
+        store.write(denied(request_id="req-2", time=5.0))  # a host whose clock is behind
+        store.write(make(request_id="req-2", time=30.0))
+        report = build_report(store, Selection(since=9.0, until=12.0), database="audit.db")
+        whole = {(s.denied.record_id, s.next and s.next.record_id) for s in store.substitutions()}
+    assert [(s.denied.time, s.next and s.next.time) for s in report.substitutions] == [(10.0, 20.0)]
+    assert {(s.denied.record_id, s.next and s.next.record_id) for s in report.substitutions} < whole
+
+
+_ROW = st.tuples(
+    st.sampled_from(["req-1", "req-2", "req-3"]),
+    st.integers(0, 9).map(float),
+    st.booleans(),  # stopped
+    st.booleans(),  # a follow-up
+)
+
+
+def _write_rows(store: Store, rows: list[tuple[str, float, bool, bool]]) -> None:
+    for request_id, time_, stopped, follow_up in rows:
+        if follow_up:
+            store.write(
+                make(
+                    request_id=request_id,
+                    time=time_,
+                    approval=ApprovalMode.USER_CONFIRMED,
+                    outcome=CallOutcome.BLOCKED,
+                    detail="after the call ended: a late write",
+                )
+            )
+        else:
+            store.write((denied if stopped else make)(request_id=request_id, time=time_))
+
+
+def _narrowed_alike(store: Store) -> None:
+    whole = store.substitutions()
+    for request_id in (None, "req-1", "req-3"):
+        for since, until in ((None, None), (3.0, None), (None, 6.0), (2.0, 5.0)):
+            expected = [
+                s
+                for s in whole
+                if (request_id is None or s.denied.request_id == request_id)
+                and (since is None or s.denied.time >= since)
+                and (until is None or s.denied.time < until)
+            ]
+            got = store.substitutions(request_id, since=since, until=until)
+            assert [(s.denied.record_id, s.next and s.next.record_id) for s in got] == [
+                (s.denied.record_id, s.next and s.next.record_id) for s in expected
+            ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(_ROW, max_size=25))
+def test_substitutions_narrowed_by_the_store_are_the_whole_answers_selected(
+    rows: list[tuple[str, float, bool, bool]],
+) -> None:
+    with SQLiteAuditSink(":memory:") as store:
+        _write_rows(store, rows)
+        _narrowed_alike(store)
+
+
+def test_postgres_narrows_substitutions_as_sqlite_does(postgres_dsn: str) -> None:
+    rows = [
+        ("req-1", 4.0, True, False),
+        ("req-2", 1.0, True, False),
+        ("req-1", 2.0, False, True),
+        ("req-1", 9.0, True, False),
+        ("req-3", 3.0, True, False),
+        ("req-1", 1.0, False, False),
+        ("req-3", 7.0, True, False),
+        ("req-2", 8.0, False, False),
+    ]
+    with PostgresAuditSink(postgres_dsn) as store:
+        _write_rows(store, rows)
+        assert len(store.substitutions()) == 5
+        _narrowed_alike(store)
+
+        async def narrowed() -> int:
+            async with AsyncPostgresAuditSink(postgres_dsn) as async_store:
+                return len(await async_store.asubstitutions("req-1", since=3.0))
+
+        assert asyncio.run(narrowed()) == 2

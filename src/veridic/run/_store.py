@@ -635,30 +635,46 @@ def instruction_writes_under_always_rule() -> Statement[tuple[AuditRecord, ...]]
     )
 
 
-def substitutions() -> Statement[tuple[Substitution, ...]]:
-    """Each stopped call and the call after it, and no other row.
+def substitutions(
+    request_id: str | None = None, since: float | None = None, until: float | None = None
+) -> Statement[tuple[Substitution, ...]]:
+    """Each stopped call of the request and range asked, and the call after it, and no other row.
 
     The window runs in the database: the rows read back (and made records) are
-    the stopped calls and their next ones only, not every call in the store
-    (``veridic audit --request`` on a store of 100,000 calls made them all: 4 s).
+    the stopped calls asked for and their next ones only, not every call in the
+    store (``veridic audit --request`` on a store of 100,000 calls made them all:
+    4 s; then every stopped call of the store and its next, for one request's
+    few). The next call is the next of the whole request, even outside the
+    range: the range selects the stopped calls only.
+
+    Raises:
+        AuditRecordError: ``request_id`` holds a NUL or a lone surrogate, or a
+            bound is not seconds (as :func:`select`).
     """
+    _check_asked("request_id", request_id)
+    timed = [("time >= ?", _bound("since", since)), ("time < ?", _bound("until", until))]
+    bounds = [(condition, value) for condition, value in timed if value is not None]
+    chosen = " AND ".join([_STOPPED, *(condition for condition, _ in bounds)])
+    values = tuple(value for _, value in bounds)
+    calls = _CALLS_ONLY if request_id is None else f"{_CALLS_ONLY} AND request_id = ?"
     return Statement(
-        f"SELECT id, next, {COLUMNS} FROM (SELECT id, "
+        f"SELECT id, next, chosen, {COLUMNS} FROM (SELECT id, "
         "LEAD(id) OVER (PARTITION BY request_id ORDER BY id) AS next, "
-        f"LAG({_STOPPED}) OVER (PARTITION BY request_id ORDER BY id) AS after_stopped, "
-        f"{COLUMNS} FROM veridic_audit WHERE {_CALLS_ONLY}) AS calls "
-        f"WHERE {_STOPPED} OR after_stopped ORDER BY id",
-        (),
+        f"({chosen}) AS chosen, "
+        f"LAG({chosen}) OVER (PARTITION BY request_id ORDER BY id) AS after_chosen, "
+        f"{COLUMNS} FROM veridic_audit WHERE {calls}) AS calls "
+        "WHERE chosen OR after_chosen ORDER BY id",
+        (*values, *values, *(() if request_id is None else (request_id,))),
         _substitutions,
     )
 
 
 def _substitutions(rows: Rows) -> tuple[Substitution, ...]:
-    found = {row[0]: from_row(row[2:]) for row in rows}
+    found = {row[0]: from_row(row[3:]) for row in rows}
     return tuple(
         Substitution(found[row[0]], None if row[1] is None else found[row[1]])
         for row in rows
-        if found[row[0]].stopped
+        if row[2]
     )
 
 
