@@ -331,3 +331,36 @@ def test_postgres_narrows_substitutions_as_sqlite_does(postgres_dsn: str) -> Non
                 return len(await async_store.asubstitutions("req-1", since=3.0))
 
         assert asyncio.run(narrowed()) == 2
+
+
+def _steps(path: Path, statement: Statement[T]) -> int:
+    """The SQLite virtual machine's work for ``statement`` (in steps of 100 instructions)."""
+    steps = 0
+
+    def step() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    with sqlite3.connect(path) as db:
+        db.set_progress_handler(step, 100)
+        db.execute(statement.sql, statement.params).fetchall()
+    db.close()
+    return steps
+
+
+def test_the_substitutions_of_a_time_range_cost_what_the_range_holds_not_the_store(
+    tmp_path: Path,
+) -> None:
+    work = []
+    for requests in (1000, 4000):
+        path = tmp_path / f"{requests}.db"
+        with SQLiteAuditSink(path) as store:
+            for n in range(requests):
+                store.write(denied(request_id=f"req-{n}", time=float(n)))
+                store.write(make(request_id=f"req-{n}", time=float(n), tool="other_door"))
+            assert len(store.substitutions(since=10.0, until=20.0)) == 10
+        work.append(_steps(path, _store.substitutions(None, 10.0, 20.0)))
+    # Was: the window ran over every row of the store (four times the rows, four times
+    # the work) to keep the ten stopped calls of the range.
+    assert work[1] < 1.5 * work[0]

@@ -656,7 +656,19 @@ def substitutions(
     bounds = [(condition, value) for condition, value in timed if value is not None]
     chosen = " AND ".join([_STOPPED, *(condition for condition, _ in bounds)])
     values = tuple(value for _, value in bounds)
-    calls = _CALLS_ONLY if request_id is None else f"{_CALLS_ONLY} AND request_id = ?"
+    calls = _CALLS_ONLY
+    asked: tuple[object, ...] = ()
+    if request_id is not None:
+        calls, asked = f"{calls} AND request_id = ?", (request_id,)
+    if bounds:
+        # Only the requests of a stopped call chosen, from the first one on, can hold a
+        # chosen call or the call after one: the window reads those rows (found through the
+        # index on time, then the one on request), not every row of the store.
+        calls += (
+            f" AND request_id IN (SELECT request_id FROM veridic_audit WHERE {chosen})"
+            f" AND id >= (SELECT MIN(id) FROM veridic_audit WHERE {chosen})"
+        )
+        asked += values + values
     return Statement(
         f"SELECT id, next, chosen, {COLUMNS} FROM (SELECT id, "
         "LEAD(id) OVER (PARTITION BY request_id ORDER BY id) AS next, "
@@ -664,7 +676,7 @@ def substitutions(
         f"LAG({chosen}) OVER (PARTITION BY request_id ORDER BY id) AS after_chosen, "
         f"{COLUMNS} FROM veridic_audit WHERE {calls}) AS calls "
         "WHERE chosen OR after_chosen ORDER BY id",
-        (*values, *values, *(() if request_id is None else (request_id,))),
+        (*values, *values, *asked),
         _substitutions,
     )
 
