@@ -23,7 +23,9 @@ answers itself (:meth:`~veridic.AuditStore.records` with ``since`` and
 store's own rules (a follow-up is not a call and is not counted as a write),
 and the always-rule and substitution answers are the store's own, restricted
 to the selection (a substitution is selected by its stopped call; the call
-that followed it is shown even when it falls outside the range).
+that followed it is shown even when it falls outside the range; veridic's
+stores narrow the substitutions themselves, so a report of one request or one
+day reads that request's or that day's rows, not every stopped call).
 
 Everything in the store that a model or a handler wrote (tool names, details,
 request ids, model names) is shown escaped and clipped: a control character,
@@ -59,6 +61,7 @@ from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
 from veridic._counted import counted
+from veridic.run._sql_store import SQLStore
 from veridic.run.audit import (
     AuditRecord,
     AuditStore,
@@ -629,7 +632,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
         counts[record.approval] += 1
     always = tuple(r for r in store.instruction_writes_under_always_rule() if _in(selection, r))
     high = tuple(r for r in records if _always_high_risk(r))
-    substitutions = tuple(s for s in store.substitutions() if _in(selection, s.denied))
+    substitutions = _substitutions(store, selection)
     follow_ups = tuple(r for r in records if r.follow_up)
 
     model_calls = _read(store.model_calls, selection)
@@ -722,6 +725,26 @@ def _read(read: _Reader[_T], selection: Selection) -> tuple[_T, ...]:
         item
         for request in _unique(selection.request_ids)
         for item in read(request, since=since, until=until)
+    )
+
+
+def _substitutions(store: AuditStore, selection: Selection) -> tuple[Substitution, ...]:
+    """The store's substitutions whose stopped call is in ``selection``.
+
+    veridic's stores narrow them in the database (as :func:`_read` does the
+    records): asked for everything and filtered here, a report of one request
+    made a record of every stopped call in the store and of the call after
+    each. Another store is asked for everything, as its protocol allows.
+    """
+    if not isinstance(store, SQLStore):
+        return tuple(s for s in store.substitutions() if _in(selection, s.denied))
+    since, until = selection.since, selection.until
+    if not selection.request_ids:
+        return store.substitutions(since=since, until=until)
+    return tuple(
+        found
+        for request in _unique(selection.request_ids)
+        for found in store.substitutions(request, since=since, until=until)
     )
 
 

@@ -144,13 +144,25 @@ class SQLStore:
         """
         return self._run(_statements.instruction_writes_under_always_rule())
 
-    def substitutions(self) -> tuple[Substitution, ...]:
+    def substitutions(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[Substitution, ...]:
         """For each stopped call, the next call of the same request (or ``None``), in order.
 
         Follow-up records (:attr:`AuditRecord.follow_up`) are skipped on both
         sides: they record work a call left behind, not a call the model made.
+        ``request_id``, ``since`` and ``until`` narrow the stopped calls as
+        :meth:`records` narrows records, in the database; the call after one
+        is the next of its request even when it falls outside the range.
+
+        Raises:
+            AuditRecordError: as :meth:`records`.
         """
-        return self._run(_statements.substitutions())
+        return self._run(_statements.substitutions(request_id, since, until))
 
     def substitution_rate(self) -> float | None:
         """Of the stopped calls that the model followed with another call in the
@@ -217,6 +229,10 @@ class SQLStore:
 
     def save_paused(self, paused: PausedRun, /) -> None:
         """Keep a run paused for approvals until one request claims it (:meth:`claim_paused`).
+
+        The same run saved again while it waits is kept once, so a store sends
+        the save again after a lost connection, as it does a record; saved
+        again after a claim, it waits to be claimed anew.
 
         Raises:
             AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`, or
@@ -334,9 +350,15 @@ class AsyncSQLStore:
         """As :meth:`SQLStore.instruction_writes_under_always_rule`."""
         return await self._arun(_statements.instruction_writes_under_always_rule())
 
-    async def asubstitutions(self) -> tuple[Substitution, ...]:
+    async def asubstitutions(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[Substitution, ...]:
         """As :meth:`SQLStore.substitutions`."""
-        return await self._arun(_statements.substitutions())
+        return await self._arun(_statements.substitutions(request_id, since, until))
 
     async def asubstitution_rate(self) -> float | None:
         """As :meth:`SQLStore.substitution_rate`."""

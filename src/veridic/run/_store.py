@@ -10,13 +10,15 @@ statement reaches its database, through the methods of
 :mod:`veridic.run._sql_store` (private too: the stores are the public names).
 
 Every statement says whether running it twice is harmless: inserts of
-records keyed by their own id are (``ON CONFLICT DO NOTHING``), so a store
-may send one again after a lost connection; claiming a paused run is not
-(the second try would find the run taken and hand it to nobody).
+records keyed by their own id are (``ON CONFLICT DO NOTHING``), and so is a
+save of a paused run (kept once while unclaimed), so a store may send one
+again after a lost connection; claiming a paused run is not (the second try
+would find the run taken and hand it to nobody).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time as _time
@@ -162,6 +164,56 @@ def _cut(detail: str) -> str:
     )
 
 
+OPERATION_LIMIT: Final = _TOOL_LIMIT
+"""The most characters of one of a record's ``operations`` a store keeps, as of a tool name."""
+OPERATIONS_LIMIT: Final = 64
+"""The most of a record's ``operations`` a store keeps; past that it says how many it cut.
+
+An operation is named by the handler's code (``guard_irreversible(name)``,
+``guard_instruction_write(target)``), and a handler may name it from what the
+model wrote (``f"delete {path}"``) or name one per item of a loop: each went
+whole into the row, megabytes read back by every review of the store. No
+operation veridic names comes near either limit."""
+
+
+def _operations(operations: tuple[str, ...]) -> str:
+    """The stored JSON list of ``operations``: whole within the limits, cut visibly past them.
+
+    An operation past :data:`OPERATION_LIMIT` keeps its start, its length and
+    the first 16 hex digits of its SHA-256, so two records of the same long
+    operation still share it (:attr:`Substitution.same_operation`) and two
+    that differ past the start do not. Past :data:`OPERATIONS_LIMIT`, the first
+    ones (in order) are kept and one more entry says how many of how many were
+    cut, with the digest of them all. What is kept is sorted and unique, as a
+    record's operations are, so the row reads back as a record.
+    """
+    if not operations:
+        return "[]"
+    if len(operations) <= OPERATIONS_LIMIT and all(
+        len(operation) <= OPERATION_LIMIT for operation in operations
+    ):
+        return _json(list(operations))
+    kept = sorted({_operation(operation) for operation in operations})
+    if len(kept) > OPERATIONS_LIMIT:
+        everything = hashlib.sha256("\n".join(operations).encode()).hexdigest()[:16]
+        cut = len(kept) - OPERATIONS_LIMIT + 1
+        kept = sorted(
+            [
+                *kept[: OPERATIONS_LIMIT - 1],
+                f"… [the audit store cut {cut} of {len(operations)} operations, "
+                f"sha256 {everything}]",
+            ]
+        )
+    return _json(kept)
+
+
+def _operation(operation: str) -> str:
+    if len(operation) <= OPERATION_LIMIT:
+        return operation
+    digest = hashlib.sha256(operation.encode()).hexdigest()[:16]
+    return f"{operation[:OPERATION_LIMIT]}… [{len(operation)} chars, sha256 {digest}]"
+
+
 def to_row(record: AuditRecord) -> tuple[object, ...]:
     """The parameters of :data:`INSERT` for ``record`` (not checked: see :func:`checked_row`)."""
     return _row(_FIELDS(record))
@@ -202,7 +254,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         tools_sha256,
         outcome._value_,
         detail if len(detail) <= DETAIL_LIMIT else _cut(detail),
-        _json(list(operations)) if operations else "[]",
+        _operations(operations),
         _real(duration),
         arguments_sha256,
         record_id,
@@ -338,12 +390,18 @@ def save_paused(where: str, paused: object) -> Statement[None]:
         )
     # Checked, not escaped: claim_paused(paused.request_id) must find the row.
     check_key(paused.request_id, f"{where}.save_paused()")
+    document = paused.to_json()
+    # Kept once while it waits: a save sent again (after a lost connection whose first try
+    # was committed, or by an application that saves twice) finds the same run unclaimed and
+    # adds nothing, so it is safe to send again, as a record is. A run claimed meanwhile is
+    # saved anew, as claim_paused says a retry does; that is what the caller would do by
+    # hand once told the save may not have landed, and a claim takes every save anyway.
     return Statement(
-        "INSERT INTO veridic_paused_runs (time, request_id, document) VALUES (?,?,?)",
-        (_time.time(), paused.request_id, paused.to_json()),
+        "INSERT INTO veridic_paused_runs (time, request_id, document) SELECT ?, ?, ? "
+        "WHERE NOT EXISTS (SELECT 1 FROM veridic_paused_runs WHERE request_id = ? "
+        "AND claimed IS NULL AND document = ?)",
+        (_time.time(), paused.request_id, document, paused.request_id, document),
         nothing,
-        # Sent twice, the run would be saved twice and could be resumed twice.
-        idempotent=False,
     )
 
 
@@ -522,10 +580,11 @@ def _vouches(rows: Rows) -> tuple[VouchRecord, ...]:
 def _vouch(row: Sequence[object]) -> VouchRecord:
     """A stored vouch, read back only as :func:`write_vouch` writes one.
 
-    A :class:`VouchRecord` checks nothing when it is made, so a row edited by
-    hand came back as it was: a time of ``'abc'`` or ``-1`` typed as seconds, an
-    id no store makes; a review that sorted or printed them failed far from
-    the row, or showed what veridic never wrote.
+    A :class:`VouchRecord` checks its fields when it is made, but not its id,
+    which it makes itself; a row edited by hand came back as it was: a time of
+    ``'abc'`` or ``-1`` typed as seconds, an id no store makes; a review that
+    sorted or printed them failed far from the row, or showed what veridic
+    never wrote.
 
     Raises:
         AuditRecordError: a field is not what :func:`write_vouch` writes.
@@ -576,30 +635,58 @@ def instruction_writes_under_always_rule() -> Statement[tuple[AuditRecord, ...]]
     )
 
 
-def substitutions() -> Statement[tuple[Substitution, ...]]:
-    """Each stopped call and the call after it, and no other row.
+def substitutions(
+    request_id: str | None = None, since: float | None = None, until: float | None = None
+) -> Statement[tuple[Substitution, ...]]:
+    """Each stopped call of the request and range asked, and the call after it, and no other row.
 
     The window runs in the database: the rows read back (and made records) are
-    the stopped calls and their next ones only, not every call in the store
-    (``veridic audit --request`` on a store of 100,000 calls made them all: 4 s).
+    the stopped calls asked for and their next ones only, not every call in the
+    store (``veridic audit --request`` on a store of 100,000 calls made them all:
+    4 s; then every stopped call of the store and its next, for one request's
+    few). The next call is the next of the whole request, even outside the
+    range: the range selects the stopped calls only.
+
+    Raises:
+        AuditRecordError: ``request_id`` holds a NUL or a lone surrogate, or a
+            bound is not seconds (as :func:`select`).
     """
+    _check_asked("request_id", request_id)
+    timed = [("time >= ?", _bound("since", since)), ("time < ?", _bound("until", until))]
+    bounds = [(condition, value) for condition, value in timed if value is not None]
+    chosen = " AND ".join([_STOPPED, *(condition for condition, _ in bounds)])
+    values = tuple(value for _, value in bounds)
+    calls = _CALLS_ONLY
+    asked: tuple[object, ...] = ()
+    if request_id is not None:
+        calls, asked = f"{calls} AND request_id = ?", (request_id,)
+    if bounds:
+        # Only the requests of a stopped call chosen, from the first one on, can hold a
+        # chosen call or the call after one: the window reads those rows (found through the
+        # index on time, then the one on request), not every row of the store.
+        calls += (
+            f" AND request_id IN (SELECT request_id FROM veridic_audit WHERE {chosen})"
+            f" AND id >= (SELECT MIN(id) FROM veridic_audit WHERE {chosen})"
+        )
+        asked += values + values
     return Statement(
-        f"SELECT id, next, {COLUMNS} FROM (SELECT id, "
+        f"SELECT id, next, chosen, {COLUMNS} FROM (SELECT id, "
         "LEAD(id) OVER (PARTITION BY request_id ORDER BY id) AS next, "
-        f"LAG({_STOPPED}) OVER (PARTITION BY request_id ORDER BY id) AS after_stopped, "
-        f"{COLUMNS} FROM veridic_audit WHERE {_CALLS_ONLY}) AS calls "
-        f"WHERE {_STOPPED} OR after_stopped ORDER BY id",
-        (),
+        f"({chosen}) AS chosen, "
+        f"LAG({chosen}) OVER (PARTITION BY request_id ORDER BY id) AS after_chosen, "
+        f"{COLUMNS} FROM veridic_audit WHERE {calls}) AS calls "
+        "WHERE chosen OR after_chosen ORDER BY id",
+        (*values, *values, *asked),
         _substitutions,
     )
 
 
 def _substitutions(rows: Rows) -> tuple[Substitution, ...]:
-    found = {row[0]: from_row(row[2:]) for row in rows}
+    found = {row[0]: from_row(row[3:]) for row in rows}
     return tuple(
         Substitution(found[row[0]], None if row[1] is None else found[row[1]])
         for row in rows
-        if found[row[0]].stopped
+        if row[2]
     )
 
 

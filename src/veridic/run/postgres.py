@@ -20,7 +20,8 @@ Each statement runs on a connection in autocommit mode: a record is
 committed when its write returns. A write whose connection is lost (the
 server restarted, a proxy dropped an idle connection) is sent once more on
 a fresh connection when sending it twice is harmless (every record carries
-its own id, and the store keeps one row per id); otherwise, and when the
+its own id, and the store keeps one row per id; a paused run waiting is kept
+once however often it is saved); otherwise (a claim), and when the
 server stays away longer than ``timeout``, the write raises ``psycopg``'s
 ``OperationalError`` with a note that names the store and what to do. A
 statement the server refuses (a limit, a statement timeout) is never sent again:

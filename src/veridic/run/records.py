@@ -115,7 +115,11 @@ class AuditRecord(_Validated):
         operations: the guarded operations the call attempted or was declared
             to perform (``"instruction_write:StoredPrompt.content"``,
             ``"irreversible:hard delete golden fixture"``), sorted, unique;
-            how a later call is recognised as attempting the same thing.
+            how a later call is recognised as attempting the same thing. A
+            store keeps 64 of them, of 200 characters each
+            (``veridic.run._store.OPERATIONS_LIMIT``, ``OPERATION_LIMIT``):
+            a longer one keeps its start, its length and a digest; past 64,
+            one more entry says how many were cut.
         duration: seconds the handler ran, from dispatch (after approval) to
             its end; ``0.0`` for a call that never ran (refused, denied).
         arguments_sha256: SHA-256 of the arguments as the model wrote them

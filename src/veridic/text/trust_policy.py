@@ -28,6 +28,7 @@ of minting: the escape hatch is only open while it is audited.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import deque
@@ -37,7 +38,7 @@ from typing import Final, LiteralString, Protocol, runtime_checkable
 from veridic._ids import new_id
 from veridic._sample import clip
 from veridic.config import settings
-from veridic.errors import ProvenanceError, VouchNotRecordedError
+from veridic.errors import AuditRecordError, ProvenanceError, VouchNotRecordedError
 from veridic.text.provenance import TrustedInstruction, _caller, mint
 
 __all__ = ["TrustPolicy", "VouchRecord", "VouchSink"]
@@ -52,6 +53,16 @@ class VouchRecord:
 
     ``record_id`` is the record's own id (:func:`~veridic.run.records.new_id`), made with
     it, so a store that is sent the record twice keeps it once.
+
+    Checked when it is made, as the audit store's other records are: a record
+    built by hand with a time of NaN or ``"yesterday"``, or a policy that is
+    not text, was kept in :meth:`TrustPolicy.records` and handed on as it was,
+    and refused only by the store that wrote it, far from where it was made.
+
+    Raises:
+        AuditRecordError: names every malformed field (``policy`` and ``reason``
+            non-empty text, ``caller`` and ``sample`` text, ``time`` a finite
+            float or int of seconds, 0 or more).
     """
 
     policy: str
@@ -61,10 +72,39 @@ class VouchRecord:
     time: float
     record_id: str = field(default_factory=new_id, compare=False, init=False)
 
+    def __post_init__(self) -> None:
+        problems = [
+            f"{name} must be non-empty text, got {_shown(getattr(self, name))}"
+            for name in ("policy", "reason")
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip()
+        ]
+        problems += [
+            f"{name} must be text, got {_shown(getattr(self, name))}"
+            for name in ("caller", "sample")
+            if not isinstance(getattr(self, name), str)
+        ]
+        seconds = self.time
+        if not (type(seconds) in (float, int) and 0 <= seconds <= sys.float_info.max):
+            problems.append(f"time must be seconds (a finite float >= 0), got {_shown(seconds)}")
+        if problems:
+            raise AuditRecordError(
+                f"vouch record of policy {_shown(self.policy)} is malformed: "
+                f"{'; '.join(problems)}; let TrustPolicy.vouch() make it, or fix the listed fields"
+            )
+
     def _stored(self, record_id: str) -> VouchRecord:
-        """This record with the id a store read back (the store's own rows only)."""
+        """This record with the id a store read back (the store's own rows only, whose
+        reader checks the id: ``veridic.run._store._vouch``)."""
         object.__setattr__(self, "record_id", record_id)
         return self
+
+
+def _shown(value: object) -> str:
+    """``value`` for a message: text clipped and quoted, anything else as a clipped repr."""
+    if isinstance(value, str):
+        return clip(value, 60)
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:60]}… ({len(text)} chars)"
 
 
 @runtime_checkable
