@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
@@ -185,21 +185,35 @@ def _usage_refused(usage: object, request_id: str) -> VeridicError | None:
     return None
 
 
+CALL_ID_LIMIT: Final = 1024
+"""The longest tool call id a reply may give (providers' ids are tens of characters)."""
+
+
 def check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
     """Refuse a reply whose tool calls cannot each be answered, before any of them runs.
 
     Every result answers one call by its id: an empty id or one used twice
     would run the handlers and only then fail when the turn is recorded,
-    leaving a call nobody can answer and every later request refused.
+    leaving a call nobody can answer and every later request refused. An id
+    longer than :data:`CALL_ID_LIMIT` is refused too: it is kept whole in the
+    conversation, a paused run and every record of the call (a store cannot cut
+    it, since a paused run's calls are found by their ids), so a proxy's
+    megabyte id went into each of them.
 
     Raises:
-        VeridicError: an empty or repeated call id (the model call itself is recorded).
+        VeridicError: an empty, repeated or overlong call id (the model call itself
+            is recorded).
     """
     seen: set[str] = set()
     problems: list[str] = []
     for call in calls:
         if not call.id:
             problems.append(f"an empty id (tool {clip(call.name)})")
+        elif len(call.id) > CALL_ID_LIMIT:
+            problems.append(
+                f"an id of {len(call.id)} characters ({clip(call.id, 40)}, tool "
+                f"{clip(call.name)}; at most {CALL_ID_LIMIT})"
+            )
         elif call.id in seen:
             problems.append(f"the id {clip(call.id)} twice")
         seen.add(call.id)
@@ -207,7 +221,8 @@ def check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
         raise VeridicError(
             f"the model's reply to request {request_id!r} has tool calls with "
             f"{'; '.join(problems)}: each call is answered by its id, so none of them ran; "
-            "send the request again (a provider that reuses ids is a provider bug to report)"
+            "send the request again (a provider that reuses ids, or gives one that long, has a "
+            "bug to report)"
         )
 
 
