@@ -5,6 +5,8 @@ Each test failed on the merged code before its fix.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic import BaseModel
 
@@ -12,15 +14,23 @@ from veridic import (
     ApprovalPolicy,
     CallOutcome,
     CallResult,
+    Composer,
     InstructionField,
+    ModelGateway,
+    PausedRun,
     Registry,
     Risk,
     RiskFloorError,
+    ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
     execute,
+    instruction,
+    untrusted,
 )
 from veridic.run.effects import Observation, check_declared_risk, run_observed
+
+SYSTEM = instruction("You are the support agent of Acme.")
 
 # --- a delegated irreversible tool makes the call's record say so --------------------------
 
@@ -155,3 +165,141 @@ def test_an_observed_delegation_names_the_dispatch_once() -> None:
     with pytest.raises(RiskFloorError) as caught:
         check_declared_risk([understated])
     assert str(caught.value).count("a dispatch of tool 'shred'") == 1
+
+
+# --- a call cancelled while it ran is answered on the composer -----------------------------
+
+
+class _SlowRefunds:
+    """A paused run whose second call, a refund, hangs at the bank until cancelled."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.ran: list[str] = []
+        registry = Registry("refunds")
+        refunds = self
+
+        @registry.tool(kind="query")
+        def get_order(order_id: int) -> str:
+            """Look up an order's status.
+
+            Args:
+                order_id: The order.
+            """
+            return f"order {order_id}: lost"
+
+        @registry.tool(kind="write")
+        async def refund(order_id: int) -> str:
+            """Refund an order to the card it was paid with.
+
+            Args:
+                order_id: The order.
+            """
+            refunds.ran.append(f"refund {order_id}")
+            refunds.started.set()
+            await asyncio.Event().wait()  # the bank never answers
+            return "refunded"
+
+        self.view: ToolView = registry.view()
+        self.audit = SQLiteAuditSink()
+
+    def composer(self) -> Composer:
+        return Composer().system(SYSTEM, self.view.capability_section())
+
+    def paused(self) -> PausedRun:
+        calls = [
+            ("c1", "get_order", '{"order_id": 1}'),
+            ("c2", "refund", '{"order_id": 2}'),
+            ("c3", "refund", '{"order_id": 3}'),
+        ]
+        result = ModelGateway(ScriptedProvider([{"tool_calls": calls}]), audit=self.audit).run(
+            self.composer().user("Refund 2 and 3."),
+            self.view,
+            policy=ApprovalPolicy(self.view),
+            request_id="req-1",
+            defer=True,
+        )
+        assert result.paused is not None
+        return result.paused
+
+
+def test_a_call_cancelled_in_aresume_is_answered_so_the_run_can_go_on() -> None:
+    refunds = _SlowRefunds()
+    paused = refunds.paused()
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "Refund 2 timed out."}], asynchronous=True),
+        audit=refunds.audit,
+    )
+    composer = refunds.composer()
+    policy = ApprovalPolicy(refunds.view)
+
+    async def cancelled() -> BaseException:
+        task = asyncio.create_task(
+            gateway.aresume(
+                paused, composer, refunds.view, policy=policy, answers={"c2": True, "c3": True}
+            )
+        )
+        await refunds.started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError) as caught:
+            await task
+        return caught.value
+
+    error = asyncio.run(cancelled())
+    assert refunds.ran == ["refund 2"]
+    (record,) = [r for r in refunds.audit.records("req-1") if r.call_id == "c2"]
+    assert record.outcome is CallOutcome.FAILED
+    notes = "\n".join(getattr(error, "__notes__", []))
+    assert "the results of the 1 call(s) of it that ran" in notes
+    turns = composer.conversation().turns
+    answered = {turn.call_id: turn for turn in turns if turn.kind == "tool_result"}
+    assert set(answered) == {"c1", "c2"}
+    assert answered["c2"].error
+    assert "interrupted (CancelledError)" in answered["c2"].text
+    # The caller answers the call that did not run, and goes on from the composer.
+    composer.tool_result("c3", untrusted("not run: the run was cancelled", source="app"))
+    result = asyncio.run(gateway.arun(composer, refunds.view, policy=policy, request_id="req-1"))
+    assert result.text == "Refund 2 timed out."
+
+
+def test_queries_cancelled_together_in_arun_are_all_answered() -> None:
+    started: list[int] = []
+    registry = Registry("orders")
+
+    @registry.tool(kind="query")
+    async def track(order_id: int) -> str:
+        """Track an order with the carrier.
+
+        Args:
+            order_id: The order.
+        """
+        started.append(order_id)
+        await asyncio.Event().wait()  # the carrier never answers
+        return "in transit"
+
+    view = registry.view()
+    audit = SQLiteAuditSink()
+    calls = [("c1", "track", '{"order_id": 1}'), ("c2", "track", '{"order_id": 2}')]
+    gateway = ModelGateway(
+        ScriptedProvider([{"tool_calls": calls}], asynchronous=True), audit=audit
+    )
+    composer = Composer().system(SYSTEM, view.capability_section()).user("Where are 1 and 2?")
+
+    async def cancelled() -> BaseException:
+        task = asyncio.create_task(
+            gateway.arun(composer, view, policy=ApprovalPolicy(view), request_id="req-2")
+        )
+        while len(started) < 2:
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError) as caught:
+            await task
+        return caught.value
+
+    error = asyncio.run(cancelled())
+    records = [r for r in audit.records("req-2") if r.call_id]
+    assert sorted(r.call_id for r in records) == ["c1", "c2"]
+    assert {r.outcome for r in records} == {CallOutcome.FAILED}
+    assert "the results of the 2 call(s) of it that ran" in "\n".join(error.__notes__)
+    turns = composer.conversation().turns
+    assert [t.call_id for t in turns if t.kind == "tool_result"] == ["c1", "c2"]
