@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from veridic import (
+    ApprovalMode,
     ApprovalPolicy,
     CallOutcome,
     CallResult,
@@ -303,3 +304,59 @@ def test_queries_cancelled_together_in_arun_are_all_answered() -> None:
     assert "the results of the 2 call(s) of it that ran" in "\n".join(error.__notes__)
     turns = composer.conversation().turns
     assert [t.call_id for t in turns if t.kind == "tool_result"] == ["c1", "c2"]
+
+
+# --- an always rule is granted for one registry's tool ---------------------------------------
+
+
+def _notes_for(team: str, deleted: list[str]) -> ToolView:
+    """One factory, two teams: the tools share code, description and schema, not data."""
+    registry = Registry(f"notes:{team}")
+
+    @registry.tool(kind="write")
+    def archive_note(note: str) -> str:
+        """Archive one of the team's notes; archived notes can be restored.
+
+        Args:
+            note: The note.
+        """
+        deleted.append(f"{team}:{note}")
+        return "archived"
+
+    return registry.view()
+
+
+def test_an_always_rule_carried_to_another_registrys_tool_of_one_factory_is_asked_again() -> None:
+    deleted: list[str] = []
+    policy = ApprovalPolicy(_notes_for("a", deleted))
+    policy.allow_always("archive_note")
+    other = _notes_for("b", deleted)
+    carried = ApprovalPolicy(other, rules=policy.rules)
+    request = carried.request("archive_note", {"note": "roadmap"})
+    assert request.pending
+    assert "granted for a different tool" in request.why
+    assert "its registry" in request.why
+    # The same team's tools, in a view built again, keep the rule.
+    again = ApprovalPolicy(_notes_for("a", deleted), rules=policy.rules)
+    assert again.request("archive_note").mode is ApprovalMode.ALWAYS_RULE
+
+
+def test_a_grant_saved_before_grants_named_the_registry_still_applies() -> None:
+    view = _notes_for("a", [])
+    policy = ApprovalPolicy(view)
+    policy.allow_always("archive_note")
+    (grant,) = policy.grants.values()
+    parts = grant.split(" ")
+    legacy = " ".join(
+        ["grant-v1", *(part for part in parts[1:] if not part.startswith("registry="))]
+    )
+    assert legacy != grant
+    restored = ApprovalPolicy.restore(
+        view, {"archive_note": "always"}, grants={"archive_note": legacy}
+    )
+    assert restored.request("archive_note").mode is ApprovalMode.ALWAYS_RULE
+    changed = legacy.replace("kind=", "kind=0", 1)
+    stale = ApprovalPolicy.restore(
+        view, {"archive_note": "always"}, grants={"archive_note": changed}
+    )
+    assert stale.request("archive_note").pending

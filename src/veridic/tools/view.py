@@ -902,6 +902,12 @@ def _canonical_mcp(tool: Tool) -> str:
     )
 
 
+def _registry_of(view: ToolView) -> str:
+    """Which registry ``view`` came from (``"Registry('name').view()"``), the same for every
+    view of one registry: an approval's grant names it."""
+    return view._origin
+
+
 # --- direct dispatch ------------------------------------------------------------------
 
 
