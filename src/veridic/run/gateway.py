@@ -216,7 +216,8 @@ class ModelGateway:
                 (use :meth:`asend`), an option sets what the gateway sets, or
                 the response cannot be read.
             ProvenanceError: the system message holds text that is not trusted.
-            ToolCouplingError: the tool list in the request is not the view's.
+            ToolCouplingError: the tool list in the request is not the view's,
+                or the system message holds the capability section of another view.
             UnknownToolError, ToolUnavailableError, ToolDeniedError: a
                 ``tool_choice`` option names a tool the view does not expose.
             Exception: whatever the SDK raises (network, status, timeout);
@@ -501,6 +502,15 @@ class ModelGateway:
         ``context`` is the application's per-request object, given to every
         handler that asks for a :class:`~veridic.ToolContext`; it is checked
         against every such tool of ``view`` before the first model call.
+
+        A system message without ``view.capability_section()`` is sent: the
+        model is told its tools by the tool list, which comes from the same view
+        with every name and description, and a prompt without a section promises
+        nothing (one holding another view's section is refused, see :meth:`send`).
+        The section adds what the list cannot say, such as the tools that are
+        down and why; put it in for that. (The Agents SDK adapter refuses
+        instructions without it because it writes them itself:
+        ``instructions(view, ...)``.)
 
         With ``defer=True`` (instead of ``confirm``) a call that needs the
         user's approval does not wait for one: the run stops before it and
