@@ -360,3 +360,30 @@ def test_a_grant_saved_before_grants_named_the_registry_still_applies() -> None:
         view, {"archive_note": "always"}, grants={"archive_note": changed}
     )
     assert stale.request("archive_note").pending
+
+
+def test_a_call_stopped_by_ctrl_c_in_run_is_answered_on_the_composer() -> None:
+    registry = Registry("units")
+
+    @registry.tool(kind="write")
+    def set_units(unit: str) -> str:
+        """Set the units the user sees.
+
+        Args:
+            unit: "celsius" or "fahrenheit".
+        """
+        raise KeyboardInterrupt
+
+    view = registry.view()
+    calls = [("c1", "set_units", '{"unit": "celsius"}'), ("c2", "set_units", '{"unit": "f"}')]
+    gateway = ModelGateway(ScriptedProvider([{"tool_calls": calls}]), audit=SQLiteAuditSink())
+    composer = Composer().system(SYSTEM, view.capability_section()).user("Use celsius.")
+    policy = ApprovalPolicy(view)
+    policy.allow_always("set_units")
+    with pytest.raises(KeyboardInterrupt) as caught:
+        gateway.run(composer, view, policy=policy, request_id="req-3")
+    assert "the results of the 1 call(s) of it that ran" in "\n".join(caught.value.__notes__)
+    turns = composer.conversation().turns
+    (answer,) = [turn for turn in turns if turn.kind == "tool_result"]
+    assert (answer.call_id, answer.error) == ("c1", True)
+    assert "interrupted (KeyboardInterrupt)" in answer.text

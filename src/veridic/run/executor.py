@@ -70,7 +70,6 @@ import threading
 import time
 import traceback
 import warnings
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -985,10 +984,9 @@ class _Call:
         )
 
 
-_INTERRUPTED: Final[weakref.WeakKeyDictionary[BaseException, CallResult]] = (
-    weakref.WeakKeyDictionary()
-)
-_INTERRUPTED_LOCK: Final = threading.Lock()
+_INTERRUPTED: Final = "_veridic_interrupted_call"
+"""Where an interrupt keeps the result of the call it cut short (in its ``__dict__``: a
+``KeyboardInterrupt`` cannot be weakly referenced, so no table keyed by it)."""
 
 
 def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
@@ -1003,8 +1001,7 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
         f"({type(interrupt).__name__}) while it ran, so whether it did what it does is "
         "unknown: check before calling it again"
     )
-    with _INTERRUPTED_LOCK:
-        _INTERRUPTED[interrupt] = replace(result, error=error, _message=str(error))
+    vars(interrupt)[_INTERRUPTED] = replace(result, error=error, _message=str(error))
     return result
 
 
@@ -1016,8 +1013,8 @@ def _interrupted_result(interrupt: BaseException) -> CallResult | None:
     The executor records such a call and lets the interrupt go on, so the caller gets no
     :class:`CallResult`: this is how the gateway still answers the call on the composer.
     """
-    with _INTERRUPTED_LOCK:
-        return _INTERRUPTED.get(interrupt)
+    kept = vars(interrupt).get(_INTERRUPTED)
+    return kept if isinstance(kept, CallResult) else None
 
 
 def _shown(answer: object) -> str:
