@@ -23,14 +23,17 @@ confirmed by the user.
 
 An "always" rule is granted for one tool, not for a name: the policy keeps a
 *grant* (:attr:`ApprovalPolicy.grants`: digests of the tool's kind, risk,
-irreversibility, description, input schema, what it writes and where it is
-defined) and applies the rule only while the tool under that name is the one
-it was granted for. Carried to another view (``rules=policy.rules``), or
-restored with its saved grants, a rule whose name now belongs to a different
-tool (another feature's ``revert``, an MCP tool whose description changed) is
-not applied: the user is asked again, and the request's ``why`` says what
-differs. The rule stays bound to its tool, so it applies again where that
-tool comes back.
+irreversibility, description, input schema, what it writes, where it is
+defined and the name of its registry) and applies the rule only while the
+tool under that name is the one it was granted for. Carried to another view
+(``rules=policy.rules``), or restored with its saved grants, a rule whose name
+now belongs to a different tool (another feature's ``revert``, an MCP tool
+whose description changed) is not applied: the user is asked again, and the
+request's ``why`` says what differs. Two registries' tools built by one
+factory (same code, same contract, other data) differ by their registry's
+name: name each registry (``Registry("notes:team-a")``) for its rules to stay
+apart. The rule stays bound to its tool, so it applies again where that tool
+comes back.
 
 >>> from veridic import Registry
 >>> registry = Registry()
@@ -68,7 +71,7 @@ from veridic._sample import clip
 from veridic.errors import AlwaysAllowRefusedError, VeridicError
 from veridic.tools.risk import ApprovalMode, Risk, ToolKind
 from veridic.tools.tool import Tool
-from veridic.tools.view import ToolView
+from veridic.tools.view import ToolView, _registry_of
 
 __all__ = [
     "ApprovalMode",
@@ -83,7 +86,7 @@ __all__ = [
 Rule = Literal["always", "ask", "deny"]
 _RULES: Final = ("always", "ask", "deny")
 _log = logging.getLogger("veridic.approval")
-_GRANT: Final = "grant-v1"
+_GRANT: Final = "grant-v2"
 _GRANTED_PARTS: Final = (
     ("kind", "kind"),
     ("risk", "risk"),
@@ -92,7 +95,11 @@ _GRANTED_PARTS: Final = (
     ("schema", "input schema"),
     ("writes", "what it writes"),
     ("defined", "where it is defined"),
+    ("registry", "registry"),
 )
+_GRANT_V1: Final = "grant-v1"
+"""Grants saved before they named the registry: every part but ``registry``, compared as
+they are (such a grant cannot tell two registries' tools of one factory apart)."""
 
 
 class ApprovalRules(Mapping[str, Rule]):
@@ -372,7 +379,7 @@ class ApprovalPolicy:
             rule, grant = self._rules.get(name), self._grants.get(name)
         mode, why = _decide(tool, rule)
         if mode is ApprovalMode.ALWAYS_RULE and grant is not None:
-            changed = _changed(grant, _grant(tool))
+            changed = _changed(grant, _grant(tool, self._view))
             if changed:
                 mode, why = (
                     None,
@@ -454,7 +461,7 @@ class ApprovalPolicy:
         with self._lock:
             self._rules[name] = rule
             if rule == "always":
-                self._grants[name] = _grant(tool) if grant is None else grant
+                self._grants[name] = _grant(tool, self._view) if grant is None else grant
             else:
                 self._grants.pop(name, None)
 
@@ -495,15 +502,20 @@ def _grants_of(
     return grants
 
 
-def _grant(tool: Tool) -> str:
+def _grant(tool: Tool, view: ToolView) -> str:
     """What an "always" rule is granted for: digests of what makes ``tool`` the tool it is.
 
     Where a tool is defined is its handler's module and qualified name (a line
     number would change with every edit above it), or the source of an
-    external tool, whose handler is the client's. Computed once per tool (a
-    tool is immutable), since every call under an always rule compares it.
+    external tool, whose handler is the client's. Its registry is the name of the
+    registry of ``view`` (every view of one registry gives the same): a factory that
+    registers the same tool on two registries makes tools alike in every other part,
+    whose handlers reach different data. Computed once per tool and registry (a tool
+    is immutable), since every call under an always rule compares it.
     """
-    kept = tool._memo.get("approval-grant")
+    registry = _registry_of(view)
+    memo = f"approval-grant:{registry}"
+    kept = tool._memo.get(memo)
     if isinstance(kept, str):
         return kept
     handler = inspect.unwrap(tool.handler)
@@ -523,12 +535,13 @@ def _grant(tool: Tool) -> str:
             + sorted(tool.instruction_writes)
         ),
         "defined": defined,
+        "registry": registry,
     }
     digests = (
         f"{part}={hashlib.sha256(values[part].encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
         for part, _ in _GRANTED_PARTS
     )
-    grant = tool._memo["approval-grant"] = " ".join((_GRANT, *digests))
+    grant = tool._memo[memo] = " ".join((_GRANT, *digests))
     return grant
 
 
@@ -538,10 +551,15 @@ def _changed(granted: str, current: str) -> str:
         return ""
     then = dict(item.partition("=")[::2] for item in granted.split(" ")[1:])
     now = dict(item.partition("=")[::2] for item in current.split(" ")[1:])
-    if not granted.startswith(_GRANT + " ") or then.keys() != now.keys():
+    if granted.startswith(_GRANT_V1 + " "):
+        now.pop("registry", None)  # saved before grants named it: compared without it
+    elif not granted.startswith(_GRANT + " "):
+        then = {}
+    if then.keys() != now.keys():
         # Not quoted: whatever the store held is no text for an approval dialog.
         return f"its saved grant ({len(granted)} characters) is not a grant veridic wrote"
-    return "its " + ", ".join(label for part, label in _GRANTED_PARTS if then[part] != now[part])
+    differ = [label for part, label in _GRANTED_PARTS if part in now and then[part] != now[part]]
+    return "its " + ", ".join(differ) if differ else ""
 
 
 def _why_high(tool: Tool) -> str:

@@ -203,10 +203,13 @@ def check_declared_risk(observations: Iterable[Observation]) -> None:
 
 
 def _problem(observation: Observation) -> str:
+    # dict.fromkeys: once each (a delegated tool's dispatch and its effect share a key).
     seen = ", ".join(
-        f"{_describe(op)} (at {event.where})"
-        for event in observation.events
-        for op in event.operations
+        dict.fromkeys(
+            f"{_describe(op)} (at {event.where})"
+            for event in observation.events
+            for op in event.operations
+        )
     )
     required = observation.required or Risk.HIGH
     if observation.kind == "query" and all(e.kind == "delegation" for e in observation.events):

@@ -744,11 +744,12 @@ class _Call:
 
     def ended(self, ran: _Ran, span: _telemetry.ToolSpan) -> CallResult:
         """Record a call that ran; an interrupt (not an ``Exception``) goes on after it, its
-        record shown on ``span`` first (the interrupt ends the span as an error)."""
+        record shown on ``span`` first (the interrupt ends the span as an error), and its
+        result kept for :func:`_interrupted_result`."""
         if ran.error is None or isinstance(ran.error, Exception):
             return self._ended(ran)
         try:  # KeyboardInterrupt and friends go on, recorded if the sink can
-            span.recorded(self._ended(ran))
+            span.recorded(_interrupted(ran.error, self._ended(ran)))
         finally:
             raise ran.error
 
@@ -757,7 +758,7 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return await self._aended(ran)
         try:  # CancelledError and friends go on, recorded if the sink can
-            span.recorded(await self._aended(ran))
+            span.recorded(_interrupted(ran.error, await self._aended(ran)))
         finally:
             raise ran.error
 
@@ -981,6 +982,39 @@ class _Call:
             arguments_sha256=self.arguments_sha256,
             call_id=self.call_id,
         )
+
+
+_INTERRUPTED: Final = "_veridic_interrupted_call"
+"""Where an interrupt keeps the result of the call it cut short (in its ``__dict__``: a
+``KeyboardInterrupt`` cannot be weakly referenced, so no table keyed by it)."""
+
+
+def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
+    """Keep, for :func:`_interrupted_result`, the recorded result of a call ``interrupt`` cut
+    short; returns ``result``.
+
+    Its error says what happened, for the model: the handler was interrupted while it
+    ran, so what it did is unknown (the record says failed).
+    """
+    error = VeridicError(
+        f"the call of tool {result.record.tool!r} was interrupted "
+        f"({type(interrupt).__name__}) while it ran, so whether it did what it does is "
+        "unknown: check before calling it again"
+    )
+    vars(interrupt)[_INTERRUPTED] = replace(result, error=error, _message=str(error))
+    return result
+
+
+def _interrupted_result(interrupt: BaseException) -> CallResult | None:
+    """The result of the call that ``interrupt`` (a ``CancelledError``, a
+    ``KeyboardInterrupt``) cut short inside :func:`execute` or :func:`aexecute`, as recorded
+    (outcome failed), with an error that says so; ``None`` when it interrupted no call.
+
+    The executor records such a call and lets the interrupt go on, so the caller gets no
+    :class:`CallResult`: this is how the gateway still answers the call on the composer.
+    """
+    kept = vars(interrupt).get(_INTERRUPTED)
+    return kept if isinstance(kept, CallResult) else None
 
 
 def _shown(answer: object) -> str:

@@ -107,7 +107,7 @@ from veridic.run.call_log import (
     _CallRecords,
 )
 from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed
-from veridic.run.executor import AsyncConfirm, CallResult, aexecute, execute
+from veridic.run.executor import AsyncConfirm, CallResult, _interrupted_result, aexecute, execute
 from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome, _check_whole
 from veridic.run.run_loop import Limits, OutputT, RunResult, _resumed, _Run
 from veridic.text.compose import Composer
@@ -216,7 +216,8 @@ class ModelGateway:
                 (use :meth:`asend`), an option sets what the gateway sets, or
                 the response cannot be read.
             ProvenanceError: the system message holds text that is not trusted.
-            ToolCouplingError: the tool list in the request is not the view's.
+            ToolCouplingError: the tool list in the request is not the view's,
+                or the system message holds the capability section of another view.
             UnknownToolError, ToolUnavailableError, ToolDeniedError: a
                 ``tool_choice`` option names a tool the view does not expose.
             Exception: whatever the SDK raises (network, status, timeout);
@@ -377,8 +378,9 @@ class ModelGateway:
                     context=context,
                     call_id=call.id,
                 )
-            except AuditWriteError as error:
-                error.earlier = tuple(outcomes)
+            except BaseException as error:
+                if isinstance(error, AuditWriteError):
+                    error.earlier = tuple(outcomes)
                 outcomes.extend(_ran(call, error))
                 raise
             outcomes.append(ToolOutcome(call, result))
@@ -412,8 +414,9 @@ class ModelGateway:
             policy, confirm = approving(call)
             try:
                 outcomes.append(await self._acall(reply, call, policy, confirm, context))
-            except AuditWriteError as error:
-                error.earlier = tuple(outcomes)
+            except BaseException as error:
+                if isinstance(error, AuditWriteError):
+                    error.earlier = tuple(outcomes)
                 outcomes.extend(_ran(call, error))
                 raise
         return tuple(outcomes)
@@ -499,6 +502,15 @@ class ModelGateway:
         ``context`` is the application's per-request object, given to every
         handler that asks for a :class:`~veridic.ToolContext`; it is checked
         against every such tool of ``view`` before the first model call.
+
+        A system message without ``view.capability_section()`` is sent: the
+        model is told its tools by the tool list, which comes from the same view
+        with every name and description, and a prompt without a section promises
+        nothing (one holding another view's section is refused, see :meth:`send`).
+        The section adds what the list cannot say, such as the tools that are
+        down and why; put it in for that. (The Agents SDK adapter refuses
+        instructions without it because it writes them itself:
+        ``instructions(view, ...)``.)
 
         With ``defer=True`` (instead of ``confirm``) a call that needs the
         user's approval does not wait for one: the run stops before it and
@@ -853,11 +865,28 @@ class ModelGateway:
         done: list[ToolOutcome],
     ) -> tuple[ToolOutcome, ...]:
         """The calls of ``reply`` at once; ``done`` gets, in the model's order, the outcome of
-        each that ran (one whose record could not be written included)."""
-        settled = await asyncio.gather(
-            *(self._acall(reply, call, policy, confirm, context) for call in reply.tool_calls),
-            return_exceptions=True,
-        )
+        each that ran (one whose record could not be written, or that was interrupted,
+        included), also when the run itself is cancelled while they run."""
+        ended: dict[int, ToolOutcome] = {}
+
+        async def one(index: int, call: ToolCall) -> ToolOutcome:
+            try:
+                outcome = await self._acall(reply, call, policy, confirm, context)
+            except BaseException as error:
+                ended.update((index, ran) for ran in _ran(call, error))
+                raise
+            ended[index] = outcome
+            return outcome
+
+        try:
+            settled = await asyncio.gather(
+                *(one(index, call) for index, call in enumerate(reply.tool_calls)),
+                return_exceptions=True,
+            )
+        except BaseException:
+            # Cancelled while they ran: gather cancelled each, and waited for it to record.
+            done.extend(ended[index] for index in sorted(ended))
+            raise
         outcomes = tuple(item for item in settled if isinstance(item, ToolOutcome))
         failures = [item for item in settled if isinstance(item, BaseException)]
         for call, item in zip(reply.tool_calls, settled, strict=True):
@@ -927,7 +956,10 @@ def _traced(span: _telemetry.ChatSpan, sent: Sent) -> None:
 
 
 def _ran(call: ToolCall, error: BaseException) -> tuple[ToolOutcome, ...]:
-    """The outcome of ``call`` when ``error`` says it ran (its record could not be written)."""
+    """The outcome of ``call`` when ``error`` says it ran: its record could not be written,
+    or an interrupt (a cancelled task, Ctrl-C) cut it short after it started (recorded
+    failed, and answered so: the composer can go on)."""
     if isinstance(error, AuditWriteError) and isinstance(error.result, CallResult):
         return (ToolOutcome(call, error.result),)
-    return ()
+    result = _interrupted_result(error)
+    return () if result is None else (ToolOutcome(call, result),)

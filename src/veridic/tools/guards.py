@@ -400,7 +400,7 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
     _judge(scope, "instruction_write", operations, ", ".join(fields))
 
 
-def _delegated(tool: str, risk: Risk, kind: ToolKind) -> None:
+def _delegated(tool: str, risk: Risk, kind: ToolKind) -> bool:
     """Judge a handler's dispatch of ``tool`` through a view, inside the dispatch of another.
 
     Delegating never gains authority: the call the agent dispatched directly
@@ -412,12 +412,15 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> None:
     (the call did something high risk); a lower-risk dispatch inside a write
     is the write's own business and is not recorded.
 
+    Returns whether the dispatch was judged and allowed (not only observed): then,
+    when ``tool`` returns, :func:`_delegate_done` records what it did.
+
     Raises:
         GuardDeniedError: the direct call may not run ``tool``; nothing ran.
     """
     scope = _current.get()
     if scope is None or _its_own(scope.call, tool, risk, kind):
-        return  # no dispatch around it, or the executor's own dispatch of this very tool
+        return False  # no dispatch around it, or the executor's own dispatch of this very tool
     direct = scope.direct
     if risk >= Risk.HIGH:
         permitted = (
@@ -428,9 +431,53 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> None:
     elif kind == "write" and (direct.kind == "query" or _late(scope)):
         permitted = False  # a query changes nothing; an ended call's authority is gone
     else:
-        return
+        return False
     what = f"{'high-risk ' if risk >= Risk.HIGH else ''}tool {tool!r} ({kind}, risk {risk.value})"
-    _judge(scope, "delegation", (f"delegation:{tool}",), what, _outside_veridic(), permitted)
+    return _judge(scope, "delegation", (f"delegation:{tool}",), what, _outside_veridic(), permitted)
+
+
+def _delegate_done(tool: str, irreversible: bool, writes: bool, fields: Iterable[str]) -> None:
+    """Record what a delegated ``tool`` did, once it returned: its declared effects happened.
+
+    The dispatch itself was recorded (``"delegation:<tool>"``) before it ran; a tool
+    declared ``irreversible`` or writing instruction fields did that inside the call,
+    whether or not its store code has guards, so the call's audit record must say it:
+    an ``"irreversible"`` event under the same operation key, an ``"instruction_write"``
+    one with the declared ``fields`` (or that key, for instruction arguments). Only an
+    allowed dispatch gets here: a refused one never ran. When the call that delegated
+    has ended meanwhile (the tool ran in work it left behind), its record is written
+    already: logged instead.
+    """
+    scope = _current.get()
+    if scope is None:
+        return
+    where = _outside_veridic()
+    made: list[GuardEvent] = []
+    if irreversible:
+        made.append(GuardEvent("irreversible", (f"delegation:{tool}",), True, scope.direct, where))
+    if writes:
+        keys = tuple(f"instruction_write:{path}" for path in sorted(fields)) or (
+            f"delegation:{tool}",
+        )
+        made.append(GuardEvent("instruction_write", keys, True, scope.direct, where))
+    missed = False
+    with _STATE:
+        current: DispatchScope | None = scope
+        while current is not None:
+            if current._closed:
+                missed = True
+            else:
+                current._events.extend(made)
+            current = current._parent
+    if made and missed:
+        _log.warning(
+            "delegated tool %r (%s) finished at %s after the call of %r had ended: the "
+            "call's audit record does not show it; finish delegated work inside the handler",
+            tool,
+            ", ".join(op for event in made for op in event.operations),
+            where,
+            scope.direct.tool,
+        )
 
 
 def _its_own(call: Dispatch, tool: str, risk: Risk, kind: ToolKind) -> bool:
@@ -470,7 +517,11 @@ def _judge(
     what: str,
     where: str | None = None,
     permitted: bool | None = None,
-) -> None:
+) -> bool:
+    """Record the event in every enclosing scope; raise unless it is allowed or observed.
+
+    Returns whether it was allowed (``False`` only when observing lets it through).
+    """
     direct = scope.direct
     where = _caller(3) if where is None else where
     reporters: list[tuple[DispatchScope, LateReporter | None]] = []
@@ -488,7 +539,7 @@ def _judge(
             current = current._parent
     failure = _report_late(event, reporters) if reporters else None
     if allowed or (scope.observing and not late):
-        return
+        return allowed
     label = _LABELS[kind]
     if late:
         request = f" (request {direct.request_id!r})" if direct.request_id else ""

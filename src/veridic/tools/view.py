@@ -83,7 +83,13 @@ from veridic.tools._section import _DEFAULT_WORDING, _memo, _render_section
 from veridic.tools._similarity import NameIndex
 from veridic.tools.context import ToolContext
 from veridic.tools.filters import Deny, Predicate, _denied, _pin_changed, _unavailable, _withheld
-from veridic.tools.guards import _delegated, _finished, current_dispatch, dispatching
+from veridic.tools.guards import (
+    _delegate_done,
+    _delegated,
+    _finished,
+    current_dispatch,
+    dispatching,
+)
 from veridic.tools.risk import ApprovalMode, Risk
 from veridic.tools.schema_tool import _SCHEMA_TOOL_LEFT_OUT, ToolSchema, _schema_tool
 from veridic.tools.status import (
@@ -896,15 +902,26 @@ def _canonical_mcp(tool: Tool) -> str:
     )
 
 
+def _registry_of(view: ToolView) -> str:
+    """Which registry ``view`` came from (``"Registry('name').view()"``), the same for every
+    view of one registry: an approval's grant names it."""
+    return view._origin
+
+
 # --- direct dispatch ------------------------------------------------------------------
 
 
 @contextmanager
 def _direct_dispatch(tool: Tool, context: ToolContext[object] | None = None) -> Iterator[None]:
     if current_dispatch() is not None:
-        # A handler running another tool: only with the authority that tool needs.
-        _delegated(tool.name, tool.risk, tool.kind)
-        yield
+        # A handler running another tool: only with the authority that tool needs; once it
+        # returned, what it declares doing happened inside the call that delegated.
+        if _delegated(tool.name, tool.risk, tool.kind):
+            yield
+            writes = tool.writes_instruction_fields
+            _delegate_done(tool.name, tool.irreversible, writes, tool.instruction_writes)
+        else:
+            yield
         return
     # A nested call without a request id of its own takes this one's (see ToolContext).
     request_id = "" if context is None else context.request_id
