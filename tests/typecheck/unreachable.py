@@ -7,7 +7,7 @@ plugin ran there, and instruction(reply) minted the reply at run time.
 import sys
 from typing import Final
 
-from veridic import Composer, instruction
+from veridic import Composer, TrustedInstruction, instruction, join
 
 WINDOWS: Final = "Paths use backslashes."
 
@@ -25,6 +25,19 @@ def under_a_platform_check(reply: str) -> None:
         instruction(reply)
         instruction(WINDOWS)
     instruction("Be brief.")
+
+
+def under_a_version_check(parts: list[TrustedInstruction], reply: str) -> None:
+    if sys.version_info >= (3, 12):
+        # Only the arguments of the trusting parameter count: join()'s parts are checked
+        # at run time, its sep is the LiteralString; literals joined with + are literals.
+        join(parts)
+        join([instruction("Be brief."), *parts], "\n")
+        instruction("Be " + "brief.")
+        instruction(WINDOWS + " Always.")
+        join(parts, sep=reply)  # E: [veridic-literal] join() got arguments mypy did not check
+        instruction("Be " + reply)  # E: [veridic-literal] instruction() got arguments mypy
+        instruction(*[reply])  # E: [veridic-literal] instruction() got arguments mypy
 
 
 def checked(reply: str) -> None:

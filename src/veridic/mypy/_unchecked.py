@@ -9,9 +9,10 @@ from a literal, minted the reply.
 
 Hook (``veridic-literal``): the first call hook run in a module notes each call, by
 name, of a function that trusts a parameter (``instruction()``, a ``LiteralString``
-helper of the user's) whose arguments are not all string literals
-(:func:`candidates`); at the end of the module's check, each of them that mypy
-gave no type was not checked, and is reported.
+helper of the user's) whose arguments to that parameter are not all string literals
+(``join(parts)`` gives ``sep`` none, and the run time checks its parts); at the end of
+the module's check, each of them that mypy gave no type was not checked, and is
+reported.
 
 Not seen: the body of a function without annotations when ``check_untyped_defs`` is
 off (mypy's default, not ``--strict``'s): mypy checks it but drops every error there,
@@ -23,10 +24,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from mypy.argmap import map_actuals_to_formals
 from mypy.checker import TypeChecker
-from mypy.nodes import CallExpr, Expression, MypyFile, NameExpr, StrExpr, Var
+from mypy.nodes import (
+    ARG_STAR,
+    ARG_STAR2,
+    CallExpr,
+    Decorator,
+    Expression,
+    FuncDef,
+    MypyFile,
+    NameExpr,
+    OpExpr,
+    RefExpr,
+    StrExpr,
+    Var,
+)
+from mypy.types import AnyType, TypeOfAny
 
 from veridic.mypy import errorcodes
+from veridic.mypy._signature import code_text_positions, signature_of
 
 _PENDING: dict[str, list[tuple[CallExpr, str]]] = {}
 """Per module checked in this build: its calls of trusting functions, until its end."""
@@ -50,17 +67,46 @@ def note(
             continue
         if all(_literal(arg, tree) for arg in expr.args):
             continue
-        named = trusting(_bound(expr.callee, tree))
-        if named is not None:
+        callee = _bound(expr.callee, tree)
+        named = trusting(callee)
+        if named is not None and not all(_literal(arg, tree) for arg in _trusted(expr, callee)):
             found.append((expr, named[0]))
     if found:
         _PENDING[tree.fullname] = found
 
 
+def _trusted(call: CallExpr, callee: Expression) -> list[Expression]:
+    """The arguments of ``call`` that reach a parameter its function trusts (``join()``'s
+    ``sep``, not its parts, which the run time checks); all of them where that is not
+    known (a method, an argument unpacked with ``*``)."""
+    node = callee.node if isinstance(callee, RefExpr) else None
+    function = node.func if isinstance(node, Decorator) else node
+    signature = None if node is None else signature_of(node)
+    if not isinstance(function, FuncDef) or function.info or signature is None:
+        return call.args  # a method: its signature starts with the bound self or cls
+    if any(kind in (ARG_STAR, ARG_STAR2) for kind in call.arg_kinds):
+        return call.args
+    formals = map_actuals_to_formals(
+        call.arg_kinds,
+        call.arg_names,
+        signature.arg_kinds,
+        signature.arg_names,
+        lambda _position: AnyType(TypeOfAny.special_form),
+    )
+    return [
+        call.args[actual]
+        for position in code_text_positions(signature)
+        for actual in formals[position]
+    ]
+
+
 def _literal(arg: Expression, tree: MypyFile) -> bool:
-    """A string literal, or a name of a ``Final`` constant bound to one."""
+    """A string literal, a name of a ``Final`` constant bound to one, or literals joined
+    with ``+`` (which ``LiteralString`` accepts)."""
     if isinstance(arg, StrExpr):
         return True
+    if isinstance(arg, OpExpr) and arg.op == "+":
+        return _literal(arg.left, tree) and _literal(arg.right, tree)
     bound = _bound(arg, tree)
     node = bound.node if isinstance(bound, NameExpr) else None
     return isinstance(node, Var) and node.is_final and isinstance(node.final_value, str)
