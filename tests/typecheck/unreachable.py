@@ -5,11 +5,12 @@ plugin ran there, and instruction(reply) minted the reply at run time.
 """
 
 import sys
-from typing import Final
+from typing import Final, Literal, TypeVar
 
 from veridic import Composer, TrustedInstruction, instruction, join
 
 WINDOWS: Final = "Paths use backslashes."
+AnyText = TypeVar("AnyText", str, bytes)
 
 
 def after_a_never_call(reply: str) -> None:
@@ -35,9 +36,19 @@ def under_a_version_check(parts: list[TrustedInstruction], reply: str) -> None:
         join([instruction("Be brief."), *parts], "\n")
         instruction("Be " + "brief.")
         instruction(WINDOWS + " Always.")
+        instruction("Be brief." if reply else "Be thorough.")
         join(parts, sep=reply)  # E: [veridic-literal] join() got arguments mypy did not check
         instruction("Be " + reply)  # E: [veridic-literal] instruction() got arguments mypy
         instruction(*[reply])  # E: [veridic-literal] instruction() got arguments mypy
+
+
+def over_a_constrained_type_variable(
+    value: AnyText, brief: bool, mode: Literal["a", "b"], parts: list[TrustedInstruction]
+) -> AnyText:
+    # mypy checks this body once per constraint, on copies of it: checked all the same.
+    print(instruction("Be brief." if brief else "Be thorough."))
+    print(join(parts, sep=mode), instruction(mode))
+    return value
 
 
 def checked(reply: str) -> None:

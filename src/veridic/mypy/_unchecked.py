@@ -14,7 +14,9 @@ helper of the user's) whose arguments to that parameter are not all string liter
 the module's check, each of them that mypy gave no type was not checked, and is
 reported.
 
-Not seen: the body of a function without annotations when ``check_untyped_defs`` is
+Not seen: a call mypy skipped inside a function over a constrained type variable
+(``TypeVar("T", str, bytes)``), which mypy checks on copies that keep the types. Nor
+the body of a function without annotations when ``check_untyped_defs`` is
 off (mypy's default, not ``--strict``'s): mypy checks it but drops every error there,
 the plugin's too.
 """
@@ -30,6 +32,7 @@ from mypy.nodes import (
     ARG_STAR,
     ARG_STAR2,
     CallExpr,
+    ConditionalExpr,
     Decorator,
     Expression,
     FuncDef,
@@ -40,9 +43,11 @@ from mypy.nodes import (
     StrExpr,
     Var,
 )
-from mypy.types import AnyType, TypeOfAny
+from mypy.server.subexpr import get_subexpressions
+from mypy.types import AnyType, CallableType, TypeOfAny, TypeVarType
 
 from veridic.mypy import errorcodes
+from veridic.mypy._rebinding import every_statement
 from veridic.mypy._signature import code_text_positions, signature_of
 
 _PENDING: dict[str, list[tuple[CallExpr, str]]] = {}
@@ -107,6 +112,8 @@ def _literal(arg: Expression, tree: MypyFile) -> bool:
         return True
     if isinstance(arg, OpExpr) and arg.op == "+":
         return _literal(arg.left, tree) and _literal(arg.right, tree)
+    if isinstance(arg, ConditionalExpr):
+        return _literal(arg.if_expr, tree) and _literal(arg.else_expr, tree)
     bound = _bound(arg, tree)
     node = bound.node if isinstance(bound, NameExpr) else None
     return isinstance(node, Var) and node.is_final and isinstance(node.final_value, str)
@@ -127,9 +134,31 @@ def _bound(callee: Expression, tree: MypyFile) -> Expression:
 
 def report(checker: TypeChecker) -> None:
     """Report each noted call of ``checker``'s module that mypy did not check."""
-    for call, display in _PENDING.pop(checker.tree.fullname, []):
-        if checker.lookup_type_or_none(call) is None:
+    pending = _PENDING.pop(checker.tree.fullname, [])
+    untyped = [
+        (call, shown) for call, shown in pending if checker.lookup_type_or_none(call) is None
+    ]
+    copied = _copied(checker.tree) if untyped else set()
+    for call, display in untyped:
+        if id(call) not in copied:
             checker.fail(_message(display), call, code=errorcodes.LITERAL)
+
+
+def _copied(tree: MypyFile) -> set[int]:
+    """The expressions of the functions mypy checks on copies, not on themselves: one
+    copy per value of a constrained type variable (``TypeVar("T", str, bytes)``) of the
+    function or of its class, whose types stay with the copies (``expand_typevars``)."""
+    found: set[int] = set()
+    for statement in every_statement(tree.defs):
+        function = statement.func if isinstance(statement, Decorator) else statement
+        if not isinstance(function, FuncDef) or not isinstance(function.type, CallableType):
+            continue
+        variables = [*function.type.variables]
+        if function.info:
+            variables += function.info.defn.type_vars
+        if any(isinstance(variable, TypeVarType) and variable.values for variable in variables):
+            found.update(id(expr) for expr in get_subexpressions(function))
+    return found
 
 
 _WHY: Final = (
