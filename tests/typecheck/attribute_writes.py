@@ -30,7 +30,9 @@ def writes(page: Page, reply: str, name: str) -> None:
     Composer().system(page.prompt)
 
 
-def accepted(page: Page, reply: str, name: str) -> None:
+def accepted(page: Page, reply: str, name: str, tuning: dict[str, float | None]) -> None:
+    for key, value in tuning.items():  # no text: it cannot be an instruction
+        setattr(page, key, value)
     setattr(page, "title", reply)  # noqa: B010
     setattr(page, "prompt", instruction("Be brief."))  # noqa: B010
     object.__setattr__(page, "title", reply)

@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.meet import is_overlapping_types
 from mypy.messages import format_type
 from mypy.nodes import (
     AssignmentStmt,
@@ -275,6 +276,12 @@ def holds_trusted(typ: Type, seen: frozenset[str] = frozenset()) -> bool:
     if any(holds_trusted(arg, seen) for arg in proper.args):
         return True
     return _bases_hold_trusted(proper.type, seen)
+
+
+def may_be_text(typ: Type, checker: TypeChecker) -> bool:
+    """Whether a value of type ``typ`` may be a ``str`` (a ``float | None`` may not: it
+    forges no text wherever it is written)."""
+    return is_overlapping_types(typ, checker.named_type("builtins.str"))
 
 
 _FIELD_SPECIFIERS: Final = frozenset({"pydantic.fields.Field", "pydantic.fields.PrivateAttr"})

@@ -11,7 +11,8 @@ Hook (``veridic-forge``): every call of ``setattr()`` and ``object.__setattr__()
 an instance or a class whose attribute of that name is declared to hold a
 ``TrustedInstruction`` (in a container, a union, a ``TypedDict``), with a value whose
 type mypy would not accept in a plain assignment; or named by text not known in the
-code, on an object with such an attribute. A value typed ``Any`` into an attribute
+code, on an object with such an attribute, unless the value cannot be text (a
+``float``). A value typed ``Any`` into an attribute
 named in the code is ``veridic-any``, as ``page.prompt = loose`` is.
 
 Not seen: a write through ``vars(page)`` or ``page.__dict__`` (typed ``dict[str, Any]``).
@@ -29,7 +30,7 @@ from mypy.subtypes import is_subtype
 from mypy.types import CallableType, Instance, Type, TypeType, get_proper_type
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import holds_trusted
+from veridic.mypy._any_declared import holds_trusted, may_be_text
 from veridic.mypy._any_guard import is_any
 
 WRITERS: Final = frozenset({"builtins.setattr", "builtins.object.__setattr__"})
@@ -62,6 +63,8 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
             for attribute, declared in _attributes(info)
             if holds_trusted(declared) and not is_subtype(value, declared)
         )
+        if not may_be_text(value, checker):
+            return  # ``setattr(self, key, 0.2)`` over tuning values: no text to forge
         if not trusted:
             return
         what = (

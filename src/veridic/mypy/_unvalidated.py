@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import Final
 
 from mypy.checker import TypeChecker
-from mypy.meet import is_overlapping_types
 from mypy.messages import format_type
 from mypy.nodes import (
     ARG_NAMED,
@@ -55,7 +54,7 @@ from mypy.types import (
 )
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import holds_trusted
+from veridic.mypy._any_declared import holds_trusted, may_be_text
 from veridic.mypy._any_guard import is_any
 from veridic.mypy._code_text import Written, classify, describe
 from veridic.mypy._fields import model_fields
@@ -205,9 +204,7 @@ def _fills(item: Type, declared: Type, checker: TypeChecker) -> bool:
     mapping of ``float`` values cannot turn into an instruction)."""
     if is_any(item):
         return False
-    return is_subtype(item, declared) or not is_overlapping_types(
-        item, checker.named_type("builtins.str")
-    )
+    return is_subtype(item, declared) or not may_be_text(item, checker)
 
 
 def _untrusted(typ: Type | None) -> bool:
