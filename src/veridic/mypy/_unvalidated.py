@@ -169,8 +169,8 @@ def _check_trusted_mapping(
         return
     typ = get_proper_type(checker.lookup_type_or_none(expr))
     if isinstance(typ, TypedDictType):  # read key by key, as a display
-        items = [(name, typ.items[name]) for name in fields if name in typ.items]
-        if all(_fills(item, fields[name], checker) for name, item in items):
+        given = [(name, typ.items[name]) for name in fields if name in typ.items]
+        if all(_fills(item, fields[name], checker) for name, item in given):
             return
     elif isinstance(typ, Instance) and typ.args:
         item = typ.args[-1]
