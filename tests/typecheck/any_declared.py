@@ -5,9 +5,11 @@ Composer().system(settings["persona"]) type-checked, and the run time refused it
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+import attr
+import attrs
 from pydantic import BaseModel, Field
 
 from veridic import InstructionField, TrustedInstruction, UntrustedText, instruction
@@ -21,6 +23,22 @@ class Settings(TypedDict):
 @dataclass
 class Holder:
     prompt: TrustedInstruction
+
+
+@dataclass(kw_only=True)
+class Fields:
+    """A field declared with field() (or attrs') options only: typed Any, no value."""
+
+    prompt: TrustedInstruction = field(repr=False)
+    rules: list[TrustedInstruction] = field(default_factory=list, repr=False)
+    # E: [veridic-any] the name "loaded" is declared "TrustedInstruction"
+    loaded: TrustedInstruction = field(default=json.loads('"Be brief."'), repr=False)
+
+
+@attrs.define
+class AttrsFields:
+    hint: TrustedInstruction = attrs.field(repr=False)
+    title: TrustedInstruction = attr.ib(repr=False)
 
 
 class Nested(TypedDict):

@@ -210,12 +210,18 @@ def _loose(value: Expression, slot: Type, checker: TypeChecker) -> Iterator[Expr
         for item, item_slot in _slots(value, slot):
             yield from _loose(item, item_slot, checker)
         return
-    callee = value.callee if isinstance(value, CallExpr) else None
-    if isinstance(callee, RefExpr) and callee.fullname in _FIELD_SPECIFIERS:
-        return  # a model's field declaration: pydantic validates what fills it
+    if isinstance(value, CallExpr) and _specifies_field(value.callee):
+        for name, arg in zip(value.arg_names, value.args, strict=True):
+            if name == "default":  # a field's declaration is no value, but its default is
+                yield from _loose(arg, slot, checker)
+        return
     typ = checker.lookup_type_or_none(value)
     if typ is not None and is_any(typ) and holds_trusted(slot):
         yield value
+
+
+def _specifies_field(callee: Expression) -> bool:
+    return isinstance(callee, RefExpr) and callee.fullname in _FIELD_SPECIFIERS
 
 
 def _slots(
@@ -284,8 +290,21 @@ def may_be_text(typ: Type, checker: TypeChecker) -> bool:
     return is_overlapping_types(typ, checker.named_type("builtins.str"))
 
 
-_FIELD_SPECIFIERS: Final = frozenset({"pydantic.fields.Field", "pydantic.fields.PrivateAttr"})
-"""Typed ``Any`` so that they fit any field's annotation; they are no value of the field."""
+_FIELD_SPECIFIERS: Final = frozenset(
+    {
+        "pydantic.fields.Field",
+        "pydantic.fields.PrivateAttr",
+        "dataclasses.field",
+        "attrs.field",
+        "attr.attrib",
+        "attr.ib",
+        "attr.field",
+    }
+)
+"""Typed ``Any`` so that they fit any field's annotation (``field(repr=False)``,
+``attrs.field(repr=False)``); they are no value of the field: pydantic validates it,
+the constructor of a dataclass or an attrs class takes a parameter of the declared
+type."""
 _LIBRARIES: Final = ("builtins", "typing", "collections", "pydantic", "_")
 """Modules whose classes hold no text of the project's (``_typeshed``, ``_collections_abc``)."""
 
