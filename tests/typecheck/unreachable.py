@@ -37,6 +37,8 @@ def under_a_version_check(parts: list[TrustedInstruction], reply: str) -> None:
         instruction("Be " + "brief.")
         instruction(WINDOWS + " Always.")
         instruction("Be brief." if reply else "Be thorough.")
+        instruction(f"{WINDOWS} Always.")
+        instruction(f"Say {reply}.")  # E: [veridic-literal] instruction() got arguments mypy
         join(parts, sep=reply)  # E: [veridic-literal] join() got arguments mypy did not check
         instruction("Be " + reply)  # E: [veridic-literal] instruction() got arguments mypy
         instruction(*[reply])  # E: [veridic-literal] instruction() got arguments mypy
