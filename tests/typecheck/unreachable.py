@@ -7,7 +7,7 @@ plugin ran there, and instruction(reply) minted the reply at run time.
 import sys
 from typing import Final, Literal, TypeVar
 
-from veridic import Composer, TrustedInstruction, instruction, join
+from veridic import Composer, Deny, TrustedInstruction, TrustPolicy, instruction, join
 
 WINDOWS: Final = "Paths use backslashes."
 AnyText = TypeVar("AnyText", str, bytes)
@@ -18,6 +18,16 @@ def after_a_never_call(reply: str) -> None:
     # E: [veridic-literal] instruction() got arguments mypy did not check # P: [reportArgumentType]
     Composer().system(instruction(reply))
     instruction("Be brief.")
+
+
+def a_class_under_a_platform_check(reply: str) -> None:
+    if sys.platform == "win32":
+        # A class whose constructor trusts a parameter, as a function does.
+        # E: [veridic-literal] Deny() got arguments mypy did not check # P: [reportArgumentType]
+        print(Deny(names={"delete"}, tombstone=True, reason=reply))
+        print(Deny(names={"delete"}, reason="Not on Windows."))
+        # E: [veridic-literal] TrustPolicy() got arguments mypy # P: [reportArgumentType]
+        TrustPolicy(reply)
 
 
 def under_a_platform_check(reply: str) -> None:

@@ -8,11 +8,11 @@ after such a call type-checked, and the run time, which cannot tell a plain ``st
 from a literal, minted the reply.
 
 Hook (``veridic-literal``): the first call hook run in a module notes each call, by
-name, of a function that trusts a parameter (``instruction()``, a ``LiteralString``
-helper of the user's) whose arguments to that parameter are not all string literals
-(``join(parts)`` gives ``sep`` none, and the run time checks its parts); at the end of
-the module's check, each of them that mypy gave no type was not checked, and is
-reported.
+name, of a function or class that trusts a parameter (``instruction()``, a
+``LiteralString`` helper of the user's, ``Deny(reason=...)``, ``TrustPolicy(name)``)
+whose arguments to that parameter are not all string literals (``join(parts)`` gives
+``sep`` none, and the run time checks its parts); at the end of the module's check,
+each of them that mypy gave no type was not checked, and is reported.
 
 Not seen: a call mypy skipped inside a function over a constrained type variable
 (``TypeVar("T", str, bytes)``), which mypy checks on copies that keep the types. Nor
@@ -43,6 +43,7 @@ from mypy.nodes import (
     OpExpr,
     RefExpr,
     StrExpr,
+    TypeInfo,
     Var,
 )
 from mypy.server.subexpr import get_subexpressions
@@ -50,7 +51,7 @@ from mypy.types import AnyType, CallableType, TypeOfAny, TypeVarType
 
 from veridic.mypy import errorcodes
 from veridic.mypy._rebinding import every_statement
-from veridic.mypy._signature import code_text_positions, signature_of
+from veridic.mypy._signature import code_text_parameter, code_text_positions, signature_of
 
 _PENDING: dict[str, list[tuple[CallExpr, str]]] = {}
 """Per module checked in this build: its calls of trusting functions, until its end."""
@@ -75,22 +76,41 @@ def note(
         if all(_literal(arg, tree) for arg in expr.args):
             continue
         callee = _bound(expr.callee, tree)
-        named = trusting(callee)
+        named = trusting(callee) or _trusting_class(callee)
         if named is not None and not all(_literal(arg, tree) for arg in _trusted(expr, callee)):
             found.append((expr, named[0]))
     if found:
         _PENDING[tree.fullname] = found
 
 
+def _trusting_class(callee: Expression) -> tuple[str, str] | None:
+    """``(display, parameter)`` when ``callee`` names a class whose constructor trusts a
+    parameter (``Deny(reason=...)``, ``TrustPolicy(name)``)."""
+    node = callee.node if isinstance(callee, RefExpr) else None
+    signature = signature_of(node) if isinstance(node, TypeInfo) else None
+    formal = None if signature is None else code_text_parameter(signature)
+    return None if formal is None or node is None else (f"{node.name}()", formal)
+
+
 def _trusted(call: CallExpr, callee: Expression) -> list[Expression]:
-    """The arguments of ``call`` that reach a parameter its function trusts (``join()``'s
-    ``sep``, not its parts, which the run time checks); all of them where that is not
-    known (a method, an argument unpacked with ``*``)."""
+    """The arguments of ``call`` that reach a parameter its function (or its class's
+    constructor) trusts: ``join()``'s ``sep``, not its parts, which the run time checks;
+    all of them where that is not known (a method, an argument unpacked with ``*``)."""
     node = callee.node if isinstance(callee, RefExpr) else None
     function = node.func if isinstance(node, Decorator) else node
     signature = None if node is None else signature_of(node)
-    if not isinstance(function, FuncDef) or function.info or signature is None:
+    if isinstance(node, TypeInfo) and node.typeddict_type is not None:
+        return call.args  # a TypedDict's keys: no self to bind
+    if signature is not None and isinstance(node, TypeInfo) and signature.arg_types:
+        signature = signature.copy_modified(  # the constructor's self, bound by the call
+            arg_types=signature.arg_types[1:],
+            arg_kinds=signature.arg_kinds[1:],
+            arg_names=signature.arg_names[1:],
+        )
+    elif not isinstance(function, FuncDef) or function.info:
         return call.args  # a method: its signature starts with the bound self or cls
+    if signature is None:
+        return call.args
     if any(kind in (ARG_STAR, ARG_STAR2) for kind in call.arg_kinds):
         return call.args
     formals = map_actuals_to_formals(
@@ -182,7 +202,9 @@ _WHY: Final = (
 def _message(display: str) -> str:
     return (
         f"{display} got arguments mypy did not check: {_WHY}, so nothing here was checked, "
-        "while the run time mints whatever str this call gets; make the code reachable "
-        "(warn_unreachable = True shows where mypy stops), or write the text in the call as "
-        "a string literal"
+        "while the run time takes whatever str this call gets as text written in code (it "
+        "cannot tell a str from a literal); make the code reachable (warn_unreachable = True "
+        "shows where mypy stops), or write the text in the call as a string literal; a "
+        "branch for another Python version or platform is checked only by a mypy run with "
+        "that --python-version or --platform"
     )
