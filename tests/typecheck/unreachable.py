@@ -26,6 +26,7 @@ def a_class_under_a_platform_check(reply: str) -> None:
         # E: [veridic-literal] Deny() got arguments mypy did not check # P: [reportArgumentType]
         print(Deny(names={"delete"}, tombstone=True, reason=reply))
         print(Deny(names={"delete"}, reason="Not on Windows."))
+        print(Deny(names={"delete"}, reason=instruction("Not on Windows.")))
         # E: [veridic-literal] TrustPolicy() got arguments mypy # P: [reportArgumentType]
         TrustPolicy(reply)
 

@@ -49,7 +49,7 @@ from mypy.nodes import (
 from mypy.server.subexpr import get_subexpressions
 from mypy.types import AnyType, CallableType, TypeOfAny, TypeVarType
 
-from veridic.mypy import errorcodes
+from veridic.mypy import _names, errorcodes
 from veridic.mypy._rebinding import every_statement
 from veridic.mypy._signature import code_text_parameter, code_text_positions, signature_of
 
@@ -137,6 +137,8 @@ def _literal(arg: Expression, tree: MypyFile) -> bool:
         return _literal(arg.left, tree) and _literal(arg.right, tree)
     if isinstance(arg, ConditionalExpr):
         return _literal(arg.if_expr, tree) and _literal(arg.else_expr, tree)
+    if isinstance(arg, CallExpr) and _mints(_bound(arg.callee, tree)):
+        return all(_literal(part, tree) for part in arg.args)  # instruction("...")
     if isinstance(arg, CallExpr) and isinstance(arg.callee, MemberExpr):
         # An f-string: mypy reads f"{A} b" as "".join(["{:{}}".format(A, ""), " b"]).
         method, on = arg.callee.name, arg.callee.expr
@@ -148,6 +150,16 @@ def _literal(arg: Expression, tree: MypyFile) -> bool:
     bound = _bound(arg, tree)
     node = bound.node if isinstance(bound, NameExpr) else None
     return isinstance(node, Var) and node.is_final and isinstance(node.final_value, str)
+
+
+def _mints(callee: Expression) -> bool:
+    """Whether ``callee`` is ``instruction()`` (whose result from a literal is code text)."""
+    if not isinstance(callee, RefExpr):
+        return False
+    node = callee.node
+    return callee.fullname == _names.INSTRUCTION or (
+        isinstance(node, FuncDef | Decorator) and node.fullname == _names.INSTRUCTION
+    )
 
 
 def _bound(callee: Expression, tree: MypyFile) -> Expression:
