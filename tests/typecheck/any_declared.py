@@ -6,7 +6,7 @@ Composer().system(settings["persona"]) type-checked, and the run time refused it
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Generic, TypedDict, TypeVar
 
 import attr
 import attrs
@@ -72,6 +72,20 @@ class Stored(dict[str, TrustedInstruction]):
     """A project class that is a container of trusted text."""
 
 
+T = TypeVar("T")
+
+
+class Store(dict[str, T]):
+    """A generic container of the project's."""
+
+
+class Box(Generic[T]):
+    """A generic class of the project's that is no container: an attribute holds T."""
+
+    def __init__(self, item: T) -> None:
+        self.item = item
+
+
 def declared(
     raw: str, loose: Any, page: Page, settings: Settings, items: list[TrustedInstruction]
 ) -> None:
@@ -85,6 +99,7 @@ def declared(
     # E: [veridic-any] declared "tuple[TrustedInstruction, Any]"
     pair: tuple[TrustedInstruction, Any] = (loose, loose)
     stored: Stored = json.loads(raw)  # E: [veridic-any] declared "Stored"
+    store: Store[TrustedInstruction] = json.loads(raw)  # E: [veridic-any] declared "Store
     # E: [veridic-any] declared "dict[str, TrustedInstruction]"
     table: dict[str, TrustedInstruction] = {"a": loose}
     later: TrustedInstruction
@@ -98,7 +113,7 @@ def declared(
     items += json.loads(raw)  # E: [veridic-any] declared "list[TrustedInstruction]"
     settings.update(json.loads(raw))  # E: [veridic-any] declared "Settings"
     table.setdefault(loose, loose)  # E: [veridic-any] declared "dict[str, TrustedInstruction]"
-    print(prompt, loaded, parts, envelope, pair, stored, table, later)
+    print(prompt, loaded, parts, envelope, pair, stored, store, table, later)
 
 
 def accepted(raw: str, loose: Any, page: Page, settings: Settings) -> None:
@@ -126,5 +141,6 @@ def accepted_slots(raw: str, loose: Any, page: Page) -> None:
     config: Config = loose.state.config
     nested: Nested = json.loads(raw)
     pages: list[Page] = loose
+    boxed: Box[TrustedInstruction] = loose.state.box
     page = loose.page
-    print(envelope, pair, holder, config, nested, pages, page)
+    print(envelope, pair, holder, config, nested, pages, boxed, page)

@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.maptype import map_instance_to_supertype
 from mypy.meet import is_overlapping_types
 from mypy.messages import format_type
 from mypy.nodes import (
@@ -279,9 +280,9 @@ def holds_trusted(typ: Type, seen: frozenset[str] = frozenset()) -> bool:
         return False
     if proper.type.fullname == _names.TRUSTED:
         return True
-    if any(holds_trusted(arg, seen) for arg in proper.args):
-        return True
-    return _bases_hold_trusted(proper.type, seen)
+    if _library(proper.type):
+        return any(holds_trusted(arg, seen) for arg in proper.args)
+    return _container_of_trusted(proper, seen)
 
 
 def may_be_text(typ: Type, checker: TypeChecker) -> bool:
@@ -309,19 +310,30 @@ _LIBRARIES: Final = ("builtins", "typing", "collections", "pydantic", "_")
 """Modules whose classes hold no text of the project's (``_typeshed``, ``_collections_abc``)."""
 
 
-def _bases_hold_trusted(info: TypeInfo, seen: frozenset[str]) -> bool:
-    """Whether a class of the project is a container of trusted text by a base
-    (``class Prompts(dict[str, TrustedInstruction])``), whose items a reader then trusts.
+def _library(info: TypeInfo) -> bool:
+    return info.module_name.startswith(_LIBRARIES)
 
-    A class's attributes are not looked into: a value typed ``Any`` (``json.loads()``, a
-    framework's ``app.state``, a container of dependencies) makes no object with
-    attributes unless code built one, so ``settings: Settings = request.app.state.settings``
-    forges nothing, and a ``dict`` posing as the object fails at its first attribute.
+
+def _container_of_trusted(instance: Instance, seen: frozenset[str]) -> bool:
+    """Whether a class of the project is a container of trusted text by a base
+    (``class Prompts(dict[str, TrustedInstruction])``, ``Store[TrustedInstruction]`` of
+    ``class Store(dict[str, T])``), whose items a reader then trusts.
+
+    A class's attributes are not looked into, nor its own type arguments (``Box[T]``
+    whose ``item`` is a ``T``): a value typed ``Any`` (``json.loads()``, a framework's
+    ``app.state``, a container of dependencies) makes no object with attributes unless
+    code built one, so ``settings: Settings = request.app.state.settings`` forges
+    nothing, and a ``dict`` posing as the object fails at its first attribute.
     """
-    module = info.module_name
-    if info.fullname in seen or _names.in_package(module) or module.startswith(_LIBRARIES):
+    info = instance.type
+    if info.fullname in seen or _names.in_package(info.module_name):
         return False
-    return any(holds_trusted(base, seen | {info.fullname}) for base in info.bases)
+    seen = seen | {info.fullname}
+    return any(
+        holds_trusted(map_instance_to_supertype(instance, base), seen)
+        for base in info.mro[1:]
+        if _library(base) and base.type_vars
+    )
 
 
 def _message(target: Expression, declared: Type, value: Expression, checker: TypeChecker) -> str:
