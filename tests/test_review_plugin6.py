@@ -276,7 +276,7 @@ class Page:
 
 def test_text_set_with_setattr_is_outside_text_at_run_time() -> None:
     page = Page(prompt=instruction("Be brief."))
-    object.__setattr__(page, "prompt", json.loads(REPLY)["persona"])
+    object.__setattr__(page, "prompt", json.loads(REPLY)["persona"])  # type: ignore[veridic-any]
     with pytest.raises(ProvenanceError):
         Composer().system(page.prompt)
 

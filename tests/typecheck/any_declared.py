@@ -5,9 +5,11 @@ Composer().system(settings["persona"]) type-checked, and the run time refused it
 """
 
 import json
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypedDict, TypeVar
 
+import attr
+import attrs
 from pydantic import BaseModel, Field
 
 from veridic import InstructionField, TrustedInstruction, UntrustedText, instruction
@@ -21,6 +23,22 @@ class Settings(TypedDict):
 @dataclass
 class Holder:
     prompt: TrustedInstruction
+
+
+@dataclass(kw_only=True)
+class Fields:
+    """A field declared with field() (or attrs') options only: typed Any, no value."""
+
+    prompt: TrustedInstruction = field(repr=False)
+    rules: list[TrustedInstruction] = field(default_factory=list, repr=False)
+    # E: [veridic-any] the name "loaded" is declared "TrustedInstruction"
+    loaded: TrustedInstruction = field(default=json.loads('"Be brief."'), repr=False)
+
+
+@attrs.define
+class AttrsFields:
+    hint: TrustedInstruction = attrs.field(repr=False)
+    title: TrustedInstruction = attr.ib(repr=False)
 
 
 class Nested(TypedDict):
@@ -45,31 +63,57 @@ class Page:
 JSON = dict[str, "JSON"] | list["JSON"] | str | int | None
 
 
+class Envelope(TypedDict):
+    system: TrustedInstruction
+    meta: dict[str, Any]
+
+
+class Stored(dict[str, TrustedInstruction]):
+    """A project class that is a container of trusted text."""
+
+
+T = TypeVar("T")
+
+
+class Store(dict[str, T]):
+    """A generic container of the project's."""
+
+
+class Box(Generic[T]):
+    """A generic class of the project's that is no container: an attribute holds T."""
+
+    def __init__(self, item: T) -> None:
+        self.item = item
+
+
 def declared(
     raw: str, loose: Any, page: Page, settings: Settings, items: list[TrustedInstruction]
 ) -> None:
     # E: [veridic-any] the name "prompt" is declared "TrustedInstruction"
     prompt: TrustedInstruction = json.loads(raw)
     loaded: Settings = json.loads(raw)  # E: [veridic-any] the name "loaded" is declared "Settings"
-    nested: Nested = json.loads(raw)  # E: [veridic-any] declared "Nested"
-    holder: Holder = loose  # E: [veridic-any] declared "Holder"
-    config: Config = json.loads(raw)  # E: [veridic-any] declared "Config"
     # E: [veridic-any] declared "list[TrustedInstruction]"
     parts: list[TrustedInstruction] = [instruction("x"), loose]
+    # E: [veridic-any] declared "Envelope"
+    envelope: Envelope = {"system": loose, "meta": {}}
+    # E: [veridic-any] declared "tuple[TrustedInstruction, Any]"
+    pair: tuple[TrustedInstruction, Any] = (loose, loose)
+    stored: Stored = json.loads(raw)  # E: [veridic-any] declared "Stored"
+    store: Store[TrustedInstruction] = json.loads(raw)  # E: [veridic-any] declared "Store
     # E: [veridic-any] declared "dict[str, TrustedInstruction]"
     table: dict[str, TrustedInstruction] = {"a": loose}
     later: TrustedInstruction
     later = loose  # E: [veridic-any] the name "later" is declared
     page.prompt = loose  # E: [veridic-any] the attribute "prompt" is declared
     settings["persona"] = loose  # E: [veridic-any] declared "TrustedInstruction"
-    items[0] = loose  # E: [veridic-any] declared "TrustedInstruction"
+    items[0] = loose  # E: [veridic-any] an item of the name "items" is declared
     items.append(loose)  # E: [veridic-any] declared "list[TrustedInstruction]"
     items.extend(json.loads(raw))  # E: [veridic-any] the result of "loads()"
     items.insert(loose, loose)  # E: [veridic-any] declared "list[TrustedInstruction]"
     items += json.loads(raw)  # E: [veridic-any] declared "list[TrustedInstruction]"
     settings.update(json.loads(raw))  # E: [veridic-any] declared "Settings"
     table.setdefault(loose, loose)  # E: [veridic-any] declared "dict[str, TrustedInstruction]"
-    print(prompt, loaded, nested, holder, config, parts, table, later)
+    print(prompt, loaded, parts, envelope, pair, stored, store, table, later)
 
 
 def accepted(raw: str, loose: Any, page: Page, settings: Settings) -> None:
@@ -85,3 +129,18 @@ def accepted(raw: str, loose: Any, page: Page, settings: Settings) -> None:
     inferred = json.loads(raw)
     first, second = loose
     print(text, data, tree, minted, inferred, first, second)
+
+
+def accepted_slots(raw: str, loose: Any, page: Page) -> None:
+    # Any into the slots declared Any, next to trusted text written in code.
+    envelope: Envelope = {"system": instruction("Be brief."), "meta": json.loads(raw)}
+    pair: tuple[TrustedInstruction, Any] = (instruction("Be brief."), json.loads(raw))
+    # An object typed Any (a framework's app.state, a DI container, a cache) declared as
+    # a class: JSON makes no object with attributes, so no text is forged through one.
+    holder: Holder = loose
+    config: Config = loose.state.config
+    nested: Nested = json.loads(raw)
+    pages: list[Page] = loose
+    boxed: Box[TrustedInstruction] = loose.state.box
+    page = loose.page
+    print(envelope, pair, holder, config, nested, pages, boxed, page)

@@ -143,6 +143,10 @@ def unvalidated(
         validated.model_copy(update={"mode": mode}),
         validated.model_copy(),
         Validated(mode=mode),
+        # dict(key=value) is read key by key, as a display is.
+        validated.model_copy(update=dict(mode=mode)),  # noqa: C408 (the spelling under test)
+        # E: [veridic-literal] Validated.model_copy()
+        validated.model_copy(update=dict(mode=raw)),  # noqa: C408 (the spelling under test)
     ]
 
 

@@ -7,7 +7,7 @@ from typing import TypedDict, TypeGuard, cast
 
 from typing_extensions import TypeIs
 
-from veridic import Composer, TrustedInstruction, UntrustedText
+from veridic import Composer, TrustedInstruction, UntrustedText, is_trusted
 
 
 class Settings(TypedDict):
@@ -33,6 +33,25 @@ class Checks:
     # E: [veridic-forge] the function "trusted" narrows
     def trusted(text: object) -> TypeIs[TrustedInstruction]:
         return isinstance(text, str)
+
+
+def genuine(value: object) -> TypeIs[TrustedInstruction]:
+    """Narrows only what the run time minted: is_trusted() checks the mint, not the type."""
+    return is_trusted(value)
+
+
+class Reply:
+    def minted(self, text: str) -> TypeGuard[TrustedInstruction]:
+        return isinstance(text, str) and is_trusted(text)
+
+    # E: [veridic-forge] the function "other" narrows
+    def other(self, text: str) -> TypeGuard[TrustedInstruction]:
+        return is_trusted(self)
+
+
+# E: [veridic-forge] the function "either" narrows
+def either(text: object) -> TypeGuard[TrustedInstruction]:
+    return is_trusted(text) or isinstance(text, str)
 
 
 def is_data(text: object) -> TypeGuard[UntrustedText]:

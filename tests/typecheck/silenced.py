@@ -23,3 +23,10 @@ def reviewed(reply: str) -> TrustedInstruction:
 
 def refused_at_run_time(reply: str) -> None:
     Composer().system(reply)  # type: ignore[arg-type]
+
+
+def not_silenced(reply: str) -> TrustedInstruction:
+    # An ignore of another code silences nothing: mypy's own error stands, and no
+    # veridic-forge says it was silenced.
+    # E: [return-value] Incompatible return value # E: [unused-ignore] Unused "type: ignore"
+    return reply  # type: ignore[misc]

@@ -412,7 +412,6 @@ _PER_BUILD: Final = (
     "_overrides",
     "_namespace",
     "_unchecked",
-    "_any_declared",
 )
 """Rule modules that keep state for one build (mypy makes a plugin per build; a process,
 such as a test run, may run several builds)."""

@@ -12,10 +12,16 @@ this rule refuses it one step earlier, where it is given the trusted type.
 Reported (``veridic-any``): an assignment (annotated or not; names, attributes, items
 of a ``TypedDict`` or a container) whose target's declared type holds a
 ``TrustedInstruction`` (in a container, a union, a tuple, a ``TypedDict`` item, a
-callable's return, or an attribute of a class of the project), and whose value is
-``Any``, or a list, tuple, set or dict display with an ``Any`` item; and ``Any`` put into
-a built-in container or a ``TypedDict`` that holds trusted text (``append``, ``extend``,
+callable's return, or a base of a class of the project: ``class Prompts(dict[str,
+TrustedInstruction])``), and whose value is ``Any``, or a list, tuple, set or dict
+display with an ``Any`` item in a slot so declared (an ``Any`` under a ``TypedDict`` key
+or at a tuple position declared ``Any`` is not); and ``Any`` put into a built-in
+container or a ``TypedDict`` that holds trusted text (``append``, ``extend``,
 ``insert``, ``add``, ``update``, ``setdefault``, ``+=``, ``|=``).
+
+Not reported: ``Any`` declared as a class whose attributes hold trusted text
+(``settings: Settings = request.app.state.settings``): ``Any`` from JSON makes no
+object with attributes, and frameworks hand typed objects out as ``Any`` every day.
 
 Hook: the end of a module's check (``get_additional_indirect_deps``), when every
 expression of the module has its type. mypy has no assignment hook.
@@ -30,6 +36,8 @@ from collections.abc import Iterator
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.maptype import map_instance_to_supertype
+from mypy.meet import is_overlapping_types
 from mypy.messages import format_type
 from mypy.nodes import (
     AssignmentStmt,
@@ -44,6 +52,7 @@ from mypy.nodes import (
     OperatorAssignmentStmt,
     RefExpr,
     SetExpr,
+    StarExpr,
     StrExpr,
     TempNode,
     TupleExpr,
@@ -54,6 +63,7 @@ from mypy.server.subexpr import get_subexpressions
 from mypy.types import (
     CallableType,
     Instance,
+    ProperType,
     TupleType,
     Type,
     TypeAliasType,
@@ -95,7 +105,7 @@ def report(checker: TypeChecker) -> None:
             declared = _declared(target, checker)
             if declared is None or not holds_trusted(declared):
                 continue
-            for value in _loose(statement.rvalue, checker):
+            for value in _loose(statement.rvalue, declared, checker):
                 _fail(checker, target, declared, value)
     _report_fills(checker)
 
@@ -106,6 +116,14 @@ _FILLERS: Final = frozenset(
 """Methods that put their arguments into a container (``__setitem__`` is an assignment)."""
 _KEYED: Final = frozenset({"insert", "setdefault"})
 """Fillers whose first argument says where, not what."""
+_WHOLE: Final = frozenset({"extend", "extendleft", "update"})
+"""Fillers whose argument holds many items (declared as the container), not one."""
+
+
+def _declared_key(declared: Type, key: str, default: Type) -> Type:
+    """The type a ``TypedDict`` declares for ``key``, or ``default``."""
+    proper = get_proper_type(declared)
+    return proper.items.get(key, default) if isinstance(proper, TypedDictType) else default
 
 
 def _report_fills(checker: TypeChecker) -> None:
@@ -116,7 +134,7 @@ def _report_fills(checker: TypeChecker) -> None:
         if isinstance(statement, OperatorAssignmentStmt) and statement.op in ("+", "|"):
             declared = _container(statement.lvalue, checker)
             if declared is not None:
-                for value in _loose(statement.rvalue, checker):
+                for value in _loose(statement.rvalue, declared, checker):
                     _fail(checker, statement.lvalue, declared, value)
     for statement in checker.tree.defs:
         for expr in get_subexpressions(statement):
@@ -129,9 +147,13 @@ def _report_fills(checker: TypeChecker) -> None:
             declared = _container(expr.callee.expr, checker)
             if declared is None:
                 continue
-            given = expr.args[1:] if expr.callee.name in _KEYED else expr.args
+            method = expr.callee.name
+            given = expr.args[1:] if method in _KEYED else expr.args
+            slot = declared if method in _WHOLE else _item_of(get_proper_type(declared), declared)
+            if method == "setdefault" and expr.args and isinstance(expr.args[0], StrExpr):
+                slot = _declared_key(declared, expr.args[0].value, slot)
             for arg in given:
-                for value in _loose(arg, checker):
+                for value in _loose(arg, slot, checker):
                     _fail(checker, expr.callee.expr, declared, value)
 
 
@@ -179,22 +201,62 @@ def _declared(target: Expression, checker: TypeChecker) -> Type | None:
     return None
 
 
-def _loose(value: Expression, checker: TypeChecker) -> Iterator[Expression]:
-    """``value`` when it is ``Any``, or the ``Any`` items of a display."""
-    if isinstance(value, ListExpr | TupleExpr | SetExpr):
-        for item in value.items:
-            yield from _loose(item, checker)
+def _loose(value: Expression, slot: Type, checker: TypeChecker) -> Iterator[Expression]:
+    """``value`` when it is ``Any`` and ``slot``, the type declared where it goes, holds
+    trusted text; or such items of a display, each against the slot declared for it (a
+    ``TypedDict``'s key, a tuple's position), so that ``Any`` next to trusted text in a
+    slot declared ``Any`` (``{"system": instruction("..."), "meta": json.loads(raw)}``)
+    is no finding."""
+    if isinstance(value, ListExpr | TupleExpr | SetExpr | DictExpr):
+        for item, item_slot in _slots(value, slot):
+            yield from _loose(item, item_slot, checker)
         return
-    if isinstance(value, DictExpr):
-        for _key, item in value.items:
-            yield from _loose(item, checker)
+    if isinstance(value, CallExpr) and _specifies_field(value.callee):
+        for name, arg in zip(value.arg_names, value.args, strict=True):
+            if name == "default":  # a field's declaration is no value, but its default is
+                yield from _loose(arg, slot, checker)
         return
-    callee = value.callee if isinstance(value, CallExpr) else None
-    if isinstance(callee, RefExpr) and callee.fullname in _FIELD_SPECIFIERS:
-        return  # a model's field declaration: pydantic validates what fills it
     typ = checker.lookup_type_or_none(value)
-    if typ is not None and is_any(typ):
+    if typ is not None and is_any(typ) and holds_trusted(slot):
         yield value
+
+
+def _specifies_field(callee: Expression) -> bool:
+    return isinstance(callee, RefExpr) and callee.fullname in _FIELD_SPECIFIERS
+
+
+def _slots(
+    display: ListExpr | TupleExpr | SetExpr | DictExpr, slot: Type
+) -> Iterator[tuple[Expression, Type]]:
+    """Each item of ``display`` with the type declared for it in ``slot``; ``slot`` itself
+    where the declaration says nothing finer (a union, a key not written in code)."""
+    proper = get_proper_type(slot)
+    if isinstance(display, DictExpr):
+        for key, item in display.items:
+            if key is None:  # ``**other``: a mapping of the same declaration
+                yield item, slot
+            elif isinstance(proper, TypedDictType) and isinstance(key, StrExpr):
+                yield item, proper.items.get(key.value, slot)
+            else:
+                yield item, _item_of(proper, slot)
+        return
+    if (
+        isinstance(proper, TupleType)
+        and len(proper.items) == len(display.items)
+        and not any(isinstance(item, StarExpr) for item in display.items)
+    ):
+        yield from zip(display.items, proper.items, strict=True)
+        return
+    for item in display.items:
+        yield item, _item_of(proper, slot)
+
+
+def _item_of(proper: ProperType, slot: Type) -> Type:
+    """The type declared for an item of a container (``list[X]``, ``dict[K, X]``,
+    ``tuple[X, ...]``), or ``slot`` itself."""
+    if isinstance(proper, Instance) and proper.args:
+        return proper.args[-1]
+    return slot
 
 
 def holds_trusted(typ: Type, seen: frozenset[str] = frozenset()) -> bool:
@@ -218,50 +280,68 @@ def holds_trusted(typ: Type, seen: frozenset[str] = frozenset()) -> bool:
         return False
     if proper.type.fullname == _names.TRUSTED:
         return True
-    if any(holds_trusted(arg, seen) for arg in proper.args):
-        return True
-    return _attributes_hold_trusted(proper.type, seen)
+    if _library(proper.type):
+        return any(holds_trusted(arg, seen) for arg in proper.args)
+    return _container_of_trusted(proper, seen)
 
 
-_FIELD_SPECIFIERS: Final = frozenset({"pydantic.fields.Field", "pydantic.fields.PrivateAttr"})
-"""Typed ``Any`` so that they fit any field's annotation; they are no value of the field."""
+def may_be_text(typ: Type, checker: TypeChecker) -> bool:
+    """Whether a value of type ``typ`` may be a ``str`` (a ``float | None`` may not: it
+    forges no text wherever it is written)."""
+    return is_overlapping_types(typ, checker.named_type("builtins.str"))
+
+
+_FIELD_SPECIFIERS: Final = frozenset(
+    {
+        "pydantic.fields.Field",
+        "pydantic.fields.PrivateAttr",
+        "dataclasses.field",
+        "attrs.field",
+        "attr.attrib",
+        "attr.ib",
+        "attr.field",
+    }
+)
+"""Typed ``Any`` so that they fit any field's annotation (``field(repr=False)``,
+``attrs.field(repr=False)``); they are no value of the field: pydantic validates it,
+the constructor of a dataclass or an attrs class takes a parameter of the declared
+type."""
 _LIBRARIES: Final = ("builtins", "typing", "collections", "pydantic", "_")
 """Modules whose classes hold no text of the project's (``_typeshed``, ``_collections_abc``)."""
 
 
-_CLASSES: dict[str, tuple[TypeInfo, bool]] = {}
-""":func:`_attributes_hold_trusted` of each class asked first (not from inside another
-class) in this build: a module's every declaration asks again."""
+def _library(info: TypeInfo) -> bool:
+    return info.module_name.startswith(_LIBRARIES)
 
 
-def forget() -> None:
-    """Drop what one build learnt (``VeridicPlugin`` calls this for each new build)."""
-    _CLASSES.clear()
+def _container_of_trusted(instance: Instance, seen: frozenset[str]) -> bool:
+    """Whether a class of the project is a container of trusted text by a base
+    (``class Prompts(dict[str, TrustedInstruction])``, ``Store[TrustedInstruction]`` of
+    ``class Store(dict[str, T])``), whose items a reader then trusts.
 
-
-def _attributes_hold_trusted(info: TypeInfo, seen: frozenset[str]) -> bool:
-    """Whether a class of the project declares an attribute that holds trusted text."""
-    module = info.module_name
-    if info.fullname in seen or _names.in_package(module) or module.startswith(_LIBRARIES):
+    A class's attributes are not looked into, nor its own type arguments (``Box[T]``
+    whose ``item`` is a ``T``): a value typed ``Any`` (``json.loads()``, a framework's
+    ``app.state``, a container of dependencies) makes no object with attributes unless
+    code built one, so ``settings: Settings = request.app.state.settings`` forges
+    nothing, and a ``dict`` posing as the object fails at its first attribute.
+    """
+    info = instance.type
+    if info.fullname in seen or _names.in_package(info.module_name):
         return False
-    cached = None if seen else _CLASSES.get(info.fullname)
-    if cached is not None and cached[0] is info:
-        return cached[1]
-    found = any(
-        not name.startswith("_")
-        and isinstance(symbol.node, Var)
-        and symbol.node.type is not None
-        and holds_trusted(symbol.node.type, seen | {info.fullname})
-        for base in info.mro
-        for name, symbol in base.names.items()
+    seen = seen | {info.fullname}
+    return any(
+        holds_trusted(map_instance_to_supertype(instance, base), seen)
+        for base in info.mro[1:]
+        if _library(base) and base.type_vars
     )
-    if not seen:  # a result cut short by a cycle is not kept
-        _CLASSES[info.fullname] = (info, found)
-    return found
 
 
 def _message(target: Expression, declared: Type, value: Expression, checker: TypeChecker) -> str:
-    where = describe(target, checker).replace("the variable", "the name")
+    if isinstance(target, IndexExpr) and not isinstance(target.index, StrExpr):
+        where = f"an item of {describe(target.base, checker)}"  # ``items[0] = ...``
+    else:
+        where = describe(target, checker)
+    where = where.replace("the variable", "the name")
     return (
         f"{where} is declared {format_type(declared, checker.options)} but got a value of type "
         f'"Any" ({describe(value, checker)}): Any passes any declared type unchecked, and from '

@@ -11,7 +11,9 @@ Hook (``veridic-forge``): every call of ``setattr()`` and ``object.__setattr__()
 an instance or a class whose attribute of that name is declared to hold a
 ``TrustedInstruction`` (in a container, a union, a ``TypedDict``), with a value whose
 type mypy would not accept in a plain assignment; or named by text not known in the
-code, on an object with such an attribute.
+code, on an object with such an attribute, unless the value cannot be text (a
+``float``). A value typed ``Any`` into an attribute
+named in the code is ``veridic-any``, as ``page.prompt = loose`` is.
 
 Not seen: a write through ``vars(page)`` or ``page.__dict__`` (typed ``dict[str, Any]``).
 """
@@ -28,7 +30,8 @@ from mypy.subtypes import is_subtype
 from mypy.types import CallableType, Instance, Type, TypeType, get_proper_type
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import holds_trusted
+from veridic.mypy._any_declared import holds_trusted, may_be_text
+from veridic.mypy._any_guard import is_any
 
 WRITERS: Final = frozenset({"builtins.setattr", "builtins.object.__setattr__"})
 
@@ -43,9 +46,14 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
     if info is None:
         return
     name, value = ctx.args[1][0], ctx.arg_types[2][0]
+    code = errorcodes.FORGE
     if isinstance(name, StrExpr):
         declared = _declared(info, name.value)
-        if declared is None or not holds_trusted(declared) or is_subtype(value, declared):
+        if declared is None or not holds_trusted(declared):
+            return
+        if is_any(value):
+            code = errorcodes.ANY  # as ``page.prompt = loose`` is (``_any_declared``)
+        elif is_subtype(value, declared):
             return
         shown = format_type(declared, checker.options)
         what = f'the attribute "{name.value}" of "{info.name}", declared {shown}'
@@ -55,6 +63,8 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
             for attribute, declared in _attributes(info)
             if holds_trusted(declared) and not is_subtype(value, declared)
         )
+        if not may_be_text(value, checker):
+            return  # ``setattr(self, key, 0.2)`` over tuning values: no text to forge
         if not trusted:
             return
         what = (
@@ -70,7 +80,7 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
         'the text with instruction() or vouch for it with TrustPolicy("name").vouch(text, '
         "reason=...)",
         ctx.context,
-        code=errorcodes.FORGE,
+        code=code,
     )
 
 

@@ -25,7 +25,8 @@ of its check: ``_escapes``) also walks the module's expressions for
   ``cast(Settings, json.loads(raw))``), however deep in a function it hides;
 - a function declared to return ``TypeGuard[...]`` or ``TypeIs[...]`` of a type that
   names ``TrustedInstruction``: after ``if vetted(reply):`` mypy reads the reply as
-  trusted, whatever the function checked (a cast by another name).
+  trusted, whatever the function checked (a cast by another name); unless it returns
+  ``is_trusted()`` of the narrowed value, which checks the run time's mint.
 
 The composer refuses such a value at run time, but the positions typed
 ``TrustedText`` (a ``Deny`` reason, a component's hint, a ``ToolHints`` title, a
@@ -52,16 +53,22 @@ from mypy.nodes import (
     ClassDef,
     Decorator,
     Expression,
+    ExpressionStmt,
     FuncDef,
     IndexExpr,
     MemberExpr,
     MypyFile,
+    NameExpr,
+    OpExpr,
     OverloadedFuncDef,
     RefExpr,
+    ReturnStmt,
+    StrExpr,
     SymbolNode,
     TypeAlias,
     TypeApplication,
     TypeInfo,
+    Var,
 )
 from mypy.plugin import FunctionContext
 from mypy.server.subexpr import get_subexpressions
@@ -160,8 +167,42 @@ def guards(tree: MypyFile) -> Iterator[FuncDef]:
             if not isinstance(func, FuncDef) or not isinstance(func.type, CallableType):
                 continue
             narrowed = func.type.type_guard or func.type.type_is
-            if narrowed is not None and _brand_in(narrowed) == _names.TRUSTED:
+            if (
+                narrowed is not None
+                and _brand_in(narrowed) == _names.TRUSTED
+                and not _checks_the_mint(func)
+            ):
                 yield func
+
+
+_IS_TRUSTED: Final = "veridic.text.provenance.is_trusted"
+
+
+def _checks_the_mint(func: FuncDef) -> bool:
+    """Whether the guard ``func`` returns true only for minted text: its body is one
+    ``return`` of ``is_trusted(x)`` (or of an ``and`` with it), ``x`` the narrowed
+    parameter. ``is_trusted()`` checks the run time's mint, not a type, so the narrowing
+    is true (``def genuine(value: object) -> TypeIs[TrustedInstruction]``)."""
+    body = func.body.body
+    if body and isinstance(body[0], ExpressionStmt) and isinstance(body[0].expr, StrExpr):
+        body = body[1:]  # the docstring
+    bound = 1 if func.info and not func.is_static else 0  # self or cls comes first
+    if len(body) != 1 or not isinstance(body[0], ReturnStmt) or len(func.arguments) <= bound:
+        return False
+    return _requires_mint(body[0].expr, func.arguments[bound].variable)
+
+
+def _requires_mint(expr: Expression | None, narrowed: Var) -> bool:
+    if isinstance(expr, OpExpr) and expr.op == "and":
+        return _requires_mint(expr.left, narrowed) or _requires_mint(expr.right, narrowed)
+    return (
+        isinstance(expr, CallExpr)
+        and isinstance(expr.callee, RefExpr)
+        and expr.callee.fullname == _IS_TRUSTED
+        and len(expr.args) == 1
+        and isinstance(expr.args[0], NameExpr)
+        and expr.args[0].node is narrowed
+    )
 
 
 def report_guards(checker: TypeChecker) -> None:

@@ -209,10 +209,12 @@ def _ignored_here(errors: Errors, file: str, info: ErrorInfo) -> bool:
     """Whether mypy dropped ``info``, a plain ``str`` kept as a ``TrustedInstruction``, for a
     ``type: ignore`` comment on its lines (of the file being checked, where a new error can
     be reported)."""
-    if info.code is None or info.code.code not in _KEPT:
+    if info.code is None or info.code.code not in _KEPT or file != errors.file:
         return False
+    if any(recorded is info for recorded in errors.error_info_map.get(file, [])):
+        return False  # shown, with mypy's note that the ignore names another code
     lines = errors.ignored_lines.get(file, {})
-    return file == errors.file and any(line in lines for line in info.origin_span)
+    return any(errors.is_ignored_error(line, info, lines) for line in info.origin_span)
 
 
 def _silenced(info: ErrorInfo) -> str:

@@ -136,6 +136,15 @@ def called_value(signature: CallableType, display: str) -> Callee | None:
     return Callee("", display, roles, tuple(signature.arg_names))
 
 
+def code_text_positions(signature: CallableType) -> list[int]:
+    """The positions of the parameters whose argument must be text written in code."""
+    return [
+        position
+        for position, formal in enumerate(signature.arg_types)
+        if _role(formal) in (Role.CODE_TEXT, Role.TRUSTED_TEXT)
+    ]
+
+
 def code_text_parameter(signature: CallableType) -> str | None:
     """The first parameter whose argument must be text written in code (``LiteralString``
     or ``TrustedText``), as messages name it, or ``None`` when there is none."""

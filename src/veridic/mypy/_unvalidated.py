@@ -30,13 +30,31 @@ from typing import Final
 
 from mypy.checker import TypeChecker
 from mypy.messages import format_type
-from mypy.nodes import ARG_STAR2, Context, DictExpr, Expression, StrExpr, TypeInfo
+from mypy.nodes import (
+    ARG_NAMED,
+    ARG_STAR2,
+    CallExpr,
+    Context,
+    DictExpr,
+    Expression,
+    RefExpr,
+    StrExpr,
+    TypeInfo,
+)
 from mypy.plugin import MethodContext
 from mypy.subtypes import is_subtype
-from mypy.types import CallableType, Instance, Type, TypeType, UnionType, get_proper_type
+from mypy.types import (
+    CallableType,
+    Instance,
+    Type,
+    TypedDictType,
+    TypeType,
+    UnionType,
+    get_proper_type,
+)
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import holds_trusted
+from veridic.mypy._any_declared import holds_trusted, may_be_text
 from veridic.mypy._any_guard import is_any
 from veridic.mypy._code_text import Written, classify, describe
 from veridic.mypy._fields import model_fields
@@ -128,8 +146,9 @@ def _check_trusted_update(
 def _check_trusted_mapping(
     checker: TypeChecker, where: str, expr: Expression, fields: dict[str, Type]
 ) -> None:
-    if isinstance(expr, DictExpr):
-        for key, value in expr.items:
+    items = _items(expr)
+    if items is not None:
+        for key, value in items:
             if key is None:
                 _check_trusted_mapping(checker, where, value, fields)
             elif not isinstance(key, StrExpr):
@@ -149,11 +168,43 @@ def _check_trusted_mapping(
                     )
         return
     typ = get_proper_type(checker.lookup_type_or_none(expr))
-    if isinstance(typ, Instance) and typ.args:
+    if isinstance(typ, TypedDictType):  # read key by key, as a display
+        given = [(name, typ.items[name]) for name in fields if name in typ.items]
+        if all(_fills(item, fields[name], checker) for name, item in given):
+            return
+    elif isinstance(typ, Instance) and typ.args:
         item = typ.args[-1]
-        if not is_any(item) and all(is_subtype(item, declared) for declared in fields.values()):
-            return  # a mapping of minted values only
+        if all(_fills(item, declared, checker) for declared in fields.values()):
+            return  # a mapping of minted values, or of values that are no text at all
     _fail_trusted(checker, where, describe(expr, checker), fields, expr)
+
+
+def _items(expr: Expression) -> list[tuple[Expression | None, Expression]] | None:
+    """The keys and values of a dict display, or of a ``dict(key=value, **more)`` call
+    (mypy types the call from ``update=``'s ``Mapping[str, Any]``, not from its
+    values), with ``None`` for the key of a mapping unpacked into it."""
+    if isinstance(expr, DictExpr):
+        return list(expr.items)
+    if not (
+        isinstance(expr, CallExpr)
+        and isinstance(expr.callee, RefExpr)
+        and expr.callee.fullname == "builtins.dict"
+        and all(kind in (ARG_NAMED, ARG_STAR2) for kind in expr.arg_kinds)
+    ):
+        return None
+    return [
+        (None if name is None else StrExpr(name), value)
+        for name, value in zip(expr.arg_names, expr.args, strict=True)
+    ]
+
+
+def _fills(item: Type, declared: Type, checker: TypeChecker) -> bool:
+    """Whether a value of type ``item`` may fill a field ``declared`` to hold trusted text:
+    a minted value, or one that cannot be text (``dict(temperature=0.3)``, whose key a
+    mapping of ``float`` values cannot turn into an instruction)."""
+    if is_any(item):
+        return False
+    return is_subtype(item, declared) or not may_be_text(item, checker)
 
 
 def _untrusted(typ: Type | None) -> bool:
@@ -192,8 +243,9 @@ def _model(typ: Type) -> TypeInfo | None:
 def _check_mapping(
     checker: TypeChecker, where: str, expr: Expression, fields: frozenset[str]
 ) -> None:
-    if isinstance(expr, DictExpr):
-        for key, value in expr.items:
+    items = _items(expr)
+    if items is not None:
+        for key, value in items:
             if key is None:
                 _check_mapping(checker, where, value, fields)
             elif isinstance(key, StrExpr):
