@@ -135,13 +135,17 @@ def usage_of(
     count in the usage (``("prompt_tokens_details", "cached_tokens")``); a part
     left out is 0.
 
-    ``total`` names the usage's own total (``"total_tokens"``). Where it counts the
-    reasoning tokens on top of the tokens written (xAI counts them outside
-    ``completion_tokens``), they are added to ``output_tokens``, which holds all the
-    model wrote: read as sent, ``Limits(tokens=...)`` counted the answer short of what
-    it cost. Where the total leaves no room for them, they are read as part of the
-    tokens written, as OpenAI counts them (a part larger than its total is refused by
-    the gateway).
+    ``total`` names the usage's own total (``"total_tokens"``). Where it is larger
+    than the tokens read and written, the difference is added to ``output_tokens``:
+    xAI counts a reasoning model's reasoning tokens outside ``completion_tokens``, and
+    Gemini's OpenAI-compatible endpoint its thought tokens, saying so in the total
+    only; read as sent, ``Limits(tokens=...)`` counted the answer short of what it
+    cost. Tokens nobody explains are counted as written, the dearer kind, so a limit
+    never counts less than the provider billed. Where the total leaves no room for the
+    reasoning tokens, they are read as part of the tokens written, as OpenAI counts
+    them (a part larger than its total is refused by the gateway). A total smaller
+    than the tokens read and written cannot be true; the gateway refuses it too, once
+    the answer is on record.
 
     Raises:
         VeridicError: a count is given but is not a whole number from 0 to 2**63 - 1
@@ -161,16 +165,26 @@ def usage_of(
         for part, path in parts.items()
         if (found := attr(usage, *path)) is not None
     }
-    reasoning = broken_down.get("reasoning_output_tokens", 0)
-    counted = attr(usage, total) if total is not None else None
-    if (
-        total is not None
-        and counted is not None
-        and reasoning
-        and _count(total, counted, where) == counts[0] + counts[1] + reasoning
-    ):
-        counts[1] += reasoning
-    return Usage(counts[0], counts[1], **broken_down)
+    stated = attr(usage, total) if total is not None else None
+    if total is None or stated is None:
+        return Usage(counts[0], counts[1], **broken_down)
+    unexplained = _count(total, stated, where) - counts[0] - counts[1]
+    if unexplained < 0:
+        return _ShortTotal(counts[0], counts[1], **broken_down, stated=(total, stated))
+    return Usage(counts[0], counts[1] + unexplained, **broken_down)
+
+
+@dataclass(frozen=True, slots=True)
+class _ShortTotal(Usage):
+    """A usage whose own total is smaller than the tokens it says were read and written.
+
+    One of the figures is wrong, and :class:`Usage` has no room for a third one: the
+    gateway records the answer without its usage and then refuses it, as it does a part
+    larger than its total (``veridic.run._sending``).
+    """
+
+    stated: tuple[str, int] = field(default=("total_tokens", 0), kw_only=True, compare=False)
+    """The usage's own total: its key and its count."""
 
 
 _COUNT_MAX: Final = 2**63 - 1
