@@ -404,6 +404,7 @@ class Adapter:
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
+        _refuse_unsent_choice(self, options.get("tool_choice"), where)
         return dict(options)
 
 
@@ -585,6 +586,38 @@ def _refuse_other_answers(adapter: Adapter, given: Sequence[_Given], where: str)
             "and run), and would refuse this one only after it was paid for: remove it, or set "
             f"{key}={kept!r}"
         )
+
+
+_CHOICE_TYPES: Final = frozenset(
+    {"function", "custom", "tool", "allowed_tools", "auto", "any", "none", "required"}
+)
+"""The ``type`` of a ``tool_choice`` that forces one of the tools sent (OpenAI's ``function``
+and ``custom``, Anthropic's ``tool``), lists them (``allowed_tools``) or forces none."""
+
+
+def _refuse_unsent_choice(adapter: Adapter, choice: object, where: str) -> None:
+    """Refuse a ``tool_choice`` that forces a tool the gateway never sends: a hosted one
+    (Responses' ``web_search_preview``, ``file_search``, ``code_interpreter``,
+    ``image_generation``, ``mcp``, ...), whatever name it carries.
+
+    The request's tools are the view's function tools only, so only the provider stood
+    between such a choice and a tool the model-call record does not name.
+
+    Raises:
+        VeridicError: naming the choice's type.
+    """
+    if not isinstance(choice, Mapping) or "type" not in choice:
+        return
+    kind = choice["type"]
+    if isinstance(kind, str) and kind in _CHOICE_TYPES:
+        return
+    raise VeridicError(
+        f"{type(adapter).__name__}: {where} set tool_choice={_written(choice)}, which forces "
+        f"a tool of type {_written(kind)}: the gateway sends only the view's function tools "
+        "(the model-call record names those), so the view has no such tool: force one of "
+        'the view\'s tools by name ({"type": "function", "name": ...}), or leave '
+        'tool_choice "auto"'
+    )
 
 
 _SDK_ABSENT: Final = frozenset(
