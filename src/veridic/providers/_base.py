@@ -168,9 +168,10 @@ def usage_of(
     stated = attr(usage, total) if total is not None else None
     if total is None or stated is None:
         return Usage(counts[0], counts[1], **broken_down)
-    unexplained = _count(total, stated, where) - counts[0] - counts[1]
+    totalled = _count(total, stated, where)
+    unexplained = totalled - counts[0] - counts[1]
     if unexplained < 0:
-        return _ShortTotal(counts[0], counts[1], **broken_down, stated=(total, stated))
+        return _ShortTotal(counts[0], counts[1], **broken_down, stated=(total, totalled))
     return Usage(counts[0], counts[1] + unexplained, **broken_down)
 
 
