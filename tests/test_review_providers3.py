@@ -430,6 +430,21 @@ def test_property_usage_is_the_counts_given_or_none_or_refused(usage: dict[str, 
             with pytest.raises(VeridicError, match="not a count of tokens"):
                 _send(_chat(body))
             return
-    read = _send(_chat(body)).usage
+    total = usage.get("total_tokens")
+    if total is None:
+        read = _send(_chat(body)).usage
+        assert read is not None
+        assert (read.input_tokens, read.output_tokens) == given
+        return
+    if type(total) is not int or not 0 <= total < 2**63:
+        with pytest.raises(VeridicError, match="not a count of tokens"):
+            _send(_chat(body))
+        return
+    read_and_written = sum(count for count in given if type(count) is int)
+    if total < read_and_written:  # a total its counts exceed cannot be true
+        with pytest.raises(VeridicError, match="less than"):
+            _send(_chat(body))
+        return
+    read = _send(_chat(body)).usage  # what the total holds beyond the counts was written
     assert read is not None
-    assert (read.input_tokens, read.output_tokens) == given
+    assert (read.input_tokens, read.total_tokens) == (given[0], total)

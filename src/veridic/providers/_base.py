@@ -135,13 +135,17 @@ def usage_of(
     count in the usage (``("prompt_tokens_details", "cached_tokens")``); a part
     left out is 0.
 
-    ``total`` names the usage's own total (``"total_tokens"``). Where it counts the
-    reasoning tokens on top of the tokens written (xAI counts them outside
-    ``completion_tokens``), they are added to ``output_tokens``, which holds all the
-    model wrote: read as sent, ``Limits(tokens=...)`` counted the answer short of what
-    it cost. Where the total leaves no room for them, they are read as part of the
-    tokens written, as OpenAI counts them (a part larger than its total is refused by
-    the gateway).
+    ``total`` names the usage's own total (``"total_tokens"``). Where it is larger
+    than the tokens read and written, the difference is added to ``output_tokens``:
+    xAI counts a reasoning model's reasoning tokens outside ``completion_tokens``, and
+    Gemini's OpenAI-compatible endpoint its thought tokens, saying so in the total
+    only; read as sent, ``Limits(tokens=...)`` counted the answer short of what it
+    cost. Tokens nobody explains are counted as written, the dearer kind, so a limit
+    never counts less than the provider billed. Where the total leaves no room for the
+    reasoning tokens, they are read as part of the tokens written, as OpenAI counts
+    them (a part larger than its total is refused by the gateway). A total smaller
+    than the tokens read and written cannot be true; the gateway refuses it too, once
+    the answer is on record.
 
     Raises:
         VeridicError: a count is given but is not a whole number from 0 to 2**63 - 1
@@ -161,16 +165,27 @@ def usage_of(
         for part, path in parts.items()
         if (found := attr(usage, *path)) is not None
     }
-    reasoning = broken_down.get("reasoning_output_tokens", 0)
-    counted = attr(usage, total) if total is not None else None
-    if (
-        total is not None
-        and counted is not None
-        and reasoning
-        and _count(total, counted, where) == counts[0] + counts[1] + reasoning
-    ):
-        counts[1] += reasoning
-    return Usage(counts[0], counts[1], **broken_down)
+    stated = attr(usage, total) if total is not None else None
+    if total is None or stated is None:
+        return Usage(counts[0], counts[1], **broken_down)
+    totalled = _count(total, stated, where)
+    unexplained = totalled - counts[0] - counts[1]
+    if unexplained < 0:
+        return _ShortTotal(counts[0], counts[1], **broken_down, stated=(total, totalled))
+    return Usage(counts[0], counts[1] + unexplained, **broken_down)
+
+
+@dataclass(frozen=True, slots=True)
+class _ShortTotal(Usage):
+    """A usage whose own total is smaller than the tokens it says were read and written.
+
+    One of the figures is wrong, and :class:`Usage` has no room for a third one: the
+    gateway records the answer without its usage and then refuses it, as it does a part
+    larger than its total (``veridic.run._sending``).
+    """
+
+    stated: tuple[str, int] = field(default=("total_tokens", 0), kw_only=True, compare=False)
+    """The usage's own total: its key and its count."""
 
 
 _COUNT_MAX: Final = 2**63 - 1
@@ -390,6 +405,7 @@ class Adapter:
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
+        _refuse_unsent_choice(self, options.get("tool_choice"), where)
         return dict(options)
 
 
@@ -571,6 +587,38 @@ def _refuse_other_answers(adapter: Adapter, given: Sequence[_Given], where: str)
             "and run), and would refuse this one only after it was paid for: remove it, or set "
             f"{key}={kept!r}"
         )
+
+
+_CHOICE_TYPES: Final = frozenset(
+    {"function", "custom", "tool", "allowed_tools", "auto", "any", "none", "required"}
+)
+"""The ``type`` of a ``tool_choice`` that forces one of the tools sent (OpenAI's ``function``
+and ``custom``, Anthropic's ``tool``), lists them (``allowed_tools``) or forces none."""
+
+
+def _refuse_unsent_choice(adapter: Adapter, choice: object, where: str) -> None:
+    """Refuse a ``tool_choice`` that forces a tool the gateway never sends: a hosted one
+    (Responses' ``web_search_preview``, ``file_search``, ``code_interpreter``,
+    ``image_generation``, ``mcp``, ...), whatever name it carries.
+
+    The request's tools are the view's function tools only, so only the provider stood
+    between such a choice and a tool the model-call record does not name.
+
+    Raises:
+        VeridicError: naming the choice's type.
+    """
+    if not isinstance(choice, Mapping) or "type" not in choice:
+        return
+    kind = choice["type"]
+    if isinstance(kind, str) and kind in _CHOICE_TYPES:
+        return
+    raise VeridicError(
+        f"{type(adapter).__name__}: {where} set tool_choice={_written(choice)}, which forces "
+        f"a tool of type {_written(kind)}: the gateway sends only the view's function tools "
+        "(the model-call record names those), so the view has no such tool: force one of "
+        'the view\'s tools by name ({"type": "function", "name": ...}), or leave '
+        'tool_choice "auto"'
+    )
 
 
 _SDK_ABSENT: Final = frozenset(

@@ -17,7 +17,7 @@ from typing import Final, Protocol, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
-from veridic.providers._base import PARTS, Adapter, Completion, Usage, _count
+from veridic.providers._base import PARTS, Adapter, Completion, Usage, _count, _ShortTotal
 from veridic.providers._scripted import ScriptedProvider
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
@@ -149,7 +149,8 @@ def _check_parts(usage: Usage, where: str) -> None:
     one of the two figures is wrong, and the run's count, its records and its spans would
     carry whichever was read. Reasoning a provider counts outside the tokens written, and
     says so in its total (xAI), is added to them when the answer is read; reasoning larger
-    than the tokens written with no such total is refused the same way.
+    than the tokens written with no such total is refused the same way, and so is a
+    total smaller than the tokens read and written it totals.
 
     Raises:
         VeridicError: naming the part, its total and the request.
@@ -166,6 +167,14 @@ def _check_parts(usage: Usage, where: str) -> None:
     elif usage.reasoning_output_tokens > usage.output_tokens:
         shown = f"reasoning_output_tokens={usage.reasoning_output_tokens}"
         total = f"output_tokens={usage.output_tokens}"
+    elif isinstance(usage, _ShortTotal):
+        key, stated = usage.stated
+        raise VeridicError(
+            f"{where} gives {key}={stated}, less than the input_tokens={usage.input_tokens} "
+            f"and output_tokens={usage.output_tokens} it totals ({usage.total_tokens}): one "
+            "of the counts is wrong, so the tokens the answer cost cannot be known, and "
+            "nothing of the answer was run: check what sits between you and the API"
+        )
     else:
         return
     raise VeridicError(
