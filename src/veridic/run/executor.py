@@ -112,6 +112,9 @@ AsyncConfirm = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
 
 _DETAIL_LIMIT: Final = 200
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_REQUEST_ID_LIMIT: Final = 4096
+"""The longest request id a call takes: every record of the request keeps it whole (an
+application may take it from a client's header, which an attacker writes)."""
 _log = logging.getLogger("veridic.executor")
 _UNRENDERED: Final = object()
 """A :class:`CallResult` whose value was not rendered inside a dispatch (made by hand)."""
@@ -596,6 +599,7 @@ class _Call:
                 "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
                 "records can be stored and found together; pass one"
             )
+        _check_request_id_length(request_id, "execute()" if sync else "aexecute()")
         if not isinstance(call_id, str):
             raise VeridicError(
                 f"execute() got call_id={call_id!r:.80}, a {type(call_id).__name__}: pass the "
@@ -1015,6 +1019,23 @@ def _interrupted_result(interrupt: BaseException) -> CallResult | None:
     """
     kept = vars(interrupt).get(_INTERRUPTED)
     return kept if isinstance(kept, CallResult) else None
+
+
+def _check_request_id_length(request_id: object, where: str) -> None:
+    """Refuse a request id longer than :data:`_REQUEST_ID_LIMIT`, before anything runs or is
+    sent: each record of the request (model calls, tool calls, follow-ups) keeps it whole.
+
+    Raises:
+        VeridicError: the id is too long; the message says to pass a digest of it.
+    """
+    if isinstance(request_id, str) and len(request_id) > _REQUEST_ID_LIMIT:
+        raise VeridicError(
+            f"{where} got a request_id of {len(request_id)} characters "
+            f"({clip(request_id, 40)}), more than the {_REQUEST_ID_LIMIT} a request id may "
+            "have: every record of the request keeps it whole; pass a digest of it instead "
+            "(hashlib.sha256(request_id.encode()).hexdigest()) and keep the original in the "
+            "application's own log"
+        )
 
 
 def _shown(answer: object) -> str:
