@@ -812,19 +812,32 @@ class _Call:
         return report
 
     def _follow_up(self, tool: Tool, mode: ApprovalMode, event: GuardEvent) -> AuditRecord:
-        """The record of a guard that fired after the call ended.
+        """The record of a guard that fired after the call ended, or of the effect of a
+        delegated tool that finished after it (``irreversible`` or
+        ``wrote_instruction_fields`` set: it happened).
 
         It carries the call's ``arguments_sha256``, so a reviewer can tell
         which of a request's calls of the tool left the work behind, and a
         ``duration`` of ``0.0``: it records an attempt, not a run.
         """
-        refused = ", ".join(event.operations)
-        detail = (
-            f"{_FOLLOW_UP}a guard refused {refused} (at {event.where}), attempted by a task "
-            "or thread the call started"
-        )
+        operations = ", ".join(event.operations)
+        if event.allowed:
+            # A delegated tool allowed while the call ran finished after it: its effect
+            # happened, and the call's own record (written) cannot show it. Outcome blocked
+            # all the same: that is what makes a record a follow-up, not a second call.
+            detail = (
+                f"{_FOLLOW_UP}{operations} happened: a delegated tool finished it in a task "
+                f"or thread the call started (dispatched at {event.where})"
+            )
+            wrote, irreversible = event.kind == "instruction_write", event.kind == "irreversible"
+        else:
+            detail = (
+                f"{_FOLLOW_UP}a guard refused {operations} (at {event.where}), attempted by "
+                "a task or thread the call started"
+            )
+            wrote = irreversible = False
         record = self.record(
-            tool, mode, CallOutcome.BLOCKED, detail, False, False, set(event.operations)
+            tool, mode, CallOutcome.BLOCKED, detail, wrote, irreversible, set(event.operations)
         )
         # The call's span ended, often ok: the refusal gets a span too (a no-op while off).
         _telemetry.refused_late(record)
