@@ -773,6 +773,17 @@ class _Call:
                 self.sink.write(result.record)
             except Exception as failure:
                 raise self._unwritten(result, failure) from failure
+            except BaseException as interrupt:  # Ctrl-C inside the store's write
+                _log.error(
+                    "the audit record of a call that ran may be unwritten: %r", result.record
+                )
+                _kept(
+                    interrupt,
+                    result,
+                    "the write was cut short, so the store may lack it "
+                    "(it is logged on veridic.executor)",
+                )
+                raise
         finally:
             # Whatever became of the call's own record, the late guards that waited for it
             # are written now (a failure there is logged by _settle).
@@ -788,6 +799,14 @@ class _Call:
                 await self.sink.awrite(result.record)
             except Exception as failure:
                 raise self._unwritten(result, failure) from failure
+            except BaseException as interrupt:  # a cancellation while the write is awaited
+                _kept(
+                    interrupt,
+                    result,
+                    "the write goes on to its end (a failure is logged on "
+                    "veridic.executor, with the record)",
+                )
+                raise
         finally:
             late = await self._asettle(ran.tool, ran.mode)
         if late is not None:
@@ -1020,6 +1039,24 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
     )
     vars(interrupt)[_INTERRUPTED] = replace(result, error=error, _message=str(error))
     return result
+
+
+def _kept(interrupt: BaseException, result: CallResult, fate: str) -> None:
+    """Keep, for :func:`_interrupted_result`, the result of a call that ran to its end when
+    ``interrupt`` landed while its record was being written, and say the record's fate in a
+    note on ``interrupt``: the gateway answers the call with it (the result is known).
+
+    A result kept already (the handler itself was interrupted) stays.
+    """
+    if _interrupted_result(interrupt) is None:
+        vars(interrupt)[_INTERRUPTED] = result
+    record = result.record
+    call = f", call id {record.call_id!r}" if record.call_id else ""
+    interrupt.add_note(
+        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) ran "
+        f"to its end (outcome {record.outcome.value}), and the {type(interrupt).__name__} "
+        f"landed while its audit record {record.record_id} was being written: {fate}"
+    )
 
 
 def _interrupted_result(interrupt: BaseException) -> CallResult | None:
