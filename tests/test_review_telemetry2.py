@@ -466,7 +466,7 @@ def test_a_conversation_id_from_outside_is_escaped_and_clipped(
     spans: InMemorySpanExporter,
 ) -> None:
     view, _ = make_view()
-    forged = "req-1\x1b[2J\u202e" + "X" * 5000
+    forged = "req-1\x1b[2J\u202e" + "X" * 4000
     gateway([ANSWER], SQLiteAuditSink(":memory:")).run(
         composer(view), view, policy=ApprovalPolicy(view), request_id=forged
     )

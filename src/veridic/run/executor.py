@@ -112,6 +112,9 @@ AsyncConfirm = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
 
 _DETAIL_LIMIT: Final = 200
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_REQUEST_ID_LIMIT: Final = 4096
+"""The longest request id a call takes: every record of the request keeps it whole (an
+application may take it from a client's header, which an attacker writes)."""
 _log = logging.getLogger("veridic.executor")
 _UNRENDERED: Final = object()
 """A :class:`CallResult` whose value was not rendered inside a dispatch (made by hand)."""
@@ -596,6 +599,7 @@ class _Call:
                 "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
                 "records can be stored and found together; pass one"
             )
+        _check_request_id_length(request_id, "execute()" if sync else "aexecute()")
         if not isinstance(call_id, str):
             raise VeridicError(
                 f"execute() got call_id={call_id!r:.80}, a {type(call_id).__name__}: pass the "
@@ -769,6 +773,17 @@ class _Call:
                 self.sink.write(result.record)
             except Exception as failure:
                 raise self._unwritten(result, failure) from failure
+            except BaseException as interrupt:  # Ctrl-C inside the store's write
+                _log.error(
+                    "the audit record of a call that ran may be unwritten: %r", result.record
+                )
+                _kept(
+                    interrupt,
+                    result,
+                    "the write was cut short, so the store may lack it "
+                    "(it is logged on veridic.executor)",
+                )
+                raise
         finally:
             # Whatever became of the call's own record, the late guards that waited for it
             # are written now (a failure there is logged by _settle).
@@ -784,6 +799,14 @@ class _Call:
                 await self.sink.awrite(result.record)
             except Exception as failure:
                 raise self._unwritten(result, failure) from failure
+            except BaseException as interrupt:  # a cancellation while the write is awaited
+                _kept(
+                    interrupt,
+                    result,
+                    "the write goes on to its end (a failure is logged on "
+                    "veridic.executor, with the record)",
+                )
+                raise
         finally:
             late = await self._asettle(ran.tool, ran.mode)
         if late is not None:
@@ -808,19 +831,32 @@ class _Call:
         return report
 
     def _follow_up(self, tool: Tool, mode: ApprovalMode, event: GuardEvent) -> AuditRecord:
-        """The record of a guard that fired after the call ended.
+        """The record of a guard that fired after the call ended, or of the effect of a
+        delegated tool that finished after it (``irreversible`` or
+        ``wrote_instruction_fields`` set: it happened).
 
         It carries the call's ``arguments_sha256``, so a reviewer can tell
         which of a request's calls of the tool left the work behind, and a
         ``duration`` of ``0.0``: it records an attempt, not a run.
         """
-        refused = ", ".join(event.operations)
-        detail = (
-            f"{_FOLLOW_UP}a guard refused {refused} (at {event.where}), attempted by a task "
-            "or thread the call started"
-        )
+        operations = ", ".join(event.operations)
+        if event.allowed:
+            # A delegated tool allowed while the call ran finished after it: its effect
+            # happened, and the call's own record (written) cannot show it. Outcome blocked
+            # all the same: that is what makes a record a follow-up, not a second call.
+            detail = (
+                f"{_FOLLOW_UP}{operations} happened: a delegated tool finished it in a task "
+                f"or thread the call started (dispatched at {event.where})"
+            )
+            wrote, irreversible = event.kind == "instruction_write", event.kind == "irreversible"
+        else:
+            detail = (
+                f"{_FOLLOW_UP}a guard refused {operations} (at {event.where}), attempted by "
+                "a task or thread the call started"
+            )
+            wrote = irreversible = False
         record = self.record(
-            tool, mode, CallOutcome.BLOCKED, detail, False, False, set(event.operations)
+            tool, mode, CallOutcome.BLOCKED, detail, wrote, irreversible, set(event.operations)
         )
         # The call's span ended, often ok: the refusal gets a span too (a no-op while off).
         _telemetry.refused_late(record)
@@ -1005,6 +1041,24 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
     return result
 
 
+def _kept(interrupt: BaseException, result: CallResult, fate: str) -> None:
+    """Keep, for :func:`_interrupted_result`, the result of a call that ran to its end when
+    ``interrupt`` landed while its record was being written, and say the record's fate in a
+    note on ``interrupt``: the gateway answers the call with it (the result is known).
+
+    A result kept already (the handler itself was interrupted) stays.
+    """
+    if _interrupted_result(interrupt) is None:
+        vars(interrupt)[_INTERRUPTED] = result
+    record = result.record
+    call = f", call id {record.call_id!r}" if record.call_id else ""
+    interrupt.add_note(
+        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) ran "
+        f"to its end (outcome {record.outcome.value}), and the {type(interrupt).__name__} "
+        f"landed while its audit record {record.record_id} was being written: {fate}"
+    )
+
+
 def _interrupted_result(interrupt: BaseException) -> CallResult | None:
     """The result of the call that ``interrupt`` (a ``CancelledError``, a
     ``KeyboardInterrupt``) cut short inside :func:`execute` or :func:`aexecute`, as recorded
@@ -1015,6 +1069,23 @@ def _interrupted_result(interrupt: BaseException) -> CallResult | None:
     """
     kept = vars(interrupt).get(_INTERRUPTED)
     return kept if isinstance(kept, CallResult) else None
+
+
+def _check_request_id_length(request_id: object, where: str) -> None:
+    """Refuse a request id longer than :data:`_REQUEST_ID_LIMIT`, before anything runs or is
+    sent: each record of the request (model calls, tool calls, follow-ups) keeps it whole.
+
+    Raises:
+        VeridicError: the id is too long; the message says to pass a digest of it.
+    """
+    if isinstance(request_id, str) and len(request_id) > _REQUEST_ID_LIMIT:
+        raise VeridicError(
+            f"{where} got a request_id of {len(request_id)} characters "
+            f"({clip(request_id, 40)}), more than the {_REQUEST_ID_LIMIT} a request id may "
+            "have: every record of the request keeps it whole; pass a digest of it instead "
+            "(hashlib.sha256(request_id.encode()).hexdigest()) and keep the original in the "
+            "application's own log"
+        )
 
 
 def _shown(answer: object) -> str:

@@ -107,7 +107,14 @@ from veridic.run.call_log import (
     _CallRecords,
 )
 from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed
-from veridic.run.executor import AsyncConfirm, CallResult, _interrupted_result, aexecute, execute
+from veridic.run.executor import (
+    AsyncConfirm,
+    CallResult,
+    _check_request_id_length,
+    _interrupted_result,
+    aexecute,
+    execute,
+)
 from veridic.run.reply import AsyncReplyStream, Reply, ReplyStream, ToolOutcome, _check_whole
 from veridic.run.run_loop import Limits, OutputT, RunResult, _resumed, _Run
 from veridic.text.compose import Composer
@@ -535,6 +542,7 @@ class ModelGateway:
         check_policy(policy, view, "run")
         check_context(view, context, "run")
         self._check_blocking("run")
+        _check_request_id_length(request_id, "ModelGateway.run()")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
             state = _Run(composer, limits, output_type, request_id, context=context)
             return span.ran(self._loop(state, view, policy, confirm, defer))
@@ -749,6 +757,7 @@ class ModelGateway:
         check_defer(defer, confirm, "arun")
         check_policy(policy, view, "arun")
         check_context(view, context, "arun")
+        _check_request_id_length(request_id, "ModelGateway.arun()")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
             state = _Run(composer, limits, output_type, request_id, context=context)
             return span.ran(await self._aloop(state, view, policy, confirm, defer))
@@ -918,6 +927,7 @@ class ModelGateway:
         where: str,
     ) -> Sent:
         """Check the call, and record it before it leaves, from blocking code."""
+        _check_request_id_length(request_id, f"ModelGateway.{where}()")
         write_call, write_reply = self._calls.blocking(where)
         sent, record = checked(
             self._provider, self._clock, prompt, view, request_id, options, streamed, sync=True
@@ -936,6 +946,7 @@ class ModelGateway:
         streamed: bool,
     ) -> Sent:
         """:meth:`_prepare` for async code: the record is awaited where the store can."""
+        _check_request_id_length(request_id, f"ModelGateway.a{'stream' if streamed else 'send'}()")
         write_call, write_reply = self._calls.acall, self._calls.areply
         sent, record = checked(
             self._provider, self._clock, prompt, view, request_id, options, streamed, sync=False

@@ -149,7 +149,10 @@ class GuardEvent:
         direct: the directly dispatched call the guard judged.
         where: ``file:line`` of the store code that called the guard.
         late: the guard fired after the call that gave the authority had ended
-            (in a task or thread it started); a late event is never allowed.
+            (in a task or thread it started); a late guard is never allowed. A late
+            event that is ``allowed`` is not a guard: it is the effect of a delegated
+            tool whose dispatch was allowed while the call ran and that finished after
+            it ended (an ``"irreversible"`` or ``"instruction_write"`` that happened).
     """
 
     kind: GuardKind
@@ -161,7 +164,9 @@ class GuardEvent:
 
 
 LateReporter = Callable[[GuardEvent], None]
-"""Told about each guard that fires in a scope after the scope closed.
+"""Told about each guard that fires in a scope after the scope closed, and about each
+declared effect of a delegated tool that finished after it closed (an allowed late
+:class:`GuardEvent`).
 
 :func:`veridic.execute` passes one that writes a follow-up audit record. It
 runs in the thread or task whose guard fired, before the guard raises; what
@@ -446,7 +451,9 @@ def _delegate_done(tool: str, irreversible: bool, writes: bool, fields: Iterable
     one with the declared ``fields`` (or that key, for instruction arguments). Only an
     allowed dispatch gets here: a refused one never ran. When the call that delegated
     has ended meanwhile (the tool ran in work it left behind), its record is written
-    already: logged instead.
+    already: each effect goes, as an allowed ``late`` event, to the closed scope's
+    ``on_late`` reporter (:func:`veridic.execute` writes a follow-up record of it), and
+    is logged where there is none.
     """
     scope = _current.get()
     if scope is None:
@@ -460,24 +467,52 @@ def _delegate_done(tool: str, irreversible: bool, writes: bool, fields: Iterable
             f"delegation:{tool}",
         )
         made.append(GuardEvent("instruction_write", keys, True, scope.direct, where))
-    missed = False
+    if not made:
+        return
+    closed: list[tuple[DispatchScope, LateReporter | None]] = []
     with _STATE:
         current: DispatchScope | None = scope
         while current is not None:
             if current._closed:
-                missed = True
+                closed.append((current, current._on_late))
             else:
                 current._events.extend(made)
             current = current._parent
-    if made and missed:
-        _log.warning(
-            "delegated tool %r (%s) finished at %s after the call of %r had ended: the "
-            "call's audit record does not show it; finish delegated work inside the handler",
-            tool,
-            ", ".join(op for event in made for op in event.operations),
-            where,
-            scope.direct.tool,
-        )
+    for ended, report in closed:
+        for event in made:
+            _report_finished_late(tool, dataclasses.replace(event, late=True), ended, report)
+
+
+def _report_finished_late(
+    tool: str, event: GuardEvent, scope: DispatchScope, report: LateReporter | None
+) -> None:
+    """Hand the effect of a delegated ``tool`` that finished after ``scope`` closed to its
+    reporter (a follow-up record: the call's own record is written and cannot show it);
+    logged when there is no reporter or it fails, never dropped."""
+    operations = ", ".join(event.operations)
+    if report is not None:
+        try:
+            report(event)
+        except Exception as error:  # the effect happened: nothing to refuse, so logged
+            _log.error(
+                "the follow-up audit record of delegated tool %r (%s, finished at %s after "
+                "the call of %r had ended) could not be written",
+                tool,
+                operations,
+                event.where,
+                scope.call.tool,
+                exc_info=error,
+            )
+        return
+    _log.warning(
+        "delegated tool %r (%s) finished at %s after the call of %r had ended, and no "
+        "reporter records it (dispatch through veridic.execute to get a follow-up audit "
+        "record); finish delegated work inside the handler",
+        tool,
+        operations,
+        event.where,
+        scope.call.tool,
+    )
 
 
 def _its_own(call: Dispatch, tool: str, risk: Risk, kind: ToolKind) -> bool:
