@@ -32,6 +32,13 @@ def beside_text_display(data: AnyText) -> list[TrustedInstruction]:
     return [instruction(rule) for rule in ("Be brief.", "Cite sources.")]
 
 
+def beside_text_nested(data: AnyText, tail: LiteralString) -> TrustedInstruction:
+    def inner() -> TrustedInstruction:
+        return instruction(tail)
+
+    return inner()
+
+
 def beside_text_rebound(data: AnyText, tail: LiteralString, other: str) -> TrustedInstruction:
     # P: [reportAssignmentType]
     tail += other
