@@ -41,3 +41,14 @@ def notes(text: str, u: UntrustedText, t: TrustedInstruction) -> TrustedInstruct
 def no_note(text: str) -> int:
     # P: [reportReturnType]
     return text  # E: [return-value] expected "int"
+
+
+def ignore_of_another_code(text: str) -> TrustedInstruction:
+    # A "type: ignore" of another code leaves mypy's error standing, with mypy's note
+    # that the ignore does not cover it: the how-to note is still there.
+    # E: [arg-type] expected "TrustedInstruction" # E: [unused-ignore] Unused "type: ignore"
+    # N: [arg-type] minted, not converted
+    Composer().system(text)  # type: ignore[misc]
+    # E: [return-value] expected "TrustedInstruction" # E: [unused-ignore] Unused "type: ignore"
+    # N: [return-value] TrustPolicy("name").vouch
+    return text  # type: ignore[misc]

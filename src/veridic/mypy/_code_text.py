@@ -76,7 +76,7 @@ from veridic.mypy import _names
 from veridic.mypy._literal_data import any_source, declared_source
 from veridic.mypy._literal_string import mentions_literal_string
 from veridic.mypy._overrides import reached_as_str, unchecked_way_in
-from veridic.mypy._rebinding import assigns_attribute, loop_source, rebinds
+from veridic.mypy._rebinding import assigns_attribute, being_checked, loop_source, rebinds
 from veridic.mypy._signature import signature_of
 
 _MAX_VALUES: Final = 64
@@ -300,10 +300,11 @@ def _literal_values(typ: ProperType | None) -> frozenset[str] | None:
 
 def _owner(expr: NameExpr, checker: TypeChecker) -> FuncItem | None:
     """The enclosing function that ``expr`` is a parameter of, if any."""
-    for function in checker.scope.stack:
-        if isinstance(function, FuncItem) and any(
-            argument.variable is expr.node for argument in function.arguments
-        ):
+    for scope in checker.scope.stack:
+        if not isinstance(scope, FuncItem):
+            continue
+        function = being_checked(scope)
+        if any(argument.variable is expr.node for argument in function.arguments):
             return function
     return None
 
@@ -371,7 +372,7 @@ def _iterates_code_text(expr: NameExpr, checker: TypeChecker) -> bool:
         return False
     scope = checker.scope.stack[-1]
     if isinstance(scope, FuncItem):
-        body = scope.body.body
+        body = being_checked(scope).body.body
     elif isinstance(scope, MypyFile):
         body = scope.defs
     else:

@@ -86,6 +86,7 @@ from mypy.types import (
 
 from veridic.mypy import _names
 from veridic.mypy._rebinding import (
+    being_checked,
     bound_in_a_function,
     every_statement,
     imports_name,
@@ -288,8 +289,11 @@ def _built_from(source: Expression, checker: TypeChecker) -> Iterator[Type]:
 def _scope_of(variable: Var, checker: TypeChecker) -> list[Statement] | None:
     """The body of the innermost enclosing function that binds ``variable``, or the module's."""
     for scope in reversed(checker.scope.stack):
-        if isinstance(scope, FuncItem) and any(True for _ in sources(scope.body.body, variable)):
-            return scope.body.body
+        if not isinstance(scope, FuncItem):
+            continue
+        body = being_checked(scope).body.body
+        if any(True for _ in sources(body, variable)):
+            return body
     return checker.tree.defs
 
 

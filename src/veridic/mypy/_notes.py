@@ -20,7 +20,8 @@ so that the errors of a speculative check, which a watcher above discards, never
 reach it. For an error whose message names a brand as the expected type, it
 records the error as mypy would (``type: ignore`` comments included), then the
 note with the error's own code and position, so that the note is printed below
-its error and is silenced with it.
+its error (after mypy's own note when a ``type: ignore`` names another code) and is
+silenced with it.
 
 The watch starts with the first hook the plugin runs in a build: on a cold run,
 the ``LiteralString`` of veridic's own ``instruction()``, before any module is
@@ -181,8 +182,7 @@ class _Notes:
         self.busy = True
         try:
             self.errors.add_error_info(info, file=file)
-            recorded = self.errors.error_info_map.get(file, [])
-            if recorded and recorded[-1] is info:
+            if _shown(self.errors, file, info):
                 self.errors.note_for_info(file, info, text, info.code)
             elif text == MINT and _ignored_here(self.errors, file, info):
                 self.errors.report(
@@ -211,10 +211,20 @@ def _ignored_here(errors: Errors, file: str, info: ErrorInfo) -> bool:
     be reported)."""
     if info.code is None or info.code.code not in _KEPT or file != errors.file:
         return False
-    if any(recorded is info for recorded in errors.error_info_map.get(file, [])):
+    if _shown(errors, file, info):
         return False  # shown, with mypy's note that the ignore names another code
     lines = errors.ignored_lines.get(file, {})
     return any(errors.is_ignored_error(line, info, lines) for line in info.origin_span)
+
+
+def _shown(errors: Errors, file: str, info: ErrorInfo) -> bool:
+    """Whether mypy recorded ``info`` (no ``type: ignore`` dropped it).
+
+    Not only as the last entry: under a ``type: ignore`` of another code, mypy
+    records its note that the ignore does not cover the error right after it (and,
+    with ``show_error_code_links``, a link), so the how-to note follows those.
+    """
+    return any(recorded is info for recorded in reversed(errors.error_info_map.get(file, [])))
 
 
 def _silenced(info: ErrorInfo) -> str:

@@ -67,6 +67,19 @@ from mypy.patterns import (
 from mypy.server.subexpr import get_subexpressions
 
 
+def being_checked(function: FuncItem) -> FuncItem:
+    """The copy of ``function`` (from ``checker.scope``) whose body mypy is checking now.
+
+    mypy checks a function over a constrained TypeVar (``TypeVar("T", str, bytes)``,
+    its own or its class's) once per constraint, each time on a copy whose names are
+    new variables, while ``checker.scope`` holds the function as written. Matched
+    against the written one, a parameter of the copy would be no parameter at all.
+    The copy being checked is the last in ``expanded`` (the function itself when
+    there is nothing to expand).
+    """
+    return function.expanded[-1] if function.expanded else function
+
+
 def rebinds(function: FuncItem, variable: Var) -> bool:
     """Whether ``function``'s body binds ``variable`` anywhere."""
     if any(_names(target, variable) for target in _targets(function.body.body)):
