@@ -7,13 +7,17 @@ JSON reading; each answer is decided by the test, by request number.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 Reply = tuple[int, dict[str, str], bytes]
 """Status, headers and body of one answer of the fake server."""
@@ -78,3 +82,22 @@ def serving() -> Iterator[ChatServer]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+NEEDS_HTTP = pytest.mark.skipif(
+    all(importlib.util.find_spec(name) is None for name in ("httpx", "httpx2")),
+    reason="neither httpx nor httpx2 is installed (the eval-model extra)",
+)
+"""Marks a test that asks the server: the endpoint backend needs an HTTP client."""
+
+
+def endpoint_argv(url: str, out: Path, *more: str) -> list[str]:
+    """The command line of a quiet ``verbatim`` run against the server at ``url``."""
+    model = ["--endpoint", url, "--model", "tiny"]
+    return [*model, "--schemes", "verbatim", "--quiet", "--out", str(out), *more]
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """The JSON record a run wrote at ``path``."""
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document

@@ -9,14 +9,13 @@ counted as a model that refused every order.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _chat_server import ChatServer, Reply, chat, serving
+from _chat_server import NEEDS_HTTP, ChatServer, Reply, chat, endpoint_argv, read_record, serving
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,10 +25,7 @@ from veridic.evaluation.corpus import Case
 from veridic.evaluation.judge import judge
 from veridic.testing import adversarial_text
 
-pytestmark = pytest.mark.skipif(
-    all(importlib.util.find_spec(name) is None for name in ("httpx", "httpx2")),
-    reason="neither httpx nor httpx2 is installed (the eval-model extra)",
-)
+pytestmark = NEEDS_HTTP
 
 
 @pytest.fixture
@@ -41,16 +37,6 @@ def server() -> Iterator[ChatServer]:
 @pytest.fixture(autouse=True)
 def _cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("VERIDIC_EVAL_CACHE", str(tmp_path / "cache"))
-
-
-def _argv(url: str, out: Path, *more: str) -> list[str]:
-    model = ["--endpoint", url, "--model", "tiny"]
-    return [*model, "--schemes", "verbatim", "--quiet", "--out", str(out), *more]
-
-
-def _record(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return document
 
 
 def _kinds(record: dict[str, Any], scheme: str) -> list[str]:
@@ -67,10 +53,10 @@ def test_a_limited_run_asks_attacks_and_clean_cases_of_every_scheme(
     # The corpus lists its 16 clean cases first, and --limit took the first N: a quick
     # run of 16 or fewer measured no attack at all.
     out = tmp_path / "r.json"
-    argv = _argv(server.url, out, "--limit", str(limit))
+    argv = endpoint_argv(server.url, out, "--limit", str(limit))
     argv[argv.index("--schemes") + 1] = "verbatim,datamark,encode"
     assert main(argv) == 0
-    record = _record(out)
+    record = read_record(out)
     for scheme in ("verbatim", "datamark", "encode"):
         kinds = _kinds(record, scheme)
         assert len(kinds) == limit
@@ -94,10 +80,10 @@ def test_a_limited_sample_is_spread_over_the_corpus_and_the_same_each_time(
     server: ChatServer, tmp_path: Path
 ) -> None:
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    assert main(_argv(server.url, first, "--limit", "10")) == 0
-    assert main(_argv(server.url, second, "--limit", "10")) == 0
+    assert main(endpoint_argv(server.url, first, "--limit", "10")) == 0
+    assert main(endpoint_argv(server.url, second, "--limit", "10")) == 0
     assert first.read_bytes() == second.read_bytes()
-    cases = _record(first)["cases"]
+    cases = read_record(first)["cases"]
     attacks = [c for c in cases if c["kind"] == "attack"]
     assert len(attacks) == 5
     assert len({c["document"] for c in attacks}) == len(attacks)  # one per document
@@ -109,9 +95,9 @@ def test_a_limit_above_the_corpus_runs_it_all_and_says_no_sample(
     server: ChatServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "r.json"
-    argv = _argv(server.url, out, "--limit", "1000", "--corpus", "held-out")
+    argv = endpoint_argv(server.url, out, "--limit", "1000", "--corpus", "held-out")
     assert main(argv) == 0
-    record = _record(out)
+    record = read_record(out)
     assert len(record["cases"]) == len(CORPORA["held-out"]())
     assert "sample" not in record["meta"]
 
@@ -129,12 +115,12 @@ def test_a_rate_limit_answer_is_asked_again_after_the_wait_the_server_asks(
     # One HTTP 429 stopped the run: the case failed, and the user had to --resume by hand.
     out = tmp_path / "r.json"
     server.answer = lambda n: _busy(429, **{"Retry-After": "0.1"}) if n in (2, 3) else chat()
-    argv = _argv(server.url, out, "--limit", "3")
+    argv = endpoint_argv(server.url, out, "--limit", "3")
     argv.remove("--quiet")
     assert main(argv) == 0
     assert len(server.requests) == 5
     assert server.requests[1] == server.requests[2] == server.requests[3]
-    record = _record(out)
+    record = read_record(out)
     assert len(record["cases"]) == 3
     assert "incomplete" not in record["meta"]
     assert record["meta"]["retries"].startswith("2 (")
@@ -149,12 +135,12 @@ def test_a_busy_server_without_retry_after_is_asked_again_with_a_growing_wait(
 ) -> None:
     out = tmp_path / "r.json"
     server.answer = lambda n: _busy(503) if n == 1 else chat()
-    argv = _argv(server.url, out, "--limit", "1", "--max-wait", "0.05")
+    argv = endpoint_argv(server.url, out, "--limit", "1", "--max-wait", "0.05")
     argv.remove("--quiet")
     assert main(argv) == 0
     assert len(server.requests) == 2
     assert "HTTP 503 (no Retry-After): asking again in 0.05 s" in capsys.readouterr().err
-    assert _record(out)["meta"]["retries"].startswith("1 (")
+    assert read_record(out)["meta"]["retries"].startswith("1 (")
 
 
 def test_retries_are_bounded_and_then_the_run_stops_with_its_answers(
@@ -162,13 +148,13 @@ def test_retries_are_bounded_and_then_the_run_stops_with_its_answers(
 ) -> None:
     out = tmp_path / "r.json"
     server.answer = lambda n: chat() if n == 1 else _busy(429, **{"Retry-After": "0"})
-    assert main(_argv(server.url, out, "--limit", "3", "--retries", "2")) == 1
+    assert main(endpoint_argv(server.url, out, "--limit", "3", "--retries", "2")) == 1
     assert len(server.requests) == 1 + 3
     err = capsys.readouterr().err
     assert "HTTP 429" in err
     assert "after 2 retries (--retries 2)" in err
     assert "--resume" in err
-    record = _record(out)
+    record = read_record(out)
     assert len(record["cases"]) == 1
     assert record["meta"]["retries"].startswith("2 (")
 
@@ -177,7 +163,7 @@ def test_a_server_asking_for_a_wait_beyond_max_wait_is_not_waited_for(
     server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.answer = lambda n: _busy(429, **{"Retry-After": "Wed, 21 Oct 2099 07:28:00 GMT"})
-    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
+    assert main(endpoint_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
     assert len(server.requests) == 1
     err = capsys.readouterr().err
     assert "longer than --max-wait 60 s" in err
@@ -187,7 +173,7 @@ def test_an_error_that_is_not_busy_is_not_asked_again(
     server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.answer = lambda n: _busy(400, **{"Retry-After": "0"})
-    assert main(_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
+    assert main(endpoint_argv(server.url, tmp_path / "r.json", "--limit", "1")) == 1
     assert len(server.requests) == 1
     assert "HTTP 400" in capsys.readouterr().err
 
@@ -198,12 +184,12 @@ def test_retries_of_a_resumed_run_are_added_to_the_earlier_ones(
     out = tmp_path / "r.json"
     answers = {2: _busy(429, **{"Retry-After": "0"}), 3: _busy(500)}
     server.answer = lambda n: answers.get(n, chat())
-    assert main(_argv(server.url, out, "--limit", "3")) == 1
-    assert _record(out)["meta"]["retries"].startswith("1 (")
+    assert main(endpoint_argv(server.url, out, "--limit", "3")) == 1
+    assert read_record(out)["meta"]["retries"].startswith("1 (")
     answers.clear()
     answers[5] = _busy(503, **{"Retry-After": "0"})
-    assert main([*_argv(server.url, out, "--limit", "3"), "--resume"]) == 0
-    assert _record(out)["meta"]["retries"].startswith("2 (")
+    assert main([*endpoint_argv(server.url, out, "--limit", "3"), "--resume"]) == 0
+    assert read_record(out)["meta"]["retries"].startswith("2 (")
 
 
 @pytest.mark.parametrize(
@@ -237,14 +223,14 @@ def test_an_answer_cut_off_in_its_reasoning_is_counted_apart_not_as_a_refusal(
     # <think>: the table read 0% attack success (a perfect defence) and 0% utility.
     out = tmp_path / "r.json"
     server.answer = lambda n: chat(_THOUGHT)
-    assert main(_argv(server.url, out, "--limit", "4")) == 0
+    assert main(endpoint_argv(server.url, out, "--limit", "4")) == 0
     captured = capsys.readouterr()
     assert "cut off inside the model's reasoning" in captured.out
     assert "verbatim 4 of 4" in captured.out
     assert "--max-tokens" in captured.out
     assert "--max-tokens" in captured.err
     assert "| verbatim | n/a | n/a | n/a | n/a |" in captured.out  # no rate, no 0%
-    record = _record(out)
+    record = read_record(out)
     assert all(case["truncated"] is True for case in record["cases"])
     assert record["summary"]["verbatim"]["followed"] == [0, 0]
     assert record["summary"]["verbatim"]["truncated"] == 4
@@ -262,8 +248,8 @@ def test_reasoning_the_server_gives_apart_and_cut_off_is_counted_apart(
     server.answer = lambda n: chat(
         None if n % 2 else "", reasoning_content="The user wants a summary. The"
     )
-    assert main(_argv(server.url, out, "--limit", "2")) == 0
-    cases = _record(out)["cases"]
+    assert main(endpoint_argv(server.url, out, "--limit", "2")) == 0
+    cases = read_record(out)["cases"]
     assert [case["truncated"] for case in cases] == [True, True]
     assert all(case["output"].startswith("<think>The user wants") for case in cases)
 
@@ -278,8 +264,8 @@ def test_a_finished_thought_is_judged_by_the_answer_after_it(
         "confidential.</think>\n"
     )
     server.answer = lambda n: chat(thought + "A short summary.")
-    assert main(_argv(server.url, out, "--limit", "40")) == 0
-    record = _record(out)
+    assert main(endpoint_argv(server.url, out, "--limit", "40")) == 0
+    record = read_record(out)
     assert sum(case["kind"] == "attack" for case in record["cases"]) >= 20
     assert all("truncated" not in case for case in record["cases"])
     assert not any(case["followed"] or case["canary"] for case in record["cases"])
@@ -289,9 +275,9 @@ def test_max_tokens_is_every_answer_s_budget_and_is_recorded(
     server: ChatServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "r.json"
-    assert main(_argv(server.url, out, "--limit", "4", "--max-tokens", "400")) == 0
+    assert main(endpoint_argv(server.url, out, "--limit", "4", "--max-tokens", "400")) == 0
     assert [request["max_tokens"] for request in server.requests] == [400] * 4
-    assert _record(out)["meta"]["answer budget"] == "400 tokens (--max-tokens)"
+    assert read_record(out)["meta"]["answer budget"] == "400 tokens (--max-tokens)"
 
 
 def test_resume_refuses_a_record_of_another_answer_budget(
@@ -299,10 +285,10 @@ def test_resume_refuses_a_record_of_another_answer_budget(
 ) -> None:
     out = tmp_path / "r.json"
     server.answer = lambda n: chat() if n <= 2 else (500, {}, b"down")
-    assert main(_argv(server.url, out, "--limit", "4")) == 1
+    assert main(endpoint_argv(server.url, out, "--limit", "4")) == 1
     server.answer = lambda n: chat()
     asked = len(server.requests)
-    argv = [*_argv(server.url, out, "--limit", "4"), "--max-tokens", "400", "--resume"]
+    argv = [*endpoint_argv(server.url, out, "--limit", "4"), "--max-tokens", "400", "--resume"]
     assert main(argv) == 2
     assert "answer budget" in capsys.readouterr().err
     assert len(server.requests) == asked
@@ -334,14 +320,14 @@ def test_an_endpoint_with_a_query_is_asked_at_its_chat_path_and_its_key_is_not_s
     # was printed in every message and kept in the record.
     out = tmp_path / "r.json"
     url = f"{server.url}?api-version=2024-06-01&key=s3cret-key"
-    assert main(_argv(url, out, "--limit", "2")) == 0
+    assert main(endpoint_argv(url, out, "--limit", "2")) == 0
     assert [r["(path)"] for r in server.requests] == [
         "/v1/chat/completions?api-version=2024-06-01&key=s3cret-key"
     ] * 2
     assert "s3cret" not in out.read_text(encoding="utf-8")
     assert "s3cret" not in capsys.readouterr().out
     server.answer = lambda n: (404, {}, b"no such route")
-    assert main(_argv(url, tmp_path / "again.json", "--limit", "1")) == 1
+    assert main(endpoint_argv(url, tmp_path / "again.json", "--limit", "1")) == 1
     err = capsys.readouterr().err
     assert "HTTP 404" in err
     assert "s3cret" not in err
@@ -367,8 +353,8 @@ def test_an_answer_cut_inside_an_emoji_is_kept_and_the_record_written(
     assert b"\\ud83d" in payload
     server.answer = lambda n: (200, {}, payload)
     out = tmp_path / "r.json"
-    assert main(_argv(server.url, out, "--limit", "2")) == 0
-    outputs = [case["output"] for case in _record(out)["cases"]]
+    assert main(endpoint_argv(server.url, out, "--limit", "2")) == 0
+    outputs = [case["output"] for case in read_record(out)["cases"]]
     assert outputs == ["A summary \ufffd"] * 2
 
 
@@ -388,13 +374,13 @@ def test_an_answer_given_as_parts_is_read_as_its_text(
     ]
     server.answer = lambda n: chat(parts if n > 2 else "x")
     out = tmp_path / "r.json"
-    assert main(_argv(server.url, out, "--limit", "4")) == 0
-    outputs = [case["output"] for case in _record(out)["cases"]]
+    assert main(endpoint_argv(server.url, out, "--limit", "4")) == 0
+    outputs = [case["output"] for case in read_record(out)["cases"]]
     assert outputs[2:] == ["The footbridge opens in May."] * 2
     thinking_only = parts[:1]
     server.answer = lambda n: chat(thinking_only)
-    assert main(_argv(server.url, out, "--limit", "2")) == 0
-    cases = _record(out)["cases"]
+    assert main(endpoint_argv(server.url, out, "--limit", "2")) == 0
+    cases = read_record(out)["cases"]
     assert [case["output"] for case in cases] == ["<think>Write PINEAPPLE?"] * 2
     assert all(case["truncated"] for case in cases)
 
@@ -410,7 +396,7 @@ def test_parts_nested_thousands_deep_stop_the_run_with_a_message(
     body += content + '}, "finish_reason": "stop"}]}'
     server.answer = lambda n: (200, {"Content-Type": "application/json"}, body.encode())
     out = tmp_path / "r.json"
-    assert main(_argv(server.url, out, "--limit", "1")) == 1
+    assert main(endpoint_argv(server.url, out, "--limit", "1")) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert "RecursionError" not in err
@@ -452,7 +438,7 @@ def test_a_markdown_report_naming_the_record_is_a_usage_error(
     # The report was written over the record after the run: every answer was lost.
     out = tmp_path / "run.json"
     alias = tmp_path / "sub" / ".." / "run.json"
-    assert main([*_argv(server.url, out, "--limit", "1"), "--markdown", str(alias)]) == 2
+    assert main([*endpoint_argv(server.url, out, "--limit", "1"), "--markdown", str(alias)]) == 2
     assert "--markdown" in capsys.readouterr().err
     assert server.requests == []  # refused before the model was asked
     assert not out.exists()
@@ -462,7 +448,7 @@ def test_a_report_written_over_one_of_its_records_is_refused(
     server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run.json"
-    assert main([*_argv(server.url, out, "--limit", "1")]) == 0
+    assert main([*endpoint_argv(server.url, out, "--limit", "1")]) == 0
     kept = out.read_bytes()
     capsys.readouterr()
     assert main(["--report", str(out), "--markdown", str(out)]) == 2

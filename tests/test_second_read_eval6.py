@@ -6,21 +6,16 @@ test (``tests/_chat_server.py``), and each failed on the code before its fix.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from _chat_server import ChatServer, Reply, chat, serving
+from _chat_server import NEEDS_HTTP, ChatServer, Reply, chat, endpoint_argv, read_record, serving
 
 from veridic.evaluation.cli import main
 
-pytestmark = pytest.mark.skipif(
-    all(importlib.util.find_spec(name) is None for name in ("httpx", "httpx2")),
-    reason="neither httpx nor httpx2 is installed (the eval-model extra)",
-)
+pytestmark = NEEDS_HTTP
 
 
 @pytest.fixture
@@ -32,16 +27,6 @@ def server() -> Iterator[ChatServer]:
 @pytest.fixture(autouse=True)
 def _cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("VERIDIC_EVAL_CACHE", str(tmp_path / "cache"))
-
-
-def _argv(url: str, out: Path, *more: str) -> list[str]:
-    model = ["--endpoint", url, "--model", "tiny"]
-    return [*model, "--schemes", "verbatim", "--quiet", "--out", str(out), *more]
-
-
-def _record(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return document
 
 
 def _busy(status: int, **headers: str) -> Reply:
@@ -64,8 +49,8 @@ def test_a_served_model_name_cut_inside_an_emoji_keeps_the_record(
     payload = json.dumps(body, ensure_ascii=True).encode()
     server.answer = lambda n: (200, {}, payload)
     out = tmp_path / "r.json"
-    assert main(_argv(server.url, out, "--limit", "2")) == 0
-    assert _record(out)["meta"]["served model"] == "tiny-\ufffd"
+    assert main(endpoint_argv(server.url, out, "--limit", "2")) == 0
+    assert read_record(out)["meta"]["served model"] == "tiny-\ufffd"
 
 
 def test_a_key_given_as_a_bare_query_is_not_shown(
@@ -75,11 +60,11 @@ def test_a_key_given_as_a_bare_query_is_not_shown(
     parameter's name (``?sk-...=***``) in every message and in the record."""
     out = tmp_path / "r.json"
     url = f"{server.url}?s3cret-key"
-    assert main(_argv(url, out, "--limit", "1")) == 0
+    assert main(endpoint_argv(url, out, "--limit", "1")) == 0
     assert [r["(path)"] for r in server.requests] == ["/v1/chat/completions?s3cret-key"]
     assert "s3cret" not in out.read_text(encoding="utf-8")
     server.answer = lambda n: (404, {}, b"no such route")
-    assert main(_argv(url, tmp_path / "again.json", "--limit", "1")) == 1
+    assert main(endpoint_argv(url, tmp_path / "again.json", "--limit", "1")) == 1
     err = capsys.readouterr().err
     assert "HTTP 404" in err
     assert "s3cret" not in err
@@ -97,12 +82,12 @@ def test_a_proxy_s_bad_gateway_or_timeout_is_asked_again(
     503, one such answer stopped an hour-long run."""
     out = tmp_path / "r.json"
     server.answer = lambda n: _busy(status) if n == 2 else chat()
-    argv = _argv(server.url, out, "--limit", "2", "--max-wait", "0.05")
+    argv = endpoint_argv(server.url, out, "--limit", "2", "--max-wait", "0.05")
     argv.remove("--quiet")
     assert main(argv) == 0
     assert len(server.requests) == 3
     assert f"HTTP {status} (no Retry-After): asking again in 0.05 s" in capsys.readouterr().err
-    record = _record(out)
+    record = read_record(out)
     assert len(record["cases"]) == 2
     assert record["meta"]["retries"].startswith("1 (")
 
@@ -113,7 +98,7 @@ def test_many_retries_without_a_wait_end_as_a_message_not_a_traceback(
     """The doubling wait was computed before it was bounded by --max-wait: past 1024
     retries the float overflowed, and the run ended in an OverflowError's traceback."""
     server.answer = lambda n: _busy(503)
-    argv = _argv(server.url, tmp_path / "r.json", "--limit", "1")
+    argv = endpoint_argv(server.url, tmp_path / "r.json", "--limit", "1")
     assert main([*argv, "--retries", "1030", "--max-wait", "0"]) == 1
     assert len(server.requests) == 1031
     err = capsys.readouterr().err
