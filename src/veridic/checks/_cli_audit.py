@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from veridic.checks._cli_report import EXIT_USAGE, _UsageError
+from veridic.checks._cli_report import EXIT_USAGE, _say, _UsageError
 from veridic.checks.audit_report import Selection, build_report, parse_time
 from veridic.errors import VeridicError
 from veridic.run._postgres_schema import VERSION, lacks
@@ -49,7 +49,7 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
             )
         store = _open_store(args.database, snapshots)
     except (ValueError, _UsageError) as error:
-        print(f"veridic audit: {error}", file=sys.stderr)
+        _say("audit", error, sys.stderr)
         return EXIT_USAGE
     try:
         report = build_report(store, selection, database=_named(store, args.database))
@@ -58,7 +58,7 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
                 report, notes=(*report.notes, _not_migrated(store.schema_version))
             )
     except VeridicError as error:  # a row that cannot be read back
-        print(f"veridic audit: {args.database}: {error}", file=sys.stderr)
+        _say("audit", f"{args.database}: {error}", sys.stderr)
         return EXIT_USAGE
     finally:
         store.close()

@@ -132,6 +132,19 @@ class _Report:
         return "\n".join(lines)
 
 
+def _say(command: str, message: object, err: TextIO) -> None:
+    """``veridic COMMAND: MESSAGE`` on ``err`` as one line, with no character of it a control.
+
+    A usage error quotes what the application raised at import, a store's
+    error or a path, all outside text: raw, an escape sequence would act on the
+    terminal and a line break would start a line of the CI log with whatever
+    follows it, where ``::add-mask::FINDING`` or ``::error file=...::`` is a
+    workflow command GitHub Actions obeys. So the message is shown as the
+    report's lines are (:func:`_shown`), whole, on one line.
+    """
+    print(f"veridic {command}: {_shown(str(message))}", file=err)
+
+
 def _shown(text: str) -> str:
     """``text`` whole, with every control and invisible character as ``⟦U+XXXX⟧``."""
     return visible(text, None)

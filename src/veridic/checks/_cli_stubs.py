@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE
+from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _say
 from veridic.checks.stubs import write_stubs
 from veridic.errors import VeridicError
 
@@ -20,9 +20,9 @@ def _run_stubs(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         written = write_stubs(args.directory)
     except VeridicError as error:
-        print(f"veridic stubs: {error}", file=err)
+        _say("stubs", error, err)
         return EXIT_USAGE
     for warning in written.warnings():
-        print(f"veridic stubs: warning: {warning}", file=err)
+        _say("stubs", f"warning: {warning}", err)
     out.write(written.summary())
     return EXIT_CLEAN

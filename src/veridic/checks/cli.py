@@ -103,6 +103,7 @@ from veridic.checks._cli_report import (
     EXIT_USAGE,
     _emit,
     _Report,
+    _say,
     _UsageError,
 )
 from veridic.checks._cli_target import _anchor, _guarded
@@ -141,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             report = _guarded(command, args, config)
     except _UsageError as error:
-        print(f"veridic {args.command}: {error}", file=sys.stderr)
+        _say(args.command, error, sys.stderr)
         return EXIT_USAGE
     report.strict = bool(getattr(args, "strict", False))
     _emit(report, args.format, sys.stdout, anchor=_anchor(args))
