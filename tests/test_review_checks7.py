@@ -10,11 +10,13 @@ before its fix.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +82,81 @@ def test_a_usage_error_of_veridic_audit_naming_the_store_forges_no_log_line(
     err = capsys.readouterr().err
     assert "cannot be read as an SQLite database" in err
     assert_inert(err)
+
+
+# --- SARIF: URIs relative to the repository, whatever folder the command ran in ---------------
+
+
+FORGE = (
+    "from typing import cast\nfrom veridic import TrustedInstruction\n"
+    "forged = cast(TrustedInstruction, raw)\n"
+)
+UNDOCUMENTED = '''
+from veridic import Registry
+
+registry = Registry("app")
+
+
+@registry.tool(kind="query")
+def find_user(email: str) -> str:
+    """Find a user by the email address they signed up with."""
+    return email
+'''
+
+
+@pytest.fixture
+def monorepo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository whose Python project lives in ``backend/`` (``working-directory: backend``)."""
+    (tmp_path / ".git").mkdir()
+    backend = tmp_path / "backend"
+    (backend / "app").mkdir(parents=True)
+    (backend / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (backend / "app" / "forge.py").write_text(FORGE)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr("veridic.config._current", None)
+    return tmp_path
+
+
+def sarif_results(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    main(argv)
+    log = json.loads(capsys.readouterr().out)
+    results: list[dict[str, Any]] = log["runs"][0]["results"]
+    return results
+
+
+def uri(result: dict[str, Any]) -> str:
+    location = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location["uriBaseId"] == "%SRCROOT%"
+    value: str = location["uri"]
+    return value
+
+
+def test_sarif_of_a_command_run_in_a_subfolder_names_files_from_the_repository_root(
+    monorepo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GitHub resolves the URI against the checkout: "app/forge.py" is no file of the repository.
+    monkeypatch.chdir(monorepo / "backend")
+    inside = sarif_results(["hatches", "app", "--format", "sarif"], capsys)
+    assert [uri(r) for r in inside] == ["backend/app/forge.py"]
+    monkeypatch.chdir(monorepo)
+    monkeypatch.setattr("veridic.config._current", None)
+    above = sarif_results(["hatches", "backend/app", "--format", "sarif"], capsys)
+    assert [uri(r) for r in above] == ["backend/app/forge.py"]
+    # One alert, wherever the job ran: its fingerprint does not depend on the folder either.
+    assert inside[0]["partialFingerprints"] == above[0]["partialFingerprints"]
+
+
+def test_sarif_of_lint_run_in_a_subfolder_places_the_tool_in_the_repository(
+    monorepo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    backend = monorepo / "backend"
+    name = f"app_{uuid.uuid4().hex[:12]}"
+    (backend / f"{name}.py").write_text(UNDOCUMENTED)
+    monkeypatch.chdir(backend)
+    try:
+        results = sarif_results(["lint", f"{name}:registry", "--format", "sarif"], capsys)
+    finally:
+        sys.modules.pop(name, None)
+    assert [(r["ruleId"], uri(r)) for r in results] == [
+        ("undocumented-parameter", f"backend/{name}.py")
+    ]

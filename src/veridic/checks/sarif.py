@@ -7,9 +7,12 @@ result per report item:
 
 - ``level``: a finding is ``error``, a warning ``warning``, an item listed
   for review ``note`` (the exit code is the command's, whatever the format);
-- the location: the file (relative to the working directory, forward slashes,
-  ``uriBaseId`` ``%SRCROOT%``; a file outside it as a ``file:`` URI) and the
-  line, so GitHub shows the finding at that line of the pull request. A
+- the location: the file (relative to the repository's root, the nearest
+  folder above the working directory that holds ``.git``, or else to the
+  working directory; forward slashes, ``uriBaseId`` ``%SRCROOT%``; a file
+  outside it as a ``file:`` URI) and the line, so GitHub shows the finding at
+  that line of the pull request, also when the command ran in a subfolder
+  (a monorepo's ``working-directory: backend``). A
   manifest drift points at the changed entry's line of the committed file.
   The tool, when there is one, is a logical location too;
 - an item Python gives no line for (a doc gap of an external tool, a coupling
@@ -19,7 +22,7 @@ result per report item:
   location, so such an item is never left without one while an anchor is
   known; ``properties.anchored`` says it was placed so;
 - ``partialFingerprints["veridic/v1"]``: a hash of the code, the tool, the
-  file (for an item without a tool), the source text and the message with
+  file's URI (for an item without a tool), the source text and the message with
   line numbers taken out, so an alert keeps its identity when code above it
   moves;
 - ``automationDetails.id`` is ``veridic/COMMAND/``, so the runs of ``lint``
@@ -49,7 +52,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePath
-from typing import Final
+from typing import Final, NamedTuple
 from urllib.parse import quote
 
 from veridic.checks.rules import LEVELS, ReportItem, Rule, rule_for
@@ -77,11 +80,14 @@ def render_sarif(
     """The SARIF log of one command's report items, as JSON text with a final newline.
 
     ``command`` names the run's category (``lint``, ``hatches``...). ``anchor``
-    is the file an item without one is placed at (the registry's module);
-    ``root`` the directory relative paths are taken from (default: the
-    working directory, where the command ran).
+    is the file an item without one is placed at (the registry's module). An
+    item's relative path is taken from the working directory, where the command
+    ran; its URI is relative to ``root`` (default: the repository the working
+    directory is in, :func:`_repository_root`), which is what code scanning
+    resolves a ``%SRCROOT%`` URI against.
     """
-    base = Path.cwd() if root is None else Path(root)
+    here = Path.cwd()
+    base = _Paths(here, _repository_root(here) if root is None else Path(root).absolute())
     chosen = sorted(items, key=_order)
     rules = sorted({item.kind for item in chosen})
     index = {code: number for number, code in enumerate(rules)}
@@ -105,6 +111,27 @@ def render_sarif(
     # ASCII only: the log is often printed (a CI log, a terminal), and a message quotes
     # outside text, whose C1 controls and bidi overrides JSON leaves raw otherwise.
     return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=True, default=str) + "\n"
+
+
+class _Paths(NamedTuple):
+    """Where an item's relative path starts (``cwd``) and what its URI is relative to (``root``)."""
+
+    cwd: Path
+    root: Path
+
+
+def _repository_root(start: Path) -> Path:
+    """The nearest folder from ``start`` up that holds ``.git`` (a folder, or a worktree's file).
+
+    GitHub resolves a ``%SRCROOT%`` URI against the checkout, the repository's
+    root. A path relative to the working directory put every finding of a
+    command run in a subfolder at a file the repository does not have. Outside
+    a repository, ``start`` itself.
+    """
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
 
 
 def _version() -> str:
@@ -132,7 +159,9 @@ def _rule_json(rule: Rule) -> dict[str, object]:
     }
 
 
-def _result(item: ReportItem, rule_index: int, anchor: str | None, root: Path) -> dict[str, object]:
+def _result(
+    item: ReportItem, rule_index: int, anchor: str | None, root: _Paths
+) -> dict[str, object]:
     data = dict(item.data)
     properties: dict[str, object] = {"severity": item.severity, **data}
     if item.subject is not None:
@@ -157,32 +186,36 @@ def _result(item: ReportItem, rule_index: int, anchor: str | None, root: Path) -
         "level": LEVELS.get(item.severity, "note"),
         "message": {"text": item.message},
         "locations": [location] if location else [],
-        "partialFingerprints": {_FINGERPRINT: _fingerprint(item)},
+        "partialFingerprints": {_FINGERPRINT: _fingerprint(item, root)},
         "properties": properties,
     }
 
 
-def _physical(file: str, line: int, root: Path) -> dict[str, object]:
+def _physical(file: str, line: int, root: _Paths) -> dict[str, object]:
     return {"artifactLocation": _artifact(file, root), "region": {"startLine": max(line, 1)}}
 
 
-def _artifact(file: str, root: Path) -> dict[str, str]:
-    """A relative path as a URI reference under ``%SRCROOT%``; a file outside ``root`` absolute."""
-    path = Path(file)
-    if path.is_absolute():
+def _artifact(file: str, root: _Paths) -> dict[str, str]:
+    """A path under the root as a URI reference under ``%SRCROOT%``; a file outside it absolute.
+
+    Taken apart as written first (a file under a linked folder keeps the path the
+    report gave), then with links resolved.
+    """
+    path = Path(os.path.normpath(root.cwd / file))
+    for candidate, top in ((path, root.root), (path.resolve(), root.root.resolve())):
         try:
-            path = path.resolve().relative_to(root.resolve())
+            relative = candidate.relative_to(top)
         except ValueError:
-            return {"uri": path.resolve().as_uri()}
-    posix = PurePath(path).as_posix()
-    return {"uri": quote(posix, safe="/"), "uriBaseId": _SRCROOT}
+            continue
+        return {"uri": quote(PurePath(relative).as_posix(), safe="/"), "uriBaseId": _SRCROOT}
+    return {"uri": path.resolve().as_uri()}
 
 
-def _fingerprint(item: ReportItem) -> str:
+def _fingerprint(item: ReportItem, root: _Paths) -> str:
     parts: Sequence[str] = (
         item.kind,
         item.subject or "",
-        "" if item.subject is not None else (item.file or ""),
+        "" if item.subject is not None or item.file is None else _artifact(item.file, root)["uri"],
         item.text or "",
         _LINE_NUMBERS.sub(r"\1", item.message),
     )
@@ -193,7 +226,7 @@ def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _line_in(item: ReportItem, root: Path) -> int:
+def _line_in(item: ReportItem, root: _Paths) -> int:
     """For a manifest drift, the line of the changed entry in the committed file; else 1.
 
     The manifest is JSON with sorted keys and one item per line, so a tool's
@@ -209,7 +242,7 @@ def _line_in(item: ReportItem, root: Path) -> int:
         return 1
     table, _, name = subject.partition(" ")
     keys = {"tool": "tools", "component": "components"}
-    path = Path(item.file) if Path(item.file).is_absolute() else root / item.file
+    path = root.cwd / item.file
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
