@@ -95,6 +95,7 @@ _TOOL_FIELDS: Final = (
 )
 _WORDS_SHOWN: Final = 6
 _SHORT: Final = 80
+_SPACING_CONTEXT: Final = 12
 
 
 _OLD_FORMATS: Final = {
@@ -369,9 +370,33 @@ def _change(field: str, before: object, after: object) -> str:
     return f"from {json.dumps(before)} to {json.dumps(after)}"
 
 
+def _spacing_diff(before: str, after: str) -> str:
+    """``only the spacing changed: 'user. Use' to 'user.\\n\\nUse'``, a little around it."""
+    head = next(
+        (at for at, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+        min(len(before), len(after)),
+    )
+    tail = 0
+    while tail < min(len(before), len(after)) - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    start = max(0, head - _SPACING_CONTEXT)
+
+    def stretch(text: str) -> str:
+        return clip(text[start : len(text) - tail + _SPACING_CONTEXT], _SHORT)
+
+    return f"only the spacing changed: {stretch(before)} to {stretch(after)}"
+
+
 def _word_diff(before: str, after: str) -> str:
-    """The changed words as ``[-removed-]{+added+}``, with a little context around each change."""
+    """The changed words as ``[-removed-]{+added+}``, with a little context around each change.
+
+    Two texts of the same words differ in their spacing (a line break, a tab, a
+    ``U+2028``), which can turn a clause into a paragraph of its own: the
+    changed stretch is shown as JSON strings, since a word diff would show none.
+    """
     old, new = before.split(), after.split()
+    if old == new:
+        return _spacing_diff(before, after)
     parts: list[str] = []
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
     opcodes = matcher.get_opcodes()
