@@ -215,3 +215,29 @@ def test_every_description_drift_shows_a_change(before: str, after: str) -> None
     [drift] = diff_manifest(json.dumps(committed), snapshot)
     said = drift.text.partition("(")[2]
     assert "[-" in said or "{+" in said or "only the spacing changed" in said
+
+
+# --- --help says what each command does and what its exit codes mean ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "does"),
+    [
+        (["lint"], "without a real description"),
+        (["manifest"], "JSON snapshot"),
+        (["check"], "dispatch table"),
+        (["hatches"], "cast to a brand"),
+        (["mcp", "pin"], "list its tools"),
+        (["audit"], "How each write was approved"),
+        (["probe"], "confusion matrix"),
+    ],
+)
+def test_each_commands_help_says_what_it_does_and_its_exit_codes(
+    command: list[str], does: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--help"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert does in said
+    assert "exit codes: 0 " in said
+    assert ", 1 " in said.partition("exit codes: 0 ")[2]
+    assert "2 usage error" in said

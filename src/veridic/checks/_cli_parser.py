@@ -24,6 +24,11 @@ _CI_FORMATS: Final = ("text", "json", "sarif", "markdown")
 _AUDIT_FORMATS: Final = ("text", "json", "markdown")
 """What ``veridic audit`` writes: ``AuditReport.text()``, ``.to_json()``, ``.markdown()``."""
 _SHOW_FORMATS: Final = ("text", "html", "json")
+_EXIT_CODES_FINDINGS: Final = (
+    "exit codes: 0 clean (warnings do not fail), 1 findings (with --strict, warnings too; a "
+    "registry that does not boot is a finding), 2 usage error (bad arguments or "
+    "configuration, a target that cannot be imported or is not a Registry or ToolView)"
+)
 
 _Runner = Callable[[argparse.Namespace, "_Config"], "_Report"]
 
@@ -86,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
         "lint",
         parents=[common, ci_format, target, strict],
         help="doc gaps, near-duplicate descriptions, risk floors, unstated irreversibility",
+        description="Import MODULE:ATTR (a Registry or ToolView), boot it and report what the "
+        "model would be misled by: tools and parameters without a real description, "
+        "near-duplicate descriptions, risks below their floor, irreversibility a description "
+        "does not state.",
+        epilog=_EXIT_CODES_FINDINGS,
     )
     lint.set_defaults(run=_lazy("veridic.checks._cli_registry", "_run_lint"))
 
@@ -93,6 +103,12 @@ def _parser() -> argparse.ArgumentParser:
         "manifest",
         parents=[common, ci_format, target],
         help="write the tool snapshot (-o FILE) or compare it (--check FILE)",
+        description="Write what MODULE:ATTR declares of each tool (description, kind, risk, "
+        "schema hash, roles, component) as a JSON snapshot to commit (-o FILE), or compare "
+        "the committed one with the registry (--check FILE) and report each change.",
+        epilog="exit codes: 0 written or no drift, 1 drift (or a registry that does not "
+        "boot), 2 usage error (bad arguments, a target that cannot be imported, a FILE that "
+        "cannot be read or written or is not a manifest)",
     )
     mode = manifest.add_mutually_exclusive_group(required=True)
     mode.add_argument("-o", "--output", metavar="FILE", type=Path, help="write the snapshot")
@@ -103,6 +119,11 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         parents=[common, ci_format, target, strict],
         help="boot, build a view, assert coupling, lint and check the manifest",
+        description="Boot MODULE:ATTR, build a view and assert that its capability section, "
+        "tool specs and dispatch table name the same tools, run lint's checks, and compare "
+        "the committed manifest (--manifest FILE or [tool.veridic] manifest) when there is "
+        "one.",
+        epilog=_EXIT_CODES_FINDINGS,
     )
     check.add_argument(
         "--manifest",
@@ -191,6 +212,12 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common, ci_format],
         help="list casts to a brand, brand constructor calls, trust policies, ignores, "
         "and mypy settings that turn veridic's checks off",
+        description="Scan the Python files under each PATH for ways around the provenance "
+        "types: a cast to a brand, a brand's constructor called outside veridic and a "
+        "TrustPolicy not in [tool.veridic] trust-policies are findings; ignore comments, "
+        "vouches and mypy settings that turn veridic's checks off are listed for review.",
+        epilog="exit codes: 0 clean (items listed for review never fail), 1 findings, "
+        "2 usage error (bad arguments or configuration, a PATH that is not there)",
     )
     hatches.add_argument("paths", metavar="PATH", nargs="+", type=Path)
     hatches.set_defaults(run=_lazy("veridic.checks._cli_hatches", "_run_hatches"))
@@ -201,6 +228,11 @@ def _parser() -> argparse.ArgumentParser:
         "pin",
         parents=[common, json_format],
         help="record what a server's tools show (-o FILE) or compare it (--check FILE)",
+        description="Start the MCP server declared at MODULE:ATTR, list its tools and write "
+        "their pins (-o FILE), or compare the recorded pins with what it shows now "
+        "(--check FILE).",
+        epilog="exit codes: 0 written or no drift, 1 drift, 2 usage error (bad arguments, a "
+        "server that cannot be started, a FILE that cannot be read or written)",
     )
     pin.add_argument(
         "target",
