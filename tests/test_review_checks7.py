@@ -241,3 +241,27 @@ def test_each_commands_help_says_what_it_does_and_its_exit_codes(
     assert "exit codes: 0 " in said
     assert ", 1 " in said.partition("exit codes: 0 ")[2]
     assert "2 usage error" in said
+
+
+# --- the text report: no line of it a workflow command ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "folder", ["::error file=app.py,line=1::all clear", "::add-mask::FINDING", "::stop-commands::x"]
+)
+def test_a_path_named_as_a_workflow_command_is_no_line_of_the_text_report(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    folder: str,
+) -> None:
+    # A pull request adds a folder of that name; the text report starts a line with its path.
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "forge.py").write_text(FORGE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("veridic.config._current", None)
+    assert main(["hatches", "."]) == 1
+    out = capsys.readouterr().out
+    assert f"{folder[1:]}/forge.py:3" in out  # the path is still told, its first colon shown
+    assert_inert(out)

@@ -129,7 +129,7 @@ class _Report:
             verdict = "failed (--strict: warnings fail)"
         lines.append("")
         lines.append(f"result: {verdict} (exit {self.exit_code()})")
-        return "\n".join(lines)
+        return "\n".join(_no_workflow_command(line) for line in lines)
 
 
 def _say(command: str, message: object, err: TextIO) -> None:
@@ -143,6 +143,21 @@ def _say(command: str, message: object, err: TextIO) -> None:
     report's lines are (:func:`_shown`), whole, on one line.
     """
     print(f"veridic {command}: {_shown(str(message))}", file=err)
+
+
+def _no_workflow_command(line: str) -> str:
+    """``line``, unless GitHub Actions would obey it: then its first colon as ``⟦U+003A⟧``.
+
+    The runner reads a line of the job's output that starts, after spaces, with
+    ``::`` as a workflow command (``::error file=app.py::...`` forges an
+    annotation, ``::add-mask::`` hides text, ``::stop-commands::`` mutes the
+    commands that follow). A line of the report can start with outside text: a
+    file's path in a folder a pull request named ``::error ...::all clear``.
+    """
+    body = line.lstrip()
+    if body.startswith("::"):
+        return f"{line[: len(line) - len(body)]}\u27e6U+003A\u27e7{body[1:]}"
+    return line
 
 
 def _shown(text: str) -> str:
