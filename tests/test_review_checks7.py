@@ -23,7 +23,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from veridic import Registry
-from veridic.checks.manifest import build_manifest, diff_manifest, render_manifest
+from veridic.checks.manifest import Drift, build_manifest, diff_manifest, render_manifest
 from veridic.cli import main
 
 Write = Callable[[str], str]
@@ -169,14 +169,23 @@ def test_sarif_of_lint_run_in_a_subfolder_places_the_tool_in_the_repository(
 # --- manifest drift: a change a word diff cannot show ----------------------------------------
 
 
-def registry_describing(description: str) -> Registry:
+def description_drift(before: str, after: str) -> Drift:
+    """The drift of a tool whose description was ``before`` in the committed file, now ``after``."""
     registry = Registry("app")
 
-    @registry.tool(kind="query", description=description)
+    @registry.tool(kind="query", description="Find a user by email address.")
     def find_user(email: str) -> str:
         return email
 
-    return registry
+    snapshot = build_manifest(registry)
+    committed = json.loads(render_manifest(snapshot))
+    committed["tools"]["find_user"]["description"] = before
+    tools = snapshot["tools"]
+    assert isinstance(tools, dict)
+    tools["find_user"] = {**tools["find_user"], "description": after}
+    [drift] = diff_manifest(json.dumps(committed), snapshot)
+    assert drift.field == "description"
+    return drift
 
 
 @pytest.mark.parametrize(
@@ -195,9 +204,7 @@ def registry_describing(description: str) -> Registry:
 def test_a_description_drift_in_spacing_only_shows_what_changed(
     before: str, after: str, shown: str
 ) -> None:
-    committed = render_manifest(build_manifest(registry_describing(before)))
-    [drift] = diff_manifest(committed, build_manifest(registry_describing(after)))
-    assert drift.field == "description"
+    drift = description_drift(before, after)
     assert "only the spacing changed" in drift.text
     assert shown in drift.text
 
@@ -206,13 +213,7 @@ def test_a_description_drift_in_spacing_only_shows_what_changed(
 @given(before=st.text(max_size=40), after=st.text(max_size=40))
 def test_every_description_drift_shows_a_change(before: str, after: str) -> None:
     assume(before != after)
-    snapshot = build_manifest(registry_describing("Find a user by email address."))
-    tools = snapshot["tools"]
-    assert isinstance(tools, dict)
-    committed = json.loads(render_manifest(snapshot))
-    committed["tools"]["find_user"]["description"] = before
-    tools["find_user"] = {**tools["find_user"], "description": after}
-    [drift] = diff_manifest(json.dumps(committed), snapshot)
+    drift = description_drift(before, after)
     said = drift.text.partition("(")[2]
     assert "[-" in said or "{+" in said or "only the spacing changed" in said
 
