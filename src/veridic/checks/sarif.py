@@ -83,8 +83,8 @@ def render_sarif(
     is the file an item without one is placed at (the registry's module). An
     item's relative path is taken from the working directory, where the command
     ran; its URI is relative to ``root`` (default: the repository the working
-    directory is in, :func:`_repository_root`), which is what code scanning
-    resolves a ``%SRCROOT%`` URI against.
+    directory is in, the nearest folder up that holds ``.git``), which is what
+    code scanning resolves a ``%SRCROOT%`` URI against.
     """
     here = Path.cwd()
     base = _Paths(here, _repository_root(here) if root is None else Path(root).absolute())
