@@ -753,7 +753,7 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return self._ended(ran)
         try:  # KeyboardInterrupt and friends go on, recorded if the sink can
-            span.recorded(_interrupted(ran.error, self._ended(ran)))
+            span.recorded(self._ended(ran, ran.error))
         finally:
             raise ran.error
 
@@ -762,13 +762,19 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return await self._aended(ran)
         try:  # CancelledError and friends go on, recorded if the sink can
-            span.recorded(_interrupted(ran.error, await self._aended(ran)))
+            span.recorded(await self._aended(ran, ran.error))
         finally:
             raise ran.error
 
-    def _ended(self, ran: _Ran) -> CallResult:
+    def _ended(self, ran: _Ran, cut: BaseException | None = None) -> CallResult:
+        """Write the record of a call that ran; ``cut`` is the interrupt that stopped its
+        handler, on which the result is kept (:func:`_interrupted`) before the write, so
+        that the call is answered whatever the write does: fail, or meet a second
+        interrupt (the one that goes on is ``cut``)."""
         try:
             result = self._result(ran)
+            if cut is not None:
+                _interrupted(cut, result)
             try:
                 self.sink.write(result.record)
             except Exception as failure:
@@ -782,6 +788,7 @@ class _Call:
                     result,
                     "the write was cut short, so the store may lack it "
                     "(it is logged on veridic.executor)",
+                    cut,
                 )
                 raise
         finally:
@@ -792,9 +799,12 @@ class _Call:
             raise self._follow_up_unwritten(result, late) from late
         return result
 
-    async def _aended(self, ran: _Ran) -> CallResult:
+    async def _aended(self, ran: _Ran, cut: BaseException | None = None) -> CallResult:
+        """:meth:`_ended` from the loop."""
         try:
             result = self._result(ran)
+            if cut is not None:
+                _interrupted(cut, result)
             try:
                 await self.sink.awrite(result.record)
             except Exception as failure:
@@ -805,6 +815,7 @@ class _Call:
                     result,
                     "the write goes on to its end (a failure is logged on "
                     "veridic.executor, with the record)",
+                    cut,
                 )
                 raise
         finally:
@@ -1041,22 +1052,35 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
     return result
 
 
-def _kept(interrupt: BaseException, result: CallResult, fate: str) -> None:
-    """Keep, for :func:`_interrupted_result`, the result of a call that ran to its end when
-    ``interrupt`` landed while its record was being written, and say the record's fate in a
-    note on ``interrupt``: the gateway answers the call with it (the result is known).
+def _kept(
+    interrupt: BaseException, result: CallResult, fate: str, cut: BaseException | None = None
+) -> None:
+    """Keep, for :func:`_interrupted_result`, the result of a call when ``interrupt`` landed
+    while its record was being written, and say the record's fate in a note on
+    ``interrupt``: the gateway answers the call with it (the result is known).
 
-    A result kept already (the handler itself was interrupted) stays.
+    ``cut`` is an earlier interrupt that stopped the handler itself: it is the one that
+    goes on, so it gets the note too, and its kept result (the call was interrupted) is
+    the one ``interrupt`` keeps. A result kept already stays.
     """
+    kept = _interrupted_result(cut) if cut is not None else None
     if _interrupted_result(interrupt) is None:
-        vars(interrupt)[_INTERRUPTED] = result
+        vars(interrupt)[_INTERRUPTED] = kept or result
     record = result.record
     call = f", call id {record.call_id!r}" if record.call_id else ""
-    interrupt.add_note(
-        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) ran "
-        f"to its end (outcome {record.outcome.value}), and the {type(interrupt).__name__} "
-        f"landed while its audit record {record.record_id} was being written: {fate}"
+    how = (
+        f"ran to its end (outcome {record.outcome.value}), and the {type(interrupt).__name__}"
+        if cut is None
+        else f"was interrupted ({type(cut).__name__}) while it ran, and a second "
+        f"{type(interrupt).__name__}"
     )
+    note = (
+        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) "
+        f"{how} landed while its audit record {record.record_id} was being written: {fate}"
+    )
+    interrupt.add_note(note)
+    if cut is not None and cut is not interrupt:
+        cut.add_note(note)
 
 
 def _interrupted_result(interrupt: BaseException) -> CallResult | None:
