@@ -100,7 +100,13 @@ from veridic.run.records import (
 )
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import UntrustedText, untrusted
-from veridic.tools.guards import DispatchScope, GuardEvent, LateReporter, dispatching
+from veridic.tools.guards import (
+    _NO_APPLICATION_FRAME,
+    DispatchScope,
+    GuardEvent,
+    LateReporter,
+    dispatching,
+)
 from veridic.tools.status import _hidden_error
 from veridic.tools.tool import Tool
 from veridic.tools.view import PreparedCall, ToolView
@@ -857,13 +863,13 @@ class _Call:
             # all the same: that is what makes a record a follow-up, not a second call.
             detail = (
                 f"{_FOLLOW_UP}{operations} happened: a delegated tool finished it in a task "
-                f"or thread the call started (dispatched at {event.where})"
+                f"or thread the call started ({_site('dispatched at', event, tool)})"
             )
             wrote, irreversible = event.kind == "instruction_write", event.kind == "irreversible"
         else:
             detail = (
-                f"{_FOLLOW_UP}a guard refused {operations} (at {event.where}), attempted by "
-                "a task or thread the call started"
+                f"{_FOLLOW_UP}a guard refused {operations} ({_site('at', event, tool)}), "
+                "attempted by a task or thread the call started"
             )
             wrote = irreversible = False
         record = self.record(
@@ -1120,6 +1126,16 @@ def _shown(answer: object) -> str:
         shown = repr(answer)
         return shown if len(shown) <= 40 else f"{shown[:40]}… ({len(shown)} chars)"
     return f"a {type(answer).__name__}"
+
+
+def _site(preposition: str, event: GuardEvent, tool: Tool) -> str:
+    """Where a late event came from, for its follow-up record: the application's code on the
+    stack of the thread or task that caused it; when a thread or task of the standard
+    library ran veridic's dispatch itself (``Thread(target=view.dispatch)``), the handler
+    that started it, since ``threading.py`` is nobody's code."""
+    if event.where == _NO_APPLICATION_FRAME:
+        return f"started by its handler at {tool.origin}"
+    return f"{preposition} {event.where}"
 
 
 def _follow_up_failed(tool: Tool, event: GuardEvent, failure: Exception) -> None:
