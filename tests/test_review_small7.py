@@ -17,6 +17,7 @@ import pytest
 
 from veridic import (
     ApprovalPolicy,
+    AuditWriteError,
     CallOutcome,
     Composer,
     ModelGateway,
@@ -276,3 +277,81 @@ def test_a_late_refused_delegation_names_the_handler_that_left_it() -> None:
         f"after the call ended: a guard refused delegation:shred (started by its handler at "
         f"{tool.origin}), attempted by a task or thread the call started"
     )
+
+
+# --- what a resume that broke says ran ---------------------------------------------------------
+
+
+class _LosesC3(SQLiteAuditSink):
+    """The real SQLite store, which fails to write the record of call ``c3``."""
+
+    def write(self, record: AuditRecord, /) -> None:
+        if record.call_id == "c3":
+            raise OSError("disk full")
+        super().write(record)
+
+
+def _orders_view(ran: list[str]) -> ToolView:
+    registry = Registry("orders")
+
+    @registry.tool(kind="query")
+    def get_order(order_id: int) -> str:
+        """Look up an order's status.
+
+        Args:
+            order_id: The order.
+        """
+        ran.append(f"get {order_id}")
+        return "shipped"
+
+    @registry.tool(kind="write")
+    def refund(order_id: int) -> str:
+        """Refund an order to the card it was paid with.
+
+        Args:
+            order_id: The order.
+        """
+        ran.append(f"refund {order_id}")
+        return "refunded"
+
+    return registry.view()
+
+
+def test_a_broken_resume_counts_every_call_of_the_answer_that_ran() -> None:
+    # c1 ran before the pause, c2 and c3 in the resume (c3's record was lost): the note said
+    # "the results of the 2 call(s) of it that ran", though the composer holds 3.
+    ran: list[str] = []
+    view = _orders_view(ran)
+    audit = _LosesC3()
+    calls = [
+        ("c1", "get_order", '{"order_id": 1}'),
+        ("c2", "refund", '{"order_id": 2}'),
+        ("c3", "refund", '{"order_id": 3}'),
+    ]
+    gateway = ModelGateway(ScriptedProvider([{"tool_calls": calls}]), audit=audit)
+
+    def system() -> Composer:
+        return Composer().system(SYSTEM, view.capability_section())
+
+    paused = gateway.run(
+        system().user("Refund 2 and 3."),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id="r",
+        defer=True,
+    ).paused
+    assert paused is not None
+    composer = system()
+    with pytest.raises(AuditWriteError) as caught:
+        gateway.resume(
+            paused,
+            composer,
+            view,
+            policy=ApprovalPolicy(view),
+            answers={"c2": True, "c3": True},
+        )
+    assert ran == ["get 1", "refund 2", "refund 3"]
+    answered = [t.call_id for t in composer.conversation().turns if t.kind == "tool_result"]
+    assert answered == ["c1", "c2", "c3"]
+    notes = "\n".join(caught.value.__notes__)
+    assert "the results of the 3 call(s) of it that ran; its 0 other call(s)" in notes
