@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Literal
 
 import pytest
+from _sdk_server import FakeServer, http_module
+from test_providers import RESPONSE, VIEW, first_prompt, gateway
 
 from veridic import (
     ApprovalPolicy,
@@ -21,10 +23,14 @@ from veridic import (
     CallOutcome,
     Composer,
     ModelGateway,
+    OpenAIChat,
+    OpenAIResponses,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
+    UnknownToolError,
+    VeridicError,
     execute,
     instruction,
 )
@@ -355,3 +361,74 @@ def test_a_broken_resume_counts_every_call_of_the_answer_that_ran() -> None:
     assert answered == ["c1", "c2", "c3"]
     notes = "\n".join(caught.value.__notes__)
     assert "the results of the 3 call(s) of it that ran; its 0 other call(s)" in notes
+
+
+# --- tool_choice: a custom tool, and the one place that reads choices -----------------------
+
+openai = pytest.importorskip("openai")
+
+
+def _openai_server() -> FakeServer:
+    return FakeServer(http_module("openai"), [("json", RESPONSE)])
+
+
+def _adapter(api: str, server: FakeServer) -> OpenAIChat | OpenAIResponses:
+    client = server.client(openai, "OpenAI")
+    if api == "chat":
+        return OpenAIChat(client, model="gpt-test")
+    return OpenAIResponses(client, model="gpt-test")
+
+
+CUSTOM = {
+    "chat": {"type": "custom", "custom": {"name": "get_weather"}},
+    "responses": {"type": "custom", "name": "get_weather"},
+}
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_custom_tool_choice_naming_a_function_tool_of_the_view_is_refused(api: str) -> None:
+    # The view sends get_weather as a function tool; forcing a custom (free-form) tool of
+    # that name passed the check and went to the provider, which alone stood in the way.
+    server = _openai_server()
+    gw, _, _ = gateway(_adapter(api, server))
+    with pytest.raises(UnknownToolError, match=r"custom tool.*get_weather.*function") as caught:
+        gw.send(first_prompt(), VIEW, request_id="r", options={"tool_choice": CUSTOM[api]})
+    assert caught.value.name == "get_weather"
+    assert server.sent == []
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [
+        {"type": "web_search_preview"},
+        {"type": "mcp", "server_label": "deepwiki", "name": "get_weather"},
+        CUSTOM["chat"],
+        CUSTOM["responses"],
+        {"type": "function", "custom": {"name": "get_weather"}},
+    ],
+)
+def test_the_tool_choice_reader_refuses_every_tool_the_view_never_sends(
+    choice: dict[str, object],
+) -> None:
+    # tool_choice_names is what the gateway checks a choice with; a hosted choice came back
+    # as () (or as a view's name) and passed, when a caller skipped check_options.
+    adapter = _adapter("responses", _openai_server())
+    with pytest.raises(VeridicError, match="tool_choice"):
+        adapter.tool_choice_names(choice)
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [
+        "auto",
+        "required",
+        {"type": "function", "name": "get_weather"},
+        {"type": "function", "function": {"name": "get_weather"}},
+        {"type": "tool", "name": "get_weather"},
+        {"type": "any"},
+    ],
+)
+def test_the_tool_choice_reader_still_reads_choices_of_the_views_tools(choice: object) -> None:
+    adapter = _adapter("chat", _openai_server())
+    forced = isinstance(choice, dict) and choice["type"] in ("function", "tool")
+    assert adapter.tool_choice_names(choice) == (("get_weather",) if forced else ())
