@@ -242,10 +242,15 @@ class _Run(Generic[OutputT]):
             reply.record(self.composer, done)
         left = len(reply.tool_calls) - len(done)
         # A resumed answer's calls that ran before the pause have their results there too.
-        ran = len(done) + (self.ran_before_pause if resumed else 0)
+        ran = f"{len(done)} call(s) of it that ran"
+        if resumed:
+            ran = (
+                f"{self.ran_before_pause + len(done)} call(s) of it that ran "
+                f"({self.ran_before_pause} before the pause, {len(done)} in this resume)"
+            )
         error.add_note(
             f"request {self.request_id!r}: the composer holds the model's answer with the "
-            f"results of the {ran} call(s) of it that ran; its {left} other call(s) "
+            f"results of the {ran}; its {left} other call(s) "
             "are unanswered (the audit store's records(request_id) say what became of "
             "each), so the gateway will not send it as it is: answer them with "
             "Composer.tool_result(call_id, ...) or start the request anew"
