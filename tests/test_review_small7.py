@@ -22,6 +22,7 @@ from veridic import (
     AuditWriteError,
     CallOutcome,
     Composer,
+    GuardDeniedError,
     ModelGateway,
     OpenAIChat,
     OpenAIResponses,
@@ -32,6 +33,7 @@ from veridic import (
     UnknownToolError,
     VeridicError,
     execute,
+    guard_irreversible,
     instruction,
 )
 from veridic.run.audit import AuditRecord
@@ -193,7 +195,8 @@ def _close_account_view(starter: Starter, go: threading.Event, done: list[str]) 
 def test_a_late_delegated_effect_names_the_handler_that_left_it_not_threading(
     starter: Starter,
 ) -> None:
-    go, done = threading.Event(), []
+    go = threading.Event()
+    done: list[str] = []
     view = _close_account_view(starter, go, done)
     audit = SQLiteAuditSink()
     result = execute(
@@ -360,7 +363,10 @@ def test_a_broken_resume_counts_every_call_of_the_answer_that_ran() -> None:
     answered = [t.call_id for t in composer.conversation().turns if t.kind == "tool_result"]
     assert answered == ["c1", "c2", "c3"]
     notes = "\n".join(caught.value.__notes__)
-    assert "the results of the 3 call(s) of it that ran; its 0 other call(s)" in notes
+    assert (
+        "the results of the 3 call(s) of it that ran (1 before the pause, 2 in this resume); "
+        "its 0 other call(s)"
+    ) in notes
 
 
 # --- tool_choice: a custom tool, and the one place that reads choices -----------------------
@@ -432,3 +438,122 @@ def test_the_tool_choice_reader_still_reads_choices_of_the_views_tools(choice: o
     adapter = _adapter("chat", _openai_server())
     forced = isinstance(choice, dict) and choice["type"] in ("function", "tool")
     assert adapter.tool_choice_names(choice) == (("get_weather",) if forced else ())
+
+
+# --- an interrupt while a late guard's follow-up is written ---------------------------------
+
+
+class _LateGuardStore(SQLiteAuditSink):
+    """The real SQLite store. While the call's own record is written, the thread its handler
+    left behind attempts an irreversible delete (refused late, waiting for the record to be
+    written first); the follow-up record of that refusal is then cut by an interrupt."""
+
+    def __init__(self, interrupt: BaseException) -> None:
+        super().__init__(":memory:")
+        self.interrupt = interrupt
+        self.go = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def write(self, record: AuditRecord, /) -> None:
+        if record.call_id and not record.follow_up:
+            super().write(record)
+            self.go.set()
+            for thread in self.threads:
+                thread.join(5)
+            return
+        if record.follow_up:
+            raise self.interrupt
+        super().write(record)
+
+
+def _purge_view(store: _LateGuardStore, refused: list[str]) -> ToolView:
+    registry = Registry("files")
+
+    def purge_later() -> None:
+        store.go.wait(5)
+        try:
+            guard_irreversible("purge the trash")
+        except GuardDeniedError as error:
+            refused.append(str(error))
+
+    @registry.tool(kind="write")
+    def empty_trash(folder: str) -> str:
+        """Move a folder's trash to the bin, from which it can be restored for 30 days.
+
+        Args:
+            folder: The folder.
+        """
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(purge_later,))
+        store.threads.append(thread)
+        thread.start()
+        return "emptied"
+
+    return registry.view()
+
+
+def test_ctrl_c_while_a_late_guards_follow_up_is_written_still_answers_the_call() -> None:
+    # The call ran and its record is written; Ctrl-C landed on the follow-up write, and the
+    # call's result went with it: the run left the call unanswered.
+    store = _LateGuardStore(KeyboardInterrupt())
+    refused: list[str] = []
+    view = _purge_view(store, refused)
+    policy = ApprovalPolicy(view)
+    policy.allow_always("empty_trash")
+    calls = [("c1", "empty_trash", '{"folder": "inbox"}')]
+    gateway = ModelGateway(ScriptedProvider([{"tool_calls": calls}]), audit=store)
+    composer = Composer().system(SYSTEM, view.capability_section()).user("Empty the trash.")
+    with pytest.raises(KeyboardInterrupt) as caught:
+        gateway.run(composer, view, policy=policy, request_id="r")
+    assert len(refused) == 1
+    (record,) = [r for r in store.records("r") if r.call_id == "c1"]
+    assert record.outcome is CallOutcome.OK
+    (answer,) = [t for t in composer.conversation().turns if t.kind == "tool_result"]
+    assert (answer.call_id, answer.error, answer.text) == ("c1", False, "emptied")
+    notes = "\n".join(caught.value.__notes__)
+    assert "the results of the 1 call(s) of it that ran" in notes
+    assert "follow-up" in notes
+
+
+class _HeldLateGuardStore(_LateGuardStore):
+    """:class:`_LateGuardStore` from the loop: the follow-up write waits on the network, and
+    the task is cancelled meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__(KeyboardInterrupt())
+        self.following = asyncio.Event()
+
+    async def awrite(self, record: AuditRecord, /) -> None:
+        if record.follow_up:
+            self.following.set()
+            await asyncio.sleep(0.05)
+            SQLiteAuditSink.write(self, record)
+            return
+        self.write(record)
+
+
+def test_a_cancellation_while_a_late_guards_follow_up_is_written_still_answers_the_call() -> None:
+    store = _HeldLateGuardStore()
+    refused: list[str] = []
+    view = _purge_view(store, refused)
+    policy = ApprovalPolicy(view)
+    policy.allow_always("empty_trash")
+    calls = [("c1", "empty_trash", '{"folder": "inbox"}')]
+    gateway = ModelGateway(
+        ScriptedProvider([{"tool_calls": calls}], asynchronous=True), audit=store
+    )
+    composer = Composer().system(SYSTEM, view.capability_section()).user("Empty the trash.")
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(gateway.arun(composer, view, policy=policy, request_id="r"))
+        await store.following.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.1)  # the follow-up write left running ends
+
+    asyncio.run(cancelled())
+    assert len(refused) == 1
+    follow_ups = [r for r in store.records("r") if r.follow_up]
+    assert len(follow_ups) == 1  # the write went on to its end
+    (answer,) = [t for t in composer.conversation().turns if t.kind == "tool_result"]
+    assert (answer.call_id, answer.error, answer.text) == ("c1", False, "emptied")

@@ -777,6 +777,7 @@ class _Call:
         handler, on which the result is kept (:func:`_interrupted`) before the write, so
         that the call is answered whatever the write does: fail, or meet a second
         interrupt (the one that goes on is ``cut``)."""
+        result: CallResult | None = None
         try:
             result = self._result(ran)
             if cut is not None:
@@ -800,13 +801,19 @@ class _Call:
         finally:
             # Whatever became of the call's own record, the late guards that waited for it
             # are written now (a failure there is logged by _settle).
-            late = self._settle(ran.tool, ran.mode)
+            try:
+                late = self._settle(ran.tool, ran.mode)
+            except BaseException as interrupt:  # Ctrl-C inside a follow-up's write
+                if result is not None:
+                    _kept(interrupt, result, _FOLLOW_UP_CUT, cut, written=_FOLLOW_UPS)
+                raise
         if late is not None:
             raise self._follow_up_unwritten(result, late) from late
         return result
 
     async def _aended(self, ran: _Ran, cut: BaseException | None = None) -> CallResult:
         """:meth:`_ended` from the loop."""
+        result: CallResult | None = None
         try:
             result = self._result(ran)
             if cut is not None:
@@ -825,7 +832,12 @@ class _Call:
                 )
                 raise
         finally:
-            late = await self._asettle(ran.tool, ran.mode)
+            try:
+                late = await self._asettle(ran.tool, ran.mode)
+            except BaseException as interrupt:  # a cancellation while a follow-up is awaited
+                if result is not None:
+                    _kept(interrupt, result, _FOLLOW_UP_ON, cut, written=_FOLLOW_UPS)
+                raise
         if late is not None:
             raise self._follow_up_unwritten(result, late) from late
         return result
@@ -892,23 +904,33 @@ class _Call:
         Returns the first write that failed (each failure is logged).
         """
         first: Exception | None = None
-        for event in self._waiting():
+        pending = self._waiting()
+        for index, event in enumerate(pending):
             try:
                 self.sink.write(self._follow_up(tool, mode, event))
             except Exception as failure:  # logged, and returned to be raised by the caller
                 _follow_up_failed(tool, event, failure)
                 first = first or failure
+            except BaseException as interrupt:  # Ctrl-C: this one and the rest, logged
+                for left in pending[index:]:
+                    _follow_up_failed(tool, left, interrupt)
+                raise
         return first
 
     async def _asettle(self, tool: Tool, mode: ApprovalMode) -> Exception | None:
         """:meth:`_settle` from the loop: the waiting follow-ups are awaited in order."""
         first: Exception | None = None
-        for event in self._waiting():
+        pending = self._waiting()
+        for index, event in enumerate(pending):
             try:
                 await self.sink.awrite(self._follow_up(tool, mode, event))
             except Exception as failure:  # logged, and returned to be raised by the caller
                 _follow_up_failed(tool, event, failure)
                 first = first or failure
+            except BaseException as interrupt:  # cancelled: this write goes on; the rest, logged
+                for left in pending[index + 1 :]:
+                    _follow_up_failed(tool, left, interrupt)
+                raise
         return first
 
     def _unwritten(self, result: CallResult, failure: Exception) -> AuditWriteError:
@@ -1058,8 +1080,24 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
     return result
 
 
+_FOLLOW_UPS: Final = "the follow-up record of a guard that fired after it ended"
+_FOLLOW_UP_CUT: Final = (
+    "the call's own record was written before; the follow-up write was cut short, so the "
+    "store may lack it (it is logged on veridic.executor)"
+)
+_FOLLOW_UP_ON: Final = (
+    "the call's own record was written before; the follow-up write goes on to its end (a "
+    "failure is logged on veridic.executor, with the record)"
+)
+
+
 def _kept(
-    interrupt: BaseException, result: CallResult, fate: str, cut: BaseException | None = None
+    interrupt: BaseException,
+    result: CallResult,
+    fate: str,
+    cut: BaseException | None = None,
+    *,
+    written: str | None = None,
 ) -> None:
     """Keep, for :func:`_interrupted_result`, the result of a call when ``interrupt`` landed
     while its record was being written, and say the record's fate in a note on
@@ -1067,7 +1105,8 @@ def _kept(
 
     ``cut`` is an earlier interrupt that stopped the handler itself: it is the one that
     goes on, so it gets the note too, and its kept result (the call was interrupted) is
-    the one ``interrupt`` keeps. A result kept already stays.
+    the one ``interrupt`` keeps. A result kept already stays. ``written`` says what was
+    being written, when it was not the call's own record.
     """
     kept = _interrupted_result(cut) if cut is not None else None
     if _interrupted_result(interrupt) is None:
@@ -1082,7 +1121,8 @@ def _kept(
     )
     note = (
         f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) "
-        f"{how} landed while its audit record {record.record_id} was being written: {fate}"
+        f"{how} landed while {written or f'its audit record {record.record_id}'} was being "
+        f"written: {fate}"
     )
     interrupt.add_note(note)
     if cut is not None and cut is not interrupt:
@@ -1138,7 +1178,7 @@ def _site(preposition: str, event: GuardEvent, tool: Tool) -> str:
     return f"{preposition} {event.where}"
 
 
-def _follow_up_failed(tool: Tool, event: GuardEvent, failure: Exception) -> None:
+def _follow_up_failed(tool: Tool, event: GuardEvent, failure: BaseException) -> None:
     _log.error(
         "the follow-up audit record of %s (refused at %s after the call of %r had "
         "ended) could not be written",
