@@ -557,3 +557,21 @@ def test_a_cancellation_while_a_late_guards_follow_up_is_written_still_answers_t
     assert len(follow_ups) == 1  # the write went on to its end
     (answer,) = [t for t in composer.conversation().turns if t.kind == "tool_result"]
     assert (answer.call_id, answer.error, answer.text) == ("c1", False, "emptied")
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_tool_choice_naming_two_tools_has_both_checked(api: str) -> None:
+    # Chat completions read function.name, Responses read name: a choice carrying both was
+    # checked by the one read first, and the other went to the provider unchecked.
+    server = _openai_server()
+    gw, _, _ = gateway(_adapter(api, server))
+    for choice in (
+        {"type": "function", "name": "get_weather", "function": {"name": "delete_everything"}},
+        {"type": "function", "name": "delete_everything", "function": {"name": "get_weather"}},
+    ):
+        with pytest.raises(UnknownToolError, match="delete_everything"):
+            gw.send(first_prompt(), VIEW, request_id="r", options={"tool_choice": choice})
+        entry = {"type": "allowed_tools", "mode": "auto", "tools": [choice]}
+        with pytest.raises(UnknownToolError, match="delete_everything"):
+            gw.send(first_prompt(), VIEW, request_id="r", options={"tool_choice": entry})
+    assert server.sent == []

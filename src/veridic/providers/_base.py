@@ -304,7 +304,8 @@ class Adapter:
 
     def tool_choice_names(self, choice: object) -> tuple[str, ...]:
         """Every tool a ``tool_choice`` option names, for the gateway to check against the
-        view: the one it forces (:meth:`tool_choice_name`), or each tool of an
+        view: the one it forces (``name`` and ``function.name`` both, when a choice
+        carries the two: each API reads its own), or each tool of an
         ``allowed_tools`` list (``{"type": "allowed_tools", "allowed_tools": {"mode": ...,
         "tools": [...]}}`` in chat completions, ``{"type": "allowed_tools", "mode": ...,
         "tools": [...]}`` in Responses).
@@ -322,8 +323,7 @@ class Adapter:
         """
         _refuse_unsent_choice(self, choice, "the request")
         if not (isinstance(choice, Mapping) and choice.get("type") == "allowed_tools"):
-            name = self.tool_choice_name(choice)
-            return () if name is None else (name,)
+            return _every_name(choice)
         nested = choice.get("allowed_tools")
         listed = (nested if isinstance(nested, Mapping) else choice).get("tools")
         if not isinstance(listed, list | tuple):
@@ -334,19 +334,19 @@ class Adapter:
             )
         names: list[str] = []
         for entry in listed:
-            name = (
-                self.tool_choice_name(entry)
+            named = (
+                _every_name(entry)
                 if isinstance(entry, Mapping) and entry.get("type", "function") == "function"
-                else None
+                else ()
             )
-            if name is None:
+            if not named:
                 raise VeridicError(
                     f"{type(self).__name__}: tool_choice's allowed_tools list holds "
                     f"{_written(entry)}, which names no function tool: the gateway sends only "
                     "the view's function tools, and the model-call record names those: list "
                     "only tools of the view, by name"
                 )
-            names.append(name)
+            names.extend(named)
         return tuple(names)
 
     # --- shared ------------------------------------------------------------------------
@@ -597,6 +597,20 @@ def _refuse_other_answers(adapter: Adapter, given: Sequence[_Given], where: str)
             "and run), and would refuse this one only after it was paid for: remove it, or set "
             f"{key}={kept!r}"
         )
+
+
+def _every_name(choice: object) -> tuple[str, ...]:
+    """Every tool name a choice (or an ``allowed_tools`` entry) carries: ``name`` (Anthropic,
+    Responses) and ``function.name`` (chat completions). Each API reads its own, so a
+    choice that carries both has both checked, not the first one found."""
+    if not isinstance(choice, Mapping):
+        return ()
+    function = choice.get("function")
+    found = (
+        choice.get("name"),
+        function.get("name") if isinstance(function, Mapping) else None,
+    )
+    return tuple(dict.fromkeys(name for name in found if isinstance(name, str)))
 
 
 _CHOICE_TYPES: Final = frozenset(
