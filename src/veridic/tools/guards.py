@@ -153,8 +153,9 @@ class GuardEvent:
         allowed: whether the operation was (or, when observing, would be) let through.
         direct: the directly dispatched call the guard judged.
         where: ``file:line`` of the store code that called the guard (of a delegation,
-            of the code that dispatched the tool, or ``"no application code (...)"`` when
-            a thread or task of the standard library ran the dispatch itself).
+            of the code that dispatched the tool, or ``"a thread or task with no
+            application code on its stack"`` when a thread or task of the standard library
+            ran the dispatch itself).
         late: the guard fired after the call that gave the authority had ended
             (in a task or thread it started); a late guard is never allowed. A late
             event that is ``allowed`` is not a guard: it is the effect of a delegated
@@ -548,7 +549,7 @@ _PLUMBING: Final = (
 )
 """The standard library's modules that start and run threads and tasks: a frame of them
 is never the application's code that dispatched (``Thread(target=view.dispatch)``)."""
-_NO_APPLICATION_FRAME: Final = "no application code (a thread or task that ran the dispatch)"
+_NO_APPLICATION_FRAME: Final = "a thread or task with no application code on its stack"
 """:attr:`GuardEvent.where` when no frame of the stack is the application's: a thread or
 task of the standard library ran veridic directly. The record names the handler of the
 call that started it instead."""
