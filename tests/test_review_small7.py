@@ -575,3 +575,41 @@ def test_a_tool_choice_naming_two_tools_has_both_checked(api: str) -> None:
         with pytest.raises(UnknownToolError, match="delete_everything"):
             gw.send(first_prompt(), VIEW, request_id="r", options={"tool_choice": entry})
     assert server.sent == []
+
+
+class _LosesToolRecords(SQLiteAuditSink):
+    """The real SQLite store, which fails to write any tool call's record."""
+
+    def write(self, record: AuditRecord, /) -> None:
+        if record.call_id:
+            raise OSError("disk full")
+        super().write(record)
+
+
+def test_an_interrupted_call_whose_record_write_failed_is_still_answered() -> None:
+    # Ctrl-C in the handler, and the store failing on its record: the AuditWriteError kept
+    # the result, but the interrupt that went on did not, so the call was left unanswered.
+    registry = Registry("units")
+
+    @registry.tool(kind="write")
+    def set_units(unit: str) -> str:
+        """Set the units the user sees.
+
+        Args:
+            unit: "celsius" or "fahrenheit".
+        """
+        raise KeyboardInterrupt
+
+    view = registry.view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("set_units")
+    calls = [("c1", "set_units", '{"unit": "celsius"}')]
+    gateway = ModelGateway(ScriptedProvider([{"tool_calls": calls}]), audit=_LosesToolRecords())
+    composer = Composer().system(SYSTEM, view.capability_section()).user("Use celsius.")
+    with pytest.raises(KeyboardInterrupt) as caught:
+        gateway.run(composer, view, policy=policy, request_id="r")
+    assert isinstance(caught.value.__context__, AuditWriteError)
+    (answer,) = [t for t in composer.conversation().turns if t.kind == "tool_result"]
+    assert answer.call_id == "c1"
+    assert answer.error
+    assert "was interrupted (KeyboardInterrupt) while it ran" in answer.text
