@@ -251,7 +251,11 @@ def test_a_call_cancelled_in_aresume_is_answered_so_the_run_can_go_on() -> None:
     (record,) = [r for r in refunds.audit.records("req-1") if r.call_id == "c2"]
     assert record.outcome is CallOutcome.FAILED
     notes = "\n".join(getattr(error, "__notes__", []))
-    assert "the results of the 1 call(s) of it that ran" in notes
+    # c1 ran before the pause, c2 in the resume: the composer holds both results.
+    assert (
+        "the results of the 2 call(s) of it that ran (1 before the pause, 1 in this resume)"
+        in notes
+    )
     turns = composer.conversation().turns
     answered = {turn.call_id: turn for turn in turns if turn.kind == "tool_result"}
     assert set(answered) == {"c1", "c2"}

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Final, Literal, Protocol
 
 from veridic._sample import clip
-from veridic.errors import VeridicError
+from veridic.errors import UnknownToolError, VeridicError
 from veridic.text.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
 from veridic.tools.tool import JsonObject
 
@@ -288,8 +288,10 @@ class Adapter:
 
     def tool_choice_name(self, choice: object) -> str | None:
         """The tool a ``tool_choice`` option forces, if it names one: ``{"name": ...}``
-        (Anthropic, Responses), ``{"function": {"name": ...}}`` or ``{"custom": {"name":
-        ...}}`` (chat completions)."""
+        (Anthropic, Responses), ``{"function": {"name": ...}}`` (chat completions) or
+        ``{"custom": {"name": ...}}`` (a chat completions custom tool, which
+        :meth:`tool_choice_names` refuses). It only reads: the gateway checks a choice
+        through :meth:`tool_choice_names`."""
         if isinstance(choice, Mapping):
             name = choice.get("name")
             if isinstance(name, str):
@@ -302,18 +304,26 @@ class Adapter:
 
     def tool_choice_names(self, choice: object) -> tuple[str, ...]:
         """Every tool a ``tool_choice`` option names, for the gateway to check against the
-        view: the one it forces (:meth:`tool_choice_name`), or each tool of an
+        view: the one it forces (``name`` and ``function.name`` both, when a choice
+        carries the two: each API reads its own), or each tool of an
         ``allowed_tools`` list (``{"type": "allowed_tools", "allowed_tools": {"mode": ...,
         "tools": [...]}}`` in chat completions, ``{"type": "allowed_tools", "mode": ...,
         "tools": [...]}`` in Responses).
 
+        The one place that reads a choice, so no caller can skip its refusals: a choice
+        that forces a tool the view never sends (a hosted or MCP tool, a custom tool) is
+        refused here, whatever name it carries.
+
         Raises:
-            VeridicError: an ``allowed_tools`` list is missing, or holds an entry that names
-                no function tool (a hosted, MCP or custom tool, which the view never sends).
+            UnknownToolError: the choice forces a custom tool (the view sends function
+                tools only, so it has none, whatever its name).
+            VeridicError: the choice forces a hosted or MCP tool; an ``allowed_tools`` list
+                is missing, or holds an entry that names no function tool (a hosted, MCP
+                or custom tool, which the view never sends).
         """
+        _refuse_unsent_choice(self, choice, "the request")
         if not (isinstance(choice, Mapping) and choice.get("type") == "allowed_tools"):
-            name = self.tool_choice_name(choice)
-            return () if name is None else (name,)
+            return _every_name(choice)
         nested = choice.get("allowed_tools")
         listed = (nested if isinstance(nested, Mapping) else choice).get("tools")
         if not isinstance(listed, list | tuple):
@@ -324,19 +334,19 @@ class Adapter:
             )
         names: list[str] = []
         for entry in listed:
-            name = (
-                self.tool_choice_name(entry)
+            named = (
+                _every_name(entry)
                 if isinstance(entry, Mapping) and entry.get("type", "function") == "function"
-                else None
+                else ()
             )
-            if name is None:
+            if not named:
                 raise VeridicError(
                     f"{type(self).__name__}: tool_choice's allowed_tools list holds "
                     f"{_written(entry)}, which names no function tool: the gateway sends only "
                     "the view's function tools, and the model-call record names those: list "
                     "only tools of the view, by name"
                 )
-            names.append(name)
+            names.extend(named)
         return tuple(names)
 
     # --- shared ------------------------------------------------------------------------
@@ -589,25 +599,55 @@ def _refuse_other_answers(adapter: Adapter, given: Sequence[_Given], where: str)
         )
 
 
+def _every_name(choice: object) -> tuple[str, ...]:
+    """Every tool name a choice (or an ``allowed_tools`` entry) carries: ``name`` (Anthropic,
+    Responses) and ``function.name`` (chat completions). Each API reads its own, so a
+    choice that carries both has both checked, not the first one found."""
+    if not isinstance(choice, Mapping):
+        return ()
+    function = choice.get("function")
+    found = (
+        choice.get("name"),
+        function.get("name") if isinstance(function, Mapping) else None,
+    )
+    return tuple(dict.fromkeys(name for name in found if isinstance(name, str)))
+
+
 _CHOICE_TYPES: Final = frozenset(
-    {"function", "custom", "tool", "allowed_tools", "auto", "any", "none", "required"}
+    {"function", "tool", "allowed_tools", "auto", "any", "none", "required"}
 )
-"""The ``type`` of a ``tool_choice`` that forces one of the tools sent (OpenAI's ``function``
-and ``custom``, Anthropic's ``tool``), lists them (``allowed_tools``) or forces none."""
+"""The ``type`` of a ``tool_choice`` that forces one of the tools sent (OpenAI's ``function``,
+Anthropic's ``tool``), lists them (``allowed_tools``) or forces none."""
 
 
 def _refuse_unsent_choice(adapter: Adapter, choice: object, where: str) -> None:
     """Refuse a ``tool_choice`` that forces a tool the gateway never sends: a hosted one
     (Responses' ``web_search_preview``, ``file_search``, ``code_interpreter``,
-    ``image_generation``, ``mcp``, ...), whatever name it carries.
+    ``image_generation``, ``mcp``, ...) or a custom one (OpenAI's free-form custom
+    tools), whatever name it carries.
 
     The request's tools are the view's function tools only, so only the provider stood
-    between such a choice and a tool the model-call record does not name.
+    between such a choice and a tool the model-call record does not name. A custom
+    choice named after one of the view's function tools is still no tool the view sent.
 
     Raises:
-        VeridicError: naming the choice's type.
+        UnknownToolError: a custom tool, naming it.
+        VeridicError: a hosted tool, naming the choice's type.
     """
-    if not isinstance(choice, Mapping) or "type" not in choice:
+    if not isinstance(choice, Mapping):
+        return
+    if choice.get("type") == "custom" or "custom" in choice:
+        name = adapter.tool_choice_name(choice) or ""
+        raise UnknownToolError(
+            f"{type(adapter).__name__}: {where} set tool_choice={_written(choice)}, which "
+            f"forces a custom tool (free-form input) named {clip(name)}: the gateway sends "
+            "only the view's function tools, so the view has no custom tool of any name: "
+            'force one of the view\'s tools as a function ({"type": "function", "function": '
+            '{"name": ...}} in chat completions, {"type": "function", "name": ...} in '
+            'Responses), or leave tool_choice "auto"',
+            name=name,
+        )
+    if "type" not in choice:
         return
     kind = choice["type"]
     if isinstance(kind, str) and kind in _CHOICE_TYPES:

@@ -100,7 +100,13 @@ from veridic.run.records import (
 )
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import UntrustedText, untrusted
-from veridic.tools.guards import DispatchScope, GuardEvent, LateReporter, dispatching
+from veridic.tools.guards import (
+    _NO_APPLICATION_FRAME,
+    DispatchScope,
+    GuardEvent,
+    LateReporter,
+    dispatching,
+)
 from veridic.tools.status import _hidden_error
 from veridic.tools.tool import Tool
 from veridic.tools.view import PreparedCall, ToolView
@@ -753,7 +759,7 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return self._ended(ran)
         try:  # KeyboardInterrupt and friends go on, recorded if the sink can
-            span.recorded(_interrupted(ran.error, self._ended(ran)))
+            span.recorded(self._ended(ran, ran.error))
         finally:
             raise ran.error
 
@@ -762,13 +768,20 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return await self._aended(ran)
         try:  # CancelledError and friends go on, recorded if the sink can
-            span.recorded(_interrupted(ran.error, await self._aended(ran)))
+            span.recorded(await self._aended(ran, ran.error))
         finally:
             raise ran.error
 
-    def _ended(self, ran: _Ran) -> CallResult:
+    def _ended(self, ran: _Ran, cut: BaseException | None = None) -> CallResult:
+        """Write the record of a call that ran; ``cut`` is the interrupt that stopped its
+        handler, on which the result is kept (:func:`_interrupted`) before the write, so
+        that the call is answered whatever the write does: fail, or meet a second
+        interrupt (the one that goes on is ``cut``)."""
+        result: CallResult | None = None
         try:
             result = self._result(ran)
+            if cut is not None:
+                _interrupted(cut, result)
             try:
                 self.sink.write(result.record)
             except Exception as failure:
@@ -782,19 +795,29 @@ class _Call:
                     result,
                     "the write was cut short, so the store may lack it "
                     "(it is logged on veridic.executor)",
+                    cut,
                 )
                 raise
         finally:
             # Whatever became of the call's own record, the late guards that waited for it
             # are written now (a failure there is logged by _settle).
-            late = self._settle(ran.tool, ran.mode)
+            try:
+                late = self._settle(ran.tool, ran.mode)
+            except BaseException as interrupt:  # Ctrl-C inside a follow-up's write
+                if result is not None:
+                    _kept(interrupt, result, _FOLLOW_UP_CUT, cut, written=_FOLLOW_UPS)
+                raise
         if late is not None:
             raise self._follow_up_unwritten(result, late) from late
         return result
 
-    async def _aended(self, ran: _Ran) -> CallResult:
+    async def _aended(self, ran: _Ran, cut: BaseException | None = None) -> CallResult:
+        """:meth:`_ended` from the loop."""
+        result: CallResult | None = None
         try:
             result = self._result(ran)
+            if cut is not None:
+                _interrupted(cut, result)
             try:
                 await self.sink.awrite(result.record)
             except Exception as failure:
@@ -805,10 +828,16 @@ class _Call:
                     result,
                     "the write goes on to its end (a failure is logged on "
                     "veridic.executor, with the record)",
+                    cut,
                 )
                 raise
         finally:
-            late = await self._asettle(ran.tool, ran.mode)
+            try:
+                late = await self._asettle(ran.tool, ran.mode)
+            except BaseException as interrupt:  # a cancellation while a follow-up is awaited
+                if result is not None:
+                    _kept(interrupt, result, _FOLLOW_UP_ON, cut, written=_FOLLOW_UPS)
+                raise
         if late is not None:
             raise self._follow_up_unwritten(result, late) from late
         return result
@@ -846,13 +875,13 @@ class _Call:
             # all the same: that is what makes a record a follow-up, not a second call.
             detail = (
                 f"{_FOLLOW_UP}{operations} happened: a delegated tool finished it in a task "
-                f"or thread the call started (dispatched at {event.where})"
+                f"or thread the call started ({_site('dispatched at', event, tool)})"
             )
             wrote, irreversible = event.kind == "instruction_write", event.kind == "irreversible"
         else:
             detail = (
-                f"{_FOLLOW_UP}a guard refused {operations} (at {event.where}), attempted by "
-                "a task or thread the call started"
+                f"{_FOLLOW_UP}a guard refused {operations} ({_site('at', event, tool)}), "
+                "attempted by a task or thread the call started"
             )
             wrote = irreversible = False
         record = self.record(
@@ -875,23 +904,33 @@ class _Call:
         Returns the first write that failed (each failure is logged).
         """
         first: Exception | None = None
-        for event in self._waiting():
+        pending = self._waiting()
+        for index, event in enumerate(pending):
             try:
                 self.sink.write(self._follow_up(tool, mode, event))
             except Exception as failure:  # logged, and returned to be raised by the caller
                 _follow_up_failed(tool, event, failure)
                 first = first or failure
+            except BaseException as interrupt:  # Ctrl-C: this one and the rest, logged
+                for left in pending[index:]:
+                    _follow_up_failed(tool, left, interrupt)
+                raise
         return first
 
     async def _asettle(self, tool: Tool, mode: ApprovalMode) -> Exception | None:
         """:meth:`_settle` from the loop: the waiting follow-ups are awaited in order."""
         first: Exception | None = None
-        for event in self._waiting():
+        pending = self._waiting()
+        for index, event in enumerate(pending):
             try:
                 await self.sink.awrite(self._follow_up(tool, mode, event))
             except Exception as failure:  # logged, and returned to be raised by the caller
                 _follow_up_failed(tool, event, failure)
                 first = first or failure
+            except BaseException as interrupt:  # cancelled: this write goes on; the rest, logged
+                for left in pending[index + 1 :]:
+                    _follow_up_failed(tool, left, interrupt)
+                raise
         return first
 
     def _unwritten(self, result: CallResult, failure: Exception) -> AuditWriteError:
@@ -1041,22 +1080,53 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
     return result
 
 
-def _kept(interrupt: BaseException, result: CallResult, fate: str) -> None:
-    """Keep, for :func:`_interrupted_result`, the result of a call that ran to its end when
-    ``interrupt`` landed while its record was being written, and say the record's fate in a
-    note on ``interrupt``: the gateway answers the call with it (the result is known).
+_FOLLOW_UPS: Final = "the follow-up record of a guard that fired after it ended"
+_FOLLOW_UP_CUT: Final = (
+    "the call's own record was written before; the follow-up write was cut short, so the "
+    "store may lack it (it is logged on veridic.executor)"
+)
+_FOLLOW_UP_ON: Final = (
+    "the call's own record was written before; the follow-up write goes on to its end (a "
+    "failure is logged on veridic.executor, with the record)"
+)
 
-    A result kept already (the handler itself was interrupted) stays.
+
+def _kept(
+    interrupt: BaseException,
+    result: CallResult,
+    fate: str,
+    cut: BaseException | None = None,
+    *,
+    written: str | None = None,
+) -> None:
+    """Keep, for :func:`_interrupted_result`, the result of a call when ``interrupt`` landed
+    while its record was being written, and say the record's fate in a note on
+    ``interrupt``: the gateway answers the call with it (the result is known).
+
+    ``cut`` is an earlier interrupt that stopped the handler itself: it is the one that
+    goes on, so it gets the note too, and its kept result (the call was interrupted) is
+    the one ``interrupt`` keeps. A result kept already stays. ``written`` says what was
+    being written, when it was not the call's own record.
     """
+    kept = _interrupted_result(cut) if cut is not None else None
     if _interrupted_result(interrupt) is None:
-        vars(interrupt)[_INTERRUPTED] = result
+        vars(interrupt)[_INTERRUPTED] = kept or result
     record = result.record
     call = f", call id {record.call_id!r}" if record.call_id else ""
-    interrupt.add_note(
-        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) ran "
-        f"to its end (outcome {record.outcome.value}), and the {type(interrupt).__name__} "
-        f"landed while its audit record {record.record_id} was being written: {fate}"
+    how = (
+        f"ran to its end (outcome {record.outcome.value}), and the {type(interrupt).__name__}"
+        if cut is None
+        else f"was interrupted ({type(cut).__name__}) while it ran, and a second "
+        f"{type(interrupt).__name__}"
     )
+    note = (
+        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) "
+        f"{how} landed while {written or f'its audit record {record.record_id}'} was being "
+        f"written: {fate}"
+    )
+    interrupt.add_note(note)
+    if cut is not None and cut is not interrupt:
+        cut.add_note(note)
 
 
 def _interrupted_result(interrupt: BaseException) -> CallResult | None:
@@ -1098,7 +1168,17 @@ def _shown(answer: object) -> str:
     return f"a {type(answer).__name__}"
 
 
-def _follow_up_failed(tool: Tool, event: GuardEvent, failure: Exception) -> None:
+def _site(preposition: str, event: GuardEvent, tool: Tool) -> str:
+    """Where a late event came from, for its follow-up record: the application's code on the
+    stack of the thread or task that caused it; when a thread or task of the standard
+    library ran veridic's dispatch itself (``Thread(target=view.dispatch)``), the handler
+    that started it, since ``threading.py`` is nobody's code."""
+    if event.where == _NO_APPLICATION_FRAME:
+        return f"started by its handler at {tool.origin}"
+    return f"{preposition} {event.where}"
+
+
+def _follow_up_failed(tool: Tool, event: GuardEvent, failure: BaseException) -> None:
     _log.error(
         "the follow-up audit record of %s (refused at %s after the call of %r had "
         "ended) could not be written",

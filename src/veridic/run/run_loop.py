@@ -96,6 +96,7 @@ class _Run(Generic[OutputT]):
         "limits",
         "outcomes",
         "output_type",
+        "ran_before_pause",
         "request_id",
         "retries",
         "started",
@@ -139,6 +140,8 @@ class _Run(Generic[OutputT]):
         # did not count its tokens, and no sum from here on is the run's.
         self.unsaid = paused is not None and paused.usage is None and paused.turns > 0
         self.earlier_calls = 0 if paused is None else paused.tool_calls - waiting
+        # Of a resumed run, the calls of the paused answer that ran before the pause.
+        self.ran_before_pause = 0
 
     def restore(self, paused: PausedRun) -> None:
         """Put the paused conversation on the composer: every check of the resume passed,
@@ -238,9 +241,16 @@ class _Run(Generic[OutputT]):
         else:
             reply.record(self.composer, done)
         left = len(reply.tool_calls) - len(done)
+        # A resumed answer's calls that ran before the pause have their results there too.
+        ran = f"{len(done)} call(s) of it that ran"
+        if resumed:
+            ran = (
+                f"{self.ran_before_pause + len(done)} call(s) of it that ran "
+                f"({self.ran_before_pause} before the pause, {len(done)} in this resume)"
+            )
         error.add_note(
             f"request {self.request_id!r}: the composer holds the model's answer with the "
-            f"results of the {len(done)} call(s) of it that ran; its {left} other call(s) "
+            f"results of the {ran}; its {left} other call(s) "
             "are unanswered (the audit store's records(request_id) say what became of "
             "each), so the gateway will not send it as it is: answer them with "
             "Composer.tool_result(call_id, ...) or start the request anew"
@@ -620,7 +630,8 @@ def _resumed(
     # Checked on a copy: a resume refused here or by the gateway's checks after this leaves
     # the caller's composer as it was given, to resume with again (_Run.restore).
     scratch = Composer(data_mode=composer.data_mode).restore(paused.conversation)
-    waiting = scratch.build().pending_tool_calls
+    restored = scratch.build()
+    waiting = restored.pending_tool_calls
     missing = asked - {call.id for call in waiting}
     if not waiting or missing:
         raise VeridicError(
@@ -650,4 +661,8 @@ def _resumed(
     state = _Run(
         composer, limits, output_type, paused.request_id, paused, len(waiting), context=context
     )
+    # The waiting calls are the unanswered ones of the paused answer (the last turn with
+    # calls); its others ran before the pause, and are answered in the conversation.
+    asked_in = next(m.tool_calls for m in reversed(restored.messages) if m.tool_calls)
+    state.ran_before_pause = len(asked_in) - len(waiting)
     return state, reply, bound

@@ -64,7 +64,11 @@ veridic.errors.GuardDeniedError: irreversible operation 'hard delete golden fixt
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import dataclasses
+import functools
 import inspect
 import logging
 import os
@@ -75,6 +79,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Final, Literal, TypeGuard
 
 from pydantic import BaseModel
@@ -147,7 +152,10 @@ class GuardEvent:
             ``"instruction_write:StoredPrompt.content"``), as the audit record stores them.
         allowed: whether the operation was (or, when observing, would be) let through.
         direct: the directly dispatched call the guard judged.
-        where: ``file:line`` of the store code that called the guard.
+        where: ``file:line`` of the store code that called the guard (of a delegation,
+            of the code that dispatched the tool, or ``"a thread or task with no
+            application code on its stack"`` when a thread or task of the standard library
+            ran the dispatch itself).
         late: the guard fired after the call that gave the authority had ended
             (in a task or thread it started); a late guard is never allowed. A late
             event that is ``allowed`` is not a guard: it is the effect of a delegated
@@ -532,17 +540,31 @@ def _late(scope: DispatchScope) -> bool:
 
 
 _PACKAGE: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_PLUMBING: Final = (
+    os.path.dirname(asyncio.__file__) + os.sep,
+    os.path.dirname(concurrent.futures.__file__) + os.sep,
+    threading.__file__,
+    contextlib.__file__,
+    functools.__file__,
+)
+"""The standard library's modules that start and run threads and tasks: a frame of them
+is never the application's code that dispatched (``Thread(target=view.dispatch)``)."""
+_NO_APPLICATION_FRAME: Final = "a thread or task with no application code on its stack"
+""":attr:`GuardEvent.where` when no frame of the stack is the application's: a thread or
+task of the standard library ran veridic directly. The record names the handler of the
+call that started it instead."""
 
 
 def _outside_veridic() -> str:
-    """``file:line`` of the innermost frame outside veridic and contextlib: who dispatched."""
-    frame = sys._getframe(1)
-    while frame.f_back is not None and (
-        frame.f_code.co_filename.startswith(_PACKAGE)
-        or frame.f_code.co_filename.endswith("contextlib.py")
-    ):
+    """``file:line`` of the innermost frame outside veridic and the standard library's
+    thread and task plumbing: who dispatched; ``_NO_APPLICATION_FRAME`` when none is."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE) and not filename.startswith(_PLUMBING):
+            return f"{_display_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
-    return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return _NO_APPLICATION_FRAME
 
 
 def _judge(
