@@ -16,7 +16,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_postgres_store import SHA
 
-from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink, __version__
+from veridic import (
+    ApprovalPolicy,
+    AuditRecordError,
+    Composer,
+    ModelGateway,
+    PostgresAuditSink,
+    Registry,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    __version__,
+    instruction,
+)
 from veridic.checks.audit_report import Selection, build_report
 from veridic.checks.cli import main
 from veridic.providers import Usage
@@ -352,3 +363,23 @@ def test_the_audit_report_shows_the_parts_of_an_answers_usage(store: Store) -> N
         "cache_creation_input_tokens": None,
         "reasoning_output_tokens": None,
     }
+
+
+def test_the_parts_the_gateway_reads_reach_the_store_and_veridic_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "audit.db"
+    answer = {
+        "text": "Sunny.",
+        "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_read_input_tokens": 1024},
+    }
+    view = Registry().view()
+    with SQLiteAuditSink(path) as audit:
+        gateway = ModelGateway(ScriptedProvider([answer]), audit=audit)
+        composer = Composer().system(instruction("Answer briefly.")).user("Weather?")
+        gateway.run(composer, view, policy=ApprovalPolicy(view), request_id="req-g")
+        (reply,) = audit.model_replies("req-g")
+    assert _parts(reply.usage) == (1200, 300, 1024, 0, 0)
+    assert _sqlite_parts(path) == [(1024, 0, 0)]
+    assert main(["audit", str(path), "--request", "req-g"]) == 0
+    assert "1200/300 (cache read 1024)" in capsys.readouterr().out
