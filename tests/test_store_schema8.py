@@ -120,40 +120,48 @@ def test_parts_are_null_not_0_when_the_answer_did_not_break_its_tokens_down(
     assert _sqlite_parts(path) == [(None, None, None), (None, None, None), (0, 0, 2)]
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    st.integers(0, 2**63 - 1).flatmap(
-        lambda read: st.tuples(
-            st.just(read),
-            st.integers(0, 2**63 - 1),
-            st.integers(0, read),
-        ).flatmap(
-            lambda t: st.tuples(
-                st.just(t[0]),
-                st.just(t[1]),
-                st.just(t[2]),
-                st.integers(0, t[0] - t[2]),
-                st.integers(0, t[1]),
-            )
+_COUNTS = (
+    st.integers(0, 2**63 - 1)
+    .flatmap(lambda read: st.tuples(st.just(read), st.integers(0, 2**63 - 1), st.integers(0, read)))
+    .flatmap(
+        lambda t: st.tuples(
+            st.just(t[0]),
+            st.just(t[1]),
+            st.just(t[2]),
+            st.integers(0, t[0] - t[2]),
+            st.integers(0, t[1]),
         )
     )
 )
-def test_every_usage_within_its_totals_comes_back_whole_from_sqlite(
-    counts: tuple[int, int, int, int, int],
+"""Tokens read and written, then cache reads, cache writes (within the tokens read) and
+reasoning (within the tokens written): every usage the gateway records."""
+
+
+def test_every_usage_within_its_totals_comes_back_whole_from_both_stores(
+    postgres_dsn: str,
 ) -> None:
-    read, wrote, cache_read, cache_write, reasoning = counts
-    usage = Usage(
-        read,
-        wrote,
-        cache_read_input_tokens=cache_read,
-        cache_creation_input_tokens=cache_write,
-        reasoning_output_tokens=reasoning,
-    )
-    with SQLiteAuditSink(":memory:") as store:
-        store.write_model_call(_CALL)
-        store.write_model_reply(_reply(usage))
-        (back,) = store.model_replies()
-    assert _parts(back.usage) == counts
+    with SQLiteAuditSink() as sqlite, PostgresAuditSink(postgres_dsn) as postgres:
+
+        @settings(max_examples=30, deadline=None)
+        @given(counts=_COUNTS)
+        def whole(counts: tuple[int, int, int, int, int]) -> None:
+            read, wrote, cache_read, cache_write, reasoning = counts
+            usage = Usage(
+                read,
+                wrote,
+                cache_read_input_tokens=cache_read,
+                cache_creation_input_tokens=cache_write,
+                reasoning_output_tokens=reasoning,
+            )
+            call = _call()
+            for store in (sqlite, postgres):
+                store.write_model_call(call)
+                store.write_model_reply(_reply(usage, call))
+                back = store.model_replies()[-1]
+                assert back.call_id == call.call_id
+                assert _parts(back.usage) == counts, store
+
+        whole()
 
 
 # --- 2. a record's parts are checked before a store keeps them -----------------------------
