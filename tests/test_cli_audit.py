@@ -254,7 +254,14 @@ def test_the_report_answers_each_question_for_the_whole_store(
     assert {"delete_golden", "edit_prompt", "list_features", "save_note"} <= set(
         model_call["tools"]
     )
-    assert model_call["reply"]["usage"] == {"input_tokens": 120, "output_tokens": 9}
+    assert model_call["reply"]["usage"] == {
+        "input_tokens": 120,
+        "output_tokens": 9,
+        # not broken down: unknown, not "no cache read"
+        "cache_read_input_tokens": None,
+        "cache_creation_input_tokens": None,
+        "reasoning_output_tokens": None,
+    }
     assert model_call["reply"]["tool_calls"] == ["edit_prompt"]
     assert model_call["reply"]["latency"] >= 0
     assert requests[2]["model_calls"] == []  # execute() alone sends nothing to a model

@@ -618,7 +618,7 @@ def test_concurrent_openers_make_the_schema_once(postgres_dsn: str) -> None:
         thread.join()
     assert errors == []
     with psycopg.connect(postgres_dsn) as db:
-        assert db.execute("SELECT version FROM veridic_schema").fetchall() == [(7,)]
+        assert db.execute("SELECT version FROM veridic_schema").fetchall() == [(8,)]
 
 
 def test_a_database_of_a_later_version_is_refused_and_left_alone(postgres_dsn: str) -> None:

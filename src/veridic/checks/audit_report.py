@@ -61,6 +61,7 @@ from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
 from veridic._counted import counted
+from veridic.providers import Usage
 from veridic.run._sql_store import SQLStore
 from veridic.run.audit import (
     AuditRecord,
@@ -917,12 +918,32 @@ def _answer_cells(reply: ModelReplyRecord, md: bool) -> tuple[str, str, str, str
     usage = reply.usage
     return (
         _cell(reply.stop_reason, 20, md) if reply.stop_reason else "-",
-        "-" if usage is None else f"{usage.input_tokens}/{usage.output_tokens}",
+        "-" if usage is None else _tokens(usage),
         _ms(reply.latency),
         ", ".join(_cell(name, _NAME_LIMIT, md) for name in reply.tool_calls)
         if reply.tool_calls
         else "-",
     )
+
+
+_PART_LABELS: Final = (
+    ("cache_read_input_tokens", "cache read"),
+    ("cache_creation_input_tokens", "cache write"),
+    ("reasoning_output_tokens", "reasoning"),
+)
+"""The parts of a :class:`~veridic.providers.Usage`, as a report's cell names them."""
+
+
+def _tokens(usage: Usage) -> str:
+    """Tokens read and written, with the parts the provider broke them into, where it did.
+
+    A part of 0 is left out: every part 0 is how a usage says it was not broken down
+    (and how a store reads back an answer recorded before schema 8), so a cell of
+    ``120/7`` says nothing of the cache, rather than "no cache read".
+    """
+    known = [f"{label} {n}" for part, label in _PART_LABELS if (n := getattr(usage, part))]
+    totals = f"{usage.input_tokens}/{usage.output_tokens}"
+    return f"{totals} ({', '.join(known)})" if known else totals
 
 
 def _call_row(r: AuditRecord, *, md: bool = False) -> tuple[str, ...]:
@@ -1053,11 +1074,19 @@ def _reply_json(reply: ModelReplyRecord) -> dict[str, object]:
         "model": reply.model,
         "stop_reason": reply.stop_reason,
         "tool_calls": list(reply.tool_calls),
-        "usage": None
-        if reply.usage is None
-        else {
-            "input_tokens": reply.usage.input_tokens,
-            "output_tokens": reply.usage.output_tokens,
-        },
+        "usage": None if reply.usage is None else _usage_json(reply.usage),
         "latency": reply.latency,
     }
+
+
+def _usage_json(usage: Usage) -> dict[str, int | None]:
+    """An answer's usage: its totals, and its parts, ``null`` when it was not broken down.
+
+    Every part 0 is how a :class:`~veridic.providers.Usage` says the provider did not
+    break its tokens down (and how a store reads back an answer recorded before schema
+    8): ``0`` would say there was no cache read, which nobody said.
+    """
+    parts: dict[str, int | None] = {part: getattr(usage, part) for part, _ in _PART_LABELS}
+    if not any(parts.values()):
+        parts = dict.fromkeys(parts)
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, **parts}

@@ -13,7 +13,9 @@ does; 7 adds an index on ``time`` to every table a review reads by time range (t
 records had one since 5; the model calls, answers and vouches had none), as SQLite's 7
 does, and indexes the keys rows are looked up by (request ids, a chat's key, a scope, a
 policy) by their hash, so a key of any length is kept (a B-tree entry holds 2704 bytes
-at most). Building an index holds up that table's writers while it runs (a plain build,
+at most); 8 adds the parts of each answer's usage beside its totals (cache reads, cache
+writes, reasoning; NULL where unknown, as for every answer recorded before), as SQLite's
+8 does. Building an index holds up that table's writers while it runs (a plain build,
 since ``CONCURRENTLY`` cannot run inside the migration's transaction): on tables of
 millions of rows, migrate while the hosts are quiet. Opening a store migrates in one
 transaction, under an advisory lock: concurrent openers on many hosts wait for the first
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LOCK_TIMEOUT", "VERSION", "check", "columns", "lacks", "prepare"]
 
-VERSION: Final = 7
+VERSION: Final = 8
 
 _LOCK: Final = 0x7665726964696300  # "veridic\0": the advisory lock migrations hold
 
@@ -186,10 +188,29 @@ def _to_7(db: psycopg.Connection[Any]) -> None:
         db.execute(f"CREATE INDEX {index} ON {table} USING hash ({column})")
 
 
+_USAGE_PARTS: Final = (
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "reasoning_output_tokens",
+)
+"""The columns of an answer's usage parts, from 8 on (those of SQLite's 8)."""
+
+
+def _to_8(db: psycopg.Connection[Any]) -> None:
+    """The parts of each answer's usage; earlier answers' NULL, unknown (not 0)."""
+    for column in _USAGE_PARTS:
+        db.execute(f"ALTER TABLE veridic_model_replies ADD COLUMN {column} BIGINT")
+
+
+_UNKNOWN_PARTS: Final = tuple((column, "NULL::BIGINT") for column in _USAGE_PARTS)
+"""An answer's usage parts, read from a database before 8: unknown, as a migration leaves them
+(each is named once, in the columns ``veridic.run._store`` reads an answer's record from)."""
+
 _READ_AS: Final[dict[int, tuple[tuple[str, str], ...]]] = {
-    5: (("call_id FROM veridic_audit", "''"),),
-    6: (),
-    7: (),
+    5: (("call_id FROM veridic_audit", "''"), *_UNKNOWN_PARTS),
+    6: _UNKNOWN_PARTS,
+    7: _UNKNOWN_PARTS,
+    8: (),
 }
 """For each version a review reads without migrating, the columns it lacks, read as the value
 a migration gives them. A column is named with the table it is read from (``call_id FROM
@@ -200,6 +221,7 @@ _STEPS: Final[dict[int, tuple[Callable[[psycopg.Connection[Any]], None], int]]] 
     0: (_create, 5),
     5: (_to_6, 6),
     6: (_to_7, 7),
+    7: (_to_8, 8),
 }
 
 _LACKS: Final[dict[int, str]] = {
@@ -207,6 +229,10 @@ _LACKS: Final[dict[int, str]] = {
     6: (
         "its model calls, answers and vouches have no index on time (a time range reads "
         "them all), and it cannot hold a request id of more than about 2700 bytes"
+    ),
+    7: (
+        "its answers' usage is not broken down (their cache reads, cache writes and "
+        "reasoning are unknown)"
     ),
 }
 """For each older version a review reads as it is, what it lacks, in words for a report."""
@@ -272,9 +298,10 @@ def prepare(db: psycopg.Connection[Any], where: str) -> None:
 def check(db: psycopg.Connection[Any], where: str) -> int:
     """The version of a database a review reads as it is, without writing it.
 
-    A database of version 5 or 6 is read too (version 5's tool-call records
-    have no ``call_id``: read as ``""``, as a migration would fill it in); the
-    caller reads it with :func:`columns`, and :func:`lacks` says what it misses.
+    A database of version 5 to 7 is read too (version 5's tool-call records
+    have no ``call_id``: read as ``""``, as a migration would fill it in; the
+    answers before 8 have no usage parts: read as NULL, unknown); the caller
+    reads it with :func:`columns`, and :func:`lacks` says what it misses.
 
     Raises:
         AuditRecordError: it holds no veridic schema, or a version this one cannot read.

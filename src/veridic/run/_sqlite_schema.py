@@ -37,6 +37,14 @@ it holds without a table of its own. Versions:
    indexes holds every writer up while it runs (SQLite waits 5 seconds for a
    lock, then fails the write): migrate a file of millions of rows while its
    writers are quiet.
+8. An answer's record keeps the parts of its usage beside the totals
+   (``cache_read_input_tokens``, ``cache_creation_input_tokens``,
+   ``reasoning_output_tokens``: the cache reads and writes among the tokens
+   read, the reasoning among those written), NULL where they are unknown: an
+   answer without usage, one whose provider did not break its tokens down
+   (every part 0), and every answer recorded before (not 0: nobody said there
+   was no cache read). A writer of 7 still running keeps writing to the
+   migrated file, its answers' parts NULL.
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
@@ -58,7 +66,7 @@ from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "prepare"]
 
-VERSION: Final = 7
+VERSION: Final = 8
 
 _RELEASE: Final = f"veridic {__version__} (schema {VERSION})"
 """What a migration writes in ``veridic_release``: which veridic wrote the file, for the
@@ -252,7 +260,8 @@ def _shape(db: sqlite3.Connection) -> int:
     if not _has_table(db, "veridic_audit"):
         return 0
     if _has_table(db, "veridic_release"):
-        return 7
+        answers = {row[1] for row in db.execute("PRAGMA table_info(veridic_model_replies)")}
+        return 8 if _USAGE_PARTS[0] in answers else 7
     columns = {row[1] for row in db.execute("PRAGMA table_info(veridic_audit)")}
     if "call_id" in columns:
         return 6
@@ -355,6 +364,21 @@ def _to_7(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE veridic_release (release TEXT NOT NULL)")
 
 
+_USAGE_PARTS: Final = (
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "reasoning_output_tokens",
+)
+"""The columns of an answer's usage parts, from 8 on, named as :class:`~veridic.providers.Usage`
+names them."""
+
+
+def _to_8(db: sqlite3.Connection) -> None:
+    """The parts of each answer's usage; earlier answers' NULL, unknown."""
+    for column in _USAGE_PARTS:
+        db.execute(f"ALTER TABLE veridic_model_replies ADD COLUMN {column} INTEGER")
+
+
 _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
     _create,
     _to_2,
@@ -363,5 +387,6 @@ _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
     _to_5,
     _to_6,
     _to_7,
+    _to_8,
 )
 """``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

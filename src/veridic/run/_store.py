@@ -29,7 +29,7 @@ from typing import Any, Final, Generic, TypeGuard, TypeVar, get_args
 from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
-from veridic.providers._base import Usage
+from veridic.providers._base import PARTS, Usage
 from veridic.run.approval import ApprovalMode, ApprovalRules, _SavedRules
 from veridic.run.deferred import PausedRun
 from veridic.run.records import (
@@ -97,7 +97,8 @@ _CALL_COLUMNS: Final = (
 )
 _REPLY_COLUMNS: Final = (
     "time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
-    "input_tokens, output_tokens, latency, call_id"
+    "input_tokens, output_tokens, latency, call_id, cache_read_input_tokens, "
+    "cache_creation_input_tokens, reasoning_output_tokens"
 )
 _VOUCH_COLUMNS: Final = "time, policy, reason, caller, sample, record_id"
 
@@ -307,8 +308,22 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         None if usage is None else usage.output_tokens,
         _real(record.latency),
         record.call_id or None,
+        *_stored_parts(usage),
     )
     return Statement(_INSERT_REPLY, row, nothing)
+
+
+def _stored_parts(usage: Usage | None) -> tuple[int | None, ...]:
+    """The parts of ``usage`` as an answer's record keeps them: NULL where they are unknown.
+
+    A :class:`Usage` whose every part is 0 is one whose provider did not break its
+    tokens down (an adapter of one's own, a proxy): stored as 0, it would say there
+    was no cache read, which nobody said. It reads back as the same :class:`Usage`.
+    """
+    if usage is None:
+        return (None,) * len(PARTS)
+    parts = tuple(getattr(usage, part) for part in PARTS)
+    return parts if any(parts) else (None,) * len(PARTS)
 
 
 def _called(name: str) -> str:
@@ -557,12 +572,24 @@ def _replies(rows: Rows) -> tuple[ModelReplyRecord, ...]:
             model=row[4],
             stop_reason=row[5],
             tool_calls=_names(row[6], "veridic_model_replies", "tool_calls"),
-            usage=None if row[7] is None else Usage(row[7], row[8]),
+            usage=_usage(row[7], row[8], row[11:14]),
             latency=row[9],
             call_id=row[10] or "",
         )
         for row in rows
     )
+
+
+def _usage(read: Any, wrote: Any, parts: Sequence[Any]) -> Usage | None:
+    """An answer's stored usage, its unknown parts (NULL) read as 0, as :class:`Usage` has them.
+
+    The record checks what it is given (:class:`ModelReplyRecord`): a row edited to
+    hold a part above its total, or text, is refused there.
+    """
+    if read is None and wrote is None and all(part is None for part in parts):
+        return None
+    known = {name: part for name, part in zip(PARTS, parts, strict=True) if part is not None}
+    return Usage(read, wrote, **known)
 
 
 def vouches(

@@ -159,7 +159,8 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         A writable store migrates the database to this veridic's version when
         it opens it; a ``read_only`` one reads an older version it knows as it
         is (records of version 5 have no :attr:`~veridic.AuditRecord.call_id`:
-        read as ``""``), and this says which it read.
+        read as ``""``; answers before version 8 have no usage parts: read as
+        0, "not broken down"), and this says which it read.
         """
         return self._schema
 

@@ -22,7 +22,7 @@ from typing import Final, TypeGuard, get_args
 from veridic._ids import new_id
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
-from veridic.providers._base import Usage
+from veridic.providers._base import PARTS, Usage
 from veridic.run.approval import ApprovalMode
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
@@ -284,7 +284,11 @@ class ModelReplyRecord:
         model: the model that answered, as the provider named it.
         stop_reason: why the model stopped, as the provider said it.
         tool_calls: the names of the tools the answer called, in order.
-        usage: the tokens the provider counted, ``None`` where it did not say.
+        usage: the tokens the provider counted, ``None`` where it did not say;
+            its parts (cache reads and writes, reasoning) within the totals they
+            are parts of, as the gateway checks them. A store keeps the parts
+            from audit schema 8 on: an answer recorded before reads back with
+            them 0, "not broken down".
         latency: seconds from sending the request to the whole answer.
         call_id: the :attr:`ModelCallRecord.call_id` of the call it answers
             (``""`` in an answer recorded before records had ids).
@@ -392,17 +396,8 @@ def _check_model_reply(r: ModelReplyRecord) -> None:
         isinstance(name, str) for name in r.tool_calls
     ):
         problems.append(f"tool_calls must be a tuple of names, got {_shown(r.tool_calls)}")
-    if r.usage is not None and not (
-        isinstance(r.usage, Usage)
-        and all(
-            type(n) is int and 0 <= n <= _COUNT_MAX
-            for n in (r.usage.input_tokens, r.usage.output_tokens)
-        )
-    ):
-        problems.append(
-            "usage must be None or a Usage of two token counts (ints from 0 to 2**63 - 1), "
-            f"got {_shown(r.usage)}"
-        )
+    if r.usage is not None:
+        problems += _usage_problems(r.usage)
     if not isinstance(r.call_id, str) or not (r.call_id == "" or _ID.fullmatch(r.call_id)):
         problems.append(f"call_id must be a ModelCallRecord's call_id, got {r.call_id!r}")
     problems += _time_problems(r, "time", "latency")
@@ -411,6 +406,39 @@ def _check_model_reply(r: ModelReplyRecord) -> None:
             f"model-reply record of request {r.request_id!r} is malformed: "
             f"{'; '.join(problems)}; build it from the answer as read (ModelGateway does)"
         )
+
+
+def _usage_problems(usage: object) -> list[str]:
+    """What is wrong with an answer's record's ``usage``: counts, and parts within totals.
+
+    The gateway records only a usage it checked; a record built by other code (an
+    adapter, an application's own) was kept with its parts unchecked: text or a
+    negative count stored where a review sums tokens, or cache reads above the
+    tokens read, which no answer can have.
+    """
+    if not isinstance(usage, Usage):
+        return [f"usage must be None or a Usage, got {_shown(usage)}"]
+    counts = {name: getattr(usage, name) for name in ("input_tokens", "output_tokens", *PARTS)}
+    bad = [
+        f"{name}={_shown(n)}"
+        for name, n in counts.items()
+        if type(n) is not int or not 0 <= n <= _COUNT_MAX
+    ]
+    if bad:
+        return [f"usage must hold token counts (ints from 0 to 2**63 - 1), got {', '.join(bad)}"]
+    over = []
+    if usage.cache_read_input_tokens + usage.cache_creation_input_tokens > usage.input_tokens:
+        over.append(
+            f"usage's cache_read_input_tokens={usage.cache_read_input_tokens} and "
+            f"cache_creation_input_tokens={usage.cache_creation_input_tokens} are more than "
+            f"the input_tokens={usage.input_tokens} they are part of"
+        )
+    if usage.reasoning_output_tokens > usage.output_tokens:
+        over.append(
+            f"usage's reasoning_output_tokens={usage.reasoning_output_tokens} is more than "
+            f"the output_tokens={usage.output_tokens} it is part of"
+        )
+    return over
 
 
 _FIELDS: Final = operator.attrgetter(
