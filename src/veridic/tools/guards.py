@@ -544,11 +544,14 @@ _PLUMBING: Final = (
     os.path.dirname(asyncio.__file__) + os.sep,
     os.path.dirname(concurrent.futures.__file__) + os.sep,
     threading.__file__,
-    contextlib.__file__,
-    functools.__file__,
 )
 """The standard library's modules that start and run threads and tasks: a frame of them
-is never the application's code that dispatched (``Thread(target=view.dispatch)``)."""
+is never the application's code that dispatched (``Thread(target=view.dispatch)``), and
+no frame below it is either: below a task's step lies the line that runs the event loop
+(``asyncio.run(main())``), below a thread's run its bootstrap."""
+_PASSED: Final = (contextlib.__file__, functools.__file__)
+"""Standard library frames between veridic and its caller: a guard's ``with`` (contextlib),
+a ``singledispatch`` or ``partialmethod`` wrapper (functools)."""
 _NO_APPLICATION_FRAME: Final = "a thread or task with no application code on its stack"
 """:attr:`GuardEvent.where` when no frame of the stack is the application's: a thread or
 task of the standard library ran veridic directly. The record names the handler of the
@@ -557,11 +560,14 @@ call that started it instead."""
 
 def _outside_veridic() -> str:
     """``file:line`` of the innermost frame outside veridic and the standard library's
-    thread and task plumbing: who dispatched; ``_NO_APPLICATION_FRAME`` when none is."""
+    wrappers: who dispatched; ``_NO_APPLICATION_FRAME`` when that frame is the thread and
+    task plumbing (or there is none): nothing below it called the dispatch."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE) and not filename.startswith(_PLUMBING):
+        if filename.startswith(_PLUMBING):
+            break
+        if not filename.startswith(_PACKAGE) and not filename.startswith(_PASSED):
             return f"{_display_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return _NO_APPLICATION_FRAME
