@@ -778,15 +778,18 @@ class _Call:
         that the call is answered whatever the write does: fail, or meet a second
         interrupt (the one that goes on is ``cut``)."""
         result: CallResult | None = None
+        own = _OWN_FAILED
         try:
             result = self._result(ran)
             if cut is not None:
                 _interrupted(cut, result)
             try:
                 self.sink.write(result.record)
+                own = _OWN_WRITTEN
             except Exception as failure:
                 raise self._unwritten(result, failure) from failure
             except BaseException as interrupt:  # Ctrl-C inside the store's write
+                own = _OWN_CUT
                 _log.error(
                     "the audit record of a call that ran may be unwritten: %r", result.record
                 )
@@ -805,7 +808,8 @@ class _Call:
                 late = self._settle(ran.tool, ran.mode)
             except BaseException as interrupt:  # Ctrl-C inside a follow-up's write
                 if result is not None:
-                    _kept(interrupt, result, _FOLLOW_UP_CUT, cut, written=_FOLLOW_UPS)
+                    fate = f"{own}; {_FOLLOW_UP_CUT}"
+                    _kept(interrupt, result, fate, cut, written=_FOLLOW_UPS)
                 raise
         if late is not None:
             raise self._follow_up_unwritten(result, late) from late
@@ -814,15 +818,18 @@ class _Call:
     async def _aended(self, ran: _Ran, cut: BaseException | None = None) -> CallResult:
         """:meth:`_ended` from the loop."""
         result: CallResult | None = None
+        own = _OWN_FAILED
         try:
             result = self._result(ran)
             if cut is not None:
                 _interrupted(cut, result)
             try:
                 await self.sink.awrite(result.record)
+                own = _OWN_WRITTEN
             except Exception as failure:
                 raise self._unwritten(result, failure) from failure
             except BaseException as interrupt:  # a cancellation while the write is awaited
+                own = _OWN_ON
                 _kept(
                     interrupt,
                     result,
@@ -836,7 +843,8 @@ class _Call:
                 late = await self._asettle(ran.tool, ran.mode)
             except BaseException as interrupt:  # a cancellation while a follow-up is awaited
                 if result is not None:
-                    _kept(interrupt, result, _FOLLOW_UP_ON, cut, written=_FOLLOW_UPS)
+                    fate = f"{own}; {_FOLLOW_UP_ON}"
+                    _kept(interrupt, result, fate, cut, written=_FOLLOW_UPS)
                 raise
         if late is not None:
             raise self._follow_up_unwritten(result, late) from late
@@ -1082,11 +1090,26 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
 
 _FOLLOW_UPS: Final = "the follow-up record of a guard that fired after it ended"
 _FOLLOW_UP_CUT: Final = (
-    "the call's own record was written before; the follow-up write was cut short, so the "
-    "store may lack it (it is logged on veridic.executor)"
+    "the follow-up write was cut short, so the store may lack it (it is logged on "
+    "veridic.executor)"
 )
 _FOLLOW_UP_ON: Final = (
-    "the call's own record was written before; the follow-up write goes on to its end (a "
+    "the follow-up write goes on to its end (a failure is logged on veridic.executor, with "
+    "the record)"
+)
+# What became of the call's own record, written before its follow-ups: the note on an
+# interrupt that lands on a follow-up says it, so nobody trusts a record the store refused.
+_OWN_WRITTEN: Final = "the call's own record was written before"
+_OWN_FAILED: Final = (
+    "the call's own record could not be written (the AuditWriteError in this interrupt's "
+    "__context__ holds it)"
+)
+_OWN_CUT: Final = (
+    "the write of the call's own record was cut short by an earlier interrupt, so the store "
+    "may lack it (it is logged on veridic.executor)"
+)
+_OWN_ON: Final = (
+    "the write of the call's own record met an earlier interrupt, and goes on to its end (a "
     "failure is logged on veridic.executor, with the record)"
 )
 
