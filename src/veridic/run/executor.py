@@ -1090,8 +1090,7 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
 
 _FOLLOW_UPS: Final = "the follow-up record of a guard that fired after it ended"
 _FOLLOW_UP_CUT: Final = (
-    "the follow-up write was cut short, so the store may lack it (it is logged on "
-    "veridic.executor)"
+    "the follow-up write was cut short, so the store may lack it (it is logged on veridic.executor)"
 )
 _FOLLOW_UP_ON: Final = (
     "the follow-up write goes on to its end (a failure is logged on veridic.executor, with "
