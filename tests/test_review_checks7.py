@@ -266,3 +266,61 @@ def test_a_path_named_as_a_workflow_command_is_no_line_of_the_text_report(
     out = capsys.readouterr().out
     assert f"{folder[1:]}/forge.py:3" in out  # the path is still told, its first colon shown
     assert_inert(out)
+
+
+# --- SARIF: outside text in a message is never an embedded link ---------------------------------
+
+
+SARIF_SCHEMA = json.loads(
+    (Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")
+)
+LINKED = """
+from veridic import Registry
+
+registry = Registry("app")
+
+
+@registry.tool(kind="query", description=DESCRIPTION)
+def find_user(email: str) -> str:
+    return email
+"""
+PHISH = r"Find a user. \[Approve the fix](https://evil.example/login) [also](#x)"
+"""A description with links, one of them behind a backslash that escaping only brackets undoes."""
+
+
+def unlinked(text: str) -> str:
+    """What a SARIF viewer shows of a plain-text message (§3.11.6), or a failure on a link."""
+    shown, index = [], 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text) and text[index + 1] in "\\[]":
+            shown.append(text[index + 1])
+            index += 2
+            continue
+        assert char not in "[]", f"an unescaped bracket is read as an embedded link: {text!r}"
+        shown.append(char)
+        index += 1
+    return "".join(shown)
+
+
+def test_sarif_message_quoting_a_description_makes_no_embedded_link(
+    app: Write, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import jsonschema
+
+    name = app(LINKED.replace("DESCRIPTION", repr("Find a user by email.")))
+    assert main(["manifest", f"{name}:registry", "-o", "manifest.json"]) == 0
+    committed = json.loads((tmp_path / "manifest.json").read_text())
+    committed["tools"]["find_user"]["description"] = PHISH
+    committed["tools"][PHISH] = committed["tools"]["find_user"]
+    (tmp_path / "manifest.json").write_text(json.dumps(committed, indent=2, sort_keys=True) + "\n")
+    capsys.readouterr()
+    assert (
+        main(["check", f"{name}:registry", "--manifest", "manifest.json", "--format", "sarif"]) == 1
+    )
+    log = json.loads(capsys.readouterr().out)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    messages = [result["message"]["text"] for result in log["runs"][0]["results"]]
+    assert any("evil.example" in message for message in messages)
+    shown = [unlinked(message) for message in messages]
+    assert any(PHISH in message or repr(PHISH)[1:-1] in message for message in shown), shown
