@@ -324,3 +324,59 @@ def test_sarif_message_quoting_a_description_makes_no_embedded_link(
     assert any("evil.example" in message for message in messages)
     shown = [unlinked(message) for message in messages]
     assert any(PHISH in message or repr(PHISH)[1:-1] in message for message in shown), shown
+
+
+# --- "is a int": the article fits the type named ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("3", "is an int, not"),
+        ("[]", "is a list, not"),
+        ("None", "is None, not"),
+        ("__import__('collections').OrderedDict()", "is an OrderedDict, not"),
+        ("__import__('uuid').uuid4()", "is a UUID, not"),
+    ],
+)
+def test_a_target_that_is_no_registry_is_named_with_the_right_article(
+    app: Write, capsys: pytest.CaptureFixture[str], value: str, said: str
+) -> None:
+    module = app(f"registry = {value}\n")
+    assert main(["lint", f"{module}:registry"]) == 2
+    assert f"{module}:registry {said} a veridic Registry or ToolView" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("table", "said"), [(3, "is an int"), ([], "is a list"), (None, "is None")]
+)
+def test_a_manifest_table_of_the_wrong_type_is_named_with_the_right_article(
+    app: Write, tmp_path: Path, capsys: pytest.CaptureFixture[str], table: object, said: str
+) -> None:
+    module = app(LINKED.replace("DESCRIPTION", repr("Find a user by email.")))
+    assert main(["manifest", f"{module}:registry", "-o", "manifest.json"]) == 0
+    committed = json.loads((tmp_path / "manifest.json").read_text())
+    committed["tools"] = table
+    (tmp_path / "manifest.json").write_text(json.dumps(committed))
+    capsys.readouterr()
+    assert main(["check", f"{module}:registry", "--manifest", "manifest.json"]) == 2
+    assert f"the manifest's 'tools' {said}, not a table" in capsys.readouterr().err
+
+
+def test_the_checks_functions_name_a_wrong_source_with_the_right_article() -> None:
+    from veridic.checks.choosers import ScriptedChooser
+    from veridic.checks.doc_gaps import find_doc_gaps
+    from veridic.checks.lint import lint
+    from veridic.checks.probe import probe
+    from veridic.errors import VeridicError
+
+    wrong: Any = 3  # what a caller passed by mistake: the message names it
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda: lint(wrong), "veridic lint got an int:"),
+        (lambda: find_doc_gaps(wrong), "find_doc_gaps() got an int:"),
+        (lambda: probe(wrong, ScriptedChooser({})), "veridic probe got an int:"),
+    ]
+    for call, said in calls:
+        with pytest.raises(VeridicError) as caught:
+            call()
+        assert said in str(caught.value)
