@@ -380,3 +380,56 @@ def test_the_checks_functions_name_a_wrong_source_with_the_right_article() -> No
         with pytest.raises(VeridicError) as caught:
             call()
         assert said in str(caught.value)
+
+
+# --- veridic audit: times a report cannot show, paths that are no file -------------------------
+
+
+@pytest.fixture
+def empty_store(tmp_path: Path) -> Path:
+    from veridic import SQLiteAuditSink
+
+    SQLiteAuditSink(tmp_path / "audit.db").close()
+    return tmp_path / "audit.db"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+@pytest.mark.parametrize(
+    "bound",
+    ["--since=1e20", "--since=-1e20", "--until=9999-12-31T23:59:59-23:59", "--until=1e300"],
+)
+def test_a_time_past_the_years_a_report_shows_is_a_usage_error(
+    empty_store: Path, capsys: pytest.CaptureFixture[str], bound: str, fmt: str
+) -> None:
+    # Before: a traceback (OverflowError, "year 10000 is out of range") after the store was read.
+    assert main(["audit", str(empty_store), bound, "--format", fmt]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    option, _, value = bound.partition("=")
+    assert f"veridic audit: {option} {value!r} is outside the years 1 to 9999" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "bound", ["0001-01-01", "9999-12-31T23:59:59", "2999-01-01T00:00:00+14:00"]
+)
+def test_a_time_at_the_edge_of_the_years_is_a_bound(
+    empty_store: Path, capsys: pytest.CaptureFixture[str], bound: str
+) -> None:
+    assert main(["audit", str(empty_store), "--since", bound, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["selection"]["since_utc"][:4] in {
+        "0001",
+        "9999",
+        "2998",
+    }
+
+
+def test_a_store_path_that_is_a_symlink_loop_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.db").symlink_to(tmp_path / "b.db")
+    (tmp_path / "b.db").symlink_to(tmp_path / "a.db")
+    assert main(["audit", str(tmp_path / "a.db")]) == 2
+    err = capsys.readouterr().err
+    assert "a symbolic link that does not lead to a file" in err
+    assert "no such file" not in err

@@ -115,7 +115,13 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
     the WAL setting. The cost is one copy of the file per report.
     """
     if not path.is_file():
-        what = "is not a file" if path.exists() else "no such file"
+        what = (
+            "is not a file"
+            if path.exists()
+            else "is a symbolic link that does not lead to a file (it loops, or its target is gone)"
+            if path.is_symlink()
+            else "no such file"
+        )
         raise _UsageError(
             f"{path}: {what} (looked from {os.getcwd()}): pass the path of an existing SQLite "
             "audit database (SQLiteAuditSink(path)); veridic audit never creates one"
