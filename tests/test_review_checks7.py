@@ -433,3 +433,83 @@ def test_a_store_path_that_is_a_symlink_loop_is_named_as_one(
     err = capsys.readouterr().err
     assert "a symbolic link that does not lead to a file" in err
     assert "no such file" not in err
+
+
+# --- veridic audit: a Postgres password is never printed ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "password"),
+    [
+        ("postgresql://audit:s3cret-pw@[::1/app", "s3cret-pw"),
+        ("postgresql://audit:s3cret%40pw@[::1/app", "s3cret%40pw"),
+        ("postgres://audit@[::1/app?password=s3cret-pw", "s3cret-pw"),
+    ],
+)
+def test_a_postgres_url_libpq_cannot_parse_is_refused_without_its_password(
+    capsys: pytest.CaptureFixture[str], url: str, password: str
+) -> None:
+    pytest.importorskip("psycopg")
+    assert main(["audit", url]) == 2
+    out, err = capsys.readouterr()
+    assert "the Postgres conninfo is not valid" in err
+    assert "****" in err  # the URL is still quoted, so the reviewer sees which one
+    assert password not in out + err
+    assert "s3cret@pw" not in out + err
+
+
+def test_a_postgres_row_that_cannot_be_read_back_is_reported_without_the_password(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from veridic import PostgresAuditSink
+    from veridic.run.audit import AuditRecord, CallOutcome
+    from veridic.tools.risk import ApprovalMode, Risk
+
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(
+            AuditRecord(
+                time=1.0, request_id="req-1", tool="save_note", kind="write", risk=Risk.MID,
+                approval=ApprovalMode.NOT_REQUIRED, wrote_instruction_fields=False,
+                irreversible=False, prompt_sha256="0" * 64, tools_sha256="f" * 64,
+                outcome=CallOutcome.OK,
+            )
+        )  # fmt: skip
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("UPDATE veridic_audit SET operations = 'not json'")
+    # The test server trusts its local users, so the password is sent to no one and ignored.
+    with_password = f"{postgres_dsn} password=s3cret-pw"
+    assert main(["audit", with_password]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("veridic audit: PostgresAuditSink(")
+    assert "s3cret-pw" not in out + err
+
+
+TEMPLATE = (
+    "veridic audit: the Postgres conninfo is not valid (end of string reached when looking for "
+    'matching "]" in IPv6 host address in URI: "postgresql://audit:****@[::1/app"): pass a '
+    "libpq connection string ('host=db dbname=app user=audit') or URL "
+    "('postgresql://audit@db/app')"
+)
+"""veridic's and libpq's own words around the URL: a password that is a stretch of them is seen."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(password=st.text(st.characters(codec="ascii", categories=["L", "N", "P", "S"]), min_size=8))
+def test_no_password_of_a_postgres_url_is_printed(password: str) -> None:
+    import contextlib
+    import io
+    from urllib.parse import quote
+
+    pytest.importorskip("psycopg")
+    spellings = {password, quote(password, safe="")}
+    assume(not any(spelling in TEMPLATE for spelling in spellings))
+    for url in (
+        f"postgresql://audit:{quote(password, safe='')}@[::1/app",
+        f"postgresql://audit@[::1/app?password={quote(password, safe='')}",
+    ):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert main(["audit", url]) == 2
+        assert not any(spelling in err.getvalue() for spelling in spellings), err.getvalue()
