@@ -513,3 +513,28 @@ def test_no_password_of_a_postgres_url_is_printed(password: str) -> None:
         with contextlib.redirect_stderr(err):
             assert main(["audit", url]) == 2
         assert not any(spelling in err.getvalue() for spelling in spellings), err.getvalue()
+
+
+# --- veridic probe: an --endpoint that is no URL ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "said"),
+    [
+        ("http://probe:s3cret-pw@[::1/v1", "is not a URL (Invalid IPv6 URL)"),
+        ("http://probe:s3cret-pw@localhost:eighty/v1", "is not a URL (Port could not be cast"),
+        ("ftp://probe:s3cret-pw@localhost/v1", "is not an http or https URL with a host"),
+        ("http:///v1?key=s3cret-pw", "is not an http or https URL with a host"),
+    ],
+)
+def test_an_endpoint_that_is_no_url_is_a_usage_error_without_its_key(
+    capsys: pytest.CaptureFixture[str], endpoint: str, said: str
+) -> None:
+    # Before: a traceback from urlsplit and exit 1, the code of "findings", for the lost bracket.
+    argv = ["probe", "not_imported_at_all:registry", "--endpoint", endpoint, "--model", "m"]
+    assert main([*argv, "--no-cache"]) == 2
+    out, err = capsys.readouterr()
+    assert "veridic probe: --endpoint " in err
+    assert said in err
+    assert "s3cret-pw" not in out + err
+    assert "not_imported_at_all" not in err  # checked before the application is imported
