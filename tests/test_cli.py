@@ -95,7 +95,7 @@ def test_attribute_that_is_not_a_registry_is_a_usage_error() -> None:
     done = run("manifest", "clean_app:not_a_registry", "-o", "unused.json")
     assert_usage_error(
         done,
-        "clean_app:not_a_registry is a int, not a veridic Registry or ToolView",
+        "clean_app:not_a_registry is an int, not a veridic Registry or ToolView",
         "point at the object your tools are registered on",
     )
     assert not (FIXTURES / "unused.json").exists()

@@ -266,3 +266,275 @@ def test_a_path_named_as_a_workflow_command_is_no_line_of_the_text_report(
     out = capsys.readouterr().out
     assert f"{folder[1:]}/forge.py:3" in out  # the path is still told, its first colon shown
     assert_inert(out)
+
+
+# --- SARIF: outside text in a message is never an embedded link ---------------------------------
+
+
+SARIF_SCHEMA = json.loads(
+    (Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")
+)
+LINKED = """
+from veridic import Registry
+
+registry = Registry("app")
+
+
+@registry.tool(kind="query", description=DESCRIPTION)
+def find_user(email: str) -> str:
+    return email
+"""
+PHISH = r"Find a user. \[Approve the fix](https://evil.example/login) [also](#x)"
+"""A description with links, one of them behind a backslash that escaping only brackets undoes."""
+
+
+def unlinked(text: str) -> str:
+    """What a SARIF viewer shows of a plain-text message (§3.11.6), or a failure on a link."""
+    shown, index = [], 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text) and text[index + 1] in "\\[]":
+            shown.append(text[index + 1])
+            index += 2
+            continue
+        assert char not in "[]", f"an unescaped bracket is read as an embedded link: {text!r}"
+        shown.append(char)
+        index += 1
+    return "".join(shown)
+
+
+def test_sarif_message_quoting_a_description_makes_no_embedded_link(
+    app: Write, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import jsonschema
+
+    name = app(LINKED.replace("DESCRIPTION", repr("Find a user by email.")))
+    assert main(["manifest", f"{name}:registry", "-o", "manifest.json"]) == 0
+    committed = json.loads((tmp_path / "manifest.json").read_text())
+    committed["tools"]["find_user"]["description"] = PHISH
+    committed["tools"][PHISH] = committed["tools"]["find_user"]
+    (tmp_path / "manifest.json").write_text(json.dumps(committed, indent=2, sort_keys=True) + "\n")
+    capsys.readouterr()
+    assert (
+        main(["check", f"{name}:registry", "--manifest", "manifest.json", "--format", "sarif"]) == 1
+    )
+    log = json.loads(capsys.readouterr().out)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    messages = [result["message"]["text"] for result in log["runs"][0]["results"]]
+    assert any("evil.example" in message for message in messages)
+    shown = [unlinked(message) for message in messages]
+    assert any(PHISH in message or repr(PHISH)[1:-1] in message for message in shown), shown
+
+
+# --- "is a int": the article fits the type named ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("3", "is an int, not"),
+        ("[]", "is a list, not"),
+        ("None", "is None, not"),
+        ("__import__('collections').OrderedDict()", "is an OrderedDict, not"),
+        ("__import__('uuid').uuid4()", "is a UUID, not"),
+    ],
+)
+def test_a_target_that_is_no_registry_is_named_with_the_right_article(
+    app: Write, capsys: pytest.CaptureFixture[str], value: str, said: str
+) -> None:
+    module = app(f"registry = {value}\n")
+    assert main(["lint", f"{module}:registry"]) == 2
+    assert f"{module}:registry {said} a veridic Registry or ToolView" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("table", "said"), [(3, "is an int"), ([], "is a list"), (None, "is None")]
+)
+def test_a_manifest_table_of_the_wrong_type_is_named_with_the_right_article(
+    app: Write, tmp_path: Path, capsys: pytest.CaptureFixture[str], table: object, said: str
+) -> None:
+    module = app(LINKED.replace("DESCRIPTION", repr("Find a user by email.")))
+    assert main(["manifest", f"{module}:registry", "-o", "manifest.json"]) == 0
+    committed = json.loads((tmp_path / "manifest.json").read_text())
+    committed["tools"] = table
+    (tmp_path / "manifest.json").write_text(json.dumps(committed))
+    capsys.readouterr()
+    assert main(["check", f"{module}:registry", "--manifest", "manifest.json"]) == 2
+    assert f"the manifest's 'tools' {said}, not a table" in capsys.readouterr().err
+
+
+def test_the_checks_functions_name_a_wrong_source_with_the_right_article() -> None:
+    from veridic.checks.choosers import ScriptedChooser
+    from veridic.checks.doc_gaps import find_doc_gaps
+    from veridic.checks.lint import lint
+    from veridic.checks.probe import probe
+    from veridic.errors import VeridicError
+
+    wrong: Any = 3  # what a caller passed by mistake: the message names it
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda: lint(wrong), "veridic lint got an int:"),
+        (lambda: find_doc_gaps(wrong), "find_doc_gaps() got an int:"),
+        (lambda: probe(wrong, ScriptedChooser({})), "veridic probe got an int:"),
+    ]
+    for call, said in calls:
+        with pytest.raises(VeridicError) as caught:
+            call()
+        assert said in str(caught.value)
+
+
+# --- veridic audit: times a report cannot show, paths that are no file -------------------------
+
+
+@pytest.fixture
+def empty_store(tmp_path: Path) -> Path:
+    from veridic import SQLiteAuditSink
+
+    SQLiteAuditSink(tmp_path / "audit.db").close()
+    return tmp_path / "audit.db"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+@pytest.mark.parametrize(
+    "bound",
+    ["--since=1e20", "--since=-1e20", "--until=9999-12-31T23:59:59-23:59", "--until=1e300"],
+)
+def test_a_time_past_the_years_a_report_shows_is_a_usage_error(
+    empty_store: Path, capsys: pytest.CaptureFixture[str], bound: str, fmt: str
+) -> None:
+    # Before: a traceback (OverflowError, "year 10000 is out of range") after the store was read.
+    assert main(["audit", str(empty_store), bound, "--format", fmt]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    option, _, value = bound.partition("=")
+    assert f"veridic audit: {option} {value!r} is outside the years 1 to 9999" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "bound", ["0001-01-01", "9999-12-31T23:59:59", "2999-01-01T00:00:00+14:00"]
+)
+def test_a_time_at_the_edge_of_the_years_is_a_bound(
+    empty_store: Path, capsys: pytest.CaptureFixture[str], bound: str
+) -> None:
+    assert main(["audit", str(empty_store), "--since", bound, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["selection"]["since_utc"][:4] in {
+        "0001",
+        "9999",
+        "2998",
+    }
+
+
+def test_a_store_path_that_is_a_symlink_loop_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.db").symlink_to(tmp_path / "b.db")
+    (tmp_path / "b.db").symlink_to(tmp_path / "a.db")
+    assert main(["audit", str(tmp_path / "a.db")]) == 2
+    err = capsys.readouterr().err
+    assert "a symbolic link that does not lead to a file" in err
+    assert "no such file" not in err
+
+
+# --- veridic audit: a Postgres password is never printed ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "password"),
+    [
+        ("postgresql://audit:s3cret-pw@[::1/app", "s3cret-pw"),
+        ("postgresql://audit:s3cret%40pw@[::1/app", "s3cret%40pw"),
+        ("postgres://audit@[::1/app?password=s3cret-pw", "s3cret-pw"),
+    ],
+)
+def test_a_postgres_url_libpq_cannot_parse_is_refused_without_its_password(
+    capsys: pytest.CaptureFixture[str], url: str, password: str
+) -> None:
+    pytest.importorskip("psycopg")
+    assert main(["audit", url]) == 2
+    out, err = capsys.readouterr()
+    assert "the Postgres conninfo is not valid" in err
+    assert "****" in err  # the URL is still quoted, so the reviewer sees which one
+    assert password not in out + err
+    assert "s3cret@pw" not in out + err
+
+
+def test_a_postgres_row_that_cannot_be_read_back_is_reported_without_the_password(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from veridic import PostgresAuditSink
+    from veridic.run.audit import AuditRecord, CallOutcome
+    from veridic.tools.risk import ApprovalMode, Risk
+
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(
+            AuditRecord(
+                time=1.0, request_id="req-1", tool="save_note", kind="write", risk=Risk.MID,
+                approval=ApprovalMode.NOT_REQUIRED, wrote_instruction_fields=False,
+                irreversible=False, prompt_sha256="0" * 64, tools_sha256="f" * 64,
+                outcome=CallOutcome.OK,
+            )
+        )  # fmt: skip
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("UPDATE veridic_audit SET operations = 'not json'")
+    # The test server trusts its local users, so the password is sent to no one and ignored.
+    with_password = f"{postgres_dsn} password=s3cret-pw"
+    assert main(["audit", with_password]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("veridic audit: PostgresAuditSink(")
+    assert "s3cret-pw" not in out + err
+
+
+TEMPLATE = (
+    "veridic audit: the Postgres conninfo is not valid (end of string reached when looking for "
+    'matching "]" in IPv6 host address in URI: "postgresql://audit:****@[::1/app"): pass a '
+    "libpq connection string ('host=db dbname=app user=audit') or URL "
+    "('postgresql://audit@db/app')"
+)
+"""veridic's and libpq's own words around the URL: a password that is a stretch of them is seen."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(password=st.text(st.characters(codec="ascii", categories=["L", "N", "P", "S"]), min_size=8))
+def test_no_password_of_a_postgres_url_is_printed(password: str) -> None:
+    import contextlib
+    import io
+    from urllib.parse import quote
+
+    pytest.importorskip("psycopg")
+    spellings = {password, quote(password, safe="")}
+    assume(not any(spelling in TEMPLATE for spelling in spellings))
+    for url in (
+        f"postgresql://audit:{quote(password, safe='')}@[::1/app",
+        f"postgresql://audit@[::1/app?password={quote(password, safe='')}",
+    ):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert main(["audit", url]) == 2
+        assert not any(spelling in err.getvalue() for spelling in spellings), err.getvalue()
+
+
+# --- veridic probe: an --endpoint that is no URL ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "said"),
+    [
+        ("http://probe:s3cret-pw@[::1/v1", "is not a URL (Invalid IPv6 URL)"),
+        ("http://probe:s3cret-pw@localhost:eighty/v1", "is not a URL (Port could not be cast"),
+        ("ftp://probe:s3cret-pw@localhost/v1", "is not an http or https URL with a host"),
+        ("http:///v1?key=s3cret-pw", "is not an http or https URL with a host"),
+    ],
+)
+def test_an_endpoint_that_is_no_url_is_a_usage_error_without_its_key(
+    capsys: pytest.CaptureFixture[str], endpoint: str, said: str
+) -> None:
+    # Before: a traceback from urlsplit and exit 1, the code of "findings", for the lost bracket.
+    argv = ["probe", "not_imported_at_all:registry", "--endpoint", endpoint, "--model", "m"]
+    assert main([*argv, "--no-cache"]) == 2
+    out, err = capsys.readouterr()
+    assert "veridic probe: --endpoint " in err
+    assert said in err
+    assert "s3cret-pw" not in out + err
+    assert "not_imported_at_all" not in err  # checked before the application is imported

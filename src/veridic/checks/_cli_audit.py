@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sqlite3
 import sys
 import tempfile
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
+from urllib.parse import unquote
 
 from veridic.checks._cli_report import EXIT_USAGE, _say, _UsageError
 from veridic.checks.audit_report import Selection, build_report, parse_time
@@ -58,7 +60,8 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
                 report, notes=(*report.notes, _not_migrated(store.schema_version))
             )
     except VeridicError as error:  # a row that cannot be read back
-        _say("audit", f"{args.database}: {error}", sys.stderr)
+        named = _named(store, args.database)
+        _say("audit", f"{named}: {_without_passwords(str(error), args.database)}", sys.stderr)
         return EXIT_USAGE
     finally:
         store.close()
@@ -89,16 +92,51 @@ def _named(store: SQLiteAuditSink | PostgresAuditSink, argument: str) -> str:
     return repr(store) if isinstance(store, PostgresAuditSink) else argument
 
 
+_PASSWORD: Final = re.compile(r"""password\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s&#]*)""", re.IGNORECASE)
+_USERINFO: Final = re.compile(r"^postgres(?:ql)?://([^@/?#]*)@", re.IGNORECASE)
+
+
+def _passwords(argument: str) -> tuple[str, ...]:
+    """Every spelling of a password in a Postgres URL or conninfo, longest first.
+
+    The password of ``postgresql://user:PW@host/db``, of ``?password=PW`` and of
+    ``password=PW`` or ``password='P W'``, as written, unquoted and
+    percent-decoded: libpq quotes the argument as written in some errors (a
+    URL it cannot parse), psycopg as it parsed it in others.
+    """
+    found: set[str] = set()
+    userinfo = _USERINFO.match(argument)
+    if userinfo is not None and ":" in userinfo.group(1):
+        found.add(userinfo.group(1).partition(":")[2])
+    for token in _PASSWORD.findall(argument):
+        found.update((token, token.strip("'")))
+        found.add(re.sub(r"\\(.)", r"\1", token.strip("'")))
+    found |= {unquote(password) for password in found}
+    return tuple(sorted((p for p in found if p), key=len, reverse=True))
+
+
+def _without_passwords(message: str, argument: str) -> str:
+    """``message`` with every password of ``argument`` replaced by ``****``.
+
+    A review runs in CI, whose log many can read: a message quoting the
+    argument (libpq's "invalid URI" error does) must not show its password.
+    """
+    for password in _passwords(argument):
+        message = message.replace(password, "****")
+    return message
+
+
 def _open_store(argument: str, snapshots: Path) -> SQLiteAuditSink | PostgresAuditSink:
     if not _is_postgres(argument):
         return _open_audit_store(Path(argument), snapshots)
     try:
         return PostgresAuditSink(argument, min_size=0, max_size=1, timeout=10, read_only=True)
     except VeridicError as error:  # no extra, no veridic tables, another schema version
-        raise _UsageError(str(error)) from error
+        raise _UsageError(_without_passwords(str(error), argument)) from error
     except Exception as error:  # psycopg's own: it is imported only with the extra
+        said = _without_passwords(f"{type(error).__name__}: {error}", argument)
         raise _UsageError(
-            f"cannot reach the Postgres audit store ({type(error).__name__}: {error}): check "
+            f"cannot reach the Postgres audit store ({said}): check "
             "the URL or conninfo, and that the server is up"
         ) from error
 
@@ -115,7 +153,13 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
     the WAL setting. The cost is one copy of the file per report.
     """
     if not path.is_file():
-        what = "is not a file" if path.exists() else "no such file"
+        what = (
+            "is not a file"
+            if path.exists()
+            else "is a symbolic link that does not lead to a file (it loops, or its target is gone)"
+            if path.is_symlink()
+            else "no such file"
+        )
         raise _UsageError(
             f"{path}: {what} (looked from {os.getcwd()}): pass the path of an existing SQLite "
             "audit database (SQLiteAuditSink(path)); veridic audit never creates one"

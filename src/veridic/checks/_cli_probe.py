@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+from typing import Final
+from urllib.parse import urlsplit
 
 from veridic._counted import counted
 from veridic.checks._cli_config import _Config
@@ -80,6 +83,8 @@ def _check_probe_args(args: argparse.Namespace) -> None:
             "installs the pinned Qwen2.5-Coder-1.5B and prints its path; `make eval-probe` "
             "does both)"
         )
+    if args.endpoint is not None:
+        _check_endpoint(args.endpoint)
     if args.endpoint is not None and not args.model:
         raise _UsageError("--endpoint needs --model NAME, the model the endpoint should run")
     if args.model is not None and args.endpoint is None:
@@ -97,6 +102,33 @@ def _check_probe_args(args: argparse.Namespace) -> None:
         raise _UsageError(f"--threads {args.threads}: use at least one thread")
     if args.no_cache and args.cache is not None:
         raise _UsageError("--cache DIR and --no-cache contradict each other: choose one")
+
+
+def _check_endpoint(endpoint: str) -> None:
+    """An ``--endpoint`` that is no http(s) URL with a host is a usage error, not a traceback.
+
+    ``http://key@[::1/v1`` (a lost bracket) made ``urlsplit`` raise in the
+    chooser: a traceback and exit 1, read in CI as "findings". The message
+    never quotes the user part or the query of the URL, where a key may be.
+    """
+    masked = _MASKED.sub("", _USER_PART.sub(r"\1***@", endpoint))
+    try:
+        parts = urlsplit(endpoint)
+        parts.port  # noqa: B018  # a port that is no number raises here, not at the request
+    except ValueError as error:
+        raise _UsageError(
+            f"--endpoint {masked!r} is not a URL ({error}): pass the base URL of an "
+            "OpenAI-compatible API, e.g. http://localhost:8080/v1"
+        ) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise _UsageError(
+            f"--endpoint {masked!r} is not an http or https URL with a host: pass the base URL "
+            "of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
+        )
+
+
+_USER_PART: Final = re.compile(r"^([^:/?#]*://)[^/?#]*@")
+_MASKED: Final = re.compile(r"[?#].*", re.DOTALL)
 
 
 def _probe_chooser(args: argparse.Namespace) -> ToolChooser:

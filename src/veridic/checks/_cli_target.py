@@ -23,6 +23,7 @@ from typing import Final
 
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_report import _Item, _Report, _UsageError
+from veridic.checks._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.provenance import is_trusted, provenance
 from veridic.tools.registry import Registry
@@ -148,7 +149,7 @@ def _load_target(spec: str) -> Registry | ToolView:
         walked = f"{walked}.{part}" if walked != module_name else f"{module_name}:{part}"
     if not isinstance(obj, Registry | ToolView):
         raise _UsageError(
-            f"{spec} is a {_kind(obj)}, not a veridic Registry or ToolView: "
+            f"{spec} is {_kind(obj)}, not a veridic Registry or ToolView: "
             f"point at the object your tools are registered on; "
             f"{_candidates(module, (Registry, ToolView))}"
         )
@@ -156,13 +157,13 @@ def _load_target(spec: str) -> Registry | ToolView:
 
 
 def _kind(obj: object) -> str:
-    """The type of ``obj`` as the user wrote it: a brand by its public name, not its class."""
+    """The type of ``obj`` as the user wrote it, with its article: a brand by its public name."""
     if isinstance(obj, str) and type(obj) is not str:
         if is_trusted(obj):
-            return "TrustedInstruction (a str)"
+            return "a TrustedInstruction (a str)"
         if provenance(obj).kind == "untrusted":
-            return "UntrustedText (a str)"
-    return type(obj).__name__
+            return "an UntrustedText (a str)"
+    return a_type(obj)
 
 
 def _import(module_name: str) -> object:

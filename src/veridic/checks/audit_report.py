@@ -186,6 +186,13 @@ def parse_time(text: str, *, option: str = "--since") -> float:
         value = moment.timestamp()
     if not math.isfinite(value):
         raise ValueError(f"{option} {shown(text, 40)!r} is not a finite time")
+    try:
+        utc(value)  # the report names the bound as a date: one it cannot name is no bound
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(
+            f"{option} {shown(text, 40)!r} is outside the years 1 to 9999 (UTC) a report can "
+            "name: leave the option out for an open range, or write a time within them"
+        ) from None
     return value
 
 
@@ -207,11 +214,20 @@ def _looks_like_a_date(text: str) -> bool:
 def utc(seconds: float) -> str:
     """``seconds`` since the epoch as ISO 8601 in UTC, to the millisecond.
 
+    The year has four digits, as ISO 8601 says (``strftime``'s ``%Y`` wrote
+    the year 1 as ``1``).
+
     >>> utc(1714564800.25)
     '2024-05-01T12:00:00.250Z'
+    >>> utc(-62135596800.0)
+    '0001-01-01T00:00:00.000Z'
     """
     moment = datetime.fromtimestamp(seconds, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (
+        f"{moment.year:04d}"
+        + moment.strftime("-%m-%dT%H:%M:%S.")
+        + (f"{moment.microsecond // 1000:03d}Z")
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from veridic._sample import clip
+from veridic.checks._words import a_type
 from veridic.errors import VeridicError
 from veridic.tools._descriptions import GapCode, backticked_names, description_problem
 from veridic.tools.registry import Registry
@@ -83,7 +84,7 @@ def find_doc_gaps(source: Registry | ToolView) -> list[DocGap]:
         known = set(source.names()) | {tool.name for tool in withheld}
     else:
         raise VeridicError(
-            f"find_doc_gaps() got a {type(source).__name__}: pass the Registry (every tool) "
+            f"find_doc_gaps() got {a_type(source)}: pass the Registry (every tool) "
             "or a ToolView (the tools of one request)"
         )
     return [gap for tool in tools for gap in _gaps(tool, known)]

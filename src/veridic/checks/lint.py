@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from veridic._sample import clip
+from veridic.checks._words import a_type
 from veridic.checks.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
 from veridic.text.provenance import _display_path
@@ -196,7 +197,7 @@ def tools_of(source: Registry | ToolView) -> tuple[Tool, ...]:
         withheld = [status.tool for status in source.withheld() if status.tool is not None]
         return (*exposed, *withheld)
     raise VeridicError(
-        f"veridic lint got a {type(source).__name__}: pass the application's Registry "
+        f"veridic lint got {a_type(source)}: pass the application's Registry "
         "(every tool) or a ToolView (the tools of one request)"
     )
 

@@ -61,6 +61,7 @@ from typing import Final, Literal
 
 from veridic import _json_object
 from veridic._sample import clip
+from veridic.checks._words import a_type
 from veridic.checks.lint import tools_of
 from veridic.errors import VeridicError
 from veridic.tools.registry import Registry
@@ -312,7 +313,7 @@ def _table(manifest: Mapping[str, object], key: str) -> dict[str, object]:
     value = manifest.get(key, {})
     if not isinstance(value, dict):
         raise ManifestFormatError(
-            f"the manifest's {key!r} is a {type(value).__name__}, not a table: regenerate it "
+            f"the manifest's {key!r} is {a_type(value)}, not a table: regenerate it "
             "with veridic manifest MODULE:ATTR -o FILE"
         )
     return value

@@ -55,6 +55,7 @@ from types import MappingProxyType
 from typing import Final
 
 from veridic._sample import clip
+from veridic.checks._words import a_type
 from veridic.checks.choosers import Choice, ToolChooser
 from veridic.checks.lint import LintFinding, Severity, tool_location
 from veridic.errors import VeridicError
@@ -305,7 +306,7 @@ def _json_type(value: object) -> str:
         return "a string"
     if isinstance(value, bool):
         return "a boolean"
-    return "a number" if isinstance(value, int | float) else f"a {type(value).__name__}"
+    return "a number" if isinstance(value, int | float) else a_type(value)
 
 
 # --- the prompt ---------------------------------------------------------------------------
@@ -605,8 +606,7 @@ def _views(source: Registry | ToolView, hide: tuple[str, ...]) -> tuple[ToolView
         return source, source
     if not isinstance(source, Registry):
         raise ProbeError(
-            f"veridic probe got a {type(source).__name__}: pass the application's Registry or "
-            "a ToolView"
+            f"veridic probe got {a_type(source)}: pass the application's Registry or a ToolView"
         )
     view = source.view()
     if not hide:

@@ -25,6 +25,9 @@ result per report item:
   file's URI (for an item without a tool), the source text and the message with
   line numbers taken out, so an alert keeps its identity when code above it
   moves;
+- ``message.text`` is plain text with every ``\\``, ``[`` and ``]``
+  backslash-escaped (SARIF 3.11.6), so outside text a message quotes (a
+  drifted description's ``[text](url)``) is never shown as a link;
 - ``automationDetails.id`` is ``veridic/COMMAND/``, so the runs of ``lint``
   and ``hatches`` uploaded for one commit are two categories, and neither
   replaces the other.
@@ -184,11 +187,25 @@ def _result(
         "ruleId": item.kind,
         "ruleIndex": rule_index,
         "level": LEVELS.get(item.severity, "note"),
-        "message": {"text": item.message},
+        "message": {"text": _plain(item.message)},
         "locations": [location] if location else [],
         "partialFingerprints": {_FINGERPRINT: _fingerprint(item, root)},
         "properties": properties,
     }
+
+
+def _plain(text: str) -> str:
+    """``text`` as a SARIF plain-text message: every backslash and square bracket escaped.
+
+    SARIF 2.1.0 (3.11.6) reads ``[words](target)`` in a message as an embedded
+    link, which a viewer (a code-scanning alert) shows as one. A message quotes
+    outside text (a drifted description, a tool's name, a path), so a link there
+    would be the attacker's, shown on the alert as veridic's. No veridic message
+    holds a link of its own. The backslash is escaped too: escaping only the
+    brackets turns an outside ``\\[`` into ``\\\\[``, an escaped backslash
+    followed by a bracket that opens a link again.
+    """
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 def _physical(file: str, line: int, root: _Paths) -> dict[str, object]:

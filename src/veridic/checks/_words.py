@@ -1,0 +1,39 @@
+"""A value's type with its article, for a message that says what was found instead.
+
+"clean_app:registry is a int" reads as a typo of the tool, and a reader starts to
+doubt the rest of the message. The type is named by its class, so the article is
+chosen from its spelling: ``an`` before a vowel (``an int``, ``an OrderedDict``),
+``a`` before a ``u`` or ``eu`` said as "you" (``a UUID``, ``a UserDict``) and
+before ``one``. ``None`` is no type to a reader: it is said as itself.
+
+>>> a_type(3), a_type([]), a_type(None), a_type({}), a_type(object())
+('an int', 'a list', 'None', 'a dict', 'an object')
+>>> a_type(b""), article("UUID"), article("UserDict"), article("Unknown")
+('a bytes', 'a UUID', 'a UserDict', 'an Unknown')
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = ["a_type", "article"]
+
+_SAID_YOU: Final = re.compile(r"(?i)(?:u[bcfgklmnprstvz][aeiouy]|uu|eu|uni|use|usu|one\b)")
+"""A start said with a consonant though spelled with a vowel: ``UserDict``, ``UUID``, ``Euro``.
+
+Not ``Unknown``, ``Undefined`` (``un`` + consonant): those take ``an``.
+"""
+
+
+def article(word: str) -> str:
+    """``word`` with ``a`` or ``an`` before it, chosen from its spelling."""
+    vowel = word[:1].lower() in set("aeiou") and not _SAID_YOU.match(word)
+    return f"{'an' if vowel else 'a'} {word}"
+
+
+def a_type(value: object) -> str:
+    """The type of ``value`` with its article (``an int``), or ``None`` for None."""
+    if value is None:
+        return "None"
+    return article(type(value).__name__)
