@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, cast, get_args
 
+from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text._prompt_hash import _digest
@@ -148,7 +149,8 @@ class PromptDocument:
         """Read a document :meth:`veridic.Prompt.to_document` wrote, strictly.
 
         Every key is required and nothing else is allowed: an unknown key, a
-        missing one or a value of the wrong JSON type is refused whole, named
+        missing one, one given twice in an object (``json.loads`` would keep the
+        last without a word) or a value of the wrong JSON type is refused whole, named
         by its place (``messages[2].tool_calls[0].name``), and so are spans
         that do not fit their message and a text that does not match the
         ``sha256``. Nothing is skipped quietly.
@@ -158,12 +160,15 @@ class PromptDocument:
                 where and what was found).
         """
         try:
-            document: object = json.loads(text)
+            # A key given twice is refused, not read as its last value: a reviewer of the
+            # file would read one span or text and the view show another. Nesting too deep
+            # for json is refused too, not let out as a bare RecursionError.
+            document: object = _json_object.loads(text)
         except ValueError as error:
             shown = clip(text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
             raise VeridicError(
-                f"PromptDocument.from_json() got {shown}, which is not JSON ({error}): "
-                f"{_TO_DOCUMENT}"
+                f"PromptDocument.from_json() got {shown}, which is not JSON, gives a key twice "
+                f"or nests too deeply ({error}): {_TO_DOCUMENT}"
             ) from error
         where = "PromptDocument.from_json()"
         fields = _fields(document, where, "the document", _DOCUMENT_KEYS)
