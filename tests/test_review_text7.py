@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from veridic import Composer, VeridicError, instruction, untrusted
+from veridic import Composer, Prompt, VeridicError, instruction, untrusted
 from veridic.checks.cli import EXIT_USAGE, main
-from veridic.text.prompt import PromptDocument
+from veridic.fence import fence
+from veridic.text.prompt import DocumentMessage, Message, PromptDocument, PromptSpan
 
 
 def _document() -> str:
@@ -64,3 +65,68 @@ def test_a_document_without_repeated_keys_still_reads_back() -> None:
     text = _document()
     assert PromptDocument.from_json(text).to_json() == text
     assert PromptDocument.from_json(json.loads(json.dumps(text))).to_json() == text
+
+
+# --- a crafted document cannot make the reader or the map take quadratic time -------------------
+
+
+class _Counted(int):
+    """An offset that counts how often it is compared: the work of matching spans to blocks."""
+
+    compared = 0
+
+    def __lt__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return int.__lt__(self, other)  # type: ignore[operator]  # int's own comparison
+
+    def __le__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return int.__le__(self, other)  # type: ignore[operator]  # int's own comparison
+
+    def __gt__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return int.__gt__(self, other)  # type: ignore[operator]  # int's own comparison
+
+    def __ge__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return int.__ge__(self, other)  # type: ignore[operator]  # int's own comparison
+
+
+def _many_blocks(count: int) -> PromptDocument:
+    """One user message of ``count`` blocks, each opening line's head a recorded code span."""
+    block = fence("a", "x") + "\n"
+    content = block * count
+    sha256 = Prompt((Message("user", content, (content,)),)).sha256
+    starts = [n * len(block) for n in range(count)]
+    spans = tuple(
+        PromptSpan(0, "user", _Counted(at), _Counted(at + 13), "code", "veridic.fence")
+        for at in starts
+    )
+    return PromptDocument((DocumentMessage("user", content),), spans, sha256)
+
+
+def test_reading_a_document_of_many_blocks_and_spans_takes_no_quadratic_work() -> None:
+    # Each trusted span was compared with every block of its message: a 2 MB document of
+    # 20,000 blocks, each opening line recorded as code, took about 15 s to read.
+    _Counted.compared = 0
+    document = _many_blocks(400)
+    assert len(document.spans) == 400
+    assert _Counted.compared < 100 * 400  # was 482,000
+
+
+def test_the_map_of_a_document_of_many_blocks_and_spans_takes_no_quadratic_work() -> None:
+    # Each span was compared with both ends of every fence line of its message: the map of
+    # that 2 MB document took about four minutes (veridic show --format html).
+    document = _many_blocks(400)
+    _Counted.compared = 0
+    page = document.to_html()
+    assert page.count('class="sp k-code"') == 400
+    assert _Counted.compared < 100 * 400  # was 3.9 million
+
+
+def test_the_map_still_draws_the_fence_lines_inside_the_spans_that_cover_them() -> None:
+    prompt = Composer().data("ticket:7", untrusted("Hi.", source="ticket:7")).build()
+    page = prompt.to_html()
+    assert page.count('class="o fence m-datamark"') == 1
+    assert page.count('class="o fence lbl"') == 1
+    assert page.count('class="o fence"') == 2

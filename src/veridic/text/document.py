@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, cast, get_args
@@ -220,7 +221,7 @@ def _check_blocks_untrusted(
     into the document afterwards. The system message is left alone: a block written in
     code there (a worked example) is trusted text.
     """
-    found: dict[int, list[tuple[int, int, str, str]]] = {}
+    found: dict[int, tuple[list[int], list[tuple[int, int, str, str]]]] = {}
     for index, span in enumerate(spans):
         if span.kind not in TRUSTED_KINDS or span.start == span.end:
             continue
@@ -228,7 +229,7 @@ def _check_blocks_untrusted(
         if message.role == "system" or "<data" not in message.content:
             continue
         if span.message not in found:
-            found[span.message] = [
+            stretches = [
                 stretch
                 for block in _blocks(message.content)
                 for stretch in (
@@ -237,15 +238,21 @@ def _check_blocks_untrusted(
                 )
                 if stretch[0] < stretch[1]  # an empty block's own lines form one span
             ]
-        for start, end, part, label in found[span.message]:
-            if span.start < end and start < span.end:
-                raise VeridicError(
-                    f"PromptDocument: spans[{index}] (message {span.message}, "
-                    f"{span.start}-{span.end}) says {span.kind} ({clip(span.origin)}), and it "
-                    f"covers the {part} of the data block labelled {clip(label)}, which is "
-                    "outside text veridic never records as trusted: the spans were changed "
-                    f"after the document was written, to show data as instructions: {_TO_DOCUMENT}"
-                )
+            # In order and apart, so their ends are in order too: the first stretch ending
+            # after a span's start is the only one it can overlap first (found by bisection,
+            # not by comparing every span with every block of a crafted many-block message).
+            found[span.message] = ([stretch[1] for stretch in stretches], stretches)
+        ends, stretches = found[span.message]
+        at = bisect_right(ends, span.start)
+        if at < len(stretches) and stretches[at][0] < span.end:
+            _, _, part, label = stretches[at]
+            raise VeridicError(
+                f"PromptDocument: spans[{index}] (message {span.message}, "
+                f"{span.start}-{span.end}) says {span.kind} ({clip(span.origin)}), and it "
+                f"covers the {part} of the data block labelled {clip(label)}, which is "
+                "outside text veridic never records as trusted: the spans were changed "
+                f"after the document was written, to show data as instructions: {_TO_DOCUMENT}"
+            )
 
 
 class _Hashed(Protocol):
