@@ -75,21 +75,21 @@ class _Counted(int):
 
     compared = 0
 
-    def __lt__(self, other: object) -> bool:
+    def __lt__(self, other: int) -> bool:
         _Counted.compared += 1
-        return int.__lt__(self, other)  # type: ignore[operator]  # int's own comparison
+        return int.__lt__(self, other)
 
-    def __le__(self, other: object) -> bool:
+    def __le__(self, other: int) -> bool:
         _Counted.compared += 1
-        return int.__le__(self, other)  # type: ignore[operator]  # int's own comparison
+        return int.__le__(self, other)
 
-    def __gt__(self, other: object) -> bool:
+    def __gt__(self, other: int) -> bool:
         _Counted.compared += 1
-        return int.__gt__(self, other)  # type: ignore[operator]  # int's own comparison
+        return int.__gt__(self, other)
 
-    def __ge__(self, other: object) -> bool:
+    def __ge__(self, other: int) -> bool:
         _Counted.compared += 1
-        return int.__ge__(self, other)  # type: ignore[operator]  # int's own comparison
+        return int.__ge__(self, other)
 
 
 def _many_blocks(count: int) -> PromptDocument:
