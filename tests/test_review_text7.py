@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from veridic import Composer, Prompt, VeridicError, instruction, untrusted
+from veridic import Composer, Conversation, Prompt, VeridicError, instruction, untrusted
 from veridic.checks.cli import EXIT_USAGE, main
 from veridic.fence import fence
 from veridic.text.prompt import DocumentMessage, Message, PromptDocument, PromptSpan
@@ -130,3 +130,46 @@ def test_the_map_still_draws_the_fence_lines_inside_the_spans_that_cover_them() 
     assert page.count('class="o fence m-datamark"') == 1
     assert page.count('class="o fence lbl"') == 1
     assert page.count('class="o fence"') == 2
+
+
+# --- a tool call's result comes after the call -----------------------------------------------
+
+
+def test_a_call_recorded_after_a_result_under_its_id_is_refused() -> None:
+    # The call counted as answered by the result before it: the prompt listed no pending
+    # call for a call that never ran, and went to providers that refuse that order.
+    composer = Composer().user("Clean up.")
+    composer.tool_result("c1", untrusted("Deleted.", source="tool:delete_all"))
+    with pytest.raises(VeridicError, match="already has a result, placed before the call"):
+        composer.tool_call("c1", "delete_all", {})
+
+
+def test_a_stored_conversation_whose_result_precedes_its_call_is_refused() -> None:
+    stored = json.dumps(
+        {
+            "format": "veridic-conversation/1",
+            "turns": [
+                {"user": "Clean up."},
+                {
+                    "tool_result": "c1",
+                    "text": "Deleted.",
+                    "source": "tool:delete_all",
+                    "mode": "datamark",
+                    "error": False,
+                },
+                {"tool_call": "c1", "name": "delete_all", "arguments": {}},
+            ],
+        }
+    )
+    with pytest.raises(VeridicError, match=r"turn 2 \(tool_call\).*placed before the call"):
+        Composer().restore(Conversation.from_json(stored))
+
+
+def test_a_result_after_its_call_is_still_one_result_per_call() -> None:
+    composer = Composer().user("Weather?").tool_call("c1", "get_weather", {"city": "Oslo"})
+    composer.tool_result("c1", untrusted("Sunny", source="tool:get_weather"))
+    assert composer.build().pending_tool_calls == ()
+    with pytest.raises(VeridicError, match="already has a result"):
+        composer.tool_result("c1", untrusted("Rain", source="tool:get_weather"))
+    # A result for a call the application did not record (replayed history) is still taken.
+    composer.tool_result("c0", untrusted("Old.", source="tool:x"))

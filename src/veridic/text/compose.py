@@ -109,13 +109,14 @@ class Composer:
             reused, or a call gets a second result.
     """
 
-    __slots__ = ("_calls", "_log", "_mode", "_modes", "_system", "_turns")
+    __slots__ = ("_answered", "_calls", "_log", "_mode", "_modes", "_system", "_turns")
 
     def __init__(self, *, data_mode: DataMode = "datamark") -> None:
         self._mode: DataMode = check_mode(data_mode, "Composer(data_mode=...)")
         self._system: list[str] = []
         self._turns: list[Message] = []
         self._calls: dict[str, str] = {}
+        self._answered: set[str] = set()
         self._modes: set[DataMode] = set()
         self._log: list[_Logged] = []
 
@@ -203,8 +204,9 @@ class Composer:
         """Record a tool call the model made, on the current assistant turn.
 
         Raises:
-            VeridicError: the id or the name is empty, the id is used already, or the
-                arguments are not JSON (an object, ``NaN`` or ``Infinity``).
+            VeridicError: the id or the name is empty, the id is used already (by a
+                call, or by a result placed before this call), or the arguments are not
+                JSON (an object, ``NaN`` or ``Infinity``).
         """
         if not call_id or not name:
             raise VeridicError(
@@ -215,6 +217,15 @@ class Composer:
             raise VeridicError(
                 f"tool call id {call_id!r} is used twice (tools {self._calls[call_id]!r} and "
                 f"{name!r}): every call needs its own id so its result can answer it"
+            )
+        if call_id in self._answered:
+            # A result placed before its call would count the call as answered: the prompt
+            # would list no pending call for a call that never ran, and providers refuse a
+            # result that comes before the call it answers.
+            raise VeridicError(
+                f"tool call id {call_id!r} ({name}) already has a result, placed before the "
+                "call: a result answers a call the model made earlier; record the call with "
+                "tool_call() first, then its result with tool_result()"
             )
         try:
             # NaN and Infinity are not JSON: Chat Completions, the Messages API and a JSON
@@ -261,7 +272,7 @@ class Composer:
                 "pass the id the model gave the call"
             )
         name = self._calls.get(call_id)
-        if any(m.tool_call_id == call_id for m in self._turns):
+        if call_id in self._answered:
             raise VeridicError(
                 f"tool call {call_id!r} ({name or 'unrecorded'}) already has a result: "
                 "one result per call"
@@ -271,6 +282,7 @@ class Composer:
         chosen = self._mode if mode is None else check_mode(mode, "tool_result() mode=")
         block = self._block("tool", label, text, call_id, chosen)
         self._turns.append(replace(block, tool_error=True) if error is True else block)
+        self._answered.add(call_id)
         self._log.append(("tool_result", text, "", chosen, call_id, error is True, ()))
         return self
 
