@@ -6,13 +6,18 @@ Each test failed on the code before its fix.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from random import Random
+from types import FrameType
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from veridic import Composer, Conversation, Prompt, VeridicError, instruction, untrusted
 from veridic.checks.cli import EXIT_USAGE, main
-from veridic.fence import fence
+from veridic.fence import fence, unfence
 from veridic.text.prompt import DocumentMessage, Message, PromptDocument, PromptSpan
 
 
@@ -173,3 +178,52 @@ def test_a_result_after_its_call_is_still_one_result_per_call() -> None:
         composer.tool_result("c1", untrusted("Rain", source="tool:get_weather"))
     # A result for a call the application did not record (replayed history) is still taken.
     composer.tool_result("c0", untrusted("Old.", source="tool:x"))
+
+
+# --- marking many distinct hidden characters takes linear time --------------------------------
+
+
+def _replace_calls(text: str) -> int:
+    """How many times marking ``text`` calls ``str.replace`` (each reads the whole text)."""
+    calls = 0
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "c_call" and getattr(arg, "__name__", "") == "replace":
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        fence("page", text)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_a_page_of_many_distinct_hidden_characters_is_marked_in_one_pass() -> None:
+    # Each distinct character to code cost one replace over the whole text: a 160 KB page
+    # of private-use characters took 4 s to mark in the default mode, 1 MB minutes.
+    page = "".join(chr(0xF0000 + n) for n in range(2000)) + "\n" + "\u27e6 \x1b"
+    assert _replace_calls(page) < 10  # was 2,003
+    assert unfence(fence("page", page)) == [("page", page)]
+
+
+_SPECIAL = st.characters(categories=["Cc", "Cf", "Co", "Cn", "Zl", "Zp"])
+
+
+@given(
+    hidden=st.sets(_SPECIAL, min_size=17, max_size=80),
+    plain=st.lists(st.one_of(st.characters(), st.sampled_from("\u27e6\u2039<[ \n\r")), max_size=80),
+    seed=st.randoms(use_true_random=False),
+)
+def test_property_text_of_many_distinct_hidden_characters_is_coded_character_by_character(
+    hidden: set[str], plain: list[str], seed: Random
+) -> None:
+    characters = [*sorted(hidden), *plain]
+    seed.shuffle(characters)
+    text = "".join(characters)
+    block = fence("page", text)
+    assert unfence(block) == [("page", text)]
+    for char in hidden - {"\n", "\r"}:
+        assert char not in block, hex(ord(char))  # each one written as its code
+        assert f"\u27e6{ord(char):X}\u27e7" in block
