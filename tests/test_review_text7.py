@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from veridic import Composer, Conversation, Prompt, VeridicError, instruction, untrusted
 from veridic.checks.cli import EXIT_USAGE, main
 from veridic.fence import fence, unfence
+from veridic.text.conversation import Turn
 from veridic.text.prompt import DocumentMessage, Message, PromptDocument, PromptSpan
 
 
@@ -227,3 +228,26 @@ def test_property_text_of_many_distinct_hidden_characters_is_coded_character_by_
     for char in hidden - {"\n", "\r"}:
         assert char not in block, hex(ord(char))  # each one written as its code
         assert f"\u27e6{ord(char):X}\u27e7" in block
+
+
+# --- a conversation built from the application's own history -----------------------------------
+
+
+def test_a_call_turn_whose_arguments_give_a_key_twice_is_refused_when_made() -> None:
+    # Built by hand from an application's history: json.loads kept the last "path", so the
+    # replayed call said "/" where the history row a reviewer reads says "/tmp/a".
+    with pytest.raises(VeridicError, match="give a key twice"):
+        Turn("tool_call", '{"path": "/tmp/a", "path": "/"}', "remove", call_id="c1")
+
+
+@pytest.mark.parametrize("arguments", ["{bad", "[1, 2]", '"text"'])
+def test_a_call_turn_whose_arguments_are_no_json_object_is_refused_by_name(arguments: str) -> None:
+    # "{bad" escaped restore() and to_json() as a bare JSONDecodeError naming no turn.
+    with pytest.raises(VeridicError, match=r"stored tool_call turn \('c1', 'remove'\)"):
+        Turn("tool_call", arguments, "remove", call_id="c1")
+
+
+def test_a_call_turn_of_one_json_object_is_replayed_as_written() -> None:
+    turn = Turn("tool_call", '{"path": "/tmp/a"}', "remove", call_id="c1")
+    restored = Composer().restore(Conversation((Turn("user", "Tidy up."), turn))).build()
+    assert restored.messages[1].tool_calls[0].arguments == '{"path": "/tmp/a"}'
