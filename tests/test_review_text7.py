@@ -5,6 +5,7 @@ Each test failed on the code before its fix.
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veridic import Composer, Conversation, Prompt, VeridicError, instruction, untrusted
-from veridic.checks.cli import EXIT_USAGE, main
+from veridic.checks.cli import EXIT_CLEAN, EXIT_USAGE, main
 from veridic.fence import fence, unfence
 from veridic.text.conversation import Turn
 from veridic.text.prompt import DocumentMessage, Message, PromptDocument, PromptSpan
@@ -251,3 +252,31 @@ def test_a_call_turn_of_one_json_object_is_replayed_as_written() -> None:
     turn = Turn("tool_call", '{"path": "/tmp/a"}', "remove", call_id="c1")
     restored = Composer().restore(Conversation((Turn("user", "Tidy up."), turn))).build()
     assert restored.messages[1].tool_calls[0].arguments == '{"path": "/tmp/a"}'
+
+
+# --- veridic show on an output that is not UTF-8 --------------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
+def test_veridic_show_prints_to_an_output_that_cannot_encode_its_characters(
+    encoding: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The view's chips (⟦U+202E⟧), the clip's "…" and the prompt's own letters went to a
+    # standard output in ASCII or cp1252 (a Windows pipe) as a UnicodeEncodeError traceback.
+    prompt = (
+        Composer()
+        .system(instruction("Summarise the ticket."))
+        .data("ticket:7", untrusted("\u4e2d\u6587 \u202eevil\u202c " * 10, source="ticket:\u4e2d"))
+        .build()
+    )
+    document = tmp_path / "prompt.json"
+    document.write_text(prompt.to_document(), encoding="ascii")
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding=encoding, newline="\n")
+    monkeypatch.setattr(sys, "stdout", stream)
+    assert main(["show", str(document)]) == EXIT_CLEAN
+    stream.flush()
+    shown = raw.getvalue().decode(encoding)
+    assert f"prompt sha256 {prompt.sha256}" in shown
+    assert "ticket:\\u4e2d" in shown  # the source, its letter escaped
+    assert "\u202e" not in shown  # the override a chip, never the character
