@@ -280,3 +280,32 @@ def test_veridic_show_prints_to_an_output_that_cannot_encode_its_characters(
     assert f"prompt sha256 {prompt.sha256}" in shown
     assert "ticket:\\u4e2d" in shown  # the source, its letter escaped
     assert "\u202e" not in shown  # the override a chip, never the character
+
+
+# --- a model's tool name cannot drive the terminal through an error -------------------------
+
+_OSC52 = "get\x1b]52;c;cm0gLXJmIH4=\x07"  # a clipboard write, as a tool name the model made up
+
+
+def test_errors_about_a_models_tool_call_quote_its_name_escaped() -> None:
+    # The name went raw into three messages: printed in a traceback or a log, its OSC 52
+    # sequence wrote the reader's clipboard.
+    composer = Composer().user("Go.").tool_call("c1", _OSC52, {})
+    composer.tool_result("c1", untrusted("ok", source="tool"))
+    raised = []
+    for attempt in (
+        lambda: composer.tool_result("c1", untrusted("again", source="tool")),
+        lambda: (
+            Composer()
+            .user("Go.")
+            .tool_result("c2", untrusted("ok", source="t"))
+            .tool_call("c2", _OSC52, {})
+        ),
+        lambda: Composer().user("Go.").tool_call("c3", _OSC52, {"x": float("nan")}),
+    ):
+        with pytest.raises(VeridicError) as caught:
+            attempt()
+        raised.append(str(caught.value))
+    for message in raised:
+        assert "\x1b" not in message
+        assert "\\x1b]52" in message  # named, escaped

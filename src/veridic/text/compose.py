@@ -223,9 +223,9 @@ class Composer:
             # would list no pending call for a call that never ran, and providers refuse a
             # result that comes before the call it answers.
             raise VeridicError(
-                f"tool call id {call_id!r} ({name}) already has a result, placed before the "
-                "call: a result answers a call the model made earlier; record the call with "
-                "tool_call() first, then its result with tool_result()"
+                f"tool call id {call_id!r} ({_named(name)}) already has a result, placed "
+                "before the call: a result answers a call the model made earlier; record "
+                "the call with tool_call() first, then its result with tool_result()"
             )
         try:
             # NaN and Infinity are not JSON: Chat Completions, the Messages API and a JSON
@@ -235,7 +235,7 @@ class Composer:
             )
         except (TypeError, ValueError) as error:
             raise VeridicError(
-                f"arguments of tool call {call_id!r} ({name}) are not JSON: {error}; "
+                f"arguments of tool call {call_id!r} ({_named(name)}) are not JSON: {error}; "
                 "pass the arguments as the model sent them (JSON values)"
             ) from error
         call = ToolCall(call_id, name, encoded)
@@ -274,8 +274,8 @@ class Composer:
         name = self._calls.get(call_id)
         if call_id in self._answered:
             raise VeridicError(
-                f"tool call {call_id!r} ({name or 'unrecorded'}) already has a result: "
-                "one result per call"
+                f"tool call {call_id!r} ({_named(name) if name else 'unrecorded'}) already has a "
+                "result: one result per call"
             )
         self._require_text(text, f"tool_result({call_id!r}, ...)", allow_empty=True)
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
@@ -457,6 +457,17 @@ def _restored_mode(composer: Composer, stored: DataMode) -> DataMode:
     if stored == "verbatim" and composer.data_mode != "verbatim":
         return composer.data_mode
     return stored
+
+
+def _named(name: str) -> str:
+    """A tool name as an error quotes it: as it is when it is a tool's name, else escaped.
+
+    The name is the model's: one it made up may hold an escape sequence (an OSC 52
+    clipboard write) that a traceback or a log would carry to a terminal raw.
+    """
+    if isinstance(name, str) and _TOOL_NAME.fullmatch(name):
+        return name
+    return clip(str(name))
 
 
 def _own(piece: str) -> TrustedInstruction:
