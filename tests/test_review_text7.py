@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from random import Random
 from types import FrameType
@@ -287,25 +288,28 @@ def test_veridic_show_prints_to_an_output_that_cannot_encode_its_characters(
 _OSC52 = "get\x1b]52;c;cm0gLXJmIH4=\x07"  # a clipboard write, as a tool name the model made up
 
 
-def test_errors_about_a_models_tool_call_quote_its_name_escaped() -> None:
-    # The name went raw into three messages: printed in a traceback or a log, its OSC 52
-    # sequence wrote the reader's clipboard.
+def _second_result() -> None:
     composer = Composer().user("Go.").tool_call("c1", _OSC52, {})
     composer.tool_result("c1", untrusted("ok", source="tool"))
-    raised = []
-    for attempt in (
-        lambda: composer.tool_result("c1", untrusted("again", source="tool")),
-        lambda: (
-            Composer()
-            .user("Go.")
-            .tool_result("c2", untrusted("ok", source="t"))
-            .tool_call("c2", _OSC52, {})
-        ),
-        lambda: Composer().user("Go.").tool_call("c3", _OSC52, {"x": float("nan")}),
-    ):
-        with pytest.raises(VeridicError) as caught:
-            attempt()
-        raised.append(str(caught.value))
-    for message in raised:
-        assert "\x1b" not in message
-        assert "\\x1b]52" in message  # named, escaped
+    composer.tool_result("c1", untrusted("again", source="tool"))
+
+
+def _call_after_its_result() -> None:
+    composer = Composer().user("Go.").tool_result("c2", untrusted("ok", source="t"))
+    composer.tool_call("c2", _OSC52, {})
+
+
+def _arguments_not_json() -> None:
+    Composer().user("Go.").tool_call("c3", _OSC52, {"x": float("nan")})
+
+
+@pytest.mark.parametrize("attempt", [_second_result, _call_after_its_result, _arguments_not_json])
+def test_errors_about_a_models_tool_call_quote_its_name_escaped(
+    attempt: Callable[[], None],
+) -> None:
+    # The name went raw into these messages: printed in a traceback or a log, its OSC 52
+    # sequence wrote the reader's clipboard.
+    with pytest.raises(VeridicError) as caught:
+        attempt()
+    assert "\x1b" not in str(caught.value)
+    assert "\\x1b]52" in str(caught.value)  # named, escaped
