@@ -53,7 +53,7 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
         with tempfile.TemporaryDirectory(prefix="veridic-show-") as snapshots:
             text = _show(args, Path(snapshots), colour)
         if args.output is None:
-            out.write(text)
+            out.write(_writable(text, out))
             return EXIT_CLEAN
         try:
             args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -65,8 +65,28 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
     except _UsageError as error:
         print(f"veridic show: {error}", file=sys.stderr)
         return EXIT_USAGE
-    out.write(f"wrote {args.output}\n")
+    out.write(_writable(f"wrote {args.output}\n", out))
     return EXIT_CLEAN
+
+
+def _writable(text: str, out: TextIO) -> str:
+    """``text`` as ``out`` can write it: a character its encoding lacks as a ``\\u`` escape.
+
+    The view writes its chips (``⟦U+202E⟧``), the data's mark and the prompt's own letters;
+    a standard output in ASCII or a legacy code page (``PYTHONIOENCODING``, a Windows pipe
+    in cp1252) refused them with a ``UnicodeEncodeError`` traceback instead of the view.
+    Escaped as a Python literal escapes them, the way the samples already are.
+    """
+    encoding = getattr(out, "encoding", None)
+    if not isinstance(encoding, str):
+        return text
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: the stream will say so itself
+        return text
+    return text
 
 
 def _show(args: argparse.Namespace, snapshots: Path, colour: bool) -> str:

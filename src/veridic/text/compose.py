@@ -109,13 +109,14 @@ class Composer:
             reused, or a call gets a second result.
     """
 
-    __slots__ = ("_calls", "_log", "_mode", "_modes", "_system", "_turns")
+    __slots__ = ("_answered", "_calls", "_log", "_mode", "_modes", "_system", "_turns")
 
     def __init__(self, *, data_mode: DataMode = "datamark") -> None:
         self._mode: DataMode = check_mode(data_mode, "Composer(data_mode=...)")
         self._system: list[str] = []
         self._turns: list[Message] = []
         self._calls: dict[str, str] = {}
+        self._answered: set[str] = set()
         self._modes: set[DataMode] = set()
         self._log: list[_Logged] = []
 
@@ -203,8 +204,9 @@ class Composer:
         """Record a tool call the model made, on the current assistant turn.
 
         Raises:
-            VeridicError: the id or the name is empty, the id is used already, or the
-                arguments are not JSON (an object, ``NaN`` or ``Infinity``).
+            VeridicError: the id or the name is empty, the id is used already (by a
+                call, or by a result placed before this call), or the arguments are not
+                JSON (an object, ``NaN`` or ``Infinity``).
         """
         if not call_id or not name:
             raise VeridicError(
@@ -216,6 +218,15 @@ class Composer:
                 f"tool call id {call_id!r} is used twice (tools {self._calls[call_id]!r} and "
                 f"{name!r}): every call needs its own id so its result can answer it"
             )
+        if call_id in self._answered:
+            # A result placed before its call would count the call as answered: the prompt
+            # would list no pending call for a call that never ran, and providers refuse a
+            # result that comes before the call it answers.
+            raise VeridicError(
+                f"tool call id {call_id!r} ({_named(name)}) already has a result, placed "
+                "before the call: a result answers a call the model made earlier; record "
+                "the call with tool_call() first, then its result with tool_result()"
+            )
         try:
             # NaN and Infinity are not JSON: Chat Completions, the Messages API and a JSON
             # column refuse them, so a call holding one is refused here, by name.
@@ -224,7 +235,7 @@ class Composer:
             )
         except (TypeError, ValueError) as error:
             raise VeridicError(
-                f"arguments of tool call {call_id!r} ({name}) are not JSON: {error}; "
+                f"arguments of tool call {call_id!r} ({_named(name)}) are not JSON: {error}; "
                 "pass the arguments as the model sent them (JSON values)"
             ) from error
         call = ToolCall(call_id, name, encoded)
@@ -261,16 +272,17 @@ class Composer:
                 "pass the id the model gave the call"
             )
         name = self._calls.get(call_id)
-        if any(m.tool_call_id == call_id for m in self._turns):
+        if call_id in self._answered:
             raise VeridicError(
-                f"tool call {call_id!r} ({name or 'unrecorded'}) already has a result: "
-                "one result per call"
+                f"tool call {call_id!r} ({_named(name) if name else 'unrecorded'}) already has a "
+                "result: one result per call"
             )
         self._require_text(text, f"tool_result({call_id!r}, ...)", allow_empty=True)
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
         chosen = self._mode if mode is None else check_mode(mode, "tool_result() mode=")
         block = self._block("tool", label, text, call_id, chosen)
         self._turns.append(replace(block, tool_error=True) if error is True else block)
+        self._answered.add(call_id)
         self._log.append(("tool_result", text, "", chosen, call_id, error is True, ()))
         return self
 
@@ -445,6 +457,17 @@ def _restored_mode(composer: Composer, stored: DataMode) -> DataMode:
     if stored == "verbatim" and composer.data_mode != "verbatim":
         return composer.data_mode
     return stored
+
+
+def _named(name: str) -> str:
+    """A tool name as an error quotes it: as it is when it is a tool's name, else escaped.
+
+    The name is the model's: one it made up may hold an escape sequence (an OSC 52
+    clipboard write) that a traceback or a log would carry to a terminal raw.
+    """
+    if isinstance(name, str) and _TOOL_NAME.fullmatch(name):
+        return name
+    return clip(str(name))
 
 
 def _own(piece: str) -> TrustedInstruction:

@@ -84,8 +84,11 @@ class Turn:
     failure), ``reasoning`` (an assistant turn's reasoning items).
 
     Raises:
-        VeridicError: ``kind`` is not one of the five, or ``mode`` is not a data
-            mode (a turn of another kind would be replayed as a tool result).
+        VeridicError: ``kind`` is not one of the five, ``mode`` is not a data
+            mode (a turn of another kind would be replayed as a tool result), or a
+            call's ``text`` is not one JSON object that gives each key once
+            (``json.loads`` would keep the last of two without a word, and the
+            replayed call would say other than the history it was built from).
     """
 
     kind: TurnKind
@@ -111,6 +114,8 @@ class Turn:
                 f"a stored {kind} turn got the data mode {clip(str(self.mode))}, which is "
                 f"not one of {', '.join(DATA_MODES)}"
             )
+        if kind == "tool_call":
+            _check_arguments(self.text, self.call_id, self.label)
 
     def to_json_object(self) -> dict[str, object]:
         """The turn as the JSON object the format documents."""
@@ -205,6 +210,28 @@ class Conversation:
                 f"{type(turns).__name__}): pass the text Conversation.to_json() wrote"
             )
         return cls(tuple(_read_turn(index, turn) for index, turn in enumerate(turns)))
+
+
+def _check_arguments(text: object, call_id: str, name: str) -> None:
+    """Refuse a call's arguments that are not one JSON object giving each key once."""
+    where = f"a stored tool_call turn ({clip(str(call_id))}, {clip(str(name))})"
+    if not isinstance(text, str):
+        raise VeridicError(
+            f"{where} got arguments of type {type(text).__name__}: pass them as the JSON text "
+            "of an object, as Composer.conversation() stores them"
+        )
+    try:
+        arguments = _json_object.loads(text)
+    except ValueError as error:
+        raise VeridicError(
+            f"{where} has arguments {clip(text)}, which are not JSON or give a key twice "
+            f"({error}): pass the call's arguments as the model sent them, as one JSON object"
+        ) from error
+    if not isinstance(arguments, dict):
+        raise VeridicError(
+            f"{where} has arguments {clip(text)}, a JSON {type(arguments).__name__}, not an "
+            "object: a call's arguments are one JSON object"
+        )
 
 
 _SHAPES: Final[dict[str, dict[str, type | tuple[type, ...]]]] = {

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, cast, get_args
 
+from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text._prompt_hash import _digest
@@ -148,7 +150,8 @@ class PromptDocument:
         """Read a document :meth:`veridic.Prompt.to_document` wrote, strictly.
 
         Every key is required and nothing else is allowed: an unknown key, a
-        missing one or a value of the wrong JSON type is refused whole, named
+        missing one, one given twice in an object (``json.loads`` would keep the
+        last without a word) or a value of the wrong JSON type is refused whole, named
         by its place (``messages[2].tool_calls[0].name``), and so are spans
         that do not fit their message and a text that does not match the
         ``sha256``. Nothing is skipped quietly.
@@ -158,12 +161,15 @@ class PromptDocument:
                 where and what was found).
         """
         try:
-            document: object = json.loads(text)
+            # A key given twice is refused, not read as its last value: a reviewer of the
+            # file would read one span or text and the view show another. Nesting too deep
+            # for json is refused too, not let out as a bare RecursionError.
+            document: object = _json_object.loads(text)
         except ValueError as error:
             shown = clip(text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
             raise VeridicError(
-                f"PromptDocument.from_json() got {shown}, which is not JSON ({error}): "
-                f"{_TO_DOCUMENT}"
+                f"PromptDocument.from_json() got {shown}, which is not JSON, gives a key twice "
+                f"or nests too deeply ({error}): {_TO_DOCUMENT}"
             ) from error
         where = "PromptDocument.from_json()"
         fields = _fields(document, where, "the document", _DOCUMENT_KEYS)
@@ -215,7 +221,7 @@ def _check_blocks_untrusted(
     into the document afterwards. The system message is left alone: a block written in
     code there (a worked example) is trusted text.
     """
-    found: dict[int, list[tuple[int, int, str, str]]] = {}
+    found: dict[int, tuple[list[int], list[tuple[int, int, str, str]]]] = {}
     for index, span in enumerate(spans):
         if span.kind not in TRUSTED_KINDS or span.start == span.end:
             continue
@@ -223,7 +229,7 @@ def _check_blocks_untrusted(
         if message.role == "system" or "<data" not in message.content:
             continue
         if span.message not in found:
-            found[span.message] = [
+            stretches = [
                 stretch
                 for block in _blocks(message.content)
                 for stretch in (
@@ -232,15 +238,21 @@ def _check_blocks_untrusted(
                 )
                 if stretch[0] < stretch[1]  # an empty block's own lines form one span
             ]
-        for start, end, part, label in found[span.message]:
-            if span.start < end and start < span.end:
-                raise VeridicError(
-                    f"PromptDocument: spans[{index}] (message {span.message}, "
-                    f"{span.start}-{span.end}) says {span.kind} ({clip(span.origin)}), and it "
-                    f"covers the {part} of the data block labelled {clip(label)}, which is "
-                    "outside text veridic never records as trusted: the spans were changed "
-                    f"after the document was written, to show data as instructions: {_TO_DOCUMENT}"
-                )
+            # In order and apart, so their ends are in order too: the first stretch ending
+            # after a span's start is the only one it can overlap first (found by bisection,
+            # not by comparing every span with every block of a crafted many-block message).
+            found[span.message] = ([stretch[1] for stretch in stretches], stretches)
+        ends, stretches = found[span.message]
+        at = bisect_right(ends, span.start)
+        if at < len(stretches) and stretches[at][0] < span.end:
+            _, _, part, label = stretches[at]
+            raise VeridicError(
+                f"PromptDocument: spans[{index}] (message {span.message}, "
+                f"{span.start}-{span.end}) says {span.kind} ({clip(span.origin)}), and it "
+                f"covers the {part} of the data block labelled {clip(label)}, which is "
+                "outside text veridic never records as trusted: the spans were changed "
+                f"after the document was written, to show data as instructions: {_TO_DOCUMENT}"
+            )
 
 
 class _Hashed(Protocol):

@@ -53,7 +53,7 @@ import html
 import json
 import re
 import unicodedata
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -449,7 +449,7 @@ class _Page:
         key = (kind, origin)
         number = self.origins.setdefault(key, len(self.origins) + 1)
         uses = self.origin_use.setdefault(key, [])
-        if message not in uses:
+        if not uses or uses[-1] != message:  # messages come in order: a list of them, once each
             uses.append(message)
         return f"{self.prefix}-o{number}"
 
@@ -459,6 +459,10 @@ class _Page:
         blocks = _blocks(content) if "<data" in content else []
         marks = self._marks(content, spans, blocks)
         starts = [mark[0] for mark in marks]
+        # Every place a mark begins or ends, in order: each span takes the ones inside it
+        # by bisection, not by comparing itself with every mark of the message (a crafted
+        # document of many blocks and spans in one message cost their product).
+        bounds = sorted({p for mark in marks for p in mark[:2]})
         body: list[str] = []
         for span in _covering(spans, len(content)):
             kind = span.kind if span.kind in KIND_COLOURS else "unknown"
@@ -471,10 +475,8 @@ class _Page:
                 f"of message {index}"
             )
             body.append(f'<span class="sp k-{kind}" title="{_attr(title)}">')
-            cuts = sorted(
-                {p for mark in marks for p in mark[:2] if span.start < p < span.end}
-                | {span.start, span.end}
-            )
+            inside = bounds[bisect_right(bounds, span.start) : bisect_left(bounds, span.end)]
+            cuts = [span.start, *inside, span.end]
             for a, b in pairwise(cuts):
                 at = bisect_right(starts, a) - 1
                 mark = marks[at] if at >= 0 and marks[at][0] <= a < marks[at][1] else None
