@@ -10,7 +10,8 @@ as it began, itself included (a tool's ``"list_delay"`` makes each take that man
 seconds, so that listings asked for together overlap). A
 tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
 content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
-server sends back. One holding ``"exit": true`` ends the server's process instead, and
+server sends back (an entry's ``"output_schema"`` is listed as the tool's
+``outputSchema``). One holding ``"exit": true`` ends the server's process instead, and
 one holding ``"raise": {"code": ..., "message": ...}`` answers with that JSON-RPC
 error. A file holding ``{"list_error": text}`` instead of a list makes every
 ``tools/list`` a JSON-RPC error with that message, and one holding
@@ -47,6 +48,7 @@ def _tools() -> list[types.Tool]:
             name=tool["name"],
             description=tool.get("description"),
             input_schema=tool["input_schema"],
+            output_schema=tool.get("output_schema"),
             annotations=types.ToolAnnotations(**tool["annotations"])
             if tool.get("annotations")
             else None,

@@ -609,7 +609,9 @@ class McpConnection:
                 raise _unanswered(self.server, name) from error
             if await self._lost_connection(client, error):
                 raise _cut_off(self.server, name) from error
-            raise
+            if _error_answer(error):
+                raise  # the server's JSON-RPC error: it says the call did not run
+            raise _unreadable(self.server, name, error) from error
         text = result_text(result)
         if getattr(result, "is_error", False):
             raise _answered_error(self.server, name, text)  # quoted clipped, its length said
@@ -869,6 +871,32 @@ def _cut_off(server: McpServer, name: str) -> IntegrationError:
         "(its process ended, or the network failed), so the call may have run: check what it "
         "did before calling it again, once the application has connected to the server again",
         reason="the MCP server closed the connection during the call",
+    )
+
+
+def _error_answer(error: BaseException) -> bool:
+    """Whether ``error`` is a JSON-RPC error (an ``MCPError`` with its code), not a failure
+    of the client to read an answer."""
+    return isinstance(getattr(getattr(error, "error", None), "code", None), int)
+
+
+def _unreadable(server: McpServer, name: str, error: BaseException) -> IntegrationError:
+    """The error of a call whose answer the SDK could not read: it may have run.
+
+    The SDK checks a result after the server sent it: structured content that does
+    not match the tool's own ``outputSchema``, or a result the protocol does not
+    allow, is raised as a ``RuntimeError`` or a validation error once the call has
+    run on the server. Told "the tool failed (RuntimeError)", a model or a user ran
+    the write again; the message says it may have run first (where the audit record's
+    clipped detail keeps it), then quotes what was wrong (the server's text in it
+    escaped and clipped).
+    """
+    return IntegrationError(
+        f"MCP server {server.name!r}: the call of tool {name!r} may have run, but its answer "
+        "could not be read: check what it did before calling it again (a structured result "
+        "that does not match the tool's own output schema is the server's to fix): "
+        f"{_quoted(error)}",
+        reason="the MCP server's answer could not be read",
     )
 
 

@@ -1,0 +1,135 @@
+"""An attacker review of the MCP integration, seventh pass: answers the client cannot read,
+and what veridic's own server tells a connecting client when its audit store fails."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from test_review_mcp3 import tools_server
+from test_review_mcp4 import answering
+
+from veridic import (
+    ApprovalPolicy,
+    CallOutcome,
+    CallResult,
+    Registry,
+    SQLiteAuditSink,
+    aexecute,
+)
+from veridic.errors import IntegrationError
+from veridic.integrations.mcp import Declared, connect
+from veridic.integrations.mcp.server import mcp_server
+
+
+@pytest.fixture
+def audit() -> Iterator[SQLiteAuditSink]:
+    sink = SQLiteAuditSink(":memory:")
+    yield sink
+    sink.close()
+
+
+async def confirmed_call(registry: Registry, name: str, audit: SQLiteAuditSink) -> CallResult:
+    view = registry.view()
+    return await aexecute(
+        view,
+        name,
+        {},
+        policy=ApprovalPolicy(view),
+        audit=audit,
+        request_id="req-1",
+        prompt_sha256="0" * 64,
+        confirm=lambda request: True,
+    )
+
+
+# --- (1) an answer that breaks the tool's own output schema ------------------------------
+
+MOVED: dict[str, object] = {
+    "type": "object",
+    "properties": {"moved": {"type": "integer"}},
+    "required": ["moved"],
+}
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_an_answer_that_breaks_its_own_output_schema_says_the_call_may_have_run(
+    tmp_path: Path, audit: SQLiteAuditSink, protocol: str
+) -> None:
+    """A server that lists an ``outputSchema`` and answers with structured content that
+    does not match it: the SDK refuses the answer after the call ran on the server, with
+    a ``RuntimeError``, and the model was told "the tool failed (RuntimeError)", as if
+    nothing had happened: a model (or a user) that reads "failed" runs the write again.
+    The error now says the answer could not be read and that the call may have run,
+    quoting what the SDK found wrong."""
+    transfer = answering(
+        "transfer",
+        {
+            "content": [{"type": "text", "text": "moved 100"}],
+            "structuredContent": {"moved": "one hundred"},
+        },
+    )
+    transfer["output_schema"] = MOVED
+    server = tools_server(tmp_path, [transfer], protocol=protocol)
+    registry = Registry()
+
+    async def run() -> CallResult:
+        async with connect(registry, server, declare={"transfer": Declared("write", "mid")}):
+            return await confirmed_call(registry, "transfer", audit)
+
+    result = asyncio.run(run())
+    assert result.outcome is CallOutcome.FAILED
+    assert isinstance(result.error, IntegrationError)
+    told = str(result.told)
+    assert "may have run" in told
+    assert "check what it did before calling it again" in told
+    assert "output schema" in told
+    assert "'one hundred' is not of type 'integer'" in told  # the SDK's finding, quoted
+    (record,) = audit.records()
+    assert "may have run" in record.detail
+
+
+def test_an_answer_that_matches_its_output_schema_is_passed_on(
+    tmp_path: Path, audit: SQLiteAuditSink
+) -> None:
+    transfer = answering(
+        "transfer",
+        {"content": [{"type": "text", "text": "moved 100"}], "structuredContent": {"moved": 100}},
+    )
+    transfer["output_schema"] = MOVED
+    server = tools_server(tmp_path, [transfer])
+    registry = Registry()
+
+    async def run() -> CallResult:
+        async with connect(registry, server, declare={"transfer": Declared("write", "mid")}):
+            return await confirmed_call(registry, "transfer", audit)
+
+    result = asyncio.run(run())
+    assert result.ok
+    assert str(result.told) == "moved 100"
+
+
+def test_an_error_answer_of_the_server_is_still_a_failure_that_did_not_run(
+    tmp_path: Path, audit: SQLiteAuditSink
+) -> None:
+    # A JSON-RPC error is the server's answer that the call did not run: it is not told
+    # "may have run" (which would have the model check for effects that never happened).
+    refusing = {
+        "name": "refuse",
+        "description": "A tool.",
+        "input_schema": {"type": "object"},
+        "raise": {"code": -32602, "message": "bad arguments"},
+    }
+    server = tools_server(tmp_path, [refusing])
+    registry = Registry()
+
+    async def run() -> CallResult:
+        async with connect(registry, server, declare={"refuse": Declared("query")}):
+            return await confirmed_call(registry, "refuse", audit)
+
+    result = asyncio.run(run())
+    assert result.outcome is CallOutcome.FAILED
+    assert "may have run" not in str(result.told)
