@@ -133,3 +133,63 @@ def test_an_error_answer_of_the_server_is_still_a_failure_that_did_not_run(
     result = asyncio.run(run())
     assert result.outcome is CallOutcome.FAILED
     assert "may have run" not in str(result.told)
+
+
+# --- (2) veridic's server: what a client is told when the audit store fails --------------
+
+
+def store_that_fails(tmp_path: Path) -> tuple[SQLiteAuditSink, str]:
+    """A real store whose file lies in a directory the client must not learn of, closed
+    (as a store the operator closed, or that lost its disk, would fail)."""
+    secret = tmp_path / "ops-secret-volume"
+    secret.mkdir()
+    sink = SQLiteAuditSink(secret / "audit.db")
+    sink.close()
+    return sink, "ops-secret-volume"
+
+
+def served_registry(ran: list[int]) -> Registry:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def find_order(order_id: int) -> str:
+        """Find an order by its id.
+
+        Args:
+            order_id: The order's number.
+        """
+        ran.append(order_id)
+        return f"order {order_id}"
+
+    return registry
+
+
+def test_a_client_is_told_a_call_ran_unrecorded_without_the_stores_internals(
+    tmp_path: Path,
+) -> None:
+    """A call that ran but whose audit record could not be written: veridic's MCP server
+    sent the executor's whole ``AuditWriteError`` to the client, with the store's own
+    error in it (its file path here; a database driver's text, with host and user, for
+    another store) and advice meant for the operator's code (".result, .result.record").
+    The client, and the model behind it, now read that the call ran and was not
+    recorded, and not to run it again; the operator's log keeps the whole error."""
+    ran: list[int] = []
+    registry = served_registry(ran)
+    sink, secret = store_that_fails(tmp_path)
+    server = mcp_server(lambda request: registry.view(), audit=sink)
+
+    async def main() -> str:
+        async with Client(server) as client:
+            result = await client.call_tool("find_order", {"order_id": 7})
+        assert result.is_error
+        (content,) = result.content
+        return str(getattr(content, "text", ""))
+
+    told = asyncio.run(main())
+    assert ran == [7]
+    assert secret not in told
+    assert "SQLiteAuditSink" not in told
+    assert ".result" not in told
+    assert "'find_order' ran" in told
+    assert "not recorded" in told
+    assert "do not run it again" in told

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from veridic._extras import require
 from veridic._sample import clip
-from veridic.errors import VeridicError
+from veridic.errors import AuditWriteError, VeridicError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AsyncAuditSink, AuditRecord, AuditSink, CallOutcome
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute
@@ -665,7 +665,20 @@ def _rendered(plain: object) -> tuple[str, dict[str, object] | None]:
 
 def _message(error: BaseException) -> str:
     """What the client is told of an error of the server's own: veridic's words, or the type
-    (a store's or a driver's message may hold what the model must not read; the log has it)."""
+    (a store's or a driver's message may hold what the model must not read; the log has it).
+
+    An audit store's failure is told in words of its own: the executor's
+    :class:`~veridic.errors.AuditWriteError` quotes the store's error (a file path, a
+    database driver's text with its host and user) and speaks to the operator's code
+    (``.result``); the client needs to know only whether the call ran.
+    """
+    if isinstance(error, AuditWriteError):
+        return (
+            f"tool {error.result.record.tool!r} ran (outcome {error.result.outcome.value}), but "
+            "the server could not write its audit record, so the call is not recorded and its "
+            "result is not passed on: its effects happened, do not run it again; the server's "
+            "log (veridic.integrations.mcp) has what went wrong"
+        )
     if isinstance(error, VeridicError):
         return str(error)
     return f"the call failed ({type(error).__name__}); the server's log has what went wrong"
