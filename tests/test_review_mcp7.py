@@ -4,6 +4,8 @@ and what veridic's own server tells a connecting client when its audit store fai
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from veridic import (
     aexecute,
 )
 from veridic.errors import IntegrationError
-from veridic.integrations.mcp import Declared, connect
+from veridic.integrations.mcp import Declared, connect, http, list_tools
 from veridic.integrations.mcp.server import mcp_server
 
 
@@ -193,3 +195,48 @@ def test_a_client_is_told_a_call_ran_unrecorded_without_the_stores_internals(
     assert "'find_order' ran" in told
     assert "not recorded" in told
     assert "do not run it again" in told
+
+
+# --- (3) a secret in a server's URL ------------------------------------------------------
+
+
+def closed_port() -> int:
+    """A port on this machine nothing listens on (bound, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_secret_in_a_servers_url_is_kept_out_of_its_repr_errors_and_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``http()`` takes no headers, so a hosted server's key travels in its URL
+    (``?api_key=...``, or ``user:password@``); the URL was printed whole by the server's
+    ``repr``, by the error of a server that does not answer (``list_tools``, ``veridic mcp
+    pin``) and twice in the WARNING log of ``connect``. Each now shows the URL with the
+    password and the query's values masked, the host, path and query keys kept so the
+    operator can tell which server it was."""
+    url = f"http://ops:hunter2-pw@127.0.0.1:{closed_port()}/mcp?api_key=sk-live-SECRET&v=2"
+    server = http("remote", url, timeout=2)
+    registry = Registry()
+
+    async def run() -> None:
+        async with connect(registry, server):
+            pass
+
+    with pytest.raises(IntegrationError) as refused:
+        asyncio.run(list_tools(server))
+    with caplog.at_level(logging.DEBUG, logger="veridic"):
+        asyncio.run(run())
+    logged = "\n".join(
+        f"{record.getMessage()} {record.exc_info[1] if record.exc_info else ''}"
+        for record in caplog.records
+    )
+    told = [repr(server), str(refused.value), logged]
+    for text in told:
+        assert "sk-live-SECRET" not in text
+        assert "hunter2-pw" not in text
+    for text in told[:2]:
+        assert f"127.0.0.1:{url.split(':')[3].split('/')[0]}/mcp" in text
+        assert "api_key=" in text
+    assert server.url == url  # what is connected to is the whole URL

@@ -70,6 +70,7 @@ from collections.abc import (
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from veridic._exception_groups import leaves as _leaves
 from veridic._extras import require
@@ -152,13 +153,14 @@ class McpServer:
             not isinstance(self.url, str) or not self.url.startswith(("http://", "https://"))
         ):
             raise VeridicError(
-                f"MCP server {self.name!r} got url={self.url!r}: give the server's streamable "
-                "HTTP endpoint, e.g. 'http://localhost:8000/mcp'"
+                f"MCP server {self.name!r} got url={_shown_url(self.url)}: give the server's "
+                "streamable HTTP endpoint, e.g. 'http://localhost:8000/mcp'"
             )
         if bool(self.url) == bool(self.command):
             raise VeridicError(
-                f"MCP server {self.name!r} got command={self.command!r} and url={self.url!r}: "
-                "give a command or a url, not both (the url would run and the command be "
+                f"MCP server {self.name!r} got command={self.command!r} and "
+                f"url={_shown_url(self.url)}: give a command or a url, not both (the url would "
+                "run and the command be "
                 "dropped) and not neither; make it with stdio(name, command, ...) or "
                 "http(name, url, ...)"
             )
@@ -182,8 +184,18 @@ class McpServer:
             )
 
     def __repr__(self) -> str:
-        where = self.url or " ".join(self.command)
-        return f"McpServer({self.name!r}, {where!r})"
+        return f"McpServer({self.name!r}, {self._where!r})"
+
+    @property
+    def _where(self) -> str:
+        """The command line, or the URL with its password and query values masked.
+
+        What messages and the log print of the server: :func:`http` takes no headers,
+        so a hosted server's key travels in its URL (``?api_key=...``,
+        ``user:password@``), and a URL printed whole put it in every log line and
+        error about the server.
+        """
+        return _masked(self.url) if self.url else " ".join(self.command)
 
 
 def stdio(
@@ -1056,7 +1068,7 @@ def _unreachable(server: McpServer, error: BaseException) -> IntegrationError:
     reason = str(_reason(error))
     told = "; ".join(_quoted(leaf) for leaf in _leaves(error))
     return IntegrationError(
-        f"MCP server {server.name!r} ({server.url or ' '.join(server.command)}): {reason} "
+        f"MCP server {server.name!r} ({server._where}): {reason} "
         f"({told}); its tools are unavailable until it does",
         reason=reason,
     )
@@ -1106,6 +1118,38 @@ def _check_limits(name: object, result_limit: int, describe_limit: int) -> None:
                 f"MCP server {name!r} got {keyword}={limit!r}: give the number of characters "
                 f"{what}, e.g. {keyword}={default}"
             )
+
+
+def _shown_url(url: object) -> str:
+    """A ``url=`` value for an error: a string masked (:func:`_masked`), else its repr."""
+    return repr(_masked(url)) if isinstance(url, str) else repr(url)
+
+
+def _masked(url: str) -> str:
+    """``url`` with its password, each query value and its fragment written ``***``.
+
+    The user name, host, port, path and query keys stay: enough to tell which server
+    and which key, not enough to use it.
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # not a URL one can take apart: shown as its scheme only
+        return f"{url.split(':', 1)[0]}://***"
+    if ":" in host:
+        host = f"[{host}]"
+    user = f"{parts.username}:***@" if parts.password is not None else ""
+    if parts.password is None and parts.username is not None:
+        user = "***@"  # a user name alone is the secret of some servers (a token as user)
+    query = "&".join(
+        f"{field.split('=', 1)[0]}=***" if "=" in field else "***"
+        for field in parts.query.split("&")
+        if field
+    )
+    return urlunsplit(
+        (parts.scheme, f"{user}{host}{port}", parts.path, query, "***" if parts.fragment else "")
+    )
 
 
 def _path(value: str | os.PathLike[str] | None) -> str | None:
