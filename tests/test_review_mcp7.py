@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from test_review_mcp3 import tools_server
 from test_review_mcp4 import answering
@@ -240,3 +242,22 @@ def test_a_secret_in_a_servers_url_is_kept_out_of_its_repr_errors_and_log(
         assert f"127.0.0.1:{url.split(':')[3].split('/')[0]}/mcp" in text
         assert "api_key=" in text
     assert server.url == url  # what is connected to is the whole URL
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    secret=st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZ23456789", min_size=12, max_size=24),
+    where=st.sampled_from(["password", "user", "query", "query-only", "fragment", "bad-port"]),
+)
+def test_no_url_shows_its_secret_in_the_servers_repr(secret: str, where: str) -> None:
+    url = {
+        "password": f"https://ops:{secret}@mcp.example.com/mcp",
+        "user": f"https://{secret}@mcp.example.com/mcp",
+        "query": f"https://mcp.example.com/mcp?v=2&token={secret}",
+        "query-only": f"https://mcp.example.com/mcp?{secret}",
+        "fragment": f"https://mcp.example.com/mcp#{secret}",
+        "bad-port": f"https://mcp.example.com:{secret}/mcp",
+    }[where]
+    shown = repr(http("remote", url))
+    assert secret not in shown
+    assert shown.startswith("McpServer('remote', 'https://")
