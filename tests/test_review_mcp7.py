@@ -261,3 +261,36 @@ def test_no_url_shows_its_secret_in_the_servers_repr(secret: str, where: str) ->
     shown = repr(http("remote", url))
     assert secret not in shown
     assert shown.startswith("McpServer('remote', 'https://")
+
+
+# --- (4) a call that rounds forever --------------------------------------------------------
+
+
+def test_a_server_that_asks_for_round_after_round_is_bounded_by_the_call_timeout(
+    tmp_path: Path, audit: SQLiteAuditSink
+) -> None:
+    """On protocol 2026-07-28 a server may answer a call with an ``InputRequiredResult``,
+    and the SDK retries the call (up to ten rounds, each with the whole ``timeout``): a
+    server that answered each round just in time held a call for eleven times the
+    server's ``timeout``, which the documentation says bounds each call, and each round
+    was another ``tools/call`` of the tool. The whole call, every round, is now bounded
+    by ``timeout``, and told as a call not answered in time (it may have run)."""
+    rounds = {
+        "name": "stall",
+        "description": "A tool.",
+        "input_schema": {"type": "object"},
+        "input_required": True,
+        "sleep": 0.4,
+    }
+    server = tools_server(tmp_path, [rounds], timeout=1.0)
+    registry = Registry()
+
+    async def run() -> CallResult:
+        async with connect(registry, server, declare={"stall": Declared("query")}):
+            return await confirmed_call(registry, "stall", audit)
+
+    result = asyncio.run(run())
+    assert result.outcome is CallOutcome.FAILED
+    told = str(result.told)
+    assert "did not answer the call of tool 'stall' within 1.0 s" in told
+    assert "may have run" in told

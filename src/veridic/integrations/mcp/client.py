@@ -614,8 +614,12 @@ class McpConnection:
         reason = self._withheld.get(name)
         if reason is not None:
             raise self._unavailable(name, reason)
+        anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
         try:
-            result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
+            # The whole call, not each request of it: on 2026-07-28 the SDK retries a call
+            # answered with an InputRequiredResult, up to ten rounds of a timeout each.
+            with anyio.fail_after(self.server.timeout):
+                result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
         except Exception as error:
             if _timed_out(error):
                 raise _unanswered(self.server, name) from error
