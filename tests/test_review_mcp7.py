@@ -6,17 +6,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
+import anyio
+import mcp_types as types
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client
+from mcp.client.session import ClientRequestContext
+from test_integration_mcp_server import Shop
 from test_review_mcp3 import tools_server
 from test_review_mcp4 import answering
 
 from veridic import (
+    ApprovalMode,
     ApprovalPolicy,
     CallOutcome,
     CallResult,
@@ -294,3 +299,63 @@ def test_a_server_that_asks_for_round_after_round_is_bounded_by_the_call_timeout
     told = str(result.told)
     assert "did not answer the call of tool 'stall' within 1.0 s" in told
     assert "may have run" in told
+
+
+# --- (5) veridic's server: an answer that comes too late -----------------------------------
+
+
+def late_yes(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> Awaitable[types.ElicitResult | types.ErrorData]:
+    async def answer() -> types.ElicitResult | types.ErrorData:
+        await anyio.sleep(0.2)  # past the question's time (shortened to 0.1 s)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    return answer()
+
+
+def test_an_approval_answered_after_the_question_expired_runs_nothing(
+    audit: SQLiteAuditSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On protocol 2026-07-28 a question waits ten minutes for its answer; a later yes is
+    no yes. On older revisions the question is an ``elicitation/create`` request, and the
+    server waited for its answer without end: a client that answered days later ran an
+    irreversible call approved against a view and arguments of that old moment (and
+    until then held the call open). A question now has the same time on both; past it,
+    the call does not run and is recorded denied, saying why. (The ten minutes are
+    shortened here to a tenth of a second.)"""
+    monkeypatch.setattr("veridic.integrations.mcp.server._ASKED_TTL", 0.1)
+    shop = Shop()
+    server = mcp_server(shop.view, audit=audit)
+
+    async def main() -> types.CallToolResult:
+        async with Client(server, mode="legacy", elicitation_callback=late_yes) as client:
+            return await client.call_tool("delete_order", {"order_id": 42})
+
+    result = anyio.run(main)
+    assert result.is_error
+    assert shop.deleted == []
+    (record,) = audit.records()
+    assert (record.approval, record.outcome) == (ApprovalMode.DENIED, CallOutcome.DENIED)
+    (block,) = result.content
+    assert "did not answer" in getattr(block, "text", "")
+
+
+def test_a_late_answer_on_the_2026_protocol_is_asked_again_and_never_runs(
+    audit: SQLiteAuditSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rule the older revisions now follow: each late yes finds its question closed,
+    # the question is asked again, and the SDK gives up after its rounds.
+    monkeypatch.setattr("veridic.integrations.mcp.server._ASKED_TTL", 0.1)
+    shop = Shop()
+    server = mcp_server(shop.view, audit=audit)
+
+    async def main() -> None:
+        async with Client(server, elicitation_callback=late_yes) as client:
+            await client.call_tool("delete_order", {"order_id": 42})
+
+    with pytest.raises(BaseExceptionGroup) as gave_up:
+        anyio.run(main)
+    assert gave_up.group_contains(RuntimeError, match="InputRequiredResult for more than")
+    assert shop.deleted == []
+    assert not audit.records()  # a question never answered in time is no call

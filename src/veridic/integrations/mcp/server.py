@@ -38,7 +38,8 @@ retry that changes a clipped part is asked again.
 On protocol 2026-07-28 the question rides an
 ``InputRequiredResult`` and the answer the client's retry, matched to a
 one-time token the server keeps; on older protocols it is an
-``elicitation/create`` request in the middle of the call. A client that did
+``elicitation/create`` request in the middle of the call. Either way a question
+waits ten minutes for its answer; a later one approves nothing. A client that did
 not declare form elicitation cannot be asked: the call is refused, recorded
 ``DENIED``, with a message that says what the client lacks.
 
@@ -467,11 +468,23 @@ def _eliciting(ctx: ServerRequestContext[object, object]) -> AsyncConfirm:
     """The executor's ``confirm`` on older revisions: ask with an ``elicitation/create``."""
 
     async def confirm(request: ApprovalRequest) -> bool:
+        import anyio
+
         question = _Question.of(request)
+        ttl = _ASKED_TTL
         try:
-            answer = await ctx.session.elicit_form(
-                question.message, question.schema, related_request_id=ctx.request_id
-            )
+            # As long as a question in an InputRequiredResult waits: a yes that came days
+            # later ran the call approved against the view and arguments of that moment.
+            with anyio.fail_after(ttl):
+                answer = await ctx.session.elicit_form(
+                    question.message, question.schema, related_request_id=ctx.request_id
+                )
+        except TimeoutError as error:
+            raise VeridicError(
+                f"the user did not answer the question about the call of tool "
+                f"{request.tool!r} within {ttl:g} seconds, so it did not run: call it again "
+                "to ask again"
+            ) from error
         except Exception as error:  # the executor records the call denied, then re-raises
             raise VeridicError(
                 f"the MCP client could not put the call of tool {request.tool!r} to the user "
