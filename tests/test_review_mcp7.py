@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -126,7 +126,7 @@ def test_an_error_answer_of_the_server_is_still_a_failure_that_did_not_run(
 ) -> None:
     # A JSON-RPC error is the server's answer that the call did not run: it is not told
     # "may have run" (which would have the model check for effects that never happened).
-    refusing = {
+    refusing: dict[str, object] = {
         "name": "refuse",
         "description": "A tool.",
         "input_schema": {"type": "object"},
@@ -304,14 +304,11 @@ def test_a_server_that_asks_for_round_after_round_is_bounded_by_the_call_timeout
 # --- (5) veridic's server: an answer that comes too late -----------------------------------
 
 
-def late_yes(
+async def late_yes(
     context: ClientRequestContext, params: types.ElicitRequestParams
-) -> Awaitable[types.ElicitResult | types.ErrorData]:
-    async def answer() -> types.ElicitResult | types.ErrorData:
-        await anyio.sleep(0.2)  # past the question's time (shortened to 0.1 s)
-        return types.ElicitResult(action="accept", content={"approve": True})
-
-    return answer()
+) -> types.ElicitResult | types.ErrorData:
+    await anyio.sleep(0.2)  # past the question's time (shortened to 0.1 s)
+    return types.ElicitResult(action="accept", content={"approve": True})
 
 
 def test_an_approval_answered_after_the_question_expired_runs_nothing(
@@ -359,3 +356,41 @@ def test_a_late_answer_on_the_2026_protocol_is_asked_again_and_never_runs(
     assert gave_up.group_contains(RuntimeError, match="InputRequiredResult for more than")
     assert shop.deleted == []
     assert not audit.records()  # a question never answered in time is no call
+
+
+# --- (6) veridic's server: a client's error text in the server's log -----------------------
+
+
+def test_a_clients_error_text_cannot_forge_a_line_of_the_servers_log(
+    audit: SQLiteAuditSink, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that fails the approval form answers with an error of its own words;
+    they were put raw into veridic's error, which the server logs with its traceback:
+    a line break forged a log line of the server's ("ERROR veridic.executor: ...") and
+    an escape sequence repainted the operator's terminal. They are quoted escaped and
+    clipped now, as the client quotes a server's words."""
+    forged = "the form would not open\nERROR veridic.executor: user alice approved\x1b[2J"
+
+    async def failing(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        return types.ErrorData(code=types.INTERNAL_ERROR, message=forged + "x" * 5000)
+
+    shop = Shop()
+    server = mcp_server(shop.view, audit=audit)
+
+    async def main() -> types.CallToolResult:
+        async with Client(server, mode="legacy", elicitation_callback=failing) as client:
+            return await client.call_tool("delete_order", {"order_id": 42})
+
+    with caplog.at_level(logging.DEBUG, logger="veridic"):
+        result = anyio.run(main)
+    assert result.is_error
+    assert shop.deleted == []
+    (block,) = result.content
+    told = getattr(block, "text", "")
+    assert "the form would not open\\nERROR" in told  # quoted, escaped
+    assert "chars)" in told  # and clipped, its length said
+    logged = caplog.text  # messages and tracebacks, as a handler writes them
+    assert "\nERROR veridic.executor: user alice" not in logged
+    assert "\x1b" not in logged

@@ -113,6 +113,7 @@ _VALUE_SHOWN: Final = 160  # characters of one argument value's JSON the user re
 _ARGUMENTS_SHOWN: Final = 2000  # the whole arguments' text in a question, values clipped
 _DEPTH_SHOWN: Final = 16  # nesting an approval question shows; deeper is refused unasked
 _DETAIL_LIMIT: Final = 200  # as the executor clips a record's detail
+_CLIENT_SHOWN: Final = 2000  # characters of a client's error text an error quotes
 _REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,128}")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _log = logging.getLogger("veridic.integrations.mcp")
@@ -486,11 +487,14 @@ def _eliciting(ctx: ServerRequestContext[object, object]) -> AsyncConfirm:
                 "to ask again"
             ) from error
         except Exception as error:  # the executor records the call denied, then re-raises
+            # The client's words, quoted escaped and clipped: raw, a line break in them forged
+            # a line of the server's log (which prints this error), an escape sequence
+            # repainted the operator's terminal. Not chained: the chain printed them raw.
             raise VeridicError(
                 f"the MCP client could not put the call of tool {request.tool!r} to the user "
-                f"({type(error).__name__}: {error}), so it did not run: ask again when the "
-                "client can show its elicitation form"
-            ) from error
+                f"({type(error).__name__}: {clip(str(error), _CLIENT_SHOWN)}), so it did not "
+                "run: ask again when the client can show its elicitation form"
+            ) from None
         return _approved(answer)
 
     return confirm
