@@ -4,6 +4,7 @@ and what veridic's own server tells a connecting client when its audit store fai
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from veridic import (
     SQLiteAuditSink,
     aexecute,
 )
-from veridic.errors import IntegrationError
+from veridic.errors import IntegrationError, VeridicError
 from veridic.integrations.mcp import Declared, connect, http, list_tools
 from veridic.integrations.mcp.server import mcp_server
 
@@ -394,3 +395,57 @@ def test_a_clients_error_text_cannot_forge_a_line_of_the_servers_log(
     logged = caplog.text  # messages and tracebacks, as a handler writes them
     assert "\nERROR veridic.executor: user alice" not in logged
     assert "\x1b" not in logged
+
+
+# --- (7) connecting again after the connection ended --------------------------------------
+
+
+def test_connecting_again_to_the_same_registry_says_to_use_a_new_registry(
+    tmp_path: Path, audit: SQLiteAuditSink, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server whose process died is "unavailable until the application connects to it
+    again", the log and the errors said; connecting again to the same registry failed
+    with "lists 'balance', already registered ...: rename the application's tool of that
+    name", though the name was held by the server's own closed connection, and only
+    after starting the server again. A registry cannot take tools back: the error now
+    comes before the server is started, says the registry holds this server's earlier
+    connection, and says to connect again with a new registry; the warning that
+    promised a reconnect says so too."""
+    server = tools_server(
+        tmp_path,
+        [
+            {"name": "die", "description": "A tool.", "input_schema": {"type": "object"}},
+            answering("balance", {"content": [{"type": "text", "text": "10"}]}),
+        ],
+    )
+    spec = tmp_path / "tools.json"
+    tools = json.loads(spec.read_text())
+    tools[0]["exit"] = True
+    spec.write_text(json.dumps(tools))
+    registry = Registry()
+    declare = {"balance": Declared("query"), "die": Declared("query")}
+
+    async def run() -> tuple[CallResult, CallResult]:
+        async with connect(registry, server, declare=declare):
+            died = await confirmed_call(registry, "die", audit)
+            after = await confirmed_call(registry, "balance", audit)
+            return died, after
+
+    with caplog.at_level(logging.WARNING, logger="veridic.integrations.mcp"):
+        died, _ = asyncio.run(run())
+    assert "may have run" in str(died.told)
+    assert "new registry" in caplog.text  # the warning that the server closed the connection
+    before = registry.components()
+
+    async def again() -> None:
+        async with connect(registry, server, declare=declare):
+            pass
+
+    with pytest.raises(VeridicError) as refused:
+        asyncio.run(again())
+    message = str(refused.value)
+    assert "'tools'" in message
+    assert "earlier connection" in message
+    assert "new registry" in message
+    assert "rename the application's tool" not in message
+    assert registry.components() == before

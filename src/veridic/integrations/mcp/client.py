@@ -347,6 +347,7 @@ async def connect(
             "pass the pins recorded for this server (veridic mcp pin names them after it)"
         )
     declared = dict(declare or {})
+    _refuse_reconnect(registry, server)
     anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
     with _plain_errors():
         async with AsyncExitStack() as stack:
@@ -562,7 +563,8 @@ class McpConnection:
             self._lost = True
             _log.warning(
                 "MCP server %r closed the connection: its tools are unavailable until the "
-                "application connects again (%s)",
+                "application connects again, with a new registry (this one cannot take the "
+                "server's tools back) (%s)",
                 self.server.name,
                 _quoted(error),
             )
@@ -724,7 +726,8 @@ class McpConnection:
             return ToolUnavailableError(
                 f"MCP server {self.server.name!r} closed the connection (its process ended, or "
                 "the network failed): its tools are unavailable until the application "
-                "connects to it again",
+                "connects to it again, with a new registry (this one cannot take the server's "
+                "tools back)",
                 reason=str(_CLOSED),
                 component=self.server.name,
             )
@@ -1086,6 +1089,24 @@ def _quoted(error: BaseException) -> str:
     repainted the operator's terminal. ``clip`` quotes it escaped and cut.
     """
     return f"{type(error).__name__}: {clip(str(error), _ERROR_SHOWN)}"
+
+
+def _refuse_reconnect(registry: Registry, server: McpServer) -> None:
+    """Refuse, before the server is started, a registry that holds a component of the
+    server's name: most often the server's earlier connection, left or lost.
+
+    A registry cannot take tools back, so its tools hold their names for good; the
+    refusal came only after starting the server again, and blamed "the application's
+    tool of that name".
+    """
+    if any(state.name == server.name for state in registry.components()):
+        raise VeridicError(
+            f"{registry!r} holds a component named {server.name!r} already, most likely the "
+            "earlier connection to this MCP server (left, or lost when the server's process "
+            "ended): a registry cannot take tools back, so nothing was started or registered; "
+            "connect again with a new registry (build the application's registry again and "
+            "connect there), or give this server another name"
+        )
 
 
 def _check_name(name: object) -> None:
