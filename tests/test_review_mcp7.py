@@ -7,8 +7,10 @@ import asyncio
 import json
 import logging
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import anyio
 import mcp_types as types
@@ -31,7 +33,7 @@ from veridic import (
     aexecute,
 )
 from veridic.errors import IntegrationError, VeridicError
-from veridic.integrations.mcp import Declared, connect, http, list_tools
+from veridic.integrations.mcp import Declared, connect, http, list_tools, stdio
 from veridic.integrations.mcp.server import mcp_server
 
 
@@ -449,3 +451,37 @@ def test_connecting_again_to_the_same_registry_says_to_use_a_new_registry(
     assert "new registry" in message
     assert "rename the application's tool" not in message
     assert registry.components() == before
+
+
+# --- (8) a server that never answers, on the default protocol ------------------------------
+
+MUTE: Final = """
+import json, sys
+for line in sys.stdin:  # every request the client sends, never answered; ends on EOF
+    with open(sys.argv[1], "a", encoding="utf-8") as seen:
+        seen.write(json.loads(line).get("method", "?") + "\\n")
+"""
+
+
+def test_a_server_that_never_answers_is_given_up_after_its_timeout_on_the_default_protocol(
+    tmp_path: Path,
+) -> None:
+    """With ``protocol="auto"`` (the default) the SDK first probes ``server/discover``
+    with a wait of its own, ten seconds whatever the server's ``timeout``, then tries
+    the ``initialize`` handshake for another ``timeout``: a server that never answers
+    held ``connect`` (and the application's start) for over ten seconds with
+    ``timeout=0.5``, where the documentation says the timeout bounds starting. Starting
+    is now bounded by the timeout: the client gives up before the handshake's second
+    try (the server sees only the probe) and the server's tools are unavailable, "did
+    not answer in time"."""
+    seen = tmp_path / "seen.txt"
+    server = stdio("mute", sys.executable, "-c", MUTE, str(seen), timeout=0.5)
+    registry = Registry()
+
+    async def run() -> str:
+        async with connect(registry, server):
+            return str(registry.view().capability_section())
+
+    section = asyncio.run(run())
+    assert "did not answer in time" in section
+    assert seen.read_text().split() == ["server/discover"]

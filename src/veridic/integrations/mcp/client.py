@@ -770,10 +770,49 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
     if on_message is not None:
         options["message_handler"] = on_message
     client = mcp.Client(target, **options)
-    # No cancel scope around entering: the client's tasks outlive it. Its requests,
-    # the first one included, time out after read_timeout_seconds.
-    await stack.enter_async_context(client)
+    await _held_open(client, server, stack)
     return client
+
+
+async def _held_open(client: Any, server: McpServer, stack: AsyncExitStack) -> None:
+    """Enter ``client`` within the server's ``timeout``, and keep it open until ``stack``
+    closes.
+
+    A cancel scope cannot be put around entering the client in this task (the client's
+    own tasks outlive the scope), and the SDK's requests each have a timeout of their
+    own: with ``protocol="auto"`` a ``server/discover`` probe that waits ten seconds,
+    whatever ``timeout`` says, then the ``initialize`` handshake. So a task of its own
+    enters the client and holds it; this one waits at most ``timeout`` for it, and a
+    server that has not answered by then is cancelled, its process ended, and reported
+    as not answering in time.
+    """
+    anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
+    entered, leave = anyio.Event(), anyio.Event()
+    failed: list[Exception] = []
+
+    async def hold() -> None:
+        try:
+            async with client:
+                entered.set()
+                await leave.wait()
+        except Exception as error:  # raised below, in the task that opened it
+            if not entered.is_set():
+                failed.append(error)
+                entered.set()
+                return
+            raise
+
+    tasks = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(leave.set)  # leaving: the client closes in its own task, then the group
+    tasks.start_soon(hold)
+    try:
+        with anyio.fail_after(server.timeout):
+            await entered.wait()
+    except TimeoutError:
+        tasks.cancel_scope.cancel()  # the handshake still waiting: the server is stopped
+        raise
+    if failed:
+        raise failed[0]
 
 
 async def _listing(client: object, server: McpServer, *, refresh: bool) -> tuple[PinnedTool, ...]:
