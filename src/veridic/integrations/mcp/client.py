@@ -160,9 +160,8 @@ class McpServer:
             raise VeridicError(
                 f"MCP server {self.name!r} got command={self.command!r} and "
                 f"url={_shown_url(self.url)}: give a command or a url, not both (the url would "
-                "run and the command be "
-                "dropped) and not neither; make it with stdio(name, command, ...) or "
-                "http(name, url, ...)"
+                "run and the command be dropped) and not neither; make it with "
+                "stdio(name, command, ...) or http(name, url, ...)"
             )
         if self.protocol not in ("auto", "legacy"):
             raise VeridicError(
