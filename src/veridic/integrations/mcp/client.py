@@ -801,17 +801,23 @@ async def _held_open(client: Any, server: McpServer, stack: AsyncExitStack) -> N
                 return
             raise
 
-    tasks = await stack.enter_async_context(anyio.create_task_group())
-    stack.callback(leave.set)  # leaving: the client closes in its own task, then the group
+    # A stack of its own, closed here when the client did not open: left open in
+    # ``stack``, the cancelled task group would cancel whatever the caller runs next.
+    held = AsyncExitStack()
+    tasks = await held.enter_async_context(anyio.create_task_group())
+    held.callback(leave.set)  # leaving: the client closes in its own task, then the group
     tasks.start_soon(hold)
     try:
         with anyio.fail_after(server.timeout):
             await entered.wait()
     except TimeoutError:
         tasks.cancel_scope.cancel()  # the handshake still waiting: the server is stopped
+        await held.aclose()
         raise
     if failed:
+        await held.aclose()
         raise failed[0]
+    stack.push_async_exit(held)
 
 
 async def _listing(client: object, server: McpServer, *, refresh: bool) -> tuple[PinnedTool, ...]:
