@@ -10,7 +10,10 @@ as it began, itself included (a tool's ``"list_delay"`` makes each take that man
 seconds, so that listings asked for together overlap). A
 tool whose entry holds ``"result"`` answers with that ``CallToolResult`` (JSON, any
 content), after ``"sleep"`` seconds when it holds that too: what a hostile or slow
-server sends back. One holding ``"exit": true`` ends the server's process instead, and
+server sends back (an entry's ``"output_schema"`` is listed as the tool's
+``outputSchema``). One holding ``"input_required": true`` answers every round of
+the call with an ``InputRequiredResult`` that asks for nothing but another round
+(after its ``"sleep"``). One holding ``"exit": true`` ends the server's process instead, and
 one holding ``"raise": {"code": ..., "message": ...}`` answers with that JSON-RPC
 error. A file holding ``{"list_error": text}`` instead of a list makes every
 ``tools/list`` a JSON-RPC error with that message, and one holding
@@ -47,6 +50,7 @@ def _tools() -> list[types.Tool]:
             name=tool["name"],
             description=tool.get("description"),
             input_schema=tool["input_schema"],
+            output_schema=tool.get("output_schema"),
             annotations=types.ToolAnnotations(**tool["annotations"])
             if tool.get("annotations")
             else None,
@@ -89,7 +93,9 @@ def _entry(name: str) -> dict[str, Any]:
     return next((tool for tool in listed if tool["name"] == name), {})
 
 
-async def _call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def _call(
+    ctx: Any, params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
     entry = _entry(params.name)
     if "sleep" in entry:
         await anyio.sleep(entry["sleep"])
@@ -97,6 +103,9 @@ async def _call(ctx: Any, params: types.CallToolRequestParams) -> types.CallTool
         os._exit(3)  # a server that dies in the middle of a call
     if "raise" in entry:
         raise MCPError(code=entry["raise"]["code"], message=entry["raise"]["message"])
+    if "input_required" in entry:
+        # Asks for nothing but another round, forever (2026-07-28 protocol only).
+        return types.InputRequiredResult(request_state="again")
     if "result" in entry:
         return types.CallToolResult.model_validate(entry["result"])
     if "rewrite" in entry:

@@ -127,7 +127,10 @@ def test_a_call_the_server_did_not_answer_in_time_says_it_may_have_run(
             "result": {"content": [{"type": "text", "text": "balance: 10"}]},
         },
     ]
-    server = tools_server(tmp_path, tools, timeout=1.0)
+    # Room for a Python server to start on a loaded machine: the timeout bounds the start
+    # too (the probe's own ten seconds no longer stretch it), and still ends the call of
+    # 'transfer', which answers after 4 s.
+    server = tools_server(tmp_path, tools, timeout=2.5)
     registry = Registry()
 
     async def run() -> tuple[CallResult, CallResult]:
@@ -154,7 +157,7 @@ def test_a_call_the_server_did_not_answer_in_time_says_it_may_have_run(
     error = timed_out.error
     assert isinstance(error, IntegrationError)
     message = str(error)
-    assert "did not answer the call of tool 'transfer' within 1.0 s" in message
+    assert "did not answer the call of tool 'transfer' within 2.5 s" in message
     assert "may have run" in message
     assert "may have run" in str(timed_out.told)  # what the model reads before any retry
     assert str(after.told) == "balance: 10"  # the late "moved" is nobody's answer

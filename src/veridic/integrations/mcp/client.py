@@ -70,6 +70,7 @@ from collections.abc import (
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from veridic._exception_groups import leaves as _leaves
 from veridic._extras import require
@@ -152,15 +153,15 @@ class McpServer:
             not isinstance(self.url, str) or not self.url.startswith(("http://", "https://"))
         ):
             raise VeridicError(
-                f"MCP server {self.name!r} got url={self.url!r}: give the server's streamable "
-                "HTTP endpoint, e.g. 'http://localhost:8000/mcp'"
+                f"MCP server {self.name!r} got url={_shown_url(self.url)}: give the server's "
+                "streamable HTTP endpoint, e.g. 'http://localhost:8000/mcp'"
             )
         if bool(self.url) == bool(self.command):
             raise VeridicError(
-                f"MCP server {self.name!r} got command={self.command!r} and url={self.url!r}: "
-                "give a command or a url, not both (the url would run and the command be "
-                "dropped) and not neither; make it with stdio(name, command, ...) or "
-                "http(name, url, ...)"
+                f"MCP server {self.name!r} got command={self.command!r} and "
+                f"url={_shown_url(self.url)}: give a command or a url, not both (the url would "
+                "run and the command be dropped) and not neither; make it with "
+                "stdio(name, command, ...) or http(name, url, ...)"
             )
         if self.protocol not in ("auto", "legacy"):
             raise VeridicError(
@@ -182,8 +183,18 @@ class McpServer:
             )
 
     def __repr__(self) -> str:
-        where = self.url or " ".join(self.command)
-        return f"McpServer({self.name!r}, {where!r})"
+        return f"McpServer({self.name!r}, {self._where!r})"
+
+    @property
+    def _where(self) -> str:
+        """The command line, or the URL with its password and query values masked.
+
+        What messages and the log print of the server: :func:`http` takes no headers,
+        so a hosted server's key travels in its URL (``?api_key=...``,
+        ``user:password@``), and a URL printed whole put it in every log line and
+        error about the server.
+        """
+        return _masked(self.url) if self.url else " ".join(self.command)
 
 
 def stdio(
@@ -335,6 +346,7 @@ async def connect(
             "pass the pins recorded for this server (veridic mcp pin names them after it)"
         )
     declared = dict(declare or {})
+    _refuse_reconnect(registry, server)
     anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
     with _plain_errors():
         async with AsyncExitStack() as stack:
@@ -550,7 +562,8 @@ class McpConnection:
             self._lost = True
             _log.warning(
                 "MCP server %r closed the connection: its tools are unavailable until the "
-                "application connects again (%s)",
+                "application connects again, with a new registry (this one cannot take the "
+                "server's tools back) (%s)",
                 self.server.name,
                 _quoted(error),
             )
@@ -602,14 +615,20 @@ class McpConnection:
         reason = self._withheld.get(name)
         if reason is not None:
             raise self._unavailable(name, reason)
+        anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
         try:
-            result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
+            # The whole call, not each request of it: on 2026-07-28 the SDK retries a call
+            # answered with an InputRequiredResult, up to ten rounds of a timeout each.
+            with anyio.fail_after(self.server.timeout):
+                result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
         except Exception as error:
             if _timed_out(error):
                 raise _unanswered(self.server, name) from error
             if await self._lost_connection(client, error):
                 raise _cut_off(self.server, name) from error
-            raise
+            if _error_answer(error):
+                raise  # the server's JSON-RPC error: it says the call did not run
+            raise _unreadable(self.server, name, error) from error
         text = result_text(result)
         if getattr(result, "is_error", False):
             raise _answered_error(self.server, name, text)  # quoted clipped, its length said
@@ -706,7 +725,8 @@ class McpConnection:
             return ToolUnavailableError(
                 f"MCP server {self.server.name!r} closed the connection (its process ended, or "
                 "the network failed): its tools are unavailable until the application "
-                "connects to it again",
+                "connects to it again, with a new registry (this one cannot take the server's "
+                "tools back)",
                 reason=str(_CLOSED),
                 component=self.server.name,
             )
@@ -749,10 +769,55 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
     if on_message is not None:
         options["message_handler"] = on_message
     client = mcp.Client(target, **options)
-    # No cancel scope around entering: the client's tasks outlive it. Its requests,
-    # the first one included, time out after read_timeout_seconds.
-    await stack.enter_async_context(client)
+    await _held_open(client, server, stack)
     return client
+
+
+async def _held_open(client: Any, server: McpServer, stack: AsyncExitStack) -> None:
+    """Enter ``client`` within the server's ``timeout``, and keep it open until ``stack``
+    closes.
+
+    A cancel scope cannot be put around entering the client in this task (the client's
+    own tasks outlive the scope), and the SDK's requests each have a timeout of their
+    own: with ``protocol="auto"`` a ``server/discover`` probe that waits ten seconds,
+    whatever ``timeout`` says, then the ``initialize`` handshake. So a task of its own
+    enters the client and holds it; this one waits at most ``timeout`` for it, and a
+    server that has not answered by then is cancelled, its process ended, and reported
+    as not answering in time.
+    """
+    anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
+    entered, leave = anyio.Event(), anyio.Event()
+    failed: list[Exception] = []
+
+    async def hold() -> None:
+        try:
+            async with client:
+                entered.set()
+                await leave.wait()
+        except Exception as error:  # raised below, in the task that opened it
+            if not entered.is_set():
+                failed.append(error)
+                entered.set()
+                return
+            raise
+
+    # A stack of its own, closed here when the client did not open: left open in
+    # ``stack``, the cancelled task group would cancel whatever the caller runs next.
+    held = AsyncExitStack()
+    tasks = await held.enter_async_context(anyio.create_task_group())
+    held.callback(leave.set)  # leaving: the client closes in its own task, then the group
+    tasks.start_soon(hold)
+    try:
+        with anyio.fail_after(server.timeout):
+            await entered.wait()
+    except TimeoutError:
+        tasks.cancel_scope.cancel()  # the handshake still waiting: the server is stopped
+        await held.aclose()
+        raise
+    if failed:
+        await held.aclose()
+        raise failed[0]
+    stack.push_async_exit(held)
 
 
 async def _listing(client: object, server: McpServer, *, refresh: bool) -> tuple[PinnedTool, ...]:
@@ -869,6 +934,32 @@ def _cut_off(server: McpServer, name: str) -> IntegrationError:
         "(its process ended, or the network failed), so the call may have run: check what it "
         "did before calling it again, once the application has connected to the server again",
         reason="the MCP server closed the connection during the call",
+    )
+
+
+def _error_answer(error: BaseException) -> bool:
+    """Whether ``error`` is a JSON-RPC error (an ``MCPError`` with its code), not a failure
+    of the client to read an answer."""
+    return isinstance(getattr(getattr(error, "error", None), "code", None), int)
+
+
+def _unreadable(server: McpServer, name: str, error: BaseException) -> IntegrationError:
+    """The error of a call whose answer the SDK could not read: it may have run.
+
+    The SDK checks a result after the server sent it: structured content that does
+    not match the tool's own ``outputSchema``, or a result the protocol does not
+    allow, is raised as a ``RuntimeError`` or a validation error once the call has
+    run on the server. Told "the tool failed (RuntimeError)", a model or a user ran
+    the write again; the message says it may have run first (where the audit record's
+    clipped detail keeps it), then quotes what was wrong (the server's text in it
+    escaped and clipped).
+    """
+    return IntegrationError(
+        f"MCP server {server.name!r}: the call of tool {name!r} may have run, but its answer "
+        "could not be read: check what it did before calling it again (a structured result "
+        "that does not match the tool's own output schema is the server's to fix): "
+        f"{_quoted(error)}",
+        reason="the MCP server's answer could not be read",
     )
 
 
@@ -1028,7 +1119,7 @@ def _unreachable(server: McpServer, error: BaseException) -> IntegrationError:
     reason = str(_reason(error))
     told = "; ".join(_quoted(leaf) for leaf in _leaves(error))
     return IntegrationError(
-        f"MCP server {server.name!r} ({server.url or ' '.join(server.command)}): {reason} "
+        f"MCP server {server.name!r} ({server._where}): {reason} "
         f"({told}); its tools are unavailable until it does",
         reason=reason,
     )
@@ -1042,6 +1133,24 @@ def _quoted(error: BaseException) -> str:
     repainted the operator's terminal. ``clip`` quotes it escaped and cut.
     """
     return f"{type(error).__name__}: {clip(str(error), _ERROR_SHOWN)}"
+
+
+def _refuse_reconnect(registry: Registry, server: McpServer) -> None:
+    """Refuse, before the server is started, a registry that holds a component of the
+    server's name: most often the server's earlier connection, left or lost.
+
+    A registry cannot take tools back, so its tools hold their names for good; the
+    refusal came only after starting the server again, and blamed "the application's
+    tool of that name".
+    """
+    if any(state.name == server.name for state in registry.components()):
+        raise VeridicError(
+            f"{registry!r} holds a component named {server.name!r} already, most likely the "
+            "earlier connection to this MCP server (left, or lost when the server's process "
+            "ended): a registry cannot take tools back, so nothing was started or registered; "
+            "connect again with a new registry (build the application's registry again and "
+            "connect there), or give this server another name"
+        )
 
 
 def _check_name(name: object) -> None:
@@ -1078,6 +1187,38 @@ def _check_limits(name: object, result_limit: int, describe_limit: int) -> None:
                 f"MCP server {name!r} got {keyword}={limit!r}: give the number of characters "
                 f"{what}, e.g. {keyword}={default}"
             )
+
+
+def _shown_url(url: object) -> str:
+    """A ``url=`` value for an error: a string masked (:func:`_masked`), else its repr."""
+    return repr(_masked(url)) if isinstance(url, str) else repr(url)
+
+
+def _masked(url: str) -> str:
+    """``url`` with its password, each query value and its fragment written ``***``.
+
+    The user name, host, port, path and query keys stay: enough to tell which server
+    and which key, not enough to use it.
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # not a URL one can take apart: shown as its scheme only
+        return f"{url.split(':', 1)[0]}://***"
+    if ":" in host:
+        host = f"[{host}]"
+    user = f"{parts.username}:***@" if parts.password is not None else ""
+    if parts.password is None and parts.username is not None:
+        user = "***@"  # a user name alone is the secret of some servers (a token as user)
+    query = "&".join(
+        f"{field.split('=', 1)[0]}=***" if "=" in field else "***"
+        for field in parts.query.split("&")
+        if field
+    )
+    return urlunsplit(
+        (parts.scheme, f"{user}{host}{port}", parts.path, query, "***" if parts.fragment else "")
+    )
 
 
 def _path(value: str | os.PathLike[str] | None) -> str | None:

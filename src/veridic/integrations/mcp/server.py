@@ -38,7 +38,8 @@ retry that changes a clipped part is asked again.
 On protocol 2026-07-28 the question rides an
 ``InputRequiredResult`` and the answer the client's retry, matched to a
 one-time token the server keeps; on older protocols it is an
-``elicitation/create`` request in the middle of the call. A client that did
+``elicitation/create`` request in the middle of the call. Either way a question
+waits ten minutes for its answer; a later one approves nothing. A client that did
 not declare form elicitation cannot be asked: the call is refused, recorded
 ``DENIED``, with a message that says what the client lacks.
 
@@ -65,7 +66,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from veridic._extras import require
 from veridic._sample import clip
-from veridic.errors import VeridicError
+from veridic.errors import AuditWriteError, VeridicError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AsyncAuditSink, AuditRecord, AuditSink, CallOutcome
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute
@@ -112,6 +113,7 @@ _VALUE_SHOWN: Final = 160  # characters of one argument value's JSON the user re
 _ARGUMENTS_SHOWN: Final = 2000  # the whole arguments' text in a question, values clipped
 _DEPTH_SHOWN: Final = 16  # nesting an approval question shows; deeper is refused unasked
 _DETAIL_LIMIT: Final = 200  # as the executor clips a record's detail
+_CLIENT_SHOWN: Final = 2000  # characters of a client's error text an error quotes
 _REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,128}")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _log = logging.getLogger("veridic.integrations.mcp")
@@ -467,17 +469,32 @@ def _eliciting(ctx: ServerRequestContext[object, object]) -> AsyncConfirm:
     """The executor's ``confirm`` on older revisions: ask with an ``elicitation/create``."""
 
     async def confirm(request: ApprovalRequest) -> bool:
+        import anyio
+
         question = _Question.of(request)
+        ttl = _ASKED_TTL
         try:
-            answer = await ctx.session.elicit_form(
-                question.message, question.schema, related_request_id=ctx.request_id
-            )
+            # As long as a question in an InputRequiredResult waits: a yes that came days
+            # later ran the call approved against the view and arguments of that moment.
+            with anyio.fail_after(ttl):
+                answer = await ctx.session.elicit_form(
+                    question.message, question.schema, related_request_id=ctx.request_id
+                )
+        except TimeoutError as error:
+            raise VeridicError(
+                f"the user did not answer the question about the call of tool "
+                f"{request.tool!r} within {ttl:g} seconds, so it did not run: call it again "
+                "to ask again"
+            ) from error
         except Exception as error:  # the executor records the call denied, then re-raises
+            # The client's words, quoted escaped and clipped: raw, a line break in them forged
+            # a line of the server's log (which prints this error), an escape sequence
+            # repainted the operator's terminal. Not chained: the chain printed them raw.
             raise VeridicError(
                 f"the MCP client could not put the call of tool {request.tool!r} to the user "
-                f"({type(error).__name__}: {error}), so it did not run: ask again when the "
-                "client can show its elicitation form"
-            ) from error
+                f"({type(error).__name__}: {clip(str(error), _CLIENT_SHOWN)}), so it did not "
+                "run: ask again when the client can show its elicitation form"
+            ) from None
         return _approved(answer)
 
     return confirm
@@ -665,7 +682,20 @@ def _rendered(plain: object) -> tuple[str, dict[str, object] | None]:
 
 def _message(error: BaseException) -> str:
     """What the client is told of an error of the server's own: veridic's words, or the type
-    (a store's or a driver's message may hold what the model must not read; the log has it)."""
+    (a store's or a driver's message may hold what the model must not read; the log has it).
+
+    An audit store's failure is told in words of its own: the executor's
+    :class:`~veridic.errors.AuditWriteError` quotes the store's error (a file path, a
+    database driver's text with its host and user) and speaks to the operator's code
+    (``.result``); the client needs to know only whether the call ran.
+    """
+    if isinstance(error, AuditWriteError):
+        return (
+            f"tool {error.result.record.tool!r} ran (outcome {error.result.outcome.value}), but "
+            "the server could not write its audit record, so the call is not recorded and its "
+            "result is not passed on: its effects happened, do not run it again; the server's "
+            "log (veridic.integrations.mcp) has what went wrong"
+        )
     if isinstance(error, VeridicError):
         return str(error)
     return f"the call failed ({type(error).__name__}); the server's log has what went wrong"
