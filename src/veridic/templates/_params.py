@@ -35,7 +35,7 @@ import typing_extensions
 from pydantic import BaseModel, BeforeValidator
 
 from veridic.errors import ProvenanceError, TemplateParamsError
-from veridic.text.provenance import TrustedInstruction, is_trusted
+from veridic.text.provenance import TrustedInstruction, is_trusted, untrusted
 
 __all__ = [
     "Check",
@@ -481,13 +481,27 @@ def written_member(value: Enum) -> bool:
     return False
 
 
+_UNTRUSTED: Final = type(untrusted("", source="veridic.templates"))
+
+
+def _plain_text(value: object) -> bool:
+    """Whether ``value`` is text whose every method is ``str``'s: a plain ``str`` or text
+    of one of veridic's brands. Another subclass may override ``__str__``, ``__eq__``,
+    ``upper``...: the check would read one text and the template another."""
+    return type(value) is str or type(value) is _UNTRUSTED or is_trusted(value)
+
+
 def _literal(args: tuple[object, ...]) -> Check:
     allowed = frozenset((type(arg), arg) for arg in args)
 
     def check(value: object) -> Bad:
-        # Exact type and value: an equal str of any brand renders the literal's own text.
-        plain = str(value) if isinstance(value, str) else value
-        return None if (type(plain), plain) in allowed else ("", value)
+        # Exact type and value: an equal str of any brand renders the literal's own text
+        # (the brands are str's own methods; another subclass is refused, as an int's is).
+        if isinstance(value, str):
+            if not _plain_text(value):
+                return ("", value)
+            value = str.__str__(value)
+        return None if (type(value), value) in allowed else ("", value)
 
     return check
 
@@ -577,7 +591,8 @@ def _record(fields: dict[str, Check]) -> Check:
         if not isinstance(value, dict):
             return ("", value)
         for key, element in value.items():
-            each = fields.get(key)
+            # A key that is not plain text could compare equal to a declared one.
+            each = fields.get(key) if type(key) is str or is_trusted(key) else None
             if each is None:
                 return (f" (the key {_clipped(key)}, which its TypedDict does not declare)", key)
             bad = each(element)
