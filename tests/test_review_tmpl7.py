@@ -96,3 +96,65 @@ def test_a_str_subclass_cannot_pass_as_a_declared_key_of_a_nested_record() -> No
         template.render({"row": forged})  # type: ignore[typeddict-item]  # what an attacker passes
     rendered = template.render({"row": {"name": 1}})
     assert rendered == "NAME=1" and is_trusted(rendered)
+
+
+# -- single calls that spend minutes of a core in C or in a codec --------------------------
+
+
+class Nothing(TypedDict):
+    pass
+
+
+def _data(source: str) -> DataTemplate[Nothing]:
+    return Templates().data_from_source(_stored(source), params=Nothing)
+
+
+def _rendered(source: str) -> str:
+    [(_, text)] = unfence(_data(source).render({}))
+    return text
+
+
+# 20,000 distinct characters: each encode or decode took half a minute (quadratic in the
+# number of distinct characters); an attacker's template takes a hundred thousand.
+_DISTINCT = '{% set s %}{% for i in range(20000) %}{{ "%c" % (19968 + i) }}{% endfor %}{% endset %}'
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'int | round(-30000000)',  # 10 ** 30,000,000 computed inside one C call: 90 s
+        'int | round(-5000, "floor")',
+        "int | round(5000)",
+        "float | round(-5000)",
+    ],
+)
+def test_round_to_more_digits_than_python_writes_is_refused(expression: str) -> None:
+    for kind, value in (("int", "5"), ("float", "5.5")):
+        expression = expression.replace(kind, value)
+    with pytest.raises(TemplateSandboxError, match="round"):
+        _rendered("{{ " + expression + " }}")
+
+
+def test_round_within_python_s_digits_renders_as_jinja2_renders_it() -> None:
+    source = '{{ 1234 | round(-2) }} {{ 2.345 | round(2) }} {{ 2.5 | round(0, "ceil") }}'
+    assert _rendered(source) == "1200 2.35 3.0"
+    assert _rendered("{{ 5 | round(-4300) }} {{ 0.5 | round(4300) }}") == "0 0.5"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        's.encode("punycode")',
+        's.encode(encoding="PUNYCODE")',
+        's.encode("idna")',
+        '"abc".encode("ascii").decode("punycode")',
+    ],
+)
+def test_a_stored_template_cannot_use_a_codec_that_takes_quadratic_time(call: str) -> None:
+    with pytest.raises(TemplateSandboxError, match="codec"):
+        _rendered(_DISTINCT + "{{ " + call + " | length }}")
+
+
+def test_a_stored_template_still_encodes_and_decodes_with_the_usual_codecs() -> None:
+    source = '{{ "é".encode("utf-8") | length }} {{ "é".encode().decode("utf-8") }} {{ "a".encode("latin-1") }}'
+    assert _rendered(source) == "2 é b'a'"
