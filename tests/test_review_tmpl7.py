@@ -158,3 +158,32 @@ def test_a_stored_template_cannot_use_a_codec_that_takes_quadratic_time(call: st
 def test_a_stored_template_still_encodes_and_decodes_with_the_usual_codecs() -> None:
     source = '{{ "é".encode("utf-8") | length }} {{ "é".encode().decode("utf-8") }} {{ "a".encode("latin-1") }}'
     assert _rendered(source) == "2 é b'a'"
+
+
+# -- a stored template's own mistakes are TemplateErrors, not Python's bare errors --------
+
+
+@pytest.mark.parametrize(
+    ("expression", "cause"),
+    [
+        ("1 / 0", ZeroDivisionError),
+        ('"a" + 1', TypeError),
+        ('"abc".index("z")', ValueError),
+        ('"é".encode("ascii")', UnicodeError),
+        ('[1, "a"] | sort', TypeError),
+        ('"%d" % "a"', TypeError),
+    ],
+)
+@pytest.mark.parametrize("kind", ["data", "instruction"])
+def test_a_stored_template_that_fails_to_render_raises_a_template_error(
+    expression: str, cause: type[Exception], kind: str
+) -> None:
+    source = _stored("Line one.\n{{ " + expression + " }}")
+    templates = Templates()
+    with pytest.raises(TemplateError, match=r"line 2\) failed to render") as caught:
+        if kind == "data":
+            templates.data_from_source(source, params=Nothing).render({})
+        else:
+            templates.instruction_from_source(source, params=Nothing).render({})
+    assert isinstance(caught.value.__cause__, cause)
+    assert not isinstance(caught.value, TemplateSandboxError)

@@ -67,7 +67,8 @@ Errors, and why each is the one it is:
   the sandbox forbids, or passed its render's budget (loops, calls, the size of
   what it makes or writes; docs/templates.md lists the bounds), at render.
 - ``TemplateError`` (a ``VeridicError``, base of both above): a template is
-  missing, not valid jinja2, uses a forbidden construct, or fails to render.
+  missing, not valid jinja2, uses a forbidden construct, or fails to render (a
+  stored template's own Python error, ``1 / 0``, is its cause).
 
 >>> from pathlib import Path
 >>> from tempfile import mkdtemp
