@@ -5,6 +5,7 @@ Each test failed on the code before its fix; each goes through the public API.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal, TypedDict
 
 import pytest
@@ -187,3 +188,48 @@ def test_a_stored_template_that_fails_to_render_raises_a_template_error(
             templates.instruction_from_source(source, params=Nothing).render({})
     assert isinstance(caught.value.__cause__, cause)
     assert not isinstance(caught.value, TemplateSandboxError)
+
+
+# -- a source nested past Python's recursion limit is refused when it loads ---------------
+
+
+_DEEP = [
+    "{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}",
+    "{% if true %}" * 2000 + "x" + "{% endif %}" * 2000,
+    "{{ " + "[" * 3000 + "]" * 3000 + " }}",
+    # Parsed, but Python refuses the code: 20 nested loops at most, 100 levels of indent
+    "{% for i in [1] %}" * 25 + "x" + "{% endfor %}" * 25,
+    "{% if true %}" * 150 + "x" + "{% endif %}" * 150,
+]
+
+
+@pytest.mark.parametrize(
+    "source", _DEEP, ids=["parentheses", "ifs", "lists", "compiled-loops", "compiled-ifs"]
+)
+@pytest.mark.parametrize("kind", ["data", "instruction"])
+def test_a_stored_source_nested_too_deep_is_a_template_error_at_load(
+    source: str, kind: str
+) -> None:
+    templates = Templates()
+    with pytest.raises(TemplateError, match="nest") as caught:
+        if kind == "data":
+            templates.data_from_source(_stored(source), params=Nothing)
+        else:
+            templates.instruction_from_source(_stored(source), params=Nothing)
+    assert "Stored.content" in str(caught.value)
+
+
+def test_a_shipped_template_nested_too_deep_is_a_template_error_at_load(tmp_path: Path) -> None:
+    (tmp_path / "deep.j2").write_text(_DEEP[1])
+    (tmp_path / "loops.j2").write_text(_DEEP[3])
+    (tmp_path / "outer.j2").write_text('{% include "deep.j2" %}')
+    for name, shown in (("deep.j2", "deep.j2"), ("outer.j2", "deep.j2"), ("loops.j2", "loops.j2")):
+        with pytest.raises(TemplateError, match=f"{shown}.*nest"):
+            Templates(tmp_path).data(name, params=Nothing)
+        with pytest.raises(TemplateError, match=f"{shown}.*nest"):
+            Templates(tmp_path).instruction(name, params=Nothing)
+
+
+def test_a_source_nested_within_the_limit_still_loads() -> None:
+    source = "{% if true %}" * 30 + "{{ " + "(" * 30 + "1" + ")" * 30 + " }}" + "{% endif %}" * 30
+    assert _rendered(source) == "1"
