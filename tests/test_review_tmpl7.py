@@ -47,7 +47,7 @@ class _PrintsAsAllowed(str):
 class _UpperIsOutside(str):
     """The allowed word, whose ``upper()`` is outside text."""
 
-    def upper(self) -> str:  # type: ignore[override]  # the attack: a method that lies
+    def upper(self) -> str:  # the attack: a method that lies
         return OUTSIDE.upper()
 
 
@@ -77,9 +77,7 @@ class Rows(TypedDict):
 def test_a_str_subclass_cannot_pass_a_literal_variable_and_render_other_text(
     value: str,
 ) -> None:
-    template = Templates().instruction_from_source(
-        _stored("Be {{ tone | upper }}."), params=Tone
-    )
+    template = Templates().instruction_from_source(_stored("Be {{ tone | upper }}."), params=Tone)
     with pytest.raises(ProvenanceError, match="'tone'"):
         template.render({"tone": value})  # type: ignore[typeddict-item]  # what an attacker passes
     # The allowed words still render, as plain text and as text of any veridic brand.
@@ -96,7 +94,8 @@ def test_a_str_subclass_cannot_pass_as_a_declared_key_of_a_nested_record() -> No
     with pytest.raises(ProvenanceError, match="'row'"):
         template.render({"row": forged})  # type: ignore[typeddict-item]  # what an attacker passes
     rendered = template.render({"row": {"name": 1}})
-    assert rendered == "NAME=1" and is_trusted(rendered)
+    assert rendered == "NAME=1"
+    assert is_trusted(rendered)
 
 
 # -- single calls that spend minutes of a core in C or in a codec --------------------------
@@ -123,7 +122,7 @@ _DISTINCT = '{% set s %}{% for i in range(20000) %}{{ "%c" % (19968 + i) }}{% en
 @pytest.mark.parametrize(
     "expression",
     [
-        'int | round(-30000000)',  # 10 ** 30,000,000 computed inside one C call: 90 s
+        "int | round(-30000000)",  # 10 ** 30,000,000 computed inside one C call: 90 s
         'int | round(-5000, "floor")',
         "int | round(5000)",
         "float | round(-5000)",
@@ -157,7 +156,10 @@ def test_a_stored_template_cannot_use_a_codec_that_takes_quadratic_time(call: st
 
 
 def test_a_stored_template_still_encodes_and_decodes_with_the_usual_codecs() -> None:
-    source = '{{ "é".encode("utf-8") | length }} {{ "é".encode().decode("utf-8") }} {{ "a".encode("latin-1") }}'
+    source = (
+        '{{ "é".encode("utf-8") | length }} {{ "é".encode().decode("utf-8") }} '
+        '{{ "a".encode("latin-1") }}'
+    )
     assert _rendered(source) == "2 é b'a'"
 
 
@@ -181,11 +183,13 @@ def test_a_stored_template_that_fails_to_render_raises_a_template_error(
 ) -> None:
     source = _stored("Line one.\n{{ " + expression + " }}")
     templates = Templates()
+    bound = (
+        templates.data_from_source(source, params=Nothing)
+        if kind == "data"
+        else templates.instruction_from_source(source, params=Nothing)
+    )
     with pytest.raises(TemplateError, match=r"line 2\) failed to render") as caught:
-        if kind == "data":
-            templates.data_from_source(source, params=Nothing).render({})
-        else:
-            templates.instruction_from_source(source, params=Nothing).render({})
+        bound.render({})
     assert isinstance(caught.value.__cause__, cause)
     assert not isinstance(caught.value, TemplateSandboxError)
 
@@ -210,12 +214,9 @@ _DEEP = [
 def test_a_stored_source_nested_too_deep_is_a_template_error_at_load(
     source: str, kind: str
 ) -> None:
-    templates = Templates()
+    load = Templates().data_from_source if kind == "data" else Templates().instruction_from_source
     with pytest.raises(TemplateError, match="nest") as caught:
-        if kind == "data":
-            templates.data_from_source(_stored(source), params=Nothing)
-        else:
-            templates.instruction_from_source(_stored(source), params=Nothing)
+        load(_stored(source), params=Nothing)
     assert "Stored.content" in str(caught.value)
 
 
