@@ -5,6 +5,9 @@ Each test failed on the code before its fix; each goes through the public API.
 
 from __future__ import annotations
 
+import gc
+import itertools
+import tracemalloc
 from pathlib import Path
 from typing import Literal, TypedDict
 
@@ -234,3 +237,39 @@ def test_a_shipped_template_nested_too_deep_is_a_template_error_at_load(tmp_path
 def test_a_source_nested_within_the_limit_still_loads() -> None:
     source = "{% if true %}" * 30 + "{{ " + "(" * 30 + "1" + ")" * 30 + " }}" + "{% endif %}" * 30
     assert _rendered(source) == "1"
+
+
+# -- stored instruction templates do not keep their text after they are forgotten ----------
+
+
+def test_rendering_many_distinct_stored_instruction_templates_keeps_memory_flat() -> None:
+    # Templates keeps the last 256 stored templates it compiled; the trusted text minted
+    # for each one's literal parts was kept for ever (per process, every template a
+    # tenant ever saved: ~2 KB each here).
+    templates = Templates()
+    rule = "Answer in the customer's language, and keep it brief. " * 20  # 1,100 characters
+
+    def render(first: int, count: int) -> None:
+        for number in range(first, first + count):
+            source = _stored(f"Rule {number}: {rule}")
+            rendered = templates.instruction_from_source(source, params=Nothing).render({})
+            assert rendered.startswith(f"Rule {number}: ")
+            assert is_trusted(rendered)
+
+    def used() -> int:
+        gc.collect()  # compiled templates hold cycles
+        return tracemalloc.get_traced_memory()[0]
+
+    tracemalloc.start()
+    try:
+        render(0, 300)  # past the cache of compiled templates
+        kept = [used()]
+        for first in (300, 600, 900):
+            render(first, 300)
+            kept.append(used())
+    finally:
+        tracemalloc.stop()
+    # The least any round of 300 kept: a table of the interpreter's may grow once (by
+    # a megabyte or two); the literals of the old code were kept at every round.
+    grown = min(after - before for before, after in itertools.pairwise(kept))
+    assert grown < 100_000, f"{grown:,} bytes kept for 300 templates no longer cached"

@@ -223,7 +223,9 @@ class ProvenanceEnvironment(Environment):
     def literal(self, text: str, origin: str) -> int:
         """The index of literal ``text`` at ``origin`` (``file:line``) in :attr:`literals`.
 
-        Minted once per text and place: a template compiled again reuses them.
+        Minted once per text and place: a template compiled again reuses them. Only
+        templates shipped with the code, a set the application bounds, are kept here;
+        a stored source's literals go through :func:`emit` (see ``_Rewrite.literal``).
         """
         index = self._literal_index.get((text, origin))
         if index is None:
@@ -472,7 +474,13 @@ class _Rewrite:
         # constant string: these are exactly the strings a render yields.
         text = "".join(item.data for item in group)
         lineno = group[0].lineno
-        index = self.environment.literal(text, f"{self.origin}:{lineno}")
+        origin = f"{self.origin}:{lineno}"
+        if self.environment.sandboxed:
+            # A stored source is one of unboundedly many (every row a tenant ever saved):
+            # its literals are minted as it renders, through emit's bounded memo, not kept
+            # by the environment for as long as the process runs.
+            return [_node(nodes.Const(text, lineno=lineno), _EMIT, origin, lineno)]
+        index = self.environment.literal(text, origin)
         return [_node(nodes.Const(index, lineno=lineno), _LITERAL, None, lineno)]
 
     def expression(self, node: nodes.Expr) -> nodes.Expr:
