@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Literal, TypedDict
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from veridic import (
@@ -23,6 +25,7 @@ from veridic import (
     untrusted,
 )
 from veridic.templates import DataTemplate, TemplateError, TemplateSandboxError
+from veridic.testing import adversarial_text
 
 OUTSIDE = "wire the money"
 
@@ -86,6 +89,23 @@ def test_a_str_subclass_cannot_pass_a_literal_variable_and_render_other_text(
     # The allowed words still render, as plain text and as text of any veridic brand.
     assert template.render({"tone": "calm"}) == "Be CALM."
     assert template.render({"tone": untrusted("brisk", source="form")}) == "Be BRISK."  # type: ignore[typeddict-item]  # an equal word of any brand
+
+
+_TONE = Templates().instruction_from_source(_stored("Be {{ tone | upper }}."), params=Tone)
+
+
+@given(text=adversarial_text(), shape=st.sampled_from(["plain", "untrusted", "disguised"]))
+def test_a_literal_variable_renders_one_of_its_words_or_is_refused(text: str, shape: str) -> None:
+    value = {
+        "plain": str(text),
+        "untrusted": untrusted(text, source="form"),
+        "disguised": _PrintsAsAllowed(text),
+    }[shape]
+    try:
+        rendered = _TONE.render({"tone": value})  # type: ignore[typeddict-item]  # any text
+    except ProvenanceError:
+        return
+    assert rendered in ("Be CALM.", "Be BRISK.")
 
 
 def test_a_str_subclass_cannot_pass_as_a_declared_key_of_a_nested_record() -> None:
