@@ -98,7 +98,7 @@ class Bound(Generic[P]):
                 "variable it reads, and check its attribute and item names against the "
                 "values' types"
             ) from error
-        except VeridicError:
+        except (VeridicError, MemoryError):
             raise
         except Exception as error:
             # A stored template's own expression failed (1 / 0, "a" + 1, .index of what is
