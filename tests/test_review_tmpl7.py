@@ -293,3 +293,27 @@ def test_rendering_many_distinct_stored_instruction_templates_keeps_memory_flat(
     # a megabyte or two); the literals of the old code were kept at every round.
     grown = min(after - before for before, after in itertools.pairwise(kept))
     assert grown < 100_000, f"{grown:,} bytes kept for 300 templates no longer cached"
+
+
+# -- a declared set of sets renders in one order in every process -------------------------
+
+
+class Groups(TypedDict):
+    groups: set[frozenset[str]]
+    pairs: frozenset[tuple[int, frozenset[str]]]
+
+
+def test_a_set_of_sets_in_a_data_template_is_read_sorted_by_content() -> None:
+    # Sets compare by inclusion, not by content, so sorting them kept the order the
+    # hash seed gave: the block (and the prompt's sha256) differed between workers.
+    template = Templates().data_from_source(
+        _stored(
+            "{% for group in groups %}{{ group | join(',') }};{% endfor %} "
+            "{% for n, names in pairs %}{{ n }}:{{ names | join(',') }};{% endfor %}"
+        ),
+        params=Groups,
+    )
+    groups = {frozenset({name}) for name in "hgfedcba"} | {frozenset({"b", "a"})}
+    pairs = frozenset((1, frozenset({name})) for name in "hgfedcba")
+    [(_, text)] = unfence(template.render({"groups": groups, "pairs": pairs}))
+    assert text == "a;a,b;b;c;d;e;f;g;h; 1:a;1:b;1:c;1:d;1:e;1:f;1:g;1:h;"

@@ -336,7 +336,7 @@ def ordered(value: object, where: str) -> object:
     if isinstance(value, AbstractSet):
         items = [ordered(item, where) for item in value]
         try:
-            items.sort()  # items of one orderable kind, or TypeError
+            items.sort(key=_content)  # items of one orderable kind, or TypeError
         except TypeError:
             kinds = sorted({type(item).__name__ for item in items})
             raise TemplateParamsError(
@@ -351,6 +351,17 @@ def ordered(value: object, where: str) -> object:
     if isinstance(value, Mapping):
         return {key: ordered(item, where) for key, item in value.items()}
     return value
+
+
+def _content(item: object) -> object:
+    """What a set's item is sorted by: the item, a set (and a tuple holding one) by the items
+    it holds, in order. ``<`` of two sets asks whether one holds the other, which leaves
+    sets that do not in the order the hash seed gave them."""
+    if isinstance(item, SortedSet):
+        return tuple(map(_content, item))
+    if type(item) is tuple:
+        return tuple(map(_content, item))
+    return item
 
 
 def declared_text(params: Params, key: str) -> tuple[str, bool, tuple[str, ...]]:
