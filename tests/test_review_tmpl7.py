@@ -317,3 +317,32 @@ def test_a_set_of_sets_in_a_data_template_is_read_sorted_by_content() -> None:
     pairs = frozenset((1, frozenset({name})) for name in "hgfedcba")
     [(_, text)] = unfence(template.render({"groups": groups, "pairs": pairs}))
     assert text == "a;a,b;b;c;d;e;f;g;h; 1:a;1:b;1:c;1:d;1:e;1:f;1:g;1:h;"
+
+
+# -- a method whose argument says how much memory it takes ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        '(1).to_bytes(300000000, "big")',  # 300 MB allocated and filled before it was sized
+        '(1).to_bytes(length=300000000, byteorder="little")',
+        "(1).to_bytes(10000001)",
+    ],
+)
+def test_int_to_bytes_past_the_longest_value_is_refused_before_it_allocates(call: str) -> None:
+    template = _data("{{ " + call + " | length }}")
+    tracemalloc.start()
+    try:
+        with pytest.raises(TemplateSandboxError, match="to_bytes"):
+            template.render({})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000, f"{peak:,} bytes allocated"  # 20,000,000,000 is 20 GB
+
+
+def test_int_to_bytes_within_the_bound_still_works() -> None:
+    assert _rendered('{{ (258).to_bytes(2, "big") }} {{ (1).to_bytes() | length }}') == (
+        "b'\\x01\\x02' 1"
+    )

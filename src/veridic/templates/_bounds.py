@@ -30,6 +30,8 @@ which also stops their folding), and each refuses a result past a bound with a
   worker: provider prompt caching and audit hashes rely on it), and an iterator, whose
   size is not known before it is read; ``translate`` is refused (a table can map a
   character to any text);
+- ``int.to_bytes()``: more than 10,000,000 bytes (allocated and filled before anything
+  could size the result);
 - ``lipsum()``: more than 100,000 words;
 - ``|round`` to more than 4,300 digits either side of the point (``round(n, -k)`` of an
   integer computes ``10 ** k`` in one call); ``.encode`` and ``.decode`` with the
@@ -506,6 +508,12 @@ def check_call(function: object, arguments: tuple[object, ...], options: dict[st
     owner = getattr(function, "__self__", None)
     if type(function) in _BUILTIN_METHODS and isinstance(owner, _READ_BY_METHODS):
         _charge_method(owner, getattr(function, "__name__", ""), arguments, options)
+    if type(owner) is int and getattr(function, "__name__", "") == "to_bytes":
+        # Allocated and filled before anything could size it: (1).to_bytes(2 * 10**10) is 20 GB.
+        length = arguments[0] if arguments else options.get("length", 1)
+        if isinstance(length, int):
+            _check_longest("int.to_bytes()", length)
+        return
     if not isinstance(owner, str | bytes):
         return
     name = getattr(function, "__name__", "")
