@@ -353,7 +353,7 @@ def ordered(value: object, where: str) -> object:
     return value
 
 
-def _content(item: object) -> object:
+def _content(item: object) -> typing.Any:  # whatever the item compares as
     """What a set's item is sorted by: the item, a set (and a tuple holding one) by the items
     it holds, in order. ``<`` of two sets asks whether one holds the other, which leaves
     sets that do not in the order the hash seed gave them."""
