@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from veridic import InstructionField, Templates, VeridicError, unfence
-from veridic.templates import TemplateSandboxError
+from veridic.templates import TemplateError, TemplateSandboxError
 
 
 class Nothing(TypedDict):
@@ -96,8 +96,9 @@ def test_sum_of_lists_is_joined_once_and_gives_what_python_gives() -> None:
     [(_, text)] = unfence(bound.render({}))  # type: ignore[attr-defined]
     assert text == "[1, 2, 3] (1, 2) 2000 3"
     mixed = _stored("{{ [[1], (2,)] | sum(start=[]) }}", Nothing)
-    with pytest.raises(TypeError, match="can only concatenate list"):
+    with pytest.raises(TemplateError, match="can only concatenate list") as caught:
         mixed.render({})  # type: ignore[attr-defined]
+    assert isinstance(caught.value.__cause__, TypeError)  # Python's own error, as its cause
 
 
 # -- loops, calls, and values that double -----------------------------------------------------

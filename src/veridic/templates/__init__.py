@@ -67,7 +67,8 @@ Errors, and why each is the one it is:
   the sandbox forbids, or passed its render's budget (loops, calls, the size of
   what it makes or writes; docs/templates.md lists the bounds), at render.
 - ``TemplateError`` (a ``VeridicError``, base of both above): a template is
-  missing, not valid jinja2, uses a forbidden construct, or fails to render.
+  missing, not valid jinja2, uses a forbidden construct, or fails to render (a
+  stored template's own Python error, ``1 / 0``, is its cause).
 
 >>> from pathlib import Path
 >>> from tempfile import mkdtemp
@@ -344,10 +345,13 @@ class Templates:
         name = f"<stored {origin} {digest[:16]}>"
         try:
             code = env.compile(text, name=name, filename=origin)
+            tree = env.parse(text, name, origin)
         except TemplateSyntaxError as error:
             raise _syntax_error(error, origin) from error
+        except _TOO_DEEP as error:
+            raise _too_deep(error, origin) from error
         template = env.template_class.from_code(env, code, env.make_globals(None), None)
-        analysis = self._analyse(env, env.parse(text, name, origin), origin)
+        analysis = self._analyse(env, tree, origin)
         fields = _matching(read_params(params), analysis, origin)
         made: Bound[BaseModel]
         if kind == "instruction":
@@ -400,6 +404,15 @@ class Templates:
             ) from error
         except TemplateSyntaxError as error:
             raise _syntax_error(error, error.filename or name) from error
+        except _TOO_DEEP as error:
+            raise _too_deep(error, self._display(env, name)) from error
+
+    def _display(self, env: ProvenanceEnvironment, name: str) -> str:
+        """The file of template ``name``, for a message (its name if the loader has none)."""
+        try:
+            return (self._loader.get_source(env, name)[1] if self._loader else None) or name
+        except TemplateNotFound:
+            return name
 
     def _source(self, env: ProvenanceEnvironment, name: str) -> tuple[nodes.Template, str] | None:
         if self._loader is None:
@@ -413,6 +426,8 @@ class Templates:
             return env.parse(source, name, filename), display
         except TemplateSyntaxError as error:
             raise _syntax_error(error, display) from error
+        except _TOO_DEEP as error:
+            raise _too_deep(error, display) from error
 
     def _environment(self, kind: Kind, *, sandboxed: bool) -> ProvenanceEnvironment:
         env = self._envs.get((kind, sandboxed))
@@ -473,6 +488,22 @@ def _refuse_source(source: str, kind: str) -> None:
         _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": kind})
         return
     raise ProvenanceError(message)
+
+
+_TOO_DEEP: Final = (RecursionError, SyntaxError)
+"""What parsing or compiling a template nested too deep raises: jinja2's parser and code
+generator recurse once per level (past Python's recursion limit), and Python refuses the
+code generated for more than 20 nested loops or 100 levels of indentation. jinja2's own
+``TemplateSyntaxError`` is not a ``SyntaxError``."""
+
+
+def _too_deep(error: RecursionError | SyntaxError, origin: str) -> TemplateError:
+    reason = "Python's recursion limit" if isinstance(error, RecursionError) else error.msg
+    return TemplateError(
+        f"template {origin!r} nests its blocks or expressions deeper than Python can compile "
+        f"({reason}): flatten it (fewer nested loops, conditions and parentheses; a macro "
+        "for a repeated part)"
+    )
 
 
 def _syntax_error(error: TemplateSyntaxError, origin: str) -> TemplateError:

@@ -98,6 +98,20 @@ class Bound(Generic[P]):
                 "variable it reads, and check its attribute and item names against the "
                 "values' types"
             ) from error
+        except (VeridicError, MemoryError):
+            raise
+        except Exception as error:
+            # A stored template's own expression failed (1 / 0, "a" + 1, .index of what is
+            # not there): the row's mistake, which a caller catches as a TemplateError like
+            # every other; a template shipped with the code fails as its code does.
+            if not self.sandboxed:
+                raise
+            raise TemplateError(
+                f"stored template {self.origin!r}{_line(error)} failed to render: "
+                f"{type(error).__name__}: {clip(str(error))}; an expression of the template "
+                "failed on the values it was given: fix the stored template, or guard the "
+                "expression ({% if %}, |default)"
+            ) from error
 
     def _sandbox_error(self, error: Exception) -> TemplateSandboxError:
         return TemplateSandboxError(

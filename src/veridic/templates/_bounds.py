@@ -30,7 +30,12 @@ which also stops their folding), and each refuses a result past a bound with a
   worker: provider prompt caching and audit hashes rely on it), and an iterator, whose
   size is not known before it is read; ``translate`` is refused (a table can map a
   character to any text);
-- ``lipsum()``: more than 100,000 words.
+- ``int.to_bytes()``: more than 10,000,000 bytes (allocated and filled before anything
+  could size the result);
+- ``lipsum()``: more than 100,000 words;
+- ``|round`` to more than 4,300 digits either side of the point (``round(n, -k)`` of an
+  integer computes ``10 ** k`` in one call); ``.encode`` and ``.decode`` with the
+  ``punycode`` and ``idna`` codecs (quadratic in the distinct characters).
 
 What a whole render may spend (loop iterations and the items filters go through, what
 filters, tests, comparisons and methods read, calls, the size of every value it makes,
@@ -44,6 +49,7 @@ does not trust (its customers) should render in a worker process with a timeout.
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Final
@@ -268,7 +274,22 @@ def _depth(value: object) -> int:
     return walk(value)
 
 
+def _check_round(value: object, precision: object = 0, method: object = "common") -> None:
+    # round(n, -k) of an integer computes 10 ** k inside one C call: k = 30,000,000 is a
+    # minute and a half of a core that nothing interrupts.
+    if isinstance(precision, int) and abs(precision) > _LARGEST_DIGITS:
+        raise SecurityError(
+            f"|round({precision:,}) asks for more digits than Python writes as text (at "
+            f"most {_LARGEST_DIGITS:,} either side of the point)"
+        )
+
+
+_LARGEST_DIGITS: Final = 4_300
+"""The most digits Python writes of an integer (``sys.get_int_max_str_digits()``)."""
+
+
 _FILTER_CHECKS: Final[dict[str, Callable[..., None]]] = {
+    "round": _check_round,
     "center": _check_center,
     "indent": _check_indent,
     "wordwrap": _check_wordwrap,
@@ -487,6 +508,12 @@ def check_call(function: object, arguments: tuple[object, ...], options: dict[st
     owner = getattr(function, "__self__", None)
     if type(function) in _BUILTIN_METHODS and isinstance(owner, _READ_BY_METHODS):
         _charge_method(owner, getattr(function, "__name__", ""), arguments, options)
+    if type(owner) is int and getattr(function, "__name__", "") == "to_bytes":
+        # Allocated and filled before anything could size it: (1).to_bytes(2 * 10**10) is 20 GB.
+        length = arguments[0] if arguments else options.get("length", 1)
+        if isinstance(length, int):
+            _check_longest("int.to_bytes()", length)
+        return
     if not isinstance(owner, str | bytes):
         return
     name = getattr(function, "__name__", "")
@@ -508,6 +535,8 @@ def check_call(function: object, arguments: tuple[object, ...], options: dict[st
             _check_longest(what, len(owner) + found * max(len(new) - len(old), 0))
     elif name == "join" and arguments:
         _check_join(what, owner, arguments)
+    elif name in ("encode", "decode"):
+        _check_codec(what, arguments, options)
     elif name == "translate":
         raise SecurityError(
             f"{what} is not available to a stored template: a table can map a character "
@@ -515,6 +544,26 @@ def check_call(function: object, arguments: tuple[object, ...], options: dict[st
         )
 
 
+def _check_codec(what: str, arguments: tuple[object, ...], options: dict[str, object]) -> None:
+    encoding = arguments[0] if arguments else options.get("encoding", "utf-8")
+    if not isinstance(encoding, str):
+        return  # Python refuses it
+    try:
+        codec = codecs.lookup(encoding).name
+    except LookupError:
+        return  # Python refuses it
+    if codec in _QUADRATIC_CODECS:
+        raise SecurityError(
+            f"{what} with the {codec} codec is not available to a stored template: its time "
+            "grows with the square of the distinct characters (20,000 take half a minute of "
+            "a core); encode with utf-8"
+        )
+
+
+_QUADRATIC_CODECS: Final = frozenset({"punycode", "idna"})
+"""Codecs written in Python whose time is quadratic in their input (``idna`` encodes each
+label with ``punycode`` before it checks the label's length); every other standard text
+codec is a C loop over the characters."""
 _BUILTIN_METHODS: Final = (type("".count), type([].__len__))
 _READ_BY_METHODS: Final = (str, bytes, list, tuple, dict, set, frozenset)
 _AT_THE_ENDS: Final = frozenset({"startswith", "endswith"})

@@ -59,7 +59,13 @@ from veridic.templates._budget import (
     searched,
 )
 from veridic.templates._custom import NONE, Custom
-from veridic.templates._runtime import EMITTED_AS_IS, concat, emit
+from veridic.templates._runtime import (
+    EMITTED_AS_IS,
+    STORED_LITERALS,
+    concat,
+    emit,
+    stored_literal,
+)
 from veridic.text.provenance import TrustedInstruction, mint
 
 __all__ = [
@@ -78,7 +84,9 @@ _EMIT: Final = "<veridic:emit>"  # node, Const(origin): environment.emit(node, o
 _ITERATE: Final = "<veridic:iterate>"  # node: environment.iterate(node), sandboxed only
 _READ: Final = "<veridic:read>"  # node: environment.read(node), sandboxed only
 _SEARCHED: Final = "<veridic:searched>"  # node: environment.searched(node), sandboxed only
-_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED})
+# Const(text), Const(origin): the stored literal, from environment.stored_literals or minted
+_STORED: Final = "<veridic:stored-literal>"
+_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED})
 _CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
 
 
@@ -106,6 +114,14 @@ class ProvenanceCodeGenerator(CodeGenerator):
             self.visit(inner, frame)
             self.write(") in environment.emitted_as_is else environment.emit(_veridic_output, ")
             self.write(f"{arguments[0].value!r}))")
+        elif (
+            node.name == _STORED
+            and isinstance(inner, nodes.Const)
+            and isinstance(arguments[0], nodes.Const)
+        ):
+            key = (inner.value, arguments[0].value)
+            self.write("(_veridic_output if (_veridic_output := environment.stored_literals.get(")
+            self.write(f"{key!r})) is not None else environment.stored_literal(*{key!r}))")
         elif node.name in _CHARGES and inner is not None:
             self.write(f"environment.{_CHARGES[node.name]}(")
             self.visit(inner, frame)
@@ -223,7 +239,9 @@ class ProvenanceEnvironment(Environment):
     def literal(self, text: str, origin: str) -> int:
         """The index of literal ``text`` at ``origin`` (``file:line``) in :attr:`literals`.
 
-        Minted once per text and place: a template compiled again reuses them.
+        Minted once per text and place: a template compiled again reuses them. Only
+        templates shipped with the code, a set the application bounds, are kept here;
+        a stored source's literals are kept by a bounded memo (see ``_Rewrite.literal``).
         """
         index = self._literal_index.get((text, origin))
         if index is None:
@@ -288,6 +306,8 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         self.tests = bounded_tests(self.tests)  # type: ignore[assignment]  # jinja2 types them as its own functions; these are called as they are
         self.globals.update(lipsum=bounded_lipsum, namespace=BoundedNamespace)
         self._safe_attributes: dict[tuple[type, str], bool] = {}
+        self.stored_literals = STORED_LITERALS
+        self.stored_literal = stored_literal
         self.made = made
         self.iterate = iterate
         self.read = read
@@ -472,7 +492,13 @@ class _Rewrite:
         # constant string: these are exactly the strings a render yields.
         text = "".join(item.data for item in group)
         lineno = group[0].lineno
-        index = self.environment.literal(text, f"{self.origin}:{lineno}")
+        origin = f"{self.origin}:{lineno}"
+        if self.environment.sandboxed:
+            # A stored source is one of unboundedly many (every row a tenant ever saved):
+            # its literals are kept by a bounded memo (_runtime.stored_literal), not by the
+            # environment for as long as the process runs.
+            return [_node(nodes.Const(text, lineno=lineno), _STORED, origin, lineno)]
+        index = self.environment.literal(text, origin)
         return [_node(nodes.Const(index, lineno=lineno), _LITERAL, None, lineno)]
 
     def expression(self, node: nodes.Expr) -> nodes.Expr:

@@ -35,7 +35,7 @@ import typing_extensions
 from pydantic import BaseModel, BeforeValidator
 
 from veridic.errors import ProvenanceError, TemplateParamsError
-from veridic.text.provenance import TrustedInstruction, is_trusted
+from veridic.text.provenance import TrustedInstruction, is_trusted, untrusted
 
 __all__ = [
     "Check",
@@ -336,7 +336,7 @@ def ordered(value: object, where: str) -> object:
     if isinstance(value, AbstractSet):
         items = [ordered(item, where) for item in value]
         try:
-            items.sort()  # items of one orderable kind, or TypeError
+            items.sort(key=_content)  # items of one orderable kind, or TypeError
         except TypeError:
             kinds = sorted({type(item).__name__ for item in items})
             raise TemplateParamsError(
@@ -351,6 +351,17 @@ def ordered(value: object, where: str) -> object:
     if isinstance(value, Mapping):
         return {key: ordered(item, where) for key, item in value.items()}
     return value
+
+
+def _content(item: object) -> typing.Any:  # whatever the item compares as
+    """What a set's item is sorted by: the item, a set (and a tuple holding one) by the items
+    it holds, in order. ``<`` of two sets asks whether one holds the other, which leaves
+    sets that do not in the order the hash seed gave them."""
+    if isinstance(item, SortedSet):
+        return tuple(map(_content, item))
+    if type(item) is tuple:
+        return tuple(map(_content, item))
+    return item
 
 
 def declared_text(params: Params, key: str) -> tuple[str, bool, tuple[str, ...]]:
@@ -481,13 +492,27 @@ def written_member(value: Enum) -> bool:
     return False
 
 
+_UNTRUSTED: Final = type(untrusted("", source="veridic.templates"))
+
+
+def _plain_text(value: object) -> bool:
+    """Whether ``value`` is text whose every method is ``str``'s: a plain ``str`` or text
+    of one of veridic's brands. Another subclass may override ``__str__``, ``__eq__``,
+    ``upper``...: the check would read one text and the template another."""
+    return type(value) is str or type(value) is _UNTRUSTED or is_trusted(value)
+
+
 def _literal(args: tuple[object, ...]) -> Check:
     allowed = frozenset((type(arg), arg) for arg in args)
 
     def check(value: object) -> Bad:
-        # Exact type and value: an equal str of any brand renders the literal's own text.
-        plain = str(value) if isinstance(value, str) else value
-        return None if (type(plain), plain) in allowed else ("", value)
+        # Exact type and value: an equal str of any brand renders the literal's own text
+        # (the brands are str's own methods; another subclass is refused, as an int's is).
+        if isinstance(value, str):
+            if not _plain_text(value):
+                return ("", value)
+            value = str.__str__(value)
+        return None if (type(value), value) in allowed else ("", value)
 
     return check
 
@@ -577,7 +602,8 @@ def _record(fields: dict[str, Check]) -> Check:
         if not isinstance(value, dict):
             return ("", value)
         for key, element in value.items():
-            each = fields.get(key)
+            # A key that is not plain text could compare equal to a declared one.
+            each = fields.get(key) if type(key) is str or is_trusted(key) else None
             if each is None:
                 return (f" (the key {_clipped(key)}, which its TypedDict does not declare)", key)
             bad = each(element)

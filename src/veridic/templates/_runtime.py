@@ -31,7 +31,16 @@ from typing import Any, Final
 
 from veridic.text.provenance import Span, TrustedInstruction, joined, mint
 
-__all__ = ["EMITTED_AS_IS", "TRUSTED", "Rendered", "concat", "emit", "instruction_text"]
+__all__ = [
+    "EMITTED_AS_IS",
+    "STORED_LITERALS",
+    "TRUSTED",
+    "Rendered",
+    "concat",
+    "emit",
+    "instruction_text",
+    "stored_literal",
+]
 
 TRUSTED: Final = type(mint("", "code", "veridic.templates"))
 """The run-time type of minted text: ``type(value) is TRUSTED`` is ``is_trusted(value)``."""
@@ -79,6 +88,34 @@ def _computed_part(text: str, origin: str) -> TrustedInstruction:
         if len(_computed) >= _COMPUTED_KEPT:
             _computed.clear()
         part = _computed[key] = mint(text, "template", origin)
+    return part
+
+
+STORED_LITERALS: Final[dict[tuple[str, str], TrustedInstruction]] = {}
+"""The literal parts of stored templates, minted, by text and ``file:line``: what compiled
+stored templates look up first (inline), so a render mints none of its literals again."""
+_STORED_KEPT: Final = 4_000_000
+"""Characters of literal text :data:`STORED_LITERALS` keeps; all forgotten when full."""
+_stored_chars = 0
+
+
+def stored_literal(text: str, origin: str) -> TrustedInstruction:
+    """A literal part of a stored template that :data:`STORED_LITERALS` does not hold: minted,
+    and kept while the memo has room.
+
+    A stored source is one of unboundedly many (every version of every row rendered), so
+    its literals are kept by a bounded memo, not by the environment for as long as the
+    process runs (as those of templates shipped with the code are).
+    """
+    global _stored_chars
+    part = mint(text, "template", origin)
+    if len(text) > _STORED_KEPT:
+        return part
+    if _stored_chars + len(text) > _STORED_KEPT:
+        STORED_LITERALS.clear()
+        _stored_chars = 0
+    STORED_LITERALS[text, origin] = part
+    _stored_chars += len(text)
     return part
 
 
