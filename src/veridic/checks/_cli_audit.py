@@ -11,17 +11,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import re
 import sqlite3
 import sys
 import tempfile
 from pathlib import Path
-from typing import Final, TextIO
-from urllib.parse import unquote
+from typing import TextIO
 
 from veridic.checks._cli_report import EXIT_USAGE, _say, _UsageError
 from veridic.checks.audit_report import Selection, build_report, parse_time
 from veridic.errors import VeridicError
+from veridic.run._conninfo import without_passwords
 from veridic.run._postgres_schema import VERSION, lacks
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
@@ -61,7 +60,7 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
             )
     except VeridicError as error:  # a row that cannot be read back
         named = _named(store, args.database)
-        _say("audit", f"{named}: {_without_passwords(str(error), args.database)}", sys.stderr)
+        _say("audit", f"{named}: {without_passwords(str(error), args.database)}", sys.stderr)
         return EXIT_USAGE
     finally:
         store.close()
@@ -92,49 +91,15 @@ def _named(store: SQLiteAuditSink | PostgresAuditSink, argument: str) -> str:
     return repr(store) if isinstance(store, PostgresAuditSink) else argument
 
 
-_PASSWORD: Final = re.compile(r"""password\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s&#]*)""", re.IGNORECASE)
-_USERINFO: Final = re.compile(r"^postgres(?:ql)?://([^@/?#]*)@", re.IGNORECASE)
-
-
-def _passwords(argument: str) -> tuple[str, ...]:
-    """Every spelling of a password in a Postgres URL or conninfo, longest first.
-
-    The password of ``postgresql://user:PW@host/db``, of ``?password=PW`` and of
-    ``password=PW`` or ``password='P W'``, as written, unquoted and
-    percent-decoded: libpq quotes the argument as written in some errors (a
-    URL it cannot parse), psycopg as it parsed it in others.
-    """
-    found: set[str] = set()
-    userinfo = _USERINFO.match(argument)
-    if userinfo is not None and ":" in userinfo.group(1):
-        found.add(userinfo.group(1).partition(":")[2])
-    for token in _PASSWORD.findall(argument):
-        found.update((token, token.strip("'")))
-        found.add(re.sub(r"\\(.)", r"\1", token.strip("'")))
-    found |= {unquote(password) for password in found}
-    return tuple(sorted((p for p in found if p), key=len, reverse=True))
-
-
-def _without_passwords(message: str, argument: str) -> str:
-    """``message`` with every password of ``argument`` replaced by ``****``.
-
-    A review runs in CI, whose log many can read: a message quoting the
-    argument (libpq's "invalid URI" error does) must not show its password.
-    """
-    for password in _passwords(argument):
-        message = message.replace(password, "****")
-    return message
-
-
 def _open_store(argument: str, snapshots: Path) -> SQLiteAuditSink | PostgresAuditSink:
     if not _is_postgres(argument):
         return _open_audit_store(Path(argument), snapshots)
     try:
         return PostgresAuditSink(argument, min_size=0, max_size=1, timeout=10, read_only=True)
     except VeridicError as error:  # no extra, no veridic tables, another schema version
-        raise _UsageError(_without_passwords(str(error), argument)) from error
+        raise _UsageError(without_passwords(str(error), argument)) from error
     except Exception as error:  # psycopg's own: it is imported only with the extra
-        said = _without_passwords(f"{type(error).__name__}: {error}", argument)
+        said = without_passwords(f"{type(error).__name__}: {error}", argument)
         raise _UsageError(
             f"cannot reach the Postgres audit store ({said}): check "
             "the URL or conninfo, and that the server is up"

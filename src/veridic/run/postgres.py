@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Final
 from veridic._extras import require
 from veridic.errors import AuditRecordError
 from veridic.run import _postgres_schema
+from veridic.run._conninfo import without_passwords
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
 from veridic.run._store import INSERT, Rows, Statement, T
 
@@ -514,11 +515,16 @@ def _shown(psycopg: Any, conninfo: str) -> str:
     try:
         parts = psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as error:
-        raise AuditRecordError(
-            f"the Postgres conninfo is not valid ({error}): pass a libpq connection string "
-            "('host=db dbname=app user=audit') or URL ('postgresql://audit@db/app')"
-        ) from error
-    return " ".join(f"{key}={parts[key]}" for key in _SHOWN_KEYS if parts.get(key)) or "default"
+        # libpq's message quotes a URL as written, password and all; raised outside
+        # the handler, the error has no context that a logged traceback would show.
+        refused = without_passwords(str(error).strip(), conninfo)
+    else:
+        shown = (f"{key}={parts[key]}" for key in _SHOWN_KEYS if parts.get(key))
+        return " ".join(shown) or "default"
+    raise AuditRecordError(
+        f"the Postgres conninfo is not valid ({refused}): pass a libpq connection string "
+        "('host=db dbname=app user=audit') or URL ('postgresql://audit@db/app')"
+    )
 
 
 def _options(psycopg: Any, conninfo: str) -> str:

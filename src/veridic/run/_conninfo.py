@@ -1,0 +1,46 @@
+"""The passwords of a Postgres conninfo, so that no message veridic writes shows one.
+
+libpq quotes the conninfo as written in some errors (a URL it cannot parse)
+and psycopg as it parsed it in others; an application logs what a store's
+constructor raises, and ``veridic audit`` prints it in a CI log many can read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+from urllib.parse import unquote
+
+_PASSWORD: Final = re.compile(r"""password\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s&#]*)""", re.IGNORECASE)
+_USERINFO: Final = re.compile(r"^postgres(?:ql)?://([^@/?#]*)@", re.IGNORECASE)
+_HIDDEN: Final = "****"
+
+
+def _passwords(conninfo: str) -> tuple[str, ...]:
+    """Every spelling of a password in a Postgres URL or conninfo, longest first.
+
+    The password of ``postgresql://user:PW@host/db``, of ``?password=PW`` and of
+    ``password=PW`` or ``password='P W'``, as written, unquoted and
+    percent-decoded.
+    """
+    found: set[str] = set()
+    userinfo = _USERINFO.match(conninfo)
+    if userinfo is not None and ":" in userinfo.group(1):
+        found.add(userinfo.group(1).partition(":")[2])
+    for token in _PASSWORD.findall(conninfo):
+        found.update((token, token.strip("'")))
+        found.add(re.sub(r"\\(.)", r"\1", token.strip("'")))
+    found |= {unquote(password) for password in found}
+    return tuple(sorted((p for p in found if p), key=len, reverse=True))
+
+
+def without_passwords(message: str, conninfo: str) -> str:
+    """``message`` with every spelling of ``conninfo``'s password replaced by ``****``.
+
+    >>> without_passwords('bad URI: "postgresql://audit:pw%40x@[::1/app"',
+    ...                   "postgresql://audit:pw%40x@[::1/app")
+    'bad URI: "postgresql://audit:****@[::1/app"'
+    """
+    for password in _passwords(conninfo):
+        message = message.replace(password, _HIDDEN)
+    return message
