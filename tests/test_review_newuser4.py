@@ -213,3 +213,24 @@ def test_the_langchain_reviewer_sees_invalid_arguments_as_the_model_wrote_them()
     (action,) = paused.interrupts[0].value["action_requests"]
     shown = action["description"].rsplit("\nArguments: ", 1)[1]
     assert json.loads(shown) == {"amount": "all", "order_id": 7}
+
+
+# --- the Agents SDK: a paused state restored in the next request ---------------------
+
+
+def test_the_agents_pages_await_the_sdks_run_state_restore() -> None:
+    # The page and answer()'s docstring wrote RunState.from_string(new_agent, ...)
+    # without await: in the SDK it is a coroutine, so the next request got a
+    # coroutine object where it expected the paused state, and no interruptions.
+    import inspect
+
+    from agents import RunState
+
+    from veridic.integrations import openai_agents
+
+    assert inspect.iscoroutinefunction(RunState.from_string)
+    page = (ROOT / "docs" / "integrations" / "openai_agents.md").read_text(encoding="utf-8")
+    docstring = " ".join((openai_agents.answer.__doc__ or "").split())
+    for text in (" ".join(page.split()), docstring):
+        assert "RunState.from_string(" in text
+        assert len(re.findall(r"(?<!await )RunState\.from_string\(", text)) == 0
