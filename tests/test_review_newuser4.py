@@ -45,11 +45,17 @@ ROOT = Path(__file__).resolve().parent.parent
 SYSTEM = instruction("You are Acme's support assistant. Be brief.")
 
 
-def _registry(note_description: str = "Add an internal note to an order.") -> Registry:
+def _registry() -> Registry:
     registry = Registry("support")
 
-    @registry.tool(kind="write", description=note_description)
+    @registry.tool(kind="write")
     def add_note(order_id: str, note: str) -> str:
+        """Add an internal note to an order.
+
+        Args:
+            order_id: The order's id.
+            note: The note's text.
+        """
         return f"noted on {order_id}"
 
     @registry.tool(kind="write", risk=Risk.HIGH, irreversible=True)
@@ -97,8 +103,10 @@ def test_an_approval_used_as_the_key_of_its_answer_says_to_key_it_by_its_digest(
 def test_the_answer_keyed_by_the_digest_still_resumes() -> None:
     gateway, registry, result = _paused_refund()
     view = registry.view()
+    paused = result.paused
+    assert paused is not None
     done = gateway.resume(
-        result.paused,
+        paused,
         Composer().system(SYSTEM, view.capability_section()),
         view,
         policy=ApprovalPolicy(view),
