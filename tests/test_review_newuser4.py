@@ -11,6 +11,7 @@ said one thing while the code did another.
 
 from __future__ import annotations
 
+import ast
 import doctest
 import json
 import re
@@ -242,3 +243,38 @@ def test_the_agents_pages_await_the_sdks_run_state_restore() -> None:
     for text in (" ".join(page.split()), docstring):
         assert "RunState.from_string(" in text
         assert len(re.findall(r"(?<!await )RunState\.from_string\(", text)) == 0
+
+
+def test_the_langchain_pages_config_is_a_runnable_config_mypy_accepts() -> None:
+    # Copied into a project checked with mypy --strict, the page's
+    # config = {"configurable": {...}} was a dict[str, dict[str, str]], which no
+    # overload of agent.invoke(...) takes ([call-overload], for both invokes), where
+    # examples/langchain_agent.py builds a RunnableConfig.
+    page = (ROOT / "docs" / "integrations" / "langchain.md").read_text(encoding="utf-8")
+    (example,) = [
+        block
+        for block in re.findall(r"^```python\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+        if "create_agent(" in block and "agent.invoke(" in block
+    ]
+    tree = ast.parse(example)
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert "RunnableConfig" in imported
+    (config,) = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(
+            isinstance(target, ast.Name) and target.id == "config"
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+    ]
+    if isinstance(config, ast.AnnAssign):
+        assert ast.unparse(config.annotation) == "RunnableConfig"
+    else:
+        assert isinstance(config.value, ast.Call)
+        assert ast.unparse(config.value.func) == "RunnableConfig"
