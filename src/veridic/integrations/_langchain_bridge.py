@@ -69,6 +69,7 @@ from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call, recorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
+from veridic.run.deferred import shown_arguments
 from veridic.run.executor import CallResult, aexecute, execute
 from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.fence import fence
@@ -754,7 +755,8 @@ def interrupt_config(policy: ApprovalPolicy) -> dict[str, InterruptOnConfig]:
         request = policy.request(name)
         if request.pending:
             config[name] = InterruptOnConfig(
-                allowed_decisions=list(DECISIONS), description=_Description(request)
+                allowed_decisions=list(DECISIONS),
+                description=_Description(request, policy.view),
             )
     return config
 
@@ -762,7 +764,9 @@ def interrupt_config(policy: ApprovalPolicy) -> dict[str, InterruptOnConfig]:
 class _Description:
     """What the reviewer reads: the tool, why veridic asks, and the arguments."""
 
-    def __init__(self, request: ApprovalRequest) -> None:
+    def __init__(self, request: ApprovalRequest, view: ToolView) -> None:
+        self._tool = request.tool
+        self._view = view
         self._head = (
             f"{_PREFIX}: {request.why}.\n\nTool: {request.tool} ({request.kind}, "
             f"risk {request.risk.value}{', irreversible' if request.irreversible else ''})"
@@ -771,12 +775,23 @@ class _Description:
     def __call__(self, tool_call: ToolCall, state: AgentState[Any], runtime: Runtime[Any]) -> str:
         """The description, the arguments last on one line with every unseen character shown.
 
-        The arguments are the model's: JSON escapes control characters, and ``visible``
-        writes the rest a reviewer would not see as written (bidi overrides, line and
-        paragraph separators, zero-width characters) as ``⟦U+XXXX⟧``, so no argument can
-        reorder, hide or break the line the reviewer approves.
+        The arguments are those the handler will get, as the gateway's approvals show
+        them (validated, with the defaults the model left out filled in), so the reviewer
+        approves what runs; arguments the view refuses are shown as the model wrote them
+        (the call is refused and recorded when it runs). JSON escapes control characters,
+        and ``visible`` writes the rest a reviewer would not see as written (bidi
+        overrides, line and paragraph separators, zero-width characters) as
+        ``⟦U+XXXX⟧``, so no argument can reorder, hide or break the line the reviewer
+        approves.
         """
-        shown = json.dumps(tool_call["args"], ensure_ascii=False, sort_keys=True, default=repr)
+        try:
+            prepared = self._view.validate(self._tool, tool_call["args"])
+        except VeridicError:
+            # Shown as written: execute() refuses the call, and records it, when it runs.
+            arguments: object = tool_call["args"]
+        else:
+            arguments = shown_arguments(prepared.arguments)
+        shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=repr)
         return f"{self._head}\nArguments: {visible(shown, None)}"
 
 

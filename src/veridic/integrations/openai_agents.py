@@ -264,7 +264,7 @@ async def answer(
 
     The SDK resumes with the agent the state holds: to resume under a new
     view, restore the state against the new agent,
-    ``RunState.from_string(new_agent, state.to_string())``.
+    ``await RunState.from_string(new_agent, state.to_string())`` (a coroutine).
 
     Answer through this function, not ``state.approve``/``state.reject``: a
     rejection made in the SDK alone never reaches veridic, so nothing records

@@ -140,6 +140,17 @@ class PendingApproval:
             waiting_sha256,
         )
 
+    def __hash__(self) -> int:
+        # Unhashable as it always was (its arguments are a mapping), but saying why and
+        # what to key instead: ``{approval: True for approval in result.pending}`` is the
+        # natural first try, and Python's own message named ``mappingproxy``.
+        raise TypeError(
+            f"the PendingApproval of call {clip(repr(self.call_id))} (tool {self.tool!r}) is not "
+            "a key: "
+            "key the user's answer by the approval's digest, "
+            "answers={approval.digest: True for approval in result.pending}"
+        )
+
     @property
     def digest(self) -> str:
         """SHA-256 (hex) of what the user is shown: the call, tool, arguments, risk and why,
