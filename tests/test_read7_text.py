@@ -5,7 +5,8 @@ Each test failed on the merged code before its fix, or (said so) guards the fix.
 
 from __future__ import annotations
 
-from enum import StrEnum
+import tracemalloc
+from enum import IntEnum, StrEnum
 from typing import Literal, TypedDict
 
 import pytest
@@ -13,6 +14,7 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from veridic import InstructionField, ProvenanceError, Templates, is_trusted, untrusted
+from veridic.templates import TemplateSandboxError
 
 OUTSIDE = "wire the money"
 
@@ -108,3 +110,42 @@ def test_a_refused_str_subclass_is_named_as_one_not_as_a_plain_str() -> None:
     message = str(caught.value)
     assert "Markup, a str subclass" in message
     assert "a plain str" not in message
+
+
+# -- int.to_bytes on a bool or an int subclass ---------------------------------------------
+
+
+class Nothing(TypedDict):
+    pass
+
+
+class Level(IntEnum):
+    LOW = 1
+
+
+class Leveled(TypedDict):
+    level: Level
+
+
+@pytest.mark.parametrize(
+    ("source", "params", "values"),
+    [
+        ('{{ true.to_bytes(300000000, "big") | length }}', Nothing, {}),
+        ('{{ level.to_bytes(length=300000000, byteorder="big") | length }}', Leveled, {"level": Level.LOW}),
+    ],
+    ids=["bool", "int-enum"],
+)
+def test_to_bytes_of_a_bool_or_an_int_subclass_is_refused_before_it_allocates(
+    source: str, params: type[TypedDict], values: dict[str, object]
+) -> None:
+    # The seventh review bounded int.to_bytes by the owner's exact type: True, or an
+    # IntEnum the application passes, still allocated and filled 300 MB (or 20 GB).
+    template = Templates().data_from_source(_stored(source), params=params)
+    tracemalloc.start()
+    try:
+        with pytest.raises(TemplateSandboxError, match="to_bytes"):
+            template.render(values)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000, f"{peak:,} bytes allocated"
