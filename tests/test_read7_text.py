@@ -5,6 +5,7 @@ Each test failed on the merged code before its fix, or (said so) guards the fix.
 
 from __future__ import annotations
 
+import gc
 import tracemalloc
 from enum import IntEnum, StrEnum
 from typing import Literal, TypedDict
@@ -14,7 +15,8 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from veridic import InstructionField, ProvenanceError, Templates, is_trusted, untrusted
-from veridic.templates import TemplateSandboxError
+from veridic.templates import TemplateSandboxError, _runtime
+from veridic.text.provenance import spans_of
 
 OUTSIDE = "wire the money"
 
@@ -149,3 +151,44 @@ def test_to_bytes_of_a_bool_or_an_int_subclass_is_refused_before_it_allocates(
     finally:
         tracemalloc.stop()
     assert peak < 5_000_000, f"{peak:,} bytes allocated"
+
+
+# -- the memo of stored templates' literal parts --------------------------------------------
+
+
+def test_the_memo_of_stored_literals_is_bounded_in_memory_not_only_in_characters() -> None:
+    # The memo counted only the characters of the literal text: a stored template with a
+    # one-character literal between each of its expressions ("{{ x }}\n" on every line)
+    # kept an entry of about 400 bytes per character, 4,000,000 of them (more than a
+    # gigabyte) before it was emptied. Called directly: reaching that through templates
+    # takes a minute of compiling, 0.7 ms per expression.
+    def used() -> int:
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+
+    _runtime.STORED_LITERALS.clear()
+    tracemalloc.start()
+    try:
+        before = used()
+        for line in range(40_000):
+            part = _runtime.stored_literal("\n", f"Stored.content:{line}")
+            assert is_trusted(part)
+        kept = used() - before
+    finally:
+        tracemalloc.stop()
+        _runtime.STORED_LITERALS.clear()
+    assert kept < 10_000_000, f"{kept:,} bytes kept by the memo for 40,000 characters"
+
+
+def test_a_stored_template_renders_its_literals_after_the_memo_is_emptied() -> None:
+    # Guards the memo: a compiled template whose literals were forgotten mints them again,
+    # with the same text and spans, trusted.
+    template = Templates().instruction_from_source(
+        _stored("Rule one.\n{{ tone }} always.\nRule three."), params=Toned
+    )
+    first = template.render({"tone": "calm"})
+    _runtime.STORED_LITERALS.clear()
+    again = template.render({"tone": "calm"})
+    assert again == first == "Rule one.\ncalm always.\nRule three."
+    assert is_trusted(again)
+    assert spans_of(again) == spans_of(first)
