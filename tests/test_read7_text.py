@@ -6,6 +6,7 @@ Each test failed on the merged code before its fix, or (said so) guards the fix.
 from __future__ import annotations
 
 import gc
+import time
 import tracemalloc
 from enum import IntEnum, StrEnum
 from typing import Literal, TypedDict
@@ -14,7 +15,15 @@ import pytest
 from markupsafe import Markup
 from pydantic import BaseModel
 
-from veridic import InstructionField, ProvenanceError, Templates, is_trusted, untrusted
+from veridic import (
+    InstructionField,
+    ProvenanceError,
+    Templates,
+    UntrustedText,
+    is_trusted,
+    untrusted,
+)
+from veridic.fence import fence
 from veridic.templates import TemplateSandboxError, _runtime
 from veridic.text.provenance import spans_of
 
@@ -192,3 +201,37 @@ def test_a_stored_template_renders_its_literals_after_the_memo_is_emptied() -> N
     assert again == first == "Rule one.\ncalm always.\nRule three."
     assert is_trusted(again)
     assert spans_of(again) == spans_of(first)
+
+
+# -- the datamark of a page holding a few dozen distinct hidden characters ------------------
+
+
+def _page(distinct: int) -> UntrustedText:
+    """1 MB of prose with ``distinct`` private-use characters sprinkled through it."""
+    prose = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 20 + "\n") * 800
+    hidden = [chr(0xE000 + number) for number in range(distinct)]
+    return untrusted(
+        "".join(
+            prose[at : at + 5000] + hidden[(at // 5000) % distinct]
+            for at in range(0, len(prose), 5000)
+        ),
+        source="web",
+    )
+
+
+def _fastest(text: UntrustedText) -> float:
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        fence("page", text)
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def test_marking_a_page_of_a_few_dozen_distinct_hidden_characters_stays_fast() -> None:
+    # The seventh review wrote past 16 distinct characters with one str.translate, about
+    # 100 ms a megabyte whatever the text: a page with 24 of them took six times as long as
+    # one with 16 (one replace each, 2 ms a megabyte). Replace is used up to 32, where
+    # translate costs no more.
+    few, more = _fastest(_page(16)), _fastest(_page(24))
+    assert more < 3 * few, f"24 distinct characters took {more / few:.1f} times as long as 16"
