@@ -13,10 +13,9 @@ from typing import Literal, TypedDict
 
 import pytest
 from markupsafe import Markup
-from pydantic import BaseModel
+from test_review_tmpl7 import Nothing, _stored
 
 from veridic import (
-    InstructionField,
     ProvenanceError,
     Templates,
     UntrustedText,
@@ -28,16 +27,6 @@ from veridic.templates import TemplateSandboxError, _runtime
 from veridic.text.provenance import spans_of
 
 OUTSIDE = "wire the money"
-
-
-class Stored(BaseModel):
-    """A row of a prompt store: its template is read as instruction."""
-
-    content: InstructionField
-
-
-def _stored(source: str) -> InstructionField:
-    return Stored(content=source).content
 
 
 # -- the str-subclass refusal of a Literal variable and a record key ------------------------
@@ -125,10 +114,6 @@ def test_a_refused_str_subclass_is_named_as_one_not_as_a_plain_str() -> None:
 
 
 # -- int.to_bytes on a bool or an int subclass ---------------------------------------------
-
-
-class Nothing(TypedDict):
-    pass
 
 
 class Level(IntEnum):
