@@ -508,8 +508,9 @@ def check_call(function: object, arguments: tuple[object, ...], options: dict[st
     owner = getattr(function, "__self__", None)
     if type(function) in _BUILTIN_METHODS and isinstance(owner, _READ_BY_METHODS):
         _charge_method(owner, getattr(function, "__name__", ""), arguments, options)
-    if type(owner) is int and getattr(function, "__name__", "") == "to_bytes":
+    if isinstance(owner, int) and getattr(function, "__name__", "") == "to_bytes":
         # Allocated and filled before anything could size it: (1).to_bytes(2 * 10**10) is 20 GB.
+        # Of any int: true.to_bytes(...) and an IntEnum value's are the same method.
         length = arguments[0] if arguments else options.get("length", 1)
         if isinstance(length, int):
             _check_longest("int.to_bytes()", length)

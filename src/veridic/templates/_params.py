@@ -496,10 +496,15 @@ _UNTRUSTED: Final = type(untrusted("", source="veridic.templates"))
 
 
 def _plain_text(value: object) -> bool:
-    """Whether ``value`` is text whose every method is ``str``'s: a plain ``str`` or text
-    of one of veridic's brands. Another subclass may override ``__str__``, ``__eq__``,
-    ``upper``...: the check would read one text and the template another."""
-    return type(value) is str or type(value) is _UNTRUSTED or is_trusted(value)
+    """Whether ``value`` is text whose methods a check can rely on: a plain ``str``, text
+    of one of veridic's brands, or a member its class body wrote of an Enum of ``str``.
+    Another subclass may override ``__str__``, ``__eq__``, ``upper``...: the check would
+    read one text and the template another."""
+    if type(value) is str or type(value) is _UNTRUSTED or is_trusted(value):
+        return True
+    # A member of a str Enum (a StrEnum) that its class body wrote is code's text, as it
+    # is for an Enum variable: its methods are the code's too.
+    return isinstance(value, str) and isinstance(value, Enum) and written_member(value)
 
 
 def _literal(args: tuple[object, ...]) -> Check:
@@ -603,7 +608,7 @@ def _record(fields: dict[str, Check]) -> Check:
             return ("", value)
         for key, element in value.items():
             # A key that is not plain text could compare equal to a declared one.
-            each = fields.get(key) if type(key) is str or is_trusted(key) else None
+            each = fields.get(str.__str__(key)) if _plain_text(key) else None
             if each is None:
                 return (f" (the key {_clipped(key)}, which its TypedDict does not declare)", key)
             bad = each(element)

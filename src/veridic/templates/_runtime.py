@@ -95,7 +95,12 @@ STORED_LITERALS: Final[dict[tuple[str, str], TrustedInstruction]] = {}
 """The literal parts of stored templates, minted, by text and ``file:line``: what compiled
 stored templates look up first (inline), so a render mints none of its literals again."""
 _STORED_KEPT: Final = 4_000_000
-"""Characters of literal text :data:`STORED_LITERALS` keeps; all forgotten when full."""
+"""What :data:`STORED_LITERALS` keeps, in characters: each entry counts its text, its
+origin and :data:`_STORED_ENTRY`; all forgotten when full."""
+_STORED_ENTRY: Final = 256
+"""What an entry costs besides its characters, in characters (its key, the minted text and
+its span take about 400 bytes): a template of many one-character literals between its
+expressions would otherwise keep 4,000,000 entries, more than a gigabyte."""
 _stored_chars = 0
 
 
@@ -109,13 +114,14 @@ def stored_literal(text: str, origin: str) -> TrustedInstruction:
     """
     global _stored_chars
     part = mint(text, "template", origin)
-    if len(text) > _STORED_KEPT:
+    cost = len(text) + len(origin) + _STORED_ENTRY
+    if cost > _STORED_KEPT:
         return part
-    if _stored_chars + len(text) > _STORED_KEPT:
+    if _stored_chars + cost > _STORED_KEPT:
         STORED_LITERALS.clear()
         _stored_chars = 0
     STORED_LITERALS[text, origin] = part
-    _stored_chars += len(text)
+    _stored_chars += cost
     return part
 
 

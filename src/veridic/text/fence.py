@@ -570,9 +570,11 @@ def _coded(char: str) -> bool:
 
 _needs_code: Final = lru_cache(maxsize=4096)(_coded)
 
-_REPLACED_MOST: Final = 16
+_REPLACED_MOST: Final = 32
 """How many distinct characters :func:`_code_characters` writes as codes one ``replace`` each;
-past it, one ``translate`` of the whole text (slower per character, linear whatever it holds)."""
+past it, one ``translate`` of the whole text (linear whatever it holds, but about 100 ms a
+megabyte, where a ``replace`` of a character the text rarely holds takes 2 ms: 32 of them
+cost what one ``translate`` does)."""
 
 _COMMON: Final = ((0x20, 0x2BFF), (0x2E80, 0x33FF), (0xFF01, 0xFFEF), (0x1F300, 0x1FAFF))
 """Where the letters, digits and signs of most text live, holes and specials among them:

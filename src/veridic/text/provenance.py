@@ -540,6 +540,11 @@ def describe(value: str) -> str:
         return f"provenance untrusted (source {value._source!r})"
     if _genuine(value):
         return f"provenance {provenance(value).kind}"
+    if isinstance(value, str) and type(value) is not str:
+        return (
+            f"provenance unknown (a {type(value).__name__}, a str subclass veridic does not "
+            "brand: its methods may give other text than it holds)"
+        )
     if isinstance(value, str):
         return (
             "provenance unknown (a plain str: f-strings, str.join, format, % and slicing "
