@@ -1,0 +1,56 @@
+"""Second read of the seventh review's edges: Postgres conninfo secrets, SARIF, MCP.
+
+Each test failed on the code the review merged and passes with the fix beside it.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import pytest
+
+# -- Postgres conninfo: no password shown, and nothing but the password hidden --------
+
+
+def _shown_by(conninfo: str) -> tuple[str, str]:
+    """The message of the store's refusal of ``conninfo``, and all a logger would show."""
+    pytest.importorskip("psycopg")
+    from veridic import AuditRecordError, PostgresAuditSink
+
+    with pytest.raises(AuditRecordError, match="the Postgres conninfo is not valid") as caught:
+        PostgresAuditSink(conninfo)
+    return str(caught.value), "".join(traceback.format_exception(caught.value))
+
+
+def test_an_unquoted_password_with_spaces_in_a_conninfo_is_not_shown() -> None:
+    # libpq reads 'secret' as the next keyword and quotes it: missing "=" after "secret"
+    message, shown = _shown_by("host=db password=Zx9my Zx9secret port=5432")
+    assert "Zx9secret" not in shown
+    assert "Zx9my" not in shown
+    assert "****" in message
+
+
+def test_a_url_password_parameter_with_spaces_is_not_shown() -> None:
+    # libpq quotes the whole value: unexpected spaces found in "my secret"
+    for url in (
+        "postgresql://audit@db/app?password=Zx9my Zx9secret",
+        "postgresql://audit@db/app?password=Zx9my Zx9secret&sslmode=require",
+    ):
+        message, shown = _shown_by(url)
+        assert "Zx9secret" not in shown, url
+        assert "Zx9my" not in shown, url
+        assert "****" in message
+
+
+@pytest.mark.parametrize("password", ["a", "e", "5", "ing", "look"])
+def test_a_short_or_common_password_hides_only_itself(password: str) -> None:
+    """A password is hidden where it stands as a word, not inside every word of libpq's text.
+
+    A password equal to a whole word the message holds is hidden there too: the
+    store cannot tell the two apart, and it errs on the side of the secret.
+    """
+    message, shown = _shown_by(f"postgresql://audit:{password}@[::1/app")
+    assert "postgresql://audit:****@[::1/app" in message
+    assert "when looking for matching" in message
+    assert "in IPv6 host address" in message
+    assert f":{password}@" not in shown
