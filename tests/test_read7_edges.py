@@ -5,9 +5,15 @@ Each test failed on the code the review merged and passes with the fix beside it
 
 from __future__ import annotations
 
+import hashlib
+import json
 import traceback
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+
+from veridic.cli import main
 
 # -- Postgres conninfo: no password shown, and nothing but the password hidden --------
 
@@ -54,3 +60,45 @@ def test_a_short_or_common_password_hides_only_itself(password: str) -> None:
     assert "when looking for matching" in message
     assert "in IPv6 host address" in message
     assert f":{password}@" not in shown
+
+
+# -- SARIF: an alert of a command run at the repository root keeps its identity ---------
+
+
+FORGE = (
+    "from typing import cast\nfrom veridic import TrustedInstruction\n"
+    "forged = cast(TrustedInstruction, raw)\n"
+)
+
+
+@pytest.mark.parametrize("folder", ["my app", "données", "app"])
+def test_sarif_fingerprint_at_the_repository_root_is_the_one_before_the_uri_change(
+    folder: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The fingerprint hashes the path as the report names it, not its percent-encoded URI.
+
+    Code scanning matches an alert across runs by its fingerprint: the SARIF URIs
+    moved to the repository root, but for a command run at the root (the usual
+    job) a path with a space or a non-ASCII letter hashed as ``my%20app/...`` and
+    every such alert was closed and opened anew.
+    """
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "forge.py").write_text(FORGE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("veridic.config._current", None)
+    main(["hatches", folder, "--format", "sarif"])
+    (result,) = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    main(["hatches", folder, "--format", "json"])
+    (item,) = json.loads(capsys.readouterr().out)["findings"]
+    assert item["file"] == f"{folder}/forge.py"
+    # the recipe of veridic/v1 (sarif.py's docstring): code, tool, file, source text, message
+    parts = (item["kind"], "", item["file"], item["text"], item["message"])
+    expected = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+    assert result["partialFingerprints"]["veridic/v1"] == expected
+    location = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location["uri"] == quote(f"{folder}/forge.py")
