@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+import time
 import traceback
 from pathlib import Path
 from urllib.parse import quote
@@ -102,3 +104,57 @@ def test_sarif_fingerprint_at_the_repository_root_is_the_one_before_the_uri_chan
     assert result["partialFingerprints"]["veridic/v1"] == expected
     location = result["locations"][0]["physicalLocation"]["artifactLocation"]
     assert location["uri"] == quote(f"{folder}/forge.py")
+
+
+# -- MCP: a start the caller cancels leaves no task, no scope and no process ----------------
+
+PID_THEN_MUTE = """
+import os, sys
+with open(sys.argv[1], "w", encoding="utf-8") as told:
+    told.write(str(os.getpid()))
+for line in sys.stdin:  # every request the client sends, never answered; ends on EOF
+    pass
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is no zombie (Linux: its /proc status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_a_start_cancelled_by_the_callers_own_scope_ends_the_server_and_the_caller_runs_on(
+    tmp_path: Path,
+) -> None:
+    """The caller's ``move_on_after`` around a start still waiting for the server: the
+    start's task group was left entered (never closed), the server's process ran on
+    after the caller gave up, and the cancel scopes of the caller's task were left
+    out of order."""
+    pytest.importorskip("mcp")
+    import anyio
+
+    from veridic import Registry
+    from veridic.integrations.mcp import connect, stdio
+
+    told = tmp_path / "pid.txt"
+    server = stdio("slow", sys.executable, "-c", PID_THEN_MUTE, str(told), timeout=30)
+
+    async def run() -> str:
+        with anyio.move_on_after(1.5) as scope:
+            async with connect(Registry(), server):
+                return "connected"  # never: the server does not answer
+        assert scope.cancelled_caught
+        await anyio.sleep(0.01)  # the caller's code runs on after its own scope
+        return "ran on"
+
+    assert anyio.run(run) == "ran on"
+    assert told.exists(), "the server did not start within the caller's scope"
+    pid = int(told.read_text())
+    for _ in range(20):
+        if not _running(pid):
+            break
+        time.sleep(0.1)
+    assert not _running(pid), f"server process {pid} still runs after the start was cancelled"
