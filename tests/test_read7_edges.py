@@ -10,7 +10,9 @@ import json
 import sys
 import time
 import traceback
+import uuid
 from pathlib import Path
+from typing import Final
 from urllib.parse import quote
 
 import pytest
@@ -158,3 +160,79 @@ def test_a_start_cancelled_by_the_callers_own_scope_ends_the_server_and_the_call
             break
         time.sleep(0.1)
     assert not _running(pid), f"server process {pid} still runs after the start was cancelled"
+
+
+# -- The runner's legacy workflow commands: ``##[name]`` anywhere in a line ------------------
+
+LEGACY: Final = "##[add-mask]FINDING"
+"""GitHub's runner reads ``##[command]data`` anywhere in a line of the job's log (the V1
+syntax, tried after ``::command::``), so a line need not start with it to be obeyed."""
+
+
+def test_a_usage_error_quoting_a_legacy_workflow_command_is_inert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    module = f"app_{uuid.uuid4().hex[:12]}"
+    (tmp_path / f"{module}.py").write_text(f"raise RuntimeError({LEGACY!r})\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    monkeypatch.setattr("veridic.config._current", None)
+    try:
+        assert main(["lint", f"{module}:registry"]) == 2
+    finally:
+        sys.modules.pop(module, None)
+    err = capsys.readouterr().err
+    assert "raised RuntimeError" in err
+    assert "add-mask]FINDING" in err  # still told
+    assert "##[" not in err
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+@pytest.mark.parametrize("folder", ["##[error]all clear", "x ##[stop-commands]tok"])
+def test_a_path_holding_a_legacy_workflow_command_is_inert_in_the_report(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    folder: str,
+    form: str,
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "forge.py").write_text(FORGE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("veridic.config._current", None)
+    assert main(["hatches", ".", "--format", form]) == 1
+    out = capsys.readouterr().out
+    assert "##[" not in out
+    if form == "json":  # the same path, read back
+        (item,) = json.loads(out)["findings"]
+        assert item["file"] == f"{folder}/forge.py"
+    else:
+        assert folder.partition("##[")[2] in out
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_veridic_audit_shows_a_recorded_legacy_workflow_command_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    """A record's detail quotes what a tool raised: a server's or a page's words."""
+    from veridic import SQLiteAuditSink
+    from veridic.run.audit import AuditRecord, CallOutcome
+    from veridic.tools.risk import ApprovalMode, Risk
+
+    with SQLiteAuditSink(tmp_path / "audit.db") as store:
+        store.write(
+            AuditRecord(
+                time=1.0, request_id="req-1", tool="save_note", kind="write", risk=Risk.MID,
+                approval=ApprovalMode.NOT_REQUIRED, wrote_instruction_fields=False,
+                irreversible=False, prompt_sha256="0" * 64, tools_sha256="f" * 64,
+                outcome=CallOutcome.FAILED, detail=f"RuntimeError: {LEGACY} ::error::x",
+            )
+        )  # fmt: skip
+    main(["audit", str(tmp_path / "audit.db"), "--format", form])
+    out = capsys.readouterr().out
+    assert "add-mask]FINDING" in out  # still told
+    assert "##[" not in out
+    for line in out.splitlines():
+        assert not line.lstrip().startswith("::"), line
