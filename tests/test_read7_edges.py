@@ -236,3 +236,21 @@ def test_veridic_audit_shows_a_recorded_legacy_workflow_command_inert(
     assert "##[" not in out
     for line in out.splitlines():
         assert not line.lstrip().startswith("::"), line
+
+
+def test_a_sarif_log_quoting_a_legacy_workflow_command_is_inert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/ci.md: the SARIF log is safe in a CI log; a result's source text is outside text."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'app'\n")
+    (tmp_path / "forge.py").write_text(
+        "from typing import cast\nfrom veridic import TrustedInstruction\n"
+        f"forged = cast(TrustedInstruction, {LEGACY!r})\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("veridic.config._current", None)
+    assert main(["hatches", ".", "--format", "sarif"]) == 1
+    out = capsys.readouterr().out
+    assert "##[" not in out
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert LEGACY in result["properties"]["text"]  # the same log, read back

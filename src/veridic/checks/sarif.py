@@ -113,7 +113,10 @@ def render_sarif(
     }
     # ASCII only: the log is often printed (a CI log, a terminal), and a message quotes
     # outside text, whose C1 controls and bidi overrides JSON leaves raw otherwise.
-    return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=True, default=str) + "\n"
+    written = json.dumps(log, indent=2, sort_keys=True, ensure_ascii=True, default=str)
+    # ``##[`` stands only inside a string, where ``\u005b`` is the same bracket: printed
+    # raw in a CI log, GitHub's runner obeys it anywhere in a line (a legacy command).
+    return written.replace("##[", "##\\u005b") + "\n"
 
 
 class _Paths(NamedTuple):
