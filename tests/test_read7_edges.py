@@ -16,6 +16,8 @@ from typing import Final
 from urllib.parse import quote
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from veridic.cli import main
 
@@ -50,6 +52,29 @@ def test_a_url_password_parameter_with_spaces_is_not_shown() -> None:
         assert "Zx9secret" not in shown, url
         assert "Zx9my" not in shown, url
         assert "****" in message
+
+
+_WORDS = st.lists(
+    st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=8).map(
+        lambda drawn: f"Zx9{drawn}"
+    ),
+    min_size=2,
+    max_size=4,
+)
+"""Each word starts ``Zx9``, a stretch no message of veridic or libpq holds."""
+
+
+@settings(max_examples=30, deadline=None)
+@given(words=_WORDS, url=st.booleans())
+def test_no_word_of_a_password_written_with_spaces_is_shown(words: list[str], url: bool) -> None:
+    password = " ".join(words)
+    conninfo = (
+        f"postgresql://audit@db/app?password={password}"
+        if url
+        else f"host=db password={password} dbname=app"
+    )
+    _, shown = _shown_by(conninfo)
+    assert not any(word in shown for word in words), shown
 
 
 @pytest.mark.parametrize("password", ["a", "e", "5", "ing", "look"])
