@@ -17,7 +17,13 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from veridic.checks._cli_report import EXIT_USAGE, _say, _UsageError
+from veridic.checks._cli_report import (
+    EXIT_USAGE,
+    _inert_json,
+    _no_workflow_command,
+    _say,
+    _UsageError,
+)
 from veridic.checks.audit_report import Selection, build_report, parse_time
 from veridic.errors import VeridicError
 from veridic.run._conninfo import without_passwords
@@ -64,12 +70,12 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
         return EXIT_USAGE
     finally:
         store.close()
+    # A record quotes outside text (a tool's error, a server's words): inert in a CI log.
     if args.format == "json":
-        out.write(report.json() + "\n")
-    elif args.format == "markdown":
-        out.write(report.markdown() + "\n")
+        out.write(_inert_json(report.json()) + "\n")
     else:
-        out.write(report.text() + "\n")
+        written = report.markdown() if args.format == "markdown" else report.text()
+        out.write("\n".join(map(_no_workflow_command, written.split("\n"))) + "\n")
     return report.exit_code()
 
 

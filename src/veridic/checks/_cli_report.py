@@ -142,22 +142,36 @@ def _say(command: str, message: object, err: TextIO) -> None:
     workflow command GitHub Actions obeys. So the message is shown as the
     report's lines are (:func:`_shown`), whole, on one line.
     """
-    print(f"veridic {command}: {_shown(str(message))}", file=err)
+    print(_no_workflow_command(f"veridic {command}: {_shown(str(message))}"), file=err)
 
 
 def _no_workflow_command(line: str) -> str:
-    """``line``, unless GitHub Actions would obey it: then its first colon as ``⟦U+003A⟧``.
+    """``line``, with nothing in it GitHub Actions would obey as a workflow command.
 
     The runner reads a line of the job's output that starts, after spaces, with
     ``::`` as a workflow command (``::error file=app.py::...`` forges an
     annotation, ``::add-mask::`` hides text, ``::stop-commands::`` mutes the
-    commands that follow). A line of the report can start with outside text: a
-    file's path in a folder a pull request named ``::error ...::all clear``.
+    commands that follow), and, failing that, the legacy ``##[command]data``
+    anywhere in the line. A line of the report can hold outside text: a file's
+    path in a folder a pull request named ``::error ...::all clear``. So a
+    leading ``::`` has its first colon written ``⟦U+003A⟧``, and every ``##[``
+    its bracket ``⟦U+005B⟧``.
     """
+    line = line.replace("##[", "##\u27e6U+005B\u27e7")
     body = line.lstrip()
     if body.startswith("::"):
         return f"{line[: len(line) - len(body)]}\u27e6U+003A\u27e7{body[1:]}"
     return line
+
+
+def _inert_json(text: str) -> str:
+    """JSON ``text`` with every ``##[`` written ``##\\u005b``: the same document, read back.
+
+    ``##[`` stands only inside a JSON string (no token of JSON starts with ``#``),
+    where ``\\u005b`` is the same bracket; printed raw in a CI log, the runner
+    would obey it as a legacy workflow command (:func:`_no_workflow_command`).
+    """
+    return text.replace("##[", "##\\u005b")
 
 
 def _shown(text: str) -> str:
@@ -179,7 +193,8 @@ _COUNT_WORDS: Final[dict[Severity, tuple[str, str]]] = {
 
 def _emit(report: _Report, form: str, out: TextIO, *, anchor: str | None = None) -> None:
     if form == "json":
-        out.write(json.dumps(report.to_json(), indent=2, sort_keys=True, default=str) + "\n")
+        written = json.dumps(report.to_json(), indent=2, sort_keys=True, default=str)
+        out.write(_inert_json(written) + "\n")
     elif form == "sarif":
         from veridic.checks.sarif import render_sarif  # only this format needs it
 
@@ -195,6 +210,6 @@ def _emit(report: _Report, form: str, out: TextIO, *, anchor: str | None = None)
             strict=report.strict,
             notes=report.notes,
         )
-        out.write(markdown + "\n")
+        out.write("\n".join(map(_no_workflow_command, markdown.split("\n"))) + "\n")
     else:
         out.write(report.render() + "\n")

@@ -22,9 +22,9 @@ result per report item:
   location, so such an item is never left without one while an anchor is
   known; ``properties.anchored`` says it was placed so;
 - ``partialFingerprints["veridic/v1"]``: a hash of the code, the tool, the
-  file's URI (for an item without a tool), the source text and the message with
-  line numbers taken out, so an alert keeps its identity when code above it
-  moves;
+  file's path from the repository root, not percent-encoded (for an item
+  without a tool), the source text and the message with line numbers taken
+  out, so an alert keeps its identity when code above it moves;
 - ``message.text`` is plain text with every ``\\``, ``[`` and ``]``
   backslash-escaped (SARIF 3.11.6), so outside text a message quotes (a
   drifted description's ``[text](url)``) is never shown as a link;
@@ -113,7 +113,10 @@ def render_sarif(
     }
     # ASCII only: the log is often printed (a CI log, a terminal), and a message quotes
     # outside text, whose C1 controls and bidi overrides JSON leaves raw otherwise.
-    return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=True, default=str) + "\n"
+    written = json.dumps(log, indent=2, sort_keys=True, ensure_ascii=True, default=str)
+    # ``##[`` stands only inside a string, where ``\u005b`` is the same bracket: printed
+    # raw in a CI log, GitHub's runner obeys it anywhere in a line (a legacy command).
+    return written.replace("##[", "##\\u005b") + "\n"
 
 
 class _Paths(NamedTuple):
@@ -213,7 +216,15 @@ def _physical(file: str, line: int, root: _Paths) -> dict[str, object]:
 
 
 def _artifact(file: str, root: _Paths) -> dict[str, str]:
-    """A path under the root as a URI reference under ``%SRCROOT%``; a file outside it absolute.
+    """A path under the root as a URI reference under ``%SRCROOT%``; a file outside it absolute."""
+    relative = _relative(file, root)
+    if relative is None:
+        return {"uri": Path(os.path.normpath(root.cwd / file)).resolve().as_uri()}
+    return {"uri": quote(relative, safe="/"), "uriBaseId": _SRCROOT}
+
+
+def _relative(file: str, root: _Paths) -> str | None:
+    """``file`` relative to the root, with forward slashes; ``None`` for a file outside it.
 
     Taken apart as written first (a file under a linked folder keeps the path the
     report gave), then with links resolved.
@@ -221,18 +232,26 @@ def _artifact(file: str, root: _Paths) -> dict[str, str]:
     path = Path(os.path.normpath(root.cwd / file))
     for candidate, top in ((path, root.root), (path.resolve(), root.root.resolve())):
         try:
-            relative = candidate.relative_to(top)
+            return PurePath(candidate.relative_to(top)).as_posix()
         except ValueError:
             continue
-        return {"uri": quote(PurePath(relative).as_posix(), safe="/"), "uriBaseId": _SRCROOT}
-    return {"uri": path.resolve().as_uri()}
+    return None
 
 
 def _fingerprint(item: ReportItem, root: _Paths) -> str:
+    """The alert's identity: the path is hashed as the report names it, not percent-encoded.
+
+    Run at the repository's root, that is the path the report gave, as before the
+    URIs were taken from the root: an alert of a file in ``my app/`` keeps its
+    identity. A file outside the root is hashed as the report gave it.
+    """
+    file = ""
+    if item.subject is None and item.file is not None:
+        file = _relative(item.file, root) or item.file
     parts: Sequence[str] = (
         item.kind,
         item.subject or "",
-        "" if item.subject is not None or item.file is None else _artifact(item.file, root)["uri"],
+        file,
         item.text or "",
         _LINE_NUMBERS.sub(r"\1", item.message),
     )

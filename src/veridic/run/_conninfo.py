@@ -12,6 +12,11 @@ from typing import Final
 from urllib.parse import unquote
 
 _PASSWORD: Final = re.compile(r"""password\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s&#]*)""", re.IGNORECASE)
+_URL: Final = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
+_URL_PARAMETER: Final = re.compile(r"[?&]password=([^&#]*)", re.IGNORECASE)
+_BARE_WORDS: Final = re.compile(
+    r"""password\s*=\s*[^\s']\S*((?:\s+[^\s=']+(?![^\s=']|\s*=))*)""", re.IGNORECASE
+)
 _USERINFO: Final = re.compile(r"^postgres(?:ql)?://([^@/?#]*)@", re.IGNORECASE)
 _HIDDEN: Final = "****"
 
@@ -21,7 +26,10 @@ def _passwords(conninfo: str) -> tuple[str, ...]:
 
     The password of ``postgresql://user:PW@host/db``, of ``?password=PW`` and of
     ``password=PW`` or ``password='P W'``, as written, unquoted and
-    percent-decoded.
+    percent-decoded. A password written with spaces where libpq allows none
+    counts whole, and each word of it apart: libpq quotes a URL parameter's
+    value whole (``unexpected spaces found in "P W"``) and reads the words after
+    an unquoted ``password=P`` as keywords (``missing "=" after "W"``).
     """
     found: set[str] = set()
     userinfo = _USERINFO.match(conninfo)
@@ -30,17 +38,28 @@ def _passwords(conninfo: str) -> tuple[str, ...]:
     for token in _PASSWORD.findall(conninfo):
         found.update((token, token.strip("'")))
         found.add(re.sub(r"\\(.)", r"\1", token.strip("'")))
+    if _URL.match(conninfo):
+        found.update(_URL_PARAMETER.findall(conninfo))
+    else:
+        for words in _BARE_WORDS.findall(conninfo):
+            found.update(words.split())
     found |= {unquote(password) for password in found}
+    found |= {word for password in found for word in password.split()}
     return tuple(sorted((p for p in found if p), key=len, reverse=True))
 
 
 def without_passwords(message: str, conninfo: str) -> str:
     """``message`` with every spelling of ``conninfo``'s password replaced by ``****``.
 
+    A spelling is replaced where no letter or digit is next to it, so a short
+    password (``a``) or one that is a word (``host``) hides itself, not every
+    word of the message it is part of. A password that stands as a whole word
+    of the message is hidden there too: that cannot be told apart from it.
+
     >>> without_passwords('bad URI: "postgresql://audit:pw%40x@[::1/app"',
     ...                   "postgresql://audit:pw%40x@[::1/app")
     'bad URI: "postgresql://audit:****@[::1/app"'
     """
     for password in _passwords(conninfo):
-        message = message.replace(password, _HIDDEN)
+        message = re.sub(rf"(?<![^\W_]){re.escape(password)}(?![^\W_])", _HIDDEN, message)
     return message

@@ -810,8 +810,12 @@ async def _held_open(client: Any, server: McpServer, stack: AsyncExitStack) -> N
     try:
         with anyio.fail_after(server.timeout):
             await entered.wait()
-    except TimeoutError:
-        tasks.cancel_scope.cancel()  # the handshake still waiting: the server is stopped
+    except BaseException:
+        # Timed out, or the caller's own scope cancelled the start: the handshake still
+        # waits, so the server is stopped and the group closed here (its exit waits for
+        # the client's shielded shutdown, which ends the process); left entered, the
+        # group put the caller's cancel scopes out of order.
+        tasks.cancel_scope.cancel()
         await held.aclose()
         raise
     if failed:
