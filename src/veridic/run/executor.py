@@ -973,6 +973,9 @@ class _Call:
             detail = "a guard refused " + ", ".join(
                 f"{op} (at {event.where})" for event in blocked for op in event.operations
             )
+        elif error is not None and not isinstance(error, Exception):
+            # Cancelled or Ctrl-C while the handler ran: it may have done its work.
+            outcome, detail = CallOutcome.FAILED, _cut_short(error, ran.message)
         elif error is not None:
             outcome, detail = CallOutcome.FAILED, f"{type(error).__name__}: {ran.message}"
         else:
@@ -1070,6 +1073,18 @@ class _Call:
 _INTERRUPTED: Final = "_veridic_interrupted_call"
 """Where an interrupt keeps the result of the call it cut short (in its ``__dict__``: a
 ``KeyboardInterrupt`` cannot be weakly referenced, so no table keyed by it)."""
+
+
+def _cut_short(interrupt: BaseException, message: str) -> str:
+    """The record's detail of a call whose handler an interrupt stopped (a ``CancelledError``
+    from ``asyncio.wait_for``, a ``KeyboardInterrupt``): its handler had started, so the
+    call may have run, said first, where the clipped detail keeps it; then the interrupt's
+    own message, when it has one."""
+    said = f" ({message})" if message else ""
+    return (
+        f"{type(interrupt).__name__}: the call may have run: it was interrupted while its "
+        f"handler ran{said}, so check what it did before calling it again"
+    )
 
 
 def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
