@@ -8,23 +8,34 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import json
+import logging
+import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
+from test_review_runloop import make_registry, paused_refunds, system_part
+from test_store_schema8 import _sqlite_at_7
 
 from veridic import (
+    ApprovalMode,
     ApprovalPolicy,
     CallOutcome,
     Composer,
+    Limits,
     ModelGateway,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
     VeridicError,
+    aexecute,
     execute,
     instruction,
 )
+from veridic.checks.cli import main
+from veridic.errors import AuditRecordError, AuditWriteError
 from veridic.run.audit import AuditRecord
 
 SYSTEM = instruction("You are the support agent of Acme.")
@@ -313,3 +324,156 @@ def test_ctrl_c_while_a_calls_record_is_written_in_run_answers_the_call() -> Non
     assert "the write was cut short, so the store may lack it" in notes
     (answer,) = [t for t in composer.conversation().turns if t.kind == "tool_result"]
     assert (answer.call_id, answer.error, answer.text) == ("c1", False, "units: celsius")
+
+
+# --- seventh review, follow-ups: what a record, a log, an error and a store say -----------
+
+
+def _refunds() -> ToolView:
+    registry = Registry("orders")
+
+    @registry.tool(kind="write")
+    async def refund(order_id: int) -> str:
+        """Refund an order to the card it was paid with.
+
+        Args:
+            order_id: The order.
+        """
+        await asyncio.sleep(5)
+        return "refunded"
+
+    return registry.view()
+
+
+def test_a_call_the_application_cancels_mid_way_is_recorded_as_one_that_may_have_run() -> None:
+    view = _refunds()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("refund")
+    audit = SQLiteAuditSink()
+
+    async def main() -> None:
+        call = aexecute(
+            view,
+            "refund",
+            {"order_id": 1},
+            policy=policy,
+            audit=audit,
+            request_id="req-1",
+            prompt_sha256="0" * 64,
+            call_id="c1",
+        )
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(call, 0.05)
+
+    asyncio.run(main())
+    (record,) = audit.records("req-1")
+    assert record.outcome is CallOutcome.FAILED  # the outcome enum is kept
+    # What matters first, where a clipped detail keeps it: the handler had started.
+    assert record.detail.startswith("CancelledError: the call may have run: it was interrupted")
+    assert "check what it did before calling it again" in record.detail
+
+
+class _FollowUpsFail(SQLiteAuditSink):
+    """The real SQLite store; the shred finishes while the call's own record is written (so
+    its follow-up waits for that record), and the store then refuses the follow-up."""
+
+    def __init__(self, shredder: _Shredder) -> None:
+        super().__init__(":memory:")
+        self.shredder = shredder
+
+    def write(self, record: AuditRecord, /) -> None:
+        if record.follow_up:
+            raise sqlite3.OperationalError("database is locked")
+        super().write(record)
+        if not self.shredder.go.is_set():  # the call's own record: the shred ends now
+            self.shredder.go.set()
+            self.shredder.threads[0].join(5)
+
+
+def test_an_unwritten_follow_up_of_an_effect_that_happened_is_not_logged_as_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    shredder = _Shredder()
+    audit = _FollowUpsFail(shredder)
+    with caplog.at_level(logging.ERROR, logger="veridic.executor"), pytest.raises(AuditWriteError):
+        execute(
+            shredder.view,
+            "close_account",
+            {"account": "acme"},
+            policy=ApprovalPolicy(shredder.view),
+            audit=audit,
+            request_id="req-shred-7",
+            prompt_sha256="0" * 64,
+            confirm=lambda request: True,
+        )
+    assert shredder.done == ["shred acme"]
+    (logged,) = [r.getMessage() for r in caplog.records if "follow-up" in r.getMessage()]
+    assert "refused" not in logged  # the shred happened
+    assert "delegation:shred (happened: a delegated tool finished it" in logged
+    assert "'req-shred-7'" in logged
+
+
+def test_veridic_audit_of_a_schema_7_sqlite_file_says_its_answers_usage_is_not_broken_down(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "audit.db"
+    _sqlite_at_7(path)
+    assert main(["audit", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "the file holds audit schema version 7; its copy was migrated to version 8" in out
+    assert "their answers' usage is not broken down" in out
+    assert main(["audit", str(path), "--format", "json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("usage is not broken down" in note for note in notes)
+    with SQLiteAuditSink(path):  # the file itself migrated: no note any more
+        pass
+    assert main(["audit", str(path)]) == 0
+    assert "migrated" not in capsys.readouterr().out
+
+
+def test_an_answer_for_no_approval_lists_the_digests_the_user_should_answer_by() -> None:
+    audit = SQLiteAuditSink()
+    paused = paused_refunds(audit, Limits())
+    view = make_registry([]).view()
+    gateway = ModelGateway(ScriptedProvider([{"text": "Refunded."}]), audit=audit)
+    with pytest.raises(VeridicError) as refused:
+        gateway.resume(
+            paused,
+            system_part(view),
+            view,
+            policy=ApprovalPolicy(view),
+            answers={"refund-2": True},
+        )
+    message = str(refused.value)
+    for approval in paused.approvals:
+        assert approval.digest in message
+    assert "by their digest" in message
+
+
+def test_save_rules_refuses_a_word_no_policy_applies_and_keeps_rules_and_grants() -> None:
+    view = make_registry([]).view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("refund")
+    audit = SQLiteAuditSink()
+    with pytest.raises(AuditRecordError) as refused:
+        audit.save_rules("user:ada", {"get_order": "ask", "refund": "allow"})
+    assert "'allow' for tool 'refund'" in str(refused.value)
+    assert audit.rules("user:ada") == {}  # nothing saved, not half
+    # The rules and grants a policy gives are saved, as dicts or as policy.rules.
+    audit.save_rules("user:ada", dict(policy.rules))
+    audit.save_rules("user:ada/grants", dict(policy.grants))
+    audit.save_rules("user:bob", policy.rules)
+    restored = ApprovalPolicy.restore(
+        view, audit.rules("user:ada"), grants=audit.rules("user:ada/grants")
+    )
+    assert restored.skipped == ()
+    assert restored.request("refund").mode is ApprovalMode.ALWAYS_RULE
+    assert ApprovalPolicy.restore(view, audit.rules("user:bob")).skipped == ()
+
+
+@pytest.mark.parametrize("turns", [0, -1])
+def test_limits_of_no_model_call_are_refused(turns: int) -> None:
+    with pytest.raises(VeridicError, match=rf"Limits\(turns={turns}\): a run of no model call"):
+        Limits(turns=turns)
+    # No model call is meaningless; no tool call and no retry are bounds a run can hold.
+    assert Limits(turns=1, tool_calls=0, output_retries=0).tool_calls == 0

@@ -103,7 +103,6 @@ def paused_refunds(audit: SQLiteAuditSink, limits: Limits) -> PausedRun:
     [
         (Limits(tool_calls=2), "tool_calls", 3),
         (Limits(tokens=12), "tokens", 15),
-        (Limits(turns=0), "turns", 1),
     ],
 )
 @pytest.mark.parametrize("asynchronous", [False, True])

@@ -28,6 +28,8 @@ from veridic.checks.audit_report import Selection, build_report, parse_time
 from veridic.errors import VeridicError
 from veridic.run._conninfo import without_passwords
 from veridic.run._postgres_schema import VERSION, lacks
+from veridic.run._sqlite_schema import VERSION as SQLITE_VERSION
+from veridic.run._sqlite_schema import lacks as sqlite_lacks
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
 
@@ -54,16 +56,16 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
                 f"--since {args.since} is not before --until {args.until}: the range is empty; "
                 "--since is inclusive and --until exclusive"
             )
-        store = _open_store(args.database, snapshots)
+        store, migrated = _opened(args.database, snapshots)
     except (ValueError, _UsageError) as error:
         _say("audit", error, sys.stderr)
         return EXIT_USAGE
     try:
         report = build_report(store, selection, database=_named(store, args.database))
         if isinstance(store, PostgresAuditSink) and store.schema_version != VERSION:
-            report = dataclasses.replace(
-                report, notes=(*report.notes, _not_migrated(store.schema_version))
-            )
+            migrated = _not_migrated(store.schema_version)
+        if migrated:
+            report = dataclasses.replace(report, notes=(*report.notes, migrated))
     except VeridicError as error:  # a row that cannot be read back
         named = _named(store, args.database)
         _say("audit", f"{named}: {without_passwords(str(error), args.database)}", sys.stderr)
@@ -98,10 +100,18 @@ def _named(store: SQLiteAuditSink | PostgresAuditSink, argument: str) -> str:
 
 
 def _open_store(argument: str, snapshots: Path) -> SQLiteAuditSink | PostgresAuditSink:
+    """The store ``argument`` names, opened so that it is never written."""
+    return _opened(argument, snapshots)[0]
+
+
+def _opened(argument: str, snapshots: Path) -> tuple[SQLiteAuditSink | PostgresAuditSink, str]:
+    """:func:`_open_store`, with the report's note on an SQLite file of an older schema
+    (its copy was migrated: what the migration could not know), ``""`` for none."""
     if not _is_postgres(argument):
-        return _open_audit_store(Path(argument), snapshots)
+        copy, version = _open_audit_store(Path(argument), snapshots)
+        return copy, _copy_migrated(version)
     try:
-        return PostgresAuditSink(argument, min_size=0, max_size=1, timeout=10, read_only=True)
+        database = PostgresAuditSink(argument, min_size=0, max_size=1, timeout=10, read_only=True)
     except VeridicError as error:  # no extra, no veridic tables, another schema version
         raise _UsageError(without_passwords(str(error), argument)) from error
     except Exception as error:  # psycopg's own: it is imported only with the extra
@@ -110,9 +120,24 @@ def _open_store(argument: str, snapshots: Path) -> SQLiteAuditSink | PostgresAud
             f"cannot reach the Postgres audit store ({said}): check "
             "the URL or conninfo, and that the server is up"
         ) from error
+    # Read as it is: _audit_report notes an older schema (_not_migrated).
+    return database, ""
 
 
-def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
+def _copy_migrated(version: int) -> str:
+    """The report's note on an SQLite file of an older schema, whose copy was migrated: the
+    file's earlier records were read with what the migration gave them (usage parts
+    unknown, no call ids), which the report must not pass off as recorded."""
+    if version >= SQLITE_VERSION:
+        return ""
+    return (
+        f"the file holds audit schema version {version}; its copy was migrated to version "
+        f"{SQLITE_VERSION} for this review (the file itself is never written), so the records "
+        f"written before: {sqlite_lacks(version)}"
+    )
+
+
+def _open_audit_store(path: Path, snapshots: Path) -> tuple[SQLiteAuditSink, int]:
     """A snapshot of an existing veridic audit database, opened as a store; never the file.
 
     The file is read through a read-only connection only: anything that is
@@ -121,7 +146,8 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
     application writes) into ``snapshots``, where ``SQLiteAuditSink`` opens
     it (and migrates an older schema, in the copy). The database under
     review, often evidence, is never written: not by a migration, not by
-    the WAL setting. The cost is one copy of the file per report.
+    the WAL setting. The cost is one copy of the file per report. Returns the
+    store and the schema version of the copy before it was opened (migrated).
     """
     if not path.is_file():
         what = (
@@ -160,10 +186,12 @@ def _open_audit_store(path: Path, snapshots: Path) -> SQLiteAuditSink:
         target = sqlite3.connect(copy)
         try:
             source.backup(target)
+            (version,) = target.execute("PRAGMA user_version").fetchone()
         finally:
             target.close()
             source.close()
-        return SQLiteAuditSink(copy)
+        # veridic 0.1 did not set user_version (its file is version 1, as the store reads it).
+        return SQLiteAuditSink(copy), max(int(version), 1)
     except (sqlite3.Error, VeridicError) as error:
         # The store names the file it opened, the snapshot: name the file under review.
         said = str(error).replace(f"SQLiteAuditSink({os.fspath(copy)!r})", "the file")

@@ -64,7 +64,7 @@ from veridic import __version__
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 
-__all__ = ["VERSION", "prepare"]
+__all__ = ["VERSION", "lacks", "prepare"]
 
 VERSION: Final = 8
 
@@ -377,6 +377,24 @@ def _to_8(db: sqlite3.Connection) -> None:
     """The parts of each answer's usage; earlier answers' NULL, unknown."""
     for column in _USAGE_PARTS:
         db.execute(f"ALTER TABLE veridic_model_replies ADD COLUMN {column} INTEGER")
+
+
+_LACKS: Final[dict[int, str]] = {
+    2: "they have record ids given by the migration, not by the call",
+    4: "they have no duration (0.0) and no arguments digest",
+    5: 'they have no call id (call_id "")',
+    7: (
+        "their answers' usage is not broken down (their cache reads, cache writes and "
+        "reasoning are unknown)"
+    ),
+}
+"""For each older version, what its records lack once migrated (a migration cannot know
+it), in words for a report."""
+
+
+def lacks(version: int) -> str:
+    """What the records of a file of ``version`` lack once migrated; ``""`` for none."""
+    return "; ".join(_LACKS[v] for v in sorted(_LACKS) if v >= version)
 
 
 _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (

@@ -30,7 +30,7 @@ from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.providers._base import PARTS, Usage
-from veridic.run.approval import ApprovalMode, ApprovalRules, _SavedRules
+from veridic.run.approval import _RULES, ApprovalMode, ApprovalRules, _SavedRules, _storable_rule
 from veridic.run.deferred import PausedRun
 from veridic.run.records import (
     _FIELDS,
@@ -384,6 +384,16 @@ def save_rules(where: str, scope: str, rules: object) -> Statement[None]:
         raise AuditRecordError(
             f"{where}.save_rules() got {clip(repr(rules))}: pass a mapping of tool names "
             "to rules, policy.rules"
+        )
+    wrong = [(name, rule) for name, rule in rules.items() if not _storable_rule(rule)]
+    if wrong:
+        name, rule = wrong[0]
+        raise AuditRecordError(
+            f"{where}.save_rules() got the rule {clip(rule)} for tool {clip(name)} "
+            f"({len(wrong)} such), which no approval policy applies: a restore would skip it, "
+            f"and the tool would be asked about again; nothing was saved: pass the rules "
+            f"{', '.join(map(repr, _RULES))} (policy.rules), or the grants saved beside them "
+            "(dict(policy.grants))"
         )
     kept: dict[str, object] = dict(sorted(rules.items()))
     if isinstance(rules, ApprovalRules) and rules.grants:

@@ -137,6 +137,14 @@ class ApprovalRules(Mapping[str, Rule]):
         return f"ApprovalRules({dict(self._rules)!r})"
 
 
+def _storable_rule(value: str) -> bool:
+    """Whether a store may save ``value`` under a tool name: a rule word a policy applies,
+    or a grant (the grants of a policy are saved through the same call,
+    ``save_rules(scope, dict(policy.grants))``). Any other word would be skipped at the
+    next restore, turning an "always" the user gave into "ask" without a word at the save."""
+    return value in _RULES or value.startswith((_GRANT + " ", _GRANT_V1 + " "))
+
+
 class _SavedRules(dict[str, str]):
     """Rules a store read back, with the grants saved beside them.
 

@@ -714,7 +714,7 @@ def answered(paused: PausedRun, answers: object) -> dict[str, bool]:
                 )
             raise VeridicError(
                 f"resume() got an answer for {clip(str(key))}, which no approval of the "
-                f"paused run names (it asks for {sorted(asked)}): answer the approvals of "
+                f"paused run names (it asks for {_asked(paused)}): answer the approvals of "
                 "paused.approvals by their digest (or call_id)"
             )
         if not isinstance(answer, bool):
@@ -728,6 +728,23 @@ def answered(paused: PausedRun, answers: object) -> dict[str, bool]:
                 "and by its digest): pass one answer per approval"
             )
     return bound
+
+
+_LISTED: Final = 5
+"""How many approvals an error about an unknown answer key lists by name."""
+
+
+def _asked(paused: PausedRun) -> str:
+    """The approvals of ``paused`` as an answer names them: each one's digest, the key the
+    error tells the user to answer by, with its call id beside it (a few, then a count)."""
+    listed = [
+        f"digest {approval.digest} (tool {clip(approval.tool)}, call_id {clip(approval.call_id)})"
+        for approval in paused.approvals[:_LISTED]
+    ]
+    more = len(paused.approvals) - _LISTED
+    if more > 0:
+        listed.append(f"and {more} more")
+    return ", ".join(listed) or "no approval"
 
 
 class ResumeSteps:

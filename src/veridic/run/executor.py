@@ -917,11 +917,11 @@ class _Call:
             try:
                 self.sink.write(self._follow_up(tool, mode, event))
             except Exception as failure:  # logged, and returned to be raised by the caller
-                _follow_up_failed(tool, event, failure)
+                _follow_up_failed(tool, event, failure, self.request_id)
                 first = first or failure
             except BaseException as interrupt:  # Ctrl-C: this one and the rest, logged
                 for left in pending[index:]:
-                    _follow_up_failed(tool, left, interrupt)
+                    _follow_up_failed(tool, left, interrupt, self.request_id)
                 raise
         return first
 
@@ -933,11 +933,11 @@ class _Call:
             try:
                 await self.sink.awrite(self._follow_up(tool, mode, event))
             except Exception as failure:  # logged, and returned to be raised by the caller
-                _follow_up_failed(tool, event, failure)
+                _follow_up_failed(tool, event, failure, self.request_id)
                 first = first or failure
             except BaseException as interrupt:  # cancelled: this write goes on; the rest, logged
                 for left in pending[index + 1 :]:
-                    _follow_up_failed(tool, left, interrupt)
+                    _follow_up_failed(tool, left, interrupt, self.request_id)
                 raise
         return first
 
@@ -973,6 +973,9 @@ class _Call:
             detail = "a guard refused " + ", ".join(
                 f"{op} (at {event.where})" for event in blocked for op in event.operations
             )
+        elif error is not None and not isinstance(error, Exception):
+            # Cancelled or Ctrl-C while the handler ran: it may have done its work.
+            outcome, detail = CallOutcome.FAILED, _cut_short(error, ran.message)
         elif error is not None:
             outcome, detail = CallOutcome.FAILED, f"{type(error).__name__}: {ran.message}"
         else:
@@ -1070,6 +1073,18 @@ class _Call:
 _INTERRUPTED: Final = "_veridic_interrupted_call"
 """Where an interrupt keeps the result of the call it cut short (in its ``__dict__``: a
 ``KeyboardInterrupt`` cannot be weakly referenced, so no table keyed by it)."""
+
+
+def _cut_short(interrupt: BaseException, message: str) -> str:
+    """The record's detail of a call whose handler an interrupt stopped (a ``CancelledError``
+    from ``asyncio.wait_for``, a ``KeyboardInterrupt``): its handler had started, so the
+    call may have run, said first, where the clipped detail keeps it; then the interrupt's
+    own message, when it has one."""
+    said = f" ({message})" if message else ""
+    return (
+        f"{type(interrupt).__name__}: the call may have run: it was interrupted while its "
+        f"handler ran{said}, so check what it did before calling it again"
+    )
 
 
 def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
@@ -1200,12 +1215,23 @@ def _site(preposition: str, event: GuardEvent, tool: Tool) -> str:
     return f"{preposition} {event.where}"
 
 
-def _follow_up_failed(tool: Tool, event: GuardEvent, failure: BaseException) -> None:
+def _follow_up_failed(
+    tool: Tool, event: GuardEvent, failure: BaseException, request_id: str
+) -> None:
+    """Log a follow-up record that could not be written, with the request it belongs to.
+
+    An allowed late event is the effect of a delegated tool that finished after the call
+    ended: it happened, so the log says so, never "refused"; a reader who believed it
+    refused would not look for the effect.
+    """
+    what = "happened: a delegated tool finished it" if event.allowed else "refused"
     _log.error(
-        "the follow-up audit record of %s (refused at %s after the call of %r had "
-        "ended) could not be written",
+        "the follow-up audit record of %s (%s at %s after the call of %r had ended, "
+        "request %r) could not be written",
         ", ".join(event.operations),
+        what,
         event.where,
         tool.name,
+        request_id,
         exc_info=failure,
     )

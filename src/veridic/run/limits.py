@@ -18,13 +18,14 @@ __all__ = ["Limits"]
 class Limits:
     """Where a run of :meth:`veridic.ModelGateway.run` stops if the model has not answered.
 
-    ``turns`` counts model calls, ``tool_calls`` the calls of tools (run or
-    refused), ``seconds`` the wall time since the run began (checked before
-    each model call; ``None``: no limit), ``tokens`` the tokens the provider
-    counted over the run's model calls (input and output, checked after each
-    answer; ``None``: no limit; an answer that does not say how many it used
-    stops the run with a ``VeridicError``, as the limit cannot hold).
-    ``output_retries`` is how many times a structured answer that does not
+    ``turns`` counts model calls (at least 1: a run sends its prompt),
+    ``tool_calls`` the calls of tools (run or refused), ``seconds`` the wall
+    time since the run began (checked before each model call; ``None``: no
+    limit), ``tokens`` the tokens the provider counted over the run's model
+    calls (input and output, checked after each answer; ``None``: no limit;
+    an answer that does not say how many it used stops the run with a
+    ``VeridicError``, as the limit cannot hold). ``output_retries`` is how
+    many times a structured answer that does not
     validate is sent back with what was wrong.
 
     A run that pauses for approvals keeps its limits in the
@@ -43,6 +44,12 @@ class Limits:
             isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens < 1
         ):
             raise VeridicError(f"Limits(tokens={self.tokens!r}): pass a positive count, or None")
+        if isinstance(self.turns, int) and not isinstance(self.turns, bool) and self.turns < 1:
+            raise VeridicError(
+                f"Limits(turns={self.turns!r}): a run of no model call can never send its "
+                "prompt, so it would stop before it began: pass 1 or more (tool_calls=0 is how "
+                "a run refuses every tool call)"
+            )
         for name in ("turns", "tool_calls", "output_retries"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
