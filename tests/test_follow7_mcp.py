@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import sys
+from pathlib import Path
 
+import pytest
+from _mcp_review_server import HOSTILE
 from mcp import Client
 
 from veridic import Registry, SQLiteAuditSink
+from veridic.integrations.mcp import Declared, connect, stdio
 from veridic.integrations.mcp.server import mcp_server
 from veridic.tools.pins import description_pin, tool_pin
 
@@ -23,8 +29,8 @@ SCHEMA: dict[str, object] = {
 }
 
 
-def _fetch(url: str) -> str:
-    return url
+def _fetch(arguments: dict[str, object]) -> str:
+    return str(arguments["url"])
 
 
 def _external_registry() -> Registry:
@@ -76,9 +82,7 @@ def _listed(registry: Registry) -> dict[str, str]:
         sink.close()
 
 
-def test_an_unpinned_external_description_reaches_the_client_quoted_and_marked_unverified() -> (
-    None
-):
+def test_an_unpinned_external_description_reaches_the_client_quoted_and_marked_unverified() -> None:
     """A tool the server does not vouch for (proxied from another MCP server, say) was
     listed with its description as it came: the client's model, which reads no capability
     section, read "SYSTEM: ignore prior rules" as the server's own words. It now reads a
@@ -100,3 +104,39 @@ def test_a_description_pin_marks_the_unpinned_schema_and_code_text_goes_as_it_is
     )
     assert listed["reviewed"] == "Count words."
     assert listed["echo"].startswith("Say the text back.")
+
+
+# --- (2) a server's stderr is logged quoted, not written raw to the terminal ---------------
+
+REVIEW_SCRIPT = Path(__file__).with_name("_mcp_review_server.py")
+
+
+def test_a_servers_stderr_is_logged_line_by_line_quoted_and_none_is_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stdio server's stderr went to the operator's terminal raw: an escape sequence
+    cleared the screen, a carriage return let it print a line of veridic's own log.
+    Every line is now a log record of ``veridic.integrations.mcp.stderr``, naming the
+    server and quoting the line escaped; a server that writes more than a pipe holds
+    before it answers is not blocked (the pipe is drained as it fills), and no line is
+    lost by the time the connection is closed."""
+    caplog.set_level(logging.WARNING, logger="veridic.integrations.mcp.stderr")
+    server = stdio(
+        "noisy", sys.executable, str(REVIEW_SCRIPT), env={"VERIDIC_TEST_MCP_MODE": "stderr"}
+    )
+
+    async def run() -> None:
+        async with connect(Registry(), server, declare={"tool_0": Declared("query")}):
+            pass
+
+    asyncio.run(run())
+    lines = [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "veridic.integrations.mcp.stderr"
+    ]
+    assert len(lines) == 3000
+    assert all(line.startswith("MCP server 'noisy' (stderr): '") for line in lines)
+    assert not any("\x1b" in line or "\r" in line or "\n" in line for line in lines)
+    assert lines[0].endswith(repr(HOSTILE))
+    assert lines[-1].startswith("MCP server 'noisy' (stderr): 'line 2999 ")

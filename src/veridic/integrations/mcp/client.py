@@ -40,6 +40,9 @@ audit, guards. The server's results are :class:`~veridic.UntrustedText`: their
 content as text, cut at the server's ``result_limit`` (100,000 characters by
 default) with a note of what was cut (``veridic.integrations.mcp._results``).
 
+A stdio server's stderr is not passed on raw: each line is logged quoted on
+``veridic.integrations.mcp.stderr`` (``veridic.integrations.mcp._stderr``).
+
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
 nothing and lower nothing, except that an undeclared tool is a write of
@@ -57,7 +60,6 @@ import json
 import logging
 import math
 import os
-import sys
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -83,6 +85,7 @@ from veridic.errors import (
 )
 from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _canonical, _twice
 from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
+from veridic.integrations.mcp._stderr import ServerStderr
 from veridic.text.provenance import (
     TrustedInstruction,
     TrustedText,
@@ -753,6 +756,7 @@ class McpConnection:
 async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) -> object:
     mcp = require("mcp", _EXTRA, "veridic.integrations.mcp")
     target: object
+    errors: ServerStderr | None = None
     if server.url:
         target = server.url
     else:
@@ -762,14 +766,20 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
             env=dict(server.env) if server.env is not None else None,
             cwd=server.cwd,
         )
-        # The server's own stderr goes to the process's real one (sys.stderr may be a
-        # redirect without a file descriptor, as under the veridic command or pytest).
-        target = mcp.stdio_client(parameters, errlog=sys.__stderr__ or sys.stderr)
+        # The server's stderr is its own text: logged line by line, quoted (``_stderr``),
+        # never written raw to the operator's terminal. Read until the server is gone.
+        errors = ServerStderr(server.name)
+        stack.callback(errors.close)
+        target = mcp.stdio_client(parameters, errlog=errors.file)
     options: dict[str, object] = {"read_timeout_seconds": server.timeout, "mode": server.protocol}
     if on_message is not None:
         options["message_handler"] = on_message
     client = mcp.Client(target, **options)
-    await _held_open(client, server, stack)
+    try:
+        await _held_open(client, server, stack)
+    finally:
+        if errors is not None:
+            errors.release()  # the child holds its own copy by now, or never will
     return client
 
 
