@@ -14,7 +14,7 @@ import pytest
 from _mcp_review_server import HOSTILE
 from mcp import Client
 
-from veridic import Registry, SQLiteAuditSink
+from veridic import ApprovalPolicy, CallOutcome, Registry, SQLiteAuditSink, aexecute
 from veridic.integrations.mcp import Declared, connect, stdio
 from veridic.integrations.mcp.server import mcp_server
 from veridic.tools.pins import description_pin, tool_pin
@@ -140,3 +140,54 @@ def test_a_servers_stderr_is_logged_line_by_line_quoted_and_none_is_lost(
     assert not any("\x1b" in line or "\r" in line or "\n" in line for line in lines)
     assert lines[0].endswith(repr(HOSTILE))
     assert lines[-1].startswith("MCP server 'noisy' (stderr): 'line 2999 ")
+
+
+# --- (3) a server that asks for sampling, elicitation or roots is told apart ---------------
+
+
+@pytest.mark.parametrize(
+    ("asked", "method"),
+    [
+        ("sampling", "sampling/createMessage"),
+        ("elicitation", "elicitation/create"),
+        ("roots", "roots/list"),
+    ],
+)
+def test_a_server_asking_for_what_the_client_never_grants_is_told_to_the_model(
+    asked: str, method: str
+) -> None:
+    """A server that asks veridic's client, during a call, to sample its model, to ask
+    its user or for its roots gets the SDK's refusal, and the model read only "the tool
+    failed (MCPError)": nothing said the server had asked for something no veridic
+    client grants, so the model (or its user) retried, or blamed the arguments. The
+    model now reads what the server asked for, that veridic's client grants none of
+    these, and that the tool may have done part of its work."""
+    server = stdio(
+        "asking", sys.executable, str(REVIEW_SCRIPT), env={"VERIDIC_TEST_MCP_MODE": "asks"}
+    )
+    registry = Registry()
+    sink = SQLiteAuditSink(":memory:")
+
+    async def run() -> str:
+        async with connect(registry, server, declare={asked: Declared("query")}):
+            view = registry.view()
+            result = await aexecute(
+                view,
+                asked,
+                {},
+                policy=ApprovalPolicy(view),
+                audit=sink,
+                request_id="req-1",
+                prompt_sha256="0" * 64,
+            )
+            assert result.outcome is CallOutcome.FAILED
+            return str(result.told)
+
+    try:
+        told = asyncio.run(run())
+    finally:
+        sink.close()
+    assert f"asked this client for {asked}" in told
+    assert f"({method})" in told
+    assert "veridic's MCP client grants no sampling, elicitation or roots" in told
+    assert "MCPError" not in told
