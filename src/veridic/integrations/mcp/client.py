@@ -40,6 +40,11 @@ audit, guards. The server's results are :class:`~veridic.UntrustedText`: their
 content as text, cut at the server's ``result_limit`` (100,000 characters by
 default) with a note of what was cut (``veridic.integrations.mcp._results``).
 
+The client grants no sampling, elicitation or roots: a call whose server asks
+for one fails, saying what it asked for. A stdio server's stderr is not passed
+on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
+(``veridic.integrations.mcp._stderr``).
+
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
 nothing and lower nothing, except that an undeclared tool is a write of
@@ -57,7 +62,6 @@ import json
 import logging
 import math
 import os
-import sys
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -83,6 +87,7 @@ from veridic.errors import (
 )
 from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _canonical, _twice
 from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
+from veridic.integrations.mcp._stderr import ServerStderr
 from veridic.text.provenance import (
     TrustedInstruction,
     TrustedText,
@@ -104,6 +109,20 @@ _PAGES: Final = 100
 _ERROR_SHOWN: Final = 2000  # characters of a server's error text an error quotes
 _REQUEST_TIMEOUT: Final = -32001  # mcp_types.REQUEST_TIMEOUT: a request that got no answer
 _CONNECTION_CLOSED: Final = -32000  # mcp_types.CONNECTION_CLOSED: the connection ended
+_INVALID_REQUEST: Final = -32600  # mcp_types.INVALID_REQUEST: how the SDK refuses a request
+# The SDK's refusal of each request a client grants only with a callback (mcp.client.session):
+# the method the server sent, and what it asked for, in words the model can act on.
+_REFUSED: Final = {
+    "Sampling not supported": (
+        "sampling/createMessage",
+        "sampling (to have the client's model write a message)",
+    ),
+    "Elicitation not supported": (
+        "elicitation/create",
+        "elicitation (to put a question to the client's user)",
+    ),
+    "List roots not supported": ("roots/list", "roots (the directories the client works in)"),
+}
 _CLOSED: Final = instruction("the connection to the MCP server is closed")
 
 DESCRIBE_LIMIT: Final = 20_000
@@ -626,6 +645,9 @@ class McpConnection:
                 raise _unanswered(self.server, name) from error
             if await self._lost_connection(client, error):
                 raise _cut_off(self.server, name) from error
+            asked = _not_granted(error)
+            if asked is not None:
+                raise _asked_for(self.server, name, *asked) from error
             if _error_answer(error):
                 raise  # the server's JSON-RPC error: it says the call did not run
             raise _unreadable(self.server, name, error) from error
@@ -753,6 +775,7 @@ class McpConnection:
 async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) -> object:
     mcp = require("mcp", _EXTRA, "veridic.integrations.mcp")
     target: object
+    errors: ServerStderr | None = None
     if server.url:
         target = server.url
     else:
@@ -762,14 +785,20 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
             env=dict(server.env) if server.env is not None else None,
             cwd=server.cwd,
         )
-        # The server's own stderr goes to the process's real one (sys.stderr may be a
-        # redirect without a file descriptor, as under the veridic command or pytest).
-        target = mcp.stdio_client(parameters, errlog=sys.__stderr__ or sys.stderr)
+        # The server's stderr is its own text: logged line by line, quoted (``_stderr``),
+        # never written raw to the operator's terminal. Read until the server is gone.
+        errors = ServerStderr(server.name)
+        stack.callback(errors.close)
+        target = mcp.stdio_client(parameters, errlog=errors.file)
     options: dict[str, object] = {"read_timeout_seconds": server.timeout, "mode": server.protocol}
     if on_message is not None:
         options["message_handler"] = on_message
     client = mcp.Client(target, **options)
-    await _held_open(client, server, stack)
+    try:
+        await _held_open(client, server, stack)
+    finally:
+        if errors is not None:
+            errors.release()  # the child holds its own copy by now, or never will
     return client
 
 
@@ -945,6 +974,35 @@ def _error_answer(error: BaseException) -> bool:
     """Whether ``error`` is a JSON-RPC error (an ``MCPError`` with its code), not a failure
     of the client to read an answer."""
     return isinstance(getattr(getattr(error, "error", None), "code", None), int)
+
+
+def _not_granted(error: BaseException) -> tuple[str, str] | None:
+    """What the server asked this client for, when ``error`` is the SDK's refusal of it.
+
+    veridic passes the SDK no sampling, elicitation or roots callback (passing one
+    declares the capability to the server), so the SDK refuses such a request with
+    fixed words, code ``INVALID_REQUEST``; on protocol 2026-07-28 the refusal is
+    raised here, in the client, and the call is left unfinished. A server could send
+    the same words as an error of its own: it then reads as the same refusal, in
+    veridic's words, which quote nothing of the server's.
+    """
+    data = getattr(error, "error", None)
+    if getattr(data, "code", None) != _INVALID_REQUEST:
+        return None
+    message = getattr(data, "message", None)
+    return _REFUSED.get(message) if isinstance(message, str) else None
+
+
+def _asked_for(server: McpServer, name: str, method: str, what: str) -> IntegrationError:
+    """The error of a call whose server asked for something no veridic client grants."""
+    return IntegrationError(
+        f"MCP server {server.name!r}: during the call of tool {name!r} the server asked this "
+        f"client for {what} ({method}); veridic's MCP client grants no sampling, elicitation or "
+        "roots to any server, so it refused and the call did not finish (the tool may have "
+        "done part of its work before asking): check what it did, and use a tool that does "
+        "not ask for these, or run this one from a client that grants them",
+        reason="the MCP server asked for something veridic's MCP client does not grant",
+    )
 
 
 def _unreadable(server: McpServer, name: str, error: BaseException) -> IntegrationError:
