@@ -934,9 +934,9 @@ def _unanswered(server: McpServer, name: str) -> IntegrationError:
     first, where the audit record's clipped detail keeps it.
     """
     return IntegrationError(
-        f"MCP server {server.name!r} did not answer the call of tool {name!r} within "
-        f"{server.timeout} s, so the call may have run (MCP cannot take it back): check "
-        "what it did before calling it again",
+        f"the call may have run (MCP cannot take it back): MCP server {server.name!r} did "
+        f"not answer the call of tool {name!r} within {server.timeout} s; check what it did "
+        "before calling it again",
         reason="the MCP server did not answer the call in time",
     )
 
@@ -963,9 +963,9 @@ def _cut_off(server: McpServer, name: str) -> IntegrationError:
     """The error of a call whose connection ended before its answer: it may have run,
     as a call not answered in time may (:func:`_unanswered`)."""
     return IntegrationError(
-        f"MCP server {server.name!r} closed the connection during the call of tool {name!r} "
-        "(its process ended, or the network failed), so the call may have run: check what it "
-        "did before calling it again, once the application has connected to the server again",
+        f"the call may have run: MCP server {server.name!r} closed the connection during the "
+        f"call of tool {name!r} (its process ended, or the network failed); check what it did "
+        "before calling it again, once the application has connected to the server again",
         reason="the MCP server closed the connection during the call",
     )
 
@@ -1017,10 +1017,10 @@ def _unreadable(server: McpServer, name: str, error: BaseException) -> Integrati
     escaped and clipped).
     """
     return IntegrationError(
-        f"MCP server {server.name!r}: the call of tool {name!r} may have run, but its answer "
-        "could not be read: check what it did before calling it again (a structured result "
-        "that does not match the tool's own output schema is the server's to fix): "
-        f"{_quoted(error)}",
+        "the call may have run, but its answer could not be read: MCP server "
+        f"{server.name!r}, tool {name!r}; check what it did before calling it again (a "
+        "structured result that does not match the tool's own output schema is the "
+        f"server's to fix): {_quoted(error)}",
         reason="the MCP server's answer could not be read",
     )
 
