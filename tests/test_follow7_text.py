@@ -5,7 +5,7 @@ Each test failed on the merged code before its fix.
 
 from __future__ import annotations
 
-import io
+import hashlib
 import os
 import threading
 from pathlib import Path
@@ -20,8 +20,10 @@ from veridic import (
     Conversation,
     InstructionField,
     Templates,
+    TrustPolicy,
     VeridicError,
     instruction,
+    provenance,
     unfence,
     untrusted,
 )
@@ -149,6 +151,17 @@ def test_a_data_template_with_a_label_name_renders_under_its_name(tmp_path: Path
     rendered = Templates(tmp_path).data("note.j2", params=_Note).render({"note": "hi"})
     [(label, _)] = unfence(rendered)
     assert label == "note.j2"
+
+
+def test_a_stored_data_template_with_a_long_origin_keeps_a_label_that_names_it() -> None:
+    source = TrustPolicy("p" * 230).vouch("Note: {{ note }}", reason="a stored row")
+    rendered = Templates().data_from_source(source, params=_Note).render({"note": "hi"})
+    [(label, text)] = unfence(rendered)
+    assert text == "Note: hi"
+    assert label != "template"
+    assert label.startswith("<stored policy ppp") and "…" in label
+    digest = hashlib.sha256(f"{provenance(source).origin}\0Note: {{{{ note }}}}".encode()).hexdigest()
+    assert label.endswith(f" {digest[:16]}>")
 
 
 # --- look-alikes of a quote in a label ------------------------------------------------------
