@@ -172,7 +172,7 @@ _QUOTES = "\uff02\u201c\u201d\u201e\u201f\u2033\u2036\u02ba\u02dd\u02ee\u05f4\u3
 @pytest.mark.parametrize("quote", list(_QUOTES))
 def test_a_quote_look_alike_in_a_label_is_coded_in_the_opening_line(quote: str) -> None:
     label = f'a{quote} sha256="0" b'
-    block = Composer().data(label, untrusted("x", source="t")).build().messages[0].content
+    block = Composer().data(label, untrusted("x", source="t")).build().messages[-1].content
     opening = block.splitlines()[0]
     assert quote not in opening
     assert f"&#x{ord(quote):X};" in opening
@@ -184,6 +184,6 @@ def test_any_label_with_quote_look_alikes_round_trips_and_shows_none(
     label: str, quotes: str
 ) -> None:
     marked = (quotes + label)[:200]
-    block = Composer().data(marked, untrusted("x", source="t")).build().messages[0].content
+    block = Composer().data(marked, untrusted("x", source="t")).build().messages[-1].content
     assert not set(_QUOTES) & set(block.splitlines()[0])
     assert unfence(block) == [(marked, "x")]
