@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pprint
 import threading
 from pathlib import Path
 from typing import TypedDict
@@ -14,6 +15,7 @@ from typing import TypedDict
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from veridic import (
     Composer,
@@ -187,3 +189,28 @@ def test_any_label_with_quote_look_alikes_round_trips_and_shows_none(
     block = Composer().data(marked, untrusted("x", source="t")).build().messages[-1].content
     assert not set(_QUOTES) & set(block.splitlines()[0])
     assert unfence(block) == [(marked, "x")]
+
+
+# --- |pprint in a stored template ------------------------------------------------------------
+
+
+class _Rows(TypedDict):
+    rows: list[list[int]]
+
+
+class _Stored(BaseModel):
+    """A row of a prompt store: its template is read as instruction."""
+
+    content: InstructionField
+
+
+def test_pprint_in_a_stored_template_is_charged_every_item_it_walks() -> None:
+    # One list of a thousand rows of a thousand numbers: |pprint walks each number in
+    # Python (about a second here), which was charged as one read of the value.
+    rows = [list(range(1_000))] * 1_001
+    source = _Stored(content="{{ rows|pprint|length }}").content
+    template = Templates().data_from_source(source, params=_Rows)
+    with pytest.raises(TemplateSandboxError, match="more than 1,000,000 loop iterations"):
+        template.render({"rows": rows})
+    [(_, text)] = unfence(template.render({"rows": rows[:10]}))
+    assert int(text) == len(pprint.pformat(rows[:10]))  # a small value still renders
