@@ -214,3 +214,30 @@ def test_pprint_in_a_stored_template_is_charged_every_item_it_walks() -> None:
         template.render({"rows": rows})
     [(_, text)] = unfence(template.render({"rows": rows[:10]}))
     assert int(text) == len(pprint.pformat(rows[:10]))  # a small value still renders
+
+
+# --- a template file that vanishes while a load error is reported ----------------------------
+
+
+def test_a_too_deep_template_that_vanishes_while_it_is_reported_still_says_it_is_too_deep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = tmp_path / "deep.j2"
+    deep.write_text("{% for a in x %}" * 25 + "{% endfor %}" * 25, encoding="utf-8")
+    real = os.path.getmtime
+    reads: list[str] = []
+
+    def getmtime(path: str | os.PathLike[str]) -> float:
+        # jinja2's FileSystemLoader stats the file after reading it: the first read sees
+        # it, the next finds it gone (a deploy replaced the directory meanwhile).
+        if os.fspath(path) == str(deep):
+            reads.append(str(path))
+            if len(reads) > 1:
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os.path, "getmtime", getmtime)
+    with pytest.raises(TemplateError, match="deeper than Python can compile") as caught:
+        Templates(tmp_path).data("deep.j2", params=_Note)
+    assert "deep.j2" in str(caught.value)
+    assert len(reads) == 2  # the message was built after the file was gone
