@@ -10,7 +10,7 @@ import os
 import pprint
 import threading
 from pathlib import Path
-from typing import TypedDict
+from typing import Final, TypedDict
 
 import pytest
 from hypothesis import given
@@ -23,6 +23,7 @@ from veridic import (
     InstructionField,
     Templates,
     TrustPolicy,
+    UntrustedText,
     VeridicError,
     instruction,
     provenance,
@@ -36,7 +37,7 @@ from veridic.testing import data_labels
 SYSTEM = instruction("You report the weather.")
 
 
-def _answer(text: str) -> str:
+def _answer(text: str) -> UntrustedText:
     return untrusted(text, source="tool:get_weather")
 
 
@@ -155,20 +156,28 @@ def test_a_data_template_with_a_label_name_renders_under_its_name(tmp_path: Path
     assert label == "note.j2"
 
 
+_LONG_POLICY: Final = "p" * 230
+
+
 def test_a_stored_data_template_with_a_long_origin_keeps_a_label_that_names_it() -> None:
-    source = TrustPolicy("p" * 230).vouch("Note: {{ note }}", reason="a stored row")
+    source = TrustPolicy(_LONG_POLICY).vouch("Note: {{ note }}", reason="a stored row")
     rendered = Templates().data_from_source(source, params=_Note).render({"note": "hi"})
     [(label, text)] = unfence(rendered)
     assert text == "Note: hi"
     assert label != "template"
-    assert label.startswith("<stored policy ppp") and "…" in label
-    digest = hashlib.sha256(f"{provenance(source).origin}\0Note: {{{{ note }}}}".encode()).hexdigest()
+    assert label.startswith("<stored policy ppp")
+    assert "…" in label
+    digest = hashlib.sha256(
+        f"{provenance(source).origin}\0Note: {{{{ note }}}}".encode()
+    ).hexdigest()
     assert label.endswith(f" {digest[:16]}>")
 
 
 # --- look-alikes of a quote in a label ------------------------------------------------------
 
-_QUOTES = "\uff02\u201c\u201d\u201e\u201f\u2033\u2036\u02ba\u02dd\u02ee\u05f4\u3003\u301d\u301e\u301f"
+_QUOTES = (
+    "\uff02\u201c\u201d\u201e\u201f\u2033\u2036\u02ba\u02dd\u02ee\u05f4\u3003\u301d\u301e\u301f"
+)
 
 
 @pytest.mark.parametrize("quote", list(_QUOTES))

@@ -227,8 +227,7 @@ _ENTITIES: Final = (("&", "&amp;"), ('"', "&quot;"), ("<", "&lt;"), (">", "&gt;"
 # typographic double quotes, the primes and the modifier letters confusables.txt lists
 # as '"' or "''", the Hebrew gershayim, the CJK ditto mark and double prime quotes.
 _QUOTE_LOOKALIKES: Final = frozenset(
-    "\uff02\u201c\u201d\u201e\u201f\u2033\u2036\u02ba\u02dd\u02ee\u05f4\u3003"
-    "\u301d\u301e\u301f"
+    "\uff02\u201c\u201d\u201e\u201f\u2033\u2036\u02ba\u02dd\u02ee\u05f4\u3003\u301d\u301e\u301f"
 )
 # A label's "[" and look-alikes of "<", "[" and '"' are written as character references
 # (``&#x5B;``), as the block's text writes them as codes: a label is outside text too
