@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -91,6 +92,8 @@ def _writable(text: str, out: TextIO) -> str:
 
 def _show(args: argparse.Namespace, snapshots: Path, colour: bool) -> str:
     source: str = args.source
+    if not _is_postgres(source):
+        _require_regular(Path(source))
     if _is_postgres(source) or _is_sqlite(Path(source)):
         store = _open_store(source, snapshots)
         try:
@@ -114,6 +117,25 @@ def _show(args: argparse.Namespace, snapshots: Path, colour: bool) -> str:
         "its sha256, its spans are shown as recorded (provenance is not hashed)\n\n"
     )
     return note + render_terminal(document, colour=colour, separators=args.separators)
+
+
+def _require_regular(path: Path) -> None:
+    """Refuse a path that exists and is not a regular file (a FIFO, a device, a socket).
+
+    Opening a FIFO waits for a writer that may never come, and a device may never end:
+    ``show`` would hang instead of saying what is wrong. A missing path or a directory is
+    left to :func:`_read_document`, which says so.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise _UsageError(
+            f"{visible(str(path), None)} is not a regular file (a FIFO, a device or a socket), "
+            "so it is not read: pass a prompt document saved to a file (the JSON text of "
+            "prompt.to_document()) or an audit store (an SQLite file, a postgresql:// URL)"
+        )
 
 
 def _is_sqlite(path: Path) -> bool:

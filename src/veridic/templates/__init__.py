@@ -408,10 +408,15 @@ class Templates:
             raise _too_deep(error, self._display(env, name)) from error
 
     def _display(self, env: ProvenanceEnvironment, name: str) -> str:
-        """The file of template ``name``, for a message (its name if the loader has none)."""
+        """The file of template ``name``, for a message (its name if the loader has none).
+
+        The file is read again here, after it failed to compile: gone or unreadable by
+        now (a deploy replacing the directory), the message names the template, and the
+        error being reported is not replaced by an ``OSError`` of the second read.
+        """
         try:
             return (self._loader.get_source(env, name)[1] if self._loader else None) or name
-        except TemplateNotFound:
+        except (TemplateNotFound, OSError):
             return name
 
     def _source(self, env: ProvenanceEnvironment, name: str) -> tuple[nodes.Template, str] | None:

@@ -250,7 +250,7 @@ class DataTemplate(Bound[P]):
     Obtain one with :meth:`Templates.data` or :meth:`Templates.data_from_source`.
     """
 
-    __slots__ = ("_sets",)
+    __slots__ = ("_label", "_sets")
 
     def __init__(
         self,
@@ -263,6 +263,7 @@ class DataTemplate(Bound[P]):
     ) -> None:
         super().__init__(template, env, params, analysis, origin)
         self._sets = sets
+        self._label = _block_label(self.name, stored=self.sandboxed)
 
     def render(self, params: P, *, mode: DataMode = "datamark") -> UntrustedText:
         """Render into one data block for a user turn (``Composer.user``).
@@ -290,15 +291,47 @@ class DataTemplate(Bound[P]):
             if key in values:
                 values[key] = ordered(values[key], f"variable {key!r} of {self.origin!r}")
         text = "".join(self._run(values))
-        block = "".join(block_parts(self._label(), text, chosen))
+        block = "".join(block_parts(self._label, text, chosen))
         return fenced_block(block, self.origin, chosen)
 
-    def _label(self) -> str:
-        try:
-            check_label(self.name)
-        except VeridicError:
-            return "template"
-        return self.name
+
+_STORED_ORIGIN_SHOWN = 120
+"""Characters of a stored template's origin its block's label keeps (the digest names it)."""
+
+
+def _block_label(name: str, *, stored: bool) -> str:
+    """The label of a data template's block: its name, which must be a label.
+
+    A file's name is the application's to choose: one that is no label (longer than
+    200 characters, a line break, an invisible character) is refused when the template
+    loads, since a block under another label would not say where it came from. A stored
+    template's name is veridic's own (``<stored ORIGIN DIGEST>``), its origin whatever the
+    application named: that is clipped to characters a label may hold, and the digest
+    still names the source.
+    """
+    try:
+        check_label(name)
+    except VeridicError as error:
+        if not stored:
+            raise TemplateError(
+                f"data template {clip(name)} cannot be loaded: its name labels its data "
+                f"block, and {error}; rename the file (a path of at most 200 printable "
+                "characters relative to the template directory)"
+            ) from error
+        head, _, digest = name.removesuffix(">").rpartition(" ")
+        kept = "".join(char for char in head[:_STORED_ORIGIN_SHOWN] if _in_label(char))
+        label = f"{kept}… {digest}>" if len(head) > _STORED_ORIGIN_SHOWN else f"{kept} {digest}>"
+        check_label(label)
+        return label
+    return name
+
+
+def _in_label(char: str) -> bool:
+    try:
+        check_label(char)
+    except VeridicError:
+        return False
+    return True
 
 
 def _line(error: BaseException) -> str:

@@ -18,6 +18,8 @@ which also stops their folding), and each refuses a result past a bound with a
 - ``text % values`` and the ``|format`` filter: a width or precision over 100,000,
   or one taken from the values (``*``);
 - ``+`` of two texts, lists or tuples: more than 10,000,000 characters or items;
+- ``|pprint``, which formats its value item by item in Python: its size (what it
+  holds, nested values and characters too) is charged as loop iterations;
 - filters whose arguments say how much they make, checked before they run:
   ``|center``, ``|indent``, ``|wordwrap`` (its wrapstring after each character),
   ``|replace``, ``|join`` and ``|tojson(indent=...)`` making more than 10,000,000
@@ -274,6 +276,13 @@ def _depth(value: object) -> int:
     return walk(value)
 
 
+def _check_pprint(value: object, *_: object, **__: object) -> None:
+    # pprint formats its value in Python, item by item and nested ones too (a microsecond
+    # or so each): read once in C it would be charged one read of its size, and a loop of
+    # |pprint over a large value could spend minutes within every bound.
+    current().items(size(value))
+
+
 def _check_round(value: object, precision: object = 0, method: object = "common") -> None:
     # round(n, -k) of an integer computes 10 ** k inside one C call: k = 30,000,000 is a
     # minute and a half of a core that nothing interrupts.
@@ -297,6 +306,7 @@ _FILTER_CHECKS: Final[dict[str, Callable[..., None]]] = {
     "batch": _check_batch,
     "slice": _check_slice,
     "tojson": _check_tojson,
+    "pprint": _check_pprint,
 }
 """Checks of the filters whose arguments say how much they make, before they make it."""
 

@@ -109,7 +109,16 @@ class Composer:
             reused, or a call gets a second result.
     """
 
-    __slots__ = ("_answered", "_calls", "_log", "_mode", "_modes", "_system", "_turns")
+    __slots__ = (
+        "_answered",
+        "_calls",
+        "_log",
+        "_mode",
+        "_modes",
+        "_system",
+        "_turns",
+        "_waiting",
+    )
 
     def __init__(self, *, data_mode: DataMode = "datamark") -> None:
         self._mode: DataMode = check_mode(data_mode, "Composer(data_mode=...)")
@@ -117,6 +126,7 @@ class Composer:
         self._turns: list[Message] = []
         self._calls: dict[str, str] = {}
         self._answered: set[str] = set()
+        self._waiting: dict[str, str] = {}  # calls without a result yet, in the order made
         self._modes: set[DataMode] = set()
         self._log: list[_Logged] = []
 
@@ -147,6 +157,7 @@ class Composer:
         (one block) is placed as it is.
         """
         self._require_text(text, "user()")
+        self._require_answered("user()")
         mode = block_mode(text)
         if mode:
             self._modes.add(check_mode(mode, "user()"))
@@ -167,6 +178,7 @@ class Composer:
         """
         self._require_text(text, f"data({label!r}, ...)", allow_empty=True)
         check_label(label)
+        self._require_answered(f"data({clip(label)}, ...)")
         chosen = self._mode if mode is None else check_mode(mode, "data() mode=")
         self._turns.append(self._block("user", label, text, None, chosen))
         self._log.append(("data", text, label, chosen, "", False, ()))
@@ -183,6 +195,7 @@ class Composer:
         is a valid turn (the calls :meth:`tool_call` adds next join it).
         """
         self._require_text(text, "assistant()", allow_empty=True)
+        self._require_answered("assistant()")
         if isinstance(reasoning, ReasoningItem | Mapping | str):
             raise VeridicError(
                 f"assistant() got one {type(reasoning).__name__} as reasoning: pass the turn's "
@@ -238,11 +251,15 @@ class Composer:
                 f"arguments of tool call {call_id!r} ({_named(name)}) are not JSON: {error}; "
                 "pass the arguments as the model sent them (JSON values)"
             ) from error
+        last = self._turns[-1] if self._turns else None
+        joins = last is not None and last.role == "assistant"
+        if not joins:  # a new assistant turn: the calls before it must have their results
+            self._require_answered(f"tool_call({call_id!r}, {_named(name)!r}, ...)")
         call = ToolCall(call_id, name, encoded)
         self._calls[call_id] = name
+        self._waiting[call_id] = name
         self._log.append(("tool_call", encoded, name, "datamark", call_id, False, ()))
-        last = self._turns[-1] if self._turns else None
-        if last is not None and last.role == "assistant":
+        if last is not None and joins:
             self._turns[-1] = replace(last, tool_calls=(*last.tool_calls, call))
         else:
             self._turns.append(Message("assistant", "", ("",), (call,)))
@@ -283,6 +300,7 @@ class Composer:
         block = self._block("tool", label, text, call_id, chosen)
         self._turns.append(replace(block, tool_error=True) if error is True else block)
         self._answered.add(call_id)
+        self._waiting.pop(call_id, None)
         self._log.append(("tool_result", text, "", chosen, call_id, error is True, ()))
         return self
 
@@ -389,6 +407,27 @@ class Composer:
             _own(closing),
         )
         return Message(role, "".join(parts), parts, (), call_id)
+
+    def _require_answered(self, where: str) -> None:
+        """Refuse a turn while calls of the latest assistant turn wait for their results.
+
+        Providers want an assistant turn's calls answered right after it: Chat
+        Completions refuses tool calls not followed by their tool messages, and the
+        Messages API a user turn whose tool results do not come first (the turn would
+        be merged into ``[text, tool_result]``). A prompt that still ends with waiting
+        calls is fine (a paused run); a turn after them is not.
+        """
+        if not self._waiting:
+            return
+        waiting = list(self._waiting.items())
+        shown = ", ".join(f"{clip(call)} ({_named(name)})" for call, name in waiting[:5])
+        more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+        raise VeridicError(
+            f"{where} while tool call(s) {shown}{more} of the assistant turn before it wait "
+            "for their results: providers refuse a prompt with a turn between calls and "
+            "their results; answer each call first with tool_result(call_id, ...), with "
+            "error=True for a call that will not run, then add the turn"
+        )
 
     @staticmethod
     def _require_text(text: object, where: str, *, allow_empty: bool = False) -> None:

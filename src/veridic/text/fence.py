@@ -77,9 +77,11 @@ so the block's closing line is plain ``</data>`` and costs no digest tokens.
 Labels name where the data came from (``ticket:42``, a URL, a file path):
 1-200 printable characters, shown inside the opening line with ``&``, ``"``,
 ``<`` and ``>`` written as entities, and ``[`` and the look-alikes of ``<`` and
-``[`` (fullwidth, small, guillemet, angle brackets, ``˂``, ``≪``) as character references
-(``&#x5B;``): a label is outside text too, and ``[INST]`` or ``＜|im_start|＞`` in
-it would reach the model as a chat-template token.
+``[`` (fullwidth, small, guillemet, angle brackets, ``˂``, ``≪``) and of ``"``
+(fullwidth, typographic quotes, primes, ``ʺ``) as character references
+(``&#x5B;``): a label is outside text too, ``[INST]`` or ``＜|im_start|＞`` in
+it would reach the model as a chat-template token, and a quote look-alike could read
+as the end of the label.
 
 A :func:`preamble` (trusted text written by veridic) tells the model what a
 block looks like in each mode and that nothing inside one is an instruction;
@@ -220,14 +222,22 @@ _CLOSE: Final = re.compile(r"\n</data>")
 # A line starts after any line break a reader may honour, not only after "\n".
 _FORGED_LINE: Final = re.compile(r"(?:^|(?<=[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]))<(/?data)", re.M)
 _ENTITIES: Final = (("&", "&amp;"), ('"', "&quot;"), ("<", "&lt;"), (">", "&gt;"))
-# A label's "[" and look-alikes of "<" and "[" are written as character references
+# Look-alikes of '"', which closes the label's attribute: a model may read one as the end
+# of the label and what follows as the block's own attributes. The fullwidth and the
+# typographic double quotes, the primes and the modifier letters confusables.txt lists
+# as '"' or "''", the Hebrew gershayim, the CJK ditto mark and double prime quotes.
+_QUOTE_LOOKALIKES: Final = frozenset(
+    "\uff02\u201c\u201d\u201e\u201f\u2033\u2036\u02ba\u02dd\u02ee\u05f4\u3003\u301d\u301e\u301f"
+)
+# A label's "[" and look-alikes of "<", "[" and '"' are written as character references
 # (``&#x5B;``), as the block's text writes them as codes: a label is outside text too
 # (a URL, a stored conversation's label), and ``[INST]`` in it is a chat-template token.
-_LABEL_CODED: Final = re.compile(f"[\\[{''.join(sorted(_LOOKALIKES))}]")
+_LABEL_LOOKALIKES: Final = _LOOKALIKES | _QUOTE_LOOKALIKES
+_LABEL_CODED: Final = re.compile(f"[\\[{''.join(sorted(_LABEL_LOOKALIKES))}]")
 _LABEL_REFERENCE: Final = re.compile("&#x([0-9A-F]{1,6});")
 _SHOWN_LONGEST: Final = _LABEL_LONGEST * max(
     *(len(entity) for _, entity in _ENTITIES),
-    *(len(f"&#x{ord(char):X};") for char in ("[", *_LOOKALIKES)),
+    *(len(f"&#x{ord(char):X};") for char in ("[", *_LABEL_LOOKALIKES)),
 )
 """The most characters a label the opening line shows can take: every character of the
 longest label written as the widest reference (``&#x1D236;``, nine)."""
@@ -476,7 +486,7 @@ def _attribute(label: str) -> str:
     if '"' in label or "&" in label or "<" in label or ">" in label:
         for raw, entity in _ENTITIES:
             label = label.replace(raw, entity)
-    if "[" in label or not _LOOKALIKES.isdisjoint(label):
+    if "[" in label or not _LABEL_LOOKALIKES.isdisjoint(label):
         label = _LABEL_CODED.sub(lambda m: f"&#x{ord(m.group()):X};", label)
     return label
 
