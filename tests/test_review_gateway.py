@@ -249,7 +249,7 @@ def _drive(script: list[dict[str, object]], limits: Limits, asynchronous: bool) 
     answers=st.lists(_ANSWER, max_size=4),
     limits=st.builds(
         Limits,
-        turns=st.integers(0, 5),
+        turns=st.integers(1, 5),  # Limits(turns=0) is refused: a run of no model call
         tool_calls=st.integers(0, 6),
         tokens=st.one_of(st.none(), st.integers(1, 150)),
     ),
