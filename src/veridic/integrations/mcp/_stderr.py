@@ -9,11 +9,19 @@ each line logged on ``veridic.integrations.mcp.stderr`` at ``WARNING`` (what an
 unconfigured ``logging`` still prints) as ``MCP server 'name' (stderr): '...'``:
 the line quoted, its control and invisible characters escaped, cut at
 ``LINE_SHOWN`` characters with its length said. A longer line without a break
-is logged in pieces, none dropped.
+is logged in pieces, none dropped, decoded as one stream (a character a cut
+splits is whole in the next piece). A logging setup that raises (a broken
+filter) does not stop the draining: a server whose pipe was no longer read
+would block on its next write, and its connection with it; the failure is
+said once on ``veridic.integrations.mcp``, and the lines are still read.
+Closing waits for the last lines without holding the event loop: a process
+the server left behind may keep the pipe open long after the server is gone.
 """
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import logging
 import os
 import threading
@@ -29,6 +37,7 @@ LINE_SHOWN: Final = 2000
 _READ: Final = 8192  # bytes read at most as one line: a server's endless line is read in pieces
 _JOIN: Final = 2.0  # seconds close() waits for the reader to log what is still in the pipe
 _log = logging.getLogger("veridic.integrations.mcp.stderr")
+_said = logging.getLogger("veridic.integrations.mcp")
 
 
 class ServerStderr:
@@ -58,12 +67,50 @@ class ServerStderr:
             self.file.close()
 
     def close(self) -> None:
-        """Release, and wait up to two seconds for the reader to log the rest."""
+        """Release, and wait up to two seconds for the reader to log the rest (blocking:
+        for a caller with no event loop; :meth:`aclose` is the one a connection uses)."""
         self.release()
         self._reader.join(_JOIN)
 
+    async def aclose(self) -> None:
+        """Release, and wait up to two seconds for the reader to log the rest, in a worker
+        thread: the event loop's other tasks go on meanwhile (a cancelled wait ends at once;
+        the reader goes on logging what it still reads)."""
+        import anyio
+
+        self.release()
+        if self._reader.is_alive():
+            await anyio.to_thread.run_sync(self._reader.join, _JOIN, abandon_on_cancel=True)
+
     def _drain(self, source: IO[bytes]) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+        failed = False
         with source:
-            while line := source.readline(_READ):
-                text = line.decode("utf-8", "backslashreplace").rstrip("\r\n")
-                _log.warning("MCP server %r (stderr): %s", self._name, clip(text, LINE_SHOWN))
+            while piece := source.readline(_READ):
+                failed = self._logged(decoder.decode(piece).rstrip("\r\n"), failed)
+            if rest := decoder.decode(b"", final=True):  # a character cut off by the end
+                self._logged(rest, failed)
+
+    def _logged(self, text: str, failed: bool) -> bool:
+        """Log one line (or piece); whether this server's logging has failed by now."""
+        try:
+            _log.warning("MCP server %r (stderr): %s", self._name, clip(text, LINE_SHOWN))
+        except Exception as error:  # the application's logging: drained all the same
+            if not failed:
+                self._unlogged(error)
+            return True
+        return failed
+
+    def _unlogged(self, error: Exception) -> None:
+        """Say once that this server's stderr lines cannot be logged (they are read on)."""
+        # That logging may be broken too: then there is nowhere left to say it.
+        with contextlib.suppress(Exception):
+            _said.error(
+                "MCP server %r: its stderr lines cannot be logged on %r, whose logging "
+                "raised %s: %s; they are read and dropped so the server is not blocked: "
+                "fix the filter or handler of that logger",
+                self._name,
+                _log.name,
+                type(error).__name__,
+                clip(str(error)),
+            )

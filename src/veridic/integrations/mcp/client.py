@@ -788,7 +788,7 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
         # The server's stderr is its own text: logged line by line, quoted (``_stderr``),
         # never written raw to the operator's terminal. Read until the server is gone.
         errors = ServerStderr(server.name)
-        stack.callback(errors.close)
+        stack.push_async_callback(errors.aclose)
         target = mcp.stdio_client(parameters, errlog=errors.file)
     options: dict[str, object] = {"read_timeout_seconds": server.timeout, "mode": server.protocol}
     if on_message is not None:
