@@ -8,8 +8,19 @@ from typing import TypedDict
 import pytest
 from pydantic import BaseModel
 
-from veridic import InstructionField, Templates, unfence
+from veridic import (
+    Composer,
+    Conversation,
+    InstructionField,
+    Templates,
+    VeridicError,
+    instruction,
+    unfence,
+)
 from veridic.templates import TemplateSandboxError
+from veridic.text.conversation import Turn
+
+SYSTEM = instruction("You report the weather.")
 
 
 class _Stored(BaseModel):
@@ -59,3 +70,35 @@ def test_pprint_of_many_short_texts_is_charged_each_of_them() -> None:
     template = Templates().data_from_source(source, params=_Words)
     with pytest.raises(TemplateSandboxError, match="more than 1,000,000 loop iterations"):
         template.render({"words": ["a"] * 1_000_001})
+
+
+# --- a conversation stored with a turn between calls and their results ----------------------
+
+
+def _stored_with_a_turn_between() -> Conversation:
+    """A conversation stored before the composer refused the order: call, user, result."""
+    call = Turn("tool_call", '{"city": "Oslo"}', "get_weather", call_id="c1")
+    result = Turn("tool_result", "Sunny", source="tool:get_weather", mode="datamark", call_id="c1")
+    return Conversation((Turn("user", "Oslo?"), call, Turn("user", "and Bergen?"), result))
+
+
+def test_restoring_a_turn_stored_between_calls_and_results_says_how_to_mend_the_record() -> None:
+    stored = _stored_with_a_turn_between()
+    with pytest.raises(VeridicError) as caught:
+        Composer().system(SYSTEM).restore(stored)
+    message = str(caught.value)
+    assert "turn 2 (user)" in message
+    # Where the results are, and what to do with the stored record (not with the composer).
+    assert "at turn 3: move it before turn 2" in message
+    # Done as it says, the record restores.
+    turns = stored.turns
+    mended = Conversation((turns[0], turns[1], turns[3], turns[2]))
+    prompt = Composer().system(SYSTEM).restore(mended).build()
+    assert prompt.pending_tool_calls == ()
+
+
+def test_restoring_a_call_never_answered_before_a_turn_says_to_add_its_result() -> None:
+    call = Turn("tool_call", "{}", "get_weather", call_id="c1")
+    stored = Conversation((Turn("user", "Oslo?"), call, Turn("user", "and Bergen?")))
+    with pytest.raises(VeridicError, match=r"No result of .*c1.* is stored.*before turn 2"):
+        Composer().system(SYSTEM).restore(stored)
