@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pprint
+from collections.abc import Iterator
 from typing import TypedDict
 
 import pytest
@@ -18,6 +19,7 @@ from veridic import (
     unfence,
 )
 from veridic.templates import TemplateSandboxError
+from veridic.templates._bounds import _walked
 from veridic.text.conversation import Turn
 
 SYSTEM = instruction("You report the weather.")
@@ -102,3 +104,23 @@ def test_restoring_a_call_never_answered_before_a_turn_says_to_add_its_result() 
     stored = Conversation((Turn("user", "Oslo?"), call, Turn("user", "and Bergen?")))
     with pytest.raises(VeridicError, match=r"No result of .*c1.* is stored.*before turn 2"):
         Composer().system(SYSTEM).restore(stored)
+
+
+class _Counted(list[int]):
+    """A list that counts the items handed out by iterating it (what a walk of it costs)."""
+
+    handed = 0
+
+    def __iter__(self) -> Iterator[int]:
+        for item in super().__iter__():
+            _Counted.handed += 1
+            yield item
+
+
+def test_the_pprint_charge_stops_walking_a_huge_value_once_it_is_over_the_bound() -> None:
+    # The render's budget sizes a value once and stops at its bounds; the |pprint charge
+    # walked the whole value again (in Python), however large, before refusing it.
+    numbers = _Counted([0] * 3_000_000)
+    _Counted.handed = 0
+    assert _walked(numbers) > 1_000_000
+    assert _Counted.handed <= 1_000_001

@@ -64,7 +64,15 @@ from jinja2.sandbox import MAX_RANGE
 from jinja2.tests import TESTS
 from jinja2.utils import generate_lorem_ipsum
 
-from veridic.templates._budget import LONGEST, consumed, current, made, searched, size
+from veridic.templates._budget import (
+    LONGEST,
+    MOST_ITERATIONS,
+    consumed,
+    current,
+    made,
+    searched,
+    size,
+)
 from veridic.templates._params import SortedSet
 
 __all__ = [
@@ -303,7 +311,12 @@ def _walked(value: object) -> int:
             return 1
         if id(item) not in walked:
             walked[id(item)] = 1  # a cycle: pprint writes <Recursion on ...>, the walk stops
-            walked[id(item)] = 1 + sum(walk(child) for child in inner)
+            total = 1
+            for child in inner:
+                total += walk(child)
+                if total > MOST_ITERATIONS:
+                    break  # refused once charged: the rest need not be walked
+            walked[id(item)] = total
         return walked[id(item)]
 
     return walk(value)
