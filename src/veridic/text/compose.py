@@ -106,7 +106,10 @@ class Composer:
     Its methods raise:
         ProvenanceError: ``system()`` got text that is not trusted.
         VeridicError: a turn is empty, a label is not a label, a call id is
-            reused, or a call gets a second result.
+            reused, a call gets a second result, or a turn comes between an
+            assistant turn's calls and their results (answer each call first,
+            ``error=True`` for one that will not run; a prompt may end with calls
+            waiting).
     """
 
     __slots__ = (
