@@ -334,7 +334,9 @@ class Composer:
             VeridicError: ``conversation`` is not a :class:`~veridic.Conversation`,
                 this composer already holds turns, or a stored turn breaks a
                 rule of the composer (a call id used twice, a result for a
-                call that has one): the message names the turn.
+                call that has one, a turn before the results of the calls before
+                it): the message names the turn, and for a turn stored before those
+                results, the turns that hold them (to move before it).
         """
         if not isinstance(conversation, Conversation):
             raise VeridicError(
