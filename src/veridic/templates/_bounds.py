@@ -18,8 +18,8 @@ which also stops their folding), and each refuses a result past a bound with a
 - ``text % values`` and the ``|format`` filter: a width or precision over 100,000,
   or one taken from the values (``*``);
 - ``+`` of two texts, lists or tuples: more than 10,000,000 characters or items;
-- ``|pprint``, which formats its value item by item in Python: its size (what it
-  holds, nested values and characters too) is charged as loop iterations;
+- ``|pprint``, which formats its value item by item in Python: the items it walks
+  (nested ones too, and a text's words) are charged as loop iterations;
 - filters whose arguments say how much they make, checked before they run:
   ``|center``, ``|indent``, ``|wordwrap`` (its wrapstring after each character),
   ``|replace``, ``|join`` and ``|tojson(indent=...)`` making more than 10,000,000
@@ -64,7 +64,15 @@ from jinja2.sandbox import MAX_RANGE
 from jinja2.tests import TESTS
 from jinja2.utils import generate_lorem_ipsum
 
-from veridic.templates._budget import LONGEST, consumed, current, made, searched, size
+from veridic.templates._budget import (
+    LONGEST,
+    MOST_ITERATIONS,
+    consumed,
+    current,
+    made,
+    searched,
+    size,
+)
 from veridic.templates._params import SortedSet
 
 __all__ = [
@@ -280,7 +288,38 @@ def _check_pprint(value: object, *_: object, **__: object) -> None:
     # pprint formats its value in Python, item by item and nested ones too (a microsecond
     # or so each): read once in C it would be charged one read of its size, and a loop of
     # |pprint over a large value could spend minutes within every bound.
-    current().items(size(value))
+    current().items(_walked(value))
+
+
+def _walked(value: object) -> int:
+    """The items ``pprint`` walks in Python in ``value``, a shared one as often as it is held.
+
+    A text is split in C and walked word by word (``_WORD`` characters an item, as the
+    word-by-word filters are charged): charged a character an item, a record of long
+    texts that formats in a few hundredths of a second was refused.
+    """
+    walked: dict[int, int] = {}
+
+    def walk(item: object) -> int:
+        if isinstance(item, str | bytes):
+            return 1 + len(item) // _WORD
+        if isinstance(item, dict):
+            inner: Iterable[object] = (part for pair in item.items() for part in pair)
+        elif isinstance(item, list | tuple | set | frozenset):
+            inner = item
+        else:
+            return 1
+        if id(item) not in walked:
+            walked[id(item)] = 1  # a cycle: pprint writes <Recursion on ...>, the walk stops
+            total = 1
+            for child in inner:
+                total += walk(child)
+                if total > MOST_ITERATIONS:
+                    break  # refused once charged: the rest need not be walked
+            walked[id(item)] = total
+        return walked[id(item)]
+
+    return walk(value)
 
 
 def _check_round(value: object, precision: object = 0, method: object = "common") -> None:

@@ -106,7 +106,10 @@ class Composer:
     Its methods raise:
         ProvenanceError: ``system()`` got text that is not trusted.
         VeridicError: a turn is empty, a label is not a label, a call id is
-            reused, or a call gets a second result.
+            reused, a call gets a second result, or a turn comes between an
+            assistant turn's calls and their results (answer each call first,
+            ``error=True`` for one that will not run; a prompt may end with calls
+            waiting).
     """
 
     __slots__ = (
@@ -331,7 +334,9 @@ class Composer:
             VeridicError: ``conversation`` is not a :class:`~veridic.Conversation`,
                 this composer already holds turns, or a stored turn breaks a
                 rule of the composer (a call id used twice, a result for a
-                call that has one): the message names the turn.
+                call that has one, a turn before the results of the calls before
+                it): the message names the turn, and for a turn stored before those
+                results, the turns that hold them (to move before it).
         """
         if not isinstance(conversation, Conversation):
             raise VeridicError(
@@ -346,6 +351,11 @@ class Composer:
         for index, turn in enumerate(conversation.turns):
             try:
                 _replay(self, turn)
+            except _Unanswered as error:
+                raise VeridicError(
+                    f"turn {index} ({turn.kind}) of the stored conversation cannot be "
+                    f"restored: {error}. {_mend(conversation, index, self._waiting)}"
+                ) from error
             except VeridicError as error:
                 raise VeridicError(
                     f"turn {index} ({turn.kind}) of the stored conversation cannot be "
@@ -422,7 +432,7 @@ class Composer:
         waiting = list(self._waiting.items())
         shown = ", ".join(f"{clip(call)} ({_named(name)})" for call, name in waiting[:5])
         more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
-        raise VeridicError(
+        raise _Unanswered(
             f"{where} while tool call(s) {shown}{more} of the assistant turn before it wait "
             "for their results: providers refuse a prompt with a turn between calls and "
             "their results; answer each call first with tool_result(call_id, ...), with "
@@ -443,6 +453,39 @@ class Composer:
                 f"{where} got {clip(text)}, an empty turn, which providers reject: "
                 "leave the turn out or say something in it"
             )
+
+
+class _Unanswered(VeridicError):
+    """A turn added while calls of the latest assistant turn wait for their results."""
+
+
+def _mend(conversation: Conversation, index: int, waiting: Mapping[str, str]) -> str:
+    """What to do with a stored conversation whose turn ``index`` comes before the results
+    of ``waiting`` calls (stored before the composer refused that order): the stored
+    record is to be mended, since restore() cannot answer a call before a stored turn."""
+    later = [
+        str(at)
+        for at, turn in enumerate(conversation.turns)
+        if at > index and turn.kind == "tool_result" and turn.call_id in waiting
+    ]
+    found = {conversation.turns[int(at)].call_id for at in later}
+    missing = [clip(call) for call in waiting if call not in found]
+    advice = []
+    if later:
+        advice.append(
+            f"The conversation was stored with their results later, at turn"
+            f"{'s' if len(later) > 1 else ''} {', '.join(later[:10])}: move "
+            f"{'those turns' if len(later) > 1 else 'it'} before turn {index} "
+            "(Conversation(turns) with the turns in that order) and restore that"
+        )
+    if missing:
+        advice.append(
+            f"{'Also, no' if later else 'No'} result of call(s) {', '.join(missing[:5])} is "
+            "stored: add a tool_result turn "
+            f"for each (error=True for a call that did not run) before turn {index}, or leave "
+            "out the turns from there on"
+        )
+    return ". ".join(advice)
 
 
 def _turn(entry: _Logged) -> Turn:
