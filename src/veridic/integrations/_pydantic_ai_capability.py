@@ -42,6 +42,8 @@ from pydantic_ai.capabilities import (
     NodeResult,
 )
 from pydantic_ai.messages import (
+    InstructionBaselinePart,
+    InstructionDeltaPart,
     InstructionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -455,11 +457,12 @@ class VeridicCapability(AbstractCapability[object]):
             VeridicError: the model settings would send instructions, tools or
                 history beside the request's.
         """
-        _check_system_parts(request_context.messages, self.request_id)
+        known = {self.instructions.strip(), *_trusted_static(ctx.agent)}
+        _check_system_parts(request_context.messages, known, self.request_id)
         _check_settings(request_context.model_settings, self.request_id)
         _check_instruction_parts(
             request_context.model_request_parameters.instruction_parts or (),
-            {self.instructions.strip(), *_trusted_static(ctx.agent)},
+            known,
             self.request_id,
         )
         parameters = request_context.model_request_parameters
@@ -582,8 +585,19 @@ def _added_after(
     return []
 
 
-def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> None:
-    """Refuse a system part that is not trusted text: the model reads it as instructions."""
+def _check_system_parts(
+    messages: Sequence[ModelMessage], known: set[str], request_id: str
+) -> None:
+    """Refuse a system part or an instruction change of the history that is not trusted text.
+
+    The model reads both as instructions: a ``SystemPromptPart`` as it is, and an
+    ``InstructionDeltaPart`` (pydantic-ai's record that an instruction block changed) as a
+    system part that replaces the block, diffed against the text an
+    ``InstructionBaselinePart`` recorded. A history read back from storage is outside text,
+    and JSON keeps no provenance: a change is accepted when its text is trusted text of this
+    run (``known``: the capability's own instructions and the agent's trusted static ones, as
+    pydantic-ai strips them) or a minted value; a withdrawal (no text) adds no words.
+    """
     for index, message in enumerate(messages):
         if not isinstance(message, ModelRequest):
             continue
@@ -597,6 +611,26 @@ def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> No
                     "instructions=...), not system_prompt=, and drop system parts from a "
                     "stored history)",
                 )
+            for text in _changed_texts(part):
+                if text.strip() not in known and not is_trusted(text):
+                    report(
+                        text,
+                        f"an instruction change ({type(part).__name__}) of message {index} of "
+                        f"request {request_id!r} (pydantic-ai sends it as a system part that "
+                        "replaces the agent's instructions; a history read back from storage "
+                        "is outside text: load it through pydantic_ai.messages.sanitize_messages(), "
+                        "which drops instruction changes and system parts, and give the agent "
+                        "its instructions with capability(..., instructions=...))",
+                    )
+
+
+def _changed_texts(part: object) -> list[str]:
+    """The instruction text an instruction change or baseline of the history carries."""
+    if isinstance(part, InstructionDeltaPart):
+        return [] if part.content is None else [part.content]
+    if isinstance(part, InstructionBaselinePart):
+        return [block.content for block in part.instructions if isinstance(block, InstructionPart)]
+    return []
 
 
 _OWNED_SETTINGS: Final = frozenset(
