@@ -458,13 +458,11 @@ class VeridicCapability(AbstractCapability[object]):
                 history beside the request's.
         """
         known = {self.instructions.strip(), *_trusted_static(ctx.agent)}
-        _check_system_parts(request_context.messages, known, self.request_id)
+        parts = request_context.model_request_parameters.instruction_parts or ()
+        blocks = {str(part.id) for part in parts if part.id is not None}
+        _check_system_parts(request_context.messages, known, blocks, self.request_id)
         _check_settings(request_context.model_settings, self.request_id)
-        _check_instruction_parts(
-            request_context.model_request_parameters.instruction_parts or (),
-            known,
-            self.request_id,
-        )
+        _check_instruction_parts(parts, known, self.request_id)
         parameters = request_context.model_request_parameters
         _check_output_template(
             parameters.prompted_output_template, request_context.model, self.request_id
@@ -586,17 +584,20 @@ def _added_after(
 
 
 def _check_system_parts(
-    messages: Sequence[ModelMessage], known: set[str], request_id: str
+    messages: Sequence[ModelMessage], known: set[str], blocks: set[str], request_id: str
 ) -> None:
     """Refuse a system part or an instruction change of the history that is not trusted text.
 
     The model reads both as instructions: a ``SystemPromptPart`` as it is, and an
     ``InstructionDeltaPart`` (pydantic-ai's record that an instruction block changed) as a
-    system part that replaces the block, diffed against the text an
-    ``InstructionBaselinePart`` recorded. A history read back from storage is outside text,
-    and JSON keeps no provenance: a change is accepted when its text is trusted text of this
-    run (``known``: the capability's own instructions and the agent's trusted static ones, as
-    pydantic-ai strips them) or a minted value; a withdrawal (no text) adds no words.
+    system part, ``<pyai:context id="...">`` with the block's id and its new text (or the
+    words that withdraw the block), diffed against the text an ``InstructionBaselinePart``
+    recorded. A history read back from storage is outside text, and JSON keeps no
+    provenance: a change is accepted only when it names a block of this request
+    (``blocks``, so the id is the application's) and its text is trusted text of this run
+    (``known``: the capability's own instructions and the agent's trusted static ones, as
+    pydantic-ai strips them) or a minted value. A withdrawal is refused: it would tell the
+    model that a block of the checked instructions no longer holds.
     """
     for index, message in enumerate(messages):
         if not isinstance(message, ModelRequest):
@@ -611,26 +612,37 @@ def _check_system_parts(
                     "instructions=...), not system_prompt=, and drop system parts from a "
                     "stored history)",
                 )
-            for text in _changed_texts(part):
-                if text.strip() not in known and not is_trusted(text):
-                    report(
-                        text,
-                        f"an instruction change ({type(part).__name__}) of message {index} of "
-                        f"request {request_id!r} (pydantic-ai sends it as a system part that "
-                        "replaces the agent's instructions; a history read back from storage "
-                        "is outside text: load it through pydantic_ai.messages.sanitize_messages(), "
-                        "which drops instruction changes and system parts, and give the agent "
-                        "its instructions with capability(..., instructions=...))",
-                    )
+            shown = _unchecked_change(part, known, blocks)
+            if shown is not None:
+                report(
+                    shown,
+                    f"an instruction change ({type(part).__name__}) of message {index} of "
+                    f"request {request_id!r} (pydantic-ai sends it as a system part that "
+                    "replaces or withdraws a block of the agent's instructions; a history read "
+                    "back from storage is outside text: load it through "
+                    "pydantic_ai.messages.sanitize_messages(), which drops instruction changes "
+                    "and system parts, and give the agent its instructions with "
+                    "capability(..., instructions=...))",
+                )
 
 
-def _changed_texts(part: object) -> list[str]:
-    """The instruction text an instruction change or baseline of the history carries."""
+def _unchecked_change(part: object, known: set[str], blocks: set[str]) -> str | None:
+    """The text the model would read for an instruction change of the history that is not
+    this run's trusted text (``None`` for any other part, and for a change that is)."""
+
+    def trusted(text: str) -> bool:
+        return text.strip() in known or is_trusted(text)
+
     if isinstance(part, InstructionDeltaPart):
-        return [] if part.content is None else [part.content]
+        if part.id is None:
+            return None  # a change pydantic-ai cannot address: it is not sent
+        if part.content is None or str(part.id) not in blocks or not trusted(part.content):
+            return part.render()
     if isinstance(part, InstructionBaselinePart):
-        return [block.content for block in part.instructions if isinstance(block, InstructionPart)]
-    return []
+        for block in part.instructions:
+            if isinstance(block, InstructionPart) and not trusted(block.content):
+                return block.content
+    return None
 
 
 _OWNED_SETTINGS: Final = frozenset(
