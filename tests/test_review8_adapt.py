@@ -7,13 +7,33 @@ application developer who uses a framework's own features would.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 
 import pytest
+from agents import (
+    AgentOutputSchemaBase,
+    Handoff,
+    ModelSettings,
+    ModelTracing,
+    Runner,
+    RunResultStreaming,
+    RunState,
+    Tool,
+    TResponseInputItem,
+)
+from agents.items import TResponseStreamEvent
+from openai.types.responses import Response, ResponseCompletedEvent
+from openai.types.responses.response_prompt_param import ResponsePromptParam
 from pydantic_ai.messages import ModelMessagesTypeAdapter
+from test_integration_openai_agents import App, ScriptedModel, Seen, call, say
+from test_integration_openai_agents import _offline as _offline  # the autouse fixture
+from test_integration_openai_agents import app as app
 from test_integration_pydantic_ai import Script, agent, setup
 
-from veridic import ProvenanceError
+from veridic import ApprovalMode, CallOutcome, ProvenanceError
+from veridic.integrations.openai_agents import answer
 
 # --- pydantic-ai: a stored history's instruction changes are instructions ---------------------
 
@@ -86,3 +106,89 @@ def test_a_history_without_instruction_changes_still_runs() -> None:
     script = Script("Hello again.")
     result = agent(script).run_sync("Go on", message_history=history, capabilities=[s.veridic])
     assert result.output == "Hello again."
+
+
+# --- Agents SDK: the approval flow of a streamed run -----------------------------------------
+
+
+class StreamedModel(ScriptedModel):
+    """The scripted model, answering through the SDK's streaming interface (one event with the
+    whole response, as the Responses API's last event carries it)."""
+
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        self.seen.append(Seen(system_instructions, input, list(tools)))
+        if not self.steps:
+            raise AssertionError(f"the model was called {len(self.seen)} times; scripted fewer")
+        response = Response(
+            id=f"resp_{len(self.seen)}",
+            created_at=0,
+            model="scripted",
+            object="response",
+            output=list(self.steps.pop(0)),
+            parallel_tool_calls=True,
+            tool_choice="auto",
+            tools=[],
+        )
+        yield ResponseCompletedEvent(
+            type="response.completed", response=response, sequence_number=0
+        )
+
+
+async def _drained(result: RunResultStreaming) -> RunResultStreaming:
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_a_streamed_run_interrupts_a_write_and_records_the_answer_once(
+    app: App, approved: bool
+) -> None:
+    """``Runner.run_streamed`` asks ``needs_approval`` and resumes from its state as
+    ``Runner.run`` does: the query beside the write runs at once, the write waits for the
+    user, runs (or not) on the resume, and each call is recorded once."""
+    model = StreamedModel(
+        [
+            call("rename_fixture", {"name": "golden-1", "new_name": "g9"}, "c1"),
+            call("list_fixtures", {}, "c2"),
+        ],
+        [say("Done.")],
+    )
+    agent = app.agent(model)
+
+    async def scenario() -> RunResultStreaming:
+        first = await _drained(Runner.run_streamed(agent, "Rename golden-1 to g9."))
+        assert [(item.tool_name, item.call_id) for item in first.interruptions] == [
+            ("rename_fixture", "c1")
+        ]
+        assert app.store.ran == ["list_fixtures"]
+        state: RunState[None] = first.to_state()
+        for item in first.interruptions:
+            await answer(state, item, approved=approved)
+        return await _drained(Runner.run_streamed(agent, state))
+
+    resumed = asyncio.run(scenario())
+    assert resumed.final_output == "Done."
+    assert resumed.interruptions == []
+    write = (
+        ("rename_fixture", CallOutcome.OK, ApprovalMode.USER_CONFIRMED)
+        if approved
+        else ("rename_fixture", CallOutcome.DENIED, ApprovalMode.DENIED)
+    )
+    assert sorted(app.rows()) == sorted(
+        [("list_fixtures", CallOutcome.OK, ApprovalMode.NOT_REQUIRED), write]
+    )
+    assert app.store.ran == (["list_fixtures", "rename_fixture"] if approved else ["list_fixtures"])
