@@ -24,15 +24,19 @@ from agents import (
     TResponseInputItem,
 )
 from agents.items import TResponseStreamEvent
+from langchain.agents.middleware import ToolRetryMiddleware
 from openai.types.responses import Response, ResponseCompletedEvent
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from pydantic_ai.messages import ModelMessagesTypeAdapter
+from test_integration_langchain import World, turn
+from test_integration_langchain import world as world
 from test_integration_openai_agents import App, ScriptedModel, Seen, call, say
 from test_integration_openai_agents import _offline as _offline  # the autouse fixture
 from test_integration_openai_agents import app as app
 from test_integration_pydantic_ai import Script, agent, setup
 
-from veridic import ApprovalMode, CallOutcome, ProvenanceError
+from veridic import ApprovalMode, AuditRecord, AuditWriteError, CallOutcome, ProvenanceError
+from veridic.integrations.langchain import approval_middleware, structured_tools
 from veridic.integrations.openai_agents import answer
 
 # --- pydantic-ai: a stored history's instruction changes are instructions ---------------------
@@ -192,3 +196,44 @@ def test_a_streamed_run_interrupts_a_write_and_records_the_answer_once(
         [("list_fixtures", CallOutcome.OK, ApprovalMode.NOT_REQUIRED), write]
     )
     assert app.store.ran == (["list_fixtures", "rename_fixture"] if approved else ["list_fixtures"])
+
+
+# --- LangChain: a tool retry middleware does not run a call again ---------------------------
+
+
+class FullDisk:
+    """An audit store that takes no record: every write fails as a full disk does."""
+
+    def write(self, record: AuditRecord, /) -> None:
+        raise OSError("disk full")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_tool_retry_middleware_does_not_run_a_call_again_whose_record_failed(
+    world: World, asynchronous: bool
+) -> None:
+    """``ToolRetryMiddleware`` retries every exception but a ``ModelError`` that is not
+    retryable: listed before veridic's middleware, it ran a write whose record could not be
+    written three times (three notes, no record of any), then told the model "failed after
+    3 attempts" and the run ended as answered; the application's ``except`` never ran."""
+    world.policy.allow_always("save_note")
+    tools = structured_tools(
+        world.view, policy=world.policy, audit=FullDisk(), request_id="req-1", prompt=world.prompt
+    )
+    retry = ToolRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)
+    agent = world.agent(
+        turn(("save_note", {"text": "milk"})),
+        tools=tools,
+        middleware=[retry, approval_middleware(tools)],
+    )
+    start = {"messages": [{"role": "user", "content": "Note: milk."}]}
+
+    def ask() -> object:
+        if asynchronous:
+            return asyncio.run(agent.graph.ainvoke(start, agent.config))
+        return agent.graph.invoke(start, agent.config)
+
+    with pytest.raises(AuditWriteError, match="'save_note' ran") as raised:
+        ask()
+    assert world.notes.saved == ["milk"]
+    assert raised.value.result.value == "saved"
