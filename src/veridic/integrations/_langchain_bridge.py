@@ -579,32 +579,50 @@ class _Refused(VeridicError, ModelError):
     """A model call refused, and a model error LangChain does not retry."""
 
 
-_NOT_RETRIED: Final[Mapping[type[VeridicError], type[VeridicError]]] = {
+_NOT_RETRIED: Final[dict[type[VeridicError], type[VeridicError]]] = {
     ProvenanceError: _RefusedProvenance,
     ToolCouplingError: _RefusedCoupling,
     VeridicError: _Refused,
 }
+"""Each error veridic raises through LangChain, by its class, and its non-retryable twin;
+the twins of other classes (an ``AuditWriteError``) are made when first raised."""
+
+
+def _not_retryable(kind: type[VeridicError]) -> type[VeridicError]:
+    """``kind`` and a ``ModelError`` LangChain does not retry, in one class of ``kind``'s name."""
+    made = _NOT_RETRIED.get(kind)
+    if made is None:
+        made = type(
+            kind.__name__,
+            (kind, ModelError),
+            {"__module__": kind.__module__, "__qualname__": kind.__qualname__},
+        )
+        made = _NOT_RETRIED.setdefault(kind, made)
+    return made
 
 
 @contextmanager
 def _not_retried() -> Iterator[None]:
-    """Raise a refusal of the model call as an error LangChain's retry middleware raises at once.
+    """Raise veridic's error as one LangChain's retry middlewares raise at once.
 
-    ``ModelRetryMiddleware`` retries every exception but a ``ModelError`` that says it is
-    not retryable, and then, with its default ``on_failure="continue"``, returns the error's
-    text as the model's answer: listed before veridic's middleware (as the docs ask), it
-    turned a refused call into an answer, the run ended as if answered and the
-    application's ``except`` never ran. LangChain's own provider errors inherit from the
-    provider SDK's error and a ``ModelError``; a refusal does the same: it stays the error
-    it was (same class name, message and attributes; ``except ProvenanceError`` holds) and
-    is a ``ModelError`` whose ``is_retryable`` is false.
+    ``ModelRetryMiddleware`` and ``ToolRetryMiddleware`` retry every exception but a
+    ``ModelError`` that says it is not retryable, and then, with their default
+    ``on_failure="continue"``, return the error's text as the answer: listed before
+    veridic's middleware (as the docs ask), the first turned a refused model call into an
+    answer, and the second ran a tool call again whose handler had run but whose record
+    could not be written (a write done once per attempt, none of them on record), and
+    told the model of the failure instead of failing the run; the application's
+    ``except`` never ran. LangChain's own provider errors inherit from the provider SDK's
+    error and a ``ModelError``; veridic's do the same: each stays the error it was (same
+    class name, message and attributes; ``except ProvenanceError`` or
+    ``except AuditWriteError`` holds) and is a ``ModelError`` whose ``is_retryable`` is
+    false.
     """
     try:
         yield
     except VeridicError as error:
-        kind = _NOT_RETRIED.get(type(error))
-        if kind is not None:
-            error.__class__ = kind
+        if not isinstance(error, ModelError):
+            error.__class__ = _not_retryable(type(error))
         raise
 
 
@@ -990,6 +1008,29 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
+        """Run the call under the reviewer's answer; veridic's errors are not retried.
+
+        A ``ToolRetryMiddleware`` listed before this one would run the call again on any
+        error, a handler that ran and a record that could not be written included
+        (:func:`_not_retried`).
+        """
+        with _not_retried():
+            return self._wrap_tool_call(request, handler)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """:meth:`wrap_tool_call` for async code."""
+        with _not_retried():
+            return await self._awrap_tool_call(request, handler)
+
+    def _wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
         self._binding.awaiting.answered(request.tool_call["id"])
         if self._unknown(request):
             return _refusal_message(
@@ -1010,7 +1051,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             self._binding.refuse(*_name_args(request), call_id=request.tool_call["id"])
         return result
 
-    async def awrap_tool_call(
+    async def _awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],

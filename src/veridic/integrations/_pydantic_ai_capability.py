@@ -42,6 +42,8 @@ from pydantic_ai.capabilities import (
     NodeResult,
 )
 from pydantic_ai.messages import (
+    InstructionBaselinePart,
+    InstructionDeltaPart,
     InstructionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -455,13 +457,12 @@ class VeridicCapability(AbstractCapability[object]):
             VeridicError: the model settings would send instructions, tools or
                 history beside the request's.
         """
-        _check_system_parts(request_context.messages, self.request_id)
+        known = {self.instructions.strip(), *_trusted_static(ctx.agent)}
+        parts = request_context.model_request_parameters.instruction_parts or ()
+        blocks = {str(part.id) for part in parts if part.id is not None}
+        _check_system_parts(request_context.messages, known, blocks, self.request_id)
         _check_settings(request_context.model_settings, self.request_id)
-        _check_instruction_parts(
-            request_context.model_request_parameters.instruction_parts or (),
-            {self.instructions.strip(), *_trusted_static(ctx.agent)},
-            self.request_id,
-        )
+        _check_instruction_parts(parts, known, self.request_id)
         parameters = request_context.model_request_parameters
         _check_output_template(
             parameters.prompted_output_template, request_context.model, self.request_id
@@ -582,8 +583,22 @@ def _added_after(
     return []
 
 
-def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> None:
-    """Refuse a system part that is not trusted text: the model reads it as instructions."""
+def _check_system_parts(
+    messages: Sequence[ModelMessage], known: set[str], blocks: set[str], request_id: str
+) -> None:
+    """Refuse a system part or an instruction change of the history that is not trusted text.
+
+    The model reads both as instructions: a ``SystemPromptPart`` as it is, and an
+    ``InstructionDeltaPart`` (pydantic-ai's record that an instruction block changed) as a
+    system part, ``<pyai:context id="...">`` with the block's id and its new text (or the
+    words that withdraw the block), diffed against the text an ``InstructionBaselinePart``
+    recorded. A history read back from storage is outside text, and JSON keeps no
+    provenance: a change is accepted only when it names a block of this request
+    (``blocks``, so the id is the application's) and its text is trusted text of this run
+    (``known``: the capability's own instructions and the agent's trusted static ones, as
+    pydantic-ai strips them) or a minted value. A withdrawal is refused: it would tell the
+    model that a block of the checked instructions no longer holds.
+    """
     for index, message in enumerate(messages):
         if not isinstance(message, ModelRequest):
             continue
@@ -597,6 +612,37 @@ def _check_system_parts(messages: Sequence[ModelMessage], request_id: str) -> No
                     "instructions=...), not system_prompt=, and drop system parts from a "
                     "stored history)",
                 )
+            shown = _unchecked_change(part, known, blocks)
+            if shown is not None:
+                report(
+                    shown,
+                    f"an instruction change ({type(part).__name__}) of message {index} of "
+                    f"request {request_id!r} (pydantic-ai sends it as a system part that "
+                    "replaces or withdraws a block of the agent's instructions; a history read "
+                    "back from storage is outside text: load it through "
+                    "pydantic_ai.messages.sanitize_messages(), which drops instruction changes "
+                    "and system parts, and give the agent its instructions with "
+                    "capability(..., instructions=...))",
+                )
+
+
+def _unchecked_change(part: object, known: set[str], blocks: set[str]) -> str | None:
+    """The text the model would read for an instruction change of the history that is not
+    this run's trusted text (``None`` for any other part, and for a change that is)."""
+
+    def trusted(text: str) -> bool:
+        return text.strip() in known or is_trusted(text)
+
+    if isinstance(part, InstructionDeltaPart):
+        if part.id is None:
+            return None  # a change pydantic-ai cannot address: it is not sent
+        if part.content is None or str(part.id) not in blocks or not trusted(part.content):
+            return part.render()
+    if isinstance(part, InstructionBaselinePart):
+        for block in part.instructions:
+            if isinstance(block, InstructionPart) and not trusted(block.content):
+                return block.content
+    return None
 
 
 _OWNED_SETTINGS: Final = frozenset(
