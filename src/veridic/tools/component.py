@@ -17,14 +17,14 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal, Protocol, TypeVar
+from typing import Final, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText
 from veridic.text.terminal_view import visible
-from veridic.tools.boot_failure import _boot_detail, _boot_reason
+from veridic.tools.boot_failure import BootError, _boot_detail, _boot_reason
 from veridic.tools.risk import RiskLike, ToolKind
 from veridic.tools.tool import ToolHints
 from veridic.tools.view import ComponentState
@@ -98,7 +98,9 @@ class Component:
         "_checked_at",
         "_lock",
         "_recheck",
+        "_reentered",
         "_registry",
+        "_runner",
         "_runs",
         "hint",
         "name",
@@ -126,6 +128,10 @@ class Component:
         self._runs = 0
         self._applied = 0
         self._checked_at = -math.inf
+        # The thread running the check now, and whether the check asked the registry to
+        # run it again (a view, a recheck) meanwhile: see _refuse_reentry.
+        self._runner: int | None = None
+        self._reentered = False
 
     def __repr__(self) -> str:
         return f"<Component {self.name!r} of {self._registry!r}>"
@@ -204,6 +210,7 @@ class Component:
 
         ``clock`` (the registry's ``time.monotonic``) dates the check when it ends.
         """
+        self._refuse_reentry()
         with self._lock:
             return self._numbered(clock)
 
@@ -212,14 +219,34 @@ class Component:
     ) -> tuple[ComponentState, int] | None:
         """Run the check if ``recheck`` says it is due at ``now`` (a ``clock()``); ``None``
         when it is not, or a check that ended while this one waited made it fresh."""
+        self._refuse_reentry()
         with self._lock:
             return self._numbered(clock) if self._due(now) else None
 
     def _numbered(self, clock: Callable[[], float]) -> tuple[ComponentState, int]:
-        state = self._evaluate()
+        self._runner, self._reentered = threading.get_ident(), False
+        try:
+            state = self._evaluate()
+        finally:
+            self._runner = None
+        if self._reentered:
+            state = _reentered_state(self)
         self._checked_at = clock()
         self._runs += 1
         return state, self._runs
+
+    def _refuse_reentry(self) -> None:
+        """Refuse to run the check from inside itself (it asked the registry for a view).
+
+        The check holds this component's lock while it runs, so waiting for the lock
+        would hang the thread for good (the seed's own fix, "ask the executable catalog",
+        written as ``boot=lambda: "x" in registry.view().names()``). What the view would
+        hold depends on this very check, so there is no answer to give: the call raises,
+        and the component does not start, even if the check caught the error.
+        """
+        if self._runner == threading.get_ident():
+            self._reentered = True
+            raise BootError(_REENTERED)
 
     def _due(self, now: float) -> bool:
         recheck = self._recheck
@@ -251,6 +278,24 @@ class Component:
             )
             return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
         return ComponentState(self.name, True, "", self.hint, self.provides)
+
+
+_REENTERED: Final = (
+    "its boot check asked the registry for a view (or a recheck) while the check ran"
+)
+
+
+def _reentered_state(component: Component) -> ComponentState:
+    """The state of a component whose check asked the registry to run it again."""
+    detail = (
+        f"BootError: {_REENTERED}: what a view holds depends on this check, so it cannot "
+        "be asked while the check runs; read registry.names() (every registered name, "
+        "without booting) or registry.components() in the check instead, or check the "
+        "other component's own condition"
+    )
+    return ComponentState(
+        component.name, False, _REENTERED, component.hint, component.provides, detail
+    )
 
 
 def _logged(detail: str) -> str:

@@ -401,8 +401,14 @@ class ToolView:
         >>> view.status("export_customers").state, view.unknown("export_customers").state
         ('denied', 'unknown')
         """
+        return self._unknown(name, near=True)
+
+    def _unknown(self, name: str, *, near: bool) -> ToolStatus:
+        """:meth:`unknown`; with ``near=False`` the listed names only (the first ten in
+        sorted order that are not high risk), without looking for the nearest: for a
+        caller that has already looked for as many names as it may (a plan's budget)."""
         index, first = self._suggester()
-        close = index.close_matches(str(name), _SUGGESTED, _CUTOFF)
+        close = index.close_matches(str(name), _SUGGESTED, _CUTOFF) if near else []
         nearest = _not_riskier(str(name), close, self._exposed) if close else first
         return ToolStatus(
             str(name),

@@ -1,0 +1,190 @@
+"""Eighth attacker review of the tools area: components, plans, views and approvals."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from veridic import Registry, ToolView, normalize_plan
+
+
+def _in_thread(work: Callable[[], object], seconds: float = 10.0) -> object:
+    """``work()`` run in a daemon thread; fails the test (instead of hanging it) if it
+    does not return in ``seconds``."""
+    done: list[object] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(work())
+        except BaseException as error:  # handed to the test below
+            failed.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "the call hung (a thread waits for a lock it holds)"
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+def _core_and_pro(recheck: object = None) -> tuple[Registry, list[str]]:
+    """A core tool, and a Pro component whose check asks the registry what it offers
+    (the seed's own fix, "ask the executable catalog", written naively)."""
+    registry = Registry("site")
+    asked: list[str] = []
+
+    def pro_check() -> bool:
+        asked.append("check")
+        return "create_webhook" in registry.view().names()
+
+    pro = registry.component(
+        "Pro",
+        boot=pro_check,
+        provides="Code snippets",
+        hint="Update the free plugin.",
+        recheck=recheck,  # type: ignore[arg-type]  # None or "view", as the tests pass
+    )
+
+    @registry.tool(kind="write")
+    def create_webhook(url: str) -> str:
+        """Create a webhook that receives form submissions.
+
+        Args:
+            url: Where submissions are sent.
+        """
+        return "created"
+
+    @pro.tool(kind="write")
+    def create_snippet(code: str) -> str:
+        """Create a code snippet that runs before a webhook is dispatched.
+
+        Args:
+            code: The snippet's code.
+        """
+        return "snippet"
+
+    return registry, asked
+
+
+# --- a boot check that asks the registry for a view ----------------------------------------
+
+
+def test_a_boot_check_that_asks_the_registry_for_a_view_does_not_hang_and_fails_closed() -> None:
+    registry, asked = _core_and_pro()
+    view = _in_thread(registry.view)
+    assert isinstance(view, ToolView)
+    assert "create_webhook" in view.names()
+    assert "create_snippet" not in view.names()
+    status = view.status("create_snippet")
+    assert (status.state, status.cause) == ("unavailable", "component")
+    section = view.capability_section()
+    assert "asked the registry for a view" in section
+    assert "Update the free plugin." in section
+    (state,) = registry.components()
+    assert state.started is False
+    assert "registry.names()" in state.detail  # what to do instead
+    assert asked == ["check"]
+
+
+def test_a_rechecked_boot_check_that_asks_for_a_view_does_not_hang() -> None:
+    registry, _ = _core_and_pro(recheck="view")
+    for _ in range(3):
+        view = _in_thread(registry.view)
+        assert isinstance(view, ToolView)
+        assert "create_snippet" not in view.names()
+    states = _in_thread(registry.recheck)
+    assert isinstance(states, tuple)
+    assert [state.started for state in states] == [False]
+
+
+def test_a_boot_check_that_catches_the_refusal_still_does_not_start() -> None:
+    registry = Registry("site")
+
+    def pro_check() -> bool:
+        try:
+            registry.view()
+        except Exception:
+            return True  # "the registry is fine": but nothing was checked
+        return True
+
+    pro = registry.component("Pro", boot=pro_check)
+
+    @pro.tool(kind="query")
+    def sales(day: str) -> str:
+        """The sales report of one day.
+
+        Args:
+            day: The day, as YYYY-MM-DD.
+        """
+        return "..."
+
+    view = _in_thread(registry.view)
+    assert isinstance(view, ToolView)
+    assert "sales" not in view.names()
+
+
+def test_a_boot_check_reading_registered_names_still_works() -> None:
+    registry = Registry("site")
+    pro = registry.component("Pro", boot=lambda: "create_webhook" in registry.names())
+
+    @registry.tool(kind="write")
+    def create_webhook(url: str) -> str:
+        """Create a webhook that receives form submissions.
+
+        Args:
+            url: Where submissions are sent.
+        """
+        return "created"
+
+    @pro.tool(kind="query")
+    def sales(day: str) -> str:
+        """The sales report of one day.
+
+        Args:
+            day: The day, as YYYY-MM-DD.
+        """
+        return "..."
+
+    assert "sales" in registry.view().names()
+
+
+# --- a plan of thousands of invented names ---------------------------------------------------
+
+
+def _many_tools(count: int) -> ToolView:
+    registry = Registry("big")
+    for number in range(count):
+
+        def handler(x: str) -> str:
+            return x
+
+        handler.__name__ = f"report_{number}"
+        handler.__doc__ = f"Build report number {number}.\n\nArgs:\n    x: The filter.\n"
+        registry.tool(kind="query")(handler)
+    return registry.view()
+
+
+def test_a_plan_looks_for_nearest_names_of_a_bounded_number_of_invented_names() -> None:
+    view = _many_tools(200)
+    # 60 distinct typos, each one character from a real name; the first comes back last.
+    typos = [f"report_{number}x" for number in range(100, 160)]
+    steps = [{"id": f"s{i}", "tool": name} for i, name in enumerate([*typos, typos[0]])]
+    plan = normalize_plan(steps, view)
+    assert len(plan.dropped) == 61
+    assert all(item.reason == "unknown" for item in plan.dropped)
+    # The first 50 names get their nearest names, as view.status gives them ...
+    for item in plan.dropped[:50]:
+        assert item.suggestions == view.status(item.tool).suggestions[:3]
+        assert item.tool.removesuffix("x") in item.suggestions
+    # ... the later ones the listed names a name with none near gets, not a lookup each,
+    listed = view.status("zzzzzzzz").suggestions[:3]
+    for item in plan.dropped[50:60]:
+        assert item.suggestions == listed
+        assert "nearest valid names: " + ", ".join(view.status("zzzzzzzz").suggestions) in (
+            item.detail
+        )
+    # ... and a name seen before keeps what it was told.
+    assert plan.dropped[60].suggestions == plan.dropped[0].suggestions
+    assert len(plan.notice.splitlines()) < 30
