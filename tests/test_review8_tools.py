@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import decimal
 import threading
 from collections.abc import Callable
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from veridic import Registry, ToolView, normalize_plan
 
@@ -188,3 +192,56 @@ def test_a_plan_looks_for_nearest_names_of_a_bounded_number_of_invented_names() 
     # ... and a name seen before keeps what it was told.
     assert plan.dropped[60].suggestions == plan.dropped[0].suggestions
     assert len(plan.notice.splitlines()) < 30
+
+
+# --- a boot check that answers with a false value ------------------------------------------
+
+
+class _NoTruth:
+    def __bool__(self) -> bool:
+        raise ValueError("the truth value of an array with more than one element is ambiguous")
+
+
+def _component_with(answer: Callable[[], object]) -> Registry:
+    registry = Registry("shop")
+    pro = registry.component("Pro", boot=answer, provides="Refunds", hint="Renew the licence.")
+
+    @pro.tool(kind="write")
+    def refund(order: str) -> str:
+        """Refund an order to the original payment method.
+
+        Args:
+            order: The order.
+        """
+        return "refunded"
+
+    return registry
+
+
+@given(
+    answer=st.sampled_from([0, 0.0, "", [], {}, (), frozenset(), _NoTruth()])
+    | st.just(decimal.Decimal(0))
+)
+@settings(max_examples=20)
+def test_a_boot_check_answering_with_a_false_value_does_not_start(answer: object) -> None:
+    # boot=lambda: os.environ.get("PRO_KEY", "") or boot=licence.days_left: "no" in its words.
+    registry = _component_with(lambda: answer)
+    view = registry.view()
+    assert "refund" not in view.names()
+    assert (view.status("refund").state, view.status("refund").cause) == (
+        "unavailable",
+        "component",
+    )
+    (state,) = registry.components()
+    assert state.started is False
+    assert state.reason.startswith("its boot check returned a")
+    assert state.reason in view.capability_section()
+    assert "Renew the licence." in view.capability_section()
+
+
+@given(answer=st.sampled_from([None, True, 1, "key-123", ["refunds"], object()]))
+@settings(max_examples=20)
+def test_a_boot_check_answering_none_or_a_true_value_starts(answer: object) -> None:
+    registry = _component_with(lambda: answer)
+    assert "refund" in registry.view().names()
+    assert registry.components()[0].started is True

@@ -21,6 +21,7 @@ from typing import Final, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText
 from veridic.text.terminal_view import visible
@@ -88,7 +89,8 @@ class Component:
     the registry boots, and again as ``recheck`` says (``None``: never again;
     ``"view"``: for every view; seconds: when a view is made and the last
     check is older) or when :meth:`~veridic.Registry.recheck` asks; if it raises (or
-    returns ``False``) the component is down: its tools are in no view, and
+    returns ``False`` or another false value, ``None`` aside) the component is down:
+    its tools are in no view, and
     every view's capability section says so, with the reason and the hint.
     """
 
@@ -277,7 +279,37 @@ class Component:
                 "coroutine in it with asyncio.run)"
             )
             return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
+        if result is not None and result is not True:
+            refused = _refused_answer(result)
+            if refused is not None:
+                reason, detail = refused
+                return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
         return ComponentState(self.name, True, "", self.hint, self.provides)
+
+
+def _refused_answer(result: object) -> tuple[str, str] | None:
+    """The reason and detail when a check's answer, neither ``None``, ``True`` nor
+    ``False``, is a "no": a false value (``0`` days of licence left, an empty key read
+    from the environment, an empty list of features), as it is for a view's predicate,
+    or a value with no truth value. ``None`` stays a pass: a check that returns nothing
+    raises to fail (``lambda: calls.append(1)``)."""
+    try:
+        falsy = not result
+    except Exception as error:
+        reason = "its boot check returned a value that is neither true nor false"
+        return reason, f"{reason} ({_boot_detail(error)}): return True or False"
+    if not falsy:
+        return None
+    reason = "its boot check returned a false value"
+    try:
+        shown = clip(repr(result), 60)
+    except Exception:  # a repr that fails says nothing more than the type
+        shown = "a value"
+    detail = (
+        f"{reason} ({shown} of type {type(result).__qualname__}): return True to start "
+        "the component, or raise BootError with the reason it did not start"
+    )
+    return reason, detail
 
 
 _REENTERED: Final = (

@@ -260,8 +260,10 @@ class Registry:
         """Declare an optional part of the application whose tools need ``boot`` to succeed.
 
         ``boot`` runs when the registry boots; raising (or returning
-        ``False``) means the component did not start, and the exception's
-        message is the reason (when it is code text: see :class:`BootError`).
+        ``False``, or another false value such as ``0`` or ``""``) means the
+        component did not start, and the exception's message is the reason
+        (when it is code text: see :class:`BootError`); returning ``None`` (a
+        check that returns nothing) or a true value means it started.
         It is a plain function: an ``async def`` check cannot be awaited here,
         so its coroutine is closed unrun and the component does not start.
         ``hint`` tells the user what to do about it, ``provides`` names what
