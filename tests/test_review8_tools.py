@@ -9,7 +9,7 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veridic import Registry, ToolView, normalize_plan
+from veridic import Deny, Registry, ToolView, normalize_plan
 
 
 def _in_thread(work: Callable[[], object], seconds: float = 10.0) -> object:
@@ -245,3 +245,81 @@ def test_a_boot_check_answering_none_or_a_true_value_starts(answer: object) -> N
     registry = _component_with(lambda: answer)
     assert "refund" in registry.view().names()
     assert registry.components()[0].started is True
+
+
+# --- a long deny list: the first filter that matches, found without asking every one ---------
+
+_NAMES = [f"tool_{number}" for number in range(6)]
+
+
+def _six_tools() -> Registry:
+    registry = Registry("six")
+    for name in _NAMES:
+
+        def handler(x: str) -> str:
+            return x
+
+        handler.__name__ = name
+        handler.__doc__ = f"Run {name}.\n\nArgs:\n    x: The input.\n"
+        registry.tool(kind="write")(handler)
+    return registry
+
+
+_FILTERS = st.lists(
+    st.tuples(
+        st.frozensets(st.sampled_from(_NAMES), max_size=3),
+        st.none() | st.frozensets(st.sampled_from(_NAMES), max_size=3),
+        st.booleans(),
+    ),
+    max_size=6,
+)
+
+
+@given(filters=_FILTERS, plain=st.lists(st.sampled_from(_NAMES), max_size=4))
+@settings(max_examples=150, deadline=None)
+def test_the_first_deny_filter_in_order_decides_how_a_tool_is_denied(
+    filters: list[tuple[frozenset[str], frozenset[str] | None, bool]], plain: list[str]
+) -> None:
+    registry = _six_tools()
+    asked: list[tuple[int, str]] = []
+
+    def when(index: int, names: frozenset[str]) -> Callable[[object], bool]:
+        def denies(tool: object) -> bool:
+            name = str(getattr(tool, "name", ""))
+            asked.append((index, name))
+            return name in names
+
+        return denies
+
+    denials: list[str | Deny] = [
+        Deny(
+            names,
+            reason=f"filter {index}",
+            tombstone=tombstone,
+            when=None if matched is None else when(index, matched),
+        )
+        for index, (names, matched, tombstone) in enumerate(filters)
+    ]
+    denials += plain  # plain names after the filters: "named in the view's deny list"
+    view = registry.view(deny=denials)
+    expected_asked: list[tuple[int, str]] = []
+    for name in _NAMES:
+        first: tuple[str, bool] | None = None
+        for index, (names, matched, tombstone) in enumerate(filters):
+            if name in names:
+                first = (f"filter {index}", tombstone)
+                break
+            if matched is not None:
+                expected_asked.append((index, name))
+                if name in matched:
+                    first = (f"filter {index}", tombstone)
+                    break
+        if first is None and name in plain:
+            first = ("named in the view's deny list", False)
+        status = view.status(name)
+        if first is None:
+            assert status.state == "exposed"
+        else:
+            assert (status.state, status.cause) == ("denied", "deny")
+            assert (status.reason, status.tombstoned) == first
+    assert asked == expected_asked  # each when asked where it was, in order, and only there

@@ -82,7 +82,15 @@ from veridic.text.provenance import TrustedInstruction, mint
 from veridic.tools._section import _DEFAULT_WORDING, _memo, _render_section
 from veridic.tools._similarity import NameIndex
 from veridic.tools.context import ToolContext
-from veridic.tools.filters import Deny, Predicate, _denied, _pin_changed, _unavailable, _withheld
+from veridic.tools.filters import (
+    Deny,
+    Predicate,
+    _denied,
+    _Denials,
+    _pin_changed,
+    _unavailable,
+    _withheld,
+)
 from veridic.tools.guards import (
     _delegate_done,
     _delegated,
@@ -690,6 +698,7 @@ def build_view(
             )
     view_roles = frozenset((roles,) if isinstance(roles, str) else roles)
     keep = (predicates,) if callable(predicates) else tuple(predicates)
+    deny_first = _Denials(denials)
     exposed: list[Tool] = []
     withheld: list[ToolStatus] = []
     for tool in candidates:
@@ -697,7 +706,7 @@ def build_view(
         # start must read to the model as a name nobody registered (ToolStatus.hidden),
         # not as "unavailable", which would confirm it exists.
         status = (
-            _denied(tool, view_roles, allowed, keep, denials)
+            _denied(tool, view_roles, allowed, keep, deny_first)
             or _unavailable(tool, components)
             or _pin_changed(tool)
             or _withheld(tool)
