@@ -9,7 +9,7 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veridic import Deny, Registry, ToolView, normalize_plan
+from veridic import Deny, Registry, ToolView, instruction, normalize_plan
 
 
 def _in_thread(work: Callable[[], object], seconds: float = 10.0) -> object:
@@ -250,6 +250,14 @@ def test_a_boot_check_answering_none_or_a_true_value_starts(answer: object) -> N
 # --- a long deny list: the first filter that matches, found without asking every one ---------
 
 _NAMES = [f"tool_{number}" for number in range(6)]
+_REASONS = (
+    instruction("filter 0"),
+    instruction("filter 1"),
+    instruction("filter 2"),
+    instruction("filter 3"),
+    instruction("filter 4"),
+    instruction("filter 5"),
+)
 
 
 def _six_tools() -> Registry:
@@ -294,7 +302,7 @@ def test_the_first_deny_filter_in_order_decides_how_a_tool_is_denied(
     denials: list[str | Deny] = [
         Deny(
             names,
-            reason=f"filter {index}",
+            reason=_REASONS[index],
             tombstone=tombstone,
             when=None if matched is None else when(index, matched),
         )

@@ -85,8 +85,8 @@ from veridic.tools.context import ToolContext
 from veridic.tools.filters import (
     Deny,
     Predicate,
-    _denied,
     _Denials,
+    _denied,
     _pin_changed,
     _unavailable,
     _withheld,
