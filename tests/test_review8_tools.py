@@ -331,3 +331,27 @@ def test_the_first_deny_filter_in_order_decides_how_a_tool_is_denied(
             assert (status.state, status.cause) == ("denied", "deny")
             assert (status.reason, status.tombstoned) == first
     assert asked == expected_asked  # each when asked where it was, in order, and only there
+
+
+_BIG = _many_tools(120)
+
+
+@given(
+    picks=st.lists(
+        st.integers(0, 119).map(lambda n: f"report_{n}y") | st.sampled_from(["zq", "report"]),
+        min_size=1,
+        max_size=120,
+    )
+)
+@settings(max_examples=40, deadline=None)
+def test_a_plans_invented_name_is_told_the_same_exposed_names_wherever_it_appears(
+    picks: list[str],
+) -> None:
+    plan = normalize_plan([{"id": f"s{i}", "tool": name} for i, name in enumerate(picks)], _BIG)
+    assert [item.id for item in plan.dropped] == [f"s{i}" for i in range(len(picks))]
+    told: dict[str, tuple[str, ...]] = {}
+    for item in plan.dropped:
+        assert item.reason == "unknown"
+        assert set(item.suggestions) <= _BIG.names()
+        assert told.setdefault(item.tool, item.suggestions) == item.suggestions
+        assert item.suggestions  # a name is never told "none": the listed names at least
