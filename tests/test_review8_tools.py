@@ -6,10 +6,11 @@ import decimal
 import threading
 from collections.abc import Callable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veridic import Deny, Registry, ToolView, instruction, normalize_plan
+from veridic import Deny, Registry, RiskFloorError, ToolView, instruction, normalize_plan
 
 
 def _in_thread(work: Callable[[], object], seconds: float = 10.0) -> object:
@@ -355,3 +356,91 @@ def test_a_plans_invented_name_is_told_the_same_exposed_names_wherever_it_appear
         assert set(item.suggestions) <= _BIG.names()
         assert told.setdefault(item.tool, item.suggestions) == item.suggestions
         assert item.suggestions  # a name is never told "none": the listed names at least
+
+
+# --- a component whose boot check registers its tools as it starts ---------------------------
+
+
+def _plugin(registry: Registry, *, floor_breach: bool = False, recheck: object = None) -> None:
+    """A plug-in that registers its abilities when it starts, as the seed's Pro plugin did
+    through a filter at plugins_loaded."""
+    started: list[bool] = []
+
+    def pro_boot() -> bool:
+        if started:
+            return True
+        started.append(True)
+
+        @pro.tool(kind="write")
+        def create_snippet(code: str) -> str:
+            """Create a code snippet that runs before a webhook is dispatched.
+
+            Args:
+                code: The snippet's code.
+            """
+            return "snippet"
+
+        if floor_breach:
+
+            @pro.tool(kind="write", risk="mid", irreversible=True)
+            def purge_snippets(confirm: bool) -> str:
+                """Delete every snippet for good; this cannot be undone.
+
+                Args:
+                    confirm: Whether the caller means it.
+                """
+                return "purged"
+
+        return True
+
+    pro = registry.component(
+        "Pro",
+        boot=pro_boot,
+        provides="Code snippets",
+        recheck=recheck,  # type: ignore[arg-type]  # None or "view", as the tests pass
+    )
+
+
+def test_tools_a_boot_check_registers_are_in_the_view_it_boots() -> None:
+    registry = Registry("site")
+    _plugin(registry)
+    view = registry.view()
+    assert "create_snippet" in view.names()
+    assert {spec["name"] for spec in view.tool_specs("anthropic")} == set(view.names())
+    assert "create_snippet" in view.capability_section()
+    assert view.dispatch("create_snippet", {"code": "x"}) == "snippet"
+    assert view.status("create_snippet").tool is not None
+    assert view.tool("create_snippet").component == "Pro"
+
+
+def test_a_tool_a_boot_check_registers_below_its_floor_fails_the_boot() -> None:
+    registry = Registry("site")
+    _plugin(registry, floor_breach=True)
+    with pytest.raises(RiskFloorError, match="purge_snippets"):
+        registry.view()
+
+
+def test_tools_a_rechecked_boot_check_registers_are_in_that_view() -> None:
+    registry = Registry("site")
+    flag = {"on": False}
+
+    def beta_boot() -> bool:
+        if flag["on"] and "beta_report" not in registry.names():
+
+            @beta.tool(kind="query")
+            def beta_report(day: str) -> str:
+                """The beta report of one day.
+
+                Args:
+                    day: The day, as YYYY-MM-DD.
+                """
+                return "report"
+
+        return flag["on"]
+
+    beta = registry.component("Beta", boot=beta_boot, recheck="view")
+    assert "beta_report" not in registry.view().names()
+    flag["on"] = True
+    view = registry.view()
+    assert "beta_report" in view.names()
+    assert view.status("beta_report").state == "exposed"
