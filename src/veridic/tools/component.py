@@ -17,14 +17,15 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal, Protocol, TypeVar
+from typing import Final, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText
 from veridic.text.terminal_view import visible
-from veridic.tools.boot_failure import _boot_detail, _boot_reason
+from veridic.tools.boot_failure import BootError, _boot_detail, _boot_reason
 from veridic.tools.risk import RiskLike, ToolKind
 from veridic.tools.tool import ToolHints
 from veridic.tools.view import ComponentState
@@ -88,7 +89,8 @@ class Component:
     the registry boots, and again as ``recheck`` says (``None``: never again;
     ``"view"``: for every view; seconds: when a view is made and the last
     check is older) or when :meth:`~veridic.Registry.recheck` asks; if it raises (or
-    returns ``False``) the component is down: its tools are in no view, and
+    returns ``False`` or another false value, ``None`` aside) the component is down:
+    its tools are in no view, and
     every view's capability section says so, with the reason and the hint.
     """
 
@@ -98,7 +100,9 @@ class Component:
         "_checked_at",
         "_lock",
         "_recheck",
+        "_reentered",
         "_registry",
+        "_runner",
         "_runs",
         "hint",
         "name",
@@ -126,6 +130,10 @@ class Component:
         self._runs = 0
         self._applied = 0
         self._checked_at = -math.inf
+        # The thread running the check now, and whether the check asked the registry to
+        # run it again (a view, a recheck) meanwhile: see _refuse_reentry.
+        self._runner: int | None = None
+        self._reentered = False
 
     def __repr__(self) -> str:
         return f"<Component {self.name!r} of {self._registry!r}>"
@@ -204,6 +212,7 @@ class Component:
 
         ``clock`` (the registry's ``time.monotonic``) dates the check when it ends.
         """
+        self._refuse_reentry()
         with self._lock:
             return self._numbered(clock)
 
@@ -212,14 +221,34 @@ class Component:
     ) -> tuple[ComponentState, int] | None:
         """Run the check if ``recheck`` says it is due at ``now`` (a ``clock()``); ``None``
         when it is not, or a check that ended while this one waited made it fresh."""
+        self._refuse_reentry()
         with self._lock:
             return self._numbered(clock) if self._due(now) else None
 
     def _numbered(self, clock: Callable[[], float]) -> tuple[ComponentState, int]:
-        state = self._evaluate()
+        self._runner, self._reentered = threading.get_ident(), False
+        try:
+            state = self._evaluate()
+        finally:
+            self._runner = None
+        if self._reentered:
+            state = _reentered_state(self)
         self._checked_at = clock()
         self._runs += 1
         return state, self._runs
+
+    def _refuse_reentry(self) -> None:
+        """Refuse to run the check from inside itself (it asked the registry for a view).
+
+        The check holds this component's lock while it runs, so waiting for the lock
+        would hang the thread for good (the seed's own fix, "ask the executable catalog",
+        written as ``boot=lambda: "x" in registry.view().names()``). What the view would
+        hold depends on this very check, so there is no answer to give: the call raises,
+        and the component does not start, even if the check caught the error.
+        """
+        if self._runner == threading.get_ident():
+            self._reentered = True
+            raise BootError(_REENTERED)
 
     def _due(self, now: float) -> bool:
         recheck = self._recheck
@@ -250,7 +279,55 @@ class Component:
                 "coroutine in it with asyncio.run)"
             )
             return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
+        if result is not None and result is not True:
+            refused = _refused_answer(result)
+            if refused is not None:
+                reason, detail = refused
+                return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
         return ComponentState(self.name, True, "", self.hint, self.provides)
+
+
+def _refused_answer(result: object) -> tuple[str, str] | None:
+    """The reason and detail when a check's answer, neither ``None``, ``True`` nor
+    ``False``, is a "no": a false value (``0`` days of licence left, an empty key read
+    from the environment, an empty list of features), as it is for a view's predicate,
+    or a value with no truth value. ``None`` stays a pass: a check that returns nothing
+    raises to fail (``lambda: calls.append(1)``)."""
+    try:
+        falsy = not result
+    except Exception as error:
+        reason = "its boot check returned a value that is neither true nor false"
+        return reason, f"{reason} ({_boot_detail(error)}): return True or False"
+    if not falsy:
+        return None
+    reason = "its boot check returned a false value"
+    try:
+        shown = clip(repr(result), 60)
+    except Exception:  # a repr that fails says nothing more than the type
+        shown = "a value"
+    detail = (
+        f"{reason} ({shown} of type {type(result).__qualname__}): return True to start "
+        "the component, or raise BootError with the reason it did not start"
+    )
+    return reason, detail
+
+
+_REENTERED: Final = (
+    "its boot check asked the registry for a view (or a recheck) while the check ran"
+)
+
+
+def _reentered_state(component: Component) -> ComponentState:
+    """The state of a component whose check asked the registry to run it again."""
+    detail = (
+        f"BootError: {_REENTERED}: what a view holds depends on this check, so it cannot "
+        "be asked while the check runs; read registry.names() (every registered name, "
+        "without booting) or registry.components() in the check instead, or check the "
+        "other component's own condition"
+    )
+    return ComponentState(
+        component.name, False, _REENTERED, component.hint, component.provides, detail
+    )
 
 
 def _logged(detail: str) -> str:

@@ -135,6 +135,10 @@ class DroppedStep:
         detail: the full message dispatching it would raise.
         hint: what to do about it (the component's hint for an unavailable tool).
         suggestions: the nearest valid names, for an unknown one (and a hidden one).
+            The nearest are looked for among the first 50 distinct such names of a
+            plan (a plan of thousands of invented names would cost seconds); later
+            names list the first exposed names that are not high risk, as a name
+            with none near does.
         fields: the offending argument paths, for invalid arguments.
         hidden: the step names a tool the view hides from the model (a role, the
             allow list, a predicate, a ``Deny`` that does not tombstone it; see
@@ -263,7 +267,10 @@ def normalize_plan(
     plan = _read(steps)
     _check_graph(plan)
     exposed = view.names()
-    dropped = {step.id: d for step in plan if (d := _check_step(step, view, exposed)) is not None}
+    told = _Told(view)
+    dropped = {
+        step.id: d for step in plan if (d := _check_step(step, view, exposed, told)) is not None
+    }
     because = _dependents(plan, dropped)
     invalidated = tuple(
         InvalidatedStep(step.id, step.tool, because[step.id])
@@ -559,9 +566,44 @@ def _ring(cycle: Sequence[str], ends: int = 5) -> str:
 # --- checking each step ------------------------------------------------------------------
 
 
-def _check_step(step: PlanStep, view: ToolView, exposed: frozenset[str]) -> DroppedStep | None:
+# How many distinct names one plan gets the nearest exposed names for. Looking for them
+# costs milliseconds a name in a registry of thousands of tools, so a plan of thousands of
+# invented names held a worker for tens of seconds; later names list the first ten names
+# that are not high risk, as a name with none near does. A name seen again costs nothing.
+_NEAREST_LOOKED_UP: Final = 50
+
+
+class _Told:
+    """What one plan's refused names are told (:meth:`ToolView.unknown`), each name once,
+    and the nearest names looked for only :data:`_NEAREST_LOOKED_UP` times."""
+
+    __slots__ = ("_seen", "_view", "_withheld")
+
+    def __init__(self, view: ToolView) -> None:
+        self._view = view
+        self._seen: dict[str, ToolStatus] = {}
+        self._withheld: dict[str, ToolStatus] | None = None
+
+    def status(self, name: str) -> ToolStatus:
+        """:meth:`ToolView.status` of a name the view does not expose."""
+        if self._withheld is None:
+            self._withheld = {status.name: status for status in self._view.withheld()}
+        withheld = self._withheld.get(name)
+        return withheld if withheld is not None else self.unknown(name)
+
+    def unknown(self, name: str) -> ToolStatus:
+        told = self._seen.get(name)
+        if told is None:
+            near = len(self._seen) < _NEAREST_LOOKED_UP
+            told = self._seen[name] = self._view._unknown(name, near=near)
+        return told
+
+
+def _check_step(
+    step: PlanStep, view: ToolView, exposed: frozenset[str], told: _Told
+) -> DroppedStep | None:
     if step.tool not in exposed:
-        return _refused(step, view.status(step.tool), view)
+        return _refused(step, told.status(step.tool), told)
     try:
         view.validate(step.tool, step.arguments)
     except InvalidArgumentsError as error:
@@ -581,7 +623,7 @@ def _check_step(step: PlanStep, view: ToolView, exposed: frozenset[str]) -> Drop
     return None
 
 
-def _refused(step: PlanStep, status: ToolStatus, view: ToolView) -> DroppedStep:
+def _refused(step: PlanStep, status: ToolStatus, told: _Told) -> DroppedStep:
     error = status.error()
     detail = str(error) if error is not None else status.reason
     reason: DropReason = (
@@ -592,8 +634,8 @@ def _refused(step: PlanStep, status: ToolStatus, view: ToolView) -> DroppedStep:
         else "denied"
     )
     # A hidden tool is told as an unknown name: its suggestions are an unknown name's.
-    told = view.unknown(step.tool) if status.hidden else status
-    suggestions = told.suggestions[:3] if told.state == "unknown" else ()
+    shown = told.unknown(step.tool) if status.hidden else status
+    suggestions = shown.suggestions[:3] if shown.state == "unknown" else ()
     return DroppedStep(
         step.id,
         step.tool,

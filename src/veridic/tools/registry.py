@@ -164,6 +164,7 @@ class Registry:
         "_folded",
         "_lock",
         "_rechecked",
+        "_registered",
         "_schema_tool",
         "_snapshot",
         "_states",
@@ -190,6 +191,9 @@ class Registry:
         # Replaced, never changed in place: a view being built reads one whole state.
         self._states: Mapping[str, ComponentState] = {}
         self._booted = False
+        # Counts registrations (tools, components, withheld tools): a boot check that
+        # registers tools (a plug-in adding its own as it starts) makes boot() build again.
+        self._registered = 0
         self._snapshot: tuple[Tool, ...] = ()
         self._lock = threading.RLock()
         self._views: dict[Hashable, ToolView] = {}
@@ -260,8 +264,10 @@ class Registry:
         """Declare an optional part of the application whose tools need ``boot`` to succeed.
 
         ``boot`` runs when the registry boots; raising (or returning
-        ``False``) means the component did not start, and the exception's
-        message is the reason (when it is code text: see :class:`BootError`).
+        ``False``, or another false value such as ``0`` or ``""``) means the
+        component did not start, and the exception's message is the reason
+        (when it is code text: see :class:`BootError`); returning ``None`` (a
+        check that returns nothing) or a true value means it started.
         It is a plain function: an ``async def`` check cannot be awaited here,
         so its coroutine is closed unrun and the component does not start.
         ``hint`` tells the user what to do about it, ``provides`` names what
@@ -332,6 +338,7 @@ class Registry:
                 self._rechecked = (*self._rechecked, component)
                 self._every_view = self._every_view or mode == "view"
             self._booted = False
+            self._registered += 1
             return component
 
     def external(
@@ -421,24 +428,32 @@ class Registry:
         with self._lock:
             if self._booted:
                 return
-            built = [declaration.build() for declaration in self._declared.values()]
-            # The same check the lint reports finding by finding (veridic.tool.floor_violations).
-            violations = [(tool, v) for tool in built for v in floor_violations(tool)]
-            if violations:
-                raise RiskFloorError(
-                    _floor_message(violations),
-                    violations=tuple(
-                        RiskViolation(tool.name, v.declared.value, v.rule.floor.value, v.detail)
-                        for tool, v in violations
-                    ),
-                )
             states = dict(self._states)
-            for name, component in self._components.items():
-                if name not in states:
-                    state, component._applied = component._run(time.monotonic)
-                    states[name] = state
-                    if state.started is False:
-                        _log.warning("component %r did not start: %s", name, _logged(state.detail))
+            while True:
+                registered = self._registered
+                built = [declaration.build() for declaration in self._declared.values()]
+                # The check the lint reports finding by finding (veridic.tool.floor_violations).
+                violations = [(tool, v) for tool in built for v in floor_violations(tool)]
+                if violations:
+                    raise RiskFloorError(
+                        _floor_message(violations),
+                        violations=tuple(
+                            RiskViolation(tool.name, v.declared.value, v.rule.floor.value, v.detail)
+                            for tool, v in violations
+                        ),
+                    )
+                for name, component in list(self._components.items()):
+                    if name not in states:
+                        state, component._applied = component._run(time.monotonic)
+                        states[name] = state
+                        if state.started is False:
+                            _log.warning(
+                                "component %r did not start: %s", name, _logged(state.detail)
+                            )
+                # A check that registered tools (or components) as its part started: build
+                # those too, or they would be registered and in no view, without a word.
+                if self._registered == registered:
+                    break
             self._states = states
             for tool in built:
                 if tool.description_gap is not None and tool not in self._snapshot:
@@ -501,6 +516,8 @@ class Registry:
             self.boot()
         if self._rechecked:
             self._refresh()
+            if not self._booted:  # a check that ran again registered tools
+                self.boot()
         # A lone name or filter is one item, not the characters of a string.
         role_items = (roles,) if isinstance(roles, str) else tuple(roles)
         allowed = None if allow is None else (allow,) if isinstance(allow, str) else tuple(allow)
@@ -777,6 +794,7 @@ class Registry:
                 built, withheld=_withheld_reason(reason, where), _memo={}
             )
             self._booted = False
+            self._registered += 1
 
     def _alone(self) -> threading.RLock:
         """The lock every registration takes, for a batch registered all or nothing.
@@ -819,6 +837,7 @@ class Registry:
             self._declared[name] = declaration
             self._folded[_folded(name)] = name
             self._booted = False
+            self._registered += 1
 
     def _look_alike(self, name: str) -> str | None:
         """The registered (or built-in) name that ``name`` differs from only in case or in

@@ -82,7 +82,15 @@ from veridic.text.provenance import TrustedInstruction, mint
 from veridic.tools._section import _DEFAULT_WORDING, _memo, _render_section
 from veridic.tools._similarity import NameIndex
 from veridic.tools.context import ToolContext
-from veridic.tools.filters import Deny, Predicate, _denied, _pin_changed, _unavailable, _withheld
+from veridic.tools.filters import (
+    Deny,
+    Predicate,
+    _Denials,
+    _denied,
+    _pin_changed,
+    _unavailable,
+    _withheld,
+)
 from veridic.tools.guards import (
     _delegate_done,
     _delegated,
@@ -401,8 +409,14 @@ class ToolView:
         >>> view.status("export_customers").state, view.unknown("export_customers").state
         ('denied', 'unknown')
         """
+        return self._unknown(name, near=True)
+
+    def _unknown(self, name: str, *, near: bool) -> ToolStatus:
+        """:meth:`unknown`; with ``near=False`` the listed names only (the first ten in
+        sorted order that are not high risk), without looking for the nearest: for a
+        caller that has already looked for as many names as it may (a plan's budget)."""
         index, first = self._suggester()
-        close = index.close_matches(str(name), _SUGGESTED, _CUTOFF)
+        close = index.close_matches(str(name), _SUGGESTED, _CUTOFF) if near else []
         nearest = _not_riskier(str(name), close, self._exposed) if close else first
         return ToolStatus(
             str(name),
@@ -684,6 +698,7 @@ def build_view(
             )
     view_roles = frozenset((roles,) if isinstance(roles, str) else roles)
     keep = (predicates,) if callable(predicates) else tuple(predicates)
+    deny_first = _Denials(denials)
     exposed: list[Tool] = []
     withheld: list[ToolStatus] = []
     for tool in candidates:
@@ -691,7 +706,7 @@ def build_view(
         # start must read to the model as a name nobody registered (ToolStatus.hidden),
         # not as "unavailable", which would confirm it exists.
         status = (
-            _denied(tool, view_roles, allowed, keep, denials)
+            _denied(tool, view_roles, allowed, keep, deny_first)
             or _unavailable(tool, components)
             or _pin_changed(tool)
             or _withheld(tool)
