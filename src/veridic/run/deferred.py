@@ -76,7 +76,7 @@ from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.providers._base import Usage
-from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm, _changed, _grant
 from veridic.run.limits import Limits
 from veridic.run.records import AuditRecord, _storable
 from veridic.text.conversation import Conversation
@@ -86,7 +86,10 @@ from veridic.tools.view import ToolView
 
 __all__ = ["PausedRun", "PendingApproval"]
 
-FORMAT: Final = "veridic-paused-run/3"
+FORMAT: Final = "veridic-paused-run/4"
+_FORMAT_3: Final = "veridic-paused-run/3"
+"""The format before each approval kept the grant of the tool it asks about: read, with
+every ``grant`` empty (an answer then holds for the tool of that name, as it did)."""
 _FORMAT_2: Final = "veridic-paused-run/2"
 """The format before the paused run kept its limits: read, with ``limits`` ``None``."""
 _EARLIER: Final = frozenset({"veridic-paused-run/1"})
@@ -105,7 +108,17 @@ class PendingApproval:
     ``recursive`` runs with its default, and the dialog says which);
     ``why`` says which rule asks for the approval, for the dialog;
     ``waiting_sha256`` is ``waiting_sha256()`` of the calls that wait with
-    this one (this one included), so the answer binds the run it belongs to.
+    this one (this one included), so the answer binds the run it belongs to;
+    ``grant`` is what an "always" rule for the tool would be granted for (digests
+    of its description, schema, kind, risk, where it is defined and its
+    registry), so the answer binds the tool too: two features' ``revert`` tools
+    of the same shape are not one tool, and a yes to one never runs the other
+    (``""`` in an approval read from a paused run of an earlier format, whose
+    answer holds for the tool of that name, as it did then). Where the handler
+    is defined is not compared on resume: a paused run goes on in another
+    process, which may run the application's module as a script
+    (``__main__``), and two tools alike in every part the user and the model
+    can see were one tool to the user who answered.
     """
 
     call_id: str
@@ -117,6 +130,7 @@ class PendingApproval:
     writes_instruction_fields: bool
     why: str
     waiting_sha256: str
+    grant: str = ""
 
     @classmethod
     def of(
@@ -125,9 +139,11 @@ class PendingApproval:
         request: ApprovalRequest,
         arguments: Mapping[str, object],
         waiting_sha256: str,
+        grant: str = "",
     ) -> PendingApproval:
         """The approval the user is asked for ``request``, the policy's view of call ``call_id``,
-        among the waiting calls whose ``waiting_sha256()`` is ``waiting_sha256``."""
+        among the waiting calls whose ``waiting_sha256()`` is ``waiting_sha256``, for the tool
+        whose grant is ``grant``."""
         return cls(
             call_id,
             request.tool,
@@ -138,6 +154,7 @@ class PendingApproval:
             request.writes_instruction_fields,
             request.why,
             waiting_sha256,
+            grant,
         )
 
     def __hash__(self) -> int:
@@ -176,12 +193,16 @@ class PendingApproval:
         ]
         return _sha256_of(shown)
 
-    def stale(self, request: ApprovalRequest, arguments: Mapping[str, object]) -> str:
+    def stale(
+        self, request: ApprovalRequest, arguments: Mapping[str, object], grant: str = ""
+    ) -> str:
         """Why an answer to this approval does not hold for ``request`` now (``""``: it holds).
 
         ``arguments`` are the call's as the handler would get them now, in the form
         ``shown_arguments()`` gives: a default changed since the user was asked
-        makes the answer stale, as do other arguments.
+        makes the answer stale, as do other arguments. ``grant`` is that of the
+        tool that holds the name now: another tool (another registry's, or one
+        whose description or schema changed) makes it stale too.
         """
         if request.tool != self.tool:
             return f"the call now names {request.tool!r}, not {self.tool!r}"
@@ -198,6 +219,12 @@ class PendingApproval:
             changes.append("it now writes text read as instruction")
         if changes:
             return f"{self.tool!r} changed since the user was asked ({'; '.join(changes)})"
+        changed = _changed(_seen(self.grant), _seen(grant)) if self.grant and grant else ""
+        if changed:
+            return (
+                f"the tool named {self.tool!r} now is not the one the user was asked about "
+                f"({changed} changed)"
+            )
         return ""
 
     def to_json_object(self) -> dict[str, object]:
@@ -211,6 +238,7 @@ class PendingApproval:
             "writes_instruction_fields": self.writes_instruction_fields,
             "why": self.why,
             "waiting_sha256": self.waiting_sha256,
+            "grant": self.grant,
         }
 
 
@@ -313,7 +341,7 @@ class PausedRun:
             request_id=read.text("request_id"),
             conversation=Conversation.from_json(json.dumps(read.value("conversation", dict))),
             approvals=tuple(
-                _approval(index, item)
+                _approval(index, item, granted=read.granted)
                 for index, item in enumerate(cast(list[object], read.value("approvals", list)))
             ),
             prompt_sha256=read.text("prompt_sha256"),
@@ -375,12 +403,14 @@ class _Reader:
                 f"(send the request again), and keep the new paused run ({FORMAT!r})"
             )
         found = document.get("format") if isinstance(document, dict) else None
-        if not isinstance(document, dict) or found not in (FORMAT, _FORMAT_2):
+        if not isinstance(document, dict) or found not in (FORMAT, _FORMAT_3, _FORMAT_2):
             raise VeridicError(
                 f"PausedRun.from_json() got a document of format {found!r}, not {FORMAT!r}: "
                 "pass the text PausedRun.to_json() wrote"
             )
-        expected = _KEYS if found == FORMAT else _KEYS_2
+        expected = _KEYS_2 if found == _FORMAT_2 else _KEYS
+        self.granted = found == FORMAT
+        """Whether each approval holds the grant of its tool (``grant``)."""
         keys = set(document)
         if keys != expected:
             raise VeridicError(
@@ -447,13 +477,17 @@ _APPROVAL_KEYS: Final = {
 }
 
 
-def _approval(index: int, item: object) -> PendingApproval:
+def _seen(grant: str) -> str:
+    """``grant`` without where the handler is defined (see :class:`PendingApproval`)."""
+    return " ".join(part for part in grant.split(" ") if not part.startswith("defined="))
+
+
+def _approval(index: int, item: object, *, granted: bool) -> PendingApproval:
     where = f"PausedRun.from_json(): approval {index}"
-    if not isinstance(item, dict) or set(item) != set(_APPROVAL_KEYS):
-        raise VeridicError(
-            f"{where} is not an object with exactly the keys {sorted(_APPROVAL_KEYS)}"
-        )
-    for key, expected in _APPROVAL_KEYS.items():
+    keys = {**_APPROVAL_KEYS, "grant": str} if granted else _APPROVAL_KEYS
+    if not isinstance(item, dict) or set(item) != set(keys):
+        raise VeridicError(f"{where} is not an object with exactly the keys {sorted(keys)}")
+    for key, expected in keys.items():
         if type(item[key]) is not expected:
             raise VeridicError(f"{where}: {key!r} is a {type(item[key]).__name__}")
     if item["kind"] not in _KINDS or item["risk"] not in {r.value for r in Risk}:
@@ -475,6 +509,9 @@ def _approval(index: int, item: object) -> PendingApproval:
         item["writes_instruction_fields"],
         item["why"],
         item["waiting_sha256"],
+        # A grant changed in storage names no tool veridic has: its answer is stale, and
+        # the user is asked again (``_changed`` reads a grant it did not write so).
+        item.get("grant", ""),
     )
 
 
@@ -783,7 +820,11 @@ class ResumeSteps:
                 continue
             approval = approvals.get(call.id)
             stale = (
-                approval.stale(request, shown_arguments(request.arguments))
+                approval.stale(
+                    request,
+                    shown_arguments(request.arguments),
+                    _grant(view.tool(call.name), view),
+                )
                 if approval is not None
                 else "it needs the user's approval now, and none was asked for before"
             )

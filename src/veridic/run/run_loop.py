@@ -22,7 +22,7 @@ from pydantic_core import ErrorDetails, PydanticKnownError
 from veridic._sample import clip
 from veridic.errors import AuditWriteError, RunLimitError, VeridicError
 from veridic.providers._base import Usage
-from veridic.run.approval import ApprovalPolicy, ApprovalRequest
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest, _grant
 from veridic.run.deferred import (
     PausedRun,
     PendingApproval,
@@ -334,7 +334,10 @@ class _Run(Generic[OutputT]):
                         why,
                         request.arguments,
                     )
-                approvals.append(PendingApproval.of(call.id, request, arguments, waiting_digest))
+                grant = _grant(reply.view.tool(call.name), reply.view)
+                approvals.append(
+                    PendingApproval.of(call.id, request, arguments, waiting_digest, grant)
+                )
         paused = PausedRun(
             request_id=self.request_id,
             conversation=self.composer.conversation(),
