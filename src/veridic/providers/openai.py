@@ -363,9 +363,14 @@ class _ChatAssembler:
         self._fed = False
         self._finished: set[object] = set()
         self._ids: dict[tuple[object, object], str] = {}
+        self._names: dict[tuple[object, object], str] = {}
+        """(choice, call index) -> the call's name as merged so far"""
+        self._opened: set[tuple[object, object]] = set()
+        """(choice, call index) of the calls an earlier chunk began"""
 
     def feed(self, event: object) -> str:
         self._check(event)
+        event = self._unrepeated(event)
         try:
             self._state.handle_chunk(event)
         # RuntimeError: the SDK's merge of a call piece that has no index.
@@ -411,6 +416,42 @@ class _ChatAssembler:
                         )
             if attr(choice, "finish_reason"):
                 self._finished.add(index)
+
+    def _unrepeated(self, event: object) -> object:
+        """``event`` without the id and name a call's later piece repeats (a copy, when one
+        does).
+
+        The API sends a call's id and name once, in its first piece; some compatible
+        servers send them again with every piece. The SDK joins every string it merges, so
+        the call ran as ``get_weatherget_weather`` under an id nobody sent, where the same
+        answer sent whole is ``get_weather``. A second id that differs is refused
+        (:meth:`_check`); a name given in parts is joined, as the SDK does.
+        """
+        repeats: list[tuple[int, int, str]] = []
+        opened: set[tuple[object, object]] = set()
+        for at, choice in enumerate(items(event, "choices")):
+            for place, call in enumerate(items(choice, "delta", "tool_calls")):
+                key = (attr(choice, "index"), attr(call, "index"))
+                opened.add(key)
+                if key in self._opened and attr(call, "id") == self._ids.get(key):
+                    repeats.append((at, place, "id"))
+                name = attr(call, "function", "name")
+                if not isinstance(name, str) or not name:
+                    continue
+                held = self._names.get(key)
+                if key in self._opened and held == name:
+                    repeats.append((at, place, "name"))
+                else:
+                    self._names[key] = (held or "") + name
+        self._opened |= opened
+        if not repeats:
+            return event
+        copied: object = getattr(event, "model_copy")(deep=True)  # noqa: B009 - an SDK chunk
+        for at, place, field in repeats:
+            choice = items(copied, "choices")[at]
+            call = items(choice, "delta", "tool_calls")[place]
+            setattr(attr(call, "function") if field == "name" else call, field, None)
+        return copied
 
     def _void(self, what: str) -> VeridicError:
         return VeridicError(

@@ -1,0 +1,54 @@
+"""An eighth review of the provider adapters, the gateway and their telemetry.
+
+Each test drives the real SDKs over a fake transport (``tests/_sdk_server.py``), and reads
+spans with the OpenTelemetry SDK's in-memory exporter where spans are the point; each
+failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from _sdk_server import FakeServer, http_module, sse
+from test_providers import VIEW, chat_chunk, first_prompt, gateway
+
+from veridic import OpenAIChat, Reply
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+
+
+def _stream_chat(chunks: list[dict[str, Any]]) -> Reply:
+    server = FakeServer(http_module("openai"), [("sse", sse(chunks, done=True))])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        list(stream)
+    return stream.reply
+
+
+def _piece(**fields: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"index": 0, **fields}]}
+
+
+# --- a streamed call that repeats its id and name in every chunk ---------------------------------
+
+
+def test_a_chat_stream_that_repeats_a_calls_id_and_name_reads_like_the_answer_sent_whole() -> None:
+    """Some OpenAI-compatible servers send a call's id, type and name again with each piece
+    of its arguments. The SDK's merge joins every string it is given, so the call ran as
+    ``get_weatherget_weather`` under the id ``call_Acall_A``, which nobody sent (and which
+    the provider refuses when its result goes back): the same answer sent whole is
+    ``get_weather`` under ``call_A``."""
+    head = {"id": "call_A", "type": "function"}
+    reply = _stream_chat(
+        [
+            chat_chunk(_piece(**head, function={"name": "get_weather", "arguments": '{"city":'})),
+            chat_chunk(_piece(**head, function={"name": "get_weather", "arguments": '"Oslo"}'})),
+            chat_chunk({}, finish="tool_calls"),
+        ]
+    )
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("call_A", "get_weather", {"city": "Oslo"})
+    ]
