@@ -14,7 +14,7 @@ import pytest
 from _sdk_server import FakeServer, http_module, sse
 from test_providers import VIEW, chat_chunk, first_prompt, gateway
 
-from veridic import OpenAIChat, Reply
+from veridic import AnthropicMessages, OpenAIChat, Reply, VeridicError
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -52,3 +52,45 @@ def test_a_chat_stream_that_repeats_a_calls_id_and_name_reads_like_the_answer_se
     assert [(c.id, c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
         ("call_A", "get_weather", {"city": "Oslo"})
     ]
+
+
+# --- an Anthropic thread: the server puts an earlier conversation before the prompt ----------
+
+THREAD = {"type": "continue", "previous_message_id": "msg_earlier"}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"extra_body": {"thread": THREAD}},
+        {"thread": THREAD},
+        {"extra_body": {"thread": {"type": "create"}}},
+    ],
+    ids=["extra_body", "option", "create"],
+)
+def test_an_anthropic_thread_is_refused_when_the_adapter_is_built(options: dict[str, Any]) -> None:
+    """The Messages API's ``thread`` (the SDK's beta ``messages.create`` takes it, and
+    ``extra_body`` sends it through the plain one) has the server hold the conversation and
+    resume it: the model read the turns of an earlier request, which the prompt whose
+    sha256 the record names does not hold, as with the Responses API's
+    ``previous_response_id``. ``{"type": "create"}`` is no use to a gateway that sends
+    each prompt whole, and only starts what a later request would resume."""
+    server = FakeServer(http_module("anthropic"), [])
+    with pytest.raises(VeridicError, match=r"set (extra_body\['thread'\]|thread)=") as raised:
+        AnthropicMessages(
+            server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9, options=options
+        )
+    assert "earlier request" in str(raised.value)
+
+
+def test_an_anthropic_thread_is_refused_as_a_calls_option_before_anything_is_sent() -> None:
+    server = FakeServer(http_module("anthropic"), [])
+    gw, calls, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+    )
+    with pytest.raises(VeridicError, match="thread"):
+        gw.send(
+            first_prompt(), VIEW, request_id="req-1", options={"extra_body": {"thread": THREAD}}
+        )
+    assert calls.records() == ()
+    assert server.sent == []

@@ -542,11 +542,23 @@ def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) 
                 "instructions go in Composer.system(), as trusted text, and outside text "
                 "in Composer.data()"
                 if key in _PROMPT_ELSEWHERE
-                else "a prompt too long for the model is the application's to shorten, "
-                "knowingly, and outside text goes in with Composer.data()"
+                else _REMEDIES.get(
+                    key,
+                    "a prompt too long for the model is the application's to shorten, "
+                    "knowingly, and outside text goes in with Composer.data()",
+                )
             )
             + ")"
         )
+
+
+_REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "thread": "the gateway sends each conversation whole: keep its turns in the "
+        "Composer (Reply.record() adds the model's)",
+    }
+)
+"""What to do instead of a server edit, where the usual advice does not fit."""
 
 
 def _refuse_template_kwargs(adapter: Adapter, given: Sequence[_Given], where: str) -> None:

@@ -94,6 +94,9 @@ class AnthropicMessages(Adapter):
         {
             "context_management": "the server clears earlier tool results and thinking "
             "from what the model reads",
+            "thread": "the server holds the conversation and resumes it, so the model reads "
+            "the turns of an earlier request before the prompt (a thread it creates is "
+            "there only for a later request to resume)",
         }
     )
 
