@@ -7,14 +7,31 @@ failed on the code before its fix.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
-from test_providers import VIEW, chat_chunk, first_prompt, gateway
+from test_providers import (
+    CHAT_TOOL_CALL,
+    MESSAGE,
+    RESPONSE,
+    VIEW,
+    chat_chunk,
+    first_prompt,
+    gateway,
+)
 
-from veridic import AnthropicMessages, OpenAIChat, Reply, VeridicError
+from veridic import (
+    AnthropicMessages,
+    ApprovalPolicy,
+    OpenAIChat,
+    OpenAIResponses,
+    Reply,
+    VeridicError,
+)
+from veridic.providers import Adapter
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -94,3 +111,101 @@ def test_an_anthropic_thread_is_refused_as_a_calls_option_before_anything_is_sen
         )
     assert calls.records() == ()
     assert server.sent == []
+
+
+# --- two calls in the answer to a request that allowed one ---------------------------------------
+
+
+def _copy(body: object) -> Any:
+    return copy.deepcopy(body)
+
+
+def _two_chat_calls() -> dict[str, Any]:
+    body = _copy(CHAT_TOOL_CALL)
+    calls = body["choices"][0]["message"]["tool_calls"]
+    calls.append({**calls[0], "id": "call_2", "function": {**calls[0]["function"]}})
+    calls[1]["function"]["arguments"] = '{"city":"Bergen"}'
+    return body
+
+
+def _two_responses_calls() -> dict[str, Any]:
+    body = _copy(RESPONSE)
+    call = body["output"][1]
+    body["output"].append({**call, "id": "fc_2", "call_id": "call_2", "arguments": "{}"})
+    return body
+
+
+def _two_anthropic_calls() -> dict[str, Any]:
+    body = _copy(MESSAGE)
+    block = body["content"][1]
+    body["content"].append({**block, "id": "toolu_2", "input": {"city": "Bergen"}})
+    return body
+
+
+def _chat(options: dict[str, Any]) -> Adapter:
+    server = FakeServer(http_module("openai"), [("json", _two_chat_calls())])
+    return OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test", options=options)
+
+
+def _responses(options: dict[str, Any]) -> Adapter:
+    server = FakeServer(http_module("openai"), [("json", _two_responses_calls())])
+    return OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test", options=options)
+
+
+def _claude(options: dict[str, Any]) -> Adapter:
+    server = FakeServer(http_module("anthropic"), [("json", _two_anthropic_calls())])
+    client = server.client(anthropic, "Anthropic")
+    return AnthropicMessages(client, model="claude-t", max_tokens=9, options=options)
+
+
+ONE_AT_MOST = [
+    (_chat, {"parallel_tool_calls": False}, "parallel_tool_calls=False"),
+    (_chat, {"extra_body": {"parallel_tool_calls": False}}, "parallel_tool_calls=False"),
+    (_responses, {"parallel_tool_calls": False}, "parallel_tool_calls=False"),
+    (
+        _claude,
+        {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}},
+        "disable_parallel_tool_use",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("adapter", "options", "named"),
+    ONE_AT_MOST,
+    ids=["chat", "chat-extra_body", "responses", "anthropic"],
+)
+def test_two_calls_answering_a_request_for_one_at_most_are_refused_and_recorded(
+    adapter: Any, options: dict[str, Any], named: str
+) -> None:
+    """The application asked for one call at a time (the second often needs the first's
+    result); a model that ignores it, or a proxy, answered with two, and both ran, each
+    approved on its own, in an order nobody chose. The answer is recorded, then refused
+    before anything of it runs, as an answer whose call ids cannot be answered is."""
+    gw, calls, _ = gateway(adapter(options))
+    with pytest.raises(VeridicError, match=named) as raised:
+        gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert "2 tool calls" in str(raised.value)
+    assert "nothing of it was run" in str(raised.value)
+    (answer,) = calls.replies("req-1")
+    assert answer.tool_calls == ("get_weather", "get_weather")
+
+
+@pytest.mark.parametrize(
+    ("adapter", "options"),
+    [
+        (_chat, {}),
+        (_chat, {"parallel_tool_calls": True}),
+        (_responses, {"parallel_tool_calls": None}),
+        (_claude, {"tool_choice": {"type": "auto", "disable_parallel_tool_use": False}}),
+    ],
+    ids=["chat", "chat-true", "responses-none", "anthropic-false"],
+)
+def test_two_calls_answering_a_request_that_allows_them_both_run(
+    adapter: Any, options: dict[str, Any]
+) -> None:
+    gw, _, _ = gateway(adapter(options))
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    outcomes = gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert [outcome.call.id for outcome in outcomes] == [c.id for c in reply.tool_calls]
+    assert len(outcomes) == 2
