@@ -120,7 +120,7 @@ def _copy(body: object) -> Any:
     return copy.deepcopy(body)
 
 
-def _two_chat_calls() -> dict[str, Any]:
+def _two_chat_calls() -> Any:
     body = _copy(CHAT_TOOL_CALL)
     calls = body["choices"][0]["message"]["tool_calls"]
     calls.append({**calls[0], "id": "call_2", "function": {**calls[0]["function"]}})
@@ -128,14 +128,14 @@ def _two_chat_calls() -> dict[str, Any]:
     return body
 
 
-def _two_responses_calls() -> dict[str, Any]:
+def _two_responses_calls() -> Any:
     body = _copy(RESPONSE)
     call = body["output"][1]
     body["output"].append({**call, "id": "fc_2", "call_id": "call_2", "arguments": "{}"})
     return body
 
 
-def _two_anthropic_calls() -> dict[str, Any]:
+def _two_anthropic_calls() -> Any:
     body = _copy(MESSAGE)
     block = body["content"][1]
     body["content"].append({**block, "id": "toolu_2", "input": {"city": "Bergen"}})
