@@ -16,6 +16,7 @@ from _sdk_server import FakeServer, http_module, sse
 from test_providers import (
     CHAT_TOOL_CALL,
     MESSAGE,
+    MESSAGE_STREAM,
     RESPONSE,
     VIEW,
     chat_chunk,
@@ -31,7 +32,7 @@ from veridic import (
     Reply,
     VeridicError,
 )
-from veridic.providers import Adapter
+from veridic.providers import Adapter, Usage
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -209,3 +210,70 @@ def test_two_calls_answering_a_request_that_allows_them_both_run(
     outcomes = gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
     assert [outcome.call.id for outcome in outcomes] == [c.id for c in reply.tool_calls]
     assert len(outcomes) == 2
+
+
+# --- Anthropic usage: read as the SDK reads it, streamed or sent ---------------------------------
+
+CLAUDE_USAGE = {
+    "input_tokens": 176,
+    "cache_read_input_tokens": 1024,
+    "cache_creation_input_tokens": 0,
+    "output_tokens": 300,
+    "output_tokens_details": {"thinking_tokens": 256},
+}
+
+
+def _claude_stream(start: dict[str, Any], delta: dict[str, Any]) -> str:
+    """MESSAGE_STREAM with the usage of its message_start and message_delta replaced."""
+    events = [
+        json.loads(line[6:]) for line in MESSAGE_STREAM.splitlines() if line.startswith("data: ")
+    ]
+    events[0]["message"]["usage"] = start
+    (at,) = [i for i, event in enumerate(events) if event["type"] == "message_delta"]
+    events[at]["usage"] = delta
+    return sse(events, named=True)
+
+
+def _claude_usage(*replies: tuple[str, object]) -> list[Usage | None]:
+    server = FakeServer(http_module("anthropic"), list(replies))
+    gw, _, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+    )
+    usages = [gw.send(first_prompt(), VIEW, request_id="req-1").usage]
+    with gw.stream(first_prompt(), VIEW, request_id="req-2") as stream:
+        list(stream)
+    return [*usages, stream.reply.usage]
+
+
+def _parts(usage: Usage | None) -> tuple[int, ...]:
+    assert usage is not None
+    return (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+        usage.reasoning_output_tokens,
+    )
+
+
+def test_anthropic_usage_counts_thinking_tokens_and_the_stream_reads_the_final_counts() -> None:
+    """The Messages API says how many of the tokens written were thinking
+    (``output_tokens_details.thinking_tokens``); it was read as 0, where OpenAI's
+    ``reasoning_tokens`` are read. And a stream's ``message_delta`` carries the final,
+    cumulative counts, which the SDK reads over ``message_start``'s (a proxy that counts
+    the prompt only at the end sends 0 at the start): the stream read the start's, so the
+    same answer cost other tokens streamed than sent, and ``Limits(tokens=...)`` counted
+    short."""
+    sent = {**_copy(MESSAGE), "usage": CLAUDE_USAGE}
+    start = {"input_tokens": 0, "output_tokens": 1}
+    streamed = _claude_stream(start, CLAUDE_USAGE)
+    whole, piecewise = _claude_usage(("json", sent), ("sse", streamed))
+    assert _parts(whole) == (1200, 300, 1024, 0, 256)
+    assert _parts(piecewise) == _parts(whole)
+
+
+def test_an_anthropic_stream_keeps_the_starts_counts_the_delta_leaves_out() -> None:
+    start = {"input_tokens": 176, "cache_read_input_tokens": 1024, "output_tokens": 1}
+    delta = {"output_tokens": 300, "output_tokens_details": {"thinking_tokens": 256}}
+    (_, piecewise) = _claude_usage(("json", _copy(MESSAGE)), ("sse", _claude_stream(start, delta)))
+    assert _parts(piecewise) == (1200, 300, 1024, 0, 256)

@@ -81,7 +81,7 @@ class Usage:
     the provider's prompt cache (OpenAI's ``cached_tokens``, Anthropic's
     ``cache_read_input_tokens``), ``cache_creation_input_tokens`` were written to
     it (Anthropic's), and ``reasoning_output_tokens`` of the tokens written were
-    reasoning (OpenAI's ``reasoning_tokens``). They add nothing to
+    reasoning (OpenAI's ``reasoning_tokens``, Anthropic's ``thinking_tokens``). They add nothing to
     ``total_tokens``, and two usages are equal when their totals are: the
     parts say what the tokens were, not how many.
 
