@@ -277,3 +277,32 @@ def test_an_anthropic_stream_keeps_the_starts_counts_the_delta_leaves_out() -> N
     delta = {"output_tokens": 300, "output_tokens_details": {"thinking_tokens": 256}}
     (_, piecewise) = _claude_usage(("json", _copy(MESSAGE)), ("sse", _claude_stream(start, delta)))
     assert _parts(piecewise) == (1200, 300, 1024, 0, 256)
+
+
+# --- an Anthropic stream's call that gives a key twice -------------------------------------------
+
+
+def test_an_anthropic_streamed_call_that_gives_a_key_twice_is_not_read_as_its_last_value() -> None:
+    """The stream's ``input_json_delta`` s spell ``{"city": "Oslo", "city": "Bergen"}``:
+    the adapter re-read the text and kept the last value, so the call ran for Bergen with
+    nothing said, where the same call over Chat Completions is refused as arguments that
+    read two ways. It now reaches the dispatcher as the model wrote it, and is refused."""
+    events = [
+        json.loads(line[6:]) for line in MESSAGE_STREAM.splitlines() if line.startswith("data: ")
+    ]
+    for event in events:
+        if event.get("delta", {}).get("type") == "input_json_delta":
+            event["delta"]["partial_json"] = event["delta"]["partial_json"].replace(
+                '"Oslo"}', '"Oslo", "city": "Bergen"}'
+            )
+    server = FakeServer(http_module("anthropic"), [("sse", sse(events, named=True))])
+    gw, _, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+    )
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        list(stream)
+    (call,) = stream.reply.tool_calls
+    assert "Oslo" in call.arguments
+    (outcome,) = gw.run_tools(stream.reply, policy=ApprovalPolicy(VIEW))
+    assert not outcome.result.ok
+    assert "the key 'city' is given twice" in outcome.text

@@ -18,11 +18,11 @@ which the API requires when the model used tools while thinking.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, Protocol
 
+from veridic import _json_object
 from veridic._extras import require
 from veridic._sample import clip
 from veridic.errors import VeridicError
@@ -439,9 +439,14 @@ def _refuse_citations(citations: list[object], where: str) -> None:
 
 
 def _canonical(arguments: str) -> str:
-    """The same JSON text for the same arguments, streamed or not (as :func:`arguments_json`)."""
+    """The same JSON text for the same arguments, streamed or not (as :func:`arguments_json`).
+
+    Text that is not JSON, or that gives a key twice, is kept as the model wrote it, for
+    the dispatcher to refuse: read again, ``{"path": "/tmp", "path": "/etc"}`` kept its
+    last value without a word, where the same call over Chat Completions is refused.
+    """
     try:
-        decoded: object = json.loads(arguments)
+        decoded: object = _json_object.loads(arguments)
     except ValueError:
         return arguments
     return arguments_json(decoded)
