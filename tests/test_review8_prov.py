@@ -306,3 +306,49 @@ def test_an_anthropic_streamed_call_that_gives_a_key_twice_is_not_read_as_its_la
     (outcome,) = gw.run_tools(stream.reply, policy=ApprovalPolicy(VIEW))
     assert not outcome.result.ok
     assert "the key 'city' is given twice" in outcome.text
+
+
+# --- OpenRouter presets: a system prompt and tools stored on the server --------------------------
+
+
+def _openrouter(model: str = "openai/gpt-4o", **options: object) -> OpenAIChat:
+    server = FakeServer(http_module("openai"), [])
+    client = openai.OpenAI(
+        api_key="k",
+        base_url="https://openrouter.ai/api/v1",
+        http_client=http_module("openai").Client(
+            transport=http_module("openai").MockTransport(server.handle)
+        ),
+    )
+    return OpenAIChat(client, model=model, options=options)
+
+
+@pytest.mark.parametrize(
+    "model", ["@preset/support-bot", "openai/gpt-4o@preset/support-bot", " @PRESET/x "]
+)
+def test_an_openrouter_preset_named_as_the_model_is_refused(model: str) -> None:
+    """OpenRouter applies a preset named in the model: its stored system prompt, and its
+    server tools (web search, subagents), reach the model outside the prompt whose sha256
+    the record names, and outside the view, as ``:online`` does."""
+    with pytest.raises(VeridicError, match=r"preset.*system prompt"):
+        _openrouter(model)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"extra_body": {"preset": "support-bot"}},
+        {"extra_body": {"models": ["openai/gpt-4o", "x/y@preset/support-bot"]}},
+    ],
+    ids=["preset-field", "fallback-model"],
+)
+def test_an_openrouter_preset_given_in_the_options_is_refused(options: dict[str, Any]) -> None:
+    with pytest.raises(VeridicError, match=r"preset"):
+        _openrouter(**options)
+    gw, _, _ = gateway(_openrouter())
+    with pytest.raises(VeridicError, match=r"preset"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options=options)
+
+
+def test_a_model_whose_name_only_mentions_a_preset_is_kept() -> None:
+    assert _openrouter("acme/preset-tuned-7b").model == "acme/preset-tuned-7b"

@@ -467,12 +467,23 @@ in an OpenAI-compatible server that takes the adapter's API with more: refused l
 sends any key, and a server that reads one reads text the Prompt does not hold."""
 
 
+_PRESET: Final = "@preset/"
+"""How a model name asks OpenRouter for a preset (``@preset/slug``, ``model@preset/slug``)."""
+
+_PRESET_DOES: Final = (
+    "whose system prompt and server tools (web search, subagents) the model reads "
+    "besides the prompt and the view's tools"
+)
+"""What an OpenRouter preset does to a request."""
+
+
 _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "truncate_prompt_tokens": "vLLM reads only the last tokens of the prompt, so "
         "its start (the system message first) is cut off",
         "transforms": "OpenRouter drops or truncates turns from the middle of the "
         "conversation when it outgrows the context window ('middle-out'; only [] drops none)",
+        "preset": "OpenRouter applies a preset stored on its servers, " + _PRESET_DOES,
         "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
         "drops turns from the middle of the conversation ('context-compression')",
     }
@@ -508,6 +519,13 @@ def _refuse_online(where: str, shown: str, models: Sequence[object]) -> None:
                 "reads, outside the prompt whose sha256 the model-call record names and "
                 "outside any data block: name the model without :online, and fetch pages "
                 "with a registry tool, whose results come back fenced"
+            )
+        if isinstance(model, str) and _PRESET in model.lower():
+            raise VeridicError(
+                f"{where} set {shown} to {_written(model)}: OpenRouter reads @preset/ as a "
+                f"preset stored on its servers, {_PRESET_DOES}, outside the prompt whose "
+                "sha256 the model-call record names: name the model itself, "
+                "write instructions with Composer.system(), and give tools through the view"
             )
 
 
@@ -554,6 +572,8 @@ def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) 
 
 _REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
     {
+        "preset": "name the model itself, write instructions with Composer.system(), and "
+        "give tools through the view",
         "thread": "the gateway sends each conversation whole: keep its turns in the "
         "Composer (Reply.record() adds the model's)",
     }
