@@ -352,3 +352,45 @@ def test_an_openrouter_preset_given_in_the_options_is_refused(options: dict[str,
 
 def test_a_model_whose_name_only_mentions_a_preset_is_kept() -> None:
     assert _openrouter("acme/preset-tuned-7b").model == "acme/preset-tuned-7b"
+
+
+# --- an Anthropic stream that goes on after message_stop -----------------------------------------
+
+LATE_CALL = [
+    {
+        "type": "content_block_start",
+        "index": 2,
+        "content_block": {"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {}},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 2,
+        "delta": {"type": "input_json_delta", "partial_json": '{"city": "Late"}'},
+    },
+    {"type": "content_block_stop", "index": 2},
+]
+LATE_STOP = [
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}
+]
+
+
+@pytest.mark.parametrize("late", [LATE_CALL, LATE_STOP], ids=["call", "message_delta"])
+def test_an_anthropic_stream_that_goes_on_after_message_stop_is_refused(
+    late: list[dict[str, Any]],
+) -> None:
+    """A proxy that appends a second answer's events after ``message_stop`` had the call it
+    carried run (and its stop reason and counts replace the first's), as a chat completion
+    piece after its finish_reason did before that was refused."""
+    events = [
+        json.loads(line[6:]) for line in MESSAGE_STREAM.splitlines() if line.startswith("data: ")
+    ]
+    server = FakeServer(http_module("anthropic"), [("sse", sse(events + late, named=True))])
+    gw, calls, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+    )
+    stream = gw.stream(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError, match="after message_stop"):
+        list(stream)
+    with pytest.raises(VeridicError):
+        stream.reply  # noqa: B018  # no answer to read: nothing of it can be run
+    assert calls.replies("req-1") == ()

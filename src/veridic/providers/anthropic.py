@@ -191,6 +191,14 @@ class _MessagesAssembler:
 
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
+        if self._done and kind != "ping":
+            # The SDK reads on to the end of the connection: a call a proxy appended after
+            # the answer ended would run, its stop reason and counts replacing the answer's.
+            raise VeridicError(
+                f"{self._where}: the stream sent an event of type {clip(str(kind))} after "
+                "message_stop, so it is not one answer; nothing of it was run: send the "
+                "request again (a proxy between you and the API may be mangling events)"
+            )
         if kind == "message_start":
             message = attr(event, "message")
             self._count(attr(message, "usage"))
