@@ -394,3 +394,34 @@ def test_an_anthropic_stream_that_goes_on_after_message_stop_is_refused(
     with pytest.raises(VeridicError):
         stream.reply  # noqa: B018  # no answer to read: nothing of it can be run
     assert calls.replies("req-1") == ()
+
+
+# --- a chat stream that finishes twice -----------------------------------------------------------
+
+
+def test_a_chat_stream_whose_choice_finishes_twice_with_other_reasons_is_refused() -> None:
+    """A call cut off at the output limit (``length``) is not run; a second finish chunk
+    saying ``tool_calls`` replaced the reason, and the cut-off call ran as a whole one."""
+    chunks = [
+        chat_chunk(
+            _piece(
+                id="call_A",
+                type="function",
+                function={"name": "get_weather", "arguments": '{"city": "Os'},
+            )
+        ),
+        chat_chunk({}, finish="length"),
+        chat_chunk({}, finish="tool_calls"),
+    ]
+    with pytest.raises(VeridicError, match=r"finished twice \('length', then 'tool_calls'\)"):
+        _stream_chat(chunks)
+
+
+def test_a_chat_stream_that_repeats_its_finish_reason_reads_as_one_answer() -> None:
+    chunks = [
+        chat_chunk({"content": "Sunny."}),
+        chat_chunk({}, finish="stop"),
+        chat_chunk({}, finish="stop"),
+    ]
+    reply = _stream_chat(chunks)
+    assert (reply.text, reply.stop_reason) == ("Sunny.", "stop")

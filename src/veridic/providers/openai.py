@@ -361,7 +361,8 @@ class _ChatAssembler:
         self._adapter = adapter
         self._state = streaming.ChatCompletionStreamState()
         self._fed = False
-        self._finished: set[object] = set()
+        self._finished: dict[object, object] = {}
+        """choice index -> the finish_reason it came with"""
         self._ids: dict[tuple[object, object], str] = {}
         self._names: dict[tuple[object, object], str] = {}
         """(choice, call index) -> the call's name as merged so far"""
@@ -414,8 +415,15 @@ class _ChatAssembler:
                             f"tool call {key[1]} of choice {index} got a second id "
                             f"({clip(given)} after {clip(first)})"
                         )
-            if attr(choice, "finish_reason"):
-                self._finished.add(index)
+            reason = attr(choice, "finish_reason")
+            if reason:
+                ended = self._finished.setdefault(index, reason)
+                if ended != reason:
+                    # The SDK keeps the last: a call cut off at "length" would run as whole.
+                    raise self._void(
+                        f"choice {index} finished twice ({clip(str(ended))}, then "
+                        f"{clip(str(reason))})"
+                    )
 
     def _unrepeated(self, event: object) -> object:
         """``event`` without the id and name a call's later piece repeats (a copy, when one
