@@ -425,3 +425,23 @@ def test_a_chat_stream_that_repeats_its_finish_reason_reads_as_one_answer() -> N
     ]
     reply = _stream_chat(chunks)
     assert (reply.text, reply.stop_reason) == ("Sunny.", "stop")
+
+
+def test_an_anthropic_stream_that_stops_twice_for_other_reasons_is_refused() -> None:
+    """As in a chat stream: a second ``message_delta`` saying ``tool_use`` replaced the
+    ``max_tokens`` of an answer cut off at the output limit, and its cut-off call ran."""
+    events = [
+        json.loads(line[6:]) for line in MESSAGE_STREAM.splitlines() if line.startswith("data: ")
+    ]
+    (at,) = [i for i, event in enumerate(events) if event["type"] == "message_delta"]
+    cut = {**events[at], "delta": {"stop_reason": "max_tokens", "stop_sequence": None}}
+    events[at:at] = [cut]
+    server = FakeServer(http_module("anthropic"), [("sse", sse(events, named=True))])
+    gw, _, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+    )
+    with (
+        gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+        pytest.raises(VeridicError, match=r"stopped twice \('max_tokens', then 'tool_use'\)"),
+    ):
+        list(stream)

@@ -231,7 +231,15 @@ class _MessagesAssembler:
         elif kind == "content_block_delta":
             return self._delta(event)
         elif kind == "message_delta":
-            self._stop = text_of(event, "delta", "stop_reason", where=self._where, default="")
+            stop = text_of(event, "delta", "stop_reason", where=self._where, default="")
+            if self._stop and stop and stop != self._stop:
+                # The last would be read: a call cut off at max_tokens would run as whole.
+                raise VeridicError(
+                    f"{self._where}: the stream's message stopped twice ({clip(self._stop)}, "
+                    f"then {clip(stop)}), so it is not one answer; nothing of it was run: send "
+                    "the request again (a proxy between you and the API may be mangling events)"
+                )
+            self._stop = stop or self._stop
             self._count(attr(event, "usage"))
         elif kind == "message_stop":
             self._done = True
