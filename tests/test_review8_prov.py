@@ -8,11 +8,14 @@ failed on the code before its fix.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_providers import (
     CHAT_TOOL_CALL,
     MESSAGE,
@@ -33,6 +36,7 @@ from veridic import (
     VeridicError,
 )
 from veridic.providers import Adapter, Usage
+from veridic.testing import adversarial_text
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -70,6 +74,45 @@ def test_a_chat_stream_that_repeats_a_calls_id_and_name_reads_like_the_answer_se
     assert [(c.id, c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
         ("call_A", "get_weather", {"city": "Oslo"})
     ]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    # A lone surrogate cannot go over the fake server's UTF-8 (test_providers covers a pair).
+    city=adversarial_text().filter(lambda text: not any("\ud800" <= c <= "\udfff" for c in text)),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=4),
+    repeat=st.booleans(),
+)
+def test_a_streamed_call_reads_as_the_call_sent_whole_however_it_is_cut(
+    city: str, cuts: list[int], repeat: bool
+) -> None:
+    """For any arguments, cut into pieces anywhere, with or without the id and name sent
+    again with each piece, the streamed call is the call sent whole."""
+    arguments = json.dumps({"city": city}, ensure_ascii=False)
+    bounds = sorted({0, len(arguments), *(min(cut, len(arguments)) for cut in cuts)})
+    pieces = [arguments[a:b] for a, b in itertools.pairwise(bounds)] or [""]
+    head = {"id": "call_A", "type": "function"}
+    chunks = [
+        chat_chunk(
+            _piece(
+                **(head if repeat or at == 0 else {}),
+                function={
+                    **({"name": "get_weather"} if repeat or at == 0 else {}),
+                    "arguments": piece,
+                },
+            )
+        )
+        for at, piece in enumerate(pieces)
+    ]
+    streamed = _stream_chat([*chunks, chat_chunk({}, finish="tool_calls")])
+    whole = _copy(CHAT_TOOL_CALL)
+    whole["choices"][0]["message"]["tool_calls"][0].update(
+        id="call_A", function={"name": "get_weather", "arguments": arguments}
+    )
+    server = FakeServer(http_module("openai"), [("json", whole)])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    sent = gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert streamed.tool_calls == sent.tool_calls
 
 
 # --- an Anthropic thread: the server puts an earlier conversation before the prompt ----------
