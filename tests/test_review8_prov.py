@@ -488,3 +488,25 @@ def test_an_anthropic_stream_that_stops_twice_for_other_reasons_is_refused() -> 
         pytest.raises(VeridicError, match=r"stopped twice \('max_tokens', then 'tool_use'\)"),
     ):
         list(stream)
+
+
+# --- finish reasons of compatible servers that cut the answer off --------------------------------
+
+
+@pytest.mark.parametrize(
+    "reason", ["insufficient_system_resource", "model_length", "error", "abort"]
+)
+def test_a_call_cut_off_by_a_compatible_server_does_not_run(reason: str) -> None:
+    """DeepSeek ends an answer its servers could not finish with
+    ``insufficient_system_resource``, Mistral one that filled the context window with
+    ``model_length``, OpenRouter and Mistral one whose generation failed mid-way with
+    ``error``, vLLM an aborted one with ``abort``: the calls of such an answer may be cut
+    short (a path or a filter missing its tail, still valid JSON), and ran as whole ones."""
+    body = _copy(CHAT_TOOL_CALL)
+    body["choices"][0]["finish_reason"] = reason
+    server = FakeServer(http_module("openai"), [("json", body)])
+    gw, _, audit = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError, match="cut off"):
+        gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert audit.records() == ()
