@@ -76,6 +76,20 @@ def test_a_chat_stream_that_repeats_a_calls_id_and_name_reads_like_the_answer_se
     ]
 
 
+def test_two_pieces_of_one_call_in_one_chunk_that_repeat_its_id_are_read_once() -> None:
+    head = {"index": 0, "id": "call_A", "type": "function"}
+    both = {
+        "tool_calls": [
+            {**head, "function": {"name": "get_weather", "arguments": '{"city":'}},
+            {**head, "function": {"name": "get_weather", "arguments": '"Oslo"}'}},
+        ]
+    }
+    reply = _stream_chat([chat_chunk(both), chat_chunk({}, finish="tool_calls")])
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+        ("call_A", "get_weather", '{"city":"Oslo"}')
+    ]
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     # A lone surrogate cannot go over the fake server's UTF-8 (test_providers covers a pair).

@@ -367,7 +367,7 @@ class _ChatAssembler:
         self._names: dict[tuple[object, object], str] = {}
         """(choice, call index) -> the call's name as merged so far"""
         self._opened: set[tuple[object, object]] = set()
-        """(choice, call index) of the calls an earlier chunk began"""
+        """(choice, call index) of the calls an earlier piece began"""
 
     def feed(self, event: object) -> str:
         self._check(event)
@@ -436,22 +436,23 @@ class _ChatAssembler:
         (:meth:`_check`); a name given in parts is joined, as the SDK does.
         """
         repeats: list[tuple[int, int, str]] = []
-        opened: set[tuple[object, object]] = set()
         for at, choice in enumerate(items(event, "choices")):
             for place, call in enumerate(items(choice, "delta", "tool_calls")):
+                # One chunk may hold several pieces of one call: each after the first is a
+                # later piece.
                 key = (attr(choice, "index"), attr(call, "index"))
-                opened.add(key)
-                if key in self._opened and attr(call, "id") == self._ids.get(key):
+                later = key in self._opened
+                self._opened.add(key)
+                if later and attr(call, "id") == self._ids.get(key):
                     repeats.append((at, place, "id"))
                 name = attr(call, "function", "name")
                 if not isinstance(name, str) or not name:
                     continue
                 held = self._names.get(key)
-                if key in self._opened and held == name:
+                if later and held == name:
                     repeats.append((at, place, "name"))
                 else:
                     self._names[key] = (held or "") + name
-        self._opened |= opened
         if not repeats:
             return event
         copied: object = getattr(event, "model_copy")(deep=True)  # noqa: B009 - an SDK chunk
