@@ -81,7 +81,7 @@ class Usage:
     the provider's prompt cache (OpenAI's ``cached_tokens``, Anthropic's
     ``cache_read_input_tokens``), ``cache_creation_input_tokens`` were written to
     it (Anthropic's), and ``reasoning_output_tokens`` of the tokens written were
-    reasoning (OpenAI's ``reasoning_tokens``). They add nothing to
+    reasoning (OpenAI's ``reasoning_tokens``, Anthropic's ``thinking_tokens``). They add nothing to
     ``total_tokens``, and two usages are equal when their totals are: the
     parts say what the tokens were, not how many.
 
@@ -467,12 +467,23 @@ in an OpenAI-compatible server that takes the adapter's API with more: refused l
 sends any key, and a server that reads one reads text the Prompt does not hold."""
 
 
+_PRESET: Final = "@preset/"
+"""How a model name asks OpenRouter for a preset (``@preset/slug``, ``model@preset/slug``)."""
+
+_PRESET_DOES: Final = (
+    "whose system prompt and server tools (web search, subagents) the model reads "
+    "besides the prompt and the view's tools"
+)
+"""What an OpenRouter preset does to a request."""
+
+
 _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "truncate_prompt_tokens": "vLLM reads only the last tokens of the prompt, so "
         "its start (the system message first) is cut off",
         "transforms": "OpenRouter drops or truncates turns from the middle of the "
         "conversation when it outgrows the context window ('middle-out'; only [] drops none)",
+        "preset": "OpenRouter applies a preset stored on its servers, " + _PRESET_DOES,
         "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
         "drops turns from the middle of the conversation ('context-compression')",
     }
@@ -509,6 +520,13 @@ def _refuse_online(where: str, shown: str, models: Sequence[object]) -> None:
                 "outside any data block: name the model without :online, and fetch pages "
                 "with a registry tool, whose results come back fenced"
             )
+        if isinstance(model, str) and _PRESET in model.lower():
+            raise VeridicError(
+                f"{where} set {shown} to {_written(model)}: OpenRouter reads @preset/ as a "
+                f"preset stored on its servers, {_PRESET_DOES}, outside the prompt whose "
+                "sha256 the model-call record names: name the model itself, "
+                "write instructions with Composer.system(), and give tools through the view"
+            )
 
 
 def _edit(adapter: Adapter, key: str, value: object) -> str | None:
@@ -542,11 +560,25 @@ def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) 
                 "instructions go in Composer.system(), as trusted text, and outside text "
                 "in Composer.data()"
                 if key in _PROMPT_ELSEWHERE
-                else "a prompt too long for the model is the application's to shorten, "
-                "knowingly, and outside text goes in with Composer.data()"
+                else _REMEDIES.get(
+                    key,
+                    "a prompt too long for the model is the application's to shorten, "
+                    "knowingly, and outside text goes in with Composer.data()",
+                )
             )
             + ")"
         )
+
+
+_REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "preset": "name the model itself, write instructions with Composer.system(), and "
+        "give tools through the view",
+        "thread": "the gateway sends each conversation whole: keep its turns in the "
+        "Composer (Reply.record() adds the model's)",
+    }
+)
+"""What to do instead of a server edit, where the usual advice does not fit."""
 
 
 def _refuse_template_kwargs(adapter: Adapter, given: Sequence[_Given], where: str) -> None:

@@ -18,12 +18,11 @@ which the API requires when the model used tools while thinking.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from types import MappingProxyType
 from typing import Final, Protocol
 
+from veridic import _json_object
 from veridic._extras import require
 from veridic._sample import clip
 from veridic.errors import VeridicError
@@ -94,6 +93,9 @@ class AnthropicMessages(Adapter):
         {
             "context_management": "the server clears earlier tool results and thinking "
             "from what the model reads",
+            "thread": "the server holds the conversation and resumes it, so the model reads "
+            "the turns of an earlier request before the prompt (a thread it creates is "
+            "there only for a later request to resume)",
         }
     )
 
@@ -162,7 +164,7 @@ class AnthropicMessages(Adapter):
             response_id=text_of(response, "id", where=where, default=""),
             model=text_of(response, "model", where=where, default=self.model),
             reasoning=tuple(reasoning),
-            usage=usage_of(response, _READ, ("output_tokens",), where=where, parts=_PARTS),
+            usage=usage_of(response, _READ, _WROTE, where=where, parts=_PARTS),
         )
 
     def assembler(self) -> _MessagesAssembler:
@@ -180,9 +182,8 @@ class _MessagesAssembler:
         self._done = False
         self._blocks: dict[int, list[str]] = {}
         """index -> [kind, text or JSON so far, tool id, tool name]"""
-        self._read: Usage | None = None
-        self._started: Usage | None = None
-        self._wrote: Usage | None = None
+        self._counts: dict[tuple[str, ...], object] = {}
+        """the usage's counts so far: message_start's, each overwritten by message_delta's"""
         self._thinking: dict[int, dict[str, object]] = {}
         """index -> a thinking block as it started, its deltas appended"""
         self._inputs: dict[int, str] = {}
@@ -190,10 +191,17 @@ class _MessagesAssembler:
 
     def feed(self, event: object) -> str:
         kind = attr(event, "type")
+        if self._done and kind != "ping":
+            # The SDK reads on to the end of the connection: a call a proxy appended after
+            # the answer ended would run, its stop reason and counts replacing the answer's.
+            raise VeridicError(
+                f"{self._where}: the stream sent an event of type {clip(str(kind))} after "
+                "message_stop, so it is not one answer; nothing of it was run: send the "
+                "request again (a proxy between you and the API may be mangling events)"
+            )
         if kind == "message_start":
             message = attr(event, "message")
-            self._read = usage_of(message, _READ, (), where=self._where, parts=_PARTS)
-            self._started = usage_of(message, (), ("output_tokens",), where=self._where)
+            self._count(attr(message, "usage"))
             self._id = text_of(event, "message", "id", where=self._where, default="")
             self._model = text_of(event, "message", "model", where=self._where, default=self._model)
         elif kind == "content_block_start":
@@ -223,8 +231,16 @@ class _MessagesAssembler:
         elif kind == "content_block_delta":
             return self._delta(event)
         elif kind == "message_delta":
-            self._stop = text_of(event, "delta", "stop_reason", where=self._where, default="")
-            self._wrote = usage_of(event, (), ("output_tokens",), where=self._where)
+            stop = text_of(event, "delta", "stop_reason", where=self._where, default="")
+            if self._stop and stop and stop != self._stop:
+                # The last would be read: a call cut off at max_tokens would run as whole.
+                raise VeridicError(
+                    f"{self._where}: the stream's message stopped twice ({clip(self._stop)}, "
+                    f"then {clip(stop)}), so it is not one answer; nothing of it was run: send "
+                    "the request again (a proxy between you and the API may be mangling events)"
+                )
+            self._stop = stop or self._stop
+            self._count(attr(event, "usage"))
         elif kind == "message_stop":
             self._done = True
         elif kind == "error":
@@ -348,26 +364,56 @@ class _MessagesAssembler:
             "the API may be mangling events)"
         )
 
-    def _usage(self) -> Usage | None:
-        """The tokens message_start says were read, and the tokens written: message_delta's
-        running total, or the start's count where no delta gave one.
+    def _count(self, usage: object) -> None:
+        """Take the counts ``usage`` gives over those held, as the SDK's own accumulator
+        does: message_delta's are cumulative, the answer's final counts (the tokens read
+        too: a proxy that counts the prompt only at the end starts with 0), and one it
+        leaves out keeps message_start's. A delta's 0 tokens written keep the start's
+        count."""
+        for path in _COUNTED:
+            found = attr(usage, *path)
+            held = self._counts.get(path)
+            if found is not None and not (path == _WROTE and found == 0 and held is not None):
+                self._counts[path] = found
 
-        ``None`` unless both are given, as :func:`~veridic.providers._base.usage_of` reads
-        a sent answer: a count left out and read as 0 would pass ``Limits(tokens=...)``.
+    def _usage(self) -> Usage | None:
+        """The answer's usage, read from the counts held as a sent answer's is.
+
+        ``None`` unless the tokens read and written are both given, as
+        :func:`~veridic.providers._base.usage_of` reads a sent answer: a count left out and
+        read as 0 would pass ``Limits(tokens=...)``.
         """
-        wrote = [u.output_tokens for u in (self._wrote, self._started) if u is not None]
-        if self._read is None or not wrote:
+        usage: dict[str, object] = {}
+        for path, value in self._counts.items():
+            *heads, key = path
+            into = usage
+            for head in heads:
+                nested = into.setdefault(head, {})
+                into = nested if isinstance(nested, dict) else {}
+            into[key] = value
+        if not usage:
             return None
-        return replace(self._read, output_tokens=wrote[0] or wrote[-1])
+        return usage_of({"usage": usage}, _READ, _WROTE, where=self._where, parts=_PARTS)
 
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 """Every token the model read: Anthropic counts cache writes and reads apart."""
 
+_WROTE: Final = ("output_tokens",)
+"""Every token the model wrote (thinking included)."""
+
 _PARTS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
-    {part: (part,) for part in ("cache_read_input_tokens", "cache_creation_input_tokens")}
+    {
+        **{part: (part,) for part in ("cache_read_input_tokens", "cache_creation_input_tokens")},
+        "reasoning_output_tokens": ("output_tokens_details", "thinking_tokens"),
+    }
 )
-"""The parts of :class:`Usage` Anthropic counts, under the same names."""
+"""The parts of :class:`Usage` Anthropic counts: its cache reads and writes under the same
+names, and the tokens written that were thinking (``thinking_tokens``, of
+``output_tokens``)."""
+
+_COUNTED: Final = tuple(dict.fromkeys([*((key,) for key in _READ), _WROTE, *_PARTS.values()]))
+"""Every count of a usage a stream's events carry: the paths :func:`usage_of` reads."""
 
 
 def _foreign(kind: object, where: str) -> VeridicError:
@@ -409,9 +455,14 @@ def _refuse_citations(citations: list[object], where: str) -> None:
 
 
 def _canonical(arguments: str) -> str:
-    """The same JSON text for the same arguments, streamed or not (as :func:`arguments_json`)."""
+    """The same JSON text for the same arguments, streamed or not (as :func:`arguments_json`).
+
+    Text that is not JSON, or that gives a key twice, is kept as the model wrote it, for
+    the dispatcher to refuse: read again, ``{"path": "/tmp", "path": "/etc"}`` kept its
+    last value without a word, where the same call over Chat Completions is refused.
+    """
     try:
-        decoded: object = json.loads(arguments)
+        decoded: object = _json_object.loads(arguments)
     except ValueError:
         return arguments
     return arguments_json(decoded)

@@ -361,11 +361,17 @@ class _ChatAssembler:
         self._adapter = adapter
         self._state = streaming.ChatCompletionStreamState()
         self._fed = False
-        self._finished: set[object] = set()
+        self._finished: dict[object, object] = {}
+        """choice index -> the finish_reason it came with"""
         self._ids: dict[tuple[object, object], str] = {}
+        self._names: dict[tuple[object, object], str] = {}
+        """(choice, call index) -> the call's name as merged so far"""
+        self._opened: set[tuple[object, object]] = set()
+        """(choice, call index) of the calls an earlier piece began"""
 
     def feed(self, event: object) -> str:
         self._check(event)
+        event = self._unrepeated(event)
         try:
             self._state.handle_chunk(event)
         # RuntimeError: the SDK's merge of a call piece that has no index.
@@ -409,8 +415,52 @@ class _ChatAssembler:
                             f"tool call {key[1]} of choice {index} got a second id "
                             f"({clip(given)} after {clip(first)})"
                         )
-            if attr(choice, "finish_reason"):
-                self._finished.add(index)
+            reason = attr(choice, "finish_reason")
+            if reason:
+                ended = self._finished.setdefault(index, reason)
+                if ended != reason:
+                    # The SDK keeps the last: a call cut off at "length" would run as whole.
+                    raise self._void(
+                        f"choice {index} finished twice ({clip(str(ended))}, then "
+                        f"{clip(str(reason))})"
+                    )
+
+    def _unrepeated(self, event: object) -> object:
+        """``event`` without the id and name a call's later piece repeats (a copy, when one
+        does).
+
+        The API sends a call's id and name once, in its first piece; some compatible
+        servers send them again with every piece. The SDK joins every string it merges, so
+        the call ran as ``get_weatherget_weather`` under an id nobody sent, where the same
+        answer sent whole is ``get_weather``. A second id that differs is refused
+        (:meth:`_check`); a name given in parts is joined, as the SDK does.
+        """
+        repeats: list[tuple[int, int, str]] = []
+        for at, choice in enumerate(items(event, "choices")):
+            for place, call in enumerate(items(choice, "delta", "tool_calls")):
+                # One chunk may hold several pieces of one call: each after the first is a
+                # later piece.
+                key = (attr(choice, "index"), attr(call, "index"))
+                later = key in self._opened
+                self._opened.add(key)
+                if later and attr(call, "id") == self._ids.get(key):
+                    repeats.append((at, place, "id"))
+                name = attr(call, "function", "name")
+                if not isinstance(name, str) or not name:
+                    continue
+                held = self._names.get(key)
+                if later and held == name:
+                    repeats.append((at, place, "name"))
+                else:
+                    self._names[key] = (held or "") + name
+        if not repeats:
+            return event
+        copied: object = getattr(event, "model_copy")(deep=True)  # noqa: B009 - an SDK chunk
+        for at, place, field in repeats:
+            choice = items(copied, "choices")[at]
+            call = items(choice, "delta", "tool_calls")[place]
+            setattr(attr(call, "function") if field == "name" else call, field, None)
+        return copied
 
     def _void(self, what: str) -> VeridicError:
         return VeridicError(

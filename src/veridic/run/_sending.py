@@ -100,6 +100,7 @@ class Sent:
 
     def _reply(self, completion: Completion, latency: float) -> Reply:
         check_call_ids(completion.tool_calls, self.request_id)
+        _check_one_call(self.request, completion.tool_calls, self.request_id)
         return Reply(
             text=completion.text,
             tool_calls=completion.tool_calls,
@@ -233,6 +234,46 @@ def check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
             "send the request again (a provider that reuses ids, or gives one that long, has a "
             "bug to report)"
         )
+
+
+def _one_call_asked(request: Mapping[str, object]) -> str | None:
+    """How ``request`` asks for one tool call at most, or ``None`` when it does not:
+    OpenAI's ``parallel_tool_calls=False`` (an option, or a key of ``extra_body``, which the
+    SDK merges over the options), Anthropic's ``tool_choice`` with
+    ``disable_parallel_tool_use``."""
+    body = request.get("extra_body")
+    merged = {**request, **body} if isinstance(body, Mapping) else request
+    if merged.get("parallel_tool_calls") is False:
+        return "parallel_tool_calls=False"
+    choice = merged.get("tool_choice")
+    if isinstance(choice, Mapping) and choice.get("disable_parallel_tool_use") is True:
+        return "tool_choice with disable_parallel_tool_use=True"
+    return None
+
+
+def _check_one_call(
+    request: Mapping[str, object], calls: Sequence[ToolCall], request_id: str
+) -> None:
+    """Refuse an answer of several tool calls to a request that asked for one at most.
+
+    An application asks for one call at a time when a call may depend on the one before
+    (its result read first, its effect in place); the answer of a model that does not
+    honour it, or of something between the application and the API, ran them all, each
+    approved on its own, in an order nobody chose.
+
+    Raises:
+        VeridicError: naming the option, the number of calls and the request (the answer
+            is recorded first).
+    """
+    asked = _one_call_asked(request)
+    if asked is None or len(calls) < 2:
+        return
+    names = ", ".join(clip(call.name) for call in calls[:5])
+    raise VeridicError(
+        f"the model's reply to request {clip(request_id)} holds {len(calls)} tool calls "
+        f"({names}), but the request set {asked}, asking for one at most; nothing of it was "
+        "run: send the request again, or allow parallel calls if the tools may run together"
+    )
 
 
 def checked(

@@ -116,6 +116,11 @@ _CUT_OFF: Final = frozenset(
         "model_context_window_exceeded",  # Anthropic: the answer filled the context window
         "refusal",  # Anthropic: a safety classifier stopped the answer mid-way
         "pause_turn",  # Anthropic: the server paused the turn before the model ended it
+        # OpenAI-compatible servers:
+        "insufficient_system_resource",  # DeepSeek: its servers could not finish the answer
+        "model_length",  # Mistral: the answer filled the context window
+        "error",  # OpenRouter, Mistral: the generation failed mid-way
+        "abort",  # vLLM: the generation was aborted
     }
 )
 """Stop reasons of an answer the provider ended before the model did (OpenAI Responses
