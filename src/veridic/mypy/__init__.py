@@ -24,6 +24,8 @@ module                 rule                                          error code
                        in a ``Literal`` parameter
 ``_any_declared``      no ``Any`` assigned to a target declared to   ``veridic-any``
                        hold a ``TrustedInstruction``
+``_overload_returns``  an overload's implementation returns no      ``veridic-forge``
+                       more than its overloads declare
 ``_attribute_writes``  no ``setattr()`` of other text into an        ``veridic-forge``
                        attribute declared trusted
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
@@ -318,10 +320,17 @@ class VeridicPlugin(Plugin):
         walked = self._checkers.pop(file.fullname, None)
         if any(part in file.path for part in _names.INSTALLED):
             return set()  # mypy reports nothing in an installed package
-        from veridic.mypy import _any_declared, _bare_fields, _escapes, _unchecked
+        from veridic.mypy import (
+            _any_declared,
+            _bare_fields,
+            _escapes,
+            _overload_returns,
+            _unchecked,
+        )
 
         if walked is not None:
             _in_module(walked, _any_declared.report)
+            _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
             return set()
         if file.fullname in self._walked:
@@ -335,11 +344,13 @@ class VeridicPlugin(Plugin):
             or _escapes.may_report(file)
             or _bare_fields.may_report(file)
             or _any_declared.may_report(file)
+            or _overload_returns.may_report(file)
         ):
             return set()
         checker = _checker_of(file)
         _in_module(checker, self.first_call)
         _in_module(checker, _any_declared.report)
+        _in_module(checker, _overload_returns.report)
         _in_module(checker, _unchecked.report)
         return set()
 
