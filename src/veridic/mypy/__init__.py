@@ -24,6 +24,8 @@ module                 rule                                          error code
                        in a ``Literal`` parameter
 ``_any_declared``      no ``Any`` assigned to a target declared to   ``veridic-any``
                        hold a ``TrustedInstruction``
+``_any_overrides``     no override declared ``Any`` over a base's    ``veridic-any``
+                       trusted method, property or attribute
 ``_overload_returns``  an overload's implementation returns no      ``veridic-forge``
                        more than its overloads declare
 ``_attribute_writes``  no ``setattr()`` of other text into an        ``veridic-forge``
@@ -322,6 +324,7 @@ class VeridicPlugin(Plugin):
             return set()  # mypy reports nothing in an installed package
         from veridic.mypy import (
             _any_declared,
+            _any_overrides,
             _bare_fields,
             _escapes,
             _overload_returns,
@@ -330,6 +333,7 @@ class VeridicPlugin(Plugin):
 
         if walked is not None:
             _in_module(walked, _any_declared.report)
+            _in_module(walked, _any_overrides.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
             return set()

@@ -21,8 +21,8 @@ holds_trusted``), whose implementation is declared to return a type that is not 
 subtype of the union of the overloads' return types (a proper subtype: ``Any`` is not
 one). Declare the implementation's return as that union, and mint in its body.
 
-Hook: the end of a module's check, with the module-wide reports (no call need be made
-in the module for the definition to forge).
+Hook: the end of a module's check, with the module-wide reports (a module that only
+defines overloads makes no call: mypy runs no call hook in it).
 """
 
 from __future__ import annotations
