@@ -101,10 +101,12 @@ def _fail(
 ) -> None:
     shown = format_type(base_type, checker.options)
     where = own[1]
-    what = "declared to return" if isinstance(where, FuncDef) else "declared"
+    method = isinstance(where, FuncDef)
+    what = "declared to return" if method else "declared"
+    gives = "returns" if method else "holds"
     checker.fail(
         f'"{name}" is {what} "Any" over {shown} of the base class "{base.name}": a caller '
-        f"holding a {base.name} got whatever it returns (a JSON reply, an untyped "
+        f"holding a {base.name} got whatever it {gives} (a JSON reply, an untyped "
         f"library's value) read as trusted; declare it as the base does ({shown}) and "
         "mint the text with instruction() or join(), or place outside text as data with "
         "Composer.data()",
