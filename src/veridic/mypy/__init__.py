@@ -28,6 +28,8 @@ module                 rule                                          error code
                        trusted method, property or attribute
 ``_overload_returns``  an overload's implementation returns no      ``veridic-forge``
                        more than its overloads declare
+``_stub_trust``        a stub of the project declares no trusted     ``veridic-forge``
+                       text (mypy checks no implementation)
 ``_attribute_writes``  no ``setattr()`` of other text into an        ``veridic-forge``
                        attribute declared trusted
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
@@ -328,6 +330,7 @@ class VeridicPlugin(Plugin):
             _bare_fields,
             _escapes,
             _overload_returns,
+            _stub_trust,
             _unchecked,
         )
 
@@ -336,12 +339,19 @@ class VeridicPlugin(Plugin):
             _in_module(walked, _any_overrides.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
+            if file.is_stub and _stub_trust.may_report(file):
+                _in_module(walked, _stub_trust.report)
             return set()
         if file.fullname in self._walked:
             return set()
         if file.is_stub:
-            if _bare_fields.may_report(file):
-                _in_module(_checker_of(file), _bare_fields.report_module)
+            models, declared = _bare_fields.may_report(file), _stub_trust.may_report(file)
+            if models or declared:
+                checker = _checker_of(file)
+                if models:
+                    _in_module(checker, _bare_fields.report_module)
+                if declared:
+                    _in_module(checker, _stub_trust.report)
             return set()
         if not (
             self.suspect(file.fullname, file)
