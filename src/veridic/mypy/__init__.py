@@ -26,7 +26,7 @@ module                 rule                                          error code
                        hold a ``TrustedInstruction``
 ``_any_overrides``     no override declared ``Any`` over a base's    ``veridic-any``
                        trusted method, property or attribute
-``_overload_returns``  an overload's implementation returns no      ``veridic-forge``
+``_overload_returns``  an overload's implementation returns no       ``veridic-forge``
                        more than its overloads declare
 ``_stub_trust``        a stub of the project declares no trusted     ``veridic-forge``
                        text (mypy checks no implementation)
