@@ -11,7 +11,9 @@ Reported (``veridic-forge``): in a stub of the project (not an installed package
 veridic's own), a function's or method's return type, or a variable's or attribute's
 declared type, that holds trusted text (``_any_declared.holds_trusted``). A parameter
 typed ``TrustedInstruction`` demands trust and gives none: it is fine. A pydantic
-model's fields are ``_bare_fields``'s. Declare the text ``str``, or drop the stub and
+model is ``_bare_fields``'s (a field typed ``TrustedInstruction`` is refused there unless
+a validator declared to return one mints it, which in a stub is a declaration too: not
+seen). Declare the text ``str``, or drop the stub and
 let mypy check the module.
 
 Hook: the end of the stub's check (``get_additional_indirect_deps``).
@@ -67,13 +69,13 @@ def _declarations(tree: MypyFile) -> Iterator[tuple[str, Type, Context]]:
     yield from _in(tree.defs)
 
 
-def _in(statements: list[Statement], model: bool = False) -> Iterator[tuple[str, Type, Context]]:
+def _in(statements: list[Statement]) -> Iterator[tuple[str, Type, Context]]:
     for statement in statements:
         if isinstance(statement, ClassDef):
-            info = statement.info
-            yield from _in(statement.defs.body, model=info.has_base(_MODEL))
+            if not statement.info.has_base(_MODEL):
+                yield from _in(statement.defs.body)
         elif isinstance(statement, AssignmentStmt) and statement.type is not None:
-            if not model and holds_trusted(statement.type):
+            if holds_trusted(statement.type):
                 for target in statement.lvalues:
                     yield _named(target), statement.type, statement
         else:
