@@ -194,6 +194,11 @@ def _report_callbacks(checker: TypeChecker, call: CallExpr) -> None:
                 )
 
 
+def _trusted_result_of(factory: Expression, slot: Type, checker: TypeChecker) -> bool:
+    """A field's ``factory`` returns ``Any`` for a ``slot`` that holds trusted text."""
+    return _returns_any(checker.lookup_type_or_none(factory)) and holds_trusted(slot)
+
+
 def _returns_any(typ: Type | None) -> bool:
     proper = get_proper_type(typ)
     return isinstance(proper, CallableType) and is_any(proper.ret_type)
@@ -263,6 +268,8 @@ def _loose(value: Expression, slot: Type, checker: TypeChecker) -> Iterator[Expr
         for name, arg in zip(value.arg_names, value.args, strict=True):
             if name == "default":  # a field's declaration is no value, but its default is
                 yield from _loose(arg, slot, checker)
+            elif name in _FACTORIES and _trusted_result_of(arg, slot, checker):
+                yield arg  # ``field(default_factory=lambda: json.loads(raw))``
         return
     typ = checker.lookup_type_or_none(value)
     if typ is not None and is_any(typ) and holds_trusted(slot):
@@ -341,6 +348,8 @@ def may_be_text(typ: Type, checker: TypeChecker) -> bool:
     return is_overlapping_types(typ, checker.named_type("builtins.str"))
 
 
+_FACTORIES: Final = frozenset({"default_factory", "factory"})
+"""A field specifier's argument that makes the default (dataclasses, pydantic; attrs)."""
 _FIELD_SPECIFIERS: Final = frozenset(
     {
         "pydantic.fields.Field",
@@ -408,7 +417,7 @@ def _function_message(where: str, declared: Type, value: Expression, checker: Ty
     return (
         f"{where} is declared {format_type(declared, checker.options)} but got "
         f'{describe(value, checker)}, a function that returns "Any": its result passes the '
-        "declared return type unchecked, and mypy reads it as trusted while the run time "
+        "declared type unchecked, and mypy reads it as trusted while the run time "
         "refuses it; give the function the return type (a TrustedInstruction minted in its "
         "body with instruction() or join()), or declare the result str and place it as data "
         "with Composer.data()"
