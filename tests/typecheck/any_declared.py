@@ -33,12 +33,16 @@ class Fields:
     rules: list[TrustedInstruction] = field(default_factory=list, repr=False)
     # E: [veridic-any] the name "loaded" is declared "TrustedInstruction"
     loaded: TrustedInstruction = field(default=json.loads('"Be brief."'), repr=False)
+    # E: [veridic-any] a function that returns "Any"
+    made: TrustedInstruction = field(default_factory=lambda: json.loads('"Be brief."'))
 
 
 @attrs.define
 class AttrsFields:
     hint: TrustedInstruction = attrs.field(repr=False)
     title: TrustedInstruction = attr.ib(repr=False)
+    # E: [veridic-any] a function that returns "Any"
+    made: TrustedInstruction = attrs.field(factory=lambda: json.loads('"Be brief."'))
 
 
 class Nested(TypedDict):

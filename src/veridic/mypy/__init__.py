@@ -24,6 +24,12 @@ module                 rule                                          error code
                        in a ``Literal`` parameter
 ``_any_declared``      no ``Any`` assigned to a target declared to   ``veridic-any``
                        hold a ``TrustedInstruction``
+``_any_overrides``     no override declared ``Any`` over a base's    ``veridic-any``
+                       trusted method, property or attribute
+``_overload_returns``  an overload's implementation returns no       ``veridic-forge``
+                       more than its overloads declare
+``_stub_trust``        a stub of the project declares no trusted     ``veridic-forge``
+                       text (mypy checks no implementation)
 ``_attribute_writes``  no ``setattr()`` of other text into an        ``veridic-forge``
                        attribute declared trusted
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
@@ -318,28 +324,47 @@ class VeridicPlugin(Plugin):
         walked = self._checkers.pop(file.fullname, None)
         if any(part in file.path for part in _names.INSTALLED):
             return set()  # mypy reports nothing in an installed package
-        from veridic.mypy import _any_declared, _bare_fields, _escapes, _unchecked
+        from veridic.mypy import (
+            _any_declared,
+            _any_overrides,
+            _bare_fields,
+            _escapes,
+            _overload_returns,
+            _stub_trust,
+            _unchecked,
+        )
 
         if walked is not None:
             _in_module(walked, _any_declared.report)
+            _in_module(walked, _any_overrides.report)
+            _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
+            if file.is_stub and _stub_trust.may_report(file):
+                _in_module(walked, _stub_trust.report)
             return set()
         if file.fullname in self._walked:
             return set()
         if file.is_stub:
-            if _bare_fields.may_report(file):
-                _in_module(_checker_of(file), _bare_fields.report_module)
+            models, declared = _bare_fields.may_report(file), _stub_trust.may_report(file)
+            if models or declared:
+                checker = _checker_of(file)
+                if models:
+                    _in_module(checker, _bare_fields.report_module)
+                if declared:
+                    _in_module(checker, _stub_trust.report)
             return set()
         if not (
             self.suspect(file.fullname, file)
             or _escapes.may_report(file)
             or _bare_fields.may_report(file)
             or _any_declared.may_report(file)
+            or _overload_returns.may_report(file)
         ):
             return set()
         checker = _checker_of(file)
         _in_module(checker, self.first_call)
         _in_module(checker, _any_declared.report)
+        _in_module(checker, _overload_returns.report)
         _in_module(checker, _unchecked.report)
         return set()
 

@@ -18,6 +18,9 @@ display with an ``Any`` item in a slot so declared (an ``Any`` under a ``TypedDi
 or at a tuple position declared ``Any`` is not); and ``Any`` put into a built-in
 container or a ``TypedDict`` that holds trusted text (``append``, ``extend``,
 ``insert``, ``add``, ``update``, ``setdefault``, ``+=``, ``|=``).
+A function that returns ``Any`` (a ``lambda``, a ``def ... -> Any``) assigned to, or
+passed for a parameter declared as, a ``Callable`` whose result holds trusted text: its
+callers read what it returns as trusted.
 
 Not reported: ``Any`` declared as a class whose attributes hold trusted text
 (``settings: Settings = request.app.state.settings``): ``Any`` from JSON makes no
@@ -35,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
+from mypy.argmap import map_actuals_to_formals
 from mypy.checker import TypeChecker
 from mypy.maptype import map_instance_to_supertype
 from mypy.meet import is_overlapping_types
@@ -138,6 +142,8 @@ def _report_fills(checker: TypeChecker) -> None:
                     _fail(checker, statement.lvalue, declared, value)
     for statement in checker.tree.defs:
         for expr in get_subexpressions(statement):
+            if isinstance(expr, CallExpr) and expr.args:
+                _report_callbacks(checker, expr)
             if not (
                 isinstance(expr, CallExpr)
                 and isinstance(expr.callee, MemberExpr)
@@ -155,6 +161,53 @@ def _report_fills(checker: TypeChecker) -> None:
             for arg in given:
                 for value in _loose(arg, slot, checker):
                     _fail(checker, expr.callee.expr, declared, value)
+
+
+def _report_callbacks(checker: TypeChecker, call: CallExpr) -> None:
+    """``keep(lambda: json.loads(raw))`` where ``keep`` takes a ``Callable[[],
+    TrustedInstruction]``: a function returning ``Any`` passed where its result is then
+    read as trusted (an assignment is ``_loose``'s)."""
+    if not any(_returns_any(checker.lookup_type_or_none(arg)) for arg in call.args):
+        return  # the common case: no argument is a function returning Any
+    callee = get_proper_type(checker.lookup_type_or_none(call.callee))
+    if not isinstance(callee, CallableType):
+        return
+    formals = map_actuals_to_formals(
+        call.arg_kinds,
+        call.arg_names,
+        callee.arg_kinds,
+        callee.arg_names,
+        lambda i: checker.lookup_type(call.args[i]),
+    )
+    for index, actuals in enumerate(formals):
+        slot = callee.arg_types[index]
+        for actual in actuals:
+            if _returns_any(checker.lookup_type_or_none(call.args[actual])) and _trusted_result(
+                slot
+            ):
+                name = callee.arg_names[index]
+                formal = f'the parameter "{name}"' if name else f"argument {index + 1}"
+                checker.fail(
+                    _function_message(formal, slot, call.args[actual], checker),
+                    call.args[actual],
+                    code=errorcodes.ANY,
+                )
+
+
+def _trusted_result_of(factory: Expression, slot: Type, checker: TypeChecker) -> bool:
+    """A field's ``factory`` returns ``Any`` for a ``slot`` that holds trusted text."""
+    return _returns_any(checker.lookup_type_or_none(factory)) and holds_trusted(slot)
+
+
+def _returns_any(typ: Type | None) -> bool:
+    proper = get_proper_type(typ)
+    return isinstance(proper, CallableType) and is_any(proper.ret_type)
+
+
+def _trusted_result(slot: Type) -> bool:
+    """A slot declared as a function whose result holds trusted text."""
+    proper = get_proper_type(slot)
+    return isinstance(proper, CallableType) and holds_trusted(proper.ret_type)
 
 
 def _container(expr: Expression, checker: TypeChecker) -> Type | None:
@@ -215,10 +268,14 @@ def _loose(value: Expression, slot: Type, checker: TypeChecker) -> Iterator[Expr
         for name, arg in zip(value.arg_names, value.args, strict=True):
             if name == "default":  # a field's declaration is no value, but its default is
                 yield from _loose(arg, slot, checker)
+            elif name in _FACTORIES and _trusted_result_of(arg, slot, checker):
+                yield arg  # ``field(default_factory=lambda: json.loads(raw))``
         return
     typ = checker.lookup_type_or_none(value)
     if typ is not None and is_any(typ) and holds_trusted(slot):
         yield value
+    elif _returns_any(typ) and _trusted_result(slot):
+        yield value  # ``make: Callable[[], TrustedInstruction] = lambda: json.loads(raw)``
 
 
 def _specifies_field(callee: Expression) -> bool:
@@ -291,6 +348,8 @@ def may_be_text(typ: Type, checker: TypeChecker) -> bool:
     return is_overlapping_types(typ, checker.named_type("builtins.str"))
 
 
+_FACTORIES: Final = frozenset({"default_factory", "factory"})
+"""A field specifier's argument that makes the default (dataclasses, pydantic; attrs)."""
 _FIELD_SPECIFIERS: Final = frozenset(
     {
         "pydantic.fields.Field",
@@ -342,6 +401,8 @@ def _message(target: Expression, declared: Type, value: Expression, checker: Typ
     else:
         where = describe(target, checker)
     where = where.replace("the variable", "the name")
+    if _returns_any(checker.lookup_type_or_none(value)):
+        return _function_message(where, declared, value, checker)
     return (
         f"{where} is declared {format_type(declared, checker.options)} but got a value of type "
         f'"Any" ({describe(value, checker)}): Any passes any declared type unchecked, and from '
@@ -349,4 +410,15 @@ def _message(target: Expression, declared: Type, value: Expression, checker: Typ
         "in the capability section); validate the value where it comes from (a pydantic model "
         "with an InstructionField, a TypeAdapter), declare the text str or UntrustedText and "
         'place it as data, or vouch for it with TrustPolicy("name").vouch(text, reason=...)'
+    )
+
+
+def _function_message(where: str, declared: Type, value: Expression, checker: TypeChecker) -> str:
+    return (
+        f"{where} is declared {format_type(declared, checker.options)} but got "
+        f'{describe(value, checker)}, a function that returns "Any": its result passes the '
+        "declared type unchecked, and mypy reads it as trusted while the run time "
+        "refuses it; give the function the return type (a TrustedInstruction minted in its "
+        "body with instruction() or join()), or declare the result str and place it as data "
+        "with Composer.data()"
     )
