@@ -392,3 +392,19 @@ def test_follow_ups_are_not_counted_as_calls_or_substitutions() -> None:
     (substitution,) = audit.substitutions()
     assert substitution.denied == refused.record
     assert substitution.next is None
+
+
+def test_a_late_guard_without_a_reporter_names_its_request_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One log line among many requests' is found by its request id, as records are.
+    store = Store()
+    with dispatching("delete_golden", Risk.HIGH, ApprovalMode.USER_CONFIRMED, request_id="req-77"):
+        context = contextvars.copy_context()
+    with (
+        caplog.at_level(logging.WARNING, logger="veridic.guards"),
+        pytest.raises(GuardDeniedError, match="had ended"),
+    ):
+        context.run(store.forget, "golden-3")
+    (logged,) = [r for r in caplog.records if r.name == "veridic.guards"]
+    assert "'req-77'" in logged.getMessage()

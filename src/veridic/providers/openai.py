@@ -755,11 +755,26 @@ class _ResponsesAssembler:
         self._check_text()
         self._check_calls()
         if self._reasoning:
-            # The API documents the finished item of output_item.done as the one to
-            # send back; the final response's copy is the fallback.
-            finished = tuple(item for _, item in sorted(self._reasoning.items()))
-            completion = replace(completion, reasoning=finished)
+            completion = replace(completion, reasoning=self._merged_reasoning())
         return completion
+
+    def _merged_reasoning(self) -> tuple[ReasoningItem, ...]:
+        """The final response's reasoning items, each replaced by the stream's finished copy
+        of its output index, and finished items the final response left out, in order.
+
+        The API documents the finished item of ``output_item.done`` as the one to send
+        back; the final response's copy is the fallback, item by item: a stream that
+        finished fewer items than the final response holds would otherwise lose the
+        others, and they would never be sent back.
+        """
+        where = repr(self._adapter)
+        merged = {
+            index: reasoning_item("openai", item, where)
+            for index, item in enumerate(items(self._final, "output"))
+            if attr(item, "type") == "reasoning"
+        }
+        merged.update(self._reasoning)
+        return tuple(item for _, item in sorted(merged.items()))
 
     def _check_text(self) -> None:
         """Each text or refusal part the user was shown is the final response's part, and

@@ -504,22 +504,24 @@ def _report_finished_late(
         except Exception as error:  # the effect happened: nothing to refuse, so logged
             _log.error(
                 "the follow-up audit record of delegated tool %r (%s, finished at %s after "
-                "the call of %r had ended) could not be written",
+                "the call of %r in request %r had ended) could not be written",
                 tool,
                 operations,
                 event.where,
                 scope.call.tool,
+                scope.call.request_id,
                 exc_info=error,
             )
         return
     _log.warning(
-        "delegated tool %r (%s) finished at %s after the call of %r had ended, and no "
-        "reporter records it (dispatch through veridic.execute to get a follow-up audit "
-        "record); finish delegated work inside the handler",
+        "delegated tool %r (%s) finished at %s after the call of %r in request %r had "
+        "ended, and no reporter records it (dispatch through veridic.execute to get a "
+        "follow-up audit record); finish delegated work inside the handler",
         tool,
         operations,
         event.where,
         scope.call.tool,
+        scope.call.request_id,
     )
 
 
@@ -663,22 +665,25 @@ def _report_late(
     for scope, report in reporters:
         if report is None:
             _log.warning(
-                "guard refused %s at %s after the dispatch of %r had ended; no reporter "
-                "records it (dispatch through veridic.execute to get a follow-up audit record)",
+                "guard refused %s at %s after the dispatch of %r in request %r had ended; no "
+                "reporter records it (dispatch through veridic.execute to get a follow-up "
+                "audit record)",
                 ", ".join(event.operations),
                 event.where,
                 scope.call.tool,
+                scope.call.request_id,
             )
             continue
         try:
             report(event)
         except Exception as error:  # logged here, chained onto the refusal by the caller
             _log.error(
-                "the follow-up audit record of %s (refused at %s after the call of %r had "
-                "ended) could not be written",
+                "the follow-up audit record of %s (refused at %s after the call of %r in "
+                "request %r had ended) could not be written",
                 ", ".join(event.operations),
                 event.where,
                 scope.call.tool,
+                scope.call.request_id,
                 exc_info=error,
             )
             failure = failure or error
