@@ -6,7 +6,8 @@ reads the plain str as trusted.
 """
 
 import json
-from typing import Any, overload
+from collections.abc import Sequence
+from typing import Any, TypeVar, overload
 
 from veridic import Composer, TrustedInstruction, UntrustedText, instruction, untrusted
 
@@ -58,3 +59,72 @@ class Prompts:
 def use(reply: str) -> None:
     Composer().system(launder(reply))
     Composer().system(Prompts().get(reply))
+
+
+# Accepted: an implementation wider than its overloads only where no text can pass.
+# The `dict.get` shape: its `None` default makes the implementation `... | None`.
+_T = TypeVar("_T")
+
+
+@overload
+def lookup(key: str) -> TrustedInstruction: ...
+@overload
+def lookup(key: str, default: _T) -> TrustedInstruction | _T: ...
+def lookup(key: str, default: _T | None = None) -> TrustedInstruction | _T | None:
+    return instruction("Be brief.") if key else default
+
+
+# An async overload: each is declared `Coroutine[Any, Any, ...]`, so the implementation's
+# one coroutine of the union is no union of coroutines (which no `async def` can declare).
+@overload
+async def fetch(key: str) -> TrustedInstruction: ...
+@overload
+async def fetch(key: int) -> None: ...
+async def fetch(key: str | int) -> TrustedInstruction | None:
+    return instruction("Be brief.") if isinstance(key, str) else None
+
+
+@overload
+async def fetch_loose(key: str) -> TrustedInstruction: ...
+@overload
+async def fetch_loose(key: int) -> None: ...
+# E: [veridic-forge] fetch_loose() got an implementation declared to return "str | None"
+async def fetch_loose(key: str | int) -> str | None:
+    return key if isinstance(key, str) else None
+
+
+# A wider container of trusted text holds trusted text only: its body is checked so.
+@overload
+def rules(kind: str) -> list[TrustedInstruction]: ...
+@overload
+def rules(kind: int) -> tuple[TrustedInstruction, ...]: ...
+def rules(kind: str | int) -> Sequence[TrustedInstruction]:
+    return [instruction("Be brief.")] if isinstance(kind, str) else ()
+
+
+@overload
+def texts(kind: str) -> list[TrustedInstruction]: ...
+@overload
+def texts(kind: int) -> None: ...
+# E: [veridic-forge] texts() got an implementation declared to return "Sequence[str] | None"
+def texts(kind: str | int) -> Sequence[str] | None:
+    return [kind] if isinstance(kind, str) else None
+
+
+@overload
+def anything(kind: str) -> TrustedInstruction: ...
+@overload
+def anything(kind: int) -> int: ...
+# E: [veridic-forge] anything() got an implementation declared to return "object"
+def anything(kind: str | int) -> object:
+    return kind
+
+
+# A type variable the overloads do not return is no pass: `x` is the caller's str.
+@overload
+def echo(text: str) -> TrustedInstruction: ...
+@overload
+def echo(text: int) -> int: ...
+# E: [veridic-forge] echo() got an implementation declared to return "_T"
+def echo(text: _T) -> _T:
+    return text

@@ -19,7 +19,16 @@ Reported (``veridic-forge``, on the implementation): an overloaded function or m
 of the project one of whose overloads returns trusted text (``_any_declared.
 holds_trusted``), whose implementation is declared to return a type that is not a
 subtype of the union of the overloads' return types (a proper subtype: ``Any`` is not
-one). Declare the implementation's return as that union, and mint in its body.
+one) in a part that can hold plain text (``_plain``): ``str``, ``object``, ``Any``, a
+``Literal`` string, or a type with one among its arguments. Declare the implementation's
+return as that union, and mint in its body.
+
+Accepted: a part that holds no plain text, though wider than the overloads: the ``None``
+of a ``dict.get``-like implementation (``-> TrustedInstruction | T | None`` for overloads
+``-> TrustedInstruction`` and ``-> TrustedInstruction | T``), a ``Sequence[
+TrustedInstruction]`` for overloads returning a ``list`` and a ``tuple`` of it (the body is
+checked to return trusted text either way). An ``async`` overload is compared by what its
+coroutine returns (no ``async def`` can declare a union of coroutines).
 
 Hook: the end of a module's check, with the module-wide reports (a module that only
 defines overloads makes no call: mypy runs no call hook in it).
@@ -28,13 +37,24 @@ defines overloads makes no call: mypy runs no call hook in it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from mypy.checker import TypeChecker
 from mypy.messages import format_type
 from mypy.nodes import Decorator, FuncDef, MypyFile, OverloadedFuncDef
 from mypy.subtypes import is_proper_subtype
 from mypy.typeops import make_simplified_union
-from mypy.types import CallableType, Type, get_proper_type
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    LiteralType,
+    TupleType,
+    Type,
+    TypeVarType,
+    UnionType,
+    get_proper_type,
+)
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted
@@ -61,10 +81,11 @@ def report(checker: TypeChecker) -> None:
         if not isinstance(declared, CallableType):
             continue  # not annotated: --strict reports it already
         union = make_simplified_union(items)
-        if is_proper_subtype(declared.ret_type, union, ignore_promotions=True):
+        returned = _awaited(implementation, declared.ret_type)
+        if not any(_plain(part) for part in _wider(returned, union)):
             continue
         checker.fail(
-            _message(definition.name, declared.ret_type, union, checker),
+            _message(definition.name, returned, union, checker),
             implementation,
             code=errorcodes.FORGE,
         )
@@ -84,11 +105,64 @@ def _implementation(definition: OverloadedFuncDef) -> FuncDef | None:
 
 
 def _returned(item: Decorator | FuncDef | object) -> Type | None:
-    """The return type an overload declares, ``None`` where unknown."""
+    """The return type an overload declares (what its coroutine returns, for an ``async
+    def``), ``None`` where unknown."""
     function = item.func if isinstance(item, Decorator) else item
-    declared = function.type if isinstance(function, FuncDef) else None
+    if not isinstance(function, FuncDef):
+        return None
+    proper = get_proper_type(function.type)
+    return _awaited(function, proper.ret_type) if isinstance(proper, CallableType) else None
+
+
+def _awaited(function: FuncDef, declared: Type) -> Type:
+    """What an ``async def`` declared to return ``declared`` gives its awaiting caller."""
     proper = get_proper_type(declared)
-    return proper.ret_type if isinstance(proper, CallableType) else None
+    if function.is_coroutine and isinstance(proper, Instance) and proper.args:
+        return proper.args[-1]  # Coroutine[Any, Any, T]
+    return declared
+
+
+def _wider(declared: Type, union: Type) -> Iterator[Type]:
+    """The parts of ``declared`` that are no proper subtype of ``union``. A type variable
+    the overloads return too is theirs (each signature binds its own copy of it): what
+    the body returns as it is what the caller passed."""
+    proper, among = get_proper_type(declared), get_proper_type(union)
+    parts = proper.items if isinstance(proper, UnionType) else [declared]
+    names = {
+        item.fullname
+        for item in map(get_proper_type, among.items if isinstance(among, UnionType) else [among])
+        if isinstance(item, TypeVarType)
+    }
+    for part in parts:
+        variable = get_proper_type(part)
+        if isinstance(variable, TypeVarType) and variable.fullname in names:
+            continue
+        if not is_proper_subtype(part, union, ignore_promotions=True):
+            yield part
+
+
+def _plain(typ: Type) -> bool:
+    """Whether ``typ`` can hold text that is not minted: ``Any``, ``str``, ``object``, a
+    ``Literal`` string, or a type (a union, a tuple, a generic) with such a part."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, AnyType):
+        return True
+    if isinstance(proper, LiteralType):
+        return proper.fallback.type.fullname == "builtins.str"
+    if isinstance(proper, Instance):
+        if proper.type.fullname in _PLAIN:
+            return True
+        return any(_plain(arg) for arg in proper.args)
+    if isinstance(proper, TypeVarType):
+        return _plain(proper.upper_bound)
+    if isinstance(proper, (UnionType, TupleType)):
+        return any(_plain(item) for item in proper.items)
+    if isinstance(proper, CallableType):
+        return _plain(proper.ret_type)
+    return False  # None, a TypedDict's own checks, a type of a type: no text there
+
+
+_PLAIN: Final = frozenset({"builtins.str", "builtins.object"})
 
 
 def _message(name: str, declared: Type, union: Type, checker: TypeChecker) -> str:
