@@ -15,7 +15,9 @@ A caller holding a ``Persona`` reads ``persona.rules()`` as trusted, and gets th
 
 Reported (``veridic-any``, on the override): a method, property or attribute of a class
 of the project declared ``Any`` (its return type, for a method or a property) where the
-same name in a base class (the whole MRO) holds trusted text (``holds_trusted``).
+same name in a base class (the whole MRO) holds trusted text (``holds_trusted``); and
+the same one level in: ``list[Any]`` over ``list[TrustedInstruction]`` (an argument of the
+same generic), ``Callable[[], Any]`` over ``Callable[[], TrustedInstruction]``.
 Declare the override with the base's type, and mint in its body.
 
 Not seen: a class that implements a ``Protocol`` structurally with an ``Any`` member
@@ -42,7 +44,7 @@ from mypy.nodes import (
     TypeInfo,
     Var,
 )
-from mypy.types import AnyType, CallableType, Type, TypeOfAny, get_proper_type
+from mypy.types import AnyType, CallableType, Instance, Type, TypeOfAny, get_proper_type
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted
@@ -54,12 +56,12 @@ def report(checker: TypeChecker) -> None:
     for info in _classes(checker.tree):
         for name, symbol in info.names.items():
             own = _declared(symbol.node)
-            if own is None or not _explicit_any(own[0]):
+            if own is None or not _mentions_any(own[0]):
                 continue
             for base in info.mro[1:]:
                 found = base.names.get(name)
                 declared = None if found is None else _declared(found.node)
-                if declared is not None and holds_trusted(declared[0]):
+                if declared is not None and _any_over_trusted(own[0], declared[0]):
                     _fail(checker, name, own, declared[0], base)
                     break
 
@@ -92,6 +94,36 @@ def _explicit_any(typ: Type) -> bool:
     return isinstance(proper, AnyType) and proper.type_of_any == TypeOfAny.explicit
 
 
+def _mentions_any(typ: Type) -> bool:
+    """Whether ``typ`` is, or has among its arguments, an ``Any`` written in the code
+    (the cheap test before each base is compared)."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, Instance):
+        return any(_mentions_any(arg) for arg in proper.args)
+    if isinstance(proper, CallableType):
+        return _mentions_any(proper.ret_type)
+    return _explicit_any(proper)
+
+
+def _any_over_trusted(own: Type, base: Type) -> bool:
+    """Whether ``own`` has a written ``Any`` where ``base`` holds trusted text: the whole
+    type, an argument of the same generic (``list[Any]`` over ``list[TrustedInstruction]``),
+    or a function's result (``Callable[[], Any]`` over ``Callable[[], TrustedInstruction]``):
+    mypy takes each as compatible, and a caller holding the base reads it as trusted."""
+    if _explicit_any(own):
+        return holds_trusted(base)
+    mine, theirs = get_proper_type(own), get_proper_type(base)
+    if isinstance(mine, CallableType) and isinstance(theirs, CallableType):
+        return _any_over_trusted(mine.ret_type, theirs.ret_type)
+    return (
+        isinstance(mine, Instance)
+        and isinstance(theirs, Instance)
+        and mine.type is theirs.type
+        and len(mine.args) == len(theirs.args)
+        and any(map(_any_over_trusted, mine.args, theirs.args))
+    )
+
+
 def _fail(
     checker: TypeChecker,
     name: str,
@@ -100,12 +132,13 @@ def _fail(
     base: TypeInfo,
 ) -> None:
     shown = format_type(base_type, checker.options)
+    mine = format_type(own[0], checker.options)
     where = own[1]
     method = isinstance(where, FuncDef)
     what = "declared to return" if method else "declared"
     gives = "returns" if method else "holds"
     checker.fail(
-        f'"{name}" is {what} "Any" over {shown} of the base class "{base.name}": a caller '
+        f'"{name}" is {what} {mine} over {shown} of the base class "{base.name}": a caller '
         f"holding a {base.name} got whatever it {gives} (a JSON reply, an untyped "
         f"library's value) read as trusted; declare it as the base does ({shown}) and "
         "mint the text with instruction() or join(), or place outside text as data with "
