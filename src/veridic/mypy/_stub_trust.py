@@ -14,7 +14,8 @@ typed ``TrustedInstruction`` demands trust and gives none: it is fine. A pydanti
 model is ``_bare_fields``'s (a field typed ``TrustedInstruction`` is refused there unless
 a validator declared to return one mints it, which in a stub is a declaration too: not
 seen). Declare the text ``str``, or drop the stub and
-let mypy check the module.
+let mypy check the module; a compiled module's stub (no ``.py`` to check) declares it
+``str``, and its callers vouch for it with a ``TrustPolicy``.
 
 Hook: the end of the stub's check (``get_additional_indirect_deps``).
 """
@@ -57,7 +58,9 @@ def report(checker: TypeChecker) -> None:
             "instead of the module and checks no implementation against it, so whatever the "
             "module returns there (a reply as it came) is read as trusted; declare it str "
             "(or UntrustedText) in the stub, or remove the stub and let mypy check the module, "
-            "which mints the text with instruction() or join()",
+            "which mints the text with instruction() or join(); for a compiled module (no .py "
+            "to check), declare it str and vouch for it where it is used with "
+            'TrustPolicy("name").vouch(text, reason=...)',
             where,
             code=errorcodes.FORGE,
         )
