@@ -11,14 +11,13 @@ import pytest
 from langchain.agents.middleware import ToolRetryMiddleware
 from langchain_core.exceptions import ModelError
 from test_integration_langchain import World, turn
-from test_providers import MESSAGE
 from test_integration_langchain import world as world
+from test_providers import MESSAGE
 from test_review8_adapt import FullDisk
 from test_review8_prov import _claude_stream, _claude_usage, _copy, _parts
 
 from veridic import AuditWriteError
 from veridic.integrations.langchain import approval_middleware, structured_tools
-
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -70,13 +69,17 @@ def test_an_error_raised_through_langchain_middleware_can_be_pickled(
         ],
     )
     start = {"messages": [{"role": "user", "content": "Note: milk."}]}
-    with pytest.raises(AuditWriteError) as raised:
+
+    def ask() -> object:
         if asynchronous:
-            asyncio.run(agent.graph.ainvoke(start, agent.config))
-        else:
-            agent.graph.invoke(start, agent.config)
+            return asyncio.run(agent.graph.ainvoke(start, agent.config))
+        return agent.graph.invoke(start, agent.config)
+
+    with pytest.raises(AuditWriteError) as raised:
+        ask()
     copied = pickle.loads(pickle.dumps(raised.value))
     assert isinstance(copied, AuditWriteError)
-    assert isinstance(copied, ModelError) and not copied.is_retryable
+    assert isinstance(copied, ModelError)
+    assert not copied.is_retryable
     assert str(copied) == str(raised.value)
     assert copied.result.value == "saved"
