@@ -12,9 +12,9 @@ from langchain.agents.middleware import ToolRetryMiddleware
 from langchain_core.exceptions import ModelError
 from test_integration_langchain import World, turn
 from test_integration_langchain import world as world
-from test_providers import MESSAGE
+from test_providers import MESSAGE, chat_chunk
 from test_review8_adapt import FullDisk
-from test_review8_prov import _claude_stream, _claude_usage, _copy, _parts
+from test_review8_prov import _claude_stream, _claude_usage, _copy, _parts, _piece, _stream_chat
 
 from veridic import AuditWriteError
 from veridic.integrations.langchain import approval_middleware, structured_tools
@@ -83,3 +83,30 @@ def test_an_error_raised_through_langchain_middleware_can_be_pickled(
     assert not copied.is_retryable
     assert str(copied) == str(raised.value)
     assert copied.result.value == "saved"
+
+
+# --- a chat stream that says both that the model stopped and that it called ----------------------
+
+
+@pytest.mark.parametrize("reasons", [("tool_calls", "stop"), ("stop", "tool_calls")])
+def test_a_chat_stream_that_ends_with_tool_calls_and_stop_still_runs_its_call(
+    reasons: tuple[str, str],
+) -> None:
+    """NVIDIA Dynamo and ChatMock (a Codex proxy) end a streamed call with a chunk saying
+    ``tool_calls`` and one more saying ``stop``; both say the model ended the answer
+    itself. The eighth review refused every second finish that differs, so these everyday
+    answers failed; only a cut-off reason (``length``) that another would replace is
+    what made a cut-off call run, and that is still refused."""
+    chunks = [
+        chat_chunk(
+            _piece(
+                id="call_A",
+                type="function",
+                function={"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+            )
+        ),
+        *(chat_chunk({}, finish=reason) for reason in reasons),
+    ]
+    reply = _stream_chat(chunks)
+    assert [(call.id, call.name) for call in reply.tool_calls] == [("call_A", "get_weather")]
+    assert reply.stop_reason in reasons

@@ -345,6 +345,11 @@ def _paired(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
 
+_MODEL_ENDED: Final = frozenset({"stop", "tool_calls"})
+"""The finish reasons of a chat answer the model ended itself: a choice that finishes with
+one and then the other is one whole answer."""
+
+
 class _ChatAssembler:
     """Chat completion chunks, put together by the SDK's own ``ChatCompletionStreamState``.
 
@@ -418,8 +423,10 @@ class _ChatAssembler:
             reason = attr(choice, "finish_reason")
             if reason:
                 ended = self._finished.setdefault(index, reason)
-                if ended != reason:
+                if ended != reason and not {ended, reason} <= _MODEL_ENDED:
                     # The SDK keeps the last: a call cut off at "length" would run as whole.
+                    # "tool_calls" and "stop" both say the model ended the answer itself
+                    # (NVIDIA Dynamo and ChatMock send one after the other).
                     raise self._void(
                         f"choice {index} finished twice ({clip(str(ended))}, then "
                         f"{clip(str(reason))})"
