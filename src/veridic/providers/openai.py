@@ -375,8 +375,8 @@ class _ChatAssembler:
         """(choice, call index) of the calls an earlier piece began"""
 
     def feed(self, event: object) -> str:
-        self._check(event)
-        event = self._unrepeated(event)
+        if self._check(event):
+            event = self._unrepeated(event)
         try:
             self._state.handle_chunk(event)
         # RuntimeError: the SDK's merge of a call piece that has no index.
@@ -393,13 +393,19 @@ class _ChatAssembler:
             delta, "refusal", where=where, default=""
         )
 
-    def _check(self, event: object) -> None:
+    def _check(self, event: object) -> bool:
         """Refuse what the SDK's merging would hide: a piece after a choice finished (a call
         appended after the stop would run), a second id for one tool-call index (two
         calls merged into one, under an id nobody sent), and a second choice (shown as it
-        came, while the reply holds the first)."""
+        came, while the reply holds the first).
+
+        Returns:
+            Whether the chunk holds pieces of tool calls (the text chunks of the stream
+            hold none, and need no more reading).
+        """
         choices = attr(event, "choices")
         choices = choices if isinstance(choices, list) else []
+        called = False
         for choice in choices:
             index = attr(choice, "index")
             if index not in (None, 0) or len(choices) > 1:
@@ -410,6 +416,7 @@ class _ChatAssembler:
             more = attr(delta, "content") or attr(delta, "refusal") or calls
             if index in self._finished and more:
                 raise self._void(f"choice {index} went on after its finish_reason")
+            called = called or bool(calls)
             for call in calls if isinstance(calls, list) else ():
                 key = (index, attr(call, "index"))
                 given = attr(call, "id")
@@ -431,6 +438,7 @@ class _ChatAssembler:
                         f"choice {index} finished twice ({clip(str(ended))}, then "
                         f"{clip(str(reason))})"
                     )
+        return called
 
     def _unrepeated(self, event: object) -> object:
         """``event`` without the id and name a call's later piece repeats (a copy, when one
