@@ -595,10 +595,37 @@ def _not_retryable(kind: type[VeridicError]) -> type[VeridicError]:
         made = type(
             kind.__name__,
             (kind, ModelError),
-            {"__module__": kind.__module__, "__qualname__": kind.__qualname__},
+            {
+                "__module__": kind.__module__,
+                "__qualname__": kind.__qualname__,
+                "__reduce__": _reduce_twin,
+            },
         )
         made = _NOT_RETRIED.setdefault(kind, made)
     return made
+
+
+def _reduce_twin(self: VeridicError) -> str | tuple[object, ...]:
+    """Pickle a twin made by :func:`_not_retryable` as its class and arguments.
+
+    ``pickle`` finds a class by its module and name, which are those of the class the
+    twin was made of: without this, an error raised through LangChain could not cross a
+    process boundary (``it's not the same object as veridic.errors.AuditWriteError``).
+    """
+    kind = type(self).__mro__[1]
+    reduced = super(type(self), self).__reduce__()
+    if isinstance(reduced, str) or reduced[0] is not type(self):
+        return reduced
+    return (_twin, (kind, reduced[1]), *reduced[2:])
+
+
+def _twin(kind: type[VeridicError], args: tuple[object, ...]) -> VeridicError:
+    """An error of ``kind`` holding ``args``, raised as LangChain does not retry (unpickling:
+    its attributes are set after, so its ``__init__``, whose parameters may differ from
+    ``args``, is not called)."""
+    error = _not_retryable(kind).__new__(_not_retryable(kind))
+    error.args = args
+    return error
 
 
 @contextmanager

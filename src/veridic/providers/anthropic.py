@@ -368,13 +368,19 @@ class _MessagesAssembler:
         """Take the counts ``usage`` gives over those held, as the SDK's own accumulator
         does: message_delta's are cumulative, the answer's final counts (the tokens read
         too: a proxy that counts the prompt only at the end starts with 0), and one it
-        leaves out keeps message_start's. A delta's 0 tokens written keep the start's
-        count."""
+        leaves out keeps message_start's.
+
+        Cumulative counts do not shrink, so a lower one keeps the count held: SGLang's
+        Messages endpoint sends the prompt's count at the start and ``"input_tokens": 0``
+        in the delta, which read over the start's counted 0 tokens read, and
+        ``Limits(tokens=...)`` let the run go past its budget.
+        """
         for path in _COUNTED:
             found = attr(usage, *path)
             held = self._counts.get(path)
-            if found is not None and not (path == _WROTE and found == 0 and held is not None):
-                self._counts[path] = found
+            if found is None or _lower(found, held):
+                continue
+            self._counts[path] = found
 
     def _usage(self) -> Usage | None:
         """The answer's usage, read from the counts held as a sent answer's is.
@@ -394,6 +400,19 @@ class _MessagesAssembler:
         if not usage:
             return None
         return usage_of({"usage": usage}, _READ, _WROTE, where=self._where, parts=_PARTS)
+
+
+def _lower(found: object, held: object) -> bool:
+    """Whether count ``found`` is lower than count ``held`` (both plain numbers; any other
+    value is taken, for :func:`usage_of` to refuse)."""
+    numbers = (int, float)
+    return (
+        isinstance(found, numbers)
+        and isinstance(held, numbers)
+        and not isinstance(found, bool)
+        and not isinstance(held, bool)
+        and found < held
+    )
 
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

@@ -345,6 +345,11 @@ def _paired(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
 
+_MODEL_ENDED: Final = frozenset({"stop", "tool_calls"})
+"""The finish reasons of a chat answer the model ended itself: a choice that finishes with
+one and then the other is one whole answer."""
+
+
 class _ChatAssembler:
     """Chat completion chunks, put together by the SDK's own ``ChatCompletionStreamState``.
 
@@ -370,8 +375,8 @@ class _ChatAssembler:
         """(choice, call index) of the calls an earlier piece began"""
 
     def feed(self, event: object) -> str:
-        self._check(event)
-        event = self._unrepeated(event)
+        if self._check(event):
+            event = self._unrepeated(event)
         try:
             self._state.handle_chunk(event)
         # RuntimeError: the SDK's merge of a call piece that has no index.
@@ -388,13 +393,19 @@ class _ChatAssembler:
             delta, "refusal", where=where, default=""
         )
 
-    def _check(self, event: object) -> None:
+    def _check(self, event: object) -> bool:
         """Refuse what the SDK's merging would hide: a piece after a choice finished (a call
         appended after the stop would run), a second id for one tool-call index (two
         calls merged into one, under an id nobody sent), and a second choice (shown as it
-        came, while the reply holds the first)."""
+        came, while the reply holds the first).
+
+        Returns:
+            Whether the chunk holds pieces of tool calls (the text chunks of the stream
+            hold none, and need no more reading).
+        """
         choices = attr(event, "choices")
         choices = choices if isinstance(choices, list) else []
+        called = False
         for choice in choices:
             index = attr(choice, "index")
             if index not in (None, 0) or len(choices) > 1:
@@ -405,6 +416,7 @@ class _ChatAssembler:
             more = attr(delta, "content") or attr(delta, "refusal") or calls
             if index in self._finished and more:
                 raise self._void(f"choice {index} went on after its finish_reason")
+            called = called or bool(calls)
             for call in calls if isinstance(calls, list) else ():
                 key = (index, attr(call, "index"))
                 given = attr(call, "id")
@@ -418,12 +430,15 @@ class _ChatAssembler:
             reason = attr(choice, "finish_reason")
             if reason:
                 ended = self._finished.setdefault(index, reason)
-                if ended != reason:
+                if ended != reason and not {ended, reason} <= _MODEL_ENDED:
                     # The SDK keeps the last: a call cut off at "length" would run as whole.
+                    # "tool_calls" and "stop" both say the model ended the answer itself
+                    # (NVIDIA Dynamo and ChatMock send one after the other).
                     raise self._void(
                         f"choice {index} finished twice ({clip(str(ended))}, then "
                         f"{clip(str(reason))})"
                     )
+        return called
 
     def _unrepeated(self, event: object) -> object:
         """``event`` without the id and name a call's later piece repeats (a copy, when one
