@@ -1,0 +1,158 @@
+"""A second read of the eighth review's tools changes: boot checks, views and paused runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import veridic
+from veridic import PausedRun, SQLiteAuditSink
+
+# --- a paused run resumed by another process -----------------------------------------------
+
+_APP = '''
+"""The application: its tools, a pause when run as a script, a resume when imported."""
+import sys
+
+from pydantic import BaseModel
+
+from veridic import (
+    ApprovalPolicy, Composer, InstructionField, ModelGateway, PausedRun, Registry,
+    ScriptedProvider, SQLiteAuditSink, instruction,
+)
+
+SYSTEM = instruction("You are the maintenance agent.")
+
+
+class StoredPrompt(BaseModel):
+    feature: str
+    content: InstructionField
+
+
+def registry(ran: list[str], saves: str = "Save new content for a feature's prompt") -> Registry:
+    tools = Registry("maint")
+
+    @tools.tool(kind="write")
+    def revert(target: str) -> str:
+        """Revert a golden test fixture to its last committed version.
+
+        Args:
+            target: The fixture's path.
+        """
+        ran.append(f"revert {target}")
+        return "reverted"
+
+    def edit_prompt(feature: str, content: str) -> str:
+        ran.append(f"edit {feature}")
+        return "saved"
+
+    edit_prompt.__doc__ = (
+        saves + "; the feature uses it as its system prompt.\\n\\n"
+        "Args:\\n    feature: The AI feature.\\n    content: The new prompt text.\\n"
+    )
+    tools.tool(kind="write", writes=(StoredPrompt,))(edit_prompt)
+    return tools
+
+
+def pause(tool: str, arguments: str, db: str) -> str:
+    view = registry([]).view()
+    result = ModelGateway(
+        ScriptedProvider([{"tool_calls": [("c1", tool, arguments)]}]), audit=SQLiteAuditSink(db)
+    ).run(
+        Composer().system(SYSTEM, view.capability_section()).user("Go."),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id="req-1",
+        defer=True,
+    )
+    assert result.paused is not None
+    return result.paused.to_json()
+
+
+if __name__ == "__main__":
+    sys.stdout.write(pause(sys.argv[1], sys.argv[2], sys.argv[3]))
+'''
+
+_CALLS = {
+    "revert": ('{"target": "checkout"}', "revert checkout"),
+    "edit_prompt": ('{"feature": "support", "content": "Be brief."}', "edit support"),
+}
+
+
+def _app(tmp_path: Path) -> tuple[Path, ModuleType]:
+    """The application's module, written to ``tmp_path`` and imported as ``maint_app``."""
+    path = tmp_path / "maint_app.py"
+    path.write_text(_APP, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("maint_app", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["maint_app"] = module  # pydantic resolves the models' annotations by module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["maint_app"]
+    return path, module
+
+
+def _paused_by_the_script(path: Path, tool: str, db: Path) -> str:
+    """The paused run of ``python maint_app.py`` (the module as ``__main__``), as stored."""
+    source = Path(veridic.__file__).parents[1]  # this tree's veridic, not an installed one
+    done = subprocess.run(
+        [sys.executable, str(path), tool, _CALLS[tool][0], str(db)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(source), "PATH": ""},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _resume(app: ModuleType, stored: str, db: Path, **changes: str) -> tuple[list[str], list[str]]:
+    ran: list[str] = []
+    view = app.registry(ran, **changes).view()
+    paused = PausedRun.from_json(stored)
+    result = veridic.ModelGateway(
+        veridic.ScriptedProvider([{"content": "Done."}]), audit=SQLiteAuditSink(str(db))
+    ).resume(
+        paused,
+        veridic.Composer().system(app.SYSTEM, view.capability_section()),
+        view,
+        policy=veridic.ApprovalPolicy(view),
+        answers={approval.digest: True for approval in paused.approvals},
+    )
+    return ran, [approval.why for approval in result.pending]
+
+
+@pytest.mark.parametrize("tool", ["revert", "edit_prompt"])
+def test_a_yes_given_to_a_script_runs_the_same_tool_in_a_process_that_imports_it(
+    tmp_path: Path, tool: str
+) -> None:
+    # The handler and the model it writes are defined in __main__ when paused and in
+    # maint_app when resumed: the same tool, which the user said yes to.
+    path, app = _app(tmp_path)
+    stored = _paused_by_the_script(path, tool, tmp_path / "audit.db")
+    assert json.loads(stored)["approvals"][0]["tool"] == tool
+    assert _resume(app, stored, tmp_path / "audit.db") == ([_CALLS[tool][1]], [])
+
+
+def test_a_tool_whose_description_changed_since_the_pause_is_asked_about_again(
+    tmp_path: Path,
+) -> None:
+    path, app = _app(tmp_path)
+    stored = _paused_by_the_script(path, "edit_prompt", tmp_path / "audit.db")
+    ran, why = _resume(app, stored, tmp_path / "audit.db", saves="Delete a feature's prompt")
+    assert ran == []
+    (asked,) = why
+    assert asked.endswith(
+        "asked again: the tool named 'edit_prompt' now is not the one the user was asked "
+        "about (its description)"
+    )
