@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 import veridic
-from veridic import PausedRun, SQLiteAuditSink
+from veridic import PausedRun, Registry, SQLiteAuditSink
 
 # --- a paused run resumed by another process -----------------------------------------------
 
@@ -156,3 +156,47 @@ def test_a_tool_whose_description_changed_since_the_pause_is_asked_about_again(
         "asked again: the tool named 'edit_prompt' now is not the one the user was asked "
         "about (its description)"
     )
+
+
+# --- what a boot check returns ---------------------------------------------------------------
+
+
+class _Array:
+    """A NumPy array (or a pandas frame) as a warm-up returns it: no truth value."""
+
+    def __bool__(self) -> bool:
+        raise ValueError("The truth value of an array with more than one element is ambiguous")
+
+
+class _Client:
+    """A client object as a check that connects returns it (no ``__bool__``, no ``__len__``)."""
+
+
+def _pro(answer: object) -> Registry:
+    registry = Registry("shop")
+    pro = registry.component("Pro", boot=lambda: answer, hint="Renew the licence.")
+
+    @pro.tool(kind="query")
+    def forecast(days: int) -> str:
+        """Forecast the sales of the coming days with the Pro model.
+
+        Args:
+            days: How many days ahead.
+        """
+        return "up"
+
+    return registry
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [_Array(), _Client(), "2.4.1", {"status": "ok"}, b"PONG"],
+    ids=["array", "client", "version", "dict", "bytes"],
+)
+def test_a_boot_check_that_returns_what_it_started_starts_the_component(answer: object) -> None:
+    # boot=lambda: model.predict(sample) warms a model up and returns its prediction (a
+    # NumPy array, whose truth value raises); the others are what connecting returns.
+    registry = _pro(answer)
+    assert "forecast" in registry.view().names()
+    (state,) = registry.components()
+    assert (state.started, state.reason) == (True, "")
