@@ -214,10 +214,7 @@ def _component_with(answer: Callable[[], object]) -> Registry:
     return registry
 
 
-@given(
-    answer=st.sampled_from([0, 0.0, "", [], {}, (), frozenset()])
-    | st.just(decimal.Decimal(0))
-)
+@given(answer=st.sampled_from([0, 0.0, "", [], {}, (), frozenset()]) | st.just(decimal.Decimal(0)))
 @settings(max_examples=20)
 def test_a_boot_check_answering_with_a_false_value_does_not_start(answer: object) -> None:
     # boot=lambda: os.environ.get("PRO_KEY", "") or boot=licence.days_left: "no" in its words.
