@@ -6,6 +6,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -200,3 +201,89 @@ def test_a_boot_check_that_returns_what_it_started_starts_the_component(answer: 
     assert "forecast" in registry.view().names()
     (state,) = registry.components()
     assert (state.started, state.reason) == (True, "")
+
+
+# --- a boot check running in one thread while another asks for a view ----------------------
+
+
+@pytest.mark.parametrize("recheck", [None, "view"])
+def test_a_view_asked_for_while_another_thread_runs_the_boot_check_is_built(
+    recheck: str | None,
+) -> None:
+    # The refusal of a view inside a boot check is for the check's own thread: a request
+    # served by another thread meanwhile waits for the check and gets the view.
+    registry = Registry("shop")
+    entered, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def check() -> bool:
+        runs.append(threading.current_thread().name)
+        if len(runs) == 1:
+            entered.set()
+            release.wait(5)
+        return True
+
+    pro = registry.component("Pro", boot=check, recheck=recheck)  # type: ignore[arg-type]  # None or "view"
+
+    @pro.tool(kind="query")
+    def forecast(days: int) -> str:
+        """Forecast the sales of the coming days with the Pro model.
+
+        Args:
+            days: How many days ahead.
+        """
+        return "up"
+
+    views: dict[str, frozenset[str]] = {}
+    failed: list[BaseException] = []
+
+    def ask(name: str) -> None:
+        try:
+            views[name] = registry.view().names()
+        except BaseException as error:  # handed to the test below
+            failed.append(error)
+
+    first = threading.Thread(target=ask, args=("first",), name="first")
+    first.start()
+    assert entered.wait(5)
+    second = threading.Thread(target=ask, args=("second",), name="second")
+    second.start()
+    second.join(0.1)  # it waits for the check that runs
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert failed == []
+    assert "forecast" in views["first"]
+    assert "forecast" in views["second"]
+    assert registry.components()[0].started is True
+
+
+# --- a deny filter of the application's own class -------------------------------------------
+
+
+class _DenyDeletes(veridic.Deny):
+    """An application's deny filter that decides in ``matches`` itself."""
+
+    def matches(self, tool: veridic.Tool) -> bool:
+        return tool.name.startswith("delete_") or super().matches(tool)
+
+
+def test_a_deny_filter_that_overrides_matches_still_denies_what_it_matches() -> None:
+    registry = Registry("admin")
+    for name in ("delete_user", "list_users", "export_users"):
+
+        def handler(user: str) -> str:
+            return user
+
+        handler.__name__ = name
+        handler.__doc__ = f"Run {name} on one user account.\n\nArgs:\n    user: The user.\n"
+        registry.tool(kind="write")(handler)
+    deny = _DenyDeletes({"export_users"}, reason=veridic.instruction("read-only session"))
+    view = registry.view(deny=[deny, "list_users"])
+    assert "delete_user" not in view.names()
+    assert (view.status("delete_user").reason, view.status("delete_user").cause) == (
+        "read-only session",
+        "deny",
+    )
+    assert view.status("export_users").reason == "read-only session"
+    assert view.status("list_users").reason == "named in the view's deny list"
