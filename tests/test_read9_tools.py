@@ -11,6 +11,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import veridic
 from veridic import PausedRun, Registry, SQLiteAuditSink
@@ -80,6 +82,7 @@ if __name__ == "__main__":
     sys.stdout.write(pause(sys.argv[1], sys.argv[2], sys.argv[3]))
 '''
 
+_SYSTEM = veridic.instruction("You are the maintenance agent.")  # the app's SYSTEM
 _CALLS = {
     "revert": ('{"target": "checkout"}', "revert checkout"),
     "edit_prompt": ('{"feature": "support", "content": "Be brief."}', "edit support"),
@@ -119,13 +122,14 @@ def _paused_by_the_script(path: Path, tool: str, db: Path) -> str:
 
 def _resume(app: ModuleType, stored: str, db: Path, **changes: str) -> tuple[list[str], list[str]]:
     ran: list[str] = []
-    view = app.registry(ran, **changes).view()
+    registry: Registry = app.registry(ran, **changes)
+    view = registry.view()
     paused = PausedRun.from_json(stored)
     result = veridic.ModelGateway(
         veridic.ScriptedProvider([{"content": "Done."}]), audit=SQLiteAuditSink(str(db))
     ).resume(
         paused,
-        veridic.Composer().system(app.SYSTEM, view.capability_section()),
+        veridic.Composer().system(_SYSTEM, view.capability_section()),
         view,
         policy=veridic.ApprovalPolicy(view),
         answers={approval.digest: True for approval in paused.approvals},
@@ -287,3 +291,47 @@ def test_a_deny_filter_that_overrides_matches_still_denies_what_it_matches() -> 
     )
     assert view.status("export_users").reason == "read-only session"
     assert view.status("list_users").reason == "named in the view's deny list"
+
+
+# --- a plan of fewer than 50 refused names is told what it was told before -------------------
+
+
+def _plan_view() -> veridic.ToolView:
+    registry = Registry("plans")
+    for number in range(40):
+
+        def handler(x: str) -> str:
+            return x
+
+        handler.__name__ = f"report_{number}"
+        handler.__doc__ = f"Build report number {number}.\n\nArgs:\n    x: The filter.\n"
+        registry.tool(kind="query", roles=("admin",) if number % 7 == 0 else ())(handler)
+    return registry.view(
+        deny=[
+            veridic.Deny({"report_3", "report_5"}),
+            veridic.Deny({"report_4"}, reason=veridic.instruction("paused"), tombstone=True),
+        ]
+    )
+
+
+_PLAN_VIEW = _plan_view()
+_REFUSED = st.sampled_from(["report_0", "report_3", "report_4", "report_5", "report_14"]) | (
+    st.integers(0, 60).map(lambda n: f"report_{n}x")
+)
+
+
+@given(picks=st.lists(_REFUSED, min_size=8, max_size=60).filter(lambda p: len(set(p)) <= 50))
+@settings(max_examples=40, deadline=None)
+def test_a_plans_refused_names_are_told_what_view_status_tells_them(picks: list[str]) -> None:
+    # Up to 50 distinct names: each told, word for word, what the plan told it before the
+    # bounded lookup (view.status, and a hidden tool as view.unknown tells it).
+    view = _PLAN_VIEW
+    steps = [{"id": f"s{index}", "tool": name} for index, name in enumerate(picks)]
+    plan = veridic.normalize_plan(steps, view)
+    assert [item.tool for item in plan.dropped] == picks
+    for item in plan.dropped:
+        status = view.status(item.tool)
+        told = view.unknown(item.tool) if status.hidden else status
+        error = status.error()
+        assert item.detail == (str(error) if error is not None else status.reason)
+        assert item.suggestions == (told.suggestions[:3] if told.state == "unknown" else ())
