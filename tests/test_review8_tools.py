@@ -198,11 +198,6 @@ def test_a_plan_looks_for_nearest_names_of_a_bounded_number_of_invented_names() 
 # --- a boot check that answers with a false value ------------------------------------------
 
 
-class _NoTruth:
-    def __bool__(self) -> bool:
-        raise ValueError("the truth value of an array with more than one element is ambiguous")
-
-
 def _component_with(answer: Callable[[], object]) -> Registry:
     registry = Registry("shop")
     pro = registry.component("Pro", boot=answer, provides="Refunds", hint="Renew the licence.")
@@ -219,10 +214,7 @@ def _component_with(answer: Callable[[], object]) -> Registry:
     return registry
 
 
-@given(
-    answer=st.sampled_from([0, 0.0, "", [], {}, (), frozenset(), _NoTruth()])
-    | st.just(decimal.Decimal(0))
-)
+@given(answer=st.sampled_from([0, 0.0, "", [], {}, (), frozenset()]) | st.just(decimal.Decimal(0)))
 @settings(max_examples=20)
 def test_a_boot_check_answering_with_a_false_value_does_not_start(answer: object) -> None:
     # boot=lambda: os.environ.get("PRO_KEY", "") or boot=licence.days_left: "no" in its words.
@@ -235,7 +227,7 @@ def test_a_boot_check_answering_with_a_false_value_does_not_start(answer: object
     )
     (state,) = registry.components()
     assert state.started is False
-    assert state.reason.startswith("its boot check returned a")
+    assert state.reason == "its boot check returned a false value"
     assert state.reason in view.capability_section()
     assert "Renew the licence." in view.capability_section()
 

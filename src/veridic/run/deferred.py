@@ -82,6 +82,7 @@ from veridic.run.records import AuditRecord, _storable
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import ToolCall
 from veridic.tools.risk import Risk, ToolKind
+from veridic.tools.tool import Tool
 from veridic.tools.view import ToolView
 
 __all__ = ["PausedRun", "PendingApproval"]
@@ -109,16 +110,16 @@ class PendingApproval:
     ``why`` says which rule asks for the approval, for the dialog;
     ``waiting_sha256`` is ``waiting_sha256()`` of the calls that wait with
     this one (this one included), so the answer binds the run it belongs to;
-    ``grant`` is what an "always" rule for the tool would be granted for (digests
-    of its description, schema, kind, risk, where it is defined and its
-    registry), so the answer binds the tool too: two features' ``revert`` tools
-    of the same shape are not one tool, and a yes to one never runs the other
-    (``""`` in an approval read from a paused run of an earlier format, whose
-    answer holds for the tool of that name, as it did then). Where the handler
-    is defined is not compared on resume: a paused run goes on in another
-    process, which may run the application's module as a script
-    (``__main__``), and two tools alike in every part the user and the model
-    can see were one tool to the user who answered.
+    ``grant`` binds the answer to the tool too: digests of its description,
+    schema, kind, risk, what it writes and its registry, as an "always" rule's
+    grant has them, so two features' ``revert`` tools of the same shape are not
+    one tool, and a yes to one never runs the other (``""`` in an approval read
+    from a paused run of an earlier format, whose answer holds for the tool of
+    that name, as it did then). Unlike an "always" rule's grant, it names no
+    Python module, neither the handler's nor those of the models it writes: a
+    paused run goes on in another process, which may run the application's
+    module as a script (``__main__``), and two tools alike in every part the
+    user and the model can see were one tool to the user who answered.
     """
 
     call_id: str
@@ -219,11 +220,11 @@ class PendingApproval:
             changes.append("it now writes text read as instruction")
         if changes:
             return f"{self.tool!r} changed since the user was asked ({'; '.join(changes)})"
-        changed = _changed(_seen(self.grant), _seen(grant)) if self.grant and grant else ""
+        changed = _changed(self.grant, grant) if self.grant and grant else ""
         if changed:
             return (
                 f"the tool named {self.tool!r} now is not the one the user was asked about "
-                f"({changed} changed)"
+                f"({changed})"
             )
         return ""
 
@@ -477,9 +478,21 @@ _APPROVAL_KEYS: Final = {
 }
 
 
-def _seen(grant: str) -> str:
-    """``grant`` without where the handler is defined (see :class:`PendingApproval`)."""
-    return " ".join(part for part in grant.split(" ") if not part.startswith("defined="))
+def bound_grant(tool: Tool, view: ToolView) -> str:
+    """The :attr:`PendingApproval.grant` of ``tool``: its "always" rule grant without the
+    Python modules in it (where the handler is defined; what it writes by the models'
+    qualified names), which differ between a script and the process that imports it."""
+    written = "\n".join(
+        [model.__qualname__ for model in tool.writes] + sorted(tool.instruction_writes)
+    )
+    writes = hashlib.sha256(written.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    parts = []
+    for part in _grant(tool, view).split(" "):
+        if part.startswith("writes="):
+            parts.append(f"writes={writes}")
+        elif not part.startswith("defined="):
+            parts.append(part)
+    return " ".join(parts)
 
 
 def _approval(index: int, item: object, *, granted: bool) -> PendingApproval:
@@ -823,7 +836,7 @@ class ResumeSteps:
                 approval.stale(
                     request,
                     shown_arguments(request.arguments),
-                    _grant(view.tool(call.name), view),
+                    bound_grant(view.tool(call.name), view),
                 )
                 if approval is not None
                 else "it needs the user's approval now, and none was asked for before"

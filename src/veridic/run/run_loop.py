@@ -22,11 +22,12 @@ from pydantic_core import ErrorDetails, PydanticKnownError
 from veridic._sample import clip
 from veridic.errors import AuditWriteError, RunLimitError, VeridicError
 from veridic.providers._base import Usage
-from veridic.run.approval import ApprovalPolicy, ApprovalRequest, _grant
+from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.deferred import (
     PausedRun,
     PendingApproval,
     answered,
+    bound_grant,
     check_waiting,
     needs_answer,
     shown_arguments,
@@ -334,7 +335,7 @@ class _Run(Generic[OutputT]):
                         why,
                         request.arguments,
                     )
-                grant = _grant(reply.view.tool(call.name), reply.view)
+                grant = bound_grant(reply.view.tool(call.name), reply.view)
                 approvals.append(
                     PendingApproval.of(call.id, request, arguments, waiting_digest, grant)
                 )

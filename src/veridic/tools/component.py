@@ -89,7 +89,8 @@ class Component:
     the registry boots, and again as ``recheck`` says (``None``: never again;
     ``"view"``: for every view; seconds: when a view is made and the last
     check is older) or when :meth:`~veridic.Registry.recheck` asks; if it raises (or
-    returns ``False`` or another false value, ``None`` aside) the component is down:
+    returns ``False`` or another false value; ``None`` and a value with no truth value,
+    such as a NumPy array, are a pass) the component is down:
     its tools are in no view, and
     every view's capability section says so, with the reason and the hint.
     """
@@ -290,15 +291,15 @@ class Component:
 def _refused_answer(result: object) -> tuple[str, str] | None:
     """The reason and detail when a check's answer, neither ``None``, ``True`` nor
     ``False``, is a "no": a false value (``0`` days of licence left, an empty key read
-    from the environment, an empty list of features), as it is for a view's predicate,
-    or a value with no truth value. ``None`` stays a pass: a check that returns nothing
-    raises to fail (``lambda: calls.append(1)``)."""
+    from the environment, an empty list of features), as it is for a view's predicate.
+    ``None`` stays a pass: a check that returns nothing raises to fail (``lambda:
+    calls.append(1)``). So does a value with no truth value: a check that warms a model
+    up returns its prediction (a NumPy array, a pandas frame), which says it ran, not
+    "no", as any value that is not false did before false values counted."""
     try:
-        falsy = not result
-    except Exception as error:
-        reason = "its boot check returned a value that is neither true nor false"
-        return reason, f"{reason} ({_boot_detail(error)}): return True or False"
-    if not falsy:
+        if result:
+            return None
+    except Exception:  # no truth value: see above
         return None
     reason = "its boot check returned a false value"
     try:

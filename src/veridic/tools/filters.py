@@ -186,7 +186,9 @@ class _Denials:
     A deny list of plain names is one ``Deny`` per name, and asking each of them
     about each tool cost a view of 10,000 tools with 3,000 names denied two seconds;
     the first filter naming a tool is looked up instead, and only the ``when``
-    filters before it are asked, in order, as before.
+    filters before it are asked, in order, as before. A filter of a subclass that
+    decides in its own ``matches`` is asked as a ``when`` filter is: its names may not
+    be all it denies.
     """
 
     __slots__ = ("_named", "_when")
@@ -195,6 +197,9 @@ class _Denials:
         self._named: dict[str, tuple[int, Deny]] = {}
         self._when: list[tuple[int, Deny]] = []
         for index, denial in enumerate(denials):
+            if type(denial).matches is not Deny.matches:
+                self._when.append((index, denial))
+                continue
             for name in denial.names:
                 self._named.setdefault(name, (index, denial))
             if denial.when is not None:

@@ -577,18 +577,15 @@ class _Told:
     """What one plan's refused names are told (:meth:`ToolView.unknown`), each name once,
     and the nearest names looked for only :data:`_NEAREST_LOOKED_UP` times."""
 
-    __slots__ = ("_seen", "_view", "_withheld")
+    __slots__ = ("_seen", "_view")
 
     def __init__(self, view: ToolView) -> None:
         self._view = view
         self._seen: dict[str, ToolStatus] = {}
-        self._withheld: dict[str, ToolStatus] | None = None
 
     def status(self, name: str) -> ToolStatus:
         """:meth:`ToolView.status` of a name the view does not expose."""
-        if self._withheld is None:
-            self._withheld = {status.name: status for status in self._view.withheld()}
-        withheld = self._withheld.get(name)
+        withheld = self._view._withheld.get(name)
         return withheld if withheld is not None else self.unknown(name)
 
     def unknown(self, name: str) -> ToolStatus:
