@@ -538,3 +538,15 @@ def test_an_endpoint_that_is_no_url_is_a_usage_error_without_its_key(
     assert said in err
     assert "s3cret-pw" not in out + err
     assert "not_imported_at_all" not in err  # checked before the application is imported
+
+
+def test_a_usage_error_of_veridic_show_naming_the_file_forges_no_log_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The twin of veridic audit's: show printed its usage error raw.
+    document = tmp_path / "a\n::add-mask::FINDING\x1b[8m.json"
+    document.write_text("not a document", encoding="utf-8")
+    assert main(["show", str(document)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("veridic show: ")
+    assert_inert(err)

@@ -20,7 +20,7 @@ from typing import Final, TextIO
 
 from veridic._counted import counted
 from veridic.checks._cli_audit import _is_postgres, _named, _open_store
-from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _UsageError
+from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _say, _UsageError
 from veridic.checks.audit_report import _call_json, _when
 from veridic.errors import VeridicError
 from veridic.run.audit import SQLiteAuditSink
@@ -64,7 +64,7 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
                 f"cannot write {args.output}: {error}: choose a writable path with -o"
             ) from error
     except _UsageError as error:
-        print(f"veridic show: {error}", file=sys.stderr)
+        _say("show", error, sys.stderr)
         return EXIT_USAGE
     out.write(_writable(f"wrote {args.output}\n", out))
     return EXIT_CLEAN
