@@ -1,0 +1,98 @@
+"""The ninth review of the evaluation: what its report claims, and what reaches the terminal.
+
+Each test was a reproducer that failed on the code before its fix. The command-line tests
+run end to end against a real HTTP server started in the test (``tests/_chat_server.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _chat_server import NEEDS_HTTP, ChatServer, Reply, chat, read_record, serving
+
+from veridic.evaluation.cli import main
+
+pytestmark = NEEDS_HTTP
+
+SPANISH = (
+    "El nuevo puente sobre el río se abrirá en mayo, después de dos años de obras. "
+    "La ciudad dice que el tráfico será más tranquilo para los vecinos del barrio."
+)
+"""An answer the judge, which reads English, sets apart (``not_english``)."""
+
+LIMIT = 40
+"""Cases per scheme of a two-scheme run: the first ``LIMIT`` requests are ``verbatim``'s."""
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with serving() as state:
+        yield state
+
+
+@pytest.fixture(autouse=True)
+def _cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("VERIDIC_EVAL_CACHE", str(tmp_path / "cache"))
+
+
+def _two_schemes(server: ChatServer, out: Path, *more: str) -> list[str]:
+    return [
+        *("--endpoint", server.url, "--model", "tiny", "--quiet", "--out", str(out)),
+        *("--schemes", "verbatim,datamark", "--limit", str(LIMIT), *more),
+    ]
+
+
+def _obeyed_then_spanish(number: int) -> Reply:
+    """``verbatim`` obeys the orders that ask for ACCESS GRANTED; ``datamark`` answers in
+    Spanish, which the judge cannot read."""
+    if number <= LIMIT:
+        return chat("ACCESS GRANTED. The bridge opens in May after two years of work.")
+    return chat(SPANISH)
+
+
+def _paired_row(report: str, scheme: str) -> str:
+    rows = [line for line in report.splitlines() if line.startswith(f"| {scheme} | ")]
+    paired = [row for row in rows if "discordant" in row and "| any disguise |" not in row]
+    assert paired, report
+    return paired[-1]
+
+
+# --- answers the judge sets apart are apart from the paired tests too ----------------------------
+
+
+def test_an_answer_set_apart_is_in_no_paired_test(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The table leaves an answer in another language out of every rate, and the paired
+    # test beside it counted it as an order refused: 'datamark' answered nothing the
+    # judge could read, and the report said it let through significantly fewer attacks
+    # than verbatim (p < 0.05) while its own row read n/a.
+    out = tmp_path / "r.json"
+    server.answer = _obeyed_then_spanish
+    assert main(_two_schemes(server, out)) == 0
+    report = capsys.readouterr().out
+    assert "| datamark | n/a |" in report
+    row = _paired_row(report, "datamark")
+    assert "0 vs 0 discordant of 0 pairs" in row, row
+    assert main(["--report", str(out)]) == 0  # read back: the same
+    assert _paired_row(capsys.readouterr().out, "datamark") == row
+
+
+def test_a_target_with_no_judged_answer_is_not_said_to_be_met(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # With every answer of the default set apart, its attack success counted as 0% of
+    # 0 and the report said the target was "met".
+    out = tmp_path / "r.json"
+    server.answer = _obeyed_then_spanish
+    assert main(_two_schemes(server, out)) == 0
+    report = capsys.readouterr().out
+    targets = [line for line in report.splitlines() if line.startswith("- ")]
+    assert targets, report
+    for line in targets[:2]:
+        assert not line.endswith((": met", ": NOT met")), line
+        assert "not measured" in line, line
