@@ -7,7 +7,6 @@ run end to end against a real HTTP server started in the test (``tests/_chat_ser
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,3 +95,74 @@ def test_a_target_with_no_judged_answer_is_not_said_to_be_met(
     for line in targets[:2]:
         assert not line.endswith((": met", ": NOT met")), line
         assert "not measured" in line, line
+
+
+# --- what the server or a record says reaches the terminal escaped ------------------------------
+
+ESCAPES = "\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\u202e"
+"""An OSC 52 clipboard write, a screen clear and a bidi override."""
+
+
+def _served_as(model: str) -> Reply:
+    status, headers, body = chat("A summary of the document.")
+    answer = json.loads(body)
+    answer["model"] = model
+    return status, headers, json.dumps(answer).encode()
+
+
+def _escape_free(text: str) -> bool:
+    return not any(character in text for character in "\x1b\x07\u202e")
+
+
+def test_a_served_model_name_reaches_the_terminal_escaped(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The answers' "model" field is the server's text (a proxy may write anything); the
+    # report's setup line printed it raw, so it drove the terminal of whoever ran it.
+    out = tmp_path / "r.json"
+    server.answer = lambda n: _served_as(f"tiny{ESCAPES}")
+    argv = ["--endpoint", server.url, "--model", "tiny", "--quiet", "--out", str(out)]
+    assert main([*argv, "--schemes", "verbatim", "--limit", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "served model: tiny" in captured.out
+    assert _escape_free(captured.out), captured.out
+    assert _escape_free(captured.err), captured.err
+    # The record keeps what the server said; a report read from it shows it escaped.
+    assert ESCAPES in read_record(out)["meta"]["served model"]
+    assert main(["--report", str(out)]) == 0
+    assert _escape_free(capsys.readouterr().out)
+
+
+def test_a_record_s_scheme_name_reaches_the_terminal_escaped(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A record passed around (a colleague's, a pull request's) names its schemes: --report
+    # put them in the table raw, and the refusal to merge it quoted them raw.
+    out = tmp_path / "r.json"
+    argv = ["--endpoint", server.url, "--model", "tiny", "--quiet", "--out", str(out)]
+    assert main([*argv, "--schemes", "verbatim", "--limit", "2"]) == 0
+    capsys.readouterr()
+    record = read_record(out)
+    for case in record["cases"]:
+        case["scheme"] = f"verbatim{ESCAPES}"
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["--report", str(crafted)]) == 0
+    shown = capsys.readouterr().out
+    assert "| verbatim" in shown
+    assert _escape_free(shown), shown
+    assert main(["--report", str(crafted), str(crafted)]) == 1  # each case twice
+    assert _escape_free(capsys.readouterr().err)
+
+
+def test_a_server_error_body_reaches_the_terminal_escaped(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An endpoint's error page is quoted in the message that stops the run.
+    out = tmp_path / "r.json"
+    server.answer = lambda n: (400, {"Content-Type": "text/plain"}, f"bad {ESCAPES}".encode())
+    argv = ["--endpoint", server.url, "--model", "tiny", "--quiet", "--out", str(out)]
+    assert main([*argv, "--schemes", "verbatim", "--limit", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "HTTP 400" in err
+    assert _escape_free(err), err

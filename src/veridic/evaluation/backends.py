@@ -37,6 +37,7 @@ from veridic._model_runtime import (
     without_extra_buffer_types,
 )
 from veridic.errors import VeridicError
+from veridic.text.terminal_view import visible
 
 __all__ = [
     "RETRIED",
@@ -539,7 +540,7 @@ class EndpointBackend:
         if response.status_code != 200:
             raise BackendError(
                 f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
-                f"{response.text[:300]}; {self._gave_up(response, retries)}"
+                f"{visible(response.text, 300)}; {self._gave_up(response, retries)}"
                 f"{_advice(response.status_code)}"
             )
         try:
@@ -557,7 +558,7 @@ class EndpointBackend:
                 ) from error
             raise BackendError(
                 f"{self._shown} answered without choices[0].message.content ({error}): "
-                f"{response.text[:300]}; is it an OpenAI-compatible chat endpoint?"
+                f"{visible(response.text, 300)}; is it an OpenAI-compatible chat endpoint?"
             ) from error
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
         text = _with_reasoning(text, choice["message"])

@@ -53,6 +53,7 @@ from veridic.evaluation.schemes import (
     main_schemes,
     scheme_named,
 )
+from veridic.text.terminal_view import visible
 
 __all__ = ["Selection", "main", "parse_args", "parse_schemes"]
 
@@ -328,7 +329,13 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """Print ``message`` to standard error, each line as :func:`visible` shows it.
+
+    Messages quote outside text (a record's scheme names, a server's model name or error
+    page): a control, bidi or invisible character among it is written as a code.
+    """
+    lines = message.split("\n")
+    print("\n".join(visible(line, None) for line in lines), file=sys.stderr, flush=True)
 
 
 def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, str]]:

@@ -22,6 +22,7 @@ from veridic.evaluation.corpora import every_case
 from veridic.evaluation.corpus import Order
 from veridic.evaluation.runner import CaseResult, TokenCost
 from veridic.evaluation.statistics import Paired, Rate, paired, rate, twin_test
+from veridic.text.terminal_view import visible
 
 __all__ = ["FAMILIES", "SchemeSummary", "markdown", "read_json", "summarise", "write_json"]
 
@@ -236,7 +237,11 @@ def markdown(
     *,
     baseline: str | None = None,
 ) -> str:
-    """The report: the table, the token costs beside it, the paired tests, the setup."""
+    """The report: the table, the token costs beside it, the paired tests, the setup.
+
+    Every character that acts on a terminal or is not seen (controls, bidi, zero-width)
+    is written as ``⟦U+XXXX⟧``: the names and setup it shows are outside text.
+    """
     summaries = summarise(results)
     names = list(summaries)
     base = baseline if baseline in summaries else (names[0] if names else None)
@@ -351,7 +356,10 @@ def markdown(
         + ", ".join(f"{n} {s.utility_question}" for n, s in summaries.items())
         + "."
     )
-    return "\n".join(lines) + "\n"
+    # A scheme's name and the setup come from a record, a served model's name from the
+    # server: a control, bidi or invisible character among them is shown as a code, so
+    # that printing the report never drives the terminal that shows it.
+    return "\n".join(visible(line, None) for line in lines) + "\n"
 
 
 def write_json(
