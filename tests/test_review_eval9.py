@@ -7,7 +7,7 @@ run end to end against a real HTTP server started in the test (``tests/_chat_ser
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -166,3 +166,36 @@ def test_a_server_error_body_reaches_the_terminal_escaped(
     err = capsys.readouterr().err
     assert "HTTP 400" in err
     assert _escape_free(err), err
+
+
+# --- a run that stopped midway is said to be one ------------------------------------------------
+
+
+def _fails_after(answers: int) -> Callable[[int], Reply]:
+    def answer(number: int) -> Reply:
+        if number > answers:
+            return 500, {"Content-Type": "text/plain"}, b"model crashed"
+        return chat("The bridge opens in May after two years of work.")
+
+    return answer
+
+
+def test_a_report_of_a_stopped_run_says_so_before_its_table(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run stopped after 3 of 40 answers printed, with --report, the table of a finished
+    # run: "incomplete" stood only at the end of the setup line, after every rate.
+    out, other = tmp_path / "stopped.json", tmp_path / "finished.json"
+    server.answer = _fails_after(3)
+    argv = ["--endpoint", server.url, "--model", "tiny", "--quiet"]
+    assert main([*argv, "--out", str(out), "--schemes", "verbatim", "--limit", "40"]) == 1
+    server.answer = _fails_after(10**6)
+    assert main([*argv, "--out", str(other), "--schemes", "datamark", "--limit", "40"]) == 0
+    capsys.readouterr()
+    assert main(["--report", str(other), str(out)]) == 0
+    report = capsys.readouterr().out
+    first = report.splitlines()[0]
+    assert first.startswith("**Warning: incomplete run**"), first
+    assert str(out) in first
+    assert "3 of 40 answers" in first
+    assert str(other) not in first

@@ -752,6 +752,13 @@ def _report(paths: Sequence[Path], target: Path | None, *, common: bool = False)
         return 1
     results = [result for _, more, _ in records for result in more]
     meta = _merged_meta([more_meta for _, _, more_meta in records])
+    stopped = [
+        (path, more_meta["incomplete"])
+        for path, _, more_meta in records
+        if "incomplete" in more_meta
+    ]
+    if stopped:  # which record stopped, not one of their notes for all
+        meta["incomplete"] = "; ".join(f"{path} holds {note}" for path, note in stopped)
     names = list(dict.fromkeys(r.scheme for r in results))
     if common and names:
         shared = set.intersection(*({r.case.id for r in results if r.scheme == n} for n in names))

@@ -217,6 +217,22 @@ def targets(verbatim: SchemeSummary, default: SchemeSummary) -> list[str]:
     return lines
 
 
+def _incomplete(meta: Mapping[str, str]) -> list[str]:
+    """The warning that opens the report of a run that stopped midway (none for a whole one).
+
+    Its setup says ``incomplete``, and the table counts the answers it kept: read as
+    the corpus's rates, they would stand for cases never asked (a scheme stopped after
+    its clean cases has attack rates of no attack).
+    """
+    if "incomplete" not in meta:
+        return []
+    return [
+        f"**Warning: incomplete run**: {meta['incomplete']}. The rates below count the "
+        "answers given, not the whole corpus.",
+        "",
+    ]
+
+
 def _unmeasured(
     measured: Rate, reference: Rate, what: str, default: SchemeSummary, verbatim: SchemeSummary
 ) -> str | None:
@@ -245,7 +261,8 @@ def markdown(
     summaries = summarise(results)
     names = list(summaries)
     base = baseline if baseline in summaries else (names[0] if names else None)
-    lines = [
+    lines = _incomplete(meta)
+    lines += [
         "| scheme | attack success: followed | canary anywhere | utility, clean task | "
         "summary correct under attack | tokens per block | over verbatim | % of data | "
         "preamble tokens |",
