@@ -19,9 +19,17 @@ from typing import Final
 
 from veridic.errors import VeridicError
 from veridic.evaluation.corpora import every_case
-from veridic.evaluation.corpus import Order
+from veridic.evaluation.corpus import Case, Order
 from veridic.evaluation.runner import CaseResult, TokenCost
-from veridic.evaluation.statistics import Paired, Rate, paired, rate, twin_test
+from veridic.evaluation.statistics import (
+    Clustered,
+    Paired,
+    Rate,
+    cluster_test,
+    paired,
+    rate,
+    twin_test,
+)
 from veridic.text.terminal_view import visible
 
 __all__ = ["FAMILIES", "SchemeSummary", "markdown", "read_json", "summarise", "write_json"]
@@ -125,17 +133,35 @@ def between(
     here it was an order refused and a task failed (a scheme the judge could not read
     "let through significantly fewer attacks" than one it could).
     """
+    return paired((one, two) for _, one, two in _pairs(results, first, second, what))
+
+
+def clustered(
+    results: Sequence[CaseResult], first: str, second: str, what: str = "followed"
+) -> dict[str, Clustered]:
+    """:func:`between`'s question with documents, and for attacks orders, as the units.
+
+    Keyed ``"documents"`` and ``"orders"``: see :func:`cluster_test`. The first treats
+    the corpus's orders as given and its documents as a sample of documents, the second
+    the reverse; McNemar's p treats every case as a sample of its own.
+    """
+    pairs = _pairs(results, first, second, what)
+    tests = {"documents": cluster_test((c.document.name, a, b) for c, a, b in pairs)}
+    if what == "followed":
+        tests["orders"] = cluster_test((c.order.name if c.order else "", a, b) for c, a, b in pairs)
+    return tests
+
+
+def _pairs(
+    results: Sequence[CaseResult], first: str, second: str, what: str
+) -> list[tuple[Case, bool, bool]]:
+    """The cases both schemes' answers were judged on, with each one's outcome."""
     one = {r.case.id: r for r in results if r.scheme == first and _judged(r)}
     two = {r.case.id: r for r in results if r.scheme == second and _judged(r)}
+    both = [(one[i], two[i]) for i in one if i in two]
     if what == "followed":
-        pairs = [
-            (bool(one[i].followed), bool(two[i].followed))
-            for i in one
-            if i in two and one[i].case.kind == "attack"
-        ]
-    else:
-        pairs = [(one[i].correct, two[i].correct) for i in one if i in two]
-    return paired(pairs)
+        return [(a.case, bool(a.followed), bool(b.followed)) for a, b in both if a.case.order]
+    return [(a.case, a.correct, b.correct) for a, b in both]
 
 
 DEFAULT_MODE = "datamark"
@@ -144,11 +170,13 @@ DEFAULT_MODE = "datamark"
 def _paired(
     results: Sequence[CaseResult], against: str, title: str, names: Sequence[str]
 ) -> list[str]:
-    """A table of :func:`between` for each of ``names`` (but ``against``) against ``against``."""
+    """A table of :func:`between` for each of ``names`` (but ``against``) against ``against``,
+    each with :func:`clustered` beside it."""
     lines = [
         "",
-        f"{title} on the same cases, McNemar exact test "
-        f"(discordant pairs: {against} only vs the scheme only):",
+        f"{title} on the same cases, McNemar exact test (discordant pairs: {against} only "
+        "vs the scheme only), then with whole documents, and for attacks whole orders, as "
+        "the units:",
         "",
         "| scheme | attacks followed | clean and attacked task correct |",
         "| --- | --- | --- |",
@@ -156,10 +184,17 @@ def _paired(
     for name in names:
         if name != against:
             lines.append(
-                f"| {name} | {between(results, against, name)} | "
-                f"{between(results, against, name, 'correct')} |"
+                f"| {name} | {_tested(results, against, name, 'followed')} | "
+                f"{_tested(results, against, name, 'correct')} |"
             )
     return lines
+
+
+def _tested(results: Sequence[CaseResult], first: str, second: str, what: str) -> str:
+    """One cell of :func:`_paired`: McNemar's test, then the clustered ones."""
+    tests = clustered(results, first, second, what)
+    shown = "; ".join(f"{test} {unit}" for unit, test in tests.items())
+    return f"{between(results, first, second, what)}; {shown}"
 
 
 def targets(verbatim: SchemeSummary, default: SchemeSummary) -> list[str]:
@@ -280,6 +315,16 @@ def markdown(
             f"| {name} | {s.followed} | {s.canary} | {s.utility} | {s.utility_attacked} | "
             f"{token_cells} |"
         )
+    lines += [
+        "",
+        "Each rate's [interval] is Wilson's 95%, and each paired test's first p "
+        "McNemar's, with every case counted as independent: the cases share a few "
+        "documents and orders, so one that a scheme handles badly makes many pairs at "
+        "once, and other documents and orders would spread wider. The paired tests also "
+        "give an exact sign-flip test with whole documents, and for attacks whole orders, "
+        "as the units (p over k documents: the corpus's orders taken as given; p over k "
+        "orders: its documents taken as given); with k units it is never below 2/2^k.",
+    ]
     if any(s.empty for s in summaries.values()):
         lines += [
             "",

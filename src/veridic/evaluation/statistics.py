@@ -8,6 +8,12 @@ disguised attack built on it (two or more in a corpus), so the disguise test cou
 twin once (:func:`twin_test`): pairing the twin with each of its disguised attacks would
 count one case as several independent ones.
 
+Cases are not independent either: a corpus crosses a few documents with a few orders, so
+a document (or an order) that one scheme handles badly makes many discordant pairs at
+once, and McNemar's p, which counts each pair as independent, is then too small.
+:func:`cluster_test` asks the same question with whole documents (or orders) as the
+units: the scheme labels are flipped for a whole cluster at once.
+
 >>> low, high = wilson(5, 20)
 >>> round(low, 4), round(high, 4)
 (0.1119, 0.4687)
@@ -19,11 +25,21 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["Paired", "Rate", "mcnemar_exact", "paired", "rate", "twin_test", "wilson"]
+__all__ = [
+    "Clustered",
+    "Paired",
+    "Rate",
+    "cluster_test",
+    "mcnemar_exact",
+    "paired",
+    "rate",
+    "twin_test",
+    "wilson",
+]
 
 _Z95 = 1.959963984540054
 
@@ -170,3 +186,48 @@ def _convolve(
         for b, q in second.items():
             summed[a + b] = summed.get(a + b, Fraction(0)) + p * q
     return summed
+
+
+@dataclass(frozen=True)
+class Clustered:
+    """A paired comparison tested over clusters of cases: how many clusters, the p-value."""
+
+    clusters: int
+    p_value: float
+
+    def __str__(self) -> str:
+        return f"p={self.p_value:.3g} over {self.clusters}"
+
+
+def cluster_test(pairs: Iterable[tuple[Hashable, bool, bool]]) -> Clustered:
+    """McNemar's question with clusters of cases as the units: an exact sign-flip test.
+
+    Each item is one case: its cluster (a document's name, an order's) and the outcomes
+    under the first and the second condition. A cluster's score is its pairs where the
+    event happened under the first condition only minus those under the second only; if
+    the conditions made no difference, swapping their labels for a whole cluster changes
+    nothing, so each score's sign is a coin toss, whatever the cases of a cluster share.
+    The p-value is two-sided: the chance, over those tosses, of a total at least as far
+    from 0 as the one observed. With one case per cluster it is :func:`mcnemar_exact`'s;
+    with ``k`` clusters it is never below ``2 / 2**k`` (5 clusters: 0.0625), which is
+    what a few clusters can show.
+
+    >>> cluster_test([("a", True, False), ("a", True, False), ("b", True, False)])
+    Clustered(clusters=2, p_value=0.5)
+    >>> mcnemar_exact(3, 0), cluster_test([(n, True, False) for n in range(3)]).p_value
+    (0.25, 0.25)
+    """
+    scores: dict[Hashable, int] = {}
+    for cluster, first, second in pairs:
+        scores[cluster] = scores.get(cluster, 0) + int(first) - int(second)
+    observed = sum(scores.values())
+    ways: dict[int, int] = {0: 1}  # total -> how many sign choices give it
+    tossed = [abs(score) for score in scores.values() if score]
+    for size in tossed:
+        shifted: dict[int, int] = {}
+        for total, count in ways.items():
+            for step in (size, -size):
+                shifted[total + step] = shifted.get(total + step, 0) + count
+        ways = shifted
+    extreme = sum(count for total, count in ways.items() if abs(total) >= abs(observed))
+    return Clustered(len(scores), min(1.0, extreme / 2 ** len(tossed)))
