@@ -6,7 +6,10 @@ run end to end against a real HTTP server started in the test (``tests/_chat_ser
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
+import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from _chat_server import NEEDS_HTTP, ChatServer, Reply, chat, read_record, servi
 from hypothesis import given
 from hypothesis import strategies as st
 
+from veridic.evaluation import install
 from veridic.evaluation.cli import main
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.statistics import cluster_test, mcnemar_exact
@@ -259,3 +263,56 @@ def test_a_cluster_test_is_symmetric_and_never_below_what_its_clusters_allow(
     swapped = cluster_test((cluster, b, a) for cluster, a, b in cases)
     assert test.p_value == swapped.p_value
     assert 2 / 2**test.clusters <= test.p_value <= 1
+
+
+# --- the installer runs nothing it has not checked -----------------------------------------------
+
+
+def _sdist_that_runs_code(folder: Path, marker: Path) -> Path:
+    """An sdist whose build backend writes ``marker`` as soon as pip imports it."""
+    backend = f"""
+from pathlib import Path
+Path({str(marker)!r}).write_text("ran", encoding="utf-8")
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def prepare_metadata_for_build_wheel(directory, config_settings=None):
+    info = Path(directory) / "evil_runtime-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\\nName: evil-runtime\\nVersion: 1.0\\n")
+    return info.name
+"""
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "evil_backend"\n'
+        'backend-path = ["."]\n',
+        "evil_backend.py": backend,
+        "PKG-INFO": "Metadata-Version: 2.1\nName: evil-runtime\nVersion: 1.0\n",
+    }
+    sdist = folder / "evil_runtime-1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            member = tarfile.TarInfo(f"evil_runtime-1.0/{name}")
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return sdist
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pip") is None, reason="pip is not installed")
+def test_a_replaced_runtime_sdist_runs_none_of_its_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sdist was checked against its pin after `pip download`, which had already run
+    # its build backend to read its metadata: an index (or a mirror, a proxy) serving
+    # another sdist ran its code on the user's machine, and only then was it refused.
+    index, marker = tmp_path / "index", tmp_path / "ran"
+    index.mkdir()
+    _sdist_that_runs_code(index, marker)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    pin = install.RuntimePin("evil-runtime", "1.0", "evil_runtime-1.0.tar.gz", "0" * 64)
+    with pytest.raises(install.InstallError):
+        install.build_runtime(tmp_path / "cache", pin, log=lambda _: None, cpuinfo="")
+    assert not marker.exists()
+    assert not (tmp_path / "cache" / "sdist" / pin.sdist).exists()

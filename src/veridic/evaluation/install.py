@@ -211,19 +211,32 @@ def _pip(*args: str) -> list[str]:
 
 
 def _fetch_sdist(cache: Path, pin: RuntimePin, run: Run) -> Path:
+    """The pinned sdist in the cache, downloaded first if missing, checked against its pin.
+
+    ``pip download`` runs an sdist's build backend to read its metadata, so the download
+    is hash-checked by pip itself (``--require-hashes``): an index or a proxy serving
+    another file is refused before any of its code runs, not after. The file is checked
+    again here, as a cached one is on every run.
+    """
     folder = cache / "sdist"
     sdist = folder / pin.sdist
     if not sdist.is_file():
         folder.mkdir(parents=True, exist_ok=True)
+        requirements = folder / "requirements.txt"
+        requirements.write_text(
+            f"{pin.name}=={pin.version} --hash=sha256:{pin.sdist_sha256}\n", encoding="utf-8"
+        )
         run(
             _pip(
                 "download",
                 "--no-deps",
                 "--no-binary",
                 ":all:",
+                "--require-hashes",
+                "-r",
+                str(requirements),
                 "-d",
                 str(folder),
-                f"{pin.name}=={pin.version}",
             ),
             os.environ,
         )
