@@ -316,3 +316,31 @@ def test_a_replaced_runtime_sdist_runs_none_of_its_code(
         install.build_runtime(tmp_path / "cache", pin, log=lambda _: None, cpuinfo="")
     assert not marker.exists()
     assert not (tmp_path / "cache" / "sdist" / pin.sdist).exists()
+
+
+# --- credentials a server repeats are not shown -------------------------------------------------
+
+
+def test_a_key_the_server_repeats_in_its_error_is_not_shown(
+    server: ChatServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An endpoint that refuses a key often quotes what it got ("invalid key s3cret..."),
+    # and a server's error page may quote the URL asked, its query too: the message that
+    # stopped the run printed it, for the terminal, the CI log, the bug report.
+    monkeypatch.setenv("MY_KEY", "s3cret-bearer-key")
+    body = (
+        "invalid API key 's3cret-bearer-key' for user s3cret-user (password s3cret-pass) "
+        "at /v1/chat/completions?key=s3cret-query"
+    )
+    server.answer = lambda n: (401, {"Content-Type": "text/plain"}, body.encode())
+    parts = server.url.split("://", 1)
+    url = f"{parts[0]}://s3cret-user:s3cret-pass@{parts[1]}?key=s3cret-query"
+    argv = ["--endpoint", url, "--model", "tiny", "--api-key-env", "MY_KEY", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "r.json"), "--limit", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "HTTP 401" in err
+    assert "invalid API key" in err
+    assert "s3cret" not in err, err

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from veridic._model_runtime import (
     HttpClient,
@@ -424,6 +425,22 @@ def retries_note(count: int, waited: float) -> str:
     )
 
 
+_SECRET_MIN: Final = 4
+"""Shorter values of a URL's user name, password or query are not looked for in a
+server's answer: replacing every ``1`` of an ``api-version=1`` would garble it."""
+
+
+def _secrets(url: str, api_key: str | None) -> tuple[str, ...]:
+    """What of ``url`` and ``api_key`` may authenticate, as written and percent-decoded,
+    longest first (so a secret holding another is replaced whole)."""
+    parts = urlsplit(url)
+    found = {api_key or "", parts.username or "", parts.password or ""}
+    found |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
+    found |= {item for item in parts.query.split("&") if "=" not in item}
+    found |= {unquote(value) for value in found} | {quote(value, safe="") for value in found}
+    return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))
+
+
 def _default_client() -> HttpClient:
     return http_client("--endpoint")
 
@@ -475,6 +492,7 @@ class EndpointBackend:
         self._waited = 0.0
         self._url = chat_url(endpoint)
         self._shown = shown_url(self._url)  # what messages and records say: no credentials
+        self._secrets = _secrets(self._url, api_key)
         self._model = model
         self._api_key = api_key
         self._client = client if client is not None else _default_client()
@@ -540,7 +558,7 @@ class EndpointBackend:
         if response.status_code != 200:
             raise BackendError(
                 f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
-                f"{visible(response.text, 300)}; {self._gave_up(response, retries)}"
+                f"{self._quoted(response.text)}; {self._gave_up(response, retries)}"
                 f"{_advice(response.status_code)}"
             )
         try:
@@ -552,13 +570,13 @@ class EndpointBackend:
             if response.text.lstrip().startswith("data:"):
                 raise BackendError(
                     f"{self._shown} streamed its answer for model {self._model!r} as "
-                    f"server-sent events ({response.text[:120]!r}) although the request "
+                    f"server-sent events ({self._quoted(response.text, 120)}) although the request "
                     "asked for one JSON body: turn streaming off in the server or the proxy "
                     "in front of it"
                 ) from error
             raise BackendError(
                 f"{self._shown} answered without choices[0].message.content ({error}): "
-                f"{visible(response.text, 300)}; is it an OpenAI-compatible chat endpoint?"
+                f"{self._quoted(response.text)}; is it an OpenAI-compatible chat endpoint?"
             ) from error
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
         text = _with_reasoning(text, choice["message"])
@@ -588,6 +606,14 @@ class EndpointBackend:
             seconds=seconds,
             retries=retries,
         )
+
+    def _quoted(self, text: str, limit: int = 300) -> str:
+        """What the server answered, as an error quotes it: the credentials this backend
+        sends replaced by ``***`` (a server refusing a key often repeats it, an error page
+        the URL it was asked), then clipped, each control or bidi character as a code."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return visible(text, limit)
 
     def _post(self, body: Mapping[str, object], headers: Mapping[str, str]) -> HttpResponse:
         try:
