@@ -344,3 +344,35 @@ def test_a_key_the_server_repeats_in_its_error_is_not_shown(
     assert "HTTP 401" in err
     assert "invalid API key" in err
     assert "s3cret" not in err, err
+
+
+# --- a report says when its records are of another version --------------------------------------
+
+
+def test_a_report_of_answers_to_other_prompts_or_another_judge_says_so(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A record of an older version (another datamark preamble under the same name, a
+    # judge changed since) was reported as today's scheme without a word, merged with
+    # today's records too: the targets then judged today's default by another's answers.
+    out = tmp_path / "r.json"
+    server.answer = _obeyed_then_spanish
+    argv = ["--endpoint", server.url, "--model", "tiny", "--quiet", "--out", str(out)]
+    assert main([*argv, "--schemes", "verbatim,datamark", "--limit", "6"]) == 0
+    capsys.readouterr()
+    record = read_record(out)
+    datamark = [case for case in record["cases"] if case["scheme"] == "datamark"]
+    for case in datamark:
+        case["prompt_id"] = "0123456789abcdef"  # rendered by another version
+    verbatim = [case for case in record["cases"] if case["scheme"] == "verbatim"]
+    verbatim[0]["followed"] = not verbatim[0]["followed"]  # judged by another version
+    verbatim[0]["correct"] = not verbatim[0]["correct"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["--report", str(old)]) == 0
+    top = capsys.readouterr().out.split("| scheme |", 1)[0]
+    assert "**Warning: records of another version**" in top, top
+    assert "datamark 6 of 6 answers" in top
+    assert "verbatim 1 of 6 verdicts" in top
+    assert main(["--report", str(out)]) == 0  # today's record: no warning
+    assert "another version" not in capsys.readouterr().out

@@ -20,7 +20,9 @@ from typing import Final
 from veridic.errors import VeridicError
 from veridic.evaluation.corpora import every_case
 from veridic.evaluation.corpus import Case, Order
-from veridic.evaluation.runner import CaseResult, TokenCost
+from veridic.evaluation.judge import judge
+from veridic.evaluation.runner import CaseResult, TokenCost, prompt_id
+from veridic.evaluation.schemes import scheme_named
 from veridic.evaluation.statistics import (
     Clustered,
     Paired,
@@ -268,6 +270,71 @@ def _incomplete(meta: Mapping[str, str]) -> list[str]:
     ]
 
 
+def _another_version(results: Sequence[CaseResult]) -> list[str]:
+    """The warning that opens a report of answers this version would not have asked or
+    judged so (none when every one is this version's).
+
+    A record keeps each answer's prompt id and verdicts: one written by an older
+    version may hold another preamble under a scheme's name, or verdicts of a judge
+    changed since, and its table would be read as this version's scheme and judge.
+    """
+    prompts: dict[str, list[int]] = {}
+    verdicts: dict[str, list[int]] = {}
+    for result in results:
+        counts = prompts.setdefault(result.scheme, [0, 0])
+        counts[0] += not _asked_today(result)
+        counts[1] += 1
+        counts = verdicts.setdefault(result.scheme, [0, 0])
+        counts[0] += not _judged_today(result)
+        counts[1] += 1
+    parts = []
+    if any(stale for stale, _ in prompts.values()):
+        parts.append(
+            "answers asked with prompts this version does not render under their scheme's "
+            "name: " + _stale_counts(prompts, "answers")
+        )
+    if any(stale for stale, _ in verdicts.values()):
+        parts.append(
+            "verdicts this version's judge does not give: " + _stale_counts(verdicts, "verdicts")
+        )
+    if not parts:
+        return []
+    return [
+        f"**Warning: records of another version**: {'; '.join(parts)}. Their rows are of "
+        "the version that wrote the record: rerun the schemes whose prompts changed; "
+        "verdicts are judged again by the same command with --resume.",
+        "",
+    ]
+
+
+def _stale_counts(counts: Mapping[str, list[int]], what: str) -> str:
+    return ", ".join(
+        f"{name} {stale} of {total} {what}" for name, (stale, total) in counts.items() if stale
+    )
+
+
+def _asked_today(result: CaseResult) -> bool:
+    """Whether this version renders ``result``'s prompt under its scheme's name."""
+    try:
+        scheme = scheme_named(result.scheme)
+    except KeyError:  # a scheme this version does not know
+        return False
+    return prompt_id(scheme.render(result.case).messages) == result.prompt_id
+
+
+def _judged_today(result: CaseResult) -> bool:
+    """Whether this version's judge gives ``result``'s output the verdicts it holds."""
+    verdict = judge(result.case, result.output)
+    held = (result.followed, result.canary, result.correct, result.truncated, result.not_english)
+    return held == (
+        verdict.followed,
+        verdict.canary,
+        verdict.correct,
+        verdict.truncated,
+        verdict.not_english,
+    )
+
+
 def _unmeasured(
     measured: Rate, reference: Rate, what: str, default: SchemeSummary, verbatim: SchemeSummary
 ) -> str | None:
@@ -296,7 +363,7 @@ def markdown(
     summaries = summarise(results)
     names = list(summaries)
     base = baseline if baseline in summaries else (names[0] if names else None)
-    lines = _incomplete(meta)
+    lines = _incomplete(meta) + _another_version(results)
     lines += [
         "| scheme | attack success: followed | canary anywhere | utility, clean task | "
         "summary correct under attack | tokens per block | over verbatim | % of data | "
