@@ -329,7 +329,8 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
 
 
 def _log(message: str) -> None:
-    """Print ``message`` to standard error, each line as :func:`visible` shows it.
+    """Print ``message`` to standard error, each line as
+    :func:`~veridic.text.terminal_view.visible` shows it.
 
     Messages quote outside text (a record's scheme names, a server's model name or error
     page): a control, bidi or invisible character among it is written as a code.

@@ -143,7 +143,8 @@ def clustered(
 ) -> dict[str, Clustered]:
     """:func:`between`'s question with documents, and for attacks orders, as the units.
 
-    Keyed ``"documents"`` and ``"orders"``: see :func:`cluster_test`. The first treats
+    Keyed ``"documents"`` and ``"orders"``: see
+    :func:`~veridic.evaluation.statistics.cluster_test`. The first treats
     the corpus's orders as given and its documents as a sample of documents, the second
     the reverse; McNemar's p treats every case as a sample of its own.
     """
