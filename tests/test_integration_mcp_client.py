@@ -24,7 +24,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from veridic import (
-    AlwaysAllowRefused,
     ApprovalMode,
     ApprovalPolicy,
     CallResult,
@@ -83,6 +82,12 @@ TOOLS: Final = [
 ]
 PROMPT_SHA: Final = hashlib.sha256(b"the prompt the model answered").hexdigest()
 DECLARED: Final = {"search": Declared("query"), "fail": Declared("query")}
+EVERY_TOOL: Final = {
+    **DECLARED,
+    "create_issue": Declared("write"),
+    "delete_repo": Declared("write", "high", irreversible=True),
+    "notify": Declared("write"),
+}
 
 
 @pytest.fixture
@@ -127,14 +132,15 @@ async def call(
     )
 
 
-def test_unpinned_tools_are_registered_listed_by_name_and_called_through_aexecute(
+def test_declared_unpinned_tools_are_registered_listed_by_name_and_called_through_aexecute(
     spec: Path, tmp_path: Path
 ) -> None:
     registry = Registry()
     sink = SQLiteAuditSink(tmp_path / "audit.db")
 
     async def run() -> tuple[CallResult, str]:
-        async with connect(registry, server_of(spec), declare=DECLARED) as connection:
+        async with connect(registry, server_of(spec), declare=EVERY_TOOL) as connection:
+            assert connection.undeclared == ()
             assert set(connection.tools) == {t["name"] for t in TOOLS}
             section = str(registry.view().capability_section())
             return await call(registry, "search", {"q": "flaky test"}, sink), section
@@ -163,10 +169,10 @@ def test_risk_is_the_applications_and_unpinned_annotations_lower_nothing(
     This test used to assert that ``create_issue`` (``destructiveHint: false``)
     was mid risk without any pins: the server's own unreviewed word lowered its
     tool to a risk ``allow_always`` accepts. The docs promise that only the
-    *pinned* annotations do that, so without pins, or once the tool changed,
-    every undeclared tool is a high-risk write; with pins and the tool
-    unchanged, ``destructiveHint: false`` makes it mid. ``readOnlyHint`` never
-    makes a query.
+    *pinned* annotations do that: once the tool changed, every undeclared tool
+    is a high-risk write; with pins and the tool unchanged, ``destructiveHint:
+    false`` makes it mid. ``readOnlyHint`` never makes a query. Without pins an
+    undeclared tool is not registered at all (its name was never reviewed).
     """
     declared = {"fail": Declared("query")}  # search is left undeclared: readOnlyHint: true
 
@@ -183,25 +189,15 @@ def test_risk_is_the_applications_and_unpinned_annotations_lower_nothing(
     high, mid = ("write", Risk.HIGH), ("write", Risk.MID)
     pins = record(spec, tmp_path)
     unpinned = risks(None)
-    assert unpinned["fail"] == ("query", Risk.LOW)  # declared: the application's word
-    assert unpinned["create_issue"] == high  # destructiveHint: false, but nobody reviewed it
-    assert unpinned["search"] == high  # readOnlyHint: true is no query
-    assert unpinned["delete_repo"] == high
+    # Unpinned, only what is declared in code is registered: the application's word.
+    assert unpinned == {"fail": ("query", Risk.LOW)}
     pinned = risks(pins)
+    assert pinned["fail"] == ("query", Risk.LOW)
     assert pinned["create_issue"] == mid  # the reviewed destructiveHint: false
-    assert pinned["search"] == high
+    assert pinned["search"] == high  # readOnlyHint: true is no query
+    assert pinned["delete_repo"] == high
     rewrite(spec, "create_issue", description="Open an issue, or several.")
     assert risks(pins)["create_issue"] == high  # changed: its annotations are not the reviewed ones
-
-    registry = Registry()
-
-    async def unreviewed() -> None:
-        async with connect(registry, server_of(spec)):
-            view = registry.view()
-            with pytest.raises(AlwaysAllowRefused):
-                ApprovalPolicy(view).allow_always("create_issue")
-
-    asyncio.run(unreviewed())
 
 
 ANNOTATIONS: Final = st.fixed_dictionaries(
@@ -220,10 +216,11 @@ ANNOTATIONS: Final = st.fixed_dictionaries(
     max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(hints=st.lists(ANNOTATIONS, min_size=1, max_size=6))
-def test_no_annotations_of_an_unpinned_server_lower_an_undeclared_tool(
+def test_no_annotations_of_an_unpinned_server_change_a_declared_tool(
     spec: Path, hints: list[dict[str, object]]
 ) -> None:
-    """Whatever an unpinned server says of its tools, each undeclared one is a high-risk write."""
+    """Whatever an unpinned server says of its tools, each keeps the risk declared in code
+    (a write: mid by default). Undeclared, it would not be registered at all."""
     listed = [
         {
             "name": f"tool_{index}",
@@ -236,12 +233,14 @@ def test_no_annotations_of_an_unpinned_server_lower_an_undeclared_tool(
     spec.write_text(json.dumps(listed))
     registry = Registry()
 
+    declare = {f"tool_{index}": Declared("write") for index in range(len(hints))}
+
     async def run() -> None:
-        async with connect(registry, server_of(spec)):
+        async with connect(registry, server_of(spec), declare=declare):
             pass
 
     asyncio.run(run())
-    assert {(tool.kind, tool.risk) for tool in registry.tools()} == {("write", Risk.HIGH)}
+    assert {(tool.kind, tool.risk) for tool in registry.tools()} == {("write", Risk.MID)}
 
 
 def test_a_listing_that_names_a_tool_twice_is_refused_and_registers_nothing(
@@ -450,7 +449,7 @@ def test_a_name_registered_by_another_thread_during_connect_cannot_split_it(spec
     registry = Contended()
 
     async def run() -> None:
-        async with connect(registry, server_of(spec), declare=DECLARED):
+        async with connect(registry, server_of(spec), declare=EVERY_TOOL):
             pass
 
     asyncio.run(run())  # whole: the other thread waited for connect's batch

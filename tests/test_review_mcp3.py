@@ -134,7 +134,8 @@ def test_a_call_the_server_did_not_answer_in_time_says_it_may_have_run(
     registry = Registry()
 
     async def run() -> tuple[CallResult, CallResult]:
-        async with connect(registry, server, declare={"balance": Declared("query")}):
+        declare = {"balance": Declared("query"), "transfer": Declared("write", "high")}
+        async with connect(registry, server, declare=declare):
             view = registry.view()
             results = []
             for name in ("transfer", "balance"):

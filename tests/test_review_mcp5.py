@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 from test_integration_mcp_client import DECLARED, TOOLS, call, record, rewrite, server_of
@@ -114,6 +115,9 @@ def big_tools(description: int, properties: int) -> list[dict[str, object]]:
     ]
 
 
+BIG_DECLARED: Final = {name: Declared("query") for name in ("small", "wordy", "wide")}
+
+
 def test_an_unpinned_tool_described_in_megabytes_is_unavailable_and_says_why(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -128,7 +132,7 @@ def test_an_unpinned_tool_described_in_megabytes_is_unavailable_and_says_why(
     registry = Registry()
 
     async def run() -> ToolView:
-        async with connect(registry, server, declare={"small": Declared("query")}):
+        async with connect(registry, server, declare=BIG_DECLARED):
             return registry.view()
 
     with caplog.at_level(logging.WARNING, logger="veridic.integrations.mcp"):
@@ -157,7 +161,7 @@ def test_the_describe_limit_is_the_applications_to_set(tmp_path: Path) -> None:
     registry = Registry()
 
     async def run() -> ToolView:
-        async with connect(registry, server, declare={"small": Declared("query")}):
+        async with connect(registry, server, declare=BIG_DECLARED):
             return registry.view()
 
     view = asyncio.run(run())

@@ -369,6 +369,12 @@ class Registry:
         When the description no longer matches its pin, the tool is
         unavailable: "description changed since it was pinned".
 
+        The capability section prints the tool's ``name`` as trusted text, so
+        the name must come from code or be covered by a tool pin
+        (:func:`veridic.tools.tool.tool_pin` covers name, description and
+        input schema): a name branded :class:`~veridic.UntrustedText` is a
+        :class:`~veridic.ProvenanceError` unless such a pin vouches for it.
+
         Why an unpinned tool is still exposed: the tool list is where every
         MCP client shows a server's descriptions, and the application chose
         to register the server; what veridic guarantees is that no text from

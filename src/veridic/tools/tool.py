@@ -530,6 +530,16 @@ def external_tool(
     schema = _plain_json(input_schema, where)
     validator = _schema_validator(schema, where)
     trust, scope = _pin_state(name, description, schema, pin, where)
+    if not (trust == "pinned" and scope == "tool"):
+        # The section prints the name as trusted text: from code, or vouched for by a
+        # tool pin (which covers it); outside text a pin does not cover is refused.
+        refuse_untrusted(
+            name,
+            f"registry.external(name=...) of {where}",
+            "write the name in code, or pin the whole tool with "
+            "pin=veridic.tools.tool.tool_pin(name, description, input_schema) after reviewing it",
+        )
+    name = str(name)  # the brand ends here: the pin vouched for the text
     properties = schema.get("properties")
     props: dict[str, object] = dict(properties) if isinstance(properties, dict) else {}
     required = schema.get("required")

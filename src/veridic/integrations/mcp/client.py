@@ -17,11 +17,14 @@ capability section); a changed or vanished tool is kept out of every view
 with a reason naming what changed; a tool the pins do not record is not
 registered at all (nobody reviewed even its name, and the capability section
 names every tool it says is unavailable), only logged and kept in
-``connection.changes``. Without pins every tool is registered unpinned:
-listed by name, its description marked unverified; one whose description and
-input schema take more than the server's ``describe_limit`` (20,000 characters by
-default) is registered unavailable, saying why (its text would be in every
-request's tool list).
+``connection.changes``. Without pins only the tools ``declare=`` names are
+registered, unpinned: listed by that name (written in code), the description
+marked unverified; the others are not registered (their names, the server's own
+choice, would reach the capability section unreviewed), only logged and kept in
+``connection.undeclared``, and a connect that declares none of a non-empty listing
+is refused. An unpinned tool whose description and input schema take more than the
+server's ``describe_limit`` (20,000 characters by default) is registered unavailable,
+saying why (its text would be in every request's tool list).
 
 A listing that names a tool twice is refused (:class:`~veridic.errors.IntegrationError`
 naming the tool and the server): kept to one copy, the reviewed copy could be
@@ -47,12 +50,12 @@ on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
 
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
-nothing and lower nothing, except that an undeclared tool is a write of
+nothing and lower nothing, except that an undeclared pinned tool is a write of
 high risk unless its *pinned* annotations say ``destructiveHint: false``,
 which makes it a write of mid risk. Pinned means reviewed: pins were given
-and the tool matches its record. Without pins, or for a tool that changed,
-the annotations are the server's word about itself and lower nothing (else
-a server could make its own tool mid risk, which ``allow_always`` accepts).
+and the tool matches its record. For a tool that changed, the annotations
+are the server's word about itself and lower nothing (else a server could
+make its own tool mid risk, which ``allow_always`` accepts).
 ``readOnlyHint`` never makes a tool a query, pinned or not.
 """
 
@@ -354,8 +357,9 @@ async def connect(
             that differ only in case or in ``-`` and ``_``), or its listing did
             not end (a next cursor after 100 pages).
         VeridicError: the pins are of another server, ``declare`` names a tool
-            the server does not list, a component of that name exists, a tool
-            name is registered already.
+            the server does not list, no pins were given and ``declare`` names
+            none of the tools the server lists, a component of that name
+            exists, a tool name is registered already.
         MissingExtraError: the ``mcp`` package is not installed.
     """
     recorded = Pins.load(pins) if isinstance(pins, str | os.PathLike) else pins
@@ -400,11 +404,14 @@ class McpConnection:
 
     ``changes`` are the differences from the pins found at connect and since
     (a changed tool found at a call, a ``tools/list_changed`` re-check).
+    ``undeclared`` are the tools an unpinned server listed at connect that were
+    not registered, because ``declare=`` does not name them.
     """
 
     server: McpServer
     pins: Pins | None
     changes: tuple[PinChange, ...] = ()
+    undeclared: tuple[str, ...] = ()
     _client: object = field(default=None, repr=False)
     _tasks: Any = field(default=None, repr=False)
     _registered: dict[str, PinnedTool] = field(default_factory=dict, repr=False)
@@ -443,8 +450,24 @@ class McpConnection:
         listed: Sequence[PinnedTool],
     ) -> None:
         if self.pins is None:
-            unpinned = [_entry(t, declared, unavailable=self._too_long(t)) for t in listed]
+            # Unpinned, a tool's name would reach the capability section (trusted text)
+            # straight from the server: only a name the application declared in code may.
+            exposed = [t for t in listed if t.name in declared]
+            undeclared = tuple(t.name for t in listed if t.name not in declared)
+            if undeclared and not exposed:
+                raise _nothing_declared(self.server, undeclared)
+            unpinned = [_entry(t, declared, unavailable=self._too_long(t)) for t in exposed]
             self._install(registry, hint, self._alive, unpinned)
+            self.undeclared = undeclared
+            if undeclared:
+                _log.warning(
+                    "MCP server %r lists %s tool(s) neither declared nor pinned, not registered "
+                    "(their names would reach the system prompt unreviewed): %s; declare them "
+                    "in code (declare=) or record the server's pins (veridic mcp pin)",
+                    self.server.name,
+                    len(undeclared),
+                    _names_shown(undeclared),
+                )
             return
         changes = self.pins.compare(listed)
         changed = {change.tool: change for change in changes}
@@ -1069,7 +1092,7 @@ def _default_declaration(recorded: PinnedTool | None) -> Declared:
     """An undeclared tool: a write of high risk, or of mid risk when its *recorded*
     annotations (reviewed with its pin) say ``destructiveHint: false``.
 
-    Annotations the pins do not vouch for (no pins, or a tool that changed) are
+    Annotations the pins do not vouch for (a tool that changed) are
     the server's word about its own tool: they lower nothing, or a server could
     make its tool mid risk, which ``allow_always`` accepts. ``readOnlyHint``
     never makes a query: a server wrong about it would run a write unasked.
@@ -1092,6 +1115,43 @@ def _by_name(server: McpServer, listed: Sequence[PinnedTool]) -> dict[str, Pinne
             reason="the MCP server listed a tool twice",
         )
     return {tool.name: tool for tool in listed}
+
+
+_SHOWN_NAMES: Final = 10  # names of a server's tools an error or log line lists
+
+
+def _names_shown(names: Sequence[str]) -> str:
+    """Up to ten of a server's tool names, each quoted and clipped (they come from it)."""
+    shown = ", ".join(clip(name, 64) for name in names[:_SHOWN_NAMES])
+    more = len(names) - _SHOWN_NAMES
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def _valid_name(name: str) -> bool:
+    try:
+        check_tool_name(name, "an example")
+    except VeridicError:
+        return False
+    return True
+
+
+def _nothing_declared(server: McpServer, undeclared: Sequence[str]) -> VeridicError:
+    """Connecting an unpinned server whose tools ``declare=`` names none of.
+
+    Each tool's name is printed in the capability section, which the model reads as
+    the application's own instruction (I9); without pins nobody reviewed these names,
+    so only the ones the application writes in code are registered. A connect that
+    would register none of them is a mistake to say, not an empty server to accept.
+    """
+    example = next((name for name in undeclared if _valid_name(name)), "search")
+    return VeridicError(
+        f"MCP server {server.name!r} lists {len(undeclared)} tool(s) ({_names_shown(undeclared)}) "
+        "and none is declared or pinned: a tool's name is printed in the system prompt's "
+        "capability section, and these names come from the server, unreviewed, so nothing of "
+        "the server was registered; declare in code the tools to expose, e.g. "
+        f"declare={{{example!r}: Declared('query')}}, or record the server's pins "
+        "(veridic mcp pin) and pass pins="
+    )
 
 
 def _refuse_alike(server: McpServer, listed: Sequence[PinnedTool]) -> None:
