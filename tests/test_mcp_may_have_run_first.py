@@ -12,7 +12,6 @@ through ``aexecute`` and reads the record the audit keeps.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -20,12 +19,12 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from test_review_mcp3 import SCRIPT, call_once
 
-from veridic import ApprovalPolicy, CallResult, Registry, SQLiteAuditSink, aexecute
+from veridic import CallResult, SQLiteAuditSink
 from veridic.errors import IntegrationError
-from veridic.integrations.mcp import Declared, connect, stdio
+from veridic.integrations.mcp import Declared, stdio
 
-SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
 TOOL: Final = "reconcile_inventory_counts_against_the_fulfilment_ledger_nightly"
 ANSWER: Final = {"content": [{"type": "text", "text": "reconciled"}]}
 CASES: Final[dict[str, dict[str, object]]] = {
@@ -60,23 +59,7 @@ def _call(tmp_path: Path, tool: dict[str, object], audit: SQLiteAuditSink) -> Ca
         env={"VERIDIC_TEST_MCP_SPEC": str(spec)},
         timeout=3.0,  # room to start on a loaded machine; the 6 s sleep still runs past it
     )
-    registry = Registry()
-
-    async def run() -> CallResult:
-        async with connect(registry, server, declare={TOOL: Declared("write", "mid")}):
-            view = registry.view()
-            return await aexecute(
-                view,
-                TOOL,
-                {},
-                policy=ApprovalPolicy(view),
-                audit=audit,
-                request_id="req-1",
-                prompt_sha256="0" * 64,
-                confirm=lambda request: True,
-            )
-
-    return asyncio.run(run())
+    return call_once(server, TOOL, audit, {TOOL: Declared("write", "mid")})
 
 
 @pytest.mark.parametrize("case", list(CASES))
