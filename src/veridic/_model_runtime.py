@@ -126,46 +126,6 @@ def chat_url(endpoint: str) -> str:
     return urlunsplit(parts._replace(path=path))
 
 
-def shown_url(url: str) -> str:
-    """``url`` as messages and records show it: a user name or password in it replaced.
-
-    An endpoint given as ``https://user:key@host/v1`` authenticates with what it holds,
-    and so may one given as ``https://host/v1?key=...``; an error message, a log line
-    or a committed evaluation record must not repeat it. Every query value is hidden
-    (which of them is a key cannot be told), the parameters' names are kept (an item
-    without ``=`` is a value: hidden whole).
-
-    >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
-    'https://***@llm.example/v1/chat/completions'
-    >>> shown_url("https://llm.example/v1/chat/completions?api-version=1&key=s3cret")
-    'https://llm.example/v1/chat/completions?api-version=***&key=***'
-    >>> shown_url("https://llm.example/v1?s3cret")  # a key as the whole query
-    'https://llm.example/v1?***'
-    >>> shown_url("http://localhost:8080/v1")
-    'http://localhost:8080/v1'
-    >>> shown_url("http://me:s3cret@[::1/v1?key=s3cret")  # not a URL: hidden all the same
-    'http://***@[::1/v1?***'
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # an unclosed IPv6 bracket: cut where a URL's parts would be
-        head, at, tail = url.rpartition("@")
-        scheme = head.partition("://")[0] + "://" if at and "://" in head else ""
-        kept = f"{scheme}***@{tail}" if at else url
-        return kept.partition("?")[0] + ("?***" if "?" in kept else "")
-    if "@" in parts.netloc:
-        parts = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2])
-    if parts.query or parts.fragment:
-        # An item with no "=" is a value, not a name: a key given as the whole query.
-        names = [
-            f"{name}=***" if equals else "***"
-            for name, equals, _ in (item.partition("=") for item in parts.query.split("&"))
-            if name or equals
-        ]
-        parts = parts._replace(query="&".join(names), fragment="")
-    return urlunsplit(parts)
-
-
 def unreached(url: str, model: str, timeout: float, error: Exception, *, longer: str) -> str:
     """What went wrong when no HTTP answer came back from ``url``, and what to do about it.
 

@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from veridic.checks._ci_log import inert_json
 from veridic.checks._cli_report import (
     EXIT_USAGE,
-    _inert_json,
     _no_workflow_command,
     _say,
     _UsageError,
@@ -74,7 +74,7 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
         store.close()
     # A record quotes outside text (a tool's error, a server's words): inert in a CI log.
     if args.format == "json":
-        out.write(_inert_json(report.json()) + "\n")
+        out.write(inert_json(report.json()) + "\n")
     else:
         written = report.markdown() if args.format == "markdown" else report.text()
         out.write("\n".join(map(_no_workflow_command, written.split("\n"))) + "\n")

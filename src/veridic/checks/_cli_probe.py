@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-from typing import Final
-from urllib.parse import urlsplit
 
 from veridic._counted import counted
+from veridic._urls import shown_url, split_url
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_registry import _lint_item
 from veridic.checks._cli_report import _Report, _UsageError
@@ -109,12 +107,11 @@ def _check_endpoint(endpoint: str) -> None:
 
     ``http://key@[::1/v1`` (a lost bracket) made ``urlsplit`` raise in the
     chooser: a traceback and exit 1, read in CI as "findings". The message
-    never quotes the user part or the query of the URL, where a key may be.
+    quotes the URL as :func:`~veridic._urls.shown_url` shows it, without a key.
     """
-    masked = _MASKED.sub("", _USER_PART.sub(r"\1***@", endpoint))
+    masked = shown_url(endpoint)
     try:
-        parts = urlsplit(endpoint)
-        parts.port  # noqa: B018  # a port that is no number raises here, not at the request
+        parts = split_url(endpoint)  # a port that is no number raises here, not at the request
     except ValueError as error:
         raise _UsageError(
             f"--endpoint {masked!r} is not a URL ({error}): pass the base URL of an "
@@ -125,10 +122,6 @@ def _check_endpoint(endpoint: str) -> None:
             f"--endpoint {masked!r} is not an http or https URL with a host: pass the base URL "
             "of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
         )
-
-
-_USER_PART: Final = re.compile(r"^([^:/?#]*://)[^/?#]*@")
-_MASKED: Final = re.compile(r"[?#].*", re.DOTALL)
 
 
 def _probe_chooser(args: argparse.Namespace) -> ToolChooser:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final, TextIO
 
 from veridic._counted import counted
+from veridic.checks._ci_log import inert_json
 from veridic.checks.lint import Severity
 from veridic.text.terminal_view import visible
 
@@ -164,16 +165,6 @@ def _no_workflow_command(line: str) -> str:
     return line
 
 
-def _inert_json(text: str) -> str:
-    """JSON ``text`` with every ``##[`` written ``##\\u005b``: the same document, read back.
-
-    ``##[`` stands only inside a JSON string (no token of JSON starts with ``#``),
-    where ``\\u005b`` is the same bracket; printed raw in a CI log, the runner
-    would obey it as a legacy workflow command (:func:`_no_workflow_command`).
-    """
-    return text.replace("##[", "##\\u005b")
-
-
 def _shown(text: str) -> str:
     """``text`` whole, with every control and invisible character as ``⟦U+XXXX⟧``."""
     return visible(text, None)
@@ -194,7 +185,7 @@ _COUNT_WORDS: Final[dict[Severity, tuple[str, str]]] = {
 def _emit(report: _Report, form: str, out: TextIO, *, anchor: str | None = None) -> None:
     if form == "json":
         written = json.dumps(report.to_json(), indent=2, sort_keys=True, default=str)
-        out.write(_inert_json(written) + "\n")
+        out.write(inert_json(written) + "\n")
     elif form == "sarif":
         from veridic.checks.sarif import render_sarif  # only this format needs it
 

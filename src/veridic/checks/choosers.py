@@ -41,11 +41,11 @@ from veridic._model_runtime import (
     chat_url,
     http_client,
     import_llama_cpp,
-    shown_url,
     unreached,
     without_extra_buffer_types,
 )
 from veridic._sample import clip
+from veridic._urls import shown_url
 from veridic.errors import VeridicError
 
 __all__ = [

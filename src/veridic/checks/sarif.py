@@ -58,6 +58,7 @@ from pathlib import Path, PurePath
 from typing import Final, NamedTuple
 from urllib.parse import quote
 
+from veridic.checks._ci_log import inert_json
 from veridic.checks.rules import LEVELS, ReportItem, Rule, rule_for
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "render_sarif"]
@@ -114,9 +115,7 @@ def render_sarif(
     # ASCII only: the log is often printed (a CI log, a terminal), and a message quotes
     # outside text, whose C1 controls and bidi overrides JSON leaves raw otherwise.
     written = json.dumps(log, indent=2, sort_keys=True, ensure_ascii=True, default=str)
-    # ``##[`` stands only inside a string, where ``\u005b`` is the same bracket: printed
-    # raw in a CI log, GitHub's runner obeys it anywhere in a line (a legacy command).
-    return written.replace("##[", "##\\u005b") + "\n"
+    return inert_json(written) + "\n"  # printed in a CI log, obeying no ``##[`` command
 
 
 class _Paths(NamedTuple):

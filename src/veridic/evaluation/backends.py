@@ -33,10 +33,10 @@ from veridic._model_runtime import (
     chat_url,
     http_client,
     import_llama_cpp,
-    shown_url,
     unreached,
     without_extra_buffer_types,
 )
+from veridic._urls import shown_url
 from veridic.errors import VeridicError
 from veridic.text.terminal_view import visible
 

@@ -27,9 +27,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from veridic._model_runtime import shown_url
+from veridic._urls import shown_url, split_url
 from veridic.errors import VeridicError
 from veridic.evaluation import install
 from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend, retries_note
@@ -309,8 +308,7 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
     """
     fix = "give the server's base URL, e.g. http://localhost:8080/v1"
     try:
-        parts = urlsplit(endpoint)
-        parts.port  # noqa: B018 (read for its check: a port that is not one raises)
+        parts = split_url(endpoint)
     except ValueError as error:
         parser.error(f"--endpoint {shown_url(endpoint)!r} is not a URL ({error}): {fix}")
     if parts.scheme not in ("http", "https") or not parts.hostname:

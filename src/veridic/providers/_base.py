@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal, Protocol
+from typing import Final, Literal, NamedTuple, Protocol
 
 from veridic._sample import clip
 from veridic.errors import UnknownToolError, VeridicError
@@ -112,6 +112,43 @@ class Usage:
 
 PARTS: Final = ("cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_output_tokens")
 """The fields of :class:`Usage` that break its two totals down."""
+
+
+class _PastTotal(NamedTuple):
+    """Parts of a :class:`Usage` that add up to more than the total they break down."""
+
+    parts: tuple[tuple[str, int], ...]
+    """Each part's field name and count, in the order of :data:`PARTS`."""
+    total_name: str
+    """The total's field name."""
+    total: int
+    """The total."""
+
+
+def _parts_past_totals(usage: Usage) -> tuple[_PastTotal, ...]:
+    """Each group of parts of ``usage`` that adds up to more than the total it breaks down.
+
+    The cache's reads and writes against the tokens read,
+    the reasoning against the tokens written. No answer can have either, so an audit
+    record (:mod:`veridic.run.records`) and the gateway (``veridic.run._sending``) both
+    refuse it, each in its own words; ``usage`` must hold counts (ints) already.
+    """
+    groups = (
+        _PastTotal(
+            (
+                ("cache_read_input_tokens", usage.cache_read_input_tokens),
+                ("cache_creation_input_tokens", usage.cache_creation_input_tokens),
+            ),
+            "input_tokens",
+            usage.input_tokens,
+        ),
+        _PastTotal(
+            (("reasoning_output_tokens", usage.reasoning_output_tokens),),
+            "output_tokens",
+            usage.output_tokens,
+        ),
+    )
+    return tuple(group for group in groups if sum(n for _, n in group.parts) > group.total)
 
 
 def usage_of(

@@ -17,7 +17,15 @@ from typing import Final, Protocol, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
-from veridic.providers._base import PARTS, Adapter, Completion, Usage, _count, _ShortTotal
+from veridic.providers._base import (
+    PARTS,
+    Adapter,
+    Completion,
+    Usage,
+    _count,
+    _parts_past_totals,
+    _ShortTotal,
+)
 from veridic.providers._scripted import ScriptedProvider
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
@@ -156,18 +164,12 @@ def _check_parts(usage: Usage, where: str) -> None:
     Raises:
         VeridicError: naming the part, its total and the request.
     """
-    cached = usage.cache_read_input_tokens + usage.cache_creation_input_tokens
-    if cached > usage.input_tokens:
-        shown = (
-            f"cache_read_input_tokens={usage.cache_read_input_tokens} and "
-            f"cache_creation_input_tokens={usage.cache_creation_input_tokens}"
-            if usage.cache_creation_input_tokens
-            else f"cache_read_input_tokens={usage.cache_read_input_tokens}"
-        )
-        total = f"input_tokens={usage.input_tokens}"
-    elif usage.reasoning_output_tokens > usage.output_tokens:
-        shown = f"reasoning_output_tokens={usage.reasoning_output_tokens}"
-        total = f"output_tokens={usage.output_tokens}"
+    past = _parts_past_totals(usage)
+    if past:
+        first = past[0]  # one is enough to refuse the answer
+        # a part of 0 beside one past the total says nothing (a cache read, no writes)
+        shown = " and ".join(f"{name}={n}" for i, (name, n) in enumerate(first.parts) if n or not i)
+        total = f"{first.total_name}={first.total}"
     elif isinstance(usage, _ShortTotal):
         key, stated = usage.stated
         raise VeridicError(

@@ -545,12 +545,19 @@ def _grant(tool: Tool, view: ToolView) -> str:
         "defined": defined,
         "registry": registry,
     }
-    digests = (
-        f"{part}={hashlib.sha256(values[part].encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
-        for part, _ in _GRANTED_PARTS
-    )
+    digests = (f"{part}={_part_digest(values[part])}" for part, _ in _GRANTED_PARTS)
     grant = tool._memo[memo] = " ".join((_GRANT, *digests))
     return grant
+
+
+def _part_digest(text: str) -> str:
+    """One part's digest in a grant: 16 hex digits of the SHA-256 of ``text``.
+
+    Enough to tell one tool's description or schema from the next, short enough to
+    read in a saved rule; :func:`veridic.run.deferred.bound_grant` rebuilds a part
+    with it, so the two agree on the length.
+    """
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _changed(granted: str, current: str) -> str:

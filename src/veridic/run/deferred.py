@@ -76,7 +76,14 @@ from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.providers._base import Usage
-from veridic.run.approval import ApprovalPolicy, ApprovalRequest, Confirm, _changed, _grant
+from veridic.run.approval import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    Confirm,
+    _changed,
+    _grant,
+    _part_digest,
+)
 from veridic.run.limits import Limits
 from veridic.run.records import AuditRecord, _storable
 from veridic.text.conversation import Conversation
@@ -485,7 +492,7 @@ def bound_grant(tool: Tool, view: ToolView) -> str:
     written = "\n".join(
         [model.__qualname__ for model in tool.writes] + sorted(tool.instruction_writes)
     )
-    writes = hashlib.sha256(written.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    writes = _part_digest(written)
     parts = []
     for part in _grant(tool, view).split(" "):
         if part.startswith("writes="):

@@ -22,7 +22,7 @@ from typing import Final, TypeGuard, get_args
 from veridic._ids import new_id
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
-from veridic.providers._base import PARTS, Usage
+from veridic.providers._base import PARTS, Usage, _parts_past_totals
 from veridic.run.approval import ApprovalMode
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
@@ -432,19 +432,12 @@ def _usage_problems(usage: object) -> list[str]:
     ]
     if bad:
         return [f"usage must hold token counts (ints from 0 to 2**63 - 1), got {', '.join(bad)}"]
-    over = []
-    if usage.cache_read_input_tokens + usage.cache_creation_input_tokens > usage.input_tokens:
-        over.append(
-            f"usage's cache_read_input_tokens={usage.cache_read_input_tokens} and "
-            f"cache_creation_input_tokens={usage.cache_creation_input_tokens} are more than "
-            f"the input_tokens={usage.input_tokens} they are part of"
-        )
-    if usage.reasoning_output_tokens > usage.output_tokens:
-        over.append(
-            f"usage's reasoning_output_tokens={usage.reasoning_output_tokens} is more than "
-            f"the output_tokens={usage.output_tokens} it is part of"
-        )
-    return over
+    return [
+        f"usage's {' and '.join(f'{name}={n}' for name, n in parts)} "
+        f"{'are' if len(parts) > 1 else 'is'} more than the {total_name}={total} "
+        f"{'they are' if len(parts) > 1 else 'it is'} part of"
+        for parts, total_name, total in _parts_past_totals(usage)
+    ]
 
 
 _FIELDS: Final = operator.attrgetter(

@@ -77,11 +77,11 @@ from collections.abc import (
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from veridic._exception_groups import leaves as _leaves
 from veridic._extras import require
 from veridic._sample import clip
+from veridic._urls import shown_url
 from veridic.errors import (
     IntegrationError,
     MissingExtraError,
@@ -216,7 +216,7 @@ class McpServer:
         ``user:password@``), and a URL printed whole put it in every log line and
         error about the server.
         """
-        return _masked(self.url) if self.url else " ".join(self.command)
+        return shown_url(self.url) if self.url else " ".join(self.command)
 
 
 def stdio(
@@ -1312,35 +1312,8 @@ def _check_limits(name: object, result_limit: int, describe_limit: int) -> None:
 
 
 def _shown_url(url: object) -> str:
-    """A ``url=`` value for an error: a string masked (:func:`_masked`), else its repr."""
-    return repr(_masked(url)) if isinstance(url, str) else repr(url)
-
-
-def _masked(url: str) -> str:
-    """``url`` with its password, each query value and its fragment written ``***``.
-
-    The user name, host, port, path and query keys stay: enough to tell which server
-    and which key, not enough to use it.
-    """
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:  # not a URL one can take apart: shown as its scheme only
-        return f"{url.split(':', 1)[0]}://***"
-    if ":" in host:
-        host = f"[{host}]"
-    user = f"{parts.username}:***@" if parts.password is not None else ""
-    if parts.password is None and parts.username is not None:
-        user = "***@"  # a user name alone is the secret of some servers (a token as user)
-    query = "&".join(
-        f"{field.split('=', 1)[0]}=***" if "=" in field else "***"
-        for field in parts.query.split("&")
-        if field
-    )
-    return urlunsplit(
-        (parts.scheme, f"{user}{host}{port}", parts.path, query, "***" if parts.fragment else "")
-    )
+    """A ``url=`` value for an error: a string masked (:func:`shown_url`), else its repr."""
+    return repr(shown_url(url)) if isinstance(url, str) else repr(url)
 
 
 def _path(value: str | os.PathLike[str] | None) -> str | None:
