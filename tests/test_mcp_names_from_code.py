@@ -72,7 +72,7 @@ def test_an_unpinned_server_none_of_whose_tools_is_declared_is_refused_whole(
     with pytest.raises(VeridicError) as raised:
         asyncio.run(run())
     message = str(raised.value)
-    assert "lists 2 tool(s)" in message
+    assert "lists 2 tools (" in message
     assert repr(POISONED) in message
     assert "declare={'search': Declared('query')}" in message  # the first valid name
     assert "veridic mcp pin" in message

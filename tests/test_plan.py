@@ -221,7 +221,7 @@ def test_strict_mode_raises_instead_of_returning_an_incomplete_plan() -> None:
     with pytest.raises(IncompletePlanError) as caught:
         normalize_plan(SEED_PLAN, VIEW, strict=True)
     message = str(caught.value)
-    assert "cannot run as proposed: 2 step(s) removed and 1 invalidated" in message
+    assert "cannot run as proposed: 2 steps removed and 1 invalidated" in message
     assert "create_snippet, assign_snippet" in message
     assert "Re-plan with the tools this view lists" in message
     assert isinstance(caught.value.plan, NormalizedPlan)

@@ -36,6 +36,7 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Final, Literal
 
+from veridic._counted import counted
 from veridic.errors import VeridicError
 
 __all__ = [
@@ -367,7 +368,7 @@ def _siblings(groups: object, path: Path) -> tuple[frozenset[str], ...]:
                 path,
                 rule,
                 groups,
-                f"; group {index} names {len(set(group))} different tool(s)",
+                f"; group {index} names {counted(len(set(group)), 'different tool')}",
             )
         found.append(frozenset(group))
     return tuple(found)

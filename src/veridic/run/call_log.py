@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
+from veridic._counted import counted
 from veridic.errors import AuditRecordError, VeridicError
 from veridic.run.records import ModelCallRecord, ModelReplyRecord
 
@@ -183,7 +184,7 @@ class ModelCallLog:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"<ModelCallLog of {len(self._records)} record(s)>"
+        return f"<ModelCallLog of {counted(len(self._records), 'record')}>"
 
     def write_model_call(self, record: ModelCallRecord, /) -> None:
         """Keep ``record``.

@@ -84,6 +84,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeGuard
 
 from pydantic import BaseModel
 
+from veridic._counted import counted
 from veridic.errors import GuardDeniedError, VeridicError
 from veridic.text.provenance import _caller, _display_path
 from veridic.tools._external_schema import model_instruction_paths
@@ -717,7 +718,7 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
         lazy = [item for _, item in nested]
         returned = f"{_kind(value)} whose {where} is {_lazy(first)}"
         if len(nested) > 1:
-            returned += f" (and {len(nested) - 1} more lazy value(s) inside it)"
+            returned += f" (and {counted(len(nested) - 1, 'more lazy value')} inside it)"
     got = "returned, after being awaited," if awaited else "returned"
     if inspect.isawaitable(lazy[0]) and not awaited:
         remedy = (

@@ -66,6 +66,7 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from veridic import _json_object
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import (
     IncompletePlanError,
@@ -286,7 +287,8 @@ def normalize_plan(
     )
     if strict and not result.complete:
         raise IncompletePlanError(
-            f"the proposed plan cannot run as proposed: {len(result.dropped)} step(s) removed "
+            "the proposed plan cannot run as proposed: "
+            f"{counted(len(result.dropped), 'step')} removed "
             f"and {len(result.invalidated)} invalidated. {result.notice} Re-plan with the tools "
             "this view lists, or normalize without strict=True and show .notice before running "
             "the remaining steps",

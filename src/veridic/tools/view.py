@@ -72,6 +72,7 @@ from types import MappingProxyType
 from typing import ClassVar, Final, Literal, cast, overload
 
 from veridic import _json_object
+from veridic._counted import counted
 from veridic.errors import (
     InvalidArgumentsError,
     ToolCouplingError,
@@ -339,7 +340,7 @@ class ToolView:
     def __repr__(self) -> str:
         return (
             f"<ToolView of {self._origin}: {len(self._exposed)} exposed, "
-            f"{len(self._withheld)} withheld, {len(self._components)} component(s) down>"
+            f"{len(self._withheld)} withheld, {counted(len(self._components), 'component')} down>"
         )
 
     # --- lookups (never raise) ------------------------------------------------

@@ -78,6 +78,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from veridic._counted import counted
 from veridic._exception_groups import leaves as _leaves
 from veridic._extras import require
 from veridic._sample import clip
@@ -461,11 +462,11 @@ class McpConnection:
             self.undeclared = undeclared
             if undeclared:
                 _log.warning(
-                    "MCP server %r lists %s tool(s) neither declared nor pinned, not registered "
+                    "MCP server %r lists %s neither declared nor pinned, not registered "
                     "(their names would reach the system prompt unreviewed): %s; declare them "
                     "in code (declare=) or record the server's pins (veridic mcp pin)",
                     self.server.name,
-                    len(undeclared),
+                    counted(len(undeclared), "tool"),
                     _names_shown(undeclared),
                 )
             return
@@ -1145,7 +1146,8 @@ def _nothing_declared(server: McpServer, undeclared: Sequence[str]) -> VeridicEr
     """
     example = next((name for name in undeclared if _valid_name(name)), "search")
     return VeridicError(
-        f"MCP server {server.name!r} lists {len(undeclared)} tool(s) ({_names_shown(undeclared)}) "
+        f"MCP server {server.name!r} lists {counted(len(undeclared), 'tool')} "
+        f"({_names_shown(undeclared)}) "
         "and none is declared or pinned: a tool's name is printed in the system prompt's "
         "capability section, and these names come from the server, unreviewed, so nothing of "
         "the server was registered; declare in code the tools to expose, e.g. "
