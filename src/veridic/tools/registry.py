@@ -71,7 +71,13 @@ from pydantic import BaseModel
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
 from veridic.tools.boot_failure import BootError
-from veridic.tools.component import Component, Recheck, _logged, _recheck_mode
+from veridic.tools.component import (
+    Component,
+    Recheck,
+    _logged,
+    _recheck_mode,
+    _WatchedLock,
+)
 from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tools.tool import (
     SCHEMA_TOOL,
@@ -195,7 +201,8 @@ class Registry:
         # registers tools (a plug-in adding its own as it starts) makes boot() build again.
         self._registered = 0
         self._snapshot: tuple[Tool, ...] = ()
-        self._lock = threading.RLock()
+        # Watched: a boot check that waits for a thread that asks for this lock is refused.
+        self._lock = _WatchedLock(threading.RLock(), self._checking)
         self._views: dict[Hashable, ToolView] = {}
         # Bumped by every boot and state change: a view built before one is not cached.
         self._epoch = 0
@@ -560,9 +567,11 @@ class Registry:
     # --- reading ----------------------------------------------------------------
 
     def names(self) -> frozenset[str]:
-        """Every registered tool name, without resolving any tool (cheap, and it cannot fail)."""
-        with self._lock:
-            return frozenset(self._declared)
+        """Every registered tool name, without resolving any tool (cheap, and it cannot fail).
+
+        It takes no lock, so a boot check may read it from any thread it waits for.
+        """
+        return frozenset(self._declared.copy())  # one step: a registration is one step too
 
     def tools(self) -> tuple[Tool, ...]:
         """Every registered tool, resolved but without booting components or checking floors.
@@ -796,7 +805,11 @@ class Registry:
             self._booted = False
             self._registered += 1
 
-    def _alone(self) -> threading.RLock:
+    def _checking(self) -> tuple[Component, ...]:
+        """The components whose check may be running (for :class:`_WatchedLock`)."""
+        return tuple(self._components.values())
+
+    def _alone(self) -> _WatchedLock:
         """The lock every registration takes, for a batch registered all or nothing.
 
         ``veridic.integrations.mcp``'s ``connect`` looks for the server's
