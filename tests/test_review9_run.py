@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from veridic import BootError, Registry, ToolView
+from veridic import (
+    ApprovalPolicy,
+    AuditRecord,
+    AuditWriteError,
+    BootError,
+    CallOutcome,
+    Composer,
+    Registry,
+    Risk,
+    ToolView,
+    aexecute,
+    execute,
+    instruction,
+)
+
+PROMPT = Composer().system(instruction("You help the operator.")).build()
 
 
 def _in_thread(work: Callable[[], object], seconds: float = 20.0) -> object:
@@ -153,3 +170,111 @@ def test_a_recheck_asked_of_another_thread_by_a_check_fails_closed_instead_of_ha
     assert [state.started for state in states] == [False]
     (error,) = got
     assert isinstance(error, BootError), error
+
+
+# --- an interrupted handler whose audit record then cannot be written -----------------------
+
+
+class _FullDisk:
+    """A sink that fails every write the way a full disk does (sync and async)."""
+
+    def __init__(self) -> None:
+        self.attempts: list[AuditRecord] = []
+
+    def write(self, record: AuditRecord, /) -> None:
+        self.attempts.append(record)
+        raise sqlite3.OperationalError("database or disk is full")
+
+
+class _FullDiskAsync(_FullDisk):
+    async def awrite(self, record: AuditRecord, /) -> None:
+        self.write(record)
+
+
+def _operator_view() -> ToolView:
+    registry = Registry()
+
+    @registry.tool(kind="write", risk=Risk.LOW, description="Wait for the operator to answer.")
+    def wait_for_operator(order: str) -> str:
+        """Args:
+        order: The order the operator looks at.
+        """
+        raise KeyboardInterrupt
+
+    @registry.tool(kind="write", risk=Risk.LOW, description="Wait for the operator, from async.")
+    async def await_operator(order: str) -> str:
+        """Args:
+        order: The order the operator looks at.
+        """
+        raise asyncio.CancelledError
+
+    return registry.view()
+
+
+def _allowing(view: ToolView) -> ApprovalPolicy:
+    policy = ApprovalPolicy(view)
+    for name in view.names():
+        policy.allow_always(name)
+    return policy
+
+
+def _unwritten_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [
+        record
+        for record in caplog.records
+        if record.name == "veridic.executor" and record.levelno >= logging.ERROR
+    ]
+
+
+def test_an_interrupted_call_whose_record_cannot_be_written_is_logged_and_the_interrupt_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view = _operator_view()
+    sink = _FullDisk()
+    with caplog.at_level(logging.ERROR, "veridic.executor"):
+        with pytest.raises(KeyboardInterrupt) as caught:
+            execute(
+                view,
+                "wait_for_operator",
+                {"order": "A-17"},
+                policy=_allowing(view),
+                audit=sink,
+                request_id="req-41",
+                prompt=PROMPT,
+            )
+    assert isinstance(caught.value.__context__, AuditWriteError)
+    (logged,) = _unwritten_logs(caplog)
+    message = logged.getMessage()
+    assert "'wait_for_operator'" in message
+    assert "'req-41'" in message
+    assert "could not be written" in message
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], AuditWriteError)
+    assert [record.outcome for record in sink.attempts] == [CallOutcome.FAILED]
+    assert any("could not be written" in note for note in caught.value.__notes__)
+
+
+def test_a_cancelled_async_call_whose_record_cannot_be_written_is_logged_and_cancellation_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view = _operator_view()
+    sink = _FullDiskAsync()
+
+    async def main() -> None:
+        await aexecute(
+            view,
+            "await_operator",
+            {"order": "A-17"},
+            policy=_allowing(view),
+            audit=sink,
+            request_id="req-42",
+            prompt=PROMPT,
+        )
+
+    with caplog.at_level(logging.ERROR, "veridic.executor"):
+        with pytest.raises(asyncio.CancelledError):
+            asyncio.run(main())
+    (logged,) = _unwritten_logs(caplog)
+    message = logged.getMessage()
+    assert "'await_operator'" in message
+    assert "'req-42'" in message
+    assert [record.outcome for record in sink.attempts] == [CallOutcome.FAILED]

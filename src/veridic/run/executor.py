@@ -787,7 +787,7 @@ class _Call:
                 self.sink.write(result.record)
                 own = _OWN_WRITTEN
             except Exception as failure:
-                raise self._unwritten(result, failure) from failure
+                raise self._unwritten(result, failure, cut) from failure
             except BaseException as interrupt:  # Ctrl-C inside the store's write
                 own = _OWN_CUT
                 _log.error(
@@ -827,7 +827,7 @@ class _Call:
                 await self.sink.awrite(result.record)
                 own = _OWN_WRITTEN
             except Exception as failure:
-                raise self._unwritten(result, failure) from failure
+                raise self._unwritten(result, failure, cut) from failure
             except BaseException as interrupt:  # a cancellation while the write is awaited
                 own = _OWN_ON
                 _kept(
@@ -941,9 +941,18 @@ class _Call:
                 raise
         return first
 
-    def _unwritten(self, result: CallResult, failure: Exception) -> AuditWriteError:
+    def _unwritten(
+        self, result: CallResult, failure: Exception, cut: BaseException | None = None
+    ) -> AuditWriteError:
+        """The error of a call that ran whose record the sink refused with ``failure``.
+
+        When an interrupt ``cut`` stopped the handler, the interrupt is what goes on, and
+        this error only rides in its ``__context__``, which a handler of Ctrl-C or of a
+        cancellation seldom reads: so it is logged here on ``veridic.executor`` (with the
+        request, the tool and the unwritten record), and the interrupt gets a note.
+        """
         record = result.record
-        return AuditWriteError(
+        error = AuditWriteError(
             f"tool {record.tool!r} ran (outcome {record.outcome.value}, request "
             f"{self.request_id!r}) but its audit record could not be written "
             f"({type(failure).__name__}: {failure}): the call's result and the unwritten record "
@@ -951,6 +960,28 @@ class _Call:
             "not run the call again, its effects happened",
             result,
         )
+        if cut is not None:
+            error.__cause__ = failure  # as the caller's raise ... from failure will set it
+            call = f", call id {record.call_id!r}" if record.call_id else ""
+            _log.error(
+                "the audit record of tool %r (request %r%s), whose handler was interrupted "
+                "(%s) while it ran, could not be written (%s); the interrupt goes on, and "
+                "the record is: %r",
+                record.tool,
+                self.request_id,
+                call,
+                type(cut).__name__,
+                type(failure).__name__,
+                record,
+                exc_info=error,
+            )
+            cut.add_note(
+                f"veridic: the call of tool {record.tool!r} (request {self.request_id!r}{call}) "
+                f"was interrupted while it ran, and its audit record could not be written "
+                f"({type(failure).__name__}): it is logged on veridic.executor, and the "
+                "AuditWriteError in this interrupt's __context__ holds it"
+            )
+        return error
 
     def _follow_up_unwritten(self, result: CallResult, late: Exception) -> AuditWriteError:
         return AuditWriteError(
