@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sqlite3
 import threading
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from pydantic import BaseModel
 
 from veridic import (
     ApprovalPolicy,
@@ -21,10 +23,13 @@ from veridic import (
     Registry,
     Risk,
     ToolView,
+    VeridicError,
     aexecute,
     execute,
     instruction,
 )
+
+from veridic.guards import guard_irreversible
 
 PROMPT = Composer().system(instruction("You help the operator.")).build()
 
@@ -186,6 +191,16 @@ class _FullDisk:
         raise sqlite3.OperationalError("database or disk is full")
 
 
+class _Kept:
+    """A sink that keeps every record."""
+
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def write(self, record: AuditRecord, /) -> None:
+        self.records.append(record)
+
+
 class _FullDiskAsync(_FullDisk):
     async def awrite(self, record: AuditRecord, /) -> None:
         self.write(record)
@@ -278,3 +293,81 @@ def test_a_cancelled_async_call_whose_record_cannot_be_written_is_logged_and_can
     assert "'await_operator'" in message
     assert "'req-42'" in message
     assert [record.outcome for record in sink.attempts] == [CallOutcome.FAILED]
+
+
+# --- a handler that returns a callback for later -------------------------------------------
+
+
+def _callback_view(done: list[str]) -> ToolView:
+    registry = Registry()
+
+    def purge_now(name: str) -> None:
+        guard_irreversible("hard delete golden fixture")
+        done.append(name)
+
+    @registry.tool(kind="write", risk=Risk.HIGH, irreversible=True)
+    def purge(name: str) -> object:
+        """Delete a golden fixture for good.
+
+        Args:
+            name: The fixture.
+        """
+        return lambda: purge_now(name)
+
+    @registry.tool(kind="write", risk=Risk.HIGH, irreversible=True)
+    def purge_later(name: str) -> object:
+        """Delete a golden fixture for good, when the caller says.
+
+        Args:
+            name: The fixture.
+        """
+        return {"undo": None, "run": functools.partial(purge_now, name)}
+
+    return registry.view()
+
+
+@pytest.mark.parametrize(
+    ("tool", "said"), [("purge", "a function"), ("purge_later", "['run'] is a partial")]
+)
+def test_a_handler_that_returns_a_callback_fails_the_call(tool: str, said: str) -> None:
+    # The callback's code (a guarded delete) would run whenever the application calls
+    # result.value: after the dispatch, outside the guards and the audit record.
+    done: list[str] = []
+    view = _callback_view(done)
+    sink = _Kept()
+    result = execute(
+        view,
+        tool,
+        {"name": "fixture-42"},
+        policy=ApprovalPolicy(view),
+        audit=sink,
+        request_id="req-43",
+        prompt=PROMPT,
+        confirm=lambda request: True,
+    )
+    assert result.outcome is CallOutcome.FAILED
+    assert isinstance(result.error, VeridicError)
+    assert said in str(result.error)
+    assert "after its dispatch ended" in str(result.error)
+    assert result.value is None
+    assert done == []
+    assert [record.outcome for record in sink.records] == [CallOutcome.FAILED]
+
+
+def test_a_handler_may_return_a_class_or_a_model_it_made() -> None:
+    registry = Registry()
+
+    class Report(BaseModel):
+        title: str
+
+    @registry.tool(kind="query")
+    def report(title: str) -> Report:
+        """The report of that title.
+
+        Args:
+            title: The title.
+        """
+        return Report(title=title)
+
+    view = registry.view()
+    assert view.dispatch("report", {"title": "Q3"}) == Report(title="Q3")

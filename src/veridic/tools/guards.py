@@ -46,7 +46,7 @@ and handed to the scope's ``on_late`` reporter, through which
 finish, finishes inside the call: await the task, join the thread.
 
 A handler's result must be finished too: a generator, an iterator, a
-coroutine or another awaitable would run its code (and its guarded
+callback, a coroutine or another awaitable would run its code (and its guarded
 operations) after the dispatch ended, unaudited. :meth:`veridic.ToolView.dispatch`
 and :func:`veridic.execute` refuse such a result inside the dispatch (see
 :meth:`veridic.tools.view.PreparedCall.invoke` for exactly what counts as lazy).
@@ -815,6 +815,10 @@ def _lazy(value: object) -> str | None:
         return f"an iterator ({kind})"
     if isinstance(value, AsyncIterator):
         return f"an async iterator ({kind})"
+    if callable(value) and not isinstance(value, type):
+        # A callback (a function, a partial, a bound method) runs its code when the
+        # application calls it, as a generator does when it is iterated. A class is data.
+        return f"{_kind(value)} (a callback)"
     return None
 
 
