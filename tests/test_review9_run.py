@@ -20,8 +20,13 @@ from veridic import (
     BootError,
     CallOutcome,
     Composer,
+    Limits,
+    ModelGateway,
     Registry,
     Risk,
+    RunLimitError,
+    ScriptedProvider,
+    SQLiteAuditSink,
     ToolView,
     VeridicError,
     aexecute,
@@ -371,3 +376,40 @@ def test_a_handler_may_return_a_class_or_a_model_it_made() -> None:
 
     view = registry.view()
     assert view.dispatch("report", {"title": "Q3"}) == Report(title="Q3")
+
+
+# --- a token limit passed by the model's final answer ---------------------------------------
+
+
+def test_a_token_limit_passed_by_the_final_answer_says_the_answer_is_on_the_composer() -> None:
+    # The message said the run stopped "before the model answered without tool calls",
+    # which sent the user looking for an answer that never came: it came, and is kept.
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def look(q: str) -> str:
+        """Look something up.
+
+        Args:
+            q: What to look up.
+        """
+        return f"found {q}"
+
+    view = registry.view()
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    script: list[dict[str, object]] = [
+        {"tool_calls": [("c1", "look", {"q": "a"})], "usage": usage},
+        {"text": "Here it is.", "usage": usage},
+    ]
+    gateway = ModelGateway(ScriptedProvider(script), audit=SQLiteAuditSink())
+    composer = Composer().system(instruction("You look things up.")).user("Look up a.")
+    with pytest.raises(RunLimitError) as caught:
+        gateway.run(
+            composer, view, policy=ApprovalPolicy(view), request_id="r", limits=Limits(tokens=20)
+        )
+    assert (caught.value.limit, caught.value.allowed, caught.value.reached) == ("tokens", 20, 30)
+    message = str(caught.value)
+    assert "before the model answered" not in message
+    assert "answer without tool calls" in message
+    assert "composer" in message
+    assert composer.conversation().turns[-1].text == "Here it is."
