@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
 
 import pytest
 from pydantic import BaseModel
@@ -100,7 +101,7 @@ _HANDOFFS = {"thread": _joined_thread, "pool": _pool, "to_thread": _to_thread}
 def _plugin_registry(
     handoff: Callable[[Callable[[], object], list[object]], None],
     ask: Callable[[Registry], object],
-    recheck: str | None,
+    recheck: Literal["view"] | None,
 ) -> tuple[Registry, list[object]]:
     registry = Registry("site")
     got: list[object] = []
@@ -118,7 +119,7 @@ def _plugin_registry(
         handoff(lambda: ask(registry), got)
         return True
 
-    pro = registry.component("Pro", boot=check, recheck=recheck)  # type: ignore[arg-type]  # None or "view"
+    pro = registry.component("Pro", boot=check, recheck=recheck)
 
     @pro.tool(kind="query")
     def create_snippet(text: str) -> str:
@@ -135,7 +136,7 @@ def _plugin_registry(
 @pytest.mark.parametrize("handoff", sorted(_HANDOFFS))
 @pytest.mark.parametrize("recheck", [None, "view"])
 def test_a_boot_check_that_asks_another_thread_for_a_view_fails_closed_instead_of_hanging(
-    handoff: str, recheck: str | None
+    handoff: str, recheck: Literal["view"] | None
 ) -> None:
     registry, got = _plugin_registry(_HANDOFFS[handoff], lambda r: r.view().names(), recheck)
     view = _in_thread(registry.view)

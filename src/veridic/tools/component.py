@@ -21,7 +21,7 @@ import math
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from types import FrameType, TracebackType
+from types import CodeType, FrameType, TracebackType
 from typing import Final, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -431,7 +431,7 @@ def _futures_run_here() -> tuple[object, ...]:
     found: list[object] = []
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
-        if frame.f_code is _WORK_ITEM_RUN:
+        if frame.f_code in _WORK_ITEM_RUNS:
             item = frame.f_locals.get("self")
             future = getattr(item, "future", None)
             if future is not None:
@@ -440,17 +440,21 @@ def _futures_run_here() -> tuple[object, ...]:
     return tuple(found)
 
 
-_WAITS_ON_SELF: Final = frozenset(
-    {
-        threading.Thread.join.__code__,
-        concurrent.futures.Future.result.__code__,
-        concurrent.futures.Future.exception.__code__,
-    }
+def _codes(*functions: object) -> frozenset[CodeType]:
+    """The code objects of ``functions`` (Python functions of the standard library)."""
+    found = (getattr(function, "__code__", None) for function in functions)
+    return frozenset(code for code in found if isinstance(code, CodeType))
+
+
+_WAITS_ON_SELF: Final = _codes(
+    threading.Thread.join,
+    concurrent.futures.Future.result,
+    concurrent.futures.Future.exception,
 )
-_WAITS_ON_FS: Final = frozenset(
-    {concurrent.futures.wait.__code__, concurrent.futures.as_completed.__code__}
+_WAITS_ON_FS: Final = _codes(concurrent.futures.wait, concurrent.futures.as_completed)
+_WORK_ITEM_RUNS: Final = _codes(
+    getattr(getattr(concurrent.futures.thread, "_WorkItem", None), "run", None)
 )
-_WORK_ITEM_RUN: Final = concurrent.futures.thread._WorkItem.run.__code__
 
 
 def _reentered_state(component: Component) -> ComponentState:
