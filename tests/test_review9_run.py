@@ -414,3 +414,80 @@ def test_a_token_limit_passed_by_the_final_answer_says_the_answer_is_on_the_comp
     assert "answer without tool calls" in message
     assert "composer" in message
     assert composer.conversation().turns[-1].text == "Here it is."
+
+
+# --- an interrupt at the approval prompt, and a store that fails ---------------------------
+
+
+def _asking_view() -> ToolView:
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def refund(order: str) -> str:
+        """Refund an order.
+
+        Args:
+            order: The order to refund.
+        """
+        return f"refunded {order}"
+
+    return registry.view()
+
+
+def test_an_interrupt_at_the_approval_prompt_goes_on_when_its_record_cannot_be_written(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Ctrl-C at "refund A-17? [y/n]" with the store full: the disk's error replaced the
+    # interrupt, so the program went on as if an ordinary error had happened.
+    view = _asking_view()
+    sink = _FullDisk()
+
+    def confirm(request: object) -> bool:
+        raise KeyboardInterrupt
+
+    with caplog.at_level(logging.ERROR, "veridic.executor"):
+        with pytest.raises(KeyboardInterrupt) as caught:
+            execute(
+                view,
+                "refund",
+                {"order": "A-17"},
+                policy=ApprovalPolicy(view),
+                audit=sink,
+                request_id="req-44",
+                prompt=PROMPT,
+                confirm=confirm,
+            )
+    assert any("could not be written" in note for note in caught.value.__notes__)
+    assert [record.outcome for record in sink.attempts] == [CallOutcome.DENIED]
+    (logged,) = _unwritten_logs(caplog)
+    assert "'refund'" in logged.getMessage()
+    assert "'req-44'" in logged.getMessage()
+
+
+def test_a_cancellation_at_the_async_approval_prompt_goes_on_when_its_record_cannot_be_written(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view = _asking_view()
+    sink = _FullDiskAsync()
+
+    async def confirm(request: object) -> bool:
+        raise asyncio.CancelledError
+
+    async def main() -> None:
+        await aexecute(
+            view,
+            "refund",
+            {"order": "A-17"},
+            policy=ApprovalPolicy(view),
+            audit=sink,
+            request_id="req-45",
+            prompt=PROMPT,
+            confirm=confirm,
+        )
+
+    with caplog.at_level(logging.ERROR, "veridic.executor"):
+        with pytest.raises(asyncio.CancelledError):
+            asyncio.run(main())
+    assert [record.outcome for record in sink.attempts] == [CallOutcome.DENIED]
+    (logged,) = _unwritten_logs(caplog)
+    assert "'req-45'" in logged.getMessage()
