@@ -163,6 +163,21 @@ def test_a_boot_check_that_asks_another_thread_for_the_names_gets_them(handoff: 
     assert "create_snippet" in view.names()
 
 
+@pytest.mark.parametrize("handoff", sorted(_HANDOFFS))
+def test_a_boot_check_that_asks_another_thread_for_the_components_gets_them(
+    handoff: str,
+) -> None:
+    # So is registry.components(): the states before this check's, from any thread.
+    def states(registry: Registry) -> object:
+        return [(state.name, state.started) for state in registry.components()]
+
+    registry, got = _plugin_registry(_HANDOFFS[handoff], states, None)
+    view = _in_thread(registry.view)
+    assert isinstance(view, ToolView)
+    assert got == [[("Pro", None)]]
+    assert "create_snippet" in view.names()
+
+
 def test_a_recheck_asked_of_another_thread_by_a_check_fails_closed_instead_of_hanging() -> None:
     registry = Registry("site")
     got: list[object] = []

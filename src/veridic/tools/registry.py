@@ -589,13 +589,15 @@ class Registry:
         """Each component and how its last check went (``started is None`` before boot).
 
         The state every new view is built from: after a recheck, the recheck's.
+        It takes no lock (the states are replaced whole, never changed in place), so
+        a boot check may read it from any thread it waits for.
         """
-        with self._lock:
-            return tuple(
-                self._states.get(name)
-                or ComponentState(name, None, _NOT_BOOTED, component.hint, component.provides)
-                for name, component in self._components.items()
-            )
+        states, components = self._states, self._components.copy()
+        return tuple(
+            states.get(name)
+            or ComponentState(name, None, _NOT_BOOTED, component.hint, component.provides)
+            for name, component in components.items()
+        )
 
     # --- checking again -----------------------------------------------------------
 
