@@ -8,7 +8,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Literal
 
 import pytest
@@ -85,6 +85,18 @@ def _pool(work: Callable[[], object], got: list[object]) -> None:
             got.append(error)
 
 
+def _pool_wait(work: Callable[[], object], got: list[object]) -> None:
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(work)
+    done, _ = wait([future], timeout=15)
+    if not done:
+        got.append("still waiting")
+    else:
+        failed = future.exception()
+        got.append(future.result() if failed is None else failed)
+    pool.shutdown(wait=False)
+
+
 def _to_thread(work: Callable[[], object], got: list[object]) -> None:
     async def main() -> None:
         try:
@@ -95,7 +107,12 @@ def _to_thread(work: Callable[[], object], got: list[object]) -> None:
     asyncio.run(main())
 
 
-_HANDOFFS = {"thread": _joined_thread, "pool": _pool, "to_thread": _to_thread}
+_HANDOFFS = {
+    "thread": _joined_thread,
+    "pool": _pool,
+    "pool_wait": _pool_wait,
+    "to_thread": _to_thread,
+}
 
 
 def _plugin_registry(

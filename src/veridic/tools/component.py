@@ -418,7 +418,9 @@ def _waits_for_this_thread(runner: int) -> bool:
                 return True
         elif code in _WAITS_ON_FS and running_here:
             waited_for = frame.f_locals.get("fs")
-            if isinstance(waited_for, Iterable) and any(
+            # Only a collection: an iterator given to wait() is read into a set first, and
+            # reading it here, from another thread, would take its items from that one.
+            if isinstance(waited_for, set | frozenset | list | tuple) and any(
                 future is mine for future in tuple(waited_for) for mine in running_here
             ):
                 return True
