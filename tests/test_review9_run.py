@@ -407,8 +407,18 @@ def test_a_handler_may_return_a_class_or_a_model_it_made() -> None:
         """
         return Report(title=title)
 
+    @registry.tool(kind="query")
+    def report_type(title: str) -> object:
+        """The type the report of that title is.
+
+        Args:
+            title: The title.
+        """
+        return Report
+
     view = registry.view()
     assert view.dispatch("report", {"title": "Q3"}) == Report(title="Q3")
+    assert view.dispatch("report_type", {"title": "Q3"}) is Report
 
 
 # --- a token limit passed by the model's final answer ---------------------------------------
