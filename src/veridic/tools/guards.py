@@ -719,7 +719,12 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
         if len(nested) > 1:
             returned += f" (and {len(nested) - 1} more lazy value(s) inside it)"
     got = "returned, after being awaited," if awaited else "returned"
-    if inspect.isawaitable(lazy[0]) and not awaited:
+    if callable(lazy[0]) and not inspect.isawaitable(lazy[0]):
+        remedy = (
+            "call it inside the handler and return what it did, or return data that says "
+            "what is left to do (a later tool call does it, under its own approval)"
+        )
+    elif inspect.isawaitable(lazy[0]) and not awaited:
         remedy = (
             "declare the handler async def so that veridic awaits it inside its dispatch "
             "(await aexecute(...) or view.adispatch(...)), or return the finished value"
