@@ -1,4 +1,4 @@
-"""Ninth attacker review of the run area: boot checks across threads, the executor, the run loop."""
+"""Ninth attacker review of the run area: boot checks across threads, the executor, the loop."""
 
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ from veridic import (
     execute,
     instruction,
 )
-
 from veridic.guards import guard_irreversible
 
 PROMPT = Composer().system(instruction("You help the operator.")).build()
