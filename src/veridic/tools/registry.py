@@ -514,6 +514,9 @@ class Registry:
 
         Raises:
             RiskFloorError, VeridicError: from :meth:`boot`.
+            BootError: asked from inside a component's boot check, or by a thread such
+                a running check waits for (what the view holds depends on that check);
+                the component does not start.
             UnknownToolError: ``allow`` or ``deny`` names a tool never registered.
             VeridicError: ``wording`` or ``schema_tool`` is not what it takes, or a
                 predicate (or ``Deny(when=...)``) returned an awaitable: an ``async def``
