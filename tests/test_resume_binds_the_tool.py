@@ -185,6 +185,6 @@ def test_a_grant_stripped_in_storage_after_the_dialog_matches_no_answer(how: str
             Composer().system(SYSTEM, view.capability_section()),
             view,
             policy=ApprovalPolicy(view),
-            answers={digest: True for digest in shown},
+            answers=dict.fromkeys(shown, True),
         )
     assert ran == []

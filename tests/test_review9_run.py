@@ -1,4 +1,4 @@
-"""Ninth attacker review of the run area: boot checks across threads, the executor, the loop."""
+"""Ninth attacker review of the run area: the executor, guards, approvals and the loop."""
 
 from __future__ import annotations
 
@@ -6,10 +6,6 @@ import asyncio
 import functools
 import logging
 import sqlite3
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Literal
 
 import pytest
 from pydantic import BaseModel
@@ -18,7 +14,6 @@ from veridic import (
     ApprovalPolicy,
     AuditRecord,
     AuditWriteError,
-    BootError,
     CallOutcome,
     Composer,
     Limits,
@@ -37,181 +32,6 @@ from veridic import (
 from veridic.guards import guard_irreversible
 
 PROMPT = Composer().system(instruction("You help the operator.")).build()
-
-
-def _in_thread(work: Callable[[], object], seconds: float = 20.0) -> object:
-    """``work()`` run in a daemon thread; fails the test (instead of hanging it) if it
-    does not return in ``seconds``. The wait bounds the suite, it is not asserted on."""
-    done: list[object] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            done.append(work())
-        except BaseException as error:  # handed to the test below
-            failed.append(error)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), "the call hung (a boot check waits for a thread that waits)"
-    if failed:
-        raise failed[0]
-    return done[0]
-
-
-# --- a boot check that hands registry.view() to another thread ------------------------------
-
-
-def _joined_thread(work: Callable[[], object], got: list[object]) -> None:
-    def run() -> None:
-        try:
-            got.append(work())
-        except BaseException as error:  # what the check's helper thread met
-            got.append(error)
-
-    helper = threading.Thread(target=run, daemon=True)
-    helper.start()
-    helper.join(15)  # bounds the suite only; the assertion is on what the helper met
-
-
-def _pool(work: Callable[[], object], got: list[object]) -> None:
-    with ThreadPoolExecutor(1) as pool:
-        future = pool.submit(work)
-        try:
-            got.append(future.result(15))
-        except BaseException as error:
-            got.append(error)
-
-
-def _pool_wait(work: Callable[[], object], got: list[object]) -> None:
-    pool = ThreadPoolExecutor(1)
-    future = pool.submit(work)
-    done, _ = wait([future], timeout=15)
-    if not done:
-        got.append("still waiting")
-    else:
-        failed = future.exception()
-        got.append(future.result() if failed is None else failed)
-    pool.shutdown(wait=False)
-
-
-def _to_thread(work: Callable[[], object], got: list[object]) -> None:
-    async def main() -> None:
-        try:
-            got.append(await asyncio.wait_for(asyncio.to_thread(work), 15))
-        except BaseException as error:
-            got.append(error)
-
-    asyncio.run(main())
-
-
-_HANDOFFS = {
-    "thread": _joined_thread,
-    "pool": _pool,
-    "pool_wait": _pool_wait,
-    "to_thread": _to_thread,
-}
-
-
-def _plugin_registry(
-    handoff: Callable[[Callable[[], object], list[object]], None],
-    ask: Callable[[Registry], object],
-    recheck: Literal["view"] | None,
-) -> tuple[Registry, list[object]]:
-    registry = Registry("site")
-    got: list[object] = []
-
-    @registry.tool(kind="query")
-    def create_webhook(url: str) -> str:
-        """Create a webhook that posts to a URL.
-
-        Args:
-            url: Where to post.
-        """
-        return "ok"
-
-    def check() -> bool:
-        handoff(lambda: ask(registry), got)
-        return True
-
-    pro = registry.component("Pro", boot=check, recheck=recheck)
-
-    @pro.tool(kind="query")
-    def create_snippet(text: str) -> str:
-        """Create a code snippet.
-
-        Args:
-            text: The snippet's code.
-        """
-        return "snippet"
-
-    return registry, got
-
-
-@pytest.mark.parametrize("handoff", sorted(_HANDOFFS))
-@pytest.mark.parametrize("recheck", [None, "view"])
-def test_a_boot_check_that_asks_another_thread_for_a_view_fails_closed_instead_of_hanging(
-    handoff: str, recheck: Literal["view"] | None
-) -> None:
-    registry, got = _plugin_registry(_HANDOFFS[handoff], lambda r: r.view().names(), recheck)
-    view = _in_thread(registry.view)
-    assert isinstance(view, ToolView)
-    assert "create_webhook" in view.names()
-    assert "create_snippet" not in view.names()
-    assert got, "the check's helper thread never ran"
-    for error in got:  # recheck="view": the check ran at boot and again for the view
-        assert isinstance(error, BootError), error
-        assert "another thread" in str(error)
-    assert "registry.names()" in str(error)  # what to do instead
-    (state,) = registry.components()
-    assert state.started is False
-    assert "asked the registry for a view" in state.reason
-
-
-@pytest.mark.parametrize("handoff", sorted(_HANDOFFS))
-def test_a_boot_check_that_asks_another_thread_for_the_names_gets_them(handoff: str) -> None:
-    # registry.names() is what the refusal tells a check to read instead: from any thread.
-    registry, got = _plugin_registry(_HANDOFFS[handoff], lambda r: r.names(), None)
-    view = _in_thread(registry.view)
-    assert isinstance(view, ToolView)
-    assert got == [frozenset({"create_webhook", "create_snippet"})]
-    assert "create_snippet" in view.names()
-
-
-@pytest.mark.parametrize("handoff", sorted(_HANDOFFS))
-def test_a_boot_check_that_asks_another_thread_for_the_components_gets_them(
-    handoff: str,
-) -> None:
-    # So is registry.components(): the states before this check's, from any thread.
-    def states(registry: Registry) -> object:
-        return [(state.name, state.started) for state in registry.components()]
-
-    registry, got = _plugin_registry(_HANDOFFS[handoff], states, None)
-    view = _in_thread(registry.view)
-    assert isinstance(view, ToolView)
-    assert got == [[("Pro", None)]]
-    assert "create_snippet" in view.names()
-
-
-def test_a_recheck_asked_of_another_thread_by_a_check_fails_closed_instead_of_hanging() -> None:
-    registry = Registry("site")
-    got: list[object] = []
-    handing = [False]
-
-    def check() -> bool:
-        if handing[0]:
-            _joined_thread(lambda: registry.recheck("Pro"), got)
-        return True
-
-    registry.component("Pro", boot=check)
-    assert [state.started for state in registry.recheck()] == [True]
-    handing[0] = True
-    states = _in_thread(registry.recheck)
-    assert isinstance(states, tuple)
-    assert [state.started for state in states] == [False]
-    (error,) = got
-    assert isinstance(error, BootError), error
 
 
 # --- an interrupted handler whose audit record then cannot be written -----------------------
@@ -283,24 +103,27 @@ def test_an_interrupted_call_whose_record_cannot_be_written_is_logged_and_the_in
 ) -> None:
     view = _operator_view()
     sink = _FullDisk()
-    with caplog.at_level(logging.ERROR, "veridic.executor"):
-        with pytest.raises(KeyboardInterrupt) as caught:
-            execute(
-                view,
-                "wait_for_operator",
-                {"order": "A-17"},
-                policy=_allowing(view),
-                audit=sink,
-                request_id="req-41",
-                prompt=PROMPT,
-            )
+    with (
+        caplog.at_level(logging.ERROR, "veridic.executor"),
+        pytest.raises(KeyboardInterrupt) as caught,
+    ):
+        execute(
+            view,
+            "wait_for_operator",
+            {"order": "A-17"},
+            policy=_allowing(view),
+            audit=sink,
+            request_id="req-41",
+            prompt=PROMPT,
+        )
     assert isinstance(caught.value.__context__, AuditWriteError)
     (logged,) = _unwritten_logs(caplog)
     message = logged.getMessage()
     assert "'wait_for_operator'" in message
     assert "'req-41'" in message
     assert "could not be written" in message
-    assert logged.exc_info is not None and isinstance(logged.exc_info[1], AuditWriteError)
+    assert logged.exc_info is not None
+    assert isinstance(logged.exc_info[1], AuditWriteError)
     assert [record.outcome for record in sink.attempts] == [CallOutcome.FAILED]
     assert any("could not be written" in note for note in caught.value.__notes__)
 
@@ -322,9 +145,8 @@ def test_a_cancelled_async_call_whose_record_cannot_be_written_is_logged_and_can
             prompt=PROMPT,
         )
 
-    with caplog.at_level(logging.ERROR, "veridic.executor"):
-        with pytest.raises(asyncio.CancelledError):
-            asyncio.run(main())
+    with caplog.at_level(logging.ERROR, "veridic.executor"), pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
     (logged,) = _unwritten_logs(caplog)
     message = logged.getMessage()
     assert "'await_operator'" in message
@@ -486,18 +308,20 @@ def test_an_interrupt_at_the_approval_prompt_goes_on_when_its_record_cannot_be_w
     def confirm(request: object) -> bool:
         raise KeyboardInterrupt
 
-    with caplog.at_level(logging.ERROR, "veridic.executor"):
-        with pytest.raises(KeyboardInterrupt) as caught:
-            execute(
-                view,
-                "refund",
-                {"order": "A-17"},
-                policy=ApprovalPolicy(view),
-                audit=sink,
-                request_id="req-44",
-                prompt=PROMPT,
-                confirm=confirm,
-            )
+    with (
+        caplog.at_level(logging.ERROR, "veridic.executor"),
+        pytest.raises(KeyboardInterrupt) as caught,
+    ):
+        execute(
+            view,
+            "refund",
+            {"order": "A-17"},
+            policy=ApprovalPolicy(view),
+            audit=sink,
+            request_id="req-44",
+            prompt=PROMPT,
+            confirm=confirm,
+        )
     assert any("could not be written" in note for note in caught.value.__notes__)
     assert [record.outcome for record in sink.attempts] == [CallOutcome.DENIED]
     (logged,) = _unwritten_logs(caplog)
@@ -526,9 +350,8 @@ def test_a_cancellation_at_the_async_approval_prompt_goes_on_when_its_record_can
             confirm=confirm,
         )
 
-    with caplog.at_level(logging.ERROR, "veridic.executor"):
-        with pytest.raises(asyncio.CancelledError):
-            asyncio.run(main())
+    with caplog.at_level(logging.ERROR, "veridic.executor"), pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
     assert [record.outcome for record in sink.attempts] == [CallOutcome.DENIED]
     (logged,) = _unwritten_logs(caplog)
     assert "'req-45'" in logged.getMessage()

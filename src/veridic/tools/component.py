@@ -12,16 +12,11 @@ holds what one component knows about itself.
 
 from __future__ import annotations
 
-import concurrent.futures
-import concurrent.futures.thread
-import contextvars
 import inspect
 import logging
 import math
-import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from types import CodeType, FrameType, TracebackType
 from typing import Final, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -132,7 +127,7 @@ class Component:
         self._recheck: Recheck = recheck
         # One check at a time (the boot callable need not be thread-safe); _runs
         # numbers the checks, _applied is the latest whose state the registry holds.
-        self._lock = _WatchedLock(threading.Lock(), lambda: (self,))
+        self._lock = threading.Lock()
         self._runs = 0
         self._applied = 0
         self._checked_at = -math.inf
@@ -233,13 +228,9 @@ class Component:
 
     def _numbered(self, clock: Callable[[], float]) -> tuple[ComponentState, int]:
         self._runner, self._reentered = threading.get_ident(), False
-        # Marks the check's context, which asyncio.to_thread (and copy_context().run)
-        # hand on to the thread they run in: see _refuse_waiter.
-        token = _CHECKING.set(self)
         try:
             state = self._evaluate()
         finally:
-            _CHECKING.reset(token)
             self._runner = None
         if self._reentered:
             state = _reentered_state(self)
@@ -259,23 +250,6 @@ class Component:
         if self._runner == threading.get_ident():
             self._reentered = True
             raise BootError(_REENTERED)
-
-    def _refuse_waiter(self) -> None:
-        """Refuse to wait for this component's running check when the check waits for
-        this thread: it handed a view (or a recheck) to another thread and waits for
-        that thread's answer (a pool's ``result()``, a ``join()``, ``asyncio.to_thread``).
-
-        The thread would wait for a lock the check holds, and the check for the thread,
-        for good: as in :meth:`_refuse_reentry`, there is no answer to give, so the call
-        raises and the component does not start. A thread the check does not wait for
-        (another request served meanwhile) is not refused: it waits for the check.
-        """
-        runner = self._runner
-        if runner is None or runner == threading.get_ident():
-            return
-        if _CHECKING.get() is self or _waits_for_this_thread(runner):
-            self._reentered = True
-            raise BootError(_HANDED_OFF)
 
     def _due(self, now: float) -> bool:
         recheck = self._recheck
@@ -341,121 +315,6 @@ def _refused_answer(result: object) -> tuple[str, str] | None:
 
 _REENTERED: Final = (
     "its boot check asked the registry for a view (or a recheck) while the check ran"
-)
-
-
-_HANDED_OFF: Final = (
-    "a boot check asked another thread for a view (or a recheck) of its registry, and "
-    "waits for that thread while the check runs: the thread would wait for the check, "
-    "and the check for the thread, for good; what a view holds depends on that check, "
-    "so read registry.names() (every registered name, without booting) or "
-    "registry.components() in the check instead, or check the other component's own "
-    "condition"
-)
-
-_CHECKING: Final[contextvars.ContextVar[Component | None]] = contextvars.ContextVar(
-    "veridic_boot_check", default=None
-)
-"""The component whose boot check this context runs in (``None`` outside every check)."""
-
-_POLL: Final = 0.05
-"""Seconds a thread waits for a lock a boot check holds before it looks again whether the
-check waits for it. Only how soon a hand-off is refused, never whether."""
-
-
-class _WatchedLock:
-    """A lock that a boot check may hold, taken as a context manager.
-
-    A thread that cannot take it at once waits for it, and meanwhile looks whether a
-    running check (one of ``running()``) waits for this very thread; then it raises
-    :class:`BootError` instead of waiting for good (see :meth:`Component._refuse_waiter`).
-    """
-
-    __slots__ = ("_lock", "_running")
-
-    def __init__(
-        self,
-        lock: threading.Lock | threading.RLock,
-        running: Callable[[], Iterable[Component]],
-    ) -> None:
-        self._lock = lock
-        self._running = running
-
-    def __enter__(self) -> None:
-        if self._lock.acquire(blocking=False):
-            return
-        while True:
-            for component in self._running():
-                component._refuse_waiter()
-            if self._lock.acquire(timeout=_POLL):
-                return
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._lock.release()
-
-
-def _waits_for_this_thread(runner: int) -> bool:
-    """Whether thread ``runner`` is blocked joining this thread, or waiting for the
-    result of a future this thread runs (a ``ThreadPoolExecutor`` worker's work item).
-
-    Read from the frames of ``runner``, which waits with the interpreter lock released:
-    the ``self`` of a ``Thread.join`` or ``Future.result`` on its stack, or the ``fs`` of
-    ``concurrent.futures.wait`` and ``as_completed``.
-    """
-    frame: FrameType | None = sys._current_frames().get(runner)
-    me = threading.current_thread()
-    running_here = _futures_run_here()
-    while frame is not None:
-        code = frame.f_code
-        if code in _WAITS_ON_SELF:
-            waited = frame.f_locals.get("self")
-            if waited is me or any(waited is future for future in running_here):
-                return True
-        elif code in _WAITS_ON_FS and running_here:
-            waited_for = frame.f_locals.get("fs")
-            # Only a collection: an iterator given to wait() is read into a set first, and
-            # reading it here, from another thread, would take its items from that one.
-            if isinstance(waited_for, set | frozenset | list | tuple) and any(
-                future is mine for future in tuple(waited_for) for mine in running_here
-            ):
-                return True
-        frame = frame.f_back
-    return False
-
-
-def _futures_run_here() -> tuple[object, ...]:
-    """The futures whose work item this thread (a pool's worker) is running now."""
-    found: list[object] = []
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code in _WORK_ITEM_RUNS:
-            item = frame.f_locals.get("self")
-            future = getattr(item, "future", None)
-            if future is not None:
-                found.append(future)
-        frame = frame.f_back
-    return tuple(found)
-
-
-def _codes(*functions: object) -> frozenset[CodeType]:
-    """The code objects of ``functions`` (Python functions of the standard library)."""
-    found = (getattr(function, "__code__", None) for function in functions)
-    return frozenset(code for code in found if isinstance(code, CodeType))
-
-
-_WAITS_ON_SELF: Final = _codes(
-    threading.Thread.join,
-    concurrent.futures.Future.result,
-    concurrent.futures.Future.exception,
-)
-_WAITS_ON_FS: Final = _codes(concurrent.futures.wait, concurrent.futures.as_completed)
-_WORK_ITEM_RUNS: Final = _codes(
-    getattr(getattr(concurrent.futures.thread, "_WorkItem", None), "run", None)
 )
 
 

@@ -71,13 +71,7 @@ from pydantic import BaseModel
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
 from veridic.tools.boot_failure import BootError
-from veridic.tools.component import (
-    Component,
-    Recheck,
-    _logged,
-    _recheck_mode,
-    _WatchedLock,
-)
+from veridic.tools.component import Component, Recheck, _logged, _recheck_mode
 from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
 from veridic.tools.tool import (
     SCHEMA_TOOL,
@@ -201,8 +195,7 @@ class Registry:
         # registers tools (a plug-in adding its own as it starts) makes boot() build again.
         self._registered = 0
         self._snapshot: tuple[Tool, ...] = ()
-        # Watched: a boot check that waits for a thread that asks for this lock is refused.
-        self._lock = _WatchedLock(threading.RLock(), self._checking)
+        self._lock = threading.RLock()
         self._views: dict[Hashable, ToolView] = {}
         # Bumped by every boot and state change: a view built before one is not cached.
         self._epoch = 0
@@ -376,6 +369,12 @@ class Registry:
         When the description no longer matches its pin, the tool is
         unavailable: "description changed since it was pinned".
 
+        The capability section prints the tool's ``name`` as trusted text, so
+        the name must come from code or be covered by a tool pin
+        (:func:`veridic.tools.tool.tool_pin` covers name, description and
+        input schema): a name branded :class:`~veridic.UntrustedText` is a
+        :class:`~veridic.ProvenanceError` unless such a pin vouches for it.
+
         Why an unpinned tool is still exposed: the tool list is where every
         MCP client shows a server's descriptions, and the application chose
         to register the server; what veridic guarantees is that no text from
@@ -514,9 +513,6 @@ class Registry:
 
         Raises:
             RiskFloorError, VeridicError: from :meth:`boot`.
-            BootError: asked from inside a component's boot check, or by a thread such
-                a running check waits for (what the view holds depends on that check);
-                the component does not start.
             UnknownToolError: ``allow`` or ``deny`` names a tool never registered.
             VeridicError: ``wording`` or ``schema_tool`` is not what it takes, or a
                 predicate (or ``Deny(when=...)``) returned an awaitable: an ``async def``
@@ -570,11 +566,9 @@ class Registry:
     # --- reading ----------------------------------------------------------------
 
     def names(self) -> frozenset[str]:
-        """Every registered tool name, without resolving any tool (cheap, and it cannot fail).
-
-        It takes no lock, so a boot check may read it from any thread it waits for.
-        """
-        return frozenset(self._declared.copy())  # one step: a registration is one step too
+        """Every registered tool name, without resolving any tool (cheap, and it cannot fail)."""
+        with self._lock:
+            return frozenset(self._declared)
 
     def tools(self) -> tuple[Tool, ...]:
         """Every registered tool, resolved but without booting components or checking floors.
@@ -592,15 +586,13 @@ class Registry:
         """Each component and how its last check went (``started is None`` before boot).
 
         The state every new view is built from: after a recheck, the recheck's.
-        It takes no lock (the states are replaced whole, never changed in place), so
-        a boot check may read it from any thread it waits for.
         """
-        states, components = self._states, self._components.copy()
-        return tuple(
-            states.get(name)
-            or ComponentState(name, None, _NOT_BOOTED, component.hint, component.provides)
-            for name, component in components.items()
-        )
+        with self._lock:
+            return tuple(
+                self._states.get(name)
+                or ComponentState(name, None, _NOT_BOOTED, component.hint, component.provides)
+                for name, component in self._components.items()
+            )
 
     # --- checking again -----------------------------------------------------------
 
@@ -810,11 +802,7 @@ class Registry:
             self._booted = False
             self._registered += 1
 
-    def _checking(self) -> tuple[Component, ...]:
-        """The components whose check may be running (for :class:`_WatchedLock`)."""
-        return tuple(self._components.values())
-
-    def _alone(self) -> _WatchedLock:
+    def _alone(self) -> threading.RLock:
         """The lock every registration takes, for a batch registered all or nothing.
 
         ``veridic.integrations.mcp``'s ``connect`` looks for the server's
