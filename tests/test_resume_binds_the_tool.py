@@ -154,3 +154,37 @@ def test_format_4_needs_each_approvals_grant() -> None:
     del document["approvals"][0]["grant"]
     with pytest.raises(VeridicError, match="exactly the keys"):
         PausedRun.from_json(json.dumps(document))
+
+
+def _stripped(document: dict[str, object], how: str) -> dict[str, object]:
+    approvals = document["approvals"]
+    assert isinstance(approvals, list)
+    for approval in approvals:
+        if how == "emptied":
+            approval["grant"] = ""
+        else:  # "downgraded": read as a paused run of the format before grants
+            del approval["grant"]
+            document["format"] = "veridic-paused-run/3"
+    return document
+
+
+@pytest.mark.parametrize("how", ["emptied", "downgraded"])
+def test_a_grant_stripped_in_storage_after_the_dialog_matches_no_answer(how: str) -> None:
+    # The digest the dialog showed did not cover the grant, so a paused run whose grant
+    # was emptied (or which was rewritten as format 3) in storage kept its digests, and
+    # the user's yes to the fixtures' revert ran the prompts' revert of the same shape.
+    audit = SQLiteAuditSink()
+    stored = paused(audit)
+    shown = [approval.digest for approval in stored.approvals]  # what the dialog showed
+    changed = PausedRun.from_json(json.dumps(_stripped(json.loads(stored.to_json()), how)))
+    ran: list[str] = []
+    view = prompts(ran).view()
+    with pytest.raises(VeridicError, match="no approval of the paused run has"):
+        ModelGateway(ScriptedProvider([{"content": "Done."}]), audit=audit).resume(
+            changed,
+            Composer().system(SYSTEM, view.capability_section()),
+            view,
+            policy=ApprovalPolicy(view),
+            answers=dict.fromkeys(shown, True),
+        )
+    assert ran == []

@@ -27,7 +27,9 @@ What resuming checks, because the world may have changed meanwhile:
   arguments, another tool) matches no answer and the resume is refused, and so
   is one whose other waiting calls changed (a call added beside the approved
   one, which the rules would let run unasked, or another's arguments): the
-  digest covers them too (``PendingApproval.waiting_sha256``). Key
+  digest covers them too (``PendingApproval.waiting_sha256``), and the tool's
+  grant (``PendingApproval.grant``), so a grant stripped in storage matches no
+  answer either. Key
   answers by ``call_id`` only when nobody else can write where the paused run
   is kept; a client-side session, a shared queue or a table other services
   write need the digest;
@@ -179,7 +181,9 @@ class PendingApproval:
     @property
     def digest(self) -> str:
         """SHA-256 (hex) of what the user is shown: the call, tool, arguments, risk and why,
-        and of the calls that wait with it (``waiting_sha256``).
+        of the calls that wait with it (``waiting_sha256``), and of the tool's ``grant``
+        when it has one (an approval of format 4 or later): a grant emptied in storage, or
+        a paused run rewritten in the format before grants, changes it too.
 
         Key the user's answer by it (``answers={approval.digest: True}``) to bind the
         answer to this content: a paused run changed in storage after the dialog showed
@@ -187,8 +191,10 @@ class PendingApproval:
         <veridic.ModelGateway.resume>` refuses the answer instead of running what the
         user never saw, or a call added beside it that the rules would let run unasked.
         """
-        shown = [
-            "veridic-approval/2",
+        # The grant binds the answer to the tool; without it the answer would hold for any
+        # tool of the name, so an approval that has one is digested with it (/3).
+        shown: list[object] = [
+            "veridic-approval/3" if self.grant else "veridic-approval/2",
             self.call_id,
             self.tool,
             dict(self.arguments),
@@ -199,6 +205,8 @@ class PendingApproval:
             self.why,
             self.waiting_sha256,
         ]
+        if self.grant:
+            shown.append(self.grant)
         return _sha256_of(shown)
 
     def stale(

@@ -287,7 +287,9 @@ def execute(
             not run (refused, denied) could not be written (the call's own
             errors are in the result, never raised).
         BaseException: whatever ``confirm`` or the handler raised that is
-            not an ``Exception`` (``KeyboardInterrupt``), after recording it.
+            not an ``Exception`` (``KeyboardInterrupt``), after recording it;
+            when the record cannot be written, the interrupt still goes on and
+            the store's failure is logged on ``veridic.executor``.
     """
     # The call's span (a no-op unless veridic.run.telemetry.instrument() was called).
     with _telemetry.tool(name, request_id, view, call_id) as span:
@@ -389,8 +391,8 @@ async def aexecute(
                 answer = confirm(request) if confirm is not None else False
                 if inspect.isawaitable(answer):
                     answer = await answer
-            except BaseException:
-                await call.sink.awrite(call.confirm_raised(prepared.tool, request))
+            except BaseException as raised:
+                await call.awrite_asked(call.confirm_raised(prepared.tool, request), raised)
                 raise
             mode = request.answer(answer is True)
         if mode is ApprovalMode.DENIED:
@@ -690,8 +692,8 @@ class _Call:
             return ApprovalMode.DENIED, None
         try:
             answer: object = confirm(request)
-        except BaseException:
-            self.sink.write(self.confirm_raised(tool, request))
+        except BaseException as raised:
+            self.write_asked(self.confirm_raised(tool, request), raised)
             raise
         if inspect.isawaitable(answer):
             if inspect.iscoroutine(answer):
@@ -714,6 +716,30 @@ class _Call:
         return self.record(
             tool, ApprovalMode.DENIED, CallOutcome.DENIED, f"{request.why}; confirm raised"
         )
+
+    def write_asked(self, record: AuditRecord, raised: BaseException) -> None:
+        """Write the record of a call whose ``confirm`` raised ``raised``, which the caller
+        raises again.
+
+        The store's failure propagates in place of an ordinary error (nothing ran, as
+        for any call that did not run), but never in place of an interrupt (Ctrl-C at
+        the approval prompt, a cancellation): that goes on, and the failure is logged.
+        """
+        try:
+            self.sink.write(record)
+        except Exception as failure:
+            if isinstance(raised, Exception):
+                raise
+            _unwritten_under(record, raised, failure, _CONFIRM_CUT)
+
+    async def awrite_asked(self, record: AuditRecord, raised: BaseException) -> None:
+        """:meth:`write_asked` from the loop."""
+        try:
+            await self.sink.awrite(record)
+        except Exception as failure:
+            if isinstance(raised, Exception):
+                raise
+            _unwritten_under(record, raised, failure, _CONFIRM_CUT)
 
     def denied(
         self, tool: Tool, request: ApprovalRequest, *, asked: bool, answer: object = False
@@ -787,7 +813,7 @@ class _Call:
                 self.sink.write(result.record)
                 own = _OWN_WRITTEN
             except Exception as failure:
-                raise self._unwritten(result, failure) from failure
+                raise self._unwritten(result, failure, cut) from failure
             except BaseException as interrupt:  # Ctrl-C inside the store's write
                 own = _OWN_CUT
                 _log.error(
@@ -827,7 +853,7 @@ class _Call:
                 await self.sink.awrite(result.record)
                 own = _OWN_WRITTEN
             except Exception as failure:
-                raise self._unwritten(result, failure) from failure
+                raise self._unwritten(result, failure, cut) from failure
             except BaseException as interrupt:  # a cancellation while the write is awaited
                 own = _OWN_ON
                 _kept(
@@ -941,9 +967,18 @@ class _Call:
                 raise
         return first
 
-    def _unwritten(self, result: CallResult, failure: Exception) -> AuditWriteError:
+    def _unwritten(
+        self, result: CallResult, failure: Exception, cut: BaseException | None = None
+    ) -> AuditWriteError:
+        """The error of a call that ran whose record the sink refused with ``failure``.
+
+        When an interrupt ``cut`` stopped the handler, the interrupt is what goes on, and
+        this error only rides in its ``__context__``, which a handler of Ctrl-C or of a
+        cancellation seldom reads: so it is logged here on ``veridic.executor`` (with the
+        request, the tool and the unwritten record), and the interrupt gets a note.
+        """
         record = result.record
-        return AuditWriteError(
+        error = AuditWriteError(
             f"tool {record.tool!r} ran (outcome {record.outcome.value}, request "
             f"{self.request_id!r}) but its audit record could not be written "
             f"({type(failure).__name__}: {failure}): the call's result and the unwritten record "
@@ -951,6 +986,10 @@ class _Call:
             "not run the call again, its effects happened",
             result,
         )
+        if cut is not None:
+            error.__cause__ = failure  # as the caller's raise ... from failure will set it
+            _unwritten_under(record, cut, error, _HANDLER_CUT)
+        return error
 
     def _follow_up_unwritten(self, result: CallResult, late: Exception) -> AuditWriteError:
         return AuditWriteError(
@@ -1164,6 +1203,37 @@ def _kept(
     interrupt.add_note(note)
     if cut is not None and cut is not interrupt:
         cut.add_note(note)
+
+
+_HANDLER_CUT: Final = "was interrupted while its handler ran"
+_CONFIRM_CUT: Final = "was denied, its confirm interrupted before it answered"
+
+
+def _unwritten_under(
+    record: AuditRecord, interrupt: BaseException, failure: Exception, what: str
+) -> None:
+    """Log a record the store refused with ``failure`` while ``interrupt`` goes on, and
+    say so on the interrupt: ``failure`` rides only in the interrupt's ``__context__``
+    (if at all), which a handler of Ctrl-C or of a cancellation seldom reads. ``what``
+    says what became of the call."""
+    call = f", call id {record.call_id!r}" if record.call_id else ""
+    _log.error(
+        "the audit record of tool %r (request %r%s), which %s (%s), could not be written "
+        "(%s); the interrupt goes on, and the record is: %r",
+        record.tool,
+        record.request_id,
+        call,
+        what,
+        type(interrupt).__name__,
+        type(failure).__name__,
+        record,
+        exc_info=failure,
+    )
+    interrupt.add_note(
+        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) "
+        f"{what}, and its audit record could not be written ({type(failure).__name__}): it "
+        "is logged on veridic.executor, with the record"
+    )
 
 
 def _interrupted_result(interrupt: BaseException) -> CallResult | None:

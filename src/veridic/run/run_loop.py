@@ -184,7 +184,13 @@ class _Run(Generic[OutputT]):
             )
         if limit is not None and self.usage is not None and self.usage.total_tokens > limit:
             reply.record(self.composer, ())
-            self._stop("tokens", limit, self.usage.total_tokens, "tokens")
+            final = (
+                ""
+                if reply.tool_calls
+                else "the model's answer without tool calls, which is kept on the composer "
+                "(its last turn) and was not checked against the run's output_type"
+            )
+            self._stop("tokens", limit, self.usage.total_tokens, "tokens", final)
 
     def check_calls(self, reply: Reply, prompt: Prompt) -> None:
         """Refuse the reply's calls before any runs when the run could not go on after them.
@@ -380,10 +386,15 @@ class _Run(Generic[OutputT]):
             return None
         return RunResult(reply, cast(OutputT, output), tuple(self.outcomes), self.turns, self.usage)
 
-    def _stop(self, limit: str, allowed: float, reached: float, what: str) -> NoReturn:
+    def _stop(
+        self, limit: str, allowed: float, reached: float, what: str, final: str = ""
+    ) -> NoReturn:
+        """Raise the limit's error; ``final`` names the answer that passed it when that
+        answer was the model's last (it has no tool calls), which the run then has."""
+        when = f"with {final}" if final else "before the model answered without tool calls"
         raise RunLimitError(
-            f"the run reached its limit of {allowed:g} {what} ({reached:g}) before the model "
-            f"answered without tool calls; the {self.earlier_calls + len(self.outcomes)} tool "
+            f"the run reached its limit of {allowed:g} {what} ({reached:g}) {when}; "
+            f"the {self.earlier_calls + len(self.outcomes)} tool "
             "call(s) made so far ran and are recorded, and the composer holds the "
             f"conversation: raise Limits({limit}=...) if the task needs more, or look at what "
             "the model kept asking for",

@@ -46,7 +46,7 @@ and handed to the scope's ``on_late`` reporter, through which
 finish, finishes inside the call: await the task, join the thread.
 
 A handler's result must be finished too: a generator, an iterator, a
-coroutine or another awaitable would run its code (and its guarded
+callback, a coroutine or another awaitable would run its code (and its guarded
 operations) after the dispatch ended, unaudited. :meth:`veridic.ToolView.dispatch`
 and :func:`veridic.execute` refuse such a result inside the dispatch (see
 :meth:`veridic.tools.view.PreparedCall.invoke` for exactly what counts as lazy).
@@ -720,7 +720,12 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
         if len(nested) > 1:
             returned += f" (and {counted(len(nested) - 1, 'more lazy value')} inside it)"
     got = "returned, after being awaited," if awaited else "returned"
-    if inspect.isawaitable(lazy[0]) and not awaited:
+    if callable(lazy[0]) and not inspect.isawaitable(lazy[0]):
+        remedy = (
+            "call it inside the handler and return what it did, or return data that says "
+            "what is left to do (a later tool call does it, under its own approval)"
+        )
+    elif inspect.isawaitable(lazy[0]) and not awaited:
         remedy = (
             "declare the handler async def so that veridic awaits it inside its dispatch "
             "(await aexecute(...) or view.adispatch(...)), or return the finished value"
@@ -816,6 +821,10 @@ def _lazy(value: object) -> str | None:
         return f"an iterator ({kind})"
     if isinstance(value, AsyncIterator):
         return f"an async iterator ({kind})"
+    if callable(value) and not isinstance(value, type):
+        # A callback (a function, a partial, a bound method) runs its code when the
+        # application calls it, as a generator does when it is iterated. A class is data.
+        return f"{_kind(value)} (a callback)"
     return None
 
 
