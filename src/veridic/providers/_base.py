@@ -255,6 +255,9 @@ class Adapter:
         self.client = client
         self.model = model
         self.options: Mapping[str, object] = self.check_options(options or {}, "options")
+        # Refused when the adapter is built, not on its first send; each send refuses the
+        # request's choice once more, through tool_choice_names().
+        _refuse_unsent_choice(self, self.options.get("tool_choice"), "options")
         # Fail now, not on the first request, when the client is not of this API.
         self.method()
 
@@ -381,6 +384,10 @@ class Adapter:
         takes instructions or text for the model (``system``, ``instructions``,
         ``prompt``, ``chat_template``, ``documents``): ``extra_body`` sends any key.
 
+        A ``tool_choice`` option is read, and refused if it forces a tool the view never
+        sends, by :meth:`tool_choice_names`, once per request (the gateway calls it on
+        every request it sends), and when the adapter is built, for its own options.
+
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
                 tools, the model or streaming, or is one of ``server_edits``;
@@ -415,7 +422,6 @@ class Adapter:
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
-        _refuse_unsent_choice(self, options.get("tool_choice"), where)
         return dict(options)
 
 
@@ -490,7 +496,14 @@ _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
 )
 """Request keys with which an OpenAI-compatible server or gateway edits what the model
 reads, as ``server_edits`` do: refused by every adapter, since ``extra_body`` sends any
-key."""
+key.
+
+``preset`` is refused whatever the server: OpenRouter reads it as a stored system prompt
+and server tools, text-generation-webui as sampling settings only, and the adapter cannot
+tell the two apart behind a proxy (LiteLLM, a gateway of one's own) that passes
+``extra_body`` on; sampling settings have options of their own, so the refusal costs a
+text-generation-webui user a rename, where letting it through could put a system prompt
+under no hash."""
 
 _PLUGINS_EDITING: Final = frozenset({"web", "context-compression"})
 """The OpenRouter plugins that edit the prompt (``response-healing`` repairs the answer's
@@ -573,7 +586,10 @@ def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) 
 _REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
     {
         "preset": "name the model itself, write instructions with Composer.system(), and "
-        "give tools through the view",
+        "give tools through the view; text-generation-webui reads preset as sampling "
+        "settings only, but a proxy in front of a server may pass the key on to OpenRouter, "
+        "so pass those settings as options of their own instead (temperature, top_p, min_p, "
+        "...)",
         "thread": "the gateway sends each conversation whole: keep its turns in the "
         "Composer (Reply.record() adds the model's)",
     }
