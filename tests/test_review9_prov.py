@@ -7,14 +7,21 @@ its fix.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module
-from test_providers import VIEW, first_prompt, gateway
+from test_providers import MESSAGE, VIEW, first_prompt, gateway
 
-from veridic import OpenAIChat, OpenAIResponses, VeridicError
-from veridic.providers import _base
+from veridic import (
+    AnthropicMessages,
+    ApprovalPolicy,
+    OpenAIChat,
+    OpenAIResponses,
+    VeridicError,
+)
+from veridic.providers import Usage, _base
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -99,4 +106,73 @@ def test_a_preset_key_is_refused_for_any_server_with_the_sampling_options_to_pas
         OpenAIChat(client, model="local", options={"extra_body": {"preset": "min_p"}})
     message = str(caught.value)
     assert "OpenRouter" in message
-    assert "text-generation-webui" in message and "temperature" in message
+    assert "text-generation-webui" in message
+    assert "temperature" in message
+
+
+# --- an Anthropic answer sent whole whose call gives a key twice ----------------------------
+
+_TWICE = (
+    '{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", '
+    '"content": [{"type": "text", "text": "Let me check."}, {"type": "tool_use", '
+    '"id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo", "city": "Bergen"}}], '
+    '"stop_reason": "tool_use", "stop_sequence": null, '
+    '"usage": {"input_tokens": 10, "output_tokens": 5}}'
+)
+
+
+class _RawServer(FakeServer):
+    """Answers every request with the same JSON text, byte for byte (json= would rewrite it)."""
+
+    def handle(self, request: Any) -> Any:
+        self.sent.append((request.url.path, {}))
+        body = self.replies[0][1]
+        assert isinstance(body, str)
+        return self.http.Response(
+            200, content=body.encode(), headers={"content-type": "application/json"}
+        )
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["send", "asend"])
+def test_an_anthropic_call_sent_whole_that_gives_a_key_twice_is_not_read_as_its_last_value(
+    asynchronous: bool,
+) -> None:
+    """The SDK reads the answer with ``json.loads``, which keeps a key's last value: the
+    call ran for Bergen with nothing said, where the same call streamed reaches the
+    dispatcher as written and is refused. The adapter now reads the answer's own text."""
+    server = _RawServer(http_module("anthropic"), [("raw", _TWICE)])
+    if asynchronous:
+        client = server.async_client(anthropic, "AsyncAnthropic")
+        gw, _, _ = gateway(AnthropicMessages(client, model="claude-t", max_tokens=9))
+        reply = asyncio.run(gw.asend(first_prompt(), VIEW, request_id="req-1"))
+    else:
+        client = server.client(anthropic, "Anthropic")
+        gw, _, _ = gateway(AnthropicMessages(client, model="claude-t", max_tokens=9))
+        reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    (call,) = reply.tool_calls
+    assert "Oslo" in call.arguments
+    assert "Bergen" in call.arguments
+    assert reply.text == "Let me check."
+    assert reply.usage == Usage(10, 5)
+    runner, _, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+    )
+    (outcome,) = runner.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert not outcome.result.ok
+    assert "the key 'city' is given twice" in outcome.text
+
+
+def test_an_anthropic_answer_sent_whole_reads_as_before() -> None:
+    server = FakeServer(http_module("anthropic"), [("json", MESSAGE)])
+    gw, _, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+    )
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+        ("toolu_1", "get_weather", '{"city": "Oslo"}')
+    ]
+    assert (reply.text, reply.stop_reason, reply.response_id) == (
+        "Let me check.",
+        "tool_use",
+        "msg_1",
+    )

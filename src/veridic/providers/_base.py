@@ -281,8 +281,15 @@ class Adapter:
         """The SDK method that sends the request (bound to the client)."""
         raise NotImplementedError
 
+    def sender(self) -> Callable[..., object]:
+        """The SDK method that sends a request whose answer comes whole (``send()``,
+        ``asend()``): :meth:`method`, unless the adapter reads the answer's own text
+        (:class:`~veridic.AnthropicMessages`, through the SDK's ``with_raw_response``).
+        :meth:`parse` reads what it returns."""
+        return self.method()
+
     def parse(self, response: object) -> Completion:
-        """Read the SDK's response object."""
+        """Read the SDK's response object (what :meth:`sender` returned)."""
         raise NotImplementedError
 
     def assembler(self) -> Assembler:

@@ -233,7 +233,7 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = self._prepare(prompt, view, request_id, options, streamed=False, where="send")
             _traced(span, sent)
-            response = self._provider.method()(**sent.request)
+            response = self._provider.sender()(**sent.request)
             return span.answered(sent.reply(self._provider.parse(response)))
 
     async def asend(
@@ -248,7 +248,7 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=False)
             _traced(span, sent)
-            response = await awaited(self._provider.method()(**sent.request))
+            response = await awaited(self._provider.sender()(**sent.request))
             return span.answered(await sent.areply(self._provider.parse(response)))
 
     def stream(
