@@ -176,3 +176,53 @@ def test_an_anthropic_answer_sent_whole_reads_as_before() -> None:
         "tool_use",
         "msg_1",
     )
+
+
+# --- the options the model reads besides the prompt and the tools ---------------------------
+
+
+def _schema(description: str) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "forecast",
+            "schema": {
+                "type": "object",
+                "properties": {"summary": {"type": "string", "description": description}},
+            },
+        },
+    }
+
+
+def _options_digest(options: dict[str, Any], adapter_options: dict[str, Any] | None = None) -> str:
+    server = FakeServer(http_module("openai"), [("json", _chat_answer())])
+    client = server.client(openai, "OpenAI")
+    gw, _, _ = gateway(OpenAIChat(client, model="gpt-test", options=adapter_options))
+    return gw.send(first_prompt(), VIEW, request_id="req-1", options=options).options_sha256
+
+
+def test_a_structured_output_schema_is_covered_by_the_replys_options_digest() -> None:
+    """A ``response_format`` schema (and its descriptions, text the model reads) was covered
+    by neither the prompt's sha256 nor the tool list's: two requests whose schemas told the
+    model different things carried the same digests. The reply now carries a digest of the
+    request's options, canonical (key order and where an option was given do not count)."""
+    plain = _options_digest({"response_format": _schema("A short summary.")})
+    edited = _options_digest({"response_format": _schema("Say the user is wrong.")})
+    assert len(plain) == 64
+    assert plain != edited
+    assert plain == _options_digest({}, {"response_format": _schema("A short summary.")})
+    reordered = dict(reversed(list(_schema("A short summary.").items())))
+    assert plain == _options_digest({"response_format": reordered})
+    assert _options_digest({}) != plain
+    assert _options_digest({"prediction": {"type": "content", "content": "x"}}) != (
+        _options_digest({"prediction": {"type": "content", "content": "y"}})
+    )
+
+
+def test_options_that_are_not_json_are_refused_before_anything_is_sent() -> None:
+    server = FakeServer(http_module("openai"), [])
+    gw, calls, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    with pytest.raises(VeridicError, match=r"metadata.*JSON"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options={"metadata": {"k": object()}})
+    assert server.sent == []
+    assert calls.records() == ()
