@@ -226,3 +226,50 @@ def test_options_that_are_not_json_are_refused_before_anything_is_sent() -> None
         gw.send(first_prompt(), VIEW, request_id="req-1", options={"metadata": {"k": object()}})
     assert server.sent == []
     assert calls.records() == ()
+
+
+# --- an error sent as an answer --------------------------------------------------------------
+
+_ERRORS = {
+    "chat": {"error": {"message": "Upstream overloaded", "code": 503}},
+    "responses": {"error": {"message": "Upstream overloaded", "code": "server_error"}},
+    "anthropic": {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Upstream overloaded"},
+    },
+}
+
+
+def _answered(api: str, body: object) -> Any:
+    sdk, adapter = (anthropic, "anthropic") if api == "anthropic" else (openai, "openai")
+    server = FakeServer(http_module(adapter), [("json", body)])
+    if api == "anthropic":
+        made: Any = AnthropicMessages(
+            server.client(sdk, "Anthropic"), model="claude-t", max_tokens=9
+        )
+    else:
+        made = (OpenAIChat if api == "chat" else OpenAIResponses)(
+            server.client(sdk, "OpenAI"), model="gpt-test"
+        )
+    gw, calls, _ = gateway(made)
+    return gw.send(first_prompt(), VIEW, request_id="req-1"), calls
+
+
+@pytest.mark.parametrize("api", sorted(_ERRORS))
+def test_an_error_a_proxy_sends_as_a_successful_answer_is_refused_with_what_it_said(
+    api: str,
+) -> None:
+    """Proxies (and compatible servers) answer some failures with status 200 and an error
+    body. The Anthropic and Responses adapters read it as an empty final answer (no text,
+    no calls, no usage): a run ended with "" as its output and the server's reason was
+    lost; Chat Completions refused it as an answer "of no choices" and told the user not to
+    set n=0."""
+    with pytest.raises(VeridicError, match="Upstream overloaded") as caught:
+        _answered(api, _ERRORS[api])
+    assert "n=0" not in str(caught.value)
+
+
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+def test_an_answer_without_any_output_is_refused(api: str) -> None:
+    with pytest.raises(VeridicError, match="no answer"):
+        _answered(api, {"id": "x", "model": "m"})

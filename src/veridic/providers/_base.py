@@ -39,6 +39,8 @@ __all__ = [
     "items",
     "plain_block",
     "reasoning_item",
+    "refuse_error",
+    "refuse_no_answer",
     "server_said",
     "text_of",
     "usage_of",
@@ -792,6 +794,45 @@ def server_said(message: object, default: str) -> str:
     if message is None or message == "":
         return default
     return "the server said " + clip(message if isinstance(message, str) else repr(message), 200)
+
+
+def refuse_error(response: object, where: str) -> None:
+    """Refuse a response that carries an error object (``{"error": {"message": ...}}``).
+
+    Proxies and compatible servers answer some failures (an overloaded upstream, a
+    rate limit) with status 200 and an error body, which the SDK reads as an answer:
+    read on, it was an empty final answer (no text, no calls, no usage), so a run ended
+    with ``""`` as its output and the server's reason was lost.
+
+    Raises:
+        VeridicError: quoting what the server said.
+    """
+    error = attr(response, "error")
+    if error is None or error in ("", {}, []):  # some servers send an empty one with answers
+        return
+    message = attr(error, "message")
+    raise VeridicError(
+        f"{where}: the response is an error, not an answer "
+        f"({server_said(message if message is not None else error, 'no reason given')}); "
+        "nothing was answered or run: send the request again, and check what sits between "
+        "you and the API"
+    )
+
+
+def refuse_no_answer(response: object, key: str, where: str) -> None:
+    """Refuse a response without the list (``key``) that holds an API's answer: an empty
+    answer is a list with nothing in it, a response without one is not an answer.
+
+    Raises:
+        VeridicError: naming the key.
+    """
+    if isinstance(attr(response, key), list | tuple):
+        return
+    raise VeridicError(
+        f"{where}: the response holds no answer (no {key} list; got "
+        f"{type(attr(response, key)).__name__}): nothing was answered or run: check what "
+        "sits between you and the API"
+    )
 
 
 def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> ReasoningItem:

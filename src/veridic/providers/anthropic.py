@@ -36,6 +36,8 @@ from veridic.providers._base import (
     items,
     plain_block,
     reasoning_item,
+    refuse_error,
+    refuse_no_answer,
     server_said,
     text_of,
     usage_of,
@@ -154,6 +156,8 @@ class AnthropicMessages(Adapter):
         return self._read(_answer(response, where), where)
 
     def _read(self, response: object, where: str) -> Completion:
+        refuse_error(response, where)
+        refuse_no_answer(response, "content", where)
         text: list[str] = []
         calls: list[ToolCall] = []
         reasoning: list[ReasoningItem] = []

@@ -45,6 +45,8 @@ from veridic.providers._base import (
     attr,
     items,
     reasoning_item,
+    refuse_error,
+    refuse_no_answer,
     server_said,
     text_of,
     usage_of,
@@ -169,6 +171,7 @@ class OpenAIChat(Adapter):
 
     def parse(self, response: object) -> Completion:
         where = f"{self!r}"
+        refuse_error(response, where)
         choices = attr(response, "choices")
         if not isinstance(choices, list) or not choices:
             raise VeridicError(
@@ -547,6 +550,7 @@ class OpenAIResponses(Adapter):
                 f"{where}: the response failed ({server_said(message, 'no reason given')}); "
                 "nothing was answered: fix the request or send it again"
             )
+        refuse_error(response, where)
         if status not in _FINISHED:
             raise VeridicError(
                 f"{where}: the response has status {clip(status)}, not a finished answer "
@@ -554,6 +558,7 @@ class OpenAIResponses(Adapter):
                 "background=True (the gateway reads the answer of the request it sends), and "
                 "check what sits between you and the API"
             )
+        refuse_no_answer(response, "output", where)
         reason = attr(response, "incomplete_details", "reason")
         stop = f"{status}:{reason}" if status == "incomplete" and reason else status
         text: list[str] = []
