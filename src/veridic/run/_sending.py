@@ -378,7 +378,8 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     names and descriptions the model reads, OpenAI's ``prediction``, ``extra_body`` as
     the adapter sends it, sampling settings. The JSON is canonical (keys sorted, ASCII,
     no spaces), so the digest does not depend on key order or on whether an option was
-    the adapter's or the call's; an option left unset (``None``, an SDK's "not given")
+    the adapter's or the call's (a float that is not finite is written as Python's
+    ``json`` writes it, ``Infinity``, as the SDK sends it); an option left unset (``None``, an SDK's "not given")
     counts as absent. ``options_sha256`` of a request without options is that of ``{}``.
 
     Raises:
@@ -408,7 +409,7 @@ def _canonical_json(value: object) -> str:
         sort_keys=True,
         ensure_ascii=True,
         separators=(",", ":"),
-        allow_nan=False,
+        allow_nan=True,
         default=_json_value,
     )
 
