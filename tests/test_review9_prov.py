@@ -273,3 +273,41 @@ def test_an_error_a_proxy_sends_as_a_successful_answer_is_refused_with_what_it_s
 def test_an_answer_without_any_output_is_refused(api: str) -> None:
     with pytest.raises(VeridicError, match="no answer"):
         _answered(api, {"id": "x", "model": "m"})
+
+
+# --- Gemini's cached context, through its OpenAI-compatible endpoint --------------------------
+
+
+def _gemini(options: dict[str, Any]) -> OpenAIChat:
+    http = http_module("openai")
+    client = openai.OpenAI(
+        api_key="k",
+        base_url="https://generativelanguage.googleapis.com/v1beta/openai/",
+        http_client=http.Client(transport=http.MockTransport(FakeServer(http, []).handle)),
+    )
+    return OpenAIChat(client, model="gemini-2.5-flash", options=options)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"extra_body": {"google": {"cached_content": "cachedContents/abc"}}},
+        {"google": {"cached_content": "cachedContents/abc"}},
+    ],
+    ids=["nested", "flat"],
+)
+def test_a_gemini_cached_content_is_refused(body: dict[str, Any]) -> None:
+    """Gemini's OpenAI-compatible endpoint reads ``extra_body={"extra_body": {"google":
+    {"cached_content": ...}}}`` as a context cache stored on Google's servers (turns and a
+    system instruction) that the model reads before the prompt: outside the Prompt, under no
+    hash of the model-call record. It went through, as no check read the nested body."""
+    with pytest.raises(VeridicError, match=r"cached_content"):
+        _gemini({"extra_body": body})
+    gw, _, _ = gateway(_gemini({}))
+    with pytest.raises(VeridicError, match=r"cached_content"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options={"extra_body": body})
+
+
+def test_gemini_settings_that_add_no_text_go_as_given() -> None:
+    body = {"extra_body": {"google": {"thinking_config": {"thinking_budget": 0}}}}
+    assert _gemini({"extra_body": body}).options["extra_body"] == body

@@ -443,16 +443,20 @@ _Given = tuple[str, str, object]
 
 
 def _given(options: Mapping[str, object]) -> list[_Given]:
-    """Each option and each text key of its ``extra_body`` (which the SDKs merge into the
-    request over the options): (how an error names it, key, value)."""
-    body = options.get("extra_body")
+    """Each option, each text key of its ``extra_body`` (which the SDKs merge into the
+    request over the options) and each of an ``extra_body`` inside that one (which
+    Gemini's OpenAI-compatible endpoint reads: ``{"extra_body": {"google": {...}}}``):
+    (how an error names it, key, value)."""
     given = [(key, key, value) for key, value in options.items()]
-    if isinstance(body, Mapping):
+    body = options.get("extra_body")
+    shown = "extra_body"
+    for _ in range(2):
+        if not isinstance(body, Mapping):
+            break
         given += [
-            (f"extra_body[{key!r}]", key, value)
-            for key, value in body.items()
-            if isinstance(key, str)
+            (f"{shown}[{key!r}]", key, value) for key, value in body.items() if isinstance(key, str)
         ]
+        body, shown = body.get("extra_body"), f"{shown}['extra_body']"
     return given
 
 
@@ -501,6 +505,8 @@ _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
         "preset": "OpenRouter applies a preset stored on its servers, " + _PRESET_DOES,
         "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
         "drops turns from the middle of the conversation ('context-compression')",
+        "google": "Gemini's OpenAI-compatible endpoint puts a context cache stored on "
+        "Google's servers (cached_content: turns and a system instruction) before the prompt",
     }
 )
 """Request keys with which an OpenAI-compatible server or gateway edits what the model
@@ -557,6 +563,9 @@ def _edit(adapter: Adapter, key: str, value: object) -> str | None:
     what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key) or _GATEWAY_EDITS.get(key)
     if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
         return None
+    if key == "google":
+        cached = value.get("cached_content") if isinstance(value, Mapping) else None
+        return None if _absent(cached) else what
     if key == "plugins" and isinstance(value, list | tuple):
         ids = {found for plugin in value if isinstance(found := attr(plugin, "id"), str)}
         return what if ids & _PLUGINS_EDITING else None
@@ -601,6 +610,9 @@ _REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
         "...)",
         "thread": "the gateway sends each conversation whole: keep its turns in the "
         "Composer (Reply.record() adds the model's)",
+        "google": "leave cached_content out, and put what the cache holds in the prompt: "
+        "instructions with Composer.system(), outside text with Composer.data(); other "
+        "google settings, such as thinking_config, go as given",
     }
 )
 """What to do instead of a server edit, where the usual advice does not fit."""
