@@ -379,8 +379,9 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     the adapter sends it, sampling settings. The JSON is canonical (keys sorted, ASCII,
     no spaces), so the digest does not depend on key order or on whether an option was
     the adapter's or the call's (a float that is not finite is written as Python's
-    ``json`` writes it, ``Infinity``, as the SDK sends it); an option left unset (``None``, an SDK's "not given")
-    counts as absent. ``options_sha256`` of a request without options is that of ``{}``.
+    ``json`` writes it, ``Infinity``, as the SDK sends it); an option left unset
+    (``None``, an SDK's "not given") counts as absent. ``options_sha256`` of a request
+    without options is that of ``{}``.
 
     Raises:
         VeridicError: an option holds a value that is not JSON (nor a pydantic model):
