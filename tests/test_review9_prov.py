@@ -11,8 +11,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from _sdk_server import FakeServer, http_module
-from test_providers import MESSAGE, VIEW, first_prompt, gateway
+from _sdk_server import FakeServer, http_module, sse
+from test_providers import MESSAGE, VIEW, chat_chunk, first_prompt, gateway
 
 from veridic import (
     AnthropicMessages,
@@ -311,3 +311,77 @@ def test_a_gemini_cached_content_is_refused(body: dict[str, Any]) -> None:
 def test_gemini_settings_that_add_no_text_go_as_given() -> None:
     body = {"extra_body": {"google": {"thinking_config": {"thinking_budget": 0}}}}
     assert _gemini({"extra_body": body}).options["extra_body"] == body
+
+
+# --- search that compatible servers run by themselves ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"extra_body": {"search_parameters": {"mode": "auto"}}},
+        {"extra_body": {"enable_search": True}},
+    ],
+    ids=["xai-live-search", "dashscope-enable-search"],
+)
+def test_an_option_that_makes_a_compatible_server_search_the_web_is_refused(
+    options: dict[str, Any],
+) -> None:
+    """xAI's ``search_parameters`` and Alibaba DashScope's ``enable_search`` make the server
+    search the web and add what it found to what the model reads, as OpenAI's refused
+    ``web_search_options`` does: they went through."""
+    server = FakeServer(http_module("openai"), [])
+    with pytest.raises(VeridicError, match=r"search"):
+        OpenAIChat(server.client(openai, "OpenAI"), model="m", options=options)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"extra_body": {"search_parameters": {"mode": "off"}}},
+        {"extra_body": {"enable_search": False}},
+    ],
+    ids=["xai-off", "dashscope-off"],
+)
+def test_a_search_option_that_turns_search_off_goes_as_given(options: dict[str, Any]) -> None:
+    server = FakeServer(http_module("openai"), [])
+    assert OpenAIChat(server.client(openai, "OpenAI"), model="m", options=options).options
+
+
+_SEARCHED = {"citations": ["https://example.com/a"], "search_results": [{"url": "x"}]}
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["sent", "streamed"])
+@pytest.mark.parametrize("key", sorted(_SEARCHED))
+def test_a_chat_answer_that_cites_a_search_the_server_ran_is_refused(
+    key: str, streamed: bool
+) -> None:
+    """Perplexity's models (and xAI's with search on) search on every request and list what
+    they read beside the choices (``citations``, ``search_results``), not as the message's
+    annotations, which are refused: the answer was read as if the model had read the prompt
+    alone."""
+    found = {key: _SEARCHED[key]}
+    if streamed:
+        chunks = [
+            {**chat_chunk({"role": "assistant", "content": "Sunny."}), **found},
+            {**chat_chunk({}, finish="stop"), **found},
+        ]
+        server = FakeServer(http_module("openai"), [("sse", sse(chunks, done=True))])
+        gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="sonar"))
+        with (
+            pytest.raises(VeridicError, match=r"outside the prompt"),
+            gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+        ):
+            list(stream)
+        return
+    server = FakeServer(http_module("openai"), [("json", {**_chat_answer(), **found})])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="sonar"))
+    with pytest.raises(VeridicError, match=r"outside the prompt"):
+        gw.send(first_prompt(), VIEW, request_id="req-1")
+
+
+def test_a_chat_answer_with_empty_citations_is_read() -> None:
+    body = {**_chat_answer(), "citations": [], "search_results": None}
+    server = FakeServer(http_module("openai"), [("json", body)])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    assert gw.send(first_prompt(), VIEW, request_id="req-1").text == "Sunny."

@@ -434,7 +434,11 @@ class Adapter:
         return dict(options)
 
 
-_EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled", "transforms": []}
+_EDITS_OFF: Final[Mapping[str, object]] = {
+    "truncation": "disabled",
+    "transforms": [],
+    "enable_search": False,
+}
 """The value that turns a server edit off, where the API has one besides ``None``."""
 
 
@@ -505,6 +509,10 @@ _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
         "preset": "OpenRouter applies a preset stored on its servers, " + _PRESET_DOES,
         "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
         "drops turns from the middle of the conversation ('context-compression')",
+        "search_parameters": "xAI searches the web and X (Live Search) and adds what it "
+        "found to what the model reads (only mode 'off' searches nothing)",
+        "enable_search": "Alibaba's DashScope searches the web and adds what it found to "
+        "what the model reads (only False searches nothing)",
         "google": "Gemini's OpenAI-compatible endpoint puts a context cache stored on "
         "Google's servers (cached_content: turns and a system instruction) before the prompt",
     }
@@ -563,6 +571,8 @@ def _edit(adapter: Adapter, key: str, value: object) -> str | None:
     what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key) or _GATEWAY_EDITS.get(key)
     if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
         return None
+    if key == "search_parameters" and attr(value, "mode") == "off":
+        return None
     if key == "google":
         cached = value.get("cached_content") if isinstance(value, Mapping) else None
         return None if _absent(cached) else what
@@ -608,6 +618,10 @@ _REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
         "settings only, but a proxy in front of a server may pass the key on to OpenRouter, "
         "so pass those settings as options of their own instead (temperature, top_p, min_p, "
         "...)",
+        **dict.fromkeys(
+            ("search_parameters", "enable_search"),
+            "fetch pages with a registry tool, whose results come back fenced",
+        ),
         "thread": "the gateway sends each conversation whole: keep its turns in the "
         "Composer (Reply.record() adds the model's)",
         "google": "leave cached_content out, and put what the cache holds in the prompt: "
