@@ -8,11 +8,12 @@ its fix.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module, sse
-from test_providers import MESSAGE, VIEW, chat_chunk, first_prompt, gateway
+from test_providers import MESSAGE, MESSAGE_STREAM, VIEW, chat_chunk, first_prompt, gateway
 
 from veridic import (
     AnthropicMessages,
@@ -385,3 +386,28 @@ def test_a_chat_answer_with_empty_citations_is_read() -> None:
     server = FakeServer(http_module("openai"), [("json", body)])
     gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
     assert gw.send(first_prompt(), VIEW, request_id="req-1").text == "Sunny."
+
+
+# --- an Anthropic stream whose message_start already holds content ---------------------------
+
+
+def test_an_anthropic_stream_whose_message_start_holds_a_call_is_refused() -> None:
+    """The API starts a streamed message with no content; blocks come as their own events.
+    A message_start holding blocks (a proxy that replays a cached answer) had them dropped
+    without a word: a tool call in it never ran and left no record, and the reply read as
+    the text that followed."""
+    events = [
+        json.loads(line[6:]) for line in MESSAGE_STREAM.splitlines() if line.startswith("data: ")
+    ]
+    events[0]["message"]["content"] = [
+        {"type": "tool_use", "id": "toolu_0", "name": "get_weather", "input": {"city": "Rome"}}
+    ]
+    server = FakeServer(http_module("anthropic"), [("sse", sse(events, named=True))])
+    gw, _, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9)
+    )
+    with (
+        pytest.raises(VeridicError, match=r"message_start"),
+        gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)

@@ -222,6 +222,16 @@ class _MessagesAssembler:
             )
         if kind == "message_start":
             message = attr(event, "message")
+            if items(message, "content"):
+                # The API starts with none: blocks come as their own events, and these would
+                # be dropped (a call never run, never recorded).
+                raise VeridicError(
+                    f"{self._where}: the stream's message_start already holds content "
+                    f"({len(items(message, 'content'))} block(s)), which the API sends only as "
+                    "content_block events; read as sent, it would be dropped: nothing of it was "
+                    "run: send the request again (a proxy between you and the API may be "
+                    "mangling events)"
+                )
             self._count(attr(message, "usage"))
             self._id = text_of(event, "message", "id", where=self._where, default="")
             self._model = text_of(event, "message", "model", where=self._where, default=self._model)
