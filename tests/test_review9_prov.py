@@ -411,3 +411,17 @@ def test_an_anthropic_stream_whose_message_start_holds_a_call_is_refused() -> No
         gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
     ):
         list(stream)
+
+
+def test_a_streamed_reply_carries_the_same_options_digest_as_a_sent_one() -> None:
+    chunks = [chat_chunk({"role": "assistant", "content": "Sunny."}), chat_chunk({}, "stop")]
+    server = FakeServer(
+        http_module("openai"),
+        [("json", _chat_answer()), ("sse", sse(chunks, done=True))],
+    )
+    options = {"response_format": _schema("A short summary.")}
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    sent = gw.send(first_prompt(), VIEW, request_id="req-1", options=options)
+    with gw.stream(first_prompt(), VIEW, request_id="req-2", options=options) as stream:
+        list(stream)
+    assert stream.reply.options_sha256 == sent.options_sha256 == _options_digest(options)
