@@ -425,3 +425,23 @@ def test_a_streamed_reply_carries_the_same_options_digest_as_a_sent_one() -> Non
     with gw.stream(first_prompt(), VIEW, request_id="req-2", options=options) as stream:
         list(stream)
     assert stream.reply.options_sha256 == sent.options_sha256 == _options_digest(options)
+
+
+# --- a prompt a proxy keeps in its own store ---------------------------------------------------
+
+
+@pytest.mark.parametrize("adapter", [OpenAIChat, OpenAIResponses])
+def test_a_litellm_prompt_id_is_refused(adapter: type[OpenAIChat | OpenAIResponses]) -> None:
+    """LiteLLM's proxy reads ``prompt_id`` (on chat completions and responses) as a prompt
+    kept in a prompt manager (Langfuse, .prompt files, its own API), and puts its messages,
+    a system message among them, before the request's: text the model reads outside the
+    Prompt, as OpenRouter's refused preset is. It went through."""
+    server = FakeServer(http_module("openai"), [])
+    client = server.client(openai, "OpenAI")
+    options = {"extra_body": {"prompt_id": "support-bot", "prompt_variables": {"tone": "x"}}}
+    with pytest.raises(VeridicError, match=r"prompt_id.*LiteLLM"):
+        adapter(client, model="gpt-test", options=options)
+    gw, _, _ = gateway(adapter(client, model="gpt-test"))
+    with pytest.raises(VeridicError, match=r"prompt_id"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options=options)
+    assert server.sent == []

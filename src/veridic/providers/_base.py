@@ -509,6 +509,9 @@ _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
         "preset": "OpenRouter applies a preset stored on its servers, " + _PRESET_DOES,
         "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
         "drops turns from the middle of the conversation ('context-compression')",
+        "prompt_id": "LiteLLM's proxy loads a prompt kept in a prompt manager (Langfuse, "
+        ".prompt files, an API of its own) and puts its messages, a system message among "
+        "them, before the request's",
         "search_parameters": "xAI searches the web and X (Live Search) and adds what it "
         "found to what the model reads (only mode 'off' searches nothing)",
         "enable_search": "Alibaba's DashScope searches the web and adds what it found to "
@@ -613,6 +616,7 @@ def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) 
 
 _REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
     {
+        "prompt_id": "write instructions with Composer.system(), in code, so the prompt holds them",
         "preset": "name the model itself, write instructions with Composer.system(), and "
         "give tools through the view; text-generation-webui reads preset as sampling "
         "settings only, but a proxy in front of a server may pass the key on to OpenRouter, "
