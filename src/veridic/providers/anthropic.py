@@ -2,7 +2,9 @@
 
 :class:`AnthropicMessages` sends ``Prompt.to_anthropic()`` (its ``system``
 text, left out when empty, and its ``messages``) with
-``view.tool_specs("anthropic")`` as ``tools``. It takes the SDK's client,
+``view.tool_specs("anthropic")`` as ``tools``; an answer sent whole is read from
+its own JSON text (``messages.with_raw_response.create``), so a key given twice
+in a call's input is not lost as the SDK's ``Message`` loses it. It takes the SDK's client,
 sync (``anthropic.Anthropic``) or async (``anthropic.AsyncAnthropic``);
 without one, a sync ``anthropic.Anthropic()`` is built (reading
 ``ANTHROPIC_API_KEY`` as the SDK does).
