@@ -285,9 +285,10 @@ class Adapter:
 
     def sender(self) -> Callable[..., object]:
         """The SDK method that sends a request whose answer comes whole (``send()``,
-        ``asend()``): :meth:`method`, unless the adapter reads the answer's own text
-        (:class:`~veridic.AnthropicMessages`, through the SDK's ``with_raw_response``).
-        :meth:`parse` reads what it returns."""
+        ``asend()``): :meth:`~veridic.providers.Adapter.method`, unless the adapter reads
+        the answer's own text (:class:`~veridic.AnthropicMessages`, through the SDK's
+        ``with_raw_response``). :meth:`~veridic.providers.Adapter.parse` reads what it
+        returns."""
         return self.method()
 
     def parse(self, response: object) -> Completion:

@@ -81,7 +81,7 @@ class Reply:
     options_sha256: str = ""
     """SHA-256 of the canonical JSON of the request's options: what the model was given
     besides the prompt and the tool list (a structured-output schema, ``prediction``,
-    sampling settings; :func:`veridic.run._sending.options_sha256`). ``""`` for a reply
+    sampling settings; docs/providers.md says which). ``""`` for a reply
     rebuilt from a :class:`~veridic.PausedRun`, whose options are not kept."""
 
     def record(self, composer: Composer, outcomes: Sequence[ToolOutcome] = ()) -> Composer:
