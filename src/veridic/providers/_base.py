@@ -39,6 +39,8 @@ __all__ = [
     "items",
     "plain_block",
     "reasoning_item",
+    "refuse_error",
+    "refuse_no_answer",
     "server_said",
     "text_of",
     "usage_of",
@@ -292,6 +294,9 @@ class Adapter:
         self.client = client
         self.model = model
         self.options: Mapping[str, object] = self.check_options(options or {}, "options")
+        # Refused when the adapter is built, not on its first send; each send refuses the
+        # request's choice once more, through tool_choice_names().
+        _refuse_unsent_choice(self, self.options.get("tool_choice"), "options")
         # Fail now, not on the first request, when the client is not of this API.
         self.method()
 
@@ -315,8 +320,16 @@ class Adapter:
         """The SDK method that sends the request (bound to the client)."""
         raise NotImplementedError
 
+    def sender(self) -> Callable[..., object]:
+        """The SDK method that sends a request whose answer comes whole (``send()``,
+        ``asend()``): :meth:`~veridic.providers.Adapter.method`, unless the adapter reads
+        the answer's own text (:class:`~veridic.AnthropicMessages`, through the SDK's
+        ``with_raw_response``). :meth:`~veridic.providers.Adapter.parse` reads what it
+        returns."""
+        return self.method()
+
     def parse(self, response: object) -> Completion:
-        """Read the SDK's response object."""
+        """Read the SDK's response object (what :meth:`sender` returned)."""
         raise NotImplementedError
 
     def assembler(self) -> Assembler:
@@ -418,6 +431,10 @@ class Adapter:
         takes instructions or text for the model (``system``, ``instructions``,
         ``prompt``, ``chat_template``, ``documents``): ``extra_body`` sends any key.
 
+        A ``tool_choice`` option is read, and refused if it forces a tool the view never
+        sends, by :meth:`tool_choice_names`, once per request (the gateway calls it on
+        every request it sends), and when the adapter is built, for its own options.
+
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
                 tools, the model or streaming, or is one of ``server_edits``;
@@ -452,11 +469,14 @@ class Adapter:
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
-        _refuse_unsent_choice(self, options.get("tool_choice"), where)
         return dict(options)
 
 
-_EDITS_OFF: Final[Mapping[str, object]] = {"truncation": "disabled", "transforms": []}
+_EDITS_OFF: Final[Mapping[str, object]] = {
+    "truncation": "disabled",
+    "transforms": [],
+    "enable_search": False,
+}
 """The value that turns a server edit off, where the API has one besides ``None``."""
 
 
@@ -465,16 +485,20 @@ _Given = tuple[str, str, object]
 
 
 def _given(options: Mapping[str, object]) -> list[_Given]:
-    """Each option and each text key of its ``extra_body`` (which the SDKs merge into the
-    request over the options): (how an error names it, key, value)."""
-    body = options.get("extra_body")
+    """Each option, each text key of its ``extra_body`` (which the SDKs merge into the
+    request over the options) and each of an ``extra_body`` inside that one (which
+    Gemini's OpenAI-compatible endpoint reads: ``{"extra_body": {"google": {...}}}``):
+    (how an error names it, key, value)."""
     given = [(key, key, value) for key, value in options.items()]
-    if isinstance(body, Mapping):
+    body = options.get("extra_body")
+    shown = "extra_body"
+    for _ in range(2):
+        if not isinstance(body, Mapping):
+            break
         given += [
-            (f"extra_body[{key!r}]", key, value)
-            for key, value in body.items()
-            if isinstance(key, str)
+            (f"{shown}[{key!r}]", key, value) for key, value in body.items() if isinstance(key, str)
         ]
+        body, shown = body.get("extra_body"), f"{shown}['extra_body']"
     return given
 
 
@@ -523,11 +547,27 @@ _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
         "preset": "OpenRouter applies a preset stored on its servers, " + _PRESET_DOES,
         "plugins": "OpenRouter adds web search results to what the model reads ('web'), or "
         "drops turns from the middle of the conversation ('context-compression')",
+        "prompt_id": "LiteLLM's proxy loads a prompt kept in a prompt manager (Langfuse, "
+        ".prompt files, an API of its own) and puts its messages, a system message among "
+        "them, before the request's",
+        "search_parameters": "xAI searches the web and X (Live Search) and adds what it "
+        "found to what the model reads (only mode 'off' searches nothing)",
+        "enable_search": "Alibaba's DashScope searches the web and adds what it found to "
+        "what the model reads (only False searches nothing)",
+        "google": "Gemini's OpenAI-compatible endpoint puts a context cache stored on "
+        "Google's servers (cached_content: turns and a system instruction) before the prompt",
     }
 )
 """Request keys with which an OpenAI-compatible server or gateway edits what the model
 reads, as ``server_edits`` do: refused by every adapter, since ``extra_body`` sends any
-key."""
+key.
+
+``preset`` is refused whatever the server: OpenRouter reads it as a stored system prompt
+and server tools, text-generation-webui as sampling settings only, and the adapter cannot
+tell the two apart behind a proxy (LiteLLM, a gateway of one's own) that passes
+``extra_body`` on; sampling settings have options of their own, so the refusal costs a
+text-generation-webui user a rename, where letting it through could put a system prompt
+under no hash."""
 
 _PLUGINS_EDITING: Final = frozenset({"web", "context-compression"})
 """The OpenRouter plugins that edit the prompt (``response-healing`` repairs the answer's
@@ -572,6 +612,11 @@ def _edit(adapter: Adapter, key: str, value: object) -> str | None:
     what = adapter.server_edits.get(key) or _PROMPT_ELSEWHERE.get(key) or _GATEWAY_EDITS.get(key)
     if what is None or _absent(value) or value == _EDITS_OFF.get(key, None):
         return None
+    if key == "search_parameters" and attr(value, "mode") == "off":
+        return None
+    if key == "google":
+        cached = value.get("cached_content") if isinstance(value, Mapping) else None
+        return None if _absent(cached) else what
     if key == "plugins" and isinstance(value, list | tuple):
         ids = {found for plugin in value if isinstance(found := attr(plugin, "id"), str)}
         return what if ids & _PLUGINS_EDITING else None
@@ -609,10 +654,21 @@ def _refuse_server_edits(adapter: Adapter, given: Sequence[_Given], where: str) 
 
 _REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
     {
+        "prompt_id": "write instructions with Composer.system(), in code, so the prompt holds them",
         "preset": "name the model itself, write instructions with Composer.system(), and "
-        "give tools through the view",
+        "give tools through the view; text-generation-webui reads preset as sampling "
+        "settings only, but a proxy in front of a server may pass the key on to OpenRouter, "
+        "so pass those settings as options of their own instead (temperature, top_p, min_p, "
+        "...)",
+        **dict.fromkeys(
+            ("search_parameters", "enable_search"),
+            "fetch pages with a registry tool, whose results come back fenced",
+        ),
         "thread": "the gateway sends each conversation whole: keep its turns in the "
         "Composer (Reply.record() adds the model's)",
+        "google": "leave cached_content out, and put what the cache holds in the prompt: "
+        "instructions with Composer.system(), outside text with Composer.data(); other "
+        "google settings, such as thinking_config, go as given",
     }
 )
 """What to do instead of a server edit, where the usual advice does not fit."""
@@ -806,6 +862,45 @@ def server_said(message: object, default: str) -> str:
     if message is None or message == "":
         return default
     return "the server said " + clip(message if isinstance(message, str) else repr(message), 200)
+
+
+def refuse_error(response: object, where: str) -> None:
+    """Refuse a response that carries an error object (``{"error": {"message": ...}}``).
+
+    Proxies and compatible servers answer some failures (an overloaded upstream, a
+    rate limit) with status 200 and an error body, which the SDK reads as an answer:
+    read on, it was an empty final answer (no text, no calls, no usage), so a run ended
+    with ``""`` as its output and the server's reason was lost.
+
+    Raises:
+        VeridicError: quoting what the server said.
+    """
+    error = attr(response, "error")
+    if error is None or error in ("", {}, []):  # some servers send an empty one with answers
+        return
+    message = attr(error, "message")
+    raise VeridicError(
+        f"{where}: the response is an error, not an answer "
+        f"({server_said(message if message is not None else error, 'no reason given')}); "
+        "nothing was answered or run: send the request again, and check what sits between "
+        "you and the API"
+    )
+
+
+def refuse_no_answer(response: object, key: str, where: str) -> None:
+    """Refuse a response without the list (``key``) that holds an API's answer: an empty
+    answer is a list with nothing in it, a response without one is not an answer.
+
+    Raises:
+        VeridicError: naming the key.
+    """
+    if isinstance(attr(response, key), list | tuple):
+        return
+    raise VeridicError(
+        f"{where}: the response holds no answer (no {key} list; got "
+        f"{type(attr(response, key)).__name__}): nothing was answered or run: check what "
+        "sits between you and the API"
+    )
 
 
 def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> ReasoningItem:

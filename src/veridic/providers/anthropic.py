@@ -2,7 +2,9 @@
 
 :class:`AnthropicMessages` sends ``Prompt.to_anthropic()`` (its ``system``
 text, left out when empty, and its ``messages``) with
-``view.tool_specs("anthropic")`` as ``tools``. It takes the SDK's client,
+``view.tool_specs("anthropic")`` as ``tools``; an answer sent whole is read from
+its own JSON text (``messages.with_raw_response.create``), so a key given twice
+in a call's input is not lost as the SDK's ``Message`` loses it. It takes the SDK's client,
 sync (``anthropic.Anthropic``) or async (``anthropic.AsyncAnthropic``);
 without one, a sync ``anthropic.Anthropic()`` is built (reading
 ``ANTHROPIC_API_KEY`` as the SDK does).
@@ -18,6 +20,7 @@ which the API requires when the model used tools while thinking.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, Protocol
@@ -35,6 +38,8 @@ from veridic.providers._base import (
     items,
     plain_block,
     reasoning_item,
+    refuse_error,
+    refuse_no_answer,
     server_said,
     text_of,
     usage_of,
@@ -135,8 +140,26 @@ class AnthropicMessages(Adapter):
             request["system"] = rendered["system"]
         return request
 
+    def sender(self) -> Callable[..., object]:
+        """``messages.with_raw_response.create``, whose answer :meth:`parse` reads as the API
+        wrote it (``messages.create`` for a client without it)."""
+        raw = attr(self.client, "messages", "with_raw_response", "create")
+        return raw if callable(raw) else self.method()
+
     def parse(self, response: object) -> Completion:
+        """Read an answer: the SDK's ``Message``, or the raw answer :meth:`sender` gives.
+
+        The raw answer is read from its own JSON text: the SDK reads it with
+        ``json.loads``, which keeps the last value of a key given twice, so a call's
+        ``{"city": "Oslo", "city": "Bergen"}`` ran for Bergen with nothing said, where
+        the same call streamed reaches the dispatcher as written and is refused there.
+        """
         where = f"{self!r}"
+        return self._read(_answer(response, where), where)
+
+    def _read(self, response: object, where: str) -> Completion:
+        refuse_error(response, where)
+        refuse_no_answer(response, "content", where)
         text: list[str] = []
         calls: list[ToolCall] = []
         reasoning: list[ReasoningItem] = []
@@ -152,7 +175,7 @@ class AnthropicMessages(Adapter):
                     ToolCall(
                         text_of(block, "id", where=where),
                         text_of(block, "name", where=where),
-                        arguments_json(attr(block, "input")),
+                        _arguments(attr(block, "input"), where),
                     )
                 )
             else:
@@ -201,6 +224,16 @@ class _MessagesAssembler:
             )
         if kind == "message_start":
             message = attr(event, "message")
+            if items(message, "content"):
+                # The API starts with none: blocks come as their own events, and these would
+                # be dropped (a call never run, never recorded).
+                raise VeridicError(
+                    f"{self._where}: the stream's message_start already holds content "
+                    f"({len(items(message, 'content'))} block(s)), which the API sends only as "
+                    "content_block events; read as sent, it would be dropped: nothing of it was "
+                    "run: send the request again (a proxy between you and the API may be "
+                    "mangling events)"
+                )
             self._count(attr(message, "usage"))
             self._id = text_of(event, "message", "id", where=self._where, default="")
             self._model = text_of(event, "message", "model", where=self._where, default=self._model)
@@ -471,6 +504,94 @@ def _refuse_citations(citations: list[object], where: str) -> None:
         "of it was run: check what sits between you and the API, and pass outside text "
         "with Composer.data()"
     )
+
+
+def _answer(response: object, where: str) -> object:
+    """The answer in ``response``: the SDK's ``Message`` as it is, or the JSON text of a raw
+    answer (``with_raw_response``) read into dicts, a key given twice kept (:class:`_Twice`).
+
+    Raises:
+        VeridicError: the raw answer's text is not a JSON object.
+    """
+    http = attr(response, "http_response")
+    body = attr(http, "text")
+    if http is None or not isinstance(body, str):
+        return response
+    try:
+        decoded: object = json.loads(body, object_pairs_hook=_pairs)
+    except (ValueError, RecursionError) as error:
+        raise VeridicError(
+            f"{where}: the answer is not JSON ({clip(body, 80)}): {error}; nothing of it "
+            "was run: check what sits between you and the API"
+        ) from error
+    if not isinstance(decoded, dict):
+        raise VeridicError(
+            f"{where}: the answer is JSON but not an object ({clip(body, 80)}); nothing of "
+            "it was run: check what sits between you and the API"
+        )
+    return decoded
+
+
+class _Twice(dict[str, object]):
+    """A JSON object that gives a key more than once: its last values, as ``json.loads``
+    keeps them, and in ``pairs`` every key and value as written."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[str, object]]) -> None:
+        super().__init__(pairs)
+        self.pairs = tuple(pairs)
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    return _Twice(pairs) if len({key for key, _ in pairs}) < len(pairs) else dict(pairs)
+
+
+def _arguments(value: object, where: str) -> str:
+    """A ``tool_use`` block's input as JSON text: canonical (:func:`arguments_json`), or as
+    the model wrote it when it gives a key twice, for the dispatcher to refuse, as
+    :func:`_canonical` keeps a streamed call's text.
+
+    Raises:
+        VeridicError: the input nests too deep to be written again.
+    """
+    if not _holds_twice(value):
+        return arguments_json(value)
+    try:
+        return _as_written(value)
+    except RecursionError as error:
+        raise VeridicError(
+            f"{where}: a tool_use input gives a key twice and nests too deep to be read; "
+            "nothing of it was run: check what sits between you and the API"
+        ) from error
+
+
+def _holds_twice(value: object) -> bool:
+    """Whether ``value`` is, or holds, a :class:`_Twice` (read without recursion)."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, _Twice):
+            return True
+        if isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return False
+
+
+def _as_written(value: object) -> str:
+    """``value`` as JSON text, each key of a :class:`_Twice` written as often as given."""
+    if isinstance(value, dict):
+        pairs = value.pairs if isinstance(value, _Twice) else tuple(value.items())
+        return (
+            "{"
+            + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_as_written(v)}" for k, v in pairs)
+            + "}"
+        )
+    if isinstance(value, list):
+        return "[" + ", ".join(_as_written(item) for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _canonical(arguments: str) -> str:

@@ -45,6 +45,8 @@ from veridic.providers._base import (
     attr,
     items,
     reasoning_item,
+    refuse_error,
+    refuse_no_answer,
     server_said,
     text_of,
     usage_of,
@@ -169,6 +171,8 @@ class OpenAIChat(Adapter):
 
     def parse(self, response: object) -> Completion:
         where = f"{self!r}"
+        refuse_error(response, where)
+        _refuse_searched(response, where)
         choices = attr(response, "choices")
         if not isinstance(choices, list) or not choices:
             raise VeridicError(
@@ -316,6 +320,32 @@ def _refuse_citations(holder: object, where: str) -> None:
     )
 
 
+_SEARCHED: Final = ("citations", "search_results")
+"""Where a compatible server that searched by itself lists what it read, beside the choices
+(Perplexity's models, xAI's with Live Search)."""
+
+
+def _refuse_searched(completion: object, where: str) -> None:
+    """Refuse a chat completion (or chunk) that lists what a search the server ran found.
+
+    Perplexity's models search on every request, and xAI's with Live Search, and they list
+    the pages beside the choices, not as the message's annotations
+    (:func:`_refuse_citations`): the model read them outside the prompt.
+
+    Raises:
+        VeridicError: naming the key.
+    """
+    for key in _SEARCHED:
+        if items(completion, key):
+            raise VeridicError(
+                f"{where}: the answer lists {key} of a search the server ran: the model read "
+                "text outside the prompt, in no data block and under no hash of the "
+                "model-call record; nothing of it was run: use a model that does not search "
+                "by itself, and fetch pages with a registry tool, whose results come back "
+                "fenced"
+            )
+
+
 def _chat_call(call: object, where: str) -> ToolCall:
     kind = attr(call, "type")
     if kind not in (None, "function"):
@@ -375,6 +405,7 @@ class _ChatAssembler:
         """(choice, call index) of the calls an earlier piece began"""
 
     def feed(self, event: object) -> str:
+        _refuse_searched(event, repr(self._adapter))
         if self._check(event):
             event = self._unrepeated(event)
         try:
@@ -547,6 +578,7 @@ class OpenAIResponses(Adapter):
                 f"{where}: the response failed ({server_said(message, 'no reason given')}); "
                 "nothing was answered: fix the request or send it again"
             )
+        refuse_error(response, where)
         if status not in _FINISHED:
             raise VeridicError(
                 f"{where}: the response has status {clip(status)}, not a finished answer "
@@ -554,6 +586,7 @@ class OpenAIResponses(Adapter):
                 "background=True (the gateway reads the answer of the request it sends), and "
                 "check what sits between you and the API"
             )
+        refuse_no_answer(response, "output", where)
         reason = attr(response, "incomplete_details", "reason")
         stop = f"{status}:{reason}" if status == "incomplete" and reason else status
         text: list[str] = []

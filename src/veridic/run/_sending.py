@@ -10,6 +10,8 @@ provider's answer into a :class:`~veridic.Reply` bound to the same hashes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from veridic.providers._base import (
     Adapter,
     Completion,
     Usage,
+    _absent,
     _count,
     _parts_past_totals,
     _ShortTotal,
@@ -45,6 +48,7 @@ __all__ = [
     "check_usage",
     "checked",
     "nothing",
+    "options_sha256",
 ]
 
 
@@ -66,6 +70,8 @@ class Sent:
     """The model-call record's own id, which the answer's record carries."""
     aanswered: _AWriteReply | None = None
     """Where async code records the answer (instead of ``answered``)."""
+    options_sha256: str = ""
+    """:func:`options_sha256` of the request."""
 
     def reply(self, completion: Completion) -> Reply:
         """The answer as a :class:`Reply`, recorded first: one that is refused (for its usage
@@ -122,6 +128,7 @@ class Sent:
             reasoning=completion.reasoning,
             usage=completion.usage,
             latency=latency,
+            options_sha256=self.options_sha256,
         )
 
 
@@ -323,6 +330,7 @@ def checked(
     for name in provider.tool_choice_names(request.get("tool_choice")):
         view.tool(name)
     digest = tools_sha256(view)
+    options_digest = options_sha256(provider, request)
     record = ModelCallRecord(
         time=clock(),
         request_id=request_id,
@@ -343,8 +351,80 @@ def checked(
         clock=clock,
         spans=spans,
         call_id=record.call_id,
+        options_sha256=options_digest,
     )
     return sent, record
+
+
+_TRANSPORT: Final = frozenset({"extra_headers", "extra_query", "timeout"})
+"""The SDKs' keyword arguments that go with the HTTP request, not in its body: nothing of
+them reaches the model."""
+
+
+def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
+    """SHA-256 of the canonical JSON of ``request``'s options: what the model is given
+    besides the prompt and the tool list.
+
+    That is every key of the request but the prompt and the tools (the adapter's
+    ``owned`` keys, which ``Prompt.sha256`` and ``tools_sha256`` cover), the model (named
+    in the record), streaming and the SDK's transport arguments (``extra_headers``,
+    ``extra_query``, ``timeout``): a structured-output schema (``response_format``,
+    Responses' ``text.format``, Anthropic's ``output_format`` / ``output_config``), whose
+    names and descriptions the model reads, OpenAI's ``prediction``, ``extra_body`` as
+    the adapter sends it, sampling settings. The JSON is canonical (keys sorted, ASCII,
+    no spaces), so the digest does not depend on key order or on whether an option was
+    the adapter's or the call's (a float that is not finite is written as Python's
+    ``json`` writes it, ``Infinity``, as the SDK sends it); an option left unset
+    (``None``, an SDK's "not given") counts as absent. ``options_sha256`` of a request
+    without options is that of ``{}``.
+
+    Raises:
+        VeridicError: an option holds a value that is not JSON (nor a pydantic model):
+            the digest could not say what was sent.
+    """
+    skipped = provider.owned | {"model", "stream"} | _TRANSPORT
+    options = {
+        key: value for key, value in request.items() if key not in skipped and not _absent(value)
+    }
+    try:
+        text = _canonical_json(options)
+    except (TypeError, ValueError, RecursionError) as error:
+        key = next((key for key in sorted(options) if not _is_json(options[key])), "?")
+        raise VeridicError(
+            f"{provider!r}: the request's option {clip(key)} holds a value that is not JSON "
+            f"({error}), so the digest of the options the model was given could not name it; "
+            "nothing was sent: pass JSON values (dicts, lists, strings, numbers, booleans), "
+            "or a pydantic model"
+        ) from error
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _canonical_json(value: object) -> str:
+    return json.dumps(
+        value,
+        sort_keys=True,
+        ensure_ascii=True,
+        separators=(",", ":"),
+        allow_nan=True,
+        default=_json_value,
+    )
+
+
+def _json_value(value: object) -> object:
+    """A pydantic model as the JSON the SDK sends of it; anything else is refused."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        dumped: object = dump(mode="json", by_alias=True, exclude_unset=True)
+        return dumped
+    raise TypeError(f"a {type(value).__name__} is not JSON")
+
+
+def _is_json(value: object) -> bool:
+    try:
+        _canonical_json(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:

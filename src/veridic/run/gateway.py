@@ -15,7 +15,9 @@ is made the same way (see "The road data takes" in docs/design.md):
    (:meth:`ToolView.assert_coupled`, invariant I4);
 3. a :class:`ModelCallRecord` is written before the request leaves: the
    prompt's sha256, the tool list's sha256, the tool names, and the
-   provenance spans of the instruction position (the system message);
+   provenance spans of the instruction position (the system message); the
+   digest of the request's other options (a structured-output schema, which
+   the model reads too) is the reply's ``options_sha256``;
 4. the answer comes back as a :class:`Reply`; its tool calls run through
    :meth:`ModelGateway.run_tools`, which is :func:`veridic.execute` for each
    call against the same view: an unknown, unavailable or denied name is
@@ -233,7 +235,7 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = self._prepare(prompt, view, request_id, options, streamed=False, where="send")
             _traced(span, sent)
-            response = self._provider.method()(**sent.request)
+            response = self._provider.sender()(**sent.request)
             return span.answered(sent.reply(self._provider.parse(response)))
 
     async def asend(
@@ -248,7 +250,7 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=False) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=False)
             _traced(span, sent)
-            response = await awaited(self._provider.method()(**sent.request))
+            response = await awaited(self._provider.sender()(**sent.request))
             return span.answered(await sent.areply(self._provider.parse(response)))
 
     def stream(

@@ -78,6 +78,11 @@ class Reply:
     stream asked without usage)."""
     latency: float = 0.0
     """Seconds from sending the request to the whole answer (a stream's last event)."""
+    options_sha256: str = ""
+    """SHA-256 of the canonical JSON of the request's options: what the model was given
+    besides the prompt and the tool list (a structured-output schema, ``prediction``,
+    sampling settings; docs/providers.md says which). ``""`` for a reply
+    rebuilt from a :class:`~veridic.PausedRun`, whose options are not kept."""
 
     def record(self, composer: Composer, outcomes: Sequence[ToolOutcome] = ()) -> Composer:
         """Append this answer to ``composer``: the assistant turn, its calls, their results.
