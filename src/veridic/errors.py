@@ -277,8 +277,11 @@ class IncompletePlanError(VeridicError):
     """Strict plan normalisation removed steps; ``.plan`` holds the full result."""
 
     def __init__(self, message: str, plan: PlanResult) -> None:
-        super().__init__(message)
+        super().__init__(message, plan)  # both in args, which pickle passes back to __init__
         self.plan = plan
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class AuditRecordError(VeridicError, ValueError):
@@ -346,11 +349,16 @@ class AuditWriteError(VeridicError):
     """
 
     def __init__(self, message: str, result: RanCall) -> None:
-        super().__init__(message)
+        # Both in args, which pickle passes back to __init__: with the message alone, a
+        # copied error (a process pool, a task queue) failed to load, losing its record.
+        super().__init__(message, result)
         self.result = result
         self.earlier: tuple[EarlierOutcome, ...] = ()
         """From :meth:`ModelGateway.run_tools <veridic.ModelGateway.run_tools>`: the outcomes of
         the reply's calls that ran before this one (the calls after it did not run)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class VouchNotRecordedError(VeridicError):

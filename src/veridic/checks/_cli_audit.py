@@ -115,7 +115,10 @@ def _opened(argument: str, snapshots: Path) -> tuple[SQLiteAuditSink | PostgresA
     except VeridicError as error:  # no extra, no veridic tables, another schema version
         raise _UsageError(without_passwords(str(error), argument)) from error
     except Exception as error:  # psycopg's own: it is imported only with the extra
-        said = without_passwords(f"{type(error).__name__}: {error}", argument)
+        # libpq's message runs over lines ("...failed: Connection refused\n\tIs the server
+        # running..."): one line, as every other usage error.
+        words = " ".join(str(error).split())
+        said = without_passwords(f"{type(error).__name__}: {words}", argument)
         raise _UsageError(
             f"cannot reach the Postgres audit store ({said}): check "
             "the URL or conninfo, and that the server is up"

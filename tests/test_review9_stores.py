@@ -1,0 +1,239 @@
+"""The ninth review of the audit stores: Postgres URLs and connections, errors that cross
+a process boundary, and the whole-store report."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pickle
+import socket
+import sqlite3
+import traceback
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("psycopg")
+
+import psycopg
+
+from veridic import (
+    ApprovalPolicy,
+    AsyncPostgresAuditSink,
+    AuditRecordError,
+    AuditWriteError,
+    Composer,
+    IncompletePlanError,
+    PostgresAuditSink,
+    Registry,
+    Risk,
+    execute,
+    instruction,
+    normalize_plan,
+)
+from veridic.checks.cli import main
+
+_PASSWORD_PIECES = ("Zx9front", "Qy8back")
+"""The two halves of the passwords below: no message of veridic, libpq or Python holds
+either, so finding one in the output is a leak."""
+
+
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A loopback port bound by this test and never listened on: a connection is refused."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
+def _everything_shown(error: BaseException) -> str:
+    """What a logger shows of ``error``: the traceback with its causes and notes."""
+    return "".join(traceback.format_exception(error))
+
+
+def _pool_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name.startswith("psycopg")]
+
+
+def _open(store: type[PostgresAuditSink] | type[AsyncPostgresAuditSink], url: str) -> None:
+    """Open ``store`` on ``url`` the way its callers do, and close it if it opened."""
+    if store is PostgresAuditSink:
+        PostgresAuditSink(url, timeout=5).close()
+        return
+
+    async def opened() -> None:
+        async with AsyncPostgresAuditSink(url, timeout=5):
+            pass
+
+    asyncio.run(opened())
+
+
+# --- 1. a '/' or '@' left raw in a URL's password -------------------------------------------------
+
+_MISREAD_URLS = [
+    "postgresql://audit:Zx9front/Qy8back@127.0.0.1:{port}/app",
+    "postgresql://audit:Zx9front@Qy8back@127.0.0.1:{port}/app",
+    "postgresql://audit:2024/Qy8back@127.0.0.1:{port}/app",
+    "postgres://audit:Zx9front/Qy8back?x@127.0.0.1:{port}/app",
+    "postgresql://audit:Zx9front@Qy8back/more@127.0.0.1:{port}/app",
+]
+
+
+@pytest.mark.parametrize("store", [PostgresAuditSink, AsyncPostgresAuditSink])
+@pytest.mark.parametrize("url", _MISREAD_URLS)
+def test_a_url_whose_password_holds_a_raw_slash_or_at_is_refused_before_connecting(
+    store: type[PostgresAuditSink] | type[AsyncPostgresAuditSink],
+    url: str,
+    refusing_port: int,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """libpq ends a URL's password at its first '/' (or '@') and reads the rest as the host,
+    port and database name: the pool's warnings and the store's repr showed pieces of it."""
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(AuditRecordError, match="percent-encode") as caught:
+        _open(store, url.format(port=refusing_port))
+    shown = _everything_shown(caught.value) + caplog.text
+    assert not any(piece in shown for piece in _PASSWORD_PIECES), shown
+    assert "%2F" in str(caught.value)
+    assert "%40" in str(caught.value)
+    assert _pool_records(caplog) == []  # refused before any connection was tried
+
+
+def test_veridic_audit_refuses_such_a_url_without_printing_the_password(
+    refusing_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = _MISREAD_URLS[0].format(port=refusing_port)
+    assert main(["audit", url]) == 2
+    said = capsys.readouterr()
+    assert "percent-encode" in said.err
+    assert not any(piece in said.out + said.err for piece in _PASSWORD_PIECES)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://127.0.0.1:{port}/app?user=audit@server",  # Azure's user@server names
+        "postgresql://audit:Zx9front%2FQy8back@127.0.0.1:{port}/app",
+        "postgresql://audit:Zx9front%40Qy8back@[::1]:{port}/app",
+        "postgresql://audit:pa?ss@127.0.0.1:{port}/app",  # libpq reads a '?' there as written
+    ],
+)
+def test_a_url_libpq_reads_as_meant_is_not_refused(url: str, refusing_port: int) -> None:
+    with pytest.raises(psycopg.OperationalError):  # it was tried: nothing listens there
+        PostgresAuditSink(url.format(port=refusing_port), timeout=5)
+
+
+# --- 2. a refused connection fails at once, with one error ----------------------------------------
+
+
+@pytest.mark.parametrize("store", [PostgresAuditSink, AsyncPostgresAuditSink])
+def test_a_refused_connection_fails_at_open_with_one_error_naming_host_and_port(
+    store: type[PostgresAuditSink] | type[AsyncPostgresAuditSink],
+    refusing_port: int,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The pool retried a refused connection until ``timeout`` (30 s by default), logging a
+    warning each time, and then raised ``PoolTimeout`` naming neither host nor port."""
+    caplog.set_level(logging.DEBUG)
+    url = f"postgresql://audit:Zx9front@127.0.0.1:{refusing_port}/app"
+    with pytest.raises(psycopg.OperationalError) as caught:
+        _open(store, url)
+    assert type(caught.value).__name__ != "PoolTimeout"
+    shown = _everything_shown(caught.value)
+    assert "127.0.0.1" in shown
+    assert str(refusing_port) in shown
+    assert "Zx9front" not in shown + caplog.text
+    assert "could not connect" in shown  # the store's note: which store, what to do
+    assert _pool_records(caplog) == []
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_refused_connection_of_a_sized_store_is_one_error_too(
+    read_only: bool, refusing_port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``veridic audit`` opens its store with ``min_size=0``: the first connection was
+    asked of the pool, which logged its warnings for the whole ``timeout``."""
+    caplog.set_level(logging.DEBUG)
+    url = f"host=127.0.0.1 port={refusing_port} dbname=app user=audit"
+    with pytest.raises(psycopg.OperationalError, match="Connection refused"):
+        PostgresAuditSink(url, min_size=0, max_size=1, timeout=5, read_only=read_only)
+    assert _pool_records(caplog) == []
+
+
+def test_veridic_audit_on_a_refused_server_says_so_once(
+    refusing_port: int, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    assert main(["audit", f"postgresql://audit:Zx9front@127.0.0.1:{refusing_port}/app"]) == 2
+    said = capsys.readouterr()
+    assert "cannot reach the Postgres audit store" in said.err
+    assert f"port {refusing_port}" in said.err
+    assert "Zx9front" not in said.err + said.out + caplog.text
+    assert _pool_records(caplog) == []
+
+
+# --- 3. AuditWriteError crosses a process boundary ------------------------------------------------
+
+
+class _FullDisk:
+    """A sink whose every write fails, as a full disk's would."""
+
+    def write(self, record: object, /) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+
+def _audit_write_error() -> AuditWriteError:
+    registry = Registry()
+
+    @registry.tool(kind="write", risk=Risk.LOW, description="Save a note for the user.")
+    def save_note(text: str) -> str:
+        """Args:
+        text: The note.
+        """
+        return f"saved {text}"
+
+    view = registry.view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("save_note")
+    with pytest.raises(AuditWriteError) as raised:
+        execute(
+            view,
+            "save_note",
+            {"text": "milk"},
+            policy=policy,
+            audit=_FullDisk(),
+            request_id="req-1",
+            prompt=Composer().system(instruction("You save notes.")).build(),
+        )
+    return raised.value
+
+
+def test_an_audit_write_error_survives_pickling_with_its_call_and_record() -> None:
+    """Its ``__init__`` takes the call's result, which ``pickle`` did not pass back:
+    ``TypeError: missing 1 required positional argument: 'result'`` on loading, so a
+    process pool or a task queue lost the error and the record it exists to keep."""
+    error = _audit_write_error()
+    copied = pickle.loads(pickle.dumps(error))
+    assert type(copied) is AuditWriteError
+    assert str(copied) == str(error)
+    assert copied.args == error.args
+    assert copied.result.value == "saved milk"
+    assert copied.result.record == error.result.record
+    assert copied.earlier == error.earlier
+
+
+def test_an_incomplete_plan_error_survives_pickling_with_its_plan() -> None:
+    registry = Registry()
+
+    @registry.tool(kind="query", description="Look an order up by its number.")
+    def find_order(number: int) -> str:
+        """Args:
+        number: The order's number.
+        """
+        return str(number)
+
+    plan = normalize_plan([{"id": "a", "tool": "drop_table", "arguments": {}}], registry.view())
+    error = IncompletePlanError("the plan lost a step", plan)
+    copied = pickle.loads(pickle.dumps(error))
+    assert (str(copied), copied.args) == (str(error), error.args)
+    assert copied.plan == plan
