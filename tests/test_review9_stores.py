@@ -10,6 +10,7 @@ import socket
 import sqlite3
 import traceback
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,7 @@ from veridic import (
     PostgresAuditSink,
     Registry,
     Risk,
+    SQLiteAuditSink,
     execute,
     instruction,
     normalize_plan,
@@ -237,3 +239,47 @@ def test_an_incomplete_plan_error_survives_pickling_with_its_plan() -> None:
     copied = pickle.loads(pickle.dumps(error))
     assert (str(copied), copied.args) == (str(error), error.args)
     assert copied.plan == plan
+
+
+# --- a migration keeps every answer it cannot prove a repeat --------------------------------------
+
+
+def _database_4(path: Path) -> None:
+    """A file as veridic's schema 4 left it (its steps, then its user_version)."""
+    from veridic.run import _sqlite_schema
+
+    with sqlite3.connect(path, isolation_level=None) as db:
+        for step in _sqlite_schema._STEPS[:4]:
+            step(db)
+        db.execute("PRAGMA user_version = 4")
+
+
+_CALL_ID = "c" * 32
+
+
+def _answer(db: sqlite3.Connection, response_id: str, stop_reason: str, tokens: int) -> None:
+    db.execute(
+        "INSERT INTO veridic_model_replies (time, request_id, prompt_sha256, response_id, "
+        "model, stop_reason, tool_calls, input_tokens, output_tokens, latency, call_id) "
+        "VALUES (1.0, 'req-1', ?, ?, 'm', ?, '[]', ?, 5, 0.25, ?)",
+        ("a" * 64, response_id, stop_reason, tokens, _CALL_ID),
+    )
+
+
+def test_migrating_schema_4_keeps_two_different_answers_to_one_call(tmp_path: Path) -> None:
+    """Schema 5 keeps one answer per call id; its migration deleted every answer but the
+    first of each call id, though it was meant to drop exact repeats only (a write sent
+    twice): an answer that differs was lost without a word."""
+    path = tmp_path / "audit.db"
+    _database_4(path)
+    with sqlite3.connect(path) as db:
+        _answer(db, "resp-1", "end_turn", 100)
+        _answer(db, "resp-1", "end_turn", 100)  # a write sent twice: one copy is enough
+        _answer(db, "resp-2", "max_tokens", 120)  # another answer: kept, unlinked
+    with SQLiteAuditSink(path) as store:
+        answers = store.model_replies()
+    assert [(a.response_id, a.stop_reason) for a in answers] == [
+        ("resp-1", "end_turn"),
+        ("resp-2", "max_tokens"),
+    ]
+    assert [a.call_id for a in answers] == [_CALL_ID, ""]
