@@ -4,6 +4,8 @@ a process boundary, and the whole-store report."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import logging
 import pickle
 import socket
@@ -11,18 +13,24 @@ import sqlite3
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("psycopg")
 
 import psycopg
 
 from veridic import (
+    ApprovalMode,
     ApprovalPolicy,
     AsyncPostgresAuditSink,
+    AuditRecord,
     AuditRecordError,
     AuditWriteError,
+    CallOutcome,
     Composer,
     IncompletePlanError,
     PostgresAuditSink,
@@ -33,7 +41,11 @@ from veridic import (
     instruction,
     normalize_plan,
 )
+from veridic.checks import audit_report
+from veridic.checks.audit_report import AuditReport, Selection, build_report, stream_report
 from veridic.checks.cli import main
+from veridic.providers import Usage
+from veridic.run.records import ModelCallRecord, ModelReplyRecord, Substitution
 
 _PASSWORD_PIECES = ("Zx9front", "Qy8back")
 """The two halves of the passwords below: no message of veridic, libpq or Python holds
@@ -283,3 +295,169 @@ def test_migrating_schema_4_keeps_two_different_answers_to_one_call(tmp_path: Pa
         ("resp-2", "max_tokens"),
     ]
     assert [a.call_id for a in answers] == [_CALL_ID, ""]
+
+
+# --- 4. the report of a whole store is written as it is read -----------------------------------
+
+_SHA = "0" * 64
+_DENIED = AuditRecord(
+    time=0.0,
+    request_id="req-0",
+    tool="refund",
+    kind="write",
+    risk=Risk.MID,
+    approval=ApprovalMode.DENIED,
+    wrote_instruction_fields=False,
+    irreversible=False,
+    prompt_sha256=_SHA,
+    tools_sha256=_SHA,
+    outcome=CallOutcome.DENIED,
+)
+
+
+@st.composite
+def _call_records(draw: st.DrawFn) -> AuditRecord:
+    outcome = draw(st.sampled_from(list(CallOutcome)))
+    fixed = {CallOutcome.DENIED: ApprovalMode.DENIED, CallOutcome.REFUSED: ApprovalMode.NOT_ASKED}
+    ran = outcome not in fixed
+    return AuditRecord(
+        time=draw(st.sampled_from([1.0, 2.0, 3.0, 5.0, 8.0])),
+        request_id=draw(st.sampled_from(["r1", "r2", "r3", "a\x1b[31m"])),
+        tool=draw(st.sampled_from(["edit", "revert", "list"])),
+        kind=draw(st.sampled_from(["query", "write"])),
+        risk=draw(st.sampled_from(list(Risk))),
+        approval=(
+            draw(st.sampled_from([m for m in ApprovalMode if m not in fixed.values()]))
+            if ran
+            else fixed[outcome]
+        ),
+        wrote_instruction_fields=ran and draw(st.booleans()),
+        irreversible=ran and draw(st.booleans()),
+        prompt_sha256=_SHA,
+        tools_sha256=_SHA,
+        outcome=outcome,
+        detail=draw(st.sampled_from(["", "after the call ended: late", "why ##[x]"])),
+        operations=tuple(sorted(draw(st.sets(st.sampled_from(["op1", "op2"]), max_size=2)))),
+    )
+
+
+@st.composite
+def _model_rows(draw: st.DrawFn) -> tuple[ModelCallRecord, ModelReplyRecord | None]:
+    request_id = draw(st.sampled_from(["r1", "r2", "r4"]))
+    time = draw(st.sampled_from([0.5, 2.0, 4.0, 9.0]))
+    call = ModelCallRecord(time, request_id, "openai.chat", "gpt", _SHA, _SHA, ("edit",), (), False)
+    if not draw(st.booleans()):
+        return call, None
+    usage = draw(st.none() | st.builds(Usage, st.integers(0, 99), st.integers(0, 99)))
+    reply = ModelReplyRecord(
+        time + 0.5,
+        request_id,
+        _SHA,
+        "resp",
+        "gpt",
+        "stop",
+        ("edit",),
+        usage,
+        0.25,
+        draw(st.sampled_from([call.call_id, ""])),
+    )
+    return call, reply
+
+
+def _rendered(report: AuditReport) -> tuple[str, str, str]:
+    return report.text(), report.markdown(), report.json()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    records=st.lists(_call_records(), max_size=12),
+    model=st.lists(_model_rows(), max_size=4),
+    since=st.sampled_from([None, 2.0]),
+)
+def test_a_streamed_report_reads_as_the_one_built_whole(
+    records: list[AuditRecord],
+    model: list[tuple[ModelCallRecord, ModelReplyRecord | None]],
+    since: float | None,
+) -> None:
+    """Read a page at a time (pages of 2 here), each section of the report, its column
+    widths, counts and JSON, is the text of the report built from every row at once."""
+    with SQLiteAuditSink() as store:
+        for record in records:
+            store.write(record)
+        for call, reply in model:
+            store.write_model_call(call)
+            if reply is not None:
+                store.write_model_reply(reply)
+        selection = Selection(since=since)
+        whole = build_report(store, selection, database="audit.db")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(audit_report, "_PAGE", 2)
+            streamed = stream_report(store, selection, database="audit.db")
+            assert _rendered(streamed) == _rendered(whole)
+            assert "".join(streamed.json_chunks()) == json.dumps(
+                whole.to_json(), indent=2, sort_keys=True, ensure_ascii=True
+            )
+        assert streamed.exit_code() == whole.exit_code()
+
+
+def test_veridic_audit_of_a_whole_store_reads_no_more_than_a_request_or_a_page_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report of a whole store read every record, model call and answer of it at
+    once: memory grew with the store. Now no read returns more than a page of records
+    or one request's rows (counted as records made at once, not as memory)."""
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        for n in range(300):
+            request_id = f"req-{n}"
+            call = ModelCallRecord(n, request_id, "openai.chat", "gpt", _SHA, _SHA, (), (), False)
+            store.write_model_call(call)
+            store.write_model_reply(
+                ModelReplyRecord(
+                    n + 0.5, request_id, _SHA, "r", "gpt", "stop", (), None, 0.1, call.call_id
+                )
+            )
+            for at in (n + 0.1, n + 0.2):
+                store.write(dataclasses.replace(_DENIED, time=at, request_id=request_id))
+        expected = build_report(store, Selection(), database=str(path)).text()
+    most = 0
+    run = SQLiteAuditSink._run
+
+    def counted(self: SQLiteAuditSink, statement: Any) -> Any:
+        nonlocal most
+        answer = run(self, statement)
+        made = (AuditRecord, ModelCallRecord, ModelReplyRecord, Substitution, tuple)
+        if isinstance(answer, tuple) and answer and isinstance(answer[0], made):
+            ids = isinstance(answer[0], tuple) and isinstance(answer[0][0], str)
+            most = max(most, 0 if ids else len(answer))  # rows made records, not request ids
+        return answer
+
+    monkeypatch.setattr(SQLiteAuditSink, "_run", counted)
+    monkeypatch.setattr(audit_report, "_PAGE", 50)
+    assert main(["audit", str(path)]) == 0
+    assert capsys.readouterr().out == expected + "\n"
+    assert 0 < most <= 50  # the whole store is 600 records, 300 calls and 300 answers
+
+
+def test_a_streamed_report_of_a_postgres_store_reads_as_the_one_built_whole(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with PostgresAuditSink(postgres_dsn) as store:
+        for n, outcome in enumerate([CallOutcome.DENIED, CallOutcome.OK] * 4):
+            store.write(
+                dataclasses.replace(
+                    _DENIED,
+                    time=float(n % 3),
+                    request_id=f"req-{n % 3}",
+                    outcome=outcome,
+                    approval=ApprovalMode.DENIED
+                    if outcome is CallOutcome.DENIED
+                    else ApprovalMode.USER_CONFIRMED,
+                )
+            )
+        call = ModelCallRecord(0.5, "req-9", "openai.chat", "gpt", _SHA, _SHA, (), (), False)
+        store.write_model_call(call)
+        whole = build_report(store, Selection(), database="pg")
+        monkeypatch.setattr(audit_report, "_PAGE", 3)
+        streamed = stream_report(store, Selection(), database="pg")
+        assert _rendered(streamed) == _rendered(whole)
