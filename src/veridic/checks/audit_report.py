@@ -758,7 +758,7 @@ def stream_report(store: AuditStore, selection: Selection, *, database: str) -> 
 
     A report of a whole store (no request named) held every record, model call and
     answer of it at once. Of a veridic store, this one reads the records in pages
-    of :data:`_PAGE` (again for each section that lists them, and for the column
+    of 500 (again for each section that lists them, and for the column
     widths of its table) and each request's rows when its section is written: written
     with :meth:`~AuditReport.text_lines`, :meth:`~AuditReport.markdown_lines` or
     :meth:`~AuditReport.json_chunks`, it holds one page or one request at a time
