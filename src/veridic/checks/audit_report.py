@@ -52,6 +52,7 @@ values, with every non-ASCII character escaped by the JSON encoder.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -59,7 +60,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Final, Generic, Protocol, TypeVar, overload
+from typing import Final, Generic, Literal, Protocol, TypeVar, overload
 
 from veridic._counted import counted
 from veridic.providers import Usage
@@ -329,13 +330,10 @@ class AuditReport:
 
     def _followed(self) -> tuple[int, int]:
         """How many stopped calls another followed, and how many of those tried the same
-        operation again: counted in one pass (a streamed report keeps none of them)."""
-        followed = same = 0
-        for s in self.substitutions:
-            if s.next is not None:
-                followed += 1
-                same += s.same_operation
-        return followed, same
+        operation again (a streamed report counted them as it was made)."""
+        if self._tally is not None and self._tally.followed is not None:
+            return self._tally.followed
+        return _Tally.stopped(self.substitutions)[1:]
 
     def _counted(self) -> _Tally:
         """The calls, model calls and time span of the report (see :class:`_Tally`)."""
@@ -703,6 +701,9 @@ class _Tally:
     first: float | None
     """The time of the earliest record selected (as ``min`` finds it), ``None`` for none."""
     last: float | None
+    followed: tuple[int, int] | None = None
+    """Of the stopped calls, how many another call followed and how many of those tried
+    the same operation again (``None``: count them)."""
 
     @classmethod
     def of(cls, records: Iterable[AuditRecord], model_calls: int) -> _Tally:
@@ -714,6 +715,18 @@ class _Tally:
             first = r.time if first is None or r.time < first else first
             last = r.time if last is None or r.time > last else last
         return cls(calls, model_calls, first, last)
+
+    @staticmethod
+    def stopped(substitutions: Iterable[Substitution]) -> tuple[int, int, int]:
+        """How many stopped calls, how many another call followed, and how many of those
+        tried the same operation again: counted in one pass, none kept."""
+        stopped = followed = same = 0
+        for s in substitutions:
+            stopped += 1
+            if s.next is not None:
+                followed += 1
+                same += s.same_operation
+        return stopped, followed, same
 
 
 _PAGE: Final = 500
@@ -758,17 +771,18 @@ def stream_report(store: AuditStore, selection: Selection, *, database: str) -> 
 
     A report of a whole store (no request named) held every record, model call and
     answer of it at once. Of a veridic store, this one reads the records in pages
-    of 500 (again for each section that lists them, and for the column
-    widths of its table) and each request's rows when its section is written: written
-    with :meth:`~AuditReport.text_lines`, :meth:`~AuditReport.markdown_lines` or
-    :meth:`~AuditReport.json_chunks`, it holds one page or one request at a time
-    (and the request ids, in order), and its text is that of :func:`build_report`'s.
+    of 500: once to count them, then the writes, follow-ups and findings each twice
+    (for the column widths of their table, then its lines), the stopped calls
+    thrice, and each request's rows when its section is written. Written with
+    :meth:`~AuditReport.text_lines`, :meth:`~AuditReport.markdown_lines` or
+    :meth:`~AuditReport.json_chunks`, it holds a page or one request at a time (and
+    the request ids, in order), and its text is that of :func:`build_report`'s.
     It reads the store each time it is written: write it before the store is closed.
-    The sections read at different moments, so a store written meanwhile (a live
-    Postgres database) may show in a request's section a record written after the
-    counts were made; the records sections read no record past the last one there
-    was when the report was made. Any other store or selection is read whole, as
-    :func:`build_report` reads it.
+    The sections read at different moments: the record sections read no record
+    past the last one there was when the report was made, but in a store written
+    meanwhile (a live Postgres database) a request's section may show a record
+    written after the counts were made. Any other store or selection is read whole,
+    as :func:`build_report` reads it.
 
     Raises:
         AuditRecordError: a stored row cannot be read back (the store's own error).
@@ -777,29 +791,33 @@ def stream_report(store: AuditStore, selection: Selection, *, database: str) -> 
         return build_report(store, selection, database=database)
     since, until = selection.since, selection.until
     last = store._last_record_id()
-
-    def records() -> Iterator[AuditRecord]:
-        for _, page in _pages(store, since, until, last):
-            yield from page
-
-    def kept(keep: Callable[[AuditRecord], bool]) -> Iterator[AuditRecord]:
-        return (r for r in records() if keep(r))
-
+    windows: list[tuple[int, int | None]] = []  # the pages' row ids, for the stopped calls
     counts = dict.fromkeys(ApprovalMode, 0)
     lengths = {"records": 0, "writes": 0, "follow_ups": 0, "high": 0}
 
     def counting() -> Iterator[AuditRecord]:
-        for r in records():
-            lengths["records"] += 1
-            lengths["follow_ups"] += r.follow_up
-            lengths["high"] += _always_high_risk(r)
-            if _is_write(r):
-                lengths["writes"] += 1
-                counts[r.approval] += 1
-            yield r
+        for window, page in _pages(store, since, until, last, None):
+            windows.append(window)
+            for r in page:
+                lengths["records"] += 1
+                lengths["follow_ups"] += r.follow_up
+                lengths["high"] += _always_high_risk(r)
+                if _is_write(r):
+                    lengths["writes"] += 1
+                    counts[r.approval] += 1
+                yield r
 
-    model_calls = store._model_call_count(since, until)
-    tally = _Tally.of(counting(), model_calls)  # the one pass that counts
+    def kept(only: _Only) -> Iterator[AuditRecord]:
+        keep = _ONLY[only]
+        for _, page in _pages(store, since, until, last, only):
+            yield from (r for r in page if keep(r))  # the store narrows; this decides
+
+    def substitutions() -> Iterator[Substitution]:
+        for window in windows:
+            yield from store._substitutions_between(window, since, until)
+
+    tally = _Tally.of(counting(), store._model_call_count(since, until))
+    stopped = _Tally.stopped(substitutions())
     firsts = sorted(store._request_firsts(since, until), key=lambda first: (first[1], first[0]))
     order = [request_id for request_id, _ in firsts]
 
@@ -812,36 +830,44 @@ def stream_report(store: AuditStore, selection: Selection, *, database: str) -> 
                 store.model_replies(request_id, since=since, until=until),
             )
 
-    def substitutions() -> Iterator[Substitution]:
-        for window, _ in _pages(store, since, until, last):
-            yield from store._substitutions_between(window, since, until)
-
     return AuditReport(
         database=database,
         selection=selection,
-        records=_Reread(records, lengths["records"]),
-        writes=_Reread(partial(kept, _is_write), lengths["writes"]),
+        records=_Reread(partial(kept, None), lengths["records"]),
+        writes=_Reread(partial(kept, "writes"), lengths["writes"]),
         writes_by_approval=counts,
         always_rule_instruction_writes=tuple(
             r for r in store.instruction_writes_under_always_rule() if _in(selection, r)
         ),
-        always_rule_high_risk_calls=_Reread(partial(kept, _always_high_risk), lengths["high"]),
-        substitutions=_Reread(substitutions),
-        follow_ups=_Reread(partial(kept, _is_follow_up), lengths["follow_ups"]),
+        always_rule_high_risk_calls=_Reread(partial(kept, "high"), lengths["high"]),
+        substitutions=_Reread(substitutions, stopped[0]),
+        follow_ups=_Reread(partial(kept, "follow_ups"), lengths["follow_ups"]),
         requests=_Reread(requests, len(order)),
-        notes=() if lengths["records"] or model_calls else ("no record is selected",),
-        _tally=tally,
+        notes=() if lengths["records"] or tally.model_calls else ("no record is selected",),
+        _tally=dataclasses.replace(tally, followed=stopped[1:]),
     )
 
 
+_Only = Literal["writes", "follow_ups", "high"] | None
+_ONLY: Final[dict[_Only, Callable[[AuditRecord], bool]]] = {
+    None: lambda record: True,
+    "writes": lambda record: _is_write(record),
+    "follow_ups": lambda record: record.follow_up,
+    "high": lambda record: _always_high_risk(record),
+}
+"""Which records a pass of :func:`stream_report` keeps (the store narrows its pages to them,
+:data:`veridic.run._store.ONLY`; these decide, as :func:`build_report` does)."""
+
+
 def _pages(
-    store: SQLStore, since: float | None, until: float | None, last: int
+    store: SQLStore, since: float | None, until: float | None, last: int, only: _Only
 ) -> Iterator[tuple[tuple[int, int | None], tuple[AuditRecord, ...]]]:
-    """The records of the range up to the row ``last``, a page at a time, each with the
-    window of row ids it spans (``after``, ``last``; ``None``: to the end)."""
+    """The records of the range up to the row ``last`` (those ``only`` names), a page at a
+    time, each with the window of row ids it spans (``after``, ``last``; ``None``: to the
+    end)."""
     after = 0
     while True:
-        page = store._records_page(after, _PAGE, since, until, last)
+        page = store._records_page(after, _PAGE, since, until, last, only)
         full = len(page) == _PAGE
         yield (after, page[-1][0] if full else None), tuple(r for _, r in page)
         if not full:
@@ -851,10 +877,6 @@ def _pages(
 
 def _is_write(record: AuditRecord) -> bool:
     return not record.follow_up and record.kind == "write"
-
-
-def _is_follow_up(record: AuditRecord) -> bool:
-    return record.follow_up
 
 
 _HIGH_RISK_WHY: Final = (

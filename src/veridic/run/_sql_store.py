@@ -179,9 +179,15 @@ class SQLStore:
         return self._run(_statements.last_record_id())
 
     def _records_page(
-        self, after: int, size: int, since: float | None, until: float | None, last: int
+        self,
+        after: int,
+        size: int,
+        since: float | None,
+        until: float | None,
+        last: int,
+        only: str | None = None,
     ) -> tuple[tuple[int, AuditRecord], ...]:
-        return self._run(_statements.records_page(after, size, since, until, last))
+        return self._run(_statements.records_page(after, size, since, until, last, only))
 
     def _request_firsts(
         self, since: float | None, until: float | None

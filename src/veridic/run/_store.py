@@ -689,18 +689,35 @@ def last_record_id() -> Statement[int]:
     )
 
 
+ONLY: Final[dict[str, str]] = {
+    "writes": f"kind = 'write' AND {_CALLS_ONLY}",
+    "follow_ups": f"NOT ({_CALLS_ONLY})",
+    "high": "approval = 'always_rule' AND (risk = 'high' OR irreversible)",
+}
+"""The records a paged review may read alone: write calls, follow-ups, and calls of a
+high-risk or irreversible tool approved by an always rule (each as its record's properties
+say: ``veridic.checks.audit_report`` keeps exactly those of a page)."""
+
+
 def records_page(
-    after: int, size: int, since: float | None, until: float | None, last: int
+    after: int,
+    size: int,
+    since: float | None,
+    until: float | None,
+    last: int,
+    only: str | None = None,
 ) -> Statement[tuple[tuple[int, AuditRecord], ...]]:
     """The first ``size`` records of the range written after the row ``after`` (0: the
-    first) and up to the row ``last``, each with its row id, in the order written: a
-    review of a whole store reads it page by page, never every record at once.
+    first) and up to the row ``last`` (those of :data:`ONLY` ``[only]``), each with its row
+    id, in the order written: a review of a whole store reads it page by page, never
+    every record at once.
 
     Ordered by the key and read from ``after`` on, so a time range costs a walk from the
     first record in it to the last, once for all the pages.
     """
     conditions, values = _timed(since, until)
-    where = " AND ".join(["id > ?", "id <= ?", *conditions])
+    narrowed = [] if only is None else [ONLY[only]]
+    where = " AND ".join(["id > ?", "id <= ?", *conditions, *narrowed])
     return Statement(
         f"SELECT id, {COLUMNS} FROM veridic_audit WHERE {where} ORDER BY id LIMIT ?",
         (after, last, *values, size),

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -555,10 +556,11 @@ def _connected(
     as ``PoolTimeout``, naming neither the host nor the port. Made here, it fails at
     once with libpq's own words (which name the host and port, never the password).
     ``timeout`` bounds the attempt (libpq's ``connect_timeout``, in whole seconds, 2 at
-    least), unless the conninfo sets its own.
+    least), unless the conninfo (or ``PGCONNECT_TIMEOUT``) sets its own.
     """
-    given = driver.conninfo.conninfo_to_dict(conninfo)
-    wait = {} if given.get("connect_timeout") else {"connect_timeout": max(2, math.ceil(timeout))}
+    given = driver.conninfo.conninfo_to_dict(conninfo).get("connect_timeout")
+    own = given or os.environ.get("PGCONNECT_TIMEOUT")
+    wait = {} if own else {"connect_timeout": max(2, math.ceil(timeout))}
     try:
         connection: psycopg.Connection[Any] = driver.connect(conninfo, **settings, **wait)
     except driver.OperationalError as error:
