@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -135,6 +136,22 @@ def test_veridic_audit_refuses_such_a_url_without_printing_the_password(
 def test_a_url_libpq_reads_as_meant_is_not_refused(url: str, refusing_port: int) -> None:
     with pytest.raises(psycopg.OperationalError):  # it was tried: nothing listens there
         PostgresAuditSink(url.format(port=refusing_port), timeout=5)
+
+
+_ANY_PASSWORD = st.text(st.characters(codec="ascii", categories=["L", "N", "P", "S"]), min_size=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(password=_ANY_PASSWORD, tail=st.sampled_from(["/app", "/app?user=me@server", ""]))
+def test_a_percent_encoded_password_is_never_refused_as_misread(password: str, tail: str) -> None:
+    """Whatever the password, its URL percent-encoded is read as meant: the store tries to
+    connect (nothing listens on the port) rather than refuse the URL."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        url = f"postgresql://audit:{quote(password, safe='')}@127.0.0.1:{port}{tail}"
+        with pytest.raises(psycopg.OperationalError):
+            PostgresAuditSink(url, timeout=5)
 
 
 # --- 2. a refused connection fails at once, with one error ----------------------------------------
