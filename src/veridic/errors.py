@@ -280,6 +280,12 @@ class IncompletePlanError(VeridicError):
         super().__init__(message)
         self.plan = plan
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return _reduced(self, self.plan)
+
+    def __str__(self) -> str:
+        return _message(self)
+
 
 class AuditRecordError(VeridicError, ValueError):
     """An audit record is malformed, so the store refuses it rather than keep a lie."""
@@ -351,6 +357,29 @@ class AuditWriteError(VeridicError):
         self.earlier: tuple[EarlierOutcome, ...] = ()
         """From :meth:`ModelGateway.run_tools <veridic.ModelGateway.run_tools>`: the outcomes of
         the reply's calls that ran before this one (the calls after it did not run)."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _reduced(self, self.result)
+
+    def __str__(self) -> str:
+        return _message(self)
+
+
+def _reduced(error: VeridicError, kept: object) -> tuple[object, ...]:
+    """How ``pickle`` makes ``error`` again: its class called with its message and ``kept``
+    (what its ``__init__`` takes after the message), then its attributes set.
+
+    By default ``pickle`` calls the class with ``args``, the message alone, and an
+    ``__init__`` that takes more failed (``missing 1 required positional argument``):
+    a copy for a process pool or a task queue was lost, with the record or plan it holds.
+    """
+    return (type(error), (_message(error), kept), error.__dict__)
+
+
+def _message(error: BaseException) -> str:
+    """An error's message: its first argument (a copy made by another route than its
+    ``__init__``, LangChain's non-retryable twin, may hold more arguments than that)."""
+    return str(error.args[0]) if error.args else ""
 
 
 class VouchNotRecordedError(VeridicError):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -24,7 +26,7 @@ from veridic.checks._cli_report import (
     _say,
     _UsageError,
 )
-from veridic.checks.audit_report import Selection, build_report, parse_time
+from veridic.checks.audit_report import AuditReport, Selection, parse_time, stream_report
 from veridic.errors import VeridicError
 from veridic.run._conninfo import without_passwords
 from veridic.run._postgres_schema import VERSION, lacks
@@ -60,25 +62,38 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
     except (ValueError, _UsageError) as error:
         _say("audit", error, sys.stderr)
         return EXIT_USAGE
-    try:
-        report = build_report(store, selection, database=_named(store, args.database))
-        if isinstance(store, PostgresAuditSink) and store.schema_version != VERSION:
-            migrated = _not_migrated(store.schema_version)
-        if migrated:
-            report = dataclasses.replace(report, notes=(*report.notes, migrated))
-    except VeridicError as error:  # a row that cannot be read back
-        named = _named(store, args.database)
-        _say("audit", f"{named}: {without_passwords(str(error), args.database)}", sys.stderr)
-        return EXIT_USAGE
-    finally:
-        store.close()
-    # A record quotes outside text (a tool's error, a server's words): inert in a CI log.
-    if args.format == "json":
-        out.write(inert_json(report.json()) + "\n")
-    else:
-        written = report.markdown() if args.format == "markdown" else report.text()
-        out.write("\n".join(map(_no_workflow_command, written.split("\n"))) + "\n")
+    # Written to a file first, as the store is read (a report of a whole store holds a page
+    # of its records at a time, not all of them): a row that cannot be read back, found
+    # half-way, fails the command with nothing printed, as before.
+    with tempfile.TemporaryFile("w+", encoding="utf-8", dir=snapshots) as written:
+        try:
+            report = stream_report(store, selection, database=_named(store, args.database))
+            if isinstance(store, PostgresAuditSink) and store.schema_version != VERSION:
+                migrated = _not_migrated(store.schema_version)
+            if migrated:
+                report = dataclasses.replace(report, notes=(*report.notes, migrated))
+            written.writelines(_rendered(report, args.format))
+        except VeridicError as error:  # a row that cannot be read back
+            named = _named(store, args.database)
+            _say("audit", f"{named}: {without_passwords(str(error), args.database)}", sys.stderr)
+            return EXIT_USAGE
+        finally:
+            store.close()
+        written.seek(0)
+        shutil.copyfileobj(written, out)
     return report.exit_code()
+
+
+def _rendered(report: AuditReport, form: str) -> Iterator[str]:
+    """The report in ``form``, a piece at a time, inert in a CI log: a record quotes
+    outside text (a tool's error, a server's words)."""
+    if form == "json":
+        # "##[" stands inside one JSON string, never across two pieces.
+        yield from map(inert_json, report.json_chunks())
+        yield "\n"
+        return
+    lines = report.markdown_lines() if form == "markdown" else report.text_lines()
+    yield from (_no_workflow_command(line) + "\n" for line in lines)
 
 
 def _not_migrated(version: int) -> str:
@@ -115,7 +130,10 @@ def _opened(argument: str, snapshots: Path) -> tuple[SQLiteAuditSink | PostgresA
     except VeridicError as error:  # no extra, no veridic tables, another schema version
         raise _UsageError(without_passwords(str(error), argument)) from error
     except Exception as error:  # psycopg's own: it is imported only with the extra
-        said = without_passwords(f"{type(error).__name__}: {error}", argument)
+        # libpq's message runs over lines ("...failed: Connection refused\n\tIs the server
+        # running..."): one line, as every other usage error.
+        words = " ".join(str(error).split())
+        said = without_passwords(f"{type(error).__name__}: {words}", argument)
         raise _UsageError(
             f"cannot reach the Postgres audit store ({said}): check "
             "the URL or conninfo, and that the server is up"

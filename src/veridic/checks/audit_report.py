@@ -52,13 +52,15 @@ values, with every non-ASCII character escaped by the JSON encoder.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final, Protocol, TypeVar
+from functools import partial
+from typing import Final, Generic, Literal, Protocol, TypeVar, overload
 
 from veridic._counted import counted
 from veridic.providers import Usage
@@ -82,6 +84,7 @@ __all__ = [
     "build_report",
     "parse_time",
     "shown",
+    "stream_report",
     "utc",
 ]
 
@@ -304,26 +307,39 @@ class AuditReport:
 
     database: str
     selection: Selection
-    records: tuple[AuditRecord, ...]
-    writes: tuple[AuditRecord, ...]
+    records: Sequence[AuditRecord]
+    writes: Sequence[AuditRecord]
     writes_by_approval: dict[ApprovalMode, int]
-    always_rule_instruction_writes: tuple[AuditRecord, ...]
-    substitutions: tuple[Substitution, ...]
-    follow_ups: tuple[AuditRecord, ...]
-    requests: tuple[RequestReport, ...]
+    always_rule_instruction_writes: Sequence[AuditRecord]
+    substitutions: Sequence[Substitution]
+    follow_ups: Sequence[AuditRecord]
+    requests: Sequence[RequestReport]
     unmatched_requests: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
-    always_rule_high_risk_calls: tuple[AuditRecord, ...] = field(default=())
+    always_rule_high_risk_calls: Sequence[AuditRecord] = field(default=())
     """Calls of a high-risk (or irreversible) tool recorded as approved by an always rule:
     the policy never gives that mode to such a tool (invariant I8), so each is a finding."""
+    _tally: _Tally | None = field(default=None, repr=False, compare=False)
+    """What :func:`stream_report` counted as it went (``None``: count the sequences)."""
 
     @property
     def substitution_rate(self) -> float | None:
         """As :meth:`~veridic.AuditStore.substitution_rate`, over the selected stopped calls."""
-        followed = [s for s in self.substitutions if s.next is not None]
-        if not followed:
-            return None
-        return sum(s.same_operation for s in followed) / len(followed)
+        followed, same = self._followed()
+        return same / followed if followed else None
+
+    def _followed(self) -> tuple[int, int]:
+        """How many stopped calls another followed, and how many of those tried the same
+        operation again (a streamed report counted them as it was made)."""
+        if self._tally is not None and self._tally.followed is not None:
+            return self._tally.followed
+        return _Tally.stopped(self.substitutions)[1:]
+
+    def _counted(self) -> _Tally:
+        """The calls, model calls and time span of the report (see :class:`_Tally`)."""
+        if self._tally is not None:
+            return self._tally
+        return _Tally.of(self.records, sum(len(r.model_calls) for r in self.requests))
 
     def exit_code(self) -> int:
         """1 when an always rule approved an instruction-field write or a high-risk call
@@ -334,7 +350,15 @@ class AuditReport:
 
     def to_json(self) -> dict[str, object]:
         """The report as plain data; its schema is documented in docs/audit.md."""
+        return {
+            key: list(value) if isinstance(value, _Array) else value
+            for key, value in self._document().items()
+        }
+
+    def _document(self) -> dict[str, object]:
+        """:meth:`to_json`, its long arrays made as they are written (:class:`_Array`)."""
         rate = self.substitution_rate
+        tally = self._counted()
         return {
             "command": "audit",
             "schema": SCHEMA_VERSION,
@@ -343,148 +367,126 @@ class AuditReport:
             "exit_code": self.exit_code(),
             "counts": {
                 "records": len(self.records),
-                "calls": sum(not r.follow_up for r in self.records),
+                "calls": tally.calls,
                 "writes": len(self.writes),
                 "follow_ups": len(self.follow_ups),
                 "requests": len(self.requests),
-                "model_calls": sum(len(r.model_calls) for r in self.requests),
+                "model_calls": tally.model_calls,
                 "substitutions": len(self.substitutions),
             },
             "writes_by_approval": {
                 mode.value: self.writes_by_approval[mode] for mode in ApprovalMode
             },
-            "instruction_writes_under_always_rule": [
-                _record_json(r) for r in self.always_rule_instruction_writes
-            ],
-            "high_risk_calls_under_always_rule": [
-                _record_json(r) for r in self.always_rule_high_risk_calls
-            ],
-            "writes": [_record_json(r) for r in self.writes],
-            "substitutions": [
-                {
-                    "stopped": _record_json(s.denied),
-                    "next": None if s.next is None else _record_json(s.next),
-                    "same_tool": s.same_tool,
-                    "same_operation": s.same_operation,
-                }
-                for s in self.substitutions
-            ],
+            "instruction_writes_under_always_rule": _Array(
+                self.always_rule_instruction_writes, _record_json
+            ),
+            "high_risk_calls_under_always_rule": _Array(
+                self.always_rule_high_risk_calls, _record_json
+            ),
+            "writes": _Array(self.writes, _record_json),
+            "substitutions": _Array(self.substitutions, _substitution_json),
             "substitution_rate": rate,
-            "follow_ups": [_record_json(r) for r in self.follow_ups],
-            "requests": [
-                {
-                    "request_id": request.request_id,
-                    "model_calls": [_model_call_json(m) for m in request.model_calls],
-                    "replies_without_call": [
-                        {**_reply_json(r), "call_id": r.call_id, "prompt_sha256": r.prompt_sha256}
-                        for r in request.replies_without_call
-                    ],
-                    "tool_calls": [_record_json(r) for r in request.tool_calls],
-                }
-                for request in self.requests
-            ],
+            "follow_ups": _Array(self.follow_ups, _record_json),
+            "requests": _Array(self.requests, _request_json),
             "unmatched_requests": list(self.unmatched_requests),
             "notes": list(self.notes),
         }
 
     def json(self) -> str:
         """:meth:`to_json` as text: indented, keys sorted, ASCII only (safe in any terminal)."""
-        return json.dumps(self.to_json(), indent=2, sort_keys=True, ensure_ascii=True)
+        return "".join(self.json_chunks())
+
+    def json_chunks(self) -> Iterator[str]:
+        """:meth:`json` in pieces, each array item as it is read: written out one by one,
+        a report of a whole store (:func:`stream_report`) is never held whole."""
+        return _json_chunks(self._document())
 
     # --- text ---------------------------------------------------------------------------
 
     def text(self) -> str:
         """The report for a person at a terminal: numbered sections, aligned columns."""
-        lines = [self._headline(), f"  selection: {self.selection.describe()}"]
-        lines.extend(f"  note: {note}" for note in self._notes(md=False))
+        return "\n".join(self.text_lines())
 
-        lines.append("")
+    def text_lines(self) -> Iterator[str]:
+        """:meth:`text` line by line, each record read as its line is made (see
+        :meth:`json_chunks`)."""
+        yield self._headline()
+        yield f"  selection: {self.selection.describe()}"
+        yield from (f"  note: {note}" for note in self._notes(md=False))
+
+        yield ""
         found = self.always_rule_instruction_writes
         if found:
-            lines.append(
+            yield (
                 f"[1] FINDING: {counted(len(found), 'instruction-field write')} approved by an "
                 "always rule (there must be none: the gates refuse this, so each record below is "
                 "a bug to report)"
             )
-            lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in found]))
+            yield from _table(_WRITE_HEAD, found, _write_row)
         else:
-            lines.append(
-                "[1] instruction-field writes approved by an always rule: none (as required)"
-            )
+            yield "[1] instruction-field writes approved by an always rule: none (as required)"
         high = self.always_rule_high_risk_calls
         if high:
-            lines.append(
+            yield (
                 f"[1] FINDING: {counted(len(high), 'high-risk call')} approved by an always rule "
                 f"({_HIGH_RISK_WHY}, so each record below is a bug to report)"
             )
-            lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in high]))
+            yield from _table(_WRITE_HEAD, high, _write_row)
         else:
-            lines.append("[1] high-risk calls approved by an always rule: none (as required)")
+            yield "[1] high-risk calls approved by an always rule: none (as required)"
 
-        lines.append("")
-        lines.append(f"[2] writes by approval ({counted(len(self.writes), 'write call')})")
-        lines.extend(
+        yield ""
+        yield f"[2] writes by approval ({counted(len(self.writes), 'write call')})"
+        yield from (
             _table(
                 ("approval", "writes"),
                 [(mode.value, str(self.writes_by_approval[mode])) for mode in ApprovalMode],
+                _cells,
             )
         )
         if self.writes:
-            lines.append("")
-            lines.extend(_table(_WRITE_HEAD, [_write_row(r) for r in self.writes]))
+            yield ""
+            yield from _table(_WRITE_HEAD, self.writes, _write_row)
 
-        lines.append("")
-        lines.append("[3] after a stopped call (substitutions)")
-        lines.append(f"    {self._rate_words()}")
+        yield ""
+        yield "[3] after a stopped call (substitutions)"
+        yield f"    {self._rate_words()}"
         if self.substitutions:
-            lines.extend(
-                _table(_SUBSTITUTION_HEAD, [_substitution_row(s) for s in self.substitutions])
-            )
+            yield from _table(_SUBSTITUTION_HEAD, self.substitutions, _substitution_row)
 
-        lines.append("")
+        yield ""
         if self.follow_ups:
-            lines.append(
+            yield (
                 f"[4] follow-ups (a guard fired after its call had ended): {len(self.follow_ups)}"
             )
-            lines.extend(_table(_FOLLOW_UP_HEAD, [_follow_up_row(r) for r in self.follow_ups]))
+            yield from _table(_FOLLOW_UP_HEAD, self.follow_ups, _follow_up_row)
         else:
-            lines.append("[4] follow-ups (a guard fired after its call had ended): none")
+            yield "[4] follow-ups (a guard fired after its call had ended): none"
 
-        lines.append("")
-        lines.append(f"[5] requests ({len(self.requests)})")
+        yield ""
+        yield f"[5] requests ({len(self.requests)})"
         for request in self.requests:
-            lines.append("")
-            lines.append(f"  request {shown(request.request_id, _NAME_LIMIT)}")
+            yield ""
+            yield f"  request {shown(request.request_id, _NAME_LIMIT)}"
             if request.model_calls:
-                lines.append("    model calls")
-                lines.extend(
-                    _table(_MODEL_HEAD, [_model_row(m) for m in request.model_calls], indent=6)
-                )
-                lines.extend(
+                yield "    model calls"
+                yield from _table(_MODEL_HEAD, request.model_calls, _model_row, indent=6)
+                yield from (
                     f"      tools {digest}: {names}" for digest, names in _tool_lists(request)
                 )
             else:
-                lines.append("    model calls: none on record")
+                yield "    model calls: none on record"
             if request.replies_without_call:
-                lines.append(f"    {_LONE_REPLIES}")
-                lines.extend(
-                    _table(
-                        _REPLY_HEAD,
-                        [_reply_row(r) for r in request.replies_without_call],
-                        indent=6,
-                    )
-                )
+                yield f"    {_LONE_REPLIES}"
+                yield from _table(_REPLY_HEAD, request.replies_without_call, _reply_row, indent=6)
             if request.tool_calls:
-                lines.append("    tool calls, in order")
-                lines.extend(
-                    _table(_CALL_HEAD, [_call_row(r) for r in request.tool_calls], indent=6)
-                )
+                yield "    tool calls, in order"
+                yield from _table(_CALL_HEAD, request.tool_calls, _call_row, indent=6)
             else:
-                lines.append("    tool calls: none")
+                yield "    tool calls: none"
 
-        lines.append("")
-        lines.append(f"result: {self._verdict()}")
-        return "\n".join(lines)
+        yield ""
+        yield f"result: {self._verdict()}"
 
     # --- Markdown -----------------------------------------------------------------------
 
@@ -494,95 +496,83 @@ class AuditReport:
         Text from the store is in code spans, escaped as in :func:`shown`, with
         backticks and pipes escaped too, so it cannot end its span or its cell.
         """
-        out = [f"## veridic audit: {_md(self.database, _NAME_LIMIT)}", ""]
-        out.append(f"{self._summary()}; selection: {self.selection.describe(md=True)}.")
+        return "\n".join(self.markdown_lines())
+
+    def markdown_lines(self) -> Iterator[str]:
+        """:meth:`markdown` line by line (see :meth:`text_lines`)."""
+        yield f"## veridic audit: {_md(self.database, _NAME_LIMIT)}"
+        yield ""
+        yield f"{self._summary()}; selection: {self.selection.describe(md=True)}."
         for note in self._notes(md=True):
-            out.extend(["", f"> note: {note}"])
-        out.append("")
+            yield from ("", f"> note: {note}")
+        yield ""
         found = self.always_rule_instruction_writes
         if found:
-            out.append(
+            yield (
                 f"**FINDING: {counted(len(found), 'instruction-field write')} approved by an "
                 "always rule.** There must be none: the gates refuse this, so each record is a bug "
                 "to report."
             )
-            out.append("")
-            out.extend(_md_table(_WRITE_HEAD, [_write_row(r, md=True) for r in found]))
+            yield ""
+            yield from _md_table(_WRITE_HEAD, found, _write_row)
         else:
-            out.append(
-                "**Instruction-field writes approved by an always rule: none** (as required)."
-            )
+            yield "**Instruction-field writes approved by an always rule: none** (as required)."
         high = self.always_rule_high_risk_calls
-        out.append("")
+        yield ""
         if high:
-            out.append(
+            yield (
                 f"**FINDING: {counted(len(high), 'high-risk call')} approved by an always "
                 f"rule.** {_HIGH_RISK_WHY.capitalize()}, so each record is a bug to report."
             )
-            out.append("")
-            out.extend(_md_table(_WRITE_HEAD, [_write_row(r, md=True) for r in high]))
+            yield ""
+            yield from _md_table(_WRITE_HEAD, high, _write_row)
         else:
-            out.append("**High-risk calls approved by an always rule: none** (as required).")
-        out.append("")
-        out.append(f"### Writes by approval ({len(self.writes)})")
-        out.append("")
-        out.extend(
+            yield "**High-risk calls approved by an always rule: none** (as required)."
+        yield ""
+        yield f"### Writes by approval ({len(self.writes)})"
+        yield ""
+        yield from (
             _md_table(
                 ("approval", "writes"),
                 [(f"`{mode.value}`", str(self.writes_by_approval[mode])) for mode in ApprovalMode],
+                _md_cells,
             )
         )
         if self.writes:
-            out.append("")
-            out.extend(_md_table(_WRITE_HEAD, [_write_row(r, md=True) for r in self.writes]))
-        out.append("")
-        out.append("### After a stopped call")
-        out.append("")
-        out.append(_md_plain(self._rate_words()))
+            yield ""
+            yield from _md_table(_WRITE_HEAD, self.writes, _write_row)
+        yield ""
+        yield "### After a stopped call"
+        yield ""
+        yield _md_plain(self._rate_words())
         if self.substitutions:
-            out.append("")
-            out.extend(
-                _md_table(
-                    _SUBSTITUTION_HEAD, [_substitution_row(s, md=True) for s in self.substitutions]
-                )
-            )
-        out.append("")
-        out.append(f"### Follow-ups ({len(self.follow_ups)})")
+            yield ""
+            yield from _md_table(_SUBSTITUTION_HEAD, self.substitutions, _substitution_row)
+        yield ""
+        yield f"### Follow-ups ({len(self.follow_ups)})"
         if self.follow_ups:
-            out.append("")
-            out.extend(
-                _md_table(_FOLLOW_UP_HEAD, [_follow_up_row(r, md=True) for r in self.follow_ups])
-            )
-        out.append("")
-        out.append(f"### Requests ({len(self.requests)})")
+            yield ""
+            yield from _md_table(_FOLLOW_UP_HEAD, self.follow_ups, _follow_up_row)
+        yield ""
+        yield f"### Requests ({len(self.requests)})"
         for request in self.requests:
-            out.append("")
-            out.append(f"#### Request {_md(request.request_id, _NAME_LIMIT)}")
+            yield ""
+            yield f"#### Request {_md(request.request_id, _NAME_LIMIT)}"
             if request.model_calls:
-                out.append("")
-                out.extend(
-                    _md_table(_MODEL_HEAD, [_model_row(m, md=True) for m in request.model_calls])
-                )
-                out.append("")
-                out.extend(
+                yield ""
+                yield from _md_table(_MODEL_HEAD, request.model_calls, _model_row)
+                yield ""
+                yield from (
                     f"- tools {digest}: {names}" for digest, names in _tool_lists(request, md=True)
                 )
             if request.replies_without_call:
-                out.extend(["", _md_plain(_LONE_REPLIES.capitalize()), ""])
-                out.extend(
-                    _md_table(
-                        _REPLY_HEAD,
-                        [_reply_row(r, md=True) for r in request.replies_without_call],
-                    )
-                )
+                yield from ("", _md_plain(_LONE_REPLIES.capitalize()), "")
+                yield from _md_table(_REPLY_HEAD, request.replies_without_call, _reply_row)
             if request.tool_calls:
-                out.append("")
-                out.extend(
-                    _md_table(_CALL_HEAD, [_call_row(r, md=True) for r in request.tool_calls])
-                )
-        out.append("")
-        out.append(f"**Result: {self._verdict()}**")
-        return "\n".join(out)
+                yield ""
+                yield from _md_table(_CALL_HEAD, request.tool_calls, _call_row)
+        yield ""
+        yield f"**Result: {self._verdict()}**"
 
     # --- shared words -------------------------------------------------------------------
 
@@ -597,25 +587,23 @@ class AuditReport:
         return f"veridic audit {shown(self.database, 80)}: {self._summary()}"
 
     def _summary(self) -> str:
-        calls = sum(not r.follow_up for r in self.records)
+        tally = self._counted()
         span = ""
-        if self.records:
-            first, last = min(r.time for r in self.records), max(r.time for r in self.records)
-            span = f", {_when(first)} .. {_when(last)}"
-        return f"{counted(calls, 'tool call')} in {counted(len(self.requests), 'request')}{span}"
+        if tally.first is not None and tally.last is not None:
+            span = f", {_when(tally.first)} .. {_when(tally.last)}"
+        requests = counted(len(self.requests), "request")
+        return f"{counted(tally.calls, 'tool call')} in {requests}{span}"
 
     def _rate_words(self) -> str:
         stopped = len(self.substitutions)
         if not stopped:
             return "no stopped call"
-        followed = [s for s in self.substitutions if s.next is not None]
-        rate = self.substitution_rate
-        if rate is None:
+        followed, same = self._followed()
+        if not followed:
             return f"{counted(stopped, 'stopped call')}, none followed by another call: no rate"
-        same = sum(s.same_operation for s in followed)
         return (
-            f"{counted(stopped, 'stopped call')}, {len(followed)} followed by another call; "
-            f"{same} of those tried the same operation again (rate {rate:.0%})"
+            f"{counted(stopped, 'stopped call')}, {followed} followed by another call; "
+            f"{same} of those tried the same operation again (rate {same / followed:.0%})"
         )
 
     def _verdict(self) -> str:
@@ -642,8 +630,7 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
         AuditRecordError: a stored row cannot be read back (the store's own error).
     """
     records = _read(store.records, selection)
-    calls = tuple(r for r in records if not r.follow_up)
-    writes = tuple(r for r in calls if r.kind == "write")
+    writes = tuple(r for r in records if _is_write(r))
     counts = dict.fromkeys(ApprovalMode, 0)
     for record in writes:
         counts[record.approval] += 1
@@ -701,6 +688,195 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
 
 _T = TypeVar("_T", AuditRecord, ModelCallRecord, ModelReplyRecord)
 _T_co = TypeVar("_T_co", covariant=True)
+_X = TypeVar("_X")
+_X_contra = TypeVar("_X_contra", contravariant=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    """The counts a report's summary and JSON give that no one of its sequences has."""
+
+    calls: int
+    model_calls: int
+    first: float | None
+    """The time of the earliest record selected (as ``min`` finds it), ``None`` for none."""
+    last: float | None
+    followed: tuple[int, int] | None = None
+    """Of the stopped calls, how many another call followed and how many of those tried
+    the same operation again (``None``: count them)."""
+
+    @classmethod
+    def of(cls, records: Iterable[AuditRecord], model_calls: int) -> _Tally:
+        calls = 0
+        first: float | None = None
+        last: float | None = None
+        for r in records:  # in one pass; each comparison as min() and max() make it
+            calls += not r.follow_up
+            first = r.time if first is None or r.time < first else first
+            last = r.time if last is None or r.time > last else last
+        return cls(calls, model_calls, first, last)
+
+    @staticmethod
+    def stopped(substitutions: Iterable[Substitution]) -> tuple[int, int, int]:
+        """How many stopped calls, how many another call followed, and how many of those
+        tried the same operation again: counted in one pass, none kept."""
+        stopped = followed = same = 0
+        for s in substitutions:
+            stopped += 1
+            if s.next is not None:
+                followed += 1
+                same += s.same_operation
+        return stopped, followed, same
+
+
+_PAGE: Final = 500
+"""Records a streamed report reads at once (:func:`stream_report`)."""
+
+
+class _Reread(Sequence[_X]):
+    """Items read again from the store each time they are gone through, and never kept.
+
+    What :func:`stream_report` gives a report in place of a tuple: a sequence of
+    every record of a store that holds no more than a page of them at once.
+    """
+
+    def __init__(self, read: Callable[[], Iterator[_X]], length: int | None = None) -> None:
+        self._read = read
+        self._length = length
+
+    def __iter__(self) -> Iterator[_X]:
+        return self._read()
+
+    def __len__(self) -> int:
+        if self._length is None:
+            self._length = sum(1 for _ in self._read())
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> _X: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[_X]: ...
+    def __getitem__(self, index: int | slice) -> _X | Sequence[_X]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        at = index + len(self) if index < 0 else index
+        for n, item in enumerate(self):
+            if n == at:
+                return item
+        raise IndexError(f"report sequence index {index} out of range")
+
+
+def stream_report(store: AuditStore, selection: Selection, *, database: str) -> AuditReport:
+    """:func:`build_report`, for a report written out as it is read (``veridic audit``).
+
+    A report of a whole store (no request named) held every record, model call and
+    answer of it at once. Of a veridic store, this one reads the records in pages
+    of 500: once to count them, then the writes, follow-ups and findings each twice
+    (for the column widths of their table, then its lines), the stopped calls
+    thrice, and each request's rows when its section is written. Written with
+    :meth:`~AuditReport.text_lines`, :meth:`~AuditReport.markdown_lines` or
+    :meth:`~AuditReport.json_chunks`, it holds a page or one request at a time (and
+    the request ids, in order), and its text is that of :func:`build_report`'s.
+    It reads the store each time it is written: write it before the store is closed.
+    The sections read at different moments: the record sections read no record
+    past the last one there was when the report was made, but in a store written
+    meanwhile (a live Postgres database) a request's section may show a record
+    written after the counts were made. Any other store or selection is read whole,
+    as :func:`build_report` reads it.
+
+    Raises:
+        AuditRecordError: a stored row cannot be read back (the store's own error).
+    """
+    if selection.request_ids or not isinstance(store, SQLStore):
+        return build_report(store, selection, database=database)
+    since, until = selection.since, selection.until
+    last = store._last_record_id()
+    windows: list[tuple[int, int | None]] = []  # the pages' row ids, for the stopped calls
+    counts = dict.fromkeys(ApprovalMode, 0)
+    lengths = {"records": 0, "writes": 0, "follow_ups": 0, "high": 0}
+
+    def counting() -> Iterator[AuditRecord]:
+        for window, page in _pages(store, since, until, last, None):
+            windows.append(window)
+            for r in page:
+                lengths["records"] += 1
+                lengths["follow_ups"] += r.follow_up
+                lengths["high"] += _always_high_risk(r)
+                if _is_write(r):
+                    lengths["writes"] += 1
+                    counts[r.approval] += 1
+                yield r
+
+    def kept(only: _Only) -> Iterator[AuditRecord]:
+        keep = _ONLY[only]
+        for _, page in _pages(store, since, until, last, only):
+            yield from (r for r in page if keep(r))  # the store narrows; this decides
+
+    def substitutions() -> Iterator[Substitution]:
+        for window in windows:
+            yield from store._substitutions_between(window, since, until)
+
+    tally = _Tally.of(counting(), store._model_call_count(since, until))
+    stopped = _Tally.stopped(substitutions())
+    firsts = sorted(store._request_firsts(since, until), key=lambda first: (first[1], first[0]))
+    order = [request_id for request_id, _ in firsts]
+
+    def requests() -> Iterator[RequestReport]:
+        for request_id in order:
+            yield _request(
+                request_id,
+                store.records(request_id, since=since, until=until),
+                store.model_calls(request_id, since=since, until=until),
+                store.model_replies(request_id, since=since, until=until),
+            )
+
+    return AuditReport(
+        database=database,
+        selection=selection,
+        records=_Reread(partial(kept, None), lengths["records"]),
+        writes=_Reread(partial(kept, "writes"), lengths["writes"]),
+        writes_by_approval=counts,
+        always_rule_instruction_writes=tuple(
+            r for r in store.instruction_writes_under_always_rule() if _in(selection, r)
+        ),
+        always_rule_high_risk_calls=_Reread(partial(kept, "high"), lengths["high"]),
+        substitutions=_Reread(substitutions, stopped[0]),
+        follow_ups=_Reread(partial(kept, "follow_ups"), lengths["follow_ups"]),
+        requests=_Reread(requests, len(order)),
+        notes=() if lengths["records"] or tally.model_calls else ("no record is selected",),
+        _tally=dataclasses.replace(tally, followed=stopped[1:]),
+    )
+
+
+_Only = Literal["writes", "follow_ups", "high"] | None
+_ONLY: Final[dict[_Only, Callable[[AuditRecord], bool]]] = {
+    None: lambda record: True,
+    "writes": lambda record: _is_write(record),
+    "follow_ups": lambda record: record.follow_up,
+    "high": lambda record: _always_high_risk(record),
+}
+"""Which records a pass of :func:`stream_report` keeps (the store narrows its pages to them,
+:data:`veridic.run._store.ONLY`; these decide, as :func:`build_report` does)."""
+
+
+def _pages(
+    store: SQLStore, since: float | None, until: float | None, last: int, only: _Only
+) -> Iterator[tuple[tuple[int, int | None], tuple[AuditRecord, ...]]]:
+    """The records of the range up to the row ``last`` (those ``only`` names), a page at a
+    time, each with the window of row ids it spans (``after``, ``last``; ``None``: to the
+    end)."""
+    after = 0
+    while True:
+        page = store._records_page(after, _PAGE, since, until, last, only)
+        full = len(page) == _PAGE
+        yield (after, page[-1][0] if full else None), tuple(r for _, r in page)
+        if not full:
+            return
+        after = page[-1][0]
+
+
+def _is_write(record: AuditRecord) -> bool:
+    return not record.follow_up and record.kind == "write"
 
 
 _HIGH_RISK_WHY: Final = (
@@ -988,21 +1164,49 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], *, indent: int = 4) -> list[str]:
-    """Rows under a header, each column as wide as its widest cell."""
-    everything = [tuple(head), *(tuple(row) for row in rows)]
-    widths = [max(len(row[i]) for row in everything) for i in range(len(head))]
+def _table(
+    head: Sequence[str],
+    items: Iterable[_X],
+    row: Callable[[_X], Sequence[str]],
+    *,
+    indent: int = 4,
+) -> Iterator[str]:
+    """A row of each item under a header, each column as wide as its widest cell.
+
+    ``items`` is gone through twice, for the widths and then for the lines, and no row
+    is kept: it may be a whole store's records, read in pages (:func:`stream_report`).
+    """
+    widths = [len(cell) for cell in head]
+    for item in items:
+        widths = [max(width, len(cell)) for width, cell in zip(widths, row(item), strict=True)]
     pad = " " * indent
-    return [
-        pad + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in everything
-    ]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
+        return pad + "  ".join(padded).rstrip()
+
+    yield line(head)
+    yield from (line(row(item)) for item in items)
 
 
-def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines.extend("| " + " | ".join(row) + " |" for row in rows)
-    return lines
+class _MarkdownRow(Protocol[_X_contra]):
+    def __call__(self, item: _X_contra, /, *, md: bool) -> Sequence[str]: ...
+
+
+def _md_table(head: Sequence[str], items: Iterable[_X], row: _MarkdownRow[_X]) -> Iterator[str]:
+    """A row of each item (its cells made with ``md=True``) under a header, one at a time."""
+    yield "| " + " | ".join(head) + " |"
+    yield "|" + "---|" * len(head)
+    yield from ("| " + " | ".join(row(item, md=True)) + " |" for item in items)
+
+
+def _cells(cells: tuple[str, ...]) -> tuple[str, ...]:
+    """A row whose cells are made already (the approval counts)."""
+    return cells
+
+
+def _md_cells(cells: tuple[str, ...], *, md: bool) -> tuple[str, ...]:
+    return cells
 
 
 def _md(text: str, limit: int) -> str:
@@ -1106,3 +1310,62 @@ def _usage_json(usage: Usage) -> dict[str, int | None]:
     if not any(parts.values()):
         parts = dict.fromkeys(parts)
     return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, **parts}
+
+
+def _substitution_json(s: Substitution) -> dict[str, object]:
+    return {
+        "stopped": _record_json(s.denied),
+        "next": None if s.next is None else _record_json(s.next),
+        "same_tool": s.same_tool,
+        "same_operation": s.same_operation,
+    }
+
+
+def _request_json(request: RequestReport) -> dict[str, object]:
+    return {
+        "request_id": request.request_id,
+        "model_calls": [_model_call_json(m) for m in request.model_calls],
+        "replies_without_call": [
+            {**_reply_json(r), "call_id": r.call_id, "prompt_sha256": r.prompt_sha256}
+            for r in request.replies_without_call
+        ],
+        "tool_calls": [_record_json(r) for r in request.tool_calls],
+    }
+
+
+class _Array(Generic[_X]):
+    """A JSON array of a report whose items are made as they are written, from ``items``."""
+
+    __slots__ = ("_items", "_made")
+
+    def __init__(self, items: Iterable[_X], made: Callable[[_X], object]) -> None:
+        self._items = items
+        self._made = made
+
+    def __iter__(self) -> Iterator[object]:
+        return map(self._made, self._items)
+
+
+_dumps: Final = partial(json.dumps, indent=2, sort_keys=True, ensure_ascii=True)
+
+
+def _json_chunks(document: dict[str, object]) -> Iterator[str]:
+    """``json.dumps(document, indent=2, sort_keys=True, ensure_ascii=True)``, in pieces,
+    with each :class:`_Array` of it written an item at a time.
+
+    The same text: an item is dumped alone and indented as ``json`` indents it in
+    place (a string of JSON holds no line break, so every one is the layout's).
+    """
+    yield "{"
+    for n, key in enumerate(sorted(document)):
+        yield f"{',' if n else ''}\n  {_dumps(key)}: "
+        value = document[key]
+        if not isinstance(value, _Array):
+            yield _dumps(value).replace("\n", "\n  ")
+            continue
+        empty = True
+        for item in value:
+            yield f"{'[' if empty else ','}\n    " + _dumps(item).replace("\n", "\n    ")
+            empty = False
+        yield "[]" if empty else "\n  ]"
+    yield "\n}" if document else "}"

@@ -63,3 +63,33 @@ def without_passwords(message: str, conninfo: str) -> str:
     for password in _passwords(conninfo):
         message = re.sub(rf"(?<![^\W_]){re.escape(password)}(?![^\W_])", _HIDDEN, message)
     return message
+
+
+_URL_PARTS: Final = re.compile(r"^postgres(?:ql)?://(?P<hosts>[^/]*)(?P<rest>.*)\Z", re.I | re.S)
+_PORT: Final = re.compile(r"(?:\[[^\]]*\]|[^:\[]*)(?::(?P<port>.*))?\Z", re.S)
+
+
+def misread_password(conninfo: str) -> bool:
+    """Whether ``conninfo`` is a URL whose password holds a raw ``/`` or ``@``.
+
+    libpq ends a URL's user info at its first ``@`` or ``/``, whichever comes
+    first: in ``postgresql://u:pa/ss@db/app`` the host is ``u``, the port
+    ``pa`` and the database ``ss@db/app``; in ``postgresql://u:p@ss@db/app``
+    the host is ``ss@db``. Its messages, the pool's warnings and a store's
+    ``repr`` then show those pieces of the password as host, port and
+    database. The signs, none of which a URL libpq reads as meant shows: an
+    ``@`` in the host list or the database name, or a port that is not a
+    number while an ``@`` follows (in the query, as in ``u:pa/ss?x@db``;
+    a query's own ``@``, ``?user=me@server``, follows a numeric port or none).
+    """
+    url = _URL_PARTS.match(conninfo)
+    if url is None:
+        return False
+    hosts, rest = url["hosts"], url["rest"]
+    user, at, hosts = hosts.rpartition("@")
+    if "@" in user or "@" in rest.partition("?")[0]:
+        return True
+    if at or "@" not in rest:
+        return False
+    ports = (_PORT.match(host) for host in hosts.split(","))
+    return any(p is not None and p["port"] and not p["port"].isdigit() for p in ports)

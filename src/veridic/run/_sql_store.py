@@ -173,6 +173,35 @@ class SQLStore:
         """
         return _statements.substitution_rate(self.substitutions())
 
+    # A review of a whole store, read in pages (veridic.checks.audit_report.stream_report).
+
+    def _last_record_id(self) -> int:
+        return self._run(_statements.last_record_id())
+
+    def _records_page(
+        self,
+        after: int,
+        size: int,
+        since: float | None,
+        until: float | None,
+        last: int,
+        only: str | None = None,
+    ) -> tuple[tuple[int, AuditRecord], ...]:
+        return self._run(_statements.records_page(after, size, since, until, last, only))
+
+    def _request_firsts(
+        self, since: float | None, until: float | None
+    ) -> tuple[tuple[str, float], ...]:
+        return self._run(_statements.request_firsts(since, until))
+
+    def _model_call_count(self, since: float | None, until: float | None) -> int:
+        return self._run(_statements.model_call_count(since, until))
+
+    def _substitutions_between(
+        self, between: tuple[int, int | None], since: float | None, until: float | None
+    ) -> tuple[Substitution, ...]:
+        return self._run(_statements.substitutions(None, since, until, between=between))
+
     def save_conversation(
         self, key: str, conversation: Conversation, /, *, time: float | None = None
     ) -> None:

@@ -23,7 +23,8 @@ it holds without a table of its own. Versions:
    ``""``, "not recorded"); trust-policy vouches (``veridic_vouches``); and an
    answer is stored once per call (``call_id`` unique among the answers, so a
    retried write is not counted twice; earlier exact repeats of one call's
-   answer are dropped, keeping the first).
+   answer are dropped, keeping the first, and an earlier answer that differs
+   from its call's first is kept without the link, NULL).
 6. Each tool call's record keeps the provider's id of the call (``call_id``),
    so a resume sees which of a paused run's waiting calls already ran; earlier
    rows get ``""``, "no id recorded".
@@ -328,12 +329,26 @@ def _to_4(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX veridic_paused_runs_request ON veridic_paused_runs (request_id, id)")
 
 
+_ANSWER: Final = (
+    "call_id, time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
+    "input_tokens, output_tokens, latency"
+)
+"""Every column of an answer's row at version 4 but its key: rows alike in all are repeats."""
+
+
 def _to_5(db: sqlite3.Connection) -> None:
     """Durations, argument digests, vouches; one answer per call."""
     db.execute("ALTER TABLE veridic_audit ADD COLUMN duration REAL NOT NULL DEFAULT 0")
     db.execute("ALTER TABLE veridic_audit ADD COLUMN arguments_sha256 TEXT NOT NULL DEFAULT ''")
+    # Exact repeats (a write sent twice) are dropped; an answer that differs from its call's
+    # first is kept, unlinked (NULL, as answers recorded before calls had ids): deleting it
+    # with the repeats lost what the model answered, without a word.
     db.execute(
         "DELETE FROM veridic_model_replies WHERE call_id IS NOT NULL AND id NOT IN "
+        f"(SELECT MIN(id) FROM veridic_model_replies WHERE call_id IS NOT NULL GROUP BY {_ANSWER})"
+    )
+    db.execute(
+        "UPDATE veridic_model_replies SET call_id = NULL WHERE call_id IS NOT NULL AND id NOT IN "
         "(SELECT MIN(id) FROM veridic_model_replies WHERE call_id IS NOT NULL GROUP BY call_id)"
     )
     db.execute("DROP INDEX veridic_model_replies_call_id")

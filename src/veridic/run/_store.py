@@ -672,8 +672,92 @@ def instruction_writes_under_always_rule() -> Statement[tuple[AuditRecord, ...]]
     )
 
 
+# --- a whole review read in pages (veridic audit) ----------------------------------------------
+
+
+def _timed(since: float | None, until: float | None) -> tuple[list[str], tuple[object, ...]]:
+    """The conditions of a time range (checked as :func:`select` checks it), and their values."""
+    bounds = [("time >= ?", _bound("since", since)), ("time < ?", _bound("until", until))]
+    kept = [(condition, value) for condition, value in bounds if value is not None]
+    return [condition for condition, _ in kept], tuple(value for _, value in kept)
+
+
+def last_record_id() -> Statement[int]:
+    """The row id of the last record written (0 for none): where a paged review stops."""
+    return Statement(
+        "SELECT COALESCE(MAX(id), 0) FROM veridic_audit", (), lambda rows: int(rows[0][0])
+    )
+
+
+ONLY: Final[dict[str, str]] = {
+    "writes": f"kind = 'write' AND {_CALLS_ONLY}",
+    "follow_ups": f"NOT ({_CALLS_ONLY})",
+    "high": "approval = 'always_rule' AND (risk = 'high' OR irreversible)",
+}
+"""The records a paged review may read alone: write calls, follow-ups, and calls of a
+high-risk or irreversible tool approved by an always rule (each as its record's properties
+say: ``veridic.checks.audit_report`` keeps exactly those of a page)."""
+
+
+def records_page(
+    after: int,
+    size: int,
+    since: float | None,
+    until: float | None,
+    last: int,
+    only: str | None = None,
+) -> Statement[tuple[tuple[int, AuditRecord], ...]]:
+    """The first ``size`` records of the range written after the row ``after`` (0: the
+    first) and up to the row ``last`` (those of :data:`ONLY` ``[only]``), each with its row
+    id, in the order written: a review of a whole store reads it page by page, never
+    every record at once.
+
+    Ordered by the key and read from ``after`` on, so a time range costs a walk from the
+    first record in it to the last, once for all the pages.
+    """
+    conditions, values = _timed(since, until)
+    narrowed = [] if only is None else [ONLY[only]]
+    where = " AND ".join(["id > ?", "id <= ?", *conditions, *narrowed])
+    return Statement(
+        f"SELECT id, {COLUMNS} FROM veridic_audit WHERE {where} ORDER BY id LIMIT ?",
+        (after, last, *values, size),
+        lambda rows: tuple((int(row[0]), from_row(row[1:])) for row in rows),
+    )
+
+
+_REVIEWED: Final = ("veridic_audit", "veridic_model_calls", "veridic_model_replies")
+"""The tables whose rows make a request part of a review: its calls, model calls and answers."""
+
+
+def request_firsts(
+    since: float | None, until: float | None
+) -> Statement[tuple[tuple[str, float], ...]]:
+    """Each request of the range, with the time of its first record, call or answer in it."""
+    conditions, values = _timed(since, until)
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    union = " UNION ALL ".join(f"SELECT request_id, time FROM {t}{where}" for t in _REVIEWED)
+    return Statement(
+        f"SELECT request_id, MIN(time) FROM ({union}) AS reviewed GROUP BY request_id",
+        values * len(_REVIEWED),
+        lambda rows: tuple((str(row[0]), float(row[1])) for row in rows),
+    )
+
+
+def model_call_count(since: float | None, until: float | None) -> Statement[int]:
+    """How many model calls the range holds."""
+    conditions, values = _timed(since, until)
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    return Statement(
+        f"SELECT COUNT(*) FROM veridic_model_calls{where}", values, lambda rows: int(rows[0][0])
+    )
+
+
 def substitutions(
-    request_id: str | None = None, since: float | None = None, until: float | None = None
+    request_id: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    *,
+    between: tuple[int, int | None] | None = None,
 ) -> Statement[tuple[Substitution, ...]]:
     """Each stopped call of the request and range asked, and the call after it, and no other row.
 
@@ -682,14 +766,21 @@ def substitutions(
     store (``veridic audit --request`` on a store of 100,000 calls made them all:
     4 s; then every stopped call of the store and its next, for one request's
     few). The next call is the next of the whole request, even outside the
-    range: the range selects the stopped calls only.
+    range: the range selects the stopped calls only. ``between`` (``after``, ``last``)
+    narrows the stopped calls to the rows of one page of :func:`records_page`
+    (``last`` ``None``: every row after ``after``).
 
     Raises:
         AuditRecordError: ``request_id`` holds a NUL or a lone surrogate, or a
             bound is not seconds (as :func:`select`).
     """
     _check_asked("request_id", request_id)
-    timed = [("time >= ?", _bound("since", since)), ("time < ?", _bound("until", until))]
+    timed: list[tuple[str, object]] = [
+        ("time >= ?", _bound("since", since)),
+        ("time < ?", _bound("until", until)),
+    ]
+    if between is not None:
+        timed += [("id > ?", between[0]), ("id <= ?", between[1])]
     bounds = [(condition, value) for condition, value in timed if value is not None]
     chosen = " AND ".join([_STOPPED, *(condition for condition, _ in bounds)])
     values = tuple(value for _, value in bounds)

@@ -45,6 +45,8 @@ Needs the ``postgres`` extra: ``pip install 'veridic[postgres]'``.
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -54,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Final
 from veridic._extras import require
 from veridic.errors import AuditRecordError
 from veridic.run import _postgres_schema
-from veridic.run._conninfo import without_passwords
+from veridic.run._conninfo import misread_password, without_passwords
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
 from veridic.run._store import INSERT, Rows, Statement, T
 
@@ -99,8 +101,12 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         MissingExtraError: psycopg or psycopg-pool is not installed.
         AuditRecordError: the database holds a schema of a later veridic (or,
             read-only, of a version this one cannot read, or none), or its migration
-            waited too long for a lock (another session is using its tables).
-        psycopg.OperationalError: the server cannot be reached within ``timeout``.
+            waited too long for a lock (another session is using its tables), or
+            ``conninfo`` is a URL whose password holds a raw ``/`` or ``@`` (percent-encode
+            them: ``%2F``, ``%40``), refused before any connection is tried.
+        psycopg.OperationalError: the server refuses the first connection, or does not
+            answer it within ``timeout``: raised at once, with libpq's words (host and
+            port) and a note naming the store.
     """
 
     def __init__(
@@ -123,6 +129,12 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
             # added to the conninfo's own options (its search_path), which it would replace.
             given = _options(self._psycopg, conninfo)
             connection["options"] = f"{given} -c default_transaction_read_only=on".lstrip()
+        self._schema = _postgres_schema.VERSION
+        with _connected(self._psycopg, conninfo, connection, timeout, self) as db:
+            if read_only:
+                self._schema = _postgres_schema.check(db, repr(self))
+            else:
+                _postgres_schema.prepare(db, repr(self))
         self._pool: psycopg_pool.ConnectionPool[Any] = pools.ConnectionPool(
             conninfo,
             min_size=min_size,
@@ -132,23 +144,17 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
             open=False,
             name=self._shown,
         )
-        self._pool.open(wait=True, timeout=timeout)
+        try:
+            self._pool.open(wait=True, timeout=timeout)
+        except BaseException:
+            self._pool.close()  # its workers would go on connecting, and warning, for ever
+            raise
         self._kept: dict[int, _Kept] = {}  # by the thread that used it last
         self._waiting = 0  # writers that found no idle connection and the pool empty
         self._out = 0  # connections taken from the pool (or being waited for)
         self._max_size = max_size
         self._closed = False
         self._lock = threading.Lock()
-        self._schema = _postgres_schema.VERSION
-        try:
-            with self._pool.connection() as db:
-                if read_only:
-                    self._schema = _postgres_schema.check(db, repr(self))
-                else:
-                    _postgres_schema.prepare(db, repr(self))
-        except BaseException:
-            self._pool.close()
-            raise
 
     def __repr__(self) -> str:
         return f"PostgresAuditSink({self._shown!r})"
@@ -357,11 +363,15 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
 
         Raises:
             AuditRecordError: the database holds a schema of a later veridic.
-            psycopg.OperationalError: the server cannot be reached within ``timeout``.
+            psycopg.OperationalError: the server refuses the first connection, or does not
+                answer it within ``timeout`` (as :class:`PostgresAuditSink`).
         """
         if self._pool is not None:
             return self
         min_size, max_size, timeout = self._sizes
+        # The migration is a few statements once per process: a blocking connection of
+        # its own keeps the schema code in one (sync) form, and is the first one tried.
+        await asyncio.to_thread(self._prepare, timeout)
         pool: psycopg_pool.AsyncConnectionPool[Any] = self._pools.AsyncConnectionPool(
             self._conninfo,
             min_size=min_size,
@@ -371,20 +381,16 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
             open=False,
             name=self._shown,
         )
-        await pool.open(wait=True, timeout=timeout)
         try:
-            # The migration is a few statements once per process: a blocking
-            # connection of its own keeps the schema code in one (sync) form.
-            await asyncio.to_thread(self._prepare)
+            await pool.open(wait=True, timeout=timeout)
         except BaseException:
             await pool.close()
             raise
         self._pool = pool
         return self
 
-    def _prepare(self) -> None:
-        connection = self._psycopg.connect(self._conninfo, autocommit=True)
-        with connection as db:
+    def _prepare(self, timeout: float) -> None:
+        with _connected(self._psycopg, self._conninfo, {"autocommit": True}, timeout, self) as db:
             _postgres_schema.prepare(db, repr(self))
 
     async def close(self) -> None:
@@ -511,7 +517,20 @@ def _noted(error: psycopg.OperationalError, store: object, idempotent: bool) -> 
 
 
 def _shown(psycopg: Any, conninfo: str) -> str:
-    """``conninfo`` without its password, for a ``repr`` and the pool's name."""
+    """``conninfo`` without its password, for a ``repr`` and the pool's name.
+
+    A URL whose password libpq would misread (a raw ``/`` or ``@``) is refused here,
+    before any connection is tried: libpq would take pieces of the password for the
+    host, port and database, which every message about the connection then shows.
+    """
+    if misread_password(conninfo):
+        raise AuditRecordError(
+            "the Postgres URL's password holds a '/' or '@' that is not percent-encoded: "
+            "libpq ends the password there and reads the rest as host, port or database "
+            "name (and shows them in its messages); percent-encode '/' in the password as "
+            "%2F and '@' as %40 (urllib.parse.quote(password, safe='')), or pass a "
+            "libpq connection string with password='...'"
+        )
     try:
         parts = psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as error:
@@ -525,6 +544,33 @@ def _shown(psycopg: Any, conninfo: str) -> str:
         f"the Postgres conninfo is not valid ({refused}): pass a libpq connection string "
         "('host=db dbname=app user=audit') or URL ('postgresql://audit@db/app')"
     )
+
+
+def _connected(
+    driver: Any, conninfo: str, settings: dict[str, object], timeout: float, store: object
+) -> psycopg.Connection[Any]:
+    """A connection made directly, the first a store opens (for its schema), or the error.
+
+    Asked of the pool, a refused connection was tried again and again for the whole
+    ``timeout`` (30 s by default), each failure a warning in the log, and then reported
+    as ``PoolTimeout``, naming neither the host nor the port. Made here, it fails at
+    once with libpq's own words (which name the host and port, never the password).
+    ``timeout`` bounds the attempt (libpq's ``connect_timeout``, in whole seconds, 2 at
+    least), unless the conninfo (or ``PGCONNECT_TIMEOUT``) sets its own.
+    """
+    given = driver.conninfo.conninfo_to_dict(conninfo).get("connect_timeout")
+    own = given or os.environ.get("PGCONNECT_TIMEOUT")
+    wait = {} if own else {"connect_timeout": max(2, math.ceil(timeout))}
+    try:
+        connection: psycopg.Connection[Any] = driver.connect(conninfo, **settings, **wait)
+    except driver.OperationalError as error:
+        error.add_note(
+            f"{store!r} could not connect to the server when it opened (nothing was written): "
+            "check the host and port named above, that the server is up and accepts this "
+            "user, then open the store again"
+        )
+        raise
+    return connection
 
 
 def _options(psycopg: Any, conninfo: str) -> str:
