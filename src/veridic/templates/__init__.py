@@ -42,7 +42,9 @@ Other doors stay shut: no ``|safe`` (refused at load), autoescape off and
 ``{% autoescape %}`` refused, ``StrictUndefined``, a template named by an
 expression (``{% include name %}``) refused at load because its variables
 could not be checked, and values are never evaluated as template code:
-``{{ x }}`` with ``x = "{{ 7 * 7 }}"`` outputs the braces.
+``{{ x }}`` with ``x = "{{ 7 * 7 }}"`` outputs the braces. A render is the same
+text for the same values (provider prompt caching and the audit's ``sha256`` rely
+on it), so ``|random`` and ``lipsum()`` are refused at load, in every template.
 
 An instruction template's parameter type may only hold what code wrote: each
 field is ``TrustedInstruction`` (``InstructionField`` in a model), a scalar

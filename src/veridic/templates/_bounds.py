@@ -34,7 +34,6 @@ which also stops their folding), and each refuses a result past a bound with a
   character to any text);
 - ``int.to_bytes()``: more than 10,000,000 bytes (allocated and filled before anything
   could size the result);
-- ``lipsum()``: more than 100,000 words;
 - ``|round`` to more than 4,300 digits either side of the point (``round(n, -k)`` of an
   integer computes ``10 ** k`` in one call); ``.encode`` and ``.decode`` with the
   ``punycode`` and ``idna`` codecs (quadratic in the distinct characters).
@@ -62,7 +61,6 @@ from jinja2.filters import FILTERS, do_format, make_attrgetter
 from jinja2.nodes import EvalContext
 from jinja2.sandbox import MAX_RANGE
 from jinja2.tests import TESTS
-from jinja2.utils import generate_lorem_ipsum
 
 from veridic.templates._budget import (
     LONGEST,
@@ -79,7 +77,6 @@ __all__ = [
     "INTERCEPTED",
     "bounded_filters",
     "bounded_format",
-    "bounded_lipsum",
     "bounded_tests",
     "check_binop",
     "check_call",
@@ -385,9 +382,7 @@ def _bounded_sum(
     return items if isinstance(start, list) else tuple(items)
 
 
-_AT_ONCE: Final = frozenset(
-    {"length", "count", "first", "last", "random", "default", "d", "attr", "reverse"}
-)
+_AT_ONCE: Final = frozenset({"length", "count", "first", "last", "default", "d", "attr", "reverse"})
 """jinja2's filters that take what they need of their value without reading it whole
 (``|reverse`` of a list gives an iterator, charged as it is read; of a text it makes one)."""
 _ONE_BY_ONE: Final = frozenset(
@@ -533,16 +528,6 @@ def _bounded_test(name: str, function: object) -> Filter:
     bounded.__name__ = getattr(function, "__name__", "test")
     bounded.__doc__ = function.__doc__
     return bounded
-
-
-def bounded_lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
-    """``lipsum()``, refused past :data:`MAX_RANGE` words (it picks each at random)."""
-    if isinstance(n, int) and isinstance(max, int) and n * max > _LONGEST:
-        raise SecurityError(
-            f"lipsum({n:,}, max={max:,}) would write up to {n * max:,} words, more than "
-            f"{_LONGEST:,}"
-        )
-    return generate_lorem_ipsum(n, html, min, max)
 
 
 # -- methods of text --------------------------------------------------------------------

@@ -15,7 +15,7 @@ and templates shipped with the code never look), and:
   passes on and ``|first`` pays for one; a text is charged a word in five characters by
   the filters that go through it word by word in Python, ``|wordwrap``, ``|urlize``...):
   at most :data:`MOST_ITERATIONS` a render. ``|length``, ``|first``, ``|last``,
-  ``|count``, ``|random``, ``|default``, ``|attr`` and ``|reverse`` take what they need
+  ``|count``, ``|default``, ``|attr`` and ``|reverse`` take what they need
   and are not charged;
 - what filters, tests (``is in``), comparisons and ``in`` (Python's, which jinja2 compiles
   with no sandbox hook: veridic rewrites their operands) and the methods of texts and

@@ -1,0 +1,95 @@
+"""What the ninth review of the text core and templates found, one test each.
+
+Each test failed on the code before its fix; each goes through the public API.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypedDict
+
+import pytest
+from pydantic import BaseModel
+
+from veridic import InstructionField, Templates, TrustedInstruction, instruction
+from veridic.templates import TemplateError
+
+
+class Stored(BaseModel):
+    """A row of a prompt store: its template is read as instruction."""
+
+    content: InstructionField
+
+
+class Nothing(TypedDict):
+    pass
+
+
+class Items(TypedDict):
+    items: list[TrustedInstruction]
+
+
+# -- renders that differ from one call to the next -------------------------------------------
+
+_RANDOM = [
+    ("{{ items | random }}", "|random filter", Items),
+    ('{{ items | map("random") | list }}', "|random filter", Items),
+    ("{{ lipsum() }}", "lipsum()", Nothing),
+    ("{{ lipsum }}", "lipsum()", Nothing),
+    ("{% set words = lipsum(1) %}{{ words }}", "lipsum()", Nothing),
+]
+
+
+def _load(folder: Path, kind: str, how: str, params: type) -> object:
+    """Template ``t.j2`` of ``folder``, shipped with the code or stored as a row."""
+    templates = Templates(folder)
+    if how == "stored":
+        source = Stored(content=(folder / "t.j2").read_text()).content
+        if kind == "instruction":
+            return templates.instruction_from_source(source, params=params)
+        return templates.data_from_source(source, params=params)
+    if kind == "instruction":
+        return templates.instruction("t.j2", params=params)
+    return templates.data("t.j2", params=params)
+
+
+@pytest.mark.parametrize(("body", "named", "params"), _RANDOM)
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_a_random_filter_or_global_is_refused_when_the_template_loads(
+    tmp_path: Path, body: str, named: str, params: type, kind: str, how: str
+) -> None:
+    (tmp_path / "t.j2").write_text("Line one.\n" + body)
+    with pytest.raises(TemplateError) as caught:
+        _load(tmp_path, kind, how, params)
+    message = str(caught.value)
+    assert named in message, message
+    assert "line 2" in message, message
+    assert "byte for byte" in message, message
+    assert "pass it as a parameter" in message, message
+
+
+def test_a_random_filter_reached_through_an_include_is_refused_at_load(tmp_path: Path) -> None:
+    (tmp_path / "outer.j2").write_text('Rules.\n{% include "inner.j2" %}')
+    (tmp_path / "inner.j2").write_text("{{ items | random }}")
+    with pytest.raises(TemplateError, match=r"inner\.j2' line 1 uses the \|random filter"):
+        Templates(tmp_path).instruction("outer.j2", params=Items)
+
+
+def test_a_random_filter_named_at_render_is_refused_when_it_renders(tmp_path: Path) -> None:
+    class Named(TypedDict):
+        items: list[TrustedInstruction]
+        how: TrustedInstruction
+
+    (tmp_path / "t.j2").write_text("{{ items | map(how) | list }}")
+    bound = Templates(tmp_path).instruction("t.j2", params=Named)
+    with pytest.raises(TemplateError, match=r"\|random filter"):
+        bound.render({"items": [instruction("a"), instruction("b")], "how": instruction("random")})
+
+
+def test_a_template_variable_of_its_own_named_lipsum_is_not_refused(tmp_path: Path) -> None:
+    (tmp_path / "t.j2").write_text(
+        '{% set lipsum = "fixed" %}{{ lipsum }} and {{ cycler(1, 2).next() }}'
+    )
+    bound = Templates(tmp_path).instruction("t.j2", params=Nothing)
+    assert bound.render({}) == "fixed and 1"
