@@ -93,3 +93,31 @@ def test_a_template_variable_of_its_own_named_lipsum_is_not_refused(tmp_path: Pa
     )
     bound = Templates(tmp_path).instruction("t.j2", params=Nothing)
     assert bound.render({}) == "fixed and 1"
+
+
+# -- a template file that cannot be read ---------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux's /proc")
+def test_a_template_file_that_fails_to_read_is_a_template_error_naming_it(tmp_path: Path) -> None:
+    # /proc/self/mem is a file that refuses to be read from its start (EIO), as root too.
+    (tmp_path / "system.j2").symlink_to("/proc/self/mem")
+    with pytest.raises(TemplateError) as caught:
+        Templates(tmp_path).instruction("system.j2", params=Nothing)
+    message = str(caught.value)
+    assert "'system.j2'" in message, message
+    assert str(tmp_path) in message, message
+    assert "cannot be read" in message, message
+    assert isinstance(caught.value.__cause__, OSError)
+
+
+def test_a_template_file_that_is_not_utf8_is_a_template_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "outer.j2").write_text('Rules.\n{% include "inner.j2" %}')
+    (tmp_path / "inner.j2").write_bytes(b"Caf\xe9 rules.")  # Latin-1
+    with pytest.raises(TemplateError) as caught:
+        Templates(tmp_path).data("outer.j2", params=Nothing)
+    message = str(caught.value)
+    assert "'inner.j2'" in message, message
+    assert str(tmp_path / "inner.j2") in message, message
+    assert "UTF-8" in message, message
+    assert isinstance(caught.value.__cause__, UnicodeDecodeError)

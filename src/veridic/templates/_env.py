@@ -10,9 +10,9 @@ An environment renders one kind of template, instruction or data (a file used
 as both is compiled once per kind). Forbidden constructs (``|safe``,
 ``{% autoescape %}``, a template named by an expression, and jinja2's random
 parts, ``|random`` and ``lipsum()``, which would make two renders of the same
-values differ) are refused for every template the environment compiles. An instruction template's tree is
-also rewritten before jinja2 generates code (the documented ``_generate``
-hook), see ``_runtime`` for why:
+values differ) are refused for every template the environment compiles. An
+instruction template's tree is also rewritten before jinja2 generates code (the
+documented ``_generate`` hook), see ``_runtime`` for why:
 
 - each group of literal text becomes a reference to the trusted value minted
   for it at compile time, and each expression output ``{{ x }}`` becomes
