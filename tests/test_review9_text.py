@@ -5,14 +5,15 @@ Each test failed on the code before its fix; each goes through the public API.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import TypedDict
 
 import pytest
 from pydantic import BaseModel
 
-from veridic import InstructionField, Templates, TrustedInstruction, instruction
-from veridic.templates import TemplateError
+from veridic import InstructionField, Templates, TrustedInstruction, instruction, unfence
+from veridic.templates import TemplateError, TemplateParamsError
 
 
 class Stored(BaseModel):
@@ -121,3 +122,52 @@ def test_a_template_file_that_is_not_utf8_is_a_template_error_naming_it(tmp_path
     assert str(tmp_path / "inner.j2") in message, message
     assert "UTF-8" in message, message
     assert isinstance(caught.value.__cause__, UnicodeDecodeError)
+
+
+# -- NaN in a declared set -------------------------------------------------------------------
+
+
+class Rates(TypedDict):
+    rates: set[float]
+
+
+class Prices(TypedDict):
+    prices: frozenset[Decimal]
+
+
+@pytest.mark.parametrize(
+    "rates",
+    [
+        {float("nan"), 0.5, 1.0},
+        {float("nan"), float("nan"), 0.5},  # two NaN, each a different object
+        {(1.0, float("nan")), (0.5, 2.0)},  # inside what the set holds
+    ],
+    ids=["nan", "two-nan", "nested-nan"],
+)
+def test_a_declared_set_holding_nan_is_refused_by_name(tmp_path: Path, rates: set[float]) -> None:
+    # NaN is neither less nor more than anything: the sorted order a set is rendered in
+    # then followed the set's own order, which for NaN (hashed by its address) changed
+    # from one process to the next, and `nan in rates` was false for the NaN it holds.
+    (tmp_path / "rates.j2").write_text("{{ rates | join(', ') }}")
+    bound = Templates(tmp_path).data("rates.j2", params=Rates)
+    with pytest.raises(TemplateParamsError) as caught:
+        bound.render({"rates": rates})
+    message = str(caught.value)
+    assert "'rates'" in message, message
+    assert "NaN" in message, message
+    assert "rates.j2" in message, message
+
+
+def test_a_declared_set_holding_decimal_nan_is_refused_by_name(tmp_path: Path) -> None:
+    # Decimal's NaN refuses to be compared at all: a bare decimal.InvalidOperation.
+    (tmp_path / "prices.j2").write_text("{{ prices | join(', ') }}")
+    bound = Templates(tmp_path).data("prices.j2", params=Prices)
+    with pytest.raises(TemplateParamsError, match="NaN"):
+        bound.render({"prices": frozenset({Decimal("NaN"), Decimal(1)})})
+
+
+def test_a_declared_set_holding_infinities_renders_them_in_order(tmp_path: Path) -> None:
+    (tmp_path / "rates.j2").write_text("{{ rates | join(', ') }}")
+    bound = Templates(tmp_path).data("rates.j2", params=Rates)
+    [(_, text)] = unfence(bound.render({"rates": {float("inf"), 0.5, float("-inf")}}))
+    assert text == "-inf, 0.5, inf"

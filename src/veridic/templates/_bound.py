@@ -283,7 +283,8 @@ class DataTemplate(Bound[P]):
             TemplateError: the render failed (an undefined attribute, a
                 sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
             VeridicError: ``mode`` is not a data mode.
-            TemplateParamsError: a set's items cannot be sorted.
+            TemplateParamsError: a set's items cannot be sorted (text beside numbers, a
+                NaN, which is in no order and equal to nothing).
         """
         chosen = check_mode(mode, f"{type(self).__name__}.render(mode=...)")
         values = self._params.values(params)

@@ -24,16 +24,19 @@ a custom ``__getitem__``) cannot hand the template a value the check never saw.
 from __future__ import annotations
 
 import contextlib
+import math
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
+from decimal import Decimal
 from enum import Enum, Flag
 from typing import Annotated, Final, Literal, Union
 
 import typing_extensions
 from pydantic import BaseModel, BeforeValidator
 
+from veridic._sample import clip
 from veridic.errors import ProvenanceError, TemplateParamsError
 from veridic.text.provenance import TrustedInstruction, is_trusted, untrusted
 
@@ -329,12 +332,21 @@ def ordered(value: object, where: str) -> object:
     """``value`` with each set in it (in lists, tuples and mappings) a :class:`SortedSet`.
 
     Raises:
-        TemplateParamsError: a set's items cannot be ordered (text beside numbers).
+        TemplateParamsError: a set's items cannot be ordered (text beside numbers, a NaN).
     """
     if isinstance(value, SortedSet):
         return value
     if isinstance(value, AbstractSet):
         items = [ordered(item, where) for item in value]
+        for item in items:
+            if _holds_nan(item):
+                raise TemplateParamsError(
+                    f"{where} holds a set with NaN ({clip(repr(item))}): NaN is neither less "
+                    "nor more than any number, and equal to none, itself included, so the "
+                    "set has no order to render in (it would change from process to process) "
+                    "and `x in` the set misses it: leave NaN out of the set, or pass a value "
+                    "that says what it stands for (None, a label)"
+                )
         try:
             items.sort(key=_content)  # items of one orderable kind, or TypeError
         except TypeError:
@@ -351,6 +363,21 @@ def ordered(value: object, where: str) -> object:
     if isinstance(value, Mapping):
         return {key: ordered(item, where) for key, item in value.items()}
     return value
+
+
+def _holds_nan(item: object) -> bool:
+    """Whether ``item`` is NaN (a float's, a ``Decimal``'s) or a tuple or set holding one.
+
+    Infinities are ordered (``-inf`` < every number < ``inf``) and equal to themselves,
+    so a set holds them as any number: only NaN is refused.
+    """
+    if isinstance(item, float):
+        return math.isnan(item)
+    if isinstance(item, Decimal):
+        return item.is_nan()
+    if isinstance(item, tuple | SortedSet):
+        return any(map(_holds_nan, item))
+    return False
 
 
 def _content(item: object) -> typing.Any:  # whatever the item compares as
