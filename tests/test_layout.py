@@ -44,6 +44,7 @@ BOTTOM = frozenset(
         "veridic._moved",
         "veridic._extras",
         "veridic._model_runtime",
+        "veridic._words",
     }
 )
 

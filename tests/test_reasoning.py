@@ -171,7 +171,7 @@ def test_reasoning_item_repr_names_the_block_without_showing_the_reasoning() -> 
         ),
         (
             lambda: ReasoningItem.of("openai", {**REASONING, "x": {1: "one"}}),
-            "has the key 1, a int",
+            "has the key 1, an int",
             "exactly as the provider returned it",
         ),
     ],

@@ -12,8 +12,18 @@ from typing import TypedDict
 import pytest
 from pydantic import BaseModel
 
-from veridic import InstructionField, Templates, TrustedInstruction, instruction, unfence
+from veridic import (
+    InstructionField,
+    ProvenanceError,
+    Templates,
+    TrustedInstruction,
+    VeridicError,
+    instruction,
+    unfence,
+    untrusted,
+)
 from veridic.templates import TemplateError, TemplateParamsError
+from veridic.text.prompt import Message
 
 
 class Stored(BaseModel):
@@ -171,3 +181,32 @@ def test_a_declared_set_holding_infinities_renders_them_in_order(tmp_path: Path)
     bound = Templates(tmp_path).data("rates.j2", params=Rates)
     [(_, text)] = unfence(bound.render({"rates": {float("inf"), 0.5, float("-inf")}}))
     assert text == "-inf, 0.5, inf"
+
+
+# -- a/an -----------------------------------------------------------------------------------
+
+
+def test_messages_of_the_text_core_and_templates_say_an_int_and_an_assistant(
+    tmp_path: Path,
+) -> None:
+    class Limit(TypedDict):
+        limit: float
+
+    with pytest.raises(VeridicError) as untrusted_int:
+        untrusted(3, source="form")  # type: ignore[arg-type]  # the mistake under test
+    with pytest.raises(VeridicError) as assistant_id:
+        Message("assistant", "Hi.", ("Hi.",), tool_call_id="call_1")
+    (tmp_path / "limit.j2").write_text("Refund up to {{ limit }}.")
+    bound = Templates(tmp_path).instruction("limit.j2", params=Limit)
+    with pytest.raises(ProvenanceError) as int_for_float:
+        bound.render({"limit": 3})
+    with pytest.raises(TemplateParamsError) as not_a_mapping:
+        bound.render(7)  # type: ignore[arg-type]  # the mistake under test
+    assert "untrusted() got an int," in str(untrusted_int.value)
+    assert "an assistant message got a tool call id" in str(assistant_id.value)
+    assert "'limit' (" in str(int_for_float.value)
+    assert "line 1), an int (" in str(int_for_float.value)
+    assert "render() got an int," in str(not_a_mapping.value)
+    for caught in (untrusted_int, assistant_id, int_for_float, not_a_mapping):
+        assert " a int" not in str(caught.value)
+        assert " a assistant" not in str(caught.value)

@@ -62,6 +62,7 @@ from jinja2.nodes import EvalContext
 from jinja2.sandbox import MAX_RANGE
 from jinja2.tests import TESTS
 
+from veridic._words import a_type
 from veridic.templates._budget import (
     LONGEST,
     MOST_ITERATIONS,
@@ -165,7 +166,7 @@ def _check_product(left: object, right: object) -> None:
             continue
         if len(repeated) * times > _LONGEST:
             raise SecurityError(
-                f"a {type(repeated).__name__} of {len(repeated):,} repeated {times:,} "
+                f"{a_type(repeated)} of {len(repeated):,} repeated {times:,} "
                 f"times would be longer than {_LONGEST:,}"
             )
 
@@ -509,7 +510,7 @@ def _bounded_test(name: str, function: object) -> Filter:
         return _bounded_in
     own = function is TESTS.get(name)
     if not callable(function):
-        raise TypeError(f"the test {name!r} is a {type(function).__name__}, not a function")
+        raise TypeError(f"the test {name!r} is {a_type(function)}, not a function")
     if own and name in _TYPE_TESTS:
         return function  # jinja2's own, reading nothing it is charged for
     passed = 1 if getattr(function, "jinja_pass_arg", None) is not None else 0
@@ -623,14 +624,14 @@ def _check_join(what: str, owner: str | bytes, arguments: tuple[object, ...]) ->
         items = list(items)  # in the order it was built in (a declared set: sorted)
     elif isinstance(items, set | frozenset):
         raise SecurityError(
-            f"{what} of a {type(items).__name__}: a set's order depends on the process's "
+            f"{what} of {a_type(items)}: a set's order depends on the process's "
             "hash seed, so the text would differ from one worker to the next (provider "
             "prompt caching and audit hashes need the same bytes at every render): sort it "
             "first, (items|sort|list)"
         )
     elif not isinstance(items, list | tuple):
         raise SecurityError(
-            f"{what} of a {type(items).__name__}: a stored template joins a list or a tuple "
+            f"{what} of {a_type(items)}: a stored template joins a list or a tuple "
             "(or a dict's keys or values), so that the size is known before the text is "
             "made: |list first"
         )

@@ -31,6 +31,7 @@ from jinja2.defaults import DEFAULT_NAMESPACE
 from jinja2.filters import FILTERS as DEFAULT_FILTERS
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import TemplateError
 from veridic.templates._params import written_member
 from veridic.text.provenance import TrustedInstruction, describe, is_trusted
@@ -83,7 +84,7 @@ def custom(
             _check_name(option, name, DEFAULT_FILTERS, "filter")
             if not callable(function):
                 raise TemplateError(
-                    f"Templates({option}=...) got {name!r}: a {type(function).__name__}, not a "
+                    f"Templates({option}=...) got {name!r}: {a_type(function)}, not a "
                     "function: pass the function jinja2 calls with the filtered value"
                 )
     checked: dict[str, object] = {}
@@ -129,7 +130,7 @@ def _check_global(name: str, value: object) -> object:
         )
     else:
         detail = (
-            f"a {type(value).__name__}: a global may be trusted text, a number, a bool, None or "
+            f"{a_type(value)}: a global may be trusted text, a number, a bool, None or "
             "an Enum member; pass structured values as a template's parameters instead"
         )
     raise TemplateError(f"Templates(globals=...) got {name!r}: {detail}")

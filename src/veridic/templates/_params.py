@@ -37,6 +37,7 @@ import typing_extensions
 from pydantic import BaseModel, BeforeValidator
 
 from veridic._sample import clip
+from veridic._words import a_type, article
 from veridic.errors import ProvenanceError, TemplateParamsError
 from veridic.text.provenance import TrustedInstruction, is_trusted, untrusted
 
@@ -98,10 +99,13 @@ class Params:
                 return {key: getattr(value, key) for key in self.keys}
         elif isinstance(value, Mapping):
             return {key: value[key] for key in self.keys if key in value}
-        shape = f"a {self.name} instance" if self.model else f"a dict with the keys of {self.name}"
+        shape = (
+            f"{article(self.name)} instance"
+            if self.model
+            else f"a dict with the keys of {self.name}"
+        )
         raise TemplateParamsError(
-            f"render() got a {type(value).__name__}, but the template is bound to "
-            f"{self.name}: pass {shape}"
+            f"render() got {a_type(value)}, but the template is bound to {self.name}: pass {shape}"
         )
 
 

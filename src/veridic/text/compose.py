@@ -59,6 +59,7 @@ from dataclasses import replace
 from typing import Final, Literal, Self
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.conversation import ASSISTANT_SOURCE, USER_SOURCE, Conversation, Turn
 from veridic.text.fence import (
@@ -208,7 +209,7 @@ class Composer:
         for index, item in enumerate(items):
             if not isinstance(item, ReasoningItem):
                 raise VeridicError(
-                    f"assistant() got a {type(item).__name__} as reasoning item {index} "
+                    f"assistant() got {a_type(item)} as reasoning item {index} "
                     f"({clip(repr(item))}): pass the ReasoningItem values of the reply "
                     "(Reply.reasoning), or ReasoningItem.of(provider, block) for a stored block"
                 )
@@ -340,7 +341,7 @@ class Composer:
         """
         if not isinstance(conversation, Conversation):
             raise VeridicError(
-                f"restore() takes a Conversation, got a {type(conversation).__name__}: read "
+                f"restore() takes a Conversation, got {a_type(conversation)}: read "
                 "stored text with Conversation.from_json(text)"
             )
         if self._turns:
@@ -443,7 +444,7 @@ class Composer:
     def _require_text(text: object, where: str, *, allow_empty: bool = False) -> None:
         if not isinstance(text, str):
             raise VeridicError(
-                f"{where} takes text, got a {type(text).__name__}: pass a str, "
+                f"{where} takes text, got {a_type(text)}: pass a str, "
                 "written from the value as the model should read it: JSON for a structure "
                 '(json.dumps(value)), decoded bytes (body.decode("utf-8")); brand text from '
                 'outside with untrusted(text, source="...") so the audit says where it came from'

@@ -19,6 +19,7 @@ from typing import Final, Protocol, cast, get_args
 
 from veridic import _json_object
 from veridic._sample import clip
+from veridic._words import a_type, article
 from veridic.errors import VeridicError
 from veridic.text._prompt_hash import _digest
 from veridic.text.message import PromptSpan, Role, ToolCall
@@ -117,8 +118,8 @@ class PromptDocument:
             message = self.messages[span.message]
             if span.role != message.role:
                 raise VeridicError(
-                    f"{where} has role {span.role!r}, and message {span.message} is a "
-                    f"{message.role} message: {_TO_DOCUMENT}"
+                    f"{where} has role {span.role!r}, and message {span.message} is "
+                    f"{article(message.role)} message: {_TO_DOCUMENT}"
                 )
             if not 0 <= span.start <= span.end <= len(message.content):
                 raise VeridicError(
@@ -400,7 +401,7 @@ _JSON_NAMES: Final[dict[type, str]] = {
 
 
 def _json_type(value: object) -> str:
-    return _JSON_NAMES.get(type(value), f"a {type(value).__name__}")
+    return _JSON_NAMES.get(type(value), a_type(value))
 
 
 def _read_message(where: str, index: int, item: object) -> DocumentMessage:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
 from veridic._sample import clip
+from veridic._words import a_type, article
 from veridic.errors import VeridicError
 from veridic.text.provenance import Kind, Span, concat_spans
 from veridic.text.reasoning import ReasoningItem
@@ -78,14 +79,14 @@ class Message:
             isinstance(item, ReasoningItem) for item in self.reasoning
         ):
             raise VeridicError(
-                f"a {self.role} message got reasoning={clip(repr(self.reasoning))}: pass a "
+                f"{article(self.role)} message got reasoning={clip(repr(self.reasoning))}: pass a "
                 "tuple of ReasoningItem, as Reply.reasoning holds them"
             )
         if self.role != "assistant":
             raise VeridicError(
-                f"a {self.role} message got {len(self.reasoning)} reasoning item(s): reasoning "
-                "is the model's own output and goes on an assistant turn only; pass it with "
-                "Composer.assistant(text, reasoning=...)"
+                f"{article(self.role)} message got {len(self.reasoning)} reasoning item(s): "
+                "reasoning is the model's own output and goes on an assistant turn only; pass "
+                "it with Composer.assistant(text, reasoning=...)"
             )
 
     @property
@@ -107,7 +108,7 @@ def _own_tuples(message: Message) -> None:
     for index, call in enumerate(message.tool_calls):
         if not isinstance(call, ToolCall):
             raise VeridicError(
-                f"tool_calls[{index}] of a {message.role} message is a {type(call).__name__}, "
+                f"tool_calls[{index}] of {article(message.role)} message is {a_type(call)}, "
                 "not a ToolCall: record calls with Composer.tool_call()"
             )
 
@@ -124,7 +125,7 @@ def _check_links(message: Message) -> None:
         )
     if message.tool_calls and role != "assistant":
         raise VeridicError(
-            f"a {role} message got {len(message.tool_calls)} tool call(s) (first "
+            f"{article(role)} message got {len(message.tool_calls)} tool call(s) (first "
             f"{clip(str(message.tool_calls[0].name))}): only the model's own turn makes tool "
             "calls, and the Anthropic and Responses formats would leave them out; record them "
             "with Composer.tool_call()"
@@ -139,7 +140,7 @@ def _check_links(message: Message) -> None:
         )
     if role != "tool" and (message.tool_call_id is not None or message.tool_error):
         raise VeridicError(
-            f"a {role} message got a tool call id ({clip(repr(message.tool_call_id))}) or "
+            f"{article(role)} message got a tool call id ({clip(repr(message.tool_call_id))}) or "
             f"tool_error={message.tool_error!r}: only a tool result answers a call, and the "
             "Anthropic and Responses formats would leave them out of this message; answer a "
             "call with Composer.tool_result()"

@@ -19,6 +19,7 @@ from typing import Final, Literal
 
 from veridic import _json_object
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.wire import ReasoningBlock
 
@@ -99,7 +100,7 @@ class ReasoningItem:
             )
         if not isinstance(self.json_text, str):
             raise VeridicError(
-                f"{where} got a {type(self.json_text).__name__} as json_text: pass the JSON "
+                f"{where} got {a_type(self.json_text)} as json_text: pass the JSON "
                 "text of a stored item (item.json_text), or build one with "
                 "ReasoningItem.of(provider, block)"
             )
@@ -148,7 +149,7 @@ class ReasoningItem:
         where = f"ReasoningItem.of({provider!r}, ...)"
         if not isinstance(block, Mapping):
             raise VeridicError(
-                f"{where} got a {type(block).__name__}: pass the block as a mapping, "
+                f"{where} got {a_type(block)}: pass the block as a mapping, "
                 "exactly as the provider returned it"
             )
         _require_json(block, where, "the block")
@@ -190,12 +191,12 @@ def _require_json(value: object, where: str, path: str) -> None:
         for key, element in value.items():
             if not isinstance(key, str):
                 raise VeridicError(
-                    f"{where}: {path} has the key {key!r}, a {type(key).__name__}; JSON keys "
+                    f"{where}: {path} has the key {key!r}, {a_type(key)}; JSON keys "
                     "are text: pass the block exactly as the provider returned it"
                 )
             _require_json(element, where, f"{path}[{key!r}]")
         return
     raise VeridicError(
-        f"{where}: {path} is a {type(value).__name__}, not a JSON value: pass the block "
+        f"{where}: {path} is {a_type(value)}, not a JSON value: pass the block "
         "exactly as the provider returned it (JSON values only)"
     )
