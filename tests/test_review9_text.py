@@ -13,6 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from veridic import (
+    Composer,
     InstructionField,
     ProvenanceError,
     Templates,
@@ -210,3 +211,37 @@ def test_messages_of_the_text_core_and_templates_say_an_int_and_an_assistant(
     for caught in (untrusted_int, assistant_id, int_for_float, not_a_mapping):
         assert " a int" not in str(caught.value)
         assert " a assistant" not in str(caught.value)
+
+
+# -- many tool calls on one turn ----------------------------------------------------------
+
+
+def test_tool_calls_on_one_turn_are_put_on_its_message_once_not_once_per_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each tool_call() rebuilt the turn's message with a copy of every call before it:
+    # 5,000 calls made 12.5 million copies. Counted here: the calls each message made.
+    carried: list[int] = []
+    check = Message.__post_init__
+
+    def counted(message: Message) -> None:
+        carried.append(len(message.tool_calls))
+        check(message)
+
+    monkeypatch.setattr(Message, "__post_init__", counted)
+    calls = 2000
+    composer = Composer().user("Run them all.")
+    for number in range(calls):
+        composer.tool_call(f"call_{number}", "lookup", {"n": number})
+    for number in range(0, calls, 2):  # results, then more calls on a new turn
+        composer.tool_result(f"call_{number}", untrusted("ok", source="tool"))
+    for number in range(1, calls, 2):
+        composer.tool_result(f"call_{number}", untrusted("ok", source="tool"))
+    composer.tool_call("last", "lookup", {})
+    prompt = composer.build()
+    assert sum(carried) <= 4 * calls, sum(carried)
+    turn = next(m for m in prompt.messages if m.role == "assistant")
+    assert [call.id for call in turn.tool_calls] == [f"call_{n}" for n in range(calls)]
+    assert turn.tool_calls[7].arguments == '{"n": 7}'
+    assert [call.id for call in prompt.messages[-1].tool_calls] == ["last"]
+    assert prompt.pending_tool_calls == (prompt.messages[-1].tool_calls[0],)
