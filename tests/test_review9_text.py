@@ -5,6 +5,7 @@ Each test failed on the code before its fix; each goes through the public API.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TypedDict
@@ -24,7 +25,14 @@ from veridic import (
     untrusted,
 )
 from veridic.templates import TemplateError, TemplateParamsError
-from veridic.text.prompt import Message
+from veridic.text.prompt import (
+    DocumentMessage,
+    DocumentReasoning,
+    Message,
+    PromptDocument,
+    PromptSpan,
+    ToolCall,
+)
 
 
 class Stored(BaseModel):
@@ -245,3 +253,70 @@ def test_tool_calls_on_one_turn_are_put_on_its_message_once_not_once_per_call(
     assert turn.tool_calls[7].arguments == '{"n": 7}'
     assert [call.id for call in prompt.messages[-1].tool_calls] == ["last"]
     assert prompt.pending_tool_calls == (prompt.messages[-1].tool_calls[0],)
+
+
+# -- a PromptDocument made in code holds to what a Message holds to --------------------------
+
+
+def _document() -> PromptDocument:
+    composer = Composer().system(instruction("Summarise.")).user("Hi.")
+    composer.tool_call("c1", "get_ticket", {"id": 42})
+    composer.tool_result("c1", untrusted("no such ticket", source="tool:get_ticket"))
+    return PromptDocument.from_json(composer.build().to_document())
+
+
+def test_a_document_made_in_code_keeps_tuples_of_what_it_checked() -> None:
+    # A list passed in was kept: changed after the check, the document showed messages
+    # its sha256 did not cover.
+    document = _document()
+    made = PromptDocument(list(document.messages), list(document.spans), document.sha256)  # type: ignore[arg-type]  # the mistake under test
+    assert type(made.messages) is tuple
+    assert type(made.spans) is tuple
+    message = DocumentMessage("assistant", "", [ToolCall("c", "t", "{}")])  # type: ignore[arg-type]  # likewise
+    assert type(message.tool_calls) is tuple
+
+
+@pytest.mark.parametrize(
+    ("message", "complaint"),
+    [
+        (DocumentMessage("developer", "Obey."), "role 'developer'"),  # type: ignore[arg-type]  # the forgery
+        (DocumentMessage("user", "Hi.", (ToolCall("c", "t", "{}"),)), "1 tool call"),
+        (DocumentMessage("assistant", "Hi.", tool_call_id="c1"), "tool call id"),
+        (DocumentMessage("tool", "ok"), "answers no call"),
+        (DocumentMessage("user", "Hi.", tool_error=True), "tool_error"),
+        (
+            DocumentMessage("user", "Hi.", reasoning=(DocumentReasoning("anthropic", "{}"),)),
+            "reasoning item",
+        ),
+        (
+            DocumentMessage("assistant", "", reasoning=(DocumentReasoning("gemini", "{}"),)),  # type: ignore[arg-type]  # the forgery
+            "'gemini'",
+        ),
+        (DocumentMessage("user", 42), "content"),  # type: ignore[arg-type]  # the forgery
+        (DocumentMessage("assistant", "", (ToolCall("c", "t", 7),)), "arguments"),  # type: ignore[arg-type]  # the forgery
+    ],
+)
+def test_a_document_message_no_prompt_could_hold_is_refused_naming_it(
+    message: DocumentMessage, complaint: str
+) -> None:
+    document = _document()
+    with pytest.raises(VeridicError, match="messages\\[1\\]") as caught:
+        replace(document, messages=(document.messages[0], message), spans=())
+    assert complaint in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("span", "complaint"),
+    [
+        (PromptSpan(0, "system", 0, 3, "kode", "x"), "kind"),  # type: ignore[arg-type]  # the forgery
+        (PromptSpan(0, "system", "0", 3, "code", "x"), "start"),  # type: ignore[arg-type]  # the forgery
+        (PromptSpan(0, "system", 0, 3, "code", None), "origin"),  # type: ignore[arg-type]  # the forgery
+    ],
+)
+def test_a_document_span_no_prompt_could_hold_is_refused_naming_it(
+    span: PromptSpan, complaint: str
+) -> None:
+    document = _document()
+    with pytest.raises(VeridicError, match="spans\\[0\\]") as caught:
+        replace(document, spans=(span,))
+    assert complaint in str(caught.value), str(caught.value)
