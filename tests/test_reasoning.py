@@ -343,7 +343,7 @@ OPENAI_BLOCKS = st.builds(
         "summary": [{"type": "summary_text", "text": text} for text in summary],
         "encrypted_content": encrypted,
     },
-    extra_keys("type", "id", "summary", "encrypted_content"),
+    extra_keys("type", "id", "summary", "encrypted_content", "content"),
     st.text(),
     st.lists(st.text(), max_size=3),
     st.none() | st.text(),
