@@ -361,3 +361,47 @@ def test_a_stored_openai_reasoning_item_with_content_openai_never_sends_is_refus
         "encrypted_content": None,
     }
     assert ReasoningItem("openai", json.dumps(good)).block() == good
+
+
+# -- an output whose text is a memory address ----------------------------------------------
+
+
+class Persona(TypedDict):
+    persona: TrustedInstruction
+    rules: list[TrustedInstruction]
+
+
+_ADDRESSED = [
+    ("{{ persona.upper }}", "a method"),  # the call's parentheses forgotten
+    ("{{ rules | reverse }}", "an iterator"),  # |list forgotten
+    ('{{ rules | map("upper") }}', "a generator"),
+    ("{{ cycler(persona, rules) }}", "a Cycler"),
+]
+
+
+@pytest.mark.parametrize(("body", "what"), _ADDRESSED)
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_an_output_whose_text_is_a_memory_address_is_refused_naming_the_line(
+    tmp_path: Path, body: str, what: str, kind: str, how: str
+) -> None:
+    # "<built-in method upper of _Trusted object at 0x7f43...>": a different prompt in
+    # every process, and, in the system slot, text minted as the template's.
+    (tmp_path / "t.j2").write_text("{{ persona }}: {{ rules | length }} rules.\n" + body)
+    bound = _load(tmp_path, kind, how, Persona)
+    with pytest.raises(TemplateError) as caught:
+        bound.render({"persona": instruction("a helper"), "rules": [instruction("Be brief.")]})  # type: ignore[attr-defined]
+    message = str(caught.value)
+    assert what in message, message
+    assert "line 2" in message, message
+    assert "memory address" in message, message
+
+
+def test_outputs_whose_text_is_their_value_still_render(tmp_path: Path) -> None:
+    (tmp_path / "t.j2").write_text(
+        "{{ persona }} {{ rules | reverse | list }} {{ rules | map('upper') | join }} "
+        "{{ range(2) }} {{ {'a': 1} }} {{ none }} {{ 1.5 }}"
+    )
+    bound = Templates(tmp_path).instruction("t.j2", params=Persona)
+    text = bound.render({"persona": instruction("a helper"), "rules": [instruction("Be brief.")]})
+    assert text == "a helper ['Be brief.'] BE BRIEF. range(0, 2) {'a': 1} None 1.5"

@@ -69,6 +69,7 @@ from veridic.templates._runtime import (
     STORED_LITERALS,
     concat,
     emit,
+    finalize,
     stored_literal,
 )
 from veridic.text.provenance import TrustedInstruction, mint
@@ -255,6 +256,8 @@ class ProvenanceEnvironment(Environment):
             trim_blocks=trim_blocks,
             lstrip_blocks=lstrip_blocks,
             keep_trailing_newline=keep_trailing_newline,
+            # An instruction template's outputs go through emit(), which checks the same.
+            finalize=finalize if kind == "data" else None,
         )
         self.kind: Kind = kind
         if kind == "instruction":

@@ -26,9 +26,15 @@ needs none of this: its whole output is one data block (``_bound``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+import types
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
+from jinja2 import Template as JinjaTemplate
+
+from veridic._words import article
+from veridic.errors import TemplateError
 from veridic.text.provenance import Span, TrustedInstruction, joined, mint
 
 __all__ = [
@@ -38,6 +44,7 @@ __all__ = [
     "Rendered",
     "concat",
     "emit",
+    "finalize",
     "instruction_text",
     "stored_literal",
 ]
@@ -73,7 +80,79 @@ def emit(value: object, origin: str) -> str:
     kind = type(value)
     if kind is TRUSTED or kind is Rendered:
         return value  # type: ignore[return-value]  # a str subclass
+    if kind not in _PLAIN:
+        _refuse_address(value, *_place(origin))
     return _computed_part(str(value), origin)
+
+
+def finalize(value: object) -> object:
+    """A data template's expression output, as jinja2 hands it to ``str()``: refused when
+    that text would be a memory address (see :func:`_refuse_address`)."""
+    if type(value) not in _PLAIN:
+        _refuse_address(value, *_template_line())
+    return value
+
+
+_PLAIN: Final = frozenset({str, TRUSTED, int, float, bool, type(None), list, tuple, dict})
+"""Types whose text is their value: what an output almost always is, checked no further."""
+_CALLABLES: Final = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+_GENERATORS: Final = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+def _refuse_address(value: object, template: str, line: str) -> None:
+    """Refuse an output whose text is the value's memory address, not what it holds.
+
+    ``{{ persona.upper }}`` (the parentheses forgotten) printed ``<built-in method upper of
+    _Trusted object at 0x7f43...>``, ``{{ rules | reverse }}`` (``|list`` forgotten)
+    ``<list_reverseiterator object at 0x...>``: text that differs in every process, so
+    the prompt's bytes, its ``sha256`` and the provider's prompt cache do too (and, in
+    the system slot, text minted as the template's own).
+
+    Raises:
+        TemplateError: such an output, with the template and line.
+    """
+    kind = type(value)
+    if isinstance(value, _CALLABLES):
+        what = "a function" if isinstance(value, types.FunctionType) else "a method"
+    elif isinstance(value, _GENERATORS):
+        what = "a generator"
+    elif kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__:
+        what = "an iterator" if isinstance(value, Iterator) else article(kind.__name__)
+    else:
+        return
+    raise TemplateError(
+        f"template {template!r}{line} outputs {what} ({kind.__name__}), whose text is its "
+        "memory address, different in every process (provider prompt caching and the "
+        "audit's sha256 rely on the same bytes for the same values): call the method "
+        "(persona.upper()), add |list after a filter that gives an iterator (|select, |map, "
+        "|reverse), or output a value"
+    )
+
+
+def _place(origin: str) -> tuple[str, str]:
+    """``(file, " line N")`` of an output's ``file:line`` origin."""
+    file, _, line = origin.rpartition(":")
+    return (file, f" line {line}") if line.isdigit() else (origin, "")
+
+
+def _template_line() -> tuple[str, str]:
+    """``(file, " line N")`` of the innermost template frame on the stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        template = frame.f_globals.get("__jinja_template__")
+        if isinstance(template, JinjaTemplate):
+            line = template.get_corresponding_lineno(frame.f_lineno)
+            return template.filename or template.name or "<template>", f" line {line}"
+        frame = frame.f_back  # type: ignore[assignment]  # None ends the loop
+    return "<template>", ""
 
 
 def _computed_part(text: str, origin: str) -> TrustedInstruction:
