@@ -405,3 +405,16 @@ def test_outputs_whose_text_is_their_value_still_render(tmp_path: Path) -> None:
     bound = Templates(tmp_path).instruction("t.j2", params=Persona)
     text = bound.render({"persona": instruction("a helper"), "rules": [instruction("Be brief.")]})
     assert text == "a helper ['Be brief.'] BE BRIEF. range(0, 2) {'a': 1} None 1.5"
+
+
+@pytest.mark.parametrize("name", [Path("t.j2"), None, b"t.j2"])
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+def test_a_template_name_that_is_not_text_is_a_template_error_saying_what_to_pass(
+    tmp_path: Path, name: object, kind: str
+) -> None:
+    # A Path (the natural thing to pass) gave a bare AttributeError from inside jinja2.
+    (tmp_path / "t.j2").write_text("Be brief.")
+    templates = Templates(tmp_path)
+    with pytest.raises(TemplateError, match="relative to the template directory") as caught:
+        getattr(templates, kind)(name, params=Nothing)
+    assert type(name).__name__ in str(caught.value) or "None" in str(caught.value)

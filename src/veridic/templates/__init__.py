@@ -113,6 +113,7 @@ from jinja2.exceptions import TemplateSyntaxError
 from pydantic import BaseModel
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.config import settings
 from veridic.errors import (
     ProvenanceError,
@@ -372,6 +373,7 @@ class Templates:
     def _load(self, env: ProvenanceEnvironment, name: str) -> tuple[JinjaTemplate, Analysis]:
         loaded = self._loaded.get((env.kind, name))
         if loaded is None:
+            _check_name(name, env.kind)
             template = self._template(env, name, None)
             source = self._source(env, name)
             if source is None:  # pragma: no cover - the template was just loaded
@@ -506,6 +508,18 @@ def _matching(params: Params, analysis: Analysis, origin: str) -> Params:
 def _at(analysis: Analysis, name: str) -> str:
     where = analysis.where.get(name)
     return "where it is read" if where is None else f"{where[0]} line {where[1]}"
+
+
+def _check_name(name: object, kind: str) -> None:
+    """Refuse a template name that is not text: jinja2 splits it as text, and a ``Path``
+    (the natural thing to pass) failed inside jinja2 with a bare ``AttributeError``."""
+    if not isinstance(name, str):
+        shown = "None" if name is None else f"{a_type(name)} ({clip(repr(name))})"
+        raise TemplateError(
+            f"Templates.{kind}() got {shown} as the template's name: pass the name as text, "
+            'relative to the template directory, with / separators ("prompts/system.j2"; '
+            "for a Path, path.as_posix())"
+        )
 
 
 def _refuse_source(source: str, kind: str) -> None:
