@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from decimal import Decimal
+from enum import Enum
 from pathlib import Path
 from typing import TypedDict
 
@@ -418,3 +419,39 @@ def test_a_template_name_that_is_not_text_is_a_template_error_saying_what_to_pas
     with pytest.raises(TemplateError, match="relative to the template directory") as caught:
         getattr(templates, kind)(name, params=Nothing)
     assert type(name).__name__ in str(caught.value) or "None" in str(caught.value)
+
+
+# -- an Enum whose members hold what code can change -----------------------------------------
+
+
+class Plan(Enum):
+    PRO = {"label": "Pro"}  # noqa: RUF012  # the mutable value under test
+
+
+class Named(Enum):
+    GOLD = ("gold", 3)
+    SILVER = "silver"
+
+
+class PlanParams(TypedDict):
+    plan: Plan
+
+
+class NamedParams(TypedDict):
+    tier: Named
+
+
+def test_an_enum_whose_member_holds_a_mutable_value_is_refused_when_the_template_loads(
+    tmp_path: Path,
+) -> None:
+    # Plan.PRO.value["label"] = untrusted(...) reached the system slot minted as the
+    # template's text through {{ plan.value.label }}.
+    (tmp_path / "t.j2").write_text("Plan: {{ plan.value.label }}")
+    with pytest.raises(ProvenanceError, match="member PRO holds a dict") as caught:
+        Templates(tmp_path).instruction("t.j2", params=PlanParams)
+    assert "'plan'" in str(caught.value)
+    with pytest.raises(TemplateError, match="member PRO holds a dict"):
+        Templates(globals={"plan": Plan.PRO})
+    (tmp_path / "n.j2").write_text("Tier: {{ tier.value[0] }}")
+    bound = Templates(tmp_path).instruction("n.j2", params=NamedParams)
+    assert bound.render({"tier": Named.GOLD}) == "Tier: gold"

@@ -33,7 +33,7 @@ from jinja2.filters import FILTERS as DEFAULT_FILTERS
 from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import TemplateError
-from veridic.templates._params import written_member
+from veridic.templates._params import changeable_member, written_member
 from veridic.text.provenance import TrustedInstruction, describe, is_trusted
 
 __all__ = ["Custom", "Filter", "Global", "custom"]
@@ -111,6 +111,12 @@ def _check_global(name: str, value: object) -> object:
     if is_trusted(value) or type(value) in _SCALARS:
         return value
     if isinstance(value, Enum):
+        changeable = changeable_member(type(value))
+        if changeable is not None:
+            raise TemplateError(
+                f"Templates(globals=...) got {name!r}: {clip(repr(value))}, whose Enum "
+                f"{type(value).__name__} may change: {changeable}"
+            )
         if written_member(value):
             return value
         detail = (

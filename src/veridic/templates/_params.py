@@ -45,6 +45,7 @@ __all__ = [
     "Check",
     "Params",
     "SortedSet",
+    "changeable_member",
     "declared_text",
     "instruction_checks",
     "keys_holding_sets",
@@ -460,6 +461,9 @@ def _check_for(annotation: object) -> Check:
     if annotation is None or annotation is type(None):
         return _none
     if isinstance(annotation, type) and issubclass(annotation, Enum):
+        changeable = changeable_member(annotation)
+        if changeable is not None:
+            raise _Refused(annotation, f" ({changeable})")
         return _member(annotation)
     if origin is Literal and all(type(arg) in _LITERAL_TYPES for arg in args):
         return _literal(args)
@@ -503,6 +507,33 @@ def _member(enum: type[Enum]) -> Check:
         return None if isinstance(value, enum) and written_member(value) else ("", value)
 
     return check
+
+
+def changeable_member(enum: type[Enum]) -> str | None:
+    """Which member of ``enum`` holds a value code can change after the class was written.
+
+    A template reads a member's value (``{{ plan.value.label }}``): a dict or list there,
+    changed at run time with outside text (``Plan.PRO.value["label"] = ...``), would reach
+    the system slot as the template's own text. Text, numbers, ``None``, trusted text and
+    tuples of them cannot change.
+    """
+    for name, member in enum.__members__.items():
+        if not _unchangeable(member._value_):
+            return (
+                f"its member {name} holds {a_type(member._value_)}, which can be changed "
+                "after the class was written, by text from anywhere, and a template reads "
+                "it as {{ x.value }}; give the members text, numbers or tuples of them"
+            )
+    return None
+
+
+_UNCHANGEABLE: Final = frozenset({str, int, float, complex, bool, bytes, type(None), Decimal})
+
+
+def _unchangeable(value: object) -> bool:
+    if type(value) in _UNCHANGEABLE or is_trusted(value):
+        return True
+    return type(value) is tuple and all(map(_unchangeable, value))
 
 
 def written_member(value: Enum) -> bool:
