@@ -296,7 +296,6 @@ def test_a_document_made_in_code_keeps_tuples_of_what_it_checked() -> None:
             "'gemini'",
         ),
         (DocumentMessage("user", 42), "content"),  # type: ignore[arg-type]  # the forgery
-        (DocumentMessage("assistant", "", (ToolCall("c", "t", 7),)), "arguments"),  # type: ignore[arg-type]  # the forgery
     ],
 )
 def test_a_document_message_no_prompt_could_hold_is_refused_naming_it(
@@ -455,3 +454,25 @@ def test_an_enum_whose_member_holds_a_mutable_value_is_refused_when_the_template
     (tmp_path / "n.j2").write_text("Tier: {{ tier.value[0] }}")
     bound = Templates(tmp_path).instruction("n.j2", params=NamedParams)
     assert bound.render({"tier": Named.GOLD}) == "Tier: gold"
+
+
+# -- a tool call whose id, name or arguments are not text --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call_id", "name", "field"), [(5, "lookup", "id"), ("c1", ["lookup"], "name")]
+)
+def test_a_tool_call_whose_id_or_name_is_not_text_is_refused_when_recorded(
+    call_id: object, name: object, field: str
+) -> None:
+    # Recorded as given, the prompt then failed to hash with a bare TypeError.
+    composer = Composer().user("Look it up.")
+    with pytest.raises(VeridicError, match=f"tool call's {field} must be text") as caught:
+        composer.tool_call(call_id, name, {})  # type: ignore[arg-type]  # the mistake under test
+    assert "got " in str(caught.value)
+    assert composer.build().sha256  # the composer is as it was
+
+
+def test_a_tool_call_made_by_hand_with_arguments_that_are_not_text_is_refused() -> None:
+    with pytest.raises(VeridicError, match="arguments must be text, got an int"):
+        ToolCall("c1", "lookup", 7)  # type: ignore[arg-type]  # the mistake under test

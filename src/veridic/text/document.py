@@ -272,11 +272,8 @@ def _wrong_field(message: DocumentMessage) -> str | None:
     if type(message.tool_error) is not bool:
         return f"its tool_error is {a_type(message.tool_error)}, not a bool"
     for number, call in enumerate(message.tool_calls):
-        if not isinstance(call, ToolCall):
+        if not isinstance(call, ToolCall):  # whose fields are text (ToolCall checks them)
             return f"tool_calls[{number}] is {a_type(call)}, not a ToolCall"
-        for name in ("id", "name", "arguments"):
-            if not isinstance(getattr(call, name), str):
-                return f"tool_calls[{number}].{name} is {a_type(getattr(call, name))}, not text"
     for number, item in enumerate(message.reasoning):
         if not isinstance(item, DocumentReasoning):
             return f"reasoning[{number}] is {a_type(item)}, not a DocumentReasoning"

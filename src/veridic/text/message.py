@@ -26,11 +26,26 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A tool call the model made, with its arguments as canonical JSON text."""
+    """A tool call the model made, with its arguments as canonical JSON text.
+
+    Raises:
+        VeridicError: the id, the name or the arguments are not text (the prompt's hash
+            and every provider format write them as text).
+    """
 
     id: str
     name: str
     arguments: str
+
+    def __post_init__(self) -> None:
+        for field_name in ("id", "name", "arguments"):
+            value: object = getattr(self, field_name)
+            if not isinstance(value, str):
+                raise VeridicError(
+                    f"a tool call's {field_name} must be text, got {a_type(value)} "
+                    f"({repr(value)[:60]}): pass the id and the name as the model returned "
+                    "them, and the arguments as JSON text (Composer.tool_call() writes them)"
+                )
 
 
 @dataclass(frozen=True, slots=True)
