@@ -476,3 +476,28 @@ def test_a_tool_call_whose_id_or_name_is_not_text_is_refused_when_recorded(
 def test_a_tool_call_made_by_hand_with_arguments_that_are_not_text_is_refused() -> None:
     with pytest.raises(VeridicError, match="arguments must be text, got an int"):
         ToolCall("c1", "lookup", 7)  # type: ignore[arg-type]  # the mistake under test
+
+
+@pytest.mark.parametrize(
+    ("fields", "complaint"),
+    [
+        ({"role": "user", "content": 5, "parts": ("5",)}, "content must be text, got an int"),
+        ({"role": "user", "content": "Hi.", "parts": (b"Hi.",)}, r"parts\[0\] must be text"),
+        (
+            {
+                "role": "tool",
+                "content": "ok",
+                "parts": ("ok",),
+                "tool_call_id": "c1",
+                "tool_error": 1,
+            },
+            "tool_error must be True or False, got an int",
+        ),
+    ],
+)
+def test_a_message_made_by_hand_with_fields_of_the_wrong_type_is_refused(
+    fields: dict[str, object], complaint: str
+) -> None:
+    # Kept as given, the prompt failed to hash with a bare TypeError, or sent is_error: 1.
+    with pytest.raises(VeridicError, match=complaint):
+        Message(**fields)  # type: ignore[arg-type]  # the mistake under test

@@ -87,6 +87,7 @@ class Message:
 
     def __post_init__(self) -> None:
         _own_tuples(self)
+        _check_types(self)
         _check_links(self)
         if not self.reasoning:
             return
@@ -126,6 +127,30 @@ def _own_tuples(message: Message) -> None:
                 f"tool_calls[{index}] of {article(message.role)} message is {a_type(call)}, "
                 "not a ToolCall: record calls with Composer.tool_call()"
             )
+
+
+def _check_types(message: Message) -> None:
+    """Refuse a content, part or ``tool_error`` of another type than the hash writes.
+
+    The prompt's hash and every provider format write the content and the parts as text
+    and ``tool_error`` as a flag: kept as given, a message made by hand failed to hash
+    with a bare ``TypeError``, or was sent with ``is_error: 1``.
+    """
+    problem = None
+    if not isinstance(message.content, str):
+        problem = f"content must be text, got {a_type(message.content)}"
+    elif type(message.tool_error) is not bool:
+        problem = f"tool_error must be True or False, got {a_type(message.tool_error)}"
+    else:
+        for index, part in enumerate(message.parts):
+            if not isinstance(part, str):
+                problem = f"parts[{index}] must be text, got {a_type(part)}"
+                break
+    if problem is not None:
+        raise VeridicError(
+            f"a message's {problem}: build prompts with Composer, whose parts are the "
+            "texts it was given"
+        )
 
 
 def _check_links(message: Message) -> None:
