@@ -376,6 +376,8 @@ _ADDRESSED = [
     ("{{ rules | reverse }}", "an iterator"),  # |list forgotten
     ('{{ rules | map("upper") }}', "a generator"),
     ("{{ cycler(persona, rules) }}", "a Cycler"),
+    ("{{ [persona, persona.upper] }}", "a list holding a method"),
+    ("{{ {persona: rules | reverse} }}", "a dict holding an iterator"),
 ]
 
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 from jinja2 import Template as JinjaTemplate
@@ -80,7 +81,7 @@ def emit(value: object, origin: str) -> str:
     kind = type(value)
     if kind is TRUSTED or kind is Rendered:
         return value  # type: ignore[return-value]  # a str subclass
-    if kind not in _PLAIN:
+    if kind not in _SCALARS:
         _refuse_address(value, *_place(origin))
     return _computed_part(str(value), origin)
 
@@ -88,13 +89,15 @@ def emit(value: object, origin: str) -> str:
 def finalize(value: object) -> object:
     """A data template's expression output, as jinja2 hands it to ``str()``: refused when
     that text would be a memory address (see :func:`_refuse_address`)."""
-    if type(value) not in _PLAIN:
+    if type(value) not in _SCALARS:
         _refuse_address(value, *_template_line())
     return value
 
 
-_PLAIN: Final = frozenset({str, TRUSTED, int, float, bool, type(None), list, tuple, dict})
+_SCALARS: Final = frozenset({str, TRUSTED, int, float, bool, type(None)})
 """Types whose text is their value: what an output almost always is, checked no further."""
+_CONTAINERS: Final = (list, tuple, Mapping, AbstractSet)
+"""What prints the text of each item it holds: checked item by item."""
 _CALLABLES: Final = (
     types.FunctionType,
     types.BuiltinFunctionType,
@@ -119,22 +122,45 @@ def _refuse_address(value: object, template: str, line: str) -> None:
     Raises:
         TemplateError: such an output, with the template and line.
     """
-    kind = type(value)
-    if isinstance(value, _CALLABLES):
-        what = "a function" if isinstance(value, types.FunctionType) else "a method"
-    elif isinstance(value, _GENERATORS):
-        what = "a generator"
-    elif kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__:
-        what = "an iterator" if isinstance(value, Iterator) else article(kind.__name__)
-    else:
+    found = _addressed(value, set())
+    if found is None:
         return
+    what, kind = found
+    holder = "" if found[1] is type(value) else f"{article(type(value).__name__)} holding "
     raise TemplateError(
-        f"template {template!r}{line} outputs {what} ({kind.__name__}), whose text is its "
+        f"template {template!r}{line} outputs {holder}{what} ({kind.__name__}), whose text is its "
         "memory address, different in every process (provider prompt caching and the "
         "audit's sha256 rely on the same bytes for the same values): call the method "
         "(persona.upper()), add |list after a filter that gives an iterator (|select, |map, "
         "|reverse), or output a value"
     )
+
+
+def _addressed(value: object, seen: set[int]) -> tuple[str, type] | None:
+    """What in ``value`` prints as its memory address (itself, or an item it holds), and
+    its type; ``None`` when nothing does."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return None
+    if isinstance(value, _CONTAINERS):
+        if id(value) in seen:  # a container holding itself prints as [...]
+            return None
+        seen.add(id(value))
+        items: Iterable[object] = value
+        if isinstance(value, Mapping):
+            items = (part for pair in value.items() for part in pair)
+        for item in items:
+            found = _addressed(item, seen)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, _CALLABLES):
+        return ("a function" if isinstance(value, types.FunctionType) else "a method"), kind
+    if isinstance(value, _GENERATORS):
+        return "a generator", kind
+    if kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__:
+        return ("an iterator" if isinstance(value, Iterator) else article(kind.__name__)), kind
+    return None
 
 
 def _place(origin: str) -> tuple[str, str]:
