@@ -220,7 +220,7 @@ def test_untrusted_text_as_wording_is_refused() -> None:
 
 def test_a_non_text_wording_field_is_refused() -> None:
     with pytest.raises(
-        ProvenanceError, match=r"CapabilityWording\(intro=\.\.\.\) got text of a int"
+        ProvenanceError, match=r"CapabilityWording\(intro=\.\.\.\) got text of an int"
     ):
         CapabilityWording(intro=3)  # type: ignore[arg-type]
 

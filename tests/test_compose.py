@@ -49,7 +49,7 @@ def test_system_slot_refuses_a_plain_string_and_says_why() -> None:
 
 
 def test_system_slot_refuses_a_non_string() -> None:
-    with pytest.raises(ProvenanceError, match="a int, not text"):
+    with pytest.raises(ProvenanceError, match="an int, not text"):
         Composer().system(cast(TrustedInstruction, 42))  # type: ignore[veridic-forge]  # a forgery on purpose
 
 

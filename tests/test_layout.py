@@ -45,6 +45,8 @@ BOTTOM = frozenset(
         "veridic._extras",
         "veridic._model_runtime",
         "veridic._urls",
+
+        "veridic._words",
     }
 )
 

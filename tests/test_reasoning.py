@@ -171,7 +171,7 @@ def test_reasoning_item_repr_names_the_block_without_showing_the_reasoning() -> 
         ),
         (
             lambda: ReasoningItem.of("openai", {**REASONING, "x": {1: "one"}}),
-            "has the key 1, a int",
+            "has the key 1, an int",
             "exactly as the provider returned it",
         ),
     ],
@@ -343,7 +343,7 @@ OPENAI_BLOCKS = st.builds(
         "summary": [{"type": "summary_text", "text": text} for text in summary],
         "encrypted_content": encrypted,
     },
-    extra_keys("type", "id", "summary", "encrypted_content"),
+    extra_keys("type", "id", "summary", "encrypted_content", "content"),
     st.text(),
     st.lists(st.text(), max_size=3),
     st.none() | st.text(),

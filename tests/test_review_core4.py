@@ -69,10 +69,12 @@ def test_an_object_whose_str_is_outside_text_is_not_minted_as_code() -> None:
         join([instruction("A."), instruction("B.")], sep=ticket)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("value", [None, b"Be brief.", 42])
-def test_a_value_that_is_not_text_is_not_minted_as_its_repr(value: object) -> None:
+@pytest.mark.parametrize(
+    ("value", "said"), [(None, "None"), (b"Be brief.", "a bytes"), (42, "an int")]
+)
+def test_a_value_that_is_not_text_is_not_minted_as_its_repr(value: object, said: str) -> None:
     # instruction(None) gave the trusted instruction "None", instruction(b"x") "b'x'".
-    with pytest.raises(ProvenanceError, match=f"got a {type(value).__name__}, not text"):
+    with pytest.raises(ProvenanceError, match=f"got {said}, not text"):
         instruction(value)  # type: ignore[arg-type]  # the attack
 
 
@@ -94,7 +96,7 @@ def test_a_vouch_records_the_text_it_mints() -> None:
     minted = policy.vouch(_Shown("Be brief."), reason="the attack")
     assert str.__str__(minted) == "Be brief."
     assert TrustPolicy.records("review-core4")[-1].sample == repr("Be brief.")
-    with pytest.raises(ProvenanceError, match="vouch\\(\\) got a NoneType, not text"):
+    with pytest.raises(ProvenanceError, match="vouch\\(\\) got None, not text"):
         policy.vouch(None, reason="the attack")  # type: ignore[arg-type]
 
 

@@ -42,7 +42,9 @@ Other doors stay shut: no ``|safe`` (refused at load), autoescape off and
 ``{% autoescape %}`` refused, ``StrictUndefined``, a template named by an
 expression (``{% include name %}``) refused at load because its variables
 could not be checked, and values are never evaluated as template code:
-``{{ x }}`` with ``x = "{{ 7 * 7 }}"`` outputs the braces.
+``{{ x }}`` with ``x = "{{ 7 * 7 }}"`` outputs the braces. A render is the same
+text for the same values (provider prompt caching and the audit's ``sha256`` rely
+on it), so ``|random`` and ``lipsum()`` are refused at load, in every template.
 
 An instruction template's parameter type may only hold what code wrote: each
 field is ``TrustedInstruction`` (``InstructionField`` in a model), a scalar
@@ -111,6 +113,7 @@ from jinja2.exceptions import TemplateSyntaxError
 from pydantic import BaseModel
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.config import settings
 from veridic.errors import (
     ProvenanceError,
@@ -264,9 +267,11 @@ class Templates:
         """The template ``name`` for the system slot, bound to ``params``.
 
         Raises:
-            TemplateError: the template is missing, not valid jinja2, or uses a
+            TemplateError: the template is missing, cannot be read (an I/O error,
+                bytes that are not UTF-8: the file is named, the ``OSError`` or
+                ``UnicodeDecodeError`` is its cause), not valid jinja2, or uses a
                 forbidden construct (``|safe``, ``{% autoescape %}``, a template
-                named by an expression).
+                named by an expression, ``|random``, ``lipsum()``).
             TemplateParamsError: its variables (jinja2's analysis, following
                 includes, imports and parents) and the keys of ``params`` differ.
             ProvenanceError: a field of ``params`` is not typed as trusted text
@@ -368,6 +373,7 @@ class Templates:
     def _load(self, env: ProvenanceEnvironment, name: str) -> tuple[JinjaTemplate, Analysis]:
         loaded = self._loaded.get((env.kind, name))
         if loaded is None:
+            _check_name(name, env.kind)
             template = self._template(env, name, None)
             source = self._source(env, name)
             if source is None:  # pragma: no cover - the template was just loaded
@@ -406,6 +412,8 @@ class Templates:
             raise _syntax_error(error, error.filename or name) from error
         except _TOO_DEEP as error:
             raise _too_deep(error, self._display(env, name)) from error
+        except _UNREADABLE as error:
+            raise self._unreadable(name, error, referrer) from error
 
     def _display(self, env: ProvenanceEnvironment, name: str) -> str:
         """The file of template ``name``, for a message (its name if the loader has none).
@@ -416,8 +424,25 @@ class Templates:
         """
         try:
             return (self._loader.get_source(env, name)[1] if self._loader else None) or name
-        except (TemplateNotFound, OSError):
+        except (TemplateNotFound, *_UNREADABLE):
             return name
+
+    def _unreadable(
+        self, name: str, error: OSError | UnicodeDecodeError, referrer: str | None
+    ) -> TemplateError:
+        """The error for template ``name``, whose file the loader found and could not read."""
+        path = getattr(error, "filename", None)
+        if not isinstance(path, str) and isinstance(self._loader, FileSystemLoader):
+            path = os.path.join(self._loader.searchpath[0], *name.split("/"))
+        where = f"file {path!r}" if isinstance(path, str) else self._where
+        used = f" (used by {referrer!r})" if referrer else ""
+        if isinstance(error, UnicodeDecodeError):
+            problem = f"is not UTF-8 text ({error.reason} at byte {error.start})"
+            fix = "save the file as UTF-8"
+        else:
+            problem = f"cannot be read ({type(error).__name__}: {error.strerror or error})"
+            fix = "check that it is a regular file the process may read, or restore it"
+        return TemplateError(f"template {name!r}{used}, {where}, {problem}: {fix}")
 
     def _source(self, env: ProvenanceEnvironment, name: str) -> tuple[nodes.Template, str] | None:
         if self._loader is None:
@@ -426,6 +451,8 @@ class Templates:
             source, filename, _ = self._loader.get_source(env, name)
         except TemplateNotFound:
             return None
+        except _UNREADABLE as error:
+            raise self._unreadable(name, error, None) from error
         display = filename or name
         try:
             return env.parse(source, name, filename), display
@@ -483,6 +510,18 @@ def _at(analysis: Analysis, name: str) -> str:
     return "where it is read" if where is None else f"{where[0]} line {where[1]}"
 
 
+def _check_name(name: object, kind: str) -> None:
+    """Refuse a template name that is not text: jinja2 splits it as text, and a ``Path``
+    (the natural thing to pass) failed inside jinja2 with a bare ``AttributeError``."""
+    if not isinstance(name, str):
+        shown = "None" if name is None else f"{a_type(name)} ({clip(repr(name))})"
+        raise TemplateError(
+            f"Templates.{kind}() got {shown} as the template's name: pass the name as text, "
+            'relative to the template directory, with / separators ("prompts/system.j2"; '
+            "for a Path, path.as_posix())"
+        )
+
+
 def _refuse_source(source: str, kind: str) -> None:
     message = (
         f"{kind}_from_source() got a template source of {describe(source)}: {clip(source)}; "
@@ -494,6 +533,10 @@ def _refuse_source(source: str, kind: str) -> None:
         return
     raise ProvenanceError(message)
 
+
+_UNREADABLE: Final = (OSError, UnicodeDecodeError)
+"""What a loader raises for a template file it found and could not read: permissions, an
+I/O error, a file replaced by a directory since, bytes that are not UTF-8."""
 
 _TOO_DEEP: Final = (RecursionError, SyntaxError)
 """What parsing or compiling a template nested too deep raises: jinja2's parser and code

@@ -19,7 +19,15 @@ from jinja2 import meta, nodes
 
 from veridic.errors import TemplateError
 
-__all__ = ["Analysis", "Load", "analyse", "dynamic_reference", "references", "static_names"]
+__all__ = [
+    "Analysis",
+    "Load",
+    "analyse",
+    "bound_names",
+    "dynamic_reference",
+    "references",
+    "static_names",
+]
 
 Load = Callable[[str], "tuple[nodes.Template, str] | None"]
 """Parse a template by name: its fresh tree and the name to show for it, or ``None`` if missing."""
@@ -93,7 +101,7 @@ class _Walk:
         for read in tree.find_all(nodes.Name):
             if read.ctx == "load" and read.name in variables:
                 self.where.setdefault(read.name, (display, read.lineno))
-        bound = _bound(tree)
+        bound = bound_names(tree)
         for node, target in references(tree):
             names = static_names(target)
             if names is None:
@@ -142,7 +150,7 @@ def _parent_overrides(tree: nodes.Template, overridden: frozenset[str]) -> froze
     return frozenset(hidden)
 
 
-def _bound(tree: nodes.Template) -> set[str]:
+def bound_names(tree: nodes.Template) -> set[str]:
     """Every name the template binds itself, anywhere (loops, sets, macros, imports)."""
     names = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
     names.update(node.name for node in tree.find_all(nodes.Macro))

@@ -18,6 +18,7 @@ from jinja2.exceptions import TemplateError as JinjaTemplateError
 from pydantic import BaseModel
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.config import settings
 from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError, VeridicError
 from veridic.templates._analysis import Analysis
@@ -206,7 +207,7 @@ class InstructionTemplate(Bound[P]):
         else:
             message = (
                 f"instruction template {self.origin!r} got, for variable {key!r}{path}{place}, "
-                f"a {type(value).__name__} ({clip(repr(value))}), which its parameter type "
+                f"{a_type(value)}{_shown(value)}, which its parameter type "
                 f"{self._params.name} does not allow there: pass a value of the declared type "
                 "(scalars by exact type: an int subclass or a float for an int is refused)"
             )
@@ -283,7 +284,8 @@ class DataTemplate(Bound[P]):
             TemplateError: the render failed (an undefined attribute, a
                 sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
             VeridicError: ``mode`` is not a data mode.
-            TemplateParamsError: a set's items cannot be sorted.
+            TemplateParamsError: a set's items cannot be sorted (text beside numbers, a
+                NaN, which is in no order and equal to nothing).
         """
         chosen = check_mode(mode, f"{type(self).__name__}.render(mode=...)")
         values = self._params.values(params)
@@ -332,6 +334,11 @@ def _in_label(char: str) -> bool:
     except VeridicError:
         return False
     return True
+
+
+def _shown(value: object) -> str:
+    """`` (its repr)`` of a refused value, nothing for None (said as itself already)."""
+    return "" if value is None else f" ({clip(repr(value))})"
 
 
 def _line(error: BaseException) -> str:

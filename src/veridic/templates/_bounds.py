@@ -34,7 +34,6 @@ which also stops their folding), and each refuses a result past a bound with a
   character to any text);
 - ``int.to_bytes()``: more than 10,000,000 bytes (allocated and filled before anything
   could size the result);
-- ``lipsum()``: more than 100,000 words;
 - ``|round`` to more than 4,300 digits either side of the point (``round(n, -k)`` of an
   integer computes ``10 ** k`` in one call); ``.encode`` and ``.decode`` with the
   ``punycode`` and ``idna`` codecs (quadratic in the distinct characters).
@@ -62,8 +61,8 @@ from jinja2.filters import FILTERS, do_format, make_attrgetter
 from jinja2.nodes import EvalContext
 from jinja2.sandbox import MAX_RANGE
 from jinja2.tests import TESTS
-from jinja2.utils import generate_lorem_ipsum
 
+from veridic._words import a_type
 from veridic.templates._budget import (
     LONGEST,
     MOST_ITERATIONS,
@@ -79,7 +78,6 @@ __all__ = [
     "INTERCEPTED",
     "bounded_filters",
     "bounded_format",
-    "bounded_lipsum",
     "bounded_tests",
     "check_binop",
     "check_call",
@@ -168,7 +166,7 @@ def _check_product(left: object, right: object) -> None:
             continue
         if len(repeated) * times > _LONGEST:
             raise SecurityError(
-                f"a {type(repeated).__name__} of {len(repeated):,} repeated {times:,} "
+                f"{a_type(repeated)} of {len(repeated):,} repeated {times:,} "
                 f"times would be longer than {_LONGEST:,}"
             )
 
@@ -385,9 +383,7 @@ def _bounded_sum(
     return items if isinstance(start, list) else tuple(items)
 
 
-_AT_ONCE: Final = frozenset(
-    {"length", "count", "first", "last", "random", "default", "d", "attr", "reverse"}
-)
+_AT_ONCE: Final = frozenset({"length", "count", "first", "last", "default", "d", "attr", "reverse"})
 """jinja2's filters that take what they need of their value without reading it whole
 (``|reverse`` of a list gives an iterator, charged as it is read; of a text it makes one)."""
 _ONE_BY_ONE: Final = frozenset(
@@ -514,7 +510,7 @@ def _bounded_test(name: str, function: object) -> Filter:
         return _bounded_in
     own = function is TESTS.get(name)
     if not callable(function):
-        raise TypeError(f"the test {name!r} is a {type(function).__name__}, not a function")
+        raise TypeError(f"the test {name!r} is {a_type(function)}, not a function")
     if own and name in _TYPE_TESTS:
         return function  # jinja2's own, reading nothing it is charged for
     passed = 1 if getattr(function, "jinja_pass_arg", None) is not None else 0
@@ -533,16 +529,6 @@ def _bounded_test(name: str, function: object) -> Filter:
     bounded.__name__ = getattr(function, "__name__", "test")
     bounded.__doc__ = function.__doc__
     return bounded
-
-
-def bounded_lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
-    """``lipsum()``, refused past :data:`MAX_RANGE` words (it picks each at random)."""
-    if isinstance(n, int) and isinstance(max, int) and n * max > _LONGEST:
-        raise SecurityError(
-            f"lipsum({n:,}, max={max:,}) would write up to {n * max:,} words, more than "
-            f"{_LONGEST:,}"
-        )
-    return generate_lorem_ipsum(n, html, min, max)
 
 
 # -- methods of text --------------------------------------------------------------------
@@ -638,14 +624,14 @@ def _check_join(what: str, owner: str | bytes, arguments: tuple[object, ...]) ->
         items = list(items)  # in the order it was built in (a declared set: sorted)
     elif isinstance(items, set | frozenset):
         raise SecurityError(
-            f"{what} of a {type(items).__name__}: a set's order depends on the process's "
+            f"{what} of {a_type(items)}: a set's order depends on the process's "
             "hash seed, so the text would differ from one worker to the next (provider "
             "prompt caching and audit hashes need the same bytes at every render): sort it "
             "first, (items|sort|list)"
         )
     elif not isinstance(items, list | tuple):
         raise SecurityError(
-            f"{what} of a {type(items).__name__}: a stored template joins a list or a tuple "
+            f"{what} of {a_type(items)}: a stored template joins a list or a tuple "
             "(or a dict's keys or values), so that the size is known before the text is "
             "made: |list first"
         )

@@ -15,7 +15,7 @@ and templates shipped with the code never look), and:
   passes on and ``|first`` pays for one; a text is charged a word in five characters by
   the filters that go through it word by word in Python, ``|wordwrap``, ``|urlize``...):
   at most :data:`MOST_ITERATIONS` a render. ``|length``, ``|first``, ``|last``,
-  ``|count``, ``|random``, ``|default``, ``|attr`` and ``|reverse`` take what they need
+  ``|count``, ``|default``, ``|attr`` and ``|reverse`` take what they need
   and are not charged;
 - what filters, tests (``is in``), comparisons and ``in`` (Python's, which jinja2 compiles
   with no sandbox hook: veridic rewrites their operands) and the methods of texts and
@@ -55,6 +55,8 @@ from typing import Final
 
 from jinja2.exceptions import SecurityError
 from jinja2.utils import Namespace
+
+from veridic._words import a_type, article
 
 __all__ = [
     "LONGEST",
@@ -195,7 +197,7 @@ class Budget:
     def _bound(self, kind: str, measured: int) -> None:
         if measured > LONGEST:
             raise SecurityError(
-                f"the render made a {kind} of more than {LONGEST:,} characters and items "
+                f"the render made {article(kind)} of more than {LONGEST:,} characters and items "
                 f"(each time a value holds another counts); {_ADVICE}"
             )
 
@@ -246,7 +248,7 @@ class Budget:
                 total += item.bit_length() // 3 + 1  # type: ignore[attr-defined]  # an int, likewise
             elif isinstance(item, Namespace):
                 raise SecurityError(
-                    f"a {type(value).__name__} holds a namespace(); a namespace can change "
+                    f"{a_type(value)} holds a namespace(); a namespace can change "
                     "after the value holding it was measured: keep namespaces in variables"
                 )
             else:

@@ -31,8 +31,9 @@ from jinja2.defaults import DEFAULT_NAMESPACE
 from jinja2.filters import FILTERS as DEFAULT_FILTERS
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import TemplateError
-from veridic.templates._params import written_member
+from veridic.templates._params import changeable_member, written_member
 from veridic.text.provenance import TrustedInstruction, describe, is_trusted
 
 __all__ = ["Custom", "Filter", "Global", "custom"]
@@ -83,7 +84,7 @@ def custom(
             _check_name(option, name, DEFAULT_FILTERS, "filter")
             if not callable(function):
                 raise TemplateError(
-                    f"Templates({option}=...) got {name!r}: a {type(function).__name__}, not a "
+                    f"Templates({option}=...) got {name!r}: {a_type(function)}, not a "
                     "function: pass the function jinja2 calls with the filtered value"
                 )
     checked: dict[str, object] = {}
@@ -110,6 +111,12 @@ def _check_global(name: str, value: object) -> object:
     if is_trusted(value) or type(value) in _SCALARS:
         return value
     if isinstance(value, Enum):
+        changeable = changeable_member(type(value))
+        if changeable is not None:
+            raise TemplateError(
+                f"Templates(globals=...) got {name!r}: {clip(repr(value))}, whose Enum "
+                f"{type(value).__name__} may change: {changeable}"
+            )
         if written_member(value):
             return value
         detail = (
@@ -129,7 +136,7 @@ def _check_global(name: str, value: object) -> object:
         )
     else:
         detail = (
-            f"a {type(value).__name__}: a global may be trusted text, a number, a bool, None or "
+            f"{a_type(value)}: a global may be trusted text, a number, a bool, None or "
             "an Enum member; pass structured values as a template's parameters instead"
         )
     raise TemplateError(f"Templates(globals=...) got {name!r}: {detail}")

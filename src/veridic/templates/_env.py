@@ -8,10 +8,11 @@ per include would be the largest cost of a render).
 
 An environment renders one kind of template, instruction or data (a file used
 as both is compiled once per kind). Forbidden constructs (``|safe``,
-``{% autoescape %}``, a template named by an expression) are refused for
-every template the environment compiles. An instruction template's tree is
-also rewritten before jinja2 generates code (the documented ``_generate``
-hook), see ``_runtime`` for why:
+``{% autoescape %}``, a template named by an expression, and jinja2's random
+parts, ``|random`` and ``lipsum()``, which would make two renders of the same
+values differ) are refused for every template the environment compiles. An
+instruction template's tree is also rewritten before jinja2 generates code (the
+documented ``_generate`` hook), see ``_runtime`` for why:
 
 - each group of literal text becomes a reference to the trusted value minted
   for it at compile time, and each expression output ``{{ x }}`` becomes
@@ -37,12 +38,16 @@ from jinja2.runtime import Context, LoopContext
 from jinja2.sandbox import SandboxedEnvironment, modifies_known_mutable
 
 from veridic.errors import TemplateError
-from veridic.templates._analysis import dynamic_reference, references, static_names
+from veridic.templates._analysis import (
+    bound_names,
+    dynamic_reference,
+    references,
+    static_names,
+)
 from veridic.templates._bounds import (
     INTERCEPTED,
     bounded_filters,
     bounded_format,
-    bounded_lipsum,
     bounded_tests,
     check_binop,
     check_call,
@@ -64,6 +69,7 @@ from veridic.templates._runtime import (
     STORED_LITERALS,
     concat,
     emit,
+    finalize,
     stored_literal,
 )
 from veridic.text.provenance import TrustedInstruction, mint
@@ -190,6 +196,41 @@ def _refused(name: str) -> Callable[..., object]:
     return refused
 
 
+_NONDETERMINISTIC: Final = {
+    "random": (
+        "the |random filter, which picks an item at random",
+        "pick the item in code and pass it as a parameter, or take a fixed one (|first, items[0])",
+    ),
+    "lipsum": (
+        "lipsum(), which writes random words",
+        "write the placeholder text in the template, or pass it as a parameter",
+    ),
+}
+"""jinja2's filter and global whose output is random: refused in every template."""
+_RANDOM_FILTERS: Final = frozenset({"random"})
+_RANDOM_GLOBALS: Final = frozenset({"lipsum"})
+
+
+def _nondeterministic_use(name: str, origin: str, lineno: int | None) -> TemplateError:
+    what, fix = _NONDETERMINISTIC[name]
+    line = "" if lineno is None else f" line {lineno}"
+    return TemplateError(
+        f"template {origin!r}{line} uses {what}: the same values would render different "
+        "text each time, and a prompt must render byte for byte the same (provider prompt "
+        f"caching and the audit's sha256 rely on it): {fix}"
+    )
+
+
+def _nondeterministic(name: str) -> Callable[..., object]:
+    """What an environment holds under the name of a random filter or global: a refusal."""
+
+    @pass_context
+    def refused(context: Context, *arguments: object, **options: object) -> object:
+        raise _nondeterministic_use(name, context.name or "<template>", None)
+
+    return refused
+
+
 class ProvenanceEnvironment(Environment):
     """A jinja2 environment with veridic's settings; its instruction templates yield chunks
     that remember their values."""
@@ -215,6 +256,8 @@ class ProvenanceEnvironment(Environment):
             trim_blocks=trim_blocks,
             lstrip_blocks=lstrip_blocks,
             keep_trailing_newline=keep_trailing_newline,
+            # An instruction template's outputs go through emit(), which checks the same.
+            finalize=finalize if kind == "data" else None,
         )
         self.kind: Kind = kind
         if kind == "instruction":
@@ -223,6 +266,10 @@ class ProvenanceEnvironment(Environment):
             self.emit = emit
             self.emitted_as_is = EMITTED_AS_IS
         del self.filters["safe"]
+        # Held under their names so that a name computed at render (map(name)) finds a
+        # refusal too; a template that names them is refused when it loads.
+        self.filters["random"] = _nondeterministic("random")
+        self.globals["lipsum"] = _nondeterministic("lipsum")
         self.unsafe_filters = custom.unsafe if kind == "instruction" else frozenset()
         # An instruction environment holds a refusal under each unsafe filter's name:
         # jinja2 also finds a filter by a name given at render (``map(name)``), which no
@@ -304,7 +351,7 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         own = {name: self.filters.pop(name) for name in _OWN}
         self.filters = {**bounded_filters(self.filters), **own}
         self.tests = bounded_tests(self.tests)  # type: ignore[assignment]  # jinja2 types them as its own functions; these are called as they are
-        self.globals.update(lipsum=bounded_lipsum, namespace=BoundedNamespace)
+        self.globals.update(namespace=BoundedNamespace)
         self._safe_attributes: dict[tuple[type, str], bool] = {}
         self.stored_literals = STORED_LITERALS
         self.stored_literal = stored_literal
@@ -435,6 +482,8 @@ class _Rewrite:
                     "and pass text that must instruct as a TrustedInstruction"
                 )
             for name in _filter_names(node):
+                if name in _RANDOM_FILTERS:
+                    raise _nondeterministic_use(name, self.origin, node.lineno)
                 if name in self.environment.unsafe_filters:
                     raise TemplateError(
                         f"instruction template {self.origin!r} line {node.lineno} uses filter "
@@ -444,6 +493,10 @@ class _Rewrite:
                         "arguments, register it with safe_filters=, else use it in a data "
                         "template"
                     )
+        bound = bound_names(tree)  # {% set lipsum = ... %} is the template's own
+        for used in tree.find_all(nodes.Name):
+            if used.ctx == "load" and used.name in _RANDOM_GLOBALS and used.name not in bound:
+                raise _nondeterministic_use(used.name, self.origin, used.lineno)
         for modifier in tree.find_all(nodes.EvalContextModifier):
             raise TemplateError(
                 f"template {self.origin!r} line {modifier.lineno} changes autoescaping, which "

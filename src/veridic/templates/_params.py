@@ -12,7 +12,8 @@ refund limit, a tier), an ordered container of those (``list``, ``tuple``,
 nested ``TypedDict``), or a union of them. Scalars are checked by exact type
 (an ``int`` subclass may override ``__str__``), Enum members by identity with a
 member of the class body (:func:`written_member`: a pseudo-member that
-``_missing_`` made from a value is refused). Sets are refused because their
+``_missing_`` made from a value is refused), and an Enum class only if its members
+hold text, numbers or tuples of them (:func:`changeable_member`). Sets are refused because their
 order, and so the prompt's bytes, changes from run to run.
 
 A value is checked as it will be read: :func:`snapshot` copies containers
@@ -24,16 +25,20 @@ a custom ``__getitem__``) cannot hand the template a value the check never saw.
 from __future__ import annotations
 
 import contextlib
+import math
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
+from decimal import Decimal
 from enum import Enum, Flag
 from typing import Annotated, Final, Literal, Union
 
 import typing_extensions
 from pydantic import BaseModel, BeforeValidator
 
+from veridic._sample import clip
+from veridic._words import a_type, article
 from veridic.errors import ProvenanceError, TemplateParamsError
 from veridic.text.provenance import TrustedInstruction, is_trusted, untrusted
 
@@ -41,6 +46,7 @@ __all__ = [
     "Check",
     "Params",
     "SortedSet",
+    "changeable_member",
     "declared_text",
     "instruction_checks",
     "keys_holding_sets",
@@ -95,10 +101,13 @@ class Params:
                 return {key: getattr(value, key) for key in self.keys}
         elif isinstance(value, Mapping):
             return {key: value[key] for key in self.keys if key in value}
-        shape = f"a {self.name} instance" if self.model else f"a dict with the keys of {self.name}"
+        shape = (
+            f"{article(self.name)} instance"
+            if self.model
+            else f"a dict with the keys of {self.name}"
+        )
         raise TemplateParamsError(
-            f"render() got a {type(value).__name__}, but the template is bound to "
-            f"{self.name}: pass {shape}"
+            f"render() got {a_type(value)}, but the template is bound to {self.name}: pass {shape}"
         )
 
 
@@ -329,12 +338,21 @@ def ordered(value: object, where: str) -> object:
     """``value`` with each set in it (in lists, tuples and mappings) a :class:`SortedSet`.
 
     Raises:
-        TemplateParamsError: a set's items cannot be ordered (text beside numbers).
+        TemplateParamsError: a set's items cannot be ordered (text beside numbers, a NaN).
     """
     if isinstance(value, SortedSet):
         return value
     if isinstance(value, AbstractSet):
         items = [ordered(item, where) for item in value]
+        for item in items:
+            if _holds_nan(item):
+                raise TemplateParamsError(
+                    f"{where} holds a set with NaN ({clip(repr(item))}): NaN is neither less "
+                    "nor more than any number, and equal to none, itself included, so the "
+                    "set has no order to render in (it would change from process to process) "
+                    "and `x in` the set misses it: leave NaN out of the set, or pass a value "
+                    "that says what it stands for (None, a label)"
+                )
         try:
             items.sort(key=_content)  # items of one orderable kind, or TypeError
         except TypeError:
@@ -351,6 +369,21 @@ def ordered(value: object, where: str) -> object:
     if isinstance(value, Mapping):
         return {key: ordered(item, where) for key, item in value.items()}
     return value
+
+
+def _holds_nan(item: object) -> bool:
+    """Whether ``item`` is NaN (a float's, a ``Decimal``'s) or a tuple or set holding one.
+
+    Infinities are ordered (``-inf`` < every number < ``inf``) and equal to themselves,
+    so a set holds them as any number: only NaN is refused.
+    """
+    if isinstance(item, float):
+        return math.isnan(item)
+    if isinstance(item, Decimal):
+        return item.is_nan()
+    if isinstance(item, tuple | SortedSet):
+        return any(map(_holds_nan, item))
+    return False
 
 
 def _content(item: object) -> typing.Any:  # whatever the item compares as
@@ -429,6 +462,9 @@ def _check_for(annotation: object) -> Check:
     if annotation is None or annotation is type(None):
         return _none
     if isinstance(annotation, type) and issubclass(annotation, Enum):
+        changeable = changeable_member(annotation)
+        if changeable is not None:
+            raise _Refused(annotation, f" ({changeable})")
         return _member(annotation)
     if origin is Literal and all(type(arg) in _LITERAL_TYPES for arg in args):
         return _literal(args)
@@ -472,6 +508,33 @@ def _member(enum: type[Enum]) -> Check:
         return None if isinstance(value, enum) and written_member(value) else ("", value)
 
     return check
+
+
+def changeable_member(enum: type[Enum]) -> str | None:
+    """Which member of ``enum`` holds a value code can change after the class was written.
+
+    A template reads a member's value (``{{ plan.value.label }}``): a dict or list there,
+    changed at run time with outside text (``Plan.PRO.value["label"] = ...``), would reach
+    the system slot as the template's own text. Text, numbers, ``None``, trusted text and
+    tuples of them cannot change.
+    """
+    for name, member in enum.__members__.items():
+        if not _unchangeable(member._value_):
+            return (
+                f"its member {name} holds {a_type(member._value_)}, which can be changed "
+                "after the class was written, by text from anywhere, and a template reads "
+                "it as {{ x.value }}; give the members text, numbers or tuples of them"
+            )
+    return None
+
+
+_UNCHANGEABLE: Final = frozenset({str, int, float, complex, bool, bytes, type(None), Decimal})
+
+
+def _unchangeable(value: object) -> bool:
+    if type(value) in _UNCHANGEABLE or is_trusted(value):
+        return True
+    return type(value) is tuple and all(map(_unchangeable, value))
 
 
 def written_member(value: Enum) -> bool:

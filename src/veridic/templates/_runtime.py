@@ -26,9 +26,16 @@ needs none of this: its whole output is one data block (``_bound``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+import types
+from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
+from jinja2 import Template as JinjaTemplate
+
+from veridic._words import article
+from veridic.errors import TemplateError
 from veridic.text.provenance import Span, TrustedInstruction, joined, mint
 
 __all__ = [
@@ -38,6 +45,7 @@ __all__ = [
     "Rendered",
     "concat",
     "emit",
+    "finalize",
     "instruction_text",
     "stored_literal",
 ]
@@ -73,7 +81,104 @@ def emit(value: object, origin: str) -> str:
     kind = type(value)
     if kind is TRUSTED or kind is Rendered:
         return value  # type: ignore[return-value]  # a str subclass
+    if kind not in _SCALARS:
+        _refuse_address(value, *_place(origin))
     return _computed_part(str(value), origin)
+
+
+def finalize(value: object) -> object:
+    """A data template's expression output, as jinja2 hands it to ``str()``: refused when
+    that text would be a memory address (see :func:`_refuse_address`)."""
+    if type(value) not in _SCALARS:
+        _refuse_address(value, *_template_line())
+    return value
+
+
+_SCALARS: Final = frozenset({str, TRUSTED, int, float, bool, type(None)})
+"""Types whose text is their value: what an output almost always is, checked no further."""
+_CONTAINERS: Final = (list, tuple, Mapping, AbstractSet)
+"""What prints the text of each item it holds: checked item by item."""
+_CALLABLES: Final = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+_GENERATORS: Final = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+def _refuse_address(value: object, template: str, line: str) -> None:
+    """Refuse an output whose text is the value's memory address, not what it holds.
+
+    ``{{ persona.upper }}`` (the parentheses forgotten) printed ``<built-in method upper of
+    _Trusted object at 0x7f43...>``, ``{{ rules | reverse }}`` (``|list`` forgotten)
+    ``<list_reverseiterator object at 0x...>``: text that differs in every process, so
+    the prompt's bytes, its ``sha256`` and the provider's prompt cache do too (and, in
+    the system slot, text minted as the template's own).
+
+    Raises:
+        TemplateError: such an output, with the template and line.
+    """
+    found = _addressed(value, set())
+    if found is None:
+        return
+    what, kind = found
+    holder = "" if found[1] is type(value) else f"{article(type(value).__name__)} holding "
+    raise TemplateError(
+        f"template {template!r}{line} outputs {holder}{what} ({kind.__name__}), whose text is its "
+        "memory address, different in every process (provider prompt caching and the "
+        "audit's sha256 rely on the same bytes for the same values): call the method "
+        "(persona.upper()), add |list after a filter that gives an iterator (|select, |map, "
+        "|reverse), or output a value"
+    )
+
+
+def _addressed(value: object, seen: set[int]) -> tuple[str, type] | None:
+    """What in ``value`` prints as its memory address (itself, or an item it holds), and
+    its type; ``None`` when nothing does."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return None
+    if isinstance(value, _CONTAINERS):
+        if id(value) in seen:  # a container holding itself prints as [...]
+            return None
+        seen.add(id(value))
+        items: Iterable[object] = value
+        if isinstance(value, Mapping):
+            items = (part for pair in value.items() for part in pair)
+        for item in items:
+            found = _addressed(item, seen)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, _CALLABLES):
+        return ("a function" if isinstance(value, types.FunctionType) else "a method"), kind
+    if isinstance(value, _GENERATORS):
+        return "a generator", kind
+    if kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__:
+        return ("an iterator" if isinstance(value, Iterator) else article(kind.__name__)), kind
+    return None
+
+
+def _place(origin: str) -> tuple[str, str]:
+    """``(file, " line N")`` of an output's ``file:line`` origin."""
+    file, _, line = origin.rpartition(":")
+    return (file, f" line {line}") if line.isdigit() else (origin, "")
+
+
+def _template_line() -> tuple[str, str]:
+    """``(file, " line N")`` of the innermost template frame on the stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        template = frame.f_globals.get("__jinja_template__")
+        if isinstance(template, JinjaTemplate):
+            line = template.get_corresponding_lineno(frame.f_lineno)
+            return template.filename or template.name or "<template>", f" line {line}"
+        frame = frame.f_back  # type: ignore[assignment]  # None ends the loop
+    return "<template>", ""
 
 
 def _computed_part(text: str, origin: str) -> TrustedInstruction:

@@ -59,6 +59,7 @@ from dataclasses import replace
 from typing import Final, Literal, Self
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.conversation import ASSISTANT_SOURCE, USER_SOURCE, Conversation, Turn
 from veridic.text.fence import (
@@ -118,6 +119,7 @@ class Composer:
         "_log",
         "_mode",
         "_modes",
+        "_open_calls",
         "_system",
         "_turns",
         "_waiting",
@@ -130,6 +132,8 @@ class Composer:
         self._calls: dict[str, str] = {}
         self._answered: set[str] = set()
         self._waiting: dict[str, str] = {}  # calls without a result yet, in the order made
+        # Calls of the latest assistant turn not yet on its message (see _close_turn).
+        self._open_calls: list[ToolCall] = []
         self._modes: set[DataMode] = set()
         self._log: list[_Logged] = []
 
@@ -164,10 +168,10 @@ class Composer:
         mode = block_mode(text)
         if mode:
             self._modes.add(check_mode(mode, "user()"))
-            self._turns.append(Message("user", str(text), (text,)))
+            self._add(Message("user", str(text), (text,)))
             self._log.append(("block", text, "", check_mode(mode, "user()"), "", False, ()))
             return self
-        self._turns.append(_own_words("user", text))
+        self._add(_own_words("user", text))
         self._log.append(("user", text, "", "datamark", "", False, ()))
         return self
 
@@ -183,7 +187,7 @@ class Composer:
         check_label(label)
         self._require_answered(f"data({clip(label)}, ...)")
         chosen = self._mode if mode is None else check_mode(mode, "data() mode=")
-        self._turns.append(self._block("user", label, text, None, chosen))
+        self._add(self._block("user", label, text, None, chosen))
         self._log.append(("data", text, label, chosen, "", False, ()))
         return self
 
@@ -208,11 +212,11 @@ class Composer:
         for index, item in enumerate(items):
             if not isinstance(item, ReasoningItem):
                 raise VeridicError(
-                    f"assistant() got a {type(item).__name__} as reasoning item {index} "
+                    f"assistant() got {a_type(item)} as reasoning item {index} "
                     f"({clip(repr(item))}): pass the ReasoningItem values of the reply "
                     "(Reply.reasoning), or ReasoningItem.of(provider, block) for a stored block"
                 )
-        self._turns.append(_own_words("assistant", text, items))
+        self._add(_own_words("assistant", text, items))
         self._log.append(("assistant", text, "", "datamark", "", False, items))
         return self
 
@@ -262,10 +266,9 @@ class Composer:
         self._calls[call_id] = name
         self._waiting[call_id] = name
         self._log.append(("tool_call", encoded, name, "datamark", call_id, False, ()))
-        if last is not None and joins:
-            self._turns[-1] = replace(last, tool_calls=(*last.tool_calls, call))
-        else:
-            self._turns.append(Message("assistant", "", ("",), (call,)))
+        if not joins:
+            self._add(Message("assistant", "", ("",)))
+        self._open_calls.append(call)
         return self
 
     def tool_result(
@@ -301,7 +304,7 @@ class Composer:
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
         chosen = self._mode if mode is None else check_mode(mode, "tool_result() mode=")
         block = self._block("tool", label, text, call_id, chosen)
-        self._turns.append(replace(block, tool_error=True) if error is True else block)
+        self._add(replace(block, tool_error=True) if error is True else block)
         self._answered.add(call_id)
         self._waiting.pop(call_id, None)
         self._log.append(("tool_result", text, "", chosen, call_id, error is True, ()))
@@ -340,7 +343,7 @@ class Composer:
         """
         if not isinstance(conversation, Conversation):
             raise VeridicError(
-                f"restore() takes a Conversation, got a {type(conversation).__name__}: read "
+                f"restore() takes a Conversation, got {a_type(conversation)}: read "
                 "stored text with Conversation.from_json(text)"
             )
         if self._turns:
@@ -370,12 +373,30 @@ class Composer:
         latest turn, kept for audit); :attr:`Prompt.pending_tool_calls` lists
         them, and a gateway refuses to send such a prompt.
         """
+        self._close_turn()
         messages = list(self._turns)
         system = self._system_parts()
         if system:
             parts = _between(system, _SYSTEM_SEPARATOR)
             messages.insert(0, Message("system", "".join(parts), parts))
         return Prompt(tuple(messages))
+
+    def _add(self, message: Message) -> None:
+        """Append a turn, after putting the open calls on the turn before it."""
+        self._close_turn()
+        self._turns.append(message)
+
+    def _close_turn(self) -> None:
+        """Put the calls recorded since on the latest assistant turn's message, at once.
+
+        A turn's calls are kept in a list while they come and put on its message when
+        the next turn starts or the prompt is built: one copy of a turn's calls, not
+        one per call (5,000 calls on one turn made 12.5 million copies).
+        """
+        if self._open_calls:
+            last = self._turns[-1]
+            self._turns[-1] = replace(last, tool_calls=(*last.tool_calls, *self._open_calls))
+            self._open_calls.clear()
 
     def _system_parts(self) -> list[str]:
         """The system parts, with the fence preamble appended when blocks need it."""
@@ -443,7 +464,7 @@ class Composer:
     def _require_text(text: object, where: str, *, allow_empty: bool = False) -> None:
         if not isinstance(text, str):
             raise VeridicError(
-                f"{where} takes text, got a {type(text).__name__}: pass a str, "
+                f"{where} takes text, got {a_type(text)}: pass a str, "
                 "written from the value as the model should read it: JSON for a structure "
                 '(json.dumps(value)), decoded bytes (body.decode("utf-8")); brand text from '
                 'outside with untrusted(text, source="...") so the audit says where it came from'

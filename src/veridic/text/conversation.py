@@ -56,6 +56,7 @@ from typing import Final, Literal, cast, get_args
 
 from veridic import _json_object
 from veridic._sample import clip
+from veridic._words import a_type, article
 from veridic.errors import VeridicError
 from veridic.text.fence import DATA_MODES, DataMode, check_label
 from veridic.text.prompt import ReasoningItem, ReasoningProvider
@@ -249,7 +250,7 @@ _OPTIONAL: Final = frozenset({("assistant", "reasoning")})
 def _read_turn(index: int, turn: object) -> Turn:
     where = f"Conversation.from_json(): turn {index}"
     if not isinstance(turn, dict):
-        raise VeridicError(f"{where} is a {type(turn).__name__}, not a JSON object")
+        raise VeridicError(f"{where} is {a_type(turn)}, not a JSON object")
     if "system" in turn or turn.get("role") == "system":
         raise VeridicError(
             f"{where} is a system turn: a stored conversation never holds the system message, "
@@ -271,8 +272,8 @@ def _read_turn(index: int, turn: object) -> Turn:
             raise VeridicError(f"{where} ({kind}) lacks the key {key!r}")
         if type(turn[key]) is not expected:  # bool is not an int here, nor an int a bool
             raise VeridicError(
-                f"{where} ({kind}): {key!r} is a {type(turn[key]).__name__}, "
-                f"not a {cast(type, expected).__name__}"
+                f"{where} ({kind}): {key!r} is {a_type(turn[key])}, "
+                f"not {article(cast(type, expected).__name__)}"
             )
     unknown = sorted(set(turn) - set(shape))
     if unknown:

@@ -19,6 +19,7 @@ from typing import Final, Protocol, cast, get_args
 
 from veridic import _json_object
 from veridic._sample import clip
+from veridic._words import a_type, article
 from veridic.errors import VeridicError
 from veridic.text._prompt_hash import _digest
 from veridic.text.message import PromptSpan, Role, ToolCall
@@ -66,6 +67,15 @@ class DocumentMessage:
     reasoning: tuple[DocumentReasoning, ...] = ()
     tool_error: bool = False
 
+    def __post_init__(self) -> None:
+        # Tuples, as a Message keeps: a list changed after the document checked and hashed
+        # it would show what the hash does not cover. The rest is checked by the document
+        # that holds the message, which can say where it is (messages[2]).
+        if type(self.tool_calls) is not tuple:
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if type(self.reasoning) is not tuple:
+            object.__setattr__(self, "reasoning", tuple(self.reasoning))
+
 
 @dataclass(frozen=True, slots=True)
 class PromptDocument:
@@ -93,10 +103,17 @@ class PromptDocument:
     document whose spans say otherwise was edited to show an injection as
     code, and is refused.
 
+    A document made in code (``PromptDocument(...)``, ``dataclasses.replace``) is checked
+    as a read one is, and its messages as a :class:`~veridic.text.message.Message` is: a
+    role of the four, tool calls on an assistant message only, a tool call id and
+    ``tool_error`` on a tool result only (which carries a non-empty id), reasoning on an
+    assistant message only, each field of its JSON type; messages and spans are kept as
+    tuples.
+
     Raises:
-        VeridicError: the spans or the hash do not fit the messages, or a
-            trusted span covers a data block's label or data (the message
-            names the span or the hashes).
+        VeridicError: a message or span no prompt could hold, the spans or the
+            hash do not fit the messages, or a trusted span covers a data block's
+            label or data (the message names the message, the span or the hashes).
     """
 
     messages: tuple[DocumentMessage, ...]
@@ -104,8 +121,18 @@ class PromptDocument:
     sha256: str
 
     def __post_init__(self) -> None:
+        for name in ("messages", "spans"):
+            if type(getattr(self, name)) is not tuple:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        if not isinstance(self.sha256, str):
+            raise VeridicError(
+                f"PromptDocument got {a_type(self.sha256)} as sha256, not text: {_TO_DOCUMENT}"
+            )
+        for index, message in enumerate(self.messages):
+            _check_message(index, message)
         previous: PromptSpan | None = None
         for index, span in enumerate(self.spans):
+            _check_span_fields(index, span)
             where = (
                 f"PromptDocument: spans[{index}] (message {span.message}, {span.start}-{span.end})"
             )
@@ -117,8 +144,8 @@ class PromptDocument:
             message = self.messages[span.message]
             if span.role != message.role:
                 raise VeridicError(
-                    f"{where} has role {span.role!r}, and message {span.message} is a "
-                    f"{message.role} message: {_TO_DOCUMENT}"
+                    f"{where} has role {span.role!r}, and message {span.message} is "
+                    f"{article(message.role)} message: {_TO_DOCUMENT}"
                 )
             if not 0 <= span.start <= span.end <= len(message.content):
                 raise VeridicError(
@@ -208,6 +235,93 @@ class PromptDocument:
 
     def _repr_html_(self) -> str:
         return render(self, document=False)
+
+
+def _check_message(index: int, message: object) -> None:
+    """Refuse a message no prompt holds: the rules of ``Message``, and JSON's field types."""
+    where = f"PromptDocument: messages[{index}]"
+    if not isinstance(message, DocumentMessage):
+        raise VeridicError(f"{where} is {a_type(message)}, not a DocumentMessage: {_TO_DOCUMENT}")
+    role: object = message.role
+    if role not in _ROLES:
+        raise VeridicError(
+            f"{where} has the role {_shown(role)}, not one of {', '.join(_ROLES)}: {_TO_DOCUMENT}"
+        )
+    wrong = _wrong_field(message)
+    if wrong is not None:
+        raise VeridicError(f"{where}: {wrong}: {_TO_DOCUMENT}")
+    problem = _broken_link(message)
+    if problem is not None:
+        raise VeridicError(
+            f"{where} is {article(message.role)} message that {problem}, which no prompt "
+            f"holds (Message and the composer refuse it): {_TO_DOCUMENT}"
+        )
+
+
+def _shown(value: object) -> str:
+    """A value as a message quotes it: text clipped, anything else by its clipped repr."""
+    return clip(value) if isinstance(value, str) else repr(value)[:60]
+
+
+def _wrong_field(message: DocumentMessage) -> str | None:
+    """What of ``message`` is not of the JSON type a document writes, or ``None``."""
+    if not isinstance(message.content, str):
+        return f"its content is {a_type(message.content)}, not text"
+    if message.tool_call_id is not None and not isinstance(message.tool_call_id, str):
+        return f"its tool call id is {a_type(message.tool_call_id)}, not text or None"
+    if type(message.tool_error) is not bool:
+        return f"its tool_error is {a_type(message.tool_error)}, not a bool"
+    for number, call in enumerate(message.tool_calls):
+        if not isinstance(call, ToolCall):  # whose fields are text (ToolCall checks them)
+            return f"tool_calls[{number}] is {a_type(call)}, not a ToolCall"
+    for number, item in enumerate(message.reasoning):
+        if not isinstance(item, DocumentReasoning):
+            return f"reasoning[{number}] is {a_type(item)}, not a DocumentReasoning"
+        if item.provider not in _PROVIDERS:
+            return (
+                f"reasoning[{number}].provider is {_shown(item.provider)}, not a provider "
+                f"of reasoning items ({', '.join(_PROVIDERS)})"
+            )
+        if not isinstance(item.json_text, str):
+            return f"reasoning[{number}].json_text is {a_type(item.json_text)}, not text"
+    return None
+
+
+def _broken_link(message: DocumentMessage) -> str | None:
+    """The rule of ``Message`` that ``message`` breaks (its role against what it carries)."""
+    role = message.role
+    if message.tool_calls and role != "assistant":
+        return f"holds {len(message.tool_calls)} tool call(s): only the model's turn makes calls"
+    if message.reasoning and role != "assistant":
+        return f"holds {len(message.reasoning)} reasoning item(s): only the model's turn has any"
+    if role == "tool" and not message.tool_call_id:
+        return "answers no call: a tool result carries the non-empty id of the call it answers"
+    if role != "tool" and (message.tool_call_id is not None or message.tool_error):
+        return "has a tool call id or tool_error: only a tool result answers a call"
+    return None
+
+
+def _check_span_fields(index: int, span: object) -> None:
+    """Refuse a span that is not a ``PromptSpan`` of the JSON types a document writes."""
+    where = f"PromptDocument: spans[{index}]"
+    if not isinstance(span, PromptSpan):
+        raise VeridicError(f"{where} is {a_type(span)}, not a PromptSpan: {_TO_DOCUMENT}")
+    for name in ("message", "start", "end"):
+        if not isinstance(getattr(span, name), int) or isinstance(getattr(span, name), bool):
+            raise VeridicError(
+                f"{where}: its {name} is {a_type(getattr(span, name))}, not an integer: "
+                f"{_TO_DOCUMENT}"
+            )
+    if span.kind not in _KIND_NAMES:
+        raise VeridicError(
+            f"{where}: its kind is {_shown(span.kind)}, not a provenance kind "
+            f"({', '.join(_KIND_NAMES)}): {_TO_DOCUMENT}"
+        )
+    if not isinstance(span.origin, str) or not isinstance(span.role, str):
+        shown = span.role if isinstance(span.origin, str) else span.origin
+        raise VeridicError(
+            f"{where}: its origin or role is {a_type(shown)}, not text: {_TO_DOCUMENT}"
+        )
 
 
 def _check_blocks_untrusted(
@@ -400,7 +514,7 @@ _JSON_NAMES: Final[dict[type, str]] = {
 
 
 def _json_type(value: object) -> str:
-    return _JSON_NAMES.get(type(value), f"a {type(value).__name__}")
+    return _JSON_NAMES.get(type(value), a_type(value))
 
 
 def _read_message(where: str, index: int, item: object) -> DocumentMessage:

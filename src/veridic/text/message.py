@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
 from veridic._sample import clip
+from veridic._words import a_type, article
 from veridic.errors import VeridicError
 from veridic.text.provenance import Kind, Span, concat_spans
 from veridic.text.reasoning import ReasoningItem
@@ -25,11 +26,26 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A tool call the model made, with its arguments as canonical JSON text."""
+    """A tool call the model made, with its arguments as canonical JSON text.
+
+    Raises:
+        VeridicError: the id, the name or the arguments are not text (the prompt's hash
+            and every provider format write them as text).
+    """
 
     id: str
     name: str
     arguments: str
+
+    def __post_init__(self) -> None:
+        for field_name in ("id", "name", "arguments"):
+            value: object = getattr(self, field_name)
+            if not isinstance(value, str):
+                raise VeridicError(
+                    f"a tool call's {field_name} must be text, got {a_type(value)} "
+                    f"({repr(value)[:60]}): pass the id and the name as the model returned "
+                    "them, and the arguments as JSON text (Composer.tool_call() writes them)"
+                )
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +87,7 @@ class Message:
 
     def __post_init__(self) -> None:
         _own_tuples(self)
+        _check_types(self)
         _check_links(self)
         if not self.reasoning:
             return
@@ -78,14 +95,14 @@ class Message:
             isinstance(item, ReasoningItem) for item in self.reasoning
         ):
             raise VeridicError(
-                f"a {self.role} message got reasoning={clip(repr(self.reasoning))}: pass a "
+                f"{article(self.role)} message got reasoning={clip(repr(self.reasoning))}: pass a "
                 "tuple of ReasoningItem, as Reply.reasoning holds them"
             )
         if self.role != "assistant":
             raise VeridicError(
-                f"a {self.role} message got {len(self.reasoning)} reasoning item(s): reasoning "
-                "is the model's own output and goes on an assistant turn only; pass it with "
-                "Composer.assistant(text, reasoning=...)"
+                f"{article(self.role)} message got {len(self.reasoning)} reasoning item(s): "
+                "reasoning is the model's own output and goes on an assistant turn only; pass "
+                "it with Composer.assistant(text, reasoning=...)"
             )
 
     @property
@@ -107,9 +124,33 @@ def _own_tuples(message: Message) -> None:
     for index, call in enumerate(message.tool_calls):
         if not isinstance(call, ToolCall):
             raise VeridicError(
-                f"tool_calls[{index}] of a {message.role} message is a {type(call).__name__}, "
+                f"tool_calls[{index}] of {article(message.role)} message is {a_type(call)}, "
                 "not a ToolCall: record calls with Composer.tool_call()"
             )
+
+
+def _check_types(message: Message) -> None:
+    """Refuse a content, part or ``tool_error`` of another type than the hash writes.
+
+    The prompt's hash and every provider format write the content and the parts as text
+    and ``tool_error`` as a flag: kept as given, a message made by hand failed to hash
+    with a bare ``TypeError``, or was sent with ``is_error: 1``.
+    """
+    problem = None
+    if not isinstance(message.content, str):
+        problem = f"content must be text, got {a_type(message.content)}"
+    elif type(message.tool_error) is not bool:
+        problem = f"tool_error must be True or False, got {a_type(message.tool_error)}"
+    else:
+        for index, part in enumerate(message.parts):
+            if not isinstance(part, str):
+                problem = f"parts[{index}] must be text, got {a_type(part)}"
+                break
+    if problem is not None:
+        raise VeridicError(
+            f"a message's {problem}: build prompts with Composer, whose parts are the "
+            "texts it was given"
+        )
 
 
 def _check_links(message: Message) -> None:
@@ -124,7 +165,7 @@ def _check_links(message: Message) -> None:
         )
     if message.tool_calls and role != "assistant":
         raise VeridicError(
-            f"a {role} message got {len(message.tool_calls)} tool call(s) (first "
+            f"{article(role)} message got {len(message.tool_calls)} tool call(s) (first "
             f"{clip(str(message.tool_calls[0].name))}): only the model's own turn makes tool "
             "calls, and the Anthropic and Responses formats would leave them out; record them "
             "with Composer.tool_call()"
@@ -139,7 +180,7 @@ def _check_links(message: Message) -> None:
         )
     if role != "tool" and (message.tool_call_id is not None or message.tool_error):
         raise VeridicError(
-            f"a {role} message got a tool call id ({clip(repr(message.tool_call_id))}) or "
+            f"{article(role)} message got a tool call id ({clip(repr(message.tool_call_id))}) or "
             f"tool_error={message.tool_error!r}: only a tool result answers a call, and the "
             "Anthropic and Responses formats would leave them out of this message; answer a "
             "call with Composer.tool_result()"

@@ -29,6 +29,7 @@ from typing_extensions import deprecated
 from veridic import _json_object
 from veridic._json_object import RepeatedKeyError
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text._prompt_hash import _digest
 from veridic.text.document import DOCUMENT_FORMAT as DOCUMENT_FORMAT
@@ -117,7 +118,7 @@ class Prompt:
         for index, message in enumerate(self.messages):
             if not isinstance(message, Message):
                 raise VeridicError(
-                    f"messages[{index}] of this prompt is a {type(message).__name__}, not a "
+                    f"messages[{index}] of this prompt is {a_type(message)}, not a "
                     "Message: build prompts with Composer, or pass Message values"
                 )
         for index, message in enumerate(self.messages[1:], start=1):

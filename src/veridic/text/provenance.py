@@ -43,6 +43,7 @@ from functools import lru_cache
 from typing import Final, Literal, LiteralString, NewType, TypeGuard
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.config import settings
 from veridic.errors import ProvenanceError
 
@@ -377,7 +378,7 @@ def _not_text(value: object, source: str) -> str:
     the text: decode bytes, write a structure as JSON, or leave out a missing value.
     """
     return (
-        f"untrusted() got a {type(value).__name__}, not text (source {source!r}); "
+        f"untrusted() got {a_type(value)}, not text (source {source!r}); "
         "only a str is branded, since str() of anything else puts its repr in the prompt: "
         'decode bytes first (body.decode("utf-8")), write a structured value as JSON '
         "(json.dumps(value)), and leave a missing value (None) out of the prompt"
@@ -387,7 +388,7 @@ def _not_text(value: object, source: str) -> str:
 def _not_code_text(value: object, where: str, role: str = "") -> str:
     """Say why ``where`` refused a value that is not text, and what to pass instead."""
     return (
-        f"{where} got a {type(value).__name__}{role}, not text: {clip(repr(value))}; it mints "
+        f"{where} got {a_type(value)}{role}, not text: {clip(repr(value))}; it mints "
         "only text written in code, and str() of an object is whatever its __str__ returns "
         "(often the outside text it carries, or a repr nobody wrote): write the instruction "
         "as a literal, and place outside text with Composer.data() or Composer.user()"
@@ -542,7 +543,7 @@ def describe(value: str) -> str:
         return f"provenance {provenance(value).kind}"
     if isinstance(value, str) and type(value) is not str:
         return (
-            f"provenance unknown (a {type(value).__name__}, a str subclass veridic does not "
+            f"provenance unknown ({a_type(value)}, a str subclass veridic does not "
             "brand: its methods may give other text than it holds)"
         )
     if isinstance(value, str):
@@ -550,7 +551,7 @@ def describe(value: str) -> str:
             "provenance unknown (a plain str: f-strings, str.join, format, % and slicing "
             "all give plain str)"
         )
-    return f"a {type(value).__name__}, not text"
+    return f"{a_type(value)}, not text"
 
 
 def report(value: object, sink: str) -> None:
@@ -560,7 +561,7 @@ def report(value: object, sink: str) -> None:
         ProvenanceError: in enforce mode, always.
     """
     sample = clip(value) if isinstance(value, str) else repr(value)[:60]
-    where = describe(value) if isinstance(value, str) else f"a {type(value).__name__}, not text"
+    where = describe(value) if isinstance(value, str) else f"{a_type(value)}, not text"
     message = (
         f"{sink} got text of {where}: {sample}; only TrustedInstruction may give "
         "instructions: mint it with instruction(), read it from an InstructionField, "

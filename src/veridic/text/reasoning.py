@@ -19,6 +19,7 @@ from typing import Final, Literal
 
 from veridic import _json_object
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.wire import ReasoningBlock
 
@@ -38,6 +39,9 @@ _REASONING_FIELDS: Final[dict[str, dict[str, tuple[tuple[str, type], ...]]]] = {
     "openai": {"reasoning": (("id", str), ("summary", list))},
 }
 """provider -> block type -> the keys (and their JSON types) a block of that type must have."""
+_OPENAI_PARTS: Final = {"summary": "summary_text", "content": "reasoning_text"}
+"""An OpenAI reasoning item's lists of text parts, and the ``type`` of every part in each:
+``summary`` always, ``content`` when the API sends it."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -82,8 +86,10 @@ class ReasoningItem:
         VeridicError: the provider is not ``"anthropic"`` or ``"openai"``, the
             block is not JSON (``json_text`` that gives a key twice, holds a
             number JSON cannot write, or nests too deeply to read, is not), is
-            not a reasoning block of that provider, or lacks a key the provider
-            always sends.
+            not a reasoning block of that provider, lacks a key the provider
+            always sends, or (an OpenAI item) holds in ``summary`` or ``content``
+            a part other than the ``summary_text`` or ``reasoning_text`` parts
+            OpenAI sends, or ``encrypted_content`` that is not text or null.
     """
 
     provider: ReasoningProvider
@@ -99,7 +105,7 @@ class ReasoningItem:
             )
         if not isinstance(self.json_text, str):
             raise VeridicError(
-                f"{where} got a {type(self.json_text).__name__} as json_text: pass the JSON "
+                f"{where} got {a_type(self.json_text)} as json_text: pass the JSON "
                 "text of a stored item (item.json_text), or build one with "
                 "ReasoningItem.of(provider, block)"
             )
@@ -130,6 +136,8 @@ class ReasoningItem:
                     f"{expected.__name__} at {name!r}, which {self.provider} always sends: "
                     "pass the block exactly as the provider returned it"
                 )
+        if self.provider == "openai":
+            _check_openai_parts(block, where, self.json_text)
         object.__setattr__(self, "json_text", _canonical_json(block))
 
     def __repr__(self) -> str:
@@ -148,7 +156,7 @@ class ReasoningItem:
         where = f"ReasoningItem.of({provider!r}, ...)"
         if not isinstance(block, Mapping):
             raise VeridicError(
-                f"{where} got a {type(block).__name__}: pass the block as a mapping, "
+                f"{where} got {a_type(block)}: pass the block as a mapping, "
                 "exactly as the provider returned it"
             )
         _require_json(block, where, "the block")
@@ -163,6 +171,57 @@ class ReasoningItem:
         """A fresh copy of the block, to send back to the provider that produced it."""
         block: ReasoningBlock = json.loads(self.json_text)
         return block
+
+
+def _check_openai_parts(block: dict[str, object], where: str, json_text: str) -> None:
+    """Refuse an OpenAI item whose ``summary`` or ``content`` holds a part OpenAI never sends.
+
+    The parts go back to the model as its own reasoning: a stored item whose summary holds
+    a bare string or an ``input_text`` part would put words in the model's reasoning that
+    it never wrote (and the API refuses what it does not know, far from the store).
+    ``encrypted_content`` is text or null when the API sends it.
+    """
+    for key, part_type in _OPENAI_PARTS.items():
+        parts = block.get(key)
+        if parts is None and key != "summary":
+            continue
+        if not isinstance(parts, list):
+            raise _bad_part(where, json_text, key, f"is {_json_kind(parts)}, not a list")
+        for index, part in enumerate(parts):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if not isinstance(part, dict) or kind != part_type:
+                found = f"of type {kind!r}" if isinstance(part, dict) else _json_kind(part)
+                raise _bad_part(
+                    where, json_text, f"{key}[{index}]", f"is {found}, not a {part_type!r} part"
+                )
+            if not isinstance(part.get("text"), str):
+                raise _bad_part(where, json_text, f"{key}[{index}]", "has no text at 'text'")
+    encrypted = block.get("encrypted_content")
+    if encrypted is not None and not isinstance(encrypted, str):
+        raise _bad_part(
+            where, json_text, "encrypted_content", f"is {_json_kind(encrypted)}, not text or null"
+        )
+
+
+def _bad_part(where: str, json_text: str, path: str, problem: str) -> VeridicError:
+    return VeridicError(
+        f"{where}: the 'reasoning' item {clip(json_text)}: {path} {problem}, which OpenAI "
+        "never sends: pass the item exactly as the provider returned it (restore items only "
+        "from your own records of what the model returned)"
+    )
+
+
+def _json_kind(value: object) -> str:
+    """A JSON value's kind as a message names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _canonical_json(value: object) -> str:
@@ -190,12 +249,12 @@ def _require_json(value: object, where: str, path: str) -> None:
         for key, element in value.items():
             if not isinstance(key, str):
                 raise VeridicError(
-                    f"{where}: {path} has the key {key!r}, a {type(key).__name__}; JSON keys "
+                    f"{where}: {path} has the key {key!r}, {a_type(key)}; JSON keys "
                     "are text: pass the block exactly as the provider returned it"
                 )
             _require_json(element, where, f"{path}[{key!r}]")
         return
     raise VeridicError(
-        f"{where}: {path} is a {type(value).__name__}, not a JSON value: pass the block "
+        f"{where}: {path} is {a_type(value)}, not a JSON value: pass the block "
         "exactly as the provider returned it (JSON values only)"
     )

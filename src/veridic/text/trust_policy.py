@@ -37,6 +37,7 @@ from typing import Final, LiteralString, Protocol, runtime_checkable
 
 from veridic._ids import new_id
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.config import settings
 from veridic.errors import AuditRecordError, ProvenanceError, VouchNotRecordedError
 from veridic.text.provenance import TrustedInstruction, _caller, mint
@@ -168,7 +169,7 @@ class TrustPolicy:
         """
         if not isinstance(text, str):
             raise ProvenanceError(
-                f"TrustPolicy({self._name!r}).vouch() got a {type(text).__name__}, not text: "
+                f"TrustPolicy({self._name!r}).vouch() got {a_type(text)}, not text: "
                 f"{clip(repr(text))}; vouch for the text itself (decode bytes, write a "
                 "structure as the words the model should read), so the record shows what "
                 "was minted"
@@ -214,7 +215,7 @@ class TrustPolicy:
         global _sink
         if sink is not None and not isinstance(sink, VouchSink):
             raise ProvenanceError(
-                f"TrustPolicy.record_to() got a {type(sink).__name__}, which has no "
+                f"TrustPolicy.record_to() got {a_type(sink)}, which has no "
                 "write_vouch method: pass an audit store (SQLiteAuditSink, PostgresAuditSink)"
             )
         with _lock:

@@ -1,0 +1,42 @@
+"""A word with its article, for a message that says what was found instead.
+
+"untrusted() got a int" reads as a typo, and a reader starts to doubt the rest of
+the message. The article is chosen from the word's spelling: ``an`` before a vowel
+(``an int``, ``an Enum``, ``an assistant message``), ``a`` before a ``u`` or ``eu``
+said as "you" (``a UUID``, ``a UserDict``) and before ``one``. ``None`` is no type
+to a reader: it is said as itself.
+
+The text core and the templates use it here, at the bottom, since they sit upstream
+of ``veridic.checks``, whose ``_words`` holds the same two functions.
+
+>>> a_type(3), a_type([]), a_type(None), a_type(1.5), a_type(object())
+('an int', 'a list', 'None', 'a float', 'an object')
+>>> article("assistant"), article("UUID"), article("Unknown"), article("Enum")
+('an assistant', 'a UUID', 'an Unknown', 'an Enum')
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = ["a_type", "article"]
+
+_SAID_YOU: Final = re.compile(r"(?i)(?:u[bcfgklmnprstvz][aeiouy]|uu|eu|uni|use|usu|one\b)")
+"""A start said with a consonant though spelled with a vowel: ``UserDict``, ``UUID``, ``Euro``.
+
+Not ``Unknown``, ``Undefined`` (``un`` + consonant): those take ``an``.
+"""
+
+
+def article(word: str) -> str:
+    """``word`` with ``a`` or ``an`` before it, chosen from its spelling."""
+    vowel = word[:1].lower() in set("aeiou") and not _SAID_YOU.match(word)
+    return f"{'an' if vowel else 'a'} {word}"
+
+
+def a_type(value: object) -> str:
+    """The type of ``value`` with its article (``an int``), or ``None`` for None."""
+    if value is None:
+        return "None"
+    return article(type(value).__name__)
