@@ -45,7 +45,6 @@ BOTTOM = frozenset(
         "veridic._extras",
         "veridic._model_runtime",
         "veridic._urls",
-
         "veridic._words",
     }
 )

@@ -6,8 +6,7 @@ the message. The article is chosen from the word's spelling: ``an`` before a vow
 said as "you" (``a UUID``, ``a UserDict``) and before ``one``. ``None`` is no type
 to a reader: it is said as itself.
 
-The text core and the templates use it here, at the bottom, since they sit upstream
-of ``veridic.checks``, whose ``_words`` holds the same two functions.
+It sits at the bottom because the text core, the templates and the checks all use it.
 
 >>> a_type(3), a_type([]), a_type(None), a_type(1.5), a_type(object())
 ('an int', 'a list', 'None', 'a float', 'an object')

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
+from veridic._words import a_type
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_report import _Item, _Report, _UsageError
-from veridic.checks._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.provenance import is_trusted, provenance
 from veridic.tools.registry import Registry

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from veridic._sample import clip
-from veridic.checks._words import a_type
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.tools._descriptions import GapCode, backticked_names, description_problem
 from veridic.tools.registry import Registry

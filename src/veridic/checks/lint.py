@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from veridic._sample import clip
-from veridic.checks._words import a_type
+from veridic._words import a_type
 from veridic.checks.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
 from veridic.text.provenance import _display_path

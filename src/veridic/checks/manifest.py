@@ -61,7 +61,7 @@ from typing import Final, Literal
 
 from veridic import _json_object
 from veridic._sample import clip
-from veridic.checks._words import a_type
+from veridic._words import a_type
 from veridic.checks.lint import tools_of
 from veridic.errors import VeridicError
 from veridic.tools.registry import Registry

@@ -55,7 +55,7 @@ from types import MappingProxyType
 from typing import Final
 
 from veridic._sample import clip
-from veridic.checks._words import a_type
+from veridic._words import a_type
 from veridic.checks.choosers import Choice, ToolChooser
 from veridic.checks.lint import LintFinding, Severity, tool_location
 from veridic.errors import VeridicError
