@@ -1,0 +1,97 @@
+"""A second read of the ninth evaluation review and of the MCP tool-name change.
+
+Each test was a reproducer that failed on the code before its fix. The command-line tests
+run end to end against a real HTTP server started in the test (``tests/_chat_server.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _chat_server import NEEDS_HTTP, ChatServer, serving
+
+from veridic.evaluation.cli import main
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with serving() as state:
+        yield state
+
+
+@pytest.fixture(autouse=True)
+def _cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("VERIDIC_EVAL_CACHE", str(tmp_path / "cache"))
+
+
+def _run_against(server: ChatServer, tmp_path: Path, query: str = "") -> int:
+    argv = ["--endpoint", server.url + query, "--model", "tiny", "--api-key-env", "MY_KEY"]
+    return main([*argv, "--quiet", "--out", str(tmp_path / "r.json"), "--limit", "1"])
+
+
+# --- credentials a server repeats in another spelling are not shown ------------------------------
+
+
+@NEEDS_HTTP
+@pytest.mark.parametrize(
+    ("key", "query", "echoed"),
+    [
+        # A JSON error body escapes "/" as "\/" (PHP's json_encode does by default).
+        ("s3cret/bearer-key", "", b'{"error": "invalid key s3cret\\/bearer-key"}'),
+        # ... and characters outside ASCII as \uXXXX (Python's json.dumps does).
+        ("a-bearer-key", "?key=s3cret-qu%C3%A9ry", b'{"error": "bad key s3cret-qu\\u00e9ry"}'),
+        # An error page quotes the request target as the client sent it: a "+" of the
+        # query as written, a percent code in lower-case hex.
+        ("a-bearer-key", "?key=s3cret+query", b"no route for /v1/chat?key=s3cret+query"),
+        ("a-bearer-key", "?key=s3cret%2Fquery", b"no route for /v1/chat?key=s3cret%2fquery"),
+    ],
+)
+def test_a_key_the_server_repeats_escaped_or_encoded_is_not_shown(
+    server: ChatServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    key: str,
+    query: str,
+    echoed: bytes,
+) -> None:
+    monkeypatch.setenv("MY_KEY", key)
+    server.answer = lambda n: (401, {"Content-Type": "text/plain"}, echoed)
+    assert _run_against(server, tmp_path, query) == 1
+    err = capsys.readouterr().err
+    assert "HTTP 401" in err
+    assert "s3cret" not in err, err
+
+
+@NEEDS_HTTP
+@pytest.mark.parametrize("key", ["s3cret-bearer-key\n", "s3cret-bearer-key\r", " s3cret-key"])
+def test_a_key_no_header_can_carry_is_refused_without_showing_it(
+    server: ChatServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    key: str,
+) -> None:
+    # A key read from a file often ends with a line break. The HTTP client refused the
+    # header and said why, quoting it ("Illegal header value b'Bearer s3cret...\n'"), and
+    # the run's message printed that, key and all, under advice to check the server.
+    monkeypatch.setenv("MY_KEY", key)
+    with pytest.raises(SystemExit) as stopped:
+        _run_against(server, tmp_path)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "MY_KEY" in err
+    assert "s3cret" not in err, err
+    assert not server.requests
+
+
+@NEEDS_HTTP
+def test_a_key_with_a_line_break_given_to_the_backend_is_not_shown(server: ChatServer) -> None:
+    from veridic.evaluation.backends import BackendError, EndpointBackend
+
+    backend = EndpointBackend(server.url, "tiny", api_key="s3cret-bearer-key\n", retries=0)
+    with pytest.raises(BackendError) as raised:
+        backend.complete([{"role": "user", "content": "hi"}], 8)
+    assert "s3cret" not in str(raised.value), raised.value
