@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from _chat_server import NEEDS_HTTP, ChatServer, serving
 
+from veridic import Registry, VeridicError
 from veridic.evaluation.cli import main
 
 
@@ -95,3 +96,22 @@ def test_a_key_with_a_line_break_given_to_the_backend_is_not_shown(server: ChatS
     with pytest.raises(BackendError) as raised:
         backend.complete([{"role": "user", "content": "hi"}], 8)
     assert "s3cret" not in str(raised.value), raised.value
+
+
+# --- a tool name from outside is clipped in the message that refuses it ---------------------------
+
+
+def test_a_long_tool_name_is_clipped_in_the_message_that_refuses_it() -> None:
+    name = "x" * 10_000 + "\x1b[2J"
+    with pytest.raises(VeridicError) as raised:
+        Registry().external(
+            name=name,
+            description="Search the catalogue.",
+            input_schema={"type": "object", "properties": {}},
+            handler=lambda arguments: "",
+            kind="query",
+        )
+    message = str(raised.value)
+    assert len(message) < 1_000, len(message)
+    assert "\x1b" not in message
+    assert "10004 chars" in message

@@ -387,8 +387,10 @@ def check_tool_name(name: object, where: str, *, builtin: bool = False) -> str:
         VeridicError: the name is not such a string, or is the built-in schema tool's name.
     """
     if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+        # The name may be a server's (an MCP listing): quoted escaped and clipped.
+        shown = clip(name) if isinstance(name, str) else repr(name)
         raise VeridicError(
-            f"tool name {name!r} ({where}) is not a valid tool name: providers accept 1-64 "
+            f"tool name {shown} ({where}) is not a valid tool name: providers accept 1-64 "
             "letters, digits, _ and -; pass name=... with such a name"
         )
     if name == SCHEMA_TOOL and not builtin:
@@ -513,7 +515,7 @@ def external_tool(
             section would print it), or the ``jsonschema`` package (extra
             ``external``) is not installed.
     """
-    _check_source(source, repr(name))
+    _check_source(source, clip(name) if isinstance(name, str) else repr(name))
     origin = source.strip() or "an external spec"
     check_tool_name(name, origin)
     where = f"{name!r} ({origin})"
