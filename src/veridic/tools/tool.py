@@ -67,7 +67,14 @@ from veridic.tools.function_schema import (
     _pydantic_validator,
 )
 from veridic.tools.input_schema import _ARGUMENT_NAME, SCHEMA_TOOL, JsonObject
-from veridic.tools.pins import DescriptionTrust, PinScope, _pin_state, description_pin, tool_pin
+from veridic.tools.pins import (
+    DescriptionTrust,
+    PinScope,
+    _pin_state,
+    _tool_pin,
+    description_pin,
+    tool_pin,
+)
 from veridic.tools.risk import (
     INSTRUCTION_ARGUMENTS,
     INSTRUCTION_WRITES,
@@ -538,8 +545,9 @@ def external_tool(
         refuse_untrusted(
             name,
             f"registry.external(name=...) of {where}",
-            "write the name in code, or pin the whole tool with "
-            "pin=veridic.tools.tool.tool_pin(name, description, input_schema) after reviewing it",
+            "write the name in code, or review the tool and write in code the tool pin that "
+            f"veridic.tools.tool.tool_pin(name, description, input_schema) gives for it, here "
+            f"pin={_tool_pin(str(name), str(description), schema)!r}",
         )
     name = str(name)  # the brand ends here: the pin vouched for the text
     properties = schema.get("properties")
