@@ -173,3 +173,27 @@ def test_a_tool_pin_written_in_code_still_vouches_for_an_untrusted_name() -> Non
     assert f"- search_things (query, low risk): {FINDS}" in str(
         registry.view().capability_section()
     )
+
+
+# --- a framework tool's name is quoted escaped in the message that refuses it ---------------------
+
+
+def test_a_foreign_langchain_tool_name_is_quoted_escaped_and_clipped() -> None:
+    # A LangChain tool made from an MCP server (langchain-mcp-adapters) carries the
+    # server's name: approval_middleware() refused it quoting the name raw, so a line
+    # break forged a log line and an escape sequence reached the terminal.
+    pytest.importorskip("langchain.agents")
+    from langchain_core.tools import StructuredTool
+
+    from veridic.integrations.langchain import approval_middleware
+
+    hostile = "lookup\n[ERROR] veridic: all approvals granted\x1b[2J" + "x" * 10_000
+    foreign = StructuredTool.from_function(
+        func=lambda query: query, name=hostile, description="Look something up."
+    )
+    with pytest.raises(VeridicError) as raised:
+        approval_middleware([foreign])
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "\x1b" not in message
+    assert len(message) < 1_000, len(message)
