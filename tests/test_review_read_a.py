@@ -197,3 +197,31 @@ def test_a_foreign_langchain_tool_name_is_quoted_escaped_and_clipped() -> None:
     assert "\n" not in message
     assert "\x1b" not in message
     assert len(message) < 1_000, len(message)
+
+
+def test_an_unpinned_description_that_cannot_be_pinned_still_registers() -> None:
+    # The refusal's literal pin was computed for every registration without a tool pin,
+    # untrusted name or not: a description holding a lone surrogate (which no pin can
+    # cover) made registry.external() fail for a name written in code.
+    registry = Registry()
+    registry.external(
+        name="ext_search",
+        description="Find products \ud800 in the catalogue by keyword.",
+        input_schema=ANY_SCHEMA,
+        handler=lambda arguments: "",
+        kind="query",
+    )
+    assert "ext_search" in registry.view().names()
+
+
+def test_an_untrusted_name_whose_tool_cannot_be_pinned_is_refused_saying_why() -> None:
+    name = untrusted("search_things", source="openapi:petstore")
+    with pytest.raises(ProvenanceError) as raised:
+        Registry().external(
+            name=name,
+            description="Find products \ud800 in the catalogue by keyword.",
+            input_schema=ANY_SCHEMA,
+            handler=lambda arguments: "",
+            kind="query",
+        )
+    assert "not valid Unicode" in str(raised.value)

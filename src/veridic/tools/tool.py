@@ -47,7 +47,12 @@ from pydantic import BaseModel
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.fields import instruction_fields
-from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
+from veridic.text.provenance import (
+    TrustedText,
+    _display_path,
+    is_untrusted,
+    refuse_untrusted,
+)
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
 from veridic.tools._external_schema import (
@@ -539,15 +544,15 @@ def external_tool(
     schema = _plain_json(input_schema, where)
     validator = _schema_validator(schema, where)
     trust, scope = _pin_state(name, description, schema, pin, where)
-    if not (trust == "pinned" and scope == "tool"):
+    if is_untrusted(name) and not (trust == "pinned" and scope == "tool"):
         # The section prints the name as trusted text: from code, or vouched for by a
         # tool pin (which covers it); outside text a pin does not cover is refused.
         refuse_untrusted(
             name,
             f"registry.external(name=...) of {where}",
             "write the name in code, or review the tool and write in code the tool pin that "
-            f"veridic.tools.tool.tool_pin(name, description, input_schema) gives for it, here "
-            f"pin={_tool_pin(str(name), str(description), schema)!r}",
+            "veridic.tools.tool.tool_pin(name, description, input_schema) gives for it, "
+            + _pin_to_write(name, description, schema),
         )
     name = str(name)  # the brand ends here: the pin vouched for the text
     properties = schema.get("properties")
@@ -592,6 +597,15 @@ def external_tool(
         withheld=_withheld_reason(withheld, where),
         hints=options.hints,
     )
+
+
+def _pin_to_write(name: str, description: str, schema: JsonObject) -> str:
+    """The tool pin of an external tool as it is now, for the message that asks for one
+    (computed only then: a description no pin can cover registers unpinned)."""
+    try:
+        return f"here pin={_tool_pin(str(name), str(description), schema)!r}"
+    except VeridicError as error:
+        return f"once it can be pinned ({error})"
 
 
 def _instruction_arguments(
