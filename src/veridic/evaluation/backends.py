@@ -15,6 +15,7 @@ no data mode can defend against that, it is the serving stack's job.)
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from veridic._model_runtime import (
     HttpClient,
@@ -431,14 +432,37 @@ server's answer: replacing every ``1`` of an ``api-version=1`` would garble it."
 
 
 def _secrets(url: str, api_key: str | None) -> tuple[str, ...]:
-    """What of ``url`` and ``api_key`` may authenticate, as written and percent-decoded,
-    longest first (so a secret holding another is replaced whole)."""
+    """What of ``url`` and ``api_key`` may authenticate, in every spelling an answer or
+    an error may give it (:func:`_spellings`), longest first (so a secret holding
+    another is replaced whole)."""
     parts = urlsplit(url)
-    found = {api_key or "", parts.username or "", parts.password or ""}
-    found |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
-    found |= {item for item in parts.query.split("&") if "=" not in item}
-    found |= {unquote(value) for value in found} | {quote(value, safe="") for value in found}
+    written = {api_key or "", parts.username or "", parts.password or ""}
+    # A query's values as written (an error page quotes the request target so), and as
+    # a server reads them.
+    written |= {item.partition("=")[2] if "=" in item else item for item in parts.query.split("&")}
+    written |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
+    plain = {form for value in written for form in (value, value.strip(), unquote(value))}
+    found = {spelled for value in plain for spelled in _spellings(value)}
     return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))
+
+
+def _spellings(value: str) -> set[str]:
+    """``value`` as a server's answer or the HTTP client's error may spell it: as is,
+    percent-encoded (hex in either case, a space as ``+``), escaped in a JSON string
+    (``\\/`` and ``\\u00e9`` too) or in a Python ``repr`` of text or bytes."""
+    encoded = quote(value, safe="")
+    escaped = json.dumps(value)[1:-1]
+    return {
+        value,
+        encoded,
+        re.sub(r"%[0-9A-F]{2}", lambda code: code.group().lower(), encoded),
+        quote_plus(value, safe=""),
+        escaped,
+        escaped.replace("/", "\\/"),
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        repr(value)[1:-1],
+        repr(value.encode("utf-8", "surrogatepass"))[2:-1],
+    }
 
 
 def _default_client() -> HttpClient:
@@ -611,17 +635,29 @@ class EndpointBackend:
         """What the server answered, as an error quotes it: the credentials this backend
         sends replaced by ``***`` (a server refusing a key often repeats it, an error page
         the URL it was asked), then clipped, each control or bidi character as a code."""
+        return visible(self._masked(text), limit)
+
+    def _masked(self, text: str) -> str:
+        """``text`` with the credentials this backend sends replaced by ``***``."""
         for secret in self._secrets:
             text = text.replace(secret, "***")
-        return visible(text, limit)
+        return text
 
     def _post(self, body: Mapping[str, object], headers: Mapping[str, str]) -> HttpResponse:
         try:
             return self._client.post(self._url, json=body, headers=headers, timeout=self._timeout)
         except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
+            # The client's error may quote what it was given: a key it could not put in a
+            # header ("Illegal header value b'Bearer ...'"), the URL.
             raise BackendError(
-                unreached(
-                    self._shown, self._model, self._timeout, error, longer="pass --timeout SECONDS"
+                self._masked(
+                    unreached(
+                        self._shown,
+                        self._model,
+                        self._timeout,
+                        error,
+                        longer="pass --timeout SECONDS",
+                    )
                 )
             ) from error
 

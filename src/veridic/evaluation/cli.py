@@ -273,6 +273,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                 f"--api-key-env {args.api_key_env}: the variable is not set or empty; set it "
                 f"to the endpoint's key, or leave the option out to send no key"
             )
+    key_problem = _key_problem(os.environ.get(args.api_key_env or API_KEY_ENV))
+    if args.endpoint is not None and key_problem:
+        parser.error(
+            f"the key in {args.api_key_env or API_KEY_ENV} {key_problem}, which an HTTP header "
+            "cannot carry (the key is not shown here): set the variable to the key alone (a "
+            "key read from a file often ends with a line break)"
+        )
     if args.timeout is not None and args.endpoint is None:
         parser.error("--timeout is how long to wait for an --endpoint: give --endpoint URL too")
     if args.timeout is not None and not (0 < args.timeout < math.inf):
@@ -324,6 +331,21 @@ def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
         )
     if any(character.isspace() for character in host):
         parser.error(f"--endpoint {shown_url(endpoint)!r} has a space in its host: {fix}")
+
+
+def _key_problem(key: str | None) -> str | None:
+    """Why ``key`` cannot be sent as a bearer token, or ``None``.
+
+    Sent, the HTTP client refused the header and quoted it in its error (``Illegal
+    header value b'Bearer ...\\n'``): a message about the server, showing the key.
+    """
+    if not key:
+        return None
+    if key != key.strip():
+        return "begins or ends with a space or a line break"
+    if not (key.isascii() and key.isprintable()):
+        return "holds a control character or a character outside ASCII"
+    return None
 
 
 def _log(message: str) -> None:

@@ -64,6 +64,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import PrivateAttr
 
+from veridic._sample import clip
 from veridic.errors import ProvenanceError, ToolCouplingError, VeridicError
 from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call, recorded
@@ -1300,12 +1301,16 @@ def validate_tools(tools: Sequence[object]) -> Binding:
     bindings = {
         id(t._veridic): t._veridic for t in tools if isinstance(t, VeridicTool) and t._veridic
     }
+    # A foreign tool's name may be a server's (a tool made from an MCP server): quoted.
     foreign = [
-        getattr(t, "name", type(t).__name__) for t in tools if not isinstance(t, VeridicTool)
+        clip(str(getattr(t, "name", type(t).__name__)), 64)
+        for t in tools
+        if not isinstance(t, VeridicTool)
     ]
     if foreign or len(bindings) != 1:
         why = (
-            f"{', '.join(map(str, foreign))} {'is' if len(foreign) == 1 else 'are'} not "
+            f"{', '.join(foreign[:10])}{' and more' if len(foreign) > 10 else ''} "
+            f"{'is' if len(foreign) == 1 else 'are'} not "
             "made by structured_tools()"
             if foreign
             else f"they come from {len(bindings)} structured_tools() calls"

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from typing import Final, Literal
 
 from veridic._sample import clip
-from veridic.errors import VeridicError
+from veridic.errors import ProvenanceError, VeridicError
+from veridic.text.provenance import is_untrusted, source_of
 from veridic.tools.input_schema import JsonObject
 
 __all__ = ["DescriptionTrust", "PinScope", "description_pin", "tool_pin"]
@@ -47,10 +48,23 @@ _TOOL_PIN: Final = re.compile(r"tool-sha256:[0-9a-f]{64}")
 def description_pin(description: str) -> str:
     """The pin of an external description: ``"sha256:"`` + hex digest of its UTF-8 bytes.
 
+    A pin says a person reviewed the text: compute it once from the reviewed text and
+    write the result in code (or record it in a pins file).
+
     >>> pin = description_pin("Search the web.")
     >>> pin[:7], len(pin)
     ('sha256:', 71)
+
+    Raises:
+        ProvenanceError: ``description`` is branded untrusted: a pin computed at run
+            time from outside text matches whatever the text is, and vouches for nothing.
+        VeridicError: the text is not valid Unicode.
     """
+    _refuse_unreviewed("description_pin()", description)
+    return _description_pin(description)
+
+
+def _description_pin(description: str) -> str:
     try:
         encoded = description.encode("utf-8")
     except UnicodeEncodeError as error:
@@ -60,6 +74,20 @@ def description_pin(description: str) -> str:
             "repair the text where the tool is described (a lone surrogate is the usual cause)"
         ) from error
     return "sha256:" + hashlib.sha256(encoded).hexdigest()
+
+
+def _refuse_unreviewed(where: str, *texts: object) -> None:
+    """Refuse to pin text branded untrusted (a pin of it, made at run time, vouches for
+    whatever it says: the trap of ``pin=tool_pin(name, ...)`` written beside the spec)."""
+    for text in texts:
+        if is_untrusted(text):
+            raise ProvenanceError(
+                f"{where} got text branded untrusted (source {source_of(text)!r}): "
+                f"{clip(text)}; a pin says a person reviewed the text, and one computed at "
+                "run time from outside text matches whatever it says: review the tool once, "
+                "then write the pin that its reviewed text gives in code (or record it in a "
+                "pins file with veridic mcp pin)"
+            )
 
 
 def tool_pin(name: str, description: str, input_schema: Mapping[str, object]) -> str:
@@ -77,8 +105,15 @@ def tool_pin(name: str, description: str, input_schema: Mapping[str, object]) ->
     ('tool-sha256:', 76)
 
     Raises:
+        ProvenanceError: ``name`` or ``description`` is branded untrusted (see
+            :func:`description_pin`).
         VeridicError: the schema is not JSON, or the text is not valid Unicode.
     """
+    _refuse_unreviewed("tool_pin()", name, description)
+    return _tool_pin(name, description, input_schema)
+
+
+def _tool_pin(name: str, description: str, input_schema: Mapping[str, object]) -> str:
     try:
         canonical = json.dumps(
             {"description": description, "input_schema": input_schema, "name": name},
@@ -92,7 +127,7 @@ def tool_pin(name: str, description: str, input_schema: Mapping[str, object]) ->
             f"tool {name!r}: its input schema is not JSON ({error}), so it cannot be pinned: "
             "pass the schema as the spec gives it (dicts, lists, strings, numbers)"
         ) from error
-    return "tool-" + description_pin(canonical)
+    return "tool-" + _description_pin(canonical)
 
 
 def _pin_state(
@@ -103,18 +138,18 @@ def _pin_state(
     if isinstance(pin, str) and _TOOL_PIN.fullmatch(pin):
         return (
             ("pinned", "tool")
-            if pin == tool_pin(name, description, schema)
+            if pin == _tool_pin(name, description, schema)
             else ("changed", "tool")
         )
     if isinstance(pin, str) and _PIN.fullmatch(pin):
         return (
             ("pinned", "description")
-            if pin == description_pin(description)
+            if pin == _description_pin(description)
             else ("changed", "description")
         )
     raise VeridicError(
         f"external tool {where} has pin={pin!r}, which is not a pin: pass what "
         "veridic.tool.tool_pin(name, description, input_schema) gives after reviewing the tool, "
-        f"e.g. pin={tool_pin(name, description, schema)!r} (or a description_pin(description), "
+        f"e.g. pin={_tool_pin(name, description, schema)!r} (or a description_pin(description), "
         "which covers the description only)"
     )

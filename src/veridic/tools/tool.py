@@ -47,7 +47,12 @@ from pydantic import BaseModel
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.fields import instruction_fields
-from veridic.text.provenance import TrustedText, _display_path, refuse_untrusted
+from veridic.text.provenance import (
+    TrustedText,
+    _display_path,
+    is_untrusted,
+    refuse_untrusted,
+)
 from veridic.tools._descriptions import GapCode, description_problem
 from veridic.tools._docstrings import parse_docstring
 from veridic.tools._external_schema import (
@@ -67,7 +72,14 @@ from veridic.tools.function_schema import (
     _pydantic_validator,
 )
 from veridic.tools.input_schema import _ARGUMENT_NAME, SCHEMA_TOOL, JsonObject
-from veridic.tools.pins import DescriptionTrust, PinScope, _pin_state, description_pin, tool_pin
+from veridic.tools.pins import (
+    DescriptionTrust,
+    PinScope,
+    _pin_state,
+    _tool_pin,
+    description_pin,
+    tool_pin,
+)
 from veridic.tools.risk import (
     INSTRUCTION_ARGUMENTS,
     INSTRUCTION_WRITES,
@@ -387,8 +399,10 @@ def check_tool_name(name: object, where: str, *, builtin: bool = False) -> str:
         VeridicError: the name is not such a string, or is the built-in schema tool's name.
     """
     if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+        # The name may be a server's (an MCP listing): quoted escaped and clipped.
+        shown = clip(name) if isinstance(name, str) else repr(name)
         raise VeridicError(
-            f"tool name {name!r} ({where}) is not a valid tool name: providers accept 1-64 "
+            f"tool name {shown} ({where}) is not a valid tool name: providers accept 1-64 "
             "letters, digits, _ and -; pass name=... with such a name"
         )
     if name == SCHEMA_TOOL and not builtin:
@@ -513,7 +527,7 @@ def external_tool(
             section would print it), or the ``jsonschema`` package (extra
             ``external``) is not installed.
     """
-    _check_source(source, repr(name))
+    _check_source(source, clip(name) if isinstance(name, str) else repr(name))
     origin = source.strip() or "an external spec"
     check_tool_name(name, origin)
     where = f"{name!r} ({origin})"
@@ -530,14 +544,15 @@ def external_tool(
     schema = _plain_json(input_schema, where)
     validator = _schema_validator(schema, where)
     trust, scope = _pin_state(name, description, schema, pin, where)
-    if not (trust == "pinned" and scope == "tool"):
+    if is_untrusted(name) and not (trust == "pinned" and scope == "tool"):
         # The section prints the name as trusted text: from code, or vouched for by a
         # tool pin (which covers it); outside text a pin does not cover is refused.
         refuse_untrusted(
             name,
             f"registry.external(name=...) of {where}",
-            "write the name in code, or pin the whole tool with "
-            "pin=veridic.tools.tool.tool_pin(name, description, input_schema) after reviewing it",
+            "write the name in code, or review the tool and write in code the tool pin that "
+            "veridic.tools.tool.tool_pin(name, description, input_schema) gives for it, "
+            + _pin_to_write(name, description, schema),
         )
     name = str(name)  # the brand ends here: the pin vouched for the text
     properties = schema.get("properties")
@@ -582,6 +597,15 @@ def external_tool(
         withheld=_withheld_reason(withheld, where),
         hints=options.hints,
     )
+
+
+def _pin_to_write(name: str, description: str, schema: JsonObject) -> str:
+    """The tool pin of an external tool as it is now, for the message that asks for one
+    (computed only then: a description no pin can cover registers unpinned)."""
+    try:
+        return f"here pin={_tool_pin(str(name), str(description), schema)!r}"
+    except VeridicError as error:
+        return f"once it can be pinned ({error})"
 
 
 def _instruction_arguments(
