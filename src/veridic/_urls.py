@@ -13,12 +13,22 @@ message to clean is libpq's, which quotes the password in spellings of its own.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Final
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from urllib.parse import (
+    SplitResult,
+    parse_qsl,
+    quote,
+    quote_plus,
+    unquote,
+    urlsplit,
+    urlunsplit,
+)
 
-__all__ = ["shown_url", "split_url"]
+__all__ = ["masked", "shown_url", "split_url", "url_secrets"]
 
 _HIDDEN: Final = "***"
 _PARTS: Final = re.compile(
@@ -145,3 +155,56 @@ def _host(host_and_port: str) -> tuple[str, str]:
     if all(_IPV6_GROUP.fullmatch(group) for group in inside.split(":")):
         return host_and_port, ""
     return f"[{_HIDDEN}", ""
+
+
+_SECRET_MIN: Final = 4
+"""Shorter values of a URL's user name, password or query are not looked for in a
+server's answer: replacing every ``1`` of an ``api-version=1`` would garble it."""
+
+
+def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
+    """What of ``url`` and ``api_key`` may authenticate, in every spelling an answer or
+    an error may give it (:func:`_spellings`), longest first (so a secret holding
+    another is replaced whole)."""
+    parts = urlsplit(url)
+    written = {api_key or "", parts.username or "", parts.password or ""}
+    # A query's values as written (an error page quotes the request target so), and as
+    # a server reads them.
+    written |= {item.partition("=")[2] if "=" in item else item for item in parts.query.split("&")}
+    written |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
+    plain = {form for value in written for form in (value, value.strip(), unquote(value))}
+    found = {spelled for value in plain for spelled in _spellings(value)}
+    return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))
+
+
+def _spellings(value: str) -> set[str]:
+    """``value`` as a server's answer or the HTTP client's error may spell it: as is,
+    percent-encoded (hex in either case, a space as ``+``), escaped in a JSON string
+    (``\\/`` and ``\\u00e9`` too) or in a Python ``repr`` of text or bytes."""
+    encoded = quote(value, safe="")
+    escaped = json.dumps(value)[1:-1]
+    return {
+        value,
+        encoded,
+        re.sub(r"%[0-9A-F]{2}", lambda code: code.group().lower(), encoded),
+        quote_plus(value, safe=""),
+        escaped,
+        escaped.replace("/", "\\/"),
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        repr(value)[1:-1],
+        repr(value.encode("utf-8", "surrogatepass"))[2:-1],
+    }
+
+
+def masked(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets`` (:func:`url_secrets`) replaced by ``***``.
+
+    For what a server answered, or an HTTP client's error said: a server refusing a key
+    often repeats it, and an error page the URL it was asked.
+
+    >>> masked('{"error": "bad key sk-12345"}', url_secrets("http://h/v1", "sk-12345"))
+    '{"error": "bad key ***"}'
+    """
+    for secret in secrets:
+        text = text.replace(secret, _HIDDEN)
+    return text

@@ -45,7 +45,7 @@ from veridic._model_runtime import (
     without_extra_buffer_types,
 )
 from veridic._sample import clip
-from veridic._urls import shown_url
+from veridic._urls import masked, shown_url, url_secrets
 from veridic.errors import VeridicError
 
 __all__ = [
@@ -320,6 +320,7 @@ class EndpointChooser:
     ) -> None:
         self._url = chat_url(endpoint)
         self._shown = shown_url(self._url)  # what messages and records say: no credentials
+        self._secrets = url_secrets(self._url, api_key)  # as a server's answer may repeat them
         self._model = model
         self._api_key = api_key
         self._client = client if client is not None else _http_client()
@@ -357,11 +358,14 @@ class EndpointChooser:
         except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
             longer = f"give EndpointChooser a longer timeout= (now {self._timeout:g} s)"
             message = unreached(self._shown, self._model, self._timeout, error, longer=longer)
-            raise ProbeModelError(message) from error
+            # The client's error may quote what it was given (a header it refused, the URL):
+            # then it is not chained either, as a traceback would print it.
+            shown = masked(message, self._secrets)
+            raise ProbeModelError(shown) from (error if shown == message else None)
         if response.status_code != 200:
             raise ProbeModelError(
                 f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
-                f"{clip(response.text, 300)}; check the URL, the model name and the key "
+                f"{self._quoted(response.text)}; check the URL, the model name and the key "
                 "(--api-key-env), and that the model accepts tools"
             )
         try:
@@ -376,9 +380,15 @@ class EndpointChooser:
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
             raise ProbeModelError(
                 f"{self._shown} answered without choices[0].message ({type(error).__name__}: "
-                f"{error}): {clip(response.text, 300)}; is it an OpenAI-compatible chat endpoint?"
+                f"{error}): {self._quoted(response.text)}; is it an OpenAI-compatible chat "
+                "endpoint?"
             ) from error
         return parse_tool_call(str(content))  # a server that leaves the call in the text
+
+    def _quoted(self, text: str) -> str:
+        """What the server answered, as an error quotes it: the key and the URL's
+        credentials replaced by ``***`` (a server refusing a key often repeats it)."""
+        return clip(masked(text, self._secrets), 300)
 
 
 # --- a local GGUF model ---------------------------------------------------------------------

@@ -15,7 +15,6 @@ no data mode can defend against that, it is the serving stack's job.)
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -25,7 +24,6 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from veridic._model_runtime import (
     HttpClient,
@@ -37,7 +35,7 @@ from veridic._model_runtime import (
     unreached,
     without_extra_buffer_types,
 )
-from veridic._urls import shown_url
+from veridic._urls import masked, shown_url, url_secrets
 from veridic.errors import VeridicError
 from veridic.text.terminal_view import visible
 
@@ -426,45 +424,6 @@ def retries_note(count: int, waited: float) -> str:
     )
 
 
-_SECRET_MIN: Final = 4
-"""Shorter values of a URL's user name, password or query are not looked for in a
-server's answer: replacing every ``1`` of an ``api-version=1`` would garble it."""
-
-
-def _secrets(url: str, api_key: str | None) -> tuple[str, ...]:
-    """What of ``url`` and ``api_key`` may authenticate, in every spelling an answer or
-    an error may give it (:func:`_spellings`), longest first (so a secret holding
-    another is replaced whole)."""
-    parts = urlsplit(url)
-    written = {api_key or "", parts.username or "", parts.password or ""}
-    # A query's values as written (an error page quotes the request target so), and as
-    # a server reads them.
-    written |= {item.partition("=")[2] if "=" in item else item for item in parts.query.split("&")}
-    written |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
-    plain = {form for value in written for form in (value, value.strip(), unquote(value))}
-    found = {spelled for value in plain for spelled in _spellings(value)}
-    return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))
-
-
-def _spellings(value: str) -> set[str]:
-    """``value`` as a server's answer or the HTTP client's error may spell it: as is,
-    percent-encoded (hex in either case, a space as ``+``), escaped in a JSON string
-    (``\\/`` and ``\\u00e9`` too) or in a Python ``repr`` of text or bytes."""
-    encoded = quote(value, safe="")
-    escaped = json.dumps(value)[1:-1]
-    return {
-        value,
-        encoded,
-        re.sub(r"%[0-9A-F]{2}", lambda code: code.group().lower(), encoded),
-        quote_plus(value, safe=""),
-        escaped,
-        escaped.replace("/", "\\/"),
-        json.dumps(value, ensure_ascii=False)[1:-1],
-        repr(value)[1:-1],
-        repr(value.encode("utf-8", "surrogatepass"))[2:-1],
-    }
-
-
 def _default_client() -> HttpClient:
     return http_client("--endpoint")
 
@@ -516,7 +475,7 @@ class EndpointBackend:
         self._waited = 0.0
         self._url = chat_url(endpoint)
         self._shown = shown_url(self._url)  # what messages and records say: no credentials
-        self._secrets = _secrets(self._url, api_key)
+        self._secrets = url_secrets(self._url, api_key)
         self._model = model
         self._api_key = api_key
         self._client = client if client is not None else _default_client()
@@ -639,9 +598,7 @@ class EndpointBackend:
 
     def _masked(self, text: str) -> str:
         """``text`` with the credentials this backend sends replaced by ``***``."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return masked(text, self._secrets)
 
     def _post(self, body: Mapping[str, object], headers: Mapping[str, str]) -> HttpResponse:
         try:
@@ -649,17 +606,12 @@ class EndpointBackend:
         except Exception as error:  # the HTTP client's own (httpx or httpx2: not imported here)
             # The client's error may quote what it was given: a key it could not put in a
             # header ("Illegal header value b'Bearer ...'"), the URL.
-            raise BackendError(
-                self._masked(
-                    unreached(
-                        self._shown,
-                        self._model,
-                        self._timeout,
-                        error,
-                        longer="pass --timeout SECONDS",
-                    )
-                )
-            ) from error
+            # Then it is not chained either, as a traceback would print it.
+            said = unreached(
+                self._shown, self._model, self._timeout, error, longer="pass --timeout SECONDS"
+            )
+            shown = self._masked(said)
+            raise BackendError(shown) from (error if shown == said else None)
 
     def _wait(self, response: HttpResponse, retries: int) -> tuple[float | None, str]:
         """How long to wait before retry ``retries + 1`` and why (``None``: not at all)."""
