@@ -10,6 +10,7 @@ covers it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Final
@@ -140,3 +141,22 @@ def test_an_external_name_branded_untrusted_is_refused_unless_a_tool_pin_covers_
     assert f"- {POISONED} (query, low risk): Search things." in str(
         registry.view().capability_section()
     )
+
+
+def test_a_declared_unpinned_tool_changed_mid_run_says_it_changed_since_registered(
+    tmp_path: Path,
+) -> None:
+    """Its reason said "changed since its pin was recorded" of a tool never pinned."""
+    spec = tmp_path / "tools.json"
+    server = tools_server(tmp_path, listing("search"))
+    registry = Registry()
+
+    async def run() -> str:
+        async with connect(registry, server, declare={"search": Declared("query")}) as c:
+            spec.write_text(json.dumps(listing("search")).replace("Does search.", "Changed."))
+            await c.recheck()
+            return registry.view().status("search").reason
+
+    reason = asyncio.run(run())
+    assert "its description changed after the tool was registered" in reason
+    assert "pin was recorded" not in reason

@@ -114,6 +114,25 @@ class PinChange:
             sep="",
         )
 
+    @property
+    def since_registered(self) -> TrustedInstruction:
+        """Why a tool of a connection without pins is withheld: it changed after ``connect``
+        registered it (there is no pin to speak of, nor one to record again)."""
+        if self.kind != "changed":
+            return self.reason
+        changed = join([_PART_TEXT[part] for part in self.parts], sep=" and ")
+        return join(
+            [
+                changed,
+                instruction(
+                    " changed after the tool was registered (the MCP server is not pinned): "
+                    "connect again, with a new registry, to take the new version, after "
+                    "reviewing it (veridic mcp pin records pins)"
+                ),
+            ],
+            sep="",
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Pins:

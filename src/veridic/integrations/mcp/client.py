@@ -689,15 +689,16 @@ class McpConnection:
             now = listed.get(name)
             comparison = Pins.of(self.server.name, [registered]).compare([now] if now else [])
             for change in comparison:
-                self._withheld[name] = change.reason
+                reason = change.reason if self.pins is not None else change.since_registered
+                self._withheld[name] = reason
                 if self._registry is not None:  # and out of the views made from now on
-                    self._registry._withhold(name, change.reason)
+                    self._registry._withhold(name, reason)
                 found.append(change)
                 _log.warning(
                     "MCP server %r changed tool %r after it was registered: %s",
                     self.server.name,
                     name,
-                    change.reason,
+                    reason,
                 )
         self.changes = (*self.changes, *found)
         return tuple(found)
