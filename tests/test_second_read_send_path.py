@@ -86,3 +86,18 @@ def test_the_options_digest_is_that_of_the_json_sent_whatever_the_keys_order_and
     as_text = {str(key): value for key, value in pairs}
     digest = _digest({"logit_bias": biases})
     assert digest == _digest({"logit_bias": dict(pairs)}) == _digest({"logit_bias": as_text})
+
+
+# --- an answer that says it holds no error ----------------------------------------------------
+
+
+@pytest.mark.parametrize("no_error", [None, False, 0, "", {}], ids=repr)
+def test_an_answer_whose_error_key_says_there_is_none_is_read(no_error: object) -> None:
+    """Some compatible servers and proxies send ``"error": false`` (or ``0``) beside a
+    successful answer, as others send ``null``: the OpenAI SDK itself reads only a truthy
+    ``error`` as one (in a stream), but the adapters refused such an answer as an error,
+    quoting "the server said False"."""
+    server = FakeServer(http_module("openai"), [("json", {**_chat_answer(), "error": no_error})])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert reply.text == _chat_answer()["choices"][0]["message"]["content"]

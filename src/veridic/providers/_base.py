@@ -870,13 +870,15 @@ def refuse_error(response: object, where: str) -> None:
     Proxies and compatible servers answer some failures (an overloaded upstream, a
     rate limit) with status 200 and an error body, which the SDK reads as an answer:
     read on, it was an empty final answer (no text, no calls, no usage), so a run ended
-    with ``""`` as its output and the server's reason was lost.
+    with ``""`` as its output and the server's reason was lost. An ``error`` that is
+    falsy (``null``, ``false``, ``0``, empty), which some servers send beside an answer,
+    is none, as the OpenAI SDK reads a stream's.
 
     Raises:
         VeridicError: quoting what the server said.
     """
     error = attr(response, "error")
-    if error is None or error in ("", {}, []):  # some servers send an empty one with answers
+    if not error:  # null, false, 0, "" or {} beside an answer, as the OpenAI SDK reads them
         return
     message = attr(error, "message")
     raise VeridicError(
