@@ -450,7 +450,7 @@ class Adapter:
         clash = sorted(set(options) & owned)
         clash += _extra_body_clash(options.get("extra_body"), owned, type(self).__name__, where)
         if clash:
-            choice = "extra_body['tool_choice']" in clash
+            choice = any(key.endswith("['tool_choice']") for key in clash)
             raise VeridicError(
                 f"{type(self).__name__}: {where} set {', '.join(clash)}, which the gateway "
                 "sets itself (the prompt from the Prompt, the tools from the view, the model "
@@ -803,7 +803,10 @@ def _absent(value: object) -> bool:
 
 
 def _extra_body_clash(body: object, owned: frozenset[str], adapter: str, where: str) -> list[str]:
-    """The keys of an ``extra_body`` option that would replace what the gateway sends.
+    """The keys of an ``extra_body`` option that would replace what the gateway sends,
+    and of an ``extra_body`` inside it: servers that read that one merge it over the
+    request too (LiteLLM's proxy hands it to the upstream call, where it replaces the
+    request's keys; Gemini reads its ``google``), as :func:`_given` reads it.
 
     Raises:
         VeridicError: ``extra_body`` is neither absent nor a mapping (the SDK cannot
@@ -817,7 +820,12 @@ def _extra_body_clash(body: object, owned: frozenset[str], adapter: str, where: 
             "cannot merge into the request; extra_body must be a mapping of extra "
             "request keys: pass e.g. {'seed': 7}"
         )
-    return [f"extra_body[{key!r}]" for key in sorted(set(body) & (owned | {"tool_choice"}))]
+    replaced = owned | {"tool_choice"}
+    clash = [f"extra_body[{key!r}]" for key in sorted(set(body) & replaced)]
+    inner = body.get("extra_body")
+    if isinstance(inner, Mapping):
+        clash += [f"extra_body['extra_body'][{key!r}]" for key in sorted(set(inner) & replaced)]
+    return clash
 
 
 def attr(value: object, *path: str) -> object:
@@ -870,13 +878,15 @@ def refuse_error(response: object, where: str) -> None:
     Proxies and compatible servers answer some failures (an overloaded upstream, a
     rate limit) with status 200 and an error body, which the SDK reads as an answer:
     read on, it was an empty final answer (no text, no calls, no usage), so a run ended
-    with ``""`` as its output and the server's reason was lost.
+    with ``""`` as its output and the server's reason was lost. An ``error`` that is
+    falsy (``null``, ``false``, ``0``, empty), which some servers send beside an answer,
+    is none, as the OpenAI SDK reads a stream's.
 
     Raises:
         VeridicError: quoting what the server said.
     """
     error = attr(response, "error")
-    if error is None or error in ("", {}, []):  # some servers send an empty one with answers
+    if not error:  # null, false, 0, "" or {} beside an answer, as the OpenAI SDK reads them
         return
     message = attr(error, "message")
     raise VeridicError(

@@ -11,6 +11,7 @@ provider's answer into a :class:`~veridic.Reply` bound to the same hashes.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -374,12 +375,14 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     the adapter sends it, sampling settings. The JSON is canonical (keys sorted, ASCII,
     no spaces), so the digest does not depend on key order or on whether an option was
     the adapter's or the call's (a float that is not finite is written as Python's
-    ``json`` writes it, ``Infinity``, as the SDK sends it); an option left unset
-    (``None``, an SDK's "not given") counts as absent. ``options_sha256`` of a request
-    without options is that of ``{}``.
+    ``json`` writes it, ``Infinity``, as the SDK sends it); a key is read as the JSON
+    sent names it (``{2: 1}`` as ``{"2": 1}``, as ``logit_bias`` is often written), and
+    any mapping is a JSON object; an option left unset (``None``, an SDK's "not given")
+    counts as absent. ``options_sha256`` of a request without options is that of ``{}``.
 
     Raises:
-        VeridicError: an option holds a value that is not JSON (nor a pydantic model):
+        VeridicError: an option holds a value that is not JSON (nor a pydantic model),
+            or a mapping whose keys name one JSON key twice (``{1: ..., "1": ...}``):
             the digest could not say what was sent.
     """
     skipped = provider.owned | {"model", "stream"} | _TRANSPORT
@@ -391,32 +394,66 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     except (TypeError, ValueError, RecursionError) as error:
         key = next((key for key in sorted(options) if not _is_json(options[key])), "?")
         raise VeridicError(
-            f"{provider!r}: the request's option {clip(key)} holds a value that is not JSON "
+            f"{provider!r}: the request's option {clip(key)} cannot be written as JSON "
             f"({error}), so the digest of the options the model was given could not name it; "
             "nothing was sent: pass JSON values (dicts, lists, strings, numbers, booleans), "
-            "or a pydantic model"
+            "or a pydantic model, each key of a mapping naming its own JSON key"
         ) from error
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def _canonical_json(value: object) -> str:
     return json.dumps(
-        value,
+        _canonical(value),
         sort_keys=True,
         ensure_ascii=True,
         separators=(",", ":"),
         allow_nan=True,
-        default=_json_value,
     )
 
 
-def _json_value(value: object) -> object:
-    """A pydantic model as the JSON the SDK sends of it; anything else is refused."""
+def _canonical(value: object) -> object:
+    """``value`` as the JSON the SDK sends of it: each mapping a ``dict`` keyed by the text
+    of its JSON keys, each list or tuple a list, a pydantic model as it is dumped.
+
+    Keys are read first, since ``json`` sorts them before writing them: ints sorted as
+    numbers and strings as text gave ``{2: 1, 10: 1}`` and ``{"2": 1, "10": 1}``, which
+    are sent alike, two digests, and mixed keys could not be sorted at all.
+
+    Raises:
+        TypeError: a value or key that JSON cannot hold (the caller refuses the option).
+        ValueError: two keys of a mapping name one JSON key.
+    """
+    if isinstance(value, Mapping):
+        canonical = {_json_key(key): _canonical(child) for key, child in value.items()}
+        if len(canonical) < len(value):
+            twice = sorted(_json_key(key) for key in value)
+            key = next(key for key, after in itertools.pairwise(twice) if key == after)
+            raise ValueError(f"the JSON key {clip(repr(key))} is given twice, as keys of two types")
+        return canonical
+    if isinstance(value, list | tuple):
+        return [_canonical(item) for item in value]
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
-        dumped: object = dump(mode="json", by_alias=True, exclude_unset=True)
-        return dumped
+        # A pydantic model as the JSON the SDK sends of it.
+        return _canonical(dump(mode="json", by_alias=True, exclude_unset=True))
+    if value is None or isinstance(value, str | int | float):
+        return value
     raise TypeError(f"a {type(value).__name__} is not JSON")
+
+
+def _json_key(key: object) -> str:
+    """``key`` as the text of the JSON key ``json`` writes for it (``1`` as ``"1"``,
+    ``True`` as ``"true"``, a ``str`` subclass as its characters).
+
+    Raises:
+        TypeError: a key JSON cannot hold (a tuple, say).
+    """
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is None or isinstance(key, int | float):
+        return json.dumps(key, allow_nan=True)
+    raise TypeError(f"a key of type {type(key).__name__} is not JSON")
 
 
 def _is_json(value: object) -> bool:

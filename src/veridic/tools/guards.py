@@ -80,7 +80,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Final, Literal, TypeGuard
+from typing import TYPE_CHECKING, Final, Literal, NewType, TypeGuard, get_origin
 
 from pydantic import BaseModel
 
@@ -821,11 +821,18 @@ def _lazy(value: object) -> str | None:
         return f"an iterator ({kind})"
     if isinstance(value, AsyncIterator):
         return f"an async iterator ({kind})"
-    if callable(value) and not isinstance(value, type):
+    if callable(value) and not _is_type(value):
         # A callback (a function, a partial, a bound method) runs its code when the
-        # application calls it, as a generator does when it is iterated. A class is data.
+        # application calls it, as a generator does when it is iterated.
         return f"{_kind(value)} (a callback)"
     return None
+
+
+def _is_type(value: object) -> bool:
+    """Whether ``value`` is a class or a type hint (``list[int]``, ``Optional[str]``,
+    ``Literal["a"]``, a ``NewType``): data, as ``typing.get_type_hints`` returns it, though
+    calling one builds a value."""
+    return isinstance(value, type | NewType) or get_origin(value) is not None
 
 
 def _closed_note(value: object) -> str:

@@ -212,7 +212,7 @@ class PreparedCall:
         ``zip``, ``itertools``, ``iter(...)``; a file object is an iterator
         too, and is refused: return what you read from it), and a callback (a
         function, a ``functools.partial``, a bound method or another callable
-        object that is not a class). Generators and
+        object that is not a class or a type hint such as ``list[int]``). Generators and
         coroutines are closed, so none of their code runs later and no
         "never awaited" warning leaks; an asyncio future is cancelled; other
         iterators are left to their owner. A lazy value inside the result
