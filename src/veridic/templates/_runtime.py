@@ -136,12 +136,19 @@ def _refuse_address(value: object, template: str, line: str) -> None:
     )
 
 
-def _addressed(value: object, seen: set[int]) -> tuple[str, type] | None:
+def _addressed(value: object, seen: set[int], *, item: bool = False) -> tuple[str, type] | None:
     """What in ``value`` prints as its memory address (itself, or an item it holds), and
-    its type; ``None`` when nothing does."""
+    its type; ``None`` when nothing does.
+
+    An output is written with ``str()``, the items of a container with ``repr()``: an
+    object with a ``__str__`` of its own but not a ``__repr__`` prints its text alone and
+    its address in a list (``item``).
+    """
     kind = type(value)
     if kind in _SCALARS:
         return None
+    if kind.__repr__ is object.__repr__ and (item or kind.__str__ is object.__str__):
+        return ("an iterator" if isinstance(value, Iterator) else article(kind.__name__)), kind
     if isinstance(value, _CONTAINERS):
         if id(value) in seen:  # a container holding itself prints as [...]
             return None
@@ -149,8 +156,8 @@ def _addressed(value: object, seen: set[int]) -> tuple[str, type] | None:
         items: Iterable[object] = value
         if isinstance(value, Mapping):
             items = (part for pair in value.items() for part in pair)
-        for item in items:
-            found = _addressed(item, seen)
+        for held in items:
+            found = _addressed(held, seen, item=True)
             if found is not None:
                 return found
         return None
@@ -158,8 +165,6 @@ def _addressed(value: object, seen: set[int]) -> tuple[str, type] | None:
         return ("a function" if isinstance(value, types.FunctionType) else "a method"), kind
     if isinstance(value, _GENERATORS):
         return "a generator", kind
-    if kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__:
-        return ("an iterator" if isinstance(value, Iterator) else article(kind.__name__)), kind
     return None
 
 
