@@ -131,27 +131,45 @@ class Tenant(Enum):
 
 
 class Stamp(Enum):
-    START = datetime.datetime(2024, 1, 1, 9, 30, tzinfo=datetime.timezone.utc)
+    START = datetime.datetime(2024, 1, 1, 9, 30, tzinfo=datetime.UTC)
+
+
+class ReleaseParams(TypedDict):
+    member: Release
+
+
+class WindowParams(TypedDict):
+    member: Window
+
+
+class ShareParams(TypedDict):
+    member: Share
+
+
+class TenantParams(TypedDict):
+    member: Tenant
+
+
+class StampParams(TypedDict):
+    member: Stamp
 
 
 @pytest.mark.parametrize(
-    ("enum", "shown"),
+    ("params", "member", "shown"),
     [
-        (Release, "2024-01-15"),
-        (Window, "0:05:00"),
-        (Share, "1/3"),
-        (Tenant, "00000000-0000-0000-0000-000000000001"),
-        (Stamp, "2024-01-01 09:30:00+00:00"),
+        (ReleaseParams, Release.FIRST, "2024-01-15"),
+        (WindowParams, Window.SHORT, "0:05:00"),
+        (ShareParams, Share.THIRD, "1/3"),
+        (TenantParams, Tenant.MAIN, "00000000-0000-0000-0000-000000000001"),
+        (StampParams, Stamp.START, "2024-01-01 09:30:00+00:00"),
     ],
 )
 def test_an_enum_of_dates_fractions_or_uuids_is_allowed_in_an_instruction_template(
-    tmp_path: Path, enum: type[Enum], shown: str
+    tmp_path: Path, params: type, member: Enum, shown: str
 ) -> None:
     # Values nobody can change after the class was written, printed the same everywhere.
-    Params = TypedDict("Params", {"member": enum})  # type: ignore[misc]  # a type per case
     (tmp_path / "t.j2").write_text("{{ member.name }}: {{ member.value }}")
-    member = next(iter(enum))
-    bound = Templates(tmp_path).instruction("t.j2", params=Params)
+    bound: Any = Templates(tmp_path).instruction("t.j2", params=params)
     assert bound.render({"member": member}) == f"{member.name}: {shown}"
     assert Templates(globals={"member": member}) is not None
 
@@ -164,22 +182,29 @@ class Sentinel(Enum):
     MISSING = object()
 
 
+class TagsParams(TypedDict):
+    member: Tags
+
+
+class SentinelParams(TypedDict):
+    member: Sentinel
+
+
 @pytest.mark.parametrize(
-    ("enum", "why"),
+    ("params", "member", "why"),
     [
-        (Tags, "order that changes from process to process"),
-        (Sentinel, "memory address"),
+        (TagsParams, Tags.BASIC, "order that changes from process to process"),
+        (SentinelParams, Sentinel.MISSING, "memory address"),
     ],
 )
 def test_an_enum_refused_for_its_values_text_says_why_truthfully(
-    tmp_path: Path, enum: type[Enum], why: str
+    tmp_path: Path, params: type, member: Enum, why: str
 ) -> None:
     # A frozenset and a bare object() cannot be changed: they are refused because their
     # text differs from process to process, and the message said "can be changed".
-    Params = TypedDict("Params", {"member": enum})  # type: ignore[misc]  # a type per case
     (tmp_path / "t.j2").write_text("{{ member.name }}")
     with pytest.raises(ProvenanceError, match=why) as caught:
-        Templates(tmp_path).instruction("t.j2", params=Params)
+        Templates(tmp_path).instruction("t.j2", params=params)
     assert "can be changed" not in str(caught.value)
     with pytest.raises(TemplateError, match=why):
-        Templates(globals={"member": next(iter(enum))})
+        Templates(globals={"member": member})

@@ -13,8 +13,8 @@ nested ``TypedDict``), or a union of them. Scalars are checked by exact type
 (an ``int`` subclass may override ``__str__``), Enum members by identity with a
 member of the class body (:func:`written_member`: a pseudo-member that
 ``_missing_`` made from a value is refused), and an Enum class only if its members
-hold text, numbers, dates, UUIDs or tuples of them (:func:`changeable_member`). Sets are refused because their
-order, and so the prompt's bytes, changes from run to run.
+hold text, numbers, dates, UUIDs or tuples of them (:func:`changeable_member`). Sets
+are refused because their order, and so the prompt's bytes, changes from run to run.
 
 A value is checked as it will be read: :func:`snapshot` copies containers
 into plain ``dict``, ``list`` and ``tuple`` before the check, and the render

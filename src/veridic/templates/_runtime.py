@@ -87,8 +87,9 @@ def emit(value: object, origin: str) -> str:
 
 
 def finalize(value: object) -> object:
-    """A data template's expression output, as jinja2 hands it to ``str()``: refused when
-    that text would be a memory address (see :func:`_refuse_address`)."""
+    """A data template's expression output, as jinja2 hands it to ``str()``, and in every
+    template what ``~``, ``|string``, ``|pprint`` and ``|format`` make text of: refused
+    when that text would be a memory address (see :func:`_refuse_address`)."""
     if type(value) not in _SCALARS:
         _refuse_address(value, *_template_line())
     return value
