@@ -84,6 +84,8 @@ class Persona(TypedDict):
         "{{ persona.upper | string }}",
         "{{ '%s' | format(persona.upper) }}",
         "{{ persona.upper | pprint }}",
+        "{{ 'Persona: %s' % persona.upper }}",
+        "{{ '%s, %s' % (persona, persona.upper) }}",
     ],
 )
 @pytest.mark.parametrize("kind", ["instruction", "data"])
@@ -103,11 +105,12 @@ def test_concatenations_and_strings_of_values_still_render(tmp_path: Path, kind:
     (tmp_path / "t.j2").write_text(
         "{{ 'Persona: ' ~ persona ~ 3 ~ none }} {{ persona.upper() | string }} "
         "{{ '%s-%d' | format(persona, 2) }} {{ [persona] | pprint }} {{ range(2) | string }}"
+        "{{ ' %s/%s' % (persona, 1) }}{{ ' %d%%' % 5 }}"
     )
     text = _load(tmp_path, kind, "shipped", Persona).render({"persona": instruction("a")})
     if kind == "data":
         ((_, text),) = unfence(text)
-    assert text == "Persona: a3None A a-2 ['a'] range(0, 2)"
+    assert text == "Persona: a3None A a-2 ['a'] range(0, 2) a/1 5%"
 
 
 # -- Enums whose members hold values that cannot change ------------------------------------------

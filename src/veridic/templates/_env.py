@@ -573,10 +573,10 @@ _MADE_TEXT: Final = frozenset({"string", "pprint", "format"})
 
 
 def _check_made_text(tree: nodes.Template) -> None:
-    """Have what ``~``, ``|string``, ``|pprint`` and ``|format`` make text of checked as an
-    output is (:func:`~veridic.templates._runtime.finalize`): ``"Persona: " ~ persona.upper``
-    (the parentheses forgotten) wrote the method's memory address into the text, which the
-    check of the output, a str by then, never saw."""
+    """Have what ``~``, ``|string``, ``|pprint``, ``|format`` and ``"..." %`` make text of
+    checked as an output is (:func:`~veridic.templates._runtime.finalize`):
+    ``"Persona: " ~ persona.upper`` (the parentheses forgotten) wrote the method's memory
+    address into the text, which the check of the output, a str by then, never saw."""
     for joined in list(tree.find_all(nodes.Concat)):
         joined.nodes = [_text_of(part) for part in joined.nodes]
     for writer in list(tree.find_all(nodes.Filter)):
@@ -587,6 +587,12 @@ def _check_made_text(tree: nodes.Template) -> None:
             writer.args = [_text_of(arg) for arg in writer.args]
             for keyword in writer.kwargs:
                 keyword.value = _text_of(keyword.value)
+    for mod in list(tree.find_all(nodes.Mod)):  # "%s" % x: the text's own formatting
+        if isinstance(mod.left, nodes.Const) and isinstance(mod.left.value, str):
+            if isinstance(mod.right, nodes.Tuple):
+                mod.right.items = [_text_of(item) for item in mod.right.items]
+            else:
+                mod.right = _text_of(mod.right)
 
 
 def _text_of(node: nodes.Expr) -> nodes.Expr:
