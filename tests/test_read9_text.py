@@ -13,17 +13,24 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from veridic import (
+    Composer,
     InstructionField,
     ProvenanceError,
+    ReasoningItem,
     Templates,
     TrustedInstruction,
+    VeridicError,
     instruction,
     unfence,
+    untrusted,
 )
 from veridic.templates import TemplateError
+from veridic.text.prompt import PromptDocument
 
 
 class Stored(BaseModel):
@@ -211,3 +218,75 @@ def test_an_enum_refused_for_its_values_text_says_why_truthfully(
     assert "can be changed" not in str(caught.value)
     with pytest.raises(TemplateError, match=why):
         Templates(globals={"member": member})
+
+
+# -- tool calls put on their turn at once: the same prompt, stored and restored alike -----------
+
+
+_THOUGHT = ReasoningItem.of(
+    "anthropic", {"type": "thinking", "thinking": "Look it up.", "signature": "EqQB"}
+)
+
+
+@st.composite
+def _conversations(draw: st.DrawFn) -> tuple[Composer, list[tuple[str, tuple[str, ...]]]]:
+    """A composer fed turns in any order the rules allow (several calls on a turn, results
+    in any order, errors, turns refused while calls wait), and the (role, call ids) of each
+    message it must hold."""
+    composer = Composer().system(instruction("You help."))
+    expected: list[tuple[str, tuple[str, ...]]] = []
+    waiting: list[str] = []
+    made = 0
+    for _ in range(draw(st.integers(0, 14))):
+        text = draw(st.text(max_size=8))
+        joins = bool(expected) and expected[-1][0] == "assistant"
+        choices = ["result", "refused"] if waiting else ["user", "data", "assistant"]
+        if joins or not waiting:
+            choices.append("call")
+        step = draw(st.sampled_from(choices))
+        if step == "call":
+            call_id, made = f"call-{made}", made + 1
+            composer.tool_call(call_id, "lookup", {"q": text})
+            if joins:
+                expected[-1] = ("assistant", (*expected[-1][1], call_id))
+            else:
+                expected.append(("assistant", (call_id,)))
+            waiting.append(call_id)
+        elif step == "result":
+            call_id = waiting.pop(draw(st.integers(0, len(waiting) - 1)))
+            error = draw(st.booleans())
+            composer.tool_result(call_id, untrusted(text, source="tool:lookup"), error=error)
+            expected.append(("tool", ()))
+        elif step == "refused":  # a turn between calls and their results changes nothing
+            with pytest.raises(VeridicError, match="wait for their results"):
+                composer.user(text or "next")
+        elif step == "user":
+            composer.user(text or "hello")
+            expected.append(("user", ()))
+        elif step == "data":
+            composer.data("doc", untrusted(text, source="doc"))
+            expected.append(("user", ()))
+        else:
+            composer.assistant(text, reasoning=draw(st.sampled_from([(), (_THOUGHT,)])))
+            expected.append(("assistant", ()))
+    return composer, expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(_conversations())
+def test_calls_on_a_turn_come_back_alike_from_build_document_and_restore(
+    conversation: tuple[Composer, list[tuple[str, tuple[str, ...]]]],
+) -> None:
+    composer, expected = conversation
+    prompt = composer.build()
+    found = [(m.role, tuple(call.id for call in m.tool_calls)) for m in prompt.messages[1:]]
+    assert found == expected
+    assert composer.build().sha256 == prompt.sha256  # building again changes nothing
+    text = prompt.to_document()
+    document = PromptDocument.from_json(text)
+    assert (document.sha256, document.to_json()) == (prompt.sha256, text)
+    assert all(type(m.tool_calls) is tuple for m in document.messages)
+    restored = Composer().system(instruction("You help.")).restore(composer.conversation())
+    again = restored.build()
+    assert again.sha256 == prompt.sha256
+    assert again.pending_tool_calls == prompt.pending_tool_calls
