@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Callable
 from enum import Enum
 from fractions import Fraction
 from pathlib import Path
@@ -30,7 +31,7 @@ from veridic import (
     untrusted,
 )
 from veridic.templates import TemplateError
-from veridic.text.prompt import PromptDocument
+from veridic.text.prompt import DocumentMessage, Message, PromptDocument
 
 
 class Stored(BaseModel):
@@ -290,3 +291,26 @@ def test_calls_on_a_turn_come_back_alike_from_build_document_and_restore(
     again = restored.build()
     assert again.sha256 == prompt.sha256
     assert again.pending_tool_calls == prompt.pending_tool_calls
+
+
+# -- a message or document made by hand with no sequence where one belongs ---------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Message("user", "hi", None),  # type: ignore[arg-type]  # the mistake under test
+        lambda: Message("assistant", "hi", ("hi",), 5),  # type: ignore[arg-type]  # likewise
+        lambda: DocumentMessage("assistant", "hi", None),  # type: ignore[arg-type]  # likewise
+        lambda: DocumentMessage("assistant", "hi", (), None, 3),  # type: ignore[arg-type]  # likewise
+        lambda: PromptDocument(None, (), "0" * 64),  # type: ignore[arg-type]  # likewise
+        lambda: PromptDocument((), "spans", "0" * 64),  # type: ignore[arg-type]  # likewise
+    ],
+)
+def test_a_message_or_document_given_no_sequence_is_refused_saying_what_it_got(
+    make: Callable[[], object],
+) -> None:
+    # tuple(None) failed with a bare "'NoneType' object is not iterable"; tuple("spans")
+    # split the text into characters.
+    with pytest.raises(VeridicError, match="not a tuple"):
+        make()
