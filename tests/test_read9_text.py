@@ -260,9 +260,9 @@ def _conversations(draw: st.DrawFn) -> tuple[Composer, list[tuple[str, tuple[str
             expected.append(("tool", ()))
         elif step == "refused":  # a turn between calls and their results changes nothing
             with pytest.raises(VeridicError, match="wait for their results"):
-                composer.user(text or "next")
+                composer.user("next")
         elif step == "user":
-            composer.user(text or "hello")
+            composer.user(text if text.strip() else "hello")
             expected.append(("user", ()))
         elif step == "data":
             composer.data("doc", untrusted(text, source="doc"))
@@ -314,3 +314,21 @@ def test_a_message_or_document_given_no_sequence_is_refused_saying_what_it_got(
     # split the text into characters.
     with pytest.raises(VeridicError, match="not a tuple"):
         make()
+
+
+# -- a random filter named at render says where -------------------------------------------------
+
+
+class Named(TypedDict):
+    items: list[TrustedInstruction]
+    how: TrustedInstruction
+
+
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+def test_a_random_filter_named_at_render_is_refused_naming_the_template_line(
+    tmp_path: Path, kind: str
+) -> None:
+    (tmp_path / "t.j2").write_text("Rules:\n{{ items | map(how) | list }}")
+    bound = _load(tmp_path, kind, "shipped", Named)
+    with pytest.raises(TemplateError, match=r"t\.j2' line 2 uses the \|random filter"):
+        bound.render({"items": [instruction("a"), instruction("b")], "how": instruction("random")})

@@ -71,6 +71,7 @@ from veridic.templates._runtime import (
     emit,
     finalize,
     stored_literal,
+    template_line,
 )
 from veridic.text.provenance import TrustedInstruction, mint
 
@@ -216,9 +217,9 @@ _RANDOM_FILTERS: Final = frozenset({"random"})
 _RANDOM_GLOBALS: Final = frozenset({"lipsum"})
 
 
-def _nondeterministic_use(name: str, origin: str, lineno: int | None) -> TemplateError:
+def _nondeterministic_use(name: str, origin: str, line: int | str) -> TemplateError:
     what, fix = _NONDETERMINISTIC[name]
-    line = "" if lineno is None else f" line {lineno}"
+    line = f" line {line}" if isinstance(line, int) else line
     return TemplateError(
         f"template {origin!r}{line} uses {what}: the same values would render different "
         "text each time, and a prompt must render byte for byte the same (provider prompt "
@@ -229,9 +230,8 @@ def _nondeterministic_use(name: str, origin: str, lineno: int | None) -> Templat
 def _nondeterministic(name: str) -> Callable[..., object]:
     """What an environment holds under the name of a random filter or global: a refusal."""
 
-    @pass_context
-    def refused(context: Context, *arguments: object, **options: object) -> object:
-        raise _nondeterministic_use(name, context.name or "<template>", None)
+    def refused(*arguments: object, **options: object) -> object:
+        raise _nondeterministic_use(name, *template_line())
 
     return refused
 

@@ -48,6 +48,7 @@ __all__ = [
     "finalize",
     "instruction_text",
     "stored_literal",
+    "template_line",
 ]
 
 TRUSTED: Final = type(mint("", "code", "veridic.templates"))
@@ -91,7 +92,7 @@ def finalize(value: object) -> object:
     template what ``~``, ``|string``, ``|pprint`` and ``|format`` make text of: refused
     when that text would be a memory address (see :func:`_refuse_address`)."""
     if type(value) not in _SCALARS:
-        _refuse_address(value, *_template_line())
+        _refuse_address(value, *template_line())
     return value
 
 
@@ -175,7 +176,7 @@ def _place(origin: str) -> tuple[str, str]:
     return (file, f" line {line}") if line.isdigit() else (origin, "")
 
 
-def _template_line() -> tuple[str, str]:
+def template_line() -> tuple[str, str]:
     """``(file, " line N")`` of the innermost template frame on the stack."""
     frame = sys._getframe(1)
     while frame is not None:
