@@ -270,7 +270,9 @@ _ATTRIBUTES = (
 def _outcome(templates: Templates, kind: str, attribute: str) -> str:
     body = (
         "{% if rows and doc and table and notes %}{% endif %}"
-        + f"{{{{ ({kind}.{attribute} ~ '') | length > 0 }}}}"
+        # Read by truth, which a refused attribute (an undefined) fails like its text: a
+        # method made text (~ '') is refused for its memory address whether it may be read.
+        + f"{{% if {kind}.{attribute} %}}True{{% endif %}}"
     )
     bound = templates.data_from_source(Stored(content=body).content, params=Values)
     values: Values = {"rows": ["a"], "doc": "a", "table": {"a": "b"}, "notes": Notes()}

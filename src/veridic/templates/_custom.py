@@ -115,7 +115,7 @@ def _check_global(name: str, value: object) -> object:
         if changeable is not None:
             raise TemplateError(
                 f"Templates(globals=...) got {name!r}: {clip(repr(value))}, whose Enum "
-                f"{type(value).__name__} may change: {changeable}"
+                f"{type(value).__name__} cannot reach a template: {changeable}"
             )
         if written_member(value):
             return value

@@ -71,6 +71,7 @@ from veridic.templates._runtime import (
     emit,
     finalize,
     stored_literal,
+    template_line,
 )
 from veridic.text.provenance import TrustedInstruction, mint
 
@@ -92,7 +93,8 @@ _READ: Final = "<veridic:read>"  # node: environment.read(node), sandboxed only
 _SEARCHED: Final = "<veridic:searched>"  # node: environment.searched(node), sandboxed only
 # Const(text), Const(origin): the stored literal, from environment.stored_literals or minted
 _STORED: Final = "<veridic:stored-literal>"
-_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED})
+_TEXT_OF: Final = "<veridic:text-of>"  # node: environment.text_of(node), every template
+_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF})
 _CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
 
 
@@ -128,6 +130,10 @@ class ProvenanceCodeGenerator(CodeGenerator):
             key = (inner.value, arguments[0].value)
             self.write("(_veridic_output if (_veridic_output := environment.stored_literals.get(")
             self.write(f"{key!r})) is not None else environment.stored_literal(*{key!r}))")
+        elif node.name == _TEXT_OF and inner is not None:
+            self.write("environment.text_of(")
+            self.visit(inner, frame)
+            self.write(")")
         elif node.name in _CHARGES and inner is not None:
             self.write(f"environment.{_CHARGES[node.name]}(")
             self.visit(inner, frame)
@@ -211,9 +217,9 @@ _RANDOM_FILTERS: Final = frozenset({"random"})
 _RANDOM_GLOBALS: Final = frozenset({"lipsum"})
 
 
-def _nondeterministic_use(name: str, origin: str, lineno: int | None) -> TemplateError:
+def _nondeterministic_use(name: str, origin: str, line: int | str) -> TemplateError:
     what, fix = _NONDETERMINISTIC[name]
-    line = "" if lineno is None else f" line {lineno}"
+    line = f" line {line}" if isinstance(line, int) else line
     return TemplateError(
         f"template {origin!r}{line} uses {what}: the same values would render different "
         "text each time, and a prompt must render byte for byte the same (provider prompt "
@@ -224,9 +230,8 @@ def _nondeterministic_use(name: str, origin: str, lineno: int | None) -> Templat
 def _nondeterministic(name: str) -> Callable[..., object]:
     """What an environment holds under the name of a random filter or global: a refusal."""
 
-    @pass_context
-    def refused(context: Context, *arguments: object, **options: object) -> object:
-        raise _nondeterministic_use(name, context.name or "<template>", None)
+    def refused(*arguments: object, **options: object) -> object:
+        raise _nondeterministic_use(name, *template_line())
 
     return refused
 
@@ -265,6 +270,7 @@ class ProvenanceEnvironment(Environment):
             self.concat = concat  # type: ignore[method-assign]  # jinja2's hook for buffered output
             self.emit = emit
             self.emitted_as_is = EMITTED_AS_IS
+        self.text_of = finalize
         del self.filters["safe"]
         # Held under their names so that a name computed at render (map(name)) finds a
         # refusal too; a template that names them is refused when it loads.
@@ -458,6 +464,7 @@ class _Rewrite:
 
     def template(self, tree: nodes.Template) -> None:
         self.refuse_forbidden(tree)
+        _check_made_text(tree)
         if self.environment.sandboxed:
             for loop in tree.find_all(nodes.For):
                 if isinstance(loop.iter, nodes.Expr):  # always: jinja2's parser makes one
@@ -559,6 +566,38 @@ class _Rewrite:
 
     def filter_block(self, chain: nodes.Filter, lineno: int) -> nodes.Filter:
         return _node(chain, _EMIT, f"{self.origin}:{lineno}", lineno)
+
+
+_MADE_TEXT: Final = frozenset({"string", "pprint", "format"})
+"""jinja2's filters that write their value (``format``: and its arguments) as text."""
+
+
+def _check_made_text(tree: nodes.Template) -> None:
+    """Have what ``~``, ``|string``, ``|pprint``, ``|format`` and ``"..." %`` make text of
+    checked as an output is (:func:`~veridic.templates._runtime.finalize`):
+    ``"Persona: " ~ persona.upper`` (the parentheses forgotten) wrote the method's memory
+    address into the text, which the check of the output, a str by then, never saw."""
+    for joined in list(tree.find_all(nodes.Concat)):
+        joined.nodes = [_text_of(part) for part in joined.nodes]
+    for writer in list(tree.find_all(nodes.Filter)):
+        if writer.name not in _MADE_TEXT or writer.node is None:
+            continue
+        writer.node = _text_of(writer.node)
+        if writer.name == "format":
+            writer.args = [_text_of(arg) for arg in writer.args]
+            for keyword in writer.kwargs:
+                keyword.value = _text_of(keyword.value)
+    for mod in list(tree.find_all(nodes.Mod)):  # "%s" % x: the text's own formatting
+        if isinstance(mod.left, nodes.Const) and isinstance(mod.left.value, str):
+            if isinstance(mod.right, nodes.Tuple):
+                mod.right.items = [_text_of(item) for item in mod.right.items]
+            else:
+                mod.right = _text_of(mod.right)
+
+
+def _text_of(node: nodes.Expr) -> nodes.Expr:
+    """``node``, checked when made text; a constant as it is (jinja2 still folds it)."""
+    return node if isinstance(node, nodes.Const) else _node(node, _TEXT_OF, None, node.lineno)
 
 
 def _filter_names(node: nodes.Filter) -> tuple[str, ...]:

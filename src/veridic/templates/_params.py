@@ -13,8 +13,8 @@ nested ``TypedDict``), or a union of them. Scalars are checked by exact type
 (an ``int`` subclass may override ``__str__``), Enum members by identity with a
 member of the class body (:func:`written_member`: a pseudo-member that
 ``_missing_`` made from a value is refused), and an Enum class only if its members
-hold text, numbers or tuples of them (:func:`changeable_member`). Sets are refused because their
-order, and so the prompt's bytes, changes from run to run.
+hold text, numbers, dates, UUIDs or tuples of them (:func:`changeable_member`). Sets
+are refused because their order, and so the prompt's bytes, changes from run to run.
 
 A value is checked as it will be read: :func:`snapshot` copies containers
 into plain ``dict``, ``list`` and ``tuple`` before the check, and the render
@@ -25,6 +25,7 @@ a custom ``__getitem__``) cannot hand the template a value the check never saw.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import math
 import types
 import typing
@@ -32,7 +33,9 @@ from collections.abc import Callable, Iterator, Mapping, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
 from decimal import Decimal
 from enum import Enum, Flag
+from fractions import Fraction
 from typing import Annotated, Final, Literal, Union
+from uuid import UUID
 
 import typing_extensions
 from pydantic import BaseModel, BeforeValidator
@@ -521,20 +524,55 @@ def changeable_member(enum: type[Enum]) -> str | None:
     for name, member in enum.__members__.items():
         if not _unchangeable(member._value_):
             return (
-                f"its member {name} holds {a_type(member._value_)}, which can be changed "
-                "after the class was written, by text from anywhere, and a template reads "
-                "it as {{ x.value }}; give the members text, numbers or tuples of them"
+                f"its member {name} holds {a_type(member._value_)}, {_why(member._value_)}, "
+                "and a template reads it as {{ x.value }}; give the members text, numbers, "
+                "dates or tuples of them"
             )
     return None
 
 
-_UNCHANGEABLE: Final = frozenset({str, int, float, complex, bool, bytes, type(None), Decimal})
+_UNCHANGEABLE: Final = frozenset(
+    {
+        str,
+        int,
+        float,
+        complex,
+        bool,
+        bytes,
+        type(None),
+        Decimal,
+        Fraction,
+        UUID,
+        datetime.date,
+        datetime.timedelta,
+    }
+)
+"""Values no code changes once made, whose text is the same in every process."""
+_ZONED: Final = frozenset({datetime.datetime, datetime.time})
+"""Likewise when their zone is none or a fixed offset (a ``tzinfo`` class is anyone's)."""
 
 
 def _unchangeable(value: object) -> bool:
-    if type(value) in _UNCHANGEABLE or is_trusted(value):
+    kind = type(value)
+    if kind in _UNCHANGEABLE or is_trusted(value):
         return True
-    return type(value) is tuple and all(map(_unchangeable, value))
+    if kind in _ZONED:
+        zone = value.tzinfo  # type: ignore[attr-defined]  # a datetime's or a time's
+        return zone is None or type(zone) is datetime.timezone
+    return kind is tuple and all(map(_unchangeable, value))  # type: ignore[call-overload]  # a tuple
+
+
+def _why(value: object) -> str:
+    """Why a member's value may not reach a template, said truthfully for its kind."""
+    if isinstance(value, AbstractSet):
+        return (
+            "whose text lists its items in an order that changes from process to process "
+            "(the hash seed)"
+        )
+    kind = type(value)
+    if kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__:
+        return "whose text is its memory address, different in every process"
+    return "which can be changed after the class was written, by text from anywhere"
 
 
 def written_member(value: Enum) -> bool:

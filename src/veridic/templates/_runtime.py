@@ -48,6 +48,7 @@ __all__ = [
     "finalize",
     "instruction_text",
     "stored_literal",
+    "template_line",
 ]
 
 TRUSTED: Final = type(mint("", "code", "veridic.templates"))
@@ -87,10 +88,11 @@ def emit(value: object, origin: str) -> str:
 
 
 def finalize(value: object) -> object:
-    """A data template's expression output, as jinja2 hands it to ``str()``: refused when
-    that text would be a memory address (see :func:`_refuse_address`)."""
+    """A data template's expression output, as jinja2 hands it to ``str()``, and in every
+    template what ``~``, ``|string``, ``|pprint`` and ``|format`` make text of: refused
+    when that text would be a memory address (see :func:`_refuse_address`)."""
     if type(value) not in _SCALARS:
-        _refuse_address(value, *_template_line())
+        _refuse_address(value, *template_line())
     return value
 
 
@@ -136,12 +138,19 @@ def _refuse_address(value: object, template: str, line: str) -> None:
     )
 
 
-def _addressed(value: object, seen: set[int]) -> tuple[str, type] | None:
+def _addressed(value: object, seen: set[int], *, item: bool = False) -> tuple[str, type] | None:
     """What in ``value`` prints as its memory address (itself, or an item it holds), and
-    its type; ``None`` when nothing does."""
+    its type; ``None`` when nothing does.
+
+    An output is written with ``str()``, the items of a container with ``repr()``: an
+    object with a ``__str__`` of its own but not a ``__repr__`` prints its text alone and
+    its address in a list (``item``).
+    """
     kind = type(value)
     if kind in _SCALARS:
         return None
+    if kind.__repr__ is object.__repr__ and (item or kind.__str__ is object.__str__):
+        return ("an iterator" if isinstance(value, Iterator) else article(kind.__name__)), kind
     if isinstance(value, _CONTAINERS):
         if id(value) in seen:  # a container holding itself prints as [...]
             return None
@@ -149,8 +158,8 @@ def _addressed(value: object, seen: set[int]) -> tuple[str, type] | None:
         items: Iterable[object] = value
         if isinstance(value, Mapping):
             items = (part for pair in value.items() for part in pair)
-        for item in items:
-            found = _addressed(item, seen)
+        for held in items:
+            found = _addressed(held, seen, item=True)
             if found is not None:
                 return found
         return None
@@ -158,8 +167,6 @@ def _addressed(value: object, seen: set[int]) -> tuple[str, type] | None:
         return ("a function" if isinstance(value, types.FunctionType) else "a method"), kind
     if isinstance(value, _GENERATORS):
         return "a generator", kind
-    if kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__:
-        return ("an iterator" if isinstance(value, Iterator) else article(kind.__name__)), kind
     return None
 
 
@@ -169,7 +176,7 @@ def _place(origin: str) -> tuple[str, str]:
     return (file, f" line {line}") if line.isdigit() else (origin, "")
 
 
-def _template_line() -> tuple[str, str]:
+def template_line() -> tuple[str, str]:
     """``(file, " line N")`` of the innermost template frame on the stack."""
     frame = sys._getframe(1)
     while frame is not None:

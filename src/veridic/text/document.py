@@ -22,7 +22,7 @@ from veridic._sample import clip
 from veridic._words import a_type, article
 from veridic.errors import VeridicError
 from veridic.text._prompt_hash import _digest
-from veridic.text.message import PromptSpan, Role, ToolCall
+from veridic.text.message import PromptSpan, Role, ToolCall, _tuple_of
 from veridic.text.provenance import TRUSTED_KINDS, Kind
 from veridic.text.provenance_map import Specs, _blocks, render
 from veridic.text.reasoning import ReasoningItem, ReasoningProvider
@@ -71,10 +71,9 @@ class DocumentMessage:
         # Tuples, as a Message keeps: a list changed after the document checked and hashed
         # it would show what the hash does not cover. The rest is checked by the document
         # that holds the message, which can say where it is (messages[2]).
-        if type(self.tool_calls) is not tuple:
-            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
-        if type(self.reasoning) is not tuple:
-            object.__setattr__(self, "reasoning", tuple(self.reasoning))
+        for name in ("tool_calls", "reasoning"):
+            kept = _tuple_of(getattr(self, name), f"a DocumentMessage's {name}")
+            object.__setattr__(self, name, kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +121,7 @@ class PromptDocument:
 
     def __post_init__(self) -> None:
         for name in ("messages", "spans"):
-            if type(getattr(self, name)) is not tuple:
-                object.__setattr__(self, name, tuple(getattr(self, name)))
+            object.__setattr__(self, name, _tuple_of(getattr(self, name), f"PromptDocument {name}"))
         if not isinstance(self.sha256, str):
             raise VeridicError(
                 f"PromptDocument got {a_type(self.sha256)} as sha256, not text: {_TO_DOCUMENT}"

@@ -9,6 +9,7 @@ writes it. Every name here also imports from :mod:`veridic.text.prompt`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
@@ -117,16 +118,33 @@ _ROLES: Final[tuple[Role, ...]] = get_args(Role)
 def _own_tuples(message: Message) -> None:
     """Keep tuples of the parts and calls: a list the caller changes after the prompt hashed
     it would change what is sent, not the hash (or the record) that covers it."""
-    if type(message.parts) is not tuple:
-        object.__setattr__(message, "parts", tuple(message.parts))
-    if type(message.tool_calls) is not tuple:
-        object.__setattr__(message, "tool_calls", tuple(message.tool_calls))
+    for name in ("parts", "tool_calls"):
+        kept = _tuple_of(getattr(message, name), f"{article(message.role)} message's {name}")
+        object.__setattr__(message, name, kept)
     for index, call in enumerate(message.tool_calls):
         if not isinstance(call, ToolCall):
             raise VeridicError(
                 f"tool_calls[{index}] of {article(message.role)} message is {a_type(call)}, "
                 "not a ToolCall: record calls with Composer.tool_call()"
             )
+
+
+def _tuple_of(value: object, where: str) -> tuple[object, ...]:
+    """``value`` as the tuple a frozen value keeps of it; a list or another sequence is copied.
+
+    Raises:
+        VeridicError: ``value`` is no sequence of items (``None``, a number), or is text,
+            which ``tuple()`` would split into characters.
+    """
+    if type(value) is tuple:
+        return value
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        shown = "" if value is None else f" ({clip(value if type(value) is str else repr(value))})"
+        raise VeridicError(
+            f"{where} is {a_type(value)}{shown}, not a tuple: pass a tuple "
+            "or a list of the items, () for none"
+        )
+    return tuple(value)
 
 
 def _check_types(message: Message) -> None:
