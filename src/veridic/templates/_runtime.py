@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
@@ -36,7 +36,7 @@ from jinja2 import Template as JinjaTemplate
 
 from veridic._words import article
 from veridic.errors import TemplateError
-from veridic.text.provenance import Span, TrustedInstruction, joined, mint
+from veridic.text.provenance import Span, TrustedInstruction, joined, mint, untrusted
 
 __all__ = [
     "EMITTED_AS_IS",
@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 TRUSTED: Final = type(mint("", "code", "veridic.templates"))
+UNTRUSTED: Final = type(untrusted("", source="veridic.templates"))
 """The run-time type of minted text: ``type(value) is TRUSTED`` is ``is_trusted(value)``."""
 _COMPUTED_KEPT: Final = 4096
 _COMPUTED_LONGEST: Final = 200
@@ -83,7 +84,7 @@ def emit(value: object, origin: str) -> str:
     if kind is TRUSTED or kind is Rendered:
         return value  # type: ignore[return-value]  # a str subclass
     if kind not in _SCALARS:
-        _refuse_address(value, *_place(origin))
+        _refuse_address(value, lambda: _place(origin))
     return _computed_part(str(value), origin)
 
 
@@ -92,11 +93,11 @@ def finalize(value: object) -> object:
     template what ``~``, ``|string``, ``|pprint`` and ``|format`` make text of: refused
     when that text would be a memory address (see :func:`_refuse_address`)."""
     if type(value) not in _SCALARS:
-        _refuse_address(value, *template_line())
+        _refuse_address(value, template_line)
     return value
 
 
-_SCALARS: Final = frozenset({str, TRUSTED, int, float, bool, type(None)})
+_SCALARS: Final = frozenset({str, TRUSTED, UNTRUSTED, int, float, bool, type(None)})
 """Types whose text is their value: what an output almost always is, checked no further."""
 _CONTAINERS: Final = (list, tuple, Mapping, AbstractSet)
 """What prints the text of each item it holds: checked item by item."""
@@ -112,7 +113,7 @@ _CALLABLES: Final = (
 _GENERATORS: Final = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 
 
-def _refuse_address(value: object, template: str, line: str) -> None:
+def _refuse_address(value: object, where: Callable[[], tuple[str, str]]) -> None:
     """Refuse an output whose text is the value's memory address, not what it holds.
 
     ``{{ persona.upper }}`` (the parentheses forgotten) printed ``<built-in method upper of
@@ -128,6 +129,7 @@ def _refuse_address(value: object, template: str, line: str) -> None:
     if found is None:
         return
     what, kind = found
+    template, line = where()  # only now: finding the line walks the stack
     holder = "" if found[1] is type(value) else f"{article(type(value).__name__)} holding "
     raise TemplateError(
         f"template {template!r}{line} outputs {holder}{what} ({kind.__name__}), whose text is its "
