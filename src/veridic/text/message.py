@@ -119,8 +119,10 @@ def _own_tuples(message: Message) -> None:
     """Keep tuples of the parts and calls: a list the caller changes after the prompt hashed
     it would change what is sent, not the hash (or the record) that covers it."""
     for name in ("parts", "tool_calls"):
-        kept = _tuple_of(getattr(message, name), f"{article(message.role)} message's {name}")
-        object.__setattr__(message, name, kept)
+        value = getattr(message, name)
+        if type(value) is not tuple:  # the usual case costs one type check, no message
+            kept = _tuple_of(value, f"{article(message.role)} message's {name}")
+            object.__setattr__(message, name, kept)
     for index, call in enumerate(message.tool_calls):
         if not isinstance(call, ToolCall):
             raise VeridicError(
