@@ -13,6 +13,7 @@ message to clean is libpq's, which quotes the password in spellings of its own.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import unicodedata
 from typing import Final
@@ -28,6 +29,8 @@ _PARTS: Final = re.compile(
 )
 """A URL's parts, for one ``urlsplit`` refuses (RFC 3986, appendix B: it always matches)."""
 _QUOTED: Final = re.compile(r"'.*'|\".*\"", re.DOTALL)
+_PORT: Final = re.compile(r":\d*")
+"""What may follow a host and still be shown: a numeric port (``urlsplit`` allows it empty)."""
 _IPV6_GROUP: Final = re.compile(r"[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3}")
 
 
@@ -58,17 +61,18 @@ def shown_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:  # no URL one can take apart (a lost bracket, a fullwidth '@')
         return _shown_unsplit(unicodedata.normalize("NFKC", url))
+    rest = parts.path + (f"?{parts.query}" if parts.query else "")
+    rest += f"#{parts.fragment}" if parts.fragment else ""
+    prefix = f"{parts.scheme}://" if parts.scheme else "//"
+    if parts.netloc and (beyond := _past_userinfo(prefix, parts.netloc, rest)) is not None:
+        return beyond
     netloc = _shown_netloc(parts.netloc, port_is_number=_port_is_number(parts))
     path = parts.path
     if not parts.netloc and "@" in path:  # no "//": "user:key@host/..." read as scheme and path
         path = f"{_HIDDEN}@{path.rpartition('@')[2]}"
-    query = "&".join(
-        f"{name}={_HIDDEN}" if equals else _HIDDEN
-        for name, equals, _ in (item.partition("=") for item in parts.query.split("&"))
-        if name or equals
-    )
+    query = _shown_items(parts.query, "&")
     fragment = _HIDDEN if parts.fragment else ""
-    return urlunsplit((parts.scheme, netloc, path, query, fragment))
+    return urlunsplit((parts.scheme, netloc, _shown_path(path), query, fragment))
 
 
 def split_url(url: str) -> SplitResult:
@@ -98,15 +102,61 @@ def _shown_unsplit(url: str) -> str:
     )
     shown = scheme or ""
     if netloc is not None:
+        rest = url[found.end("netloc") :]
+        if (beyond := _past_userinfo(f"{shown}//", netloc, rest)) is not None:
+            return beyond
         shown += "//" + _shown_netloc(netloc, port_is_number=False)
     elif "@" in path:
         path = f"{_HIDDEN}@{path.rpartition('@')[2]}"
-    shown += path
+    shown += _shown_path(path)
     if query is not None:
         shown += f"?{_HIDDEN}"
     if fragment is not None:
         shown += f"#{_HIDDEN}"
     return shown
+
+
+def _past_userinfo(prefix: str, netloc: str, rest: str) -> str | None:
+    """The URL shown from the last ``@`` of ``rest`` on, when ``netloc`` reads as a user part.
+
+    A ``/``, ``?`` or ``#`` in a password or token (a base64 key, written without its
+    ``%2F``) ends the authority there: ``https://tok/en@host/v1`` reads as host
+    ``tok`` and path ``/en@host/v1``. An authority that names no server (no dot,
+    not ``localhost`` nor an IPv6 literal) followed by an ``@`` is taken for such a
+    user part: everything up to the last ``@`` is hidden, the host after it shown.
+    ``http://ollama:11434/pkg@1`` is hidden as much: a path holding an ``@`` behind a
+    host without a dot is rare, a key with a ``/`` is not. ``None``: ``netloc`` names
+    a server, and an ``@`` after it is its path's (``/@scope/pkg``, ``/me@mail.example``).
+    """
+    if "@" not in rest or _names_server(netloc.rpartition("@")[2]):
+        return None
+    shown = shown_url(prefix + rest.rpartition("@")[2])
+    after = shown[len(prefix) :] if shown.startswith(prefix) else _HIDDEN
+    return f"{prefix}{_HIDDEN}@{after}"
+
+
+def _names_server(host_and_port: str) -> bool:
+    """Whether ``host_and_port`` reads as a server: a dotted or bracketed host, or
+    ``localhost``. A port does not tell: ``user:1234/5@host`` has one."""
+    host, _ = _host(host_and_port)
+    return "." in host or host.startswith("[") or host.lower() == "localhost"
+
+
+def _shown_path(path: str) -> str:
+    """``path`` with the value of each ``;param`` hidden (a session id, a token), names kept."""
+    return "/".join(
+        head + semicolon + _shown_items(params, ";")
+        for head, semicolon, params in (segment.partition(";") for segment in path.split("/"))
+    )
+
+
+def _shown_items(items: str, separator: str) -> str:
+    """``name=value`` items as ``name=***``, one without ``=`` (a key given alone) as ``***``."""
+    return separator.join(
+        f"{name}={_HIDDEN}" if equals else _HIDDEN
+        for name, equals, _ in (item.partition("=") for item in items.split(separator))
+        if name or equals
+    )
 
 
 def _port_is_number(parts: SplitResult) -> bool:
@@ -122,26 +172,37 @@ def _shown_netloc(netloc: str, *, port_is_number: bool) -> str:
     """``netloc`` with its user part hidden, and its port unless it is a number."""
     _, at, host_and_port = netloc.rpartition("@")
     shown = f"{_HIDDEN}@" if at else ""
-    if port_is_number:
-        return shown + host_and_port
     host, after = _host(host_and_port)
-    if not after:
-        return shown + host
+    if not after or (port_is_number and _PORT.fullmatch(after)):
+        return shown + host + after
     return shown + host + (":" if after.startswith(":") else "") + _HIDDEN
 
 
 def _host(host_and_port: str) -> tuple[str, str]:
     """The host of ``host_and_port`` and what follows it.
 
-    An IPv6 literal whose ``]`` is lost is kept only while it reads as one (groups
-    of at most four hex digits): a longer group cannot be told from a secret.
+    A bracketed host is kept only while it reads as an IPv6 address (a zone after
+    ``%`` aside), one whose ``]`` is lost while it reads as the start of one (groups
+    of at most four hex digits): anything else in brackets cannot be told from a
+    secret, and ``urlsplit`` refuses it quoting it whole.
     """
     if not host_and_port.startswith("["):
         host, colon, port = host_and_port.partition(":")
         return host, colon + port
     inside, bracket, after = host_and_port[1:].partition("]")
     if bracket:
-        return f"[{inside}]", after
+        return (
+            f"[{inside}]" if _is_ip_address(inside.partition("%")[0]) else f"[{_HIDDEN}]"
+        ), after
     if all(_IPV6_GROUP.fullmatch(group) for group in inside.split(":")):
         return host_and_port, ""
     return f"[{_HIDDEN}", ""
+
+
+def _is_ip_address(text: str) -> bool:
+    """Whether ``text`` is an IP address (``ipaddress`` says so)."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
