@@ -114,6 +114,22 @@ def test_an_endpoint_that_is_no_url_is_refused_without_its_secret(
     assert "***" in str(refused.value)
 
 
+@pytest.mark.parametrize("backend", [EndpointBackend, EndpointChooser])
+def test_a_refused_endpoint_keeps_no_secret_in_its_suppressed_context(
+    backend: type[EndpointBackend] | type[EndpointChooser],
+) -> None:
+    # ``raise ... from None`` hides the context from a traceback, not from
+    # ``__context__``, which an error reporter may walk all the same.
+    with pytest.raises(ValueError, match="is not a URL") as refused:
+        backend("http://ops:s3cret-pw/v1", "m", client=_NoNetwork())
+    chain: list[BaseException] = []
+    error: BaseException | None = refused.value
+    while error is not None:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    assert all("s3cret-pw" not in str(each) for each in chain), [str(e) for e in chain]
+
+
 # --- for all credentials: none of it shown --------------------------------------------------
 
 _PLAIN = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"

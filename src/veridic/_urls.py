@@ -88,8 +88,12 @@ def split_url(url: str) -> SplitResult:
         parts = urlsplit(url)
         parts.port  # noqa: B018  # read for its check: a port that is no number raises
     except ValueError as error:
-        raise ValueError(_QUOTED.sub("'***'", str(error))) from None
-    return parts
+        told = _QUOTED.sub("'***'", str(error))
+    else:
+        return parts
+    # Raised here, outside the except clause: ``from None`` only hides the original
+    # from a traceback, and its ``__context__``, quoting the port, is walked by reporters.
+    raise ValueError(told)
 
 
 def _shown_unsplit(url: str) -> str:
