@@ -69,6 +69,20 @@ def test_a_userinfo_holding_a_slash_still_shows_the_server_after_it() -> None:
 @pytest.mark.parametrize(
     "url",
     [
+        "http://ollama:11434/v1?key=s3c@ret",  # an '@' of a query value, behind no server name
+        "http://ollama:11434/v1#s3c@ret",
+        "http://tok3n/s3c@ret/v1",
+    ],
+)
+def test_what_follows_an_at_sign_is_shown_only_as_a_server_name(url: str) -> None:
+    shown = _shown(url)
+    assert "s3c" not in shown
+    assert "ret" not in shown.replace("remote", "")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
         "https://server.smithery.ai/@upstash/context7-mcp/mcp?api_key=***",
         "https://cdn.example/pkg@1.2/mcp",
         "http://localhost:8000/users/me@example.com/mcp",
@@ -77,6 +91,15 @@ def test_a_userinfo_holding_a_slash_still_shows_the_server_after_it() -> None:
 )
 def test_an_at_sign_in_the_path_of_a_named_server_is_shown(url: str) -> None:
     assert _shown(url) == f"McpServer('remote', {url!r})"
+
+
+@pytest.mark.parametrize("spelling", ["https://", "https:/", "HTTP://"])
+def test_a_url_held_in_a_proxys_path_shows_no_credential(spelling: str) -> None:
+    url = f"https://proxy.example/fetch/{spelling}ops:s3cret@origin.example/v1?key=k"
+    shown = _shown(url)
+    assert "s3cret" not in shown
+    assert "https://proxy.example/fetch/" in shown
+    assert "***@origin.example/v1?key=***" in shown
 
 
 # --- ;params and what follows a bracketed host ---------------------------------------------
@@ -143,6 +166,8 @@ _PLACES = [
     "{scheme}://{host}/v1#{secret}",
     "{scheme}://{host}/v1?next=https://ops:{secret}@other.example/x",
     "//ops:{secret}@{host}/v1",
+    "{scheme}://{host}/fetch/https://ops:{secret}@other.example/v1",  # a proxy's path
+    "{scheme}://{host}/fetch/https:/ops:{secret}@other.example/v1",
 ]
 
 

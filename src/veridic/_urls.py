@@ -29,6 +29,10 @@ _PARTS: Final = re.compile(
 )
 """A URL's parts, for one ``urlsplit`` refuses (RFC 3986, appendix B: it always matches)."""
 _QUOTED: Final = re.compile(r"'.*'|\".*\"", re.DOTALL)
+_EMBEDDED: Final = re.compile(r"(?<=/)[A-Za-z][A-Za-z0-9+.-]*:/")
+"""A URL's scheme at the start of a path segment: the path holds another URL."""
+_UNTIL_PATH: Final = re.compile(r"[/?#]")
+"""Where a host and port end."""
 _PORT: Final = re.compile(r":\d*")
 """What may follow a host and still be shown: a numeric port (``urlsplit`` allows it empty)."""
 _IPV6_GROUP: Final = re.compile(r"[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3}")
@@ -42,7 +46,11 @@ def shown_url(url: str) -> str:
     Which query value is a key cannot be told, so each is hidden; an item without
     ``=`` is a value (a key given as the whole query), hidden whole. A user name
     alone is hidden too (some servers take a token as the user). A "port" that
-    is no number is most often a password whose ``@host`` was forgotten.
+    is no number is most often a password whose ``@host`` was forgotten. A
+    ``;param`` of the path is hidden as a query item is; a URL the path holds (a
+    proxy's) is shown as a URL is. A ``/``, ``?`` or ``#`` in a user part ends the
+    host early (:func:`_past_userinfo`): behind a "host" that names no server, an
+    ``@`` hides all before it.
 
     >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
     'https://***@llm.example/v1/chat/completions'
@@ -56,6 +64,10 @@ def shown_url(url: str) -> str:
     'http://me:***/v1'
     >>> shown_url("http://me:s3cret@[::1/v1?key=s3cret")  # not a URL: hidden all the same
     'http://***@[::1/v1?***'
+    >>> shown_url("https://tok/s3cret@llm.example/v1")  # a base64 token, its '/' not %2F
+    'https://***@llm.example/v1'
+    >>> shown_url("https://llm.example/v1;jsessionid=s3cret")
+    'https://llm.example/v1;jsessionid=***'
     """
     try:
         parts = urlsplit(url)
@@ -67,12 +79,13 @@ def shown_url(url: str) -> str:
     if parts.netloc and (beyond := _past_userinfo(prefix, parts.netloc, rest)) is not None:
         return beyond
     netloc = _shown_netloc(parts.netloc, port_is_number=_port_is_number(parts))
-    path = parts.path
-    if not parts.netloc and "@" in path:  # no "//": "user:key@host/..." read as scheme and path
-        path = f"{_HIDDEN}@{path.rpartition('@')[2]}"
+    if parts.netloc and (inner := _embedded(parts.path, rest[len(parts.path) :])) is not None:
+        return urlunsplit((parts.scheme, netloc, "", "", "")) + inner
+    if not parts.netloc and "@" in rest:  # no "//": "user:key@host/..." read as scheme and path
+        return _hidden_to_last_at(f"{parts.scheme}:" if parts.scheme else "", rest)
     query = _shown_items(parts.query, "&")
     fragment = _HIDDEN if parts.fragment else ""
-    return urlunsplit((parts.scheme, netloc, _shown_path(path), query, fragment))
+    return urlunsplit((parts.scheme, netloc, _shown_path(parts.path), query, fragment))
 
 
 def split_url(url: str) -> SplitResult:
@@ -110,8 +123,10 @@ def _shown_unsplit(url: str) -> str:
         if (beyond := _past_userinfo(f"{shown}//", netloc, rest)) is not None:
             return beyond
         shown += "//" + _shown_netloc(netloc, port_is_number=False)
-    elif "@" in path:
-        path = f"{_HIDDEN}@{path.rpartition('@')[2]}"
+        if (inner := _embedded(path, url[found.end("path") :])) is not None:
+            return shown + inner
+    elif "@" in (rest := url[found.end("scheme") if scheme else 0 :]):
+        return _hidden_to_last_at(shown, rest)
     shown += _shown_path(path)
     if query is not None:
         shown += f"?{_HIDDEN}"
@@ -134,9 +149,34 @@ def _past_userinfo(prefix: str, netloc: str, rest: str) -> str | None:
     """
     if "@" not in rest or _names_server(netloc.rpartition("@")[2]):
         return None
-    shown = shown_url(prefix + rest.rpartition("@")[2])
-    after = shown[len(prefix) :] if shown.startswith(prefix) else _HIDDEN
-    return f"{prefix}{_HIDDEN}@{after}"
+    return _hidden_to_last_at(prefix, rest)
+
+
+def _hidden_to_last_at(prefix: str, rest: str) -> str:
+    """``prefix``, then ``***@`` for ``rest`` up to its last ``@``, then what follows shown
+    as a URL from its host on: a user part may hold any of ``/?#`` (and the ``@``).
+
+    What follows is shown only if it starts with a server's name (:func:`_names_server`):
+    the ``@`` may as well be a query value's own (``?key=ab@cd``), and then what follows
+    it is the rest of the secret.
+    """
+    after = rest.rpartition("@")[2]
+    if not _names_server(_UNTIL_PATH.split(after, maxsplit=1)[0]):
+        return f"{prefix}{_HIDDEN}@{_HIDDEN}"
+    return f"{prefix}{_HIDDEN}@{shown_url('//' + after).removeprefix('//')}"
+
+
+def _embedded(path: str, after: str) -> str | None:
+    """``path`` and what follows it (``after``: ``?query#fragment``) shown, when the path
+    holds a URL of its own (a proxy's ``/fetch/https://user:key@origin/v1``).
+
+    That URL runs to the end (its query and fragment are its own), and is shown as a
+    URL is, whatever its credentials' spelling; ``None``: the path holds none.
+    """
+    found = _EMBEDDED.search(path)
+    if found is None:
+        return None
+    return _shown_path(path[: found.start()]) + shown_url(path[found.start() :] + after)
 
 
 def _names_server(host_and_port: str) -> bool:
