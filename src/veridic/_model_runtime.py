@@ -15,8 +15,9 @@ import importlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol, cast
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
+from veridic._urls import shown_url, split_url
 from veridic.errors import MissingExtraError
 
 __all__ = [
@@ -118,8 +119,20 @@ def chat_url(endpoint: str) -> str:
     'http://localhost:8080/v1/chat/completions'
     >>> chat_url("https://llm.example/openai/v1/?api-version=2024-06-01")
     'https://llm.example/openai/v1/chat/completions?api-version=2024-06-01'
+
+    Raises:
+        ValueError: ``endpoint`` cannot be taken apart or its port is no number, said
+            without its credentials: ``urlsplit``'s own message quotes the netloc or
+            the bracketed host, and a port that is no number (most often a password
+            whose ``@host`` was forgotten) reached the HTTP client, whose error quoted it.
     """
-    parts = urlsplit(endpoint)
+    try:
+        parts = split_url(endpoint)
+    except ValueError as error:
+        raise ValueError(
+            f"endpoint {shown_url(endpoint)!r} is not a URL ({error}): give the server's "
+            "base URL, e.g. http://localhost:8080/v1"
+        ) from None
     path = parts.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path = f"{path}/chat/completions"

@@ -13,6 +13,7 @@ message to clean is libpq's, which quotes the password in spellings of its own.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import unicodedata
@@ -38,6 +39,12 @@ _PARTS: Final = re.compile(
 )
 """A URL's parts, for one ``urlsplit`` refuses (RFC 3986, appendix B: it always matches)."""
 _QUOTED: Final = re.compile(r"'.*'|\".*\"", re.DOTALL)
+_EMBEDDED: Final = re.compile(r"(?<=/)[A-Za-z][A-Za-z0-9+.-]*:/")
+"""A URL's scheme at the start of a path segment: the path holds another URL."""
+_UNTIL_PATH: Final = re.compile(r"[/?#]")
+"""Where a host and port end."""
+_PORT: Final = re.compile(r":\d*")
+"""What may follow a host and still be shown: a numeric port (``urlsplit`` allows it empty)."""
 _IPV6_GROUP: Final = re.compile(r"[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3}")
 
 
@@ -49,7 +56,11 @@ def shown_url(url: str) -> str:
     Which query value is a key cannot be told, so each is hidden; an item without
     ``=`` is a value (a key given as the whole query), hidden whole. A user name
     alone is hidden too (some servers take a token as the user). A "port" that
-    is no number is most often a password whose ``@host`` was forgotten.
+    is no number is most often a password whose ``@host`` was forgotten. A
+    ``;param`` of the path is hidden as a query item is; a URL the path holds (a
+    proxy's) is shown as a URL is. A ``/``, ``?`` or ``#`` in a user part ends the
+    host early (:func:`_past_userinfo`): behind a "host" that names no server, an
+    ``@`` hides all before it.
 
     >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
     'https://***@llm.example/v1/chat/completions'
@@ -63,22 +74,28 @@ def shown_url(url: str) -> str:
     'http://me:***/v1'
     >>> shown_url("http://me:s3cret@[::1/v1?key=s3cret")  # not a URL: hidden all the same
     'http://***@[::1/v1?***'
+    >>> shown_url("https://tok/s3cret@llm.example/v1")  # a base64 token, its '/' not %2F
+    'https://***@llm.example/v1'
+    >>> shown_url("https://llm.example/v1;jsessionid=s3cret")
+    'https://llm.example/v1;jsessionid=***'
     """
     try:
         parts = urlsplit(url)
     except ValueError:  # no URL one can take apart (a lost bracket, a fullwidth '@')
         return _shown_unsplit(unicodedata.normalize("NFKC", url))
+    rest = parts.path + (f"?{parts.query}" if parts.query else "")
+    rest += f"#{parts.fragment}" if parts.fragment else ""
+    prefix = f"{parts.scheme}://" if parts.scheme else "//"
+    if parts.netloc and (beyond := _past_userinfo(prefix, parts.netloc, rest)) is not None:
+        return beyond
     netloc = _shown_netloc(parts.netloc, port_is_number=_port_is_number(parts))
-    path = parts.path
-    if not parts.netloc and "@" in path:  # no "//": "user:key@host/..." read as scheme and path
-        path = f"{_HIDDEN}@{path.rpartition('@')[2]}"
-    query = "&".join(
-        f"{name}={_HIDDEN}" if equals else _HIDDEN
-        for name, equals, _ in (item.partition("=") for item in parts.query.split("&"))
-        if name or equals
-    )
+    if parts.netloc and (inner := _embedded(parts.path, rest[len(parts.path) :])) is not None:
+        return urlunsplit((parts.scheme, netloc, "", "", "")) + inner
+    if not parts.netloc and "@" in rest:  # no "//": "user:key@host/..." read as scheme and path
+        return _hidden_to_last_at(f"{parts.scheme}:" if parts.scheme else "", rest)
+    query = _shown_items(parts.query, "&")
     fragment = _HIDDEN if parts.fragment else ""
-    return urlunsplit((parts.scheme, netloc, path, query, fragment))
+    return urlunsplit((parts.scheme, netloc, _shown_path(parts.path), query, fragment))
 
 
 def split_url(url: str) -> SplitResult:
@@ -94,8 +111,12 @@ def split_url(url: str) -> SplitResult:
         parts = urlsplit(url)
         parts.port  # noqa: B018  # read for its check: a port that is no number raises
     except ValueError as error:
-        raise ValueError(_QUOTED.sub("'***'", str(error))) from None
-    return parts
+        told = _QUOTED.sub("'***'", str(error))
+    else:
+        return parts
+    # Raised here, outside the except clause: ``from None`` only hides the original
+    # from a traceback, and its ``__context__``, quoting the port, is walked by reporters.
+    raise ValueError(told)
 
 
 def _shown_unsplit(url: str) -> str:
@@ -108,15 +129,88 @@ def _shown_unsplit(url: str) -> str:
     )
     shown = scheme or ""
     if netloc is not None:
+        rest = url[found.end("netloc") :]
+        if (beyond := _past_userinfo(f"{shown}//", netloc, rest)) is not None:
+            return beyond
         shown += "//" + _shown_netloc(netloc, port_is_number=False)
-    elif "@" in path:
-        path = f"{_HIDDEN}@{path.rpartition('@')[2]}"
-    shown += path
+        if (inner := _embedded(path, url[found.end("path") :])) is not None:
+            return shown + inner
+    elif "@" in (rest := url[found.end("scheme") if scheme else 0 :]):
+        return _hidden_to_last_at(shown, rest)
+    shown += _shown_path(path)
     if query is not None:
         shown += f"?{_HIDDEN}"
     if fragment is not None:
         shown += f"#{_HIDDEN}"
     return shown
+
+
+def _past_userinfo(prefix: str, netloc: str, rest: str) -> str | None:
+    """The URL shown from the last ``@`` of ``rest`` on, when ``netloc`` reads as a user part.
+
+    A ``/``, ``?`` or ``#`` in a password or token (a base64 key, written without its
+    ``%2F``) ends the authority there: ``https://tok/en@host/v1`` reads as host
+    ``tok`` and path ``/en@host/v1``. An authority that names no server (no dot,
+    not ``localhost`` nor an IPv6 literal) followed by an ``@`` is taken for such a
+    user part: everything up to the last ``@`` is hidden, the host after it shown.
+    ``http://ollama:11434/pkg@1`` is hidden as much: a path holding an ``@`` behind a
+    host without a dot is rare, a key with a ``/`` is not. ``None``: ``netloc`` names
+    a server, and an ``@`` after it is its path's (``/@scope/pkg``, ``/me@mail.example``).
+    """
+    if "@" not in rest or _names_server(netloc.rpartition("@")[2]):
+        return None
+    return _hidden_to_last_at(prefix, rest)
+
+
+def _hidden_to_last_at(prefix: str, rest: str) -> str:
+    """``prefix``, then ``***@`` for ``rest`` up to its last ``@``, then what follows shown
+    as a URL from its host on: a user part may hold any of ``/?#`` (and the ``@``).
+
+    What follows is shown only if it starts with a server's name (:func:`_names_server`):
+    the ``@`` may as well be a query value's own (``?key=ab@cd``), and then what follows
+    it is the rest of the secret.
+    """
+    after = rest.rpartition("@")[2]
+    if not _names_server(_UNTIL_PATH.split(after, maxsplit=1)[0]):
+        return f"{prefix}{_HIDDEN}@{_HIDDEN}"
+    return f"{prefix}{_HIDDEN}@{shown_url('//' + after).removeprefix('//')}"
+
+
+def _embedded(path: str, after: str) -> str | None:
+    """``path`` and what follows it (``after``: ``?query#fragment``) shown, when the path
+    holds a URL of its own (a proxy's ``/fetch/https://user:key@origin/v1``).
+
+    That URL runs to the end (its query and fragment are its own), and is shown as a
+    URL is, whatever its credentials' spelling; ``None``: the path holds none.
+    """
+    found = _EMBEDDED.search(path)
+    if found is None:
+        return None
+    return _shown_path(path[: found.start()]) + shown_url(path[found.start() :] + after)
+
+
+def _names_server(host_and_port: str) -> bool:
+    """Whether ``host_and_port`` reads as a server: a dotted or bracketed host, or
+    ``localhost``. A port does not tell: ``user:1234/5@host`` has one."""
+    host, _ = _host(host_and_port)
+    return "." in host or host.startswith("[") or host.lower() == "localhost"
+
+
+def _shown_path(path: str) -> str:
+    """``path`` with the value of each ``;param`` hidden (a session id, a token), names kept."""
+    return "/".join(
+        head + semicolon + _shown_items(params, ";")
+        for head, semicolon, params in (segment.partition(";") for segment in path.split("/"))
+    )
+
+
+def _shown_items(items: str, separator: str) -> str:
+    """``name=value`` items as ``name=***``, one without ``=`` (a key given alone) as ``***``."""
+    return separator.join(
+        f"{name}={_HIDDEN}" if equals else _HIDDEN
+        for name, equals, _ in (item.partition("=") for item in items.split(separator))
+        if name or equals
+    )
 
 
 def _port_is_number(parts: SplitResult) -> bool:
@@ -132,26 +226,28 @@ def _shown_netloc(netloc: str, *, port_is_number: bool) -> str:
     """``netloc`` with its user part hidden, and its port unless it is a number."""
     _, at, host_and_port = netloc.rpartition("@")
     shown = f"{_HIDDEN}@" if at else ""
-    if port_is_number:
-        return shown + host_and_port
     host, after = _host(host_and_port)
-    if not after:
-        return shown + host
+    if not after or (port_is_number and _PORT.fullmatch(after)):
+        return shown + host + after
     return shown + host + (":" if after.startswith(":") else "") + _HIDDEN
 
 
 def _host(host_and_port: str) -> tuple[str, str]:
     """The host of ``host_and_port`` and what follows it.
 
-    An IPv6 literal whose ``]`` is lost is kept only while it reads as one (groups
-    of at most four hex digits): a longer group cannot be told from a secret.
+    A bracketed host is kept only while it reads as an IPv6 address (a zone after
+    ``%`` aside), one whose ``]`` is lost while it reads as the start of one (groups
+    of at most four hex digits): anything else in brackets cannot be told from a
+    secret, and ``urlsplit`` refuses it quoting it whole.
     """
     if not host_and_port.startswith("["):
         host, colon, port = host_and_port.partition(":")
         return host, colon + port
     inside, bracket, after = host_and_port[1:].partition("]")
     if bracket:
-        return f"[{inside}]", after
+        return (
+            f"[{inside}]" if _is_ip_address(inside.partition("%")[0]) else f"[{_HIDDEN}]"
+        ), after
     if all(_IPV6_GROUP.fullmatch(group) for group in inside.split(":")):
         return host_and_port, ""
     return f"[{_HIDDEN}", ""
@@ -208,3 +304,12 @@ def masked(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, _HIDDEN)
     return text
+
+
+def _is_ip_address(text: str) -> bool:
+    """Whether ``text`` is an IP address (``ipaddress`` says so)."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True

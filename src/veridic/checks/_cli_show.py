@@ -19,8 +19,15 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from veridic._counted import counted
+from veridic.checks._ci_log import inert_json
 from veridic.checks._cli_audit import _is_postgres, _named, _open_store
-from veridic.checks._cli_report import EXIT_CLEAN, EXIT_USAGE, _say, _UsageError
+from veridic.checks._cli_report import (
+    EXIT_CLEAN,
+    EXIT_USAGE,
+    _no_workflow_command,
+    _say,
+    _UsageError,
+)
 from veridic.checks.audit_report import _call_json, _when
 from veridic.errors import VeridicError
 from veridic.run.audit import SQLiteAuditSink
@@ -54,7 +61,7 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
         with tempfile.TemporaryDirectory(prefix="veridic-show-") as snapshots:
             text = _show(args, Path(snapshots), colour)
         if args.output is None:
-            out.write(_writable(text, out))
+            out.write(_writable(_inert(text, args.format), out))
             return EXIT_CLEAN
         try:
             args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -68,6 +75,22 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_USAGE
     out.write(_writable(f"wrote {args.output}\n", out))
     return EXIT_CLEAN
+
+
+def _inert(text: str, form: str) -> str:
+    """``text`` as printed, with nothing in it a GitHub Actions log obeys.
+
+    A store's calls quote a request id (an HTTP client's request-id header, maybe)
+    and a model name: ``##[error]...`` there forged an annotation in the job's log,
+    ``##[add-mask]...`` hid text, as ``veridic audit`` of the same store does not
+    let them. JSON stays the same document (:func:`inert_json`); HTML is left as
+    it is (a page, written with ``-o`` for a reader, not a log line).
+    """
+    if form == "json":
+        return inert_json(text)
+    if form == "html":
+        return text
+    return "\n".join(map(_no_workflow_command, text.split("\n")))
 
 
 def _writable(text: str, out: TextIO) -> str:

@@ -306,6 +306,8 @@ class EndpointChooser:
 
     Raises:
         MissingExtraError: no client was given and httpx is not installed.
+        ValueError: ``endpoint`` is no URL (a lost bracket, a port that is no number);
+            the message shows it without its credentials.
     """
 
     def __init__(
