@@ -1013,6 +1013,7 @@ _MODEL_HEAD: Final = (
     "model",
     "prompt",
     "tools",
+    "options",
     "stop",
     "tokens in/out",
     "latency",
@@ -1091,6 +1092,7 @@ def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
         _cell(call.model, 30, md),
         call.prompt_sha256[:12],
         tools,
+        call.options_sha256[:12] or "-",
         *answer,
     )
 
@@ -1276,6 +1278,7 @@ def _call_json(call: ModelCallRecord) -> dict[str, object]:
         "model": call.model,
         "prompt_sha256": call.prompt_sha256,
         "tools_sha256": call.tools_sha256,
+        "options_sha256": call.options_sha256 or None,
         "tools": list(call.tools),
         "streamed": call.streamed,
     }

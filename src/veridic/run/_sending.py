@@ -341,6 +341,7 @@ def checked(
         tools=tuple(sorted(view.names())),
         instruction_spans=spans,
         streamed=streamed,
+        options_sha256=options_digest,
     )
     sent = Sent(
         request,

@@ -93,7 +93,7 @@ COLUMNS: Final = (
 )
 _CALL_COLUMNS: Final = (
     "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, "
-    "streamed, call_id"
+    "streamed, call_id, options_sha256"
 )
 _REPLY_COLUMNS: Final = (
     "time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
@@ -284,6 +284,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
         _json(spans),
         record.streamed,
         record.call_id,
+        record.options_sha256,
     )
     return Statement(_INSERT_CALL, row, nothing)
 
@@ -543,6 +544,7 @@ def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
             tools=_names(tools, "veridic_model_calls", "tools"),
             instruction_spans=_spans(spans),
             streamed=bool(streamed),
+            options_sha256=options,
         )._stored(call_id)
         for (
             time,
@@ -555,6 +557,7 @@ def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
             spans,
             streamed,
             call_id,
+            options,
         ) in rows
     )
 
