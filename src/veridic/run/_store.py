@@ -317,14 +317,14 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
 def _stored_parts(usage: Usage | None) -> tuple[int | None, ...]:
     """The parts of ``usage`` as an answer's record keeps them: NULL where they are unknown.
 
-    A :class:`Usage` whose every part is 0 is one whose provider did not break its
-    tokens down (an adapter of one's own, a proxy): stored as 0, it would say there
-    was no cache read, which nobody said. It reads back as the same :class:`Usage`.
+    A part the provider did not state (:meth:`Usage.part` ``None``: not in the answer,
+    or every part 0 in a usage built without :attr:`~Usage.stated`) is NULL, each on
+    its own: stored as 0, it would say there was no cache read, which nobody said; a
+    part stated as 0 is stored as 0. It reads back as the same :class:`Usage`.
     """
     if usage is None:
         return (None,) * len(PARTS)
-    parts = tuple(getattr(usage, part) for part in PARTS)
-    return parts if any(parts) else (None,) * len(PARTS)
+    return tuple(usage.part(part) for part in PARTS)
 
 
 def _called(name: str) -> str:
@@ -594,7 +594,8 @@ def _replies(rows: Rows) -> tuple[ModelReplyRecord, ...]:
 
 
 def _usage(read: Any, wrote: Any, parts: Sequence[Any]) -> Usage | None:
-    """An answer's stored usage, its unknown parts (NULL) read as 0, as :class:`Usage` has them.
+    """An answer's stored usage, its unknown parts (NULL) read as 0 and left out of its
+    :attr:`~Usage.stated`, as :class:`Usage` has them.
 
     The record checks what it is given (:class:`ModelReplyRecord`): a row edited to
     hold a part above its total, or text, is refused there.
@@ -602,7 +603,7 @@ def _usage(read: Any, wrote: Any, parts: Sequence[Any]) -> Usage | None:
     if read is None and wrote is None and all(part is None for part in parts):
         return None
     known = {name: part for name, part in zip(PARTS, parts, strict=True) if part is not None}
-    return Usage(read, wrote, **known)
+    return Usage(read, wrote, **known, stated=frozenset(known))
 
 
 def vouches(

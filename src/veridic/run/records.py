@@ -446,6 +446,14 @@ def _usage_problems(usage: object) -> list[str]:
     ]
     if bad:
         return [f"usage must hold token counts (ints from 0 to 2**63 - 1), got {', '.join(bad)}"]
+    stated = usage.stated
+    if stated is not None and not (
+        isinstance(stated, frozenset) and all(isinstance(n, str) and n in PARTS for n in stated)
+    ):
+        return [
+            f"usage's stated must be None or a frozenset of the names of its parts "
+            f"({', '.join(PARTS)}), got {_shown(stated)}"
+        ]
     return [
         f"usage's {' and '.join(f'{name}={n}' for name, n in parts)} "
         f"{'are' if len(parts) > 1 else 'is'} more than the {total_name}={total} "
