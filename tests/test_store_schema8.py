@@ -233,9 +233,9 @@ def test_a_schema_7_sqlite_file_is_migrated_in_place_keeping_its_answers(
         store.write_model_reply(_reply(_CACHED))
         assert _parts(store.model_replies("req-1")[0].usage) == (1200, 300, 1024, 100, 200)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (8,)
+        assert db.execute("PRAGMA user_version").fetchone() == (9,)
         assert db.execute("SELECT release FROM veridic_release").fetchall() == [
-            (f"veridic {__version__} (schema 8)",)
+            (f"veridic {__version__} (schema 9)",)
         ]
     db.close()
     # The answer written before the migration: unknown, not "no cache read".
@@ -262,7 +262,7 @@ def test_veridic_audit_reads_a_schema_7_file_without_writing_it(
     db.close()
 
 
-def test_a_schema_8_file_whose_user_version_another_program_set_is_refused(
+def test_a_schema_9_file_whose_user_version_another_program_set_is_refused(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "audit.db"
@@ -270,23 +270,23 @@ def test_a_schema_8_file_whose_user_version_another_program_set_is_refused(
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA user_version = 7")  # migrating again: "duplicate column name"
     db.close()
-    with pytest.raises(AuditRecordError, match="tables of schema 8, but user_version 7"):
+    with pytest.raises(AuditRecordError, match="tables of schema 9, but user_version 7"):
         SQLiteAuditSink(path)
 
 
-def test_a_later_sqlite_schema_than_8_is_refused_and_left_alone(tmp_path: Path) -> None:
+def test_a_later_sqlite_schema_than_9_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "later.db"
     SQLiteAuditSink(path).close()
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 9")
-        db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 9)'")
+        db.execute("PRAGMA user_version = 10")
+        db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 10)'")
     db.close()
     with pytest.raises(AuditRecordError) as refused:
         SQLiteAuditSink(path)
-    assert "schema version 9, written by a later veridic ('veridic 0.9.1')" in str(refused.value)
-    assert "which knows versions up to 8" in str(refused.value)
+    assert "schema version 10, written by a later veridic ('veridic 0.9.1')" in str(refused.value)
+    assert "which knows versions up to 9" in str(refused.value)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (9,)
+        assert db.execute("PRAGMA user_version").fetchone() == (10,)
     db.close()
 
 
@@ -321,10 +321,10 @@ def test_a_schema_7_postgres_database_is_read_as_it_is_then_migrated(
         assert [_parts(r.usage) for r in review.model_replies()] == [(1200, 300, 0, 0, 0)]
     assert main(["audit", postgres_dsn]) == 0
     out = capsys.readouterr().out
-    assert "schema version 7, and was read as it is, not migrated to version 8" in out
+    assert "schema version 7, and was read as it is, not migrated to version 9" in out
     assert "its answers' usage is not broken down" in out
     with PostgresAuditSink(postgres_dsn) as store:
-        assert store.schema_version == 8
+        assert store.schema_version == 9
         store.write_model_call(_CALL)
         store.write_model_reply(_reply(_CACHED))
         assert [_parts(r.usage) for r in store.model_replies()] == [
@@ -334,16 +334,16 @@ def test_a_schema_7_postgres_database_is_read_as_it_is_then_migrated(
     assert _postgres_parts(postgres_dsn) == [(None, None, None), (1024, 100, 200)]
     with psycopg.connect(postgres_dsn) as db:
         comment = "SELECT obj_description('veridic_schema'::regclass, 'pg_class')"
-        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 8)",)
+        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 9)",)
 
 
-def test_a_later_postgres_schema_than_8_is_refused(postgres_dsn: str) -> None:
+def test_a_later_postgres_schema_than_9_is_refused(postgres_dsn: str) -> None:
     PostgresAuditSink(postgres_dsn).close()
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
-        db.execute("UPDATE veridic_schema SET version = 9")
-        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 9)'")
+        db.execute("UPDATE veridic_schema SET version = 10")
+        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 10)'")
     for read_only in (False, True):
-        with pytest.raises(AuditRecordError, match="which knows versions up to 8"):
+        with pytest.raises(AuditRecordError, match="which knows versions up to 9"):
             PostgresAuditSink(postgres_dsn, read_only=read_only)
 
 
@@ -363,7 +363,8 @@ def test_the_audit_report_shows_the_parts_of_an_answers_usage(store: Store) -> N
     assert "cache read 1024" in report.markdown()
     shown = json.loads(json.dumps(report.to_json()))
     requests = {r["request_id"]: r for r in shown["requests"]}
-    assert requests["req-1"]["model_calls"][0]["reply"]["usage"] == dataclasses.asdict(_CACHED)
+    counts = {k: v for k, v in dataclasses.asdict(_CACHED).items() if k != "stated"}
+    assert requests["req-1"]["model_calls"][0]["reply"]["usage"] == counts
     assert requests["req-2"]["model_calls"][0]["reply"]["usage"] == {
         "input_tokens": 10,
         "output_tokens": 5,
@@ -388,6 +389,6 @@ def test_the_parts_the_gateway_reads_reach_the_store_and_veridic_audit(
         gateway.run(composer, view, policy=ApprovalPolicy(view), request_id="req-g")
         (reply,) = audit.model_replies("req-g")
     assert _parts(reply.usage) == (1200, 300, 1024, 0, 0)
-    assert _sqlite_parts(path) == [(1024, 0, 0)]
+    assert _sqlite_parts(path) == [(1024, None, None)]  # the parts the answer left out: unknown
     assert main(["audit", str(path), "--request", "req-g"]) == 0
     assert "1200/300 (cache read 1024)" in capsys.readouterr().out

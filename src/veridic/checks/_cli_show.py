@@ -241,6 +241,10 @@ def _call_list(name: str, calls: Sequence[ModelCallRecord], form: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+_NO_OPTIONS_DIGEST: Final = "(not recorded: a call written before audit schema 9)"
+"""What ``veridic show`` says of a call whose record has no digest of the request's options."""
+
+
 def _one_call(name: str, call: ModelCallRecord, form: str, colour: bool) -> str:
     spans = call.instruction_spans
     if form == "json":
@@ -260,6 +264,7 @@ def _one_call(name: str, call: ModelCallRecord, form: str, colour: bool) -> str:
         f"  model          {visible(call.model, None)}",
         f"  prompt sha256  {call.prompt_sha256}",
         f"  tools sha256   {call.tools_sha256}",
+        f"  options sha256 {call.options_sha256 or _NO_OPTIONS_DIGEST}",
         f"  tools          {', '.join(visible(t, _NAME) for t in call.tools) or '(none)'}",
         f"  streamed       {'yes' if call.streamed else 'no'}",
         "",

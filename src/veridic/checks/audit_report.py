@@ -1013,6 +1013,7 @@ _MODEL_HEAD: Final = (
     "model",
     "prompt",
     "tools",
+    "options",
     "stop",
     "tokens in/out",
     "latency",
@@ -1091,6 +1092,7 @@ def _model_row(m: ModelCallReport, *, md: bool = False) -> tuple[str, ...]:
         _cell(call.model, 30, md),
         call.prompt_sha256[:12],
         tools,
+        call.options_sha256[:12] or "-",
         *answer,
     )
 
@@ -1129,11 +1131,12 @@ _PART_LABELS: Final = (
 def _tokens(usage: Usage) -> str:
     """Tokens read and written, with the parts the provider broke them into, where it did.
 
-    A part of 0 is left out: every part 0 is how a usage says it was not broken down
-    (and how a store reads back an answer recorded before schema 8), so a cell of
-    ``120/7`` says nothing of the cache, rather than "no cache read".
+    A part the provider did not state (:meth:`~veridic.providers.Usage.part` ``None``:
+    not in its answer, or recorded before schema 8) is left out, so a cell of ``120/7``
+    says nothing of the cache, rather than "no cache read"; a part stated as 0 is shown,
+    ``cache read 0``: the provider said there was none.
     """
-    known = [f"{label} {n}" for part, label in _PART_LABELS if (n := getattr(usage, part))]
+    known = [f"{label} {n}" for part, label in _PART_LABELS if (n := usage.part(part)) is not None]
     totals = f"{usage.input_tokens}/{usage.output_tokens}"
     return f"{totals} ({', '.join(known)})" if known else totals
 
@@ -1276,6 +1279,7 @@ def _call_json(call: ModelCallRecord) -> dict[str, object]:
         "model": call.model,
         "prompt_sha256": call.prompt_sha256,
         "tools_sha256": call.tools_sha256,
+        "options_sha256": call.options_sha256 or None,
         "tools": list(call.tools),
         "streamed": call.streamed,
     }
@@ -1300,15 +1304,11 @@ def _reply_json(reply: ModelReplyRecord) -> dict[str, object]:
 
 
 def _usage_json(usage: Usage) -> dict[str, int | None]:
-    """An answer's usage: its totals, and its parts, ``null`` when it was not broken down.
-
-    Every part 0 is how a :class:`~veridic.providers.Usage` says the provider did not
-    break its tokens down (and how a store reads back an answer recorded before schema
-    8): ``0`` would say there was no cache read, which nobody said.
+    """An answer's usage: its totals, and its parts, each ``null`` where the provider did
+    not state it (:meth:`~veridic.providers.Usage.part`; an answer recorded before schema
+    8 too): ``0`` would say there was no cache read, which nobody said.
     """
-    parts: dict[str, int | None] = {part: getattr(usage, part) for part, _ in _PART_LABELS}
-    if not any(parts.values()):
-        parts = dict.fromkeys(parts)
+    parts = {part: usage.part(part) for part, _ in _PART_LABELS}
     return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, **parts}
 
 

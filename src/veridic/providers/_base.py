@@ -87,8 +87,17 @@ class Usage:
     ``total_tokens``, and two usages are equal when their totals are: the
     parts say what the tokens were, not how many.
 
+    A part of 0 may say "none" or "not broken down": ``stated`` tells them apart,
+    naming the parts the provider reported (the adapters fill it from the keys
+    the answer holds, a store from the columns it kept). ``None`` (a usage built
+    by hand) reads as before: every part stated when one of them is not 0, none
+    when all are. :meth:`part` gives a part, ``None`` where it was not stated.
+
     >>> Usage(1200, 300, cache_read_input_tokens=1024).total_tokens
     1500
+    >>> usage = Usage(1200, 300, stated=frozenset({"cache_read_input_tokens"}))
+    >>> usage.part("cache_read_input_tokens"), usage.part("reasoning_output_tokens")
+    (0, None)
     """
 
     input_tokens: int = 0
@@ -96,12 +105,38 @@ class Usage:
     cache_read_input_tokens: int = field(default=0, compare=False, kw_only=True)
     cache_creation_input_tokens: int = field(default=0, compare=False, kw_only=True)
     reasoning_output_tokens: int = field(default=0, compare=False, kw_only=True)
+    stated: frozenset[str] | None = field(default=None, compare=False, kw_only=True)
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def part(self, name: str) -> int | None:
+        """The part ``name`` (one of :data:`PARTS`) as the provider stated it; ``None``
+        where it did not (its count reads 0, which would say "none").
+
+        Raises:
+            VeridicError: ``name`` is not a part of a usage.
+        """
+        if name not in PARTS:
+            raise VeridicError(
+                f"Usage.part() got {clip(str(name))}, which is not a part of a usage: "
+                f"ask for one of {', '.join(PARTS)}"
+            )
+        return getattr(self, name) if name in self._stated() else None
+
+    def _stated(self) -> frozenset[str]:
+        """The parts stated: :attr:`stated`, or for a usage built without it, every part
+        when one is not 0 (how a usage said it was broken down before ``stated``)."""
+        if self.stated is not None:
+            return self.stated
+        return _ALL_PARTS if any(getattr(self, name) for name in PARTS) else frozenset()
+
     def __add__(self, other: Usage) -> Usage:
+        """Two usages summed, part by part; a part of the sum is stated when it was on
+        both sides (a part one answer did not state is unknown in the sum too)."""
+        legacy = self.stated is None and other.stated is None  # read as before, by the counts
+        both = None if legacy else self._stated() & other._stated()
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -109,11 +144,14 @@ class Usage:
             cache_creation_input_tokens=self.cache_creation_input_tokens
             + other.cache_creation_input_tokens,
             reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
+            stated=both,
         )
 
 
 PARTS: Final = ("cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_output_tokens")
 """The fields of :class:`Usage` that break its two totals down."""
+
+_ALL_PARTS: Final = frozenset(PARTS)
 
 
 class _PastTotal(NamedTuple):
@@ -172,7 +210,8 @@ def usage_of(
 
     ``parts`` maps a part of :class:`Usage` (:data:`PARTS`) to the path of its
     count in the usage (``("prompt_tokens_details", "cached_tokens")``); a part
-    left out is 0.
+    left out is 0, and not in the usage's :attr:`~Usage.stated` (a part given, 0
+    included, is).
 
     ``total`` names the usage's own total (``"total_tokens"``). Where it is larger
     than the tokens read and written, the difference is added to ``output_tokens``:
@@ -204,14 +243,17 @@ def usage_of(
         for part, path in parts.items()
         if (found := attr(usage, *path)) is not None
     }
-    stated = attr(usage, total) if total is not None else None
-    if total is None or stated is None:
-        return Usage(counts[0], counts[1], **broken_down)
-    totalled = _count(total, stated, where)
+    known = frozenset(broken_down)
+    own_total = attr(usage, total) if total is not None else None
+    if total is None or own_total is None:
+        return Usage(counts[0], counts[1], **broken_down, stated=known)
+    totalled = _count(total, own_total, where)
     unexplained = totalled - counts[0] - counts[1]
     if unexplained < 0:
-        return _ShortTotal(counts[0], counts[1], **broken_down, stated=(total, totalled))
-    return Usage(counts[0], counts[1] + unexplained, **broken_down)
+        return _ShortTotal(
+            counts[0], counts[1], **broken_down, stated=known, given_total=(total, totalled)
+        )
+    return Usage(counts[0], counts[1] + unexplained, **broken_down, stated=known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +265,7 @@ class _ShortTotal(Usage):
     larger than its total (``veridic.run._sending``).
     """
 
-    stated: tuple[str, int] = field(default=("total_tokens", 0), kw_only=True, compare=False)
+    given_total: tuple[str, int] = field(default=("total_tokens", 0), kw_only=True, compare=False)
     """The usage's own total: its key and its count."""
 
 

@@ -15,14 +15,16 @@ does, and indexes the keys rows are looked up by (request ids, a chat's key, a s
 policy) by their hash, so a key of any length is kept (a B-tree entry holds 2704 bytes
 at most); 8 adds the parts of each answer's usage beside its totals (cache reads, cache
 writes, reasoning; NULL where unknown, as for every answer recorded before), as SQLite's
-8 does. Building an index holds up that table's writers while it runs (a plain build,
-since ``CONCURRENTLY`` cannot run inside the migration's transaction): on tables of
-millions of rows, migrate while the hosts are quiet. Opening a store migrates in one
-transaction, under an advisory lock: concurrent openers on many hosts wait for the first
-and then find nothing to do, and Postgres rolls a failed migration back whole (its DDL
-is transactional); its locks are waited for :data:`LOCK_TIMEOUT` at most. A database of
-a later version is refused, never written, with the release that wrote it (each
-migration leaves ``veridic X (schema N)`` as the comment of ``veridic_schema``).
+8 does; 9 adds each model call's digest of the request's options (``options_sha256``;
+earlier calls ``""``, not recorded), as SQLite's 9 does. Building an index holds up that
+table's writers while it runs (a plain build, since ``CONCURRENTLY`` cannot run inside
+the migration's transaction): on tables of millions of rows, migrate while the hosts are
+quiet. Opening a store migrates in one transaction, under an advisory lock: concurrent
+openers on many hosts wait for the first and then find nothing to do, and Postgres rolls
+a failed migration back whole (its DDL is transactional); its locks are waited for
+:data:`LOCK_TIMEOUT` at most. A database of a later version is refused, never written,
+with the release that wrote it (each migration leaves ``veridic X (schema N)`` as the
+comment of ``veridic_schema``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LOCK_TIMEOUT", "VERSION", "check", "columns", "lacks", "prepare"]
 
-VERSION: Final = 8
+VERSION: Final = 9
 
 _LOCK: Final = 0x7665726964696300  # "veridic\0": the advisory lock migrations hold
 
@@ -202,15 +204,25 @@ def _to_8(db: psycopg.Connection[Any]) -> None:
         db.execute(f"ALTER TABLE veridic_model_replies ADD COLUMN {column} BIGINT")
 
 
+def _to_9(db: psycopg.Connection[Any]) -> None:
+    """The digest of each model call's options; earlier calls' ``""``, not recorded."""
+    db.execute("ALTER TABLE veridic_model_calls ADD COLUMN options_sha256 TEXT NOT NULL DEFAULT ''")
+
+
 _UNKNOWN_PARTS: Final = tuple((column, "NULL::BIGINT") for column in _USAGE_PARTS)
 """An answer's usage parts, read from a database before 8: unknown, as a migration leaves them
 (each is named once, in the columns ``veridic.run._store`` reads an answer's record from)."""
 
+_UNRECORDED_OPTIONS: Final = (("options_sha256", "''"),)
+"""A model call's options digest, read from a database before 9: not recorded, as a migration
+leaves it."""
+
 _READ_AS: Final[dict[int, tuple[tuple[str, str], ...]]] = {
-    5: (("call_id FROM veridic_audit", "''"), *_UNKNOWN_PARTS),
-    6: _UNKNOWN_PARTS,
-    7: _UNKNOWN_PARTS,
-    8: (),
+    5: (("call_id FROM veridic_audit", "''"), *_UNKNOWN_PARTS, *_UNRECORDED_OPTIONS),
+    6: (*_UNKNOWN_PARTS, *_UNRECORDED_OPTIONS),
+    7: (*_UNKNOWN_PARTS, *_UNRECORDED_OPTIONS),
+    8: _UNRECORDED_OPTIONS,
+    9: (),
 }
 """For each version a review reads without migrating, the columns it lacks, read as the value
 a migration gives them. A column is named with the table it is read from (``call_id FROM
@@ -222,6 +234,7 @@ _STEPS: Final[dict[int, tuple[Callable[[psycopg.Connection[Any]], None], int]]] 
     5: (_to_6, 6),
     6: (_to_7, 7),
     7: (_to_8, 8),
+    8: (_to_9, 9),
 }
 
 _LACKS: Final[dict[int, str]] = {
@@ -233,6 +246,10 @@ _LACKS: Final[dict[int, str]] = {
     7: (
         "its answers' usage is not broken down (their cache reads, cache writes and "
         "reasoning are unknown)"
+    ),
+    8: (
+        'its model calls have no digest of the request\'s options (options_sha256 ""), so '
+        "which structured-output schema the model was given is not on record"
     ),
 }
 """For each older version a review reads as it is, what it lacks, in words for a report."""
@@ -298,9 +315,10 @@ def prepare(db: psycopg.Connection[Any], where: str) -> None:
 def check(db: psycopg.Connection[Any], where: str) -> int:
     """The version of a database a review reads as it is, without writing it.
 
-    A database of version 5 to 7 is read too (version 5's tool-call records
+    A database of version 5 to 8 is read too (version 5's tool-call records
     have no ``call_id``: read as ``""``, as a migration would fill it in; the
-    answers before 8 have no usage parts: read as NULL, unknown); the caller
+    answers before 8 have no usage parts: read as NULL, unknown; the model calls
+    before 9 have no ``options_sha256``: read as ``""``, not recorded); the caller
     reads it with :func:`columns`, and :func:`lacks` says what it misses.
 
     Raises:

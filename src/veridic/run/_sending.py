@@ -179,7 +179,7 @@ def _check_parts(usage: Usage, where: str) -> None:
         shown = " and ".join(f"{name}={n}" for i, (name, n) in enumerate(first.parts) if n or not i)
         total = f"{first.total_name}={first.total}"
     elif isinstance(usage, _ShortTotal):
-        key, stated = usage.stated
+        key, stated = usage.given_total
         raise VeridicError(
             f"{where} gives {key}={stated}, less than the input_tokens={usage.input_tokens} "
             f"and output_tokens={usage.output_tokens} it totals ({usage.total_tokens}): one "
@@ -342,6 +342,7 @@ def checked(
         tools=tuple(sorted(view.names())),
         instruction_spans=spans,
         streamed=streamed,
+        options_sha256=options_digest,
     )
     sent = Sent(
         request,

@@ -46,6 +46,12 @@ it holds without a table of its own. Versions:
    (every part 0), and every answer recorded before (not 0: nobody said there
    was no cache read). A writer of 7 still running keeps writing to the
    migrated file, its answers' parts NULL.
+9. A model call's record keeps the digest of the request's options
+   (``options_sha256``: the SHA-256 of the canonical JSON of what the model
+   read beyond the prompt and the tools, a structured-output schema among
+   them), so a review can tell which schema the model was given; the calls
+   recorded before get ``""``, "not recorded". A writer of 8 still running
+   keeps writing to the migrated file, its calls' digest ``""``.
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
@@ -67,7 +73,7 @@ from veridic.errors import AuditRecordError
 
 __all__ = ["VERSION", "lacks", "prepare"]
 
-VERSION: Final = 8
+VERSION: Final = 9
 
 _RELEASE: Final = f"veridic {__version__} (schema {VERSION})"
 """What a migration writes in ``veridic_release``: which veridic wrote the file, for the
@@ -261,6 +267,9 @@ def _shape(db: sqlite3.Connection) -> int:
     if not _has_table(db, "veridic_audit"):
         return 0
     if _has_table(db, "veridic_release"):
+        calls = {row[1] for row in db.execute("PRAGMA table_info(veridic_model_calls)")}
+        if "options_sha256" in calls:
+            return 9
         answers = {row[1] for row in db.execute("PRAGMA table_info(veridic_model_replies)")}
         return 8 if _USAGE_PARTS[0] in answers else 7
     columns = {row[1] for row in db.execute("PRAGMA table_info(veridic_audit)")}
@@ -394,6 +403,11 @@ def _to_8(db: sqlite3.Connection) -> None:
         db.execute(f"ALTER TABLE veridic_model_replies ADD COLUMN {column} INTEGER")
 
 
+def _to_9(db: sqlite3.Connection) -> None:
+    """The digest of each model call's options; earlier calls' ``""``, not recorded."""
+    db.execute("ALTER TABLE veridic_model_calls ADD COLUMN options_sha256 TEXT NOT NULL DEFAULT ''")
+
+
 _LACKS: Final[dict[int, str]] = {
     2: "they have record ids given by the migration, not by the call",
     4: "they have no duration (0.0) and no arguments digest",
@@ -401,6 +415,10 @@ _LACKS: Final[dict[int, str]] = {
     7: (
         "their answers' usage is not broken down (their cache reads, cache writes and "
         "reasoning are unknown)"
+    ),
+    8: (
+        'their model calls have no digest of the request\'s options (options_sha256 ""), so '
+        "which structured-output schema the model was given is not on record"
     ),
 }
 """For each older version, what its records lack once migrated (a migration cannot know
@@ -421,5 +439,6 @@ _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
     _to_6,
     _to_7,
     _to_8,
+    _to_9,
 )
 """``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

@@ -93,7 +93,7 @@ COLUMNS: Final = (
 )
 _CALL_COLUMNS: Final = (
     "time, request_id, api, model, prompt_sha256, tools_sha256, tools, instruction_spans, "
-    "streamed, call_id"
+    "streamed, call_id, options_sha256"
 )
 _REPLY_COLUMNS: Final = (
     "time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
@@ -284,6 +284,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
         _json(spans),
         record.streamed,
         record.call_id,
+        record.options_sha256,
     )
     return Statement(_INSERT_CALL, row, nothing)
 
@@ -316,14 +317,14 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
 def _stored_parts(usage: Usage | None) -> tuple[int | None, ...]:
     """The parts of ``usage`` as an answer's record keeps them: NULL where they are unknown.
 
-    A :class:`Usage` whose every part is 0 is one whose provider did not break its
-    tokens down (an adapter of one's own, a proxy): stored as 0, it would say there
-    was no cache read, which nobody said. It reads back as the same :class:`Usage`.
+    A part the provider did not state (:meth:`Usage.part` ``None``: not in the answer,
+    or every part 0 in a usage built without :attr:`~Usage.stated`) is NULL, each on
+    its own: stored as 0, it would say there was no cache read, which nobody said; a
+    part stated as 0 is stored as 0. It reads back as the same :class:`Usage`.
     """
     if usage is None:
         return (None,) * len(PARTS)
-    parts = tuple(getattr(usage, part) for part in PARTS)
-    return parts if any(parts) else (None,) * len(PARTS)
+    return tuple(usage.part(part) for part in PARTS)
 
 
 def _called(name: str) -> str:
@@ -543,6 +544,7 @@ def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
             tools=_names(tools, "veridic_model_calls", "tools"),
             instruction_spans=_spans(spans),
             streamed=bool(streamed),
+            options_sha256=options,
         )._stored(call_id)
         for (
             time,
@@ -555,6 +557,7 @@ def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
             spans,
             streamed,
             call_id,
+            options,
         ) in rows
     )
 
@@ -591,7 +594,8 @@ def _replies(rows: Rows) -> tuple[ModelReplyRecord, ...]:
 
 
 def _usage(read: Any, wrote: Any, parts: Sequence[Any]) -> Usage | None:
-    """An answer's stored usage, its unknown parts (NULL) read as 0, as :class:`Usage` has them.
+    """An answer's stored usage, its unknown parts (NULL) read as 0 and left out of its
+    :attr:`~Usage.stated`, as :class:`Usage` has them.
 
     The record checks what it is given (:class:`ModelReplyRecord`): a row edited to
     hold a part above its total, or text, is refused there.
@@ -599,7 +603,7 @@ def _usage(read: Any, wrote: Any, parts: Sequence[Any]) -> Usage | None:
     if read is None and wrote is None and all(part is None for part in parts):
         return None
     known = {name: part for name, part in zip(PARTS, parts, strict=True) if part is not None}
-    return Usage(read, wrote, **known)
+    return Usage(read, wrote, **known, stated=frozenset(known))
 
 
 def vouches(

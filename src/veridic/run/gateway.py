@@ -965,6 +965,7 @@ def _traced(span: _telemetry.ChatSpan, sent: Sent) -> None:
         sorted(sent.view.names()),
         sent.spans,
         sent.request,
+        sent.options_sha256,
     )
 
 

@@ -167,7 +167,9 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         it opens it; a ``read_only`` one reads an older version it knows as it
         is (records of version 5 have no :attr:`~veridic.AuditRecord.call_id`:
         read as ``""``; answers before version 8 have no usage parts: read as
-        0, "not broken down"), and this says which it read.
+        0, "not broken down"; model calls before version 9 have no
+        :attr:`~veridic.ModelCallRecord.options_sha256`: read as
+        ``""``, not recorded), and this says which it read.
         """
         return self._schema
 

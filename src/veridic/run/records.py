@@ -238,6 +238,12 @@ class ModelCallRecord:
         instruction_spans: where every character of the instruction position
             (the system message) came from; empty when the prompt has none.
         streamed: the answer was requested as a stream.
+        options_sha256: the SHA-256 of the canonical JSON of the request's
+            options, what the model read beyond the prompt and the tools (a
+            structured-output schema, ``prediction``, sampling settings;
+            docs/providers.md says which), as :attr:`Reply.options_sha256
+            <veridic.Reply.options_sha256>` carries it; ``""`` in a call
+            recorded before audit schema 9, which did not keep it.
         call_id: the call's own id (:func:`new_id`), made with the record (not
             an argument); the :class:`ModelReplyRecord` of its answer carries
             it. Not compared.
@@ -257,6 +263,7 @@ class ModelCallRecord:
     tools: tuple[str, ...]
     instruction_spans: tuple[PromptSpan, ...]
     streamed: bool = False
+    options_sha256: str = ""
     call_id: str = field(default_factory=lambda: new_id(), compare=False, init=False)
 
     def _stored(self, call_id: str) -> ModelCallRecord:
@@ -354,6 +361,13 @@ def _check_model_call(r: ModelCallRecord) -> None:
         )
         if not isinstance(value, str) or not _SHA256.fullmatch(value)
     ]
+    if not isinstance(r.options_sha256, str) or not (
+        r.options_sha256 == "" or _SHA256.fullmatch(r.options_sha256)
+    ):
+        problems.append(
+            "options_sha256 must be 64 lowercase hex digits (the reply's options_sha256) "
+            f'or "" (not recorded), got {_shown(r.options_sha256)}'
+        )
     if not isinstance(r.instruction_spans, tuple) or not all(map(_is_span, r.instruction_spans)):
         problems.append(
             "instruction_spans must be a tuple of PromptSpan (prompt.spans of the system "
@@ -432,6 +446,14 @@ def _usage_problems(usage: object) -> list[str]:
     ]
     if bad:
         return [f"usage must hold token counts (ints from 0 to 2**63 - 1), got {', '.join(bad)}"]
+    stated = usage.stated
+    if stated is not None and not (
+        isinstance(stated, frozenset) and all(isinstance(n, str) and n in PARTS for n in stated)
+    ):
+        return [
+            f"usage's stated must be None or a frozenset of the names of its parts "
+            f"({', '.join(PARTS)}), got {_shown(stated)}"
+        ]
     return [
         f"usage's {' and '.join(f'{name}={n}' for name, n in parts)} "
         f"{'are' if len(parts) > 1 else 'is'} more than the {total_name}={total} "

@@ -332,9 +332,11 @@ class ChatSpan(_Hook):
         tools: Sequence[str],
         spans: Sequence[PromptSpan],
         request: Mapping[str, object],
+        options_sha256: str = "",
     ) -> None:
         """The request passed the gateway's checks and was recorded; ``request`` is what
-        goes to the SDK (its parameters are shown, never its prompt)."""
+        goes to the SDK (its parameters are shown, never its prompt), ``options_sha256``
+        the digest of its options that the model call's record carries."""
 
     def answered(self, reply: A) -> A:
         """The whole answer was read: the span ends."""
@@ -802,11 +804,13 @@ class _LiveChat(_Live, ChatSpan):
         tools: Sequence[str],
         spans: Sequence[PromptSpan],
         request: Mapping[str, object],
+        options_sha256: str = "",
     ) -> None:
         self._set(
             {
                 "veridic.prompt_sha256": prompt_sha256,
                 "veridic.tools_sha256": tools_sha256,
+                "veridic.options_sha256": options_sha256,
                 "veridic.tools": tuple(tools),
                 "veridic.system.kinds": tuple(span.kind for span in spans),
                 "veridic.system.origins": tuple(span.origin for span in spans),
