@@ -7,6 +7,8 @@ when the rule was written twice; these pin them.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
 from test_providers import VIEW, first_prompt
 
@@ -35,7 +37,15 @@ _SENT = (
     "between you and the API (an adapter of your own must give parts within their totals, "
     "reasoning included in output_tokens)"
 )
-CASES = {
+
+
+class _Parts(TypedDict, total=False):
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+    reasoning_output_tokens: int
+
+
+CASES: dict[str, tuple[_Parts, list[str], str]] = {
     "cache-read": (
         {"cache_read_input_tokens": 900},
         [_CACHE_900],
