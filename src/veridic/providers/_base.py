@@ -154,6 +154,17 @@ PARTS: Final = ("cache_read_input_tokens", "cache_creation_input_tokens", "reaso
 _ALL_PARTS: Final = frozenset(PARTS)
 
 
+def _stated_well(stated: object) -> bool:
+    """``stated`` is what :attr:`Usage.stated` may be: ``None`` or a frozenset of part names.
+
+    An adapter of one's own builds its :class:`Usage` itself: a list or a set broke the sum
+    of two usages (a ``TypeError`` at a run's second answer), and a string read as stated
+    every part named within it. The gateway (``veridic.run._sending``) and an answer's
+    record (:mod:`veridic.run.records`) both refuse any other value, each in its own words.
+    """
+    return stated is None or (isinstance(stated, frozenset) and stated <= _ALL_PARTS)
+
+
 class _PastTotal(NamedTuple):
     """Parts of a :class:`Usage` that add up to more than the total they break down."""
 

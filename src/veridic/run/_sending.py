@@ -29,6 +29,7 @@ from veridic.providers._base import (
     _count,
     _parts_past_totals,
     _ShortTotal,
+    _stated_well,
 )
 from veridic.providers._scripted import ScriptedProvider
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
@@ -140,10 +141,12 @@ def check_usage(usage: object, request_id: str) -> None:
     <veridic.providers.Adapter>` builds the :class:`Usage <veridic.providers.Usage>`
     itself, and a negative count (a sign read wrong, a proxy's "unknown" as -1)
     took tokens off the run's total, so ``Limits(tokens=...)`` let the run go on
-    past it whenever no store checked the answer's record first.
+    past it whenever no store checked the answer's record first. Its ``stated``
+    must be ``None`` or a frozenset of part names: a list broke the run's sum of
+    usages at the second answer, and with a store the answer was not recorded at all.
 
     Raises:
-        VeridicError: naming the count and the request.
+        VeridicError: naming the count (or ``stated``) and the request.
     """
     if usage is None:
         return
@@ -156,6 +159,12 @@ def check_usage(usage: object, request_id: str) -> None:
         )
     for key in ("input_tokens", "output_tokens", *PARTS):
         _count(key, getattr(usage, key), where)
+    if not _stated_well(usage.stated):
+        raise VeridicError(
+            f"{where} gives a usage whose stated is {clip(repr(usage.stated))}, which names "
+            "no set of its parts: an adapter of your own must give None or a frozenset of "
+            f"the parts the answer stated ({', '.join(PARTS)}); nothing of the answer was run"
+        )
     _check_parts(usage, where)
 
 

@@ -22,7 +22,7 @@ from typing import Final, TypeGuard, get_args
 from veridic._ids import new_id
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
-from veridic.providers._base import PARTS, Usage, _parts_past_totals
+from veridic.providers._base import PARTS, Usage, _parts_past_totals, _stated_well
 from veridic.run.approval import ApprovalMode
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
@@ -446,13 +446,10 @@ def _usage_problems(usage: object) -> list[str]:
     ]
     if bad:
         return [f"usage must hold token counts (ints from 0 to 2**63 - 1), got {', '.join(bad)}"]
-    stated = usage.stated
-    if stated is not None and not (
-        isinstance(stated, frozenset) and all(isinstance(n, str) and n in PARTS for n in stated)
-    ):
+    if not _stated_well(usage.stated):
         return [
             f"usage's stated must be None or a frozenset of the names of its parts "
-            f"({', '.join(PARTS)}), got {_shown(stated)}"
+            f"({', '.join(PARTS)}), got {_shown(usage.stated)}"
         ]
     return [
         f"usage's {' and '.join(f'{name}={n}' for name, n in parts)} "
