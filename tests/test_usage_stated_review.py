@@ -7,9 +7,19 @@ import dataclasses
 
 import pytest
 from test_providers import VIEW, first_prompt
+from test_review_resume6 import make_registry, paused_run, resume, system_part
 
-from veridic import ModelCallRecord, ModelGateway, ScriptedProvider, SQLiteAuditSink, VeridicError
+from veridic import (
+    ModelCallRecord,
+    ModelGateway,
+    PausedRun,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    VeridicError,
+)
 from veridic.providers import Completion, Usage
+
+_PARTS = ("cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_output_tokens")
 
 
 class _CallsOnly:
@@ -59,3 +69,41 @@ def test_the_gateway_refuses_an_own_adapters_stated_that_is_not_a_frozenset_of_p
     if answers == "recorded":  # the answer is on record, without its usage, as for a bad count
         (answer,) = audit.model_replies("req-1")
         assert answer.usage is None
+
+
+# --- a paused run keeps a stated 0 --------------------------------------------------------------
+
+_STATED_ZERO = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0}
+
+
+def test_a_resumed_run_states_the_cache_reads_its_answers_stated_as_0_before_the_pause() -> None:
+    # PausedRun.to_json wrote a usage whose stated parts were all 0 as its two totals, read
+    # back as stating no part: the resumed run's sum then stated none, the cache reads of
+    # every answer after the resume lost too.
+    audit = SQLiteAuditSink(":memory:")
+    view = make_registry([]).view()
+    paused = paused_run(audit, usage=_STATED_ZERO)
+    assert paused.usage is not None
+    assert paused.usage.part("cache_read_input_tokens") == 0
+    stored = PausedRun.from_json(paused.to_json())
+    assert stored.usage is not None
+    assert stored.usage.part("cache_read_input_tokens") == 0
+    after = {"text": "Done.", "usage": {**_STATED_ZERO, "cache_read_input_tokens": 8}}
+    result = resume(
+        ModelGateway(ScriptedProvider([after]), audit=audit),
+        stored,
+        system_part(view),
+        view,
+        {"c2": True, "c3": True},
+    )
+    assert result.usage == Usage(20, 10)
+    assert result.usage is not None
+    assert result.usage.part("cache_read_input_tokens") == 8
+
+
+def test_a_paused_run_of_a_usage_without_parts_still_stores_its_two_totals() -> None:
+    paused = paused_run(SQLiteAuditSink(":memory:"), usage={"input_tokens": 10, "output_tokens": 5})
+    assert '"usage":[10,5]' in paused.to_json()  # as earlier releases write and read it
+    stored = PausedRun.from_json(paused.to_json())
+    assert stored.usage is not None
+    assert [stored.usage.part(part) for part in _PARTS] == [None, None, None]

@@ -77,7 +77,7 @@ from pydantic_core import to_jsonable_python
 from veridic import _json_object
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
-from veridic.providers._base import Usage
+from veridic.providers._base import PARTS, Usage
 from veridic.run.approval import (
     ApprovalPolicy,
     ApprovalRequest,
@@ -544,18 +544,18 @@ def _approval(index: int, item: object, *, granted: bool) -> PendingApproval:
 
 
 def _usage_counts(usage: Usage) -> list[int]:
-    """The two totals, then the three parts where the provider broke them down.
+    """The two totals, then the three parts where the provider stated any of them.
 
-    Two counts when every part is 0, as earlier releases wrote and read them, so
-    a paused run of a provider that gives no parts still resumes on one of them.
+    Two counts when it stated none, as earlier releases wrote and read them, so a
+    paused run of a provider that gives no parts still resumes on one of them. Five
+    when it stated one, a stated 0 included: written as two, a cache read the
+    provider said was 0 read back as not stated, and so did every part of the
+    resumed run's sum (:meth:`Usage.__add__`).
     """
     counts = [usage.input_tokens, usage.output_tokens]
-    parts = [
-        usage.cache_read_input_tokens,
-        usage.cache_creation_input_tokens,
-        usage.reasoning_output_tokens,
-    ]
-    return counts + parts if any(parts) else counts
+    if all(usage.part(part) is None for part in PARTS):
+        return counts
+    return counts + [getattr(usage, part) for part in PARTS]
 
 
 def _usage(value: object) -> Usage:
@@ -574,12 +574,15 @@ def _usage(value: object) -> Usage:
             "their totals (cache reads and writes above the tokens read, or reasoning above "
             "the tokens written): the gateway never pauses such a run, so the text was edited"
         )
+    # Five counts say the parts were stated: every part 0 too (which a usage without
+    # ``stated`` reads as not broken down). Which of them were is not kept: all are read so.
     return Usage(
         numbers[0],
         numbers[1],
         cache_read_input_tokens=numbers[2],
         cache_creation_input_tokens=numbers[3],
         reasoning_output_tokens=numbers[4],
+        stated=None if any(numbers[2:]) else frozenset(PARTS),
     )
 
 
