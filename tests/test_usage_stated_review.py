@@ -4,6 +4,8 @@ paused run keeps of it. Each test failed before its fix."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
+from pathlib import Path
 
 import pytest
 from test_providers import VIEW, first_prompt
@@ -107,3 +109,27 @@ def test_a_paused_run_of_a_usage_without_parts_still_stores_its_two_totals() -> 
     stored = PausedRun.from_json(paused.to_json())
     assert stored.usage is not None
     assert [stored.usage.part(part) for part in _PARTS] == [None, None, None]
+
+
+# --- a writer of schema 8 still running after the migration ------------------------------------
+
+_SCHEMA_8_INSERT_CALL = (  # veridic_model_calls as a veridic of audit schema 8 writes it
+    "INSERT INTO veridic_model_calls (time, request_id, api, model, prompt_sha256, "
+    "tools_sha256, tools, instruction_spans, streamed, call_id) VALUES (?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (call_id) DO NOTHING"
+)
+
+
+def test_a_call_a_schema_8_writer_adds_to_a_migrated_file_reads_back_as_not_recorded(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.db"
+    SQLiteAuditSink(path).close()  # made (or migrated) to schema 9
+    row = (5.0, "req-8", "openai.chat", "gpt-test", "0" * 64, "1" * 64, "[]", "[]", 0, "8" * 32)
+    with sqlite3.connect(path) as db:
+        db.execute(_SCHEMA_8_INSERT_CALL, row)
+    db.close()
+    with SQLiteAuditSink(path) as store:
+        (call,) = store.model_calls("req-8")
+    assert call.options_sha256 == ""
+    assert call.call_id == "8" * 32
