@@ -112,8 +112,9 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def part(self, name: str) -> int | None:
-        """The part ``name`` (one of :data:`PARTS`) as the provider stated it; ``None``
-        where it did not (its count reads 0, which would say "none").
+        """The part ``name`` (``cache_read_input_tokens``, ``cache_creation_input_tokens``
+        or ``reasoning_output_tokens``) as the provider stated it; ``None`` where it did
+        not (its count reads 0, which would say "none").
 
         Raises:
             VeridicError: ``name`` is not a part of a usage.
