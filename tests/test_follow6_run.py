@@ -253,7 +253,7 @@ def test_a_call_cancelled_in_aresume_is_answered_so_the_run_can_go_on() -> None:
     notes = "\n".join(getattr(error, "__notes__", []))
     # c1 ran before the pause, c2 in the resume: the composer holds both results.
     assert (
-        "the results of the 2 call(s) of it that ran (1 before the pause, 1 in this resume)"
+        "the results of the 2 calls of it that ran (1 before the pause, 1 in this resume)"
         in notes
     )
     turns = composer.conversation().turns
@@ -305,7 +305,7 @@ def test_queries_cancelled_together_in_arun_are_all_answered() -> None:
     records = [r for r in audit.records("req-2") if r.call_id]
     assert sorted(r.call_id for r in records) == ["c1", "c2"]
     assert {r.outcome for r in records} == {CallOutcome.FAILED}
-    assert "the results of the 2 call(s) of it that ran" in "\n".join(error.__notes__)
+    assert "the results of the 2 calls of it that ran" in "\n".join(error.__notes__)
     turns = composer.conversation().turns
     assert [t.call_id for t in turns if t.kind == "tool_result"] == ["c1", "c2"]
 
@@ -386,7 +386,7 @@ def test_a_call_stopped_by_ctrl_c_in_run_is_answered_on_the_composer() -> None:
     policy.allow_always("set_units")
     with pytest.raises(KeyboardInterrupt) as caught:
         gateway.run(composer, view, policy=policy, request_id="req-3")
-    assert "the results of the 1 call(s) of it that ran" in "\n".join(caught.value.__notes__)
+    assert "the results of the 1 call of it that ran" in "\n".join(caught.value.__notes__)
     turns = composer.conversation().turns
     (answer,) = [turn for turn in turns if turn.kind == "tool_result"]
     assert (answer.call_id, answer.error) == ("c1", True)

@@ -173,7 +173,7 @@ def test_a_call_cancelled_while_its_record_is_written_is_answered_on_the_compose
     (record,) = [r for r in audit.records("req-2") if r.call_id == "c1"]
     assert record.outcome is CallOutcome.OK  # it ran to its end; only the write was cut
     notes = "\n".join(error.__notes__)
-    assert "the results of the 1 call(s) of it that ran" in notes
+    assert "the results of the 1 call of it that ran" in notes
     assert (
         f"the call of tool 'refund' (request 'req-2', call id 'c1') ran to its end (outcome ok), "
         f"and the CancelledError landed while its audit record {record.record_id} was being "
@@ -319,7 +319,7 @@ def test_ctrl_c_while_a_calls_record_is_written_in_run_answers_the_call() -> Non
     with pytest.raises(KeyboardInterrupt) as caught:
         gateway.run(composer, view, policy=policy, request_id="req-4")
     notes = "\n".join(caught.value.__notes__)
-    assert "the results of the 1 call(s) of it that ran" in notes
+    assert "the results of the 1 call of it that ran" in notes
     assert "ran to its end (outcome ok), and the KeyboardInterrupt landed" in notes
     assert "the write was cut short, so the store may lack it" in notes
     (answer,) = [t for t in composer.conversation().turns if t.kind == "tool_result"]

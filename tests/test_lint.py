@@ -373,7 +373,9 @@ def test_property_lint_and_boot_find_the_same_floor_violations(tools: list[Floor
     expected = Counter({t.name: t.floors_broken() for t in tools if t.floors_broken()})
     assert linted == refused == expected
     if refused:
-        assert message.startswith(f"{sum(refused.values())} risk floor violation(s)")
+        count = sum(refused.values())
+        noun = "violation" if count == 1 else "violations"
+        assert message.startswith(f"{count} risk floor {noun} at boot")
 
 
 # -- a write that says it cannot be undone, declared reversible ------------------------------

@@ -254,7 +254,7 @@ def test_reasoning_on_a_turn_that_is_not_the_assistants_is_refused() -> None:
     with pytest.raises(VeridicError) as raised:
         Message("user", "hi", ("hi",), reasoning=(item,))
     message = str(raised.value)
-    assert "a user message got 1 reasoning item(s)" in message
+    assert "a user message got 1 reasoning item" in message
     assert "Composer.assistant(text, reasoning=...)" in message
 
 

@@ -399,7 +399,7 @@ def test_a_resume_whose_provider_fails_after_its_calls_ran_says_how_to_go_on(
     note = "".join(caught.value.__notes__)
     assert "call 'c2' ('refund'): ok" in note
     assert "call 'c3' ('refund'): denied" in note
-    assert "spent 2 model call(s) and 3 tool call(s)" in note
+    assert "spent 2 model calls and 3 tool calls" in note
     assert f"gateway.{'arun' if asynchronous else 'run'}(composer" in note
     # The paused run cannot be resumed again: that would refund order 2 twice...
     with pytest.raises(VeridicError, match="was resumed already"):

@@ -207,7 +207,7 @@ def test_a_limit_reached_after_a_resume_counts_the_calls_made_before_the_pause()
             answers={"c2": True, "c3": True},
             limits=Limits(tool_calls=3),
         )
-    assert "the 3 tool call(s) made so far ran" in str(caught.value)
+    assert "the 3 tool calls made so far ran" in str(caught.value)
     assert len(audit.records("req-1")) == 3
 
 
@@ -485,7 +485,7 @@ def test_a_run_that_fails_mid_answer_keeps_the_calls_that_ran_on_the_composer(
     # gateway refuses to send a prompt with unanswered calls.
     assert [call.id for call in prompt.pending_tool_calls] == ["c2", "c3"]
     assert [m.tool_call_id for m in prompt.messages if m.role == "tool"] == ["c1"]
-    assert "1 call(s) of it that ran" in "".join(getattr(caught.value, "__notes__", []))
+    assert "1 call of it that ran" in "".join(getattr(caught.value, "__notes__", []))
 
 
 class LosesOneRecord(SQLiteAuditSink):

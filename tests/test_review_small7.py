@@ -328,7 +328,7 @@ def _orders_view(ran: list[str]) -> ToolView:
 
 def test_a_broken_resume_counts_every_call_of_the_answer_that_ran() -> None:
     # c1 ran before the pause, c2 and c3 in the resume (c3's record was lost): the note said
-    # "the results of the 2 call(s) of it that ran", though the composer holds 3.
+    # "the results of the 2 calls of it that ran", though the composer holds 3.
     ran: list[str] = []
     view = _orders_view(ran)
     audit = _LosesC3()
@@ -364,8 +364,8 @@ def test_a_broken_resume_counts_every_call_of_the_answer_that_ran() -> None:
     assert answered == ["c1", "c2", "c3"]
     notes = "\n".join(caught.value.__notes__)
     assert (
-        "the results of the 3 call(s) of it that ran (1 before the pause, 2 in this resume); "
-        "its 0 other call(s)"
+        "the results of the 3 calls of it that ran (1 before the pause, 2 in this resume); "
+        "its 0 other calls"
     ) in notes
 
 
@@ -510,7 +510,7 @@ def test_ctrl_c_while_a_late_guards_follow_up_is_written_still_answers_the_call(
     (answer,) = [t for t in composer.conversation().turns if t.kind == "tool_result"]
     assert (answer.call_id, answer.error, answer.text) == ("c1", False, "emptied")
     notes = "\n".join(caught.value.__notes__)
-    assert "the results of the 1 call(s) of it that ran" in notes
+    assert "the results of the 1 call of it that ran" in notes
     assert "follow-up" in notes
 
 

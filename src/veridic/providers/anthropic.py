@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Final, Protocol
 
 from veridic import _json_object
+from veridic._counted import counted
 from veridic._extras import require
 from veridic._sample import clip
 from veridic.errors import VeridicError
@@ -229,7 +230,8 @@ class _MessagesAssembler:
                 # be dropped (a call never run, never recorded).
                 raise VeridicError(
                     f"{self._where}: the stream's message_start already holds content "
-                    f"({len(items(message, 'content'))} block(s)), which the API sends only as "
+                    f"({counted(len(items(message, 'content')), 'block')}), which the API sends "
+                    "only as "
                     "content_block events; read as sent, it would be dropped: nothing of it was "
                     "run: send the request again (a proxy between you and the API may be "
                     "mangling events)"

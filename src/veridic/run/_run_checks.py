@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.run.approval import ApprovalPolicy
@@ -130,7 +131,8 @@ def check_none_async(view: ToolView, calls: Sequence[ToolCall]) -> None:
         if status.exposed and status.tool is not None and status.tool.is_async:
             raise VeridicError(
                 f"tool {status.tool.name!r} ({status.tool.origin}) is async, and the reply "
-                f"calls it (call {clip(call.id)}) beside {len(calls) - 1} other call(s): none "
+                f"calls it (call {clip(call.id)}) beside "
+                f"{counted(len(calls) - 1, 'other call')}: none "
                 "of them ran; run the reply with await gateway.arun_tools(...) (a whole run "
                 "with await gateway.arun(...)), or register a blocking handler"
             )

@@ -67,6 +67,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final, Literal
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import AlwaysAllowRefusedError, VeridicError
 from veridic.tools.risk import ApprovalMode, Risk, ToolKind
@@ -327,7 +328,7 @@ class ApprovalPolicy:
         return self._skipped
 
     def __repr__(self) -> str:
-        return f"ApprovalPolicy({self._view!r}, {len(self._rules)} rule(s))"
+        return f"ApprovalPolicy({self._view!r}, {counted(len(self._rules), 'rule')})"
 
     @property
     def view(self) -> ToolView:

@@ -19,6 +19,7 @@ from typing import Final, Generic, NoReturn, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, PydanticKnownError
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import AuditWriteError, RunLimitError, VeridicError
 from veridic.providers._base import Usage
@@ -249,15 +250,15 @@ class _Run(Generic[OutputT]):
             reply.record(self.composer, done)
         left = len(reply.tool_calls) - len(done)
         # A resumed answer's calls that ran before the pause have their results there too.
-        ran = f"{len(done)} call(s) of it that ran"
+        ran = f"{counted(len(done), 'call')} of it that ran"
         if resumed:
             ran = (
-                f"{self.ran_before_pause + len(done)} call(s) of it that ran "
+                f"{counted(self.ran_before_pause + len(done), 'call')} of it that ran "
                 f"({self.ran_before_pause} before the pause, {len(done)} in this resume)"
             )
         error.add_note(
             f"request {self.request_id!r}: the composer holds the model's answer with the "
-            f"results of the {ran}; its {left} other call(s) "
+            f"results of the {ran}; its {counted(left, 'other call')} "
             "are unanswered (the audit store's records(request_id) say what became of "
             "each), so the gateway will not send it as it is: answer them with "
             "Composer.tool_result(call_id, ...) or start the request anew"
@@ -299,8 +300,9 @@ class _Run(Generic[OutputT]):
             f"go on with gateway.{run}(composer, view, policy=..., "
             f"request_id={self.request_id!r}, defer=True), here or in another process from "
             "composer.conversation() restored after the system part; the run had spent "
-            f"{self.turns} model call(s) and "
-            f"{self.earlier_calls + len(self.outcomes)} tool call(s) of its limits, which a "
+            f"{counted(self.turns, 'model call')} and "
+            f"{counted(self.earlier_calls + len(self.outcomes), 'tool call')} of its limits, "
+            "which a "
             "new run counts from 0"
         )
 
@@ -394,8 +396,8 @@ class _Run(Generic[OutputT]):
         when = f"with {final}" if final else "before the model answered without tool calls"
         raise RunLimitError(
             f"the run reached its limit of {allowed:g} {what} ({reached:g}) {when}; "
-            f"the {self.earlier_calls + len(self.outcomes)} tool "
-            "call(s) made so far ran and are recorded, and the composer holds the "
+            f"the {counted(self.earlier_calls + len(self.outcomes), 'tool call')} made so far "
+            "ran and are recorded, and the composer holds the "
             f"conversation: raise Limits({limit}=...) if the task needs more, or look at what "
             "the model kept asking for",
             limit=limit,
@@ -627,7 +629,7 @@ def _resumed(
     held = len(composer.conversation())
     if held:
         raise VeridicError(
-            f"resume() got a composer that already holds {held} turn(s) (the paused run's "
+            f"resume() got a composer that already holds {counted(held, 'turn')} (the paused run's "
             "own, perhaps): the paused run brings its conversation, which resume() puts after "
             "the system part; pass a composer holding only that part, built from code for "
             "this request as for the first (Composer().system(...)); nothing ran"

@@ -58,6 +58,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Final, Literal, Self
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import VeridicError
@@ -146,8 +147,8 @@ class Composer:
         """Add instruction parts to the system message (joined by a blank line)."""
         if self._turns:
             raise VeridicError(
-                f"system() after {len(self._turns)} conversation turn(s): the system message "
-                "comes first; call system() before user(), data() or assistant()"
+                f"system() after {counted(len(self._turns), 'conversation turn')}: the system "
+                "message comes first; call system() before user(), data() or assistant()"
             )
         for index, part in enumerate(parts):
             if not is_trusted(part):
@@ -348,7 +349,7 @@ class Composer:
             )
         if self._turns:
             raise VeridicError(
-                f"restore() on a composer that already holds {len(self._turns)} turn(s): "
+                f"restore() on a composer that already holds {counted(len(self._turns), 'turn')}: "
                 "restore into a composer that holds only the system part, built from code"
             )
         for index, turn in enumerate(conversation.turns):
@@ -454,9 +455,10 @@ class Composer:
         shown = ", ".join(f"{clip(call)} ({_named(name)})" for call, name in waiting[:5])
         more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
         raise _Unanswered(
-            f"{where} while tool call(s) {shown}{more} of the assistant turn before it wait "
-            "for their results: providers refuse a prompt with a turn between calls and "
-            "their results; answer each call first with tool_result(call_id, ...), with "
+            f"{where} while {'tool call' if len(waiting) == 1 else 'tool calls'} {shown}{more} "
+            f"of the assistant turn before it {'waits' if len(waiting) == 1 else 'wait'} for "
+            "their results: providers refuse a prompt with a turn between calls and their "
+            "results; answer each call first with tool_result(call_id, ...), with "
             "error=True for a call that will not run, then add the turn"
         )
 
@@ -501,7 +503,8 @@ def _mend(conversation: Conversation, index: int, waiting: Mapping[str, str]) ->
         )
     if missing:
         advice.append(
-            f"{'Also, no' if later else 'No'} result of call(s) {', '.join(missing[:5])} is "
+            f"{'Also, no' if later else 'No'} result of "
+            f"{'call' if len(missing) == 1 else 'calls'} {', '.join(missing[:5])} is "
             "stored: add a tool_result turn "
             f"for each (error=True for a call that did not run) before turn {index}, or leave "
             "out the turns from there on"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol, cast, get_args
 
 from veridic import _json_object
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic._words import a_type, article
 from veridic.errors import VeridicError
@@ -289,9 +290,11 @@ def _broken_link(message: DocumentMessage) -> str | None:
     """The rule of ``Message`` that ``message`` breaks (its role against what it carries)."""
     role = message.role
     if message.tool_calls and role != "assistant":
-        return f"holds {len(message.tool_calls)} tool call(s): only the model's turn makes calls"
+        calls = counted(len(message.tool_calls), "tool call")
+        return f"holds {calls}: only the model's turn makes calls"
     if message.reasoning and role != "assistant":
-        return f"holds {len(message.reasoning)} reasoning item(s): only the model's turn has any"
+        items = counted(len(message.reasoning), "reasoning item")
+        return f"holds {items}: only the model's turn has any"
     if role == "tool" and not message.tool_call_id:
         return "answers no call: a tool result carries the non-empty id of the call it answers"
     if role != "tool" and (message.tool_call_id is not None or message.tool_error):

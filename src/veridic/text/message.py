@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic._words import a_type, article
 from veridic.errors import VeridicError
@@ -101,7 +102,8 @@ class Message:
             )
         if self.role != "assistant":
             raise VeridicError(
-                f"{article(self.role)} message got {len(self.reasoning)} reasoning item(s): "
+                f"{article(self.role)} message got "
+                f"{counted(len(self.reasoning), 'reasoning item')}: "
                 "reasoning is the model's own output and goes on an assistant turn only; pass "
                 "it with Composer.assistant(text, reasoning=...)"
             )
@@ -185,7 +187,7 @@ def _check_links(message: Message) -> None:
         )
     if message.tool_calls and role != "assistant":
         raise VeridicError(
-            f"{article(role)} message got {len(message.tool_calls)} tool call(s) (first "
+            f"{article(role)} message got {counted(len(message.tool_calls), 'tool call')} (first "
             f"{clip(str(message.tool_calls[0].name))}): only the model's own turn makes tool "
             "calls, and the Anthropic and Responses formats would leave them out; record them "
             "with Composer.tool_call()"

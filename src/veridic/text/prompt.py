@@ -27,6 +27,7 @@ from typing import Final, Literal, cast
 from typing_extensions import deprecated
 
 from veridic import _json_object
+from veridic._counted import counted
 from veridic._json_object import RepeatedKeyError
 from veridic._sample import clip
 from veridic._words import a_type
@@ -335,7 +336,7 @@ class Prompt:
         if not messages or messages[0]["role"] != "user":
             raise VeridicError(
                 "the Anthropic Messages API needs a conversation that starts with a user turn, "
-                f"this prompt has {len(messages)} turn(s) starting with "
+                f"this prompt has {counted(len(messages), 'turn')} starting with "
                 f"{messages[0]['role'] if messages else 'nothing'}: add Composer.user() or "
                 "Composer.data() before the first assistant turn"
             )

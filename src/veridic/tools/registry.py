@@ -68,6 +68,7 @@ from typing import Final, TypeVar
 
 from pydantic import BaseModel
 
+from veridic._counted import counted
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
 from veridic.tools.boot_failure import BootError
@@ -913,4 +914,4 @@ def _floor_message(violations: list[tuple[Tool, FloorViolation]]) -> str:
         f"{v.detail} (rule: {v.rule.rule}): {v.rule.fix}"
         for tool, v in violations
     ]
-    return f"{len(parts)} risk floor violation(s) at boot: " + "; ".join(parts)
+    return f"{counted(len(parts), 'risk floor violation')} at boot: " + "; ".join(parts)
