@@ -253,8 +253,7 @@ def test_a_call_cancelled_in_aresume_is_answered_so_the_run_can_go_on() -> None:
     notes = "\n".join(getattr(error, "__notes__", []))
     # c1 ran before the pause, c2 in the resume: the composer holds both results.
     assert (
-        "the results of the 2 calls of it that ran (1 before the pause, 1 in this resume)"
-        in notes
+        "the results of the 2 calls of it that ran (1 before the pause, 1 in this resume)" in notes
     )
     turns = composer.conversation().turns
     answered = {turn.call_id: turn for turn in turns if turn.kind == "tool_result"}
