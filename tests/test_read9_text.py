@@ -259,7 +259,7 @@ def _conversations(draw: st.DrawFn) -> tuple[Composer, list[tuple[str, tuple[str
             composer.tool_result(call_id, untrusted(text, source="tool:lookup"), error=error)
             expected.append(("tool", ()))
         elif step == "refused":  # a turn between calls and their results changes nothing
-            with pytest.raises(VeridicError, match="wait for their results"):
+            with pytest.raises(VeridicError, match=r"waits? for (its result|their results)"):
                 composer.user("next")
         elif step == "user":
             composer.user(text if text.strip() else "hello")

@@ -456,8 +456,9 @@ class Composer:
         more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
         raise _Unanswered(
             f"{where} while {'tool call' if len(waiting) == 1 else 'tool calls'} {shown}{more} "
-            f"of the assistant turn before it {'waits' if len(waiting) == 1 else 'wait'} for "
-            "their results: providers refuse a prompt with a turn between calls and their "
+            "of the assistant turn before it "
+            f"{'waits for its result' if len(waiting) == 1 else 'wait for their results'}: "
+            "providers refuse a prompt with a turn between calls and their "
             "results; answer each call first with tool_result(call_id, ...), with "
             "error=True for a call that will not run, then add the turn"
         )
