@@ -394,10 +394,11 @@ class _Run(Generic[OutputT]):
         """Raise the limit's error; ``final`` names the answer that passed it when that
         answer was the model's last (it has no tool calls), which the run then has."""
         when = f"with {final}" if final else "before the model answered without tool calls"
+        made = self.earlier_calls + len(self.outcomes)
         raise RunLimitError(
             f"the run reached its limit of {allowed:g} {what} ({reached:g}) {when}; "
-            f"the {counted(self.earlier_calls + len(self.outcomes), 'tool call')} made so far "
-            "ran and are recorded, and the composer holds the "
+            f"the {counted(made, 'tool call')} made so far ran and "
+            f"{'is' if made == 1 else 'are'} recorded, and the composer holds the "
             f"conversation: raise Limits({limit}=...) if the task needs more, or look at what "
             "the model kept asking for",
             limit=limit,
