@@ -102,16 +102,11 @@ class PinChange:
             )
         if self.kind == "gone":
             return instruction("the MCP server no longer lists it")
-        changed = join([_PART_TEXT[part] for part in self.parts], sep=" and ")
-        return join(
-            [
-                changed,
-                instruction(
-                    " changed since its pin was recorded: review the change with "
-                    "veridic mcp pin --check, then record the pins again"
-                ),
-            ],
-            sep="",
+        return self._changed(
+            instruction(
+                " changed since its pin was recorded: review the change with "
+                "veridic mcp pin --check, then record the pins again"
+            )
         )
 
     @property
@@ -120,18 +115,17 @@ class PinChange:
         registered it (there is no pin to speak of, nor one to record again)."""
         if self.kind != "changed":
             return self.reason
-        changed = join([_PART_TEXT[part] for part in self.parts], sep=" and ")
-        return join(
-            [
-                changed,
-                instruction(
-                    " changed after the tool was registered (the MCP server is not pinned): "
-                    "connect again, with a new registry, to take the new version, after "
-                    "reviewing it (veridic mcp pin records pins)"
-                ),
-            ],
-            sep="",
+        return self._changed(
+            instruction(
+                " changed after the tool was registered (the MCP server is not pinned): "
+                "connect again, with a new registry, to take the new version, after "
+                "reviewing it (veridic mcp pin records pins)"
+            )
         )
+
+    def _changed(self, since: TrustedInstruction) -> TrustedInstruction:
+        """The parts that changed ("its description and its input schema"), then ``since``."""
+        return join([join([_PART_TEXT[p] for p in self.parts], sep=" and "), since], sep="")
 
 
 @dataclass(frozen=True, slots=True)
