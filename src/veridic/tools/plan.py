@@ -9,13 +9,27 @@ same :class:`~veridic.ToolView` that wrote the prompt (invariant I5) and:
 - drops a step whose tool is ``"unknown"`` (never registered: a hallucinated
   name, with the nearest valid names), ``"unavailable"`` (its component did
   not start, or it has no description), ``"denied"`` (filtered by this view's
-  policy) or whose arguments are invalid (``"invalid_arguments"``, with the
+  policy, or refused by a deny rule of the user's approval policy when one is
+  given) or whose arguments are invalid (``"invalid_arguments"``, with the
   offending fields);
 - invalidates every step that depends on a dropped one, directly or
   transitively: it is not run;
 - writes a ``notice`` for the user naming every removed ability, why, and
   the component's hint;
 - raises :class:`~veridic.IncompletePlanError` instead in strict mode.
+
+Two things deny a tool, and a :class:`DroppedStep` says which by its
+``cause`` (its ``reason`` is ``"denied"`` for both, as the contract lists
+it): the view's filters (``cause`` ``"role"``, ``"allow"``, ``"predicate"``
+or ``"deny"``, the :class:`~veridic.ToolStatus` cause) keep the tool out of
+this request, and the user's :class:`~veridic.ApprovalPolicy`, passed as
+``policy=``, refuses it by a deny rule (``cause`` ``"approval_policy"``):
+the model sees that tool, and executing the step would record it
+``DENIED`` without running it, so the step and the steps after it are
+removed before anything runs, and the notice says the user's rule refused
+it. The policy decides as it does at run time (:meth:`ApprovalPolicy.request
+<veridic.ApprovalPolicy.request>`): a step whose tool an ``ask`` rule or its
+high risk puts to the user is kept, for the user to confirm when it runs.
 
 A malformed plan (duplicate ids, a dependency on no step, a cycle, a step
 that is not a mapping with the right keys) is a :class:`~veridic.PlanError`:
@@ -63,7 +77,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from veridic import _json_object
 from veridic._counted import counted
@@ -74,11 +88,14 @@ from veridic.errors import (
     PlanError,
     VeridicError,
 )
+from veridic.tools.risk import ApprovalMode
+from veridic.tools.status import StatusCause
 from veridic.tools.tool import SCHEMA_TOOL
 from veridic.tools.view import ToolStatus, ToolView
 
 __all__ = [
     "MAX_STEPS",
+    "DropCause",
     "DropReason",
     "DroppedStep",
     "InvalidatedStep",
@@ -88,6 +105,11 @@ __all__ = [
 ]
 
 DropReason = Literal["unknown", "unavailable", "denied", "invalid_arguments"]
+DropCause = StatusCause | Literal["approval_policy"]
+"""By what a step was dropped: the view's :data:`~veridic.tools.status.StatusCause` (``""``
+for an unknown name or invalid arguments), or ``"approval_policy"`` for a deny rule of the
+user's approval policy."""
+_BY_POLICY: Final = "approval_policy"
 INVALIDATED: Final = "depends_on_removed"
 """The ``reason`` of every invalidated step."""
 
@@ -141,6 +163,12 @@ class DroppedStep:
             names list the first exposed names that are not high risk, as a name
             with none near does.
         fields: the offending argument paths, for invalid arguments.
+        cause: by what: for a ``"denied"`` step, ``"approval_policy"`` when a deny
+            rule of the user's :class:`~veridic.ApprovalPolicy` refused it, and the
+            view filter's cause otherwise (``"role"``, ``"allow"``, ``"predicate"``,
+            ``"deny"``); for an ``"unavailable"`` one ``"component"``,
+            ``"description"``, ``"pin"`` or ``"withheld"``; ``""`` for an unknown
+            name or invalid arguments.
         hidden: the step names a tool the view hides from the model (a role, the
             allow list, a predicate, a ``Deny`` that does not tombstone it; see
             :attr:`ToolStatus.hidden <veridic.tools.status.ToolStatus.hidden>`). Its
@@ -160,6 +188,7 @@ class DroppedStep:
     suggestions: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
     hidden: bool = False
+    cause: DropCause = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,11 +262,35 @@ class NormalizedPlan:
         return (*self.dropped, *self.invalidated)
 
 
+class _Decision(Protocol):
+    """What :class:`_Policy` answers about a call (an :class:`~veridic.ApprovalRequest`)."""
+
+    @property
+    def mode(self) -> ApprovalMode | None: ...
+    @property
+    def why(self) -> str: ...
+
+
+@runtime_checkable
+class _Policy(Protocol):
+    """What :func:`normalize_plan` asks of an :class:`~veridic.ApprovalPolicy`.
+
+    A protocol, not the class: the approval policy belongs to the run, downstream of
+    the tools, which import nothing of it. Only its own decision is read, so the plan
+    removes exactly the steps whose calls the policy would deny when they run.
+    """
+
+    @property
+    def view(self) -> ToolView: ...
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> _Decision: ...
+
+
 def normalize_plan(
     steps: Iterable[Mapping[str, object] | PlanStep],
     view: ToolView,
     *,
     strict: bool = False,
+    policy: _Policy | None = None,
 ) -> NormalizedPlan:
     """Check a proposed plan against ``view``; drop, invalidate and explain, never skip silently.
 
@@ -249,6 +302,15 @@ def normalize_plan(
     schema without running it, and copied: the result holds none of the
     caller's dicts or lists.
 
+    ``policy`` is the user's :class:`~veridic.ApprovalPolicy` for ``view``, the
+    one that will approve the calls: a step whose tool it denies by a deny rule
+    is dropped as ``"denied"`` with ``cause`` ``"approval_policy"`` (whatever its
+    arguments: fixing them would not let it run), and the steps after it are
+    invalidated. A step that an ``ask`` rule or a high-risk tool puts to the user
+    is kept; ``policy.request(step.tool).pending`` says so when it runs (asked
+    then, not now, since the user may change a rule while the plan runs). The
+    policy is asked once for each tool of the plan.
+
     Raises:
         PlanError: the plan is malformed (duplicate ids, a dependency on an
             id no step has, a cycle, a step of the wrong shape, a key that is
@@ -259,18 +321,23 @@ def normalize_plan(
             most ten of them (a long cycle by its ends and its length).
         IncompletePlanError: ``strict`` is true and a step was removed; its
             ``.plan`` is the :class:`NormalizedPlan`.
+        VeridicError: ``view`` is not a :class:`~veridic.ToolView`, or ``policy``
+            is not an :class:`~veridic.ApprovalPolicy` built for ``view``.
     """
     if not isinstance(view, ToolView):
         raise VeridicError(
             f"normalize_plan() needs the ToolView that produced the prompt, got "
             f"{type(view).__name__}: pass registry.view(...) of this request"
         )
+    denies = None if policy is None else _Denies(_policy_of(policy, view))
     plan = _read(steps)
     _check_graph(plan)
     exposed = view.names()
     told = _Told(view)
     dropped = {
-        step.id: d for step in plan if (d := _check_step(step, view, exposed, told)) is not None
+        step.id: d
+        for step in plan
+        if (d := _check_step(step, view, exposed, told, denies)) is not None
     }
     because = _dependents(plan, dropped)
     invalidated = tuple(
@@ -598,11 +665,54 @@ class _Told:
         return told
 
 
+def _policy_of(policy: object, view: ToolView) -> _Policy:
+    """``policy``, once it is an approval policy of ``view``: the rules of another view
+    judge other tools (the same name may be another tool there)."""
+    if not isinstance(policy, _Policy) or not isinstance(policy.view, ToolView):
+        raise VeridicError(
+            f"normalize_plan() got policy={type(policy).__name__}, which is not an approval "
+            "policy: pass the user's ApprovalPolicy(view) that will approve the calls, or "
+            "leave policy out"
+        )
+    if policy.view is not view:
+        raise VeridicError(
+            f"normalize_plan() got a policy built for another view ({policy.view!r}, not "
+            f"{view!r}): build the policy for the view the plan is checked against, "
+            "ApprovalPolicy(view, rules=policy.rules)"
+        )
+    return policy
+
+
+class _Denies:
+    """Which tools the user's approval policy denies, asked of the policy once per name."""
+
+    __slots__ = ("_answers", "_policy")
+
+    def __init__(self, policy: _Policy) -> None:
+        self._policy = policy
+        self._answers: dict[str, str | None] = {}
+
+    def why(self, name: str) -> str | None:
+        """The policy's reason when it denies every call of the exposed tool ``name``."""
+        if name not in self._answers:
+            decision = self._policy.request(name)
+            denied = decision.mode is ApprovalMode.DENIED
+            self._answers[name] = decision.why if denied else None
+        return self._answers[name]
+
+
 def _check_step(
-    step: PlanStep, view: ToolView, exposed: frozenset[str], told: _Told
+    step: PlanStep,
+    view: ToolView,
+    exposed: frozenset[str],
+    told: _Told,
+    denies: _Denies | None,
 ) -> DroppedStep | None:
     if step.tool not in exposed:
         return _refused(step, told.status(step.tool), told)
+    denied = None if denies is None else denies.why(step.tool)
+    if denied is not None:
+        return _denied_by_policy(step, denied)
     try:
         view.validate(step.tool, step.arguments)
     except InvalidArgumentsError as error:
@@ -620,6 +730,24 @@ def _check_step(
             fields=error.fields,
         )
     return None
+
+
+def _denied_by_policy(step: PlanStep, why: str) -> DroppedStep:
+    """A step whose tool the user's approval policy denies: the model sees the tool, so
+    what it is told names the rule, and what it may do instead."""
+    return DroppedStep(
+        step.id,
+        step.tool,
+        "denied",
+        "a deny rule of the user's approval policy refuses it",
+        (
+            f"tool {step.tool!r} is refused by a deny rule of the user's approval policy "
+            f"({why}): executing the step would record it denied without running it; ask "
+            "the user to change the rule if the step must run, or re-plan without it"
+        ),
+        hint="ask the user to change the rule if the step must run, or re-plan without it",
+        cause=_BY_POLICY,
+    )
 
 
 def _refused(step: PlanStep, status: ToolStatus, told: _Told) -> DroppedStep:
@@ -644,6 +772,7 @@ def _refused(step: PlanStep, status: ToolStatus, told: _Told) -> DroppedStep:
         status.hint,
         suggestions,
         hidden=status.hidden,
+        cause=status.cause,
     )
 
 
@@ -713,6 +842,7 @@ _WHY: Final = {
     "unknown": "no tool has this name here",
     "unavailable": "cannot run on this site",
     "denied": "not allowed in this session",
+    _BY_POLICY: "refused by a deny rule of the user's approval policy",
     "invalid_arguments": "the proposed arguments do not fit the tool",
 }
 
@@ -726,12 +856,18 @@ _SHOWN: Final = 20
 def _notice(dropped: tuple[DroppedStep, ...], invalidated: tuple[InvalidatedStep, ...]) -> str:
     if not dropped and not invalidated:
         return ""
-    cannot = _tools(d for d in dropped if d.reason != "invalid_arguments")
+    cannot = _tools(d for d in dropped if _told(d) not in ("invalid_arguments", _BY_POLICY))
+    refused = _tools(d for d in dropped if _told(d) == _BY_POLICY)
     misfit = _tools(d for d in dropped if d.reason == "invalid_arguments")
     lines = []
     if cannot:
         lines.append(
             f"Some proposed steps were removed because this site cannot run them: {cannot}."
+        )
+    if refused:
+        lines.append(
+            "Some proposed steps were removed because a deny rule of the user's approval "
+            f"policy refuses their tools: {refused}."
         )
     if misfit:
         lines.append(
@@ -784,8 +920,11 @@ def _few(names: Iterable[str], what: str) -> str:
 
 
 def _told(item: DroppedStep) -> str:
-    """The reason the notice gives: a tool hidden from the model is a name no tool has."""
-    return "unknown" if item.hidden else item.reason
+    """The reason the notice gives: a tool hidden from the model is a name no tool has, and
+    a tool the user's approval policy denies is told apart from one the view denies."""
+    if item.hidden:
+        return "unknown"
+    return _BY_POLICY if item.cause == _BY_POLICY else item.reason
 
 
 def _explain(item: DroppedStep) -> str:
@@ -794,6 +933,8 @@ def _explain(item: DroppedStep) -> str:
         return f"did you mean {nearest}?" if nearest else ""
     if item.reason == "invalid_arguments":
         return f"check {', '.join(map(_name, item.fields))}" if item.fields else ""
+    if _told(item) == _BY_POLICY:
+        return "change the rule to run it, or re-plan without it"
     return item.why.strip().rstrip(".")
 
 
