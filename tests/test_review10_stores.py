@@ -5,14 +5,21 @@ test failed before its fix. Postgres tests run on the server the session starts
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from psycopg import sql
 from test_postgres_store import _sessions_after_close, make
 
-from veridic import AsyncPostgresAuditSink, PostgresAuditSink
+from veridic import AsyncPostgresAuditSink, PostgresAuditSink, SQLiteAuditSink
+from veridic.checks.cli import main
+from veridic.run._conninfo import LIBPQ_KEYWORDS, conninfo_keywords
 
 # --- opening the async store -------------------------------------------------------------
 
@@ -54,7 +61,7 @@ def test_two_concurrent_opens_of_an_async_store_build_one_pool(
 
     async def scenario() -> None:
         opened = await asyncio.gather(store.open(), store.open())
-        assert opened == [store, store]
+        assert [o is store for o in opened] == [True, True]
         await store.awrite(make())
         assert len(await store.arecords()) == 1
         await store.close()
@@ -78,3 +85,98 @@ def test_an_async_store_closed_in_one_loop_is_opened_by_two_tasks_in_the_next(
 
     assert asyncio.run(scenario()) == 1
     assert asyncio.run(scenario()) == 2  # another loop: the first one's lock serves it not
+
+
+# --- what veridic audit takes for a Postgres database ------------------------------------
+
+
+def _written(path: Path) -> Path:
+    with SQLiteAuditSink(path) as store:
+        store.write(make(request_id="req-file"))
+    return path
+
+
+def test_a_conninfo_without_dbname_is_read_as_a_postgres_database(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It was taken for a path ("no such file"), since it held no "dbname=".
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write(make(request_id="req-pg"))
+    parts = psycopg.conninfo.conninfo_to_dict(postgres_dsn)
+    monkeypatch.setenv("PGDATABASE", str(parts.pop("dbname")))
+    without_dbname = psycopg.conninfo.make_conninfo("", **parts)
+    assert main(["audit", without_dbname, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [w["request_id"] for w in report["writes"]] == ["req-pg"]
+
+
+def test_an_sqlite_path_holding_dbname_is_read_as_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It was taken for a Postgres conninfo, and refused as one that is not valid.
+    folder = tmp_path / "dbname=prod"
+    folder.mkdir()
+    path = _written(folder / "audit.db")
+    assert main(["audit", str(path), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [w["request_id"] for w in report["writes"]] == ["req-file"]
+    assert main(["show", str(path)]) == 0
+    assert capsys.readouterr().out == f"{path}: no model calls recorded\n"
+
+
+def test_a_file_named_like_a_conninfo_is_refused_as_ambiguous(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _written(tmp_path / "host=db")
+    assert main(["audit", "host=db"]) == 2
+    said = capsys.readouterr().err
+    assert "both an existing file and a libpq connection string" in said
+    assert "./host=db" in said
+    assert main(["audit", "./host=db", "--format", "json"]) == 0
+    assert "req-file" in capsys.readouterr().out
+
+
+def test_an_argument_that_is_neither_a_file_nor_a_conninfo_names_the_keyword(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["audit", "host=db dbnme=app"]) == 2
+    said = capsys.readouterr().err
+    assert "no such file" in said
+    assert "1 keyword libpq does not know ('dbnme')" in said
+    assert os.listdir(tmp_path) == []  # nothing was created
+
+
+_WORDS = st.sampled_from(["host", "dbname", "user", "nope", "/srv/x", ""])
+_PAIRS = st.tuples(
+    _WORDS, st.sampled_from(["=", " = ", "\t=", " ", ""]), st.text("a'\\ =\té", max_size=6)
+).map("".join)
+_CONNINFO_LIKE = st.tuples(st.lists(_PAIRS, max_size=4), st.sampled_from([" ", "", "\n"])).map(
+    lambda pairs_and_gap: pairs_and_gap[1].join(pairs_and_gap[0])
+)
+"""Text shaped like a connection string, and often not quite: a keyword libpq does not
+know, a word without "=", a quote left open, a backslash before a space or a quote."""
+
+
+@given(_CONNINFO_LIKE)
+def test_a_connection_string_s_keywords_are_read_as_libpq_reads_them(text: str) -> None:
+    try:
+        parsed = psycopg.conninfo.conninfo_to_dict(text)
+    except psycopg.ProgrammingError:
+        found = conninfo_keywords(text)
+        assert found is None or not set(found) <= LIBPQ_KEYWORDS
+    else:
+        found = conninfo_keywords(text)
+        if not text.strip():
+            assert found is None  # names nothing: not a connection string
+        else:
+            assert found is not None
+            assert set(found) == set(parsed)
+
+
+def test_the_keywords_veridic_knows_are_every_one_the_installed_libpq_knows() -> None:
+    # A keyword of a newer libpq missing from the list makes its connection strings
+    # "neither a file nor a connection string": add it to LIBPQ_KEYWORDS.
+    installed = {option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults()}
+    assert installed <= LIBPQ_KEYWORDS
