@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from veridic._counted import counted
+from veridic._sample import clip
 from veridic.checks._ci_log import inert_json
 from veridic.checks._cli_report import (
     EXIT_USAGE,
@@ -28,7 +30,7 @@ from veridic.checks._cli_report import (
 )
 from veridic.checks.audit_report import AuditReport, Selection, parse_time, stream_report
 from veridic.errors import VeridicError
-from veridic.run._conninfo import without_passwords
+from veridic.run._conninfo import LIBPQ_KEYWORDS, conninfo_keywords, without_passwords
 from veridic.run._postgres_schema import VERSION, lacks
 from veridic.run._sqlite_schema import VERSION as SQLITE_VERSION
 from veridic.run._sqlite_schema import lacks as sqlite_lacks
@@ -105,8 +107,47 @@ def _not_migrated(version: int) -> str:
 
 
 def _is_postgres(store: str) -> bool:
-    """Whether ``veridic audit``'s argument names a Postgres database rather than a file."""
-    return store.startswith(("postgresql://", "postgres://")) or "dbname=" in store
+    """Whether ``veridic audit``'s argument names a Postgres database rather than a file.
+
+    A Postgres database is named by a ``postgresql://`` or ``postgres://`` URL, or by a
+    libpq connection string whose every keyword libpq knows (``host=db user=audit``; the
+    database may come from ``PGDATABASE``). Anything else is the path of a file, which
+    is never created. The text ``dbname=`` decided before: a path holding it
+    (``/srv/dbname=app/audit.db``) was read as a conninfo, and a conninfo without it
+    as a file that did not exist.
+
+    Raises:
+        _UsageError: an existing file is named like a connection string (which was
+            meant is not for veridic to guess), or the argument is neither a file nor a
+            connection string (one of its keywords is not libpq's).
+    """
+    if store.startswith(("postgresql://", "postgres://")):
+        return True
+    keywords = conninfo_keywords(store)
+    if keywords is None:
+        return False
+    unknown = [keyword for keyword in keywords if keyword not in LIBPQ_KEYWORDS]
+    exists = os.path.lexists(store)
+    if not unknown and exists:
+        raise _UsageError(
+            f"{store}: is both an existing file and a libpq connection string: write the "
+            f"file's path with a directory (./{store}), or name the database by a "
+            "postgresql:// URL"
+        )
+    if unknown and not exists:
+        raise _UsageError(
+            f"{store}: no such file (looked from {os.getcwd()}), and not a libpq connection "
+            f"string either: it has {_unknown(unknown)}; pass the path of an "
+            "SQLite audit database, a postgresql:// URL, or a connection string "
+            "('host=db dbname=app user=audit')"
+        )
+    return not unknown
+
+
+def _unknown(keywords: list[str]) -> str:
+    """The keywords libpq does not know, counted and quoted, for an error."""
+    shown = ", ".join(map(clip, keywords))
+    return f"{counted(len(keywords), 'keyword')} libpq does not know ({shown})"
 
 
 def _named(store: SQLiteAuditSink | PostgresAuditSink, argument: str) -> str:

@@ -258,8 +258,9 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "database",
         metavar="STORE",
-        help="the SQLite audit database (a path), or a Postgres one (a postgresql:// URL "
-        "or a libpq conninfo with dbname=; opened read-only)",
+        help="the SQLite audit database (a path), or a Postgres one (a postgresql:// or "
+        "postgres:// URL, or a libpq connection string whose every keyword is libpq's, "
+        "such as 'host=db dbname=app'; opened read-only)",
     )
     audit.add_argument(
         "--request",
@@ -292,7 +293,8 @@ def _parser() -> argparse.ArgumentParser:
         "source",
         metavar="SOURCE",
         help="a prompt document (FILE.json), or an audit store: the SQLite database (a path) "
-        "or a Postgres one (a postgresql:// URL or a libpq conninfo with dbname=), opened "
+        "or a Postgres one (a postgresql:// or postgres:// URL, or a libpq connection "
+        "string whose every keyword is libpq's, such as 'host=db dbname=app'), opened "
         "read-only",
     )
     show.add_argument(

@@ -115,9 +115,10 @@ def _writable(text: str, out: TextIO) -> str:
 
 def _show(args: argparse.Namespace, snapshots: Path, colour: bool) -> str:
     source: str = args.source
-    if not _is_postgres(source):
+    postgres = _is_postgres(source)
+    if not postgres:
         _require_regular(Path(source))
-    if _is_postgres(source) or _is_sqlite(Path(source)):
+    if postgres or _is_sqlite(Path(source)):
         store = _open_store(source, snapshots)
         try:
             return _show_store(store, _named(store, source), args, colour)

@@ -93,3 +93,122 @@ def misread_password(conninfo: str) -> bool:
         return False
     ports = (_PORT.match(host) for host in hosts.split(","))
     return any(p is not None and p["port"] and not p["port"].isdigit() for p in ports)
+
+
+LIBPQ_KEYWORDS: Final = frozenset(
+    [
+        "service",
+        "user",
+        "password",
+        "passfile",
+        "channel_binding",
+        "connect_timeout",
+        "dbname",
+        "host",
+        "hostaddr",
+        "port",
+        "client_encoding",
+        "options",
+        "application_name",
+        "fallback_application_name",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+        "sslmode",
+        "sslnegotiation",
+        "sslcompression",
+        "sslcert",
+        "sslkey",
+        "sslcertmode",
+        "sslpassword",
+        "sslrootcert",
+        "sslcrl",
+        "sslcrldir",
+        "sslsni",
+        "requirepeer",
+        "require_auth",
+        "min_protocol_version",
+        "max_protocol_version",
+        "ssl_min_protocol_version",
+        "ssl_max_protocol_version",
+        "gssencmode",
+        "krbsrvname",
+        "gsslib",
+        "gssdelegation",
+        "replication",
+        "target_session_attrs",
+        "load_balance_hosts",
+        "scram_client_key",
+        "scram_server_key",
+        "oauth_issuer",
+        "oauth_client_id",
+        "oauth_client_secret",
+        "oauth_scope",
+        "sslkeylogfile",
+        "requiressl",
+    ]
+)
+"""The keywords of a libpq connection string, as libpq 18 knows them (and ``requiressl``,
+which older ones did): known without psycopg, so that a conninfo is told from a path
+where the ``postgres`` extra is not installed."""
+
+_C_SPACE: Final = frozenset(" \t\n\v\f\r")
+"""What libpq's parser takes for white space (C's ``isspace``), and no other character."""
+
+
+def conninfo_keywords(conninfo: str) -> tuple[str, ...] | None:
+    """The keywords of ``conninfo`` read as libpq reads a ``key=value`` connection string.
+
+    ``None`` when libpq's parser would refuse its shape (a word without ``=``, a quoted
+    value left open) or it names nothing (empty, or white space). Whether each keyword is
+    one libpq knows is left to the caller: a path such as ``/srv/dbname=app/audit.db``
+    has the shape (a keyword ``/srv/dbname``), and only that keyword tells it apart.
+
+    >>> conninfo_keywords("host=db dbname='my app'")
+    ('host', 'dbname')
+    >>> conninfo_keywords("audit.db") is None
+    True
+    """
+    found: list[str] = []
+    at = _skip_space(conninfo, 0)
+    while at < len(conninfo):
+        name_end = at
+        while name_end < len(conninfo) and conninfo[name_end] not in _C_SPACE | {"="}:
+            name_end += 1
+        equals = _skip_space(conninfo, name_end)
+        if equals == len(conninfo) or conninfo[equals] != "=":
+            return None
+        found.append(conninfo[at:name_end])
+        at = _value_end(conninfo, _skip_space(conninfo, equals + 1))
+        if at < 0:
+            return None
+        at = _skip_space(conninfo, at)
+    return tuple(found) or None
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in _C_SPACE:
+        at += 1
+    return at
+
+
+def _value_end(text: str, at: int) -> int:
+    """Where the value starting at ``at`` ends (libpq's rules), or -1 for a quote left open.
+
+    A quoted value ends at its closing quote (the next keyword may follow at once); an
+    unquoted one at white space. In both a backslash takes the next character as it is.
+    """
+    quoted = at < len(text) and text[at] == "'"
+    at += quoted
+    while at < len(text):
+        if text[at] == "\\":
+            at += 2
+        elif quoted and text[at] == "'":
+            return at + 1
+        elif not quoted and text[at] in _C_SPACE:
+            return at
+        else:
+            at += 1
+    return -1 if quoted else len(text)

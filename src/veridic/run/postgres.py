@@ -356,6 +356,7 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         self._sizes = (min_size, max_size, timeout)
         self._shown = _shown(self._psycopg, conninfo)
         self._pool: psycopg_pool.AsyncConnectionPool[Any] | None = None
+        self._opening: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     def __repr__(self) -> str:
         return f"AsyncPostgresAuditSink({self._shown!r})"
@@ -363,13 +364,33 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
     async def open(self) -> AsyncPostgresAuditSink:
         """Connect, and create or migrate the tables; returns the store.
 
+        Tasks may await it at once (each one opening the store it was handed): the
+        first builds the pool, the others wait for it and use it. Opened already, it
+        returns at once.
+
         Raises:
             AuditRecordError: the database holds a schema of a later veridic.
             psycopg.OperationalError: the server refuses the first connection, or does not
                 answer it within ``timeout`` (as :class:`PostgresAuditSink`).
         """
-        if self._pool is not None:
-            return self
+        # Two opens that both awaited the migration before looking at the pool again
+        # built one each, and the second replaced the first without closing it: twice
+        # min_size sessions, and a role allowed no more than max_size could not open it.
+        async with self._opening_lock():
+            if self._pool is None:
+                self._pool = await self._new_pool()
+        return self
+
+    def _opening_lock(self) -> asyncio.Lock:
+        """The lock opens of this store take in the running loop (a lock serves one loop,
+        and a store closed in one ``asyncio.run`` may be opened again in the next)."""
+        loop = asyncio.get_running_loop()
+        if self._opening is None or self._opening[0] is not loop:
+            self._opening = (loop, asyncio.Lock())
+        return self._opening[1]
+
+    async def _new_pool(self) -> psycopg_pool.AsyncConnectionPool[Any]:
+        """The tables prepared, and an open pool of connections to them."""
         min_size, max_size, timeout = self._sizes
         # The migration is a few statements once per process: a blocking connection of
         # its own keeps the schema code in one (sync) form, and is the first one tried.
@@ -388,8 +409,7 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         except BaseException:
             await pool.close()
             raise
-        self._pool = pool
-        return self
+        return pool
 
     def _prepare(self, timeout: float) -> None:
         with _connected(self._psycopg, self._conninfo, {"autocommit": True}, timeout, self) as db:
