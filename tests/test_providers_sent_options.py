@@ -8,17 +8,30 @@ what the model reads, or runs tools outside the view, is refused before anything
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module
 from pydantic import BaseModel, ConfigDict, Field
-from test_providers import VIEW, first_prompt, gateway
+from test_providers import MESSAGE, VIEW, first_prompt, gateway
 from test_review9_prov import _chat_answer
 
-from veridic import OpenAIChat, VeridicError
+from veridic import AnthropicMessages, OpenAIChat, VeridicError
+from veridic.providers import Adapter
 
 openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+
+
+def _adapter(api: str, options: dict[str, object] | None = None) -> tuple[Adapter, FakeServer]:
+    """An adapter over a fake server that answers once (a chat answer, or a message)."""
+    if api == "anthropic":
+        server = FakeServer(http_module("anthropic"), [("json", MESSAGE)])
+        client = server.client(anthropic, "Anthropic")
+        return AnthropicMessages(client, model="claude-test", max_tokens=64, options=options), server
+    server = FakeServer(http_module("openai"), [("json", _chat_answer())])
+    return OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test", options=options), server
 
 
 def _sent(options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -74,3 +87,58 @@ def test_a_pydantic_option_whose_aliases_change_its_json_is_refused_before_it_is
             gw.send(first_prompt(), VIEW, request_id="req-1", options=options)
     assert server.sent == []
     assert calls.records() == ()
+
+
+# --- 2. options with which the server adds text or runs tools of its own -----------------------
+
+_SERVER_TEXT = [
+    # Skills loaded into a code-execution container: their names and descriptions are put
+    # before the model; an id reuses a container that holds files of earlier requests.
+    ("anthropic", "container", {"skills": [{"type": "anthropic", "skill_id": "pptx"}]}),
+    ("anthropic", "container", "container_011CZ"),
+    # The conversation summarised by the server, in text it writes itself.
+    ("anthropic", "compaction", {"type": "summarize"}),
+    # Mistral puts a system prompt of its own (reasoning) before the request's.
+    ("chat", "prompt_mode", "reasoning"),
+    # Mistral prepends a safety prompt of its own to the conversation.
+    ("chat", "safe_prompt", True),
+]
+
+
+@pytest.mark.parametrize(("api", "key", "value"), _SERVER_TEXT)
+def test_an_option_with_which_the_server_adds_text_of_its_own_is_refused(
+    api: str, key: str, value: object
+) -> None:
+    """Anthropic's ``container`` and ``compaction`` and Mistral's ``prompt_mode`` and
+    ``safe_prompt`` went through unchecked: the model read text that is in no Prompt, under
+    no hash of the model-call record. They are refused like the other server edits, as an
+    option, inside ``extra_body`` and as a call's option, before anything is sent."""
+    with pytest.raises(VeridicError, match=rf"set {key}=.*remove it"):
+        _adapter(api, {key: value})
+    with pytest.raises(VeridicError, match=re.escape(f"set extra_body[{key!r}]=")):
+        _adapter(api, {"extra_body": {key: value}})
+    adapter, server = _adapter(api)
+    gw, calls, _ = gateway(adapter)
+    with pytest.raises(VeridicError, match=f"{key}="):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options={key: value})
+    assert server.sent == []
+    assert calls.records() == ()
+
+
+@pytest.mark.parametrize(
+    ("api", "key", "value"),
+    [("anthropic", "container", None), ("chat", "prompt_mode", None), ("chat", "safe_prompt", False)],
+)
+def test_the_value_that_adds_no_server_text_is_sent_and_digested(
+    api: str, key: str, value: object
+) -> None:
+    """``prompt_mode: null`` asks Mistral for no system prompt of its own, and
+    ``safe_prompt: false`` for no safety prompt: both go as given, and count in the digest
+    (``prompt_mode`` left out lets a reasoning model have Mistral's)."""
+    adapter, server = _adapter(api)
+    gw, _, _ = gateway(adapter)
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1", options={"extra_body": {key: value}})
+    assert server.body[key] == value
+    adapter, _ = _adapter(api)
+    bare = gateway(adapter)[0].send(first_prompt(), VIEW, request_id="req-1")
+    assert reply.options_sha256 != bare.options_sha256

@@ -530,6 +530,7 @@ _EDITS_OFF: Final[Mapping[str, object]] = {
     "truncation": "disabled",
     "transforms": [],
     "enable_search": False,
+    "safe_prompt": False,
 }
 """The value that turns a server edit off, where the API has one besides ``None``."""
 
@@ -610,6 +611,10 @@ _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
         "what the model reads (only False searches nothing)",
         "google": "Gemini's OpenAI-compatible endpoint puts a context cache stored on "
         "Google's servers (cached_content: turns and a system instruction) before the prompt",
+        "prompt_mode": "Mistral puts a system prompt of its own before the request's (its "
+        "reasoning prompt; only null, which asks for none, adds nothing)",
+        "safe_prompt": "Mistral prepends a safety prompt of its own to the conversation "
+        "(only False adds nothing)",
     }
 )
 """Request keys with which an OpenAI-compatible server or gateway edits what the model
@@ -720,6 +725,14 @@ _REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
         ),
         "thread": "the gateway sends each conversation whole: keep its turns in the "
         "Composer (Reply.record() adds the model's)",
+        **dict.fromkeys(
+            ("prompt_mode", "safe_prompt"),
+            "write the instructions you want the model to follow with Composer.system(), in "
+            "code; prompt_mode=None asks a Mistral reasoning model for no prompt of its own",
+        ),
+        "container": "the view sends no code-execution tool, so a container holds nothing "
+        "the model may use: give it skills as registry tools, their instructions with "
+        "Composer.system()",
         "google": "leave cached_content out, and put what the cache holds in the prompt: "
         "instructions with Composer.system(), outside text with Composer.data(); other "
         "google settings, such as thinking_config, go as given",

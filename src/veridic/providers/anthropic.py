@@ -102,6 +102,12 @@ class AnthropicMessages(Adapter):
             "thread": "the server holds the conversation and resumes it, so the model reads "
             "the turns of an earlier request before the prompt (a thread it creates is "
             "there only for a later request to resume)",
+            "container": "the server loads a code-execution container for the model: the "
+            "names and descriptions of its skills are put before the model beside the "
+            "system prompt, and a container id reuses files earlier requests left there, "
+            "which the server's own tools read outside the view",
+            "compaction": "the server summarises the conversation in text it writes itself, "
+            "which later requests send in place of the turns it summarises",
         }
     )
 
