@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 from _sdk_server import FakeServer, http_module
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
-from test_providers import MESSAGE, VIEW, first_prompt, gateway
+from test_providers import MESSAGE, RESPONSE, VIEW, first_prompt, gateway
 from test_review9_prov import _chat_answer
 
-from veridic import AnthropicMessages, OpenAIChat, VeridicError
+from veridic import AnthropicMessages, OpenAIChat, OpenAIResponses, VeridicError
 from veridic.providers import Adapter
 
 openai = pytest.importorskip("openai")
@@ -29,7 +31,9 @@ def _adapter(api: str, options: dict[str, object] | None = None) -> tuple[Adapte
     if api == "anthropic":
         server = FakeServer(http_module("anthropic"), [("json", MESSAGE)])
         client = server.client(anthropic, "Anthropic")
-        return AnthropicMessages(client, model="claude-test", max_tokens=64, options=options), server
+        return AnthropicMessages(
+            client, model="claude-test", max_tokens=64, options=options
+        ), server
     server = FakeServer(http_module("openai"), [("json", _chat_answer())])
     return OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test", options=options), server
 
@@ -127,7 +131,11 @@ def test_an_option_with_which_the_server_adds_text_of_its_own_is_refused(
 
 @pytest.mark.parametrize(
     ("api", "key", "value"),
-    [("anthropic", "container", None), ("chat", "prompt_mode", None), ("chat", "safe_prompt", False)],
+    [
+        ("anthropic", "container", None),
+        ("chat", "prompt_mode", None),
+        ("chat", "safe_prompt", False),
+    ],
 )
 def test_the_value_that_adds_no_server_text_is_sent_and_digested(
     api: str, key: str, value: object
@@ -142,3 +150,151 @@ def test_the_value_that_adds_no_server_text_is_sent_and_digested(
     adapter, _ = _adapter(api)
     bare = gateway(adapter)[0].send(first_prompt(), VIEW, request_id="req-1")
     assert reply.options_sha256 != bare.options_sha256
+
+
+# --- 1. headers that change what the server does -----------------------------------------------
+
+
+def _anthropic_digest(
+    options: dict[str, Any] | None = None, default_headers: dict[str, str] | None = None
+) -> str:
+    """The options digest of a request to Anthropic, its client built with ``default_headers``."""
+    server = FakeServer(http_module("anthropic"), [("json", MESSAGE)])
+    http = server.http
+    client = anthropic.Anthropic(
+        api_key="test-key",
+        default_headers=default_headers,
+        http_client=http.Client(transport=http.MockTransport(server.handle)),
+    )
+    gw, _, _ = gateway(AnthropicMessages(client, model="claude-test", max_tokens=64))
+    return gw.send(first_prompt(), VIEW, request_id="req-1", options=options).options_sha256
+
+
+_THINKING = "interleaved-thinking-2025-05-14"
+_LONG = "context-1m-2025-08-07"
+
+
+def test_a_beta_header_is_covered_by_the_options_digest() -> None:
+    """``anthropic-beta`` changes what the server does with the request (a longer context,
+    thinking between tool calls), but ``extra_headers`` were left out of the digest: the
+    two requests had one digest. The header counts now, given as an option or by the
+    client (``default_headers``), and so does ``anthropic-version``."""
+    bare = _anthropic_digest()
+    beta = _anthropic_digest({"extra_headers": {"anthropic-beta": _THINKING}})
+    assert beta != bare
+    assert _anthropic_digest(default_headers={"anthropic-beta": _THINKING}) == beta
+    older = _anthropic_digest({"extra_headers": {"anthropic-version": "2023-06-01"}})
+    assert older not in {bare, beta}
+
+
+def test_transport_headers_do_not_change_the_options_digest() -> None:
+    """Authentication, idempotency, the user agent, retries and timeouts reach no model."""
+    transport = {
+        "Idempotency-Key": "k-1",
+        "User-Agent": "my-app/1.0",
+        "X-Stainless-Retry-Count": "2",
+        "X-Stainless-Timeout": "30",
+        "Authorization": "Bearer other",
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    }
+    assert _anthropic_digest({"extra_headers": transport, "timeout": 30}) == _anthropic_digest()
+
+
+_BETAS = st.lists(
+    st.sampled_from(
+        [_THINKING, _LONG, "token-efficient-tools-2025-02-19", "output-128k-2025-02-19"]
+    ),
+    min_size=1,
+    max_size=4,
+    unique=True,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    _BETAS,
+    st.randoms(use_true_random=False),
+    st.sampled_from(["anthropic-beta", "Anthropic-Beta", "ANTHROPIC-BETA"]),
+)
+def test_a_beta_list_has_one_digest_whatever_its_order_spacing_and_header_name_case(
+    betas: list[str], shuffle: Any, name: str
+) -> None:
+    """The API reads ``anthropic-beta`` as a set of comma-separated names, and header
+    names are case-insensitive: for any list of betas, in any order and spelling of the
+    header's name, the digest is one."""
+    shuffled = list(betas)
+    shuffle.shuffle(shuffled)
+    as_given = _anthropic_digest({"extra_headers": {"anthropic-beta": ",".join(betas)}})
+    reordered = _anthropic_digest({"extra_headers": {name: " , ".join(shuffled)}})
+    assert as_given == reordered
+
+
+_REFUSED_BETAS = [
+    "context-management-2025-06-27",  # the server clears tool results and thinking
+    "compact-2026-01-12",  # the server summarises the conversation itself
+    "mcp-client-2025-04-04",  # the server runs MCP servers' tools itself
+    "skills-2025-10-02",  # skill descriptions put before the model
+    "code-execution-2025-05-22",  # the server runs code in a container of its own
+]
+
+
+@pytest.mark.parametrize("beta", _REFUSED_BETAS)
+def test_a_beta_with_which_the_server_edits_the_prompt_or_runs_tools_is_refused(beta: str) -> None:
+    """With these betas the server edits what the model reads or runs tools the view never
+    sent, as the refused body options do; the header went through unchecked, given as an
+    option, as a call's option or by the client. It is refused, naming the header and the
+    beta, before anything is sent."""
+    listed = f"{_THINKING}, {beta}"
+    with pytest.raises(VeridicError, match=rf"anthropic-beta.*{beta}.*remove it"):
+        _adapter("anthropic", {"extra_headers": {"Anthropic-Beta": listed}})
+    adapter, server = _adapter("anthropic")
+    gw, calls, _ = gateway(adapter)
+    with pytest.raises(VeridicError, match=rf"anthropic-beta.*{beta}"):
+        gw.send(
+            first_prompt(),
+            VIEW,
+            request_id="req-1",
+            options={"extra_headers": {"anthropic-beta": listed}},
+        )
+    assert server.sent == []
+    assert calls.records() == ()
+    with pytest.raises(VeridicError, match=rf"client.*anthropic-beta.*{beta}"):
+        _anthropic_digest(default_headers={"anthropic-beta": beta})
+
+
+def test_openai_multi_agent_is_refused_as_a_header_and_as_an_option() -> None:
+    """``OpenAI-Beta: responses_multi_agent=v1`` with ``multi_agent={"enabled": True}`` has the
+    server run subagents of its own, with tools outside the view."""
+    server = FakeServer(http_module("openai"), [("json", RESPONSE)])
+    client = server.client(openai, "OpenAI")
+    with pytest.raises(VeridicError, match=r"openai-beta.*responses_multi_agent"):
+        OpenAIResponses(
+            client,
+            model="gpt-test",
+            options={"extra_headers": {"OpenAI-Beta": "responses_multi_agent=v1"}},
+        )
+    with pytest.raises(VeridicError, match=r"multi_agent=.*remove it"):
+        OpenAIResponses(client, model="gpt-test", options={"multi_agent": {"enabled": True}})
+    OpenAIResponses(client, model="gpt-test", options={"multi_agent": {"enabled": False}})
+
+
+@pytest.mark.parametrize("value", [None, 7, b"x"])
+def test_a_header_that_is_not_text_is_refused_before_anything_is_sent(value: object) -> None:
+    """The SDK fails on such a header only once the model call is on record."""
+    adapter, server = _adapter("chat")
+    gw, calls, _ = gateway(adapter)
+    with pytest.raises(VeridicError, match=r"extra_headers.*X-Flag.*omit"):
+        gw.send(
+            first_prompt(), VIEW, request_id="req-1", options={"extra_headers": {"X-Flag": value}}
+        )
+    assert server.sent == []
+    assert calls.records() == ()
+
+
+def test_a_header_removed_with_the_sdks_omit_is_not_in_the_digest() -> None:
+    """``anthropic.omit`` removes a header the client would send: the digest follows."""
+    with_client_beta = _anthropic_digest(
+        {"extra_headers": {"anthropic-beta": anthropic.omit}},
+        default_headers={"anthropic-beta": _THINKING},
+    )
+    assert with_client_beta == _anthropic_digest()

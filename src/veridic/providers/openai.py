@@ -548,6 +548,8 @@ class OpenAIResponses(Adapter):
             "truncation": "the server drops input items from the middle of the conversation "
             "when it outgrows the context window (only 'disabled' drops none)",
             "context_management": "the server compacts earlier turns into text it writes itself",
+            "multi_agent": "the server runs subagents of its own, with tools outside the view, "
+            "and the model reads what they found (only enabled False runs none)",
         }
     )
     one_answer = MappingProxyType({"background": False})

@@ -368,8 +368,12 @@ def checked(
 
 
 _TRANSPORT: Final = frozenset({"extra_headers", "extra_query", "timeout"})
-"""The SDKs' keyword arguments that go with the HTTP request, not in its body: nothing of
-them reaches the model."""
+"""The SDKs' keyword arguments that go with the HTTP request, not in its body. Of them, the
+headers that change what the server does are digested apart (:data:`_HEADERS`)."""
+
+_HEADERS: Final = "extra_headers"
+"""The key under which the digest names the headers that change what the server does
+(:meth:`~veridic.providers.Adapter.headers`): the client's and the request's, merged."""
 
 
 def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
@@ -378,8 +382,11 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
 
     That is every key of the request but the prompt and the tools (the adapter's
     ``owned`` keys, which ``Prompt.sha256`` and ``tools_sha256`` cover), the model (named
-    in the record), streaming and the SDK's transport arguments (``extra_headers``,
-    ``extra_query``, ``timeout``): a structured-output schema (``response_format``,
+    in the record), streaming and the SDK's transport arguments (``extra_query``,
+    ``timeout``, and of the headers those that only carry the request), and, under
+    ``extra_headers``, the headers that change what the server does (``anthropic-beta``,
+    ``anthropic-version``, ``OpenAI-Beta``, ...), the client's own and the request's merged
+    (:meth:`~veridic.providers.Adapter.headers`): a structured-output schema (``response_format``,
     Responses' ``text.format``, Anthropic's ``output_format`` / ``output_config``), whose
     names and descriptions the model reads, OpenAI's ``prediction``, ``extra_body`` as
     the adapter sends it, sampling settings. The JSON is canonical (keys sorted, ASCII,
@@ -388,7 +395,8 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     ``json`` writes it, ``Infinity``, as the SDK sends it); a key is read as the JSON
     sent names it (``{2: 1}`` as ``{"2": 1}``, as ``logit_bias`` is often written), and
     any mapping is a JSON object; an option left unset (``None``, an SDK's "not given")
-    counts as absent. ``options_sha256`` of a request without options is that of ``{}``.
+    counts as absent. ``options_sha256`` of a request without options, through a client
+    that sends no such header, is that of ``{}``.
 
     Raises:
         VeridicError: an option holds a value that is not JSON (nor a pydantic model),
@@ -401,6 +409,9 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     options = {
         key: value for key, value in request.items() if key not in skipped and not _absent(value)
     }
+    headers = provider.headers(request)
+    if headers:
+        options[_HEADERS] = headers
     try:
         text = _canonical_json(options)
     except _AmbiguousModel as error:
