@@ -8,6 +8,7 @@ what the model reads, or runs tools outside the view, is refused before anything
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -19,7 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from test_providers import MESSAGE, RESPONSE, VIEW, first_prompt, gateway
 from test_review9_prov import _chat_answer
 
-from veridic import AnthropicMessages, OpenAIChat, OpenAIResponses, VeridicError
+from veridic import (
+    AnthropicMessages,
+    ApprovalPolicy,
+    ModelGateway,
+    OpenAIChat,
+    OpenAIResponses,
+    Reply,
+    VeridicError,
+)
 from veridic.providers import Adapter
 
 openai = pytest.importorskip("openai")
@@ -298,3 +307,49 @@ def test_a_header_removed_with_the_sdks_omit_is_not_in_the_digest() -> None:
         default_headers={"anthropic-beta": _THINKING},
     )
     assert with_client_beta == _anthropic_digest()
+
+
+# --- 4. chat tool arguments sent as an object ---------------------------------------------------
+
+
+def _chat_call_answer(arguments: str) -> str:
+    """A chat answer's JSON text whose one call carries ``arguments`` (JSON text as written)."""
+    return (
+        '{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test", '
+        '"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": '
+        '"assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", '
+        f'"function": {{"name": "get_weather", "arguments": {arguments}}}}}]}}}}]}}'
+    )
+
+
+def _chat_reply_to(answer: str) -> tuple[ModelGateway, Reply]:
+    http = http_module("openai")
+    transport = http.MockTransport(
+        lambda request: http.Response(
+            200, headers={"content-type": "application/json"}, content=answer.encode()
+        )
+    )
+    client = openai.OpenAI(api_key="test-key", http_client=http.Client(transport=transport))
+    gw, _, _ = gateway(OpenAIChat(client, model="gpt-test"))
+    return gw, gw.send(first_prompt(), VIEW, request_id="req-1")
+
+
+def test_chat_arguments_sent_as_an_object_keep_a_key_given_twice_for_the_dispatcher() -> None:
+    """Some OpenAI-compatible servers send a call's ``arguments`` as a JSON object, not
+    as text. The SDK reads the answer with ``json.loads``, which keeps the last value of
+    a key given twice: ``{"city": "Oslo", "city": "Bergen"}`` ran for Bergen with nothing
+    said, where the same arguments sent as text reach the dispatcher as written and are
+    refused there. The answer is now read from its own JSON text, as Anthropic's is."""
+    gw, reply = _chat_reply_to(_chat_call_answer('{"city": "Oslo", "city": "Bergen"}'))
+    (call,) = reply.tool_calls
+    assert call.arguments == '{"city": "Oslo", "city": "Bergen"}'
+    (outcome,) = gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert not outcome.result.ok
+    assert "the key 'city' is given twice" in outcome.text
+
+
+def test_chat_arguments_sent_as_an_object_without_a_key_twice_are_read_as_before() -> None:
+    _, reply = _chat_reply_to(_chat_call_answer('{"city": "Oslo"}'))
+    _, as_text = _chat_reply_to(_chat_call_answer(json.dumps('{"city": "Oslo"}')))
+    assert [c.arguments for c in reply.tool_calls] == ['{"city": "Oslo"}']
+    assert json.loads(as_text.tool_calls[0].arguments) == {"city": "Oslo"}
