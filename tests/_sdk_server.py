@@ -27,16 +27,19 @@ class FakeServer:
     """Answers each request with the next canned reply and keeps what was sent.
 
     ``sent`` holds each request's path and JSON body, ``raw`` its bytes as
-    they went over the wire (to check that a value was sent byte for byte).
+    they went over the wire (to check that a value was sent byte for byte),
+    ``headers`` its headers (names in lower case).
     """
 
     http: ModuleType
     replies: list[tuple[str, object]]
     sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     raw: list[bytes] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
 
     def handle(self, request: Any) -> Any:
         self.raw.append(bytes(request.content))
+        self.headers.append({name.lower(): value for name, value in request.headers.items()})
         self.sent.append((request.url.path, json.loads(request.content)))
         kind, body = self.replies.pop(0)
         if kind == "json":

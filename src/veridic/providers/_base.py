@@ -24,6 +24,12 @@ from typing import Final, Literal, NamedTuple, Protocol
 
 from veridic._sample import clip
 from veridic.errors import UnknownToolError, VeridicError
+from veridic.providers._headers import (
+    model_headers,
+    refuse_betas,
+    refuse_client_betas,
+    sdk_sentinel,
+)
 from veridic.text.prompt import Prompt, ReasoningItem, ReasoningProvider, ToolCall
 from veridic.tools.tool import JsonObject
 
@@ -347,6 +353,7 @@ class Adapter:
         _refuse_online(f"{type(self).__name__}()", "model", [model])
         self.client = client
         self.model = model
+        refuse_client_betas(type(self).__name__, client)
         self.options: Mapping[str, object] = self.check_options(options or {}, "options")
         # Refused when the adapter is built, not on its first send; each send refuses the
         # request's choice once more, through tool_choice_names().
@@ -491,7 +498,9 @@ class Adapter:
 
         Raises:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
-                tools, the model or streaming, or is one of ``server_edits``;
+                tools, the model or streaming, or is one of ``server_edits``; a header
+                turns on a beta with which the server edits what the model reads or runs
+                tools outside the view (``anthropic-beta: mcp-client-...``), or is not text;
                 ``extra_body`` is not a mapping; OpenRouter's fallback ``models`` name one
                 that searches the web (``:online``).
         """
@@ -523,13 +532,28 @@ class Adapter:
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
+        refuse_betas(type(self).__name__, self.headers(options), where)
         return dict(options)
+
+    def headers(self, request: Mapping[str, object]) -> dict[str, str]:
+        """The headers ``request`` is sent with that may change what the server does with it:
+        the client's own (``default_headers``, ``anthropic-version`` among them) and the
+        request's ``extra_headers``, merged as the SDK merges them; names in lower case,
+        beta lists sorted, transport headers (authentication, user agent, idempotency,
+        retries, timeouts, tracing) left out. The options digest covers them.
+
+        Raises:
+            VeridicError: ``extra_headers`` is not a mapping, or a header's value is
+                neither text nor an SDK's ``omit``.
+        """
+        return model_headers(self.client, request.get("extra_headers"), type(self).__name__)
 
 
 _EDITS_OFF: Final[Mapping[str, object]] = {
     "truncation": "disabled",
     "transforms": [],
     "enable_search": False,
+    "safe_prompt": False,
 }
 """The value that turns a server edit off, where the API has one besides ``None``."""
 
@@ -610,6 +634,10 @@ _GATEWAY_EDITS: Final[Mapping[str, str]] = MappingProxyType(
         "what the model reads (only False searches nothing)",
         "google": "Gemini's OpenAI-compatible endpoint puts a context cache stored on "
         "Google's servers (cached_content: turns and a system instruction) before the prompt",
+        "prompt_mode": "Mistral puts a system prompt of its own before the request's (its "
+        "reasoning prompt; only null, which asks for none, adds nothing)",
+        "safe_prompt": "Mistral prepends a safety prompt of its own to the conversation "
+        "(only False adds nothing)",
     }
 )
 """Request keys with which an OpenAI-compatible server or gateway edits what the model
@@ -668,6 +696,8 @@ def _edit(adapter: Adapter, key: str, value: object) -> str | None:
         return None
     if key == "search_parameters" and attr(value, "mode") == "off":
         return None
+    if key == "multi_agent" and attr(value, "enabled") is False:
+        return None
     if key == "google":
         cached = value.get("cached_content") if isinstance(value, Mapping) else None
         return None if _absent(cached) else what
@@ -720,6 +750,16 @@ _REMEDIES: Final[Mapping[str, str]] = MappingProxyType(
         ),
         "thread": "the gateway sends each conversation whole: keep its turns in the "
         "Composer (Reply.record() adds the model's)",
+        **dict.fromkeys(
+            ("prompt_mode", "safe_prompt"),
+            "write the instructions you want the model to follow with Composer.system(), in "
+            "code; prompt_mode=None asks a Mistral reasoning model for no prompt of its own",
+        ),
+        "multi_agent": "run sub-tasks as registry tools, whose calls the gateway checks, "
+        "approves and records",
+        "container": "the view sends no code-execution tool, so a container holds nothing "
+        "the model may use: give it skills as registry tools, their instructions with "
+        "Composer.system()",
         "google": "leave cached_content out, and put what the cache holds in the prompt: "
         "instructions with Composer.system(), outside text with Composer.data(); other "
         "google settings, such as thinking_config, go as given",
@@ -840,20 +880,10 @@ def _refuse_unsent_choice(adapter: Adapter, choice: object, where: str) -> None:
     )
 
 
-_SDK_ABSENT: Final = frozenset(
-    {("openai", "NotGiven"), ("openai", "Omit"), ("anthropic", "NotGiven"), ("anthropic", "Omit")}
-)
-"""The SDKs' "not given" sentinels (``openai.NOT_GIVEN``, ``anthropic.omit``), by package and
-class name: the core never imports an SDK."""
-
-
 def _absent(value: object) -> bool:
     """Whether ``value`` leaves an option unset: ``None``, or an SDK's "not given" sentinel,
     which a wrapper passes through for an option its caller did not give."""
-    if value is None:
-        return True
-    kind = type(value)
-    return (kind.__module__.partition(".")[0], kind.__name__) in _SDK_ABSENT
+    return value is None or sdk_sentinel(value)
 
 
 def _extra_body_clash(body: object, owned: frozenset[str], adapter: str, where: str) -> list[str]:

@@ -20,7 +20,6 @@ which the API requires when the model used tools while thinking.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, Protocol
@@ -45,6 +44,7 @@ from veridic.providers._base import (
     text_of,
     usage_of,
 )
+from veridic.providers._raw import raw_answer, raw_arguments
 from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.tools.tool import JsonObject
 
@@ -102,6 +102,12 @@ class AnthropicMessages(Adapter):
             "thread": "the server holds the conversation and resumes it, so the model reads "
             "the turns of an earlier request before the prompt (a thread it creates is "
             "there only for a later request to resume)",
+            "container": "the server loads a code-execution container for the model: the "
+            "names and descriptions of its skills are put before the model beside the "
+            "system prompt, and a container id reuses files earlier requests left there, "
+            "which the server's own tools read outside the view",
+            "compaction": "the server summarises the conversation in text it writes itself, "
+            "which later requests send in place of the turns it summarises",
         }
     )
 
@@ -156,7 +162,7 @@ class AnthropicMessages(Adapter):
         the same call streamed reaches the dispatcher as written and is refused there.
         """
         where = f"{self!r}"
-        return self._read(_answer(response, where), where)
+        return self._read(raw_answer(response, where), where)
 
     def _read(self, response: object, where: str) -> Completion:
         refuse_error(response, where)
@@ -176,7 +182,7 @@ class AnthropicMessages(Adapter):
                     ToolCall(
                         text_of(block, "id", where=where),
                         text_of(block, "name", where=where),
-                        _arguments(attr(block, "input"), where),
+                        raw_arguments(attr(block, "input"), where),
                     )
                 )
             else:
@@ -506,94 +512,6 @@ def _refuse_citations(citations: list[object], where: str) -> None:
         "of it was run: check what sits between you and the API, and pass outside text "
         "with Composer.data()"
     )
-
-
-def _answer(response: object, where: str) -> object:
-    """The answer in ``response``: the SDK's ``Message`` as it is, or the JSON text of a raw
-    answer (``with_raw_response``) read into dicts, a key given twice kept (:class:`_Twice`).
-
-    Raises:
-        VeridicError: the raw answer's text is not a JSON object.
-    """
-    http = attr(response, "http_response")
-    body = attr(http, "text")
-    if http is None or not isinstance(body, str):
-        return response
-    try:
-        decoded: object = json.loads(body, object_pairs_hook=_pairs)
-    except (ValueError, RecursionError) as error:
-        raise VeridicError(
-            f"{where}: the answer is not JSON ({clip(body, 80)}): {error}; nothing of it "
-            "was run: check what sits between you and the API"
-        ) from error
-    if not isinstance(decoded, dict):
-        raise VeridicError(
-            f"{where}: the answer is JSON but not an object ({clip(body, 80)}); nothing of "
-            "it was run: check what sits between you and the API"
-        )
-    return decoded
-
-
-class _Twice(dict[str, object]):
-    """A JSON object that gives a key more than once: its last values, as ``json.loads``
-    keeps them, and in ``pairs`` every key and value as written."""
-
-    __slots__ = ("pairs",)
-
-    def __init__(self, pairs: list[tuple[str, object]]) -> None:
-        super().__init__(pairs)
-        self.pairs = tuple(pairs)
-
-
-def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    return _Twice(pairs) if len({key for key, _ in pairs}) < len(pairs) else dict(pairs)
-
-
-def _arguments(value: object, where: str) -> str:
-    """A ``tool_use`` block's input as JSON text: canonical (:func:`arguments_json`), or as
-    the model wrote it when it gives a key twice, for the dispatcher to refuse, as
-    :func:`_canonical` keeps a streamed call's text.
-
-    Raises:
-        VeridicError: the input nests too deep to be written again.
-    """
-    if not _holds_twice(value):
-        return arguments_json(value)
-    try:
-        return _as_written(value)
-    except RecursionError as error:
-        raise VeridicError(
-            f"{where}: a tool_use input gives a key twice and nests too deep to be read; "
-            "nothing of it was run: check what sits between you and the API"
-        ) from error
-
-
-def _holds_twice(value: object) -> bool:
-    """Whether ``value`` is, or holds, a :class:`_Twice` (read without recursion)."""
-    todo = [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, _Twice):
-            return True
-        if isinstance(item, dict):
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return False
-
-
-def _as_written(value: object) -> str:
-    """``value`` as JSON text, each key of a :class:`_Twice` written as often as given."""
-    if isinstance(value, dict):
-        pairs = value.pairs if isinstance(value, _Twice) else tuple(value.items())
-        return (
-            "{"
-            + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_as_written(v)}" for k, v in pairs)
-            + "}"
-        )
-    if isinstance(value, list):
-        return "[" + ", ".join(_as_written(item) for item in value) + "]"
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _canonical(arguments: str) -> str:

@@ -51,6 +51,7 @@ from veridic.providers._base import (
     text_of,
     usage_of,
 )
+from veridic.providers._raw import raw_answer, raw_arguments
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
 from veridic.tools.tool import JsonObject
 
@@ -169,8 +170,24 @@ class OpenAIChat(Adapter):
             request["extra_body"] = {**given, "transforms": []}
         return request
 
+    def sender(self) -> Callable[..., object]:
+        """``chat.completions.with_raw_response.create``, whose answer :meth:`parse` reads as
+        the server wrote it (``chat.completions.create`` for a client without it)."""
+        raw = attr(self.client, "chat", "completions", "with_raw_response", "create")
+        return raw if callable(raw) else self.method()
+
     def parse(self, response: object) -> Completion:
+        """Read an answer: the SDK's ``ChatCompletion``, or the raw answer :meth:`sender`
+        gives, read from its own JSON text.
+
+        Some OpenAI-compatible servers send a call's ``arguments`` as a JSON object, not
+        text; the SDK reads it with ``json.loads``, which keeps the last value of a key
+        given twice, so ``{"city": "Oslo", "city": "Bergen"}`` ran for Bergen with nothing
+        said. Read from the answer's text, the arguments reach the dispatcher as written,
+        and are refused there, as the same arguments sent as text are.
+        """
         where = f"{self!r}"
+        response = raw_answer(response, where)
         refuse_error(response, where)
         _refuse_searched(response, where)
         choices = attr(response, "choices")
@@ -356,7 +373,7 @@ def _chat_call(call: object, where: str) -> ToolCall:
     return ToolCall(
         text_of(call, "id", where=where),
         text_of(call, "function", "name", where=where),
-        _paired(arguments_json(attr(call, "function", "arguments"))),
+        _paired(raw_arguments(attr(call, "function", "arguments"), where)),
     )
 
 
@@ -548,6 +565,8 @@ class OpenAIResponses(Adapter):
             "truncation": "the server drops input items from the middle of the conversation "
             "when it outgrows the context window (only 'disabled' drops none)",
             "context_management": "the server compacts earlier turns into text it writes itself",
+            "multi_agent": "the server runs subagents of its own, with tools outside the view, "
+            "and the model reads what they found (only enabled False runs none)",
         }
     )
     one_answer = MappingProxyType({"background": False})

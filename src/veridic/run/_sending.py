@@ -368,8 +368,12 @@ def checked(
 
 
 _TRANSPORT: Final = frozenset({"extra_headers", "extra_query", "timeout"})
-"""The SDKs' keyword arguments that go with the HTTP request, not in its body: nothing of
-them reaches the model."""
+"""The SDKs' keyword arguments that go with the HTTP request, not in its body. Of them, the
+headers that change what the server does are digested apart (:data:`_HEADERS`)."""
+
+_HEADERS: Final = "extra_headers"
+"""The key under which the digest names the headers that change what the server does
+(:meth:`~veridic.providers.Adapter.headers`): the client's and the request's, merged."""
 
 
 def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
@@ -378,8 +382,11 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
 
     That is every key of the request but the prompt and the tools (the adapter's
     ``owned`` keys, which ``Prompt.sha256`` and ``tools_sha256`` cover), the model (named
-    in the record), streaming and the SDK's transport arguments (``extra_headers``,
-    ``extra_query``, ``timeout``): a structured-output schema (``response_format``,
+    in the record), streaming and the SDK's transport arguments (``extra_query``,
+    ``timeout``, and of the headers those that only carry the request), and, under
+    ``extra_headers``, the headers that change what the server does (``anthropic-beta``,
+    ``anthropic-version``, ``OpenAI-Beta``, ...), the client's own and the request's merged
+    (:meth:`~veridic.providers.Adapter.headers`): a structured-output schema (``response_format``,
     Responses' ``text.format``, Anthropic's ``output_format`` / ``output_config``), whose
     names and descriptions the model reads, OpenAI's ``prediction``, ``extra_body`` as
     the adapter sends it, sampling settings. The JSON is canonical (keys sorted, ASCII,
@@ -388,19 +395,33 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     ``json`` writes it, ``Infinity``, as the SDK sends it); a key is read as the JSON
     sent names it (``{2: 1}`` as ``{"2": 1}``, as ``logit_bias`` is often written), and
     any mapping is a JSON object; an option left unset (``None``, an SDK's "not given")
-    counts as absent. ``options_sha256`` of a request without options is that of ``{}``.
+    counts as absent. ``options_sha256`` of a request without options, through a client
+    that sends no such header, is that of ``{}``.
 
     Raises:
         VeridicError: an option holds a value that is not JSON (nor a pydantic model),
-            or a mapping whose keys name one JSON key twice (``{1: ..., "1": ...}``):
+            a mapping whose keys name one JSON key twice (``{1: ..., "1": ...}``), or a
+            pydantic model whose aliases (or ``__api_exclude__`` fields) change its JSON,
+            which the SDK writes by field name or by alias depending on where it sits:
             the digest could not say what was sent.
     """
     skipped = provider.owned | {"model", "stream"} | _TRANSPORT
     options = {
         key: value for key, value in request.items() if key not in skipped and not _absent(value)
     }
+    headers = provider.headers(request)
+    if headers:
+        options[_HEADERS] = headers
     try:
         text = _canonical_json(options)
+    except _AmbiguousModel as error:
+        key = next(key for key in sorted(options) if not _is_json(options[key]))
+        raise VeridicError(
+            f"{provider!r}: the request's option {clip(key)} holds a pydantic model whose JSON "
+            f"depends on where the SDK finds it: {error}; the digest of the options the model "
+            "was given could not say which was sent, so nothing was sent: pass the dict you "
+            "mean to send (model.model_dump(mode='json', by_alias=...)) in its place"
+        ) from error
     except (TypeError, ValueError, RecursionError) as error:
         key = next((key for key in sorted(options) if not _is_json(options[key])), "?")
         raise VeridicError(
@@ -445,11 +466,45 @@ def _canonical(value: object) -> object:
         return [_canonical(item) for item in value]
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
-        # A pydantic model as the JSON the SDK sends of it.
-        return _canonical(dump(mode="json", by_alias=True, exclude_unset=True))
+        return _canonical(_model_json(value, dump))
     if value is None or isinstance(value, str | int | float):
         return value
     raise TypeError(f"a {type(value).__name__} is not JSON")
+
+
+class _AmbiguousModel(ValueError):
+    """A pydantic model the SDK writes as two different JSON objects, depending on where it
+    sits in the request."""
+
+
+def _model_json(model: object, dump: Callable[..., object]) -> object:
+    """A pydantic model as the JSON the SDK sends of it, whichever way the SDK writes it.
+
+    The SDKs write a model given as an option of its own by its field names, without its
+    ``__api_exclude__`` fields (``maybe_transform``), and one inside ``extra_body`` or a
+    list by its aliases (their JSON encoder). The digest named the aliases' JSON, so the
+    request that sent ``{"kind": ...}`` had the digest of one that sent ``{"type": ...}``.
+    A model whose two JSON objects agree is read as that JSON; one whose aliases or
+    excluded fields change it is refused (the caller names the option).
+
+    Raises:
+        _AmbiguousModel: the two ways of writing the model give two JSON objects.
+    """
+    excluded = getattr(model, "__api_exclude__", None)
+    as_option = dump(mode="json", exclude_unset=True, exclude=excluded)
+    as_nested = dump(mode="json", exclude_unset=True, by_alias=True)
+    if as_option != as_nested:
+        raise _AmbiguousModel(
+            f"the {type(model).__name__} model is written {_written_json(as_option)} as an "
+            f"option of its own and {_written_json(as_nested)} inside extra_body or a list "
+            "(by its aliases)"
+        )
+    return as_option
+
+
+def _written_json(value: object) -> str:
+    """``value`` as an error quotes it: clipped, since a model may be of any size."""
+    return clip(repr(value), 80)
 
 
 def _json_key(key: object) -> str:

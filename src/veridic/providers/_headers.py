@@ -1,0 +1,211 @@
+"""The HTTP headers of a request that change what the server does with it.
+
+The SDKs send ``extra_headers`` (and the client's ``default_headers``) beside the
+body. Most of them carry the request (authentication, the user agent, retries,
+timeouts), but some change what the server does: ``anthropic-beta`` turns on
+features (a longer context, server-side context editing, MCP servers the server
+calls itself), ``anthropic-version`` picks the API's behaviour, ``OpenAI-Beta``
+turns on OpenAI's. Those are part of the options digest (``options_sha256``), and a
+beta with which the server edits what the model reads, or runs tools outside the
+view, is refused like the body options that do the same
+(:attr:`~veridic.providers.Adapter.server_edits`).
+
+Headers are merged as both SDKs merge them: the client's first, then the request's,
+names compared in lower case, the later value winning, an SDK's ``omit`` removing
+the header.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from veridic._sample import clip
+from veridic.errors import VeridicError
+
+__all__ = ["model_headers", "refuse_betas", "refuse_client_betas", "sdk_sentinel"]
+
+_TRANSPORT: Final = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "content-type",
+        "content-length",
+        "connection",
+        "host",
+        "user-agent",
+        "idempotency-key",
+        "traceparent",
+        "tracestate",
+        "baggage",
+        "x-request-id",
+        "x-client-request-id",
+        "openai-organization",
+        "openai-project",
+        "anthropic-workspace-id",
+    }
+)
+"""Headers that carry the request and reach no model: authentication, the account billed,
+content negotiation, idempotency, the user agent and tracing. The SDK's own
+``x-stainless-*`` headers (retries, timeouts, the SDK's version) are left out too
+(:data:`_TRANSPORT_PREFIX`). Any other header counts, so one a proxy reads as an order
+(which prompt to load, which guardrail to run) is not lost."""
+
+_TRANSPORT_PREFIX: Final = "x-stainless-"
+
+_BETA_LISTS: Final = frozenset({"anthropic-beta", "openai-beta"})
+"""Headers the API reads as a set of comma-separated feature names: written sorted, each
+once, so their order and spacing do not change the digest."""
+
+_DATED: Final = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+"""The date an Anthropic beta's name ends with (``context-management-2025-06-27``)."""
+
+_REFUSED_BETAS: Final[Mapping[tuple[str, str], str]] = MappingProxyType(
+    {
+        ("anthropic-beta", "context-management"): "the server clears earlier tool results "
+        "and thinking from what the model reads",
+        ("anthropic-beta", "compact"): "the server summarises the conversation in text it "
+        "writes itself",
+        ("anthropic-beta", "message-threads"): "the server holds the conversation and "
+        "resumes it, so the model reads the turns of an earlier request",
+        ("anthropic-beta", "skills"): "the server loads skills into a container, and the "
+        "model reads their names and descriptions beside the system prompt",
+        ("anthropic-beta", "mcp-client"): "the server connects to MCP servers and runs "
+        "their tools itself",
+        ("anthropic-beta", "code-execution"): "the server runs code the model writes, in a "
+        "container of its own",
+        ("anthropic-beta", "advisor-tool"): "the server runs an advisor, a tool of its own "
+        "whose answers the model reads",
+        ("anthropic-beta", "inline-tools"): "tools defined inside the conversation are "
+        "offered to the model besides the view's",
+        ("anthropic-beta", "mid-conversation-tool-changes"): "the conversation adds and "
+        "removes tools, so the model is offered others than the view's",
+        ("openai-beta", "responses_multi_agent"): "the server runs subagents of its own, "
+        "with tools outside the view",
+    }
+)
+"""(header, beta feature) -> what the server does with it: the betas refused. A beta is
+named by its feature, without the date (Anthropic) or the version (OpenAI's ``=v1``), so a
+later version of one is refused too."""
+
+
+def _feature(header: str, beta: str) -> str:
+    """A beta's feature: ``mcp-client`` of ``mcp-client-2025-04-04``,
+    ``responses_multi_agent`` of ``responses_multi_agent=v1``."""
+    if header == "openai-beta":
+        return beta.partition("=")[0].strip()
+    return _DATED.sub("", beta.strip())
+
+
+_SDK_ABSENT: Final = frozenset(
+    {("openai", "NotGiven"), ("openai", "Omit"), ("anthropic", "NotGiven"), ("anthropic", "Omit")}
+)
+"""The SDKs' "not given" sentinels (``openai.NOT_GIVEN``, ``anthropic.omit``), by package and
+class name: the core never imports an SDK."""
+
+
+def sdk_sentinel(value: object) -> bool:
+    """Whether ``value`` is an SDK's "not given" sentinel: an option left unset, a header
+    removed."""
+    kind = type(value)
+    return (kind.__module__.partition(".")[0], kind.__name__) in _SDK_ABSENT
+
+
+def _folded(layers: tuple[tuple[str, object], ...], owner: str) -> dict[str, str]:
+    """The layers of headers (``(where, mapping)``, first to last) as the SDK merges them:
+    lower-case names, the last value winning, an SDK sentinel removing the header.
+
+    Raises:
+        VeridicError: a layer is not a mapping, or a value is neither text nor a sentinel
+            (the SDK would fail on it only once the model call is on record).
+    """
+    merged: dict[str, str] = {}
+    for where, layer in layers:
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise VeridicError(
+                f"{owner}: {where} is a {type(layer).__name__}, not a mapping of header names "
+                "to values: pass e.g. {'anthropic-beta': 'interleaved-thinking-2025-05-14'}"
+            )
+        for name, value in layer.items():
+            lowered = str(name).lower()
+            if sdk_sentinel(value):
+                merged.pop(lowered, None)
+                continue
+            if not isinstance(value, str):
+                raise VeridicError(
+                    f"{owner}: {where} sets the header {clip(str(name))} to a "
+                    f"{type(value).__name__}, not text, so nothing could record what was sent: "
+                    "pass its value as a str, or the SDK's omit (anthropic.omit, openai.omit) "
+                    "to remove the header"
+                )
+            merged[lowered] = value
+    return merged
+
+
+def _canonical(name: str, value: str) -> str:
+    """A header's value as the digest names it: a beta list sorted, each name once."""
+    if name not in _BETA_LISTS:
+        return value.strip()
+    return ",".join(sorted({beta.strip() for beta in value.split(",") if beta.strip()}))
+
+
+def model_headers(client: object, extra: object, owner: str) -> dict[str, str]:
+    """The headers a request is sent with that may change what the server does with it,
+    canonical: lower-case names, beta lists sorted; transport headers left out.
+
+    ``client`` is the SDK client (its ``default_headers``, the SDK's own such as
+    ``anthropic-version`` among them), ``extra`` the request's ``extra_headers``.
+
+    Raises:
+        VeridicError: as :func:`_folded`.
+    """
+    defaults = getattr(client, "default_headers", None)
+    layers = (
+        ("the client's default_headers", defaults if isinstance(defaults, Mapping) else None),
+        ("extra_headers", extra),
+    )
+    return {
+        name: _canonical(name, value)
+        for name, value in _folded(layers, owner).items()
+        if name not in _TRANSPORT and not name.startswith(_TRANSPORT_PREFIX)
+    }
+
+
+def refuse_betas(owner: str, headers: Mapping[str, str], where: str) -> None:
+    """Refuse a beta (in ``anthropic-beta`` or ``OpenAI-Beta``) with which the server edits
+    what the model reads or runs tools outside the view.
+
+    Raises:
+        VeridicError: naming the header, the beta, what the server does and what to do.
+    """
+    for header in sorted(_BETA_LISTS & headers.keys()):
+        for beta in headers[header].split(","):
+            what = _REFUSED_BETAS.get((header, _feature(header, beta)))
+            if what is None:
+                continue
+            raise VeridicError(
+                f"{owner}: {where} sends the header {header}: {clip(beta.strip())}: with it "
+                f"{what}, outside the prompt and the view whose sha256 the model-call record "
+                f"names: remove it from {header} (tools come from the view, instructions go "
+                "in Composer.system() and outside text in Composer.data()); other betas go "
+                "as given, and count in the options digest"
+            )
+
+
+def refuse_client_betas(owner: str, client: object) -> None:
+    """Refuse a client whose own headers (``default_headers``) turn on a refused beta: it
+    would go with every request.
+
+    Raises:
+        VeridicError: as :func:`refuse_betas`, saying the client sends it.
+    """
+    refuse_betas(owner, model_headers(client, None, owner), "the client (default_headers)")

@@ -1,0 +1,109 @@
+"""An answer read from its own JSON text, a key given twice kept.
+
+The SDKs read an answer with ``json.loads``, which keeps the last value of a key given
+twice: a call whose arguments arrive as a JSON object (Anthropic's ``tool_use`` input,
+a chat call's ``arguments`` from an OpenAI-compatible server that sends an object)
+would run for ``{"city": "Bergen"}`` where the model wrote ``{"city": "Oslo", "city":
+"Bergen"}``, with nothing said. The adapters send through the SDK's
+``with_raw_response`` and read the answer's text here, so such arguments reach the
+dispatcher as written, and are refused there as arguments that read two ways.
+"""
+
+from __future__ import annotations
+
+import json
+
+from veridic._sample import clip
+from veridic.errors import VeridicError
+from veridic.providers._base import arguments_json, attr
+
+__all__ = ["raw_answer", "raw_arguments"]
+
+
+def raw_answer(response: object, where: str) -> object:
+    """The answer in ``response``: the SDK's ``Message`` as it is, or the JSON text of a raw
+    answer (``with_raw_response``) read into dicts, a key given twice kept (:class:`_Twice`).
+
+    Raises:
+        VeridicError: the raw answer's text is not a JSON object.
+    """
+    http = attr(response, "http_response")
+    body = attr(http, "text")
+    if http is None or not isinstance(body, str):
+        return response
+    try:
+        decoded: object = json.loads(body, object_pairs_hook=_pairs)
+    except (ValueError, RecursionError) as error:
+        raise VeridicError(
+            f"{where}: the answer is not JSON ({clip(body, 80)}): {error}; nothing of it "
+            "was run: check what sits between you and the API"
+        ) from error
+    if not isinstance(decoded, dict):
+        raise VeridicError(
+            f"{where}: the answer is JSON but not an object ({clip(body, 80)}); nothing of "
+            "it was run: check what sits between you and the API"
+        )
+    return decoded
+
+
+class _Twice(dict[str, object]):
+    """A JSON object that gives a key more than once: its last values, as ``json.loads``
+    keeps them, and in ``pairs`` every key and value as written."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[str, object]]) -> None:
+        super().__init__(pairs)
+        self.pairs = tuple(pairs)
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    return _Twice(pairs) if len({key for key, _ in pairs}) < len(pairs) else dict(pairs)
+
+
+def raw_arguments(value: object, where: str) -> str:
+    """A call's arguments given as an object (Anthropic's ``tool_use`` input, a chat call's
+    ``arguments`` from a server that sends an object) as JSON text: canonical
+    (:func:`~veridic.providers._base.arguments_json`), or as the model wrote it when it
+    gives a key twice, for the dispatcher to refuse, as a streamed call's text is kept.
+
+    Raises:
+        VeridicError: the input nests too deep to be written again.
+    """
+    if not _holds_twice(value):
+        return arguments_json(value)
+    try:
+        return _as_written(value)
+    except RecursionError as error:
+        raise VeridicError(
+            f"{where}: a tool call's arguments give a key twice and nest too deep to be read; "
+            "nothing of it was run: check what sits between you and the API"
+        ) from error
+
+
+def _holds_twice(value: object) -> bool:
+    """Whether ``value`` is, or holds, a :class:`_Twice` (read without recursion)."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, _Twice):
+            return True
+        if isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return False
+
+
+def _as_written(value: object) -> str:
+    """``value`` as JSON text, each key of a :class:`_Twice` written as often as given."""
+    if isinstance(value, dict):
+        pairs = value.pairs if isinstance(value, _Twice) else tuple(value.items())
+        return (
+            "{"
+            + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_as_written(v)}" for k, v in pairs)
+            + "}"
+        )
+    if isinstance(value, list):
+        return "[" + ", ".join(_as_written(item) for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
