@@ -98,3 +98,45 @@ def test_an_mcp_url_written_without_its_scheme_never_shows_its_password() -> Non
         mcp.http("remote", "ops:s3cret-pw@mcp.example.com/mcp")
     assert "s3cret-pw" not in str(refused.value)
     assert "mcp.example.com/mcp" in str(refused.value)
+
+
+# --- one check of an --endpoint for both command lines ----------------------------------------
+
+BAD_ENDPOINTS = [
+    ("http://me:my s3cret-pw@localhost/v1", "has a space in its user name or password"),
+    ("http://my s3cret-pw:x@localhost/v1", "has a space in its user name or password"),
+    ("http://me:s3cret-pw@local host/v1", "has a space in its host"),
+    ("http://me:s3cret-pw@[::1/v1", "is not a URL (Invalid IPv6 URL)"),
+    ("ftp://me:s3cret-pw@localhost/v1", "is not an http or https URL with a host"),
+    ("HTTP:///v1?key=s3cret-pw", "is not an http or https URL with a host"),
+]
+
+
+def _probe_refusal(endpoint: str, capsys: pytest.CaptureFixture[str]) -> str:
+    argv = ["probe", "not_imported_at_all:registry", "--endpoint", endpoint, "--model", "m"]
+    assert veridic_main([*argv, "--no-cache"]) == 2
+    out, err = capsys.readouterr()
+    assert "s3cret-pw" not in out + err
+    return err
+
+
+def _evaluation_refusal(endpoint: str, capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as stopped:
+        evaluation_main(["--endpoint", endpoint, "--model", "m", "--limit", "1"])
+    assert stopped.value.code == 2
+    out, err = capsys.readouterr()
+    assert "s3cret-pw" not in out + err
+    return err
+
+
+@pytest.mark.parametrize(("endpoint", "said"), BAD_ENDPOINTS)
+def test_both_command_lines_refuse_a_bad_endpoint_for_the_same_reason(
+    capsys: pytest.CaptureFixture[str], endpoint: str, said: str
+) -> None:
+    # Two copies of the check: `veridic probe` let a space in the user part or the host
+    # through (to fail at the request), the evaluation said it before asking anything.
+    for refusal in (_probe_refusal, _evaluation_refusal):
+        err = refusal(endpoint, capsys)
+        assert f"--endpoint {shown_url(endpoint)!r} {said}" in err, (refusal.__name__, err)
+        fix = "%20" if "user name" in said else "http://localhost:8080/v1"
+        assert fix in err  # what to pass instead
