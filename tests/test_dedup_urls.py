@@ -9,11 +9,16 @@ the copies became one (``veridic._urls.shown_url``).
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veridic._urls import shown_url
+from veridic._urls import masked, shown_url, url_secrets
+from veridic.checks.choosers import CachedChooser, ChoiceCache, EndpointChooser
 from veridic.cli import main as veridic_main
 from veridic.errors import VeridicError
 from veridic.evaluation.cli import main as evaluation_main
@@ -53,7 +58,7 @@ def test_an_evaluation_endpoint_that_is_no_url_never_shows_its_key(
 def test_a_shown_url_keeps_what_tells_the_server_apart() -> None:
     shown = shown_url("https://ops:pw@MCP.example.com:8443/v1/mcp?api_key=k&v=2#frag")
     assert shown == "https://***@MCP.example.com:8443/v1/mcp?api_key=***&v=***#***"
-    assert shown_url("http://probe:s3cret/v1") == "http://probe:***/v1"
+    assert shown_url("http://probe:s3cret/v1") == "http://***:***/v1"  # see below
     assert shown_url("http://[::1/v1#s3cret") == "http://[::1/v1#***"
 
 
@@ -98,3 +103,162 @@ def test_an_mcp_url_written_without_its_scheme_never_shows_its_password() -> Non
         mcp.http("remote", "ops:s3cret-pw@mcp.example.com/mcp")
     assert "s3cret-pw" not in str(refused.value)
     assert "mcp.example.com/mcp" in str(refused.value)
+
+
+# --- one check of an --endpoint for both command lines ----------------------------------------
+
+BAD_ENDPOINTS = [
+    ("http://me:my s3cret-pw@localhost/v1", "has a space in its user name or password"),
+    ("http://my s3cret-pw:x@localhost/v1", "has a space in its user name or password"),
+    ("http://me:s3cret-pw@local host/v1", "has a space in its host"),
+    ("http://me:s3cret-pw@[::1/v1", "is not a URL (Invalid IPv6 URL)"),
+    ("ftp://me:s3cret-pw@localhost/v1", "is not an http or https URL with a host"),
+    ("HTTP:///v1?key=s3cret-pw", "is not an http or https URL with a host"),
+]
+
+
+def _probe_refusal(endpoint: str, capsys: pytest.CaptureFixture[str]) -> str:
+    argv = ["probe", "not_imported_at_all:registry", "--endpoint", endpoint, "--model", "m"]
+    assert veridic_main([*argv, "--no-cache"]) == 2
+    out, err = capsys.readouterr()
+    assert "s3cret-pw" not in out + err
+    return err
+
+
+def _evaluation_refusal(endpoint: str, capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as stopped:
+        evaluation_main(["--endpoint", endpoint, "--model", "m", "--limit", "1"])
+    assert stopped.value.code == 2
+    out, err = capsys.readouterr()
+    assert "s3cret-pw" not in out + err
+    return err
+
+
+@pytest.mark.parametrize(("endpoint", "said"), BAD_ENDPOINTS)
+def test_both_command_lines_refuse_a_bad_endpoint_for_the_same_reason(
+    capsys: pytest.CaptureFixture[str], endpoint: str, said: str
+) -> None:
+    # Two copies of the check: `veridic probe` let a space in the user part or the host
+    # through (to fail at the request), the evaluation said it before asking anything.
+    for refusal in (_probe_refusal, _evaluation_refusal):
+        err = refusal(endpoint, capsys)
+        assert f"--endpoint {shown_url(endpoint)!r} {said}" in err, (refusal.__name__, err)
+        fix = "%20" if "user name" in said else "http://localhost:8080/v1"
+        assert fix in err  # what to pass instead
+
+
+# --- the masker's leftovers -----------------------------------------------------------------
+
+
+def test_a_user_and_password_without_their_host_show_neither() -> None:
+    # ``http://probe:s3cret/v1`` (the ``@host`` forgotten) showed ``probe``: the "host" is
+    # the user name there, and a user name may be a token. A host that names a server
+    # before a port that is no number is kept: it is one, and the "port" is hidden.
+    assert shown_url("http://probe:s3cret/v1") == "http://***:***/v1"
+    assert shown_url("http://localhost:eighty/v1") == "http://localhost:***/v1"
+    assert shown_url("http://llm.example:eighty/v1") == "http://llm.example:***/v1"
+    assert shown_url("http://ollama:11434/v1") == "http://ollama:11434/v1"  # a port
+
+
+def test_a_user_part_written_without_its_slashes_shows_no_scheme() -> None:
+    # ``u:pw@host`` reads as scheme ``u`` and path ``pw@host``: the user name was shown
+    # as the scheme, ``u:***@host``.
+    assert shown_url("opsuser:s3cret@mcp.example.com/mcp") == "***@mcp.example.com/mcp"
+    assert shown_url("opsuser:s3cret@[::1/mcp") == "***@[::1/mcp"  # not a URL: the same
+
+
+def test_url_secrets_hold_a_user_part_cut_short_by_a_slash() -> None:
+    # A base64 token's ``/`` ends the host early: ``urlsplit`` finds no user part in
+    # ``https://tok/s3cret@llm.example/v1``, and a server repeating it was not masked.
+    for url, user, password in (
+        ("https://tok3n/s3cret@llm.example/v1", "tok3n/s3cret", "tok3n/s3cret"),  # a token
+        ("https://opsuser:pa/ss?w#rd@llm.example/v1", "opsuser", "pa/ss?w#rd"),
+        ("opsuser:s3cret@llm.example/v1", "opsuser", "s3cret"),
+        ("http://opsuser:s3cret/v1", "opsuser", "s3cret"),
+    ):
+        secrets = url_secrets(url)
+        answer = masked(f"401: bad credentials {password} (user {user})", secrets)
+        assert password not in answer, (url, secrets)
+        assert user not in answer, (url, secrets)
+
+
+def _answering_client(asked: list[str]) -> Any:
+    class Client:
+        def post(self, url: str, **options: Any) -> Any:
+            asked.append(url)
+
+            class Response:
+                status_code = 200
+                text = ""
+
+                def json(self) -> Any:
+                    call = '<tool_call>{"name": "get_forecast", "arguments": {}}</tool_call>'
+                    return {"choices": [{"message": {"content": call}}]}
+
+            return Response()
+
+    return Client()
+
+
+def test_cached_answers_are_not_shared_across_api_versions(tmp_path: Path) -> None:
+    # The cache keyed on the shown URL, whose query values are all ``***``: an answer of
+    # ``api-version=2024-06-01`` was reused for ``api-version=2025-01-01``.
+    asked: list[str] = []
+    cache = ChoiceCache(tmp_path)
+    base = "https://llm.example/openai/v1?api-version="
+    for version in ("2024-06-01", "2025-01-01", "2024-06-01"):
+        chooser = EndpointChooser(base + version, "m", client=_answering_client(asked))
+        CachedChooser(chooser, cache).choose([{"role": "user", "content": "hi"}], [])
+    assert [url.rpartition("=")[2] for url in asked] == ["2024-06-01", "2025-01-01"]
+
+
+def test_an_endpoint_key_in_the_query_stays_out_of_the_cache(tmp_path: Path) -> None:
+    asked: list[str] = []
+    cache = ChoiceCache(tmp_path)
+    for key in ("s3cret-one", "s3cret-two"):
+        url = f"https://llm.example/v1?api-version=1&api_key={key}"
+        chooser = EndpointChooser(url, "m", client=_answering_client(asked))
+        CachedChooser(chooser, cache).choose([{"role": "user", "content": "hi"}], [])
+        assert key not in chooser.identity()
+    assert len(asked) == 1  # a key changes nothing the model answers
+    written = "".join(path.read_text() for path in tmp_path.rglob("*.json"))
+    assert "s3cret" not in written
+
+
+_USER = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZ23456789-_~!$&'()*+,;=", min_size=6)
+_PASSWORD = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZ23456789-_~!$&'()*+,;=:/?#@", min_size=6)
+_USER_PARTS = [
+    "{scheme}://{user}:{password}@{host}/v1",
+    "{scheme}://{user}@{host}/v1",  # a token as the user name
+    "{user}:{password}@{host}/v1",  # no scheme: the user name reads as one
+    "{scheme}://{user}:{password}/v1",  # the @host forgotten
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    user=_USER.filter(lambda user: user.lower() != "localhost"),
+    password=_PASSWORD.filter(lambda password: any(c.isalpha() for c in password)),
+    place=st.sampled_from(_USER_PARTS),
+    scheme=st.sampled_from(["http", "https"]),
+    host=st.sampled_from(["llm.example", "127.0.0.1:8080", "[::1]:9", "localhost", "[::1"]),
+)
+def test_no_user_part_survives_the_url_masker(
+    user: str, password: str, place: str, scheme: str, host: str
+) -> None:
+    """For all URLs of a user part and a host: neither the password nor the user name
+    is shown, nor left in a text the URL's secrets were masked in. (A password holding
+    a letter: ``user:1234/v1`` is a host and its port. A ``/`` in a password whose
+    ``@host`` was forgotten ends it: what follows is a path, and only what precedes is
+    known to be the secret; an ``@`` there makes what follows its host.)"""
+    if "@" not in place:  # a "/?#" ends the password; an "@" gives it a host after all
+        password = re.split(r"[/?#@]", password, maxsplit=1)[0]
+        if len(password) < 4 or not any(c.isalpha() for c in password):
+            return
+    url = place.format(scheme=scheme, user=user, password=password, host=host)
+    shown = shown_url(url)
+    secrets = () if host == "[::1" else url_secrets(url)  # no request is made to "[::1"
+    for secret in (user, password) if "{password}" in place else (user,):
+        assert secret not in shown, (url, shown)
+        if secrets:
+            assert secret not in masked(url, secrets), (url, secrets)

@@ -13,6 +13,8 @@ import ctypes
 import hashlib
 import importlib.util
 import json
+import os
+import re
 import threading
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -450,30 +452,63 @@ def test_runtime_build_flags_follow_the_cpu_and_never_go_native() -> None:
     assert install.cpu_flags("processor: 0\nflags\t\t: fpu avx2 fma\n") == {"fpu", "avx2", "fma"}
 
 
-def test_runtime_wheel_is_built_from_a_checked_sdist_and_cached(tmp_path: Path) -> None:
-    sdist_bytes = b"not really a tarball"
-    pin = install.RuntimePin(
-        "fake-runtime", "1.0", "fake_runtime-1.0.tar.gz", hashlib.sha256(sdist_bytes).hexdigest()
-    )
-    calls: list[tuple[list[str], Mapping[str, str]]] = []
+class _FakeRuntimePip:
+    """pip at the installer's ``run`` boundary: writes what each command would leave.
 
-    def fake_pip(command: Sequence[str], env: Mapping[str, str]) -> None:
-        calls.append((list(command), env))
-        folder = Path(command[command.index("-d" if "download" in command else "-w") + 1])
+    Each call is kept with the text of the requirements file it was given (read while the
+    call runs: the file may sit in a folder deleted afterwards).
+    """
+
+    def __init__(self, pin: install.RuntimePin, sdist: bytes, wheel: bytes = b"wheel") -> None:
+        self.pin, self.sdist, self.wheel = pin, sdist, wheel
+        self.calls: list[tuple[list[str], Mapping[str, str], str]] = []
+
+    def __call__(self, command: Sequence[str], env: Mapping[str, str]) -> None:
+        command = list(command)
+        requirements = (
+            Path(command[command.index("-r") + 1]).read_text(encoding="utf-8")
+            if "-r" in command
+            else ""
+        )
+        self.calls.append((command, env, requirements))
         if "download" in command:
-            (folder / pin.sdist).write_bytes(sdist_bytes)
-        else:
-            (folder / "fake_runtime-1.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"wheel")
+            (Path(command[command.index("-d") + 1]) / self.pin.sdist).write_bytes(self.sdist)
+        elif "wheel" in command:
+            folder = Path(command[command.index("-w") + 1])
+            folder.mkdir(parents=True, exist_ok=True)  # as pip does
+            (folder / "fake_runtime-1.0-cp311-cp311-linux_x86_64.whl").write_bytes(self.wheel)
+        elif "--target" in command:
+            Path(command[command.index("--target") + 1]).mkdir(parents=True, exist_ok=True)
 
+    def commands(self, verb: str) -> list[tuple[list[str], Mapping[str, str], str]]:
+        return [call for call in self.calls if call[0][call[0].index("pip") + 2] == verb]
+
+
+def _fake_runtime_pin(sdist: bytes) -> install.RuntimePin:
+    return install.RuntimePin(
+        "fake-runtime", "1.0", "fake_runtime-1.0.tar.gz", hashlib.sha256(sdist).hexdigest()
+    )
+
+
+def _is_hash_pinned(requirements: str) -> bool:
+    lines = [line for line in requirements.splitlines() if line.strip()]
+    return bool(lines) and all(
+        re.fullmatch(r"\S+ (--hash=sha256:[0-9a-f]{64} ?)+", line)
+        and ("==" in line or line.startswith("/"))
+        for line in lines
+    )
+
+
+def test_runtime_wheel_is_built_from_a_checked_sdist_and_cached(tmp_path: Path) -> None:
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"not really a tarball"), b"not really a tarball")
     cpuinfo = "flags : avx avx2 fma f16c bmi2\n"
-    wheel = install.build_runtime(tmp_path, pin, run=fake_pip, log=lambda _: None, cpuinfo=cpuinfo)
+    wheel = install.build_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None, cpuinfo=cpuinfo)
     assert wheel.read_bytes() == b"wheel"
-    build_command, build_env = calls[1]
-    assert "wheel" in build_command
+    [(_, build_env, _)] = fake.commands("wheel")
     assert "-DGGML_NATIVE=OFF" in build_env["CMAKE_ARGS"]
-    again = install.build_runtime(tmp_path, pin, run=fake_pip, log=lambda _: None, cpuinfo=cpuinfo)
+    again = install.build_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None, cpuinfo=cpuinfo)
     assert again == wheel
-    assert len(calls) == 2
+    assert len(fake.calls) == 3  # download, build tools, build: none again
 
 
 def test_a_runtime_sdist_with_the_wrong_hash_is_deleted(tmp_path: Path) -> None:
@@ -486,6 +521,68 @@ def test_a_runtime_sdist_with_the_wrong_hash_is_deleted(tmp_path: Path) -> None:
     with pytest.raises(install.InstallError, match="not the pinned"):
         install.build_runtime(tmp_path, pin, run=fake_pip, log=lambda _: None, cpuinfo="")
     assert not (tmp_path / "sdist" / pin.sdist).exists()
+
+
+def test_the_runtime_is_built_with_hash_pinned_build_tools_only(tmp_path: Path) -> None:
+    # pip wheel built the sdist in an isolated environment, into which it installed the
+    # build backend (scikit-build-core) and whatever it asked for, unpinned, from the
+    # index: a replaced release ran its code in the build.
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
+    install.build_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None, cpuinfo="")
+    [(tools_command, _, tools)] = fake.commands("install")
+    assert "--require-hashes" in tools_command
+    assert "--no-deps" in tools_command
+    assert _is_hash_pinned(tools)
+    assert "scikit-build-core==" in tools
+    [(wheel_command, wheel_env, _)] = fake.commands("wheel")
+    assert "--no-build-isolation" in wheel_command
+    target = tools_command[tools_command.index("--target") + 1]
+    assert wheel_env["PYTHONPATH"].split(os.pathsep)[0] == target
+
+
+def test_the_runtime_is_installed_with_its_recorded_hash_and_pinned_dependencies(
+    tmp_path: Path,
+) -> None:
+    # `pip install WHEEL` installed numpy and the runtime's other dependencies unpinned.
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
+    install.ensure_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None)
+    [(command, _, requirements)] = [
+        call for call in fake.commands("install") if "--target" not in call[0]
+    ]
+    assert "--require-hashes" in command
+    assert "--no-deps" in command
+    assert _is_hash_pinned(requirements)
+    assert f"--hash=sha256:{hashlib.sha256(b'wheel').hexdigest()}" in requirements
+    assert "numpy==" in requirements
+
+
+def test_a_cached_runtime_wheel_changed_since_its_build_is_refused(tmp_path: Path) -> None:
+    # A wheel in the cache was installed as found: one replaced there since it was built
+    # ran as the runtime of the measurement.
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
+    wheel = install.build_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None, cpuinfo="")
+    wheel.write_bytes(b"replaced")
+    with pytest.raises(install.InstallError) as raised:
+        install.build_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None, cpuinfo="")
+    message = str(raised.value)
+    assert str(wheel) in message
+    assert hashlib.sha256(b"replaced").hexdigest() in message
+    assert "delete" in message
+    assert len(fake.commands("wheel")) == 1
+
+
+def test_a_cached_runtime_wheel_without_a_recorded_hash_is_rebuilt(tmp_path: Path) -> None:
+    # A wheel cached before its hash was recorded cannot be told from a replaced one: it
+    # is built again (from the checked sdist) rather than trusted.
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist", wheel=b"rebuilt")
+    wheel = install.build_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None, cpuinfo="")
+    wheel.with_name(wheel.name + ".sha256").unlink()
+    wheel.write_bytes(b"unrecorded")
+    logged: list[str] = []
+    again = install.build_runtime(tmp_path, fake.pin, run=fake, log=logged.append, cpuinfo="")
+    assert again.read_bytes() == b"rebuilt"
+    assert len(fake.commands("wheel")) == 2
+    assert any("no recorded sha256" in line for line in logged)
 
 
 def test_cache_dir_follows_the_environment(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "HttpResponse",
     "LlamaModel",
     "chat_url",
+    "endpoint_problem",
     "http_client",
     "import_llama_cpp",
     "without_extra_buffer_types",
@@ -137,6 +138,41 @@ def chat_url(endpoint: str) -> str:
     if not path.endswith("/chat/completions"):
         path = f"{path}/chat/completions"
     return urlunsplit(parts._replace(path=path))
+
+
+def endpoint_problem(endpoint: str) -> str | None:
+    """Why ``endpoint`` (an ``--endpoint`` option's value) can be asked nothing, or ``None``.
+
+    Both command lines that take an ``--endpoint`` (``veridic probe``, ``make
+    eval-model``) check it with this before anything is imported or asked: a lost
+    bracket made ``urlsplit`` raise a traceback, and a port that is no port or a space
+    in the URL was found only at the first request, reported as a server that could
+    not be reached. The reason quotes ``endpoint`` as
+    :func:`~veridic._urls.shown_url` shows it, and ends with what to pass instead;
+    the caller puts the option's name in front.
+
+    >>> endpoint_problem("http://localhost:8080/v1") is None
+    True
+    >>> print(endpoint_problem("ftp://me:s3cret@localhost/v1"))  # doctest: +ELLIPSIS
+    'ftp://***@localhost/v1' is not an http or https URL with a host: pass the base URL ...
+    """
+    shown = repr(shown_url(endpoint))
+    fix = "pass the base URL of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
+    try:
+        parts = split_url(endpoint)  # a port that is no number raises here
+    except ValueError as error:
+        return f"{shown} is not a URL ({error}): {fix}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{shown} is not an http or https URL with a host: {fix}"
+    userinfo, _, host = parts.netloc.rpartition("@")
+    if any(character.isspace() for character in userinfo):
+        return (
+            f"{shown} has a space in its user name or password: write each space there as "
+            "%20 (and any '@', ':' or '/' in them as %40, %3A, %2F)"
+        )
+    if any(character.isspace() for character in host):
+        return f"{shown} has a space in its host: {fix}"
+    return None
 
 
 def unreached(url: str, model: str, timeout: float, error: Exception, *, longer: str) -> str:

