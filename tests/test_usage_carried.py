@@ -12,13 +12,30 @@ Three leftovers of ``Usage.stated``. Each test failed before its fix:
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from functools import reduce
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from test_providers import VIEW, first_prompt
+from test_review_resume6 import make_registry, paused_run, resume, system_part
 from test_usage_stated import _USAGES
 
-from veridic.providers import Usage
+from veridic import (
+    ApprovalPolicy,
+    Composer,
+    ModelGateway,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    instruction,
+)
+from veridic.providers import Completion, Usage
+from veridic.run.telemetry import instrumented
 
 PARTS = ("cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_output_tokens")
 
@@ -67,3 +84,116 @@ def test_a_sum_from_the_zero_usage_states_what_every_usage_stated(usages: list[U
     for part in PARTS:
         stated_by_all = all(usage.part(part) is not None for usage in counted)
         assert (total.part(part) is not None) == (stated_by_all and bool(counted))
+
+
+# --- 2. a span shows a part stated as 0, and leaves out a part not stated --------------------
+
+_SPAN_PARTS = {
+    "cache_read_input_tokens": "gen_ai.usage.cache_read.input_tokens",
+    "cache_creation_input_tokens": "gen_ai.usage.cache_creation.input_tokens",
+    "reasoning_output_tokens": "gen_ai.usage.reasoning.output_tokens",
+}
+_STATED_ZERO = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0}
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(exporter))
+    with instrumented(tracing):
+        yield exporter
+
+
+def _shown_parts(span: ReadableSpan) -> dict[str, object]:
+    attributes = dict(span.attributes or {})
+    return {part: attributes[name] for part, name in _SPAN_PARTS.items() if name in attributes}
+
+
+def test_a_chat_span_shows_a_cache_read_stated_as_0_and_no_part_left_unstated(
+    spans: InMemorySpanExporter,
+) -> None:
+    # Was: a part of 0 was left out, though the provider said no token came from the cache.
+    answers = ScriptedProvider([{"text": "Hi.", "usage": _STATED_ZERO}])
+    gateway = ModelGateway(answers, audit=SQLiteAuditSink(":memory:"))
+    gateway.send(first_prompt(), VIEW, request_id="req-1")
+    (chat,) = spans.get_finished_spans()
+    assert _shown_parts(chat) == {"cache_read_input_tokens": 0}
+
+
+def test_a_run_span_shows_the_parts_every_answer_stated_0_included(
+    spans: InMemorySpanExporter,
+) -> None:
+    script: list[dict[str, object]] = [
+        {"tool_calls": [("c1", "get_weather", {"city": "Oslo"})], "usage": _STATED_ZERO},
+        {"text": "Sunny.", "usage": {**_STATED_ZERO, "reasoning_output_tokens": 0}},
+    ]
+    composer = Composer().system(instruction("You report the weather.")).user("Oslo?")
+    ModelGateway(ScriptedProvider(script), audit=SQLiteAuditSink(":memory:")).run(
+        composer, VIEW, policy=ApprovalPolicy(VIEW), request_id="req-1"
+    )
+    (agent,) = (span for span in spans.get_finished_spans() if span.name == "invoke_agent")
+    assert _shown_parts(agent) == {"cache_read_input_tokens": 0}
+
+
+_ANSWERED = st.builds(  # a usage an answer may give: no part past its total
+    lambda parts, more, stated: Usage(
+        parts[0] + parts[1] + more[0],
+        parts[2] + more[1],
+        cache_read_input_tokens=parts[0],
+        cache_creation_input_tokens=parts[1],
+        reasoning_output_tokens=parts[2],
+        stated=stated,
+    ),
+    st.tuples(*[st.integers(0, 2**20)] * 3),
+    st.tuples(*[st.integers(0, 2**20)] * 2),
+    st.none() | st.frozensets(st.sampled_from(PARTS)),
+)
+
+
+@given(_ANSWERED)
+def test_a_span_shows_exactly_the_parts_a_usage_states(usage: Usage) -> None:
+    exporter = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(exporter))
+    provider = _Answering(
+        [{"text": "Hi.", "usage": {"input_tokens": 1, "output_tokens": 1}}], usage=usage
+    )
+    with instrumented(tracing):
+        gateway = ModelGateway(provider, audit=SQLiteAuditSink(":memory:"))
+        gateway.send(first_prompt(), VIEW, request_id="req-1")
+    (chat,) = exporter.get_finished_spans()
+    stated = {part: usage.part(part) for part in PARTS if usage.part(part) is not None}
+    assert _shown_parts(chat) == stated
+
+
+class _Answering(ScriptedProvider):
+    """An application's own adapter: its answers carry the usage it was given."""
+
+    def __init__(self, script: list[dict[str, object]], *, usage: Usage) -> None:
+        super().__init__(script)
+        self._usage = usage
+
+    def parse(self, response: object) -> Completion:
+        return dataclasses.replace(super().parse(response), usage=self._usage)
+
+
+def test_a_resumed_runs_span_shows_the_parts_of_its_own_answers_as_stated(
+    spans: InMemorySpanExporter,
+) -> None:
+    # Was: the resume's span rebuilt its own usage without ``stated``, so a cache read of
+    # 8 made it show a cache write and reasoning of 0 that no answer stated.
+    audit = SQLiteAuditSink(":memory:")
+    view = make_registry([]).view()
+    paused = paused_run(audit, usage=_STATED_ZERO)
+    after = {"text": "Done.", "usage": {**_STATED_ZERO, "cache_read_input_tokens": 8}}
+    resume(
+        ModelGateway(ScriptedProvider([after]), audit=audit),
+        paused,
+        system_part(view),
+        view,
+        {"c2": True, "c3": True},
+    )
+    first, then = (span for span in spans.get_finished_spans() if span.name == "invoke_agent")
+    assert _shown_parts(first) == {"cache_read_input_tokens": 0}
+    assert _shown_parts(then) == {"cache_read_input_tokens": 8}
