@@ -283,7 +283,8 @@ def test_a_changed_paused_run_is_refused_naming_what_is_wrong() -> None:
         (dict(document, extra=1), "unknown keys"),
         (dict(document, turns=-1), "not a count"),
         (dict(document, prompt_sha256=""), "empty"),
-        (dict(document, usage=[1]), "two token counts"),
+        (dict(document, usage=[1]), "'usage' is a list"),
+        (dict(document, usage={"input_tokens": 1}), "not an object of input_tokens"),
         (dict(document, approvals=[dict(document["approvals"][0], risk="huge")]), "risk"),
         (
             dict(

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 
 import pytest
+from _paused_formats import as_format_4
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -188,11 +190,16 @@ def test_a_paused_runs_usage_keeps_its_cached_and_reasoning_parts() -> None:
     read = PausedRun.from_json(paused.to_json())
     assert read.usage is not None
     assert dataclasses.astuple(read.usage) == dataclasses.astuple(parted)
-    plain = dataclasses.replace(paused, usage=Usage(900, 60))
-    assert '"usage":[900,60]' in plain.to_json()  # as earlier releases write and read it
-    for edited in ("[900,60,-512,0,40]", "[900,60,512]", "[900,60,512,400,40]", "[900,6,0,0,7]"):
+    as_written = as_format_4(json.loads(paused.to_json()))  # as format 4 kept it
+    assert as_written["usage"] == [900, 60, 512, 0, 40]
+    for edited in (
+        [900, 60, -512, 0, 40],
+        [900, 60, 512],
+        [900, 60, 512, 400, 40],
+        [900, 6, 0, 0, 7],
+    ):
         with pytest.raises(VeridicError, match="usage"):
-            PausedRun.from_json(paused.to_json().replace("[900,60,512,0,40]", edited))
+            PausedRun.from_json(json.dumps({**as_written, "usage": edited}))
 
 
 # --- an answer whose usage is refused is on record ------------------------------------------

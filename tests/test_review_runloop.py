@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
+from _paused_formats import as_format_4
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, field_validator
@@ -628,7 +629,7 @@ def test_a_paused_run_that_pauses_again_keeps_the_resumes_limits() -> None:
 
 def test_a_paused_run_of_the_format_before_limits_resumes_under_the_default_limits() -> None:
     audit = SQLiteAuditSink()
-    document = json.loads(paused_refunds(audit, Limits(tool_calls=4)).to_json())
+    document = as_format_4(json.loads(paused_refunds(audit, Limits(tool_calls=4)).to_json()))
     del document["limits"]
     for approval in document["approvals"]:
         del approval["grant"]  # kept since format 4
@@ -660,7 +661,10 @@ def test_a_paused_run_of_the_format_before_limits_resumes_under_the_default_limi
         (lambda d: d["limits"].update(tool_calls=True), "'limits.tool_calls' is a bool"),
         (lambda d: d["limits"].update(tokens=-5), r"'limits': Limits\(tokens=-5\)"),
         (lambda d: d["limits"].update(seconds=0), r"'limits': Limits\(seconds=0\)"),
-        (lambda d: d.update(format="veridic-paused-run/2"), r"unknown keys \['limits'\]"),
+        (
+            lambda d: as_format_4(d).update(format="veridic-paused-run/2"),
+            r"unknown keys \['limits'\]",
+        ),
     ],
 )
 def test_a_paused_run_whose_limits_were_changed_is_refused_with_the_key_named(

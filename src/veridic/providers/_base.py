@@ -82,7 +82,8 @@ class Usage:
 
     ``input_tokens`` are all the tokens the model read (Anthropic's cache reads
     and writes included), ``output_tokens`` all it wrote (reasoning included).
-    Two usages add up, part by part.
+    Two usages add up, part by part; the zero ``Usage()`` adds nothing (:meth:`__add__`),
+    so ``sum(usages, Usage())`` is their sum.
 
     The other three are parts of those two, as the provider broke them down (0
     where it did not): ``cache_read_input_tokens`` of the tokens read came from
@@ -141,9 +142,25 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         """Two usages summed, part by part; a part of the sum is stated when it was on
-        both sides (a part one answer did not state is unknown in the sum too)."""
-        legacy = self.stated is None and other.stated is None  # read as before, by the counts
-        both = None if legacy else self._stated() & other._stated()
+        both sides (a part one answer did not state is unknown in the sum too).
+
+        The zero ``Usage()`` (every count 0, ``stated`` ``None``: no answer's usage) adds
+        nothing, not even the parts it does not state: ``Usage() + u`` and ``u + Usage()``
+        are ``u`` itself, so ``sum(usages, Usage())`` states what every usage stated. Any
+        other two usages state what both state, so a sum states the same parts however
+        it is grouped. Two usages built by hand without ``stated`` that read alike (both
+        broken down, or neither) keep ``stated`` ``None``; where one is broken down and
+        the other not, the sum states no part (it read as broken down before, which
+        grouped differently stated none).
+        """
+        if _is_zero(self):
+            return other
+        if _is_zero(other):
+            return self
+        mine, theirs = self._stated(), other._stated()
+        # Two usages built without ``stated`` that read alike sum to one that reads alike.
+        legacy = self.stated is None and other.stated is None and mine == theirs
+        both = None if legacy else mine & theirs
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -159,6 +176,21 @@ PARTS: Final = ("cache_read_input_tokens", "cache_creation_input_tokens", "reaso
 """The fields of :class:`Usage` that break its two totals down."""
 
 _ALL_PARTS: Final = frozenset(PARTS)
+
+
+def _is_zero(usage: Usage) -> bool:
+    """``usage`` is the zero ``Usage()``: no count, and ``stated`` not given.
+
+    A usage an answer gave states its parts (``stated`` a frozenset, the empty one
+    included) and is never this one, even when it counts no token: it says the parts
+    it left out are unknown, and a sum keeps that.
+    """
+    return (
+        usage.stated is None
+        and not usage.input_tokens
+        and not usage.output_tokens
+        and not any(getattr(usage, name) for name in PARTS)
+    )
 
 
 def _stated_well(stated: object) -> bool:

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,10 +75,10 @@ from typing import Final, cast
 
 from pydantic_core import to_jsonable_python
 
-from veridic import _json_object
+from veridic import __version__, _json_object
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
-from veridic.providers._base import PARTS, Usage
+from veridic.providers._base import PARTS, Usage, _parts_past_totals
 from veridic.run.approval import (
     ApprovalPolicy,
     ApprovalRequest,
@@ -96,7 +97,12 @@ from veridic.tools.view import ToolView
 
 __all__ = ["PausedRun", "PendingApproval"]
 
-FORMAT: Final = "veridic-paused-run/4"
+FORMAT: Final = "veridic-paused-run/5"
+_FORMAT_4: Final = "veridic-paused-run/4"
+"""The format before the paused run kept the digest of the request's options, which parts
+of its usage were stated, the seconds the run had run and the release that wrote it: read,
+with ``options_sha256`` ``""`` and ``seconds`` ``None`` (not kept), and its usage as it
+was written (two counts, or five read as every part stated)."""
 _FORMAT_3: Final = "veridic-paused-run/3"
 """The format before each approval kept the grant of the tool it asks about: read, with
 every ``grant`` empty (an answer then holds for the tool of that name, as it did)."""
@@ -104,6 +110,12 @@ _FORMAT_2: Final = "veridic-paused-run/2"
 """The format before the paused run kept its limits: read, with ``limits`` ``None``."""
 _EARLIER: Final = frozenset({"veridic-paused-run/1"})
 """Formats of earlier veridic versions: their approvals lack what today's digests cover."""
+_NUMBERED: Final = re.compile(r"veridic-paused-run/([1-9][0-9]{0,8})")
+_RELEASE: Final = f"veridic {__version__}"
+"""What a paused run of format 5 or later says wrote it (``release``). A reader that meets
+a format later than its own refuses it naming that release, so the operator knows which
+release the host that resumes needs (from this release on: one that reads format 4 at
+most refuses format 5 by its format alone, not knowing to look for ``release``)."""
 _DIGEST: Final = re.compile("[0-9a-f]{64}")
 _KINDS: Final = ("query", "write")
 
@@ -266,12 +278,25 @@ class PausedRun:
     wait (their results absent); ``approvals`` the calls the user must
     answer, in order; ``prompt_sha256`` and ``tools_sha256`` are those of
     the model call that asked for them (the resumed calls' audit records
-    carry them); ``turns``, ``tool_calls`` and ``usage`` are what the run had
-    spent (``usage`` ``None`` when an answer did not say its tokens: the resumed
-    run's :attr:`RunResult.usage <veridic.RunResult.usage>` is ``None`` too), so
-    :class:`~veridic.Limits` count on across the pause (the ``seconds`` limit
-    counts again from the resume: a pause is not work), and
-    ``limits`` the ones it ran under, which a resume holds unless it is given
+    carry them), and ``options_sha256`` is the digest of that call's options
+    (:attr:`Reply.options_sha256 <veridic.Reply.options_sha256>`: the resumed run's
+    reply carries it, and so does the paused run of a resume that pauses again;
+    ``""`` in a paused run of format 4 or earlier, which did not keep it);
+    ``turns``, ``tool_calls``, ``usage`` and ``seconds`` are what the run had
+    spent, so :class:`~veridic.Limits` count on across the pause. ``usage`` is the
+    sum of the run's answers as the run summed it, the parts it states included
+    (``None`` when an answer did not say its tokens: the resumed run's
+    :attr:`RunResult.usage <veridic.RunResult.usage>` is ``None`` too), so a
+    resumed run states the parts a run that did not pause would have. ``seconds``
+    is the wall time the run ran before it paused, from its start (a resumed run's
+    earlier parts included) to the pause: the ``seconds`` limit of the resume counts
+    on from it, and the time the run waited for the user's answer is not counted (a
+    pause is not work; a ``confirm`` callback's wait, inside a run, is). ``None`` in
+    a paused run of format 4 or earlier, which did not keep it: the ``seconds`` limit
+    then counts from the resume, as it did. The limit is checked before each model
+    call, as in a run that did not pause: approved calls of a run past its seconds
+    still run on resume, and the run stops before its next model call.
+    ``limits`` are the ones it ran under, which a resume holds unless it is given
     others (``None`` in a paused run of format ``veridic-paused-run/2``, which did
     not keep them: a resume then holds ``Limits()``).
     """
@@ -288,6 +313,8 @@ class PausedRun:
     retries: int = 0
     usage: Usage | None = field(default=None)
     limits: Limits | None = None
+    options_sha256: str = ""
+    seconds: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse two approvals of one call: an answer by digest would approve the other.
@@ -328,8 +355,11 @@ class PausedRun:
             "turns": self.turns,
             "tool_calls": self.tool_calls,
             "retries": self.retries,
-            "usage": None if self.usage is None else _usage_counts(self.usage),
+            "usage": None if self.usage is None else _usage_object(self.usage),
             "limits": None if self.limits is None else _limits_object(self.limits),
+            "options_sha256": self.options_sha256,
+            "seconds": self.seconds,
+            "release": _RELEASE,
             "conversation": json.loads(self.conversation.to_json()),
         }
         return _json_object.dumps(document)
@@ -352,7 +382,6 @@ class PausedRun:
                 "pass the text PausedRun.to_json() wrote, unchanged"
             ) from error
         read = _Reader(document)
-        usage = read.value("usage", list | None)
         return cls(
             request_id=read.text("request_id"),
             conversation=Conversation.from_json(json.dumps(read.value("conversation", dict))),
@@ -367,8 +396,10 @@ class PausedRun:
             turns=read.count("turns"),
             tool_calls=read.count("tool_calls"),
             retries=read.count("retries"),
-            usage=None if usage is None else _usage(usage),
+            usage=read.usage(),
             limits=read.limits(),
+            options_sha256=read.options_sha256(),
+            seconds=read.seconds(),
         )
 
 
@@ -386,11 +417,17 @@ _KEYS: Final = frozenset(
         "retries",
         "usage",
         "limits",
+        "options_sha256",
+        "seconds",
+        "release",
         "conversation",
     }
 )
-_KEYS_2: Final = _KEYS - {"limits"}
-"""The keys of format ``veridic-paused-run/2``: the same, but for the limits it ran under."""
+_KEYS_4: Final = _KEYS - {"options_sha256", "seconds", "release"}
+"""The keys of formats ``veridic-paused-run/4`` and ``/3``: the same, but for what format 5
+added."""
+_KEYS_2: Final = _KEYS_4 - {"limits"}
+"""The keys of format ``veridic-paused-run/2``: those of 4, but for the limits it ran under."""
 
 
 def _limits_object(limits: Limits) -> dict[str, object]:
@@ -406,6 +443,27 @@ _LIMIT_KINDS: Final = {
 }
 
 
+def _later(found: object) -> bool:
+    """``found`` names a format of paused runs later than :data:`FORMAT`."""
+    matched = _NUMBERED.fullmatch(found) if isinstance(found, str) else None
+    return matched is not None and int(matched[1]) > int(FORMAT.rpartition("/")[2])
+
+
+def _written_later(found: object, release: object) -> str:
+    """Why a paused run of a later format is refused, naming the veridic that wrote it (its
+    ``release``, which format 5 and later write; a document that does not say is said to
+    be of a release that did not record it)."""
+    wrote = (
+        clip(release) if isinstance(release, str) and release.strip() else "it did not say which"
+    )
+    return (
+        f"PausedRun.from_json() got a paused run of format {found!r}, written by a later "
+        f"veridic ({wrote}); this process runs veridic {__version__}, which reads paused runs "
+        f"up to {FORMAT!r} and never writes a later one; nothing was run: resume it where "
+        "the release that paused it runs, or upgrade veridic here to that release"
+    )
+
+
 class _Reader:
     """Reads a paused run's keys, each checked, with errors that name the key."""
 
@@ -419,14 +477,18 @@ class _Reader:
                 f"(send the request again), and keep the new paused run ({FORMAT!r})"
             )
         found = document.get("format") if isinstance(document, dict) else None
-        if not isinstance(document, dict) or found not in (FORMAT, _FORMAT_3, _FORMAT_2):
+        if isinstance(document, dict) and _later(found):
+            raise VeridicError(_written_later(found, document.get("release")))
+        if not isinstance(document, dict) or found not in (FORMAT, _FORMAT_4, _FORMAT_3, _FORMAT_2):
             raise VeridicError(
-                f"PausedRun.from_json() got a document of format {found!r}, not {FORMAT!r}: "
-                "pass the text PausedRun.to_json() wrote"
+                f"PausedRun.from_json() got a document of format {clip(str(found))}, not "
+                f"{FORMAT!r}: pass the text PausedRun.to_json() wrote"
             )
-        expected = _KEYS_2 if found == _FORMAT_2 else _KEYS
-        self.granted = found == FORMAT
+        expected = {FORMAT: _KEYS, _FORMAT_2: _KEYS_2}.get(found, _KEYS_4)
+        self.granted = found in (FORMAT, _FORMAT_4)
         """Whether each approval holds the grant of its tool (``grant``)."""
+        self.format = cast(str, found)
+        """The document's format."""
         keys = set(document)
         if keys != expected:
             raise VeridicError(
@@ -457,6 +519,47 @@ class _Reader:
             return Limits(**value)
         except VeridicError as error:
             raise VeridicError(f"PausedRun.from_json(): 'limits': {error}") from error
+
+    def usage(self) -> Usage | None:
+        """The run's usage: in format 5 every count and the parts stated; before it, the
+        counts only (:func:`_usage_of_counts`)."""
+        if self.format != FORMAT:
+            counts = self.value("usage", list | None)
+            return None if counts is None else _usage_of_counts(counts)
+        value = self.value("usage", dict | None)
+        return None if value is None else _usage_of_object(cast(dict[str, object], value))
+
+    def options_sha256(self) -> str:
+        """The digest of the paused call's options; ``""`` where the format did not keep it."""
+        if self.format != FORMAT:
+            return ""
+        value = self.text("options_sha256", empty=True)
+        if value and not _DIGEST.fullmatch(value):
+            raise VeridicError(
+                f"PausedRun.from_json(): 'options_sha256' is {clip(value)}, not a sha256 "
+                '(64 lowercase hex digits) or "": pass the text PausedRun.to_json() wrote'
+            )
+        return value
+
+    def seconds(self) -> float | None:
+        """The seconds the run ran before the pause; ``None`` where the format did not keep
+        them (and where the paused run was built without them)."""
+        if self.format != FORMAT:
+            return None
+        value = self._document["seconds"]
+        if value is None:
+            return None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise VeridicError(
+                f"PausedRun.from_json(): 'seconds' is {clip(json.dumps(value))}, not a number "
+                "of seconds (0 or more) as PausedRun.to_json() writes: pass the text it wrote"
+            )
+        return float(value)
 
     def value(self, key: str, kind: object) -> object:
         value = self._document[key]
@@ -543,22 +646,76 @@ def _approval(index: int, item: object, *, granted: bool) -> PendingApproval:
     )
 
 
-def _usage_counts(usage: Usage) -> list[int]:
-    """The two totals, then the three parts where the provider stated any of them.
+_USAGE_COUNTS: Final = ("input_tokens", "output_tokens", *PARTS)
+"""The counts of a usage, as format 5 names them."""
+_COUNT_MAX: Final = 2**63 - 1
 
-    Two counts when it stated none, as earlier releases wrote and read them, so a
-    paused run of a provider that gives no parts still resumes on one of them. Five
-    when it stated one, a stated 0 included: written as two, a cache read the
-    provider said was 0 read back as not stated, and so did every part of the
-    resumed run's sum (:meth:`Usage.__add__`).
+
+def _usage_object(usage: Usage) -> dict[str, object]:
+    """``usage`` as format 5 keeps it: every count, and ``stated`` as it is (the parts
+    stated, sorted, or ``None`` for a usage built without it).
+
+    Format 4 kept the counts only, and read five of them as every part stated: the
+    reasoning one answer stated came back with a cache read it did not, and the resumed
+    run's sum stated that cache read from the answers after the pause, which a run that
+    did not pause would not have. Kept as it is, ``stated`` ``None`` included, the sum
+    goes on as it would have (the zero ``Usage()`` too, which adds nothing).
     """
-    counts = [usage.input_tokens, usage.output_tokens]
-    if all(usage.part(part) is None for part in PARTS):
-        return counts
-    return counts + [getattr(usage, part) for part in PARTS]
+    counts: dict[str, object] = {name: getattr(usage, name) for name in _USAGE_COUNTS}
+    stated = None if usage.stated is None else sorted(usage.stated)
+    return {**counts, "stated": stated}
 
 
-def _usage(value: object) -> Usage:
+def _usage_of_object(value: dict[str, object]) -> Usage:
+    """Read what :func:`_usage_object` wrote.
+
+    Raises:
+        VeridicError: a key is missing or unknown, a count is not one (a whole number
+            from 0 to 2**63 - 1), ``stated`` names what is not a part (or one twice), or
+            a part is more than its total (the gateway never pauses such a run).
+    """
+    keys = {*_USAGE_COUNTS, "stated"}
+    counts = [value.get(name) for name in _USAGE_COUNTS]
+    stated = value.get("stated")
+    if (
+        set(value) != keys
+        or not all(type(n) is int and 0 <= n <= _COUNT_MAX for n in counts)
+        or not (stated is None or _part_names(stated))
+    ):
+        raise VeridicError(
+            f"PausedRun.from_json(): 'usage' is {clip(json.dumps(value))}, not an object of "
+            f"{', '.join(_USAGE_COUNTS)} (token counts) and stated (null or a list of the parts "
+            "the provider stated) as PausedRun.to_json() writes: pass the text it wrote"
+        )
+    usage = Usage(
+        *cast(list[int], counts[:2]),
+        **dict(zip(PARTS, cast(list[int], counts[2:]), strict=True)),
+        stated=None if stated is None else frozenset(cast(list[str], stated)),
+    )
+    if _parts_past_totals(usage):
+        raise VeridicError(_PAST_TOTALS.format(clip(json.dumps(value))))
+    return usage
+
+
+def _part_names(stated: object) -> bool:
+    """``stated`` is a list of the names of a usage's parts, each once."""
+    return (
+        isinstance(stated, list)
+        and all(isinstance(name, str) and name in PARTS for name in stated)
+        and len(set(stated)) == len(stated)
+    )
+
+
+_PAST_TOTALS: Final = (
+    "PausedRun.from_json(): 'usage' is {}, whose parts are more than their totals (cache "
+    "reads and writes above the tokens read, or reasoning above the tokens written): the "
+    "gateway never pauses such a run, so the text was edited"
+)
+
+
+def _usage_of_counts(value: object) -> Usage:
+    """A usage as formats 4 and earlier kept it: two counts, or five (the parts too, read
+    as every part stated, since which of them were was not kept)."""
     counts = cast(list[object], value)
     if len(counts) not in (2, 5) or not all(type(n) is int and n >= 0 for n in counts):
         raise VeridicError(
@@ -569,11 +726,7 @@ def _usage(value: object) -> Usage:
     if len(numbers) == 2:
         return Usage(*numbers)
     if numbers[2] + numbers[3] > numbers[0] or numbers[4] > numbers[1]:
-        raise VeridicError(
-            f"PausedRun.from_json(): 'usage' is {clip(repr(value))}, whose parts are more than "
-            "their totals (cache reads and writes above the tokens read, or reasoning above "
-            "the tokens written): the gateway never pauses such a run, so the text was edited"
-        )
+        raise VeridicError(_PAST_TOTALS.format(clip(repr(value))))
     # Five counts say the parts were stated: every part 0 too (which a usage without
     # ``stated`` reads as not broken down). Which of them were is not kept: all are read so.
     return Usage(

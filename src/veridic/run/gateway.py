@@ -653,7 +653,11 @@ class ModelGateway:
         :class:`~veridic.PausedRun` keeps beside what it had spent (``Limits()`` for a
         paused run of format ``veridic-paused-run/2``, which kept none). A paused run
         that had spent more than they allow is refused before anything runs, as a run
-        does not run the calls of an answer past its limits.
+        does not run the calls of an answer past its limits. ``seconds`` counts on from
+        the seconds the run ran before the pause (:attr:`PausedRun.seconds
+        <veridic.PausedRun>`; not the time it waited for the answers) and is checked
+        before each model call, as in a run: the approved calls run, and a run past it
+        stops before its next model call.
 
         Raises:
             RunLimitError: the paused run had spent more turns, tool calls or

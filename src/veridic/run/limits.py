@@ -30,7 +30,10 @@ class Limits:
 
     A run that pauses for approvals keeps its limits in the
     :class:`~veridic.PausedRun` (``limits``), and a resume holds them unless it is
-    given others: a bound set when the run started is not lost across a pause.
+    given others: a bound set when the run started is not lost across a pause. What
+    the run had spent counts on too, ``seconds`` included: the wall time it ran before
+    the pause (:attr:`PausedRun.seconds <veridic.PausedRun>`), not the time it waited
+    for the user's answers.
     """
 
     turns: int = 20

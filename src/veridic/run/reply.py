@@ -81,8 +81,9 @@ class Reply:
     options_sha256: str = ""
     """SHA-256 of the canonical JSON of the request's options: what the model was given
     besides the prompt and the tool list (a structured-output schema, ``prediction``,
-    sampling settings; docs/providers.md says which). ``""`` for a reply
-    rebuilt from a :class:`~veridic.PausedRun`, whose options are not kept."""
+    sampling settings; docs/providers.md says which). A reply rebuilt from a
+    :class:`~veridic.PausedRun` (a resume's, whose calls waited) carries the paused
+    call's; ``""`` when the paused run is of format 4 or earlier, which did not keep it."""
 
     def record(self, composer: Composer, outcomes: Sequence[ToolOutcome] = ()) -> Composer:
         """Append this answer to ``composer``: the assistant turn, its calls, their results.

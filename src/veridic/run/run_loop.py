@@ -133,7 +133,9 @@ class _Run(Generic[OutputT]):
         self.request_id = request_id
         self.context = context
         self.outcomes: list[ToolOutcome] = []
-        self.started = time.monotonic()
+        # A resumed run counts the seconds its earlier parts ran (not the pause) from here.
+        spent = 0.0 if paused is None or paused.seconds is None else paused.seconds
+        self.started = time.monotonic() - spent
         # A resumed run counts on from the paused one; its waiting calls were counted then.
         self.turns = 0 if paused is None else paused.turns
         self.retries = 0 if paused is None else paused.retries
@@ -360,6 +362,8 @@ class _Run(Generic[OutputT]):
             retries=self.retries,
             usage=self.usage,
             limits=self.limits,
+            options_sha256=reply.options_sha256,
+            seconds=time.monotonic() - self.started,
         )
         return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage, paused=paused)
 
@@ -675,6 +679,7 @@ def _resumed(
         prompt_sha256=paused.prompt_sha256,
         tools_sha256=paused.tools_sha256,
         view=view,
+        options_sha256=paused.options_sha256,
     )
     state = _Run(
         composer, limits, output_type, paused.request_id, paused, len(waiting), context=context

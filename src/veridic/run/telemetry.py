@@ -978,16 +978,22 @@ def _own(result: _Counted, since: _Counted | None) -> tuple[int, Usage | None]:
     request's agent spans, the paused part would otherwise count twice (and a
     stored :class:`~veridic.PausedRun` edited to say any usage would say it in
     the trace of the resume).
+
+    A part is stated in the resumed part as it is in the whole run's sum: a sum states a
+    part only when every answer of the run did (:meth:`Usage.__add__ <veridic.Usage>`),
+    those after the pause included, so a part the whole states, the resumed part states
+    too, and one it does not, no span of it can say.
     """
     if since is None:
         return result.turns, result.usage
     usage, before = result.usage, since.usage
     if usage is not None and before is not None:
-        # A stored PausedRun keeps the two totals only: a part it lost counts from 0.
+        # A paused run of format 4 kept the two totals only: a part it lost counts from 0.
         usage = Usage(
             usage.input_tokens - before.input_tokens,
             usage.output_tokens - before.output_tokens,
             **{part: max(0, getattr(usage, part) - getattr(before, part)) for part in PARTS},
+            stated=frozenset(part for part in PARTS if usage.part(part) is not None),
         )
     return result.turns - since.turns, usage
 
@@ -1003,15 +1009,15 @@ _USAGE: Final = (
 
 
 def _usage_attributes(usage: Usage) -> dict[str, int]:
-    """The two totals, and each part the provider counted (a part of 0 is left out: the
-    provider may not break its counts down at all, and a cache-read count of 0 would say it
-    did and nothing was read from the cache).
+    """The two totals, and each part the provider stated (:meth:`Usage.part
+    <veridic.Usage.part>`), a stated 0 included: a cache read of 0 says nothing came from
+    the cache, as ``veridic audit`` shows it. A part it did not state is left out, since
+    0 would say that too (the provider may not break its counts down at all).
 
     A count past 64 bits is left out too: each answer's fit (they are checked), but a
     run's sum of them need not, and an OTLP exporter that meets one drops the whole batch
     of spans it is in."""
-    shown = {name: getattr(usage, key) for name, key in _USAGE}
-    return {name: n for name, n in shown.items() if (n or name in _TOTALS) and _int64(n)}
-
-
-_TOTALS: Final = frozenset({"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"})
+    totals = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    counts = {**totals, **{part: usage.part(part) for part in PARTS}}
+    shown = {name: counts[key] for name, key in _USAGE}
+    return {name: n for name, n in shown.items() if n is not None and _int64(n)}
