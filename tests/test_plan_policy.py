@@ -247,6 +247,51 @@ def test_a_plan_step_dropped_by_the_policy_is_the_call_execute_records_denied() 
     assert result.record.approval is ApprovalMode.DENIED
 
 
+def test_strict_mode_tells_to_replan_without_the_tools_the_users_rules_refuse() -> None:
+    """The view lists a tool the user's rule refuses: re-planning "with the tools this view
+    lists" could propose the same step again."""
+    with pytest.raises(IncompletePlanError) as caught:
+        normalize_plan(PLAN, VIEW, strict=True, policy=_denying("set_mapping"))
+
+    message = str(caught.value)
+    assert "with the tools this view lists" not in message
+    assert message.endswith(
+        "Re-plan without the tools the user's deny rules refuse (or ask the user to change "
+        "those rules), or normalize without strict=True and show .notice before running the "
+        "remaining steps"
+    )
+
+
+def test_strict_mode_for_a_view_deny_and_a_policy_deny_tells_both() -> None:
+    view = REGISTRY.view(deny=[Deny({"test_dispatch"}, reason="read-only", tombstone=True)])
+    policy = ApprovalPolicy(view)
+    policy.deny("set_mapping")
+
+    with pytest.raises(IncompletePlanError) as caught:
+        normalize_plan(PLAN, view, strict=True, policy=policy)
+
+    assert (
+        "Re-plan with the tools this view lists and without those the user's deny rules "
+        "refuse (or ask the user to change those rules), or normalize without strict=True"
+    ) in str(caught.value)
+
+
+def test_the_notice_for_view_denies_and_policy_denies_names_each_under_its_cause() -> None:
+    view = REGISTRY.view(deny=[Deny({"test_dispatch"}, reason="read-only", tombstone=True)])
+    policy = ApprovalPolicy(view)
+    policy.deny("set_mapping")
+
+    lines = normalize_plan(PLAN, view, policy=policy).notice.splitlines()
+
+    assert lines[:2] == [
+        "Some proposed steps were removed because this site cannot run them: test_dispatch.",
+        "Some proposed steps were removed because a deny rule of the user's approval policy "
+        "refuses their tools: set_mapping. The remaining plan may be incomplete.",
+    ]
+    assert lines[2].startswith("- set_mapping (step s2): refused by a deny rule")
+    assert lines[3:] == ["- test_dispatch (step s3): not allowed in this session; read-only."]
+
+
 # --- properties -------------------------------------------------------------------------
 
 

@@ -356,12 +356,24 @@ def normalize_plan(
         raise IncompletePlanError(
             "the proposed plan cannot run as proposed: "
             f"{counted(len(result.dropped), 'step')} removed "
-            f"and {len(result.invalidated)} invalidated. {result.notice} Re-plan with the tools "
-            "this view lists, or normalize without strict=True and show .notice before running "
-            "the remaining steps",
+            f"and {len(result.invalidated)} invalidated. {result.notice} "
+            f"{_replan(result.dropped)}, or normalize without strict=True and show .notice "
+            "before running the remaining steps",
             result,
         )
     return result
+
+
+def _replan(dropped: tuple[DroppedStep, ...]) -> str:
+    """What to re-plan with: the view lists a tool the user's deny rule refuses, so a model
+    told only to keep to the view's tools could propose the same step again."""
+    by_policy = any(_told(d) == _BY_POLICY for d in dropped)
+    if not by_policy:
+        return "Re-plan with the tools this view lists"
+    rules = "the user's deny rules refuse (or ask the user to change those rules)"
+    if all(_told(d) == _BY_POLICY for d in dropped):
+        return f"Re-plan without the tools {rules}"
+    return f"Re-plan with the tools this view lists and without those {rules}"
 
 
 # --- reading the plan ---------------------------------------------------------------
