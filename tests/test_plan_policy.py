@@ -7,6 +7,8 @@ seed's plan whose surviving steps build something broken.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 from veridic import (
     ApprovalMode,
     ApprovalPolicy,
+    ApprovalRequest,
     Composer,
     Deny,
     IncompletePlanError,
@@ -290,6 +293,65 @@ def test_the_notice_for_view_denies_and_policy_denies_names_each_under_its_cause
     ]
     assert lines[2].startswith("- set_mapping (step s2): refused by a deny rule")
     assert lines[3:] == ["- test_dispatch (step s3): not allowed in this session; read-only."]
+
+
+class _AnswersOtherwise:
+    """Something shaped like a policy whose answer about set_mapping is not an
+    ApprovalPolicy's."""
+
+    def __init__(self, view: ToolView, answer: dict[str, object]) -> None:
+        self.view = view
+        self._answer = answer
+
+    def request(self, name: str, arguments: object = None) -> object:
+        answer = self._answer if name == "set_mapping" else {"mode": None, "why": "asked"}
+        return type("Answer", (), answer)()
+
+
+@pytest.mark.parametrize(
+    ("answer", "told"),
+    [
+        ({"mode": "denied", "why": "a rule"}, "answered mode 'denied' (a str)"),
+        ({"why": "a rule"}, "answered with no mode"),
+    ],
+    ids=["a mode in text", "no mode"],
+)
+def test_a_policy_answering_other_than_an_approval_mode_is_refused_not_read_as_allowed(
+    answer: dict[str, object], told: str
+) -> None:
+    """``"denied"`` is not ``ApprovalMode.DENIED``, and no mode is not "ask the user": read
+    as they come, either would keep a step the user's rule refused."""
+    policy = _AnswersOtherwise(VIEW, answer)
+
+    with pytest.raises(VeridicError) as caught:
+        normalize_plan(PLAN, VIEW, policy=policy)  # type: ignore[arg-type]  # the mistake under test
+
+    message = str(caught.value)
+    assert f"_AnswersOtherwise.request('set_mapping') {told}" in message
+    assert "cannot tell whether it denies step 's2'" in message
+    assert "pass the user's ApprovalPolicy(view)" in message
+
+
+class _RulesOffline(ApprovalPolicy):
+    """A policy whose rules live elsewhere, and cannot be read now."""
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        if name == "set_mapping":
+            raise ConnectionError("the rules store did not answer")
+        return super().request(name, arguments)
+
+
+def test_a_policy_that_raises_stops_the_normalizer_and_says_where() -> None:
+    """Its error is not a decision: the step is neither kept nor dropped, and the note
+    names the policy, the tool and the step it was asked for."""
+    with pytest.raises(ConnectionError, match="the rules store did not answer") as caught:
+        normalize_plan(PLAN, VIEW, policy=_RulesOffline(VIEW))
+
+    assert caught.value.__notes__ == [
+        "raised by _RulesOffline.request('set_mapping'), asked by normalize_plan() for step "
+        "'s2': no plan was returned; make the policy answer, or normalize without policy= "
+        "(every call is still approved when it runs)"
+    ]
 
 
 # --- properties -------------------------------------------------------------------------

@@ -82,6 +82,7 @@ from typing import Final, Literal, Protocol, runtime_checkable
 from veridic import _json_object
 from veridic._counted import counted
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import (
     IncompletePlanError,
     InvalidArgumentsError,
@@ -704,13 +705,50 @@ class _Denies:
         self._policy = policy
         self._answers: dict[str, str | None] = {}
 
-    def why(self, name: str) -> str | None:
-        """The policy's reason when it denies every call of the exposed tool ``name``."""
-        if name not in self._answers:
-            decision = self._policy.request(name)
-            denied = decision.mode is ApprovalMode.DENIED
-            self._answers[name] = decision.why if denied else None
-        return self._answers[name]
+    def why(self, step: PlanStep) -> str | None:
+        """The policy's reason when it denies every call of ``step``'s exposed tool."""
+        if step.tool not in self._answers:
+            self._answers[step.tool] = self._ask(step)
+        return self._answers[step.tool]
+
+    def _ask(self, step: PlanStep) -> str | None:
+        asked = f"{type(self._policy).__name__}.request({step.tool!r})"
+        try:
+            decision = self._policy.request(step.tool)
+        except Exception as error:
+            # Not a decision: no plan, and the caller reads which question failed.
+            error.add_note(
+                f"raised by {asked}, asked by normalize_plan() for step {_plainly(step.id)}: "
+                "no plan was returned; make the policy answer, or normalize without policy= "
+                "(every call is still approved when it runs)"
+            )
+            raise
+        mode, why = getattr(decision, "mode", _NO_ANSWER), getattr(decision, "why", _NO_ANSWER)
+        odd = _odd_answer(mode, why)
+        if odd:
+            # Read by identity, an answer such as "denied" would keep a step the user refused.
+            raise VeridicError(
+                f"{asked} answered {odd}, so normalize_plan() cannot tell whether it denies "
+                f"step {_plainly(step.id)}: pass the user's ApprovalPolicy(view), whose "
+                "request() answers with an ApprovalMode (or None) and a reason"
+            )
+        return str(why) if mode is ApprovalMode.DENIED else None
+
+
+_NO_ANSWER: Final = object()
+
+
+def _odd_answer(mode: object, why: object) -> str:
+    """What of a policy's answer is not an approval request's (``""``: nothing)."""
+    for part, value, fits in (
+        ("mode", mode, mode is None or isinstance(mode, ApprovalMode)),
+        ("why", why, isinstance(why, str)),
+    ):
+        if value is _NO_ANSWER:
+            return f"with no {part}"
+        if not fits:
+            return f"{part} {_shown(value)} ({a_type(value)})"
+    return ""
 
 
 def _check_step(
@@ -722,7 +760,7 @@ def _check_step(
 ) -> DroppedStep | None:
     if step.tool not in exposed:
         return _refused(step, told.status(step.tool), told)
-    denied = None if denies is None else denies.why(step.tool)
+    denied = None if denies is None else denies.why(step)
     if denied is not None:
         return _denied_by_policy(step, denied)
     try:
