@@ -354,6 +354,69 @@ def test_a_policy_that_raises_stops_the_normalizer_and_says_where() -> None:
     ]
 
 
+def test_a_deny_rule_added_after_the_plan_was_normalized_still_refuses_the_call() -> None:
+    """The plan reads the rules once; the policy still decides when each step runs."""
+    policy = ApprovalPolicy(VIEW)
+    plan = normalize_plan(PLAN, VIEW, policy=policy)
+    policy.deny("set_mapping")
+
+    (kept,) = [s for s in plan.ordered if s.tool == "set_mapping"]
+    result = execute(
+        VIEW,
+        kept.tool,
+        dict(kept.arguments),
+        policy=policy,
+        audit=SQLiteAuditSink(":memory:"),
+        request_id="req-1",
+        prompt=Composer().system(instruction("You build webhooks.")).build(),
+    )
+
+    assert plan.complete
+    assert result.record.approval is ApprovalMode.DENIED
+
+
+def test_rules_carried_to_another_registrys_tools_deny_by_name_and_ask_for_a_changed_always() -> (
+    None
+):
+    """A deny rule names a tool name, and refuses whatever tool has it; an always rule is
+    bound to the tool it was granted for, so another tool of its name is asked about, and
+    its step is kept for the user to confirm."""
+    forms = Registry("forms")
+
+    @forms.tool(kind="write")
+    def create_webhook(name: str) -> str:
+        """Create a form's webhook in the forms plug-in.
+
+        Args:
+            name: The webhook's name.
+        """
+        return "form-hook"
+
+    @forms.tool(kind="write")
+    def set_mapping(webhook: str, fields: dict[str, str]) -> str:
+        """Map a form's fields in the forms plug-in.
+
+        Args:
+            webhook: The webhook id.
+            fields: Form field name to stored field name.
+        """
+        return "ok"
+
+    earlier = ApprovalPolicy(VIEW)
+    earlier.deny("create_webhook")
+    earlier.allow_always("set_mapping")
+    view = forms.view()
+    carried = ApprovalPolicy(view, rules=earlier.rules)
+
+    plan = normalize_plan(PLAN[:2], view, policy=carried)
+
+    assert [(d.id, d.cause) for d in plan.dropped] == [("s1", "approval_policy")]
+    assert [i.id for i in plan.invalidated] == ["s2"]
+    kept = normalize_plan([step("s2", "set_mapping")], view, policy=carried)
+    assert kept.complete
+    assert carried.request("set_mapping").pending
+
+
 # --- properties -------------------------------------------------------------------------
 
 
