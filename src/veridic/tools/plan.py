@@ -310,7 +310,11 @@ def normalize_plan(
     invalidated. A step that an ``ask`` rule or a high-risk tool puts to the user
     is kept; ``policy.request(step.tool).pending`` says so when it runs (asked
     then, not now, since the user may change a rule while the plan runs). The
-    policy is asked once for each tool of the plan.
+    policy is asked once for each tool of the plan, so the plan holds its rules as
+    they were then: a deny rule added later still refuses the call when it runs
+    (recorded ``DENIED``), and one removed later brings no step back (normalize
+    again). The signature types ``policy`` by ``_Policy``, the part of an
+    :class:`~veridic.ApprovalPolicy` read here: the tools import nothing of the run.
 
     Raises:
         PlanError: the plan is malformed (duplicate ids, a dependency on an
@@ -322,8 +326,12 @@ def normalize_plan(
             most ten of them (a long cycle by its ends and its length).
         IncompletePlanError: ``strict`` is true and a step was removed; its
             ``.plan`` is the :class:`NormalizedPlan`.
-        VeridicError: ``view`` is not a :class:`~veridic.ToolView`, or ``policy``
-            is not an :class:`~veridic.ApprovalPolicy` built for ``view``.
+        VeridicError: ``view`` is not a :class:`~veridic.ToolView`, ``policy``
+            is not an :class:`~veridic.ApprovalPolicy` built for ``view``, or its
+            ``request()`` answered with something other than an approval mode (or
+            ``None``) and a reason.
+        Exception: whatever ``policy.request()`` raised, with a note naming the
+            policy, the tool and the step it was asked for: no plan is returned.
     """
     if not isinstance(view, ToolView):
         raise VeridicError(
