@@ -354,6 +354,27 @@ def test_a_policy_that_raises_stops_the_normalizer_and_says_where() -> None:
     ]
 
 
+class _DeniesOnSecondThought(ApprovalPolicy):
+    """A policy whose user adds a deny rule while the plan is being checked."""
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        answer = super().request(name, arguments)
+        if name == "set_mapping" and self.rule(name) is None:
+            self.deny(name)
+        return answer
+
+
+def test_every_step_of_one_tool_is_judged_by_one_answer_of_the_policy() -> None:
+    """The policy is asked once per tool: a rule changed meanwhile cannot keep one step of
+    a tool and drop another of the same tool."""
+    steps = [step("s1", "set_mapping"), step("s2", "set_mapping")]
+    policy = _DeniesOnSecondThought(VIEW)
+
+    plan = normalize_plan(steps, VIEW, policy=policy)
+
+    assert (plan.complete, policy.rule("set_mapping")) == (True, "deny")
+
+
 def test_a_deny_rule_added_after_the_plan_was_normalized_still_refuses_the_call() -> None:
     """The plan reads the rules once; the policy still decides when each step runs."""
     policy = ApprovalPolicy(VIEW)
