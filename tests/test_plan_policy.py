@@ -7,6 +7,8 @@ seed's plan whose surviving steps build something broken.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 from veridic import (
     ApprovalMode,
     ApprovalPolicy,
+    ApprovalRequest,
     Composer,
     Deny,
     IncompletePlanError,
@@ -245,6 +248,194 @@ def test_a_plan_step_dropped_by_the_policy_is_the_call_execute_records_denied() 
     )
 
     assert result.record.approval is ApprovalMode.DENIED
+
+
+def test_strict_mode_tells_to_replan_without_the_tools_the_users_rules_refuse() -> None:
+    """The view lists a tool the user's rule refuses: re-planning "with the tools this view
+    lists" could propose the same step again."""
+    with pytest.raises(IncompletePlanError) as caught:
+        normalize_plan(PLAN, VIEW, strict=True, policy=_denying("set_mapping"))
+
+    message = str(caught.value)
+    assert "with the tools this view lists" not in message
+    assert message.endswith(
+        "Re-plan without the tools the user's deny rules refuse (or ask the user to change "
+        "those rules), or normalize without strict=True and show .notice before running the "
+        "remaining steps"
+    )
+
+
+def test_strict_mode_for_a_view_deny_and_a_policy_deny_tells_both() -> None:
+    view = REGISTRY.view(deny=[Deny({"test_dispatch"}, reason="read-only", tombstone=True)])
+    policy = ApprovalPolicy(view)
+    policy.deny("set_mapping")
+
+    with pytest.raises(IncompletePlanError) as caught:
+        normalize_plan(PLAN, view, strict=True, policy=policy)
+
+    assert (
+        "Re-plan with the tools this view lists and without those the user's deny rules "
+        "refuse (or ask the user to change those rules), or normalize without strict=True"
+    ) in str(caught.value)
+
+
+def test_the_notice_for_view_denies_and_policy_denies_names_each_under_its_cause() -> None:
+    view = REGISTRY.view(deny=[Deny({"test_dispatch"}, reason="read-only", tombstone=True)])
+    policy = ApprovalPolicy(view)
+    policy.deny("set_mapping")
+
+    lines = normalize_plan(PLAN, view, policy=policy).notice.splitlines()
+
+    assert lines[:2] == [
+        "Some proposed steps were removed because this site cannot run them: test_dispatch.",
+        "Some proposed steps were removed because a deny rule of the user's approval policy "
+        "refuses their tools: set_mapping. The remaining plan may be incomplete.",
+    ]
+    assert lines[2].startswith("- set_mapping (step s2): refused by a deny rule")
+    assert lines[3:] == ["- test_dispatch (step s3): not allowed in this session; read-only."]
+
+
+class _AnswersOtherwise:
+    """Something shaped like a policy whose answer about set_mapping is not an
+    ApprovalPolicy's."""
+
+    def __init__(self, view: ToolView, answer: dict[str, object]) -> None:
+        self.view = view
+        self._answer = answer
+
+    def request(self, name: str, arguments: object = None) -> object:
+        answer = self._answer if name == "set_mapping" else {"mode": None, "why": "asked"}
+        return type("Answer", (), answer)()
+
+
+@pytest.mark.parametrize(
+    ("answer", "told"),
+    [
+        ({"mode": "denied", "why": "a rule"}, "answered mode 'denied' (a str)"),
+        ({"why": "a rule"}, "answered with no mode"),
+    ],
+    ids=["a mode in text", "no mode"],
+)
+def test_a_policy_answering_other_than_an_approval_mode_is_refused_not_read_as_allowed(
+    answer: dict[str, object], told: str
+) -> None:
+    """``"denied"`` is not ``ApprovalMode.DENIED``, and no mode is not "ask the user": read
+    as they come, either would keep a step the user's rule refused."""
+    policy = _AnswersOtherwise(VIEW, answer)
+
+    with pytest.raises(VeridicError) as caught:
+        normalize_plan(PLAN, VIEW, policy=policy)  # type: ignore[arg-type]  # the mistake under test
+
+    message = str(caught.value)
+    assert f"_AnswersOtherwise.request('set_mapping') {told}" in message
+    assert "cannot tell whether it denies step 's2'" in message
+    assert "pass the user's ApprovalPolicy(view)" in message
+
+
+class _RulesOffline(ApprovalPolicy):
+    """A policy whose rules live elsewhere, and cannot be read now."""
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        if name == "set_mapping":
+            raise ConnectionError("the rules store did not answer")
+        return super().request(name, arguments)
+
+
+def test_a_policy_that_raises_stops_the_normalizer_and_says_where() -> None:
+    """Its error is not a decision: the step is neither kept nor dropped, and the note
+    names the policy, the tool and the step it was asked for."""
+    with pytest.raises(ConnectionError, match="the rules store did not answer") as caught:
+        normalize_plan(PLAN, VIEW, policy=_RulesOffline(VIEW))
+
+    assert caught.value.__notes__ == [
+        "raised by _RulesOffline.request('set_mapping'), asked by normalize_plan() for step "
+        "'s2': no plan was returned; make the policy answer, or normalize without policy= "
+        "(every call is still approved when it runs)"
+    ]
+
+
+class _DeniesOnSecondThought(ApprovalPolicy):
+    """A policy whose user adds a deny rule while the plan is being checked."""
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        answer = super().request(name, arguments)
+        if name == "set_mapping" and self.rule(name) is None:
+            self.deny(name)
+        return answer
+
+
+def test_every_step_of_one_tool_is_judged_by_one_answer_of_the_policy() -> None:
+    """The policy is asked once per tool: a rule changed meanwhile cannot keep one step of
+    a tool and drop another of the same tool."""
+    steps = [step("s1", "set_mapping"), step("s2", "set_mapping")]
+    policy = _DeniesOnSecondThought(VIEW)
+
+    plan = normalize_plan(steps, VIEW, policy=policy)
+
+    assert (plan.complete, policy.rule("set_mapping")) == (True, "deny")
+
+
+def test_a_deny_rule_added_after_the_plan_was_normalized_still_refuses_the_call() -> None:
+    """The plan reads the rules once; the policy still decides when each step runs."""
+    policy = ApprovalPolicy(VIEW)
+    plan = normalize_plan(PLAN, VIEW, policy=policy)
+    policy.deny("set_mapping")
+
+    (kept,) = [s for s in plan.ordered if s.tool == "set_mapping"]
+    result = execute(
+        VIEW,
+        kept.tool,
+        dict(kept.arguments),
+        policy=policy,
+        audit=SQLiteAuditSink(":memory:"),
+        request_id="req-1",
+        prompt=Composer().system(instruction("You build webhooks.")).build(),
+    )
+
+    assert plan.complete
+    assert result.record.approval is ApprovalMode.DENIED
+
+
+def test_rules_carried_to_another_registrys_tools_deny_by_name_and_ask_for_a_changed_always() -> (
+    None
+):
+    """A deny rule names a tool name, and refuses whatever tool has it; an always rule is
+    bound to the tool it was granted for, so another tool of its name is asked about, and
+    its step is kept for the user to confirm."""
+    forms = Registry("forms")
+
+    @forms.tool(kind="write")
+    def create_webhook(name: str) -> str:
+        """Create a form's webhook in the forms plug-in.
+
+        Args:
+            name: The webhook's name.
+        """
+        return "form-hook"
+
+    @forms.tool(kind="write")
+    def set_mapping(webhook: str, fields: dict[str, str]) -> str:
+        """Map a form's fields in the forms plug-in.
+
+        Args:
+            webhook: The webhook id.
+            fields: Form field name to stored field name.
+        """
+        return "ok"
+
+    earlier = ApprovalPolicy(VIEW)
+    earlier.deny("create_webhook")
+    earlier.allow_always("set_mapping")
+    view = forms.view()
+    carried = ApprovalPolicy(view, rules=earlier.rules)
+
+    plan = normalize_plan(PLAN[:2], view, policy=carried)
+
+    assert [(d.id, d.cause) for d in plan.dropped] == [("s1", "approval_policy")]
+    assert [i.id for i in plan.invalidated] == ["s2"]
+    kept = normalize_plan([step("s2", "set_mapping")], view, policy=carried)
+    assert kept.complete
+    assert carried.request("set_mapping").pending
 
 
 # --- properties -------------------------------------------------------------------------

@@ -82,6 +82,7 @@ from typing import Final, Literal, Protocol, runtime_checkable
 from veridic import _json_object
 from veridic._counted import counted
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import (
     IncompletePlanError,
     InvalidArgumentsError,
@@ -309,7 +310,11 @@ def normalize_plan(
     invalidated. A step that an ``ask`` rule or a high-risk tool puts to the user
     is kept; ``policy.request(step.tool).pending`` says so when it runs (asked
     then, not now, since the user may change a rule while the plan runs). The
-    policy is asked once for each tool of the plan.
+    policy is asked once for each tool of the plan, so the plan holds its rules as
+    they were then: a deny rule added later still refuses the call when it runs
+    (recorded ``DENIED``), and one removed later brings no step back (normalize
+    again). The signature types ``policy`` by ``_Policy``, the part of an
+    :class:`~veridic.ApprovalPolicy` read here: the tools import nothing of the run.
 
     Raises:
         PlanError: the plan is malformed (duplicate ids, a dependency on an
@@ -321,8 +326,12 @@ def normalize_plan(
             most ten of them (a long cycle by its ends and its length).
         IncompletePlanError: ``strict`` is true and a step was removed; its
             ``.plan`` is the :class:`NormalizedPlan`.
-        VeridicError: ``view`` is not a :class:`~veridic.ToolView`, or ``policy``
-            is not an :class:`~veridic.ApprovalPolicy` built for ``view``.
+        VeridicError: ``view`` is not a :class:`~veridic.ToolView`, ``policy``
+            is not an :class:`~veridic.ApprovalPolicy` built for ``view``, or its
+            ``request()`` answered with something other than an approval mode (or
+            ``None``) and a reason.
+        Exception: whatever ``policy.request()`` raised, with a note naming the
+            policy, the tool and the step it was asked for: no plan is returned.
     """
     if not isinstance(view, ToolView):
         raise VeridicError(
@@ -356,12 +365,24 @@ def normalize_plan(
         raise IncompletePlanError(
             "the proposed plan cannot run as proposed: "
             f"{counted(len(result.dropped), 'step')} removed "
-            f"and {len(result.invalidated)} invalidated. {result.notice} Re-plan with the tools "
-            "this view lists, or normalize without strict=True and show .notice before running "
-            "the remaining steps",
+            f"and {len(result.invalidated)} invalidated. {result.notice} "
+            f"{_replan(result.dropped)}, or normalize without strict=True and show .notice "
+            "before running the remaining steps",
             result,
         )
     return result
+
+
+def _replan(dropped: tuple[DroppedStep, ...]) -> str:
+    """What to re-plan with: the view lists a tool the user's deny rule refuses, so a model
+    told only to keep to the view's tools could propose the same step again."""
+    by_policy = any(_told(d) == _BY_POLICY for d in dropped)
+    if not by_policy:
+        return "Re-plan with the tools this view lists"
+    rules = "the user's deny rules refuse (or ask the user to change those rules)"
+    if all(_told(d) == _BY_POLICY for d in dropped):
+        return f"Re-plan without the tools {rules}"
+    return f"Re-plan with the tools this view lists and without those {rules}"
 
 
 # --- reading the plan ---------------------------------------------------------------
@@ -692,13 +713,50 @@ class _Denies:
         self._policy = policy
         self._answers: dict[str, str | None] = {}
 
-    def why(self, name: str) -> str | None:
-        """The policy's reason when it denies every call of the exposed tool ``name``."""
-        if name not in self._answers:
-            decision = self._policy.request(name)
-            denied = decision.mode is ApprovalMode.DENIED
-            self._answers[name] = decision.why if denied else None
-        return self._answers[name]
+    def why(self, step: PlanStep) -> str | None:
+        """The policy's reason when it denies every call of ``step``'s exposed tool."""
+        if step.tool not in self._answers:
+            self._answers[step.tool] = self._ask(step)
+        return self._answers[step.tool]
+
+    def _ask(self, step: PlanStep) -> str | None:
+        asked = f"{type(self._policy).__name__}.request({step.tool!r})"
+        try:
+            decision = self._policy.request(step.tool)
+        except Exception as error:
+            # Not a decision: no plan, and the caller reads which question failed.
+            error.add_note(
+                f"raised by {asked}, asked by normalize_plan() for step {_plainly(step.id)}: "
+                "no plan was returned; make the policy answer, or normalize without policy= "
+                "(every call is still approved when it runs)"
+            )
+            raise
+        mode, why = getattr(decision, "mode", _NO_ANSWER), getattr(decision, "why", _NO_ANSWER)
+        odd = _odd_answer(mode, why)
+        if odd:
+            # Read by identity, an answer such as "denied" would keep a step the user refused.
+            raise VeridicError(
+                f"{asked} answered {odd}, so normalize_plan() cannot tell whether it denies "
+                f"step {_plainly(step.id)}: pass the user's ApprovalPolicy(view), whose "
+                "request() answers with an ApprovalMode (or None) and a reason"
+            )
+        return str(why) if mode is ApprovalMode.DENIED else None
+
+
+_NO_ANSWER: Final = object()
+
+
+def _odd_answer(mode: object, why: object) -> str:
+    """What of a policy's answer is not an approval request's (``""``: nothing)."""
+    for part, value, fits in (
+        ("mode", mode, mode is None or isinstance(mode, ApprovalMode)),
+        ("why", why, isinstance(why, str)),
+    ):
+        if value is _NO_ANSWER:
+            return f"with no {part}"
+        if not fits:
+            return f"{part} {_shown(value)} ({a_type(value)})"
+    return ""
 
 
 def _check_step(
@@ -710,7 +768,7 @@ def _check_step(
 ) -> DroppedStep | None:
     if step.tool not in exposed:
         return _refused(step, told.status(step.tool), told)
-    denied = None if denies is None else denies.why(step.tool)
+    denied = None if denies is None else denies.why(step)
     if denied is not None:
         return _denied_by_policy(step, denied)
     try:
