@@ -77,6 +77,24 @@ def test_tasks_that_open_a_store_whose_server_does_not_answer_share_one_attempt(
     assert silent_server.offered == 1
 
 
+def test_an_opener_that_is_cancelled_leaves_the_shared_open_to_the_others(
+    postgres_dsn: str,
+) -> None:
+    store = AsyncPostgresAuditSink(postgres_dsn, min_size=1, max_size=2)
+
+    async def scenario() -> int:
+        given_up, waiting = (asyncio.create_task(store.open()) for _ in range(2))
+        await asyncio.sleep(0)  # both wait for the one attempt
+        given_up.cancel()
+        assert await waiting is store
+        await store.awrite(make())
+        count = await store.acount()
+        await store.close()
+        return count
+
+    assert asyncio.run(scenario()) == 1
+
+
 def test_close_while_an_open_is_under_way_closes_what_it_opens(postgres_dsn: str) -> None:
     # close() saw no pool yet and returned; the open then finished, and the store held
     # its connections after close() had returned, until the process ended.
