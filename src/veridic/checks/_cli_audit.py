@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
 
 from veridic._counted import counted
 from veridic._sample import clip
@@ -62,7 +62,8 @@ def _audit_report(args: argparse.Namespace, out: TextIO, snapshots: Path) -> int
             )
         store, migrated = _opened(args.database, snapshots)
     except (ValueError, _UsageError) as error:
-        _say("audit", error, sys.stderr)
+        # A message quotes the argument ("no such file"): hide a password it holds.
+        _say("audit", without_passwords(str(error), args.database), sys.stderr)
         return EXIT_USAGE
     # Written to a file first, as the store is read (a report of a whole store holds a page
     # of its records at a time, not all of them): a row that cannot be read back, found
@@ -106,6 +107,10 @@ def _not_migrated(version: int) -> str:
     )
 
 
+_URL_SCHEMES: Final = ("postgresql://", "postgres://")
+"""The schemes of a URL libpq reads, in the case it reads them (it compares them exactly)."""
+
+
 def _is_postgres(store: str) -> bool:
     """Whether ``veridic audit``'s argument names a Postgres database rather than a file.
 
@@ -119,10 +124,16 @@ def _is_postgres(store: str) -> bool:
     Raises:
         _UsageError: an existing file is named like a connection string (which was
             meant is not for veridic to guess), or the argument is neither a file nor a
-            connection string (one of its keywords is not libpq's).
+            connection string (one of its keywords is not libpq's, or it is a URL whose
+            scheme is not in lower case, which libpq does not read as one).
     """
-    if store.startswith(("postgresql://", "postgres://")):
+    if store.startswith(_URL_SCHEMES):
         return True
+    if store.lower().startswith(_URL_SCHEMES) and not os.path.lexists(store):
+        raise _UsageError(
+            f"{store}: libpq reads a URL only by its scheme in lower case, and reads this as "
+            "neither a URL nor a connection string: write postgresql:// (or postgres://)"
+        )
     keywords = conninfo_keywords(store)
     if keywords is None:
         return False

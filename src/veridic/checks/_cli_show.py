@@ -30,6 +30,7 @@ from veridic.checks._cli_report import (
 )
 from veridic.checks.audit_report import _call_json, _when
 from veridic.errors import VeridicError
+from veridic.run._conninfo import without_passwords
 from veridic.run.audit import SQLiteAuditSink
 from veridic.run.postgres import PostgresAuditSink  # needs psycopg only when one is opened
 from veridic.run.records import ModelCallRecord
@@ -71,7 +72,8 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
                 f"cannot write {args.output}: {error}: choose a writable path with -o"
             ) from error
     except _UsageError as error:
-        _say("show", error, sys.stderr)
+        # A message quotes the argument ("no such file"): hide a password it holds.
+        _say("show", without_passwords(str(error), args.source), sys.stderr)
         return EXIT_USAGE
     out.write(_writable(f"wrote {args.output}\n", out))
     return EXIT_CLEAN

@@ -356,7 +356,9 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         self._sizes = (min_size, max_size, timeout)
         self._shown = _shown(self._psycopg, conninfo)
         self._pool: psycopg_pool.AsyncConnectionPool[Any] | None = None
-        self._opening: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._opening: asyncio.Task[None] | None = None
+        """The last attempt to open the store, shared by the opens that await it; the loop
+        it ran in is the one the pool serves."""
 
     def __repr__(self) -> str:
         return f"AsyncPostgresAuditSink({self._shown!r})"
@@ -364,33 +366,57 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
     async def open(self) -> AsyncPostgresAuditSink:
         """Connect, and create or migrate the tables; returns the store.
 
-        Tasks may await it at once (each one opening the store it was handed): the
-        first builds the pool, the others wait for it and use it. Opened already, it
-        returns at once.
+        Tasks may await it at once (each one opening the store it was handed): they share
+        one attempt, and each gets the store it opened or the error it met; a server that
+        does not answer is waited for once, not once per task. Opened already, it returns
+        at once. A store serves the event loop that opened it until it is closed there; a
+        store closed in one ``asyncio.run`` may be opened again in the next.
 
         Raises:
-            AuditRecordError: the database holds a schema of a later veridic.
+            AuditRecordError: the database holds a schema of a later veridic, or the store
+                is open in another event loop.
             psycopg.OperationalError: the server refuses the first connection, or does not
                 answer it within ``timeout`` (as :class:`PostgresAuditSink`).
         """
-        # Two opens that both awaited the migration before looking at the pool again
-        # built one each, and the second replaced the first without closing it: twice
-        # min_size sessions, and a role allowed no more than max_size could not open it.
-        async with self._opening_lock():
-            if self._pool is None:
-                self._pool = await self._new_pool()
+        loop = self._its_loop()
+        if self._pool is None:
+            # Each open awaiting its own migration built a pool, and the second replaced the
+            # first without closing it; behind a lock, each one waited for the one before
+            # it to fail before it tried: N tasks, N times the timeout.
+            attempt = self._opening
+            if attempt is None or attempt.done() or attempt.get_loop() is not loop:
+                attempt = self._opening = loop.create_task(self._new_pool())
+            # Shielded: an opener that is cancelled leaves the attempt to the others.
+            await asyncio.shield(attempt)
         return self
 
-    def _opening_lock(self) -> asyncio.Lock:
-        """The lock opens of this store take in the running loop (a lock serves one loop,
-        and a store closed in one ``asyncio.run`` may be opened again in the next)."""
-        loop = asyncio.get_running_loop()
-        if self._opening is None or self._opening[0] is not loop:
-            self._opening = (loop, asyncio.Lock())
-        return self._opening[1]
+    def _its_loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop, which must be the one the store's pool serves while it is open.
 
-    async def _new_pool(self) -> psycopg_pool.AsyncConnectionPool[Any]:
-        """The tables prepared, and an open pool of connections to them."""
+        Raises:
+            AuditRecordError: the store is open in another event loop. Its pool's tasks and
+                connections belong to that loop: open() returned as if it were ready, and
+                close() failed with "Event loop is closed" once it had forgotten the pool.
+        """
+        loop = asyncio.get_running_loop()
+        opened_in = None if self._opening is None else self._opening.get_loop()
+        if self._pool is None or opened_in is None or opened_in is loop:
+            return loop
+        if opened_in.is_closed():
+            raise AuditRecordError(
+                f"{self!r} was opened in an event loop that has ended without closing it, "
+                "so its connections cannot be used or closed from this one: use a new store "
+                "here, and close a store in the loop that opened it (`async with store:` "
+                "inside one asyncio.run)"
+            )
+        raise AuditRecordError(
+            f"{self!r} is open in another event loop, whose tasks its connections serve: "
+            "use it from that loop, or close it there (`await store.close()`) and open it "
+            "in this one"
+        )
+
+    async def _new_pool(self) -> None:
+        """The tables prepared, and an open pool of connections to them made the store's."""
         min_size, max_size, timeout = self._sizes
         # The migration is a few statements once per process: a blocking connection of
         # its own keeps the schema code in one (sync) form, and is the first one tried.
@@ -409,14 +435,25 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         except BaseException:
             await pool.close()
             raise
-        return pool
+        self._pool = pool
 
     def _prepare(self, timeout: float) -> None:
         with _connected(self._psycopg, self._conninfo, {"autocommit": True}, timeout, self) as db:
             _postgres_schema.prepare(db, repr(self))
 
     async def close(self) -> None:
-        """Close the pool; every record written so far is already committed."""
+        """Close the pool; every record written so far is already committed.
+
+        An open under way is waited for, and what it opened is closed: close() returned
+        while it ran, and the store held its connections after it.
+
+        Raises:
+            AuditRecordError: the store is open in another event loop (see :meth:`open`).
+        """
+        loop = self._its_loop()
+        attempt = self._opening
+        if attempt is not None and not attempt.done() and attempt.get_loop() is loop:
+            await asyncio.wait([attempt])  # its error, if any, is for its openers
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
@@ -428,6 +465,7 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         await self.close()
 
     async def _arun(self, statement: Statement[T]) -> T:
+        self._its_loop()
         pool = self._pool
         if pool is None:
             raise AuditRecordError(
