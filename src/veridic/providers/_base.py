@@ -152,7 +152,12 @@ class Usage:
         broken down, or neither) keep ``stated`` ``None``; where one is broken down and
         the other not, the sum states no part (it read as broken down before, which
         grouped differently stated none).
+
+        Anything but a usage is refused (a ``TypeError``, as Python says it): the zero
+        ``Usage()`` gave it back, so ``sum([None], Usage())`` was ``None`` without a word.
         """
+        if not isinstance(other, Usage):
+            return NotImplemented
         if _is_zero(self):
             return other
         if _is_zero(other):

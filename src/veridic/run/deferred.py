@@ -66,8 +66,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -337,6 +337,32 @@ class PausedRun:
                     "nothing was run: resume only what a run returned, and ask the user anew"
                 )
             seen.add(approval.call_id)
+        # And what no run pauses with, which from_json() would refuse once it was kept.
+        self._check_kept()
+
+    def _check_kept(self) -> None:
+        """Refuse ``seconds`` and ``options_sha256`` that :meth:`from_json` would refuse.
+
+        A paused run is kept as text until the user answers: built with them (by hand, or
+        with ``dataclasses.replace``), it was saved and claimed, and only then refused, so
+        it could never be resumed; resumed without being kept, ``seconds`` of NaN lifted
+        the ``seconds`` limit, a negative one lengthened it, and the reply carried a digest
+        no options have.
+        """
+        if self.seconds is not None and not _seconds_well(self.seconds):
+            raise VeridicError(
+                f"PausedRun(seconds={clip(repr(self.seconds))}) of request "
+                f"{clip(str(self.request_id))}: seconds are the wall time the run ran before "
+                "it paused, a finite number 0 or more; pass what the run paused with, or "
+                "None when it is not known (the seconds limit then counts from the resume)"
+            )
+        if not _options_digest_well(self.options_sha256):
+            raise VeridicError(
+                f"PausedRun(options_sha256={clip(repr(self.options_sha256))}) of request "
+                f"{clip(str(self.request_id))}: it is the digest of the paused call's options, "
+                '64 lowercase hex digits (Reply.options_sha256), or "" when not known; pass '
+                "what the run paused with"
+            )
 
     def to_json(self) -> str:
         """The paused run as JSON text, to keep until the user answers.
@@ -443,6 +469,25 @@ _LIMIT_KINDS: Final = {
 }
 
 
+def _seconds_well(seconds: object) -> bool:
+    """``seconds`` is what :attr:`PausedRun.seconds` may be (``None`` aside): a number of
+    seconds, 0 or more, that a float holds.
+
+    Compared, not converted: an int past the largest float (JSON reads ``1`` and 400 zeros
+    as one) is refused as NaN and the infinities are, where ``math.isfinite`` raised.
+    """
+    return (
+        not isinstance(seconds, bool)
+        and isinstance(seconds, int | float)
+        and 0 <= seconds <= sys.float_info.max
+    )
+
+
+def _options_digest_well(digest: object) -> bool:
+    """``digest`` is what :attr:`PausedRun.options_sha256` may be: a sha256, or ``""``."""
+    return digest == "" or (isinstance(digest, str) and _DIGEST.fullmatch(digest) is not None)
+
+
 def _later(found: object) -> bool:
     """``found`` names a format of paused runs later than :data:`FORMAT`."""
     matched = _NUMBERED.fullmatch(found) if isinstance(found, str) else None
@@ -534,7 +579,7 @@ class _Reader:
         if self.format != FORMAT:
             return ""
         value = self.text("options_sha256", empty=True)
-        if value and not _DIGEST.fullmatch(value):
+        if not _options_digest_well(value):
             raise VeridicError(
                 f"PausedRun.from_json(): 'options_sha256' is {clip(value)}, not a sha256 "
                 '(64 lowercase hex digits) or "": pass the text PausedRun.to_json() wrote'
@@ -549,17 +594,12 @@ class _Reader:
         value = self._document["seconds"]
         if value is None:
             return None
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or value < 0
-        ):
+        if not _seconds_well(value):
             raise VeridicError(
                 f"PausedRun.from_json(): 'seconds' is {clip(json.dumps(value))}, not a number "
                 "of seconds (0 or more) as PausedRun.to_json() writes: pass the text it wrote"
             )
-        return float(value)
+        return float(cast(float, value))
 
     def value(self, key: str, kind: object) -> object:
         value = self._document[key]
@@ -648,7 +688,6 @@ def _approval(index: int, item: object, *, granted: bool) -> PendingApproval:
 
 _USAGE_COUNTS: Final = ("input_tokens", "output_tokens", *PARTS)
 """The counts of a usage, as format 5 names them."""
-_COUNT_MAX: Final = 2**63 - 1
 
 
 def _usage_object(usage: Usage) -> dict[str, object]:
@@ -670,16 +709,19 @@ def _usage_of_object(value: dict[str, object]) -> Usage:
     """Read what :func:`_usage_object` wrote.
 
     Raises:
-        VeridicError: a key is missing or unknown, a count is not one (a whole number
-            from 0 to 2**63 - 1), ``stated`` names what is not a part (or one twice), or
-            a part is more than its total (the gateway never pauses such a run).
+        VeridicError: a key is missing or unknown, a count is not one (a whole number,
+            0 or more), ``stated`` names what is not a part (or one twice), or a part is
+            more than its total (the gateway never pauses such a run).
+
+    A count is not bounded by 64 bits: each answer's is, but the run's sum of them need
+    not be, and a run that paused with one is resumed (format 4 read it too).
     """
     keys = {*_USAGE_COUNTS, "stated"}
     counts = [value.get(name) for name in _USAGE_COUNTS]
     stated = value.get("stated")
     if (
         set(value) != keys
-        or not all(type(n) is int and 0 <= n <= _COUNT_MAX for n in counts)
+        or not all(type(n) is int and n >= 0 for n in counts)
         or not (stated is None or _part_names(stated))
     ):
         raise VeridicError(
