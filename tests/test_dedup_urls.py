@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from veridic._model_runtime import endpoint_problem
 from veridic._urls import masked, shown_url, url_secrets
 from veridic.checks.choosers import CachedChooser, ChoiceCache, EndpointChooser
 from veridic.cli import main as veridic_main
@@ -262,3 +263,33 @@ def test_no_user_part_survives_the_url_masker(
         assert secret not in shown, (url, shown)
         if secrets:
             assert secret not in masked(url, secrets), (url, secrets)
+
+
+# --- second read: what the one --endpoint check and the masker still let through -------------
+
+CUT_SHORT_ENDPOINTS = [
+    "https://tok3n/s3cret-pw@llm.example/v1",  # a base64 token, its '/' not %2F
+    "http://opsuser:12/s3cret-pw@llm.example/v1",  # a password whose head reads as a port
+    "http://opsuser:s3cret-pw?x@llm.example/v1",
+]
+
+
+@pytest.mark.parametrize("endpoint", CUT_SHORT_ENDPOINTS)
+def test_an_endpoint_whose_user_part_ends_its_host_early_is_refused(
+    capsys: pytest.CaptureFixture[str], endpoint: str
+) -> None:
+    # ``urlsplit`` reads ``https://tok3n/s3cret@llm.example/v1`` as host ``tok3n`` and
+    # path ``/s3cret@llm.example/v1``: both command lines let the first two through, and
+    # the request went to a server named by the token's head (a DNS lookup of it), the
+    # rest of the token in its path, while every message named llm.example.
+    for refusal in (_probe_refusal, _evaluation_refusal):
+        err = refusal(endpoint, capsys)
+        assert f"--endpoint {shown_url(endpoint)!r} has a '/', '?' or '#'" in err, err
+        assert "%2F" in err  # what to write instead
+        assert "opsuser" not in err
+        assert "tok3n" not in err
+
+
+def test_an_endpoint_with_an_at_in_the_path_of_a_named_server_is_not_refused() -> None:
+    assert endpoint_problem("http://llm.example/v1/me@mail.example") is None
+    assert endpoint_problem("http://localhost:8080/@scope/v1") is None

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, cast
 from urllib.parse import urlunsplit
 
-from veridic._urls import shown_url, split_url
+from veridic._urls import shown_url, split_url, user_part_cut_short
 from veridic.errors import MissingExtraError
 
 __all__ = [
@@ -147,7 +147,9 @@ def endpoint_problem(endpoint: str) -> str | None:
     eval-model``) check it with this before anything is imported or asked: a lost
     bracket made ``urlsplit`` raise a traceback, and a port that is no port or a space
     in the URL was found only at the first request, reported as a server that could
-    not be reached. The reason quotes ``endpoint`` as
+    not be reached. A ``/``, ``?`` or ``#`` in a user part (a base64 token) ends the
+    host early and sent the request to a server named by its head
+    (:func:`~veridic._urls.user_part_cut_short`). The reason quotes ``endpoint`` as
     :func:`~veridic._urls.shown_url` shows it, and ends with what to pass instead;
     the caller puts the option's name in front.
 
@@ -158,6 +160,12 @@ def endpoint_problem(endpoint: str) -> str | None:
     """
     shown = repr(shown_url(endpoint))
     fix = "pass the base URL of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
+    if user_part_cut_short(endpoint):  # before the port: its "port" may be the password
+        return (
+            f"{shown} has a '/', '?' or '#' in its user name or password, where it ends the "
+            "host (the request would go to a server named by what comes before it): write "
+            "each '/', '?' and '#' there as %2F, %3F and %23, and an '@' of the path as %40"
+        )
     try:
         parts = split_url(endpoint)  # a port that is no number raises here
     except ValueError as error:

@@ -29,7 +29,7 @@ from urllib.parse import (
     urlunsplit,
 )
 
-__all__ = ["masked", "shown_url", "split_url", "url_secrets"]
+__all__ = ["masked", "shown_url", "split_url", "url_secrets", "user_part_cut_short"]
 
 _HIDDEN: Final = "***"
 _PARTS: Final = re.compile(
@@ -88,8 +88,7 @@ def shown_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:  # no URL one can take apart (a lost bracket, a fullwidth '@')
         return _shown_unsplit(unicodedata.normalize("NFKC", url))
-    rest = parts.path + (f"?{parts.query}" if parts.query else "")
-    rest += f"#{parts.fragment}" if parts.fragment else ""
+    rest = _after_netloc(parts)
     prefix = f"{parts.scheme}://" if parts.scheme else "//"
     if parts.netloc and (beyond := _past_userinfo(prefix, parts.netloc, rest)) is not None:
         return beyond
@@ -122,6 +121,32 @@ def split_url(url: str) -> SplitResult:
     # Raised here, outside the except clause: ``from None`` only hides the original
     # from a traceback, and its ``__context__``, quoting the port, is walked by reporters.
     raise ValueError(told)
+
+
+def user_part_cut_short(url: str) -> bool:
+    """Whether a ``/``, ``?`` or ``#`` in ``url``'s user part ends its host early.
+
+    ``https://tok/en@llm.example/v1`` (a base64 token, its ``/`` not written ``%2F``)
+    reads as host ``tok`` and path ``/en@llm.example/v1``: a request would look up a
+    server named by the token's head and send it the rest. :func:`shown_url` hides
+    such a user part (:func:`_past_userinfo`); a URL asked something is refused.
+
+    >>> user_part_cut_short("https://tok/en@llm.example/v1")
+    True
+    >>> user_part_cut_short("https://llm.example/v1/me@mail.example")  # the path's '@'
+    False
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # no URL one can take apart: no request is made to it
+        return False
+    return bool(parts.netloc) and _reads_as_user_part(parts.netloc, _after_netloc(parts))
+
+
+def _after_netloc(parts: SplitResult) -> str:
+    """The path, query and fragment of ``parts`` as written after the netloc."""
+    rest = parts.path + (f"?{parts.query}" if parts.query else "")
+    return rest + (f"#{parts.fragment}" if parts.fragment else "")
 
 
 def _shown_unsplit(url: str) -> str:
@@ -162,9 +187,15 @@ def _past_userinfo(prefix: str, netloc: str, rest: str) -> str | None:
     host without a dot is rare, a key with a ``/`` is not. ``None``: ``netloc`` names
     a server, and an ``@`` after it is its path's (``/@scope/pkg``, ``/me@mail.example``).
     """
-    if "@" not in rest or _names_server(netloc.rpartition("@")[2]):
+    if not _reads_as_user_part(netloc, rest):
         return None
     return _hidden_to_last_at(prefix, rest)
+
+
+def _reads_as_user_part(netloc: str, rest: str) -> bool:
+    """Whether ``netloc``, followed by ``rest``, is the head of a user part that a
+    ``/``, ``?`` or ``#`` ended (:func:`_past_userinfo`)."""
+    return "@" in rest and not _names_server(netloc.rpartition("@")[2])
 
 
 def _hidden_to_last_at(prefix: str, rest: str) -> str:
@@ -299,11 +330,10 @@ def _user_part(url: str, parts: SplitResult) -> str:
     that is no number (``http://user:key/v1``). An ``@`` counts only before a server's
     name (a query value may hold one: ``?key=ab@cd``, already a secret as a value).
     """
-    rest = parts.path + (f"?{parts.query}" if parts.query else "")
-    rest += f"#{parts.fragment}" if parts.fragment else ""
+    rest = _after_netloc(parts)
     if not parts.netloc:
         whole = url  # as written: ``urlsplit`` lowercases a "scheme", the user name here
-    elif "@" in rest and not _names_server(parts.netloc.rpartition("@")[2]):
+    elif _reads_as_user_part(parts.netloc, rest):
         whole = parts.netloc + rest
     elif "@" not in parts.netloc and not _port_is_number(parts):
         return "" if _names_server(parts.netloc) else parts.netloc
