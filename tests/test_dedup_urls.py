@@ -293,3 +293,32 @@ def test_an_endpoint_whose_user_part_ends_its_host_early_is_refused(
 def test_an_endpoint_with_an_at_in_the_path_of_a_named_server_is_not_refused() -> None:
     assert endpoint_problem("http://llm.example/v1/me@mail.example") is None
     assert endpoint_problem("http://localhost:8080/@scope/v1") is None
+
+
+def test_a_dotted_user_name_before_a_password_cut_short_is_hidden(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ``first.last`` names a server by the masker's rule (a dot), so the "port" after it
+    # was hidden and the user name and the password's tail, read as a path, were shown:
+    # ``http://first.last:***/tail@llm.example/v1``. A "port" that is no number names no
+    # server: what precedes the ``@`` is a user part.
+    url = "http://first.last:s3cret/tail@llm.example/v1"
+    assert shown_url(url) == "http://***@llm.example/v1"
+    answer = masked(f"401 for first.last (password s3cret/tail) at {url}", url_secrets(url))
+    assert "first.last" not in answer
+    assert "s3cret" not in answer
+    assert "tail" not in answer
+    err = _evaluation_refusal("http://first.last:s3cret-pw/x@llm.example/v1", capsys)
+    assert "has a '/', '?' or '#'" in err
+    assert "first.last" not in err
+
+
+def test_url_secrets_hold_a_user_part_cut_short_before_an_at_of_the_path() -> None:
+    # The user part was taken up to the last '@' only if a server's name followed it:
+    # an '@' of the path (``/@scope/pkg``) made url_secrets find none, and a server
+    # repeating the password was not masked.
+    url = "http://opsuser:s3cret/tail@llm.example/@scope/pkg"
+    secrets = url_secrets(url)
+    answer = masked("401: bad credentials opsuser s3cret/tail", secrets)
+    assert "opsuser" not in answer, secrets
+    assert "s3cret" not in answer, secrets

@@ -194,8 +194,13 @@ def _past_userinfo(prefix: str, netloc: str, rest: str) -> str | None:
 
 def _reads_as_user_part(netloc: str, rest: str) -> bool:
     """Whether ``netloc``, followed by ``rest``, is the head of a user part that a
-    ``/``, ``?`` or ``#`` ended (:func:`_past_userinfo`)."""
-    return "@" in rest and not _names_server(netloc.rpartition("@")[2])
+    ``/``, ``?`` or ``#`` ended (:func:`_past_userinfo`): an ``@`` follows, and the
+    "host" names no server or its "port" is no number (``first.last:pa/ss@host``: a
+    user name may hold a dot, a port never holds a letter)."""
+    host_and_port = netloc.rpartition("@")[2]
+    port = _host(host_and_port)[1]
+    names_server = _names_server(host_and_port) and (not port or _PORT.fullmatch(port))
+    return "@" in rest and not names_server
 
 
 def _hidden_to_last_at(prefix: str, rest: str) -> str:
@@ -307,10 +312,10 @@ def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
     an error may give it (:func:`_spellings`), longest first (so a secret holding
     another is replaced whole)."""
     parts = urlsplit(url)
-    user_part = _user_part(url, parts)
-    user, _, password = user_part.partition(":")
     written = {api_key or "", parts.username or "", parts.password or ""}
-    written |= {user_part, user, password}
+    for user_part in _user_parts(url, parts):
+        user, _, password = user_part.partition(":")
+        written |= {user_part, user, password}
     # A query's values as written (an error page quotes the request target so), and as
     # a server reads them.
     written |= {item.partition("=")[2] if "=" in item else item for item in parts.query.split("&")}
@@ -320,27 +325,36 @@ def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
     return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))
 
 
-def _user_part(url: str, parts: SplitResult) -> str:
-    """What of ``url`` (split into ``parts``) reads as its user part where ``urlsplit``
-    finds none, as :func:`shown_url` hides it ('' if nothing does).
+def _user_parts(url: str, parts: SplitResult) -> set[str]:
+    """What of ``url`` (split into ``parts``) may be its user part where ``urlsplit``
+    finds none, as :func:`shown_url` hides it (none if nothing does).
 
     A ``/``, ``?`` or ``#`` in a token ends the host early (``https://tok/en@host/v1``,
     :func:`_past_userinfo`), a URL without ``//`` reads as a scheme and a path
     (``user:key@host/v1``), and one whose ``@host`` was forgotten as a host and a port
     that is no number (``http://user:key/v1``). An ``@`` counts only before a server's
-    name (a query value may hold one: ``?key=ab@cd``, already a secret as a value).
+    name (a query value may hold one: ``?key=ab@cd``, already a secret as a value), and
+    each such ``@`` gives one reading: the path may hold one too (``/@scope/pkg``,
+    ``/me@mail.example``), and which one ends the user part cannot be told.
     """
     rest = _after_netloc(parts)
     if not parts.netloc:
-        whole = url  # as written: ``urlsplit`` lowercases a "scheme", the user name here
-    elif _reads_as_user_part(parts.netloc, rest):
-        whole = parts.netloc + rest
-    elif "@" not in parts.netloc and not _port_is_number(parts):
-        return "" if _names_server(parts.netloc) else parts.netloc
-    else:
-        return ""
-    user_part, at, after = whole.rpartition("@")
-    return user_part if at and _names_server(_UNTIL_PATH.split(after, maxsplit=1)[0]) else ""
+        # as written: ``urlsplit`` lowercases a "scheme", the user name here
+        return _before_an_at_of_a_server(url)
+    if _reads_as_user_part(parts.netloc, rest):
+        return _before_an_at_of_a_server(parts.netloc + rest)
+    if "@" not in parts.netloc and not _port_is_number(parts):
+        return set() if _names_server(parts.netloc) else {parts.netloc}
+    return set()
+
+
+def _before_an_at_of_a_server(text: str) -> set[str]:
+    """Each start of ``text`` that ends before an ``@`` followed by a server's name."""
+    return {
+        text[: at.start()]
+        for at in re.finditer("@", text)
+        if _names_server(_UNTIL_PATH.split(text[at.end() :], maxsplit=1)[0])
+    }
 
 
 def _spellings(value: str) -> set[str]:
