@@ -322,3 +322,59 @@ def test_url_secrets_hold_a_user_part_cut_short_before_an_at_of_the_path() -> No
     answer = masked("401: bad credentials opsuser s3cret/tail", secrets)
     assert "opsuser" not in answer, secrets
     assert "s3cret" not in answer, secrets
+
+
+def test_url_secrets_keep_a_password_whose_question_mark_meets_its_hash() -> None:
+    # ``?#`` in a password cut short makes an empty query, which ``urlsplit`` drops: the
+    # user part was rebuilt without its ``?`` and the password, as written, was not
+    # masked (test_no_user_part_survives_the_url_masker found it now and then).
+    url = "http://opsuser:s3cret?#x@llm.example/v1"
+    assert shown_url(url) == "http://***@llm.example/v1"
+    assert "s3cret?#x" not in masked(f"bad password s3cret?#x in {url}", url_secrets(url))
+
+
+_NAME = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjk23456789-_~!$&'()*+,;=%"
+_DOTTED_USER = st.text(alphabet=_NAME + ".", min_size=6, max_size=14).filter(
+    lambda user: any(c.isalpha() for c in user) and user.lower().strip(".") != "localhost"
+)
+_CUT_PASSWORD = st.text(alphabet=_NAME + ":/?#@[] ", min_size=6, max_size=14).filter(
+    lambda password: password[0].isalpha() and sum(c.isalpha() for c in password) >= 3
+)
+
+
+def _percent_encoded(text: str) -> str:
+    return "".join(f"%{ord(c):02X}" if c in ":/?#@[] %" else c for c in text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    user=_DOTTED_USER,
+    password=_CUT_PASSWORD,
+    encoded=st.booleans(),
+    scheme=st.sampled_from(["http", "https", "HTTPS"]),
+    host=st.sampled_from(
+        ["llm.example:8080", "127.0.0.1:8080", "[::1]", "[fe80::1%25eth0]:8080", "localhost:1"]
+    ),
+    path=st.sampled_from(["/v1", "", "/v1/me@mail.example", "/@scope/pkg", "/v1?api-version=1"]),
+    place=st.sampled_from(["{s}://{u}:{p}@{h}{path}", "{s}://{p}@{h}{path}"]),
+)
+def test_no_password_survives_the_masker_or_the_endpoint_check(
+    user: str, password: str, encoded: bool, scheme: str, host: str, path: str, place: str
+) -> None:
+    """For all user names (a dot in them too) and passwords (holding any of ``:/?#@[]``
+    and spaces, or percent-encoded), before any host (IPv6 with a zone, ports) and a
+    path holding an ``@``: the password is neither shown, nor in the reason an
+    ``--endpoint`` is refused, nor left in a text the URL's secrets were masked in."""
+    if encoded:
+        password = _percent_encoded(password)
+    url = place.format(s=scheme, u=user, p=password, h=host, path=path)
+    problem = endpoint_problem(url) or ""
+    try:
+        secrets: tuple[str, ...] | None = url_secrets(url)
+    except ValueError:  # no URL ``urlsplit`` takes apart: nothing is asked of it
+        secrets = None
+    for secret in (user, password) if "{u}" in place else (password,):
+        assert secret not in shown_url(url), url
+        assert secret not in problem, (url, problem)
+        if secrets is not None and all(len(piece) >= 4 for piece in secret.split(":")):
+            assert secret not in masked(url, secrets), url  # shorter ones are not looked for

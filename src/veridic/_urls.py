@@ -88,7 +88,7 @@ def shown_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:  # no URL one can take apart (a lost bracket, a fullwidth '@')
         return _shown_unsplit(unicodedata.normalize("NFKC", url))
-    rest = _after_netloc(parts)
+    rest = _after_netloc(url, parts)
     prefix = f"{parts.scheme}://" if parts.scheme else "//"
     if parts.netloc and (beyond := _past_userinfo(prefix, parts.netloc, rest)) is not None:
         return beyond
@@ -140,13 +140,17 @@ def user_part_cut_short(url: str) -> bool:
         parts = urlsplit(url)
     except ValueError:  # no URL one can take apart: no request is made to it
         return False
-    return bool(parts.netloc) and _reads_as_user_part(parts.netloc, _after_netloc(parts))
+    return bool(parts.netloc) and _reads_as_user_part(parts.netloc, _after_netloc(url, parts))
 
 
-def _after_netloc(parts: SplitResult) -> str:
-    """The path, query and fragment of ``parts`` as written after the netloc."""
-    rest = parts.path + (f"?{parts.query}" if parts.query else "")
-    return rest + (f"#{parts.fragment}" if parts.fragment else "")
+def _after_netloc(url: str, parts: SplitResult) -> str:
+    """The path, query and fragment of ``url`` (split into ``parts``) as written after
+    its netloc: an empty query or fragment keeps its ``?`` or ``#``, which ``urlsplit``
+    drops (a password cut short may hold ``?#``). Neither the scheme, netloc nor path
+    holds a ``?`` or ``#``: one before the first ``#`` starts the query."""
+    before_fragment, hash_mark, _ = url.partition("#")
+    rest = parts.path + (f"?{parts.query}" if "?" in before_fragment else "")
+    return rest + (f"#{parts.fragment}" if hash_mark else "")
 
 
 def _shown_unsplit(url: str) -> str:
@@ -337,7 +341,7 @@ def _user_parts(url: str, parts: SplitResult) -> set[str]:
     each such ``@`` gives one reading: the path may hold one too (``/@scope/pkg``,
     ``/me@mail.example``), and which one ends the user part cannot be told.
     """
-    rest = _after_netloc(parts)
+    rest = _after_netloc(url, parts)
     if not parts.netloc:
         # as written: ``urlsplit`` lowercases a "scheme", the user name here
         return _before_an_at_of_a_server(url)
