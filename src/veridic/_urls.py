@@ -62,8 +62,8 @@ def shown_url(url: str) -> str:
     the last ``@`` is hidden, "scheme" included. A
     ``;param`` of the path is hidden as a query item is; a URL the path holds (a
     proxy's) is shown as a URL is. A ``/``, ``?`` or ``#`` in a user part ends the
-    host early (:func:`_past_userinfo`): behind a "host" that names no server, an
-    ``@`` hides all before it.
+    host early (:func:`_past_userinfo`): behind a "host" that names no server, or
+    a "port" that is no number, an ``@`` hides all before it.
 
     >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
     'https://***@llm.example/v1/chat/completions'
@@ -185,7 +185,8 @@ def _past_userinfo(prefix: str, netloc: str, rest: str) -> str | None:
     A ``/``, ``?`` or ``#`` in a password or token (a base64 key, written without its
     ``%2F``) ends the authority there: ``https://tok/en@host/v1`` reads as host
     ``tok`` and path ``/en@host/v1``. An authority that names no server (no dot,
-    not ``localhost`` nor an IPv6 literal) followed by an ``@`` is taken for such a
+    not ``localhost`` nor an IPv6 literal), or whose "port" is no number (a dotted
+    user name: ``first.last:pa/ss@host``), followed by an ``@`` is taken for such a
     user part: everything up to the last ``@`` is hidden, the host after it shown.
     ``http://ollama:11434/pkg@1`` is hidden as much: a path holding an ``@`` behind a
     host without a dot is rare, a key with a ``/`` is not. ``None``: ``netloc`` names
