@@ -22,6 +22,7 @@ from veridic._urls import masked, shown_url, url_secrets
 from veridic.checks.choosers import CachedChooser, ChoiceCache, EndpointChooser
 from veridic.cli import main as veridic_main
 from veridic.errors import VeridicError
+from veridic.evaluation.backends import EndpointBackend
 from veridic.evaluation.cli import main as evaluation_main
 
 LEAKS = [
@@ -288,6 +289,22 @@ def test_an_endpoint_whose_user_part_ends_its_host_early_is_refused(
         assert "%2F" in err  # what to write instead
         assert "opsuser" not in err
         assert "tok3n" not in err
+
+
+@pytest.mark.parametrize("endpoint", CUT_SHORT_ENDPOINTS)
+def test_an_endpoint_made_in_code_whose_user_part_ends_its_host_early_is_refused(
+    endpoint: str,
+) -> None:
+    # The command lines check their --endpoint; an EndpointChooser or EndpointBackend
+    # made in code sent its requests to the server the token's head names, the bearer
+    # key with them.
+    asked: list[str] = []
+    for make in (EndpointChooser, EndpointBackend):
+        with pytest.raises(ValueError, match="ends the host") as refused:
+            make(endpoint, "m", api_key="sk-key", client=_answering_client(asked))
+        assert "s3cret-pw" not in str(refused.value)
+        assert "%2F" in str(refused.value)
+    assert asked == []
 
 
 def test_an_endpoint_with_an_at_in_the_path_of_a_named_server_is_not_refused() -> None:

@@ -126,7 +126,12 @@ def chat_url(endpoint: str) -> str:
             without its credentials: ``urlsplit``'s own message quotes the netloc or
             the bracketed host, and a port that is no number (most often a password
             whose ``@host`` was forgotten) reached the HTTP client, whose error quoted it.
+            Or a ``/``, ``?`` or ``#`` in its user part ends its host early
+            (:func:`~veridic._urls.user_part_cut_short`): the request went to a server
+            named by the user part's head, the key with it.
     """
+    if user_part_cut_short(endpoint):
+        raise ValueError(f"endpoint {_cut_short(endpoint)}")
     try:
         parts = split_url(endpoint)
     except ValueError as error:
@@ -138,6 +143,15 @@ def chat_url(endpoint: str) -> str:
     if not path.endswith("/chat/completions"):
         path = f"{path}/chat/completions"
     return urlunsplit(parts._replace(path=path))
+
+
+def _cut_short(endpoint: str) -> str:
+    """Why ``endpoint``, whose user part ends its host early, is refused (shown masked)."""
+    return (
+        f"{shown_url(endpoint)!r} has a '/', '?' or '#' in its user name or password, where "
+        "it ends the host (the request would go to a server named by what comes before it): "
+        "write each '/', '?' and '#' there as %2F, %3F and %23, and an '@' of the path as %40"
+    )
 
 
 def endpoint_problem(endpoint: str) -> str | None:
@@ -161,11 +175,7 @@ def endpoint_problem(endpoint: str) -> str | None:
     shown = repr(shown_url(endpoint))
     fix = "pass the base URL of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
     if user_part_cut_short(endpoint):  # before the port: its "port" may be the password
-        return (
-            f"{shown} has a '/', '?' or '#' in its user name or password, where it ends the "
-            "host (the request would go to a server named by what comes before it): write "
-            "each '/', '?' and '#' there as %2F, %3F and %23, and an '@' of the path as %40"
-        )
+        return _cut_short(endpoint)
     try:
         parts = split_url(endpoint)  # a port that is no number raises here
     except ValueError as error:
