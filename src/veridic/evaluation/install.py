@@ -395,6 +395,7 @@ def build_runtime(
     cached = _checked_cached_wheel(folder, log)
     if cached is not None:
         return cached
+    cache.mkdir(parents=True, exist_ok=True)  # the scratch folder is made in it
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
         tools_env = _with_build_tools(Path(scratch), run)
         sdist = _fetch_sdist(cache, pin, run, tools_env)
