@@ -131,7 +131,7 @@ def chat_url(endpoint: str) -> str:
             named by the user part's head, the key with it.
     """
     if user_part_cut_short(endpoint):
-        raise ValueError(f"endpoint {_cut_short(endpoint)}")
+        raise ValueError(f"endpoint {_cut_short_reason(endpoint)}")
     try:
         parts = split_url(endpoint)
     except ValueError as error:
@@ -145,7 +145,7 @@ def chat_url(endpoint: str) -> str:
     return urlunsplit(parts._replace(path=path))
 
 
-def _cut_short(endpoint: str) -> str:
+def _cut_short_reason(endpoint: str) -> str:
     """Why ``endpoint``, whose user part ends its host early, is refused (shown masked)."""
     return (
         f"{shown_url(endpoint)!r} has a '/', '?' or '#' in its user name or password, where "
@@ -175,7 +175,7 @@ def endpoint_problem(endpoint: str) -> str | None:
     shown = repr(shown_url(endpoint))
     fix = "pass the base URL of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
     if user_part_cut_short(endpoint):  # before the port: its "port" may be the password
-        return _cut_short(endpoint)
+        return _cut_short_reason(endpoint)
     try:
         parts = split_url(endpoint)  # a port that is no number raises here
     except ValueError as error:
