@@ -17,10 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from veridic._model_runtime import endpoint_problem
 from veridic._urls import masked, shown_url, url_secrets
 from veridic.checks.choosers import CachedChooser, ChoiceCache, EndpointChooser
 from veridic.cli import main as veridic_main
 from veridic.errors import VeridicError
+from veridic.evaluation.backends import EndpointBackend
 from veridic.evaluation.cli import main as evaluation_main
 
 LEAKS = [
@@ -262,3 +264,134 @@ def test_no_user_part_survives_the_url_masker(
         assert secret not in shown, (url, shown)
         if secrets:
             assert secret not in masked(url, secrets), (url, secrets)
+
+
+# --- second read: what the one --endpoint check and the masker still let through -------------
+
+CUT_SHORT_ENDPOINTS = [
+    "https://tok3n/s3cret-pw@llm.example/v1",  # a base64 token, its '/' not %2F
+    "http://opsuser:12/s3cret-pw@llm.example/v1",  # a password whose head reads as a port
+    "http://opsuser:s3cret-pw?x@llm.example/v1",
+]
+
+
+@pytest.mark.parametrize("endpoint", CUT_SHORT_ENDPOINTS)
+def test_an_endpoint_whose_user_part_ends_its_host_early_is_refused(
+    capsys: pytest.CaptureFixture[str], endpoint: str
+) -> None:
+    # ``urlsplit`` reads ``https://tok3n/s3cret@llm.example/v1`` as host ``tok3n`` and
+    # path ``/s3cret@llm.example/v1``: both command lines let the first two through, and
+    # the request went to a server named by the token's head (a DNS lookup of it), the
+    # rest of the token in its path, while every message named llm.example.
+    for refusal in (_probe_refusal, _evaluation_refusal):
+        err = refusal(endpoint, capsys)
+        assert f"--endpoint {shown_url(endpoint)!r} has a '/', '?' or '#'" in err, err
+        assert "%2F" in err  # what to write instead
+        assert "opsuser" not in err
+        assert "tok3n" not in err
+
+
+@pytest.mark.parametrize("endpoint", CUT_SHORT_ENDPOINTS)
+def test_an_endpoint_made_in_code_whose_user_part_ends_its_host_early_is_refused(
+    endpoint: str,
+) -> None:
+    # The command lines check their --endpoint; an EndpointChooser or EndpointBackend
+    # made in code sent its requests to the server the token's head names, the bearer
+    # key with them.
+    asked: list[str] = []
+    for make in (EndpointChooser, EndpointBackend):
+        with pytest.raises(ValueError, match="ends the host") as refused:
+            make(endpoint, "m", api_key="sk-key", client=_answering_client(asked))
+        assert "s3cret-pw" not in str(refused.value)
+        assert "%2F" in str(refused.value)
+    assert asked == []
+
+
+def test_an_endpoint_with_an_at_in_the_path_of_a_named_server_is_not_refused() -> None:
+    assert endpoint_problem("http://llm.example/v1/me@mail.example") is None
+    assert endpoint_problem("http://localhost:8080/@scope/v1") is None
+
+
+def test_a_dotted_user_name_before_a_password_cut_short_is_hidden(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ``first.last`` names a server by the masker's rule (a dot), so the "port" after it
+    # was hidden and the user name and the password's tail, read as a path, were shown:
+    # ``http://first.last:***/tail@llm.example/v1``. A "port" that is no number names no
+    # server: what precedes the ``@`` is a user part.
+    url = "http://first.last:s3cret/tail@llm.example/v1"
+    assert shown_url(url) == "http://***@llm.example/v1"
+    answer = masked(f"401 for first.last (password s3cret/tail) at {url}", url_secrets(url))
+    assert "first.last" not in answer
+    assert "s3cret" not in answer
+    assert "tail" not in answer
+    err = _evaluation_refusal("http://first.last:s3cret-pw/x@llm.example/v1", capsys)
+    assert "has a '/', '?' or '#'" in err
+    assert "first.last" not in err
+
+
+def test_url_secrets_hold_a_user_part_cut_short_before_an_at_of_the_path() -> None:
+    # The user part was taken up to the last '@' only if a server's name followed it:
+    # an '@' of the path (``/@scope/pkg``) made url_secrets find none, and a server
+    # repeating the password was not masked.
+    url = "http://opsuser:s3cret/tail@llm.example/@scope/pkg"
+    secrets = url_secrets(url)
+    answer = masked("401: bad credentials opsuser s3cret/tail", secrets)
+    assert "opsuser" not in answer, secrets
+    assert "s3cret" not in answer, secrets
+
+
+def test_url_secrets_keep_a_password_whose_question_mark_meets_its_hash() -> None:
+    # ``?#`` in a password cut short makes an empty query, which ``urlsplit`` drops: the
+    # user part was rebuilt without its ``?`` and the password, as written, was not
+    # masked (test_no_user_part_survives_the_url_masker found it now and then).
+    url = "http://opsuser:s3cret?#x@llm.example/v1"
+    assert shown_url(url) == "http://***@llm.example/v1"
+    assert "s3cret?#x" not in masked(f"bad password s3cret?#x in {url}", url_secrets(url))
+
+
+_NAME = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjk23456789-_~!$&'()*+,;=%"
+_DOTTED_USER = st.text(alphabet=_NAME + ".", min_size=6, max_size=14).filter(
+    lambda user: any(c.isalpha() for c in user) and user.lower().strip(".") != "localhost"
+)
+_CUT_PASSWORD = st.text(alphabet=_NAME + ":/?#@[] ", min_size=6, max_size=14).filter(
+    lambda password: password[0].isalpha() and sum(c.isalpha() for c in password) >= 3
+)
+
+
+def _percent_encoded(text: str) -> str:
+    return "".join(f"%{ord(c):02X}" if c in ":/?#@[] %" else c for c in text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    user=_DOTTED_USER,
+    password=_CUT_PASSWORD,
+    encoded=st.booleans(),
+    scheme=st.sampled_from(["http", "https", "HTTPS"]),
+    host=st.sampled_from(
+        ["llm.example:8080", "127.0.0.1:8080", "[::1]", "[fe80::1%25eth0]:8080", "localhost:1"]
+    ),
+    path=st.sampled_from(["/v1", "", "/v1/me@mail.example", "/@scope/pkg", "/v1?api-version=1"]),
+    place=st.sampled_from(["{s}://{u}:{p}@{h}{path}", "{s}://{p}@{h}{path}"]),
+)
+def test_no_password_survives_the_masker_or_the_endpoint_check(
+    user: str, password: str, encoded: bool, scheme: str, host: str, path: str, place: str
+) -> None:
+    """For all user names (a dot in them too) and passwords (holding any of ``:/?#@[]``
+    and spaces, or percent-encoded), before any host (IPv6 with a zone, ports) and a
+    path holding an ``@``: the password is neither shown, nor in the reason an
+    ``--endpoint`` is refused, nor left in a text the URL's secrets were masked in."""
+    if encoded:
+        password = _percent_encoded(password)
+    url = place.format(s=scheme, u=user, p=password, h=host, path=path)
+    problem = endpoint_problem(url) or ""
+    try:
+        secrets: tuple[str, ...] | None = url_secrets(url)
+    except ValueError:  # no URL ``urlsplit`` takes apart: nothing is asked of it
+        secrets = None
+    for secret in (user, password) if "{u}" in place else (password,):
+        assert secret not in shown_url(url), url
+        assert secret not in problem, (url, problem)
+        if secrets is not None and all(len(piece) >= 4 for piece in secret.split(":")):
+            assert secret not in masked(url, secrets), url  # shorter ones are not looked for

@@ -508,15 +508,16 @@ def test_runtime_wheel_is_built_from_a_checked_sdist_and_cached(tmp_path: Path) 
     assert "-DGGML_NATIVE=OFF" in build_env["CMAKE_ARGS"]
     again = install.build_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None, cpuinfo=cpuinfo)
     assert again == wheel
-    assert len(fake.calls) == 3  # download, build tools, build: none again
+    assert len(fake.calls) == 3  # build tools, download, build: none again
 
 
 def test_a_runtime_sdist_with_the_wrong_hash_is_deleted(tmp_path: Path) -> None:
     pin = install.RuntimePin("fake-runtime", "1.0", "fake_runtime-1.0.tar.gz", "0" * 64)
 
     def fake_pip(command: Sequence[str], env: Mapping[str, str]) -> None:
-        folder = Path(command[command.index("-d") + 1])
-        (folder / pin.sdist).write_bytes(b"replaced release")
+        if "download" in command:  # the build tools are installed first
+            folder = Path(command[command.index("-d") + 1])
+            (folder / pin.sdist).write_bytes(b"replaced release")
 
     with pytest.raises(install.InstallError, match="not the pinned"):
         install.build_runtime(tmp_path, pin, run=fake_pip, log=lambda _: None, cpuinfo="")
@@ -538,6 +539,24 @@ def test_the_runtime_is_built_with_hash_pinned_build_tools_only(tmp_path: Path) 
     assert "--no-build-isolation" in wheel_command
     target = tools_command[tools_command.index("--target") + 1]
     assert wheel_env["PYTHONPATH"].split(os.pathsep)[0] == target
+
+
+def test_the_runtime_sdist_is_fetched_with_the_pinned_build_tools_only(tmp_path: Path) -> None:
+    # ``pip download`` of an sdist prepares its metadata by running its build backend,
+    # and did so in pip's isolated build environment: scikit-build-core and what it asks
+    # for were installed there from the index without a hash, and ran, before the build
+    # (``pip download -v``: "Installing build dependencies ... Collecting
+    # scikit-build-core>=0.9.2"). The pinned tools are installed first and used there too.
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
+    install.build_runtime(tmp_path, fake.pin, run=fake, log=lambda _: None, cpuinfo="")
+    verbs = [command[command.index("pip") + 2] for command, _, _ in fake.calls]
+    assert verbs == ["install", "download", "wheel"]  # the tools before any backend runs
+    [(tools_command, _, _)] = fake.commands("install")
+    [(download_command, download_env, _)] = fake.commands("download")
+    assert "--no-build-isolation" in download_command
+    assert "--require-hashes" in download_command
+    target = tools_command[tools_command.index("--target") + 1]
+    assert download_env["PYTHONPATH"].split(os.pathsep)[0] == target
 
 
 def test_the_runtime_is_installed_with_its_recorded_hash_and_pinned_dependencies(

@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import subprocess
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -312,8 +313,22 @@ def test_a_replaced_runtime_sdist_runs_none_of_its_code(
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
     pin = install.RuntimePin("evil-runtime", "1.0", "evil_runtime-1.0.tar.gz", "0" * 64)
+    failed: list[list[str]] = []
+
+    def pip_but_the_build_tools(command: Sequence[str], env: Mapping[str, str]) -> None:
+        # The pinned build tools are not on this offline index: their folder is left
+        # empty, and the download that would run the backend is pip's own, as it is run.
+        if "--target" in command:
+            Path(command[command.index("--target") + 1]).mkdir(parents=True)
+        elif subprocess.run(list(command), env=dict(env), check=False).returncode != 0:
+            failed.append(list(command))
+            raise install.InstallError("pip failed")
+
     with pytest.raises(install.InstallError):
-        install.build_runtime(tmp_path / "cache", pin, log=lambda _: None, cpuinfo="")
+        install.build_runtime(
+            tmp_path / "cache", pin, run=pip_but_the_build_tools, log=lambda _: None, cpuinfo=""
+        )
+    assert [command[command.index("pip") + 2] for command in failed] == ["download"]
     assert not marker.exists()
     assert not (tmp_path / "cache" / "sdist" / pin.sdist).exists()
 

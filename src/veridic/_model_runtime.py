@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, cast
 from urllib.parse import urlunsplit
 
-from veridic._urls import shown_url, split_url
+from veridic._urls import shown_url, split_url, user_part_cut_short
 from veridic.errors import MissingExtraError
 
 __all__ = [
@@ -126,7 +126,12 @@ def chat_url(endpoint: str) -> str:
             without its credentials: ``urlsplit``'s own message quotes the netloc or
             the bracketed host, and a port that is no number (most often a password
             whose ``@host`` was forgotten) reached the HTTP client, whose error quoted it.
+            Or a ``/``, ``?`` or ``#`` in its user part ends its host early
+            (:func:`~veridic._urls.user_part_cut_short`): the request went to a server
+            named by the user part's head, the key with it.
     """
+    if user_part_cut_short(endpoint):
+        raise ValueError(f"endpoint {_cut_short_reason(endpoint)}")
     try:
         parts = split_url(endpoint)
     except ValueError as error:
@@ -140,6 +145,15 @@ def chat_url(endpoint: str) -> str:
     return urlunsplit(parts._replace(path=path))
 
 
+def _cut_short_reason(endpoint: str) -> str:
+    """Why ``endpoint``, whose user part ends its host early, is refused (shown masked)."""
+    return (
+        f"{shown_url(endpoint)!r} has a '/', '?' or '#' in its user name or password, where "
+        "it ends the host (the request would go to a server named by what comes before it): "
+        "write each '/', '?' and '#' there as %2F, %3F and %23, and an '@' of the path as %40"
+    )
+
+
 def endpoint_problem(endpoint: str) -> str | None:
     """Why ``endpoint`` (an ``--endpoint`` option's value) can be asked nothing, or ``None``.
 
@@ -147,7 +161,9 @@ def endpoint_problem(endpoint: str) -> str | None:
     eval-model``) check it with this before anything is imported or asked: a lost
     bracket made ``urlsplit`` raise a traceback, and a port that is no port or a space
     in the URL was found only at the first request, reported as a server that could
-    not be reached. The reason quotes ``endpoint`` as
+    not be reached. A ``/``, ``?`` or ``#`` in a user part (a base64 token) ends the
+    host early and sent the request to a server named by its head
+    (:func:`~veridic._urls.user_part_cut_short`). The reason quotes ``endpoint`` as
     :func:`~veridic._urls.shown_url` shows it, and ends with what to pass instead;
     the caller puts the option's name in front.
 
@@ -158,6 +174,8 @@ def endpoint_problem(endpoint: str) -> str | None:
     """
     shown = repr(shown_url(endpoint))
     fix = "pass the base URL of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
+    if user_part_cut_short(endpoint):  # before the port: its "port" may be the password
+        return _cut_short_reason(endpoint)
     try:
         parts = split_url(endpoint)  # a port that is no number raises here
     except ValueError as error:

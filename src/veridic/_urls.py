@@ -29,7 +29,7 @@ from urllib.parse import (
     urlunsplit,
 )
 
-__all__ = ["masked", "shown_url", "split_url", "url_secrets"]
+__all__ = ["masked", "shown_url", "split_url", "url_secrets", "user_part_cut_short"]
 
 _HIDDEN: Final = "***"
 _PARTS: Final = re.compile(
@@ -62,8 +62,8 @@ def shown_url(url: str) -> str:
     the last ``@`` is hidden, "scheme" included. A
     ``;param`` of the path is hidden as a query item is; a URL the path holds (a
     proxy's) is shown as a URL is. A ``/``, ``?`` or ``#`` in a user part ends the
-    host early (:func:`_past_userinfo`): behind a "host" that names no server, an
-    ``@`` hides all before it.
+    host early (:func:`_past_userinfo`): behind a "host" that names no server, or
+    a "port" that is no number, an ``@`` hides all before it.
 
     >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
     'https://***@llm.example/v1/chat/completions'
@@ -88,8 +88,7 @@ def shown_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:  # no URL one can take apart (a lost bracket, a fullwidth '@')
         return _shown_unsplit(unicodedata.normalize("NFKC", url))
-    rest = parts.path + (f"?{parts.query}" if parts.query else "")
-    rest += f"#{parts.fragment}" if parts.fragment else ""
+    rest = _after_netloc(url, parts)
     prefix = f"{parts.scheme}://" if parts.scheme else "//"
     if parts.netloc and (beyond := _past_userinfo(prefix, parts.netloc, rest)) is not None:
         return beyond
@@ -124,6 +123,36 @@ def split_url(url: str) -> SplitResult:
     raise ValueError(told)
 
 
+def user_part_cut_short(url: str) -> bool:
+    """Whether a ``/``, ``?`` or ``#`` in ``url``'s user part ends its host early.
+
+    ``https://tok/en@llm.example/v1`` (a base64 token, its ``/`` not written ``%2F``)
+    reads as host ``tok`` and path ``/en@llm.example/v1``: a request would look up a
+    server named by the token's head and send it the rest. :func:`shown_url` hides
+    such a user part (:func:`_past_userinfo`); a URL asked something is refused.
+
+    >>> user_part_cut_short("https://tok/en@llm.example/v1")
+    True
+    >>> user_part_cut_short("https://llm.example/v1/me@mail.example")  # the path's '@'
+    False
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # no URL one can take apart: no request is made to it
+        return False
+    return bool(parts.netloc) and _reads_as_user_part(parts.netloc, _after_netloc(url, parts))
+
+
+def _after_netloc(url: str, parts: SplitResult) -> str:
+    """The path, query and fragment of ``url`` (split into ``parts``) as written after
+    its netloc: an empty query or fragment keeps its ``?`` or ``#``, which ``urlsplit``
+    drops (a password cut short may hold ``?#``). Neither the scheme, netloc nor path
+    holds a ``?`` or ``#``: one before the first ``#`` starts the query."""
+    before_fragment, hash_mark, _ = url.partition("#")
+    rest = parts.path + (f"?{parts.query}" if "?" in before_fragment else "")
+    return rest + (f"#{parts.fragment}" if hash_mark else "")
+
+
 def _shown_unsplit(url: str) -> str:
     """:func:`shown_url` of a URL ``urlsplit`` refuses: its query hidden whole."""
     found = _PARTS.fullmatch(url)
@@ -156,15 +185,27 @@ def _past_userinfo(prefix: str, netloc: str, rest: str) -> str | None:
     A ``/``, ``?`` or ``#`` in a password or token (a base64 key, written without its
     ``%2F``) ends the authority there: ``https://tok/en@host/v1`` reads as host
     ``tok`` and path ``/en@host/v1``. An authority that names no server (no dot,
-    not ``localhost`` nor an IPv6 literal) followed by an ``@`` is taken for such a
+    not ``localhost`` nor an IPv6 literal), or whose "port" is no number (a dotted
+    user name: ``first.last:pa/ss@host``), followed by an ``@`` is taken for such a
     user part: everything up to the last ``@`` is hidden, the host after it shown.
     ``http://ollama:11434/pkg@1`` is hidden as much: a path holding an ``@`` behind a
     host without a dot is rare, a key with a ``/`` is not. ``None``: ``netloc`` names
     a server, and an ``@`` after it is its path's (``/@scope/pkg``, ``/me@mail.example``).
     """
-    if "@" not in rest or _names_server(netloc.rpartition("@")[2]):
+    if not _reads_as_user_part(netloc, rest):
         return None
     return _hidden_to_last_at(prefix, rest)
+
+
+def _reads_as_user_part(netloc: str, rest: str) -> bool:
+    """Whether ``netloc``, followed by ``rest``, is the head of a user part that a
+    ``/``, ``?`` or ``#`` ended (:func:`_past_userinfo`): an ``@`` follows, and the
+    "host" names no server or its "port" is no number (``first.last:pa/ss@host``: a
+    user name may hold a dot, a port never holds a letter)."""
+    host_and_port = netloc.rpartition("@")[2]
+    port = _host(host_and_port)[1]
+    names_server = _names_server(host_and_port) and (not port or _PORT.fullmatch(port))
+    return "@" in rest and not names_server
 
 
 def _hidden_to_last_at(prefix: str, rest: str) -> str:
@@ -276,10 +317,10 @@ def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
     an error may give it (:func:`_spellings`), longest first (so a secret holding
     another is replaced whole)."""
     parts = urlsplit(url)
-    user_part = _user_part(url, parts)
-    user, _, password = user_part.partition(":")
     written = {api_key or "", parts.username or "", parts.password or ""}
-    written |= {user_part, user, password}
+    for user_part in _user_parts(url, parts):
+        user, _, password = user_part.partition(":")
+        written |= {user_part, user, password}
     # A query's values as written (an error page quotes the request target so), and as
     # a server reads them.
     written |= {item.partition("=")[2] if "=" in item else item for item in parts.query.split("&")}
@@ -289,28 +330,36 @@ def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
     return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))
 
 
-def _user_part(url: str, parts: SplitResult) -> str:
-    """What of ``url`` (split into ``parts``) reads as its user part where ``urlsplit``
-    finds none, as :func:`shown_url` hides it ('' if nothing does).
+def _user_parts(url: str, parts: SplitResult) -> set[str]:
+    """What of ``url`` (split into ``parts``) may be its user part where ``urlsplit``
+    finds none, as :func:`shown_url` hides it (none if nothing does).
 
     A ``/``, ``?`` or ``#`` in a token ends the host early (``https://tok/en@host/v1``,
     :func:`_past_userinfo`), a URL without ``//`` reads as a scheme and a path
     (``user:key@host/v1``), and one whose ``@host`` was forgotten as a host and a port
     that is no number (``http://user:key/v1``). An ``@`` counts only before a server's
-    name (a query value may hold one: ``?key=ab@cd``, already a secret as a value).
+    name (a query value may hold one: ``?key=ab@cd``, already a secret as a value), and
+    each such ``@`` gives one reading: the path may hold one too (``/@scope/pkg``,
+    ``/me@mail.example``), and which one ends the user part cannot be told.
     """
-    rest = parts.path + (f"?{parts.query}" if parts.query else "")
-    rest += f"#{parts.fragment}" if parts.fragment else ""
+    rest = _after_netloc(url, parts)
     if not parts.netloc:
-        whole = url  # as written: ``urlsplit`` lowercases a "scheme", the user name here
-    elif "@" in rest and not _names_server(parts.netloc.rpartition("@")[2]):
-        whole = parts.netloc + rest
-    elif "@" not in parts.netloc and not _port_is_number(parts):
-        return "" if _names_server(parts.netloc) else parts.netloc
-    else:
-        return ""
-    user_part, at, after = whole.rpartition("@")
-    return user_part if at and _names_server(_UNTIL_PATH.split(after, maxsplit=1)[0]) else ""
+        # as written: ``urlsplit`` lowercases a "scheme", the user name here
+        return _before_an_at_of_a_server(url)
+    if _reads_as_user_part(parts.netloc, rest):
+        return _before_an_at_of_a_server(parts.netloc + rest)
+    if "@" not in parts.netloc and not _port_is_number(parts):
+        return set() if _names_server(parts.netloc) else {parts.netloc}
+    return set()
+
+
+def _before_an_at_of_a_server(text: str) -> set[str]:
+    """Each start of ``text`` that ends before an ``@`` followed by a server's name."""
+    return {
+        text[: at.start()]
+        for at in re.finditer("@", text)
+        if _names_server(_UNTIL_PATH.split(text[at.end() :], maxsplit=1)[0])
+    }
 
 
 def _spellings(value: str) -> set[str]:

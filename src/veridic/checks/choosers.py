@@ -312,8 +312,9 @@ class EndpointChooser:
 
     Raises:
         MissingExtraError: no client was given and httpx is not installed.
-        ValueError: ``endpoint`` is no URL (a lost bracket, a port that is no number);
-            the message shows it without its credentials.
+        ValueError: ``endpoint`` is no URL (a lost bracket, a port that is no number,
+            a ``/``, ``?`` or ``#`` of its user part ending its host early); the message
+            shows it without its credentials.
     """
 
     def __init__(

@@ -444,8 +444,9 @@ class EndpointBackend:
     Raises:
         MissingExtraError: no client was given and httpx is not installed.
         ValueError: ``retries`` below 0, a wait that is not a number of seconds, or an
-            ``endpoint`` that is no URL (a lost bracket, a port that is no number), said
-            without its credentials.
+            ``endpoint`` that is no URL (a lost bracket, a port that is no number, a
+            ``/``, ``?`` or ``#`` of its user part ending its host early), said without
+            its credentials.
     """
 
     def __init__(

@@ -19,10 +19,12 @@ version and hash is pinned below: a changed upstream file fails the check instea
 changing the measurement, and no code the pins do not name runs:
 
 * Every ``pip`` command runs with ``--require-hashes``: the sdist, the build tools
-  (:data:`BUILD_TOOLS`, scikit-build-core and what it imports, installed into a
-  scratch folder and given to a build without pip's isolated environment, which would
-  fetch them unpinned), and the runtime's dependencies (:data:`RUNTIME_DEPENDENCIES`,
-  numpy and diskcache; jinja2 and typing-extensions are veridic's own). CMake, make and
+  (:data:`BUILD_TOOLS`) and the runtime's dependencies (:data:`RUNTIME_DEPENDENCIES`,
+  numpy and diskcache; jinja2 and typing-extensions are veridic's own). The build
+  tools (scikit-build-core and what it imports) are installed into a scratch folder
+  first and given to each command that runs the build backend: the sdist's download
+  (pip reads an sdist's metadata by running it) and its build, both without pip's
+  isolated build environment, which would fetch them unpinned. CMake, make and
   the C/C++ compiler are the system's (``apt-get install cmake build-essential``): no
   tool is downloaded for the build.
   The numpy pin holds the wheels of CPython 3.11 to 3.14 on Linux (glibc, x86-64 and
@@ -325,13 +327,15 @@ def _pip_install_pinned(requirements: Path, *options: str) -> list[str]:
     )
 
 
-def _fetch_sdist(cache: Path, pin: RuntimePin, run: Run) -> Path:
+def _fetch_sdist(cache: Path, pin: RuntimePin, run: Run, tools_env: Mapping[str, str]) -> Path:
     """The pinned sdist in the cache, downloaded first if missing, checked against its pin.
 
     ``pip download`` runs an sdist's build backend to read its metadata, so the download
     is hash-checked by pip itself (``--require-hashes``): an index or a proxy serving
-    another file is refused before any of its code runs, not after. The file is checked
-    again here, as a cached one is on every run.
+    another file is refused before any of its code runs, not after. The backend is the
+    pinned one of ``tools_env`` (:func:`_with_build_tools`): in pip's isolated build
+    environment it would be installed from the index without a hash. The file is
+    checked again here, as a cached one is on every run.
     """
     folder = cache / "sdist"
     sdist = folder / pin.sdist
@@ -347,13 +351,14 @@ def _fetch_sdist(cache: Path, pin: RuntimePin, run: Run) -> Path:
                 "--no-deps",
                 "--no-binary",
                 ":all:",
+                "--no-build-isolation",
                 "--require-hashes",
                 "-r",
                 str(requirements),
                 "-d",
                 str(folder),
             ),
-            os.environ,
+            tools_env,
         )
     if not sdist.is_file():
         raise InstallError(f"pip download did not produce {sdist}: is {pin.version} on PyPI?")
@@ -390,10 +395,12 @@ def build_runtime(
     cached = _checked_cached_wheel(folder, log)
     if cached is not None:
         return cached
-    sdist = _fetch_sdist(cache, pin, run)
-    log(f"building {pin.name} {pin.version} (8-30 minutes on 2 cores) with {args}")
+    cache.mkdir(parents=True, exist_ok=True)  # the scratch folder is made in it
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
-        built = _built_wheel(sdist, Path(scratch), args, run)
+        tools_env = _with_build_tools(Path(scratch), run)
+        sdist = _fetch_sdist(cache, pin, run, tools_env)
+        log(f"building {pin.name} {pin.version} (8-30 minutes on 2 cores) with {args}")
+        built = _built_wheel(sdist, Path(scratch), tools_env, args, run)
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / built.name
         shutil.move(str(built), target)
@@ -401,24 +408,29 @@ def build_runtime(
     return target
 
 
-def _built_wheel(sdist: Path, scratch: Path, args: str, run: Run) -> Path:
-    """Build ``sdist`` into a wheel in ``scratch``, with the pinned build tools alone.
+def _with_build_tools(scratch: Path, run: Run) -> dict[str, str]:
+    """The environment of a pip command that runs the sdist's build backend: the
+    pinned :data:`BUILD_TOOLS`, installed into a folder of ``scratch``, first on its
+    ``PYTHONPATH``.
 
     pip's isolated build environment installs the build backend, and what the backend
-    asks for, from the index without any hash: the pinned tools are installed into a
-    folder of ``scratch`` instead and put first on the build's ``PYTHONPATH``.
+    asks for, from the index without any hash; each command given this environment
+    runs with ``--no-build-isolation`` instead.
     """
     requirements = scratch / "build-requirements.txt"
     requirements.write_text(_requirements(BUILD_TOOLS), encoding="utf-8")
     tools = scratch / "build-tools"
     run(_pip_install_pinned(requirements, "--target", str(tools)), os.environ)
     search_path = os.pathsep.join(filter(None, (str(tools), os.environ.get("PYTHONPATH"))))
-    env = {
-        **os.environ,
-        "CMAKE_ARGS": args,
-        "CMAKE_BUILD_PARALLEL_LEVEL": "2",
-        "PYTHONPATH": search_path,
-    }
+    return {**os.environ, "PYTHONPATH": search_path}
+
+
+def _built_wheel(
+    sdist: Path, scratch: Path, tools_env: Mapping[str, str], args: str, run: Run
+) -> Path:
+    """Build ``sdist`` into a wheel in ``scratch``, with the build tools of ``tools_env``
+    (:func:`_with_build_tools`) alone and the CMake flags ``args``."""
+    env = {**tools_env, "CMAKE_ARGS": args, "CMAKE_BUILD_PARALLEL_LEVEL": "2"}
     out = scratch / "wheel"
     run(_pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(sdist)), env)
     built = sorted(out.glob("*.whl"))
