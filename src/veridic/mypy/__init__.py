@@ -331,6 +331,7 @@ class VeridicPlugin(Plugin):
             _attribute_writes,
             _bare_fields,
             _escapes,
+            _notes,
             _overload_returns,
             _stub_trust,
             _unchecked,
@@ -339,6 +340,7 @@ class VeridicPlugin(Plugin):
         if walked is not None:
             _in_module(walked, _any_declared.report)
             _in_module(walked, _attribute_writes.report_namespaces)
+            _in_module(walked, _notes.report_silenced)
             _in_module(walked, _any_overrides.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
@@ -362,12 +364,14 @@ class VeridicPlugin(Plugin):
             or _bare_fields.may_report(file)
             or _any_declared.may_report(file)
             or _overload_returns.may_report(file)
+            or _notes.has_silenced(file.path)
         ):
             return set()
         checker = _checker_of(file)
         _in_module(checker, self.first_call)
         _in_module(checker, _any_declared.report)
         _in_module(checker, _attribute_writes.report_namespaces)
+        _in_module(checker, _notes.report_silenced)
         _in_module(checker, _overload_returns.report)
         _in_module(checker, _unchecked.report)
         return set()
