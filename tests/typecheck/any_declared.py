@@ -135,6 +135,11 @@ def bound(raw: str, loose: Any, page: Page, pairs: list[tuple[str, Any]]) -> Non
         print(prompt)
     with open(raw) as handle, loose.session() as prompt:  # E: [veridic-any] the name "prompt"
         print(handle, prompt)
+    # E: [veridic-any] the name "kept" is declared "list[TrustedInstruction]"
+    kept: list[TrustedInstruction] = [item for item in json.loads(raw)]
+    # E: [veridic-any] the name "table" is declared "dict[str, TrustedInstruction]"
+    table: dict[str, TrustedInstruction] = {key: value for key, value in loose.items()}
+    print(kept, table)
 
 
 def defaulted(
@@ -162,6 +167,8 @@ def accepted_bound(raw: str, loose: Any, texts: list[str]) -> None:
         print(prompt)
     with open(raw) as handle:
         print(handle, texts)
+    kept: list[TrustedInstruction] = [instruction("Be brief.") for _ in json.loads(raw)]
+    print(kept)
 
 
 def accepted(raw: str, loose: Any, page: Page, settings: Settings) -> None:

@@ -17,7 +17,8 @@ TrustedInstruction])``), and whose value is ``Any``, or a list, tuple, set or di
 display with an ``Any`` item in a slot so declared (an ``Any`` under a ``TypedDict`` key
 or at a tuple position declared ``Any`` is not); and ``Any`` put into a built-in
 container or a ``TypedDict`` that holds trusted text (``append``, ``extend``,
-``insert``, ``add``, ``update``, ``setdefault``, ``+=``, ``|=``).
+``insert``, ``add``, ``update``, ``setdefault``, ``+=``, ``|=``); a comprehension is read
+as the display it makes (``[item for item in json.loads(raw)]``).
 A function that returns ``Any`` (a ``lambda``, a ``def ... -> Any``) assigned to, or
 passed for a parameter declared as, a ``Callable`` whose result holds trusted text: its
 callers read what it returns as trusted. ``Any`` bound without an assignment to a target
@@ -32,7 +33,7 @@ Hook: the end of a module's check (``get_additional_indirect_deps``), when every
 expression of the module has its type. mypy has no assignment hook.
 
 Not seen: ``**kwargs`` into a class's ``__init__`` (``_any_guard`` sees a call's own
-arguments), and the target of a comprehension, which is no declared name.
+arguments).
 """
 
 from __future__ import annotations
@@ -51,16 +52,20 @@ from mypy.nodes import (
     CallExpr,
     Decorator,
     DictExpr,
+    DictionaryComprehension,
     Expression,
     ForStmt,
     FuncDef,
+    GeneratorExpr,
     IndexExpr,
+    ListComprehension,
     ListExpr,
     MemberExpr,
     MypyFile,
     NameExpr,
     OperatorAssignmentStmt,
     RefExpr,
+    SetComprehension,
     SetExpr,
     StarExpr,
     StrExpr,
@@ -382,6 +387,10 @@ def _loose(value: Expression, slot: Type, checker: TypeChecker) -> Iterator[Expr
         for item, item_slot in _slots(value, slot):
             yield from _loose(item, item_slot, checker)
         return
+    made = _made(value)
+    if made is not None:  # ``[item for item in json.loads(raw)]``: each item it makes
+        yield from _loose(made, _item_of(get_proper_type(slot), slot), checker)
+        return
     if isinstance(value, CallExpr) and _specifies_field(value.callee):
         for name, arg in zip(value.arg_names, value.args, strict=True):
             if name == "default":  # a field's declaration is no value, but its default is
@@ -394,6 +403,15 @@ def _loose(value: Expression, slot: Type, checker: TypeChecker) -> Iterator[Expr
         yield value
     elif _returns_any(typ) and _trusted_result(slot):
         yield value  # ``make: Callable[[], TrustedInstruction] = lambda: json.loads(raw)``
+
+
+def _made(value: Expression) -> Expression | None:
+    """The expression a comprehension makes each item (or a dict's each value) of."""
+    if isinstance(value, ListComprehension | SetComprehension):
+        return value.generator.left_expr
+    if isinstance(value, GeneratorExpr):
+        return value.left_expr
+    return value.value if isinstance(value, DictionaryComprehension) else None
 
 
 def _specifies_field(callee: Expression) -> bool:
