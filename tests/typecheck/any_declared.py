@@ -78,6 +78,7 @@ class Stored(dict[str, TrustedInstruction]):
 
 
 T = TypeVar("T")
+LOADED = json.loads('"Be brief."')
 
 
 class Store(dict[str, T]):
@@ -130,22 +131,22 @@ def bound(raw: str, loose: Any, page: Page, pairs: list[tuple[str, Any]]) -> Non
         print(page.prompt)
     name: str
     for name, prompt in pairs:  # E: [veridic-any] the name "prompt" is declared
-        print(name)
+        print(name, prompt)
     with loose as prompt:  # E: [veridic-any] the name "prompt" is declared
         print(prompt)
     with open(raw) as handle, loose.session() as prompt:  # E: [veridic-any] the name "prompt"
         print(handle, prompt)
     # E: [veridic-any] the name "kept" is declared "list[TrustedInstruction]"
-    kept: list[TrustedInstruction] = [item for item in json.loads(raw)]
+    kept: list[TrustedInstruction] = [item for item in json.loads(raw) if item]
     # E: [veridic-any] the name "table" is declared "dict[str, TrustedInstruction]"
-    table: dict[str, TrustedInstruction] = {key: value for key, value in loose.items()}
+    table: dict[str, TrustedInstruction] = {key: value for key, value in loose.items() if key}
     print(kept, table)
 
 
 def defaulted(
     raw: str,
-    prompt: TrustedInstruction = json.loads("{}"),  # E: [veridic-any] the parameter "prompt"
-    title: str = json.loads("{}"),
+    prompt: TrustedInstruction = LOADED,  # E: [veridic-any] the parameter "prompt"
+    title: str = LOADED,
 ) -> None:
     print(raw, prompt, title)
 

@@ -1,7 +1,8 @@
 """setattr() into an attribute declared to hold a TrustedInstruction (veridic-forge).
 
 mypy checks `page.prompt = reply` but not setattr(page, "prompt", reply) nor
-object.__setattr__ (the way into a frozen dataclass): page.prompt stayed typed trusted.
+object.__setattr__ (the way into a frozen dataclass), nor a write through vars(page) or
+page.__dict__ (a dict[str, Any]): page.prompt stayed typed trusted.
 """
 
 import json

@@ -1,7 +1,9 @@
 """A type: ignore of mypy's own code that kept a plain str as a TrustedInstruction
 (veridic-forge). mypy refuses `return reply` from a function declared to return a
-TrustedInstruction (return-value) and `prompt: TrustedInstruction = reply` (assignment);
+TrustedInstruction (return-value), `prompt: TrustedInstruction = reply` (assignment) and
+`hint(reply)` where the project's own hint() takes a TrustedInstruction (arg-type);
 silenced, the value stayed typed trusted, and veridic hatches lists only veridic's codes.
+An argument of veridic's own (Composer.system()) is refused by the run time there.
 """
 
 from veridic import Composer, Registry, TrustedInstruction, join
