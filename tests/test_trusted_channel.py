@@ -520,7 +520,7 @@ def _policy(**changes: object) -> Policy:
         "mode": "strict",
         "rules": {instruction("escalate"): instruction("over the limit")},
     }
-    policy.update(changes)  # type: ignore[typeddict-item]  # test data built per case
+    policy.update(changes)  # type: ignore[typeddict-item, veridic-forge]  # forged on purpose per case
     return policy
 
 

@@ -10,6 +10,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 import attr
 import attrs
+from _stores import Prompts
 from pydantic import BaseModel, Field
 
 from veridic import InstructionField, TrustedInstruction, UntrustedText, instruction
@@ -77,6 +78,7 @@ class Stored(dict[str, TrustedInstruction]):
 
 
 T = TypeVar("T")
+LOADED = json.loads('"Be brief."')
 
 
 class Store(dict[str, T]):
@@ -118,6 +120,56 @@ def declared(
     settings.update(json.loads(raw))  # E: [veridic-any] declared "Settings"
     table.setdefault(loose, loose)  # E: [veridic-any] declared "dict[str, TrustedInstruction]"
     print(prompt, loaded, parts, envelope, pair, stored, store, table, later)
+
+
+def bound(raw: str, loose: Any, page: Page, pairs: list[tuple[str, Any]]) -> None:
+    """Any bound by a for or with target declared to hold trusted text."""
+    prompt: TrustedInstruction
+    for prompt in json.loads(raw):  # E: [veridic-any] the name "prompt" is declared
+        print(prompt)
+    for page.prompt in loose:  # E: [veridic-any] the attribute "prompt" is declared
+        print(page.prompt)
+    name: str
+    for name, prompt in pairs:  # E: [veridic-any] the name "prompt" is declared
+        print(name, prompt)
+    with loose as prompt:  # E: [veridic-any] the name "prompt" is declared
+        print(prompt)
+    with open(raw) as handle, loose.session() as prompt:  # E: [veridic-any] the name "prompt"
+        print(handle, prompt)
+    # E: [veridic-any] the name "kept" is declared "list[TrustedInstruction]"
+    kept: list[TrustedInstruction] = [item for item in json.loads(raw) if item]
+    # E: [veridic-any] the name "table" is declared "dict[str, TrustedInstruction]"
+    table: dict[str, TrustedInstruction] = {key: value for key, value in loose.items() if key}
+    print(kept, table)
+
+
+def defaulted(
+    raw: str,
+    prompt: TrustedInstruction = LOADED,  # E: [veridic-any] the parameter "prompt"
+    title: str = LOADED,
+) -> None:
+    print(raw, prompt, title)
+
+
+def in_private_module(raw: str) -> None:
+    """A project module named with a leading "_" is the project's, not a library."""
+    prompts: Prompts = json.loads(raw)  # E: [veridic-any] declared "Prompts"
+    print(prompts)
+
+
+def accepted_bound(raw: str, loose: Any, texts: list[str]) -> None:
+    for text in json.loads(raw):  # inferred: Any, refused where it reaches a position
+        print(text)
+    title: str
+    for title in loose:
+        print(title)
+    prompt: TrustedInstruction
+    for prompt in [instruction("Be brief.")]:
+        print(prompt)
+    with open(raw) as handle:
+        print(handle, texts)
+    kept: list[TrustedInstruction] = [instruction("Be brief.") for _ in json.loads(raw)]
+    print(kept)
 
 
 def accepted(raw: str, loose: Any, page: Page, settings: Settings) -> None:

@@ -1,11 +1,13 @@
 """setattr() into an attribute declared to hold a TrustedInstruction (veridic-forge).
 
 mypy checks `page.prompt = reply` but not setattr(page, "prompt", reply) nor
-object.__setattr__ (the way into a frozen dataclass): page.prompt stayed typed trusted.
+object.__setattr__ (the way into a frozen dataclass), nor a write through vars(page) or
+page.__dict__ (a dict[str, Any]): page.prompt stayed typed trusted.
 """
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from veridic import Composer, TrustedInstruction, instruction
 
@@ -30,6 +32,29 @@ def writes(page: Page, reply: str, name: str) -> None:
     Composer().system(page.prompt)
 
 
+def through_namespace(page: Page, reply: str, name: str) -> None:
+    # The instance's namespace is a dict[str, Any]: mypy checks no item against the attribute.
+    vars(page)["prompt"] = reply  # E: [veridic-forge] an item assigned through vars()
+    page.__dict__["prompt"] = reply  # E: [veridic-forge] the attribute "prompt" of "Page"
+    vars(page)[name] = reply  # E: [veridic-forge] named by text not known in the code
+    vars(page)["prompt"] = json.loads(reply)  # E: [veridic-any] got a value of type "Any"
+    vars(page).update(prompt=reply)  # E: [veridic-forge] update() through vars()
+    page.__dict__.update({"prompt": reply})  # E: [veridic-forge] the attribute "prompt"
+    vars(page).setdefault("prompt", reply)  # E: [veridic-forge] setdefault() through vars()
+    page.__dict__ |= {"prompt": reply}  # E: [veridic-forge] the attribute "prompt" of "Page"
+    held = vars(page)
+    held["prompt"] = reply  # E: [veridic-forge] the attribute "prompt" of "Page"
+    Composer().system(page.prompt)
+
+
+def from_loose_data(page: Page, data: dict[str, Any], loose: Any) -> None:
+    # The value of each item is Any: any of them may land in page.prompt.
+    for key, value in data.items():
+        setattr(page, key, value)  # E: [veridic-any] setattr() got a value of type "Any"
+    setattr(page, loose, loose)  # E: [veridic-any] named by text not known in the code
+    vars(page).update(data)  # E: [veridic-any] update() through vars()
+
+
 def accepted(page: Page, reply: str, name: str, tuning: dict[str, float | None]) -> None:
     for key, value in tuning.items():  # no text: it cannot be an instruction
         setattr(page, key, value)
@@ -38,3 +63,8 @@ def accepted(page: Page, reply: str, name: str, tuning: dict[str, float | None])
     object.__setattr__(page, "title", reply)
     object.__setattr__(page, "title", json.loads(reply))
     setattr(reply, name, reply)
+    vars(page)["title"] = reply
+    vars(page).update(tuning)
+    vars(page)[name] = 0.5
+    page.__dict__.update(title=reply)
+    print(vars(page)["prompt"], page.__dict__.get("prompt"), dict(vars(page)))

@@ -1,10 +1,12 @@
 """A type: ignore of mypy's own code that kept a plain str as a TrustedInstruction
 (veridic-forge). mypy refuses `return reply` from a function declared to return a
-TrustedInstruction (return-value) and `prompt: TrustedInstruction = reply` (assignment);
+TrustedInstruction (return-value), `prompt: TrustedInstruction = reply` (assignment) and
+`hint(reply)` where the project's own hint() takes a TrustedInstruction (arg-type);
 silenced, the value stayed typed trusted, and veridic hatches lists only veridic's codes.
+An argument of veridic's own (Composer.system()) is refused by the run time there.
 """
 
-from veridic import Composer, TrustedInstruction
+from veridic import Composer, Registry, TrustedInstruction, join
 
 
 def forged(reply: str) -> TrustedInstruction:
@@ -23,6 +25,28 @@ def reviewed(reply: str) -> TrustedInstruction:
 
 def refused_at_run_time(reply: str) -> None:
     Composer().system(reply)  # type: ignore[arg-type]
+    join([reply])  # type: ignore[list-item]
+
+
+def hint(text: TrustedInstruction) -> None:
+    """The project's own function: a TrustedText position takes its parameter as minted."""
+    Registry().component("billing", hint=text)
+
+
+def hints(texts: list[TrustedInstruction]) -> None:
+    for text in texts:
+        hint(text)
+
+
+def passed_on(reply: str) -> None:
+    # The project's own TrustedInstruction parameter: nothing refuses the str at run time.
+    hint(reply)  # type: ignore[arg-type]  # E: [veridic-forge] silenced mypy's arg-type
+    hints([reply])  # type: ignore[list-item]  # E: [veridic-forge] silenced mypy's list-item
+    # E: [veridic-forge] silenced mypy's list-item
+    kept: list[TrustedInstruction] = [reply]  # type: ignore[list-item]
+    hints(kept)
+    hint(Composer().system(reply).build().sha256)  # type: ignore[arg-type]  # E: [veridic-forge]
+    hint(reply)  # type: ignore[arg-type, veridic-forge]
 
 
 def not_silenced(reply: str) -> TrustedInstruction:

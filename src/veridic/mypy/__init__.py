@@ -30,7 +30,8 @@ module                 rule                                          error code
                        more than its overloads declare
 ``_stub_trust``        a stub of the project declares no trusted     ``veridic-forge``
                        text (mypy checks no implementation)
-``_attribute_writes``  no ``setattr()`` of other text into an        ``veridic-forge``
+``_attribute_writes``  no ``setattr()`` (nor a write through an      ``veridic-forge``
+                       object's ``vars()``) of other text into an
                        attribute declared trusted
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
 ``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
@@ -327,8 +328,10 @@ class VeridicPlugin(Plugin):
         from veridic.mypy import (
             _any_declared,
             _any_overrides,
+            _attribute_writes,
             _bare_fields,
             _escapes,
+            _notes,
             _overload_returns,
             _stub_trust,
             _unchecked,
@@ -336,6 +339,8 @@ class VeridicPlugin(Plugin):
 
         if walked is not None:
             _in_module(walked, _any_declared.report)
+            _in_module(walked, _attribute_writes.report_namespaces)
+            _in_module(walked, _notes.report_silenced)
             _in_module(walked, _any_overrides.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
@@ -359,11 +364,14 @@ class VeridicPlugin(Plugin):
             or _bare_fields.may_report(file)
             or _any_declared.may_report(file)
             or _overload_returns.may_report(file)
+            or _notes.has_silenced(file.path)
         ):
             return set()
         checker = _checker_of(file)
         _in_module(checker, self.first_call)
         _in_module(checker, _any_declared.report)
+        _in_module(checker, _attribute_writes.report_namespaces)
+        _in_module(checker, _notes.report_silenced)
         _in_module(checker, _overload_returns.report)
         _in_module(checker, _unchecked.report)
         return set()
@@ -432,6 +440,7 @@ def _each_call(
 
 
 _PER_BUILD: Final = (
+    "_attribute_writes",
     "_notes",
     "_fields",
     "_overrides",

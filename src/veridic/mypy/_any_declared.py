@@ -17,10 +17,13 @@ TrustedInstruction])``), and whose value is ``Any``, or a list, tuple, set or di
 display with an ``Any`` item in a slot so declared (an ``Any`` under a ``TypedDict`` key
 or at a tuple position declared ``Any`` is not); and ``Any`` put into a built-in
 container or a ``TypedDict`` that holds trusted text (``append``, ``extend``,
-``insert``, ``add``, ``update``, ``setdefault``, ``+=``, ``|=``).
+``insert``, ``add``, ``update``, ``setdefault``, ``+=``, ``|=``); a comprehension is read
+as the display it makes (``[item for item in json.loads(raw)]``).
 A function that returns ``Any`` (a ``lambda``, a ``def ... -> Any``) assigned to, or
 passed for a parameter declared as, a ``Callable`` whose result holds trusted text: its
-callers read what it returns as trusted.
+callers read what it returns as trusted. ``Any`` bound without an assignment to a target
+so declared: a ``for`` target (``for prompt in json.loads(raw)``, also unpacked), a ``with
+... as`` target whose manager is ``Any`` or enters as ``Any``, a parameter's default.
 
 Not reported: ``Any`` declared as a class whose attributes hold trusted text
 (``settings: Settings = request.app.state.settings``): ``Any`` from JSON makes no
@@ -29,12 +32,13 @@ object with attributes, and frameworks hand typed objects out as ``Any`` every d
 Hook: the end of a module's check (``get_additional_indirect_deps``), when every
 expression of the module has its type. mypy has no assignment hook.
 
-Not seen: ``Any`` bound by a ``for`` or ``with`` target, a default, or ``**kwargs``
-into a class's ``__init__`` (``_any_guard`` sees a call's own arguments).
+Not seen: ``**kwargs`` into a class's ``__init__`` (``_any_guard`` sees a call's own
+arguments).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Final
 
@@ -46,15 +50,22 @@ from mypy.messages import format_type
 from mypy.nodes import (
     AssignmentStmt,
     CallExpr,
+    Decorator,
     DictExpr,
+    DictionaryComprehension,
     Expression,
+    ForStmt,
+    FuncDef,
+    GeneratorExpr,
     IndexExpr,
+    ListComprehension,
     ListExpr,
     MemberExpr,
     MypyFile,
     NameExpr,
     OperatorAssignmentStmt,
     RefExpr,
+    SetComprehension,
     SetExpr,
     StarExpr,
     StrExpr,
@@ -62,9 +73,12 @@ from mypy.nodes import (
     TupleExpr,
     TypeInfo,
     Var,
+    WithStmt,
 )
 from mypy.server.subexpr import get_subexpressions
+from mypy.subtypes import find_member
 from mypy.types import (
+    AnyType,
     CallableType,
     Instance,
     ProperType,
@@ -92,7 +106,19 @@ def may_report(tree: MypyFile) -> bool:
             continue  # a declaration without a value (a model's field) assigns nothing
         if statement.type is not None and holds_trusted(statement.type):
             return True
-    return False
+    return any(
+        isinstance(statement, FuncDef) and _defaults_trusted(statement)
+        for statement in every_statement(tree.defs)
+    )
+
+
+def _defaults_trusted(function: FuncDef) -> bool:
+    """Whether a parameter of ``function`` declared to hold trusted text has a default."""
+    signature = function.type
+    return isinstance(signature, CallableType) and any(
+        argument.initializer is not None and holds_trusted(declared)
+        for argument, declared in zip(function.arguments, signature.arg_types, strict=False)
+    )
 
 
 def report(checker: TypeChecker) -> None:
@@ -112,6 +138,103 @@ def report(checker: TypeChecker) -> None:
             for value in _loose(statement.rvalue, declared, checker):
                 _fail(checker, target, declared, value)
     _report_fills(checker)
+    _report_bindings(checker)
+
+
+def _report_bindings(checker: TypeChecker) -> None:
+    """``Any`` bound to a target declared to hold trusted text by what is no assignment: a
+    ``for`` target (``for prompt in json.loads(raw)`` after ``prompt: TrustedInstruction``),
+    a ``with ... as`` target whose context manager is ``Any`` or enters as ``Any``, and a
+    parameter's default (``prompt: TrustedInstruction = json.loads(raw)``). mypy binds each
+    without a check against the declaration, as it does an assignment of ``Any``."""
+    for statement in every_statement(checker.tree.defs):
+        if isinstance(statement, ForStmt) and statement.inferred_item_type is not None:
+            shown = f"an item of {describe(statement.expr, checker)}"
+            _check_bound(checker, statement.index, statement.inferred_item_type, shown)
+        elif isinstance(statement, WithStmt):
+            for manager, target in zip(statement.expr, statement.target, strict=True):
+                entered = None if target is None else _entered(manager, statement, checker)
+                if target is not None and entered is not None:
+                    shown = f'what "with" enters of {describe(manager, checker)}'
+                    _check_bound(checker, target, entered, shown)
+        elif isinstance(statement, FuncDef | Decorator):
+            _check_defaults(
+                checker, statement.func if isinstance(statement, Decorator) else statement
+            )
+
+
+def _check_bound(checker: TypeChecker, target: Expression, bound: Type, shown: str) -> None:
+    """Report ``target`` (unpacked into its names) declared to hold trusted text and bound
+    to ``Any``, ``bound`` being the type of what is bound to it."""
+    if isinstance(target, TupleExpr | ListExpr):
+        for item, item_type in _unpacked(target, bound):
+            _check_bound(checker, item, item_type, shown)
+        return
+    declared = _declared(target, checker)
+    if declared is not None and is_any(bound) and holds_trusted(declared):
+        where = describe(target, checker).replace("the variable", "the name")
+        checker.fail(_any_message(where, declared, shown, checker), target, code=errorcodes.ANY)
+
+
+def _unpacked(target: TupleExpr | ListExpr, bound: Type) -> Iterator[tuple[Expression, Type]]:
+    """Each item of an unpacking ``target`` with the type bound to it: a tuple's item at its
+    position, ``Any`` for each of ``Any``, the item type of a homogeneous container."""
+    proper = get_proper_type(bound)
+    if any(isinstance(item, StarExpr) for item in target.items):
+        return  # a starred target takes a list of the rest: mypy checks it against the rest
+    if isinstance(proper, TupleType):
+        if len(proper.items) == len(target.items):
+            yield from zip(target.items, proper.items, strict=True)
+        return
+    if isinstance(proper, AnyType):
+        yield from ((item, proper) for item in target.items)
+    elif isinstance(proper, Instance) and len(proper.args) == 1:
+        yield from ((item, proper.args[0]) for item in target.items)
+
+
+def _entered(manager: Expression, statement: WithStmt, checker: TypeChecker) -> Type | None:
+    """The type a ``with`` binds from ``manager``: ``Any`` for a manager typed ``Any``, else
+    what its ``__enter__`` returns (``__aenter__``'s awaited result for ``async with``)."""
+    typ = checker.lookup_type_or_none(manager)
+    proper = None if typ is None else get_proper_type(typ)
+    if proper is None or isinstance(proper, AnyType):
+        return proper
+    method = "__aenter__" if statement.is_async else "__enter__"
+    enter = (
+        get_proper_type(find_member(method, proper, proper))
+        if isinstance(proper, Instance)
+        else None
+    )
+    if not isinstance(enter, CallableType):
+        return None
+    result = get_proper_type(enter.ret_type)
+    if statement.is_async and isinstance(result, Instance):
+        if result.type.fullname == "typing.Coroutine" and len(result.args) == 3:
+            return result.args[2]
+        if result.type.fullname == "typing.Awaitable" and result.args:
+            return result.args[0]
+        return None
+    return result
+
+
+def _check_defaults(checker: TypeChecker, function: FuncDef) -> None:
+    """A parameter declared to hold trusted text whose default is ``Any``."""
+    signature = function.type
+    if not isinstance(signature, CallableType) or len(signature.arg_types) != len(
+        function.arguments
+    ):
+        return
+    for argument, declared in zip(function.arguments, signature.arg_types, strict=True):
+        default = argument.initializer
+        if default is None or not holds_trusted(declared):
+            continue
+        typ = checker.lookup_type_or_none(default)
+        if typ is not None and is_any(typ):
+            where = f'the parameter "{argument.variable.name}"'
+            shown = f"its default, {describe(default, checker)}"
+            checker.fail(
+                _any_message(where, declared, shown, checker), default, code=errorcodes.ANY
+            )
 
 
 _FILLERS: Final = frozenset(
@@ -264,6 +387,10 @@ def _loose(value: Expression, slot: Type, checker: TypeChecker) -> Iterator[Expr
         for item, item_slot in _slots(value, slot):
             yield from _loose(item, item_slot, checker)
         return
+    made = _made(value)
+    if made is not None:  # ``[item for item in json.loads(raw)]``: each item it makes
+        yield from _loose(made, _item_of(get_proper_type(slot), slot), checker)
+        return
     if isinstance(value, CallExpr) and _specifies_field(value.callee):
         for name, arg in zip(value.arg_names, value.args, strict=True):
             if name == "default":  # a field's declaration is no value, but its default is
@@ -276,6 +403,15 @@ def _loose(value: Expression, slot: Type, checker: TypeChecker) -> Iterator[Expr
         yield value
     elif _returns_any(typ) and _trusted_result(slot):
         yield value  # ``make: Callable[[], TrustedInstruction] = lambda: json.loads(raw)``
+
+
+def _made(value: Expression) -> Expression | None:
+    """The expression a comprehension makes each item (or a dict's each value) of."""
+    if isinstance(value, ListComprehension | SetComprehension):
+        return value.generator.left_expr
+    if isinstance(value, GeneratorExpr):
+        return value.left_expr
+    return value.value if isinstance(value, DictionaryComprehension) else None
 
 
 def _specifies_field(callee: Expression) -> bool:
@@ -365,12 +501,19 @@ _FIELD_SPECIFIERS: Final = frozenset(
 ``attrs.field(repr=False)``); they are no value of the field: pydantic validates it,
 the constructor of a dataclass or an attrs class takes a parameter of the declared
 type."""
-_LIBRARIES: Final = ("builtins", "typing", "collections", "pydantic", "_")
-"""Modules whose classes hold no text of the project's (``_typeshed``, ``_collections_abc``)."""
+_LIBRARIES: Final = ("builtins", "typing", "collections", "pydantic")
+"""Packages whose classes hold no text of the project's."""
+_PRIVATE_LIBRARIES: Final = frozenset(
+    {"_typeshed", *(name for name in sys.stdlib_module_names if name.startswith("_"))}
+)
+"""The standard library's private modules (``_collections_abc``) and typeshed's
+``_typeshed``, named one by one: a project's own module may start with ``_`` too
+(``_models.py``), and its containers of trusted text are looked into."""
 
 
 def _library(info: TypeInfo) -> bool:
-    return info.module_name.startswith(_LIBRARIES)
+    module = info.module_name
+    return module.startswith(_LIBRARIES) or module.partition(".")[0] in _PRIVATE_LIBRARIES
 
 
 def _container_of_trusted(instance: Instance, seen: frozenset[str]) -> bool:
@@ -403,9 +546,14 @@ def _message(target: Expression, declared: Type, value: Expression, checker: Typ
     where = where.replace("the variable", "the name")
     if _returns_any(checker.lookup_type_or_none(value)):
         return _function_message(where, declared, value, checker)
+    return _any_message(where, declared, describe(value, checker), checker)
+
+
+def _any_message(where: str, declared: Type, shown: str, checker: TypeChecker) -> str:
+    """The message for ``Any`` (``shown``) given to ``where``, declared ``declared``."""
     return (
         f"{where} is declared {format_type(declared, checker.options)} but got a value of type "
-        f'"Any" ({describe(value, checker)}): Any passes any declared type unchecked, and from '
+        f'"Any" ({shown}): Any passes any declared type unchecked, and from '
         "here on mypy reads the text as trusted while the run time refuses it (or prints it "
         "in the capability section); validate the value where it comes from (a pydantic model "
         "with an InstructionField, a TypeAdapter), declare the text str or UntrustedText and "

@@ -1,39 +1,96 @@
-"""``setattr()`` does not write outside text into an attribute declared trusted.
+"""``setattr()`` and an object's namespace do not write outside text into an attribute
+declared trusted.
 
 mypy checks ``page.prompt = reply`` against the attribute's declared type, but not
 ``setattr(page, "prompt", reply)`` nor ``object.__setattr__(page, "prompt", reply)``
-(the way into a frozen dataclass): both take any ``object``. The attribute keeps its
-declared type, so ``Composer().system(page.prompt)`` type-checks, and the run time
-refuses the plain ``str`` (or a ``TrustedText`` position prints it in the capability
-section).
+(the way into a frozen dataclass): both take any ``object``. Nor a write through the
+instance's namespace, ``vars(page)["prompt"] = reply`` or ``page.__dict__.update(...)``,
+which mypy types as a ``dict[str, Any]``. The attribute keeps its declared type, so
+``Composer().system(page.prompt)`` type-checks, and the run time refuses the plain
+``str`` (or a ``TrustedText`` position prints it in the capability section).
 
-Hook (``veridic-forge``): every call of ``setattr()`` and ``object.__setattr__()`` on
-an instance or a class whose attribute of that name is declared to hold a
-``TrustedInstruction`` (in a container, a union, a ``TypedDict``), with a value whose
-type mypy would not accept in a plain assignment; or named by text not known in the
-code, on an object with such an attribute, unless the value cannot be text (a
-``float``). A value typed ``Any`` into an attribute
-named in the code is ``veridic-any``, as ``page.prompt = loose`` is.
+Hooks:
 
-Not seen: a write through ``vars(page)`` or ``page.__dict__`` (typed ``dict[str, Any]``).
+- every call of ``setattr()`` and ``object.__setattr__()`` (``veridic-forge``) on an
+  instance or a class whose attribute of that name is declared to hold a
+  ``TrustedInstruction`` (in a container, a union, a ``TypedDict``), with a value whose
+  type mypy would not accept in a plain assignment; or named by text not known in the
+  code, on an object with such an attribute, unless the value cannot be text (a
+  ``float``);
+- the end of a module's check, for a module whose first call hook saw ``vars(obj)`` or
+  ``obj.__dict__`` (:func:`note`): an item assigned through such a namespace (also one
+  kept in a variable, ``ns = vars(page); ns["prompt"] = reply``), and ``update()``,
+  ``setdefault()``, ``__setitem__()`` or ``|=`` on it, judged as ``setattr()`` is, each
+  key by its text when it is written in the code.
+
+A value typed ``Any`` is ``veridic-any``, as ``page.prompt = loose`` is: into an attribute
+named in the code, or named by text not known there (``for key, value in data.items():
+setattr(page, key, value)`` over a ``dict[str, Any]``), on an object with a trusted one.
+
+Not seen: an object's namespace passed to a function that writes through it
+(``fill(vars(page))``), or reached through what the plugin cannot follow
+(``object.__getattribute__(page, "__dict__")``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Final
 
 from mypy.checker import TypeChecker
 from mypy.messages import format_type
-from mypy.nodes import StrExpr, TypeInfo, Var
+from mypy.nodes import (
+    ARG_NAMED,
+    ARG_POS,
+    ARG_STAR2,
+    AssignmentStmt,
+    CallExpr,
+    Context,
+    DictExpr,
+    Expression,
+    IndexExpr,
+    MemberExpr,
+    MypyFile,
+    NameExpr,
+    OperatorAssignmentStmt,
+    RefExpr,
+    StrExpr,
+    TypeInfo,
+    Var,
+)
 from mypy.plugin import FunctionContext, MethodContext
+from mypy.server.subexpr import get_subexpressions
 from mypy.subtypes import is_subtype
-from mypy.types import CallableType, Instance, Type, TypeType, get_proper_type
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    TupleType,
+    Type,
+    TypedDictType,
+    TypeType,
+    get_proper_type,
+)
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted, may_be_text
 from veridic.mypy._any_guard import is_any
+from veridic.mypy._rebinding import every_statement
 
 WRITERS: Final = frozenset({"builtins.setattr", "builtins.object.__setattr__"})
+_VARS: Final = "builtins.vars"
+_FILLERS: Final = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
+"""Methods of a ``dict`` that write items into it (an instance's namespace)."""
+_KEYED: Final = frozenset({"setdefault", "__setitem__"})
+"""Fillers whose first argument is the key and whose second is the value."""
+
+_NOTED: set[str] = set()
+"""Modules checked in this build whose code reaches an object's namespace."""
+
+
+def forget() -> None:
+    """Drop what one build learnt (``VeridicPlugin`` calls this for each new build)."""
+    _NOTED.clear()
 
 
 def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecker) -> None:
@@ -45,10 +102,162 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
     info = _class_of(get_proper_type(ctx.arg_types[0][0]))
     if info is None:
         return
-    name, value = ctx.args[1][0], ctx.arg_types[2][0]
+    name = ctx.args[1][0]
+    key = name.value if isinstance(name, StrExpr) else None
+    writer = f"{callee.removeprefix('builtins.')}()"
+    _check_write(checker, writer, info, key, ctx.arg_types[2][0], ctx.context)
+
+
+def note(tree: MypyFile, expressions: list[Expression]) -> None:
+    """Keep ``tree`` for :func:`report_namespaces` when one of its ``expressions`` (all of
+    them, walked once by the first call hook) reaches an object's namespace."""
+    if not _names.in_package(tree.fullname) and any(map(_reaches_namespace, expressions)):
+        _NOTED.add(tree.fullname)
+
+
+def report_namespaces(checker: TypeChecker) -> None:
+    """Report each write through an object's namespace into an attribute declared trusted,
+    at the end of the module's check (the types of the namespaces' owners are known)."""
+    tree = checker.tree
+    if tree.fullname not in _NOTED:
+        return
+    _NOTED.discard(tree.fullname)
+    held = _held(checker)
+    for statement in every_statement(tree.defs):
+        if isinstance(statement, AssignmentStmt):
+            value = checker.lookup_type_or_none(statement.rvalue)
+            for target in statement.lvalues:
+                if isinstance(target, IndexExpr) and value is not None:
+                    owner = _owner(target.base, checker, held)
+                    if owner is not None:
+                        key = target.index.value if isinstance(target.index, StrExpr) else None
+                        writer = f"an item assigned through {owner[1]}"
+                        _check_write(checker, writer, owner[0], key, value, target)
+        elif isinstance(statement, OperatorAssignmentStmt) and statement.op == "|":
+            owner = _owner(statement.lvalue, checker, held)
+            if owner is not None:
+                for key, typ in _items(statement.rvalue, checker):
+                    _check_write(checker, f"|= through {owner[1]}", owner[0], key, typ, statement)
+    for statement in tree.defs:
+        for expr in get_subexpressions(statement):
+            if (
+                isinstance(expr, CallExpr)
+                and isinstance(expr.callee, MemberExpr)
+                and expr.callee.name in _FILLERS
+            ):
+                owner = _owner(expr.callee.expr, checker, held)
+                if owner is not None:
+                    writer = f"{expr.callee.name}() through {owner[1]}"
+                    for key, typ in _filled(expr, checker):
+                        _check_write(checker, writer, owner[0], key, typ, expr)
+
+
+def _reaches_namespace(expr: Expression) -> bool:
+    """``vars(obj)`` or ``obj.__dict__`` (a module's is ``_namespace``'s concern)."""
+    if isinstance(expr, MemberExpr) and expr.name == "__dict__":
+        return not (isinstance(expr.expr, RefExpr) and isinstance(expr.expr.node, MypyFile))
+    return (
+        isinstance(expr, CallExpr)
+        and isinstance(expr.callee, RefExpr)
+        and expr.callee.fullname == _VARS
+        and len(expr.args) == 1
+    )
+
+
+def _held(checker: TypeChecker) -> dict[int, tuple[TypeInfo, str]]:
+    """The variables bound to an object's namespace (``ns = vars(page)``), by the id of
+    their ``Var``, with the object's class and how the namespace was reached."""
+    held: dict[int, tuple[TypeInfo, str]] = {}
+    for statement in every_statement(checker.tree.defs):
+        if isinstance(statement, AssignmentStmt):
+            owner = _owner(statement.rvalue, checker, {})
+            if owner is not None:
+                for target in statement.lvalues:
+                    if isinstance(target, NameExpr) and isinstance(target.node, Var):
+                        held[id(target.node)] = owner
+    return held
+
+
+def _owner(
+    expr: Expression, checker: TypeChecker, held: dict[int, tuple[TypeInfo, str]]
+) -> tuple[TypeInfo, str] | None:
+    """The class of the instance whose namespace ``expr`` is, and how it was reached
+    (``vars()``, ``__dict__``); ``None`` for anything else, a class's (a read-only
+    ``mappingproxy``) and a module's too."""
+    if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
+        return held.get(id(expr.node))
+    if not _reaches_namespace(expr):
+        return None
+    if isinstance(expr, CallExpr):
+        owner, how = expr.args[0], "vars()"
+    elif isinstance(expr, MemberExpr):
+        owner, how = expr.expr, "__dict__"
+    else:
+        return None
+    typ = get_proper_type(checker.lookup_type_or_none(owner))
+    return (typ.type, how) if isinstance(typ, Instance) else None
+
+
+def _filled(call: CallExpr, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
+    """Each key (``None`` when not known in the code) and value type a filler's call puts
+    into the namespace: ``update(prompt=reply)``, ``update(data)``, ``setdefault(k, v)``."""
+    method = call.callee.name if isinstance(call.callee, MemberExpr) else ""
+    if method in _KEYED:
+        if len(call.args) == 2:
+            key = call.args[0]
+            typ = checker.lookup_type_or_none(call.args[1])
+            if typ is not None:
+                yield (key.value if isinstance(key, StrExpr) else None), typ
+        return
+    for arg, kind, name in zip(call.args, call.arg_kinds, call.arg_names, strict=True):
+        if kind == ARG_NAMED and name is not None:
+            typ = checker.lookup_type_or_none(arg)
+            if typ is not None:
+                yield name, typ
+        elif kind in (ARG_POS, ARG_STAR2):
+            yield from _items(arg, checker)
+
+
+def _items(mapping: Expression, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
+    """Each key (``None`` when not known in the code) and value type of a mapping: a dict
+    display item by item, a ``TypedDict`` by its keys, another mapping by its value type."""
+    if isinstance(mapping, DictExpr):
+        for key, value in mapping.items:
+            if key is None:
+                yield from _items(value, checker)  # ``{**other}``
+                continue
+            typ = checker.lookup_type_or_none(value)
+            if typ is not None:
+                yield (key.value if isinstance(key, StrExpr) else None), typ
+        return
+    typ = get_proper_type(checker.lookup_type_or_none(mapping))
+    if isinstance(typ, AnyType):
+        yield None, typ
+    elif isinstance(typ, TypedDictType):
+        yield from typ.items.items()
+    elif isinstance(typ, Instance) and len(typ.args) == 2:
+        yield None, typ.args[1]  # dict[str, V], Mapping[str, V]
+    elif isinstance(typ, Instance) and len(typ.args) == 1:
+        pair = get_proper_type(typ.args[0])  # an iterable of pairs: list[tuple[str, V]]
+        if isinstance(pair, TupleType) and len(pair.items) == 2:
+            yield None, pair.items[1]
+        elif isinstance(pair, AnyType):
+            yield None, pair
+
+
+def _check_write(
+    checker: TypeChecker,
+    writer: str,
+    info: TypeInfo,
+    key: str | None,
+    value: Type,
+    context: Context,
+) -> None:
+    """Report ``value`` written by ``writer`` into the attribute ``key`` of an instance of
+    ``info`` (``None``: named by text not known in the code) that is declared trusted."""
     code = errorcodes.FORGE
-    if isinstance(name, StrExpr):
-        declared = _declared(info, name.value)
+    if key is not None:
+        declared = _declared(info, key)
         if declared is None or not holds_trusted(declared):
             return
         if is_any(value):
@@ -56,30 +265,33 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
         elif is_subtype(value, declared):
             return
         shown = format_type(declared, checker.options)
-        what = f'the attribute "{name.value}" of "{info.name}", declared {shown}'
+        what = f'the attribute "{key}" of "{info.name}", declared {shown}'
     else:
+        if not may_be_text(value, checker):
+            return  # ``setattr(self, key, 0.2)`` over tuning values: no text to forge
+        loose = is_any(value)
         trusted = sorted(
             attribute
             for attribute, declared in _attributes(info)
-            if holds_trusted(declared) and not is_subtype(value, declared)
+            if holds_trusted(declared) and (loose or not is_subtype(value, declared))
         )
-        if not may_be_text(value, checker):
-            return  # ``setattr(self, key, 0.2)`` over tuning values: no text to forge
         if not trusted:
             return
+        if loose:
+            code = errorcodes.ANY
         what = (
             f'an attribute of "{info.name}" named by text not known in the code (its '
             f"attributes {', '.join(trusted[:3])} hold trusted text)"
         )
     checker.fail(
-        f"{callee.removeprefix('builtins.')}() got a value of type "
-        f"{format_type(value, checker.options)} for {what}: mypy checks no setattr() against "
-        "the attribute's type, so reads of it are typed trusted while it holds whatever was "
-        "written, which the composer refuses and a TrustedText position prints in the "
-        "capability section; assign the attribute by its name (mypy checks that), and mint "
-        'the text with instruction() or vouch for it with TrustPolicy("name").vouch(text, '
+        f"{writer} got a value of type {format_type(value, checker.options)} for {what}: mypy "
+        "checks no setattr() and no write through an object's namespace (vars(), __dict__) "
+        "against the attribute's type, so reads of it are typed trusted while it holds "
+        "whatever was written, which the composer refuses and a TrustedText position prints "
+        "in the capability section; assign the attribute by its name (mypy checks that), and "
+        'mint the text with instruction() or vouch for it with TrustPolicy("name").vouch(text, '
         "reason=...)",
-        ctx.context,
+        context,
         code=code,
     )
 

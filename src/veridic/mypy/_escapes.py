@@ -111,6 +111,7 @@ def report_references(checker: TypeChecker) -> None:
     kept = {id(expr.callee) for expr in expressions if isinstance(expr, CallExpr)}
     kept |= {id(expr.expr) for expr in expressions if isinstance(expr, MemberExpr)}
     _unchecked.note(tree, expressions, _named_function)
+    _attribute_writes.note(tree, expressions)
     with _notes.outside_speculation(checker.msg.errors):
         _forging.report_values(checker, expressions, kept)
         _forging.report_guards(checker)

@@ -30,10 +30,15 @@ annotation of a module being analysed (a type-analyze hook asked only until the
 watch starts), or the first call hook, which adds the notes of the current
 module's earlier errors then.
 
-A brand error of ``return-value`` or ``assignment`` (a plain ``str`` kept as a
-``TrustedInstruction``) that a ``type: ignore`` of mypy's code silenced is reported
-again as ``veridic-forge`` on its line: the ignore forged the value as a ``cast()``
-would, and only an ignore that names ``veridic-forge`` is listed by ``veridic hatches``.
+A brand error (a plain ``str`` kept as a ``TrustedInstruction``) that a ``type:
+ignore`` of mypy's code silenced is reported again as ``veridic-forge`` on its line: the
+ignore forged the value as a ``cast()`` would, and only an ignore that names
+``veridic-forge`` is listed by ``veridic hatches``. ``return-value`` and ``assignment``
+at once; any other code (``arg-type``, ``list-item``) at the end of the module's check
+(:func:`report_silenced`), unless the text is an argument of a call of veridic's own,
+whose run time refuses it there (a test of ``Composer.system()``'s check ignores the
+error on purpose): the project's own function with a ``TrustedInstruction`` parameter
+takes it as minted, and hands it on to a ``TrustedText`` position that prints it.
 
 The watch relies on mypy's internal error store (``Errors``): if that changes, the
 notes and this report are gone and nothing else is (``tests/typecheck/brand_notes.py``
@@ -47,13 +52,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
+from mypy.checker import TypeChecker
 from mypy.errors import ErrorInfo, Errors, ErrorWatcher
-from mypy.nodes import TypeInfo
+from mypy.nodes import CallExpr, Expression, TypeInfo
 from mypy.plugin import AnalyzeTypeContext, Plugin
+from mypy.server.subexpr import get_subexpressions
 from mypy.typeanal import TypeAnalyser
-from mypy.types import Instance, Type
+from mypy.types import CallableType, Instance, Overloaded, Type, get_proper_type
 
 from veridic.mypy import errorcodes
+from veridic.mypy._names import in_package
 
 MINT: Final = (
     'A TrustedInstruction is minted, not converted: write instruction("...") for text '
@@ -84,12 +92,15 @@ _BRANDS: Final = ("TrustedInstruction", "UntrustedText")
 _watched: list[Errors] = []
 _own: list[ErrorWatcher] = []
 """The notes watcher of the build, once installed."""
+_SILENCED: dict[str, list[ErrorInfo]] = {}
+"""Per file: the brand errors an ignore silenced whose call decides (:func:`report_silenced`)."""
 
 
 def forget() -> None:
     """A new build starts: its errors are not watched yet."""
     _watched.clear()
     _own.clear()
+    _SILENCED.clear()
 
 
 @contextmanager
@@ -185,15 +196,10 @@ class _Notes:
             if _shown(self.errors, file, info):
                 self.errors.note_for_info(file, info, text, info.code)
             elif text == MINT and _ignored_here(self.errors, file, info):
-                self.errors.report(
-                    info.line,
-                    info.column,
-                    _silenced(info),
-                    code=errorcodes.FORGE,
-                    origin_span=info.origin_span,
-                    end_line=info.end_line,
-                    end_column=info.end_column,
-                )
+                if info.code is not None and info.code.code in _KEPT:
+                    _report_silenced(self.errors, info)
+                else:
+                    _SILENCED.setdefault(file, []).append(info)
         finally:
             self.busy = False
         return True  # recorded above: mypy's own call stops here
@@ -201,15 +207,78 @@ class _Notes:
 
 _KEPT: Final = frozenset({"return-value", "assignment"})
 """mypy's codes for a plain ``str`` kept as a ``TrustedInstruction`` (returned, assigned),
-where it stays typed trusted. A ``str`` passed to veridic's own parameters (``arg-type``)
-is refused by the run time there, and the tests of that check ignore the error on purpose."""
+where it stays typed trusted whatever the call around it. Under any other code (``arg-type``,
+``list-item``) the text may be an argument of veridic's own, whose run time refuses it there,
+and the tests of that check ignore the error on purpose: :func:`report_silenced` decides."""
+
+
+def _report_silenced(errors: Errors, info: ErrorInfo) -> None:
+    errors.report(
+        info.line,
+        info.column,
+        _silenced(info),
+        code=errorcodes.FORGE,
+        origin_span=info.origin_span,
+        end_line=info.end_line,
+        end_column=info.end_column,
+    )
+
+
+def has_silenced(path: str) -> bool:
+    """Whether a brand error an ignore silenced in ``path`` waits for its call's judgement."""
+    return path in _SILENCED
+
+
+def report_silenced(checker: TypeChecker) -> None:
+    """Report each brand error an ignore silenced in ``checker``'s module, other than of
+    ``return-value`` or ``assignment`` (reported at once), unless its text is an argument of
+    a call of veridic's own: the run time refuses the text there.
+
+    The innermost call whose argument holds the error's position decides; the module's
+    calls are looked at only when an ignore silenced such an error in it.
+    """
+    silenced = _SILENCED.pop(checker.path, [])
+    if not silenced:
+        return
+    spans = [
+        (arg, call)
+        for statement in checker.tree.defs
+        for call in get_subexpressions(statement)
+        if isinstance(call, CallExpr)
+        for arg in call.args
+    ]
+    for info in silenced:
+        inside = [(arg.line, arg.column, call) for arg, call in spans if _holds(arg, info)]
+        innermost = max(inside, key=lambda found: found[:2], default=None)
+        if innermost is None or not _veridic_callee(innermost[2], checker):
+            _report_silenced(checker.msg.errors, info)
+
+
+def _holds(arg: Expression, info: ErrorInfo) -> bool:
+    """Whether the error ``info`` is reported at a position inside ``arg``."""
+    end_line = arg.end_line if arg.end_line is not None else arg.line
+    end_column = arg.end_column if arg.end_column is not None else arg.column
+    return (arg.line, arg.column) <= (info.line, info.column) <= (end_line, end_column)
+
+
+def _veridic_callee(call: CallExpr, checker: TypeChecker) -> bool:
+    """Whether ``call`` calls a function, method or class of veridic's own."""
+    callee = get_proper_type(checker.lookup_type_or_none(call.callee))
+    if isinstance(callee, Overloaded):
+        callee = callee.items[0]
+    if not isinstance(callee, CallableType):
+        return False
+    if callee.is_type_obj():
+        return in_package(callee.type_object().module_name)
+    definition = callee.definition
+    return definition is not None and in_package(definition.fullname)
 
 
 def _ignored_here(errors: Errors, file: str, info: ErrorInfo) -> bool:
     """Whether mypy dropped ``info``, a plain ``str`` kept as a ``TrustedInstruction``, for a
     ``type: ignore`` comment on its lines (of the file being checked, where a new error can
     be reported)."""
-    if info.code is None or info.code.code not in _KEPT or file != errors.file:
+    if info.code is None or file != errors.file:
         return False
     if _shown(errors, file, info):
         return False  # shown, with mypy's note that the ignore names another code

@@ -65,7 +65,9 @@ Also an import or use of veridic's private minting names (``mint``, ``mint_spans
 and the ``_``-prefixed names of ``veridic.provenance`` and ``veridic.fields``) outside veridic:
 they mint without any check. And a pydantic model's field typed ``TrustedInstruction``
 without ``InstructionField``: pydantic stores a plain ``str`` there, so the type claims a
-brand the value never has."""
+brand the value never has. And other text written into an attribute declared trusted by
+``setattr()`` or through the object's ``vars()``, or a ``type: ignore`` of mypy's own code
+that kept a ``str`` typed trusted (outside an argument of veridic's own)."""
 
 ANY: Final = ErrorCode(
     "veridic-any",
@@ -74,8 +76,9 @@ ANY: Final = ErrorCode(
 )
 """A value typed ``Any`` (an untyped library's result, ``json.loads``) reaches a
 ``TrustedInstruction`` or ``LiteralString`` parameter, a ``join()`` part or a ``TrustPolicy``
-name, or is assigned to a target declared to hold a ``TrustedInstruction``, where mypy would
-otherwise accept it silently."""
+name, or is assigned (or bound by a ``for`` or ``with`` target, a default, ``setattr()``) to a
+target declared to hold a ``TrustedInstruction``, where mypy would otherwise accept it
+silently."""
 
 POLICY: Final = ErrorCode(
     "veridic-policy",

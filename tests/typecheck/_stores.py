@@ -1,0 +1,8 @@
+"""Support module (not a case): containers of trusted text declared in a project module
+whose name starts with "_", which is no library for that (any_declared.py)."""
+
+from veridic import TrustedInstruction
+
+
+class Prompts(dict[str, TrustedInstruction]):
+    """A project class that is a container of trusted text by its base."""
