@@ -73,6 +73,7 @@ from veridic.templates._runtime import (
     stored_literal,
     template_line,
 )
+from veridic.templates._written import EXPRESSION, WRITES_TEXT, spelled, written_filters
 from veridic.text.provenance import TrustedInstruction, mint
 
 __all__ = [
@@ -236,6 +237,61 @@ def _nondeterministic(name: str) -> Callable[..., object]:
     return refused
 
 
+def _dunder_use(name: str, origin: str, line: int | str) -> TemplateError:
+    line = f" line {line}" if isinstance(line, int) else line
+    return TemplateError(
+        f"template {origin!r}{line} reads {name!r}, one of Python's own attributes, which "
+        "tell of the object, not of its value (x.__hash__() of text is different in every "
+        "process, and a prompt must render byte for byte the same: provider prompt caching "
+        "and the audit's sha256 rely on it): compute what the template needs in code and "
+        "pass it as a parameter"
+    )
+
+
+def _no_dunder_attr(attr: Callable[..., object]) -> Callable[..., object]:
+    """jinja2's ``|attr``, refusing one of Python's own attributes (``attr(name)``)."""
+
+    def no_dunder(environment: Environment, obj: object, name: object) -> object:
+        if isinstance(name, str) and name.startswith("__"):
+            raise _dunder_use(name, *template_line())
+        return attr(environment, obj, name)
+
+    no_dunder.jinja_pass_arg = attr.jinja_pass_arg  # type: ignore[attr-defined]  # jinja2's own marker, read by its compiler
+    return no_dunder
+
+
+def _refuse_dunders(tree: nodes.Template, origin: str) -> None:
+    """Refuse, when a shipped template loads, a read of one of Python's own attributes
+    written in it (``x.__hash__``, ``x["__class__"]``, ``x | attr("__dict__")``): what
+    they give is Python's (a hash differs in every process), not the values'. The
+    sandbox refuses them, and every ``_`` name, when a stored template renders."""
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+        if isinstance(node, nodes.Getattr):
+            name: object = node.attr
+        elif isinstance(node, nodes.Getitem):
+            name = node.arg.value if isinstance(node.arg, nodes.Const) else None
+        elif (
+            isinstance(node, nodes.Filter)
+            and node.name == "attr"
+            and node.args
+            and isinstance(node.args[0], nodes.Const)
+        ):
+            name = node.args[0].value
+        else:
+            continue
+        if isinstance(name, str) and name.startswith("__"):
+            raise _dunder_use(name, origin, node.lineno)
+
+
+def _name_written(tree: nodes.Template) -> None:
+    """Pass each filter that writes its input as text the expression it filters, spelled
+    (``_written.EXPRESSION``), so that a refusal names it."""
+    for node in tree.find_all(nodes.Filter):
+        if node.name in WRITES_TEXT and node.node is not None:
+            named = nodes.Keyword(EXPRESSION, nodes.Const(spelled(node.node)))
+            node.kwargs.append(named)  # type: ignore[arg-type]  # jinja2 annotates Pair; its parser and compiler use Keyword
+
+
 class ProvenanceEnvironment(Environment):
     """A jinja2 environment with veridic's settings; its instruction templates yield chunks
     that remember their values."""
@@ -285,9 +341,32 @@ class ProvenanceEnvironment(Environment):
             for name, function in custom.filters.items()
         )
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
+        if not self.sandboxed:  # the sandbox wraps them after its bounds (see there)
+            self.filters = written_filters(self.filters)
+            self.filters["attr"] = _no_dunder_attr(self.filters["attr"])
         self.globals.update(custom.globals)
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        """``obj[argument]``, else attribute ``argument`` of ``obj`` (jinja2's rule), but not
+        one of Python's own (``__hash__``): a name computed at render (``x[name]``,
+        ``map(attribute=name)``) is checked here; one written in the template, when it loads.
+
+        jinja2's body, with the check on the way to ``getattr`` only: an item found costs
+        what it did. The sandbox keeps its own (it refuses every ``_`` name).
+        """
+        try:
+            return obj[argument]
+        except (AttributeError, TypeError, LookupError):
+            if isinstance(argument, str):
+                if argument.startswith("__"):
+                    raise _dunder_use(argument, *template_line()) from None
+                try:
+                    return getattr(obj, argument)
+                except AttributeError:
+                    pass
+            return self.undefined(obj=obj, name=argument)
 
     def literal(self, text: str, origin: str) -> int:
         """The index of literal ``text`` at ``origin`` (``file:line``) in :attr:`literals`.
@@ -334,6 +413,7 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     """
 
     intercepted_binops = INTERCEPTED
+    getitem = SandboxedEnvironment.getitem  # not ProvenanceEnvironment's, first in the MRO
 
     def __init__(
         self,
@@ -355,7 +435,8 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         )
         self.filters["format"] = bounded_format
         own = {name: self.filters.pop(name) for name in _OWN}
-        self.filters = {**bounded_filters(self.filters), **own}
+        # Bounds first: they recognise jinja2's own filters by identity.
+        self.filters = written_filters({**bounded_filters(self.filters), **own})
         self.tests = bounded_tests(self.tests)  # type: ignore[assignment]  # jinja2 types them as its own functions; these are called as they are
         self.globals.update(namespace=BoundedNamespace)
         self._safe_attributes: dict[tuple[type, str], bool] = {}
@@ -464,7 +545,10 @@ class _Rewrite:
 
     def template(self, tree: nodes.Template) -> None:
         self.refuse_forbidden(tree)
+        if not self.environment.sandboxed:
+            _refuse_dunders(tree, self.origin)
         _check_made_text(tree)
+        _name_written(tree)
         if self.environment.sandboxed:
             for loop in tree.find_all(nodes.For):
                 if isinstance(loop.iter, nodes.Expr):  # always: jinja2's parser makes one
@@ -568,12 +652,13 @@ class _Rewrite:
         return _node(chain, _EMIT, f"{self.origin}:{lineno}", lineno)
 
 
-_MADE_TEXT: Final = frozenset({"string", "pprint", "format"})
-"""jinja2's filters that write their value (``format``: and its arguments) as text."""
+_MADE_TEXT: Final = frozenset({"format"})
+"""jinja2's filter that writes its value and its arguments as text (the others that write
+their input are held checked: ``_written``)."""
 
 
 def _check_made_text(tree: nodes.Template) -> None:
-    """Have what ``~``, ``|string``, ``|pprint``, ``|format`` and ``"..." %`` make text of
+    """Have what ``~``, ``|format`` and ``"..." %`` make text of
     checked as an output is (:func:`~veridic.templates._runtime.finalize`):
     ``"Persona: " ~ persona.upper`` (the parentheses forgotten) wrote the method's memory
     address into the text, which the check of the output, a str by then, never saw."""
