@@ -44,7 +44,12 @@ expression (``{% include name %}``) refused at load because its variables
 could not be checked, and values are never evaluated as template code:
 ``{{ x }}`` with ``x = "{{ 7 * 7 }}"`` outputs the braces. A render is the same
 text for the same values (provider prompt caching and the audit's ``sha256`` rely
-on it), so ``|random`` and ``lipsum()`` are refused at load, in every template.
+on it), so ``|random`` and ``lipsum()`` are refused at load, in every template, and
+a shipped template may not read Python's own attributes (``x.__hash__()`` of text
+differs in every process): refused at load (the sandbox refuses them in a stored one).
+An output whose text would be a memory address (a method without its call's
+parentheses, an iterator, an object without text of its own), written directly or by
+a filter that writes its input as text (``|lower``, ``|join``), is refused at render.
 
 An instruction template's parameter type may only hold what code wrote: each
 field is ``TrustedInstruction`` (``InstructionField`` in a model), a scalar
@@ -269,7 +274,8 @@ class Templates:
                 bytes that are not UTF-8: the file is named, the ``OSError`` or
                 ``UnicodeDecodeError`` is its cause), not valid jinja2, or uses a
                 forbidden construct (``|safe``, ``{% autoescape %}``, a template
-                named by an expression, ``|random``, ``lipsum()``).
+                named by an expression, ``|random``, ``lipsum()``, one of Python's
+                own attributes such as ``x.__hash__``).
             TemplateParamsError: its variables (jinja2's analysis, following
                 includes, imports and parents) and the keys of ``params`` differ.
             ProvenanceError: a field of ``params`` is not typed as trusted text

@@ -66,14 +66,24 @@ from veridic.templates._budget import (
 from veridic.templates._custom import NONE, Custom
 from veridic.templates._runtime import (
     EMITTED_AS_IS,
+    SCALARS,
     STORED_LITERALS,
     concat,
     emit,
     finalize,
+    refuse_address,
     stored_literal,
     template_line,
 )
-from veridic.templates._written import EXPRESSION, WRITES_TEXT, spelled, written_filters
+from veridic.templates._written import (
+    EXPRESSION,
+    STR_OF_INPUT,
+    WRAPPED,
+    gives,
+    spelled,
+    written,
+    written_filters,
+)
 from veridic.text.provenance import TrustedInstruction, mint
 
 __all__ = [
@@ -95,7 +105,9 @@ _SEARCHED: Final = "<veridic:searched>"  # node: environment.searched(node), san
 # Const(text), Const(origin): the stored literal, from environment.stored_literals or minted
 _STORED: Final = "<veridic:stored-literal>"
 _TEXT_OF: Final = "<veridic:text-of>"  # node: environment.text_of(node), every template
-_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF})
+# node, Const(how): the input of a filter that writes it as text, checked inline (_written)
+_WRITTEN: Final = "<veridic:written>"
+_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN})
 _CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
 
 
@@ -131,6 +143,12 @@ class ProvenanceCodeGenerator(CodeGenerator):
             key = (inner.value, arguments[0].value)
             self.write("(_veridic_output if (_veridic_output := environment.stored_literals.get(")
             self.write(f"{key!r})) is not None else environment.stored_literal(*{key!r}))")
+        elif node.name == _WRITTEN and inner is not None and isinstance(arguments[0], nodes.Const):
+            # written() inlined for what passes (text, numbers): no call for them.
+            self.write("(_veridic_input if type(_veridic_input := ")
+            self.visit(inner, frame)
+            self.write(") in environment.scalars else environment.written(_veridic_input, ")
+            self.write(f"{arguments[0].value!r}))")
         elif node.name == _TEXT_OF and inner is not None:
             self.write("environment.text_of(")
             self.visit(inner, frame)
@@ -283,11 +301,18 @@ def _refuse_dunders(tree: nodes.Template, origin: str) -> None:
             raise _dunder_use(name, origin, node.lineno)
 
 
-def _name_written(tree: nodes.Template) -> None:
-    """Pass each filter that writes its input as text the expression it filters, spelled
-    (``_written.EXPRESSION``), so that a refusal names it."""
-    for node in tree.find_all(nodes.Filter):
-        if node.name in WRITES_TEXT and node.node is not None:
+def _check_written(tree: nodes.Template) -> None:
+    """Have the input of each filter that writes it as text checked as an output is
+    (``_written``), the refusal naming the filter and the expression: inline for
+    ``|lower`` and the like, by the wrapped filter (passed the expression) for ``|join``
+    and ``|tojson``. A constant input is left as it is (jinja2 still folds it)."""
+    for node in list(tree.find_all(nodes.Filter)):
+        if node.node is None or isinstance(node.node, nodes.Const):
+            continue  # a {% filter %} block's input is its text; a constant, its value
+        if node.name in STR_OF_INPUT:
+            how = gives(node.name, spelled(node.node))
+            node.node = _node(node.node, _WRITTEN, how, node.lineno)
+        elif node.name in WRAPPED:
             named = nodes.Keyword(EXPRESSION, nodes.Const(spelled(node.node)))
             node.kwargs.append(named)  # type: ignore[arg-type]  # jinja2 annotates Pair; its parser and compiler use Keyword
 
@@ -344,6 +369,9 @@ class ProvenanceEnvironment(Environment):
         if not self.sandboxed:  # the sandbox wraps them after its bounds (see there)
             self.filters = written_filters(self.filters)
             self.filters["attr"] = _no_dunder_attr(self.filters["attr"])
+        # Compiled code reads them at each filter that writes its input as text.
+        self.scalars = SCALARS
+        self.written = written
         self.globals.update(custom.globals)
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
@@ -367,6 +395,21 @@ class ProvenanceEnvironment(Environment):
                 except AttributeError:
                     pass
             return self.undefined(obj=obj, name=argument)
+
+    def call_filter(
+        self,
+        name: str,
+        value: Any,
+        args: Any = None,
+        kwargs: Any = None,
+        context: Context | None = None,
+        eval_ctx: EvalContext | None = None,
+    ) -> Any:
+        """A filter called by a name given at render (``map("lower")``): one that writes
+        its input as text checks it first, as the rewrite does where a template names it."""
+        if name in STR_OF_INPUT and type(value) not in SCALARS:
+            refuse_address(value, template_line, gives(name, None))
+        return super().call_filter(name, value, args, kwargs, context, eval_ctx)
 
     def literal(self, text: str, origin: str) -> int:
         """The index of literal ``text`` at ``origin`` (``file:line``) in :attr:`literals`.
@@ -548,7 +591,7 @@ class _Rewrite:
         if not self.environment.sandboxed:
             _refuse_dunders(tree, self.origin)
         _check_made_text(tree)
-        _name_written(tree)
+        _check_written(tree)
         if self.environment.sandboxed:
             for loop in tree.find_all(nodes.For):
                 if isinstance(loop.iter, nodes.Expr):  # always: jinja2's parser makes one

@@ -4,17 +4,21 @@ An output whose text is a memory address is refused (``_runtime.refuse_address``
 an output is read only once it is text: ``{{ persona.upper | lower }}`` (the parentheses
 forgotten) wrote ``<built-in method upper of _trusted object at 0x7f43...>``, a str by
 the time the output was checked, and so did ``|e``, ``|trim``, ``|join`` and the other
-filters that call ``str()`` on their input. Each of them is held, in every environment,
-wrapped: its input is checked as an output is before it runs. Only these filters pay
-for it (a type lookup, for text), so a render that uses none costs what it did.
+filters that call ``str()`` on their input. So their input is checked first:
+
+- where the template names the filter (``x | lower``), the rewrite (``_env``) checks
+  the input inline, as an output is: a type lookup for text, no call, so a render pays
+  nothing it did not (:func:`written` runs only for what is not text or a number);
+- where a name is given at render (``map("lower")``), the environment's
+  ``call_filter`` checks it;
+- ``|join`` checks each item it writes, after ``attribute=`` is read from it (the
+  objects may print their address, their names do not), held wrapped
+  (:func:`written_filters`).
 
 ``|tojson`` is not about addresses: JSON cannot write a method, a set or an object at
 all, and jinja2 raised a bare ``TypeError``; it is held wrapped so that the error names
-the template, the line and the expression.
-
-The rewrite (``_env``) passes each filter it sees in the template the expression it
-filters (keyword :data:`EXPRESSION`), so that a refusal names it; a filter named at
-render (``map("lower")``) has no expression to name, and says the template and line.
+the template, the line and the expression. Both wrapped filters are passed the
+expression they filter by the rewrite (keyword :data:`EXPRESSION`).
 """
 
 from __future__ import annotations
@@ -32,13 +36,21 @@ from veridic._words import a_type
 from veridic.errors import TemplateError
 from veridic.templates._runtime import SCALARS, refuse_address, template_line
 
-__all__ = ["EXPRESSION", "WRITES_TEXT", "spelled", "written_filters"]
+__all__ = [
+    "EXPRESSION",
+    "STR_OF_INPUT",
+    "WRAPPED",
+    "gives",
+    "spelled",
+    "written",
+    "written_filters",
+]
 
 EXPRESSION: Final = "veridic_expression"
-"""The keyword the rewrite adds to a call of a filter of :data:`WRITES_TEXT`: the
+"""The keyword the rewrite adds to a call of a filter of :data:`WRAPPED`: the
 expression it filters, spelled (:func:`spelled`), for the message that refuses it."""
 
-_STR_OF_INPUT: Final = frozenset(
+STR_OF_INPUT: Final = frozenset(
     {
         "capitalize",
         "center",
@@ -61,39 +73,30 @@ _STR_OF_INPUT: Final = frozenset(
     }
 )
 """jinja2's filters that write their input (``str()`` or ``repr()`` of it) as text."""
-WRITES_TEXT: Final = _STR_OF_INPUT | {"join", "tojson"}
-"""Every filter held wrapped: those above, ``|join`` (each item), ``|tojson``."""
+WRAPPED: Final = frozenset({"join", "tojson"})
+"""The filters held wrapped: ``|join`` (each item it writes), ``|tojson``."""
+
+
+def written(value: object, doing: str) -> object:
+    """``value``, the input of a filter that writes it as text, once checked as an output
+    is (compiled inline for text and numbers, which pass: see ``_env``).
+
+    Raises:
+        TemplateError: its text would be a memory address (``refuse_address``).
+    """
+    refuse_address(value, template_line, doing)
+    return value
 
 
 def written_filters(
     filters: Mapping[str, Callable[..., object]],
 ) -> dict[str, Callable[..., object]]:
-    """``filters`` with each of :data:`WRITES_TEXT` wrapped (the function under the name,
+    """``filters`` with ``join`` and ``tojson`` wrapped (the function under the name,
     which in a sandbox is already bounded: the check runs first, then the bounds)."""
     wrapped = dict(filters)
-    for name in WRITES_TEXT & filters.keys():
-        function = filters[name]
-        if name == "join":
-            wrapped[name] = _join(function)
-        elif name == "tojson":
-            wrapped[name] = _tojson(function)
-        else:
-            wrapped[name] = _checked(name, function)
+    wrapped["join"] = _join(filters["join"])
+    wrapped["tojson"] = _tojson(filters["tojson"])
     return wrapped
-
-
-def _checked(name: str, function: Callable[..., object]) -> Callable[..., object]:
-    """``function``, its input refused first when its text would be a memory address."""
-    passed = getattr(function, "jinja_pass_arg", None) is not None
-
-    def checked(*arguments: Any, **options: Any) -> object:
-        expression = options.pop(EXPRESSION, None)
-        value = arguments[passed] if len(arguments) > passed else None
-        if type(value) not in SCALARS:
-            refuse_address(value, template_line, _gives(name, expression))
-        return function(*arguments, **options)
-
-    return _like(checked, function)
 
 
 def _join(function: Callable[..., object]) -> Callable[..., object]:
@@ -110,13 +113,12 @@ def _join(function: Callable[..., object]) -> Callable[..., object]:
         expression = options.pop(EXPRESSION, None)
         if attribute is not None:
             value = map(make_attrgetter(eval_ctx.environment, attribute), value)
-        doing = _gives("join", expression)
         if type(value) is list or type(value) is tuple:
-            if not SCALARS.issuperset(map(type, value)):  # at C speed: text, numbers
-                for item in value:
-                    _written(item, doing)
+            for item in value:
+                if type(item) not in SCALARS:  # text and numbers pass: nothing to call
+                    refuse_address(item, template_line, gives("join", expression))
         else:  # an iterator is read once, item by item, as join reads it
-            value = _each_written(value, doing)
+            value = _each_written(value, gives("join", expression))
         return function(eval_ctx, value, d, **options)
 
     return _like(join, function)
@@ -143,10 +145,9 @@ def _tojson(function: Callable[..., object]) -> Callable[..., object]:
             return function(eval_ctx, value, *arguments, **options)
         except (TypeError, ValueError) as error:
             template, line = template_line()
-            shown = "" if value is None else f" ({clip(repr(value))})"
             raise TemplateError(
-                f"template {template!r}{line} {_gives('tojson', expression)} {a_type(value)}"
-                f"{shown}, which JSON cannot write ({error}): pass text, numbers, booleans, "
+                f"template {template!r}{line} {gives('tojson', expression)} {a_type(value)}"
+                f" ({clip(repr(value))}), which JSON cannot write ({error}): pass text, numbers, booleans, "
                 "None, lists and dicts with text keys (a set as a sorted list; call a method: "
                 "persona.upper()), or write the value with other filters"
             ) from error
@@ -154,7 +155,7 @@ def _tojson(function: Callable[..., object]) -> Callable[..., object]:
     return _like(tojson, function)
 
 
-def _gives(name: str, expression: object) -> str:
+def gives(name: str, expression: object) -> str:
     """How the template writes a value: ``gives |lower (persona.upper)``."""
     return f"gives |{name}" + (f" ({expression})" if isinstance(expression, str) else "")
 
