@@ -147,9 +147,9 @@ def _tojson(function: Callable[..., object]) -> Callable[..., object]:
             template, line = template_line()
             raise TemplateError(
                 f"template {template!r}{line} {gives('tojson', expression)} {a_type(value)}"
-                f" ({clip(repr(value))}), which JSON cannot write ({error}): pass text, numbers, booleans, "
-                "None, lists and dicts with text keys (a set as a sorted list; call a method: "
-                "persona.upper()), or write the value with other filters"
+                f" ({clip(repr(value))}), which JSON cannot write ({error}): pass text, "
+                "numbers, booleans, None, lists and dicts with text keys (a set as a sorted "
+                "list; call a method: persona.upper()), or write the value with other filters"
             ) from error
 
     return _like(tojson, function)
