@@ -164,11 +164,13 @@ def test_an_object_whose_text_holds_a_short_hex_number_and_text_holding_an_addre
 ) -> None:
     # Only what an object's own __str__/__repr__ writes is read for an address: text a
     # user pasted (a traceback in a ticket) is data, the same bytes in every process.
-    (tmp_path / "t.j2").write_text("{{ value[0] }} {{ value[1] }} {{ value[1] | trim }}")
+    (tmp_path / "t.j2").write_text(
+        "{{ value[0] }} {{ value[1] }} {{ value[1] | trim }} {{ value[2] }}"
+    )
     bound = _load(tmp_path, "data", "shipped", Anything)
     pasted = "<Foo object at 0x7f43deadbeef>"
-    text = _text("data", bound.render({"value": [Coloured(), pasted]}))
-    assert text == f"Colour(0xff00ff) {pasted} {pasted}"
+    text = _text("data", bound.render({"value": [Coloured(), pasted, pasted.encode()]}))
+    assert text == f"Colour(0xff00ff) {pasted} {pasted} b'{pasted}'"
 
 
 # -- 2. dunder access in a shipped template ----------------------------------------------------

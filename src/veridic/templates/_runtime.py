@@ -163,8 +163,8 @@ def _addressed(
     An output is written with ``str()``, the items of a container with ``repr()``: an
     object with a ``__str__`` of its own but not a ``__repr__`` prints its text alone and
     its address in a list (``item``). An object's own text is read for an address
-    (:data:`_ADDRESS`); text (a ``str``) is not: what it says is a value, the same bytes
-    in every process, even a traceback a user pasted.
+    (:data:`_ADDRESS`); text (a ``str``, ``bytes``) is not: what it says is a value, the
+    same bytes in every process, even a traceback a user pasted.
     """
     kind = type(value)
     if kind in SCALARS:
@@ -189,7 +189,7 @@ def _addressed(
         return shown, kind, _ITS_ADDRESS
     if isinstance(value, _GENERATORS):
         return "a generator", kind, _ITS_ADDRESS
-    if isinstance(value, str):
+    if isinstance(value, str | bytes | bytearray):  # a value's own text, not an object's
         return None
     address = _ADDRESS.search(repr(value) if item else str(value))
     if address is None:
