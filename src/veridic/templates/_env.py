@@ -10,7 +10,11 @@ An environment renders one kind of template, instruction or data (a file used
 as both is compiled once per kind). Forbidden constructs (``|safe``,
 ``{% autoescape %}``, a template named by an expression, and jinja2's random
 parts, ``|random`` and ``lipsum()``, which would make two renders of the same
-values differ) are refused for every template the environment compiles. An
+values differ) are refused for every template the environment compiles. A
+shipped template may not read Python's own attributes (``x.__hash__``): refused when
+it compiles, and, for a name given at render, by :meth:`ProvenanceEnvironment.getitem`
+and ``|attr`` (the sandbox refuses them for a stored one). The input of every filter
+that writes it as text is checked as an output is (``_written``). An
 instruction template's tree is also rewritten before jinja2 generates code (the
 documented ``_generate`` hook), see ``_runtime`` for why:
 
@@ -696,8 +700,8 @@ class _Rewrite:
 
 
 _MADE_TEXT: Final = frozenset({"format"})
-"""jinja2's filter that writes its value and its arguments as text (the others that write
-their input are held checked: ``_written``)."""
+"""jinja2's filter that writes its value and its arguments as text (the input of the
+others that write their input is checked by :func:`_check_written`)."""
 
 
 def _check_made_text(tree: nodes.Template) -> None:
