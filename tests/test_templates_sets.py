@@ -13,7 +13,8 @@ import subprocess
 import sys
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Optional, TypedDict
+from random import Random
+from typing import Any, Optional, TypedDict
 
 import pytest
 from hypothesis import given
@@ -48,6 +49,18 @@ class Outer(TypedDict):
 
 class Loose(TypedDict):
     tags: object
+
+
+class Anyhow(TypedDict):
+    tags: Any
+
+
+class AnyModel(BaseModel):
+    tags: Any
+
+
+class Holding(TypedDict):
+    tags: list[dict[str, Any]] | tuple[Any, ...] | list[Any]
 
 
 def _templates(tmp_path: Path, source: str = SOURCE) -> Templates:
@@ -128,10 +141,82 @@ def test_a_stored_data_template_renders_a_declared_set_sorted(tmp_path: Path) ->
     assert text == "alpha, beta / alphabeta"
 
 
-def test_a_value_typed_loosely_is_passed_as_it_is(tmp_path: Path) -> None:
-    # Not declared a set: not walked (and not seen), as the docstring says.
-    templates = _templates(tmp_path, "{{ tags|length }}")
-    assert _rendered(templates, Loose, {"tags": {"b", "a"}}) == "2"
+RENDER_ANY = RENDER.replace("tags: set[str]", "tags: Any").replace(
+    "from typing import TypedDict", "from typing import Any, TypedDict"
+)
+
+
+def test_a_set_in_a_field_typed_any_renders_the_same_bytes_in_every_process(
+    tmp_path: Path,
+) -> None:
+    # A field typed Any (or object) was passed as it is: the set iterated in hash-seed order.
+    _templates(tmp_path)
+    renders = {
+        subprocess.run(
+            [sys.executable, "-c", RENDER_ANY, str(tmp_path)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert renders == {"alpha;beta;delta;epsilon;gamma;|alpha,beta,delta,epsilon,gamma\n"}
+
+
+@pytest.mark.parametrize("params", [Loose, Anyhow, AnyModel, Holding])
+def test_a_set_behind_any_or_object_renders_sorted_wherever_it_is(
+    tmp_path: Path, params: type
+) -> None:
+    templates = _templates(tmp_path, "{{ tags }} {{ tags|length }}")
+    values = {"tags": [{"k": {"b", "c", "a"}}, ({"z", "y"},)]}
+    model = params if isinstance(params, type) and issubclass(params, BaseModel) else None
+    given = model(**values) if model is not None else values
+    assert _rendered(templates, params, given) == ("[{'k': {'a', 'b', 'c'}}, ({'y', 'z'},)] 2")
+
+
+def test_a_loosely_typed_value_holding_no_set_is_passed_as_it_is(tmp_path: Path) -> None:
+    # Walked for sets, not copied: a Mapping of the application's keeps its own methods.
+    class Catalogue(dict[str, int]):
+        def total(self) -> int:
+            return sum(self.values())
+
+    templates = _templates(tmp_path, "{{ tags.total() }} {{ tags|length }}")
+    assert _rendered(templates, Loose, {"tags": Catalogue(a=1, b=2)}) == "3 2"
+
+
+def test_a_set_behind_any_whose_items_cannot_be_sorted_is_refused_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    templates = _templates(tmp_path)
+    template = templates.data("tags.j2", params=Anyhow)
+    with pytest.raises(
+        TemplateParamsError, match=r"variable 'tags' of .*tags.j2.*cannot be sorted.*pass a list"
+    ):
+        template.render({"tags": [{"a", 1}]})
+
+
+@given(st.lists(st.text(max_size=6), unique=True, max_size=12), st.randoms())
+def test_property_a_set_typed_any_renders_as_its_sorted_items_whatever_its_insertion_order(
+    items: list[str], shuffler: Random
+) -> None:
+    template = Templates().data_from_source(
+        instruction("{% for t in tags %}{{ t|length }}:{{ t }}{% endfor %}{{ tags }}"),
+        params=Anyhow,
+    )
+    shuffled = list(items)
+    shuffler.shuffle(shuffled)
+    [(_, first)] = unfence(template.render({"tags": set(items)}))
+    [(_, second)] = unfence(template.render({"tags": set(shuffled)}))
+    [(_, listed)] = unfence(
+        Templates()
+        .data_from_source(
+            instruction("{% for t in tags %}{{ t|length }}:{{ t }}{% endfor %}"), params=Anyhow
+        )
+        .render({"tags": sorted(items)})
+    )
+    shown = "{" + ", ".join(map(repr, sorted(items))) + "}" if items else "set()"
+    assert first == second == listed + shown
 
 
 @given(st.frozensets(st.text(max_size=8), max_size=12))

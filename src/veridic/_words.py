@@ -3,8 +3,8 @@
 "untrusted() got a int" reads as a typo, and a reader starts to doubt the rest of
 the message. The article is chosen from the word's spelling: ``an`` before a vowel
 (``an int``, ``an Enum``, ``an assistant message``), ``a`` before a ``u`` or ``eu``
-said as "you" (``a UUID``, ``a UserDict``) and before ``one``. ``None`` is no type
-to a reader: it is said as itself.
+said as "you" (``a UUID``, ``a UserDict``, ``a URL``) and before ``one`` and
+``once``. ``None`` is no type to a reader: it is said as itself.
 
 It sits at the bottom because the text core, the templates and the checks all use it.
 
@@ -12,6 +12,8 @@ It sits at the bottom because the text core, the templates and the checks all us
 ('an int', 'a list', 'None', 'a float', 'an object')
 >>> article("assistant"), article("UUID"), article("Unknown"), article("Enum")
 ('an assistant', 'a UUID', 'an Unknown', 'an Enum')
+>>> article("UTF8"), article("URL"), article("oneOf")
+('a UTF8', 'a URL', 'a oneOf')
 """
 
 from __future__ import annotations
@@ -21,10 +23,16 @@ from typing import Final
 
 __all__ = ["a_type", "article"]
 
-_SAID_YOU: Final = re.compile(r"(?i)(?:u[bcfgklmnprstvz][aeiouy]|uu|eu|uni|use|usu|one\b)")
-"""A start said with a consonant though spelled with a vowel: ``UserDict``, ``UUID``, ``Euro``.
+_SAID_YOU: Final = re.compile(
+    r"(?i:u[bcfgklmnprstvz][aeiouy]|uu|eu|uni|use|usu)"
+    r"|(?i:on(?:e|ce))(?![a-z])"  # case-sensitive lookahead: oneOf, not onerous
+    r"|U(?:TF|RL|RI|DP|SB|TC|I|X)s?(?![a-z])"
+)
+"""A start said with a consonant though spelled with a vowel: ``UserDict``, ``UUID``, ``Euro``,
+``one`` and ``once`` (also as the head of a name: ``oneOf``, ``one_of``), and the common
+initialisms said letter by letter from a "you": ``UTF8``, ``URL``, ``UI``.
 
-Not ``Unknown``, ``Undefined`` (``un`` + consonant): those take ``an``.
+Not ``Unknown``, ``Undefined``, ``UNSET`` (``un`` + consonant), ``onerous``: those take ``an``.
 """
 
 

@@ -44,7 +44,12 @@ expression (``{% include name %}``) refused at load because its variables
 could not be checked, and values are never evaluated as template code:
 ``{{ x }}`` with ``x = "{{ 7 * 7 }}"`` outputs the braces. A render is the same
 text for the same values (provider prompt caching and the audit's ``sha256`` rely
-on it), so ``|random`` and ``lipsum()`` are refused at load, in every template.
+on it), so ``|random`` and ``lipsum()`` are refused at load, in every template, and
+a shipped template may not read Python's own attributes (``x.__hash__()`` of text
+differs in every process): refused at load (the sandbox refuses them in a stored one).
+An output whose text would be a memory address (a method without its call's
+parentheses, an iterator, an object without text of its own), written directly or by
+a filter that writes its input as text (``|lower``, ``|join``), is refused at render.
 
 An instruction template's parameter type may only hold what code wrote: each
 field is ``TrustedInstruction`` (``InstructionField`` in a model), a scalar
@@ -101,8 +106,10 @@ Errors, and why each is the one it is:
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import os
+import types
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final, cast
@@ -226,15 +233,11 @@ class Templates:
         """The templates in directory ``path`` of the installed package ``package``.
 
         Raises:
-            TemplateError: the package or its directory cannot be found.
+            TemplateError: ``package`` or ``path`` is not text; the package cannot be
+                found, or importing it raised (its error is the cause); ``path`` leaves
+                the package (absolute, or up with ``..``) or is not a directory in it.
         """
-        try:
-            loader = PackageLoader(package, path)
-        except (ValueError, ModuleNotFoundError) as error:
-            raise TemplateError(
-                f"Templates.from_package({package!r}, {path!r}): {error}; name an importable "
-                "package and the directory inside it that holds its templates"
-            ) from error
+        loader = _package_loader(package, path)
         made = cls.__new__(cls)
         made._setup(
             loader,
@@ -271,7 +274,8 @@ class Templates:
                 bytes that are not UTF-8: the file is named, the ``OSError`` or
                 ``UnicodeDecodeError`` is its cause), not valid jinja2, or uses a
                 forbidden construct (``|safe``, ``{% autoescape %}``, a template
-                named by an expression, ``|random``, ``lipsum()``).
+                named by an expression, ``|random``, ``lipsum()``, one of Python's
+                own attributes such as ``x.__hash__``).
             TemplateParamsError: its variables (jinja2's analysis, following
                 includes, imports and parents) and the keys of ``params`` differ.
             ProvenanceError: a field of ``params`` is not typed as trusted text
@@ -475,6 +479,71 @@ class Templates:
                 custom=self._custom,
             )
         return env
+
+
+def _package_loader(package: str, path: str) -> PackageLoader:
+    """jinja2's loader of directory ``path`` in ``package``, or the reason there is none.
+
+    The package is imported here first, so that a package that is not installed, one
+    whose own import fails (a missing dependency, an error in its ``__init__``) and
+    one without the directory are three messages, not jinja2's bare exceptions.
+    """
+    call = f"Templates.from_package({package!r}, {path!r})"
+    for what, given in (("package", package), ("path", path)):
+        if not isinstance(given, str):
+            shown = "None" if given is None else f"{a_type(given)} ({clip(repr(given))})"
+            raise TemplateError(
+                f"Templates.from_package() got {shown} as its {what}: pass the {what} as text "
+                '(the package\'s import name, "myapp.prompts"; the directory relative to it, '
+                '"templates", with / separators)'
+            )
+    inside = os.path.normpath(path)
+    if os.path.isabs(inside) or inside == os.pardir or inside.startswith(os.pardir + os.sep):
+        raise TemplateError(
+            f"{call}: the directory leaves the package (it is absolute, or goes up with ..); "
+            "templates that ship with a package are a relative path inside it: move them "
+            "into the package, or load a directory elsewhere with Templates(directory)"
+        )
+    try:
+        module = importlib.import_module(package)
+    except ModuleNotFoundError as error:
+        if error.name and (package == error.name or package.startswith(f"{error.name}.")):
+            raise TemplateError(
+                f"{call}: package {package!r} cannot be found (it is not installed, or not on "
+                "sys.path); name an importable package and the directory inside it that holds "
+                "its templates"
+            ) from error
+        raise _import_failed(call, package, error) from error
+    except Exception as error:
+        raise _import_failed(call, package, error) from error
+    try:
+        return PackageLoader(package, path)
+    except ValueError as error:
+        raise TemplateError(
+            f"{call}: package {package!r} has no directory {path!r} "
+            f"({_package_place(module)}; jinja2 said: {str(error).rstrip('.')}): put the "
+            "templates there and ship them with the package (package data), or pass the "
+            "directory that holds them"
+        ) from error
+
+
+def _import_failed(call: str, package: str, error: Exception) -> TemplateError:
+    return TemplateError(
+        f"{call}: importing package {package!r} raised {type(error).__name__}: "
+        f"{clip(str(error))}; the package is there but its own import fails: fix that error "
+        "(its traceback is this error's cause), or install what it imports"
+    )
+
+
+def _package_place(module: types.ModuleType) -> str:
+    """Where ``module``'s files are, for a message: its directories, or that it has none."""
+    places = list(getattr(module, "__path__", None) or ())
+    file = getattr(module, "__file__", None)
+    if not places and isinstance(file, str):
+        places = [os.path.dirname(file)]
+    if not places:
+        return "it is built into Python and has no files"
+    return f"looked in {', '.join(map(repr, places))}"
 
 
 def _matching(params: Params, analysis: Analysis, origin: str) -> Params:

@@ -10,7 +10,11 @@ An environment renders one kind of template, instruction or data (a file used
 as both is compiled once per kind). Forbidden constructs (``|safe``,
 ``{% autoescape %}``, a template named by an expression, and jinja2's random
 parts, ``|random`` and ``lipsum()``, which would make two renders of the same
-values differ) are refused for every template the environment compiles. An
+values differ) are refused for every template the environment compiles. A
+shipped template may not read Python's own attributes (``x.__hash__``): refused when
+it compiles, and, for a name given at render, by :meth:`ProvenanceEnvironment.getitem`
+and ``|attr`` (the sandbox refuses them for a stored one). The input of every filter
+that writes it as text is checked as an output is (``_written``). An
 instruction template's tree is also rewritten before jinja2 generates code (the
 documented ``_generate`` hook), see ``_runtime`` for why:
 
@@ -66,12 +70,23 @@ from veridic.templates._budget import (
 from veridic.templates._custom import NONE, Custom
 from veridic.templates._runtime import (
     EMITTED_AS_IS,
+    SCALARS,
     STORED_LITERALS,
     concat,
     emit,
     finalize,
+    refuse_address,
     stored_literal,
     template_line,
+)
+from veridic.templates._written import (
+    EXPRESSION,
+    STR_OF_INPUT,
+    WRAPPED,
+    gives,
+    spelled,
+    written,
+    written_filters,
 )
 from veridic.text.provenance import TrustedInstruction, mint
 
@@ -94,7 +109,9 @@ _SEARCHED: Final = "<veridic:searched>"  # node: environment.searched(node), san
 # Const(text), Const(origin): the stored literal, from environment.stored_literals or minted
 _STORED: Final = "<veridic:stored-literal>"
 _TEXT_OF: Final = "<veridic:text-of>"  # node: environment.text_of(node), every template
-_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF})
+# node, Const(how): the input of a filter that writes it as text, checked inline (_written)
+_WRITTEN: Final = "<veridic:written>"
+_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN})
 _CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
 
 
@@ -130,6 +147,12 @@ class ProvenanceCodeGenerator(CodeGenerator):
             key = (inner.value, arguments[0].value)
             self.write("(_veridic_output if (_veridic_output := environment.stored_literals.get(")
             self.write(f"{key!r})) is not None else environment.stored_literal(*{key!r}))")
+        elif node.name == _WRITTEN and inner is not None and isinstance(arguments[0], nodes.Const):
+            # written() inlined for what passes (text, numbers): no call for them.
+            self.write("(_veridic_input if type(_veridic_input := ")
+            self.visit(inner, frame)
+            self.write(") in environment.scalars else environment.written(_veridic_input, ")
+            self.write(f"{arguments[0].value!r}))")
         elif node.name == _TEXT_OF and inner is not None:
             self.write("environment.text_of(")
             self.visit(inner, frame)
@@ -236,6 +259,68 @@ def _nondeterministic(name: str) -> Callable[..., object]:
     return refused
 
 
+def _dunder_use(name: str, origin: str, line: int | str) -> TemplateError:
+    line = f" line {line}" if isinstance(line, int) else line
+    return TemplateError(
+        f"template {origin!r}{line} reads {name!r}, one of Python's own attributes, which "
+        "tell of the object, not of its value (x.__hash__() of text is different in every "
+        "process, and a prompt must render byte for byte the same: provider prompt caching "
+        "and the audit's sha256 rely on it): compute what the template needs in code and "
+        "pass it as a parameter"
+    )
+
+
+def _no_dunder_attr(attr: Callable[..., object]) -> Callable[..., object]:
+    """jinja2's ``|attr``, refusing one of Python's own attributes (``attr(name)``)."""
+
+    def no_dunder(environment: Environment, obj: object, name: object) -> object:
+        if isinstance(name, str) and name.startswith("__"):
+            raise _dunder_use(name, *template_line())
+        return attr(environment, obj, name)
+
+    no_dunder.jinja_pass_arg = attr.jinja_pass_arg  # type: ignore[attr-defined]  # jinja2's own marker, read by its compiler
+    return no_dunder
+
+
+def _refuse_dunders(tree: nodes.Template, origin: str) -> None:
+    """Refuse, when a shipped template loads, a read of one of Python's own attributes
+    written in it (``x.__hash__``, ``x["__class__"]``, ``x | attr("__dict__")``): what
+    they give is Python's (a hash differs in every process), not the values'. The
+    sandbox refuses them, and every ``_`` name, when a stored template renders."""
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+        if isinstance(node, nodes.Getattr):
+            name: object = node.attr
+        elif isinstance(node, nodes.Getitem):
+            name = node.arg.value if isinstance(node.arg, nodes.Const) else None
+        elif (
+            isinstance(node, nodes.Filter)
+            and node.name == "attr"
+            and node.args
+            and isinstance(node.args[0], nodes.Const)
+        ):
+            name = node.args[0].value
+        else:
+            continue
+        if isinstance(name, str) and name.startswith("__"):
+            raise _dunder_use(name, origin, node.lineno)
+
+
+def _check_written(tree: nodes.Template) -> None:
+    """Have the input of each filter that writes it as text checked as an output is
+    (``_written``), the refusal naming the filter and the expression: inline for
+    ``|lower`` and the like, by the wrapped filter (passed the expression) for ``|join``
+    and ``|tojson``. A constant input is left as it is (jinja2 still folds it)."""
+    for node in list(tree.find_all(nodes.Filter)):
+        if node.node is None or isinstance(node.node, nodes.Const):
+            continue  # a {% filter %} block's input is its text; a constant, its value
+        if node.name in STR_OF_INPUT:
+            how = gives(node.name, spelled(node.node))
+            node.node = _node(node.node, _WRITTEN, how, node.lineno)
+        elif node.name in WRAPPED:
+            named = nodes.Keyword(EXPRESSION, nodes.Const(spelled(node.node)))
+            node.kwargs.append(named)  # type: ignore[arg-type]  # jinja2 annotates Pair; its parser and compiler use Keyword
+
+
 class ProvenanceEnvironment(Environment):
     """A jinja2 environment with veridic's settings; its instruction templates yield chunks
     that remember their values."""
@@ -285,9 +370,50 @@ class ProvenanceEnvironment(Environment):
             for name, function in custom.filters.items()
         )
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
+        if not self.sandboxed:  # the sandbox wraps them after its bounds (see there)
+            self.filters = written_filters(self.filters)
+            self.filters["attr"] = _no_dunder_attr(self.filters["attr"])
+        # Compiled code reads them at each filter that writes its input as text.
+        self.scalars = SCALARS
+        self.written = written
         self.globals.update(custom.globals)
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        """``obj[argument]``, else attribute ``argument`` of ``obj`` (jinja2's rule), but not
+        one of Python's own (``__hash__``): a name computed at render (``x[name]``,
+        ``map(attribute=name)``) is checked here; one written in the template, when it loads.
+
+        jinja2's body, with the check on the way to ``getattr`` only: an item found costs
+        what it did. The sandbox keeps its own (it refuses every ``_`` name).
+        """
+        try:
+            return obj[argument]
+        except (AttributeError, TypeError, LookupError):
+            if isinstance(argument, str):
+                if argument.startswith("__"):
+                    raise _dunder_use(argument, *template_line()) from None
+                try:
+                    return getattr(obj, argument)
+                except AttributeError:
+                    pass
+            return self.undefined(obj=obj, name=argument)
+
+    def call_filter(
+        self,
+        name: str,
+        value: Any,
+        args: Any = None,
+        kwargs: Any = None,
+        context: Context | None = None,
+        eval_ctx: EvalContext | None = None,
+    ) -> Any:
+        """A filter called by a name given at render (``map("lower")``): one that writes
+        its input as text checks it first, as the rewrite does where a template names it."""
+        if name in STR_OF_INPUT and type(value) not in SCALARS:
+            refuse_address(value, template_line, gives(name, None))
+        return super().call_filter(name, value, args, kwargs, context, eval_ctx)
 
     def literal(self, text: str, origin: str) -> int:
         """The index of literal ``text`` at ``origin`` (``file:line``) in :attr:`literals`.
@@ -334,6 +460,7 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     """
 
     intercepted_binops = INTERCEPTED
+    getitem = SandboxedEnvironment.getitem  # not ProvenanceEnvironment's, first in the MRO
 
     def __init__(
         self,
@@ -355,7 +482,8 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         )
         self.filters["format"] = bounded_format
         own = {name: self.filters.pop(name) for name in _OWN}
-        self.filters = {**bounded_filters(self.filters), **own}
+        # Bounds first: they recognise jinja2's own filters by identity.
+        self.filters = written_filters({**bounded_filters(self.filters), **own})
         self.tests = bounded_tests(self.tests)  # type: ignore[assignment]  # jinja2 types them as its own functions; these are called as they are
         self.globals.update(namespace=BoundedNamespace)
         self._safe_attributes: dict[tuple[type, str], bool] = {}
@@ -464,7 +592,10 @@ class _Rewrite:
 
     def template(self, tree: nodes.Template) -> None:
         self.refuse_forbidden(tree)
+        if not self.environment.sandboxed:
+            _refuse_dunders(tree, self.origin)
         _check_made_text(tree)
+        _check_written(tree)
         if self.environment.sandboxed:
             for loop in tree.find_all(nodes.For):
                 if isinstance(loop.iter, nodes.Expr):  # always: jinja2's parser makes one
@@ -568,12 +699,13 @@ class _Rewrite:
         return _node(chain, _EMIT, f"{self.origin}:{lineno}", lineno)
 
 
-_MADE_TEXT: Final = frozenset({"string", "pprint", "format"})
-"""jinja2's filters that write their value (``format``: and its arguments) as text."""
+_MADE_TEXT: Final = frozenset({"format"})
+"""jinja2's filter that writes its value and its arguments as text (the input of the
+others that write their input is checked by :func:`_check_written`)."""
 
 
 def _check_made_text(tree: nodes.Template) -> None:
-    """Have what ``~``, ``|string``, ``|pprint``, ``|format`` and ``"..." %`` make text of
+    """Have what ``~``, ``|format`` and ``"..." %`` make text of
     checked as an output is (:func:`~veridic.templates._runtime.finalize`):
     ``"Persona: " ~ persona.upper`` (the parentheses forgotten) wrote the method's memory
     address into the text, which the check of the output, a str by then, never saw."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import math
+import operator
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, MutableSet, Sequence
@@ -248,9 +249,12 @@ def keys_holding_sets(params: Params, template: str) -> frozenset[str]:
     The render gives the template such a key's value with every set in it
     read sorted (:func:`ordered`), as deferred approvals show a set argument; only
     these keys are walked, so the others cost nothing. The declared types are
-    read, nested ``TypedDict`` and containers included; a set behind ``object``
-    or ``Any``, or in a ``TypedDict`` whose annotations cannot be resolved, is
-    not seen. Instruction templates refuse sets (:func:`instruction_checks`).
+    read, nested ``TypedDict`` and containers included; a key typed ``Any`` or
+    ``object`` (or a container of them) may hold a set anywhere, so it is walked
+    too. A set in a ``TypedDict`` whose annotations cannot be resolved, or behind
+    ``Any`` in a field of a nested model, or held by an object that is no list,
+    tuple or mapping (a dataclass), is not seen. Instruction templates refuse
+    sets (:func:`instruction_checks`).
 
     Raises:
         TemplateParamsError: a set is a field of a pydantic model nested in a
@@ -289,6 +293,8 @@ def _a_set_in(
     origin = typing.get_origin(annotation)
     if any(annotation is kind or origin is kind for kind in _SETS):
         return annotation, model
+    if (annotation is typing.Any or annotation is object) and model is None:
+        return annotation, None  # may be a set, or hold one: walked at render
     parts: list[tuple[object, type[BaseModel] | None]] = [
         (arg, model) for arg in typing.get_args(annotation)
     ]
@@ -340,6 +346,10 @@ class SortedSet(frozenset[object]):
 def ordered(value: object, where: str) -> object:
     """``value`` with each set in it (in lists, tuples and mappings) a :class:`SortedSet`.
 
+    What holds no set is given back as it is, not copied: a field typed ``Any`` is walked
+    at every render, and an application's own ``Mapping`` or named tuple keeps its type
+    (and its methods) unless a set inside it had to be replaced.
+
     Raises:
         TemplateParamsError: a set's items cannot be ordered (text beside numbers, a NaN).
     """
@@ -368,9 +378,16 @@ def ordered(value: object, where: str) -> object:
         return SortedSet(items, "set" if isinstance(value, set) else type(value).__name__)
     if isinstance(value, list | tuple):
         items = [ordered(item, where) for item in value]
-        return items if isinstance(value, list) else tuple(items)
+        if all(map(operator.is_, items, value)):
+            return value
+        if isinstance(value, list):
+            return items
+        return value._make(items) if hasattr(value, "_make") else tuple(items)  # a named tuple
     if isinstance(value, Mapping):
-        return {key: ordered(item, where) for key, item in value.items()}
+        pairs = {key: ordered(item, where) for key, item in value.items()}
+        if all(pairs[key] is item for key, item in value.items()):
+            return value
+        return pairs
     return value
 
 

@@ -26,6 +26,7 @@ needs none of this: its whole output is one data block (``_bound``).
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -40,6 +41,7 @@ from veridic.text.provenance import Span, TrustedInstruction, joined, mint, untr
 
 __all__ = [
     "EMITTED_AS_IS",
+    "SCALARS",
     "STORED_LITERALS",
     "TRUSTED",
     "Rendered",
@@ -47,6 +49,7 @@ __all__ = [
     "emit",
     "finalize",
     "instruction_text",
+    "refuse_address",
     "stored_literal",
     "template_line",
 ]
@@ -83,22 +86,26 @@ def emit(value: object, origin: str) -> str:
     kind = type(value)
     if kind is TRUSTED or kind is Rendered:
         return value  # type: ignore[return-value]  # a str subclass
-    if kind not in _SCALARS:
-        _refuse_address(value, lambda: _place(origin))
+    if kind not in SCALARS:
+        refuse_address(value, lambda: _place(origin))
     return _computed_part(str(value), origin)
 
 
 def finalize(value: object) -> object:
     """A data template's expression output, as jinja2 hands it to ``str()``, and in every
     template what ``~``, ``|string``, ``|pprint`` and ``|format`` make text of: refused
-    when that text would be a memory address (see :func:`_refuse_address`)."""
-    if type(value) not in _SCALARS:
-        _refuse_address(value, template_line)
+    when that text would be a memory address (see :func:`refuse_address`)."""
+    if type(value) not in SCALARS:
+        refuse_address(value, template_line)
     return value
 
 
-_SCALARS: Final = frozenset({str, TRUSTED, UNTRUSTED, int, float, bool, type(None)})
+SCALARS: Final = frozenset({str, TRUSTED, UNTRUSTED, int, float, bool, type(None)})
 """Types whose text is their value: what an output almost always is, checked no further."""
+_ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]{8,}")
+"""A hexadecimal number of eight digits or more in what an object's own ``__str__`` or
+``__repr__`` wrote: the shape of a memory address (``<Handle 0x7f43...>``, ``Wrapper(<object
+object at 0x7f43...>)``), and of a ``hash()``: either differs in every process."""
 _CONTAINERS: Final = (list, tuple, Mapping, AbstractSet)
 """What prints the text of each item it holds: checked item by item."""
 _CALLABLES: Final = (
@@ -113,14 +120,17 @@ _CALLABLES: Final = (
 _GENERATORS: Final = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 
 
-def _refuse_address(value: object, where: Callable[[], tuple[str, str]]) -> None:
+def refuse_address(
+    value: object, where: Callable[[], tuple[str, str]], doing: str = "outputs"
+) -> None:
     """Refuse an output whose text is the value's memory address, not what it holds.
 
     ``{{ persona.upper }}`` (the parentheses forgotten) printed ``<built-in method upper of
     _Trusted object at 0x7f43...>``, ``{{ rules | reverse }}`` (``|list`` forgotten)
     ``<list_reverseiterator object at 0x...>``: text that differs in every process, so
     the prompt's bytes, its ``sha256`` and the provider's prompt cache do too (and, in
-    the system slot, text minted as the template's own).
+    the system slot, text minted as the template's own). ``doing`` says how the template
+    writes the value (``outputs``; a filter that writes its input as text, ``_written``).
 
     Raises:
         TemplateError: such an output, with the template and line.
@@ -128,31 +138,40 @@ def _refuse_address(value: object, where: Callable[[], tuple[str, str]]) -> None
     found = _addressed(value, set())
     if found is None:
         return
-    what, kind = found
+    what, kind, why = found
     template, line = where()  # only now: finding the line walks the stack
-    holder = "" if found[1] is type(value) else f"{article(type(value).__name__)} holding "
+    holder = "" if kind is type(value) else f"{article(type(value).__name__)} holding "
     raise TemplateError(
-        f"template {template!r}{line} outputs {holder}{what} ({kind.__name__}), whose text is its "
-        "memory address, different in every process (provider prompt caching and the "
-        "audit's sha256 rely on the same bytes for the same values): call the method "
-        "(persona.upper()), add |list after a filter that gives an iterator (|select, |map, "
-        "|reverse), or output a value"
+        f"template {template!r}{line} {doing} {holder}{what} ({kind.__name__}), {why}, "
+        "different in every process (provider prompt caching and the audit's sha256 rely on "
+        "the same bytes for the same values): call the method (persona.upper()), add |list "
+        "after a filter that gives an iterator (|select, |map, |reverse), give the class a "
+        "__str__ (and a __repr__, for an item of a list) that writes what it holds, or "
+        "output a value"
     )
 
 
-def _addressed(value: object, seen: set[int], *, item: bool = False) -> tuple[str, type] | None:
-    """What in ``value`` prints as its memory address (itself, or an item it holds), and
-    its type; ``None`` when nothing does.
+_ITS_ADDRESS: Final = "whose text is its memory address"
+
+
+def _addressed(
+    value: object, seen: set[int], *, item: bool = False
+) -> tuple[str, type, str] | None:
+    """What in ``value`` prints a memory address (itself, or an item it holds), its type,
+    and why; ``None`` when nothing does.
 
     An output is written with ``str()``, the items of a container with ``repr()``: an
     object with a ``__str__`` of its own but not a ``__repr__`` prints its text alone and
-    its address in a list (``item``).
+    its address in a list (``item``). An object's own text is read for an address
+    (:data:`_ADDRESS`); text (a ``str``, ``bytes``) is not: what it says is a value, the
+    same bytes in every process, even a traceback a user pasted.
     """
     kind = type(value)
-    if kind in _SCALARS:
+    if kind in SCALARS:
         return None
     if kind.__repr__ is object.__repr__ and (item or kind.__str__ is object.__str__):
-        return ("an iterator" if isinstance(value, Iterator) else article(kind.__name__)), kind
+        shown = "an iterator" if isinstance(value, Iterator) else article(kind.__name__)
+        return shown, kind, _ITS_ADDRESS
     if isinstance(value, _CONTAINERS):
         if id(value) in seen:  # a container holding itself prints as [...]
             return None
@@ -166,10 +185,17 @@ def _addressed(value: object, seen: set[int], *, item: bool = False) -> tuple[st
                 return found
         return None
     if isinstance(value, _CALLABLES):
-        return ("a function" if isinstance(value, types.FunctionType) else "a method"), kind
+        shown = "a function" if isinstance(value, types.FunctionType) else "a method"
+        return shown, kind, _ITS_ADDRESS
     if isinstance(value, _GENERATORS):
-        return "a generator", kind
-    return None
+        return "a generator", kind, _ITS_ADDRESS
+    if isinstance(value, str | bytes | bytearray):  # a value's own text, not an object's
+        return None
+    address = _ADDRESS.search(repr(value) if item else str(value))
+    if address is None:
+        return None
+    written = "__repr__" if item else "__str__"
+    return article(kind.__name__), kind, f"whose {written} writes a memory address ({address[0]})"
 
 
 def _place(origin: str) -> tuple[str, str]:

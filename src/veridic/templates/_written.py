@@ -1,0 +1,188 @@
+"""jinja2's filters that write their input as text, checked as an output is.
+
+An output whose text is a memory address is refused (``_runtime.refuse_address``), but
+an output is read only once it is text: ``{{ persona.upper | lower }}`` (the parentheses
+forgotten) wrote ``<built-in method upper of _trusted object at 0x7f43...>``, a str by
+the time the output was checked, and so did ``|e``, ``|trim``, ``|join`` and the other
+filters that call ``str()`` on their input. So their input is checked first:
+
+- where the template names the filter (``x | lower``), the rewrite (``_env``) checks
+  the input inline, as an output is: a type lookup for text, no call, so a render pays
+  nothing it did not (:func:`written` runs only for what is not text or a number);
+- where a name is given at render (``map("lower")``), the environment's
+  ``call_filter`` checks it;
+- ``|join`` checks each item it writes, after ``attribute=`` is read from it (the
+  objects may print their address, their names do not), held wrapped
+  (:func:`written_filters`).
+
+``|tojson`` is not about addresses: JSON cannot write a method, a set or an object at
+all, and jinja2 raised a bare ``TypeError``; it is held wrapped so that the error names
+the template, the line and the expression. Both wrapped filters are passed the
+expression they filter by the rewrite (keyword :data:`EXPRESSION`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final
+
+from jinja2 import nodes
+from jinja2.filters import make_attrgetter
+from jinja2.nodes import EvalContext
+
+from veridic._sample import clip
+from veridic._words import a_type
+from veridic.errors import TemplateError
+from veridic.templates._runtime import SCALARS, refuse_address, template_line
+
+__all__ = [
+    "EXPRESSION",
+    "STR_OF_INPUT",
+    "WRAPPED",
+    "gives",
+    "spelled",
+    "written",
+    "written_filters",
+]
+
+EXPRESSION: Final = "veridic_expression"
+"""The keyword the rewrite adds to a call of a filter of :data:`WRAPPED`: the
+expression it filters, spelled (:func:`spelled`), for the message that refuses it."""
+
+STR_OF_INPUT: Final = frozenset(
+    {
+        "capitalize",
+        "center",
+        "e",
+        "escape",
+        "forceescape",
+        "indent",
+        "lower",
+        "pprint",
+        "replace",
+        "string",
+        "striptags",
+        "title",
+        "trim",
+        "truncate",
+        "upper",
+        "urlencode",
+        "urlize",
+        "wordwrap",
+    }
+)
+"""jinja2's filters that write their input (``str()`` or ``repr()`` of it) as text."""
+WRAPPED: Final = frozenset({"join", "tojson"})
+"""The filters held wrapped: ``|join`` (each item it writes), ``|tojson``."""
+
+
+def written(value: object, doing: str) -> object:
+    """``value``, the input of a filter that writes it as text, once checked as an output
+    is (compiled inline for text and numbers, which pass: see ``_env``).
+
+    Raises:
+        TemplateError: its text would be a memory address (``refuse_address``).
+    """
+    refuse_address(value, template_line, doing)
+    return value
+
+
+def written_filters(
+    filters: Mapping[str, Callable[..., object]],
+) -> dict[str, Callable[..., object]]:
+    """``filters`` with ``join`` and ``tojson`` wrapped (the function under the name,
+    which in a sandbox is already bounded: the check runs first, then the bounds)."""
+    wrapped = dict(filters)
+    wrapped["join"] = _join(filters["join"])
+    wrapped["tojson"] = _tojson(filters["tojson"])
+    return wrapped
+
+
+def _join(function: Callable[..., object]) -> Callable[..., object]:
+    """``|join``, each item it writes checked (after ``attribute=`` is read from it: the
+    objects may print their address, their names do not)."""
+
+    def join(
+        eval_ctx: EvalContext,
+        value: Iterable[object],
+        d: str = "",
+        attribute: str | int | None = None,
+        **options: Any,
+    ) -> object:
+        expression = options.pop(EXPRESSION, None)
+        if attribute is not None:
+            value = map(make_attrgetter(eval_ctx.environment, attribute), value)
+        if type(value) is list or type(value) is tuple:
+            for item in value:
+                if type(item) not in SCALARS:  # text and numbers pass: nothing to call
+                    refuse_address(item, template_line, gives("join", expression))
+        else:  # an iterator is read once, item by item, as join reads it
+            value = _each_written(value, gives("join", expression))
+        return function(eval_ctx, value, d, **options)
+
+    return _like(join, function)
+
+
+def _each_written(items: Iterable[object], doing: str) -> Iterator[object]:
+    for item in items:
+        _written(item, doing)
+        yield item
+
+
+def _written(item: object, doing: str) -> None:
+    if type(item) not in SCALARS:
+        refuse_address(item, template_line, doing)
+
+
+def _tojson(function: Callable[..., object]) -> Callable[..., object]:
+    """``|tojson``, what JSON cannot write a ``TemplateError`` naming the template, line
+    and expression (jinja2 raised a bare ``TypeError``)."""
+
+    def tojson(eval_ctx: EvalContext, value: object, *arguments: Any, **options: Any) -> object:
+        expression = options.pop(EXPRESSION, None)
+        try:
+            return function(eval_ctx, value, *arguments, **options)
+        except (TypeError, ValueError) as error:
+            template, line = template_line()
+            raise TemplateError(
+                f"template {template!r}{line} {gives('tojson', expression)} {a_type(value)}"
+                f" ({clip(repr(value))}), which JSON cannot write ({error}): pass text, "
+                "numbers, booleans, None, lists and dicts with text keys (a set as a sorted "
+                "list; call a method: persona.upper()), or write the value with other filters"
+            ) from error
+
+    return _like(tojson, function)
+
+
+def gives(name: str, expression: object) -> str:
+    """How the template writes a value: ``gives |lower (persona.upper)``."""
+    return f"gives |{name}" + (f" ({expression})" if isinstance(expression, str) else "")
+
+
+def _like(wrapper: Callable[..., object], function: Callable[..., object]) -> Callable[..., object]:
+    """``wrapper`` with ``function``'s name, docs and jinja2's marker of what it is passed."""
+    return functools.wraps(function, assigned=("__name__", "__doc__"), updated=("__dict__",))(
+        wrapper
+    )
+
+
+def spelled(node: nodes.Node) -> str:
+    """``node`` as the template spells it, near enough to find it: ``persona.upper``,
+    ``rules[0]``, ``m.tool(...)``; an expression it cannot spell is ``...``."""
+    if isinstance(node, nodes.Name):
+        return node.name
+    if isinstance(node, nodes.Getattr):
+        return f"{spelled(node.node)}.{node.attr}"
+    if isinstance(node, nodes.Getitem):
+        key = repr(node.arg.value) if isinstance(node.arg, nodes.Const) else "..."
+        return f"{spelled(node.node)}[{key}]"
+    if isinstance(node, nodes.Call):
+        return f"{spelled(node.node)}(...)"
+    if isinstance(node, nodes.Filter) and node.node is not None:
+        if node.name.startswith("<veridic:"):  # the rewrite's own: what it wraps
+            return spelled(node.node)
+        return f"{spelled(node.node)} | {node.name}"
+    if isinstance(node, nodes.Const):
+        return clip(repr(node.value))
+    return "..."

@@ -1,0 +1,260 @@
+"""A render is the same bytes for the same values: nothing in it may print a memory
+address or a hash, however the template reaches it.
+
+An output whose text is a memory address was refused (``{{ persona.upper }}``), but the
+same address reached the prompt through a filter that writes its input as text
+(``|e``, ``|trim``, ``|lower``, ``|join``), through an object whose own ``__repr__``
+embeds one, and a shipped template could print ``x.__hash__()``, which differs in every
+process for text. ``|tojson`` of what JSON cannot write raised a bare ``TypeError``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from pydantic import BaseModel
+
+from veridic import InstructionField, Templates, TrustedInstruction, instruction, unfence
+from veridic.templates import TemplateError
+
+
+class Stored(BaseModel):
+    content: InstructionField
+
+
+class Persona(TypedDict):
+    persona: TrustedInstruction
+
+
+class Anything(TypedDict):
+    value: Any
+
+
+def _load(folder: Path, kind: str, how: str, params: type) -> Any:
+    """Template ``t.j2`` of ``folder``, shipped with the code or stored as a row."""
+    templates = Templates(folder)
+    if how == "stored":
+        source = Stored(content=(folder / "t.j2").read_text()).content
+        if kind == "instruction":
+            return templates.instruction_from_source(source, params=params)
+        return templates.data_from_source(source, params=params)
+    if kind == "instruction":
+        return templates.instruction("t.j2", params=params)
+    return templates.data("t.j2", params=params)
+
+
+def _text(kind: str, rendered: str) -> str:
+    if kind == "data":
+        ((_, rendered),) = unfence(rendered)
+    return rendered
+
+
+# -- 1. an address written as text by a filter ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ("{{ persona.upper | e }}", "|e (persona.upper)"),
+        ("{{ persona.upper | trim }}", "|trim (persona.upper)"),
+        ("{{ persona.upper | lower }}", "|lower (persona.upper)"),
+        ("{{ persona.upper | replace('a', 'b') }}", "|replace (persona.upper)"),
+        ("{{ persona.upper | truncate(500) }}", "|truncate (persona.upper)"),
+        ("{{ [persona.upper] | join(', ') }}", "|join"),
+        ("{{ [persona.upper] | map('lower') | list }}", "|lower"),
+        ("{{ persona.upper | string }}", "|string (persona.upper)"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_a_method_written_as_text_by_a_filter_is_refused_naming_filter_and_line(
+    tmp_path: Path, body: str, shown: str, kind: str, how: str
+) -> None:
+    (tmp_path / "t.j2").write_text("{{ persona }}\n" + body)
+    bound = _load(tmp_path, kind, how, Persona)
+    with pytest.raises(TemplateError, match="memory address") as caught:
+        bound.render({"persona": instruction("a helper")})
+    message = str(caught.value)
+    assert "line 2" in message, message
+    assert shown in message, message
+    assert "a method" in message, message
+
+
+class User:
+    """An object with fields and no text of its own: what a filter reads an attribute of."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+def test_filters_of_values_and_of_objects_attributes_still_render(
+    tmp_path: Path, kind: str
+) -> None:
+    (tmp_path / "t.j2").write_text(
+        "{{ persona | upper | e }} {{ persona | trim | lower }} {{ [persona, 1] | join('+') }}"
+        " {{ [persona] | map('title') | join }} {{ (persona ~ ' x') | replace('x', 'y') }}"
+    )
+    text = _text(
+        kind, _load(tmp_path, kind, "shipped", Persona).render({"persona": instruction("a b")})
+    )
+    assert text == "A B a b a b+1 A B a b y"
+
+
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_join_of_an_attribute_of_plain_objects_renders(tmp_path: Path, how: str) -> None:
+    # The objects print their address, their names do not: join writes the names only.
+    (tmp_path / "t.j2").write_text("{{ value | join(', ', attribute='name') }}")
+    bound = _load(tmp_path, "data", how, Anything)
+    assert _text("data", bound.render({"value": [User("ann"), User("bo")]})) == "ann, bo"
+
+
+# -- 1. an address in an object's own text ---------------------------------------------------
+
+
+class Handle:
+    """An object whose __repr__ and __str__ embed its own address: different in every process."""
+
+    def __repr__(self) -> str:
+        return f"<Handle {id(self):#x}>"
+
+    __str__ = __repr__
+
+
+class Wrapper:
+    """An object whose __str__ embeds the default repr of another."""
+
+    def __str__(self) -> str:
+        return f"Wrapper({object()!r})"
+
+
+class Coloured:
+    """An object whose text holds a short hexadecimal number: its value, not an address."""
+
+    def __str__(self) -> str:
+        return "Colour(0xff00ff)"
+
+
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        (Handle(), "a Handle"),
+        (Wrapper(), "a Wrapper"),
+        ([Handle()], "a list holding a Handle"),
+        ({"h": Handle()}, "a dict holding a Handle"),
+    ],
+)
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_an_object_whose_own_text_embeds_an_address_is_refused(
+    tmp_path: Path, value: object, what: str, how: str
+) -> None:
+    (tmp_path / "t.j2").write_text("Value:\n{{ value }}")
+    bound = _load(tmp_path, "data", how, Anything)
+    with pytest.raises(TemplateError, match="memory address") as caught:
+        bound.render({"value": value})
+    message = str(caught.value)
+    assert what in message, message
+    assert "line 2" in message, message
+
+
+def test_an_object_whose_text_holds_a_short_hex_number_and_text_holding_an_address_render(
+    tmp_path: Path,
+) -> None:
+    # Only what an object's own __str__/__repr__ writes is read for an address: text a
+    # user pasted (a traceback in a ticket) is data, the same bytes in every process.
+    (tmp_path / "t.j2").write_text(
+        "{{ value[0] }} {{ value[1] }} {{ value[1] | trim }} {{ value[2] }}"
+    )
+    bound = _load(tmp_path, "data", "shipped", Anything)
+    pasted = "<Foo object at 0x7f43deadbeef>"
+    text = _text("data", bound.render({"value": [Coloured(), pasted, pasted.encode()]}))
+    assert text == f"Colour(0xff00ff) {pasted} {pasted} b'{pasted}'"
+
+
+# -- 2. dunder access in a shipped template ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ persona.__hash__() }}",
+        "{{ persona['__hash__']() }}",
+        "{% set h = persona.__class__ %}{{ h }}",
+        "{{ persona | attr('__hash__') }}",
+    ],
+)
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+def test_a_shipped_template_reading_a_dunder_is_refused_when_it_loads(
+    tmp_path: Path, body: str, kind: str
+) -> None:
+    (tmp_path / "t.j2").write_text("{{ persona }}\n" + body)
+    templates = Templates(tmp_path)
+    load = templates.instruction if kind == "instruction" else templates.data
+    with pytest.raises(
+        TemplateError, match=r"line 2 reads '__(hash|class)__'.*parameter"
+    ) as caught:
+        load("t.j2", params=Persona)
+    assert "t.j2" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ persona[name]() }}",
+        "{{ persona | attr(name) }}",
+        "{{ [persona] | map(attribute=name) | list }}",
+    ],
+)
+def test_a_dunder_named_at_render_is_refused_naming_the_line(tmp_path: Path, body: str) -> None:
+    class Named(TypedDict):
+        persona: TrustedInstruction
+        name: TrustedInstruction
+
+    (tmp_path / "t.j2").write_text("{{ persona }}\n" + body)
+    bound = Templates(tmp_path).instruction("t.j2", params=Named)
+    with pytest.raises(TemplateError, match=r"line 2 reads '__hash__'") as caught:
+        bound.render({"persona": instruction("a"), "name": instruction("__hash__")})
+    assert "t.j2" in str(caught.value)
+
+
+def test_items_and_private_attributes_still_render(tmp_path: Path) -> None:
+    (tmp_path / "t.j2").write_text(
+        "{{ value['a'] }} {{ value._private }} {{ value.items() | list }}"
+    )
+
+    class Holder(dict[str, int]):
+        _private = 7
+
+    text = _text(
+        "data", _load(tmp_path, "data", "shipped", Anything).render({"value": Holder(a=1)})
+    )
+    assert text == "1 7 [('a', 1)]"
+
+
+# -- 4. |tojson of what JSON cannot write -----------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_tojson_of_a_method_is_a_template_error_naming_template_line_and_variable(
+    tmp_path: Path, kind: str, how: str
+) -> None:
+    (tmp_path / "t.j2").write_text("{{ persona }}\n{{ persona.upper | tojson }}")
+    bound = _load(tmp_path, kind, how, Persona)
+    with pytest.raises(TemplateError, match="JSON") as caught:
+        bound.render({"persona": instruction("a helper")})
+    message = str(caught.value)
+    assert ("t.j2" if how == "shipped" else "Stored.content") in message, message
+    assert "line 2" in message, message
+    assert "persona.upper" in message, message
+    assert isinstance(caught.value.__cause__, TypeError)
+
+
+def test_tojson_of_values_json_writes_still_renders(tmp_path: Path) -> None:
+    (tmp_path / "t.j2").write_text("{{ value | tojson }}")
+    bound = _load(tmp_path, "data", "shipped", Anything)
+    assert _text("data", bound.render({"value": {"b": [1, "x"], "a": None}})) == (
+        '{"a": null, "b": [1, "x"]}'
+    )
