@@ -467,6 +467,7 @@ class _ChatAssembler:
             called = called or bool(calls)
             for call in calls if isinstance(calls, list) else ():
                 key = (index, attr(call, "index"))
+                self._refuse_object_arguments(call, key)
                 given = attr(call, "id")
                 if isinstance(given, str) and given:
                     first = self._ids.setdefault(key, given)
@@ -487,6 +488,31 @@ class _ChatAssembler:
                         f"{clip(str(reason))})"
                     )
         return called
+
+    def _refuse_object_arguments(self, call: object, key: tuple[object, object]) -> None:
+        """Refuse a piece of a call whose ``arguments`` come as a JSON object, not text.
+
+        Some OpenAI-compatible servers send a call's arguments as an object. Sent whole,
+        the answer is read from its own text (:meth:`OpenAIChat.parse`); streamed, the SDK
+        reads each chunk with ``json.loads``, which keeps the last value of a key given
+        twice, and merges the pieces key by key, joining the values two pieces give one
+        key: the call ran for ``{"city": "OsloBergen"}`` with nothing said. What the model
+        wrote cannot be read back from the chunks.
+
+        Raises:
+            VeridicError: naming the call, and ``send()`` as the way to read such a server.
+        """
+        arguments = attr(call, "function", "arguments")
+        if arguments is None or isinstance(arguments, str):
+            return
+        raise VeridicError(
+            f"{self._adapter!r}: tool call {clip(str(key[1]))} of choice {clip(str(key[0]))} "
+            f"streams its arguments as a JSON object ({type(arguments).__name__}), not as "
+            "text: the SDK merges a stream's objects key by key (keeping the last value of a "
+            "key given twice, joining the values two pieces give one key), so what the model "
+            "wrote cannot be read back; nothing of it was run: with this server, send the "
+            "request with send(), which reads the answer's own text, not stream()"
+        )
 
     def _unrepeated(self, event: object) -> object:
         """``event`` without the id and name a call's later piece repeats (a copy, when one
