@@ -14,9 +14,15 @@ import pytest
 from _sdk_server import FakeServer, http_module, sse
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_providers import MESSAGE, VIEW, chat_chunk, first_prompt, gateway
+from test_providers import MESSAGE, RESPONSE, VIEW, chat_chunk, first_prompt, gateway
 
-from veridic import AnthropicMessages, OpenAIChat, VeridicError
+from veridic import (
+    AnthropicMessages,
+    ApprovalPolicy,
+    OpenAIChat,
+    OpenAIResponses,
+    VeridicError,
+)
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -44,7 +50,9 @@ def _refused_before_anything_is_sent(extra_headers: dict[Any, Any], match: str) 
 def _spellings(name: str) -> st.SearchStrategy[tuple[str, str]]:
     """Two spellings of ``name`` that differ in the case of at least one letter."""
     cases = st.lists(st.booleans(), min_size=len(name), max_size=len(name))
-    spelled = cases.map(lambda upper: "".join(c.upper() if u else c for c, u in zip(name, upper)))
+    spelled = cases.map(
+        lambda upper: "".join(c.upper() if u else c for c, u in zip(name, upper, strict=True))
+    )
     return st.tuples(spelled, spelled).filter(lambda pair: pair[0] != pair[1])
 
 
@@ -168,3 +176,55 @@ def test_a_streamed_chat_call_whose_arguments_come_as_an_object_is_refused(strea
     with pytest.raises(VeridicError):
         streamed.reply  # noqa: B018  # no answer to read: nothing of it can be run
     assert len(calls.records()) == 1  # the call was recorded as sent, no answer after it
+
+
+# --- Responses: a call's arguments sent as an object --------------------------------------------
+
+_TWICE = '{"city": "Oslo", "city": "Bergen"}'
+
+
+def _responses_answer(arguments: str) -> str:
+    """A Responses answer's JSON text whose one call carries ``arguments`` (JSON as written)."""
+    answer = {
+        **RESPONSE,
+        "output": [{**RESPONSE["output"][1], "arguments": {"city": "@"}}],
+    }
+    return json.dumps(answer).replace('{"city": "@"}', arguments)
+
+
+def test_responses_arguments_sent_as_an_object_keep_a_key_given_twice_for_the_dispatcher() -> None:
+    """As in chat: a Responses-compatible server that sends a call's ``arguments`` as an
+    object had them read by the SDK's ``json.loads``, the call run for Bergen with nothing
+    said. The answer is read from its own JSON text, and the dispatcher refuses the call."""
+    http = http_module("openai")
+    answer = _responses_answer(_TWICE)
+    transport = http.MockTransport(
+        lambda request: http.Response(
+            200, headers={"content-type": "application/json"}, content=answer.encode()
+        )
+    )
+    client = openai.OpenAI(api_key="test-key", http_client=http.Client(transport=transport))
+    gw, _, _ = gateway(OpenAIResponses(client, model="gpt-test"))
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    (call,) = reply.tool_calls
+    assert call.arguments == _TWICE
+    (outcome,) = gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert not outcome.result.ok
+    assert "the key 'city' is given twice" in outcome.text
+
+
+def test_a_streamed_responses_call_whose_arguments_come_as_an_object_is_refused() -> None:
+    """Streamed, the final response is read by the SDK's ``json.loads``: a key given twice
+    cannot be read back, so such a call is refused, nothing of it run."""
+    final = json.loads(_responses_answer('{"city": "Oslo"}'))
+    completed = json.dumps({"type": "response.completed", "sequence_number": 1, "response": final})
+    twice = completed.replace('{"city": "Oslo"}', _TWICE)
+    stream = f"data: {twice}\n\n"
+    server = FakeServer(http_module("openai"), [("sse", stream)])
+    gw, calls, _ = gateway(OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test"))
+    streamed = gw.stream(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError, match=r"arguments as a JSON object.*send\(\)"):
+        list(streamed)
+    with pytest.raises(VeridicError):
+        streamed.reply  # noqa: B018  # no answer to read: nothing of it can be run
+    assert len(calls.records()) == 1
