@@ -69,6 +69,23 @@ def test_a_header_given_twice_in_one_mapping_is_refused(spellings: tuple[str, st
     )
 
 
+def test_a_client_that_respells_a_header_the_sdk_sends_is_refused_naming_the_spelling() -> None:
+    """The client's own headers are one mapping: ``default_headers={"Anthropic-Version":
+    ...}`` beside the SDK's ``anthropic-version`` is the same header twice (an SDK before
+    the case-insensitive merge sends both). Refused when the adapter is built, naming the
+    spelling that goes once."""
+    client = anthropic.Anthropic(
+        api_key="test-key", default_headers={"Anthropic-Version": "2023-06-01"}
+    )
+    with pytest.raises(VeridicError, match=r"default_headers.*twice.*spelled 'anthropic-version'"):
+        AnthropicMessages(client, model="claude-test", max_tokens=64)
+    respelled = anthropic.Anthropic(
+        api_key="test-key", default_headers={"anthropic-version": "2023-06-01"}
+    )
+    adapter = AnthropicMessages(respelled, model="claude-test", max_tokens=64)
+    assert adapter.headers({})["anthropic-version"] == "2023-06-01"
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -185,10 +202,15 @@ _TWICE = '{"city": "Oslo", "city": "Bergen"}'
 
 def _responses_answer(arguments: str) -> str:
     """A Responses answer's JSON text whose one call carries ``arguments`` (JSON as written)."""
-    answer = {
-        **RESPONSE,
-        "output": [{**RESPONSE["output"][1], "arguments": {"city": "@"}}],
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": {"city": "@"},
+        "status": "completed",
     }
+    answer = {**RESPONSE, "output": [call]}
     return json.dumps(answer).replace('{"city": "@"}', arguments)
 
 

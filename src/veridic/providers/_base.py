@@ -416,9 +416,10 @@ class Adapter:
     def sender(self) -> Callable[..., object]:
         """The SDK method that sends a request whose answer comes whole (``send()``,
         ``asend()``): :meth:`~veridic.providers.Adapter.method`, unless the adapter reads
-        the answer's own text (:class:`~veridic.AnthropicMessages`, through the SDK's
-        ``with_raw_response``). :meth:`~veridic.providers.Adapter.parse` reads what it
-        returns."""
+        the answer's own text (:class:`~veridic.AnthropicMessages`,
+        :class:`~veridic.OpenAIChat` and :class:`~veridic.OpenAIResponses`, through the
+        SDK's ``with_raw_response``). :meth:`~veridic.providers.Adapter.parse` reads what
+        it returns."""
         return self.method()
 
     def parse(self, response: object) -> Completion:
@@ -532,7 +533,8 @@ class Adapter:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
                 tools, the model or streaming, or is one of ``server_edits``; a header
                 turns on a beta with which the server edits what the model reads or runs
-                tools outside the view (``anthropic-beta: mcp-client-...``), or is not text;
+                tools outside the view (``anthropic-beta: mcp-client-...``), or is not one
+                HTTP can carry, or is given twice (:meth:`headers`);
                 ``extra_body`` is not a mapping; OpenRouter's fallback ``models`` name one
                 that searches the web (``:online``).
         """
@@ -575,8 +577,10 @@ class Adapter:
         retries, timeouts, tracing) left out. The options digest covers them.
 
         Raises:
-            VeridicError: ``extra_headers`` is not a mapping, or a header's value is
-                neither text nor an SDK's ``omit``.
+            VeridicError: ``extra_headers`` is not a mapping; a header's name is not an
+                HTTP token, or its value is neither text nor an SDK's ``omit``, or holds a
+                line break or another control character; a mapping gives one header
+                twice, in two spellings (``Anthropic-Beta`` and ``anthropic-beta``).
         """
         return model_headers(self.client, request.get("extra_headers"), type(self).__name__)
 

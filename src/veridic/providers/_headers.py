@@ -12,7 +12,8 @@ view, is refused like the body options that do the same
 
 Headers are merged as both SDKs merge them: the client's first, then the request's,
 names compared in lower case, the later value winning, an SDK's ``omit`` removing
-the header.
+the header. A mapping that gives one header twice, in two spellings, is refused: the
+SDK versions the extras allow before that case-insensitive merge send both.
 """
 
 from __future__ import annotations
@@ -195,8 +196,9 @@ def _refuse_twice(first: str, name: str, where: str, owner: str) -> None:
     raise VeridicError(
         f"{owner}: {where} gives the header {name.lower()} twice ({clip(first)} and "
         f"{clip(name)}): some SDK versions send both, others the last, so nothing could "
-        "record what was sent: give it once, with every value it should carry (a beta list "
-        "as one comma-separated value)"
+        f"record what was sent: give it once, spelled {clip(name.lower())} as the SDKs "
+        "spell their own, with every value it should carry (a beta list as one "
+        "comma-separated value)"
     )
 
 
