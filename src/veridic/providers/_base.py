@@ -566,7 +566,12 @@ class Adapter:
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
-        refuse_betas(type(self).__name__, self.headers(options), where)
+        if options.get("extra_headers") is not None:
+            # The client's own headers were checked when the adapter was built, and a
+            # header of the request's replaces the client's of that name: the request's
+            # are the ones left to check (not the client's again, on every send).
+            owner = type(self).__name__
+            refuse_betas(owner, model_headers(None, options["extra_headers"], owner), where)
         return dict(options)
 
     def headers(self, request: Mapping[str, object]) -> dict[str, str]:

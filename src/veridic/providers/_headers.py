@@ -245,6 +245,8 @@ def model_headers(client: object, extra: object, owner: str) -> dict[str, str]:
         VeridicError: as :func:`_folded`.
     """
     defaults = getattr(client, "default_headers", None)
+    if extra is None and not isinstance(defaults, Mapping):
+        return {}  # no header at all (the scripted provider, a client of no SDK)
     layers = (
         ("the client's default_headers", defaults if isinstance(defaults, Mapping) else None),
         ("extra_headers", extra),
