@@ -421,9 +421,10 @@ class Adapter:
     def sender(self) -> Callable[..., object]:
         """The SDK method that sends a request whose answer comes whole (``send()``,
         ``asend()``): :meth:`~veridic.providers.Adapter.method`, unless the adapter reads
-        the answer's own text (:class:`~veridic.AnthropicMessages`, through the SDK's
-        ``with_raw_response``). :meth:`~veridic.providers.Adapter.parse` reads what it
-        returns."""
+        the answer's own text (:class:`~veridic.AnthropicMessages`,
+        :class:`~veridic.OpenAIChat` and :class:`~veridic.OpenAIResponses`, through the
+        SDK's ``with_raw_response``). :meth:`~veridic.providers.Adapter.parse` reads what
+        it returns."""
         return self.method()
 
     def parse(self, response: object) -> Completion:
@@ -537,7 +538,8 @@ class Adapter:
             VeridicError: an option (or a key of ``extra_body``) sets the prompt, the
                 tools, the model or streaming, or is one of ``server_edits``; a header
                 turns on a beta with which the server edits what the model reads or runs
-                tools outside the view (``anthropic-beta: mcp-client-...``), or is not text;
+                tools outside the view (``anthropic-beta: mcp-client-...``), or is not one
+                HTTP can carry, or is given twice (:meth:`headers`);
                 ``extra_body`` is not a mapping; OpenRouter's fallback ``models`` name one
                 that searches the web (``:online``).
         """
@@ -569,7 +571,12 @@ class Adapter:
         _refuse_server_edits(self, given, where)
         _refuse_template_kwargs(self, given, where)
         _refuse_other_answers(self, given, where)
-        refuse_betas(type(self).__name__, self.headers(options), where)
+        if options.get("extra_headers") is not None:
+            # The client's own headers were checked when the adapter was built, and a
+            # header of the request's replaces the client's of that name: the request's
+            # are the ones left to check (not the client's again, on every send).
+            owner = type(self).__name__
+            refuse_betas(owner, model_headers(None, options["extra_headers"], owner), where)
         return dict(options)
 
     def headers(self, request: Mapping[str, object]) -> dict[str, str]:
@@ -580,8 +587,10 @@ class Adapter:
         retries, timeouts, tracing) left out. The options digest covers them.
 
         Raises:
-            VeridicError: ``extra_headers`` is not a mapping, or a header's value is
-                neither text nor an SDK's ``omit``.
+            VeridicError: ``extra_headers`` is not a mapping; a header's name is not an
+                HTTP token, or its value is neither text nor an SDK's ``omit``, or holds a
+                line break or another control character; a mapping gives one header
+                twice, in two spellings (``Anthropic-Beta`` and ``anthropic-beta``).
         """
         return model_headers(self.client, request.get("extra_headers"), type(self).__name__)
 

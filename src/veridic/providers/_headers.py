@@ -12,7 +12,8 @@ view, is refused like the body options that do the same
 
 Headers are merged as both SDKs merge them: the client's first, then the request's,
 names compared in lower case, the later value winning, an SDK's ``omit`` removing
-the header.
+the header. A mapping that gives one header twice, in two spellings, is refused: the
+SDK versions the extras allow before that case-insensitive merge send both.
 """
 
 from __future__ import annotations
@@ -96,12 +97,18 @@ named by its feature, without the date (Anthropic) or the version (OpenAI's ``=v
 later version of one is refused too."""
 
 
+def _carries(name: str) -> bool:
+    """Whether the header ``name`` (in lower case) only carries the request (:data:`_TRANSPORT`)."""
+    return name in _TRANSPORT or name.startswith(_TRANSPORT_PREFIX)
+
+
 def _feature(header: str, beta: str) -> str:
     """A beta's feature: ``mcp-client`` of ``mcp-client-2025-04-04``,
-    ``responses_multi_agent`` of ``responses_multi_agent=v1``."""
+    ``responses_multi_agent`` of ``responses_multi_agent=v1``, in lower case (a beta is refused
+    whatever its case)."""
     if header == "openai-beta":
-        return beta.partition("=")[0].strip()
-    return _DATED.sub("", beta.strip())
+        return beta.partition("=")[0].strip().lower()
+    return _DATED.sub("", beta.strip().lower())
 
 
 _SDK_ABSENT: Final = frozenset(
@@ -123,8 +130,10 @@ def _folded(layers: tuple[tuple[str, object], ...], owner: str) -> dict[str, str
     lower-case names, the last value winning, an SDK sentinel removing the header.
 
     Raises:
-        VeridicError: a layer is not a mapping, or a value is neither text nor a sentinel
-            (the SDK would fail on it only once the model call is on record).
+        VeridicError: a layer is not a mapping, names a header twice, or holds a header
+            HTTP cannot carry (:func:`_checked_name`, :func:`_checked_value`): the SDK
+            would fail on it only once the model call is on record, or send it otherwise
+            than the digest says.
     """
     merged: dict[str, str] = {}
     for where, layer in layers:
@@ -135,20 +144,87 @@ def _folded(layers: tuple[tuple[str, object], ...], owner: str) -> dict[str, str
                 f"{owner}: {where} is a {type(layer).__name__}, not a mapping of header names "
                 "to values: pass e.g. {'anthropic-beta': 'interleaved-thinking-2025-05-14'}"
             )
+        spelled: dict[str, str] = {}
         for name, value in layer.items():
-            lowered = str(name).lower()
+            lowered = _checked_name(name, where, owner).lower()
+            if not _carries(lowered):
+                _refuse_twice(spelled.setdefault(lowered, name), name, where, owner)
             if sdk_sentinel(value):
                 merged.pop(lowered, None)
-                continue
-            if not isinstance(value, str):
-                raise VeridicError(
-                    f"{owner}: {where} sets the header {clip(str(name))} to a "
-                    f"{type(value).__name__}, not text, so nothing could record what was sent: "
-                    "pass its value as a str, or the SDK's omit (anthropic.omit, openai.omit) "
-                    "to remove the header"
-                )
-            merged[lowered] = value
+            else:
+                merged[lowered] = _checked_value(name, value, where, owner)
     return merged
+
+
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP header name (RFC 9110's ``token``)."""
+
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""A character no header value may hold: a line break (which would end the header and
+start another) or another control character (a tab is allowed)."""
+
+
+def _checked_name(name: object, where: str, owner: str) -> str:
+    """``name`` if it is a header name HTTP can carry.
+
+    Raises:
+        VeridicError: ``name`` is not text, or not an HTTP token (``"anthropic-beta "``):
+            read as another header than the one the server reads, or failing in the
+            HTTP library only once the model call is on record.
+    """
+    if isinstance(name, str) and _TOKEN.fullmatch(name):
+        return name
+    shown = clip(name) if isinstance(name, str) else f"a {type(name).__name__}"
+    raise VeridicError(
+        f"{owner}: {where} names the header {shown}, which is not a header name (text of "
+        "letters, digits and !#$%&'*+-.^_`|~, no spaces): spell it as the API names it, "
+        "e.g. 'anthropic-beta'"
+    )
+
+
+def _refuse_twice(first: str, name: str, where: str, owner: str) -> None:
+    """Refuse a mapping that names one header that counts twice, in two spellings.
+
+    The SDKs the extras allow before their case-insensitive merge send both headers, and
+    the server reads both; later ones send the last. The digest could not say which.
+
+    Raises:
+        VeridicError: naming both spellings.
+    """
+    if first == name:
+        return
+    raise VeridicError(
+        f"{owner}: {where} gives the header {name.lower()} twice ({clip(first)} and "
+        f"{clip(name)}): some SDK versions send both, others the last, so nothing could "
+        f"record what was sent: give it once, spelled {clip(name.lower())} as the SDKs "
+        "spell their own, with every value it should carry (a beta list as one "
+        "comma-separated value)"
+    )
+
+
+def _checked_value(name: str, value: object, where: str, owner: str) -> str:
+    """``value`` if it is text a header can carry.
+
+    Raises:
+        VeridicError: ``value`` is not text, or holds a line break or another control
+            character (a header smuggled into another's value, or one the HTTP library
+            fails on once the model call is on record). The value is not quoted: it
+            may be a key.
+    """
+    if not isinstance(value, str):
+        raise VeridicError(
+            f"{owner}: {where} sets the header {clip(name)} to a "
+            f"{type(value).__name__}, not text, so nothing could record what was sent: "
+            "pass its value as a str, or the SDK's omit (anthropic.omit, openai.omit) "
+            "to remove the header"
+        )
+    if _CONTROL.search(value) is not None:
+        raise VeridicError(
+            f"{owner}: {where} sets the header {clip(name)} to text holding a line break or "
+            "another control character, which HTTP cannot carry (a line break would start "
+            "another header): pass the value on one line, without control characters"
+        )
+    return value
 
 
 def _canonical(name: str, value: str) -> str:
@@ -169,6 +245,8 @@ def model_headers(client: object, extra: object, owner: str) -> dict[str, str]:
         VeridicError: as :func:`_folded`.
     """
     defaults = getattr(client, "default_headers", None)
+    if extra is None and not isinstance(defaults, Mapping):
+        return {}  # no header at all (the scripted provider, a client of no SDK)
     layers = (
         ("the client's default_headers", defaults if isinstance(defaults, Mapping) else None),
         ("extra_headers", extra),
@@ -176,7 +254,7 @@ def model_headers(client: object, extra: object, owner: str) -> dict[str, str]:
     return {
         name: _canonical(name, value)
         for name, value in _folded(layers, owner).items()
-        if name not in _TRANSPORT and not name.startswith(_TRANSPORT_PREFIX)
+        if not _carries(name)
     }
 
 

@@ -41,7 +41,6 @@ from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
     Completion,
-    arguments_json,
     attr,
     items,
     reasoning_item,
@@ -397,6 +396,32 @@ _MODEL_ENDED: Final = frozenset({"stop", "tool_calls"})
 one and then the other is one whole answer."""
 
 
+def _refuse_streamed_object(arguments: object, call: str, where: str) -> None:
+    """Refuse a streamed call whose ``arguments`` come as a JSON object, not text.
+
+    Some OpenAI-compatible servers send a call's arguments as an object. Sent whole, the
+    answer is read from its own text (:meth:`OpenAIChat.parse`), and a key given twice
+    reaches the dispatcher, which refuses it. Streamed, the SDK reads each event with
+    ``json.loads``, which keeps the last value of a key given twice, and merges a chat
+    stream's pieces key by key, joining the values two pieces give one key: the call ran
+    for ``{"city": "Bergen"}`` or ``{"city": "OsloBergen"}`` with nothing said. What the
+    model wrote cannot be read back from the events.
+
+    Raises:
+        VeridicError: naming the call, and ``send()`` as the way to read such a server.
+    """
+    if arguments is None or isinstance(arguments, str):
+        return
+    raise VeridicError(
+        f"{where}: {call} streams its arguments as a JSON object "
+        f"({type(arguments).__name__}), not as text: the SDK reads a stream's objects with "
+        "json.loads and merges their pieces key by key (keeping the last value of a key "
+        "given twice, joining the values two pieces give one key), so what the model wrote "
+        "cannot be read back; nothing of it was run: with this server, send the request "
+        "with send(), which reads the answer's own text, not stream()"
+    )
+
+
 class _ChatAssembler:
     """Chat completion chunks, put together by the SDK's own ``ChatCompletionStreamState``.
 
@@ -467,6 +492,11 @@ class _ChatAssembler:
             called = called or bool(calls)
             for call in calls if isinstance(calls, list) else ():
                 key = (index, attr(call, "index"))
+                _refuse_streamed_object(
+                    attr(call, "function", "arguments"),
+                    f"tool call {clip(str(key[1]))} of choice {clip(str(key[0]))}",
+                    repr(self._adapter),
+                )
                 given = attr(call, "id")
                 if isinstance(given, str) and given:
                     first = self._ids.setdefault(key, given)
@@ -588,8 +618,19 @@ class OpenAIResponses(Adapter):
     def render(self, prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
         return responses_request(prompt, specs)
 
+    def sender(self) -> Callable[..., object]:
+        """``responses.with_raw_response.create``, whose answer :meth:`parse` reads as the
+        server wrote it (``responses.create`` for a client without it)."""
+        raw = attr(self.client, "responses", "with_raw_response", "create")
+        return raw if callable(raw) else self.method()
+
     def parse(self, response: object) -> Completion:
+        """Read an answer: the SDK's ``Response``, or the raw answer :meth:`sender` gives,
+        read from its own JSON text, so a call's ``arguments`` a compatible server sends as
+        an object keep a key given twice for the dispatcher to refuse (as in
+        :meth:`OpenAIChat.parse`)."""
         where = f"{self!r}"
+        response = raw_answer(response, where)
         status = text_of(response, "status", where=where, default="")
         if status == "failed":
             message = attr(response, "error", "message")
@@ -622,7 +663,7 @@ class OpenAIResponses(Adapter):
                     ToolCall(
                         text_of(item, "call_id", where=where),
                         text_of(item, "name", where=where),
-                        arguments_json(attr(item, "arguments")),
+                        raw_arguments(attr(item, "arguments"), where),
                     )
                 )
             else:
@@ -818,6 +859,8 @@ class _ResponsesAssembler:
                 f"{self._adapter!r}: the stream ended before the response was complete (no "
                 "response.completed event); the answer is incomplete: send the request again"
             )
+        for item in items(self._final, "output"):
+            _refuse_streamed_object(attr(item, "arguments"), "a function call", repr(self._adapter))
         completion = self._adapter.parse(self._final)
         self._check_text()
         self._check_calls()
