@@ -10,7 +10,8 @@ from veridic import TrustedInstruction
 
 def bound(loose: Any, prompts: Prompts) -> None:
     prompt: TrustedInstruction
-    for prompt in loose:  # E: [veridic-any] the name "prompt" is declared
+    # E: [veridic-any] the name "prompt" is declared
+    for prompt in loose:  # noqa: B007 (the binding is the case)
         pass
     with loose as prompt:  # E: [veridic-any] what "with" enters of the variable "loose"
         pass
@@ -19,7 +20,8 @@ def bound(loose: Any, prompts: Prompts) -> None:
             pass
         case _:
             pass
-    for prompt in prompts.loaded:  # E: [veridic-any] the name "prompt" is declared
+    # E: [veridic-any] the name "prompt" is declared
+    for prompt in prompts.loaded:  # noqa: B007 (the binding is the case)
         pass
 
 

@@ -161,7 +161,7 @@ async def bound_async(raw: str, loose: Any, rows: list[tuple[str, tuple[int, Any
     name: str
     count: int
     for name, (count, prompt) in rows:  # E: [veridic-any] the name "prompt" is declared
-        print(name, count)
+        print(name, count, prompt)
     rest: list[TrustedInstruction]
     for name, *rest in json.loads(raw):  # E: [veridic-any] the name "rest" is declared
         print(name, rest)

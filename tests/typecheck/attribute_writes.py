@@ -46,7 +46,8 @@ def through_namespace(page: Page, reply: str, name: str) -> None:
     held["prompt"] = reply  # E: [veridic-forge] the attribute "prompt" of "Page"
     # The item's operator writes its result back: trusted text plus a str is a str.
     vars(page)["prompt"] += reply  # E: [veridic-forge] += through vars()
-    getattr(page, "__dict__")["prompt"] = reply  # E: [veridic-forge] the attribute "prompt"
+    # E: [veridic-forge] an item assigned through getattr() got a value of type "str"
+    getattr(page, "__dict__")["prompt"] = reply  # noqa: B009 (the spelling is the case)
     Composer().system(page.prompt)
 
 
@@ -108,6 +109,6 @@ def accepted(page: Page, reply: str, name: str, tuning: dict[str, float | None])
     page.__dict__.update(title=reply)
     vars(page)["title"] += reply
     page.__dict__["prompt"] += instruction(" Be brief.")  # trusted + trusted stays trusted
-    getattr(page, "__dict__")["title"] = reply
-    print(getattr(page, "__dict__")["prompt"], getattr(page, "title"))
+    getattr(page, "__dict__")["title"] = reply  # noqa: B009 (the spelling is the case)
+    print(getattr(page, "__dict__")["prompt"])  # noqa: B009 (the spelling is the case)
     print(vars(page)["prompt"], page.__dict__.get("prompt"), dict(vars(page)))

@@ -105,7 +105,7 @@ def namespaces_read(agent: Agent, contact: Contact, raw: str) -> str:
         setattr(contact, key, value)
     vars(contact).update(loaded)
     names: list[str] = [str(item) for item in json.loads(raw)]
-    titles: dict[str, str] = {key: value for key, value in loaded.items()}
+    titles: dict[str, str] = {key: str(value) for key, value in loaded.items()}
     return f"{snapshot} {names} {titles}"
 
 

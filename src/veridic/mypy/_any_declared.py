@@ -22,8 +22,10 @@ as the display it makes (``[item for item in json.loads(raw)]``).
 A function that returns ``Any`` (a ``lambda``, a ``def ... -> Any``) assigned to, or
 passed for a parameter declared as, a ``Callable`` whose result holds trusted text: its
 callers read what it returns as trusted. ``Any`` bound without an assignment to a target
-so declared: a ``for`` target (``for prompt in json.loads(raw)``, also unpacked), a ``with
-... as`` target whose manager is ``Any`` or enters as ``Any``, a parameter's default.
+so declared: a ``for`` target (``for prompt in json.loads(raw)``, also unpacked, nested or
+starred), a ``with ... as`` target whose manager is ``Any`` or enters as ``Any``, a
+parameter's default, a walrus (``if prompt := json.loads(raw):``) and a name a ``case``
+captures (``case {"system": prompt}``); in an overload's implementation too.
 
 Not reported: ``Any`` declared as a class whose attributes hold trusted text
 (``settings: Settings = request.app.state.settings``): ``Any`` from JSON makes no
@@ -33,7 +35,8 @@ Hook: the end of a module's check (``get_additional_indirect_deps``), when every
 expression of the module has its type. mypy has no assignment hook.
 
 Not seen: ``**kwargs`` into a class's ``__init__`` (``_any_guard`` sees a call's own
-arguments).
+arguments); a walrus in a module that makes no call (that module is searched for its
+checker by its statements only).
 """
 
 from __future__ import annotations

@@ -11,17 +11,21 @@ which mypy types as a ``dict[str, Any]``. The attribute keeps its declared type,
 
 Hooks:
 
-- every call of ``setattr()`` and ``object.__setattr__()`` (``veridic-forge``) on an
-  instance or a class whose attribute of that name is declared to hold a
-  ``TrustedInstruction`` (in a container, a union, a ``TypedDict``), with a value whose
-  type mypy would not accept in a plain assignment; or named by text not known in the
-  code, on an object with such an attribute, unless the value cannot be text (a
-  ``float``);
-- the end of a module's check, for a module whose first call hook saw ``vars(obj)`` or
-  ``obj.__dict__`` (:func:`note`): an item assigned through such a namespace (also one
-  kept in a variable, ``ns = vars(page); ns["prompt"] = reply``), and ``update()``,
-  ``setdefault()``, ``__setitem__()`` or ``|=`` on it, judged as ``setattr()`` is, each
-  key by its text when it is written in the code.
+- every call of ``setattr()`` and of a ``__setattr__`` called by its name
+  (``object.__setattr__(page, ...)``, ``page.__setattr__(...)``,
+  ``super().__setattr__(...)``) (``veridic-forge``) on an instance or a class whose
+  attribute of that name is declared to hold a ``TrustedInstruction`` (in a container, a
+  union, a ``TypedDict``), with a value whose type mypy would not accept in a plain
+  assignment; or named by text not known in the code, on an object with such an
+  attribute, unless the value cannot be text (a ``float``), or the call is a
+  ``__setattr__`` passing its own parameters on (its callers are checked);
+- the end of a module's check, for a module whose first call hook saw ``vars(obj)``,
+  ``obj.__dict__`` or ``getattr(obj, "__dict__")`` (:func:`note`): an item assigned
+  through such a namespace (also one kept in a variable, ``ns = vars(page);
+  ns["prompt"] = reply``), an item's ``+=`` (judged by what the operator makes, as
+  ``page.prompt += reply`` is), and ``update()``, ``setdefault()``, ``__setitem__()`` or
+  ``|=`` on it, judged as ``setattr()`` is, each key by its text when it is written in
+  the code.
 
 A value typed ``Any`` is ``veridic-any``, as ``page.prompt = loose`` is: into an attribute
 named in the code, or named by text not known there (``for key, value in data.items():
@@ -29,7 +33,8 @@ setattr(page, key, value)`` over a ``dict[str, Any]``), on an object with a trus
 
 Not seen: an object's namespace passed to a function that writes through it
 (``fill(vars(page))``), or reached through what the plugin cannot follow
-(``object.__getattribute__(page, "__dict__")``).
+(``object.__getattribute__(page, "__dict__")``, ``v = vars; v(page)``: a call through a
+variable).
 """
 
 from __future__ import annotations
@@ -52,8 +57,8 @@ from mypy.nodes import (
     MemberExpr,
     MypyFile,
     NameExpr,
-    OpExpr,
     OperatorAssignmentStmt,
+    OpExpr,
     RefExpr,
     StrExpr,
     SuperExpr,
@@ -117,10 +122,9 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
         return
     if len(ctx.args) < 2 or any(len(group) != 1 for group in ctx.args):
         return
-    if len(ctx.args) == 3:  # setattr(page, name, value), Page.__setattr__(page, name, value)
-        info = _class_of(get_proper_type(ctx.arg_types[0][0]))
-    else:  # page.__setattr__(name, value), super().__setattr__(name, value)
-        info = _bound_to(ctx)
+    # setattr(page, name, value), Page.__setattr__(page, name, value); else bound:
+    # page.__setattr__(name, value), super().__setattr__(name, value)
+    info = _class_of(ctx.arg_types[0][0]) if len(ctx.args) == 3 else _bound_to(ctx)
     if info is None:
         return
     name = ctx.args[-2][0]
@@ -233,8 +237,7 @@ def _operated(checker: TypeChecker, statement: OperatorAssignmentStmt, declared:
         if inplace:
             return checker.expr_checker.check_op(method, declared, statement.rvalue, statement)[0]
         operation = OpExpr(statement.op, TempNode(declared), statement.rvalue)
-        result = checker.expr_checker.accept(operation)
-        return result
+        return checker.expr_checker.accept(operation)
 
 
 def _reaches_namespace(expr: Expression) -> bool:
