@@ -6,7 +6,7 @@ Composer().system(settings["persona"]) type-checked, and the run time refused it
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, overload
 
 import attr
 import attrs
@@ -151,6 +151,50 @@ def defaulted(
     print(raw, prompt, title)
 
 
+async def bound_async(raw: str, loose: Any, rows: list[tuple[str, tuple[int, Any]]]) -> None:
+    """The same through async for, async with and nested or starred unpacking."""
+    prompt: TrustedInstruction
+    async for prompt in loose:  # E: [veridic-any] the name "prompt" is declared
+        print(prompt)
+    async with loose as prompt:  # E: [veridic-any] the name "prompt" is declared
+        print(prompt)
+    name: str
+    count: int
+    for name, (count, prompt) in rows:  # E: [veridic-any] the name "prompt" is declared
+        print(name, count, prompt)
+    rest: list[TrustedInstruction]
+    for name, *rest in json.loads(raw):  # E: [veridic-any] the name "rest" is declared
+        print(name, rest)
+
+
+def bound_otherwise(raw: str) -> None:
+    """Any bound by a walrus or a match capture, which no assignment statement spells."""
+    prompt: TrustedInstruction
+    if prompt := json.loads(raw):  # E: [veridic-any] the name "prompt" is declared
+        print(prompt)
+    match json.loads(raw):
+        case {"system": prompt}:  # E: [veridic-any] the name "prompt" is declared
+            print(prompt)
+        case [str(), prompt]:  # E: [veridic-any] the name "prompt" is declared
+            print(prompt)
+        case _:
+            pass
+
+
+@overload
+def overloaded(raw: int) -> None: ...
+@overload
+def overloaded(raw: str, prompt: TrustedInstruction = ...) -> None: ...
+def overloaded(
+    raw: int | str,
+    prompt: TrustedInstruction = LOADED,  # E: [veridic-any] the parameter "prompt"
+) -> None:
+    """An overload's implementation is checked as any function."""
+    loaded: TrustedInstruction = json.loads(str(raw))  # E: [veridic-any] the name "loaded"
+    for prompt in json.loads(str(raw)):  # E: [veridic-any] the name "prompt" is declared
+        print(prompt, loaded)
+
+
 def in_private_module(raw: str) -> None:
     """A project module named with a leading "_" is the project's, not a library."""
     prompts: Prompts = json.loads(raw)  # E: [veridic-any] declared "Prompts"
@@ -170,6 +214,16 @@ def accepted_bound(raw: str, loose: Any, texts: list[str]) -> None:
         print(handle, texts)
     kept: list[TrustedInstruction] = [instruction("Be brief.") for _ in json.loads(raw)]
     print(kept)
+    rest: list[TrustedInstruction]
+    for title, *rest in [("a", instruction("Be brief."))]:
+        print(title, rest)
+    if prompt := instruction("Be brief."):
+        print(prompt)
+    match [instruction("Be brief.")]:
+        case [prompt]:
+            print(prompt)
+        case _:
+            pass
 
 
 def accepted(raw: str, loose: Any, page: Page, settings: Settings) -> None:

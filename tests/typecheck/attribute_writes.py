@@ -44,7 +44,47 @@ def through_namespace(page: Page, reply: str, name: str) -> None:
     page.__dict__ |= {"prompt": reply}  # E: [veridic-forge] the attribute "prompt" of "Page"
     held = vars(page)
     held["prompt"] = reply  # E: [veridic-forge] the attribute "prompt" of "Page"
+    # The item's operator writes its result back: trusted text plus a str is a str.
+    vars(page)["prompt"] += reply  # E: [veridic-forge] += through vars()
+    # E: [veridic-forge] an item assigned through getattr() got a value of type "str"
+    getattr(page, "__dict__")["prompt"] = reply  # noqa: B009 (the spelling is the case)
     Composer().system(page.prompt)
+
+
+class Draft:
+    """A class of the project's whose instances are not frozen."""
+
+    prompt: TrustedInstruction
+    title: str
+
+    def __setattr__(self, name: str, value: object) -> None:
+        print("set", name)
+        super().__setattr__(name, value)
+
+    def reset(self, reply: str) -> None:
+        super().__setattr__("prompt", reply)  # E: [veridic-forge] the attribute "prompt"
+        self.__setattr__("prompt", reply)  # E: [veridic-forge] the attribute "prompt"
+        super().__setattr__("title", reply)
+
+
+class Guarded:
+    """A __setattr__ that passes its own parameters on: its callers are the ones checked."""
+
+    prompt: TrustedInstruction
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        object.__setattr__(self, name, value)
+
+
+def through_dunder(draft: Draft, reply: str, name: str) -> None:
+    # __setattr__ called by its name is setattr() spelled another way.
+    draft.__setattr__("prompt", reply)  # E: [veridic-forge] the attribute "prompt" of "Draft"
+    Draft.__setattr__(draft, "prompt", reply)  # E: [veridic-forge] the attribute "prompt"
+    draft.__setattr__(name, json.loads(reply))  # E: [veridic-any] named by text not known
+    draft.__setattr__("title", reply)
+    Draft.__setattr__(draft, "prompt", instruction("Be brief."))
 
 
 def from_loose_data(page: Page, data: dict[str, Any], loose: Any) -> None:
@@ -67,4 +107,8 @@ def accepted(page: Page, reply: str, name: str, tuning: dict[str, float | None])
     vars(page).update(tuning)
     vars(page)[name] = 0.5
     page.__dict__.update(title=reply)
+    vars(page)["title"] += reply
+    page.__dict__["prompt"] += instruction(" Be brief.")  # trusted + trusted stays trusted
+    getattr(page, "__dict__")["title"] = reply  # noqa: B009 (the spelling is the case)
+    print(getattr(page, "__dict__")["prompt"])  # noqa: B009 (the spelling is the case)
     print(vars(page)["prompt"], page.__dict__.get("prompt"), dict(vars(page)))

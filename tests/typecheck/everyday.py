@@ -71,3 +71,48 @@ if sys.version_info >= (3, 12):
     RULES = join([instruction("Prefer pathlib."), instruction("Use type statements.")])
 else:
     RULES = join([instruction("Prefer pathlib.")])
+
+
+@dataclass
+class Contact:
+    name: str
+    email: str
+
+
+def loops_and_files(agent: Agent, path: str) -> TrustedInstruction:
+    # A loop over trusted text built in code, a file opened next to trusted variables.
+    parts: list[TrustedInstruction] = [instruction("Be brief."), instruction("Cite sources.")]
+    rule: TrustedInstruction
+    for rule in parts:
+        Composer().system(rule)
+    for index, rule in enumerate(parts):
+        print(index, rule)
+    for name, rule in {"brief": agent.system}.items():
+        print(name, rule)
+    with open(path) as handle:
+        notes = handle.read()
+    print(notes)
+    return join(parts)
+
+
+def namespaces_read(agent: Agent, contact: Contact, raw: str) -> str:
+    # vars() and __dict__ read for logging, or copied and the copy changed.
+    print(vars(agent), agent.__dict__.get("system"), json.dumps(vars(contact)))
+    snapshot = dict(vars(agent))
+    snapshot["system"] = raw
+    loaded: dict[str, Any] = json.loads(raw)
+    for key, value in loaded.items():  # no attribute of Contact holds trusted text
+        setattr(contact, key, value)
+    vars(contact).update(loaded)
+    names: list[str] = [str(item) for item in json.loads(raw)]
+    titles: dict[str, str] = {key: str(value) for key, value in loaded.items()}
+    return f"{snapshot} {names} {titles}"
+
+
+def label(rule: TrustedInstruction, count: int) -> str:
+    return f"{rule} x{count}"
+
+
+def unrelated_ignore(count: object) -> str:
+    # The ignore is for the count, not for the trusted text next to it.
+    return label(instruction("Be brief."), count)  # type: ignore[arg-type]

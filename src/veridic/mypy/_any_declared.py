@@ -22,8 +22,10 @@ as the display it makes (``[item for item in json.loads(raw)]``).
 A function that returns ``Any`` (a ``lambda``, a ``def ... -> Any``) assigned to, or
 passed for a parameter declared as, a ``Callable`` whose result holds trusted text: its
 callers read what it returns as trusted. ``Any`` bound without an assignment to a target
-so declared: a ``for`` target (``for prompt in json.loads(raw)``, also unpacked), a ``with
-... as`` target whose manager is ``Any`` or enters as ``Any``, a parameter's default.
+so declared: a ``for`` target (``for prompt in json.loads(raw)``, also unpacked, nested or
+starred), a ``with ... as`` target whose manager is ``Any`` or enters as ``Any``, a
+parameter's default, a walrus (``if prompt := json.loads(raw):``) and a name a ``case``
+captures (``case {"system": prompt}``); in an overload's implementation too.
 
 Not reported: ``Any`` declared as a class whose attributes hold trusted text
 (``settings: Settings = request.app.state.settings``): ``Any`` from JSON makes no
@@ -33,7 +35,8 @@ Hook: the end of a module's check (``get_additional_indirect_deps``), when every
 expression of the module has its type. mypy has no assignment hook.
 
 Not seen: ``**kwargs`` into a class's ``__init__`` (``_any_guard`` sees a call's own
-arguments).
+arguments); a walrus in a module that makes no call (that module is searched for its
+checker by its statements only).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from mypy.maptype import map_instance_to_supertype
 from mypy.meet import is_overlapping_types
 from mypy.messages import format_type
 from mypy.nodes import (
+    AssignmentExpr,
     AssignmentStmt,
     CallExpr,
     Decorator,
@@ -60,6 +64,7 @@ from mypy.nodes import (
     IndexExpr,
     ListComprehension,
     ListExpr,
+    MatchStmt,
     MemberExpr,
     MypyFile,
     NameExpr,
@@ -102,14 +107,17 @@ def may_report(tree: MypyFile) -> bool:
     if _names.in_package(tree.fullname) or tree.is_stub:
         return False
     for statement in every_statement(tree.defs):
+        if isinstance(statement, ForStmt | WithStmt | MatchStmt):
+            return True  # binds without an assignment: its targets' types are known later
+        if isinstance(statement, Decorator):
+            statement = statement.func
+        if isinstance(statement, FuncDef) and _defaults_trusted(statement):
+            return True
         if not isinstance(statement, AssignmentStmt) or isinstance(statement.rvalue, TempNode):
             continue  # a declaration without a value (a model's field) assigns nothing
         if statement.type is not None and holds_trusted(statement.type):
             return True
-    return any(
-        isinstance(statement, FuncDef) and _defaults_trusted(statement)
-        for statement in every_statement(tree.defs)
-    )
+    return False
 
 
 def _defaults_trusted(function: FuncDef) -> bool:
@@ -161,6 +169,24 @@ def _report_bindings(checker: TypeChecker) -> None:
             _check_defaults(
                 checker, statement.func if isinstance(statement, Decorator) else statement
             )
+        elif isinstance(statement, MatchStmt):
+            _check_captures(checker, statement)
+
+
+def _check_captures(checker: TypeChecker, statement: MatchStmt) -> None:
+    """Each name a ``case`` captures (``case {"system": prompt}``) declared to hold trusted
+    text and bound to ``Any``: mypy checks a capture against the declaration, which ``Any``
+    passes. The patterns are matched again against the subject's type, their errors
+    dropped (mypy reported them already)."""
+    subject = checker.lookup_type_or_none(statement.subject)
+    if subject is None:
+        return
+    shown = f"a capture of {describe(statement.subject, checker)}"
+    for pattern in statement.patterns:
+        with checker.msg.filter_errors():
+            captured = checker.pattern_checker.accept(pattern, subject).captures
+        for target, typ in captured.items():
+            _check_bound(checker, target, typ, shown)
 
 
 def _check_bound(checker: TypeChecker, target: Expression, bound: Type, shown: str) -> None:
@@ -180,16 +206,53 @@ def _unpacked(target: TupleExpr | ListExpr, bound: Type) -> Iterator[tuple[Expre
     """Each item of an unpacking ``target`` with the type bound to it: a tuple's item at its
     position, ``Any`` for each of ``Any``, the item type of a homogeneous container."""
     proper = get_proper_type(bound)
-    if any(isinstance(item, StarExpr) for item in target.items):
-        return  # a starred target takes a list of the rest: mypy checks it against the rest
+    for star, rest in enumerate(target.items):
+        if isinstance(rest, StarExpr):
+            yield from _unpacked_around(target, rest, star, proper)
+            return
     if isinstance(proper, TupleType):
         if len(proper.items) == len(target.items):
             yield from zip(target.items, proper.items, strict=True)
         return
+    item = _unpacked_item(proper)
+    if item is not None:
+        yield from ((each, item) for each in target.items)
+
+
+def _unpacked_around(
+    target: TupleExpr | ListExpr, rest: StarExpr, star: int, proper: ProperType
+) -> Iterator[tuple[Expression, Type]]:
+    """The items of ``target`` around ``rest``, its starred item at ``star``, and ``rest``
+    as ``Any`` when an item it takes is ``Any`` (mypy checks the list it makes,
+    ``list[Any]``, against the declaration, which ``Any`` passes)."""
+    items = target.items
+    if isinstance(proper, TupleType):
+        after = len(items) - star - 1
+        if len(proper.items) < len(items) - 1:
+            return
+        end = len(proper.items) - after
+        yield from zip(items[:star], proper.items[:star], strict=True)
+        yield from zip(items[star + 1 :], proper.items[end:], strict=True)
+        taken = proper.items[star:end]
+    else:
+        item = _unpacked_item(proper)
+        if item is None:
+            return
+        yield from ((other, item) for other in items if other is not rest)
+        taken = [item]
+    loose = next((typ for typ in taken if is_any(typ)), None)
+    if loose is not None:
+        yield rest.expr, loose
+
+
+def _unpacked_item(proper: ProperType) -> Type | None:
+    """The type of each item unpacked from a value of type ``proper``: ``Any`` from ``Any``,
+    the item type of a homogeneous container."""
     if isinstance(proper, AnyType):
-        yield from ((item, proper) for item in target.items)
-    elif isinstance(proper, Instance) and len(proper.args) == 1:
-        yield from ((item, proper.args[0]) for item in target.items)
+        return proper
+    if isinstance(proper, Instance) and len(proper.args) == 1:
+        return proper.args[0]
+    return None
 
 
 def _entered(manager: Expression, statement: WithStmt, checker: TypeChecker) -> Type | None:
@@ -265,6 +328,8 @@ def _report_fills(checker: TypeChecker) -> None:
                     _fail(checker, statement.lvalue, declared, value)
     for statement in checker.tree.defs:
         for expr in get_subexpressions(statement):
+            if isinstance(expr, AssignmentExpr):
+                _report_walrus(checker, expr)
             if isinstance(expr, CallExpr) and expr.args:
                 _report_callbacks(checker, expr)
             if not (
@@ -284,6 +349,15 @@ def _report_fills(checker: TypeChecker) -> None:
             for arg in given:
                 for value in _loose(arg, slot, checker):
                     _fail(checker, expr.callee.expr, declared, value)
+
+
+def _report_walrus(checker: TypeChecker, expr: AssignmentExpr) -> None:
+    """``if prompt := json.loads(raw):`` after ``prompt: TrustedInstruction``: an assignment
+    that is an expression, which no assignment statement spells."""
+    declared = _declared(expr.target, checker)
+    if declared is not None and holds_trusted(declared):
+        for value in _loose(expr.value, declared, checker):
+            _fail(checker, expr.target, declared, value)
 
 
 def _report_callbacks(checker: TypeChecker, call: CallExpr) -> None:

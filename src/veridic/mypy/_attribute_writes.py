@@ -11,17 +11,21 @@ which mypy types as a ``dict[str, Any]``. The attribute keeps its declared type,
 
 Hooks:
 
-- every call of ``setattr()`` and ``object.__setattr__()`` (``veridic-forge``) on an
-  instance or a class whose attribute of that name is declared to hold a
-  ``TrustedInstruction`` (in a container, a union, a ``TypedDict``), with a value whose
-  type mypy would not accept in a plain assignment; or named by text not known in the
-  code, on an object with such an attribute, unless the value cannot be text (a
-  ``float``);
-- the end of a module's check, for a module whose first call hook saw ``vars(obj)`` or
-  ``obj.__dict__`` (:func:`note`): an item assigned through such a namespace (also one
-  kept in a variable, ``ns = vars(page); ns["prompt"] = reply``), and ``update()``,
-  ``setdefault()``, ``__setitem__()`` or ``|=`` on it, judged as ``setattr()`` is, each
-  key by its text when it is written in the code.
+- every call of ``setattr()`` and of a ``__setattr__`` called by its name
+  (``object.__setattr__(page, ...)``, ``page.__setattr__(...)``,
+  ``super().__setattr__(...)``) (``veridic-forge``) on an instance or a class whose
+  attribute of that name is declared to hold a ``TrustedInstruction`` (in a container, a
+  union, a ``TypedDict``), with a value whose type mypy would not accept in a plain
+  assignment; or named by text not known in the code, on an object with such an
+  attribute, unless the value cannot be text (a ``float``), or the call is a
+  ``__setattr__`` passing its own parameters on (its callers are checked);
+- the end of a module's check, for a module whose first call hook saw ``vars(obj)``,
+  ``obj.__dict__`` or ``getattr(obj, "__dict__")`` (:func:`note`): an item assigned
+  through such a namespace (also one kept in a variable, ``ns = vars(page);
+  ns["prompt"] = reply``), an item's ``+=`` (judged by what the operator makes, as
+  ``page.prompt += reply`` is), and ``update()``, ``setdefault()``, ``__setitem__()`` or
+  ``|=`` on it, judged as ``setattr()`` is, each key by its text when it is written in
+  the code.
 
 A value typed ``Any`` is ``veridic-any``, as ``page.prompt = loose`` is: into an attribute
 named in the code, or named by text not known there (``for key, value in data.items():
@@ -29,7 +33,8 @@ setattr(page, key, value)`` over a ``dict[str, Any]``), on an object with a trus
 
 Not seen: an object's namespace passed to a function that writes through it
 (``fill(vars(page))``), or reached through what the plugin cannot follow
-(``object.__getattribute__(page, "__dict__")``).
+(``object.__getattribute__(page, "__dict__")``, ``v = vars; v(page)``: a call through a
+variable).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from mypy.checker import TypeChecker
+from mypy.checker import TypeChecker, infer_operator_assignment_method
 from mypy.messages import format_type
 from mypy.nodes import (
     ARG_NAMED,
@@ -53,8 +58,11 @@ from mypy.nodes import (
     MypyFile,
     NameExpr,
     OperatorAssignmentStmt,
+    OpExpr,
     RefExpr,
     StrExpr,
+    SuperExpr,
+    TempNode,
     TypeInfo,
     Var,
 )
@@ -79,6 +87,7 @@ from veridic.mypy._rebinding import every_statement
 
 WRITERS: Final = frozenset({"builtins.setattr", "builtins.object.__setattr__"})
 _VARS: Final = "builtins.vars"
+_GETATTR: Final = "builtins.getattr"
 _FILLERS: Final = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
 """Methods of a ``dict`` that write items into it (an instance's namespace)."""
 _KEYED: Final = frozenset({"setdefault", "__setitem__"})
@@ -93,19 +102,67 @@ def forget() -> None:
     _NOTED.clear()
 
 
+def writes(callee: str, ctx: FunctionContext | MethodContext) -> bool:
+    """Whether the call is ``setattr()`` or a ``__setattr__`` called by its name: unbound
+    (``object.__setattr__(page, ...)``, ``Page.__setattr__(page, ...)``), bound
+    (``page.__setattr__(...)``) or through ``super()``."""
+    if callee in WRITERS or callee.endswith(".__setattr__"):
+        return True
+    call = ctx.context
+    return (
+        isinstance(call, CallExpr)
+        and isinstance(call.callee, SuperExpr)
+        and call.callee.name == "__setattr__"
+    )
+
+
 def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecker) -> None:
     """Report a ``setattr()`` that writes a value of another type into a trusted attribute."""
     if _names.in_package(checker.tree.fullname):
         return
-    if len(ctx.args) < 3 or any(len(group) != 1 for group in ctx.args[:3]):
+    if len(ctx.args) < 2 or any(len(group) != 1 for group in ctx.args):
         return
-    info = _class_of(get_proper_type(ctx.arg_types[0][0]))
+    # setattr(page, name, value), Page.__setattr__(page, name, value); else bound:
+    # page.__setattr__(name, value), super().__setattr__(name, value)
+    info = _class_of(ctx.arg_types[0][0]) if len(ctx.args) == 3 else _bound_to(ctx)
     if info is None:
         return
-    name = ctx.args[1][0]
+    name = ctx.args[-2][0]
+    if _forwards(checker, name):
+        return
     key = name.value if isinstance(name, StrExpr) else None
     writer = f"{callee.removeprefix('builtins.')}()"
-    _check_write(checker, writer, info, key, ctx.arg_types[2][0], ctx.context)
+    if isinstance(ctx.context, CallExpr) and isinstance(ctx.context.callee, SuperExpr):
+        writer = "super().__setattr__()"
+    elif callee not in WRITERS:
+        writer = f"{info.name}.__setattr__()"
+    _check_write(checker, writer, info, key, ctx.arg_types[-1][0], ctx.context)
+
+
+def _forwards(checker: TypeChecker, name: Expression) -> bool:
+    """Whether the write is a ``__setattr__`` of the project's passing its own parameter on
+    (``super().__setattr__(name, value)``): its callers' ``page.prompt = reply`` is checked
+    by mypy, and its callers' ``setattr()`` here."""
+    function = checker.scope.current_function()
+    return (
+        function is not None
+        and function.name == "__setattr__"
+        and len(function.arguments) == 3
+        and isinstance(name, NameExpr)
+        and name.node is function.arguments[1].variable
+    )
+
+
+def _bound_to(ctx: FunctionContext | MethodContext) -> TypeInfo | None:
+    """The class of the object a bound ``__setattr__`` writes into (``super()``'s: the class
+    whose method calls it)."""
+    call = ctx.context
+    if isinstance(call, CallExpr) and isinstance(call.callee, SuperExpr):
+        return call.callee.info
+    if isinstance(ctx, MethodContext):
+        typ = get_proper_type(ctx.type)
+        return typ.type if isinstance(typ, Instance) else None
+    return None
 
 
 def note(tree: MypyFile, expressions: list[Expression]) -> None:
@@ -133,11 +190,8 @@ def report_namespaces(checker: TypeChecker) -> None:
                         key = target.index.value if isinstance(target.index, StrExpr) else None
                         writer = f"an item assigned through {owner[1]}"
                         _check_write(checker, writer, owner[0], key, value, target)
-        elif isinstance(statement, OperatorAssignmentStmt) and statement.op == "|":
-            owner = _owner(statement.lvalue, checker, held)
-            if owner is not None:
-                for key, typ in _items(statement.rvalue, checker):
-                    _check_write(checker, f"|= through {owner[1]}", owner[0], key, typ, statement)
+        elif isinstance(statement, OperatorAssignmentStmt):
+            _check_operator(checker, statement, held)
     for statement in tree.defs:
         for expr in get_subexpressions(statement):
             if (
@@ -152,16 +206,51 @@ def report_namespaces(checker: TypeChecker) -> None:
                         _check_write(checker, writer, owner[0], key, typ, expr)
 
 
+def _check_operator(
+    checker: TypeChecker, statement: OperatorAssignmentStmt, held: dict[int, tuple[TypeInfo, str]]
+) -> None:
+    """``vars(page) |= {...}`` (items written into the namespace), and ``vars(page)["prompt"]
+    += reply`` (the item's operator, whose result is written back into the attribute)."""
+    owner = _owner(statement.lvalue, checker, held)
+    if owner is not None and statement.op == "|":
+        for key, typ in _items(statement.rvalue, checker):
+            _check_write(checker, f"|= through {owner[1]}", owner[0], key, typ, statement)
+        return
+    target = statement.lvalue
+    owner = _owner(target.base, checker, held) if isinstance(target, IndexExpr) else None
+    value = checker.lookup_type_or_none(statement.rvalue)
+    if owner is None or value is None or not isinstance(target, IndexExpr):
+        return
+    key = target.index.value if isinstance(target.index, StrExpr) else None
+    writer = f"{statement.op}= through {owner[1]}"
+    declared = None if key is None else _declared(owner[0], key)
+    if declared is not None and holds_trusted(declared) and is_subtype(value, declared):
+        value = _operated(checker, statement, declared)  # ``+= instruction("...")``: a str
+    _check_write(checker, writer, owner[0], key, value, statement)
+
+
+def _operated(checker: TypeChecker, statement: OperatorAssignmentStmt, declared: Type) -> Type:
+    """The type of what ``statement``'s operator makes of an item declared ``declared``: a
+    ``TrustedInstruction`` plus trusted text is a plain ``str``, as for ``page.prompt +=``."""
+    inplace, method = infer_operator_assignment_method(declared, statement.op)
+    with checker.msg.filter_errors():
+        if inplace:
+            return checker.expr_checker.check_op(method, declared, statement.rvalue, statement)[0]
+        operation = OpExpr(statement.op, TempNode(declared), statement.rvalue)
+        return checker.expr_checker.accept(operation)
+
+
 def _reaches_namespace(expr: Expression) -> bool:
-    """``vars(obj)`` or ``obj.__dict__`` (a module's is ``_namespace``'s concern)."""
+    """``vars(obj)``, ``obj.__dict__`` or ``getattr(obj, "__dict__")`` (a module's is
+    ``_namespace``'s concern)."""
     if isinstance(expr, MemberExpr) and expr.name == "__dict__":
         return not (isinstance(expr.expr, RefExpr) and isinstance(expr.expr.node, MypyFile))
-    return (
-        isinstance(expr, CallExpr)
-        and isinstance(expr.callee, RefExpr)
-        and expr.callee.fullname == _VARS
-        and len(expr.args) == 1
-    )
+    if not (isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr)):
+        return False
+    if expr.callee.fullname == _GETATTR and len(expr.args) == 2:
+        name = expr.args[1]
+        return isinstance(name, StrExpr) and name.value == "__dict__"
+    return expr.callee.fullname == _VARS and len(expr.args) == 1
 
 
 def _held(checker: TypeChecker) -> dict[int, tuple[TypeInfo, str]]:
@@ -189,7 +278,7 @@ def _owner(
     if not _reaches_namespace(expr):
         return None
     if isinstance(expr, CallExpr):
-        owner, how = expr.args[0], "vars()"
+        owner, how = expr.args[0], "vars()" if len(expr.args) == 1 else "getattr()"
     elif isinstance(expr, MemberExpr):
         owner, how = expr.expr, "__dict__"
     else:

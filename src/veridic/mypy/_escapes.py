@@ -211,7 +211,7 @@ def check_arguments(
     """
     if callee in _KEEPING_DECORATORS:
         return
-    if callee in _attribute_writes.WRITERS:
+    if _attribute_writes.writes(callee, ctx):
         _attribute_writes.check(callee, ctx, checker)
     if callee in _namespace.ATTRIBUTE_WRITERS:
         _namespace.check_attribute_write(callee, ctx, checker)

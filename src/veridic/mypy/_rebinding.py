@@ -305,6 +305,8 @@ def _blocks(statement: Statement) -> Iterator[Statement]:
         blocks = [statement.func.body]
     elif isinstance(statement, OverloadedFuncDef):
         yield from statement.items
+        if statement.impl is not None:  # the implementation is checked code too
+            yield statement.impl
         return
     elif isinstance(statement, ClassDef):
         blocks = [statement.defs]

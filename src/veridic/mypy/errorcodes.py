@@ -76,7 +76,8 @@ ANY: Final = ErrorCode(
 )
 """A value typed ``Any`` (an untyped library's result, ``json.loads``) reaches a
 ``TrustedInstruction`` or ``LiteralString`` parameter, a ``join()`` part or a ``TrustPolicy``
-name, or is assigned (or bound by a ``for`` or ``with`` target, a default, ``setattr()``) to a
+name, or is assigned (or bound by a ``for`` or ``with`` target, a default, a walrus, a
+``case`` capture, ``setattr()``) to a
 target declared to hold a ``TrustedInstruction``, where mypy would otherwise accept it
 silently."""
 
