@@ -29,7 +29,14 @@ from urllib.parse import (
     urlunsplit,
 )
 
-__all__ = ["masked", "shown_url", "split_url", "url_secrets", "user_part_cut_short"]
+__all__ = [
+    "cut_short_reason",
+    "masked",
+    "shown_url",
+    "split_url",
+    "url_secrets",
+    "user_part_cut_short",
+]
 
 _HIDDEN: Final = "***"
 _PARTS: Final = re.compile(
@@ -141,6 +148,23 @@ def user_part_cut_short(url: str) -> bool:
     except ValueError:  # no URL one can take apart: no request is made to it
         return False
     return bool(parts.netloc) and _reads_as_user_part(parts.netloc, _after_netloc(url, parts))
+
+
+def cut_short_reason(url: str) -> str:
+    """Why ``url``, whose user part ends its host early (:func:`user_part_cut_short`), is
+    refused, and what to write instead; ``url`` quoted as :func:`shown_url` shows it.
+
+    One wording for every part that refuses such a URL (a model endpoint, an MCP
+    server), each putting what it was given in front.
+
+    >>> print(cut_short_reason("https://tok/en@llm.example/v1"))  # doctest: +ELLIPSIS
+    'https://***@llm.example/v1' has a '/', '?' or '#' in its user name or password, ...
+    """
+    return (
+        f"{shown_url(url)!r} has a '/', '?' or '#' in its user name or password, where it "
+        "ends the host (the request would go to a server named by what comes before it): "
+        "write each '/', '?' and '#' there as %2F, %3F and %23, and an '@' of the path as %40"
+    )
 
 
 def _after_netloc(url: str, parts: SplitResult) -> str:
