@@ -494,7 +494,7 @@ def _is_hash_pinned(requirements: str) -> bool:
     lines = [line for line in requirements.splitlines() if line.strip()]
     return bool(lines) and all(
         re.fullmatch(r"\S+ (--hash=sha256:[0-9a-f]{64} ?)+", line)
-        and ("==" in line or line.startswith("/"))
+        and ("==" in line or line.startswith("file:///"))
         for line in lines
     )
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, cast
 from urllib.parse import urlunsplit
 
-from veridic._urls import shown_url, split_url, user_part_cut_short
+from veridic._urls import cut_short_reason, shown_url, split_url, user_part_cut_short
 from veridic.errors import MissingExtraError
 
 __all__ = [
@@ -131,7 +131,7 @@ def chat_url(endpoint: str) -> str:
             named by the user part's head, the key with it.
     """
     if user_part_cut_short(endpoint):
-        raise ValueError(f"endpoint {_cut_short_reason(endpoint)}")
+        raise ValueError(f"endpoint {cut_short_reason(endpoint)}")
     try:
         parts = split_url(endpoint)
     except ValueError as error:
@@ -143,15 +143,6 @@ def chat_url(endpoint: str) -> str:
     if not path.endswith("/chat/completions"):
         path = f"{path}/chat/completions"
     return urlunsplit(parts._replace(path=path))
-
-
-def _cut_short_reason(endpoint: str) -> str:
-    """Why ``endpoint``, whose user part ends its host early, is refused (shown masked)."""
-    return (
-        f"{shown_url(endpoint)!r} has a '/', '?' or '#' in its user name or password, where "
-        "it ends the host (the request would go to a server named by what comes before it): "
-        "write each '/', '?' and '#' there as %2F, %3F and %23, and an '@' of the path as %40"
-    )
 
 
 def endpoint_problem(endpoint: str) -> str | None:
@@ -175,7 +166,7 @@ def endpoint_problem(endpoint: str) -> str | None:
     shown = repr(shown_url(endpoint))
     fix = "pass the base URL of an OpenAI-compatible API, e.g. http://localhost:8080/v1"
     if user_part_cut_short(endpoint):  # before the port: its "port" may be the password
-        return _cut_short_reason(endpoint)
+        return cut_short_reason(endpoint)
     try:
         parts = split_url(endpoint)  # a port that is no number raises here
     except ValueError as error:

@@ -29,7 +29,15 @@ from urllib.parse import (
     urlunsplit,
 )
 
-__all__ = ["masked", "shown_url", "split_url", "url_secrets", "user_part_cut_short"]
+__all__ = [
+    "VERSION_PARAMETERS",
+    "cut_short_reason",
+    "masked",
+    "shown_url",
+    "split_url",
+    "url_secrets",
+    "user_part_cut_short",
+]
 
 _HIDDEN: Final = "***"
 _PARTS: Final = re.compile(
@@ -46,6 +54,16 @@ _UNTIL_PATH: Final = re.compile(r"[/?#]")
 _PORT: Final = re.compile(r":\d*")
 """What may follow a host and still be shown: a numeric port (``urlsplit`` allows it empty)."""
 _IPV6_GROUP: Final = re.compile(r"[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3}")
+VERSION_PARAMETERS: Final = frozenset({"api-version", "api_version"})
+"""Query parameters whose value is shown (in any case of the name): it changes what the
+server answers (Azure OpenAI's API version) and is no credential, so records of two
+versions must not look alike. Only while it reads as a version (:data:`_VERSION`)."""
+_VERSION: Final = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2}|v?\d{1,4}(?:\.\d{1,4}){0,2})(?:-[a-z0-9]{1,12})?|preview|latest"
+)
+"""A value an ``api-version`` may take: a date (``2024-10-01-preview``), a number
+(``1``, ``v1``, ``2.0``), ``preview`` or ``latest``. Anything else (a key put there by
+mistake) is hidden as any query value is."""
 
 
 def shown_url(url: str) -> str:
@@ -53,8 +71,10 @@ def shown_url(url: str) -> str:
 
     The scheme, host, a numeric port, the path and the query's parameter names
     stay: enough to tell which server and which parameter, not enough to use it.
-    Which query value is a key cannot be told, so each is hidden; an item without
-    ``=`` is a value (a key given as the whole query), hidden whole. A user name
+    Which query value is a key cannot be told, so each is hidden but an
+    ``api-version``'s (or ``api_version``'s) that reads as a version: it is no key, and
+    it changes what the server answers; an item without ``=`` is a value (a key given
+    as the whole query), hidden whole. A user name
     alone is hidden too (some servers take a token as the user). A "port" that
     is no number is most often a password whose ``@host`` was forgotten: it is
     hidden, and so is the "host" before it (the user name) unless it names a
@@ -67,8 +87,8 @@ def shown_url(url: str) -> str:
 
     >>> shown_url("https://me:s3cret@llm.example/v1/chat/completions")
     'https://***@llm.example/v1/chat/completions'
-    >>> shown_url("https://llm.example/v1/chat/completions?api-version=1&key=s3cret")
-    'https://llm.example/v1/chat/completions?api-version=***&key=***'
+    >>> shown_url("https://llm.example/v1/chat/completions?api-version=2024-06-01&key=s3cret")
+    'https://llm.example/v1/chat/completions?api-version=2024-06-01&key=***'
     >>> shown_url("https://llm.example/v1?s3cret")  # a key as the whole query
     'https://llm.example/v1?***'
     >>> shown_url("http://localhost:8080/v1")
@@ -141,6 +161,23 @@ def user_part_cut_short(url: str) -> bool:
     except ValueError:  # no URL one can take apart: no request is made to it
         return False
     return bool(parts.netloc) and _reads_as_user_part(parts.netloc, _after_netloc(url, parts))
+
+
+def cut_short_reason(url: str) -> str:
+    """Why ``url``, whose user part ends its host early (:func:`user_part_cut_short`), is
+    refused, and what to write instead; ``url`` quoted as :func:`shown_url` shows it.
+
+    One wording for every part that refuses such a URL (a model endpoint, an MCP
+    server), each putting what it was given in front.
+
+    >>> print(cut_short_reason("https://tok/en@llm.example/v1"))  # doctest: +ELLIPSIS
+    'https://***@llm.example/v1' has a '/', '?' or '#' in its user name or password, ...
+    """
+    return (
+        f"{shown_url(url)!r} has a '/', '?' or '#' in its user name or password, where it "
+        "ends the host (the request would go to a server named by what comes before it): "
+        "write each '/', '?' and '#' there as %2F, %3F and %23, and an '@' of the path as %40"
+    )
 
 
 def _after_netloc(url: str, parts: SplitResult) -> str:
@@ -251,12 +288,19 @@ def _shown_path(path: str) -> str:
 
 
 def _shown_items(items: str, separator: str) -> str:
-    """``name=value`` items as ``name=***``, one without ``=`` (a key given alone) as ``***``."""
+    """``name=value`` items as ``name=***``, one without ``=`` (a key given alone) as ``***``,
+    but for a value :func:`_shown_value` shows."""
     return separator.join(
-        f"{name}={_HIDDEN}" if equals else _HIDDEN
-        for name, equals, _ in (item.partition("=") for item in items.split(separator))
+        f"{name}={value if _shown_value(name, value) else _HIDDEN}" if equals else _HIDDEN
+        for name, equals, value in (item.partition("=") for item in items.split(separator))
         if name or equals
     )
+
+
+def _shown_value(name: str, value: str) -> bool:
+    """Whether the query item ``name=value`` (as written) is shown whole: ``name`` is one
+    of :data:`VERSION_PARAMETERS` and ``value`` reads as a version (:data:`_VERSION`)."""
+    return name.lower() in VERSION_PARAMETERS and _VERSION.fullmatch(value) is not None
 
 
 def _port_is_number(parts: SplitResult) -> bool:
@@ -322,9 +366,18 @@ def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
         user, _, password = user_part.partition(":")
         written |= {user_part, user, password}
     # A query's values as written (an error page quotes the request target so), and as
-    # a server reads them.
-    written |= {item.partition("=")[2] if "=" in item else item for item in parts.query.split("&")}
-    written |= {value for _, value in parse_qsl(parts.query, keep_blank_values=True)}
+    # a server reads them; but those shown (an ``api-version``'s): what the shown URL
+    # holds, an error quoting it keeps.
+    written |= {
+        value if equals else name
+        for name, equals, value in (item.partition("=") for item in parts.query.split("&"))
+        if not _shown_value(name, value)
+    }
+    written |= {
+        value
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if not _shown_value(name, value)
+    }
     plain = {form for value in written for form in (value, value.strip(), unquote(value))}
     found = {spelled for value in plain for spelled in _spellings(value)}
     return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))

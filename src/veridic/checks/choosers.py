@@ -46,7 +46,7 @@ from veridic._model_runtime import (
     without_extra_buffer_types,
 )
 from veridic._sample import clip
-from veridic._urls import masked, shown_url, url_secrets
+from veridic._urls import VERSION_PARAMETERS, masked, shown_url, url_secrets
 from veridic.errors import VeridicError
 
 __all__ = [
@@ -299,11 +299,6 @@ def _http_client() -> HttpClient:
     return http_client("veridic probe --endpoint")
 
 
-_ANSWER_PARAMETERS: Final = frozenset({"api-version", "api_version"})
-"""Query parameters of an endpoint whose value changes what it answers and is no
-credential (Azure OpenAI's API version): the probe's cache tells their values apart."""
-
-
 class EndpointChooser:
     """A model behind an OpenAI-compatible ``/chat/completions`` endpoint, greedy.
 
@@ -337,17 +332,21 @@ class EndpointChooser:
         self._seed = seed
 
     def identity(self) -> str:
-        """The shown URL, the values of :data:`_ANSWER_PARAMETERS` in its query, the model.
+        """The shown URL, the values of its query's ``api-version`` (the parameters of
+        :data:`~veridic._urls.VERSION_PARAMETERS`, whose value changes what the endpoint
+        answers and is no credential), the model.
 
-        The shown URL hides every query value, and an answer of one ``api-version``
-        was reused for another. No other value enters: the identity is written into
-        the cache, and a key or a signature changes nothing the model answers.
+        The shown URL hid every query value, and an answer of one ``api-version``
+        was reused for another; it shows a version's value now, but only one that reads
+        as a version, and the cache tells every value apart. No other value enters: the
+        identity is written into the cache, and a key or a signature changes nothing the
+        model answers.
         """
         query = urlsplit(self._url).query
         chosen = "&".join(
             f"{name}={value}"
             for name, value in parse_qsl(query, keep_blank_values=True)
-            if name.lower() in _ANSWER_PARAMETERS
+            if name.lower() in VERSION_PARAMETERS
         )
         told = f" {chosen}" if chosen else ""
         return f"endpoint:{self._shown}{told} model:{self._model} greedy seed:{self._seed}"

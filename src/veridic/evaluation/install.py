@@ -30,11 +30,14 @@ changing the measurement, and no code the pins do not name runs:
   The numpy pin holds the wheels of CPython 3.11 to 3.14 on Linux (glibc, x86-64 and
   aarch64), macOS 14 and Windows x86-64; elsewhere pip refuses the install, naming the
   file it found: add that wheel's hash to the pin to run there.
-* The built wheel's sha256 is written beside it (``NAME.whl.sha256``) and checked
+* The built wheel's sha256 is written beside it (``NAME.whl.sha256``), before the wheel
+  is moved in (so no run stopped halfway leaves a wheel without its record), and checked
   whenever the cached wheel is reused, then given to ``pip install`` as the wheel's
-  hash. A wheel whose hash differs was changed after it was built: it is refused, with
-  the file named (delete its folder and rerun to build it again). A wheel without a
-  record (cached by an older veridic) is built again rather than trusted.
+  hash, the wheel named by its ``file://`` URL (a cache path holding `` #`` would be
+  cut there by pip, as a comment). A wheel whose hash differs was changed after it was
+  built: it is refused, with the file named (delete its folder and rerun to build it
+  again). A wheel without a record (cached by an older veridic) is built again rather
+  than trusted.
 """
 
 from __future__ import annotations
@@ -401,10 +404,24 @@ def build_runtime(
         sdist = _fetch_sdist(cache, pin, run, tools_env)
         log(f"building {pin.name} {pin.version} (8-30 minutes on 2 cores) with {args}")
         built = _built_wheel(sdist, Path(scratch), tools_env, args, run)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / built.name
-        shutil.move(str(built), target)
-    _record(target)
+        return _cached(built, folder)
+
+
+def _cached(built: Path, folder: Path) -> Path:
+    """``built`` moved into ``folder``, its sha256 recorded first.
+
+    In that order, a run stopped at any point (a crash, a full disk, Ctrl-C) leaves no
+    wheel without its record: a record without a wheel is ignored (the next run builds
+    again and writes it anew), and the wheel appears under its own name only whole,
+    renamed from a partial file beside it. Recorded after the move, a wheel could be
+    left unrecorded, and the next run took it for one cached by an older veridic.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / built.name
+    _record(target, sha256_file(built))
+    partial = target.with_name(target.name + ".partial")
+    shutil.move(str(built), partial)
+    partial.replace(target)
     return target
 
 
@@ -443,9 +460,13 @@ def _record_path(wheel: Path) -> Path:
     return wheel.with_name(wheel.name + ".sha256")
 
 
-def _record(wheel: Path) -> None:
-    """Write ``wheel``'s sha256 beside it, as ``sha256sum`` writes one."""
-    _record_path(wheel).write_text(f"{sha256_file(wheel)}  {wheel.name}\n", encoding="utf-8")
+def _record(wheel: Path, digest: str) -> None:
+    """Write ``digest``, the sha256 of ``wheel``, beside it as ``sha256sum`` writes one: into
+    a partial file renamed over the record, so a record is never read half written."""
+    record = _record_path(wheel)
+    partial = record.with_name(record.name + ".partial")
+    partial.write_text(f"{digest}  {wheel.name}\n", encoding="utf-8")
+    partial.replace(record)
 
 
 def recorded_sha256(wheel: Path) -> str | None:
@@ -506,7 +527,9 @@ def ensure_runtime(
     log(f"installing {wheel.name}")
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
         requirements = Path(scratch) / "runtime-requirements.txt"
-        wheel_line = f"{wheel.resolve()} --hash=sha256:{recorded_sha256(wheel)}"
+        # A URL, not the path: pip reads a " #" in a path (a cache at ".../eval #1/") and
+        # the rest of the line as a comment; a file:// URL writes it %20%23.
+        wheel_line = f"{wheel.resolve().as_uri()} --hash=sha256:{recorded_sha256(wheel)}"
         requirements.write_text(
             _requirements((wheel_line, *RUNTIME_DEPENDENCIES)), encoding="utf-8"
         )

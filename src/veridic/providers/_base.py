@@ -26,6 +26,7 @@ from veridic._sample import clip
 from veridic.errors import UnknownToolError, VeridicError
 from veridic.providers._headers import (
     model_headers,
+    model_query,
     refuse_betas,
     refuse_client_betas,
     sdk_sentinel,
@@ -593,6 +594,18 @@ class Adapter:
                 twice, in two spellings (``Anthropic-Beta`` and ``anthropic-beta``).
         """
         return model_headers(self.client, request.get("extra_headers"), type(self).__name__)
+
+    def query(self, request: Mapping[str, object]) -> dict[str, object]:
+        """The query parameters ``request`` is sent with: the client's own
+        (``default_query``, Azure's ``api-version`` among them) and the request's
+        ``extra_query``, merged as the SDK merges them; those whose name marks a secret
+        (``key``, ``access_token``, ``sig``, ...) left out. The options digest covers them.
+
+        Raises:
+            VeridicError: ``extra_query`` or the client's ``default_query`` is not a
+                mapping.
+        """
+        return model_query(self.client, request.get("extra_query"), type(self).__name__)
 
 
 _EDITS_OFF: Final[Mapping[str, object]] = {

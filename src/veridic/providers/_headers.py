@@ -1,4 +1,4 @@
-"""The HTTP headers of a request that change what the server does with it.
+"""The HTTP headers and query parameters of a request that change what the server does with it.
 
 The SDKs send ``extra_headers`` (and the client's ``default_headers``) beside the
 body. Most of them carry the request (authentication, the user agent, retries,
@@ -9,6 +9,11 @@ turns on OpenAI's. Those are part of the options digest (``options_sha256``), an
 beta with which the server edits what the model reads, or runs tools outside the
 view, is refused like the body options that do the same
 (:attr:`~veridic.providers.Adapter.server_edits`).
+
+The query (``extra_query``, the client's ``default_query``) is digested the same way:
+``api-version`` picks Azure's API. A header or query parameter whose name marks a
+secret (:func:`secret_name`: ``x-goog-api-key``, ``helicone-auth``, ``?key=``) is left
+out, so no record holds a hash of a key, and rotating one keeps the digest.
 
 Headers are merged as both SDKs merge them: the client's first, then the request's,
 names compared in lower case, the later value winning, an SDK's ``omit`` removing
@@ -26,23 +31,24 @@ from typing import Final
 from veridic._sample import clip
 from veridic.errors import VeridicError
 
-__all__ = ["model_headers", "refuse_betas", "refuse_client_betas", "sdk_sentinel"]
+__all__ = [
+    "model_headers",
+    "model_query",
+    "refuse_betas",
+    "refuse_client_betas",
+    "sdk_sentinel",
+    "secret_name",
+]
 
 _TRANSPORT: Final = frozenset(
     {
         "accept",
         "accept-encoding",
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "cookie",
         "content-type",
         "content-length",
         "connection",
         "host",
         "user-agent",
-        "idempotency-key",
         "traceparent",
         "tracestate",
         "baggage",
@@ -53,13 +59,71 @@ _TRANSPORT: Final = frozenset(
         "anthropic-workspace-id",
     }
 )
-"""Headers that carry the request and reach no model: authentication, the account billed,
-content negotiation, idempotency, the user agent and tracing. The SDK's own
-``x-stainless-*`` headers (retries, timeouts, the SDK's version) are left out too
-(:data:`_TRANSPORT_PREFIX`). Any other header counts, so one a proxy reads as an order
-(which prompt to load, which guardrail to run) is not lost."""
+"""Headers that carry the request and reach no model, and whose names hold no secret
+(:func:`secret_name` finds those): content negotiation, the user agent, the account
+billed and tracing. The SDK's own ``x-stainless-*`` headers (retries, timeouts, the SDK's
+version) are left out too (:data:`_TRANSPORT_PREFIX`). Any other header counts, so one a
+proxy reads as an order (which prompt to load, which guardrail to run) is not lost."""
 
 _TRANSPORT_PREFIX: Final = "x-stainless-"
+
+_SECRET_WORDS: Final = frozenset(
+    {
+        "key",
+        "keys",
+        "apikey",
+        "accesskey",
+        "token",
+        "tokens",
+        "secret",
+        "secrets",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "authorization",
+        "authentication",
+        "cookie",
+        "signature",
+        "sig",
+        "credential",
+        "credentials",
+        "bearer",
+        "jwt",
+    }
+)
+"""Words that mark a header or query parameter holding a secret, wherever they stand in its
+name: ``x-goog-api-key``, ``ocp-apim-subscription-key``, ``helicone-auth``,
+``cf-aig-authorization``, ``x-amz-security-token``, ``?access_token=``, an Azure SAS's
+``?sig=``. Whole words, not parts of one: ``x-portkey-config`` (which config a gateway
+applies) holds ``key`` only inside ``portkey``, and counts."""
+
+_SECRET_NAMES: Final = frozenset({"code"})
+"""Names that hold a secret though no word of theirs says so: an Azure Function's key is
+its ``?code=``."""
+
+_WORDS: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+"""The words of a name: runs of letters or digits, a camelCase name cut where a capital
+starts a word (``apiKey``, ``accessToken``, ``APIKey``)."""
+
+
+def secret_name(name: str) -> bool:
+    """Whether the header or query parameter ``name`` holds a secret: one of its words
+    marks one (:data:`_SECRET_WORDS`), or the name is one (:data:`_SECRET_NAMES`), in
+    any case.
+
+    Its value stays out of the options digest: a SHA-256 of a key in every audit record
+    can be checked against a guess offline, and the digest changed whenever the key was
+    rotated though the model was given the same. A name that is no secret but reads as
+    one (``x-session-token-budget``) is left out too: the digest then covers less, which
+    is the lesser harm.
+
+    >>> [secret_name(name) for name in ("x-goog-api-key", "apiKey", "x-portkey-config")]
+    [True, True, False]
+    """
+    words = {word.lower() for word in _WORDS.findall(name)}
+    return bool(words & _SECRET_WORDS) or name.lower() in _SECRET_NAMES
+
 
 _BETA_LISTS: Final = frozenset({"anthropic-beta", "openai-beta"})
 """Headers the API reads as a set of comma-separated feature names: written sorted, each
@@ -98,8 +162,10 @@ later version of one is refused too."""
 
 
 def _carries(name: str) -> bool:
-    """Whether the header ``name`` (in lower case) only carries the request (:data:`_TRANSPORT`)."""
-    return name in _TRANSPORT or name.startswith(_TRANSPORT_PREFIX)
+    """Whether the header ``name`` (in lower case) only carries the request: it names a
+    secret (:func:`secret_name`: authentication, a gateway's key, idempotency) or is one
+    of :data:`_TRANSPORT`."""
+    return name in _TRANSPORT or name.startswith(_TRANSPORT_PREFIX) or secret_name(name)
 
 
 def _feature(header: str, beta: str) -> str:
@@ -256,6 +322,40 @@ def model_headers(client: object, extra: object, owner: str) -> dict[str, str]:
         for name, value in _folded(layers, owner).items()
         if not _carries(name)
     }
+
+
+def model_query(client: object, extra: object, owner: str) -> dict[str, object]:
+    """The query parameters a request is sent with, but those that hold a secret
+    (:func:`secret_name`: Gemini's ``?key=``, ``?access_token=``, an Azure SAS's ``?sig=``).
+
+    ``client`` is the SDK client (its ``default_query``: ``AzureOpenAI(api_version=...)``
+    puts ``api-version`` there), ``extra`` the request's ``extra_query``; merged as the
+    SDKs merge them (the request's value winning, names as given: a server reads them
+    case-sensitively, an SDK's ``omit`` removing one). All count, not only the names
+    known to change the API (``api-version``): a proxy reads its orders from the query
+    as it does from headers, and an unknown name lost from the digest is a change the
+    record cannot show, while a secret kept out of it is lost to no review.
+
+    Raises:
+        VeridicError: ``extra_query`` (or the client's ``default_query``) is not a
+            mapping: the SDK would fail on it only once the model call is on record.
+    """
+    merged: dict[str, object] = {}
+    defaults = getattr(client, "default_query", None)
+    for where, layer in (("the client's default_query", defaults), ("extra_query", extra)):
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise VeridicError(
+                f"{owner}: {where} is a {type(layer).__name__}, not a mapping of query "
+                "parameter names to values: pass e.g. {'api-version': '2024-10-21'}"
+            )
+        for name, value in layer.items():
+            if sdk_sentinel(value):
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+    return {name: value for name, value in merged.items() if not secret_name(str(name))}
 
 
 def refuse_betas(owner: str, headers: Mapping[str, str], where: str) -> None:

@@ -369,11 +369,16 @@ def checked(
 
 _TRANSPORT: Final = frozenset({"extra_headers", "extra_query", "timeout"})
 """The SDKs' keyword arguments that go with the HTTP request, not in its body. Of them, the
-headers that change what the server does are digested apart (:data:`_HEADERS`)."""
+headers that change what the server does, and the query parameters, are digested apart
+(:data:`_HEADERS`, :data:`_QUERY`)."""
 
 _HEADERS: Final = "extra_headers"
 """The key under which the digest names the headers that change what the server does
 (:meth:`~veridic.providers.Adapter.headers`): the client's and the request's, merged."""
+
+_QUERY: Final = "extra_query"
+"""The key under which the digest names the query parameters but those holding a secret
+(:meth:`~veridic.providers.Adapter.query`): the client's and the request's, merged."""
 
 
 def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
@@ -382,11 +387,13 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
 
     That is every key of the request but the prompt and the tools (the adapter's
     ``owned`` keys, which ``Prompt.sha256`` and ``tools_sha256`` cover), the model (named
-    in the record), streaming and the SDK's transport arguments (``extra_query``,
-    ``timeout``, and of the headers those that only carry the request), and, under
-    ``extra_headers``, the headers that change what the server does (``anthropic-beta``,
-    ``anthropic-version``, ``OpenAI-Beta``, ...), the client's own and the request's merged
-    (:meth:`~veridic.providers.Adapter.headers`): a structured-output schema (``response_format``,
+    in the record), streaming and the SDK's transport arguments (``timeout``, and of the
+    headers and query parameters those that only carry the request or hold a secret),
+    and, under ``extra_headers``, the headers that change what the server does
+    (``anthropic-beta``, ``anthropic-version``, ``OpenAI-Beta``, ...), under
+    ``extra_query`` the query parameters (Azure's ``api-version``), each the client's own
+    and the request's merged (:meth:`~veridic.providers.Adapter.headers`,
+    :meth:`~veridic.providers.Adapter.query`): a structured-output schema (``response_format``,
     Responses' ``text.format``, Anthropic's ``output_format`` / ``output_config``), whose
     names and descriptions the model reads, OpenAI's ``prediction``, ``extra_body`` as
     the adapter sends it, sampling settings. The JSON is canonical (keys sorted, ASCII,
@@ -396,7 +403,7 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     sent names it (``{2: 1}`` as ``{"2": 1}``, as ``logit_bias`` is often written), and
     any mapping is a JSON object; an option left unset (``None``, an SDK's "not given")
     counts as absent. ``options_sha256`` of a request without options, through a client
-    that sends no such header, is that of ``{}``.
+    that sends no such header nor query parameter, is that of ``{}``.
 
     Raises:
         VeridicError: an option holds a value that is not JSON (nor a pydantic model),
@@ -412,6 +419,9 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     headers = provider.headers(request)
     if headers:
         options[_HEADERS] = headers
+    query = provider.query(request)
+    if query:
+        options[_QUERY] = query
     try:
         text = _canonical_json(options)
     except _AmbiguousModel as error:

@@ -82,7 +82,7 @@ from veridic._counted import counted
 from veridic._exception_groups import leaves as _leaves
 from veridic._extras import require
 from veridic._sample import clip
-from veridic._urls import shown_url
+from veridic._urls import cut_short_reason, shown_url, user_part_cut_short
 from veridic.errors import (
     IntegrationError,
     MissingExtraError,
@@ -167,9 +167,12 @@ class McpServer:
             ProvenanceError: the name is text branded untrusted.
             VeridicError: the name is not one printable line, the server has both a
                 ``command`` and a ``url`` or neither, ``url`` is not an HTTP
-                URL, ``protocol`` is not ``"auto"`` or ``"legacy"``, ``result_limit`` or
-                ``describe_limit`` is not a positive number of characters, or ``timeout``
-                is not a positive, finite number of seconds.
+                URL or a ``/``, ``?`` or ``#`` in its user part ends its host early (the
+                client would connect to a server named by the token's head and send it
+                the rest: :func:`~veridic._urls.user_part_cut_short`), ``protocol`` is
+                not ``"auto"`` or ``"legacy"``, ``result_limit`` or ``describe_limit``
+                is not a positive number of characters, or ``timeout`` is not a
+                positive, finite number of seconds.
         """
         _check_name(self.name)
         if self.url and (
@@ -179,6 +182,8 @@ class McpServer:
                 f"MCP server {self.name!r} got url={_shown_url(self.url)}: give the server's "
                 "streamable HTTP endpoint, e.g. 'http://localhost:8000/mcp'"
             )
+        if self.url and user_part_cut_short(self.url):
+            raise VeridicError(f"MCP server {self.name!r} got url={cut_short_reason(self.url)}")
         if bool(self.url) == bool(self.command):
             raise VeridicError(
                 f"MCP server {self.name!r} got command={self.command!r} and "
@@ -279,6 +284,11 @@ def http(
 
     ``timeout``, ``protocol``, ``result_limit`` and ``describe_limit`` mean what they
     mean for :func:`stdio`.
+
+    Raises:
+        VeridicError: as :func:`stdio`, or ``url`` is empty, not HTTP, or a ``/``, ``?``
+            or ``#`` in its user part (a base64 token not written with ``%2F``) ends its
+            host early: the client would connect to a server named by the token's head.
     """
     if not url:
         raise VeridicError(
