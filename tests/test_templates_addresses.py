@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from veridic import InstructionField, Templates, TrustedInstruction, instruction, unfence
@@ -258,3 +260,53 @@ def test_tojson_of_values_json_writes_still_renders(tmp_path: Path) -> None:
     assert _text("data", bound.render({"value": {"b": [1, "x"], "a": None}})) == (
         '{"a": null, "b": [1, "x"]}'
     )
+
+
+class Digest:
+    """An object whose text is a long hexadecimal number it holds: a digest, a key."""
+
+    def __init__(self, written: str) -> None:
+        self.written = written
+
+    def __str__(self) -> str:
+        return self.written
+
+    __repr__ = __str__
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "commit 0x" + "3f2a9c1d0b" * 4,  # a git sha written as a hexadecimal number
+        "0x" + "ab" * 32,  # a sha256
+        "0x52908400098527886E0F7030069857D2E4169EE7",  # an account on a ledger
+        "id 0x" + "5f0e3c9a2b7d4e1f8a6c0b9d3e2f1a4c",  # a UUID without dashes
+        "commit 3f2a9c1d0b3f2a9c1d0b3f2a9c1d0b3f2a9c1d0b",  # a git sha as git writes it
+        "Colour(0xff00ff)",
+    ],
+)
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_an_object_whose_text_holds_a_hexadecimal_value_longer_than_an_address_renders(
+    tmp_path: Path, written: str, how: str
+) -> None:
+    # A memory address is at most sixteen hexadecimal digits (64 bits): a longer number
+    # is a value (a digest, a key), the same in every process, and must render.
+    (tmp_path / "t.j2").write_text("{{ value[0] }} {{ value }} {{ value[0] | lower }}")
+    bound = _load(tmp_path, "data", how, Anything)
+    text = _text("data", bound.render({"value": [Digest(written)]}))
+    assert text == f"{written} [{written}] {written.lower()}"
+
+
+@given(st.integers(min_value=0x1_0000_0000, max_value=2**64 - 1))
+def test_property_an_object_writing_a_pointer_sized_number_is_refused(number: int) -> None:
+    template = Templates().data_from_source(instruction("{{ value }}"), params=Anything)
+    with pytest.raises(TemplateError, match="writes a memory address"):
+        template.render({"value": Digest(f"<Handle {number:#x}>")})
+
+
+def test_the_refusal_of_an_object_text_says_how_to_pass_a_number_that_is_a_value(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "t.j2").write_text("{{ value }}")
+    with pytest.raises(TemplateError, match=r"0x80070005.*pass its text \(str\(x\)\)"):
+        _load(tmp_path, "data", "shipped", Anything).render({"value": Digest("E 0x80070005")})
