@@ -310,3 +310,47 @@ def test_the_refusal_of_an_object_text_says_how_to_pass_a_number_that_is_a_value
     (tmp_path / "t.j2").write_text("{{ value }}")
     with pytest.raises(TemplateError, match=r"0x80070005.*pass its text \(str\(x\)\)"):
         _load(tmp_path, "data", "shipped", Anything).render({"value": Digest("E 0x80070005")})
+
+
+# -- a method where a filter reads a value ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ("{{ persona.upper | int }}", "|int (persona.upper)"),  # was 0, without a word
+        ("{{ persona.upper | float }}", "|float (persona.upper)"),  # was 0.0
+        ("{{ persona.upper | wordcount }}", "|wordcount (persona.upper)"),  # counted its repr
+        ("{{ persona.upper | first }}", "|first (persona.upper)"),  # a bare TypeError
+        ("{{ persona.upper | last }}", "|last (persona.upper)"),
+        ("{{ persona.upper | length }}", "|length (persona.upper)"),
+        ("{{ [persona.upper] | map('int') | list }}", "|int"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_a_method_read_as_a_value_by_a_filter_is_refused_naming_filter_and_line(
+    tmp_path: Path, body: str, shown: str, kind: str, how: str
+) -> None:
+    (tmp_path / "t.j2").write_text("{{ persona }}\n" + body)
+    bound = _load(tmp_path, kind, how, Persona)
+    with pytest.raises(TemplateError, match=r"a method .*call the method") as caught:
+        bound.render({"persona": instruction("a helper")})
+    message = str(caught.value)
+    assert "line 2" in message, message
+    assert shown in message, message
+
+
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+def test_filters_reading_values_of_iterators_and_text_still_render(
+    tmp_path: Path, kind: str
+) -> None:
+    (tmp_path / "t.j2").write_text(
+        "{{ '7' | int }} {{ 'x' | int }} {{ '1.5' | float }} {{ persona | wordcount }}"
+        " {{ [3, 1, 2] | select('odd') | first }} {{ persona | first }} {{ persona | last }}"
+        " {{ persona | length }} {{ ['a', 'bb'] | map('length') | list }}"
+    )
+    text = _text(
+        kind, _load(tmp_path, kind, "shipped", Persona).render({"persona": instruction("a b")})
+    )
+    assert text == "7 0 1.5 2 3 a b 3 [1, 2]"

@@ -76,15 +76,18 @@ from veridic.templates._runtime import (
     emit,
     finalize,
     refuse_address,
+    refuse_callable,
     stored_literal,
     template_line,
 )
 from veridic.templates._written import (
     EXPRESSION,
+    READ_AS_A_VALUE,
     STR_OF_INPUT,
     WRAPPED,
     gives,
     spelled,
+    valued,
     written,
     written_filters,
 )
@@ -111,7 +114,12 @@ _STORED: Final = "<veridic:stored-literal>"
 _TEXT_OF: Final = "<veridic:text-of>"  # node: environment.text_of(node), every template
 # node, Const(how): the input of a filter that writes it as text, checked inline (_written)
 _WRITTEN: Final = "<veridic:written>"
-_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN})
+# node, Const(how): the input of a filter that reads it as a value, checked inline (_written)
+_VALUED: Final = "<veridic:valued>"
+_INPUTS: Final = {_WRITTEN: "written", _VALUED: "valued"}
+_OWN: Final = frozenset(
+    {_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN, _VALUED}
+)
 _CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
 
 
@@ -147,12 +155,12 @@ class ProvenanceCodeGenerator(CodeGenerator):
             key = (inner.value, arguments[0].value)
             self.write("(_veridic_output if (_veridic_output := environment.stored_literals.get(")
             self.write(f"{key!r})) is not None else environment.stored_literal(*{key!r}))")
-        elif node.name == _WRITTEN and inner is not None and isinstance(arguments[0], nodes.Const):
-            # written() inlined for what passes (text, numbers): no call for them.
+        elif node.name in _INPUTS and inner is not None and isinstance(arguments[0], nodes.Const):
+            # written() or valued() inlined for what passes (text, numbers): no call for them.
             self.write("(_veridic_input if type(_veridic_input := ")
             self.visit(inner, frame)
-            self.write(") in environment.scalars else environment.written(_veridic_input, ")
-            self.write(f"{arguments[0].value!r}))")
+            self.write(f") in environment.scalars else environment.{_INPUTS[node.name]}(")
+            self.write(f"_veridic_input, {arguments[0].value!r}))")
         elif node.name == _TEXT_OF and inner is not None:
             self.write("environment.text_of(")
             self.visit(inner, frame)
@@ -316,6 +324,9 @@ def _check_written(tree: nodes.Template) -> None:
         if node.name in STR_OF_INPUT:
             how = gives(node.name, spelled(node.node))
             node.node = _node(node.node, _WRITTEN, how, node.lineno)
+        elif node.name in READ_AS_A_VALUE:
+            how = gives(node.name, spelled(node.node))
+            node.node = _node(node.node, _VALUED, how, node.lineno)
         elif node.name in WRAPPED:
             named = nodes.Keyword(EXPRESSION, nodes.Const(spelled(node.node)))
             node.kwargs.append(named)  # type: ignore[arg-type]  # jinja2 annotates Pair; its parser and compiler use Keyword
@@ -376,6 +387,7 @@ class ProvenanceEnvironment(Environment):
         # Compiled code reads them at each filter that writes its input as text.
         self.scalars = SCALARS
         self.written = written
+        self.valued = valued
         self.globals.update(custom.globals)
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
@@ -410,9 +422,13 @@ class ProvenanceEnvironment(Environment):
         eval_ctx: EvalContext | None = None,
     ) -> Any:
         """A filter called by a name given at render (``map("lower")``): one that writes
-        its input as text checks it first, as the rewrite does where a template names it."""
-        if name in STR_OF_INPUT and type(value) not in SCALARS:
-            refuse_address(value, template_line, gives(name, None))
+        its input as text, or reads it as a value, checks it first, as the rewrite does
+        where a template names it."""
+        if type(value) not in SCALARS:
+            if name in STR_OF_INPUT:
+                refuse_address(value, template_line, gives(name, None))
+            elif name in READ_AS_A_VALUE:
+                refuse_callable(value, template_line, gives(name, None))
         return super().call_filter(name, value, args, kwargs, context, eval_ctx)
 
     def literal(self, text: str, origin: str) -> int:

@@ -50,6 +50,7 @@ __all__ = [
     "finalize",
     "instruction_text",
     "refuse_address",
+    "refuse_callable",
     "stored_literal",
     "template_line",
 ]
@@ -147,6 +148,27 @@ def refuse_address(
         f"template {template!r}{line} {doing} {holder}{what} ({kind.__name__}), {why}, "
         "different in every process (provider prompt caching and the audit's sha256 rely on "
         f"the same bytes for the same values): {_REMEDY if why is _ITS_ADDRESS else _OWN_TEXT}"
+    )
+
+
+def refuse_callable(value: object, where: Callable[[], tuple[str, str]], doing: str) -> None:
+    """Refuse a method or function where a filter reads a value (a number, a sequence).
+
+    ``{{ persona.upper | int }}`` (the parentheses forgotten) rendered ``0`` without a word,
+    ``|wordcount`` counted the words of its ``repr()``, ``|first`` raised a bare
+    ``TypeError``: no filter of jinja2 that reads a value reads a callable's.
+
+    Raises:
+        TemplateError: such an input, with the template, line, filter and expression.
+    """
+    if not isinstance(value, _CALLABLES):
+        return
+    shown = "a function" if isinstance(value, types.FunctionType) else "a method"
+    template, line = where()
+    raise TemplateError(
+        f"template {template!r}{line} {doing} {shown} ({type(value).__name__}), not a value: "
+        "a call whose parentheses were left out, which the filter would read as a value it "
+        "is not (|int made it 0): call the method (persona.upper()), or pass the value"
     )
 
 
