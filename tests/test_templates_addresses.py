@@ -354,3 +354,30 @@ def test_filters_reading_values_of_iterators_and_text_still_render(
         kind, _load(tmp_path, kind, "shipped", Persona).render({"persona": instruction("a b")})
     )
     assert text == "7 0 1.5 2 3 a b 3 [1, 2]"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ '{}'.format(persona.upper) }}",
+        "{{ 'Persona: {p}'.format(p=persona.upper) }}",
+        "{{ '{p}'.format_map({'p': persona.upper}) }}",
+    ],
+)
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_a_method_written_by_str_format_is_refused_naming_the_line(
+    tmp_path: Path, body: str, kind: str, how: str
+) -> None:
+    # The sandbox formats through its own formatter; a shipped template called str.format.
+    (tmp_path / "t.j2").write_text("{{ persona }}\n" + body)
+    bound = _load(tmp_path, kind, how, Persona)
+    with pytest.raises(TemplateError, match="memory address") as caught:
+        bound.render({"persona": instruction("a helper")})
+    assert "line 2" in str(caught.value)
+
+
+def test_str_format_of_values_still_renders(tmp_path: Path) -> None:
+    (tmp_path / "t.j2").write_text("{{ '{} {p}'.format(persona, p=persona.upper()) }}")
+    bound = _load(tmp_path, "instruction", "shipped", Persona)
+    assert bound.render({"persona": instruction("a b")}) == "a b A B"

@@ -721,7 +721,7 @@ others that write their input is checked by :func:`_check_written`)."""
 
 
 def _check_made_text(tree: nodes.Template) -> None:
-    """Have what ``~``, ``|format`` and ``"..." %`` make text of
+    """Have what ``~``, ``|format``, ``"..." %`` and ``.format()`` make text of
     checked as an output is (:func:`~veridic.templates._runtime.finalize`):
     ``"Persona: " ~ persona.upper`` (the parentheses forgotten) wrote the method's memory
     address into the text, which the check of the output, a str by then, never saw."""
@@ -735,12 +735,41 @@ def _check_made_text(tree: nodes.Template) -> None:
             writer.args = [_text_of(arg) for arg in writer.args]
             for keyword in writer.kwargs:
                 keyword.value = _text_of(keyword.value)
+    for call in list(tree.find_all(nodes.Call)):  # "{}".format(x), "{p}".format_map(m)
+        if isinstance(call.node, nodes.Getattr) and call.node.attr in _FORMATS:
+            _check_formatted(call)
     for mod in list(tree.find_all(nodes.Mod)):  # "%s" % x: the text's own formatting
         if isinstance(mod.left, nodes.Const) and isinstance(mod.left.value, str):
             if isinstance(mod.right, nodes.Tuple):
                 mod.right.items = [_text_of(item) for item in mod.right.items]
             else:
                 mod.right = _text_of(mod.right)
+
+
+_FORMATS: Final = frozenset({"format", "format_map"})
+"""``str``'s methods that write their arguments as text (checked whatever calls them: a
+non-text object's own ``format`` given an address would write it as well)."""
+
+
+def _check_formatted(call: nodes.Call) -> None:
+    """Have each argument of ``call`` (``"{}".format(...)``, ``.format_map({...})``)
+    checked when made text; the values of a mapping written in the template one by one,
+    as ``format_map`` writes them with ``str()``, not as a dict's ``repr()``."""
+    call.args = [
+        _values_text_of(arg) if isinstance(arg, nodes.Dict) else _text_of(arg) for arg in call.args
+    ]
+    for keyword in call.kwargs:
+        keyword.value = _text_of(keyword.value)
+    if call.dyn_args is not None:
+        call.dyn_args = _text_of(call.dyn_args)
+    if call.dyn_kwargs is not None:
+        call.dyn_kwargs = _text_of(call.dyn_kwargs)
+
+
+def _values_text_of(mapping: nodes.Dict) -> nodes.Dict:
+    for pair in mapping.items:
+        pair.value = _text_of(pair.value)
+    return mapping
 
 
 def _text_of(node: nodes.Expr) -> nodes.Expr:
