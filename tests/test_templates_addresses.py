@@ -381,3 +381,12 @@ def test_str_format_of_values_still_renders(tmp_path: Path) -> None:
     (tmp_path / "t.j2").write_text("{{ '{} {p}'.format(persona, p=persona.upper()) }}")
     bound = _load(tmp_path, "instruction", "shipped", Persona)
     assert bound.render({"persona": instruction("a b")}) == "a b A B"
+
+
+def test_a_dunder_name_given_at_render_is_clipped_in_the_refusal(tmp_path: Path) -> None:
+    # The name may be a value from anywhere (data): the message shows a sample of it.
+    (tmp_path / "t.j2").write_text("{{ value['x'][value['name']] }}")
+    bound = _load(tmp_path, "data", "shipped", Anything)
+    with pytest.raises(TemplateError, match="one of Python's own attributes") as caught:
+        bound.render({"value": {"x": "text", "name": "__" + "a" * 100_000}})
+    assert len(str(caught.value)) < 2_000

@@ -41,6 +41,7 @@ from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext
 from jinja2.sandbox import SandboxedEnvironment, modifies_known_mutable
 
+from veridic._sample import clip
 from veridic.errors import TemplateError
 from veridic.templates._analysis import (
     bound_names,
@@ -270,7 +271,7 @@ def _nondeterministic(name: str) -> Callable[..., object]:
 def _dunder_use(name: str, origin: str, line: int | str) -> TemplateError:
     line = f" line {line}" if isinstance(line, int) else line
     return TemplateError(
-        f"template {origin!r}{line} reads {name!r}, one of Python's own attributes, which "
+        f"template {origin!r}{line} reads {clip(name)}, one of Python's own attributes, which "
         "tell of the object, not of its value (x.__hash__() of text is different in every "
         "process, and a prompt must render byte for byte the same: provider prompt caching "
         "and the audit's sha256 rely on it): compute what the template needs in code and "
