@@ -388,5 +388,25 @@ def test_a_dunder_name_given_at_render_is_clipped_in_the_refusal(tmp_path: Path)
     (tmp_path / "t.j2").write_text("{{ value['x'][value['name']] }}")
     bound = _load(tmp_path, "data", "shipped", Anything)
     with pytest.raises(TemplateError, match="one of Python's own attributes") as caught:
-        bound.render({"value": {"x": "text", "name": "__" + "a" * 100_000}})
+        bound.render({"value": {"x": "text", "name": "__" + "a" * 100_000 + "__"}})
     assert len(str(caught.value)) < 2_000
+
+
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_a_key_that_starts_with_two_underscores_but_is_no_dunder_renders(
+    tmp_path: Path, how: str
+) -> None:
+    # A GraphQL response names each object's type "__typename": a key of the data, not one
+    # of Python's own attributes (those are __name__-shaped), in a shipped template too.
+    (tmp_path / "t.j2").write_text(
+        "{{ value['__typename'] }} {{ value.__typename }} {{ value[key] }}"
+        " {{ [value] | map(attribute='__typename') | join }}"
+    )
+
+    class Keyed(TypedDict):
+        value: Any
+        key: str
+
+    bound = _load(tmp_path, "data", how, Keyed)
+    rendered = bound.render({"value": {"__typename": "User"}, "key": "__typename"})
+    assert _text("data", rendered) == "User User User User"

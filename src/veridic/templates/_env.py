@@ -33,7 +33,7 @@ output becomes one data block, so nothing in it needs to remember its source.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 from jinja2 import BaseLoader, Environment, StrictUndefined, nodes, pass_context
 from jinja2.compiler import CodeGenerator, Frame
@@ -268,6 +268,12 @@ def _nondeterministic(name: str) -> Callable[..., object]:
     return refused
 
 
+def _python_own(name: object) -> TypeGuard[str]:
+    """Whether ``name`` is shaped as Python's own attributes are, ``__hash__``: not a key
+    of the data that starts with two underscores (GraphQL's ``__typename``)."""
+    return isinstance(name, str) and len(name) > 4 and name[:2] == name[-2:] == "__"
+
+
 def _dunder_use(name: str, origin: str, line: int | str) -> TemplateError:
     line = f" line {line}" if isinstance(line, int) else line
     return TemplateError(
@@ -283,7 +289,7 @@ def _no_dunder_attr(attr: Callable[..., object]) -> Callable[..., object]:
     """jinja2's ``|attr``, refusing one of Python's own attributes (``attr(name)``)."""
 
     def no_dunder(environment: Environment, obj: object, name: object) -> object:
-        if isinstance(name, str) and name.startswith("__"):
+        if _python_own(name):
             raise _dunder_use(name, *template_line())
         return attr(environment, obj, name)
 
@@ -310,7 +316,7 @@ def _refuse_dunders(tree: nodes.Template, origin: str) -> None:
             name = node.args[0].value
         else:
             continue
-        if isinstance(name, str) and name.startswith("__"):
+        if _python_own(name):
             raise _dunder_use(name, origin, node.lineno)
 
 
@@ -405,7 +411,7 @@ class ProvenanceEnvironment(Environment):
             return obj[argument]
         except (AttributeError, TypeError, LookupError):
             if isinstance(argument, str):
-                if argument.startswith("__"):
+                if _python_own(argument):
                     raise _dunder_use(argument, *template_line()) from None
                 try:
                     return getattr(obj, argument)
