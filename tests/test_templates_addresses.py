@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from veridic import InstructionField, Templates, TrustedInstruction, instruction, unfence
@@ -258,3 +260,153 @@ def test_tojson_of_values_json_writes_still_renders(tmp_path: Path) -> None:
     assert _text("data", bound.render({"value": {"b": [1, "x"], "a": None}})) == (
         '{"a": null, "b": [1, "x"]}'
     )
+
+
+class Digest:
+    """An object whose text is a long hexadecimal number it holds: a digest, a key."""
+
+    def __init__(self, written: str) -> None:
+        self.written = written
+
+    def __str__(self) -> str:
+        return self.written
+
+    __repr__ = __str__
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "commit 0x" + "3f2a9c1d0b" * 4,  # a git sha written as a hexadecimal number
+        "0x" + "ab" * 32,  # a sha256
+        "0x52908400098527886E0F7030069857D2E4169EE7",  # an account on a ledger
+        "id 0x" + "5f0e3c9a2b7d4e1f8a6c0b9d3e2f1a4c",  # a UUID without dashes
+        "commit 3f2a9c1d0b3f2a9c1d0b3f2a9c1d0b3f2a9c1d0b",  # a git sha as git writes it
+        "Colour(0xff00ff)",
+    ],
+)
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_an_object_whose_text_holds_a_hexadecimal_value_longer_than_an_address_renders(
+    tmp_path: Path, written: str, how: str
+) -> None:
+    # A memory address is at most sixteen hexadecimal digits (64 bits): a longer number
+    # is a value (a digest, a key), the same in every process, and must render.
+    (tmp_path / "t.j2").write_text("{{ value[0] }} {{ value }} {{ value[0] | lower }}")
+    bound = _load(tmp_path, "data", how, Anything)
+    text = _text("data", bound.render({"value": [Digest(written)]}))
+    assert text == f"{written} [{written}] {written.lower()}"
+
+
+@given(st.integers(min_value=0x1_0000_0000, max_value=2**64 - 1))
+def test_property_an_object_writing_a_pointer_sized_number_is_refused(number: int) -> None:
+    template = Templates().data_from_source(instruction("{{ value }}"), params=Anything)
+    with pytest.raises(TemplateError, match="writes a memory address"):
+        template.render({"value": Digest(f"<Handle {number:#x}>")})
+
+
+def test_the_refusal_of_an_object_text_says_how_to_pass_a_number_that_is_a_value(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "t.j2").write_text("{{ value }}")
+    with pytest.raises(TemplateError, match=r"0x80070005.*pass its text \(str\(x\)\)"):
+        _load(tmp_path, "data", "shipped", Anything).render({"value": Digest("E 0x80070005")})
+
+
+# -- a method where a filter reads a value ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ("{{ persona.upper | int }}", "|int (persona.upper)"),  # was 0, without a word
+        ("{{ persona.upper | float }}", "|float (persona.upper)"),  # was 0.0
+        ("{{ persona.upper | wordcount }}", "|wordcount (persona.upper)"),  # counted its repr
+        ("{{ persona.upper | first }}", "|first (persona.upper)"),  # a bare TypeError
+        ("{{ persona.upper | last }}", "|last (persona.upper)"),
+        ("{{ persona.upper | length }}", "|length (persona.upper)"),
+        ("{{ [persona.upper] | map('int') | list }}", "|int"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_a_method_read_as_a_value_by_a_filter_is_refused_naming_filter_and_line(
+    tmp_path: Path, body: str, shown: str, kind: str, how: str
+) -> None:
+    (tmp_path / "t.j2").write_text("{{ persona }}\n" + body)
+    bound = _load(tmp_path, kind, how, Persona)
+    with pytest.raises(TemplateError, match=r"a method .*call the method") as caught:
+        bound.render({"persona": instruction("a helper")})
+    message = str(caught.value)
+    assert "line 2" in message, message
+    assert shown in message, message
+
+
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+def test_filters_reading_values_of_iterators_and_text_still_render(
+    tmp_path: Path, kind: str
+) -> None:
+    (tmp_path / "t.j2").write_text(
+        "{{ '7' | int }} {{ 'x' | int }} {{ '1.5' | float }} {{ persona | wordcount }}"
+        " {{ [3, 1, 2] | select('odd') | first }} {{ persona | first }} {{ persona | last }}"
+        " {{ persona | length }} {{ ['a', 'bb'] | map('length') | list }}"
+    )
+    text = _text(
+        kind, _load(tmp_path, kind, "shipped", Persona).render({"persona": instruction("a b")})
+    )
+    assert text == "7 0 1.5 2 3 a b 3 [1, 2]"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{{ '{}'.format(persona.upper) }}",
+        "{{ 'Persona: {p}'.format(p=persona.upper) }}",
+        "{{ '{p}'.format_map({'p': persona.upper}) }}",
+    ],
+)
+@pytest.mark.parametrize("kind", ["instruction", "data"])
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_a_method_written_by_str_format_is_refused_naming_the_line(
+    tmp_path: Path, body: str, kind: str, how: str
+) -> None:
+    # The sandbox formats through its own formatter; a shipped template called str.format.
+    (tmp_path / "t.j2").write_text("{{ persona }}\n" + body)
+    bound = _load(tmp_path, kind, how, Persona)
+    with pytest.raises(TemplateError, match="memory address") as caught:
+        bound.render({"persona": instruction("a helper")})
+    assert "line 2" in str(caught.value)
+
+
+def test_str_format_of_values_still_renders(tmp_path: Path) -> None:
+    (tmp_path / "t.j2").write_text("{{ '{} {p}'.format(persona, p=persona.upper()) }}")
+    bound = _load(tmp_path, "instruction", "shipped", Persona)
+    assert bound.render({"persona": instruction("a b")}) == "a b A B"
+
+
+def test_a_dunder_name_given_at_render_is_clipped_in_the_refusal(tmp_path: Path) -> None:
+    # The name may be a value from anywhere (data): the message shows a sample of it.
+    (tmp_path / "t.j2").write_text("{{ value['x'][value['name']] }}")
+    bound = _load(tmp_path, "data", "shipped", Anything)
+    with pytest.raises(TemplateError, match="one of Python's own attributes") as caught:
+        bound.render({"value": {"x": "text", "name": "__" + "a" * 100_000 + "__"}})
+    assert len(str(caught.value)) < 2_000
+
+
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_a_key_that_starts_with_two_underscores_but_is_no_dunder_renders(
+    tmp_path: Path, how: str
+) -> None:
+    # A GraphQL response names each object's type "__typename": a key of the data, not one
+    # of Python's own attributes (those are __name__-shaped), in a shipped template too.
+    (tmp_path / "t.j2").write_text(
+        "{{ value['__typename'] }} {{ value.__typename }} {{ value[key] }}"
+        " {{ [value] | map(attribute='__typename') | join }}"
+    )
+
+    class Keyed(TypedDict):
+        value: Any
+        key: str
+
+    bound = _load(tmp_path, "data", how, Keyed)
+    rendered = bound.render({"value": {"__typename": "User"}, "key": "__typename"})
+    assert _text("data", rendered) == "User User User User"

@@ -232,3 +232,122 @@ def test_a_declared_set_prints_as_a_set_sorted_and_is_still_looked_up(tmp_path: 
     templates = _templates(tmp_path, "{{ tags }} {{ 'b' in tags }} {{ tags|length }}")
     assert _rendered(templates, Tagged, {"tags": {"c", "a", "b"}}) == "{'a', 'b', 'c'} True 3"
     assert _rendered(templates, Tagged, {"tags": set()}) == "set() False 0"
+
+
+class KeyedBySet(TypedDict):
+    tags: dict[frozenset[int], str]
+
+
+# frozenset({1, 8}) iterates 8 before 1 in every process (an int is its own hash): a set
+# printed in hash order, not sorted, shows here without a second process.
+
+
+@pytest.mark.parametrize(
+    ("params", "value", "shown"),
+    [
+        (KeyedBySet, {frozenset({1, 8}): "x"}, "{frozenset({1, 8}): 'x'}"),
+        (Anyhow, {frozenset({1, 8}): "x"}, "{frozenset({1, 8}): 'x'}"),
+        (Anyhow, {("a", frozenset({1, 8})): 1}, "{('a', frozenset({1, 8})): 1}"),
+        (Anyhow, {frozenset({frozenset({1, 8})})}, "{frozenset({frozenset({1, 8})})}"),
+        (Anyhow, [({"k": frozenset({1, 8})},)], "[({'k': frozenset({1, 8})},)]"),
+    ],
+)
+def test_a_set_in_a_mapping_key_or_nested_in_sets_and_tuples_renders_sorted(
+    tmp_path: Path, params: type, value: object, shown: str
+) -> None:
+    templates = _templates(tmp_path, "{{ tags }}")
+    assert _rendered(templates, params, {"tags": value}) == shown
+
+
+def test_a_mapping_keyed_by_a_set_is_still_looked_up_by_that_set(tmp_path: Path) -> None:
+    # The key read sorted is equal to the set given (and hashes the same).
+    templates = _templates(
+        tmp_path, "{{ tags[key] }}|{% for k, v in tags.items() %}{{ k }}{% endfor %}"
+    )
+
+    class Keyed(TypedDict):
+        tags: Any
+        key: frozenset[int]
+
+    values = {"tags": {frozenset({1, 8}): "found"}, "key": frozenset({8, 1})}
+    assert _rendered(templates, Keyed, values) == "found|frozenset({1, 8})"
+
+
+def _cycles() -> list[object]:
+    listed: list[object] = ["a"]
+    listed.append(listed)
+    mapped: dict[str, object] = {"name": "root"}
+    mapped["self"] = mapped
+    parent: dict[str, object] = {"name": "p", "children": []}
+    child = {"name": "c", "parent": parent}
+    parent["children"].append(child)  # type: ignore[attr-defined]  # a list, as written above
+    return [listed, mapped, parent]
+
+
+@pytest.mark.parametrize("value", _cycles(), ids=["list", "dict", "tree"])
+def test_a_value_typed_any_that_holds_itself_renders_as_jinja2_prints_it(
+    tmp_path: Path, value: object
+) -> None:
+    # A tree of dicts with links to their parents: walked for sets, the walk must end.
+    templates = _templates(tmp_path, "{{ tags }}")
+    assert _rendered(templates, Anyhow, {"tags": value}) == str(value)
+
+
+def test_a_value_that_holds_itself_and_a_set_renders_its_sets_sorted_everywhere(
+    tmp_path: Path,
+) -> None:
+    parent: dict[str, object] = {"ids": frozenset({1, 8}), "children": []}
+    parent["children"].append({"parent": parent, "ids": {8, 1}})  # type: ignore[attr-defined]  # a list, as written above
+    templates = _templates(
+        tmp_path, "{{ tags.ids }} {{ tags.children[0].ids }} {{ tags.children[0].parent.ids }}"
+    )
+    shown = _rendered(templates, Anyhow, {"tags": parent})
+    assert shown == "frozenset({1, 8}) {1, 8} frozenset({1, 8})"
+    (tmp_path / "whole").mkdir()
+    whole = _templates(tmp_path / "whole", "{{ tags }}")
+    assert _rendered(whole, Anyhow, {"tags": parent}) == (
+        "{'ids': frozenset({1, 8}), 'children': [{'parent': {...}, 'ids': {1, 8}}]}"
+    )
+
+
+_SET_ITEMS = st.integers(min_value=-40, max_value=40)
+_OF_INTS = st.frozensets(_SET_ITEMS, max_size=6)
+_SETS = (  # a set's items of one kind, so that they sort
+    _OF_INTS
+    | st.frozensets(_OF_INTS, max_size=3)
+    | st.sets(_SET_ITEMS, max_size=6)
+    | st.sets(_OF_INTS, max_size=3)
+)
+_HOLDING_SETS = st.recursive(
+    _SETS | _SET_ITEMS | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=2) | _OF_INTS, inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _rebuilt(value: object, shuffler: Random) -> object:
+    """``value`` with each set made again from its items in another order (so iterating
+    in another order, where items collide in the set's table)."""
+    if isinstance(value, set | frozenset):
+        items = [_rebuilt(item, shuffler) for item in value]
+        shuffler.shuffle(items)
+        return type(value)(items)
+    if isinstance(value, list | tuple):
+        return type(value)(_rebuilt(item, shuffler) for item in value)
+    if isinstance(value, dict):
+        return {_rebuilt(key, shuffler): _rebuilt(item, shuffler) for key, item in value.items()}
+    return value
+
+
+@given(_HOLDING_SETS, st.randoms())
+def test_property_a_value_typed_any_renders_the_same_whatever_order_its_sets_were_built_in(
+    value: object, shuffler: Random
+) -> None:
+    # Sets in lists, tuples, dict values and keys, and in sets: each read sorted.
+    template = Templates().data_from_source(instruction("{{ tags }}"), params=Anyhow)
+    first = template.render({"tags": value})
+    assert template.render({"tags": _rebuilt(value, shuffler)}) == first

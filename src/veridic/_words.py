@@ -4,7 +4,8 @@
 the message. The article is chosen from the word's spelling: ``an`` before a vowel
 (``an int``, ``an Enum``, ``an assistant message``), ``a`` before a ``u`` or ``eu``
 said as "you" (``a UUID``, ``a UserDict``, ``a URL``) and before ``one`` and
-``once``. ``None`` is no type to a reader: it is said as itself.
+``once``; ``an`` before an initialism said from a vowel sound (``an HTTPError``,
+``an LLM``, ``an SQL``). ``None`` is no type to a reader: it is said as itself.
 
 It sits at the bottom because the text core, the templates and the checks all use it.
 
@@ -12,8 +13,8 @@ It sits at the bottom because the text core, the templates and the checks all us
 ('an int', 'a list', 'None', 'a float', 'an object')
 >>> article("assistant"), article("UUID"), article("Unknown"), article("Enum")
 ('an assistant', 'a UUID', 'an Unknown', 'an Enum')
->>> article("UTF8"), article("URL"), article("oneOf")
-('a UTF8', 'a URL', 'a oneOf')
+>>> article("UTF8"), article("URL"), article("oneOf"), article("HTTPError")
+('a UTF8', 'a URL', 'a oneOf', 'an HTTPError')
 """
 
 from __future__ import annotations
@@ -36,10 +37,16 @@ Not ``Unknown``, ``Undefined``, ``UNSET`` (``un`` + consonant), ``onerous``: tho
 """
 
 
+_SAID_FROM_A_VOWEL: Final = re.compile(r"[FHLMNRSX](?:[B-DF-HJ-NP-TV-Z0-9]|(?![A-Za-z]))")
+"""An initialism said letter by letter from a letter whose name starts with a vowel ("eff",
+"aitch", "ell", "em", "en", "ar", "ess", "ex"): ``HTTPError``, ``LLM``, ``SQL``, ``S3``, ``X``.
+A capital followed by a vowel is read as a word (``FIFO``, ``NaN``, ``MySQL``): ``a``."""
+
+
 def article(word: str) -> str:
     """``word`` with ``a`` or ``an`` before it, chosen from its spelling."""
     vowel = word[:1].lower() in set("aeiou") and not _SAID_YOU.match(word)
-    return f"{'an' if vowel else 'a'} {word}"
+    return f"{'an' if vowel or _SAID_FROM_A_VOWEL.match(word) else 'a'} {word}"
 
 
 def a_type(value: object) -> str:

@@ -33,7 +33,7 @@ output becomes one data block, so nothing in it needs to remember its source.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 from jinja2 import BaseLoader, Environment, StrictUndefined, nodes, pass_context
 from jinja2.compiler import CodeGenerator, Frame
@@ -41,6 +41,7 @@ from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext
 from jinja2.sandbox import SandboxedEnvironment, modifies_known_mutable
 
+from veridic._sample import clip
 from veridic.errors import TemplateError
 from veridic.templates._analysis import (
     bound_names,
@@ -76,15 +77,18 @@ from veridic.templates._runtime import (
     emit,
     finalize,
     refuse_address,
+    refuse_callable,
     stored_literal,
     template_line,
 )
 from veridic.templates._written import (
     EXPRESSION,
+    READ_AS_A_VALUE,
     STR_OF_INPUT,
     WRAPPED,
     gives,
     spelled,
+    valued,
     written,
     written_filters,
 )
@@ -111,7 +115,12 @@ _STORED: Final = "<veridic:stored-literal>"
 _TEXT_OF: Final = "<veridic:text-of>"  # node: environment.text_of(node), every template
 # node, Const(how): the input of a filter that writes it as text, checked inline (_written)
 _WRITTEN: Final = "<veridic:written>"
-_OWN: Final = frozenset({_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN})
+# node, Const(how): the input of a filter that reads it as a value, checked inline (_written)
+_VALUED: Final = "<veridic:valued>"
+_INPUTS: Final = {_WRITTEN: "written", _VALUED: "valued"}
+_OWN: Final = frozenset(
+    {_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN, _VALUED}
+)
 _CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
 
 
@@ -147,12 +156,12 @@ class ProvenanceCodeGenerator(CodeGenerator):
             key = (inner.value, arguments[0].value)
             self.write("(_veridic_output if (_veridic_output := environment.stored_literals.get(")
             self.write(f"{key!r})) is not None else environment.stored_literal(*{key!r}))")
-        elif node.name == _WRITTEN and inner is not None and isinstance(arguments[0], nodes.Const):
-            # written() inlined for what passes (text, numbers): no call for them.
+        elif node.name in _INPUTS and inner is not None and isinstance(arguments[0], nodes.Const):
+            # written() or valued() inlined for what passes (text, numbers): no call for them.
             self.write("(_veridic_input if type(_veridic_input := ")
             self.visit(inner, frame)
-            self.write(") in environment.scalars else environment.written(_veridic_input, ")
-            self.write(f"{arguments[0].value!r}))")
+            self.write(f") in environment.scalars else environment.{_INPUTS[node.name]}(")
+            self.write(f"_veridic_input, {arguments[0].value!r}))")
         elif node.name == _TEXT_OF and inner is not None:
             self.write("environment.text_of(")
             self.visit(inner, frame)
@@ -259,10 +268,16 @@ def _nondeterministic(name: str) -> Callable[..., object]:
     return refused
 
 
+def _python_own(name: object) -> TypeGuard[str]:
+    """Whether ``name`` is shaped as Python's own attributes are, ``__hash__``: not a key
+    of the data that starts with two underscores (GraphQL's ``__typename``)."""
+    return isinstance(name, str) and len(name) > 4 and name[:2] == name[-2:] == "__"
+
+
 def _dunder_use(name: str, origin: str, line: int | str) -> TemplateError:
     line = f" line {line}" if isinstance(line, int) else line
     return TemplateError(
-        f"template {origin!r}{line} reads {name!r}, one of Python's own attributes, which "
+        f"template {origin!r}{line} reads {clip(name)}, one of Python's own attributes, which "
         "tell of the object, not of its value (x.__hash__() of text is different in every "
         "process, and a prompt must render byte for byte the same: provider prompt caching "
         "and the audit's sha256 rely on it): compute what the template needs in code and "
@@ -274,7 +289,7 @@ def _no_dunder_attr(attr: Callable[..., object]) -> Callable[..., object]:
     """jinja2's ``|attr``, refusing one of Python's own attributes (``attr(name)``)."""
 
     def no_dunder(environment: Environment, obj: object, name: object) -> object:
-        if isinstance(name, str) and name.startswith("__"):
+        if _python_own(name):
             raise _dunder_use(name, *template_line())
         return attr(environment, obj, name)
 
@@ -301,7 +316,7 @@ def _refuse_dunders(tree: nodes.Template, origin: str) -> None:
             name = node.args[0].value
         else:
             continue
-        if isinstance(name, str) and name.startswith("__"):
+        if _python_own(name):
             raise _dunder_use(name, origin, node.lineno)
 
 
@@ -316,6 +331,9 @@ def _check_written(tree: nodes.Template) -> None:
         if node.name in STR_OF_INPUT:
             how = gives(node.name, spelled(node.node))
             node.node = _node(node.node, _WRITTEN, how, node.lineno)
+        elif node.name in READ_AS_A_VALUE:
+            how = gives(node.name, spelled(node.node))
+            node.node = _node(node.node, _VALUED, how, node.lineno)
         elif node.name in WRAPPED:
             named = nodes.Keyword(EXPRESSION, nodes.Const(spelled(node.node)))
             node.kwargs.append(named)  # type: ignore[arg-type]  # jinja2 annotates Pair; its parser and compiler use Keyword
@@ -376,6 +394,7 @@ class ProvenanceEnvironment(Environment):
         # Compiled code reads them at each filter that writes its input as text.
         self.scalars = SCALARS
         self.written = written
+        self.valued = valued
         self.globals.update(custom.globals)
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
@@ -392,7 +411,7 @@ class ProvenanceEnvironment(Environment):
             return obj[argument]
         except (AttributeError, TypeError, LookupError):
             if isinstance(argument, str):
-                if argument.startswith("__"):
+                if _python_own(argument):
                     raise _dunder_use(argument, *template_line()) from None
                 try:
                     return getattr(obj, argument)
@@ -410,9 +429,13 @@ class ProvenanceEnvironment(Environment):
         eval_ctx: EvalContext | None = None,
     ) -> Any:
         """A filter called by a name given at render (``map("lower")``): one that writes
-        its input as text checks it first, as the rewrite does where a template names it."""
-        if name in STR_OF_INPUT and type(value) not in SCALARS:
-            refuse_address(value, template_line, gives(name, None))
+        its input as text, or reads it as a value, checks it first, as the rewrite does
+        where a template names it."""
+        if type(value) not in SCALARS:
+            if name in STR_OF_INPUT:
+                refuse_address(value, template_line, gives(name, None))
+            elif name in READ_AS_A_VALUE:
+                refuse_callable(value, template_line, gives(name, None))
         return super().call_filter(name, value, args, kwargs, context, eval_ctx)
 
     def literal(self, text: str, origin: str) -> int:
@@ -705,7 +728,7 @@ others that write their input is checked by :func:`_check_written`)."""
 
 
 def _check_made_text(tree: nodes.Template) -> None:
-    """Have what ``~``, ``|format`` and ``"..." %`` make text of
+    """Have what ``~``, ``|format``, ``"..." %`` and ``.format()`` make text of
     checked as an output is (:func:`~veridic.templates._runtime.finalize`):
     ``"Persona: " ~ persona.upper`` (the parentheses forgotten) wrote the method's memory
     address into the text, which the check of the output, a str by then, never saw."""
@@ -719,12 +742,41 @@ def _check_made_text(tree: nodes.Template) -> None:
             writer.args = [_text_of(arg) for arg in writer.args]
             for keyword in writer.kwargs:
                 keyword.value = _text_of(keyword.value)
+    for call in list(tree.find_all(nodes.Call)):  # "{}".format(x), "{p}".format_map(m)
+        if isinstance(call.node, nodes.Getattr) and call.node.attr in _FORMATS:
+            _check_formatted(call)
     for mod in list(tree.find_all(nodes.Mod)):  # "%s" % x: the text's own formatting
         if isinstance(mod.left, nodes.Const) and isinstance(mod.left.value, str):
             if isinstance(mod.right, nodes.Tuple):
                 mod.right.items = [_text_of(item) for item in mod.right.items]
             else:
                 mod.right = _text_of(mod.right)
+
+
+_FORMATS: Final = frozenset({"format", "format_map"})
+"""``str``'s methods that write their arguments as text (checked whatever calls them: a
+non-text object's own ``format`` given an address would write it as well)."""
+
+
+def _check_formatted(call: nodes.Call) -> None:
+    """Have each argument of ``call`` (``"{}".format(...)``, ``.format_map({...})``)
+    checked when made text; the values of a mapping written in the template one by one,
+    as ``format_map`` writes them with ``str()``, not as a dict's ``repr()``."""
+    call.args = [
+        _values_text_of(arg) if isinstance(arg, nodes.Dict) else _text_of(arg) for arg in call.args
+    ]
+    for keyword in call.kwargs:
+        keyword.value = _text_of(keyword.value)
+    if call.dyn_args is not None:
+        call.dyn_args = _text_of(call.dyn_args)
+    if call.dyn_kwargs is not None:
+        call.dyn_kwargs = _text_of(call.dyn_kwargs)
+
+
+def _values_text_of(mapping: nodes.Dict) -> nodes.Dict:
+    for pair in mapping.items:
+        pair.value = _text_of(pair.value)
+    return mapping
 
 
 def _text_of(node: nodes.Expr) -> nodes.Expr:

@@ -35,6 +35,7 @@ from collections.abc import Set as AbstractSet
 from decimal import Decimal
 from enum import Enum, Flag
 from fractions import Fraction
+from itertools import chain
 from typing import Annotated, Final, Literal, Union
 from uuid import UUID
 
@@ -344,51 +345,141 @@ class SortedSet(frozenset[object]):
 
 
 def ordered(value: object, where: str) -> object:
-    """``value`` with each set in it (in lists, tuples and mappings) a :class:`SortedSet`.
+    """``value`` with each set in it (in lists, tuples, mappings, their keys, and sets) a
+    :class:`SortedSet`.
 
     What holds no set is given back as it is, not copied: a field typed ``Any`` is walked
     at every render, and an application's own ``Mapping`` or named tuple keeps its type
-    (and its methods) unless a set inside it had to be replaced.
+    (and its methods) unless a set inside it had to be replaced. A value that holds itself
+    (a tree of dicts with links to their parents) is walked once: with no set in it, it is
+    given back as it is; with one, its lists and mappings on the loop are copied, the
+    copies holding each other as the originals did.
 
     Raises:
-        TemplateParamsError: a set's items cannot be ordered (text beside numbers, a NaN).
+        TemplateParamsError: a set's items cannot be ordered (text beside numbers, a NaN),
+            or a value holding a set is nested past Python's recursion limit.
     """
-    if isinstance(value, SortedSet):
+    if not _holds_set(value):
         return value
-    if isinstance(value, AbstractSet):
-        items = [ordered(item, where) for item in value]
+    try:
+        return _Sorting(where).of(value)
+    except RecursionError:
+        raise TemplateParamsError(
+            f"{where} holds a set in a value nested past Python's recursion limit, too deep "
+            "to read its sets sorted: pass the value flatter, or as text made in code"
+        ) from None
+
+
+_LEAVES: Final = frozenset({str, int, float, bool, type(None), bytes})
+"""Types that hold no set: what almost every item of a walked value is, passed at a lookup
+(minted text, a ``str`` subclass, a little later)."""
+
+
+def _holds_set(value: object) -> bool:
+    """Whether ``value`` is or holds a set in its lists, tuples and mappings (keys too).
+
+    A loop, not a recursion: a field typed ``Any`` is walked at every render, however
+    deep or self-holding its value, and most hold no set (then nothing is copied).
+    """
+    pending = [value]
+    walked: set[int] = set()
+    while pending:
+        item = pending.pop()
+        if type(item) in _LEAVES or isinstance(item, str):
+            continue
+        held: list[object] | tuple[object, ...] | Mapping[object, object]
+        if isinstance(item, list | tuple | dict):  # no ABC to ask: the usual containers
+            held = item
+        elif isinstance(item, AbstractSet):
+            return True
+        elif isinstance(item, Mapping):
+            held = item
+        else:
+            continue
+        if id(item) in walked:
+            continue
+        walked.add(id(item))
+        pending.extend(held)
+        if isinstance(held, Mapping):
+            pending.extend(held.values())
+    return False
+
+
+class _Sorting:
+    """One walk of a value that holds a set, remembering what each container became.
+
+    A list or mapping is entered before its items are read, so an item holding it (a
+    loop) is given its copy; one whose items are all unchanged, and that no item holds,
+    is given back as it is.
+    """
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.became: dict[int, object] = {}
+        self.looped: set[int] = set()
+
+    def of(self, value: object) -> object:
+        key = id(value)
+        if key in self.became:
+            self.looped.add(key)
+            return self.became[key]
+        if type(value) in _LEAVES or isinstance(value, str | SortedSet):
+            return value
+        if isinstance(value, AbstractSet):
+            return self._set(value)
+        if isinstance(value, list):
+            copy: list[object] = []
+            self.became[key] = copy
+            items = [self.of(item) for item in value]
+            if key not in self.looped and all(map(operator.is_, items, value)):
+                return self._kept(value)
+            copy.extend(items)
+            return copy
+        if isinstance(value, tuple):
+            items = [self.of(item) for item in value]
+            if key in self.became:  # made while its items were read, through a loop
+                return self.became[key]
+            if all(map(operator.is_, items, value)):
+                return self._kept(value)
+            made = value._make(items) if hasattr(value, "_make") else tuple(items)
+            self.became[key] = made  # a named tuple keeps its type
+            return made
+        if isinstance(value, Mapping):
+            pairs: dict[object, object] = {}
+            self.became[key] = pairs
+            given = list(value.items())
+            read = [(self.of(name), self.of(item)) for name, item in given]
+            if key not in self.looped and all(map(operator.is_, chain(*read), chain(*given))):
+                return self._kept(value)
+            pairs.update(read)
+            return pairs
+        return value
+
+    def _kept(self, value: object) -> object:
+        self.became[id(value)] = value
+        return value
+
+    def _set(self, value: AbstractSet[object]) -> SortedSet:
+        items = [self.of(item) for item in value]
         for item in items:
             if _holds_nan(item):
                 raise TemplateParamsError(
-                    f"{where} holds a set with NaN ({clip(repr(item))}): NaN is neither less "
-                    "nor more than any number, and equal to none, itself included, so the "
-                    "set has no order to render in (it would change from process to process) "
-                    "and `x in` the set misses it: leave NaN out of the set, or pass a value "
-                    "that says what it stands for (None, a label)"
+                    f"{self.where} holds a set with NaN ({clip(repr(item))}): NaN is neither "
+                    "less nor more than any number, and equal to none, itself included, so "
+                    "the set has no order to render in (it would change from process to "
+                    "process) and `x in` the set misses it: leave NaN out of the set, or pass "
+                    "a value that says what it stands for (None, a label)"
                 )
         try:
             items.sort(key=_content)  # items of one orderable kind, or TypeError
         except TypeError:
             kinds = sorted({type(item).__name__ for item in items})
             raise TemplateParamsError(
-                f"{where} holds a set of {', '.join(kinds)} that cannot be sorted: a set's "
-                "order changes from process to process, so the template reads it sorted; "
-                "pass a list in the order the prompt should show"
+                f"{self.where} holds a set of {', '.join(kinds)} that cannot be sorted: a "
+                "set's order changes from process to process, so the template reads it "
+                "sorted; pass a list in the order the prompt should show"
             ) from None
         return SortedSet(items, "set" if isinstance(value, set) else type(value).__name__)
-    if isinstance(value, list | tuple):
-        items = [ordered(item, where) for item in value]
-        if all(map(operator.is_, items, value)):
-            return value
-        if isinstance(value, list):
-            return items
-        return value._make(items) if hasattr(value, "_make") else tuple(items)  # a named tuple
-    if isinstance(value, Mapping):
-        pairs = {key: ordered(item, where) for key, item in value.items()}
-        if all(pairs[key] is item for key, item in value.items()):
-            return value
-        return pairs
-    return value
 
 
 def _holds_nan(item: object) -> bool:

@@ -50,6 +50,7 @@ __all__ = [
     "finalize",
     "instruction_text",
     "refuse_address",
+    "refuse_callable",
     "stored_literal",
     "template_line",
 ]
@@ -102,10 +103,12 @@ def finalize(value: object) -> object:
 
 SCALARS: Final = frozenset({str, TRUSTED, UNTRUSTED, int, float, bool, type(None)})
 """Types whose text is their value: what an output almost always is, checked no further."""
-_ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]{8,}")
-"""A hexadecimal number of eight digits or more in what an object's own ``__str__`` or
-``__repr__`` wrote: the shape of a memory address (``<Handle 0x7f43...>``, ``Wrapper(<object
-object at 0x7f43...>)``), and of a ``hash()``: either differs in every process."""
+_ADDRESS: Final = re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]{8,16}(?![0-9A-Za-z_])")
+"""A hexadecimal number of eight to sixteen digits standing alone in what an object's own
+``__str__`` or ``__repr__`` wrote: the shape of a memory address (``<Handle 0x7f43...>``,
+``Wrapper(<object object at 0x7f43...>)``), and of a ``hash()``: either differs in every
+process. A pointer has at most sixteen digits (64 bits): a longer number is a value (a git
+sha, a sha256, a UUID without dashes, a key), the same in every process."""
 _CONTAINERS: Final = (list, tuple, Mapping, AbstractSet)
 """What prints the text of each item it holds: checked item by item."""
 _CALLABLES: Final = (
@@ -144,14 +147,42 @@ def refuse_address(
     raise TemplateError(
         f"template {template!r}{line} {doing} {holder}{what} ({kind.__name__}), {why}, "
         "different in every process (provider prompt caching and the audit's sha256 rely on "
-        "the same bytes for the same values): call the method (persona.upper()), add |list "
-        "after a filter that gives an iterator (|select, |map, |reverse), give the class a "
-        "__str__ (and a __repr__, for an item of a list) that writes what it holds, or "
-        "output a value"
+        f"the same bytes for the same values): {_REMEDY if why is _ITS_ADDRESS else _OWN_TEXT}"
+    )
+
+
+def refuse_callable(value: object, where: Callable[[], tuple[str, str]], doing: str) -> None:
+    """Refuse a method or function where a filter reads a value (a number, a sequence).
+
+    ``{{ persona.upper | int }}`` (the parentheses forgotten) rendered ``0`` without a word,
+    ``|wordcount`` counted the words of its ``repr()``, ``|first`` raised a bare
+    ``TypeError``: no filter of jinja2 that reads a value reads a callable's.
+
+    Raises:
+        TemplateError: such an input, with the template, line, filter and expression.
+    """
+    if not isinstance(value, _CALLABLES):
+        return
+    shown = "a function" if isinstance(value, types.FunctionType) else "a method"
+    template, line = where()
+    raise TemplateError(
+        f"template {template!r}{line} {doing} {shown} ({type(value).__name__}), not a value: "
+        "a call whose parentheses were left out, which the filter would read as a value it "
+        "is not (|int made it 0): call the method (persona.upper()), or pass the value"
     )
 
 
 _ITS_ADDRESS: Final = "whose text is its memory address"
+_REMEDY: Final = (
+    "call the method (persona.upper()), add |list after a filter that gives an iterator "
+    "(|select, |map, |reverse), give the class a __str__ (and a __repr__, for an item of a "
+    "list) that writes what it holds, or output a value"
+)
+_OWN_TEXT: Final = (
+    "give the class a __str__ (and a __repr__, for an item of a list) that writes what it "
+    "holds, not an address; if that number is a value and not an address, pass its text "
+    "(str(x)) as the value: text given as a value is never read for addresses"
+)
 
 
 def _addressed(

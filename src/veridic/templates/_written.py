@@ -15,6 +15,10 @@ filters that call ``str()`` on their input. So their input is checked first:
   objects may print their address, their names do not), held wrapped
   (:func:`written_filters`).
 
+A filter that reads its input as a value (``|int``, ``|first``, :data:`READ_AS_A_VALUE`)
+is checked the same two ways for a method, a call whose parentheses were left out:
+``|int`` made it 0 without a word (:func:`valued`).
+
 ``|tojson`` is not about addresses: JSON cannot write a method, a set or an object at
 all, and jinja2 raised a bare ``TypeError``; it is held wrapped so that the error names
 the template, the line and the expression. Both wrapped filters are passed the
@@ -34,14 +38,16 @@ from jinja2.nodes import EvalContext
 from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import TemplateError
-from veridic.templates._runtime import SCALARS, refuse_address, template_line
+from veridic.templates._runtime import SCALARS, refuse_address, refuse_callable, template_line
 
 __all__ = [
     "EXPRESSION",
+    "READ_AS_A_VALUE",
     "STR_OF_INPUT",
     "WRAPPED",
     "gives",
     "spelled",
+    "valued",
     "written",
     "written_filters",
 ]
@@ -73,6 +79,29 @@ STR_OF_INPUT: Final = frozenset(
     }
 )
 """jinja2's filters that write their input (``str()`` or ``repr()`` of it) as text."""
+READ_AS_A_VALUE: Final = frozenset(
+    {
+        "abs",
+        "count",
+        "filesizeformat",
+        "first",
+        "float",
+        "int",
+        "last",
+        "length",
+        "list",
+        "max",
+        "min",
+        "round",
+        "sort",
+        "sum",
+        "unique",
+        "wordcount",
+    }
+)
+"""jinja2's filters that read their input as a number, a sequence or text: a method there
+is a call whose parentheses were left out (``|int`` made it 0, ``|first`` raised a bare
+``TypeError``), refused by :func:`valued`. An iterator is a value to them (``|first``)."""
 WRAPPED: Final = frozenset({"join", "tojson"})
 """The filters held wrapped: ``|join`` (each item it writes), ``|tojson``."""
 
@@ -85,6 +114,17 @@ def written(value: object, doing: str) -> object:
         TemplateError: its text would be a memory address (``refuse_address``).
     """
     refuse_address(value, template_line, doing)
+    return value
+
+
+def valued(value: object, doing: str) -> object:
+    """``value``, the input of a filter that reads it as a value (:data:`READ_AS_A_VALUE`),
+    once checked not to be a method (compiled inline for text and numbers, see ``_env``).
+
+    Raises:
+        TemplateError: a method or function (``refuse_callable``).
+    """
+    refuse_callable(value, template_line, doing)
     return value
 
 
