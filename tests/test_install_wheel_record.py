@@ -148,7 +148,7 @@ def test_the_real_pip_finds_the_wheel_by_its_line_in_a_cache_of_any_name(
     wheel_only = tmp_path / "wheel-only.txt"
     wheel_only.write_text(requirements.splitlines()[0] + "\n", encoding="utf-8")
     report = tmp_path / "report.json"
-    done = subprocess.run(  # noqa: S603  # this interpreter's pip, offline
+    done = subprocess.run(  # this interpreter's pip, offline
         [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps",
          "--require-hashes", "--quiet", "--report", str(report), "-r", str(wheel_only)],
         capture_output=True, text=True, check=False,
