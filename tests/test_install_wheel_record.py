@@ -1,12 +1,20 @@
 """The cached runtime wheel: never without its recorded sha256, and named so pip reads it whole.
 
 Through the installer's ``run`` boundary (the fake pip of the installer tests): no real
-build, no network.
+build, no network. The line that names the wheel is also given to the real pip, offline.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+import os
 import re
+import subprocess
+import sys
+import zipfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
@@ -84,3 +92,71 @@ def test_the_wheel_is_installed_from_a_cache_whose_path_pip_would_cut(
     assert wheel.is_file()
     assert wheel.is_relative_to(cache.resolve())
     assert hashes == f"--hash=sha256:{install.recorded_sha256(wheel)}"
+
+
+class _TinyWheelPip(_FakeRuntimePip):
+    """The fake pip, but ``pip wheel`` leaves a real wheel (pure Python, a few bytes) that
+    the real pip can read, holding ``mark`` so that no other file has its hash."""
+
+    def __init__(self, mark: str) -> None:
+        super().__init__(_fake_runtime_pin(b"sdist"), b"sdist")
+        self.mark = mark
+
+    def __call__(self, command: Sequence[str], env: Mapping[str, str]) -> None:
+        super().__call__(command, env)
+        if "wheel" in command:
+            folder = Path(command[command.index("-w") + 1])
+            for fake in folder.glob("*.whl"):
+                fake.unlink()
+            _tiny_wheel(folder / "fake_runtime-1.0-py3-none-any.whl", self.mark)
+
+
+def _tiny_wheel(path: Path, mark: str) -> None:
+    files = {
+        "fake_runtime/__init__.py": f"MARK = {mark!r}\n".encode(),
+        "fake_runtime-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: fake-runtime\n"
+        b"Version: 1.0\n",
+        "fake_runtime-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip('=')},{len(data)}"
+        for name, data in files.items()
+    ]
+    files["fake_runtime-1.0.dist-info/RECORD"] = "\n".join(
+        [*record, "fake_runtime-1.0.dist-info/RECORD,,", ""]
+    ).encode()
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, data in files.items():
+            wheel.writestr(name, data)
+
+
+@pytest.mark.parametrize("folder", ["eval #1", "50% done", "100%25", "ünï cødé ☃", "${HOME}"])
+def test_the_real_pip_finds_the_wheel_by_its_line_in_a_cache_of_any_name(
+    tmp_path: Path, folder: str
+) -> None:
+    """The wheel's line of the install's requirements, given to pip itself (offline, a dry
+    run): it names the cached wheel, whose recorded hash pip checks, whatever the cache
+    folder's name holds (a `` #``, a ``%``, an escape, letters beyond ASCII, a ``${...}``
+    pip would expand)."""
+    cache = tmp_path / folder
+    fake = _TinyWheelPip(folder)
+    install.ensure_runtime(cache, fake.pin, run=fake, log=lambda _: None)
+    [(_, _, requirements)] = [
+        call for call in fake.commands("install") if "--target" not in call[0]
+    ]
+    wheel_only = tmp_path / "wheel-only.txt"
+    wheel_only.write_text(requirements.splitlines()[0] + "\n", encoding="utf-8")
+    report = tmp_path / "report.json"
+    done = subprocess.run(  # this interpreter's pip, offline
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps",
+         "--require-hashes", "--quiet", "--report", str(report), "-r", str(wheel_only)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [planned] = json.loads(report.read_text(encoding="utf-8"))["install"]
+    assert planned["metadata"]["name"] == "fake-runtime"
+    wheel = Path(url2pathname(urlsplit(planned["download_info"]["url"]).path))
+    assert wheel.is_relative_to(cache.resolve())
+    assert install.recorded_sha256(wheel) == hashlib.sha256(wheel.read_bytes()).hexdigest()

@@ -177,3 +177,81 @@ def test_no_secret_like_query_parameter_is_ever_digested(
 ) -> None:
     name = _name(before, secret, after, separator, upper)
     assert _digest({"extra_query": {name: "s3cret-one"}}) == _BARE, name
+
+
+# --- 4. second read: names the word rule missed or took wrongly, the query as sent ----------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["X-AccessToken", "X-AuthToken", "X-SessionToken", "X-ClientSecret", "X-ApiSecret",
+     "xapikey", "X-DbPassword", "x-hmacsignature"],
+)  # fmt: skip
+def test_a_header_whose_joined_words_mark_a_secret_is_not_digested(name: str) -> None:
+    """Header names are compared in lower case, which joins a camelCase name's words
+    (``X-AccessToken`` is read ``x-accesstoken``): a word that ends in a secret's mark
+    (``token``, ``secret``, ``apikey``, ...) marks one too."""
+    assert _digest({"extra_headers": {name: "s3cret-one"}}) == _BARE, name
+    assert _digest(default_headers={name: "s3cret-two"}) == _BARE, name
+
+
+@pytest.mark.parametrize("name", ["accesstoken", "authtoken", "clientSecret", "xApiKey"])
+def test_a_query_parameter_whose_joined_words_mark_a_secret_is_not_digested(name: str) -> None:
+    assert _digest({"extra_query": {name: "s3cret-one"}}) == _BARE, name
+
+
+@pytest.mark.parametrize(
+    ("where", "name"),
+    [("extra_query", "max_tokens"), ("extra_query", "maxTokens"),
+     ("extra_headers", "x-max-tokens"), ("extra_headers", "x-budget-tokens")],
+)  # fmt: skip
+def test_a_count_of_tokens_is_digested(where: str, name: str) -> None:
+    """``tokens`` names a count (``max_tokens``), not a credential: a proxy reading it
+    changes what the model may write, and two counts have two digests."""
+    fewer = _digest({where: {name: "100"}})
+    more = _digest({where: {name: "200"}})
+    assert len({fewer, more, _BARE}) == 3
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["x-ms-client-request-id", "x-correlation-id", "request-id", "x-amzn-trace-id",
+     "x-cloud-trace-context", "sentry-trace", "b3", "x-b3-traceid", "x-b3-spanid",
+     "uber-trace-id", "x-datadog-trace-id", "x-datadog-parent-id", "date", "x-amz-date",
+     "x-amz-content-sha256", "traceparent", "x-request-id", "x-stainless-retry-count",
+     "Idempotency-Key"],
+)  # fmt: skip
+def test_a_header_that_differs_on_every_request_leaves_the_digest_alone(name: str) -> None:
+    """A tracing or correlation id, or a signing date, is new on each request: digested,
+    two identical requests had two digests."""
+    first = _digest({"extra_headers": {name: "f81d4fae-7dec-11d0-a765-00a0c91e6bf6"}})
+    second = _digest({"extra_headers": {name: "0b9d9f8e-2c2a-4c4e-9a43-3f6bf0a1c2d7"}})
+    assert first == second == _BARE, name
+
+
+@pytest.mark.parametrize("name", ["cf-aig-cache-key", "x-cache-key", "x-portkey-virtual-key"])
+def test_a_name_holding_key_for_no_credential_is_left_out_all_the_same(name: str) -> None:
+    """Decided: a cache key or a gateway's virtual key names no option the model is given,
+    and the word rule cannot tell it from a credential; the digest covers less, never a
+    hash of a key."""
+    assert _digest({"extra_headers": {name: "one"}}) == _digest({"extra_headers": {name: "two"}})
+
+
+def test_a_secret_named_parameter_nested_in_the_query_is_not_digested() -> None:
+    """The SDK sends ``{"filter": {"api_key": ...}}`` as ``filter[api_key]=...``: a key
+    under another name is a key all the same."""
+    one = _digest({"extra_query": {"filter": {"api_key": "s3cret-one", "tag": "a"}}})
+    two = _digest({"extra_query": {"filter": {"api_key": "s3cret-two", "tag": "a"}}})
+    listed = _digest({"extra_query": {"filter": [{"token": "s3cret-one"}]}})
+    assert one == two
+    assert listed == _digest({"extra_query": {"filter": [{"token": "s3cret-two"}]}})
+    assert one != _digest({"extra_query": {"filter": {"api_key": "s3cret-one", "tag": "b"}}})
+
+
+def test_a_query_parameter_set_to_none_counts_as_absent() -> None:
+    """The SDK sends nothing for a ``None`` (the request's removes the client's): the
+    request sent is the bare one, and so is its digest."""
+    assert _digest({"extra_query": {"tag": None}}) == _BARE
+    assert _digest({"extra_query": {"tag": None}}, default_query={"tag": "a"}) == _BARE
+    listed = _digest({"extra_query": {"tag": ["a", None]}})
+    assert listed == _digest({"extra_query": {"tag": ["a"]}})

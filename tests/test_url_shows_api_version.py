@@ -8,8 +8,10 @@ its value is shown when it reads as a version, every other query value stays hid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -108,3 +110,49 @@ def test_a_servers_error_quoting_the_version_keeps_it_and_masks_the_key() -> Non
     told = str(refused.value)
     assert "api-version 2024-06-01 is not supported" in told
     assert "s3cret" not in told
+
+
+# --- second read: what a shown api-version may hold -----------------------------------------
+
+_SHOWN_VERSION = re.compile(r"[0-9a-z.-]{1,23}")
+"""All a shown ``api-version`` may hold: digits, lower-case letters, dots and dashes, 23 at
+most (``2024-10-01-`` and a tag of 12): too few, of too few kinds, to be a key's."""
+
+
+def _refusal(url: str, page: str) -> str:
+    """What an endpoint at ``url`` that answers ``page`` to every request is refused with."""
+    backend = EndpointBackend(url, "m", client=_Refusing(page), retries=0)
+    with pytest.raises(BackendError) as refused:
+        backend.complete([{"role": "user", "content": "hi"}], 8)
+    return str(refused.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(min_size=1, max_size=40), name=st.sampled_from(["api-version", "API_Version"]))
+def test_a_shown_api_version_holds_no_more_than_a_version_can(value: str, name: str) -> None:
+    """For any value written after ``api-version=`` (percent-encoded as a URL holds it),
+    the record either hides it or shows it as written, and then it has a version's
+    shape; and a server's error quoting the key beside it still hides the key."""
+    written = quote(value, safe="")
+    url = f"https://llm.example/v1?{name}={written}&key=K3y-{written}"
+    shown = _record_endpoint(url)
+    prefix = f"https://llm.example/v1/chat/completions?{name}="
+    assert shown.startswith(prefix)
+    assert shown.endswith("&key=***")
+    shown_value = shown.removeprefix(prefix).removesuffix("&key=***")
+    assert shown_value == "***" or (shown_value == written and _SHOWN_VERSION.fullmatch(written))
+    assert "K3y" not in _refusal(url, f"refused key K3y-{written} for {url}")
+
+
+_KEY = st.from_regex(r"(sk-|AIza|ghp_)?[A-Za-z0-9+/_=-]{16,48}", fullmatch=True).filter(
+    lambda key: any(char.isupper() or char in "+/_=" for char in key)
+)
+"""A key as issued: base64 or URL-safe base64, at least one capital or sign of it."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=_KEY)
+def test_a_key_put_where_the_api_version_goes_is_never_shown(key: str) -> None:
+    url = f"https://llm.example/v1?api-version={quote(key, safe='')}"
+    assert _record_endpoint(url).endswith("?api-version=***")
+    assert key not in _refusal(url, f"unknown api-version {key}")

@@ -54,6 +54,17 @@ _TRANSPORT: Final = frozenset(
         "baggage",
         "x-request-id",
         "x-client-request-id",
+        "x-ms-client-request-id",
+        "request-id",
+        "x-correlation-id",
+        "x-amzn-trace-id",
+        "x-cloud-trace-context",
+        "sentry-trace",
+        "b3",
+        "uber-trace-id",
+        "date",
+        "x-amz-date",
+        "x-amz-content-sha256",
         "openai-organization",
         "openai-project",
         "anthropic-workspace-id",
@@ -61,11 +72,14 @@ _TRANSPORT: Final = frozenset(
 )
 """Headers that carry the request and reach no model, and whose names hold no secret
 (:func:`secret_name` finds those): content negotiation, the user agent, the account
-billed and tracing. The SDK's own ``x-stainless-*`` headers (retries, timeouts, the SDK's
-version) are left out too (:data:`_TRANSPORT_PREFIX`). Any other header counts, so one a
-proxy reads as an order (which prompt to load, which guardrail to run) is not lost."""
+billed, tracing and correlation ids, a request's signing date and body hash. Those of
+tracing and signing are new on each request: digested, two identical requests had two
+digests. The SDK's own ``x-stainless-*`` headers (retries, timeouts, the SDK's version)
+and the trace headers of Zipkin's B3 and Datadog are left out too
+(:data:`_TRANSPORT_PREFIXES`). Any other header counts, so one a proxy reads as an order
+(which prompt to load, which guardrail to run) is not lost."""
 
-_TRANSPORT_PREFIX: Final = "x-stainless-"
+_TRANSPORT_PREFIXES: Final = ("x-stainless-", "x-b3-", "x-datadog-")
 
 _SECRET_WORDS: Final = frozenset(
     {
@@ -74,7 +88,6 @@ _SECRET_WORDS: Final = frozenset(
         "apikey",
         "accesskey",
         "token",
-        "tokens",
         "secret",
         "secrets",
         "password",
@@ -96,7 +109,16 @@ _SECRET_WORDS: Final = frozenset(
 name: ``x-goog-api-key``, ``ocp-apim-subscription-key``, ``helicone-auth``,
 ``cf-aig-authorization``, ``x-amz-security-token``, ``?access_token=``, an Azure SAS's
 ``?sig=``. Whole words, not parts of one: ``x-portkey-config`` (which config a gateway
-applies) holds ``key`` only inside ``portkey``, and counts."""
+applies) holds ``key`` only inside ``portkey``, and counts; but a word of five letters or
+more marks a secret at the end of a longer word too (:data:`_SECRET_ENDS`). ``tokens`` is
+not one: it names a count (``max_tokens``, ``x-budget-tokens``), which a proxy may read."""
+
+_SECRET_ENDS: Final = tuple(sorted(word for word in _SECRET_WORDS if len(word) >= 5))
+"""Words that mark a secret at the end of a word joined from several: ``authtoken``,
+``clientsecret``, ``xapikey``, and what a camelCase header name becomes in lower case,
+the case headers are compared in (``X-AccessToken`` read ``x-accesstoken``). The shorter
+marks end ordinary words (``key`` ends ``portkey``, ``auth`` ``oauth``), and mark a secret
+only standing alone."""
 
 _SECRET_NAMES: Final = frozenset({"code"})
 """Names that hold a secret though no word of theirs says so: an Azure Function's key is
@@ -109,8 +131,8 @@ starts a word (``apiKey``, ``accessToken``, ``APIKey``)."""
 
 def secret_name(name: str) -> bool:
     """Whether the header or query parameter ``name`` holds a secret: one of its words
-    marks one (:data:`_SECRET_WORDS`), or the name is one (:data:`_SECRET_NAMES`), in
-    any case.
+    marks one (:data:`_SECRET_WORDS`) or ends in a long mark (:data:`_SECRET_ENDS`), or
+    the name is one (:data:`_SECRET_NAMES`), in any case.
 
     Its value stays out of the options digest: a SHA-256 of a key in every audit record
     can be checked against a guess offline, and the digest changed whenever the key was
@@ -118,11 +140,17 @@ def secret_name(name: str) -> bool:
     one (``x-session-token-budget``) is left out too: the digest then covers less, which
     is the lesser harm.
 
-    >>> [secret_name(name) for name in ("x-goog-api-key", "apiKey", "x-portkey-config")]
-    [True, True, False]
+    >>> [secret_name(name) for name in ("x-goog-api-key", "apiKey", "x-accesstoken")]
+    [True, True, True]
+    >>> [secret_name(name) for name in ("x-portkey-config", "max_tokens")]
+    [False, False]
     """
     words = {word.lower() for word in _WORDS.findall(name)}
-    return bool(words & _SECRET_WORDS) or name.lower() in _SECRET_NAMES
+    return (
+        bool(words & _SECRET_WORDS)
+        or any(word.endswith(_SECRET_ENDS) for word in words)
+        or name.lower() in _SECRET_NAMES
+    )
 
 
 _BETA_LISTS: Final = frozenset({"anthropic-beta", "openai-beta"})
@@ -165,7 +193,7 @@ def _carries(name: str) -> bool:
     """Whether the header ``name`` (in lower case) only carries the request: it names a
     secret (:func:`secret_name`: authentication, a gateway's key, idempotency) or is one
     of :data:`_TRANSPORT`."""
-    return name in _TRANSPORT or name.startswith(_TRANSPORT_PREFIX) or secret_name(name)
+    return name in _TRANSPORT or name.startswith(_TRANSPORT_PREFIXES) or secret_name(name)
 
 
 def _feature(header: str, beta: str) -> str:
@@ -326,7 +354,8 @@ def model_headers(client: object, extra: object, owner: str) -> dict[str, str]:
 
 def model_query(client: object, extra: object, owner: str) -> dict[str, object]:
     """The query parameters a request is sent with, but those that hold a secret
-    (:func:`secret_name`: Gemini's ``?key=``, ``?access_token=``, an Azure SAS's ``?sig=``).
+    (:func:`secret_name`: Gemini's ``?key=``, ``?access_token=``, an Azure SAS's ``?sig=``),
+    as the SDK sends them (:func:`_sent`).
 
     ``client`` is the SDK client (its ``default_query``: ``AzureOpenAI(api_version=...)``
     puts ``api-version`` there), ``extra`` the request's ``extra_query``; merged as the
@@ -355,7 +384,33 @@ def model_query(client: object, extra: object, owner: str) -> dict[str, object]:
                 merged.pop(name, None)
             else:
                 merged[name] = value
-    return {name: value for name, value in merged.items() if not secret_name(str(name))}
+    return _sent(merged)
+
+
+def _sent(query: Mapping[str, object]) -> dict[str, object]:
+    """``query`` (or a parameter's nested mapping) as the digest names it: as the SDK
+    sends it, but the parameters whose name marks a secret (:func:`secret_name`).
+
+    A ``None``, at any depth, is left out: the SDK sends nothing for it (a request's
+    ``None`` removes the client's parameter), so a request given one is the request
+    without it, and has its digest. A nested mapping's parameter whose name marks a secret
+    is left out as a top one is: ``{"filter": {"api_key": ...}}`` is sent
+    ``filter[api_key]=...``.
+    """
+    return {
+        name: _sent_value(value)
+        for name, value in query.items()
+        if value is not None and not secret_name(str(name))
+    }
+
+
+def _sent_value(value: object) -> object:
+    """A query parameter's ``value`` as :func:`_sent` names it."""
+    if isinstance(value, Mapping):
+        return _sent(value)
+    if isinstance(value, list | tuple):
+        return [_sent_value(item) for item in value if item is not None]
+    return value
 
 
 def refuse_betas(owner: str, headers: Mapping[str, str], where: str) -> None:
