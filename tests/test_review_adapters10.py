@@ -8,14 +8,20 @@ through the public API, and failed on the code before its fix.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
+from agents import AgentOutputSchema, AgentOutputSchemaBase, Runner
 from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage, ToolCall
 from pydantic import BaseModel
 from test_integration_langchain import World
 from test_integration_langchain import world as world
+from test_integration_openai_agents import App, ScriptedModel, say
+from test_integration_openai_agents import _offline as _offline  # the autouse fixture
+from test_integration_openai_agents import app as app
 
 from veridic import ProvenanceError, instruction
 
@@ -86,3 +92,62 @@ def test_langchain_structured_output_described_in_code_reaches_the_model(
     output = agent.ask()
     answer = output.value["structured_response"]
     assert (answer.text if isinstance(answer, Answer) else answer["text"]) == "hi"
+
+
+# --- Agents SDK: an output schema's description --------------------------------------------
+
+
+class _SchemaOf(AgentOutputSchemaBase):
+    """An output schema of the application's own, as one built from a stored JSON schema."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+
+    def is_plain_text(self) -> bool:
+        return False
+
+    def name(self) -> str:
+        return "Answer"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self.schema
+
+    def is_strict_json_schema(self) -> bool:
+        return False
+
+    def validate_json(self, json_str: str) -> Any:
+        return json.loads(json_str)
+
+
+def _final(app: App, model: ScriptedModel, output_type: Any) -> Any:
+    agent = app.agent(model).clone(output_type=output_type)
+    return asyncio.run(Runner.run(agent, "Say hi.")).final_output
+
+
+def test_agents_sdk_output_schema_described_by_outside_text_is_refused(app: App) -> None:
+    """The SDK sends ``output_type.json_schema()`` as the response format the model reads;
+    a schema of the application's own class described by a plain ``str`` reached the model
+    unchecked, beside the checked instructions."""
+    model = ScriptedModel([say('{"text": "hi"}')])
+    with pytest.raises(ProvenanceError, match="output schema"):
+        _final(app, model, _SchemaOf(_answer_schema(_TICKET)))
+    assert model.seen == []
+    assert app.rows() == []
+
+
+@pytest.mark.parametrize(
+    "output_type",
+    [
+        Answer,
+        AgentOutputSchema(Answer),
+        _SchemaOf(_answer_schema(instruction("The reply to the user, in one sentence."))),
+    ],
+    ids=["docstring", "sdk-schema", "instruction"],
+)
+def test_agents_sdk_output_schema_described_in_code_reaches_the_model(
+    app: App, output_type: Any
+) -> None:
+    model = ScriptedModel([say('{"text": "hi"}')])
+    output = _final(app, model, output_type)
+    assert (output.text if isinstance(output, Answer) else output["text"]) == "hi"
+    assert len(model.seen) == 1
