@@ -211,6 +211,7 @@ class World:
         middleware: Sequence[AgentMiddleware[Any, Any, Any]] | None = None,
         tools: Sequence[BaseTool] | None = None,
         interrupt_mode: Literal["batched", "per_call"] = "batched",
+        response_format: Any = None,
     ) -> Agent:
         model = ScriptedChatModel(messages=iter([*script, AIMessage("Done.")]))
         chosen = (
@@ -224,6 +225,7 @@ class World:
             system_prompt=self.prompt.system,
             middleware=chosen,
             checkpointer=InMemorySaver(),
+            response_format=response_format,
         )
         return Agent(graph, model)
 

@@ -22,6 +22,7 @@ import asyncio
 import contextvars
 import copy
 import hashlib
+import inspect
 import json
 import logging
 import threading
@@ -48,6 +49,7 @@ from langchain.agents.middleware.human_in_the_loop import (
     _HumanInTheLoopState,
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, ToolStrategy
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.exceptions import ModelError
 from langchain_core.messages import (
@@ -75,7 +77,7 @@ from veridic.run.executor import CallResult, aexecute, execute
 from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.fence import fence
 from veridic.text.prompt import Prompt
-from veridic.text.provenance import report
+from veridic.text.provenance import is_trusted, report
 from veridic.text.terminal_view import visible
 from veridic.tools.view import ToolView
 
@@ -439,6 +441,8 @@ class Binding:
                 view's, as :func:`make_tools` made them.
             VeridicError: the call's model settings would send instructions, tools or
                 history of their own (:meth:`_check_settings`).
+            ProvenanceError: a structured output is described by text that is not code
+                text (:meth:`_check_response_format`).
         """
         expected = self.prompt.system
         message = request.system_message
@@ -452,6 +456,7 @@ class Binding:
             )
         self._check_conversation(request.messages)
         self._check_settings(request.model_settings)
+        self._check_response_format(request.response_format)
         offered = list(request.tools)
         ours = list(self.tools.values())
         names = [t.name if isinstance(t, BaseTool) else str(t.get("name")) for t in offered]
@@ -515,6 +520,38 @@ class Binding:
                 "system_prompt(view, ...), the tools from structured_tools(view, ...)"
             )
 
+    def _check_response_format(self, response_format: object) -> None:
+        """Refuse a structured output whose description is not code text.
+
+        ``create_agent(response_format=...)`` adds an output tool per schema to the tools
+        the model is offered (``ToolStrategy``), or sends the schema as the provider's
+        response format (``ProviderStrategy``; a bare schema is either, as the model
+        allows), after this middleware saw the request. The model reads the schema's
+        description as instructions beside the capability section. The rule is the
+        registry's, and the pydantic-ai capability's: a class's docstring is code text, as
+        a tool's docstring is; a JSON schema dict's ``description`` is a value, which may
+        have been read from anywhere, so it must be trusted text (``instruction(...)``).
+        The descriptions of the schema's properties are not checked (a limit the docs
+        state).
+
+        Raises:
+            ProvenanceError: a description is neither (in report mode: logged).
+        """
+        for name, schema, texts in _output_schemas(response_format):
+            for text in texts:
+                if not text or is_trusted(text) or _is_docstring(schema, text):
+                    continue
+                report(
+                    text,
+                    f"the description of the structured output {clip(name)} of a LangChain "
+                    f"model call (request {self.request_id!r}; create_agent(response_format=...) "
+                    "offers the model an output tool, or sends a response format, described by "
+                    "it, and the model reads it as instructions beside the capability section: "
+                    "describe the output with a class's docstring (a pydantic model, a "
+                    "dataclass, a TypedDict), or give a JSON schema's description as "
+                    "instruction(...))",
+                )
+
     def _check_conversation(self, messages: Sequence[BaseMessage]) -> None:
         """Refuse a message after the system prompt that a provider sends as instructions.
 
@@ -537,6 +574,38 @@ class Binding:
                 "instructions, and only the system text of the Prompt given to "
                 "structured_tools() may give them: pass outside text in a user message)",
             )
+
+
+def _output_schemas(
+    response_format: object,
+) -> list[tuple[str, object, tuple[str | None, ...]]]:
+    """Each schema of a model call's ``response_format``: its name, the schema, and the
+    descriptions of it the model reads (the tool's, and a JSON schema's own)."""
+    if response_format is None:
+        return []
+    if isinstance(response_format, ToolStrategy):
+        specs = list(response_format.schema_specs)
+    elif isinstance(response_format, ProviderStrategy):
+        specs = [response_format.schema_spec]
+    else:
+        # A bare schema or an AutoStrategy: LangChain makes it one of the two, with specs
+        # made as these are.
+        schema: Any = (  # a schema LangChain took when the agent was made
+            response_format.schema if isinstance(response_format, AutoStrategy) else response_format
+        )
+        specs = list(ToolStrategy(schema).schema_specs)
+    found: list[tuple[str, object, tuple[str | None, ...]]] = []
+    for spec in specs:
+        own = spec.json_schema.get("description") if isinstance(spec.schema, dict) else None
+        found.append((spec.name, spec.schema, (spec.description, own)))
+    return found
+
+
+def _is_docstring(schema: object, text: str) -> bool:
+    """Whether ``text`` is the docstring of the class ``schema`` (as written, or cleaned as
+    pydantic cleans it for a JSON schema)."""
+    doc = getattr(schema, "__doc__", None) if isinstance(schema, type) else None
+    return isinstance(doc, str) and text in (doc, inspect.cleandoc(doc))
 
 
 _MODEL_CALLS: Final = frozenset({"_execute_model_sync", "_execute_model_async"})

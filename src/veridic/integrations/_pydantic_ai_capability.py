@@ -111,6 +111,9 @@ class VeridicToolset(AbstractToolset[object]):
         self._recorded: set[str] = set()
         """The ids of the calls of this run recorded so far (run, refused, denied); emptied of
         a run's calls when it ends (:meth:`record_unrun`)."""
+        self._told: dict[tuple[str, str], str] = {}
+        """What the model is told of each call of this run this toolset answered, by call id
+        and tool name (:meth:`check_told`); emptied of a run's calls when it ends."""
 
     def __repr__(self) -> str:
         return f"<VeridicToolset of {self.view!r}, request {self.request_id!r}>"
@@ -200,7 +203,50 @@ class VeridicToolset(AbstractToolset[object]):
             context=ctx.deps,
             call_id=ctx.tool_call_id or "",
         )
-        return _told(result, name, self.data_mode)
+        told = fence(f"tool:{name}", result.told, self.data_mode)
+        if ctx.tool_call_id is not None:
+            self._told[ctx.tool_call_id, name] = told
+        return _answer(result, told)
+
+    def check_told(self, messages: Sequence[ModelMessage], request_id: str) -> None:
+        """Refuse a request in which a call this toolset answered says something else.
+
+        The toolset's answer is a data block; a capability around it (an
+        ``after_tool_execute`` or ``on_tool_execute_error`` hook, a history processor)
+        could replace it, and the model would read the new text in the tool's place,
+        unfenced. Only the calls of the run under way are compared: a history brought
+        back from an earlier run was answered there. A model may give a later call the id
+        of an earlier one: the latest answer of each id and tool is the one this toolset
+        told last.
+
+        Raises:
+            ToolCouplingError: a tool result of a call of this run is not the toolset's.
+        """
+        seen: set[tuple[str, str]] = set()
+        for message in reversed(messages):
+            if not isinstance(message, ModelRequest):
+                continue
+            for part in reversed(message.parts):
+                if not isinstance(part, ToolReturnPart):
+                    continue
+                key = (part.tool_call_id, part.tool_name)
+                if key in seen:
+                    continue
+                seen.add(key)
+                told = self._told.get(key)
+                if told is None or part.content == told:
+                    continue
+                raise ToolCouplingError(
+                    f"the result of call {clip(part.tool_call_id)} of tool "
+                    f"{clip(part.tool_name)} (request {request_id!r}) is not what the veridic "
+                    f"toolset answered (the model would read {clip(str(part.content))} in its "
+                    "place, outside the data block the toolset wrote): a capability or a "
+                    "history processor rewrote it after the tool ran, so the model was not "
+                    "asked; let the veridic capability's results through unchanged (no "
+                    "after_tool_execute or on_tool_execute_error hook that returns other "
+                    "text), and shape a tool's output in its handler, which the registry "
+                    "describes"
+                )
 
     def _pending(self, name: str, arguments: Mapping[str, object] | str) -> ApprovalRequest | None:
         """The policy's request when the executor would ask the user about this call."""
@@ -250,17 +296,20 @@ class VeridicToolset(AbstractToolset[object]):
                 if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
                     self._recorded.add(call.tool_call_id)
                 if part.outcome == "denied":
+                    self._told.pop((call.tool_call_id, call.tool_name), None)
                     await self._check_denial_not_on_record(messages, call)
                     await self._record_denial(messages, call, context, confirm=_no)
                 elif cause == "unknown_tool":
                     refused = await self._record_unknown(messages, call)
                     # pydantic-ai's retry quotes the model's name: veridic's words, fenced.
                     part.content = fence(_UNKNOWN_LABEL, refused.told, self.data_mode)
+                    self._told[call.tool_call_id, call.tool_name] = part.content
                 elif cause == "validation_error" and self.view.status(call.tool_name).exposed:
                     # Arguments that are not JSON (pydantic-ai parses them before this
                     # toolset sees the call): recorded refused, and told fenced, not quoted.
                     refused = await self._refused(messages, call)
                     part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
+                    self._told[call.tool_call_id, call.tool_name] = part.content
 
     async def _check_denial_not_on_record(
         self, messages: Sequence[ModelMessage], call: ToolCallPart
@@ -308,6 +357,8 @@ class VeridicToolset(AbstractToolset[object]):
                 if call.tool_call_id not in self._recorded:
                     await self._record_not_run(messages, call, context)
         self._recorded -= {call.tool_call_id for call in calls}
+        for call in calls:
+            self._told.pop((call.tool_call_id, call.tool_name), None)
 
     async def _record_not_run(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
@@ -447,16 +498,22 @@ class VeridicCapability(AbstractCapability[object]):
         function tool beside the view's. So are model settings that would send
         instructions, tools or history of their own (:func:`_check_settings`).
 
+        A tool result of a call the toolset answered in this run must be the data block it
+        answered (:meth:`VeridicToolset.check_told`): a hook that rewrote it after the tool
+        ran would have the model read other text, unfenced, in the tool's place.
+
         Raises:
             ToolCouplingError: a function tool is not one of the view's, one of
-                the view's is missing, its definition is not the view's, or the
-                request holds a native tool.
+                the view's is missing, its definition is not the view's, the
+                request holds a native tool, or a tool result of the run is not
+                the toolset's.
             ProvenanceError: a system part of the messages, an instruction
                 part or the prompted output's template is not trusted text, or an
                 output's description is not code text.
             VeridicError: the model settings would send instructions, tools or
                 history beside the request's.
         """
+        self.toolset.check_told(request_context.messages, self.request_id)
         known = {self.instructions.strip(), *_trusted_static(ctx.agent)}
         parts = request_context.model_request_parameters.instruction_parts or ()
         blocks = {str(part.id) for part in parts if part.id is not None}
@@ -1054,10 +1111,10 @@ def _dialog(request: ApprovalRequest, request_id: str) -> dict[str, Any]:
     }
 
 
-def _told(result: CallResult, name: str, mode: DataMode) -> str:
-    """What the model gets: the call's result as the gateway tells it, in a data block."""
+def _answer(result: CallResult, told: str) -> str:
+    """What the model gets: ``told``, the call's result as the gateway tells it in a data
+    block, as the tool's value, or as the retry or failure pydantic-ai tells of."""
     error = result.error
-    told = fence(f"tool:{name}", result.told, mode)
     if isinstance(error, InvalidArgumentsError):
         # Fenced too: veridic's words quote the model's argument values and the schema's
         # text (an external tool's enum or pattern), outside text both.

@@ -420,8 +420,9 @@ class _Binding:
             VeridicError: its model settings send instructions, tools or history of their
                 own (``extra_body``, ``extra_args``).
             ProvenanceError: its instructions are a ``str`` that is not trusted text or a
-                function, it names a stored prompt, or an item of the run's input has the
-                role ``system`` or ``developer``.
+                function, it names a stored prompt, its output schema is described by text
+                that is not code text, or an item of the run's input has the role
+                ``system`` or ``developer``.
         """
         name = getattr(agent, "name", None)
         given = list(getattr(agent, "tools", None) or ())
@@ -447,6 +448,7 @@ class _Binding:
             )
         self._check_instructions(agent, name)
         self._check_settings(agent, name)
+        self._check_output(agent, name)
         for index, item in enumerate(turn_input):
             role = item.get("role") if isinstance(item, Mapping) else None
             if role in ("system", "developer") and isinstance(item, Mapping):
@@ -525,6 +527,39 @@ class _Binding:
                 "tools and the run's input: leave these keys out; the instructions come from "
                 "instructions(view, ...), the tools from function_tools(view, ...)"
             )
+
+    def _check_output(self, agent: object, name: object) -> None:
+        """Refuse an output schema whose description is not code text.
+
+        The SDK sends the agent's output schema (``json_schema()``) as the response format,
+        whose description the model reads as instructions beside the checked ones. The
+        SDK's own ``AgentOutputSchema`` of a type describes it by the type's docstring, code
+        text as a tool's docstring is; a schema class of the application's own
+        (``AgentOutputSchemaBase``) returns a ``dict`` whose description is a value, which
+        may have been read from anywhere, so it must be trusted text
+        (``instruction(...)``). The descriptions of its properties are not checked (a
+        limit the docs state).
+
+        Raises:
+            ProvenanceError: the description is neither (in report mode: logged).
+        """
+        from agents import AgentOutputSchema, AgentOutputSchemaBase
+
+        given = getattr(agent, "output_type", None)
+        if not isinstance(given, AgentOutputSchemaBase) or type(given) is AgentOutputSchema:
+            return  # none, or the SDK's schema of a type: described by its docstring
+        schema = given.json_schema()
+        text = schema.get("description") if isinstance(schema, Mapping) else None
+        if text is None or is_trusted(text):
+            return
+        report(
+            text,
+            f"the description of the output schema {type(given).__name__} of agent {name!r} "
+            f"(request {self.request_id!r}; the SDK sends it as the response format, which the "
+            "model reads as instructions beside the agent's: describe the output with a "
+            "type's docstring, output_type=Model, or give the description as "
+            "instruction(...))",
+        )
 
     def check_run_config(self, config: object, tool: str) -> None:
         """Refuse a call made in a run whose ``RunConfig`` rewrites what veridic checked.
