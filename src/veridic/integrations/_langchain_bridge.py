@@ -22,7 +22,6 @@ import asyncio
 import contextvars
 import copy
 import hashlib
-import inspect
 import json
 import logging
 import threading
@@ -68,6 +67,7 @@ from pydantic import PrivateAttr
 
 from veridic._sample import clip
 from veridic.errors import ProvenanceError, ToolCouplingError, VeridicError
+from veridic.integrations._output_docs import code_described
 from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call, recorded
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
@@ -77,7 +77,7 @@ from veridic.run.executor import CallResult, aexecute, execute
 from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.fence import fence
 from veridic.text.prompt import Prompt
-from veridic.text.provenance import is_trusted, report
+from veridic.text.provenance import report
 from veridic.text.terminal_view import visible
 from veridic.tools.view import ToolView
 
@@ -527,10 +527,11 @@ class Binding:
         the model is offered (``ToolStrategy``), or sends the schema as the provider's
         response format (``ProviderStrategy``; a bare schema is either, as the model
         allows), after this middleware saw the request. The model reads the schema's
-        description as instructions beside the capability section. The rule is the
-        registry's, and the pydantic-ai capability's: a class's docstring is code text, as
-        a tool's docstring is; a JSON schema dict's ``description`` is a value, which may
-        have been read from anywhere, so it must be trusted text (``instruction(...)``).
+        description as instructions beside the capability section: the output tool's, and
+        the one in its JSON schema (which a class's ``json_schema_extra`` may set). The rule
+        is the registry's, and the other adapters' (:mod:`._output_docs`): a class's
+        docstring is code text, unless branded untrusted; a description given as a value
+        may have been read from anywhere, so it must be trusted text (``instruction(...)``).
         The descriptions of the schema's properties are not checked (a limit the docs
         state).
 
@@ -539,7 +540,7 @@ class Binding:
         """
         for name, schema, texts in _output_schemas(response_format):
             for text in texts:
-                if not text or is_trusted(text) or _is_docstring(schema, text):
+                if not text or code_described(text, schema):
                     continue
                 report(
                     text,
@@ -580,7 +581,7 @@ def _output_schemas(
     response_format: object,
 ) -> list[tuple[str, object, tuple[str | None, ...]]]:
     """Each schema of a model call's ``response_format``: its name, the schema, and the
-    descriptions of it the model reads (the tool's, and a JSON schema's own)."""
+    descriptions of it the model reads (the output tool's, and its JSON schema's own)."""
     if response_format is None:
         return []
     if isinstance(response_format, ToolStrategy):
@@ -594,18 +595,10 @@ def _output_schemas(
             response_format.schema if isinstance(response_format, AutoStrategy) else response_format
         )
         specs = list(ToolStrategy(schema).schema_specs)
-    found: list[tuple[str, object, tuple[str | None, ...]]] = []
-    for spec in specs:
-        own = spec.json_schema.get("description") if isinstance(spec.schema, dict) else None
-        found.append((spec.name, spec.schema, (spec.description, own)))
-    return found
-
-
-def _is_docstring(schema: object, text: str) -> bool:
-    """Whether ``text`` is the docstring of the class ``schema`` (as written, or cleaned as
-    pydantic cleans it for a JSON schema)."""
-    doc = getattr(schema, "__doc__", None) if isinstance(schema, type) else None
-    return isinstance(doc, str) and text in (doc, inspect.cleandoc(doc))
+    return [
+        (spec.name, spec.schema, (spec.description, spec.json_schema.get("description")))
+        for spec in specs
+    ]
 
 
 _MODEL_CALLS: Final = frozenset({"_execute_model_sync", "_execute_model_async"})

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import inspect
 import json
 import re
 import sys
@@ -40,6 +39,7 @@ from pydantic_ai.capabilities import (
     AgentNode,
     CapabilityOrdering,
     NodeResult,
+    WrapRunHandler,
 )
 from pydantic_ai.messages import (
     InstructionBaselinePart,
@@ -66,6 +66,7 @@ from veridic.errors import (
     ToolCouplingError,
     VeridicError,
 )
+from veridic.integrations._output_docs import docstrings
 from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
@@ -111,9 +112,11 @@ class VeridicToolset(AbstractToolset[object]):
         self._recorded: set[str] = set()
         """The ids of the calls of this run recorded so far (run, refused, denied); emptied of
         a run's calls when it ends (:meth:`record_unrun`)."""
-        self._told: dict[tuple[str, str], str] = {}
-        """What the model is told of each call of this run this toolset answered, by call id
-        and tool name (:meth:`check_told`); emptied of a run's calls when it ends."""
+        self._told: dict[str | None, dict[tuple[str, str], str]] = {}
+        """What the model is told of each call this toolset answered, by run id, then by call
+        id and tool name (:meth:`check_told`); a run's table is dropped when the run ends,
+        however it ends (:meth:`forget`), so a capability that serves many runs holds the
+        answers of the runs under way only."""
 
     def __repr__(self) -> str:
         return f"<VeridicToolset of {self.view!r}, request {self.request_id!r}>"
@@ -205,23 +208,29 @@ class VeridicToolset(AbstractToolset[object]):
         )
         told = fence(f"tool:{name}", result.told, self.data_mode)
         if ctx.tool_call_id is not None:
-            self._told[ctx.tool_call_id, name] = told
+            self._told.setdefault(ctx.run_id, {})[ctx.tool_call_id, name] = told
         return _answer(result, told)
 
-    def check_told(self, messages: Sequence[ModelMessage], request_id: str) -> None:
-        """Refuse a request in which a call this toolset answered says something else.
+    def check_told(
+        self, messages: Sequence[ModelMessage], request_id: str, run_id: str | None
+    ) -> None:
+        """Refuse messages in which a call this toolset answered says something else.
 
         The toolset's answer is a data block; a capability around it (an
         ``after_tool_execute`` or ``on_tool_execute_error`` hook, a history processor)
         could replace it, and the model would read the new text in the tool's place,
-        unfenced. Only the calls of the run under way are compared: a history brought
-        back from an earlier run was answered there. A model may give a later call the id
+        unfenced. Asked before each model request of the run, and of the history the run
+        hands back when it ends (a run that ends with calls deferred, or beside its final
+        output, asks the model nothing more, and its history is resumed by a later run).
+        Only the calls of the run ``run_id`` are compared: a history brought back from an
+        earlier run was compared when that run ended. A model may give a later call the id
         of an earlier one: the latest answer of each id and tool is the one this toolset
         told last.
 
         Raises:
             ToolCouplingError: a tool result of a call of this run is not the toolset's.
         """
+        answers = self._told.get(run_id, {})
         seen: set[tuple[str, str]] = set()
         for message in reversed(messages):
             if not isinstance(message, ModelRequest):
@@ -233,7 +242,7 @@ class VeridicToolset(AbstractToolset[object]):
                 if key in seen:
                     continue
                 seen.add(key)
-                told = self._told.get(key)
+                told = answers.get(key)
                 if told is None or part.content == told:
                     continue
                 raise ToolCouplingError(
@@ -265,6 +274,8 @@ class VeridicToolset(AbstractToolset[object]):
         response: ModelResponse,
         produced: Sequence[object],
         context: object = None,
+        *,
+        run_id: str | None = None,
     ) -> None:
         """Record the calls of ``response`` that pydantic-ai answered without this toolset.
 
@@ -276,7 +287,9 @@ class VeridicToolset(AbstractToolset[object]):
         asks the user whatever the rules say now, so nothing can run. A name
         pydantic-ai did not list (never registered, or withheld by the view:
         a component that did not start, a tool denied since the call was
-        deferred) is recorded as the executor refuses it.
+        deferred) is recorded as the executor refuses it, as are arguments that are not
+        JSON; the model is told veridic's refusal, fenced, which is the answer of the run
+        ``run_id`` that :meth:`check_told` compares.
 
         Raises:
             ToolCouplingError: pydantic-ai called a name the view exposes
@@ -285,6 +298,7 @@ class VeridicToolset(AbstractToolset[object]):
             VeridicError: the audit store cannot be asked for the request's records.
         """
         calls = {call.tool_call_id: call for call in response.tool_calls}
+        answers = self._told.setdefault(run_id, {})
         for message in produced:
             if not isinstance(message, ModelRequest):
                 continue
@@ -296,20 +310,20 @@ class VeridicToolset(AbstractToolset[object]):
                 if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
                     self._recorded.add(call.tool_call_id)
                 if part.outcome == "denied":
-                    self._told.pop((call.tool_call_id, call.tool_name), None)
+                    answers.pop((call.tool_call_id, call.tool_name), None)
                     await self._check_denial_not_on_record(messages, call)
                     await self._record_denial(messages, call, context, confirm=_no)
                 elif cause == "unknown_tool":
                     refused = await self._record_unknown(messages, call)
                     # pydantic-ai's retry quotes the model's name: veridic's words, fenced.
                     part.content = fence(_UNKNOWN_LABEL, refused.told, self.data_mode)
-                    self._told[call.tool_call_id, call.tool_name] = part.content
+                    answers[call.tool_call_id, call.tool_name] = part.content
                 elif cause == "validation_error" and self.view.status(call.tool_name).exposed:
                     # Arguments that are not JSON (pydantic-ai parses them before this
                     # toolset sees the call): recorded refused, and told fenced, not quoted.
                     refused = await self._refused(messages, call)
                     part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
-                    self._told[call.tool_call_id, call.tool_name] = part.content
+                    answers[call.tool_call_id, call.tool_name] = part.content
 
     async def _check_denial_not_on_record(
         self, messages: Sequence[ModelMessage], call: ToolCallPart
@@ -357,8 +371,10 @@ class VeridicToolset(AbstractToolset[object]):
                 if call.tool_call_id not in self._recorded:
                     await self._record_not_run(messages, call, context)
         self._recorded -= {call.tool_call_id for call in calls}
-        for call in calls:
-            self._told.pop((call.tool_call_id, call.tool_name), None)
+
+    def forget(self, run_id: str | None) -> None:
+        """Drop what the toolset answered in the run ``run_id``, which has ended."""
+        self._told.pop(run_id, None)
 
     async def _record_not_run(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
@@ -513,7 +529,7 @@ class VeridicCapability(AbstractCapability[object]):
             VeridicError: the model settings would send instructions, tools or
                 history beside the request's.
         """
-        self.toolset.check_told(request_context.messages, self.request_id)
+        self.toolset.check_told(request_context.messages, self.request_id, ctx.run_id)
         known = {self.instructions.strip(), *_trusted_static(ctx.agent)}
         parts = request_context.model_request_parameters.instruction_parts or ()
         blocks = {str(part.id) for part in parts if part.id is not None}
@@ -587,19 +603,42 @@ class VeridicCapability(AbstractCapability[object]):
                 produced = [result.request]
             else:
                 produced = _added_after(ctx.messages, response, ctx.run_id)
-            await self.toolset.record_settled(ctx.messages, response, produced, ctx.deps)
+            await self.toolset.record_settled(
+                ctx.messages, response, produced, ctx.deps, run_id=ctx.run_id
+            )
         return result
 
     async def after_run(
         self, ctx: RunContext[object], *, result: AgentRunResult[object]
     ) -> AgentRunResult[object]:
-        """Record the view's calls the run ended before (see :meth:`VeridicToolset.record_unrun`).
+        """Record the view's calls the run ended before (see :meth:`VeridicToolset.record_unrun`),
+        then refuse a history whose tool results are not the toolset's answers.
 
         Here, not after a node: a stream that ends on text runs the response's
         calls without the node that made them, and its history is whole only now.
+        A run that ends with calls deferred, or with calls run beside its final output,
+        asks the model nothing after them, so no request check read their results; its
+        history is what the application resumes or stores.
+
+        Raises:
+            ToolCouplingError: a tool result of the run is not what the toolset answered
+                (:meth:`VeridicToolset.check_told`).
         """
-        await self.toolset.record_unrun(result.all_messages(), result.output, ctx.run_id, ctx.deps)
+        messages = result.all_messages()
+        await self.toolset.record_unrun(messages, result.output, ctx.run_id, ctx.deps)
+        self.toolset.check_told(messages, self.request_id, ctx.run_id)
         return result
+
+    async def wrap_run(
+        self, ctx: RunContext[object], *, handler: WrapRunHandler
+    ) -> AgentRunResult[Any]:
+        """Run the run, then drop what the toolset answered in it, however it ended (a
+        result, an error, a cancellation): a capability that serves many runs keeps
+        nothing of the runs that ended."""
+        try:
+            return await handler()
+        finally:
+            self.toolset.forget(ctx.run_id)
 
 
 _UNKNOWN_LABEL: Final = "tool_result"
@@ -878,9 +917,9 @@ def _declared_outputs(spec: object) -> tuple[list[object], set[str]]:
 
 
 def _docstrings(sources: Sequence[object]) -> set[str]:
-    """The docstrings of ``sources``, cleaned as pydantic cleans them for a schema."""
-    texts = (getattr(source, "__doc__", None) for source in sources)
-    return {inspect.cleandoc(text) for text in texts if isinstance(text, str)}
+    """The docstrings of ``sources``, as written and cleaned as pydantic cleans them for a
+    schema; none of one branded untrusted (:func:`._output_docs.docstrings`)."""
+    return {text for source in sources for text in docstrings(source)}
 
 
 def _named_docstrings(names: set[str]) -> set[str]:

@@ -66,6 +66,7 @@ from veridic.errors import (
     ToolCouplingError,
     VeridicError,
 )
+from veridic.integrations._output_docs import code_described
 from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
@@ -532,33 +533,46 @@ class _Binding:
         """Refuse an output schema whose description is not code text.
 
         The SDK sends the agent's output schema (``json_schema()``) as the response format,
-        whose description the model reads as instructions beside the checked ones. The
-        SDK's own ``AgentOutputSchema`` of a type describes it by the type's docstring, code
-        text as a tool's docstring is; a schema class of the application's own
-        (``AgentOutputSchemaBase``) returns a ``dict`` whose description is a value, which
-        may have been read from anywhere, so it must be trusted text
-        (``instruction(...)``). The descriptions of its properties are not checked (a
-        limit the docs state).
+        whose description the model reads as instructions beside the checked ones. For an
+        output type (``output_type=Model``, or the SDK's ``AgentOutputSchema(Model)``) that
+        is the type's docstring, code text as a tool's docstring is, unless something
+        replaced it (a ``json_schema_extra`` description, a docstring branded untrusted); a
+        schema class of the application's own (``AgentOutputSchemaBase``) returns a
+        ``dict`` whose description is a value, which may have been read from anywhere. So
+        the description must be the type's docstring or trusted text (``instruction(...)``),
+        the rule of the other adapters (:mod:`._output_docs`). The descriptions of its
+        properties are not checked (a limit the docs state).
 
         Raises:
             ProvenanceError: the description is neither (in report mode: logged).
         """
         from agents import AgentOutputSchema, AgentOutputSchemaBase
+        from agents.exceptions import UserError
 
         given = getattr(agent, "output_type", None)
-        if not isinstance(given, AgentOutputSchemaBase) or type(given) is AgentOutputSchema:
-            return  # none, or the SDK's schema of a type: described by its docstring
-        schema = given.json_schema()
+        if given is None or given is str:
+            return  # plain text: no schema is sent
+        if isinstance(given, AgentOutputSchemaBase):
+            sent = given
+        else:
+            try:
+                sent = AgentOutputSchema(given)  # what the SDK sends for a type
+            except UserError:
+                return  # a type the SDK cannot describe: it refuses the run itself
+        schema = sent.json_schema()
         text = schema.get("description") if isinstance(schema, Mapping) else None
-        if text is None or is_trusted(text):
+        if not isinstance(text, str) or not text:
+            return
+        source = sent.output_type if isinstance(sent, AgentOutputSchema) else None
+        if code_described(text, source):
             return
         report(
             text,
-            f"the description of the output schema {type(given).__name__} of agent {name!r} "
+            f"the description of the output schema {type(sent).__name__} of agent {name!r} "
             f"(request {self.request_id!r}; the SDK sends it as the response format, which the "
-            "model reads as instructions beside the agent's: describe the output with a "
-            "type's docstring, output_type=Model, or give the description as "
-            "instruction(...))",
+            "model reads as instructions beside the agent's: describe the output with its "
+            "type's docstring, written in code and not replaced in its configuration "
+            "(json_schema_extra), or give the description as instruction(...))",
         )
 
     def check_run_config(self, config: object, tool: str) -> None:

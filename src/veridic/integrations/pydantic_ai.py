@@ -165,9 +165,9 @@ def capability(
             search); or pydantic-ai answered a name the view
             exposes as unknown; or the model's output would call an output
             function (``output_type=`` a function), code outside the view,
-            which does not run; or (before the next model request) a tool
-            result of the run is not the data block the toolset answered (a
-            capability's hook rewrote it after the tool ran).
+            which does not run; or (before the next model request, or when
+            the run ends) a tool result of the run is not the data block the
+            toolset answered (a capability's hook rewrote it after the tool ran).
     """
     require("pydantic_ai", "pydantic-ai", "veridic.integrations.pydantic_ai.capability()")
     from veridic.integrations._pydantic_ai_capability import VeridicCapability
