@@ -36,6 +36,7 @@ from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedInstruction, instruction, join
+from veridic.text.provenance_map import _hidden
 from veridic.text.terminal_view import visible
 from veridic.tools.tool import JsonObject, tool_pin
 
@@ -204,13 +205,20 @@ class Pins:
         return Pins.of(server, tools)
 
     def dumps(self) -> str:
-        """The file's text: sorted, indented, one entry per tool (diffs review well)."""
+        """The file's text: sorted, indented, one entry per tool (diffs review well).
+
+        Every character a reader cannot see (a control, a zero-width or bidi
+        character, a Unicode tag) is written as a JSON escape: the file is what a
+        person reviews before a pinned description reaches the capability section
+        as instruction, and written as itself such a character hid words (a
+        model reads tag characters as text) from every editor and pull request.
+        """
         document = {
             "format": FORMAT,
             "server": self.server,
             "tools": [tool.as_json() for tool in self.tools.values()],
         }
-        return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return _shown_escaped(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
 
     def dump(self, path: str | os.PathLike[str]) -> None:
         Path(path).write_text(self.dumps(), encoding="utf-8")
@@ -245,6 +253,21 @@ class Pins:
                 if parts:
                     changes.append(PinChange(name, "changed", parts, old, new))
         return tuple(changes)
+
+
+def _shown_escaped(text: str) -> str:
+    """JSON text with each character nobody sees as its ``\\u`` escape (a tag character as
+    its surrogate pair, as JSON writes it), its line breaks kept; one line break after."""
+    lines = [
+        "".join(json.dumps(c)[1:-1] if _hidden(c, False) else c for c in line)
+        for line in text.split("\n")
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _unseen(tool: PinnedTool) -> int:
+    """How many characters of ``tool``'s recorded fields a reader cannot see."""
+    return sum(1 for c in _canonical(tool.as_json()) if _hidden(c, False))
 
 
 def _twice(tools: Iterable[PinnedTool]) -> str | None:
