@@ -3,7 +3,9 @@ cannot see, and what a server says on the side."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Final
@@ -12,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from veridic import ApprovalPolicy, CallOutcome, Registry, SQLiteAuditSink, aexecute
 from veridic.checks.cli import main as veridic_cli
-from veridic.integrations.mcp import PinnedTool, Pins
+from veridic.integrations.mcp import PinnedTool, Pins, connect, list_tools, stdio
 from veridic.text.terminal_view import visible
 
 SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
@@ -95,6 +98,53 @@ def test_a_pins_file_holds_no_hidden_character_and_loads_back_the_same(
     text = Pins.of("tools", [tool]).dumps()
     assert unseen(text) == []
     assert Pins.loads(text).tools["search"] == tool
+
+
+# --- (2) a tool already gone at connect is not found gone again ----------------------------
+
+
+def test_a_tool_gone_at_connect_is_reported_once_not_again_at_the_first_call(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pinned tool the server no longer listed at ``connect`` was reported then, and
+    again at the first call of any other tool: a second ``"gone"`` in
+    ``connection.changes`` and a warning that the server "changed tool 'old' after it
+    was registered", a change during the run that never happened (an operator chasing
+    it looked for a server changing its tools mid-session). It is reported once, at
+    connect; the other tools' calls run as before."""
+    spec = tmp_path / "tools.json"
+    search = {"name": "search", "description": "Search the issues.", "input_schema": QUERY}
+    old = {"name": "old", "description": "An old tool.", "input_schema": {"type": "object"}}
+    spec.write_text(json.dumps([search, old]))
+    server = stdio("tools", sys.executable, str(SCRIPT), env={"VERIDIC_TEST_MCP_SPEC": str(spec)})
+    pins = Pins.of("tools", asyncio.run(list_tools(server)))
+    spec.write_text(json.dumps([search]))
+    registry = Registry()
+
+    async def run() -> tuple[tuple[str, str], ...]:
+        async with connect(registry, server, pins=pins) as connection:
+            view = registry.view()
+            with SQLiteAuditSink(":memory:") as audit:
+                result = await aexecute(
+                    view,
+                    "search",
+                    {"q": "bug"},
+                    policy=ApprovalPolicy(view),
+                    audit=audit,
+                    request_id="req-1",
+                    prompt_sha256="0" * 64,
+                    confirm=lambda request: True,
+                )
+            assert result.outcome is CallOutcome.OK
+            return tuple((change.tool, change.kind) for change in connection.changes)
+
+    with caplog.at_level(logging.WARNING, logger="veridic.integrations.mcp"):
+        changes = asyncio.run(run())
+    assert changes == (("old", "gone"),)
+    assert "after it was registered" not in caplog.text
+    assert "tool 'old' is unavailable: the MCP server no longer lists it" in caplog.text
+    view = registry.view()
+    assert "old" not in view.names()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -567,6 +567,9 @@ class McpConnection:
                 )
             self._add_all(registry, hint, boot, entries)
         self._registered = {entry.tool.name: entry.tool for entry in entries}
+        # Registered unavailable (changed or gone at connect, too long): said then, and not
+        # looked for again, or the first call found it "changed after it was registered".
+        self._withheld = {e.tool.name: e.unavailable for e in entries if e.unavailable}
         self._registry = registry
 
     # --- the connection's life -------------------------------------------------------
