@@ -38,6 +38,7 @@ from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedInstruction, instruction, join
 from veridic.text.provenance_map import _hidden
 from veridic.text.terminal_view import visible
+from veridic.tools.pins import _tool_pin
 from veridic.tools.tool import JsonObject, tool_pin
 
 __all__ = ["FORMAT", "Part", "PinChange", "PinnedTool", "Pins", "render_changes"]
@@ -65,16 +66,24 @@ class PinnedTool:
 
     @property
     def pin(self) -> str:
-        """The pin of what the model is shown (``tool-sha256:...``)."""
+        """The pin of what the model is shown (``tool-sha256:...``).
+
+        Raises:
+            ProvenanceError: the tool is as a server listed it (:func:`list_tools` brands
+                its description untrusted), not as a person reviewed it: a pin of it
+                would vouch for whatever the server says now. Record it in a pins file.
+        """
         return tool_pin(self.name, self.description, self.input_schema)
 
     def as_json(self) -> JsonObject:
+        """The tool as a pins file records it, for a person to review (its pin
+        computed as it is, reviewed or not: the file is where the review happens)."""
         return {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
             "annotations": self.annotations,
-            "pin": self.pin,
+            "pin": _tool_pin(self.name, self.description, self.input_schema),
         }
 
 
@@ -139,6 +148,10 @@ class Pins:
     @staticmethod
     def of(server: str, listed: Iterable[PinnedTool]) -> Pins:
         """Pins recording ``listed`` as they are now (what ``veridic mcp pin`` writes).
+
+        Made of :func:`list_tools`'s answer (descriptions branded untrusted) they are
+        for a file a person reviews (:meth:`dump`); ``connect`` refuses them as they
+        are, since a pin made at run time vouches for whatever the server says.
 
         Raises:
             VeridicError: ``listed`` holds a name twice (one name is one tool).

@@ -13,7 +13,8 @@ server is closed", and a call cut off by it says it may have run.
 What the model is shown comes from the server, so it is checked against the
 pins (``veridic.integrations.mcp._pins``): a tool that matches its pin is
 registered with it (its description and required arguments may enter the
-capability section); a changed or vanished tool is kept out of every view
+capability section; pins made at run time from a listing, which :func:`list_tools`
+gives branded untrusted, are refused: nobody reviewed them); a changed or vanished tool is kept out of every view
 with a reason naming what changed; a tool the pins do not record is not
 registered at all (nobody reviewed even its name, and the capability section
 names every tool it says is unavailable), only logged and kept in
@@ -87,6 +88,7 @@ from veridic._urls import shown_url
 from veridic.errors import (
     IntegrationError,
     MissingExtraError,
+    ProvenanceError,
     ToolUnavailableError,
     VeridicError,
 )
@@ -98,7 +100,9 @@ from veridic.text.provenance import (
     TrustedText,
     UntrustedText,
     instruction,
+    is_untrusted,
     refuse_untrusted,
+    source_of,
     untrusted,
 )
 from veridic.tools._similarity import NameIndex
@@ -316,6 +320,11 @@ class Declared:
 async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
     """Every tool ``server`` lists now (what ``veridic mcp pin`` records).
 
+    Each description is the server's, branded :class:`~veridic.UntrustedText`
+    (source ``mcp:<server>``): :class:`Pins` made of it in the same run are refused by
+    :func:`connect`, since nobody reviewed them; write them to a file
+    (:meth:`Pins.dump`, what ``veridic mcp pin -o`` does), review it, and connect with it.
+
     Raises:
         IntegrationError: the server did not start or answer in time, it
             listed a tool name twice (or two names that differ only in case or
@@ -362,6 +371,9 @@ async def connect(
         IntegrationError: the server listed a tool name twice (or two names
             that differ only in case or in ``-`` and ``_``), or its listing did
             not end (a next cursor after 100 pages).
+        ProvenanceError: the pins were made at run time from a listing
+            (``Pins.of(name, await list_tools(server))``), not read from a
+            reviewed pins file: nothing is started or registered.
         VeridicError: the pins are of another server, ``declare`` names a tool
             the server does not list, no pins were given and ``declare`` names
             none of the tools the server lists, a component of that name
@@ -369,6 +381,8 @@ async def connect(
         MissingExtraError: the ``mcp`` package is not installed.
     """
     recorded = Pins.load(pins) if isinstance(pins, str | os.PathLike) else pins
+    if recorded is not None:
+        _refuse_unreviewed(recorded, server)
     if recorded is not None and recorded.server != server.name:
         raise VeridicError(
             f"MCP pins of server {recorded.server!r} were given for server {server.name!r}: "
@@ -987,7 +1001,10 @@ def _pinned(tool: object, server: McpServer) -> PinnedTool:
     if annotations is not None:
         dumped = annotations.model_dump(by_alias=True, exclude_none=True)
         hints = {str(key): value for key, value in dict(dumped).items()}
-    return PinnedTool(name, description, json.loads(json.dumps(schema)), hints)
+    # The description is the server's: branded untrusted, so pins made of this listing at
+    # run time (Pins.of(name, await list_tools(server))) vouch for nothing (see connect).
+    told = untrusted(description, source=f"mcp:{server.name}")
+    return PinnedTool(name, told, json.loads(json.dumps(schema)), hints)
 
 
 def _unanswered(server: McpServer, name: str) -> IntegrationError:
@@ -1298,6 +1315,28 @@ def _quoted(error: BaseException) -> str:
     repainted the operator's terminal. ``clip`` quotes it escaped and cut.
     """
     return f"{type(error).__name__}: {clip(str(error), _ERROR_SHOWN)}"
+
+
+def _refuse_unreviewed(recorded: Pins, server: McpServer) -> None:
+    """Refuse pins made at run time from a server's listing, before the server is started.
+
+    :func:`list_tools` brands each description untrusted; pins made of it in the
+    same run (``Pins.of(name, await list_tools(server))``, the shortcut to expose
+    every tool undeclared) match whatever the server says and reviewed nothing, so
+    its descriptions reached the capability section as the application's own
+    instruction. Pins read from a file (``veridic mcp pin -o``) hold plain text.
+    """
+    listed = next((t for t in recorded.tools.values() if is_untrusted(t.description)), None)
+    if listed is not None:
+        raise ProvenanceError(
+            f"the pins given for MCP server {server.name!r} were made from a listing of a "
+            f"server at run time (tool {clip(listed.name)}, its description branded untrusted, "
+            f"source {source_of(listed.description)!r}): pins nobody reviewed match whatever "
+            "the server says and vouch for nothing, and a pinned description is printed in "
+            "the capability section as instruction; record the pins with veridic mcp pin "
+            "MODULE:SERVER -o FILE, review and commit the file, and pass its path (pins=FILE), "
+            "or declare the tools to expose in code (declare=)"
+        )
 
 
 def _refuse_reconnect(registry: Registry, server: McpServer) -> None:
