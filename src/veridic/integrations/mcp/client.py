@@ -14,11 +14,11 @@ What the model is shown comes from the server, so it is checked against the
 pins (``veridic.integrations.mcp._pins``): a tool that matches its pin is
 registered with it (its description and required arguments may enter the
 capability section; pins made at run time from a listing, which :func:`list_tools`
-gives branded untrusted, are refused: nobody reviewed them); a changed or vanished tool is kept out of every view
-with a reason naming what changed; a tool the pins do not record is not
-registered at all (nobody reviewed even its name, and the capability section
-names every tool it says is unavailable), only logged and kept in
-``connection.changes``. Without pins only the tools ``declare=`` names are
+gives branded untrusted, are refused: nobody reviewed them); a changed or vanished
+tool is kept out of every view with a reason naming what changed; a tool the pins
+do not record is not registered at all (nobody reviewed even its name, and the
+capability section names every tool it says is unavailable), only logged and kept
+in ``connection.changes``. Without pins only the tools ``declare=`` names are
 registered, unpinned: listed by that name (written in code), the description
 marked unverified; the others are not registered (their names, the server's own
 choice, would reach the capability section unreviewed), only logged and kept in
