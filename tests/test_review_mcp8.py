@@ -94,13 +94,10 @@ def test_a_pins_file_holds_no_hidden_character_and_loads_back_the_same(
 ) -> None:
     """For every description, schema key and annotation, what ``Pins.dumps`` writes
     holds no character a reader cannot see, and loads back to the same pins."""
-    try:
-        description.encode("utf-8")
-        key.encode("utf-8")
-        hint.encode("utf-8")
-    except UnicodeEncodeError:
-        return  # a lone surrogate cannot be pinned (the pin refuses it, saying so)
-    schema = {"type": "object", "properties": {key: {"type": "string", "description": hint}}}
+    schema: dict[str, object] = {
+        "type": "object",
+        "properties": {key: {"type": "string", "description": hint}},
+    }
     tool = PinnedTool("search", description, schema, {"title": hint})
     text = Pins.of("tools", [tool]).dumps()
     assert unseen(text) == []
