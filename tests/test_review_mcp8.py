@@ -17,10 +17,12 @@ from hypothesis import strategies as st
 from veridic import (
     ApprovalPolicy,
     CallOutcome,
+    CallResult,
     ProvenanceError,
     Registry,
     SQLiteAuditSink,
     aexecute,
+    normalize_plan,
 )
 from veridic.checks.cli import main as veridic_cli
 from veridic.integrations.mcp import Declared, PinnedTool, Pins, connect, list_tools, stdio
@@ -260,6 +262,48 @@ def test_pins_made_at_run_time_from_the_servers_listing_vouch_for_nothing(tmp_pa
             return str(reviewed.view().capability_section())
 
     assert INJECTED in asyncio.run(from_the_file())
+
+
+# --- (5) a declared tool of a server that did not start -------------------------------------
+
+
+def test_a_declared_tool_of_a_server_that_did_not_start_is_unavailable_not_unknown(
+    tmp_path: Path,
+) -> None:
+    """Without pins, a server that did not start registered nothing of what ``declare=``
+    names, so a call of a declared tool was told "no tool is named 'search_issues'; it
+    was never registered ... register 'search_issues'", and a plan step naming it was
+    dropped as ``"unknown"``: the application wrote that name in code, and the truth is
+    that its server did not start (I5 tells the two apart). The declared tools are now
+    registered with the failed component: a call is refused as unavailable, saying the
+    server did not start, and a plan step is dropped as ``"unavailable"``."""
+    server = stdio("github", str(tmp_path / "no-such-server"), timeout=5)
+    registry = Registry()
+
+    async def run() -> tuple[CallResult, str, tuple[str, ...]]:
+        declare = {"search_issues": Declared("query")}
+        async with connect(registry, server, declare=declare) as connection:
+            view = registry.view()
+            with SQLiteAuditSink(":memory:") as audit:
+                result = await aexecute(
+                    view,
+                    "search_issues",
+                    {},
+                    policy=ApprovalPolicy(view),
+                    audit=audit,
+                    request_id="req-1",
+                    prompt_sha256="0" * 64,
+                )
+            plan = normalize_plan([{"id": "s1", "tool": "search_issues", "arguments": {}}], view)
+            return result, plan.dropped[0].reason, connection.tools
+
+    result, dropped, tools = asyncio.run(run())
+    told = str(result.told)
+    assert "never registered" not in told
+    assert "the MCP server did not start" in told
+    assert dropped == "unavailable"
+    assert tools == ("search_issues",)
+    assert "search_issues" not in registry.view().names()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,10 +4,10 @@ The server is the component: :func:`connect` starts or reaches it (a command
 over stdio, or a URL over streamable HTTP, with the ``mcp`` SDK), lists its
 tools and registers each as an external tool of a component named after the
 server. A server that does not start or answer within its timeout is a
-component whose boot failed: its pinned tools are listed as unavailable with
-the reason, as for any component. So is a connection that ends: when
-``connect`` is left, or when the server closes it (its process ended), the
-next view tells the server's tools unavailable, "the connection to the MCP
+component whose boot failed: its pinned tools (without pins, the tools ``declare=``
+names) are registered unavailable with the reason, as for any component. So is a
+connection that ends: when ``connect`` is left, or when the server closes it (its
+process ended), the next view tells the server's tools unavailable, "the connection to the MCP
 server is closed", and a call cut off by it says it may have run.
 
 What the model is shown comes from the server, so it is checked against the
@@ -549,8 +549,14 @@ class McpConnection:
         def boot() -> None:
             raise BootError(reason) from failure
 
-        recorded = self.pins.tools.values() if self.pins is not None else ()
-        self._install(registry, hint, boot, [_entry(t, declared, recorded=t) for t in recorded])
+        if self.pins is not None:
+            entries = [_entry(t, declared, recorded=t) for t in self.pins.tools.values()]
+        else:
+            # The declared names are the tools the application expects, written in code: a
+            # call or a plan step naming one is told the server did not start, never that
+            # nobody registered the name (the section names no tool of a failed component).
+            entries = [_entry(_unlisted(name), declared) for name in declared]
+        self._install(registry, hint, boot, entries)
 
     def _install(
         self,
@@ -1145,6 +1151,18 @@ def _entry(
     """``tool`` as registered: ``recorded`` is its pin's record when it matched it."""
     declaration = declared.get(tool.name) or _default_declaration(recorded)
     return _Entry(tool, declaration, None if recorded is None else recorded.pin, unavailable)
+
+
+def _unlisted(name: str) -> PinnedTool:
+    """A declared tool of a server that did not start: its name, from code, and nothing of
+    the server's (it listed nothing), registered with the failed component."""
+    return PinnedTool(name, _UNLISTED, {"type": "object"}, {})
+
+
+_UNLISTED: Final = (
+    "A tool declared in code for this MCP server, which did not start, so it never "
+    "described the tool."
+)
 
 
 def _default_declaration(recorded: PinnedTool | None) -> Declared:
