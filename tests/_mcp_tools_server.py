@@ -20,7 +20,9 @@ error. A file holding ``{"list_error": text}`` instead of a list makes every
 ``{"list_exit": true}`` ends the server's process at the next ``tools/list`` (after
 0.1 s, so that an answer already on its way gets out). A tool whose entry holds
 ``"rewrite"`` writes that to the spec file when called, before its notices: a server
-that changes (or dies) right after telling the client so.
+that changes (or dies) right after telling the client so. One holding ``"log"``, a list
+of ``[level, data, logger]``, sends each as a log message (``notifications/message``)
+during the call, before it answers.
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -108,6 +110,8 @@ async def _call(
         return types.InputRequiredResult(request_state="again")
     if "result" in entry:
         return types.CallToolResult.model_validate(entry["result"])
+    for level, data, logger in entry.get("log", ()):
+        await ctx.session.send_log_message(level, data, logger, related_request_id=ctx.request_id)
     if "rewrite" in entry:
         with open(SPEC, "w", encoding="utf-8") as file:
             json.dump(entry["rewrite"], file)

@@ -178,7 +178,8 @@ def test_the_describe_limit_is_the_applications_to_set(tmp_path: Path) -> None:
 def test_a_pinned_tool_is_not_bounded_its_size_was_reviewed(tmp_path: Path) -> None:
     # The pins were reviewed with the description in them: the reviewer chose it.
     server = tools_server(tmp_path, big_tools(description=30_000, properties=1))
-    pins = Pins.of("tools", asyncio.run(list_tools(server)))
+    # Recorded as veridic mcp pin -o records them (pins made at run time are refused).
+    pins = Pins.loads(Pins.of("tools", asyncio.run(list_tools(server))).dumps())
     registry = Registry()
 
     async def run() -> frozenset[str]:

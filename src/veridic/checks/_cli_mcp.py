@@ -20,6 +20,7 @@ from veridic.checks._cli_target import _import
 from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
 from veridic.integrations.mcp import list_tools as list_mcp_tools
+from veridic.integrations.mcp._pins import _unseen
 
 
 def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
@@ -42,6 +43,7 @@ def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
         now.dump(args.output)
         tools = counted(len(now.tools), "tool")
         report.notes.append(f"recorded {tools} of {server!r} in {args.output}")
+        report.items.extend(_hidden_text(now, str(args.output)))
         return report
     try:
         recorded = Pins.load(args.check)
@@ -64,6 +66,32 @@ def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
     if changes:
         report.notes.extend(diff.rstrip().split("\n"))
     return report
+
+
+def _hidden_text(pins: Pins, file: str) -> list[_Item]:
+    """A warning for each recorded tool holding characters a reader cannot see.
+
+    The file writes them as ``\\u`` escapes, which a reviewer may take for noise; a
+    pinned description reaches the capability section as instruction, hidden words
+    (Unicode tag characters, which models read) included. The warning shows the
+    description with each such character as ``⟦U+XXXX⟧``.
+    """
+    return [
+        _Item(
+            "warning",
+            "mcp-hidden-text",
+            f"tool {name!r} holds {counted(hidden, 'character')} a reader cannot see in its "
+            "description, input schema or annotations "
+            "(written in the file as \\u escapes, shown here as codes): a pinned description "
+            "reaches the capability section as instruction, hidden words included; read "
+            "them before committing the pins, or do not pin the tool",
+            file=file,
+            subject=name,
+            text=tool.description,
+        )
+        for name, tool in pins.tools.items()
+        if (hidden := _unseen(tool))
+    ]
 
 
 _SERVER: Final = "an McpServer (veridic.integrations.mcp.stdio(...) or http(...))"

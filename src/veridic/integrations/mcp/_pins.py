@@ -36,7 +36,9 @@ from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedInstruction, instruction, join
+from veridic.text.provenance_map import _hidden
 from veridic.text.terminal_view import visible
+from veridic.tools.pins import _tool_pin
 from veridic.tools.tool import JsonObject, tool_pin
 
 __all__ = ["FORMAT", "Part", "PinChange", "PinnedTool", "Pins", "render_changes"]
@@ -64,16 +66,24 @@ class PinnedTool:
 
     @property
     def pin(self) -> str:
-        """The pin of what the model is shown (``tool-sha256:...``)."""
+        """The pin of what the model is shown (``tool-sha256:...``).
+
+        Raises:
+            ProvenanceError: the tool is as a server listed it (:func:`list_tools` brands
+                its description untrusted), not as a person reviewed it: a pin of it
+                would vouch for whatever the server says now. Record it in a pins file.
+        """
         return tool_pin(self.name, self.description, self.input_schema)
 
     def as_json(self) -> JsonObject:
+        """The tool as a pins file records it, for a person to review (its pin
+        computed as it is, reviewed or not: the file is where the review happens)."""
         return {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
             "annotations": self.annotations,
-            "pin": self.pin,
+            "pin": _tool_pin(self.name, self.description, self.input_schema),
         }
 
 
@@ -138,6 +148,10 @@ class Pins:
     @staticmethod
     def of(server: str, listed: Iterable[PinnedTool]) -> Pins:
         """Pins recording ``listed`` as they are now (what ``veridic mcp pin`` writes).
+
+        Made of :func:`list_tools`'s answer (descriptions branded untrusted) they are
+        for a file a person reviews (:meth:`dump`); ``connect`` refuses them as they
+        are, since a pin made at run time vouches for whatever the server says.
 
         Raises:
             VeridicError: ``listed`` holds a name twice (one name is one tool).
@@ -204,13 +218,20 @@ class Pins:
         return Pins.of(server, tools)
 
     def dumps(self) -> str:
-        """The file's text: sorted, indented, one entry per tool (diffs review well)."""
+        """The file's text: sorted, indented, one entry per tool (diffs review well).
+
+        Every character a reader cannot see (a control, a zero-width or bidi
+        character, a Unicode tag) is written as a JSON escape: the file is what a
+        person reviews before a pinned description reaches the capability section
+        as instruction, and written as itself such a character hid words (a
+        model reads tag characters as text) from every editor and pull request.
+        """
         document = {
             "format": FORMAT,
             "server": self.server,
             "tools": [tool.as_json() for tool in self.tools.values()],
         }
-        return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return _shown_escaped(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
 
     def dump(self, path: str | os.PathLike[str]) -> None:
         Path(path).write_text(self.dumps(), encoding="utf-8")
@@ -245,6 +266,21 @@ class Pins:
                 if parts:
                     changes.append(PinChange(name, "changed", parts, old, new))
         return tuple(changes)
+
+
+def _shown_escaped(text: str) -> str:
+    """JSON text with each character nobody sees as its ``\\u`` escape (a tag character as
+    its surrogate pair, as JSON writes it), its line breaks kept; one line break after."""
+    lines = [
+        "".join(json.dumps(c)[1:-1] if _hidden(c, False) else c for c in line)
+        for line in text.split("\n")
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _unseen(tool: PinnedTool) -> int:
+    """How many characters of ``tool``'s recorded fields a reader cannot see."""
+    return sum(1 for c in _canonical(tool.as_json()) if _hidden(c, False))
 
 
 def _twice(tools: Iterable[PinnedTool]) -> str | None:

@@ -4,20 +4,21 @@ The server is the component: :func:`connect` starts or reaches it (a command
 over stdio, or a URL over streamable HTTP, with the ``mcp`` SDK), lists its
 tools and registers each as an external tool of a component named after the
 server. A server that does not start or answer within its timeout is a
-component whose boot failed: its pinned tools are listed as unavailable with
-the reason, as for any component. So is a connection that ends: when
-``connect`` is left, or when the server closes it (its process ended), the
-next view tells the server's tools unavailable, "the connection to the MCP
+component whose boot failed: its pinned tools (without pins, the tools ``declare=``
+names) are registered unavailable with the reason, as for any component. So is a
+connection that ends: when ``connect`` is left, or when the server closes it (its
+process ended), the next view tells the server's tools unavailable, "the connection to the MCP
 server is closed", and a call cut off by it says it may have run.
 
 What the model is shown comes from the server, so it is checked against the
 pins (``veridic.integrations.mcp._pins``): a tool that matches its pin is
 registered with it (its description and required arguments may enter the
-capability section); a changed or vanished tool is kept out of every view
-with a reason naming what changed; a tool the pins do not record is not
-registered at all (nobody reviewed even its name, and the capability section
-names every tool it says is unavailable), only logged and kept in
-``connection.changes``. Without pins only the tools ``declare=`` names are
+capability section; pins made at run time from a listing, which :func:`list_tools`
+gives branded untrusted, are refused: nobody reviewed them); a changed or vanished
+tool is kept out of every view with a reason naming what changed; a tool the pins
+do not record is not registered at all (nobody reviewed even its name, and the
+capability section names every tool it says is unavailable), only logged and kept
+in ``connection.changes``. Without pins only the tools ``declare=`` names are
 registered, unpinned: listed by that name (written in code), the description
 marked unverified; the others are not registered (their names, the server's own
 choice, would reach the capability section unreviewed), only logged and kept in
@@ -46,7 +47,8 @@ default) with a note of what was cut (``veridic.integrations.mcp._results``).
 The client grants no sampling, elicitation or roots: a call whose server asks
 for one fails, saying what it asked for. A stdio server's stderr is not passed
 on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
-(``veridic.integrations.mcp._stderr``).
+(``veridic.integrations.mcp._stderr``); its log messages (``notifications/message``)
+are logged quoted on ``veridic.integrations.mcp.server_log``, never above ``WARNING``.
 
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
@@ -86,18 +88,21 @@ from veridic._urls import cut_short_reason, shown_url, user_part_cut_short
 from veridic.errors import (
     IntegrationError,
     MissingExtraError,
+    ProvenanceError,
     ToolUnavailableError,
     VeridicError,
 )
 from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _canonical, _twice
 from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
-from veridic.integrations.mcp._stderr import ServerStderr
+from veridic.integrations.mcp._stderr import LINE_SHOWN, ServerStderr
 from veridic.text.provenance import (
     TrustedInstruction,
     TrustedText,
     UntrustedText,
     instruction,
+    is_untrusted,
     refuse_untrusted,
+    source_of,
     untrusted,
 )
 from veridic.tools._similarity import NameIndex
@@ -128,6 +133,10 @@ _REFUSED: Final = {
     "List roots not supported": ("roots/list", "roots (the directories the client works in)"),
 }
 _CLOSED: Final = instruction("the connection to the MCP server is closed")
+_server_log = logging.getLogger("veridic.integrations.mcp.server_log")
+# A server's log levels, as levels of the application's log: never above WARNING, so that
+# a server's own "emergency" cannot read (or page) as one of the application's.
+_LOG_LEVELS: Final = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO}
 
 DESCRIBE_LIMIT: Final = 20_000
 """Characters of one unpinned tool's description and input schema (as compact JSON),
@@ -321,6 +330,11 @@ class Declared:
 async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
     """Every tool ``server`` lists now (what ``veridic mcp pin`` records).
 
+    Each description is the server's, branded :class:`~veridic.UntrustedText`
+    (source ``mcp:<server>``): :class:`Pins` made of it in the same run are refused by
+    :func:`connect`, since nobody reviewed them; write them to a file
+    (:meth:`Pins.dump`, what ``veridic mcp pin -o`` does), review it, and connect with it.
+
     Raises:
         IntegrationError: the server did not start or answer in time, it
             listed a tool name twice (or two names that differ only in case or
@@ -367,6 +381,9 @@ async def connect(
         IntegrationError: the server listed a tool name twice (or two names
             that differ only in case or in ``-`` and ``_``), or its listing did
             not end (a next cursor after 100 pages).
+        ProvenanceError: the pins were made at run time from a listing
+            (``Pins.of(name, await list_tools(server))``), not read from a
+            reviewed pins file: nothing is started or registered.
         VeridicError: the pins are of another server, ``declare`` names a tool
             the server does not list, no pins were given and ``declare`` names
             none of the tools the server lists, a component of that name
@@ -374,6 +391,8 @@ async def connect(
         MissingExtraError: the ``mcp`` package is not installed.
     """
     recorded = Pins.load(pins) if isinstance(pins, str | os.PathLike) else pins
+    if recorded is not None:
+        _refuse_unreviewed(recorded, server)
     if recorded is not None and recorded.server != server.name:
         raise VeridicError(
             f"MCP pins of server {recorded.server!r} were given for server {server.name!r}: "
@@ -540,8 +559,14 @@ class McpConnection:
         def boot() -> None:
             raise BootError(reason) from failure
 
-        recorded = self.pins.tools.values() if self.pins is not None else ()
-        self._install(registry, hint, boot, [_entry(t, declared, recorded=t) for t in recorded])
+        if self.pins is not None:
+            entries = [_entry(t, declared, recorded=t) for t in self.pins.tools.values()]
+        else:
+            # The declared names are the tools the application expects, written in code: a
+            # call or a plan step naming one is told the server did not start, never that
+            # nobody registered the name (the section names no tool of a failed component).
+            entries = [_entry(_unlisted(name), declared) for name in declared]
+        self._install(registry, hint, boot, entries)
 
     def _install(
         self,
@@ -577,6 +602,9 @@ class McpConnection:
                 )
             self._add_all(registry, hint, boot, entries)
         self._registered = {entry.tool.name: entry.tool for entry in entries}
+        # Registered unavailable (changed or gone at connect, too long): said then, and not
+        # looked for again, or the first call found it "changed after it was registered".
+        self._withheld = {e.tool.name: e.unavailable for e in entries if e.unavailable}
         self._registry = registry
 
     # --- the connection's life -------------------------------------------------------
@@ -825,7 +853,11 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
         errors = ServerStderr(server.name)
         stack.push_async_callback(errors.aclose)
         target = mcp.stdio_client(parameters, errlog=errors.file)
-    options: dict[str, object] = {"read_timeout_seconds": server.timeout, "mode": server.protocol}
+    options: dict[str, object] = {
+        "read_timeout_seconds": server.timeout,
+        "mode": server.protocol,
+        "logging_callback": _logged(server),
+    }
     if on_message is not None:
         options["message_handler"] = on_message
     client = mcp.Client(target, **options)
@@ -835,6 +867,34 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
         if errors is not None:
             errors.release()  # the child holds its own copy by now, or never will
     return client
+
+
+def _logged(server: McpServer) -> Callable[[object], Awaitable[None]]:
+    """The SDK's ``logging_callback``: each log message the server sends, logged quoted.
+
+    Without one the SDK drops them without a word, and what a server says of a call
+    (a write it did in part, a token that expired) was lost, while its stderr was
+    logged. Each is logged on ``veridic.integrations.mcp.server_log`` as its stderr
+    lines are: the server's data and logger name quoted, escaped and clipped, its
+    level said, at ``DEBUG`` or ``INFO`` for those levels and ``WARNING`` for the
+    rest (the server's word, never one of the application's errors).
+    """
+
+    async def log(params: object) -> None:
+        level = getattr(params, "level", None)
+        data = getattr(params, "data", None)
+        logger = getattr(params, "logger", None)
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        _server_log.log(
+            _LOG_LEVELS.get(str(level), logging.WARNING),
+            "MCP server %r (log message, level %s%s): %s",
+            server.name,
+            clip(str(level), 16),
+            f", logger {clip(logger, 64)}" if isinstance(logger, str) else "",
+            clip(text, LINE_SHOWN),
+        )
+
+    return log
 
 
 async def _held_open(client: Any, server: McpServer, stack: AsyncExitStack) -> None:
@@ -957,7 +1017,10 @@ def _pinned(tool: object, server: McpServer) -> PinnedTool:
     if annotations is not None:
         dumped = annotations.model_dump(by_alias=True, exclude_none=True)
         hints = {str(key): value for key, value in dict(dumped).items()}
-    return PinnedTool(name, description, json.loads(json.dumps(schema)), hints)
+    # The description is the server's: branded untrusted, so pins made of this listing at
+    # run time (Pins.of(name, await list_tools(server))) vouch for nothing (see connect).
+    told = untrusted(description, source=f"mcp:{server.name}")
+    return PinnedTool(name, told, json.loads(json.dumps(schema)), hints)
 
 
 def _unanswered(server: McpServer, name: str) -> IntegrationError:
@@ -1098,6 +1161,18 @@ def _entry(
     """``tool`` as registered: ``recorded`` is its pin's record when it matched it."""
     declaration = declared.get(tool.name) or _default_declaration(recorded)
     return _Entry(tool, declaration, None if recorded is None else recorded.pin, unavailable)
+
+
+def _unlisted(name: str) -> PinnedTool:
+    """A declared tool of a server that did not start: its name, from code, and nothing of
+    the server's (it listed nothing), registered with the failed component."""
+    return PinnedTool(name, _UNLISTED, {"type": "object"}, {})
+
+
+_UNLISTED: Final = (
+    "A tool declared in code for this MCP server, which did not start, so it never "
+    "described the tool."
+)
 
 
 def _default_declaration(recorded: PinnedTool | None) -> Declared:
@@ -1268,6 +1343,28 @@ def _quoted(error: BaseException) -> str:
     repainted the operator's terminal. ``clip`` quotes it escaped and cut.
     """
     return f"{type(error).__name__}: {clip(str(error), _ERROR_SHOWN)}"
+
+
+def _refuse_unreviewed(recorded: Pins, server: McpServer) -> None:
+    """Refuse pins made at run time from a server's listing, before the server is started.
+
+    :func:`list_tools` brands each description untrusted; pins made of it in the
+    same run (``Pins.of(name, await list_tools(server))``, the shortcut to expose
+    every tool undeclared) match whatever the server says and reviewed nothing, so
+    its descriptions reached the capability section as the application's own
+    instruction. Pins read from a file (``veridic mcp pin -o``) hold plain text.
+    """
+    listed = next((t for t in recorded.tools.values() if is_untrusted(t.description)), None)
+    if listed is not None:
+        raise ProvenanceError(
+            f"the pins given for MCP server {server.name!r} were made from a listing of a "
+            f"server at run time (tool {clip(listed.name)}, its description branded untrusted, "
+            f"source {source_of(listed.description)!r}): pins nobody reviewed match whatever "
+            "the server says and vouch for nothing, and a pinned description is printed in "
+            "the capability section as instruction; record the pins with veridic mcp pin "
+            "MODULE:SERVER -o FILE, review and commit the file, and pass its path (pins=FILE), "
+            "or declare the tools to expose in code (declare=)"
+        )
 
 
 def _refuse_reconnect(registry: Registry, server: McpServer) -> None:

@@ -130,9 +130,11 @@ class McpRequest:
     ``method`` is ``"tools/list"`` or ``"tools/call"``; ``tool`` the name a
     call asked for (``None`` for a list); ``request_id`` the id its audit
     records carry; ``protocol_version`` the MCP revision of the request;
-    ``client`` the name the client gave for itself, if any. Who is calling,
-    beyond that, is the transport's to say (over HTTP with auth, the SDK's
-    ``get_access_token()`` holds the caller's token while the factory runs).
+    ``client`` the name the client gave for itself, if any: its own claim, which
+    any client may make, so never a reason to grant a role. ``tool`` is the
+    client's too (any string, not yet checked against a view). Who is calling is
+    the transport's to say (over HTTP with auth, the SDK's ``get_access_token()``
+    holds the caller's token while the factory runs: pick roles from that).
     """
 
     method: Literal["tools/list", "tools/call"]
