@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
+from types import FrameType
 
 import pytest
 from hypothesis import given, settings
@@ -126,3 +128,78 @@ def test_a_waiter_interrupted_in_the_queue_leaves_it_and_the_lock_stays_usable()
     later.start()
     later.join(10)
     assert done.is_set()  # the release went to nobody stale: the lock is free
+
+
+def _interrupted_at(turns: Turns, at: int) -> bool:
+    """Take ``turns`` in this thread with a ``KeyboardInterrupt`` raised as the ``at``-th call
+    of C code that ``Turns.acquire`` makes returns; whether the lock was taken.
+
+    That is where CPython runs a signal handler (it checks for signals as each call
+    returns), so the profile function raises it exactly where Ctrl-C could land, at a
+    point no test could hit by timing a signal. Once this thread is queued, the holder
+    lets the lock go.
+    """
+    code = Turns.acquire.__code__
+    returned = 0
+    queued = threading.Event()
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal returned
+        if frame.f_code is code and event == "c_return":
+            returned += 1
+            if turns._due:
+                queued.set()
+            if returned == at:
+                raise KeyboardInterrupt
+
+    holding, go = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with turns:
+            holding.set()
+            go.wait()
+
+    other = threading.Thread(target=holder)
+    other.start()
+    assert holding.wait(10)
+
+    def release_once_queued() -> None:
+        queued.wait()
+        go.set()
+
+    releaser = threading.Thread(target=release_once_queued, daemon=True)
+    releaser.start()
+    sys.setprofile(profile)
+    try:
+        turns.acquire()
+        taken = True
+    except KeyboardInterrupt:
+        taken = False
+    finally:
+        sys.setprofile(None)
+        go.set()
+        queued.set()
+    other.join(10)
+    return taken
+
+
+@pytest.mark.parametrize("at", range(1, 10))
+def test_an_interrupt_wherever_it_lands_in_a_queued_take_leaves_the_lock_usable(at: int) -> None:
+    # The holder keeps the lock until this thread queues, so every step of the slow road
+    # (wait, queue, be handed the lock) is one an interrupt can land after. One landing
+    # after the queueing, before the wait, left a stale waiter that the holder handed the
+    # lock to: nobody could take it again.
+    turns = Turns(patience=0.0)
+    if _interrupted_at(turns, at):
+        turns.release()
+    assert not turns._due  # nobody stale left in the queue to hand the lock to
+    done = threading.Event()
+
+    def take_and_give_back() -> None:
+        with turns:
+            done.set()
+
+    later = threading.Thread(target=take_and_give_back, daemon=True)
+    later.start()
+    later.join(10)
+    assert done.is_set()  # free: not held by a waiter that left, nor by the guard

@@ -45,37 +45,46 @@ class Turns:
 
     def __init__(self, patience: float = PATIENCE) -> None:
         self._lock = threading.Lock()  # held by whoever has the turn
-        self._due: deque[threading.Lock] = deque()  # waiters past their patience, in order
+        self._due: deque[_Waiter] = deque()  # waiters past their patience, in order
         self._guard = threading.Lock()  # makes "hand over or release" and "queue or take" atomic
         self._patience = patience
 
     def acquire(self) -> None:
-        """Take the lock: at once if it is free and nobody is due, else in turn."""
+        """Take the lock: at once if it is free and nobody is due, else in turn.
+
+        An interrupt (``KeyboardInterrupt`` in the main thread) that lands while this
+        thread queues or waits leaves the queue, or passes on a lock handed over
+        meanwhile, wherever it lands: the queueing is inside the ``try`` that undoes it.
+        Left is the window every lock written in Python has: an interrupt right after
+        a ``threading.Lock`` was taken and before ``acquire`` returns.
+        """
         if not self._due and self._lock.acquire(blocking=False):
             return
         if self._lock.acquire(timeout=self._patience):
             return
-        mine = threading.Lock()
-        mine.acquire()
-        with self._guard:
-            if self._lock.acquire(blocking=False):
-                return
-            self._due.append(mine)
+        mine = _Waiter()
         try:
-            mine.acquire()  # released by the holder that hands the lock over: it is ours now
-        except BaseException:  # interrupted (KeyboardInterrupt in the main thread)
+            with self._guard:
+                if self._lock.acquire(blocking=False):
+                    return
+                self._due.append(mine)
+            mine.turn.acquire()  # released by the holder that hands the lock over: ours now
+        except BaseException:
             with self._guard:
                 if mine in self._due:  # not handed over yet: leave the queue
                     self._due.remove(mine)
-                    raise
-            self.release()  # handed over meanwhile: pass it on, since nobody will use it
+                handed = mine.handed
+            if handed:  # handed over meanwhile: pass it on, since nobody will use it
+                self.release()
             raise
 
     def release(self, *exc: object) -> None:
         """Hand the lock to the longest waiting due thread, or let it go."""
         with self._guard:
             if self._due:
-                self._due.popleft().release()
+                waiter = self._due.popleft()
+                waiter.handed = True
+                waiter.turn.release()
             else:
                 self._lock.release()
 
@@ -83,3 +92,16 @@ class Turns:
     # gives back the lock, and this saves it a Python call each way.
     __enter__ = acquire
     __exit__ = release
+
+
+class _Waiter:
+    """A thread queued for the lock: ``turn`` is released, and ``handed`` set, when the
+    lock is handed to it (both under the guard), so a waiter that an interrupt stopped
+    knows whether it holds the lock, wherever the interrupt landed."""
+
+    __slots__ = ("handed", "turn")
+
+    def __init__(self) -> None:
+        self.turn = threading.Lock()
+        self.turn.acquire()
+        self.handed = False

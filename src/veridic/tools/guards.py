@@ -65,9 +65,11 @@ veridic.errors.GuardDeniedError: irreversible operation 'hard delete golden fixt
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
+import enum
 import functools
 import inspect
 import logging
@@ -79,7 +81,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from types import FrameType
+from types import FrameType, MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, NewType, TypeGuard, get_origin
 
 from pydantic import BaseModel
@@ -825,7 +827,70 @@ def _lazy(value: object) -> str | None:
         # A callback (a function, a partial, a bound method) runs its code when the
         # application calls it, as a generator does when it is iterated.
         return f"{_kind(value)} (a callback)"
+    iterable = _own_iteration(value)
+    if iterable is not None:
+        return f"{iterable} ({kind})"
     return None
+
+
+_READERS: Final = ("__iter__", "__getitem__", "keys", "values", "items")
+"""How a container's content is read: a subclass that overrides one reads it with its own code."""
+
+_CONTAINERS: Final[tuple[type, ...]] = (
+    collections.OrderedDict,  # before dict: its own iteration is the standard one
+    dict,
+    list,
+    tuple,
+    set,
+    frozenset,
+    deque,
+    str,
+    bytes,
+    bytearray,
+    memoryview,
+    range,
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+    MappingProxyType,
+    collections.ChainMap,
+    collections.UserDict,
+    collections.UserList,
+    collections.UserString,
+)
+"""The standard containers: what they hold exists already, and reading it runs no code of theirs."""
+
+_DATA_ITERATION: Final = (BaseModel.__iter__, enum.Flag.__iter__)
+"""Iterations of data that run no code of the value: a pydantic model's fields, a flag's members."""
+
+
+def _own_iteration(value: object) -> str | None:
+    """``"an iterable"`` or ``"an async iterable"`` when iterating ``value`` runs code of its own
+    class, which may make its items (and do the call's work) only when someone iterates it,
+    after the dispatch; ``None`` for finished data.
+
+    Finished: the standard containers (and subclasses that read their content as the
+    container does: a ``namedtuple``, a ``defaultdict``, a ``Counter``), pydantic models,
+    flags, classes and type hints, and whatever cannot be iterated. Iterable is judged by
+    the class alone, without iterating: ``__iter__``, ``__aiter__``, or the old sequence
+    protocol (a ``__getitem__`` written in Python, with no ``__iter__``).
+    """
+    if _is_type(value):
+        return None
+    cls = type(value)
+    if getattr(cls, "__aiter__", None) is not None:
+        return "an async iterable"
+    for container in _CONTAINERS:
+        if isinstance(value, container):
+            overridden = any(
+                getattr(cls, name, None) is not getattr(container, name, None) for name in _READERS
+            )
+            return "an iterable" if overridden else None
+    declared = [vars(klass)["__iter__"] for klass in cls.__mro__ if "__iter__" in vars(klass)]
+    if declared:  # the first is the one iter() calls; None declares the class not iterable
+        data = declared[0] is None or any(declared[0] is known for known in _DATA_ITERATION)
+        return None if data else "an iterable"
+    return "an iterable" if inspect.isfunction(getattr(cls, "__getitem__", None)) else None
 
 
 def _is_type(value: object) -> bool:

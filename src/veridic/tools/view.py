@@ -219,8 +219,16 @@ class PreparedCall:
         is refused the same way (``{"deleted": (delete(i) for i in ids)}``),
         since rendering the result for the model would run it: in mappings
         (keys and values), lists, tuples, sets, deques, dataclass fields and
-        pydantic model fields, at any depth. An iterable that is not an
-        iterator (a list, a ``range``, a dict view) is a finished value.
+        pydantic model fields, at any depth. So is an iterable whose class
+        iterates with code of its own (an ``__iter__``, an ``__aiter__``, or
+        a ``__getitem__`` written in Python without ``__iter__``; a list
+        subclass that overrides ``__iter__``, ``__getitem__``, ``keys``,
+        ``values`` or ``items``): its items may be made, and the call's work
+        done, only when the application iterates it, after the dispatch;
+        return ``list(...)`` of it. The standard containers (a list, a dict,
+        a ``range``, a dict view, a ``namedtuple``, a ``Counter``), pydantic
+        models and flags are finished values; so is an object that cannot be
+        iterated, rendered for the model by its ``__str__`` inside the call.
 
         Raises:
             VeridicError: the handler is ``async``: its coroutine would run
