@@ -4,7 +4,9 @@ nobody sees as themselves."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 import sys
 from pathlib import Path
@@ -14,9 +16,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veridic import Registry, VeridicError, instruction
+from veridic import (
+    ApprovalPolicy,
+    CallOutcome,
+    Registry,
+    SQLiteAuditSink,
+    TrustPolicy,
+    VeridicError,
+    aexecute,
+    instruction,
+)
 from veridic.checks.cli import main as veridic_cli
-from veridic.integrations.mcp import PinnedTool, Pins
+from veridic.integrations.mcp import Declared, PinnedTool, Pins, connect, stdio
 from veridic.text.terminal_view import visible
 from veridic.tools.tool import description_pin
 
@@ -51,7 +62,10 @@ def test_a_code_written_description_with_hidden_characters_shows_them_as_codes()
     the model), as it does the escape sign itself, so the section is what was reviewed."""
     registry = Registry()
 
-    @registry.tool(kind="query", description="Look an issue up." + TAGGED + "\u200b\u202e")
+    pasted = "Look an issue up." + TAGGED + "\u200b\u202e"
+    description = TrustPolicy("pasted-docstring").vouch(pasted, reason="a pasted docstring")
+
+    @registry.tool(kind="query", description=description)
     def look(q: str) -> str:
         return q
 
@@ -111,8 +125,9 @@ def test_every_description_reaches_the_section_seen_and_whole(text: str) -> None
     codes back gives the description as one line (its whitespace runs one space)."""
     registry = Registry()
     description = "Look an issue up: " + text
+    vouched = TrustPolicy("generated").vouch(description, reason="a generated description")
 
-    @registry.tool(kind="query", description=description)
+    @registry.tool(kind="query", description=vouched)
     def look(q: str) -> str:
         return q
 
@@ -175,6 +190,33 @@ def test_the_pins_of_a_file_are_the_pins_of_its_tools(description: str) -> None:
     assert written == tool.pin == Pins.loads(Pins.of("tools", [tool]).dumps()).tools["search"].pin
 
 
+@pytest.mark.parametrize(
+    ("character", "escaped"),
+    [
+        ("\u00a0", True),  # a no-break space: not the space it looks like
+        ("\u3000", True),  # an ideographic space
+        ("\u2028", True),  # a line separator
+        ("\u00ad", True),  # a soft hyphen, shown by no editor mid-word
+        ("\ufe0f", True),  # a variation selector
+        ("\U000e0001", True),  # the language tag
+        ("\u2066", True),  # a bidi isolate
+        ("e\u0301", False),  # a combining mark on a letter: seen, on the letter
+        ("\u00e9", False),
+        ("\u4e2d", False),
+        ("\U0001f600", False),
+    ],
+)
+def test_what_a_pins_file_writes_as_an_escape(character: str, escaped: bool) -> None:
+    """The rule is the provenance map's and the terminal's: what is not printable (every
+    space but the space itself, line and paragraph separators, format characters) and
+    the printable characters nobody sees (variation selectors, fillers) are escaped; a
+    combining mark is seen on its letter, as a data block leaves it."""
+    tool = PinnedTool("search", f"Search{character}the issues.", {"type": "object"}, {})
+    text = Pins.of("tools", [tool]).dumps()
+    assert (character not in text) is escaped
+    assert Pins.loads(text).tools["search"] == tool
+
+
 def test_mcp_pin_warns_of_a_control_character_the_file_writes_as_an_escape(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -205,6 +247,57 @@ def test_mcp_pin_warns_of_a_control_character_the_file_writes_as_an_escape(
     assert "tool 'search' holds 2 characters a reader cannot see" in out
     assert "U+001B" in out
     assert Pins.load(pins).tools["search"].description == description
+
+
+# --- a server's log messages -----------------------------------------------------------------
+
+
+def test_a_huge_server_log_message_is_logged_clipped_on_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The handler's promise, pinned where the review's test did not reach: however long
+    a server's log message and its logger name, and whatever they hold (an OSC 8 link, a
+    bidi override, Unicode tags, line breaks), what is logged is one line of characters
+    a terminal shows as they are, clipped (2,000 characters of the data, 64 of the
+    logger name), and says how long the data was."""
+    data = "\x1b]8;;https://e.example\x07\u202e" + TAGGED + "\n" + "A" * 100_000
+    logger = "db\r\n" + "L" * 10_000
+    spec = tmp_path / "tools.json"
+    entry = {
+        "name": "search",
+        "description": "Search the issues.",
+        "input_schema": {"type": "object"},
+        "log": [["critical", data, logger]],
+    }
+    spec.write_text(json.dumps([entry]))
+    env = {"VERIDIC_TEST_MCP_SPEC": str(spec)}
+    server = stdio("tools", sys.executable, str(SCRIPT), env=env, protocol="legacy")
+    registry = Registry()
+
+    async def run() -> CallOutcome:
+        async with connect(registry, server, declare={"search": Declared("query")}):
+            view = registry.view()
+            with SQLiteAuditSink(":memory:") as audit:
+                result = await aexecute(
+                    view,
+                    "search",
+                    {},
+                    policy=ApprovalPolicy(view),
+                    audit=audit,
+                    request_id="req-1",
+                    prompt_sha256="0" * 64,
+                )
+            return result.outcome
+
+    with caplog.at_level(logging.DEBUG, logger="veridic.integrations.mcp.server_log"):
+        assert asyncio.run(run()) is CallOutcome.OK
+    [record] = [r for r in caplog.records if r.name == "veridic.integrations.mcp.server_log"]
+    message = record.getMessage()
+    assert record.levelno == logging.WARNING
+    assert all(c.isprintable() for c in message)
+    assert len(message) < 2_000 * 10 + 64 * 10 + 200  # each shown character at most \\U........
+    assert f"({len(data)} chars)" in message
+    assert f"({len(logger)} chars)" in message
 
 
 if __name__ == "__main__":  # pragma: no cover
