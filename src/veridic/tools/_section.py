@@ -55,9 +55,8 @@ def _render_section(
             tombstones.setdefault(status.reason, []).append(status.name)
     absent.extend(f"- {', '.join(names)}: {reason}." for reason, names in tombstones.items())
     if absent:
-        lines.extend(("", wording._heading(), *absent))
-        # The lines of what cannot run change with the view: each is seen here, whole.
-        lines[-len(absent) - 1 :] = [_seen(line) for line in lines[-len(absent) - 1 :]]
+        # The lines of what cannot run change with the view: each is made seen here, whole.
+        lines.extend(("", _seen(wording._heading()), *(_seen(line) for line in absent)))
     return "\n".join(lines)
 
 
