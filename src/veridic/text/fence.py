@@ -632,6 +632,26 @@ def _code_of(match: re.Match[str]) -> str:
     return _code(match.group())
 
 
+def _seen(text: str) -> str:
+    """``text`` with every character a data block writes as a code written as its code
+    (``⟦200B⟧``), line breaks and all else as they are: for trusted text that an
+    instruction position prints (the capability section), where a character nobody sees
+    (a Unicode tag, which models read as text; a bidi or zero-width character; a
+    control, a carriage return included) would give the model words nobody reviewed.
+    The escape sign is coded too,
+    so the codes read back to the text. No look-alike is coded: that is a data block's
+    defence against forged structure, and trusted text may write structure.
+    """
+    flat = text.replace("\n", " ") if "\n" in text else text
+    if (
+        flat.isprintable()
+        and _PRINTABLE_CODED_CHAR.search(flat) is None
+        and _ESCAPE_OPEN not in flat
+    ):
+        return text  # the usual case, found at C speed
+    return "".join(_code(char) if char == "\r" or _needs_code(char) else char for char in text)
+
+
 def _encode(text: str) -> str:
     encoded = base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
     return "\n".join(encoded[i : i + _WRAP] for i in range(0, len(encoded), _WRAP))

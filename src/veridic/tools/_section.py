@@ -9,6 +9,16 @@ names a schema tool the view left out. :class:`~veridic.ToolView` renders it
 once per view and mints the result (only the view module brands it as
 ``registry`` text); here it is plain text. A tool's own line depends on the
 tool alone, so it is kept on the tool and shared by every view that shows it.
+
+Every character of the section is one a reader sees: a character a data block writes
+as a code (a Unicode tag, which models read as text; a zero-width, bidi or other format
+character; a control; a variation selector) is written here as the same code,
+``⟦200B⟧``, which the data preamble teaches the model, and so is the escape sign ``⟦``.
+The section is instruction: written raw, such a character in a description (a
+docstring pasted from elsewhere, a pinned server description) gave the model words
+that nobody reading the code, the pins file or the prompt saw. Shown as codes, what
+the model reads is what was reviewed, and the codes read back to the text; pins are
+of the description's own characters, so a pinned tool stays pinned.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, cast
 
+from veridic.text.fence import _seen
 from veridic.tools._descriptions import one_line
 from veridic.tools.status import ComponentState, ToolStatus
 from veridic.tools.tool import SCHEMA_TOOL, Tool
@@ -32,7 +43,7 @@ def _render_section(
     schema_tool: bool,
 ) -> str:
     # The facts are the view's; only the frame around them is the wording's.
-    lines = [wording._intro(schema_tool)]
+    lines = [_seen(wording._intro(schema_tool))]
     if schema_tool:
         lines.extend(_memo(tool, "line", _tool_line) for tool in tools)
     else:
@@ -44,7 +55,8 @@ def _render_section(
             tombstones.setdefault(status.reason, []).append(status.name)
     absent.extend(f"- {', '.join(names)}: {reason}." for reason, names in tombstones.items())
     if absent:
-        lines.extend(("", wording._heading(), *absent))
+        # The lines of what cannot run change with the view: each is made seen here, whole.
+        lines.extend(("", _seen(wording._heading()), *(_seen(line) for line in absent)))
     return "\n".join(lines)
 
 
@@ -57,6 +69,11 @@ def _memo(tool: Tool, key: str, render: Callable[..., str], *args: object) -> st
 
 
 def _tool_line(tool: Tool, schema_tool: bool = True) -> str:
+    # Kept on the tool with its characters nobody sees already coded (see the module).
+    return _seen(_tool_text(tool, schema_tool))
+
+
+def _tool_text(tool: Tool, schema_tool: bool) -> str:
     # Of an external tool, only what its pin covers is printed: a description
     # pin covers the description, a tool pin also the schema (required names).
     # The name is always printed (I4: the section names every exposed tool);

@@ -186,7 +186,13 @@ class Pins:
 
     @staticmethod
     def loads(text: str, where: str = "<pins>") -> Pins:
-        """:meth:`load` from text; ``where`` names it in errors."""
+        """:meth:`load` from text; ``where`` names it in errors.
+
+        Raises:
+            VeridicError: as :meth:`load`; and the text holds, as itself, a character
+                a reader cannot see (see :func:`_refuse_unseen`).
+        """
+        _refuse_unseen(text, where)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
@@ -278,9 +284,57 @@ def _shown_escaped(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _refuse_unseen(text: str, where: str) -> None:
+    """Refuse a pins file holding, as itself, a character a reader cannot see.
+
+    :meth:`Pins.dumps` writes each as a ``\\u`` escape, so such a file was written by
+    hand, or by a veridic before that, or edited in a pull request with its pin computed
+    again (a sha256 anyone can compute): its reviewer read "Search the issues." where the
+    pinned description, printed in the capability section as instruction, held hidden
+    words. The whitespace JSON allows between tokens (line breaks, a carriage return, a
+    tab) is seen, and a raw control inside a string is not JSON anyway.
+    """
+    flat = text.replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    hidden = next((at for at, c in enumerate(flat) if _hidden(c, False)), None)
+    if hidden is None:
+        return
+    line = text.count("\n", 0, hidden) + 1
+    start = text.rfind("\n", 0, hidden) + 1
+    end = text.find("\n", hidden)
+    end = min(hidden + 40, len(text) if end < 0 else end)
+    around = visible(text[max(start, hidden - 40) : end].strip(), None)
+    raise VeridicError(
+        f"MCP pins {where!r} hold U+{ord(text[hidden]):04X} written as itself at line {line}, "
+        f"column {hidden - start + 1} ({around}): a character a reader cannot see (a "
+        "Unicode tag, which models read as text, a zero-width, bidi or control character) "
+        "hides words from whoever reviews the file, and a pinned description reaches the "
+        "capability section as instruction; record the pins again with veridic mcp pin "
+        "MODULE:SERVER -o FILE, which writes each such character as a \\u escape and warns "
+        "of it, and review them"
+    )
+
+
 def _unseen(tool: PinnedTool) -> int:
-    """How many characters of ``tool``'s recorded fields a reader cannot see."""
-    return sum(1 for c in _canonical(tool.as_json()) if _hidden(c, False))
+    """How many characters of ``tool``'s recorded text (keys and values) a reader cannot
+    see: counted in the text itself, not in its JSON, where a control is already an
+    escape (``\\u001b``) that a reviewer skips as noise. A line break and a tab, which
+    JSON writes as ``\\n`` and ``\\t``, are seen."""
+    return sum(
+        1 for text in _texts(tool.as_json()) for c in text if c not in "\n\t" and _hidden(c, False)
+    )
+
+
+def _texts(value: object) -> Iterator[str]:
+    """Every string of a JSON value: its keys and its string values."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
 
 
 def _twice(tools: Iterable[PinnedTool]) -> str | None:
