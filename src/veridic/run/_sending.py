@@ -37,7 +37,7 @@ from veridic.run.call_log import _AWriteReply, _WriteReply
 from veridic.run.executor import tools_sha256
 from veridic.run.reply import Reply
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
-from veridic.text.provenance import is_trusted, report
+from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -544,17 +544,81 @@ def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
     if not prompt.messages or prompt.messages[0].role != "system":
         return ()
     message = prompt.messages[0]
-    where = f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
     if "".join(message.parts) != message.content:
         # Built by hand, not by the Composer: the parts do not account for the text.
-        report(message.content, where)
+        report(message.content, _system_where(prompt))
     for part in message.parts:
         if not is_trusted(part):
-            report(part, where)
-    return tuple(
-        PromptSpan(0, "system", span.start, span.end, span.kind, span.origin)
-        for span in message.spans
-    )
+            report(part, _system_where(prompt))
+    return _system_spans(message.parts)
+
+
+def _system_where(prompt: Prompt) -> str:
+    """Where a refusal of the system message says it was, named only when one is made."""
+    return f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
+
+
+def _system_spans(parts: Sequence[str]) -> tuple[PromptSpan, ...]:
+    """:attr:`Message.spans` of a system message made of ``parts``, as the record's
+    :class:`PromptSpan` s of message 0.
+
+    The rule is :func:`~veridic.text.provenance.concat_spans`'s with no separator
+    (each part's spans shifted into place, empty ones left out, adjacent twins merged,
+    and a message of empty parts keeping the first part's origin in one empty span),
+    applied in one pass that makes each record span once: every send worked the
+    message's spans out, then copied each into a ``PromptSpan`` through the frozen
+    dataclass's ``__init__``. ``tests/test_gateway.py`` holds the two equal for all
+    system messages.
+    """
+    made: list[PromptSpan] = []
+    offset = 0
+    growing = False  # whether start, end, kind and origin hold a span not yet made
+    start = end = 0
+    kind: Kind = "unknown"
+    origin = ""
+    first: Span | None = None  # the first span of any part, kept for a message of empty parts
+    for part in parts:
+        own = spans_of(part)
+        if first is None and own:
+            first = own[0]
+        for span in own:
+            span_start, span_end = span.start + offset, span.end + offset
+            if span_start == span_end:
+                continue
+            if growing and end == span_start and kind == span.kind and origin == span.origin:
+                end = span_end
+                continue
+            if growing:
+                made.append(_prompt_span(start, end, kind, origin))
+            growing = True
+            start, end, kind, origin = span_start, span_end, span.kind, span.origin
+        offset += len(part)
+    if growing:
+        made.append(_prompt_span(start, end, kind, origin))
+    elif first is not None:
+        made.append(_prompt_span(0, 0, first.kind, first.origin))
+    return tuple(made)
+
+
+_PROMPT_SPAN_FIELDS: Final = tuple(
+    PromptSpan.__dict__[name].__set__
+    for name in ("message", "role", "start", "end", "kind", "origin")
+)
+
+
+def _prompt_span(start: int, end: int, kind: Kind, origin: str) -> PromptSpan:
+    """``PromptSpan(0, "system", start, end, kind, origin)`` without the frozen dataclass's
+    ``__init__`` (a call of ``object.__setattr__`` for each field): the record's spans are
+    made on every send, of values read from spans already made."""
+    made = object.__new__(PromptSpan)
+    set_message, set_role, set_start, set_end, set_kind, set_origin = _PROMPT_SPAN_FIELDS
+    set_message(made, 0)
+    set_role(made, "system")
+    set_start(made, start)
+    set_end(made, end)
+    set_kind(made, kind)
+    set_origin(made, origin)
+    return made
 
 
 def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]) -> None:
