@@ -74,6 +74,33 @@ class Sent:
     """Where async code records the answer (instead of ``answered``)."""
     options_sha256: str = ""
     """:func:`options_sha256` of the request."""
+    tools: tuple[str, ...] = ()
+    """The names in the tool list sent, sorted (the record's ``tools``)."""
+
+    def leaving(
+        self, answered: _WriteReply | None = None, aanswered: _AWriteReply | None = None
+    ) -> Sent:
+        """This call as its request leaves, its record written: the answer's record goes to
+        ``answered`` (``aanswered`` from async code), and latency counts from now.
+
+        Made by the constructor: ``dataclasses.replace`` reads the class's fields anew on
+        every call, and this is made on every send.
+        """
+        return Sent(
+            self.request,
+            self.request_id,
+            self.prompt_sha256,
+            self.tools_sha256,
+            self.view,
+            answered=answered,
+            clock=self.clock,
+            started=time.monotonic(),
+            spans=self.spans,
+            call_id=self.call_id,
+            aanswered=aanswered,
+            options_sha256=self.options_sha256,
+            tools=self.tools,
+        )
 
     def reply(self, completion: Completion) -> Reply:
         """The answer as a :class:`Reply`, recorded first: one that is refused (for its usage
@@ -341,6 +368,7 @@ def checked(
         view.tool(name)
     digest = tools_sha256(view)
     options_digest = options_sha256(provider, request)
+    names = tuple(sorted(view.names()))
     record = ModelCallRecord(
         time=clock(),
         request_id=request_id,
@@ -348,7 +376,7 @@ def checked(
         model=provider.model,
         prompt_sha256=prompt.sha256,
         tools_sha256=digest,
-        tools=tuple(sorted(view.names())),
+        tools=names,
         instruction_spans=spans,
         streamed=streamed,
         options_sha256=options_digest,
@@ -363,6 +391,7 @@ def checked(
         spans=spans,
         call_id=record.call_id,
         options_sha256=options_digest,
+        tools=names,
     )
     return sent, record
 
@@ -379,6 +408,15 @@ _HEADERS: Final = "extra_headers"
 _QUERY: Final = "extra_query"
 """The key under which the digest names the query parameters but those holding a secret
 (:meth:`~veridic.providers.Adapter.query`): the client's and the request's, merged."""
+
+
+_NOT_OPTIONS: Final = frozenset({"model", "stream"}) | _TRANSPORT
+"""The keys of every request that the options digest leaves out, besides the adapter's
+``owned`` ones: the model (named in the record), streaming and the transport arguments."""
+
+_NO_OPTIONS_SHA256: Final = hashlib.sha256(b"{}").hexdigest()
+""":func:`options_sha256` of a request without options (``{}`` as canonical JSON), the
+usual one: worked out once, not written and hashed again on every send."""
 
 
 def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
@@ -412,9 +450,11 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
             which the SDK writes by field name or by alias depending on where it sits:
             the digest could not say what was sent.
     """
-    skipped = provider.owned | {"model", "stream"} | _TRANSPORT
+    owned = provider.owned
     options = {
-        key: value for key, value in request.items() if key not in skipped and not _absent(value)
+        key: value
+        for key, value in request.items()
+        if key not in owned and key not in _NOT_OPTIONS and not _absent(value)
     }
     headers = provider.headers(request)
     if headers:
@@ -422,6 +462,8 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     query = provider.query(request)
     if query:
         options[_QUERY] = query
+    if not options:
+        return _NO_OPTIONS_SHA256
     try:
         text = _canonical_json(options)
     except _AmbiguousModel as error:
@@ -547,10 +589,7 @@ def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
     if "".join(message.parts) != message.content:
         # Built by hand, not by the Composer: the parts do not account for the text.
         report(message.content, _system_where(prompt))
-    for part in message.parts:
-        if not is_trusted(part):
-            report(part, _system_where(prompt))
-    return _system_spans(message.parts)
+    return _system_spans(prompt, message.parts)
 
 
 def _system_where(prompt: Prompt) -> str:
@@ -558,9 +597,10 @@ def _system_where(prompt: Prompt) -> str:
     return f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
 
 
-def _system_spans(parts: Sequence[str]) -> tuple[PromptSpan, ...]:
-    """:attr:`Message.spans` of a system message made of ``parts``, as the record's
-    :class:`PromptSpan` s of message 0.
+def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...]:
+    """:attr:`Message.spans` of the system message of ``prompt``, made of ``parts``, as the
+    record's :class:`PromptSpan` s of message 0, refusing each part that is not trusted
+    (in order, before its spans are read).
 
     The rule is :func:`~veridic.text.provenance.concat_spans`'s with no separator
     (each part's spans shifted into place, empty ones left out, adjacent twins merged,
@@ -578,6 +618,8 @@ def _system_spans(parts: Sequence[str]) -> tuple[PromptSpan, ...]:
     origin = ""
     first: Span | None = None  # the first span of any part, kept for a message of empty parts
     for part in parts:
+        if not is_trusted(part):
+            report(part, _system_where(prompt))
         own = spans_of(part)
         if first is None and own:
             first = own[0]
