@@ -40,6 +40,7 @@ from veridic import (
     execute,
     instruction,
     is_trusted,
+    join,
     provenance,
     untrusted,
 )
@@ -280,6 +281,30 @@ def test_model_call_record_holds_the_hashes_and_the_instruction_spans() -> None:
     assert all(span.trusted for span in record.instruction_spans)
     covered = sum(span.end - span.start for span in record.instruction_spans)
     assert covered == len(prompt.system)
+
+
+_SPAN_PARTS = (
+    instruction(""),
+    instruction("Answer briefly."),
+    instruction("Cite your sources."),
+    instruction("\n\n"),
+    join([instruction("One rule."), instruction("Another rule.")]),
+    join([instruction(""), instruction("")]),
+)
+
+
+@given(st.lists(st.sampled_from(range(len(_SPAN_PARTS))), min_size=1, max_size=12))
+def test_the_recorded_instruction_spans_are_the_system_messages_spans(picked: list[int]) -> None:
+    # Any system message of trusted parts, the same value twice in a row (its spans
+    # merge), empty parts (their spans are left out; all empty, one empty span) and
+    # joins among them: the record names exactly what Prompt.spans says of message 0.
+    parts = tuple(_SPAN_PARTS[index] for index in picked)
+    system = Message("system", "".join(parts), parts)
+    prompt = Prompt((system, Message("user", "Hello?", ("Hello?",))))
+    gw, _, _, calls = gateway([{"text": "ok"}])
+    gw.send(prompt, REGISTRY.view(), request_id="req-spans")
+    (record,) = calls.records()
+    assert record.instruction_spans == tuple(s for s in prompt.spans if s.message == 0)
 
 
 def test_prompt_without_system_message_records_no_instruction_spans() -> None:

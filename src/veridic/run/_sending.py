@@ -37,7 +37,7 @@ from veridic.run.call_log import _AWriteReply, _WriteReply
 from veridic.run.executor import tools_sha256
 from veridic.run.reply import Reply
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
-from veridic.text.provenance import is_trusted, report
+from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -74,6 +74,33 @@ class Sent:
     """Where async code records the answer (instead of ``answered``)."""
     options_sha256: str = ""
     """:func:`options_sha256` of the request."""
+    tools: tuple[str, ...] = ()
+    """The names in the tool list sent, sorted (the record's ``tools``)."""
+
+    def leaving(
+        self, answered: _WriteReply | None = None, aanswered: _AWriteReply | None = None
+    ) -> Sent:
+        """This call as its request leaves, its record written: the answer's record goes to
+        ``answered`` (``aanswered`` from async code), and latency counts from now.
+
+        Made by the constructor: ``dataclasses.replace`` reads the class's fields anew on
+        every call, and this is made on every send.
+        """
+        return Sent(
+            self.request,
+            self.request_id,
+            self.prompt_sha256,
+            self.tools_sha256,
+            self.view,
+            answered=answered,
+            clock=self.clock,
+            started=time.monotonic(),
+            spans=self.spans,
+            call_id=self.call_id,
+            aanswered=aanswered,
+            options_sha256=self.options_sha256,
+            tools=self.tools,
+        )
 
     def reply(self, completion: Completion) -> Reply:
         """The answer as a :class:`Reply`, recorded first: one that is refused (for its usage
@@ -284,8 +311,10 @@ def _check_one_call(
         VeridicError: naming the option, the number of calls and the request (the answer
             is recorded first).
     """
+    if len(calls) < 2:
+        return  # one call or none answers any request: the request need not be read
     asked = _one_call_asked(request)
-    if asked is None or len(calls) < 2:
+    if asked is None:
         return
     names = ", ".join(clip(call.name) for call in calls[:5])
     raise VeridicError(
@@ -341,6 +370,7 @@ def checked(
         view.tool(name)
     digest = tools_sha256(view)
     options_digest = options_sha256(provider, request)
+    names = tuple(sorted(view.names()))
     record = ModelCallRecord(
         time=clock(),
         request_id=request_id,
@@ -348,7 +378,7 @@ def checked(
         model=provider.model,
         prompt_sha256=prompt.sha256,
         tools_sha256=digest,
-        tools=tuple(sorted(view.names())),
+        tools=names,
         instruction_spans=spans,
         streamed=streamed,
         options_sha256=options_digest,
@@ -363,6 +393,7 @@ def checked(
         spans=spans,
         call_id=record.call_id,
         options_sha256=options_digest,
+        tools=names,
     )
     return sent, record
 
@@ -379,6 +410,15 @@ _HEADERS: Final = "extra_headers"
 _QUERY: Final = "extra_query"
 """The key under which the digest names the query parameters but those holding a secret
 (:meth:`~veridic.providers.Adapter.query`): the client's and the request's, merged."""
+
+
+_NOT_OPTIONS: Final = frozenset({"model", "stream"}) | _TRANSPORT
+"""The keys of every request that the options digest leaves out, besides the adapter's
+``owned`` ones: the model (named in the record), streaming and the transport arguments."""
+
+_NO_OPTIONS_SHA256: Final = hashlib.sha256(b"{}").hexdigest()
+""":func:`options_sha256` of a request without options (``{}`` as canonical JSON), the
+usual one: worked out once, not written and hashed again on every send."""
 
 
 def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
@@ -412,9 +452,11 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
             which the SDK writes by field name or by alias depending on where it sits:
             the digest could not say what was sent.
     """
-    skipped = provider.owned | {"model", "stream"} | _TRANSPORT
+    owned = provider.owned
     options = {
-        key: value for key, value in request.items() if key not in skipped and not _absent(value)
+        key: value
+        for key, value in request.items()
+        if key not in owned and key not in _NOT_OPTIONS and not _absent(value)
     }
     headers = provider.headers(request)
     if headers:
@@ -422,6 +464,8 @@ def options_sha256(provider: Adapter, request: Mapping[str, object]) -> str:
     query = provider.query(request)
     if query:
         options[_QUERY] = query
+    if not options:
+        return _NO_OPTIONS_SHA256
     try:
         text = _canonical_json(options)
     except _AmbiguousModel as error:
@@ -544,17 +588,81 @@ def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
     if not prompt.messages or prompt.messages[0].role != "system":
         return ()
     message = prompt.messages[0]
-    where = f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
     if "".join(message.parts) != message.content:
         # Built by hand, not by the Composer: the parts do not account for the text.
-        report(message.content, where)
-    for part in message.parts:
+        report(message.content, _system_where(prompt))
+    return _system_spans(prompt, message.parts)
+
+
+def _system_where(prompt: Prompt) -> str:
+    """Where a refusal of the system message says it was, named only when one is made."""
+    return f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
+
+
+def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...]:
+    """:attr:`Message.spans` of the system message of ``prompt``, made of ``parts``, as the
+    record's :class:`PromptSpan` s of message 0, refusing each part that is not trusted
+    (in order, before its spans are read).
+
+    The rule is :func:`~veridic.text.provenance.concat_spans`'s with no separator
+    (each part's spans shifted into place, empty ones left out, adjacent twins merged,
+    and a message of empty parts keeping the first part's origin in one empty span),
+    applied in one pass that makes each record span once: every send worked the
+    message's spans out, then copied each into a ``PromptSpan`` through the frozen
+    dataclass's ``__init__``. ``tests/test_gateway.py`` holds the two equal for all
+    system messages.
+    """
+    made: list[PromptSpan] = []
+    offset = 0
+    growing = False  # whether start, end, kind and origin hold a span not yet made
+    start = end = 0
+    kind: Kind = "unknown"
+    origin = ""
+    first: Span | None = None  # the first span of any part, kept for a message of empty parts
+    for part in parts:
         if not is_trusted(part):
-            report(part, where)
-    return tuple(
-        PromptSpan(0, "system", span.start, span.end, span.kind, span.origin)
-        for span in message.spans
-    )
+            report(part, _system_where(prompt))
+        own = spans_of(part)
+        if first is None and own:
+            first = own[0]
+        for span in own:
+            span_start, span_end = span.start + offset, span.end + offset
+            if span_start == span_end:
+                continue
+            if growing and end == span_start and kind == span.kind and origin == span.origin:
+                end = span_end
+                continue
+            if growing:
+                made.append(_prompt_span(start, end, kind, origin))
+            growing = True
+            start, end, kind, origin = span_start, span_end, span.kind, span.origin
+        offset += len(part)
+    if growing:
+        made.append(_prompt_span(start, end, kind, origin))
+    elif first is not None:
+        made.append(_prompt_span(0, 0, first.kind, first.origin))
+    return tuple(made)
+
+
+_PROMPT_SPAN_FIELDS: Final = tuple(
+    PromptSpan.__dict__[name].__set__
+    for name in ("message", "role", "start", "end", "kind", "origin")
+)
+
+
+def _prompt_span(start: int, end: int, kind: Kind, origin: str) -> PromptSpan:
+    """``PromptSpan(0, "system", start, end, kind, origin)`` without the frozen dataclass's
+    ``__init__`` (a call of ``object.__setattr__`` for each field): the record's spans are
+    made on every send, of values read from spans already made."""
+    made = object.__new__(PromptSpan)
+    set_message, set_role, set_start, set_end, set_kind, set_origin = _PROMPT_SPAN_FIELDS
+    set_message(made, 0)
+    set_role(made, "system")
+    set_start(made, start)
+    set_end(made, end)
+    set_kind(made, kind)
+    set_origin(made, origin)
+    return made
 
 
 def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]) -> None:

@@ -72,7 +72,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import overload
 
 from veridic.errors import AuditWriteError, VeridicError
@@ -940,7 +939,7 @@ class ModelGateway:
         )
         write_call(record)
         # Latency counts from the request leaving, after its record was written.
-        return replace(sent, answered=write_reply, started=time.monotonic())
+        return sent.leaving(answered=write_reply)
 
     async def _aprepare(
         self,
@@ -958,7 +957,7 @@ class ModelGateway:
             self._provider, self._clock, prompt, view, request_id, options, streamed, sync=False
         )
         await write_call(record)
-        return replace(sent, aanswered=write_reply, started=time.monotonic())
+        return sent.leaving(aanswered=write_reply)
 
 
 def _traced(span: _telemetry.ChatSpan, sent: Sent) -> None:
@@ -966,7 +965,7 @@ def _traced(span: _telemetry.ChatSpan, sent: Sent) -> None:
     span.sent(
         sent.prompt_sha256,
         sent.tools_sha256,
-        sorted(sent.view.names()),
+        sent.tools,
         sent.spans,
         sent.request,
         sent.options_sha256,

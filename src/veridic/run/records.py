@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum, unique
+from itertools import repeat
 from typing import Final, TypeGuard, get_args
 
 from veridic._ids import new_id
@@ -351,7 +352,9 @@ def _check_model_call(r: ModelCallRecord) -> None:
         )
         if isinstance(value, str) and _UNSTORABLE.search(value)
     ]
-    if not isinstance(r.tools, tuple) or not all(isinstance(name, str) for name in r.tools):
+    # map() asks isinstance of each name without a Python frame per name (a record names
+    # every tool of the view, on every model call).
+    if not isinstance(r.tools, tuple) or not all(map(isinstance, r.tools, repeat(str))):
         problems.append(f"tools must be a tuple of names, got {_shown(r.tools)}")
     problems += [
         f"{name} must be 64 lowercase hex digits, got {value!r}"
