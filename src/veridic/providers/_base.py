@@ -83,7 +83,7 @@ class Usage:
 
     ``input_tokens`` are all the tokens the model read (Anthropic's cache reads
     and writes included), ``output_tokens`` all it wrote (reasoning included).
-    Two usages add up, part by part; the zero ``Usage()`` adds nothing (:meth:`__add__`),
+    Two usages add up, part by part; the zero ``Usage()`` adds nothing (``__add__``),
     so ``sum(usages, Usage())`` is their sum.
 
     The other three are parts of those two, as the provider broke them down (0

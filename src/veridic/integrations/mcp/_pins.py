@@ -150,7 +150,7 @@ class Pins:
         """Pins recording ``listed`` as they are now (what ``veridic mcp pin`` writes).
 
         Made of :func:`list_tools`'s answer (descriptions branded untrusted) they are
-        for a file a person reviews (:meth:`dump`); ``connect`` refuses them as they
+        for a file a person reviews (``Pins.dump()``); ``connect`` refuses them as they
         are, since a pin made at run time vouches for whatever the server says.
 
         Raises:
@@ -190,7 +190,7 @@ class Pins:
 
         Raises:
             VeridicError: as :meth:`load`; and the text holds, as itself, a character
-                a reader cannot see (see :func:`_refuse_unseen`).
+                a reader cannot see (see ``_refuse_unseen``).
         """
         _refuse_unseen(text, where)
         try:

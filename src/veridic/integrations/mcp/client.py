@@ -333,7 +333,7 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
     Each description is the server's, branded :class:`~veridic.UntrustedText`
     (source ``mcp:<server>``): :class:`Pins` made of it in the same run are refused by
     :func:`connect`, since nobody reviewed them; write them to a file
-    (:meth:`Pins.dump`, what ``veridic mcp pin -o`` does), review it, and connect with it.
+    (``Pins.dump()``, what ``veridic mcp pin -o`` does), review it, and connect with it.
 
     Raises:
         IntegrationError: the server did not start or answer in time, it
