@@ -84,7 +84,7 @@ class Turns:
             mine.turn.acquire()  # released by the holder that hands the lock over: ours now
         except BaseException:
             with self._guard:
-                if mine in self._due:  # not handed over yet: leave the queue
+                if mine is not None and mine in self._due:  # not handed over yet: leave the queue
                     self._due.remove(mine)
                 ours = True in took or (mine is not None and mine.handed)
             if ours:  # taken or handed over meanwhile: pass it on, since nobody will use it

@@ -78,7 +78,16 @@ import os
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    ValuesView,
+)
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -773,9 +782,9 @@ _SEQUENCES: Final = (
     frozenset,
     deque,
     collections.UserList,
-    type({}.keys()),
-    type({}.values()),
-    type({}.items()),
+    KeysView,  # only a dict's views get here: the others iterate with code of their own
+    ValuesView,
+    ItemsView,
 )
 """The standard containers whose items are looked at one by one (a dict view's are its dict's)."""
 
@@ -857,7 +866,8 @@ def _lazy(value: object) -> str | None:
 
 
 _READERS: Final = ("__iter__", "__getitem__", "keys", "values", "items")
-"""How a container's content is read: a subclass that overrides one reads it with its own code."""
+"""How a container's content is read: a subclass that overrides one in Python reads it with its
+own code (an ``OrderedDict``'s views override ``__iter__`` in C)."""
 
 _CONTAINERS: Final[tuple[type, ...]] = (
     collections.OrderedDict,  # before dict: its own iteration is the standard one
@@ -923,15 +933,22 @@ def _own_iteration(value: object) -> str | None:
         return "an async iterable"
     for container in _CONTAINERS:
         if isinstance(value, container):
-            overridden = any(
-                getattr(cls, name, None) is not getattr(container, name, None) for name in _READERS
-            )
-            return "an iterable" if overridden else None
+            return "an iterable" if _reads_in_python(cls, container) else None
     iterate = _declared(cls, "__iter__")
     if iterate is None or any(iterate is known for known in _DATA_ITERATION):
         return None  # None declares the class not iterable
     readers = (iterate, _declared(cls, "__getitem__"))
     return "an iterable" if any(map(_written_in_python, readers)) else None
+
+
+def _reads_in_python(cls: type, container: type) -> bool:
+    """Whether ``cls`` reads its content with Python code that the ``container`` it
+    subclasses does not have."""
+    for name in _READERS:
+        reader = getattr(cls, name, None)
+        if reader is not getattr(container, name, None) and _written_in_python(reader):
+            return True
+    return False
 
 
 def _declared(cls: type, name: str) -> object:
