@@ -8,23 +8,29 @@ the dispatch, closes what can be closed, and records the call as failed.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import collections
+import ctypes
+import datetime
+import decimal
 import enum
 import gc
 import io
+import ipaddress
 import itertools
+import pathlib
 import re
 import types
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, RootModel
 
 from veridic import (
     ApprovalPolicy,
@@ -275,6 +281,14 @@ def test_finished_values_pass_lists_dicts_ranges_and_text_alike() -> None:
     assert view.dispatch("list_reports", {"prefix": "range"}) == range(3)
 
 
+class _Text(str):
+    pass
+
+
+class _Names(frozenset[str]):
+    pass
+
+
 class Permission(enum.Flag):
     READ = 1
     WRITE = 2
@@ -312,6 +326,20 @@ FINISHED: list[object] = [
     bytearray(b"x"),
     Permission,  # a class is a value, not its members to come
     list[int],  # a type hint iterates (``*tuple[int]``), but it is data
+    array.array("i", [1, 2]),  # iterated by C code: it cannot run the application's code
+    (ctypes.c_int * 2)(1, 2),
+    ipaddress.ip_network("10.0.0.0/30"),  # its addresses, computed from two numbers
+    ipaddress.ip_network("2001:db8::/126"),
+    ipaddress.ip_address("10.0.0.1"),
+    pathlib.PurePosixPath("/srv/reports"),
+    decimal.Decimal("1.5"),
+    datetime.date(2026, 1, 1),
+    _Text("a str subclass"),
+    _Names({"a"}),
+    RootModel[list[int]]([1, 2]),
+    collections.ChainMap[str, object]({"a": 1}, {"b": [2]}),
+    collections.OrderedDict(a=1).items(),  # a dict view whose iteration is other C code
+    range(3),
 ]
 
 
@@ -331,6 +359,64 @@ def test_standard_containers_models_flags_and_their_plain_subclasses_are_finishe
         return value
 
     assert registry.view().dispatch("read_value", {"name": "v"}) is value
+
+
+class _Readings(array.array):  # type: ignore[type-arg]  # generic to mypy, not subscriptable on 3.11
+    """Iterated by array's C code, but it reads an item with Python code of its own."""
+
+    def __getitem__(self, index: object) -> object:  # type: ignore[override]  # never read
+        raise AssertionError("read after the dispatch")
+
+
+def test_a_c_iterated_class_that_reads_its_items_with_python_code_is_refused() -> None:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def readings(count: int) -> object:
+        """Read the sensor.
+
+        Args:
+            count: How many readings.
+        """
+        return {"readings": _Readings("i", range(count))}
+
+    with pytest.raises(VeridicError, match=r"\['readings'\] is an iterable \(_Readings\)"):
+        registry.view().dispatch("readings", {"count": 2})
+
+
+def test_a_chain_map_over_a_mapping_that_works_when_read_is_refused_without_reading_it() -> None:
+    # A ChainMap (or a dict view) is a standard container, but what it reads is its maps':
+    # the walk read the custom mapping inside the call, and the application again later.
+    store = Store()
+
+    class Pending(Mapping[str, str]):
+        def __iter__(self) -> Iterator[str]:
+            store.ran.append("iterated")
+            store.hard_delete("r-1")
+            yield "r-1"
+
+        def __getitem__(self, key: str) -> str:
+            store.ran.append("read")
+            return "deleted"
+
+        def __len__(self) -> int:
+            return 1
+
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def pending(name: str) -> object:
+        """Show what is pending.
+
+        Args:
+            name: The report.
+        """
+        # typeshed wants mutable maps; ChainMap reads any mapping
+        return {"pending": collections.ChainMap({"a": 1}, Pending())}  # type: ignore[arg-type]
+
+    with pytest.raises(VeridicError, match=r"\['pending'\]\.maps\[1\] is an iterable \(Pending\)"):
+        registry.view().dispatch("pending", {"name": "r-1"})
+    assert (store.ran, store.deleted) == ([], [])
 
 
 def test_an_iterable_that_does_its_work_when_iterated_cannot_leave_it_for_the_application() -> None:
@@ -511,6 +597,13 @@ def nested_shapes(lazy: object) -> dict[str, tuple[object, str]]:
         "key": ({lazy: 1}, "a dict whose .keys()[0] is"),
         "model": (Receipt(deleted=lazy), "a Receipt whose .deleted is"),
         "dataclass": (Batch(deleted=[lazy]), "a Batch whose .deleted[0] is"),
+        "dict_values": ({"deleted": lazy}.values(), "a dict_values whose [0] is"),
+        "dict_items": ({"deleted": lazy}.items(), "a dict_items whose [0][1] is"),
+        "user_list": (collections.UserList(["ok", lazy]), "a UserList whose [1] is"),
+        "chain_map": (
+            collections.ChainMap({}, {"deleted": lazy}),
+            "a ChainMap whose .maps[1]['deleted'] is",
+        ),
     }
 
 

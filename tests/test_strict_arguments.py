@@ -1,9 +1,10 @@
 """What the model's arguments become: pydantic's lax mode by default, strict where a tool asks.
 
 The default is kept lax on purpose (see docs/tools.md, "What the model's arguments
-become"): a coercion never changes what a value means ("5" is the order 5), the approval
-request and the handler get the coerced value, and the record keeps the digest of what
-the model wrote. A tool that wants the model's exact JSON types marks its fields strict.
+become"): most coercions keep what the model wrote ("5" is the order 5; JSON's true for
+an int, which becomes 1, does not, and the docs say so), the approval request and the
+handler get the coerced value, and the record keeps the digest of what the model wrote.
+A tool that wants the model's exact JSON types marks its fields strict.
 """
 
 from __future__ import annotations
@@ -128,4 +129,15 @@ def test_property_strict_takes_only_json_integers_where_lax_also_takes_their_tex
     assert view.validate("strict_refund", as_number).arguments["order_id"] == order_id
     with pytest.raises(InvalidArgumentsError, match="order_id: Input should be a valid integer"):
         view.validate("strict_refund", as_text)
+    assert ran == []
+
+
+def test_a_json_boolean_for_an_integer_becomes_one_or_zero_unless_the_field_is_strict() -> None:
+    # docs/tools.md names it among the lax coercions that change the kind of a value.
+    ran: list[object] = []
+    view = refunds(ran)
+    assert view.validate("refund", '{"order_id": true}').arguments["order_id"] == 1
+    assert view.validate("refund", '{"order_id": false}').arguments["order_id"] == 0
+    with pytest.raises(InvalidArgumentsError, match="order_id: Input should be a valid integer"):
+        view.validate("strict_refund", '{"order_id": true}')
     assert ran == []

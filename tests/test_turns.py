@@ -203,3 +203,69 @@ def test_an_interrupt_wherever_it_lands_in_a_queued_take_leaves_the_lock_usable(
     later.start()
     later.join(10)
     assert done.is_set()  # free: not held by a waiter that left, nor by the guard
+
+
+def _interrupted_as_taken(turns: Turns, *, held: bool) -> None:
+    """Take ``turns`` in this thread with a ``KeyboardInterrupt`` raised as the first call of
+    C code in ``Turns.acquire`` returns after this thread took the lock.
+
+    That is where an interrupt that came while the thread waited for the lock is raised:
+    Python runs a signal handler as a call returns, and ``_thread.interrupt_main()``, or a
+    signal the OS gave another thread, does not cut the wait short. With ``held``, another
+    thread holds the lock until this one has begun to take it.
+    """
+    code = Turns.acquire.__code__
+    released = threading.Event()
+    began = threading.Event()
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if frame.f_code is not code:
+            return
+        if event == "c_call":
+            began.set()
+        elif event == "c_return" and released.is_set() and turns._lock.locked():
+            released.clear()  # once
+            raise KeyboardInterrupt
+
+    def holder() -> None:
+        with turns:
+            holding.set()
+            began.wait(10)
+        released.set()
+
+    holding = threading.Event()
+    other = threading.Thread(target=holder)
+    if held:
+        other.start()
+        assert holding.wait(10)
+    else:
+        released.set()
+    sys.setprofile(profile)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            turns.acquire()
+    finally:
+        sys.setprofile(None)
+        began.set()
+    if held:
+        other.join(10)
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["free", "waited-for"])
+def test_an_interrupt_right_after_the_lock_was_taken_gives_it_back(held: bool) -> None:
+    # The interrupted take raised, so its caller never releases: the lock must not stay
+    # taken. It did, whether it was free or came free while this thread waited in its
+    # patience, and every later writer of the store waited for ever.
+    turns = Turns(patience=10.0)
+    _interrupted_as_taken(turns, held=held)
+    assert not turns._due
+    done = threading.Event()
+
+    def take_and_give_back() -> None:
+        with turns:
+            done.set()
+
+    later = threading.Thread(target=take_and_give_back, daemon=True)
+    later.start()
+    later.join(10)
+    assert done.is_set()

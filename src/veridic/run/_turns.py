@@ -37,6 +37,10 @@ __all__ = ["PATIENCE", "Turns"]
 PATIENCE: Final = 0.03
 """Seconds a writer waits like any other before it is handed the lock in its turn."""
 
+_AT_ONCE: Final = (False,)
+_WAITING: Final = (True,)
+"""``Lock.acquire``'s ``blocking`` argument, as ``map`` passes it."""
+
 
 class Turns:
     """A lock that is handed, in order, to threads that waited ``patience`` seconds."""
@@ -53,28 +57,37 @@ class Turns:
         """Take the lock: at once if it is free and nobody is due, else in turn.
 
         An interrupt (``KeyboardInterrupt`` in the main thread) that lands while this
-        thread queues or waits leaves the queue, or passes on a lock handed over
-        meanwhile, wherever it lands: the queueing is inside the ``try`` that undoes it.
-        Left is the window every lock written in Python has: an interrupt right after
-        a ``threading.Lock`` was taken and before ``acquire`` returns.
+        thread takes, queues or waits leaves the queue, or passes on a lock it took or was
+        handed meanwhile, wherever it lands. Python raises it as a call returns, so one
+        that came during a wait lands right after the lock was taken: each take is
+        answered into ``took`` by C code (``map``) before Python can raise, and the
+        queueing is inside the ``try`` that undoes it. Left are the few steps of
+        :meth:`release` before it hands the lock on or lets it go, as in every lock
+        whose release is written in Python: an interrupt there keeps the lock taken.
         """
-        if not self._due and self._lock.acquire(blocking=False):
-            return
-        if self._lock.acquire(timeout=self._patience):
-            return
-        mine = _Waiter()
+        took: list[bool] = []  # each take's answer, written before an interrupt can land
+        mine: _Waiter | None = None
         try:
+            if not self._due:
+                took.extend(map(self._lock.acquire, _AT_ONCE))
+                if took[-1]:
+                    return
+            took.extend(map(self._lock.acquire, _WAITING, (self._patience,)))
+            if took[-1]:
+                return
+            mine = _Waiter()
             with self._guard:
-                if self._lock.acquire(blocking=False):
+                took.extend(map(self._lock.acquire, _AT_ONCE))
+                if took[-1]:
                     return
                 self._due.append(mine)
             mine.turn.acquire()  # released by the holder that hands the lock over: ours now
         except BaseException:
             with self._guard:
-                if mine in self._due:  # not handed over yet: leave the queue
+                if mine is not None and mine in self._due:  # not handed over yet: leave the queue
                     self._due.remove(mine)
-                handed = mine.handed
-            if handed:  # handed over meanwhile: pass it on, since nobody will use it
+                ours = True in took or (mine is not None and mine.handed)
+            if ours:  # taken or handed over meanwhile: pass it on, since nobody will use it
                 self.release()
             raise
 

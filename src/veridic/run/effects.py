@@ -17,7 +17,7 @@ or thread the tool started, is refused like any late guard (observing does
 not extend a call's authority) and still counts: it is among the
 observation's events, marked ``late``. A tool whose handler returns a lazy
 value (a generator, an iterator, a coroutine from a sync wrapper, an
-iterable whose class iterates with code of its own) fails
+iterable whose class iterates with Python code of its own) fails
 :func:`run_observed`, as it fails :func:`veridic.execute`. What
 :func:`veridic.execute` runs of the call inside its dispatch is observed
 too: the result rendered for the model (a ``computed_field``, a ``__str__``),

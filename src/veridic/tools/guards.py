@@ -72,21 +72,40 @@ import dataclasses
 import enum
 import functools
 import inspect
+import ipaddress
 import logging
 import os
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    ValuesView,
+)
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from types import FrameType, MappingProxyType
+from types import (
+    BuiltinFunctionType,
+    ClassMethodDescriptorType,
+    FrameType,
+    MappingProxyType,
+    MethodDescriptorType,
+    MethodWrapperType,
+    WrapperDescriptorType,
+)
 from typing import TYPE_CHECKING, Final, Literal, NewType, TypeGuard, get_origin
 
 from pydantic import BaseModel
 
 from veridic._counted import counted
+from veridic._words import a_type
 from veridic.errors import GuardDeniedError, VeridicError
 from veridic.text.provenance import _caller, _display_path
 from veridic.tools._external_schema import model_instruction_paths
@@ -718,7 +737,7 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
             return value
         where, first = nested[0]
         lazy = [item for _, item in nested]
-        returned = f"{_kind(value)} whose {where} is {_lazy(first)}"
+        returned = f"{a_type(value)} whose {where} is {_lazy(first)}"
         if len(nested) > 1:
             returned += f" (and {counted(len(nested) - 1, 'more lazy value')} inside it)"
     got = "returned, after being awaited," if awaited else "returned"
@@ -756,6 +775,19 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
 _LEAVES: Final = frozenset({str, bytes, bytearray, int, float, bool, complex, type(None)})
 """Types that hold nothing: a container of only these needs no look inside."""
 
+_SEQUENCES: Final = (
+    list,
+    tuple,
+    set,
+    frozenset,
+    deque,
+    collections.UserList,
+    KeysView,  # only a dict's views get here: the others iterate with code of their own
+    ValuesView,
+    ItemsView,
+)
+"""The standard containers whose items are looked at one by one (a dict view's are its dict's)."""
+
 
 def _nested_lazy(value: object) -> list[tuple[str, object]]:
     """Every lazy value inside ``value``'s containers, each with where it sits.
@@ -766,18 +798,21 @@ def _nested_lazy(value: object) -> list[tuple[str, object]]:
     its item types, so a large finished result costs little.
     """
     found: list[tuple[str, object]] = []
-    seen: set[int] = set()
+    seen: dict[int, object] = {}  # kept alive: a dict view's pairs are made as it is read
     stack: list[tuple[str, object]] = [("", value)]
     while stack:
         path, item = stack.pop()
         if type(item) in _LEAVES or id(item) in seen:
             continue
-        seen.add(id(item))
+        seen[id(item)] = item
         if path and _lazy(item) is not None:
             found.append((path, item))
             continue
         children: Iterable[tuple[str, object]]
-        if isinstance(item, Mapping):
+        if isinstance(item, collections.ChainMap):
+            # Its content is its maps': each is judged before anything of it is read.
+            children = ((f"{path}.maps[{index}]", child) for index, child in enumerate(item.maps))
+        elif isinstance(item, Mapping):
             if _LEAVES.issuperset(map(type, item.values())) and _LEAVES.issuperset(
                 map(type, item.keys())
             ):
@@ -787,7 +822,7 @@ def _nested_lazy(value: object) -> list[tuple[str, object]]:
                 for index, (key, child) in enumerate(item.items())
                 for pair in ((f"{path}.keys()[{index}]", key), (f"{path}[{key!r}]", child))
             ]
-        elif isinstance(item, (list, tuple, set, frozenset, deque)):
+        elif isinstance(item, _SEQUENCES):
             if _LEAVES.issuperset(map(type, item)):
                 continue
             children = ((f"{path}[{index}]", child) for index, child in enumerate(item))
@@ -804,12 +839,9 @@ def _nested_lazy(value: object) -> list[tuple[str, object]]:
     return found
 
 
-def _kind(value: object) -> str:
-    kind = type(value).__name__
-    return f"an {kind}" if kind[:1] in "aeiouAEIOU" else f"a {kind}"
-
-
 def _lazy(value: object) -> str | None:
+    if type(value) in _PLAIN:  # the common case, at the cost of one look-up
+        return None
     if inspect.isgenerator(value):
         return "a generator"
     if inspect.iscoroutine(value):
@@ -826,7 +858,7 @@ def _lazy(value: object) -> str | None:
     if callable(value) and not _is_type(value):
         # A callback (a function, a partial, a bound method) runs its code when the
         # application calls it, as a generator does when it is iterated.
-        return f"{_kind(value)} (a callback)"
+        return f"{a_type(value)} (a callback)"
     iterable = _own_iteration(value)
     if iterable is not None:
         return f"{iterable} ({kind})"
@@ -834,7 +866,8 @@ def _lazy(value: object) -> str | None:
 
 
 _READERS: Final = ("__iter__", "__getitem__", "keys", "values", "items")
-"""How a container's content is read: a subclass that overrides one reads it with its own code."""
+"""How a container's content is read: a subclass that overrides one in Python reads it with its
+own code (an ``OrderedDict``'s views override ``__iter__`` in C)."""
 
 _CONTAINERS: Final[tuple[type, ...]] = (
     collections.OrderedDict,  # before dict: its own iteration is the standard one
@@ -860,20 +893,38 @@ _CONTAINERS: Final[tuple[type, ...]] = (
 )
 """The standard containers: what they hold exists already, and reading it runs no code of theirs."""
 
-_DATA_ITERATION: Final = (BaseModel.__iter__, enum.Flag.__iter__)
-"""Iterations of data that run no code of the value: a pydantic model's fields, a flag's members."""
+_PLAIN: Final = _LEAVES | frozenset(_CONTAINERS)
+"""The standard containers and leaves themselves, not subclassed: finished at a glance."""
+
+_DATA_ITERATION: Final = (BaseModel.__iter__, enum.Flag.__iter__, ipaddress.IPv4Network.__iter__)
+"""Iterations of data that run no code of the value: a pydantic model's fields, a flag's members,
+an ``ipaddress`` network's addresses (IPv4 and IPv6 share it), made from the network's numbers."""
+
+_WRITTEN_IN_C: Final = (
+    WrapperDescriptorType,
+    MethodDescriptorType,
+    BuiltinFunctionType,
+    MethodWrapperType,
+    ClassMethodDescriptorType,
+)
+"""What a method written in C is, found on its class: it runs no Python code of the class."""
+
+_UNDECLARED: Final = object()
 
 
 def _own_iteration(value: object) -> str | None:
-    """``"an iterable"`` or ``"an async iterable"`` when iterating ``value`` runs code of its own
-    class, which may make its items (and do the call's work) only when someone iterates it,
-    after the dispatch; ``None`` for finished data.
+    """``"an iterable"`` or ``"an async iterable"`` when iterating ``value`` runs Python code of
+    its own class, which may make its items (and do the call's work) only when someone
+    iterates it, after the dispatch; ``None`` for finished data.
 
     Finished: the standard containers (and subclasses that read their content as the
     container does: a ``namedtuple``, a ``defaultdict``, a ``Counter``), pydantic models,
-    flags, classes and type hints, and whatever cannot be iterated. Iterable is judged by
-    the class alone, without iterating: ``__iter__``, ``__aiter__``, or the old sequence
-    protocol (a ``__getitem__`` written in Python, with no ``__iter__``).
+    flags, ``ipaddress`` networks, classes and type hints, whatever cannot be iterated,
+    and a class that iterates and reads its items with C code only (a NumPy array, an
+    ``array.array``): C code cannot run the application's Python code, unless it calls a
+    ``__getitem__`` that the class wrote in Python, which is refused. Judged by the class
+    alone, without iterating: ``__iter__``, ``__aiter__``, or the old sequence protocol
+    (``__getitem__`` with no ``__iter__``).
     """
     if _is_type(value):
         return None
@@ -882,15 +933,33 @@ def _own_iteration(value: object) -> str | None:
         return "an async iterable"
     for container in _CONTAINERS:
         if isinstance(value, container):
-            overridden = any(
-                getattr(cls, name, None) is not getattr(container, name, None) for name in _READERS
-            )
-            return "an iterable" if overridden else None
-    declared = [vars(klass)["__iter__"] for klass in cls.__mro__ if "__iter__" in vars(klass)]
-    if declared:  # the first is the one iter() calls; None declares the class not iterable
-        data = declared[0] is None or any(declared[0] is known for known in _DATA_ITERATION)
-        return None if data else "an iterable"
-    return "an iterable" if inspect.isfunction(getattr(cls, "__getitem__", None)) else None
+            return "an iterable" if _reads_in_python(cls, container) else None
+    iterate = _declared(cls, "__iter__")
+    if iterate is None or any(iterate is known for known in _DATA_ITERATION):
+        return None  # None declares the class not iterable
+    readers = (iterate, _declared(cls, "__getitem__"))
+    return "an iterable" if any(map(_written_in_python, readers)) else None
+
+
+def _reads_in_python(cls: type, container: type) -> bool:
+    """Whether ``cls`` reads its content with Python code that the ``container`` it
+    subclasses does not have."""
+    for name in _READERS:
+        reader = getattr(cls, name, None)
+        if reader is not getattr(container, name, None) and _written_in_python(reader):
+            return True
+    return False
+
+
+def _declared(cls: type, name: str) -> object:
+    """What ``cls`` declares as the special method ``name``, found where Python finds it (the
+    class and its bases, not its metaclass: an ``Enum``'s ``__getitem__`` is its class's)."""
+    return next((vars(klass)[name] for klass in cls.__mro__ if name in vars(klass)), _UNDECLARED)
+
+
+def _written_in_python(method: object) -> bool:
+    declared = method is not None and method is not _UNDECLARED
+    return declared and not isinstance(method, _WRITTEN_IN_C)
 
 
 def _is_type(value: object) -> bool:

@@ -218,17 +218,20 @@ class PreparedCall:
         iterators are left to their owner. A lazy value inside the result
         is refused the same way (``{"deleted": (delete(i) for i in ids)}``),
         since rendering the result for the model would run it: in mappings
-        (keys and values), lists, tuples, sets, deques, dataclass fields and
-        pydantic model fields, at any depth. So is an iterable whose class
-        iterates with code of its own (an ``__iter__``, an ``__aiter__``, or
-        a ``__getitem__`` written in Python without ``__iter__``; a list
-        subclass that overrides ``__iter__``, ``__getitem__``, ``keys``,
-        ``values`` or ``items``): its items may be made, and the call's work
-        done, only when the application iterates it, after the dispatch;
-        return ``list(...)`` of it. The standard containers (a list, a dict,
-        a ``range``, a dict view, a ``namedtuple``, a ``Counter``), pydantic
-        models and flags are finished values; so is an object that cannot be
-        iterated, rendered for the model by its ``__str__`` inside the call.
+        (keys and values), lists, tuples, sets, deques, dict views, a
+        ``UserList``, a ``ChainMap``'s maps, dataclass fields and pydantic
+        model fields, at any depth. So is an iterable whose class iterates
+        with Python code of its own (an ``__iter__`` or ``__getitem__``
+        written in Python, an ``__aiter__``; a list subclass that overrides
+        ``__iter__``, ``__getitem__``, ``keys``, ``values`` or ``items``):
+        its items may be made, and the call's work done, only when the
+        application iterates it, after the dispatch; return ``list(...)`` of
+        it. The standard containers (a list, a dict, a ``range``, a dict
+        view, a ``namedtuple``, a ``Counter``), pydantic models, flags,
+        ``ipaddress`` networks, and classes that iterate with C code only (a
+        NumPy array, an ``array.array``) are finished values; so is an object
+        that cannot be iterated, rendered for the model by its ``__str__``
+        inside the call.
 
         Raises:
             VeridicError: the handler is ``async``: its coroutine would run
