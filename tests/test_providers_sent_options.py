@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, SupportsIndex
 
 import pytest
 from _sdk_server import FakeServer, http_module
@@ -269,6 +269,52 @@ def test_a_beta_with_which_the_server_edits_the_prompt_or_runs_tools_is_refused(
     assert calls.records() == ()
     with pytest.raises(VeridicError, match=rf"client.*anthropic-beta.*{beta}"):
         _anthropic_digest(default_headers={"anthropic-beta": beta})
+
+
+class _SlyName(str):
+    """A header name that reads as a transport header in lower case: the SDK sends its own
+    characters, ``anthropic-beta``."""
+
+    __slots__ = ()
+
+    def lower(self) -> str:
+        return "x-api-key"
+
+
+class _SlyValue(str):
+    """A header value that says it lists no beta: the SDK sends its own characters."""
+
+    __slots__ = ()
+
+    def split(self, sep: str | None = None, maxsplit: SupportsIndex = -1) -> list[str]:
+        return []
+
+    def strip(self, chars: str | None = None) -> str:
+        return ""
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        (_SlyName("anthropic-beta"), "mcp-client-2025-04-04"),
+        ("anthropic-beta", _SlyValue("mcp-client-2025-04-04")),
+    ],
+    ids=["name", "value"],
+)
+def test_a_header_of_a_str_subclass_is_read_by_the_characters_the_sdk_sends(
+    name: str, value: str
+) -> None:
+    """Was: the header's name was read through its own ``lower()`` (and its value through its
+    own ``split()``), so a ``str`` subclass that answered otherwise than its characters sent
+    a refused beta, left out of the digest as a transport header; the name so read was
+    also kept in the cache of transport names. Both are read as the text they hold now, as
+    the SDK sends them."""
+    adapter, server = _adapter("anthropic")
+    gw, calls, _ = gateway(adapter)
+    with pytest.raises(VeridicError, match=r"anthropic-beta.*mcp-client"):
+        gw.send(first_prompt(), VIEW, request_id="req-1", options={"extra_headers": {name: value}})
+    assert server.sent == []
+    assert calls.records() == ()
 
 
 def test_openai_multi_agent_is_refused_as_a_header_and_as_an_option() -> None:

@@ -265,7 +265,11 @@ start another) or another control character (a tab is allowed)."""
 
 
 def _checked_name(name: object, where: str, owner: str) -> str:
-    """``name`` if it is a header name HTTP can carry.
+    """``name`` if it is a header name HTTP can carry, as a plain ``str`` of its characters.
+
+    The characters are what the SDK sends: a ``str`` subclass whose ``lower()`` answered
+    otherwise was read as another header (a refused beta as a transport header, left out
+    of the digest), and kept so in :func:`_carries`'s cache.
 
     Raises:
         VeridicError: ``name`` is not text, or not an HTTP token (``"anthropic-beta "``):
@@ -273,7 +277,7 @@ def _checked_name(name: object, where: str, owner: str) -> str:
             HTTP library only once the model call is on record.
     """
     if isinstance(name, str) and _TOKEN.fullmatch(name):
-        return name
+        return str.__str__(name)
     shown = clip(name) if isinstance(name, str) else f"a {type(name).__name__}"
     raise VeridicError(
         f"{owner}: {where} names the header {shown}, which is not a header name (text of "
@@ -303,7 +307,8 @@ def _refuse_twice(first: str, name: str, where: str, owner: str) -> None:
 
 
 def _checked_value(name: str, value: object, where: str, owner: str) -> str:
-    """``value`` if it is text a header can carry.
+    """``value`` if it is text a header can carry, as a plain ``str`` of its characters (what
+    the SDK sends: a ``str`` subclass's own ``split()`` hid a refused beta).
 
     Raises:
         VeridicError: ``value`` is not text, or holds a line break or another control
@@ -324,7 +329,7 @@ def _checked_value(name: str, value: object, where: str, owner: str) -> str:
             "another control character, which HTTP cannot carry (a line break would start "
             "another header): pass the value on one line, without control characters"
         )
-    return value
+    return str.__str__(value)
 
 
 def _canonical(name: str, value: str) -> str:

@@ -600,9 +600,13 @@ def _system_where(prompt: Prompt) -> str:
 
 
 def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...]:
-    """:attr:`Message.spans` of the system message of ``prompt``, made of ``parts``, as the
-    record's :class:`PromptSpan` s of message 0, refusing each part that is not trusted
-    (in order, before its spans are read).
+    """The spans of the system message of ``prompt``, made of ``parts``, as the record's
+    :class:`PromptSpan` s of message 0, refusing each part that is not trusted (in order,
+    before its spans are read).
+
+    Read from the parts, which are checked here, and not from :attr:`Message.spans`,
+    which a subclass of :class:`Message` may override: such a message said it was all
+    code, and a capability section of another view in it went unrefused.
 
     The rule is :func:`~veridic.text.provenance.concat_spans`'s with no separator
     (each part's spans shifted into place, empty ones left out, adjacent twins merged,
