@@ -752,3 +752,37 @@ def test_property_a_finished_result_passes_and_any_planted_lazy_value_is_refused
     with pytest.raises(VeridicError, match=rf"whose .* is {what}, whose code would run"):
         view.dispatch("report", {"planted": True})
     assert ran == []
+
+
+def test_a_lazy_value_under_a_long_key_is_refused_with_the_key_clipped() -> None:
+    # The path of a refused value names the keys that lead to it, and the message is what
+    # the model is told: a key of 100,000 characters (data the handler read) was quoted
+    # whole, once per lazy value.
+    registry = Registry()
+    key = "k" * 100_000
+
+    @registry.tool(kind="query")
+    def export(name: str) -> dict[str, object]:
+        """Export a report.
+
+        Args:
+            name: The report.
+        """
+        return {key: (line for line in ("a", "b"))}
+
+    view = registry.view()
+    result = execute(
+        view,
+        "export",
+        {"name": "r"},
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(),
+        request_id="req-1",
+        prompt=PROMPT,
+    )
+    assert result.outcome is CallOutcome.FAILED
+    message = str(result.error)
+    assert "a generator, whose code would run" in message
+    assert "(100000 chars)" in message  # the key is named, clipped, with its length
+    assert len(message) < 2_000
+    assert len(str(result.told)) < 2_000

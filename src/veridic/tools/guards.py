@@ -105,6 +105,7 @@ from typing import TYPE_CHECKING, Final, Literal, NewType, TypeGuard, get_origin
 from pydantic import BaseModel
 
 from veridic._counted import counted
+from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import GuardDeniedError, VeridicError
 from veridic.text.provenance import _caller, _display_path
@@ -773,6 +774,18 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
 
 
 _LEAVES: Final = frozenset({str, bytes, bytearray, int, float, bool, complex, type(None)})
+
+
+def _key(key: object) -> str:
+    """A mapping key as the path to a refused value shows it: its ``repr``, clipped. The
+    message is told to the model, and a key is data the handler read (one of 100,000
+    characters was quoted whole)."""
+    if isinstance(key, str):
+        return clip(key, 40)
+    shown = repr(key)
+    return shown if len(shown) <= 60 else f"{shown[:59]}… ({len(shown)} chars)"
+
+
 """Types that hold nothing: a container of only these needs no look inside."""
 
 _SEQUENCES: Final = (
@@ -820,7 +833,7 @@ def _nested_lazy(value: object) -> list[tuple[str, object]]:
             children = [
                 pair
                 for index, (key, child) in enumerate(item.items())
-                for pair in ((f"{path}.keys()[{index}]", key), (f"{path}[{key!r}]", child))
+                for pair in ((f"{path}.keys()[{index}]", key), (f"{path}[{_key(key)}]", child))
             ]
         elif isinstance(item, _SEQUENCES):
             if _LEAVES.issuperset(map(type, item)):
