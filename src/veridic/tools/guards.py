@@ -774,6 +774,7 @@ def _finished(value: object, tool: str, origin: str, *, awaited: bool) -> object
 
 
 _LEAVES: Final = frozenset({str, bytes, bytearray, int, float, bool, complex, type(None)})
+"""Types that hold nothing: a container of only these needs no look inside."""
 
 
 def _key(key: object) -> str:
@@ -785,8 +786,6 @@ def _key(key: object) -> str:
     shown = repr(key)
     return shown if len(shown) <= 60 else f"{shown[:59]}… ({len(shown)} chars)"
 
-
-"""Types that hold nothing: a container of only these needs no look inside."""
 
 _SEQUENCES: Final = (
     list,
