@@ -491,11 +491,10 @@ def _package_loader(package: str, path: str) -> PackageLoader:
     call = f"Templates.from_package({package!r}, {path!r})"
     for what, given in (("package", package), ("path", path)):
         if not isinstance(given, str):
-            shown = "None" if given is None else f"{a_type(given)} ({clip(repr(given))})"
             raise TemplateError(
-                f"Templates.from_package() got {shown} as its {what}: pass the {what} as text "
-                '(the package\'s import name, "myapp.prompts"; the directory relative to it, '
-                '"templates", with / separators)'
+                f"Templates.from_package() got {_given(given)} as its {what}: pass the {what} "
+                'as text (the package\'s import name, "myapp.prompts"; the directory relative '
+                'to it, "templates", with / separators)'
             )
     inside = os.path.normpath(path)
     if os.path.isabs(inside) or inside == os.pardir or inside.startswith(os.pardir + os.sep):
@@ -579,13 +578,17 @@ def _at(analysis: Analysis, name: str) -> str:
     return "where it is read" if where is None else f"{where[0]} line {where[1]}"
 
 
+def _given(value: object) -> str:
+    """What a loader was given instead of text, for its refusal: its type and a sample."""
+    return "None" if value is None else f"{a_type(value)} ({clip(repr(value))})"
+
+
 def _check_name(name: object, kind: str) -> None:
     """Refuse a template name that is not text: jinja2 splits it as text, and a ``Path``
     (the natural thing to pass) failed inside jinja2 with a bare ``AttributeError``."""
     if not isinstance(name, str):
-        shown = "None" if name is None else f"{a_type(name)} ({clip(repr(name))})"
         raise TemplateError(
-            f"Templates.{kind}() got {shown} as the template's name: pass the name as text, "
+            f"Templates.{kind}() got {_given(name)} as the template's name: pass the name as text, "
             'relative to the template directory, with / separators ("prompts/system.j2"; '
             "for a Path, path.as_posix())"
         )
