@@ -71,6 +71,7 @@ import contextlib
 import dataclasses
 import enum
 import functools
+import gc
 import inspect
 import ipaddress
 import logging
@@ -821,7 +822,11 @@ def _nested_lazy(value: object) -> list[tuple[str, object]]:
             found.append((path, item))
             continue
         children: Iterable[tuple[str, object]]
-        if isinstance(item, collections.ChainMap):
+        wrapped = _wrapped(path, item)
+        if wrapped is not None:
+            # Its content is another object's, read with that object's code: judged first.
+            children = (wrapped,)
+        elif isinstance(item, collections.ChainMap):
             # Its content is its maps': each is judged before anything of it is read.
             children = ((f"{path}.maps[{index}]", child) for index, child in enumerate(item.maps))
         elif isinstance(item, Mapping):
@@ -849,6 +854,35 @@ def _nested_lazy(value: object) -> list[tuple[str, object]]:
             continue
         stack.extend(reversed(list(children)))
     return found
+
+
+_WRAPPERS: Final = (collections.UserDict, collections.UserList, collections.UserString)
+"""The standard wrappers whose content is their ``.data``'s, read with its code."""
+
+
+def _wrapped(path: str, item: object) -> tuple[str, object] | None:
+    """What a standard wrapper (a ``MappingProxyType``, a ``UserDict``, a ``UserList``, a
+    ``UserString``) wraps, with where it sits, when that is not a standard container
+    itself; ``None`` for anything else.
+
+    Reading the wrapper runs the wrapped object's code, each time: a mapping that
+    answers finished data to the check and a generator to the application's next
+    read passed inside a proxy, where returned alone it is refused. So the wrapped
+    object is judged as a value of its own, before anything of it is read.
+    """
+    if isinstance(item, MappingProxyType):
+        # A proxy shows its mapping and keeps no other reference (CPython's traverse).
+        held = gc.get_referents(item)
+        inner = held[0] if len(held) == 1 else None
+        where = f"{path}'s mapping" if path else "mapping"
+    elif isinstance(item, _WRAPPERS):
+        inner = item.data
+        where = f"{path}.data"
+    else:
+        return None
+    if inner is None or type(inner) in _PLAIN:
+        return None  # a standard container: read as the wrapper, which runs no code of it
+    return where, inner
 
 
 def _lazy(value: object) -> str | None:
