@@ -79,6 +79,7 @@ from pydantic_core import to_jsonable_python
 from veridic._exception_groups import leaves as _leaves
 from veridic._sample import clip
 from veridic.errors import (
+    AlwaysAllowRefusedError,
     ApprovalDeniedError,
     AuditWriteError,
     GuardDeniedError,
@@ -107,6 +108,7 @@ from veridic.tools.guards import (
     LateReporter,
     dispatching,
 )
+from veridic.tools.risk import Risk
 from veridic.tools.status import _hidden_error
 from veridic.tools.tool import Tool
 from veridic.tools.view import PreparedCall, ToolView
@@ -526,6 +528,70 @@ def _told_whole(error: BaseException) -> bool:
     return all(isinstance(leaf, VeridicError) for leaf in _leaves(error))
 
 
+_DESCRIBED: Final = (
+    ("tool", "name"),
+    ("kind", "kind"),
+    ("risk", "risk"),
+    ("irreversible", "irreversible"),
+    ("writes_instruction_fields", "writes_instruction_fields"),
+)
+"""What an approval request says of its tool (the request's attribute, the tool's): the user
+is asked by it."""
+
+
+def _within_contract(tool: Tool, request: object, policy: ApprovalPolicy) -> ApprovalRequest:
+    """``request`` when it is one the approval contract allows for ``tool``.
+
+    :class:`ApprovalPolicy` decides within it, but the executor runs whatever the
+    policy answers, and a subclass (a "dev mode" that allows everything) may answer
+    anything: an irreversible purge "always allowed", a write that "needs no
+    approval", a call "confirmed" that nobody was asked about, or a request that shows
+    the user another tool, or this one as less risky, than the one that runs. So the
+    executor holds the contract itself (invariants I7, I8), before anything runs.
+
+    Raises:
+        AlwaysAllowRefusedError: an always rule for a high-risk tool.
+        VeridicError: anything else outside the contract (see above).
+    """
+    where = f"{type(policy).__name__}.request({tool.name!r})"
+    if not isinstance(request, ApprovalRequest):
+        raise VeridicError(
+            f"{where} returned {type(request).__name__}, not an ApprovalRequest: nothing ran; "
+            "return what ApprovalPolicy.request returns"
+        )
+    differ = [said for said, is_ in _DESCRIBED if getattr(request, said) != getattr(tool, is_)]
+    if differ:
+        raise VeridicError(
+            f"{where} describes the tool otherwise than it is ({', '.join(differ)}): the "
+            f"user would approve, and the record keep, another call than the one of "
+            f"{tool.name!r} ({tool.origin}) that runs; nothing ran: build the request from "
+            "super().request(...) and change only its mode and why"
+        )
+    mode = request.mode
+    if mode is ApprovalMode.ALWAYS_RULE and tool.risk >= Risk.HIGH:
+        raise AlwaysAllowRefusedError(
+            f"{where} allowed a call of {tool.name!r} ({tool.origin}) by an always rule, but it "
+            "is high risk, and high-risk tools are never always allowed; nothing ran: leave the "
+            "call pending (mode None) so the user confirms it, or deny it",
+            tool=tool.name,
+            risk=tool.risk.value,
+        )
+    if mode is ApprovalMode.NOT_REQUIRED and (tool.risk >= Risk.HIGH or tool.kind == "write"):
+        what = "high risk" if tool.risk >= Risk.HIGH else "a write"
+        raise VeridicError(
+            f"{where} said the call of {tool.name!r} ({tool.origin}) needs no approval, but it "
+            f"is {what}; nothing ran: allow a write by an always rule (never a high-risk "
+            "tool), or leave the call pending (mode None) so the user confirms it"
+        )
+    if mode in (ApprovalMode.USER_CONFIRMED, ApprovalMode.NOT_ASKED):
+        raise VeridicError(
+            f"{where} decided {mode.value} for the call of {tool.name!r} before anyone was "
+            "asked; nothing ran: only the user confirms (leave the call pending, mode None, "
+            "and pass confirm=), and a policy denies with ApprovalMode.DENIED"
+        )
+    return request
+
+
 class _Call:
     """One call's fixed facts, and the records it can end with.
 
@@ -676,7 +742,8 @@ class _Call:
             )
         # The model's arguments go to the policy and the record; the context only to the handler.
         prepared = prepared.with_context(context, request_id=self.request_id)
-        return prepared, self.policy.request(self.name, prepared.arguments)
+        request = self.policy.request(self.name, prepared.arguments)
+        return prepared, _within_contract(prepared.tool, request, self.policy)
 
     def ask(
         self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None
