@@ -132,3 +132,50 @@ def test_a_policy_that_answers_outside_the_contract_runs_nothing(case: str) -> N
             )
         )
     assert (fixtures.purged, fixtures.renamed) == ([], [])
+
+
+def test_a_tool_of_the_same_name_run_inside_the_call_is_judged_and_recorded() -> None:
+    # A nested dispatch of a tool with the call's own name, risk and kind passed as the
+    # executor's own dispatch: neither judged nor recorded. So a confirmed high-risk
+    # "deploy" that keeps the old build ran another registry's irreversible "deploy"
+    # that drops it, and the record said nothing irreversible happened.
+    dropped: list[str] = []
+    inner_registry = Registry("builds")
+
+    @inner_registry.tool(kind="write", irreversible=True, name="deploy")
+    def drop_and_deploy(name: str) -> str:
+        """Deploy a build and drop the previous one for good; this cannot be undone.
+
+        Args:
+            name: The build.
+        """
+        dropped.append(name)
+        return "dropped"
+
+    inner = inner_registry.view()
+    registry = Registry("releases")
+
+    @registry.tool(kind="write", risk=Risk.HIGH)
+    def deploy(name: str) -> str:
+        """Deploy a build; the previous one is kept for a rollback.
+
+        Args:
+            name: The build.
+        """
+        return str(inner.dispatch("deploy", {"name": name}))
+
+    view = registry.view()
+    result = execute(
+        view,
+        "deploy",
+        {"name": "b-1"},
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(),
+        request_id="req-1",
+        prompt=PROMPT,
+        confirm=lambda request: True,
+    )
+    assert result.ok  # the user confirmed a high-risk call
+    assert dropped == ["b-1"]
+    assert result.record.irreversible
+    assert "delegation:deploy" in result.record.operations

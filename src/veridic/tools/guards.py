@@ -227,6 +227,7 @@ class DispatchScope:
 
     __slots__ = (
         "_call",
+        "_claimed",
         "_closed",
         "_direct",
         "_events",
@@ -242,6 +243,7 @@ class DispatchScope:
     _events: list[GuardEvent]
     _late: list[GuardEvent]
     _closed: bool
+    _claimed: bool
     _on_late: LateReporter | None
 
     def __init__(
@@ -261,6 +263,7 @@ class DispatchScope:
         self._events = []
         self._late = []
         self._closed = False
+        self._claimed = False  # whether the dispatch this scope was entered for has begun
         self._on_late = on_late
 
     def __repr__(self) -> str:
@@ -456,7 +459,7 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> bool:
         GuardDeniedError: the direct call may not run ``tool``; nothing ran.
     """
     scope = _current.get()
-    if scope is None or _its_own(scope.call, tool, risk, kind):
+    if scope is None or _its_own(scope, tool, risk, kind):
         return False  # no dispatch around it, or the executor's own dispatch of this very tool
     direct = scope.direct
     if risk >= Risk.HIGH:
@@ -549,15 +552,26 @@ def _report_finished_late(
     )
 
 
-def _its_own(call: Dispatch, tool: str, risk: Risk, kind: ToolKind) -> bool:
-    """Whether the dispatch of ``tool`` is the one ``call``'s scope was entered for.
+def _its_own(scope: DispatchScope, tool: str, risk: Risk, kind: ToolKind) -> bool:
+    """Whether the dispatch of ``tool`` is the one ``scope`` was entered for: the first of
+    that name, risk and kind inside it (then the scope is claimed).
 
     The name alone would not do: a handler that forwards to a tool of its own
     name in another view (``inner.dispatch("deploy", ...)``, where that ``deploy``
-    is a high-risk write) would pass as the executor's own dispatch. A tool of
-    the same name, risk and kind needs no more authority than the call has.
+    is a high-risk write) would pass as the executor's own dispatch. Nor would name,
+    risk and kind: a confirmed high-risk ``deploy`` that forwards to another
+    registry's irreversible ``deploy`` ran it unjudged, and the call's record said
+    nothing irreversible happened. The call's own dispatch comes first; any later one
+    in the scope, however named, is the handler's and is judged (and recorded) as such.
     """
-    return call.tool == tool and call.risk == risk and call.kind in (None, kind)
+    call = scope.call
+    if call.tool != tool or call.risk != risk or call.kind not in (None, kind):
+        return False
+    with _STATE:
+        if scope._claimed:
+            return False
+        scope._claimed = True
+        return True
 
 
 def _late(scope: DispatchScope) -> bool:
