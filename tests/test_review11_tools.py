@@ -75,7 +75,7 @@ class _Answers(ApprovalPolicy):
         return replace(decided, **self._answer)  # type: ignore[arg-type]  # the attack
 
 
-OUTSIDE_THE_CONTRACT = {
+OUTSIDE_THE_CONTRACT: dict[str, tuple[str, Mapping[str, object], type[Exception]]] = {
     # A high-risk tool is never always allowed (I8), and never needs no approval.
     "purge always": ("purge", {"mode": ApprovalMode.ALWAYS_RULE}, AlwaysAllowRefused),
     "purge not required": ("purge", {"mode": ApprovalMode.NOT_REQUIRED}, VeridicError),

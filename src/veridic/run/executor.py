@@ -278,11 +278,16 @@ def execute(
             a sha256, ``tools_digest`` is not a sha256, ``request_id`` is
             not a non-empty string a store can keep, or the tool asks for a
             ``ToolContext[X]`` and ``context`` is not an ``X`` (``None``: none
-            was given), or ``call_id`` is not a string. Raised once the call was
-            checked against the view, before approval; nothing runs and nothing
-            is recorded. Or ``confirm``
+            was given), or ``call_id`` is not a string, or ``policy`` (a subclass)
+            answered outside the approval contract: no approval for a write or a
+            high-risk tool, a call confirmed before anyone was asked, or a request
+            that describes another tool than the one that runs. Raised once the
+            call was checked against the view, before approval; nothing runs and
+            nothing is recorded. Or ``confirm``
             returned an awaitable (an ``async def``: use :func:`aexecute`); the
             call did not run and is recorded denied.
+        AlwaysAllowRefusedError: ``policy`` (a subclass) allowed a high-risk
+            tool by an always rule; nothing runs and nothing is recorded.
         AuditWriteError: the handler ran but its audit record could not be
             written; the error holds the call's result and the record.
         AuditRecordError, sqlite3.Error: the audit record of a call that did

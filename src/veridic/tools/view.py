@@ -220,7 +220,9 @@ class PreparedCall:
         since rendering the result for the model would run it: in mappings
         (keys and values), lists, tuples, sets, deques, dict views, a
         ``UserList``, a ``ChainMap``'s maps, dataclass fields and pydantic
-        model fields, at any depth. So is an iterable whose class iterates
+        model fields, at any depth; a ``MappingProxyType``, ``UserDict`` or
+        ``UserList`` is judged by the object it wraps, so a mapping refused
+        alone is refused inside one too. So is an iterable whose class iterates
         with Python code of its own (an ``__iter__`` or ``__getitem__``
         written in Python, an ``__aiter__``; a list subclass that overrides
         ``__iter__``, ``__getitem__``, ``keys``, ``values`` or ``items``):
