@@ -110,9 +110,10 @@ class VeridicToolset(AbstractToolset[object]):
         self.request_id = request_id
         self.max_retries = max_retries
         self.data_mode = data_mode
-        self._recorded: set[str] = set()
-        """The ids of the calls of this run recorded so far (run, refused, denied); emptied of
-        a run's calls when it ends (:meth:`record_unrun`)."""
+        self._recorded: dict[str | None, set[str]] = {}
+        """The ids of the calls recorded so far (run, refused, denied), by run id: runs at once
+        may give their calls the same ids (models that number them from 0); a run's set is
+        dropped when the run ends (:meth:`forget`)."""
         self._told: dict[str | None, dict[tuple[str, str], list[str]]] = {}
         """What the model is told of each call this toolset answered, by run id, then by call
         id and tool name, every answer in the order told (a model may give two calls of one
@@ -195,7 +196,7 @@ class VeridicToolset(AbstractToolset[object]):
             if request is not None:
                 raise ApprovalRequired(metadata=_dialog(request, self.request_id))
         if ctx.tool_call_id is not None:
-            self._recorded.add(ctx.tool_call_id)
+            self._recorded.setdefault(ctx.run_id, set()).add(ctx.tool_call_id)
         result = await aexecute(
             self.view,
             name,
@@ -314,7 +315,7 @@ class VeridicToolset(AbstractToolset[object]):
                 call = calls[part.tool_call_id]
                 cause = None if part.retry is None else part.retry.cause
                 if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
-                    self._recorded.add(call.tool_call_id)
+                    self._recorded.setdefault(run_id, set()).add(call.tool_call_id)
                 if part.outcome == "denied":
                     # pydantic-ai's answer (or the application's ToolDenied message), counted
                     # so that an earlier answer under the same id is not compared with it.
@@ -367,19 +368,13 @@ class VeridicToolset(AbstractToolset[object]):
         answer, so nothing runs. A response of an earlier run (the history's)
         was recorded by that run.
         """
-        calls = [
-            call
-            for message in messages
-            if isinstance(message, ModelResponse)
-            for call in message.tool_calls
-        ]
         last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
         ended = not isinstance(output, DeferredToolRequests)
+        recorded = self._recorded.get(run_id, set())
         if last is not None and last.run_id == run_id and ended:
             for call in last.tool_calls:
-                if call.tool_call_id not in self._recorded:
+                if call.tool_call_id not in recorded:
                     await self._record_not_run(messages, call, context)
-        self._recorded -= {call.tool_call_id for call in calls}
 
     def begin(self, run_id: str | None, request_id: str) -> None:
         """Start the table of what the toolset answers in the run ``run_id``.
@@ -400,8 +395,9 @@ class VeridicToolset(AbstractToolset[object]):
         self._told[run_id] = {}
 
     def forget(self, run_id: str | None) -> None:
-        """Drop what the toolset answered in the run ``run_id``, which has ended."""
+        """Drop what the toolset answered and recorded in the run ``run_id``, which has ended."""
         self._told.pop(run_id, None)
+        self._recorded.pop(run_id, None)
 
     async def _record_not_run(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
