@@ -211,6 +211,29 @@ def test_pydantic_ai_run_that_ends_leaves_another_runs_calls_on_record() -> None
     ]
 
 
+def test_pydantic_ai_unrun_call_under_an_id_an_earlier_call_of_the_run_had_is_recorded() -> None:
+    """The run ends with its output beside a write that waits for approval, which
+    pydantic-ai drops: it is recorded denied, unless (before) an earlier call of the run
+    had its id, which the model reused: then the dropped write left no record at all."""
+    s = setup()
+    script = Script(
+        [call("c1", "list_notes")],
+        [
+            ToolCallPart("final_result", {"text": "hi"}, tool_call_id="out"),
+            call("c1", "save_note", title="groceries", text="milk"),
+        ],
+    )
+    output = Agent(FunctionModel(script), output_type=Reply).run_sync(
+        "Save a note.", capabilities=[s.veridic]
+    )
+    assert output.output == Reply(text="hi")
+    assert "save_note" not in s.store.ran
+    assert rows(s.audit) == [
+        ("list_notes", ApprovalMode.NOT_REQUIRED, CallOutcome.OK),
+        ("save_note", ApprovalMode.DENIED, CallOutcome.DENIED),
+    ]
+
+
 # --- pydantic-ai: a user part beside a tool's result ------------------------------------------
 
 

@@ -376,6 +376,15 @@ class VeridicToolset(AbstractToolset[object]):
                 if call.tool_call_id not in recorded:
                     await self._record_not_run(messages, call, context)
 
+    def asking_model(self, run_id: str | None) -> None:
+        """Forget the calls of the run on record: the model is asked for a new response.
+
+        :meth:`record_unrun` looks for the calls of the run's last response that were not
+        recorded, by id; a model may give a call the id of one of an earlier response
+        (numbering its calls from 0 each turn), which must not pass for it.
+        """
+        self._recorded.pop(run_id, None)
+
     def begin(self, run_id: str | None, request_id: str) -> None:
         """Start the table of what the toolset answers in the run ``run_id``.
 
@@ -553,6 +562,7 @@ class VeridicCapability(AbstractCapability[object]):
                 history beside the request's.
         """
         self.toolset.check_told(request_context.messages, self.request_id, ctx.run_id, ctx.prompt)
+        self.toolset.asking_model(ctx.run_id)
         known = {self.instructions.strip(), *_trusted_static(ctx.agent)}
         parts = request_context.model_request_parameters.instruction_parts or ()
         blocks = {str(part.id) for part in parts if part.id is not None}
