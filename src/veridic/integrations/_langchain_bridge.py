@@ -77,7 +77,7 @@ from veridic.run.executor import CallResult, aexecute, execute
 from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.fence import fence
 from veridic.text.prompt import Prompt
-from veridic.text.provenance import report
+from veridic.text.provenance import is_trusted, report
 from veridic.text.terminal_view import visible
 from veridic.tools.view import ToolView
 
@@ -535,9 +535,18 @@ class Binding:
         The descriptions of the schema's properties are not checked (a limit the docs
         state).
 
+        A ``ToolStrategy`` answers the model's call of its output tool with a tool message
+        of its own, unfenced: ``tool_message_content`` when the output is valid, and
+        ``handle_errors`` (given as text) when it is not. Each is code's word to the model,
+        so each given as text must be trusted text too; one given as a function is
+        :func:`_fenced_errors`'s.
+
         Raises:
-            ProvenanceError: a description is neither (in report mode: logged).
+            ProvenanceError: a description is neither, or a ``ToolStrategy``'s message is
+                not trusted text (in report mode: logged).
         """
+        if isinstance(response_format, ToolStrategy):
+            self._check_strategy_messages(response_format)
         for name, schema, texts in _output_schemas(response_format):
             for text in texts:
                 if not text or code_described(text, schema):
@@ -551,6 +560,23 @@ class Binding:
                     "describe the output with a class's docstring (a pydantic model, a "
                     "dataclass, a TypedDict), or give a JSON schema's description as "
                     "instruction(...))",
+                )
+
+    def _check_strategy_messages(self, strategy: ToolStrategy[Any]) -> None:
+        """Refuse a ``ToolStrategy`` message, given as text, that is not trusted text."""
+        given = (
+            ("tool_message_content", strategy.tool_message_content),
+            ("handle_errors", strategy.handle_errors),
+        )
+        for field_name, text in given:
+            if isinstance(text, str) and not is_trusted(text):
+                report(
+                    text,
+                    f"ToolStrategy({field_name}=...) of the structured output of a LangChain "
+                    f"model call (request {self.request_id!r}; LangChain answers the model's "
+                    "call of the output tool with it, as a tool message, unfenced, and the "
+                    "model reads it as code's word: write it in code as instruction(...), or "
+                    "leave it out for LangChain's own)",
                 )
 
     def _check_conversation(self, messages: Sequence[BaseMessage]) -> None:
@@ -599,6 +625,35 @@ def _output_schemas(
         (spec.name, spec.schema, (spec.description, spec.json_schema.get("description")))
         for spec in specs
     ]
+
+
+def _fenced_errors(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    """The model call, its ``ToolStrategy``'s ``handle_errors`` function made to fence its text.
+
+    LangChain calls the function with the error of an invalid structured output and sends
+    what it returns as the output tool's message, unfenced. The function is code, but its
+    text is known only then and is often not code's (the error quotes the model's
+    arguments; a message read from a store): unless it is trusted text, it reaches the
+    model as a data block labelled ``structured_output:<tool>``, which the prompt's
+    preamble explains.
+    """
+    strategy = request.response_format
+    if not isinstance(strategy, ToolStrategy):
+        return request
+    told = strategy.handle_errors
+    if not callable(told) or isinstance(told, type):
+        return request  # text (checked), or an exception class: LangChain's own template
+
+    def fenced(error: Exception) -> str:
+        text = told(error)
+        if is_trusted(text):
+            return text
+        tool = getattr(error, "tool_name", None) or "output"
+        return fence(f"structured_output:{tool}", str(text))
+
+    changed = copy.copy(strategy)
+    changed.handle_errors = fenced
+    return request.override(response_format=changed)
 
 
 _MODEL_CALLS: Final = frozenset({"_execute_model_sync", "_execute_model_async"})
@@ -949,7 +1004,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         with _not_retried():
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
-        return handler(request)
+        return handler(_fenced_errors(request))
 
     async def awrap_model_call(
         self,
@@ -959,7 +1014,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         with _not_retried():
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
-        return await handler(request)
+        return await handler(_fenced_errors(request))
 
     # --- calls that never reached a tool: recorded when the next model call starts or the run ends
 

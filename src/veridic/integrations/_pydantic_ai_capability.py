@@ -52,6 +52,7 @@ from pydantic_ai.messages import (
     SystemPromptPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
 from pydantic_ai.output import OutputContext
@@ -109,14 +110,16 @@ class VeridicToolset(AbstractToolset[object]):
         self.request_id = request_id
         self.max_retries = max_retries
         self.data_mode = data_mode
-        self._recorded: set[str] = set()
-        """The ids of the calls of this run recorded so far (run, refused, denied); emptied of
-        a run's calls when it ends (:meth:`record_unrun`)."""
-        self._told: dict[str | None, dict[tuple[str, str], str]] = {}
+        self._recorded: dict[str | None, set[str]] = {}
+        """The ids of the calls recorded so far (run, refused, denied), by run id: runs at once
+        may give their calls the same ids (models that number them from 0); a run's set is
+        dropped when the run ends (:meth:`forget`)."""
+        self._told: dict[str | None, dict[tuple[str, str], list[str]]] = {}
         """What the model is told of each call this toolset answered, by run id, then by call
-        id and tool name (:meth:`check_told`); a run's table is dropped when the run ends,
-        however it ends (:meth:`forget`), so a capability that serves many runs holds the
-        answers of the runs under way only."""
+        id and tool name, every answer in the order told (a model may give two calls of one
+        tool one id, in two turns: :meth:`check_told`); a run's table is made when the run
+        starts (:meth:`begin`) and dropped when it ends, however it ends (:meth:`forget`), so
+        a capability that serves many runs holds the answers of the runs under way only."""
 
     def __repr__(self) -> str:
         return f"<VeridicToolset of {self.view!r}, request {self.request_id!r}>"
@@ -193,7 +196,7 @@ class VeridicToolset(AbstractToolset[object]):
             if request is not None:
                 raise ApprovalRequired(metadata=_dialog(request, self.request_id))
         if ctx.tool_call_id is not None:
-            self._recorded.add(ctx.tool_call_id)
+            self._recorded.setdefault(ctx.run_id, set()).add(ctx.tool_call_id)
         result = await aexecute(
             self.view,
             name,
@@ -208,11 +211,19 @@ class VeridicToolset(AbstractToolset[object]):
         )
         told = fence(f"tool:{name}", result.told, self.data_mode)
         if ctx.tool_call_id is not None:
-            self._told.setdefault(ctx.run_id, {})[ctx.tool_call_id, name] = told
+            self._answered(ctx.run_id, (ctx.tool_call_id, name), told)
         return _answer(result, told)
 
+    def _answered(self, run_id: str | None, key: tuple[str, str], told: str) -> None:
+        """Note what the model is told of a call of the run (compared by :meth:`check_told`)."""
+        self._told.setdefault(run_id, {}).setdefault(key, []).append(told)
+
     def check_told(
-        self, messages: Sequence[ModelMessage], request_id: str, run_id: str | None
+        self,
+        messages: Sequence[ModelMessage],
+        request_id: str,
+        run_id: str | None,
+        prompt: object = None,
     ) -> None:
         """Refuse messages in which a call this toolset answered says something else.
 
@@ -222,40 +233,37 @@ class VeridicToolset(AbstractToolset[object]):
         unfenced. Asked before each model request of the run, and of the history the run
         hands back when it ends (a run that ends with calls deferred, or beside its final
         output, asks the model nothing more, and its history is resumed by a later run).
-        Only the calls of the run ``run_id`` are compared: a history brought back from an
-        earlier run was compared when that run ended. A model may give a later call the id
-        of an earlier one: the latest answer of each id and tool is the one this toolset
-        told last.
+        Only the messages of the run ``run_id`` are compared (from its first message on: a
+        message a history processor made anew has no run id, and is this run's): a history
+        brought back from an earlier run was compared when that run ended. A model may give
+        a later call the id of an earlier one: each result of an id and tool takes one of
+        the answers told under them, so no result passes as another's.
+
+        Such a hook could also keep the result and add text beside it
+        (``ToolReturn(content=...)``), which pydantic-ai sends as a user part of the same
+        request, read by the model as the user's own words: a user part in a request that
+        holds this toolset's results is refused, unless it is ``prompt``, the run's own
+        prompt (a run resumed with deferred results and a new prompt).
 
         Raises:
-            ToolCouplingError: a tool result of a call of this run is not the toolset's.
+            ToolCouplingError: a tool result of a call of this run is not the toolset's, or
+                a request of this run holds a user part beside the toolset's results.
         """
-        answers = self._told.get(run_id, {})
-        seen: set[tuple[str, str]] = set()
-        for message in reversed(messages):
-            if not isinstance(message, ModelRequest):
-                continue
-            for part in reversed(message.parts):
+        left = {key: list(told) for key, told in self._told.get(run_id, {}).items()}
+        for message in _of_run(messages, run_id):
+            holds_results = False
+            for part in message.parts:
                 if not isinstance(part, ToolReturnPart):
                     continue
-                key = (part.tool_call_id, part.tool_name)
-                if key in seen:
+                told = left.get((part.tool_call_id, part.tool_name))
+                if told is None:
                     continue
-                seen.add(key)
-                told = answers.get(key)
-                if told is None or part.content == told:
-                    continue
-                raise ToolCouplingError(
-                    f"the result of call {clip(part.tool_call_id)} of tool "
-                    f"{clip(part.tool_name)} (request {request_id!r}) is not what the veridic "
-                    f"toolset answered (the model would read {clip(str(part.content))} in its "
-                    "place, outside the data block the toolset wrote): a capability or a "
-                    "history processor rewrote it after the tool ran, so the model was not "
-                    "asked; let the veridic capability's results through unchanged (no "
-                    "after_tool_execute or on_tool_execute_error hook that returns other "
-                    "text), and shape a tool's output in its handler, which the registry "
-                    "describes"
-                )
+                holds_results = True
+                if not (isinstance(part.content, str) and part.content in told):
+                    raise _rewritten(part, request_id)
+                told.remove(part.content)
+            if holds_results:
+                _check_no_user_part_beside(message, prompt, request_id)
 
     def _pending(self, name: str, arguments: Mapping[str, object] | str) -> ApprovalRequest | None:
         """The policy's request when the executor would ask the user about this call."""
@@ -298,7 +306,6 @@ class VeridicToolset(AbstractToolset[object]):
             VeridicError: the audit store cannot be asked for the request's records.
         """
         calls = {call.tool_call_id: call for call in response.tool_calls}
-        answers = self._told.setdefault(run_id, {})
         for message in produced:
             if not isinstance(message, ModelRequest):
                 continue
@@ -308,22 +315,25 @@ class VeridicToolset(AbstractToolset[object]):
                 call = calls[part.tool_call_id]
                 cause = None if part.retry is None else part.retry.cause
                 if part.outcome == "denied" or cause in ("unknown_tool", "validation_error"):
-                    self._recorded.add(call.tool_call_id)
+                    self._recorded.setdefault(run_id, set()).add(call.tool_call_id)
                 if part.outcome == "denied":
-                    answers.pop((call.tool_call_id, call.tool_name), None)
+                    # pydantic-ai's answer (or the application's ToolDenied message), counted
+                    # so that an earlier answer under the same id is not compared with it.
+                    if isinstance(part.content, str):
+                        self._answered(run_id, (call.tool_call_id, call.tool_name), part.content)
                     await self._check_denial_not_on_record(messages, call)
                     await self._record_denial(messages, call, context, confirm=_no)
                 elif cause == "unknown_tool":
                     refused = await self._record_unknown(messages, call)
                     # pydantic-ai's retry quotes the model's name: veridic's words, fenced.
                     part.content = fence(_UNKNOWN_LABEL, refused.told, self.data_mode)
-                    answers[call.tool_call_id, call.tool_name] = part.content
+                    self._answered(run_id, (call.tool_call_id, call.tool_name), part.content)
                 elif cause == "validation_error" and self.view.status(call.tool_name).exposed:
                     # Arguments that are not JSON (pydantic-ai parses them before this
                     # toolset sees the call): recorded refused, and told fenced, not quoted.
                     refused = await self._refused(messages, call)
                     part.content = fence(f"tool:{call.tool_name}", refused.told, self.data_mode)
-                    answers[call.tool_call_id, call.tool_name] = part.content
+                    self._answered(run_id, (call.tool_call_id, call.tool_name), part.content)
 
     async def _check_denial_not_on_record(
         self, messages: Sequence[ModelMessage], call: ToolCallPart
@@ -358,23 +368,45 @@ class VeridicToolset(AbstractToolset[object]):
         answer, so nothing runs. A response of an earlier run (the history's)
         was recorded by that run.
         """
-        calls = [
-            call
-            for message in messages
-            if isinstance(message, ModelResponse)
-            for call in message.tool_calls
-        ]
         last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
         ended = not isinstance(output, DeferredToolRequests)
+        recorded = self._recorded.get(run_id, set())
         if last is not None and last.run_id == run_id and ended:
             for call in last.tool_calls:
-                if call.tool_call_id not in self._recorded:
+                if call.tool_call_id not in recorded:
                     await self._record_not_run(messages, call, context)
-        self._recorded -= {call.tool_call_id for call in calls}
+
+    def asking_model(self, run_id: str | None) -> None:
+        """Forget the calls of the run on record: the model is asked for a new response.
+
+        :meth:`record_unrun` looks for the calls of the run's last response that were not
+        recorded, by id; a model may give a call the id of one of an earlier response
+        (numbering its calls from 0 each turn), which must not pass for it.
+        """
+        self._recorded.pop(run_id, None)
+
+    def begin(self, run_id: str | None, request_id: str) -> None:
+        """Start the table of what the toolset answers in the run ``run_id``.
+
+        Raises:
+            VeridicError: a run under this id is under way: the two would share one table,
+                each run's results compared with the other's answers, and the first to end
+                would drop the other's, leaving its results unchecked.
+        """
+        if run_id in self._told:
+            raise VeridicError(
+                f"a run of request {request_id!r} started under the run id {clip(str(run_id))}, "
+                "and another run of the veridic capability is under way under that id: the "
+                "capability tells each run's tool results from another's by the run id; the "
+                "run did not start: leave run_id= out (pydantic-ai gives each run its own) or "
+                "give each run that may overlap another its own run_id"
+            )
+        self._told[run_id] = {}
 
     def forget(self, run_id: str | None) -> None:
-        """Drop what the toolset answered in the run ``run_id``, which has ended."""
+        """Drop what the toolset answered and recorded in the run ``run_id``, which has ended."""
         self._told.pop(run_id, None)
+        self._recorded.pop(run_id, None)
 
     async def _record_not_run(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
@@ -529,7 +561,8 @@ class VeridicCapability(AbstractCapability[object]):
             VeridicError: the model settings would send instructions, tools or
                 history beside the request's.
         """
-        self.toolset.check_told(request_context.messages, self.request_id, ctx.run_id)
+        self.toolset.check_told(request_context.messages, self.request_id, ctx.run_id, ctx.prompt)
+        self.toolset.asking_model(ctx.run_id)
         known = {self.instructions.strip(), *_trusted_static(ctx.agent)}
         parts = request_context.model_request_parameters.instruction_parts or ()
         blocks = {str(part.id) for part in parts if part.id is not None}
@@ -626,7 +659,7 @@ class VeridicCapability(AbstractCapability[object]):
         """
         messages = result.all_messages()
         await self.toolset.record_unrun(messages, result.output, ctx.run_id, ctx.deps)
-        self.toolset.check_told(messages, self.request_id, ctx.run_id)
+        self.toolset.check_told(messages, self.request_id, ctx.run_id, ctx.prompt)
         return result
 
     async def wrap_run(
@@ -634,7 +667,13 @@ class VeridicCapability(AbstractCapability[object]):
     ) -> AgentRunResult[Any]:
         """Run the run, then drop what the toolset answered in it, however it ended (a
         result, an error, a cancellation): a capability that serves many runs keeps
-        nothing of the runs that ended."""
+        nothing of the runs that ended.
+
+        Raises:
+            VeridicError: another run of this capability is under way under the same run id
+                (:meth:`VeridicToolset.begin`); nothing of this run ran.
+        """
+        self.toolset.begin(ctx.run_id, self.request_id)
         try:
             return await handler()
         finally:
@@ -663,6 +702,48 @@ def answered_sha256(messages: Sequence[ModelMessage], tool_call_id: str | None) 
             end = index
             break
     return hashlib.sha256(ModelMessagesTypeAdapter.dump_json(list(messages[:end]))).hexdigest()
+
+
+def _of_run(messages: Sequence[ModelMessage], run_id: str | None) -> list[ModelRequest]:
+    """The requests of the run ``run_id``: from its first message on, those of the run and
+    those of no run (a history processor's new message), never an earlier run's."""
+    first = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
+    return [
+        message
+        for message in messages[first:]
+        if isinstance(message, ModelRequest) and message.run_id in (run_id, None)
+    ]
+
+
+def _rewritten(part: ToolReturnPart, request_id: str) -> ToolCouplingError:
+    """The error for a tool result of the run that is not what the toolset answered."""
+    return ToolCouplingError(
+        f"the result of call {clip(part.tool_call_id)} of tool {clip(part.tool_name)} "
+        f"(request {request_id!r}) is not what the veridic toolset answered (the model would "
+        f"read {clip(str(part.content))} in its place, outside the data block the toolset "
+        "wrote): a capability or a history processor rewrote it after the tool ran, so the "
+        "model was not asked; let the veridic capability's results through unchanged (no "
+        "after_tool_execute or on_tool_execute_error hook that returns other text), and "
+        "shape a tool's output in its handler, which the registry describes"
+    )
+
+
+def _check_no_user_part_beside(message: ModelRequest, prompt: object, request_id: str) -> None:
+    """Refuse a user part in a request that holds the toolset's results, but the run's prompt.
+
+    Raises:
+        ToolCouplingError: the request holds a user part that is not the run's own prompt.
+    """
+    for part in message.parts:
+        if isinstance(part, UserPromptPart) and part.content != prompt:
+            raise ToolCouplingError(
+                f"a request of request {request_id!r} holds a user part beside the veridic "
+                f"toolset's results ({clip(str(part.content))}), which the model would read as "
+                "the user's own words, unfenced: a capability's after_tool_execute hook (or a "
+                "history processor) added it, e.g. with ToolReturn(content=...), so the model "
+                "was not asked; let the veridic capability's results through unchanged, and "
+                "shape a tool's output in its handler"
+            )
 
 
 def _added_after(

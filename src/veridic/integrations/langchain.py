@@ -218,7 +218,9 @@ def approval_middleware(
     developer message (``ProvenanceError``), the tools exactly these
     (``ToolCouplingError``), and the ``model_settings`` a middleware set may not send
     instructions, tools or history (a ``system``, ``instructions`` or ``functions`` key,
-    among others, or one in their ``extra_body``: ``VeridicError``); list this middleware
+    among others, or one in their ``extra_body``: ``VeridicError``), and a structured
+    output's description and a ``ToolStrategy``'s messages must be code text
+    (``ProvenanceError``); list this middleware
     last, nearest the model, so no other middleware changes the request after the check.
     A call of these tools that never reached its tool (another middleware, such as a call
     limit, answered it in the tool's place or ended the run before it) is recorded

@@ -167,7 +167,11 @@ def capability(
             function (``output_type=`` a function), code outside the view,
             which does not run; or (before the next model request, or when
             the run ends) a tool result of the run is not the data block the
-            toolset answered (a capability's hook rewrote it after the tool ran).
+            toolset answered (a capability's hook rewrote it after the tool ran),
+            or a user part sits beside the toolset's results (a hook's
+            ``ToolReturn(content=...)``).
+        VeridicError: (from a run, before it starts) another run of the
+            capability is under way under the same explicit ``run_id``.
     """
     require("pydantic_ai", "pydantic-ai", "veridic.integrations.pydantic_ai.capability()")
     from veridic.integrations._pydantic_ai_capability import VeridicCapability
