@@ -35,6 +35,7 @@ from veridic.providers._base import (
     Usage,
     arguments_json,
     attr,
+    given_options,
     items,
     plain_block,
     reasoning_item,
@@ -128,7 +129,8 @@ class AnthropicMessages(Adapter):
                 "a positive number of output tokens: pass e.g. max_tokens=1024"
             )
         made: object = sdk.Anthropic() if client is None else client
-        super().__init__(made, model, {"max_tokens": max_tokens, **(options or {})})
+        given = given_options("AnthropicMessages", options, "options")
+        super().__init__(made, model, {"max_tokens": max_tokens, **given})
 
     def method(self) -> Callable[..., object]:
         method = attr(self.client, "messages", "create")
