@@ -14,9 +14,12 @@ the provider's answer control on the way to and from the model.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from _sdk_server import FakeServer, http_module
 from test_providers import CHAT_TOOL_CALL, MESSAGE, RESPONSE, VIEW, first_prompt, gateway
 
@@ -45,38 +48,38 @@ anthropic = pytest.importorskip("anthropic")
 _NOT_OPTIONS: list[object] = [[], 0, "", False, (), 0.0, [("temperature", 0)], "temperature=0"]
 
 
-@pytest.mark.parametrize("given", _NOT_OPTIONS, ids=repr)
-def test_call_options_that_are_not_a_mapping_are_refused_by_what_was_given(given: object) -> None:
+@pytest.mark.parametrize("wrong", _NOT_OPTIONS, ids=repr)
+def test_call_options_that_are_not_a_mapping_are_refused_by_what_was_given(wrong: object) -> None:
     # Was: options or {} read [], 0, "" and False as no options, and sent the request.
     server = FakeServer(http_module("openai"), [("json", CHAT_TOOL_CALL)])
     gw, calls, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
     with pytest.raises(VeridicError, match="must be a mapping of request parameters") as caught:
-        gw.send(first_prompt(), VIEW, request_id="req-1", options=given)  # type: ignore[arg-type]  # the wrong type is the test
-    assert type(given).__name__ in str(caught.value)
-    assert repr(given)[:10] in str(caught.value)
+        gw.send(first_prompt(), VIEW, request_id="req-1", options=wrong)  # type: ignore[arg-type]  # the wrong type is the test
+    assert type(wrong).__name__ in str(caught.value)
+    assert repr(wrong)[:10] in str(caught.value)
     assert server.sent == []
     assert calls.records() == ()
 
 
-@pytest.mark.parametrize("given", _NOT_OPTIONS, ids=repr)
+@pytest.mark.parametrize("wrong", _NOT_OPTIONS, ids=repr)
 def test_adapter_options_that_are_not_a_mapping_are_refused_by_what_was_given(
-    given: object,
+    wrong: object,
 ) -> None:
     server = FakeServer(http_module("openai"), [])
     with pytest.raises(VeridicError, match="must be a mapping of request parameters") as caught:
-        OpenAIChat(server.client(openai, "OpenAI"), model="m", options=given)  # type: ignore[arg-type]  # the wrong type is the test
-    assert type(given).__name__ in str(caught.value)
+        OpenAIChat(server.client(openai, "OpenAI"), model="m", options=wrong)  # type: ignore[arg-type]  # the wrong type is the test
+    assert type(wrong).__name__ in str(caught.value)
 
 
-@pytest.mark.parametrize("given", [[], 0, "", False], ids=repr)
-def test_anthropic_adapter_options_that_are_not_a_mapping_are_refused(given: object) -> None:
+@pytest.mark.parametrize("wrong", [[], 0, "", False], ids=repr)
+def test_anthropic_adapter_options_that_are_not_a_mapping_are_refused(wrong: object) -> None:
     server = FakeServer(http_module("anthropic"), [])
     with pytest.raises(VeridicError, match="must be a mapping of request parameters"):
         AnthropicMessages(
             server.client(anthropic, "Anthropic"),
             model="claude-t",
             max_tokens=9,
-            options=given,  # type: ignore[arg-type]  # the wrong type is the test
+            options=wrong,  # type: ignore[arg-type]  # the wrong type is the test
         )
 
 
@@ -224,3 +227,117 @@ def test_langchain_reads_the_parts_of_a_system_message_whose_spans_were_replaced
             request_id="req-1",
             prompt=forged,
         )
+
+
+# --- a key given twice in the answer, outside a call's arguments ----------------------------
+
+
+class _RawServer(FakeServer):
+    """Answers every request with one JSON text, byte for byte (json= would rewrite it)."""
+
+    def handle(self, request: Any) -> Any:
+        self.sent.append((request.url.path, {}))
+        body = self.replies[0][1]
+        assert isinstance(body, str)
+        return self.http.Response(
+            200, content=body.encode(), headers={"content-type": "application/json"}
+        )
+
+
+_ANTHROPIC_CALL = (
+    '{"type": "tool_use", "id": "toolu_1", "name": "get_weather", %s"input": {"city": "Oslo"}}'
+)
+_ANTHROPIC = (
+    '{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", '
+    '"content": [%s], "stop_reason": "tool_use", "stop_sequence": null, '
+    '"usage": {"input_tokens": 10, "output_tokens": 5}}'
+)
+_CHAT = (
+    '{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test", '
+    '"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", '
+    '"content": null, "tool_calls": [{"id": "call_1", "type": "function", %s"function": '
+    '{"name": "get_weather", %s"arguments": "{\\"city\\": \\"Oslo\\"}"}}]}}]}'
+)
+_RESPONSES = (
+    '{"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-test", '
+    '"status": "completed", "parallel_tool_calls": true, "tool_choice": "auto", "tools": [], '
+    '"output": [{"type": "function_call", "id": "fc_1", "call_id": "call_1", %s'
+    '"name": "get_weather", "arguments": "{\\"city\\": \\"Oslo\\"}", "status": "completed"}]}'
+)
+
+_TWICE_OUTSIDE = {
+    "anthropic name": (
+        "anthropic",
+        _ANTHROPIC % (_ANTHROPIC_CALL % '"name": "wipe_disk", '),
+        "name",
+    ),
+    "anthropic id": ("anthropic", _ANTHROPIC % (_ANTHROPIC_CALL % '"id": "toolu_2", '), "id"),
+    "anthropic type": (
+        "anthropic",
+        _ANTHROPIC % '{"type": "text", "type": "tool_use", "text": "Hi"}',
+        "type",
+    ),
+    "chat name": ("chat", _CHAT % ("", '"name": "wipe_disk", '), "name"),
+    "chat id": ("chat", _CHAT % ('"id": "call_2", ', ""), "id"),
+    "chat role": (
+        "chat",
+        (_CHAT % ("", "")).replace('"role": "assistant"', '"role": "assistant", "role": "user"'),
+        "role",
+    ),
+    "responses name": ("responses", _RESPONSES % '"name": "wipe_disk", ', "name"),
+    "responses call id": ("responses", _RESPONSES % '"call_id": "call_2", ', "call_id"),
+}
+
+
+def _raw_gateway(api: str, body: str) -> tuple[Any, _RawServer, Any]:
+    if api == "anthropic":
+        server = _RawServer(http_module("anthropic"), [("raw", body)])
+        adapter: Any = AnthropicMessages(
+            server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9
+        )
+    else:
+        server = _RawServer(http_module("openai"), [("raw", body)])
+        made = OpenAIChat if api == "chat" else OpenAIResponses
+        adapter = made(server.client(openai, "OpenAI"), model="gpt-test")
+    gw, calls, _ = gateway(adapter)
+    return gw, server, calls
+
+
+@pytest.mark.parametrize("case", sorted(_TWICE_OUTSIDE))
+def test_an_answer_that_gives_a_key_twice_outside_the_arguments_is_refused(case: str) -> None:
+    # Was: the answer was read with its last value (a call named get_weather then
+    # wipe_disk ran wipe_disk), where a reader of the text, a log or a proxy that keeps the
+    # first value saw get_weather.
+    api, body, key = _TWICE_OUTSIDE[case]
+    gw, server, calls = _raw_gateway(api, body)
+    with pytest.raises(VeridicError, match=f"gives the key '{key}' twice") as caught:
+        gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert "nothing of it was run" in str(caught.value)
+    assert len(server.sent) == 1
+    (record,) = calls.records()  # the model call happened, and is on record
+    assert record.request_id == "req-1"
+
+
+@pytest.mark.parametrize("api", ["anthropic", "chat", "responses"])
+def test_an_answer_without_a_key_twice_reads_as_before(api: str) -> None:
+    body = {
+        "anthropic": _ANTHROPIC % (_ANTHROPIC_CALL % ""),
+        "chat": _CHAT % ("", ""),
+        "responses": _RESPONSES % "",
+    }[api]
+    gw, _, _ = _raw_gateway(api, body)
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    (call,) = reply.tool_calls
+    assert (call.name, call.arguments.replace(" ", "")) == ("get_weather", '{"city":"Oslo"}')
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.text(min_size=1, max_size=8), st.text(max_size=8), st.text(max_size=8))
+def test_property_any_key_given_twice_in_a_call_block_refuses_the_answer(
+    key: str, first: str, second: str
+) -> None:
+    # Every key of the tool_use block, "input" included: the block itself reads two ways.
+    twice = f"{json.dumps(key)}: {json.dumps(first)}, {json.dumps(key)}: {json.dumps(second)}, "
+    gw, _, _ = _raw_gateway("anthropic", _ANTHROPIC % (_ANTHROPIC_CALL % twice))
+    with pytest.raises(VeridicError, match="twice"):
+        gw.send(first_prompt(), VIEW, request_id="req-1")
