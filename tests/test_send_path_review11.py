@@ -14,13 +14,14 @@ the provider's answer control on the way to and from the model.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
+from _sdk_server import FakeServer, http_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from _sdk_server import FakeServer, http_module
 from test_providers import CHAT_TOOL_CALL, MESSAGE, RESPONSE, VIEW, first_prompt, gateway
 
 from veridic import (
@@ -341,3 +342,117 @@ def test_property_any_key_given_twice_in_a_call_block_refuses_the_answer(
     gw, _, _ = _raw_gateway("anthropic", _ANTHROPIC % (_ANTHROPIC_CALL % twice))
     with pytest.raises(VeridicError, match="twice"):
         gw.send(first_prompt(), VIEW, request_id="req-1")
+
+
+# --- a patch of the SDK's create on the client sees what veridic sends -----------------------
+
+_PATCHED = {
+    "chat": ("openai", ("chat", "completions"), CHAT_TOOL_CALL),
+    "responses": ("openai", ("responses",), RESPONSE),
+    "anthropic": ("anthropic", ("messages",), MESSAGE),
+}
+
+
+def _adapter(api: str, server: FakeServer) -> Any:
+    if api == "anthropic":
+        return AnthropicMessages(
+            server.client(anthropic, "Anthropic"), model="claude-t", max_tokens=9
+        )
+    made = OpenAIChat if api == "chat" else OpenAIResponses
+    return made(server.client(openai, "OpenAI"), model="gpt-test")
+
+
+def _resource(adapter: Any, path: tuple[str, ...]) -> Any:
+    resource = adapter.client
+    for name in path:
+        resource = getattr(resource, name)
+    return resource
+
+
+def _patch(resource: Any, seen: list[str]) -> None:
+    """Patch ``create`` on the resource instance, as an observability library does."""
+    original = resource.create
+
+    def create(**request: Any) -> Any:
+        seen.append(request["model"])
+        return original(**request)
+
+    resource.create = create
+
+
+@pytest.mark.parametrize("api", sorted(_PATCHED))
+@pytest.mark.parametrize("when", ["before the first send", "after the first send"])
+def test_a_patch_of_create_on_the_client_sees_every_request_sent_whole(api: str, when: str) -> None:
+    # Was: a whole answer went through the SDK's with_raw_response, whose create is bound
+    # when it is first read: a patch made after the first send saw nothing of any later one.
+    sdk, path, answer = _PATCHED[api]
+    server = FakeServer(http_module(sdk), [("json", answer)] * 3)
+    adapter = _adapter(api, server)
+    gw, _, _ = gateway(adapter)
+    seen: list[str] = []
+    if when == "after the first send":
+        gw.send(first_prompt(), VIEW, request_id="req-0")
+    _patch(_resource(adapter, path), seen)
+    first = gw.send(first_prompt(), VIEW, request_id="req-1")
+    second = gw.send(first_prompt(), VIEW, request_id="req-2")
+    assert seen == [adapter.model, adapter.model]
+    assert first.tool_calls == second.tool_calls
+    assert [call.name for call in first.tool_calls] == ["get_weather"]
+
+
+@pytest.mark.parametrize("api", sorted(_PATCHED))
+def test_a_removed_patch_of_create_sees_nothing_more(api: str) -> None:
+    sdk, path, answer = _PATCHED[api]
+    server = FakeServer(http_module(sdk), [("json", answer)] * 2)
+    adapter = _adapter(api, server)
+    gw, _, _ = gateway(adapter)
+    seen: list[str] = []
+    resource = _resource(adapter, path)
+    _patch(resource, seen)
+    gw.send(first_prompt(), VIEW, request_id="req-1")
+    del resource.create
+    gw.send(first_prompt(), VIEW, request_id="req-2")
+    assert seen == [adapter.model]
+    assert len(server.sent) == 2
+
+
+def test_a_patch_of_create_on_the_class_after_the_first_send_sees_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = FakeServer(http_module("openai"), [("json", CHAT_TOOL_CALL)] * 2)
+    adapter = _adapter("chat", server)
+    gw, _, _ = gateway(adapter)
+    gw.send(first_prompt(), VIEW, request_id="req-0")
+    resource = _resource(adapter, ("chat", "completions"))
+    original = type(resource).create
+    seen: list[str] = []
+
+    def create(self: Any, **request: Any) -> Any:
+        seen.append(request["model"])
+        return original(self, **request)
+
+    monkeypatch.setattr(type(resource), "create", create)
+    gw.send(first_prompt(), VIEW, request_id="req-1")
+    assert seen == ["gpt-test"]
+
+
+def test_a_patch_of_an_async_clients_create_after_the_first_send_sees_the_next() -> None:
+    server = FakeServer(http_module("anthropic"), [("json", MESSAGE)] * 2)
+    client = server.async_client(anthropic, "AsyncAnthropic")
+    gw, _, _ = gateway(AnthropicMessages(client, model="claude-t", max_tokens=9))
+    seen: list[str] = []
+
+    async def run() -> None:
+        await gw.asend(first_prompt(), VIEW, request_id="req-0")
+        original = client.messages.create
+
+        async def create(**request: Any) -> Any:
+            seen.append(request["model"])
+            return await original(**request)
+
+        client.messages.create = create
+        reply = await gw.asend(first_prompt(), VIEW, request_id="req-1")
+        assert [call.name for call in reply.tool_calls] == ["get_weather"]
+
+    asyncio.run(run())
+    assert seen == ["claude-t"]

@@ -8,6 +8,9 @@ would run for ``{"city": "Bergen"}`` where the model wrote ``{"city": "Oslo", "c
 ``with_raw_response`` and read the answer's text here, so such arguments reach the
 dispatcher as written, and are refused there as arguments that read two ways.
 
+The raw form is bound to the ``create`` the client has when the request is sent
+(:func:`raw_create`), so a patch of ``create`` sees every request.
+
 A key given twice anywhere else in the answer (a call's ``id`` or ``name``, a block's
 ``type``, a message's ``role``) refuses the whole answer: the adapter would read the
 last value, as the SDK does, while a log, a proxy or another client that keeps the
@@ -17,13 +20,40 @@ first would see another call, another tool run.
 from __future__ import annotations
 
 import json
-from typing import Final
+from collections.abc import Callable
+from typing import Final, cast
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import arguments_json, attr
 
-__all__ = ["raw_answer", "raw_arguments"]
+__all__ = ["raw_answer", "raw_arguments", "raw_create"]
+
+
+def raw_create(resource: object) -> Callable[..., object] | None:
+    """``resource.with_raw_response.create``, calling the ``create`` the resource has now;
+    ``None`` when the resource has no raw form (a client that is not the SDK's).
+
+    The SDK binds ``with_raw_response`` to ``create`` when it is first read, and keeps it:
+    a patch of ``create`` made later (on the client, or on its class: an observability
+    library, a wrapper of the application's) saw no request sent whole, and one removed
+    later was still called. When ``create`` is not the one the kept form calls, a raw
+    form is made anew for this send (what the SDK does when it is first read), so the
+    patch is called, as ``with_raw_response`` calls ``create``: with the SDK's
+    raw-response header, giving back the SDK's raw response.
+    """
+    raw = attr(resource, "with_raw_response")
+    create = attr(raw, "create")
+    if not callable(create):
+        return None
+    kept = getattr(create, "__wrapped__", None)
+    now = attr(resource, "create")
+    if kept is None or (type(kept) is type(now) and kept == now):
+        return create  # the usual send: nothing was patched since the raw form was made
+    # The SDK's raw forms are made of their resource alone (``type(raw)(resource)``).
+    remake = cast("Callable[[object], object]", type(raw))
+    fresh = attr(remake(resource), "create")
+    return fresh if callable(fresh) else create
 
 
 def raw_answer(response: object, where: str) -> object:
