@@ -349,16 +349,26 @@ def test_the_first_untrusted_system_part_is_refused_and_report_mode_records_ever
 
 
 class _QuietMessage(Message):
-    """A message that says all of its text was written in code, whatever its parts are."""
+    """A message whose spans say all of its text was written in code, whatever its parts
+    are: replaced after the class was made (a subclass that replaces them when it is
+    defined is refused then), as a monkeypatch does."""
 
     __slots__ = ()
 
-    @property
-    def spans(self) -> tuple[Span, ...]:
-        return (Span(0, len(self.content), "code", "quiet.py:1"),)
+
+def _quiet_spans(message: Message) -> tuple[Span, ...]:
+    return (Span(0, len(message.content), "code", "quiet.py:1"),)
 
 
-def test_a_message_subclass_that_overrides_spans_cannot_hide_another_views_section() -> None:
+@pytest.fixture
+def quiet(monkeypatch: pytest.MonkeyPatch) -> type[Message]:
+    monkeypatch.setattr(_QuietMessage, "spans", property(_quiet_spans), raising=False)
+    return _QuietMessage
+
+
+def test_a_message_subclass_that_overrides_spans_cannot_hide_another_views_section(
+    quiet: type[Message],
+) -> None:
     # Was: the gateway read the system message's spans from Message.spans, which a
     # subclass may override: a capability section of another view (promising tools the
     # request does not carry) went out unrefused, and the record said the whole message
@@ -375,7 +385,7 @@ def test_a_message_subclass_that_overrides_spans_cannot_hide_another_views_secti
         return "erased"
 
     parts = (SYSTEM, other.view().capability_section())
-    system = _QuietMessage("system", "".join(parts), parts)
+    system = quiet("system", "".join(parts), parts)
     prompt = Prompt((system, Message("user", "Hi", ("Hi",))))
     gw, provider, _, calls = gateway([{"text": "ok"}])
     with pytest.raises(ToolCouplingError, match="capability section from another view"):
@@ -384,10 +394,10 @@ def test_a_message_subclass_that_overrides_spans_cannot_hide_another_views_secti
     assert calls.records() == ()
 
 
-def test_a_message_subclass_records_the_spans_of_its_parts() -> None:
+def test_a_message_subclass_records_the_spans_of_its_parts(quiet: type[Message]) -> None:
     view = REGISTRY.view()
     parts = (SYSTEM, view.capability_section())
-    prompt = Prompt((_QuietMessage("system", "".join(parts), parts),))
+    prompt = Prompt((quiet("system", "".join(parts), parts),))
     gw, _, _, calls = gateway([{"text": "ok"}])
     gw.send(prompt, view, request_id="req-quiet")
     (record,) = calls.records()

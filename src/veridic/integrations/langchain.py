@@ -275,7 +275,7 @@ def _check_prompt(prompt: Prompt, view: ToolView) -> None:
     for part in message.parts:
         if not is_trusted(part):
             report(part, where)
-    for span in message.spans:
+    for span in prompt.spans:  # read from the parts, whatever a subclass put in their place
         if span.kind == "registry" and not view.describes(message.content[span.start : span.end]):
             raise ToolCouplingError(
                 f"the system message of prompt {prompt.sha256[:12]} holds a capability section "

@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Final, Literal, NamedTuple, Protocol
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import UnknownToolError, VeridicError
 from veridic.providers._headers import (
     model_headers,
@@ -392,7 +393,9 @@ class Adapter:
         self.client = client
         self.model = model
         refuse_client_betas(type(self).__name__, client)
-        self.options: Mapping[str, object] = self.check_options(options or {}, "options")
+        self.options: Mapping[str, object] = self.check_options(
+            given_options(type(self).__name__, options, "options"), "options"
+        )
         # Refused when the adapter is built, not on its first send; each send refuses the
         # request's choice once more, through tool_choice_names().
         _refuse_unsent_choice(self, self.options.get("tool_choice"), "options")
@@ -553,11 +556,7 @@ class Adapter:
         """
         if type(options) is dict and not options:
             return {}  # the usual call, with no options of its own: nothing to refuse
-        if not isinstance(options, Mapping):
-            raise VeridicError(
-                f"{type(self).__name__}: {where} must be a mapping of request parameters, "
-                f"got {type(options).__name__}: pass e.g. {{'temperature': 0}}"
-            )
+        options = given_options(type(self).__name__, options, where)
         owned = self.owned | {"model", "stream"}
         clash = sorted(set(options) & owned)
         clash += _extra_body_clash(options.get("extra_body"), owned, type(self).__name__, where)
@@ -978,6 +977,27 @@ def _extra_body_clash(body: object, owned: frozenset[str], adapter: str, where: 
     if isinstance(inner, Mapping):
         clash += [f"extra_body['extra_body'][{key!r}]" for key in sorted(set(inner) & replaced)]
     return clash
+
+
+def given_options(owner: str, options: object, where: str) -> Mapping[str, object]:
+    """``options`` as the mapping of request parameters they must be, ``None`` read as none.
+
+    Only ``None`` means no options: ``options or {}`` read ``[]``, ``0``, ``""`` and
+    ``False`` as none too, so a caller's mistake (a list of pairs, a flag in the wrong
+    place) sent the request without the options meant, and nothing said so.
+
+    Raises:
+        VeridicError: ``options`` is neither ``None`` nor a mapping, naming what was given.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise VeridicError(
+            f"{owner}: {where} must be a mapping of request parameters, got "
+            f"{a_type(options)} ({clip(repr(options), 60)}): pass a dict such as "
+            "{'temperature': 0}, or None for no options"
+        )
+    return options
 
 
 def attr(value: object, *path: str) -> object:

@@ -7,32 +7,79 @@ would run for ``{"city": "Bergen"}`` where the model wrote ``{"city": "Oslo", "c
 "Bergen"}``, with nothing said. The adapters send through the SDK's
 ``with_raw_response`` and read the answer's text here, so such arguments reach the
 dispatcher as written, and are refused there as arguments that read two ways.
+
+The raw form is bound to the ``create`` the client has when the request is sent
+(:func:`raw_create`), so a patch of ``create`` sees every request.
+
+A key given twice anywhere else in the answer (a call's ``id`` or ``name``, a block's
+``type``, a message's ``role``) refuses the whole answer: the adapter would read the
+last value, as the SDK does, while a log, a proxy or another client that keeps the
+first would see another call, another tool run.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Final, cast
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import arguments_json, attr
 
-__all__ = ["raw_answer", "raw_arguments"]
+__all__ = ["raw_answer", "raw_arguments", "raw_create"]
+
+
+def raw_create(resource: object) -> Callable[..., object] | None:
+    """``resource.with_raw_response.create``, calling the ``create`` the resource has now;
+    ``None`` when the resource has no raw form (a client that is not the SDK's).
+
+    The SDK binds ``with_raw_response`` to ``create`` when it is first read, and keeps it:
+    a patch of ``create`` made later (on the client, or on its class: an observability
+    library, a wrapper of the application's) saw no request sent whole, and one removed
+    later was still called. When ``create`` is not the one the kept form calls, a raw
+    form is made anew for this send (what the SDK does when it is first read), so the
+    patch is called, as ``with_raw_response`` calls ``create``: with the SDK's
+    raw-response header, giving back the SDK's raw response.
+    """
+    raw = attr(resource, "with_raw_response")
+    create = attr(raw, "create")
+    if not callable(create):
+        return None
+    kept = getattr(create, "__wrapped__", None)
+    now = attr(resource, "create")
+    if kept is None or (type(kept) is type(now) and kept == now):
+        return create  # the usual send: nothing was patched since the raw form was made
+    # The SDK's raw forms are made of their resource alone (``type(raw)(resource)``).
+    remake = cast("Callable[[object], object]", type(raw))
+    fresh = attr(remake(resource), "create")
+    return fresh if callable(fresh) else create
 
 
 def raw_answer(response: object, where: str) -> object:
     """The answer in ``response``: the SDK's ``Message`` as it is, or the JSON text of a raw
-    answer (``with_raw_response``) read into dicts, a key given twice kept (:class:`_Twice`).
+    answer (``with_raw_response``) read into dicts, a key given twice in a call's arguments
+    kept (:class:`_Twice`) for the dispatcher to refuse.
 
     Raises:
-        VeridicError: the raw answer's text is not a JSON object.
+        VeridicError: the raw answer's text is not a JSON object, or gives a key twice
+            outside a call's arguments (naming the key and where).
     """
     http = attr(response, "http_response")
     body = attr(http, "text")
     if http is None or not isinstance(body, str):
         return response
+    twice: list[_Twice] = []
+
+    def pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        if len({key for key, _ in pairs}) == len(pairs):
+            return dict(pairs)
+        made = _Twice(pairs)
+        twice.append(made)
+        return made
+
     try:
-        decoded: object = json.loads(body, object_pairs_hook=_pairs)
+        decoded: object = json.loads(body, object_pairs_hook=pairs)
     except (ValueError, RecursionError) as error:
         raise VeridicError(
             f"{where}: the answer is not JSON ({clip(body, 80)}): {error}; nothing of it "
@@ -43,7 +90,55 @@ def raw_answer(response: object, where: str) -> object:
             f"{where}: the answer is JSON but not an object ({clip(body, 80)}); nothing of "
             "it was run: check what sits between you and the API"
         )
+    if twice:  # the usual answer gives no key twice: nothing more to read
+        _refuse_twice_outside_arguments(decoded, where)
     return decoded
+
+
+_ARGUMENTS: Final = frozenset({"arguments", "input"})
+"""The keys under which an answer gives a call's arguments (a chat or Responses call's
+``arguments``, an Anthropic ``tool_use`` block's ``input``): a key given twice in them
+reaches the dispatcher as written, which refuses the call by name."""
+
+
+def _refuse_twice_outside_arguments(decoded: object, where: str) -> None:
+    """Refuse an answer that gives a key twice outside a call's arguments.
+
+    Raises:
+        VeridicError: naming the first such key and the path to its object.
+    """
+    todo: list[tuple[object, str]] = [(decoded, "")]
+    while todo:
+        value, path = todo.pop()
+        if isinstance(value, _Twice):
+            key = _repeated(value.pairs)
+            raise VeridicError(
+                f"{where}: the answer gives the key {clip(key)} twice (in the object at "
+                f"{clip(path or 'the top', 80)}): the adapter would read its last value, a "
+                "log, a proxy or another client that keeps the first would read another "
+                "answer (another call id, another tool); nothing of it was run: check what "
+                "sits between you and the API"
+            )
+        if isinstance(value, dict):
+            todo.extend(
+                (child, f"{path}.{key}" if path else key)
+                for key, child in reversed(value.items())
+                if key not in _ARGUMENTS
+            )
+        elif isinstance(value, list):
+            todo.extend(
+                (item, f"{path}[{index}]") for index, item in reversed(list(enumerate(value)))
+            )
+
+
+def _repeated(pairs: tuple[tuple[str, object], ...]) -> str:
+    """The first key of ``pairs`` given a second time."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    raise ValueError("no key is given twice")  # a _Twice is made only of pairs that repeat one
 
 
 class _Twice(dict[str, object]):
@@ -55,10 +150,6 @@ class _Twice(dict[str, object]):
     def __init__(self, pairs: list[tuple[str, object]]) -> None:
         super().__init__(pairs)
         self.pairs = tuple(pairs)
-
-
-def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    return _Twice(pairs) if len({key for key, _ in pairs}) < len(pairs) else dict(pairs)
 
 
 def raw_arguments(value: object, where: str) -> str:

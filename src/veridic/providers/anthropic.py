@@ -35,6 +35,7 @@ from veridic.providers._base import (
     Usage,
     arguments_json,
     attr,
+    given_options,
     items,
     plain_block,
     reasoning_item,
@@ -44,7 +45,7 @@ from veridic.providers._base import (
     text_of,
     usage_of,
 )
-from veridic.providers._raw import raw_answer, raw_arguments
+from veridic.providers._raw import raw_answer, raw_arguments, raw_create
 from veridic.text.prompt import Prompt, ReasoningItem, ToolCall
 from veridic.tools.tool import JsonObject
 
@@ -128,7 +129,8 @@ class AnthropicMessages(Adapter):
                 "a positive number of output tokens: pass e.g. max_tokens=1024"
             )
         made: object = sdk.Anthropic() if client is None else client
-        super().__init__(made, model, {"max_tokens": max_tokens, **(options or {})})
+        given = given_options("AnthropicMessages", options, "options")
+        super().__init__(made, model, {"max_tokens": max_tokens, **given})
 
     def method(self) -> Callable[..., object]:
         method = attr(self.client, "messages", "create")
@@ -149,9 +151,10 @@ class AnthropicMessages(Adapter):
 
     def sender(self) -> Callable[..., object]:
         """``messages.with_raw_response.create``, whose answer :meth:`parse` reads as the API
-        wrote it (``messages.create`` for a client without it)."""
-        raw = attr(self.client, "messages", "with_raw_response", "create")
-        return raw if callable(raw) else self.method()
+        wrote it (``messages.create`` for a client without it), bound to the ``create`` the
+        client has now, so a patch of it sees the request."""
+        raw = raw_create(attr(self.client, "messages"))
+        return raw if raw is not None else self.method()
 
     def parse(self, response: object) -> Completion:
         """Read an answer: the SDK's ``Message``, or the raw answer :meth:`sender` gives.

@@ -50,7 +50,7 @@ from veridic.providers._base import (
     text_of,
     usage_of,
 )
-from veridic.providers._raw import raw_answer, raw_arguments
+from veridic.providers._raw import raw_answer, raw_arguments, raw_create
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
 from veridic.tools.tool import JsonObject
 
@@ -171,9 +171,10 @@ class OpenAIChat(Adapter):
 
     def sender(self) -> Callable[..., object]:
         """``chat.completions.with_raw_response.create``, whose answer :meth:`parse` reads as
-        the server wrote it (``chat.completions.create`` for a client without it)."""
-        raw = attr(self.client, "chat", "completions", "with_raw_response", "create")
-        return raw if callable(raw) else self.method()
+        the server wrote it (``chat.completions.create`` for a client without it), bound to the
+        ``create`` the client has now, so a patch of it sees the request."""
+        raw = raw_create(attr(self.client, "chat", "completions"))
+        return raw if raw is not None else self.method()
 
     def parse(self, response: object) -> Completion:
         """Read an answer: the SDK's ``ChatCompletion``, or the raw answer :meth:`sender`
@@ -620,9 +621,10 @@ class OpenAIResponses(Adapter):
 
     def sender(self) -> Callable[..., object]:
         """``responses.with_raw_response.create``, whose answer :meth:`parse` reads as the
-        server wrote it (``responses.create`` for a client without it)."""
-        raw = attr(self.client, "responses", "with_raw_response", "create")
-        return raw if callable(raw) else self.method()
+        server wrote it (``responses.create`` for a client without it), bound to the
+        ``create`` the client has now, so a patch of it sees the request."""
+        raw = raw_create(attr(self.client, "responses"))
+        return raw if raw is not None else self.method()
 
     def parse(self, response: object) -> Completion:
         """Read an answer: the SDK's ``Response``, or the raw answer :meth:`sender` gives,

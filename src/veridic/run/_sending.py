@@ -30,6 +30,7 @@ from veridic.providers._base import (
     _parts_past_totals,
     _ShortTotal,
     _stated_well,
+    given_options,
 )
 from veridic.providers._scripted import ScriptedProvider
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
@@ -363,7 +364,8 @@ def checked(
         )
     spans = _instruction_spans(prompt)
     _check_section(prompt, view, spans)
-    request = provider.request(prompt, view.tool_specs(provider.spec_format), options or {})
+    given = given_options(type(provider).__name__, options, "the call's options")
+    request = provider.request(prompt, view.tool_specs(provider.spec_format), given)
     sent_tools = provider.sent_tools(request)
     view.assert_coupled(sent_tools)
     for name in provider.tool_choice_names(request.get("tool_choice")):

@@ -69,13 +69,19 @@ class Message:
     carries the non-empty id of the call it answers: the hash writes a missing id
     as an empty one, which Chat Completions would send as another request.
 
+    A subclass may add members, not replace the ones veridic reads (the fields and
+    :attr:`spans`): the saved document, the provenance map, the terminal view and the
+    adapters read them, and an override of :attr:`spans` made a ticket's text read as
+    code everywhere but at :meth:`ModelGateway.send <veridic.ModelGateway.send>`.
+
     Raises:
         VeridicError: the role is not a :data:`Role`; tool calls on a message
             that is not the assistant's; a tool call id or ``tool_error`` on
             one that is not a tool result; a tool result without the non-empty
             id of the call it answers; ``reasoning`` holds something that
             is not a :class:`ReasoningItem`, or sits on a turn that is not the
-            assistant's.
+            assistant's. When a subclass is defined: it replaces a field or
+            :attr:`spans`.
     """
 
     role: Role
@@ -86,6 +92,11 @@ class Message:
     reasoning: tuple[ReasoningItem, ...] = ()
     tool_error: bool = False
     """A tool result that reports a failed, refused or denied call (Anthropic's ``is_error``)."""
+
+    def __init_subclass__(cls) -> None:
+        # No super() call: the class the slots dataclass makes is not the one the
+        # zero-argument form names, and object's takes no keyword to pass on.
+        refuse_replaced(cls, "Message", _READ_OF_A_MESSAGE)
 
     def __post_init__(self) -> None:
         _own_tuples(self)
@@ -111,10 +122,46 @@ class Message:
     @property
     def spans(self) -> tuple[Span, ...]:
         """Where every character of ``content`` came from (worked out on request)."""
-        return concat_spans(self.parts, "")
+        return spans_of_parts(self)
 
 
 _ROLES: Final[tuple[Role, ...]] = get_args(Role)
+
+_READ_OF_A_MESSAGE: Final = frozenset(
+    {"spans", "role", "content", "parts", "tool_calls", "tool_call_id", "reasoning", "tool_error"}
+)
+"""What veridic reads of a :class:`Message`, which a subclass may not replace."""
+
+_PARTS: Final = Message.__dict__["parts"]
+"""The slot that holds a message's parts, read past any attribute of a subclass's."""
+
+
+def spans_of_parts(message: Message) -> tuple[Span, ...]:
+    """The spans of ``message`` as veridic records them: worked out from the parts it was
+    made of, never from an attribute a subclass (or a monkeypatch of one) put in place of
+    :attr:`Message.spans`. Every reader of a prompt's provenance goes through here."""
+    parts: tuple[str, ...] = _PARTS.__get__(message)
+    return concat_spans(parts, "")
+
+
+def refuse_replaced(cls: type, base: str, read: frozenset[str]) -> None:
+    """Refuse a subclass ``cls`` of ``base`` that replaces one of the members in ``read``.
+
+    Checked when the subclass is defined, so nothing made of it is ever checked by one
+    reading and sent, hashed or shown by another.
+
+    Raises:
+        VeridicError: naming the subclass and what it replaces.
+    """
+    replaced = sorted(read & vars(cls).keys())
+    if replaced:
+        raise VeridicError(
+            f"{cls.__module__}.{cls.__qualname__}, a subclass of {base}, replaces "
+            f"{', '.join(replaced)}: veridic reads these to check, hash, record and send "
+            f"{article(base)}, and a replacement could say one thing to the checks and "
+            "another to the model; a subclass may add members, not replace these (keep "
+            "what you need in a member of another name)"
+        )
 
 
 def _own_tuples(message: Message) -> None:

@@ -41,7 +41,14 @@ from veridic.text.document import (
     _document_json,
     _pieces,
 )
-from veridic.text.message import Message, PromptSpan, Role, ToolCall
+from veridic.text.message import (
+    Message,
+    PromptSpan,
+    Role,
+    ToolCall,
+    refuse_replaced,
+    spans_of_parts,
+)
 from veridic.text.provenance_map import Specs, render
 from veridic.text.reasoning import ReasoningItem, ReasoningKind, ReasoningProvider
 from veridic.text.wire import (
@@ -106,12 +113,22 @@ class Prompt:
     (which is worked out once), and a message appended later cannot slip past
     the check below.
 
+    A subclass may add members, not replace the ones veridic reads (``messages``, the
+    hash, the spans, the provider formats, the document): a subclass's ``to_anthropic()``
+    sent a system prompt that :class:`~veridic.ModelGateway`, which checks the first
+    message, never checked, under the hash of the messages it did check.
+
     Raises:
         VeridicError: an item is not a :class:`Message`, or a message other than
-            the first has the role ``system``.
+            the first has the role ``system``. When a subclass is defined: it
+            replaces a member veridic reads.
     """
 
     messages: tuple[Message, ...]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        refuse_replaced(cls, "Prompt", _READ_OF_A_PROMPT)
 
     def __post_init__(self) -> None:
         if type(self.messages) is not tuple:
@@ -181,7 +198,7 @@ class Prompt:
         return PromptSpans(
             PromptSpan(index, message.role, span.start, span.end, span.kind, span.origin)
             for index, message in enumerate(self.messages)
-            for span in message.spans
+            for span in spans_of_parts(message)
         )
 
     @property
@@ -341,6 +358,13 @@ class Prompt:
                 "Composer.data() before the first assistant turn"
             )
         return {"system": self.system, "messages": messages}
+
+
+_READ_OF_A_PROMPT: Final = frozenset(
+    {"messages"} | {name for name in vars(Prompt) if not name.startswith("__")}
+)
+"""What veridic reads of a :class:`Prompt` (its field and every member it defines but the
+dunders), which a subclass may not replace."""
 
 
 def check_reasoning(prompt: Prompt, carries: ReasoningProvider | None, api: str) -> None:
