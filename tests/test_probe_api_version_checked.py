@@ -47,7 +47,8 @@ def test_an_api_version_that_reads_as_no_version_is_refused_without_repeating_it
     with pytest.raises(ValueError, match="api-version") as refused:
         EndpointChooser(url, "m")
     told = str(refused.value)
-    assert "Secret" not in told and "forged" not in told and "xxxx" not in told
+    for unshown in ("Secret", "forged", "xxxx"):
+        assert unshown not in told
     assert "2024-10-01-preview" in told  # says what a version looks like
     assert "--api-key-env" in told  # and where a key goes instead
 
@@ -71,8 +72,19 @@ def test_the_probe_command_refuses_it_as_a_usage_error_before_asking(tmp_path: P
     url = "http://127.0.0.1:9/v1?api-version=sk-Secret1234567890abcdef"
     cache = str(tmp_path / "cache")
     done = subprocess.run(
-        [sys.executable, "-m", "veridic", "probe", "probe_app:registry", "--endpoint", url,
-         "--model", "m", "--cache", cache],
+        [
+            sys.executable,
+            "-m",
+            "veridic",
+            "probe",
+            "probe_app:registry",
+            "--endpoint",
+            url,
+            "--model",
+            "m",
+            "--cache",
+            cache,
+        ],
         cwd=Path(__file__).parent / "cli_fixtures",
         capture_output=True,
         text=True,
