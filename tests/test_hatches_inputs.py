@@ -32,7 +32,7 @@ def test_a_directory_holding_no_python_file_is_a_usage_error_not_a_clean_check(
     (tmp_path / "app" / "README.md").write_text("renamed to src/\n")
     assert main(["hatches", "app"]) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert "app" in err and "no Python file" in err
+    assert "'app' holds no Python file" in err
 
 
 def test_one_empty_directory_among_others_is_still_named(

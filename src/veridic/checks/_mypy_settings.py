@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from mypy.options import Options
 
 __all__ = [
-    "INLINE",
     "CONFIG_NAMES",
+    "INLINE",
     "ConfigError",
     "Directive",
     "Section",
