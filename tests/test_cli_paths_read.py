@@ -1,4 +1,5 @@
-"""``veridic hatches`` on paths that hold no code, or the same code twice.
+"""``veridic hatches`` (and ``show``) on paths that hold no code, the same code twice, or a
+link that loops.
 
 A directory with no Python file in it (a package renamed, a typo'd folder that
 exists) was reported "0 findings ... clean (exit 0)": the check passed having read
@@ -74,6 +75,20 @@ def test_a_symbolic_link_that_loops_is_said_to_loop(
     (tmp_path / "one").symlink_to(tmp_path / "two")
     (tmp_path / "two").symlink_to(tmp_path / "one")
     assert main(["hatches", "one"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "no such file" not in err
+    assert "symbolic link" in err
+
+
+def test_veridic_show_of_a_looping_link_says_it_loops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``veridic show`` said "no such file" of a link that loops, where ``veridic audit``
+    of the same path says what it is."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.json").symlink_to(tmp_path / "two.json")
+    (tmp_path / "two.json").symlink_to(tmp_path / "one.json")
+    assert main(["show", "one.json"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "no such file" not in err
     assert "symbolic link" in err
