@@ -61,6 +61,7 @@ SCRIPTS: Final = (
     "templates",
     "plans",
     "audit",
+    "audit_report",
 )
 SCRIPT_TIMEOUT: Final = 1800
 

@@ -126,6 +126,9 @@ def test_a_build_folder_of_copies_is_still_skipped(tmp_path: Path) -> None:
         "from typing import cast\nfrom veridic import TrustedInstruction\n"
         "forged = cast(TrustedInstruction, raw)\n"
     )
+    # The project's own code beside it (a folder of nothing but copies is refused as
+    # holding no Python file: tests/test_cli_paths_read.py).
+    (tmp_path / "app.py").write_text("x = 1\n")
     assert find_hatches([tmp_path]) == ()
 
 

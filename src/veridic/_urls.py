@@ -33,6 +33,7 @@ __all__ = [
     "VERSION_PARAMETERS",
     "cut_short_reason",
     "masked",
+    "reads_as_version",
     "shown_url",
     "split_url",
     "url_secrets",
@@ -300,7 +301,18 @@ def _shown_items(items: str, separator: str) -> str:
 def _shown_value(name: str, value: str) -> bool:
     """Whether the query item ``name=value`` (as written) is shown whole: ``name`` is one
     of :data:`VERSION_PARAMETERS` and ``value`` reads as a version (:data:`_VERSION`)."""
-    return name.lower() in VERSION_PARAMETERS and _VERSION.fullmatch(value) is not None
+    return name.lower() in VERSION_PARAMETERS and reads_as_version(value)
+
+
+def reads_as_version(value: str) -> bool:
+    """Whether ``value`` has the shape of an ``api-version`` (:data:`_VERSION`): a date with
+    an optional tag, a short number, ``preview`` or ``latest``; 23 characters at most, of
+    digits, lower-case letters, dots and dashes, too few to be a key.
+
+    >>> reads_as_version("2024-10-01-preview"), reads_as_version("sk-abc123DEF456")
+    (True, False)
+    """
+    return _VERSION.fullmatch(value) is not None
 
 
 def _port_is_number(parts: SplitResult) -> bool:

@@ -111,7 +111,9 @@ def _probe_chooser(args: argparse.Namespace) -> ToolChooser:
             chooser = EndpointChooser(args.endpoint, args.model, api_key=key)
         else:
             chooser = LlamaChooser(args.gguf, n_threads=args.threads)
-    except VeridicError as error:  # a missing extra, a model without a tool template
+    except (VeridicError, ValueError) as error:
+        # A missing extra, a model without a tool template, an api-version that reads as no
+        # version (the message does not repeat it).
         raise _UsageError(str(error)) from error
     if args.no_cache:
         return chooser

@@ -175,7 +175,13 @@ def _is_sqlite(path: Path) -> bool:
 
 def _read_document(path: Path) -> PromptDocument:
     if not path.is_file():
-        what = "is not a file" if path.exists() else "no such file"
+        what = (
+            "is not a file"
+            if path.exists()
+            else "is a symbolic link that does not lead to a file (it loops, or its target is gone)"
+            if path.is_symlink()
+            else "no such file"
+        )
         raise _UsageError(
             f"{path}: {what} (looked from {os.getcwd()}): pass a prompt document (the JSON "
             "text of prompt.to_document()) or an audit store (an SQLite path, a postgresql:// "

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from mypy.options import Options
 
 __all__ = [
+    "CONFIG_NAMES",
     "INLINE",
     "ConfigError",
     "Directive",
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 INLINE: Final = "# mypy: "  # mypy.util.get_mypy_comments: at the start of a line, exactly so
-_CONFIG_NAMES: Final = ("mypy.ini", ".mypy.ini", "pyproject.toml", "setup.cfg")  # mypy's order
+CONFIG_NAMES: Final = ("mypy.ini", ".mypy.ini", "pyproject.toml", "setup.cfg")  # mypy's order
 _SHARED_NAMES: Final = frozenset({"pyproject.toml", "setup.cfg"})
 _REPOSITORY_ROOTS: Final = (".git", ".hg")
 _BOOLEANS: Final = configparser.RawConfigParser.BOOLEAN_STATES
@@ -207,7 +208,7 @@ class ConfigError(Exception):
 def config_candidates(start: Path) -> Iterator[Path]:
     current = start
     while True:
-        for name in _CONFIG_NAMES:
+        for name in CONFIG_NAMES:
             if (current / name).exists():
                 yield current / name
         if any((current / root).exists() for root in _REPOSITORY_ROOTS):

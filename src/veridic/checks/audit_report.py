@@ -773,7 +773,9 @@ def stream_report(store: AuditStore, selection: Selection, *, database: str) -> 
     answer of it at once. Of a veridic store, this one reads the records in pages
     of 500: once to count them, then the writes, follow-ups and findings each twice
     (for the column widths of their table, then its lines), the stopped calls
-    thrice, and each request's rows when its section is written. Written with
+    thrice, and the requests' rows a page of requests at a time (whose rows make a
+    page together, or one request of more), three statements a page, as their
+    sections are written. Written with
     :meth:`~AuditReport.text_lines`, :meth:`~AuditReport.markdown_lines` or
     :meth:`~AuditReport.json_chunks`, it holds a page or one request at a time (and
     the request ids, in order), and its text is that of :func:`build_report`'s.
@@ -819,16 +821,20 @@ def stream_report(store: AuditStore, selection: Selection, *, database: str) -> 
     tally = _Tally.of(counting(), store._model_call_count(since, until))
     stopped = _Tally.stopped(substitutions())
     firsts = sorted(store._request_firsts(since, until), key=lambda first: (first[1], first[0]))
-    order = [request_id for request_id, _ in firsts]
+    order = [(request_id, rows) for request_id, _, rows in firsts]
 
     def requests() -> Iterator[RequestReport]:
-        for request_id in order:
-            yield _request(
-                request_id,
-                store.records(request_id, since=since, until=until),
-                store.model_calls(request_id, since=since, until=until),
-                store.model_replies(request_id, since=since, until=until),
-            )
+        for page in _request_pages(order):
+            records, calls, replies = store._rows_of_requests(page, since, until)
+            by_records, by_calls = _by_request(records), _by_request(calls)
+            by_replies = _by_request(replies)
+            for request_id in page:
+                yield _request(
+                    request_id,
+                    by_records.get(request_id, ()),
+                    by_calls.get(request_id, ()),
+                    by_replies.get(request_id, ()),
+                )
 
     return AuditReport(
         database=database,
@@ -873,6 +879,26 @@ def _pages(
         if not full:
             return
         after = page[-1][0]
+
+
+def _request_pages(order: Sequence[tuple[str, int]]) -> Iterator[tuple[str, ...]]:
+    """The request ids of ``order`` (each with how many rows it holds), in pages of
+    requests whose rows, together, are a page (:data:`_PAGE`) at most, or of one request
+    that holds more: each page is read with three statements, not three a request.
+
+    The counts are those of the moment the report was made: in a store written
+    meanwhile, a page may read the few rows written since.
+    """
+    page: list[str] = []
+    held = 0
+    for request_id, rows in order:
+        if page and (held + rows > _PAGE or len(page) == _PAGE):
+            yield tuple(page)
+            page, held = [], 0
+        page.append(request_id)
+        held += rows
+    if page:
+        yield tuple(page)
 
 
 def _is_write(record: AuditRecord) -> bool:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol, cast
 from urllib.parse import parse_qsl, urlsplit
 
+from veridic._counted import counted
 from veridic._model_runtime import (
     HttpClient,
     LlamaModel,
@@ -46,7 +47,13 @@ from veridic._model_runtime import (
     without_extra_buffer_types,
 )
 from veridic._sample import clip
-from veridic._urls import VERSION_PARAMETERS, masked, shown_url, url_secrets
+from veridic._urls import (
+    VERSION_PARAMETERS,
+    masked,
+    reads_as_version,
+    shown_url,
+    url_secrets,
+)
 from veridic.errors import VeridicError
 
 __all__ = [
@@ -308,7 +315,8 @@ class EndpointChooser:
     Raises:
         MissingExtraError: no client was given and httpx is not installed.
         ValueError: ``endpoint`` is no URL (a lost bracket, a port that is no number,
-            a ``/``, ``?`` or ``#`` of its user part ending its host early); the message
+            a ``/``, ``?`` or ``#`` of its user part ending its host early), or the value
+            of its ``api-version`` reads as no version (see :meth:`identity`); the message
             shows it without its credentials.
     """
 
@@ -324,6 +332,7 @@ class EndpointChooser:
     ) -> None:
         self._url = chat_url(endpoint)
         self._shown = shown_url(self._url)  # what messages and records say: no credentials
+        self._versions = _versions(self._url, self._shown)
         self._secrets = url_secrets(self._url, api_key)  # as a server's answer may repeat them
         self._model = model
         self._api_key = api_key
@@ -337,18 +346,13 @@ class EndpointChooser:
         answers and is no credential), the model.
 
         The shown URL hid every query value, and an answer of one ``api-version``
-        was reused for another; it shows a version's value now, but only one that reads
-        as a version, and the cache tells every value apart. No other value enters: the
-        identity is written into the cache, and a key or a signature changes nothing the
-        model answers.
+        was reused for another; it shows a version's value now, and the cache tells
+        every value apart. No other value enters: the identity is written into the
+        cache, and a key or a signature changes nothing the model answers. A value that
+        reads as no version (a key put there, a line break, 500 characters) is refused
+        when the chooser is made, so none is written.
         """
-        query = urlsplit(self._url).query
-        chosen = "&".join(
-            f"{name}={value}"
-            for name, value in parse_qsl(query, keep_blank_values=True)
-            if name.lower() in VERSION_PARAMETERS
-        )
-        told = f" {chosen}" if chosen else ""
+        told = f" {self._versions}" if self._versions else ""
         return f"endpoint:{self._shown}{told} model:{self._model} greedy seed:{self._seed}"
 
     def describe(self) -> Mapping[str, str]:
@@ -410,6 +414,30 @@ class EndpointChooser:
         """What the server answered, as an error quotes it: the key and the URL's
         credentials replaced by ``***`` (a server refusing a key often repeats it)."""
         return clip(masked(text, self._secrets), 300)
+
+
+def _versions(url: str, shown: str) -> str:
+    """The ``api-version`` items of ``url``'s query, as :meth:`EndpointChooser.identity`
+    writes them into the probe cache.
+
+    Raises:
+        ValueError: one's value reads as no version; the message says what one looks
+            like and does not repeat the value (a key put there by mistake).
+    """
+    items = [
+        (name, value)
+        for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True)
+        if name.lower() in VERSION_PARAMETERS
+    ]
+    for name, value in items:
+        if not reads_as_version(value):
+            raise ValueError(
+                f"endpoint {shown!r}: its {name} (a value of {counted(len(value), 'character')},"
+                " not shown) reads as no API version, and the probe cache would record it: "
+                "give a date (2024-10-01-preview), a number (1, v1, 2.0), preview or latest; "
+                "a key goes in --api-key-env (api_key=), never in the URL"
+            )
+    return "&".join(f"{name}={value}" for name, value in items)
 
 
 # --- a local GGUF model ---------------------------------------------------------------------

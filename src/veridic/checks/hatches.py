@@ -189,8 +189,11 @@ def find_hatches(
     (:func:`scan_mypy_config`); one file found from several directories is
     reported once. The result is sorted by file and line.
 
+    Each real file is read once, however many paths reach it.
+
     Raises:
-        VeridicError: a path does not exist.
+        VeridicError: a path does not exist, or is a directory that holds no ``.py``
+            file and no mypy configuration file (nothing would be checked).
     """
     paths = tuple(paths)
     found: list[Hatch] = list(
@@ -1030,18 +1033,44 @@ def _short(text: str) -> str:
 
 
 def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """The ``.py`` files of ``paths``, each real file once (given twice, or reached through a
+    symbolic link as well: its hatches were listed and counted twice).
+
+    Raises:
+        VeridicError: a path is neither a file nor a directory, or is a directory that
+            holds no Python file and no mypy configuration file of its own (one that does
+            is given for its configuration): a check that read nothing does not pass.
+    """
+    seen: set[Path] = set()
     for given in paths:
         path = Path(given)
         if path.is_file():
-            yield path
+            found: Iterable[Path] = (path,)
         elif path.is_dir():
-            yield from _walk(path)
+            found = list(_walk(path))
+            if not found and not _holds_config(path):
+                raise VeridicError(
+                    f"veridic hatches: {os.fspath(given)!r} holds no Python file (.py) and "
+                    f"no mypy configuration (looked from {Path.cwd()}; hidden folders, and "
+                    "build, dist and the like outside a package, are skipped), so nothing of "
+                    "it could be checked: pass the directories that hold the application's code"
+                )
         else:
             raise VeridicError(
                 f"veridic hatches: {os.fspath(given)!r} is neither a file nor a directory "
                 f"(looked from {Path.cwd()}): pass paths of Python files or of directories "
                 "that hold them"
             )
+        for file in found:
+            real = file.resolve()
+            if real not in seen:
+                seen.add(real)
+                yield file
+
+
+def _holds_config(directory: Path) -> bool:
+    """Whether ``directory`` holds a file mypy may read its configuration from."""
+    return any((directory / name).is_file() for name in _mypy_settings.CONFIG_NAMES)
 
 
 def _walk(directory: Path) -> Iterator[Path]:

@@ -8,7 +8,7 @@ its database, so every store answers every question alike.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from veridic.run import _store as _statements
 from veridic.run._store import Statement, T
@@ -191,8 +191,18 @@ class SQLStore:
 
     def _request_firsts(
         self, since: float | None, until: float | None
-    ) -> tuple[tuple[str, float], ...]:
+    ) -> tuple[tuple[str, float, int], ...]:
         return self._run(_statements.request_firsts(since, until))
+
+    def _rows_of_requests(
+        self, request_ids: Sequence[str], since: float | None, until: float | None
+    ) -> tuple[tuple[AuditRecord, ...], tuple[ModelCallRecord, ...], tuple[ModelReplyRecord, ...]]:
+        """The records, model calls and answers of a page of requests: three statements."""
+        return (
+            self._run(_statements.records_of(request_ids, since, until)),
+            self._run(_statements.model_calls_of(request_ids, since, until)),
+            self._run(_statements.model_replies_of(request_ids, since, until)),
+        )
 
     def _model_call_count(self, since: float | None, until: float | None) -> int:
         return self._run(_statements.model_call_count(since, until))

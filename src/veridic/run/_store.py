@@ -735,15 +735,70 @@ _REVIEWED: Final = ("veridic_audit", "veridic_model_calls", "veridic_model_repli
 
 def request_firsts(
     since: float | None, until: float | None
-) -> Statement[tuple[tuple[str, float], ...]]:
-    """Each request of the range, with the time of its first record, call or answer in it."""
+) -> Statement[tuple[tuple[str, float, int], ...]]:
+    """Each request of the range, with the time of its first record, call or answer in it,
+    and how many of them the range holds (what reading its rows makes)."""
     conditions, values = _timed(since, until)
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     union = " UNION ALL ".join(f"SELECT request_id, time FROM {t}{where}" for t in _REVIEWED)
     return Statement(
-        f"SELECT request_id, MIN(time) FROM ({union}) AS reviewed GROUP BY request_id",
+        f"SELECT request_id, MIN(time), COUNT(*) FROM ({union}) AS reviewed GROUP BY request_id",
         values * len(_REVIEWED),
-        lambda rows: tuple((str(row[0]), float(row[1])) for row in rows),
+        lambda rows: tuple((str(row[0]), float(row[1]), int(row[2])) for row in rows),
+    )
+
+
+def records_of(
+    request_ids: Sequence[str], since: float | None, until: float | None
+) -> Statement[tuple[AuditRecord, ...]]:
+    """The records of the requests ``request_ids`` in the range, in the order written."""
+    return _of_requests(COLUMNS, "veridic_audit", _records, request_ids, since, until)
+
+
+def model_calls_of(
+    request_ids: Sequence[str], since: float | None, until: float | None
+) -> Statement[tuple[ModelCallRecord, ...]]:
+    """The model calls of the requests ``request_ids`` in the range, in the order sent."""
+    return _of_requests(
+        _CALL_COLUMNS, "veridic_model_calls", _model_calls, request_ids, since, until
+    )
+
+
+def model_replies_of(
+    request_ids: Sequence[str], since: float | None, until: float | None
+) -> Statement[tuple[ModelReplyRecord, ...]]:
+    """The model answers of the requests ``request_ids`` in the range, in the order read."""
+    return _of_requests(
+        _REPLY_COLUMNS, "veridic_model_replies", _replies, request_ids, since, until
+    )
+
+
+def _of_requests(
+    columns: str,
+    table: str,
+    answer: Callable[[Rows], T],
+    request_ids: Sequence[str],
+    since: float | None,
+    until: float | None,
+) -> Statement[T]:
+    """``columns`` of the rows of ``table`` of the requests ``request_ids`` in the range, in
+    the order written: one statement for a page of requests.
+
+    A review of a whole store read each request's records, model calls and answers
+    with a statement each: on a store of many small requests the statements, not the
+    rows, were the cost (``benchmarks/audit_report.py``). Ordered by ``+id`` so that
+    SQLite finds the rows through the index on ``(request_id, id)`` and sorts the few
+    it finds rather than read the table in key order, as :func:`select` does for a
+    range (Postgres reads ``id``: :func:`veridic.run.postgres._placeholders`).
+    """
+    for request_id in request_ids:
+        _check_asked("request_id", request_id)
+    conditions, values = _timed(since, until)
+    asked = f"request_id IN ({', '.join('?' for _ in request_ids)})"
+    return Statement(
+        f"SELECT {columns} FROM {table} WHERE {' AND '.join([asked, *conditions])} ORDER BY +id",
+        (*request_ids, *values),
+        answer,
     )
 
 
