@@ -873,16 +873,23 @@ def _nested_lazy(value: object) -> list[tuple[str, object]]:
 _WRAPPERS: Final = (collections.UserDict, collections.UserList, collections.UserString)
 """The standard wrappers whose content is their ``.data``'s, read with its code."""
 
+_READ_THROUGH: Final = frozenset((MappingProxyType, collections.ChainMap, *_WRAPPERS))
+"""The standard containers whose content is another object's: one wrapped in another is
+looked into as well, never read as a finished container."""
+
 
 def _wrapped(path: str, item: object) -> tuple[str, object] | None:
     """What a standard wrapper (a ``MappingProxyType``, a ``UserDict``, a ``UserList``, a
     ``UserString``) wraps, with where it sits, when that is not a standard container
-    itself; ``None`` for anything else.
+    itself (another wrapper, or a ``ChainMap``, is looked into in turn); ``None`` for
+    anything else.
 
     Reading the wrapper runs the wrapped object's code, each time: a mapping that
     answers finished data to the check and a generator to the application's next
     read passed inside a proxy, where returned alone it is refused. So the wrapped
-    object is judged as a value of its own, before anything of it is read.
+    object is judged as a value of its own, before anything of it is read. A proxy
+    whose mapping cannot be seen (an interpreter whose proxies keep other references)
+    is read as a mapping, once, as before this look existed.
     """
     if isinstance(item, MappingProxyType):
         # A proxy shows its mapping and keeps no other reference (CPython's traverse).
@@ -894,7 +901,7 @@ def _wrapped(path: str, item: object) -> tuple[str, object] | None:
         where = f"{path}.data"
     else:
         return None
-    if inner is None or type(inner) in _PLAIN:
+    if inner is None or (type(inner) in _PLAIN and type(inner) not in _READ_THROUGH):
         return None  # a standard container: read as the wrapper, which runs no code of it
     return where, inner
 
