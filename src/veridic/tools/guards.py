@@ -574,6 +574,15 @@ def _its_own(scope: DispatchScope, tool: str, risk: Risk, kind: ToolKind) -> boo
         return True
 
 
+def _claimed(scope: DispatchScope) -> None:
+    """Mark ``scope``'s own dispatch as begun, for a dispatch that entered the scope itself
+    (a tool dispatched outside :func:`veridic.execute`) and so never passes
+    :func:`_its_own`: a tool of its name, risk and kind run by its handler is the
+    handler's, judged and recorded, as it is inside the executor's scope."""
+    with _STATE:
+        scope._claimed = True
+
+
 def _late(scope: DispatchScope) -> bool:
     with _STATE:
         return scope._ended()
