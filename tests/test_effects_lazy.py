@@ -494,7 +494,9 @@ WRAPPERS: dict[str, tuple[Callable[[Store], object], str, str]] = {
         "a dict whose ['r-1']'s mapping's mapping is an iterable (_Shifting)",
     ),
     "mapping_proxy_of_a_chain_map": (
-        lambda store: types.MappingProxyType(collections.ChainMap(_Shifting(store))),
+        lambda store: types.MappingProxyType(
+            collections.ChainMap(_Shifting(store))  # type: ignore[arg-type]  # read-only suffices
+        ),
         "a mappingproxy whose mapping.maps[0] is an iterable (_Shifting)",
         "a dict whose ['r-1']'s mapping.maps[0] is an iterable (_Shifting)",
     ),

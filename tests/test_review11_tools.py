@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -207,7 +207,16 @@ class _AnswersForTheUser(ApprovalPolicy):
 
     def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
         decided = super().request(name, arguments)
-        return _ConfirmedAnyway(**{part.name: getattr(decided, part.name) for part in fields(decided)})
+        return _ConfirmedAnyway(
+            decided.tool,
+            decided.kind,
+            decided.risk,
+            decided.irreversible,
+            decided.writes_instruction_fields,
+            decided.mode,
+            decided.why,
+            decided.arguments,
+        )
 
 
 def test_a_request_that_answers_for_the_user_runs_nothing() -> None:
@@ -215,20 +224,24 @@ def test_a_request_that_answers_for_the_user_runs_nothing() -> None:
     # ApprovalRequest turned the user's no into USER_CONFIRMED, and the purge ran.
     fixtures = Fixtures()
     view = fixtures_view(fixtures)
-    for run in (execute, aexecute):
-        with pytest.raises(VeridicError, match=r"_AnswersForTheUser.request\('purge'\)"):
-            called = run(
-                view,
-                "purge",
-                {"name": "golden-1"},
-                policy=_AnswersForTheUser(view),
-                audit=SQLiteAuditSink(),
-                request_id="req-1",
-                prompt=PROMPT,
-                confirm=lambda request: False,
-            )
-            if asyncio.iscoroutine(called):
-                asyncio.run(called)
+    where = re.escape("_AnswersForTheUser.request('purge')")
+
+    def refuse(request: ApprovalRequest) -> bool:
+        return False
+
+    async def arefuse(request: ApprovalRequest) -> bool:
+        return False
+
+    called = {
+        "policy": _AnswersForTheUser(view),
+        "audit": SQLiteAuditSink(),
+        "request_id": "req-1",
+        "prompt": PROMPT,
+    }
+    with pytest.raises(VeridicError, match=where):
+        execute(view, "purge", {"name": "golden-1"}, confirm=refuse, **called)  # type: ignore[arg-type]  # the keywords above
+    with pytest.raises(VeridicError, match=where):
+        asyncio.run(aexecute(view, "purge", {"name": "golden-1"}, confirm=arefuse, **called))  # type: ignore[arg-type]  # the keywords above
     assert fixtures.purged == []
 
 

@@ -282,8 +282,10 @@ def execute(
             ``ToolContext[X]`` and ``context`` is not an ``X`` (``None``: none
             was given), or ``call_id`` is not a string, or ``policy`` (a subclass)
             answered outside the approval contract: no approval for a write or a
-            high-risk tool, a call confirmed before anyone was asked, or a request
-            that describes another tool than the one that runs. Raised once the
+            high-risk tool, a call confirmed before anyone was asked, a mode that is
+            no ``ApprovalMode``, a request that describes another tool or other
+            arguments than the call that runs, or one of a subclass of
+            ``ApprovalRequest`` (whose ``answer`` could speak for the user). Raised once the
             call was checked against the view, before approval; nothing runs and
             nothing is recorded. Or ``confirm``
             returned an awaitable (an ``async def``: use :func:`aexecute`); the
