@@ -487,6 +487,19 @@ WRAPPERS: dict[str, tuple[Callable[[Store], object], str, str]] = {
         "a UserList whose .data is an iterable (_ShiftingList)",
         "a dict whose ['r-1'].data is an iterable (_ShiftingList)",
     ),
+    # A standard wrapper over another: the outer one's content is still the mapping's.
+    "mapping_proxy_of_a_mapping_proxy": (
+        lambda store: types.MappingProxyType(types.MappingProxyType(_Shifting(store))),
+        "a mappingproxy whose mapping's mapping is an iterable (_Shifting)",
+        "a dict whose ['r-1']'s mapping's mapping is an iterable (_Shifting)",
+    ),
+    "mapping_proxy_of_a_chain_map": (
+        lambda store: types.MappingProxyType(
+            collections.ChainMap(_Shifting(store))  # type: ignore[arg-type]  # read-only suffices
+        ),
+        "a mappingproxy whose mapping.maps[0] is an iterable (_Shifting)",
+        "a dict whose ['r-1']'s mapping.maps[0] is an iterable (_Shifting)",
+    ),
 }
 
 

@@ -72,12 +72,14 @@ import traceback
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Final
 
 from pydantic_core import to_jsonable_python
 
 from veridic._exception_groups import leaves as _leaves
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import (
     AlwaysAllowRefusedError,
     ApprovalDeniedError,
@@ -280,8 +282,10 @@ def execute(
             ``ToolContext[X]`` and ``context`` is not an ``X`` (``None``: none
             was given), or ``call_id`` is not a string, or ``policy`` (a subclass)
             answered outside the approval contract: no approval for a write or a
-            high-risk tool, a call confirmed before anyone was asked, or a request
-            that describes another tool than the one that runs. Raised once the
+            high-risk tool, a call confirmed before anyone was asked, a mode that is
+            no ``ApprovalMode``, a request that describes another tool or other
+            arguments than the call that runs, or one of a subclass of
+            ``ApprovalRequest`` (whose ``answer`` could speak for the user). Raised once the
             call was checked against the view, before approval; nothing runs and
             nothing is recorded. Or ``confirm``
             returned an awaitable (an ``async def``: use :func:`aexecute`); the
@@ -544,35 +548,54 @@ _DESCRIBED: Final = (
 is asked by it."""
 
 
-def _within_contract(tool: Tool, request: object, policy: ApprovalPolicy) -> ApprovalRequest:
-    """``request`` when it is one the approval contract allows for ``tool``.
+def _within_contract(
+    prepared: PreparedCall, request: object, policy: ApprovalPolicy
+) -> ApprovalRequest:
+    """The request the user is asked by and the record keeps, when ``request`` is one the
+    approval contract allows for ``prepared``'s call.
 
     :class:`ApprovalPolicy` decides within it, but the executor runs whatever the
     policy answers, and a subclass (a "dev mode" that allows everything) may answer
     anything: an irreversible purge "always allowed", a write that "needs no
-    approval", a call "confirmed" that nobody was asked about, or a request that shows
-    the user another tool, or this one as less risky, than the one that runs. So the
-    executor holds the contract itself (invariants I7, I8), before anything runs.
+    approval", a call "confirmed" that nobody was asked about, a request that shows
+    the user another tool, or this one as less risky, or other arguments, than the
+    call that runs, or one whose own ``answer`` confirms what the user refused. So
+    the executor holds the contract itself (invariants I7, I8), before anything runs,
+    and asks the user by a request of its own making: the tool's facts, the
+    arguments it compared, and the policy's mode and why.
 
     Raises:
         AlwaysAllowRefusedError: an always rule for a high-risk tool.
         VeridicError: anything else outside the contract (see above).
     """
+    tool = prepared.tool
     where = f"{type(policy).__name__}.request({tool.name!r})"
-    if not isinstance(request, ApprovalRequest):
+    if type(request) is not ApprovalRequest:
         raise VeridicError(
-            f"{where} returned {type(request).__name__}, not an ApprovalRequest: nothing ran; "
-            "return what ApprovalPolicy.request returns"
+            f"{where} returned {a_type(request)}, not an ApprovalRequest itself (the "
+            "executor asks the user by its answer): nothing ran; return what "
+            "ApprovalPolicy.request returns, changed with dataclasses.replace"
         )
+    mode, why = request.mode, request.why
+    if (mode is not None and type(mode) is not ApprovalMode) or type(why) is not str:
+        raise VeridicError(
+            f"{where} answered the mode {clip(repr(mode))} with {a_type(why)} as why: a mode "
+            "is an ApprovalMode member, or None while the user is to be asked, and a why is "
+            "text; nothing ran: decide with ApprovalMode (ApprovalMode.DENIED to deny)"
+        )
+    arguments = dict(prepared.arguments)
+    shown = request.arguments
+    shown = dict(shown) if isinstance(shown, Mapping) else None  # read once: what is asked
     differ = [said for said, is_ in _DESCRIBED if getattr(request, said) != getattr(tool, is_)]
+    if shown != arguments:
+        differ.append("arguments")
     if differ:
         raise VeridicError(
-            f"{where} describes the tool otherwise than it is ({', '.join(differ)}): the "
+            f"{where} describes the call otherwise than it is ({', '.join(differ)}): the "
             f"user would approve, and the record keep, another call than the one of "
             f"{tool.name!r} ({tool.origin}) that runs; nothing ran: build the request from "
             "super().request(...) and change only its mode and why"
         )
-    mode = request.mode
     if mode is ApprovalMode.ALWAYS_RULE and tool.risk >= Risk.HIGH:
         raise AlwaysAllowRefusedError(
             f"{where} allowed a call of {tool.name!r} ({tool.origin}) by an always rule, but it "
@@ -594,7 +617,16 @@ def _within_contract(tool: Tool, request: object, policy: ApprovalPolicy) -> App
             "asked; nothing ran: only the user confirms (leave the call pending, mode None, "
             "and pass confirm=), and a policy denies with ApprovalMode.DENIED"
         )
-    return request
+    return ApprovalRequest(
+        tool.name,
+        tool.kind,
+        tool.risk,
+        tool.irreversible,
+        tool.writes_instruction_fields,
+        mode,
+        why,
+        MappingProxyType(arguments),
+    )
 
 
 class _Call:
@@ -748,7 +780,7 @@ class _Call:
         # The model's arguments go to the policy and the record; the context only to the handler.
         prepared = prepared.with_context(context, request_id=self.request_id)
         request = self.policy.request(self.name, prepared.arguments)
-        return prepared, _within_contract(prepared.tool, request, self.policy)
+        return prepared, _within_contract(prepared, request, self.policy)
 
     def ask(
         self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None

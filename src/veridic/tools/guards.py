@@ -574,6 +574,15 @@ def _its_own(scope: DispatchScope, tool: str, risk: Risk, kind: ToolKind) -> boo
         return True
 
 
+def _claimed(scope: DispatchScope) -> None:
+    """Mark ``scope``'s own dispatch as begun, for a dispatch that entered the scope itself
+    (a tool dispatched outside :func:`veridic.execute`) and so never passes
+    :func:`_its_own`: a tool of its name, risk and kind run by its handler is the
+    handler's, judged and recorded, as it is inside the executor's scope."""
+    with _STATE:
+        scope._claimed = True
+
+
 def _late(scope: DispatchScope) -> bool:
     with _STATE:
         return scope._ended()
@@ -873,16 +882,23 @@ def _nested_lazy(value: object) -> list[tuple[str, object]]:
 _WRAPPERS: Final = (collections.UserDict, collections.UserList, collections.UserString)
 """The standard wrappers whose content is their ``.data``'s, read with its code."""
 
+_READ_THROUGH: Final = frozenset((MappingProxyType, collections.ChainMap, *_WRAPPERS))
+"""The standard containers whose content is another object's: one wrapped in another is
+looked into as well, never read as a finished container."""
+
 
 def _wrapped(path: str, item: object) -> tuple[str, object] | None:
     """What a standard wrapper (a ``MappingProxyType``, a ``UserDict``, a ``UserList``, a
     ``UserString``) wraps, with where it sits, when that is not a standard container
-    itself; ``None`` for anything else.
+    itself (another wrapper, or a ``ChainMap``, is looked into in turn); ``None`` for
+    anything else.
 
     Reading the wrapper runs the wrapped object's code, each time: a mapping that
     answers finished data to the check and a generator to the application's next
     read passed inside a proxy, where returned alone it is refused. So the wrapped
-    object is judged as a value of its own, before anything of it is read.
+    object is judged as a value of its own, before anything of it is read. A proxy
+    whose mapping cannot be seen (an interpreter whose proxies keep other references)
+    is read as a mapping, once, as before this look existed.
     """
     if isinstance(item, MappingProxyType):
         # A proxy shows its mapping and keeps no other reference (CPython's traverse).
@@ -894,7 +910,7 @@ def _wrapped(path: str, item: object) -> tuple[str, object] | None:
         where = f"{path}.data"
     else:
         return None
-    if inner is None or type(inner) in _PLAIN:
+    if inner is None or (type(inner) in _PLAIN and type(inner) not in _READ_THROUGH):
         return None  # a standard container: read as the wrapper, which runs no code of it
     return where, inner
 

@@ -93,6 +93,7 @@ from veridic.tools.filters import (
     _withheld,
 )
 from veridic.tools.guards import (
+    _claimed,
     _delegate_done,
     _delegated,
     _finished,
@@ -958,5 +959,6 @@ def _direct_dispatch(tool: Tool, context: ToolContext[object] | None = None) -> 
     request_id = "" if context is None else context.request_id
     with dispatching(
         tool.name, tool.risk, ApprovalMode.NOT_REQUIRED, request_id=request_id, kind=tool.kind
-    ):
+    ) as scope:
+        _claimed(scope)  # the tool runs now: a dispatch in it is its handler's, and judged
         yield
