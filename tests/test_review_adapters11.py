@@ -9,6 +9,7 @@ before its fix.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from pydantic_ai.messages import (
     ToolReturn,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from test_integration_langchain import World
 from test_integration_langchain import world as world
 from test_integration_pydantic_ai import ROLE, Script, agent, call, deferred, rows, setup
@@ -447,3 +448,53 @@ def test_pydantic_ai_call_retried_under_its_id_reaches_the_model() -> None:
         "Done.",
     )
     assert agent(script).run_sync("Read plans.", capabilities=[s.veridic]).output == "Done."
+
+
+@pytest.mark.parametrize("read_output", [True, False], ids=["read", "left"])
+def test_pydantic_ai_run_id_is_free_again_after_a_stream_that_ended_on_text(
+    read_output: bool,
+) -> None:
+    """A stream that ends on text runs (or drops) the response's calls after the text: the
+    run's table is dropped whether the stream was read to its end or left early."""
+    s = setup()
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        yield "Listing."
+        yield {1: DeltaToolCall("list_notes", "{}", tool_call_id="c1")}
+
+    async def main() -> None:
+        streaming = Agent(FunctionModel(stream_function=stream), end_strategy="exhaustive")
+        async with streaming.run_stream(
+            "List my notes.", run_id="shared", capabilities=[s.veridic]
+        ) as run:
+            if read_output:
+                await run.get_output()
+        script = Script([call("c1", "list_notes")], "Listed.")
+        again = await agent(script).run("Two.", run_id="shared", capabilities=[s.veridic])
+        assert again.output == "Listed."
+
+    asyncio.run(main())
+
+
+def test_pydantic_ai_run_id_is_free_again_after_a_cancelled_run() -> None:
+    s = setup()
+    asked = asyncio.Event()
+
+    async def hanging(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    async def main() -> None:
+        first = asyncio.create_task(
+            Agent(FunctionModel(hanging)).run("One.", run_id="shared", capabilities=[s.veridic])
+        )
+        await asyncio.wait_for(asked.wait(), 10)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        script = Script([call("c1", "list_notes")], "Listed.")
+        again = await agent(script).run("Two.", run_id="shared", capabilities=[s.veridic])
+        assert again.output == "Listed."
+
+    asyncio.run(main())
