@@ -9,6 +9,7 @@ before its fix.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from pydantic_ai.messages import (
     ToolReturn,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from test_integration_langchain import World
 from test_integration_langchain import world as world
 from test_integration_pydantic_ai import ROLE, Script, agent, call, deferred, rows, setup
@@ -354,3 +355,146 @@ def test_langchain_tool_strategy_error_text_of_a_function_reaches_the_model_as_d
     [(label, text)] = unfence(_told_after_the_output(agent))
     assert label == "structured_output:Answer"
     assert text == _TICKET
+
+
+# --- second read: what the run's messages are, and the run id table on every exit -------------
+
+
+def _rebuilding_and_rewriting_the_first(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """A history processor that builds each message anew (from a store of its own that keeps
+    the parts only, so without the run id pydantic-ai stamped) and edits the run's first tool
+    result once a second one is there."""
+    rebuilt: list[ModelMessage] = [
+        ModelRequest(parts=list(message.parts))
+        if isinstance(message, ModelRequest)
+        else ModelResponse(parts=list(message.parts))
+        for message in messages
+    ]
+    return _rewriting_the_first_of_two(rebuilt)
+
+
+def test_pydantic_ai_rewritten_result_in_a_request_built_anew_is_refused() -> None:
+    """Only the messages from the run's first one on were compared: a processor that builds
+    the messages anew leaves the run id on the last one only (pydantic-ai stamps it there),
+    so a rewritten result in an earlier request of the run reached the model unchecked."""
+    s = setup()
+    s.store.notes["groceries"] = "milk"
+    script = Script(
+        [call("c1", "read_note", title="plans")],
+        [call("c2", "read_note", title="groceries")],
+        "Done.",
+    )
+    with pytest.raises(ToolCouplingError, match="c1"):
+        agent(script).run_sync(
+            "Read both.",
+            capabilities=[ProcessHistory(_rebuilding_and_rewriting_the_first), s.veridic],
+        )
+    assert len(script.read) == 2  # the model never read the rewritten result
+
+
+def test_pydantic_ai_earlier_runs_results_under_the_runs_call_ids_are_not_compared() -> None:
+    """A model that numbers its calls from 0 gives a call of this run the id and tool of one
+    in the history: the earlier run's result is that run's, not one of this run's answers."""
+    s = setup()
+    s.store.notes["groceries"] = "milk"
+    first = agent(Script([call("c1", "read_note", title="plans")], "Read.")).run_sync(
+        "Read plans.", capabilities=[s.veridic]
+    )
+    script = Script([call("c1", "read_note", title="groceries")], "Done.")
+    second = agent(script).run_sync(
+        "Read groceries.", message_history=first.all_messages(), capabilities=[s.veridic]
+    )
+    assert second.output == "Done."
+
+
+def test_pydantic_ai_run_id_is_free_again_after_a_run_that_failed() -> None:
+    """The table of a run's answers is dropped however the run ends: a run that failed does
+    not keep its run id in use."""
+    s = setup()
+
+    def failing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("the provider is down")
+
+    with pytest.raises(RuntimeError, match="down"):
+        Agent(FunctionModel(failing)).run_sync("One.", run_id="shared", capabilities=[s.veridic])
+    script = Script([call("c1", "list_notes")], "Listed.")
+    run = agent(script).run_sync("Two.", run_id="shared", capabilities=[s.veridic])
+    assert run.output == "Listed."
+
+
+def test_pydantic_ai_run_id_is_free_again_after_an_iter_run_left_early() -> None:
+    """``agent.iter()`` left before the run ended (a ``break``) drops its table too."""
+    s = setup()
+
+    async def main() -> None:
+        script = Script([call("c1", "list_notes")], "Listed.")
+        async with agent(script).iter("One.", run_id="shared", capabilities=[s.veridic]) as run:
+            async for _node in run:
+                break
+        again = Script([call("c1", "list_notes")], "Listed again.")
+        result = await agent(again).run("Two.", run_id="shared", capabilities=[s.veridic])
+        assert result.output == "Listed again."
+
+    asyncio.run(main())
+
+
+def test_pydantic_ai_call_retried_under_its_id_reaches_the_model() -> None:
+    """A call veridic refused (arguments the view rejects, a ``ModelRetry``) and the model's
+    retry under the same id: each answer is the toolset's, none refused as rewritten."""
+    s = setup()
+    script = Script(
+        [call("c1", "read_note", title=7)],
+        [call("c1", "read_note", title="plans")],
+        "Done.",
+    )
+    assert agent(script).run_sync("Read plans.", capabilities=[s.veridic]).output == "Done."
+
+
+@pytest.mark.parametrize("read_output", [True, False], ids=["read", "left"])
+def test_pydantic_ai_run_id_is_free_again_after_a_stream_that_ended_on_text(
+    read_output: bool,
+) -> None:
+    """A stream that ends on text runs (or drops) the response's calls after the text: the
+    run's table is dropped whether the stream was read to its end or left early."""
+    s = setup()
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        yield "Listing."
+        yield {1: DeltaToolCall("list_notes", "{}", tool_call_id="c1")}
+
+    async def main() -> None:
+        streaming = Agent(FunctionModel(stream_function=stream), end_strategy="exhaustive")
+        async with streaming.run_stream(
+            "List my notes.", run_id="shared", capabilities=[s.veridic]
+        ) as run:
+            if read_output:
+                await run.get_output()
+        script = Script([call("c1", "list_notes")], "Listed.")
+        again = await agent(script).run("Two.", run_id="shared", capabilities=[s.veridic])
+        assert again.output == "Listed."
+
+    asyncio.run(main())
+
+
+def test_pydantic_ai_run_id_is_free_again_after_a_cancelled_run() -> None:
+    s = setup()
+    asked = asyncio.Event()
+
+    async def hanging(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    async def main() -> None:
+        first = asyncio.create_task(
+            Agent(FunctionModel(hanging)).run("One.", run_id="shared", capabilities=[s.veridic])
+        )
+        await asyncio.wait_for(asked.wait(), 10)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        script = Script([call("c1", "list_notes")], "Listed.")
+        again = await agent(script).run("Two.", run_id="shared", capabilities=[s.veridic])
+        assert again.output == "Listed."
+
+    asyncio.run(main())

@@ -233,9 +233,10 @@ class VeridicToolset(AbstractToolset[object]):
         unfenced. Asked before each model request of the run, and of the history the run
         hands back when it ends (a run that ends with calls deferred, or beside its final
         output, asks the model nothing more, and its history is resumed by a later run).
-        Only the messages of the run ``run_id`` are compared (from its first message on: a
-        message a history processor made anew has no run id, and is this run's): a history
-        brought back from an earlier run was compared when that run ended. A model may give
+        Only the messages of the run ``run_id`` are compared, those after the last message
+        of an earlier run (:func:`_of_run`: a message a history processor made anew has no
+        run id, and is this run's): a history brought back from an earlier run was compared
+        when that run ended. A model may give
         a later call the id of an earlier one: each result of an id and tool takes one of
         the answers told under them, so no result passes as another's.
 
@@ -705,14 +706,16 @@ def answered_sha256(messages: Sequence[ModelMessage], tool_call_id: str | None) 
 
 
 def _of_run(messages: Sequence[ModelMessage], run_id: str | None) -> list[ModelRequest]:
-    """The requests of the run ``run_id``: from its first message on, those of the run and
-    those of no run (a history processor's new message), never an earlier run's."""
-    first = next((i for i, m in enumerate(messages) if m.run_id == run_id), len(messages))
-    return [
-        message
-        for message in messages[first:]
-        if isinstance(message, ModelRequest) and message.run_id in (run_id, None)
-    ]
+    """The requests of the run ``run_id``: those after the last message of another run.
+
+    An earlier run's messages (the history) come first, each with its run id. After them,
+    a message without one is this run's: a history processor that builds messages anew
+    leaves the run id on the last only (pydantic-ai stamps it there), so the first message
+    that has this run's id is no boundary, and a rewritten result before it would pass.
+    """
+    others = (i for i, message in enumerate(messages) if message.run_id not in (run_id, None))
+    start = max(others, default=-1) + 1
+    return [message for message in messages[start:] if isinstance(message, ModelRequest)]
 
 
 def _rewritten(part: ToolReturnPart, request_id: str) -> ToolCouplingError:
@@ -724,7 +727,9 @@ def _rewritten(part: ToolReturnPart, request_id: str) -> ToolCouplingError:
         "wrote): a capability or a history processor rewrote it after the tool ran, so the "
         "model was not asked; let the veridic capability's results through unchanged (no "
         "after_tool_execute or on_tool_execute_error hook that returns other text), and "
-        "shape a tool's output in its handler, which the registry describes"
+        "shape a tool's output in its handler, which the registry describes (a message "
+        "without a run id after the last of an earlier run is read as this run's: bring a "
+        "history back with the run ids pydantic-ai stamped on its messages)"
     )
 
 
