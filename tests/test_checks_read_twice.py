@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -130,8 +131,8 @@ def old_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
     """SQLite connections limited to 999 variables a statement, as SQLite before 3.32 was."""
     connect = sqlite3.connect
 
-    def limited(*args: object, **kwargs: object) -> sqlite3.Connection:
-        db = connect(*args, **kwargs)  # type: ignore[call-overload]  # sqlite3.connect's own
+    def limited(database: str | os.PathLike[str], **options: Any) -> sqlite3.Connection:
+        db: sqlite3.Connection = connect(database, **options)
         db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
         return db
 
