@@ -11,6 +11,7 @@ said to be "no such file or directory". Failed on the code before the fix.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,39 @@ def test_veridic_show_of_a_looping_link_says_it_loops(
     err = capsys.readouterr().err
     assert "no such file" not in err
     assert "symbolic link" in err
+
+
+def test_a_file_reached_through_a_hard_link_is_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hard link is the same real file as a symbolic link names, but it resolves to
+    itself: told apart by path, its hatches were listed and counted twice."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "bad.py").write_text(_CAST)
+    os.link(tmp_path / "pkg" / "bad.py", tmp_path / "copy.py")
+    assert [hatch.file for hatch in find_hatches(["."])] == ["copy.py"]
+    assert [hatch.file for hatch in find_hatches(["pkg", "copy.py"])] == ["pkg/bad.py"]
+
+
+def test_two_files_of_the_same_text_are_both_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read once means the same file, not the same content: a copy is code of its own."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.py").write_text(_CAST)
+    (tmp_path / "two.py").write_text(_CAST)
+    assert [hatch.file for hatch in find_hatches(["."])] == ["one.py", "two.py"]
+
+
+def test_a_broken_link_among_the_files_is_still_a_finding_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``.py`` link whose target is gone, inside a folder walked, is a file that could not
+    be read (a finding), as it was before files were told apart."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app.py").write_text("x = 1\n")
+    (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    assert [(hatch.file, hatch.kind) for hatch in find_hatches(["."])] == [
+        ("nowhere.py", "unparsable")
+    ]

@@ -60,7 +60,8 @@ VERSION_PARAMETERS: Final = frozenset({"api-version", "api_version"})
 server answers (Azure OpenAI's API version) and is no credential, so records of two
 versions must not look alike. Only while it reads as a version (:data:`_VERSION`)."""
 _VERSION: Final = re.compile(
-    r"(?:\d{4}-\d{2}-\d{2}|v?\d{1,4}(?:\.\d{1,4}){0,2})(?:-[a-z0-9]{1,12})?|preview|latest"
+    r"(?:\d{4}-\d{2}-\d{2}|v?\d{1,4}(?:\.\d{1,4}){0,2})(?:-[a-z0-9]{1,12})?|preview|latest",
+    re.ASCII,  # "\d" of ASCII only: a date of full-width digits looks like one, and is not
 )
 """A value an ``api-version`` may take: a date (``2024-10-01-preview``), a number
 (``1``, ``v1``, ``2.0``), ``preview`` or ``latest``. Anything else (a key put there by
@@ -307,7 +308,7 @@ def _shown_value(name: str, value: str) -> bool:
 def reads_as_version(value: str) -> bool:
     """Whether ``value`` has the shape of an ``api-version`` (:data:`_VERSION`): a date with
     an optional tag, a short number, ``preview`` or ``latest``; 23 characters at most, of
-    digits, lower-case letters, dots and dashes, too few to be a key.
+    ASCII digits, lower-case letters, dots and dashes, too few to be a key.
 
     >>> reads_as_version("2024-10-01-preview"), reads_as_version("sk-abc123DEF456")
     (True, False)

@@ -1034,14 +1034,14 @@ def _short(text: str) -> str:
 
 def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     """The ``.py`` files of ``paths``, each real file once (given twice, or reached through a
-    symbolic link as well: its hatches were listed and counted twice).
+    symbolic or hard link as well: its hatches were listed and counted twice).
 
     Raises:
         VeridicError: a path is neither a file nor a directory, or is a directory that
             holds no Python file and no mypy configuration file of its own (one that does
             is given for its configuration): a check that read nothing does not pass.
     """
-    seen: set[Path] = set()
+    seen: set[object] = set()
     for given in paths:
         path = Path(given)
         if path.is_file():
@@ -1062,10 +1062,25 @@ def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
                 "that hold them"
             )
         for file in found:
-            real = file.resolve()
-            if real not in seen:
-                seen.add(real)
+            same = _same_file(file)
+            if same not in seen:
+                seen.add(same)
                 yield file
+
+
+def _same_file(file: Path) -> object:
+    """What tells ``file`` apart from every other file: its device and inode.
+
+    Its resolved path did not: a hard link resolves to itself, and so does a name in
+    another case on a file system that ignores case (macOS, Windows), so each was read as
+    a file of its own. A file that cannot be looked at (a link to nothing) and a file
+    system that gives no inode (0) fall back to the path; reading it says what is wrong.
+    """
+    try:
+        status = file.stat()
+    except OSError:
+        return file.resolve()
+    return (status.st_dev, status.st_ino) if status.st_ino else file.resolve()
 
 
 def _holds_config(directory: Path) -> bool:
