@@ -1,0 +1,173 @@
+"""Ninth MCP review: open approval questions held per client, declared tools the pins do
+not record, content meant for the user alone, and server log messages nobody reads."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Final
+
+import anyio
+import mcp_types as types
+from mcp import Client
+
+from veridic import ApprovalMode, CallOutcome, Registry, SQLiteAuditSink
+from veridic.integrations.mcp.server import APPROVAL_INPUT, mcp_server
+
+SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
+YES: Final = types.ElicitResult(action="accept", content={"approve": True})
+FLOOD: Final = 1100  # more questions than the server ever kept overall
+
+
+class Orders:
+    """A registry with one irreversible write, and the orders it deleted."""
+
+    def __init__(self) -> None:
+        self.deleted: list[int] = []
+        self.registry = registry = Registry("orders")
+
+        @registry.tool(kind="write", irreversible=True)
+        def delete_order(order_id: int) -> str:
+            """Permanently delete an order; this cannot be undone.
+
+            Args:
+                order_id: The order to delete.
+            """
+            self.deleted.append(order_id)
+            return f"deleted {order_id}"
+
+    def view(self, request: object = None) -> object:
+        return self.registry.view()
+
+
+async def _never_asked(context: object, params: object) -> types.ElicitResult:
+    raise AssertionError("on 2026-07-28 the question rides the result, not a request")
+
+
+def _client(server: object, name: str) -> Client:
+    """A client that can be asked (it declares form elicitation), named ``name``."""
+    return Client(
+        server,
+        client_info=types.Implementation(name=name, version="1"),
+        elicitation_callback=_never_asked,  # type: ignore[arg-type]
+    )
+
+
+def _text(result: types.CallToolResult) -> str:
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+# --- open approval questions, per client ----------------------------------------------------
+
+
+def test_one_client_asking_many_questions_pushes_out_no_other_clients_question() -> None:
+    """veridic's server kept 1,024 open questions overall, oldest first: one client that
+    asked many pushed another client's question out, and that user's yes then approved
+    nothing (asked again, forever, while the flood went on). Questions are now held per
+    client: a client with too many open is refused its next one, in words that say so,
+    and every other client's question (its own first ones too) still takes its answer."""
+    orders = Orders()
+    with SQLiteAuditSink(":memory:") as audit:
+        server = mcp_server(orders.view, audit=audit)  # type: ignore[arg-type]
+
+        async def main() -> tuple[int, str]:
+            async with _client(server, "desk") as desk, _client(server, "hog") as hog:
+                asked = await desk.session.call_tool(
+                    "delete_order", {"order_id": 1}, allow_input_required=True
+                )
+                assert isinstance(asked, types.InputRequiredResult)
+                first: types.InputRequiredResult | None = None
+                refused = ""
+                count = 0
+                for count in range(1, FLOOD + 1):
+                    flood = await hog.session.call_tool(
+                        "delete_order", {"order_id": 1000 + count}, allow_input_required=True
+                    )
+                    if isinstance(flood, types.CallToolResult):
+                        assert flood.is_error
+                        refused = _text(flood)
+                        break
+                    first = first or flood
+                answered = await desk.session.call_tool(
+                    "delete_order",
+                    {"order_id": 1},
+                    input_responses={APPROVAL_INPUT: YES},
+                    request_state=asked.request_state,
+                    allow_input_required=True,
+                )
+                assert isinstance(answered, types.CallToolResult)
+                assert not answered.is_error, _text(answered)
+                assert first is not None
+                own = await hog.session.call_tool(
+                    "delete_order",
+                    {"order_id": 1001},
+                    input_responses={APPROVAL_INPUT: YES},
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+                assert isinstance(own, types.CallToolResult)
+                assert not own.is_error, _text(own)
+                return count, refused
+
+        count, refused = anyio.run(main)
+        assert orders.deleted == [1, 1001]
+        assert count < FLOOD
+        assert "approval questions open" in refused, refused
+        assert "'delete_order'" in refused
+        assert "did not run" in refused
+        denied = [r for r in audit.records() if r.outcome is CallOutcome.DENIED]
+        assert len(denied) == 1
+        assert denied[0].approval is ApprovalMode.DENIED
+        assert "open" in denied[0].detail
+
+
+def test_a_server_full_of_open_questions_refuses_the_next_and_keeps_the_open_ones() -> None:
+    """Many clients (a client's name is its own claim, so one can take many) fill the
+    server's bound on open questions all together: the next question, of a client with
+    none open, is refused in words that say the server is full, and no open question
+    is pushed out to make room (the first client's first question still takes its yes)."""
+    orders = Orders()
+    with SQLiteAuditSink(":memory:") as audit:
+        server = mcp_server(orders.view, audit=audit)  # type: ignore[arg-type]
+
+        async def ask(client: Client, order_id: int) -> types.CallToolResult | str | None:
+            asked = await client.session.call_tool(
+                "delete_order", {"order_id": order_id}, allow_input_required=True
+            )
+            if isinstance(asked, types.InputRequiredResult):
+                return asked.request_state
+            return asked
+
+        async def main() -> tuple[int, str]:
+            first: str | None = None
+            opened = 0
+            for number in range(200):
+                async with _client(server, f"client-{number}") as client:
+                    for order in range(100):
+                        asked = await ask(client, number * 100 + order)
+                        if isinstance(asked, types.CallToolResult):
+                            break
+                        first = first or asked
+                        opened += 1
+                    if isinstance(asked, types.CallToolResult) and order == 0:
+                        assert first is not None
+                        async with _client(server, "client-0") as again:
+                            answered = await again.session.call_tool(
+                                "delete_order",
+                                {"order_id": 0},
+                                input_responses={APPROVAL_INPUT: YES},
+                                request_state=first,
+                                allow_input_required=True,
+                            )
+                        assert isinstance(answered, types.CallToolResult)
+                        assert not answered.is_error, _text(answered)
+                        return opened, _text(asked)
+            raise AssertionError(f"{opened} questions opened and none refused")
+
+        opened, refused = anyio.run(main)
+        assert orders.deleted == [0]
+        assert opened > 1000
+        assert "the server holds" in refused, refused
+        assert "did not run" in refused
