@@ -3,15 +3,19 @@ not record, content meant for the user alone, and server log messages nobody rea
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Final
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import Client
 
-from veridic import ApprovalMode, CallOutcome, Registry, SQLiteAuditSink
+from veridic import ApprovalMode, CallOutcome, Registry, SQLiteAuditSink, VeridicError
+from veridic.integrations.mcp import Declared, McpServer, Pins, connect, list_tools, stdio
 from veridic.integrations.mcp.server import APPROVAL_INPUT, mcp_server
 
 SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
@@ -171,3 +175,58 @@ def test_a_server_full_of_open_questions_refuses_the_next_and_keeps_the_open_one
         assert opened > 1000
         assert "the server holds" in refused, refused
         assert "did not run" in refused
+
+
+# --- declared tools the pins do not record --------------------------------------------------
+
+
+def _server(spec: Path, tools: list[dict[str, object]]) -> McpServer:
+    spec.write_text(json.dumps(tools))
+    return stdio("tools", sys.executable, str(SCRIPT), env={"VERIDIC_TEST_MCP_SPEC": str(spec)})
+
+
+def _tool(name: str, description: str) -> dict[str, object]:
+    return {"name": name, "description": description, "input_schema": {"type": "object"}}
+
+
+SEARCH: Final = _tool("search", "Search the issues of the repository.")
+CREATE: Final = _tool("create_issue", "Open an issue in the repository.")
+
+
+def _recorded(tmp_path: Path, tools: list[dict[str, object]]) -> Path:
+    """The pins file of a server listing ``tools``, as ``veridic mcp pin -o`` writes it."""
+    pins = Pins.of("tools", asyncio.run(list_tools(_server(tmp_path / "tools.json", tools))))
+    path = tmp_path / "pins.json"
+    pins.dump(path)
+    return path
+
+
+@pytest.mark.parametrize("starts", [True, False])
+def test_a_declared_tool_the_pins_do_not_record_is_refused_at_connect(
+    tmp_path: Path, starts: bool
+) -> None:
+    """The application declared ``create_issue`` (it means to use it) but the pins file,
+    recorded before, does not hold it: connect registered the other tools, left this
+    one out and only logged it, and the application's first call of it read "unknown
+    tool" in production (when the server did not start, it was not even logged).
+    The pins are meant to cover the tools in use, so connect now refuses, before the
+    server is started, naming the tool and how to pin it, and registers nothing."""
+    pins = _recorded(tmp_path, [SEARCH])
+    server = _server(tmp_path / "tools.json", [SEARCH, CREATE])
+    if not starts:
+        server = stdio("tools", str(tmp_path / "no-such-server"))
+    registry = Registry()
+    declared = {"search": Declared("query"), "create_issue": Declared("write")}
+
+    async def run() -> None:
+        async with connect(registry, server, pins=pins, declare=declared):
+            pass
+
+    with pytest.raises(VeridicError) as raised:
+        asyncio.run(run())
+    message = str(raised.value)
+    assert "declare= names 'create_issue'" in message
+    assert "pins" in message and "do not record" in message
+    assert "veridic mcp pin" in message
+    assert registry.tools() == ()
+    assert registry.components() == ()
