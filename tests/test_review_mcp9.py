@@ -226,7 +226,7 @@ def test_a_declared_tool_the_pins_do_not_record_is_refused_at_connect(
         asyncio.run(run())
     message = str(raised.value)
     assert "declare= names 'create_issue'" in message
-    assert "pins" in message and "do not record" in message
+    assert "the pins of MCP server 'tools' do not record" in message
     assert "veridic mcp pin" in message
     assert registry.tools() == ()
     assert registry.components() == ()

@@ -19,9 +19,9 @@ tool is kept out of every view with a reason naming what changed; a tool the pin
 do not record is not registered at all (nobody reviewed even its name, and the
 capability section names every tool it says is unavailable), only logged and kept
 in ``connection.changes``; one that ``declare=`` names is refused at connect, before
-the server is started (the pins must cover every tool the application uses). Without pins only the tools ``declare=`` names are
-registered, unpinned: listed by that name (written in code), the description
-marked unverified; the others are not registered (their names, the server's own
+the server is started (the pins must cover every tool the application uses).
+Without pins only the tools ``declare=`` names are registered, unpinned: listed by
+that name (written in code), the description marked unverified; the others are not registered (their names, the server's own
 choice, would reach the capability section unreviewed), only logged and kept in
 ``connection.undeclared``, and a connect that declares none of a non-empty listing
 is refused. An unpinned tool whose description and input schema take more than the
