@@ -10,21 +10,21 @@ connection that ends: when ``connect`` is left, or when the server closes it (it
 process ended), the next view tells the server's tools unavailable, "the connection to the MCP
 server is closed", and a call cut off by it says it may have run.
 
-What the model is shown comes from the server, so it is checked against the
-pins (``veridic.integrations.mcp._pins``): a tool that matches its pin is
-registered with it (its description and required arguments may enter the
-capability section; pins made at run time from a listing, which :func:`list_tools`
-gives branded untrusted, are refused: nobody reviewed them); a changed or vanished
-tool is kept out of every view with a reason naming what changed; a tool the pins
-do not record is not registered at all (nobody reviewed even its name, and the
-capability section names every tool it says is unavailable), only logged and kept
-in ``connection.changes``; one that ``declare=`` names is refused at connect, before
-the server is started (the pins must cover every tool the application uses).
-Without pins only the tools ``declare=`` names are registered, unpinned: listed by
-that name (written in code), the description marked unverified; the others are not registered (their names, the server's own
+What the model is shown comes from the server, so it is checked against the pins
+(``veridic.integrations.mcp._pins``): a tool that matches its pin is registered with
+it (its description and required arguments may enter the capability section; pins made
+at run time from a listing, which :func:`list_tools` gives branded untrusted, are
+refused: nobody reviewed them); a changed or vanished tool is kept out of every view
+with a reason naming what changed; a tool the pins do not record is not registered at
+all (nobody reviewed even its name, and the capability section names every tool it
+says is unavailable), only logged and kept in ``connection.changes``; one that
+``declare=`` names is refused at connect, before the server is started (the pins must
+cover every tool the application uses). Without pins only the tools ``declare=`` names
+are registered, unpinned: listed by that name (written in code), the description
+marked unverified; the others are not registered (their names, the server's own
 choice, would reach the capability section unreviewed), only logged and kept in
-``connection.undeclared``, and a connect that declares none of a non-empty listing
-is refused. An unpinned tool whose description and input schema take more than the
+``connection.undeclared``, and a connect that declares none of a non-empty listing is
+refused. An unpinned tool whose description and input schema take more than the
 server's ``describe_limit`` (20,000 characters by default) is registered unavailable,
 saying why (its text would be in every request's tool list).
 
