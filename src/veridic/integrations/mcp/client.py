@@ -718,7 +718,7 @@ class McpConnection:
             if _error_answer(error):
                 raise  # the server's JSON-RPC error: it says the call did not run
             raise _unreadable(self.server, name, error) from error
-        text = result_text(result)
+        text = result_text(result, self.server.name, name)
         if getattr(result, "is_error", False):
             raise _answered_error(self.server, name, text)  # quoted clipped, its length said
         text = bounded(text, self.server.result_limit, self.server.name, name)
