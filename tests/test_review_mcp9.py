@@ -4,10 +4,12 @@ not record, content meant for the user alone, and server log messages nobody rea
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import re
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Final
 
@@ -346,3 +348,95 @@ def test_every_block_is_told_to_the_model_or_said_withheld_never_both(
         kept_out += alone
     noted = re.findall(r"marked (\d+) content blocks? for the user", told)
     assert sum(int(count) for count in noted) == kept_out
+
+
+# --- server log messages nobody reads ---------------------------------------------------------
+
+
+ROWS: Final = {"rows": [{"id": number, "title": "x" * 50} for number in range(2000)]}
+
+
+@pytest.mark.parametrize("read", [False, True])
+def test_a_server_log_message_is_encoded_only_when_its_level_is_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, read: bool
+) -> None:
+    """The client wrote every log message's data as JSON before asking whether its level
+    is logged at all: a server that sends many large log messages had the client encode
+    each, at the application's cost, for nothing. The data is now written only for a
+    message that is logged (the real ``json.dumps`` still does it; the test counts its
+    calls on the server's data)."""
+    entry = {**_tool("search", "Search the issues."), "log": [["warning", ROWS, "db"]]}
+    server = stdio(
+        "tools",
+        sys.executable,
+        str(SCRIPT),
+        env={"VERIDIC_TEST_MCP_SPEC": str(tmp_path / "tools.json")},
+        protocol="legacy",
+    )
+    (tmp_path / "tools.json").write_text(json.dumps([entry]))
+    encoded: list[object] = []
+    dumps = json.dumps
+
+    def counting(value: object, *args: object, **kwargs: object) -> str:
+        if value == ROWS:
+            encoded.append(value)
+        return dumps(value, *args, **kwargs)  # type: ignore[arg-type]  # json.dumps's own keywords, passed on
+
+    monkeypatch.setattr(json, "dumps", counting)
+    registry = Registry()
+
+    async def run() -> CallOutcome:
+        async with connect(registry, server, declare={"search": Declared("query")}):
+            view = registry.view()
+            with SQLiteAuditSink(":memory:") as audit:
+                called = await aexecute(
+                    view,
+                    "search",
+                    {},
+                    policy=ApprovalPolicy(view),
+                    audit=audit,
+                    request_id="req-1",
+                    prompt_sha256="0" * 64,
+                )
+            return called.outcome
+
+    level = logging.WARNING if read else logging.ERROR
+    with caplog.at_level(level, logger="veridic.integrations.mcp.server_log"):
+        assert asyncio.run(run()) is CallOutcome.OK
+    logged = [r for r in caplog.records if r.name == "veridic.integrations.mcp.server_log"]
+    assert len(logged) == (1 if read else 0)
+    assert len(encoded) == (1 if read else 0)
+    if read:
+        assert "level 'warning', logger 'db'" in logged[0].getMessage()
+
+
+def test_a_client_name_of_megabytes_is_not_kept_with_each_open_question() -> None:
+    """The open questions were counted by the name the client gave for itself, and a
+    name is the client's to choose: one of a megabyte was kept with each of its open
+    questions, so a client held the server's memory at a megabyte a question. What is
+    kept now is a digest of the name (memory measured after the calls, not time)."""
+    orders = Orders()
+    with SQLiteAuditSink(":memory:") as audit:
+        server = mcp_server(orders.view, audit=audit)  # type: ignore[arg-type]
+
+        async def main() -> int:
+            async with _client(server, "N" * 1_000_000) as client:
+                await client.session.call_tool(
+                    "delete_order", {"order_id": 0}, allow_input_required=True
+                )
+                gc.collect()
+                before = tracemalloc.get_traced_memory()[0]
+                for order in range(1, 21):
+                    asked = await client.session.call_tool(
+                        "delete_order", {"order_id": order}, allow_input_required=True
+                    )
+                    assert isinstance(asked, types.InputRequiredResult)
+                gc.collect()
+                return tracemalloc.get_traced_memory()[0] - before
+
+        tracemalloc.start()
+        try:
+            kept = anyio.run(main)
+        finally:
+            tracemalloc.stop()
+        assert kept < 5_000_000, f"{kept:,} bytes kept for 20 questions"

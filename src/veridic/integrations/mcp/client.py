@@ -882,16 +882,20 @@ def _logged(server: McpServer) -> Callable[[object], Awaitable[None]]:
     logged. Each is logged on ``veridic.integrations.mcp.server_log`` as its stderr
     lines are: the server's data and logger name quoted, escaped and clipped, its
     level said, at ``DEBUG`` or ``INFO`` for those levels and ``WARNING`` for the
-    rest (the server's word, never one of the application's errors).
+    rest (the server's word, never one of the application's errors). A message whose
+    level is not logged is not written out at all (its data not encoded).
     """
 
     async def log(params: object) -> None:
         level = getattr(params, "level", None)
+        levelno = _LOG_LEVELS.get(str(level), logging.WARNING)
+        if not _server_log.isEnabledFor(levelno):
+            return  # written as JSON only to be read: a server may send many, and large
         data = getattr(params, "data", None)
         logger = getattr(params, "logger", None)
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
         _server_log.log(
-            _LOG_LEVELS.get(str(level), logging.WARNING),
+            levelno,
             "MCP server %r (log message, level %s%s): %s",
             server.name,
             clip(str(level), 16),

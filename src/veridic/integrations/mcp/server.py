@@ -612,14 +612,15 @@ def _asker(ctx: ServerRequestContext[object, object], request: McpRequest) -> st
     request stands alone: no session ties a retry to the call before it, so there is
     no connection to count by. A name is the client's own claim; a client that takes
     another's can fill that name's share and have its next questions refused (loudly),
-    but it cannot push out a question already open.
+    but it cannot push out a question already open. The key is a digest: a name is
+    the client's to choose, and one of megabytes, kept with each of its questions,
+    would have held megabytes per question.
     """
     from mcp.server.request_state import authenticated_principal
 
     principal = authenticated_principal(ctx)
-    if principal is not None:
-        return f"principal {principal}"
-    return f"client {request.client!r}"
+    who = f"principal {principal}" if principal is not None else f"client {request.client!r}"
+    return _sha256(who)
 
 
 class _Noted:
