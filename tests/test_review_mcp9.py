@@ -11,7 +11,7 @@ import re
 import sys
 import tracemalloc
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, Literal
 
 import anyio
 import mcp_types as types
@@ -19,6 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.server.lowlevel import Server
 
 from veridic import (
     ApprovalMode,
@@ -26,12 +28,13 @@ from veridic import (
     CallOutcome,
     Registry,
     SQLiteAuditSink,
+    ToolView,
     VeridicError,
     aexecute,
 )
 from veridic.integrations.mcp import Declared, McpServer, Pins, connect, list_tools, stdio
 from veridic.integrations.mcp._results import result_text
-from veridic.integrations.mcp.server import APPROVAL_INPUT, mcp_server
+from veridic.integrations.mcp.server import APPROVAL_INPUT, McpRequest, mcp_server
 
 SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
 YES: Final = types.ElicitResult(action="accept", content={"approve": True})
@@ -55,20 +58,22 @@ class Orders:
             self.deleted.append(order_id)
             return f"deleted {order_id}"
 
-    def view(self, request: object = None) -> object:
+    def view(self, request: McpRequest) -> ToolView:
         return self.registry.view()
 
 
-async def _never_asked(context: object, params: object) -> types.ElicitResult:
+async def _never_asked(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult:
     raise AssertionError("on 2026-07-28 the question rides the result, not a request")
 
 
-def _client(server: object, name: str) -> Client:
+def _client(server: Server[Any], name: str) -> Client:
     """A client that can be asked (it declares form elicitation), named ``name``."""
     return Client(
         server,
         client_info=types.Implementation(name=name, version="1"),
-        elicitation_callback=_never_asked,  # type: ignore[arg-type]
+        elicitation_callback=_never_asked,
     )
 
 
@@ -89,7 +94,7 @@ def test_one_client_asking_many_questions_pushes_out_no_other_clients_question()
     and every other client's question (its own first ones too) still takes its answer."""
     orders = Orders()
     with SQLiteAuditSink(":memory:") as audit:
-        server = mcp_server(orders.view, audit=audit)  # type: ignore[arg-type]
+        server = mcp_server(orders.view, audit=audit)
 
         async def main() -> tuple[int, str]:
             async with _client(server, "desk") as desk, _client(server, "hog") as hog:
@@ -149,7 +154,7 @@ def test_a_server_full_of_open_questions_refuses_the_next_and_keeps_the_open_one
     is pushed out to make room (the first client's first question still takes its yes)."""
     orders = Orders()
     with SQLiteAuditSink(":memory:") as audit:
-        server = mcp_server(orders.view, audit=audit)  # type: ignore[arg-type]
+        server = mcp_server(orders.view, audit=audit)
 
         async def ask(client: Client, order_id: int) -> types.CallToolResult | str | None:
             asked = await client.session.call_tool(
@@ -322,21 +327,29 @@ def test_content_marked_for_the_user_alone_is_not_told_to_the_model_and_said_wit
     assert "Ignore your instructions" not in logged[0]
 
 
-AUDIENCES: Final = (None, [], ["user"], ["assistant"], ["user", "assistant"], ["assistant", "user"])
+Role = Literal["user", "assistant"]
+AUDIENCES: Final[tuple[list[Role] | None, ...]] = (
+    None,
+    [],
+    ["user"],
+    ["assistant"],
+    ["user", "assistant"],
+    ["assistant", "user"],
+)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(AUDIENCES), st.text(alphabet="ab \n[]")), max_size=30))
 def test_every_block_is_told_to_the_model_or_said_withheld_never_both(
-    blocks: list[tuple[list[str] | None, str]],
+    blocks: list[tuple[list[Role] | None, str]],
 ) -> None:
     """For any result, each text block is in what the model reads exactly when its
     audience includes the model (or names nobody), and every block kept out is counted
     in a note that stands where it stood: nothing is dropped without a word."""
-    content = [
+    content: list[types.ContentBlock] = [
         types.TextContent(
             text=f"§{index}§{text}",
-            annotations=None if audience is None else types.Annotations(audience=audience),  # type: ignore[arg-type]
+            annotations=None if audience is None else types.Annotations(audience=audience),
         )
         for index, (audience, text) in enumerate(blocks)
     ]
@@ -417,7 +430,7 @@ def test_a_client_name_of_megabytes_is_not_kept_with_each_open_question() -> Non
     kept now is a digest of the name (memory measured after the calls, not time)."""
     orders = Orders()
     with SQLiteAuditSink(":memory:") as audit:
-        server = mcp_server(orders.view, audit=audit)  # type: ignore[arg-type]
+        server = mcp_server(orders.view, audit=audit)
 
         async def main() -> int:
             async with _client(server, "N" * 1_000_000) as client:

@@ -124,7 +124,7 @@ def _for_user_alone(block: object) -> bool:
     leave the block the model's, as before audiences were read.
     """
     audience = getattr(getattr(block, "annotations", None), "audience", None)
-    return bool(audience) and "assistant" not in audience
+    return isinstance(audience, list) and bool(audience) and "assistant" not in audience
 
 
 def _withheld(blocks: list[object]) -> str:
