@@ -9,6 +9,14 @@ it is described (type, MIME type, size) and said not to be passed on, never
 dropped without a word. ``structuredContent`` is the model's only when the
 result has no content blocks (the protocol's content is its text form).
 
+A block annotated ``audience: ["user"]`` (an audience without ``"assistant"``) is,
+in the protocol's words, for the user and not the model: it is not passed on to the
+model, which reads in its place that content for the user (its type and size) was
+not passed on, one note for blocks that come together; the log says so too (INFO).
+Read by the model, it let a server address the model in text it labelled the
+user's. veridic shows nothing to the user itself, so such content reaches nobody;
+``priority`` changes nothing (neither the order nor what is passed on).
+
 The whole text is cut at the connection's ``result_limit``, and the cut is
 said in the text the model reads and in a warning on the log: a result of
 megabytes would be refused by the provider, billed, or bury the conversation.
@@ -20,6 +28,9 @@ import json
 import logging
 from typing import Final
 
+from veridic._counted import counted
+from veridic._sample import clip
+
 __all__ = ["RESULT_LIMIT", "bounded", "result_text"]
 
 RESULT_LIMIT: Final = 100_000
@@ -28,9 +39,31 @@ RESULT_LIMIT: Final = 100_000
 _log = logging.getLogger("veridic.integrations.mcp")
 
 
-def result_text(result: object) -> str:
-    """Every content block of ``result`` as text, one after another, whole (not yet cut)."""
-    parts = [_block(block) for block in getattr(result, "content", None) or ()]
+def result_text(result: object, server: str, tool: str) -> str:
+    """Every content block of ``result`` as text, one after another, whole (not yet cut),
+    the blocks marked for the user alone each said withheld in their place."""
+    blocks = list(getattr(result, "content", None) or ())
+    parts: list[str] = []
+    run: list[object] = []  # blocks for the user alone, one after another
+    for block in blocks:
+        if _for_user_alone(block):
+            run.append(block)
+            continue
+        if run:
+            parts.append(_withheld(run))
+            run = []
+        parts.append(_block(block))
+    if run:
+        parts.append(_withheld(run))
+    withheld = sum(1 for block in blocks if _for_user_alone(block))
+    if withheld:
+        _log.info(
+            "MCP server %r: tool %r answered with %s marked for the user, not the model "
+            "(annotations.audience): not passed on to the model, which is told so",
+            server,
+            tool,
+            counted(withheld, "content block"),
+        )
     structured = getattr(result, "structured_content", None)
     if not parts and structured is not None:
         parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
@@ -82,6 +115,57 @@ def _block(block: object) -> str:
     if kind in ("image", "audio"):
         return _binary(str(kind), getattr(block, "mime_type", None), getattr(block, "data", ""))
     return f"[{kind or 'unknown'} content: not passed on, veridic passes text only]"
+
+
+def _for_user_alone(block: object) -> bool:
+    """Whether ``block`` is annotated with an audience that leaves the model out.
+
+    No annotations, no audience, or an empty one (which names nobody in particular)
+    leave the block the model's, as before audiences were read.
+    """
+    audience = getattr(getattr(block, "annotations", None), "audience", None)
+    return isinstance(audience, list) and bool(audience) and "assistant" not in audience
+
+
+def _withheld(blocks: list[object]) -> str:
+    """The note the model reads in place of blocks marked for the user alone: what they
+    were and how large, never their content (the server's words)."""
+    shown = "; ".join(_described(block) for block in blocks[:_DESCRIBED])
+    more = len(blocks) - _DESCRIBED
+    if more > 0:
+        shown += f"; and {more} more"
+    return (
+        f"[the MCP server marked {counted(len(blocks), 'content block')} for the user, not "
+        f"the model (annotations.audience): {shown}; not passed on to the model]"
+    )
+
+
+_DESCRIBED: Final = 5  # blocks one note describes; past that, it counts them
+
+
+def _described(block: object) -> str:
+    """A block's type and size, in veridic's words."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return f"text, {_length(getattr(block, 'text', ''))}"
+    if kind in ("image", "audio"):
+        mime = getattr(block, "mime_type", None)
+        data = getattr(block, "data", "")
+        kind_of = f"{clip(mime, 64)}, " if isinstance(mime, str) else ""
+        return f"{kind} ({kind_of}{_length(data)} of base64)"
+    if kind == "resource":
+        resource = getattr(block, "resource", None)
+        inner = getattr(resource, "text", None)
+        if isinstance(inner, str):
+            return f"an embedded resource, {_length(inner)}"
+        return f"an embedded resource, {_length(getattr(resource, 'blob', ''))} of base64"
+    if kind == "resource_link":
+        return "a resource link"
+    return "content of another type"
+
+
+def _length(text: object) -> str:
+    return counted(len(text), "character") if isinstance(text, str) else "of unknown length"
 
 
 def _binary(what: str, mime: object, data: object) -> str:

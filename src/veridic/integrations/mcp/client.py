@@ -10,20 +10,21 @@ connection that ends: when ``connect`` is left, or when the server closes it (it
 process ended), the next view tells the server's tools unavailable, "the connection to the MCP
 server is closed", and a call cut off by it says it may have run.
 
-What the model is shown comes from the server, so it is checked against the
-pins (``veridic.integrations.mcp._pins``): a tool that matches its pin is
-registered with it (its description and required arguments may enter the
-capability section; pins made at run time from a listing, which :func:`list_tools`
-gives branded untrusted, are refused: nobody reviewed them); a changed or vanished
-tool is kept out of every view with a reason naming what changed; a tool the pins
-do not record is not registered at all (nobody reviewed even its name, and the
-capability section names every tool it says is unavailable), only logged and kept
-in ``connection.changes``. Without pins only the tools ``declare=`` names are
-registered, unpinned: listed by that name (written in code), the description
+What the model is shown comes from the server, so it is checked against the pins
+(``veridic.integrations.mcp._pins``): a tool that matches its pin is registered with
+it (its description and required arguments may enter the capability section; pins made
+at run time from a listing, which :func:`list_tools` gives branded untrusted, are
+refused: nobody reviewed them); a changed or vanished tool is kept out of every view
+with a reason naming what changed; a tool the pins do not record is not registered at
+all (nobody reviewed even its name, and the capability section names every tool it
+says is unavailable), only logged and kept in ``connection.changes``; one that
+``declare=`` names is refused at connect, before the server is started (the pins must
+cover every tool the application uses). Without pins only the tools ``declare=`` names
+are registered, unpinned: listed by that name (written in code), the description
 marked unverified; the others are not registered (their names, the server's own
 choice, would reach the capability section unreviewed), only logged and kept in
-``connection.undeclared``, and a connect that declares none of a non-empty listing
-is refused. An unpinned tool whose description and input schema take more than the
+``connection.undeclared``, and a connect that declares none of a non-empty listing is
+refused. An unpinned tool whose description and input schema take more than the
 server's ``describe_limit`` (20,000 characters by default) is registered unavailable,
 saying why (its text would be in every request's tool list).
 
@@ -385,7 +386,9 @@ async def connect(
             (``Pins.of(name, await list_tools(server))``), not read from a
             reviewed pins file: nothing is started or registered.
         VeridicError: the pins are of another server, ``declare`` names a tool
-            the server does not list, no pins were given and ``declare`` names
+            the server does not list, or the pins do not record (refused before the
+            server is started: the pins cover the tools in use), no pins were given
+            and ``declare`` names
             none of the tools the server lists, a component of that name
             exists, a tool name is registered already.
         MissingExtraError: the ``mcp`` package is not installed.
@@ -399,6 +402,8 @@ async def connect(
             "pass the pins recorded for this server (veridic mcp pin names them after it)"
         )
     declared = dict(declare or {})
+    if recorded is not None:
+        _refuse_unpinned_declared(server, declared, recorded)
     _refuse_reconnect(registry, server)
     anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
     with _plain_errors():
@@ -713,7 +718,7 @@ class McpConnection:
             if _error_answer(error):
                 raise  # the server's JSON-RPC error: it says the call did not run
             raise _unreadable(self.server, name, error) from error
-        text = result_text(result)
+        text = result_text(result, self.server.name, name)
         if getattr(result, "is_error", False):
             raise _answered_error(self.server, name, text)  # quoted clipped, its length said
         text = bounded(text, self.server.result_limit, self.server.name, name)
@@ -877,16 +882,20 @@ def _logged(server: McpServer) -> Callable[[object], Awaitable[None]]:
     logged. Each is logged on ``veridic.integrations.mcp.server_log`` as its stderr
     lines are: the server's data and logger name quoted, escaped and clipped, its
     level said, at ``DEBUG`` or ``INFO`` for those levels and ``WARNING`` for the
-    rest (the server's word, never one of the application's errors).
+    rest (the server's word, never one of the application's errors). A message whose
+    level is not logged is not written out at all (its data not encoded).
     """
 
     async def log(params: object) -> None:
         level = getattr(params, "level", None)
+        levelno = _LOG_LEVELS.get(str(level), logging.WARNING)
+        if not _server_log.isEnabledFor(levelno):
+            return  # written as JSON only to be read: a server may send many, and large
         data = getattr(params, "data", None)
         logger = getattr(params, "logger", None)
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
         _server_log.log(
-            _LOG_LEVELS.get(str(level), logging.WARNING),
+            levelno,
             "MCP server %r (log message, level %s%s): %s",
             server.name,
             clip(str(level), 16),
@@ -1294,6 +1303,30 @@ def _check_declared(
             raise VeridicError(
                 f"declare={{{name!r}: ...}} got {declared[name]!r}: pass "
                 'Declared("query") or Declared("write", risk="mid")'
+            )
+
+
+def _refuse_unpinned_declared(
+    server: McpServer, declared: Mapping[str, Declared], recorded: Pins
+) -> None:
+    """Refuse, before the server is started, a declared tool the pins do not record.
+
+    A declared tool is one the application means to use, and pins are given to cover
+    the tools in use. Connected anyway, the server's new tool was left out (nobody
+    reviewed it) and only logged, or not even that when the server did not start; the
+    application's first call of it read "unknown tool", in production.
+    """
+    for name in declared:
+        if name not in recorded.tools:
+            nearest = ", ".join(NameIndex(list(recorded.tools)).close_matches(name, 3, 0.6))
+            raise VeridicError(
+                f"declare= names {clip(name)}, which the pins of MCP server {server.name!r} "
+                f"do not record{f' (nearest recorded: {nearest})' if nearest else ''}: a "
+                "declared tool is one the application uses, and the pins must cover every "
+                "tool in use, so nothing was started or registered; review the server's "
+                "tools (veridic mcp pin MODULE:SERVER --check FILE), record the pins again "
+                "(veridic mcp pin MODULE:SERVER -o FILE), review and commit the file, or take "
+                f"{clip(name)} out of declare="
             )
 
 

@@ -43,7 +43,9 @@ On protocol 2026-07-28 the question rides an
 ``InputRequiredResult`` and the answer the client's retry, matched to a
 one-time token the server keeps; on older protocols it is an
 ``elicitation/create`` request in the middle of the call. Either way a question
-waits ten minutes for its answer; a later one approves nothing. A client that did
+waits ten minutes for its answer; a later one approves nothing. The server keeps
+at most 64 tokens open per client and 4096 in all: the next question is refused,
+never asked, and no open one is pushed out for it. A client that did
 not declare form elicitation cannot be asked: the call is refused, recorded
 ``DENIED``, with a message that says what the client lacks.
 
@@ -68,6 +70,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Final, Literal
 
+from veridic._counted import counted
 from veridic._extras import require
 from veridic._sample import clip
 from veridic.errors import AuditWriteError, VeridicError
@@ -112,7 +115,8 @@ the prompt the client's model answered, and says so rather than hashing somethin
 
 _MODERN: Final = "2026-07-28"  # the first revision that asks through InputRequiredResult
 _ASKED_TTL: Final = 600.0  # seconds a question waits for its answer
-_ASKED_KEPT: Final = 1024
+_ASKED_PER_CLIENT: Final = 64  # open questions one client may have waiting
+_ASKED_KEPT: Final = 4096  # open questions the server holds, all clients together
 _VALUE_SHOWN: Final = 160  # characters of one argument value's JSON the user reads
 _ARGUMENTS_SHOWN: Final = 2000  # the whole arguments' text in a question, values clipped
 _DEPTH_SHOWN: Final = 16  # nesting an approval question shows; deeper is refused unasked
@@ -290,7 +294,7 @@ class _Served:
         except Exception as error:
             return _error_result(_unbuilt(error))
         arguments: dict[str, object] = dict(params.arguments or {})
-        approval = self._approval(ctx, params, view, policy, arguments)
+        approval = self._approval(ctx, request, params, view, policy, arguments)
         if isinstance(approval, types.InputRequiredResult):
             return approval
         audit = _Noted(self._audit, approval.detail) if approval.refusal else self._audit
@@ -319,6 +323,7 @@ class _Served:
     def _approval(
         self,
         ctx: ServerRequestContext[object, object],
+        request: McpRequest,
         params: mcp_types.CallToolRequestParams,
         view: ToolView,
         policy: ApprovalPolicy,
@@ -365,14 +370,23 @@ class _Served:
         answer = self._answer(params, question)
         if answer is not None:
             return _Approval(_answered(question, answer))
+        token = self._asked.open(question.digest, _asker(ctx, request))
+        if isinstance(token, _Full):
+            return _Approval(
+                refusal=(
+                    f"the call of tool {pending.tool!r} needs the user's approval "
+                    f"({pending.why}), and {token.why}, so it was not asked and did not run: "
+                    f"{token.instead}"
+                ),
+                detail=f"{pending.why}; not asked: {token.why}",
+            )
         elicit = types.ElicitRequest(
             params=types.ElicitRequestFormParams(
                 message=question.message, requested_schema=question.schema
             )
         )
         return types.InputRequiredResult(
-            input_requests={APPROVAL_INPUT: elicit},
-            request_state=self._asked.open(question.digest),
+            input_requests={APPROVAL_INPUT: elicit}, request_state=token
         )
 
     async def _view(self, request: McpRequest) -> ToolView:
@@ -525,28 +539,88 @@ def _approved(response: object) -> bool:
     return action == "accept" and isinstance(content, dict) and content.get("approve") is True
 
 
-class _Asked:
-    """The questions put in an ``InputRequiredResult`` and not yet answered, by token."""
+@dataclass(frozen=True, slots=True)
+class _Full:
+    """Why no question could be opened: a client has too many open, or the server does."""
 
-    __slots__ = ("_open",)
+    why: str
+    instead: str
+
+
+class _Asked:
+    """The questions put in an ``InputRequiredResult`` and not yet answered, by token.
+
+    Bounded per client and overall, and full means the next question is refused, in
+    words the client reads: never that an open question is pushed out. Kept to 1,024
+    overall, oldest first, one client that asked many pushed out another client's
+    question, and that user's yes then approved nothing (the call was asked again,
+    for as long as the flood went on).
+    """
+
+    __slots__ = ("_by_asker", "_open")
 
     def __init__(self) -> None:
-        self._open: dict[str, tuple[str, float]] = {}
+        self._open: dict[str, tuple[str, float, str]] = {}  # token: digest, expiry, asker
+        self._by_asker: dict[str, int] = {}
 
-    def open(self, digest: str) -> str:
+    def open(self, digest: str, asker: str) -> str | _Full:
+        """A token for a new question of ``asker``'s, or why none could be opened."""
         now = time.monotonic()
-        for token in [t for t, (_, expires) in self._open.items() if expires <= now]:
-            del self._open[token]
-        while len(self._open) >= _ASKED_KEPT:
-            del self._open[next(iter(self._open))]
+        for token in [t for t, (_, expires, _) in self._open.items() if expires <= now]:
+            self._forget(token)
+        waiting = f"each waits {_ASKED_TTL / 60:g} minutes for its answer"
+        if self._by_asker.get(asker, 0) >= _ASKED_PER_CLIENT:
+            return _Full(
+                f"this client has {counted(_ASKED_PER_CLIENT, 'approval question')} open "
+                f"already, the most one client may have ({waiting})",
+                "answer the open questions (retry those calls with the user's answer) or "
+                "let them expire, then call it again",
+            )
+        if len(self._open) >= _ASKED_KEPT:
+            return _Full(
+                f"the server holds {counted(_ASKED_KEPT, 'approval question')} open, the "
+                f"most it keeps for all its clients together ({waiting})",
+                "call it again once some are answered or expired; if this persists, tell "
+                "the server's operator",
+            )
         token = secrets.token_urlsafe(24)
-        self._open[token] = (digest, now + _ASKED_TTL)
+        self._open[token] = (digest, now + _ASKED_TTL, asker)
+        self._by_asker[asker] = self._by_asker.get(asker, 0) + 1
         return token
 
     def close(self, token: str, digest: str) -> bool:
         """Whether ``token`` is an open question about ``digest``; it is closed either way."""
-        found = self._open.pop(token, None)
+        found = self._forget(token)
         return found is not None and found[0] == digest and found[1] > time.monotonic()
+
+    def _forget(self, token: str) -> tuple[str, float, str] | None:
+        found = self._open.pop(token, None)
+        if found is not None:
+            left = self._by_asker[found[2]] - 1
+            if left:
+                self._by_asker[found[2]] = left
+            else:
+                del self._by_asker[found[2]]
+        return found
+
+
+def _asker(ctx: ServerRequestContext[object, object], request: McpRequest) -> str:
+    """Whose open questions a new one counts against: the caller the transport
+    authenticated, else the name the client gave for itself.
+
+    On protocol 2026-07-28 (the only one whose questions wait in this server) every
+    request stands alone: no session ties a retry to the call before it, so there is
+    no connection to count by. A name is the client's own claim; a client that takes
+    another's can fill that name's share and have its next questions refused (loudly),
+    but it cannot push out a question already open. The key is a digest: a name is
+    the client's to choose, and one of megabytes, kept with each of its questions,
+    would have held megabytes per question.
+    """
+    from mcp.server.request_state import authenticated_principal
+
+    principal = authenticated_principal(ctx)
+    who = f"principal {principal}" if principal is not None else f"client {request.client!r}"
+    return _sha256(who)
 
 
 class _Noted:
