@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Final
 from veridic._extras import require
 from veridic.errors import AuditRecordError
 from veridic.run import _postgres_schema
-from veridic.run._conninfo import misread_password, without_passwords
+from veridic.run._conninfo import misread_password, refuse_nul, without_passwords
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
 from veridic.run._store import INSERT, Rows, Statement, T
 
@@ -103,7 +103,8 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
             read-only, of a version this one cannot read, or none), or its migration
             waited too long for a lock (another session is using its tables), or
             ``conninfo`` is a URL whose password holds a raw ``/`` or ``@`` (percent-encode
-            them: ``%2F``, ``%40``), refused before any connection is tried.
+            them: ``%2F``, ``%40``) or holds a NUL character (libpq would read it only up
+            to there), refused before any connection is tried.
         psycopg.OperationalError: the server refuses the first connection, or does not
             answer it within ``timeout``: raised at once, with libpq's words (host and
             port) and a note naming the store.
@@ -344,6 +345,8 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
 
     Raises:
         MissingExtraError: psycopg or psycopg-pool is not installed.
+        AuditRecordError: ``conninfo`` holds a NUL character or is otherwise refused, as by
+            :class:`PostgresAuditSink`, before any connection is tried.
     """
 
     def __init__(
@@ -581,8 +584,11 @@ def _shown(psycopg: Any, conninfo: str) -> str:
 
     A URL whose password libpq would misread (a raw ``/`` or ``@``) is refused here,
     before any connection is tried: libpq would take pieces of the password for the
-    host, port and database, which every message about the connection then shows.
+    host, port and database, which every message about the connection then shows. So
+    is one holding a NUL (:func:`~veridic.run._conninfo.refuse_nul`), of which libpq
+    would read only what comes before it.
     """
+    refuse_nul(conninfo)
     if misread_password(conninfo):
         raise AuditRecordError(
             "the Postgres URL's password holds a '/' or '@' that is not percent-encoded: "
