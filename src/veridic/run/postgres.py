@@ -362,6 +362,10 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         self._opening: asyncio.Task[None] | None = None
         """The last attempt to open the store, shared by the opens that await it; the loop
         it ran in is the one the pool serves."""
+        self._claim = threading.Lock()
+        """Held while an open decides which loop the store serves and starts its attempt:
+        opens in two threads' loops each saw no attempt of their own loop, and each built
+        a pool."""
 
     def __repr__(self) -> str:
         return f"AsyncPostgresAuditSink({self._shown!r})"
@@ -373,38 +377,59 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         one attempt, and each gets the store it opened or the error it met; a server that
         does not answer is waited for once, not once per task. Opened already, it returns
         at once. A store serves the event loop that opened it until it is closed there; a
-        store closed in one ``asyncio.run`` may be opened again in the next.
+        store closed in one ``asyncio.run`` may be opened again in the next. An open from
+        another loop (another thread's) while it is open, or while an open is under way,
+        is refused at once rather than kept waiting: the store would serve the first
+        loop only. Each thread with a loop of its own opens a store of its own.
 
         Raises:
             AuditRecordError: the database holds a schema of a later veridic, or the store
-                is open in another event loop.
+                is open, or being opened, in another event loop.
             psycopg.OperationalError: the server refuses the first connection, or does not
                 answer it within ``timeout`` (as :class:`PostgresAuditSink`).
         """
-        loop = self._its_loop()
-        if self._pool is None:
-            # Each open awaiting its own migration built a pool, and the second replaced the
-            # first without closing it; behind a lock, each one waited for the one before
-            # it to fail before it tried: N tasks, N times the timeout.
-            attempt = self._opening
-            if attempt is None or attempt.done() or attempt.get_loop() is not loop:
-                attempt = self._opening = loop.create_task(self._new_pool())
+        loop = asyncio.get_running_loop()
+        with self._claim:  # no await inside: it is held for a few dict reads, never a loop turn
+            self._its_loop(loop)
+            attempt = None
+            if self._pool is None:
+                # Each open awaiting its own migration built a pool, and the second replaced
+                # the first without closing it; behind a lock, each one waited for the one
+                # before it to fail before it tried: N tasks, N times the timeout.
+                attempt = self._opening
+                if attempt is None or attempt.done() or attempt.get_loop() is not loop:
+                    attempt = self._opening = loop.create_task(self._new_pool())
+        if attempt is not None:
             # Shielded: an opener that is cancelled leaves the attempt to the others.
             await asyncio.shield(attempt)
         return self
 
-    def _its_loop(self) -> asyncio.AbstractEventLoop:
-        """The running loop, which must be the one the store's pool serves while it is open.
+    def _its_loop(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Check that ``loop`` (the running one) is the one the store serves, if any does.
+
+        A store serves the loop of its last open attempt while that attempt runs and, once
+        it has succeeded, until the store is closed.
 
         Raises:
-            AuditRecordError: the store is open in another event loop. Its pool's tasks and
-                connections belong to that loop: open() returned as if it were ready, and
-                close() failed with "Event loop is closed" once it had forgotten the pool.
+            AuditRecordError: the store is open, or being opened, in another event loop.
+                Its pool's tasks and connections belong to that loop: open() returned as if
+                it were ready, and close() failed with "Event loop is closed" once it had
+                forgotten the pool; an open in a second thread's loop built a second pool.
         """
-        loop = asyncio.get_running_loop()
-        opened_in = None if self._opening is None else self._opening.get_loop()
-        if self._pool is None or opened_in is None or opened_in is loop:
-            return loop
+        loop = asyncio.get_running_loop() if loop is None else loop
+        attempt = self._opening
+        if attempt is None or attempt.get_loop() is loop:
+            return
+        opened_in = attempt.get_loop()
+        if self._pool is None:
+            if attempt.done() or opened_in.is_closed():
+                return  # it failed, or was left by a loop that ended: it can never finish
+            raise AuditRecordError(
+                f"{self!r} is being opened in another event loop (another thread's), which "
+                "its connections will serve: use the store from that loop, or give each "
+                "thread that runs its own event loop a store of its own "
+                "(AsyncPostgresAuditSink(conninfo) there)"
+            )
         if opened_in.is_closed():
             raise AuditRecordError(
                 f"{self!r} was opened in an event loop that has ended without closing it, "
@@ -451,9 +476,11 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         while it ran, and the store held its connections after it.
 
         Raises:
-            AuditRecordError: the store is open in another event loop (see :meth:`open`).
+            AuditRecordError: the store is open, or being opened, in another event loop
+                (see :meth:`open`).
         """
-        loop = self._its_loop()
+        loop = asyncio.get_running_loop()
+        self._its_loop(loop)
         attempt = self._opening
         if attempt is not None and not attempt.done() and attempt.get_loop() is loop:
             await asyncio.wait([attempt])  # its error, if any, is for its openers
