@@ -469,7 +469,7 @@ def build_runtime(
     The wheel's sha256 is recorded beside it when it is built (:func:`recorded_sha256`
     reads it) and checked here whenever the cached wheel is reused.
 
-    Another install into ``cache`` is waited for (:func:`_cache_locked`).
+    Another install into ``cache`` is waited for (a lock on the folder: see the module).
 
     Raises:
         InstallError: the download failed its hash check, the build failed, or the
@@ -705,7 +705,7 @@ def ensure_model(
     the pinned 1.1 GB): its size alone said nothing of a file copied, edited or replaced
     there since it was assembled, and the record names the model by the pinned sha256.
 
-    Another install into ``cache`` is waited for (:func:`_cache_locked`): two at once
+    Another install into ``cache`` is waited for (a lock on the folder): two at once
     downloaded into one folder and wrote one partial file.
 
     Raises:
