@@ -29,7 +29,7 @@ from veridic.checks._cli_report import (
     _UsageError,
 )
 from veridic.checks.audit_report import AuditReport, Selection, parse_time, stream_report
-from veridic.errors import VeridicError
+from veridic.errors import AuditRecordError, VeridicError
 from veridic.run._conninfo import LIBPQ_KEYWORDS, conninfo_keywords, without_passwords
 from veridic.run._postgres_schema import VERSION, lacks
 from veridic.run._sqlite_schema import VERSION as SQLITE_VERSION
@@ -125,7 +125,8 @@ def _is_postgres(store: str) -> bool:
         _UsageError: an existing file is named like a connection string (which was
             meant is not for veridic to guess), or the argument is neither a file nor a
             connection string (one of its keywords is not libpq's, or it is a URL whose
-            scheme is not in lower case, which libpq does not read as one).
+            scheme is not in lower case, which libpq does not read as one), or it holds
+            a NUL character, where libpq would stop reading it.
     """
     if store.startswith(_URL_SCHEMES):
         return True
@@ -134,7 +135,10 @@ def _is_postgres(store: str) -> bool:
             f"{store}: libpq reads a URL only by its scheme in lower case, and reads this as "
             "neither a URL nor a connection string: write postgresql:// (or postgres://)"
         )
-    keywords = conninfo_keywords(store)
+    try:
+        keywords = conninfo_keywords(store)
+    except AuditRecordError as error:  # a NUL, after which libpq would read nothing
+        raise _UsageError(str(error)) from error
     if keywords is None:
         return False
     unknown = [keyword for keyword in keywords if keyword not in LIBPQ_KEYWORDS]

@@ -38,6 +38,12 @@ changing the measurement, and no code the pins do not name runs:
   built: it is refused, with the file named (delete its folder and rerun to build it
   again). A wheel without a record (cached by an older veridic) is built again rather
   than trusted.
+* One install at a time works in a cache: the build, the runtime's install and the
+  model's assembly hold a lock on the cache folder (``fcntl.flock``), and a second
+  ``make eval-model`` waits for the first, saying so. Two builds at once cached their
+  wheels at one path, each with its own recorded sha256, and one install was given one
+  build's wheel with the other's hash. Where ``fcntl`` is missing (Windows) the lock is
+  a file, ``.install-lock``, made exclusively: a second install is refused, naming it.
 """
 
 from __future__ import annotations
@@ -51,10 +57,12 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 
 from veridic.errors import VeridicError
 
@@ -245,6 +253,77 @@ Run = Callable[[Sequence[str], Mapping[str, str]], None]
 Log = Callable[[str], None]
 
 
+def _fcntl() -> ModuleType | None:
+    """The ``fcntl`` module, where the platform has it (every POSIX one; not Windows)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    return fcntl
+
+
+_LOCK_FILE = ".install-lock"
+"""The lock of a cache where ``fcntl`` is missing: a file made exclusively, then removed."""
+
+
+@contextmanager
+def _cache_locked(cache: Path, log: Log) -> Iterator[None]:
+    """Hold the cache's lock: one install at a time builds, caches or installs from it.
+
+    Two builds at once each recorded their wheel's sha256 and moved their wheel to one
+    path: a wheel could stand beside the other's record, and an install was handed a
+    wheel with another's hash. The lock is taken on the cache folder itself (nothing to
+    leave behind, and released by the OS if the process dies). It is not re-entrant: a
+    function that holds it calls the unlocked forms of the others.
+
+    Raises:
+        InstallError: ``fcntl`` is missing and another install holds the lock file.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    fcntl = _fcntl()
+    if fcntl is None:
+        with _lock_file(cache):
+            yield
+        return
+    folder = os.open(cache, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another install into {cache} to finish (it holds the cache's lock)")
+            fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # releases the lock
+
+
+@contextmanager
+def _lock_file(cache: Path) -> Iterator[None]:
+    """The cache's lock where ``fcntl`` is missing: a file only one process can create.
+
+    No process waits for it (a lock file left by a process that died would hold every
+    later one for ever): a second install is refused, with the file named.
+
+    Raises:
+        InstallError: the lock file exists.
+    """
+    lock = cache / _LOCK_FILE
+    try:
+        handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        raise InstallError(
+            f"another install into {cache} is running (it made {lock}), or one stopped "
+            f"before it removed it: wait for it to finish, or delete {lock} if none runs, "
+            "then rerun"
+        ) from None
+    try:
+        os.write(handle, f"{os.getpid()}\n".encode())
+        os.close(handle)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The cache folder: ``$VERIDIC_EVAL_CACHE``, else ``~/.cache/veridic-eval``."""
     env = os.environ if environ is None else environ
@@ -390,11 +469,21 @@ def build_runtime(
     The wheel's sha256 is recorded beside it when it is built (:func:`recorded_sha256`
     reads it) and checked here whenever the cached wheel is reused.
 
+    Another install into ``cache`` is waited for (a lock on the folder: see the module).
+
     Raises:
         InstallError: the download failed its hash check, the build failed, or the
             cached wheel is not the one built there (the message names it: delete its
             folder and rerun).
     """
+    with _cache_locked(cache, log):
+        return _build_runtime(cache, pin, run=run, log=log, cpuinfo=cpuinfo)
+
+
+def _build_runtime(
+    cache: Path, pin: RuntimePin, *, run: Run, log: Log, cpuinfo: str | None = None
+) -> Path:
+    """:func:`build_runtime` for a caller that holds the cache's lock."""
     args = cmake_args(cpu_flags(cpuinfo))
     folder = _wheel_folder(cache, pin, args)
     cached = _checked_cached_wheel(folder, log)
@@ -521,11 +610,19 @@ def ensure_runtime(
     """Make ``import llama_cpp`` work in this interpreter at the pinned version.
 
     The wheel is installed with its recorded sha256 and :data:`RUNTIME_DEPENDENCIES`,
-    every file hash-checked by pip.
+    every file hash-checked by pip. The cache's lock is held from the build to the end
+    of the install: another install into ``cache`` is waited for, and none replaces the
+    wheel between the reading of its record and pip's reading of the wheel.
     """
     if installed_version(pin.name) == pin.version:
         return
-    wheel = build_runtime(cache, pin, run=run, log=log)
+    with _cache_locked(cache, log):
+        _install_runtime(cache, pin, run=run, log=log)
+
+
+def _install_runtime(cache: Path, pin: RuntimePin, *, run: Run, log: Log) -> None:
+    """:func:`ensure_runtime`'s build and install, for a caller that holds the cache's lock."""
+    wheel = _build_runtime(cache, pin, run=run, log=log)
     log(f"installing {wheel.name}")
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
         requirements = Path(scratch) / "runtime-requirements.txt"
@@ -608,10 +705,19 @@ def ensure_model(
     the pinned 1.1 GB): its size alone said nothing of a file copied, edited or replaced
     there since it was assembled, and the record names the model by the pinned sha256.
 
+    Another install into ``cache`` is waited for (a lock on the folder): two at once
+    downloaded into one folder and wrote one partial file.
+
     Raises:
         InstallError: the cached file is not the pinned model (the message gives its
             sha256: delete it and rerun), or the download or assembly failed.
     """
+    with _cache_locked(cache, log):
+        return _model(cache, pin, run=run, log=log)
+
+
+def _model(cache: Path, pin: ModelPin, *, run: Run, log: Log) -> Path:
+    """:func:`ensure_model` for a caller that holds the cache's lock."""
     target = cache / "models" / pin.file_name
     if target.is_file():
         _check_cached_model(target, pin)

@@ -11,6 +11,8 @@ import re
 from typing import Final
 from urllib.parse import unquote
 
+from veridic.errors import AuditRecordError
+
 _PASSWORD: Final = re.compile(r"""password\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s&#]*)""", re.IGNORECASE)
 _URL: Final = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 _URL_PARAMETER: Final = re.compile(r"[?&]password=([^&#]*)", re.IGNORECASE)
@@ -158,6 +160,30 @@ _C_SPACE: Final = frozenset(" \t\n\v\f\r")
 """What libpq's parser takes for white space (C's ``isspace``), and no other character."""
 
 
+def refuse_nul(conninfo: str) -> None:
+    """Refuse a conninfo holding a NUL character, which libpq would read only up to.
+
+    libpq takes the conninfo as a C string: it ends at the first NUL, and whatever follows
+    (a ``dbname``, a ``password``, a ``sslmode=verify-full``) is dropped without a word.
+    What veridic read of it (its keywords, a store's ``repr``) and what libpq connects to
+    would then differ. The message names the NUL by its position, never the text around
+    it, which may hold a password.
+
+    Raises:
+        AuditRecordError: ``conninfo`` holds a NUL character.
+    """
+    at = conninfo.find("\0")
+    if at < 0:
+        return
+    raise AuditRecordError(
+        f"the Postgres conninfo holds a NUL character (character {at + 1} of "
+        f"{len(conninfo)}): libpq reads a connection string only up to its first NUL and "
+        f"would connect without the {len(conninfo) - at - 1} characters after it; remove "
+        "the NUL (look for where the conninfo was read or joined: a file or variable "
+        "holding a C string's terminator)"
+    )
+
+
 def conninfo_keywords(conninfo: str) -> tuple[str, ...] | None:
     """The keywords of ``conninfo`` read as libpq reads a ``key=value`` connection string.
 
@@ -166,11 +192,16 @@ def conninfo_keywords(conninfo: str) -> tuple[str, ...] | None:
     one libpq knows is left to the caller: a path such as ``/srv/dbname=app/audit.db``
     has the shape (a keyword ``/srv/dbname``), and only that keyword tells it apart.
 
+    Raises:
+        AuditRecordError: ``conninfo`` holds a NUL character (:func:`refuse_nul`): libpq
+            would read less of it than its keywords say.
+
     >>> conninfo_keywords("host=db dbname='my app'")
     ('host', 'dbname')
     >>> conninfo_keywords("audit.db") is None
     True
     """
+    refuse_nul(conninfo)
     found: list[str] = []
     at = _skip_space(conninfo, 0)
     while at < len(conninfo):

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Final
 from veridic._extras import require
 from veridic.errors import AuditRecordError
 from veridic.run import _postgres_schema
-from veridic.run._conninfo import misread_password, without_passwords
+from veridic.run._conninfo import misread_password, refuse_nul, without_passwords
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
 from veridic.run._store import INSERT, Rows, Statement, T
 
@@ -103,7 +103,8 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
             read-only, of a version this one cannot read, or none), or its migration
             waited too long for a lock (another session is using its tables), or
             ``conninfo`` is a URL whose password holds a raw ``/`` or ``@`` (percent-encode
-            them: ``%2F``, ``%40``), refused before any connection is tried.
+            them: ``%2F``, ``%40``) or holds a NUL character (libpq would read it only up
+            to there), refused before any connection is tried.
         psycopg.OperationalError: the server refuses the first connection, or does not
             answer it within ``timeout``: raised at once, with libpq's words (host and
             port) and a note naming the store.
@@ -344,6 +345,8 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
 
     Raises:
         MissingExtraError: psycopg or psycopg-pool is not installed.
+        AuditRecordError: ``conninfo`` holds a NUL character or is otherwise refused, as by
+            :class:`PostgresAuditSink`, before any connection is tried.
     """
 
     def __init__(
@@ -359,6 +362,10 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         self._opening: asyncio.Task[None] | None = None
         """The last attempt to open the store, shared by the opens that await it; the loop
         it ran in is the one the pool serves."""
+        self._claim = threading.Lock()
+        """Held while an open decides which loop the store serves and starts its attempt:
+        opens in two threads' loops each saw no attempt of their own loop, and each built
+        a pool."""
 
     def __repr__(self) -> str:
         return f"AsyncPostgresAuditSink({self._shown!r})"
@@ -370,38 +377,59 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         one attempt, and each gets the store it opened or the error it met; a server that
         does not answer is waited for once, not once per task. Opened already, it returns
         at once. A store serves the event loop that opened it until it is closed there; a
-        store closed in one ``asyncio.run`` may be opened again in the next.
+        store closed in one ``asyncio.run`` may be opened again in the next. An open from
+        another loop (another thread's) while it is open, or while an open is under way,
+        is refused at once rather than kept waiting: the store would serve the first
+        loop only. Each thread with a loop of its own opens a store of its own.
 
         Raises:
             AuditRecordError: the database holds a schema of a later veridic, or the store
-                is open in another event loop.
+                is open, or being opened, in another event loop.
             psycopg.OperationalError: the server refuses the first connection, or does not
                 answer it within ``timeout`` (as :class:`PostgresAuditSink`).
         """
-        loop = self._its_loop()
-        if self._pool is None:
-            # Each open awaiting its own migration built a pool, and the second replaced the
-            # first without closing it; behind a lock, each one waited for the one before
-            # it to fail before it tried: N tasks, N times the timeout.
-            attempt = self._opening
-            if attempt is None or attempt.done() or attempt.get_loop() is not loop:
-                attempt = self._opening = loop.create_task(self._new_pool())
+        loop = asyncio.get_running_loop()
+        with self._claim:  # no await inside: it is held for a few dict reads, never a loop turn
+            self._its_loop(loop)
+            attempt = None
+            if self._pool is None:
+                # Each open awaiting its own migration built a pool, and the second replaced
+                # the first without closing it; behind a lock, each one waited for the one
+                # before it to fail before it tried: N tasks, N times the timeout.
+                attempt = self._opening
+                if attempt is None or attempt.done() or attempt.get_loop() is not loop:
+                    attempt = self._opening = loop.create_task(self._new_pool())
+        if attempt is not None:
             # Shielded: an opener that is cancelled leaves the attempt to the others.
             await asyncio.shield(attempt)
         return self
 
-    def _its_loop(self) -> asyncio.AbstractEventLoop:
-        """The running loop, which must be the one the store's pool serves while it is open.
+    def _its_loop(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Check that ``loop`` (the running one) is the one the store serves, if any does.
+
+        A store serves the loop of its last open attempt while that attempt runs and, once
+        it has succeeded, until the store is closed.
 
         Raises:
-            AuditRecordError: the store is open in another event loop. Its pool's tasks and
-                connections belong to that loop: open() returned as if it were ready, and
-                close() failed with "Event loop is closed" once it had forgotten the pool.
+            AuditRecordError: the store is open, or being opened, in another event loop.
+                Its pool's tasks and connections belong to that loop: open() returned as if
+                it were ready, and close() failed with "Event loop is closed" once it had
+                forgotten the pool; an open in a second thread's loop built a second pool.
         """
-        loop = asyncio.get_running_loop()
-        opened_in = None if self._opening is None else self._opening.get_loop()
-        if self._pool is None or opened_in is None or opened_in is loop:
-            return loop
+        loop = asyncio.get_running_loop() if loop is None else loop
+        attempt = self._opening
+        if attempt is None or attempt.get_loop() is loop:
+            return
+        opened_in = attempt.get_loop()
+        if self._pool is None:
+            if attempt.done() or opened_in.is_closed():
+                return  # it failed, or was left by a loop that ended: it can never finish
+            raise AuditRecordError(
+                f"{self!r} is being opened in another event loop (another thread's), which "
+                "its connections will serve: use the store from that loop, or give each "
+                "thread that runs its own event loop a store of its own "
+                "(AsyncPostgresAuditSink(conninfo) there)"
+            )
         if opened_in.is_closed():
             raise AuditRecordError(
                 f"{self!r} was opened in an event loop that has ended without closing it, "
@@ -448,9 +476,11 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         while it ran, and the store held its connections after it.
 
         Raises:
-            AuditRecordError: the store is open in another event loop (see :meth:`open`).
+            AuditRecordError: the store is open, or being opened, in another event loop
+                (see :meth:`open`).
         """
-        loop = self._its_loop()
+        loop = asyncio.get_running_loop()
+        self._its_loop(loop)
         attempt = self._opening
         if attempt is not None and not attempt.done() and attempt.get_loop() is loop:
             await asyncio.wait([attempt])  # its error, if any, is for its openers
@@ -581,8 +611,11 @@ def _shown(psycopg: Any, conninfo: str) -> str:
 
     A URL whose password libpq would misread (a raw ``/`` or ``@``) is refused here,
     before any connection is tried: libpq would take pieces of the password for the
-    host, port and database, which every message about the connection then shows.
+    host, port and database, which every message about the connection then shows. So
+    is one holding a NUL (:func:`~veridic.run._conninfo.refuse_nul`), of which libpq
+    would read only what comes before it.
     """
+    refuse_nul(conninfo)
     if misread_password(conninfo):
         raise AuditRecordError(
             "the Postgres URL's password holds a '/' or '@' that is not percent-encoded: "

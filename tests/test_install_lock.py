@@ -1,0 +1,136 @@
+"""Two installs into one cache at once: one waits for the other (a lock on the cache).
+
+Two real processes, each given the installer's fake pip (the ``run`` boundary of the
+installer tests: no real build, no network). One is held inside its build by an event
+until the other has either reached the lock or, before the lock, gone through it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import sys
+from collections.abc import Mapping, Sequence
+from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+import pytest
+from test_evaluation import _fake_runtime_pin, _FakeRuntimePip
+
+from veridic.evaluation import install
+
+
+class _HeldPip(_FakeRuntimePip):
+    """The fake pip, held on ``hold`` (after it sets ``inside``) when it runs ``verb``, and
+    checking the wheel against its hash as pip's ``--require-hashes`` does."""
+
+    def __init__(self, wheel: bytes, verb: str, inside: Event, hold: Event) -> None:
+        super().__init__(_fake_runtime_pin(b"sdist"), b"sdist", wheel=wheel)
+        self.verb, self.inside, self.hold = verb, inside, hold
+
+    def __call__(self, command: Sequence[str], env: Mapping[str, str]) -> None:
+        runtime_install = "install" in command and "--target" not in command
+        if ("wheel" in command and self.verb == "wheel") or (
+            runtime_install and self.verb == "install"
+        ):
+            self.inside.set()
+            self.hold.wait()
+        super().__call__(command, env)
+        if runtime_install:
+            url, _, hashes = self.calls[-1][2].splitlines()[0].partition(" ")
+            wheel = Path(url2pathname(urlsplit(url).path))
+            found = hashlib.sha256(wheel.read_bytes()).hexdigest()
+            if hashes != f"--hash=sha256:{found}":
+                raise install.InstallError(f"pip: {wheel.name} does not match {hashes}")
+
+
+def _install(cache: str, wheel: bytes, verb: str, inside: Event, hold: Event, waits: Event) -> None:
+    """One install, in a process of its own; ``waits`` is set when it waits for the lock."""
+
+    def log(line: str) -> None:
+        if "waiting for another install" in line:
+            waits.set()
+
+    fake = _HeldPip(wheel, verb, inside, hold)
+    install.ensure_runtime(Path(cache), fake.pin, run=fake, log=log)
+
+
+def _until(event: Event, *processes: BaseProcess) -> None:
+    """Wait for ``event``; fail at once, rather than wait for ever, if a process has died."""
+    while not event.wait(0.05):
+        ended = [p.exitcode for p in processes if p.exitcode is not None]
+        assert not ended, f"a process ended (exit status {ended}) before {event} was set"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fcntl: the fallback is tested below")
+def test_two_installs_into_one_cache_never_pair_a_wheel_with_the_other_s_hash(
+    tmp_path: Path,
+) -> None:
+    # The first is held inside its build (before it caches its wheel); the second, with
+    # nothing cached yet, built its own wheel, cached it with its hash and was held in its
+    # pip install, whose requirements named the wheel's path and the second's hash. The
+    # first, released, cached its own wheel at that path, and the second's pip found the
+    # first's wheel under the second's hash. Now the second waits for the first.
+    spawn = multiprocessing.get_context("spawn")
+    # Each event held here: one made in the arguments was collected, and its semaphore
+    # gone, before the child unpickled it.
+    first_inside, first_hold, first_waits = spawn.Event(), spawn.Event(), spawn.Event()
+    second_got_there, second_hold = spawn.Event(), spawn.Event()
+    cache = str(tmp_path / "cache")
+    first = spawn.Process(
+        target=_install,
+        args=(cache, b"first wheel", "wheel", first_inside, first_hold, first_waits),
+    )
+    # The second's progress, either way: waiting for the lock, or held in its install.
+    second = spawn.Process(
+        target=_install,
+        args=(cache, b"second wheel", "install", second_got_there, second_hold, second_got_there),
+    )
+    first.start()
+    try:
+        _until(first_inside, first)
+        second.start()
+        _until(second_got_there, first, second)
+        first_hold.set()
+        first.join()
+        second_hold.set()
+        second.join()
+    finally:
+        first_hold.set()
+        second_hold.set()
+        for process in (first, second):
+            if process.pid is not None:
+                process.join()
+    assert not first_waits.is_set()
+    assert (first.exitcode, second.exitcode) == (0, 0)
+    [wheel] = (tmp_path / "cache" / "wheels").glob("*/*.whl")
+    assert wheel.read_bytes() == b"first wheel"  # built once: the second took it from the cache
+    assert install.recorded_sha256(wheel) == hashlib.sha256(b"first wheel").hexdigest()
+
+
+def test_without_fcntl_a_second_install_into_a_cache_is_refused_naming_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A platform without fcntl (Windows) gets the lock file: a second install is refused
+    # at once, with the file named, rather than racing the first.
+    monkeypatch.setattr(install, "_fcntl", lambda: None)
+    refusals: list[str] = []
+
+    class _SecondInstallInside(_FakeRuntimePip):
+        def __call__(self, command: Sequence[str], env: Mapping[str, str]) -> None:
+            if "wheel" in command:  # another install starts while this one builds
+                with pytest.raises(install.InstallError) as refused:
+                    install.build_runtime(tmp_path, self.pin, run=self, log=print, cpuinfo="")
+                refusals.append(str(refused.value))
+            super().__call__(command, env)
+
+    fake = _SecondInstallInside(_fake_runtime_pin(b"sdist"), b"sdist")
+    wheel = install.build_runtime(tmp_path, fake.pin, run=fake, log=print, cpuinfo="")
+    [refusal] = refusals
+    assert str(tmp_path / ".install-lock") in refusal
+    assert "another install" in refusal
+    assert not (tmp_path / ".install-lock").exists()  # removed when the first one ended
+    assert install.build_runtime(tmp_path, fake.pin, run=fake, log=print, cpuinfo="") == wheel
