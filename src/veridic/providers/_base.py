@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal, NamedTuple, Protocol
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import UnknownToolError, VeridicError
@@ -987,17 +988,30 @@ def given_options(owner: str, options: object, where: str) -> Mapping[str, objec
     place) sent the request without the options meant, and nothing said so.
 
     Raises:
-        VeridicError: ``options`` is neither ``None`` nor a mapping, naming what was given.
+        VeridicError: ``options`` is neither ``None`` nor a mapping, naming what was given
+            (:func:`_what_options_are`).
     """
     if options is None:
         return {}
     if not isinstance(options, Mapping):
         raise VeridicError(
             f"{owner}: {where} must be a mapping of request parameters, got "
-            f"{a_type(options)} ({clip(repr(options), 60)}): pass a dict such as "
-            "{'temperature': 0}, or None for no options"
+            f"{_what_options_are(options)}: pass a dict such as {{'temperature': 0}}, or "
+            "None for no options"
         )
     return options
+
+
+def _what_options_are(options: object) -> str:
+    """What ``options`` is, as an error names it: its type with its number or its size,
+    never its text, which a list of pairs gives a header's key in (and every log of the
+    error would keep it)."""
+    if type(options) in (bool, int, float):
+        return f"{a_type(options)} ({options!r})"
+    if isinstance(options, Sized):
+        unit = "character" if isinstance(options, str) else "item"
+        return f"{a_type(options)} of {counted(len(options), unit)}"
+    return a_type(options)
 
 
 def attr(value: object, *path: str) -> object:

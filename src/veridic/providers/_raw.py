@@ -41,19 +41,30 @@ def raw_create(resource: object) -> Callable[..., object] | None:
     form is made anew for this send (what the SDK does when it is first read), so the
     patch is called, as ``with_raw_response`` calls ``create``: with the SDK's
     raw-response header, giving back the SDK's raw response.
+
+    Only a raw form of the SDK's (a class of :data:`_SDKS`) is made anew: a client of the
+    application's whose raw ``create`` wraps another function (``functools.wraps``) is
+    called as it is.
     """
     raw = attr(resource, "with_raw_response")
     create = attr(raw, "create")
     if not callable(create):
         return None
     kept = getattr(create, "__wrapped__", None)
+    if kept is None or not type(raw).__module__.startswith(_SDKS):
+        return create  # not a raw form the SDK made: called as it is
     now = attr(resource, "create")
-    if kept is None or (type(kept) is type(now) and kept == now):
+    if type(kept) is type(now) and kept == now:
         return create  # the usual send: nothing was patched since the raw form was made
     # The SDK's raw forms are made of their resource alone (``type(raw)(resource)``).
     remake = cast("Callable[[object], object]", type(raw))
     fresh = attr(remake(resource), "create")
     return fresh if callable(fresh) else create
+
+
+_SDKS: Final = ("openai.", "anthropic.")
+"""The packages whose raw forms :func:`raw_create` makes anew: made of their resource
+alone, their ``create`` bound to the resource's."""
 
 
 def raw_answer(response: object, where: str) -> object:

@@ -9,9 +9,11 @@ writes it. Every name here also imports from :mod:`veridic.text.prompt`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
+from weakref import WeakSet
 
 from veridic._counted import counted
 from veridic._sample import clip
@@ -72,7 +74,10 @@ class Message:
     A subclass may add members, not replace the ones veridic reads (the fields and
     :attr:`spans`): the saved document, the provenance map, the terminal view and the
     adapters read them, and an override of :attr:`spans` made a ticket's text read as
-    code everywhere but at :meth:`ModelGateway.send <veridic.ModelGateway.send>`.
+    code everywhere but at :meth:`ModelGateway.send <veridic.ModelGateway.send>`. Nor
+    may it replace ``__getattribute__`` or ``__init_subclass__``; the checks below run
+    after a subclass's own ``__init__`` or ``__post_init__``, whether or not it calls
+    this one's.
 
     Raises:
         VeridicError: the role is not a :data:`Role`; tool calls on a message
@@ -80,8 +85,8 @@ class Message:
             one that is not a tool result; a tool result without the non-empty
             id of the call it answers; ``reasoning`` holds something that
             is not a :class:`ReasoningItem`, or sits on a turn that is not the
-            assistant's. When a subclass is defined: it replaces a field or
-            :attr:`spans`.
+            assistant's. When a subclass is defined: it replaces a field,
+            :attr:`spans`, ``__getattribute__`` or ``__init_subclass__``.
     """
 
     role: Role
@@ -97,6 +102,7 @@ class Message:
         # No super() call: the class the slots dataclass makes is not the one the
         # zero-argument form names, and object's takes no keyword to pass on.
         refuse_replaced(cls, "Message", _READ_OF_A_MESSAGE)
+        keep_checks(cls, Message.__post_init__)
 
     def __post_init__(self) -> None:
         _own_tuples(self)
@@ -145,7 +151,8 @@ def spans_of_parts(message: Message) -> tuple[Span, ...]:
 
 
 def refuse_replaced(cls: type, base: str, read: frozenset[str]) -> None:
-    """Refuse a subclass ``cls`` of ``base`` that replaces one of the members in ``read``.
+    """Refuse a subclass ``cls`` of ``base`` that replaces one of the members in ``read``,
+    or what decides how they are read (:data:`_GUARDS`).
 
     Checked when the subclass is defined, so nothing made of it is ever checked by one
     reading and sent, hashed or shown by another.
@@ -153,15 +160,61 @@ def refuse_replaced(cls: type, base: str, read: frozenset[str]) -> None:
     Raises:
         VeridicError: naming the subclass and what it replaces.
     """
-    replaced = sorted(read & vars(cls).keys())
+    replaced = sorted((read | _GUARDS) & vars(cls).keys())
     if replaced:
+        guards = (
+            " (__getattribute__ decides every read of them, __init_subclass__ refuses a "
+            "subclass of this one that replaces them)"
+            if _GUARDS.intersection(replaced)
+            else ""
+        )
         raise VeridicError(
             f"{cls.__module__}.{cls.__qualname__}, a subclass of {base}, replaces "
-            f"{', '.join(replaced)}: veridic reads these to check, hash, record and send "
-            f"{article(base)}, and a replacement could say one thing to the checks and "
-            "another to the model; a subclass may add members, not replace these (keep "
-            "what you need in a member of another name)"
+            f"{', '.join(replaced)}: veridic reads its members to check, hash, record and "
+            f"send {article(base)}{guards}, and a replacement could say one thing to the "
+            "checks and another to the model; a subclass may add members, not replace these "
+            "(keep what you need in a member of another name)"
         )
+
+
+_GUARDS: Final = frozenset({"__getattribute__", "__init_subclass__"})
+"""What decides how a value's members are read, and that a subclass is refused: a
+``__getattribute__`` gave every reader but the slot's a forged ``content``, and an
+``__init_subclass__`` that skipped the check let any subclass of it replace the rest."""
+
+
+def keep_checks(cls: type, check: Callable[[Any], None]) -> None:
+    """Run ``check`` (the base's ``__post_init__``) after the ``__init__`` or
+    ``__post_init__`` subclass ``cls`` defines, whether or not they call the base's.
+
+    One that did not call it skipped every check of the value: a ``developer`` message
+    reached OpenAI as an instruction no check had seen, a later ``system`` message went
+    out as a second one. Refusing them would refuse the dataclass subclass that adds a
+    field and sets it up; the checks read and settle the value the same way twice, so one
+    that does call the base's costs them once more, nothing else.
+    """
+    for name in ("__init__", "__post_init__"):
+        own = vars(cls).get(name)
+        if callable(own) and own not in _CHECKING:
+            checking = _then(own, check)
+            _CHECKING.add(checking)
+            setattr(cls, name, checking)
+
+
+_CHECKING: Final[WeakSet[Callable[..., None]]] = WeakSet()
+"""The ``__init__`` and ``__post_init__`` made by :func:`keep_checks`: a slots dataclass
+copies them into the class it makes, which is checked again, and needs no second wrap."""
+
+
+def _then(own: Callable[..., None], check: Callable[[Any], None]) -> Callable[..., None]:
+    """``own``, then ``check`` of the value it set up."""
+
+    @functools.wraps(own)
+    def checking(self: object, /, *args: object, **kwargs: object) -> None:
+        own(self, *args, **kwargs)
+        check(self)
+
+    return checking
 
 
 def _own_tuples(message: Message) -> None:

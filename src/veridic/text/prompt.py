@@ -46,6 +46,7 @@ from veridic.text.message import (
     PromptSpan,
     Role,
     ToolCall,
+    keep_checks,
     refuse_replaced,
     spans_of_parts,
 )
@@ -116,7 +117,9 @@ class Prompt:
     A subclass may add members, not replace the ones veridic reads (``messages``, the
     hash, the spans, the provider formats, the document): a subclass's ``to_anthropic()``
     sent a system prompt that :class:`~veridic.ModelGateway`, which checks the first
-    message, never checked, under the hash of the messages it did check.
+    message, never checked, under the hash of the messages it did check. Nor may it
+    replace ``__getattribute__`` or ``__init_subclass__``; the check below runs after a
+    subclass's own ``__init__`` or ``__post_init__``, whether or not it calls this one's.
 
     Raises:
         VeridicError: an item is not a :class:`Message`, or a message other than
@@ -129,6 +132,7 @@ class Prompt:
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         refuse_replaced(cls, "Prompt", _READ_OF_A_PROMPT)
+        keep_checks(cls, Prompt.__post_init__)
 
     def __post_init__(self) -> None:
         if type(self.messages) is not tuple:
