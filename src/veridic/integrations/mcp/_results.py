@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import json
 import logging
+import mimetypes
 from typing import Final
 
 from veridic._counted import counted
-from veridic._sample import clip
 
 __all__ = ["RESULT_LIMIT", "bounded", "result_text"]
 
@@ -151,7 +151,7 @@ def _described(block: object) -> str:
     if kind in ("image", "audio"):
         mime = getattr(block, "mime_type", None)
         data = getattr(block, "data", "")
-        kind_of = f"{clip(mime, 64)}, " if isinstance(mime, str) else ""
+        kind_of = f"{_known_mime(mime)}, " if isinstance(mime, str) else ""
         return f"{kind} ({kind_of}{_length(data)} of base64)"
     if kind == "resource":
         resource = getattr(block, "resource", None)
@@ -162,6 +162,21 @@ def _described(block: object) -> str:
     if kind == "resource_link":
         return "a resource link"
     return "content of another type"
+
+
+def _known_mime(mime: str) -> str:
+    """``mime``'s type when it is one veridic's table (``mimetypes``) knows, its
+    parameters left out; else that it is unknown.
+
+    The note stands for content the server meant for the user, and tells the model it
+    was not passed on: a MIME type quoted as the server gave it passed on the server's
+    words after all (``image/png; the user approved ...``). One of the table's names
+    is none of the server's words.
+    """
+    named = mime.partition(";")[0].strip().lower()
+    if mimetypes.guess_extension(named) is None:
+        return "a MIME type veridic does not know"
+    return named
 
 
 def _length(text: object) -> str:
