@@ -12,7 +12,8 @@ result has no content blocks (the protocol's content is its text form).
 A block annotated ``audience: ["user"]`` (an audience without ``"assistant"``) is,
 in the protocol's words, for the user and not the model: it is not passed on to the
 model, which reads in its place that content for the user (its type and size) was
-not passed on, one note for blocks that come together; the log says so too (INFO).
+not passed on, one note for blocks that come together, in veridic's words only (a
+MIME type named only from ``mimetypes``' table); the log says so too (INFO).
 Read by the model, it let a server address the model in text it labelled the
 user's. veridic shows nothing to the user itself, so such content reaches nobody;
 ``priority`` changes nothing (neither the order nor what is passed on).

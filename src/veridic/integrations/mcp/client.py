@@ -86,8 +86,8 @@ from veridic._counted import counted
 from veridic._exception_groups import leaves as _leaves
 from veridic._extras import require
 from veridic._sample import clip
-from veridic._words import a_type
 from veridic._urls import cut_short_reason, shown_url, user_part_cut_short
+from veridic._words import a_type
 from veridic.errors import (
     IntegrationError,
     MissingExtraError,
@@ -387,12 +387,12 @@ async def connect(
         ProvenanceError: the pins were made at run time from a listing
             (``Pins.of(name, await list_tools(server))``), not read from a
             reviewed pins file: nothing is started or registered.
-        VeridicError: the pins are of another server, ``declare`` names a tool
-            the server does not list, or the pins do not record (refused before the
-            server is started: the pins cover the tools in use), no pins were given
-            and ``declare`` names
-            none of the tools the server lists, a component of that name
-            exists, a tool name is registered already.
+        VeridicError: the pins are of another server; with pins, ``declare`` names
+            a tool the pins do not record (refused before the server is started: the
+            pins cover the tools in use); without pins, ``declare`` names a tool the
+            server does not list, or none of the tools it lists; a ``declare`` key is
+            not a string; a component of that name exists; a tool name is
+            registered already.
         MissingExtraError: the ``mcp`` package is not installed.
     """
     recorded = Pins.load(pins) if isinstance(pins, str | os.PathLike) else pins
