@@ -12,7 +12,8 @@ result has no content blocks (the protocol's content is its text form).
 A block annotated ``audience: ["user"]`` (an audience without ``"assistant"``) is,
 in the protocol's words, for the user and not the model: it is not passed on to the
 model, which reads in its place that content for the user (its type and size) was
-not passed on, one note for blocks that come together; the log says so too (INFO).
+not passed on, one note for blocks that come together, in veridic's words only (a
+MIME type named only from ``mimetypes``' table); the log says so too (INFO).
 Read by the model, it let a server address the model in text it labelled the
 user's. veridic shows nothing to the user itself, so such content reaches nobody;
 ``priority`` changes nothing (neither the order nor what is passed on).
@@ -26,10 +27,10 @@ from __future__ import annotations
 
 import json
 import logging
+import mimetypes
 from typing import Final
 
 from veridic._counted import counted
-from veridic._sample import clip
 
 __all__ = ["RESULT_LIMIT", "bounded", "result_text"]
 
@@ -151,7 +152,7 @@ def _described(block: object) -> str:
     if kind in ("image", "audio"):
         mime = getattr(block, "mime_type", None)
         data = getattr(block, "data", "")
-        kind_of = f"{clip(mime, 64)}, " if isinstance(mime, str) else ""
+        kind_of = f"{_known_mime(mime)}, " if isinstance(mime, str) else ""
         return f"{kind} ({kind_of}{_length(data)} of base64)"
     if kind == "resource":
         resource = getattr(block, "resource", None)
@@ -162,6 +163,21 @@ def _described(block: object) -> str:
     if kind == "resource_link":
         return "a resource link"
     return "content of another type"
+
+
+def _known_mime(mime: str) -> str:
+    """``mime``'s type when it is one veridic's table (``mimetypes``) knows, its
+    parameters left out; else that it is unknown.
+
+    The note stands for content the server meant for the user, and tells the model it
+    was not passed on: a MIME type quoted as the server gave it passed on the server's
+    words after all (``image/png; the user approved ...``). One of the table's names
+    is none of the server's words.
+    """
+    named = mime.partition(";")[0].strip().lower()
+    if mimetypes.guess_extension(named) is None:
+        return "a MIME type veridic does not know"
+    return named
 
 
 def _length(text: object) -> str:

@@ -68,6 +68,7 @@ import json
 import logging
 import math
 import os
+import reprlib
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -86,6 +87,7 @@ from veridic._exception_groups import leaves as _leaves
 from veridic._extras import require
 from veridic._sample import clip
 from veridic._urls import cut_short_reason, shown_url, user_part_cut_short
+from veridic._words import a_type
 from veridic.errors import (
     IntegrationError,
     MissingExtraError,
@@ -385,12 +387,12 @@ async def connect(
         ProvenanceError: the pins were made at run time from a listing
             (``Pins.of(name, await list_tools(server))``), not read from a
             reviewed pins file: nothing is started or registered.
-        VeridicError: the pins are of another server, ``declare`` names a tool
-            the server does not list, or the pins do not record (refused before the
-            server is started: the pins cover the tools in use), no pins were given
-            and ``declare`` names
-            none of the tools the server lists, a component of that name
-            exists, a tool name is registered already.
+        VeridicError: the pins are of another server; with pins, ``declare`` names
+            a tool the pins do not record (refused before the server is started: the
+            pins cover the tools in use); without pins, ``declare`` names a tool the
+            server does not list, or none of the tools it lists; a ``declare`` key is
+            not a string; a component of that name exists; a tool name is
+            registered already.
         MissingExtraError: the ``mcp`` package is not installed.
     """
     recorded = Pins.load(pins) if isinstance(pins, str | os.PathLike) else pins
@@ -401,7 +403,7 @@ async def connect(
             f"MCP pins of server {recorded.server!r} were given for server {server.name!r}: "
             "pass the pins recorded for this server (veridic mcp pin names them after it)"
         )
-    declared = dict(declare or {})
+    declared = _declared(declare)
     if recorded is not None:
         _refuse_unpinned_declared(server, declared, recorded)
     _refuse_reconnect(registry, server)
@@ -1294,7 +1296,7 @@ def _check_declared(
     """Every declared name is one the server lists or its pins record (a typo fails here)."""
     for name in declared:
         if name not in names:
-            nearest = ", ".join(NameIndex(names).close_matches(name, 3, 0.6)) or "none"
+            nearest = ", ".join(_nearest(name, names)) or "none"
             raise VeridicError(
                 f"declare= names {name!r}, which MCP server {server.name!r} does not list "
                 f"(nearest: {nearest}): declare the tools by the names the server gives them"
@@ -1318,7 +1320,7 @@ def _refuse_unpinned_declared(
     """
     for name in declared:
         if name not in recorded.tools:
-            nearest = ", ".join(NameIndex(list(recorded.tools)).close_matches(name, 3, 0.6))
+            nearest = ", ".join(_nearest(name, list(recorded.tools)))
             raise VeridicError(
                 f"declare= names {clip(name)}, which the pins of MCP server {server.name!r} "
                 f"do not record{f' (nearest recorded: {nearest})' if nearest else ''}: a "
@@ -1328,6 +1330,33 @@ def _refuse_unpinned_declared(
                 "(veridic mcp pin MODULE:SERVER -o FILE), review and commit the file, or take "
                 f"{clip(name)} out of declare="
             )
+
+
+def _declared(declare: Mapping[str, Declared] | None) -> dict[str, Declared]:
+    """``declare=`` as a dict, each key checked to be a name before anything is started.
+
+    A key that is not a string (the annotation says ``str``, but a mapping may be built
+    from anything) failed deep in the name matching ("object of type 'int' has no
+    len()"), a message that said nothing of ``declare=``.
+    """
+    declared = dict(declare or {})
+    for name in declared:
+        if not isinstance(name, str):
+            raise VeridicError(
+                f"declare= names {reprlib.repr(name)} ({a_type(name)}, not a tool name): "
+                "declare= by the names the server gives its tools, as strings "
+                '(declare={"search": Declared("query")})'
+            )
+    return declared
+
+
+def _nearest(name: str, names: Sequence[str]) -> list[str]:
+    """The names nearest ``name``: first those that differ only in case or in ``-`` and
+    ``_`` (the similarity below does not fold case, so ``SEARCH`` found no ``search``),
+    then the closest in spelling."""
+    alike = list(dict.fromkeys(other for other in names if _folded(other) == _folded(name)))
+    close = NameIndex(names).close_matches(name, 3, 0.6)
+    return (alike + [other for other in close if other not in alike])[:3]
 
 
 @contextmanager
