@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import mimetypes
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -227,6 +228,23 @@ def test_the_withheld_note_carries_no_words_of_the_server_in_a_mime_type(tmp_pat
     assert "approved" not in told
     assert told.count("image (image/png, 8 characters of base64)") == 2, told
     assert "audio (a MIME type veridic does not know, 8 characters of base64)" in told
+
+
+def test_the_withheld_note_names_a_mime_type_alike_whatever_the_machine_s_table_adds(
+    tmp_path: Path,
+) -> None:
+    """The note read the global ``mimetypes`` table, which ``/etc/mime.types`` and an
+    application's ``add_type`` extend: one result was told to the model in other words
+    on another machine. Only Python's built-in table names a type now."""
+    added = "application/x-veridic-added-by-the-app"
+    mimetypes.add_type(added, ".vdtest")
+    try:
+        block = {"type": "image", "data": "aGVsbG8=", "mimeType": added}
+        told = _told(tmp_path, {"content": [{**block, "annotations": {"audience": ["user"]}}]})
+    finally:
+        mimetypes.init()  # the global table as the machine's files make it
+    assert added not in told, told
+    assert "image (a MIME type veridic does not know, 8 characters of base64)" in told
 
 
 # --- declared names the pins do not record ----------------------------------------------------

@@ -25,6 +25,7 @@ megabytes would be refused by the provider, billed, or bury the conversation.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import mimetypes
@@ -165,9 +166,20 @@ def _described(block: object) -> str:
     return "content of another type"
 
 
+@functools.cache
+def _mime_table() -> mimetypes.MimeTypes:
+    """Python's own table of MIME types, without the machine's files.
+
+    ``mimetypes.guess_extension`` reads the global table, which ``/etc/mime.types``
+    and the application's ``add_type`` calls extend: the same result would then be told
+    to the model in other words on another machine, and an audit hash would differ.
+    """
+    return mimetypes.MimeTypes(filenames=())
+
+
 def _known_mime(mime: str) -> str:
-    """``mime``'s type when it is one veridic's table (``mimetypes``) knows, its
-    parameters left out; else that it is unknown.
+    """``mime``'s type when it is one veridic's table (Python's built-in ``mimetypes``
+    table) knows, its parameters left out; else that it is unknown.
 
     The note stands for content the server meant for the user, and tells the model it
     was not passed on: a MIME type quoted as the server gave it passed on the server's
@@ -175,7 +187,7 @@ def _known_mime(mime: str) -> str:
     is none of the server's words.
     """
     named = mime.partition(";")[0].strip().lower()
-    if mimetypes.guess_extension(named) is None:
+    if _mime_table().guess_extension(named) is None:
         return "a MIME type veridic does not know"
     return named
 
