@@ -75,7 +75,7 @@ def test_the_readme_counts_the_composition_table_it_cites() -> None:
 
 
 def test_the_readmes_layout_table_names_every_subpackage() -> None:
-    """ "Where things live" is where a reader looks for a module: no subpackage may be missing."""
+    """A reader looks for a module in "Where things live": no subpackage may be missing there."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     table = "\n".join(
         line
