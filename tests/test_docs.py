@@ -72,3 +72,21 @@ def test_the_readme_counts_the_composition_table_it_cites() -> None:
     claimed = re.search(r"all (\d+) composition operations agree statically", readme)
     assert claimed is not None
     assert int(claimed.group(1)) == len(TABLE)
+
+
+def test_the_readmes_layout_table_names_every_subpackage() -> None:
+    """A reader looks for a module in "Where things live": no subpackage may be missing there."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = "\n".join(
+        line
+        for line in readme.split("## Where things live", 1)[1].split("\n## ", 1)[0].splitlines()
+        if line.startswith("|")
+    )
+    subpackages = {
+        f"veridic.{info.name}"
+        for info in pkgutil.iter_modules(veridic.__path__)
+        if info.ispkg and not info.name.startswith("_")
+    }
+    assert len(subpackages) >= 8
+    missing = {name for name in subpackages if f"`{name}`" not in table}
+    assert missing == set(), f"README's layout table does not name {sorted(missing)}"

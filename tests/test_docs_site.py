@@ -133,3 +133,38 @@ def test_the_eval_record_and_the_changelog_are_included_not_copied() -> None:
     assert not any("%" in row for row in rows)  # no measured figure copied by hand
     assert "```{include} ../CHANGELOG.md" in changelog
     assert len(changelog.splitlines()) < 10
+
+
+def _fenced_after(text: str, marker: str, language: str) -> str:
+    """The body of the first ```language block that follows ``marker`` in ``text``."""
+    start = text.index(marker)
+    match = re.compile(rf"^```{language}\n(.*?)^```", re.MULTILINE | re.DOTALL).search(text, start)
+    assert match is not None, f"no {language} block after {marker!r}"
+    return match.group(1)
+
+
+def test_getting_started_shows_what_mypy_prints_for_the_first_mistakes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page's app.py, checked with the page's configuration, prints the page's errors."""
+    import configparser
+
+    from mypy import api as mypy_api
+    from test_typecheck import CACHE, POLICIES, write_config
+
+    text = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    shown_config = configparser.ConfigParser()
+    shown_config.read_string(_fenced_after(text, "## When you get it wrong", "ini"))
+    assert dict(shown_config["mypy"]) == {"strict": "True", "plugins": "veridic.mypy"}
+    source = _fenced_after(text, "## When you get it wrong", "python")
+    assert source.startswith("# app.py\n")
+    shown_output = _fenced_after(text, "# app.py\n", "text")
+    (tmp_path / "app.py").write_text(source)
+    config = write_config(tmp_path, POLICIES)  # the page's two settings, and the test cache
+    monkeypatch.chdir(tmp_path)
+    out, err, status = mypy_api.run(
+        ["--config-file", str(config), "--cache-dir", str(CACHE), "--no-pretty", "app.py"]
+    )
+    assert not err, err
+    assert status == 1
+    assert out == shown_output
