@@ -20,7 +20,6 @@ pass here. Literal and enum leaves are checked by the kinds of their values, so
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
@@ -60,21 +59,22 @@ _NESTED: Final = frozenset(
     }
 )
 
-_VALIDATORS: weakref.WeakKeyDictionary[type[BaseModel], Callable[[object], BaseModel]] = (
-    weakref.WeakKeyDictionary()
-)
+# Kept as function_schema keeps the models (bounded, cleared when full): a validation holds
+# its model, so a weak key would never die.
+_VALIDATIONS: dict[type[BaseModel], Callable[[object], BaseModel]] = {}
+_VALIDATIONS_KEPT: Final = 4096
 _BUILDING: Final = threading.Lock()
 
 
 def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseModel]:
     """The validation of ``model`` that refuses a JSON value whose kind a leaf would change.
 
-    Built once per model (tools of one signature share a model) and kept while
-    the model lives. It returns a ``model`` instance and raises pydantic's
-    ``ValidationError``, as ``model.model_validate`` does, which it is for a
-    model without such a leaf.
+    Built once per model (tools of one signature share a model) and kept, as
+    :mod:`veridic.tools.function_schema` keeps the shared models. It returns a
+    ``model`` instance and raises pydantic's ``ValidationError``, as
+    ``model.model_validate`` does, which it is for a model without such a leaf.
     """
-    found = _VALIDATORS.get(model)
+    found = _VALIDATIONS.get(model)
     if found is None:
         schema = model.__pydantic_core_schema__
         walk = _Walk(schema.get("definitions", []) if schema["type"] == "definitions" else [])
@@ -82,7 +82,9 @@ def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseMo
         found = model.model_validate
         if checked is not schema:
             found = _built(checked, walk.classes).validate_python
-        _VALIDATORS[model] = found
+        if len(_VALIDATIONS) >= _VALIDATIONS_KEPT:
+            _VALIDATIONS.clear()
+        _VALIDATIONS[model] = found
     return found
 
 
