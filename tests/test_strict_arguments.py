@@ -134,7 +134,7 @@ def test_property_strict_takes_only_json_integers_where_lax_also_takes_their_tex
 
 
 def test_a_json_boolean_for_an_integer_is_refused_whether_or_not_the_field_is_strict() -> None:
-    # It changes the kind of the value, so lax mode no longer takes it (tests/test_argument_kinds.py).
+    # It changes the kind of the value: refused in lax mode too (tests/test_argument_kinds.py).
     ran: list[object] = []
     view = refunds(ran)
     for name in ("refund", "strict_refund"):
