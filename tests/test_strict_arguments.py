@@ -1,10 +1,11 @@
 """What the model's arguments become: pydantic's lax mode by default, strict where a tool asks.
 
 The default is kept lax on purpose (see docs/tools.md, "What the model's arguments
-become"): most coercions keep what the model wrote ("5" is the order 5; JSON's true for
-an int, which becomes 1, does not, and the docs say so), the approval request and the
-handler get the coerced value, and the record keeps the digest of what the model wrote.
-A tool that wants the model's exact JSON types marks its fields strict.
+become"): the coercions it keeps keep what the model wrote ("5" is the order 5; those
+that change a value's kind, such as JSON's true for an int, are refused: see
+tests/test_argument_kinds.py), the approval request and the handler get the coerced
+value, and the record keeps the digest of what the model wrote. A tool that wants the
+model's exact JSON types marks its fields strict.
 """
 
 from __future__ import annotations
@@ -132,12 +133,14 @@ def test_property_strict_takes_only_json_integers_where_lax_also_takes_their_tex
     assert ran == []
 
 
-def test_a_json_boolean_for_an_integer_becomes_one_or_zero_unless_the_field_is_strict() -> None:
-    # docs/tools.md names it among the lax coercions that change the kind of a value.
+def test_a_json_boolean_for_an_integer_is_refused_whether_or_not_the_field_is_strict() -> None:
+    # It changes the kind of the value: refused in lax mode too (tests/test_argument_kinds.py).
     ran: list[object] = []
     view = refunds(ran)
-    assert view.validate("refund", '{"order_id": true}').arguments["order_id"] == 1
-    assert view.validate("refund", '{"order_id": false}').arguments["order_id"] == 0
-    with pytest.raises(InvalidArgumentsError, match="order_id: Input should be a valid integer"):
-        view.validate("strict_refund", '{"order_id": true}')
+    for name in ("refund", "strict_refund"):
+        for written in ('{"order_id": true}', '{"order_id": false}'):
+            with pytest.raises(
+                InvalidArgumentsError, match="order_id: Input should be a valid integer"
+            ):
+                view.validate(name, written)
     assert ran == []

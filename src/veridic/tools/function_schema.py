@@ -44,6 +44,7 @@ from veridic._sample import clip
 from veridic.errors import ProvenanceError, VeridicError
 from veridic.text.fields import instruction_fields
 from veridic.text.provenance import is_untrusted, refuse_untrusted, source_of
+from veridic.tools._argument_kinds import kind_keeping_validation
 from veridic.tools._external_schema import _mentions_instruction
 from veridic.tools.context import ContextParameter, read_context_parameter
 from veridic.tools.input_schema import _ARGUMENT_NAME, JsonObject, _invalid, _not_an_object
@@ -495,13 +496,17 @@ def _refuse_untrusted_text(value: object, where: str, path: str) -> None:
 
 
 def _pydantic_validator(name: str, model: type[BaseModel]) -> Callable[[object], dict[str, object]]:
+    """The check of the arguments the model wrote for tool ``name``: ``model``'s validation in
+    pydantic's lax mode, less the coercions that change a value's kind
+    (:mod:`veridic.tools._argument_kinds`)."""
     names = tuple(model.model_fields)
+    validation = kind_keeping_validation(model)
 
     def validate(arguments: object) -> dict[str, object]:
         if not isinstance(arguments, Mapping):
             raise _not_an_object(name, arguments)
         try:
-            instance = model.model_validate(dict(arguments))
+            instance = validation(dict(arguments))
         except ValidationError as error:
             problems = [
                 (".".join(str(part) for part in item["loc"]) or "(arguments)", item["msg"])

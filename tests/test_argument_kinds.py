@@ -1,0 +1,421 @@
+"""A model-written argument keeps its JSON kind: lax coercions that change it are refused.
+
+pydantic's lax mode keeps the coercions that keep what the model wrote (``"5"`` is 5,
+``"true"`` is True, ``1.0`` is 1), but it also reads JSON ``true`` as the integer 1, a
+number as a boolean, and a number as a time (seconds since 1970). For arguments a
+model wrote these are refused as invalid arguments, at any depth, and nothing runs; a
+tool that wants the wider kind declares it (``int | bool``). See docs/tools.md, "What
+the model's arguments become".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import inspect
+import json
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field, create_model
+
+from veridic import (
+    ApprovalPolicy,
+    CallOutcome,
+    Composer,
+    InvalidArgumentsError,
+    Registry,
+    SQLiteAuditSink,
+    ToolView,
+    execute,
+    instruction,
+)
+from veridic.run.approval import ApprovalRequest
+
+PROMPT = Composer().system(instruction("You refund orders.")).build()
+
+
+class Priority(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Line(BaseModel):
+    sku: str
+    quantity: int
+    gift: bool = False
+
+
+def orders(ran: list[object]) -> ToolView:
+    registry = Registry("orders")
+
+    @registry.tool(kind="write", irreversible=True)
+    def refund(order_id: int, full: bool = False) -> str:
+        """Refund an order to the card it was paid with; this cannot be undone.
+
+        Args:
+            order_id: The order.
+            full: Whether to refund the shipping too.
+        """
+        ran.append(("refund", order_id, full))
+        return "refunded"
+
+    @registry.tool(kind="write")
+    def schedule(
+        on: dt.date,
+        at: dt.datetime | None = None,
+        start: dt.time | None = None,
+        lasting: dt.timedelta | None = None,
+    ) -> str:
+        """Schedule a delivery.
+
+        Args:
+            on: The day.
+            at: The moment the slot opens.
+            start: The time of day.
+            lasting: How long the slot is.
+        """
+        ran.append(("schedule", on, at, start, lasting))
+        return "scheduled"
+
+    @registry.tool(kind="write")
+    def reorder(
+        lines: list[Line],
+        weights: dict[str, float] | None = None,
+        priority: Priority = Priority.LOW,
+        copies: Literal[1, 2] = 1,
+        confirm: Literal[True] = True,
+        pair: tuple[int, bool] = (0, False),
+    ) -> str:
+        """Order the same lines again.
+
+        Args:
+            lines: The lines to order.
+            weights: The weight of each line, by sku.
+            priority: How urgent.
+            copies: How many copies of the invoice.
+            confirm: Must be true.
+            pair: A count and a flag.
+        """
+        ran.append(("reorder", lines))
+        return "ordered"
+
+    @registry.tool(kind="write")
+    def tag(key: int | bool, label: int | str = 0, amount: float | bool = 0.0) -> str:
+        """Tag an order with a key that is a number or a flag.
+
+        Args:
+            key: The key.
+            label: A number or a name.
+            amount: An amount or a flag.
+        """
+        ran.append(("tag", key, label, amount))
+        return "tagged"
+
+    return registry.view()
+
+
+def _asked(asked: list[ApprovalRequest], request: ApprovalRequest) -> bool:
+    asked.append(request)
+    return True
+
+
+def test_a_json_boolean_for_an_integer_is_refused_and_nothing_runs() -> None:
+    # {"order_id": true} refunded the order 1.
+    ran: list[object] = []
+    asked: list[ApprovalRequest] = []
+    view = orders(ran)
+    result = execute(
+        view,
+        "refund",
+        '{"order_id": true}',
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(),
+        request_id="req-1",
+        prompt=PROMPT,
+        confirm=lambda request: _asked(asked, request),
+    )
+    assert result.outcome is CallOutcome.REFUSED
+    assert isinstance(result.error, InvalidArgumentsError)
+    assert result.error.fields == ("order_id",)
+    assert "order_id: Input should be a valid integer, not the boolean true" in str(result.error)
+    assert (ran, asked) == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "said"),
+    [
+        ('{"order_id": false}', "order_id", "a valid integer, not the boolean false"),
+        ('{"order_id": 5, "full": 1}', "full", "a valid boolean, not the number 1"),
+        ('{"order_id": 5, "full": 0}', "full", "a valid boolean, not the number 0"),
+        ('{"order_id": 5, "full": 1.0}', "full", "a valid boolean, not the number 1.0"),
+    ],
+)
+def test_a_number_and_a_boolean_are_not_read_as_each_other(
+    arguments: str, field: str, said: str
+) -> None:
+    ran: list[object] = []
+    with pytest.raises(InvalidArgumentsError) as raised:
+        orders(ran).validate("refund", arguments)
+    assert raised.value.fields == (field,)
+    assert f"{field}: Input should be {said}" in str(raised.value)
+    assert ran == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ('{"on": 0}', "on"),
+        ('{"on": "2026-05-01", "at": 1700000000}', "at"),
+        ('{"on": "2026-05-01", "at": 1700000000.5}', "at"),
+        ('{"on": "2026-05-01", "start": 3600}', "start"),
+        ('{"on": "2026-05-01", "lasting": 90}', "lasting"),
+        ('{"on": true}', "on"),
+    ],
+)
+def test_a_number_for_a_date_or_a_time_is_refused(arguments: str, field: str) -> None:
+    with pytest.raises(InvalidArgumentsError) as raised:
+        orders([]).validate("schedule", arguments)
+    assert raised.value.fields == (field,)
+    assert "not the " in str(raised.value)
+    assert "(a string" in str(raised.value)
+
+
+def test_what_keeps_the_model_s_words_still_coerces() -> None:
+    view = orders([])
+    assert dict(view.validate("refund", '{"order_id": "5", "full": "true"}').arguments) == {
+        "order_id": 5,
+        "full": True,
+    }
+    assert view.validate("refund", '{"order_id": 5.0}').arguments["order_id"] == 5
+    schedule = view.validate(
+        "schedule",
+        '{"on": "2026-05-01", "at": "2026-05-01T09:00:00Z", "start": "09:30", "lasting": "PT1H"}',
+    ).arguments
+    assert schedule["on"] == dt.date(2026, 5, 1)
+    assert schedule["lasting"] == dt.timedelta(hours=1)
+    reorder = view.validate(
+        "reorder",
+        '{"lines": [{"sku": "a", "quantity": "2", "gift": "yes"}], "weights": {"a": 2},'
+        ' "priority": 2, "copies": 2, "confirm": true, "pair": ["3", "false"]}',
+    ).arguments
+    assert reorder["lines"] == [Line(sku="a", quantity=2, gift=True)]
+    assert reorder["weights"] == {"a": 2.0}
+    assert (reorder["priority"], reorder["copies"], reorder["pair"]) == (
+        Priority.HIGH,
+        2,
+        (3, False),
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ('{"lines": [{"sku": "a", "quantity": true}]}', "lines.0.quantity"),
+        (
+            '{"lines": [{"sku": "a", "quantity": 1}, {"sku": "b", "quantity": 1, "gift": 1}]}',
+            "lines.1.gift",
+        ),
+        ('{"lines": [], "weights": {"a": true}}', "weights.a"),
+        ('{"lines": [], "priority": true}', "priority"),
+        ('{"lines": [], "copies": true}', "copies"),
+        ('{"lines": [], "confirm": 1}', "confirm"),
+        ('{"lines": [], "pair": [true, false]}', "pair.0"),
+        ('{"lines": [], "pair": [1, 0]}', "pair.1"),
+    ],
+)
+def test_a_changed_kind_is_refused_at_any_depth(arguments: str, field: str) -> None:
+    ran: list[object] = []
+    with pytest.raises(InvalidArgumentsError) as raised:
+        orders(ran).validate("reorder", arguments)
+    assert raised.value.fields == (field,)
+    assert ran == []
+
+
+def test_a_union_that_names_both_kinds_keeps_each_as_the_model_wrote_it() -> None:
+    view = orders([])
+    tagged = view.validate("tag", '{"key": true, "label": 7, "amount": false}').arguments
+    assert (tagged["key"], tagged["label"], tagged["amount"]) == (True, 7, False)
+    assert type(tagged["key"]) is bool
+    assert type(tagged["amount"]) is bool
+    tagged = view.validate("tag", '{"key": 1, "label": "7", "amount": 1}').arguments
+    assert (tagged["key"], tagged["label"], tagged["amount"]) == (1, "7", 1.0)
+    assert type(tagged["key"]) is int
+    assert type(tagged["amount"]) is float
+
+
+def test_a_union_that_names_neither_kind_refuses_it_in_readable_words() -> None:
+    with pytest.raises(InvalidArgumentsError) as raised:
+        orders([]).validate("tag", '{"key": 1, "label": true}')
+    message = str(raised.value)
+    assert raised.value.fields == ("label.int", "label.str")
+    assert "label.int: Input should be a valid integer, not the boolean true" in message
+    assert "function-before" not in message
+
+
+def test_a_strict_field_still_refuses_a_number_written_as_text() -> None:
+    registry = Registry("exact")
+
+    @registry.tool(kind="write")
+    def refund_exactly(order_id: Annotated[int, Field(strict=True)]) -> str:
+        """Refund an order, taking only a JSON integer.
+
+        Args:
+            order_id: The order.
+        """
+        return "refunded"
+
+    view = registry.view()
+    assert view.validate("refund_exactly", '{"order_id": 5}').arguments["order_id"] == 5
+    for written in ('{"order_id": "5"}', '{"order_id": true}'):
+        with pytest.raises(
+            InvalidArgumentsError, match="order_id: Input should be a valid integer"
+        ):
+            view.validate("refund_exactly", written)
+
+
+def test_an_external_tool_s_json_schema_already_tells_booleans_from_numbers() -> None:
+    pytest.importorskip("jsonschema")
+    registry = Registry("mcp")
+    registry.external(
+        name="refund",
+        description="Refund an order.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "order_id": {"type": "integer"},
+                "amount": {"type": "number"},
+                "full": {"type": "boolean"},
+            },
+        },
+        handler=lambda arguments: "refunded",
+        kind="write",
+    )
+    view = registry.view()
+    assert dict(view.validate("refund", '{"order_id": 5, "amount": 1.5, "full": true}').arguments)
+    for written, field in (
+        ('{"order_id": true}', "order_id"),
+        ('{"amount": false}', "amount"),
+        ('{"full": 1}', "full"),
+    ):
+        with pytest.raises(InvalidArgumentsError) as raised:
+            view.validate("refund", written)
+        assert raised.value.fields == (field,)
+
+
+# The property: for all input models built of int, float, bool, date and str leaves,
+# nested in models and lists, a JSON boolean never validates into a number leaf, a JSON
+# number never into a boolean or a date, and text the lax mode reads still is.
+
+Shape = object  # a leaf's type, ("list", Shape) or ("model", tuple of Shape)
+
+LEAVES: tuple[type, ...] = (int, float, bool, dt.date, str)
+
+shapes: st.SearchStrategy[Shape] = st.recursive(
+    st.sampled_from(LEAVES),
+    lambda inner: st.one_of(
+        st.tuples(st.just("list"), inner),
+        st.tuples(st.just("model"), st.lists(inner, min_size=1, max_size=3).map(tuple)),
+    ),
+    max_leaves=6,
+)
+
+
+def _annotation(shape: Shape, names: list[int]) -> object:
+    if isinstance(shape, type):
+        return shape
+    assert isinstance(shape, tuple)
+    if shape[0] == "list":
+        return list[_annotation(shape[1], names)]  # type: ignore[misc]  # a type built at run time
+    names.append(len(names))
+    fields = {f"f{i}": (_annotation(part, names), ...) for i, part in enumerate(shape[1])}
+    return create_model(f"Part{names[-1]}", **fields)  # type: ignore[call-overload]  # fields built at run time
+
+
+def _tool_view(shape: Shape) -> ToolView:
+    registry = Registry("shaped")
+
+    def shaped(payload: object) -> str:
+        """Take a payload of a generated shape.
+
+        Args:
+            payload: The payload.
+        """
+        return "taken"
+
+    annotation = _annotation(shape, [])
+    shaped.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # a signature built at run time
+        [inspect.Parameter("payload", inspect.Parameter.KEYWORD_ONLY, annotation=annotation)]
+    )
+    registry.tool(kind="query")(shaped)
+    return registry.view()
+
+
+def _value(shape: Shape, leaf: Callable[[type], object]) -> object:
+    """A JSON value of ``shape`` with one element per list, each leaf made by ``leaf``."""
+    if isinstance(shape, type):
+        return leaf(shape)
+    assert isinstance(shape, tuple)
+    if shape[0] == "list":
+        return [_value(shape[1], leaf)]
+    return {f"f{i}": _value(part, leaf) for i, part in enumerate(shape[1])}
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, BaseModel):
+        return {name: _plain(item) for name, item in value}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+TEXT: dict[type, tuple[str, object]] = {
+    int: ("5", 5),
+    float: ("2.5", 2.5),
+    bool: ("true", True),
+    dt.date: ("2026-05-01", dt.date(2026, 5, 1)),
+    str: ("x", "x"),
+}
+
+
+def _leaf_kinds(shape: Shape) -> list[type]:
+    kinds: list[type] = []
+    _value(shape, lambda kind: kinds.append(kind))
+    return kinds
+
+
+def _other_kind(kind: type, data: st.DataObject) -> object:
+    """A JSON value of the other kind among boolean and number than the leaf takes."""
+    if kind in (int, float):
+        return data.draw(st.booleans())
+    return data.draw(st.one_of(st.integers(-(10**9), 10**9), st.floats(-1e9, 1e9)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(shape=shapes, data=st.data())
+def test_property_a_boolean_is_never_a_number_and_a_number_never_a_boolean_or_a_date(
+    shape: Shape, data: st.DataObject
+) -> None:
+    view = _tool_view(shape)
+    written = _value(shape, lambda kind: TEXT[kind][0])
+    taken = view.validate("shaped", json.dumps({"payload": written})).arguments["payload"]
+    assert _plain(taken) == _value(shape, lambda kind: TEXT[kind][1])  # text still coerces
+    kinds = _leaf_kinds(shape)
+    wrong_at = data.draw(
+        st.sampled_from([i for i, kind in enumerate(kinds) if kind is not str] or [-1])
+    )
+    if wrong_at < 0:
+        return
+    leaves = iter(range(len(kinds)))
+    wrong = _value(
+        shape,
+        lambda kind: _other_kind(kind, data) if next(leaves) == wrong_at else TEXT[kind][0],
+    )
+    with pytest.raises(InvalidArgumentsError) as raised:
+        view.validate("shaped", json.dumps({"payload": wrong}))
+    assert len(raised.value.fields) == 1
+    assert raised.value.fields[0].startswith("payload")
+    assert ", not the " in str(raised.value)
