@@ -15,7 +15,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from random import Random
-from typing import Any, Optional, TypedDict
+from typing import Any, Final, Optional, TypedDict
 
 import pytest
 from hypothesis import given
@@ -124,6 +124,9 @@ def test_a_set_whose_items_cannot_be_sorted_is_refused_naming_the_variable(tmp_p
         template.render({"tags": {"a", 1}})  # type: ignore[arg-type]  # what a careless caller passes
 
 
+LABELS: Final = "{% for t in tags[0].labels %}{{ t }};{% endfor %}{{ tags[0].labels }}"
+
+
 @dataclass(frozen=True)
 class Labels:
     labels: set[int]
@@ -145,12 +148,12 @@ def test_a_set_field_of_a_nested_model_or_dataclass_renders_sorted(
 ) -> None:
     # A nested model's set field was refused when the template loaded (the render could
     # not sort it), and a dataclass's was not seen: both iterated in hash order.
-    source = "{% for t in tags[0].labels %}{{ t }};{% endfor %}{{ tags[0].labels }}"
-    templates = _templates(tmp_path, source)
-    if stored:
-        template = templates.data_from_source(instruction(source), params=params)
-    else:
-        template = templates.data("tags.j2", params=params)
+    templates = _templates(tmp_path, LABELS)
+    template: Any = (
+        templates.data_from_source(instruction(LABELS), params=params)
+        if stored
+        else templates.data("tags.j2", params=params)
+    )
     [(_, text)] = unfence(template.render({"tags": value}))
     assert text == "1;8;{1, 8}"
     assert list(value[0].labels) == [8, 1]  # type: ignore[attr-defined]  # the caller's own value is left as it was
@@ -230,17 +233,17 @@ class ModelBox(BaseModel, frozen=True, extra="allow"):
 
 def _attrs_box(held: object) -> object:
     attrs = pytest.importorskip("attrs")
-
-    @attrs.frozen
-    class AttrsBox:
-        held: Any
-
-    return AttrsBox(held)
+    return attrs.make_class("AttrsBox", ["held"], frozen=True, slots=True)(held)
 
 
 @pytest.mark.parametrize(
     "box",
-    [Box, FrozenBox, lambda held: ModelBox(held=held), lambda held: ModelBox(held=1, more=held)],
+    [
+        Box,
+        FrozenBox,
+        lambda held: ModelBox(held=held),
+        lambda held: ModelBox.model_validate({"held": 1, "more": held}),
+    ],
     ids=["dataclass", "frozen-slots-dataclass", "model", "model-extra"],
 )
 def test_a_set_held_by_a_dataclass_or_model_behind_any_renders_sorted(

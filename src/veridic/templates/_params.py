@@ -28,7 +28,6 @@ import contextlib
 import copy
 import dataclasses
 import datetime
-import functools
 import math
 import operator
 import types
@@ -396,18 +395,28 @@ def _fields(value: object) -> tuple[str, ...] | None:
     return names
 
 
-@functools.lru_cache(maxsize=1024)
 def _declared_fields(kind: type) -> tuple[str, ...] | None:
     """The field names instances of ``kind`` declare (:func:`_fields`), read once a type:
     a value typed ``Any`` is walked at every render."""
+    try:
+        return _DECLARED[kind]
+    except KeyError:
+        pass
+    names: tuple[str, ...] | None = None
     if issubclass(kind, BaseModel):
-        return tuple(kind.model_fields)
-    if dataclasses.is_dataclass(kind):
-        return tuple(field.name for field in dataclasses.fields(kind))
-    attributes = getattr(kind, "__attrs_attrs__", None)
-    if attributes is not None:
-        return tuple(attribute.name for attribute in attributes)
-    return None
+        names = tuple(kind.model_fields)
+    elif dataclasses.is_dataclass(kind):
+        names = tuple(field.name for field in dataclasses.fields(kind))
+    elif (attributes := getattr(kind, "__attrs_attrs__", None)) is not None:
+        names = tuple(attribute.name for attribute in attributes)
+    if len(_DECLARED) >= _DECLARED_KEPT:  # classes made at run time, without end
+        _DECLARED.clear()
+    _DECLARED[kind] = names
+    return names
+
+
+_DECLARED: Final[dict[type, tuple[str, ...] | None]] = {}
+_DECLARED_KEPT: Final = 1024
 
 
 class _Sorting:
