@@ -67,6 +67,8 @@ def _text(kind: str, rendered: str) -> str:
         ("{{ [persona.upper] | join(', ') }}", "|join"),
         ("{{ [persona.upper] | map('lower') | list }}", "|lower"),
         ("{{ persona.upper | string }}", "|string (persona.upper)"),
+        ("{{ {'a': persona.upper} | xmlattr }}", "|xmlattr"),
+        ("{{ [{'a': persona.upper}] | map('xmlattr') | list }}", "|xmlattr"),
     ],
 )
 @pytest.mark.parametrize("kind", ["instruction", "data"])
@@ -111,6 +113,23 @@ def test_join_of_an_attribute_of_plain_objects_renders(tmp_path: Path, how: str)
     (tmp_path / "t.j2").write_text("{{ value | join(', ', attribute='name') }}")
     bound = _load(tmp_path, "data", how, Anything)
     assert _text("data", bound.render({"value": [User("ann"), User("bo")]})) == "ann, bo"
+
+
+class Labelled:
+    """An object with text of its own (``__str__``) and Python's ``__repr__``."""
+
+    def __str__(self) -> str:
+        return "primary"
+
+
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_xmlattr_of_values_with_text_of_their_own_renders(tmp_path: Path, how: str) -> None:
+    # |xmlattr writes each value's str(), not its repr(): an object whose __str__ writes
+    # what it holds renders, however its repr is written; None is left out, as jinja2 does.
+    (tmp_path / "t.j2").write_text("<p{{ value | xmlattr }}>")
+    bound = _load(tmp_path, "data", how, Anything)
+    text = _text("data", bound.render({"value": {"class": Labelled(), "id": 7, "x": None}}))
+    assert text == '<p class="primary" id="7">'
 
 
 # -- 1. an address in an object's own text ---------------------------------------------------

@@ -6,6 +6,7 @@ page.__dict__ (a dict[str, Any]): page.prompt stayed typed trusted.
 """
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,3 +113,51 @@ def accepted(page: Page, reply: str, name: str, tuning: dict[str, float | None])
     getattr(page, "__dict__")["title"] = reply  # noqa: B009 (the spelling is the case)
     print(getattr(page, "__dict__")["prompt"])  # noqa: B009 (the spelling is the case)
     print(vars(page)["prompt"], page.__dict__.get("prompt"), dict(vars(page)))
+
+
+def fill(namespace: dict[str, Any], reply: str) -> None:
+    namespace["prompt"] = reply
+
+
+def fill_text(namespace: dict[str, str], reply: str) -> None:
+    namespace["prompt"] = reply
+
+
+def show(namespace: dict[str, Any]) -> None:
+    print(namespace)
+
+
+def read(namespace: Mapping[str, object]) -> None:
+    print(namespace)
+
+
+def stash(namespace: Any) -> None:
+    """A function of the project's own code taking Any: it may write through it."""
+    print(namespace)
+
+
+def namespace_passed_on(page: Page, reply: str) -> None:
+    # A function whose parameter is a mapping it can write writes through it into the
+    # attribute, where the plugin cannot see: the call is where the namespace leaves.
+    fill(vars(page), reply)  # E: [veridic-any] vars() passed to fill()
+    fill_text(namespace=page.__dict__, reply=reply)  # E: [veridic-forge] passed to fill_text()
+    held = vars(page)
+    # show() only reads, but its parameter could write: declared so, it is judged so.
+    show(held)  # E: [veridic-any] vars() passed to show()
+    stash(vars(page))  # E: [veridic-any] vars() passed to stash()
+    read(vars(page))  # a Mapping: it cannot write
+    # object, a library's Any (json.dumps reads it), an overload: read, or not seen
+    print(vars(page), json.dumps(vars(page)), dict(vars(page)))
+
+
+def through_a_variable(page: Page, reply: str) -> None:
+    # vars kept in a variable, then called: still the namespace of page.
+    v = vars
+    v(page)["prompt"] = reply  # E: [veridic-forge] an item assigned through vars()
+    v(page).update(prompt=reply)  # E: [veridic-forge] update() through vars()
+    v(page)["title"] = reply
+
+
+def through_getattr_kept(page: Page, reply: str) -> None:
+    get = getattr
+    get(page, "__dict__")["prompt"] = reply  # E: [veridic-forge] through getattr()

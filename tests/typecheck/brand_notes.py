@@ -38,6 +38,17 @@ def notes(text: str, u: UntrustedText, t: TrustedInstruction) -> TrustedInstruct
     return text
 
 
+def by_name(texts: dict[str, TrustedInstruction]) -> None:
+    Composer().system(*texts.values())
+
+
+def notes_in_containers(labels: dict[str, str]) -> None:
+    # P: [reportArgumentType]
+    # E: [arg-type] expected "dict[str, TrustedInstruction]"
+    # N: [arg-type] minted, not converted
+    by_name(labels)
+
+
 def no_note(text: str) -> int:
     # P: [reportReturnType]
     return text  # E: [return-value] expected "int"

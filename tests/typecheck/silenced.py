@@ -54,3 +54,25 @@ def not_silenced(reply: str) -> TrustedInstruction:
     # veridic-forge says it was silenced.
     # E: [return-value] Incompatible return value # E: [unused-ignore] Unused "type: ignore"
     return reply  # type: ignore[misc]
+
+
+def by_name(texts: dict[str, TrustedInstruction]) -> None:
+    for text in texts.values():
+        hint(text)
+
+
+def by_pair(pairs: list[tuple[str, TrustedInstruction]]) -> None:
+    for _, text in pairs:
+        hint(text)
+
+
+def unrelated(counts: dict[str, int], pairs: list[tuple[str, int]]) -> None:
+    # Mismatches whose str is a key or another item, not where a TrustedInstruction is
+    # expected: their ignore kept no text as trusted, and forged nothing.
+    by_name(counts)  # type: ignore[arg-type]
+    by_pair(pairs)  # type: ignore[arg-type]
+
+
+def related(labels: dict[str, str], pairs: list[tuple[int, str]]) -> None:
+    by_name(labels)  # type: ignore[arg-type]  # E: [veridic-forge] silenced mypy's arg-type
+    by_pair(pairs)  # type: ignore[arg-type]  # E: [veridic-forge] silenced mypy's arg-type

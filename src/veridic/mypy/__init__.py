@@ -75,7 +75,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from mypy.checker import TypeChecker
-from mypy.nodes import MypyFile, SymbolNode, TypeInfo
+from mypy.nodes import CallExpr, MypyFile, SuperExpr, SymbolNode, TypeInfo
 from mypy.options import Options
 from mypy.plugin import (
     AnalyzeTypeContext,
@@ -86,7 +86,7 @@ from mypy.plugin import (
     ReportConfigContext,
 )
 from mypy.plugins.default import DefaultPlugin
-from mypy.types import FunctionLike, Type
+from mypy.types import CallableType, FunctionLike, Type, get_proper_type
 
 # errorcodes is imported here, with the plugin, so that mypy knows the codes before it
 # validates disable_error_code and the like.
@@ -273,13 +273,29 @@ class VeridicPlugin(Plugin):
             if model is not None and method not in _UNVALIDATED:
                 return self._reporting(fullname, model, default)
         if model is None:
-            symbol = self.lookup_fully_qualified(fullname)
-            model = self._call_hook(fullname, None if symbol is None else symbol.node)
+            model = self._call_hook(*self._method(fullname))
         if method in _VALIDATING and _generic_model(self, fullname.rpartition(".")[0]):
             model = partial(_filled_first, model)
         if method in _UNVALIDATED:
             return self._reporting(fullname, partial(_unvalidated_first, method, model), default)
         return self._reporting(fullname, model, default)
+
+    def _method(self, fullname: str) -> tuple[str, SymbolNode | None]:
+        """The method ``fullname`` names, with its own full name: mypy names a method by the
+        class of the object it is called on (``app.Child.set``), which need not define it
+        (``app.Base.set``, inherited: its parameters were not checked through a subclass)."""
+        symbol = self.lookup_fully_qualified(fullname)
+        if symbol is not None:
+            return fullname, symbol.node
+        owner, _, name = fullname.rpartition(".")
+        found = self.lookup_fully_qualified(owner)
+        info = None if found is None else found.node
+        if isinstance(info, TypeInfo):
+            for base in info.mro[1:]:
+                inherited = base.names.get(name)
+                if inherited is not None:
+                    return f"{base.fullname}.{name}", inherited.node
+        return fullname, None
 
     def _call_hook(
         self, fullname: str, node: SymbolNode | None
@@ -432,11 +448,33 @@ def _each_call(
         from veridic.mypy import _escapes
 
         _escapes.check_arguments(fullname, ctx, checker)
-        if hook is None:
+        if hook is None and not _checked_through_super(plugin, ctx, checker):
             _escapes.check_call_through_value(ctx, checker)
     if hook is not None:
         return hook(ctx)
     return ctx.default_return_type if default is None else default(ctx)
+
+
+def _checked_through_super(plugin: VeridicPlugin, ctx: _Context, checker: TypeChecker) -> bool:
+    """Check a method called through ``super()`` as a call of it by name would be, and say
+    whether it was one: mypy names no such call for the hooks (``super().__init__(**kwargs)``
+    with ``Any`` items passed a trusted parameter of the base unseen)."""
+    call = ctx.context
+    if not (isinstance(call, CallExpr) and isinstance(call.callee, SuperExpr)):
+        return False
+    typ = get_proper_type(checker.lookup_type_or_none(call.callee))
+    if not isinstance(typ, CallableType) or len(typ.arg_types) != len(ctx.args):
+        return False  # an overload, or not this call's signature
+    definition = typ.definition
+    if definition is None:
+        return False
+    from veridic.mypy import _signature
+
+    callee = _signature.find(plugin, definition.fullname, definition)
+    if callee is None:
+        return False
+    _check_call(callee, ctx)
+    return True
 
 
 _PER_BUILD: Final = (

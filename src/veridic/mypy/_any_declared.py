@@ -25,7 +25,8 @@ callers read what it returns as trusted. ``Any`` bound without an assignment to 
 so declared: a ``for`` target (``for prompt in json.loads(raw)``, also unpacked, nested or
 starred), a ``with ... as`` target whose manager is ``Any`` or enters as ``Any``, a
 parameter's default, a walrus (``if prompt := json.loads(raw):``) and a name a ``case``
-captures (``case {"system": prompt}``); in an overload's implementation too.
+captures (``case {"system": prompt}``); in an overload's implementation too, and in a
+module that makes no call.
 
 Not reported: ``Any`` declared as a class whose attributes hold trusted text
 (``settings: Settings = request.app.state.settings``): ``Any`` from JSON makes no
@@ -34,9 +35,8 @@ object with attributes, and frameworks hand typed objects out as ``Any`` every d
 Hook: the end of a module's check (``get_additional_indirect_deps``), when every
 expression of the module has its type. mypy has no assignment hook.
 
-Not seen: ``**kwargs`` into a class's ``__init__`` (``_any_guard`` sees a call's own
-arguments); a walrus in a module that makes no call (that module is searched for its
-checker by its statements only).
+``**kwargs`` of ``Any`` into a trusted ``__init__`` is ``_any_guard``'s: a call's own
+arguments, through ``super()`` too.
 """
 
 from __future__ import annotations
@@ -117,7 +117,18 @@ def may_report(tree: MypyFile) -> bool:
             continue  # a declaration without a value (a model's field) assigns nothing
         if statement.type is not None and holds_trusted(statement.type):
             return True
-    return False
+    return any(
+        isinstance(expr, AssignmentExpr) and _declared_trusted(expr.target)
+        for statement in tree.defs
+        for expr in get_subexpressions(statement)
+    )
+
+
+def _declared_trusted(target: NameExpr) -> bool:
+    """Whether a walrus's target is a name declared (or a parameter typed) to hold trusted
+    text: a walrus is an expression, which no statement of the module shows."""
+    variable = target.node
+    return isinstance(variable, Var) and variable.type is not None and holds_trusted(variable.type)
 
 
 def _defaults_trusted(function: FuncDef) -> bool:

@@ -23,26 +23,34 @@ Hooks:
   ``obj.__dict__`` or ``getattr(obj, "__dict__")`` (:func:`note`): an item assigned
   through such a namespace (also one kept in a variable, ``ns = vars(page);
   ns["prompt"] = reply``), an item's ``+=`` (judged by what the operator makes, as
-  ``page.prompt += reply`` is), and ``update()``, ``setdefault()``, ``__setitem__()`` or
-  ``|=`` on it, judged as ``setattr()`` is, each key by its text when it is written in
-  the code.
+  ``page.prompt += reply`` is), ``update()``, ``setdefault()``, ``__setitem__()`` or
+  ``|=`` on it, and the namespace passed to a function that can write it, judged as
+  ``setattr()`` is, each key by its text when it is written in the code.
 
 A value typed ``Any`` is ``veridic-any``, as ``page.prompt = loose`` is: into an attribute
 named in the code, or named by text not known there (``for key, value in data.items():
 setattr(page, key, value)`` over a ``dict[str, Any]``), on an object with a trusted one.
 
-Not seen: an object's namespace passed to a function that writes through it
-(``fill(vars(page))``), or reached through what the plugin cannot follow
-(``object.__getattribute__(page, "__dict__")``, ``v = vars; v(page)``: a call through a
-variable).
+An object's namespace passed to a function whose parameter is a mapping it can write
+(``fill(vars(page))`` with ``def fill(ns: dict[str, Any])``) is judged as a write of that
+mapping's values under a name not known in the code: the function writes where the
+plugin does not look. ``vars`` or ``getattr`` kept in a variable (``v = vars;
+v(page)["prompt"] = reply``) reaches the namespace as the function does.
+
+Not seen: the namespace passed to a parameter typed ``Any`` or ``object`` (``print()``,
+``json.dumps()`` read it; a function could still write through it), or reached through
+what the plugin cannot follow (``object.__getattribute__(page, "__dict__")``, a variable
+that holds ``vars`` and is bound to something else too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Iterator, Mapping
+from typing import Final, NamedTuple
 
+from mypy.argmap import map_actuals_to_formals
 from mypy.checker import TypeChecker, infer_operator_assignment_method
+from mypy.maptype import map_instance_to_supertype
 from mypy.messages import format_type
 from mypy.nodes import (
     ARG_NAMED,
@@ -77,17 +85,23 @@ from mypy.types import (
     Type,
     TypedDictType,
     TypeType,
+    UnionType,
     get_proper_type,
 )
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted, may_be_text
 from veridic.mypy._any_guard import is_any
+from veridic.mypy._namespace import checked_here, writable
 from veridic.mypy._rebinding import every_statement
 
 WRITERS: Final = frozenset({"builtins.setattr", "builtins.object.__setattr__"})
 _VARS: Final = "builtins.vars"
 _GETATTR: Final = "builtins.getattr"
+_READERS: Final = frozenset({_VARS, _GETATTR})
+_NO_READERS: Final[Mapping[int, str]] = {}
+_WRITABLE: Final = "typing.MutableMapping"
+"""What a parameter that can write a namespace passed to it is (``dict`` is one)."""
 _FILLERS: Final = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
 """Methods of a ``dict`` that write items into it (an instance's namespace)."""
 _KEYED: Final = frozenset({"setdefault", "__setitem__"})
@@ -167,9 +181,24 @@ def _bound_to(ctx: FunctionContext | MethodContext) -> TypeInfo | None:
 
 def note(tree: MypyFile, expressions: list[Expression]) -> None:
     """Keep ``tree`` for :func:`report_namespaces` when one of its ``expressions`` (all of
-    them, walked once by the first call hook) reaches an object's namespace."""
-    if not _names.in_package(tree.fullname) and any(map(_reaches_namespace, expressions)):
+    them, walked once by the first call hook) reaches an object's namespace, or keeps
+    ``vars`` or ``getattr`` in a variable."""
+    if _names.in_package(tree.fullname):
+        return
+    if any(_reaches_namespace(expr, _NO_READERS) for expr in expressions) or _kept_reader(
+        expressions
+    ):
         _NOTED.add(tree.fullname)
+
+
+def _kept_reader(expressions: list[Expression]) -> bool:
+    """Whether ``vars`` or ``getattr`` is named other than as what a call calls (``v =
+    vars``): kept in a variable, it reaches a namespace by another name."""
+    named = [e for e in expressions if isinstance(e, NameExpr) and e.fullname in _READERS]
+    if not named:
+        return False
+    called = {id(e.callee) for e in expressions if isinstance(e, CallExpr)}
+    return any(id(name) not in called for name in named)
 
 
 def report_namespaces(checker: TypeChecker) -> None:
@@ -194,21 +223,74 @@ def report_namespaces(checker: TypeChecker) -> None:
             _check_operator(checker, statement, held)
     for statement in tree.defs:
         for expr in get_subexpressions(statement):
-            if (
-                isinstance(expr, CallExpr)
-                and isinstance(expr.callee, MemberExpr)
-                and expr.callee.name in _FILLERS
-            ):
+            if not isinstance(expr, CallExpr):
+                continue
+            if isinstance(expr.callee, MemberExpr) and expr.callee.name in _FILLERS:
                 owner = _owner(expr.callee.expr, checker, held)
                 if owner is not None:
                     writer = f"{expr.callee.name}() through {owner[1]}"
                     for key, typ in _filled(expr, checker):
                         _check_write(checker, writer, owner[0], key, typ, expr)
+            _check_passed(checker, expr, held)
 
 
-def _check_operator(
-    checker: TypeChecker, statement: OperatorAssignmentStmt, held: dict[int, tuple[TypeInfo, str]]
-) -> None:
+def _check_passed(checker: TypeChecker, call: CallExpr, held: _Held) -> None:
+    """``fill(vars(page))``: a namespace passed to a parameter that is a mapping the
+    function can write, judged as a write of that mapping's values under a name not known
+    in the code (the function writes where the plugin does not look)."""
+    passed = [
+        (index, owner)
+        for index, arg in enumerate(call.args)
+        if call.arg_kinds[index] in (ARG_POS, ARG_NAMED)
+        and (owner := _owner(arg, checker, held)) is not None
+    ]
+    if not passed:
+        return  # the common case: no namespace among the arguments
+    callee = get_proper_type(checker.lookup_type_or_none(call.callee))
+    if not isinstance(callee, CallableType):
+        return
+    formals = map_actuals_to_formals(
+        call.arg_kinds,
+        call.arg_names,
+        callee.arg_kinds,
+        callee.arg_names,
+        lambda i: checker.lookup_type(call.args[i]),
+    )
+    definition = callee.definition
+    own = definition is not None and checked_here(definition.fullname, checker)
+    function = call.callee.name if isinstance(call.callee, NameExpr | MemberExpr) else "a function"
+    for formal, actuals in enumerate(formals):
+        declared = callee.arg_types[formal]
+        value = _written_value(declared) if writable(declared, own) else None
+        if value is None:
+            continue  # a Mapping, an object, a library's Any: it reads (or is not seen)
+        parameter = callee.arg_names[formal] or f"#{formal + 1}"
+        for index, (info, how) in passed:
+            if index in actuals:
+                writer = (
+                    f'{how} passed to {function}() for its parameter "{parameter}", a '
+                    f"{format_type(declared, checker.options)} it can write (declare it a "
+                    "Mapping if the function only reads it),"
+                )
+                _check_write(checker, writer, info, None, value, call.args[index])
+
+
+def _written_value(declared: Type) -> Type | None:
+    """What a parameter that can write a mapping writes into it: its values' type (``Any``
+    for a parameter typed ``Any``)."""
+    proper = get_proper_type(declared)
+    if isinstance(proper, UnionType):
+        found = (_written_value(item) for item in proper.items)
+        return next((value for value in found if value is not None), None)
+    if isinstance(proper, AnyType):
+        return proper
+    if not isinstance(proper, Instance):
+        return None
+    mapping = next((base for base in proper.type.mro if base.fullname == _WRITABLE), None)
+    return None if mapping is None else map_instance_to_supertype(proper, mapping).args[1]
+
+
+def _check_operator(checker: TypeChecker, statement: OperatorAssignmentStmt, held: _Held) -> None:
     """``vars(page) |= {...}`` (items written into the namespace), and ``vars(page)["prompt"]
     += reply`` (the item's operator, whose result is written back into the attribute)."""
     owner = _owner(statement.lvalue, checker, held)
@@ -240,45 +322,77 @@ def _operated(checker: TypeChecker, statement: OperatorAssignmentStmt, declared:
         return checker.expr_checker.accept(operation)
 
 
-def _reaches_namespace(expr: Expression) -> bool:
+def _reaches_namespace(expr: Expression, readers: Mapping[int, str]) -> bool:
     """``vars(obj)``, ``obj.__dict__`` or ``getattr(obj, "__dict__")`` (a module's is
-    ``_namespace``'s concern)."""
+    ``_namespace``'s concern); ``readers``: the variables that hold ``vars`` or
+    ``getattr``, by the id of their ``Var``."""
     if isinstance(expr, MemberExpr) and expr.name == "__dict__":
         return not (isinstance(expr.expr, RefExpr) and isinstance(expr.expr.node, MypyFile))
     if not (isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr)):
         return False
-    if expr.callee.fullname == _GETATTR and len(expr.args) == 2:
+    reader = _reader(expr.callee, readers)
+    if reader == _GETATTR and len(expr.args) == 2:
         name = expr.args[1]
         return isinstance(name, StrExpr) and name.value == "__dict__"
-    return expr.callee.fullname == _VARS and len(expr.args) == 1
+    return reader == _VARS and len(expr.args) == 1
 
 
-def _held(checker: TypeChecker) -> dict[int, tuple[TypeInfo, str]]:
+def _reader(callee: RefExpr, readers: Mapping[int, str]) -> str | None:
+    """``vars`` or ``getattr``, called by its name or through a variable that holds it."""
+    if callee.fullname in _READERS:
+        return callee.fullname
+    return readers.get(id(callee.node)) if isinstance(callee.node, Var) else None
+
+
+class _Held(NamedTuple):
+    """What a module keeps in variables on the way to an object's namespace."""
+
+    namespaces: dict[int, tuple[TypeInfo, str]]
     """The variables bound to an object's namespace (``ns = vars(page)``), by the id of
     their ``Var``, with the object's class and how the namespace was reached."""
-    held: dict[int, tuple[TypeInfo, str]] = {}
-    for statement in every_statement(checker.tree.defs):
-        if isinstance(statement, AssignmentStmt):
-            owner = _owner(statement.rvalue, checker, {})
-            if owner is not None:
-                for target in statement.lvalues:
-                    if isinstance(target, NameExpr) and isinstance(target.node, Var):
-                        held[id(target.node)] = owner
+    readers: dict[int, str]
+    """The variables bound to ``vars`` or ``getattr`` (``v = vars``), and to nothing else."""
+
+
+def _held(checker: TypeChecker) -> _Held:
+    """The variables of the module that hold a namespace, or ``vars`` or ``getattr``."""
+    readers: dict[int, str] = {}
+    rebound: set[int] = set()
+    assignments = [
+        statement
+        for statement in every_statement(checker.tree.defs)
+        if isinstance(statement, AssignmentStmt)
+    ]
+    for statement in assignments:
+        value = statement.rvalue
+        read = value.fullname if isinstance(value, NameExpr) else None
+        for target in statement.lvalues:
+            if isinstance(target, NameExpr) and isinstance(target.node, Var):
+                if read in _READERS:
+                    readers[id(target.node)] = read
+                else:
+                    rebound.add(id(target.node))
+    held = _Held({}, {key: read for key, read in readers.items() if key not in rebound})
+    for statement in assignments:
+        owner = _owner(statement.rvalue, checker, held)
+        if owner is not None:
+            for target in statement.lvalues:
+                if isinstance(target, NameExpr) and isinstance(target.node, Var):
+                    held.namespaces[id(target.node)] = owner
     return held
 
 
-def _owner(
-    expr: Expression, checker: TypeChecker, held: dict[int, tuple[TypeInfo, str]]
-) -> tuple[TypeInfo, str] | None:
+def _owner(expr: Expression, checker: TypeChecker, held: _Held) -> tuple[TypeInfo, str] | None:
     """The class of the instance whose namespace ``expr`` is, and how it was reached
     (``vars()``, ``__dict__``); ``None`` for anything else, a class's (a read-only
     ``mappingproxy``) and a module's too."""
     if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
-        return held.get(id(expr.node))
-    if not _reaches_namespace(expr):
+        return held.namespaces.get(id(expr.node))
+    if not _reaches_namespace(expr, held.readers):
         return None
     if isinstance(expr, CallExpr):
-        owner, how = expr.args[0], "vars()" if len(expr.args) == 1 else "getattr()"
+        getter = len(expr.args) == 2
+        owner, how = expr.args[0], "getattr()" if getter else "vars()"
     elif isinstance(expr, MemberExpr):
         owner, how = expr.expr, "__dict__"
     else:

@@ -152,7 +152,7 @@ def check_passed(
     tree = checker.tree
     if _names.in_package(tree.fullname):
         return
-    own = _checked_here(callee, checker)
+    own = checked_here(callee, checker)
     held: dict[int, MypyFile | object] | None = None
     for position, exprs in enumerate(ctx.args):
         for arg in exprs:
@@ -162,7 +162,7 @@ def check_passed(
                 held = _holders_of(tree)
             module = _namespace_of(arg, tree, held or {})
             formal = formals[position] if position < len(formals) else None
-            if module is not None and _writable(formal, own):
+            if module is not None and writable(formal, own):
                 _check_runs_in(checker, module, _PASSED, arg, _PASS_HINT)
 
 
@@ -185,7 +185,7 @@ def _may_be_namespace(expr: Expression) -> bool:
     return False
 
 
-def _checked_here(callee: str, checker: TypeChecker) -> bool:
+def checked_here(callee: str, checker: TypeChecker) -> bool:
     """Whether ``callee`` is defined in the project's own code (not a stub, not installed);
     a name whose module the build does not hold is taken as the project's."""
     module = callee
@@ -197,12 +197,12 @@ def _checked_here(callee: str, checker: TypeChecker) -> bool:
     return True
 
 
-def _writable(formal: Type | None, own: bool) -> bool:
+def writable(formal: Type | None, own: bool) -> bool:
     """Whether a parameter may be written through: a ``dict``, a ``MutableMapping``, or
     ``Any`` of a function of the project's own code (``own``)."""
     proper = None if formal is None else get_proper_type(formal)
     if isinstance(proper, UnionType):
-        return any(_writable(item, own) for item in proper.items)
+        return any(writable(item, own) for item in proper.items)
     if isinstance(proper, AnyType):
         return own
     return isinstance(proper, Instance) and any(

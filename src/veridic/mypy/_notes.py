@@ -48,7 +48,7 @@ and ``silenced.py`` pin that they are there).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
@@ -311,7 +311,12 @@ def _silenced(info: ErrorInfo) -> str:
 
 
 def note_for(info: ErrorInfo) -> str | None:
-    """The note for one of mypy's errors, if it refuses text where a brand is expected."""
+    """The note for one of mypy's errors, if it refuses text where a brand is expected.
+
+    Only text where the expected type has the brand counts: ``dict[str, int]`` given for
+    ``dict[str, TrustedInstruction]`` has a ``str``, but as the key, so neither the note
+    nor, under a ``type: ignore``, ``veridic-forge`` (:func:`_silenced`) is about it.
+    """
     message = info.message
     if info.severity != "error" or not any(brand in message for brand in _BRANDS):
         return None
@@ -320,12 +325,150 @@ def note_for(info: ErrorInfo) -> str | None:
     match = _TYPES.search(message)
     if match is None:
         return None
-    actual = set(_WORD.findall(match["qa"] or match["ua"]))
-    expected = set(_WORD.findall(match["qe"] or match["ue"]))
+    actual_text, expected_text = match["qa"] or match["ua"], match["qe"] or match["ue"]
+    actual, expected = _parsed(actual_text), _parsed(expected_text)
+    if actual is None or expected is None:  # a shape not parsed (a callable): by its words
+        return _note_by_words(set(_WORD.findall(actual_text)), set(_WORD.findall(expected_text)))
+    if _at_brand(expected, actual, "TrustedInstruction", _is_untrusted):
+        return DATA
+    if _at_brand(expected, actual, "TrustedInstruction", _is_text):
+        return MINT
+    if _at_brand(expected, actual, "UntrustedText", _is_text):
+        return BRAND
+    return None
+
+
+def _note_by_words(actual: set[str], expected: set[str]) -> str | None:
+    """The note by the names either type holds, wherever they are in it."""
     if "TrustedInstruction" in expected:
         if "UntrustedText" in actual:
             return DATA
-        return MINT if actual & {"str", "Literal", "LiteralString"} else None
-    if "UntrustedText" in expected and actual & {"str", "Literal", "LiteralString"}:
+        return MINT if actual & _TEXT else None
+    if "UntrustedText" in expected and actual & _TEXT:
         return BRAND
     return None
+
+
+_TEXT: Final = frozenset({"str", "Literal", "LiteralString"})
+_SHOWN_TOKEN: Final = re.compile(
+    r"\s*(?:(?P<text>'(?:[^'\\]|\\.)*')|(?P<name>-?[\w.]+)|(?P<mark>[\[\],|?]))"
+)
+"""A token of a type as mypy's messages write it: a quoted literal, a name (``str``,
+``veridic.text.provenance.TrustedInstruction``, ``...``, ``1``) or a mark."""
+
+_Shown = tuple[str, tuple["_Shown", ...]]
+"""A type as a message writes it: its name and arguments (``("dict", (("str", ()), ("int",
+())))``); a union is named ``|``, a quoted literal ``'``, an argument list ``[``."""
+
+
+def _parsed(shown: str) -> _Shown | None:
+    """``shown``, a type as mypy's message writes it, parsed; ``None`` for a shape this
+    reader does not know (a callable written ``def (...) -> ...``).
+
+    An argument unpacked is read as what it gives: ``*list[str]`` its items' type (each
+    item fills the parameter), ``**dict[str, str]`` its values' type.
+    """
+    stars = len(shown) - len(shown.lstrip("*"))
+    text = shown[stars:].rstrip()
+    tokens: list[tuple[str, str]] = []
+    at = 0
+    while at < len(text):
+        token = _SHOWN_TOKEN.match(text, at)
+        if token is None:
+            return None
+        at = token.end()
+        kind = token.lastgroup or ""
+        if token[kind] != "?":  # an inferred literal's mark (Literal['x']?)
+            tokens.append((kind, token[kind]))
+    tokens.reverse()
+    parsed = _union(tokens)
+    if parsed is None or tokens:
+        return None
+    if stars and parsed[1]:
+        return parsed[1][-1] if stars == 2 else ("|", parsed[1])
+    return parsed
+
+
+def _union(tokens: list[tuple[str, str]]) -> _Shown | None:
+    members: list[_Shown] = []
+    while True:
+        member = _item(tokens)
+        if member is None:
+            return None
+        members.append(member)
+        if not tokens or tokens[-1] != ("mark", "|"):
+            return members[0] if len(members) == 1 else ("|", tuple(members))
+        tokens.pop()
+
+
+def _item(tokens: list[tuple[str, str]]) -> _Shown | None:
+    if not tokens:
+        return None
+    kind, value = tokens.pop()
+    if kind == "text":
+        return ("'", ())
+    if kind == "name":
+        if tokens and tokens[-1] == ("mark", "["):
+            tokens.pop()
+            arguments = _arguments(tokens)
+            return None if arguments is None else (value, arguments)
+        return (value, ())
+    if value == "[":  # a callable's parameters: Callable[[str], str]
+        arguments = _arguments(tokens)
+        return None if arguments is None else ("[", arguments)
+    return None
+
+
+def _arguments(tokens: list[tuple[str, str]]) -> tuple[_Shown, ...] | None:
+    """The arguments up to the closing ``]``, which is taken."""
+    arguments: list[_Shown] = []
+    while tokens and tokens[-1] != ("mark", "]"):
+        argument = _union(tokens)
+        if argument is None:
+            return None
+        arguments.append(argument)
+        if tokens and tokens[-1] == ("mark", ","):
+            tokens.pop()
+    if not tokens:
+        return None
+    tokens.pop()
+    return tuple(arguments)
+
+
+def _at_brand(expected: _Shown, actual: _Shown, brand: str, fits: Callable[[_Shown], bool]) -> bool:
+    """Whether ``actual`` has a type that ``fits`` where ``expected`` has ``brand``: the
+    type itself, a member of a union, or the same argument of a generic (``list[str]``
+    for ``Sequence[TrustedInstruction]``; any item of a ``tuple[X, ...]``)."""
+    if expected[0] == "|":
+        return any(_at_brand(member, actual, brand, fits) for member in expected[1])
+    if actual[0] == "|":
+        return any(_at_brand(expected, member, brand, fits) for member in actual[1])
+    if expected[0].rpartition(".")[2] == brand:
+        return fits(actual)
+    return any(_at_brand(e, a, brand, fits) for e, a in _paired(expected[1], actual[1]))
+
+
+def _paired(
+    expected: tuple[_Shown, ...], actual: tuple[_Shown, ...]
+) -> list[tuple[_Shown, _Shown]]:
+    """The arguments that stand for each other: by position, or each against the first of
+    a variadic tuple's (``tuple[X, ...]``)."""
+    if len(expected) == len(actual):
+        return list(zip(expected, actual, strict=True))
+    if len(expected) == 2 and expected[1] == ("...", ()):
+        return [(expected[0], item) for item in actual]
+    if len(actual) == 2 and actual[1] == ("...", ()):
+        return [(item, actual[0]) for item in expected]
+    return []
+
+
+def _is_text(shown: _Shown) -> bool:
+    """Whether ``shown`` is plain text: ``str``, ``LiteralString``, ``Literal['...']``."""
+    name = shown[0].rpartition(".")[2]
+    if name == "Literal":
+        return any(argument[0] == "'" for argument in shown[1])
+    return name in ("str", "LiteralString")
+
+
+def _is_untrusted(shown: _Shown) -> bool:
+    return shown[0].rpartition(".")[2] == "UntrustedText"

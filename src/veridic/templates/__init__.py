@@ -308,7 +308,7 @@ class Templates:
             template, analysis = self._load(env, name)
             origin = template.filename or name
             fields = _matching(read_params(params), analysis, origin)
-            sets = keys_holding_sets(fields, origin)
+            sets = keys_holding_sets(fields)
             found = self._bound[key] = DataTemplate(template, env, fields, analysis, origin, sets)
         return cast(DataTemplate[P], found)
 
@@ -367,7 +367,7 @@ class Templates:
             checks = instruction_checks(fields, origin)
             made = InstructionTemplate(template, env, fields, analysis, origin, checks, trusted)
         else:
-            sets = keys_holding_sets(fields, origin)
+            sets = keys_holding_sets(fields)
             made = DataTemplate(template, env, fields, analysis, origin, sets)
         if len(self._sources) >= _SOURCES_KEPT:
             del self._sources[next(iter(self._sources))]

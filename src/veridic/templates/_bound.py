@@ -275,9 +275,9 @@ class DataTemplate(Bound[P]):
         :func:`veridic.unfence` on the result gives back ``[(name, output)]``.
         A data template formats data; it never instructs, so nothing in it
         needs a provenance of its own. A variable whose declared type holds a
-        set, or is ``Any`` or ``object``, gets each set (in its lists, tuples and
-        mappings) read sorted: a set's order changes from process to process, and
-        the block's bytes must not. The result is ``UntrustedText`` whose
+        set, or is ``Any`` or ``object``, gets each set (in its lists, tuples,
+        mappings, dataclasses and models) read sorted: a set's order changes from
+        process to process, and the block's bytes must not. The result is ``UntrustedText`` whose
         source is the template's origin; :meth:`~veridic.Composer.user` places it
         as the block it is (and adds the fence preamble for its mode).
 

@@ -25,12 +25,14 @@ a custom ``__getitem__``) cannot hand the template a value the check never saw.
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import datetime
 import math
 import operator
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping, MutableSet, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
 from decimal import Decimal
 from enum import Enum, Flag
@@ -241,7 +243,7 @@ _SETS: Final = (set, frozenset, AbstractSet, MutableSet)
 """Set types, as written or as the origin of ``typing.Set[...]``, ``AbstractSet[...]``."""
 
 
-def keys_holding_sets(params: Params, template: str) -> frozenset[str]:
+def keys_holding_sets(params: Params) -> frozenset[str]:
     """The keys of a data template whose declared type holds a set: rendered sorted.
 
     A set of text iterates in an order that changes from process to process
@@ -250,67 +252,38 @@ def keys_holding_sets(params: Params, template: str) -> frozenset[str]:
     The render gives the template such a key's value with every set in it
     read sorted (:func:`ordered`), as deferred approvals show a set argument; only
     these keys are walked, so the others cost nothing. The declared types are
-    read, nested ``TypedDict`` and containers included; a key typed ``Any`` or
-    ``object`` (or a container of them) may hold a set anywhere, so it is walked
-    too. A set in a ``TypedDict`` whose annotations cannot be resolved, or behind
-    ``Any`` in a field of a nested model, or held by an object that is no list,
-    tuple or mapping (a dataclass), is not seen. Instruction templates refuse
-    sets (:func:`instruction_checks`).
-
-    Raises:
-        TemplateParamsError: a set is a field of a pydantic model nested in a
-            field: the render reads the model as it is, and cannot sort it.
+    read, nested ``TypedDict``, pydantic models, dataclasses and containers included; a
+    key typed ``Any`` or ``object`` (or a container or field of them) may hold a set
+    anywhere, so it is walked too. A set in a class whose annotations cannot be resolved
+    is not seen. Instruction templates refuse sets (:func:`instruction_checks`).
     """
     try:
         hints = _field_hints(params)
     except TemplateParamsError:
         return frozenset()  # a data template needs only the keys: it loads as before
-    keys: list[str] = []
-    for key, annotation in hints.items():
-        found = _a_set_in(annotation, set(), None)
-        if found is None:
-            continue
-        kind, model = found
-        if model is not None:
-            raise TemplateParamsError(
-                f"data template {template!r} is bound to {params.name}, whose field {key!r} "
-                f"holds the model {model.__name__}, one of whose fields is typed {_show(kind)}: "
-                "a set's order changes from process to process, so the rendered block (and "
-                "the prompt's sha256) would differ between workers, and a set inside a model "
-                "cannot be sorted for the render: type that field as a list or tuple and keep "
-                "it sorted"
-            )
-        keys.append(key)
-    return frozenset(keys)
+    return frozenset(key for key, annotation in hints.items() if _holds_set_type(annotation, set()))
 
 
-def _a_set_in(
-    annotation: object, seen: set[int], model: type[BaseModel] | None
-) -> tuple[object, type[BaseModel] | None] | None:
-    """The first set type ``annotation`` is or holds, and the nested model holding it."""
+def _holds_set_type(annotation: object, seen: set[int]) -> bool:
+    """Whether ``annotation`` is or holds a set type, or ``Any`` or ``object`` (which may
+    hold one): in its arguments, or the fields of a ``TypedDict``, a pydantic model, a
+    dataclass or an attrs class."""
     if id(annotation) in seen:
-        return None
+        return False
     seen.add(id(annotation))
     origin = typing.get_origin(annotation)
     if any(annotation is kind or origin is kind for kind in _SETS):
-        return annotation, model
-    if (annotation is typing.Any or annotation is object) and model is None:
-        return annotation, None  # may be a set, or hold one: walked at render
-    parts: list[tuple[object, type[BaseModel] | None]] = [
-        (arg, model) for arg in typing.get_args(annotation)
-    ]
+        return True
+    if annotation is typing.Any or annotation is object:
+        return True  # may be a set, or hold one: walked at render
+    parts = list(typing.get_args(annotation))
     if isinstance(annotation, type):
-        if typing_extensions.is_typeddict(annotation):
+        if issubclass(annotation, BaseModel):
+            parts += [info.annotation for info in annotation.model_fields.values()]
+        elif typing_extensions.is_typeddict(annotation) or _declared_fields(annotation):
             with contextlib.suppress(TemplateParamsError):  # unresolvable: not seen
-                parts += [(hint, model) for hint in _hints(annotation).values()]
-        elif issubclass(annotation, BaseModel):
-            fields = annotation.model_fields.values()
-            parts += [(info.annotation, annotation) for info in fields]
-    for part, holder in parts:
-        found = _a_set_in(part, seen, holder)
-        if found is not None:
-            return found
-    return None
+                parts += _hints(annotation).values()
+    return any(_holds_set_type(part, seen) for part in parts)
 
 
 class SortedSet(frozenset[object]):
@@ -345,19 +318,22 @@ class SortedSet(frozenset[object]):
 
 
 def ordered(value: object, where: str) -> object:
-    """``value`` with each set in it (in lists, tuples, mappings, their keys, and sets) a
-    :class:`SortedSet`.
+    """``value`` with each set in it (in lists, tuples, mappings, their keys, sets, and the
+    fields of dataclasses, pydantic models and attrs instances) a :class:`SortedSet`.
 
     What holds no set is given back as it is, not copied: a field typed ``Any`` is walked
     at every render, and an application's own ``Mapping`` or named tuple keeps its type
-    (and its methods) unless a set inside it had to be replaced. A value that holds itself
-    (a tree of dicts with links to their parents) is walked once: with no set in it, it is
-    given back as it is; with one, its lists and mappings on the loop are copied, the
-    copies holding each other as the originals did.
+    (and its methods) unless a set inside it had to be replaced; a dataclass, model or attrs
+    instance holding one is a shallow copy (``copy.copy``) with that field replaced, so
+    its methods read the sorted set, and the caller's instance is left as it is. A value
+    that holds itself (a tree of dicts with links to their parents) is walked once: with
+    no set in it, it is given back as it is; with one, its containers and instances on
+    the loop are copied, the copies holding each other as the originals did.
 
     Raises:
         TemplateParamsError: a set's items cannot be ordered (text beside numbers, a NaN),
-            or a value holding a set is nested past Python's recursion limit.
+            a value holding a set is nested past Python's recursion limit, or an instance
+            holding one copies as itself.
     """
     if not _holds_set(value):
         return value
@@ -376,7 +352,8 @@ _LEAVES: Final = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def _holds_set(value: object) -> bool:
-    """Whether ``value`` is or holds a set in its lists, tuples and mappings (keys too).
+    """Whether ``value`` is or holds a set in its lists, tuples and mappings (keys too),
+    and the fields of its dataclasses, pydantic models and attrs instances.
 
     A loop, not a recursion: a field typed ``Any`` is walked at every render, however
     deep or self-holding its value, and most hold no set (then nothing is copied).
@@ -387,7 +364,7 @@ def _holds_set(value: object) -> bool:
         item = pending.pop()
         if type(item) in _LEAVES or isinstance(item, str):
             continue
-        held: list[object] | tuple[object, ...] | Mapping[object, object]
+        held: Iterable[object]
         if isinstance(item, list | tuple | dict):  # no ABC to ask: the usual containers
             held = item
         elif isinstance(item, AbstractSet):
@@ -395,7 +372,10 @@ def _holds_set(value: object) -> bool:
         elif isinstance(item, Mapping):
             held = item
         else:
-            continue
+            names = _fields(item)
+            if names is None:
+                continue
+            held = [getattr(item, name, None) for name in names]  # None: a field not set
         if id(item) in walked:
             continue
         walked.add(id(item))
@@ -403,6 +383,40 @@ def _holds_set(value: object) -> bool:
         if isinstance(held, Mapping):
             pending.extend(held.values())
     return False
+
+
+def _fields(value: object) -> tuple[str, ...] | None:
+    """The names of the fields of a dataclass, a pydantic model (its extra fields too) or
+    an attrs instance: what a template reads of it (``item.tags``), and what may hold a
+    set; ``None`` for any other object (its attributes are its own business)."""
+    names = _declared_fields(type(value))
+    if names is not None and isinstance(value, BaseModel) and value.__pydantic_extra__:
+        return (*names, *value.__pydantic_extra__)
+    return names
+
+
+def _declared_fields(kind: type) -> tuple[str, ...] | None:
+    """The field names instances of ``kind`` declare (:func:`_fields`), read once a type:
+    a value typed ``Any`` is walked at every render."""
+    try:
+        return _DECLARED[kind]
+    except KeyError:
+        pass
+    names: tuple[str, ...] | None = None
+    if issubclass(kind, BaseModel):
+        names = tuple(kind.model_fields)
+    elif dataclasses.is_dataclass(kind):
+        names = tuple(field.name for field in dataclasses.fields(kind))
+    elif (attributes := getattr(kind, "__attrs_attrs__", None)) is not None:
+        names = tuple(attribute.name for attribute in attributes)
+    if len(_DECLARED) >= _DECLARED_KEPT:  # classes made at run time, without end
+        _DECLARED.clear()
+    _DECLARED[kind] = names
+    return names
+
+
+_DECLARED: Final[dict[type, tuple[str, ...] | None]] = {}
+_DECLARED_KEPT: Final = 1024
 
 
 class _Sorting:
@@ -453,7 +467,35 @@ class _Sorting:
                 return self._kept(value)
             pairs.update(read)
             return pairs
-        return value
+        names = _fields(value)
+        if names is None:
+            return value
+        return self._fielded(value, names)
+
+    def _fielded(self, value: object, names: tuple[str, ...]) -> object:
+        """A dataclass, model or attrs instance holding a set: a shallow copy whose fields
+        holding one are set to their sorted copies (as its own ``__init__`` sets them,
+        frozen or not); the caller's instance is left as it is."""
+        made = copy.copy(value)
+        if made is value:  # a __copy__ of its own that gives the instance itself
+            raise TemplateParamsError(
+                f"{self.where} holds {a_type(value)} whose copy is itself (its own __copy__), "
+                "with a set in it: the render reads a set sorted, and cannot without changing "
+                "the instance you passed: pass the set as a list in the order the prompt "
+                "should show, or let copy.copy() make a new instance"
+            )
+        self.became[id(value)] = made
+        given = [(name, getattr(value, name, None)) for name in names]  # None: a field not set
+        changed = [(name, new) for name, old in given if (new := self.of(old)) is not old]
+        if not changed and id(value) not in self.looped:
+            return self._kept(value)
+        extra = made.__pydantic_extra__ if isinstance(made, BaseModel) else None
+        for name, new in changed:
+            if extra is not None and name in extra:
+                extra[name] = new  # the copy's own mapping (BaseModel.__copy__ copies it)
+            else:
+                object.__setattr__(made, name, new)
+        return made
 
     def _kept(self, value: object) -> object:
         self.became[id(value)] = value

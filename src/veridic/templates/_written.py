@@ -12,7 +12,8 @@ filters that call ``str()`` on their input. So their input is checked first:
 - where a name is given at render (``map("lower")``), the environment's
   ``call_filter`` checks it;
 - ``|join`` checks each item it writes, after ``attribute=`` is read from it (the
-  objects may print their address, their names do not), held wrapped
+  objects may print their address, their names do not), and ``|xmlattr`` each value
+  of the mapping it writes (``str()`` of it, as an output is): both held wrapped
   (:func:`written_filters`).
 
 A filter that reads its input as a value (``|int``, ``|first``, :data:`READ_AS_A_VALUE`)
@@ -31,7 +32,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from jinja2 import nodes
+from jinja2 import Undefined, nodes
 from jinja2.filters import make_attrgetter
 from jinja2.nodes import EvalContext
 
@@ -102,8 +103,9 @@ READ_AS_A_VALUE: Final = frozenset(
 """jinja2's filters that read their input as a number, a sequence or text: a method there
 is a call whose parentheses were left out (``|int`` made it 0, ``|first`` raised a bare
 ``TypeError``), refused by :func:`valued`. An iterator is a value to them (``|first``)."""
-WRAPPED: Final = frozenset({"join", "tojson"})
-"""The filters held wrapped: ``|join`` (each item it writes), ``|tojson``."""
+WRAPPED: Final = frozenset({"join", "tojson", "xmlattr"})
+"""The filters held wrapped: ``|join`` (each item it writes), ``|tojson``, ``|xmlattr``
+(each value it writes)."""
 
 
 def written(value: object, doing: str) -> object:
@@ -131,11 +133,12 @@ def valued(value: object, doing: str) -> object:
 def written_filters(
     filters: Mapping[str, Callable[..., object]],
 ) -> dict[str, Callable[..., object]]:
-    """``filters`` with ``join`` and ``tojson`` wrapped (the function under the name,
+    """``filters`` with those of :data:`WRAPPED` wrapped (the function under the name,
     which in a sandbox is already bounded: the check runs first, then the bounds)."""
     wrapped = dict(filters)
     wrapped["join"] = _join(filters["join"])
     wrapped["tojson"] = _tojson(filters["tojson"])
+    wrapped["xmlattr"] = _xmlattr(filters["xmlattr"])
     return wrapped
 
 
@@ -173,6 +176,23 @@ def _each_written(items: Iterable[object], doing: str) -> Iterator[object]:
 def _written(item: object, doing: str) -> None:
     if type(item) not in SCALARS:
         refuse_address(item, template_line, doing)
+
+
+def _xmlattr(function: Callable[..., object]) -> Callable[..., object]:
+    """``|xmlattr``, each value it writes checked (``{'a': persona.upper} | xmlattr`` wrote
+    ``a="&lt;built-in method upper of ... at 0x7f43...&gt;"``); a ``None`` or undefined
+    value it leaves out, a key is text (jinja2 refuses any other)."""
+
+    def xmlattr(eval_ctx: EvalContext, value: object, *arguments: Any, **options: Any) -> object:
+        expression = options.pop(EXPRESSION, None)
+        if isinstance(value, Mapping):
+            doing = gives("xmlattr", expression)
+            for held in value.values():
+                if not isinstance(held, Undefined):  # left out, not written
+                    _written(held, doing)
+        return function(eval_ctx, value, *arguments, **options)
+
+    return _like(xmlattr, function)
 
 
 def _tojson(function: Callable[..., object]) -> Callable[..., object]:
