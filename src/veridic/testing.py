@@ -223,7 +223,7 @@ def _invisible(label: str) -> bool:
         0xFE00 <= ord(c) <= 0xFE0F
         or 0xE0100 <= ord(c) <= 0xE01EF
         or 0x180B <= ord(c) <= 0x180F
-        or c in "\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0"
+        or c in "\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0\U00016fe4\U0001d159"
         for c in label
     )
 
