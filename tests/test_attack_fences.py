@@ -70,3 +70,42 @@ def test_a_label_with_a_character_it_may_not_hold_names_the_character(
 def test_an_empty_label_says_it_is_empty() -> None:
     with pytest.raises(VeridicError, match="is empty"):
         fence("", "text")
+
+
+# --- the fence preamble, placed by the caller -------------------------------------------------
+
+DOC = untrusted("The museum opens at nine.", source="web")
+
+
+@pytest.mark.parametrize(
+    "placed",
+    [
+        lambda: (preamble("datamark"), preamble("datamark")),
+        lambda: (join([preamble("datamark"), instruction("Be brief."), preamble("datamark")]),),
+        lambda: (preamble("datamark"), instruction("Be brief."), preamble("datamark")),
+    ],
+    ids=["two-parts", "joined", "apart"],
+)
+def test_a_preamble_placed_twice_is_refused(placed: object) -> None:
+    parts = placed()  # type: ignore[operator]  # a lambda giving the system parts
+    with pytest.raises(VeridicError, match="2 fence preambles") as caught:
+        Composer().system(*parts).data("web", DOC).build()
+    assert "place it once" in str(caught.value)
+
+
+def test_a_preamble_for_an_unused_mode_beside_the_right_one_is_refused() -> None:
+    # The system message told the model of base64 blocks the prompt does not hold, as a
+    # preamble for both modes would: that one was refused already, this spelling was not.
+    composer = Composer().system(preamble("datamark"), preamble("encode")).data("web", DOC)
+    with pytest.raises(VeridicError, match=r"2 fence preambles: place it once, preamble\(datamark\)"):
+        composer.build()
+
+
+def test_a_preamble_placed_once_among_the_rules_is_kept_where_it_stands() -> None:
+    rules = instruction(
+        "Some messages hold data blocks: text from outside this conversation (documents, web "
+        'pages, tool results), each between an opening line <data label="..."> and a closing '
+        "line </data>. Summarise them."
+    )
+    prompt = Composer().system(preamble("datamark"), rules).data("web", DOC).build()
+    assert prompt.system == f"{preamble('datamark')}\n\n{rules}"

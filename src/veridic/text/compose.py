@@ -400,20 +400,39 @@ class Composer:
             self._open_calls.clear()
 
     def _system_parts(self) -> list[str]:
-        """The system parts, with the fence preamble appended when blocks need it."""
+        """The system parts, with the fence preamble appended when blocks need it.
+
+        A preamble the caller placed stays where it stands, if it is the one for the
+        prompt's modes and placed once: two of them (or one beside a preamble for a mode
+        no block uses) told the model of blocks the prompt does not hold, or said it all
+        twice, and are refused rather than sent.
+        """
         if not self._modes:
             return self._system
         needed = preamble(*self._modes)
-        if any(part is needed for part in self._system):
-            return self._system
         written = "".join(self._system)
-        placed = PREAMBLE_HEAD in written and any(
-            span.origin == PREAMBLE_ORIGIN for part in self._system for span in spans_of(part)
-        )
-        if not placed:
+        heads = written.count(PREAMBLE_HEAD)
+        if heads == 0:
             return [*self._system, needed]
-        if needed not in written:
-            used = ", ".join(m for m in DATA_MODES if m in self._modes)
+        if heads == 1 and any(part is needed for part in self._system):
+            return self._system  # the usual placement, found without reading spans
+        placed = [
+            part[span.start : span.end]
+            for part in self._system
+            for span in spans_of(part)
+            if span.origin == PREAMBLE_ORIGIN
+        ]
+        if not placed:
+            return [*self._system, needed]  # the caller's own words, not veridic's preamble
+        used = ", ".join(m for m in DATA_MODES if m in self._modes)
+        count = "".join(placed).count(PREAMBLE_HEAD)
+        if count > 1:
+            raise VeridicError(
+                f"the system message holds {count} fence preambles: place it once, "
+                f"preamble({used}) for the data modes this prompt uses, or leave it out and "
+                "let build() append it"
+            )
+        if "".join(placed) != needed:
             raise VeridicError(
                 f"the system message holds a fence preamble, but not the one for the data modes "
                 f"this prompt uses ({used}): place preamble({used}) instead, or leave it out and "
