@@ -1,14 +1,33 @@
 """What an attacker review of the data fences found, one test each.
 
-Each test failed on the code before its fix; each goes through the public API.
+Each test failed on the code before its fix, except the pins of the last section (the
+same block whichever way it enters, in every process), which held already and are kept
+so they go on holding; each goes through the public API.
 """
 
 from __future__ import annotations
 
-import pytest
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TypedDict
 
-from veridic import Composer, VeridicError, instruction, join, unfence, untrusted
-from veridic.fence import fence, preamble
+import pytest
+from hypothesis import given
+
+from veridic import (
+    Composer,
+    Templates,
+    UntrustedText,
+    VeridicError,
+    instruction,
+    join,
+    unfence,
+    untrusted,
+)
+from veridic.fence import DataMode, fence, preamble
+from veridic.testing import adversarial_text, data_modes
 
 # --- characters nobody sees, printable by Python's rule ---------------------------------------
 
@@ -109,3 +128,64 @@ def test_a_preamble_placed_once_among_the_rules_is_kept_where_it_stands() -> Non
     )
     prompt = Composer().system(preamble("datamark"), rules).data("web", DOC).build()
     assert prompt.system == f"{preamble('datamark')}\n\n{rules}"
+
+
+# --- pins: the same block whichever way it enters, in every process -----------------------------------
+
+
+class _Echo(TypedDict):
+    value: UntrustedText
+
+
+_ECHO = Templates(Path(__file__).parent / "templates_fixtures").data("echo.j2", params=_Echo)
+
+
+@given(text=adversarial_text(), mode=data_modes())
+def test_property_data_tool_result_and_a_data_template_render_the_same_block(
+    text: str, mode: DataMode
+) -> None:
+    value = untrusted(text, source="web")
+    by_data = Composer().data("tool:lookup", value, mode=mode).build().messages[-1].content
+    by_result = (
+        Composer()
+        .user("Look it up.")
+        .tool_call("c1", "lookup", {})
+        .tool_result("c1", value, mode=mode)
+        .build()
+        .messages[-1]
+        .content
+    )
+    assert by_result == by_data
+    by_template = Composer().user(_ECHO.render({"value": value}, mode=mode)).build()
+    assert by_template.messages[-1].content == fence("echo.j2", text, mode)
+    assert by_data == fence("tool:lookup", text, mode)
+
+
+_RENDER_EVERYWHERE = """
+import sys
+from veridic import Composer, untrusted
+from veridic.testing import _EDGE_PIECES, BOUNDARY_SHAPES
+text = "".join(_EDGE_PIECES) + "".join(shape.text for shape in BOUNDARY_SHAPES)
+text += "".join(chr(point) for point in range(0x80, 0x3000, 7))
+composer = Composer()
+for number, mode in enumerate(("datamark", "encode", "verbatim") * 2):
+    composer.data(f"doc:{number}", untrusted(text[number:], source="web"), mode=mode)
+sys.stdout.write(composer.build().sha256)
+"""
+
+
+def test_a_composition_renders_to_the_same_bytes_whatever_the_hash_seed() -> None:
+    # Sets of characters are read in an order the hash seed chooses (the codes of a text
+    # with many odd characters): the bytes, and the prompt's hash, must not follow it.
+    digests = set()
+    for seed in ("0", "1", "4242"):
+        environment = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", _RENDER_EVERYWHERE],
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=True,
+        )
+        digests.add(done.stdout)
+    assert len(digests) == 1
