@@ -22,7 +22,8 @@ Data blocks are rendered in the composer's data mode (``datamark`` unless
 take ``mode=`` per block), see :mod:`veridic.text.fence`. When the prompt holds
 blocks, :meth:`~Composer.build` appends :func:`veridic.text.fence.preamble` for their modes
 to the system message (creating one if there is none), unless the caller
-placed it among the system parts.
+placed it among the system parts: once, and the one for the modes the prompt uses
+(:meth:`~Composer.build` refuses two, or one for other modes).
 
 User and assistant turns are the end user's and the model's own words,
 placed as they are except for one thing: a line that begins like a block's
@@ -373,6 +374,10 @@ class Composer:
         A prompt may end with calls still waiting for results (the model's
         latest turn, kept for audit); :attr:`Prompt.pending_tool_calls` lists
         them, and a gateway refuses to send such a prompt.
+
+        Raises:
+            VeridicError: the system parts hold a fence preamble the caller placed
+                that is not the one for the data modes the blocks use, or hold two.
         """
         self._close_turn()
         messages = list(self._turns)
