@@ -189,3 +189,18 @@ def test_a_composition_renders_to_the_same_bytes_whatever_the_hash_seed() -> Non
         )
         digests.add(done.stdout)
     assert len(digests) == 1
+
+
+# --- the fence preamble in a turn ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("turn", ["user", "assistant"])
+def test_the_preamble_given_as_a_turn_is_refused_with_where_it_belongs(turn: str) -> None:
+    # It was placed in the turn, and build() appended it to the system message all the
+    # same: the model read it twice, once in words the end user (or itself) seemed to say.
+    composer = Composer().user("Summarise the page.") if turn == "assistant" else Composer()
+    with pytest.raises(VeridicError) as caught:
+        getattr(composer, turn)(join([instruction("Read this:"), preamble("datamark")]))
+    message = str(caught.value)
+    assert f"{turn}()" in message
+    assert "system" in message

@@ -166,6 +166,7 @@ class Composer:
         (one block) is placed as it is.
         """
         self._require_text(text, "user()")
+        _refuse_preamble(text, "user()")
         self._require_answered("user()")
         mode = block_mode(text)
         if mode:
@@ -204,6 +205,7 @@ class Composer:
         is a valid turn (the calls :meth:`tool_call` adds next join it).
         """
         self._require_text(text, "assistant()", allow_empty=True)
+        _refuse_preamble(text, "assistant()")
         self._require_answered("assistant()")
         if isinstance(reasoning, ReasoningItem | Mapping | str):
             raise VeridicError(
@@ -578,6 +580,18 @@ def _replay(composer: Composer, turn: Turn) -> None:
             untrusted(turn.text, source=turn.source),
             mode=_restored_mode(composer, turn.mode),
             error=turn.error,
+        )
+
+
+def _refuse_preamble(text: str, where: str) -> None:
+    """Refuse the fence preamble as a turn's words: it explains the blocks from the system
+    message, where build() appends it anyway, so in a turn the model read it twice, once
+    as what the end user (or the model itself) said."""
+    if is_trusted(text) and any(span.origin == PREAMBLE_ORIGIN for span in spans_of(text)):
+        raise VeridicError(
+            f"{where} got text holding the fence preamble ({clip(text)}): the preamble "
+            "belongs in the system message, which build() gives it whenever the prompt "
+            "holds data blocks; leave it out of the turn, or place it among system() parts"
         )
 
 
