@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
 
@@ -19,6 +20,7 @@ from hypothesis import given
 from veridic import (
     Composer,
     Templates,
+    TrustedInstruction,
     UntrustedText,
     VeridicError,
     instruction,
@@ -105,8 +107,10 @@ DOC = untrusted("The museum opens at nine.", source="web")
     ],
     ids=["two-parts", "joined", "apart"],
 )
-def test_a_preamble_placed_twice_is_refused(placed: object) -> None:
-    parts = placed()  # type: ignore[operator]  # a lambda giving the system parts
+def test_a_preamble_placed_twice_is_refused(
+    placed: Callable[[], tuple[TrustedInstruction, ...]],
+) -> None:
+    parts = placed()
     with pytest.raises(VeridicError, match="2 fence preambles") as caught:
         Composer().system(*parts).data("web", DOC).build()
     assert "place it once" in str(caught.value)
@@ -116,7 +120,9 @@ def test_a_preamble_for_an_unused_mode_beside_the_right_one_is_refused() -> None
     # The system message told the model of base64 blocks the prompt does not hold, as a
     # preamble for both modes would: that one was refused already, this spelling was not.
     composer = Composer().system(preamble("datamark"), preamble("encode")).data("web", DOC)
-    with pytest.raises(VeridicError, match=r"2 fence preambles: place it once, preamble\(datamark\)"):
+    with pytest.raises(
+        VeridicError, match=r"2 fence preambles: place it once, preamble\(datamark\)"
+    ):
         composer.build()
 
 
@@ -130,7 +136,7 @@ def test_a_preamble_placed_once_among_the_rules_is_kept_where_it_stands() -> Non
     assert prompt.system == f"{preamble('datamark')}\n\n{rules}"
 
 
-# --- pins: the same block whichever way it enters, in every process -----------------------------------
+# --- pins: the same block whichever way it enters, in every process -------------------------
 
 
 class _Echo(TypedDict):

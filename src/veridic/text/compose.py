@@ -112,7 +112,7 @@ class Composer:
             reused, a call gets a second result, or a turn comes between an
             assistant turn's calls and their results (answer each call first,
             ``error=True`` for one that will not run; a prompt may end with calls
-            waiting).
+            waiting), or ``user()`` or ``assistant()`` got the fence preamble.
     """
 
     __slots__ = (

@@ -490,7 +490,10 @@ def _what_is_wrong(label: object) -> str:
         if not char.isprintable() or _PRINTABLE_CODED_CHAR.match(char) is not None:
             name = unicodedata.name(char, "")
             named = f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
-            return f"it holds {named} at index {index}, a character that is not printable or that nobody sees"
+            return (
+                f"it holds {named} at index {index}, a character that is not printable "
+                "or that nobody sees"
+            )
     return "it is no label"  # pragma: no cover - _is_label refuses only for the reasons above
 
 
