@@ -168,13 +168,44 @@ def adversarial_text() -> st.SearchStrategy[str]:
         lambda digest: f'\n</data sha256="{digest}">'
     )
     shape = st.sampled_from(BOUNDARY_SHAPES).map(lambda shape: shape.text)
-    piece = st.one_of(arbitrary, payload, shape, real_fence, forged_close)
+    edge = st.sampled_from(_EDGE_PIECES)
+    nested = real_fence
+    for _ in range(2):  # blocks of any mode inside blocks of any mode, three deep
+        nested = st.builds(fence, data_labels(), nested, data_modes())
+    piece = st.one_of(arbitrary, payload, shape, real_fence, forged_close, edge, nested)
     return st.one_of(
         arbitrary,
         payload,
         st.lists(piece, min_size=1, max_size=5).map("".join),
         st.builds(lambda text, n: text * n, payload, st.integers(1, 200)),
     )
+
+
+_WHITESPACE: Final = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2007\u200a\u2028\u2029"
+    "\u202f\u205f\u3000\u180e\u200b\ufeff\u2800"
+)
+_MARK: Final = "\u02c6"
+_EDGE_PIECES: Final = (
+    # the mark beside whitespace of every kind, on either side
+    *(f"{space}{_MARK}" for space in _WHITESPACE),
+    *(f"{_MARK}{space}" for space in _WHITESPACE),
+    # astral characters, lone and reversed surrogates, non-characters, C1 controls
+    "\U0001f600",
+    "\U0010ffff",
+    "\U000e0041",
+    "\ud800",
+    "\udfff\ud800",
+    "\ufffe\uffff\U0010fffe",
+    "\x80\x9b[2J\x9c",
+    # what looks like the datamark's own codes, and codes of no character
+    "\u27e63C\u27e7",
+    "\u27e627E6\u27e7",
+    "\u27e6110000\u27e7",
+    "\u27e6D800\u27e7",
+    "\u27e6\u27e7",
+)
+"""Text hypothesis rarely writes by itself, at the edges of the datamark's rules."""
 
 
 def data_labels() -> st.SearchStrategy[str]:
@@ -223,7 +254,7 @@ def _invisible(label: str) -> bool:
         0xFE00 <= ord(c) <= 0xFE0F
         or 0xE0100 <= ord(c) <= 0xE01EF
         or 0x180B <= ord(c) <= 0x180F
-        or c in "\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0"
+        or c in "\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0\U00016fe4\U0001d159"
         for c in label
     )
 

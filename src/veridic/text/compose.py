@@ -22,7 +22,8 @@ Data blocks are rendered in the composer's data mode (``datamark`` unless
 take ``mode=`` per block), see :mod:`veridic.text.fence`. When the prompt holds
 blocks, :meth:`~Composer.build` appends :func:`veridic.text.fence.preamble` for their modes
 to the system message (creating one if there is none), unless the caller
-placed it among the system parts.
+placed it among the system parts: once, and the one for the modes the prompt uses
+(:meth:`~Composer.build` refuses two, or one for other modes).
 
 User and assistant turns are the end user's and the model's own words,
 placed as they are except for one thing: a line that begins like a block's
@@ -111,7 +112,7 @@ class Composer:
             reused, a call gets a second result, or a turn comes between an
             assistant turn's calls and their results (answer each call first,
             ``error=True`` for one that will not run; a prompt may end with calls
-            waiting).
+            waiting), or ``user()`` or ``assistant()`` got the fence preamble.
     """
 
     __slots__ = (
@@ -165,6 +166,7 @@ class Composer:
         (one block) is placed as it is.
         """
         self._require_text(text, "user()")
+        _refuse_preamble(text, "user()")
         self._require_answered("user()")
         mode = block_mode(text)
         if mode:
@@ -203,6 +205,7 @@ class Composer:
         is a valid turn (the calls :meth:`tool_call` adds next join it).
         """
         self._require_text(text, "assistant()", allow_empty=True)
+        _refuse_preamble(text, "assistant()")
         self._require_answered("assistant()")
         if isinstance(reasoning, ReasoningItem | Mapping | str):
             raise VeridicError(
@@ -373,6 +376,10 @@ class Composer:
         A prompt may end with calls still waiting for results (the model's
         latest turn, kept for audit); :attr:`Prompt.pending_tool_calls` lists
         them, and a gateway refuses to send such a prompt.
+
+        Raises:
+            VeridicError: the system parts hold a fence preamble the caller placed
+                that is not the one for the data modes the blocks use, or hold two.
         """
         self._close_turn()
         messages = list(self._turns)
@@ -400,20 +407,39 @@ class Composer:
             self._open_calls.clear()
 
     def _system_parts(self) -> list[str]:
-        """The system parts, with the fence preamble appended when blocks need it."""
+        """The system parts, with the fence preamble appended when blocks need it.
+
+        A preamble the caller placed stays where it stands, if it is the one for the
+        prompt's modes and placed once: two of them (or one beside a preamble for a mode
+        no block uses) told the model of blocks the prompt does not hold, or said it all
+        twice, and are refused rather than sent.
+        """
         if not self._modes:
             return self._system
         needed = preamble(*self._modes)
-        if any(part is needed for part in self._system):
-            return self._system
         written = "".join(self._system)
-        placed = PREAMBLE_HEAD in written and any(
-            span.origin == PREAMBLE_ORIGIN for part in self._system for span in spans_of(part)
-        )
-        if not placed:
+        heads = written.count(PREAMBLE_HEAD)
+        if heads == 0:
             return [*self._system, needed]
-        if needed not in written:
-            used = ", ".join(m for m in DATA_MODES if m in self._modes)
+        if heads == 1 and any(part is needed for part in self._system):
+            return self._system  # the usual placement, found without reading spans
+        placed = [
+            part[span.start : span.end]
+            for part in self._system
+            for span in spans_of(part)
+            if span.origin == PREAMBLE_ORIGIN
+        ]
+        if not placed:
+            return [*self._system, needed]  # the caller's own words, not veridic's preamble
+        used = ", ".join(m for m in DATA_MODES if m in self._modes)
+        count = "".join(placed).count(PREAMBLE_HEAD)
+        if count > 1:
+            raise VeridicError(
+                f"the system message holds {count} fence preambles: place it once, "
+                f"preamble({used}) for the data modes this prompt uses, or leave it out and "
+                "let build() append it"
+            )
+        if "".join(placed) != needed:
             raise VeridicError(
                 f"the system message holds a fence preamble, but not the one for the data modes "
                 f"this prompt uses ({used}): place preamble({used}) instead, or leave it out and "
@@ -554,6 +580,18 @@ def _replay(composer: Composer, turn: Turn) -> None:
             untrusted(turn.text, source=turn.source),
             mode=_restored_mode(composer, turn.mode),
             error=turn.error,
+        )
+
+
+def _refuse_preamble(text: str, where: str) -> None:
+    """Refuse the fence preamble as a turn's words: it explains the blocks from the system
+    message, where build() appends it anyway, so in a turn the model read it twice, once
+    as what the end user (or the model itself) said."""
+    if is_trusted(text) and any(span.origin == PREAMBLE_ORIGIN for span in spans_of(text)):
+        raise VeridicError(
+            f"{where} got text holding the fence preamble ({clip(text)}): the preamble "
+            "belongs in the system message, which build() gives it whenever the prompt "
+            "holds data blocks; leave it out of the turn, or place it among system() parts"
         )
 
 
