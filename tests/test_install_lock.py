@@ -157,7 +157,9 @@ def test_an_install_interrupted_inside_the_lock_leaves_the_cache_unlocked(
     said: list[str] = []
     interrupted = _InterruptedPip(_fake_runtime_pin(b"sdist"), b"sdist")
     with pytest.raises(KeyboardInterrupt):
-        install.build_runtime(tmp_path, interrupted.pin, run=interrupted, log=said.append, cpuinfo="")
+        install.build_runtime(
+            tmp_path, interrupted.pin, run=interrupted, log=said.append, cpuinfo=""
+        )
     assert not (tmp_path / ".install-lock").exists()
     fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
     install.build_runtime(tmp_path, fake.pin, run=fake, log=said.append, cpuinfo="")
