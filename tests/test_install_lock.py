@@ -134,3 +134,51 @@ def test_without_fcntl_a_second_install_into_a_cache_is_refused_naming_the_lock(
     assert "another install" in refusal
     assert not (tmp_path / ".install-lock").exists()  # removed when the first one ended
     assert install.build_runtime(tmp_path, fake.pin, run=fake, log=print, cpuinfo="") == wheel
+
+
+class _InterruptedPip(_FakeRuntimePip):
+    """The fake pip, interrupted (Ctrl-C) while it builds: inside the cache's lock."""
+
+    def __call__(self, command: Sequence[str], env: Mapping[str, str]) -> None:
+        if "wheel" in command:
+            raise KeyboardInterrupt
+        super().__call__(command, env)
+
+
+@pytest.mark.parametrize("fcntl", ["flock", "lock file"])
+def test_an_install_interrupted_inside_the_lock_leaves_the_cache_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fcntl: str
+) -> None:
+    # Ctrl-C in the build: the next install neither waits for nor is refused by the lock.
+    if fcntl == "lock file":
+        monkeypatch.setattr(install, "_fcntl", lambda: None)
+    elif sys.platform == "win32":
+        pytest.skip("fcntl")
+    said: list[str] = []
+    interrupted = _InterruptedPip(_fake_runtime_pin(b"sdist"), b"sdist")
+    with pytest.raises(KeyboardInterrupt):
+        install.build_runtime(
+            tmp_path, interrupted.pin, run=interrupted, log=said.append, cpuinfo=""
+        )
+    assert not (tmp_path / ".install-lock").exists()
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
+    install.build_runtime(tmp_path, fake.pin, run=fake, log=said.append, cpuinfo="")
+    assert not [line for line in said if "waiting for another install" in line]
+
+
+def test_a_lock_file_left_by_a_killed_install_is_named_with_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A process killed while it held the lock file (no finally ran) leaves it: the next
+    # install is refused, and the message says it may be stale and how to clear it.
+    monkeypatch.setattr(install, "_fcntl", lambda: None)
+    (tmp_path / ".install-lock").write_text("4242\n")
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
+    with pytest.raises(install.InstallError) as refused:
+        install.build_runtime(tmp_path, fake.pin, run=fake, log=print, cpuinfo="")
+    message = str(refused.value)
+    assert f"delete {tmp_path / '.install-lock'}" in message
+    assert "stopped before it removed it" in message
+    assert not fake.calls  # nothing was built beside the other install
+    (tmp_path / ".install-lock").unlink()  # as the message says, once none runs
+    install.build_runtime(tmp_path, fake.pin, run=fake, log=print, cpuinfo="")

@@ -184,3 +184,43 @@ def test_a_store_being_opened_in_one_thread_s_loop_is_refused_to_another_s(
     assert isinstance(outcomes["second"], AuditRecordError), outcomes
     assert "being opened in another event loop" in str(outcomes["second"])
     assert outcomes["first"] == 1
+
+
+@pytest.mark.parametrize("store", [PostgresAuditSink, AsyncPostgresAuditSink])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://audit:s3cret%00tail@/app",
+        "postgresql://audit:s3cret@/app%00?sslmode=verify-full",
+        "postgresql:///app?password=s3cret%00&sslmode=verify-full",
+    ],
+)
+def test_a_percent_encoded_nul_in_a_url_is_refused_without_its_password(
+    store: type[PostgresAuditSink | AsyncPostgresAuditSink], url: str
+) -> None:
+    # libpq decodes a URL's %XX, and refuses %00 itself ("forbidden value %00"), quoting
+    # the value it was in: the store refuses it before any connection, the password hidden.
+    with pytest.raises(AuditRecordError, match="%00") as refused:
+        store(url)
+    assert "s3cret" not in str(refused.value)
+
+
+def test_an_open_left_pending_by_a_closed_loop_does_not_block_the_next_loop(
+    postgres_dsn: str,
+) -> None:
+    # A loop closed (not collected) with the store's open attempt still pending: that
+    # attempt can never finish, so an open in another loop is not refused for it.
+    store = AsyncPostgresAuditSink(postgres_dsn, min_size=1, max_size=1)
+    first = asyncio.new_event_loop()
+    opener = first.create_task(store.open())
+    first.run_until_complete(asyncio.sleep(0))  # open() has started its attempt
+    first.close()  # the attempt and its loop are still referenced: not collected
+    assert not opener.done()
+
+    async def second() -> int:
+        async with store:
+            await store.awrite(make())
+            return len(await store.arecords())
+
+    assert asyncio.run(second()) == 1
+    assert first.is_closed()  # still there (held above) when the second opened

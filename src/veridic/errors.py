@@ -290,6 +290,11 @@ class IncompletePlanError(VeridicError):
 class AuditRecordError(VeridicError, ValueError):
     """An audit record is malformed, so the store refuses it rather than keep a lie."""
 
+    record: object = None
+    """The record a store refused because it holds another under the same id, not kept
+    anywhere else (``None`` for every other refusal): store it elsewhere, or find what
+    wrote the other one."""
+
 
 class UnwrittenRecord(Protocol):
     """The audit record a sink did not store (a :class:`veridic.AuditRecord`)."""

@@ -31,30 +31,33 @@ class SQLStore:
     def _run(self, statement: Statement[T]) -> T:
         raise NotImplementedError
 
-    def _insert(self, row: tuple[object, ...]) -> None:
-        """Commit :data:`INSERT` of ``row``, as :meth:`_run` would.
+    def _insert(self, statement: Statement[None]) -> None:
+        """Commit ``statement``, the :data:`INSERT` of a record, as :meth:`_run` would.
 
         The one statement sent once per tool call: a store may send it more
-        directly (no :class:`Statement`, no rows to read back).
+        directly (no rows to read back).
         """
-        self._run(Statement(_statements.INSERT, row, _statements.nothing))
+        self._run(statement)
 
     def write(self, record: AuditRecord, /) -> None:
         """Validate ``record`` and commit it before returning.
 
         A record already stored (the same :attr:`~AuditRecord.record_id`: a
-        retry) is not stored again.
+        retry) is not stored again; another record under a stored id is refused.
 
         Raises:
-            AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
+            AuditRecordError: ``record`` is not a valid :class:`AuditRecord`, or
+                the store holds another record under its id (it was not stored;
+                it is on the error, as ``.record``).
         """
-        self._insert(_statements.checked_row(self, record))
+        self._insert(_statements.write_record(self, record))
 
     def write_model_call(self, record: ModelCallRecord, /) -> None:
         """Commit a :class:`ModelCallRecord` (what the gateway sent) before returning.
 
         Raises:
-            AuditRecordError: ``record`` is not a :class:`ModelCallRecord`.
+            AuditRecordError: ``record`` is not a :class:`ModelCallRecord`, or the store
+                holds another one under its ``call_id`` (as :meth:`write`).
         """
         self._run(_statements.write_model_call(repr(self), record))
 
@@ -62,7 +65,8 @@ class SQLStore:
         """Commit a :class:`ModelReplyRecord` (what the model answered) before returning.
 
         Raises:
-            AuditRecordError: ``record`` is not a :class:`ModelReplyRecord`.
+            AuditRecordError: ``record`` is not a :class:`ModelReplyRecord`, or the store
+                holds another one under its ``call_id`` (as :meth:`write`).
         """
         self._run(_statements.write_model_reply(repr(self), record))
 
@@ -73,7 +77,8 @@ class SQLStore:
         sends every vouch here, before the vouched text is returned.
 
         Raises:
-            AuditRecordError: ``record`` is not a :class:`~veridic.VouchRecord`.
+            AuditRecordError: ``record`` is not a :class:`~veridic.VouchRecord`, or the
+                store holds another one under its ``record_id`` (as :meth:`write`).
         """
         self._run(_statements.write_vouch(repr(self), record))
 
@@ -319,11 +324,7 @@ class AsyncSQLStore:
 
     async def awrite(self, record: AuditRecord, /) -> None:
         """As :meth:`SQLStore.write`."""
-        await self._arun(
-            Statement(
-                _statements.INSERT, _statements.checked_row(self, record), _statements.nothing
-            )
-        )
+        await self._arun(_statements.write_record(self, record))
 
     async def awrite_model_call(self, record: ModelCallRecord, /) -> None:
         """As :meth:`SQLStore.write_model_call`."""

@@ -13,7 +13,10 @@ Every statement says whether running it twice is harmless: inserts of
 records keyed by their own id are (``ON CONFLICT DO NOTHING``), and so is a
 save of a paused run (kept once while unclaimed), so a store may send one
 again after a lost connection; claiming a paused run is not (the second try
-would find the run taken and hand it to nobody).
+would find the run taken and hand it to nobody). An insert keyed by its id
+that adds no row (its rowcount is 0) is checked against the row already under
+that id (:class:`Keyed`): the same record is a retry, kept once; another one
+is refused, never dropped.
 """
 
 from __future__ import annotations
@@ -75,6 +78,10 @@ class Statement(Generic[T]):
     answer: Callable[[Rows], T]
     idempotent: bool = True
     """Whether sending it again after a lost connection is harmless."""
+    keyed: Keyed | None = None
+    """For an insert of a record keyed by its own id: how to check a row already there."""
+    record: object = None
+    """The record the insert writes, for the error of one refused (:func:`check_kept`)."""
 
     @property
     def writes(self) -> bool:
@@ -84,6 +91,77 @@ class Statement(Generic[T]):
 
 def nothing(rows: Rows) -> None:
     return None
+
+
+def _rows(rows: Rows) -> Rows:
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Keyed:
+    """A table whose records are keyed by their own id, inserted ``ON CONFLICT DO NOTHING``.
+
+    Doing nothing on a conflict makes a write sent again (after a lost connection whose
+    first try was committed) harmless; it also dropped, without a word, another record
+    under the same id (a reply with another model for one call, a record changed with
+    ``object.__setattr__`` and written again). A store whose insert added no row reads
+    the row under the id (:meth:`stored`) and :func:`check_kept` tells the two apart.
+    """
+
+    table: str
+    columns: str
+    """The inserted columns, in the order of the insert's parameters."""
+    key: str
+
+    def stored(self, params: tuple[object, ...]) -> Statement[Rows]:
+        """The row kept under the id of the insert of ``params``."""
+        at = self.columns.split(", ").index(self.key)
+        return Statement(
+            f"SELECT {self.columns} FROM {self.table} WHERE {self.key} = ?",
+            (params[at],),
+            _rows,
+        )
+
+
+def check_kept(where: object, statement: Statement[Any], stored: Rows) -> None:
+    """Refuse ``statement``'s record unless ``stored``, the row under its id, is the same.
+
+    Called only when the insert added no row, so this costs a read on a retry and on a
+    conflict, never on a write that landed. The message names the table, the id and the
+    columns that differ, never their values (a detail, a model name: text a model or an
+    attacker may have written). ``where`` is the store (its ``repr`` is taken only here).
+
+    Raises:
+        AuditRecordError: another record is kept under the id (the refused one is on the
+            error, as ``.record``), or no row is, though the insert added none.
+    """
+    keyed = statement.keyed
+    if keyed is None:
+        return
+    names = keyed.columns.split(", ")
+    key = statement.params[names.index(keyed.key)]
+    if stored:
+        differ = [
+            name
+            for name, given, kept in zip(names, statement.params, stored[0], strict=True)
+            if given != kept
+        ]
+        if not differ:
+            return  # the same record: a retry, kept once
+        what = (
+            f"holds another record under the {keyed.key} {clip(str(key))} in {keyed.table}: "
+            f"the one written differs in {', '.join(differ)}"
+        )
+    else:
+        what = f"added no row for the {keyed.key} {clip(str(key))} to {keyed.table}, nor holds one"
+    error = AuditRecordError(
+        f"{where!r} {what}. It was not stored (the store keeps the first; a record is "
+        "never overwritten), and it is on this error (.record): store it elsewhere. A record's "
+        "id names one record: build a new record (a new id) rather than change one written "
+        "(object.__setattr__), and check what else writes records with this id"
+    )
+    error.record = statement.record
+    raise error
 
 
 COLUMNS: Final = (
@@ -113,6 +191,10 @@ INSERT: Final = _insert("veridic_audit", COLUMNS, "record_id")
 _INSERT_CALL: Final = _insert("veridic_model_calls", _CALL_COLUMNS, "call_id")
 _INSERT_REPLY: Final = _insert("veridic_model_replies", _REPLY_COLUMNS, "call_id")
 _INSERT_VOUCH: Final = _insert("veridic_vouches", _VOUCH_COLUMNS, "record_id")
+KEYED_AUDIT: Final = Keyed("veridic_audit", COLUMNS, "record_id")
+_KEYED_CALL: Final = Keyed("veridic_model_calls", _CALL_COLUMNS, "call_id")
+_KEYED_REPLY: Final = Keyed("veridic_model_replies", _REPLY_COLUMNS, "call_id")
+_KEYED_VOUCH: Final = Keyed("veridic_vouches", _VOUCH_COLUMNS, "record_id")
 
 _CALLS_ONLY: Final = (
     f"NOT (outcome = 'blocked' AND substr(detail, 1, {len(_FOLLOW_UP)}) = '{_FOLLOW_UP}')"
@@ -139,6 +221,11 @@ def checked_row(where: object, record: object) -> tuple[object, ...]:
             "build an AuditRecord (its fields are checked when it is made)"
         )
     return _row(_checked_fields(record))
+
+
+def write_record(where: object, record: object) -> Statement[None]:
+    """The insert of a tool call's ``record``, checked again (:func:`checked_row`)."""
+    return Statement(INSERT, checked_row(where, record), nothing, keyed=KEYED_AUDIT, record=record)
 
 
 DETAIL_LIMIT: Final = 4096
@@ -286,7 +373,7 @@ def write_model_call(where: str, record: object) -> Statement[None]:
         record.call_id,
         record.options_sha256,
     )
-    return Statement(_INSERT_CALL, row, nothing)
+    return Statement(_INSERT_CALL, row, nothing, keyed=_KEYED_CALL, record=record)
 
 
 def write_model_reply(where: str, record: object) -> Statement[None]:
@@ -311,7 +398,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         record.call_id or None,
         *_stored_parts(usage),
     )
-    return Statement(_INSERT_REPLY, row, nothing)
+    return Statement(_INSERT_REPLY, row, nothing, keyed=_KEYED_REPLY, record=record)
 
 
 def _stored_parts(usage: Usage | None) -> tuple[int | None, ...]:
@@ -356,7 +443,7 @@ def write_vouch(where: str, record: object) -> Statement[None]:
         _storable(record.sample),
         record.record_id,
     )
-    return Statement(_INSERT_VOUCH, row, nothing)
+    return Statement(_INSERT_VOUCH, row, nothing, keyed=_KEYED_VOUCH, record=record)
 
 
 def save_conversation(

@@ -62,7 +62,15 @@ from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
 from veridic.run._sqlite_schema import prepare
-from veridic.run._store import INSERT, Statement, T, checked_row
+from veridic.run._store import (
+    INSERT,
+    KEYED_AUDIT,
+    Statement,
+    T,
+    check_kept,
+    checked_row,
+    nothing,
+)
 from veridic.run._turns import Turns
 from veridic.run.approval import ApprovalMode
 from veridic.run.records import (
@@ -378,6 +386,7 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
             try:
                 cursor = connection.db.execute(statement.sql, statement.params)
                 rows = cursor.fetchall() if cursor.description is not None else []
+                added = cursor.rowcount
             except sqlite3.OperationalError as error:
                 if not str(error).startswith(_NOT_UTF8):
                     raise
@@ -387,6 +396,8 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
                     "file is damaged; nothing was read: check what else writes to the file, "
                     "and PRAGMA integrity_check"
                 ) from error
+        if statement.keyed is not None and added == 0:  # a retry, or another record
+            check_kept(self, statement, self._run(statement.keyed.stored(statement.params)))
         return statement.answer(rows)
 
     def _check_open(self) -> None:
@@ -397,7 +408,8 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         """Validate ``record`` and commit it before returning (as every store's ``write``).
 
         Raises:
-            AuditRecordError: ``record`` is not a valid :class:`AuditRecord`.
+            AuditRecordError: ``record`` is not a valid :class:`AuditRecord`, or the
+                store holds another record under its id (:meth:`SQLStore.write`).
         """
         writer = self._writing()
         # Checked in its turn: a writer that builds its row while another writes
@@ -405,7 +417,11 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         # more records a second with the check inside).
         with writer.lock:
             self._check_open()
-            writer.db.execute(INSERT, checked_row(self, record))
+            row = checked_row(self, record)
+            added = writer.db.execute(INSERT, row).rowcount
+        if added == 0:  # a retry, or another record under its id
+            statement = Statement(INSERT, row, nothing, keyed=KEYED_AUDIT, record=record)
+            check_kept(self, statement, self._run(KEYED_AUDIT.stored(row)))
 
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)

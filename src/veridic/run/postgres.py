@@ -58,7 +58,7 @@ from veridic.errors import AuditRecordError
 from veridic.run import _postgres_schema
 from veridic.run._conninfo import misread_password, refuse_nul, without_passwords
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
-from veridic.run._store import INSERT, Rows, Statement, T
+from veridic.run._store import INSERT, KEYED_AUDIT, Rows, Statement, T, check_kept
 
 if TYPE_CHECKING:
     import psycopg
@@ -190,15 +190,21 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         sql = _placeholders(statement.sql)
         if self._schema != _postgres_schema.VERSION:  # a review of an older database
             sql = _postgres_schema.columns(sql, self._schema)
-        return statement.answer(self._sent(sql, statement.params, statement.idempotent))
+        rows, added = self._sent(sql, statement.params, statement.idempotent)
+        if statement.keyed is not None and added == 0:  # a retry, or another record
+            check_kept(self, statement, self._run(statement.keyed.stored(statement.params)))
+        return statement.answer(rows)
 
-    def _insert(self, row: tuple[object, ...]) -> None:
-        self._sent(_INSERT, row, True, rows=False)
+    def _insert(self, statement: Statement[None]) -> None:
+        _, added = self._sent(_INSERT, statement.params, True, rows=False)
+        if added == 0:  # a retry, or another record under its id
+            check_kept(self, statement, self._run(KEYED_AUDIT.stored(statement.params)))
 
     def _sent(
         self, sql: str, params: tuple[object, ...], idempotent: bool, *, rows: bool = True
-    ) -> Rows:
-        """The rows of ``sql`` (``%s`` placeholders), sent again if the connection was lost.
+    ) -> tuple[Rows, int]:
+        """The rows of ``sql`` (``%s`` placeholders) and its rowcount, sent again if the
+        connection was lost.
 
         ``rows=False`` (a write with no answer) sends it on the connection's kept
         cursor; a statement with rows gets a cursor of its own, so that no kept
@@ -229,21 +235,22 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         except self._psycopg.OperationalError as error:
             raise _noted(error, self, idempotent) from None
 
-    def _send(self, sql: str, params: tuple[object, ...], rows: bool) -> Rows:
+    def _send(self, sql: str, params: tuple[object, ...], rows: bool) -> tuple[Rows, int]:
         me = threading.get_ident()
         kept = self._kept.pop(me, None) or self._lease()
         try:
             if rows:
                 cursor = kept.connection.execute(sql, params)
                 answer = cursor.fetchall() if cursor.description is not None else []
+                added = cursor.rowcount
             else:
-                kept.cursor.execute(sql, params)
+                added = kept.cursor.execute(sql, params).rowcount
                 answer = []
         except BaseException:
             self._give_back(kept)  # the pool discards a broken connection, never reuses it
             raise
         self._keep(me, kept)
-        return answer
+        return answer, added
 
     # A write holds a connection for a round trip; taking it from the pool and
     # giving it back costs a third of that again (psycopg_pool's getconn and
@@ -510,9 +517,9 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                 try:
                     cursor = await db.execute(sql, statement.params)
                     rows = await cursor.fetchall() if cursor.description is not None else []
+                    added = cursor.rowcount
                 finally:
                     await pool.putconn(db)
-                return statement.answer(rows)
             except self._psycopg.OperationalError as error:
                 if _answered(error):
                     raise _refused(error, self) from None
@@ -520,6 +527,11 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                     raise _noted(error, self, statement.idempotent) from None
                 await pool.check()  # its idle connections died with this one (as above)
                 lost = error
+                continue
+            if statement.keyed is not None and added == 0:  # a retry, or another record
+                stored = await self._arun(statement.keyed.stored(statement.params))
+                check_kept(self, statement, stored)
+            return statement.answer(rows)
         assert lost is not None  # the loop ran and every try failed
         raise _noted(lost, self, statement.idempotent) from None
 
