@@ -77,10 +77,16 @@ from typing import overload
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.run import telemetry as _telemetry
-from veridic.run._audit_writes import arecorded, recorded, writes
+from veridic.run._audit_writes import (
+    amodel_calls_kept,
+    arecorded,
+    model_calls_kept,
+    recorded,
+    writes,
+)
 from veridic.run._run_checks import (
     all_queries,
-    also_unwritten,
+    also_raised,
     check_context,
     check_defer,
     check_none_async,
@@ -107,7 +113,7 @@ from veridic.run.call_log import (
     ModelReplySink,
     _CallRecords,
 )
-from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed
+from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed, check_store_saw
 from veridic.run.executor import (
     AsyncConfirm,
     CallResult,
@@ -687,6 +693,12 @@ class ModelGateway:
             )
             on_record = recorded(self._audit, paused.request_id, "resume")
             check_not_resumed(paused, reply.tool_calls, on_record)
+            asked = (
+                model_calls_kept(self._audit, paused.request_id, "resume")
+                if self._calls.sink is self._audit
+                else None
+            )
+            check_store_saw(paused, reply.tool_calls, on_record, asked)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             check_none_async(reply.view, steps.runnable)
             state.restore(paused)  # refused before here, the composer is as it was given
@@ -851,6 +863,12 @@ class ModelGateway:
             )
             on_record = await arecorded(self._audit, paused.request_id, "aresume")
             check_not_resumed(paused, reply.tool_calls, on_record)
+            asked = (
+                await amodel_calls_kept(self._audit, paused.request_id, "aresume")
+                if self._calls.sink is self._audit
+                else None
+            )
+            check_store_saw(paused, reply.tool_calls, on_record, asked)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
@@ -910,8 +928,9 @@ class ModelGateway:
         first = failures[0]
         if isinstance(first, AuditWriteError):
             first.earlier = outcomes
-        for other in failures[1:]:
-            also_unwritten(first, other)
+        for call, item in zip(reply.tool_calls, settled, strict=True):
+            if isinstance(item, BaseException) and item is not first:
+                also_raised(first, call, item)
         raise first
 
     # --- the checks every call passes ---------------------------------------------------
