@@ -173,7 +173,7 @@ def model_calls_kept(
     """The model calls ``audit`` holds of request ``request_id``; ``None`` when it cannot say.
 
     A resume reads them to tell the store the run wrote to from one that never saw it
-    (see :func:`veridic.run.deferred.check_store_saw`); the caller asks only a store the
+    (see ``veridic.run.deferred.check_store_saw``); the caller asks only a store the
     gateway writes its model calls to. A store without ``model_calls`` cannot say.
 
     Raises:

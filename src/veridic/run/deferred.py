@@ -39,7 +39,11 @@ What resuming checks, because the world may have changed meanwhile:
   one of the waiting calls is on record (it ran, failed, or was denied or
   refused by an earlier resume), the resume is refused before anything runs.
   A copy kept in a session, a queue that delivers twice or a double click on
-  "approve" cannot run a write twice, nor turn a "no" into a "yes". Two resumes
+  "approve" cannot run a write twice, nor turn a "no" into a "yes". The check
+  needs the store the run wrote to: a store that holds no trace of the run (not
+  the model call that paused, where the gateway keeps its model calls in the
+  audit store; not the calls the run made before its waiting ones) could not
+  tell, and the resume is refused. Two resumes
   *at the same moment* can both find nothing on record: only the atomic claim
   closes that race, so keep paused runs in the audit store (``save_paused``)
   and resume what ``claim_paused`` hands out, once. The check knows a copy,

@@ -648,8 +648,12 @@ class ModelGateway:
         the waiting calls is on record (by its call id, under the paused prompt),
         an earlier resume of this paused run, or of a copy of it, handled it, and
         this one is refused. That covers a copy resumed again later (a session, a
-        queue that delivers twice, a second click). Two resumes at the same moment
-        may both find nothing on record yet: for those, resume only what
+        queue that delivers twice, a second click), on the store the run wrote
+        to: a store that holds no trace of the run (the model call that paused,
+        where the gateway keeps its model calls in the audit store, the default;
+        else the records of the calls the run made before its waiting ones) is
+        not that store, could not tell, and is refused. Two resumes at the same
+        moment may both find nothing on record yet: for those, resume only what
         ``store.claim_paused(request_id)`` hands out, which gives the run to one
         caller.
 
@@ -673,7 +677,9 @@ class ModelGateway:
                 names no pending approval or answers a call after one left
                 unanswered, the paused conversation does
                 not end with the calls its approvals name, a waiting call is
-                on record already (the paused run was resumed before), or the
+                on record already (the paused run was resumed before), the
+                audit store holds no trace of the paused run (it is not the
+                store the run wrote to, so it could not tell), or the
                 audit store cannot be asked for a request's records (nothing
                 runs in each case, and ``composer`` is left as it was given, to
                 resume with again); and what :meth:`run` raises. Raised after
