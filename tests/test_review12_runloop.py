@@ -305,3 +305,51 @@ def test_a_turn_limit_after_an_invalid_structured_answer_says_so() -> None:
     assert "before the model answered without tool calls" not in message
     assert "not a valid Resolution" in message
     assert composer.conversation().turns[-1].kind == "user"  # the retry, kept, not sent
+
+
+# --- an answer over the token limit that the conversation cannot record ----------------------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("usage", [{"input_tokens": 100, "output_tokens": 5}, None])
+def test_an_answer_over_the_token_limit_that_cannot_be_recorded_leaves_no_half_turn(
+    asynchronous: bool, usage: Mapping[str, int] | None
+) -> None:
+    """An answer past ``Limits(tokens=...)`` (or without usage under it) is kept on the
+    composer with its calls unanswered; one that repeats an earlier turn's call id cannot
+    be kept, and the composer raised its own error half-way through recording it: the
+    assistant turn and the first call on the composer, the repeated call dropped, and the
+    run's own error (none of the calls ran; send the request again) never said."""
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    first: dict[str, object] = {
+        "tool_calls": [("c1", "get_order", '{"order_id": 1}')],
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+    second: dict[str, object] = {
+        "text": "And the others.",
+        "tool_calls": [
+            ("c2", "get_order", '{"order_id": 2}'),
+            ("c1", "get_order", '{"order_id": 3}'),  # the id of the first turn's call
+        ],
+    }
+    if usage is not None:
+        second["usage"] = usage
+    provider = ScriptedProvider([first, second], asynchronous=asynchronous)
+    gateway = ModelGateway(provider, audit=SQLiteAuditSink())
+    composer = system_part(view).user("Where are my orders?")
+    policy, limits = ApprovalPolicy(view), Limits(tokens=50)
+
+    def run() -> object:
+        if asynchronous:
+            return asyncio.run(
+                gateway.arun(composer, view, policy=policy, request_id="req-1", limits=limits)
+            )
+        return gateway.run(composer, view, policy=policy, request_id="req-1", limits=limits)
+
+    with pytest.raises(VeridicError, match="which a call of an earlier turn has"):
+        run()
+    turns = [(turn.kind, turn.call_id) for turn in composer.conversation().turns]
+    assert turns == [("user", ""), ("tool_call", "c1"), ("tool_result", "c1")]
+    assert composer.build().pending_tool_calls == ()
+    assert ran == ["get_order 1"]

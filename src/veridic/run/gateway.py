@@ -565,13 +565,15 @@ class ModelGateway:
         while True:
             prompt = state.before_turn()
             reply = self.send(prompt, view, request_id=state.request_id)
+            # Checked first: a limit the answer passes keeps it on the composer, which
+            # must be able to record it whole.
+            state.check_calls(reply, prompt)
             state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
                 if result is not None:
                     return result
                 continue
-            state.check_calls(reply, prompt)
             # With defer, confirm is None (check_defer): the calls before the first that
             # needs an answer run, and it and the calls after it wait.
             waiting = first_waiting(reply, policy) if defer else None
@@ -796,13 +798,13 @@ class ModelGateway:
         while True:
             prompt = state.before_turn()
             reply = await self.asend(prompt, view, request_id=state.request_id)
+            state.check_calls(reply, prompt)  # first, as in _loop
             state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
                 if result is not None:
                     return result
                 continue
-            state.check_calls(reply, prompt)
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
             done: list[ToolOutcome] = []

@@ -209,6 +209,11 @@ class _Run(Generic[OutputT]):
         would let the reply's other calls act and the run then fail, so a
         request sent again would run them again; none runs. Nor does any call
         of an answer the provider cut off (its arguments may be cut short).
+
+        The loops call it before :meth:`counted`, which keeps an answer past the
+        token limit on the composer: an answer the conversation cannot record is
+        refused whole there, not recorded half-way (its first calls kept, the
+        rest dropped) with the composer's error in place of the run's.
         """
         _check_whole(reply, "run()")
         earlier = _call_ids(prompt)
