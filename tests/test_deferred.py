@@ -313,14 +313,15 @@ def test_a_changed_paused_run_is_refused_naming_what_is_wrong() -> None:
 
 
 def test_arguments_changed_in_storage_make_the_approval_stale() -> None:
-    document = json.loads(paused_run([], SQLiteAuditSink()).to_json())
+    audit = SQLiteAuditSink()
+    document = json.loads(paused_run([], audit).to_json())
     turns = document["conversation"]["turns"]
     for turn in turns:
         if turn.get("tool_call") == "c2":
             turn["arguments"] = {"order_id": 999}
     ran: list[str] = []
     view = make_registry(ran=ran).view()
-    result = gateway([], SQLiteAuditSink()).resume(
+    result = gateway([], audit).resume(
         PausedRun.from_json(json.dumps(document)),
         system_part(view),
         view,

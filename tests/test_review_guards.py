@@ -68,10 +68,11 @@ def clean_view(ran: list[dict[str, object]]) -> ToolView:
     return registry.view()
 
 
-def paused_clean(arguments: str) -> PausedRun:
+def paused_clean(arguments: str, audit: SQLiteAuditSink) -> PausedRun:
+    """A run paused on ``audit``, the store its resume must ask (it knows the run)."""
     view = clean_view([])
     composer = Composer().system(SYSTEM, view.capability_section()).user("Tidy /reports.")
-    result = gateway([{"tool_calls": [("c1", "clean", arguments)]}], SQLiteAuditSink()).run(
+    result = gateway([{"tool_calls": [("c1", "clean", arguments)]}], audit).run(
         composer, view, policy=ApprovalPolicy(view), request_id="req-1", defer=True
     )
     assert result.paused is not None
@@ -79,14 +80,15 @@ def paused_clean(arguments: str) -> PausedRun:
 
 
 def test_a_deferred_approval_shows_the_defaults_the_call_runs_with() -> None:
-    paused = paused_clean('{"path": "/reports"}')
+    audit = SQLiteAuditSink()
+    paused = paused_clean('{"path": "/reports"}', audit)
     (approval,) = paused.approvals
     # The user approves what the handler gets, not only the keys the model wrote:
     # shown {"path": "/reports"}, the call ran recursive=True without anyone seeing it.
     assert dict(approval.arguments) == {"path": "/reports", "recursive": True, "keep_days": 0}
     ran: list[dict[str, object]] = []
     view = clean_view(ran)
-    result = gateway([{"text": "Done."}], SQLiteAuditSink()).resume(
+    result = gateway([{"text": "Done."}], audit).resume(
         PausedRun.from_json(paused.to_json()),
         Composer().system(SYSTEM, view.capability_section()),
         view,
@@ -99,12 +101,15 @@ def test_a_deferred_approval_shows_the_defaults_the_call_runs_with() -> None:
 
 def test_a_deferred_approval_shows_arguments_as_validated() -> None:
     # pydantic's lax mode reads "7" as 7: the user is shown the value the handler gets.
-    (approval,) = paused_clean('{"path": "/reports", "keep_days": "7"}').approvals
+    (approval,) = paused_clean(
+        '{"path": "/reports", "keep_days": "7"}', SQLiteAuditSink()
+    ).approvals
     assert dict(approval.arguments) == {"path": "/reports", "recursive": True, "keep_days": 7}
 
 
 def test_a_default_changed_before_the_resume_makes_the_approval_stale() -> None:
-    paused = paused_clean('{"path": "/reports"}')
+    audit = SQLiteAuditSink()
+    paused = paused_clean('{"path": "/reports"}', audit)
     (approval,) = paused.approvals
     ran: list[str] = []
     registry = Registry()
@@ -122,7 +127,7 @@ def test_a_default_changed_before_the_resume_makes_the_approval_stale() -> None:
         return "cleaned"
 
     view = registry.view()
-    result = gateway([], SQLiteAuditSink()).resume(
+    result = gateway([], audit).resume(
         PausedRun.from_json(paused.to_json()),
         Composer().system(SYSTEM, view.capability_section()),
         view,
@@ -194,7 +199,7 @@ def test_a_confirmed_high_risk_query_cannot_do_a_guarded_operation(effect: str) 
 
 
 def test_json_of_a_paused_run_keeps_the_shown_arguments() -> None:
-    paused = paused_clean('{"path": "/reports"}')
+    paused = paused_clean('{"path": "/reports"}', SQLiteAuditSink())
     document = json.loads(paused.to_json())
     assert document["approvals"][0]["arguments"] == {
         "path": "/reports",
@@ -244,7 +249,8 @@ def support_registry(done: list[str]) -> Registry:
     return registry
 
 
-def paused_refund(request_id: str = "req-1") -> PausedRun:
+def paused_refund(request_id: str = "req-1", audit: SQLiteAuditSink | None = None) -> PausedRun:
+    """A run paused on ``audit`` (a store of its own when none is given)."""
     view = support_registry([]).view()
     policy = ApprovalPolicy(view)
     policy.allow_always("add_note")
@@ -255,7 +261,7 @@ def paused_refund(request_id: str = "req-1") -> PausedRun:
         ]
     }
     composer = Composer().system(SYSTEM, view.capability_section()).user("Refund 42.")
-    result = gateway([calls], SQLiteAuditSink()).run(
+    result = gateway([calls], audit or SQLiteAuditSink()).run(
         composer, view, policy=policy, request_id=request_id, defer=True
     )
     assert result.paused is not None
@@ -320,13 +326,14 @@ def test_a_yes_given_in_one_request_does_not_approve_the_same_call_of_another() 
 
 
 def test_an_unchanged_paused_run_resumes_with_its_waiting_calls() -> None:
-    paused = paused_refund()
+    audit = SQLiteAuditSink()
+    paused = paused_refund(audit=audit)
     (approval,) = paused.approvals
     done: list[str] = []
     view = support_registry(done).view()
     policy = ApprovalPolicy(view)
     policy.allow_always("add_note")
-    result = gateway([{"text": "Done."}], SQLiteAuditSink()).resume(
+    result = gateway([{"text": "Done."}], audit).resume(
         PausedRun.from_json(paused.to_json()),
         Composer().system(SYSTEM, view.capability_section()),
         view,
@@ -352,11 +359,12 @@ def test_an_approval_shows_what_runs_and_survives_json(
         sent["keep_days"] = keep_days
     if recursive is not None:
         sent["recursive"] = recursive
-    paused = paused_clean(json.dumps(sent))
+    audit = SQLiteAuditSink()
+    paused = paused_clean(json.dumps(sent), audit)
     (approval,) = paused.approvals
     ran: list[dict[str, object]] = []
     view = clean_view(ran)
-    result = gateway([{"text": "Done."}], SQLiteAuditSink()).resume(
+    result = gateway([{"text": "Done."}], audit).resume(
         PausedRun.from_json(paused.to_json()),
         Composer().system(SYSTEM, view.capability_section()),
         view,
@@ -419,18 +427,19 @@ def tag(order_id: int, labels: set[str]) -> str:
 
 view = registry.view()
 composer = Composer().system(instruction("You sort orders."), view.capability_section())
-step, path = sys.argv[1], sys.argv[2]
+step, path, database = sys.argv[1], sys.argv[2], sys.argv[3]
 if step == "pause":
     arguments = '{"order_id": 7, "labels": ["fragile", "gift", "express", "heavy", "return"]}'
     script = [{"tool_calls": [("c1", "tag", arguments)]}]
-    result = ModelGateway(ScriptedProvider(script), audit=SQLiteAuditSink()).run(
+    result = ModelGateway(ScriptedProvider(script), audit=SQLiteAuditSink(database)).run(
         composer.user("Label order 7."), view, policy=ApprovalPolicy(view), request_id="r1",
         defer=True,
     )
     open(path, "w").write(result.paused.to_json())
 else:
     paused = PausedRun.from_json(open(path).read())
-    result = ModelGateway(ScriptedProvider([{"text": "Done."}]), audit=SQLiteAuditSink()).resume(
+    audit = SQLiteAuditSink(database)  # the store both hosts reach
+    result = ModelGateway(ScriptedProvider([{"text": "Done."}]), audit=audit).resume(
         paused, composer, view, policy=ApprovalPolicy(view),
         answers={paused.approvals[0].digest: True},
     )
@@ -447,7 +456,7 @@ def test_a_run_paused_on_one_host_resumes_on_another_without_asking_again(
     saved = tmp_path / "paused.json"
     for step, seed in (("pause", "1"), ("resume", "2")):
         done = subprocess.run(
-            [sys.executable, "-c", _TAG_HOST, step, str(saved)],
+            [sys.executable, "-c", _TAG_HOST, step, str(saved), str(tmp_path / "audit.db")],
             env={**os.environ, "PYTHONHASHSEED": seed},
             capture_output=True,
             text=True,

@@ -365,7 +365,7 @@ def test_a_broken_resume_counts_every_call_of_the_answer_that_ran() -> None:
     notes = "\n".join(caught.value.__notes__)
     assert (
         "the results of the 3 calls of it that ran (1 before the pause, 2 in this resume); "
-        "its 0 other calls"
+        "every call of it is answered"
     ) in notes
 
 

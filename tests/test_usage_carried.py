@@ -43,6 +43,7 @@ from veridic import (
     VeridicError,
     instruction,
 )
+from veridic.gateway import ModelCallRecord
 from veridic.providers import Completion, Usage
 from veridic.run.telemetry import instrumented
 
@@ -335,6 +336,20 @@ def test_a_paused_run_of_format_4_still_resumes_with_what_it_did_not_keep_absent
     assert paused.seconds is None  # not kept: the seconds limit counts from the resume
     assert paused.usage == Usage(10, 5)
     audit = SQLiteAuditSink(":memory:")
+    # The store the run wrote to holds the model call that paused (a resume asks for it).
+    audit.write_model_call(
+        ModelCallRecord(
+            time=1.0,
+            request_id=paused.request_id,
+            api="scripted",
+            model=paused.model,
+            prompt_sha256=paused.prompt_sha256,
+            tools_sha256=paused.tools_sha256,
+            tools=("refund",),
+            instruction_spans=(),
+            streamed=False,
+        )
+    )
     ran: list[str] = []
     result = _resumed(audit, paused, {"c2": True, "c3": True}, [{"text": "Refunded."}], ran)
     assert ran == ["refund 2", "refund 3"]

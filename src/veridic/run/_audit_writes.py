@@ -21,9 +21,17 @@ from typing import Final, Protocol, runtime_checkable
 
 from veridic.errors import VeridicError
 from veridic.run.audit import AsyncAuditSink, AuditSink
-from veridic.run.records import AuditRecord, _storable
+from veridic.run.records import AuditRecord, ModelCallRecord, _storable
 
-__all__ = ["Sink", "arecorded", "of_call", "recorded", "writes"]
+__all__ = [
+    "Sink",
+    "amodel_calls_kept",
+    "arecorded",
+    "model_calls_kept",
+    "of_call",
+    "recorded",
+    "writes",
+]
 
 _log = logging.getLogger("veridic.executor")
 _LATE_WAIT: Final = 30.0
@@ -129,6 +137,70 @@ async def arecorded(audit: object, request_id: str, where: str) -> tuple[AuditRe
     if isinstance(audit, _ARecords) and inspect.iscoroutinefunction(audit.arecords):
         return _checked(audit, await audit.arecords(request_id), where)
     return recorded(audit, request_id, where)
+
+
+@runtime_checkable
+class _ModelCalls(Protocol):
+    """A store that answers :meth:`AuditStore.model_calls
+    <veridic.run.audit.AuditStore.model_calls>`."""
+
+    def model_calls(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[ModelCallRecord, ...]: ...
+
+
+@runtime_checkable
+class _AModelCalls(Protocol):
+    """A store that answers :meth:`AsyncAuditStore.amodel_calls
+    <veridic.run.audit.AsyncAuditStore.amodel_calls>`."""
+
+    async def amodel_calls(
+        self,
+        request_id: str | None = None,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> tuple[ModelCallRecord, ...]: ...
+
+
+def model_calls_kept(
+    audit: object, request_id: str, where: str
+) -> tuple[ModelCallRecord, ...] | None:
+    """The model calls ``audit`` holds of request ``request_id``; ``None`` when it cannot say.
+
+    A resume reads them to tell the store the run wrote to from one that never saw it
+    (see ``veridic.run.deferred.check_store_saw``); the caller asks only a store the
+    gateway writes its model calls to. A store without ``model_calls`` cannot say.
+
+    Raises:
+        VeridicError: the store answers something that is not model-call records.
+    """
+    if not isinstance(audit, _ModelCalls):
+        return None
+    return _model_calls_answer(audit, audit.model_calls(request_id), where)
+
+
+async def amodel_calls_kept(
+    audit: object, request_id: str, where: str
+) -> tuple[ModelCallRecord, ...] | None:
+    """:func:`model_calls_kept` for async code: ``amodel_calls`` awaited where the store has it."""
+    if isinstance(audit, _AModelCalls) and inspect.iscoroutinefunction(audit.amodel_calls):
+        return _model_calls_answer(audit, await audit.amodel_calls(request_id), where)
+    return model_calls_kept(audit, request_id, where)
+
+
+def _model_calls_answer(audit: object, answer: object, where: str) -> tuple[ModelCallRecord, ...]:
+    if isinstance(answer, tuple | list) and all(isinstance(r, ModelCallRecord) for r in answer):
+        return tuple(answer)
+    raise VeridicError(
+        f"{where}() asked the audit store {audit!r} for the request's model calls and got "
+        f"{type(answer).__name__}, not a tuple of ModelCallRecord: its model_calls(request_id) "
+        "must answer as AuditStore.model_calls does; nothing was run"
+    )
 
 
 def of_call(

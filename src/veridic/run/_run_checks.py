@@ -27,7 +27,7 @@ from veridic.tools.view import ToolView
 
 __all__ = [
     "all_queries",
-    "also_unwritten",
+    "also_raised",
     "check_context",
     "check_defer",
     "check_none_async",
@@ -138,16 +138,32 @@ def check_none_async(view: ToolView, calls: Sequence[ToolCall]) -> None:
             )
 
 
-def also_unwritten(raised: BaseException, other: BaseException) -> None:
+def also_raised(raised: BaseException, call: ToolCall, other: BaseException) -> None:
+    """Tell, on the error ``raised``, of ``other``, the error of a concurrent ``call``.
+
+    Only one error of a reply's concurrent calls can be raised; another would
+    vanish with what it says (a ``confirm`` that broke, a store that failed), and
+    the call it stopped, unanswered on the composer, with no word why. A note
+    names the call and the error; an unwritten record goes to the log as well
+    (:func:`_also_unwritten`).
+    """
+    if isinstance(other, AuditWriteError):
+        _also_unwritten(raised, other)
+        return
+    raised.add_note(
+        f"call {clip(call.id)} ({clip(call.name)}) of the same answer, run at the same "
+        f"time, raised too: {type(other).__qualname__}: {clip(str(other))}"
+    )
+
+
+def _also_unwritten(raised: BaseException, other: AuditWriteError) -> None:
     """Keep the unwritten record of a concurrent call whose error is not the one raised.
 
-    Only one error of a reply's concurrent calls can be raised; another call
-    that ran and whose record could not be written (its ``AuditWriteError``)
-    would vanish with its error. Its record goes to the ``veridic.executor``
-    log and a note on the raised error, as a write nobody awaits does.
+    Another call that ran and whose record could not be written (its
+    ``AuditWriteError``) would vanish with its error. Its record goes to the
+    ``veridic.executor`` log and a note on the raised error, as a write nobody
+    awaits does.
     """
-    if not isinstance(other, AuditWriteError):
-        return
     record = other.result.record
     _log.error(
         "the audit record of tool %r (request %r, outcome %s), a call that ran "

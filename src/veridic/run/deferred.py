@@ -39,7 +39,11 @@ What resuming checks, because the world may have changed meanwhile:
   one of the waiting calls is on record (it ran, failed, or was denied or
   refused by an earlier resume), the resume is refused before anything runs.
   A copy kept in a session, a queue that delivers twice or a double click on
-  "approve" cannot run a write twice, nor turn a "no" into a "yes". Two resumes
+  "approve" cannot run a write twice, nor turn a "no" into a "yes". The check
+  needs the store the run wrote to: a store that holds no trace of the run (not
+  the model call that paused, where the gateway keeps its model calls in the
+  audit store; not the calls the run made before its waiting ones) could not
+  tell, and the resume is refused. Two resumes
   *at the same moment* can both find nothing on record: only the atomic claim
   closes that race, so keep paused runs in the audit store (``save_paused``)
   and resume what ``claim_paused`` hands out, once. The check knows a copy,
@@ -76,6 +80,7 @@ from typing import Final, cast
 from pydantic_core import to_jsonable_python
 
 from veridic import __version__, _json_object
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import InvalidArgumentsError, VeridicError
 from veridic.providers._base import PARTS, Usage, _parts_past_totals
@@ -88,7 +93,7 @@ from veridic.run.approval import (
     _part_digest,
 )
 from veridic.run.limits import Limits
-from veridic.run.records import AuditRecord, _storable
+from veridic.run.records import AuditRecord, ModelCallRecord, _storable
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import ToolCall
 from veridic.tools.risk import Risk, ToolKind
@@ -891,6 +896,48 @@ def check_not_resumed(
             "run once: keep it in the audit store (save_paused) and resume what claim_paused "
             "hands out"
         )
+
+
+def check_store_saw(
+    paused: PausedRun,
+    waiting: Sequence[ToolCall],
+    recorded: Sequence[AuditRecord],
+    model_calls: Sequence[ModelCallRecord] | None,
+) -> None:
+    """Refuse a resume whose store shows no trace of the run that paused.
+
+    :func:`check_not_resumed` knows a copy resumed before only from the records of
+    the store it is given; a store that is not the one the run wrote to (an
+    in-memory ``SQLiteAuditSink()`` made per request, another database) holds
+    none, and every copy would run the waiting calls again. Two traces the run
+    left tell its store: the model call that asked for the waiting calls (its
+    record was written before the request left), where ``model_calls`` are the
+    store's model calls of the request (``None``: the gateway keeps them
+    elsewhere, or the store cannot be asked); and the record of each call the
+    run made before its waiting ones.
+
+    Raises:
+        VeridicError: the store holds neither the paused model call nor, when the run
+            made calls before the waiting ones, any record of the request.
+    """
+    before = paused.tool_calls - len(waiting)
+    if model_calls is not None:
+        if any(call.prompt_sha256 == paused.prompt_sha256 for call in model_calls):
+            return
+        missing = "the model call that asked for its waiting calls"
+    elif before > 0 and not recorded:
+        missing = f"the {counted(before, 'tool call')} it made before its waiting ones"
+    else:
+        return
+    raise VeridicError(
+        f"the gateway's audit store holds no record of {missing} (request "
+        f"{clip(str(paused.request_id))}), so it is not the store the run wrote to, and "
+        "cannot tell whether this paused run was resumed already: a copy resumed on it would "
+        "run its calls a second time; nothing was run. Resume with a gateway on the store "
+        "the run wrote to (a database file or server both processes reach, not an "
+        "in-memory SQLiteAuditSink() made per request); if that store's records of the "
+        "request were deleted since, ask the user anew"
+    )
 
 
 def shown_arguments(arguments: Mapping[str, object]) -> dict[str, object]:

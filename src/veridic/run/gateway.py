@@ -77,10 +77,16 @@ from typing import overload
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.run import telemetry as _telemetry
-from veridic.run._audit_writes import arecorded, recorded, writes
+from veridic.run._audit_writes import (
+    amodel_calls_kept,
+    arecorded,
+    model_calls_kept,
+    recorded,
+    writes,
+)
 from veridic.run._run_checks import (
     all_queries,
-    also_unwritten,
+    also_raised,
     check_context,
     check_defer,
     check_none_async,
@@ -107,7 +113,7 @@ from veridic.run.call_log import (
     ModelReplySink,
     _CallRecords,
 )
-from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed
+from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed, check_store_saw
 from veridic.run.executor import (
     AsyncConfirm,
     CallResult,
@@ -559,13 +565,15 @@ class ModelGateway:
         while True:
             prompt = state.before_turn()
             reply = self.send(prompt, view, request_id=state.request_id)
+            # Checked first: a limit the answer passes keeps it on the composer, which
+            # must be able to record it whole.
+            state.check_calls(reply, prompt)
             state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
                 if result is not None:
                     return result
                 continue
-            state.check_calls(reply, prompt)
             # With defer, confirm is None (check_defer): the calls before the first that
             # needs an answer run, and it and the calls after it wait.
             waiting = first_waiting(reply, policy) if defer else None
@@ -642,8 +650,12 @@ class ModelGateway:
         the waiting calls is on record (by its call id, under the paused prompt),
         an earlier resume of this paused run, or of a copy of it, handled it, and
         this one is refused. That covers a copy resumed again later (a session, a
-        queue that delivers twice, a second click). Two resumes at the same moment
-        may both find nothing on record yet: for those, resume only what
+        queue that delivers twice, a second click), on the store the run wrote
+        to: a store that holds no trace of the run (the model call that paused,
+        where the gateway keeps its model calls in the audit store, the default;
+        else the records of the calls the run made before its waiting ones) is
+        not that store, could not tell, and is refused. Two resumes at the same
+        moment may both find nothing on record yet: for those, resume only what
         ``store.claim_paused(request_id)`` hands out, which gives the run to one
         caller.
 
@@ -667,7 +679,9 @@ class ModelGateway:
                 names no pending approval or answers a call after one left
                 unanswered, the paused conversation does
                 not end with the calls its approvals name, a waiting call is
-                on record already (the paused run was resumed before), or the
+                on record already (the paused run was resumed before), the
+                audit store holds no trace of the paused run (it is not the
+                store the run wrote to, so it could not tell), or the
                 audit store cannot be asked for a request's records (nothing
                 runs in each case, and ``composer`` is left as it was given, to
                 resume with again); and what :meth:`run` raises. Raised after
@@ -687,6 +701,12 @@ class ModelGateway:
             )
             on_record = recorded(self._audit, paused.request_id, "resume")
             check_not_resumed(paused, reply.tool_calls, on_record)
+            asked = (
+                model_calls_kept(self._audit, paused.request_id, "resume")
+                if self._calls.sink is self._audit
+                else None
+            )
+            check_store_saw(paused, reply.tool_calls, on_record, asked)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             check_none_async(reply.view, steps.runnable)
             state.restore(paused)  # refused before here, the composer is as it was given
@@ -778,13 +798,13 @@ class ModelGateway:
         while True:
             prompt = state.before_turn()
             reply = await self.asend(prompt, view, request_id=state.request_id)
+            state.check_calls(reply, prompt)  # first, as in _loop
             state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
                 if result is not None:
                     return result
                 continue
-            state.check_calls(reply, prompt)
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
             done: list[ToolOutcome] = []
@@ -851,6 +871,12 @@ class ModelGateway:
             )
             on_record = await arecorded(self._audit, paused.request_id, "aresume")
             check_not_resumed(paused, reply.tool_calls, on_record)
+            asked = (
+                await amodel_calls_kept(self._audit, paused.request_id, "aresume")
+                if self._calls.sink is self._audit
+                else None
+            )
+            check_store_saw(paused, reply.tool_calls, on_record, asked)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
@@ -910,8 +936,9 @@ class ModelGateway:
         first = failures[0]
         if isinstance(first, AuditWriteError):
             first.earlier = outcomes
-        for other in failures[1:]:
-            also_unwritten(first, other)
+        for call, item in zip(reply.tool_calls, settled, strict=True):
+            if isinstance(item, BaseException) and item is not first:
+                also_raised(first, call, item)
         raise first
 
     # --- the checks every call passes ---------------------------------------------------

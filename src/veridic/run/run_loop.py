@@ -95,6 +95,7 @@ class _Run(Generic[OutputT]):
         "composer",
         "context",
         "earlier_calls",
+        "invalid",
         "limits",
         "outcomes",
         "output_type",
@@ -146,6 +147,8 @@ class _Run(Generic[OutputT]):
         self.earlier_calls = 0 if paused is None else paused.tool_calls - waiting
         # Of a resumed run, the calls of the paused answer that ran before the pause.
         self.ran_before_pause = 0
+        # The output type the last answer did not validate as, while its retry waits ("").
+        self.invalid = ""
 
     def restore(self, paused: PausedRun) -> None:
         """Put the paused conversation on the composer: every check of the resume passed,
@@ -155,10 +158,10 @@ class _Run(Generic[OutputT]):
     def before_turn(self) -> Prompt:
         limits = self.limits
         if self.turns >= limits.turns:
-            self._stop("turns", limits.turns, self.turns, "model calls")
+            self._stop("turns", limits.turns, self.turns, "model call")
         elapsed = time.monotonic() - self.started
         if limits.seconds is not None and elapsed >= limits.seconds:
-            self._stop("seconds", limits.seconds, round(elapsed, 3), "seconds")
+            self._stop("seconds", limits.seconds, round(elapsed, 3), "second")
         self.turns += 1
         return self.composer.build()
 
@@ -170,6 +173,7 @@ class _Run(Generic[OutputT]):
         Without one, the run's usage is ``None`` from then on (a sum that leaves an
         answer out is not the run's).
         """
+        self.invalid = ""  # an answer came: the last one asked for, if any
         if reply.usage is None:
             self.unsaid = True
             self.usage = None
@@ -193,7 +197,7 @@ class _Run(Generic[OutputT]):
                 else "the model's answer without tool calls, which is kept on the composer "
                 "(its last turn) and was not checked against the run's output_type"
             )
-            self._stop("tokens", limit, self.usage.total_tokens, "tokens", final)
+            self._stop("tokens", limit, self.usage.total_tokens, "token", final)
 
     def check_calls(self, reply: Reply, prompt: Prompt) -> None:
         """Refuse the reply's calls before any runs when the run could not go on after them.
@@ -205,6 +209,11 @@ class _Run(Generic[OutputT]):
         would let the reply's other calls act and the run then fail, so a
         request sent again would run them again; none runs. Nor does any call
         of an answer the provider cut off (its arguments may be cut short).
+
+        The loops call it before :meth:`counted`, which keeps an answer past the
+        token limit on the composer: an answer the conversation cannot record is
+        refused whole there, not recorded half-way (its first calls kept, the
+        rest dropped) with the composer's error in place of the run's.
         """
         _check_whole(reply, "run()")
         earlier = _call_ids(prompt)
@@ -225,7 +234,7 @@ class _Run(Generic[OutputT]):
         wanted = self.earlier_calls + len(self.outcomes) + len(reply.tool_calls)
         if wanted > self.limits.tool_calls:
             reply.record(self.composer, ())  # the calls stay unanswered: none of them ran
-            self._stop("tool_calls", self.limits.tool_calls, wanted, "tool calls")
+            self._stop("tool_calls", self.limits.tool_calls, wanted, "tool call")
 
     def after_calls(self, reply: Reply, outcomes: Sequence[ToolOutcome]) -> None:
         self.outcomes.extend(outcomes)
@@ -260,10 +269,7 @@ class _Run(Generic[OutputT]):
             )
         error.add_note(
             f"request {self.request_id!r}: the composer holds the model's answer with the "
-            f"results of the {ran}; its {counted(left, 'other call')} "
-            "are unanswered (the audit store's records(request_id) say what became of "
-            "each), so the gateway will not send it as it is: answer them with "
-            "Composer.tool_result(call_id, ...) or start the request anew"
+            f"results of the {ran}; " + _left_over(left)
         )
         if isinstance(error, AuditWriteError) and isinstance(error.result, CallResult):
             unwritten = error.result.record.call_id
@@ -385,6 +391,7 @@ class _Run(Generic[OutputT]):
                     "instructions"
                 ) from error
             self.retries += 1
+            self.invalid = self.output_type.__name__
             self.composer.user(
                 f"Your answer is not a valid {self.output_type.__name__} as JSON: "
                 f"{problems}. Answer again with only the JSON object, and nothing else."
@@ -396,11 +403,22 @@ class _Run(Generic[OutputT]):
         self, limit: str, allowed: float, reached: float, what: str, final: str = ""
     ) -> NoReturn:
         """Raise the limit's error; ``final`` names the answer that passed it when that
-        answer was the model's last (it has no tool calls), which the run then has."""
-        when = f"with {final}" if final else "before the model answered without tool calls"
+        answer was the model's last (it has no tool calls), which the run then has.
+        ``what`` is the unit counted, singular."""
+        if final:
+            when = f"with {final}"
+        elif self.invalid:
+            when = (
+                f"after the model's answer without tool calls, which is not a valid "
+                f"{self.invalid} (the answer and the request to answer again are on the "
+                "composer; the request was not sent)"
+            )
+        else:
+            when = "before the model answered without tool calls"
         made = self.earlier_calls + len(self.outcomes)
+        unit = what if allowed == 1 else f"{what}s"
         raise RunLimitError(
-            f"the run reached its limit of {allowed:g} {what} ({reached:g}) {when}; "
+            f"the run reached its limit of {allowed:g} {unit} ({reached:g}) {when}; "
             f"the {counted(made, 'tool call')} made so far ran and "
             f"{'is' if made == 1 else 'are'} recorded, and the composer holds the "
             f"conversation: raise Limits({limit}=...) if the task needs more, or look at what "
@@ -409,6 +427,26 @@ class _Run(Generic[OutputT]):
             allowed=allowed,
             reached=reached,
         )
+
+
+def _left_over(left: int) -> str:
+    """What a note on an error raised part-way through an answer's calls says of the calls
+    left: those unanswered keep the composer from being sent; with none left (the last call
+    was interrupted after it started, or its record could not be written) it goes on, and
+    a request started anew would run the calls again."""
+    if not left:
+        return (
+            "every call of it is answered (the audit store's records(request_id) say what "
+            "became of each), so a run of the composer goes on with the request; started "
+            "anew, the request would run its calls again"
+        )
+    return (
+        f"its {counted(left, 'other call')} "
+        f"{'is' if left == 1 else 'are'} unanswered (the audit store's records(request_id) "
+        "say what became of each), so the gateway will not send it as it is: answer "
+        f"{'it' if left == 1 else 'them'} with Composer.tool_result(call_id, ...) or start "
+        "the request anew"
+    )
 
 
 def _call_ids(prompt: Prompt) -> frozenset[str]:
@@ -574,16 +612,17 @@ def _check_spent(paused: PausedRun, limits: Limits) -> None:
         )
     tokens = None if paused.usage is None else paused.usage.total_tokens
     spent = [
-        ("turns", limits.turns, paused.turns, "model calls"),
-        ("tool_calls", limits.tool_calls, paused.tool_calls, "tool calls"),
+        ("turns", limits.turns, paused.turns, "model call"),
+        ("tool_calls", limits.tool_calls, paused.tool_calls, "tool call"),
     ]
     if limits.tokens is not None and tokens is not None:
-        spent.append(("tokens", limits.tokens, tokens, "tokens"))
+        spent.append(("tokens", limits.tokens, tokens, "token"))
     for limit, allowed, reached, what in spent:
         if reached > allowed:
             raise RunLimitError(
-                f"the paused run of request {paused.request_id!r} had spent {reached} {what} "
-                f"when it paused, more than the limit of {allowed} this resume was given; "
+                f"the paused run of request {paused.request_id!r} had spent "
+                f"{counted(reached, what)} when it paused, more than the limit of {allowed} "
+                "this resume was given; "
                 "nothing of it ran (its waiting calls wait still, and no record was written): "
                 "resume it with the limits it was started with (leave limits= out), or a "
                 f"higher Limits({limit}=...)",
