@@ -51,7 +51,7 @@ class Limits:
             raise VeridicError(
                 f"Limits(turns={self.turns!r}): a run of no model call can never send its "
                 "prompt, so it would stop before it began: pass 1 or more (tool_calls=0 is how "
-                "a run refuses every tool call)"
+                "a run stops at the first tool call the model asks for)"
             )
         for name in ("turns", "tool_calls", "output_retries"):
             value = getattr(self, name)
