@@ -204,7 +204,20 @@ def test_lint_of_module_dot_attr_says_to_write_a_colon() -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "'clean_app.registry' is not MODULE:ATTR" in done.stderr
-    assert "clean_app:registry" in done.stderr
+    assert done.stderr.endswith("after a colon: clean_app:registry\n")  # the one it meant
+
+
+def test_lint_of_a_module_without_registries_says_so(tmp_path: Path) -> None:
+    (tmp_path / "plain_app.py").write_text("answer = 42\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "veridic", "lint", "plain_app"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "module plain_app defines no Registry or ToolView at its top level" in done.stderr
 
 
 def test_lint_of_a_module_that_is_not_there_keeps_the_general_advice() -> None:
