@@ -57,7 +57,7 @@ def test_target_without_colon_is_a_usage_error() -> None:
     assert_usage_error(
         done,
         "'clean_app.registry' is not MODULE:ATTR",  # what
-        "veridic lint myapp.tools:registry",  # what to do
+        "after a colon: clean_app:registry\n",  # what to write instead
     )
 
 

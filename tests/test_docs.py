@@ -9,8 +9,19 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
 
 import veridic
+from veridic import (
+    Composer,
+    InstructionField,
+    ProvenanceError,
+    instruction,
+    provenance,
+    untrusted,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = sorted(info.name for info in pkgutil.walk_packages(veridic.__path__, prefix="veridic."))
@@ -90,3 +101,61 @@ def test_the_readmes_layout_table_names_every_subpackage() -> None:
     assert len(subpackages) >= 8
     missing = {name for name in subpackages if f"`{name}`" not in table}
     assert missing == set(), f"README's layout table does not name {sorted(missing)}"
+
+
+def test_the_readmes_layout_table_names_only_what_is_there() -> None:
+    """Every name in the table's first column imports: a table naming a module that moved
+    or went away sends the reader nowhere."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Where things live", 1)[1].split("\n## ", 1)[0]
+    named = {
+        name
+        for line in section.splitlines()
+        if line.startswith("| `veridic")
+        for name in re.findall(r"`(veridic[\w.]*)`", line.split("|")[1])
+    }
+    assert len(named) >= 10
+    for name in sorted(named):
+        importlib.import_module(name)
+
+
+@given(st.text())
+def test_instruction_at_run_time_refuses_only_branded_untrusted_text(text: str) -> None:
+    """What README and getting started say instruction() does at run time: untrusted text
+    and what is not a ``str`` are refused, any other ``str`` is minted as code (whatever it
+    holds: the type checker alone tells a literal from a variable), trusted text is kept."""
+    # Each call below is what the plugin refuses: the run time is under test.
+    minted = instruction(text)  # type: ignore[veridic-literal]  # a variable
+    assert provenance(minted).kind == "code"
+    with pytest.raises(ProvenanceError):
+        instruction(untrusted(text, source="ticket:1"))  # type: ignore[veridic-literal]  # branded
+    with pytest.raises(ProvenanceError):
+        instruction(text.encode())  # type: ignore[arg-type]  # bytes
+    tone = _Stored(content=text).content
+    kept = instruction(tone)  # type: ignore[veridic-literal]  # trusted already
+    assert provenance(kept) == provenance(tone)
+
+
+class _Stored(BaseModel):
+    content: InstructionField
+
+
+def test_the_readme_names_the_origins_of_veridics_own_text() -> None:
+    """The README explains the origins veridic's own spans carry; a prompt with system
+    parts, a data block and a user turn shows exactly those."""
+    prompt = (
+        Composer()
+        .system(instruction("Be brief."), instruction("Answer in English."))
+        .data("kb:1", untrusted("A page.", source="kb:1"))
+        .user("Hi.")
+        .build()
+    )
+    own = {span.origin for span in prompt.spans if span.origin.startswith("veridic.")}
+    assert own == {"veridic.compose", "veridic.fence", "veridic.fence.preamble"}
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    explained = readme.split("veridic's own text has origins of its own:", 1)[1][:400]
+    for origin in own:
+        assert f"`{origin}`" in explained
+    labels = {span.origin for span in prompt.spans if span.kind == "unknown"}
+    assert labels == {"unbranded str"}  # the label and the user's turn: README says why
+    assert "show as `unbranded unknown`" in readme

@@ -111,14 +111,11 @@ def _load_target(spec: str) -> Registry | ToolView:
             (a duplicate name, a risk below its floor): a finding, not a usage error.
     """
     module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise _UsageError(
-            f"target {spec!r} is not MODULE:ATTR: name the module and the object that holds "
-            "the tools, e.g. veridic lint myapp.tools:registry"
-        )
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
+    if not sep or not module_name or not attr_path:
+        raise _UsageError(f"target {spec!r} is not MODULE:ATTR: {_what_to_name(module_name)}")
     module = _import(module_name)
     obj: object = module
     walked = module_name
@@ -144,16 +141,53 @@ def _load_target(spec: str) -> Registry | ToolView:
             raise _UsageError(
                 f"{walked} has no attribute {part!r} (module file "
                 f"{_display(getattr(module, '__file__', None))}); "
-                f"{_candidates(module, (Registry, ToolView))}"
+                f"{_candidates(module)}"
             )
         walked = f"{walked}.{part}" if walked != module_name else f"{module_name}:{part}"
     if not isinstance(obj, Registry | ToolView):
         raise _UsageError(
             f"{spec} is {_kind(obj)}, not a veridic Registry or ToolView: "
             f"point at the object your tools are registered on; "
-            f"{_candidates(module, (Registry, ToolView))}"
+            f"{_candidates(module)}"
         )
     return obj
+
+
+def _what_to_name(written: str) -> str:
+    """What to write for a target without ``:ATTR``: the registries of the module it names.
+
+    ``pkg.mod`` that is a module gets its Registry and ToolView objects as targets;
+    ``pkg.mod.registry`` (a dot where the colon goes) gets those of ``pkg.mod``. The
+    module is imported as the command would import it, so its failures are reported as
+    the command reports them. A name that is no module keeps the general advice.
+    """
+    general = (
+        "name the module and the object that holds the tools, e.g. veridic lint "
+        "myapp.tools:registry"
+    )
+    parent, _, tail = written.rpartition(".")
+    for name in (written, parent):
+        if not all(part.isidentifier() for part in name.split(".")):
+            continue
+        module = _module_or_missing(name)
+        if isinstance(module, ModuleNotFoundError):
+            continue
+        names = _registry_names(module)
+        if not names:
+            return f"{general}; module {name} defines no Registry or ToolView at its top level"
+        meant = [tail] if name == parent and tail in names else names
+        targets = " or ".join(f"{name}:{attr}" for attr in meant)
+        return f"write the object that holds the tools after a colon: {targets}"
+    return general
+
+
+def _registry_names(module: object) -> list[str]:
+    """The names of the module's top-level Registry and ToolView objects, sorted."""
+    return sorted(
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, Registry | ToolView) and not name.startswith("__")
+    )
 
 
 def _kind(obj: object) -> str:
@@ -167,6 +201,20 @@ def _kind(obj: object) -> str:
 
 
 def _import(module_name: str) -> object:
+    module = _module_or_missing(module_name)
+    if isinstance(module, ModuleNotFoundError):
+        missing = module.name or module_name
+        raise _UsageError(
+            f"cannot import module {module_name!r}: no module named {missing!r} "
+            f"(searched from {os.getcwd()} and sys.path): check the spelling, run veridic "
+            "from the project root, or install the package into this environment"
+        ) from module
+    return module
+
+
+def _module_or_missing(module_name: str) -> object:
+    """The module imported, or the ``ModuleNotFoundError`` saying it (or a package above it)
+    is not there; anything else its import raises is reported as :func:`_import` says."""
     try:
         return importlib.import_module(module_name)
     except VeridicError as error:
@@ -174,11 +222,7 @@ def _import(module_name: str) -> object:
     except ModuleNotFoundError as error:
         missing = error.name or module_name
         if missing == module_name or module_name.startswith(f"{missing}."):
-            raise _UsageError(
-                f"cannot import module {module_name!r}: no module named {missing!r} "
-                f"(searched from {os.getcwd()} and sys.path): check the spelling, run veridic "
-                "from the project root, or install the package into this environment"
-            ) from error
+            return error
         return _import_failed(module_name, error)
     except SystemExit as stop:  # sys.exit() at import, any code: never a pass
         raise _UsageError(
@@ -238,12 +282,8 @@ def _outside_frames(error: BaseException) -> list[tuple[str, int | None]]:
     ]
 
 
-def _candidates(module: object, kinds: tuple[type, ...]) -> str:
-    names = sorted(
-        name
-        for name, value in vars(module).items()
-        if isinstance(value, kinds) and not name.startswith("__")
-    )
+def _candidates(module: object) -> str:
+    names = _registry_names(module)
     if not names:
         return "that module defines no Registry or ToolView at its top level"
     return "Registry/ToolView objects there: " + ", ".join(names)

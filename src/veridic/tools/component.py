@@ -25,6 +25,7 @@ from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText
 from veridic.text.terminal_view import visible
+from veridic.tools._decorator_use import kind_required
 from veridic.tools.boot_failure import BootError, _boot_detail, _boot_reason
 from veridic.tools.risk import RiskLike, ToolKind
 from veridic.tools.tool import ToolHints
@@ -144,6 +145,9 @@ class Component:
         """When the boot check runs again (as declared; seconds as a ``float``)."""
         return self._recheck
 
+    # kind_required forwards the call as it is made, and callers call tool() by its
+    # name, which the plugin checks: the wrapper is reached only through that name.
+    @kind_required  # type: ignore[veridic-literal]  # see the comment above
     def tool(
         self,
         *,

@@ -71,6 +71,7 @@ from pydantic import BaseModel
 from veridic._counted import counted
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
+from veridic.tools._decorator_use import kind_required
 from veridic.tools.boot_failure import BootError
 from veridic.tools.component import Component, Recheck, _logged, _recheck_mode
 from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
@@ -209,6 +210,9 @@ class Registry:
 
     # --- registering ------------------------------------------------------------
 
+    # kind_required forwards the call as it is made, and callers call tool() by its
+    # name, which the plugin checks: the wrapper is reached only through that name.
+    @kind_required  # type: ignore[veridic-literal]  # see the comment above
     def tool(
         self,
         *,
@@ -245,7 +249,9 @@ class Registry:
                 registered one (or ``get_tool_schema``) only in case or in ``-``
                 and ``_``, which a reader cannot tell apart; ``kind`` or ``risk``
                 is not one of its values, a query declares an effect (or the
-                hints of a write).
+                hints of a write); the decorator is written without ``kind=``
+                (``@registry.tool`` without its parentheses, ``@registry.tool()``)
+                or given an option by position: said where it is applied.
             ProvenanceError: the name or the description is text branded
                 untrusted: both reach the capability section.
         """
@@ -720,8 +726,9 @@ class Registry:
         written = tuple(writes)
         role_set = frozenset((roles,) if isinstance(roles, str) else roles)
         # The scope the decorator is applied in: its names resolve annotations
-        # of tools defined inside a function (e.g. a model defined in a test).
-        caller = sys._getframe(2)
+        # of tools defined inside a function (e.g. a model defined in a test). Three
+        # frames up: past tool() and the check kind_required puts in front of it.
+        caller = sys._getframe(3)
         localns = dict(caller.f_locals) if caller.f_code.co_name != "<module>" else None
 
         def register(function: F) -> F:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from veridic._sample import clip
 from veridic.errors import (
     ToolDeniedError,
     ToolUnavailableError,
@@ -113,10 +114,13 @@ class ToolStatus:
         if self.state == "exposed":
             return None
         if self.state == "unknown":
+            # Who reads this is most often the model that wrote the name (a typo, a tool
+            # it made up), told through execute(): the name is quoted clipped and escaped,
+            # and it is pointed at the tools it may call, not told to register one.
             nearest = ", ".join(self.suggestions) or "none"
             return UnknownToolError(
-                f"no tool is named {self.name!r}; it was never registered (nearest valid names: "
-                f"{nearest}): call one of the tools this view lists, or register {self.name!r}",
+                f"no tool is named {clip(self.name)}; it was never registered (nearest valid "
+                f"names: {nearest}): call one of the tools this view lists by its name",
                 name=self.name,
                 suggestions=self.suggestions,
             )
