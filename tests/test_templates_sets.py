@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import typing
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,7 +300,7 @@ def test_a_set_in_an_instance_whose_copy_is_itself_is_refused_and_left_as_it_was
 class Uncopyable:
     """A base whose instances refuse to be copied (as a class holding a lock or a socket)."""
 
-    def __reduce_ex__(self, protocol: object) -> object:
+    def __reduce_ex__(self, protocol: typing.SupportsIndex) -> str | tuple[Any, ...]:
         raise TypeError("cannot pickle 'Uncopyable' object")
 
 
@@ -315,7 +316,7 @@ def test_a_set_in_an_instance_that_cannot_be_copied_is_refused_naming_the_variab
     templates = _templates(tmp_path, "{{ tags.held }}")
     sealed = Sealed({8, 1})
     with pytest.raises(
-        TemplateParamsError, match=r"variable 'tags' .*Sealed.*cannot be copied.*cannot pickle.*a list"
+        TemplateParamsError, match=r"'tags' .*Sealed.*cannot be copied.*cannot pickle.*a list"
     ):
         _rendered(templates, Anyhow, {"tags": sealed})
     assert type(sealed.held) is set
@@ -344,7 +345,7 @@ def test_a_set_whose_items_order_leaves_two_unordered_is_refused(
     # Each worker rendered the two with one name in the order its hash seed gave them.
     templates = _templates(tmp_path, "{{ tags }}")
     with pytest.raises(
-        TemplateParamsError, match=r"variable 'tags' .*holds a set of Ranked in which two items, .*neither less.*a list"
+        TemplateParamsError, match=r"'tags' .*of Ranked in which two items.*neither less.*a list"
     ):
         _rendered(templates, Anyhow, {"tags": set(items)})
 

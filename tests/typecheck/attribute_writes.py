@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from veridic import Composer, TrustedInstruction, instruction
 
-
 T = TypeVar("T")
 
 

@@ -528,9 +528,9 @@ class _Sorting:
                 )
         kinds = ", ".join(sorted({type(item).__name__ for item in items}))
         keys = [_content(item) for item in items]
-        try:
-            order = sorted(range(len(items)), key=keys.__getitem__)  # one orderable kind, or TypeError
-            tie = next((pair for pair in pairwise(order) if not keys[pair[0]] < keys[pair[1]]), None)
+        try:  # items of one orderable kind, or TypeError
+            order = sorted(range(len(items)), key=keys.__getitem__)
+            tie = next((two for two in pairwise(order) if not keys[two[0]] < keys[two[1]]), None)
         except TypeError:
             raise TemplateParamsError(
                 f"{self.where} holds a set of {kinds} that cannot be sorted: a "
