@@ -132,6 +132,28 @@ def test_xmlattr_of_values_with_text_of_their_own_renders(tmp_path: Path, how: s
     assert text == '<p class="primary" id="7">'
 
 
+class Pairs:
+    """Not a ``Mapping``, but with the ``items()`` that ``|xmlattr`` reads."""
+
+    def __init__(self, pairs: dict[str, object]) -> None:
+        self.pairs = pairs
+
+    def items(self) -> Any:
+        return self.pairs.items()
+
+
+@pytest.mark.parametrize("how", ["shipped", "stored"])
+def test_xmlattr_of_an_object_with_items_checks_each_value(tmp_path: Path, how: str) -> None:
+    # |xmlattr reads any object's items(): only a Mapping's values were checked, so a
+    # method's address reached the prompt through an object of the application's own.
+    (tmp_path / "t.j2").write_text("<p{{ value | xmlattr }}>")
+    bound = _load(tmp_path, "data", how, Anything)
+    with pytest.raises(TemplateError, match=r"\|xmlattr"):
+        bound.render({"value": Pairs({"class": "x", "id": Labelled().__str__})})
+    text = _text("data", bound.render({"value": Pairs({"class": Labelled(), "x": None})}))
+    assert text == '<p class="primary">'
+
+
 # -- 1. an address in an object's own text ---------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import typing
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -294,6 +295,66 @@ def test_a_set_in_an_instance_whose_copy_is_itself_is_refused_and_left_as_it_was
     with pytest.raises(TemplateParamsError, match=r"variable 'tags' .*copy is itself.*a list"):
         _rendered(templates, Anyhow, {"tags": shared})
     assert type(shared.held) is set
+
+
+class Uncopyable:
+    """A base whose instances refuse to be copied (as a class holding a lock or a socket)."""
+
+    def __reduce_ex__(self, protocol: typing.SupportsIndex) -> str | tuple[Any, ...]:
+        raise TypeError("cannot pickle 'Uncopyable' object")
+
+
+@dataclass
+class Sealed(Uncopyable):
+    held: Any
+
+
+def test_a_set_in_an_instance_that_cannot_be_copied_is_refused_naming_the_variable(
+    tmp_path: Path,
+) -> None:
+    # copy.copy()'s bare TypeError left the render with no word of the variable or the way out.
+    templates = _templates(tmp_path, "{{ tags.held }}")
+    sealed = Sealed({8, 1})
+    with pytest.raises(
+        TemplateParamsError, match=r"'tags' .*Sealed.*cannot be copied.*cannot pickle.*a list"
+    ):
+        _rendered(templates, Anyhow, {"tags": sealed})
+    assert type(sealed.held) is set
+
+
+@dataclass(frozen=True, order=True)
+class Ranked:
+    """Ordered by its fields in turn: two with one name are ordered by their sets, which
+    ``<`` orders by inclusion, not by what they hold."""
+
+    name: str
+    labels: frozenset[str]
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [Ranked("a", frozenset({"x"})), Ranked("a", frozenset({"y"}))],
+        [Ranked("a", frozenset({"x"})), Ranked("b", frozenset()), Ranked("a", frozenset({"y"}))],
+    ],
+    ids=["two", "three"],
+)
+def test_a_set_whose_items_order_leaves_two_unordered_is_refused(
+    tmp_path: Path, items: list[Ranked]
+) -> None:
+    # Each worker rendered the two with one name in the order its hash seed gave them.
+    templates = _templates(tmp_path, "{{ tags }}")
+    with pytest.raises(
+        TemplateParamsError, match=r"'tags' .*of Ranked in which two items.*neither less.*a list"
+    ):
+        _rendered(templates, Anyhow, {"tags": set(items)})
+
+
+def test_a_set_of_items_in_one_order_renders_sorted(tmp_path: Path) -> None:
+    templates = _templates(tmp_path, "{{ tags | join(' ') }}")
+    items = {Ranked("b", frozenset({"x"})), Ranked("a", frozenset({"y"}))}
+    text = _rendered(templates, Anyhow, {"tags": items})
+    assert text.index("name='a'") < text.index("name='b'")
 
 
 @dataclass

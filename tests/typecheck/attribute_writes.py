@@ -5,12 +5,16 @@ object.__setattr__ (the way into a frozen dataclass), nor a write through vars(p
 page.__dict__ (a dict[str, Any]): page.prompt stayed typed trusted.
 """
 
+import copy
 import json
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from veridic import Composer, TrustedInstruction, instruction
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,19 @@ def namespace_passed_on(page: Page, reply: str) -> None:
     read(vars(page))  # a Mapping: it cannot write
     # object, a library's Any (json.dumps reads it), an overload: read, or not seen
     print(vars(page), json.dumps(vars(page)), dict(vars(page)))
+
+
+def same(value: T) -> T:
+    return value
+
+
+def passed_along(page: Page, rows: list[dict[str, Any]], queue: deque[dict[str, Any]]) -> None:
+    # A parameter typed by a type variable passes the namespace along, whatever mypy infers
+    # it to be at the call: it cannot write into it (it knows nothing of its type).
+    rows.append(vars(page))
+    rows.insert(0, page.__dict__)
+    queue.append(vars(page))
+    print(copy.deepcopy(vars(page)), same(vars(page)))
 
 
 def through_a_variable(page: Page, reply: str) -> None:

@@ -49,6 +49,13 @@ def notes_in_containers(labels: dict[str, str]) -> None:
     by_name(labels)
 
 
+def notes_in_a_tuple(text: str) -> None:
+    # P: [reportArgumentType]
+    # E: [arg-type] expected "Iterable[TrustedInstruction]"
+    # N: [arg-type] minted, not converted
+    join((text, text))
+
+
 def no_note(text: str) -> int:
     # P: [reportReturnType]
     return text  # E: [return-value] expected "int"

@@ -6,6 +6,8 @@ silenced, the value stayed typed trusted, and veridic hatches lists only veridic
 An argument of veridic's own (Composer.system()) is refused by the run time there.
 """
 
+from collections.abc import Iterable
+
 from veridic import Composer, Registry, TrustedInstruction, join
 
 
@@ -76,3 +78,16 @@ def unrelated(counts: dict[str, int], pairs: list[tuple[str, int]]) -> None:
 def related(labels: dict[str, str], pairs: list[tuple[int, str]]) -> None:
     by_name(labels)  # type: ignore[arg-type]  # E: [veridic-forge] silenced mypy's arg-type
     by_pair(pairs)  # type: ignore[arg-type]  # E: [veridic-forge] silenced mypy's arg-type
+
+
+def each(texts: Iterable[TrustedInstruction]) -> None:
+    for text in texts:
+        hint(text)
+
+
+def items_of_another_shape(reply: str, labels: dict[str, str], words: list[list[str]]) -> None:
+    # A tuple of text, and a dict's keys, fill an iterable of TrustedInstruction with text
+    # (their arguments do not stand one for one with the iterable's); a list of lists not.
+    each((reply, reply))  # type: ignore[arg-type]  # E: [veridic-forge] silenced mypy's arg-type
+    each(labels)  # type: ignore[arg-type]  # E: [veridic-forge] silenced mypy's arg-type
+    each(words)  # type: ignore[arg-type]

@@ -34,7 +34,8 @@ setattr(page, key, value)`` over a ``dict[str, Any]``), on an object with a trus
 An object's namespace passed to a function whose parameter is a mapping it can write
 (``fill(vars(page))`` with ``def fill(ns: dict[str, Any])``) is judged as a write of that
 mapping's values under a name not known in the code: the function writes where the
-plugin does not look. ``vars`` or ``getattr`` kept in a variable (``v = vars;
+plugin does not look; a parameter typed by a type variable (``rows.append(vars(page))``)
+passes it along. ``vars`` or ``getattr`` kept in a variable (``v = vars;
 v(page)["prompt"] = reply``) reaches the namespace as the function does.
 
 Not seen: the namespace passed to a parameter typed ``Any`` or ``object`` (``print()``,
@@ -61,6 +62,7 @@ from mypy.nodes import (
     Context,
     DictExpr,
     Expression,
+    FuncDef,
     IndexExpr,
     MemberExpr,
     MypyFile,
@@ -261,7 +263,8 @@ def _check_passed(checker: TypeChecker, call: CallExpr, held: _Held) -> None:
     function = call.callee.name if isinstance(call.callee, NameExpr | MemberExpr) else "a function"
     for formal, actuals in enumerate(formals):
         declared = callee.arg_types[formal]
-        value = _written_value(declared) if writable(declared, own) else None
+        as_written = _as_written(callee, formal)
+        value = _written_value(declared) if writable(as_written, own) else None
         if value is None:
             continue  # a Mapping, an object, a library's Any: it reads (or is not seen)
         parameter = callee.arg_names[formal] or f"#{formal + 1}"
@@ -273,6 +276,22 @@ def _check_passed(checker: TypeChecker, call: CallExpr, held: _Held) -> None:
                     "Mapping if the function only reads it),"
                 )
                 _check_write(checker, writer, info, None, value, call.args[index])
+
+
+def _as_written(callee: CallableType, formal: int) -> Type:
+    """The type of ``callee``'s parameter ``formal`` as its definition writes it, before mypy
+    infers the type variables of the call: a parameter typed ``T`` (``list.append``,
+    ``copy.deepcopy``) passes a namespace along, knowing nothing of it to write, though
+    at the call mypy types it ``dict[str, Any]``. The call's own type where the definition
+    does not line up with it (a decorator's signature, an overload)."""
+    definition = callee.definition
+    written = definition.type if isinstance(definition, FuncDef) else None
+    if isinstance(written, CallableType):
+        at = formal + len(written.arg_types) - len(callee.arg_types)  # a bound self, or not
+        name = callee.arg_names[formal]
+        if at in (formal, formal + 1) and written.arg_names[at] == name:
+            return written.arg_types[at]
+    return callee.arg_types[formal]
 
 
 def _written_value(declared: Type) -> Type | None:

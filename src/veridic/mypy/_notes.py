@@ -316,6 +316,8 @@ def note_for(info: ErrorInfo) -> str | None:
     Only text where the expected type has the brand counts: ``dict[str, int]`` given for
     ``dict[str, TrustedInstruction]`` has a ``str``, but as the key, so neither the note
     nor, under a ``type: ignore``, ``veridic-forge`` (:func:`_silenced`) is about it.
+    Where the arguments do not stand one for one (``tuple[str, str]`` for
+    ``Iterable[TrustedInstruction]``), text in any of them counts.
     """
     message = info.message
     if info.severity != "error" or not any(brand in message for brand in _BRANDS):
@@ -451,15 +453,17 @@ def _at_brand(expected: _Shown, actual: _Shown, brand: str, fits: Callable[[_Sho
 def _paired(
     expected: tuple[_Shown, ...], actual: tuple[_Shown, ...]
 ) -> list[tuple[_Shown, _Shown]]:
-    """The arguments that stand for each other: by position, or each against the first of
-    a variadic tuple's (``tuple[X, ...]``)."""
+    """The arguments that stand for each other: by position, each against the first of a
+    variadic tuple's (``tuple[X, ...]``), or, where the counts differ, each against each:
+    a ``tuple[str, str]`` fills an ``Iterable[TrustedInstruction]`` with its items, and a
+    ``dict[str, str]`` with its keys, which no position tells."""
     if len(expected) == len(actual):
         return list(zip(expected, actual, strict=True))
     if len(expected) == 2 and expected[1] == ("...", ()):
         return [(expected[0], item) for item in actual]
     if len(actual) == 2 and actual[1] == ("...", ()):
         return [(item, actual[0]) for item in expected]
-    return []
+    return [(wanted, given) for wanted in expected for given in actual]
 
 
 def _is_text(shown: _Shown) -> bool:

@@ -37,7 +37,7 @@ from collections.abc import Set as AbstractSet
 from decimal import Decimal
 from enum import Enum, Flag
 from fractions import Fraction
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Annotated, Final, Literal, Union
 from uuid import UUID
 
@@ -476,7 +476,7 @@ class _Sorting:
         """A dataclass, model or attrs instance holding a set: a shallow copy whose fields
         holding one are set to their sorted copies (as its own ``__init__`` sets them,
         frozen or not); the caller's instance is left as it is."""
-        made = copy.copy(value)
+        made = self._copied(value)
         if made is value:  # a __copy__ of its own that gives the instance itself
             raise TemplateParamsError(
                 f"{self.where} holds {a_type(value)} whose copy is itself (its own __copy__), "
@@ -497,6 +497,20 @@ class _Sorting:
                 object.__setattr__(made, name, new)
         return made
 
+    def _copied(self, value: object) -> object:
+        """``copy.copy(value)``, or a message naming the variable if the class refuses it
+        (a ``__reduce_ex__`` or ``__copy__`` of its own that raises)."""
+        try:
+            return copy.copy(value)
+        except Exception as error:
+            raise TemplateParamsError(
+                f"{self.where} holds {a_type(value)} with a set in it, and the instance cannot "
+                f"be copied ({type(error).__name__}: {clip(str(error))}): the render reads a "
+                "set sorted on a shallow copy, to leave the instance you passed as it is: pass "
+                "the set as a list in the order the prompt should show, or let copy.copy() "
+                "copy the instance"
+            ) from error
+
     def _kept(self, value: object) -> object:
         self.became[id(value)] = value
         return value
@@ -512,16 +526,30 @@ class _Sorting:
                     "process) and `x in` the set misses it: leave NaN out of the set, or pass "
                     "a value that says what it stands for (None, a label)"
                 )
-        try:
-            items.sort(key=_content)  # items of one orderable kind, or TypeError
+        kinds = ", ".join(sorted({type(item).__name__ for item in items}))
+        keys = [_content(item) for item in items]
+        try:  # items of one orderable kind, or TypeError
+            order = sorted(range(len(items)), key=keys.__getitem__)
+            tie = next((two for two in pairwise(order) if not keys[two[0]] < keys[two[1]]), None)
         except TypeError:
-            kinds = sorted({type(item).__name__ for item in items})
             raise TemplateParamsError(
-                f"{self.where} holds a set of {', '.join(kinds)} that cannot be sorted: a "
+                f"{self.where} holds a set of {kinds} that cannot be sorted: a "
                 "set's order changes from process to process, so the template reads it "
                 "sorted; pass a list in the order the prompt should show"
             ) from None
-        return SortedSet(items, "set" if isinstance(value, set) else type(value).__name__)
+        if tie is not None:
+            first, second = (clip(repr(items[at])) for at in tie)
+            raise TemplateParamsError(
+                f"{self.where} holds a set of {kinds} in which two items, {first} and {second}, "
+                "are neither less nor more than each other (sets in them compare by inclusion, "
+                "and an __lt__ of your own may compare only part of them): the sort leaves them "
+                "in the order "
+                "the hash seed gave them, which changes from process to process; pass a list in "
+                "the order the prompt should show"
+            )
+        return SortedSet(
+            [items[at] for at in order], "set" if isinstance(value, set) else type(value).__name__
+        )
 
 
 def _holds_nan(item: object) -> bool:

@@ -181,18 +181,44 @@ def _written(item: object, doing: str) -> None:
 def _xmlattr(function: Callable[..., object]) -> Callable[..., object]:
     """``|xmlattr``, each value it writes checked (``{'a': persona.upper} | xmlattr`` wrote
     ``a="&lt;built-in method upper of ... at 0x7f43...&gt;"``); a ``None`` or undefined
-    value it leaves out, a key is text (jinja2 refuses any other)."""
+    value it leaves out, a key is text (jinja2 refuses any other).
+
+    jinja2 reads any object's ``items()``, a ``Mapping``'s or not: they are read once, and
+    what was checked is what jinja2 is given to write (a second ``items()`` may differ).
+    """
 
     def xmlattr(eval_ctx: EvalContext, value: object, *arguments: Any, **options: Any) -> object:
         expression = options.pop(EXPRESSION, None)
-        if isinstance(value, Mapping):
+        items = None if isinstance(value, Undefined) else getattr(value, "items", None)
+        if callable(items):
+            pairs = _Pairs(items())
             doing = gives("xmlattr", expression)
-            for held in value.values():
+            for held in pairs.values():
                 if not isinstance(held, Undefined):  # left out, not written
                     _written(held, doing)
+            value = pairs
         return function(eval_ctx, value, *arguments, **options)
 
     return _like(xmlattr, function)
+
+
+class _Pairs:
+    """The pairs an object's ``items()`` gave ``|xmlattr``, read once: what it writes."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.pairs = list(items)
+
+    def items(self) -> list[Any]:
+        return self.pairs
+
+    def values(self) -> Iterator[object]:
+        """Each pair's value; what is no pair jinja2 refuses when it reads it."""
+        for pair in self.pairs:
+            try:
+                _, held = pair
+            except (TypeError, ValueError):
+                continue  # jinja2 raises it when it unpacks the pair
+            yield held
 
 
 def _tojson(function: Callable[..., object]) -> Callable[..., object]:
