@@ -144,7 +144,7 @@ def check_kept(where: object, statement: Statement[Any], stored: Rows) -> None:
         differ = [
             name
             for name, given, kept in zip(names, statement.params, stored[0], strict=True)
-            if given != kept
+            if _plain(given) != kept
         ]
         if not differ:
             return  # the same record: a retry, kept once
@@ -162,6 +162,25 @@ def check_kept(where: object, statement: Statement[Any], stored: Rows) -> None:
     )
     error.record = statement.record
     raise error
+
+
+def _plain(given: object) -> object:
+    """``given``, a parameter of an insert, as the built-in value a driver reads back.
+
+    Compared as it was, a ``str`` subclass that says it equals anything (its ``__eq__``,
+    ``__ne__``) was asked whether it equals the row kept, and another record was taken
+    for a retry and dropped, without a word. The built-in types' own conversions never
+    ask the subclass.
+    """
+    if isinstance(given, str):
+        return str.__str__(given)
+    if isinstance(given, bool) or given is None:
+        return given
+    if isinstance(given, int):
+        return int.__int__(given)
+    if isinstance(given, float):
+        return float.__float__(given)
+    return given
 
 
 COLUMNS: Final = (

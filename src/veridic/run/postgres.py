@@ -58,7 +58,7 @@ from veridic.errors import AuditRecordError
 from veridic.run import _postgres_schema
 from veridic.run._conninfo import misread_password, refuse_nul, without_passwords
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
-from veridic.run._store import INSERT, KEYED_AUDIT, Rows, Statement, T, check_kept
+from veridic.run._store import INSERT, KEYED_AUDIT, Keyed, Rows, Statement, T, check_kept
 
 if TYPE_CHECKING:
     import psycopg
@@ -192,26 +192,47 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
             sql = _postgres_schema.columns(sql, self._schema)
         rows, added = self._sent(sql, statement.params, statement.idempotent)
         if statement.keyed is not None and added == 0:  # a retry, or another record
-            check_kept(self, statement, self._run(statement.keyed.stored(statement.params)))
+            self._check_kept(statement.keyed, statement)
         return statement.answer(rows)
 
     def _insert(self, statement: Statement[None]) -> None:
         _, added = self._sent(_INSERT, statement.params, True, rows=False)
         if added == 0:  # a retry, or another record under its id
-            check_kept(self, statement, self._run(KEYED_AUDIT.stored(statement.params)))
+            self._check_kept(KEYED_AUDIT, statement)
+
+    def _check_kept(self, keyed: Keyed, statement: Statement[Any]) -> None:
+        """Refuse ``statement``'s record unless the row under its id is the same
+        (:func:`~veridic.run._store.check_kept`).
+
+        The row is read in binary. As text, a ``DOUBLE PRECISION`` is printed with 15
+        digits where the session's ``extra_float_digits`` is 0 (the default before
+        PostgreSQL 12; a database, a role or a connection may still set it): a record's
+        time read back rounded, and a record sent again after a lost connection was
+        refused as another one.
+        """
+        read = keyed.stored(statement.params)
+        rows, _ = self._sent(_placeholders(read.sql), read.params, True, binary=True)
+        check_kept(self, statement, rows)
 
     def _sent(
-        self, sql: str, params: tuple[object, ...], idempotent: bool, *, rows: bool = True
+        self,
+        sql: str,
+        params: tuple[object, ...],
+        idempotent: bool,
+        *,
+        rows: bool = True,
+        binary: bool = False,
     ) -> tuple[Rows, int]:
         """The rows of ``sql`` (``%s`` placeholders) and its rowcount, sent again if the
         connection was lost.
 
         ``rows=False`` (a write with no answer) sends it on the connection's kept
         cursor; a statement with rows gets a cursor of its own, so that no kept
-        cursor holds a large answer after it was read.
+        cursor holds a large answer after it was read. ``binary`` asks for the rows
+        in binary (a float exactly: see :meth:`_check_kept`).
         """
         try:
-            return self._send(sql, params, rows)
+            return self._send(sql, params, rows, binary)
         except self._psycopg.OperationalError as error:
             if _answered(error):  # the server is there, and refused the statement
                 raise _refused(error, self) from None
@@ -231,16 +252,18 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
                 raise _noted(error, self, idempotent) from None
         # The connection was lost (the pool discarded it): once more, on a fresh one.
         try:
-            return self._send(sql, params, rows)
+            return self._send(sql, params, rows, binary)
         except self._psycopg.OperationalError as error:
             raise _noted(error, self, idempotent) from None
 
-    def _send(self, sql: str, params: tuple[object, ...], rows: bool) -> tuple[Rows, int]:
+    def _send(
+        self, sql: str, params: tuple[object, ...], rows: bool, binary: bool
+    ) -> tuple[Rows, int]:
         me = threading.get_ident()
         kept = self._kept.pop(me, None) or self._lease()
         try:
             if rows:
-                cursor = kept.connection.execute(sql, params)
+                cursor = kept.connection.execute(sql, params, binary=binary)
                 answer = cursor.fetchall() if cursor.description is not None else []
                 added = cursor.rowcount
             else:
@@ -510,30 +533,46 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                 "or `await store.open()` first"
             )
         sql = _placeholders(statement.sql)
+        rows, added = await self._asent(pool, sql, statement.params, statement.idempotent)
+        if statement.keyed is not None and added == 0:  # a retry, or another record
+            read = statement.keyed.stored(statement.params)
+            # In binary, as the blocking store's _check_kept says: a float exactly.
+            stored, _ = await self._asent(
+                pool, _placeholders(read.sql), read.params, True, binary=True
+            )
+            check_kept(self, statement, stored)
+        return statement.answer(rows)
+
+    async def _asent(
+        self,
+        pool: psycopg_pool.AsyncConnectionPool[Any],
+        sql: str,
+        params: tuple[object, ...],
+        idempotent: bool,
+        *,
+        binary: bool = False,
+    ) -> tuple[Rows, int]:
+        """The rows of ``sql`` (``%s`` placeholders) and its rowcount, sent again if the
+        connection was lost (as :meth:`PostgresAuditSink._sent`)."""
         lost: psycopg.OperationalError | None = None
-        for _ in range(2 if statement.idempotent else 1):
+        for _ in range(2 if idempotent else 1):
             try:
                 db = await pool.getconn()  # as the blocking store: no commit on return
                 try:
-                    cursor = await db.execute(sql, statement.params)
+                    cursor = await db.execute(sql, params, binary=binary)
                     rows = await cursor.fetchall() if cursor.description is not None else []
-                    added = cursor.rowcount
+                    return rows, cursor.rowcount
                 finally:
                     await pool.putconn(db)
             except self._psycopg.OperationalError as error:
                 if _answered(error):
                     raise _refused(error, self) from None
                 if _waited(error):
-                    raise _noted(error, self, statement.idempotent) from None
+                    raise _noted(error, self, idempotent) from None
                 await pool.check()  # its idle connections died with this one (as above)
                 lost = error
-                continue
-            if statement.keyed is not None and added == 0:  # a retry, or another record
-                stored = await self._arun(statement.keyed.stored(statement.params))
-                check_kept(self, statement, stored)
-            return statement.answer(rows)
         assert lost is not None  # the loop ran and every try failed
-        raise _noted(lost, self, statement.idempotent) from None
+        raise _noted(lost, self, idempotent) from None
 
 
 @dataclass(frozen=True, slots=True)
