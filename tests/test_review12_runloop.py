@@ -529,3 +529,42 @@ def test_records_of_another_run_under_the_same_request_id_do_not_vouch_for_a_sto
             )
     assert ran == []
 
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_tool_call_limit_met_by_the_answer_to_a_retry_does_not_say_the_retry_was_unsent(
+    asynchronous: bool,
+) -> None:
+    """The answer to the retry of an invalid structured answer is checked against the tool
+    call limit before it is counted; the limit's error said the answer was "not a valid
+    Resolution" and the retry "not sent", of a retry the model had answered with calls."""
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    script: list[Mapping[str, object]] = [{"text": "Refunded!"}, LOOK_THEN_REFUND]
+    provider = ScriptedProvider(script, asynchronous=asynchronous)
+    gateway = ModelGateway(provider, audit=SQLiteAuditSink())
+    composer = system_part(view).user("Refund order 42.")
+    policy, limits = ApprovalPolicy(view), Limits(tool_calls=1)
+
+    def run() -> object:
+        if asynchronous:
+            return asyncio.run(
+                gateway.arun(
+                    composer,
+                    view,
+                    policy=policy,
+                    request_id="req-1",
+                    output_type=Resolution,
+                    limits=limits,
+                )
+            )
+        return gateway.run(
+            composer, view, policy=policy, request_id="req-1", output_type=Resolution, limits=limits
+        )
+
+    with pytest.raises(RunLimitError) as stopped:
+        run()
+    message = str(stopped.value)
+    assert "limit of 1 tool call (2)" in message
+    assert "not a valid" not in message
+    assert "was not sent" not in message
+    assert ran == []
