@@ -8,7 +8,10 @@ each through the public API with the ScriptedProvider and real SQLite stores.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from pydantic import BaseModel
@@ -16,10 +19,12 @@ from pydantic import BaseModel
 from veridic import (
     ApprovalPolicy,
     ApprovalRequest,
+    AsyncPostgresAuditSink,
     Composer,
     Limits,
     ModelGateway,
     PausedRun,
+    PostgresAuditSink,
     Registry,
     RunLimitError,
     ScriptedProvider,
@@ -29,6 +34,10 @@ from veridic import (
     instruction,
 )
 from veridic.gateway import ModelCallLog
+from veridic.run.audit import AuditSink
+
+if TYPE_CHECKING:
+    from _postgres import PostgresServer
 
 SYSTEM = instruction("You are the support agent of Acme.")
 
@@ -73,7 +82,7 @@ LOOK_THEN_REFUND = {
 
 
 def paused_in(
-    audit: SQLiteAuditSink, answer: Mapping[str, object], *, calls: ModelCallLog | None = None
+    audit: AuditSink, answer: Mapping[str, object], *, calls: ModelCallLog | None = None
 ) -> PausedRun:
     view = make_registry([]).view()
     gateway = ModelGateway(ScriptedProvider([answer]), audit=audit, calls=calls)
@@ -90,7 +99,7 @@ def paused_in(
 
 def resume(
     paused: PausedRun,
-    audit: SQLiteAuditSink,
+    audit: AuditSink,
     ran: list[str],
     *,
     asynchronous: bool,
@@ -353,3 +362,209 @@ def test_an_answer_over_the_token_limit_that_cannot_be_recorded_leaves_no_half_t
     assert turns == [("user", ""), ("tool_call", "c1"), ("tool_result", "c1")]
     assert composer.build().pending_tool_calls == ()
     assert ran == ["get_order 1"]
+
+
+# --- second read: the store check on every store kind, and with calls= apart -----------------
+
+
+def test_a_paused_run_resumes_on_another_handle_of_its_sqlite_file_once(tmp_path: Path) -> None:
+    """Another process opens the file the run wrote to: that is the run's store, not a stranger."""
+    database = tmp_path / "audit.db"
+    saved = paused_in(SQLiteAuditSink(database), LOOK_THEN_REFUND).to_json()
+    ran: list[str] = []
+    resumed = resume(PausedRun.from_json(saved), SQLiteAuditSink(database), ran, asynchronous=False)
+    assert resumed == "Refunded."
+    with pytest.raises(VeridicError, match="was resumed already"):
+        resume(PausedRun.from_json(saved), SQLiteAuditSink(database), ran, asynchronous=False)
+    with pytest.raises(VeridicError, match="holds no record of"):
+        resume(
+            PausedRun.from_json(saved),
+            SQLiteAuditSink(tmp_path / "other.db"),
+            ran,
+            asynchronous=False,
+        )
+    assert ran == ["refund 42"]
+
+
+@pytest.fixture
+def other_postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
+    """A second empty database: a store the run never wrote to, on the same server."""
+    name = f"test_{uuid.uuid4().hex}"
+    yield postgres_server.create_database(name)
+    postgres_server.drop_database(name)
+
+
+def test_a_paused_run_resumes_once_on_its_postgres_store_and_never_on_another(
+    postgres_dsn: str, other_postgres_dsn: str
+) -> None:
+    with PostgresAuditSink(postgres_dsn) as audit:
+        saved = paused_in(audit, ONLY_REFUND).to_json()
+    ran: list[str] = []
+    with (
+        PostgresAuditSink(other_postgres_dsn) as stranger,
+        pytest.raises(VeridicError, match="holds no record of"),
+    ):
+        resume(PausedRun.from_json(saved), stranger, ran, asynchronous=False)
+    with PostgresAuditSink(postgres_dsn) as audit:
+        assert resume(PausedRun.from_json(saved), audit, ran, asynchronous=False) == "Refunded."
+        with pytest.raises(VeridicError, match="was resumed already"):
+            resume(PausedRun.from_json(saved), audit, ran, asynchronous=False)
+    assert ran == ["refund 42"]
+
+
+def test_a_paused_run_aresumes_once_on_its_async_postgres_store_and_never_on_another(
+    postgres_dsn: str, other_postgres_dsn: str
+) -> None:
+    ran: list[str] = []
+
+    async def scenario() -> None:
+        view = make_registry([]).view()
+        async with AsyncPostgresAuditSink(postgres_dsn) as audit:
+            provider = ScriptedProvider([ONLY_REFUND], asynchronous=True)
+            paused = (
+                await ModelGateway(provider, audit=audit).arun(
+                    system_part(view).user("Refund order 42."),
+                    view,
+                    policy=ApprovalPolicy(view),
+                    request_id="req-1",
+                    defer=True,
+                )
+            ).paused
+        assert paused is not None
+        saved = paused.to_json()
+
+        async def aresume(store: AsyncPostgresAuditSink) -> str:
+            view = make_registry(ran).view()
+            provider = ScriptedProvider([{"text": "Refunded."}], asynchronous=True)
+            copy = PausedRun.from_json(saved)
+            result = await ModelGateway(provider, audit=store).aresume(
+                copy,
+                system_part(view),
+                view,
+                policy=ApprovalPolicy(view),
+                answers={approval.digest: True for approval in copy.approvals},
+            )
+            return result.text
+
+        async with AsyncPostgresAuditSink(other_postgres_dsn) as stranger:
+            with pytest.raises(VeridicError, match="holds no record of"):
+                await aresume(stranger)
+        async with AsyncPostgresAuditSink(postgres_dsn) as audit:
+            assert await aresume(audit) == "Refunded."
+            with pytest.raises(VeridicError, match="was resumed already"):
+                await aresume(audit)
+
+    asyncio.run(scenario())
+    assert ran == ["refund 42"]
+
+
+def test_a_run_paused_with_model_calls_apart_resumes_on_its_store_keeping_them_there() -> None:
+    """The run kept its model calls in ``calls=``; the host that resumes keeps them in the
+    audit store (a deploy changed it meanwhile). The store holds the record of the call
+    the run made before the pause: it is the run's store, and the resume was refused
+    saying it is not."""
+    audit = SQLiteAuditSink()
+    saved = paused_in(audit, LOOK_THEN_REFUND, calls=ModelCallLog()).to_json()
+    ran: list[str] = []
+    assert resume(PausedRun.from_json(saved), audit, ran, asynchronous=False) == "Refunded."
+    with pytest.raises(VeridicError, match="was resumed already"):
+        resume(PausedRun.from_json(saved), audit, ran, asynchronous=False)
+    assert ran == ["refund 42"]
+
+
+def test_a_store_without_the_paused_model_call_is_refused_saying_where_model_calls_went() -> None:
+    """Nothing of the run on record but its model call, which went to ``calls=``: the store
+    cannot tell, and the error names the store it asked and both causes it may have."""
+    saved = paused_in(SQLiteAuditSink(), ONLY_REFUND, calls=ModelCallLog()).to_json()
+    ran: list[str] = []
+    with pytest.raises(VeridicError, match="holds no record of") as refused:
+        resume(PausedRun.from_json(saved), SQLiteAuditSink(), ran, asynchronous=False)
+    message = str(refused.value)
+    assert "SQLiteAuditSink(':memory:')" in message
+    assert "calls=" in message
+    assert ran == []
+
+
+def test_the_refusal_clips_a_long_request_id() -> None:
+    audit = SQLiteAuditSink()
+    view = make_registry([]).view()
+    long_id = "r" * 4000
+    result = ModelGateway(ScriptedProvider([ONLY_REFUND]), audit=audit).run(
+        system_part(view).user("Refund order 42."),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id=long_id,
+        defer=True,
+    )
+    assert result.paused is not None
+    with pytest.raises(VeridicError, match="holds no record of") as refused:
+        resume(result.paused, SQLiteAuditSink(), [], asynchronous=False)
+    assert long_id not in str(refused.value)
+
+
+def test_records_of_another_run_under_the_same_request_id_do_not_vouch_for_a_store() -> None:
+    """Request ids are the application's: another store may hold another run's records
+    under ``req-1``. Any record of the request was taken for a trace of the paused run, and
+    a copy resumed there ran the refund again; only a record of a call the paused run made
+    tells its store."""
+    saved = paused_in(SQLiteAuditSink(), LOOK_THEN_REFUND, calls=ModelCallLog()).to_json()
+    stranger = SQLiteAuditSink()
+    view = make_registry([]).view()
+    other_run = {"tool_calls": [("x1", "get_order", '{"order_id": 7}')]}
+    ModelGateway(
+        ScriptedProvider([other_run, {"text": "Order 7 is lost."}]),
+        audit=stranger,
+        calls=ModelCallLog(),
+    ).run(
+        system_part(view).user("Where is order 7?"),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id="req-1",
+    )
+    ran: list[str] = []
+    for _ in range(2):
+        with pytest.raises(VeridicError, match="holds no record of"):
+            resume(
+                PausedRun.from_json(saved), stranger, ran, asynchronous=False, calls=ModelCallLog()
+            )
+    assert ran == []
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_tool_call_limit_met_by_the_answer_to_a_retry_does_not_say_the_retry_was_unsent(
+    asynchronous: bool,
+) -> None:
+    """The answer to the retry of an invalid structured answer is checked against the tool
+    call limit before it is counted; the limit's error said the answer was "not a valid
+    Resolution" and the retry "not sent", of a retry the model had answered with calls."""
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    script: list[Mapping[str, object]] = [{"text": "Refunded!"}, LOOK_THEN_REFUND]
+    provider = ScriptedProvider(script, asynchronous=asynchronous)
+    gateway = ModelGateway(provider, audit=SQLiteAuditSink())
+    composer = system_part(view).user("Refund order 42.")
+    policy, limits = ApprovalPolicy(view), Limits(tool_calls=1)
+
+    def run() -> object:
+        if asynchronous:
+            return asyncio.run(
+                gateway.arun(
+                    composer,
+                    view,
+                    policy=policy,
+                    request_id="req-1",
+                    output_type=Resolution,
+                    limits=limits,
+                )
+            )
+        return gateway.run(
+            composer, view, policy=policy, request_id="req-1", output_type=Resolution, limits=limits
+        )
+
+    with pytest.raises(RunLimitError) as stopped:
+        run()
+    message = str(stopped.value)
+    assert "limit of 1 tool call (2)" in message
+    assert "not a valid" not in message
+    assert "was not sent" not in message
+    assert ran == []

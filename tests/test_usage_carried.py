@@ -356,6 +356,22 @@ def test_a_paused_run_of_format_4_still_resumes_with_what_it_did_not_keep_absent
     assert result.text == "Refunded."
 
 
+def test_a_paused_run_of_format_4_on_a_store_without_its_trace_is_refused_with_advice() -> None:
+    """A paused run an earlier release wrote resumes on the store it wrote to; one with no
+    trace of it (neither the model call that paused nor its call c1's record) is refused,
+    naming the store, before anything runs, and the error says where to resume instead."""
+    paused = PausedRun.from_json(_FORMAT_4.read_text(encoding="utf-8"))
+    ran: list[str] = []
+    with pytest.raises(VeridicError, match="holds no record of") as refused:
+        _resumed(SQLiteAuditSink(":memory:"), paused, {"c2": True, "c3": True}, ran=ran)
+    message = str(refused.value)
+    assert "SQLiteAuditSink(':memory:')" in message
+    assert "nor of the 1 tool call it made before them" in message
+    assert "calls=" in message
+    assert "ask the user anew" in message
+    assert ran == []
+
+
 def test_a_paused_run_of_a_later_format_is_refused_naming_the_release_that_wrote_it() -> None:
     document = json.loads(_paused(SQLiteAuditSink(":memory:")).to_json())
     assert document["format"] == "veridic-paused-run/5"

@@ -903,40 +903,54 @@ def check_store_saw(
     waiting: Sequence[ToolCall],
     recorded: Sequence[AuditRecord],
     model_calls: Sequence[ModelCallRecord] | None,
+    store: object,
 ) -> None:
     """Refuse a resume whose store shows no trace of the run that paused.
 
     :func:`check_not_resumed` knows a copy resumed before only from the records of
     the store it is given; a store that is not the one the run wrote to (an
     in-memory ``SQLiteAuditSink()`` made per request, another database) holds
-    none, and every copy would run the waiting calls again. Two traces the run
-    left tell its store: the model call that asked for the waiting calls (its
-    record was written before the request left), where ``model_calls`` are the
-    store's model calls of the request (``None``: the gateway keeps them
-    elsewhere, or the store cannot be asked); and the record of each call the
-    run made before its waiting ones.
+    none, and every copy would run the waiting calls again. Either of two traces
+    the run left tells its store: the record of a call the run made before its
+    waiting ones (by a call id of the paused conversation: another request under
+    the same id is not this run), and the model call that asked for the waiting
+    calls (its record was written before the request left), where ``model_calls``
+    are the store's model calls of the request (``None``: the gateway keeps them
+    elsewhere, or the store cannot be asked). A run that kept its model calls in another sink
+    (``calls=``) and resumes where they go to the store is told by its calls' records.
 
     Raises:
-        VeridicError: the store holds neither the paused model call nor, when the run
-            made calls before the waiting ones, any record of the request.
+        VeridicError: the store holds neither the paused model call (where it was
+            asked for it) nor, when the run made calls before the waiting ones, the
+            record of one of them.
     """
     before = paused.tool_calls - len(waiting)
-    if model_calls is not None:
-        if any(call.prompt_sha256 == paused.prompt_sha256 for call in model_calls):
-            return
-        missing = "the model call that asked for its waiting calls"
-    elif before > 0 and not recorded:
-        missing = f"the {counted(before, 'tool call')} it made before its waiting ones"
-    else:
+    answered = {_storable(turn.call_id) for turn in paused.conversation.turns} - {""}
+    if before > 0 and any(record.call_id in answered for record in recorded):
         return
+    if model_calls is None:
+        if before == 0:
+            return  # nothing the store could hold: it cannot tell (the docs say so)
+        missing = f"the {counted(before, 'tool call')} it made before its waiting ones"
+        elsewhere = ""
+    elif any(call.prompt_sha256 == paused.prompt_sha256 for call in model_calls):
+        return
+    else:
+        missing = "the model call that asked for its waiting calls" + (
+            f", nor of the {counted(before, 'tool call')} it made before them" if before else ""
+        )
+        elsewhere = (
+            "; if the run kept its model calls in another sink (calls=), resume with that "
+            "calls= too"
+        )
     raise VeridicError(
-        f"the gateway's audit store holds no record of {missing} (request "
-        f"{clip(str(paused.request_id))}), so it is not the store the run wrote to, and "
-        "cannot tell whether this paused run was resumed already: a copy resumed on it would "
-        "run its calls a second time; nothing was run. Resume with a gateway on the store "
+        f"the gateway's audit store {clip(repr(store))} holds no record of {missing} (request "
+        f"{clip(str(paused.request_id))}), so it cannot tell whether this paused run was "
+        "resumed already: a copy resumed on it would run its calls a second time; nothing "
+        "was run. Resume with a gateway on the store "
         "the run wrote to (a database file or server both processes reach, not an "
-        "in-memory SQLiteAuditSink() made per request); if that store's records of the "
-        "request were deleted since, ask the user anew"
+        f"in-memory SQLiteAuditSink() made per request){elsewhere}; if that store's records "
+        "of the request were deleted since, ask the user anew"
     )
 
 

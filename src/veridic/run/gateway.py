@@ -651,10 +651,10 @@ class ModelGateway:
         an earlier resume of this paused run, or of a copy of it, handled it, and
         this one is refused. That covers a copy resumed again later (a session, a
         queue that delivers twice, a second click), on the store the run wrote
-        to: a store that holds no trace of the run (the model call that paused,
-        where the gateway keeps its model calls in the audit store, the default;
-        else the records of the calls the run made before its waiting ones) is
-        not that store, could not tell, and is refused. Two resumes at the same
+        to: a store that holds no trace of the run (neither the model call that
+        paused, where the gateway keeps its model calls in the audit store, the
+        default, nor the record of a call the run made before its waiting ones)
+        could not tell, and is refused. Two resumes at the same
         moment may both find nothing on record yet: for those, resume only what
         ``store.claim_paused(request_id)`` hands out, which gives the run to one
         caller.
@@ -706,7 +706,7 @@ class ModelGateway:
                 if self._calls.sink is self._audit
                 else None
             )
-            check_store_saw(paused, reply.tool_calls, on_record, asked)
+            check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             check_none_async(reply.view, steps.runnable)
             state.restore(paused)  # refused before here, the composer is as it was given
@@ -876,7 +876,7 @@ class ModelGateway:
                 if self._calls.sink is self._audit
                 else None
             )
-            check_store_saw(paused, reply.tool_calls, on_record, asked)
+            check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []

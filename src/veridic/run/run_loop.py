@@ -173,7 +173,6 @@ class _Run(Generic[OutputT]):
         Without one, the run's usage is ``None`` from then on (a sum that leaves an
         answer out is not the run's).
         """
-        self.invalid = ""  # an answer came: the last one asked for, if any
         if reply.usage is None:
             self.unsaid = True
             self.usage = None
@@ -215,6 +214,7 @@ class _Run(Generic[OutputT]):
         refused whole there, not recorded half-way (its first calls kept, the
         rest dropped) with the composer's error in place of the run's.
         """
+        self.invalid = ""  # an answer came (the retry asked for, if any): checked first
         _check_whole(reply, "run()")
         earlier = _call_ids(prompt)
         problems = [
