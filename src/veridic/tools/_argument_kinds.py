@@ -19,13 +19,15 @@ pass here. Literal and enum leaves are checked by the kinds of their values, so
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from pydantic import BaseModel
+from pydantic.version import VERSION as PYDANTIC_VERSION
 from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator
+
+from veridic.errors import VeridicError
 
 # Each leaf the check guards: the JSON kinds it refuses, and what it wants, as an error says it.
 _NUMBER_WANTED: Final = {"int": "a valid integer", "float": "a valid number"}
@@ -63,7 +65,6 @@ _NESTED: Final = frozenset(
 # its model, so a weak key would never die.
 _VALIDATIONS: dict[type[BaseModel], Callable[[object], BaseModel]] = {}
 _VALIDATIONS_KEPT: Final = 4096
-_BUILDING: Final = threading.Lock()
 
 
 def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseModel]:
@@ -81,42 +82,38 @@ def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseMo
         checked = walk.checked(schema)
         found = model.model_validate
         if checked is not schema:
-            found = _built(checked, walk.classes).validate_python
+            found = _built(checked).validate_python
         if len(_VALIDATIONS) >= _VALIDATIONS_KEPT:
             _VALIDATIONS.clear()
         _VALIDATIONS[model] = found
     return found
 
 
-def _built(schema: object, classes: set[type]) -> SchemaValidator:
-    """A validator of ``schema``, with the guarded models and dataclasses validated by it.
+def _built(schema: object) -> SchemaValidator:
+    """A validator of ``schema`` built whole from it, the guards of nested models included.
 
     pydantic-core validates a model or a pydantic dataclass that is complete with
-    the class's own validator, whatever schema names it: the guards would never
-    run. It tells that a class is complete by ``__pydantic_complete__`` in the
-    class's ``__dict__``; that flag is cleared for the build alone (under a lock,
-    so that two builds never restore each other's flag) and put back as it was.
-    Nothing validates differently meanwhile: the flag only tells pydantic that
-    the class's own validator may be reused or need not be rebuilt.
+    the class's own prebuilt validator, whatever schema names it, and the guards
+    would never run; ``_use_prebuilt=False`` (the switch pydantic itself passes
+    when it rebuilds a model) builds every node from the copy instead. The
+    application's classes are read, never changed, so another thread using them
+    meanwhile sees them as they were.
     """
-    with _BUILDING:
-        complete = [cls for cls in classes if cls.__dict__.get("__pydantic_complete__") is True]
-        try:
-            for cls in complete:
-                cls.__pydantic_complete__ = False  # type: ignore[attr-defined]  # a pydantic class's flag
-            return SchemaValidator(schema)  # type: ignore[arg-type]  # a core schema, copied
-        finally:
-            for cls in complete:
-                cls.__pydantic_complete__ = True  # type: ignore[attr-defined]  # put back as it was
+    if "_use_prebuilt" not in (SchemaValidator.__text_signature__ or ""):
+        raise VeridicError(
+            f"pydantic {PYDANTIC_VERSION} cannot build a validator apart from the classes' own "
+            "(its pydantic-core has no _use_prebuilt switch), so the arguments a model writes "
+            "could not be held to their JSON kind; install pydantic 2.13 or later"
+        )
+    return SchemaValidator(schema, _use_prebuilt=False)  # type: ignore[arg-type]  # a core schema, copied
 
 
 @dataclass
 class _Walk:
-    """One copy of a core schema with its leaves guarded: the definitions its refs name (a
-    union's labels are read with them) and the classes whose schema was guarded."""
+    """One copy of a core schema with its leaves guarded, and the definitions its refs name
+    (a union's labels are read with them)."""
 
     definitions: list[CoreSchema]
-    classes: set[type] = field(default_factory=set)
 
     def checked(self, value: object) -> object:
         """``value`` (a schema, a field, a list or mapping of them) with its leaves guarded;
@@ -142,8 +139,6 @@ class _Walk:
             return node
         if node["type"] == "union":
             new["choices"] = self._labelled(node["choices"], new["choices"])
-        if node["type"] in ("model", "dataclass") and isinstance(node.get("cls"), type):
-            self.classes.add(node["cls"])  # type: ignore[arg-type]  # checked just above
         return new
 
     def _labelled(self, old: object, new: object) -> object:
