@@ -19,6 +19,7 @@ pass here. Literal and enum leaves are checked by the kinds of their values, so
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -30,7 +31,12 @@ from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator
 from veridic.errors import VeridicError
 
 # Each leaf the check guards: the JSON kinds it refuses, and what it wants, as an error says it.
-_NUMBER_WANTED: Final = {"int": "a valid integer", "float": "a valid number"}
+_NUMBER_WANTED: Final = {
+    "int": "a valid integer",
+    "float": "a valid number",
+    "fraction": "a valid fraction",
+    "complex": "a valid complex number",
+}
 _TIME_WANTED: Final = {
     "date": "a valid date (a string such as 2026-05-01)",
     "datetime": "a valid datetime (a string such as 2026-05-01T09:30:00Z)",
@@ -232,11 +238,20 @@ def _refusal_of(wanted: str, *, boolean: bool, number: bool) -> Callable[[object
                 "kind_changed",
                 "Input should be {wanted}, not the number {written}: a number is not read "
                 "as another kind of value",
-                {"wanted": wanted, "written": repr(value)},
+                {"wanted": wanted, "written": _number_written(value)},
             )
         return value
 
     return refuse_a_changed_kind
 
 
+def _number_written(value: object) -> str:
+    """The number as an error quotes it back to the model: a huge integer by its size alone
+    (its digits would fill the error, and past 4300 digits Python will not write them)."""
+    if isinstance(value, int) and value.bit_length() > _BITS_QUOTED:
+        return f"of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    return repr(value)
+
+
+_BITS_QUOTED: Final = 128
 _REFUSALS: dict[tuple[str, bool, bool], Callable[[object], object]] = {}
