@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.version import VERSION as PYDANTIC_VERSION
 from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator
 
@@ -80,6 +80,13 @@ def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseMo
     :mod:`veridic.tools.function_schema` keeps the shared models. It returns a
     ``model`` instance and raises pydantic's ``ValidationError``, as
     ``model.model_validate`` does, which it is for a model without such a leaf.
+
+    A nested model with an ``__init__`` of its own is built by that ``__init__``,
+    which validates with the class's own validator, past the guards: its
+    arguments are checked first by the copy without that ``__init__`` (only the
+    changed kinds it finds are refused, so an ``__init__`` that fills a value in
+    still may), then validated by ``model`` itself. Its validators then run
+    twice, as pydantic runs them for each branch of a union it tries.
     """
     found = _VALIDATIONS.get(model)
     if found is None:
@@ -87,12 +94,41 @@ def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseMo
         walk = _Walk(schema.get("definitions", []) if schema["type"] == "definitions" else [])
         checked = walk.checked(schema)
         found = model.model_validate
-        if checked is not schema:
+        if walk.own_init:
+            found = _checked_first(_built(checked).validate_python, model.model_validate)
+        elif checked is not schema:
             found = _built(checked).validate_python
         if len(_VALIDATIONS) >= _VALIDATIONS_KEPT:
             _VALIDATIONS.clear()
         _VALIDATIONS[model] = found
     return found
+
+
+def _checked_first(
+    check: Callable[[object], object], validation: Callable[[object], BaseModel]
+) -> Callable[[object], BaseModel]:
+    """``validation``, after ``check`` found no changed kind in what it is given."""
+
+    def validate(arguments: object) -> BaseModel:
+        try:
+            check(arguments)
+        except ValidationError as error:
+            changed = [item for item in error.errors() if item["type"] == _KIND_CHANGED]
+            if changed:
+                raise ValidationError.from_exception_data(
+                    error.title,
+                    [
+                        {
+                            "type": PydanticCustomError(_KIND_CHANGED, _SAID, item["ctx"]),
+                            "loc": item["loc"],
+                            "input": item["input"],
+                        }
+                        for item in changed
+                    ],
+                ) from None
+        return validation(arguments)
+
+    return validate
 
 
 def _built(schema: object) -> SchemaValidator:
@@ -120,6 +156,7 @@ class _Walk:
     (a union's labels are read with them)."""
 
     definitions: list[CoreSchema]
+    own_init: bool = False  # whether a guarded model's __init__ was set aside in the copy
 
     def checked(self, value: object) -> object:
         """``value`` (a schema, a field, a list or mapping of them) with its leaves guarded;
@@ -145,6 +182,9 @@ class _Walk:
             return node
         if node["type"] == "union":
             new["choices"] = self._labelled(node["choices"], new["choices"])
+        if node["type"] == "model" and node.get("custom_init"):
+            new["custom_init"] = False  # its __init__ would validate past the guards
+            self.own_init = True
         return new
 
     def _labelled(self, old: object, new: object) -> object:
@@ -228,21 +268,25 @@ def _refusal_of(wanted: str, *, boolean: bool, number: bool) -> Callable[[object
         if boolean and isinstance(value, bool):
             written = "true" if value else "false"
             raise PydanticCustomError(
-                "kind_changed",
-                "Input should be {wanted}, not the boolean {written}: a boolean is not read "
-                "as another kind of value",
-                {"wanted": wanted, "written": written},
+                _KIND_CHANGED,
+                _SAID,
+                {"wanted": wanted, "kind": "boolean", "written": f"boolean {written}"},
             )
         if number and _is_number(value):
             raise PydanticCustomError(
-                "kind_changed",
-                "Input should be {wanted}, not the number {written}: a number is not read "
-                "as another kind of value",
-                {"wanted": wanted, "written": _number_written(value)},
+                _KIND_CHANGED,
+                _SAID,
+                {"wanted": wanted, "kind": "number", "written": f"number {_number_written(value)}"},
             )
         return value
 
     return refuse_a_changed_kind
+
+
+_KIND_CHANGED: Final = "kind_changed"
+_SAID: Final = (
+    "Input should be {wanted}, not the {written}: a {kind} is not read as another kind of value"
+)
 
 
 def _number_written(value: object) -> str:
