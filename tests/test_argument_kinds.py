@@ -527,7 +527,9 @@ def test_a_model_with_an_init_of_its_own_is_checked_too() -> None:
         assert "not the " in str(raised.value)
     inits.clear()
     taken = view.validate("restock", '{"lines": [{"quantity": "2"}, {"gift": "yes"}]}')
-    assert [(line.quantity, line.gift) for line in taken.arguments["lines"]] == [
+    lines = taken.arguments["lines"]
+    assert isinstance(lines, list)
+    assert [(line.quantity, line.gift) for line in lines] == [
         (2, False),
         (1, True),
     ]
@@ -675,6 +677,10 @@ def test_each_form_of_a_nested_value_still_takes_text_and_json_keys() -> None:
         "maybe": None,
     }
     forms = _forms_view().validate("inspect_forms", {"forms": written}).arguments["forms"]
+    assert isinstance(forms, _Forms)
+    assert forms.aliased is not None
+    assert forms.tree is not None
+    assert forms.ids is not None
     assert (forms.aliased.number, forms.aliased.flag) == (1, True)
     assert forms.pet == _Dog(kind="dog", good=True)
     assert forms.tree.children[0].value == 2
