@@ -26,7 +26,7 @@ from typing import Final
 
 from pydantic import BaseModel, ValidationError
 from pydantic.version import VERSION as PYDANTIC_VERSION
-from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator
+from pydantic_core import CoreSchema, ErrorDetails, PydanticCustomError, SchemaValidator
 
 from veridic.errors import VeridicError
 
@@ -107,13 +107,18 @@ def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseMo
 def _checked_first(
     check: Callable[[object], object], validation: Callable[[object], BaseModel]
 ) -> Callable[[object], BaseModel]:
-    """``validation``, after ``check`` found no changed kind in what it is given."""
+    """``validation``, after ``check`` found no changed kind in what it is given.
+
+    Only the changed kinds ``check`` finds are refused here: it sets the models' own
+    ``__init__`` aside, so its other errors (a value such an ``__init__`` fills in)
+    may not be the model's; ``validation`` says those that are.
+    """
 
     def validate(arguments: object) -> BaseModel:
         try:
             check(arguments)
         except ValidationError as error:
-            changed = [item for item in error.errors() if item["type"] == _KIND_CHANGED]
+            changed = [item for item in error.errors() if _is_changed_kind(item)]
             if changed:
                 raise ValidationError.from_exception_data(
                     error.title,
@@ -129,6 +134,11 @@ def _checked_first(
         return validation(arguments)
 
     return validate
+
+
+def _is_changed_kind(item: ErrorDetails) -> bool:
+    """Whether a guard raised the error (an application's validator may use the same type)."""
+    return item["type"] == _KIND_CHANGED and set(item.get("ctx", ())) == _SAID_KEYS
 
 
 def _built(schema: object) -> SchemaValidator:
@@ -284,6 +294,7 @@ def _refusal_of(wanted: str, *, boolean: bool, number: bool) -> Callable[[object
 
 
 _KIND_CHANGED: Final = "kind_changed"
+_SAID_KEYS: Final = frozenset({"wanted", "kind", "written"})
 _SAID: Final = (
     "Input should be {wanted}, not the {written}: a {kind} is not read as another kind of value"
 )
