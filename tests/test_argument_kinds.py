@@ -10,17 +10,22 @@ the model's arguments become".
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 import inspect
 import json
+import threading
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Annotated, Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field, create_model
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, RootModel, create_model
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from typing_extensions import TypedDict
 
 from veridic import (
     ApprovalPolicy,
@@ -419,3 +424,268 @@ def test_property_a_boolean_is_never_a_number_and_a_number_never_a_boolean_or_a_
     assert len(raised.value.fields) == 1
     assert raised.value.fields[0].startswith("payload")
     assert ", not the " in str(raised.value)
+
+
+# The second read: the build touches none of the application's classes, a model with an
+# __init__ of its own is checked too, and the forms pydantic gives a nested value are held.
+
+
+class _Mark(enum.Enum):
+    """An enum whose member, a Literal's value, asks another thread to rebuild ``Probed``
+    when it is hashed (pydantic-core hashes a Literal's values when it builds a validator):
+    a complete class answers None, so anything else means that the build showed the class
+    to other threads as incomplete."""
+
+    PROBE = "probe"
+
+    def __hash__(self) -> int:
+        if _PROBING and not _INSIDE:
+            _INSIDE.append(True)
+            try:
+                thread = threading.Thread(target=lambda: _REBUILT.append(Probed.model_rebuild()))
+                thread.start()
+                thread.join()
+            finally:
+                _INSIDE.clear()
+        return hash(self.value)
+
+
+_PROBING: list[bool] = []
+_INSIDE: list[bool] = []
+_REBUILT: list[bool | None] = []
+
+
+class Probed(BaseModel):
+    quantity: int
+    mark: Literal[_Mark.PROBE] = _Mark.PROBE
+
+
+def test_building_the_check_leaves_the_application_s_models_as_they_were_for_other_threads() -> (
+    None
+):
+    # The check was built with __pydantic_complete__ cleared on Probed: model_rebuild() in
+    # another thread meanwhile rebuilt the application's class, replacing its validator.
+    validator = Probed.__pydantic_validator__
+    registry = Registry("probed")
+
+    @registry.tool(kind="write")
+    def restock(line: Probed) -> str:
+        """Restock a line.
+
+        Args:
+            line: The line.
+        """
+        return "restocked"
+
+    _REBUILT.clear()
+    _PROBING.append(True)
+    try:
+        view = registry.view()  # the tool, and the check of its arguments, are built here
+    finally:
+        _PROBING.clear()
+    assert _REBUILT  # the probe ran while the check was built
+    assert set(_REBUILT) == {None}
+    assert Probed.__pydantic_validator__ is validator
+    assert Probed.__dict__["__pydantic_complete__"] is True
+    with pytest.raises(InvalidArgumentsError, match=r"line\.quantity: Input should be a valid"):
+        view.validate("restock", '{"line": {"quantity": true}}')
+
+
+def test_a_model_with_an_init_of_its_own_is_checked_too() -> None:
+    # pydantic runs such a model's own __init__, and so its own validator: a boolean for a
+    # number passed inside it.
+    inits: list[object] = []
+
+    class Counted(BaseModel):
+        quantity: int
+        gift: bool = False
+
+        def __init__(self, **data: object) -> None:
+            inits.append(dict(data))
+            data.setdefault("quantity", 1)  # a value its __init__ fills in
+            super().__init__(**data)
+
+    registry = Registry("counted")
+
+    @registry.tool(kind="write")
+    def restock(lines: list[Counted]) -> str:
+        """Restock lines.
+
+        Args:
+            lines: The lines.
+        """
+        return "restocked"
+
+    view = registry.view()
+    for written, field in (
+        ('{"lines": [{"quantity": true}]}', "lines.0.quantity"),
+        ('{"lines": [{"quantity": 1}, {"quantity": 2, "gift": 1}]}', "lines.1.gift"),
+    ):
+        with pytest.raises(InvalidArgumentsError) as raised:
+            view.validate("restock", written)
+        assert raised.value.fields == (field,)
+        assert "not the " in str(raised.value)
+    inits.clear()
+    taken = view.validate("restock", '{"lines": [{"quantity": "2"}, {"gift": "yes"}]}')
+    lines = taken.arguments["lines"]
+    assert isinstance(lines, list)
+    assert [(line.quantity, line.gift) for line in lines] == [
+        (2, False),
+        (1, True),
+    ]
+    assert inits == [{"quantity": "2"}, {"gift": "yes"}]  # its own __init__ ran, once each
+
+
+def test_a_boolean_is_not_a_fraction_or_a_complex_number() -> None:
+    registry = Registry("numbers")
+
+    @registry.tool(kind="query")
+    def share(part: Fraction, point: complex = 0j) -> str:
+        """Show a share.
+
+        Args:
+            part: The share, as a fraction.
+            point: A point on the plane.
+        """
+        return "shown"
+
+    view = registry.view()
+    assert view.validate("share", '{"part": "1/2", "point": 2}').arguments["part"] == Fraction(1, 2)
+    for written, field in (('{"part": true}', "part"), ('{"part": 1, "point": false}', "point")):
+        with pytest.raises(InvalidArgumentsError) as raised:
+            view.validate("share", written)
+        assert raised.value.fields == (field,)
+        assert "not the boolean" in str(raised.value)
+
+
+def test_a_huge_number_is_said_by_its_size_in_the_error_the_model_reads() -> None:
+    # The refusal quoted the number whole: a 4000-digit number went back to the model, and
+    # past 4300 digits the refusal itself failed to write it.
+    for huge, digits in ((10**4000, 4001), (-(10**5000), 5001)):
+        with pytest.raises(InvalidArgumentsError) as raised:
+            orders([]).validate("refund", {"order_id": 5, "full": huge})
+        assert raised.value.fields == ("full",)
+        assert f"not the number of about {digits} digits" in str(raised.value)
+        assert len(str(raised.value)) < 1000
+
+
+class _Aliased(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    number: int = Field(validation_alias=AliasChoices("num", "n"))
+    flag: bool = Field(alias="on", default=False)
+
+
+class _Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class _Dog(BaseModel):
+    kind: Literal["dog"]
+    good: bool
+
+
+class _Tree(BaseModel):
+    value: int
+    children: list[_Tree] = []
+
+
+class _Ids(RootModel[list[int]]):
+    pass
+
+
+class _Typed(TypedDict):
+    count: int
+
+
+@dataclasses.dataclass
+class _Plain:
+    count: int
+
+
+@pydantic_dataclass
+class _PydanticPlain:
+    count: int
+
+
+class _Forms(BaseModel):
+    aliased: _Aliased | None = None
+    pet: Annotated[_Cat | _Dog, Field(discriminator="kind")] | None = None
+    tree: _Tree | None = None
+    ids: _Ids | None = None
+    typed: _Typed | None = None
+    plain: _Plain | None = None
+    pydantic_plain: _PydanticPlain | None = None
+    by_number: dict[int, int] | None = None
+    maybe: int | None = None
+
+
+def _forms_view() -> ToolView:
+    registry = Registry("forms")
+
+    @registry.tool(kind="query")
+    def inspect_forms(forms: _Forms) -> str:
+        """Take a value in each form pydantic gives a nested argument.
+
+        Args:
+            forms: The forms.
+        """
+        return "taken"
+
+    return registry.view()
+
+
+@pytest.mark.parametrize(
+    ("written", "field"),
+    [
+        ({"aliased": {"num": True}}, "forms.aliased.num"),
+        ({"aliased": {"n": True}}, "forms.aliased.n"),
+        ({"aliased": {"number": True}}, "forms.aliased.number"),
+        ({"aliased": {"num": 1, "on": 1}}, "forms.aliased.on"),
+        ({"aliased": {"num": 1, "flag": 0}}, "forms.aliased.flag"),
+        ({"pet": {"kind": "cat", "lives": True}}, "forms.pet.cat.lives"),
+        ({"pet": {"kind": "dog", "good": 1}}, "forms.pet.dog.good"),
+        (
+            {"tree": {"value": 1, "children": [{"value": 2, "children": [{"value": True}]}]}},
+            "forms.tree.children.0.children.0.value",
+        ),
+        ({"ids": [1, True]}, "forms.ids.1"),
+        ({"typed": {"count": True}}, "forms.typed.count"),
+        ({"plain": {"count": True}}, "forms.plain.count"),
+        ({"pydantic_plain": {"count": False}}, "forms.pydantic_plain.count"),
+        ({"by_number": {"1": True}}, "forms.by_number.1"),
+        ({"maybe": True}, "forms.maybe"),
+    ],
+)
+def test_each_form_of_a_nested_value_is_checked(written: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidArgumentsError) as raised:
+        _forms_view().validate("inspect_forms", {"forms": written})
+    assert raised.value.fields == (field,)
+    assert ", not the " in str(raised.value)
+
+
+def test_each_form_of_a_nested_value_still_takes_text_and_json_keys() -> None:
+    written = {
+        "aliased": {"num": "1", "on": "true"},
+        "pet": {"kind": "dog", "good": "yes"},
+        "tree": {"value": "1", "children": [{"value": 2}]},
+        "ids": ["1", 2],
+        "typed": {"count": "3"},
+        "plain": {"count": "3"},
+        "pydantic_plain": {"count": 3},
+        "by_number": {"1": "2"},
+        "maybe": None,
+    }
+    forms = _forms_view().validate("inspect_forms", {"forms": written}).arguments["forms"]
+    assert isinstance(forms, _Forms)
+    assert forms.aliased is not None
+    assert forms.tree is not None
+    assert forms.ids is not None
+    assert (forms.aliased.number, forms.aliased.flag) == (1, True)
+    assert forms.pet == _Dog(kind="dog", good=True)
+    assert forms.tree.children[0].value == 2
+    assert forms.ids.root == [1, 2]
+    assert forms.typed == {"count": 3}
+    assert forms.plain == _Plain(count=3)
+    assert forms.by_number == {1: 2}
+    assert forms.maybe is None

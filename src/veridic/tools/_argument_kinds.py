@@ -19,16 +19,24 @@ pass here. Literal and enum leaves are checked by the kinds of their values, so
 
 from __future__ import annotations
 
-import threading
+import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
-from pydantic import BaseModel
-from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator
+from pydantic import BaseModel, ValidationError
+from pydantic.version import VERSION as PYDANTIC_VERSION
+from pydantic_core import CoreSchema, ErrorDetails, PydanticCustomError, SchemaValidator
+
+from veridic.errors import VeridicError
 
 # Each leaf the check guards: the JSON kinds it refuses, and what it wants, as an error says it.
-_NUMBER_WANTED: Final = {"int": "a valid integer", "float": "a valid number"}
+_NUMBER_WANTED: Final = {
+    "int": "a valid integer",
+    "float": "a valid number",
+    "fraction": "a valid fraction",
+    "complex": "a valid complex number",
+}
 _TIME_WANTED: Final = {
     "date": "a valid date (a string such as 2026-05-01)",
     "datetime": "a valid datetime (a string such as 2026-05-01T09:30:00Z)",
@@ -63,7 +71,6 @@ _NESTED: Final = frozenset(
 # its model, so a weak key would never die.
 _VALIDATIONS: dict[type[BaseModel], Callable[[object], BaseModel]] = {}
 _VALIDATIONS_KEPT: Final = 4096
-_BUILDING: Final = threading.Lock()
 
 
 def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseModel]:
@@ -73,6 +80,13 @@ def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseMo
     :mod:`veridic.tools.function_schema` keeps the shared models. It returns a
     ``model`` instance and raises pydantic's ``ValidationError``, as
     ``model.model_validate`` does, which it is for a model without such a leaf.
+
+    A nested model with an ``__init__`` of its own is built by that ``__init__``,
+    which validates with the class's own validator, past the guards: its
+    arguments are checked first by the copy without that ``__init__`` (only the
+    changed kinds it finds are refused, so an ``__init__`` that fills a value in
+    still may), then validated by ``model`` itself. Its validators then run
+    twice, as pydantic runs them for each branch of a union it tries.
     """
     found = _VALIDATIONS.get(model)
     if found is None:
@@ -80,43 +94,79 @@ def kind_keeping_validation(model: type[BaseModel]) -> Callable[[object], BaseMo
         walk = _Walk(schema.get("definitions", []) if schema["type"] == "definitions" else [])
         checked = walk.checked(schema)
         found = model.model_validate
-        if checked is not schema:
-            found = _built(checked, walk.classes).validate_python
+        if walk.own_init:
+            found = _checked_first(_built(checked).validate_python, model.model_validate)
+        elif checked is not schema:
+            found = _built(checked).validate_python
         if len(_VALIDATIONS) >= _VALIDATIONS_KEPT:
             _VALIDATIONS.clear()
         _VALIDATIONS[model] = found
     return found
 
 
-def _built(schema: object, classes: set[type]) -> SchemaValidator:
-    """A validator of ``schema``, with the guarded models and dataclasses validated by it.
+def _checked_first(
+    check: Callable[[object], object], validation: Callable[[object], BaseModel]
+) -> Callable[[object], BaseModel]:
+    """``validation``, after ``check`` found no changed kind in what it is given.
+
+    Only the changed kinds ``check`` finds are refused here: it sets the models' own
+    ``__init__`` aside, so its other errors (a value such an ``__init__`` fills in)
+    may not be the model's; ``validation`` says those that are.
+    """
+
+    def validate(arguments: object) -> BaseModel:
+        try:
+            check(arguments)
+        except ValidationError as error:
+            changed = [item for item in error.errors() if _is_changed_kind(item)]
+            if changed:
+                raise ValidationError.from_exception_data(
+                    error.title,
+                    [
+                        {
+                            "type": PydanticCustomError(_KIND_CHANGED, _SAID, item["ctx"]),
+                            "loc": item["loc"],
+                            "input": item["input"],
+                        }
+                        for item in changed
+                    ],
+                ) from None
+        return validation(arguments)
+
+    return validate
+
+
+def _is_changed_kind(item: ErrorDetails) -> bool:
+    """Whether a guard raised the error (an application's validator may use the same type)."""
+    return item["type"] == _KIND_CHANGED and set(item.get("ctx", ())) == _SAID_KEYS
+
+
+def _built(schema: object) -> SchemaValidator:
+    """A validator of ``schema`` built whole from it, the guards of nested models included.
 
     pydantic-core validates a model or a pydantic dataclass that is complete with
-    the class's own validator, whatever schema names it: the guards would never
-    run. It tells that a class is complete by ``__pydantic_complete__`` in the
-    class's ``__dict__``; that flag is cleared for the build alone (under a lock,
-    so that two builds never restore each other's flag) and put back as it was.
-    Nothing validates differently meanwhile: the flag only tells pydantic that
-    the class's own validator may be reused or need not be rebuilt.
+    the class's own prebuilt validator, whatever schema names it, and the guards
+    would never run; ``_use_prebuilt=False`` (the switch pydantic itself passes
+    when it rebuilds a model) builds every node from the copy instead. The
+    application's classes are read, never changed, so another thread using them
+    meanwhile sees them as they were.
     """
-    with _BUILDING:
-        complete = [cls for cls in classes if cls.__dict__.get("__pydantic_complete__") is True]
-        try:
-            for cls in complete:
-                cls.__pydantic_complete__ = False  # type: ignore[attr-defined]  # a pydantic class's flag
-            return SchemaValidator(schema)  # type: ignore[arg-type]  # a core schema, copied
-        finally:
-            for cls in complete:
-                cls.__pydantic_complete__ = True  # type: ignore[attr-defined]  # put back as it was
+    if "_use_prebuilt" not in (SchemaValidator.__text_signature__ or ""):
+        raise VeridicError(
+            f"pydantic {PYDANTIC_VERSION} cannot build a validator apart from the classes' own "
+            "(its pydantic-core has no _use_prebuilt switch), so the arguments a model writes "
+            "could not be held to their JSON kind; install pydantic 2.13 or later"
+        )
+    return SchemaValidator(schema, _use_prebuilt=False)  # type: ignore[arg-type]  # a core schema, copied
 
 
 @dataclass
 class _Walk:
-    """One copy of a core schema with its leaves guarded: the definitions its refs name (a
-    union's labels are read with them) and the classes whose schema was guarded."""
+    """One copy of a core schema with its leaves guarded, and the definitions its refs name
+    (a union's labels are read with them)."""
 
     definitions: list[CoreSchema]
-    classes: set[type] = field(default_factory=set)
+    own_init: bool = False  # whether a guarded model's __init__ was set aside in the copy
 
     def checked(self, value: object) -> object:
         """``value`` (a schema, a field, a list or mapping of them) with its leaves guarded;
@@ -142,8 +192,9 @@ class _Walk:
             return node
         if node["type"] == "union":
             new["choices"] = self._labelled(node["choices"], new["choices"])
-        if node["type"] in ("model", "dataclass") and isinstance(node.get("cls"), type):
-            self.classes.add(node["cls"])  # type: ignore[arg-type]  # checked just above
+        if node["type"] == "model" and node.get("custom_init"):
+            new["custom_init"] = False  # its __init__ would validate past the guards
+            self.own_init = True
         return new
 
     def _labelled(self, old: object, new: object) -> object:
@@ -227,21 +278,35 @@ def _refusal_of(wanted: str, *, boolean: bool, number: bool) -> Callable[[object
         if boolean and isinstance(value, bool):
             written = "true" if value else "false"
             raise PydanticCustomError(
-                "kind_changed",
-                "Input should be {wanted}, not the boolean {written}: a boolean is not read "
-                "as another kind of value",
-                {"wanted": wanted, "written": written},
+                _KIND_CHANGED,
+                _SAID,
+                {"wanted": wanted, "kind": "boolean", "written": f"boolean {written}"},
             )
         if number and _is_number(value):
             raise PydanticCustomError(
-                "kind_changed",
-                "Input should be {wanted}, not the number {written}: a number is not read "
-                "as another kind of value",
-                {"wanted": wanted, "written": repr(value)},
+                _KIND_CHANGED,
+                _SAID,
+                {"wanted": wanted, "kind": "number", "written": f"number {_number_written(value)}"},
             )
         return value
 
     return refuse_a_changed_kind
 
 
+_KIND_CHANGED: Final = "kind_changed"
+_SAID_KEYS: Final = frozenset({"wanted", "kind", "written"})
+_SAID: Final = (
+    "Input should be {wanted}, not the {written}: a {kind} is not read as another kind of value"
+)
+
+
+def _number_written(value: object) -> str:
+    """The number as an error quotes it back to the model: a huge integer by its size alone
+    (its digits would fill the error, and past 4300 digits Python will not write them)."""
+    if isinstance(value, int) and value.bit_length() > _BITS_QUOTED:
+        return f"of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    return repr(value)
+
+
+_BITS_QUOTED: Final = 128
 _REFUSALS: dict[tuple[str, bool, bool], Callable[[object], object]] = {}
