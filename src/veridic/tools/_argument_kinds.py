@@ -25,10 +25,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from pydantic import BaseModel, ValidationError
-from pydantic.version import VERSION as PYDANTIC_VERSION
 from pydantic_core import CoreSchema, ErrorDetails, PydanticCustomError, SchemaValidator
-
-from veridic.errors import VeridicError
 
 # Each leaf the check guards: the JSON kinds it refuses, and what it wants, as an error says it.
 _NUMBER_WANTED: Final = {
@@ -149,14 +146,9 @@ def _built(schema: object) -> SchemaValidator:
     would never run; ``_use_prebuilt=False`` (the switch pydantic itself passes
     when it rebuilds a model) builds every node from the copy instead. The
     application's classes are read, never changed, so another thread using them
-    meanwhile sees them as they were.
+    meanwhile sees them as they were. The switch came with pydantic 2.13, the
+    least version veridic installs with.
     """
-    if "_use_prebuilt" not in (SchemaValidator.__text_signature__ or ""):
-        raise VeridicError(
-            f"pydantic {PYDANTIC_VERSION} cannot build a validator apart from the classes' own "
-            "(its pydantic-core has no _use_prebuilt switch), so the arguments a model writes "
-            "could not be held to their JSON kind; install pydantic 2.13 or later"
-        )
     return SchemaValidator(schema, _use_prebuilt=False)  # type: ignore[arg-type]  # a core schema, copied
 
 
