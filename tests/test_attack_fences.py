@@ -32,7 +32,7 @@ from veridic import (
     untrusted,
 )
 from veridic.fence import DataMode, fence, preamble
-from veridic.testing import adversarial_text, data_modes
+from veridic.testing import _EDGE_PIECES, adversarial_text, data_labels, data_modes
 
 # --- characters nobody sees, printable by Python's rule ---------------------------------------
 
@@ -309,3 +309,16 @@ def test_on_a_newer_python_a_label_with_a_character_it_added_says_so() -> None:
     assert "U+1FA77 PINK HEART at index 5, a code point Unicode 14.0 leaves unassigned" in (
         done.stdout
     )
+
+
+def test_the_shared_strategies_are_built_once() -> None:
+    # A composite that called them per example made new strategies each time, which
+    # hypothesis validated each time: half the time of the composer's property tests.
+    assert adversarial_text() is adversarial_text()
+    assert data_labels() is data_labels()
+
+
+def test_the_edge_pieces_hold_every_printable_character_nobody_sees() -> None:
+    pieces = "".join(_EDGE_PIECES)
+    for hidden in (*BLANK_GLYPHS, "\u3164", "\u034f", "\ufe0f"):
+        assert hidden in pieces
