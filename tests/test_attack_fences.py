@@ -322,3 +322,30 @@ def test_the_edge_pieces_hold_every_printable_character_nobody_sees() -> None:
     pieces = "".join(_EDGE_PIECES)
     for hidden in (*BLANK_GLYPHS, "\u3164", "\u034f", "\ufe0f"):
         assert hidden in pieces
+
+
+def test_a_preamble_placed_twice_is_refused_in_a_prompt_without_blocks() -> None:
+    # An integration places it before any block (tool results come later, elsewhere):
+    # given it again among the parts, the system message held it twice, unrefused.
+    composer = Composer().system(
+        preamble("datamark"), instruction("Be brief."), preamble("datamark")
+    )
+    with pytest.raises(VeridicError, match="2 fence preambles: place it once") as caught:
+        composer.user("Hi").build()
+    assert "preamble()" not in str(caught.value)  # no mode to name: the prompt holds no block
+
+
+def test_the_langchain_system_prompt_refuses_a_preamble_given_among_the_parts() -> None:
+    pytest.importorskip("langchain_core")
+    from veridic import Registry
+    from veridic.integrations.langchain import system_prompt
+
+    registry = Registry()
+    registry.boot()
+    with pytest.raises(VeridicError, match="2 fence preambles"):
+        system_prompt(registry.view(), instruction("Be brief."), preamble("datamark"))
+
+
+def test_one_preamble_placed_in_a_prompt_without_blocks_stays_as_it_is() -> None:
+    prompt = Composer().system(instruction("Be brief."), preamble("encode")).user("Hi").build()
+    assert prompt.system == f"Be brief.\n\n{preamble('encode')}"
