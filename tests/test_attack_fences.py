@@ -8,8 +8,11 @@ so they go on holding; each goes through the public API.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
@@ -29,7 +32,7 @@ from veridic import (
     untrusted,
 )
 from veridic.fence import DataMode, fence, preamble
-from veridic.testing import adversarial_text, data_modes
+from veridic.testing import _EDGE_PIECES, adversarial_text, data_labels, data_modes
 
 # --- characters nobody sees, printable by Python's rule ---------------------------------------
 
@@ -210,3 +213,139 @@ def test_the_preamble_given_as_a_turn_is_refused_with_where_it_belongs(turn: str
     message = str(caught.value)
     assert f"{turn}()" in message
     assert "system" in message
+
+
+# --- the rule for characters nobody sees, held to Unicode 14.0's own property ----------------
+
+# Default_Ignorable_Code_Point in DerivedCoreProperties-14.0.0.txt, as the file lists it:
+# the characters a renderer draws as nothing unless it supports them. Python's isprintable
+# refuses its format and unassigned ones; its marks and letters (a grapheme joiner, Hangul
+# fillers, Khmer inherent vowels, variation selectors) it calls printable.
+DEFAULT_IGNORABLE_14 = (
+    "00AD 034F 061C 115F..1160 17B4..17B5 180B..180D 180E 180F 200B..200F 202A..202E "
+    "2060..2064 2065 2066..206F 3164 FE00..FE0F FEFF FFA0 FFF0..FFF8 1BCA0..1BCA3 "
+    "1D173..1D17A E0000 E0001 E0002..E001F E0020..E007F E0080..E00FF E0100..E01EF "
+    "E01F0..E0FFF"
+)
+# Not default-ignorable, yet drawn as nothing or as a blank: the blanks of the first test.
+BLANK_GLYPHS = frozenset(BLANKS)
+
+
+def _default_ignorable() -> list[str]:
+    points: list[str] = []
+    for item in DEFAULT_IGNORABLE_14.split():
+        first, _, last = item.partition("..")
+        points.extend(chr(p) for p in range(int(first, 16), int(last or first, 16) + 1))
+    return points
+
+
+def test_every_default_ignorable_character_is_a_code_and_refused_in_a_label() -> None:
+    ignorable = _default_ignorable()
+    text = "a".join(ignorable)
+    rendered = fence("doc", text)
+    assert not set(rendered) & set(ignorable)
+    assert unfence(rendered) == [("doc", text)]
+    for char in ignorable:
+        with pytest.raises(VeridicError, match=f"U\\+{ord(char):04X}"):
+            fence(f"ticket{char}42", "text")
+
+
+@pytest.mark.skipif(
+    unicodedata.unidata_version != "14.0.0",
+    reason="which characters Python calls printable is Unicode 14.0's on Python 3.11",
+)
+def test_a_printable_character_is_a_code_exactly_when_nobody_sees_it() -> None:
+    # The rule is a property of Unicode 14.0 and three blank glyphs, not a list that
+    # grows by the character an attacker finds next: every printable character goes
+    # through one block, apart (so no "<" or look-alike stands before a non-space).
+    printable = [chr(p) for p in range(0x110000) if chr(p).isprintable()]
+    rendered = fence("doc", " ".join(printable))
+    coded = {chr(int(point, 16)) for point in re.findall("\u27e6([0-9A-F]+)\u27e7", rendered)}
+    expected = {c for c in _default_ignorable() if c.isprintable()} | BLANK_GLYPHS
+    assert coded == expected | {"\u27e6"}  # and the escape sign, so codes read back
+
+
+@pytest.mark.parametrize(
+    ("label", "reason"),
+    [
+        ("mail\u3164box", "U+3164 HANGUL FILLER at index 4, a character nobody sees"),
+        ("mail\u0378box", "U+0378 at index 4, a code point Unicode 14.0 leaves unassigned"),
+        ("mail\u202ebox", "U+202E RIGHT-TO-LEFT OVERRIDE at index 4, a character that is not"),
+    ],
+)
+def test_a_refused_label_says_which_rule_its_character_breaks(label: str, reason: str) -> None:
+    with pytest.raises(VeridicError) as caught:
+        fence(label, "text")
+    assert reason in str(caught.value)
+
+
+_NEWER_PYTHON = next(
+    (found for name in ("python3.13", "python3.12") if (found := shutil.which(name))), None
+)
+_LABEL_ON_NEWER_PYTHON = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from veridic.fence import fence
+try:
+    fence("mail:\\U0001FA77", "text")
+except Exception as refused:
+    print(refused)
+"""
+
+
+@pytest.mark.skipif(_NEWER_PYTHON is None, reason="no Python 3.12 or 3.13 on PATH")
+def test_on_a_newer_python_a_label_with_a_character_it_added_says_so() -> None:
+    # 🩷 (U+1FA77, Unicode 15.0) is printable and visible there: the label was refused
+    # as holding "a character that is not printable or that nobody sees", which is false.
+    source = str(Path(__file__).parent.parent / "src")
+    done = subprocess.run(
+        [str(_NEWER_PYTHON), "-c", _LABEL_ON_NEWER_PYTHON, source],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if "is not a label" not in done.stdout:
+        pytest.skip(f"{_NEWER_PYTHON} could not import veridic: {done.stderr[-200:]}")
+    assert "U+1FA77 PINK HEART at index 5, a code point Unicode 14.0 leaves unassigned" in (
+        done.stdout
+    )
+
+
+def test_the_shared_strategies_are_built_once() -> None:
+    # A composite that called them per example made new strategies each time, which
+    # hypothesis validated each time: half the time of the composer's property tests.
+    assert adversarial_text() is adversarial_text()
+    assert data_labels() is data_labels()
+
+
+def test_the_edge_pieces_hold_every_printable_character_nobody_sees() -> None:
+    pieces = "".join(_EDGE_PIECES)
+    for hidden in (*BLANK_GLYPHS, "\u3164", "\u034f", "\ufe0f"):
+        assert hidden in pieces
+
+
+def test_a_preamble_placed_twice_is_refused_in_a_prompt_without_blocks() -> None:
+    # An integration places it before any block (tool results come later, elsewhere):
+    # given it again among the parts, the system message held it twice, unrefused.
+    composer = Composer().system(
+        preamble("datamark"), instruction("Be brief."), preamble("datamark")
+    )
+    with pytest.raises(VeridicError, match="2 fence preambles: place it once") as caught:
+        composer.user("Hi").build()
+    assert "preamble()" not in str(caught.value)  # no mode to name: the prompt holds no block
+
+
+def test_the_langchain_system_prompt_refuses_a_preamble_given_among_the_parts() -> None:
+    pytest.importorskip("langchain_core")
+    from veridic import Registry
+    from veridic.integrations.langchain import system_prompt
+
+    registry = Registry()
+    registry.boot()
+    with pytest.raises(VeridicError, match="2 fence preambles"):
+        system_prompt(registry.view(), instruction("Be brief."), preamble("datamark"))
+
+
+def test_one_preamble_placed_in_a_prompt_without_blocks_stays_as_it_is() -> None:
+    prompt = Composer().system(instruction("Be brief."), preamble("encode")).user("Hi").build()
+    assert prompt.system == f"Be brief.\n\n{preamble('encode')}"

@@ -412,40 +412,42 @@ class Composer:
         A preamble the caller placed stays where it stands, if it is the one for the
         prompt's modes and placed once: two of them (or one beside a preamble for a mode
         no block uses) told the model of blocks the prompt does not hold, or said it all
-        twice, and are refused rather than sent.
+        twice, and are refused rather than sent. Two are refused in a prompt without
+        blocks too: an integration places the preamble before any block comes (LangChain's
+        ``system_prompt``), and a caller who gave it among the parts as well sent it twice.
         """
+        heads = "".join(self._system).count(PREAMBLE_HEAD)
         if not self._modes:
+            if heads > 1:
+                _refuse_twice("".join(self._placed_preambles()), "")
             return self._system
         needed = preamble(*self._modes)
-        written = "".join(self._system)
-        heads = written.count(PREAMBLE_HEAD)
         if heads == 0:
             return [*self._system, needed]
         if heads == 1 and any(part is needed for part in self._system):
             return self._system  # the usual placement, found without reading spans
-        placed = [
-            part[span.start : span.end]
-            for part in self._system
-            for span in spans_of(part)
-            if span.origin == PREAMBLE_ORIGIN
-        ]
+        placed = "".join(self._placed_preambles())
         if not placed:
             return [*self._system, needed]  # the caller's own words, not veridic's preamble
         used = ", ".join(m for m in DATA_MODES if m in self._modes)
-        count = "".join(placed).count(PREAMBLE_HEAD)
-        if count > 1:
-            raise VeridicError(
-                f"the system message holds {count} fence preambles: place it once, "
-                f"preamble({used}) for the data modes this prompt uses, or leave it out and "
-                "let build() append it"
-            )
-        if "".join(placed) != needed:
+        _refuse_twice(placed, used)
+        if placed != needed:
             raise VeridicError(
                 f"the system message holds a fence preamble, but not the one for the data modes "
                 f"this prompt uses ({used}): place preamble({used}) instead, or leave it out and "
                 "let build() append it"
             )
         return self._system
+
+    def _placed_preambles(self) -> list[str]:
+        """The text of every preamble among the system parts, by the spans veridic minted
+        (a caller's own words that quote it are not one)."""
+        return [
+            part[span.start : span.end]
+            for part in self._system
+            for span in spans_of(part)
+            if span.origin == PREAMBLE_ORIGIN
+        ]
 
     def _block(
         self,
@@ -593,6 +595,23 @@ def _refuse_preamble(text: str, where: str) -> None:
             "belongs in the system message, which build() gives it whenever the prompt "
             "holds data blocks; leave it out of the turn, or place it among system() parts"
         )
+
+
+def _refuse_twice(placed: str, used: str) -> None:
+    """Refuse preambles placed more than once; ``used`` names the prompt's data modes
+    (``""`` when it holds no block yet)."""
+    count = placed.count(PREAMBLE_HEAD)
+    if count <= 1:
+        return
+    instead = (
+        f"preamble({used}) for the data modes this prompt uses, or leave it out and let "
+        "build() append it"
+        if used
+        else "the one for the data modes of the blocks that will follow"
+    )
+    raise VeridicError(
+        f"the system message holds {count} fence preambles: place it once, {instead}"
+    )
 
 
 def _restored_mode(composer: Composer, stored: DataMode) -> DataMode:
