@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from veridic import (
@@ -175,6 +175,28 @@ def test_an_unknown_name_is_quoted_clipped_and_escaped(name: str) -> None:
 
 
 _VIEW: ToolView = _support_registry().view()
+
+
+@given(st.text())
+@example("purg\n" + "e" * 100)  # escaped, and longer than a message's sample
+def test_the_model_is_told_an_unknown_name_in_the_views_one_wording(name: str) -> None:
+    # execute() told the model its own rewording of the view's message, clipped at 200
+    # characters where the view clips at 60: one name, two messages.
+    if name in _VIEW.names():
+        return
+    with SQLiteAuditSink(":memory:") as audit:
+        result = execute(
+            _VIEW,
+            name,
+            {"ticket": "T-1"},
+            policy=ApprovalPolicy(_VIEW),
+            audit=audit,
+            request_id="req-1",
+            prompt_sha256="0" * 64,
+        )
+    assert isinstance(result.error, UnknownToolError)
+    assert str(result.error) == str(_VIEW.status(name).error())
+    assert result.error.name == name
 
 
 # --- 3. veridic lint MODULE, without :ATTR ----------------------------------------------
