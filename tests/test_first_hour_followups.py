@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from veridic import (
@@ -177,6 +177,28 @@ def test_an_unknown_name_is_quoted_clipped_and_escaped(name: str) -> None:
 _VIEW: ToolView = _support_registry().view()
 
 
+@given(st.text())
+@example("purg\n" + "e" * 100)  # escaped, and longer than a message's sample
+def test_the_model_is_told_an_unknown_name_in_the_views_one_wording(name: str) -> None:
+    # execute() told the model its own rewording of the view's message, clipped at 200
+    # characters where the view clips at 60: one name, two messages.
+    if name in _VIEW.names():
+        return
+    with SQLiteAuditSink(":memory:") as audit:
+        result = execute(
+            _VIEW,
+            name,
+            {"ticket": "T-1"},
+            policy=ApprovalPolicy(_VIEW),
+            audit=audit,
+            request_id="req-1",
+            prompt_sha256="0" * 64,
+        )
+    assert isinstance(result.error, UnknownToolError)
+    assert str(result.error) == str(_VIEW.status(name).error())
+    assert result.error.name == name
+
+
 # --- 3. veridic lint MODULE, without :ATTR ----------------------------------------------
 
 
@@ -226,3 +248,57 @@ def test_lint_of_a_module_that_is_not_there_keeps_the_general_advice() -> None:
     assert "Traceback" not in done.stderr
     assert "'no_such_app' is not MODULE:ATTR" in done.stderr
     assert "veridic lint myapp.tools:registry" in done.stderr
+
+
+# --- the same for veridic mcp pin: a module's McpServer objects ---------------------------
+
+
+_SERVERS = (
+    "import sys\n"
+    "from veridic import Registry\n"
+    "from veridic.integrations.mcp import stdio\n"
+    "ISSUES = stdio('issues', sys.executable, '-c', 'pass')\n"
+    "TICKETS = stdio('tickets', sys.executable, '-c', 'pass')\n"
+    "registry = Registry()\n"
+)
+
+
+def _pin(tmp_path: Path, target: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "servers_app.py").write_text(_SERVERS)
+    (tmp_path / "plain_app.py").write_text("answer = 42\n")
+    return subprocess.run(
+        [sys.executable, "-m", "veridic", "mcp", "pin", target, "-o", "pins.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_mcp_pin_of_a_module_without_attr_names_its_servers(tmp_path: Path) -> None:
+    done = _pin(tmp_path, "servers_app")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "'servers_app' is not MODULE:ATTR" in done.stderr
+    assert done.stderr.endswith("after a colon: servers_app:ISSUES or servers_app:TICKETS\n")
+    assert "servers_app:registry" not in done.stderr  # a Registry is no server
+    assert not (tmp_path / "pins.json").exists()
+
+
+def test_mcp_pin_of_module_dot_attr_says_to_write_a_colon(tmp_path: Path) -> None:
+    done = _pin(tmp_path, "servers_app.TICKETS")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.endswith("after a colon: servers_app:TICKETS\n")
+
+
+def test_mcp_pin_of_a_module_without_servers_says_so(tmp_path: Path) -> None:
+    done = _pin(tmp_path, "plain_app")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "module plain_app defines no McpServer at its top level" in done.stderr
+
+
+def test_mcp_pin_of_a_module_that_is_not_there_keeps_the_general_advice(tmp_path: Path) -> None:
+    done = _pin(tmp_path, "no_such_app")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "'no_such_app' is not MODULE:ATTR" in done.stderr
+    assert "veridic mcp pin myapp.servers:server" in done.stderr

@@ -7,8 +7,10 @@ until the other has either reached the lock or, before the lock, gone through it
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import multiprocessing
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from multiprocessing.process import BaseProcess
@@ -182,3 +184,74 @@ def test_a_lock_file_left_by_a_killed_install_is_named_with_what_to_do(
     assert not fake.calls  # nothing was built beside the other install
     (tmp_path / ".install-lock").unlink()  # as the message says, once none runs
     install.build_runtime(tmp_path, fake.pin, run=fake, log=print, cpuinfo="")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fcntl")
+@pytest.mark.parametrize("code", [errno.ENOLCK, errno.EBADF], ids=["ENOLCK", "EBADF"])
+def test_a_cache_whose_filesystem_cannot_flock_takes_the_lock_file_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    # NFS without a lock manager (ENOLCK), or one that maps flock to a write lock, which a
+    # folder opened read-only cannot take (EBADF): no real NFS here, so flock says it.
+    import fcntl
+
+    def unlockable(fd: int, operation: int) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(fcntl, "flock", unlockable)
+    said: list[str] = []
+    refusals: list[str] = []
+
+    class _SecondInstallInside(_FakeRuntimePip):
+        def __call__(self, command: Sequence[str], env: Mapping[str, str]) -> None:
+            if "wheel" in command:  # another install starts while this one builds
+                with pytest.raises(install.InstallError) as refused:
+                    install.build_runtime(tmp_path, self.pin, run=self, log=print, cpuinfo="")
+                refusals.append(str(refused.value))
+            super().__call__(command, env)
+
+    fake = _SecondInstallInside(_fake_runtime_pin(b"sdist"), b"sdist")
+    install.build_runtime(tmp_path, fake.pin, run=fake, log=said.append, cpuinfo="")
+    [note] = [line for line in said if "cannot lock" in line]
+    assert str(tmp_path) in note
+    assert os.strerror(code) in note
+    assert str(tmp_path / ".install-lock") in note  # what it does instead
+    assert "VERIDIC_EVAL_CACHE" in note  # and what to do for installs that wait
+    [refusal] = refusals
+    assert str(tmp_path / ".install-lock") in refusal
+    assert not (tmp_path / ".install-lock").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_lock_file_that_cannot_be_written_is_closed_removed_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full disk: the lock file is made, and writing the pid into it fails.
+    monkeypatch.setattr(install, "_fcntl", lambda: None)
+    lock = tmp_path / ".install-lock"
+    written_to: list[int] = []
+    real_write = os.write
+
+    def full_disk(fd: int, data: bytes) -> int:
+        if data == f"{os.getpid()}\n".encode():
+            written_to.append(fd)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full_disk)
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
+    with pytest.raises(install.InstallError) as refused:
+        install.build_runtime(tmp_path, fake.pin, run=fake, log=print, cpuinfo="")
+    monkeypatch.undo()
+    [fd] = written_to
+    try:
+        still_open = os.readlink(f"/proc/self/fd/{fd}")
+    except FileNotFoundError:
+        still_open = ""
+    assert not still_open.startswith(str(lock))  # closed (the number may be reused)
+    assert not lock.exists()
+    message = str(refused.value)
+    assert str(lock) in message
+    assert os.strerror(errno.ENOSPC) in message
+    assert "VERIDIC_EVAL_CACHE" in message
+    assert not fake.calls

@@ -170,6 +170,81 @@ def test_expired_questions_give_their_clients_slots_back(monkeypatch: pytest.Mon
         assert not audit.records()
 
 
+class _Changing(Orders):
+    """Orders whose view can change between a question and its retry, with a tool of
+    many arguments beside (a list too long for a question the user can read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.denied = False  # delete_order taken out of the view
+        self.broken = False  # the view factory fails
+
+        @self.registry.tool(kind="write", irreversible=True)
+        def delete_orders(order_ids: list[int]) -> str:
+            """Permanently delete orders; this cannot be undone.
+
+            Args:
+                order_ids: The orders to delete.
+            """
+            self.deleted.extend(order_ids)
+            return f"deleted {len(order_ids)}"
+
+    def view(self, request: McpRequest) -> ToolView:
+        if self.broken:
+            raise RuntimeError("the roles service is down")
+        return self.registry.view(deny=["delete_order"] if self.denied else ())
+
+
+def test_a_retry_that_returns_before_its_answer_is_read_gives_its_slot_back() -> None:
+    """A retry that carries a question's token but is settled before the answer is read
+    (the view could not be built, the call needs no approval now, its arguments are too
+    long to show, the client can no longer be asked) ends that question too: its slot
+    was kept for the ten minutes of its expiry, so a client that met these paths was
+    refused new questions it was entitled to."""
+    orders = _Changing()
+    with SQLiteAuditSink(":memory:") as audit:
+        server = mcp_server(orders.view, audit=audit)
+
+        async def main() -> int:
+            async with _client(server, "desk") as desk:
+                tokens: list[str] = []
+                for order in range(SHARE):
+                    token = await _ask(desk, order)
+                    assert isinstance(token, str), token
+                    tokens.append(token)
+                orders.broken = True
+                unbuilt = await _answer(desk, 0, tokens[0], YES)
+                orders.broken = False
+                orders.denied = True  # delete_order is gone: nobody needs to be asked
+                gone = await _answer(desk, 1, tokens[1], YES)
+                orders.denied = False
+                too_long = await desk.session.call_tool(
+                    "delete_orders",
+                    {"order_ids": list(range(2000))},
+                    input_responses={APPROVAL_INPUT: YES},
+                    request_state=tokens[2],
+                    allow_input_required=True,
+                )
+                async with Client(
+                    server, client_info=types.Implementation(name="desk", version="1")
+                ) as unaskable:  # declares no elicitation
+                    not_asked = await _answer(unaskable, 3, tokens[3], YES)
+                settled = {
+                    "could not build the tool view": unbuilt,
+                    "no tool is named 'delete_order'": gone,
+                    "do not fit one question the user can read": too_long,
+                    "this MCP client cannot be asked": not_asked,
+                }
+                for said, result in settled.items():
+                    assert isinstance(result, types.CallToolResult)
+                    assert result.is_error
+                    assert said in str(result.content[0]), result.content
+                return await _opened_until_refused(desk, 1000)
+
+        assert anyio.run(main) == 4
+        assert orders.deleted == []
+
+
 # --- the withheld-content note ----------------------------------------------------------------
 
 

@@ -2,7 +2,9 @@
 
 Its target is a server declared in code, not a registry, so it is looked up
 here with its own messages; importing the module still goes through the guard
-every target's import does (``_cli_target._import``).
+every target's import does (``_cli_target._import``), and a target without
+``:ATTR`` is told the module's servers as a registry command's is told its
+registries (``_cli_target._what_to_name``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Final
 from veridic._counted import counted
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_report import _Item, _Report, _UsageError
-from veridic.checks._cli_target import _import
+from veridic.checks._cli_target import _import, _Targets, _what_to_name
 from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
 from veridic.integrations.mcp import list_tools as list_mcp_tools
@@ -95,16 +97,22 @@ def _hidden_text(pins: Pins, file: str) -> list[_Item]:
 
 
 _SERVER: Final = "an McpServer (veridic.integrations.mcp.stdio(...) or http(...))"
+_SERVERS: Final = _Targets(
+    (McpServer,), "the McpServer to pin", "veridic mcp pin myapp.servers:server"
+)
+"""The targets of ``veridic mcp pin``: a target without ``:ATTR`` is told the module's servers."""
 
 
 def _load_server(spec: str) -> McpServer:
     """``MODULE:ATTR`` naming an MCP server declared in code."""
     module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise _UsageError(f"target {spec!r} is not MODULE:ATTR: name the module and {_SERVER}")
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
+    if not sep or not module_name or not attr_path:
+        raise _UsageError(
+            f"target {spec!r} is not MODULE:ATTR: {_what_to_name(module_name, _SERVERS)}"
+        )
     obj: object = _import(module_name)
     for part in attr_path.split("."):
         if not hasattr(obj, part):

@@ -18,6 +18,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -153,18 +154,37 @@ def _load_target(spec: str) -> Registry | ToolView:
     return obj
 
 
-def _what_to_name(written: str) -> str:
-    """What to write for a target without ``:ATTR``: the registries of the module it names.
+@dataclass(frozen=True, slots=True)
+class _Targets:
+    """What a command's target names: the types it takes, and how to tell the user so."""
 
-    ``pkg.mod`` that is a module gets its Registry and ToolView objects as targets;
+    types: tuple[type, ...]
+    holder: str
+    """What is written after the colon, as a message names it."""
+    example: str
+    """A whole command with a target, for the general advice."""
+
+    @property
+    def described(self) -> str:
+        """The types by name: ``Registry or ToolView``."""
+        return " or ".join(kind.__name__ for kind in self.types)
+
+
+_REGISTRIES: Final = _Targets(
+    (Registry, ToolView), "the object that holds the tools", "veridic lint myapp.tools:registry"
+)
+"""The targets of the registry commands (lint, manifest, check, show)."""
+
+
+def _what_to_name(written: str, targets: _Targets = _REGISTRIES) -> str:
+    """What to write for a target without ``:ATTR``: the targets of the module it names.
+
+    ``pkg.mod`` that is a module gets its objects of ``targets``' types as targets;
     ``pkg.mod.registry`` (a dot where the colon goes) gets those of ``pkg.mod``. The
     module is imported as the command would import it, so its failures are reported as
     the command reports them. A name that is no module keeps the general advice.
     """
-    general = (
-        "name the module and the object that holds the tools, e.g. veridic lint "
-        "myapp.tools:registry"
-    )
+    general = f"name the module and {targets.holder}, e.g. {targets.example}"
     parent, _, tail = written.rpartition(".")
     for name in (written, parent):
         if not all(part.isidentifier() for part in name.split(".")):
@@ -172,21 +192,21 @@ def _what_to_name(written: str) -> str:
         module = _module_or_missing(name)
         if isinstance(module, ModuleNotFoundError):
             continue
-        names = _registry_names(module)
+        names = _target_names(module, targets)
         if not names:
-            return f"{general}; module {name} defines no Registry or ToolView at its top level"
+            return f"{general}; module {name} defines no {targets.described} at its top level"
         meant = [tail] if name == parent and tail in names else names
-        targets = " or ".join(f"{name}:{attr}" for attr in meant)
-        return f"write the object that holds the tools after a colon: {targets}"
+        shown = " or ".join(f"{name}:{attr}" for attr in meant)
+        return f"write {targets.holder} after a colon: {shown}"
     return general
 
 
-def _registry_names(module: object) -> list[str]:
-    """The names of the module's top-level Registry and ToolView objects, sorted."""
+def _target_names(module: object, targets: _Targets = _REGISTRIES) -> list[str]:
+    """The names of the module's top-level objects of ``targets``' types, sorted."""
     return sorted(
         name
         for name, value in vars(module).items()
-        if isinstance(value, Registry | ToolView) and not name.startswith("__")
+        if isinstance(value, targets.types) and not name.startswith("__")
     )
 
 
@@ -283,7 +303,7 @@ def _outside_frames(error: BaseException) -> list[tuple[str, int | None]]:
 
 
 def _candidates(module: object) -> str:
-    names = _registry_names(module)
+    names = _target_names(module)
     if not names:
         return "that module defines no Registry or ToolView at its top level"
     return "Registry/ToolView objects there: " + ", ".join(names)

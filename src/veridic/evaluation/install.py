@@ -276,8 +276,14 @@ def _cache_locked(cache: Path, log: Log) -> Iterator[None]:
     leave behind, and released by the OS if the process dies). It is not re-entrant: a
     function that holds it calls the unlocked forms of the others.
 
+    A folder on a filesystem that cannot ``flock`` it (NFS without a lock manager,
+    ``ENOLCK``; one that takes it as a write lock, which a folder opened read-only
+    cannot hold, ``EBADF``) gets the lock file of a platform without ``fcntl``, and
+    ``log`` says so, with what to do for installs that wait for each other.
+
     Raises:
-        InstallError: ``fcntl`` is missing and another install holds the lock file.
+        InstallError: the lock file is in use (``fcntl`` missing, or the folder cannot
+            be locked) and another install holds it, or it cannot be written.
     """
     cache.mkdir(parents=True, exist_ok=True)
     fcntl = _fcntl()
@@ -287,25 +293,44 @@ def _cache_locked(cache: Path, log: Log) -> Iterator[None]:
         return
     folder = os.open(cache, os.O_RDONLY)
     try:
-        try:
-            fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log(f"waiting for another install into {cache} to finish (it holds the cache's lock)")
-            fcntl.flock(folder, fcntl.LOCK_EX)
-        yield
+        locked = _flocked(fcntl, folder, cache, log)
+        if locked:
+            yield
     finally:
         os.close(folder)  # releases the lock
+    if not locked:
+        with _lock_file(cache):
+            yield
+
+
+def _flocked(fcntl: ModuleType, folder: int, cache: Path, log: Log) -> bool:
+    """Lock ``folder`` (waiting for another install that holds it); ``False`` when its
+    filesystem cannot lock it, which ``log`` is told with what the install does instead."""
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log(f"waiting for another install into {cache} to finish (it holds the cache's lock)")
+        fcntl.flock(folder, fcntl.LOCK_EX)
+    except OSError as error:  # NFS and the like: ENOLCK, EBADF
+        log(
+            f"the filesystem of {cache} cannot lock it ({error.strerror or error}), so this "
+            f"install takes the lock file {cache / _LOCK_FILE} instead, and another install "
+            "into it is refused while this one runs, rather than waiting for it; for installs "
+            "that wait, set VERIDIC_EVAL_CACHE to a folder on a local disk"
+        )
+        return False
+    return True
 
 
 @contextmanager
 def _lock_file(cache: Path) -> Iterator[None]:
-    """The cache's lock where ``fcntl`` is missing: a file only one process can create.
+    """The cache's lock where the folder cannot be locked: a file only one process can create.
 
     No process waits for it (a lock file left by a process that died would hold every
     later one for ever): a second install is refused, with the file named.
 
     Raises:
-        InstallError: the lock file exists.
+        InstallError: the lock file exists, or it cannot be written (it is removed).
     """
     lock = cache / _LOCK_FILE
     try:
@@ -317,8 +342,18 @@ def _lock_file(cache: Path) -> Iterator[None]:
             "then rerun"
         ) from None
     try:
-        os.write(handle, f"{os.getpid()}\n".encode())
-        os.close(handle)
+        try:
+            os.write(handle, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(handle)
+    except OSError as error:
+        lock.unlink(missing_ok=True)
+        raise InstallError(
+            f"could not write the cache's lock file {lock} ({error.strerror or error}), so "
+            "nothing was installed: free space on its filesystem, or set VERIDIC_EVAL_CACHE "
+            "to a writable folder on a local disk, then rerun"
+        ) from error
+    try:
         yield
     finally:
         lock.unlink(missing_ok=True)

@@ -92,7 +92,8 @@ class VeridicToolset(AbstractToolset[object]):
     Made by :func:`veridic.integrations.pydantic_ai.capability` (its
     ``.toolset``); the capability around it records what pydantic-ai settles
     without calling a toolset (a denial, an unknown name), so use the two
-    together.
+    together: a call in a run the capability did not start is refused
+    (:class:`~veridic.VeridicError`) before anything runs.
     """
 
     def __init__(
@@ -184,6 +185,7 @@ class VeridicToolset(AbstractToolset[object]):
         the same way (it may quote the model's arguments or the handler's error,
         outside text).
         """
+        self._check_in_run(ctx.run_id)
         arguments = _arguments(tool_args)
         approved = ctx.tool_call_approved
         prompt_sha256 = answered_sha256(ctx.messages, ctx.tool_call_id)
@@ -214,9 +216,34 @@ class VeridicToolset(AbstractToolset[object]):
             self._answered(ctx.run_id, (ctx.tool_call_id, name), told)
         return _answer(result, told)
 
+    def _check_in_run(self, run_id: str | None) -> None:
+        """Refuse a call in a run the capability did not start (:meth:`begin`).
+
+        Raises:
+            VeridicError: the toolset was given to the agent without its capability
+                (``Agent(toolsets=[tools.toolset])``): nothing would record what pydantic-ai
+                answers without the toolset, check the tool list the model is sent, or
+                drop what the toolset keeps of the run when it ends.
+        """
+        if run_id not in self._told:
+            raise VeridicError(
+                f"the veridic toolset of request {self.request_id!r} was asked to run a call "
+                "in a run without its capability: the capability records what pydantic-ai "
+                "answers without the toolset (a denial, an unknown name), checks the tool "
+                "list the model is sent and ends the run's records; nothing ran: give the "
+                "agent the capability itself, capabilities=[capability(view, ...)], not its "
+                ".toolset"
+            )
+
     def _answered(self, run_id: str | None, key: tuple[str, str], told: str) -> None:
-        """Note what the model is told of a call of the run (compared by :meth:`check_told`)."""
-        self._told.setdefault(run_id, {}).setdefault(key, []).append(told)
+        """Note what the model is told of a call of the run (compared by :meth:`check_told`).
+
+        Kept only for a run under way (:meth:`begin`); a run that ended (and was dropped,
+        :meth:`forget`) is compared no more, so nothing is kept of it.
+        """
+        told_in_run = self._told.get(run_id)
+        if told_in_run is not None:
+            told_in_run.setdefault(key, []).append(told)
 
     def check_told(
         self,

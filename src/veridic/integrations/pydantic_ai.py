@@ -224,8 +224,9 @@ def instructions(
     each part is checked as :func:`veridic.join` checks it, the run-time twin
     of the type check, so outside text cannot reach the agent's instructions
     through here. :func:`capability` gives the agent exactly this text; call
-    it yourself for ``Agent(instructions=...)`` when the toolset reaches the
-    agent another way, built from the same view, so the model's account of
+    it yourself for ``Agent(instructions=...)`` when the view's tools reach the
+    agent another way (veridic's MCP server, say: the capability's toolset
+    alone is refused), built from the same view, so the model's account of
     its tools and its tool list cannot disagree.
 
     >>> from veridic import Registry, instruction, is_trusted, untrusted

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import PARTS, Adapter, Completion, SpecFormat, attr, usage_of
 from veridic.providers.openai import responses_request
@@ -162,16 +163,18 @@ def _reasoning(value: object) -> tuple[ReasoningItem, ...]:
         if len(found) == len(value):
             return found
     raise VeridicError(
-        f"a scripted answer's reasoning must be a list of ReasoningItem, got {value!r}: write "
-        'it as [ReasoningItem.of("anthropic", {"type": "thinking", ...})]'
+        "a scripted answer's reasoning must be a list of ReasoningItem, got "
+        f"{clip(repr(value))}: write it as "
+        '[ReasoningItem.of("anthropic", {"type": "thinking", ...})]'
     )
 
 
 def _call(item: object) -> ToolCall:
     if not isinstance(item, list | tuple) or len(item) != 3:
         raise VeridicError(
-            f"a scripted tool call must be an (id, name, arguments) triple, got {item!r}: "
-            'write it as ("call-1", "get_weather", {"city": "Oslo"})'
+            "a scripted tool call must be an (id, name, arguments) triple, got "
+            f"{clip(repr(item))}: write it as "
+            '("call-1", "get_weather", {"city": "Oslo"})'
         )
     call_id, name, arguments = item
     text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)

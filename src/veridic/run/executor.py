@@ -748,16 +748,9 @@ class _Call:
             return self._refused(None, "unknown: the name is not text", error)
         status = self.view.status(self.name)
         if not status.exposed:
+            # The view's own words (an unknown name quoted clipped and escaped): the model
+            # is told what dispatch() raises, the record keeps the name as _recorded_tool does.
             error = status.error() or VeridicError(f"tool {clip(self.name)} is not exposed")
-            if self._recorded[1] and isinstance(error, UnknownToolError):
-                # The view quotes the name whole; the model gets it back clipped and escaped.
-                nearest = ", ".join(status.suggestions) or "none"
-                error = UnknownToolError(
-                    f"no tool is named {self._recorded[0]}; it was never registered (nearest "
-                    f"valid names: {nearest}): call one of the tools this view lists by its name",
-                    name=self.name,
-                    suggestions=status.suggestions,
-                )
             detail = f"{status.state}: {status.reason}"
             if status.hidden:
                 # The model reads a name nobody registered (ToolStatus.hidden); the error's

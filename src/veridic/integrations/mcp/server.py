@@ -285,6 +285,25 @@ class _Served:
         ctx: ServerRequestContext[object, object],
         params: mcp_types.CallToolRequestParams,
     ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+        """Run one call, asking the user first where the policy says so.
+
+        A retry ends the question whose token it carries however it is settled: read as
+        the answer (:meth:`_answer`), or returned before that (the view could not be
+        built, the call needs no approval now, its arguments are too long to show, the
+        client can no longer be asked), since a question left open held its client's
+        slot until it expired.
+        """
+        try:
+            return await self._call_tool(ctx, params)
+        finally:
+            if params.request_state is not None:
+                self._asked.release(params.request_state)
+
+    async def _call_tool(
+        self,
+        ctx: ServerRequestContext[object, object],
+        params: mcp_types.CallToolRequestParams,
+    ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
         import mcp_types as types
 
         request = _request(ctx, "tools/call", params.name)
@@ -592,6 +611,10 @@ class _Asked:
         """Whether ``token`` is an open question about ``digest``; it is closed either way."""
         found = self._forget(token)
         return found is not None and found[0] == digest and found[1] > time.monotonic()
+
+    def release(self, token: str) -> None:
+        """Close ``token``'s question, if it is open: a retry carried it and was settled."""
+        self._forget(token)
 
     def _forget(self, token: str) -> tuple[str, float, str] | None:
         found = self._open.pop(token, None)
