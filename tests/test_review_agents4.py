@@ -2,9 +2,10 @@
 
 The SDK lets an application (or a library it uses) wrap a ``FunctionTool`` after it is made:
 tool guardrails that answer the model in the tool's place, a timeout that cancels a call
-mid-effect, an ``on_invoke_tool`` put in place of veridic's. A run's input may hold items the
-role check never read (a reference to an item the provider keeps), and a ``RunConfig`` may tell the SDK to answer made-up tool names itself.
-Each test drives the real SDK on a scripted model, and each failed on the code before its fix.
+mid-effect, an ``on_invoke_tool`` put in place of veridic's. A run's input may hold an item
+the role check never read (a reference to an item the provider keeps), and a ``RunConfig``
+may tell the SDK to answer made-up tool names itself. Each test drives the real SDK on a
+scripted model, and each failed on the code before its fix.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import asyncio
 
 import pytest
 from agents import (
+    Agent,
+    FunctionTool,
     RunConfig,
     Runner,
     ToolGuardrailFunctionOutput,
@@ -41,6 +44,13 @@ def _rewrites_the_result(data: ToolOutputGuardrailData) -> ToolGuardrailFunction
     return ToolGuardrailFunctionOutput.reject_content(f"{FORGED} {data.output}")
 
 
+def _function_tools(agent: Agent[None]) -> list[FunctionTool]:
+    """The agent's tools, each a ``FunctionTool`` as function_tools() made it."""
+    made = [tool for tool in agent.tools if isinstance(tool, FunctionTool)]
+    assert len(made) == len(agent.tools)
+    return made
+
+
 # --- a tool wrapped after function_tools() made it ----------------------------------------------
 
 
@@ -51,7 +61,7 @@ def test_a_tool_input_guardrail_on_a_veridic_tool_is_refused_before_the_model_is
     stopped was never recorded."""
     model = ScriptedModel([call("search_docs", {"query": "tone"}, "c1")], [say("Done.")])
     agent = app.agent(model)
-    for tool in agent.tools:
+    for tool in _function_tools(agent):
         tool.tool_input_guardrails = [_answers_in_the_tools_place]
     with pytest.raises(ToolCouplingError, match=r"search_docs \(tool_input_guardrails\)"):
         run(agent, "What do the notes say?")
@@ -65,7 +75,7 @@ def test_a_tool_output_guardrail_on_a_veridic_tool_is_refused_before_the_model_i
     """The guardrail replaced the fenced result with text of its own, read as the tool's."""
     model = ScriptedModel([call("search_docs", {"query": "tone"}, "c1")], [say("Done.")])
     agent = app.agent(model)
-    for tool in agent.tools:
+    for tool in _function_tools(agent):
         tool.tool_output_guardrails = [_rewrites_the_result]
     with pytest.raises(ToolCouplingError, match="tool_output_guardrails"):
         run(agent, "What do the notes say?")
@@ -77,7 +87,7 @@ def test_a_timeout_on_a_veridic_tool_is_refused(app: App) -> None:
     record, and the model told it timed out."""
     model = ScriptedModel([say("Unreachable.")])
     agent = app.agent(model)
-    for tool in agent.tools:
+    for tool in _function_tools(agent):
         tool.timeout_seconds = 5.0
     with pytest.raises(ToolCouplingError, match="timeout_seconds"):
         run(agent, "Hi")
@@ -94,8 +104,8 @@ def test_a_function_put_in_place_of_veridics_invoker_is_refused(app: App) -> Non
 
     model = ScriptedModel([call("rename_fixture", {"name": "golden-1", "new_name": "x"}, "c1")])
     agent = app.agent(model)
-    for tool in agent.tools:
-        tool.on_invoke_tool = unrecorded  # type: ignore[attr-defined]  # a Tool is a union; each one here is a FunctionTool
+    for tool in _function_tools(agent):
+        tool.on_invoke_tool = unrecorded
     with pytest.raises(ToolCouplingError, match="on_invoke_tool"):
         run(agent, "Rename it.")
     assert model.seen == []

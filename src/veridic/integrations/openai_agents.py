@@ -145,7 +145,8 @@ def function_tools(
     each tool's ``is_enabled`` checks the agent whenever the SDK lists its tools
     for a model call, and fails the run before the model is called when the
     agent holds another tool (an ``@function_tool``, an agent ``as_tool``, a
-    hosted tool), leaves one of these out or changed it, lists an MCP server
+    hosted tool), leaves one of these out or changed it (a tool guardrail, a timeout or
+    another ``on_invoke_tool`` set on it too), lists an MCP server
     (``mcp_servers``: its tools and descriptions would reach the model with no
     pin, guard or record; connect it through :mod:`veridic.integrations.mcp`
     into the registry instead) or a handoff (a ``transfer_to_...`` tool the
@@ -158,10 +159,13 @@ def function_tools(
     stored with the provider (``prompt=``); when its ``model_settings`` put
     instructions, tools or history in ``extra_body`` or ``extra_args`` (the
     request would carry them in place of the checked ones); and when the run's
-    input holds an item with the role ``system`` or ``developer``. The run's ``RunConfig`` is
+    input holds an item with the role ``system`` or ``developer``, or an ``item_reference``
+    (an item the provider keeps, which veridic cannot read). The run's ``RunConfig`` is
     not shown to that check: a call made in a run whose ``RunConfig`` has a
     ``call_model_input_filter`` (it rewrites the instructions and input each request is sent)
-    or ``model_settings`` that set those keys is refused before anything runs (the SDK's
+    ``model_settings`` that set those keys, or a ``tool_not_found_behavior`` other than
+    ``"raise_error"`` (the SDK would answer a made-up tool name itself, unrecorded) is
+    refused before anything runs (the SDK's
     ``UserError``, caused by a :class:`~veridic.VeridicError`). :func:`instructions` gives
     the instructions; build them per request, when the agent is made. An agent
     without veridic tools may hand off to one that holds them: the agent handed
@@ -419,14 +423,15 @@ class _Binding:
         made, and only trusted text may instruct.
 
         Raises:
-            ToolCouplingError: the agent's tools are not exactly these, unchanged, it has
+            ToolCouplingError: the agent's tools are not exactly these, unchanged (no tool
+                guardrail, timeout or other ``on_invoke_tool`` set on them), it has
                 MCP servers or handoffs, or its instructions describe another view's tools.
             VeridicError: its model settings send instructions, tools or history of their
                 own (``extra_body``, ``extra_args``).
             ProvenanceError: its instructions are a ``str`` that is not trusted text or a
                 function, it names a stored prompt, its output schema is described by text
                 that is not code text, or an item of the run's input has the role
-                ``system`` or ``developer``.
+                ``system`` or ``developer`` or is an ``item_reference``.
         """
         name = getattr(agent, "name", None)
         given = list(getattr(agent, "tools", None) or ())
@@ -617,8 +622,9 @@ class _Binding:
         instructions and only shortens older tool outputs (:func:`_keeps_instructions`).
 
         Raises:
-            VeridicError: the run has a ``call_model_input_filter``, or run model settings
-                that set what veridic owns; nothing ran and nothing was recorded.
+            VeridicError: the run has a ``call_model_input_filter``, run model settings
+                that set what veridic owns, or a ``tool_not_found_behavior`` other than
+                ``"raise_error"``; nothing ran and nothing was recorded.
         """
         if config is None:
             return
