@@ -145,7 +145,8 @@ def function_tools(
     each tool's ``is_enabled`` checks the agent whenever the SDK lists its tools
     for a model call, and fails the run before the model is called when the
     agent holds another tool (an ``@function_tool``, an agent ``as_tool``, a
-    hosted tool), leaves one of these out or changed it, lists an MCP server
+    hosted tool), leaves one of these out or changed it (a tool guardrail, a timeout or
+    another ``on_invoke_tool`` set on it too), lists an MCP server
     (``mcp_servers``: its tools and descriptions would reach the model with no
     pin, guard or record; connect it through :mod:`veridic.integrations.mcp`
     into the registry instead) or a handoff (a ``transfer_to_...`` tool the
@@ -158,10 +159,13 @@ def function_tools(
     stored with the provider (``prompt=``); when its ``model_settings`` put
     instructions, tools or history in ``extra_body`` or ``extra_args`` (the
     request would carry them in place of the checked ones); and when the run's
-    input holds an item with the role ``system`` or ``developer``. The run's ``RunConfig`` is
+    input holds an item with the role ``system`` or ``developer``, or an ``item_reference``
+    (an item the provider keeps, which veridic cannot read). The run's ``RunConfig`` is
     not shown to that check: a call made in a run whose ``RunConfig`` has a
     ``call_model_input_filter`` (it rewrites the instructions and input each request is sent)
-    or ``model_settings`` that set those keys is refused before anything runs (the SDK's
+    ``model_settings`` that set those keys, or a ``tool_not_found_behavior`` other than
+    ``"raise_error"`` (the SDK would answer a made-up tool name itself, unrecorded) is
+    refused before anything runs (the SDK's
     ``UserError``, caused by a :class:`~veridic.VeridicError`). :func:`instructions` gives
     the instructions; build them per request, when the agent is made. An agent
     without veridic tools may hand off to one that holds them: the agent handed
@@ -178,9 +182,11 @@ def function_tools(
 
     binding = _Binding(view, policy, audit, request_id, prompt_sha256, data_mode)
     made: list[Tool] = []
+    invokers: list[_Invoker] = []
     for spec in view.tool_specs("openai"):
         function = spec["function"]
         invoker = _Invoker(binding, function["name"])
+        invokers.append(invoker)
         made.append(
             FunctionTool(
                 name=function["name"],
@@ -193,7 +199,7 @@ def function_tools(
                 is_enabled=invoker.is_enabled,
             )
         )
-    binding.made = tuple(made)
+    binding.made = tuple(zip(made, invokers, strict=True))
     return made
 
 
@@ -404,7 +410,8 @@ class _Binding:
         self._lock = threading.Lock()
         self._answered: set[str] = set()
         self._refused: set[str] = set()
-        self.made: tuple[Tool, ...] = ()
+        self.made: tuple[tuple[Tool, _Invoker], ...] = ()
+        """Each tool :func:`function_tools` made, with the invoker it was made with."""
 
     def check_agent(self, agent: object, turn_input: Sequence[object]) -> None:
         """Refuse an agent that offers the model more, less or other than the view's tools.
@@ -416,14 +423,15 @@ class _Binding:
         made, and only trusted text may instruct.
 
         Raises:
-            ToolCouplingError: the agent's tools are not exactly these, unchanged, it has
+            ToolCouplingError: the agent's tools are not exactly these, unchanged (no tool
+                guardrail, timeout or other ``on_invoke_tool`` set on them), it has
                 MCP servers or handoffs, or its instructions describe another view's tools.
             VeridicError: its model settings send instructions, tools or history of their
                 own (``extra_body``, ``extra_args``).
             ProvenanceError: its instructions are a ``str`` that is not trusted text or a
                 function, it names a stored prompt, its output schema is described by text
                 that is not code text, or an item of the run's input has the role
-                ``system`` or ``developer``.
+                ``system`` or ``developer`` or is an ``item_reference``.
         """
         name = getattr(agent, "name", None)
         given = list(getattr(agent, "tools", None) or ())
@@ -451,16 +459,39 @@ class _Binding:
         self._check_settings(agent, name)
         self._check_output(agent, name)
         for index, item in enumerate(turn_input):
-            role = item.get("role") if isinstance(item, Mapping) else None
-            if role in ("system", "developer") and isinstance(item, Mapping):
-                content: object = item.get("content")
-                report(
-                    content if isinstance(content, str) else repr(content),
-                    f"input[{index}] of the run of agent {name!r} (request {self.request_id!r}; "
-                    f"an input item with the role {role!r}, which the model reads as "
-                    "instructions, and only the agent's instructions may give them: pass "
-                    "outside text with the role 'user')",
-                )
+            self._check_input_item(index, item, name)
+
+    def _check_input_item(self, index: int, item: object, name: object) -> None:
+        """Refuse an item of the run's input that instructs, or that veridic cannot read.
+
+        The SDK hands the tools the run's input as dicts (an ``openai`` model object given
+        there is turned into a list of its fields, which no API reads as a message). An
+        ``item_reference`` names an item the provider keeps and
+        fills in (a developer message, a tool result nobody fenced): its text never passes here.
+
+        Raises:
+            ProvenanceError: the item has the role ``system`` or ``developer`` (in report
+                mode: logged), or it is an ``item_reference`` (in report mode too).
+        """
+        where = f"input[{index}] of the run of agent {name!r} (request {self.request_id!r}"
+        if _item_field(item, "type") == "item_reference":
+            raise ProvenanceError(
+                f"{where}) is an item_reference {_clipped(_item_field(item, 'id'))}: the "
+                "provider fills in an item it keeps (it may be a developer message, or a tool "
+                "result nobody fenced), whose text veridic cannot read or check: pass the "
+                "item itself (result.to_input_list() of the run that made it), with outside "
+                "text as the role 'user'",
+                slot=f"input[{index}] of agent {name!r}",
+            )
+        role = _item_field(item, "role")
+        if role in ("system", "developer"):
+            content = _item_field(item, "content")
+            report(
+                content if isinstance(content, str) else repr(content),
+                f"{where}; an input item with the role {role!r}, which the model reads as "
+                "instructions, and only the agent's instructions may give them: pass "
+                "outside text with the role 'user')",
+            )
 
     def _check_instructions(self, agent: object, name: object) -> None:
         """Refuse instructions the check cannot read, or that describe another view's tools.
@@ -591,8 +622,9 @@ class _Binding:
         instructions and only shortens older tool outputs (:func:`_keeps_instructions`).
 
         Raises:
-            VeridicError: the run has a ``call_model_input_filter``, or run model settings
-                that set what veridic owns; nothing ran and nothing was recorded.
+            VeridicError: the run has a ``call_model_input_filter``, run model settings
+                that set what veridic owns, or a ``tool_not_found_behavior`` other than
+                ``"raise_error"``; nothing ran and nothing was recorded.
         """
         if config is None:
             return
@@ -606,6 +638,15 @@ class _Binding:
                 "agent its instructions with instructions(view, ...) and trim or redact the "
                 "run's input before Runner.run (the SDK's own ToolOutputTrimmer, which keeps "
                 "the instructions, may stay)"
+            )
+        answered = getattr(config, "tool_not_found_behavior", "raise_error")
+        if answered != "raise_error":
+            raise VeridicError(
+                f"{where} RunConfig has tool_not_found_behavior={_clipped(answered)}: the SDK "
+                "answers a tool name the model made up itself and goes on, so veridic never "
+                "sees, records or reports that call, so the call did not run: leave "
+                "tool_not_found_behavior at 'raise_error' (a made-up name then fails the run "
+                "with ModelBehaviorError, and nothing runs)"
             )
         settings = getattr(config, "model_settings", None)
         clash = _owned_settings(settings, "RunConfig(model_settings=...)")
@@ -871,9 +912,19 @@ def _check_not_on_record(
     )
 
 
-def _tool_problems(given: list[object], made: tuple[Tool, ...], view: ToolView) -> list[str]:
+_WRAPPERS: Final = ("tool_input_guardrails", "tool_output_guardrails", "timeout_seconds")
+"""The SDK's settings that wrap a ``FunctionTool``'s call, each left unset by function_tools().
+
+A tool input guardrail can stop the call and answer the model in its place, a tool output
+guardrail can replace its result (both with text that is neither fenced nor recorded), and a
+timeout cancels the call wherever it is (after its effect, before its record)."""
+
+
+def _tool_problems(
+    given: list[object], made: tuple[tuple[Tool, _Invoker], ...], view: ToolView
+) -> list[str]:
     """What differs between the tools an agent holds and those function_tools() made."""
-    ours = {id(tool) for tool in made}
+    ours = {id(tool) for tool, _ in made}
     held = {id(tool) for tool in given}
     others = [tool for tool in given if id(tool) not in ours]
     foreign = [_tool_name(tool) for tool in others if _is_function_tool(tool)]
@@ -882,10 +933,12 @@ def _tool_problems(given: list[object], made: tuple[Tool, ...], view: ToolView) 
         for tool in others
         if not _is_function_tool(tool)
     ]
-    missing = [tool.name for tool in made if id(tool) not in held]
+    missing = [tool.name for tool, _ in made if id(tool) not in held]
     specs = {spec["function"]["name"]: spec["function"] for spec in view.tool_specs("openai")}
     changed = [
-        tool.name for tool in made if id(tool) in held and not _as_made(tool, specs.get(tool.name))
+        f"{tool.name} ({', '.join(changes)})"
+        for tool, invoker in made
+        if id(tool) in held and (changes := _changes(tool, invoker, specs.get(tool.name)))
     ]
     problems = [
         f"{label}: {', '.join(found)}"
@@ -896,6 +949,14 @@ def _tool_problems(given: list[object], made: tuple[Tool, ...], view: ToolView) 
         )
         if found
     ]
+    if any(field in entry for entry in changed for field in (*_WRAPPERS, "on_invoke_tool")):
+        problems.append(
+            "a tool guardrail answers the model in the tool's place, and replaces its "
+            "result, with text that is neither fenced nor recorded; a timeout cancels a call "
+            "after its effect, before its record; another on_invoke_tool runs outside the "
+            "approvals, the guards and the audit: leave these as function_tools() made them, "
+            "and check outside text inside the tool (a tool of the registry) or before the run"
+        )
     if built_in:
         problems.append(
             f"{', '.join(built_in)}, which the provider or the SDK runs itself, outside "
@@ -907,14 +968,21 @@ def _tool_problems(given: list[object], made: tuple[Tool, ...], view: ToolView) 
     return problems
 
 
-def _as_made(tool: object, spec: Mapping[str, object] | None) -> bool:
-    """Whether a tool still has the name, description and schema of the view's spec."""
-    return (
-        spec is not None
-        and getattr(tool, "description", None) == spec["description"]
-        and getattr(tool, "params_json_schema", None) == spec["parameters"]
-        and getattr(tool, "strict_json_schema", None) is False
-    )
+def _changes(tool: Tool, invoker: _Invoker, spec: Mapping[str, object] | None) -> list[str]:
+    """What of a tool differs from the view's spec, or from how function_tools() made it."""
+    if spec is None:
+        return ["name"]
+    changes = [
+        field
+        for field, made in (
+            ("description", spec["description"]),
+            ("params_json_schema", spec["parameters"]),
+            ("strict_json_schema", False),
+            ("on_invoke_tool", invoker),
+        )
+        if getattr(tool, field, None) is not made and getattr(tool, field, None) != made
+    ]
+    return changes + [field for field in _WRAPPERS if getattr(tool, field, None)]
 
 
 def _handoff_problem(handoffs: list[object]) -> str:
@@ -930,6 +998,11 @@ def _handoff_problem(handoffs: list[object]) -> str:
         "under instructions and tools veridic never checks: hand off to this agent from "
         "one without veridic tools, or run the other agent as its own request)"
     )
+
+
+def _item_field(item: object, key: str) -> object:
+    """A field of an input item (a dict, as the SDK hands the run's input to the tools)."""
+    return item.get(key) if isinstance(item, Mapping) else None
 
 
 def _clipped(value: object) -> str:
