@@ -22,10 +22,12 @@ from veridic import (
     ApprovalPolicy,
     Composer,
     ModelGateway,
+    PausedRun,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
+    VeridicError,
     instruction,
 )
 from veridic.run.telemetry import instrumented
@@ -163,3 +165,57 @@ def test_a_registered_name_the_view_withholds_is_shown_by_name(
     withheld = next(span for span in finished if span.name == "execute_tool export_customers")
     assert attributes(withheld)["gen_ai.tool.name"] == "export_customers"
     assert "veridic.tool.name_sha256" not in attributes(withheld)
+
+
+# --- the notes of a broken run quote the request id clipped ---------------------------------------
+
+LONG_ID = "req-" + "x" * 4092
+"""A request id as long as one may be (4096 characters): an application's header, say."""
+
+
+def test_a_note_on_a_run_broken_between_calls_quotes_the_request_id_clipped() -> None:
+    """The note that says what the composer holds quoted the request id whole: 4096
+    characters of the application's text in every traceback and log line of the error."""
+    view = make_view()
+
+    def confirm(request: object) -> bool:
+        raise ValueError("the approval dialog crashed")
+
+    calls = [("c1", "get_weather", '{"city": "Oslo"}'), ("c2", "set_units", '{"unit": "c"}')]
+    with pytest.raises(ValueError, match="approval dialog crashed") as caught:
+        gateway([{"tool_calls": calls}, ANSWER], SQLiteAuditSink(":memory:")).run(
+            composer(view), view, policy=ApprovalPolicy(view), request_id=LONG_ID, confirm=confirm
+        )
+    notes = caught.value.__notes__
+    (note,) = [note for note in notes if "the composer holds the model's answer" in note]
+    assert LONG_ID not in note
+    assert "(4096 chars)" in note
+    assert len(note) < 600
+
+
+def test_a_note_on_a_resume_that_failed_after_its_calls_quotes_the_request_id_clipped() -> None:
+    """The note that says the paused run is spent quoted the request id whole, twice."""
+    view = make_view()
+    audit = SQLiteAuditSink(":memory:")
+    calls = [("c1", "set_units", '{"unit": "celsius"}')]
+    paused = (
+        gateway([{"tool_calls": calls}], audit)
+        .run(composer(view), view, policy=ApprovalPolicy(view), request_id=LONG_ID, defer=True)
+        .paused
+    )
+    assert paused is not None
+    stored = PausedRun.from_json(paused.to_json())
+    answers = {approval.digest: True for approval in stored.approvals}
+    resuming = gateway([], audit)  # no answer left: the model call after the resumed calls fails
+    with pytest.raises(VeridicError, match="its script has no more") as caught:
+        resuming.resume(
+            stored,
+            Composer().system(SYSTEM, view.capability_section()),
+            view,
+            policy=ApprovalPolicy(view),
+            answers=answers,
+        )
+    (note,) = [note for note in caught.value.__notes__ if "the paused run is spent" in note]
+    assert LONG_ID not in note
+    assert "(4096 chars)" in note
+    assert len(note) < 1200
