@@ -268,7 +268,7 @@ class _Run(Generic[OutputT]):
                 f"({self.ran_before_pause} before the pause, {len(done)} in this resume)"
             )
         error.add_note(
-            f"request {self.request_id!r}: the composer holds the model's answer with the "
+            f"request {clip(self.request_id)}: the composer holds the model's answer with the "
             f"results of the {ran}; " + _left_over(left)
         )
         if isinstance(error, AuditWriteError) and isinstance(error.result, CallResult):
@@ -301,12 +301,12 @@ class _Run(Generic[OutputT]):
             for outcome in resumed
         )
         error.add_note(
-            f"request {self.request_id!r}: this resume ran the paused run's waiting calls "
+            f"request {clip(self.request_id)}: this resume ran the paused run's waiting calls "
             f"({ran or 'none ran'}) before it failed, so the paused run is spent: resumed "
             "again, it is refused, and none of them runs twice. The composer holds the "
             "conversation with their results (and with whatever the run did after them): "
             f"go on with gateway.{run}(composer, view, policy=..., "
-            f"request_id={self.request_id!r}, defer=True), here or in another process from "
+            "request_id=paused.request_id, defer=True), here or in another process from "
             "composer.conversation() restored after the system part; the run had spent "
             f"{counted(self.turns, 'model call')} and "
             f"{counted(self.earlier_calls + len(self.outcomes), 'tool call')} of its limits, "

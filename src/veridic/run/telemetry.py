@@ -25,7 +25,9 @@ is ``gen_ai.provider.name``):
   :func:`veridic.aexecute`: check, approval (a user's confirmation
   included) and dispatch. A call made outside a run is a child of whatever
   span is current, or a root span. A name the view's registry does not hold
-  (the model invented it) names no span: the span is ``execute_tool``.
+  (the model invented it) names no span: the span is ``execute_tool``, its
+  ``gen_ai.tool.name`` is ``_OTHER`` and ``veridic.tool.name_sha256`` its digest
+  (the audit record keeps the name).
 - ``guard_refused {name}`` (kind ``INTERNAL``) when a guard refuses an
   operation of a task or thread a call started, after the call ended (its
   follow-up ``BLOCKED`` record): an error, a child of the call's span.
@@ -87,6 +89,7 @@ span) and the call goes on, its span incomplete or missing.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import re
@@ -128,6 +131,10 @@ _GUARD_DENIED: Final = f"{GuardDeniedError.__module__}.{GuardDeniedError.__qualn
 
 _PLAIN: Final = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 """A tool name fit for a span's name (others are named by the audit record's form)."""
+
+_OTHER: Final = "_OTHER"
+"""``gen_ai.tool.name`` of a name the view's registry does not hold: the conventions' value for
+one outside the known set (see :func:`_tool_names`)."""
 
 
 _TOOL_CALLS_SHOWN: Final = 64
@@ -268,6 +275,8 @@ class _Answer(Protocol):
     def usage(self) -> Usage | None: ...
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]: ...
+    @property
+    def view(self) -> ToolView: ...
 
 
 class _Called(Protocol):
@@ -631,6 +640,27 @@ def _registered(name: object, view: object) -> str | None:
     return None
 
 
+def _tool_names(name: object, view: object) -> dict[str, str]:
+    """``gen_ai.tool.name`` of a call of ``name`` in ``view``: the name when the view's
+    registry holds it, else ``_OTHER`` and ``veridic.tool.name_sha256``, the digest of what
+    the model wrote (when it wrote text).
+
+    The registry's names are the application's words, and a bounded set. Any other name is
+    the model's text, which a prompt injection can make a key read from the context: a
+    trace is read by more people, kept longer and sent further than the audit store, and
+    trace backends group calls by this attribute (a series each). The digest tells the
+    calls of one invented name from those of another without saying it; the audit record
+    (``veridic.request_id`` and ``gen_ai.tool.call.id`` find it) keeps the name itself.
+    """
+    known = _registered(name, view)
+    if known is not None:
+        return {"gen_ai.tool.name": known}
+    if not isinstance(name, str):
+        return {"gen_ai.tool.name": _OTHER}
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    return {"gen_ai.tool.name": _OTHER, "veridic.tool.name_sha256": digest}
+
+
 def _shown_id(request_id: str) -> str:
     """A request id as a span may hold it: as it is when printable (no control, bidi or
     invisible character, no surrounding space) and at most 256 characters, else escaped
@@ -828,7 +858,8 @@ class _LiveChat(_Live, ChatSpan):
                 # The model decides how many calls an answer holds (thousands, looping or told
                 # to): the span names the first few and counts them all.
                 "veridic.tool_calls": tuple(
-                    _written(call.name) for call in reply.tool_calls[:_TOOL_CALLS_SHOWN]
+                    _registered(call.name, reply.view) or _OTHER
+                    for call in reply.tool_calls[:_TOOL_CALLS_SHOWN]
                 ),
                 "veridic.tool_call_count": len(reply.tool_calls),
             }
@@ -862,21 +893,21 @@ class _LiveChat(_Live, ChatSpan):
 
 
 class _LiveTool(_Live, ToolSpan):
-    __slots__ = ("_record",)
+    __slots__ = ("_names", "_record")
 
     def __init__(
         self, tracer: Tracer, name: object, request_id: object, view: object, call_id: object
     ) -> None:
         self._record: AuditRecord | None = None
         """the record the executor handed over before an interrupt left the ``with`` block"""
-        plain = isinstance(name, str) and _PLAIN.fullmatch(name) is not None
+        self._names = _tool_names(name, view)
+        """``gen_ai.tool.name`` (and the invented name's digest), over the record's form"""
         attributes: dict[str, str | bool | int | Sequence[str]] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.type": "function",
             **_request_id(request_id),
+            **self._names,
         }
-        if plain:
-            attributes["gen_ai.tool.name"] = str(name)
         if isinstance(call_id, str) and call_id:
             attributes["gen_ai.tool.call.id"] = _written(call_id)
         known = _registered(name, view)
@@ -905,7 +936,7 @@ class _LiveTool(_Live, ToolSpan):
         self._exit(error)
 
     def _recorded(self, record: AuditRecord) -> None:
-        self._set(_record_attributes(record))
+        self._set({**_record_attributes(record), **self._names})
 
     def recorded(self, result: _Called) -> None:
         self._record = result.record

@@ -1,0 +1,221 @@
+"""Traces, a fourth look: what the model writes as a tool name stays out of the trace, and the
+notes a broken run adds quote the application's request id clipped.
+
+Reproducers of a fourth review of :mod:`veridic.run.telemetry` (and of the run loop's notes),
+each through the public API with the SDK's in-memory exporter, as ``tests/test_telemetry.py``
+reads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from veridic import (
+    ApprovalPolicy,
+    Composer,
+    ModelGateway,
+    PausedRun,
+    Registry,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    ToolView,
+    VeridicError,
+    instruction,
+)
+from veridic.run.telemetry import instrumented
+
+SYSTEM = instruction("You report the weather.")
+ANSWER = {"text": "It is sunny in Oslo.", "usage": {"input_tokens": 150, "output_tokens": 9}}
+SECRET = "sk-live-"
+"""What every invented name starts with: a key the injected text told the model to call."""
+
+
+def make_view() -> ToolView:
+    """A view of two tools and a third the view withholds (only for admins)."""
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def get_weather(city: str) -> str:
+        """Current weather in a city.
+
+        Args:
+            city: City name, e.g. "Oslo".
+        """
+        return f"Sunny in {city}"
+
+    @registry.tool(kind="write")
+    def set_units(unit: str) -> str:
+        """Set the units the user sees.
+
+        Args:
+            unit: "celsius" or "fahrenheit".
+        """
+        return unit
+
+    @registry.tool(kind="query", roles={"admin"})
+    def export_customers(limit: int) -> str:
+        """Export the customer table.
+
+        Args:
+            limit: How many rows at most.
+        """
+        return "rows"
+
+    return registry.view()
+
+
+def composer(view: ToolView) -> Composer:
+    return Composer().system(SYSTEM, view.capability_section()).user("Weather in Oslo?")
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with instrumented(provider):
+        yield exporter
+
+
+def attributes(span: ReadableSpan) -> dict[str, object]:
+    return dict(span.attributes or {})
+
+
+def texts(span: ReadableSpan) -> Iterator[str]:
+    """Every string a span holds: its name, each attribute's value and each element of one."""
+    yield span.name
+    for value in attributes(span).values():
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, Sequence):
+            yield from (item for item in value if isinstance(item, str))
+
+
+def gateway(script: Sequence[Mapping[str, object]], audit: SQLiteAuditSink) -> ModelGateway:
+    return ModelGateway(ScriptedProvider(script), audit=audit)
+
+
+# --- a tool name the model invents --------------------------------------------------------------
+
+INVENTED = st.one_of(
+    st.from_regex(r"[A-Za-z0-9_.:\-]{0,40}", fullmatch=True),  # plain: it looked fit before
+    st.text(max_size=40),
+).map(lambda tail: SECRET + tail)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(names=st.lists(INVENTED, min_size=1, max_size=4))
+def test_a_tool_name_the_model_invents_never_reaches_the_trace(
+    spans: InMemorySpanExporter, names: list[str]
+) -> None:
+    """A name the view's registry does not hold is the model's text (a prompt injection can
+    make it a key read from the context): it reached ``gen_ai.tool.name`` on the tool's span
+    and ``veridic.tool_calls`` on the chat span, as it was when it looked plain, escaped and
+    clipped otherwise, so into a trace backend whose readers and retention are not the
+    audit store's, and as one attribute value per invented name into the dashboards that
+    group by it. It is now ``_OTHER`` there, with a digest of the name to tell repeats apart;
+    the audit record keeps the name."""
+    view = make_view()
+    spans.clear()
+    audit = SQLiteAuditSink(":memory:")
+    calls = [(f"c{i}", name, "{}") for i, name in enumerate(names)]
+    gateway([{"tool_calls": calls}, ANSWER], audit).run(
+        composer(view), view, policy=ApprovalPolicy(view), request_id="req-1"
+    )
+    finished = spans.get_finished_spans()
+    assert not [text for span in finished for text in texts(span) if SECRET in text]
+    tools = [span for span in finished if span.name == "execute_tool"]
+    assert len(tools) == len(names)
+    for span, name in zip(tools, names, strict=True):
+        shown = attributes(span)
+        assert shown["gen_ai.tool.name"] == "_OTHER"
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        assert shown["veridic.tool.name_sha256"] == digest
+        assert shown["veridic.outcome"] == "refused"
+    (chat, _) = [span for span in finished if span.name.startswith("chat ")]
+    assert attributes(chat)["veridic.tool_calls"] == ("_OTHER",) * len(names)
+    records = audit.records("req-1")
+    assert len(records) == len(names)
+    assert all(SECRET in record.tool for record in records)  # the record keeps it
+
+
+def test_a_registered_name_the_view_withholds_is_shown_by_name(
+    spans: InMemorySpanExporter,
+) -> None:
+    """The registry's names are the application's words, and a bounded set: a call of one the
+    view withholds keeps its name on the chat span and the tool span, and gets no digest."""
+    view = make_view()
+    calls = [("c1", "export_customers", '{"limit": 1}'), ("c2", "get_weather", '{"city": "Oslo"}')]
+    gateway([{"tool_calls": calls}, ANSWER], SQLiteAuditSink(":memory:")).run(
+        composer(view), view, policy=ApprovalPolicy(view), request_id="req-1"
+    )
+    finished = spans.get_finished_spans()
+    chat = next(span for span in finished if span.name.startswith("chat "))
+    assert attributes(chat)["veridic.tool_calls"] == ("export_customers", "get_weather")
+    withheld = next(span for span in finished if span.name == "execute_tool export_customers")
+    assert attributes(withheld)["gen_ai.tool.name"] == "export_customers"
+    assert "veridic.tool.name_sha256" not in attributes(withheld)
+
+
+# --- the notes of a broken run quote the request id clipped ---------------------------------------
+
+LONG_ID = "req-" + "x" * 4092
+"""A request id as long as one may be (4096 characters): an application's header, say."""
+
+
+def test_a_note_on_a_run_broken_between_calls_quotes_the_request_id_clipped() -> None:
+    """The note that says what the composer holds quoted the request id whole: 4096
+    characters of the application's text in every traceback and log line of the error."""
+    view = make_view()
+
+    def confirm(request: object) -> bool:
+        raise ValueError("the approval dialog crashed")
+
+    calls = [("c1", "get_weather", '{"city": "Oslo"}'), ("c2", "set_units", '{"unit": "c"}')]
+    with pytest.raises(ValueError, match="approval dialog crashed") as caught:
+        gateway([{"tool_calls": calls}, ANSWER], SQLiteAuditSink(":memory:")).run(
+            composer(view), view, policy=ApprovalPolicy(view), request_id=LONG_ID, confirm=confirm
+        )
+    notes = caught.value.__notes__
+    (note,) = [note for note in notes if "the composer holds the model's answer" in note]
+    assert LONG_ID not in note
+    assert "(4096 chars)" in note
+    assert len(note) < 600
+
+
+def test_a_note_on_a_resume_that_failed_after_its_calls_quotes_the_request_id_clipped() -> None:
+    """The note that says the paused run is spent quoted the request id whole, twice."""
+    view = make_view()
+    audit = SQLiteAuditSink(":memory:")
+    calls = [("c1", "set_units", '{"unit": "celsius"}')]
+    paused = (
+        gateway([{"tool_calls": calls}], audit)
+        .run(composer(view), view, policy=ApprovalPolicy(view), request_id=LONG_ID, defer=True)
+        .paused
+    )
+    assert paused is not None
+    stored = PausedRun.from_json(paused.to_json())
+    answers = {approval.digest: True for approval in stored.approvals}
+    resuming = gateway([], audit)  # no answer left: the model call after the resumed calls fails
+    with pytest.raises(VeridicError, match="its script has no more") as caught:
+        resuming.resume(
+            stored,
+            Composer().system(SYSTEM, view.capability_section()),
+            view,
+            policy=ApprovalPolicy(view),
+            answers=answers,
+        )
+    (note,) = [note for note in caught.value.__notes__ if "the paused run is spent" in note]
+    assert LONG_ID not in note
+    assert "(4096 chars)" in note
+    assert len(note) < 1200
