@@ -175,7 +175,9 @@ def test_an_answer_read_back_is_written_again_unchanged(
 
 def _cut_records() -> tuple[AuditRecord, ModelReplyRecord]:
     long_ops = tuple(sorted(f"irreversible:delete {i:03} " + "x" * 300 for i in range(100)))
-    call = make(outcome=CallOutcome.FAILED, detail="tool result " + "r" * 50_000, operations=long_ops)
+    call = make(
+        outcome=CallOutcome.FAILED, detail="tool result " + "r" * 50_000, operations=long_ops
+    )
     huge = "purge\x00" * 10_000
     answer = _answer([huge, "ok", "n" * 199 + "\x00"], "gpt" * 1000, "\ud800" * 300, "s" * 201)
     return call, answer

@@ -114,17 +114,18 @@ class AuditRecord(_Validated):
         outcome: what became of the call.
         detail: why it was stopped or failed (a reason, a guard, an error),
             a short clipped text; empty for a plain success. A store keeps
-            its first 4096 characters (``veridic.run._store.DETAIL_LIMIT``)
-            and, past that, says in the text how many of how many it cut: a
-            record built by other code may carry a whole tool result.
+            at most 4096 characters of it (``veridic.run._store.DETAIL_LIMIT``):
+            past that, its start and a note of how many of how many characters
+            it cut, 4096 in all, so a record read back is written again as it
+            is: a record built by other code may carry a whole tool result.
         operations: the guarded operations the call attempted or was declared
             to perform (``"instruction_write:StoredPrompt.content"``,
             ``"irreversible:hard delete golden fixture"``), sorted, unique;
             how a later call is recognised as attempting the same thing. A
             store keeps 64 of them, of 200 characters each
             (``veridic.run._store.OPERATIONS_LIMIT``, ``OPERATION_LIMIT``):
-            a longer one keeps its start, its length and a digest; past 64,
-            one more entry says how many were cut.
+            a longer one keeps its start, its length and a digest, 200
+            characters in all; past 64, one more entry says how many were cut.
         duration: seconds the handler ran, from dispatch (after approval) to
             its end; ``0.0`` for a call that never ran (refused, denied).
         arguments_sha256: SHA-256 of the arguments as the model wrote them
@@ -769,7 +770,7 @@ def _clipped(text: str, limit: int) -> str:
     >>> _clipped("short", 200)
     "'short'"
     >>> _clipped("x" * 300, 30)
-    "'xxxxxxxxxxxxxxxxx…' (300 chars)"
+    "'xxxxxxxxxxxxxxx…' (300 chars)"
     """
     shown = repr(text)
     if len(shown) <= limit:
