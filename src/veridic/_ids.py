@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
+from typing import Final
 
-__all__ = ["new_id"]
+__all__ = ["ID", "new_id"]
+
+ID: Final = re.compile(r"[0-9a-f]{32}")
+"""What :func:`new_id` makes, to check an id a record was given back or altered to hold."""
 
 
 def new_id() -> str:

@@ -60,7 +60,7 @@ from veridic.run.records import (
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import PromptSpan, Role
 from veridic.text.provenance import Kind
-from veridic.text.trust_policy import VouchRecord
+from veridic.text.trust_policy import VouchRecord, _check_vouch
 from veridic.tools.risk import Risk, ToolKind
 
 T = TypeVar("T")
@@ -248,7 +248,7 @@ def write_record(where: object, record: object) -> Statement[None]:
 
 
 DETAIL_LIMIT: Final = 4096
-"""The most characters of a record's ``detail`` a store keeps; the rest is cut, visibly.
+"""The most characters of a record's ``detail`` a store keeps; past that it is cut, visibly.
 
 The executor keeps a detail short itself (a reason, a guard, an error's
 first 200 characters), but a record built by other code (an adapter, an
@@ -259,16 +259,25 @@ with room to spare."""
 
 
 def _cut(detail: str) -> str:
-    """``detail`` cut to :data:`DETAIL_LIMIT` characters, saying so and how much went.
+    """``detail`` within :data:`DETAIL_LIMIT` characters, a cut one saying how much went.
 
     What is kept is the start, so a follow-up's ``"after the call ended: "``
     stays (:attr:`AuditRecord.follow_up`); what was cut is counted, in
     characters, in the text itself, so a reader of the row sees it is not whole.
+    The note is within the limit too: a cut detail is kept as it is when a
+    record read back is written again, to the same store (a retry, kept once)
+    or to another (a migration), where the start and the note past the limit
+    were cut a second time.
     """
-    return (
-        f"{detail[:DETAIL_LIMIT]}… [the audit store cut {len(detail) - DETAIL_LIMIT} of "
-        f"{len(detail)} characters]"
-    )
+    if len(detail) <= DETAIL_LIMIT:
+        return detail
+    # The note of a cut of every character is at least as long as the note of the cut made.
+    start = DETAIL_LIMIT - len(_cut_note(len(detail), len(detail)))
+    return detail[:start] + _cut_note(len(detail) - start, len(detail))
+
+
+def _cut_note(cut: int, whole: int) -> str:
+    return f"… [the audit store cut {cut} of {whole} characters]"
 
 
 OPERATION_LIMIT: Final = _TOOL_LIMIT
@@ -287,12 +296,13 @@ def _operations(operations: tuple[str, ...]) -> str:
     """The stored JSON list of ``operations``: whole within the limits, cut visibly past them.
 
     An operation past :data:`OPERATION_LIMIT` keeps its start, its length and
-    the first 16 hex digits of its SHA-256, so two records of the same long
-    operation still share it (:attr:`Substitution.same_operation`) and two
-    that differ past the start do not. Past :data:`OPERATIONS_LIMIT`, the first
-    ones (in order) are kept and one more entry says how many of how many were
-    cut, with the digest of them all. What is kept is sorted and unique, as a
-    record's operations are, so the row reads back as a record.
+    the first 16 hex digits of its SHA-256, in :data:`OPERATION_LIMIT` characters
+    in all, so two records of the same long operation still share it
+    (:attr:`Substitution.same_operation`) and two that differ past the start do
+    not. Past :data:`OPERATIONS_LIMIT`, the first ones (in order) are kept and one
+    more entry says how many of how many were cut, with the digest of them all.
+    What is kept is sorted and unique, as a record's operations are, and within
+    both limits, so the row reads back as a record that is written again as it is.
     """
     if not operations:
         return "[]"
@@ -315,10 +325,13 @@ def _operations(operations: tuple[str, ...]) -> str:
 
 
 def _operation(operation: str) -> str:
+    """``operation`` within :data:`OPERATION_LIMIT` characters: a longer one is its start,
+    with its length and digest, in the limit (so it is not cut again when written again)."""
     if len(operation) <= OPERATION_LIMIT:
         return operation
     digest = hashlib.sha256(operation.encode()).hexdigest()[:16]
-    return f"{operation[:OPERATION_LIMIT]}… [{len(operation)} chars, sha256 {digest}]"
+    note = f"… [{len(operation)} chars, sha256 {digest}]"
+    return operation[: OPERATION_LIMIT - len(note)] + note
 
 
 def to_row(record: AuditRecord) -> tuple[object, ...]:
@@ -360,7 +373,7 @@ def _row(fields: tuple[Any, ...]) -> tuple[object, ...]:
         prompt_sha256,
         tools_sha256,
         outcome._value_,
-        detail if len(detail) <= DETAIL_LIMIT else _cut(detail),
+        _cut(detail),
         _operations(operations),
         _real(duration),
         arguments_sha256,
@@ -437,14 +450,16 @@ def _called(name: str) -> str:
     """A name the answer gave, as an answer's record keeps it: a tool name the model
     wrote, and the model, answer id and stop reason the provider (or a proxy) named.
 
-    A name up to 200 characters is kept as it is (escaped where no store can
-    keep it); a longer one as a tool call's record keeps it
-    (:attr:`AuditRecord.tool`): escaped, cut at 200 and marked with its length.
-    A model that answered with a name of a megabyte stored that megabyte in the
-    answer's record, read back by every review, while its call's record kept 200
-    characters of it.
+    A name of up to 200 characters once escaped where no store can keep it (NUL,
+    a lone surrogate) is kept so; a longer one as a tool call's record keeps it
+    (:attr:`AuditRecord.tool`): escaped, cut to 200 characters in all and marked
+    with its length. A model that answered with a name of a megabyte stored that
+    megabyte in the answer's record, read back by every review, while its call's
+    record kept 200 characters of it. What this keeps is kept as it is when a
+    record read back is written again (to the same store, a retry; to another).
     """
-    return _storable(name) if len(name) <= _TOOL_LIMIT else _recorded_tool(name)[0]
+    kept = _storable(name)
+    return kept if len(kept) <= _TOOL_LIMIT else _recorded_tool(name)[0]
 
 
 def write_vouch(where: str, record: object) -> Statement[None]:
@@ -453,6 +468,7 @@ def write_vouch(where: str, record: object) -> Statement[None]:
             f"{where}.write_vouch() got a {type(record).__name__}: pass the VouchRecord "
             "TrustPolicy.vouch made (TrustPolicy.record_to(store) does)"
         )
+    _check_vouch(record)  # again, as write_model_call
     time = _seconds(record.time, f"{where}.write_vouch()", "the vouch's time")
     row = (
         time,

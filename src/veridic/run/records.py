@@ -20,7 +20,7 @@ from enum import StrEnum, unique
 from itertools import repeat
 from typing import Final, TypeGuard, get_args
 
-from veridic._ids import new_id
+from veridic._ids import ID, new_id
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.providers._base import PARTS, Usage, _parts_past_totals, _stated_well
@@ -41,7 +41,7 @@ __all__ = [
 
 _KINDS: Final = ("query", "write")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
-_ID: Final = re.compile(r"[0-9a-f]{32}")
+_ID: Final = ID
 _UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
 """What no store can keep: a lone surrogate (UTF-8 cannot encode it), NUL (Postgres text)."""
 _FOLLOW_UP: Final = "after the call ended: "
@@ -114,17 +114,18 @@ class AuditRecord(_Validated):
         outcome: what became of the call.
         detail: why it was stopped or failed (a reason, a guard, an error),
             a short clipped text; empty for a plain success. A store keeps
-            its first 4096 characters (``veridic.run._store.DETAIL_LIMIT``)
-            and, past that, says in the text how many of how many it cut: a
-            record built by other code may carry a whole tool result.
+            at most 4096 characters of it (``veridic.run._store.DETAIL_LIMIT``):
+            past that, its start and a note of how many of how many characters
+            it cut, 4096 in all, so a record read back is written again as it
+            is: a record built by other code may carry a whole tool result.
         operations: the guarded operations the call attempted or was declared
             to perform (``"instruction_write:StoredPrompt.content"``,
             ``"irreversible:hard delete golden fixture"``), sorted, unique;
             how a later call is recognised as attempting the same thing. A
             store keeps 64 of them, of 200 characters each
             (``veridic.run._store.OPERATIONS_LIMIT``, ``OPERATION_LIMIT``):
-            a longer one keeps its start, its length and a digest; past 64,
-            one more entry says how many were cut.
+            a longer one keeps its start, its length and a digest, 200
+            characters in all; past 64, one more entry says how many were cut.
         duration: seconds the handler ran, from dispatch (after approval) to
             its end; ``0.0`` for a call that never ran (refused, denied).
         arguments_sha256: SHA-256 of the arguments as the model wrote them
@@ -731,10 +732,11 @@ def _recorded_tool(name: object) -> tuple[str, str]:
     A plain name (printable, no surrounding space, at most 200 characters)
     is kept as it is, and the note is empty. Anything else (a newline, NUL,
     a lone surrogate, an empty or blank name, a 100 KB one, a name that is not
-    a string) is kept as :func:`~veridic._sample.clip` shows it: ``repr``-escaped,
-    quoted and cut at 200 characters; the note says so, with the original
-    length and the first 16 hex digits of the SHA-256 of its UTF-8 bytes
-    (surrogates passed through), so the same name is recognisable across records.
+    a string) is kept as :func:`~veridic._sample.clip` shows it: ``repr``-escaped
+    and quoted, and cut to 200 characters in all (:func:`_clipped`); the note
+    says so, with the original length and the first 16 hex digits of the SHA-256
+    of its UTF-8 bytes (surrogates passed through), so the same name is
+    recognisable across records.
 
     >>> _recorded_tool("purge")
     ('purge', '')
@@ -745,16 +747,45 @@ def _recorded_tool(name: object) -> tuple[str, str]:
         if 0 < len(name) <= _TOOL_LIMIT and name.isprintable() and name == name.strip():
             return name, ""
         digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        how = "escaped and clipped" if len(name) > _TOOL_LIMIT else "escaped"
-        return clip(
-            name, _TOOL_LIMIT
-        ), f"tool name recorded {how} ({len(name)} chars, sha256 {digest})"
+        kept = _clipped(name, _TOOL_LIMIT)
+        how = "escaped" if kept == repr(name) else "escaped and clipped"
+        return kept, f"tool name recorded {how} ({len(name)} chars, sha256 {digest})"
     shown = repr(name)
     shown = shown if len(shown) <= _TOOL_LIMIT else f"{shown[:_TOOL_LIMIT]}…"
     return (
         f"<{type(name).__name__} {_storable(shown)}>",
         "tool name is not text, recorded as its repr",
     )
+
+
+def _clipped(text: str, limit: int) -> str:
+    """``text`` as :func:`~veridic._sample.clip` shows it, in at most ``limit`` characters.
+
+    ``clip`` cuts the text at ``limit`` before escaping it, so what it gives is longer
+    than ``limit`` (the quotes, the escapes, the length): a store that keeps a name of
+    at most ``limit`` characters as it is cut that again when a record read back was
+    written again. Here the start kept is the longest whose escaped form, with the
+    ``…`` and the length, fits, so what this gives is kept as it is by the next cut.
+
+    >>> _clipped("short", 200)
+    "'short'"
+    >>> _clipped("x" * 300, 30)
+    "'xxxxxxxxxxxxxxx…' (300 chars)"
+    """
+    shown = repr(text)
+    if len(shown) <= limit:
+        return shown
+    length = f" ({len(text)} chars)"
+    # The escaped form of a start only grows with it: the longest start that fits, halving.
+    fits, over = 0, min(len(text), limit)
+    while fits < over:
+        middle = (fits + over + 1) // 2
+        if len(repr(text[:middle])) + 1 + len(length) <= limit:
+            fits = middle
+        else:
+            over = middle - 1
+    quoted = repr(text[:fits])
+    return f"{quoted[:-1]}…{quoted[-1]}{length}"
 
 
 def arguments_sha256(arguments: object, /) -> str:

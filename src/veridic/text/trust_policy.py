@@ -35,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Final, LiteralString, Protocol, runtime_checkable
 
-from veridic._ids import new_id
+from veridic._ids import ID, new_id
 from veridic._sample import clip
 from veridic._words import a_type
 from veridic.config import settings
@@ -74,30 +74,49 @@ class VouchRecord:
     record_id: str = field(default_factory=new_id, compare=False, init=False)
 
     def __post_init__(self) -> None:
-        problems = [
-            f"{name} must be non-empty text, got {_shown(getattr(self, name))}"
-            for name in ("policy", "reason")
-            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip()
-        ]
-        problems += [
-            f"{name} must be text, got {_shown(getattr(self, name))}"
-            for name in ("caller", "sample")
-            if not isinstance(getattr(self, name), str)
-        ]
-        seconds = self.time
-        if not (type(seconds) in (float, int) and 0 <= seconds <= sys.float_info.max):
-            problems.append(f"time must be seconds (a finite float >= 0), got {_shown(seconds)}")
-        if problems:
-            raise AuditRecordError(
-                f"vouch record of policy {_shown(self.policy)} is malformed: "
-                f"{'; '.join(problems)}; let TrustPolicy.vouch() make it, or fix the listed fields"
-            )
+        _check_vouch(self)
 
     def _stored(self, record_id: str) -> VouchRecord:
         """This record with the id a store read back (the store's own rows only, whose
         reader checks the id: ``veridic.run._store._vouch``)."""
         object.__setattr__(self, "record_id", record_id)
         return self
+
+
+def _check_vouch(record: VouchRecord) -> None:
+    """Refuse a malformed :class:`VouchRecord`: when it is made, and again by a store.
+
+    A store checks it again before writing it (``object.__setattr__`` alters a
+    frozen record): an empty policy, or an id that :func:`new_id` does not make,
+    was written as it was, and every read of the store's vouches refused the row.
+
+    Raises:
+        AuditRecordError: names every malformed field.
+    """
+    problems = [
+        f"{name} must be non-empty text, got {_shown(getattr(record, name))}"
+        for name in ("policy", "reason")
+        if not isinstance(getattr(record, name), str) or not getattr(record, name).strip()
+    ]
+    problems += [
+        f"{name} must be text, got {_shown(getattr(record, name))}"
+        for name in ("caller", "sample")
+        if not isinstance(getattr(record, name), str)
+    ]
+    seconds = record.time
+    if not (type(seconds) in (float, int) and 0 <= seconds <= sys.float_info.max):
+        problems.append(f"time must be seconds (a finite float >= 0), got {_shown(seconds)}")
+    if not isinstance(record.record_id, str) or not ID.fullmatch(record.record_id):
+        problems.append(
+            "record_id must be 32 lowercase hex digits (new_id(), made with the record), "
+            f"got {_shown(record.record_id)}"
+        )
+    if problems:
+        raise AuditRecordError(
+            f"vouch record of policy {_shown(record.policy)} is malformed: "
+            f"{'; '.join(problems)}; let TrustPolicy.vouch() make it, or fix the listed fields "
+            "(a record's id is made with it: build a new record rather than change one)"
+        )
 
 
 def _shown(value: object) -> str:
