@@ -67,6 +67,31 @@ def test_a_scripted_item_is_quoted_clipped_in_its_error(answer: dict[str, object
     assert "chars)" in message  # says how long the item was
 
 
+def test_a_scripted_tool_call_whose_arguments_are_not_json_is_refused_naming_them() -> None:
+    # json.dumps raised its own TypeError from inside the provider's parse: no word of
+    # which scripted call, nor what to write instead.
+    view = _registry().view()
+    gateway = ModelGateway(
+        ScriptedProvider([{"tool_calls": [("call-1", "get_weather", {"city": {_LONG}})]}]),
+        audit=SQLiteAuditSink(":memory:"),
+        calls=ModelCallLog(),
+    )
+    prompt = (
+        Composer()
+        .system(instruction("You tell the weather."), view.capability_section())
+        .user("Oslo?")
+        .build()
+    )
+    with pytest.raises(VeridicError) as raised:
+        gateway.send(prompt, view, request_id="req-1")
+    message = str(raised.value)
+    assert "'call-1'" in message
+    assert "get_weather" in message
+    assert "set" in message  # what is not JSON
+    assert _LONG not in message
+    assert len(message) < 1000
+
+
 # --- a pydantic-ai toolset used without its capability --------------------------------------
 
 
