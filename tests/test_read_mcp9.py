@@ -254,7 +254,7 @@ def test_a_retry_refused_for_its_arguments_ends_its_question_and_the_answer_asks
     with SQLiteAuditSink(":memory:") as audit:
         server = mcp_server(orders.view, audit=audit)
 
-        async def main() -> tuple[object, object, object, int]:
+        async def main() -> tuple[object, object, int]:
             async with _client(server, "desk") as desk:
                 token = await _ask(desk, 7)
                 assert isinstance(token, str), token
@@ -271,9 +271,9 @@ def test_a_retry_refused_for_its_arguments_ends_its_question_and_the_answer_asks
                 assert asked_again is not None
                 assert asked_again != token
                 confirmed = await _answer(desk, 7, asked_again, YES)
-                return invalid, late_yes, confirmed, await _opened_until_refused(desk, 100)
+                return invalid, confirmed, await _opened_until_refused(desk, 100)
 
-        invalid, late_yes, confirmed, room = anyio.run(main)
+        invalid, confirmed, room = anyio.run(main)
         assert isinstance(invalid, types.CallToolResult)
         assert invalid.is_error
         assert "order_id" in str(invalid.content[0])

@@ -153,7 +153,7 @@ def test_every_way_of_running_an_agent_with_the_capability_runs_its_calls(way: s
     # The refusal of a run the capability did not start must not catch a run it did:
     # each way pydantic-ai runs an agent goes through the capability's wrap_run.
     import anyio
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, AgentRunResultEvent
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
@@ -189,7 +189,9 @@ def test_every_way_of_running_an_agent_with_the_capability_runs_its_calls(way: s
                 async with agent.run_stream("Oslo?") as streaming:
                     return await streaming.get_output()
             async with agent.run_stream_events("Oslo?") as events:
-                return [event async for event in events][-1].result.output
+                ended = [event async for event in events][-1]
+            assert isinstance(ended, AgentRunResultEvent)
+            return ended.result.output
 
         output = agent.run_sync("Oslo?").output if way == "run_sync" else anyio.run(run)
         assert output == "Sunny."
