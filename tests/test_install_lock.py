@@ -255,3 +255,31 @@ def test_a_lock_file_that_cannot_be_written_is_closed_removed_and_named(
     assert os.strerror(errno.ENOSPC) in message
     assert "VERIDIC_EVAL_CACHE" in message
     assert not fake.calls
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC], ids=["EROFS", "ENOSPC"])
+def test_a_lock_file_that_cannot_be_made_is_named_with_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    # The lock file's folder is read-only (an NFS export mounted so: the fallback's own
+    # case) or its disk is full: making the file fails before anything is written.
+    monkeypatch.setattr(install, "_fcntl", lambda: None)
+    lock = tmp_path / ".install-lock"
+    real_open = os.open
+
+    def unmakeable(path: str | os.PathLike[str], flags: int, *args: int, **kwargs: int) -> int:
+        if Path(path) == lock:
+            raise OSError(code, os.strerror(code), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", unmakeable)
+    fake = _FakeRuntimePip(_fake_runtime_pin(b"sdist"), b"sdist")
+    with pytest.raises(install.InstallError) as refused:
+        install.build_runtime(tmp_path, fake.pin, run=fake, log=print, cpuinfo="")
+    monkeypatch.undo()
+    message = str(refused.value)
+    assert str(lock) in message
+    assert os.strerror(code) in message
+    assert "VERIDIC_EVAL_CACHE" in message
+    assert not lock.exists()
+    assert not fake.calls

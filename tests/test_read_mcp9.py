@@ -245,6 +245,47 @@ def test_a_retry_that_returns_before_its_answer_is_read_gives_its_slot_back() ->
         assert orders.deleted == []
 
 
+def test_a_retry_refused_for_its_arguments_ends_its_question_and_the_answer_asks_again() -> None:
+    """A retry that carries a question's token with arguments the view refuses (invalid
+    now) ends that question like a retry with other valid arguments does: the token was
+    spent on it, so the user's answer that comes after with the token is no yes. It is
+    asked again (not run, not refused), and the spent question holds no slot."""
+    orders = Orders()
+    with SQLiteAuditSink(":memory:") as audit:
+        server = mcp_server(orders.view, audit=audit)
+
+        async def main() -> tuple[object, object, int]:
+            async with _client(server, "desk") as desk:
+                token = await _ask(desk, 7)
+                assert isinstance(token, str), token
+                invalid = await desk.session.call_tool(
+                    "delete_order",
+                    {"order_id": "seven"},
+                    input_responses={APPROVAL_INPUT: YES},
+                    request_state=token,
+                    allow_input_required=True,
+                )
+                late_yes = await _answer(desk, 7, token, YES)
+                assert isinstance(late_yes, types.InputRequiredResult)
+                asked_again = late_yes.request_state
+                assert asked_again is not None
+                assert asked_again != token
+                confirmed = await _answer(desk, 7, asked_again, YES)
+                return invalid, confirmed, await _opened_until_refused(desk, 100)
+
+        invalid, confirmed, room = anyio.run(main)
+        assert isinstance(invalid, types.CallToolResult)
+        assert invalid.is_error
+        assert "order_id" in str(invalid.content[0])
+        assert isinstance(confirmed, types.CallToolResult)
+        assert not confirmed.is_error
+        assert orders.deleted == [7]  # once, on the answer to the question asked again
+        assert room == SHARE  # nothing left open
+        outcomes = [record.outcome for record in audit.records()]
+        # The invalid retry, the confirmed call, and the question refused for a full share.
+        assert outcomes == [CallOutcome.REFUSED, CallOutcome.OK, CallOutcome.DENIED]
+
+
 # --- the withheld-content note ----------------------------------------------------------------
 
 

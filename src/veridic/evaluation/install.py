@@ -330,7 +330,8 @@ def _lock_file(cache: Path) -> Iterator[None]:
     later one for ever): a second install is refused, with the file named.
 
     Raises:
-        InstallError: the lock file exists, or it cannot be written (it is removed).
+        InstallError: the lock file exists, or it cannot be made or written (a file
+            made is removed).
     """
     lock = cache / _LOCK_FILE
     try:
@@ -341,6 +342,8 @@ def _lock_file(cache: Path) -> Iterator[None]:
             f"before it removed it: wait for it to finish, or delete {lock} if none runs, "
             "then rerun"
         ) from None
+    except OSError as error:  # a read-only folder, a full disk
+        raise _unwritable(lock, error) from error
     try:
         try:
             os.write(handle, f"{os.getpid()}\n".encode())
@@ -348,15 +351,20 @@ def _lock_file(cache: Path) -> Iterator[None]:
             os.close(handle)
     except OSError as error:
         lock.unlink(missing_ok=True)
-        raise InstallError(
-            f"could not write the cache's lock file {lock} ({error.strerror or error}), so "
-            "nothing was installed: free space on its filesystem, or set VERIDIC_EVAL_CACHE "
-            "to a writable folder on a local disk, then rerun"
-        ) from error
+        raise _unwritable(lock, error) from error
     try:
         yield
     finally:
         lock.unlink(missing_ok=True)
+
+
+def _unwritable(lock: Path, error: OSError) -> InstallError:
+    """The refusal of an install whose lock file could not be made or written."""
+    return InstallError(
+        f"could not write the cache's lock file {lock} ({error.strerror or error}), so "
+        "nothing was installed: make its folder writable or free space on its filesystem, "
+        "or set VERIDIC_EVAL_CACHE to a writable folder on a local disk, then rerun"
+    )
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -177,8 +177,25 @@ def _call(item: object) -> ToolCall:
             '("call-1", "get_weather", {"city": "Oslo"})'
         )
     call_id, name, arguments = item
-    text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
-    return ToolCall(str(call_id), str(name), text)
+    return ToolCall(str(call_id), str(name), _arguments_text(call_id, name, arguments))
+
+
+def _arguments_text(call_id: object, name: object, arguments: object) -> str:
+    """A scripted call's arguments as the JSON text a provider sends: a model's are JSON.
+
+    Raises:
+        VeridicError: they are not text and not JSON values (a set, a datetime).
+    """
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments, sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise VeridicError(
+            f"the arguments of scripted tool call {clip(str(call_id))} of tool "
+            f"{clip(str(name))} are not JSON ({error}), got {clip(repr(arguments))}: "
+            'write them as JSON values, {"city": "Oslo"}, or as JSON text'
+        ) from error
 
 
 def _events(answer: Mapping[str, object]) -> Iterator[object]:

@@ -289,9 +289,11 @@ class _Served:
 
         A retry ends the question whose token it carries however it is settled: read as
         the answer (:meth:`_answer`), or returned before that (the view could not be
-        built, the call needs no approval now, its arguments are too long to show, the
-        client can no longer be asked), since a question left open held its client's
-        slot until it expired.
+        built, the call needs no approval now, its tool or its arguments are refused now,
+        its arguments are too long to show, the client can no longer be asked), since a
+        question left open held its client's slot until it expired. The token is spent
+        either way: an answer sent later with it is asked again, as a retry with other
+        arguments is.
         """
         try:
             return await self._call_tool(ctx, params)
