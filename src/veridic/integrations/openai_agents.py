@@ -49,6 +49,7 @@ The whole flow, and what is guaranteed: docs/integrations/openai_agents.md.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import logging
@@ -80,7 +81,14 @@ from veridic.tools.view import ToolView
 if TYPE_CHECKING:
     from typing import Any
 
-    from agents import Agent, RunContextWrapper, RunState, Tool, ToolApprovalItem
+    from agents import (
+        Agent,
+        FunctionTool,
+        RunContextWrapper,
+        RunState,
+        Tool,
+        ToolApprovalItem,
+    )
     from agents.agent import AgentBase
     from agents.tool_context import ToolContext
 
@@ -145,8 +153,8 @@ def function_tools(
     each tool's ``is_enabled`` checks the agent whenever the SDK lists its tools
     for a model call, and fails the run before the model is called when the
     agent holds another tool (an ``@function_tool``, an agent ``as_tool``, a
-    hosted tool), leaves one of these out or changed it (a tool guardrail, a timeout or
-    another ``on_invoke_tool`` set on it too), lists an MCP server
+    hosted tool), leaves one of these out or changed any setting of it (a tool guardrail, a
+    timeout, another ``on_invoke_tool``, an output schema too), lists an MCP server
     (``mcp_servers``: its tools and descriptions would reach the model with no
     pin, guard or record; connect it through :mod:`veridic.integrations.mcp`
     into the registry instead) or a handoff (a ``transfer_to_...`` tool the
@@ -159,10 +167,11 @@ def function_tools(
     stored with the provider (``prompt=``); when its ``model_settings`` put
     instructions, tools or history in ``extra_body`` or ``extra_args`` (the
     request would carry them in place of the checked ones); and when the run's
-    input holds an item with the role ``system`` or ``developer``, or an ``item_reference``
-    (an item the provider keeps, which veridic cannot read). The run's ``RunConfig`` is
+    input holds an item with the role ``system`` or ``developer``, an ``item_reference``
+    (an item the provider keeps, which veridic cannot read; an item with neither a ``type``
+    nor a ``role`` is one) or ``additional_tools``. The run's ``RunConfig`` is
     not shown to that check: a call made in a run whose ``RunConfig`` has a
-    ``call_model_input_filter`` (it rewrites the instructions and input each request is sent)
+    ``call_model_input_filter`` (it rewrites the instructions and input each request is sent),
     ``model_settings`` that set those keys, or a ``tool_not_found_behavior`` other than
     ``"raise_error"`` (the SDK would answer a made-up tool name itself, unrecorded) is
     refused before anything runs (the SDK's
@@ -182,24 +191,23 @@ def function_tools(
 
     binding = _Binding(view, policy, audit, request_id, prompt_sha256, data_mode)
     made: list[Tool] = []
-    invokers: list[_Invoker] = []
+    fields: list[Mapping[str, object]] = []
     for spec in view.tool_specs("openai"):
         function = spec["function"]
         invoker = _Invoker(binding, function["name"])
-        invokers.append(invoker)
-        made.append(
-            FunctionTool(
-                name=function["name"],
-                description=function["description"],
-                # A plain copy: the view's specs are read-only and shared by every request.
-                params_json_schema=copy.deepcopy(function["parameters"]),
-                on_invoke_tool=invoker,
-                strict_json_schema=False,
-                needs_approval=invoker.needs_approval,
-                is_enabled=invoker.is_enabled,
-            )
+        tool = FunctionTool(
+            name=function["name"],
+            description=function["description"],
+            # A plain copy: the view's specs are read-only and shared by every request.
+            params_json_schema=copy.deepcopy(function["parameters"]),
+            on_invoke_tool=invoker,
+            strict_json_schema=False,
+            needs_approval=invoker.needs_approval,
+            is_enabled=invoker.is_enabled,
         )
-    binding.made = tuple(zip(made, invokers, strict=True))
+        made.append(tool)
+        fields.append(_fields_of(tool))
+    binding.made = tuple(zip(made, fields, strict=True))
     return made
 
 
@@ -410,8 +418,8 @@ class _Binding:
         self._lock = threading.Lock()
         self._answered: set[str] = set()
         self._refused: set[str] = set()
-        self.made: tuple[tuple[Tool, _Invoker], ...] = ()
-        """Each tool :func:`function_tools` made, with the invoker it was made with."""
+        self.made: tuple[tuple[Tool, Mapping[str, object]], ...] = ()
+        """Each tool :func:`function_tools` made, with every field as it was made."""
 
     def check_agent(self, agent: object, turn_input: Sequence[object]) -> None:
         """Refuse an agent that offers the model more, less or other than the view's tools.
@@ -423,9 +431,11 @@ class _Binding:
         made, and only trusted text may instruct.
 
         Raises:
-            ToolCouplingError: the agent's tools are not exactly these, unchanged (no tool
-                guardrail, timeout or other ``on_invoke_tool`` set on them), it has
-                MCP servers or handoffs, or its instructions describe another view's tools.
+            ToolCouplingError: the agent's tools are not exactly these, unchanged (no
+                setting of them, such as a tool guardrail, a timeout or another
+                ``on_invoke_tool``, changed), it has MCP servers or handoffs, its
+                instructions describe another view's tools, or the run's input holds an
+                ``additional_tools`` item.
             VeridicError: its model settings send instructions, tools or history of their
                 own (``extra_body``, ``extra_args``).
             ProvenanceError: its instructions are a ``str`` that is not trusted text or a
@@ -468,13 +478,26 @@ class _Binding:
         there is turned into a list of its fields, which no API reads as a message). An
         ``item_reference`` names an item the provider keeps and
         fills in (a developer message, a tool result nobody fenced): its text never passes here.
+        Its ``type`` is optional in the Responses API, which reads an item with neither a
+        ``type`` nor a ``role`` (``{"id": "msg_..."}``) as one. An ``additional_tools`` item
+        offers the model tools from the input.
 
         Raises:
             ProvenanceError: the item has the role ``system`` or ``developer`` (in report
                 mode: logged), or it is an ``item_reference`` (in report mode too).
+            ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
         where = f"input[{index}] of the run of agent {name!r} (request {self.request_id!r}"
-        if _item_field(item, "type") == "item_reference":
+        kind = _item_field(item, "type")
+        if kind == "additional_tools":
+            raise ToolCouplingError(
+                f"{where}) is an additional_tools item, which offers the model tools of its "
+                f"own ({_clipped(_item_field(item, 'tools'))}) beside the view's: the "
+                "capability section, the approvals and the audit know none of them (a hosted "
+                "one runs at the provider): leave it out of the input, and register any other "
+                "tool in the veridic registry"
+            )
+        if kind == "item_reference" or (kind is None and _item_field(item, "role") is None):
             raise ProvenanceError(
                 f"{where}) is an item_reference {_clipped(_item_field(item, 'id'))}: the "
                 "provider fills in an item it keeps (it may be a developer message, or a tool "
@@ -912,16 +935,22 @@ def _check_not_on_record(
     )
 
 
-_WRAPPERS: Final = ("tool_input_guardrails", "tool_output_guardrails", "timeout_seconds")
-"""The SDK's settings that wrap a ``FunctionTool``'s call, each left unset by function_tools().
+_SPEC_FIELDS: Final = frozenset({"name", "description", "params_json_schema", "strict_json_schema"})
+"""The fields of a ``FunctionTool`` that are the view's spec; the others wrap or run the call."""
 
-A tool input guardrail can stop the call and answer the model in its place, a tool output
-guardrail can replace its result (both with text that is neither fenced nor recorded), and a
-timeout cancels the call wherever it is (after its effect, before its record)."""
+
+def _fields_of(tool: FunctionTool) -> Mapping[str, object]:
+    """Every field of a ``FunctionTool`` as it is now, to tell later whether one was changed.
+
+    All of them, not a list of the risky ones: the SDK adds fields that reach the model or run
+    around the call (tool guardrails, a timeout, an output schema, the callers allowed, deferred
+    loading), and a field it adds next is refused until veridic knows what it does.
+    """
+    return {field.name: getattr(tool, field.name) for field in dataclasses.fields(tool)}
 
 
 def _tool_problems(
-    given: list[object], made: tuple[tuple[Tool, _Invoker], ...], view: ToolView
+    given: list[object], made: tuple[tuple[Tool, Mapping[str, object]], ...], view: ToolView
 ) -> list[str]:
     """What differs between the tools an agent holds and those function_tools() made."""
     ours = {id(tool) for tool, _ in made}
@@ -935,11 +964,12 @@ def _tool_problems(
     ]
     missing = [tool.name for tool, _ in made if id(tool) not in held]
     specs = {spec["function"]["name"]: spec["function"] for spec in view.tool_specs("openai")}
-    changed = [
-        f"{tool.name} ({', '.join(changes)})"
-        for tool, invoker in made
-        if id(tool) in held and (changes := _changes(tool, invoker, specs.get(tool.name)))
-    ]
+    changes = {
+        tool.name: found
+        for tool, fields in made
+        if id(tool) in held and (found := _changes(tool, fields, specs.get(tool.name)))
+    }
+    changed = [f"{name} ({', '.join(found)})" for name, found in changes.items()]
     problems = [
         f"{label}: {', '.join(found)}"
         for label, found in (
@@ -949,13 +979,15 @@ def _tool_problems(
         )
         if found
     ]
-    if any(field in entry for entry in changed for field in (*_WRAPPERS, "on_invoke_tool")):
+    if any(set(found) - _SPEC_FIELDS for found in changes.values()):
         problems.append(
             "a tool guardrail answers the model in the tool's place, and replaces its "
             "result, with text that is neither fenced nor recorded; a timeout cancels a call "
             "after its effect, before its record; another on_invoke_tool runs outside the "
-            "approvals, the guards and the audit: leave these as function_tools() made them, "
-            "and check outside text inside the tool (a tool of the registry) or before the run"
+            "approvals, the guards and the audit; an output schema, allowed callers or "
+            "deferred loading change what the model is told of the tool: leave every "
+            "setting as function_tools() made it, and check outside text inside the tool "
+            "(a tool of the registry) or before the run"
         )
     if built_in:
         problems.append(
@@ -968,21 +1000,26 @@ def _tool_problems(
     return problems
 
 
-def _changes(tool: Tool, invoker: _Invoker, spec: Mapping[str, object] | None) -> list[str]:
-    """What of a tool differs from the view's spec, or from how function_tools() made it."""
+def _changes(
+    tool: Tool, fields: Mapping[str, object], spec: Mapping[str, object] | None
+) -> list[str]:
+    """The fields of a tool that differ from the view's spec, or from how function_tools()
+    made it (``fields``); the schema is compared with the spec, which a change in place of
+    the tool's own dict cannot reach."""
     if spec is None:
         return ["name"]
-    changes = [
-        field
-        for field, made in (
-            ("description", spec["description"]),
-            ("params_json_schema", spec["parameters"]),
-            ("strict_json_schema", False),
-            ("on_invoke_tool", invoker),
-        )
-        if getattr(tool, field, None) is not made and getattr(tool, field, None) != made
+    schema = getattr(tool, "params_json_schema", None)
+    moved = [] if schema == spec["parameters"] else ["params_json_schema"]
+    return moved + [
+        name
+        for name, made in fields.items()
+        if name != "params_json_schema" and not _same(getattr(tool, name, None), made)
     ]
-    return changes + [field for field in _WRAPPERS if getattr(tool, field, None)]
+
+
+def _same(now: object, made: object) -> bool:
+    """Whether a field still holds what it was made with (the object, or an equal one)."""
+    return now is made or now == made
 
 
 def _handoff_problem(handoffs: list[object]) -> str:
