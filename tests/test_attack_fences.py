@@ -285,6 +285,13 @@ def test_the_shared_strategies_are_built_once() -> None:
     assert data_labels() is data_labels()
 
 
+def test_a_refused_label_shows_a_character_nobody_sees_as_its_code() -> None:
+    with pytest.raises(VeridicError) as caught:
+        fence("mail\u3164box", "text")
+    assert "\u3164" not in str(caught.value)
+    assert "mail⟦3164⟧box" in str(caught.value)
+
+
 @given(adversarial_text())
 def test_adversarial_text_never_puts_a_high_surrogate_before_a_low_one(text: str) -> None:
     # Two edge pieces ("\ud800", "\udfff\ud800") joined made a pair that JSON reads as

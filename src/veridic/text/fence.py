@@ -466,7 +466,9 @@ def check_label(label: str) -> None:
     if isinstance(label, str):
         label = characters(label)  # what a subclass's own methods say is not asked
     if not _is_label(label):
-        shown = clip(label) if isinstance(label, str) else repr(label)
+        # repr escapes what Python calls unprintable; a filler it calls printable (U+3164)
+        # would stand in the message as itself, unseen: written as its code first.
+        shown = clip(_seen(label)) if isinstance(label, str) else repr(label)
         raise VeridicError(
             f"data label {shown} is not a label: {_what_is_wrong(label)}; use "
             f"1-{_LABEL_LONGEST} printable characters that name where the text came from "
