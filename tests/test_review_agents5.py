@@ -88,6 +88,28 @@ def test_additional_tools_in_the_runs_input_are_refused_in_report_mode_too(app: 
     assert model.seen == []
 
 
+def test_a_configuration_update_that_sets_the_answers_format_is_refused(app: App) -> None:
+    """A ``configuration_update`` item's text format (a JSON schema with its description,
+    which the model reads as what to answer) came from the input, beside the agent's own
+    ``output_type`` that veridic checks: it went to the model unread."""
+    model = ScriptedModel([say("Unreachable.")])
+    schema = {"type": "object", "description": FORGED, "properties": {}}
+    update = {
+        "type": "configuration_update",
+        "text": {"format": {"type": "json_schema", "name": "out", "schema": schema}},
+    }
+    with configured(mode="report"), pytest.raises(ProvenanceError, match="configuration_update"):
+        run(app.agent(model), [update, {"role": "user", "content": "Hi"}])  # type: ignore[arg-type]  # dicts, as a client sends them
+    assert model.seen == []
+
+
+def test_a_configuration_update_of_the_reasoning_effort_alone_is_passed_on(app: App) -> None:
+    model = ScriptedModel([say("Done.")])
+    update = {"type": "configuration_update", "reasoning": {"effort": "low"}}
+    run(app.agent(model), [update, {"role": "user", "content": "Hi"}])  # type: ignore[arg-type]  # dicts, as a client sends them
+    assert len(model.seen) == 1
+
+
 # --- other fields of a veridic tool that the model reads -----------------------------------------
 
 

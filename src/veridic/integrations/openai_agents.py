@@ -480,11 +480,13 @@ class _Binding:
         fills in (a developer message, a tool result nobody fenced): its text never passes here.
         Its ``type`` is optional in the Responses API, which reads an item with neither a
         ``type`` nor a ``role`` (``{"id": "msg_..."}``) as one. An ``additional_tools`` item
-        offers the model tools from the input.
+        offers the model tools from the input, and a ``configuration_update`` may set the
+        answer's format (a JSON schema whose descriptions the model reads as what to answer).
 
         Raises:
             ProvenanceError: the item has the role ``system`` or ``developer`` (in report
-                mode: logged), or it is an ``item_reference`` (in report mode too).
+                mode: logged), or it is an ``item_reference``, or a ``configuration_update``
+                that sets the answer's text format (in report mode too).
             ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
         where = f"input[{index}] of the run of agent {name!r} (request {self.request_id!r}"
@@ -496,6 +498,15 @@ class _Binding:
                 "capability section, the approvals and the audit know none of them (a hosted "
                 "one runs at the provider): leave it out of the input, and register any other "
                 "tool in the veridic registry"
+            )
+        if kind == "configuration_update" and _item_field(item, "text") is not None:
+            raise ProvenanceError(
+                f"{where}) is a configuration_update that sets the answer's text format "
+                f"({_clipped(_item_field(item, 'text'))}): a JSON schema's name and "
+                "descriptions tell the model what to answer, from the input, beside the "
+                "agent's output_type that veridic checks: give the agent an output_type "
+                "instead (a configuration_update of the reasoning effort alone is passed on)",
+                slot=f"input[{index}] of agent {name!r}",
             )
         if kind == "item_reference" or (kind is None and _item_field(item, "role") is None):
             raise ProvenanceError(
