@@ -8,6 +8,7 @@ reads them.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from veridic import (
     ApprovalPolicy,
@@ -28,6 +30,8 @@ from veridic import (
     SQLiteAuditSink,
     ToolView,
     VeridicError,
+    aexecute,
+    execute,
     instruction,
 )
 from veridic.run.telemetry import instrumented
@@ -219,3 +223,174 @@ def test_a_note_on_a_resume_that_failed_after_its_calls_quotes_the_request_id_cl
     assert LONG_ID not in note
     assert "(4096 chars)" in note
     assert len(note) < 1200
+
+
+# --- a second read: names near a registered one, other entry points -----------------------------
+
+REGISTERED = ("get_weather", "set_units", "export_customers")
+
+
+def _near(name: str) -> st.SearchStrategy[str]:
+    """Names that differ from ``name`` only by case, surrounding space or an invisible mark."""
+    return st.sampled_from(
+        (
+            name.upper(),
+            name.capitalize(),
+            f" {name}",
+            f"{name} ",
+            f"{name}\n",
+            f"{name}\u200b",
+            name.replace("_", "-"),
+            name.replace("_", "\u2010"),
+        )
+    )
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(name=st.sampled_from(REGISTERED).flatmap(_near))
+def test_a_name_that_only_looks_like_a_registered_one_is_other(
+    spans: InMemorySpanExporter, name: str
+) -> None:
+    """Only the registry's exact names are shown: one that differs by case, a space or an
+    invisible character is the model's text, refused as unknown, and ``_OTHER`` in the trace
+    with its own digest (never folded into the registered name's series)."""
+    view = make_view()
+    spans.clear()
+    audit = SQLiteAuditSink(":memory:")
+    gateway([{"tool_calls": [("c1", name, "{}")]}, ANSWER], audit).run(
+        composer(view), view, policy=ApprovalPolicy(view), request_id="req-1"
+    )
+    finished = spans.get_finished_spans()
+    (tool,) = [span for span in finished if span.name.startswith("execute_tool")]
+    assert tool.name == "execute_tool"
+    shown = attributes(tool)
+    assert shown["gen_ai.tool.name"] == "_OTHER"
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    assert shown["veridic.tool.name_sha256"] == digest
+    (chat, _) = [span for span in finished if span.name.startswith("chat ")]
+    assert attributes(chat)["veridic.tool_calls"] == ("_OTHER",)
+
+
+# --- the chat span's name holds the model bounded ----------------------------------------------
+
+
+def test_the_chat_span_name_holds_the_model_name_escaped_and_clipped(
+    spans: InMemorySpanExporter,
+) -> None:
+    """``chat {model}`` took the adapter's model as it was: any length, any character (a
+    model name read from a setting or a request, an escape sequence in it), as a span name
+    every trace backend indexes. It is shown as a server's name is: as it is when it looks
+    like one, else escaped and clipped; ``gen_ai.request.model`` the same, on the run's span
+    too."""
+    view = make_view()
+    model = "gpt-4o\x1b[2J" + "m" * 5000
+    provider = ScriptedProvider([ANSWER], model=model)
+    ModelGateway(provider, audit=SQLiteAuditSink(":memory:")).run(
+        composer(view), view, policy=ApprovalPolicy(view), request_id="req-1"
+    )
+    (chat, run) = spans.get_finished_spans()
+    assert chat.name.startswith("chat ")
+    assert len(chat.name) < 120
+    assert "\x1b" not in chat.name
+    assert chat.name.endswith(" chars)")
+    shown = chat.name.removeprefix("chat ")
+    assert attributes(chat)["gen_ai.request.model"] == shown
+    assert attributes(run)["gen_ai.request.model"] == shown
+
+
+def test_a_plain_model_name_is_the_chat_span_name(spans: InMemorySpanExporter) -> None:
+    view = make_view()
+    provider = ScriptedProvider([ANSWER], model="meta-llama/Llama-3-70b@v2")
+    ModelGateway(provider, audit=SQLiteAuditSink(":memory:")).send(
+        composer(view).build(), view, request_id="req-1"
+    )
+    (chat,) = spans.get_finished_spans()
+    assert chat.name == "chat meta-llama/Llama-3-70b@v2"
+    assert attributes(chat)["gen_ai.request.model"] == "meta-llama/Llama-3-70b@v2"
+
+
+# --- a confirm that raises leaves the denied record on the span --------------------------------
+
+
+def _raises_value_error(request: object) -> bool:
+    raise ValueError("the approval dialog crashed")
+
+
+def _raises_interrupt(request: object) -> bool:
+    raise KeyboardInterrupt
+
+
+def _returns_a_coroutine(request: object) -> object:
+    async def answer() -> bool:
+        return True
+
+    return answer()
+
+
+@pytest.mark.parametrize(
+    ("confirm", "raised"),
+    [
+        (_raises_value_error, ValueError),
+        (_raises_interrupt, KeyboardInterrupt),
+        (_returns_a_coroutine, VeridicError),
+    ],
+)
+def test_a_confirm_that_does_not_answer_leaves_the_denied_record_on_the_span(
+    spans: InMemorySpanExporter, confirm: object, raised: type[BaseException]
+) -> None:
+    """When ``confirm`` raised (an error, Ctrl-C at the prompt) or returned an awaitable to
+    ``execute``, the call was recorded denied, but its span was an error with none of the
+    record's attributes: no ``veridic.outcome``, so a query for denied calls missed it."""
+    view = make_view()
+    audit = SQLiteAuditSink(":memory:")
+    with pytest.raises(raised):
+        execute(
+            view,
+            "set_units",
+            {"unit": "celsius"},
+            policy=ApprovalPolicy(view),
+            audit=audit,
+            request_id="req-1",
+            prompt=composer(view).build(),
+            confirm=confirm,  # type: ignore[arg-type]  # the wrong kinds of confirm, on purpose
+        )
+    (record,) = audit.records("req-1")
+    (span,) = spans.get_finished_spans()
+    shown = attributes(span)
+    assert span.status.status_code is StatusCode.ERROR
+    assert shown["veridic.outcome"] == record.outcome.value == "denied"
+    assert shown["veridic.approval"] == record.approval.value
+    assert shown["veridic.kind"] == "write"
+    assert shown["gen_ai.tool.name"] == "set_units"
+
+
+@pytest.mark.parametrize("raised", [ValueError, asyncio.CancelledError])
+def test_an_async_confirm_that_raises_leaves_the_denied_record_on_the_span(
+    spans: InMemorySpanExporter, raised: type[BaseException]
+) -> None:
+    """:func:`aexecute`'s confirm, raising or cancelled at the prompt: the same."""
+    view = make_view()
+    audit = SQLiteAuditSink(":memory:")
+
+    async def confirm(request: object) -> bool:
+        raise raised
+
+    async def call() -> None:
+        await aexecute(
+            view,
+            "set_units",
+            {"unit": "celsius"},
+            policy=ApprovalPolicy(view),
+            audit=audit,
+            request_id="req-1",
+            prompt=composer(view).build(),
+            confirm=confirm,
+        )
+
+    with pytest.raises(raised):
+        asyncio.run(call())
+    (span,) = spans.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert attributes(span)["veridic.outcome"] == "denied"

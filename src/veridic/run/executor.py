@@ -314,7 +314,7 @@ def execute(
         prepared, request = checked
         mode, answer = request.mode, None
         if mode is None:
-            mode, answer = call.ask(prepared.tool, request, confirm)
+            mode, answer = call.ask(prepared.tool, request, confirm, span)
         if mode is ApprovalMode.DENIED:
             denied = call.denied(prepared.tool, request, asked=confirm is not None, answer=answer)
             return span.ended(call.stored(denied))
@@ -403,7 +403,9 @@ async def aexecute(
                 if inspect.isawaitable(answer):
                     answer = await answer
             except BaseException as raised:
-                await call.awrite_asked(call.confirm_raised(prepared.tool, request), raised)
+                asked = call.confirm_raised(prepared.tool, request)
+                span.recorded(asked)
+                await call.awrite_asked(asked, raised)
                 raise
             mode = request.answer(answer is True)
         if mode is ApprovalMode.DENIED:
@@ -776,9 +778,17 @@ class _Call:
         return prepared, _within_contract(prepared, request, self.policy)
 
     def ask(
-        self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None
+        self,
+        tool: Tool,
+        request: ApprovalRequest,
+        confirm: Confirm | None,
+        span: _telemetry.ToolSpan,
     ) -> tuple[ApprovalMode, object]:
         """The mode ``confirm``'s answer gives a pending call, and the answer itself.
+
+        A ``confirm`` that raises, or returns what cannot be awaited here, leaves the call
+        recorded denied, and that record on ``span``: the error that goes on ends the span,
+        which must still say what the record says (``veridic.outcome`` ``denied``).
 
         Raises:
             VeridicError: ``confirm`` returned an awaitable (an ``async def``), which
@@ -790,7 +800,9 @@ class _Call:
         try:
             answer: object = confirm(request)
         except BaseException as raised:
-            self.write_asked(self.confirm_raised(tool, request), raised)
+            asked = self.confirm_raised(tool, request)
+            span.recorded(asked)
+            self.write_asked(asked, raised)
             raise
         if inspect.isawaitable(answer):
             if inspect.iscoroutine(answer):
@@ -799,7 +811,9 @@ class _Call:
                 f"{request.why}; confirm returned {_shown(answer)}, which execute() cannot "
                 "await, so nobody answered"
             )
-            self.sink.write(self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why))
+            unanswered = self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why)
+            span.recorded(unanswered)
+            self.sink.write(unanswered)
             raise VeridicError(
                 f"execute() got a confirm that returned {_shown(answer)} for the call of "
                 f"{tool.name!r}: blocking code cannot await it, so nobody answered and the "
@@ -882,7 +896,7 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return self._ended(ran)
         try:  # KeyboardInterrupt and friends go on, recorded if the sink can
-            span.recorded(self._ended(ran, ran.error))
+            span.recorded(self._ended(ran, ran.error).record)
         finally:
             raise ran.error
 
@@ -891,7 +905,7 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return await self._aended(ran)
         try:  # CancelledError and friends go on, recorded if the sink can
-            span.recorded(await self._aended(ran, ran.error))
+            span.recorded((await self._aended(ran, ran.error)).record)
         finally:
             raise ran.error
 
