@@ -78,7 +78,7 @@ from typing import Final
 from pydantic_core import to_jsonable_python
 
 from veridic._exception_groups import leaves as _leaves
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import (
     AlwaysAllowRefusedError,
@@ -699,7 +699,7 @@ class _Call:
             not isinstance(tools_digest, str) or not _SHA256.fullmatch(tools_digest)
         ):
             raise VeridicError(
-                f"execute() got tools_digest={tools_digest!r:.80}, which is not a sha256: pass "
+                f"execute() got tools_digest={quoted(tools_digest)}, which is not a sha256: pass "
                 "the digest of the tool list sent (tools_sha256(view)), or leave it out"
             )
         if (
@@ -708,14 +708,14 @@ class _Call:
             or _storable(request_id) != request_id
         ):
             raise VeridicError(
-                f"execute() got request_id={request_id!r:.80}: every call needs the id of the "
+                f"execute() got request_id={quoted(request_id)}: every call needs the id of the "
                 "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
                 "records can be stored and found together; pass one"
             )
         _check_request_id_length(request_id, "execute()" if sync else "aexecute()")
         if not isinstance(call_id, str):
             raise VeridicError(
-                f"execute() got call_id={call_id!r:.80}, a {type(call_id).__name__}: pass the "
+                f"execute() got call_id={quoted(call_id)}, a {type(call_id).__name__}: pass the "
                 "provider's id of the model's tool call (ToolCall.id) as a string, or leave it "
                 "out for a call no model made"
             )
@@ -1091,7 +1091,7 @@ class _Call:
         record = result.record
         error = AuditWriteError(
             f"tool {record.tool!r} ran (outcome {record.outcome.value}, request "
-            f"{self.request_id!r}) but its audit record could not be written "
+            f"{clip(self.request_id)}) but its audit record could not be written "
             f"({type(failure).__name__}: {failure}): the call's result and the unwritten record "
             "are on this error (.result, .result.record): store the record elsewhere, and do "
             "not run the call again, its effects happened",
@@ -1105,7 +1105,7 @@ class _Call:
     def _follow_up_unwritten(self, result: CallResult, late: Exception) -> AuditWriteError:
         return AuditWriteError(
             f"tool {result.record.tool!r} ran (outcome {result.outcome.value}, request "
-            f"{self.request_id!r}) and its record was written, but the follow-up record of a "
+            f"{clip(self.request_id)}) and its record was written, but the follow-up record of a "
             f"guard refused after the call ended could not be ({type(late).__name__}: "
             f"{late}): the call's result is on this error (.result); see the "
             "veridic.executor log for the refused operation, and do not run the call again, "
@@ -1307,7 +1307,7 @@ def _kept(
         f"{type(interrupt).__name__}"
     )
     note = (
-        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) "
+        f"veridic: the call of tool {record.tool!r} (request {clip(record.request_id)}{call}) "
         f"{how} landed while {written or f'its audit record {record.record_id}'} was being "
         f"written: {fate}"
     )
@@ -1341,7 +1341,7 @@ def _unwritten_under(
         exc_info=failure,
     )
     interrupt.add_note(
-        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) "
+        f"veridic: the call of tool {record.tool!r} (request {clip(record.request_id)}{call}) "
         f"{what}, and its audit record could not be written ({type(failure).__name__}): it "
         "is logged on veridic.executor, with the record"
     )
