@@ -22,3 +22,19 @@ def clip(text: str, limit: int = _LIMIT) -> str:
         return repr(str(text))
     quoted = repr(str(text)[:limit])
     return f"{quoted[:-1]}…{quoted[-1]} ({len(text)} chars)"
+
+
+def quoted(value: object, limit: int = _LIMIT) -> str:
+    """Give any ``value`` as a message quotes it: text as :func:`clip` gives it, anything
+    else by its ``repr``, cut at ``limit`` with its length.
+
+    A format spec such as ``{value!r:.80}`` cuts mid-quote with no mark and no length, so a
+    reader cannot tell a long value from a short one, nor see where it was cut.
+
+    >>> quoted(" " * 500, 4), quoted(42), quoted(list(range(30)), 10)
+    ("'    …' (500 chars)", '42', '[0, 1, 2, … (110 chars)')
+    """
+    if isinstance(value, str):
+        return clip(value, limit)
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"

@@ -1097,9 +1097,9 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         for call_id, names in calls.items():
             if len(names) > 1 and any(name in self.interrupt_on for name in names):
                 raise VeridicError(
-                    f"the tool call id {call_id!r:.80} names {len(names)} calls of the model's "
-                    f"turn ({', '.join(map(repr, names))}) in request "
-                    f"{self._binding.request_id!r}, and a reviewer's answer is tied to a call "
+                    f"the tool call id {clip(call_id)} names {len(names)} calls of the model's "
+                    f"turn ({_first_names(names)}) in request "
+                    f"{clip(self._binding.request_id)}, and a reviewer's answer is tied to a call "
                     "by its id, so it could approve another call than the one shown; nothing "
                     "ran: use a chat model (or model wrapper) that gives each tool call its "
                     "own id"
@@ -1383,6 +1383,13 @@ def _legacy_calls(state: AgentState[Any], request_id: str) -> list[tuple[str, ob
         request_id,
     )
     return [(name if isinstance(name, str) else "", arguments)]
+
+
+def _first_names(names: Sequence[str]) -> str:
+    """The names of the first few of ``names``, each clipped: the model writes them, as
+    long and as many as it likes, and a message quotes a sample."""
+    shown = ", ".join(clip(name, 40) for name in names[:3])
+    return shown if len(names) <= 3 else f"{shown}, …"
 
 
 def _name_args(request: ToolCallRequest) -> tuple[str, object]:

@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
 from veridic._extras import require
+from veridic._sample import quoted
 from veridic.errors import ToolCouplingError, VeridicError
 from veridic.run.approval import ApprovalPolicy
 from veridic.run.audit import AuditSink
@@ -141,7 +142,7 @@ def structured_tools(
         )
     if not isinstance(request_id, str) or not request_id.strip():
         raise VeridicError(
-            f"structured_tools() got request_id={request_id!r:.80}: every call needs the id "
+            f"structured_tools() got request_id={quoted(request_id)}: every call needs the id "
             "of the request (the agent run) it belongs to, so its records are found "
             "together; pass one"
         )

@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from veridic._extras import require
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic.errors import (
     ApprovalDeniedError,
     InvalidArgumentsError,
@@ -398,14 +398,14 @@ class _Binding:
             )
         if not isinstance(request_id, str) or not request_id.strip():
             raise VeridicError(
-                f"function_tools() got request_id={request_id!r:.80}: every call is recorded "
+                f"function_tools() got request_id={quoted(request_id)}: every call is recorded "
                 "under the id of the request it belongs to; pass a non-empty string"
             )
         if prompt_sha256 is not None and (
             not isinstance(prompt_sha256, str) or not _SHA256.fullmatch(prompt_sha256)
         ):
             raise VeridicError(
-                f"function_tools() got prompt_sha256={prompt_sha256!r:.80}, which is not a "
+                f"function_tools() got prompt_sha256={quoted(prompt_sha256)}, which is not a "
                 "sha256 (64 lowercase hex digits): pass the .sha256 of the Prompt the run's "
                 "input was composed from, or leave it out"
             )

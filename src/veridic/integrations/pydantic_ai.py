@@ -60,6 +60,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from veridic._extras import require
+from veridic._sample import quoted
 from veridic.errors import VeridicError
 from veridic.run.approval import ApprovalPolicy
 from veridic.run.audit import AuditSink
@@ -193,12 +194,12 @@ def capability(
         )
     if not isinstance(request_id, str) or not request_id.strip():
         raise VeridicError(
-            f"capability() got request_id={request_id!r:.80}: every call is recorded under the id "
-            "of the request it belongs to; pass a non-empty string"
+            f"capability() got request_id={quoted(request_id)}: every call is recorded under "
+            "the id of the request it belongs to; pass a non-empty string"
         )
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise VeridicError(
-            f"capability() got max_retries={max_retries!r:.80}: pass how many times the model "
+            f"capability() got max_retries={quoted(max_retries)}: pass how many times the model "
             "may retry a tool whose arguments were invalid, an int of 0 or more"
         )
     # One instruction is one part, not a sequence of characters.

@@ -1095,7 +1095,7 @@ def check_key(key: object, where: str) -> None:
     """
     if not isinstance(key, str) or not key.strip() or _storable(key) != key:
         raise AuditRecordError(
-            f"{where} got the key {key!r:.80}: pass a non-empty string without NUL or lone "
+            f"{where} got the key {_shown(key, 80)}: pass a non-empty string without NUL or lone "
             "surrogates (a chat's id, a request id, a user's id)"
         )
 
@@ -1129,7 +1129,7 @@ def _check_asked(column: str, value: object) -> None:
     """
     if isinstance(value, str) and _storable(value) != value:
         raise AuditRecordError(
-            f"the store was asked for the {column} {value!r:.80}, which holds a NUL or a "
+            f"the store was asked for the {column} {_shown(value, 80)}, which holds a NUL or a "
             "lone surrogate: no record holds one (veridic records them escaped, as \\x00 and "
             "\\udXXX), and Postgres cannot be asked for one; ask for the escaped text"
         )

@@ -78,7 +78,7 @@ from typing import Final
 from pydantic_core import to_jsonable_python
 
 from veridic._exception_groups import leaves as _leaves
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import (
     AlwaysAllowRefusedError,
@@ -314,7 +314,7 @@ def execute(
         prepared, request = checked
         mode, answer = request.mode, None
         if mode is None:
-            mode, answer = call.ask(prepared.tool, request, confirm)
+            mode, answer = call.ask(prepared.tool, request, confirm, span)
         if mode is ApprovalMode.DENIED:
             denied = call.denied(prepared.tool, request, asked=confirm is not None, answer=answer)
             return span.ended(call.stored(denied))
@@ -403,7 +403,9 @@ async def aexecute(
                 if inspect.isawaitable(answer):
                     answer = await answer
             except BaseException as raised:
-                await call.awrite_asked(call.confirm_raised(prepared.tool, request), raised)
+                asked = call.confirm_raised(prepared.tool, request)
+                span.recorded(asked)
+                await call.awrite_asked(asked, raised)
                 raise
             mode = request.answer(answer is True)
         if mode is ApprovalMode.DENIED:
@@ -697,7 +699,7 @@ class _Call:
             not isinstance(tools_digest, str) or not _SHA256.fullmatch(tools_digest)
         ):
             raise VeridicError(
-                f"execute() got tools_digest={tools_digest!r:.80}, which is not a sha256: pass "
+                f"execute() got tools_digest={quoted(tools_digest)}, which is not a sha256: pass "
                 "the digest of the tool list sent (tools_sha256(view)), or leave it out"
             )
         if (
@@ -706,14 +708,14 @@ class _Call:
             or _storable(request_id) != request_id
         ):
             raise VeridicError(
-                f"execute() got request_id={request_id!r:.80}: every call needs the id of the "
+                f"execute() got request_id={quoted(request_id)}: every call needs the id of the "
                 "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
                 "records can be stored and found together; pass one"
             )
         _check_request_id_length(request_id, "execute()" if sync else "aexecute()")
         if not isinstance(call_id, str):
             raise VeridicError(
-                f"execute() got call_id={call_id!r:.80}, a {type(call_id).__name__}: pass the "
+                f"execute() got call_id={quoted(call_id)}, a {type(call_id).__name__}: pass the "
                 "provider's id of the model's tool call (ToolCall.id) as a string, or leave it "
                 "out for a call no model made"
             )
@@ -776,9 +778,17 @@ class _Call:
         return prepared, _within_contract(prepared, request, self.policy)
 
     def ask(
-        self, tool: Tool, request: ApprovalRequest, confirm: Confirm | None
+        self,
+        tool: Tool,
+        request: ApprovalRequest,
+        confirm: Confirm | None,
+        span: _telemetry.ToolSpan,
     ) -> tuple[ApprovalMode, object]:
         """The mode ``confirm``'s answer gives a pending call, and the answer itself.
+
+        A ``confirm`` that raises, or returns what cannot be awaited here, leaves the call
+        recorded denied, and that record on ``span``: the error that goes on ends the span,
+        which must still say what the record says (``veridic.outcome`` ``denied``).
 
         Raises:
             VeridicError: ``confirm`` returned an awaitable (an ``async def``), which
@@ -790,7 +800,9 @@ class _Call:
         try:
             answer: object = confirm(request)
         except BaseException as raised:
-            self.write_asked(self.confirm_raised(tool, request), raised)
+            asked = self.confirm_raised(tool, request)
+            span.recorded(asked)
+            self.write_asked(asked, raised)
             raise
         if inspect.isawaitable(answer):
             if inspect.iscoroutine(answer):
@@ -799,7 +811,9 @@ class _Call:
                 f"{request.why}; confirm returned {_shown(answer)}, which execute() cannot "
                 "await, so nobody answered"
             )
-            self.sink.write(self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why))
+            unanswered = self.record(tool, ApprovalMode.DENIED, CallOutcome.DENIED, why)
+            span.recorded(unanswered)
+            self.sink.write(unanswered)
             raise VeridicError(
                 f"execute() got a confirm that returned {_shown(answer)} for the call of "
                 f"{tool.name!r}: blocking code cannot await it, so nobody answered and the "
@@ -882,7 +896,7 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return self._ended(ran)
         try:  # KeyboardInterrupt and friends go on, recorded if the sink can
-            span.recorded(self._ended(ran, ran.error))
+            span.recorded(self._ended(ran, ran.error).record)
         finally:
             raise ran.error
 
@@ -891,7 +905,7 @@ class _Call:
         if ran.error is None or isinstance(ran.error, Exception):
             return await self._aended(ran)
         try:  # CancelledError and friends go on, recorded if the sink can
-            span.recorded(await self._aended(ran, ran.error))
+            span.recorded((await self._aended(ran, ran.error)).record)
         finally:
             raise ran.error
 
@@ -1077,7 +1091,7 @@ class _Call:
         record = result.record
         error = AuditWriteError(
             f"tool {record.tool!r} ran (outcome {record.outcome.value}, request "
-            f"{self.request_id!r}) but its audit record could not be written "
+            f"{clip(self.request_id)}) but its audit record could not be written "
             f"({type(failure).__name__}: {failure}): the call's result and the unwritten record "
             "are on this error (.result, .result.record): store the record elsewhere, and do "
             "not run the call again, its effects happened",
@@ -1091,7 +1105,7 @@ class _Call:
     def _follow_up_unwritten(self, result: CallResult, late: Exception) -> AuditWriteError:
         return AuditWriteError(
             f"tool {result.record.tool!r} ran (outcome {result.outcome.value}, request "
-            f"{self.request_id!r}) and its record was written, but the follow-up record of a "
+            f"{clip(self.request_id)}) and its record was written, but the follow-up record of a "
             f"guard refused after the call ended could not be ({type(late).__name__}: "
             f"{late}): the call's result is on this error (.result); see the "
             "veridic.executor log for the refused operation, and do not run the call again, "
@@ -1293,7 +1307,7 @@ def _kept(
         f"{type(interrupt).__name__}"
     )
     note = (
-        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) "
+        f"veridic: the call of tool {record.tool!r} (request {clip(record.request_id)}{call}) "
         f"{how} landed while {written or f'its audit record {record.record_id}'} was being "
         f"written: {fate}"
     )
@@ -1327,7 +1341,7 @@ def _unwritten_under(
         exc_info=failure,
     )
     interrupt.add_note(
-        f"veridic: the call of tool {record.tool!r} (request {record.request_id!r}{call}) "
+        f"veridic: the call of tool {record.tool!r} (request {clip(record.request_id)}{call}) "
         f"{what}, and its audit record could not be written ({type(failure).__name__}): it "
         "is logged on veridic.executor, with the record"
     )

@@ -182,11 +182,11 @@ class _Run(Generic[OutputT]):
         if limit is not None and reply.usage is None:
             reply.record(self.composer, ())  # its calls stay unanswered: none of them ran
             raise VeridicError(
-                f"the answer to request {self.request_id!r} (turn {self.turns}, model "
-                f"{reply.model!r}) did not say how many tokens it used, so Limits(tokens={limit}) "
-                "cannot hold; the answer is kept on the composer and none of its calls ran: use "
-                "a provider (or proxy) that reports usage, or pass Limits(tokens=None) and bound "
-                "the run by turns and seconds"
+                f"the answer to request {clip(self.request_id)} (turn {self.turns}, model "
+                f"{clip(reply.model)}) did not say how many tokens it used, so "
+                f"Limits(tokens={limit}) cannot hold; the answer is kept on the composer and "
+                "none of its calls ran: use a provider (or proxy) that reports usage, or pass "
+                "Limits(tokens=None) and bound the run by turns and seconds"
             )
         if limit is not None and self.usage is not None and self.usage.total_tokens > limit:
             reply.record(self.composer, ())
@@ -226,8 +226,8 @@ class _Run(Generic[OutputT]):
         ]
         if problems:
             raise VeridicError(
-                f"the model's reply to request {self.request_id!r} has {problems[0]}, which the "
-                "conversation cannot record, so none of its calls ran (the model call is "
+                f"the model's reply to request {clip(self.request_id)} has {problems[0]}, which "
+                "the conversation cannot record, so none of its calls ran (the model call is "
                 "recorded): send the request again; a provider that reuses call ids or sends a "
                 "call without a name has a bug to report"
             )
@@ -620,7 +620,7 @@ def _check_spent(paused: PausedRun, limits: Limits) -> None:
     for limit, allowed, reached, what in spent:
         if reached > allowed:
             raise RunLimitError(
-                f"the paused run of request {paused.request_id!r} had spent "
+                f"the paused run of request {clip(paused.request_id)} had spent "
                 f"{counted(reached, what)} when it paused, more than the limit of {allowed} "
                 "this resume was given; "
                 "nothing of it ran (its waiting calls wait still, and no record was written): "
@@ -632,7 +632,7 @@ def _check_spent(paused: PausedRun, limits: Limits) -> None:
             )
     if limits.tokens is not None and tokens is None:
         raise VeridicError(
-            f"the paused run of request {paused.request_id!r} holds no count of the tokens "
+            f"the paused run of request {clip(paused.request_id)} holds no count of the tokens "
             f"its answers used (the provider did not say), so Limits(tokens={limits.tokens}) "
             "cannot hold; nothing of it ran: resume it with Limits(tokens=None) and bound "
             "the run by turns and seconds, or use a provider (or proxy) that reports usage"
@@ -696,14 +696,14 @@ def _resumed(
     missing = asked - {call.id for call in waiting}
     if not waiting or missing:
         raise VeridicError(
-            f"the paused run of request {paused.request_id!r} does not end with the calls its "
+            f"the paused run of request {clip(paused.request_id)} does not end with the calls its "
             f"approvals name (no waiting call for {sorted(missing) or 'any approval'}): it was "
             "changed after PausedRun.to_json(); resume only what a run returned"
         )
     check_waiting(paused, waiting, answers)
     if paused.tool_calls < len(waiting):
         raise VeridicError(
-            f"the paused run of request {paused.request_id!r} counts {paused.tool_calls} tool "
+            f"the paused run of request {clip(paused.request_id)} counts {paused.tool_calls} tool "
             f"calls, fewer than the {len(waiting)} that wait (a run counts them when it "
             "pauses): it was changed after PausedRun.to_json(), and would resume with its "
             "tool_calls limit lifted; nothing ran: resume only what a run returned"

@@ -17,7 +17,8 @@ is ``gen_ai.provider.name``):
   (through the OpenTelemetry context, which follows threads' and asyncio
   tasks' context: concurrent queries of ``arun`` nest too);
 - ``chat {model}`` (kind ``CLIENT``) per model call of ``send``, ``asend``,
-  ``stream``, ``astream``: from before the request is checked and sent until
+  ``stream``, ``astream`` (the model escaped and clipped when it is not a
+  plain name): from before the request is checked and sent until
   the answer is read (a stream's span ends when the stream ends or is
   closed; a stream dropped before either ends its span when it is collected,
   marked ``veridic.stream.dropped``);
@@ -374,10 +375,12 @@ class ToolSpan(_Hook):
         """The call's record was written: the span ends."""
         return result
 
-    def recorded(self, result: _Called) -> None:
-        """The record of a call an interrupt stopped (``KeyboardInterrupt``, a cancelled
-        task) was written: the span shows it, and the interrupt, leaving the ``with``
-        block, ends the span as an error."""
+    def recorded(self, record: AuditRecord) -> None:
+        """The record of a call that an exception leaving the ``with`` block ends: the
+        handler stopped by an interrupt (``KeyboardInterrupt``, a cancelled task), or a
+        ``confirm`` that raised or returned an awaitable to blocking code (the call is
+        recorded denied). The span shows the record, and the exception ends it as an
+        error."""
 
 
 class AgentSpan(_Hook):
@@ -805,13 +808,24 @@ def _path(value: object, path: Sequence[str]) -> object:
     return value
 
 
+def _model(model: object) -> str:
+    """The adapter's model as a chat span's name and ``gen_ai.request.model`` hold it: as a
+    server's name is shown (as it is when it looks like one, else escaped and clipped).
+
+    The application names the model, but often from a setting, an environment variable or
+    a request: a span name is indexed by every trace backend and shown in every viewer, so
+    it gets no escape sequence and no 5000 characters.
+    """
+    return _written(str(model), _SERVED)
+
+
 class _LiveChat(_Live, ChatSpan):
     __slots__ = ()
 
     def __init__(
         self, tracer: Tracer, provider: Adapter, request_id: object, streamed: bool
     ) -> None:
-        model = provider.model
+        model = _model(provider.model)
         self._start(
             tracer,
             f"chat {model}",
@@ -938,8 +952,8 @@ class _LiveTool(_Live, ToolSpan):
     def _recorded(self, record: AuditRecord) -> None:
         self._set({**_record_attributes(record), **self._names})
 
-    def recorded(self, result: _Called) -> None:
-        self._record = result.record
+    def recorded(self, record: AuditRecord) -> None:
+        self._record = record
 
     def ended(self, result: C) -> C:
         record = result.record
@@ -980,7 +994,7 @@ class _LiveAgent(_Live, AgentSpan):
             {
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.provider.name": provider_name(provider.api),
-                "gen_ai.request.model": provider.model,
+                "gen_ai.request.model": _model(provider.model),
                 "veridic.resumed": resumed,
                 **_conversation(request_id),
             },

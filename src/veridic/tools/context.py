@@ -85,6 +85,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar, Union, final
 
+from veridic._sample import quoted
 from veridic.errors import VeridicError
 
 __all__ = ["ContextParameter", "ToolContext", "read_context_parameter"]
@@ -268,7 +269,7 @@ def _request_id(given: str | None, where: str) -> str:
     if given is not None:
         if not isinstance(given, str) or not given.strip():
             raise VeridicError(
-                f"{where} got request_id={given!r:.80}: a call's request id is a non-empty "
+                f"{where} got request_id={quoted(given)}: a call's request id is a non-empty "
                 "string, the id its audit records carry; pass one, or leave it out"
             )
         return given
