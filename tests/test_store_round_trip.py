@@ -123,7 +123,7 @@ def _record(detail: str, ops: tuple[str, ...]) -> AuditRecord:
 
 def _answer(tool_calls: list[str], model: str, response_id: str, stop: str) -> ModelReplyRecord:
     """An answer's record with its call's id, as the gateway writes it (one without an id, as
-    an earlier release wrote, has no key: a store keeps it again each time it is written)."""
+    an earlier release wrote, is :func:`_unlinked`)."""
     return ModelReplyRecord(
         6.0, "req-1", SHA, response_id, model, stop, tuple(tool_calls), Usage(10, 5), 0.5, new_id()
     )
@@ -258,3 +258,24 @@ def test_a_vouch_altered_after_it_was_made_is_refused(store: Store) -> None:
     with pytest.raises(AuditRecordError, match="policy must be non-empty text"):
         store.write_vouch(vouch)
     assert store.vouches() == ()
+
+
+# --- an answer recorded without its call's id (an earlier release's) -----------------------------
+
+
+def _unlinked(latency: float = 0.5) -> ModelReplyRecord:
+    """An answer as a store of an earlier release reads it back: no ``call_id``."""
+    return ModelReplyRecord(6.0, "req-1", SHA, "resp-1", "gpt", "stop", ("a",), None, latency)
+
+
+def test_an_answer_without_its_calls_id_written_again_is_kept_once(store: Store) -> None:
+    answer = _unlinked()
+    store.write_model_reply(answer)
+    store.write_model_reply(answer)  # a retry, or a copy run twice: was a second row
+    assert store.model_replies() == (answer,)
+    other = _unlinked(latency=0.25)  # another answer, though it names no call either
+    store.write_model_reply(other)
+    store.write_model_reply(dataclasses.replace(answer, usage=Usage(10, 5)))
+    assert sorted(store.model_replies(), key=repr) == sorted(
+        [answer, other, dataclasses.replace(answer, usage=Usage(10, 5))], key=repr
+    )

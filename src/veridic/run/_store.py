@@ -430,7 +430,41 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         record.call_id or None,
         *_stored_parts(usage),
     )
+    if not record.call_id:
+        match = tuple(value for name, value in zip(_REPLY_NAMES, row, strict=True) if name != "call_id")
+        return Statement(_INSERT_UNLINKED_REPLY, row + match, nothing, record=record)
     return Statement(_INSERT_REPLY, row, nothing, keyed=_KEYED_REPLY, record=record)
+
+
+def _unlinked_reply_insert() -> str:
+    """The insert of an answer that names no call: unless the same answer is kept already.
+
+    An answer recorded before records had ids (read back from an earlier release's
+    store, or one a migration kept without its link) has no key (``call_id`` NULL),
+    so ``ON CONFLICT`` never held it back: written again (a retry, a copy run twice)
+    it was kept twice, and a review counted its tokens twice. Without a key in the
+    schema, what is the same answer is every column alike (a count unknown, NULL,
+    alike only with another unknown one); one that differs in any is another answer,
+    kept beside it. The row's parameters come twice: the values, then the match.
+    """
+    marks = ",".join("?" * len(_REPLY_NAMES))
+    alike = " AND ".join(
+        "call_id IS NULL"
+        if name == "call_id"
+        # A token count is NULL where the provider did not say; never -1.
+        else f"COALESCE({name}, -1) = COALESCE(?, -1)"
+        if name.endswith("_tokens")
+        else f"{name} = ?"
+        for name in _REPLY_NAMES
+    )
+    return (
+        f"INSERT INTO veridic_model_replies ({_REPLY_COLUMNS}) SELECT {marks} WHERE NOT EXISTS "
+        f"(SELECT 1 FROM veridic_model_replies WHERE {alike})"
+    )
+
+
+_REPLY_NAMES: Final = tuple(_REPLY_COLUMNS.split(", "))
+_INSERT_UNLINKED_REPLY: Final = _unlinked_reply_insert()
 
 
 def _stored_parts(usage: Usage | None) -> tuple[int | None, ...]:
