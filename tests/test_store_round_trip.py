@@ -12,7 +12,6 @@ Each store here is SQLite or the Postgres server the session starts (tests/_post
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ from veridic import (
     Usage,
     VouchRecord,
 )
-from veridic._sample import clip
 from veridic.run.records import AuditRecord, CallOutcome, _storable, new_id
 from veridic.testing import adversarial_text
 
@@ -281,140 +279,3 @@ def test_an_answer_without_its_calls_id_written_again_is_kept_once(store: Store)
     assert sorted(store.model_replies(), key=repr) == sorted(
         [answer, other, dataclasses.replace(answer, usage=Usage(10, 5))], key=repr
     )
-
-
-# --- what a store of the release before kept past the limits ------------------------------------
-#
-# It kept a detail's first 4096 characters and then the note, an operation's first 200 and then
-# its length and digest, and an answer's long name as ``clip(name, 200)``: each over the limit.
-# Copied to a store of this release (read back, written again), each is cut as this release cuts
-# the whole text it came from, and still says how long that was: not the length of the cut form.
-
-
-def _cut_before(detail: str) -> str:
-    return (
-        f"{detail[:4096]}… [the audit store cut {len(detail) - 4096} of {len(detail)} characters]"
-    )
-
-
-def _operation_before(operation: str) -> str:
-    digest = hashlib.sha256(operation.encode()).hexdigest()[:16]
-    return f"{operation[:200]}… [{len(operation)} chars, sha256 {digest}]"
-
-
-past_the_limit = st.builds(
-    lambda head, length: head + "d" * length,
-    adversarial_text().map(_storable),
-    st.one_of(st.integers(4097, 4400), st.integers(9_990, 10_010), st.integers(99_990, 100_010)),
-)
-long_operation = st.builds(
-    lambda head, length: head + "o" * length,
-    adversarial_text().map(_storable),
-    st.one_of(st.integers(201, 400), st.integers(990, 1010), st.integers(99_990, 100_010)),
-)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(detail=past_the_limit, ops=st.lists(long_operation, min_size=1, max_size=3, unique=True))
-def test_a_record_cut_by_the_release_before_is_cut_as_its_whole_text_was(
-    detail: str, ops: list[str]
-) -> None:
-    whole = _record(detail, tuple(sorted(ops)))
-    before = _record(_cut_before(detail), tuple(sorted({_operation_before(o) for o in ops})))
-    with SQLiteAuditSink(":memory:") as now, SQLiteAuditSink(":memory:") as copied:
-        now.write(whole)
-        copied.write(before)
-        (kept,), (migrated,) = now.records(), copied.records()
-    assert migrated.detail == kept.detail  # the start, then "cut N of len(detail)"
-    assert migrated.detail.endswith(f" of {len(detail)} characters]")
-    assert migrated.operations == kept.operations
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=names.filter(lambda name: len(name) > NAME_LIMIT))
-def test_an_answers_name_cut_by_the_release_before_is_cut_as_the_whole_name_was(
-    name: str,
-) -> None:
-    with SQLiteAuditSink(":memory:") as now, SQLiteAuditSink(":memory:") as copied:
-        now.write_model_reply(_answer([name], name, name, name))
-        before = clip(name, NAME_LIMIT)  # what it kept: 200 characters escaped, then the length
-        copied.write_model_reply(_answer([before], before, before, before))
-        (kept,), (migrated,) = now.model_replies(), copied.model_replies()
-    assert _exactly(dataclasses.replace(migrated, call_id=kept.call_id)) == _exactly(kept)
-    assert migrated.model.endswith(f" ({len(name)} chars)")
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "'" + "a" * 250 + "…' (1000 chars)",  # a start of 250: no store kept that
-        "'" + "a" * 200 + "…' (150 chars)",  # shorter than what it keeps
-        "'" + "a" * 199 + "'…' (1000 chars)",  # not as repr writes it
-        "'" + "a" * 199 + "\\N{NO SUCH}…' (1000 chars)",  # not a repr at all
-    ],
-)
-def test_a_name_that_only_looks_cut_by_the_release_before_is_clipped_as_it_is(
-    name: str,
-) -> None:
-    with SQLiteAuditSink(":memory:") as store:
-        store.write_model_reply(_answer([], name, "resp-1", "stop"))
-        (kept,) = store.model_replies()
-    assert kept.model.startswith(repr(name)[:100])
-    assert kept.model.endswith(f" ({len(name)} chars)")
-
-
-@pytest.mark.parametrize(
-    "detail",
-    [
-        "d" * 4095 + "… [the audit store cut 100 of 4196 characters]",  # a start of 4095
-        "d" * 4096 + "… [the audit store cut 100 of 4197 characters]",  # numbers that differ
-        "d" * 4096 + "… [the audit store cut 100 of 4196 characters]x",
-    ],
-)
-def test_a_detail_that_only_looks_cut_by_the_release_before_is_cut_as_it_is(detail: str) -> None:
-    with SQLiteAuditSink(":memory:") as store:
-        store.write(_record(detail, ()))
-        (kept,) = store.records()
-    assert kept.detail.endswith(f" of {len(detail)} characters]")
-
-
-@pytest.mark.parametrize(
-    "operation",
-    [
-        "o" * 200 + "… [150 chars, sha256 0123456789abcdef]",  # shorter than what it keeps
-        "o" * 199 + "… [1000 chars, sha256 0123456789abcdef]",  # a start of 199
-        "o" * 200 + "… [1000 chars, sha256 0123456789ABCDEF]",  # not a digest it writes
-    ],
-)
-def test_an_operation_that_only_looks_cut_by_the_release_before_is_cut_as_it_is(
-    operation: str,
-) -> None:
-    with SQLiteAuditSink(":memory:") as store:
-        store.write(_record("", (operation,)))
-        ((kept,),) = [r.operations for r in store.records()]
-    assert f"… [{len(operation)} chars, sha256 " in kept
-
-
-def test_a_cut_note_naming_a_number_of_thousands_of_digits_is_text_like_any_other() -> None:
-    huge = "9" * 5000  # int() of it raises: past the digits Python converts
-    detail = "d" * 4096 + f"… [the audit store cut {huge} of {huge} characters]"
-    operation = "o" * 200 + f"… [{huge} chars, sha256 0123456789abcdef]"
-    name = "'" + "a" * 200 + f"…' ({huge} chars)"
-    with SQLiteAuditSink(":memory:") as store:
-        store.write(_record(detail, (operation,)))
-        store.write_model_reply(_answer([], name, "resp-1", "stop"))
-        (kept,), (answer,) = store.records(), store.model_replies()
-    assert kept.detail.endswith(f" of {len(detail)} characters]")
-    assert f"… [{len(operation)} chars, sha256 " in kept.operations[0]
-    assert answer.model.endswith(f" ({len(name)} chars)")
-
-
-@pytest.mark.parametrize(
-    "start", ["'x' + " + "-" * 100_000 + "1 + 'y", "'x' if " + "not " * 100_000 + "1 else 'y"]
-)
-def test_a_name_nested_a_hundred_thousand_deep_is_clipped_as_it_is(start: str) -> None:
-    name = start + "…' (1000 chars)"  # was: MemoryError, from parsing it as Python
-    with SQLiteAuditSink(":memory:") as store:
-        store.write_model_reply(_answer([], name, "resp-1", "stop"))
-        (answer,) = store.model_replies()
-    assert answer.model.endswith(f" ({len(name)} chars)")

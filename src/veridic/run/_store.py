@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sys
 import time as _time
 from collections.abc import Callable, Mapping, Sequence
@@ -273,36 +272,13 @@ def _cut(detail: str) -> str:
     """
     if len(detail) <= DETAIL_LIMIT:
         return detail
-    kept, whole = _cut_before(detail) or (detail, len(detail))
     # The note of a cut of every character is at least as long as the note of the cut made.
-    start = DETAIL_LIMIT - len(_cut_note(whole, whole))
-    return kept[:start] + _cut_note(whole - start, whole)
+    start = DETAIL_LIMIT - len(_cut_note(len(detail), len(detail)))
+    return detail[:start] + _cut_note(len(detail) - start, len(detail))
 
 
 def _cut_note(cut: int, whole: int) -> str:
     return f"… [the audit store cut {cut} of {whole} characters]"
-
-
-_CUT_BEFORE: Final = re.compile(
-    r"(.{4096})… \[the audit store cut ([0-9]{1,18}) of ([0-9]{1,18}) characters\]", re.S
-)
-"""A detail as a store of the release before kept it: 4096 characters, then the note."""
-
-
-def _cut_before(detail: str) -> tuple[str, int] | None:
-    """The start of a detail a store of the release before cut, and its whole length.
-
-    That store kept the first 4096 characters and then the note, over the limit: copied
-    to a store of this release (a migration), it was cut again and its note said the
-    length of the cut form (``cut 91 of 4140``), not of the detail. Taken back to the
-    start and the length it names, it is cut as this release cuts the whole detail. A
-    detail that only ends like the note is text like any other: its start is not 4096
-    characters, or the numbers do not add up to them.
-    """
-    found = _CUT_BEFORE.fullmatch(detail)
-    if found is None or int(found[3]) - int(found[2]) != DETAIL_LIMIT:
-        return None
-    return found[1], int(found[3])
 
 
 OPERATION_LIMIT: Final = _TOOL_LIMIT
@@ -354,21 +330,9 @@ def _operation(operation: str) -> str:
     with its length and digest, in the limit (so it is not cut again when written again)."""
     if len(operation) <= OPERATION_LIMIT:
         return operation
-    found = _OPERATION_BEFORE.fullmatch(operation)
-    if found is not None and int(found[2]) > OPERATION_LIMIT:
-        start, note = found[1], found[0][OPERATION_LIMIT:]  # the release before's cut
-    else:
-        digest = hashlib.sha256(operation.encode()).hexdigest()[:16]
-        start, note = operation, f"… [{len(operation)} chars, sha256 {digest}]"
-    return start[: OPERATION_LIMIT - len(note)] + note
-
-
-_OPERATION_BEFORE: Final = re.compile(
-    r"(.{200})… \[([0-9]{1,18}) chars, sha256 [0-9a-f]{16}\]", re.S
-)
-"""An operation as a store of the release before kept it: 200 characters, its length and
-digest, over the limit. Cut again, its note is kept: the length and digest of the whole
-operation, so it still matches a record of that operation written by this release."""
+    digest = hashlib.sha256(operation.encode()).hexdigest()[:16]
+    note = f"… [{len(operation)} chars, sha256 {digest}]"
+    return operation[: OPERATION_LIMIT - len(note)] + note
 
 
 def to_row(record: AuditRecord) -> tuple[object, ...]:
@@ -468,9 +432,7 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         *_stored_parts(usage),
     )
     if not record.call_id:
-        match = tuple(
-            value for name, value in zip(_REPLY_NAMES, row, strict=True) if name != "call_id"
-        )
+        match = tuple(value for name, value in zip(_REPLY_NAMES, row, strict=True) if name != "call_id")
         return Statement(_INSERT_UNLINKED_REPLY, row + match, nothing, record=record)
     return Statement(_INSERT_REPLY, row, nothing, keyed=_KEYED_REPLY, record=record)
 
@@ -532,40 +494,7 @@ def _called(name: str) -> str:
     record read back is written again (to the same store, a retry; to another).
     """
     kept = _storable(name)
-    if len(kept) <= _TOOL_LIMIT:
-        return kept
-    before = _clipped_before(name)
-    return _recorded_tool(name)[0] if before is None else before
-
-
-_CLIPPED_BEFORE: Final = re.compile(r"(['\"].*)…(['\"]) \(([0-9]{1,18}) chars\)", re.S)
-"""A name as a store of the release before kept one of more than 200 characters:
-``clip(name, 200)``, the ``repr`` of its first 200 characters, then its length."""
-
-
-def _clipped_before(name: str) -> str | None:
-    """``name`` clipped again as its whole was, if a store of the release before clipped it.
-
-    That store kept ``clip(name, 200)``, over the limit: copied to a store of this release
-    (a migration), it was escaped and clipped again, and the length it named, the whole
-    name's, was cut off. Only a ``repr`` of 200 characters, as ``repr`` writes it, with a
-    longer length is taken for one; any other name is clipped as it is.
-    """
-    found = _CLIPPED_BEFORE.fullmatch(name)
-    if found is None:
-        return None
-    quoted = found[1] + found[2]
-    # The escapes read back by the codec, not the parser: a name a model wrote, parsed
-    # as Python, raised MemoryError from a hundred thousand nested brackets.
-    escaped = quoted[1:-1].encode("latin-1", "backslashreplace")
-    try:
-        start = escaped.decode("unicode_escape")
-    except UnicodeDecodeError:
-        return None  # an escape repr does not write: a name like any other
-    whole = int(found[3])
-    if not (repr(start) == quoted and len(start) == _TOOL_LIMIT < whole):
-        return None
-    return _clipped_start(start, whole, _TOOL_LIMIT)
+    return kept if len(kept) <= _TOOL_LIMIT else _recorded_tool(name)[0]
 
 
 def write_vouch(where: str, record: object) -> Statement[None]:

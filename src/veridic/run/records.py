@@ -772,29 +772,19 @@ def _clipped(text: str, limit: int) -> str:
     >>> _clipped("x" * 300, 30)
     "'xxxxxxxxxxxxxxx…' (300 chars)"
     """
-    return _clipped_start(text[:limit], len(text), limit)
-
-
-def _clipped_start(start: str, whole: int, limit: int) -> str:
-    """:func:`_clipped` of a text of ``whole`` characters that begins with ``start``.
-
-    What it gives depends on the text's first ``limit`` characters and its length only,
-    so a start a store of the release before kept (``clip(text, 200)``) is clipped again
-    as the whole text is, and says the whole text's length.
-    """
-    shown = repr(start)
-    if whole == len(start) and len(shown) <= limit:
+    shown = repr(text)
+    if len(shown) <= limit:
         return shown
-    length = f" ({whole} chars)"
+    length = f" ({len(text)} chars)"
     # The escaped form of a start only grows with it: the longest start that fits, halving.
-    fits, over = 0, min(len(start), limit)
+    fits, over = 0, min(len(text), limit)
     while fits < over:
         middle = (fits + over + 1) // 2
-        if len(repr(start[:middle])) + 1 + len(length) <= limit:
+        if len(repr(text[:middle])) + 1 + len(length) <= limit:
             fits = middle
         else:
             over = middle - 1
-    quoted = repr(start[:fits])
+    quoted = repr(text[:fits])
     return f"{quoted[:-1]}…{quoted[-1]}{length}"
 
 
