@@ -48,7 +48,6 @@ from veridic.run.records import (
     _check_model_call,
     _check_model_reply,
     _checked_fields,
-    _clipped_start,
     _is_seconds,
     _json,
     _recorded_tool,
@@ -432,7 +431,9 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         *_stored_parts(usage),
     )
     if not record.call_id:
-        match = tuple(value for name, value in zip(_REPLY_NAMES, row, strict=True) if name != "call_id")
+        match = tuple(
+            value for name, value in zip(_REPLY_NAMES, row, strict=True) if name != "call_id"
+        )
         return Statement(_INSERT_UNLINKED_REPLY, row + match, nothing, record=record)
     return Statement(_INSERT_REPLY, row, nothing, keyed=_KEYED_REPLY, record=record)
 
