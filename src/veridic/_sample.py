@@ -7,6 +7,8 @@ a second copy of every prompt.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 _LIMIT = 60
 
 
@@ -38,3 +40,16 @@ def quoted(value: object, limit: int = _LIMIT) -> str:
         return clip(value, limit)
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def first_few(names: Sequence[str], shown: int = 3) -> str:
+    """Give the first ``shown`` of ``names``, each clipped, and a mark when there are more.
+
+    A model writes the names of its calls, as long and as many as it likes, and a
+    message quotes a sample of them, not all.
+
+    >>> first_few(["search", "x" * 50, "fetch", "send"])
+    "'search', 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…' (50 chars), 'fetch', …"
+    """
+    sample = ", ".join(clip(name, 40) for name in names[:shown])
+    return sample if len(names) <= shown else f"{sample}, …"

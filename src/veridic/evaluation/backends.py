@@ -35,6 +35,7 @@ from veridic._model_runtime import (
     unreached,
     without_extra_buffer_types,
 )
+from veridic._sample import quoted
 from veridic._urls import masked, shown_url, url_secrets
 from veridic.errors import VeridicError
 from veridic.text.terminal_view import visible
@@ -575,9 +576,10 @@ class EndpointBackend:
             # the defence that the model never gave.
             raise BackendError(
                 f"{self._shown} answered model {self._model!r} with no text (content "
-                f"{text!r:.80}, finish_reason {finish!r}): a refusal, a filtered answer or a "
-                "tool call is neither an order followed nor one refused, so the evaluation "
-                "stops; turn the endpoint's filter or tools off, or measure another model"
+                f"{quoted(text, 80)}, finish_reason {quoted(finish)}): a refusal, a filtered "
+                "answer or a tool call is neither an order followed nor one refused, so the "
+                "evaluation stops; turn the endpoint's filter or tools off, or measure another "
+                "model"
             )
         served = payload.get("model") if isinstance(payload, dict) else None
         if isinstance(served, str):

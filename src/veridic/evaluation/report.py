@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from veridic._sample import quoted
 from veridic.errors import VeridicError
 from veridic.evaluation.corpora import every_case
 from veridic.evaluation.corpus import Case, Order
@@ -602,17 +603,17 @@ def _record(
             value = record[name]
             # bool is an int to isinstance: a count of True is not a count.
             if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-                raise _NotARecord(f"{where}.{name} is {value!r:.60}, of the wrong type")
+                raise _NotARecord(f"{where}.{name} is {quoted(value)}, of the wrong type")
         truncated = record.get("truncated", False)  # written only when true
         if not isinstance(truncated, bool):
-            raise _NotARecord(f"{where}.truncated is {truncated!r:.60}, not true or false")
+            raise _NotARecord(f"{where}.truncated is {quoted(truncated)}, not true or false")
         not_english = record.get("not_english", False)  # written only when true
         if not isinstance(not_english, bool):
-            raise _NotARecord(f"{where}.not_english is {not_english!r:.60}, not true or false")
+            raise _NotARecord(f"{where}.not_english is {quoted(not_english)}, not true or false")
         case = cases.get(record["case"])
         if case is None:
             raise VeridicError(
-                f"{path} holds case {record['case']!r}, which this corpus does not: it was "
+                f"{path} holds case {quoted(record['case'])}, which this corpus does not: it was "
                 "written by another version of the evaluation; rerun it"
             )
         results.append(
@@ -646,7 +647,8 @@ def _costs(tokens: object) -> dict[str, TokenCost]:
         )
         if not numbers or set(value) != _COST_FIELDS:
             raise _NotARecord(
-                f"tokens[{name!r}] is {value!r:.80}, not the numbers {sorted(_COST_FIELDS)}"
+                f"tokens[{quoted(name)}] is {quoted(value, 80)}, not the numbers "
+                f"{sorted(_COST_FIELDS)}"
             )
         costs[name] = TokenCost(
             block=value["block"],

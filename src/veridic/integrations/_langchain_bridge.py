@@ -65,7 +65,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import PrivateAttr
 
-from veridic._sample import clip
+from veridic._sample import clip, first_few, quoted
 from veridic.errors import ProvenanceError, ToolCouplingError, VeridicError
 from veridic.integrations._output_docs import code_described
 from veridic.integrations._owned_keys import owned_keys
@@ -280,13 +280,13 @@ class Binding:
         )
         if done:
             _log.warning(
-                "the call %r of %r was approved and run already in request %r (a checkpoint "
+                "the call %s of %s was approved and run already in request %s (a checkpoint "
                 "that waited for the reviewer ran again), so it is refused: an approval is "
                 "good for one run (a call with the id and arguments of one run already is "
                 "taken for its replay): to run it again, ask the model for a new call",
-                call_id,
-                name,
-                self.request_id,
+                quoted(call_id),
+                quoted(name),
+                clip(self.request_id),
             )
         return done
 
@@ -308,7 +308,7 @@ class Binding:
         """
         if not any(callable(getattr(self.audit, m, None)) for m in ("records", "arecords")):
             raise VeridicError(
-                f"an approved call of request {self.request_id!r} cannot run: the audit store "
+                f"an approved call of request {clip(self.request_id)} cannot run: the audit store "
                 f"{type(self.audit).__name__} cannot be asked for the request's records, and "
                 "without them a checkpoint run again would run the approved call twice; "
                 "nothing ran. Give structured_tools() an audit store (SQLiteAuditSink, "
@@ -342,12 +342,12 @@ class Binding:
             return _confirmed
         if self.policy.request(name).pending:
             _log.warning(
-                "tool %r needs the user's approval and ran without the approval middleware's "
-                "grant for this call (request %r), so it is denied: pass "
+                "tool %s needs the user's approval and ran without the approval middleware's "
+                "grant for this call (request %s), so it is denied: pass "
                 "approval_middleware(tools) to create_agent(middleware=[...]) and answer its "
                 "interrupt",
-                name,
-                self.request_id,
+                quoted(name),
+                clip(self.request_id),
             )
         return None
 
@@ -416,11 +416,11 @@ class Binding:
         calls = self.awaiting.take(mine)
         if calls:
             _log.warning(
-                "the calls %s of request %r never reached their veridic tool (another "
+                "the calls %s of request %s never reached their veridic tool (another "
                 "middleware answered them, or ended the run before them), so they are "
                 "recorded denied: nothing of them ran",
-                ", ".join(f"{call['id']!r} of {call['name']!r}" for call in calls),
-                self.request_id,
+                ", ".join(f"{quoted(call['id'])} of {clip(call['name'])}" for call in calls),
+                clip(self.request_id),
             )
         return calls
 
@@ -450,7 +450,7 @@ class Binding:
         if content != expected:
             report(
                 content if isinstance(content, str) else repr(content),
-                f"the system message of a LangChain model call (request {self.request_id!r}; "
+                f"the system message of a LangChain model call (request {clip(self.request_id)}; "
                 "it must be the system text of the Prompt given to structured_tools(), sent "
                 "unchanged)",
             )
@@ -486,7 +486,7 @@ class Binding:
             ]
             problem = "; ".join(problems) or "a tool is offered more than once"
         raise ToolCouplingError(
-            f"the tools a model call of the LangChain agent (request {self.request_id!r}) "
+            f"the tools a model call of the LangChain agent (request {clip(self.request_id)}) "
             f"offers are not the view's ({problem}): the model would be shown tools the "
             "capability section and dispatch do not have; give create_agent exactly the "
             "tools structured_tools(view, ...) returned, and register any other tool in the "
@@ -513,7 +513,7 @@ class Binding:
         ]
         if clash:
             raise VeridicError(
-                f"a model call of the LangChain agent (request {self.request_id!r}) sets "
+                f"a model call of the LangChain agent (request {clip(self.request_id)}) sets "
                 f"{', '.join(clash)}, which the provider sends in place of (or beside) the "
                 "trusted system prompt, the view's tools and the conversation: leave these "
                 "keys out of the middleware that sets them; the system prompt comes from "
@@ -553,8 +553,8 @@ class Binding:
                     continue
                 report(
                     text,
-                    f"the description of the structured output {clip(name)} of a LangChain "
-                    f"model call (request {self.request_id!r}; create_agent(response_format=...) "
+                    f"the description of the structured output {clip(name)} of a LangChain model "
+                    f"call (request {clip(self.request_id)}; create_agent(response_format=...) "
                     "offers the model an output tool, or sends a response format, described by "
                     "it, and the model reads it as instructions beside the capability section: "
                     "describe the output with a class's docstring (a pydantic model, a "
@@ -573,7 +573,7 @@ class Binding:
                 report(
                     text,
                     f"ToolStrategy({field_name}=...) of the structured output of a LangChain "
-                    f"model call (request {self.request_id!r}; LangChain answers the model's "
+                    f"model call (request {clip(self.request_id)}; LangChain answers the model's "
                     "call of the output tool with it, as a tool message, unfenced, and the "
                     "model reads it as code's word: write it in code as instruction(...), or "
                     "leave it out for LangChain's own)",
@@ -596,7 +596,7 @@ class Binding:
             content: object = message.content
             report(
                 content if isinstance(content, str) else repr(content),
-                f"messages[{index}] of a LangChain model call (request {self.request_id!r}; a "
+                f"messages[{index}] of a LangChain model call (request {clip(self.request_id)}; a "
                 f"{type(message).__name__} with the role {role!r}, which the model reads as "
                 "instructions, and only the system text of the Prompt given to "
                 "structured_tools() may give them: pass outside text in a user message)",
@@ -677,7 +677,7 @@ def _check_innermost(handler: object, request_id: str) -> None:
     if getattr(handler, "__name__", None) in _MODEL_CALLS:
         return
     raise VeridicError(
-        f"the approval middleware of request {request_id!r} is not the last middleware that "
+        f"the approval middleware of request {clip(request_id)} is not the last middleware that "
         "wraps the model call, so another one could change the call (its system prompt, "
         "messages, tools or settings) after veridic checked it; the model was not called: "
         "give create_agent(middleware=[...]) the approval_middleware listed last, nearest "
@@ -1098,7 +1098,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             if len(names) > 1 and any(name in self.interrupt_on for name in names):
                 raise VeridicError(
                     f"the tool call id {clip(call_id)} names {len(names)} calls of the model's "
-                    f"turn ({_first_names(names)}) in request "
+                    f"turn ({first_few(names)}) in request "
                     f"{clip(self._binding.request_id)}, and a reviewer's answer is tied to a call "
                     "by its id, so it could approve another call than the one shown; nothing "
                     "ran: use a chat model (or model wrapper) that gives each tool call its "
@@ -1236,8 +1236,8 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         if request.tool is None and mine is None:
             return True
         raise ToolCouplingError(
-            f"the LangChain agent runs a tool named {name!r} that is not the one "
-            f"structured_tools() made for request {self._binding.request_id!r}: give "
+            f"the LangChain agent runs a tool named {quoted(name)} that is not the one "
+            f"structured_tools() made for request {clip(self._binding.request_id)}: give "
             "create_agent exactly the tools structured_tools(view, ...) returned"
         )
 
@@ -1255,11 +1255,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         call = to_run.tool_call
         if call["name"] != name:
             _log.warning(
-                "a reviewer's edit turned a call of %r into one of %r; an edit may change the "
-                "arguments, not the tool, so the call is refused (request %r)",
-                name,
-                call["name"],
-                self._binding.request_id,
+                "a reviewer's edit turned a call of %s into one of %s; an edit may change the "
+                "arguments, not the tool, so the call is refused (request %s)",
+                quoted(name),
+                quoted(call["name"]),
+                clip(self._binding.request_id),
             )
             return self._binding.refuse(
                 name, request.tool_call["args"], call_id=request.tool_call["id"]
@@ -1278,13 +1278,13 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         seen = approved.get(call_id) if isinstance(approved, Mapping) else None
         if seen is not None and seen != digest:
             _log.warning(
-                "the arguments of the call %r of %r changed after the reviewer approved it "
+                "the arguments of the call %s of %s changed after the reviewer approved it "
                 "(a middleware listed before veridic's changed the model's call in its "
                 "after_model); the approval covers only what the reviewer saw, so the call "
-                "is denied (request %r)",
-                call_id,
-                request.tool_call["name"],
-                self._binding.request_id,
+                "is denied (request %s)",
+                quoted(call_id),
+                quoted(request.tool_call["name"]),
+                clip(self._binding.request_id),
             )
         return seen == digest
 
@@ -1321,15 +1321,15 @@ def _noted_edit(
 def _switched_message(call: ToolCall, named: object) -> ToolMessage:
     """What the model reads when the reviewer's edit of ``call`` named another tool."""
     _log.warning(
-        "a reviewer's edit turned the call %r of %r into one of %r; an edit may change the "
+        "a reviewer's edit turned the call %s of %s into one of %s; an edit may change the "
         "arguments, not the tool, so the call is refused",
-        call["id"],
-        call["name"],
-        named,
+        quoted(call["id"]),
+        quoted(call["name"]),
+        quoted(named),
     )
     text = (
-        f"error: the reviewer's answer to this call of {call['name']!r} named another tool "
-        f"({named!r}); an edit may change only the arguments, so the call did not run: tell "
+        f"error: the reviewer's answer to this call of {quoted(call['name'])} named another tool "
+        f"({quoted(named)}); an edit may change only the arguments, so the call did not run: tell "
         "the user, and call a tool again only if they ask"
     )
     return ToolMessage(
@@ -1376,20 +1376,13 @@ def _legacy_calls(state: AgentState[Any], request_id: str) -> list[tuple[str, ob
         return []
     name, arguments = call.get("name"), call.get("arguments")
     _log.warning(
-        "the model called %r in the legacy function_call shape, which LangChain does not run "
-        "(request %r), so it is recorded and not run: use a chat model that answers with "
+        "the model called %s in the legacy function_call shape, which LangChain does not run "
+        "(request %s), so it is recorded and not run: use a chat model that answers with "
         "tool_calls (bind_tools)",
-        name,
-        request_id,
+        quoted(name),
+        clip(request_id),
     )
     return [(name if isinstance(name, str) else "", arguments)]
-
-
-def _first_names(names: Sequence[str]) -> str:
-    """The names of the first few of ``names``, each clipped: the model writes them, as
-    long and as many as it likes, and a message quotes a sample."""
-    shown = ", ".join(clip(name, 40) for name in names[:3])
-    return shown if len(names) <= 3 else f"{shown}, …"
 
 
 def _name_args(request: ToolCallRequest) -> tuple[str, object]:

@@ -123,7 +123,7 @@ class VeridicToolset(AbstractToolset[object]):
         a capability that serves many runs holds the answers of the runs under way only."""
 
     def __repr__(self) -> str:
-        return f"<VeridicToolset of {self.view!r}, request {self.request_id!r}>"
+        return f"<VeridicToolset of {self.view!r}, request {clip(self.request_id)}>"
 
     @property
     def id(self) -> str | None:
@@ -227,7 +227,7 @@ class VeridicToolset(AbstractToolset[object]):
         """
         if run_id not in self._told:
             raise VeridicError(
-                f"the veridic toolset of request {self.request_id!r} was asked to run a call "
+                f"the veridic toolset of request {clip(self.request_id)} was asked to run a call "
                 "in a run without its capability: the capability records what pydantic-ai "
                 "answers without the toolset (a denial, an unknown name), checks the tool "
                 "list the model is sent and ends the run's records; nothing ran: give the "
@@ -423,11 +423,11 @@ class VeridicToolset(AbstractToolset[object]):
         """
         if run_id in self._told:
             raise VeridicError(
-                f"a run of request {request_id!r} started under the run id {clip(str(run_id))}, "
-                "and another run of the veridic capability is under way under that id: the "
-                "capability tells each run's tool results from another's by the run id; the "
-                "run did not start: leave run_id= out (pydantic-ai gives each run its own) or "
-                "give each run that may overlap another its own run_id"
+                f"a run of request {clip(request_id)} started under the run id "
+                f"{clip(str(run_id))}, and another run of the veridic capability is under way "
+                "under that id: the capability tells each run's tool results from another's by "
+                "the run id; the run did not start: leave run_id= out (pydantic-ai gives each "
+                "run its own) or give each run that may overlap another its own run_id"
             )
         self._told[run_id] = {}
 
@@ -518,7 +518,7 @@ class VeridicCapability(AbstractCapability[object]):
         )
 
     def __repr__(self) -> str:
-        return f"<VeridicCapability of {self.view!r}, request {self.request_id!r}>"
+        return f"<VeridicCapability of {self.view!r}, request {clip(self.request_id)}>"
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -609,7 +609,7 @@ class VeridicCapability(AbstractCapability[object]):
         ]
         if problems:
             raise ToolCouplingError(
-                f"the request {self.request_id!r} would offer the model other tools than the "
+                f"the request {clip(self.request_id)} would offer the model other tools than the "
                 f"view's ({'; '.join(problems)}), while the capability section, the approvals "
                 "and the audit know only the view's: give the agent no tools or toolsets beside "
                 "the veridic capability, and do not filter or reword its tools (prepare_tools, "
@@ -635,7 +635,7 @@ class VeridicCapability(AbstractCapability[object]):
         if output_context.has_function:
             name = output_context.function_name or "an output function of the union"
             raise ToolCouplingError(
-                f"the model ended the run of request {self.request_id!r} through the output "
+                f"the model ended the run of request {clip(self.request_id)} through the output "
                 f"function {clip(name)} (output_type=), which pydantic-ai would call with the "
                 "model's arguments outside the view: unapproved, unguarded and unrecorded; it "
                 "did not run: give the agent an output type (a pydantic model, str) and act on "
@@ -749,7 +749,7 @@ def _rewritten(part: ToolReturnPart, request_id: str) -> ToolCouplingError:
     """The error for a tool result of the run that is not what the toolset answered."""
     return ToolCouplingError(
         f"the result of call {clip(part.tool_call_id)} of tool {clip(part.tool_name)} "
-        f"(request {request_id!r}) is not what the veridic toolset answered (the model would "
+        f"(request {clip(request_id)}) is not what the veridic toolset answered (the model would "
         f"read {clip(str(part.content))} in its place, outside the data block the toolset "
         "wrote): a capability or a history processor rewrote it after the tool ran, so the "
         "model was not asked; let the veridic capability's results through unchanged (no "
@@ -769,7 +769,7 @@ def _check_no_user_part_beside(message: ModelRequest, prompt: object, request_id
     for part in message.parts:
         if isinstance(part, UserPromptPart) and part.content != prompt:
             raise ToolCouplingError(
-                f"a request of request {request_id!r} holds a user part beside the veridic "
+                f"a request of request {clip(request_id)} holds a user part beside the veridic "
                 f"toolset's results ({clip(str(part.content))}), which the model would read as "
                 "the user's own words, unfenced: a capability's after_tool_execute hook (or a "
                 "history processor) added it, e.g. with ToolReturn(content=...), so the model "
@@ -815,7 +815,7 @@ def _check_system_parts(
             if isinstance(part, SystemPromptPart) and not is_trusted(part.content):
                 report(
                     part.content,
-                    f"a system part of message {index} of request {request_id!r} (pydantic-ai "
+                    f"a system part of message {index} of request {clip(request_id)} (pydantic-ai "
                     "sends it as instructions; a history read back from storage is outside "
                     "text: give the agent its instructions with capability(..., "
                     "instructions=...), not system_prompt=, and drop system parts from a "
@@ -826,7 +826,7 @@ def _check_system_parts(
                 report(
                     shown,
                     f"an instruction change ({type(part).__name__}) of message {index} of "
-                    f"request {request_id!r} (pydantic-ai sends it as a system part that "
+                    f"request {clip(request_id)} (pydantic-ai sends it as a system part that "
                     "replaces or withdraws a block of the agent's instructions; a history read "
                     "back from storage is outside text: load it through "
                     "pydantic_ai.messages.sanitize_messages(), which drops instruction changes "
@@ -880,7 +880,7 @@ def _check_settings(settings: Mapping[str, object] | None, request_id: str) -> N
     ]
     if clash:
         raise VeridicError(
-            f"a model request of request {request_id!r} sets {', '.join(clash)}, which the "
+            f"a model request of request {clip(request_id)} sets {', '.join(clash)}, which the "
             "provider sends in place of (or beside) the capability's instructions, the view's "
             "tools and the run's messages; it was not sent: leave these keys out of the "
             "model, agent, capability and run model_settings; the instructions come from "
@@ -904,7 +904,7 @@ def _check_output_template(template: object, model: Model, request_id: str) -> N
         return
     report(
         template,
-        f"the prompted output template of request {request_id!r} (PromptedOutput(template=...) "
+        f"the prompted output template of request {clip(request_id)} (PromptedOutput(template=...) "
         "is written into the instructions the model reads beside the capability section: "
         "give it as instruction(...) text written in code, or leave it out for pydantic-ai's "
         "own)",
@@ -967,7 +967,7 @@ def _check_output_descriptions(
             continue
         report(
             text,
-            f"the output description of the {where} of request {request_id!r} (pydantic-ai "
+            f"the output description of the {where} of request {clip(request_id)} (pydantic-ai "
             "sends it as instructions beside the capability section; a description given as "
             "a value, ToolOutput/NativeOutput/PromptedOutput(description=...) or "
             "StructuredDict(description=...), must be code text: give it as "
@@ -1103,7 +1103,7 @@ def _check_instruction_parts(
             continue
         report(
             part.content,
-            f"instruction part {index} of request {request_id!r} (pydantic-ai sends the "
+            f"instruction part {index} of request {clip(request_id)} (pydantic-ai sends the "
             "agent's and the run's instructions=, and what @agent.instructions functions "
             "return, as instructions beside the capability section; a run's instructions= "
             "string reaches veridic copied, as a plain str, even when it was instruction() "

@@ -308,7 +308,7 @@ async def answer(
     invoker = _invoker_of(item, "answer()")
     if not isinstance(approved, bool) or not isinstance(always, bool):
         raise VeridicError(
-            f"answer() got approved={approved!r}, always={always!r} for the call of "
+            f"answer() got approved={quoted(approved)}, always={quoted(always)} for the call of "
             f"{invoker.name!r}: pass the user's answer as True or False"
         )
     binding = invoker.binding
@@ -459,9 +459,9 @@ class _Binding:
             problems.append(_handoff_problem(handoffs))
         if problems:
             raise ToolCouplingError(
-                f"agent {name!r} offers the model other tools than the view's "
+                f"agent {quoted(name)} offers the model other tools than the view's "
                 f"({'; '.join(problems)}), while the capability section, the approvals and "
-                f"the audit of request {self.request_id!r} know only the view's: give the "
+                f"the audit of request {clip(self.request_id)} know only the view's: give the "
                 "agent exactly the tools function_tools(view, ...) returned, and register "
                 "any other tool in the veridic registry"
             )
@@ -489,7 +489,9 @@ class _Binding:
                 that sets the answer's text format (in report mode too).
             ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
-        where = f"input[{index}] of the run of agent {name!r} (request {self.request_id!r}"
+        where = (
+            f"input[{index}] of the run of agent {quoted(name)} (request {clip(self.request_id)}"
+        )
         kind = _item_field(item, "type")
         if kind == "additional_tools":
             raise ToolCouplingError(
@@ -506,7 +508,7 @@ class _Binding:
                 "descriptions tell the model what to answer, from the input, beside the "
                 "agent's output_type that veridic checks: give the agent an output_type "
                 "instead (a configuration_update of the reasoning effort alone is passed on)",
-                slot=f"input[{index}] of agent {name!r}",
+                slot=f"input[{index}] of agent {quoted(name)}",
             )
         if kind == "item_reference" or (kind is None and _item_field(item, "role") is None):
             raise ProvenanceError(
@@ -515,14 +517,14 @@ class _Binding:
                 "result nobody fenced), whose text veridic cannot read or check: pass the "
                 "item itself (result.to_input_list() of the run that made it), with outside "
                 "text as the role 'user'",
-                slot=f"input[{index}] of agent {name!r}",
+                slot=f"input[{index}] of agent {quoted(name)}",
             )
         role = _item_field(item, "role")
         if role in ("system", "developer"):
             content = _item_field(item, "content")
             report(
                 content if isinstance(content, str) else repr(content),
-                f"{where}; an input item with the role {role!r}, which the model reads as "
+                f"{where}; an input item with the role {quoted(role)}, which the model reads as "
                 "instructions, and only the agent's instructions may give them: pass "
                 "outside text with the role 'user')",
             )
@@ -542,7 +544,7 @@ class _Binding:
                 stored prompt.
             ToolCouplingError: the instructions hold another view's capability section.
         """
-        where = f"the instructions of agent {name!r} (request {self.request_id!r}"
+        where = f"the instructions of agent {quoted(name)} (request {clip(self.request_id)}"
         text = getattr(agent, "instructions", None)
         if callable(text):
             raise ProvenanceError(
@@ -550,7 +552,7 @@ class _Binding:
                 "agent and sends as the system prompt unchecked: build the text when the "
                 "agent is made, per request, with instructions(view, ...) (a new agent, or "
                 "agent.clone(instructions=instructions(view, ...)))",
-                slot=f"instructions of agent {name!r}",
+                slot=f"instructions of agent {quoted(name)}",
             )
         if isinstance(text, str) and not is_trusted(text):
             report(
@@ -565,11 +567,11 @@ class _Binding:
         stored = getattr(agent, "prompt", None)
         if stored is not None:
             raise ProvenanceError(
-                f"agent {name!r} (request {self.request_id!r}) names a prompt stored with the "
-                f"provider (prompt={_clipped(stored)}), whose text and variables reach the model "
-                "as instructions that veridic cannot read or check: leave prompt= out, and "
-                "give the agent its instructions with instructions(view, ...)",
-                slot=f"prompt of agent {name!r}",
+                f"agent {quoted(name)} (request {clip(self.request_id)}) names a prompt stored "
+                f"with the provider (prompt={_clipped(stored)}), whose text and variables reach "
+                "the model as instructions that veridic cannot read or check: leave prompt= out, "
+                "and give the agent its instructions with instructions(view, ...)",
+                slot=f"prompt of agent {quoted(name)}",
             )
 
     def _check_settings(self, agent: object, name: object) -> None:
@@ -588,10 +590,10 @@ class _Binding:
         clash = _owned_settings(getattr(agent, "model_settings", None), "model_settings")
         if clash:
             raise VeridicError(
-                f"agent {name!r} (request {self.request_id!r}) sets {', '.join(clash)}, which "
-                "the SDK sends in place of (or beside) the trusted instructions, the view's "
-                "tools and the run's input: leave these keys out; the instructions come from "
-                "instructions(view, ...), the tools from function_tools(view, ...)"
+                f"agent {quoted(name)} (request {clip(self.request_id)}) sets {', '.join(clash)}, "
+                "which the SDK sends in place of (or beside) the trusted instructions, the "
+                "view's tools and the run's input: leave these keys out; the instructions come "
+                "from instructions(view, ...), the tools from function_tools(view, ...)"
             )
 
     def _check_output(self, agent: object, name: object) -> None:
@@ -633,8 +635,8 @@ class _Binding:
             return
         report(
             text,
-            f"the description of the output schema {type(sent).__name__} of agent {name!r} "
-            f"(request {self.request_id!r}; the SDK sends it as the response format, which the "
+            f"the description of the output schema {type(sent).__name__} of agent {quoted(name)} "
+            f"(request {clip(self.request_id)}; the SDK sends it as the response format, which the "
             "model reads as instructions beside the agent's: describe the output with its "
             "type's docstring, written in code and not replaced in its configuration "
             "(json_schema_extra), or give the description as instruction(...))",
@@ -662,7 +664,9 @@ class _Binding:
         """
         if config is None:
             return
-        where = f"the call of {tool!r} (request {self.request_id!r}) was made in a run whose"
+        where = (
+            f"the call of {quoted(tool)} (request {clip(self.request_id)}) was made in a run whose"
+        )
         if not _keeps_instructions(getattr(config, "call_model_input_filter", None)):
             raise VeridicError(
                 f"{where} RunConfig has a call_model_input_filter, which rewrites the "
@@ -752,14 +756,14 @@ class _Binding:
         """Take the one answer a call gets (its id), or say it was answered already."""
         if not call_id:
             raise VeridicError(
-                f"answer() got an interruption of {name!r} without a call id, so the answer "
+                f"answer() got an interruption of {quoted(name)} without a call id, so the answer "
                 "could not be tied to its call: answer the items of result.interruptions"
             )
         with self._lock:
             if call_id in self._answered:
                 raise VeridicError(
-                    f"the call {call_id!r} of {name!r} was answered already: each call gets "
-                    "one answer; resume the run with Runner.run(agent, state)"
+                    f"the call {quoted(call_id)} of {quoted(name)} was answered already: each "
+                    "call gets one answer; resume the run with Runner.run(agent, state)"
                 )
             self._answered.add(call_id)
         return call_id
@@ -843,7 +847,7 @@ class _Invoker:
                 "the call %s of %r was approved in the Agents SDK's state, but not as this one "
                 "call (a standing always_approve, or a call answer() refused), so it was denied "
                 "and recorded: answer each call with veridic.integrations.openai_agents.answer()",
-                call_id,
+                quoted(call_id),
                 self.name,
             )
         return self.told(result)
@@ -914,9 +918,9 @@ def _invoker_of(item: ToolApprovalItem, where: str) -> _Invoker:
         if isinstance(invoker, _Invoker) and invoker.name == name:
             return invoker
     raise VeridicError(
-        f"{where} got an interruption for tool {name!r} of agent "
-        f"{getattr(agent, 'name', None)!r}, which is not a tool function_tools() made: answer "
-        "it with state.approve(item) or state.reject(item), or give the agent the tools of "
+        f"{where} got an interruption for tool {quoted(name)} of agent "
+        f"{quoted(getattr(agent, 'name', None))}, which is not a tool function_tools() made: "
+        "answer it with state.approve(item) or state.reject(item), or give the agent the tools of "
         "function_tools(view, ...)"
     )
 

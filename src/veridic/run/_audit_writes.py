@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import Final, Protocol, runtime_checkable
 
+from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.run.audit import AsyncAuditSink, AuditSink
 from veridic.run.records import AuditRecord, ModelCallRecord, _storable
@@ -317,9 +318,9 @@ class Sink:
         except TimeoutError as waited:
             future.add_done_callback(partial(_written_later, record))
             raise VeridicError(
-                f"the follow-up record {record.record_id} of tool {record.tool!r} (request "
-                f"{record.request_id!r}) was not confirmed written within {_LATE_WAIT:g} s: the "
-                "event loop the call ran on is busy or blocked; it may still be written (its "
+                f"the follow-up record {record.record_id} of tool {clip(record.tool)} (request "
+                f"{clip(record.request_id)}) was not confirmed written within {_LATE_WAIT:g} s: "
+                "the event loop the call ran on is busy or blocked; it may still be written (its "
                 "failure is logged on veridic.executor)"
             ) from waited
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from veridic import __version__
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic.errors import AuditRecordError
 
 if TYPE_CHECKING:
@@ -355,7 +355,7 @@ def _version(db: psycopg.Connection[Any], where: str) -> int:
     rows = db.execute("SELECT version FROM veridic_schema").fetchall()
     if len(rows) != 1 or not isinstance(rows[0][0], int):
         raise AuditRecordError(
-            f"{where}: the veridic_schema table holds {rows!r:.80}, not one version number; "
+            f"{where}: the veridic_schema table holds {quoted(rows, 80)}, not one version number; "
             "something other than veridic wrote it: check what else uses this database"
         )
     return rows[0][0]

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic.errors import ToolCouplingError, VeridicError
 from veridic.providers._base import (
     PARTS,
@@ -276,7 +276,7 @@ def check_call_ids(calls: Sequence[ToolCall], request_id: str) -> None:
         seen.add(call.id)
     if problems:
         raise VeridicError(
-            f"the model's reply to request {request_id!r} has tool calls with "
+            f"the model's reply to request {clip(request_id)} has tool calls with "
             f"{'; '.join(problems)}: each call is answered by its id, so none of them ran; "
             "send the request again (a provider that reuses ids, or gives one that long, has a "
             "bug to report)"
@@ -349,7 +349,7 @@ def checked(
         )
     if not isinstance(request_id, str) or not request_id.strip():
         raise VeridicError(
-            f"ModelGateway got request_id={request_id!r}: every call needs the id of the "
+            f"ModelGateway got request_id={quoted(request_id)}: every call needs the id of the "
             "request it belongs to, so its records can be found together; pass one"
         )
     if provider.is_async == sync:

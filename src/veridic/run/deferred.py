@@ -1048,7 +1048,7 @@ def answered(paused: PausedRun, answers: object) -> dict[str, bool]:
             )
         if bound.setdefault(call_id, answer) is not answer:
             raise VeridicError(
-                f"resume() got two different answers for call {call_id!r} (by its call_id "
+                f"resume() got two different answers for call {clip(call_id)} (by its call_id "
                 "and by its digest): pass one answer per approval"
             )
     return bound

@@ -1299,7 +1299,7 @@ def _kept(
     if _interrupted_result(interrupt) is None:
         vars(interrupt)[_INTERRUPTED] = kept or result
     record = result.record
-    call = f", call id {record.call_id!r}" if record.call_id else ""
+    call = f", call id {clip(record.call_id)}" if record.call_id else ""
     how = (
         f"ran to its end (outcome {record.outcome.value}), and the {type(interrupt).__name__}"
         if cut is None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, Self
 
+from veridic._sample import clip, first_few
 from veridic.errors import VeridicError
 from veridic.providers._base import Assembler, Completion, Usage
 from veridic.run import telemetry as _telemetry
@@ -147,10 +148,10 @@ def _check_whole(reply: Reply, where: str) -> None:
     stop = reply.stop_reason
     if not reply.tool_calls or not (stop in _CUT_OFF or stop.split(":")[0] == "incomplete"):
         return
-    names = ", ".join(sorted({call.name for call in reply.tool_calls}))
+    names = first_few(sorted({call.name for call in reply.tool_calls}))
     raise VeridicError(
-        f"{where}: the model's answer to request {reply.request_id!r} was cut off "
-        f"(stop reason {stop!r}) while it held calls of {names}, whose arguments may be cut "
+        f"{where}: the model's answer to request {clip(reply.request_id)} was cut off "
+        f"(stop reason {clip(stop)}) while it held calls of {names}, whose arguments may be cut "
         "short too: none of them ran (the model call is recorded); send the request again "
         "with a larger output limit (max_tokens, max_output_tokens) or ask for less at once "
         "(a filter or a refusal that stopped it: rephrase the request)"

@@ -60,7 +60,7 @@ from dataclasses import replace
 from typing import Final, Literal, Self
 
 from veridic._counted import counted
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.conversation import ASSISTANT_SOURCE, USER_SOURCE, Conversation, Turn
@@ -234,20 +234,21 @@ class Composer:
         """
         if not call_id or not name:
             raise VeridicError(
-                f"tool_call() needs a call id and a tool name, got {call_id!r} and {name!r}: "
-                "pass them as the model returned them"
+                f"tool_call() needs a call id and a tool name, got {quoted(call_id)} and "
+                f"{quoted(name)}: pass them as the model returned them"
             )
         if call_id in self._calls:
             raise VeridicError(
-                f"tool call id {call_id!r} is used twice (tools {self._calls[call_id]!r} and "
-                f"{name!r}): every call needs its own id so its result can answer it"
+                f"tool call id {quoted(call_id)} is used twice (tools "
+                f"{quoted(self._calls[call_id])} and {quoted(name)}): every call needs its own id "
+                "so its result can answer it"
             )
         if call_id in self._answered:
             # A result placed before its call would count the call as answered: the prompt
             # would list no pending call for a call that never ran, and providers refuse a
             # result that comes before the call it answers.
             raise VeridicError(
-                f"tool call id {call_id!r} ({_named(name)}) already has a result, placed "
+                f"tool call id {quoted(call_id)} ({_named(name)}) already has a result, placed "
                 "before the call: a result answers a call the model made earlier; record "
                 "the call with tool_call() first, then its result with tool_result()"
             )
@@ -259,13 +260,13 @@ class Composer:
             )
         except (TypeError, ValueError) as error:
             raise VeridicError(
-                f"arguments of tool call {call_id!r} ({_named(name)}) are not JSON: {error}; "
-                "pass the arguments as the model sent them (JSON values)"
+                f"arguments of tool call {quoted(call_id)} ({_named(name)}) are not JSON: "
+                f"{error}; pass the arguments as the model sent them (JSON values)"
             ) from error
         last = self._turns[-1] if self._turns else None
         joins = last is not None and last.role == "assistant"
         if not joins:  # a new assistant turn: the calls before it must have their results
-            self._require_answered(f"tool_call({call_id!r}, {_named(name)!r}, ...)")
+            self._require_answered(f"tool_call({quoted(call_id)}, {quoted(name)}, ...)")
         call = ToolCall(call_id, name, encoded)
         self._calls[call_id] = name
         self._waiting[call_id] = name
@@ -301,10 +302,10 @@ class Composer:
         name = self._calls.get(call_id)
         if call_id in self._answered:
             raise VeridicError(
-                f"tool call {call_id!r} ({_named(name) if name else 'unrecorded'}) already has a "
-                "result: one result per call"
+                f"tool call {quoted(call_id)} ({_named(name) if name else 'unrecorded'}) already "
+                "has a result: one result per call"
             )
-        self._require_text(text, f"tool_result({call_id!r}, ...)", allow_empty=True)
+        self._require_text(text, f"tool_result({quoted(call_id)}, ...)", allow_empty=True)
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
         chosen = self._mode if mode is None else check_mode(mode, "tool_result() mode=")
         block = self._block("tool", label, text, call_id, chosen)

@@ -85,7 +85,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar, Union, final
 
-from veridic._sample import quoted
+from veridic._sample import clip, quoted
 from veridic.errors import VeridicError
 
 __all__ = ["ContextParameter", "ToolContext", "read_context_parameter"]
@@ -114,7 +114,7 @@ class ToolContext(Generic[DepsT]):
 
     def __init__(self, deps: DepsT, request_id: str, tool: str) -> None:
         raise VeridicError(
-            f"ToolContext(...) was constructed directly (tool {tool!r}): veridic builds a "
+            f"ToolContext(...) was constructed directly (tool {quoted(tool)}): veridic builds a "
             "tool's context for each call, so its request id and tool name are the call's own; "
             "pass the application's object as context= to execute(), aexecute() or "
             "view.dispatch() (to test a handler, dispatch it through a view)"
@@ -123,7 +123,7 @@ class ToolContext(Generic[DepsT]):
     def __repr__(self) -> str:
         return (
             f"ToolContext(deps=<{type(self.deps).__qualname__}>, "
-            f"request_id={self.request_id!r}, tool={self.tool!r})"
+            f"request_id={clip(self.request_id)}, tool={clip(self.tool)})"
         )
 
 

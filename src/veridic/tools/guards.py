@@ -106,7 +106,7 @@ from typing import TYPE_CHECKING, Final, Literal, NewType, TypeGuard, get_origin
 from pydantic import BaseModel
 
 from veridic._counted import counted
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import GuardDeniedError, VeridicError
 from veridic.text.provenance import _caller, _display_path
@@ -405,7 +405,7 @@ def guard_irreversible(operation: str, /) -> None:
     """
     if not isinstance(operation, str) or not operation.strip():
         raise VeridicError(
-            f"guard_irreversible() needs the operation's name, got {operation!r} "
+            f"guard_irreversible() needs the operation's name, got {quoted(operation)} "
             f"(called at {_caller(2)}): name what cannot be undone, "
             'e.g. guard_irreversible("hard delete golden fixture")'
         )
@@ -530,25 +530,25 @@ def _report_finished_late(
             report(event)
         except Exception as error:  # the effect happened: nothing to refuse, so logged
             _log.error(
-                "the follow-up audit record of delegated tool %r (%s, finished at %s after "
-                "the call of %r in request %r had ended) could not be written",
-                tool,
+                "the follow-up audit record of delegated tool %s (%s, finished at %s after "
+                "the call of %s in request %s had ended) could not be written",
+                clip(tool),
                 operations,
                 event.where,
-                scope.call.tool,
-                scope.call.request_id,
+                clip(scope.call.tool),
+                clip(scope.call.request_id),
                 exc_info=error,
             )
         return
     _log.warning(
-        "delegated tool %r (%s) finished at %s after the call of %r in request %r had "
+        "delegated tool %s (%s) finished at %s after the call of %s in request %s had "
         "ended, and no reporter records it (dispatch through veridic.execute to get a "
         "follow-up audit record); finish delegated work inside the handler",
-        tool,
+        clip(tool),
         operations,
         event.where,
-        scope.call.tool,
-        scope.call.request_id,
+        clip(scope.call.tool),
+        clip(scope.call.request_id),
     )
 
 
@@ -654,7 +654,7 @@ def _judge(
         return allowed
     label = _LABELS[kind]
     if late:
-        request = f" (request {direct.request_id!r})" if direct.request_id else ""
+        request = f" (request {clip(direct.request_id)})" if direct.request_id else ""
         unwritten = (
             ""
             if failure is None
@@ -663,16 +663,16 @@ def _judge(
         )
         raise GuardDeniedError(
             f"{label} {what} (at {where}) was refused before it happened: it was attempted "
-            f"after the call of {direct.tool!r}{request} had ended, by a task or thread that "
+            f"after the call of {clip(direct.tool)}{request} had ended, by a task or thread that "
             "call started, and a call's authority ends with the call"
             f"{unwritten}: finish the work inside the handler (await the task, join the "
             "thread) before it returns, or ask for the operation in a new call"
         ) from failure
-    via = "" if scope.call is direct else f" (delegated through {scope.call.tool!r})"
+    via = "" if scope.call is direct else f" (delegated through {clip(scope.call.tool)})"
     if direct.kind == "query":
         raise GuardDeniedError(
             f"{label} {what} (at {where}) was refused before it happened: the tool the agent "
-            f"dispatched directly, {direct.tool!r}{via}, is a query (risk {direct.risk.value}, "
+            f"dispatched directly, {clip(direct.tool)}{via}, is a query (risk {direct.risk.value}, "
             f"approval {direct.approval.value}), and a query reads and changes nothing, so "
             "whoever approved it was not asked about this: declare it kind='write' "
             "(irreversible=True, or writes= the model) so each call is confirmed as what it "
@@ -681,18 +681,18 @@ def _judge(
     if kind == "delegation":
         raise GuardDeniedError(
             f"{label} {what} (at {where}) was refused before it ran: the tool the agent "
-            f"dispatched directly is {direct.tool!r}{via}, risk {direct.risk.value}, approval "
+            f"dispatched directly is {clip(direct.tool)}{via}, risk {direct.risk.value}, approval "
             f"{direct.approval.value}, and a call delegates no authority it was not given: "
             "a high-risk tool runs only in a high-risk call the user confirmed; let the "
             f"agent call {what.split(' (')[0].removeprefix('high-risk ')} itself (so each "
-            f"call is approved as what it is), or declare {direct.tool!r} as risky as what "
+            f"call is approved as what it is), or declare {clip(direct.tool)} as risky as what "
             "it runs"
         )
     raise GuardDeniedError(
         f"{label} {what} (at {where}) was refused before it happened: the tool the agent "
-        f"dispatched directly is {direct.tool!r}{via}, risk {direct.risk.value}, "
+        f"dispatched directly is {clip(direct.tool)}{via}, risk {direct.risk.value}, "
         f"approval {direct.approval.value}; it needs a high-risk tool whose call the user "
-        f"confirmed: declare {direct.tool!r} high risk (irreversible=True, or writes= the "
+        f"confirmed: declare {clip(direct.tool)} high risk (irreversible=True, or writes= the "
         "model) so each call asks the user, or do this outside agent dispatch"
     )
 
@@ -712,25 +712,25 @@ def _report_late(
     for scope, report in reporters:
         if report is None:
             _log.warning(
-                "guard refused %s at %s after the dispatch of %r in request %r had ended; no "
+                "guard refused %s at %s after the dispatch of %s in request %s had ended; no "
                 "reporter records it (dispatch through veridic.execute to get a follow-up "
                 "audit record)",
                 ", ".join(event.operations),
                 event.where,
-                scope.call.tool,
-                scope.call.request_id,
+                clip(scope.call.tool),
+                clip(scope.call.request_id),
             )
             continue
         try:
             report(event)
         except Exception as error:  # logged here, chained onto the refusal by the caller
             _log.error(
-                "the follow-up audit record of %s (refused at %s after the call of %r in "
-                "request %r had ended) could not be written",
+                "the follow-up audit record of %s (refused at %s after the call of %s in "
+                "request %s had ended) could not be written",
                 ", ".join(event.operations),
                 event.where,
-                scope.call.tool,
-                scope.call.request_id,
+                clip(scope.call.tool),
+                clip(scope.call.request_id),
                 exc_info=error,
             )
             failure = failure or error
@@ -1087,7 +1087,7 @@ def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[st
     if not names or not all(isinstance(n, str) and n.strip() for n in names):
         raise VeridicError(
             f"guard_instruction_write() needs a pydantic model or field names, got "
-            f"{target!r} (called at {_caller(3)}): pass the model being written, "
+            f"{quoted(target)} (called at {_caller(3)}): pass the model being written, "
             'e.g. guard_instruction_write(StoredPrompt), or "StoredPrompt.content"'
         )
     return sorted({n.strip() for n in names})
@@ -1096,16 +1096,17 @@ def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[st
 def _check_call(call: Dispatch) -> None:
     if not isinstance(call.tool, str) or not call.tool.strip():
         raise VeridicError(
-            f"a dispatch needs the tool's name, got {call.tool!r}: pass the name the model called"
+            f"a dispatch needs the tool's name, got {quoted(call.tool)}: pass the name the "
+            "model called"
         )
     if not isinstance(call.risk, Risk) or not isinstance(call.approval, ApprovalMode):
         raise VeridicError(
-            f"the dispatch of {call.tool!r} got risk {call.risk!r} and approval "
-            f"{call.approval!r}: pass the tool's declared Risk and the ApprovalMode the "
+            f"the dispatch of {clip(call.tool)} got risk {quoted(call.risk)} and approval "
+            f"{quoted(call.approval)}: pass the tool's declared Risk and the ApprovalMode the "
             "policy decided"
         )
     if call.kind not in (None, "query", "write"):
         raise VeridicError(
-            f"the dispatch of {call.tool!r} got kind {call.kind!r}: pass the tool's declared "
-            'kind, "query" or "write" (or leave it out)'
+            f"the dispatch of {clip(call.tool)} got kind {quoted(call.kind)}: pass the tool's "
+            'declared kind, "query" or "write" (or leave it out)'
         )
