@@ -161,7 +161,7 @@ def test_an_answer_cut_off_is_refused_with_its_request_stop_reason_and_names_cli
     assert ", …, whose arguments" in message
 
 
-# A NUL or a lone surrogate is refused by the record of the model call, before the answer.
+# A NUL or a lone surrogate is refused by the gateway itself (see the test at the end).
 _ID_CHARACTERS = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
 REQUEST_IDS = st.one_of(
     st.text(_ID_CHARACTERS, min_size=1, max_size=60),
@@ -216,3 +216,19 @@ def test_a_results_file_of_the_wrong_type_quotes_the_value_cut_with_a_mark(
     message = str(caught.value)
     assert f"… ({len(repr(value))} chars)" in message or "…' (5000 chars)" in message
     assert repr(value)[:100] not in message
+
+
+@pytest.mark.parametrize("request_id", ["req\x00-1", "req-\ud800"])
+def test_a_request_id_no_store_can_keep_is_refused_before_the_model_is_called(
+    request_id: str,
+) -> None:
+    """A request id holding a NUL or a lone surrogate passed ModelGateway and failed in the
+    model call's record, whose message advised building the record "as ModelGateway does"
+    (the gateway was the one that built it), after the model had answered."""
+    provider = ScriptedProvider([{"text": "Done."}])
+    gateway = ModelGateway(provider, audit=SQLiteAuditSink(":memory:"))
+    view = _files_view()
+    composer = Composer().system(SYSTEM).user("Hi")
+    with pytest.raises(VeridicError, match="without NUL or lone surrogates"):
+        gateway.run(composer, view, policy=ApprovalPolicy(view), request_id=request_id)
+    assert provider.requests == []

@@ -36,6 +36,7 @@ from veridic.providers._scripted import ScriptedProvider
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
 from veridic.run.executor import tools_sha256
+from veridic.run.records import _storable
 from veridic.run.reply import Reply
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
 from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
@@ -347,10 +348,15 @@ def checked(
             f"{type(view).__name__}: build the prompt with Composer().build() and the view "
             "with registry.view()"
         )
-    if not isinstance(request_id, str) or not request_id.strip():
+    if (
+        not isinstance(request_id, str)
+        or not request_id.strip()
+        or _storable(request_id) != request_id
+    ):
         raise VeridicError(
             f"ModelGateway got request_id={quoted(request_id)}: every call needs the id of the "
-            "request it belongs to, so its records can be found together; pass one"
+            "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
+            "records can be stored and found together; pass one"
         )
     if provider.is_async == sync:
         raise VeridicError(_wrong_client(provider, sync))
