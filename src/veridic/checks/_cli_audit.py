@@ -224,13 +224,7 @@ def _open_audit_store(path: Path, snapshots: Path) -> tuple[SQLiteAuditSink, int
     store and the schema version of the copy before it was opened (migrated).
     """
     if not path.is_file():
-        what = (
-            "is not a file"
-            if path.exists()
-            else "is a symbolic link that does not lead to a file (it loops, or its target is gone)"
-            if path.is_symlink()
-            else "no such file"
-        )
+        what = _not_a_file(path)
         raise _UsageError(
             f"{path}: {what} (looked from {os.getcwd()}): pass the path of an existing SQLite "
             "audit database (SQLiteAuditSink(path)); veridic audit never creates one"
@@ -270,3 +264,14 @@ def _open_audit_store(path: Path, snapshots: Path) -> tuple[SQLiteAuditSink, int
         # The store names the file it opened, the snapshot: name the file under review.
         said = str(error).replace(f"SQLiteAuditSink({os.fspath(copy)!r})", "the file")
         raise _UsageError(f"{path}: cannot be opened as an audit store: {said}") from error
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path``, which is not a file, is none, in the words of a usage error: a link
+    that loops or leads nowhere was said to be "no such file", which sent users looking
+    for a file that was there."""
+    if path.exists():
+        return "is not a file"
+    if path.is_symlink():
+        return "is a symbolic link that does not lead to a file (it loops, or its target is gone)"
+    return "no such file"

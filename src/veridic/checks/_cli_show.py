@@ -20,7 +20,7 @@ from typing import Final, TextIO
 
 from veridic._counted import counted
 from veridic.checks._ci_log import inert_json
-from veridic.checks._cli_audit import _is_postgres, _named, _open_store
+from veridic.checks._cli_audit import _is_postgres, _named, _not_a_file, _open_store
 from veridic.checks._cli_report import (
     EXIT_CLEAN,
     EXIT_USAGE,
@@ -175,13 +175,7 @@ def _is_sqlite(path: Path) -> bool:
 
 def _read_document(path: Path) -> PromptDocument:
     if not path.is_file():
-        what = (
-            "is not a file"
-            if path.exists()
-            else "is a symbolic link that does not lead to a file (it loops, or its target is gone)"
-            if path.is_symlink()
-            else "no such file"
-        )
+        what = _not_a_file(path)
         raise _UsageError(
             f"{path}: {what} (looked from {os.getcwd()}): pass a prompt document (the JSON "
             "text of prompt.to_document()) or an audit store (an SQLite path, a postgresql:// "

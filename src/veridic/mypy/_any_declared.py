@@ -371,15 +371,14 @@ def _report_walrus(checker: TypeChecker, expr: AssignmentExpr) -> None:
             _fail(checker, expr.target, declared, value)
 
 
-def _report_callbacks(checker: TypeChecker, call: CallExpr) -> None:
-    """``keep(lambda: json.loads(raw))`` where ``keep`` takes a ``Callable[[],
-    TrustedInstruction]``: a function returning ``Any`` passed where its result is then
-    read as trusted (an assignment is ``_loose``'s)."""
-    if not any(_returns_any(checker.lookup_type_or_none(arg)) for arg in call.args):
-        return  # the common case: no argument is a function returning Any
+def callee_formals(
+    call: CallExpr, checker: TypeChecker
+) -> tuple[CallableType, list[list[int]]] | None:
+    """The type of ``call``'s callee and, for each of its parameters, the indexes of the
+    arguments that fill it; ``None`` when mypy gives the callee no callable type."""
     callee = get_proper_type(checker.lookup_type_or_none(call.callee))
     if not isinstance(callee, CallableType):
-        return
+        return None
     formals = map_actuals_to_formals(
         call.arg_kinds,
         call.arg_names,
@@ -387,6 +386,19 @@ def _report_callbacks(checker: TypeChecker, call: CallExpr) -> None:
         callee.arg_names,
         lambda i: checker.lookup_type(call.args[i]),
     )
+    return callee, formals
+
+
+def _report_callbacks(checker: TypeChecker, call: CallExpr) -> None:
+    """``keep(lambda: json.loads(raw))`` where ``keep`` takes a ``Callable[[],
+    TrustedInstruction]``: a function returning ``Any`` passed where its result is then
+    read as trusted (an assignment is ``_loose``'s)."""
+    if not any(_returns_any(checker.lookup_type_or_none(arg)) for arg in call.args):
+        return  # the common case: no argument is a function returning Any
+    found = callee_formals(call, checker)
+    if found is None:
+        return
+    callee, formals = found
     for index, actuals in enumerate(formals):
         slot = callee.arg_types[index]
         for actual in actuals:

@@ -49,7 +49,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Final, NamedTuple
 
-from mypy.argmap import map_actuals_to_formals
 from mypy.checker import TypeChecker, infer_operator_assignment_method
 from mypy.maptype import map_instance_to_supertype
 from mypy.messages import format_type
@@ -92,7 +91,7 @@ from mypy.types import (
 )
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import holds_trusted, may_be_text
+from veridic.mypy._any_declared import callee_formals, holds_trusted, may_be_text
 from veridic.mypy._any_guard import is_any
 from veridic.mypy._namespace import checked_here, writable
 from veridic.mypy._rebinding import every_statement
@@ -248,16 +247,10 @@ def _check_passed(checker: TypeChecker, call: CallExpr, held: _Held) -> None:
     ]
     if not passed:
         return  # the common case: no namespace among the arguments
-    callee = get_proper_type(checker.lookup_type_or_none(call.callee))
-    if not isinstance(callee, CallableType):
+    found = callee_formals(call, checker)
+    if found is None:
         return
-    formals = map_actuals_to_formals(
-        call.arg_kinds,
-        call.arg_names,
-        callee.arg_kinds,
-        callee.arg_names,
-        lambda i: checker.lookup_type(call.args[i]),
-    )
+    callee, formals = found
     definition = callee.definition
     own = definition is not None and checked_here(definition.fullname, checker)
     function = call.callee.name if isinstance(call.callee, NameExpr | MemberExpr) else "a function"

@@ -215,6 +215,24 @@ Confirm = Callable[[ApprovalRequest], bool]
 """Asks the user about one pending call; ``True`` (exactly) confirms it."""
 
 
+def _request_of(
+    tool: Tool, mode: ApprovalMode | None, why: str, arguments: Mapping[str, object]
+) -> ApprovalRequest:
+    """The request a user is asked by for a call of ``tool``: every fact of the tool read
+    from the tool itself, so the policy and the executor can differ from it in the mode
+    and why alone, and the arguments kept as a read-only copy."""
+    return ApprovalRequest(
+        tool.name,
+        tool.kind,
+        tool.risk,
+        tool.irreversible,
+        tool.writes_instruction_fields,
+        mode,
+        why,
+        MappingProxyType(dict(arguments)),
+    )
+
+
 class ApprovalPolicy:
     """The standing approval rules for the tools of one view.
 
@@ -397,16 +415,7 @@ class ApprovalPolicy:
                         f"that name ({changed}); this one is asked about until it is allowed itself"
                     ),
                 )
-        return ApprovalRequest(
-            tool.name,
-            tool.kind,
-            tool.risk,
-            tool.irreversible,
-            tool.writes_instruction_fields,
-            mode,
-            why,
-            MappingProxyType(dict(arguments or {})),
-        )
+        return _request_of(tool, mode, why, arguments or {})
 
     def decide(
         self,

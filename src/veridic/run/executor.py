@@ -72,7 +72,6 @@ import traceback
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Final
 
 from pydantic_core import to_jsonable_python
@@ -91,7 +90,13 @@ from veridic.errors import (
 )
 from veridic.run import telemetry as _telemetry
 from veridic.run._audit_writes import Sink
-from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest, Confirm
+from veridic.run.approval import (
+    ApprovalMode,
+    ApprovalPolicy,
+    ApprovalRequest,
+    Confirm,
+    _request_of,
+)
 from veridic.run.audit import AsyncAuditSink, AuditSink
 from veridic.run.records import (
     _FOLLOW_UP,
@@ -619,16 +624,7 @@ def _within_contract(
             "asked; nothing ran: only the user confirms (leave the call pending, mode None, "
             "and pass confirm=), and a policy denies with ApprovalMode.DENIED"
         )
-    return ApprovalRequest(
-        tool.name,
-        tool.kind,
-        tool.risk,
-        tool.irreversible,
-        tool.writes_instruction_fields,
-        mode,
-        why,
-        MappingProxyType(arguments),
-    )
+    return _request_of(tool, mode, why, arguments)
 
 
 class _Call:
