@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeGuard, TypeVar, get_args
 
 from veridic import _json_object
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic.errors import AuditRecordError
 from veridic.providers._base import PARTS, Usage
 from veridic.run.approval import _RULES, ApprovalMode, ApprovalRules, _SavedRules, _storable_rule
@@ -51,7 +51,6 @@ from veridic.run.records import (
     _is_seconds,
     _json,
     _recorded_tool,
-    _shown,
     _storable,
 )
 from veridic.run.records import (
@@ -799,7 +798,7 @@ def _vouch(row: Sequence[object]) -> VouchRecord:
             str(record_id)
         )
     raise AuditRecordError(
-        f"vouch row {_shown(tuple(row), 120)} cannot be read back: the veridic_vouches "
+        f"vouch row {quoted(tuple(row), 120)} cannot be read back: the veridic_vouches "
         "table was written by something other than veridic (a time that is not seconds, "
         "an id new_id() does not make); check what else writes to it"
     )
@@ -1131,7 +1130,7 @@ def check_key(key: object, where: str) -> None:
     """
     if not isinstance(key, str) or not key.strip() or _storable(key) != key:
         raise AuditRecordError(
-            f"{where} got the key {_shown(key, 80)}: pass a non-empty string without NUL or lone "
+            f"{where} got the key {quoted(key, 80)}: pass a non-empty string without NUL or lone "
             "surrogates (a chat's id, a request id, a user's id)"
         )
 
@@ -1152,7 +1151,7 @@ def _bound(name: str, value: object) -> float | None:
     if type(value) is int and abs(value) <= sys.float_info.max:
         return float(value)
     raise AuditRecordError(
-        f"the store was asked for records with {name}={_shown(value)}: pass seconds since "
+        f"the store was asked for records with {name}={quoted(value)}: pass seconds since "
         "the epoch (a float or an int, not NaN), or None for no bound"
     )
 
@@ -1165,7 +1164,7 @@ def _check_asked(column: str, value: object) -> None:
     """
     if isinstance(value, str) and _storable(value) != value:
         raise AuditRecordError(
-            f"the store was asked for the {column} {_shown(value, 80)}, which holds a NUL or a "
+            f"the store was asked for the {column} {quoted(value, 80)}, which holds a NUL or a "
             "lone surrogate: no record holds one (veridic records them escaped, as \\x00 and "
             "\\udXXX), and Postgres cannot be asked for one; ask for the escaped text"
         )
@@ -1185,7 +1184,7 @@ def _seconds(value: object, where: str, what: str) -> float:
     """
     if not _is_seconds(value):
         raise AuditRecordError(
-            f"{where} got {_shown(value)} as {what}: pass seconds since the epoch, a finite "
+            f"{where} got {quoted(value)} as {what}: pass seconds since the epoch, a finite "
             "float of 0 or more (time.time())"
         )
     return _real(value)
@@ -1228,7 +1227,7 @@ def from_row(row: Sequence[object]) -> AuditRecord:
         )._stored(str(record_id))
     except (KeyError, ValueError) as error:
         raise AuditRecordError(
-            f"audit row {_shown(tuple(row), 120)} cannot be read back ({error}); "
+            f"audit row {quoted(tuple(row), 120)} cannot be read back ({error}); "
             "the table was written by something other than veridic: check what else "
             "writes to veridic_audit"
         ) from error
@@ -1251,7 +1250,7 @@ def _names(stored: object, table: str, column: str) -> tuple[str, ...]:
     if isinstance(loaded, list) and all(isinstance(name, str) for name in loaded):
         return tuple(loaded)
     raise AuditRecordError(
-        f"the {column} {_shown(stored, 120)} stored in {table} is not a JSON list of text: "
+        f"the {column} {quoted(stored, 120)} stored in {table} is not a JSON list of text: "
         f"the table was written by something other than veridic; check what else writes to "
         f"{table}"
     )
@@ -1274,7 +1273,7 @@ def _spans(stored: object) -> tuple[PromptSpan, ...]:
         loaded = None
     if not isinstance(loaded, list):
         raise AuditRecordError(
-            f"the instruction_spans {_shown(stored, 120)} stored in veridic_model_calls are "
+            f"the instruction_spans {quoted(stored, 120)} stored in veridic_model_calls are "
             "not a JSON list: the table was written by something other than veridic; check "
             "what else writes to it"
         )
@@ -1295,7 +1294,7 @@ def _span(raw: object) -> PromptSpan:
         ):
             return PromptSpan(message, _ROLES[role], start, end, _SPAN_KINDS[kind], origin)
     raise AuditRecordError(
-        f"a stored instruction span {_shown(raw, 120)} cannot be read back: the "
+        f"a stored instruction span {quoted(raw, 120)} cannot be read back: the "
         "veridic_model_calls table was written by something other than veridic; check what "
         "else writes to it"
     )

@@ -21,7 +21,7 @@ from itertools import repeat
 from typing import Final, TypeGuard, get_args
 
 from veridic._ids import ID, new_id
-from veridic._sample import clip
+from veridic._sample import quoted
 from veridic.errors import AuditRecordError
 from veridic.providers._base import PARTS, Usage, _parts_past_totals, _stated_well
 from veridic.run.approval import ApprovalMode
@@ -356,7 +356,7 @@ def _check_model_call(r: ModelCallRecord) -> None:
     # map() asks isinstance of each name without a Python frame per name (a record names
     # every tool of the view, on every model call).
     if not isinstance(r.tools, tuple) or not all(map(isinstance, r.tools, repeat(str))):
-        problems.append(f"tools must be a tuple of names, got {_shown(r.tools)}")
+        problems.append(f"tools must be a tuple of names, got {quoted(r.tools)}")
     problems += [
         f"{name} must be 64 lowercase hex digits, got {value!r}"
         for name, value in (
@@ -370,12 +370,12 @@ def _check_model_call(r: ModelCallRecord) -> None:
     ):
         problems.append(
             "options_sha256 must be 64 lowercase hex digits (the reply's options_sha256) "
-            f'or "" (not recorded), got {_shown(r.options_sha256)}'
+            f'or "" (not recorded), got {quoted(r.options_sha256)}'
         )
     if not isinstance(r.instruction_spans, tuple) or not all(map(_is_span, r.instruction_spans)):
         problems.append(
             "instruction_spans must be a tuple of PromptSpan (prompt.spans of the system "
-            f"message), got {_shown(r.instruction_spans)}"
+            f"message), got {quoted(r.instruction_spans)}"
         )
     if not isinstance(r.call_id, str) or not _ID.fullmatch(r.call_id):
         problems.append(f"call_id must be 32 lowercase hex digits, got {r.call_id!r}")
@@ -419,7 +419,7 @@ def _check_model_reply(r: ModelReplyRecord) -> None:
     if not isinstance(r.tool_calls, tuple) or not all(
         isinstance(name, str) for name in r.tool_calls
     ):
-        problems.append(f"tool_calls must be a tuple of names, got {_shown(r.tool_calls)}")
+        problems.append(f"tool_calls must be a tuple of names, got {quoted(r.tool_calls)}")
     if r.usage is not None:
         problems += _usage_problems(r.usage)
     if not isinstance(r.call_id, str) or not (r.call_id == "" or _ID.fullmatch(r.call_id)):
@@ -441,10 +441,10 @@ def _usage_problems(usage: object) -> list[str]:
     tokens read, which no answer can have.
     """
     if not isinstance(usage, Usage):
-        return [f"usage must be None or a Usage, got {_shown(usage)}"]
+        return [f"usage must be None or a Usage, got {quoted(usage)}"]
     counts = {name: getattr(usage, name) for name in ("input_tokens", "output_tokens", *PARTS)}
     bad = [
-        f"{name}={_shown(n)}"
+        f"{name}={quoted(n)}"
         for name, n in counts.items()
         if type(n) is not int or not 0 <= n <= _COUNT_MAX
     ]
@@ -453,7 +453,7 @@ def _usage_problems(usage: object) -> list[str]:
     if not _stated_well(usage.stated):
         return [
             f"usage's stated must be None or a frozenset of the names of its parts "
-            f"({', '.join(PARTS)}), got {_shown(usage.stated)}"
+            f"({', '.join(PARTS)}), got {quoted(usage.stated)}"
         ]
     return [
         f"usage's {' and '.join(f'{name}={n}' for name, n in parts)} "
@@ -577,15 +577,15 @@ def _well_formed(r: AuditRecord) -> bool:
 
 def _problems(r: AuditRecord) -> Iterator[str]:
     if not _is_seconds(r.time):
-        yield f"time must be seconds since the epoch (a finite float >= 0), got {_shown(r.time)}"
+        yield f"time must be seconds since the epoch (a finite float >= 0), got {quoted(r.time)}"
     for name in ("request_id", "tool"):
         value = getattr(r, name)
         if not isinstance(value, str) or not value.strip():
-            yield f"{name} must be a non-empty string, got {_shown(value)}"
+            yield f"{name} must be a non-empty string, got {quoted(value)}"
     if not isinstance(r.call_id, str):
         yield (
             "call_id must be a string (the model's tool-call id, or empty), "
-            f"got {_shown(r.call_id)}"
+            f"got {quoted(r.call_id)}"
         )
     for name in ("request_id", "tool", "detail", "call_id"):
         value = getattr(r, name)
@@ -607,27 +607,27 @@ def _problems(r: AuditRecord) -> Iterator[str]:
         if not isinstance(value, str) or not _SHA256.fullmatch(value):
             yield (
                 f"{name} must be 64 lowercase hex digits (hashlib.sha256().hexdigest()), "
-                f"got {_shown(value)}"
+                f"got {quoted(value)}"
             )
     if not _is_seconds(r.duration):
-        yield f"duration must be seconds (a finite float >= 0), got {_shown(r.duration)}"
+        yield f"duration must be seconds (a finite float >= 0), got {quoted(r.duration)}"
     if not isinstance(r.arguments_sha256, str) or not (
         r.arguments_sha256 == "" or _SHA256.fullmatch(r.arguments_sha256)
     ):
         yield (
             "arguments_sha256 must be 64 lowercase hex digits (arguments_sha256(arguments)) "
-            f"or empty, got {_shown(r.arguments_sha256)}"
+            f"or empty, got {quoted(r.arguments_sha256)}"
         )
     if not isinstance(r.detail, str):
         yield f"detail must be a string, got {type(r.detail).__name__}"
     if not isinstance(r.record_id, str) or not _ID.fullmatch(r.record_id):
-        yield f"record_id must be 32 lowercase hex digits (new_id()), got {_shown(r.record_id)}"
+        yield f"record_id must be 32 lowercase hex digits (new_id()), got {quoted(r.record_id)}"
     if not isinstance(r.operations, tuple) or not all(
         isinstance(o, str) and o for o in r.operations
     ):
-        yield f"operations must be a tuple of non-empty strings, got {_shown(r.operations)}"
+        yield f"operations must be a tuple of non-empty strings, got {quoted(r.operations)}"
     elif list(r.operations) != sorted(set(r.operations)):
-        yield f"operations must be sorted and unique, got {_shown(r.operations)}"
+        yield f"operations must be sorted and unique, got {quoted(r.operations)}"
     elif any(_UNSTORABLE.search(o) for o in r.operations):
         yield f"operations {_unstorable_problem(' '.join(r.operations))}"
     if isinstance(r.outcome, CallOutcome) and isinstance(r.approval, ApprovalMode):
@@ -664,7 +664,7 @@ def _stored_id(value: object, name: str, request_id: str) -> str:
     if isinstance(value, str) and _ID.fullmatch(value):
         return value
     raise AuditRecordError(
-        f"a stored record of request {request_id!r} has {name} {_shown(value)}, not 32 "
+        f"a stored record of request {request_id!r} has {name} {quoted(value)}, not 32 "
         "lowercase hex digits (new_id()): the table was written by something other than "
         "veridic; check what else writes to the audit store"
     )
@@ -685,24 +685,16 @@ def _is_seconds(value: object) -> TypeGuard[float]:
 def _time_problems(record: object, *names: str) -> list[str]:
     """What is wrong with the times named (seconds, :func:`_is_seconds`) of ``record``."""
     return [
-        f"{name} must be seconds (a finite float >= 0), got {_shown(getattr(record, name))}"
+        f"{name} must be seconds (a finite float >= 0), got {quoted(getattr(record, name))}"
         for name in names
         if not _is_seconds(getattr(record, name))
     ]
 
 
-def _shown(value: object, limit: int = 60) -> str:
-    """``value`` for a message: a string clipped and quoted, anything else as a clipped repr."""
-    if isinstance(value, str):
-        return clip(value, limit)
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
-
-
 def _unstorable_problem(text: str) -> str:
     """The problem with ``text`` that holds a NUL or a lone surrogate, for a validation message."""
     return (
-        f"holds a NUL or a lone surrogate ({_shown(text)}), which not every store can keep "
+        f"holds a NUL or a lone surrogate ({quoted(text)}), which not every store can keep "
         "(UTF-8 cannot encode a lone surrogate, Postgres text cannot hold NUL): escape it "
         "first, as veridic.execute does (NUL as \\x00, a surrogate as \\udXXX)"
     )
