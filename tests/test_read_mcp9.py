@@ -14,8 +14,8 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.client.session import ClientRequestContext
-from mcp.server.lowlevel import Server
+
+from test_review_mcp9 import YES, Orders, _client  # isort: skip
 
 from veridic import (
     ApprovalPolicy,
@@ -30,44 +30,8 @@ from veridic.integrations.mcp import Declared, McpServer, Pins, connect, list_to
 from veridic.integrations.mcp.server import APPROVAL_INPUT, McpRequest, mcp_server
 
 SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
-YES: Final = types.ElicitResult(action="accept", content={"approve": True})
 NO: Final = types.ElicitResult(action="accept", content={"approve": False})
 SHARE: Final = 64  # open questions one client may have (the documented bound)
-
-
-class Orders:
-    """A registry with one irreversible write, and the orders it deleted."""
-
-    def __init__(self) -> None:
-        self.deleted: list[int] = []
-        self.registry = registry = Registry("orders")
-
-        @registry.tool(kind="write", irreversible=True)
-        def delete_order(order_id: int) -> str:
-            """Permanently delete an order; this cannot be undone.
-
-            Args:
-                order_id: The order to delete.
-            """
-            self.deleted.append(order_id)
-            return f"deleted {order_id}"
-
-    def view(self, request: McpRequest) -> ToolView:
-        return self.registry.view()
-
-
-async def _never_asked(
-    context: ClientRequestContext, params: types.ElicitRequestParams
-) -> types.ElicitResult:
-    raise AssertionError("on 2026-07-28 the question rides the result, not a request")
-
-
-def _client(server: Server[Any], name: str) -> Client:
-    return Client(
-        server,
-        client_info=types.Implementation(name=name, version="1"),
-        elicitation_callback=_never_asked,
-    )
 
 
 async def _ask(client: Client, order_id: int) -> str | types.CallToolResult:
