@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
-from veridic._sample import clip, quoted
+from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
 from veridic.providers._base import (
     PARTS,
@@ -35,8 +35,7 @@ from veridic.providers._base import (
 from veridic.providers._scripted import ScriptedProvider
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
-from veridic.run.executor import tools_sha256
-from veridic.run.records import _storable
+from veridic.run.executor import _check_request_id, tools_sha256
 from veridic.run.reply import Reply
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
 from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
@@ -348,16 +347,7 @@ def checked(
             f"{type(view).__name__}: build the prompt with Composer().build() and the view "
             "with registry.view()"
         )
-    if (
-        not isinstance(request_id, str)
-        or not request_id.strip()
-        or _storable(request_id) != request_id
-    ):
-        raise VeridicError(
-            f"ModelGateway got request_id={quoted(request_id)}: every call needs the id of the "
-            "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
-            "records can be stored and found together; pass one"
-        )
+    _check_request_id(request_id, "ModelGateway")
     if provider.is_async == sync:
         raise VeridicError(_wrong_client(provider, sync))
     pending = prompt.pending_tool_calls

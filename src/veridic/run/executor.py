@@ -698,16 +698,7 @@ class _Call:
                 f"execute() got tools_digest={quoted(tools_digest)}, which is not a sha256: pass "
                 "the digest of the tool list sent (tools_sha256(view)), or leave it out"
             )
-        if (
-            not isinstance(request_id, str)
-            or not request_id.strip()
-            or _storable(request_id) != request_id
-        ):
-            raise VeridicError(
-                f"execute() got request_id={quoted(request_id)}: every call needs the id of the "
-                "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
-                "records can be stored and found together; pass one"
-            )
+        _check_request_id(request_id, "execute()")
         _check_request_id_length(request_id, "execute()" if sync else "aexecute()")
         if not isinstance(call_id, str):
             raise VeridicError(
@@ -1353,6 +1344,26 @@ def _interrupted_result(interrupt: BaseException) -> CallResult | None:
     """
     kept = vars(interrupt).get(_INTERRUPTED)
     return kept if isinstance(kept, CallResult) else None
+
+
+def _check_request_id(request_id: object, where: str) -> None:
+    """Refuse a request id no store can keep, before anything runs or is sent: the gateway
+    refused only an empty one, and a NUL failed in the model call's record, after the model
+    had answered.
+
+    Raises:
+        VeridicError: the id is not a non-empty string without NUL or lone surrogates.
+    """
+    if (
+        not isinstance(request_id, str)
+        or not request_id.strip()
+        or _storable(request_id) != request_id
+    ):
+        raise VeridicError(
+            f"{where} got request_id={quoted(request_id)}: every call needs the id of the "
+            "request it belongs to, a non-empty string without NUL or lone surrogates, so its "
+            "records can be stored and found together; pass one"
+        )
 
 
 def _check_request_id_length(request_id: object, where: str) -> None:
