@@ -29,7 +29,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "veridic.testing needs hypothesis: install it with pip install 'veridic[testing]'"
     ) from error
 
-from veridic.text.fence import DATA_MODES, DataMode, fence
+from veridic.text.fence import DATA_MODES, DataMode, _is_label, fence
 from veridic.text.provenance import TrustedInstruction, UntrustedText, mint, untrusted
 
 __all__ = [
@@ -243,7 +243,7 @@ def data_labels() -> st.SearchStrategy[str]:
             alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")),
             min_size=1,
             max_size=40,
-        ).filter(lambda label: label.isprintable() and not _invisible(label)),
+        ).filter(_is_label),  # the label rule itself, not a copy of it
         # Markup and the label's own codes: a label is outside text, and its
         # references must not be read out of text that only looks like them.
         st.lists(st.sampled_from(_LABEL_PIECES), min_size=1, max_size=6).map("".join),
@@ -273,16 +273,6 @@ _LABEL_PIECES: Final = (
     " ",
     "doc",
 )
-
-
-def _invisible(label: str) -> bool:
-    return any(
-        0xFE00 <= ord(c) <= 0xFE0F
-        or 0xE0100 <= ord(c) <= 0xE01EF
-        or 0x180B <= ord(c) <= 0x180F
-        or c in "\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0\U00016fe4\U0001d159"
-        for c in label
-    )
 
 
 def data_modes() -> st.SearchStrategy[DataMode]:
