@@ -695,3 +695,21 @@ def test_limits_refuse_seconds_no_clock_or_json_can_hold(seconds: float) -> None
     # Infinity, which a jsonb column refuses; None is "no limit".
     with pytest.raises(VeridicError, match=r"pass a positive, finite number of seconds, or None"):
         Limits(seconds=seconds)
+
+
+def test_a_limit_reached_before_any_call_says_none_was_made_not_that_zero_ran() -> None:
+    ran: list[str] = []
+    view = make_registry(ran).view()
+    gateway = ModelGateway(ScriptedProvider([TWO_MORE_LOOKUPS]), audit=SQLiteAuditSink())
+    with pytest.raises(RunLimitError) as caught:
+        gateway.run(
+            system_part(view),
+            view,
+            policy=ApprovalPolicy(view),
+            request_id="r",
+            limits=Limits(tool_calls=1),
+        )
+    message = str(caught.value)
+    assert "no tool call was made" in message
+    assert "0 tool calls" not in message
+    assert ran == []

@@ -419,14 +419,21 @@ class _Run(Generic[OutputT]):
         unit = what if allowed == 1 else f"{what}s"
         raise RunLimitError(
             f"the run reached its limit of {allowed:g} {unit} ({reached:g}) {when}; "
-            f"the {counted(made, 'tool call')} made so far ran and "
-            f"{'is' if made == 1 else 'are'} recorded, and the composer holds the "
-            f"conversation: raise Limits({limit}=...) if the task needs more, or look at what "
+            f"{_calls_so_far(made)}, and the composer holds the conversation: "
+            f"raise Limits({limit}=...) if the task needs more, or look at what "
             "the model kept asking for",
             limit=limit,
             allowed=allowed,
             reached=reached,
         )
+
+
+def _calls_so_far(made: int) -> str:
+    """What a limit's error says of the calls before it: none is no "0 tool calls ran"."""
+    if made == 0:
+        return "no tool call was made"
+    verb = "is" if made == 1 else "are"
+    return f"the {counted(made, 'tool call')} made so far ran and {verb} recorded"
 
 
 def _left_over(left: int) -> str:
