@@ -719,3 +719,16 @@ def test_a_time_no_date_can_show_is_null_in_json_and_said_in_text(
     text = capsys.readouterr().out
     assert "1e+20 (no date)" in text
     assert "2024-05-01T12:00:00.000Z" in text
+
+
+def test_a_long_store_path_is_named_whole_in_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / ("runner-work-" + "d" * 90)
+    folder.mkdir()
+    path = folder / "audit.db"
+    SQLiteAuditSink(path).close()
+    assert main(["audit", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"veridic audit {path}: 0 tool calls")
+    assert main(["audit", str(path), "--format", "markdown"]) == 0
+    assert f"## veridic audit: `{path}`" in capsys.readouterr().out

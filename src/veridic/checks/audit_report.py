@@ -500,7 +500,7 @@ class AuditReport:
 
     def markdown_lines(self) -> Iterator[str]:
         """:meth:`markdown` line by line (see :meth:`text_lines`)."""
-        yield f"## veridic audit: {_md(self.database, _NAME_LIMIT)}"
+        yield f"## veridic audit: {_md(self.database)}"
         yield ""
         yield f"{self._summary()}; selection: {self.selection.describe(md=True)}."
         for note in self._notes(md=True):
@@ -584,7 +584,7 @@ class AuditReport:
         return [*unmatched, *self.notes]
 
     def _headline(self) -> str:
-        return f"veridic audit {shown(self.database, 80)}: {self._summary()}"
+        return f"veridic audit {shown(self.database)}: {self._summary()}"
 
     def _summary(self) -> str:
         tally = self._counted()
@@ -624,7 +624,8 @@ def build_report(store: AuditStore, selection: Selection, *, database: str) -> A
     """Ask ``store`` its questions and keep the answers about ``selection``.
 
     ``database`` names the store in the report (a path, a URL without its
-    password).
+    password). It is the operator's own argument, so it is shown whole (escaped,
+    never clipped): a CI runner's paths are often longer than a line.
 
     Raises:
         AuditRecordError: a stored row cannot be read back (the store's own error).
@@ -1238,7 +1239,7 @@ def _md_cells(cells: tuple[str, ...], *, md: bool) -> tuple[str, ...]:
     return cells
 
 
-def _md(text: str, limit: int) -> str:
+def _md(text: str, limit: int | None = None) -> str:
     """Store text as a Markdown code span that cannot end itself or its table cell.
 
     Escaped as :func:`shown` (so no newline, control or invisible character
