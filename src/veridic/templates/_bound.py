@@ -91,7 +91,7 @@ class Bound(Generic[P]):
             raise self._sandbox_error(error) from error
         except (OverflowError, RecursionError) as error:
             if not self.sandboxed:
-                raise
+                raise self._failed(error) from error
             raise self._sandbox_error(error) from error
         except JinjaTemplateError as error:
             raise TemplateError(
@@ -102,17 +102,25 @@ class Bound(Generic[P]):
         except (VeridicError, MemoryError):
             raise
         except Exception as error:
-            # A stored template's own expression failed (1 / 0, "a" + 1, .index of what is
-            # not there): the row's mistake, which a caller catches as a TemplateError like
-            # every other; a template shipped with the code fails as its code does.
-            if not self.sandboxed:
-                raise
-            raise TemplateError(
-                f"stored template {self.origin!r}{_line(error)} failed to render: "
-                f"{type(error).__name__}: {clip(str(error))}; an expression of the template "
-                "failed on the values it was given: fix the stored template, or guard the "
-                "expression ({% if %}, |default)"
-            ) from error
+            # The template's own expression failed (1 / 0, "a" + 1, .index of what is not
+            # there, a filter given the wrong type): a caller catches it as a TemplateError
+            # like every other, the original its cause. jinja2's and Python's messages
+            # quote the value whole (an untrusted one may be megabytes): clipped here.
+            raise self._failed(error) from error
+
+    def _failed(self, error: Exception) -> TemplateError:
+        """What a render whose expression raised ``error`` raises: the template, the line,
+        the error clipped, and what to fix."""
+        if self.sandboxed:
+            whose, fix = "stored template", "fix the stored template"
+        else:
+            whose, fix = "template", "fix the template or the values passed to it"
+        return TemplateError(
+            f"{whose} {self.origin!r}{_line(error)} failed to render: "
+            f"{type(error).__name__}: {clip(str(error))}; an expression of the template "
+            f"failed on the values it was given: {fix}, or guard the expression "
+            "({% if %}, |default)"
+        )
 
     def _sandbox_error(self, error: Exception) -> TemplateSandboxError:
         return TemplateSandboxError(
@@ -165,7 +173,8 @@ class InstructionTemplate(Bound[P]):
                 In report mode the violation is logged and the result is a
                 plain ``str``: report mode never mints.
             TemplateError: the render failed (an undefined attribute, a
-                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
+                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`, an
+                expression or filter that raised, whose error is the cause).
         """
         values = self._params.values(params)
         mints = self._mints
@@ -283,7 +292,8 @@ class DataTemplate(Bound[P]):
 
         Raises:
             TemplateError: the render failed (an undefined attribute, a
-                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
+                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`, an
+                expression or filter that raised, whose error is the cause).
             VeridicError: ``mode`` is not a data mode.
             TemplateParamsError: a set's items cannot be sorted (text beside numbers, a
                 NaN, which is in no order and equal to nothing).
