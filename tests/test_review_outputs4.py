@@ -8,12 +8,12 @@ Each test goes through the public API; each failed on the code before its fix.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import pytest
 
-from veridic import Templates
-from veridic.templates import TemplateError
+from veridic import Templates, unfence
+from veridic.templates import TemplateError, TemplateParamsError
 
 
 class Anything(TypedDict):
@@ -83,3 +83,40 @@ def test_a_shipped_template_that_fails_to_render_raises_a_template_error(
     assert "t.j2" in message
     assert "z" * 200 not in message
     assert "é" * 200 not in message
+
+
+# -- 2. a set of named tuples holding sets is sorted as one of plain tuples is -------------
+
+
+class Tagged(NamedTuple):
+    tags: frozenset[int]
+
+
+def test_a_set_of_named_tuples_holding_sets_is_read_sorted_as_plain_tuples_are(
+    tmp_path: Path,
+) -> None:
+    # A named tuple orders as a tuple does: a set of them holding sets was refused as
+    # "neither less nor more" while the same set of plain tuples was sorted.
+    bound = _shipped_data(tmp_path, "{% for item in value %}{{ item.tags | list }};{% endfor %}")
+    named = {Tagged(frozenset({2, 9})), Tagged(frozenset({1, 5})), Tagged(frozenset({1}))}
+    ((_, text),) = unfence(bound.render({"value": named}))
+    assert text == "[1];[1, 5];[2, 9];"
+    plain = _shipped_data(tmp_path, "{% for item in value %}{{ item[0] | list }};{% endfor %}")
+    ((_, same),) = unfence(plain.render({"value": {tuple(item) for item in named}}))
+    assert same == text
+
+
+class _Ranked(tuple[int, ...]):
+    """A tuple with an order of its own: it may leave two items unordered."""
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+
+def test_a_set_of_tuples_with_an_order_of_their_own_left_unordered_is_still_refused(
+    tmp_path: Path,
+) -> None:
+    bound = _shipped_data(tmp_path, "{{ value }}")
+    value = {_Ranked((1,)), _Ranked((2,))}
+    with pytest.raises(TemplateParamsError, match="neither less nor more"):
+        bound.render({"value": value})
