@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, TypedDict
 import pytest
 
 from veridic import Templates, unfence
+from veridic.checks.cli import EXIT_USAGE, main
 from veridic.templates import TemplateError, TemplateParamsError
 
 
@@ -120,3 +121,40 @@ def test_a_set_of_tuples_with_an_order_of_their_own_left_unordered_is_still_refu
     value = {_Ranked((1,)), _Ranked((2,))}
     with pytest.raises(TemplateParamsError, match="neither less nor more"):
         bound.render({"value": value})
+
+
+# -- 3. veridic show given a file that holds no document says what it held -----------------
+
+
+def _show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["show", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("content", [b"", b"\n  \n"], ids=["empty", "blank"])
+def test_show_of_an_empty_file_says_it_is_empty_and_that_a_store_may_be_meant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
+    # An SQLite file the application opened but never wrote is empty too.
+    path = tmp_path / "audit.db"
+    path.write_bytes(content)
+    code, out, err = _show(capsys, str(path))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "is empty" in err
+    assert "audit store" in err
+    assert "postgresql://" in err
+    assert "not JSON" not in err
+
+
+def test_show_of_a_plain_text_file_says_it_holds_no_json_and_that_a_store_may_be_meant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello world\n" * 1000, encoding="utf-8")
+    code, out, err = _show(capsys, str(path))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "not JSON" in err
+    assert "if you meant an audit store" in err
+    assert "hello world" in err  # what it held, clipped
+    assert len(err) < 1000  # quoted clipped, not the whole file

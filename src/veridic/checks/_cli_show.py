@@ -185,10 +185,37 @@ def _read_document(path: Path) -> PromptDocument:
         data = path.read_bytes()
     except OSError as error:
         raise _UsageError(f"{path}: cannot be read ({error})") from error
+    if not data.strip():
+        raise _UsageError(
+            f"{path} is empty ({counted(len(data), 'byte')}), so it holds no prompt document: "
+            f"an SQLite audit store the application opened but never wrote is empty too. "
+            f"{_SOURCES}"
+        )
     try:
         return PromptDocument.from_json(data)
     except VeridicError as error:
-        raise _UsageError(f"{path}: {error}") from error
+        hint = f"; if you meant an audit store, {_A_STORE}" if not _json(data) else ""
+        raise _UsageError(f"{path}: {error}{hint}") from error
+
+
+_A_STORE: Final = (
+    "pass the SQLite database the application's SQLiteAuditSink writes (its path) or the "
+    "Postgres one (a postgresql:// URL) as SOURCE"
+)
+_SOURCES: Final = (
+    "veridic show SOURCE reads a prompt document (save the text of prompt.to_document() "
+    f"to the file) or an audit store: {_A_STORE}"
+)
+
+
+def _json(data: bytes) -> bool:
+    """Whether ``data`` parses as JSON at all (a document or not): when it does not, the
+    file may have been meant as something else, such as a store."""
+    try:
+        json.loads(data)
+    except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
+        return False
+    return True
 
 
 def _show_store(
