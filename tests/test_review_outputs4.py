@@ -12,8 +12,17 @@ from typing import Any, NamedTuple, TypedDict
 
 import pytest
 
-from veridic import Templates, unfence
-from veridic.checks.cli import EXIT_USAGE, main
+from veridic import (
+    Composer,
+    ModelGateway,
+    Registry,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    Templates,
+    instruction,
+    unfence,
+)
+from veridic.checks.cli import EXIT_CLEAN, EXIT_USAGE, main
 from veridic.templates import TemplateError, TemplateParamsError
 
 
@@ -158,3 +167,67 @@ def test_show_of_a_plain_text_file_says_it_holds_no_json_and_that_a_store_may_be
     assert "if you meant an audit store" in err
     assert "hello world" in err  # what it held, clipped
     assert len(err) < 1000  # quoted clipped, not the whole file
+
+
+# -- 4. veridic show -o never writes over what it shows ------------------------------------
+
+
+def _store(path: Path) -> Path:
+    """An audit store a real gateway run wrote."""
+    registry = Registry("weather")
+
+    @registry.tool(kind="query")
+    def get_weather(city: str) -> str:
+        """Tell the weather in a city.
+
+        Args:
+            city: The city.
+        """
+        return "sunny"
+
+    view = registry.view()
+    sink = SQLiteAuditSink(path)
+    gateway = ModelGateway(ScriptedProvider([{"text": "Sunny."}]), audit=sink)
+    prompt = Composer().system(instruction("You report the weather.")).user("Oslo?").build()
+    gateway.send(prompt, view, request_id="req-7")
+    sink.close()
+    return path
+
+
+def test_show_refuses_to_write_its_view_over_the_store_it_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # veridic show audit.db -o audit.db replaced the audit store with a text listing.
+    store = _store(tmp_path / "audit.db")
+    before = store.read_bytes()
+    code, out, err = _show(capsys, str(store), "-o", str(store))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "is the file it shows" in err
+    assert store.read_bytes() == before
+
+
+def test_show_refuses_to_write_over_the_document_it_reads_through_a_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = tmp_path / "prompt.json"
+    prompt = Composer().system(instruction("Be brief.")).user("Hi").build()
+    document.write_text(prompt.to_document(), encoding="utf-8")
+    link = tmp_path / "view.txt"
+    link.symlink_to(document)
+    code, out, err = _show(capsys, str(document), "-o", str(link))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "is the file it shows" in err
+    assert document.read_text(encoding="utf-8") == prompt.to_document()
+
+
+def test_show_says_when_its_output_replaced_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = tmp_path / "prompt.json"
+    prompt = Composer().system(instruction("Be brief.")).user("Hi").build()
+    document.write_text(prompt.to_document(), encoding="utf-8")
+    page = tmp_path / "map.html"
+    code, out, _ = _show(capsys, str(document), "--format", "html", "-o", str(page))
+    assert (code, out) == (EXIT_CLEAN, f"wrote {page}\n")
+    code, out, _ = _show(capsys, str(document), "--format", "html", "-o", str(page))
+    assert (code, out) == (EXIT_CLEAN, f"wrote {page}, replacing the file that was there\n")

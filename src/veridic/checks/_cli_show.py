@@ -59,11 +59,14 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
         args.color == "auto" and args.output is None and use_colour(out)
     )
     try:
+        if args.output is not None:
+            _refuse_writing_over(args.source, args.output)
         with tempfile.TemporaryDirectory(prefix="veridic-show-") as snapshots:
             text = _show(args, Path(snapshots), colour)
         if args.output is None:
             out.write(_writable(_inert(text, args.format), out))
             return EXIT_CLEAN
+        replaced = args.output.exists()
         try:
             args.output.parent.mkdir(parents=True, exist_ok=True)
             args.output.write_text(text, encoding="utf-8")
@@ -75,8 +78,27 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
         # A message quotes the argument ("no such file"): hide a password it holds.
         _say("show", without_passwords(str(error), args.source), sys.stderr)
         return EXIT_USAGE
-    out.write(_writable(f"wrote {args.output}\n", out))
+    said = ", replacing the file that was there" if replaced else ""
+    out.write(_writable(f"wrote {args.output}{said}\n", out))
     return EXIT_CLEAN
+
+
+def _refuse_writing_over(source: str, output: Path) -> None:
+    """Refuse ``-o`` naming the file shown (itself, or through a link): the view written
+    there replaced the audit store or the document it was read from, and said only "wrote".
+    """
+    if _is_postgres(source):
+        return
+    try:
+        same = output.exists() and os.path.samefile(source, output)
+    except OSError:  # the source is missing or unreadable: reading it will say so
+        return
+    if same:
+        raise _UsageError(
+            f"-o {visible(str(output), None)} is the file it shows ({visible(source, None)}): "
+            "the view written there would replace the store or document it was read from: "
+            "choose another path with -o"
+        )
 
 
 def _inert(text: str, form: str) -> str:
