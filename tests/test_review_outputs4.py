@@ -7,6 +7,7 @@ Each test goes through the public API; each failed on the code before its fix.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, NamedTuple, TypedDict
 
@@ -231,3 +232,47 @@ def test_show_says_when_its_output_replaced_a_file(
     assert (code, out) == (EXIT_CLEAN, f"wrote {page}\n")
     code, out, _ = _show(capsys, str(document), "--format", "html", "-o", str(page))
     assert (code, out) == (EXIT_CLEAN, f"wrote {page}, replacing the file that was there\n")
+
+
+# -- 5. veridic mcp pin -o writes as the other commands' -o do -----------------------------
+
+
+_SERVER_SCRIPT = Path(__file__).parent / "_mcp_tools_server.py"
+
+
+@pytest.fixture
+def pin_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``servers:TOOLS``: a real MCP server (a subprocess) declared in a module."""
+    spec = tmp_path / "tools.json"
+    tool = {"name": "search", "description": "Search the issues.", "input_schema": {"type": "object"}}
+    spec.write_text(json.dumps([tool]))
+    (tmp_path / "servers.py").write_text(
+        "import sys\n"
+        "from veridic.integrations.mcp import stdio\n"
+        f"TOOLS = stdio('tools', sys.executable, {str(_SERVER_SCRIPT)!r}, "
+        f"env={{'VERIDIC_TEST_MCP_SPEC': {str(spec)!r}}})\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "servers:TOOLS"
+
+
+def test_mcp_pin_writes_into_a_folder_it_makes_as_show_and_manifest_do(
+    pin_target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # -o pins/tools.json raised a bare FileNotFoundError (a traceback, exit 1).
+    pins = tmp_path / "pins" / "tools.json"
+    assert main(["mcp", "pin", pin_target, "-o", str(pins)]) == EXIT_CLEAN
+    assert "recorded 1 tool" in capsys.readouterr().out
+    assert json.loads(pins.read_text(encoding="utf-8"))["server"] == "tools"
+
+
+def test_mcp_pin_to_a_path_it_cannot_write_is_a_usage_error(
+    pin_target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    assert main(["mcp", "pin", pin_target, "-o", str(folder)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"cannot write {folder}" in err
+    assert "Traceback" not in err
