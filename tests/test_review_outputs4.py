@@ -22,6 +22,7 @@ from veridic import (
     Templates,
     instruction,
     unfence,
+    untrusted,
 )
 from veridic.checks.cli import EXIT_CLEAN, EXIT_USAGE, main
 from veridic.templates import TemplateError, TemplateParamsError
@@ -276,3 +277,32 @@ def test_mcp_pin_to_a_path_it_cannot_write_is_a_usage_error(
     err = capsys.readouterr().err
     assert f"cannot write {folder}" in err
     assert "Traceback" not in err
+
+
+# -- 6. veridic show --format html on standard output obeys no workflow command ------------
+
+
+def test_show_html_on_standard_output_gives_a_ci_log_no_workflow_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The text and JSON views were made inert for a GitHub Actions log; the page printed
+    # each line of a user turn or a verbatim block as it was, "::error ..." and all.
+    hostile = "hello\n::error file=app.py,line=1::all clear\n  ::add-mask::x\n##[warning]y"
+    prompt = (
+        Composer()
+        .system(instruction("Be brief."))
+        .user(hostile)
+        .data("ticket:7", untrusted("a\n::stop-commands::t", source="t"), mode="verbatim")
+        .build()
+    )
+    document = tmp_path / "prompt.json"
+    document.write_text(prompt.to_document(), encoding="utf-8")
+    code, out, _ = _show(capsys, str(document), "--format", "html")
+    assert code == EXIT_CLEAN
+    assert not [line for line in out.split("\n") if line.lstrip().startswith("::")]
+    assert "##[" not in out
+    # The same page to a browser: only character references differ.
+    assert out.replace("&#58;", ":").replace("&#91;", "[") == prompt.to_html()
+    page = tmp_path / "map.html"
+    _show(capsys, str(document), "--format", "html", "-o", str(page))
+    assert page.read_text(encoding="utf-8") == prompt.to_html()  # a file is the page as it is

@@ -107,14 +107,27 @@ def _inert(text: str, form: str) -> str:
     A store's calls quote a request id (an HTTP client's request-id header, maybe)
     and a model name: ``##[error]...`` there forged an annotation in the job's log,
     ``##[add-mask]...`` hid text, as ``veridic audit`` of the same store does not
-    let them. JSON stays the same document (:func:`inert_json`); HTML is left as
-    it is (a page, written with ``-o`` for a reader, not a log line).
+    let them. JSON stays the same document (:func:`inert_json`). HTML stays the same
+    page: a user turn or a verbatim block keeps its line breaks in it, so a line of
+    the page could begin ``::error ...``; the colon and bracket that would make a
+    command are written as character references (``&#58;``, ``&#91;``), which a
+    browser shows as the characters. A page written with ``-o`` is left as it is.
     """
     if form == "json":
         return inert_json(text)
     if form == "html":
-        return text
+        return "\n".join(map(_no_html_workflow_command, text.split("\n")))
     return "\n".join(map(_no_workflow_command, text.split("\n")))
+
+
+def _no_html_workflow_command(line: str) -> str:
+    """A line of the page with no workflow command in it (see :func:`_inert`): the page's
+    own markup never starts a line with ``::`` nor holds ``##[``, so what does is text."""
+    line = line.replace("##[", "##&#91;")
+    body = line.lstrip()
+    if body.startswith("::"):
+        return f"{line[: len(line) - len(body)]}&#58;{body[1:]}"
+    return line
 
 
 def _writable(text: str, out: TextIO) -> str:
