@@ -243,11 +243,12 @@ _SERVER_SCRIPT = Path(__file__).parent / "_mcp_tools_server.py"
 
 @pytest.fixture
 def pin_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """``servers:TOOLS``: a real MCP server (a subprocess) declared in a module."""
+    """``outputs4_servers:TOOLS``: a real MCP server (a subprocess) declared in a module."""
     spec = tmp_path / "tools.json"
-    tool = {"name": "search", "description": "Search the issues.", "input_schema": {"type": "object"}}
+    schema = {"type": "object"}
+    tool = {"name": "search", "description": "Search the issues.", "input_schema": schema}
     spec.write_text(json.dumps([tool]))
-    (tmp_path / "servers.py").write_text(
+    (tmp_path / "outputs4_servers.py").write_text(
         "import sys\n"
         "from veridic.integrations.mcp import stdio\n"
         f"TOOLS = stdio('tools', sys.executable, {str(_SERVER_SCRIPT)!r}, "
@@ -255,7 +256,7 @@ def pin_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    return "servers:TOOLS"
+    return "outputs4_servers:TOOLS"
 
 
 def test_mcp_pin_writes_into_a_folder_it_makes_as_show_and_manifest_do(
