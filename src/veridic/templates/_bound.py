@@ -95,7 +95,7 @@ class Bound(Generic[P]):
             raise self._sandbox_error(error) from error
         except JinjaTemplateError as error:
             raise TemplateError(
-                f"template {self.origin!r}{_line(error)} failed to render: {error}; pass every "
+                f"template {self.origin!r}{_line(error)} failed to render: {_said(error)}; pass every "
                 "variable it reads, and check its attribute and item names against the "
                 "values' types"
             ) from error
@@ -125,7 +125,7 @@ class Bound(Generic[P]):
     def _sandbox_error(self, error: Exception) -> TemplateSandboxError:
         return TemplateSandboxError(
             f"stored template {self.origin!r}{_line(error)} tried something jinja2's sandbox "
-            f"forbids: {error}; a template from stored text may use its variables, filters "
+            f"forbids: {_said(error)}; a template from stored text may use its variables, filters "
             "and tests, not Python internals, changes to the lists, dicts and sets it reads, "
             "unbounded ranges, nesting past Python's recursion limit or results too large to "
             "write (a power, a repetition, a padding, loops, calls or values past the "
@@ -350,6 +350,36 @@ def _in_label(char: str) -> bool:
 def _shown(value: object) -> str:
     """`` (its repr)`` of a refused value, nothing for None (said as itself already)."""
     return "" if value is None else f" ({clip(repr(value))})"
+
+
+_SAID = 160
+"""Characters of jinja2's own message a render error quotes as it is: its messages name
+types and attributes (``'dict object' has no attribute 'title'``), which fit."""
+
+
+def _said(error: BaseException) -> str:
+    """The message of ``error``: veridic's own whole, jinja2's clipped and escaped if need be.
+
+    jinja2's quotes the key or attribute name it missed or refused, which a template may
+    take from a value (``{{ rows[value] }}``, ``|attr(value)``): outside text, megabytes of
+    it maybe, or a terminal's escape sequences, which a message must not carry whole. A
+    check of veridic's own (the sandbox's bounds) already quotes what it was given clipped,
+    and says what to do: that is kept whole.
+    """
+    said = str(error)
+    if _raised_in(error).startswith("veridic.") or (said.isprintable() and len(said) <= _SAID):
+        return said
+    return clip(said, _SAID)
+
+
+def _raised_in(error: BaseException) -> str:
+    """The name of the module whose code raised ``error`` (its innermost frame)."""
+    module = ""
+    trace = error.__traceback__
+    while trace is not None:
+        module = trace.tb_frame.f_globals.get("__name__", "")
+        trace = trace.tb_next
+    return module
 
 
 def _line(error: BaseException) -> str:
