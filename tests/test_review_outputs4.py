@@ -7,8 +7,13 @@ Each test goes through the public API; each failed on the code before its fix.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import re
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NamedTuple, TypedDict
 
 import pytest
@@ -25,7 +30,7 @@ from veridic import (
     untrusted,
 )
 from veridic.checks.cli import EXIT_CLEAN, EXIT_USAGE, main
-from veridic.templates import TemplateError, TemplateParamsError
+from veridic.templates import TemplateError, TemplateParamsError, TemplateSandboxError
 
 
 class Anything(TypedDict):
@@ -307,3 +312,104 @@ def test_show_html_on_standard_output_gives_a_ci_log_no_workflow_command(
     page = tmp_path / "map.html"
     _show(capsys, str(document), "--format", "html", "-o", str(page))
     assert page.read_text(encoding="utf-8") == prompt.to_html()  # a file is the page as it is
+
+
+# -- second read -----------------------------------------------------------------------------
+
+
+_KEY = "k" * 5000  # an untrusted value a template uses as a key or an attribute name
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["{{ {}[value] }}", "{{ {}[value] | upper }}", "{{ 'text' | attr(value) }}"],
+    ids=["item", "item-filtered", "attr"],
+)
+def test_a_render_error_from_jinja2_quotes_the_untrusted_name_clipped(
+    tmp_path: Path, body: str
+) -> None:
+    # jinja2's UndefinedError quotes the key it missed; a value used as one went whole into
+    # the TemplateError (5000 characters here), where every other render error is clipped.
+    stored = Templates(tmp_path).data_from_source(instruction(body), params=Anything)
+    for bound in (_shipped_data(tmp_path, body), stored):
+        with pytest.raises(TemplateError, match="failed to render") as caught:
+            bound.render({"value": _KEY})
+        assert "k" * 200 not in str(caught.value)
+        assert "kkkk" in str(caught.value)  # the name is still quoted, clipped
+        assert type(caught.value.__cause__).__name__ == "UndefinedError"
+
+
+def test_a_sandbox_error_quotes_the_untrusted_attribute_name_clipped(tmp_path: Path) -> None:
+    # The sandbox's SecurityError quotes the attribute it refused, here named by a value.
+    bound = Templates(tmp_path).data_from_source(
+        instruction("{{ value | attr('_' ~ value.name) }}"), params=Anything
+    )
+    value = SimpleNamespace(name=_KEY, **{f"_{_KEY}": 1})
+    with pytest.raises(TemplateSandboxError, match="sandbox forbids") as caught:
+        bound.render({"value": value})
+    assert "k" * 200 not in str(caught.value)
+
+
+def test_a_template_error_a_filter_raised_in_a_macro_is_not_wrapped_again(
+    tmp_path: Path,
+) -> None:
+    # |xmlattr's TemplateError, raised inside a macro the template calls, reaches the caller
+    # as it was raised: one message, not one TemplateError quoting another.
+    bound = _shipped_data(
+        tmp_path, "{% macro tag(a) %}<p{{ a | xmlattr }}>{% endmacro %}\n{{ tag(value) }}\n"
+    )
+    with pytest.raises(TemplateError) as caught:
+        bound.render({"value": {"a b": "x"}})
+    assert str(caught.value).count("failed to render") == 0
+    assert str(caught.value).count("|xmlattr") == 1
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
+def test_show_html_on_a_standard_output_not_in_utf_8_is_the_same_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The page says it is UTF-8 (<meta charset="utf-8">). On a cp1252 pipe (Windows) "é"
+    # went out as the byte 0xE9, which a browser reading UTF-8 shows as U+FFFD, and a chip's
+    # "⟦" as the six letters "\u27e6": the page piped to a file was not the page.
+    prompt = (
+        Composer()
+        .system(instruction("Be brief."))
+        .user(untrusted("café \u202eevil\u202c \u4e2d", source="ticket:\u00e9"))
+        .build()
+    )
+    document = tmp_path / "prompt.json"
+    document.write_text(prompt.to_document(), encoding="utf-8")
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="cp1252", newline="\n")
+    monkeypatch.setattr(sys, "stdout", stream)
+    assert main(["show", str(document), "--format", "html"]) == EXIT_CLEAN
+    stream.flush()
+    page = raw.getvalue().decode("utf-8")  # as the browser reads it: the page's charset
+    assert "\\u" not in page
+
+    def shown(text: str) -> str:  # what a browser shows for each character reference
+        return re.sub(r"&#(\d+);", lambda match: chr(int(match[1])), text)
+
+    assert shown(page) == shown(prompt.to_html())
+
+
+def test_show_to_a_device_does_not_say_it_replaced_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "-o /dev/null" said "wrote /dev/null, replacing the file that was there": no file was.
+    document = tmp_path / "prompt.json"
+    document.write_text(Composer().user("Hi").build().to_document(), encoding="utf-8")
+    code, out, _ = _show(capsys, str(document), "--format", "json", "-o", os.devnull)
+    assert (code, out) == (EXIT_CLEAN, f"wrote {os.devnull}\n")
+
+
+def test_show_of_a_folder_with_o_naming_it_says_it_is_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "veridic show out -o out" said "-o out is the file it shows": no file is shown.
+    folder = tmp_path / "out"
+    folder.mkdir()
+    code, out, err = _show(capsys, str(folder), "-o", str(folder))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "is the file it shows" not in err
+    assert "is not a file" in err  # what reading it says

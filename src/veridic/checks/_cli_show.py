@@ -9,6 +9,7 @@ kept instead: a prompt document saved by the application.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import stat
@@ -64,9 +65,10 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
         with tempfile.TemporaryDirectory(prefix="veridic-show-") as snapshots:
             text = _show(args, Path(snapshots), colour)
         if args.output is None:
-            out.write(_writable(_inert(text, args.format), out))
+            shown = _inert(text, args.format)
+            out.write(_page(shown, out) if args.format == "html" else _writable(shown, out))
             return EXIT_CLEAN
-        replaced = args.output.exists()
+        replaced = args.output.is_file()  # a device (/dev/null) or a FIFO is no file replaced
         try:
             args.output.parent.mkdir(parents=True, exist_ok=True)
             args.output.write_text(text, encoding="utf-8")
@@ -87,7 +89,7 @@ def _refuse_writing_over(source: str, output: Path) -> None:
     """Refuse ``-o`` naming the file shown (itself, or through a link): the view written
     there replaced the audit store or the document it was read from, and said only "wrote".
     """
-    if _is_postgres(source):
+    if _is_postgres(source) or not os.path.isfile(source):  # reading it says what it is
         return
     try:
         same = output.exists() and os.path.samefile(source, output)
@@ -148,6 +150,30 @@ def _writable(text: str, out: TextIO) -> str:
     except LookupError:  # an encoding Python does not know: the stream will say so itself
         return text
     return text
+
+
+def _page(page: str, out: TextIO) -> str:
+    """The HTML page as ``out`` writes it, to show in a browser as the page written with ``-o``.
+
+    The page says it is UTF-8 (``<meta charset="utf-8">``): on a stream in another encoding
+    (a Windows pipe in cp1252) an ``é`` went out as a byte a browser reading UTF-8 shows as
+    U+FFFD, and a character the encoding lacked as the six letters of its ``\\u`` escape.
+    There every character past ASCII is written as a character reference (``&#233;``),
+    which a browser shows as the character: the page's style sheet is ASCII, so it and the
+    hash its policy allows it by are unchanged.
+    """
+    encoding = getattr(out, "encoding", None)
+    if not isinstance(encoding, str) or _utf_8(encoding):
+        return page
+    return page.encode("ascii", "xmlcharrefreplace").decode("ascii")
+
+
+def _utf_8(encoding: str) -> bool:
+    """Whether ``encoding`` is UTF-8 (by any of its names); one Python does not know is not."""
+    try:
+        return codecs.lookup(encoding).name in ("utf-8", "utf-8-sig")
+    except LookupError:
+        return False
 
 
 def _show(args: argparse.Namespace, snapshots: Path, colour: bool) -> str:
