@@ -25,6 +25,7 @@ from veridic import (
     ScriptedProvider,
     SQLiteAuditSink,
     Templates,
+    TrustedInstruction,
     instruction,
     unfence,
     untrusted,
@@ -322,16 +323,20 @@ _KEY = "k" * 5000  # an untrusted value a template uses as a key or an attribute
 
 @pytest.mark.parametrize(
     "body",
-    ["{{ {}[value] }}", "{{ {}[value] | upper }}", "{{ 'text' | attr(value) }}"],
+    [
+        instruction("{{ {}[value] }}"),
+        instruction("{{ {}[value] | upper }}"),
+        instruction("{{ 'text' | attr(value) }}"),
+    ],
     ids=["item", "item-filtered", "attr"],
 )
 def test_a_render_error_from_jinja2_quotes_the_untrusted_name_clipped(
-    tmp_path: Path, body: str
+    tmp_path: Path, body: TrustedInstruction
 ) -> None:
     # jinja2's UndefinedError quotes the key it missed; a value used as one went whole into
     # the TemplateError (5000 characters here), where every other render error is clipped.
-    stored = Templates(tmp_path).data_from_source(instruction(body), params=Anything)
-    for bound in (_shipped_data(tmp_path, body), stored):
+    stored = Templates(tmp_path).data_from_source(body, params=Anything)
+    for bound in (_shipped_data(tmp_path, str(body)), stored):
         with pytest.raises(TemplateError, match="failed to render") as caught:
             bound.render({"value": _KEY})
         assert "k" * 200 not in str(caught.value)
@@ -413,3 +418,16 @@ def test_show_of_a_folder_with_o_naming_it_says_it_is_a_folder(
     assert (code, out) == (EXIT_USAGE, "")
     assert "is the file it shows" not in err
     assert "is not a file" in err  # what reading it says
+
+
+def test_show_of_json_nested_too_deeply_is_a_usage_error_without_the_store_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Asking whether the file was JSON at all, for the store hint, let json's bare
+    # RecursionError out as a traceback (exit 1) where from_json() had said what was wrong.
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000, encoding="ascii")
+    code, out, err = _show(capsys, str(deep))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "nested too deeply" in err
+    assert "if you meant an audit store" not in err  # JSON, though too deep to read

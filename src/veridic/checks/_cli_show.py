@@ -274,6 +274,8 @@ def _json(data: bytes) -> bool:
     file may have been meant as something else, such as a store."""
     try:
         json.loads(data)
+    except RecursionError:  # JSON nested past the recursion limit, as from_json() said
+        return True
     except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
         return False
     return True

@@ -95,8 +95,8 @@ class Bound(Generic[P]):
             raise self._sandbox_error(error) from error
         except JinjaTemplateError as error:
             raise TemplateError(
-                f"template {self.origin!r}{_line(error)} failed to render: {_said(error)}; pass every "
-                "variable it reads, and check its attribute and item names against the "
+                f"template {self.origin!r}{_line(error)} failed to render: {_said(error)}; "
+                "pass every variable it reads, and check its attribute and item names against the "
                 "values' types"
             ) from error
         except (VeridicError, MemoryError):
