@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import os
 import sys
+from pathlib import Path
 from typing import Final
 
 from veridic._counted import counted
@@ -42,7 +43,7 @@ def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
         raise _UsageError(f"{error}; fix the server or its command, then run again") from error
     now = Pins.of(server.name, listed)
     if args.output is not None:
-        now.dump(args.output)
+        _write_pins(now, args.output)
         tools = counted(len(now.tools), "tool")
         report.notes.append(f"recorded {tools} of {server!r} in {args.output}")
         report.items.extend(_hidden_text(now, str(args.output)))
@@ -101,6 +102,18 @@ _SERVERS: Final = _Targets(
     (McpServer,), "the McpServer to pin", "veridic mcp pin myapp.servers:server"
 )
 """The targets of ``veridic mcp pin``: a target without ``:ATTR`` is told the module's servers."""
+
+
+def _write_pins(pins: Pins, path: Path) -> None:
+    """Write the pins file as ``manifest -o`` writes its file: its folder made, a path that
+    cannot be written a usage error (not a traceback)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(pins.dumps(), encoding="utf-8")
+    except OSError as error:
+        raise _UsageError(
+            f"cannot write {path}: {error}: choose a writable path with -o"
+        ) from error
 
 
 def _load_server(spec: str) -> McpServer:

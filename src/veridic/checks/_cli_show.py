@@ -9,6 +9,7 @@ kept instead: a prompt document saved by the application.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import stat
@@ -59,11 +60,15 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
         args.color == "auto" and args.output is None and use_colour(out)
     )
     try:
+        if args.output is not None:
+            _refuse_writing_over(args.source, args.output)
         with tempfile.TemporaryDirectory(prefix="veridic-show-") as snapshots:
             text = _show(args, Path(snapshots), colour)
         if args.output is None:
-            out.write(_writable(_inert(text, args.format), out))
+            shown = _inert(text, args.format)
+            out.write(_page(shown, out) if args.format == "html" else _writable(shown, out))
             return EXIT_CLEAN
+        replaced = args.output.is_file()  # a device (/dev/null) or a FIFO is no file replaced
         try:
             args.output.parent.mkdir(parents=True, exist_ok=True)
             args.output.write_text(text, encoding="utf-8")
@@ -75,8 +80,27 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
         # A message quotes the argument ("no such file"): hide a password it holds.
         _say("show", without_passwords(str(error), args.source), sys.stderr)
         return EXIT_USAGE
-    out.write(_writable(f"wrote {args.output}\n", out))
+    said = ", replacing the file that was there" if replaced else ""
+    out.write(_writable(f"wrote {args.output}{said}\n", out))
     return EXIT_CLEAN
+
+
+def _refuse_writing_over(source: str, output: Path) -> None:
+    """Refuse ``-o`` naming the file shown (itself, or through a link): the view written
+    there replaced the audit store or the document it was read from, and said only "wrote".
+    """
+    if _is_postgres(source) or not os.path.isfile(source):  # reading it says what it is
+        return
+    try:
+        same = output.exists() and os.path.samefile(source, output)
+    except OSError:  # the source is missing or unreadable: reading it will say so
+        return
+    if same:
+        raise _UsageError(
+            f"-o {visible(str(output), None)} is the file it shows ({visible(source, None)}): "
+            "the view written there would replace the store or document it was read from: "
+            "choose another path with -o"
+        )
 
 
 def _inert(text: str, form: str) -> str:
@@ -85,14 +109,27 @@ def _inert(text: str, form: str) -> str:
     A store's calls quote a request id (an HTTP client's request-id header, maybe)
     and a model name: ``##[error]...`` there forged an annotation in the job's log,
     ``##[add-mask]...`` hid text, as ``veridic audit`` of the same store does not
-    let them. JSON stays the same document (:func:`inert_json`); HTML is left as
-    it is (a page, written with ``-o`` for a reader, not a log line).
+    let them. JSON stays the same document (:func:`inert_json`). HTML stays the same
+    page: a user turn or a verbatim block keeps its line breaks in it, so a line of
+    the page could begin ``::error ...``; the colon and bracket that would make a
+    command are written as character references (``&#58;``, ``&#91;``), which a
+    browser shows as the characters. A page written with ``-o`` is left as it is.
     """
     if form == "json":
         return inert_json(text)
     if form == "html":
-        return text
+        return "\n".join(map(_no_html_workflow_command, text.split("\n")))
     return "\n".join(map(_no_workflow_command, text.split("\n")))
+
+
+def _no_html_workflow_command(line: str) -> str:
+    """A line of the page with no workflow command in it (see :func:`_inert`): the page's
+    own markup never starts a line with ``::`` nor holds ``##[``, so what does is text."""
+    line = line.replace("##[", "##&#91;")
+    body = line.lstrip()
+    if body.startswith("::"):
+        return f"{line[: len(line) - len(body)]}&#58;{body[1:]}"
+    return line
 
 
 def _writable(text: str, out: TextIO) -> str:
@@ -113,6 +150,30 @@ def _writable(text: str, out: TextIO) -> str:
     except LookupError:  # an encoding Python does not know: the stream will say so itself
         return text
     return text
+
+
+def _page(page: str, out: TextIO) -> str:
+    """The HTML page as ``out`` writes it, to show in a browser as the page written with ``-o``.
+
+    The page says it is UTF-8 (``<meta charset="utf-8">``): on a stream in another encoding
+    (a Windows pipe in cp1252) an ``é`` went out as a byte a browser reading UTF-8 shows as
+    U+FFFD, and a character the encoding lacked as the six letters of its ``\\u`` escape.
+    There every character past ASCII is written as a character reference (``&#233;``),
+    which a browser shows as the character: the page's style sheet is ASCII, so it and the
+    hash its policy allows it by are unchanged.
+    """
+    encoding = getattr(out, "encoding", None)
+    if not isinstance(encoding, str) or _utf_8(encoding):
+        return page
+    return page.encode("ascii", "xmlcharrefreplace").decode("ascii")
+
+
+def _utf_8(encoding: str) -> bool:
+    """Whether ``encoding`` is UTF-8 (by any of its names); one Python does not know is not."""
+    try:
+        return codecs.lookup(encoding).name in ("utf-8", "utf-8-sig")
+    except LookupError:
+        return False
 
 
 def _show(args: argparse.Namespace, snapshots: Path, colour: bool) -> str:
@@ -185,10 +246,39 @@ def _read_document(path: Path) -> PromptDocument:
         data = path.read_bytes()
     except OSError as error:
         raise _UsageError(f"{path}: cannot be read ({error})") from error
+    if not data.strip():
+        raise _UsageError(
+            f"{path} is empty ({counted(len(data), 'byte')}), so it holds no prompt document: "
+            f"an SQLite audit store the application opened but never wrote is empty too. "
+            f"{_SOURCES}"
+        )
     try:
         return PromptDocument.from_json(data)
     except VeridicError as error:
-        raise _UsageError(f"{path}: {error}") from error
+        hint = f"; if you meant an audit store, {_A_STORE}" if not _json(data) else ""
+        raise _UsageError(f"{path}: {error}{hint}") from error
+
+
+_A_STORE: Final = (
+    "pass the SQLite database the application's SQLiteAuditSink writes (its path) or the "
+    "Postgres one (a postgresql:// URL) as SOURCE"
+)
+_SOURCES: Final = (
+    "veridic show SOURCE reads a prompt document (save the text of prompt.to_document() "
+    f"to the file) or an audit store: {_A_STORE}"
+)
+
+
+def _json(data: bytes) -> bool:
+    """Whether ``data`` parses as JSON at all (a document or not): when it does not, the
+    file may have been meant as something else, such as a store."""
+    try:
+        json.loads(data)
+    except RecursionError:  # JSON nested past the recursion limit, as from_json() said
+        return True
+    except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
+        return False
+    return True
 
 
 def _show_store(

@@ -91,33 +91,41 @@ class Bound(Generic[P]):
             raise self._sandbox_error(error) from error
         except (OverflowError, RecursionError) as error:
             if not self.sandboxed:
-                raise
+                raise self._failed(error) from error
             raise self._sandbox_error(error) from error
         except JinjaTemplateError as error:
             raise TemplateError(
-                f"template {self.origin!r}{_line(error)} failed to render: {error}; pass every "
-                "variable it reads, and check its attribute and item names against the "
+                f"template {self.origin!r}{_line(error)} failed to render: {_said(error)}; "
+                "pass every variable it reads, and check its attribute and item names against the "
                 "values' types"
             ) from error
         except (VeridicError, MemoryError):
             raise
         except Exception as error:
-            # A stored template's own expression failed (1 / 0, "a" + 1, .index of what is
-            # not there): the row's mistake, which a caller catches as a TemplateError like
-            # every other; a template shipped with the code fails as its code does.
-            if not self.sandboxed:
-                raise
-            raise TemplateError(
-                f"stored template {self.origin!r}{_line(error)} failed to render: "
-                f"{type(error).__name__}: {clip(str(error))}; an expression of the template "
-                "failed on the values it was given: fix the stored template, or guard the "
-                "expression ({% if %}, |default)"
-            ) from error
+            # The template's own expression failed (1 / 0, "a" + 1, .index of what is not
+            # there, a filter given the wrong type): a caller catches it as a TemplateError
+            # like every other, the original its cause. jinja2's and Python's messages
+            # quote the value whole (an untrusted one may be megabytes): clipped here.
+            raise self._failed(error) from error
+
+    def _failed(self, error: Exception) -> TemplateError:
+        """What a render whose expression raised ``error`` raises: the template, the line,
+        the error clipped, and what to fix."""
+        if self.sandboxed:
+            whose, fix = "stored template", "fix the stored template"
+        else:
+            whose, fix = "template", "fix the template or the values passed to it"
+        return TemplateError(
+            f"{whose} {self.origin!r}{_line(error)} failed to render: "
+            f"{type(error).__name__}: {clip(str(error))}; an expression of the template "
+            f"failed on the values it was given: {fix}, or guard the expression "
+            "({% if %}, |default)"
+        )
 
     def _sandbox_error(self, error: Exception) -> TemplateSandboxError:
         return TemplateSandboxError(
             f"stored template {self.origin!r}{_line(error)} tried something jinja2's sandbox "
-            f"forbids: {error}; a template from stored text may use its variables, filters "
+            f"forbids: {_said(error)}; a template from stored text may use its variables, filters "
             "and tests, not Python internals, changes to the lists, dicts and sets it reads, "
             "unbounded ranges, nesting past Python's recursion limit or results too large to "
             "write (a power, a repetition, a padding, loops, calls or values past the "
@@ -165,7 +173,8 @@ class InstructionTemplate(Bound[P]):
                 In report mode the violation is logged and the result is a
                 plain ``str``: report mode never mints.
             TemplateError: the render failed (an undefined attribute, a
-                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
+                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`, an
+                expression or filter that raised, whose error is the cause).
         """
         values = self._params.values(params)
         mints = self._mints
@@ -283,7 +292,8 @@ class DataTemplate(Bound[P]):
 
         Raises:
             TemplateError: the render failed (an undefined attribute, a
-                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`).
+                sandbox violation: :class:`~veridic.errors.TemplateSandboxError`, an
+                expression or filter that raised, whose error is the cause).
             VeridicError: ``mode`` is not a data mode.
             TemplateParamsError: a set's items cannot be sorted (text beside numbers, a
                 NaN, which is in no order and equal to nothing).
@@ -340,6 +350,36 @@ def _in_label(char: str) -> bool:
 def _shown(value: object) -> str:
     """`` (its repr)`` of a refused value, nothing for None (said as itself already)."""
     return "" if value is None else f" ({clip(repr(value))})"
+
+
+_SAID = 160
+"""Characters of jinja2's own message a render error quotes as it is: its messages name
+types and attributes (``'dict object' has no attribute 'title'``), which fit."""
+
+
+def _said(error: BaseException) -> str:
+    """The message of ``error``: veridic's own whole, jinja2's clipped and escaped if need be.
+
+    jinja2's quotes the key or attribute name it missed or refused, which a template may
+    take from a value (``{{ rows[value] }}``, ``|attr(value)``): outside text, megabytes of
+    it maybe, or a terminal's escape sequences, which a message must not carry whole. A
+    check of veridic's own (the sandbox's bounds) already quotes what it was given clipped,
+    and says what to do: that is kept whole.
+    """
+    said = str(error)
+    if _raised_in(error).startswith("veridic.") or (said.isprintable() and len(said) <= _SAID):
+        return said
+    return clip(said, _SAID)
+
+
+def _raised_in(error: BaseException) -> str:
+    """The name of the module whose code raised ``error`` (its innermost frame)."""
+    module = ""
+    trace = error.__traceback__
+    while trace is not None:
+        module = trace.tb_frame.f_globals.get("__name__", "")
+        trace = trace.tb_next
+    return module
 
 
 def _line(error: BaseException) -> str:

@@ -570,10 +570,12 @@ def _holds_nan(item: object) -> bool:
 def _content(item: object) -> typing.Any:  # whatever the item compares as
     """What a set's item is sorted by: the item, a set (and a tuple holding one) by the items
     it holds, in order. ``<`` of two sets asks whether one holds the other, which leaves
-    sets that do not in the order the hash seed gave them."""
+    sets that do not in the order the hash seed gave them. A named tuple orders as a tuple
+    does, so it is read as one; a tuple with an ``__lt__`` of its own is sorted by it (and
+    refused where it leaves two items unordered, as a dataclass's order is)."""
     if isinstance(item, SortedSet):
         return tuple(map(_content, item))
-    if type(item) is tuple:
+    if isinstance(item, tuple) and type(item).__lt__ is tuple.__lt__:  # a named tuple too
         return tuple(map(_content, item))
     return item
 

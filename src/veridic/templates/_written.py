@@ -14,7 +14,9 @@ filters that call ``str()`` on their input. So their input is checked first:
 - ``|join`` checks each item it writes, after ``attribute=`` is read from it (the
   objects may print their address, their names do not), and ``|xmlattr`` each value
   of the mapping it writes (``str()`` of it, as an output is): both held wrapped
-  (:func:`written_filters`).
+  (:func:`written_filters`). A key ``|xmlattr`` cannot write (not text, or holding a
+  space, ``/``, ``>`` or ``=``) is a ``TemplateError`` naming the expression, not
+  jinja2's bare ``TypeError`` or ``ValueError`` quoting the key whole.
 
 A filter that reads its input as a value (``|int``, ``|first``, :data:`READ_AS_A_VALUE`)
 is checked the same two ways for a method, a call whose parentheses were left out:
@@ -189,6 +191,7 @@ def _xmlattr(function: Callable[..., object]) -> Callable[..., object]:
 
     def xmlattr(eval_ctx: EvalContext, value: object, *arguments: Any, **options: Any) -> object:
         expression = options.pop(EXPRESSION, None)
+        given = value
         items = None if isinstance(value, Undefined) else getattr(value, "items", None)
         if callable(items):
             pairs = _Pairs(items())
@@ -197,7 +200,16 @@ def _xmlattr(function: Callable[..., object]) -> Callable[..., object]:
                 if not isinstance(held, Undefined):  # left out, not written
                     _written(held, doing)
             value = pairs
-        return function(eval_ctx, value, *arguments, **options)
+        try:
+            return function(eval_ctx, value, *arguments, **options)
+        except (TypeError, ValueError) as error:
+            template, line = template_line()
+            raise TemplateError(
+                f"template {template!r}{line} {gives('xmlattr', expression)} {a_type(given)}"
+                f" that it cannot write as attributes ({clip(str(error))}): give it a mapping "
+                "whose keys are attribute names written in the template (text with no space, "
+                "/, >, = or quote) and whose values are what varies"
+            ) from error
 
     return _like(xmlattr, function)
 
