@@ -76,6 +76,7 @@ from typing import overload
 
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
+from veridic.providers._raw import raw_events
 from veridic.run import telemetry as _telemetry
 from veridic.run._audit_writes import (
     amodel_calls_kept,
@@ -278,7 +279,9 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = self._prepare(prompt, view, request_id, options, streamed=True, where="stream")
             _traced(span, sent)
-            events = self._provider.method()(**sent.request, stream=True)
+            events = raw_events(
+                self._provider.method()(**sent.request, stream=True), repr(self._provider)
+            )
             if not isinstance(events, Iterable):
                 raise VeridicError(
                     f"{self._provider!r}: the SDK answered a streaming request with a "
@@ -307,7 +310,10 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=True)
             _traced(span, sent)
-            events = await awaited(self._provider.method()(**sent.request, stream=True))
+            events = raw_events(
+                await awaited(self._provider.method()(**sent.request, stream=True)),
+                repr(self._provider),
+            )
             if not isinstance(events, AsyncIterable):
                 raise VeridicError(
                     f"{self._provider!r}: the SDK answered a streaming request with a "

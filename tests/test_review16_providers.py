@@ -1,0 +1,303 @@
+"""A sixteenth review of the provider adapters: streamed tool names and keys given twice.
+
+Each test drives the real SDKs over a fake transport (``tests/_sdk_server.py``); each
+failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+from typing import Any
+
+import pytest
+from _sdk_server import FakeServer, http_module, sse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_providers import (
+    CHAT_TOOL_CALL,
+    MESSAGE,
+    RESPONSE,
+    VIEW,
+    chat_chunk,
+    first_prompt,
+    gateway,
+)
+
+from veridic import (
+    AnthropicMessages,
+    ApprovalPolicy,
+    OpenAIChat,
+    OpenAIResponses,
+    Reply,
+    VeridicError,
+)
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+
+
+def _stream_chat(chunks: list[dict[str, Any]]) -> Reply:
+    server = FakeServer(http_module("openai"), [("sse", sse(chunks, done=True))])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        list(stream)
+    return stream.reply
+
+
+def _send_chat(name: str, arguments: str) -> Reply:
+    whole: Any = copy.deepcopy(CHAT_TOOL_CALL)
+    whole["choices"][0]["message"]["tool_calls"][0].update(
+        id="call_A", function={"name": name, "arguments": arguments}
+    )
+    server = FakeServer(http_module("openai"), [("json", whole)])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    return gw.send(first_prompt(), VIEW, request_id="req-1")
+
+
+def _piece(**fields: Any) -> dict[str, Any]:
+    return chat_chunk({"tool_calls": [{"index": 0, **fields}]})
+
+
+_HEAD: dict[str, Any] = {"id": "call_A", "type": "function"}
+
+
+# --- a streamed tool name in parts -------------------------------------------------------------
+
+
+def test_a_streamed_tool_name_sent_in_two_equal_halves_keeps_its_whole_name() -> None:
+    """A name streamed in parts is joined, as the SDK joins it and as the answer sent whole
+    names the call. Two equal parts ("get", "get") were read as a server sending the name
+    again, and the call ran as ``get`` where the model called ``getget``."""
+    reply = _stream_chat(
+        [
+            _piece(**_HEAD, function={"name": "get", "arguments": ""}),
+            _piece(function={"name": "get"}),
+            _piece(function={"arguments": "{}"}),
+            chat_chunk({}, finish="tool_calls"),
+        ]
+    )
+    assert [c.name for c in reply.tool_calls] == ["getget"]
+
+
+_NAME_PART = st.text(alphabet="abcdefgh_", min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(_NAME_PART, min_size=1, max_size=4), repeat=st.booleans())
+def test_a_streamed_tool_name_reads_as_the_name_sent_whole(parts: list[str], repeat: bool) -> None:
+    """For any name, streamed in parts before its arguments (the API's order), or sent
+    whole again with the call's id in every piece (as some compatible servers do), the
+    streamed call is named as the call sent whole."""
+    name = "".join(parts)
+    arguments = '{"city": "Oslo"}'
+    if repeat:
+        pieces = [
+            _piece(**_HEAD, function={"name": name, "arguments": text})
+            for text in ("", arguments[:5], arguments[5:])
+        ]
+    else:
+        pieces = [
+            _piece(**(_HEAD if at == 0 else {}), function={"name": part})
+            for at, part in enumerate(parts)
+        ]
+        pieces.append(_piece(function={"arguments": arguments}))
+    streamed = _stream_chat([*pieces, chat_chunk({}, finish="tool_calls")])
+    assert streamed.tool_calls == _send_chat(name, arguments).tool_calls
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        {"function": {"name": "delete_all", "arguments": '"}'}},
+        {**_HEAD, "function": {"name": "delete_all"}},
+    ],
+    ids=["after-arguments-began", "with-the-id-again"],
+)
+def test_a_streamed_call_renamed_after_it_was_announced_is_refused(later: dict[str, Any]) -> None:
+    """A name's parts come before its arguments, and a piece that gives the call's id
+    again gives its header again, whole: a name in either of those pieces that is not
+    the call's name so far renames the call. Joined, ``get_weather`` ran as
+    ``get_weatherdelete_all``; now nothing of the answer runs."""
+    with pytest.raises(VeridicError, match="renames") as raised:
+        _stream_chat(
+            [
+                _piece(**_HEAD, function={"name": "get_weather", "arguments": '{"city": "Os'}),
+                _piece(**later),
+                chat_chunk({}, finish="tool_calls"),
+            ]
+        )
+    assert "'get_weather'" in str(raised.value)
+    assert "'delete_all'" in str(raised.value)
+
+
+def test_a_name_sent_again_after_the_arguments_began_is_read_once() -> None:
+    """A server that sends the name (not the id) again with each later piece: once the
+    arguments began, a name equal to the call's is that name again, not a part of it."""
+    reply = _stream_chat(
+        [
+            _piece(**_HEAD, function={"name": "get_weather", "arguments": '{"city": '}),
+            _piece(function={"name": "get_weather", "arguments": '"Oslo"}'}),
+            chat_chunk({}, finish="tool_calls"),
+        ]
+    )
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+        ("call_A", "get_weather", '{"city": "Oslo"}')
+    ]
+
+
+# --- a key given twice in a streamed event -----------------------------------------------------
+
+
+def _raw_sse(events: list[tuple[str | None, str]]) -> str:
+    """A server-sent event stream of JSON texts as written (a key may be given twice)."""
+    lines: list[str] = []
+    for name, data in events:
+        if name is not None:
+            lines.append(f"event: {name}")
+        lines.append(f"data: {data}\n")
+    return "\n".join(lines) + "\n"
+
+
+def _anthropic_events(tool_use: str) -> list[tuple[str | None, str]]:
+    start = json.dumps({**MESSAGE, "content": [], "stop_reason": None})
+    return [
+        ("message_start", f'{{"type": "message_start", "message": {start}}}'),
+        (
+            "content_block_start",
+            f'{{"type": "content_block_start", "index": 0, "content_block": {tool_use}}}',
+        ),
+        ("content_block_stop", '{"type": "content_block_stop", "index": 0}'),
+        (
+            "message_delta",
+            '{"type": "message_delta", "delta": {"stop_reason": "tool_use", '
+            '"stop_sequence": null}, "usage": {"output_tokens": 5}}',
+        ),
+        ("message_stop", '{"type": "message_stop"}'),
+    ]
+
+
+def _anthropic_raw(body: str, kind: str) -> tuple[Any, Reply]:
+    """The gateway and the reply for an Anthropic answer of raw JSON text (``kind``
+    ``"json"``: sent whole, ``"sse"``: streamed)."""
+    http = http_module("anthropic")
+    content_type = "application/json" if kind == "json" else "text/event-stream"
+    transport = http.MockTransport(
+        lambda request: http.Response(
+            200, headers={"content-type": content_type}, content=body.encode()
+        )
+    )
+    client = anthropic.Anthropic(api_key="test-key", http_client=http.Client(transport=transport))
+    gw, _, _ = gateway(AnthropicMessages(client, model="claude-test", max_tokens=9))
+    if kind == "json":
+        return gw, gw.send(first_prompt(), VIEW, request_id="req-1")
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        list(stream)
+    return gw, stream.reply
+
+
+_TWICE_INPUT = '{"city": "Oslo", "city": "Bergen"}'
+
+
+def test_a_streamed_anthropic_input_that_gives_a_key_twice_reaches_the_dispatcher_as_written() -> (
+    None
+):
+    """A ``tool_use`` block that starts with its input whole (a proxy that streams a
+    finished message again) was read by the SDK with ``json.loads``: the call ran for
+    Bergen where the model wrote Oslo too, while the same answer sent whole reaches the
+    dispatcher as written and is refused there. Both now read it alike."""
+    tool_use = (
+        f'{{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {_TWICE_INPUT}}}'
+    )
+    gw, streamed = _anthropic_raw(_raw_sse(_anthropic_events(tool_use)), "sse")
+    sent_message = json.dumps({**MESSAGE, "content": []}).replace(
+        '"content": []',
+        f'"content": [{tool_use}]',
+    )
+    _, sent = _anthropic_raw(sent_message, "json")
+    assert streamed.tool_calls == sent.tool_calls
+    (call,) = streamed.tool_calls
+    assert call.arguments == _TWICE_INPUT
+    (outcome,) = gw.run_tools(streamed, policy=ApprovalPolicy(VIEW))
+    assert not outcome.result.ok
+    assert "the key 'city' is given twice" in outcome.text
+
+
+@pytest.mark.parametrize(
+    "tool_use",
+    [
+        '{"type": "tool_use", "id": "toolu_1", "name": "delete_all", "name": "get_weather", '
+        '"input": {}}',
+        '{"type": "tool_use", "id": "toolu_1", "id": "toolu_2", "name": "get_weather", '
+        '"input": {}}',
+    ],
+    ids=["name", "id"],
+)
+def test_a_streamed_anthropic_event_that_gives_a_key_twice_is_refused(tool_use: str) -> None:
+    """Outside a call's arguments, a key given twice refuses the answer sent whole (a
+    log or a proxy that keeps the first value reads another call than the adapter,
+    which keeps the last). Streamed, the SDK kept the last without a word."""
+    with pytest.raises(VeridicError, match="twice") as raised:
+        _anthropic_raw(_raw_sse(_anthropic_events(tool_use)), "sse")
+    assert "nothing of it was run" in str(raised.value)
+
+
+def test_a_streamed_chat_chunk_that_gives_a_key_twice_is_refused() -> None:
+    chunk = json.dumps(_piece(**_HEAD, function={"name": "get_weather", "arguments": "{}"}))
+    twice = chunk.replace('"name": "get_weather"', '"name": "delete_all", "name": "get_weather"')
+    body = _raw_sse(
+        [(None, twice), (None, json.dumps(chat_chunk({}, finish="tool_calls"))), (None, "[DONE]")]
+    )
+    server = FakeServer(http_module("openai"), [("sse", body)])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    with (
+        pytest.raises(VeridicError, match="gives the key 'name' twice"),
+        gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)
+
+
+def test_a_streamed_final_response_that_gives_a_key_twice_is_refused() -> None:
+    """The Responses API's ``response.completed`` event holds the whole answer, which the
+    adapter reads: a call's ``name`` given twice is refused, as in the answer sent whole."""
+    final = json.dumps(RESPONSE).replace(
+        '"name": "get_weather"', '"name": "delete_all", "name": "get_weather"'
+    )
+    events: list[tuple[str | None, str]] = [
+        ("response.completed", f'{{"type": "response.completed", "response": {final}}}')
+    ]
+    server = FakeServer(http_module("openai"), [("sse", _raw_sse(events))])
+    gw, _, _ = gateway(OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test"))
+    with (
+        pytest.raises(VeridicError, match="gives the key 'name' twice"),
+        gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)
+
+
+def test_an_async_stream_reads_its_events_as_written_too() -> None:
+    tool_use = (
+        '{"type": "tool_use", "id": "toolu_1", "name": "delete_all", "name": "get_weather", '
+        '"input": {}}'
+    )
+    body = _raw_sse(_anthropic_events(tool_use))
+    http = http_module("anthropic")
+
+    async def answer(request: Any) -> Any:
+        return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = anthropic.AsyncAnthropic(
+        api_key="test-key", http_client=http.AsyncClient(transport=http.MockTransport(answer))
+    )
+    gw, _, _ = gateway(AnthropicMessages(client, model="claude-test", max_tokens=9))
+
+    async def read() -> None:
+        stream = await gw.astream(first_prompt(), VIEW, request_id="req-1")
+        async with contextlib.aclosing(stream):
+            async for _ in stream:
+                pass
+
+    with pytest.raises(VeridicError, match="gives the key 'name' twice"):
+        asyncio.run(read())
