@@ -301,3 +301,24 @@ def test_an_async_stream_reads_its_events_as_written_too() -> None:
 
     with pytest.raises(VeridicError, match="gives the key 'name' twice"):
         asyncio.run(read())
+
+
+# --- messages a new user reads -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"extra_headers": {"X-Trace": 12345}}, "to an int, not text"),
+        ({"extra_headers": [("X-Trace", "1")]}, "is a list, not a mapping"),
+        ({"extra_body": ["seed", 7]}, "extra_body to a list"),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_named_with_its_article(
+    options: dict[str, Any], said: str
+) -> None:
+    """ "sets the header 'X-Trace' to a int" read as a typo; the messages now say the type
+    with its article (``veridic._words``), as every other message does."""
+    server = FakeServer(http_module("openai"), [])
+    with pytest.raises(VeridicError, match=said):
+        OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test", options=options)

@@ -37,6 +37,7 @@ from typing import Final, Protocol
 
 from veridic._extras import require
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
@@ -98,7 +99,7 @@ def _resource_method(client: object, path: tuple[str, ...], adapter: str) -> Cal
     method = attr(client, *path)
     if not callable(method):
         raise VeridicError(
-            f"{adapter} got a {type(client).__name__}, which has no {'.'.join(path)}(): "
+            f"{adapter} got {a_type(client)}, which has no {'.'.join(path)}(): "
             "pass an openai.OpenAI or openai.AsyncOpenAI client (from a version the "
             "'openai' extra allows)"
         )

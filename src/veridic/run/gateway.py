@@ -74,6 +74,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import overload
 
+from veridic._words import a_type
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.providers._raw import raw_events
@@ -184,7 +185,7 @@ class ModelGateway:
     ) -> None:
         if not isinstance(provider, Adapter):
             raise VeridicError(
-                f"ModelGateway() got a {type(provider).__name__} as provider: pass an adapter, "
+                f"ModelGateway() got {a_type(provider)} as provider: pass an adapter, "
                 "OpenAIChat(client, model=...), OpenAIResponses(...) or AnthropicMessages(...)"
             )
         writes(audit, "ModelGateway", sync=False)
@@ -284,8 +285,8 @@ class ModelGateway:
             )
             if not isinstance(events, Iterable):
                 raise VeridicError(
-                    f"{self._provider!r}: the SDK answered a streaming request with a "
-                    f"{type(events).__name__}, not a stream of events; check that the installed "
+                    f"{self._provider!r}: the SDK answered a streaming request with "
+                    f"{a_type(events)}, not a stream of events; check that the installed "
                     "SDK version is one the extra allows"
                 )
             close = getattr(events, "close", None)
@@ -316,8 +317,8 @@ class ModelGateway:
             )
             if not isinstance(events, AsyncIterable):
                 raise VeridicError(
-                    f"{self._provider!r}: the SDK answered a streaming request with a "
-                    f"{type(events).__name__}, not an async stream of events; check that the "
+                    f"{self._provider!r}: the SDK answered a streaming request with "
+                    f"{a_type(events)}, not an async stream of events; check that the "
                     "installed SDK version is one the extra allows"
                 )
             close = getattr(events, "close", None)
