@@ -322,3 +322,31 @@ def test_an_option_of_the_wrong_type_is_named_with_its_article(
     server = FakeServer(http_module("openai"), [])
     with pytest.raises(VeridicError, match=said):
         OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test", options=options)
+
+
+@pytest.mark.parametrize(
+    ("piece", "missing"),
+    [
+        ({"index": 1, "function": {"arguments": "{}"}}, "no id"),
+        (
+            {"index": 1, "id": "call_B", "type": "function", "function": {"arguments": "{}"}},
+            "no name",
+        ),
+    ],
+    ids=["id", "name"],
+)
+def test_a_streamed_call_that_never_began_is_refused_for_what_it_lacks(
+    piece: dict[str, Any], missing: str
+) -> None:
+    """A piece for a call index no piece began (no id, or no name) was refused as "the
+    SDK's response shape is not one this adapter reads: check the installed SDK
+    version", which sent the reader to the wrong place: the stream is at fault."""
+    with pytest.raises(VeridicError, match=f"tool call 1 of choice 0 has {missing}") as raised:
+        _stream_chat(
+            [
+                _piece(**_HEAD, function={"name": "get_weather", "arguments": "{}"}),
+                chat_chunk({"tool_calls": [piece]}),
+                chat_chunk({}, finish="tool_calls"),
+            ]
+        )
+    assert "SDK version" not in str(raised.value)

@@ -603,7 +603,28 @@ class _ChatAssembler:
                 f"{self._adapter!r}: the stream ended before the model finished (no finish_reason "
                 "arrived); the answer is incomplete: send the request again"
             )
+        self._check_begun(choices[0])
         return self._adapter.parse(snapshot)
+
+    def _check_begun(self, choice: object) -> None:
+        """Refuse a call the stream never began: the API sends a call's id and name in its
+        first piece, so a call without them is pieces of a call no piece began (an index
+        a proxy made up or renumbered), not an SDK that reads the answer otherwise.
+
+        Raises:
+            VeridicError: naming the call and what it lacks.
+        """
+        # Only choice 0 gets here: a chunk of another is refused (_check).
+        for place, call in enumerate(items(choice, "message", "tool_calls")):
+            index = attr(call, "index")
+            shown = index if isinstance(index, int) else place
+            given = (("id", attr(call, "id")), ("name", attr(call, "function", "name")))
+            for field, value in given:
+                if not isinstance(value, str) or not value:
+                    raise self._void(
+                        f"tool call {shown} of choice 0 has no {field}: its pieces belong to a "
+                        "call no piece began"
+                    )
 
 
 class OpenAIResponses(Adapter):
