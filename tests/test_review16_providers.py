@@ -32,6 +32,7 @@ from veridic import (
     OpenAIChat,
     OpenAIResponses,
     Reply,
+    ScriptedProvider,
     VeridicError,
 )
 
@@ -350,3 +351,30 @@ def test_a_streamed_call_that_never_began_is_refused_for_what_it_lacks(
             ]
         )
     assert "SDK version" not in str(raised.value)
+
+
+# --- stop reasons that say the answer was cut off, in other words ------------------------------
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "MAX_TOKENS",  # Gemini's own API, Cohere
+        "Length",
+        "SAFETY",  # Gemini: a safety filter stopped the answer
+        "MALFORMED_FUNCTION_CALL",  # Gemini: the call the model wrote could not be read
+        "guardrail_intervened",  # Bedrock Converse
+        "content_filtered",  # Bedrock Converse
+    ],
+)
+def test_a_call_cut_off_in_another_providers_words_does_not_run(reason: str) -> None:
+    """An application's own adapter (Gemini's API, Bedrock's Converse) passes on the stop
+    reason its provider gives: ``MAX_TOKENS`` in capitals, or a guardrail's. The cut-off
+    check matched lower-case OpenAI and Anthropic words only, so a call cut off at the
+    output limit ran as a whole one."""
+    script = [{"tool_calls": [("c1", "get_weather", '{"city": "Os"}')], "stop_reason": reason}]
+    gw, _, audit = gateway(ScriptedProvider(script))
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError, match="cut off"):
+        gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert audit.records() == ()
