@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -35,6 +36,7 @@ from veridic import (
     ScriptedProvider,
     VeridicError,
 )
+from veridic.testing import adversarial_text
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -378,3 +380,76 @@ def test_a_call_cut_off_in_another_providers_words_does_not_run(reason: str) -> 
     with pytest.raises(VeridicError, match="cut off"):
         gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
     assert audit.records() == ()
+
+
+# --- the same answer, streamed or sent whole ---------------------------------------------------
+
+
+def _no_surrogate(text: str) -> bool:
+    # A lone surrogate cannot go over the fake server's UTF-8.
+    return not any("\ud800" <= c <= "\udfff" for c in text)
+
+
+_BLOCKS = st.lists(
+    st.one_of(
+        st.tuples(st.just("text"), adversarial_text().filter(_no_surrogate)),
+        st.tuples(st.just("tool_use"), adversarial_text().filter(_no_surrogate)),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _cut(text: str, cuts: list[int]) -> list[str]:
+    bounds = sorted({0, len(text), *(min(cut, len(text)) for cut in cuts)})
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocks=_BLOCKS, cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=3))
+def test_an_anthropic_answer_streamed_reads_as_the_answer_sent_whole(
+    blocks: list[tuple[str, str]], cuts: list[int]
+) -> None:
+    """For any answer of text and ``tool_use`` blocks, its text and each call's input
+    streamed in pieces cut anywhere, the streamed reply is the reply sent whole: the
+    same text, calls, stop reason and usage."""
+    content: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    for index, (kind, value) in enumerate(blocks):
+        if kind == "text":
+            content.append({"type": "text", "text": value})
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in _cut(value, cuts)]
+        else:
+            call = {"type": "tool_use", "id": f"toolu_{index}", "name": "get_weather"}
+            content.append({**call, "input": {"city": value}})
+            start = {**call, "input": {}}
+            written = json.dumps({"city": value}, ensure_ascii=False)
+            deltas = [
+                {"type": "input_json_delta", "partial_json": piece} for piece in _cut(written, cuts)
+            ]
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": start},
+            *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+            {"type": "content_block_stop", "index": index},
+        ]
+    stop = "tool_use" if any(kind == "tool_use" for kind, _ in blocks) else "end_turn"
+    whole = {**MESSAGE, "content": content, "stop_reason": stop}
+    streamed_events = [
+        {"type": "message_start", "message": {**whole, "content": [], "stop_reason": None}},
+        *events,
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+        {"type": "message_stop"},
+    ]
+    _, streamed = _anthropic_raw(sse(streamed_events, named=True), "sse")
+    _, sent = _anthropic_raw(json.dumps(whole), "json")
+    assert (streamed.text, streamed.tool_calls, streamed.stop_reason, streamed.usage) == (
+        sent.text,
+        sent.tool_calls,
+        sent.stop_reason,
+        sent.usage,
+    )
