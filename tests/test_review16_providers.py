@@ -365,6 +365,10 @@ def test_a_streamed_call_that_never_began_is_refused_for_what_it_lacks(
         "Length",
         "SAFETY",  # Gemini: a safety filter stopped the answer
         "MALFORMED_FUNCTION_CALL",  # Gemini: the call the model wrote could not be read
+        "UNEXPECTED_TOOL_CALL",  # Gemini: a call the request did not allow
+        "TOO_MANY_TOOL_CALLS",  # Gemini: the model was stopped mid-way through its calls
+        "LANGUAGE",  # Gemini: an unsupported language stopped the answer
+        "IMAGE_SAFETY",  # Gemini
         "guardrail_intervened",  # Bedrock Converse
         "content_filtered",  # Bedrock Converse
     ],
@@ -453,3 +457,209 @@ def test_an_anthropic_answer_streamed_reads_as_the_answer_sent_whole(
         sent.stop_reason,
         sent.usage,
     )
+
+
+# --- second read: the swapped decoder fails loudly, never reads unchecked ----------------------
+
+
+_TWICE_NAME_CHUNK = json.dumps(
+    _piece(**_HEAD, function={"name": "get_weather", "arguments": "{}"})
+).replace('"name": "get_weather"', '"name": "delete_all", "name": "get_weather"')
+
+
+def _twice_chat_gateway() -> tuple[Any, Any]:
+    """A gateway on the real OpenAI client whose stream names a call twice, and the client."""
+    body = _raw_sse(
+        [
+            (None, _TWICE_NAME_CHUNK),
+            (None, json.dumps(chat_chunk({}, finish="tool_calls"))),
+            (None, "[DONE]"),
+        ]
+    )
+    server = FakeServer(http_module("openai"), [("sse", body)])
+    client = server.client(openai, "OpenAI")
+    gw, _, _ = gateway(OpenAIChat(client, model="gpt-test"))
+    return gw, client
+
+
+def _kept_streams(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The SDK streams made from now on (their ``__init__`` seen)."""
+    made: list[Any] = []
+    init = openai.Stream.__init__
+
+    def kept(self: Any, **kwargs: Any) -> None:
+        init(self, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(openai.Stream, "__init__", kept)
+    return made
+
+
+def test_an_sdk_stream_that_keeps_its_decoder_elsewhere_is_refused_and_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An SDK version whose stream keeps its decoder under another name was given back
+    unchecked, its events read with ``json.loads``, and the call ran as ``get_weather``.
+    It is refused before anything is read, and its connection closed."""
+    made = _kept_streams(monkeypatch)
+    init = openai.Stream.__init__
+
+    def elsewhere(self: Any, **kwargs: Any) -> None:
+        init(self, **kwargs)
+        self._events = self.__dict__.pop("_decoder")
+
+    def events(self: Any) -> Any:
+        yield from self._events.iter_bytes(self.response.iter_bytes())
+
+    monkeypatch.setattr(openai.Stream, "__init__", elsewhere)
+    monkeypatch.setattr(openai.Stream, "_iter_events", events)
+    gw, _ = _twice_chat_gateway()
+    with pytest.raises(VeridicError, match="keeps no event decoder") as raised:
+        gw.stream(first_prompt(), VIEW, request_id="req-1")
+    assert "extra allows" in str(raised.value)
+    (stream,) = made
+    assert stream.response.is_closed
+
+
+def test_an_sdk_stream_that_reads_its_events_past_its_decoder_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An SDK version that keeps ``_decoder`` but reads its events with another decoder
+    took the swap without a word and read the stream unchecked: the first event that did
+    not come through the swapped decoder now refuses the stream."""
+
+    def fresh(self: Any) -> Any:
+        decoder = self._client._make_sse_decoder()
+        yield from decoder.iter_bytes(self.response.iter_bytes())
+
+    monkeypatch.setattr(openai.Stream, "_iter_events", fresh)
+    gw, _ = _twice_chat_gateway()
+    with (
+        pytest.raises(VeridicError, match="past the decoder"),
+        gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)
+
+
+class _LoggedStream(openai.Stream):  # type: ignore[misc, type-arg]  # the SDK's generic, untyped here
+    """A stream class of the application's own, made of the SDK's (a logging wrapper)."""
+
+
+def test_a_stream_of_a_class_made_of_the_sdks_is_read_as_written() -> None:
+    """A stream whose class the application made of the SDK's ``Stream`` reads its
+    events through the SDK's decoder, but was given back unchecked (its class is not in
+    the SDK's module), so a call named twice ran as the last name."""
+    gw, client = _twice_chat_gateway()
+    create = client.chat.completions.create
+
+    def logged(**kwargs: Any) -> Any:
+        stream = create(**kwargs)
+        stream.__class__ = _LoggedStream
+        return stream
+
+    client.chat.completions.create = logged
+    with (
+        pytest.raises(VeridicError, match="gives the key 'name' twice"),
+        gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)
+
+
+def test_an_async_sdk_stream_that_keeps_its_decoder_elsewhere_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    init = openai.AsyncStream.__init__
+    made: list[Any] = []
+
+    def elsewhere(self: Any, **kwargs: Any) -> None:
+        init(self, **kwargs)
+        del self._decoder
+        made.append(self)
+
+    monkeypatch.setattr(openai.AsyncStream, "__init__", elsewhere)
+    body = _raw_sse([(None, _TWICE_NAME_CHUNK), (None, "[DONE]")])
+    server = FakeServer(http_module("openai"), [("sse", body)])
+    gw, _, _ = gateway(OpenAIChat(server.async_client(openai, "AsyncOpenAI"), model="gpt-test"))
+    with pytest.raises(VeridicError, match="keeps no event decoder"):
+        asyncio.run(gw.astream(first_prompt(), VIEW, request_id="req-1"))
+    (stream,) = made
+    assert stream.response.is_closed
+
+
+def test_an_async_sdk_stream_that_reads_past_its_decoder_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def fresh(self: Any) -> Any:
+        decoder = self._client._make_sse_decoder()
+        async for event in decoder.aiter_bytes(self.response.aiter_bytes()):
+            yield event
+
+    monkeypatch.setattr(openai.AsyncStream, "_iter_events", fresh)
+    body = _raw_sse([(None, _TWICE_NAME_CHUNK), (None, "[DONE]")])
+    server = FakeServer(http_module("openai"), [("sse", body)])
+    gw, _, _ = gateway(OpenAIChat(server.async_client(openai, "AsyncOpenAI"), model="gpt-test"))
+
+    async def read() -> None:
+        stream = await gw.astream(first_prompt(), VIEW, request_id="req-1")
+        async with contextlib.aclosing(stream):
+            async for _ in stream:
+                pass
+
+    with pytest.raises(VeridicError, match="past the decoder"):
+        asyncio.run(read())
+
+
+# --- second read: a stream cut into chunks anywhere --------------------------------------------
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    city=adversarial_text().filter(_no_surrogate),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6),
+)
+def test_a_chat_stream_cut_into_chunks_anywhere_reads_as_the_answer_sent_whole(
+    city: str, cuts: list[int]
+) -> None:
+    """For any answer, its stream's bytes cut anywhere (inside an event, a key, a UTF-8
+    character, between the two newlines that end an event) read as the answer sent whole:
+    the swapped decoder leaves the SDK's own reading of the chunks as it was."""
+    arguments = json.dumps({"city": city}, ensure_ascii=False)
+    body = sse(
+        [
+            _piece(**_HEAD, function={"name": "get_weather", "arguments": ""}),
+            _piece(function={"arguments": arguments}),
+            chat_chunk({}, finish="tool_calls"),
+        ],
+        done=True,
+    ).encode()
+    bounds = sorted({0, len(body), *(min(cut, len(body)) for cut in cuts)})
+    chunks = [body[a:b] for a, b in itertools.pairwise(bounds)]
+    http = http_module("openai")
+    transport = http.MockTransport(
+        lambda request: http.Response(
+            200, headers={"content-type": "text/event-stream"}, content=iter(chunks)
+        )
+    )
+    client = openai.OpenAI(api_key="test-key", http_client=http.Client(transport=transport))
+    gw, _, _ = gateway(OpenAIChat(client, model="gpt-test"))
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        list(stream)
+    assert stream.reply.tool_calls == _send_chat("get_weather", arguments).tool_calls
+
+
+def test_a_streamed_chat_call_whose_arguments_give_a_key_twice_reaches_the_dispatcher() -> None:
+    """A key given twice inside a streamed call's arguments text is the dispatcher's to
+    refuse, as in the answer sent whole: the stream is not refused for it."""
+    reply = _stream_chat(
+        [
+            _piece(**_HEAD, function={"name": "get_weather", "arguments": ""}),
+            _piece(function={"arguments": _TWICE_INPUT}),
+            chat_chunk({}, finish="tool_calls"),
+        ]
+    )
+    assert reply.tool_calls == _send_chat("get_weather", _TWICE_INPUT).tool_calls
+    server = FakeServer(http_module("openai"), [])
+    gw, _, _ = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    (outcome,) = gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert not outcome.result.ok
+    assert "the key 'city' is given twice" in outcome.text

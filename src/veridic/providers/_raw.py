@@ -20,15 +20,16 @@ first would see another call, another tool run.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Final, cast
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import arguments_json, attr
 
-__all__ = ["raw_answer", "raw_arguments", "raw_create", "raw_events"]
+__all__ = ["araw_events", "raw_answer", "raw_arguments", "raw_create", "raw_events"]
 
 
 def raw_create(resource: object) -> Callable[..., object] | None:
@@ -133,32 +134,169 @@ def raw_events(events: object, where: str) -> object:
     reaches the adapter as the arguments' text as written (the SDK's object gives it no
     other place), for the dispatcher to refuse, as it refuses the answer sent whole.
 
-    Only the SDKs' own streams (an object of :data:`_SDKS` with an SSE decoder) are read
-    so; any other iterable of events is given back as it is.
+    The SDK's stream (of a class made of one of :data:`_SDKS`, an application's subclass
+    too) has its decoder swapped, and is given back wrapped so that an item that did not
+    come through the swapped decoder refuses the stream: an SDK version that reads its
+    events another way is refused, never read unchecked. Any other iterable of events (a
+    client or a wrapper of the application's own) is given back as it is, as the answer
+    of such a client sent whole is read as it gives it.
+
+    Raises:
+        VeridicError: the SDK's stream keeps no decoder where this reads it (the stream
+            is closed first: an async one's by :func:`araw_events`).
     """
+    refused = _unread(events, where)
+    if refused is not None:
+        close = getattr(events, "close", None)
+        if callable(close):
+            close()
+        raise refused
+    return _read(events, where)
+
+
+async def araw_events(events: object, where: str) -> object:
+    """:func:`raw_events` of the SDK's async stream: a stream refused is closed, awaited.
+
+    Raises:
+        VeridicError: as :func:`raw_events`.
+    """
+    refused = _unread(events, where)
+    if refused is not None:
+        close = getattr(events, "close", None)
+        closing = close() if callable(close) else None
+        if inspect.isawaitable(closing):
+            await closing
+        raise refused
+    return _read(events, where)
+
+
+def _unread(events: object, where: str) -> VeridicError | None:
+    """Why the SDK's stream ``events`` cannot be read from its events' own text (it keeps
+    no decoder where :func:`_read` swaps it), or ``None``."""
+    if not _of_sdk_stream(events):
+        return None
     decoder = getattr(events, "_decoder", None)
-    module = type(events).__module__
-    if decoder is None or not (module in _SDK_NAMES or module.startswith(_SDKS)):
+    if all(callable(getattr(decoder, read, None)) for read in ("iter_bytes", "aiter_bytes")):
+        return None
+    return VeridicError(
+        f"{where}: the SDK's stream ({type(events).__name__}) keeps no event decoder where "
+        "veridic reads it (its _decoder), so its events could not be read from their own "
+        "text and a key given twice would pass unseen; nothing of it was read: check that "
+        "the installed SDK version is one the extra allows"
+    )
+
+
+def _read(events: object, where: str) -> object:
+    """``events`` with its decoder swapped and each item checked to come through it (the
+    SDK's stream, :func:`_unread` found readable), or as it is (any other)."""
+    if not _of_sdk_stream(events):
         return events
-    setattr(events, "_decoder", _RawDecoder(decoder, where))  # noqa: B010 - an SDK stream's
-    return events
+    swapped = _RawDecoder(getattr(events, "_decoder"), where)  # noqa: B009 - an SDK stream's
+    setattr(events, "_decoder", swapped)  # noqa: B010 - an SDK stream's
+    if isinstance(events, AsyncIterable):
+        return _AsyncReadStream(events, swapped)
+    return _ReadStream(cast("Iterable[object]", events), swapped)
+
+
+def _of_sdk_stream(events: object) -> bool:
+    """Whether ``events`` is of a class made of one of :data:`_SDKS`'s (an application's
+    subclass of the SDK's ``Stream`` too)."""
+    return any(_of_sdk(kind) for kind in type(events).__mro__)
+
+
+def _of_sdk(kind: type) -> bool:
+    """Whether ``kind`` is a class of one of :data:`_SDKS` (``openai.Stream`` is re-exported
+    from the top module)."""
+    module = kind.__module__
+    return module in _SDK_NAMES or module.startswith(_SDKS)
+
+
+class _ReadStream:
+    """The SDK's stream, each item it gives checked to come from an event the swapped
+    decoder read (:meth:`_RawDecoder.check`)."""
+
+    __slots__ = ("_decoder", "_stream")
+
+    def __init__(self, stream: Iterable[object], decoder: _RawDecoder) -> None:
+        self._stream = stream
+        self._decoder = decoder
+
+    def __iter__(self) -> Iterator[object]:
+        for item in self._stream:
+            self._decoder.check()
+            yield item
+
+    def close(self) -> object:
+        close = getattr(self._stream, "close", None)
+        return close() if callable(close) else None
+
+
+class _AsyncReadStream:
+    """:class:`_ReadStream` of the SDK's async stream."""
+
+    __slots__ = ("_decoder", "_stream")
+
+    def __init__(self, stream: AsyncIterable[object], decoder: _RawDecoder) -> None:
+        self._stream = stream
+        self._decoder = decoder
+
+    async def __aiter__(self) -> AsyncIterator[object]:
+        async for item in self._stream:
+            self._decoder.check()
+            yield item
+
+    def close(self) -> object:
+        close = getattr(self._stream, "close", None)
+        return close() if callable(close) else None
 
 
 class _RawDecoder:
-    """An SDK's server-sent-event decoder whose events read their JSON with :func:`_event_json`."""
+    """An SDK's server-sent-event decoder whose events read their JSON with :func:`_event_json`.
 
-    __slots__ = ("_decoder", "_where")
+    It has only what the SDK's streams read of their decoder (``iter_bytes``,
+    ``aiter_bytes``): anything else an SDK version reads of it is refused by name, not
+    answered for the SDK's decoder.
+    """
+
+    __slots__ = ("_decoder", "_read", "_where")
 
     def __init__(self, decoder: object, where: str) -> None:
         self._decoder = decoder
         self._where = where
+        self._read = False
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise VeridicError(
+            f"the SDK's stream reads its event decoder's {clip(name)}, which veridic does "
+            "not read for it, so its events could not be read from their own text: check "
+            "that the installed SDK version is one the extra allows"
+        )
+
+    def check(self) -> None:
+        """Refuse an item of the stream when no event came through this decoder: the SDK
+        read its events another way, with ``json.loads``, and a key given twice would pass
+        unseen.
+
+        Raises:
+            VeridicError: no event was read through this decoder.
+        """
+        if not self._read:
+            raise VeridicError(
+                f"{self._where}: the SDK's stream read its events past the decoder veridic "
+                "gave it (with json.loads, where a key given twice passes unseen); nothing "
+                "of it was run: check that the installed SDK version is one the extra allows"
+            )
 
     def iter_bytes(self, chunks: Iterator[bytes]) -> Iterator[object]:
         for event in getattr(self._decoder, "iter_bytes")(chunks):  # noqa: B009 - the SDK's decoder
+            self._read = True
             yield _RawEvent(event, self._where)
 
     async def aiter_bytes(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[object]:
         async for event in getattr(self._decoder, "aiter_bytes")(chunks):  # noqa: B009
+            self._read = True
             yield _RawEvent(event, self._where)
 
 

@@ -77,7 +77,7 @@ from typing import overload
 from veridic._words import a_type
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
-from veridic.providers._raw import raw_events
+from veridic.providers._raw import araw_events, raw_events
 from veridic.run import telemetry as _telemetry
 from veridic.run._audit_writes import (
     amodel_calls_kept,
@@ -280,15 +280,14 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = self._prepare(prompt, view, request_id, options, streamed=True, where="stream")
             _traced(span, sent)
-            events = raw_events(
-                self._provider.method()(**sent.request, stream=True), repr(self._provider)
-            )
+            events = self._provider.method()(**sent.request, stream=True)
             if not isinstance(events, Iterable):
                 raise VeridicError(
                     f"{self._provider!r}: the SDK answered a streaming request with "
                     f"{a_type(events)}, not a stream of events; check that the installed "
                     "SDK version is one the extra allows"
                 )
+            events = raw_events(events, repr(self._provider))
             close = getattr(events, "close", None)
             span.handed()  # the stream ends the span
             return ReplyStream(
@@ -311,16 +310,14 @@ class ModelGateway:
         with _telemetry.chat(self._provider, request_id, streamed=True) as span:
             sent = await self._aprepare(prompt, view, request_id, options, streamed=True)
             _traced(span, sent)
-            events = raw_events(
-                await awaited(self._provider.method()(**sent.request, stream=True)),
-                repr(self._provider),
-            )
+            events = await awaited(self._provider.method()(**sent.request, stream=True))
             if not isinstance(events, AsyncIterable):
                 raise VeridicError(
                     f"{self._provider!r}: the SDK answered a streaming request with "
                     f"{a_type(events)}, not an async stream of events; check that the "
                     "installed SDK version is one the extra allows"
                 )
+            events = await araw_events(events, repr(self._provider))
             close = getattr(events, "close", None)
             span.handed()  # the stream ends the span
             return AsyncReplyStream(

@@ -135,6 +135,11 @@ _CUT_OFF: Final = frozenset(
         "prohibited_content",  # Gemini
         "spii",  # Gemini: sensitive personal information stopped the answer
         "malformed_function_call",  # Gemini: the call the model wrote could not be read
+        "unexpected_tool_call",  # Gemini: the model called a tool the request did not allow
+        "too_many_tool_calls",  # Gemini: the model was stopped mid-way through its calls
+        "language",  # Gemini: an unsupported language stopped the answer
+        "image_safety",  # Gemini
+        "image_prohibited_content",  # Gemini
         "guardrail_intervened",  # Bedrock Converse: a guardrail stopped the answer
         "content_filtered",  # Bedrock Converse
     }
