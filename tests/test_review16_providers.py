@@ -541,10 +541,6 @@ def test_an_sdk_stream_that_reads_its_events_past_its_decoder_is_refused(
         list(stream)
 
 
-class _LoggedStream(openai.Stream):  # type: ignore[misc, type-arg]  # the SDK's generic, untyped here
-    """A stream class of the application's own, made of the SDK's (a logging wrapper)."""
-
-
 def test_a_stream_of_a_class_made_of_the_sdks_is_read_as_written() -> None:
     """A stream whose class the application made of the SDK's ``Stream`` reads its
     events through the SDK's decoder, but was given back unchecked (its class is not in
@@ -552,9 +548,12 @@ def test_a_stream_of_a_class_made_of_the_sdks_is_read_as_written() -> None:
     gw, client = _twice_chat_gateway()
     create = client.chat.completions.create
 
+    # A stream class of the application's own, made of the SDK's (a logging wrapper).
+    logged_stream = type("LoggedStream", (openai.Stream,), {"__module__": __name__})
+
     def logged(**kwargs: Any) -> Any:
         stream = create(**kwargs)
-        stream.__class__ = _LoggedStream
+        stream.__class__ = logged_stream
         return stream
 
     client.chat.completions.create = logged

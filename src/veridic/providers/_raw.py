@@ -122,7 +122,7 @@ def _decoded(body: str, where: str) -> object:
     return decoded
 
 
-def raw_events(events: object, where: str) -> object:
+def raw_events(events: Iterable[object], where: str) -> Iterable[object]:
     """``events``, the SDK's stream, with each event read from its own JSON text as an
     answer sent whole is (:func:`raw_answer`).
 
@@ -151,10 +151,12 @@ def raw_events(events: object, where: str) -> object:
         if callable(close):
             close()
         raise refused
-    return _read(events, where)
+    if not _of_sdk_stream(events):
+        return events
+    return _ReadStream(events, _swapped(events, where))
 
 
-async def araw_events(events: object, where: str) -> object:
+async def araw_events(events: AsyncIterable[object], where: str) -> AsyncIterable[object]:
     """:func:`raw_events` of the SDK's async stream: a stream refused is closed, awaited.
 
     Raises:
@@ -167,12 +169,14 @@ async def araw_events(events: object, where: str) -> object:
         if inspect.isawaitable(closing):
             await closing
         raise refused
-    return _read(events, where)
+    if not _of_sdk_stream(events):
+        return events
+    return _AsyncReadStream(events, _swapped(events, where))
 
 
 def _unread(events: object, where: str) -> VeridicError | None:
     """Why the SDK's stream ``events`` cannot be read from its events' own text (it keeps
-    no decoder where :func:`_read` swaps it), or ``None``."""
+    no decoder where :func:`_swapped` swaps it), or ``None``."""
     if not _of_sdk_stream(events):
         return None
     decoder = getattr(events, "_decoder", None)
@@ -186,16 +190,11 @@ def _unread(events: object, where: str) -> VeridicError | None:
     )
 
 
-def _read(events: object, where: str) -> object:
-    """``events`` with its decoder swapped and each item checked to come through it (the
-    SDK's stream, :func:`_unread` found readable), or as it is (any other)."""
-    if not _of_sdk_stream(events):
-        return events
+def _swapped(events: object, where: str) -> _RawDecoder:
+    """The decoder put in place of the SDK's stream's own (:func:`_unread` found it)."""
     swapped = _RawDecoder(getattr(events, "_decoder"), where)  # noqa: B009 - an SDK stream's
     setattr(events, "_decoder", swapped)  # noqa: B010 - an SDK stream's
-    if isinstance(events, AsyncIterable):
-        return _AsyncReadStream(events, swapped)
-    return _ReadStream(cast("Iterable[object]", events), swapped)
+    return swapped
 
 
 def _of_sdk_stream(events: object) -> bool:
