@@ -360,7 +360,7 @@ def test_openai_adapter_refuses_a_client_of_another_sdk() -> None:
     with pytest.raises(VeridicError) as raised:
         OpenAIChat(server.client(anthropic, "Anthropic"), model="m")
     message = str(raised.value)
-    assert "got a Anthropic, which has no chat.completions.create()" in message
+    assert "got an Anthropic, which has no chat.completions.create()" in message
     assert "pass an openai.OpenAI or openai.AsyncOpenAI client" in message
 
 

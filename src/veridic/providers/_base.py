@@ -968,7 +968,7 @@ def _extra_body_clash(body: object, owned: frozenset[str], adapter: str, where: 
         return []
     if not isinstance(body, Mapping):
         raise VeridicError(
-            f"{adapter}: {where} set extra_body to a {type(body).__name__}, which the SDK "
+            f"{adapter}: {where} set extra_body to {a_type(body)}, which the SDK "
             "cannot merge into the request; extra_body must be a mapping of extra "
             "request keys: pass e.g. {'seed': 7}"
         )
@@ -1127,7 +1127,7 @@ def plain_block(provider: ReasoningProvider, block: object, where: str) -> JsonO
     )
     if not isinstance(dumped, Mapping):
         raise VeridicError(
-            f"{where}: a {provider} reasoning block arrived as a {type(block).__name__}, "
+            f"{where}: a {provider} reasoning block arrived as {a_type(block)}, "
             "neither a mapping nor a pydantic model, so it cannot be kept as sent: check that "
             "the installed SDK version is one the extra allows"
         )

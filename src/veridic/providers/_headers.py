@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Final
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 
 __all__ = [
@@ -241,7 +242,7 @@ def _folded(layers: tuple[tuple[str, object], ...], owner: str) -> dict[str, str
             continue
         if not isinstance(layer, Mapping):
             raise VeridicError(
-                f"{owner}: {where} is a {type(layer).__name__}, not a mapping of header names "
+                f"{owner}: {where} is {a_type(layer)}, not a mapping of header names "
                 "to values: pass e.g. {'anthropic-beta': 'interleaved-thinking-2025-05-14'}"
             )
         spelled: dict[str, str] = {}
@@ -278,7 +279,7 @@ def _checked_name(name: object, where: str, owner: str) -> str:
     """
     if isinstance(name, str) and _TOKEN.fullmatch(name):
         return str.__str__(name)
-    shown = clip(name) if isinstance(name, str) else f"a {type(name).__name__}"
+    shown = clip(name) if isinstance(name, str) else a_type(name)
     raise VeridicError(
         f"{owner}: {where} names the header {shown}, which is not a header name (text of "
         "letters, digits and !#$%&'*+-.^_`|~, no spaces): spell it as the API names it, "
@@ -318,8 +319,8 @@ def _checked_value(name: str, value: object, where: str, owner: str) -> str:
     """
     if not isinstance(value, str):
         raise VeridicError(
-            f"{owner}: {where} sets the header {clip(name)} to a "
-            f"{type(value).__name__}, not text, so nothing could record what was sent: "
+            f"{owner}: {where} sets the header {clip(name)} to "
+            f"{a_type(value)}, not text, so nothing could record what was sent: "
             "pass its value as a str, or the SDK's omit (anthropic.omit, openai.omit) "
             "to remove the header"
         )
@@ -387,7 +388,7 @@ def model_query(client: object, extra: object, owner: str) -> dict[str, object]:
             continue
         if not isinstance(layer, Mapping):
             raise VeridicError(
-                f"{owner}: {where} is a {type(layer).__name__}, not a mapping of query "
+                f"{owner}: {where} is {a_type(layer)}, not a mapping of query "
                 "parameter names to values: pass e.g. {'api-version': '2024-10-21'}"
             )
         for name, value in layer.items():

@@ -9,7 +9,8 @@ would run for ``{"city": "Bergen"}`` where the model wrote ``{"city": "Oslo", "c
 dispatcher as written, and are refused there as arguments that read two ways.
 
 The raw form is bound to the ``create`` the client has when the request is sent
-(:func:`raw_create`), so a patch of ``create`` sees every request.
+(:func:`raw_create`), so a patch of ``create`` sees every request. A stream's events are
+read the same way, each from its own text (:func:`raw_events`).
 
 A key given twice anywhere else in the answer (a call's ``id`` or ``name``, a block's
 ``type``, a message's ``role``) refuses the whole answer: the adapter would read the
@@ -19,15 +20,16 @@ first would see another call, another tool run.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Final, cast
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.providers._base import arguments_json, attr
 
-__all__ = ["raw_answer", "raw_arguments", "raw_create"]
+__all__ = ["araw_events", "raw_answer", "raw_arguments", "raw_create", "raw_events"]
 
 
 def raw_create(resource: object) -> Callable[..., object] | None:
@@ -66,6 +68,9 @@ _SDKS: Final = ("openai.", "anthropic.")
 """The packages whose raw forms :func:`raw_create` makes anew: made of their resource
 alone, their ``create`` bound to the resource's."""
 
+_SDK_NAMES: Final = frozenset(name.rstrip(".") for name in _SDKS)
+"""The SDKs' top modules, where their streams are re-exported from (``openai.Stream``)."""
+
 
 def raw_answer(response: object, where: str) -> object:
     """The answer in ``response``: the SDK's ``Message`` as it is, or the JSON text of a raw
@@ -80,6 +85,17 @@ def raw_answer(response: object, where: str) -> object:
     body = attr(http, "text")
     if http is None or not isinstance(body, str):
         return response
+    return _decoded(body, where)
+
+
+def _decoded(body: str, where: str) -> object:
+    """The JSON object ``body`` (an answer sent whole, or one event of a stream), a key
+    given twice in a call's arguments kept (:class:`_Twice`).
+
+    Raises:
+        VeridicError: ``body`` is not a JSON object, or gives a key twice outside a call's
+            arguments.
+    """
     twice: list[_Twice] = []
 
     def pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -106,10 +122,238 @@ def raw_answer(response: object, where: str) -> object:
     return decoded
 
 
+def raw_events(events: Iterable[object], where: str) -> Iterable[object]:
+    """``events``, the SDK's stream, with each event read from its own JSON text as an
+    answer sent whole is (:func:`raw_answer`).
+
+    The SDK reads each event with ``json.loads``, which keeps the last value of a key
+    given twice: a streamed call's ``{"name": "delete_all", "name": "get_weather"}`` or
+    a ``tool_use`` block's ``input`` of ``{"city": "Oslo", "city": "Bergen"}`` was read
+    one way by the adapter and the other by a log or a proxy, with nothing said. Now a
+    key given twice outside a call's arguments refuses the stream, and one inside them
+    reaches the adapter as the arguments' text as written (the SDK's object gives it no
+    other place), for the dispatcher to refuse, as it refuses the answer sent whole.
+
+    The SDK's stream (of a class made of one of :data:`_SDKS`, an application's subclass
+    too) has its decoder swapped, and is given back wrapped so that an item that did not
+    come through the swapped decoder refuses the stream: an SDK version that reads its
+    events another way is refused, never read unchecked. Any other iterable of events (a
+    client or a wrapper of the application's own) is given back as it is, as the answer
+    of such a client sent whole is read as it gives it.
+
+    Raises:
+        VeridicError: the SDK's stream keeps no decoder where this reads it (the stream
+            is closed first: an async one's by :func:`araw_events`).
+    """
+    refused = _unread(events, where)
+    if refused is not None:
+        close = getattr(events, "close", None)
+        if callable(close):
+            close()
+        raise refused
+    if not _of_sdk_stream(events):
+        return events
+    return _ReadStream(events, _swapped(events, where))
+
+
+async def araw_events(events: AsyncIterable[object], where: str) -> AsyncIterable[object]:
+    """:func:`raw_events` of the SDK's async stream: a stream refused is closed, awaited.
+
+    Raises:
+        VeridicError: as :func:`raw_events`.
+    """
+    refused = _unread(events, where)
+    if refused is not None:
+        close = getattr(events, "close", None)
+        closing = close() if callable(close) else None
+        if inspect.isawaitable(closing):
+            await closing
+        raise refused
+    if not _of_sdk_stream(events):
+        return events
+    return _AsyncReadStream(events, _swapped(events, where))
+
+
+def _unread(events: object, where: str) -> VeridicError | None:
+    """Why the SDK's stream ``events`` cannot be read from its events' own text (it keeps
+    no decoder where :func:`_swapped` swaps it), or ``None``."""
+    if not _of_sdk_stream(events):
+        return None
+    decoder = getattr(events, "_decoder", None)
+    if all(callable(getattr(decoder, read, None)) for read in ("iter_bytes", "aiter_bytes")):
+        return None
+    return VeridicError(
+        f"{where}: the SDK's stream ({type(events).__name__}) keeps no event decoder where "
+        "veridic reads it (its _decoder), so its events could not be read from their own "
+        "text and a key given twice would pass unseen; nothing of it was read: check that "
+        "the installed SDK version is one the extra allows"
+    )
+
+
+def _swapped(events: object, where: str) -> _RawDecoder:
+    """The decoder put in place of the SDK's stream's own (:func:`_unread` found it)."""
+    swapped = _RawDecoder(getattr(events, "_decoder"), where)  # noqa: B009 - an SDK stream's
+    setattr(events, "_decoder", swapped)  # noqa: B010 - an SDK stream's
+    return swapped
+
+
+def _of_sdk_stream(events: object) -> bool:
+    """Whether ``events`` is of a class made of one of :data:`_SDKS`'s (an application's
+    subclass of the SDK's ``Stream`` too)."""
+    return any(_of_sdk(kind) for kind in type(events).__mro__)
+
+
+def _of_sdk(kind: type) -> bool:
+    """Whether ``kind`` is a class of one of :data:`_SDKS` (``openai.Stream`` is re-exported
+    from the top module)."""
+    module = kind.__module__
+    return module in _SDK_NAMES or module.startswith(_SDKS)
+
+
+class _ReadStream:
+    """The SDK's stream, each item it gives checked to come from an event the swapped
+    decoder read (:meth:`_RawDecoder.check`)."""
+
+    __slots__ = ("_decoder", "_stream")
+
+    def __init__(self, stream: Iterable[object], decoder: _RawDecoder) -> None:
+        self._stream = stream
+        self._decoder = decoder
+
+    def __iter__(self) -> Iterator[object]:
+        for item in self._stream:
+            self._decoder.check()
+            yield item
+
+    def close(self) -> object:
+        close = getattr(self._stream, "close", None)
+        return close() if callable(close) else None
+
+
+class _AsyncReadStream:
+    """:class:`_ReadStream` of the SDK's async stream."""
+
+    __slots__ = ("_decoder", "_stream")
+
+    def __init__(self, stream: AsyncIterable[object], decoder: _RawDecoder) -> None:
+        self._stream = stream
+        self._decoder = decoder
+
+    async def __aiter__(self) -> AsyncIterator[object]:
+        async for item in self._stream:
+            self._decoder.check()
+            yield item
+
+    def close(self) -> object:
+        close = getattr(self._stream, "close", None)
+        return close() if callable(close) else None
+
+
+class _RawDecoder:
+    """An SDK's server-sent-event decoder whose events read their JSON with :func:`_event_json`.
+
+    It has only what the SDK's streams read of their decoder (``iter_bytes``,
+    ``aiter_bytes``): anything else an SDK version reads of it is refused by name, not
+    answered for the SDK's decoder.
+    """
+
+    __slots__ = ("_decoder", "_read", "_where")
+
+    def __init__(self, decoder: object, where: str) -> None:
+        self._decoder = decoder
+        self._where = where
+        self._read = False
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise VeridicError(
+            f"the SDK's stream reads its event decoder's {clip(name)}, which veridic does "
+            "not read for it, so its events could not be read from their own text: check "
+            "that the installed SDK version is one the extra allows"
+        )
+
+    def check(self) -> None:
+        """Refuse an item of the stream when no event came through this decoder: the SDK
+        read its events another way, with ``json.loads``, and a key given twice would pass
+        unseen.
+
+        Raises:
+            VeridicError: no event was read through this decoder.
+        """
+        if not self._read:
+            raise VeridicError(
+                f"{self._where}: the SDK's stream read its events past the decoder veridic "
+                "gave it (with json.loads, where a key given twice passes unseen); nothing "
+                "of it was run: check that the installed SDK version is one the extra allows"
+            )
+
+    def iter_bytes(self, chunks: Iterator[bytes]) -> Iterator[object]:
+        for event in getattr(self._decoder, "iter_bytes")(chunks):  # noqa: B009 - the SDK's decoder
+            self._read = True
+            yield _RawEvent(event, self._where)
+
+    async def aiter_bytes(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[object]:
+        async for event in getattr(self._decoder, "aiter_bytes")(chunks):  # noqa: B009
+            self._read = True
+            yield _RawEvent(event, self._where)
+
+
+class _RawEvent:
+    """One server-sent event as the SDK's decoder gave it, its ``json()`` read as written."""
+
+    __slots__ = ("_event", "_where")
+
+    def __init__(self, event: object, where: str) -> None:
+        self._event = event
+        self._where = where
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._event, name)
+
+    def json(self) -> object:
+        data = getattr(self._event, "data", None)
+        if not isinstance(data, str):
+            raise VeridicError(
+                f"{self._where}: a streamed event holds no text ({type(data).__name__}); "
+                "nothing of it was run: check that the installed SDK version is one the extra "
+                "allows"
+            )
+        return _event_json(_decoded(data, self._where), self._where)
+
+
+def _event_json(decoded: object, where: str) -> object:
+    """``decoded`` with each ``tool_use`` input that gives a key twice as its text as written.
+
+    The SDK builds its event object from what ``json()`` gives, and keeps the last value
+    of a key given twice; the text keeps every one, and the Anthropic adapter reads an
+    input's text as the model wrote it. A chat or Responses call's ``arguments`` that come
+    as an object stay one: those adapters refuse a stream that sends them so
+    (``veridic.providers.openai._refuse_streamed_object``), a key given twice or not.
+    """
+    todo = [decoded]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if key == _STREAMED_INPUT and _holds_twice(child):
+                    value[key] = raw_arguments(child, where)
+                else:
+                    todo.append(child)
+        elif isinstance(value, list):
+            todo.extend(value)
+    return decoded
+
+
 _ARGUMENTS: Final = frozenset({"arguments", "input"})
 """The keys under which an answer gives a call's arguments (a chat or Responses call's
 ``arguments``, an Anthropic ``tool_use`` block's ``input``): a key given twice in them
 reaches the dispatcher as written, which refuses the call by name."""
+
+
+_STREAMED_INPUT: Final = "input"
+"""The key under which a stream gives a call's arguments as an object that an adapter reads
+(an Anthropic ``tool_use`` block's): :func:`_event_json` gives the SDK its text."""
 
 
 def _refuse_twice_outside_arguments(decoded: object, where: str) -> None:

@@ -28,6 +28,7 @@ from veridic import _json_object
 from veridic._counted import counted
 from veridic._extras import require
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
@@ -136,7 +137,7 @@ class AnthropicMessages(Adapter):
         method = attr(self.client, "messages", "create")
         if not callable(method):
             raise VeridicError(
-                f"AnthropicMessages got a {type(self.client).__name__}, which has no "
+                f"AnthropicMessages got {a_type(self.client)}, which has no "
                 "messages.create(): pass an anthropic.Anthropic or anthropic.AsyncAnthropic "
                 "client (from a version the 'anthropic' extra allows)"
             )

@@ -37,6 +37,7 @@ from typing import Final, Protocol
 
 from veridic._extras import require
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
@@ -98,7 +99,7 @@ def _resource_method(client: object, path: tuple[str, ...], adapter: str) -> Cal
     method = attr(client, *path)
     if not callable(method):
         raise VeridicError(
-            f"{adapter} got a {type(client).__name__}, which has no {'.'.join(path)}(): "
+            f"{adapter} got {a_type(client)}, which has no {'.'.join(path)}(): "
             "pass an openai.OpenAI or openai.AsyncOpenAI client (from a version the "
             "'openai' extra allows)"
         )
@@ -446,6 +447,8 @@ class _ChatAssembler:
         """(choice, call index) -> the call's name as merged so far"""
         self._opened: set[tuple[object, object]] = set()
         """(choice, call index) of the calls an earlier piece began"""
+        self._argued: set[tuple[object, object]] = set()
+        """(choice, call index) of the calls whose argument text began"""
 
     def feed(self, event: object) -> str:
         _refuse_searched(event, repr(self._adapter))
@@ -527,7 +530,8 @@ class _ChatAssembler:
         servers send them again with every piece. The SDK joins every string it merges, so
         the call ran as ``get_weatherget_weather`` under an id nobody sent, where the same
         answer sent whole is ``get_weather``. A second id that differs is refused
-        (:meth:`_check`); a name given in parts is joined, as the SDK does.
+        (:meth:`_check`). Which later name is the name again, and which a part of it, is
+        told by :meth:`_name_piece`.
         """
         repeats: list[tuple[int, int, str]] = []
         for at, choice in enumerate(items(event, "choices")):
@@ -537,16 +541,16 @@ class _ChatAssembler:
                 key = (attr(choice, "index"), attr(call, "index"))
                 later = key in self._opened
                 self._opened.add(key)
-                if later and attr(call, "id") == self._ids.get(key):
+                given = attr(call, "id")
+                header = later and isinstance(given, str) and given == self._ids.get(key)
+                if header:
                     repeats.append((at, place, "id"))
                 name = attr(call, "function", "name")
-                if not isinstance(name, str) or not name:
-                    continue
-                held = self._names.get(key)
-                if later and held == name:
+                if isinstance(name, str) and name and self._name_piece(key, name, header=header):
                     repeats.append((at, place, "name"))
-                else:
-                    self._names[key] = (held or "") + name
+                arguments = attr(call, "function", "arguments")
+                if isinstance(arguments, str) and arguments:
+                    self._argued.add(key)
         if not repeats:
             return event
         copied: object = getattr(event, "model_copy")(deep=True)  # noqa: B009 - an SDK chunk
@@ -555,6 +559,35 @@ class _ChatAssembler:
             call = items(choice, "delta", "tool_calls")[place]
             setattr(attr(call, "function") if field == "name" else call, field, None)
         return copied
+
+    def _name_piece(self, key: tuple[object, object], name: str, *, header: bool) -> bool:
+        """Take a piece of a call's name; whether it is the name sent again (to drop).
+
+        A name's parts come before its arguments, and a server that sends a call's header
+        again (its id: ids are never sent in parts, :meth:`_check`) sends all of it, the
+        whole name included. So a name in a piece that gives the id again, or that comes
+        after the call's argument text began, is the whole name again; any other is the
+        next part of it, joined as the SDK joins it (``"get"`` and ``"get"`` are the
+        call ``getget``).
+
+        Raises:
+            VeridicError: a piece that can only be the whole name again names another
+                name than the call's so far: it renames a call already announced.
+        """
+        held = self._names.get(key)
+        if held is None:
+            self._names[key] = name
+            return False
+        if not (header or key in self._argued):
+            self._names[key] = held + name
+            return False
+        if name != held:
+            why = "gives the call's id again" if header else "comes after its arguments began"
+            raise self._void(
+                f"tool call {clip(str(key[1]))} of choice {clip(str(key[0]))} was announced "
+                f"as {clip(held)}, and a later piece, which {why}, renames it {clip(name)}"
+            )
+        return True
 
     def _void(self, what: str) -> VeridicError:
         return VeridicError(
@@ -570,7 +603,28 @@ class _ChatAssembler:
                 f"{self._adapter!r}: the stream ended before the model finished (no finish_reason "
                 "arrived); the answer is incomplete: send the request again"
             )
+        self._check_begun(choices[0])
         return self._adapter.parse(snapshot)
+
+    def _check_begun(self, choice: object) -> None:
+        """Refuse a call the stream never began: the API sends a call's id and name in its
+        first piece, so a call without them is pieces of a call no piece began (an index
+        a proxy made up or renumbered), not an SDK that reads the answer otherwise.
+
+        Raises:
+            VeridicError: naming the call and what it lacks.
+        """
+        # Only choice 0 gets here: a chunk of another is refused (_check).
+        for place, call in enumerate(items(choice, "message", "tool_calls")):
+            index = attr(call, "index")
+            shown = index if isinstance(index, int) else place
+            given = (("id", attr(call, "id")), ("name", attr(call, "function", "name")))
+            for field, value in given:
+                if not isinstance(value, str) or not value:
+                    raise self._void(
+                        f"tool call {shown} of choice 0 has no {field}: its pieces belong to a "
+                        "call no piece began"
+                    )
 
 
 class OpenAIResponses(Adapter):

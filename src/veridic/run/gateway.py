@@ -74,8 +74,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import overload
 
+from veridic._words import a_type
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
+from veridic.providers._raw import araw_events, raw_events
 from veridic.run import telemetry as _telemetry
 from veridic.run._audit_writes import (
     amodel_calls_kept,
@@ -183,7 +185,7 @@ class ModelGateway:
     ) -> None:
         if not isinstance(provider, Adapter):
             raise VeridicError(
-                f"ModelGateway() got a {type(provider).__name__} as provider: pass an adapter, "
+                f"ModelGateway() got {a_type(provider)} as provider: pass an adapter, "
                 "OpenAIChat(client, model=...), OpenAIResponses(...) or AnthropicMessages(...)"
             )
         writes(audit, "ModelGateway", sync=False)
@@ -281,10 +283,11 @@ class ModelGateway:
             events = self._provider.method()(**sent.request, stream=True)
             if not isinstance(events, Iterable):
                 raise VeridicError(
-                    f"{self._provider!r}: the SDK answered a streaming request with a "
-                    f"{type(events).__name__}, not a stream of events; check that the installed "
+                    f"{self._provider!r}: the SDK answered a streaming request with "
+                    f"{a_type(events)}, not a stream of events; check that the installed "
                     "SDK version is one the extra allows"
                 )
+            events = raw_events(events, repr(self._provider))
             close = getattr(events, "close", None)
             span.handed()  # the stream ends the span
             return ReplyStream(
@@ -310,10 +313,11 @@ class ModelGateway:
             events = await awaited(self._provider.method()(**sent.request, stream=True))
             if not isinstance(events, AsyncIterable):
                 raise VeridicError(
-                    f"{self._provider!r}: the SDK answered a streaming request with a "
-                    f"{type(events).__name__}, not an async stream of events; check that the "
+                    f"{self._provider!r}: the SDK answered a streaming request with "
+                    f"{a_type(events)}, not an async stream of events; check that the "
                     "installed SDK version is one the extra allows"
                 )
+            events = await araw_events(events, repr(self._provider))
             close = getattr(events, "close", None)
             span.handed()  # the stream ends the span
             return AsyncReplyStream(

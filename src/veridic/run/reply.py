@@ -128,10 +128,25 @@ _CUT_OFF: Final = frozenset(
         "model_length",  # Mistral: the answer filled the context window
         "error",  # OpenRouter, Mistral: the generation failed mid-way
         "abort",  # vLLM: the generation was aborted
+        # Other providers, through an application's own adapter:
+        "safety",  # Gemini: a safety filter stopped the answer
+        "recitation",  # Gemini: the answer recited a source too closely
+        "blocklist",  # Gemini: a blocked term stopped the answer
+        "prohibited_content",  # Gemini
+        "spii",  # Gemini: sensitive personal information stopped the answer
+        "malformed_function_call",  # Gemini: the call the model wrote could not be read
+        "unexpected_tool_call",  # Gemini: the model called a tool the request did not allow
+        "too_many_tool_calls",  # Gemini: the model was stopped mid-way through its calls
+        "language",  # Gemini: an unsupported language stopped the answer
+        "image_safety",  # Gemini
+        "image_prohibited_content",  # Gemini
+        "guardrail_intervened",  # Bedrock Converse: a guardrail stopped the answer
+        "content_filtered",  # Bedrock Converse
     }
 )
-"""Stop reasons of an answer the provider ended before the model did (OpenAI Responses
-says ``incomplete``, with or without a reason: see :func:`_check_whole`)."""
+"""Stop reasons of an answer the provider ended before the model did, in lower case (a
+stop reason is matched in any case: Gemini and Cohere say ``MAX_TOKENS``); OpenAI
+Responses says ``incomplete``, with or without a reason: see :func:`_check_whole`."""
 
 
 def _check_whole(reply: Reply, where: str) -> None:
@@ -146,7 +161,8 @@ def _check_whole(reply: Reply, where: str) -> None:
         VeridicError: ``reply`` has tool calls and its stop reason says it was cut off.
     """
     stop = reply.stop_reason
-    if not reply.tool_calls or not (stop in _CUT_OFF or stop.split(":")[0] == "incomplete"):
+    said = stop.lower()
+    if not reply.tool_calls or not (said in _CUT_OFF or said.split(":")[0] == "incomplete"):
         return
     names = first_few(sorted({call.name for call in reply.tool_calls}))
     raise VeridicError(
