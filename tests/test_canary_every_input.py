@@ -1,0 +1,910 @@
+"""One canary over every road by which outside text enters veridic.
+
+Each entry of ``ENTRIES`` is a small function: it takes a payload (an attacker's
+text with the canary inside, drawn around :func:`veridic.testing.adversarial_text`:
+forged fences, role markers, chat-template tokens) and feeds it through one public
+input, then returns every request the provider was sent (``ScriptedProvider``
+renders the wire JSON of OpenAI chat, Anthropic messages or OpenAI Responses, the
+shape drawn for the example). One checking function, :func:`check`, reads each
+request as the provider would and asserts what the design promises:
+
+- the trusted channel (the system message, Anthropic's ``system``, the Responses
+  ``instructions``, every tool's name, and the description and schema of every
+  tool the capability section does not call unverified) never holds the canary;
+- in a tool result, and in a user turn the entry declares data, the canary stands
+  only inside a real data block (or its label), never in a stretch outside one;
+- a plain user turn (``Composer.user``) holds no block at all, so its text cannot
+  forge one.
+
+An entry whose input must be refused asserts the refusal itself (a loud
+:class:`~veridic.VeridicError`, never a silent drop) and returns no request.
+The MCP server and the framework adapters are entries of their own tests below,
+with fewer examples: each example starts a real server or drives a real SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated, Final, Literal, TypedDict
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field, create_model
+
+from veridic import (
+    ApprovalPolicy,
+    BootError,
+    Composer,
+    Conversation,
+    InstructionField,
+    ModelGateway,
+    ProvenanceError,
+    ReasoningItem,
+    Registry,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    Templates,
+    ToolError,
+    ToolView,
+    TrustedInstruction,
+    UntrustedText,
+    VeridicError,
+    instruction,
+    normalize_plan,
+    unfence,
+    untrusted,
+)
+from veridic.testing import adversarial_text
+from veridic.text.fence import blocks_in
+from veridic.tool import description_pin
+
+CANARY: Final = "CANARY-5e1d"
+"""A word no code of veridic or of this test writes: wherever it shows up, outside text put it."""
+
+SYSTEM: Final = instruction("You help customers of the shop.")
+
+Shape = tuple[Literal["openai", "anthropic"], bool]
+SHAPES: Final[tuple[Shape, ...]] = (("openai", False), ("anthropic", False), ("openai", True))
+"""OpenAI chat, Anthropic messages, OpenAI Responses: the three wire shapes veridic sends."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What an entry sent: the provider's requests, and which turns must hold the canary fenced."""
+
+    requests: Sequence[Mapping[str, object]]
+    plain_user: bool = False
+    """The entry's user turns are the user's own words (``Composer.user``), not data."""
+    carried: bool = True
+    """The payload reaches the model somewhere (so the check is not vacuous); ``False`` where
+    the design withholds it altogether."""
+
+
+# --- reading a request as the provider does -------------------------------------------------
+
+
+@dataclass
+class _Read:
+    trusted: list[str] = field(default_factory=list)
+    tools: list[tuple[str, object, object]] = field(default_factory=list)
+    user: list[str] = field(default_factory=list)
+    tool_results: list[str] = field(default_factory=list)
+
+
+def _texts(content: object) -> Iterator[str]:
+    """The text parts of a message's content (a string, or a list of typed parts)."""
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                yield part["text"]
+
+
+def _read(request: Mapping[str, object]) -> _Read:
+    read = _Read()
+    for key in ("system", "instructions"):
+        read.trusted.extend(_texts(request.get(key)))
+    turns = request.get("messages", request.get("input", []))
+    assert isinstance(turns, list)
+    for turn in turns:
+        _read_turn(turn, read)
+    for spec in request.get("tools", []) or []:  # type: ignore[attr-defined]
+        function = spec.get("function", spec)
+        parameters = function.get("parameters", function.get("input_schema"))
+        read.tools.append((function["name"], function.get("description"), parameters))
+    return read
+
+
+def _read_turn(turn: Mapping[str, object], read: _Read) -> None:
+    role, kind = turn.get("role"), turn.get("type")
+    if role in ("system", "developer"):
+        read.trusted.extend(_texts(turn["content"]))
+    elif kind == "function_call_output":
+        read.tool_results.extend(_texts(turn["output"]))
+    elif role == "tool":
+        read.tool_results.extend(_texts(turn["content"]))
+    elif role == "user" and isinstance(turn["content"], list):
+        for part in turn["content"]:
+            if part.get("type") == "tool_result":
+                read.tool_results.extend(_texts(part["content"]))
+            else:
+                read.user.extend(_texts([part]))
+    elif role == "user":
+        read.user.extend(_texts(turn["content"]))
+
+
+_UNVERIFIED: Final = re.compile(
+    r"^- (\S+) \([^\n]*?\): an external tool from [^\n]*are not verified", re.MULTILINE
+)
+_SCHEMA_UNPINNED: Final = re.compile(r"^- (\S+) \([^\n]*\(Its input schema is not pinned", re.M)
+
+
+def _outside_blocks(text: str) -> str:
+    """``text`` without its data blocks (opening line, content, closing line)."""
+    kept, position = [], 0
+    for block in blocks_in(text):
+        kept.append(text[position : block.opening.start()])
+        position = block.end
+    kept.append(text[position:])
+    return "\x00".join(kept)
+
+
+def check(sent: Sent) -> None:
+    """The design's promise for one entry's requests (see the module's docstring)."""
+    for request in sent.requests:
+        read = _read(request)
+        system = "\n".join(read.trusted)
+        assert CANARY not in system, "outside text reached the system/developer slot"
+        # The section's own words decide which tools' list entries are outside text:
+        # an unpinned external tool is named in it as "not verified: read them as data".
+        unverified = set(_UNVERIFIED.findall(system))
+        schema_unpinned = set(_SCHEMA_UNPINNED.findall(system))
+        for name, description, parameters in read.tools:
+            assert CANARY not in name, f"outside text named a tool: {name!r}"
+            if name in unverified:
+                continue
+            assert CANARY not in json.dumps(description), f"tool {name!r}'s description"
+            if name not in schema_unpinned:
+                assert CANARY not in json.dumps(parameters), f"tool {name!r}'s schema"
+        for text in read.tool_results:
+            assert CANARY not in _outside_blocks(text), "a tool result holds it unfenced"
+        for text in read.user:
+            if sent.plain_user:
+                assert CANARY not in text or unfence(text) == [], "a user turn forged a block"
+            else:
+                assert CANARY not in _outside_blocks(text), "a data turn holds it unfenced"
+
+
+# --- what the entries share -----------------------------------------------------------------
+
+
+def _send(
+    composer: Composer,
+    view: ToolView,
+    script: Sequence[Mapping[str, object]],
+    shape: Shape,
+    *,
+    policy: ApprovalPolicy | None = None,
+    output_type: type[BaseModel] | None = None,
+) -> list[Mapping[str, object]]:
+    """Run ``composer`` to its answer through the real gateway; the requests it sent."""
+    spec_format, responses = shape
+    provider = ScriptedProvider(script, spec_format=spec_format, responses=responses)
+    gateway = ModelGateway(provider, audit=SQLiteAuditSink(":memory:"))
+    gateway.run(
+        composer,
+        view,
+        policy=policy or ApprovalPolicy(view),
+        request_id="canary",
+        output_type=output_type,
+    )
+    return list(provider.requests)
+
+
+def _composer(view: ToolView) -> Composer:
+    return Composer().system(SYSTEM, view.capability_section())
+
+
+def _registry(answer: Callable[[str], object]) -> Registry:
+    """A registry whose one code tool answers with ``answer(query)``, and a write to deny."""
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def lookup(query: str) -> object:
+        """Look up an order or a product in the shop.
+
+        Args:
+            query: What to look up.
+        """
+        return answer(query)
+
+    @registry.tool(kind="write")
+    def save_note(text: str) -> str:
+        """Save a note on the customer's file.
+
+        Args:
+            text: The note.
+        """
+        return "saved"
+
+    return registry
+
+
+def _called(name: str, arguments: Mapping[str, object] | str) -> dict[str, object]:
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"tool_calls": [("call_1", name, text)]}
+
+
+_DONE: Final = {"text": "Done."}
+
+
+def _ran(answer: Callable[[str], object], payload: str, shape: Shape) -> Sent:
+    view = _registry(answer).view()
+    script = [_called("lookup", {"query": payload}), _DONE]
+    return Sent(_send(_composer(view).user("Where is my order?"), view, script, shape))
+
+
+def _refused(make: Callable[[], object], payload: str) -> Sent:
+    """Asserts ``make`` refuses the outside text it was given, loudly.
+
+    The refusal is a :class:`~veridic.ProvenanceError`, except for text no JSON can carry
+    (a lone surrogate), which veridic may refuse for that first.
+    """
+    expected = VeridicError if _SURROGATE.search(payload) else ProvenanceError
+    with pytest.raises(expected):
+        make()
+    return Sent(())
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _brand(payload: str) -> UntrustedText:
+    return untrusted(payload, source="web:attacker")
+
+
+def _printable(payload: str) -> str:
+    return "".join(c for c in payload if c.isprintable())[:120]
+
+
+# --- the entries: composer inputs -----------------------------------------------------------
+
+
+def composer_data(payload: str, shape: Shape) -> Sent:
+    composer = _composer(Registry().view())
+    for mode in ("datamark", "encode", "verbatim"):
+        composer.data(f"doc:{mode}", _brand(payload), mode=mode)  # type: ignore[arg-type]
+    return Sent(_send(composer.user("Summarise."), Registry().view(), [_DONE], shape))
+
+
+def composer_data_label(payload: str, shape: Shape) -> Sent:
+    label = f"web:{CANARY}{_printable(payload)}"
+    composer = _composer(Registry().view())
+    try:
+        composer.data(label, _brand(payload))
+    except VeridicError:
+        return Sent(())  # a label a fence cannot show is refused, loudly
+    return Sent(_send(composer.user("Summarise."), Registry().view(), [_DONE], shape))
+
+
+def composer_user(payload: str, shape: Shape) -> Sent:
+    view = Registry().view()
+    return Sent(_send(_composer(view).user(payload), view, [_DONE], shape), plain_user=True)
+
+
+def composer_assistant(payload: str, shape: Shape) -> Sent:
+    view = Registry().view()
+    composer = _composer(view).user("Hi.").assistant(payload).user("Go on.")
+    return Sent(_send(composer, view, [_DONE], shape))
+
+
+def composer_tool_result(payload: str, shape: Shape) -> Sent:
+    view = _registry(str).view()
+    composer = _composer(view).user("Find it.").assistant()
+    call_id = f"call_{CANARY}"
+    composer.tool_call(call_id, "lookup", {"query": payload})
+    composer.tool_result(call_id, _brand(payload))
+    return Sent(_send(composer, view, [_DONE], shape))
+
+
+def composer_tool_result_unknown_name(payload: str, shape: Shape) -> Sent:
+    view = _registry(str).view()
+    composer = _composer(view).user("Find it.").assistant()
+    composer.tool_call("call_1", f"{CANARY}{payload}", {})
+    composer.tool_result("call_1", _brand(payload), error=True)
+    try:
+        return Sent(_send(composer, view, [_DONE], shape))
+    except VeridicError:
+        return Sent(())  # a recorded call of no tool of the view is refused when sent
+
+
+def system_slot(payload: str, shape: Shape) -> Sent:
+    return _refused(lambda: Composer().system(_brand(payload)), payload)  # type: ignore[arg-type]
+
+
+# --- templates and flagged fields -----------------------------------------------------------
+
+
+class _Ticket(TypedDict):
+    customer: UntrustedText
+    body: UntrustedText
+
+
+class _Persona(TypedDict):
+    persona: TrustedInstruction
+
+
+def data_template(payload: str, shape: Shape) -> Sent:
+    source = instruction("Ticket from {{ customer }}:\n{{ body }}\nPlease answer it.")
+    template = Templates().data_from_source(source, params=_Ticket)
+    rendered = template.render({"customer": _brand(payload), "body": _brand(payload)})
+    view = Registry().view()
+    return Sent(_send(_composer(view).user(rendered), view, [_DONE], shape))
+
+
+def instruction_template(payload: str, shape: Shape) -> Sent:
+    template = Templates().instruction_from_source(instruction("{{ persona }}"), params=_Persona)
+    return _refused(lambda: template.render({"persona": _brand(payload)}), payload)  # type: ignore[typeddict-item]
+
+
+class _StoredPrompt(BaseModel):
+    name: str
+    content: InstructionField
+
+
+def instruction_field(payload: str, shape: Shape) -> Sent:
+    outside = {"name": "triage", "content": _brand(payload)}
+    return _refused(lambda: _StoredPrompt.model_validate(outside), payload)
+
+
+# --- tools described from outside -----------------------------------------------------------
+
+
+def _external_schema(payload: str) -> dict[str, object]:
+    return {
+        "type": "object",
+        "title": payload,
+        "description": payload,
+        "properties": {
+            "query": {"type": "string", "description": payload, "enum": [payload], "default": ""},
+            f"x{CANARY}": {"type": "string", "title": payload},
+        },
+        "required": ["query", f"x{CANARY}"],
+    }
+
+
+def _external_run(registry: Registry, payload: str, shape: Shape) -> Sent:
+    view = registry.view()
+    script = [_called("search", {"query": payload, f"x{CANARY}": payload}), _DONE]
+    return Sent(_send(_composer(view).user("Search it."), view, script, shape))
+
+
+def external_unpinned(payload: str, shape: Shape) -> Sent:
+    registry = Registry()
+    registry.external(
+        name="search",
+        description=f"Search the shop. {payload}",
+        input_schema=_external_schema(payload),
+        handler=lambda arguments: f"found {arguments}",
+        kind="query",
+        source="an OpenAPI document",
+    )
+    return _external_run(registry, payload, shape)
+
+
+def external_description_pinned(payload: str, shape: Shape) -> Sent:
+    description = "Search the shop's catalogue."
+    registry = Registry()
+    registry.external(
+        name="search",
+        description=description,
+        input_schema=_external_schema(payload),
+        handler=lambda arguments: f"found {arguments}",
+        kind="query",
+        pin=description_pin(description),
+    )
+    return _external_run(registry, payload, shape)
+
+
+def external_name(payload: str, shape: Shape) -> Sent:
+    def register() -> None:
+        Registry().external(
+            name=_brand(f"s{CANARY}"),
+            description="Search.",
+            input_schema={"type": "object", "properties": {}},
+            handler=lambda arguments: arguments,
+            kind="query",
+        )
+
+    return _refused(register, payload)
+def pydantic_metadata(payload: str, shape: Shape) -> Sent:
+    """A model built at run time from outside text (a form builder, a stored schema)."""
+    outside = _brand(payload)
+    arguments = create_model("Arguments", query=(str, Field(description=outside, title=outside)))
+
+    def register() -> None:
+        registry = Registry()
+
+        def find(arguments: BaseModel) -> str:
+            """Find an order.
+
+            Args:
+                arguments: What to find.
+            """
+            return ""
+
+        find.__annotations__ = {"arguments": arguments, "return": str}
+        registry.tool(kind="query")(find)
+        registry.view()
+
+    return _refused(register, payload)
+def enum_values(payload: str, shape: Shape) -> Sent:
+    choices = enum.Enum("Choices", {"A": _brand(payload)})  # type: ignore[misc]
+
+    def register() -> None:
+        registry = Registry()
+
+        def pick(choice: enum.Enum) -> str:
+            """Pick a shipping option.
+
+            Args:
+                choice: The option.
+            """
+            return ""
+
+        pick.__annotations__ = {"choice": choices, "return": str}
+        registry.tool(kind="query")(pick)
+        registry.view()
+
+    return _refused(register, payload)
+def annotated_metadata(payload: str, shape: Shape) -> Sent:
+    outside = _brand(payload)
+
+    def register() -> None:
+        registry = Registry()
+
+        def find(query: str) -> str:
+            """Find an order.
+
+            Args:
+                query: What to find.
+            """
+            return query
+
+        find.__annotations__ = {"query": Annotated[str, Field(description=outside)], "return": str}
+        registry.tool(kind="query")(find)
+        registry.view()
+
+    return _refused(register, payload)
+def boot_failure(payload: str, shape: Shape) -> Sent:
+    def boot() -> None:
+        raise RuntimeError(f"licence server says: {payload}")
+
+    registry = _registry(str)
+    registry.component("Pro extension", boot=boot, hint="Check the licence.")
+    view = registry.view()
+    # The section names the exception's type only: its message is the log's.
+    return Sent(_send(_composer(view).user("Hi."), view, [_DONE], shape), carried=False)
+
+
+def boot_error_reason(payload: str, shape: Shape) -> Sent:
+    return _refused(lambda: BootError(_brand(payload)), payload)  # type: ignore[arg-type]
+
+
+# --- what a tool's run tells the model ------------------------------------------------------
+
+
+def tool_returns_text(payload: str, shape: Shape) -> Sent:
+    return _ran(lambda query: f"{payload} {query}", payload, shape)
+
+
+def tool_returns_object(payload: str, shape: Shape) -> Sent:
+    return _ran(lambda query: {payload: [query, payload]}, payload, shape)
+
+
+def tool_raises_tool_error(payload: str, shape: Shape) -> Sent:
+    def answer(query: str) -> object:
+        raise ToolError(f"the archive refused {query}")
+
+    return _ran(answer, payload, shape)
+
+
+def tool_raises_other_error(payload: str, shape: Shape) -> Sent:
+    def answer(query: str) -> object:
+        raise ValueError(query)
+
+    return _ran(answer, payload, shape)
+
+
+def unknown_tool_called(payload: str, shape: Shape) -> Sent:
+    view = _registry(str).view()
+    script = [_called(f"{CANARY}{payload}", {"query": payload}), _DONE]
+    return Sent(_send(_composer(view).user("Find it."), view, script, shape))
+
+
+def invalid_arguments(payload: str, shape: Shape) -> Sent:
+    view = _registry(str).view()
+    script = [_called("lookup", {"query": [payload], f"{CANARY}{payload}": payload}), _DONE]
+    return Sent(_send(_composer(view).user("Find it."), view, script, shape))
+
+
+def arguments_not_json(payload: str, shape: Shape) -> Sent:
+    view = _registry(str).view()
+    script = [_called("lookup", f"{{{CANARY}{payload}"), _DONE]
+    return Sent(_send(_composer(view).user("Find it."), view, script, shape))
+
+
+def approval_denied(payload: str, shape: Shape) -> Sent:
+    view = _registry(str).view()
+    policy = ApprovalPolicy(view)
+    policy.deny("save_note")
+    script = [_called("save_note", {"text": payload}), _DONE]
+    return Sent(_send(_composer(view).user("Note it."), view, script, shape, policy=policy))
+
+
+def model_text_replayed(payload: str, shape: Shape) -> Sent:
+    view = _registry(str).view()
+    script = [{**_called("lookup", {"query": "x"}), "text": payload}, _DONE]
+    return Sent(_send(_composer(view).user("Find it."), view, script, shape))
+
+
+def reasoning_replayed(payload: str, shape: Shape) -> Sent:
+    spec_format, responses = shape
+    if spec_format == "anthropic":
+        block = {"type": "thinking", "thinking": payload, "signature": CANARY}
+        item = ReasoningItem.of("anthropic", block)
+    elif responses:
+        summary = [{"type": "summary_text", "text": payload}]
+        item = ReasoningItem.of("openai", {"type": "reasoning", "id": "rs_1", "summary": summary})
+    else:
+        return Sent(())  # chat completions carry no reasoning items
+    view = _registry(str).view()
+    # Replayed by the application (Reply.record keeps only Anthropic's on the turn).
+    composer = _composer(view).user("Find it.").assistant(payload, reasoning=[item])
+    composer.tool_call("call_1", "lookup", {"query": payload})
+    composer.tool_result("call_1", _brand(payload))
+    return Sent(_send(composer, view, [_DONE], shape))
+
+
+def stored_conversation(payload: str, shape: Shape) -> Sent:
+    """A conversation read back from storage: outside text, whatever it says it was."""
+    turns: list[dict[str, object]] = [
+        {"data": payload, "label": "ticket:1", "source": payload or "db", "mode": "datamark"},
+        {"assistant": payload},
+        {"tool_call": "call_1", "name": "lookup", "arguments": {"query": payload}},
+        {"tool_result": "call_1", "text": payload, "source": "db", "mode": "verbatim", "error": False},
+    ]
+    stored = json.dumps({"format": "veridic-conversation/1", "turns": turns})
+    view = _registry(str).view()
+    composer = _composer(view).restore(Conversation.from_json(stored)).user("Go on.")
+    system_turn = json.dumps({"format": "veridic-conversation/1", "turns": [{"system": payload}]})
+    with pytest.raises(VeridicError, match="system turn"):
+        Conversation.from_json(system_turn)
+    return Sent(_send(composer, view, [_DONE], shape))
+
+
+def schema_tool_reads_an_unpinned_schema(payload: str, shape: Shape) -> Sent:
+    registry = Registry()
+    registry.external(
+        name="search",
+        description=f"Search the shop. {payload}",
+        input_schema=_external_schema(payload),
+        handler=lambda arguments: arguments,
+        kind="query",
+    )
+    view = registry.view()
+    script = [_called("get_tool_schema", {"name": "search"}), _DONE]
+    return Sent(_send(_composer(view).user("How do I search?"), view, script, shape))
+
+
+class _Answer(BaseModel):
+    order_id: int
+
+
+def structured_answer_retried(payload: str, shape: Shape) -> Sent:
+    view = Registry().view()
+    script = [{"text": payload}, {"text": '{"order_id": 42}'}]
+    composer = _composer(view).user("Which order?")
+    return Sent(_send(composer, view, script, shape, output_type=_Answer))
+
+
+def plan_notice(payload: str, shape: Shape) -> Sent:
+    view = _registry(str).view()
+    steps = [
+        {"id": f"s{CANARY}{payload}", "tool": f"{CANARY}{payload}", "arguments": {"q": payload}},
+        {"id": "s2", "tool": "lookup", "arguments": {"query": "x"}, "depends_on": [f"s{CANARY}{payload}"]},
+    ]
+    plan = normalize_plan(steps, view)
+    with pytest.raises(ProvenanceError):
+        Composer().system(plan.notice)  # type: ignore[arg-type]
+    # The notice is for the user; an application that shows it to the model puts it in data.
+    composer = _composer(view).data("plan-notice", _brand(plan.notice)).user("Go on.")
+    return Sent(_send(composer, view, [_DONE], shape))
+
+
+ENTRIES: Final[dict[str, Callable[[str, Shape], Sent]]] = {
+    entry.__name__: entry
+    for entry in (
+        composer_data,
+        composer_data_label,
+        composer_user,
+        composer_assistant,
+        composer_tool_result,
+        composer_tool_result_unknown_name,
+        system_slot,
+        data_template,
+        instruction_template,
+        instruction_field,
+        external_unpinned,
+        external_description_pinned,
+        external_name,
+        pydantic_metadata,
+        enum_values,
+        annotated_metadata,
+        boot_failure,
+        boot_error_reason,
+        tool_returns_text,
+        tool_returns_object,
+        tool_raises_tool_error,
+        tool_raises_other_error,
+        unknown_tool_called,
+        invalid_arguments,
+        arguments_not_json,
+        approval_denied,
+        model_text_replayed,
+        reasoning_replayed,
+        stored_conversation,
+        schema_tool_reads_an_unpinned_schema,
+        structured_answer_retried,
+        plan_notice,
+    )
+}
+
+
+def payloads() -> st.SearchStrategy[str]:
+    """The canary inside an attacker's text: forged fences, role markers, tokens around it."""
+    around = adversarial_text()
+    return st.builds(lambda before, after: f"{before}{CANARY}{after}", around, around)
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES.values()), ids=list(ENTRIES))
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(payload=payloads(), shape=st.sampled_from(SHAPES))
+def test_no_canary_reaches_the_trusted_channel_or_an_unfenced_stretch(
+    entry: Callable[[str, Shape], Sent], payload: str, shape: Shape
+) -> None:
+    sent = entry(payload, shape)
+    check(sent)
+    if sent.requests and sent.carried:
+        assert CANARY in json.dumps(sent.requests, ensure_ascii=False), "the entry sent nothing of it"
+
+
+
+# --- an MCP server's answers ----------------------------------------------------------------
+
+_MCP_SERVER: Final = Path(__file__).resolve().parent / "_mcp_tools_server.py"
+
+
+def _mcp_tools(payload: str) -> list[dict[str, object]]:
+    """A hostile server's listing: every text it controls holds the payload."""
+    schema = {
+        "type": "object",
+        "title": payload,
+        "properties": {"q": {"type": "string", "description": payload}},
+        "required": ["q"],
+    }
+    content = [
+        {"type": "text", "text": payload},
+        {"type": "resource", "resource": {"uri": "file:///a", "text": payload}},
+        {"type": "resource_link", "uri": "file:///b", "name": payload, "description": payload},
+    ]
+    described = {"description": f"Search. {payload}", "input_schema": schema}
+    return [
+        {"name": "search", **described, "result": {"content": content}},
+        {"name": "fail", **described},  # answers is_error with its arguments
+        {"name": "raises", **described, "raise": {"code": -32000, "message": payload}},
+        {"name": "logs", **described, "log": [["warning", payload, payload]]},
+        {"name": f"x{CANARY}", **described},  # not declared: never registered
+    ]
+
+
+def mcp_answers(payload: str, shape: Shape, spec: Path) -> Sent:
+    mcp = pytest.importorskip("veridic.integrations.mcp")
+    spec.write_text(json.dumps(_mcp_tools(payload)))
+    server = mcp.stdio(
+        "tools", sys.executable, str(_MCP_SERVER), env={"VERIDIC_TEST_MCP_SPEC": str(spec)}
+    )
+    declared = {name: mcp.Declared("query") for name in ("search", "fail", "raises", "logs")}
+    calls = [(f"c{n}", name, json.dumps({"q": payload})) for n, name in enumerate(declared)]
+    spec_format, responses = shape
+    provider = ScriptedProvider(
+        [{"tool_calls": calls}, _DONE],
+        spec_format=spec_format,
+        responses=responses,
+        asynchronous=True,
+    )
+
+    async def run() -> None:
+        registry = Registry()
+        async with mcp.connect(registry, server, declare=declared):
+            view = registry.view()
+            gateway = ModelGateway(provider, audit=SQLiteAuditSink(":memory:"))
+            composer = _composer(view).user("Search it.")
+            await gateway.arun(composer, view, policy=ApprovalPolicy(view), request_id="mcp")
+
+    asyncio.run(run())
+    return Sent(list(provider.requests))
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(payload=payloads(), shape=st.sampled_from(SHAPES))
+def test_no_canary_an_mcp_server_sends_reaches_the_trusted_channel(
+    payload: str, shape: Shape, tmp_path: Path
+) -> None:
+    sent = mcp_answers(payload, shape, tmp_path / "tools.json")
+    check(sent)
+    assert CANARY in json.dumps(sent.requests, ensure_ascii=False)
+
+
+# --- the framework adapters: what they build from outside text ------------------------------
+#
+# Each adapter runs a view whose tools were described (an unpinned external tool) and
+# answer (a code tool, a denied write) with the payload, and is read back as one chat
+# request: the instructions it wrote, the tools it offered, what the tools told the model.
+
+
+def _adapter_view(payload: str) -> ToolView:
+    registry = _registry(lambda query: f"{payload} {query}")
+    registry.external(
+        name="search",
+        description=f"Search the shop. {payload}",
+        input_schema=_external_schema(payload),
+        handler=lambda arguments: arguments,
+        kind="query",
+    )
+    return registry.view()
+
+
+def _denying(view: ToolView) -> ApprovalPolicy:
+    """A policy that denies the write: its denial is told, with the model's arguments."""
+    policy = ApprovalPolicy(view)
+    policy.deny("save_note")
+    return policy
+
+
+def _chat(system: str, tools: Sequence[Mapping[str, object]], results: Sequence[str]) -> Sent:
+    """What an adapter sent, in the OpenAI chat shape that :func:`check` reads."""
+    messages = [{"role": "system", "content": system}]
+    messages += [{"role": "tool", "content": result} for result in results]
+    return Sent([{"messages": messages, "tools": [{"function": tool} for tool in tools]}])
+
+
+def langchain_adapter(payload: str, langchain_core: ModuleType) -> Sent:
+    from langchain_core.messages import ToolCall
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from veridic.integrations.langchain import structured_tools, system_prompt
+
+    view = _adapter_view(payload)
+    prompt = system_prompt(view, SYSTEM)
+    audit = SQLiteAuditSink(":memory:")
+    policy = _denying(view)
+    made = structured_tools(view, policy=policy, audit=audit, request_id="lc", prompt=prompt)
+    by_name = {tool.name: tool for tool in made}
+    results = [
+        by_name[name].invoke(ToolCall(name=name, args=arguments, id=f"h{n}", type="tool_call"))
+        for n, (name, arguments) in enumerate(_ADAPTER_CALLS(payload))
+    ]
+    specs = [convert_to_openai_tool(tool)["function"] for tool in made]
+    return _chat(prompt.system, specs, [str(result.content) for result in results])
+
+
+def _ADAPTER_CALLS(payload: str) -> list[tuple[str, dict[str, object]]]:  # noqa: N802
+    return [
+        ("lookup", {"query": payload}),
+        ("save_note", {"text": payload}),  # a write the policy denies
+        ("search", {"query": payload, f"x{CANARY}": payload}),
+    ]
+
+
+def openai_agents_adapter(payload: str, agents_tests: ModuleType) -> Sent:
+    from agents import Agent
+
+    from veridic.integrations.openai_agents import function_tools, instructions
+
+    view = _adapter_view(payload)
+    audit = SQLiteAuditSink(":memory:")
+    tools = function_tools(view, policy=_denying(view), audit=audit, request_id="oa")
+    steps = [
+        agents_tests.call(name, arguments, f"c{n}")
+        for n, (name, arguments) in enumerate(_ADAPTER_CALLS(payload))
+    ]
+    model = agents_tests.ScriptedModel(steps, [agents_tests.say("Done.")])
+    agent = Agent(name="shop", instructions=instructions(view, SYSTEM), tools=tools, model=model)
+    agents_tests.run(agent, "Find it.")
+    last = model.seen[-1]
+    results = [item["output"] for item in last.input if item.get("type") == "function_call_output"]
+    specs = [
+        {"name": t.name, "description": t.description, "parameters": t.params_json_schema}
+        for t in last.tools
+    ]
+    return _chat(last.instructions or "", specs, [str(result) for result in results])
+
+
+def pydantic_ai_adapter(payload: str, pai_tests: ModuleType) -> Sent:
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+    from veridic.integrations.pydantic_ai import capability
+
+    view = _adapter_view(payload)
+    audit = SQLiteAuditSink(":memory:")
+    veridic = capability(
+        view, policy=_denying(view), audit=audit, request_id="pa", instructions=SYSTEM
+    )
+    calls = [
+        pai_tests.call(f"c{n}", name, **arguments)
+        for n, (name, arguments) in enumerate(_ADAPTER_CALLS(payload))
+    ]
+    script = pai_tests.Script(calls, "Done.")
+    pai_tests.agent(script).run_sync("Find it.", capabilities=[veridic])
+    results = [
+        str(part.content)
+        for message in script.read[-1]
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+    shown = script.shown[-1]
+    specs = [
+        {"name": t.name, "description": t.description, "parameters": t.parameters_json_schema}
+        for t in shown.function_tools
+    ]
+    system = "\n".join(str(p.content) for m in script.read[-1] for p in getattr(m, "parts", ()) if p.part_kind == "system-prompt")
+    return _chat((getattr(script.read[-1][-1], "instructions", None) or "") + system, specs, results)
+
+
+ADAPTERS: Final = {
+    # adapter -> the module it needs: the adapter's own test module, for its scripted model
+    "langchain": (langchain_adapter, "langchain_core"),
+    "openai_agents": (openai_agents_adapter, "test_integration_openai_agents"),
+    "pydantic_ai": (pydantic_ai_adapter, "test_integration_pydantic_ai"),
+}
+
+
+@pytest.fixture(params=list(ADAPTERS))
+def adapter(request: pytest.FixtureRequest) -> Callable[[str], Sent]:
+    """The adapter's entry, its module imported here: those test modules hold properties
+    of their own, which hypothesis refuses to define inside an example."""
+    entry, needed = ADAPTERS[request.param]
+    module = pytest.importorskip(needed)
+    return lambda payload: entry(payload, module)
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(payload=payloads())
+def test_no_canary_an_adapter_passes_on_reaches_the_trusted_channel(
+    adapter: Callable[[str], Sent], payload: str
+) -> None:
+    sent = adapter(payload)
+    check(sent)
+    assert CANARY in json.dumps(sent.requests, ensure_ascii=False)
