@@ -54,6 +54,7 @@ from veridic import (
     ScriptedProvider,
     SQLiteAuditSink,
     Templates,
+    ToolCouplingError,
     ToolError,
     ToolView,
     TrustedInstruction,
@@ -422,6 +423,35 @@ def external_description_pinned(payload: str, shape: Shape) -> Sent:
     return _external_run(registry, payload, shape)
 
 
+def _without_section(payload: str, shape: Shape, pin: str | None) -> Sent:
+    """An external tool whose list entry holds outside text, sent with a system message
+    that has no capability section: no trusted line tells the model that text is data."""
+    description = "Search the shop's catalogue." if pin else f"Search the shop. {payload}"
+    registry = Registry()
+    registry.external(
+        name="search",
+        description=description,
+        input_schema=_external_schema(payload),
+        handler=lambda arguments: f"found {arguments}",
+        kind="query",
+        pin=pin,
+    )
+    view = registry.view()
+    script = [_called("search", {"query": "x", f"x{CANARY}": "y"}), _DONE]
+    composer = Composer().system(SYSTEM).user("Search it.")
+    with pytest.raises(ToolCouplingError, match="no capability section"):
+        _send(composer, view, script, shape)
+    return Sent(())
+
+
+def external_without_section(payload: str, shape: Shape) -> Sent:
+    return _without_section(payload, shape, pin=None)
+
+
+def external_schema_without_section(payload: str, shape: Shape) -> Sent:
+    return _without_section(payload, shape, pin=description_pin("Search the shop's catalogue."))
+
+
 def external_name(payload: str, shape: Shape) -> Sent:
     def register() -> None:
         Registry().external(
@@ -696,6 +726,8 @@ ENTRIES: Final[dict[str, Callable[[str, Shape], Sent]]] = {
         instruction_field,
         external_unpinned,
         external_description_pinned,
+        external_without_section,
+        external_schema_without_section,
         external_name,
         pydantic_metadata,
         enum_values,

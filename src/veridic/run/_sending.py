@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
 from veridic.providers._base import (
@@ -684,6 +685,30 @@ def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]
                 "the prompt would describe tools the request does not carry; build the system "
                 "message with view.capability_section() of the view you send"
             )
+    if not any(span.kind == "registry" for span in spans):
+        _refuse_unlabelled_outside_text(prompt, view)
+
+
+def _refuse_unlabelled_outside_text(prompt: Prompt, view: ToolView) -> None:
+    """Refuse a prompt without a capability section sent with tools described from outside.
+
+    The tool list carries an unpinned external tool's description and schema (and the
+    schema of one pinned by its description alone) as the outside wrote them; only the
+    capability section tells the model that text is data. Without it, the tool list
+    gave a server's "ignore your rules" the voice of the application.
+    """
+    unverified = [tool for tool in view.tools() if not tool.schema_trusted]
+    if not unverified:
+        return
+    shown = ", ".join(f"{tool.name!r} (from {tool.origin})" for tool in unverified)
+    raise ToolCouplingError(
+        f"the system message of prompt {prompt.sha256[:12]} has no capability section, and "
+        f"the tool list sent with it holds text from outside that no pin covers: "
+        f"{counted(len(unverified), 'tool')} {shown}; only the section tells the model to read "
+        "that text as data: put view.capability_section() in the system message, pin the "
+        "tools (registry.external(pin=...)), or keep them out of the view "
+        "(Deny(when=lambda tool: not tool.schema_trusted))"
+    )
 
 
 @runtime_checkable
