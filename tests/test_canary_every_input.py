@@ -980,7 +980,10 @@ ADAPTERS: Final = {
 @pytest.fixture(params=list(ADAPTERS))
 def adapter(request: pytest.FixtureRequest) -> Callable[[str], Sent]:
     """The adapter's entry, its module imported here: those test modules hold properties
-    of their own, which hypothesis refuses to define inside an example."""
+    of their own, which hypothesis refuses to define inside an example.
+
+    The payload holds no lone surrogate: what a framework passes on is JSON, which cannot
+    carry one (pydantic-ai refuses to serialise the scripted model's call holding one)."""
     entry, needed = ADAPTERS[request.param]
     module = pytest.importorskip(needed)
     return lambda payload: entry(payload, module)
@@ -991,7 +994,7 @@ def adapter(request: pytest.FixtureRequest) -> Callable[[str], Sent]:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(payload=payloads())
+@given(payload=payloads().map(lambda payload: _SURROGATE.sub("\ufffd", payload)))
 def test_no_canary_an_adapter_passes_on_reaches_the_trusted_channel(
     adapter: Callable[[str], Sent], payload: str
 ) -> None:
