@@ -40,6 +40,7 @@ from veridic.run.executor import _check_request_id, tools_sha256
 from veridic.run.reply import Reply
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
 from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
+from veridic.tools.tool import Tool
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -700,15 +701,25 @@ def _refuse_unlabelled_outside_text(prompt: Prompt, view: ToolView) -> None:
     unverified = [tool for tool in view.tools() if not tool.schema_trusted]
     if not unverified:
         return
-    shown = ", ".join(f"{tool.name!r} (from {tool.origin})" for tool in unverified)
-    raise ToolCouplingError(
-        f"the system message of prompt {prompt.sha256[:12]} has no capability section, and "
-        f"the tool list sent with it holds text from outside that no pin covers: "
-        f"{counted(len(unverified), 'tool')} {shown}; only the section tells the model to read "
-        "that text as data: put view.capability_section() in the system message, pin the "
-        "tools (registry.external(pin=...)), or keep them out of the view "
-        "(Deny(when=lambda tool: not tool.schema_trusted))"
+    shown = ", ".join(
+        f"{tool.name!r} (from {tool.origin}: {_uncovered(tool)})" for tool in unverified
     )
+    raise ToolCouplingError(
+        f"prompt {prompt.sha256[:12]} has no capability section in a system message, and the "
+        f"tool list sent with it holds text from outside that no pin covers, of "
+        f"{counted(len(unverified), 'tool')}: {shown}; only the section tells the model to "
+        "read that text as data: put view.capability_section() in the system message, pin "
+        "each tool whole (registry.external(..., pin=tool_pin(name, description, "
+        "input_schema))), or keep them out of the view "
+        "(registry.view(deny=[Deny(when=lambda tool: not tool.schema_trusted)]))"
+    )
+
+
+def _uncovered(tool: Tool) -> str:
+    """What of ``tool``'s list entry no pin covers, in the words of the refusal."""
+    if tool.description_trust == "unpinned":
+        return "its description and input schema"
+    return "its input schema, which a description pin leaves out"
 
 
 @runtime_checkable
