@@ -675,7 +675,9 @@ def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]
     The section is minted as one span of kind ``registry``; each such span of
     the system message must be exactly the section of the view the request is
     sent with, else the prompt would promise tools the request does not carry
-    (or hide ones it does). A prompt without a section promises nothing.
+    (or hide ones it does). A prompt without a section promises nothing, and is
+    refused only with tools whose text no pin covers
+    (:func:`_refuse_unlabelled_outside_text`).
     """
     system = prompt.messages[0].content if spans else ""
     for span in spans:
