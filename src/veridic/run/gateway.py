@@ -233,7 +233,9 @@ class ModelGateway:
                 the response cannot be read.
             ProvenanceError: the system message holds text that is not trusted.
             ToolCouplingError: the tool list in the request is not the view's,
-                or the system message holds the capability section of another view.
+                the system message holds the capability section of another view,
+                or it holds no section while the view has an external tool whose
+                text no pin covers (only the section tells the model it is data).
             UnknownToolError, ToolUnavailableError, ToolDeniedError: a
                 ``tool_choice`` option names a tool the view does not expose.
             Exception: whatever the SDK raises (network, status, timeout);
@@ -521,14 +523,19 @@ class ModelGateway:
         handler that asks for a :class:`~veridic.ToolContext`; it is checked
         against every such tool of ``view`` before the first model call.
 
-        A system message without ``view.capability_section()`` is sent: the
-        model is told its tools by the tool list, which comes from the same view
-        with every name and description, and a prompt without a section promises
-        nothing (one holding another view's section is refused, see :meth:`send`).
-        The section adds what the list cannot say, such as the tools that are
-        down and why; put it in for that. (The Agents SDK adapter refuses
-        instructions without it because it writes them itself:
-        ``instructions(view, ...)``.)
+        A system message without ``view.capability_section()`` is sent when
+        every tool of ``view`` is code or pinned whole: the model is told its
+        tools by the tool list, which comes from the same view with every name
+        and description, and a prompt without a section promises nothing (one
+        holding another view's section is refused, see :meth:`send`). When the
+        view has an external tool whose text no pin covers (an unpinned
+        description, or a schema a description pin leaves out), the request is
+        refused (:class:`~veridic.ToolCouplingError`, before it is sent): the tool
+        list carries that text as the outside wrote it, and only the section
+        tells the model to read it as data. The section also says what the list
+        cannot, such as the tools that are down and why; put it in for that.
+        (The Agents SDK adapter refuses instructions without it because it
+        writes them itself: ``instructions(view, ...)``.)
 
         With ``defer=True`` (instead of ``confirm``) a call that needs the
         user's approval does not wait for one: the run stops before it and
