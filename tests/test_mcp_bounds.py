@@ -138,9 +138,9 @@ class _OldClient:
     """A client of an old protocol revision, in raw JSON-RPC over the example's stdio."""
 
     def __init__(self, tmp_path: Path, version: str) -> None:
+        app = ROOT / "examples" / "mcp_server_app.py"
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "examples" / "mcp_server_app.py")]
-            + ["--audit", str(tmp_path / "audit.sqlite3")],
+            [sys.executable, str(app), "--audit", str(tmp_path / "audit.sqlite3")],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -340,7 +340,7 @@ def test_a_flood_of_server_log_messages_is_capped_and_counted(
         r.getMessage() for r in caplog.records if r.name == "veridic.integrations.mcp.server_log"
     ]
     logged = [line for line in lines if "(log message, level 'warning')" in line]
-    notices = [re.search(r"sent (\d+) more log messages?", line) for line in lines]
+    notices = [re.search(r"sent (\d+) log messages? more than", line) for line in lines]
     counted = [int(found.group(1)) for found in notices if found is not None]
     assert len(logged) + len(counted) == len(lines)  # nothing else was written
     assert counted, "no notice of the messages not logged"
