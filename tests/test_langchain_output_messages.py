@@ -16,7 +16,6 @@ from typing import Any, Final
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from langchain.agents.structured_output import (
     AutoStrategy,
     StructuredOutputError,
