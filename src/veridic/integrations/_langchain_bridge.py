@@ -685,6 +685,40 @@ def _fenced_answer(message: ToolMessage, kept: Set[str]) -> ToolMessage:
     return message.model_copy(update={"content": block})
 
 
+def _fenced_unparsed(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    """The model call, each tool message that answers a call LangChain could not parse
+    fenced as a data block labelled ``unparsed_tool_call``.
+
+    ``create_agent`` answers such a call (``invalid_tool_calls``, which no tool runs) in
+    every later model call's messages, in its own words that quote the model's name and
+    id for it: ``Tool call {name} with id {id} could not be executed``. It is fenced here,
+    in each model call's messages on their way to the model (the thread keeps LangChain's
+    message as written); the label is fixed, since the name is the model's text.
+    """
+    unparsed = {
+        call["id"]
+        for message in request.messages
+        if isinstance(message, AIMessage)
+        for call in message.invalid_tool_calls
+        if call.get("id")
+    }
+    if not unparsed:
+        return request
+    messages = [
+        _fenced_note(message)
+        if isinstance(message, ToolMessage) and message.tool_call_id in unparsed
+        else message
+        for message in request.messages
+    ]
+    return request.override(messages=messages)
+
+
+def _fenced_note(message: ToolMessage) -> ToolMessage:
+    content = message.content
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    return message.model_copy(update={"content": fence("unparsed_tool_call", text)})
+
+
 _MODEL_CALLS: Final = frozenset({"_execute_model_sync", "_execute_model_async"})
 """The names of ``create_agent``'s own model call, the handler the innermost middleware gets."""
 
@@ -1033,7 +1067,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         with _not_retried():
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
-        asked, kept = _output_answers(request)
+        asked, kept = _output_answers(_fenced_unparsed(request))
         return _fenced_answers(handler(asked), kept)
 
     async def awrap_model_call(
@@ -1044,7 +1078,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         with _not_retried():
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
-        asked, kept = _output_answers(request)
+        asked, kept = _output_answers(_fenced_unparsed(request))
         return _fenced_answers(await handler(asked), kept)
 
     # --- calls that never reached a tool: recorded when the next model call starts or the run ends
