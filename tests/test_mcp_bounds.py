@@ -341,7 +341,9 @@ def test_a_flood_of_server_log_messages_is_capped_and_counted(
     logged = [line for line in lines if "(log message, level 'warning')" in line]
     notices = [re.search(r"sent (\d+) log messages? more than", line) for line in lines]
     counted = [int(found.group(1)) for found in notices if found is not None]
-    assert len(logged) + len(counted) == len(lines)  # nothing else was written
+    capped = [line for line in lines if "the most one connection logs" in line]
+    assert len(capped) == len(counted)  # each window over the cap said so at its first
+    assert len(logged) + len(counted) + len(capped) == len(lines)  # nothing else was written
     assert counted, "no notice of the messages not logged"
     assert len(logged) < sent
     assert len(logged) + sum(counted) == sent  # each one logged or counted

@@ -11,9 +11,11 @@ whose level is not logged is not written out at all (its data not encoded).
 The server is someone else's program, and it may send as many as it likes: logged
 each, a hostile server filled the application's log (and the disk under it). One
 connection logs at most ``LOGGED_PER_WINDOW`` messages in ``WINDOW`` seconds; the
-rest of that window are counted, not logged, and one ``WARNING`` says how many
-when the window is over (with the next message after it, or when the connection
-closes): none is dropped without its count being said.
+rest of that window are counted, not logged: one ``WARNING`` says so with the
+first of them, and one says how many when the window is over (with the next message
+after it, or when the connection closes). A connection never closed (a process that
+ends without leaving its ``connect``) never says the last count, but the first
+``WARNING`` has said that some were dropped.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class ServerLog:
             self._opened = now
         if self._logged >= LOGGED_PER_WINDOW:
             self._over += 1
+            if self._over == 1:
+                self._capped()
             return
         self._logged += 1
         data = getattr(params, "data", None)
@@ -76,6 +80,20 @@ class ServerLog:
             clip(str(level), 16),
             f", logger {clip(logger, 64)}" if isinstance(logger, str) else "",
             clip(text, LINE_SHOWN),
+        )
+
+    def _capped(self) -> None:
+        """Say that this window's messages are no longer logged, with the first one not
+        logged: the count comes only when the window is over, and a server that fell
+        silent on a connection held open (or a process that ended without closing it)
+        left no word that any were dropped."""
+        _log.warning(
+            "MCP server %r sent %d log messages in under %g seconds, the most one connection "
+            "logs: the rest of this window are counted, not logged, and their number said when "
+            "it is over (with the server's next message after it, or when the connection closes)",
+            self._name,
+            LOGGED_PER_WINDOW,
+            WINDOW,
         )
 
     def close(self) -> None:

@@ -50,8 +50,9 @@ for one fails, saying what it asked for. A stdio server's stderr is not passed
 on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
 (``veridic.integrations.mcp._stderr``); its log messages (``notifications/message``)
 are logged quoted on ``veridic.integrations.mcp.server_log``, never above ``WARNING``,
-at most 100 a minute for one connection: the rest are counted, and one ``WARNING``
-says how many were not logged (``veridic.integrations.mcp._server_log``).
+at most 100 a minute for one connection: the rest are counted, one ``WARNING`` says
+so with the first of them and one how many were not logged
+(``veridic.integrations.mcp._server_log``).
 
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
