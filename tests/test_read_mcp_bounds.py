@@ -25,6 +25,7 @@ from veridic import (
     CallOutcome,
     Registry,
     SQLiteAuditSink,
+    VeridicError,
     aexecute,
     unfence,
 )
@@ -222,3 +223,13 @@ def test_the_cap_on_a_servers_log_messages_is_said_when_it_is_reached(
     assert final.startswith(
         f"MCP server 'tools' sent {sent - LOGGED_PER_WINDOW} log messages more than"
     )
+
+
+def test_an_approval_timeout_too_large_for_seconds_is_refused_in_words() -> None:
+    """An ``int`` past what a float holds passed the finite check and then raised
+    ``OverflowError`` (int too large to convert to float), naming nothing."""
+    with (
+        SQLiteAuditSink(":memory:") as audit,
+        pytest.raises(VeridicError, match="approval_timeout='1000.*finite number above 0"),
+    ):
+        mcp_server(lambda request: Registry().view(), audit=audit, approval_timeout=10**400)

@@ -72,9 +72,9 @@ import hashlib
 import inspect
 import json
 import logging
-import math
 import re
 import secrets
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -910,8 +910,9 @@ def _unbuilt(error: Exception) -> str:
 
 def _seconds(wait: object) -> float:
     """``approval_timeout`` as seconds, or why it is none: a wait without end (``inf``)
-    held a call, and its task, for as long as a client never answered."""
-    if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 < wait < math.inf:
+    held a call, and its task, for as long as a client never answered (an ``int`` too
+    large for a float is no number of seconds either)."""
+    if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 < wait <= sys.float_info.max:
         raise VeridicError(
             f"mcp_server() got approval_timeout={clip(repr(wait), 40)}: give how many seconds a "
             "question about a call waits for the user's answer, a finite number above 0 "
