@@ -123,7 +123,9 @@ def _orders(deleted: list[int]) -> Registry:
     return registry
 
 
-async def _settled(before: set[asyncio.Task[Any]], audit: SQLiteAuditSink) -> set[asyncio.Task[Any]]:
+async def _settled(
+    before: set[asyncio.Task[Any]], audit: SQLiteAuditSink
+) -> set[asyncio.Task[Any]]:
     """The tasks begun since ``before`` still running once the call's record is written, or
     after 30 seconds (a guard against a hang, not a time the test measures)."""
     with anyio.move_on_after(30):
@@ -187,7 +189,11 @@ def test_the_cap_on_a_servers_log_messages_is_said_when_it_is_reached(
     sent = 250
     spec = tmp_path / "tools.json"
     logs = [["warning", f"disk {number} is full", None] for number in range(sent)]
-    tool = {"name": "search", "description": "Search the issues.", "input_schema": {"type": "object"}}
+    tool = {
+        "name": "search",
+        "description": "Search the issues.",
+        "input_schema": {"type": "object"},
+    }
     spec.write_text(json.dumps([{**tool, "log": logs}]))
     server = stdio(
         "tools",
@@ -230,6 +236,6 @@ def test_an_approval_timeout_too_large_for_seconds_is_refused_in_words() -> None
     ``OverflowError`` (int too large to convert to float), naming nothing."""
     with (
         SQLiteAuditSink(":memory:") as audit,
-        pytest.raises(VeridicError, match="approval_timeout='1000.*finite number above 0"),
+        pytest.raises(VeridicError, match=r"approval_timeout='1000.*finite number above 0"),
     ):
         mcp_server(lambda request: Registry().view(), audit=audit, approval_timeout=10**400)

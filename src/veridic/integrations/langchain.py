@@ -233,6 +233,9 @@ def approval_middleware(
     the middleware fences the tool messages of the call's response unless they are the
     strategy's trusted text, which reach the model as written. These configurations are
     fenced, not refused: they are LangChain's defaults, and no LangChain code is patched.
+    LangChain's answer to a call it could not parse (``Tool call {name} with id {id}
+    could not be executed``, the model's name and id) is fenced in the model call too, as
+    a data block labelled ``unparsed_tool_call``.
     A call of these tools that never reached its tool (another middleware, such as a call
     limit, answered it in the tool's place or ended the run before it) is recorded
     ``DENIED`` when the next model call of its conversation starts or its run ends. A call

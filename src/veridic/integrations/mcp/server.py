@@ -912,7 +912,11 @@ def _seconds(wait: object) -> float:
     """``approval_timeout`` as seconds, or why it is none: a wait without end (``inf``)
     held a call, and its task, for as long as a client never answered (an ``int`` too
     large for a float is no number of seconds either)."""
-    if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 < wait <= sys.float_info.max:
+    if (
+        isinstance(wait, bool)
+        or not isinstance(wait, int | float)
+        or not 0 < wait <= sys.float_info.max
+    ):
         raise VeridicError(
             f"mcp_server() got approval_timeout={clip(repr(wait), 40)}: give how many seconds a "
             "question about a call waits for the user's answer, a finite number above 0 "
