@@ -239,3 +239,22 @@ def test_an_approval_timeout_too_large_for_seconds_is_refused_in_words() -> None
         pytest.raises(VeridicError, match=r"approval_timeout='1000.*finite number above 0"),
     ):
         mcp_server(lambda request: Registry().view(), audit=audit, approval_timeout=10**400)
+
+
+def test_a_later_result_under_an_unparsed_calls_id_keeps_its_own_block(world: World) -> None:
+    """Ids are the model's: a call it could not parse and a later call that ran may share
+    one. Only LangChain's note, right after the turn it answers, is the unparsed call's."""
+    broken = InvalidToolCall(
+        name="get_weather", args="{", id="call-0", error="not JSON", type="invalid_tool_call"
+    )
+    ran = AIMessage(
+        "", tool_calls=[ToolCall(name="get_weather", args={"city": "Oslo"}, id="call-0")]
+    )
+    agent = world.agent(AIMessage("", invalid_tool_calls=[broken]), ran)
+    agent.ask()
+    agent.ask("The weather?")
+    told = [m for m in agent.model.seen[-1] if isinstance(m, ToolMessage)]
+    assert [unfence(str(m.content))[0][0] for m in told] == [
+        "unparsed_tool_call",
+        "tool:get_weather",
+    ]

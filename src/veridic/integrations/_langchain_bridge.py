@@ -53,6 +53,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.exceptions import ModelError
 from langchain_core.messages import (
     AIMessage,
+    AnyMessage,
     BaseMessage,
     ChatMessage,
     SystemMessage,
@@ -695,21 +696,15 @@ def _fenced_unparsed(request: ModelRequest[Any]) -> ModelRequest[Any]:
     in each model call's messages on their way to the model (the thread keeps LangChain's
     message as written); the label is fixed, since the name is the model's text.
     """
-    unparsed = {
-        call["id"]
-        for message in request.messages
-        if isinstance(message, AIMessage)
-        for call in message.invalid_tool_calls
-        if call.get("id")
-    }
-    if not unparsed:
-        return request
-    messages = [
-        _fenced_note(message)
-        if isinstance(message, ToolMessage) and message.tool_call_id in unparsed
-        else message
-        for message in request.messages
-    ]
+    messages: list[AnyMessage] = []
+    unparsed: set[str | None] = set()  # ids of the latest turn's calls LangChain could not parse
+    for message in request.messages:
+        if isinstance(message, AIMessage):
+            unparsed = {call["id"] for call in message.invalid_tool_calls if call.get("id")}
+        elif isinstance(message, ToolMessage) and message.tool_call_id in unparsed:
+            # Only the turn's own answers: a later call may reuse the id (ids are the model's).
+            message = _fenced_note(message)
+        messages.append(message)
     return request.override(messages=messages)
 
 
