@@ -115,15 +115,14 @@ def test_every_way_a_question_ends_gives_its_clients_slot_back_and_a_refusal_tak
         assert orders.deleted == [0]
 
 
-def test_expired_questions_give_their_clients_slots_back(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_expired_questions_give_their_clients_slots_back() -> None:
     """A question nobody answers (the client went away, the user never looked) holds its
     slot only for its time: past it, the slot is the client's again. (The ten minutes
-    are made zero here: each question has expired by the time the next is asked, so a
-    client asks many more than its share, and none is refused.)"""
-    monkeypatch.setattr("veridic.integrations.mcp.server._ASKED_TTL", 0.0)
+    are made a nanosecond here: each question has expired by the time the next is asked, so
+    a client asks many more than its share, and none is refused.)"""
     orders = Orders()
     with SQLiteAuditSink(":memory:") as audit:
-        server = mcp_server(orders.view, audit=audit)
+        server = mcp_server(orders.view, audit=audit, approval_timeout=1e-9)
 
         async def main() -> list[str | types.CallToolResult]:
             async with _client(server, "desk") as desk:

@@ -315,7 +315,7 @@ async def late_yes(
 
 
 def test_an_approval_answered_after_the_question_expired_runs_nothing(
-    audit: SQLiteAuditSink, monkeypatch: pytest.MonkeyPatch
+    audit: SQLiteAuditSink,
 ) -> None:
     """On protocol 2026-07-28 a question waits ten minutes for its answer; a later yes is
     no yes. On older revisions the question is an ``elicitation/create`` request, and the
@@ -324,9 +324,8 @@ def test_an_approval_answered_after_the_question_expired_runs_nothing(
     until then held the call open). A question now has the same time on both; past it,
     the call does not run and is recorded denied, saying why. (The ten minutes are
     shortened here to a tenth of a second.)"""
-    monkeypatch.setattr("veridic.integrations.mcp.server._ASKED_TTL", 0.1)
     shop = Shop()
-    server = mcp_server(shop.view, audit=audit)
+    server = mcp_server(shop.view, audit=audit, approval_timeout=0.1)
 
     async def main() -> types.CallToolResult:
         async with Client(server, mode="legacy", elicitation_callback=late_yes) as client:
@@ -342,13 +341,12 @@ def test_an_approval_answered_after_the_question_expired_runs_nothing(
 
 
 def test_a_late_answer_on_the_2026_protocol_is_asked_again_and_never_runs(
-    audit: SQLiteAuditSink, monkeypatch: pytest.MonkeyPatch
+    audit: SQLiteAuditSink,
 ) -> None:
     # The rule the older revisions now follow: each late yes finds its question closed,
     # the question is asked again, and the SDK gives up after its rounds.
-    monkeypatch.setattr("veridic.integrations.mcp.server._ASKED_TTL", 0.1)
     shop = Shop()
-    server = mcp_server(shop.view, audit=audit)
+    server = mcp_server(shop.view, audit=audit, approval_timeout=0.1)
 
     async def main() -> None:
         async with Client(server, elicitation_callback=late_yes) as client:

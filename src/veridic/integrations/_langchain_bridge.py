@@ -27,7 +27,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Final, NotRequired, TypeVar
 
 from langchain.agents.middleware import (
@@ -53,6 +53,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.exceptions import ModelError
 from langchain_core.messages import (
     AIMessage,
+    AnyMessage,
     BaseMessage,
     ChatMessage,
     SystemMessage,
@@ -536,10 +537,10 @@ class Binding:
         state).
 
         A ``ToolStrategy`` answers the model's call of its output tool with a tool message
-        of its own, unfenced: ``tool_message_content`` when the output is valid, and
+        of its own: ``tool_message_content`` when the output is valid, and
         ``handle_errors`` (given as text) when it is not. Each is code's word to the model,
-        so each given as text must be trusted text too; one given as a function is
-        :func:`_fenced_errors`'s.
+        so each given as text must be trusted text too; every other text of those messages
+        (LangChain's defaults, a function's) is fenced (:func:`_fenced_answers`).
 
         Raises:
             ProvenanceError: a description is neither, or a ``ToolStrategy``'s message is
@@ -627,33 +628,90 @@ def _output_schemas(
     ]
 
 
-def _fenced_errors(request: ModelRequest[Any]) -> ModelRequest[Any]:
-    """The model call, its ``ToolStrategy``'s ``handle_errors`` function made to fence its text.
+def _output_answers(request: ModelRequest[Any]) -> tuple[ModelRequest[Any], set[str]]:
+    """The model call, and the texts of its structured output's tool messages that are
+    code's: the ``ToolStrategy``'s own, when trusted (checked before), and what its
+    ``handle_errors`` function returns that is trusted text, as it returns it.
 
-    LangChain calls the function with the error of an invalid structured output and sends
-    what it returns as the output tool's message, unfenced. The function is code, but its
-    text is known only then and is often not code's (the error quotes the model's
-    arguments; a message read from a store): unless it is trusted text, it reaches the
-    model as a data block labelled ``structured_output:<tool>``, which the prompt's
-    preamble explains.
+    :func:`_fenced_answers` fences every other text of those messages.
     """
+    kept: set[str] = set()
     strategy = request.response_format
     if not isinstance(strategy, ToolStrategy):
-        return request
+        return request, kept
+    for text in (strategy.tool_message_content, strategy.handle_errors):
+        if isinstance(text, str) and is_trusted(text):
+            kept.add(str(text))
     told = strategy.handle_errors
     if not callable(told) or isinstance(told, type):
-        return request  # text (checked), or an exception class: LangChain's own template
+        return request, kept  # text, a flag or exception classes: LangChain's own words
 
-    def fenced(error: Exception) -> str:
+    def keeping(error: Exception) -> str:
         text = told(error)
         if is_trusted(text):
-            return text
-        tool = getattr(error, "tool_name", None) or "output"
-        return fence(f"structured_output:{tool}", str(text))
+            kept.add(str(text))
+        return text
 
     changed = copy.copy(strategy)
-    changed.handle_errors = fenced
-    return request.override(response_format=changed)
+    changed.handle_errors = keeping
+    return request.override(response_format=changed), kept
+
+
+def _fenced_answers(response: ModelResponse[Any], kept: Set[str]) -> ModelResponse[Any]:
+    """The model call's response, each tool message of its structured output fenced unless
+    it is one of the ``kept`` texts (code's).
+
+    ``create_agent`` answers the model's call of its output tool itself, in the model call,
+    with a tool message of LangChain's words: ``Returning structured response: {output}``
+    (``tool_message_content`` not given, and so for a bare schema or an ``AutoStrategy``),
+    ``Error: {error}\\n Please fix your mistakes.`` (``handle_errors`` ``True`` or exception
+    types), or what a ``handle_errors`` function returned. Each quotes the model's output or
+    text only known then, and reached the model, as a tool result, unfenced; each now
+    reaches it as a data block labelled ``structured_output:<tool>``, which the prompt's
+    preamble explains, whatever LangChain's words are.
+    """
+    fenced = [
+        _fenced_answer(message, kept) if isinstance(message, ToolMessage) else message
+        for message in response.result
+    ]
+    return replace(response, result=fenced)
+
+
+def _fenced_answer(message: ToolMessage, kept: Set[str]) -> ToolMessage:
+    content = message.content
+    if isinstance(content, str) and content in kept:
+        return message
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    block = fence(f"structured_output:{message.name or 'output'}", text)
+    return message.model_copy(update={"content": block})
+
+
+def _fenced_unparsed(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    """The model call, each tool message that answers a call LangChain could not parse
+    fenced as a data block labelled ``unparsed_tool_call``.
+
+    ``create_agent`` answers such a call (``invalid_tool_calls``, which no tool runs) in
+    every later model call's messages, in its own words that quote the model's name and
+    id for it: ``Tool call {name} with id {id} could not be executed``. It is fenced here,
+    in each model call's messages on their way to the model (the thread keeps LangChain's
+    message as written); the label is fixed, since the name is the model's text.
+    """
+    messages: list[AnyMessage] = []
+    unparsed: set[str | None] = set()  # ids of the latest turn's calls LangChain could not parse
+    for message in request.messages:
+        if isinstance(message, AIMessage):
+            unparsed = {call["id"] for call in message.invalid_tool_calls if call.get("id")}
+        elif isinstance(message, ToolMessage) and message.tool_call_id in unparsed:
+            # Only the turn's own answers: a later call may reuse the id (ids are the model's).
+            message = _fenced_note(message)
+        messages.append(message)
+    return request.override(messages=messages)
+
+
+def _fenced_note(message: ToolMessage) -> ToolMessage:
+    content = message.content
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    return message.model_copy(update={"content": fence("unparsed_tool_call", text)})
 
 
 _MODEL_CALLS: Final = frozenset({"_execute_model_sync", "_execute_model_async"})
@@ -1004,7 +1062,8 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         with _not_retried():
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
-        return handler(_fenced_errors(request))
+        asked, kept = _output_answers(_fenced_unparsed(request))
+        return _fenced_answers(handler(asked), kept)
 
     async def awrap_model_call(
         self,
@@ -1014,7 +1073,8 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         with _not_retried():
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
-        return await handler(_fenced_errors(request))
+        asked, kept = _output_answers(_fenced_unparsed(request))
+        return _fenced_answers(await handler(asked), kept)
 
     # --- calls that never reached a tool: recorded when the next model call starts or the run ends
 

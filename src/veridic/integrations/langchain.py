@@ -220,9 +220,22 @@ def approval_middleware(
     (``ToolCouplingError``), and the ``model_settings`` a middleware set may not send
     instructions, tools or history (a ``system``, ``instructions`` or ``functions`` key,
     among others, or one in their ``extra_body``: ``VeridicError``), and a structured
-    output's description and a ``ToolStrategy``'s messages must be code text
-    (``ProvenanceError``); list this middleware
+    output's description and a ``ToolStrategy``'s messages given as text must be code
+    text (``ProvenanceError``); list this middleware
     last, nearest the model, so no other middleware changes the request after the check.
+
+    LangChain answers the model's call of a structured output's tool itself, in the model
+    call, and its own words quote the model's output: ``Returning structured response:
+    {output}`` (no ``tool_message_content``, so for a bare schema and an ``AutoStrategy``
+    too) and ``Error: {error}`` (``handle_errors=True`` or exception types; the error
+    quotes the model's arguments). Such a message, and what a ``handle_errors`` function
+    returns, reaches the model as a data block labelled ``structured_output:<tool>``:
+    the middleware fences the tool messages of the call's response unless they are the
+    strategy's trusted text, which reach the model as written. These configurations are
+    fenced, not refused: they are LangChain's defaults, and no LangChain code is patched.
+    LangChain's answer to a call it could not parse (``Tool call {name} with id {id}
+    could not be executed``, the model's name and id) is fenced in the model call too, as
+    a data block labelled ``unparsed_tool_call``.
     A call of these tools that never reached its tool (another middleware, such as a call
     limit, answered it in the tool's place or ended the run before it) is recorded
     ``DENIED`` when the next model call of its conversation starts or its run ends. A call

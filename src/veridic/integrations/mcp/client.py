@@ -49,7 +49,10 @@ The client grants no sampling, elicitation or roots: a call whose server asks
 for one fails, saying what it asked for. A stdio server's stderr is not passed
 on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
 (``veridic.integrations.mcp._stderr``); its log messages (``notifications/message``)
-are logged quoted on ``veridic.integrations.mcp.server_log``, never above ``WARNING``.
+are logged quoted on ``veridic.integrations.mcp.server_log``, never above ``WARNING``,
+at most 100 a minute for one connection: the rest are counted, one ``WARNING`` says
+so with the first of them and one how many were not logged
+(``veridic.integrations.mcp._server_log``).
 
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
@@ -97,7 +100,8 @@ from veridic.errors import (
 )
 from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _canonical, _twice
 from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
-from veridic.integrations.mcp._stderr import LINE_SHOWN, ServerStderr
+from veridic.integrations.mcp._server_log import ServerLog
+from veridic.integrations.mcp._stderr import ServerStderr
 from veridic.text.provenance import (
     TrustedInstruction,
     TrustedText,
@@ -136,10 +140,6 @@ _REFUSED: Final = {
     "List roots not supported": ("roots/list", "roots (the directories the client works in)"),
 }
 _CLOSED: Final = instruction("the connection to the MCP server is closed")
-_server_log = logging.getLogger("veridic.integrations.mcp.server_log")
-# A server's log levels, as levels of the application's log: never above WARNING, so that
-# a server's own "emergency" cannot read (or page) as one of the application's.
-_LOG_LEVELS: Final = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO}
 
 DESCRIBE_LIMIT: Final = 20_000
 """Characters of one unpinned tool's description and input schema (as compact JSON),
@@ -860,10 +860,14 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
         errors = ServerStderr(server.name)
         stack.push_async_callback(errors.aclose)
         target = mcp.stdio_client(parameters, errlog=errors.file)
+    # Its log messages are logged quoted, capped per window (``_server_log``); the count of
+    # those not logged in the last window is said when the connection closes.
+    logged = ServerLog(server.name)
+    stack.callback(logged.close)
     options: dict[str, object] = {
         "read_timeout_seconds": server.timeout,
         "mode": server.protocol,
-        "logging_callback": _logged(server),
+        "logging_callback": logged,
     }
     if on_message is not None:
         options["message_handler"] = on_message
@@ -874,38 +878,6 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
         if errors is not None:
             errors.release()  # the child holds its own copy by now, or never will
     return client
-
-
-def _logged(server: McpServer) -> Callable[[object], Awaitable[None]]:
-    """The SDK's ``logging_callback``: each log message the server sends, logged quoted.
-
-    Without one the SDK drops them without a word, and what a server says of a call
-    (a write it did in part, a token that expired) was lost, while its stderr was
-    logged. Each is logged on ``veridic.integrations.mcp.server_log`` as its stderr
-    lines are: the server's data and logger name quoted, escaped and clipped, its
-    level said, at ``DEBUG`` or ``INFO`` for those levels and ``WARNING`` for the
-    rest (the server's word, never one of the application's errors). A message whose
-    level is not logged is not written out at all (its data not encoded).
-    """
-
-    async def log(params: object) -> None:
-        level = getattr(params, "level", None)
-        levelno = _LOG_LEVELS.get(str(level), logging.WARNING)
-        if not _server_log.isEnabledFor(levelno):
-            return  # written as JSON only to be read: a server may send many, and large
-        data = getattr(params, "data", None)
-        logger = getattr(params, "logger", None)
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-        _server_log.log(
-            levelno,
-            "MCP server %r (log message, level %s%s): %s",
-            server.name,
-            clip(str(level), 16),
-            f", logger {clip(logger, 64)}" if isinstance(logger, str) else "",
-            clip(text, LINE_SHOWN),
-        )
-
-    return log
 
 
 async def _held_open(client: Any, server: McpServer, stack: AsyncExitStack) -> None:

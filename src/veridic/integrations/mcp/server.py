@@ -42,12 +42,23 @@ retry that changes a clipped part is asked again.
 On protocol 2026-07-28 the question rides an
 ``InputRequiredResult`` and the answer the client's retry, matched to a
 one-time token the server keeps; on older protocols it is an
-``elicitation/create`` request in the middle of the call. Either way a question
-waits ten minutes for its answer; a later one approves nothing. The server keeps
-at most 64 tokens open per client and 4096 in all: the next question is refused,
-never asked, and no open one is pushed out for it. A client that did
-not declare form elicitation cannot be asked: the call is refused, recorded
-``DENIED``, with a message that says what the client lacks.
+``elicitation/create`` request in the middle of the call, which holds the call
+(its request and the task that serves it) until the answer comes. Either way a
+question waits ``approval_timeout`` seconds for its answer (ten minutes unless
+the operator sets it); a later one approves nothing, and the call does not run
+(``DENIED``). The server keeps at most 64 tokens open per client and 4096 in all:
+the next question is refused, never asked, and no open one is pushed out for it.
+A client that cannot be asked is answered at once, nothing waits for it: one
+that did not declare form elicitation, or that speaks a protocol revision from
+before elicitation (2024-11-05, 2025-03-26), whatever it declared. The call is
+refused, recorded ``DENIED``, with a message that says what the client lacks.
+
+An error of the server's own is told to the client in words of its own: an
+audit store's failure (a record it could not write, an ``AuditRecordError`` of a
+view factory that reads the store) names the store, a file path or a database's
+host, name and user, so the client reads what failed, whether the call ran, and
+that the server's log (``veridic.integrations.mcp``) has the details; the log has
+the whole error.
 
 :func:`serve` runs such a server over stdio. The SDK is imported when one of
 them is called; without it they raise :class:`~veridic.MissingExtraError`
@@ -63,6 +74,7 @@ import json
 import logging
 import re
 import secrets
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -73,7 +85,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from veridic._counted import counted
 from veridic._extras import require
 from veridic._sample import clip
-from veridic.errors import AuditWriteError, VeridicError
+from veridic.errors import AuditRecordError, AuditWriteError, VeridicError
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AsyncAuditSink, AuditRecord, AuditSink, CallOutcome
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute
@@ -114,7 +126,8 @@ UNSEEN_PROMPT_SHA256: Final = "0" * 64
 the prompt the client's model answered, and says so rather than hashing something else."""
 
 _MODERN: Final = "2026-07-28"  # the first revision that asks through InputRequiredResult
-_ASKED_TTL: Final = 600.0  # seconds a question waits for its answer
+_ASKED_TTL: Final = 600.0  # seconds a question waits for its answer, unless the operator says
+_ELICITATION: Final = "2025-06-18"  # the first revision with elicitation/create
 _ASKED_PER_CLIENT: Final = 64  # open questions one client may have waiting
 _ASKED_KEPT: Final = 4096  # open questions the server holds, all clients together
 _VALUE_SHOWN: Final = 160  # characters of one argument value's JSON the user reads
@@ -164,6 +177,7 @@ def mcp_server(
     policy: PolicyFactory = ApprovalPolicy,
     name: str = "veridic",
     version: str = "",
+    approval_timeout: float = _ASKED_TTL,
 ) -> Server[object]:
     """An MCP server that lists the tools of each request's view and runs their calls.
 
@@ -172,7 +186,11 @@ def mcp_server(
     view; ``audit`` keeps one record per call (a blocking store, or an
     async one such as :class:`~veridic.AsyncPostgresAuditSink`: calls run
     through :func:`~veridic.aexecute`, which awaits ``awrite``). ``name`` and ``version`` are
-    what the server says it is.
+    what the server says it is. ``approval_timeout`` is how many seconds a question about
+    a call waits for the user's answer (ten minutes by default): on protocol 2026-07-28
+    how long its token takes an answer, on older revisions how long the call, and the
+    task serving it, wait for the client's answer to ``elicitation/create``. Past it the
+    call does not run and is recorded ``DENIED``.
 
     Run it over stdio with :func:`serve`, over streamable HTTP with the SDK's
     ``server.streamable_http_app()``, or connect to it in process with
@@ -182,8 +200,9 @@ def mcp_server(
 
     Raises:
         MissingExtraError: the ``mcp`` package is not installed.
-        VeridicError: ``view_factory`` or ``policy`` is not callable, or
-            ``audit`` has neither ``write`` nor ``awrite``.
+        VeridicError: ``view_factory`` or ``policy`` is not callable, ``audit``
+            has neither ``write`` nor ``awrite``, or ``approval_timeout`` is not a
+            finite number of seconds above 0.
     """
     require("mcp", "mcp", "veridic.integrations.mcp.server.mcp_server()")
     from mcp.server.lowlevel import Server
@@ -199,7 +218,7 @@ def mcp_server(
             f"mcp_server() got audit={audit!r}, which has no write() or awrite(): every call is "
             "recorded, so pass an audit store, e.g. SQLiteAuditSink(path)"
         )
-    served = _Served(view_factory, policy, audit)
+    served = _Served(view_factory, policy, audit, _seconds(approval_timeout))
     return Server(
         name, version=version, on_list_tools=served.list_tools, on_call_tool=served.call_tool
     )
@@ -212,6 +231,7 @@ async def serve(
     policy: PolicyFactory = ApprovalPolicy,
     name: str = "veridic",
     version: str = "",
+    approval_timeout: float = _ASKED_TTL,
 ) -> None:
     """Serve :func:`mcp_server` over this process's stdin and stdout until the client leaves.
 
@@ -223,7 +243,14 @@ async def serve(
     Raises:
         MissingExtraError, VeridicError: as :func:`mcp_server`.
     """
-    server = mcp_server(view_factory, audit=audit, policy=policy, name=name, version=version)
+    server = mcp_server(
+        view_factory,
+        audit=audit,
+        policy=policy,
+        name=name,
+        version=version,
+        approval_timeout=approval_timeout,
+    )
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read_stream, write_stream):
@@ -252,15 +279,20 @@ class _Approval:
 class _Served:
     """What the handlers share: the factories, the sink, and the questions still open."""
 
-    __slots__ = ("_asked", "_audit", "_policy", "_view_factory")
+    __slots__ = ("_asked", "_audit", "_policy", "_view_factory", "_wait")
 
     def __init__(
-        self, view_factory: ViewFactory, policy: PolicyFactory, audit: AuditSink | AsyncAuditSink
+        self,
+        view_factory: ViewFactory,
+        policy: PolicyFactory,
+        audit: AuditSink | AsyncAuditSink,
+        wait: float,
     ) -> None:
         self._view_factory = view_factory
         self._policy = policy
         self._audit = audit
-        self._asked = _Asked()
+        self._wait = wait
+        self._asked = _Asked(wait)
 
     async def list_tools(
         self,
@@ -332,7 +364,7 @@ class _Served:
             )
         except Exception as error:
             _log.exception("tools/call of %s ended in an error", clip(params.name))
-            return _error_result(_message(error))
+            return _error_result(_message(error, params.name))
         if approval.refusal and result.outcome is CallOutcome.DENIED:
             return _error_result(approval.refusal)
         hidden = _hidden(view, params.name, arguments)
@@ -376,7 +408,7 @@ class _Served:
             )
         ask, lacking = _how_to_ask(ctx)
         if ask is _Ask.REQUEST:
-            return _Approval(_eliciting(ctx))
+            return _Approval(_eliciting(ctx, self._wait))
         if ask is None:
             return _Approval(
                 refusal=(
@@ -492,7 +524,17 @@ class _Question:
 
 
 def _how_to_ask(ctx: ServerRequestContext[object, object]) -> tuple[_Ask | None, str]:
-    """How this request can ask the user, or why it cannot (what the client lacks)."""
+    """How this request can ask the user, or why it cannot (what the client lacks).
+
+    A client of a revision from before elicitation cannot answer an ``elicitation/create``
+    whatever it declared (a capability its protocol does not have): asked, it left the
+    call waiting for an answer that could not come.
+    """
+    if not _at_least(ctx.protocol_version, _ELICITATION):
+        return None, (
+            f"it speaks MCP {ctx.protocol_version}, which has no elicitation "
+            f"(it came with {_ELICITATION})"
+        )
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
     if elicitation is None:
@@ -500,21 +542,22 @@ def _how_to_ask(ctx: ServerRequestContext[object, object]) -> tuple[_Ask | None,
     # An empty elicitation capability is form mode (the protocol's compatibility rule).
     if elicitation.form is None and elicitation.url is not None:
         return None, "it declared URL-mode elicitation only, and an approval is a yes/no form"
-    if _at_least_modern(ctx.protocol_version):
+    if _at_least(ctx.protocol_version, _MODERN):
         return _Ask.INPUT_REQUIRED, ""
     if not ctx.session.can_send_request:
         return None, "its connection cannot carry a request from the server to the client"
     return _Ask.REQUEST, ""
 
 
-def _eliciting(ctx: ServerRequestContext[object, object]) -> AsyncConfirm:
-    """The executor's ``confirm`` on older revisions: ask with an ``elicitation/create``."""
+def _eliciting(ctx: ServerRequestContext[object, object], ttl: float) -> AsyncConfirm:
+    """The executor's ``confirm`` on older revisions: ask with an ``elicitation/create``,
+    waiting ``ttl`` seconds for the answer (the SDK's request is abandoned then, and the
+    client told so)."""
 
     async def confirm(request: ApprovalRequest) -> bool:
         import anyio
 
         question = _Question.of(request)
-        ttl = _ASKED_TTL
         try:
             # As long as a question in an InputRequiredResult waits: a yes that came days
             # later ran the call approved against the view and arguments of that moment.
@@ -578,9 +621,10 @@ class _Asked:
     for as long as the flood went on).
     """
 
-    __slots__ = ("_by_asker", "_open")
+    __slots__ = ("_by_asker", "_open", "_ttl")
 
-    def __init__(self) -> None:
+    def __init__(self, ttl: float) -> None:
+        self._ttl = ttl  # seconds a question waits for its answer
         self._open: dict[str, tuple[str, float, str]] = {}  # token: digest, expiry, asker
         self._by_asker: dict[str, int] = {}
 
@@ -589,7 +633,7 @@ class _Asked:
         now = time.monotonic()
         for token in [t for t, (_, expires, _) in self._open.items() if expires <= now]:
             self._forget(token)
-        waiting = f"each waits {_ASKED_TTL / 60:g} minutes for its answer"
+        waiting = f"each waits {self._ttl:g} seconds for its answer"
         if self._by_asker.get(asker, 0) >= _ASKED_PER_CLIENT:
             return _Full(
                 f"this client has {counted(_ASKED_PER_CLIENT, 'approval question')} open "
@@ -605,7 +649,7 @@ class _Asked:
                 "the server's operator",
             )
         token = secrets.token_urlsafe(24)
-        self._open[token] = (digest, now + _ASKED_TTL, asker)
+        self._open[token] = (digest, now + self._ttl, asker)
         self._by_asker[asker] = self._by_asker.get(asker, 0) + 1
         return token
 
@@ -749,10 +793,11 @@ def _meta(ctx: ServerRequestContext[object, object], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _at_least_modern(version: str) -> bool:
+def _at_least(version: str, first: str) -> bool:
+    """Whether protocol ``version`` is ``first`` or later."""
     from mcp_types.version import is_version_at_least
 
-    return is_version_at_least(version, _MODERN)
+    return is_version_at_least(version, first)
 
 
 def _marked(view: ToolView, spec: dict[str, object]) -> dict[str, object]:
@@ -812,7 +857,7 @@ def _rendered(plain: object) -> tuple[str, dict[str, object] | None]:
     return text, None
 
 
-def _message(error: BaseException) -> str:
+def _message(error: BaseException, tool: str) -> str:
     """What the client is told of an error of the server's own: veridic's words, or the type
     (a store's or a driver's message may hold what the model must not read; the log has it).
 
@@ -820,6 +865,10 @@ def _message(error: BaseException) -> str:
     :class:`~veridic.errors.AuditWriteError` quotes the store's error (a file path, a
     database driver's text with its host and user) and speaks to the operator's code
     (``.result``); the client needs to know only whether the call ran.
+
+    An :class:`~veridic.AuditRecordError` is the store's refusal of the record of a call
+    that did not run (refused, denied): its message names the store, a file path or a
+    database's host, name and user, none of them the client's to read.
     """
     if isinstance(error, AuditWriteError):
         return (
@@ -828,19 +877,52 @@ def _message(error: BaseException) -> str:
             "result is not passed on: its effects happened, do not run it again; the server's "
             "log (veridic.integrations.mcp) has what went wrong"
         )
+    if isinstance(error, AuditRecordError):
+        return (
+            f"the call of tool {clip(tool)} did not run, and the server could not write its "
+            "audit record (a fault of the server's audit store, not of the call): the "
+            "server's log (veridic.integrations.mcp) has the details; tell the server's "
+            "operator, and call it again once the store works"
+        )
     if isinstance(error, VeridicError):
         return str(error)
     return f"the call failed ({type(error).__name__}); the server's log has what went wrong"
 
 
 def _unbuilt(error: Exception) -> str:
+    """What the client is told when the request's view or policy could not be built: a
+    factory's :class:`~veridic.VeridicError` in its words, but for a store's refusal
+    (``AuditRecordError``, which names the store), told as :func:`_message` tells it."""
     _log.error("the view factory or the policy factory raised", exc_info=error)
+    if isinstance(error, AuditRecordError):
+        return (
+            "the server could not build the tool view for this request: its audit store "
+            "failed; nothing ran: the server's log (veridic.integrations.mcp) has the "
+            "details; tell the server's operator"
+        )
     if isinstance(error, VeridicError):
         return str(error)
     return (
         f"the server could not build the tool view for this request ({type(error).__name__}); "
         "nothing ran: the server's log (veridic.integrations.mcp) has the error"
     )
+
+
+def _seconds(wait: object) -> float:
+    """``approval_timeout`` as seconds, or why it is none: a wait without end (``inf``)
+    held a call, and its task, for as long as a client never answered (an ``int`` too
+    large for a float is no number of seconds either)."""
+    if (
+        isinstance(wait, bool)
+        or not isinstance(wait, int | float)
+        or not 0 < wait <= sys.float_info.max
+    ):
+        raise VeridicError(
+            f"mcp_server() got approval_timeout={clip(repr(wait), 40)}: give how many seconds a "
+            "question about a call waits for the user's answer, a finite number above 0 "
+            f"(the default is {_ASKED_TTL:g})"
+        )
+    return float(wait)
 
 
 def _shown(arguments: Mapping[str, object]) -> str | None:
