@@ -234,6 +234,7 @@ class DispatchScope:
         "_late",
         "_observing",
         "_on_late",
+        "_opener",
         "_parent",
     )
     _call: Dispatch
@@ -245,6 +246,7 @@ class DispatchScope:
     _closed: bool
     _claimed: bool
     _on_late: LateReporter | None
+    _opener: FrameType | None
 
     def __init__(
         self,
@@ -265,6 +267,9 @@ class DispatchScope:
         self._closed = False
         self._claimed = False  # whether the dispatch this scope was entered for has begun
         self._on_late = on_late
+        # The application's frame that entered the scope: only a dispatch it makes can be
+        # the scope's own (see _its_own); dropped when the scope closes.
+        self._opener = None
 
     def __repr__(self) -> str:
         state = ", closed" if self._closed else ""
@@ -323,6 +328,7 @@ class DispatchScope:
     def _close(self) -> None:
         with _STATE:
             self._closed = True
+            self._opener = None
 
 
 _current: Final[ContextVar[DispatchScope | None]] = ContextVar("veridic_dispatch", default=None)
@@ -357,7 +363,12 @@ def dispatching(
     The executor enters it around ``view.dispatch``; call it yourself only
     when you dispatch tools without :func:`veridic.execute`. Nested
     dispatches keep the outer call as the direct one: delegating never
-    gains authority. When the body ends the scope closes, and with it the
+    gains authority. The scope's own dispatch is the first one of ``tool``
+    (its name, risk and kind) that the ``with`` block's own function makes
+    through a view; any other dispatch in it (one that a handler you call
+    directly makes, or a helper function, or a thread) is judged as a
+    delegation, so a handler that forwards to a same-named tool elsewhere
+    cannot pass that tool off as the call itself. When the body ends the scope closes, and with it the
     call's authority: work the call left running (a task, a thread in a
     copied context) is refused every guarded operation, and each such late
     guard is kept in :attr:`DispatchScope.late_events` and passed to
@@ -382,6 +393,7 @@ def _entered(
 ) -> Iterator[DispatchScope]:
     _check_call(call)
     scope = DispatchScope(call, _current.get(), observing=observing, on_late=on_late)
+    scope._opener = _application_frame(sys._getframe(1))
     token = _current.set(scope)
     try:
         yield scope
@@ -554,7 +566,8 @@ def _report_finished_late(
 
 def _its_own(scope: DispatchScope, tool: str, risk: Risk, kind: ToolKind) -> bool:
     """Whether the dispatch of ``tool`` is the one ``scope`` was entered for: the first of
-    that name, risk and kind inside it (then the scope is claimed).
+    that name, risk and kind inside it, made by the code that entered the scope (then the
+    scope is claimed).
 
     The name alone would not do: a handler that forwards to a tool of its own
     name in another view (``inner.dispatch("deploy", ...)``, where that ``deploy``
@@ -563,12 +576,19 @@ def _its_own(scope: DispatchScope, tool: str, risk: Risk, kind: ToolKind) -> boo
     registry's irreversible ``deploy`` ran it unjudged, and the call's record said
     nothing irreversible happened. The call's own dispatch comes first; any later one
     in the scope, however named, is the handler's and is judged (and recorded) as such.
+    Nor would "the first": code that enters :func:`dispatching` and calls the handler
+    itself, not through a view, makes no dispatch of its own, and the handler's forward
+    would come first. So the dispatch must also come from the frame that entered the
+    scope (the application's, below veridic's own frames): :func:`veridic.execute`'s
+    caller for the executor, the ``with dispatching(...)`` block's function otherwise.
+    A dispatch made anywhere else (in a handler, a helper, a thread) is judged.
     """
     call = scope.call
     if call.tool != tool or call.risk != risk or call.kind not in (None, kind):
         return False
+    caller = _application_frame(sys._getframe(1))
     with _STATE:
-        if scope._claimed:
+        if scope._claimed or caller is not scope._opener:
             return False
         scope._claimed = True
         return True
@@ -611,15 +631,23 @@ def _outside_veridic() -> str:
     """``file:line`` of the innermost frame outside veridic and the standard library's
     wrappers: who dispatched; ``_NO_APPLICATION_FRAME`` when that frame is the thread and
     task plumbing (or there is none): nothing below it called the dispatch."""
-    frame: FrameType | None = sys._getframe(1)
+    frame = _application_frame(sys._getframe(1))
+    if frame is None:
+        return _NO_APPLICATION_FRAME
+    return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _application_frame(frame: FrameType | None) -> FrameType | None:
+    """The innermost frame from ``frame`` outwards that is neither veridic's nor the
+    standard library's wrappers; ``None`` when the thread and task plumbing comes first."""
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename.startswith(_PLUMBING):
-            break
+            return None
         if not filename.startswith(_PACKAGE) and not filename.startswith(_PASSED):
-            return f"{_display_path(filename)}:{frame.f_lineno}"
+            return frame
         frame = frame.f_back
-    return _NO_APPLICATION_FRAME
+    return None
 
 
 def _judge(
