@@ -368,12 +368,13 @@ def dispatching(
     through a view; any other dispatch in it (one that a handler you call
     directly makes, or a helper function, or a thread) is judged as a
     delegation, so a handler that forwards to a same-named tool elsewhere
-    cannot pass that tool off as the call itself. When the body ends the scope closes, and with it the
-    call's authority: work the call left running (a task, a thread in a
-    copied context) is refused every guarded operation, and each such late
-    guard is kept in :attr:`DispatchScope.late_events` and passed to
-    ``on_late`` (see :data:`LateReporter`); without a reporter it is logged
-    as a warning on the ``veridic.guards`` logger. ``kind`` is the tool's
+    cannot pass that tool off as the call itself. When the body ends the
+    scope closes, and with it the call's authority: work the call left
+    running (a task, a thread in a copied context) is refused every guarded
+    operation, and each such late guard is kept in
+    :attr:`DispatchScope.late_events` and passed to ``on_late`` (see
+    :data:`LateReporter`); without a reporter it is logged as a warning on
+    the ``veridic.guards`` logger. ``kind`` is the tool's
     declared kind: under a ``"query"`` every guarded operation is refused,
     whatever the risk and approval (a query changes nothing).
 
