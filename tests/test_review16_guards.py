@@ -256,3 +256,27 @@ def test_a_component_line_stays_one_line_and_lists_no_tool_the_view_lacks(field:
     section = registry.view().capability_section()
     assert "refund_all" not in registry.view().names()
     assert not any(line.startswith("- refund_all") for line in section.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (
+            {"boot": True},
+            r"boot=True.*the check itself",
+        ),  # boot=licence_ok() written for boot=licence_ok
+        ({"boot": None, "hint": 5}, r"hint=5"),
+        ({"boot": None, "provides": ["Sales reports"]}, r"provides=\['Sales reports'\]"),
+    ],
+    ids=["boot-result", "hint", "provides"],
+)
+def test_a_component_declared_with_what_it_cannot_use_is_refused_where_it_is_declared(
+    options: dict[str, object], named: str
+) -> None:
+    # Accepted, boot=True failed at boot and the prompt said "its boot check raised
+    # TypeError"; a hint or offer that is not text broke every capability_section() later,
+    # with a bare TypeError from a regular expression.
+    registry = Registry("shop")
+    with pytest.raises(VeridicError, match=named):
+        registry.component("Pro", **options)  # type: ignore[arg-type]  # under test
+    assert registry.components() == ()
