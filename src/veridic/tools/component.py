@@ -276,12 +276,12 @@ class Component:
             return ComponentState(self.name, False, reason, self.hint, self.provides, reason)
         if inspect.isawaitable(result):
             # Never awaited, so nothing was checked; a coroutine is no "started" (fail closed).
-            coroutine = inspect.iscoroutine(result)
-            if coroutine:
-                result.close()
             # Not the type's name: a class made at run time may carry any, and the reason is
             # printed in the capability section (the detail, for the log, names it).
-            shown = "a coroutine" if coroutine else "an awaitable"
+            shown = "an awaitable"
+            if inspect.iscoroutine(result):
+                result.close()
+                shown = "a coroutine"
             reason = f"its boot check returned {shown}, which is never awaited"
             detail = (
                 f"its boot check returned {a_type(result)}, which is never awaited: the "
