@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import pytest
 from pydantic import BaseModel, ConfigDict
@@ -25,7 +26,7 @@ from veridic import (
     unfence,
     untrusted,
 )
-from veridic.guards import dispatching
+from veridic.guards import DispatchScope, dispatching
 from veridic.integrations import openai_agents, pydantic_ai
 from veridic.provenance import Span
 from veridic.text.fence import preamble
@@ -297,3 +298,94 @@ def test_a_tool_name_that_is_no_string_is_an_unknown_name_not_a_type_error(name:
     assert view.status(name).state == "unknown"  # type: ignore[arg-type]  # under test
     with pytest.raises(UnknownToolError, match="no tool is named"):
         view.dispatch(name, {})  # type: ignore[arg-type]  # under test
+
+
+# --- second read: which dispatch is the scope's own -------------------------------------
+
+
+def _delegations(scope: DispatchScope) -> list[str]:
+    return [operation for event in scope.events for operation in event.operations]
+
+
+@contextmanager
+def _confirmed_call(tool: str) -> Iterator[DispatchScope]:
+    """An application's own wrapper around dispatching() (it writes its audit record, say)."""
+    with dispatching(tool, Risk.HIGH, ApprovalMode.USER_CONFIRMED, kind="write") as scope:
+        yield scope
+
+
+@asynccontextmanager
+async def _aconfirmed_call(tool: str) -> AsyncIterator[DispatchScope]:
+    with dispatching(tool, Risk.HIGH, ApprovalMode.USER_CONFIRMED, kind="write") as scope:
+        yield scope
+
+
+def test_a_wrapper_around_dispatching_leaves_the_scope_to_the_with_blocks_dispatch() -> None:
+    # The wrapper's generator entered the scope, so the with block's own dispatch of the
+    # tool was judged as a delegation of itself: "delegation:deploy" and an "irreversible"
+    # event in the call's record, as if the call had forwarded to another tool.
+    builds, dropped = _builds()
+    with _confirmed_call("deploy") as scope:
+        builds.dispatch("deploy", {"name": "b-1"})
+    assert _delegations(scope) == []
+    assert dropped == ["b-1"]
+
+
+def test_an_async_wrapper_around_dispatching_leaves_the_scope_to_the_blocks_dispatch() -> None:
+    builds, dropped = _builds()
+
+    async def deploy() -> DispatchScope:
+        async with _aconfirmed_call("deploy") as scope:
+            await builds.adispatch("deploy", {"name": "b-1"})
+        return scope
+
+    assert _delegations(asyncio.run(deploy())) == []
+    assert dropped == ["b-1"]
+
+
+def test_through_a_wrapper_a_handler_called_directly_still_cannot_pass_its_forward_off() -> None:
+    dropped: list[str] = []
+    _, deploy = forwarding(dropped)
+    with _confirmed_call("deploy") as scope:
+        deploy("b-1")  # type: ignore[operator]  # the registered handler, called as a function
+    assert "delegation:deploy" in _delegations(scope)
+    assert dropped == ["b-1"]
+
+
+def test_a_forward_a_directly_called_handler_makes_from_a_task_or_thread_is_judged() -> None:
+    # A task or a worker thread has no application frame under it: its dispatch is no
+    # dispatch of the code that entered the scope, and must not claim it.
+    builds, dropped = _builds()
+
+    async def forward_in_a_task(name: str) -> object:
+        return (await asyncio.gather(builds.adispatch("deploy", {"name": name})))[0]
+
+    async def forward_in_a_thread(name: str) -> object:
+        return await asyncio.to_thread(builds.dispatch, "deploy", {"name": name})
+
+    async def called_directly() -> None:
+        for handler in (forward_in_a_task, forward_in_a_thread):
+            with dispatching("deploy", Risk.HIGH, ApprovalMode.ALWAYS_RULE, kind="write"):
+                with pytest.raises(GuardDeniedError, match="delegates no authority"):
+                    await handler("b-1")
+
+    asyncio.run(called_directly())
+    assert dropped == []
+
+
+def _builds() -> tuple[ToolView, list[str]]:
+    """A view holding an irreversible high-risk ``deploy``, and the builds it dropped."""
+    dropped: list[str] = []
+    builds = Registry("builds")
+
+    @builds.tool(kind="write", irreversible=True, name="deploy")
+    def drop_and_deploy(name: str) -> str:
+        """Deploy a build and drop the previous one for good; this cannot be undone.
+
+        Args:
+            name: The build.
+        """
+        dropped.append(name)
+        return "dropped"
+
+    return builds.view(), dropped
