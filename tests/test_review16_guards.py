@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
@@ -336,6 +337,7 @@ def test_an_async_wrapper_around_dispatching_leaves_the_scope_to_the_blocks_disp
 
     async def deploy() -> DispatchScope:
         async with _aconfirmed_call("deploy") as scope:
+            await asyncio.sleep(0)  # resumed by the loop: the same coroutine frame dispatches
             await builds.adispatch("deploy", {"name": "b-1"})
         return scope
 
@@ -389,3 +391,16 @@ def _builds() -> tuple[ToolView, list[str]]:
         return "dropped"
 
     return builds.view(), dropped
+
+
+def test_an_async_checks_coroutine_given_as_boot_is_refused_closed_and_named() -> None:
+    # Refused, it was left open: Python warned "coroutine 'licence_ok' was never awaited"
+    # later, far from the declaration; and the fix it offered (boot=licence_ok) is an async
+    # def check, which the registry never runs either.
+    async def licence_ok() -> bool:
+        return True
+
+    check = licence_ok()
+    with pytest.raises(VeridicError, match=r"coroutine.*pass a plain function"):
+        Registry("shop").component("Pro", boot=check)  # type: ignore[arg-type]  # under test
+    assert inspect.getcoroutinestate(check) == inspect.CORO_CLOSED

@@ -59,6 +59,7 @@ a literal message, else the exception's type) is decided in
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import sys
 import threading
@@ -882,7 +883,16 @@ class Registry:
 def _check_component_options(name: str, boot: object, hint: object, provides: object) -> None:
     """Refuse, where the component is declared, what its boot or its capability line cannot
     use: a ``boot`` that is not a function failed only at boot (the prompt said its check
-    raised ``TypeError``), and a hint or offer that is not text broke every section."""
+    raised ``TypeError``), and a hint or offer that is not text broke every section. An
+    async def check's coroutine is closed as it is refused: it will never run."""
+    if inspect.iscoroutine(boot):
+        boot.close()  # never to run: closed, so no "never awaited" warning comes later
+        raise VeridicError(
+            f"registry.component({name!r}) got boot={quoted(boot)}, the coroutine of an "
+            "async def check, which the registry never awaits (it runs boot checks "
+            "synchronously): pass a plain function (read what it needs before, or run the "
+            "coroutine in it with asyncio.run)"
+        )
     if boot is not None and not callable(boot):
         raise VeridicError(
             f"registry.component({name!r}) got boot={quoted(boot)}, which is not a "
