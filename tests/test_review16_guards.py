@@ -12,15 +12,19 @@ from pydantic import BaseModel, ConfigDict
 
 from veridic import (
     ApprovalMode,
+    ApprovalPolicy,
+    CallOutcome,
     Composer,
     GuardDeniedError,
     InstructionField,
     Registry,
     Risk,
+    SQLiteAuditSink,
     ToolView,
     TrustedInstruction,
     UnknownToolError,
     VeridicError,
+    execute,
     instruction,
     is_trusted,
     provenance,
@@ -367,9 +371,11 @@ def test_a_forward_a_directly_called_handler_makes_from_a_task_or_thread_is_judg
 
     async def called_directly() -> None:
         for handler in (forward_in_a_task, forward_in_a_thread):
-            with dispatching("deploy", Risk.HIGH, ApprovalMode.ALWAYS_RULE, kind="write"):
-                with pytest.raises(GuardDeniedError, match="delegates no authority"):
-                    await handler("b-1")
+            with (
+                dispatching("deploy", Risk.HIGH, ApprovalMode.ALWAYS_RULE, kind="write"),
+                pytest.raises(GuardDeniedError, match="delegates no authority"),
+            ):
+                await handler("b-1")
 
     asyncio.run(called_directly())
     assert dropped == []
@@ -404,3 +410,43 @@ def test_an_async_checks_coroutine_given_as_boot_is_refused_closed_and_named() -
     with pytest.raises(VeridicError, match=r"coroutine.*pass a plain function"):
         Registry("shop").component("Pro", boot=check)  # type: ignore[arg-type]  # under test
     assert inspect.getcoroutinestate(check) == inspect.CORO_CLOSED
+
+
+def test_a_handler_entering_dispatching_itself_cannot_run_a_high_risk_tool_unjudged() -> None:
+    # I7: a mid tool that delegates into a high-risk write is denied. A mid handler that
+    # entered dispatching() for the high-risk tool it forwards to (a helper that "dispatches
+    # without execute()") made the forward its nested scope's own dispatch, never judged:
+    # the irreversible deploy ran under the agent's mid-risk call.
+    builds, dropped = _builds()
+    with (
+        dispatching("triage", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write") as call,
+        pytest.raises(GuardDeniedError, match="delegates no authority"),
+        # the mid handler's code, under the agent's call
+        dispatching("deploy", Risk.HIGH, ApprovalMode.USER_CONFIRMED, kind="write"),
+    ):
+        builds.dispatch("deploy", {"name": "b-1"})
+    assert dropped == []
+    assert [event.allowed for event in call.events] == [False]
+
+
+def test_a_handler_running_execute_itself_cannot_run_a_high_risk_tool_unjudged() -> None:
+    # The same through execute(): the user confirmed the inner call, but the agent's call is
+    # the mid one, and a confirmation asked inside it delegates it no authority (I7).
+    builds, dropped = _builds()
+    with (
+        SQLiteAuditSink(":memory:") as audit,
+        dispatching("triage", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write"),
+    ):
+        inner = execute(
+            builds,
+            "deploy",
+            {"name": "b-1"},
+            policy=ApprovalPolicy(builds),
+            audit=audit,
+            request_id="r-1",
+            prompt_sha256="0" * 64,
+            confirm=lambda request: True,
+        )
+    assert isinstance(inner.error, GuardDeniedError)
+    assert inner.outcome is CallOutcome.BLOCKED
+    assert dropped == []

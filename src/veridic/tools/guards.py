@@ -363,7 +363,10 @@ def dispatching(
     The executor enters it around ``view.dispatch``; call it yourself only
     when you dispatch tools without :func:`veridic.execute`. Nested
     dispatches keep the outer call as the direct one: delegating never
-    gains authority. The scope's own dispatch is the first one of ``tool``
+    gains authority, and entered inside another call (by a handler, or by
+    :func:`veridic.execute` that a handler runs) a scope has no dispatch of
+    its own: every dispatch in it is judged as that call's delegation. The
+    scope's own dispatch is the first one of ``tool``
     (its name, risk and kind) that the ``with`` block's own function makes
     through a view (the block under a ``@contextmanager`` or
     ``@asynccontextmanager`` of yours that wraps this one counts as well);
@@ -589,8 +592,16 @@ def _its_own(scope: DispatchScope, tool: str, risk: Risk, kind: ToolKind) -> boo
     thread is called or started inside the scope, so its frames did not enter it: what
     it dispatches is judged. Frames are compared by identity while the scope holds them,
     so none is reused for another.
+
+    A scope entered inside another call (a handler's own ``with dispatching(...)``, or
+    :func:`veridic.execute` run by a handler) has no dispatch of its own: entering it
+    gains no authority (its call is not the direct one), so what is dispatched in it is
+    the direct call's delegation, and judged. Else a mid handler that entered
+    :func:`dispatching` for a high-risk tool it forwards to ran that tool unjudged (I7).
     """
     call = scope.call
+    if scope._parent is not None:
+        return False
     if call.tool != tool or call.risk != risk or call.kind not in (None, kind):
         return False
     caller = _application_frame(sys._getframe(1))
