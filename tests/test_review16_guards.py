@@ -14,6 +14,7 @@ from veridic import (
     ApprovalMode,
     ApprovalPolicy,
     CallOutcome,
+    CallResult,
     Composer,
     GuardDeniedError,
     InstructionField,
@@ -24,6 +25,7 @@ from veridic import (
     TrustedInstruction,
     UnknownToolError,
     VeridicError,
+    aexecute,
     execute,
     instruction,
     is_trusted,
@@ -450,3 +452,30 @@ def test_a_handler_running_execute_itself_cannot_run_a_high_risk_tool_unjudged()
     assert isinstance(inner.error, GuardDeniedError)
     assert inner.outcome is CallOutcome.BLOCKED
     assert dropped == []
+
+
+@pytest.mark.parametrize("run", ["task", "thread"])
+def test_the_executors_own_dispatch_is_its_own_when_run_in_a_task_or_a_thread(run: str) -> None:
+    # No application frame lies under aexecute() run as a task (gather), nor under execute()
+    # in a worker thread: the scope's entry and its dispatch both have none, and the call is
+    # still its own dispatch, not a delegation of itself.
+    builds, dropped = _builds()
+
+    async def confirmed(audit: SQLiteAuditSink) -> CallResult:
+        options = {
+            "policy": ApprovalPolicy(builds),
+            "audit": audit,
+            "request_id": "r-1",
+            "prompt_sha256": "0" * 64,
+            "confirm": lambda request: True,
+        }
+        if run == "task":
+            (done,) = await asyncio.gather(aexecute(builds, "deploy", {"name": "b-1"}, **options))
+            return done
+        return await asyncio.to_thread(execute, builds, "deploy", {"name": "b-1"}, **options)
+
+    with SQLiteAuditSink(":memory:") as audit:
+        result = asyncio.run(confirmed(audit))
+    assert result.ok
+    assert not any(op.startswith("delegation:") for op in result.record.operations)
+    assert dropped == ["b-1"]
