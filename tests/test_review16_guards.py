@@ -460,19 +460,37 @@ def test_the_executors_own_dispatch_is_its_own_when_run_in_a_task_or_a_thread(ru
     # in a worker thread: the scope's entry and its dispatch both have none, and the call is
     # still its own dispatch, not a delegation of itself.
     builds, dropped = _builds()
+    policy = ApprovalPolicy(builds)
+
+    def confirm(request: object) -> bool:
+        return True
 
     async def confirmed(audit: SQLiteAuditSink) -> CallResult:
-        options = {
-            "policy": ApprovalPolicy(builds),
-            "audit": audit,
-            "request_id": "r-1",
-            "prompt_sha256": "0" * 64,
-            "confirm": lambda request: True,
-        }
         if run == "task":
-            (done,) = await asyncio.gather(aexecute(builds, "deploy", {"name": "b-1"}, **options))
+            (done,) = await asyncio.gather(
+                aexecute(
+                    builds,
+                    "deploy",
+                    {"name": "b-1"},
+                    policy=policy,
+                    audit=audit,
+                    request_id="r-1",
+                    prompt_sha256="0" * 64,
+                    confirm=confirm,
+                )
+            )
             return done
-        return await asyncio.to_thread(execute, builds, "deploy", {"name": "b-1"}, **options)
+        return await asyncio.to_thread(
+            execute,
+            builds,
+            "deploy",
+            {"name": "b-1"},
+            policy=policy,
+            audit=audit,
+            request_id="r-1",
+            prompt_sha256="0" * 64,
+            confirm=confirm,
+        )
 
     with SQLiteAuditSink(":memory:") as audit:
         result = asyncio.run(confirmed(audit))
