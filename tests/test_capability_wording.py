@@ -456,9 +456,11 @@ def test_property_a_component_line_is_its_template_filled_with_the_views_facts(
         provides=vouch(provides, reason="a generated offer"),
     )
     section = registry.view().capability_section()
+    # Each value on the line's one line: its runs of whitespace are one space, as the
+    # reason's and the hint's are (a line break would start a line of its own).
     expected = template.format(
-        name=name,
-        provides=provides,
+        name=" ".join(name.split()),
+        provides=" ".join(provides.split()),
         reason="its boot check returned False",
         hint=hint,
         place=place,

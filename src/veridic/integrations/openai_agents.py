@@ -74,6 +74,7 @@ from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.run.records import AuditRecord, arguments_sha256
+from veridic.text.compose import system_parts
 from veridic.text.fence import DataMode, check_mode, fence, preamble
 from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
 from veridic.tools.view import ToolView
@@ -223,12 +224,18 @@ def instructions(
     The preamble (for ``data_mode``, the mode given to :func:`function_tools`)
     tells the model that tool results are data blocks, never instructions.
 
+    The preamble is placed as :meth:`veridic.Composer.build` places it: after the
+    section, or where a part already holds it (once, and the one for ``data_mode``;
+    two, or one for another mode, are refused).
+
     Raises:
         ProvenanceError: a part is not trusted text (``join``'s rule).
-        VeridicError: ``data_mode`` is not a data mode.
+        VeridicError: ``data_mode`` is not a data mode, or the parts hold the
+            preamble twice or one for another mode.
     """
     mode = check_mode(data_mode, "instructions(data_mode=...)")
-    return join([*parts, view.capability_section(), preamble(mode)])
+    # The Composer's placement of the preamble: once, after the section unless a part holds it.
+    return join(system_parts([*parts, view.capability_section()], (mode,), "instructions()"))
 
 
 def approval_request(item: ToolApprovalItem) -> ApprovalRequest:

@@ -57,14 +57,15 @@ The whole flow, and what is guaranteed: docs/integrations/pydantic_ai.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from veridic._extras import require
 from veridic._sample import quoted
 from veridic.errors import VeridicError
 from veridic.run.approval import ApprovalPolicy
 from veridic.run.audit import AuditSink
-from veridic.text.fence import DataMode, check_mode, preamble
+from veridic.text.compose import system_parts
+from veridic.text.fence import DataMode, check_mode
 from veridic.text.provenance import TrustedInstruction, join
 from veridic.tools.view import ToolView
 
@@ -230,6 +231,10 @@ def instructions(
     alone is refused), built from the same view, so the model's account of
     its tools and its tool list cannot disagree.
 
+    The preamble is placed as :meth:`veridic.Composer.build` places it: after the
+    section, or where a part already holds it (once, and the one for ``data_mode``;
+    two, or one for another mode, are refused).
+
     >>> from veridic import Registry, instruction, is_trusted, untrusted
     >>> view = Registry().view()
     >>> text = instructions(view, instruction("You answer support tickets."))
@@ -243,7 +248,8 @@ def instructions(
     Raises:
         ProvenanceError: a part is not trusted text (in report mode: logged,
             and the result is a plain ``str``).
-        VeridicError: ``view`` is not a ToolView.
+        VeridicError: ``view`` is not a ToolView, or the parts hold the
+            preamble twice or one for another mode than ``data_mode``.
     """
     if not isinstance(view, ToolView):
         raise VeridicError(
@@ -256,7 +262,11 @@ def instructions(
 def _joined(
     view: ToolView, parts: tuple[TrustedInstruction, ...], mode: DataMode
 ) -> TrustedInstruction:
-    return join([*parts, view.capability_section(), preamble(mode)])
+    # The Composer's placement of the preamble: once, after the section unless a part holds it.
+    return join(system_parts([*parts, view.capability_section()], (mode,), _APPENDER))
+
+
+_APPENDER: Final = "capability() or instructions()"
 
 
 def __getattr__(name: str) -> object:

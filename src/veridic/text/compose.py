@@ -55,9 +55,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final, Literal, Self
+from typing import Final, Literal, Self, TypeVar
 
 from veridic._counted import counted
 from veridic._sample import clip, quoted
@@ -78,6 +78,7 @@ from veridic.text.fence import (
 )
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall
 from veridic.text.provenance import (
+    Span,
     TrustedInstruction,
     UntrustedText,
     block_mode,
@@ -408,47 +409,9 @@ class Composer:
             self._open_calls.clear()
 
     def _system_parts(self) -> list[str]:
-        """The system parts, with the fence preamble appended when blocks need it.
-
-        A preamble the caller placed stays where it stands, if it is the one for the
-        prompt's modes and placed once: two of them (or one beside a preamble for a mode
-        no block uses) told the model of blocks the prompt does not hold, or said it all
-        twice, and are refused rather than sent. Two are refused in a prompt without
-        blocks too: an integration places the preamble before any block comes (LangChain's
-        ``system_prompt``), and a caller who gave it among the parts as well sent it twice.
-        """
-        heads = "".join(self._system).count(PREAMBLE_HEAD)
-        if not self._modes:
-            if heads > 1:
-                _refuse_twice("".join(self._placed_preambles()), "")
-            return self._system
-        needed = preamble(*self._modes)
-        if heads == 0:
-            return [*self._system, needed]
-        if heads == 1 and any(part is needed for part in self._system):
-            return self._system  # the usual placement, found without reading spans
-        placed = "".join(self._placed_preambles())
-        if not placed:
-            return [*self._system, needed]  # the caller's own words, not veridic's preamble
-        used = ", ".join(m for m in DATA_MODES if m in self._modes)
-        _refuse_twice(placed, used)
-        if placed != needed:
-            raise VeridicError(
-                f"the system message holds a fence preamble, but not the one for the data modes "
-                f"this prompt uses ({used}): place preamble({used}) instead, or leave it out and "
-                "let build() append it"
-            )
-        return self._system
-
-    def _placed_preambles(self) -> list[str]:
-        """The text of every preamble among the system parts, by the spans veridic minted
-        (a caller's own words that quote it are not one)."""
-        return [
-            part[span.start : span.end]
-            for part in self._system
-            for span in spans_of(part)
-            if span.origin == PREAMBLE_ORIGIN
-        ]
+        """The system parts, with the fence preamble appended when blocks need it
+        (:func:`system_parts` for the modes of the blocks added so far)."""
+        return system_parts(self._system, self._modes, "build()")
 
     def _block(
         self,
@@ -586,11 +549,78 @@ def _replay(composer: Composer, turn: Turn) -> None:
         )
 
 
+_Part = TypeVar("_Part", bound=str)
+
+
+def system_parts(
+    parts: Sequence[_Part], modes: Collection[DataMode], appender: str
+) -> list[_Part | TrustedInstruction]:
+    """``parts`` of a system message, with the fence preamble for ``modes`` appended.
+
+    The one placement of the preamble: :meth:`Composer.build` calls it for the modes of
+    the prompt's blocks, and the adapters that hand a framework its instructions
+    (pydantic-ai, the Agents SDK) for the mode their tool results are fenced in, so the
+    rules hold wherever the system message is made. A preamble the caller placed stays
+    where it stands, if it is the one for the prompt's modes and placed once: two of
+    them (or one beside a preamble for a mode no block uses) told the model of blocks
+    the prompt does not hold, or said it all twice, and are refused rather than sent.
+    Two are refused without modes (a prompt without blocks) too: an integration places
+    the preamble before any block comes (LangChain's ``system_prompt``), and a caller
+    who gave it among the parts as well sent it twice. ``appender`` names the call that
+    appends it, for the message. Parts that are not text are left to the caller's own
+    check of them (:func:`~veridic.join`'s, or :meth:`Composer.system`'s).
+
+    Raises:
+        VeridicError: the parts hold veridic's preamble twice, or once but not the one
+            for ``modes``.
+    """
+    heads = sum(part.count(PREAMBLE_HEAD) for part in parts if isinstance(part, str))
+    if not modes:
+        if heads > 1:
+            _refuse_twice("".join(_placed_preambles(parts)), "", appender)
+        return list(parts)
+    needed = preamble(*modes)
+    if heads == 0:
+        return [*parts, needed]
+    if heads == 1 and any(part is needed for part in parts):
+        return list(parts)  # the usual placement, found without reading spans
+    placed = "".join(_placed_preambles(parts))
+    if not placed:
+        return [*parts, needed]  # the caller's own words, not veridic's preamble
+    used = ", ".join(m for m in DATA_MODES if m in modes)
+    _refuse_twice(placed, used, appender)
+    if placed != needed:
+        raise VeridicError(
+            f"the system message holds a fence preamble, but not the one for the data modes "
+            f"this prompt uses ({used}): place preamble({used}) instead, or leave it out and "
+            f"let {appender} append it"
+        )
+    return list(parts)
+
+
+def _placed_preambles(parts: Sequence[str]) -> list[str]:
+    """The text of every preamble among ``parts``, by the spans veridic minted (a caller's
+    own words that quote it are not one, nor is text whose origin merely spells the
+    preamble's: an ``InstructionField`` of a model titled ``veridic.fence``)."""
+    return [
+        part[span.start : span.end]
+        for part in parts
+        if isinstance(part, str)
+        for span in spans_of(part)
+        if _is_preamble(span)
+    ]
+
+
+def _is_preamble(span: Span) -> bool:
+    """Whether ``span`` is veridic's fence preamble: minted in code under its origin."""
+    return span.kind == "code" and span.origin == PREAMBLE_ORIGIN
+
+
 def _refuse_preamble(text: str, where: str) -> None:
     """Refuse the fence preamble as a turn's words: it explains the blocks from the system
     message, where build() appends it anyway, so in a turn the model read it twice, once
     as what the end user (or the model itself) said."""
-    if is_trusted(text) and any(span.origin == PREAMBLE_ORIGIN for span in spans_of(text)):
+    if is_trusted(text) and any(_is_preamble(span) for span in spans_of(text)):
         raise VeridicError(
             f"{where} got text holding the fence preamble ({clip(text)}): the preamble "
             "belongs in the system message, which build() gives it whenever the prompt "
@@ -598,15 +628,15 @@ def _refuse_preamble(text: str, where: str) -> None:
         )
 
 
-def _refuse_twice(placed: str, used: str) -> None:
+def _refuse_twice(placed: str, used: str, appender: str) -> None:
     """Refuse preambles placed more than once; ``used`` names the prompt's data modes
-    (``""`` when it holds no block yet)."""
+    (``""`` when it holds no block yet), ``appender`` the call that appends one."""
     count = placed.count(PREAMBLE_HEAD)
     if count <= 1:
         return
     instead = (
         f"preamble({used}) for the data modes this prompt uses, or leave it out and let "
-        "build() append it"
+        f"{appender} append it"
         if used
         else "the one for the data modes of the blocks that will follow"
     )

@@ -37,10 +37,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal, LiteralString, NewType, TypeGuard
+from typing import Any, Final, Literal, LiteralString, NewType, TypeGuard
 
 from veridic._sample import clip
 from veridic._words import a_type
@@ -139,17 +139,18 @@ class _Joined:
 class _Trusted(str):
     """Run-time form of a minted ``TrustedInstruction``.
 
-    The ``_seal`` slot holds a private object. Its descriptor is removed from
-    the class once the class exists, so no code outside this module can read
-    or write it: an object of another ``str`` subclass whose ``__class__`` is
-    reassigned to this one (CPython allows that between classes of the same
-    layout) has no seal, and :func:`is_trusted` refuses it. Only deliberate
-    interpreter introspection (``gc.get_referents``) gets around this;
-    veridic guards against misuse, not against hostile code in the process.
+    The ``_seal`` slot holds a private object, and ``_spans`` where each
+    character came from. Their descriptors are removed from the class once
+    the class exists, so no code outside this module can read or write them
+    (a value's provenance is fixed when it is minted): an object of another
+    ``str`` subclass whose ``__class__`` is reassigned to this one (CPython
+    allows that between classes of the same layout) has no seal, and
+    :func:`is_trusted` refuses it. Only deliberate interpreter introspection
+    (``gc.get_referents``) gets around this; veridic guards against misuse,
+    not against hostile code in the process.
     """
 
     __slots__ = ("_seal", "_spans")
-    _spans: tuple[Span, ...] | _Joined
 
     def __new__(cls, text: str, spans: tuple[Span, ...] | _Joined, key: _Mint) -> _Trusted:
         if key is not _KEY:
@@ -159,7 +160,7 @@ class _Trusted(str):
                 "with a TrustPolicy"
             )
         value = super().__new__(cls, characters(text))
-        value._spans = spans
+        _set_spans(value, spans)
         _set_seal(value, _SEAL)
         return value
 
@@ -203,11 +204,20 @@ def readable(text: str) -> str:
 
 
 _SEAL: Final = object()
-_seal_slot = _Trusted.__dict__["_seal"]
-_set_seal: Final = _seal_slot.__set__
-_get_seal: Final = _seal_slot.__get__
-delattr(_Trusted, "_seal")
-del _seal_slot
+
+
+def _hidden_slot(
+    cls: type, name: str
+) -> tuple[Callable[[object, object], None], Callable[..., Any]]:
+    """The setter and getter of slot ``name`` of ``cls``, whose descriptor leaves the class:
+    only this module can read or write it after, so a value's brand cannot be edited."""
+    slot = cls.__dict__[name]
+    delattr(cls, name)
+    return slot.__set__, slot.__get__
+
+
+_set_seal, _get_seal = _hidden_slot(_Trusted, "_seal")
+_set_spans, _get_spans = _hidden_slot(_Trusted, "_spans")
 
 
 def _genuine(value: object) -> TypeGuard[_Trusted]:
@@ -225,19 +235,22 @@ class _Untrusted(str):
 
     ``_mode`` is set (to a data mode) only on text that is exactly one data
     block veridic rendered (a data template's output), so the composer can
-    place it in a user turn as the block it is.
+    place it in a user turn as the block it is, unneutralised. So the fields
+    are fixed when the value is made, as :class:`_Trusted`'s are: their
+    descriptors leave the class (``text._mode = "datamark"`` raises
+    ``AttributeError``), and the mode of a value without the seal (another
+    ``str`` subclass given this class by ``__class__`` assignment) is ``""``.
     """
 
-    __slots__ = ("_mode", "_source")
-    _source: str
-    _mode: str
+    __slots__ = ("_mode", "_seal", "_source")
 
     def __new__(cls, text: str, source: str, key: _Mint, mode: str = "") -> _Untrusted:
         if key is not _KEY:
             raise ProvenanceError("untrusted text is made with untrusted(text, source=...)")
         value = super().__new__(cls, characters(text))
-        value._source = source
-        value._mode = mode
+        _set_source(value, source)
+        _set_mode(value, mode)
+        _set_untrusted_seal(value, _SEAL)
         return value
 
     def __reduce__(self) -> tuple[type[str], tuple[str]]:
@@ -248,6 +261,21 @@ class _Untrusted(str):
 
     def __deepcopy__(self, memo: object) -> _Untrusted:
         return self
+
+
+_set_source, _get_source = _hidden_slot(_Untrusted, "_source")
+_set_mode, _get_mode = _hidden_slot(_Untrusted, "_mode")
+_set_untrusted_seal, _get_untrusted_seal = _hidden_slot(_Untrusted, "_seal")
+
+
+def _source(value: _Untrusted) -> str:
+    """The source label ``value`` was made with (``"unknown"`` for a value of this class
+    that veridic did not make: another ``str`` subclass given it by ``__class__``)."""
+    try:
+        source: str = _get_source(value)
+    except AttributeError:
+        return "unknown"
+    return source
 
 
 _OWN_METHODS: Final = frozenset({str, _Untrusted})
@@ -334,7 +362,7 @@ def instruction(text: LiteralString, /) -> TrustedInstruction:
     """
     if type(text) is _Untrusted:
         raise ProvenanceError(
-            f"instruction() got untrusted text (source {text._source!r}): {clip(text)}; "
+            f"instruction() got untrusted text (source {_source(text)!r}): {clip(text)}; "
             "instruction() mints only text written in code: place outside text with "
             "Composer.data() or Composer.user(), or vouch for it with a TrustPolicy"
         )
@@ -416,7 +444,7 @@ def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> Tr
     if not _genuine(sep):
         if type(sep) is _Untrusted:
             raise ProvenanceError(
-                f"join() got an untrusted separator (source {sep._source!r}); "
+                f"join() got an untrusted separator (source {_source(sep)!r}); "
                 "the separator is part of the instruction: write it in code"
             )
         if not isinstance(sep, str):
@@ -443,7 +471,7 @@ def refuse_untrusted(value: object, where: str, fix: str) -> None:
     """
     if type(value) is _Untrusted:
         raise ProvenanceError(
-            f"{where} got untrusted text (source {value._source!r}): {clip(value)}; it goes "
+            f"{where} got untrusted text (source {_source(value)!r}): {clip(value)}; it goes "
             f"into the capability section, which instructs the model: {fix}"
         )
 
@@ -455,7 +483,7 @@ def is_untrusted(value: object) -> TypeGuard[UntrustedText]:
 
 def source_of(value: _Untrusted | object) -> str:
     """The source label of text branded untrusted (``""`` for anything else)."""
-    return value._source if type(value) is _Untrusted else ""
+    return _source(value) if type(value) is _Untrusted else ""
 
 
 def rebranded(original: str, text: str) -> str:
@@ -466,7 +494,7 @@ def rebranded(original: str, text: str) -> str:
     document whose spans call a block's label or data trusted is refused as edited).
     """
     if type(original) is _Untrusted:
-        return _Untrusted(text, original._source, _KEY)
+        return _Untrusted(text, _source(original), _KEY)
     return text if type(text) is str else str.__str__(text)
 
 
@@ -487,7 +515,14 @@ def fenced_block(text: str, source: str, mode: str) -> UntrustedText:
 
 def block_mode(value: object) -> str:
     """The data mode of a block :func:`fenced_block` made (``""`` for any other value)."""
-    return value._mode if type(value) is _Untrusted else ""
+    if type(value) is not _Untrusted:
+        return ""
+    try:
+        sealed = _get_untrusted_seal(value) is _SEAL
+    except AttributeError:  # an object given this class by ``__class__`` assignment
+        return ""
+    mode: str = _get_mode(value) if sealed else ""
+    return mode
 
 
 def is_trusted(value: object) -> bool:
@@ -514,7 +549,7 @@ def provenance(value: str) -> Provenance:
         return Provenance(first.kind, first.origin, spans)
     if type(value) is _Untrusted:
         return Provenance(
-            "untrusted", value._source, (Span(0, len(value), "untrusted", value._source),)
+            "untrusted", _source(value), (Span(0, len(value), "untrusted", _source(value)),)
         )
     return Provenance(
         "unknown", "unbranded str", (Span(0, len(value), "unknown", "unbranded str"),)
@@ -529,16 +564,17 @@ def spans_of(value: str) -> tuple[Span, ...]:
 
 
 def _trusted_spans(value: _Trusted) -> tuple[Span, ...]:
-    spans = value._spans
+    spans: tuple[Span, ...] | _Joined = _get_spans(value)
     if isinstance(spans, _Joined):
-        spans = value._spans = spans.head + concat_spans(spans.parts, spans.sep)
+        spans = spans.head + concat_spans(spans.parts, spans.sep)
+        _set_spans(value, spans)
     return spans
 
 
 def describe(value: str) -> str:
     """Say where ``value`` came from, for an error message."""
     if type(value) is _Untrusted:
-        return f"provenance untrusted (source {value._source!r})"
+        return f"provenance untrusted (source {_source(value)!r})"
     if _genuine(value):
         return f"provenance {provenance(value).kind}"
     if isinstance(value, str) and type(value) is not str:

@@ -102,6 +102,9 @@ def _tool_text(tool: Tool, schema_tool: bool) -> str:
 def _component_line(state: ComponentState, wording: CapabilityWording) -> str:
     # "- Code snippets are not available on this site: the Pro extension did not start
     # (requires core >= 2.3). <hint>": the reason is code text (boot_failure's _boot_reason).
+    # Each value on the line's one line: a line break in a name or offer (read from a
+    # configuration file) would start a line of its own, a tool entry for no tool (I4).
+    provides = None if state.provides is None else one_line(state.provides)
     return wording._component(
-        state.name, state.provides, one_line(state.reason), one_line(state.hint)
+        one_line(state.name), provides, one_line(state.reason), one_line(state.hint)
     )

@@ -22,6 +22,7 @@ from typing import Final, Literal, Protocol, TypeVar
 from pydantic import BaseModel
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText
 from veridic.text.terminal_view import visible
@@ -275,11 +276,16 @@ class Component:
             return ComponentState(self.name, False, reason, self.hint, self.provides, reason)
         if inspect.isawaitable(result):
             # Never awaited, so nothing was checked; a coroutine is no "started" (fail closed).
+            # Not the type's name: a class made at run time may carry any, and the reason is
+            # printed in the capability section (the detail, for the log, names it).
+            shown = "an awaitable"
             if inspect.iscoroutine(result):
                 result.close()
-            reason = f"its boot check returned a {type(result).__name__}, which is never awaited"
+                shown = "a coroutine"
+            reason = f"its boot check returned {shown}, which is never awaited"
             detail = (
-                f"{reason}: the registry runs boot checks synchronously, so an async def check "
+                f"its boot check returned {a_type(result)}, which is never awaited: the "
+                "registry runs boot checks synchronously, so an async def check "
                 "never runs; pass a plain function (read what it needs before, or run the "
                 "coroutine in it with asyncio.run)"
             )

@@ -234,6 +234,7 @@ class DispatchScope:
         "_late",
         "_observing",
         "_on_late",
+        "_openers",
         "_parent",
     )
     _call: Dispatch
@@ -245,6 +246,7 @@ class DispatchScope:
     _closed: bool
     _claimed: bool
     _on_late: LateReporter | None
+    _openers: tuple[FrameType, ...]
 
     def __init__(
         self,
@@ -265,6 +267,9 @@ class DispatchScope:
         self._closed = False
         self._claimed = False  # whether the dispatch this scope was entered for has begun
         self._on_late = on_late
+        # The application's frames that entered the scope: only a dispatch one of them
+        # makes can be the scope's own (see _its_own); dropped when the scope closes.
+        self._openers = ()
 
     def __repr__(self) -> str:
         state = ", closed" if self._closed else ""
@@ -323,6 +328,7 @@ class DispatchScope:
     def _close(self) -> None:
         with _STATE:
             self._closed = True
+            self._openers = ()
 
 
 _current: Final[ContextVar[DispatchScope | None]] = ContextVar("veridic_dispatch", default=None)
@@ -357,12 +363,23 @@ def dispatching(
     The executor enters it around ``view.dispatch``; call it yourself only
     when you dispatch tools without :func:`veridic.execute`. Nested
     dispatches keep the outer call as the direct one: delegating never
-    gains authority. When the body ends the scope closes, and with it the
-    call's authority: work the call left running (a task, a thread in a
-    copied context) is refused every guarded operation, and each such late
-    guard is kept in :attr:`DispatchScope.late_events` and passed to
-    ``on_late`` (see :data:`LateReporter`); without a reporter it is logged
-    as a warning on the ``veridic.guards`` logger. ``kind`` is the tool's
+    gains authority, and entered inside another call (by a handler, or by
+    :func:`veridic.execute` that a handler runs) a scope has no dispatch of
+    its own: every dispatch in it is judged as that call's delegation. The
+    scope's own dispatch is the first one of ``tool``
+    (its name, risk and kind) that the ``with`` block's own function makes
+    through a view (the block under a ``@contextmanager`` or
+    ``@asynccontextmanager`` of yours that wraps this one counts as well);
+    any other dispatch in it (one that a handler you call directly makes,
+    or a helper function, a task or a thread) is judged as a delegation, so
+    a handler that forwards to a same-named tool elsewhere cannot pass that
+    tool off as the call itself. When the body ends the
+    scope closes, and with it the call's authority: work the call left
+    running (a task, a thread in a copied context) is refused every guarded
+    operation, and each such late guard is kept in
+    :attr:`DispatchScope.late_events` and passed to ``on_late`` (see
+    :data:`LateReporter`); without a reporter it is logged as a warning on
+    the ``veridic.guards`` logger. ``kind`` is the tool's
     declared kind: under a ``"query"`` every guarded operation is refused,
     whatever the risk and approval (a query changes nothing).
 
@@ -382,6 +399,7 @@ def _entered(
 ) -> Iterator[DispatchScope]:
     _check_call(call)
     scope = DispatchScope(call, _current.get(), observing=observing, on_late=on_late)
+    scope._openers = _entering_frames(sys._getframe(1))
     token = _current.set(scope)
     try:
         yield scope
@@ -554,7 +572,8 @@ def _report_finished_late(
 
 def _its_own(scope: DispatchScope, tool: str, risk: Risk, kind: ToolKind) -> bool:
     """Whether the dispatch of ``tool`` is the one ``scope`` was entered for: the first of
-    that name, risk and kind inside it (then the scope is claimed).
+    that name, risk and kind inside it, made by the code that entered the scope (then the
+    scope is claimed).
 
     The name alone would not do: a handler that forwards to a tool of its own
     name in another view (``inner.dispatch("deploy", ...)``, where that ``deploy``
@@ -563,12 +582,34 @@ def _its_own(scope: DispatchScope, tool: str, risk: Risk, kind: ToolKind) -> boo
     registry's irreversible ``deploy`` ran it unjudged, and the call's record said
     nothing irreversible happened. The call's own dispatch comes first; any later one
     in the scope, however named, is the handler's and is judged (and recorded) as such.
+    Nor would "the first": code that enters :func:`dispatching` and calls the handler
+    itself, not through a view, makes no dispatch of its own, and the handler's forward
+    would come first. So the dispatch must also come from a frame that entered the
+    scope (the application's, below veridic's own: :func:`_entering_frames`):
+    :func:`veridic.execute`'s caller for the executor, the ``with dispatching(...)``
+    block's function otherwise, and the block under a generator-based context manager
+    the application wrapped around :func:`dispatching`. A handler, a helper, a task or a
+    thread is called or started inside the scope, so its frames did not enter it: what
+    it dispatches is judged. Frames are compared by identity while the scope holds them,
+    so none is reused for another.
+
+    A scope entered inside another call (a handler's own ``with dispatching(...)``, or
+    :func:`veridic.execute` run by a handler) has no dispatch of its own: entering it
+    gains no authority (its call is not the direct one), so what is dispatched in it is
+    the direct call's delegation, and judged. Else a mid handler that entered
+    :func:`dispatching` for a high-risk tool it forwards to ran that tool unjudged (I7).
     """
     call = scope.call
+    if scope._parent is not None:
+        return False
     if call.tool != tool or call.risk != risk or call.kind not in (None, kind):
         return False
+    caller = _application_frame(sys._getframe(1))
     with _STATE:
-        if scope._claimed:
+        # No application frame under the dispatch (a task, a thread) is the opener's only
+        # when none was under the scope's entry either: the executor run in a task.
+        opened = caller in scope._openers if caller is not None else not scope._openers
+        if scope._claimed or not opened:
             return False
         scope._claimed = True
         return True
@@ -611,15 +652,45 @@ def _outside_veridic() -> str:
     """``file:line`` of the innermost frame outside veridic and the standard library's
     wrappers: who dispatched; ``_NO_APPLICATION_FRAME`` when that frame is the thread and
     task plumbing (or there is none): nothing below it called the dispatch."""
-    frame: FrameType | None = sys._getframe(1)
+    frame = _application_frame(sys._getframe(1))
+    if frame is None:
+        return _NO_APPLICATION_FRAME
+    return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _entering_frames(frame: FrameType | None) -> tuple[FrameType, ...]:
+    """The application's frames that enter a scope from ``frame`` outwards: the innermost
+    (:func:`_application_frame`), and while it is a generator's (an application's
+    ``@contextmanager`` or ``@asynccontextmanager`` wrapped around :func:`dispatching`)
+    the next one too, whose ``with`` block runs the scope's body.
+
+    Not the whole stack: its callers cannot run while the block does, and walking them
+    made each dispatch's cost grow with the stack's depth (60 frames: about 3 times).
+    """
+    frames: list[FrameType] = []
+    found = _application_frame(frame)
+    while found is not None:
+        frames.append(found)
+        if not found.f_code.co_flags & _GENERATORS:
+            break
+        found = _application_frame(found.f_back)
+    return tuple(frames)
+
+
+_GENERATORS: Final = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+
+
+def _application_frame(frame: FrameType | None) -> FrameType | None:
+    """The innermost frame from ``frame`` outwards that is neither veridic's nor the
+    standard library's wrappers; ``None`` when the thread and task plumbing comes first."""
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename.startswith(_PLUMBING):
-            break
+            return None
         if not filename.startswith(_PACKAGE) and not filename.startswith(_PASSED):
-            return f"{_display_path(filename)}:{frame.f_lineno}"
+            return frame
         frame = frame.f_back
-    return _NO_APPLICATION_FRAME
+    return None
 
 
 def _judge(

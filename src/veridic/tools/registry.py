@@ -59,6 +59,7 @@ a literal message, else the exception's type) is decided in
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import sys
 import threading
@@ -69,6 +70,8 @@ from typing import Final, TypeVar
 from pydantic import BaseModel
 
 from veridic._counted import counted
+from veridic._sample import quoted
+from veridic._words import a_type
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
 from veridic.tools._decorator_use import kind_required
@@ -317,9 +320,10 @@ class Registry:
         "its component 'Pro' did not start (its boot check returned False)"
 
         Raises:
-            VeridicError: a component of that name exists already, or
-                ``recheck`` is not one of its values (or is given without a
-                ``boot`` check to run again).
+            VeridicError: a component of that name exists already, ``boot`` is
+                not a function (``boot=check()`` written for ``boot=check``),
+                ``hint`` or ``provides`` is not text, or ``recheck`` is not one
+                of its values (or is given without a ``boot`` check to run again).
         """
         with self._lock:
             if not isinstance(name, str) or not name.strip():
@@ -333,6 +337,7 @@ class Registry:
                     f"registry.component({field}=...)",
                     f"write the component's {field} in code",
                 )
+            _check_component_options(name, boot, hint, provides)
             if name in self._components:
                 raise VeridicError(
                     f"component {name!r} is declared twice in {self!r}: declare it once and "
@@ -873,6 +878,38 @@ class Registry:
         """
         held = {_folded(name): name for name in self.names()}
         return sorted((name, held[_folded(name)]) for name in names if _folded(name) in held)
+
+
+def _check_component_options(name: str, boot: object, hint: object, provides: object) -> None:
+    """Refuse, where the component is declared, what its boot or its capability line cannot
+    use: a ``boot`` that is not a function failed only at boot (the prompt said its check
+    raised ``TypeError``), and a hint or offer that is not text broke every section. An
+    async def check's coroutine is closed as it is refused: it will never run."""
+    if inspect.iscoroutine(boot):
+        boot.close()  # never to run: closed, so no "never awaited" warning comes later
+        raise VeridicError(
+            f"registry.component({name!r}) got boot={quoted(boot)}, the coroutine of an "
+            "async def check, which the registry never awaits (it runs boot checks "
+            "synchronously): pass a plain function (read what it needs before, or run the "
+            "coroutine in it with asyncio.run)"
+        )
+    if boot is not None and not callable(boot):
+        raise VeridicError(
+            f"registry.component({name!r}) got boot={quoted(boot)}, which is not a "
+            "function: pass the check itself (boot=licence_ok, not boot=licence_ok()), "
+            "which the registry calls at boot and as recheck= says, or leave boot out for "
+            "a component that always starts"
+        )
+    for field, value, fix in (
+        ("hint", hint, 'hint="Ask an admin to renew the licence."'),
+        ("provides", provides, 'provides="Code snippets", or leave it out'),
+    ):
+        if not isinstance(value, str) and not (field == "provides" and value is None):
+            raise VeridicError(
+                f"registry.component({name!r}) got {field}={quoted(value)}, "
+                f"{a_type(value)}: the capability section prints it as one line of text, "
+                f"so write it in code as a string: {fix}"
+            )
 
 
 def _view_key(

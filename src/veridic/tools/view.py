@@ -393,6 +393,8 @@ class ToolView:
         model that keeps inventing names does not cost a difflib comparison
         with every name each time. The plan notice shows these suggestions.
         """
+        if not isinstance(name, str):
+            return self.unknown(name)  # no tool has it (a list or dict is not even hashable)
         tool = self._exposed.get(name)
         if tool is not None:
             return ToolStatus(name, "exposed", tool=tool)
