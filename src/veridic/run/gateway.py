@@ -72,10 +72,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import overload
+from datetime import UTC, datetime
+from typing import NoReturn, overload
 
 from veridic._words import a_type
-from veridic.errors import AuditWriteError, VeridicError
+from veridic.errors import ApprovalExpiredError, AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.providers._raw import araw_events, raw_events
 from veridic.run import telemetry as _telemetry
@@ -115,7 +116,14 @@ from veridic.run.call_log import (
     ModelReplySink,
     _CallRecords,
 )
-from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed, check_store_saw
+from veridic.run.deferred import (
+    PausedRun,
+    ResumeSteps,
+    check_not_resumed,
+    check_store_saw,
+    denying_expired,
+    expiry,
+)
 from veridic.run.executor import (
     AsyncConfirm,
     CallResult,
@@ -555,7 +563,9 @@ class ModelGateway:
         self._check_blocking("run")
         _check_request_id_length(request_id, "ModelGateway.run()")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
-            state = _Run(composer, limits, output_type, request_id, context=context)
+            state = _Run(
+                composer, limits, output_type, request_id, context=context, clock=self._clock
+            )
             return span.ran(self._loop(state, view, policy, confirm, defer))
 
     def _loop(
@@ -701,7 +711,7 @@ class ModelGateway:
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
             state, reply, bound = _resumed(
-                paused, composer, view, limits, output_type, answers, context
+                paused, composer, view, limits, output_type, answers, context, self._clock
             )
             on_record = recorded(self._audit, paused.request_id, "resume")
             check_not_resumed(paused, reply.tool_calls, on_record)
@@ -711,6 +721,9 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
+            expired = expiry(paused, policy, self._now())
+            if expired is not None:
+                self._deny_expired(paused, state, reply, policy, expired, context)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             check_none_async(reply.view, steps.runnable)
             state.restore(paused)  # refused before here, the composer is as it was given
@@ -788,7 +801,9 @@ class ModelGateway:
         check_context(view, context, "arun")
         _check_request_id_length(request_id, "ModelGateway.arun()")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
-            state = _Run(composer, limits, output_type, request_id, context=context)
+            state = _Run(
+                composer, limits, output_type, request_id, context=context, clock=self._clock
+            )
             return span.ran(await self._aloop(state, view, policy, confirm, defer))
 
     async def _aloop(
@@ -871,7 +886,7 @@ class ModelGateway:
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
             state, reply, bound = _resumed(
-                paused, composer, view, limits, output_type, answers, context
+                paused, composer, view, limits, output_type, answers, context, self._clock
             )
             on_record = await arecorded(self._audit, paused.request_id, "aresume")
             check_not_resumed(paused, reply.tool_calls, on_record)
@@ -881,6 +896,9 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
+            expired = expiry(paused, policy, self._now())
+            if expired is not None:
+                await self._adeny_expired(paused, state, reply, policy, expired, context)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
@@ -944,6 +962,61 @@ class ModelGateway:
             if isinstance(item, BaseException) and item is not first:
                 also_raised(first, call, item)
         raise first
+
+    # --- approvals that came too late -------------------------------------------------
+
+    def _now(self) -> datetime:
+        """This gateway's clock as a UTC time: what a paused run's age is measured to."""
+        return datetime.fromtimestamp(self._clock(), UTC)
+
+    def _deny_expired(
+        self,
+        paused: PausedRun,
+        state: _Run[OutputT],
+        reply: Reply,
+        policy: ApprovalPolicy,
+        expired: ApprovalExpiredError,
+        context: object,
+    ) -> NoReturn:
+        """Record every waiting call of ``paused`` denied (its approval expired), answer them
+        so on the composer, and raise ``expired``; an undated paused run is refused with
+        nothing recorded (:func:`~veridic.run.deferred.expiry`)."""
+        if expired.age is None:
+            raise expired
+        check_none_async(reply.view, reply.tool_calls)  # refused before anything is recorded
+        state.restore(paused)
+        denied = denying_expired(policy, expired)
+        done: list[ToolOutcome] = []
+        try:
+            self._run_calls(reply, reply.tool_calls, lambda call: (denied, None), context, done)
+        except BaseException as error:
+            state.broken(reply, done, error, resumed=True)
+            raise
+        state.after_resumed(done)
+        raise expired
+
+    async def _adeny_expired(
+        self,
+        paused: PausedRun,
+        state: _Run[OutputT],
+        reply: Reply,
+        policy: ApprovalPolicy,
+        expired: ApprovalExpiredError,
+        context: object,
+    ) -> NoReturn:
+        """:meth:`_deny_expired` for async code: the records awaited where the store can."""
+        if expired.age is None:
+            raise expired
+        state.restore(paused)
+        denied = denying_expired(policy, expired)
+        done: list[ToolOutcome] = []
+        try:
+            await self._arun_calls(reply, reply.tool_calls, lambda call: (denied, None), context, done)
+        except BaseException as error:
+            state.broken(reply, done, error, resumed=True)
+            raise
+        state.after_resumed(done)
+        raise expired
 
     # --- the checks every call passes ---------------------------------------------------
 
