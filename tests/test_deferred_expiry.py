@@ -88,7 +88,9 @@ def gateway(
     *,
     asynchronous: bool = False,
 ) -> ModelGateway:
-    return ModelGateway(ScriptedProvider(script, asynchronous=asynchronous), audit=audit, clock=clock)
+    return ModelGateway(
+        ScriptedProvider(script, asynchronous=asynchronous), audit=audit, clock=clock
+    )
 
 
 def paused(audit: SQLiteAuditSink, when: float = PAUSED_AT, request_id: str = "req-1") -> PausedRun:
@@ -156,8 +158,8 @@ def test_an_answer_after_the_bound_runs_nothing_and_is_recorded_denied() -> None
     )
     assert error.paused_at == run.paused_at
     message = str(error)
-    assert "21 days" in message and "2025-06-15T15:06:40" in message
-    assert "approvals_expire_after" in message and "ask the user anew" in message
+    for said in ("21 days", "2025-06-15T15:06:40", "approvals_expire_after", "ask the user anew"):
+        assert said in message
     waiting = [r for r in audit.records("req-1") if r.call_id in {"c2", "c3"}]
     assert [(r.call_id, r.approval, r.outcome) for r in waiting] == [
         ("c2", ApprovalMode.DENIED, CallOutcome.DENIED),
@@ -175,9 +177,7 @@ def test_a_paused_run_dated_in_the_future_runs_nothing() -> None:
         resume(paused(audit), audit, PAUSED_AT - 1, ran=ran)
     assert ran == []
     assert raised.value.age == timedelta(seconds=-1)
-    assert {r.outcome for r in audit.records("req-1") if r.call_id == "c2"} == {
-        CallOutcome.DENIED
-    }
+    assert {r.outcome for r in audit.records("req-1") if r.call_id == "c2"} == {CallOutcome.DENIED}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -243,9 +243,7 @@ def test_aresume_refuses_an_expired_answer_too() -> None:
     with pytest.raises(ApprovalExpiredError, match="1 day, 1:00:00"):
         asyncio.run(resumed)
     assert ran == []
-    assert {r.outcome for r in audit.records("req-1") if r.call_id == "c2"} == {
-        CallOutcome.DENIED
-    }
+    assert {r.outcome for r in audit.records("req-1") if r.call_id == "c2"} == {CallOutcome.DENIED}
 
 
 def test_an_expired_paused_run_resumed_again_is_refused_as_resumed_already() -> None:

@@ -15,6 +15,23 @@ maybe hours later on another host, :meth:`ModelGateway.resume
 
 What resuming checks, because the world may have changed meanwhile:
 
+- an answer holds for a while only: a paused run records when it paused
+  (:attr:`PausedRun.paused_at <veridic.PausedRun>`, UTC, by the gateway's
+  ``clock``), and a resume more than the policy's
+  :attr:`~veridic.ApprovalPolicy.approvals_expire_after`
+  (24 hours unless the application sets another) after it, or one of a paused
+  run dated later than the gateway's clock says it is now, runs none of its
+  calls: they are recorded denied, the reason saying the approval expired, and
+  answered so on the composer, and :class:`~veridic.ApprovalExpiredError` says
+  how old the answers were and how to ask anew (``gateway.run`` of that
+  composer has the model ask again, in a paused run dated then). The refund
+  asked about three weeks ago is not made today on the strength of a "yes" to
+  the order, the price and the mind of then. A paused run that does not say
+  when it paused (format 5 or earlier) is refused with nothing recorded: a
+  caller who knows when it paused (when its store saved it) dates it,
+  ``dataclasses.replace(paused, paused_at=...)``, and resumes that. The time is
+  covered by every approval's digest too, so a paused run re-dated where it
+  was kept matches no answer the dialog got;
 - the calls run against the view of the new request: a tool that became
   unavailable or denied is refused (and recorded) as it would be in any run;
 - an answer holds only for what the user saw: a tool that became riskier
@@ -106,7 +123,7 @@ __all__ = ["PausedRun", "PendingApproval"]
 FORMAT: Final = "veridic-paused-run/6"
 _FORMAT_5: Final = "veridic-paused-run/5"
 """The format before the paused run kept the time it paused: read, with ``paused_at``
-``None`` (which a resume refuses until the caller dates it: :attr:`PausedRun.paused_at`)."""
+``None`` (which a resume refuses until the caller dates it: ``PausedRun.paused_at``)."""
 _FORMAT_4: Final = "veridic-paused-run/4"
 """The format before the paused run kept the digest of the request's options, which parts
 of its usage were stated, the seconds the run had run and the release that wrote it: read,
@@ -308,6 +325,12 @@ class PausedRun:
     ``limits`` are the ones it ran under, which a resume holds unless it is given
     others (``None`` in a paused run of format ``veridic-paused-run/2``, which did
     not keep them: a resume then holds ``Limits()``).
+    ``paused_at`` is when the run paused, a UTC time by the gateway's ``clock``: a
+    resume refuses answers that came later than the policy's
+    :attr:`~veridic.ApprovalPolicy.approvals_expire_after` after it (see the module's
+    docs). ``None`` in a paused run of format 5 or earlier, which did not keep it, and
+    which a resume refuses until it is dated (``dataclasses.replace(paused,
+    paused_at=...)``): how long its answers waited cannot be told otherwise.
     """
 
     request_id: str

@@ -684,7 +684,25 @@ class ModelGateway:
         before each model call, as in a run: the approved calls run, and a run past it
         stops before its next model call.
 
+        Answers hold for ``policy.approvals_expire_after`` (24 hours unless the policy
+        sets another) from the pause (:attr:`PausedRun.paused_at
+        <veridic.PausedRun>`), by this gateway's ``clock``: a resume later than that, or
+        of a paused run dated later than the clock says it is now, runs none of the
+        waiting calls. They are recorded denied (the record says the approval expired),
+        the composer gets the paused conversation with them answered so, and
+        :class:`~veridic.ApprovalExpiredError` is raised: ask the user anew, by
+        :meth:`run` of that composer (``defer=True``: the model asks again, in a paused
+        run dated then) or by sending the request again. The paused run is then spent,
+        as after any resume that reached its calls. A paused run that does not say when
+        it paused (format 5 or earlier) is refused the same way, with nothing recorded
+        and the composer left as it was given: date it, ``dataclasses.replace(paused,
+        paused_at=...)``, if you know when it paused.
+
         Raises:
+            ApprovalExpiredError: the answers came later than
+                ``policy.approvals_expire_after`` after the pause, the paused run is
+                dated in the future, or it does not say when it paused (nothing runs;
+                see above).
             RunLimitError: the paused run had spent more turns, tool calls or
                 tokens than ``limits`` allow (nothing runs; resume it again with
                 the limits it was started with: leave ``limits`` out).
@@ -1011,7 +1029,9 @@ class ModelGateway:
         denied = denying_expired(policy, expired)
         done: list[ToolOutcome] = []
         try:
-            await self._arun_calls(reply, reply.tool_calls, lambda call: (denied, None), context, done)
+            await self._arun_calls(
+                reply, reply.tool_calls, lambda call: (denied, None), context, done
+            )
         except BaseException as error:
             state.broken(reply, done, error, resumed=True)
             raise
