@@ -182,7 +182,7 @@ def test_a_paused_run_dated_in_the_future_runs_nothing() -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    pause_ms=st.integers(min_value=0, max_value=4_000_000_000_000),
+    pause_ms=st.integers(min_value=3 * 3_600_000, max_value=4_000_000_000_000),  # clock >= 0
     age_ms=st.integers(min_value=-3 * 3_600_000, max_value=3 * 3_600_000),
     bound_ms=st.integers(min_value=1, max_value=2 * 3_600_000),
 )
@@ -233,7 +233,8 @@ def test_aresume_refuses_an_expired_answer_too() -> None:
     run = paused(audit)
     ran: list[str] = []
     view = make_view(ran)
-    resumed = gateway([{"text": "Refunded."}], audit, at(PAUSED_AT + 25 * HOUR)).aresume(
+    late = gateway([{"text": "Refunded."}], audit, at(PAUSED_AT + 25 * HOUR), asynchronous=True)
+    resumed = late.aresume(
         run,
         Composer().system(SYSTEM),
         view,

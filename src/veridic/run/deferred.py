@@ -535,6 +535,26 @@ def _moment_well(moment: object) -> bool:
     return isinstance(moment, datetime) and moment.utcoffset() is not None
 
 
+def clock_moment(seconds: float, where: str) -> datetime:
+    """The gateway's clock reading ``seconds`` as the UTC time a pause is dated with, and a
+    paused run's age is measured to.
+
+    A reading that a record keeps (finite, not negative) may still be past the years a
+    ``datetime`` holds (``1e12`` is the year 33658), and Python's own error named no clock.
+
+    Raises:
+        VeridicError: naming ``where``, the reading and what to pass instead.
+    """
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (TypeError, ValueError, OverflowError, OSError) as error:
+        raise VeridicError(
+            f"{where}: the gateway's clock read {clip(repr(seconds))}, which names no time a "
+            f"paused run can be dated with ({error}); pass ModelGateway(clock=...) a function "
+            "that returns seconds since the epoch, as time.time does"
+        ) from error
+
+
 def _utc_text(moment: datetime) -> str:
     """``moment`` as a paused run keeps it, and as the digest of its waiting calls covers it:
     UTC, to the microsecond, with its offset."""

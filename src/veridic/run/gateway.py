@@ -72,7 +72,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import NoReturn, overload
 
 from veridic._words import a_type
@@ -121,6 +121,7 @@ from veridic.run.deferred import (
     ResumeSteps,
     check_not_resumed,
     check_store_saw,
+    clock_moment,
     denying_expired,
     expiry,
 )
@@ -739,6 +740,7 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
+            self._check_sendable(composer, view, paused.request_id, sync=True)
             expired = expiry(paused, policy, self._now())
             if expired is not None:
                 self._deny_expired(paused, state, reply, policy, expired, context)
@@ -914,6 +916,7 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
+            self._check_sendable(composer, view, paused.request_id, sync=False)
             expired = expiry(paused, policy, self._now())
             if expired is not None:
                 await self._adeny_expired(paused, state, reply, policy, expired, context)
@@ -985,7 +988,7 @@ class ModelGateway:
 
     def _now(self) -> datetime:
         """This gateway's clock as a UTC time: what a paused run's age is measured to."""
-        return datetime.fromtimestamp(self._clock(), UTC)
+        return clock_moment(self._clock(), "ModelGateway.resume()")
 
     def _deny_expired(
         self,
@@ -1044,6 +1047,24 @@ class ModelGateway:
         """Refuse an async-only store before anything is sent or run, not at its first write."""
         writes(self._audit, f"ModelGateway.{where}", sync=True)
         self._calls.blocking(where)
+
+    def _check_sendable(
+        self, composer: Composer, view: ToolView, request_id: str, *, sync: bool
+    ) -> None:
+        """Refuse a resume, before any waiting call runs or is recorded, whose next send
+        would be refused for the composer's system part, the view or the client.
+
+        A resume runs the approved calls first and sends after them: a system part with
+        another view's capability section, or a client of the other kind, was refused at
+        that send, after a write had run and the paused run was spent. These are the send
+        path's own checks (:func:`~veridic.run._sending.checked`), of the prompt the system
+        part makes alone: the paused conversation restored after it adds no system text but
+        the fence preamble its blocks need (veridic's own), and the calls it leaves waiting
+        are the ones about to be answered.
+        """
+        checked(
+            self._provider, self._clock, composer.build(), view, request_id, None, False, sync=sync
+        )
 
     def _prepare(
         self,

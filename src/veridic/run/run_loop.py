@@ -14,7 +14,6 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Final, Generic, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -31,6 +30,7 @@ from veridic.run.deferred import (
     answered,
     bound_grant,
     check_waiting,
+    clock_moment,
     needs_answer,
     shown_arguments,
     waiting_sha256,
@@ -337,7 +337,7 @@ class _Run(Generic[OutputT]):
         ``again`` holds, by call id, why an earlier answer no longer holds.
         """
         approvals = []
-        paused_at = datetime.fromtimestamp(self.clock(), UTC)
+        paused_at = clock_moment(self.clock(), f"the pause of request {clip(self.request_id)}")
         waiting_digest = waiting_sha256(self.request_id, waiting, paused_at)
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
