@@ -715,9 +715,12 @@ class ModelGateway:
                 on record already (the paused run was resumed before), the
                 audit store holds no trace of the paused run (it is not the
                 store the run wrote to, so it could not tell), or the
-                audit store cannot be asked for a request's records (nothing
-                runs in each case, and ``composer`` is left as it was given, to
-                resume with again); and what :meth:`run` raises. Raised after
+                audit store cannot be asked for a request's records, or the send
+                after the calls would refuse the composer's system part, the view
+                or the client (:meth:`send`'s checks, made first; a
+                :class:`~veridic.ToolCouplingError` for another view's section):
+                nothing runs in each case, and ``composer`` is left as it was
+                given, to resume with again; and what :meth:`run` raises. Raised after
                 the waiting calls ran (the next model call failed), the error has a
                 note naming them and saying how to go on: the paused run is spent,
                 and ``composer`` holds the conversation with their results, which
