@@ -13,7 +13,9 @@ its registry); a paused approval now is too.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+from datetime import UTC, datetime
 
 import pytest
 from _paused_formats import as_format_4
@@ -143,6 +145,8 @@ def test_a_paused_run_of_format_3_reads_with_no_grant_and_binds_by_name_as_it_di
         del approval["grant"]
     stored = PausedRun.from_json(json.dumps(document))
     assert [approval.grant for approval in stored.approvals] == [""]
+    # No time either: the caller who knows when it paused dates it (or it is refused).
+    stored = dataclasses.replace(stored, paused_at=datetime.now(UTC))
     ran: list[str] = []
     resumed(audit, stored, fixtures(ran).view(), asynchronous=False)
     assert ran == ["fixture checkout"]
@@ -159,13 +163,17 @@ def test_format_4_needs_each_approvals_grant() -> None:
 def _stripped(document: dict[str, object], how: str) -> dict[str, object]:
     approvals = document["approvals"]
     assert isinstance(approvals, list)
+    if how == "downgraded":  # read as a paused run of the format before grants
+        kept = [approval["waiting_sha256"] for approval in approvals]
+        as_format_4(document)
+        document["format"] = "veridic-paused-run/3"
+        for approval, waiting in zip(approvals, kept, strict=True):
+            approval["waiting_sha256"] = waiting  # the digests the dialog showed, kept
     for approval in approvals:
         if how == "emptied":
             approval["grant"] = ""
-        else:  # "downgraded": read as a paused run of the format before grants
+        else:
             del approval["grant"]
-            as_format_4(document)
-            document["format"] = "veridic-paused-run/3"
     return document
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 
 import pytest
 from _paused_formats import as_format_4
@@ -341,6 +342,11 @@ CALLS: tuple[tuple[str, object], ...] = (
 )
 
 
+def at_noon() -> float:
+    """A clock that always says 2025-06-15 12:00 UTC."""
+    return 1_749_988_800.0
+
+
 def twin_run(
     script: Sequence[Mapping[str, object]],
     *,
@@ -378,6 +384,7 @@ def twin_run(
             gateway = ModelGateway(
                 ScriptedProvider([{"text": "after", "usage": USAGE}], asynchronous=asynchronous),
                 audit=audit,
+                clock=at_noon,
             )
             paused = PausedRun.from_json(result.paused.to_json())
             method = gateway.aresume if asynchronous else gateway.resume
@@ -390,7 +397,10 @@ def twin_run(
             )
 
     composer = system_part(view).user("Help with my orders.")
-    gateway = ModelGateway(ScriptedProvider(script, asynchronous=asynchronous), audit=audit)
+    # One fixed clock for both twins: a pause is dated, and its approvals' digests cover it.
+    gateway = ModelGateway(
+        ScriptedProvider(script, asynchronous=asynchronous), audit=audit, clock=at_noon
+    )
     method = gateway.arun if asynchronous else gateway.run
     outcome(
         "run",
@@ -636,6 +646,8 @@ def test_a_paused_run_of_the_format_before_limits_resumes_under_the_default_limi
     document["format"] = "veridic-paused-run/2"
     paused = PausedRun.from_json(json.dumps(document))
     assert paused.limits is None
+    # No time either: the caller who knows when it paused dates it (or it is refused).
+    paused = dataclasses.replace(paused, paused_at=datetime.now(UTC))
     ran: list[str] = []
     view = make_registry(ran).view()
     result = ModelGateway(

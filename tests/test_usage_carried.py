@@ -16,6 +16,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
 
@@ -334,7 +335,9 @@ def test_a_paused_run_of_format_4_still_resumes_with_what_it_did_not_keep_absent
     paused = PausedRun.from_json(_FORMAT_4.read_text(encoding="utf-8"))
     assert paused.options_sha256 == ""  # not kept
     assert paused.seconds is None  # not kept: the seconds limit counts from the resume
+    assert paused.paused_at is None  # not kept: the caller who knows dates it
     assert paused.usage == Usage(10, 5)
+    paused = dataclasses.replace(paused, paused_at=datetime.now(UTC))
     audit = SQLiteAuditSink(":memory:")
     # The store the run wrote to holds the model call that paused (a resume asks for it).
     audit.write_model_call(
@@ -351,7 +354,9 @@ def test_a_paused_run_of_format_4_still_resumes_with_what_it_did_not_keep_absent
         )
     )
     ran: list[str] = []
-    result = _resumed(audit, paused, {"c2": True, "c3": True}, [{"text": "Refunded."}], ran)
+    # Answered by the digests the dialog showed then: made without a time, they still hold.
+    answers = {approval.digest: True for approval in paused.approvals}
+    result = _resumed(audit, paused, answers, [{"text": "Refunded."}], ran)
     assert ran == ["refund 2", "refund 3"]
     assert result.text == "Refunded."
 
@@ -374,9 +379,9 @@ def test_a_paused_run_of_format_4_on_a_store_without_its_trace_is_refused_with_a
 
 def test_a_paused_run_of_a_later_format_is_refused_naming_the_release_that_wrote_it() -> None:
     document = json.loads(_paused(SQLiteAuditSink(":memory:")).to_json())
-    assert document["format"] == "veridic-paused-run/5"
+    assert document["format"] == "veridic-paused-run/6"
     assert document["release"] == f"veridic {veridic.__version__}"
-    document.update(format="veridic-paused-run/6", release="veridic 9.1.0")
+    document.update(format="veridic-paused-run/7", release="veridic 9.1.0")
     with pytest.raises(VeridicError) as refused:
         PausedRun.from_json(json.dumps(document))
     said = str(refused.value)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Protocol
 
@@ -28,6 +29,7 @@ __all__ = [
     "AlwaysAllowRefused",
     "AlwaysAllowRefusedError",
     "ApprovalDeniedError",
+    "ApprovalExpiredError",
     "AuditRecordError",
     "AuditWriteError",
     "CalledTool",
@@ -220,6 +222,34 @@ has the suffix of every other error."""
 
 class ApprovalDeniedError(VeridicError, PermissionError):
     """A call was not approved (a deny rule, the user said no, nobody to ask); it did not run."""
+
+
+class ApprovalExpiredError(ApprovalDeniedError):
+    """The user's answers to a paused run came too late to hold, so none of its calls ran.
+
+    Raised by :meth:`ModelGateway.resume <veridic.ModelGateway.resume>` (and
+    ``aresume``) when the paused run is older than its policy's
+    ``approvals_expire_after``, is dated in the future, or does not say when it
+    paused. ``request_id`` is the paused run's request, ``paused_at`` when it paused
+    (``None``: it does not say), ``age`` how long before the resume that was (negative
+    for a paused run dated in the future; ``None`` when it does not say) and ``bound``
+    the policy's ``approvals_expire_after``. Ask the user anew: the message says how.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request_id: str = "",
+        paused_at: datetime | None = None,
+        age: timedelta | None = None,
+        bound: timedelta | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.paused_at = paused_at
+        self.age = age
+        self.bound = bound
 
 
 class GuardDeniedError(VeridicError, PermissionError):

@@ -64,6 +64,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Final, Literal
 
@@ -98,6 +99,11 @@ _GRANTED_PARTS: Final = (
     ("defined", "where it is defined"),
     ("registry", "registry"),
 )
+APPROVALS_EXPIRE_AFTER: Final = timedelta(hours=24)
+"""How long the user's answers to a deferred run hold by default
+(:attr:`ApprovalPolicy.approvals_expire_after`): a working day and the night after it, so an
+approval asked in the afternoon may be given the next morning, and one asked last week may
+not."""
 _GRANT_V1: Final = "grant-v1"
 """Grants saved before they named the registry: every part but ``registry``, compared as
 they are (such a grant cannot tell two registries' tools of one factory apart)."""
@@ -260,7 +266,7 @@ class ApprovalPolicy:
         AlwaysAllowRefusedError: an ``always`` rule for a high-risk tool.
     """
 
-    __slots__ = ("_grants", "_lock", "_rules", "_skipped", "_view")
+    __slots__ = ("_expire_after", "_grants", "_lock", "_rules", "_skipped", "_view")
 
     def __init__(
         self,
@@ -268,14 +274,18 @@ class ApprovalPolicy:
         rules: Mapping[str, Rule] | None = None,
         *,
         grants: Mapping[str, str] | None = None,
+        approvals_expire_after: timedelta = APPROVALS_EXPIRE_AFTER,
     ) -> None:
         """``rules`` (and ``grants``, which ``rules=policy.rules`` carries along)
         are checked against ``view``; an ``always`` rule without a grant is
         granted for the tool ``view`` has under its name now.
+        ``approvals_expire_after`` is how long the user's answers to a deferred
+        run hold (:attr:`approvals_expire_after`).
 
         Raises:
             VeridicError: ``view`` is not a :class:`~veridic.ToolView`, a rule is
-                not a rule, or ``grants`` is not a mapping of names to text.
+                not a rule, ``grants`` is not a mapping of names to text, or
+                ``approvals_expire_after`` is not a positive ``timedelta``.
             UnknownToolError, AlwaysAllowRefusedError: as :meth:`allow_always`.
         """
         if not isinstance(view, ToolView):
@@ -283,6 +293,7 @@ class ApprovalPolicy:
                 f"ApprovalPolicy() needs the request's ToolView, got {type(view).__name__}: "
                 "pass registry.view(...), the view that dispatches the calls"
             )
+        self._expire_after = _expiry_checked(approvals_expire_after)
         self._view = view
         self._rules: dict[str, Rule] = {}
         self._grants: dict[str, str] = {}
@@ -299,6 +310,7 @@ class ApprovalPolicy:
         rules: Mapping[str, object],
         *,
         grants: Mapping[str, str] | None = None,
+        approvals_expire_after: timedelta = APPROVALS_EXPIRE_AFTER,
     ) -> ApprovalPolicy:
         """A policy for ``view`` with the saved ``rules`` that still hold; the rest skipped.
 
@@ -317,9 +329,11 @@ class ApprovalPolicy:
         tool it was granted for, and a different tool that took the name
         since is asked about again. Without them, each "always" rule is
         granted anew for the tool the view has under its name.
+        ``approvals_expire_after`` is as for the constructor: set in code, never saved.
 
         Raises:
-            VeridicError: ``rules`` or ``grants`` is not a mapping.
+            VeridicError: ``rules`` or ``grants`` is not a mapping, or
+                ``approvals_expire_after`` is not a positive ``timedelta``.
         """
         if not isinstance(rules, Mapping):
             raise VeridicError(
@@ -327,7 +341,7 @@ class ApprovalPolicy:
                 "saved mapping of tool name to rule, dict(policy.rules)"
             )
         given = _grants_of(rules, grants, "ApprovalPolicy.restore()")
-        policy = cls(view)
+        policy = cls(view, approvals_expire_after=approvals_expire_after)
         skipped: list[SkippedRule] = []
         for name, rule in rules.items():
             try:
@@ -352,6 +366,20 @@ class ApprovalPolicy:
     def view(self) -> ToolView:
         """The view whose tools these rules judge."""
         return self._view
+
+    @property
+    def approvals_expire_after(self) -> timedelta:
+        """How long the user's answers to a deferred run hold, from the pause (24 hours
+        unless the policy was built with another bound).
+
+        :meth:`ModelGateway.resume <veridic.ModelGateway.resume>` runs none of a paused
+        run's calls when more time than this passed between the pause
+        (:attr:`PausedRun.paused_at <veridic.PausedRun>`) and the resume, by the gateway's
+        clock: the order, the price or the user's mind may have changed meanwhile, so a
+        "yes" given to what the dialog showed then no longer says yes to what would run
+        now. It raises :class:`~veridic.ApprovalExpiredError`, and the user is asked anew.
+        """
+        return self._expire_after
 
     @property
     def rules(self) -> ApprovalRules:
@@ -491,6 +519,18 @@ class ApprovalPolicy:
         return status.tool
 
 
+def _expiry_checked(bound: object) -> timedelta:
+    """``bound`` as :attr:`ApprovalPolicy.approvals_expire_after`, once checked."""
+    if not isinstance(bound, timedelta) or bound <= timedelta(0):
+        raise VeridicError(
+            f"ApprovalPolicy(approvals_expire_after={clip(repr(bound))}): pass how long the "
+            "user's answers to a deferred run hold, a positive timedelta (timedelta(hours=24) "
+            "is the default; a workflow whose approvals wait longer names its own, such as "
+            "timedelta(days=7))"
+        )
+    return bound
+
+
 def _decide(tool: Tool, rule: Rule | None) -> tuple[ApprovalMode | None, str]:
     if rule == "deny":
         return ApprovalMode.DENIED, f"a deny rule for {tool.name!r}"
@@ -601,7 +641,7 @@ class _Asking(ApprovalPolicy):
     __slots__ = ("_rules_of",)
 
     def __init__(self, policy: ApprovalPolicy) -> None:
-        super().__init__(policy.view)
+        super().__init__(policy.view, approvals_expire_after=policy.approvals_expire_after)
         self._rules_of = policy
 
     def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:

@@ -15,6 +15,23 @@ maybe hours later on another host, :meth:`ModelGateway.resume
 
 What resuming checks, because the world may have changed meanwhile:
 
+- an answer holds for a while only: a paused run records when it paused
+  (:attr:`PausedRun.paused_at <veridic.PausedRun>`, UTC, by the gateway's
+  ``clock``), and a resume more than the policy's
+  :attr:`~veridic.ApprovalPolicy.approvals_expire_after`
+  (24 hours unless the application sets another) after it, or one of a paused
+  run dated later than the gateway's clock says it is now, runs none of its
+  calls: they are recorded denied, the reason saying the approval expired, and
+  answered so on the composer, and :class:`~veridic.ApprovalExpiredError` says
+  how old the answers were and how to ask anew (``gateway.run`` of that
+  composer has the model ask again, in a paused run dated then). The refund
+  asked about three weeks ago is not made today on the strength of a "yes" to
+  the order, the price and the mind of then. A paused run that does not say
+  when it paused (format 5 or earlier) is refused with nothing recorded: a
+  caller who knows when it paused (when its store saved it) dates it,
+  ``dataclasses.replace(paused, paused_at=...)``, and resumes that. The time is
+  covered by every approval's digest too, so a paused run re-dated where it
+  was kept matches no answer the dialog got;
 - the calls run against the view of the new request: a tool that became
   unavailable or denied is refused (and recorded) as it would be in any run;
 - an answer holds only for what the user saw: a tool that became riskier
@@ -73,7 +90,8 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Final, cast
 
@@ -82,7 +100,7 @@ from pydantic_core import to_jsonable_python
 from veridic import __version__, _json_object
 from veridic._counted import counted
 from veridic._sample import clip
-from veridic.errors import InvalidArgumentsError, VeridicError
+from veridic.errors import ApprovalExpiredError, InvalidArgumentsError, VeridicError
 from veridic.providers._base import PARTS, Usage, _parts_past_totals
 from veridic.run.approval import (
     ApprovalPolicy,
@@ -96,13 +114,16 @@ from veridic.run.limits import Limits
 from veridic.run.records import AuditRecord, ModelCallRecord, _storable
 from veridic.text.conversation import Conversation
 from veridic.text.prompt import ToolCall
-from veridic.tools.risk import Risk, ToolKind
+from veridic.tools.risk import ApprovalMode, Risk, ToolKind
 from veridic.tools.tool import Tool
 from veridic.tools.view import ToolView
 
 __all__ = ["PausedRun", "PendingApproval"]
 
-FORMAT: Final = "veridic-paused-run/5"
+FORMAT: Final = "veridic-paused-run/6"
+_FORMAT_5: Final = "veridic-paused-run/5"
+"""The format before the paused run kept the time it paused: read, with ``paused_at``
+``None`` (which a resume refuses until the caller dates it: ``PausedRun.paused_at``)."""
 _FORMAT_4: Final = "veridic-paused-run/4"
 """The format before the paused run kept the digest of the request's options, which parts
 of its usage were stated, the seconds the run had run and the release that wrote it: read,
@@ -304,6 +325,12 @@ class PausedRun:
     ``limits`` are the ones it ran under, which a resume holds unless it is given
     others (``None`` in a paused run of format ``veridic-paused-run/2``, which did
     not keep them: a resume then holds ``Limits()``).
+    ``paused_at`` is when the run paused, a UTC time by the gateway's ``clock``: a
+    resume refuses answers that came later than the policy's
+    :attr:`~veridic.ApprovalPolicy.approvals_expire_after` after it (see the module's
+    docs). ``None`` in a paused run of format 5 or earlier, which did not keep it, and
+    which a resume refuses until it is dated (``dataclasses.replace(paused,
+    paused_at=...)``): how long its answers waited cannot be told otherwise.
     """
 
     request_id: str
@@ -320,6 +347,7 @@ class PausedRun:
     limits: Limits | None = None
     options_sha256: str = ""
     seconds: float | None = None
+    paused_at: datetime | None = None
 
     def __post_init__(self) -> None:
         """Refuse two approvals of one call: an answer by digest would approve the other.
@@ -368,6 +396,14 @@ class PausedRun:
                 '64 lowercase hex digits (Reply.options_sha256), or "" when not known; pass '
                 "what the run paused with"
             )
+        if self.paused_at is not None and not _moment_well(self.paused_at):
+            raise VeridicError(
+                f"PausedRun(paused_at={clip(repr(self.paused_at))}) of request "
+                f"{clip(str(self.request_id))}: it is when the run paused, a datetime that "
+                "says its time zone (datetime.fromtimestamp(seconds, UTC)); a naive one could "
+                "be any zone's, and would make the answers older or younger than they are: "
+                "pass what the run paused with, or None when it is not known"
+            )
 
     def to_json(self) -> str:
         """The paused run as JSON text, to keep until the user answers.
@@ -390,6 +426,7 @@ class PausedRun:
             "limits": None if self.limits is None else _limits_object(self.limits),
             "options_sha256": self.options_sha256,
             "seconds": self.seconds,
+            "paused_at": None if self.paused_at is None else _utc_text(self.paused_at),
             "release": _RELEASE,
             "conversation": json.loads(self.conversation.to_json()),
         }
@@ -431,6 +468,7 @@ class PausedRun:
             limits=read.limits(),
             options_sha256=read.options_sha256(),
             seconds=read.seconds(),
+            paused_at=read.paused_at(),
         )
 
 
@@ -450,12 +488,15 @@ _KEYS: Final = frozenset(
         "limits",
         "options_sha256",
         "seconds",
+        "paused_at",
         "release",
         "conversation",
     }
 )
-_KEYS_4: Final = _KEYS - {"options_sha256", "seconds", "release"}
-"""The keys of formats ``veridic-paused-run/4`` and ``/3``: the same, but for what format 5
+_KEYS_5: Final = _KEYS - {"paused_at"}
+"""The keys of format ``veridic-paused-run/5``: those of 6, but for the time it paused."""
+_KEYS_4: Final = _KEYS_5 - {"options_sha256", "seconds", "release"}
+"""The keys of formats ``veridic-paused-run/4`` and ``/3``: those of 5, but for what format 5
 added."""
 _KEYS_2: Final = _KEYS_4 - {"limits"}
 """The keys of format ``veridic-paused-run/2``: those of 4, but for the limits it ran under."""
@@ -486,6 +527,49 @@ def _seconds_well(seconds: object) -> bool:
         and isinstance(seconds, int | float)
         and 0 <= seconds <= sys.float_info.max
     )
+
+
+def _moment_well(moment: object) -> bool:
+    """``moment`` is what :attr:`PausedRun.paused_at` may be (``None`` aside): a datetime
+    that says its offset from UTC."""
+    return isinstance(moment, datetime) and moment.utcoffset() is not None
+
+
+def clock_moment(seconds: float, where: str) -> datetime:
+    """The gateway's clock reading ``seconds`` as the UTC time a pause is dated with, and a
+    paused run's age is measured to.
+
+    A reading that a record keeps (finite, not negative) may still be past the years a
+    ``datetime`` holds (``1e12`` is the year 33658), and Python's own error named no clock.
+
+    Raises:
+        VeridicError: naming ``where``, the reading and what to pass instead.
+    """
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (TypeError, ValueError, OverflowError, OSError) as error:
+        raise VeridicError(
+            f"{where}: the gateway's clock read {clip(repr(seconds))}, which names no time a "
+            f"paused run can be dated with ({error}); pass ModelGateway(clock=...) a function "
+            "that returns seconds since the epoch, as time.time does"
+        ) from error
+
+
+def _utc_text(moment: datetime) -> str:
+    """``moment`` as a paused run keeps it, and as the digest of its waiting calls covers it:
+    UTC, to the microsecond, with its offset."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _utc_moment(text: object) -> datetime | None:
+    """The moment ``text`` names when it is spelled as :func:`_utc_text` writes; else ``None``."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if _moment_well(moment) and _utc_text(moment) == text else None
 
 
 def _options_digest_well(digest: object) -> bool:
@@ -529,13 +613,19 @@ class _Reader:
         found = document.get("format") if isinstance(document, dict) else None
         if isinstance(document, dict) and _later(found):
             raise VeridicError(_written_later(found, document.get("release")))
-        if not isinstance(document, dict) or found not in (FORMAT, _FORMAT_4, _FORMAT_3, _FORMAT_2):
+        if not isinstance(document, dict) or found not in (
+            FORMAT,
+            _FORMAT_5,
+            _FORMAT_4,
+            _FORMAT_3,
+            _FORMAT_2,
+        ):
             raise VeridicError(
                 f"PausedRun.from_json() got a document of format {clip(str(found))}, not "
                 f"{FORMAT!r}: pass the text PausedRun.to_json() wrote"
             )
-        expected = {FORMAT: _KEYS, _FORMAT_2: _KEYS_2}.get(found, _KEYS_4)
-        self.granted = found in (FORMAT, _FORMAT_4)
+        expected = {FORMAT: _KEYS, _FORMAT_5: _KEYS_5, _FORMAT_2: _KEYS_2}.get(found, _KEYS_4)
+        self.granted = found in (FORMAT, _FORMAT_5, _FORMAT_4)
         """Whether each approval holds the grant of its tool (``grant``)."""
         self.format = cast(str, found)
         """The document's format."""
@@ -573,7 +663,7 @@ class _Reader:
     def usage(self) -> Usage | None:
         """The run's usage: in format 5 every count and the parts stated; before it, the
         counts only (:func:`_usage_of_counts`)."""
-        if self.format != FORMAT:
+        if self.format not in (FORMAT, _FORMAT_5):
             counts = self.value("usage", list | None)
             return None if counts is None else _usage_of_counts(counts)
         value = self.value("usage", dict | None)
@@ -581,7 +671,7 @@ class _Reader:
 
     def options_sha256(self) -> str:
         """The digest of the paused call's options; ``""`` where the format did not keep it."""
-        if self.format != FORMAT:
+        if self.format not in (FORMAT, _FORMAT_5):
             return ""
         value = self.text("options_sha256", empty=True)
         if not _options_digest_well(value):
@@ -594,7 +684,7 @@ class _Reader:
     def seconds(self) -> float | None:
         """The seconds the run ran before the pause; ``None`` where the format did not keep
         them (and where the paused run was built without them)."""
-        if self.format != FORMAT:
+        if self.format not in (FORMAT, _FORMAT_5):
             return None
         value = self._document["seconds"]
         if value is None:
@@ -605,6 +695,28 @@ class _Reader:
                 "of seconds (0 or more) as PausedRun.to_json() writes: pass the text it wrote"
             )
         return float(cast(float, value))
+
+    def paused_at(self) -> datetime | None:
+        """When the run paused; ``None`` where the format did not keep it (and where the
+        paused run was built without it).
+
+        Only the text :meth:`PausedRun.to_json` writes is read: UTC, to the microsecond,
+        with its offset (``+00:00``). Any other spelling of a time was not written by it,
+        and a time without an offset could be any zone's.
+        """
+        if self.format != FORMAT:
+            return None
+        value = self._document["paused_at"]
+        if value is None:
+            return None
+        moment = _utc_moment(value)
+        if moment is None:
+            raise VeridicError(
+                f"PausedRun.from_json(): 'paused_at' is {clip(json.dumps(value))}, not the time "
+                "PausedRun.to_json() writes there (UTC, as 2025-06-15T15:06:40.000000+00:00): "
+                "pass the text it wrote"
+            )
+        return moment
 
     def value(self, key: str, kind: object) -> object:
         value = self._document[key]
@@ -807,19 +919,27 @@ def call_arguments(call: ToolCall) -> Mapping[str, object]:
     return {"_unparsed": call.arguments}
 
 
-def waiting_sha256(request_id: str, calls: Sequence[ToolCall]) -> str:
+def waiting_sha256(
+    request_id: str, calls: Sequence[ToolCall], paused_at: datetime | None = None
+) -> str:
     """SHA-256 (hex) of the calls that wait together, in order (each id, tool and
-    arguments), and of the request they wait in.
+    arguments), of the request they wait in, and of when they paused (``paused_at``).
 
     Every approval of a paused run carries it, and so does its digest: a call added
     among the waiting ones, or one whose arguments changed, where the paused run was
     kept would otherwise run on resume beside the approved call (under a rule that
     asks nobody), recorded as the model's answer to the prompt that paused. The
     request id binds the answer to its run: a yes given in one request does not
-    approve a paused run of another whose call has the same id, tool and arguments.
+    approve a paused run of another whose call has the same id, tool and arguments. The
+    time binds it to the moment it was asked: a paused run re-dated where it was kept, to
+    pass for one asked recently, has other digests, and the answer the dialog got when it
+    was asked matches none. Without a time (``None``: a paused run of format 5 or earlier)
+    the digest is of the calls and the request alone, as those formats made it.
     """
     calls_shown = [[call.id, call.name, dict(call_arguments(call))] for call in calls]
-    return _sha256_of(["veridic-waiting/2", request_id, calls_shown])
+    if paused_at is None:
+        return _sha256_of(["veridic-waiting/2", request_id, calls_shown])
+    return _sha256_of(["veridic-waiting/3", request_id, calls_shown, _utc_text(paused_at)])
 
 
 def _sha256_of(shown: object) -> str:
@@ -836,24 +956,32 @@ def check_waiting(
 
     Only an answer keyed by an approval's digest binds what the user was shown; one
     keyed by ``call_id`` trusts the stored copy (its approval stale if the call's
-    arguments changed), as documented.
+    arguments changed), as documented. The digest covers when the run paused too, so a
+    paused run re-dated where it was kept is refused here; an approval made before paused
+    runs kept their time (format 5 or earlier, dated since by the caller) covers the calls
+    alone, and is checked against them alone.
 
     Raises:
         VeridicError: a waiting call was added, removed or changed since the run
-            paused, and an approval made among the calls as they were is answered
-            by its digest.
+            paused, or the time it paused was, and an approval made among the calls
+            as they were is answered by its digest.
     """
-    digest = waiting_sha256(paused.request_id, waiting)
+    digests = {
+        waiting_sha256(paused.request_id, waiting, paused.paused_at),
+        waiting_sha256(paused.request_id, waiting),
+    }
     changed = [
-        a.call_id for a in paused.approvals if a.digest in answers and a.waiting_sha256 != digest
+        a.call_id
+        for a in paused.approvals
+        if a.digest in answers and a.waiting_sha256 not in digests
     ]
     if changed:
         raise VeridicError(
             f"the paused run of request {clip(str(paused.request_id))} holds waiting calls "
             f"that are not the ones that waited when it paused (the approval of "
-            f"{clip(str(changed[0]))} was made among others): a call was added, removed or "
-            "changed where it was kept, so nothing was run; resume only what a run returned, "
-            "and ask the user anew"
+            f"{clip(str(changed[0]))} was made among others, or at another time): a call was "
+            "added, removed or changed where it was kept, or the time it paused was, so "
+            "nothing was run; resume only what a run returned, and ask the user anew"
         )
 
 
@@ -896,6 +1024,91 @@ def check_not_resumed(
             "run once: keep it in the audit store (save_paused) and resume what claim_paused "
             "hands out"
         )
+
+
+def expiry(paused: PausedRun, policy: ApprovalPolicy, now: datetime) -> ApprovalExpiredError | None:
+    """The error that refuses ``paused`` resumed at ``now``, when its answers cannot hold.
+
+    They hold when the run paused at most ``policy.approvals_expire_after`` before
+    ``now``, and not after it: a paused run dated in the future was re-dated where it
+    was kept, or paused on a host whose clock is ahead, and how long its approvals
+    waited cannot be told. Nor can it for a paused run that does not say when it
+    paused (format 5 or earlier): the error then has no ``age``, and the gateway
+    records nothing, so that a caller who knows when it paused can date it and resume.
+    ``None``: the answers came in time.
+    """
+    bound = policy.approvals_expire_after
+    where = f"the paused run of request {clip(str(paused.request_id))}"
+    if paused.paused_at is None:
+        return ApprovalExpiredError(
+            f"{where} does not say when it paused (an earlier veridic wrote it, in format "
+            f"{_FORMAT_5!r} or before, or it was built without paused_at), so whether its "
+            f"answers came within the {bound} they hold cannot be told; nothing ran and "
+            "nothing was recorded. If you know when it paused (when your store saved it), "
+            "date it, dataclasses.replace(paused, paused_at=that time), and resume that; "
+            "otherwise ask the user anew (send the user's request again)",
+            request_id=paused.request_id,
+            bound=bound,
+        )
+    age = now - paused.paused_at
+    if timedelta(0) <= age <= bound:
+        return None
+    if age < timedelta(0):
+        why = (
+            f"it is dated {_utc_text(paused.paused_at)}, {-age} in the future by the "
+            f"gateway's clock ({_utc_text(now)}): it was re-dated where it was kept, or the "
+            "host that paused it has a clock ahead of this one's, so whether its answers "
+            f"came within the {bound} they hold cannot be told"
+        )
+        fix = "; keep the hosts' clocks in sync (NTP)"
+    else:
+        why = (
+            f"it paused at {_utc_text(paused.paused_at)} and is resumed {age} later (the "
+            f"gateway's clock says {_utc_text(now)}), longer than the {bound} its approvals "
+            "hold (ApprovalPolicy(view, approvals_expire_after=...)): the order, the price or "
+            "the user's mind may have changed since the user was asked"
+        )
+        fix = (
+            "; where approvals rightly wait longer, build the policy with a longer "
+            "approvals_expire_after"
+        )
+    return ApprovalExpiredError(
+        f"{where} came too late to hold: {why}. None of its waiting calls ran; they are "
+        "recorded denied (approval expired), so it cannot be resumed again: ask the user "
+        "anew. The composer holds the conversation with those calls answered as not run, "
+        "and gateway.run(composer, view, policy=..., request_id=paused.request_id, "
+        "defer=True) has the model ask again (its new paused run is dated then); or send "
+        f"the user's request again{fix}",
+        request_id=paused.request_id,
+        paused_at=paused.paused_at,
+        age=age,
+        bound=bound,
+    )
+
+
+def denying_expired(policy: ApprovalPolicy, expired: ApprovalExpiredError) -> ApprovalPolicy:
+    """``policy``, except that it denies every call, saying the approval expired: what the
+    executor records the waiting calls of an expired paused run with (:func:`expiry`)."""
+    age, bound = expired.age, expired.bound
+    if age is not None and age < timedelta(0):
+        why = f"approval expired: the paused run is dated {-age} in the future"
+    else:
+        why = f"approval expired: answered {age} after it was asked, past the {bound} it holds"
+    return _DenyingExpired(policy, why)
+
+
+class _DenyingExpired(ApprovalPolicy):
+    """:func:`denying_expired`: every call denied, for the reason it gives."""
+
+    __slots__ = ("_why",)
+
+    def __init__(self, policy: ApprovalPolicy, why: str) -> None:
+        super().__init__(policy.view, approvals_expire_after=policy.approvals_expire_after)
+        self._why = why
+
+    def request(self, name: str, arguments: Mapping[str, object] | None = None) -> ApprovalRequest:
+        decided = super().request(name, arguments)
+        return replace(decided, mode=ApprovalMode.DENIED, why=self._why)
 
 
 def check_store_saw(

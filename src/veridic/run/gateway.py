@@ -72,10 +72,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import overload
+from datetime import datetime
+from typing import NoReturn, overload
 
 from veridic._words import a_type
-from veridic.errors import AuditWriteError, VeridicError
+from veridic.errors import ApprovalExpiredError, AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.providers._raw import araw_events, raw_events
 from veridic.run import telemetry as _telemetry
@@ -115,7 +116,15 @@ from veridic.run.call_log import (
     ModelReplySink,
     _CallRecords,
 )
-from veridic.run.deferred import PausedRun, ResumeSteps, check_not_resumed, check_store_saw
+from veridic.run.deferred import (
+    PausedRun,
+    ResumeSteps,
+    check_not_resumed,
+    check_store_saw,
+    clock_moment,
+    denying_expired,
+    expiry,
+)
 from veridic.run.executor import (
     AsyncConfirm,
     CallResult,
@@ -562,7 +571,9 @@ class ModelGateway:
         self._check_blocking("run")
         _check_request_id_length(request_id, "ModelGateway.run()")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
-            state = _Run(composer, limits, output_type, request_id, context=context)
+            state = _Run(
+                composer, limits, output_type, request_id, context=context, clock=self._clock
+            )
             return span.ran(self._loop(state, view, policy, confirm, defer))
 
     def _loop(
@@ -681,7 +692,25 @@ class ModelGateway:
         before each model call, as in a run: the approved calls run, and a run past it
         stops before its next model call.
 
+        Answers hold for ``policy.approvals_expire_after`` (24 hours unless the policy
+        sets another) from the pause (:attr:`PausedRun.paused_at
+        <veridic.PausedRun>`), by this gateway's ``clock``: a resume later than that, or
+        of a paused run dated later than the clock says it is now, runs none of the
+        waiting calls. They are recorded denied (the record says the approval expired),
+        the composer gets the paused conversation with them answered so, and
+        :class:`~veridic.ApprovalExpiredError` is raised: ask the user anew, by
+        :meth:`run` of that composer (``defer=True``: the model asks again, in a paused
+        run dated then) or by sending the request again. The paused run is then spent,
+        as after any resume that reached its calls. A paused run that does not say when
+        it paused (format 5 or earlier) is refused the same way, with nothing recorded
+        and the composer left as it was given: date it, ``dataclasses.replace(paused,
+        paused_at=...)``, if you know when it paused.
+
         Raises:
+            ApprovalExpiredError: the answers came later than
+                ``policy.approvals_expire_after`` after the pause, the paused run is
+                dated in the future, or it does not say when it paused (nothing runs;
+                see above).
             RunLimitError: the paused run had spent more turns, tool calls or
                 tokens than ``limits`` allow (nothing runs; resume it again with
                 the limits it was started with: leave ``limits`` out).
@@ -693,9 +722,12 @@ class ModelGateway:
                 on record already (the paused run was resumed before), the
                 audit store holds no trace of the paused run (it is not the
                 store the run wrote to, so it could not tell), or the
-                audit store cannot be asked for a request's records (nothing
-                runs in each case, and ``composer`` is left as it was given, to
-                resume with again); and what :meth:`run` raises. Raised after
+                audit store cannot be asked for a request's records, or the send
+                after the calls would refuse the composer's system part, the view
+                or the client (:meth:`send`'s checks, made first; a
+                :class:`~veridic.ToolCouplingError` for another view's section):
+                nothing runs in each case, and ``composer`` is left as it was
+                given, to resume with again; and what :meth:`run` raises. Raised after
                 the waiting calls ran (the next model call failed), the error has a
                 note naming them and saying how to go on: the paused run is spent,
                 and ``composer`` holds the conversation with their results, which
@@ -708,7 +740,7 @@ class ModelGateway:
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
             state, reply, bound = _resumed(
-                paused, composer, view, limits, output_type, answers, context
+                paused, composer, view, limits, output_type, answers, context, self._clock
             )
             on_record = recorded(self._audit, paused.request_id, "resume")
             check_not_resumed(paused, reply.tool_calls, on_record)
@@ -718,6 +750,10 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
+            self._check_sendable(composer, view, paused.request_id, sync=True)
+            expired = expiry(paused, policy, self._now())
+            if expired is not None:
+                self._deny_expired(paused, state, reply, policy, expired, context)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             check_none_async(reply.view, steps.runnable)
             state.restore(paused)  # refused before here, the composer is as it was given
@@ -795,7 +831,9 @@ class ModelGateway:
         check_context(view, context, "arun")
         _check_request_id_length(request_id, "ModelGateway.arun()")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
-            state = _Run(composer, limits, output_type, request_id, context=context)
+            state = _Run(
+                composer, limits, output_type, request_id, context=context, clock=self._clock
+            )
             return span.ran(await self._aloop(state, view, policy, confirm, defer))
 
     async def _aloop(
@@ -878,7 +916,7 @@ class ModelGateway:
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
             state, reply, bound = _resumed(
-                paused, composer, view, limits, output_type, answers, context
+                paused, composer, view, limits, output_type, answers, context, self._clock
             )
             on_record = await arecorded(self._audit, paused.request_id, "aresume")
             check_not_resumed(paused, reply.tool_calls, on_record)
@@ -888,6 +926,10 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
+            self._check_sendable(composer, view, paused.request_id, sync=False)
+            expired = expiry(paused, policy, self._now())
+            if expired is not None:
+                await self._adeny_expired(paused, state, reply, policy, expired, context)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
@@ -952,12 +994,87 @@ class ModelGateway:
                 also_raised(first, call, item)
         raise first
 
+    # --- approvals that came too late -------------------------------------------------
+
+    def _now(self) -> datetime:
+        """This gateway's clock as a UTC time: what a paused run's age is measured to."""
+        return clock_moment(self._clock(), "ModelGateway.resume()")
+
+    def _deny_expired(
+        self,
+        paused: PausedRun,
+        state: _Run[OutputT],
+        reply: Reply,
+        policy: ApprovalPolicy,
+        expired: ApprovalExpiredError,
+        context: object,
+    ) -> NoReturn:
+        """Record every waiting call of ``paused`` denied (its approval expired), answer them
+        so on the composer, and raise ``expired``; an undated paused run is refused with
+        nothing recorded (:func:`~veridic.run.deferred.expiry`)."""
+        if expired.age is None:
+            raise expired
+        check_none_async(reply.view, reply.tool_calls)  # refused before anything is recorded
+        state.restore(paused)
+        denied = denying_expired(policy, expired)
+        done: list[ToolOutcome] = []
+        try:
+            self._run_calls(reply, reply.tool_calls, lambda call: (denied, None), context, done)
+        except BaseException as error:
+            state.broken(reply, done, error, resumed=True)
+            raise
+        state.after_resumed(done)
+        raise expired
+
+    async def _adeny_expired(
+        self,
+        paused: PausedRun,
+        state: _Run[OutputT],
+        reply: Reply,
+        policy: ApprovalPolicy,
+        expired: ApprovalExpiredError,
+        context: object,
+    ) -> NoReturn:
+        """:meth:`_deny_expired` for async code: the records awaited where the store can."""
+        if expired.age is None:
+            raise expired
+        state.restore(paused)
+        denied = denying_expired(policy, expired)
+        done: list[ToolOutcome] = []
+        try:
+            await self._arun_calls(
+                reply, reply.tool_calls, lambda call: (denied, None), context, done
+            )
+        except BaseException as error:
+            state.broken(reply, done, error, resumed=True)
+            raise
+        state.after_resumed(done)
+        raise expired
+
     # --- the checks every call passes ---------------------------------------------------
 
     def _check_blocking(self, where: str) -> None:
         """Refuse an async-only store before anything is sent or run, not at its first write."""
         writes(self._audit, f"ModelGateway.{where}", sync=True)
         self._calls.blocking(where)
+
+    def _check_sendable(
+        self, composer: Composer, view: ToolView, request_id: str, *, sync: bool
+    ) -> None:
+        """Refuse a resume, before any waiting call runs or is recorded, whose next send
+        would be refused for the composer's system part, the view or the client.
+
+        A resume runs the approved calls first and sends after them: a system part with
+        another view's capability section, or a client of the other kind, was refused at
+        that send, after a write had run and the paused run was spent. These are the send
+        path's own checks (:func:`~veridic.run._sending.checked`), of the prompt the system
+        part makes alone: the paused conversation restored after it adds no system text but
+        the fence preamble its blocks need (veridic's own), and the calls it leaves waiting
+        are the ones about to be answered.
+        """
+        checked(
+            self._provider, self._clock, composer.build(), view, request_id, None, False, sync=sync
+        )
 
     def _prepare(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, NoReturn, TypeVar, cast
 
@@ -30,6 +30,7 @@ from veridic.run.deferred import (
     answered,
     bound_grant,
     check_waiting,
+    clock_moment,
     needs_answer,
     shown_arguments,
     waiting_sha256,
@@ -92,6 +93,7 @@ class _Run(Generic[OutputT]):
     """The counting and the checks of one run, shared by the sync and async loops."""
 
     __slots__ = (
+        "clock",
         "composer",
         "context",
         "earlier_calls",
@@ -118,6 +120,7 @@ class _Run(Generic[OutputT]):
         waiting: int = 0,
         *,
         context: object = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(composer, Composer):
             raise VeridicError(
@@ -133,6 +136,8 @@ class _Run(Generic[OutputT]):
         self.output_type = output_type
         self.request_id = request_id
         self.context = context
+        # The gateway's clock: what dates a pause (PausedRun.paused_at), as it dates records.
+        self.clock = clock
         self.outcomes: list[ToolOutcome] = []
         # A resumed run counts the seconds its earlier parts ran (not the pause) from here.
         spent = 0.0 if paused is None or paused.seconds is None else paused.seconds
@@ -332,7 +337,8 @@ class _Run(Generic[OutputT]):
         ``again`` holds, by call id, why an earlier answer no longer holds.
         """
         approvals = []
-        waiting_digest = waiting_sha256(self.request_id, waiting)
+        paused_at = clock_moment(self.clock(), f"the pause of request {clip(self.request_id)}")
+        waiting_digest = waiting_sha256(self.request_id, waiting, paused_at)
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
             if request is not None:
@@ -370,6 +376,7 @@ class _Run(Generic[OutputT]):
             limits=self.limits,
             options_sha256=reply.options_sha256,
             seconds=time.monotonic() - self.started,
+            paused_at=paused_at,
         )
         return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage, paused=paused)
 
@@ -654,6 +661,7 @@ def _resumed(
     output_type: type[OutputT] | None,
     answers: Mapping[str, bool],
     context: object,
+    clock: Callable[[], float],
 ) -> tuple[_Run[OutputT], Reply, dict[str, bool]]:
     """The run state and the waiting calls of ``paused``, and the answers keyed by call id
     (:func:`~veridic.run.deferred.answered`), each checked.
@@ -661,7 +669,8 @@ def _resumed(
     ``composer`` is left as it was: the caller restores the paused conversation into it
     (:meth:`_Run.restore`) once its own checks passed too, so that a refused resume can be
     tried again with the same composer. ``given`` is the resume's ``limits``; ``None``,
-    those the paused run ran under.
+    those the paused run ran under. ``clock`` is the gateway's, which dates a pause of the
+    resumed run.
     """
     if paused is None:
         raise VeridicError(
@@ -728,7 +737,14 @@ def _resumed(
         options_sha256=paused.options_sha256,
     )
     state = _Run(
-        composer, limits, output_type, paused.request_id, paused, len(waiting), context=context
+        composer,
+        limits,
+        output_type,
+        paused.request_id,
+        paused,
+        len(waiting),
+        context=context,
+        clock=clock,
     )
     # The waiting calls are the unanswered ones of the paused answer (the last turn with
     # calls); its others ran before the pause, and are answered in the conversation.
