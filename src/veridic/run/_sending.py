@@ -327,6 +327,31 @@ def _check_one_call(
     )
 
 
+def check_system_part(
+    provider: Adapter, prompt: Prompt, view: ToolView, request_id: str, *, sync: bool
+) -> tuple[PromptSpan, ...]:
+    """The checks of a send that the system part, the view and the client decide; the
+    system message's instruction spans once they pass.
+
+    :meth:`ModelGateway.resume <veridic.ModelGateway.resume>` runs them on the system part
+    alone before any waiting call runs. The rest of :func:`checked` (calls without
+    results, the adapter's own request: Anthropic's needs a user turn) depends on the
+    conversation the resume goes on to restore and answer.
+    """
+    if not isinstance(prompt, Prompt) or not isinstance(view, ToolView):
+        raise VeridicError(
+            f"ModelGateway needs a Prompt and a ToolView, got {type(prompt).__name__} and "
+            f"{type(view).__name__}: build the prompt with Composer().build() and the view "
+            "with registry.view()"
+        )
+    _check_request_id(request_id, "ModelGateway")
+    if provider.is_async == sync:
+        raise VeridicError(_wrong_client(provider, sync))
+    spans = _instruction_spans(prompt)
+    _check_section(prompt, view, spans)
+    return spans
+
+
 def checked(
     provider: Adapter,
     clock: Callable[[], float],
@@ -343,15 +368,7 @@ def checked(
     ``sync`` says whether blocking code sends it (an async client is refused
     there, and a sync client in async code).
     """
-    if not isinstance(prompt, Prompt) or not isinstance(view, ToolView):
-        raise VeridicError(
-            f"ModelGateway needs a Prompt and a ToolView, got {type(prompt).__name__} and "
-            f"{type(view).__name__}: build the prompt with Composer().build() and the view "
-            "with registry.view()"
-        )
-    _check_request_id(request_id, "ModelGateway")
-    if provider.is_async == sync:
-        raise VeridicError(_wrong_client(provider, sync))
+    spans = check_system_part(provider, prompt, view, request_id, sync=sync)
     pending = prompt.pending_tool_calls
     if pending:
         listed = ", ".join(f"{call.id} ({call.name})" for call in pending)
@@ -360,8 +377,6 @@ def checked(
             "providers reject it: answer each with Composer.tool_result(call_id, ...) "
             "(Reply.record(composer, outcomes) does) before sending"
         )
-    spans = _instruction_spans(prompt)
-    _check_section(prompt, view, spans)
     given = given_options(type(provider).__name__, options, "the call's options")
     request = provider.request(prompt, view.tool_specs(provider.spec_format), given)
     sent_tools = provider.sent_tools(request)

@@ -103,6 +103,7 @@ from veridic.run._sending import (
     Sent,
     anothing,
     awaited,
+    check_system_part,
     checked,
     nothing,
 )
@@ -1067,14 +1068,14 @@ class ModelGateway:
         A resume runs the approved calls first and sends after them: a system part with
         another view's capability section, or a client of the other kind, was refused at
         that send, after a write had run and the paused run was spent. These are the send
-        path's own checks (:func:`~veridic.run._sending.checked`), of the prompt the system
-        part makes alone: the paused conversation restored after it adds no system text but
-        the fence preamble its blocks need (veridic's own), and the calls it leaves waiting
-        are the ones about to be answered.
+        path's own checks of the system part, the view and the client
+        (:func:`~veridic.run._sending.check_system_part`), of the prompt the system part
+        makes alone: the paused conversation restored after it adds no system text but the
+        fence preamble its blocks need (veridic's own). The adapter's own request is not
+        built here: it judges the conversation too (Anthropic's needs a user turn), which
+        the system part alone does not hold.
         """
-        checked(
-            self._provider, self._clock, composer.build(), view, request_id, None, False, sync=sync
-        )
+        check_system_part(self._provider, composer.build(), view, request_id, sync=sync)
 
     def _prepare(
         self,
