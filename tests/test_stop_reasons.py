@@ -8,6 +8,7 @@ though it may have been cut off mid-call. Each test failed on the code before th
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
@@ -123,11 +124,14 @@ def test_run_and_arun_refuse_an_unknown_stop_reason_before_any_call(asynchronous
     gw = ModelGateway(provider, audit=audit)
     composer = Composer().system(SYSTEM).user("Where is 1042?")
     policy = ApprovalPolicy(view)
-    with pytest.raises(VeridicError, match="not one veridic knows"):
+
+    def run() -> object:
         if asynchronous:
-            asyncio.run(gw.arun(composer, view, policy=policy, request_id="r"))
-        else:
-            gw.run(composer, view, policy=policy, request_id="r")
+            return asyncio.run(gw.arun(composer, view, policy=policy, request_id="r"))
+        return gw.run(composer, view, policy=policy, request_id="r")
+
+    with pytest.raises(VeridicError, match="not one veridic knows"):
+        run()
     assert ran == []
     assert audit.records() == ()
 
@@ -152,8 +156,8 @@ def test_an_answer_without_calls_is_returned_whatever_its_stop_reason() -> None:
 
 
 def test_a_compatible_servers_unknown_finish_reason_is_refused_through_the_real_sdk() -> None:
-    body: dict[str, Any] = {**CHAT_TOOL_CALL, "choices": [{**CHAT_TOOL_CALL["choices"][0]}]}
-    body["choices"][0]["finish_reason"] = "eos"
+    body: dict[str, Any] = copy.deepcopy(CHAT_TOOL_CALL)
+    body["choices"][0]["finish_reason"] = "eos"  # not a word veridic knows
     openai = pytest.importorskip("openai")
     server = FakeServer(http_module("openai"), [("json", body)])
     gw, _, audit = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))

@@ -1013,7 +1013,9 @@ def _first_difference(sent: object, own: object) -> tuple[object, ...] | None:
 def _at(value: object, path: tuple[object, ...]) -> object:
     """The value at ``path`` in ``value``, or ``_ABSENT``."""
     for step in path:
-        if isinstance(value, Mapping) and step in value:
+        if isinstance(value, Mapping):
+            if step not in value:
+                return _ABSENT
             value = value[step]
         elif isinstance(value, list | tuple) and isinstance(step, int) and step < len(value):
             value = value[step]
