@@ -361,10 +361,11 @@ class ModelGateway:
         Raises:
             VeridicError: ``policy`` was built for another view, or a tool the
                 reply calls is async (use :meth:`arun_tools`; none of the calls
-                runs); or the provider cut the answer
-                off (its stop reason says the output limit, the context window
-                or a filter ended it: its calls' arguments may be cut short),
-                raised before any call runs.
+                runs); or the answer's stop reason does not say the model ended
+                it: the provider cut it off (the output limit, the context window
+                or a filter ended it: its calls' arguments may be cut short), or
+                the reason is one veridic does not know, or empty (docs/providers.md
+                lists those it knows); raised before any call runs.
             AuditWriteError: a call ran but its record could not be written;
                 besides that call's result, ``.earlier`` holds the outcomes
                 of the calls that ran before it (the calls after it did not run).
@@ -374,11 +375,13 @@ class ModelGateway:
                 :meth:`arun_tools`); raised before any call runs.
         """
         self._check_blocking("run_tools")
-        _check_whole(reply, "run_tools()")
-        return self._run_calls(reply, reply.tool_calls, lambda call: (policy, confirm), context)
+        return self._run_calls(
+            "run_tools()", reply, reply.tool_calls, lambda call: (policy, confirm), context
+        )
 
     def _run_calls(
         self,
+        where: str,
         reply: Reply,
         calls: Sequence[ToolCall],
         approving: Callable[[ToolCall], tuple[ApprovalPolicy, Confirm | None]],
@@ -389,7 +392,11 @@ class ModelGateway:
 
         ``done`` receives each call's outcome as it ends, so that a caller that sees an
         exception knows which calls ran (one whose record could not be written included).
+        Every path that runs a reply's calls comes here (or to ``_arun_calls``,
+        ``_concurrent_tools``), so none runs the calls of an answer whose stop reason
+        does not say the model ended it (``_check_whole``, named by ``where``).
         """
+        _check_whole(reply, where)
         check_none_async(reply.view, calls)
         outcomes: list[ToolOutcome] = [] if done is None else done
         for call in calls:
@@ -425,13 +432,13 @@ class ModelGateway:
         context: object = None,
     ) -> tuple[ToolOutcome, ...]:
         """:meth:`run_tools` for async code (async handlers, an async ``confirm``), in order."""
-        _check_whole(reply, "arun_tools()")
         return await self._arun_calls(
-            reply, reply.tool_calls, lambda call: (policy, confirm), context
+            "arun_tools()", reply, reply.tool_calls, lambda call: (policy, confirm), context
         )
 
     async def _arun_calls(
         self,
+        where: str,
         reply: Reply,
         calls: Sequence[ToolCall],
         approving: Callable[[ToolCall], tuple[ApprovalPolicy, AsyncConfirm | None]],
@@ -439,6 +446,7 @@ class ModelGateway:
         done: list[ToolOutcome] | None = None,
     ) -> tuple[ToolOutcome, ...]:
         """:meth:`_run_calls` for async code."""
+        _check_whole(reply, where)
         outcomes: list[ToolOutcome] = [] if done is None else done
         for call in calls:
             policy, confirm = approving(call)
@@ -604,7 +612,9 @@ class ModelGateway:
             check_none_async(reply.view, calls)  # none ran: the composer stays as it was
             done: list[ToolOutcome] = []
             try:
-                self._run_calls(reply, calls, lambda call: (policy, confirm), state.context, done)
+                self._run_calls(
+                    "run()", reply, calls, lambda call: (policy, confirm), state.context, done
+                )
             except BaseException as error:
                 state.broken(reply, done, error)
                 raise
@@ -760,7 +770,7 @@ class ModelGateway:
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
-                self._run_calls(reply, steps.runnable, steps.approving, context, done)
+                self._run_calls("resume()", reply, steps.runnable, steps.approving, context, done)
             except BaseException as error:
                 state.broken(reply, done, error, resumed=True)
                 raise
@@ -860,10 +870,12 @@ class ModelGateway:
             done: list[ToolOutcome] = []
             try:
                 if waiting is None and all_queries(reply):
-                    await self._concurrent_tools(reply, policy, confirm, state.context, done)
+                    await self._concurrent_tools(
+                        "arun()", reply, policy, confirm, state.context, done
+                    )
                 else:
                     await self._arun_calls(
-                        reply, calls, lambda call: (policy, confirm), state.context, done
+                        "arun()", reply, calls, lambda call: (policy, confirm), state.context, done
                     )
             except BaseException as error:
                 state.broken(reply, done, error)
@@ -935,7 +947,9 @@ class ModelGateway:
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
-                await self._arun_calls(reply, steps.runnable, steps.approving, context, done)
+                await self._arun_calls(
+                    "aresume()", reply, steps.runnable, steps.approving, context, done
+                )
             except BaseException as error:
                 state.broken(reply, done, error, resumed=True)
                 raise
@@ -952,6 +966,7 @@ class ModelGateway:
 
     async def _concurrent_tools(
         self,
+        where: str,
         reply: Reply,
         policy: ApprovalPolicy,
         confirm: AsyncConfirm | None,
@@ -961,6 +976,7 @@ class ModelGateway:
         """The calls of ``reply`` at once; ``done`` gets, in the model's order, the outcome of
         each that ran (one whose record could not be written, or that was interrupted,
         included), also when the run itself is cancelled while they run."""
+        _check_whole(reply, where)
         ended: dict[int, ToolOutcome] = {}
 
         async def one(index: int, call: ToolCall) -> ToolOutcome:

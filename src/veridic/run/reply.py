@@ -149,28 +149,74 @@ stop reason is matched in any case: Gemini and Cohere say ``MAX_TOKENS``); OpenA
 Responses says ``incomplete``, with or without a reason: see :func:`_check_whole`."""
 
 
+_ENDED: Final = frozenset(
+    {
+        "stop",  # OpenAI Chat and the compatible servers; Gemini (STOP)
+        "tool_calls",  # OpenAI Chat and the compatible servers
+        "function_call",  # OpenAI Chat: the legacy call shape
+        "completed",  # OpenAI Responses (its status)
+        "end_turn",  # Anthropic, Bedrock Converse
+        "tool_use",  # Anthropic, Bedrock Converse
+        "stop_sequence",  # Anthropic, Bedrock Converse, Hugging Face TGI
+        "eos_token",  # Hugging Face TGI: the model wrote its end-of-sequence token
+        "complete",  # Cohere (COMPLETE)
+        "tool_call",  # Cohere (TOOL_CALL)
+        "paused",  # veridic: a resumed run's waiting calls, checked when the run paused
+    }
+)
+"""Stop reasons of an answer the model ended itself (or ended to ask for tools), in lower
+case: the only ones whose calls run. Any other, an empty one included, may be an answer cut
+off mid-call (a reason added by a provider after this list, an adapter's own word), so its
+calls are refused as those of a cut-off answer are: the list fails closed."""
+
+
 def _check_whole(reply: Reply, where: str) -> None:
-    """Refuse to run the calls of an answer the provider cut off before the model ended it.
+    """Refuse to run the calls of an answer unless its stop reason says the model ended it.
 
     A call cut off at the output limit may still be valid JSON: the provider
     closes what it had (Anthropic's ``tool_use`` input is parsed from the
     tokens that came), so a path, a filter or a list of ids cut short would
-    run as a call the model never finished writing, often a wider one.
+    run as a call the model never finished writing, often a wider one. A
+    stop reason veridic does not know cannot say the answer is whole, so the
+    calls run only for one of :data:`_ENDED` (in any case); a known cut-off
+    reason (:data:`_CUT_OFF`, a Responses ``incomplete``) gets its own message.
+    An answer without calls is not checked: its text is the model's to read.
+
+    An application whose adapter (or server) says the model ended in another word
+    maps it in the adapter: a subclass whose ``parse()`` (and, for streams, its
+    assembler's ``finish()``) returns the :class:`~veridic.providers.Completion`
+    with ``stop_reason`` set to one veridic knows. No parameter widens the list:
+    a reason let through by mistake runs a cut-off call with nothing said.
 
     Raises:
-        VeridicError: ``reply`` has tool calls and its stop reason says it was cut off.
+        VeridicError: ``reply`` has tool calls and its stop reason says it was cut
+            off, or is one veridic does not know (or empty); raised before any call runs.
     """
-    stop = reply.stop_reason
-    said = stop.lower()
-    if not reply.tool_calls or not (said in _CUT_OFF or said.split(":")[0] == "incomplete"):
+    if not reply.tool_calls:
+        return
+    said = reply.stop_reason.lower()
+    if said in _ENDED:
         return
     names = first_few(sorted({call.name for call in reply.tool_calls}))
+    request = clip(reply.request_id)
+    if said in _CUT_OFF or said.split(":")[0] == "incomplete":
+        raise VeridicError(
+            f"{where}: the model's answer to request {request} was cut off "
+            f"(stop reason {clip(reply.stop_reason)}) while it held calls of {names}, whose "
+            "arguments may be cut short too: none of them ran (the model call is recorded); "
+            "send the request again with a larger output limit (max_tokens, "
+            "max_output_tokens) or ask for less at once (a filter or a refusal that stopped "
+            "it: rephrase the request)"
+        )
+    stop = f"stop reason {clip(reply.stop_reason)}" if said else "no stop reason"
     raise VeridicError(
-        f"{where}: the model's answer to request {clip(reply.request_id)} was cut off "
-        f"(stop reason {clip(stop)}) while it held calls of {names}, whose arguments may be cut "
-        "short too: none of them ran (the model call is recorded); send the request again "
-        "with a larger output limit (max_tokens, max_output_tokens) or ask for less at once "
-        "(a filter or a refusal that stopped it: rephrase the request)"
+        f"{where}: the model's answer to request {request} came with {stop}, which is not one "
+        f"veridic knows to mean the model ended its answer, while it held calls of {names}, "
+        "which may be cut short: none of them ran (the model call is recorded); an adapter "
+        "of your own (or a subclass of a built-in one for a server that says this) maps the "
+        "reason in its parse() (and its assembler's finish()) to one that does, such as "
+        "'stop' or 'tool_calls' (docs/providers.md lists them), or to 'length' when it "
+        "means the output was cut off"
     )
 
 

@@ -212,7 +212,9 @@ class _Run(Generic[OutputT]):
         call of an earlier turn of ``prompt`` (the prompt the reply answers),
         would let the reply's other calls act and the run then fail, so a
         request sent again would run them again; none runs. Nor does any call
-        of an answer the provider cut off (its arguments may be cut short).
+        of an answer whose stop reason does not say the model ended it (one the
+        provider cut off, or a reason veridic does not know: its arguments may
+        be cut short).
 
         The loops call it before :meth:`counted`, which keeps an answer past the
         token limit on the composer: an answer the conversation cannot record is

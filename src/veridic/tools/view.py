@@ -73,6 +73,7 @@ from typing import ClassVar, Final, Literal, cast, overload
 
 from veridic import _json_object
 from veridic._counted import counted
+from veridic._sample import clip, quoted
 from veridic.errors import (
     InvalidArgumentsError,
     ToolCouplingError,
@@ -626,13 +627,21 @@ class ToolView:
         return self._tool_set.sha256(self._tools)
 
     def assert_coupled(self, sent_specs: Iterable[Mapping[str, object]]) -> None:
-        """Check the specs actually sent against the dispatch table, both ways.
+        """Check the specs actually sent against what the view builds, names and contents.
 
         Every name sent must be dispatchable, every dispatchable name must
-        have been sent, each exactly once. Accepts any of the three formats.
+        have been sent, each exactly once; and each spec must be the one the
+        view builds for its name, in the format it is in (OpenAI chat,
+        Anthropic, MCP, or the Responses API's flat shape that
+        :class:`~veridic.OpenAIResponses` sends, ``"strict": false``): the
+        registry is the one source of what the model reads of a tool, so a
+        description, a parameter or a flag a wrapper edited (or an adapter
+        rebuilt otherwise) is refused, compared as JSON (``1`` is not
+        ``true``). The view's own specs, sent as they are, pass at once.
 
         Raises:
-            ToolCouplingError: the two disagree.
+            ToolCouplingError: the two disagree: the names, or a field of a spec
+                (named with its path, the sent value quoted clipped).
         """
         sent_list = sent_specs if isinstance(sent_specs, list | tuple) else list(sent_specs)
         for built in self._tool_set.built():
@@ -640,7 +649,8 @@ class ToolView:
                 # The view's own read-only specs, all of them, each once, in order (the
                 # adapter may have put them in a list of its own): coupled by identity.
                 return
-        sent = Counter(_spec_name(index, spec) for index, spec in enumerate(sent_list))
+        names = [_spec_name(index, spec) for index, spec in enumerate(sent_list)]
+        sent = Counter(names)
         extra = sorted(set(sent) - set(self._exposed))
         missing = sorted(set(self._exposed) - set(sent))
         twice = sorted(name for name, count in sent.items() if count > 1)
@@ -659,6 +669,67 @@ class ToolView:
                 f"disagree ({'; '.join(problems)}): send view.tool_specs(format) unchanged, "
                 "from the same view that dispatches the calls"
             )
+        self._check_contents(names, sent_list)
+
+    def _check_contents(
+        self,
+        names: list[str],
+        sent_list: list[Mapping[str, object]] | tuple[Mapping[str, object], ...],
+    ) -> None:
+        """Refuse a sent spec that is not the view's own for its name, field by field.
+
+        Each spec is compared with the one the view builds in the spec's own
+        format; a field the wrapper left as it was (the same object, as the
+        Responses adapter keeps the view's schema) is not walked.
+        """
+        built: dict[str, dict[str, Mapping[str, object]]] = {}
+        differing = [
+            found
+            for name, spec in zip(names, sent_list, strict=True)
+            if (found := self._spec_difference(name, spec, built))
+        ]
+        if differing:
+            more = "" if len(differing) == 1 else f" ({counted(len(differing), 'spec')} differ)"
+            raise ToolCouplingError(
+                f"the tool specs sent to the provider are not the ones {self._origin} builds: "
+                f"{differing[0]}{more}: send view.tool_specs(format) unchanged, from the same "
+                "view that dispatches the calls (change a tool's description or parameters "
+                "where it is registered)"
+            )
+
+    def _spec_difference(
+        self,
+        name: str,
+        spec: Mapping[str, object],
+        built: dict[str, dict[str, Mapping[str, object]]],
+    ) -> str:
+        """What differs between ``spec`` and the view's own for its ``name``, in its
+        format (``""``: nothing)."""
+        shape = _shape_of(spec)
+        if shape is None:
+            return (
+                f"tool {clip(name)} was sent in none of the formats the view builds (it has "
+                "none of the fields function, input_schema, inputSchema and parameters)"
+            )
+        format: SpecFormat = "openai" if shape == "responses" else shape
+        own = (built.get(format) or self._built_by_name(format, built))[name]
+        if spec is own:
+            return ""
+        if shape == "responses":
+            if _flat_of(spec, own):
+                return ""
+            own = _responses_shape(own)
+        path = _first_difference(spec, own)
+        return "" if path is None else _described(name, path, spec, own)
+
+    def _built_by_name(
+        self, format: SpecFormat, built: dict[str, dict[str, Mapping[str, object]]]
+    ) -> dict[str, Mapping[str, object]]:
+        """The view's specs in ``format`` by name (built in the order of its tools), once per
+        check."""
+        specs = cast("list[Mapping[str, object]]", self._tool_set.specs(self._tools, format))
+        found = built[format] = dict(zip((tool.name for tool in self._tools), specs, strict=True))
+        return found
 
     # --- the built-in schema tool -----------------------------------------------
 
@@ -848,6 +919,130 @@ def _spec_name(index: int, spec: Mapping[str, object]) -> str:
             "as sent, in the OpenAI, Anthropic or MCP format"
         )
     return name
+
+
+def _shape_of(spec: Mapping[str, object]) -> SpecFormat | Literal["responses"] | None:
+    """A sent spec's format, told by the field that holds its tool or its schema: OpenAI
+    chat nests the tool in ``function``; the Responses API's flat shape holds
+    ``parameters`` beside the name."""
+    if "function" in spec:
+        return "openai"
+    if "input_schema" in spec:
+        return "anthropic"
+    if "inputSchema" in spec:
+        return "mcp"
+    return "responses" if "parameters" in spec else None
+
+
+_ABSENT: Final = object()
+
+
+_FLAT_KEYS: Final = ("type", "name", "description", "parameters", "strict")
+
+
+def _responses_shape(openai: Mapping[str, object]) -> dict[str, object]:
+    """The view's OpenAI chat spec in the Responses API's flat shape, as
+    :class:`~veridic.OpenAIResponses` sends it (function tools, not strict)."""
+    function = cast("Mapping[str, object]", openai["function"])
+    return {
+        "type": "function",
+        "name": function["name"],
+        "description": function["description"],
+        "parameters": function["parameters"],
+        "strict": False,
+    }
+
+
+def _flat_of(spec: Mapping[str, object], openai: Mapping[str, object]) -> bool:
+    """Whether ``spec`` is the flat copy :class:`~veridic.OpenAIResponses` makes of the
+    view's OpenAI chat spec, holding its very name, description and schema objects.
+
+    The adapter builds its list anew for every request, so the identity of the whole list
+    cannot pass it; this keeps that send at a few identity checks a tool (the walk of
+    :func:`_first_difference` costs half as much again, on every request).
+    """
+    function = cast("Mapping[str, object]", openai["function"])
+    return (
+        len(spec) == len(_FLAT_KEYS)
+        and spec.get("parameters") is function["parameters"]
+        and spec.get("description") is function["description"]
+        and spec.get("name") is function["name"]
+        and spec.get("strict") is False
+        and spec.get("type") == "function"
+    )
+
+
+def _first_difference(sent: object, own: object) -> tuple[object, ...] | None:
+    """The path of the first value in which ``sent`` and ``own`` differ as JSON (``()``:
+    the two values themselves), or ``None`` when they do not.
+
+    Python's ``==`` says ``True == 1`` and ``1.0 == 1``; the provider reads JSON, where
+    ``true``, ``1`` and ``1.0`` are three texts, so a leaf must be of the same kind too.
+    A value that is the view's own object is not walked, and a path is built only for a
+    difference: on the usual path (the Responses adapter's flat specs hold the view's
+    names, descriptions and schemas) a spec costs a few identity checks.
+    """
+    if sent is own:
+        return None
+    if isinstance(own, str):
+        return None if isinstance(sent, str) and sent == own else ()
+    if isinstance(own, dict):
+        if not (isinstance(sent, dict) or isinstance(sent, Mapping)):  # noqa: SIM101 - a dict first: no ABC check
+            return ()
+        if sent.keys() != own.keys():
+            missing = [key for key in own if key not in sent]
+            return (missing[0] if missing else next(key for key in sent if key not in own),)
+        for key, value in own.items():
+            item = sent[key]
+            found = None if item is value else _first_difference(item, value)
+            if found is not None:
+                return (key, *found)
+        return None
+    if isinstance(own, list):
+        if not isinstance(sent, list | tuple) or len(sent) != len(own):
+            return ()
+        for at, (item, mine) in enumerate(zip(sent, own, strict=True)):
+            found = _first_difference(item, mine)
+            if found is not None:
+                return (at, *found)
+        return None
+    same_kind = isinstance(sent, bool) is isinstance(own, bool) and isinstance(
+        sent, float
+    ) is isinstance(own, float)
+    return None if same_kind and sent == own else ()
+
+
+def _at(value: object, path: tuple[object, ...]) -> object:
+    """The value at ``path`` in ``value``, or ``_ABSENT``."""
+    for step in path:
+        if isinstance(value, Mapping):
+            if step not in value:
+                return _ABSENT
+            value = value[step]
+        elif isinstance(value, list | tuple) and isinstance(step, int) and step < len(value):
+            value = value[step]
+        else:
+            return _ABSENT
+    return value
+
+
+def _described(
+    name: str, path: tuple[object, ...], sent: Mapping[str, object], own: Mapping[str, object]
+) -> str:
+    """A sent spec's first difference, in words: the tool, the field's path, the values
+    quoted clipped (the sent text may be an injected megabyte)."""
+    field = clip(
+        "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)[1:], 100
+    )
+    mine, given = _at(own, path), _at(sent, path)
+    tool = f"tool {clip(name)}"
+    if given is _ABSENT:
+        return f"{tool} was sent without its {field} (the view sends {quoted(mine)})"
+    if mine is _ABSENT:
+        return f"{tool} was sent with {field} {quoted(given)}, which the view does not send"
+    return (
+        f"{tool} was sent with its {field} as {quoted(given)}, where the view sends {quoted(mine)}"
+    )
 
 
 def _decoded(name: str, arguments: Mapping[str, object] | str | None) -> object:
