@@ -1036,7 +1036,9 @@ class ModelGateway:
         denied = denying_expired(policy, expired)
         done: list[ToolOutcome] = []
         try:
-            self._run_calls(reply, reply.tool_calls, lambda call: (denied, None), context, done)
+            self._run_calls(
+                "resume()", reply, reply.tool_calls, lambda call: (denied, None), context, done
+            )
         except BaseException as error:
             state.broken(reply, done, error, resumed=True)
             raise
@@ -1060,7 +1062,7 @@ class ModelGateway:
         done: list[ToolOutcome] = []
         try:
             await self._arun_calls(
-                reply, reply.tool_calls, lambda call: (denied, None), context, done
+                "aresume()", reply, reply.tool_calls, lambda call: (denied, None), context, done
             )
         except BaseException as error:
             state.broken(reply, done, error, resumed=True)
