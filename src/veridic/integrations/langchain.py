@@ -236,8 +236,9 @@ def approval_middleware(
     quotes the model's arguments). Such a message, and what a ``handle_errors`` function
     returns, reaches the model as a data block labelled ``structured_output:<tool>``
     (``structured_output`` alone for a schema name no label may hold: over 182
-    characters, a line break, an invisible character): the middleware fences the tool messages of the call's response unless they are the
-    strategy's trusted text, which reach the model as written. These configurations are
+    characters, a line break, an invisible character): the middleware fences the tool
+    messages of the call's response unless they are the strategy's trusted text, which
+    reach the model as written. These configurations are
     fenced, not refused: they are LangChain's defaults, and no LangChain code is patched.
     LangChain's answer to a call it could not parse (``Tool call {name} with id {id}
     could not be executed``, the model's name and id) is fenced in the model call too, as
