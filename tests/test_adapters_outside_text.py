@@ -14,6 +14,7 @@ from typing import Final
 
 import pytest
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 
 from veridic import (
@@ -128,13 +129,14 @@ def test_langchain_takes_a_prompt_without_a_section_when_every_tool_is_pinned_wh
 
 
 @dataclass
-class DropsInstructions(AbstractCapability[None]):
+class DropsInstructions(AbstractCapability[object]):
     """A capability that rewrites the request's instructions (as a compaction might),
     leaving out the veridic capability's own: its section with them."""
 
-    async def before_model_request(self, ctx: RunContext[None], request_context: object) -> object:
-        parameters = request_context.model_request_parameters  # type: ignore[attr-defined]  # pydantic-ai's ModelRequestContext
-        parameters.instruction_parts = []
+    async def before_model_request(
+        self, ctx: RunContext[object], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        request_context.model_request_parameters.instruction_parts = []
         return request_context
 
 
