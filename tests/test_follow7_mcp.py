@@ -16,6 +16,7 @@ from mcp import Client
 
 from veridic import ApprovalPolicy, CallOutcome, Registry, SQLiteAuditSink, aexecute
 from veridic.integrations.mcp import Declared, connect, stdio
+from veridic.integrations.mcp._server_log import LOGGED_PER_WINDOW
 from veridic.integrations.mcp.server import mcp_server
 from veridic.tools.pins import description_pin, tool_pin
 
@@ -111,15 +112,20 @@ def test_a_description_pin_marks_the_unpinned_schema_and_code_text_goes_as_it_is
 REVIEW_SCRIPT = Path(__file__).with_name("_mcp_review_server.py")
 
 
-def test_a_servers_stderr_is_logged_line_by_line_quoted_and_none_is_lost(
+def test_a_servers_stderr_is_logged_line_by_line_quoted_and_a_flood_is_capped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A stdio server's stderr went to the operator's terminal raw: an escape sequence
     cleared the screen, a carriage return let it print a line of veridic's own log.
     Every line is now a log record of ``veridic.integrations.mcp.stderr``, naming the
     server and quoting the line escaped; a server that writes more than a pipe holds
-    before it answers is not blocked (the pipe is drained as it fills), and no line is
-    lost by the time the connection is closed."""
+    before it answers is not blocked (the pipe is drained as it fills).
+
+    Each line was logged, without a cap: a server writing without end filled the
+    application's log (and the disk under it), which the cap on its log messages had
+    stopped for those alone. One connection now logs at most ``LOGGED_PER_WINDOW`` stderr
+    lines a window, through the same cap: one ``WARNING`` says so with the first line
+    not logged, and one says how many were not when the pipe ends."""
     caplog.set_level(logging.WARNING, logger="veridic.integrations.mcp.stderr")
     server = stdio(
         "noisy", sys.executable, str(REVIEW_SCRIPT), env={"VERIDIC_TEST_MCP_MODE": "stderr"}
@@ -135,11 +141,18 @@ def test_a_servers_stderr_is_logged_line_by_line_quoted_and_none_is_lost(
         for record in caplog.records
         if record.name == "veridic.integrations.mcp.stderr"
     ]
-    assert len(lines) == 3000
-    assert all(line.startswith("MCP server 'noisy' (stderr): '") for line in lines)
+    logged, (notice, final) = lines[:LOGGED_PER_WINDOW], lines[LOGGED_PER_WINDOW:]
+    assert all(line.startswith("MCP server 'noisy' (stderr): '") for line in logged)
     assert not any("\x1b" in line or "\r" in line or "\n" in line for line in lines)
-    assert lines[0].endswith(repr(HOSTILE))
-    assert lines[-1].startswith("MCP server 'noisy' (stderr): 'line 2999 ")
+    assert logged[0].endswith(repr(HOSTILE))
+    assert logged[-1].startswith(f"MCP server 'noisy' (stderr): 'line {LOGGED_PER_WINDOW - 1:04d} ")
+    assert notice.startswith(
+        f"MCP server 'noisy' sent {LOGGED_PER_WINDOW} stderr lines in under 60 seconds"
+    )
+    assert final.startswith(
+        f"MCP server 'noisy' sent {3000 - LOGGED_PER_WINDOW} stderr lines more than the "
+        f"{LOGGED_PER_WINDOW} one connection logs"
+    )
 
 
 # --- (3) a server that asks for sampling, elicitation or roots is told apart ---------------

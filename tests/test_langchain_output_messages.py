@@ -23,7 +23,7 @@ from langchain.agents.structured_output import (
     ToolStrategy,
 )
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 from test_integration_langchain import World, make_world
 from test_integration_langchain import world as world
 
@@ -138,3 +138,38 @@ def test_any_structured_output_comes_back_whole_in_its_data_block(
     [(label, text)] = unfence(content)
     assert label == "structured_output:Answer"
     assert text == f"Returning structured response: {Answer(text=said)}"
+
+
+def _answer_named(name: str) -> type[BaseModel]:
+    """A schema like :class:`Answer` under another class name, which LangChain makes the
+    name of its output tool."""
+    return create_model(name, __base__=Answer, __doc__=Answer.__doc__)
+
+
+NAMES_NO_LABEL_HOLDS: Final = {
+    "over 200 characters": "Answer" * 40,
+    "an invisible character": "Ans\u200bwer",
+    "a line break": "Ans\nwer",
+}
+
+
+@pytest.mark.parametrize(
+    "name", list(NAMES_NO_LABEL_HOLDS.values()), ids=list(NAMES_NO_LABEL_HOLDS)
+)
+def test_an_output_tool_whose_name_no_label_holds_is_still_fenced_and_the_answer_kept(
+    world: World, name: str
+) -> None:
+    """The label was ``structured_output:<the tool's name>``, and a name no label may hold
+    made the fence raise after the model had answered: the run failed and the answer was
+    lost. Such an answer is fenced under the label ``structured_output``."""
+    schema = _answer_named(name)
+    call = ToolCall(name=name, args={"text": INJECTED}, id="out-0")
+    agent = world.agent(AIMessage("", tool_calls=[call]), response_format=ToolStrategy(schema))
+    output = agent.ask()
+    assert output.value["structured_response"] == schema(text=INJECTED)
+    state = agent.graph.get_state(agent.config).values
+    (content,) = [str(m.content) for m in state["messages"] if isinstance(m, ToolMessage)]
+    [(label, text)] = unfence(content)
+    assert label == "structured_output"
+    assert INJECTED in text
+    assert INJECTED not in _outside_blocks(content)

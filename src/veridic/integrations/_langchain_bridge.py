@@ -76,7 +76,7 @@ from veridic.run.audit import AuditSink
 from veridic.run.deferred import shown_arguments
 from veridic.run.executor import CallResult, aexecute, execute
 from veridic.run.records import AuditRecord, arguments_sha256
-from veridic.text.fence import fence
+from veridic.text.fence import _is_label, fence
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import is_trusted, report
 from veridic.text.terminal_view import visible
@@ -682,8 +682,22 @@ def _fenced_answer(message: ToolMessage, kept: Set[str]) -> ToolMessage:
     if isinstance(content, str) and content in kept:
         return message
     text = content if isinstance(content, str) else json.dumps(content, default=str)
-    block = fence(f"structured_output:{message.name or 'output'}", text)
+    block = fence(_output_label(message.name), text)
     return message.model_copy(update={"content": block})
+
+
+def _output_label(tool: str | None) -> str:
+    """The data label of a structured output's tool message: ``structured_output:<tool>``,
+    or ``structured_output`` alone when the tool's name cannot stand in a label.
+
+    The name is the output schema's (its class name or title), which no one checked as a
+    label: one over 182 characters, or holding a line break or an invisible character,
+    made :func:`~veridic.text.fence.fence` raise after the model had answered, and the
+    run failed with the answer lost. The message still carries the name as LangChain
+    wrote it; only the label leaves it out.
+    """
+    named = f"structured_output:{tool or 'output'}"
+    return named if _is_label(named) else "structured_output"
 
 
 def _fenced_unparsed(request: ModelRequest[Any]) -> ModelRequest[Any]:

@@ -70,6 +70,7 @@ from veridic.errors import (
 from veridic.integrations._output_docs import docstrings
 from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call
+from veridic.run._unlabelled import refuse_unlabelled_outside_text
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
@@ -581,8 +582,9 @@ class VeridicCapability(AbstractCapability[object]):
         Raises:
             ToolCouplingError: a function tool is not one of the view's, one of
                 the view's is missing, its definition is not the view's, the
-                request holds a native tool, or a tool result of the run is not
-                the toolset's.
+                request holds a native tool, a tool result of the run is not
+                the toolset's, or the instructions lost the capability section while
+                a tool's text from outside is not pinned.
             ProvenanceError: a system part of the messages, an instruction
                 part or the prompted output's template is not trusted text, or an
                 output's description is not code text.
@@ -597,6 +599,7 @@ class VeridicCapability(AbstractCapability[object]):
         _check_system_parts(request_context.messages, known, blocks, self.request_id)
         _check_settings(request_context.model_settings, self.request_id)
         _check_instruction_parts(parts, known, self.request_id)
+        _check_labelled(parts, request_context.messages, self.view, self.request_id)
         parameters = request_context.model_request_parameters
         _check_output_template(
             parameters.prompted_output_template, request_context.model, self.request_id
@@ -1112,6 +1115,32 @@ def _check_instruction_parts(
             "TrustedInstruction from the @agent.instructions function, and put outside text "
             "in the user prompt or a tool result)",
         )
+
+
+def _check_labelled(
+    parts: Sequence[InstructionPart],
+    messages: Sequence[ModelMessage],
+    view: ToolView,
+    request_id: str,
+) -> None:
+    """Refuse a request whose instructions lost the capability section, as the gateway does.
+
+    The capability writes the section into its own instructions, but a capability before
+    it may rewrite ``instruction_parts`` (a compaction, a template): the request would then
+    carry an external tool's unpinned text in its tool list with no trusted line telling
+    the model it is data (:func:`~veridic.run._unlabelled.refuse_unlabelled_outside_text`).
+    """
+    section = view.capability_section().strip()
+    told = [part.content for part in parts]
+    told += [
+        part.content
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, SystemPromptPart)
+    ]
+    if not any(section in text for text in told):
+        refuse_unlabelled_outside_text(f"request {clip(request_id)}", view)
 
 
 def _tool_problems(given: Sequence[ToolDefinition], view: ToolView) -> list[str]:

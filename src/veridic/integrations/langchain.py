@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from veridic._extras import require
 from veridic._sample import quoted
 from veridic.errors import ToolCouplingError, VeridicError
+from veridic.run._unlabelled import refuse_unlabelled_outside_text
 from veridic.run.approval import ApprovalPolicy
 from veridic.run.audit import AuditSink
 from veridic.text.compose import Composer
@@ -116,12 +117,16 @@ def structured_tools(
 
     ``prompt`` is the agent's system prompt (:func:`system_prompt` builds one): a
     :class:`~veridic.Prompt` holding only a system message, every part of it trusted,
-    its capability section (if any) this view's, with the ``datamark`` preamble.
+    its capability section (if any) this view's, with the ``datamark`` preamble. A prompt
+    without a section is refused as the gateway refuses one when the view holds an
+    external tool with text no pin covers: only the section tells the model that text
+    is data.
 
     Raises:
         MissingExtraError: langchain-core, langchain or langgraph is not installed.
         ProvenanceError: a part of the prompt's system message is not trusted.
-        ToolCouplingError: the prompt's capability section is another view's.
+        ToolCouplingError: the prompt's capability section is another view's, or it has
+            none and a tool's text from outside is not pinned.
         VeridicError: ``policy`` is for another view, ``request_id`` is empty, or the
             prompt is not a system prompt with the data preamble.
     """
@@ -229,9 +234,11 @@ def approval_middleware(
     {output}`` (no ``tool_message_content``, so for a bare schema and an ``AutoStrategy``
     too) and ``Error: {error}`` (``handle_errors=True`` or exception types; the error
     quotes the model's arguments). Such a message, and what a ``handle_errors`` function
-    returns, reaches the model as a data block labelled ``structured_output:<tool>``:
-    the middleware fences the tool messages of the call's response unless they are the
-    strategy's trusted text, which reach the model as written. These configurations are
+    returns, reaches the model as a data block labelled ``structured_output:<tool>``
+    (``structured_output`` alone for a schema name no label may hold: over 182
+    characters, a line break, an invisible character): the middleware fences the tool
+    messages of the call's response unless they are the strategy's trusted text, which
+    reach the model as written. These configurations are
     fenced, not refused: they are LangChain's defaults, and no LangChain code is patched.
     LangChain's answer to a call it could not parse (``Tool call {name} with id {id}
     could not be executed``, the model's name and id) is fenced in the model call too, as
@@ -297,6 +304,8 @@ def _check_prompt(prompt: Prompt, view: ToolView) -> None:
                 "be told of tools it is not given; build it with system_prompt(view, ...) of "
                 "this view"
             )
+    if not any(span.kind == "registry" for span in prompt.spans):
+        refuse_unlabelled_outside_text(f"prompt {prompt.sha256[:12]}", view)
     if preamble("datamark") not in message.content:
         raise VeridicError(
             f"the system message of prompt {prompt.sha256[:12]} does not explain data blocks, "

@@ -31,6 +31,7 @@ __all__ = [
     "model_calls_kept",
     "of_call",
     "recorded",
+    "settled",
     "writes",
 ]
 
@@ -341,6 +342,22 @@ async def _to_the_end(write: Coroutine[object, object, None], record: AuditRecor
             _in_flight.add(task)
             task.add_done_callback(partial(_written_later, record))
         raise
+
+
+async def settled() -> None:
+    """Wait until every write left running on this loop (:func:`_to_the_end`) has ended.
+
+    A call cancelled while its record was on its way leaves the write running, and
+    ``asyncio.run`` cancels whatever still runs when its coroutine returns: a server that
+    ends because its client left (stdin closed while a question about a call waited)
+    stopped its loop under the call's ``DENIED`` record, which was logged as not written
+    (and, for a store that writes over the network, was not). Await this before returning
+    from the coroutine the loop runs. A write that fails is logged as before, with its
+    record; none is waited for twice.
+    """
+    loop = asyncio.get_running_loop()
+    while mine := [task for task in _in_flight if task.get_loop() is loop and not task.done()]:
+        await asyncio.wait(mine)
 
 
 def _written_later(

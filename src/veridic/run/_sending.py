@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
-from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
 from veridic.providers._base import (
@@ -34,13 +33,13 @@ from veridic.providers._base import (
     given_options,
 )
 from veridic.providers._scripted import ScriptedProvider
+from veridic.run._unlabelled import refuse_unlabelled_outside_text
 from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
 from veridic.run.executor import _check_request_id, tools_sha256
 from veridic.run.reply import Reply
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
 from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
-from veridic.tools.tool import Tool
 from veridic.tools.view import ToolView
 
 __all__ = [
@@ -692,7 +691,7 @@ def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]
     sent with, else the prompt would promise tools the request does not carry
     (or hide ones it does). A prompt without a section promises nothing, and is
     refused only with tools whose text no pin covers
-    (:func:`_refuse_unlabelled_outside_text`).
+    (:func:`~veridic.run._unlabelled.refuse_unlabelled_outside_text`).
     """
     system = prompt.messages[0].content if spans else ""
     for span in spans:
@@ -704,39 +703,7 @@ def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]
                 "message with view.capability_section() of the view you send"
             )
     if not any(span.kind == "registry" for span in spans):
-        _refuse_unlabelled_outside_text(prompt, view)
-
-
-def _refuse_unlabelled_outside_text(prompt: Prompt, view: ToolView) -> None:
-    """Refuse a prompt without a capability section sent with tools described from outside.
-
-    The tool list carries an unpinned external tool's description and schema (and the
-    schema of one pinned by its description alone) as the outside wrote them; only the
-    capability section tells the model that text is data. Without it, the tool list
-    gave a server's "ignore your rules" the voice of the application.
-    """
-    unverified = [tool for tool in view.tools() if not tool.schema_trusted]
-    if not unverified:
-        return
-    shown = ", ".join(
-        f"{tool.name!r} (from {tool.origin}: {_uncovered(tool)})" for tool in unverified
-    )
-    raise ToolCouplingError(
-        f"prompt {prompt.sha256[:12]} has no capability section in a system message, and the "
-        f"tool list sent with it holds text from outside that no pin covers, of "
-        f"{counted(len(unverified), 'tool')}: {shown}; only the section tells the model to "
-        "read that text as data: put view.capability_section() in the system message, pin "
-        "each tool whole (registry.external(..., pin=tool_pin(name, description, "
-        "input_schema))), or keep them out of the view "
-        "(registry.view(deny=[Deny(when=lambda tool: not tool.schema_trusted)]))"
-    )
-
-
-def _uncovered(tool: Tool) -> str:
-    """What of ``tool``'s list entry no pin covers, in the words of the refusal."""
-    if tool.description_trust == "unpinned":
-        return "its description and input schema"
-    return "its input schema, which a description pin leaves out"
+        refuse_unlabelled_outside_text(f"prompt {prompt.sha256[:12]}", view)
 
 
 @runtime_checkable

@@ -9,8 +9,11 @@ each line logged on ``veridic.integrations.mcp.stderr`` at ``WARNING`` (what an
 unconfigured ``logging`` still prints) as ``MCP server 'name' (stderr): '...'``:
 the line quoted, its control and invisible characters escaped, cut at
 ``LINE_SHOWN`` characters with its length said. A longer line without a break
-is logged in pieces, none dropped, decoded as one stream (a character a cut
-splits is whole in the next piece). A logging setup that raises (a broken
+is logged in pieces, decoded as one stream (a character a cut splits is whole in
+the next piece). A server may write as many lines as it likes: one connection logs
+at most ``LOGGED_PER_WINDOW`` lines (or pieces) in ``WINDOW`` seconds, the rest
+counted and said, through the cap its log messages share (``_log_cap``); the last
+count is said when the pipe ends. A logging setup that raises (a broken
 filter) does not stop the draining: a server whose pipe was no longer read
 would block on its next write, and its connection with it; the failure is
 said once on ``veridic.integrations.mcp``, and the lines are still read.
@@ -25,9 +28,11 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import IO, Final, TextIO
 
 from veridic._sample import clip
+from veridic.integrations.mcp._log_cap import LogCap
 
 __all__ = ["LINE_SHOWN", "ServerStderr"]
 
@@ -49,11 +54,12 @@ class ServerStderr:
     :meth:`close` releases, then waits a moment for the last lines.
     """
 
-    __slots__ = ("_name", "_reader", "file")
+    __slots__ = ("_cap", "_name", "_reader", "file")
 
     def __init__(self, name: str) -> None:
         read_end, write_end = os.pipe()
         self._name = name
+        self._cap = LogCap(_log, name, "stderr line", "when its stderr ends")
         self.file: TextIO = os.fdopen(write_end, "w", encoding="utf-8")
         source = os.fdopen(read_end, "rb")
         self._reader = threading.Thread(
@@ -89,12 +95,24 @@ class ServerStderr:
             while piece := source.readline(_READ):
                 failed = self._logged(decoder.decode(piece).rstrip("\r\n"), failed)
             if rest := decoder.decode(b"", final=True):  # a character cut off by the end
-                self._logged(rest, failed)
+                failed = self._logged(rest, failed)
+        self._guarded(self._cap.close, failed)  # the count of the last window, if any
 
     def _logged(self, text: str, failed: bool) -> bool:
-        """Log one line (or piece); whether this server's logging has failed by now."""
+        """Log one line (or piece), if the cap admits it; whether this server's logging
+        has failed by now. A line the logger would not log counts toward no cap."""
+
+        def log() -> None:
+            if _log.isEnabledFor(logging.WARNING) and self._cap.admits():
+                _log.warning("MCP server %r (stderr): %s", self._name, clip(text, LINE_SHOWN))
+
+        return self._guarded(log, failed)
+
+    def _guarded(self, log: Callable[[], None], failed: bool) -> bool:
+        """Run ``log``; whether this server's logging has failed by now (said the first
+        time: the lines are drained all the same, or the server would block)."""
         try:
-            _log.warning("MCP server %r (stderr): %s", self._name, clip(text, LINE_SHOWN))
+            log()
         except Exception as error:  # the application's logging: drained all the same
             if not failed:
                 self._unlogged(error)

@@ -49,10 +49,10 @@ The client grants no sampling, elicitation or roots: a call whose server asks
 for one fails, saying what it asked for. A stdio server's stderr is not passed
 on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
 (``veridic.integrations.mcp._stderr``); its log messages (``notifications/message``)
-are logged quoted on ``veridic.integrations.mcp.server_log``, never above ``WARNING``,
-at most 100 a minute for one connection: the rest are counted, one ``WARNING`` says
-so with the first of them and one how many were not logged
-(``veridic.integrations.mcp._server_log``).
+are logged quoted on ``veridic.integrations.mcp.server_log``, never above ``WARNING``.
+Each of the two is logged at most 100 a minute for one connection: the rest are
+counted, one ``WARNING`` says so with the first of them and one how many were not
+logged (``veridic.integrations.mcp._log_cap``).
 
 Risk is the application's: ``declare={"search": Declared("query")}``. The
 server's annotations are hints the spec calls untrusted; they may raise
@@ -855,8 +855,9 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
             env=dict(server.env) if server.env is not None else None,
             cwd=server.cwd,
         )
-        # The server's stderr is its own text: logged line by line, quoted (``_stderr``),
-        # never written raw to the operator's terminal. Read until the server is gone.
+        # The server's stderr is its own text: logged line by line, quoted and capped per
+        # window (``_stderr``), never written raw to the operator's terminal. Read until
+        # the server is gone; the count of the last window is said when the pipe ends.
         errors = ServerStderr(server.name)
         stack.push_async_callback(errors.aclose)
         target = mcp.stdio_client(parameters, errlog=errors.file)

@@ -86,6 +86,7 @@ from veridic._counted import counted
 from veridic._extras import require
 from veridic._sample import clip
 from veridic.errors import AuditRecordError, AuditWriteError, VeridicError
+from veridic.run._audit_writes import settled
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AsyncAuditSink, AuditRecord, AuditSink, CallOutcome
 from veridic.run.executor import AsyncConfirm, CallResult, aexecute
@@ -238,7 +239,9 @@ async def serve(
     For an MCP host that starts the server as a subprocess
     (``StdioServerParameters(command=..., args=[...])``). While it serves,
     stdout carries the protocol only (the SDK points fd 1 at stderr), so a
-    handler's stray ``print`` cannot corrupt it.
+    handler's stray ``print`` cannot corrupt it. A client that leaves while a question
+    about a call waits cancels the call: its ``DENIED`` record is written before this
+    returns (the loop that runs it would cancel the write).
 
     Raises:
         MissingExtraError, VeridicError: as :func:`mcp_server`.
@@ -253,8 +256,13 @@ async def serve(
     )
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        # A client that leaves (stdin closed) while a question about a call waits cancels
+        # the call, whose DENIED record is then on its way: written before the loop stops.
+        await settled()
 
 
 # --- the two handlers ----------------------------------------------------------------
