@@ -8,6 +8,7 @@ though it may have been cut off mid-call. Each test failed on the code before th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import copy
 from typing import Any
 
@@ -34,7 +35,7 @@ SYSTEM = instruction("You look up orders.")
 
 # The documented stop reasons of an answer the model ended (docs/providers.md), in lower
 # case: OpenAI Chat and the compatible servers, OpenAI Responses, Anthropic and Bedrock
-# Converse, Hugging Face TGI, Gemini, Cohere; "paused" is veridic's own (a resumed run).
+# Converse, Hugging Face TGI, Gemini, Cohere.
 ENDED = frozenset(
     {
         "stop",
@@ -47,7 +48,6 @@ ENDED = frozenset(
         "eos_token",
         "complete",
         "tool_call",
-        "paused",
     }
 )
 
@@ -155,23 +155,13 @@ def test_an_answer_without_calls_is_returned_whatever_its_stop_reason() -> None:
     assert result.text == "Shipped."
 
 
-def test_a_compatible_servers_unknown_finish_reason_is_refused_through_the_real_sdk() -> None:
-    body: dict[str, Any] = copy.deepcopy(CHAT_TOOL_CALL)
-    body["choices"][0]["finish_reason"] = "eos"  # not a word veridic knows
-    openai = pytest.importorskip("openai")
-    server = FakeServer(http_module("openai"), [("json", body)])
-    gw, _, audit = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
-    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
-    with pytest.raises(VeridicError, match="stop reason 'eos'"):
-        gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
-    assert audit.records() == ()
-
-
 _REASONS = st.one_of(
     st.sampled_from(sorted(ENDED)).flatmap(
         lambda word: st.sampled_from([word, word.upper(), word.title()])
     ),
-    st.sampled_from(["max_tokens", "length", "incomplete:max_output_tokens", "SAFETY", "error"]),
+    st.sampled_from(
+        ["max_tokens", "length", "incomplete:max_output_tokens", "SAFETY", "error", "paused"]
+    ),
     st.text(max_size=30),
 )
 
@@ -188,3 +178,74 @@ def test_calls_run_exactly_when_the_stop_reason_says_the_model_ended(stop: str) 
         assert ended
         assert ran == ["get_order 1042"]
         assert len(audit.records()) == 1
+
+
+# "paused" is the stop reason veridic gives the reply that resume() rebuilds from a paused
+# run (whose answer was checked when the run paused); it was on the list of reasons whose
+# calls run, so a provider, a proxy or an adapter that said "paused" (an answer the server
+# paused before the model ended it, as Anthropic's pause_turn is) ran calls cut short.
+
+
+@pytest.mark.parametrize("stop", ["paused", "PAUSED", "Paused"])
+def test_a_provider_that_says_paused_does_not_get_its_calls_run(stop: str) -> None:
+    with pytest.raises(VeridicError, match="not one veridic knows") as caught:
+        _run_tools(stop)
+    assert f"stop reason {stop!r}" in str(caught.value)
+
+
+@pytest.mark.parametrize("stop", ["eos", "paused"])
+def test_a_compatible_servers_unknown_finish_reason_is_refused_by_the_real_sdk(stop: str) -> None:
+    body: dict[str, Any] = copy.deepcopy(CHAT_TOOL_CALL)
+    body["choices"][0]["finish_reason"] = stop
+    openai = pytest.importorskip("openai")
+    server = FakeServer(http_module("openai"), [("json", body)])
+    gw, _, audit = gateway(OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test"))
+    reply = gw.send(first_prompt(), VIEW, request_id="req-1")
+    with pytest.raises(VeridicError, match=f"stop reason '{stop}'"):
+        gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert audit.records() == ()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_hand_built_reply_that_says_paused_runs_none_of_its_calls(asynchronous: bool) -> None:
+    ran: list[str] = []
+    view = _view(ran)
+    audit = SQLiteAuditSink(":memory:")
+    gw = ModelGateway(ScriptedProvider([_answer("tool_calls")]), audit=audit)
+    sent = gw.send(Composer().system(SYSTEM).user("Where is 1042?").build(), view, request_id="r")
+    reply = dataclasses.replace(sent, stop_reason="paused")
+    with pytest.raises(VeridicError, match="not one veridic knows"):
+        if asynchronous:
+            asyncio.run(gw.arun_tools(reply, policy=ApprovalPolicy(view)))
+        else:
+            gw.run_tools(reply, policy=ApprovalPolicy(view))
+    assert ran == []
+    assert audit.records() == ()
+
+
+@pytest.mark.parametrize("stop", ["FinishReason.MAX_TOKENS", "paused", "length"])
+def test_a_deferred_run_refuses_the_answer_before_it_pauses(stop: str) -> None:
+    """resume() takes up the waiting calls under veridic's own stop reason (a PausedRun does
+    not keep the answer's): the check is made before the run pauses, or never."""
+    ran: list[str] = []
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def cancel_order(order_id: int) -> str:
+        """Cancel one of the user's orders.
+
+        Args:
+            order_id: The order's number, e.g. 1042.
+        """
+        ran.append(f"cancel_order {order_id}")
+        return "cancelled"
+
+    view = registry.view()
+    answer = {"tool_calls": [("call-1", "cancel_order", {"order_id": 1042})], "stop_reason": stop}
+    audit = SQLiteAuditSink(":memory:")
+    gw = ModelGateway(ScriptedProvider([answer]), audit=audit)
+    composer = Composer().system(SYSTEM).user("Cancel 1042.")
+    with pytest.raises(VeridicError, match="none of them ran"):
+        gw.run(composer, view, policy=ApprovalPolicy(view), request_id="r", defer=True)
+    assert ran == []
+    assert audit.records() == ()

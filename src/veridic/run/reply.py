@@ -161,13 +161,25 @@ _ENDED: Final = frozenset(
         "eos_token",  # Hugging Face TGI: the model wrote its end-of-sequence token
         "complete",  # Cohere (COMPLETE)
         "tool_call",  # Cohere (TOOL_CALL)
-        "paused",  # veridic: a resumed run's waiting calls, checked when the run paused
     }
 )
 """Stop reasons of an answer the model ended itself (or ended to ask for tools), in lower
 case: the only ones whose calls run. Any other, an empty one included, may be an answer cut
 off mid-call (a reason added by a provider after this list, an adapter's own word), so its
-calls are refused as those of a cut-off answer are: the list fails closed."""
+calls are refused as those of a cut-off answer are: the list fails closed. veridic's own
+``paused`` is not on it (see :class:`_ResumedReply`): a provider may say that word too."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ResumedReply(Reply):
+    """The waiting calls of a paused run, as ``resume()`` takes them up (stop reason
+    ``paused``).
+
+    A :class:`~veridic.PausedRun` does not keep its answer's stop reason, which was checked
+    when the run paused (a run pauses only after :func:`_check_whole` passed), so the reply
+    rebuilt from it is told apart by its class, not by a word a provider could send too:
+    a server that paused its answer before the model ended it may say ``paused``.
+    """
 
 
 def _check_whole(reply: Reply, where: str) -> None:
@@ -180,7 +192,8 @@ def _check_whole(reply: Reply, where: str) -> None:
     stop reason veridic does not know cannot say the answer is whole, so the
     calls run only for one of :data:`_ENDED` (in any case); a known cut-off
     reason (:data:`_CUT_OFF`, a Responses ``incomplete``) gets its own message.
-    An answer without calls is not checked: its text is the model's to read.
+    An answer without calls is not checked: its text is the model's to read; nor
+    is a resumed run's :class:`_ResumedReply`, checked when the run paused.
 
     An application whose adapter (or server) says the model ended in another word
     maps it in the adapter: a subclass whose ``parse()`` (and, for streams, its
@@ -192,7 +205,7 @@ def _check_whole(reply: Reply, where: str) -> None:
         VeridicError: ``reply`` has tool calls and its stop reason says it was cut
             off, or is one veridic does not know (or empty); raised before any call runs.
     """
-    if not reply.tool_calls:
+    if not reply.tool_calls or isinstance(reply, _ResumedReply):
         return
     said = reply.stop_reason.lower()
     if said in _ENDED:

@@ -37,7 +37,7 @@ from veridic.run.deferred import (
 )
 from veridic.run.executor import CallResult
 from veridic.run.limits import Limits
-from veridic.run.reply import Reply, ToolOutcome, _check_whole
+from veridic.run.reply import Reply, ToolOutcome, _check_whole, _ResumedReply
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, ToolCall
 from veridic.tools.view import ToolView
@@ -726,7 +726,7 @@ def _resumed(
             "pauses): it was changed after PausedRun.to_json(), and would resume with its "
             "tool_calls limit lifted; nothing ran: resume only what a run returned"
         )
-    reply = Reply(
+    reply = _ResumedReply(
         text="",
         tool_calls=waiting,
         stop_reason="paused",
