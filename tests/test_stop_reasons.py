@@ -8,8 +8,8 @@ though it may have been cut off mid-call. Each test failed on the code before th
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -214,11 +214,15 @@ def test_a_hand_built_reply_that_says_paused_runs_none_of_its_calls(asynchronous
     gw = ModelGateway(ScriptedProvider([_answer("tool_calls")]), audit=audit)
     sent = gw.send(Composer().system(SYSTEM).user("Where is 1042?").build(), view, request_id="r")
     reply = dataclasses.replace(sent, stop_reason="paused")
-    with pytest.raises(VeridicError, match="not one veridic knows"):
+    policy = ApprovalPolicy(view)
+
+    def run() -> object:
         if asynchronous:
-            asyncio.run(gw.arun_tools(reply, policy=ApprovalPolicy(view)))
-        else:
-            gw.run_tools(reply, policy=ApprovalPolicy(view))
+            return asyncio.run(gw.arun_tools(reply, policy=policy))
+        return gw.run_tools(reply, policy=policy)
+
+    with pytest.raises(VeridicError, match="not one veridic knows"):
+        run()
     assert ran == []
     assert audit.records() == ()
 

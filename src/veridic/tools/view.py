@@ -963,7 +963,8 @@ def _flat_of(spec: Mapping[str, object], openai: Mapping[str, object]) -> bool:
     """
     function = cast("Mapping[str, object]", openai["function"])
     return (
-        len(spec) == len(_FLAT_KEYS)
+        type(spec) is dict  # a subclass's get() need not say what its items() write
+        and len(spec) == len(_FLAT_KEYS)
         and spec.get("parameters") is function["parameters"]
         and spec.get("description") is function["description"]
         and spec.get("name") is function["name"]
@@ -978,6 +979,9 @@ def _first_difference(sent: object, own: object) -> tuple[object, ...] | None:
 
     Python's ``==`` says ``True == 1`` and ``1.0 == 1``; the provider reads JSON, where
     ``true``, ``1`` and ``1.0`` are three texts, so a leaf must be of the same kind too.
+    A value is read as the request is written from it: a leaf by its type's own ``==``
+    (``json.dumps`` writes a ``str`` subclass's text, whatever its ``__eq__`` says), a
+    mapping by its ``items()``, which ``json.dumps`` and the SDKs' request builders read.
     A value that is the view's own object is not walked, and a path is built only for a
     difference: on the usual path (the Responses adapter's flat specs hold the view's
     names, descriptions and schemas) a spec costs a few identity checks.
@@ -985,15 +989,16 @@ def _first_difference(sent: object, own: object) -> tuple[object, ...] | None:
     if sent is own:
         return None
     if isinstance(own, str):
-        return None if isinstance(sent, str) and sent == own else ()
+        return None if isinstance(sent, str) and str.__eq__(sent, own) is True else ()
     if isinstance(own, dict):
         if not (isinstance(sent, dict) or isinstance(sent, Mapping)):  # noqa: SIM101 - a dict first: no ABC check
             return ()
-        if sent.keys() != own.keys():
-            missing = [key for key in own if key not in sent]
-            return (missing[0] if missing else next(key for key in sent if key not in own),)
+        given = sent if type(sent) is dict else dict(sent.items())
+        if given.keys() != own.keys():
+            missing = [key for key in own if key not in given]
+            return (missing[0] if missing else next(key for key in given if key not in own),)
         for key, value in own.items():
-            item = sent[key]
+            item = given[key]
             found = None if item is value else _first_difference(item, value)
             if found is not None:
                 return (key, *found)
@@ -1006,10 +1011,9 @@ def _first_difference(sent: object, own: object) -> tuple[object, ...] | None:
             if found is not None:
                 return (at, *found)
         return None
-    same_kind = isinstance(sent, bool) is isinstance(own, bool) and isinstance(
-        sent, float
-    ) is isinstance(own, float)
-    return None if same_kind and sent == own else ()
+    kind = type(own)  # a JSON leaf: int, float, bool or None
+    same_kind = isinstance(sent, kind) and isinstance(sent, bool) is isinstance(own, bool)
+    return None if same_kind and kind.__eq__(sent, own) is True else ()
 
 
 def _at(value: object, path: tuple[object, ...]) -> object:
