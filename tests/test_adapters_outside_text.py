@@ -137,7 +137,7 @@ def test_langchain_refuses_a_model_call_whose_system_message_lost_the_section_in
     mode. The call is now refused in the gateway's words, before the model is asked."""
     pytest.importorskip("langchain")
     from langchain.agents import create_agent
-    from langchain_core.messages import AIMessage
+    from langchain_core.messages import AIMessage, HumanMessage
     from test_integration_langchain import ScriptedChatModel
 
     from veridic.integrations.langchain import (
@@ -161,12 +161,14 @@ def test_langchain_refuses_a_model_call_whose_system_message_lost_the_section_in
         system_prompt="You help customers of the shop.",
         middleware=[approval_middleware(tools)],
     )
-    start = {"messages": [{"role": "user", "content": "Hi."}]}
-    with configured(mode="report"), pytest.raises(ToolCouplingError) as refused:
+
+    def ask() -> object:
         if call == "invoke":
-            agent.invoke(start)
-        else:
-            asyncio.run(agent.ainvoke(start))
+            return agent.invoke({"messages": [HumanMessage("Hi.")]})
+        return asyncio.run(agent.ainvoke({"messages": [HumanMessage("Hi.")]}))
+
+    with configured(mode="report"), pytest.raises(ToolCouplingError) as refused:
+        ask()
     told = str(refused.value)
     assert told.startswith("request 'lc' has no capability section")
     assert _after_where(told) == _after_where(_gateway_refusal(view))

@@ -69,7 +69,9 @@ _HUNG_SERVER: Final = _SLOW_SERVER.replace(
 """,
 ).replace(
     "store = SlowStore",
-    "import veridic.integrations.mcp.server as served\nserved._SETTLE_WAIT = 0.2\nstore = SlowStore",
+    "import veridic.integrations.mcp.server as served\n"
+    "served._SETTLE_WAIT = 0.2\n"
+    "store = SlowStore",
 )
 
 
