@@ -9,6 +9,7 @@ model is asked; the OpenAI Agents adapter requires the section of every agent an
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Final
 
@@ -26,6 +27,7 @@ from veridic import (
     SQLiteAuditSink,
     ToolCouplingError,
     ToolView,
+    configured,
     instruction,
 )
 from veridic.text.fence import preamble
@@ -123,6 +125,54 @@ def test_langchain_takes_a_prompt_without_a_section_when_every_tool_is_pinned_wh
         prompt=prompt,
     )
     assert {"lookup", "search"} <= {tool.name for tool in tools}
+
+
+@pytest.mark.parametrize("call", ["invoke", "ainvoke"])
+def test_langchain_refuses_a_model_call_whose_system_message_lost_the_section_in_report_mode(
+    call: str,
+) -> None:
+    """The approval middleware checks that a model call's system message is the prompt's,
+    but in report mode a system message replaced by one without the section was logged and
+    sent, with the outside tool text the section labels: the gateway refuses that in either
+    mode. The call is now refused in the gateway's words, before the model is asked."""
+    pytest.importorskip("langchain")
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+    from test_integration_langchain import ScriptedChatModel
+
+    from veridic.integrations.langchain import (
+        approval_middleware,
+        structured_tools,
+        system_prompt,
+    )
+
+    view = _view(None)
+    tools = structured_tools(
+        view,
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(":memory:"),
+        request_id="lc",
+        prompt=system_prompt(view, SYSTEM),
+    )
+    model = ScriptedChatModel(messages=iter([AIMessage("Done.")]))
+    agent = create_agent(
+        model,
+        tools=tools,
+        system_prompt="You help customers of the shop.",
+        middleware=[approval_middleware(tools)],
+    )
+
+    def ask() -> object:
+        if call == "invoke":
+            return agent.invoke({"messages": [HumanMessage("Hi.")]})
+        return asyncio.run(agent.ainvoke({"messages": [HumanMessage("Hi.")]}))
+
+    with configured(mode="report"), pytest.raises(ToolCouplingError) as refused:
+        ask()
+    told = str(refused.value)
+    assert told.startswith("request 'lc' has no capability section")
+    assert _after_where(told) == _after_where(_gateway_refusal(view))
+    assert model.seen == []
 
 
 # --- pydantic-ai ------------------------------------------------------------------------------

@@ -59,6 +59,22 @@ asyncio.run(serve(lambda request: registry.view(), audit=store, name="notes"))
 """
 
 
+# The same server, whose store never answers (a network store behind a partition); the wait
+# for its writes shortened from the default, so the test does not sit through it.
+_HUNG_SERVER: Final = _SLOW_SERVER.replace(
+    """        for _ in range(20):
+            await asyncio.sleep(0.01)
+""",
+    """        await asyncio.Event().wait()
+""",
+).replace(
+    "store = SlowStore",
+    "import veridic.integrations.mcp.server as served\n"
+    "served._SETTLE_WAIT = 0.2\n"
+    "store = SlowStore",
+)
+
+
 class _Client:
     """A client of MCP 2025-06-18 (which asks with ``elicitation/create``), in raw JSON-RPC."""
 
@@ -112,7 +128,12 @@ class _Client:
             }
         )
         assert self.receive().get("method") == "elicitation/create"
-        _, stderr = self.process.communicate(timeout=60)  # closes stdin, reads to the end
+        try:
+            _, stderr = self.process.communicate(timeout=60)  # closes stdin, reads to the end
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # a server that never ends would outlive the test
+            self.process.communicate()
+            raise
         return stderr.decode(errors="replace")
 
 
@@ -153,3 +174,18 @@ def test_a_slow_stores_denied_records_are_written_before_serve_returns(
     assert LOST not in said
     denied = ("delete_note", ApprovalMode.DENIED, CallOutcome.DENIED)
     assert _records(audit) == [denied] * calls
+
+
+def test_serve_returns_when_a_denied_records_write_hangs_and_the_record_is_logged(
+    tmp_path: Path,
+) -> None:
+    """``serve`` waited for the writes of the records left on their way without a bound: a
+    store that never answered kept the server running, without a word, after its client
+    had gone. It now waits a bounded time, says how many records are still on their way,
+    and returns: the loop stops under them, and each is logged with its record."""
+    script = tmp_path / "hung_server.py"
+    script.write_text(_HUNG_SERVER)
+    said = _Client([sys.executable, str(script), str(tmp_path / "audit.sqlite3")]).asked_then_left()
+    assert "1 audit record still being written" in said
+    assert LOST in said
+    assert "delete_note" in said

@@ -71,6 +71,7 @@ from veridic.errors import ProvenanceError, ToolCouplingError, VeridicError
 from veridic.integrations._output_docs import code_described
 from veridic.integrations._owned_keys import owned_keys
 from veridic.run._audit_writes import arecorded, of_call, recorded
+from veridic.run._unlabelled import refuse_unlabelled_outside_text
 from veridic.run.approval import ApprovalMode, ApprovalPolicy, ApprovalRequest
 from veridic.run.audit import AuditSink
 from veridic.run.deferred import shown_arguments
@@ -439,7 +440,9 @@ class Binding:
                 (a system or developer message among the conversation's); in report
                 mode: logged, and the call goes on.
             ToolCouplingError: the tools offered to the model are not exactly this
-                view's, as :func:`make_tools` made them.
+                view's, as :func:`make_tools` made them; or the system message, let pass
+                in report mode, lacks the view's capability section while a tool's text
+                from outside is not pinned (in either mode, as the gateway).
             VeridicError: the call's model settings would send instructions, tools or
                 history of their own (:meth:`_check_settings`).
             ProvenanceError: a structured output is described by text that is not code
@@ -455,6 +458,7 @@ class Binding:
                 "it must be the system text of the Prompt given to structured_tools(), sent "
                 "unchanged)",
             )
+            self._check_labelled(content)
         self._check_conversation(request.messages)
         self._check_settings(request.model_settings)
         self._check_response_format(request.response_format)
@@ -493,6 +497,18 @@ class Binding:
             "tools structured_tools(view, ...) returned, and register any other tool in the "
             "veridic registry"
         )
+
+    def _check_labelled(self, content: object) -> None:
+        """Refuse a system message without the view's capability section, as the gateway does.
+
+        A system message other than the prompt's is a provenance report, which report mode
+        logs and lets pass; the gateway refuses the section's absence in either mode when
+        the tool list carries outside text no pin covers
+        (:func:`~veridic.run._unlabelled.refuse_unlabelled_outside_text`), and so does this.
+        """
+        section = self.view.capability_section().strip()
+        if not (isinstance(content, str) and section and section in content):
+            refuse_unlabelled_outside_text(f"request {clip(self.request_id)}", self.view)
 
     def _check_settings(self, settings: Mapping[str, object]) -> None:
         """Refuse model settings that would send other instructions, tools or history.

@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import Final, Protocol, runtime_checkable
 
+from veridic._counted import counted
 from veridic._sample import clip
 from veridic.errors import VeridicError
 from veridic.run.audit import AsyncAuditSink, AuditSink
@@ -344,8 +345,9 @@ async def _to_the_end(write: Coroutine[object, object, None], record: AuditRecor
         raise
 
 
-async def settled() -> None:
-    """Wait until every write left running on this loop (:func:`_to_the_end`) has ended.
+async def settled(within: float, who: str) -> None:
+    """Wait until every write left running on this loop (:func:`_to_the_end`) has ended,
+    for ``within`` seconds at most.
 
     A call cancelled while its record was on its way leaves the write running, and
     ``asyncio.run`` cancels whatever still runs when its coroutine returns: a server that
@@ -354,10 +356,27 @@ async def settled() -> None:
     (and, for a store that writes over the network, was not). Await this before returning
     from the coroutine the loop runs. A write that fails is logged as before, with its
     record; none is waited for twice.
+
+    The wait is bounded: a store that never answers would keep the process running, its
+    client gone, without a word. Past ``within`` the writes still running are said on
+    ``veridic.executor`` (``who`` names what stops); when the loop stops, each is cancelled
+    and logged with its record (:func:`_written_later`).
     """
     loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
     while mine := [task for task in _in_flight if task.get_loop() is loop and not task.done()]:
-        await asyncio.wait(mine)
+        left = deadline - loop.time()
+        if left <= 0:
+            _log.warning(
+                "%s: %s still being written after %g seconds; it returns, and each record "
+                "still on its way is logged as not written, with its content, when the event "
+                "loop stops: check the audit store",
+                who,
+                counted(len(mine), "audit record"),
+                within,
+            )
+            return
+        await asyncio.wait(mine, timeout=left)
 
 
 def _written_later(

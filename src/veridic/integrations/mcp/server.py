@@ -136,6 +136,7 @@ _ARGUMENTS_SHOWN: Final = 2000  # the whole arguments' text in a question, value
 _DEPTH_SHOWN: Final = 16  # nesting an approval question shows; deeper is refused unasked
 _DETAIL_LIMIT: Final = 200  # as the executor clips a record's detail
 _CLIENT_SHOWN: Final = 2000  # characters of a client's error text an error quotes
+_SETTLE_WAIT: Final = 30.0  # seconds serve() waits for records still on their way at its end
 _REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,128}")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _log = logging.getLogger("veridic.integrations.mcp")
@@ -241,7 +242,10 @@ async def serve(
     stdout carries the protocol only (the SDK points fd 1 at stderr), so a
     handler's stray ``print`` cannot corrupt it. A client that leaves while a question
     about a call waits cancels the call: its ``DENIED`` record is written before this
-    returns (the loop that runs it would cancel the write).
+    returns (the loop that runs it would cancel the write). The wait is bounded, at 30
+    seconds: a store that never answers does not keep the process running after its
+    client; a record still on its way then is logged on ``veridic.executor`` with its
+    content.
 
     Raises:
         MissingExtraError, VeridicError: as :func:`mcp_server`.
@@ -262,7 +266,7 @@ async def serve(
     finally:
         # A client that leaves (stdin closed) while a question about a call waits cancels
         # the call, whose DENIED record is then on its way: written before the loop stops.
-        await settled()
+        await settled(_SETTLE_WAIT, "serve(), its client gone")
 
 
 # --- the two handlers ----------------------------------------------------------------
