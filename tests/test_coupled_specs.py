@@ -270,3 +270,42 @@ def test_a_responses_spec_is_compared_by_the_items_a_request_is_written_from() -
     assert "Always call this first." in json.dumps(flat)
     with pytest.raises(ToolCouplingError, match="description"):
         view.assert_coupled(flat)
+
+
+class _ToolObject:
+    """An SDK-like tool object an adapter of one's own might send: no mapping."""
+
+    name = "wipe_disk"
+
+
+class _AddingProvider(ScriptedProvider):
+    """An adapter of one's own that puts tools of its own beside the view's."""
+
+    def __init__(self, extra: object) -> None:
+        super().__init__([{"text": "Done."}])
+        self.extra = extra
+
+    def render(self, prompt: Any, specs: Sequence[Mapping[str, object]]) -> JsonObject:
+        request = super().render(prompt, specs)
+        request["tools"] = self.extra(list(specs)) if callable(self.extra) else self.extra
+        return request
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (lambda specs: [*specs, _ToolObject()], r"tool \d+ of the request is a _ToolObject"),
+        (lambda specs: tuple(specs), "the request's tools are a tuple"),
+    ],
+    ids=["an object beside the specs", "a tuple of the specs"],
+)
+def test_a_tool_list_veridic_cannot_read_is_refused_not_left_unchecked(
+    extra: object, said: str
+) -> None:
+    view = _view()
+    provider = _AddingProvider(extra)
+    gateway = ModelGateway(provider, audit=SQLiteAuditSink(":memory:"))
+    prompt = Composer().system(instruction("You tidy files.")).user("Tidy up.").build()
+    with pytest.raises(ToolCouplingError, match=said):
+        gateway.send(prompt, view, request_id="req-1")
+    assert provider.requests == []

@@ -25,7 +25,7 @@ from typing import Final, Literal, NamedTuple, Protocol
 from veridic._counted import counted
 from veridic._sample import clip
 from veridic._words import a_type
-from veridic.errors import UnknownToolError, VeridicError
+from veridic.errors import ToolCouplingError, UnknownToolError, VeridicError
 from veridic.providers._headers import (
     model_headers,
     model_query,
@@ -413,18 +413,34 @@ class Adapter:
         raise NotImplementedError
 
     def sent_tools(self, request: Mapping[str, object]) -> list[Mapping[str, object]]:
-        """The tool list as it stands in ``request``: what the model will be shown."""
+        """The tool list as it stands in ``request``: what the model will be shown.
+
+        A list that is no list, or an entry that is no mapping (a tool object an adapter
+        of your own put there), is refused rather than left out: the SDK would send it,
+        and :meth:`~veridic.ToolView.assert_coupled` would never have seen it.
+
+        Raises:
+            ToolCouplingError: ``request["tools"]`` is not a list of mappings.
+        """
         tools = request.get("tools", [])
         if not isinstance(tools, list):
-            return []
+            raise ToolCouplingError(
+                f"{type(self).__name__}: the request's tools are {a_type(tools)}, not a list "
+                "of tool specs, so veridic cannot check them against the view: build them "
+                "from the view's tool_specs() in render()"
+            )
         # A dict is a Mapping: asked alone first (not in one isinstance with Mapping, which
         # costs twice as much), the view's specs (read-only dicts) skip the ABC's check, a
         # tenth of a microsecond for each tool on every send.
-        return [
-            tool
-            for tool in tools
-            if isinstance(tool, dict) or isinstance(tool, Mapping)  # noqa: SIM101 - see above
-        ]
+        for index, tool in enumerate(tools):
+            if not (isinstance(tool, dict) or isinstance(tool, Mapping)):  # noqa: SIM101
+                raise ToolCouplingError(
+                    f"{type(self).__name__}: tool {index} of the request is {a_type(tool)}, "
+                    "not a mapping, so veridic cannot check it against the view: send the "
+                    "view's tool_specs() as they are (an SDK's tool objects are mappings "
+                    "once dumped: model_dump())"
+                )
+        return tools
 
     def method(self) -> Callable[..., object]:
         """The SDK method that sends the request (bound to the client)."""
