@@ -1322,6 +1322,6 @@ def test_the_refusal_says_what_each_tool_leaves_out_and_how_to_cover_it() -> Non
     assert "2 tools" in told
     assert "'browse' (from a crawler: its description and input schema)" in told
     assert "'search' (from an external spec: its input schema, which a description pin " in told
-    assert "pin=tool_pin(" in told
+    assert "pin=veridic.tools.tool.tool_pin(" in told
     assert "Deny(when=lambda tool: not tool.schema_trusted)" in told
     assert CANARY not in told

@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from test_provenance_map import without_recorded_notice
 
 from veridic import (
     ApprovalPolicy,
@@ -94,6 +95,7 @@ def test_show_prints_a_document_s_span_view(
     code, out, err = run(["show", str(document)], capsys)
     assert (code, err) == (EXIT_CLEAN, "")
     assert "a prompt document (veridic-prompt/1); its text matches its sha256" in out
+    assert "provenance as recorded in the document, not verified by veridic" in out
     assert f"prompt sha256 {ticket_prompt().sha256}" in out
     assert "    UNTRUSTED untrusted ticket:7" in out
     assert "veridic.compose" not in out  # separators folded
@@ -120,9 +122,11 @@ def test_show_writes_the_provenance_map(
     code, out, err = run(["show", str(document), "--format", "html", "-o", str(page)], capsys)
     assert (code, err) == (EXIT_CLEAN, "")
     assert out == f"wrote {page}\n"
-    assert page.read_text(encoding="utf-8") == ticket_prompt().to_html()
+    written = page.read_text(encoding="utf-8")
+    assert without_recorded_notice(written) == ticket_prompt().to_html()
+    assert "as recorded, not verified by veridic" in written
     code, out, _ = run(["show", str(document), "--format", "html"], capsys)
-    assert out == ticket_prompt().to_html()
+    assert without_recorded_notice(out) == ticket_prompt().to_html()
 
 
 def test_show_prints_the_validated_document_as_json(

@@ -236,7 +236,7 @@ def test_an_approval_timeout_too_large_for_seconds_is_refused_in_words() -> None
     ``OverflowError`` (int too large to convert to float), naming nothing."""
     with (
         SQLiteAuditSink(":memory:") as audit,
-        pytest.raises(VeridicError, match=r"approval_timeout='1000.*finite number above 0"),
+        pytest.raises(VeridicError, match=r"approval_timeout=1000.*finite number above 0"),
     ):
         mcp_server(lambda request: Registry().view(), audit=audit, approval_timeout=10**400)
 

@@ -32,6 +32,7 @@ from veridic import (
 )
 from veridic.checks.cli import EXIT_CLEAN, EXIT_USAGE, main
 from veridic.templates import TemplateError, TemplateParamsError, TemplateSandboxError
+from veridic.text.prompt import PromptDocument
 
 
 class Anything(TypedDict):
@@ -309,10 +310,11 @@ def test_show_html_on_standard_output_gives_a_ci_log_no_workflow_command(
     assert not [line for line in out.split("\n") if line.lstrip().startswith("::")]
     assert "##[" not in out
     # The same page to a browser: only character references differ.
-    assert out.replace("&#58;", ":").replace("&#91;", "[") == prompt.to_html()
+    its_page = PromptDocument.from_json(prompt.to_document()).to_html()
+    assert out.replace("&#58;", ":").replace("&#91;", "[") == its_page
     page = tmp_path / "map.html"
     _show(capsys, str(document), "--format", "html", "-o", str(page))
-    assert page.read_text(encoding="utf-8") == prompt.to_html()  # a file is the page as it is
+    assert page.read_text(encoding="utf-8") == its_page  # a file is the page as it is
 
 
 # -- second read -----------------------------------------------------------------------------
@@ -395,7 +397,7 @@ def test_show_html_on_a_standard_output_not_in_utf_8_is_the_same_page(
     def shown(text: str) -> str:  # what a browser shows for each character reference
         return re.sub(r"&#(\d+);", lambda match: chr(int(match[1])), text)
 
-    assert shown(page) == shown(prompt.to_html())
+    assert shown(page) == shown(PromptDocument.from_json(prompt.to_document()).to_html())
 
 
 def test_show_to_a_device_does_not_say_it_replaced_a_file(

@@ -201,7 +201,7 @@ def _show(args: argparse.Namespace, snapshots: Path, colour: bool) -> str:
         return document.to_json() + "\n"
     note = (
         f"{visible(source, None)}: a prompt document ({DOCUMENT_FORMAT}); its text matches "
-        "its sha256, its spans are shown as recorded (provenance is not hashed)\n\n"
+        "its sha256\n\n"
     )
     return note + render_terminal(document, colour=colour, separators=args.separators)
 

@@ -40,8 +40,8 @@ def refuse_unlabelled_outside_text(where: str, view: ToolView) -> None:
         f"tool list sent with it holds text from outside that no pin covers, of "
         f"{counted(len(unverified), 'tool')}: {shown}; only the section tells the model to "
         "read that text as data: put view.capability_section() in the system message, pin "
-        "each tool whole (registry.external(..., pin=tool_pin(name, description, "
-        "input_schema))), or keep them out of the view "
+        "each tool whole (registry.external(..., pin=veridic.tools.tool.tool_pin(name, "
+        "description, input_schema))), or keep them out of the view "
         "(registry.view(deny=[Deny(when=lambda tool: not tool.schema_trusted)]))"
     )
 

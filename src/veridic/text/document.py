@@ -15,7 +15,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol, cast, get_args
+from typing import ClassVar, Final, Protocol, cast, get_args
 
 from veridic import _json_object
 from veridic._counted import counted
@@ -87,7 +87,8 @@ class PromptDocument:
     and nothing in veridic takes it as a prompt. It has what
     :func:`veridic.text.provenance_map.render` and
     :func:`veridic.text.terminal_view.render_terminal` read: :meth:`to_html`
-    gives the same page the prompt gave.
+    gives the page the prompt gave, headed by a notice that its provenance is as
+    recorded in the file, not verified by veridic, and the terminal view says so too.
 
     Every document is valid: the spans lie inside their message, in order,
     without overlap, with the message's role; and the ``sha256`` is the hash
@@ -119,6 +120,9 @@ class PromptDocument:
     messages: tuple[DocumentMessage, ...]
     spans: tuple[PromptSpan, ...]
     sha256: str
+
+    _PROVENANCE_AS_RECORDED: ClassVar[bool] = True
+    """Read by the map and the terminal view, which say the spans are as recorded."""
 
     def __post_init__(self) -> None:
         for name in ("messages", "spans"):
@@ -225,7 +229,13 @@ class PromptDocument:
         return _document_json(self.sha256, self.messages, self.spans)
 
     def to_html(self, *, tools: Specs | None = None) -> str:
-        """The provenance map of the document: the page :meth:`veridic.Prompt.to_html` gave.
+        """The provenance map of the document: the page :meth:`veridic.Prompt.to_html` gave,
+        headed by a notice that the provenance is as recorded, not verified by veridic.
+
+        The page is otherwise the prompt's, byte for byte. The notice is there because
+        the spans are only what the file says: the hash covers the text, not the
+        provenance, so an edited file could show a user's turn as written in code, and
+        a reviewer must not take the colours for veridic's word.
 
         Raises:
             VeridicError: a spec in ``tools`` has no name.

@@ -285,8 +285,16 @@ class Prompt:
         >>> from veridic import Composer, instruction
         >>> prompt = Composer().system(instruction("Be brief.")).user("Hi").build()
         >>> document = PromptDocument.from_json(prompt.to_document())
-        >>> document.sha256 == prompt.sha256, document.to_html() == prompt.to_html()
-        (True, True)
+        >>> document.sha256 == prompt.sha256
+        True
+
+        Its map is the prompt's page headed by a notice that the provenance is as
+        recorded, not verified by veridic (the spans are what the file says):
+
+        >>> "not verified by veridic" in document.to_html()
+        True
+        >>> "not verified by veridic" in prompt.to_html()
+        False
 
         Raises:
             VeridicError: a text holds a lone high surrogate directly before a

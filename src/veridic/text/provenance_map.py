@@ -27,6 +27,11 @@ ever *text* in it:
   fetched, no form submits. The page has no script at all; hover, links and the
   side list are plain HTML and CSS.
 
+The map of a saved :class:`~veridic.text.prompt.PromptDocument` is the same page headed
+by a notice: its provenance is as recorded in the file, not verified by veridic (a
+document's spans are not covered by its hash, so an edited file could colour a user's
+turn as code).
+
 The page is deterministic: the same prompt (and the same specs) give the same bytes,
 so a map can be snapshot-tested and diffed.
 
@@ -323,6 +328,8 @@ _CSS: Final = (
     ".vpm aside li{margin:0 0 3px;overflow-wrap:anywhere}"
     ".vpm .spec .body{font-size:11px}"
     ".vpm :target{outline:2px solid #e8a200}"
+    ".vpm .rec{margin:6px 0 2px;padding:6px 8px;border:2px solid #b35c00;border-radius:4px;"
+    "background:#fff4e5}"
     + "".join(f".vpm .k-{kind}{{background:{colour}}}" for kind, colour in KIND_COLOURS.items())
 )
 _CSS_HASH: Final = base64.b64encode(hashlib.sha256(_CSS.encode("ascii")).digest()).decode()
@@ -330,6 +337,29 @@ CSP: Final = (
     f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; base-uri 'none'; form-action 'none'"
 )
 """The page's Content-Security-Policy: its own style sheet (by hash), and nothing else."""
+
+
+_RECORDED_NOTICE: Final = (
+    '<div class="rec"><b>Provenance as recorded, not verified by veridic.</b> This map was '
+    "made from a saved prompt document: its text matches its sha256, but provenance is not "
+    "hashed, so each span's kind and origin are only what the file says, and whoever could "
+    "edit the file could have marked any text (a user's turn, say) as written in code. "
+    "Check the system message's spans against the audit store's record of the call "
+    "(veridic show STORE --call CALL_ID), or view the map of the prompt itself "
+    "(prompt.to_html()).</div>"
+)
+"""What heads the map of a saved document (:func:`_as_recorded`): a live prompt's spans
+are the ones veridic made as it composed, a document's are what a file says."""
+
+
+def _as_recorded(prompt: object) -> bool:
+    """Whether ``prompt``'s spans are as recorded (a saved document's), not veridic's own.
+
+    Read from the class (:class:`~veridic.text.prompt.PromptDocument` sets
+    ``_PROVENANCE_AS_RECORDED``), not passed as a flag: every view of a document says so,
+    whoever calls :func:`render` or the terminal view with it.
+    """
+    return getattr(type(prompt), "_PROVENANCE_AS_RECORDED", False) is True
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,6 +378,10 @@ def render(prompt: PromptLike, *, tools: Specs | None = None, document: bool = T
     shown as the text it is. The body (for a notebook) holds the same map and its
     style sheet, every rule scoped to the map; only the page carries the
     Content-Security-Policy, which a notebook sets for itself.
+
+    The map of a saved :class:`~veridic.text.prompt.PromptDocument` is headed by a notice
+    that its provenance is as recorded in the file, not verified by veridic (the spans
+    are not hashed); a live prompt's map has none.
 
     Raises:
         VeridicError: a spec in ``tools`` has no name.
@@ -430,7 +464,7 @@ class _Page:
             f'<div class="n">{counted(len(prompt.messages), "message")} \u00b7 '
             f"{counted(sum(len(spans) for spans in by_message), 'span')} \u00b7 "
             f"{counted(total, 'character')}"
-            "</div></header>"
+            f"</div>{_RECORDED_NOTICE if _as_recorded(prompt) else ''}</header>"
         )
         legend = "".join(
             f'<li><span class="sw k-{kind}">{kind}</span> '

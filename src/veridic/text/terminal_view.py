@@ -65,7 +65,13 @@ from typing import Final, Protocol, TextIO
 from veridic._counted import counted
 from veridic.text.fence import _INVISIBLE_CHAR, unfence
 from veridic.text.provenance import TRUSTED_KINDS
-from veridic.text.provenance_map import KIND_COLOURS, PromptLike, _covering, _hidden
+from veridic.text.provenance_map import (
+    KIND_COLOURS,
+    PromptLike,
+    _as_recorded,
+    _covering,
+    _hidden,
+)
 from veridic.text.provenance_map import _Span as _PromptSpan
 
 __all__ = [
@@ -86,6 +92,11 @@ _ORIGIN: Final = 60
 _NAME: Final = 64
 """A tool name is shown whole up to 64 characters, the longest a registry takes, so two
 valid names never show alike; a longer one (model-written) is clipped."""
+_RECORDED_NOTE: Final = (
+    "provenance as recorded in the document, not verified by veridic: the text matches "
+    "its sha256, the spans are what the file says (provenance is not hashed)"
+)
+"""What a saved document's view says under its hash, as its map does."""
 _RESET: Final = "\x1b[0m"
 
 
@@ -209,10 +220,13 @@ def render_terminal(prompt: PromptLike, *, colour: bool = False, separators: boo
     ``colour`` adds the kinds' SGR colours (decide with :func:`use_colour`);
     ``separators`` shows the composer's separators, which are folded away by
     default. Text no span covers (a document may leave some) is shown as
-    ``unknown``, ``(no provenance span)``, as the map shows it. The module
-    docstring says what the view escapes.
+    ``unknown``, ``(no provenance span)``, as the map shows it. A saved document's view
+    says, under its hash, that its provenance is as recorded, not verified by veridic
+    (as its map does). The module docstring says what the view escapes.
     """
     lines = [f"prompt sha256 {visible(prompt.sha256, None)}", ""]
+    if _as_recorded(prompt):
+        lines[1:1] = [_RECORDED_NOTE]
     by_message: list[list[_PromptSpan]] = [[] for _ in prompt.messages]
     for span in prompt.spans:
         if 0 <= span.message < len(by_message):

@@ -84,7 +84,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from veridic._counted import counted
 from veridic._extras import require
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic.errors import AuditRecordError, AuditWriteError, VeridicError
 from veridic.run._audit_writes import settled
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
@@ -930,8 +930,9 @@ def _seconds(wait: object) -> float:
         or not 0 < wait <= sys.float_info.max
     ):
         raise VeridicError(
-            f"mcp_server() got approval_timeout={clip(repr(wait), 40)}: give how many seconds a "
-            "question about a call waits for the user's answer, a finite number above 0 "
+            f"mcp_server() (or serve()) got approval_timeout={quoted(wait, 40)}: give how "
+            "many seconds a question about a call waits for the user's answer, a finite "
+            "number above 0 "
             f"(the default is {_ASKED_TTL:g})"
         )
     return float(wait)
