@@ -53,6 +53,10 @@ _WRITTEN_IN_C: Final = (
 )
 """Callables whose ``__doc__`` comes from C source and cannot be assigned."""
 
+_LINKS_FOLLOWED: Final = 100
+"""How many wrappers deep a docstring is looked for (an object whose ``__getattr__``
+makes a new ``__wrapped__`` each time would be followed forever)."""
+
 _FUNCTIONS: Final = (
     types.FunctionType,
     types.MethodType,
@@ -86,7 +90,7 @@ def _source_docstrings(function: object) -> Iterator[str]:
     """The docstrings written in the source of ``function`` and of what it wraps."""
     waiting = [function]
     seen: set[int] = set()
-    while waiting:
+    while waiting and len(seen) < _LINKS_FOLLOWED:
         current = waiting.pop()
         if id(current) in seen:
             continue

@@ -65,7 +65,7 @@ class FunctionText:
 
     The docstring is the description the capability section prints as
     trusted text, so it is read only when it was written in the function's
-    source (:mod:`veridic.tools._written_doc`): a ``__doc__`` assigned at run
+    source (``veridic.tools._written_doc``): a ``__doc__`` assigned at run
     time, by a decorator, or a callable object's class docstring is refused,
     unless ``described`` (the tool has a ``description=`` written in code),
     when it is not read at all. A ``__doc__`` branded untrusted is refused
