@@ -6,21 +6,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from _in_source import written_in_source
+
 from veridic import Registry
 
 
 def _handler(index: int) -> Callable[..., str]:
     def handler(user_id: int, note: str = "", dry_run: bool = False) -> str:
+        """(docstring written by written_in_source)"""
         return f"{index}:{user_id}"
 
     handler.__name__ = handler.__qualname__ = f"tool_{index}"
-    handler.__doc__ = f"""Apply change number {index} to a user's account.
+    written_in_source(
+        handler,
+        f"""Apply change number {index} to a user's account.
 
     Args:
         user_id: The user to change.
         note: Why, for the audit log.
         dry_run: Report what would change without changing it.
-    """
+    """,
+    )
     return handler
 
 

@@ -49,6 +49,7 @@ from typing import Any, Final, Literal, cast
 
 import _harness as h
 import pydantic
+from _in_source import written_in_source
 
 from veridic import Registry
 from veridic.tools._similarity import _join, naive_similar_pairs
@@ -99,15 +100,19 @@ def templated(count: int) -> dict[str, str]:
 
 def _handler(index: int, description: str) -> Callable[..., str]:
     def handler(record_id: int, note: str = "") -> str:
+        """(docstring written by written_in_source)"""
         return f"{index}:{record_id}:{note}"
 
     handler.__name__ = handler.__qualname__ = f"tool_{index}"
-    handler.__doc__ = f"""{description}
+    written_in_source(
+        handler,
+        f"""{description}
 
     Args:
         record_id: The record to act on.
         note: Why, for the audit log.
-    """
+    """,
+    )
     return handler
 
 

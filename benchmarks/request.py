@@ -80,6 +80,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import _harness as h
+from _in_source import written_in_source
 
 from veridic import (
     Composer,
@@ -154,61 +155,81 @@ def _tools() -> list[tuple[str, Literal["query", "write"], Callable[..., object]
         an = "an" if noun[0] in "aeiou" else "a"
 
         def get(record_id: int, include_history: bool = False) -> str:
+            """(docstring written by written_in_source)"""
             return f"{record_id}:{include_history}"
 
-        get.__doc__ = f"""Read one {noun} by its number, with its current state.
+        written_in_source(
+            get,
+            f"""Read one {noun} by its number, with its current state.
 
         Args:
             record_id: The number of the {noun}, as the customer or a tool gave it.
             include_history: Also return every earlier state, oldest first.
-        """
+        """,
+        )
 
         def search(
             query: str, limit: int = 10, status: Literal["open", "closed", "any"] = "any"
         ) -> list[str]:
+            """(docstring written by written_in_source)"""
             return [query] * min(limit, 1) + [status]
 
-        search.__doc__ = f"""Find the {noun}s that match a few words, best match first.
+        written_in_source(
+            search,
+            f"""Find the {noun}s that match a few words, best match first.
 
         Args:
             query: Words to look for, as the customer wrote them.
             limit: How many matches to return at most.
             status: Only {noun}s in this state.
-        """
+        """,
+        )
 
         def list_(page: int = 1, per_page: int = 20) -> list[str]:
+            """(docstring written by written_in_source)"""
             return [str(page * per_page)]
 
-        list_.__doc__ = f"""List the customer's {noun}s, newest first, one page at a time.
+        written_in_source(
+            list_,
+            f"""List the customer's {noun}s, newest first, one page at a time.
 
         Args:
             page: The page to return, from 1.
             per_page: How many {noun}s a page holds.
-        """
+        """,
+        )
 
         def update(record_id: int, note: str, notify: bool = True) -> str:
+            """(docstring written by written_in_source)"""
             return f"{record_id}:{note}:{notify}"
 
-        update.__doc__ = f"""Add a note to {an} {noun} and mark it as changed by the assistant.
+        written_in_source(
+            update,
+            f"""Add a note to {an} {noun} and mark it as changed by the assistant.
 
         Args:
             record_id: The number of the {noun} to change.
             note: What changed and why, in one or two sentences.
             notify: Send the customer an email about the change.
-        """
+        """,
+        )
 
         def create(
             title: str, body: str, priority: Literal["low", "normal", "high"] = "normal"
         ) -> str:
+            """(docstring written by written_in_source)"""
             return f"{title}:{body}:{priority}"
 
-        create.__doc__ = f"""Open a new {noun} for the customer, with a title and a description.
+        written_in_source(
+            create,
+            f"""Open a new {noun} for the customer, with a title and a description.
 
         Args:
             title: A short title, under 80 characters.
             body: What the customer asked for, in their words.
             priority: How soon someone must look at it.
-        """
+        """,
+        )
 
         shapes: tuple[tuple[str, Literal["query", "write"], Callable[..., object]], ...] = (
             ("get", "query", get),

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Annotated
 
 import pytest
+from _source_docstring import written_in_source
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
@@ -68,9 +69,9 @@ def test_a_tool_without_a_real_description_is_hidden_and_reported(
     registry = Registry()
 
     def delete_golden() -> None:
-        pass
+        """(docstring written by written_in_source)"""
 
-    delete_golden.__doc__ = docstring
+    written_in_source(delete_golden, docstring)
     registry.tool(kind="write")(delete_golden)
     assert "delete_golden" not in registry.view().names()
     (gap,) = find_doc_gaps(registry)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from _source_docstring import written_in_source
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -385,9 +386,10 @@ def _write(description: str, *, irreversible: bool = False, risk: Risk | None = 
     registry = Registry()
 
     def delete_customer(customer_id: int) -> None:
-        return None
+        """(docstring written by written_in_source)"""
+        return
 
-    delete_customer.__doc__ = f"{description}\n\nArgs:\n    customer_id: The customer."
+    written_in_source(delete_customer, f"{description}\n\nArgs:\n    customer_id: The customer.")
     registry.tool(kind="write", irreversible=irreversible, risk=risk)(delete_customer)
     return registry
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _source_docstring import written_in_source
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -217,10 +218,13 @@ def test_registry_that_does_not_boot_writes_no_manifest(tmp_path: Path) -> None:
 
 def _query(number: int) -> Callable[[str], str]:
     def handler(text: str) -> str:
+        """(docstring written by written_in_source)"""
         return text
 
     handler.__name__ = f"tool_{number}"
-    handler.__doc__ = f"Look up record kind {number} by its text.\n\nArgs:\n    text: The key."
+    written_in_source(
+        handler, f"Look up record kind {number} by its text.\n\nArgs:\n    text: The key."
+    )
     return handler
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _source_docstring import written_in_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +23,9 @@ from veridic import PausedRun, Registry, SQLiteAuditSink
 _APP = '''
 """The application: its tools, a pause when run as a script, a resume when imported."""
 import sys
+from typing import Annotated
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from veridic import (
     ApprovalPolicy, Composer, InstructionField, ModelGateway, PausedRun, Registry,
@@ -51,15 +53,18 @@ def registry(ran: list[str], saves: str = "Save new content for a feature's prom
         ran.append(f"revert {target}")
         return "reverted"
 
-    def edit_prompt(feature: str, content: str) -> str:
+    def edit_prompt(
+        feature: Annotated[str, Field(description="The AI feature.")],
+        content: Annotated[str, Field(description="The new prompt text.")],
+    ) -> str:
         ran.append(f"edit {feature}")
         return "saved"
 
-    edit_prompt.__doc__ = (
-        saves + "; the feature uses it as its system prompt.\\n\\n"
-        "Args:\\n    feature: The AI feature.\\n    content: The new prompt text.\\n"
-    )
-    tools.tool(kind="write", writes=(StoredPrompt,))(edit_prompt)
+    tools.tool(
+        kind="write",
+        writes=(StoredPrompt,),
+        description=saves + "; the feature uses it as its system prompt.",
+    )(edit_prompt)
     return tools
 
 
@@ -277,10 +282,13 @@ def test_a_deny_filter_that_overrides_matches_still_denies_what_it_matches() -> 
     for name in ("delete_user", "list_users", "export_users"):
 
         def handler(user: str) -> str:
+            """(docstring written by written_in_source)"""
             return user
 
         handler.__name__ = name
-        handler.__doc__ = f"Run {name} on one user account.\n\nArgs:\n    user: The user.\n"
+        written_in_source(
+            handler, f"Run {name} on one user account.\n\nArgs:\n    user: The user.\n"
+        )
         registry.tool(kind="write")(handler)
     deny = _DenyDeletes({"export_users"}, reason=veridic.instruction("read-only session"))
     view = registry.view(deny=[deny, "list_users"])
@@ -301,10 +309,11 @@ def _plan_view() -> veridic.ToolView:
     for number in range(40):
 
         def handler(x: str) -> str:
+            """(docstring written by written_in_source)"""
             return x
 
         handler.__name__ = f"report_{number}"
-        handler.__doc__ = f"Build report number {number}.\n\nArgs:\n    x: The filter.\n"
+        written_in_source(handler, f"Build report number {number}.\n\nArgs:\n    x: The filter.\n")
         registry.tool(kind="query", roles=("admin",) if number % 7 == 0 else ())(handler)
     return registry.view(
         deny=[

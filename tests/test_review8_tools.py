@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from _source_docstring import written_in_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -163,10 +164,11 @@ def _many_tools(count: int) -> ToolView:
     for number in range(count):
 
         def handler(x: str) -> str:
+            """(docstring written by written_in_source)"""
             return x
 
         handler.__name__ = f"report_{number}"
-        handler.__doc__ = f"Build report number {number}.\n\nArgs:\n    x: The filter.\n"
+        written_in_source(handler, f"Build report number {number}.\n\nArgs:\n    x: The filter.\n")
         registry.tool(kind="query")(handler)
     return registry.view()
 
@@ -258,10 +260,11 @@ def _six_tools() -> Registry:
     for name in _NAMES:
 
         def handler(x: str) -> str:
+            """(docstring written by written_in_source)"""
             return x
 
         handler.__name__ = name
-        handler.__doc__ = f"Run {name}.\n\nArgs:\n    x: The input.\n"
+        written_in_source(handler, f"Run {name}.\n\nArgs:\n    x: The input.\n")
         registry.tool(kind="write")(handler)
     return registry
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _source_docstring import written_in_source
 
 from veridic import (
     ApprovalMode,
@@ -44,9 +45,10 @@ def _feature(name: str, description: str) -> ToolView:
     registry = Registry(name)
 
     def revert(target: str) -> str:
+        """(docstring written by written_in_source)"""
         return f"reverted {target}"
 
-    revert.__doc__ = description
+    written_in_source(revert, description)
     registry.tool(kind="write")(revert)
     return registry.view()
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 import pytest
+from _source_docstring import written_in_source
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -174,9 +175,10 @@ def _fail() -> None:
 
 def _handler(doc: str) -> Callable[[int], int]:
     def handler(value: int = 0) -> int:
+        """(docstring written by written_in_source)"""
         return value
 
-    handler.__doc__ = doc
+    written_in_source(handler, doc)
     return handler
 
 

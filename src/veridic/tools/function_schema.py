@@ -46,6 +46,7 @@ from veridic.text.fields import instruction_fields
 from veridic.text.provenance import is_untrusted, refuse_untrusted, source_of
 from veridic.tools._argument_kinds import kind_keeping_validation
 from veridic.tools._external_schema import _mentions_instruction
+from veridic.tools._written_doc import written_docstring
 from veridic.tools.context import ContextParameter, read_context_parameter
 from veridic.tools.input_schema import _ARGUMENT_NAME, JsonObject, _invalid, _not_an_object
 
@@ -63,13 +64,16 @@ class FunctionText:
     name classes defined after the tool.
 
     The docstring is the description the capability section prints as
-    trusted text, so a ``__doc__`` branded untrusted (set from a spec or a
-    stored row) is refused here, as ``description=`` refuses it. (A plain
-    ``str`` cannot be told from code at run time; the ``veridic.mypy``
-    plugin and code review are the checks for those.)
+    trusted text, so it is read only when it was written in the function's
+    source (``veridic.tools._written_doc``): a ``__doc__`` assigned at run
+    time, by a decorator, or a callable object's class docstring is refused,
+    unless ``described`` (the tool has a ``description=`` written in code),
+    when it is not read at all. A ``__doc__`` branded untrusted is refused
+    either way, as ``description=`` refuses it.
 
     Raises:
-        ProvenanceError: the docstring is ``UntrustedText``.
+        ProvenanceError: the docstring is ``UntrustedText``, or cannot be
+            traced to the source and ``described`` is false.
     """
 
     name: str
@@ -78,7 +82,9 @@ class FunctionText:
     """``None`` when inspect can read no signature of the callable (boot raises then)."""
 
     @staticmethod
-    def read(function: Callable[..., object], name: str | None = None) -> FunctionText:
+    def read(
+        function: Callable[..., object], name: str | None = None, *, described: bool = False
+    ) -> FunctionText:
         try:
             signature: inspect.Signature | None = inspect.signature(function)
         except (TypeError, ValueError):
@@ -91,7 +97,10 @@ class FunctionText:
             "write the docstring in code, or register a tool described from outside with "
             "registry.external(..., pin=...), which prints its text only once pinned",
         )
-        return FunctionText(named, doc if isinstance(doc, str) else None, signature)
+        written = written_docstring(
+            function, doc if isinstance(doc, str) else None, named, described=described
+        )
+        return FunctionText(named, written, signature)
 
 
 def _input_model(

@@ -755,7 +755,7 @@ class Registry:
             )
             checked = check_tool_name(tool_name, where)
             # What the model is shown is read now, once: a docstring changed later is not seen.
-            text = FunctionText.read(function, checked)
+            text = FunctionText.read(function, checked, described=description is not None)
             self._add(checked, _Declaration(function, options, component, localns, text=text))
             return function
 

@@ -441,7 +441,9 @@ def function_tool(
             ``ToolContext``, a ``ToolContext`` inside another type).
     """
     origin = _origin_of(function)
-    read = text or FunctionText.read(function, options.name)
+    read = text or FunctionText.read(
+        function, options.name, described=options.description is not None
+    )
     name = check_tool_name(options.name or read.name, origin, builtin=builtin)
     where = f"{name!r} ({origin})"
     docstring = parse_docstring(read.doc)

@@ -376,7 +376,9 @@ class ToolView:
         return tuple(self._withheld.values())
 
     def unavailable_components(self) -> tuple[ComponentState, ...]:
-        """The components that did not start, with their reasons and hints."""
+        """The components that did not start, with their reasons and hints: those the
+        capability section lists, so not one whose every tool this view's filters (roles,
+        allow, deny, predicates) keep out; :meth:`veridic.Registry.components` has all."""
         return self._components
 
     def status(self, name: str) -> ToolStatus:
@@ -791,24 +793,29 @@ def build_view(
     deny_first = _Denials(denials)
     exposed: list[Tool] = []
     withheld: list[ToolStatus] = []
+    owning: set[str] = set()  # the components that have a tool
+    reachable: set[str] = set()  # ... a tool this view's filters let through
     for tool in candidates:
         # Denied before unavailable: a tool kept from this view whose component did not
         # start must read to the model as a name nobody registered (ToolStatus.hidden),
         # not as "unavailable", which would confirm it exists.
-        status = (
-            _denied(tool, view_roles, allowed, keep, deny_first)
-            or _unavailable(tool, components)
-            or _pin_changed(tool)
-            or _withheld(tool)
-        )
+        denied = _denied(tool, view_roles, allowed, keep, deny_first)
+        if tool.component is not None:
+            owning.add(tool.component)
+            if denied is None:
+                reachable.add(tool.component)
+        status = denied or _unavailable(tool, components) or _pin_changed(tool) or _withheld(tool)
         if status is None:
             exposed.append(tool)
         else:
             withheld.append(status)
+    # A failed component is listed where one of its tools would have been: one whose
+    # every tool this view keeps out is none of the model's business here (its line
+    # would name what the view hides), and a tombstoned denial still says its reason.
     return ToolView(
         exposed,
         withheld,
-        components.values(),
+        (state for name, state in components.items() if name not in owning or name in reachable),
         origin,
         key=_BUILD_KEY,
         wording=wording,
