@@ -37,8 +37,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# One worker per core, each test file on one worker (--dist loadfile), so a module's costly
+# setup (a wheel built, mypy run over the typecheck cases) runs once, not once per worker.
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile
 
 # The docs site (docs/, Sphinx with myst-parser) into build/docs/html, strict: every warning
 # fails it, and every cross-reference must resolve (-n). -E reads every page again, since
