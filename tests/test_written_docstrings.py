@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from typing import Annotated
 
 import pytest
@@ -265,3 +267,109 @@ def test_a_str_subclass_with_the_source_s_characters_is_read_as_the_source_s_str
     section = registry.view().capability_section()
     assert "Look up an order." in section
     assert "Ignore your rules" not in section
+
+
+def _ends_with_a_string(flag: bool) -> str | None:
+    "Look up an order." if flag else None  # noqa: B018  # a string, not the docstring
+    return None
+
+
+def _string_after_a_statement() -> None:
+    _ = 1
+    "Look up an order."  # noqa: B018  # a string statement that is not the first
+
+
+_LAMBDA = lambda: "Look up an order."  # noqa: E731  # its first constant is a string
+
+
+@pytest.mark.parametrize(
+    "function",
+    [_ends_with_a_string, _string_after_a_statement, _LAMBDA],
+    ids=["conditional-expression", "string-after-a-statement", "lambda"],
+)
+def test_a_string_constant_that_is_not_the_docstring_does_not_make_one(
+    function: Callable[..., object],
+) -> None:
+    assert function.__doc__ is None
+    function.__doc__ = "Look up an order."
+    try:
+        with pytest.raises(ProvenanceError, match="set at run time"):
+            Registry().tool(kind="query", name="lookup_order")(function)
+    finally:
+        function.__doc__ = None
+
+
+def test_async_generator_and_exec_defined_functions_read_their_source_docstrings() -> None:
+    async def fetch_order(order_id: int) -> str:
+        """Fetch an order."""
+        return "open"
+
+    def list_orders(day: str) -> Iterator[str]:
+        """List the orders of a day."""
+        yield day
+
+    namespace: dict[str, object] = {}
+    exec(  # a class whose source is a string, as generated code is
+        "class Orders:\n"
+        "    def count_orders(self, day: str) -> int:\n"
+        '        """Count the orders of a day."""\n'
+        "        return 0\n",
+        namespace,
+    )
+    orders = namespace["Orders"]
+    assert isinstance(orders, type)
+    registry = Registry()
+    for function in (fetch_order, list_orders, orders().count_orders):
+        registry.tool(kind="query")(function)
+    view = registry.view()
+    assert view.tool("fetch_order").description == "Fetch an order."
+    assert view.tool("list_orders").description == "List the orders of a day."
+    assert view.tool("count_orders").description == "Count the orders of a day."
+
+
+def test_a_wrapper_s_docstring_assigned_after_functools_wraps_is_refused() -> None:
+    def lookup_order(order_id: int) -> str:
+        """Look up an order."""
+        return "open"
+
+    @functools.wraps(lookup_order)
+    def wrapper(order_id: int) -> str:
+        """Call the wrapped function."""
+        return lookup_order(order_id)
+
+    wrapper.__doc__ = SPEC["description"]
+    with pytest.raises(ProvenanceError, match="set at run time"):
+        Registry().tool(kind="query")(wrapper)
+
+
+_UNDER_OO = """
+import json, sys
+from veridic import Registry
+registry = Registry()
+
+@registry.tool(kind="query")
+def lookup_order(order_id: int) -> str:
+    '''Look up an order.'''
+    return "open"
+
+@registry.tool(kind="query", description="Count the orders of a day.")
+def count_orders(day: str) -> int:
+    '''Count the orders of a day.'''
+    return 0
+
+view = registry.view()
+status = view.status("lookup_order")
+json.dump({"names": sorted(view.names()), "cause": status.cause}, sys.stdout)
+"""
+
+
+def test_under_oo_a_docstring_tool_is_undocumented_not_refused() -> None:
+    # python -OO strips docstrings from the code too: nothing is left to compare, so a tool
+    # described only by its docstring is hidden as undocumented, never refused as run-time text.
+    done = subprocess.run(
+        [sys.executable, "-OO", "-c", _UNDER_OO], capture_output=True, text=True, check=True
+    )
+    seen = json.loads(done.stdout)
+    assert "count_orders" in seen["names"]
+    assert "lookup_order" not in seen["names"]
+    assert seen["cause"] == "description"
