@@ -501,7 +501,12 @@ def _instance_fields(value: object) -> list[tuple[str, object]]:
 
 def _class_sources(cls: type, paths: bool) -> list[tuple[str, object]]:
     """What pydantic reads of a class named in a core schema: its docstring, and each of
-    its fields' description, title, examples and ``json_schema_extra``."""
+    its fields' description, title, examples and ``json_schema_extra``.
+
+    Only a branded docstring is refused here, not one set at run time as a tool's is
+    (``_written_doc``): a class body's code is dropped once the class is made, so a
+    docstring written there, ``__doc__ = text`` in the body, ``create_model(__doc__=...)``
+    and ``Model.__doc__ = ...`` leave the same trace, ``__doc__`` in the class's dict."""
     name = cls.__qualname__ if paths else ""
     found: list[tuple[str, object]] = [(f"the docstring of {name}" if paths else "", cls.__doc__)]
     fields = cls.__dict__.get("__pydantic_fields__")
