@@ -73,6 +73,15 @@ def test_a_failed_component_kept_out_by_allow_or_deny_is_not_listed() -> None:
     assert "Billing" in registry.view().capability_section()
 
 
+def test_a_failed_component_kept_out_by_a_predicate_is_not_listed() -> None:
+    registry = _registry([(), ()])
+    reads_only = registry.view(predicates=[lambda tool: tool.kind == "query"])
+    assert "Billing" not in reads_only.capability_section()
+    assert reads_only.unavailable_components() == ()
+    one_left = registry.view(predicates=[lambda tool: tool.name != "refund_0"])
+    assert "the Billing did not start" in one_left.capability_section()
+
+
 @given(
     st.lists(st.sampled_from([(), ("admin",), ("clerk",), ("admin", "clerk")]), max_size=4),
     st.sampled_from([(), ("admin",), ("clerk",)]),

@@ -75,12 +75,20 @@ def written_docstring(
     a docstring that cannot be traced to the source is then not read, so
     neither its summary nor its parameter sections reach the model.
 
+    What is returned is the source's own ``str``, compared character by
+    character (``str.__eq__``): a ``str`` subclass assigned to ``__doc__``
+    could say it equals the source's text (a case-blind key type) and then
+    print its own.
+
     Raises:
         ProvenanceError: ``doc`` was set at run time, or is the docstring of
             a callable object's class, and no ``description=`` was given.
     """
-    if doc is None or any(doc == written for written in _source_docstrings(function)):
-        return doc
+    if doc is None:
+        return None
+    for written in _source_docstrings(function):
+        if str.__eq__(doc, written) is True:
+            return written
     if described:
         return None
     raise ProvenanceError(_refusal(function, doc, tool))

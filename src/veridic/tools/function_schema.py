@@ -276,7 +276,7 @@ def _resolved(
 ) -> inspect.Signature:
     """``signature`` with its string annotations evaluated, as ``inspect.signature(eval_str=True)``
     would evaluate them, but on the annotations read at registration."""
-    unwrapped = inspect.unwrap(function)
+    unwrapped = _unwrapped_function(function)
     globalns = getattr(unwrapped, "__globals__", None)
     if globalns is None:
         globalns = getattr(
@@ -291,6 +291,30 @@ def _resolved(
         for parameter in signature.parameters.values()
     ]
     return signature.replace(parameters=parameters)
+
+
+def _unwrapped_function(function: Callable[..., object]) -> object:
+    """The function at the end of ``function``'s ``__wrapped__`` chain (``inspect.unwrap``):
+    where a tool wrapped with ``functools.wraps`` was written, and whose globals its
+    annotations are evaluated in.
+
+    Raises:
+        VeridicError: the chain loops, or each link makes a new one (an object whose
+            ``__getattr__`` answers ``__wrapped__``), which ``inspect.unwrap`` reports as a
+            bare ``ValueError``.
+    """
+    try:
+        return inspect.unwrap(function)
+    except ValueError as error:
+        qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
+        module = getattr(function, "__module__", None) or type(function).__module__
+        raise VeridicError(
+            f"the tool function {module}.{qualname} has a __wrapped__ chain that never ends "
+            "(it loops back, or each link makes a new one): veridic follows __wrapped__, which "
+            "functools.wraps sets, to find where a wrapped tool was written and to evaluate "
+            "its annotations; set __wrapped__ to the function the wrapper wraps, or delete it "
+            "(del wrapper.__wrapped__)"
+        ) from error
 
 
 def _field(
@@ -477,7 +501,12 @@ def _instance_fields(value: object) -> list[tuple[str, object]]:
 
 def _class_sources(cls: type, paths: bool) -> list[tuple[str, object]]:
     """What pydantic reads of a class named in a core schema: its docstring, and each of
-    its fields' description, title, examples and ``json_schema_extra``."""
+    its fields' description, title, examples and ``json_schema_extra``.
+
+    Only a branded docstring is refused here, not one set at run time as a tool's is
+    (``_written_doc``): a class body's code is dropped once the class is made, so a
+    docstring written there, ``__doc__ = text`` in the body, ``create_model(__doc__=...)``
+    and ``Model.__doc__ = ...`` leave the same trace, ``__doc__`` in the class's dict."""
     name = cls.__qualname__ if paths else ""
     found: list[tuple[str, object]] = [(f"the docstring of {name}" if paths else "", cls.__doc__)]
     fields = cls.__dict__.get("__pydantic_fields__")

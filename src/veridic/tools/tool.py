@@ -70,6 +70,7 @@ from veridic.tools.function_schema import (
     _function_invoker,
     _input_model,
     _pydantic_validator,
+    _unwrapped_function,
 )
 from veridic.tools.input_schema import _ARGUMENT_NAME, SCHEMA_TOOL, JsonObject
 from veridic.tools.pins import (
@@ -777,7 +778,7 @@ def _model_names(models: tuple[type[BaseModel], ...]) -> str:
 
 
 def _origin_of(function: Callable[..., object]) -> str:
-    code = getattr(inspect.unwrap(function), "__code__", None)
+    code = getattr(_unwrapped_function(function), "__code__", None)
     if code is not None:
         return f"{_display_path(code.co_filename)}:{code.co_firstlineno}"
     qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
