@@ -218,7 +218,11 @@ def test_the_path_scan_sees_a_wrong_path() -> None:
     """The scan above could not pass by finding nothing: it reads calls and imports."""
     text = '"pin=veridic.tool.tool_pin(name, ...)" from veridic.text import (fence, nope)'
     named = list(_named_in(text))
-    assert named == [("veridic.tool.tool_pin", ""), ("veridic.text", "fence"), ("veridic.text", "nope")]
+    assert named == [
+        ("veridic.tool.tool_pin", ""),
+        ("veridic.text", "fence"),
+        ("veridic.text", "nope"),
+    ]
     with pytest.raises(AssertionError, match="old alias"):
         _check("veridic.tool.tool_pin", "")
     with pytest.raises(AssertionError, match="has no 'tool_pinn'"):

@@ -224,7 +224,8 @@ def render_terminal(prompt: PromptLike, *, colour: bool = False, separators: boo
     default. Text no span covers (a document may leave some) is shown as
     ``unknown``, ``(no provenance span)``, as the map shows it. A saved document's view
     (or that of anything but a :class:`~veridic.Prompt`) says, under its hash, that its
-    provenance is as recorded, not verified by veridic (as its map does). The module docstring says what the view escapes.
+    provenance is as recorded, not verified by veridic (as its map does). The module
+    docstring says what the view escapes.
     """
     lines = [f"prompt sha256 {visible(prompt.sha256, None)}", ""]
     if _as_recorded(prompt):
