@@ -49,10 +49,13 @@ from veridic import (
     instruction,
     untrusted,
 )
+from veridic.text.prompt import PromptDocument
 from veridic.text.provenance_map import KIND_COLOURS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOT = ROOT / "docs" / "provenance-map.png"
+NOTICE_BACKGROUND, NOTICE_BORDER = "#fff4e5", "#b35c00"
+"""The colours of the notice that heads a saved document's page (the map's style sheet)."""
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = (
     "--headless",
@@ -425,6 +428,22 @@ def test_the_docs_screenshot_shows_the_representative_prompt(chromium: str, tmp_
         shutil.copyfile(shot, SCREENSHOT)
     assert SCREENSHOT.is_file(), "docs/provenance-map.png is missing: VERIDIC_UPDATE_DOCS=1"
     assert png_size(SCREENSHOT.read_bytes()) == (1200, 900)
+
+
+def test_a_saved_documents_notice_is_painted_at_the_head_of_its_page(
+    chromium: str, tmp_path: Path
+) -> None:
+    # The notice's rule is in the one style sheet the policy allows by hash: were the hash
+    # stale, no rule would apply, and neither the notice nor any kind would show a colour.
+    prompt, view = representative()
+    document = PromptDocument.from_json(prompt.to_document())
+    shot = screenshot(chromium, tmp_path, document.to_html(tools=view), 1200, 900)
+    counts = colour_counts(decode_png(shot.read_bytes())[2])
+    assert counts[NOTICE_BACKGROUND] > 20_000, counts.most_common(8)  # a block, on screen
+    assert counts[NOTICE_BORDER] > 1_000, counts.most_common(8)
+    assert counts[KIND_COLOURS["untrusted"]] > 8_000
+    live = screenshot(chromium, tmp_path, prompt.to_html(tools=view), 1200, 900)
+    assert colour_counts(decode_png(live.read_bytes())[2])[NOTICE_BACKGROUND] == 0
 
 
 def test_the_png_reader_undoes_every_filter() -> None:

@@ -15,7 +15,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Final, Protocol, cast, get_args
+from typing import Final, Protocol, cast, get_args
 
 from veridic import _json_object
 from veridic._counted import counted
@@ -120,9 +120,6 @@ class PromptDocument:
     messages: tuple[DocumentMessage, ...]
     spans: tuple[PromptSpan, ...]
     sha256: str
-
-    _PROVENANCE_AS_RECORDED: ClassVar[bool] = True
-    """Read by the map and the terminal view, which say the spans are as recorded."""
 
     def __post_init__(self) -> None:
         for name in ("messages", "spans"):

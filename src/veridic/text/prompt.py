@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Final, Literal, cast
+from typing import ClassVar, Final, Literal, cast
 
 from typing_extensions import deprecated
 
@@ -128,6 +128,11 @@ class Prompt:
     """
 
     messages: tuple[Message, ...]
+
+    _SPANS_COMPOSED: ClassVar[bool] = True
+    """Read by the map and the terminal view: these spans are the ones veridic worked out
+    from the composed parts; anything else they show (a saved document) says it is as
+    recorded."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -27,10 +27,10 @@ ever *text* in it:
   fetched, no form submits. The page has no script at all; hover, links and the
   side list are plain HTML and CSS.
 
-The map of a saved :class:`~veridic.text.prompt.PromptDocument` is the same page headed
-by a notice: its provenance is as recorded in the file, not verified by veridic (a
-document's spans are not covered by its hash, so an edited file could colour a user's
-turn as code).
+The map of a saved :class:`~veridic.text.prompt.PromptDocument` (or of anything else
+that is not a prompt veridic composed) is the same page headed by a notice: its
+provenance is as recorded in the file, not verified by veridic (a document's spans are
+not covered by its hash, so an edited file could colour a user's turn as code).
 
 The page is deterministic: the same prompt (and the same specs) give the same bytes,
 so a map can be snapshot-tested and diffed.
@@ -341,25 +341,31 @@ CSP: Final = (
 
 _RECORDED_NOTICE: Final = (
     '<div class="rec"><b>Provenance as recorded, not verified by veridic.</b> This map was '
-    "made from a saved prompt document: its text matches its sha256, but provenance is not "
-    "hashed, so each span's kind and origin are only what the file says, and whoever could "
-    "edit the file could have marked any text (a user's turn, say) as written in code. "
+    "made from a record of a prompt (a saved prompt document), not from a prompt veridic "
+    "composed: its sha256 covers the text, not the provenance, so each span's kind and "
+    "origin are only what the record says, and whoever could edit it could have marked any "
+    "text (a user's turn, say) as written in code. "
     "Check the system message's spans against the audit store's record of the call "
     "(veridic show STORE --call CALL_ID), or view the map of the prompt itself "
     "(prompt.to_html()).</div>"
 )
-"""What heads the map of a saved document (:func:`_as_recorded`): a live prompt's spans
-are the ones veridic made as it composed, a document's are what a file says."""
+"""What heads the map of anything but a composed prompt (:func:`_as_recorded`): a live
+prompt's spans are the ones veridic made as it composed, a document's are what a file
+says. Fixed text: nothing of the prompt reaches it."""
 
 
 def _as_recorded(prompt: object) -> bool:
-    """Whether ``prompt``'s spans are as recorded (a saved document's), not veridic's own.
+    """Whether ``prompt``'s spans are as recorded, not veridic's own: true of all but a
+    :class:`~veridic.Prompt`.
 
-    Read from the class (:class:`~veridic.text.prompt.PromptDocument` sets
-    ``_PROVENANCE_AS_RECORDED``), not passed as a flag: every view of a document says so,
-    whoever calls :func:`render` or the terminal view with it.
+    Read from the class (:class:`~veridic.Prompt` sets ``_SPANS_COMPOSED``; this module
+    sits upstream of it), not passed as a flag, and failing safe: a saved
+    :class:`~veridic.text.prompt.PromptDocument`, a subclass of it, or a caller's own
+    object holding a document's spans is shown as recorded, whoever calls :func:`render`
+    or the terminal view with it. A :class:`~veridic.Prompt` subclass cannot replace the
+    spans it inherits, which veridic works out from the composed parts.
     """
-    return getattr(type(prompt), "_PROVENANCE_AS_RECORDED", False) is True
+    return getattr(type(prompt), "_SPANS_COMPOSED", False) is not True
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,9 +385,10 @@ def render(prompt: PromptLike, *, tools: Specs | None = None, document: bool = T
     style sheet, every rule scoped to the map; only the page carries the
     Content-Security-Policy, which a notebook sets for itself.
 
-    The map of a saved :class:`~veridic.text.prompt.PromptDocument` is headed by a notice
-    that its provenance is as recorded in the file, not verified by veridic (the spans
-    are not hashed); a live prompt's map has none.
+    The map of a saved :class:`~veridic.text.prompt.PromptDocument`, or of any ``prompt``
+    that is not a :class:`~veridic.Prompt` (a caller's own object holding a document's
+    spans), is headed by a notice that its provenance is as recorded, not verified by
+    veridic (the spans are not hashed); a live prompt's map has none.
 
     Raises:
         VeridicError: a spec in ``tools`` has no name.

@@ -93,10 +93,12 @@ _NAME: Final = 64
 """A tool name is shown whole up to 64 characters, the longest a registry takes, so two
 valid names never show alike; a longer one (model-written) is clipped."""
 _RECORDED_NOTE: Final = (
-    "provenance as recorded in the document, not verified by veridic: the text matches "
-    "its sha256, the spans are what the file says (provenance is not hashed)"
+    "provenance as recorded in the document, not verified by veridic: the spans are what "
+    "the document says, not what veridic composed (its sha256 covers the text, not the "
+    "provenance)"
 )
-"""What a saved document's view says under its hash, as its map does."""
+"""What the view of a saved document (of anything but a composed prompt) says under its
+hash, as its map does."""
 _RESET: Final = "\x1b[0m"
 
 
@@ -221,8 +223,9 @@ def render_terminal(prompt: PromptLike, *, colour: bool = False, separators: boo
     ``separators`` shows the composer's separators, which are folded away by
     default. Text no span covers (a document may leave some) is shown as
     ``unknown``, ``(no provenance span)``, as the map shows it. A saved document's view
-    says, under its hash, that its provenance is as recorded, not verified by veridic
-    (as its map does). The module docstring says what the view escapes.
+    (or that of anything but a :class:`~veridic.Prompt`) says, under its hash, that its
+    provenance is as recorded, not verified by veridic (as its map does). The module
+    docstring says what the view escapes.
     """
     lines = [f"prompt sha256 {visible(prompt.sha256, None)}", ""]
     if _as_recorded(prompt):

@@ -130,7 +130,7 @@ def _pin_changed(tool: Tool) -> ToolStatus | None:
         ),
         hint=(
             f"review the tool {tool.name!r} as {tool.origin} now describes it and, if it is "
-            "still what you approved, update pin= in code to veridic.tool.tool_pin(name, "
+            "still what you approved, update pin= in code to veridic.tools.tool.tool_pin(name, "
             "description, input_schema)"
         ),
         cause="pin",

@@ -149,7 +149,8 @@ def _pin_state(
         )
     raise VeridicError(
         f"external tool {where} has pin={pin!r}, which is not a pin: pass what "
-        "veridic.tool.tool_pin(name, description, input_schema) gives after reviewing the tool, "
-        f"e.g. pin={_tool_pin(name, description, schema)!r} (or a description_pin(description), "
-        "which covers the description only)"
+        "veridic.tools.tool.tool_pin(name, description, input_schema) gives after reviewing the "
+        f"tool, e.g. pin={_tool_pin(name, description, schema)!r} (or what "
+        "veridic.tools.tool.description_pin(description) gives, which covers the description "
+        "only)"
     )
