@@ -464,8 +464,9 @@ ANTHROPIC_ANSWER = {
 }
 
 
-def anthropic_stream(*, signed_start: bool) -> str:
-    """A thinking stream; its thinking block starts with an empty signature or none."""
+def anthropic_stream(*, signed_start: bool, after_signature: str = "") -> str:
+    """A thinking stream; its thinking block starts with an empty signature or none, and
+    ``after_signature`` (when given) comes as a thinking_delta after the signature."""
 
     def delta(index: int, body: dict[str, Any]) -> dict[str, Any]:
         return {"type": "content_block_delta", "index": index, "delta": body}
@@ -489,6 +490,11 @@ def anthropic_stream(*, signed_start: bool) -> str:
             delta(0, {"type": "thinking_delta", "thinking": thinking[:20]}),
             delta(0, {"type": "thinking_delta", "thinking": thinking[20:]}),
             delta(0, {"type": "signature_delta", "signature": signature}),
+            *(
+                [delta(0, {"type": "thinking_delta", "thinking": after_signature})]
+                if after_signature
+                else []
+            ),
             {"type": "content_block_stop", "index": 0},
             {"type": "content_block_start", "index": 1, "content_block": REDACTED},
             {"type": "content_block_stop", "index": 1},
@@ -595,6 +601,23 @@ def test_anthropic_stream_assembles_thinking_and_signature_deltas_into_the_block
         assert reply.reasoning == sent.reasoning
         assert [item.block() for item in reply.reasoning] == [THINKING, REDACTED]
         assert reply.tool_calls == sent.tool_calls
+
+
+def test_anthropic_stream_thinking_after_the_blocks_signature_is_refused() -> None:
+    """The signature covers the thinking before it: thinking streamed after it would be
+    replayed unsigned, and the API refuse the next turn with an opaque error."""
+    server = FakeServer(
+        http_module("anthropic"),
+        [("sse", anthropic_stream(signed_start=True, after_signature=" and more"))],
+    )
+    gw, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-test", max_tokens=9)
+    )
+    with (
+        pytest.raises(VeridicError, match=r"thinking_delta for content block 0 after its sig"),
+        gw.stream(question().build(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)
 
 
 def openai_response(*output: dict[str, Any], rid: str = "resp_1") -> dict[str, Any]:

@@ -320,6 +320,7 @@ class _MessagesAssembler:
         thinking = self._thinking.get(index)
         if thinking is not None:
             if delta_kind == "thinking_delta":
+                self._refuse_unsigned(index, thinking)
                 so_far = thinking.get("thinking")
                 piece = text_of(delta, "thinking", where=self._where, default="")
                 thinking["thinking"] = (so_far if isinstance(so_far, str) else "") + piece
@@ -338,6 +339,23 @@ class _MessagesAssembler:
         if delta_kind == "input_json_delta":
             block[1] += text_of(delta, "partial_json", where=self._where, default="")
         return ""
+
+    def _refuse_unsigned(self, index: int, thinking: Mapping[str, object]) -> None:
+        """Refuse thinking streamed into a block already signed.
+
+        The signature covers the thinking before it: joined to the block, later thinking
+        would be sent back unsigned, and the API refuse that turn with an error naming
+        neither this stream nor the block. The API signs a block last; a proxy that mangles
+        events is the only source.
+        """
+        if not thinking.get("signature"):
+            return
+        raise VeridicError(
+            f"{self._where}: the stream sent a thinking_delta for content block {index} after "
+            "its signature, which covers only the thinking before it: sent back, the block "
+            "would be refused by the API, so nothing was answered: send the request again (a "
+            "proxy between you and the API may be mangling events)"
+        )
 
     def _check_delta(self, index: int, delta_kind: object) -> None:
         """Refuse a delta for a block that never started, or for a block of another kind.
