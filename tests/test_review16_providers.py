@@ -662,3 +662,44 @@ def test_a_streamed_chat_call_whose_arguments_give_a_key_twice_reaches_the_dispa
     (outcome,) = gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
     assert not outcome.result.ok
     assert "the key 'city' is given twice" in outcome.text
+
+
+def test_an_sdk_answer_given_for_a_stream_is_refused_as_not_a_stream() -> None:
+    """A create wrapped to answer whole when asked to stream gives the SDK's model, which
+    is iterable (its fields): it was refused, but as a stream keeping no decoder, which
+    sent the reader to the SDK's version instead of to the wrapper."""
+    gw, client = _twice_chat_gateway()
+    answer = openai.types.chat.ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-test",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "hello"},
+                }
+            ],
+        }
+    )
+    client.chat.completions.create = lambda **kwargs: answer
+    with pytest.raises(VeridicError, match="ChatCompletion, an answer sent whole") as raised:
+        gw.stream(first_prompt(), VIEW, request_id="req-1")
+    assert "decoder" not in str(raised.value)
+
+
+def test_a_decoder_attribute_the_sdk_reads_unexpectedly_names_the_adapter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def other(self: Any) -> Any:
+        yield from self._decoder.iter_events(self.response.iter_bytes())
+
+    monkeypatch.setattr(openai.Stream, "_iter_events", other)
+    gw, _ = _twice_chat_gateway()
+    with (
+        pytest.raises(VeridicError, match=r"^OpenAIChat\(.*decoder's 'iter_events'"),
+        gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
-from typing import Final, cast
+from typing import Final, Generic, TypeVar, cast
 
 from veridic._sample import clip
 from veridic.errors import VeridicError
@@ -142,8 +142,10 @@ def raw_events(events: Iterable[object], where: str) -> Iterable[object]:
     of such a client sent whole is read as it gives it.
 
     Raises:
-        VeridicError: the SDK's stream keeps no decoder where this reads it (the stream
-            is closed first: an async one's by :func:`araw_events`).
+        VeridicError: the SDK's stream keeps no decoder where this reads it, or the
+            client gave an SDK's answer sent whole (a ``Message``, iterable over its
+            fields) for a stream (the stream is closed first: an async one's by
+            :func:`araw_events`).
     """
     refused = _unread(events, where)
     if refused is not None:
@@ -175,13 +177,20 @@ async def araw_events(events: AsyncIterable[object], where: str) -> AsyncIterabl
 
 
 def _unread(events: object, where: str) -> VeridicError | None:
-    """Why the SDK's stream ``events`` cannot be read from its events' own text (it keeps
-    no decoder where :func:`_swapped` swaps it), or ``None``."""
+    """Why the SDK's stream ``events`` cannot be read from its events' own text (it is an
+    answer sent whole, or keeps no decoder where :func:`_swapped` swaps it), or ``None``."""
     if not _of_sdk_stream(events):
         return None
     decoder = getattr(events, "_decoder", None)
     if all(callable(getattr(decoder, read, None)) for read in ("iter_bytes", "aiter_bytes")):
         return None
+    if _of_model(events):
+        return VeridicError(
+            f"{where}: the client answered a stream request with {type(events).__name__}, "
+            "an answer sent whole, not a stream of events; nothing of it was read: give "
+            "stream=True through to the SDK's create (a wrapper of create must give back "
+            "the stream the SDK made), or send the request with send() instead"
+        )
     return VeridicError(
         f"{where}: the SDK's stream ({type(events).__name__}) keeps no event decoder where "
         "veridic reads it (its _decoder), so its events could not be read from their own "
@@ -197,6 +206,16 @@ def _swapped(events: object, where: str) -> _RawDecoder:
     return swapped
 
 
+def _of_model(events: object) -> bool:
+    """Whether ``events`` is an SDK's model (a pydantic ``BaseModel``: a ``Message``, a
+    ``ChatCompletion``), which iterates over its fields, not a stream. Named by class, as
+    the core imports neither pydantic nor an SDK."""
+    return any(
+        (kind.__module__, kind.__name__) == ("pydantic.main", "BaseModel")
+        for kind in type(events).__mro__
+    )
+
+
 def _of_sdk_stream(events: object) -> bool:
     """Whether ``events`` is of a class made of one of :data:`_SDKS`'s (an application's
     subclass of the SDK's ``Stream`` too)."""
@@ -210,43 +229,46 @@ def _of_sdk(kind: type) -> bool:
     return module in _SDK_NAMES or module.startswith(_SDKS)
 
 
-class _ReadStream:
-    """The SDK's stream, each item it gives checked to come from an event the swapped
-    decoder read (:meth:`_RawDecoder.check`)."""
+_Stream = TypeVar("_Stream", Iterable[object], AsyncIterable[object])
+"""The stream a :class:`_Closing` wraps: the SDK's sync stream or its async one."""
+
+
+class _Closing(Generic[_Stream]):
+    """The SDK's stream and the decoder swapped into it, closed as the stream closes (an
+    async stream's ``close`` gives an awaitable, given back to be awaited)."""
 
     __slots__ = ("_decoder", "_stream")
 
-    def __init__(self, stream: Iterable[object], decoder: _RawDecoder) -> None:
-        self._stream = stream
+    def __init__(self, stream: _Stream, decoder: _RawDecoder) -> None:
+        self._stream: _Stream = stream
         self._decoder = decoder
+
+    def close(self) -> object:
+        close = getattr(self._stream, "close", None)
+        return close() if callable(close) else None
+
+
+class _ReadStream(_Closing[Iterable[object]]):
+    """The SDK's stream, each item it gives checked to come from an event the swapped
+    decoder read (:meth:`_RawDecoder.check`)."""
+
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[object]:
         for item in self._stream:
             self._decoder.check()
             yield item
 
-    def close(self) -> object:
-        close = getattr(self._stream, "close", None)
-        return close() if callable(close) else None
 
-
-class _AsyncReadStream:
+class _AsyncReadStream(_Closing[AsyncIterable[object]]):
     """:class:`_ReadStream` of the SDK's async stream."""
 
-    __slots__ = ("_decoder", "_stream")
-
-    def __init__(self, stream: AsyncIterable[object], decoder: _RawDecoder) -> None:
-        self._stream = stream
-        self._decoder = decoder
+    __slots__ = ()
 
     async def __aiter__(self) -> AsyncIterator[object]:
         async for item in self._stream:
             self._decoder.check()
             yield item
-
-    def close(self) -> object:
-        close = getattr(self._stream, "close", None)
-        return close() if callable(close) else None
 
 
 class _RawDecoder:
@@ -268,9 +290,9 @@ class _RawDecoder:
         if name.startswith("__"):
             raise AttributeError(name)
         raise VeridicError(
-            f"the SDK's stream reads its event decoder's {clip(name)}, which veridic does "
-            "not read for it, so its events could not be read from their own text: check "
-            "that the installed SDK version is one the extra allows"
+            f"{self._where}: the SDK's stream reads its event decoder's {clip(name)}, which "
+            "veridic does not read for it, so its events could not be read from their own "
+            "text: check that the installed SDK version is one the extra allows"
         )
 
     def check(self) -> None:
