@@ -372,3 +372,55 @@ def test_under_oo_a_docstring_tool_is_undocumented_not_refused() -> None:
     assert "count_orders" in seen["names"]
     assert "lookup_order" not in seen["names"]
     assert seen["cause"] == "description"
+
+
+_SCHEMA_TOOL_UNDER_OO = """
+import json, logging, sys
+from veridic import Registry, find_doc_gaps
+logging.basicConfig(stream=sys.stderr, format="%(message)s")
+registry = Registry()
+
+@registry.tool(kind="query")
+def lookup_order(order_id: int) -> str:
+    '''Look up an order.
+
+    Args:
+        order_id: The order's number.
+    '''
+    return "open"
+
+view = registry.view()
+(schema,) = [spec for spec in view.tool_specs("anthropic") if spec["name"] == "get_tool_schema"]
+json.dump(
+    {
+        "schema": schema,
+        "hint": view.status("lookup_order").hint,
+        "gaps": [gap.message for gap in find_doc_gaps(registry)],
+    },
+    sys.stdout,
+)
+"""
+
+
+def test_under_oo_the_schema_tool_keeps_its_description_and_a_stripped_tool_names_oo() -> None:
+    """python -OO strips veridic's own docstrings too: the built-in get_tool_schema was
+    listed with an empty description, and a tool described only by its docstring was told
+    to write the docstring it has."""
+    done = subprocess.run(
+        [sys.executable, "-OO", "-c", _SCHEMA_TOOL_UNDER_OO],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    schema = seen["schema"]
+    assert schema["description"].startswith("Read a tool's input contract")
+    assert schema["input_schema"]["properties"]["name"]["description"].startswith("The name")
+    assert "-OO" in seen["hint"]
+    (warning,) = [line for line in done.stderr.splitlines() if "is in no view" in line]
+    assert "-OO" in warning
+    assert len(seen["gaps"]) == 2  # the tool, and its parameter
+    for message in seen["gaps"]:
+        assert "-OO" in message
+        assert "sys.flags.optimize" in message
+        assert "lookup_order" in message

@@ -37,7 +37,13 @@ from typing import Final
 from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import VeridicError
-from veridic.tools._descriptions import GapCode, backticked_names, description_problem
+from veridic.tools._descriptions import (
+    STRIPPED_FIX,
+    GapCode,
+    backticked_names,
+    description_problem,
+    docstrings_stripped,
+)
 from veridic.tools.registry import Registry
 from veridic.tools.tool import SCHEMA_TOOL, Tool
 from veridic.tools.view import ToolView
@@ -158,12 +164,15 @@ def _context_named(tool: Tool, name: str) -> DocGap:
 
 def _description_gap(tool: Tool, problem: GapCode) -> DocGap:
     where = f"tool {tool.name!r} ({tool.origin})"
-    fix = (
-        "write what it does and what it changes where it is defined: a docstring whose first "
-        "paragraph says so, or description=..."
-        if not tool.external
-        else "the spec that provides it must describe it; until it does, the tool stays hidden"
-    )
+    if tool.external:
+        fix = "the spec that provides it must describe it; until it does, the tool stays hidden"
+    elif docstrings_stripped():
+        fix = STRIPPED_FIX
+    else:
+        fix = (
+            "write what it does and what it changes where it is defined: a docstring whose "
+            "first paragraph says so, or description=..."
+        )
     if problem is GapCode.MISSING_DESCRIPTION and _starts_with_fstring(tool):
         return DocGap(
             tool.name,
@@ -194,6 +203,8 @@ def _description_gap(tool: Tool, problem: GapCode) -> DocGap:
 def _parameter_fix(tool: Tool, parameter: str) -> str:
     if tool.external:
         return "the spec that provides the tool must describe its input properties"
+    if docstrings_stripped():
+        return STRIPPED_FIX
     return (
         f"describe {parameter!r} in the docstring's Args section, or annotate it "
         "Annotated[..., Field(description=...)]"

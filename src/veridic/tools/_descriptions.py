@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Final
@@ -29,6 +30,7 @@ __all__ = [
     "GapCode",
     "backticked_names",
     "description_problem",
+    "docstrings_stripped",
     "one_line",
 ]
 
@@ -48,6 +50,24 @@ class GapCode(StrEnum):
     """A parameter without a description (docstring section or ``Field(description=...)``)."""
     UNKNOWN_PARAMETER = "unknown-parameter"
     """A description names (in backticks, or in a docstring section) a parameter the tool lacks."""
+
+
+STRIPPED_FIX: Final = (
+    "Python runs with -OO (sys.flags.optimize >= 2), which strips every docstring, so the "
+    "tool's docstring is read as none: give the text in code (description=..., and "
+    "Annotated[..., Field(description=...)] for a parameter), or run Python without -OO"
+)
+"""The fix of a description missing under ``-OO``, in place of "write a docstring"."""
+
+
+def docstrings_stripped() -> bool:
+    """Whether Python strips docstrings (``-OO``, ``sys.flags.optimize >= 2``).
+
+    A tool described by its docstring alone then has no description, and a fix that says
+    "write a docstring" sends the reader to the one already written: the fix says
+    :data:`STRIPPED_FIX` instead.
+    """
+    return sys.flags.optimize >= 2
 
 
 WITHHOLDING_CODES: Final = frozenset(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
-from veridic.tools._descriptions import one_line
+from veridic.tools._descriptions import STRIPPED_FIX, docstrings_stripped, one_line
 from veridic.tools.status import ComponentState, ToolStatus
 from veridic.tools.tool import Tool
 
@@ -106,14 +106,22 @@ def _unavailable(tool: Tool, components: Mapping[str, ComponentState]) -> ToolSt
             tool.name,
             "unavailable",
             reason=f"it has no real description ({problem}), so no view exposes it",
-            hint=(
-                f"write what it does where it is defined ({tool.origin}): a docstring (the prose "
-                "before Args:) or description=...; find_doc_gaps(registry) lists every such tool"
-            ),
+            hint=_description_hint(tool),
             cause="description",
             tool=tool,
         )
     return None
+
+
+def _description_hint(tool: Tool) -> str:
+    """What to write for a tool withheld for its description: under ``-OO`` not the
+    docstring Python stripped (:data:`~veridic.tools._descriptions.STRIPPED_FIX`)."""
+    if docstrings_stripped() and not tool.external:
+        return f"{STRIPPED_FIX} ({tool.origin}); find_doc_gaps(registry) lists every such tool"
+    return (
+        f"write what it does where it is defined ({tool.origin}): a docstring (the prose "
+        "before Args:) or description=...; find_doc_gaps(registry) lists every such tool"
+    )
 
 
 def _pin_changed(tool: Tool) -> ToolStatus | None:

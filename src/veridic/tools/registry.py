@@ -75,6 +75,7 @@ from veridic._words import a_type
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
 from veridic.tools._decorator_use import kind_required
+from veridic.tools._descriptions import STRIPPED_FIX, docstrings_stripped
 from veridic.tools.boot_failure import BootError
 from veridic.tools.component import Component, Recheck, _logged, _recheck_mode
 from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
@@ -477,11 +478,14 @@ class Registry:
                 if tool.description_gap is not None and tool not in self._snapshot:
                     # The seed's failure mode is silence: say it where start-up is read.
                     _log.warning(
-                        "tool %r (%s) is in no view: it has no real description (%s); write "
-                        "what it does where it is defined, a docstring summary or description=",
+                        "tool %r (%s) is in no view: it has no real description (%s); %s",
                         tool.name,
                         tool.origin,
                         tool.description_gap.value,
+                        STRIPPED_FIX
+                        if docstrings_stripped() and not tool.external
+                        else "write what it does where it is defined, a docstring summary "
+                        "or description=",
                     )
             self._snapshot = tuple(built)
             self._views.clear()
