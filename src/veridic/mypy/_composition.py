@@ -1,6 +1,6 @@
 """Method hook: trusted ``+`` trusted stays ``TrustedInstruction``, as at run time.
 
-Hook: ``get_method_hook`` for ``veridic.provenance.TrustedInstruction.__add__``
+Hook: ``get_method_hook`` for ``veridic.text.provenance.TrustedInstruction.__add__``
 (mypy names the method after the type of the left operand, although ``str``
 defines it; a plain ``str`` on the left never gives a trusted result).
 
@@ -8,7 +8,7 @@ What it changes: the type of ``a + b`` (and ``a += b``) when both operands are
 ``TrustedInstruction``: ``TrustedInstruction`` instead of ``str``. Every other
 combination keeps mypy's ``str``.
 
-Why: the run-time rules in ``veridic.provenance`` keep the brand on exactly
+Why: the run-time rules in ``veridic.text.provenance`` keep the brand on exactly
 two compositions, ``+`` of two trusted values and ``join()`` of trusted parts
 (``join()`` is typed so already); everything else (mixing in untrusted or
 plain text, f-strings, ``%``, ``.format()``, ``str.join``, slicing,

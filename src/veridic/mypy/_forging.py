@@ -1,7 +1,7 @@
 """Call hook: the brands' NewType constructors are veridic's alone.
 
-Hook: ``get_function_hook`` for ``veridic.provenance.TrustedInstruction`` and
-``veridic.provenance.UntrustedText`` (a call of a NewType is a call of its
+Hook: ``get_function_hook`` for ``veridic.text.provenance.TrustedInstruction``
+and ``veridic.text.provenance.UntrustedText`` (a call of a NewType is a call of its
 class, and mypy reports the class's full name).
 
 What it changes: nothing in the inferred type. Outside the ``veridic``

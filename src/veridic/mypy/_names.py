@@ -2,7 +2,7 @@
 
 mypy gives plugins the full name of a definition where it is *defined*, not
 where it was imported from: ``from veridic import TrustedInstruction`` arrives
-as ``veridic.provenance.TrustedInstruction``. Moving one of these definitions
+as ``veridic.text.provenance.TrustedInstruction``. Moving one of these definitions
 to another module means updating this file; the typecheck tests fail until
 it is done.
 """

@@ -1,8 +1,8 @@
 """veridic's private minting names are veridic's alone (``veridic-forge``).
 
-``veridic.provenance`` mints with ``mint``, ``mint_spans`` and ``joined`` (and
+``veridic.text.provenance`` mints with ``mint``, ``mint_spans`` and ``joined`` (and
 brands data with ``fenced_block``), and with the ``_Trusted`` class and its
-``_KEY``; ``veridic.fields`` with ``_read_as_instruction`` and ``_MINT``. They
+``_KEY``; ``veridic.text.fields`` with ``_read_as_instruction`` and ``_MINT``. They
 check nothing: they are how the checked doors (``instruction()``, an
 ``InstructionField``, ``join()``, a ``TrustPolicy``) make a trusted value.
 Outside veridic, using one forges trust as surely as ``TrustedInstruction(x)``
@@ -14,15 +14,17 @@ of ``MINTING_MODULES``).
 Hooks, outside the ``veridic`` package:
 
 - ``get_function_hook`` / ``get_method_hook`` for a call of such a name, however
-  it was reached (``from veridic.provenance import mint``, ``import
-  veridic.provenance as p; p.mint(...)``, an alias, ``p._Trusted.__new__``);
-- ``get_function_hook`` for ``getattr(veridic.provenance, "mint")`` with a
+  it was reached (``from veridic.text.provenance import mint``, ``import
+  veridic.text.provenance as p; p.mint(...)``, an alias, the 0.1 path
+  ``veridic.provenance``, ``p._Trusted.__new__``);
+- ``get_function_hook`` for ``getattr(veridic.text.provenance, "mint")`` with a
   literal name (or a ``Final`` constant);
 - the first call hook run in a module (any call: the plugin wraps them all while
   the module is a suspect) reads the module's imports: a ``from
-  veridic.provenance import _KEY``, or ``veridic``, ``veridic.provenance`` or
-  ``veridic.fields`` imported as a module, makes it report the import and any
-  reference (``p._Trusted`` used as a value) found in the module's expressions.
+  veridic.text.provenance import _KEY``, or ``veridic``, ``veridic.text.provenance`` or
+  ``veridic.text.fields`` (or their 0.1 paths) imported as a module, makes it report
+  the import and any reference (``p._Trusted`` used as a value) found in the module's
+  expressions.
   Not ``get_additional_deps``: mypy skips it for a module whose cached metadata
   it reads, then checks that module again when a dependency changed, and the
   imports would go unreported (and be cached so).
@@ -133,7 +135,7 @@ def check_call(fullname: str, ctx: FunctionContext | MethodContext) -> Type:
 
 
 def check_getattr(ctx: FunctionContext) -> Type:
-    """``getattr(veridic.provenance, "mint")``: the same name, spelled as a string."""
+    """``getattr(veridic.text.provenance, "mint")``: the same name, spelled as a string."""
     checker = ctx.api
     if (
         not isinstance(checker, TypeChecker)

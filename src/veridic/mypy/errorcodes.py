@@ -62,12 +62,12 @@ The same for the constructor passed as a value (``map(TrustedInstruction, texts)
 ``TypeAdapter(TrustedInstruction)``) and a ``cast()`` to a brand: a ``TrustedText`` position
 cannot tell such a value from text written in code.
 Also an import or use of veridic's private minting names (``mint``, ``mint_spans``, ``joined``
-and the ``_``-prefixed names of ``veridic.provenance`` and ``veridic.fields``) outside veridic:
-they mint without any check. And a pydantic model's field typed ``TrustedInstruction``
-without ``InstructionField``: pydantic stores a plain ``str`` there, so the type claims a
-brand the value never has. And other text written into an attribute declared trusted by
-``setattr()`` or through the object's ``vars()``, or a ``type: ignore`` of mypy's own code
-that kept a ``str`` typed trusted (outside an argument of veridic's own)."""
+and the ``_``-prefixed names of ``veridic.text.provenance`` and ``veridic.text.fields``)
+outside veridic: they mint without any check. And a pydantic model's field typed
+``TrustedInstruction`` without ``InstructionField``: pydantic stores a plain ``str`` there,
+so the type claims a brand the value never has. And other text written into an attribute
+declared trusted by ``setattr()`` or through the object's ``vars()``, or a ``type: ignore``
+of mypy's own code that kept a ``str`` typed trusted (outside an argument of veridic's own)."""
 
 ANY: Final = ErrorCode(
     "veridic-any",

@@ -51,7 +51,7 @@ operations) after the dispatch ended, unaudited. :meth:`veridic.ToolView.dispatc
 and :func:`veridic.execute` refuse such a result inside the dispatch (see
 :meth:`veridic.tools.view.PreparedCall.invoke` for exactly what counts as lazy).
 
->>> from veridic.risk import ApprovalMode, Risk
+>>> from veridic.tools.risk import ApprovalMode, Risk
 >>> guard_irreversible("hard delete golden fixture")  # outside any dispatch: no effect
 >>> with dispatching("purge", Risk.MID, ApprovalMode.ALWAYS_RULE) as scope:
 ...     guard_irreversible("hard delete golden fixture")
@@ -260,7 +260,7 @@ class DispatchScope:
         self._direct = call if parent is None else parent.direct
         self._parent = parent
         # Only an outermost scope may observe: code running inside a real dispatch cannot
-        # switch its guards off by entering veridic.effects.observe().
+        # switch its guards off by entering veridic.run.effects.observe().
         self._observing = observing if parent is None else parent._observing
         self._events = []
         self._late = []
