@@ -86,6 +86,26 @@ def test_a_client_that_respells_a_header_the_sdk_sends_is_refused_naming_the_spe
     assert adapter.headers({})["anthropic-version"] == "2023-06-01"
 
 
+def test_a_transport_header_respelled_beside_the_sdks_is_sent_and_left_out_of_the_digest() -> None:
+    """``default_headers={"user-agent": ...}`` puts the application's spelling beside the
+    SDK's ``User-Agent`` in one mapping: a header the digest leaves out, so given twice it
+    is accepted (refusing it would refuse a common client), and the digest is the one of a
+    client without it."""
+    server = FakeServer(http_module("anthropic"), [("json", MESSAGE), ("json", MESSAGE)])
+    plain = server.client(anthropic, "Anthropic")
+    respelled = plain.with_options(
+        default_headers={"user-agent": "app/1", "authorization": "Bearer other"}
+    )
+    assert {"User-Agent", "user-agent"} <= set(respelled.default_headers)
+    digests = []
+    for client in (plain, respelled):
+        gw, calls, _ = gateway(AnthropicMessages(client, model="claude-test", max_tokens=64))
+        gw.send(first_prompt(), VIEW, request_id="req-1")
+        digests.append(calls.records()[0].options_sha256)
+    assert digests[0] == digests[1]
+    assert len(server.sent) == 2
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [

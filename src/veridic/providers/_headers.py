@@ -17,8 +17,11 @@ out, so no record holds a hash of a key, and rotating one keeps the digest.
 
 Headers are merged as both SDKs merge them: the client's first, then the request's,
 names compared in lower case, the later value winning, an SDK's ``omit`` removing
-the header. A mapping that gives one header twice, in two spellings, is refused: the
-SDK versions the extras allow before that case-insensitive merge send both.
+the header. A mapping that gives a header of the digest twice, in two spellings, is
+refused: the SDK versions the extras allow before that case-insensitive merge send both.
+A header that only carries the request (:func:`_carries`) may come twice: the client's
+own mapping holds the SDK's spelling beside the application's (``User-Agent`` and
+``user-agent`` for ``default_headers={"user-agent": ...}``), and the digest names neither.
 """
 
 from __future__ import annotations
@@ -230,11 +233,22 @@ def _folded(layers: tuple[tuple[str, object], ...], owner: str) -> dict[str, str
     """The layers of headers (``(where, mapping)``, first to last) as the SDK merges them:
     lower-case names, the last value winning, an SDK sentinel removing the header.
 
+    A header that only carries the request (:func:`_carries`) may be named twice in one
+    layer, in two spellings: the SDK builds the client's ``default_headers`` of its own
+    (``User-Agent``, ``Authorization``) and the application's (``user-agent``) without
+    merging them, so refusing it would refuse a common client. What goes on the wire
+    then depends on the SDK (the versions pinned send the last spelling, earlier ones
+    both, which httpx keeps), but no such header is in the digest
+    (:func:`model_headers` leaves them out), so the record says nothing either could
+    contradict: the request's key and user agent are the SDK's to send, outside what
+    the record claims.
+
     Raises:
-        VeridicError: a layer is not a mapping, names a header twice, or holds a header
-            HTTP cannot carry (:func:`_checked_name`, :func:`_checked_value`): the SDK
-            would fail on it only once the model call is on record, or send it otherwise
-            than the digest says.
+        VeridicError: a layer is not a mapping, names a header of the digest twice
+            (:func:`_refuse_twice`), or holds a header HTTP cannot carry
+            (:func:`_checked_name`, :func:`_checked_value`): the SDK would fail on it
+            only once the model call is on record, or send it otherwise than the digest
+            says.
     """
     merged: dict[str, str] = {}
     for where, layer in layers:
@@ -288,7 +302,7 @@ def _checked_name(name: object, where: str, owner: str) -> str:
 
 
 def _refuse_twice(first: str, name: str, where: str, owner: str) -> None:
-    """Refuse a mapping that names one header that counts twice, in two spellings.
+    """Refuse a mapping that names one header of the digest twice, in two spellings.
 
     The SDKs the extras allow before their case-insensitive merge send both headers, and
     the server reads both; later ones send the last. The digest could not say which.
