@@ -424,3 +424,60 @@ def test_under_oo_the_schema_tool_keeps_its_description_and_a_stripped_tool_name
         assert "-OO" in message
         assert "sys.flags.optimize" in message
         assert "lookup_order" in message
+
+
+_PLACEHOLDER_UNDER_OO = """
+import json, logging, sys
+from veridic import Registry, find_doc_gaps
+logging.basicConfig(stream=sys.stderr, format="%(message)s")
+registry = Registry()
+
+@registry.tool(kind="query", description="TODO")
+def lookup_order(order_id: int) -> str:
+    '''Look up an order.
+
+    Args:
+        order_id: The order's number.
+    '''
+    return "open"
+
+@registry.tool(kind="query", description="Count the orders of a day.")
+def count_orders(day: str) -> int:
+    '''Count the orders of a day.
+
+    Args:
+        day: The day, as YYYY-MM-DD.
+    '''
+    return 0
+
+view = registry.view()
+json.dump(
+    {
+        "names": sorted(view.names()),
+        "hint": view.status("lookup_order").hint,
+        "gaps": {f"{gap.tool}.{gap.parameter}": gap.message for gap in find_doc_gaps(registry)},
+    },
+    sys.stdout,
+)
+"""
+
+
+def test_under_oo_a_placeholder_given_in_code_is_not_blamed_on_the_stripped_docstring() -> None:
+    """Under -OO a description= placeholder is the code's own text, not a stripped docstring:
+    the fix must say to write a real description, not that -OO took the docstring; a tool
+    given description= whose parameters are described only in the docstring is shown, its
+    parameters reported with the -OO fix."""
+    done = subprocess.run(
+        [sys.executable, "-OO", "-c", _PLACEHOLDER_UNDER_OO],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    (warning,) = [line for line in done.stderr.splitlines() if "is in no view" in line]
+    placeholder = seen["gaps"]["lookup_order.None"]
+    for told in (seen["hint"], warning, placeholder):
+        assert "-OO" not in told
+        assert "description=" in told
+    assert "count_orders" in seen["names"]
+    assert "-OO" in seen["gaps"]["count_orders.day"]

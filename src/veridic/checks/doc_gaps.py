@@ -43,6 +43,7 @@ from veridic.tools._descriptions import (
     backticked_names,
     description_problem,
     docstrings_stripped,
+    stripped_away,
 )
 from veridic.tools.registry import Registry
 from veridic.tools.tool import SCHEMA_TOOL, Tool
@@ -166,7 +167,7 @@ def _description_gap(tool: Tool, problem: GapCode) -> DocGap:
     where = f"tool {tool.name!r} ({tool.origin})"
     if tool.external:
         fix = "the spec that provides it must describe it; until it does, the tool stays hidden"
-    elif docstrings_stripped():
+    elif stripped_away(problem):
         fix = STRIPPED_FIX
     else:
         fix = (

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
-from veridic.tools._descriptions import STRIPPED_FIX, docstrings_stripped, one_line
+from veridic.tools._descriptions import STRIPPED_FIX, one_line, stripped_away
 from veridic.tools.status import ComponentState, ToolStatus
 from veridic.tools.tool import Tool
 
@@ -116,7 +116,7 @@ def _unavailable(tool: Tool, components: Mapping[str, ComponentState]) -> ToolSt
 def _description_hint(tool: Tool) -> str:
     """What to write for a tool withheld for its description: under ``-OO`` not the
     docstring Python stripped (:data:`~veridic.tools._descriptions.STRIPPED_FIX`)."""
-    if docstrings_stripped() and not tool.external:
+    if stripped_away(tool.description_gap) and not tool.external:
         return f"{STRIPPED_FIX} ({tool.origin}); find_doc_gaps(registry) lists every such tool"
     return (
         f"write what it does where it is defined ({tool.origin}): a docstring (the prose "
