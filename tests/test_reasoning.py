@@ -464,9 +464,12 @@ ANTHROPIC_ANSWER = {
 }
 
 
-def anthropic_stream(*, signed_start: bool, after_signature: str = "") -> str:
+def anthropic_stream(
+    *, signed_start: bool, after_signature: str = "", second_signature: str = ""
+) -> str:
     """A thinking stream; its thinking block starts with an empty signature or none, and
-    ``after_signature`` (when given) comes as a thinking_delta after the signature."""
+    ``after_signature`` (when given) comes as a thinking_delta after the signature,
+    ``second_signature`` as a second signature_delta."""
 
     def delta(index: int, body: dict[str, Any]) -> dict[str, Any]:
         return {"type": "content_block_delta", "index": index, "delta": body}
@@ -493,6 +496,11 @@ def anthropic_stream(*, signed_start: bool, after_signature: str = "") -> str:
             *(
                 [delta(0, {"type": "thinking_delta", "thinking": after_signature})]
                 if after_signature
+                else []
+            ),
+            *(
+                [delta(0, {"type": "signature_delta", "signature": second_signature})]
+                if second_signature
                 else []
             ),
             {"type": "content_block_stop", "index": 0},
@@ -618,6 +626,81 @@ def test_anthropic_stream_thinking_after_the_blocks_signature_is_refused() -> No
         gw.stream(question().build(), VIEW, request_id="req-1") as stream,
     ):
         list(stream)
+
+
+@pytest.mark.parametrize(
+    "second", [str(THINKING["signature"]) + "tail", "EqQBother", str(THINKING["signature"])]
+)
+def test_anthropic_stream_a_second_signature_for_a_signed_block_is_refused(second: str) -> None:
+    """A block has one signature, sent whole: a second one silently replaced the first
+    (or, were it a piece, left the block signed with the last piece only), and the block
+    sent back was refused by the API with an error naming neither the stream nor the block.
+    Even the same signature again is not what the API sends, and is refused."""
+    server = FakeServer(
+        http_module("anthropic"),
+        [("sse", anthropic_stream(signed_start=True, second_signature=second))],
+    )
+    gw, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-test", max_tokens=9)
+    )
+    with (
+        pytest.raises(VeridicError, match=r"a second signature_delta for content block 0"),
+        gw.stream(question().build(), VIEW, request_id="req-1") as stream,
+    ):
+        list(stream)
+
+
+def _two_thinking_blocks_stream() -> str:
+    """Interleaved thinking: a signed thinking block, redacted thinking, a second thinking
+    block streamed and signed after the first was signed, then the answer."""
+
+    def delta(index: int, body: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": index, "delta": body}
+
+    def thinking_block(index: int, text: str, signature: str) -> list[dict[str, Any]]:
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        return [
+            {"type": "content_block_start", "index": index, "content_block": start},
+            delta(index, {"type": "thinking_delta", "thinking": text[:5]}),
+            delta(index, {"type": "thinking_delta", "thinking": text[5:]}),
+            delta(index, {"type": "signature_delta", "signature": signature}),
+            {"type": "content_block_stop", "index": index},
+        ]
+
+    return sse(
+        [
+            {
+                "type": "message_start",
+                "message": {**ANTHROPIC_ANSWER, "content": [], "stop_reason": None},
+            },
+            *thinking_block(0, "First, the city.", "sig-one"),
+            {"type": "content_block_start", "index": 1, "content_block": REDACTED},
+            {"type": "content_block_stop", "index": 1},
+            *thinking_block(2, "Then, the weather.", "sig-two"),
+            {"type": "content_block_start", "index": 3, "content_block": {"type": "text", "text": ""}},
+            delta(3, {"type": "text_delta", "text": "Sunny."}),
+            {"type": "content_block_stop", "index": 3},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},
+            {"type": "message_stop"},
+        ],
+        named=True,
+    )
+
+
+def test_anthropic_stream_several_signed_thinking_blocks_are_each_kept_whole() -> None:
+    """The refusals of thinking after a signature and of a second signature are per block:
+    a block streamed after another was signed, and redacted thinking between, are read."""
+    server = FakeServer(http_module("anthropic"), [("sse", _two_thinking_blocks_stream())])
+    gw, _ = gateway(
+        AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-test", max_tokens=9)
+    )
+    with gw.stream(question().build(), VIEW, request_id="req-1") as stream:
+        assert list(stream) == ["Sunny."]
+    assert [item.block() for item in stream.reply.reasoning] == [
+        {"type": "thinking", "thinking": "First, the city.", "signature": "sig-one"},
+        REDACTED,
+        {"type": "thinking", "thinking": "Then, the weather.", "signature": "sig-two"},
+    ]
 
 
 def openai_response(*output: dict[str, Any], rid: str = "resp_1") -> dict[str, Any]:

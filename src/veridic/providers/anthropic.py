@@ -327,6 +327,7 @@ class _MessagesAssembler:
             elif delta_kind == "signature_delta":
                 # The whole signature, in one event just before the block stops
                 # (the SDK's own accumulator sets it, too).
+                self._refuse_signed_twice(index, thinking)
                 thinking["signature"] = text_of(delta, "signature", where=self._where)
             return ""
         block = self._blocks[index]
@@ -354,6 +355,22 @@ class _MessagesAssembler:
             f"{self._where}: the stream sent a thinking_delta for content block {index} after "
             "its signature, which covers only the thinking before it: sent back, the block "
             "would be refused by the API, so nothing was answered: send the request again (a "
+            "proxy between you and the API may be mangling events)"
+        )
+
+    def _refuse_signed_twice(self, index: int, thinking: Mapping[str, object]) -> None:
+        """Refuse a second signature for a block already signed.
+
+        The API signs a block once, whole: a second signature replaced the first (a piece
+        of one left the block signed with the last piece only), and the block sent back was
+        refused by the API with an error naming neither this stream nor the block.
+        """
+        if not thinking.get("signature"):
+            return
+        raise VeridicError(
+            f"{self._where}: the stream sent a second signature_delta for content block "
+            f"{index}, which was signed already; a block has one signature, so which covers "
+            "its thinking cannot be told and nothing was answered: send the request again (a "
             "proxy between you and the API may be mangling events)"
         )
 
