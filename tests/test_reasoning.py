@@ -677,7 +677,11 @@ def _two_thinking_blocks_stream() -> str:
             {"type": "content_block_start", "index": 1, "content_block": REDACTED},
             {"type": "content_block_stop", "index": 1},
             *thinking_block(2, "Then, the weather.", "sig-two"),
-            {"type": "content_block_start", "index": 3, "content_block": {"type": "text", "text": ""}},
+            {
+                "type": "content_block_start",
+                "index": 3,
+                "content_block": {"type": "text", "text": ""},
+            },
             delta(3, {"type": "text_delta", "text": "Sunny."}),
             {"type": "content_block_stop", "index": 3},
             {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},

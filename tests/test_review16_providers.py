@@ -703,3 +703,16 @@ def test_a_decoder_attribute_the_sdk_reads_unexpectedly_names_the_adapter(
         gw.stream(first_prompt(), VIEW, request_id="req-1") as stream,
     ):
         list(stream)
+
+
+def test_an_anthropic_message_given_for_a_stream_is_refused_as_not_a_stream() -> None:
+    """The refusal of an answer sent whole holds for the other SDK: an Anthropic
+    ``Message`` (a pydantic model of the SDK's, iterable over its fields) for a stream."""
+    server = FakeServer(http_module("anthropic"), [])
+    client = server.client(anthropic, "Anthropic")
+    message = anthropic.types.Message.model_validate(MESSAGE)
+    client.messages.create = lambda **kwargs: message
+    gw, _, _ = gateway(AnthropicMessages(client, model="claude-test", max_tokens=9))
+    with pytest.raises(VeridicError, match="with Message, an answer sent whole") as raised:
+        gw.stream(first_prompt(), VIEW, request_id="req-1")
+    assert "decoder" not in str(raised.value)

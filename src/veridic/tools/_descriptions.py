@@ -31,8 +31,8 @@ __all__ = [
     "backticked_names",
     "description_problem",
     "docstrings_stripped",
-    "stripped_away",
     "one_line",
+    "stripped_away",
 ]
 
 
