@@ -716,3 +716,34 @@ def test_an_anthropic_message_given_for_a_stream_is_refused_as_not_a_stream() ->
     with pytest.raises(VeridicError, match="with Message, an answer sent whole") as raised:
         gw.stream(first_prompt(), VIEW, request_id="req-1")
     assert "decoder" not in str(raised.value)
+
+
+def test_an_sdk_answer_given_for_an_async_stream_is_refused_as_sent_whole() -> None:
+    """In async code the SDK's model is no async stream either: it was refused before
+    the check of an answer sent whole, with the advice to check the SDK's version."""
+    server = FakeServer(http_module("openai"), [])
+    client = server.async_client(openai, "AsyncOpenAI")
+    answer = openai.types.chat.ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-test",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "hello"},
+                }
+            ],
+        }
+    )
+
+    async def create(**kwargs: object) -> object:
+        return answer
+
+    client.chat.completions.create = create
+    gw, _, _ = gateway(OpenAIChat(client, model="gpt-test"))
+    with pytest.raises(VeridicError, match="ChatCompletion, an answer sent whole") as raised:
+        asyncio.run(gw.astream(first_prompt(), VIEW, request_id="req-1"))
+    assert "SDK version" not in str(raised.value)

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 from typing import Final, Generic, TypeVar, cast
 
 from veridic._sample import clip
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.providers._base import arguments_json, attr
 
@@ -176,6 +177,28 @@ async def araw_events(events: AsyncIterable[object], where: str) -> AsyncIterabl
     return _AsyncReadStream(events, _swapped(events, where))
 
 
+def not_a_stream(events: object, where: str, *, kind: str) -> VeridicError:
+    """Why ``events``, what the client gave a stream request, is no ``kind`` of events:
+    an SDK's answer sent whole (a blocking wrapper's ``ChatCompletion`` in async code
+    too) is told as such, not as an SDK version to check."""
+    if _of_sdk_stream(events) and _of_model(events):
+        return _sent_whole(events, where)
+    return VeridicError(
+        f"{where}: the SDK answered a streaming request with {a_type(events)}, not {kind} "
+        "of events; check that the installed SDK version is one the extra allows"
+    )
+
+
+def _sent_whole(events: object, where: str) -> VeridicError:
+    """The refusal of an SDK's answer sent whole, given for a stream request."""
+    return VeridicError(
+        f"{where}: the client answered a stream request with {type(events).__name__}, "
+        "an answer sent whole, not a stream of events; nothing of it was read: give "
+        "stream=True through to the SDK's create (a wrapper of create must give back "
+        "the stream the SDK made), or send the request with send() instead"
+    )
+
+
 def _unread(events: object, where: str) -> VeridicError | None:
     """Why the SDK's stream ``events`` cannot be read from its events' own text (it is an
     answer sent whole, or keeps no decoder where :func:`_swapped` swaps it), or ``None``."""
@@ -185,12 +208,7 @@ def _unread(events: object, where: str) -> VeridicError | None:
     if all(callable(getattr(decoder, read, None)) for read in ("iter_bytes", "aiter_bytes")):
         return None
     if _of_model(events):
-        return VeridicError(
-            f"{where}: the client answered a stream request with {type(events).__name__}, "
-            "an answer sent whole, not a stream of events; nothing of it was read: give "
-            "stream=True through to the SDK's create (a wrapper of create must give back "
-            "the stream the SDK made), or send the request with send() instead"
-        )
+        return _sent_whole(events, where)
     return VeridicError(
         f"{where}: the SDK's stream ({type(events).__name__}) keeps no event decoder where "
         "veridic reads it (its _decoder), so its events could not be read from their own "

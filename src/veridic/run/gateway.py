@@ -78,7 +78,7 @@ from typing import NoReturn, overload
 from veridic._words import a_type
 from veridic.errors import ApprovalExpiredError, AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
-from veridic.providers._raw import araw_events, raw_events
+from veridic.providers._raw import araw_events, not_a_stream, raw_events
 from veridic.run import telemetry as _telemetry
 from veridic.run._audit_writes import (
     amodel_calls_kept,
@@ -294,11 +294,7 @@ class ModelGateway:
             _traced(span, sent)
             events = self._provider.method()(**sent.request, stream=True)
             if not isinstance(events, Iterable):
-                raise VeridicError(
-                    f"{self._provider!r}: the SDK answered a streaming request with "
-                    f"{a_type(events)}, not a stream of events; check that the installed "
-                    "SDK version is one the extra allows"
-                )
+                raise not_a_stream(events, repr(self._provider), kind="a stream")
             events = raw_events(events, repr(self._provider))
             close = getattr(events, "close", None)
             span.handed()  # the stream ends the span
@@ -324,11 +320,7 @@ class ModelGateway:
             _traced(span, sent)
             events = await awaited(self._provider.method()(**sent.request, stream=True))
             if not isinstance(events, AsyncIterable):
-                raise VeridicError(
-                    f"{self._provider!r}: the SDK answered a streaming request with "
-                    f"{a_type(events)}, not an async stream of events; check that the "
-                    "installed SDK version is one the extra allows"
-                )
+                raise not_a_stream(events, repr(self._provider), kind="an async stream")
             events = await araw_events(events, repr(self._provider))
             close = getattr(events, "close", None)
             span.handed()  # the stream ends the span
