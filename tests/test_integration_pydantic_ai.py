@@ -29,7 +29,12 @@ from pydantic_ai import (
     ToolDenied,
     UnexpectedModelBehavior,
 )
-from pydantic_ai.capabilities import HandleDeferredToolCalls, PrepareTools
+from pydantic_ai.capabilities import (
+    AbstractCapability,
+    CapabilityOrdering,
+    HandleDeferredToolCalls,
+    PrepareTools,
+)
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -38,6 +43,8 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import veridic.integrations
@@ -700,6 +707,42 @@ def test_a_tool_list_filtered_behind_the_views_back_fails_the_run() -> None:
     with pytest.raises(ToolCouplingError, match="missing: 'save_note'"):
         agent(script).run_sync("Save a", capabilities=[s.veridic, PrepareTools(hide_writes)])
     assert s.store.ran == []
+
+
+@dataclass
+class AddsATool(AbstractCapability[None]):
+    """Another capability that asks to be innermost too, and adds a tool to each request."""
+
+    wrapped_by: tuple[type[AbstractCapability[None]], ...] = ()
+
+    def get_ordering(self) -> CapabilityOrdering:
+        return CapabilityOrdering(position="innermost", wrapped_by=list(self.wrapped_by))
+
+    async def prepare_model_request(
+        self, ctx: RunContext[None], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        extra = ToolDefinition(name="wipe_disk", description="Wipe the disk.")
+        parameters = request_context.model_request_parameters
+        parameters.function_tools = [*parameters.function_tools, extra]
+        return request_context
+
+
+def test_an_innermost_capability_listed_after_veridics_runs_before_its_checks() -> None:
+    s = setup()
+    script = Script("Done.")
+    for capabilities in ([s.veridic, AddsATool()], [AddsATool(), s.veridic]):
+        with pytest.raises(ToolCouplingError, match="'wipe_disk'"):
+            agent(script).run_sync("Tidy up", capabilities=capabilities)
+    built = Agent(FunctionModel(script), capabilities=[s.veridic, AddsATool()])
+    with pytest.raises(ToolCouplingError, match="'wipe_disk'"):
+        built.run_sync("Tidy up")
+    assert script.shown == []  # the model never saw the added tool
+
+
+def test_a_capability_that_asks_to_follow_veridics_is_refused_when_the_agent_is_made() -> None:
+    s = setup()
+    with pytest.raises(UserError, match="[Cc]ircular ordering"):
+        Agent(FunctionModel(Script("Done.")), capabilities=[s.veridic, AddsATool((VeridicCapability,))])
 
 
 def test_the_records_of_a_run_are_valid_audit_records_in_a_file_store(tmp_path: Path) -> None:

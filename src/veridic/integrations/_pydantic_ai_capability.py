@@ -526,13 +526,21 @@ class VeridicCapability(AbstractCapability[object]):
         return None  # it holds a view and an audit store: not something a spec file can name
 
     def get_ordering(self) -> CapabilityOrdering:
-        """Innermost: the last capability to prepare a request, so it checks what is sent.
+        """Innermost, and after every other capability: the last to prepare a request, so it
+        checks what is sent.
 
         pydantic-ai prepares each request through its capabilities in order, outermost
         first (the agent's, then the run's, as listed): a capability after this one could
-        add instructions, messages or tools to the request this one had checked.
+        add instructions, messages or tools to the request this one had checked. The
+        ``innermost`` tier alone keeps the listed order among its members, so a second
+        capability asking to be innermost, listed after this one, would run after the
+        checks; ``wrapped_by`` every capability puts this one after it too. A capability
+        that asks to run after this one (its ``wrapped_by`` names this class or a base of
+        it) makes the order a cycle, and pydantic-ai refuses the agent or the run
+        (``UserError``, "Circular ordering constraints among capabilities") before any
+        request is sent: there is no order in which this one checks the sent request.
         """
-        return CapabilityOrdering(position="innermost")
+        return CapabilityOrdering(position="innermost", wrapped_by=[AbstractCapability])
 
     def get_toolset(self) -> VeridicToolset:
         return self.toolset
