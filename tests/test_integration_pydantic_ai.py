@@ -35,6 +35,7 @@ from pydantic_ai.capabilities import (
     HandleDeferredToolCalls,
     PrepareTools,
 )
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -43,7 +44,6 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -710,16 +710,16 @@ def test_a_tool_list_filtered_behind_the_views_back_fails_the_run() -> None:
 
 
 @dataclass
-class AddsATool(AbstractCapability[None]):
+class AddsATool(AbstractCapability[object]):
     """Another capability that asks to be innermost too, and adds a tool to each request."""
 
-    wrapped_by: tuple[type[AbstractCapability[None]], ...] = ()
+    wrapped_by: tuple[type[AbstractCapability[object]], ...] = ()
 
     def get_ordering(self) -> CapabilityOrdering:
         return CapabilityOrdering(position="innermost", wrapped_by=list(self.wrapped_by))
 
     async def prepare_model_request(
-        self, ctx: RunContext[None], request_context: ModelRequestContext
+        self, ctx: RunContext[object], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         extra = ToolDefinition(name="wipe_disk", description="Wipe the disk.")
         parameters = request_context.model_request_parameters
@@ -741,8 +741,11 @@ def test_an_innermost_capability_listed_after_veridics_runs_before_its_checks() 
 
 def test_a_capability_that_asks_to_follow_veridics_is_refused_when_the_agent_is_made() -> None:
     s = setup()
-    with pytest.raises(UserError, match="[Cc]ircular ordering"):
-        Agent(FunctionModel(Script("Done.")), capabilities=[s.veridic, AddsATool((VeridicCapability,))])
+    follower = AddsATool((VeridicCapability,))
+    with pytest.raises(UserError, match="Circular ordering"):
+        Agent(FunctionModel(Script("Done.")), capabilities=[s.veridic, follower])
+    with pytest.raises(UserError, match="Circular ordering"):
+        agent(Script("Done.")).run_sync("Tidy up", capabilities=[follower, s.veridic])
 
 
 def test_the_records_of_a_run_are_valid_audit_records_in_a_file_store(tmp_path: Path) -> None:

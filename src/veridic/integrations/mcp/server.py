@@ -200,9 +200,9 @@ def mcp_server(
     ``mcp.Client(server)``. However it runs, its end waits for the audit records
     still on their way (a call cancelled by a client leaving or by the host stopping
     the server is recorded ``DENIED``), 30 seconds at most; a record still on its way
-    then is logged on ``veridic.executor`` with its content. Questions waiting for the user's answer (protocol
-    2026-07-28) are kept by this server object, in memory: a retry must reach
-    the process that asked.
+    then is logged on ``veridic.executor`` with its content. Questions waiting for the
+    user's answer (protocol 2026-07-28) are kept by this server object, in memory: a
+    retry must reach the process that asked.
 
     Raises:
         MissingExtraError: the ``mcp`` package is not installed.
