@@ -15,10 +15,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Final
 
@@ -30,7 +28,8 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 LOST: Final = "could not be written"
 
 _SLOW_HTTP_SERVER: Final = """
-import asyncio, sys
+import asyncio, socket, sys
+from contextlib import asynccontextmanager
 import uvicorn
 from veridic import Registry, SQLiteAuditSink
 from veridic.integrations.mcp.server import mcp_server
@@ -46,38 +45,42 @@ def delete_note(number: int) -> str:
     '''
     return "deleted"
 
+ending = asyncio.Event()  # set once the server's lifespan has begun to end
+
 class SlowStore:
+    '''Takes a record only after the server has begun to end, and a moment more: a write
+    the server's end does not wait for is still running when the event loop stops, however
+    long the host took to get there.'''
+
     def __init__(self, path):
         self.inner = SQLiteAuditSink(path)
 
     async def awrite(self, record, /):
-        for _ in range(100):  # longer than the host's shutdown takes
-            await asyncio.sleep(0.02)
+        await ending.wait()
+        await asyncio.sleep(1)
         await self.inner.awrite(record)
 
 server = mcp_server(lambda request: registry.view(), audit=SlowStore(sys.argv[1]), name="notes")
-app = server.streamable_http_app()
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning",
-            timeout_graceful_shutdown=1)
-"""
+veridics = server.lifespan
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _wait_listening(client: httpx.Client, url: str) -> None:
-    """Wait for the server to listen (a guard against a hang, not a time)."""
-    for _ in range(600):
+@asynccontextmanager
+async def lifespan(app):
+    async with veridics(app) as state:
         try:
-            client.get(url.replace("/mcp", "/absent"))
-            return
-        except httpx.TransportError:
-            time.sleep(0.05)
-    raise AssertionError("the server never listened")
+            yield state
+        finally:
+            ending.set()  # the sessions are gone; veridic's lifespan ends next
+
+server.lifespan = lifespan
+listening = socket.socket()
+listening.bind(("127.0.0.1", 0))
+listening.listen()
+print(listening.getsockname()[1], flush=True)  # a port the system chose: no race for it
+config = uvicorn.Config(
+    server.streamable_http_app(), log_level="warning", timeout_graceful_shutdown=1
+)
+uvicorn.Server(config).run(sockets=[listening])
+"""
 
 
 def _initialize(client: httpx.Client, url: str) -> dict[str, str]:
@@ -107,18 +110,19 @@ def test_a_denied_record_on_its_way_is_written_when_an_http_server_shuts_down(
     audit = tmp_path / "audit.sqlite3"
     script = tmp_path / "slow_http_server.py"
     script.write_text(_SLOW_HTTP_SERVER)
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     process = subprocess.Popen(
-        [sys.executable, str(script), str(audit), str(port)],
+        [sys.executable, str(script), str(audit)],
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
         env=env,
     )
     try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())  # listening: a request waits in its backlog
+        url = f"http://127.0.0.1:{port}/mcp"
         with httpx.Client(timeout=60) as client:
-            _wait_listening(client, url)
             headers = _initialize(client, url)
             call = {
                 "jsonrpc": "2.0",
