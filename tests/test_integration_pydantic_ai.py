@@ -46,9 +46,9 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import veridic.integrations
 from veridic import (
@@ -789,9 +789,7 @@ def test_a_wrapper_capability_holding_veridics_still_has_the_request_checked_as_
     s = setup()
     script = Script("Done.")
     with pytest.raises(ToolCouplingError, match="'wipe_disk'"):
-        agent(script).run_sync(
-            "Tidy up", capabilities=[WrapperCapability(s.veridic), AddsATool()]
-        )
+        agent(script).run_sync("Tidy up", capabilities=[WrapperCapability(s.veridic), AddsATool()])
     assert script.shown == []
 
 

@@ -63,8 +63,8 @@ from pydantic_ai.models import (
 )
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.output import OutputContext
-from pydantic_ai.settings import ModelSettings
 from pydantic_ai.profiles import DEFAULT_PROMPTED_OUTPUT_TEMPLATE
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
