@@ -14,7 +14,8 @@ import json
 import re
 import sys
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Final
@@ -54,9 +55,16 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
+from pydantic_ai.models import (
+    Model,
+    ModelRequestContext,
+    ModelRequestParameters,
+    StreamedResponse,
+)
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.output import OutputContext
 from pydantic_ai.profiles import DEFAULT_PROMPTED_OUTPUT_TEMPLATE
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
@@ -526,16 +534,36 @@ class VeridicCapability(AbstractCapability[object]):
         return None  # it holds a view and an audit store: not something a spec file can name
 
     def get_ordering(self) -> CapabilityOrdering:
-        """Innermost: the last capability to prepare a request, so it checks what is sent.
+        """Innermost, and after every other capability: the last to prepare a request, so it
+        checks what is sent.
 
         pydantic-ai prepares each request through its capabilities in order, outermost
         first (the agent's, then the run's, as listed): a capability after this one could
-        add instructions, messages or tools to the request this one had checked.
+        add instructions, messages or tools to the request this one had checked. The
+        ``innermost`` tier alone keeps the listed order among its members, so a second
+        capability asking to be innermost, listed after this one, would run after the
+        checks; ``wrapped_by`` every capability puts this one after it too. A capability
+        that asks to run after this one (its ``wrapped_by`` names this class or a base of
+        it) makes the order a cycle, and pydantic-ai refuses the agent or the run
+        (``UserError``, "Circular ordering constraints among capabilities") before any
+        request is sent: there is no order in which this one checks the sent request.
         """
-        return CapabilityOrdering(position="innermost")
+        return CapabilityOrdering(position="innermost", wrapped_by=[AbstractCapability])
 
     def get_toolset(self) -> VeridicToolset:
         return self.toolset
+
+    def get_wrapper_model(self, model: Model) -> Model:
+        """The model, behind a wrapper that checks the tools and settings of each request as
+        it is sent (:class:`_SentAsChecked`).
+
+        :meth:`prepare_model_request` runs before the capabilities' model wrappers, and a
+        capability this one cannot follow (one inside a ``WrapperCapability``, which hides
+        the ordering of what it holds) prepares the request after it: either could change
+        what this one checked. This wrapper is the innermost of the model wrappers when this
+        capability is the innermost capability.
+        """
+        return _SentAsChecked(model, self.view, self.request_id)
 
     def get_instructions(self) -> TrustedInstruction:
         return self.instructions
@@ -605,20 +633,7 @@ class VeridicCapability(AbstractCapability[object]):
             parameters.prompted_output_template, request_context.model, self.request_id
         )
         _check_output_descriptions(parameters, ctx.agent, self.request_id)
-        problems = _tool_problems(parameters.function_tools, self.view)
-        problems += [
-            f"native tool {clip(tool.kind)} ({type(tool).__name__}), run by the provider"
-            for tool in parameters.native_tools
-        ]
-        if problems:
-            raise ToolCouplingError(
-                f"the request {clip(self.request_id)} would offer the model other tools than the "
-                f"view's ({'; '.join(problems)}), while the capability section, the approvals "
-                "and the audit know only the view's: give the agent no tools or toolsets beside "
-                "the veridic capability, and do not filter or reword its tools (prepare_tools, "
-                "FilteredToolset, PrefixedToolset); register any other tool in the veridic "
-                "registry and filter with the view, registry.view(deny=...)"
-            )
+        _check_tools(parameters, self.view, self.request_id)
         return request_context
 
     async def before_output_process(
@@ -709,6 +724,73 @@ class VeridicCapability(AbstractCapability[object]):
             return await handler()
         finally:
             self.toolset.forget(ctx.run_id)
+
+
+class _SentAsChecked(WrapperModel):
+    """A model that refuses a request whose tools or settings are not the view's, as sent.
+
+    The check :meth:`VeridicCapability.prepare_model_request` made of the tools and the
+    settings, made again where the request leaves for the model: after every capability's
+    request hooks and after the model wrappers outside this one.
+    """
+
+    def __init__(self, wrapped: Model, view: ToolView, request_id: str) -> None:
+        super().__init__(wrapped)
+        self._view = view
+        self._request_id = request_id
+
+    def _check(
+        self, model_settings: ModelSettings | None, parameters: ModelRequestParameters
+    ) -> None:
+        _check_settings(model_settings, self._request_id)
+        _check_tools(parameters, self._view, self._request_id)
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        self._check(model_settings, model_request_parameters)
+        return await super().request(messages, model_settings, model_request_parameters)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        self._check(model_settings, model_request_parameters)
+        async with super().request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as stream:
+            yield stream
+
+
+def _check_tools(parameters: ModelRequestParameters, view: ToolView, request_id: str) -> None:
+    """Refuse a request that offers the model other tools than the view's (see
+    :meth:`VeridicCapability.prepare_model_request`).
+
+    Raises:
+        ToolCouplingError: a function tool is not one of the view's, one of the view's is
+            missing or not as the view defines it, or the request holds a native tool.
+    """
+    problems = _tool_problems(parameters.function_tools, view)
+    problems += [
+        f"native tool {clip(tool.kind)} ({type(tool).__name__}), run by the provider"
+        for tool in parameters.native_tools
+    ]
+    if problems:
+        raise ToolCouplingError(
+            f"the request {clip(request_id)} would offer the model other tools than the "
+            f"view's ({'; '.join(problems)}), while the capability section, the approvals "
+            "and the audit know only the view's: give the agent no tools or toolsets beside "
+            "the veridic capability, and do not filter or reword its tools (prepare_tools, "
+            "FilteredToolset, PrefixedToolset, a model wrapper); register any other tool in "
+            "the veridic registry and filter with the view, registry.view(deny=...)"
+        )
 
 
 _UNKNOWN_LABEL: Final = "tool_result"

@@ -77,7 +77,8 @@ import secrets
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Final, Literal
@@ -136,7 +137,7 @@ _ARGUMENTS_SHOWN: Final = 2000  # the whole arguments' text in a question, value
 _DEPTH_SHOWN: Final = 16  # nesting an approval question shows; deeper is refused unasked
 _DETAIL_LIMIT: Final = 200  # as the executor clips a record's detail
 _CLIENT_SHOWN: Final = 2000  # characters of a client's error text an error quotes
-_SETTLE_WAIT: Final = 30.0  # seconds serve() waits for records still on their way at its end
+_SETTLE_WAIT: Final = 30.0  # seconds the server waits, at its end, for records on their way
 _REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,128}")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _log = logging.getLogger("veridic.integrations.mcp")
@@ -196,9 +197,12 @@ def mcp_server(
 
     Run it over stdio with :func:`serve`, over streamable HTTP with the SDK's
     ``server.streamable_http_app()``, or connect to it in process with
-    ``mcp.Client(server)``. Questions waiting for the user's answer (protocol
-    2026-07-28) are kept by this server object, in memory: a retry must reach
-    the process that asked.
+    ``mcp.Client(server)``. However it runs, its end waits for the audit records
+    still on their way (a call cancelled by a client leaving or by the host stopping
+    the server is recorded ``DENIED``), 30 seconds at most; a record still on its way
+    then is logged on ``veridic.executor`` with its content. Questions waiting for the
+    user's answer (protocol 2026-07-28) are kept by this server object, in memory: a
+    retry must reach the process that asked.
 
     Raises:
         MissingExtraError: the ``mcp`` package is not installed.
@@ -222,8 +226,32 @@ def mcp_server(
         )
     served = _Served(view_factory, policy, audit, _seconds(approval_timeout))
     return Server(
-        name, version=version, on_list_tools=served.list_tools, on_call_tool=served.call_tool
+        name,
+        version=version,
+        on_list_tools=served.list_tools,
+        on_call_tool=served.call_tool,
+        lifespan=_records_settled,
     )
+
+
+@asynccontextmanager
+async def _records_settled(server: Server[object]) -> AsyncIterator[dict[str, object]]:
+    """The server's lifespan: at its end, wait (bounded) for the records still on their way.
+
+    A call cancelled at shutdown (its client gone, or the host stopping) hands its
+    ``DENIED`` record to a write left running, and the event loop that stops next would
+    cancel it. The SDK enters this around every way the server runs: ``Server.run``
+    (stdio, :func:`serve`) and the streamable HTTP session manager, which exits it after
+    cancelling its sessions. Shielded: a host cancelling the shutdown itself would
+    otherwise cancel the wait, which is bounded by ``_SETTLE_WAIT``.
+    """
+    import anyio
+
+    try:
+        yield {}
+    finally:
+        with anyio.CancelScope(shield=True):
+            await settled(_SETTLE_WAIT, f"the MCP server {server.name!r}, shutting down")
 
 
 async def serve(
@@ -260,13 +288,10 @@ async def serve(
     )
     from mcp.server.stdio import stdio_server
 
-    try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-    finally:
-        # A client that leaves (stdin closed) while a question about a call waits cancels
-        # the call, whose DENIED record is then on its way: written before the loop stops.
-        await settled(_SETTLE_WAIT, "serve(), its client gone")
+    async with stdio_server() as (read_stream, write_stream):
+        # The server's lifespan waits for the records on their way at its end (a client that
+        # left while a question waited cancelled the call): see _records_settled.
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 # --- the two handlers ----------------------------------------------------------------
