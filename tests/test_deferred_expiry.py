@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from _paused_formats import as_format_5
+from _support_agent import registry as support_registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,6 @@ from veridic import (
     Composer,
     ModelGateway,
     PausedRun,
-    Registry,
     ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
@@ -51,29 +51,8 @@ _requests = itertools.count()
 
 
 def make_view(ran: list[str]) -> ToolView:
-    registry = Registry()
-
-    @registry.tool(kind="query")
-    def get_order(order_id: int) -> str:
-        """Look up an order's status.
-
-        Args:
-            order_id: The order.
-        """
-        ran.append(f"get_order {order_id}")
-        return f"order {order_id}: lost"
-
-    @registry.tool(kind="write")
-    def refund(order_id: int) -> str:
-        """Refund an order to the card it was paid with.
-
-        Args:
-            order_id: The order.
-        """
-        ran.append(f"refund {order_id}")
-        return f"refunded {order_id}"
-
-    return registry.view()
+    """The support agent's tools (a lookup and a refund), each call noted in ``ran``."""
+    return support_registry(ran).view()
 
 
 def at(seconds: float) -> Callable[[], float]:
