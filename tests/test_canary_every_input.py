@@ -1325,3 +1325,24 @@ def test_the_refusal_says_what_each_tool_leaves_out_and_how_to_cover_it() -> Non
     assert "pin=veridic.tools.tool.tool_pin(" in told
     assert "Deny(when=lambda tool: not tool.schema_trusted)" in told
     assert CANARY not in told
+
+
+def test_the_refusal_names_five_tools_and_counts_the_rest() -> None:
+    registry = Registry()
+    for index in range(8):
+        registry.external(
+            name=f"tool_{index}",
+            description=f"Tool {index}. {CANARY}",
+            input_schema={"type": "object", "properties": {}},
+            handler=lambda arguments: "done",
+            kind="query",
+            source="a large server",
+        )
+    gateway = ModelGateway(ScriptedProvider([_DONE]), audit=SQLiteAuditSink(":memory:"))
+    with pytest.raises(ToolCouplingError) as refused:
+        gateway.send(Composer().user("Hi.").build(), registry.view(), request_id="r")
+    told = str(refused.value)
+    assert "8 tools" in told
+    assert "'tool_4' (from a large server" in told
+    assert "'tool_5'" not in told
+    assert "and 3 more" in told

@@ -7,6 +7,8 @@ to a model refuses the same case with the same words.
 
 from __future__ import annotations
 
+from typing import Final
+
 from veridic._counted import counted
 from veridic.errors import ToolCouplingError
 from veridic.tools.tool import Tool
@@ -32,9 +34,10 @@ def refuse_unlabelled_outside_text(where: str, view: ToolView) -> None:
     unverified = [tool for tool in view.tools() if not tool.schema_trusted]
     if not unverified:
         return
-    shown = ", ".join(
-        f"{tool.name!r} (from {tool.origin}: {_uncovered(tool)})" for tool in unverified
-    )
+    named = [f"{tool.name!r} (from {tool.origin}: {_uncovered(tool)})" for tool in unverified]
+    shown = ", ".join(named[:_SHOWN])
+    if len(named) > _SHOWN:  # a large server's every tool would bury what to do
+        shown += f" and {len(named) - _SHOWN} more"
     raise ToolCouplingError(
         f"{where} has no capability section in a system message, and the "
         f"tool list sent with it holds text from outside that no pin covers, of "
@@ -44,6 +47,10 @@ def refuse_unlabelled_outside_text(where: str, view: ToolView) -> None:
         "description, input_schema))), or keep them out of the view "
         "(registry.view(deny=[Deny(when=lambda tool: not tool.schema_trusted)]))"
     )
+
+
+_SHOWN: Final = 5
+"""How many of the tools without a pin the refusal names; it counts the rest."""
 
 
 def _uncovered(tool: Tool) -> str:
