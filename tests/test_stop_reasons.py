@@ -130,9 +130,8 @@ def test_run_and_arun_refuse_an_unknown_stop_reason_before_any_call(asynchronous
             return asyncio.run(gw.arun(composer, view, policy=policy, request_id="r"))
         return gw.run(composer, view, policy=policy, request_id="r")
 
-    with pytest.raises(VeridicError, match="not one veridic knows") as refused:
+    with pytest.raises(VeridicError, match="not one veridic knows"):
         run()
-    assert str(refused.value).startswith("arun()" if asynchronous else "run()")
     assert ran == []
     assert audit.records() == ()
 

@@ -590,7 +590,7 @@ class ModelGateway:
             reply = self.send(prompt, view, request_id=state.request_id)
             # Checked first: a limit the answer passes keeps it on the composer, which
             # must be able to record it whole.
-            state.check_calls(reply, prompt, "run()")
+            state.check_calls(reply, prompt)
             state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)
@@ -850,7 +850,7 @@ class ModelGateway:
         while True:
             prompt = state.before_turn()
             reply = await self.asend(prompt, view, request_id=state.request_id)
-            state.check_calls(reply, prompt, "arun()")  # first, as in _loop
+            state.check_calls(reply, prompt)  # first, as in _loop
             state.counted(reply)
             if not reply.tool_calls:
                 result = state.answered(reply)

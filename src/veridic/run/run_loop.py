@@ -203,9 +203,8 @@ class _Run(Generic[OutputT]):
             )
             self._stop("tokens", limit, self.usage.total_tokens, "token", final)
 
-    def check_calls(self, reply: Reply, prompt: Prompt, where: str) -> None:
-        """Refuse the reply's calls before any runs when the run could not go on after them;
-        ``where`` names the entry that runs them (``run()``, ``arun()``).
+    def check_calls(self, reply: Reply, prompt: Prompt) -> None:
+        """Refuse the reply's calls before any runs when the run could not go on after them.
 
         Over the ``tool_calls`` limit, the answer is recorded and its calls stay
         unanswered. A call the conversation cannot record (:meth:`Reply.record
@@ -223,7 +222,7 @@ class _Run(Generic[OutputT]):
         rest dropped) with the composer's error in place of the run's.
         """
         self.invalid = ""  # an answer came (the retry asked for, if any): checked first
-        _check_whole(reply, where)
+        _check_whole(reply, "run()")
         earlier = _call_ids(prompt)
         problems = [
             f"a call without a tool name (call {clip(call.id)})"
