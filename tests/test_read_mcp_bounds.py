@@ -18,6 +18,7 @@ from mcp.client.session import ClientRequestContext
 from pydantic import BaseModel
 from test_integration_langchain import World
 from test_integration_langchain import world as world
+from test_mcp_bounds import _registry as orders_registry
 
 from veridic import (
     ApprovalMode,
@@ -107,22 +108,6 @@ def test_langchains_note_on_an_unparsed_call_reaches_the_model_as_data(
 # --- the wait for an elicitation answer, ended by the client -----------------------------------
 
 
-def _orders(deleted: list[int]) -> Registry:
-    registry = Registry("orders")
-
-    @registry.tool(kind="write", irreversible=True)
-    def delete_order(order_id: int) -> str:
-        """Permanently delete an order; this cannot be undone.
-
-        Args:
-            order_id: The order to delete.
-        """
-        deleted.append(order_id)
-        return f"deleted {order_id}"
-
-    return registry
-
-
 async def _settled(
     before: set[asyncio.Task[Any]], audit: SQLiteAuditSink
 ) -> set[asyncio.Task[Any]]:
@@ -139,7 +124,7 @@ def test_a_client_that_ends_the_wait_leaves_no_task_and_a_denied_record(how: str
     """The docs say a client that cancels its call ends the wait at once, recorded
     ``DENIED`` (``confirm raised``), and that nothing of the call is left running."""
     deleted: list[int] = []
-    registry = _orders(deleted)
+    registry = orders_registry(deleted)
     asked = anyio.Event()
 
     async def never_answers(
