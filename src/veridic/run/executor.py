@@ -70,12 +70,13 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
 from pydantic_core import to_jsonable_python
 
+from veridic._counted import counted
 from veridic._exception_groups import leaves as _leaves
 from veridic._sample import clip, quoted
 from veridic._words import a_type
@@ -84,6 +85,7 @@ from veridic.errors import (
     ApprovalDeniedError,
     AuditWriteError,
     GuardDeniedError,
+    IncompletePlanError,
     InvalidArgumentsError,
     UnknownToolError,
     VeridicError,
@@ -115,12 +117,22 @@ from veridic.tools.guards import (
     LateReporter,
     dispatching,
 )
+from veridic.tools.plan import NormalizedPlan, PlanStep, normalize_plan
 from veridic.tools.risk import Risk
 from veridic.tools.status import _hidden_error
 from veridic.tools.tool import Tool
 from veridic.tools.view import PreparedCall, ToolView
 
-__all__ = ["AsyncConfirm", "CallResult", "aexecute", "execute", "tools_sha256"]
+__all__ = [
+    "AsyncConfirm",
+    "CallResult",
+    "PlanRun",
+    "aexecute",
+    "aexecute_plan",
+    "execute",
+    "execute_plan",
+    "tools_sha256",
+]
 
 AsyncConfirm = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
 """Asks the user about a pending call from async code; may return an awaitable."""
@@ -434,6 +446,292 @@ async def aexecute(
                 error = raised
             ran = _rendered(_Ran(prepared.tool, mode, scope, value, error, _since(started)))
         return span.ended(await call.aended(ran, span))
+
+
+# --- plans ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRun:
+    """What became of a plan :func:`execute_plan` ran: each step that ran, with its call's
+    result (and so its audit record), and each step that did not run.
+
+    Every step of the plan is in exactly one of :attr:`ran` and :attr:`not_run`. Only
+    the last step of :attr:`ran` may have failed (or been denied, refused, blocked):
+    the plan stops at the first step that does not succeed.
+    """
+
+    ran: tuple[tuple[PlanStep, CallResult], ...]
+    """The steps that ran (their calls were made), in the order they ran, with results."""
+    not_run: tuple[PlanStep, ...]
+    """The steps after the one the plan stopped at, in the order they would have run."""
+
+    @property
+    def stopped_at(self) -> PlanStep | None:
+        """The step whose call did not succeed, or ``None`` when every step succeeded."""
+        if self.ran and not self.ran[-1][1].ok:
+            return self.ran[-1][0]
+        return None
+
+    @property
+    def complete(self) -> bool:
+        """Whether every step of the plan ran and succeeded."""
+        return self.stopped_at is None and not self.not_run
+
+    @property
+    def notice(self) -> str:
+        """For the user, when the plan stopped: at which step and why, what ran (its
+        effects happened) and what did not; ``""`` when the plan ran whole.
+
+        It quotes the model's ids and names and the call's recorded detail: text to
+        show, not an instruction. Each list names twenty steps and counts the rest.
+        """
+        stopped = self.stopped_at
+        if stopped is None:
+            return ""
+        record = self.ran[-1][1].record
+        return "\n".join(
+            (
+                f"The plan stopped at step {_step_named(stopped)}: {_what_became(record)}.",
+                f"Ran: {_steps_named([step for step, _ in self.ran])}.",
+                f"Not run: {_steps_named(self.not_run) or 'none'}.",
+            )
+        )
+
+
+def execute_plan(
+    view: ToolView,
+    plan: NormalizedPlan,
+    *,
+    policy: ApprovalPolicy,
+    audit: AuditSink | AsyncAuditSink,
+    request_id: str,
+    prompt: Prompt | None = None,
+    prompt_sha256: str | None = None,
+    confirm: Confirm | None = None,
+    tools_digest: str | None = None,
+    context: object = None,
+) -> PlanRun:
+    """Run a checked plan's steps, each after what it depends on, each through :func:`execute`.
+
+    Each step is one call, approved, dispatched under guard and recorded as
+    :func:`execute` does it (``confirm`` is asked about each step the policy puts to
+    the user; the records have ``call_id`` ``""``, as no model call named them).
+
+    The plan runs whole or stops, and says where:
+
+    - An incomplete plan (:attr:`NormalizedPlan.complete` is false: a step was
+      removed) is refused before anything runs: the steps that remain are not the plan
+      the model proposed (the first seed's build ran green without the step that set
+      the password). Show its ``.notice``; to run what remains once the user accepts
+      it, ``normalize_plan(plan.steps, view)`` makes it a plan of its own.
+    - The plan is checked again against ``view`` and ``policy`` before anything runs
+      (as ``normalize_plan(plan.steps, view, policy=policy)``): a plan normalized
+      against another view, or a tool a deny rule set since refuses, is refused whole
+      rather than stopping half-way.
+    - The first step whose call does not succeed (it failed, was denied by the user or
+      a rule, refused, or blocked by a guard) stops the plan: no later step runs, those
+      that depend on it and those that do not (``depends_on`` is the model's word, and
+      the user reviewed the plan as a whole). :attr:`PlanRun.notice` says where it
+      stopped, what ran and what did not.
+
+    Raises:
+        IncompletePlanError: the plan is incomplete, or no longer fits ``view`` and
+            ``policy``; ``.plan`` is the plan that was refused. Nothing ran.
+        VeridicError: ``plan`` is not a :class:`~veridic.NormalizedPlan`, or misuse as
+            for :func:`execute`. Nothing ran.
+        BaseException: whatever :func:`execute` raised for a step (an interrupt, an
+            :class:`~veridic.AuditWriteError`), with a note naming the step, the steps
+            that ran before it and those that did not run.
+    """
+    running = _Running(view, plan, policy, request_id, prompt, prompt_sha256, "execute_plan")
+    for step in running.order:
+        try:
+            result = execute(
+                view,
+                step.tool,
+                step.arguments,
+                policy=policy,
+                audit=audit,
+                request_id=request_id,
+                confirm=confirm,
+                tools_digest=tools_digest,
+                context=context,
+                prompt=running.prompt,
+                prompt_sha256=running.prompt_sha256,
+            )
+        except BaseException as error:
+            running.cut(error, step)
+            raise
+        if not running.went(step, result):
+            break
+    return running.run()
+
+
+async def aexecute_plan(
+    view: ToolView,
+    plan: NormalizedPlan,
+    *,
+    policy: ApprovalPolicy,
+    audit: AuditSink | AsyncAuditSink,
+    request_id: str,
+    prompt: Prompt | None = None,
+    prompt_sha256: str | None = None,
+    confirm: AsyncConfirm | None = None,
+    tools_digest: str | None = None,
+    context: object = None,
+) -> PlanRun:
+    """:func:`execute_plan` for async code: each step through :func:`aexecute`.
+
+    The same checks, the same stop at the first step that does not succeed, the same
+    records and :class:`PlanRun`; ``async`` handlers and an async ``confirm`` are
+    awaited.
+    """
+    running = _Running(view, plan, policy, request_id, prompt, prompt_sha256, "aexecute_plan")
+    for step in running.order:
+        try:
+            result = await aexecute(
+                view,
+                step.tool,
+                step.arguments,
+                policy=policy,
+                audit=audit,
+                request_id=request_id,
+                confirm=confirm,
+                tools_digest=tools_digest,
+                context=context,
+                prompt=running.prompt,
+                prompt_sha256=running.prompt_sha256,
+            )
+        except BaseException as error:
+            running.cut(error, step)
+            raise
+        if not running.went(step, result):
+            break
+    return running.run()
+
+
+class _Running:
+    """One plan's run: the plan checked before anything runs, the steps that ran, and
+    what the sync and the async road both say of it."""
+
+    __slots__ = ("_ran", "order", "prompt", "prompt_sha256", "where")
+
+    def __init__(
+        self,
+        view: ToolView,
+        plan: object,
+        policy: ApprovalPolicy,
+        request_id: str,
+        prompt: Prompt | None,
+        prompt_sha256: str | None,
+        where: str,
+    ) -> None:
+        self.where = where
+        # Misuse is refused before any step runs, not at the first step's call.
+        answered = _answered(prompt, prompt_sha256, where)
+        _check_request_id(request_id, f"{where}()")
+        # Passed on as one of the two, so a deprecated str prompt warns once, here.
+        self.prompt = answered if isinstance(answered, Prompt) else None
+        self.prompt_sha256 = None if isinstance(answered, Prompt) else answered
+        self.order = _checked(view, plan, policy, where).ordered
+        self._ran: list[tuple[PlanStep, CallResult]] = []
+
+    def went(self, step: PlanStep, result: CallResult) -> bool:
+        """Note that ``step`` ran; whether the plan goes on."""
+        self._ran.append((step, result))
+        return result.ok
+
+    def run(self) -> PlanRun:
+        return PlanRun(tuple(self._ran), self.order[len(self._ran) :])
+
+    def cut(self, error: BaseException, step: PlanStep) -> None:
+        """Say on ``error``, raised by ``step``'s call, which steps ran and which did not."""
+        ran = _steps_named([done for done, _ in self._ran]) or "none"
+        left = _steps_named(self.order[len(self._ran) + 1 :]) or "none"
+        error.add_note(
+            f"veridic: {self.where}() stopped at step {_step_named(step)}, which did not "
+            f"return: ran before it: {ran}; not run: {left}"
+        )
+
+
+def _checked(view: ToolView, plan: object, policy: ApprovalPolicy, where: str) -> NormalizedPlan:
+    """``plan`` checked again against ``view`` and ``policy``, when it is a complete
+    normalized plan and still fits them.
+
+    Raises:
+        VeridicError: ``plan`` is not a normalized plan, or ``policy`` is not one of ``view``.
+        IncompletePlanError: ``plan`` is incomplete, or does not fit ``view`` and ``policy``.
+    """
+    if not isinstance(plan, NormalizedPlan):
+        raise VeridicError(
+            f"{where}() runs a plan checked by normalize_plan(steps, view), got "
+            f"{a_type(plan)}: normalize the model's steps against this request's view, show "
+            "the plan's .notice when it is not complete, then run it"
+        )
+    if not isinstance(policy, ApprovalPolicy) or policy.view is not view:
+        got = (
+            "a policy built for another view"
+            if isinstance(policy, ApprovalPolicy)
+            else a_type(policy)
+        )
+        raise VeridicError(
+            f"{where}() needs the ApprovalPolicy of the view it runs with, got {got}: pass "
+            "ApprovalPolicy(view, rules=previous.rules) for this request's view"
+        )
+    if not plan.complete:
+        raise IncompletePlanError(
+            f"{where}() got an incomplete plan ({counted(len(plan.dropped), 'step')} removed, "
+            f"{len(plan.invalidated)} invalidated), so nothing ran: the steps that remain "
+            f"are not the plan the model proposed.\n{plan.notice}\nShow the plan's .notice "
+            "to the user and re-plan; to run the steps that remain once the user accepts "
+            "them, run normalize_plan(plan.steps, view), a plan of its own",
+            plan,
+        )
+    again = normalize_plan(plan.steps, view, policy=policy)
+    if not again.complete:
+        raise IncompletePlanError(
+            f"{where}() got a plan that does not fit the view and the policy it runs with "
+            "(it was normalized against another view, or a deny rule set since refuses a "
+            f"step), so nothing ran:\n{again.notice}\nNormalize the steps against this "
+            "view with policy=, show the notice, and run that plan",
+            again,
+        )
+    return again
+
+
+def _what_became(record: AuditRecord) -> str:
+    """How a step's call ended, with its recorded detail, for the notice."""
+    said = {
+        CallOutcome.FAILED: "it failed",
+        CallOutcome.DENIED: "it was denied",
+        CallOutcome.BLOCKED: "a guard blocked it",
+        CallOutcome.REFUSED: "it was refused",
+    }.get(record.outcome, record.outcome.value)
+    return f"{said} ({record.detail})" if record.detail else said
+
+
+# How many steps each list of a plan run's notice names before it counts the rest, as in
+# the normalized plan's notice: a long plan's notice stays readable.
+_PLAN_SHOWN: Final = 20
+_PLAIN_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def _step_named(step: PlanStep) -> str:
+    """``id (tool)``: each model-written name as is when it looks like a name, else quoted,
+    escaped and clipped."""
+    return f"{_shown_name(step.id)} ({_shown_name(step.tool)})"
+
+
+def _shown_name(name: str) -> str:
+    return name if _PLAIN_NAME.fullmatch(name) else clip(name, 40)
+
+
+def _steps_named(steps: Sequence[PlanStep]) -> str:
+    """The first twenty steps named, then how many more there are."""
+    shown = ", ".join(_step_named(step) for step in steps[:_PLAN_SHOWN])
+    left = len(steps) - _PLAN_SHOWN
+    return shown + (f" and {counted(left, 'more step')}" if left > 0 else "")
 
 
 def tools_sha256(view: ToolView) -> str:

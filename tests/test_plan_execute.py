@@ -1,0 +1,349 @@
+"""Running a checked plan: a step that does not succeed stops the plan, and what ran and what
+did not is said, on the sync and the async road alike."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from veridic import (
+    ApprovalPolicy,
+    CallOutcome,
+    Composer,
+    IncompletePlanError,
+    Registry,
+    SQLiteAuditSink,
+    ToolError,
+    ToolView,
+    VeridicError,
+    instruction,
+    normalize_plan,
+)
+from veridic.run.executor import PlanRun, aexecute_plan, execute_plan
+
+PROMPT = Composer().system(instruction("You build webhooks from form submissions.")).build()
+
+
+class Site:
+    """A site whose tools remember what ran; ``fails`` names the steps' inputs that fail."""
+
+    def __init__(self, fails: frozenset[str] = frozenset()) -> None:
+        self.fails = fails
+        self.ran: list[str] = []
+        self.registry = Registry("site")
+
+        @self.registry.tool(kind="write")
+        def make(name: str) -> str:
+            """Create a thing of the build (a snippet, a webhook, a mapping).
+
+            Args:
+                name: What to create.
+            """
+            return self._run(name)
+
+        @self.registry.tool(kind="write")
+        def interrupt(name: str) -> str:
+            """Stand for a step the operator stops with Ctrl-C while it runs.
+
+            Args:
+                name: What it was creating.
+            """
+            raise KeyboardInterrupt
+
+        self.view: ToolView = self.registry.view()
+
+    def _run(self, name: str) -> str:
+        self.ran.append(name)
+        if name in self.fails:
+            raise ToolError(f"could not create {name}")
+        return f"made {name}"
+
+
+def _steps(count: int, *, chain: bool = True) -> list[dict[str, object]]:
+    return [
+        {
+            "id": f"s{index}",
+            "tool": "make",
+            "arguments": {"name": f"n{index}"},
+            "depends_on": [f"s{index - 1}"] if chain and index else [],
+        }
+        for index in range(count)
+    ]
+
+
+def _run(
+    site: Site, steps: list[dict[str, object]], audit: SQLiteAuditSink | None = None
+) -> PlanRun:
+    policy = ApprovalPolicy(site.view)
+    policy.allow_always("make")
+    return execute_plan(
+        site.view,
+        normalize_plan(steps, site.view),
+        policy=policy,
+        audit=audit or SQLiteAuditSink(":memory:"),
+        request_id="req-plan",
+        prompt=PROMPT,
+    )
+
+
+def test_a_step_that_fails_stops_the_plan_and_the_steps_after_it_do_not_run() -> None:
+    # The seed: the snippet that injects the password fails, and the steps that need the
+    # password ran anyway in the documented loop over plan.ordered.
+    site = Site(fails=frozenset({"n1"}))
+    run = _run(site, _steps(4))
+    assert site.ran == ["n0", "n1"]
+    assert [(step.id, result.outcome) for step, result in run.ran] == [
+        ("s0", CallOutcome.OK),
+        ("s1", CallOutcome.FAILED),
+    ]
+    assert [step.id for step in run.not_run] == ["s2", "s3"]
+    assert run.stopped_at is not None
+    assert run.stopped_at.id == "s1"
+    assert not run.complete
+    assert run.notice.splitlines() == [
+        "The plan stopped at step s1 (make): it failed (ToolError: could not create n1).",
+        "Ran: s0 (make), s1 (make).",
+        "Not run: s2 (make), s3 (make).",
+    ]
+
+
+def test_a_failed_step_stops_steps_that_do_not_depend_on_it_too() -> None:
+    # depends_on is the model's word, and a model leaves dependencies out: the user
+    # reviewed the plan as a whole, so what remains after a failure is a different plan.
+    site = Site(fails=frozenset({"n0"}))
+    run = _run(site, _steps(3, chain=False))
+    assert site.ran == ["n0"]
+    assert [step.id for step in run.not_run] == ["s1", "s2"]
+
+
+def test_a_step_the_user_refuses_stops_the_plan() -> None:
+    site = Site()
+    policy = ApprovalPolicy(site.view)  # "make" is asked about
+    answers = iter([True, False])
+    run = execute_plan(
+        site.view,
+        normalize_plan(_steps(3), site.view),
+        policy=policy,
+        audit=SQLiteAuditSink(":memory:"),
+        request_id="req-plan",
+        prompt=PROMPT,
+        confirm=lambda request: next(answers),
+    )
+    assert site.ran == ["n0"]
+    assert [(s.id, r.outcome) for s, r in run.ran] == [
+        ("s0", CallOutcome.OK),
+        ("s1", CallOutcome.DENIED),
+    ]
+    assert [step.id for step in run.not_run] == ["s2"]
+    assert run.notice.startswith("The plan stopped at step s1 (make): it was denied (")
+
+
+def test_a_complete_plan_runs_every_step_in_dependency_order() -> None:
+    site = Site()
+    steps = _steps(3)
+    steps.reverse()  # depends_on points forward: s2 is listed first
+    run = _run(site, steps)
+    assert site.ran == ["n0", "n1", "n2"]
+    assert run.complete
+    assert run.not_run == ()
+    assert run.stopped_at is None
+    assert run.notice == ""
+
+
+def test_an_incomplete_plan_is_refused_before_anything_runs() -> None:
+    site = Site()
+    steps: list[dict[str, object]] = [
+        *_steps(2),
+        {"id": "s9", "tool": "create_snippet", "arguments": {}},
+    ]
+    plan = normalize_plan(steps, site.view)
+    policy = ApprovalPolicy(site.view)
+    policy.allow_always("make")
+    audit = SQLiteAuditSink(":memory:")
+    with pytest.raises(IncompletePlanError) as raised:
+        execute_plan(
+            site.view, plan, policy=policy, audit=audit, request_id="req-plan", prompt=PROMPT
+        )
+    assert site.ran == []
+    assert audit.records(request_id="req-plan") == ()
+    message = str(raised.value)
+    assert "create_snippet" in message
+    assert "nothing ran" in message
+    assert "normalize_plan(plan.steps, view)" in message
+    assert raised.value.plan is plan
+    # What remains, once the user read the notice and accepts it, is a plan of its own.
+    rest = normalize_plan(plan.steps, site.view)
+    run = execute_plan(
+        site.view, rest, policy=policy, audit=audit, request_id="req-plan", prompt=PROMPT
+    )
+    assert run.complete
+    assert site.ran == ["n0", "n1"]
+
+
+def test_a_plan_checked_against_another_view_is_checked_again_before_anything_runs() -> None:
+    site = Site()
+    plan = normalize_plan(_steps(2), site.view)
+    narrower = site.registry.view(allow=("interrupt",))
+    policy = ApprovalPolicy(narrower)
+    with pytest.raises(IncompletePlanError) as raised:
+        execute_plan(
+            narrower,
+            plan,
+            policy=policy,
+            audit=SQLiteAuditSink(":memory:"),
+            request_id="req-plan",
+            prompt=PROMPT,
+        )
+    assert site.ran == []
+    assert "does not fit the view and the policy it runs with" in str(raised.value)
+
+
+def test_a_deny_rule_set_after_normalising_refuses_the_plan_before_anything_runs() -> None:
+    site = Site()
+    plan = normalize_plan(_steps(2), site.view)
+    policy = ApprovalPolicy(site.view)
+    policy.deny("make")
+    with pytest.raises(IncompletePlanError):
+        execute_plan(
+            site.view,
+            plan,
+            policy=policy,
+            audit=SQLiteAuditSink(":memory:"),
+            request_id="req-plan",
+            prompt=PROMPT,
+        )
+    assert site.ran == []
+
+
+def test_something_that_is_not_a_normalized_plan_is_refused() -> None:
+    site = Site()
+    with pytest.raises(VeridicError, match=r"normalize_plan\(steps, view\)"):
+        execute_plan(
+            site.view,
+            _steps(2),  # type: ignore[arg-type]  # the raw steps, not checked
+            policy=ApprovalPolicy(site.view),
+            audit=SQLiteAuditSink(":memory:"),
+            request_id="req-plan",
+            prompt=PROMPT,
+        )
+    assert site.ran == []
+
+
+def test_an_interrupt_says_which_steps_ran_and_which_did_not() -> None:
+    site = Site()
+    steps: list[dict[str, object]] = [
+        *_steps(1),
+        {"id": "stop", "tool": "interrupt", "arguments": {"name": "x"}, "depends_on": ["s0"]},
+        {"id": "after", "tool": "make", "arguments": {"name": "y"}, "depends_on": ["stop"]},
+    ]
+    policy = ApprovalPolicy(site.view)
+    policy.allow_always("make")
+    policy.allow_always("interrupt")
+    audit = SQLiteAuditSink(":memory:")
+    with pytest.raises(KeyboardInterrupt) as raised:
+        execute_plan(
+            site.view,
+            normalize_plan(steps, site.view),
+            policy=policy,
+            audit=audit,
+            request_id="req-plan",
+            prompt=PROMPT,
+        )
+    notes = "\n".join(getattr(raised.value, "__notes__", []))
+    assert (
+        "execute_plan() stopped at step stop (interrupt), which did not return: "
+        "ran before it: s0 (make); not run: after (make)"
+    ) in notes
+    assert [r.outcome for r in audit.records(request_id="req-plan")] == [
+        CallOutcome.OK,
+        CallOutcome.FAILED,
+    ]
+
+
+def test_a_long_plan_notice_names_twenty_steps_and_counts_the_rest() -> None:
+    site = Site(fails=frozenset({"n0"}))
+    run = _run(site, _steps(30))
+    assert run.notice.splitlines()[-1] == (
+        "Not run: " + ", ".join(f"s{i} (make)" for i in range(1, 21)) + " and 9 more steps."
+    )
+    assert len(run.not_run) == 29
+
+
+def _records(run: PlanRun) -> list[tuple[object, ...]]:
+    return [
+        (step.id, r.record.tool, r.record.outcome, r.record.approval, r.record.detail)
+        for step, r in run.ran
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    count=st.integers(min_value=0, max_value=8),
+    fails=st.sets(st.integers(min_value=0, max_value=8)),
+    chain=st.booleans(),
+)
+def test_every_step_either_ran_with_a_record_or_is_said_not_to_have_run(
+    count: int, fails: set[int], chain: bool
+) -> None:
+    failing = frozenset(f"n{i}" for i in fails)
+    site = Site(fails=failing)
+    audit = SQLiteAuditSink(":memory:")
+    run = _run(site, _steps(count, chain=chain), audit=audit)
+    ran = [step.id for step, _ in run.ran]
+    not_run = [step.id for step in run.not_run]
+    assert sorted(ran + not_run) == sorted(f"s{i}" for i in range(count))
+    assert not set(ran) & set(not_run)
+    # Each step that ran has its record in the store, in the order it ran; none other.
+    stored = audit.records(request_id="req-plan")
+    assert [r.record_id for r in stored] == [result.record.record_id for _, result in run.ran]
+    assert site.ran == [f"n{step_id[1:]}" for step_id in ran]
+    # Only the last step that ran may have failed, and then every later one did not run.
+    outcomes = [result.outcome for _, result in run.ran]
+    assert all(outcome is CallOutcome.OK for outcome in outcomes[:-1])
+    assert run.complete == (not not_run and all(o is CallOutcome.OK for o in outcomes))
+
+    # The async road runs the same steps and records the same things.
+    async_site = Site(fails=failing)
+    policy = ApprovalPolicy(async_site.view)
+    policy.allow_always("make")
+    async_run = asyncio.run(
+        aexecute_plan(
+            async_site.view,
+            normalize_plan(_steps(count, chain=chain), async_site.view),
+            policy=policy,
+            audit=SQLiteAuditSink(":memory:"),
+            request_id="req-plan",
+            prompt=PROMPT,
+        )
+    )
+    assert _records(async_run) == _records(run)
+    assert [s.id for s in async_run.not_run] == not_run
+    assert async_run.notice == run.notice
+    assert async_site.ran == site.ran
+
+
+def test_the_async_road_awaits_an_async_confirm_for_each_step() -> None:
+    site = Site()
+    policy = ApprovalPolicy(site.view)
+    asked: list[str] = []
+
+    async def confirm(request: object) -> bool:
+        asked.append(str(getattr(request, "arguments", {})))
+        return True
+
+    run = asyncio.run(
+        aexecute_plan(
+            site.view,
+            normalize_plan(_steps(2), site.view),
+            policy=policy,
+            audit=SQLiteAuditSink(":memory:"),
+            request_id="req-plan",
+            prompt=PROMPT,
+            confirm=confirm,
+        )
+    )
+    assert run.complete
+    assert len(asked) == 2
