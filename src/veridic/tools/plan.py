@@ -39,6 +39,23 @@ space): read as absent, such a key would turn "run after s1" into "no
 dependencies", so it is refused with the nearest known key instead
 (invariant I10: nothing the model writes is ignored silently).
 
+A step whose arguments refer to another step's output is a
+:class:`~veridic.PlanError` too, the whole plan refused before any step runs.
+veridic runs each step with its arguments as written and never puts one
+step's output into another's arguments, so a placeholder (``{{ step_4.output
+}}``, ``${step_4.result}``: a ``{{ }}`` or ``${ }`` that names a step of the
+plan, by a word of it, a quoted string or a part between dots) would reach the
+tool as text: a user created with the password ``{{step_4.output}}``. It is
+refused whatever becomes of the step it names (dropped, refused, failed or
+run): a plan that needs an output before it exists cannot run as proposed, and
+the demanding user's plan is refused whole rather than run in part. Run the
+steps that make the output, give the model their results, and ask it to plan
+the rest. A bare ``$step_4`` is read as text (SQL and shell arguments write
+``$1`` for their own parameters), as is a placeholder that names no step.
+
+A checked plan runs with :func:`~veridic.run.executor.execute_plan`, which
+refuses an incomplete plan and stops at the first step that does not succeed.
+
 >>> from veridic import Registry
 >>> registry = Registry()
 >>> @registry.tool(kind="write")
@@ -321,8 +338,10 @@ def normalize_plan(
             id no step has, a cycle, a step of the wrong shape, a key that is
             not one of ``id``, ``tool``, ``arguments``, ``depends_on``; the
             message names the step, the key and the nearest known key), has
-            more than ``MAX_STEPS`` (5,000) steps, or has arguments nested
-            deeper than 200 levels. The message quotes ids clipped, and at
+            more than ``MAX_STEPS`` (5,000) steps, has arguments nested
+            deeper than 200 levels, or has an argument that refers to another
+            step's output in a placeholder (``{{ step_4.output }}``; the message
+            names the step, the argument's path and the step named). The message quotes ids clipped, and at
             most ten of them (a long cycle by its ends and its length).
         IncompletePlanError: ``strict`` is true and a step was removed; its
             ``.plan`` is the :class:`NormalizedPlan`.
@@ -341,6 +360,7 @@ def normalize_plan(
     denies = None if policy is None else _Denies(_policy_of(policy, view))
     plan = _read(steps)
     _check_graph(plan)
+    _check_references(plan)
     exposed = view.names()
     told = _Told(view)
     dropped = {
@@ -614,6 +634,84 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
             f"the plan's dependencies form a {_ring(cycle)}; a step cannot wait for itself: "
             "remove one of these dependencies"
         )
+
+
+# A placeholder a model writes for a value it expects veridic to fill in: ``{{ ... }}``
+# (jinja2, Handlebars, GitHub Actions) or ``${ ... }`` (JavaScript, shell, Terraform). A bare
+# ``$name`` is not one: SQL and shell arguments write ``$1`` for their own parameters.
+_PLACEHOLDER: Final = re.compile(r"\{\{(.*?)\}\}|\$\{(.*?)\}", re.DOTALL)
+_TOKEN: Final = re.compile(r"[\w-]+")
+
+
+def _check_references(plan: tuple[PlanStep, ...]) -> None:
+    """Refuse a step whose arguments refer to another step's output in a placeholder.
+
+    veridic runs each step with its arguments as written and never puts one step's
+    output into another's: the tool would get the placeholder itself (a user created
+    with the password ``{{step_4.output}}``). Refused whatever became of the step it
+    names, before any step runs (the plan is a :class:`~veridic.PlanError`): a plan
+    that needs an output before it exists cannot be run as proposed.
+    """
+    ids = {_look(step.id): step.id for step in plan}
+    for index, step in enumerate(plan):
+        for path, text in _strings(step.arguments, "arguments"):
+            if "{{" not in text and "${" not in text:
+                continue
+            named = _named_step(text, ids)
+            if named is not None:
+                raise PlanError(
+                    f"{_where(index, step.id)} has {path} = {_shown(text)}, which refers to "
+                    f"the output of step {_id(named)}: veridic runs each step with its "
+                    "arguments as written and never puts one step's output into another's "
+                    "arguments, so the tool would get this text itself. Plan only steps whose "
+                    "arguments are known now: run the steps that make the output, give the "
+                    "model their results, and ask it to plan the rest"
+                )
+
+
+def _named_step(text: str, ids: Mapping[str, str]) -> str | None:
+    """The id of the first plan step a placeholder in ``text`` names, compared as a reader
+    sees ids (case, spacing and Unicode form folded); ``None`` when none does.
+
+    A placeholder names a step by a word of it (``{{ step_4.output }}``), by a quoted
+    string in it (``{{ steps['step 4'].output }}``) or by a part between dots, brackets,
+    pipes, parentheses and commas (``${step 4.result}``): each found in one pass over the
+    text, so a plan of thousands of ids and placeholders costs no search per id.
+    """
+    for match in _PLACEHOLDER.finditer(text):
+        inside = _look(match.group(1) if match.group(1) is not None else match.group(2))
+        candidates = _candidates(inside)
+        if ids.keys() & candidates:  # one set operation; the loop only names the first
+            return next(ids[candidate] for candidate in candidates if candidate in ids)
+    return None
+
+
+def _candidates(inside: str) -> list[str]:
+    """The words, the quoted strings and the parts of a placeholder's (folded) text."""
+    quoted = [found.group(2).strip() for found in _QUOTED.finditer(inside)]
+    parts = [part.strip().strip("'\"").strip() for part in _PARTS.split(inside)]
+    return [*_TOKEN.findall(inside), *quoted, *parts]
+
+
+_QUOTED: Final = re.compile(r"(['\"])(.*?)\1", re.DOTALL)
+_PARTS: Final = re.compile(r"[.\[\]|(),]")
+
+
+def _strings(value: object, path: str) -> Iterable[tuple[str, str]]:
+    """Every string in a step's (copied, at most 200 deep) arguments, with its path
+    (``arguments.meta.roles[1]``)."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            at = f"{path}.{key}" if _PLAIN_KEY.fullmatch(str(key)) else f"{path}[{_shown(key)}]"
+            yield from _strings(item, at)
+    elif isinstance(value, list | tuple):
+        for position, item in enumerate(value):
+            yield from _strings(item, f"{path}[{position}]")
+
+
+_PLAIN_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def _cycle(plan: tuple[PlanStep, ...]) -> list[str]:

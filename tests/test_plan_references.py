@@ -1,0 +1,152 @@
+"""A step whose arguments refer to another step's output: veridic never puts one step's output
+into another's arguments, so the tool would get the placeholder itself; the plan is refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from veridic import PlanError, Registry, ToolView, normalize_plan
+
+
+def _view() -> ToolView:
+    registry = Registry("users")
+
+    @registry.tool(kind="write")
+    def create_snippet(code: str) -> str:
+        """Store a code snippet that runs before each delivery.
+
+        Args:
+            code: The snippet's source.
+        """
+        return "snippet-1"
+
+    @registry.tool(kind="write")
+    def create_user(username: str, password: str, meta: dict[str, list[str]]) -> str:
+        """Create a site user.
+
+        Args:
+            username: The login name.
+            password: The user's password.
+            meta: Extra profile fields.
+        """
+        return "user-1"
+
+    return registry.view()
+
+
+def _plan(
+    password: object, meta: object = None, *, first_tool: str = "create_snippet"
+) -> list[dict[str, Any]]:
+    return [
+        {"id": "step_4", "tool": first_tool, "arguments": {"code": "wp_generate_password()"}},
+        {
+            "id": "step_6",
+            "tool": "create_user",
+            "arguments": {"username": "ann", "password": password, "meta": meta or {}},
+            "depends_on": ["step_4"],
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    "password",
+    [
+        "{{step_4.output}}",
+        "{{ step_4.output.password }}",
+        "${step_4.result}",
+        "${ steps.step_4.output }",
+        "pw-{{steps['step_4'].output}}-x",
+        "{{STEP_4.output}}",
+    ],
+)
+@pytest.mark.parametrize("first_tool", ["create_snippet", "create_snipet"])
+def test_an_argument_that_refers_to_another_steps_output_refuses_the_plan(
+    password: str, first_tool: str
+) -> None:
+    # The seed's build: the user's password comes from the snippet step. Whether that step
+    # is kept or dropped, create_user would be called with the placeholder as the password.
+    with pytest.raises(PlanError) as raised:
+        normalize_plan(_plan(password, first_tool=first_tool), _view())
+    message = str(raised.value)
+    assert "plan step #1 ('step_6')" in message
+    assert "arguments.password" in message
+    assert "step 'step_4'" in message
+    assert "never puts one step's output into another's arguments" in message
+
+
+def test_a_reference_nested_in_the_arguments_is_found_with_its_path() -> None:
+    meta = {"roles": ["subscriber", "{{ step_4.output }}"]}
+    with pytest.raises(PlanError, match=r"arguments\.meta\.roles\[1\]"):
+        normalize_plan(_plan("s3cret", meta), _view())
+
+
+def test_arguments_given_as_json_text_are_read_for_references_too() -> None:
+    steps = _plan("x")
+    steps[1]["arguments"] = '{"username": "ann", "password": "${step_4.output}", "meta": {}}'
+    with pytest.raises(PlanError, match=r"step 'step_4'"):
+        normalize_plan(steps, _view())
+
+
+@pytest.mark.parametrize(
+    "password",
+    [
+        "step_4",  # a value that happens to be a step's id is a value
+        "{{ username }}",  # a template of the user's own, naming no step
+        "$step_4",  # a bare dollar: SQL and shell write $1 for their own parameters
+        "{step_4}",
+        "{{step_40.output}}",  # another name
+        "{{ my_step_4 }}",
+    ],
+)
+def test_text_that_names_no_step_in_a_placeholder_is_kept_as_written(password: str) -> None:
+    plan = normalize_plan(_plan(password), _view())
+    assert plan.complete
+    assert plan.steps[1].arguments["password"] == password
+
+
+_IDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789-", min_size=1, max_size=12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    step_id=_IDS,
+    before=st.text(max_size=10),
+    after=st.sampled_from(["", ".output", ".result.id", "['value']", " | trim"]),
+    form=st.sampled_from(["{{%s}}", "{{ %s }}", "${%s}", "${ %s }"]),
+)
+def test_every_placeholder_naming_a_step_of_the_plan_is_refused(
+    step_id: str, before: str, after: str, form: str
+) -> None:
+    placeholder = before + form % (step_id + after)
+    steps = [
+        {"id": step_id, "tool": "create_snippet", "arguments": {"code": "x"}},
+        {
+            "id": f"{step_id}-user",
+            "tool": "create_user",
+            "arguments": {"username": "ann", "password": placeholder, "meta": {}},
+        },
+    ]
+    with pytest.raises(PlanError, match="never puts one step's output"):
+        normalize_plan(steps, _view())
+
+
+@settings(max_examples=80, deadline=None)
+@given(password=st.text(max_size=40).filter(lambda text: "{{" not in text and "${" not in text))
+def test_text_without_a_placeholder_is_never_refused(password: str) -> None:
+    plan = normalize_plan(_plan(password), _view())
+    assert plan.steps[1].arguments["password"] == password
+
+
+@pytest.mark.parametrize(
+    "password", ["{{ steps['step 4'].output }}", '${steps["Step 4"]}', "${step 4.result}"]
+)
+def test_an_id_with_a_space_is_found_quoted_or_between_dots(password: str) -> None:
+    steps = _plan(password)
+    steps[0]["id"] = "step 4"
+    steps[1]["depends_on"] = ["step 4"]
+    with pytest.raises(PlanError, match=r"step 'step 4'"):
+        normalize_plan(steps, _view())
