@@ -117,7 +117,7 @@ from veridic.tools.guards import (
     LateReporter,
     dispatching,
 )
-from veridic.tools.plan import NormalizedPlan, PlanStep, normalize_plan
+from veridic.tools.plan import NormalizedPlan, PlanStep, _name, normalize_plan
 from veridic.tools.risk import Risk
 from veridic.tools.status import _hidden_error
 from veridic.tools.tool import Tool
@@ -714,17 +714,12 @@ def _what_became(record: AuditRecord) -> str:
 # How many steps each list of a plan run's notice names before it counts the rest, as in
 # the normalized plan's notice: a long plan's notice stays readable.
 _PLAN_SHOWN: Final = 20
-_PLAIN_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def _step_named(step: PlanStep) -> str:
-    """``id (tool)``: each model-written name as is when it looks like a name, else quoted,
-    escaped and clipped."""
-    return f"{_shown_name(step.id)} ({_shown_name(step.tool)})"
-
-
-def _shown_name(name: str) -> str:
-    return name if _PLAIN_NAME.fullmatch(name) else clip(name, 40)
+    """``id (tool)``, as the plan's notice shows them: a look-alike escaped, a long one
+    clipped."""
+    return f"{_name(step.id)} ({_name(step.tool)})"
 
 
 def _steps_named(steps: Sequence[PlanStep]) -> str:

@@ -341,8 +341,9 @@ def normalize_plan(
             more than ``MAX_STEPS`` (5,000) steps, has arguments nested
             deeper than 200 levels, or has an argument that refers to another
             step's output in a placeholder (``{{ step_4.output }}``; the message
-            names the step, the argument's path and the step named). The message quotes ids clipped, and at
-            most ten of them (a long cycle by its ends and its length).
+            names the step, the argument's path and the step named). The
+            message quotes ids clipped, and at most ten of them (a long cycle
+            by its ends and its length).
         IncompletePlanError: ``strict`` is true and a step was removed; its
             ``.plan`` is the :class:`NormalizedPlan`.
         VeridicError: ``view`` is not a :class:`~veridic.ToolView`, ``policy``
@@ -932,10 +933,10 @@ def _refused(step: PlanStep, status: ToolStatus, told: _Told) -> DroppedStep:
     )
 
 
-def _plainly(step_id: str) -> str:
+def _plainly(step_id: str, limit: int = 80) -> str:
     """An id with every character outside ASCII escaped (``'cafe\\u0301'``), clipped."""
     shown = ascii(step_id)
-    return shown if len(shown) <= 80 else f"{shown[:78]}…' ({len(step_id)} chars)"
+    return shown if len(shown) <= limit else f"{shown[: limit - 2]}…' ({len(step_id)} chars)"
 
 
 def _look(step_id: str) -> str:
@@ -1103,8 +1104,10 @@ def _sentence(text: str) -> str:
 
 
 def _name(name: str) -> str:
-    """A model-written name, shown as is when it looks like a name, clipped and quoted otherwise."""
-    return name if _PLAIN_NAME.fullmatch(name) else clip(name, 40)
+    """A model-written name, shown as is when it looks like a name; otherwise quoted and
+    clipped, every character outside ASCII escaped (``'\\u0441reate_webhook'``): shown as
+    is, a look-alike of a tool's name or of another step's id reads as that one."""
+    return name if _PLAIN_NAME.fullmatch(name) else _plainly(name, 44)
 
 
 def _shown(value: object, limit: int = 60) -> str:
