@@ -45,6 +45,7 @@ from veridic import (
     normalize_plan,
     untrusted,
 )
+from veridic.run.executor import execute_plan
 
 __all__ = ["Conversation", "converse", "main"]
 
@@ -258,22 +259,23 @@ def silent_skip(proposed: tuple[Mapping[str, object], ...]) -> tuple[int, str]:
 def run_plan(
     view: ToolView, plan: NormalizedPlan, prompt: Prompt, audit: SQLiteAuditSink
 ) -> list[tuple[PlanStep, CallResult]]:
-    """Run every kept step through ``execute``: the user approved the plan as shown."""
+    """Run the plan through ``execute_plan``: the user approved the plan as shown.
+
+    Each step runs after the steps it depends on, and the first that does not succeed
+    stops the plan (``.notice`` says what ran and what did not): the snippet that sets
+    the password failing must not leave a user created without one.
+    """
     policy = ApprovalPolicy(view)
-    results: list[tuple[PlanStep, CallResult]] = []
-    for step in plan.ordered:  # each step after the steps it depends on
-        result = execute(
-            view,
-            step.tool,
-            step.arguments,
-            policy=policy,
-            audit=audit,
-            request_id="req-pro",
-            prompt=prompt,
-            confirm=lambda request: True,
-        )
-        results.append((step, result))
-    return results
+    run = execute_plan(
+        view,
+        plan,
+        policy=policy,
+        audit=audit,
+        request_id="req-pro",
+        prompt=prompt,
+        confirm=lambda request: True,
+    )
+    return list(run.ran)
 
 
 def _step_label(tool: str, arguments: Mapping[str, object]) -> str:
