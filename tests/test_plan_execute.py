@@ -254,8 +254,8 @@ def test_an_interrupt_says_which_steps_ran_and_which_did_not() -> None:
         )
     notes = "\n".join(getattr(raised.value, "__notes__", []))
     assert (
-        "execute_plan() stopped at step stop (interrupt), which did not return: "
-        "ran before it: s0 (make); not run: after (make)"
+        "execute_plan() stopped at step stop (interrupt), whose call raised "
+        "KeyboardInterrupt: ran before it: s0 (make); not run: after (make)"
     ) in notes
     assert [r.outcome for r in audit.records(request_id="req-plan")] == [
         CallOutcome.OK,
@@ -347,3 +347,46 @@ def test_the_async_road_awaits_an_async_confirm_for_each_step() -> None:
     )
     assert run.complete
     assert len(asked) == 2
+
+
+def test_the_async_road_says_too_which_steps_ran_when_a_step_is_interrupted() -> None:
+    site = Site()
+    steps: list[dict[str, object]] = [
+        {"id": "stop", "tool": "interrupt", "arguments": {"name": "x"}},
+        *_steps(2),
+    ]
+    policy = ApprovalPolicy(site.view)
+    policy.allow_always("make")
+    policy.allow_always("interrupt")
+    with pytest.raises(KeyboardInterrupt) as raised:
+        asyncio.run(
+            aexecute_plan(
+                site.view,
+                normalize_plan(steps, site.view),
+                policy=policy,
+                audit=SQLiteAuditSink(":memory:"),
+                request_id="req-plan",
+                prompt=PROMPT,
+            )
+        )
+    assert (
+        "aexecute_plan() stopped at step stop (interrupt), whose call raised "
+        "KeyboardInterrupt: ran before it: none; not run: s0 (make), s1 (make)"
+    ) in "\n".join(getattr(raised.value, "__notes__", []))
+    assert site.ran == []
+
+
+def test_a_request_id_no_store_can_keep_is_refused_before_any_step_runs() -> None:
+    site = Site()
+    policy = ApprovalPolicy(site.view)
+    policy.allow_always("make")
+    with pytest.raises(VeridicError, match=r"execute_plan\(\) got request_id="):
+        execute_plan(
+            site.view,
+            normalize_plan(_steps(2), site.view),
+            policy=policy,
+            audit=SQLiteAuditSink(":memory:"),
+            request_id="",
+            prompt=PROMPT,
+        )
+    assert site.ran == []

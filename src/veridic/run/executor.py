@@ -631,6 +631,7 @@ class _Running:
         # Misuse is refused before any step runs, not at the first step's call.
         answered = _answered(prompt, prompt_sha256, where)
         _check_request_id(request_id, f"{where}()")
+        _check_request_id_length(request_id, f"{where}()")
         # Passed on as one of the two, so a deprecated str prompt warns once, here.
         self.prompt = answered if isinstance(answered, Prompt) else None
         self.prompt_sha256 = None if isinstance(answered, Prompt) else answered
@@ -650,8 +651,8 @@ class _Running:
         ran = _steps_named([done for done, _ in self._ran]) or "none"
         left = _steps_named(self.order[len(self._ran) + 1 :]) or "none"
         error.add_note(
-            f"veridic: {self.where}() stopped at step {_step_named(step)}, which did not "
-            f"return: ran before it: {ran}; not run: {left}"
+            f"veridic: {self.where}() stopped at step {_step_named(step)}, whose call raised "
+            f"{type(error).__name__}: ran before it: {ran}; not run: {left}"
         )
 
 
