@@ -702,14 +702,21 @@ def _checked(view: ToolView, plan: object, policy: ApprovalPolicy, where: str) -
 
 
 def _what_became(record: AuditRecord) -> str:
-    """How a step's call ended, with its recorded detail, for the notice."""
+    """How a step's call ended, with its recorded detail, for the notice.
+
+    The detail often quotes the model's arguments (a handler's error, an invalid
+    value): one that is not printable on one line is shown quoted and escaped, so a
+    newline or a bidi control in it cannot forge a line of the notice."""
     said = {
         CallOutcome.FAILED: "it failed",
         CallOutcome.DENIED: "it was denied",
         CallOutcome.BLOCKED: "a guard blocked it",
         CallOutcome.REFUSED: "it was refused",
     }.get(record.outcome, record.outcome.value)
-    return f"{said} ({record.detail})" if record.detail else said
+    detail = record.detail
+    if not detail:
+        return said
+    return f"{said} ({detail if detail.isprintable() else clip(detail, _DETAIL_LIMIT)})"
 
 
 # How many steps each list of a plan run's notice names before it counts the rest, as in
