@@ -114,12 +114,14 @@ def test_hatches_of_a_mypy_configuration_says_to_pass_its_folder(
     assert "pass its folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["app.py", "types.pyi", "manage"])
+@pytest.mark.parametrize("name", ["app.py", "types.pyi", "manage", "hook.cgi"])
 def test_hatches_still_reads_python_files_and_scripts_given_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:
+    # pre-commit's "types: [python]" passes a script of any suffix with a Python #! line.
     path = tmp_path / name
     path.write_text(
+        "#!/usr/bin/env python3\n"
         "from typing import cast\nfrom veridic import TrustedInstruction\n"
         "x = cast(TrustedInstruction, input())\n",
         encoding="utf-8",

@@ -1076,13 +1076,14 @@ _PYTHON_SUFFIXES: Final = (".py", ".pyi", ".pyw")
 
 def _require_python(path: Path, given: str | os.PathLike[str]) -> None:
     """Refuse a file given by name that is not Python source: one with a module's suffix,
-    or none (a script such as ``manage``).
+    none (a script such as ``manage``), or a Python ``#!`` line (what pre-commit's
+    ``types: [python]`` passes too, as ``tool.cgi``).
 
     Any other file was parsed as Python all the same, and a configuration often parses
     (``[mypy]`` is a list, ``disable_error_code = veridic-provenance`` a subtraction):
     ``veridic hatches mypy.ini`` passed, having read nothing of what the file turns off.
     """
-    if path.suffix in _PYTHON_SUFFIXES or not path.suffix:
+    if path.suffix in _PYTHON_SUFFIXES or not path.suffix or _python_script(path):
         return
     if path.name in _mypy_settings.CONFIG_NAMES:
         instead = (
@@ -1095,6 +1096,17 @@ def _require_python(path: Path, given: str | os.PathLike[str]) -> None:
         f"veridic hatches: {os.fspath(given)!r} is not a Python file (its suffix is "
         f"{path.suffix!r}), so nothing of it would be checked: {instead}"
     )
+
+
+def _python_script(path: Path) -> bool:
+    """Whether ``path`` starts with a ``#!`` line that runs Python; one that cannot be read
+    is left to the scan, which says so."""
+    try:
+        with path.open("rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return True
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _same_file(file: Path) -> object:
