@@ -144,3 +144,48 @@ def test_audit_of_an_empty_file_says_it_is_empty(
     err = capsys.readouterr().err
     assert "is empty (0 bytes)" in err
     assert "SQLite database without" not in err
+
+
+# --- a committed manifest or a configuration that cannot be read ---------------------------
+
+
+@pytest.fixture
+def clean_app(tmp_path: Path) -> Path:
+    """A folder holding the clean application, to run the command in."""
+    fixtures = Path(__file__).parent / "cli_fixtures"
+    (tmp_path / "clean_app.py").write_text(
+        (fixtures / "clean_app.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["manifest", "check"])
+def test_a_manifest_that_is_not_utf_8_is_a_usage_error(clean_app: Path, command: str) -> None:
+    # A UTF-16 file (an editor's "Unicode"), or bytes that are no text, raised
+    # UnicodeDecodeError: a traceback and exit 1, read in CI as findings.
+    (clean_app / "agent-manifest.json").write_bytes('{"veridic_manifest": 3}'.encode("utf-16"))
+    flag = "--check" if command == "manifest" else "--manifest"
+    done = _veridic(command, "clean_app:registry", flag, "agent-manifest.json", cwd=clean_app)
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "is not UTF-8" in done.stderr
+    assert "veridic manifest clean_app:registry -o agent-manifest.json" in done.stderr
+
+
+def test_a_manifest_path_that_is_a_folder_says_so(clean_app: Path) -> None:
+    # It said "write it first with veridic manifest ... -o ." : a folder cannot be written.
+    (clean_app / "manifests").mkdir()
+    done = _veridic("manifest", "clean_app:registry", "--check", "manifests", cwd=clean_app)
+    assert done.returncode == EXIT_USAGE
+    assert "the manifest manifests is a folder" in done.stderr
+    assert "-o manifests/agent-manifest.json" in done.stderr  # a file, not the folder
+
+
+def test_a_config_path_that_is_a_folder_says_so(
+    clean_app: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said "--config .: no such file".
+    assert main(["lint", "clean_app:registry", "--config", str(clean_app)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "is a folder" in err
+    assert "no such file" not in err

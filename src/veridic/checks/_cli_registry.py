@@ -144,14 +144,33 @@ def _module_files() -> frozenset[str]:
     return frozenset(found)
 
 
-def _check_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
+def _read_manifest(path: Path, target: str) -> str:
+    """The committed manifest's text; a file that is missing, a folder, unreadable or not
+    UTF-8 is a usage error saying how to write it (not decoding it was a traceback)."""
+    shown = visible(str(path), None)
+    regenerate = f"veridic manifest {target} -o {shown}"
+    if path.is_dir():
+        raise _UsageError(
+            f"the manifest {shown} is a folder: name the committed manifest file in it "
+            f"(write one with veridic manifest {target} -o {shown}/agent-manifest.json)"
+        )
     try:
-        committed = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as error:
         raise _UsageError(
-            f"cannot read the manifest {path}: {error}: write it first with "
-            f"veridic manifest {report.target} -o {path}"
+            f"cannot read the manifest {shown}: {error.strerror or error}: write it first "
+            f"with {regenerate}"
         ) from error
+    except UnicodeDecodeError as error:
+        raise _UsageError(
+            f"the manifest {shown} is not UTF-8 ({error.reason} at byte {error.start}), so it "
+            f"is no manifest veridic wrote: regenerate it with {regenerate}, review the diff "
+            "and commit it"
+        ) from error
+
+
+def _check_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
+    committed = _read_manifest(path, report.target)
     try:
         changes = diff_manifest(committed, build_manifest(target))
     except ManifestFormatError as error:
