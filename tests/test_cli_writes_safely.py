@@ -12,6 +12,7 @@ Python source of the application a manifest is read from.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -238,3 +239,48 @@ def test_manifest_writes_its_json_file(app: Path, capsys: pytest.CaptureFixture[
     assert code == EXIT_CLEAN
     assert "wrote agent-manifest.json" in out
     assert (app.parent / "agent-manifest.json").read_text(encoding="utf-8").startswith("{")
+
+
+# --- mcp pin -o and --check ------------------------------------------------------------------
+
+
+@pytest.fixture
+def pin_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``safe_servers:TOOLS``: a real MCP server (a subprocess) declared in a module."""
+    spec = tmp_path / "tools.json"
+    tool = {
+        "name": "search",
+        "description": "Search the issues.",
+        "input_schema": {"type": "object"},
+    }
+    spec.write_text(json.dumps([tool]), encoding="utf-8")
+    script = Path(__file__).parent / "_mcp_tools_server.py"
+    (tmp_path / "safe_servers.py").write_text(
+        "import sys\n"
+        "from veridic.integrations.mcp import stdio\n"
+        f"TOOLS = stdio('tools', sys.executable, {str(script)!r}, "
+        f"env={{'VERIDIC_TEST_MCP_SPEC': {str(spec)!r}}})\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "safe_servers:TOOLS"
+
+
+def test_mcp_pin_does_not_write_through_a_link_and_reads_no_bytes_as_text(
+    pin_target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n", encoding="utf-8")
+    link = tmp_path / "pins.json"
+    link.symlink_to(victim)
+    code, _, err = _run(capsys, "mcp", "pin", pin_target, "-o", str(link))
+    assert code == EXIT_USAGE
+    assert "is a symbolic link" in err
+    assert victim.read_text(encoding="utf-8") == "precious\n"
+    # --check of pins saved in UTF-16 raised UnicodeDecodeError: a traceback, exit 1.
+    pins = tmp_path / "utf16.json"
+    pins.write_bytes('{"format": 1}'.encode("utf-16"))
+    code, _, err = _run(capsys, "mcp", "pin", pin_target, "--check", str(pins))
+    assert code == EXIT_USAGE
+    assert "are not UTF-8" in err
