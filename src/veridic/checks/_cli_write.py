@@ -72,7 +72,10 @@ def _write_through_link_to_a_stream(path: Path, shown: str, text: str) -> None:
     if named is not None and not stat.S_ISREG(named.st_mode) and not stat.S_ISDIR(named.st_mode):
         _write_stream(path, shown, text)
         return
-    target = visible(os.readlink(path), None)
+    try:
+        target = visible(os.readlink(path), None)
+    except OSError:  # removed or replaced meanwhile: still not a file to write through
+        target = "a path that changed while veridic looked"
     raise _UsageError(
         f"-o {shown} is a symbolic link (to {target}): veridic does not write through a "
         "link, which may name another file by the time it writes: pass the file itself "
