@@ -432,7 +432,7 @@ def test_a_file_that_is_not_an_audit_store_is_refused_untouched(
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
     assert main(["audit", str(empty)]) == 2
-    assert "without a veridic_audit table" in capsys.readouterr().err
+    assert "is empty (0 bytes), so it holds no audit store" in capsys.readouterr().err
     assert empty.read_bytes() == b""  # no table was added to it
 
 

@@ -213,7 +213,7 @@ def test_directory_given_as_config_is_a_usage_error(
 ) -> None:
     assert_usage_error(
         run(capsys, "hatches", "clean_app.py", "--config", str(tmp_path)),
-        "no such file",
+        "is a folder",  # it said "no such file"
         "pass the pyproject.toml that holds [tool.veridic]",
     )
 

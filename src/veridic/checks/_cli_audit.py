@@ -229,6 +229,12 @@ def _open_audit_store(path: Path, snapshots: Path) -> tuple[SQLiteAuditSink, int
             f"{path}: {what} (looked from {os.getcwd()}): pass the path of an existing SQLite "
             "audit database (SQLiteAuditSink(path)); veridic audit never creates one"
         )
+    if path.stat().st_size == 0:  # SQLite reads an empty file as an empty database
+        raise _UsageError(
+            f"{path} is empty (0 bytes), so it holds no audit store: an SQLite store the "
+            "application opened but never wrote is empty too, or the path is not the one "
+            "the application writes: pass the file SQLiteAuditSink(path) writes"
+        )
     try:
         probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:

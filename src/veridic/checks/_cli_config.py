@@ -49,8 +49,9 @@ def _load_config(path: Path | None) -> _Config:
             believes apply.
     """
     if path is not None and not path.is_file():
+        what = "is a folder" if path.is_dir() else "no such file"
         raise _UsageError(
-            f"--config {path}: no such file: pass the pyproject.toml that holds [tool.veridic]"
+            f"--config {path}: {what}: pass the pyproject.toml that holds [tool.veridic]"
         )
     found = path if path is not None else find_pyproject(Path.cwd())
     if found is None:

@@ -20,10 +20,12 @@ from veridic._counted import counted
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_report import _Item, _Report, _UsageError
 from veridic.checks._cli_target import _import, _Targets, _what_to_name
+from veridic.checks._cli_write import _write_output
 from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
 from veridic.integrations.mcp import list_tools as list_mcp_tools
 from veridic.integrations.mcp._pins import _unseen
+from veridic.text.terminal_view import visible
 
 
 def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
@@ -52,6 +54,12 @@ def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
         recorded = Pins.load(args.check)
     except VeridicError as error:
         raise _UsageError(str(error)) from error
+    except UnicodeDecodeError as error:  # Pins.load reads UTF-8: a traceback, exit 1, before
+        raise _UsageError(
+            f"MCP pins {visible(str(args.check), None)} are not UTF-8 ({error.reason} at byte "
+            f"{error.start}), so not a pins file veridic wrote: record them again with "
+            f"veridic mcp pin {args.target} -o {visible(str(args.check), None)}"
+        ) from error
     changes = recorded.compare(listed)
     for change in changes:
         report.items.append(
@@ -105,15 +113,10 @@ _SERVERS: Final = _Targets(
 
 
 def _write_pins(pins: Pins, path: Path) -> None:
-    """Write the pins file as ``manifest -o`` writes its file: its folder made, a path that
-    cannot be written a usage error (not a traceback)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(pins.dumps(), encoding="utf-8")
-    except OSError as error:
-        raise _UsageError(
-            f"cannot write {path}: {error}: choose a writable path with -o"
-        ) from error
+    """Write the pins file as ``manifest -o`` writes its file: its folder made, a new file
+    renamed into place (never through a link), a path that cannot be written a usage error
+    (not a traceback)."""
+    _write_output(path, pins.dumps())
 
 
 def _load_server(spec: str) -> McpServer:

@@ -9,11 +9,15 @@ boot states beside the snapshot rather than in it.
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
+import os
+import sys
 from pathlib import Path
 
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_report import _Item, _Report, _UsageError
 from veridic.checks._cli_target import _booting, _display, _load_target
+from veridic.checks._cli_write import _write_output
 from veridic.checks.lint import LintFinding, check, lint
 from veridic.checks.manifest import (
     ManifestFormatError,
@@ -22,6 +26,7 @@ from veridic.checks.manifest import (
     diff_manifest,
     render_manifest,
 )
+from veridic.text.terminal_view import visible
 from veridic.tools.registry import Registry
 from veridic.tools.view import ToolView
 
@@ -103,26 +108,69 @@ def _started(started: object) -> str:
 
 
 def _write_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
-    text = render_manifest(build_manifest(target))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise _UsageError(
-            f"cannot write the manifest to {path}: {error}: choose a writable path with -o"
-        ) from error
+    _refuse_code(path, report.target)
+    _write_output(path, render_manifest(build_manifest(target)))
     report.notes.append(f"wrote {path}")
     report.extra["written"] = str(path)
 
 
-def _check_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
+def _refuse_code(path: Path, target: str) -> None:
+    """Refuse ``-o`` naming Python code: a file with a module's suffix (``app.py`` typed
+    for ``app.json``), or the file of any module imported so far, whatever its name or a
+    link to it is called. The manifest written there replaced the application's source,
+    maybe the very module it was read from, with JSON.
+    """
+    resolved = os.path.realpath(path)
+    code = path.name.endswith(tuple(importlib.machinery.all_suffixes())) or (
+        path.exists() and resolved in _module_files()
+    )
+    if code:
+        raise _UsageError(
+            f"-o {visible(str(path), None)} is Python code (a module's file), and the manifest "
+            "is JSON that would replace it: write the manifest to a .json file beside the code "
+            f"(veridic manifest {target} -o agent-manifest.json)"
+        )
+
+
+def _module_files() -> frozenset[str]:
+    """The real paths of the files of every module imported so far (their source and
+    compiled files)."""
+    found: set[str] = set()
+    for module in list(sys.modules.values()):
+        for name in ("__file__", "__cached__"):
+            file = getattr(module, name, None)
+            if isinstance(file, str):
+                found.add(os.path.realpath(file))
+    return frozenset(found)
+
+
+def _read_manifest(path: Path, target: str) -> str:
+    """The committed manifest's text; a file that is missing, a folder, unreadable or not
+    UTF-8 is a usage error saying how to write it (not decoding it was a traceback)."""
+    shown = visible(str(path), None)
+    regenerate = f"veridic manifest {target} -o {shown}"
+    if path.is_dir():
+        raise _UsageError(
+            f"the manifest {shown} is a folder: name the committed manifest file in it "
+            f"(write one with veridic manifest {target} -o {shown}/agent-manifest.json)"
+        )
     try:
-        committed = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as error:
         raise _UsageError(
-            f"cannot read the manifest {path}: {error}: write it first with "
-            f"veridic manifest {report.target} -o {path}"
+            f"cannot read the manifest {shown}: {error.strerror or error}: write it first "
+            f"with {regenerate}"
         ) from error
+    except UnicodeDecodeError as error:
+        raise _UsageError(
+            f"the manifest {shown} is not UTF-8 ({error.reason} at byte {error.start}), so it "
+            f"is no manifest veridic wrote: regenerate it with {regenerate}, review the diff "
+            "and commit it"
+        ) from error
+
+
+def _check_manifest(target: Registry | ToolView, path: Path, report: _Report) -> None:
+    committed = _read_manifest(path, report.target)
     try:
         changes = diff_manifest(committed, build_manifest(target))
     except ManifestFormatError as error:

@@ -8,7 +8,9 @@ them as the command's public names.
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Final, TextIO
 
@@ -163,6 +165,58 @@ def _no_workflow_command(line: str) -> str:
     if body.startswith("::"):
         return f"{line[: len(line) - len(body)]}\u27e6U+003A\u27e7{body[1:]}"
     return line
+
+
+_LINE_BREAK: Final = re.compile(r"(\r\n|\r|\n)")
+"""Where GitHub's runner ends a line of a job's log (.NET's ``ReadLine``)."""
+
+
+class _InertLines(io.TextIOBase):
+    """A text stream that writes each line to ``stream`` with no workflow command in it.
+
+    While the registry commands import and boot the application, what is printed
+    goes to standard error through one of these: the application's prints, and
+    veridic's own log line of a component that did not start, which quotes the
+    boot check's exception (maybe a licence server's answer). A CI log obeyed a
+    ``##[error]`` there. Each line is passed through :func:`_no_workflow_command`
+    when it ends, so a command split over two writes is caught too; the rest of
+    a line is written by :meth:`finish`.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self._stream = stream
+        self._pending = ""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # typeshed: an attribute; io: read-only
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        parts = _LINE_BREAK.split(self._pending + text)
+        self._pending = parts.pop()
+        for index in range(0, len(parts), 2):
+            self._stream.write(_no_workflow_command(parts[index]) + parts[index + 1])
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def finish(self) -> None:
+        """Write the unended rest of the last line, and flush."""
+        if self._pending:
+            self._stream.write(_no_workflow_command(self._pending))
+            self._pending = ""
+        self._stream.flush()
 
 
 def _shown(text: str) -> str:

@@ -29,6 +29,7 @@ from veridic.checks._cli_report import (
     _say,
     _UsageError,
 )
+from veridic.checks._cli_write import _write_output
 from veridic.checks.audit_report import _call_json, _when
 from veridic.errors import VeridicError
 from veridic.run._conninfo import without_passwords
@@ -68,14 +69,7 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
             shown = _inert(text, args.format)
             out.write(_page(shown, out) if args.format == "html" else _writable(shown, out))
             return EXIT_CLEAN
-        replaced = args.output.is_file()  # a device (/dev/null) or a FIFO is no file replaced
-        try:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise _UsageError(
-                f"cannot write {args.output}: {error}: choose a writable path with -o"
-            ) from error
+        replaced = _write_output(args.output, text)
     except _UsageError as error:
         # A message quotes the argument ("no such file"): hide a password it holds.
         _say("show", without_passwords(str(error), args.source), sys.stderr)
@@ -88,6 +82,9 @@ def _run_show(args: argparse.Namespace, out: TextIO) -> int:
 def _refuse_writing_over(source: str, output: Path) -> None:
     """Refuse ``-o`` naming the file shown (itself, or through a link): the view written
     there replaced the audit store or the document it was read from, and said only "wrote".
+    Refuse as well a companion file SQLite keeps beside a store (``-wal``, ``-shm``,
+    ``-journal``): replacing the write-ahead log lost the calls it held, or had SQLite
+    read the view as a log.
     """
     if _is_postgres(source) or not os.path.isfile(source):  # reading it says what it is
         return
@@ -101,6 +98,28 @@ def _refuse_writing_over(source: str, output: Path) -> None:
             "the view written there would replace the store or document it was read from: "
             "choose another path with -o"
         )
+    if _is_sqlite(Path(source)) and _companion_of(Path(source), output):
+        raise _UsageError(
+            f"-o {visible(str(output), None)} is a companion file SQLite keeps beside the "
+            f"store it shows ({visible(source, None)}): the view written there would replace "
+            "the store's log or journal and lose or corrupt its records: choose another path "
+            "with -o"
+        )
+
+
+_COMPANIONS: Final = ("-wal", "-shm", "-journal")
+"""The files SQLite names after a database, in the database's folder."""
+
+
+def _companion_of(store: Path, output: Path) -> bool:
+    """Whether ``output`` names one of ``store``'s companion files, beside the path given or
+    beside the file a link names (where SQLite keeps them), whether it exists yet or not."""
+    wanted = {
+        os.path.realpath(f"{base}{suffix}")
+        for base in (store, store.resolve())
+        for suffix in _COMPANIONS
+    }
+    return os.path.realpath(output) in wanted
 
 
 def _inert(text: str, form: str) -> str:

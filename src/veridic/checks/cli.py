@@ -102,6 +102,7 @@ from veridic.checks._cli_report import (
     EXIT_FINDINGS,
     EXIT_USAGE,
     _emit,
+    _InertLines,
     _Report,
     _say,
     _UsageError,
@@ -137,13 +138,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     command: Callable[[argparse.Namespace, _Config], _Report] = args.run
     try:
         config = _load_config(args.config)
-        # What the application prints while it is imported or booted goes to stderr,
-        # so stdout holds only the report (and --format json stays parseable).
-        with contextlib.redirect_stdout(sys.stderr):
-            report = _guarded(command, args, config)
+        report = _quietly(command, args, config)
     except _UsageError as error:
         _say(args.command, error, sys.stderr)
         return EXIT_USAGE
     report.strict = bool(getattr(args, "strict", False))
     _emit(report, args.format, sys.stdout, anchor=_anchor(args))
     return report.exit_code()
+
+
+def _quietly(
+    command: Callable[[argparse.Namespace, _Config], _Report],
+    args: argparse.Namespace,
+    config: _Config,
+) -> _Report:
+    """Run a registry command with what the application prints on stderr, made inert.
+
+    Its prints go to stderr, so stdout holds only the report (and ``--format json``
+    stays parseable); they and veridic's log lines (a component that did not start,
+    quoting its exception) pass through :class:`_InertLines`, so that no line of them
+    is a workflow command in a CI log.
+    """
+    errors = _InertLines(sys.stderr)
+    try:
+        with contextlib.redirect_stdout(errors), contextlib.redirect_stderr(errors):
+            return _guarded(command, args, config)
+    finally:
+        errors.finish()

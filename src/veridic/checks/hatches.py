@@ -192,8 +192,10 @@ def find_hatches(
     Each real file is read once, however many paths reach it.
 
     Raises:
-        VeridicError: a path does not exist, or is a directory that holds no ``.py``
-            file and no mypy configuration file (nothing would be checked).
+        VeridicError: a path does not exist, is a directory that holds no ``.py``
+            file and no mypy configuration file, or is a file given by name that is
+            not Python source (a suffix other than ``.py``, ``.pyi``, ``.pyw`` or
+            none): nothing would be checked.
     """
     paths = tuple(paths)
     found: list[Hatch] = list(
@@ -1045,6 +1047,7 @@ def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     for given in paths:
         path = Path(given)
         if path.is_file():
+            _require_python(path, given)
             found: Iterable[Path] = (path,)
         elif path.is_dir():
             found = list(_walk(path))
@@ -1066,6 +1069,44 @@ def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
             if same not in seen:
                 seen.add(same)
                 yield file
+
+
+_PYTHON_SUFFIXES: Final = (".py", ".pyi", ".pyw")
+
+
+def _require_python(path: Path, given: str | os.PathLike[str]) -> None:
+    """Refuse a file given by name that is not Python source: one with a module's suffix,
+    none (a script such as ``manage``), or a Python ``#!`` line (what pre-commit's
+    ``types: [python]`` passes too, as ``tool.cgi``).
+
+    Any other file was parsed as Python all the same, and a configuration often parses
+    (``[mypy]`` is a list, ``disable_error_code = veridic-provenance`` a subtraction):
+    ``veridic hatches mypy.ini`` passed, having read nothing of what the file turns off.
+    """
+    if path.suffix in _PYTHON_SUFFIXES or not path.suffix or _python_script(path):
+        return
+    if path.name in _mypy_settings.CONFIG_NAMES:
+        instead = (
+            "mypy's configuration is read from the folders given: pass its folder "
+            f"(veridic hatches {os.fspath(path.parent)})"
+        )
+    else:
+        instead = "pass Python files (.py, .pyi) or the directories that hold them"
+    raise VeridicError(
+        f"veridic hatches: {os.fspath(given)!r} is not a Python file (its suffix is "
+        f"{path.suffix!r}), so nothing of it would be checked: {instead}"
+    )
+
+
+def _python_script(path: Path) -> bool:
+    """Whether ``path`` starts with a ``#!`` line that runs Python; one that cannot be read
+    is left to the scan, which says so."""
+    try:
+        with path.open("rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return True
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _same_file(file: Path) -> object:

@@ -1,0 +1,134 @@
+"""How ``-o FILE`` writes: a new file beside the target, renamed over its name.
+
+Checking a path and then opening it for writing leaves a gap: a symbolic link put
+there in between (or before, in a folder others can write) is followed, and the
+report goes into whatever file it names. So no existing file is opened for
+writing here. The text goes into a file created new (``O_EXCL``: it cannot be a
+link, nor another's file) in the target's folder, and ``os.replace`` renames it
+over the name, which replaces the name's entry and never writes into the file it
+held (another hard link to that file keeps its content).
+
+A link at the name is refused rather than replaced: the user who made it meant
+the file it names, and replacing the link would quietly change their layout.
+A device or a pipe (``/dev/null``, ``/dev/stdout``, a shell's ``>(...)``) is
+written into, since nothing there can be replaced: it is opened without creating
+anything, and refused if what was opened is a regular file after all.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Final
+
+from veridic.checks._cli_report import _UsageError
+from veridic.text.terminal_view import visible
+
+_NEW: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+_EXISTING: Final = os.O_WRONLY | getattr(os, "O_BINARY", 0)
+
+
+def _write_output(path: Path, text: str) -> bool:
+    """Write ``text`` (UTF-8) to ``path`` as ``-o`` asks; return whether a file was replaced.
+
+    Raises :class:`_UsageError` for a link or a folder at ``path``, and for any
+    path that cannot be written, naming it and saying what to pass instead.
+    """
+    shown = visible(str(path), None)
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        found = None
+    except OSError as error:
+        raise _cannot(shown, error) from error
+    if found is not None and stat.S_ISLNK(found.st_mode):
+        _write_through_link_to_a_stream(path, shown, text)
+        return False
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise _UsageError(
+            f"cannot write {shown}: it is a folder: name a file in it (-o {shown}/NAME)"
+        )
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        _write_stream(path, shown, text)
+        return False
+    mode = None if found is None else stat.S_IMODE(found.st_mode)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _replace(path, text.encode("utf-8"), mode)
+    except OSError as error:
+        raise _cannot(shown, error) from error
+    return found is not None
+
+
+def _write_through_link_to_a_stream(path: Path, shown: str, text: str) -> None:
+    """A link to a device or a pipe (``/dev/stdout``, ``/dev/fd/63``) is written into;
+    a link to a file, a folder or nothing is refused (see the module's docstring)."""
+    try:
+        named = os.stat(path)
+    except OSError:
+        named = None
+    if named is not None and not stat.S_ISREG(named.st_mode) and not stat.S_ISDIR(named.st_mode):
+        _write_stream(path, shown, text)
+        return
+    try:
+        target = visible(os.readlink(path), None)
+    except OSError:  # removed or replaced meanwhile: still not a file to write through
+        target = "a path that changed while veridic looked"
+    raise _UsageError(
+        f"-o {shown} is a symbolic link (to {target}): veridic does not write through a "
+        "link, which may name another file by the time it writes: pass the file itself "
+        f"(-o {visible(os.path.realpath(path), None)}), or remove the link"
+    )
+
+
+def _write_stream(path: Path, shown: str, text: str) -> None:
+    """Write into a device or a pipe that exists; never create, never write a regular file."""
+    try:
+        descriptor = os.open(path, _EXISTING)
+    except OSError as error:
+        raise _cannot(shown, error) from error
+    try:
+        if stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise _UsageError(
+                f"-o {shown} became a regular file while veridic opened it, so nothing was "
+                "written: run the command again"
+            )
+        _write_all(descriptor, text.encode("utf-8"))
+    except OSError as error:
+        raise _cannot(shown, error) from error
+    finally:
+        os.close(descriptor)
+
+
+def _replace(path: Path, data: bytes, mode: int | None) -> None:
+    """Write ``data`` to a new file in ``path``'s folder and rename it to ``path``.
+
+    The new file keeps ``mode`` (the replaced file's permissions), or is created
+    as any new file is (``0o666`` less the umask); it is removed if anything fails.
+    """
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    descriptor = os.open(temporary, _NEW, 0o666)
+    try:
+        try:
+            if mode is not None and os.chmod in os.supports_fd:
+                os.chmod(descriptor, mode)
+            _write_all(descriptor, data)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def _cannot(shown: str, error: OSError) -> _UsageError:
+    reason = error.strerror or str(error)
+    return _UsageError(f"cannot write {shown}: {reason}: choose a writable path with -o")
