@@ -512,21 +512,23 @@ class _Sorting:
         if hasattr(value, "_make"):
             return cast("tuple[object, ...]", value._make(items))
         try:
-            made: object = kind(items)
+            made = kind(items)
         except Exception as error:
-            made = error
-        if type(made) is not kind or not _holds_each(cast("tuple[object, ...]", made), items):
-            tried = f" (it raised {type(made).__name__})" if isinstance(made, Exception) else ""
-            raise TemplateParamsError(
-                f"{self.where} holds {a_type(value)} with a set in it, and "
-                f"{kind.__qualname__}(items) does not remake it of its items{tried}: the render "
-                "reads a set sorted on a copy, to leave the value you passed as it is: pass "
-                "the set as a list in the order the prompt should show, or let the tuple "
-                "subclass be built from one iterable of its items"
-            )
+            raise self._unremade(value, f" (it raised {type(error).__name__})") from error
+        if type(made) is not kind or not _holds_each(made, items):
+            raise self._unremade(value, "")
         if state := getattr(value, "__dict__", None):
             vars(made).update(state)
-        return cast("tuple[object, ...]", made)
+        return made
+
+    def _unremade(self, value: tuple[object, ...], tried: str) -> TemplateParamsError:
+        return TemplateParamsError(
+            f"{self.where} holds {a_type(value)} with a set in it, and "
+            f"{type(value).__qualname__}(items) does not remake it of its items{tried}: the "
+            "render reads a set sorted on a copy, to leave the value you passed as it is: pass "
+            "the set as a list in the order the prompt should show, or let the tuple subclass "
+            "be built from one iterable of its items"
+        )
 
     def _copied(self, value: object) -> object:
         """``copy.copy(value)``, or a message naming the variable if the class refuses it
