@@ -275,7 +275,7 @@ def test_the_mcp_tool_list_of_edited_specs_is_refused_by_the_coupling_check(
     assert not isinstance(listed, MCPError)
     assert {spec["name"] for spec in listed} == set(view.names())
     spec = next(s for s in view.tool_specs("mcp") if s["name"] == "delete_files")
-    dict.__setitem__(spec, field, value)
+    dict.__setitem__(cast("dict[str, Any]", spec), field, value)
     refused = _mcp_listed(view)
     assert isinstance(refused, MCPError)
     assert re.search(r"mcp tool specs .* changed after they were built", str(refused))

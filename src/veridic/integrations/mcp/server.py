@@ -350,11 +350,11 @@ class _Served:
         # Plain copies of the view's read-only specs: the same JSON, handed to the SDK to own,
         # with what no pin covers marked as the capability section marks it.
         markings = {tool.name: _marking(tool) for tool in view.tools()}
-        specs = copy.deepcopy(view.tool_specs("mcp"))
+        specs = [dict(spec) for spec in copy.deepcopy(view.tool_specs("mcp"))]
         for spec in specs:
             marking = markings.get(str(spec["name"]))
             if marking is not None:
-                dict.__setitem__(spec, "description", marking)  # a plain copy: ours to write
+                spec["description"] = marking
         tools = [types.Tool.model_validate(spec) for spec in specs]
         try:
             _check_coupled(view, tools, markings)
