@@ -6,7 +6,11 @@ messages of tool descriptions, and the read-only tool specs.
 from __future__ import annotations
 
 import copy
+import json
 import re
+import subprocess
+import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypedDict, cast
@@ -19,6 +23,7 @@ from veridic import (
     Composer,
     ModelGateway,
     OpenAIChat,
+    ProvenanceError,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
@@ -297,3 +302,86 @@ def test_the_marked_descriptions_of_unverified_tools_pass_the_coupling_check() -
     assert not isinstance(listed, MCPError)
     [proxied] = [s for s in listed if s["name"] == "proxied"]
     assert proxied["description"].startswith("An external tool from ")
+
+
+# --- the messages of a description missing under -OO --------------------------------------
+
+_OO_SCRIPT = '''
+import json, logging, sys
+from veridic import Registry
+logging.basicConfig(stream=sys.stderr, format="%(message)s")
+registry = Registry()
+
+@registry.tool(kind="query", description="")
+def blank_described(order_id: int) -> str:
+    """Look up an order."""
+    return "open"
+
+@registry.tool(kind="query")
+def never_documented(order_id: int) -> str:
+    return "open"
+
+@registry.tool(kind="query")
+def documented(order_id: int) -> str:
+    """Look up an order."""
+    return "open"
+
+view = registry.view()
+json.dump({name: view.status(name).hint for name in sys.argv[1:]}, sys.stdout)
+'''
+
+_TOOLS_UNDER_OO = ("blank_described", "never_documented", "documented")
+
+
+def _under_oo(tmp_path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Each tool's hint and start-up warning, from a script run with ``python -OO`` (from a
+    file, so that its source can be read)."""
+    script = tmp_path / "oo_tools.py"
+    script.write_text(_OO_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-OO", str(script), *_TOOLS_UNDER_OO],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    warnings = {
+        name: next(line for line in done.stderr.splitlines() if f"tool {name!r}" in line)
+        for name in _TOOLS_UNDER_OO
+    }
+    return json.loads(done.stdout), warnings
+
+
+def test_under_oo_each_missing_description_is_told_its_own_cause(tmp_path: Path) -> None:
+    """Under ``-OO`` every tool whose description was missing was told that ``-OO``
+    stripped its docstring and to run without it: a tool given ``description=""`` (text
+    given in code, blank, which ``-OO`` does not touch) and a tool that never had a
+    docstring (which running without ``-OO`` does not give one) too. Now only a tool whose
+    source has a docstring is told so; the blank ``description=`` gets the usual fix, and
+    the undocumented tool is told to give its text in code, since a docstring would be
+    stripped."""
+    hints, warnings = _under_oo(tmp_path)
+    for told in (hints, warnings):
+        assert "-OO" not in told["blank_described"]
+        assert "description=" in told["blank_described"]
+        assert "without -OO" not in told["never_documented"]
+        assert "has no docstring" in told["never_documented"]
+        assert "description=" in told["never_documented"]
+        assert "without -OO" in told["documented"]
+
+
+class _Looking:
+    """Looks orders up (the docstring of a class, not of a tool)."""
+
+    def __call__(self, holder: object, order_id: int) -> str:
+        return "open"
+
+
+def test_a_bound_method_of_a_callable_object_is_told_its_class_docstring_is_refused() -> None:
+    """``types.MethodType(callable_object, holder)`` reads the object's class docstring as
+    its ``__doc__``; the refusal said it "was set at run time" (a bound method is one of
+    the function kinds), which sent the reader to look for an assignment that is not
+    there. It now says it is the docstring of the class."""
+    bound = types.MethodType(_Looking(), object())
+    with pytest.raises(ProvenanceError, match=r"is the docstring of its class _Looking") as caught:
+        Registry().tool(kind="query", name="look_up")(bound)
+    assert "set at run time" not in str(caught.value)
