@@ -77,7 +77,8 @@ def test_a_client_that_respells_a_header_the_sdk_sends_is_refused_naming_the_spe
     client = anthropic.Anthropic(
         api_key="test-key", default_headers={"Anthropic-Version": "2023-06-01"}
     )
-    with pytest.raises(VeridicError, match=r"default_headers.*twice.*spelled 'anthropic-version'"):
+    twice = r"default_headers.*twice \('Anthropic-Version' and 'anthropic-version'\).*one spelling"
+    with pytest.raises(VeridicError, match=twice):
         AnthropicMessages(client, model="claude-test", max_tokens=64)
     respelled = anthropic.Anthropic(
         api_key="test-key", default_headers={"anthropic-version": "2023-06-01"}

@@ -315,9 +315,10 @@ def _refuse_twice(first: str, name: str, where: str, owner: str) -> None:
     raise VeridicError(
         f"{owner}: {where} gives the header {name.lower()} twice ({clip(first)} and "
         f"{clip(name)}): some SDK versions send both, others the last, so nothing could "
-        f"record what was sent: give it once, spelled {clip(name.lower())} as the SDKs "
-        "spell their own, with every value it should carry (a beta list as one "
-        "comma-separated value)"
+        "record what was sent: give it once, in one spelling (header names are "
+        "case-insensitive, and the SDKs spell theirs in either case: where the SDK sets this "
+        "header itself, leave it to the SDK or spell it as the SDK does), with every value "
+        "it should carry (a beta list as one comma-separated value)"
     )
 
 

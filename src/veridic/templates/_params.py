@@ -38,7 +38,7 @@ from decimal import Decimal
 from enum import Enum, Flag
 from fractions import Fraction
 from itertools import chain, pairwise
-from typing import Annotated, Final, Literal, Union
+from typing import Annotated, Final, Literal, Union, cast
 from uuid import UUID
 
 import typing_extensions
@@ -455,8 +455,8 @@ class _Sorting:
                 return self.became[key]
             if all(map(operator.is_, items, value)):
                 return self._kept(value)
-            made = value._make(items) if hasattr(value, "_make") else tuple(items)
-            self.became[key] = made  # a named tuple keeps its type
+            made = self._tupled(value, items)
+            self.became[key] = made
             return made
         if isinstance(value, Mapping):
             pairs: dict[object, object] = {}
@@ -496,6 +496,39 @@ class _Sorting:
             else:
                 object.__setattr__(made, name, new)
         return made
+
+    def _tupled(self, value: tuple[object, ...], items: list[object]) -> tuple[object, ...]:
+        """``value`` remade of ``items`` as its own type, so what a subclass adds (a property,
+        a method a template calls) is still there: a named tuple by ``_make``, another
+        subclass called with the items as one iterable, its instance attributes copied.
+
+        Raises:
+            TemplateParamsError: the subclass cannot be remade so (its constructor takes
+                its items one by one, or makes other items of them).
+        """
+        kind = type(value)
+        if kind is tuple:
+            return tuple(items)
+        if hasattr(value, "_make"):
+            return cast("tuple[object, ...]", value._make(items))
+        try:
+            made = kind(items)
+        except Exception as error:
+            raise self._unremade(value, f" (it raised {type(error).__name__})") from error
+        if type(made) is not kind or not _holds_each(made, items):
+            raise self._unremade(value, "")
+        if state := getattr(value, "__dict__", None):
+            vars(made).update(state)
+        return made
+
+    def _unremade(self, value: tuple[object, ...], tried: str) -> TemplateParamsError:
+        return TemplateParamsError(
+            f"{self.where} holds {a_type(value)} with a set in it, and "
+            f"{type(value).__qualname__}(items) does not remake it of its items{tried}: the "
+            "render reads a set sorted on a copy, to leave the value you passed as it is: pass "
+            "the set as a list in the order the prompt should show, or let the tuple subclass "
+            "be built from one iterable of its items"
+        )
 
     def _copied(self, value: object) -> object:
         """``copy.copy(value)``, or a message naming the variable if the class refuses it
@@ -550,6 +583,11 @@ class _Sorting:
         return SortedSet(
             [items[at] for at in order], "set" if isinstance(value, set) else type(value).__name__
         )
+
+
+def _holds_each(made: tuple[object, ...], items: list[object]) -> bool:
+    """Whether ``made`` holds ``items`` themselves, in order (not items equal to them)."""
+    return len(made) == len(items) and all(map(operator.is_, made, items))
 
 
 def _holds_nan(item: object) -> bool:

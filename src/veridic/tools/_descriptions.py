@@ -58,7 +58,25 @@ STRIPPED_FIX: Final = (
     "tool's docstring is read as none: give the text in code (description=..., and "
     "Annotated[..., Field(description=...)] for a parameter), or run Python without -OO"
 )
-"""The fix of a description missing under ``-OO``, in place of "write a docstring"."""
+"""The fix of a description missing under ``-OO`` whose function has a docstring in its
+source, in place of "write a docstring"."""
+
+UNDOCUMENTED_UNDER_OO_FIX: Final = (
+    "the function has no docstring, and one would not help: Python runs with -OO "
+    "(sys.flags.optimize >= 2), which strips every docstring: give the text in code "
+    "(description=..., and Annotated[..., Field(description=...)] for a parameter)"
+)
+"""The fix of a description missing under ``-OO`` whose function has no docstring: running
+without ``-OO`` gives it none."""
+
+UNREAD_UNDER_OO_FIX: Final = (
+    "Python runs with -OO (sys.flags.optimize >= 2), which strips every docstring, and the "
+    "function's source cannot be read to tell whether it has one: give the text in code "
+    "(description=..., and Annotated[..., Field(description=...)] for a parameter), or, if "
+    "it has a docstring, run Python without -OO"
+)
+"""The fix of a description missing under ``-OO`` when the function's source cannot be read
+(code made by ``exec``, typed at a prompt)."""
 
 
 def docstrings_stripped() -> bool:

@@ -31,15 +31,23 @@ all, its parameter sections included.
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 import types
 from collections.abc import Callable, Iterator
 from typing import Final
 
 from veridic._sample import clip
 from veridic.errors import ProvenanceError
+from veridic.tools._descriptions import (
+    STRIPPED_FIX,
+    UNDOCUMENTED_UNDER_OO_FIX,
+    UNREAD_UNDER_OO_FIX,
+    docstrings_stripped,
+)
 
-__all__ = ["written_docstring"]
+__all__ = ["stripped_fix", "written_docstring"]
 
 _HAS_DOCSTRING: Final[int] = getattr(inspect, "CO_HAS_DOCSTRING", 0)
 """The code flag that marks a docstring constant (Python 3.14+); 0 before it existed."""
@@ -124,11 +132,12 @@ def _docstring_constant(code: types.CodeType) -> str | None:
 
 
 def _refusal(function: object, doc: str, tool: str) -> str:
-    from_class = not isinstance(function, _FUNCTIONS) and "__doc__" not in getattr(
-        function, "__dict__", {}
+    bound = _unbound(function)
+    from_class = not isinstance(bound, _FUNCTIONS) and "__doc__" not in getattr(
+        bound, "__dict__", {}
     )
     what = (
-        f"is the docstring of its class {type(function).__qualname__}, which describes the "
+        f"is the docstring of its class {type(bound).__qualname__}, which describes the "
         "class, not this tool, and which veridic cannot trace to the source (a class keeps "
         "no docstring constant)"
         if from_class
@@ -144,3 +153,54 @@ def _refusal(function: object, doc: str, tool: str) -> str:
         "or register a tool described from outside with registry.external(..., pin=...), "
         "which prints its text only once pinned"
     )
+
+
+def _unbound(function: object) -> object:
+    """What a bound method, ``staticmethod`` or ``classmethod`` wraps (their ``__doc__`` is
+    its), down to what wraps nothing: a callable object bound as a method reads its
+    class's docstring, not one set at run time."""
+    for _ in range(_LINKS_FOLLOWED):
+        if not isinstance(function, types.MethodType | staticmethod | classmethod):
+            break
+        function = function.__func__
+    return function
+
+
+def stripped_fix(function: Callable[..., object], *, described: bool) -> str:
+    """The fix of a function tool's missing description when ``-OO`` is part of why: its
+    docstring stripped, or a docstring it does not have no help; ``""`` when ``-OO`` is
+    not in it (Python runs without it, or ``description=`` was given: blank, it is text
+    given in code, which ``-OO`` does not touch), and the usual fix applies.
+
+    Under ``-OO`` Python keeps no trace of a stripped docstring in the code object, so
+    the function's source is read to tell the two apart.
+    """
+    if described or not docstrings_stripped():
+        return ""
+    written = _source_has_docstring(function)
+    if written is None:
+        return UNREAD_UNDER_OO_FIX
+    return STRIPPED_FIX if written else UNDOCUMENTED_UNDER_OO_FIX
+
+
+def _source_has_docstring(function: object) -> bool | None:
+    """Whether the source of the function a tool reads its docstring from has one
+    (``None``: its source cannot be read). A callable object, a builtin or a lambda has
+    none a tool reads (a class docstring is refused, a builtin's is not stripped)."""
+    unbound = _unbound(function)
+    if not callable(unbound):
+        return False
+    try:
+        target = inspect.unwrap(unbound)
+    except ValueError:  # a __wrapped__ chain that loops
+        return None
+    if not isinstance(target, types.FunctionType) or target.__name__ == "<lambda>":
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    return ast.get_docstring(node, clean=False) is not None

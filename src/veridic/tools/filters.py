@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
-from veridic.tools._descriptions import STRIPPED_FIX, one_line, stripped_away
+from veridic.tools._descriptions import one_line
 from veridic.tools.status import ComponentState, ToolStatus
 from veridic.tools.tool import Tool
 
@@ -114,10 +114,11 @@ def _unavailable(tool: Tool, components: Mapping[str, ComponentState]) -> ToolSt
 
 
 def _description_hint(tool: Tool) -> str:
-    """What to write for a tool withheld for its description: under ``-OO`` not the
-    docstring Python stripped (:data:`~veridic.tools._descriptions.STRIPPED_FIX`)."""
-    if stripped_away(tool.description_gap) and not tool.external:
-        return f"{STRIPPED_FIX} ({tool.origin}); find_doc_gaps(registry) lists every such tool"
+    """What to write for a tool withheld for its description: under ``-OO`` not a
+    docstring Python strips (:func:`~veridic.tools._written_doc.stripped_fix`)."""
+    if tool._stripped_fix:
+        fix = tool._stripped_fix
+        return f"{fix} ({tool.origin}); find_doc_gaps(registry) lists every such tool"
     return (
         f"write what it does where it is defined ({tool.origin}): a docstring (the prose "
         "before Args:) or description=...; find_doc_gaps(registry) lists every such tool"

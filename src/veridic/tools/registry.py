@@ -75,7 +75,6 @@ from veridic._words import a_type
 from veridic.errors import RiskFloorError, RiskViolation, VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
 from veridic.tools._decorator_use import kind_required
-from veridic.tools._descriptions import STRIPPED_FIX, stripped_away
 from veridic.tools.boot_failure import BootError
 from veridic.tools.component import Component, Recheck, _logged, _recheck_mode
 from veridic.tools.risk import FloorViolation, RiskLike, ToolKind
@@ -482,9 +481,8 @@ class Registry:
                         tool.name,
                         tool.origin,
                         tool.description_gap.value,
-                        STRIPPED_FIX
-                        if stripped_away(tool.description_gap) and not tool.external
-                        else "write what it does where it is defined, a docstring summary "
+                        tool._stripped_fix
+                        or "write what it does where it is defined, a docstring summary "
                         "or description=",
                     )
             self._snapshot = tuple(built)

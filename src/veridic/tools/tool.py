@@ -63,6 +63,7 @@ from veridic.tools._external_schema import (
     _with_marked,
     model_instruction_paths,
 )
+from veridic.tools._written_doc import stripped_fix
 from veridic.tools.context import ContextParameter, ToolContext
 from veridic.tools.function_schema import (
     FunctionText,
@@ -256,6 +257,10 @@ class Tool:
     context: ContextParameter | None = None
     """The parameter through which the handler asks for its call's :class:`~veridic.ToolContext`
     (``None``: it asks for none; always ``None`` for an external tool)."""
+    _stripped_fix: str = field(default="", repr=False)
+    """What to do about a missing description that ``-OO`` is part of (its docstring
+    stripped, or one it lacks no help): :func:`~veridic.tools._written_doc.stripped_fix`,
+    told in place of "write a docstring"; ``""`` for the usual fix."""
 
     @property
     def external(self) -> bool:
@@ -470,6 +475,7 @@ def function_tool(
         for path in sorted(model_instruction_paths(written))
     )
     rules = floor_rules(options.kind, options.irreversible, arguments, writes, options.writes)
+    gap = description_problem(name, description)
     return Tool(
         name=name,
         kind=options.kind,
@@ -501,12 +507,15 @@ def function_tool(
         origin=origin,
         handler=function,
         is_async=inspect.iscoroutinefunction(function),
-        description_gap=description_problem(name, description),
+        description_gap=gap,
         schema_json=json.dumps(schema, ensure_ascii=False),
         _validate=_pydantic_validator(name, model),
         _invoke=_function_invoker(function, positional),
         hints=options.hints,
         context=context,
+        _stripped_fix=stripped_fix(function, described=options.description is not None)
+        if gap is GapCode.MISSING_DESCRIPTION
+        else "",
     )
 
 

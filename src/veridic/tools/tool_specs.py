@@ -15,15 +15,17 @@ idempotent, open world) rather than to a claim nobody made.
 
 A spec is built once per tool and format and shared by every view and every
 call: the dicts and lists handed out are read-only (:func:`frozen_json`), so
-no caller can change what the next request sends. They are ``dict`` and
-``list`` subclasses, so ``json.dumps`` and the SDKs take them as they are;
-``copy.copy``, ``copy.deepcopy`` and pickling give plain, writable copies.
+no caller can change what the next request sends (a write that goes around
+their refusals is refused at the next send: see :class:`FrozenDict`). They are
+``dict`` and ``list`` subclasses, so ``json.dumps`` and the SDKs take them as
+they are; ``copy.copy``, ``copy.deepcopy`` and pickling give plain, writable
+copies.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal, NoReturn, NotRequired, TypedDict, cast
 
 from veridic.tools.risk import Risk
@@ -42,6 +44,7 @@ __all__ = [
     "frozen_list",
     "frozen_spec",
     "mcp_annotations",
+    "plain_spec",
     "spec_json",
 ]
 
@@ -164,27 +167,61 @@ def frozen_spec(tool: Tool, format: SpecFormat) -> FrozenDict:
     shared by its three formats (it is read-only, so sharing is safe); a ``veridic
     lint`` of 5,000 tools builds 15,000 specs.
     """
-    key = f"frozen:{format}"
+    return _specs(tool, format)[0]
+
+
+def plain_spec(tool: Tool, format: SpecFormat) -> dict[str, object]:
+    """What :func:`frozen_spec` held when it was built, as plain dicts and lists.
+
+    The read-only spec refuses every write made through its own methods, but not one
+    that goes around them (``dict.__setitem__(spec, key, value)``, ``dict.update(spec,
+    ...)``, C code writing to the dict): this copy, which no caller is given, is what
+    :meth:`ToolView.assert_coupled <veridic.ToolView.assert_coupled>` compares the shared
+    spec with. It holds the spec's own leaves (names, descriptions, numbers), so the
+    comparison reads a leaf only where it was replaced.
+    """
+    return _specs(tool, format)[1]
+
+
+def _specs(tool: Tool, format: SpecFormat) -> tuple[FrozenDict, dict[str, object]]:
+    """The read-only spec of ``tool`` in ``format`` and its plain copy, built once."""
+    key = f"specs:{format}"
     made = tool._memo.get(key)
     if made is not None:
-        return cast(FrozenDict, made)
-    schema = tool._memo.get("frozen:schema")
-    if schema is None:
-        schema = tool._memo["frozen:schema"] = frozen_json(tool.schema_json)
-    if format == "openai":
-        function = FrozenDict(name=tool.name, description=tool.description, parameters=schema)
-        made = FrozenDict(type="function", function=function)
-    elif format == "anthropic":
-        made = FrozenDict(name=tool.name, description=tool.description, input_schema=schema)
-    else:
-        made = FrozenDict(
-            name=tool.name,
-            description=tool.description,
-            inputSchema=schema,
-            annotations=FrozenDict(mcp_annotations(tool)),
-        )
+        return cast("tuple[FrozenDict, dict[str, object]]", made)
+    schemas = tool._memo.get("specs:schema")
+    if schemas is None:
+        plain_schema = json.loads(tool.schema_json)
+        schemas = tool._memo["specs:schema"] = (_frozen(plain_schema), plain_schema)
+    frozen_schema, plain_schema = cast("tuple[object, object]", schemas)
+    annotations = mcp_annotations(tool) if format == "mcp" else None
+    made = (
+        cast(FrozenDict, _shaped(tool, format, frozen_schema, annotations, FrozenDict)),
+        _shaped(tool, format, plain_schema, annotations, dict),
+    )
     tool._memo[key] = made
     return made
+
+
+def _shaped(
+    tool: Tool,
+    format: SpecFormat,
+    schema: object,
+    annotations: McpToolAnnotations | None,
+    mapping: Callable[..., dict[str, object]],
+) -> dict[str, object]:
+    """The spec of ``tool`` in ``format`` around ``schema``, its objects made by ``mapping``."""
+    if format == "openai":
+        function = mapping(name=tool.name, description=tool.description, parameters=schema)
+        return mapping(type="function", function=function)
+    if format == "anthropic":
+        return mapping(name=tool.name, description=tool.description, input_schema=schema)
+    return mapping(
+        name=tool.name,
+        description=tool.description,
+        inputSchema=schema,
+        annotations=mapping(annotations or {}),
+    )
 
 
 def _refuse(*_: object, **__: object) -> NoReturn:
@@ -197,7 +234,17 @@ def _refuse(*_: object, **__: object) -> NoReturn:
 
 class FrozenDict(dict[str, object]):
     """A read-only JSON object: what :meth:`ToolView.tool_specs <veridic.ToolView.tool_specs>`
-    hands out."""
+    hands out.
+
+    Its own methods refuse every write (``TypeError``). A ``dict`` subclass cannot refuse
+    a write that goes around them (``dict.__setitem__(spec, key, value)``,
+    ``dict.update(spec, ...)``, C code writing to the dict): such a write changes the spec
+    every later request shares, and :meth:`ToolView.assert_coupled
+    <veridic.ToolView.assert_coupled>` (which :class:`~veridic.ModelGateway` runs on every
+    send) refuses it, comparing the specs with a plain copy made when they were built. A
+    write that leaves each value equal in Python (``True`` for ``1``, ``1.0`` for ``1``)
+    is not seen.
+    """
 
     __slots__ = ()
     __setitem__ = __delitem__ = __ior__ = _refuse

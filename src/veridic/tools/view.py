@@ -123,6 +123,7 @@ from veridic.tools.tool_specs import (
     SpecFormat,
     frozen_list,
     frozen_spec,
+    plain_spec,
 )
 from veridic.tools.wording import CapabilityWording
 
@@ -639,18 +640,27 @@ class ToolView:
         registry is the one source of what the model reads of a tool, so a
         description, a parameter or a flag a wrapper edited (or an adapter
         rebuilt otherwise) is refused, compared as JSON (``1`` is not
-        ``true``). The view's own specs, sent as they are, pass at once.
+        ``true``). The view's own specs, sent as they are, pass once they are
+        shown to hold what they were built with: a write that went around their
+        refusals (``dict.__setitem__(spec, ...)``) is refused, sent as they are
+        or copied (see :class:`~veridic.tools.tool_specs.FrozenDict`).
 
         Raises:
             ToolCouplingError: the two disagree: the names, or a field of a spec
-                (named with its path, the sent value quoted clipped).
+                (named with its path, the sent value quoted clipped); or the view's
+                own specs were changed after they were built.
         """
         sent_list = sent_specs if isinstance(sent_specs, list | tuple) else list(sent_specs)
-        for built in self._tool_set.built():
+        for format, built in self._tool_set.built():
             if len(built) == len(sent_list) and all(map(operator.is_, built, sent_list)):
                 # The view's own read-only specs, all of them, each once, in order (the
-                # adapter may have put them in a list of its own): coupled by identity.
+                # adapter may have put them in a list of its own): coupled by identity,
+                # once they are shown to hold what they were built with.
+                self._tool_set.check_intact(format, self._origin)
                 return
+        for format, _ in self._tool_set.built():
+            # What the sent specs are compared with (a list not built yet is built intact).
+            self._tool_set.check_intact(format, self._origin)
         names = [_spec_name(index, spec) for index, spec in enumerate(sent_list)]
         sent = Counter(names)
         extra = sorted(set(sent) - set(self._exposed))
@@ -1042,9 +1052,7 @@ def _described(
 ) -> str:
     """A sent spec's first difference, in words: the tool, the field's path, the values
     quoted clipped (the sent text may be an injected megabyte)."""
-    field = clip(
-        "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)[1:], 100
-    )
+    field = _field(path)
     mine, given = _at(own, path), _at(sent, path)
     tool = f"tool {clip(name)}"
     if given is _ABSENT:
@@ -1053,6 +1061,13 @@ def _described(
         return f"{tool} was sent with {field} {quoted(given)}, which the view does not send"
     return (
         f"{tool} was sent with its {field} as {quoted(given)}, where the view sends {quoted(mine)}"
+    )
+
+
+def _field(path: tuple[object, ...]) -> str:
+    """A path in a spec as a reader writes it (``function.parameters.required[0]``)."""
+    return clip(
+        "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)[1:], 100
     )
 
 
@@ -1093,12 +1108,13 @@ class _ToolSet:
     it at all (``schema_tool=``) is in the key.
     """
 
-    __slots__ = ("_digest", "_specs")
+    __slots__ = ("_digest", "_plain", "_specs")
     _kept: ClassVar[dict[tuple[bool, tuple[Tool, ...]], _ToolSet]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self) -> None:
-        self._specs: dict[str, FrozenList] = {}
+        self._specs: dict[SpecFormat, FrozenList] = {}
+        self._plain: dict[SpecFormat, list[dict[str, object]]] = {}
         self._digest: str | None = None
 
     @classmethod
@@ -1115,12 +1131,50 @@ class _ToolSet:
     def specs(self, tools: tuple[Tool, ...], format: SpecFormat) -> FrozenList:
         made = self._specs.get(format)
         if made is None:
+            self._plain[format] = [plain_spec(tool, format) for tool in tools]
             made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
         return made
 
-    def built(self) -> tuple[FrozenList, ...]:
-        """The lists built so far: read-only, so each is still what this tool set sends."""
-        return tuple(self._specs.values())
+    def built(self) -> tuple[tuple[SpecFormat, FrozenList], ...]:
+        """The lists built so far, with their formats."""
+        return tuple(self._specs.items())
+
+    def check_intact(self, format: SpecFormat, origin: str) -> None:
+        """Refuse the list of ``format`` if it no longer holds what it was built with.
+
+        Its dicts and lists refuse every write made through their own methods, but not
+        one that goes around them (``dict.__setitem__(spec, ...)``, ``list.append(specs,
+        ...)``, C code), which changes what every later request of every view with these
+        tools sends. Compared with the plain copy made with it (``==``, in C: about half
+        a microsecond a tool); a write that leaves each value equal in Python (``True``
+        for ``1``) is not seen.
+
+        Raises:
+            ToolCouplingError: the list, or a spec in it, was changed.
+        """
+        specs, plain = self._specs[format], self._plain[format]
+        if specs == plain:
+            return
+        if len(specs) != len(plain):
+            changed = f"the list holds {counted(len(specs), 'spec')}, built with {len(plain)}"
+        else:
+            name, spec, own = next(
+                (_spec_name(index, own), spec, own)
+                for index, (spec, own) in enumerate(zip(specs, plain, strict=True))
+                if spec != own
+            )
+            path = _first_difference(spec, own) or ()
+            now = _at(spec, path)
+            shown = "removed" if now is _ABSENT else f"now {quoted(now)}"
+            changed = f"tool {clip(name)} has its {_field(path) or 'spec'} changed ({shown})"
+        raise ToolCouplingError(
+            f"the {format} tool specs {origin} builds were changed after they were built, "
+            f"by a write that went around their refusals (dict.__setitem__, dict.update, "
+            f"list.append or C code): {changed}; every view with these tools would send "
+            "them so, and is refused: do not write to the specs view.tool_specs() gives "
+            "(they are shared by every request), change a copy (copy.deepcopy(specs) gives "
+            "plain dicts and lists), or the tool where it is registered"
+        )
 
     def sha256(self, tools: tuple[Tool, ...]) -> str:
         if self._digest is None:
@@ -1135,7 +1189,7 @@ class _ToolSet:
 
 def _canonical_mcp(tool: Tool) -> str:
     return json.dumps(
-        frozen_spec(tool, "mcp"),
+        plain_spec(tool, "mcp"),
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

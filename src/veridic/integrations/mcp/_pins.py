@@ -240,7 +240,21 @@ class Pins:
         return _shown_escaped(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
 
     def dump(self, path: str | os.PathLike[str]) -> None:
-        Path(path).write_text(self.dumps(), encoding="utf-8")
+        """Write :meth:`dumps` to ``path``, making its folder first (as ``veridic mcp pin -o``
+        does): a pins file is usually kept beside the code, in a folder of its own.
+
+        Raises:
+            VeridicError: the folder cannot be made or the file cannot be written.
+        """
+        target = Path(path)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(self.dumps(), encoding="utf-8")
+        except OSError as error:
+            raise VeridicError(
+                f"MCP pins {os.fspath(path)!r} cannot be written ({error.strerror or error}): "
+                "choose a writable path"
+            ) from error
 
     def compare(self, listed: Iterable[PinnedTool]) -> tuple[PinChange, ...]:
         """Every difference between the record and ``listed``, sorted by tool name.
