@@ -194,3 +194,15 @@ def test_openers_that_never_close_do_not_hide_a_placeholder_after_them() -> None
         normalize_plan(_plan(password), _view())
     plan = normalize_plan(_plan("${ " * 100_000 + "{{ username }}"), _view())
     assert plan.complete
+
+
+_BRACES = st.text(alphabet="{}$ x.'", max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=_BRACES, after=_BRACES, form=st.sampled_from(["{{ %s }}", "${ %s }"]))
+def test_no_braces_around_a_placeholder_hide_it(before: str, after: str, form: str) -> None:
+    # Unclosed openers, stray closers and dollars before or after it: the search that
+    # stops at an opener no closer follows must still find the placeholder.
+    with pytest.raises(PlanError, match=r"refers to the output of step 'step_4'"):
+        normalize_plan(_plan(before + form % "step_4.output" + after), _view())

@@ -45,7 +45,8 @@ veridic runs each step with its arguments as written and never puts one
 step's output into another's arguments, so a placeholder (``{{ step_4.output
 }}``, ``${step_4.result}``: a ``{{ }}`` or ``${ }`` that names a step of the
 plan, by a word of it, a quoted string or a part between dots) would reach the
-tool as text: a user created with the password ``{{step_4.output}}``. It is
+tool as text: a user created with the password ``{{step_4.output}}``. So would a
+JSON reference, ``{"$ref": "#/steps/step_4/output"}``, whose text names a step. It is
 refused whatever becomes of the step it names (dropped, refused, failed or
 run): a plan that needs an output before it exists cannot run as proposed, and
 the demanding user's plan is refused whole rather than run in part. Run the
