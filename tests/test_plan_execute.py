@@ -4,6 +4,7 @@ did not is said, on the sync and the async road alike."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from veridic import (
     IncompletePlanError,
     Registry,
     SQLiteAuditSink,
+    ToolContext,
     ToolError,
     ToolView,
     VeridicError,
@@ -405,3 +407,143 @@ def test_a_failed_steps_message_cannot_forge_lines_of_the_notice(forged: str) ->
     assert lines[1:] == ["Ran: a (make).", "Not run: b (make)."]
     assert lines[0].isprintable()
     assert lines[0].startswith("The plan stopped at step a (make): it failed ('ToolError: ")
+
+
+def test_each_steps_record_names_its_step_so_the_audit_ties_to_the_plan() -> None:
+    # Recorded with call_id "", an audit row could not be told apart from another step's
+    # call of the same tool: which step failed was not on record.
+    site = Site(fails=frozenset({"n1"}))
+    audit = SQLiteAuditSink(":memory:")
+    run = _run(site, _steps(3), audit=audit)
+    stored = audit.records(request_id="req-plan")
+    assert [record.call_id for record in stored] == ["plan step s0", "plan step s1"]
+    assert [result.record.call_id for _, result in run.ran] == ["plan step s0", "plan step s1"]
+
+
+def test_the_async_road_records_each_steps_id_too() -> None:
+    site = Site()
+    policy = ApprovalPolicy(site.view)
+    policy.allow_always("make")
+    audit = SQLiteAuditSink(":memory:")
+    asyncio.run(
+        aexecute_plan(
+            site.view,
+            normalize_plan(_steps(2), site.view),
+            policy=policy,
+            audit=audit,
+            request_id="req-plan",
+            prompt=PROMPT,
+        )
+    )
+    assert [r.call_id for r in audit.records(request_id="req-plan")] == [
+        "plan step s0",
+        "plan step s1",
+    ]
+
+
+def test_a_step_id_longer_than_a_call_id_may_be_is_refused_before_any_step_runs() -> None:
+    # Each record keeps the step's id whole; a model's megabyte id went into every one.
+    site = Site()
+    steps = _steps(2)
+    steps[1]["id"] = "s" * 2_000
+    policy = ApprovalPolicy(site.view)
+    policy.allow_always("make")
+    audit = SQLiteAuditSink(":memory:")
+    with pytest.raises(VeridicError, match=r"2000 characters") as raised:
+        execute_plan(
+            site.view,
+            normalize_plan(steps, site.view),
+            policy=policy,
+            audit=audit,
+            request_id="req-plan",
+            prompt=PROMPT,
+        )
+    assert "nothing ran" in str(raised.value)
+    assert site.ran == []
+    assert audit.records(request_id="req-plan") == ()
+
+
+def test_an_async_tool_in_a_sync_plan_is_refused_before_any_step_runs() -> None:
+    # execute() refuses an async tool at its own call: the steps before it had run, and
+    # the plan stopped half-way with a misuse error that said nothing had.
+    site = Site()
+
+    @site.registry.tool(kind="write")
+    async def notify(name: str) -> str:
+        """Tell the site's owner what was built.
+
+        Args:
+            name: What was built.
+        """
+        return name
+
+    view = site.registry.view()
+    steps: list[dict[str, object]] = [
+        *_steps(1),
+        {"id": "tell", "tool": "notify", "arguments": {"name": "x"}, "depends_on": ["s0"]},
+    ]
+    policy = ApprovalPolicy(view)
+    policy.allow_always("make")
+    policy.allow_always("notify")
+    audit = SQLiteAuditSink(":memory:")
+    with pytest.raises(VeridicError, match=r"aexecute_plan") as raised:
+        execute_plan(
+            view,
+            normalize_plan(steps, view),
+            policy=policy,
+            audit=audit,
+            request_id="req-plan",
+            prompt=PROMPT,
+        )
+    assert "step tell (notify)" in str(raised.value)
+    assert site.ran == []
+    assert audit.records(request_id="req-plan") == ()
+
+
+class Session:
+    """The application's per-request object a tool asks for."""
+
+
+@pytest.mark.parametrize("road", ["sync", "async"])
+def test_a_context_a_later_step_cannot_take_is_refused_before_any_step_runs(road: str) -> None:
+    # execute() refuses a context that does not fit the tool at that step's own call.
+    site = Site()
+
+    @site.registry.tool(kind="write")
+    def sign(ctx: ToolContext[Session], name: str) -> str:
+        """Sign what was built as the session's user.
+
+        Args:
+            name: What to sign.
+        """
+        return name
+
+    view = site.registry.view()
+    steps: list[dict[str, object]] = [
+        *_steps(1),
+        {"id": "sign", "tool": "sign", "arguments": {"name": "x"}, "depends_on": ["s0"]},
+    ]
+    policy = ApprovalPolicy(view)
+    policy.allow_always("make")
+    policy.allow_always("sign")
+    audit = SQLiteAuditSink(":memory:")
+    arguments: dict[str, Any] = {
+        "policy": policy,
+        "audit": audit,
+        "request_id": "req-plan",
+        "prompt": PROMPT,
+        "context": "not a session",
+    }
+    plan = normalize_plan(steps, view)
+
+    def running() -> PlanRun:
+        if road == "sync":
+            return execute_plan(view, plan, **arguments)
+        return asyncio.run(aexecute_plan(view, plan, **arguments))
+
+    with pytest.raises(VeridicError) as raised:
+        running()
+    assert "step sign (sign), so nothing ran" in str(raised.value)
+    assert "ToolContext[Session]" in str(raised.value)
+    assert site.ran == []
+    assert audit.records(request_id="req-plan") == ()

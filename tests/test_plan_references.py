@@ -35,6 +35,15 @@ def _view() -> ToolView:
         """
         return "user-1"
 
+    @registry.tool(kind="write")
+    def save_schema(schema: dict[str, object]) -> str:
+        """Store a JSON Schema the site's forms are checked against.
+
+        Args:
+            schema: The schema, with its own $ref pointers.
+        """
+        return "schema-1"
+
     return registry.view()
 
 
@@ -150,3 +159,50 @@ def test_an_id_with_a_space_is_found_quoted_or_between_dots(password: str) -> No
     steps[1]["depends_on"] = ["step 4"]
     with pytest.raises(PlanError, match=r"step 'step 4'"):
         normalize_plan(steps, _view())
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        {"$ref": "step_4"},
+        {"$ref": "#/steps/step_4/output"},
+        {"$ref": "step_4.output.password"},
+        {"roles": [{"$ref": "steps['step_4'].output"}]},
+    ],
+)
+def test_a_json_reference_to_another_steps_output_refuses_the_plan(reference: object) -> None:
+    # {"$ref": ...} is how JSON writes "the value found there": the tool got the object.
+    with pytest.raises(PlanError, match=r"refers to the output of step 'step_4'"):
+        normalize_plan(_plan("s3cret", {"roles": [reference]}), _view())
+
+
+def test_a_json_reference_that_names_no_step_is_kept_as_written() -> None:
+    schema = {"properties": {"home": {"$ref": "#/definitions/address"}}}
+    steps = _plan("s3cret")
+    steps[1] = {"id": "step_6", "tool": "save_schema", "arguments": {"schema": schema}}
+    plan = normalize_plan(steps, _view())
+    assert plan.complete
+    assert plan.steps[1].arguments["schema"] == schema
+
+
+def test_openers_that_never_close_do_not_hide_a_placeholder_after_them() -> None:
+    # Each unclosed "{{" was matched against the whole rest of the text: a model's 80 kB
+    # argument of them held normalize_plan() for most of a minute (quadratic), and with
+    # 200 kB, for longer than any request waits.
+    password = "{{ " * 100_000 + "${step_4.output}"
+    with pytest.raises(PlanError, match=r"refers to the output of step 'step_4'"):
+        normalize_plan(_plan(password), _view())
+    plan = normalize_plan(_plan("${ " * 100_000 + "{{ username }}"), _view())
+    assert plan.complete
+
+
+_BRACES = st.text(alphabet="{}$ x.'", max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=_BRACES, after=_BRACES, form=st.sampled_from(["{{ %s }}", "${ %s }"]))
+def test_no_braces_around_a_placeholder_hide_it(before: str, after: str, form: str) -> None:
+    # Unclosed openers, stray closers and dollars before or after it: the search that
+    # stops at an opener no closer follows must still find the placeholder.
+    with pytest.raises(PlanError, match=r"refers to the output of step 'step_4'"):
+        normalize_plan(_plan(before + form % "step_4.output" + after), _view())

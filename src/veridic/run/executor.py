@@ -72,7 +72,7 @@ import traceback
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Final, NoReturn
 
 from pydantic_core import to_jsonable_python
 
@@ -274,7 +274,7 @@ def execute(
     a NUL or lone surrogate escaped as elsewhere): pass it for every call a model
     made, since it is how :meth:`ModelGateway.resume <veridic.ModelGateway.resume>`
     sees that a paused run's waiting call already ran. ``""`` for a call no model
-    named (a plan step, a call run by hand).
+    named (a call run by hand; :func:`execute_plan` passes ``"plan step <id>"``).
 
     ``name`` is whatever the model wrote: a name the view does not expose is
     refused (never run) and recorded, however odd its characters. A handler
@@ -516,7 +516,9 @@ def execute_plan(
 
     Each step is one call, approved, dispatched under guard and recorded as
     :func:`execute` does it (``confirm`` is asked about each step the policy puts to
-    the user; the records have ``call_id`` ``""``, as no model call named them).
+    the user). Each record's ``call_id`` is ``"plan step <id>"``, the step's id, so an
+    audit row says which step it is of; marked so, it is never taken for a provider's id
+    of a model's call, by which a resume finds a call that ran already.
 
     The plan runs whole or stops, and says where:
 
@@ -538,13 +540,18 @@ def execute_plan(
     Raises:
         IncompletePlanError: the plan is incomplete, or no longer fits ``view`` and
             ``policy``; ``.plan`` is the plan that was refused. Nothing ran.
-        VeridicError: ``plan`` is not a :class:`~veridic.NormalizedPlan`, or misuse as
-            for :func:`execute`. Nothing ran.
+        VeridicError: ``plan`` is not a :class:`~veridic.NormalizedPlan`, a step's id
+            is longer than 1,024 characters, a step's tool is ``async`` (use
+            :func:`aexecute_plan`) or asks for a ``ToolContext[X]`` that ``context`` is
+            not, or misuse as for :func:`execute` found before the first step runs.
+            Nothing ran. A policy (a subclass) that answers outside the approval
+            contract raises at that step's call, with the note below.
         BaseException: whatever :func:`execute` raised for a step (an interrupt, an
             :class:`~veridic.AuditWriteError`), with a note naming the step, the steps
             that ran before it and those that did not run.
     """
     running = _Running(view, plan, policy, request_id, prompt, prompt_sha256, "execute_plan")
+    running.check_steps(view, context, sync=True)
     for step in running.order:
         try:
             result = execute(
@@ -559,6 +566,7 @@ def execute_plan(
                 context=context,
                 prompt=running.prompt,
                 prompt_sha256=running.prompt_sha256,
+                call_id=_call_id(step),
             )
         except BaseException as error:
             running.cut(error, step)
@@ -588,6 +596,7 @@ async def aexecute_plan(
     awaited.
     """
     running = _Running(view, plan, policy, request_id, prompt, prompt_sha256, "aexecute_plan")
+    running.check_steps(view, context, sync=False)
     for step in running.order:
         try:
             result = await aexecute(
@@ -602,6 +611,7 @@ async def aexecute_plan(
                 context=context,
                 prompt=running.prompt,
                 prompt_sha256=running.prompt_sha256,
+                call_id=_call_id(step),
             )
         except BaseException as error:
             running.cut(error, step)
@@ -615,7 +625,7 @@ class _Running:
     """One plan's run: the plan checked before anything runs, the steps that ran, and
     what the sync and the async road both say of it."""
 
-    __slots__ = ("_ran", "order", "prompt", "prompt_sha256", "where")
+    __slots__ = ("_ran", "order", "prompt", "prompt_sha256", "request_id", "where")
 
     def __init__(
         self,
@@ -628,6 +638,7 @@ class _Running:
         where: str,
     ) -> None:
         self.where = where
+        self.request_id = request_id
         # Misuse is refused before any step runs, not at the first step's call.
         answered = _answered(prompt, prompt_sha256, where)
         _check_request_id(request_id, f"{where}()")
@@ -637,6 +648,42 @@ class _Running:
         self.prompt_sha256 = None if isinstance(answered, Prompt) else answered
         self.order = _checked(view, plan, policy, where).ordered
         self._ran: list[tuple[PlanStep, CallResult]] = []
+
+    def check_steps(self, view: ToolView, context: object, *, sync: bool) -> None:
+        """Refuse, before any step runs, a step :func:`execute` would refuse at its own call.
+
+        Refused there, it would stop the plan half-way, after the steps before it ran,
+        with a misuse error that is no step's outcome.
+
+        Raises:
+            VeridicError: a step's id is longer than a record keeps, its tool is ``async``
+                and the plan runs sync, or its tool asks for a ``ToolContext[X]`` that
+                ``context`` is not.
+        """
+        for step in self.order:
+            if len(step.id) > _STEP_ID_LIMIT:
+                self._refuse(
+                    step,
+                    f"its id is {len(step.id)} characters long, and each record keeps its "
+                    f"step's id whole (at most {_STEP_ID_LIMIT}): ask the model for short ids",
+                )
+            # Checked by normalize_plan() already: the arguments fit, so this is the call.
+            prepared = view.validate(step.tool, step.arguments)
+            if sync and prepared.tool.is_async:
+                self._refuse(
+                    step,
+                    f"its tool is async ({prepared.tool.origin}), and execute_plan() runs each "
+                    "step through execute(): use await aexecute_plan(...)",
+                )
+            try:
+                prepared.with_context(context, request_id=self.request_id)
+            except VeridicError as error:
+                self._refuse(step, str(error))
+
+    def _refuse(self, step: PlanStep, why: str) -> NoReturn:
+        raise VeridicError(
+            f"{self.where}() cannot run step {_step_named(step)}, so nothing ran: {why}"
+        )
 
     def went(self, step: PlanStep, result: CallResult) -> bool:
         """Note that ``step`` ran; whether the plan goes on."""
@@ -717,6 +764,18 @@ def _what_became(record: AuditRecord) -> str:
     if not detail:
         return said
     return f"{said} ({detail if detail.isprintable() else clip(detail, _DETAIL_LIMIT)})"
+
+
+# The longest step id a plan run records as its calls' id: a reply's tool call ids are held
+# to the same (``veridic.run._sending.CALL_ID_LIMIT``, which imports this module).
+_STEP_ID_LIMIT: Final = 1024
+
+
+def _call_id(step: PlanStep) -> str:
+    """The id a step's call is recorded under (``AuditRecord.call_id``): its step's id,
+    marked so that it is never taken for a provider's id of a model's call (``call_0``,
+    ``toolu_…``), by which a resume and the integrations find a call that ran already."""
+    return f"plan step {step.id}"
 
 
 # How many steps each list of a plan run's notice names before it counts the rest, as in

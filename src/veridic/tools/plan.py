@@ -45,7 +45,8 @@ veridic runs each step with its arguments as written and never puts one
 step's output into another's arguments, so a placeholder (``{{ step_4.output
 }}``, ``${step_4.result}``: a ``{{ }}`` or ``${ }`` that names a step of the
 plan, by a word of it, a quoted string or a part between dots) would reach the
-tool as text: a user created with the password ``{{step_4.output}}``. It is
+tool as text: a user created with the password ``{{step_4.output}}``. So would a
+JSON reference, ``{"$ref": "#/steps/step_4/output"}``, whose text names a step. It is
 refused whatever becomes of the step it names (dropped, refused, failed or
 run): a plan that needs an output before it exists cannot run as proposed, and
 the demanding user's plan is refused whole rather than run in part. Run the
@@ -638,9 +639,13 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
 
 
 # A placeholder a model writes for a value it expects veridic to fill in: ``{{ ... }}``
-# (jinja2, Handlebars, GitHub Actions) or ``${ ... }`` (JavaScript, shell, Terraform). A bare
-# ``$name`` is not one: SQL and shell arguments write ``$1`` for their own parameters.
-_PLACEHOLDER: Final = re.compile(r"\{\{(.*?)\}\}|\$\{(.*?)\}", re.DOTALL)
+# (jinja2, Handlebars, GitHub Actions) or ``${ ... }`` (JavaScript, shell, Terraform), each an
+# opener and the closer after it. A bare ``$name`` is not one: SQL and shell arguments write
+# ``$1`` for their own parameters.
+_PLACEHOLDERS: Final = (("{{", "}}"), ("${", "}"))
+# The key of a JSON reference (``{"$ref": "#/steps/step_4/output"}``), an object that stands
+# for the value found where its text points.
+_POINTER: Final = "$ref"
 _TOKEN: Final = re.compile(r"[\w-]+")
 
 
@@ -649,16 +654,15 @@ def _check_references(plan: tuple[PlanStep, ...]) -> None:
 
     veridic runs each step with its arguments as written and never puts one step's
     output into another's: the tool would get the placeholder itself (a user created
-    with the password ``{{step_4.output}}``). Refused whatever became of the step it
+    with the password ``{{step_4.output}}``), or a JSON reference's object
+    (``{"$ref": "step_4.output"}``). Refused whatever became of the step it
     names, before any step runs (the plan is a :class:`~veridic.PlanError`): a plan
     that needs an output before it exists cannot be run as proposed.
     """
     ids = {_look(step.id): step.id for step in plan}
     for index, step in enumerate(plan):
-        for path, text in _strings(step.arguments, "arguments"):
-            if "{{" not in text and "${" not in text:
-                continue
-            named = _named_step(text, ids)
+        for path, text, pointer in _strings(step.arguments, "arguments"):
+            named = _named_step([text] if pointer else _placeholders(text), ids)
             if named is not None:
                 raise PlanError(
                     f"{_where(index, step.id)} has {path} = {_shown(text)}, which refers to "
@@ -670,18 +674,37 @@ def _check_references(plan: tuple[PlanStep, ...]) -> None:
                 )
 
 
-def _named_step(text: str, ids: Mapping[str, str]) -> str | None:
-    """The id of the first plan step a placeholder in ``text`` names, compared as a reader
-    sees ids (case, spacing and Unicode form folded); ``None`` when none does.
+def _placeholders(text: str) -> Iterable[str]:
+    """The text inside each placeholder of ``text``, found in one pass per opener.
+
+    A regular expression (``\\{\\{(.*?)\\}\\}``) tried each opener against the whole
+    rest of the text: a model's argument of 80 kB of ``{{`` with no ``}}`` held
+    :func:`normalize_plan` for most of a minute. Once no closer follows an opener, no
+    later opener of its kind can close either, so the search of that kind stops there.
+    """
+    for opener, closer in _PLACEHOLDERS:
+        start = text.find(opener)
+        while start != -1:
+            end = text.find(closer, start + len(opener))
+            if end == -1:
+                break
+            yield text[start + len(opener) : end]
+            start = text.find(opener, end + len(closer))
+
+
+def _named_step(insides: Iterable[str], ids: Mapping[str, str]) -> str | None:
+    """The id of the first plan step a placeholder's text (each of ``insides``) names,
+    compared as a reader sees ids (case, spacing and Unicode form folded); ``None`` when
+    none does.
 
     A placeholder names a step by a word of it (``{{ step_4.output }}``), by a quoted
     string in it (``{{ steps['step 4'].output }}``) or by a part between dots, brackets,
-    pipes, parentheses and commas (``${step 4.result}``): each found in one pass over the
-    text, so a plan of thousands of ids and placeholders costs no search per id.
+    slashes, pipes, parentheses and commas (``${step 4.result}``, ``#/steps/step 4``):
+    each found in one pass over the text, so a plan of thousands of ids and placeholders
+    costs no search per id.
     """
-    for match in _PLACEHOLDER.finditer(text):
-        inside = _look(match.group(1) if match.group(1) is not None else match.group(2))
-        candidates = _candidates(inside)
+    for inside in insides:
+        candidates = _candidates(_look(inside))
         if ids.keys() & candidates:  # one set operation; the loop only names the first
             return next(ids[candidate] for candidate in candidates if candidate in ids)
     return None
@@ -695,18 +718,19 @@ def _candidates(inside: str) -> list[str]:
 
 
 _QUOTED: Final = re.compile(r"(['\"])(.*?)\1", re.DOTALL)
-_PARTS: Final = re.compile(r"[.\[\]|(),]")
+_PARTS: Final = re.compile(r"[.\[\]|(),/#]")
 
 
-def _strings(value: object, path: str) -> Iterable[tuple[str, str]]:
+def _strings(value: object, path: str, pointer: bool = False) -> Iterable[tuple[str, str, bool]]:
     """Every string in a step's (copied, at most 200 deep) arguments, with its path
-    (``arguments.meta.roles[1]``)."""
+    (``arguments.meta.roles[1]``) and whether it is what a JSON reference points at
+    (the string value of a ``"$ref"`` key)."""
     if isinstance(value, str):
-        yield path, value
+        yield path, value, pointer
     elif isinstance(value, Mapping):
         for key, item in value.items():
             at = f"{path}.{key}" if _PLAIN_KEY.fullmatch(str(key)) else f"{path}[{_shown(key)}]"
-            yield from _strings(item, at)
+            yield from _strings(item, at, key == _POINTER)
     elif isinstance(value, list | tuple):
         for position, item in enumerate(value):
             yield from _strings(item, f"{path}[{position}]")
