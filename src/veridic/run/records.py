@@ -135,9 +135,10 @@ class AuditRecord(_Validated):
             carries its call's; ``""`` where no arguments were seen (a record
             written by hand).
         call_id: the provider's id of the model's tool call (``ToolCall.id``)
-            this record is of, as the executor was given it (``""`` for a call
-            that had none: a call run by hand, a plan step, an MCP client's
-            call, a record stored before records kept it). How
+            this record is of, as the executor was given it (``"plan step <id>"``
+            for a step run by :func:`~veridic.run.executor.execute_plan`;
+            ``""`` for a call that had none: a call run by hand, an MCP
+            client's call, a record stored before records kept it). How
             :meth:`ModelGateway.resume <veridic.ModelGateway.resume>` sees that
             a paused run's waiting calls already ran: a copy of the paused run
             resumed again is refused instead of running them twice.
