@@ -551,7 +551,10 @@ class ModelGateway:
         user's approval does not wait for one: the run stops before it and
         returns with :attr:`RunResult.paused` set; the calls before it have
         run, it and the calls after it wait for :meth:`resume` (see
-        :mod:`veridic.run.deferred`).
+        :mod:`veridic.run.deferred`). The pause is dated by the gateway's
+        ``clock`` (:attr:`PausedRun.paused_at <veridic.PausedRun>`), read before
+        any call of that answer runs: a clock that names no time a paused run
+        can hold is refused with none of them run.
 
         Raises:
             RunLimitError: a limit of ``limits`` was reached (turns, tool
@@ -602,6 +605,7 @@ class ModelGateway:
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
             check_none_async(reply.view, calls)  # none ran: the composer stays as it was
+            paused_at = None if waiting is None else state.pause_moment()  # so is this
             done: list[ToolOutcome] = []
             try:
                 self._run_calls(
@@ -611,8 +615,8 @@ class ModelGateway:
                 state.broken(reply, done, error)
                 raise
             state.after_calls(reply, done)
-            if waiting is not None:
-                return state.pause(reply, reply.tool_calls[waiting:], policy)
+            if paused_at is not None:
+                return state.pause(reply, reply.tool_calls[waiting:], policy, paused_at)
 
     @overload
     def resume(
@@ -703,7 +707,9 @@ class ModelGateway:
         the composer gets the paused conversation with them answered so, and
         :class:`~veridic.ApprovalExpiredError` is raised: ask the user anew, by
         :meth:`run` of that composer (``defer=True``: the model asks again, in a paused
-        run dated then) or by sending the request again. The paused run is then spent,
+        run dated then) or by sending the request again. A resume that pauses again is
+        dated by the clock's reading that measured the answers' age, before any waiting
+        call ran. The paused run is then spent,
         as after any resume that reached its calls. A paused run that does not say when
         it paused (format 5 or earlier) is refused the same way, with nothing recorded
         and the composer left as it was given: date it, ``dataclasses.replace(paused,
@@ -754,7 +760,8 @@ class ModelGateway:
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
             self._check_sendable(composer, view, paused.request_id, sync=True)
-            expired = expiry(paused, policy, self._now())
+            now = self._now()  # a pause of this resume is dated by it too
+            expired = expiry(paused, policy, now)
             if expired is not None:
                 self._deny_expired(paused, state, reply, policy, expired, context)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
@@ -769,7 +776,7 @@ class ModelGateway:
             state.after_resumed(done)
             if steps.waiting:
                 return span.ran(
-                    state.pause(reply, steps.waiting, policy, steps.again), since=paused
+                    state.pause(reply, steps.waiting, policy, now, steps.again), since=paused
                 )
             try:
                 return span.ran(self._loop(state, view, policy, None, True), since=paused)
@@ -859,6 +866,7 @@ class ModelGateway:
                 continue
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
+            paused_at = None if waiting is None else state.pause_moment()  # before any call
             done: list[ToolOutcome] = []
             try:
                 if waiting is None and all_queries(reply):
@@ -873,8 +881,8 @@ class ModelGateway:
                 state.broken(reply, done, error)
                 raise
             state.after_calls(reply, done)
-            if waiting is not None:
-                return state.pause(reply, reply.tool_calls[waiting:], policy)
+            if paused_at is not None:
+                return state.pause(reply, reply.tool_calls[waiting:], policy, paused_at)
 
     @overload
     async def aresume(
@@ -932,7 +940,8 @@ class ModelGateway:
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
             self._check_sendable(composer, view, paused.request_id, sync=False)
-            expired = expiry(paused, policy, self._now())
+            now = self._now()  # a pause of this resume is dated by it too
+            expired = expiry(paused, policy, now)
             if expired is not None:
                 await self._adeny_expired(paused, state, reply, policy, expired, context)
             steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
@@ -948,7 +957,7 @@ class ModelGateway:
             state.after_resumed(done)
             if steps.waiting:
                 return span.ran(
-                    state.pause(reply, steps.waiting, policy, steps.again), since=paused
+                    state.pause(reply, steps.waiting, policy, now, steps.again), since=paused
                 )
             try:
                 return span.ran(await self._aloop(state, view, policy, None, True), since=paused)

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Generic, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -327,19 +328,38 @@ class _Run(Generic[OutputT]):
         for outcome in outcomes:
             self.composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
 
+    def pause_moment(self) -> datetime:
+        """The time a pause of this run is dated with, read before any call of the answer
+        that pauses runs.
+
+        Read at the pause itself, a clock that names no time (one past the years a
+        ``datetime`` holds) was refused after the calls before the waiting one had run:
+        their effects happened, and the run was lost with the error.
+
+        Raises:
+            VeridicError: the gateway's clock names no time (nothing of the answer ran,
+                and the answer is not on the composer).
+        """
+        return clock_moment(
+            self.clock(),
+            f"the pause of request {clip(self.request_id)}, read before any call of the "
+            "model's answer (none of its calls ran, and the composer does not hold the answer)",
+        )
+
     def pause(
         self,
         reply: Reply,
         waiting: Sequence[ToolCall],
         policy: ApprovalPolicy,
+        paused_at: datetime,
         again: Mapping[str, str] | None = None,
     ) -> RunResult[OutputT]:
         """Stop with ``waiting`` calls unanswered, asking for the approvals they need.
 
+        ``paused_at`` is :meth:`pause_moment`, read before the calls before them ran;
         ``again`` holds, by call id, why an earlier answer no longer holds.
         """
         approvals = []
-        paused_at = clock_moment(self.clock(), f"the pause of request {clip(self.request_id)}")
         waiting_digest = waiting_sha256(self.request_id, waiting, paused_at)
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
