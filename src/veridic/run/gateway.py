@@ -103,6 +103,7 @@ from veridic.run._sending import (
     Sent,
     anothing,
     awaited,
+    check_request,
     check_system_part,
     checked,
     nothing,
@@ -759,7 +760,7 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
-            self._check_sendable(composer, view, paused.request_id, sync=True)
+            self._check_sendable(state, paused, reply.tool_calls, view, sync=True)
             now = self._now()  # a pause of this resume is dated by it too
             expired = expiry(paused, policy, now)
             if expired is not None:
@@ -939,7 +940,7 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
-            self._check_sendable(composer, view, paused.request_id, sync=False)
+            self._check_sendable(state, paused, reply.tool_calls, view, sync=False)
             now = self._now()  # a pause of this resume is dated by it too
             expired = expiry(paused, policy, now)
             if expired is not None:
@@ -1079,22 +1080,33 @@ class ModelGateway:
         self._calls.blocking(where)
 
     def _check_sendable(
-        self, composer: Composer, view: ToolView, request_id: str, *, sync: bool
+        self,
+        state: _Run[OutputT],
+        paused: PausedRun,
+        waiting: Sequence[ToolCall],
+        view: ToolView,
+        *,
+        sync: bool,
     ) -> None:
         """Refuse a resume, before any waiting call runs or is recorded, whose next send
-        would be refused for the composer's system part, the view or the client.
+        would be refused for the composer's system part, the view, the client or the
+        adapter's request.
 
         A resume runs the approved calls first and sends after them: a system part with
-        another view's capability section, or a client of the other kind, was refused at
-        that send, after a write had run and the paused run was spent. These are the send
-        path's own checks of the system part, the view and the client
-        (:func:`~veridic.run._sending.check_system_part`), of the prompt the system part
-        makes alone: the paused conversation restored after it adds no system text but the
-        fence preamble its blocks need (veridic's own). The adapter's own request is not
-        built here: it judges the conversation too (Anthropic's needs a user turn), which
-        the system part alone does not hold.
+        another view's capability section, a client of the other kind, or an adapter whose
+        request edits the tool list, was refused at that send, after a write had run and
+        the paused run was spent. These are the send path's own checks: of the system part,
+        the view and the client (:func:`~veridic.run._sending.check_system_part`) on the
+        prompt the system part makes alone (the paused conversation restored after it adds
+        no system text but the fence preamble its blocks need, veridic's own), and of the
+        adapter's request (:func:`~veridic.run._sending.check_request`) on the prompt the
+        first send will build, the waiting calls answered with empty results
+        (:meth:`_Run.next_prompt`). A check that turns on what a result says cannot be
+        made before the call runs; none of the send path's does.
         """
-        check_system_part(self._provider, composer.build(), view, request_id, sync=sync)
+        composer = state.composer
+        check_system_part(self._provider, composer.build(), view, paused.request_id, sync=sync)
+        check_request(self._provider, state.next_prompt(paused, waiting), view, None)
 
     def _prepare(
         self,

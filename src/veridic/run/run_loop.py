@@ -41,9 +41,12 @@ from veridic.run.limits import Limits
 from veridic.run.reply import Reply, ToolOutcome, _check_whole, _ResumedReply
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, ToolCall
+from veridic.text.provenance import untrusted
 from veridic.tools.view import ToolView
 
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_NO_RESULT: Final = untrusted("", source="veridic: the check of a resume's next request")
+"""The result each waiting call has in :meth:`_Run.next_prompt`, which is never sent."""
 
 OutputT = TypeVar("OutputT")
 """The pydantic model a run's last answer is validated as (checked when the run starts)."""
@@ -160,6 +163,22 @@ class _Run(Generic[OutputT]):
         """Put the paused conversation on the composer: every check of the resume passed,
         and its waiting calls are about to run."""
         self.composer.restore(paused.conversation)
+
+    def next_prompt(self, paused: PausedRun, waiting: Sequence[ToolCall]) -> Prompt:
+        """The prompt a resume of ``paused`` first sends, but for the waiting calls' results
+        (empty here): what the adapter's request is checked on before any of them runs.
+
+        Built apart: the composer is left as it was given until every check passed. Its
+        system message is the composer's system part without the fence preamble that the
+        restored blocks add (veridic's own text, a system message of its own in the scratch
+        composer, which holds no system part), so the turns follow it as they will.
+        """
+        system = self.composer.build().messages[:1]
+        scratch = Composer(data_mode=self.composer.data_mode).restore(paused.conversation)
+        for call in waiting:
+            scratch.tool_result(call.id, _NO_RESULT)
+        turns = tuple(message for message in scratch.build().messages if message.role != "system")
+        return Prompt(system + turns)
 
     def before_turn(self) -> Prompt:
         limits = self.limits
