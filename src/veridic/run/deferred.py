@@ -29,9 +29,13 @@ What resuming checks, because the world may have changed meanwhile:
   the order, the price and the mind of then. A paused run that does not say
   when it paused (format 5 or earlier) is refused with nothing recorded: a
   caller who knows when it paused (when its store saved it) dates it,
-  ``dataclasses.replace(paused, paused_at=...)``, and resumes that. The time is
-  covered by every approval's digest too, so a paused run re-dated where it
-  was kept matches no answer the dialog got;
+  ``dataclasses.replace(paused, paused_at=...)``, and resumes that, in that
+  process: the digests of approvals asked without a time cover none, so such a
+  run is never kept dated (``to_json`` refuses it, and ``from_json`` a document
+  that dates them), and ``claim_paused`` hands it out undated, its row's save
+  time being another clock's, later than the pause, and written by whoever writes
+  the table. The time is covered by every approval's digest made with one, so a
+  paused run re-dated where it was kept matches no answer the dialog got;
 - the calls run against the view of the new request: a tool that became
   unavailable or denied is refused (and recorded) as it would be in any run;
 - an answer holds only for what the user saw: a tool that became riskier
@@ -410,7 +414,13 @@ class PausedRun:
 
         Text UTF-8 can encode, whatever the model wrote (see :meth:`Conversation.to_json
         <veridic.Conversation.to_json>`): a run is never paused in a form no store keeps.
+
+        Raises:
+            VeridicError: the paused run is dated, and its approvals were asked without a
+                time (a paused run of format 5 or earlier, dated since by the caller):
+                :meth:`from_json` would refuse the document (it says why).
         """
+        _check_dated_as_asked(self, "PausedRun.to_json()")
         document = {
             "format": FORMAT,
             "request_id": self.request_id,
@@ -450,7 +460,7 @@ class PausedRun:
                 "pass the text PausedRun.to_json() wrote, unchanged"
             ) from error
         read = _Reader(document)
-        return cls(
+        paused = cls(
             request_id=read.text("request_id"),
             conversation=Conversation.from_json(json.dumps(read.value("conversation", dict))),
             approvals=tuple(
@@ -470,6 +480,50 @@ class PausedRun:
             seconds=read.seconds(),
             paused_at=read.paused_at(),
         )
+        _check_dated_as_asked(paused, "PausedRun.from_json()")
+        return paused
+
+
+def _check_dated_as_asked(paused: PausedRun, where: str) -> None:
+    """Refuse a dated paused run, as a document, whose approvals were asked without a time.
+
+    Their digests (the answers the dialog got) cover no time: asked by a veridic that kept
+    none (format 5 or earlier), they were dated since by the caller. A document cannot bind
+    that time to them, so whoever writes where it is kept could rewrite an old run's time
+    as now, and answers given weeks ago would pass for fresh ones. The dating of such a run
+    is the caller's, in the process that resumes it (``dataclasses.replace``), and is never
+    kept; a run veridic paused dates its approvals' digests with its time.
+
+    Raises:
+        VeridicError: naming ``where``, the first such approval and what to do instead.
+    """
+    if paused.paused_at is None:
+        return
+    undated = waiting_sha256(paused.request_id, _waiting_calls(paused.conversation))
+    asked = [approval.call_id for approval in paused.approvals if approval.waiting_sha256 == undated]
+    if asked:
+        raise VeridicError(
+            f"{where}: the paused run of request {clip(str(paused.request_id))} is dated "
+            f"(paused_at {_utc_text(paused.paused_at)}), but its approval of call "
+            f"{clip(str(asked[0]))} was asked without a time (its digest covers none: an "
+            "earlier veridic asked it, format 5 or before, and the run was dated since); a "
+            "document cannot bind that time to the answers, so whoever writes where it is "
+            "kept could date answers given long ago as given now; nothing was run: keep the "
+            "paused run as it was read (paused_at None), date it with "
+            "dataclasses.replace(paused, paused_at=...) in the process that resumes it, or "
+            "ask the user anew"
+        )
+
+
+def _waiting_calls(conversation: Conversation) -> list[ToolCall]:
+    """The calls of ``conversation`` without a result, in order: those a resume finds waiting
+    (``Prompt.pending_tool_calls`` of the conversation restored), read from its turns."""
+    answered = {turn.call_id for turn in conversation.turns if turn.kind == "tool_result"}
+    return [
+        ToolCall(turn.call_id, turn.label, turn.text)
+        for turn in conversation.turns
+        if turn.kind == "tool_call" and turn.call_id not in answered
+    ]
 
 
 _KEYS: Final = frozenset(
@@ -959,7 +1013,11 @@ def check_waiting(
     arguments changed), as documented. The digest covers when the run paused too, so a
     paused run re-dated where it was kept is refused here; an approval made before paused
     runs kept their time (format 5 or earlier, dated since by the caller) covers the calls
-    alone, and is checked against them alone.
+    alone, and is checked against them alone. Such a run is dated only in the process
+    that resumes it: a document (format 6) that dates approvals asked without a time is
+    refused when it is read (:meth:`PausedRun.from_json`), since whoever writes where it
+    is kept could have dated it, so the undated digest passes here only for a run its
+    caller dated.
 
     Raises:
         VeridicError: a waiting call was added, removed or changed since the run

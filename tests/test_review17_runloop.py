@@ -1,0 +1,212 @@
+"""Attacker's review of the run loop and deferred approvals (round 17).
+
+A run that pauses is dated by the gateway's clock, and a resume checks the next send
+before any waiting call runs: here, what ran before those checks, and what a document
+kept in storage can still say about when its approvals were asked. The time is the
+gateway's fixed ``clock``: no test sleeps or measures time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+
+import pytest
+from _paused_formats import as_format_5
+from test_deferred_expiry import (
+    CALLS,
+    HOUR,
+    PAUSED_AT,
+    SYSTEM,
+    at,
+    gateway,
+    make_view,
+    paused,
+    resume,
+)
+
+from veridic import (
+    ApprovalExpiredError,
+    ApprovalPolicy,
+    AsyncPostgresAuditSink,
+    Composer,
+    ModelGateway,
+    PausedRun,
+    PostgresAuditSink,
+    ScriptedProvider,
+    SQLiteAuditSink,
+    ToolCouplingError,
+    VeridicError,
+)
+from veridic.tools.tool import JsonObject
+from veridic.text.prompt import Prompt
+
+# --- a clock no pause can be dated with --------------------------------------------------
+
+
+@pytest.mark.parametrize("reading", [1e12, 253_402_300_800.0])  # the year 33658; 10000
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_run_whose_clock_cannot_date_its_pause_runs_none_of_the_answers_calls(
+    reading: float, asynchronous: bool
+) -> None:
+    # The clock was read at the pause, after the calls before the waiting one had run:
+    # their effects happened, and the run was lost to the clock's error.
+    ran: list[str] = []
+    view = make_view(ran)
+    audit = SQLiteAuditSink()
+    composer = Composer().system(SYSTEM).user("My parcel 42 is lost, refund it.")
+    running = gateway([CALLS], audit, at(reading), asynchronous=asynchronous)
+    with pytest.raises(VeridicError, match=r"clock") as raised:
+        if asynchronous:
+            asyncio.run(
+                running.arun(
+                    composer, view, policy=ApprovalPolicy(view), request_id="req-1", defer=True
+                )
+            )
+        else:
+            running.run(composer, view, policy=ApprovalPolicy(view), request_id="req-1", defer=True)
+    assert ran == []
+    assert audit.records("req-1") == ()
+    assert "none of its calls ran" in str(raised.value)
+    assert composer.conversation().turns[-1].kind == "user"  # the answer is not half-kept
+
+
+# --- the adapter's own request, checked before the waiting calls --------------------------
+
+
+class _DropsATool(ScriptedProvider):
+    """An adapter whose request leaves the view's last tool out of the list it sends."""
+
+    def request(
+        self, prompt: Prompt, specs: Sequence[Mapping[str, object]], options: Mapping[str, object]
+    ) -> JsonObject:
+        made = super().request(prompt, specs, options)
+        return {**made, "tools": list(specs)[:-1]}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_resume_through_an_adapter_whose_request_the_send_refuses_runs_no_waiting_call(
+    asynchronous: bool,
+) -> None:
+    audit = SQLiteAuditSink()
+    run = paused(audit)
+    ran: list[str] = []
+    view = make_view(ran)
+    composer = Composer().system(SYSTEM)
+    resuming = ModelGateway(
+        _DropsATool([{"text": "Refunded."}], asynchronous=asynchronous),
+        audit=audit,
+        clock=at(PAUSED_AT + HOUR),
+    )
+    answers = {approval.digest: True for approval in run.approvals}
+    with pytest.raises(ToolCouplingError):
+        if asynchronous:
+            asyncio.run(
+                resuming.aresume(run, composer, view, policy=ApprovalPolicy(view), answers=answers)
+            )
+        else:
+            resuming.resume(run, composer, view, policy=ApprovalPolicy(view), answers=answers)
+    assert ran == []
+    assert composer.conversation().turns == ()  # left as given, to resume with again
+    # Nothing of the waiting calls is on record: the run resumes through a right adapter.
+    resume(run, audit, PAUSED_AT + HOUR, ran=ran)
+    assert ran == ["refund 42", "get_order 43"]
+
+
+# --- approvals asked without a time, in a document that dates them ------------------------
+
+
+def _asked_undated(audit: SQLiteAuditSink) -> dict[str, object]:
+    """A paused run as an earlier veridic kept it (format 5): its approvals were asked
+    without a time, and their digests (the answers the dialog got) cover none."""
+    return as_format_5(json.loads(paused(audit).to_json()))
+
+
+def test_a_document_that_dates_approvals_asked_without_a_time_is_refused() -> None:
+    # Whoever can write where the run is kept answered it weeks ago (format 5, undated),
+    # then wrote it as format 6 dated now: the answers by digest matched, the expiry
+    # measured from the forged time, and the refund ran.
+    audit = SQLiteAuditSink()
+    document = _asked_undated(audit)
+    answers = {
+        approval.digest: True for approval in PausedRun.from_json(json.dumps(document)).approvals
+    }
+    document["format"] = "veridic-paused-run/6"
+    document["paused_at"] = "2025-07-06T15:06:40.000000+00:00"  # three weeks after the pause
+    with pytest.raises(VeridicError, match="without a time") as raised:
+        forged = PausedRun.from_json(json.dumps(document))
+        ran: list[str] = []
+        view = make_view(ran)
+        gateway([{"text": "Refunded."}], audit, at(PAUSED_AT + 21 * 24 * HOUR)).resume(
+            forged, Composer().system(SYSTEM), view, policy=ApprovalPolicy(view), answers=answers
+        )
+    assert "paused_at" in str(raised.value)
+
+
+def test_a_paused_run_dated_by_its_caller_resumes_but_is_not_kept_dated() -> None:
+    # The dating of an undated run is the caller's, in the process that resumes: a document
+    # cannot bind that time to approvals whose digests cover none, so it is not written.
+    import dataclasses
+    from datetime import UTC, datetime
+
+    audit = SQLiteAuditSink()
+    older = PausedRun.from_json(json.dumps(_asked_undated(audit)))
+    dated = dataclasses.replace(older, paused_at=datetime.fromtimestamp(PAUSED_AT, UTC))
+    with pytest.raises(VeridicError, match="without a time"):
+        dated.to_json()
+    with pytest.raises(VeridicError, match="without a time"):
+        audit.save_paused(dated)
+    ran: list[str] = []
+    resume(dated, audit, PAUSED_AT + HOUR, ran=ran)
+    assert ran == ["refund 42", "get_order 43"]
+
+
+# --- Postgres keeps the time a run paused -------------------------------------------------
+
+
+def test_a_paused_run_claimed_from_postgres_keeps_its_time(postgres_dsn: str) -> None:
+    with PostgresAuditSink(postgres_dsn) as audit:
+        ran: list[str] = []
+        view = make_view(ran)
+        composer = Composer().system(SYSTEM).user("My parcel 42 is lost, refund it.")
+        result = ModelGateway(ScriptedProvider([CALLS]), audit=audit, clock=at(PAUSED_AT)).run(
+            composer, view, policy=ApprovalPolicy(view), request_id="req-pg", defer=True
+        )
+        assert result.paused is not None
+        audit.save_paused(result.paused)
+        claimed = audit.claim_paused("req-pg")
+        assert claimed is not None
+        assert claimed.paused_at == result.paused.paused_at
+        assert claimed == result.paused
+        with pytest.raises(ApprovalExpiredError, match="longer than"):
+            ModelGateway(
+                ScriptedProvider([{"text": "Refunded."}]),
+                audit=audit,
+                clock=at(PAUSED_AT + 25 * HOUR),
+            ).resume(
+                claimed,
+                Composer().system(SYSTEM),
+                view,
+                policy=ApprovalPolicy(view),
+                answers={approval.digest: True for approval in claimed.approvals},
+            )
+    assert ran == ["get_order 42"]
+
+
+def test_a_paused_run_claimed_from_async_postgres_keeps_its_time(postgres_dsn: str) -> None:
+    async def scenario() -> tuple[PausedRun, PausedRun | None]:
+        async with AsyncPostgresAuditSink(postgres_dsn) as audit:
+            view = make_view([])
+            composer = Composer().system(SYSTEM).user("My parcel 42 is lost, refund it.")
+            result = await ModelGateway(
+                ScriptedProvider([CALLS], asynchronous=True), audit=audit, clock=at(PAUSED_AT)
+            ).arun(composer, view, policy=ApprovalPolicy(view), request_id="req-apg", defer=True)
+            assert result.paused is not None
+            await audit.asave_paused(result.paused)
+            return result.paused, await audit.aclaim_paused("req-apg")
+
+    kept, claimed = asyncio.run(scenario())
+    assert claimed is not None
+    assert claimed.paused_at == kept.paused_at
+    assert claimed == kept
