@@ -9,8 +9,10 @@ gateway's fixed ``clock``: no test sleeps or measures time.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 import pytest
 from _paused_formats import as_format_5
@@ -34,15 +36,29 @@ from veridic import (
     ModelGateway,
     PausedRun,
     PostgresAuditSink,
+    RunResult,
     ScriptedProvider,
     SQLiteAuditSink,
     ToolCouplingError,
+    ToolView,
     VeridicError,
 )
-from veridic.tools.tool import JsonObject
 from veridic.text.prompt import Prompt
+from veridic.tools.tool import JsonObject
 
 # --- a clock no pause can be dated with --------------------------------------------------
+
+
+def _run_deferred(
+    running: ModelGateway, composer: Composer, view: ToolView, *, asynchronous: bool
+) -> RunResult[None]:
+    """``run`` (or ``arun``) of ``composer`` with ``defer=True``, as request ``req-1``."""
+    policy = ApprovalPolicy(view)
+    if asynchronous:
+        return asyncio.run(
+            running.arun(composer, view, policy=policy, request_id="req-1", defer=True)
+        )
+    return running.run(composer, view, policy=policy, request_id="req-1", defer=True)
 
 
 @pytest.mark.parametrize("reading", [1e12, 253_402_300_800.0])  # the year 33658; 10000
@@ -58,14 +74,7 @@ def test_a_run_whose_clock_cannot_date_its_pause_runs_none_of_the_answers_calls(
     composer = Composer().system(SYSTEM).user("My parcel 42 is lost, refund it.")
     running = gateway([CALLS], audit, at(reading), asynchronous=asynchronous)
     with pytest.raises(VeridicError, match=r"clock") as raised:
-        if asynchronous:
-            asyncio.run(
-                running.arun(
-                    composer, view, policy=ApprovalPolicy(view), request_id="req-1", defer=True
-                )
-            )
-        else:
-            running.run(composer, view, policy=ApprovalPolicy(view), request_id="req-1", defer=True)
+        _run_deferred(running, composer, view, asynchronous=asynchronous)
     assert ran == []
     assert audit.records("req-1") == ()
     assert "none of its calls ran" in str(raised.value)
@@ -85,6 +94,22 @@ class _DropsATool(ScriptedProvider):
         return {**made, "tools": list(specs)[:-1]}
 
 
+def _resume_approved(
+    resuming: ModelGateway,
+    run: PausedRun,
+    composer: Composer,
+    view: ToolView,
+    *,
+    asynchronous: bool,
+) -> RunResult[None]:
+    """``resume`` (or ``aresume``) of ``run`` with every approval answered yes by digest."""
+    answers = {approval.digest: True for approval in run.approvals}
+    policy = ApprovalPolicy(view)
+    if asynchronous:
+        return asyncio.run(resuming.aresume(run, composer, view, policy=policy, answers=answers))
+    return resuming.resume(run, composer, view, policy=policy, answers=answers)
+
+
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_a_resume_through_an_adapter_whose_request_the_send_refuses_runs_no_waiting_call(
     asynchronous: bool,
@@ -99,14 +124,8 @@ def test_a_resume_through_an_adapter_whose_request_the_send_refuses_runs_no_wait
         audit=audit,
         clock=at(PAUSED_AT + HOUR),
     )
-    answers = {approval.digest: True for approval in run.approvals}
     with pytest.raises(ToolCouplingError):
-        if asynchronous:
-            asyncio.run(
-                resuming.aresume(run, composer, view, policy=ApprovalPolicy(view), answers=answers)
-            )
-        else:
-            resuming.resume(run, composer, view, policy=ApprovalPolicy(view), answers=answers)
+        _resume_approved(resuming, run, composer, view, asynchronous=asynchronous)
     assert ran == []
     assert composer.conversation().turns == ()  # left as given, to resume with again
     # Nothing of the waiting calls is on record: the run resumes through a right adapter.
@@ -129,27 +148,35 @@ def test_a_document_that_dates_approvals_asked_without_a_time_is_refused() -> No
     # measured from the forged time, and the refund ran.
     audit = SQLiteAuditSink()
     document = _asked_undated(audit)
-    answers = {
-        approval.digest: True for approval in PausedRun.from_json(json.dumps(document)).approvals
-    }
+    answered = PausedRun.from_json(json.dumps(document))  # the answers by digest, then
     document["format"] = "veridic-paused-run/6"
     document["paused_at"] = "2025-07-06T15:06:40.000000+00:00"  # three weeks after the pause
+    ran: list[str] = []
+    resuming = gateway([{"text": "Refunded."}], audit, at(PAUSED_AT + 21 * 24 * HOUR))
     with pytest.raises(VeridicError, match="without a time") as raised:
-        forged = PausedRun.from_json(json.dumps(document))
-        ran: list[str] = []
-        view = make_view(ran)
-        gateway([{"text": "Refunded."}], audit, at(PAUSED_AT + 21 * 24 * HOUR)).resume(
-            forged, Composer().system(SYSTEM), view, policy=ApprovalPolicy(view), answers=answers
-        )
+        _resume_forged(resuming, json.dumps(document), answered, ran)
     assert "paused_at" in str(raised.value)
+    assert ran == []
+
+
+def _resume_forged(
+    resuming: ModelGateway, document: str, answered: PausedRun, ran: list[str]
+) -> RunResult[None]:
+    """Resume the paused run ``document`` holds with the answers the dialog of ``answered``
+    got (every approval approved, by digest)."""
+    view = make_view(ran)
+    return resuming.resume(
+        PausedRun.from_json(document),
+        Composer().system(SYSTEM),
+        view,
+        policy=ApprovalPolicy(view),
+        answers={approval.digest: True for approval in answered.approvals},
+    )
 
 
 def test_a_paused_run_dated_by_its_caller_resumes_but_is_not_kept_dated() -> None:
     # The dating of an undated run is the caller's, in the process that resumes: a document
     # cannot bind that time to approvals whose digests cover none, so it is not written.
-    import dataclasses
-    from datetime import UTC, datetime
-
     audit = SQLiteAuditSink()
     older = PausedRun.from_json(json.dumps(_asked_undated(audit)))
     dated = dataclasses.replace(older, paused_at=datetime.fromtimestamp(PAUSED_AT, UTC))

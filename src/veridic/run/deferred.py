@@ -500,7 +500,7 @@ def _check_dated_as_asked(paused: PausedRun, where: str) -> None:
     if paused.paused_at is None:
         return
     undated = waiting_sha256(paused.request_id, _waiting_calls(paused.conversation))
-    asked = [approval.call_id for approval in paused.approvals if approval.waiting_sha256 == undated]
+    asked = [a.call_id for a in paused.approvals if a.waiting_sha256 == undated]
     if asked:
         raise VeridicError(
             f"{where}: the paused run of request {clip(str(paused.request_id))} is dated "
@@ -1396,6 +1396,31 @@ class ResumeSteps:
             self.plans[call.id] = (policy, _yes if answer else _no)
         self.runnable = calls[:stop]
         self.waiting = calls[stop:]
+
+    @classmethod
+    def expired(
+        cls, calls: tuple[ToolCall, ...], policy: ApprovalPolicy, expired: ApprovalExpiredError
+    ) -> ResumeSteps:
+        """Every waiting call run denied, its record saying the approval ``expired``
+        (:func:`expiry`): none reaches its handler, and none waits again.
+
+        Through the resume's own path, so that an expired resume records and answers its
+        calls as any resume does; the caller raises ``expired`` once they are recorded.
+
+        Raises:
+            ApprovalExpiredError: ``expired`` itself when the paused run does not say when
+                it paused (no ``age``): nothing is recorded, so that a caller who knows the
+                time can date it and resume.
+        """
+        if expired.age is None:
+            raise expired
+        denied = denying_expired(policy, expired)
+        steps = cls.__new__(cls)
+        steps.plans = {call.id: (denied, None) for call in calls}
+        steps.again = {}
+        steps.runnable = calls
+        steps.waiting = ()
+        return steps
 
     def approving(self, call: ToolCall) -> tuple[ApprovalPolicy, Confirm | None]:
         return self.plans[call.id]

@@ -73,10 +73,10 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import NoReturn, overload
+from typing import overload
 
 from veridic._words import a_type
-from veridic.errors import ApprovalExpiredError, AuditWriteError, VeridicError
+from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.providers._raw import araw_events, not_a_stream, raw_events
 from veridic.run import telemetry as _telemetry
@@ -124,7 +124,6 @@ from veridic.run.deferred import (
     check_not_resumed,
     check_store_saw,
     clock_moment,
-    denying_expired,
     expiry,
 )
 from veridic.run.executor import (
@@ -763,9 +762,11 @@ class ModelGateway:
             self._check_sendable(state, paused, reply.tool_calls, view, sync=True)
             now = self._now()  # a pause of this resume is dated by it too
             expired = expiry(paused, policy, now)
-            if expired is not None:
-                self._deny_expired(paused, state, reply, policy, expired, context)
-            steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+            steps = (
+                ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+                if expired is None
+                else ResumeSteps.expired(reply.tool_calls, policy, expired)
+            )
             check_none_async(reply.view, steps.runnable)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
@@ -775,6 +776,8 @@ class ModelGateway:
                 state.broken(reply, done, error, resumed=True)
                 raise
             state.after_resumed(done)
+            if expired is not None:
+                raise expired  # its calls are recorded denied, and answered so
             if steps.waiting:
                 return span.ran(
                     state.pause(reply, steps.waiting, policy, now, steps.again), since=paused
@@ -943,9 +946,11 @@ class ModelGateway:
             self._check_sendable(state, paused, reply.tool_calls, view, sync=False)
             now = self._now()  # a pause of this resume is dated by it too
             expired = expiry(paused, policy, now)
-            if expired is not None:
-                await self._adeny_expired(paused, state, reply, policy, expired, context)
-            steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+            steps = (
+                ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+                if expired is None
+                else ResumeSteps.expired(reply.tool_calls, policy, expired)
+            )
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
@@ -956,6 +961,8 @@ class ModelGateway:
                 state.broken(reply, done, error, resumed=True)
                 raise
             state.after_resumed(done)
+            if expired is not None:
+                raise expired  # its calls are recorded denied, and answered so
             if steps.waiting:
                 return span.ran(
                     state.pause(reply, steps.waiting, policy, now, steps.again), since=paused
@@ -1018,59 +1025,6 @@ class ModelGateway:
     def _now(self) -> datetime:
         """This gateway's clock as a UTC time: what a paused run's age is measured to."""
         return clock_moment(self._clock(), "ModelGateway.resume()")
-
-    def _deny_expired(
-        self,
-        paused: PausedRun,
-        state: _Run[OutputT],
-        reply: Reply,
-        policy: ApprovalPolicy,
-        expired: ApprovalExpiredError,
-        context: object,
-    ) -> NoReturn:
-        """Record every waiting call of ``paused`` denied (its approval expired), answer them
-        so on the composer, and raise ``expired``; an undated paused run is refused with
-        nothing recorded (:func:`~veridic.run.deferred.expiry`)."""
-        if expired.age is None:
-            raise expired
-        check_none_async(reply.view, reply.tool_calls)  # refused before anything is recorded
-        state.restore(paused)
-        denied = denying_expired(policy, expired)
-        done: list[ToolOutcome] = []
-        try:
-            self._run_calls(
-                "resume()", reply, reply.tool_calls, lambda call: (denied, None), context, done
-            )
-        except BaseException as error:
-            state.broken(reply, done, error, resumed=True)
-            raise
-        state.after_resumed(done)
-        raise expired
-
-    async def _adeny_expired(
-        self,
-        paused: PausedRun,
-        state: _Run[OutputT],
-        reply: Reply,
-        policy: ApprovalPolicy,
-        expired: ApprovalExpiredError,
-        context: object,
-    ) -> NoReturn:
-        """:meth:`_deny_expired` for async code: the records awaited where the store can."""
-        if expired.age is None:
-            raise expired
-        state.restore(paused)
-        denied = denying_expired(policy, expired)
-        done: list[ToolOutcome] = []
-        try:
-            await self._arun_calls(
-                "aresume()", reply, reply.tool_calls, lambda call: (denied, None), context, done
-            )
-        except BaseException as error:
-            state.broken(reply, done, error, resumed=True)
-            raise
-        state.after_resumed(done)
-        raise expired
 
     # --- the checks every call passes ---------------------------------------------------
 
