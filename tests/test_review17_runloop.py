@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import pytest
-from _paused_formats import as_format_5
+from _paused_formats import as_format_5, as_format_6
 from test_deferred_expiry import (
     CALLS,
     HOUR,
@@ -237,3 +237,64 @@ def test_a_paused_run_claimed_from_async_postgres_keeps_its_time(postgres_dsn: s
     assert claimed is not None
     assert claimed.paused_at == kept.paused_at
     assert claimed == kept
+
+
+# --- a paused run whose hashes were edited where it was kept --------------------------------
+
+
+def test_a_copy_whose_prompt_hash_was_edited_where_it_was_kept_runs_nothing_twice() -> None:
+    # A resume knew a copy resumed before by the records of its waiting calls under the
+    # paused prompt's hash, which the approvals' digests did not cover: with another hash
+    # written into the copy, the answers the dialog got still matched, no record was found,
+    # and the refund ran a second time (its records naming a prompt never sent).
+    audit = SQLiteAuditSink()
+    run = paused(audit)
+    document = json.loads(run.to_json())
+    ran: list[str] = []
+    resume(run, audit, PAUSED_AT + HOUR, ran=ran)
+    assert ran == ["refund 42", "get_order 43"]
+    document["prompt_sha256"] = "0" * 64
+    copy = PausedRun.from_json(json.dumps(document))
+    with pytest.raises(VeridicError, match="not the ones that waited"):
+        _resume_approved_as(copy, run, audit, ran)
+    assert ran == ["refund 42", "get_order 43"]
+
+
+@pytest.mark.parametrize("key", ["prompt_sha256", "tools_sha256", "options_sha256"])
+def test_a_paused_run_whose_hashes_were_edited_matches_no_answer(key: str) -> None:
+    # The records of the resumed calls carry the paused call's hashes: edited where the run
+    # was kept, they named a prompt, a tool list or options the model was never sent.
+    audit = SQLiteAuditSink()
+    run = paused(audit)
+    document = json.loads(run.to_json())
+    document[key] = "0" * 64
+    ran: list[str] = []
+    with pytest.raises(VeridicError, match="not the ones that waited"):
+        _resume_approved_as(PausedRun.from_json(json.dumps(document)), run, audit, ran)
+    assert ran == []
+    assert not [record for record in audit.records("req-1") if record.call_id == "c2"]
+
+
+def _resume_approved_as(
+    copy: PausedRun, shown: PausedRun, audit: SQLiteAuditSink, ran: list[str]
+) -> None:
+    """Resume ``copy`` an hour after the pause with the answers the dialog of ``shown`` got
+    (every approval approved, by digest)."""
+    view = make_view(ran)
+    gateway([{"text": "Refunded."}], audit, at(PAUSED_AT + HOUR)).resume(
+        copy,
+        Composer().system(SYSTEM),
+        view,
+        policy=ApprovalPolicy(view),
+        answers={approval.digest: True for approval in shown.approvals},
+    )
+
+
+def test_a_paused_run_of_format_6_resumes_with_the_answers_its_dialog_got() -> None:
+    # Its approvals' digests cover the calls, the request and the time, not the hashes:
+    # read as they were made, they hold as they did.
+    audit = SQLiteAuditSink()
+    older = PausedRun.from_json(json.dumps(as_format_6(json.loads(paused(audit).to_json()))))
+    ran: list[str] = []
+    _resume_approved_as(older, older, audit, ran)
+    assert ran == ["refund 42", "get_order 43"]

@@ -48,7 +48,10 @@ What resuming checks, because the world may have changed meanwhile:
   arguments, another tool) matches no answer and the resume is refused, and so
   is one whose other waiting calls changed (a call added beside the approved
   one, which the rules would let run unasked, or another's arguments): the
-  digest covers them too (``PendingApproval.waiting_sha256``), and the tool's
+  digest covers them too (``PendingApproval.waiting_sha256``, which covers the
+  hashes of the model call that asked as well: a copy whose prompt hash was
+  edited would not be known as resumed before, and its records would name a
+  prompt never sent), and the tool's
   grant (``PendingApproval.grant``), so a grant stripped in storage matches no
   answer either. Key
   answers by ``call_id`` only when nobody else can write where the paused run
@@ -124,7 +127,11 @@ from veridic.tools.view import ToolView
 
 __all__ = ["PausedRun", "PendingApproval"]
 
-FORMAT: Final = "veridic-paused-run/6"
+FORMAT: Final = "veridic-paused-run/7"
+_FORMAT_6: Final = "veridic-paused-run/6"
+"""The format before each approval's digest of the calls that wait covered the hashes of the
+paused model call (``veridic-waiting/3``): read as it is, keys and digests alike, so its
+approvals bind the calls, the request and the time, as they did."""
 _FORMAT_5: Final = "veridic-paused-run/5"
 """The format before the paused run kept the time it paused: read, with ``paused_at``
 ``None`` (which a resume refuses until the caller dates it: ``PausedRun.paused_at``)."""
@@ -669,6 +676,7 @@ class _Reader:
             raise VeridicError(_written_later(found, document.get("release")))
         if not isinstance(document, dict) or found not in (
             FORMAT,
+            _FORMAT_6,
             _FORMAT_5,
             _FORMAT_4,
             _FORMAT_3,
@@ -678,8 +686,10 @@ class _Reader:
                 f"PausedRun.from_json() got a document of format {clip(str(found))}, not "
                 f"{FORMAT!r}: pass the text PausedRun.to_json() wrote"
             )
-        expected = {FORMAT: _KEYS, _FORMAT_5: _KEYS_5, _FORMAT_2: _KEYS_2}.get(found, _KEYS_4)
-        self.granted = found in (FORMAT, _FORMAT_5, _FORMAT_4)
+        expected = {FORMAT: _KEYS, _FORMAT_6: _KEYS, _FORMAT_5: _KEYS_5, _FORMAT_2: _KEYS_2}.get(
+            found, _KEYS_4
+        )
+        self.granted = found in (FORMAT, _FORMAT_6, _FORMAT_5, _FORMAT_4)
         """Whether each approval holds the grant of its tool (``grant``)."""
         self.format = cast(str, found)
         """The document's format."""
@@ -717,7 +727,7 @@ class _Reader:
     def usage(self) -> Usage | None:
         """The run's usage: in format 5 every count and the parts stated; before it, the
         counts only (:func:`_usage_of_counts`)."""
-        if self.format not in (FORMAT, _FORMAT_5):
+        if self.format not in (FORMAT, _FORMAT_6, _FORMAT_5):
             counts = self.value("usage", list | None)
             return None if counts is None else _usage_of_counts(counts)
         value = self.value("usage", dict | None)
@@ -725,7 +735,7 @@ class _Reader:
 
     def options_sha256(self) -> str:
         """The digest of the paused call's options; ``""`` where the format did not keep it."""
-        if self.format not in (FORMAT, _FORMAT_5):
+        if self.format not in (FORMAT, _FORMAT_6, _FORMAT_5):
             return ""
         value = self.text("options_sha256", empty=True)
         if not _options_digest_well(value):
@@ -738,7 +748,7 @@ class _Reader:
     def seconds(self) -> float | None:
         """The seconds the run ran before the pause; ``None`` where the format did not keep
         them (and where the paused run was built without them)."""
-        if self.format not in (FORMAT, _FORMAT_5):
+        if self.format not in (FORMAT, _FORMAT_6, _FORMAT_5):
             return None
         value = self._document["seconds"]
         if value is None:
@@ -758,7 +768,7 @@ class _Reader:
         with its offset (``+00:00``). Any other spelling of a time was not written by it,
         and a time without an offset could be any zone's.
         """
-        if self.format != FORMAT:
+        if self.format not in (FORMAT, _FORMAT_6):
             return None
         value = self._document["paused_at"]
         if value is None:
@@ -974,7 +984,10 @@ def call_arguments(call: ToolCall) -> Mapping[str, object]:
 
 
 def waiting_sha256(
-    request_id: str, calls: Sequence[ToolCall], paused_at: datetime | None = None
+    request_id: str,
+    calls: Sequence[ToolCall],
+    paused_at: datetime | None = None,
+    asked_with: Sequence[str] = (),
 ) -> str:
     """SHA-256 (hex) of the calls that wait together, in order (each id, tool and
     arguments), of the request they wait in, and of when they paused (``paused_at``).
@@ -989,11 +1002,28 @@ def waiting_sha256(
     pass for one asked recently, has other digests, and the answer the dialog got when it
     was asked matches none. Without a time (``None``: a paused run of format 5 or earlier)
     the digest is of the calls and the request alone, as those formats made it.
+
+    ``asked_with`` are the hashes of the model call that asked for the calls (its
+    prompt's, its tool list's and its options'), which the records of the resumed calls
+    carry, and by which a resume knows a copy resumed before: edited where the paused run
+    was kept, a copy was resumed again (its records looked for under another prompt), and
+    the records named a prompt, tools or options never sent. Left out (``()``: a paused
+    run of format 6 or earlier, or of 5 with no time either) the digest covers none, as
+    those formats made it.
     """
     calls_shown = [[call.id, call.name, dict(call_arguments(call))] for call in calls]
     if paused_at is None:
         return _sha256_of(["veridic-waiting/2", request_id, calls_shown])
-    return _sha256_of(["veridic-waiting/3", request_id, calls_shown, _utc_text(paused_at)])
+    if not asked_with:
+        return _sha256_of(["veridic-waiting/3", request_id, calls_shown, _utc_text(paused_at)])
+    shown = ["veridic-waiting/4", request_id, calls_shown, _utc_text(paused_at), list(asked_with)]
+    return _sha256_of(shown)
+
+
+def asked_with(paused: PausedRun) -> tuple[str, str, str]:
+    """The hashes of the model call that asked for ``paused``'s waiting calls, as its
+    approvals' digests cover them (:func:`waiting_sha256`)."""
+    return (paused.prompt_sha256, paused.tools_sha256, paused.options_sha256)
 
 
 def _sha256_of(shown: object) -> str:
@@ -1011,20 +1041,23 @@ def check_waiting(
     Only an answer keyed by an approval's digest binds what the user was shown; one
     keyed by ``call_id`` trusts the stored copy (its approval stale if the call's
     arguments changed), as documented. The digest covers when the run paused too, so a
-    paused run re-dated where it was kept is refused here; an approval made before paused
-    runs kept their time (format 5 or earlier, dated since by the caller) covers the calls
-    alone, and is checked against them alone. Such a run is dated only in the process
-    that resumes it: a document (format 6) that dates approvals asked without a time is
-    refused when it is read (:meth:`PausedRun.from_json`), since whoever writes where it
-    is kept could have dated it, so the undated digest passes here only for a run its
-    caller dated.
+    paused run re-dated where it was kept is refused here, and the hashes of the model
+    call that asked (format 7), so is one whose prompt, tools or options hash was edited.
+    An approval of format 6 covers the time and not the hashes, and is checked against
+    what it covers, as is one made before paused runs kept their time (format 5 or
+    earlier, dated since by the caller), which covers the calls alone. Such a run is
+    dated only in the process that resumes it: a document that dates approvals asked
+    without a time is refused when it is read (:meth:`PausedRun.from_json`), since
+    whoever writes where it is kept could have dated it, so the undated digest passes
+    here only for a run its caller dated.
 
     Raises:
         VeridicError: a waiting call was added, removed or changed since the run
-            paused, or the time it paused was, and an approval made among the calls
-            as they were is answered by its digest.
+            paused, or the time it paused was, or a hash of the model call that asked,
+            and an approval made among the calls as they were is answered by its digest.
     """
     digests = {
+        waiting_sha256(paused.request_id, waiting, paused.paused_at, asked_with(paused)),
         waiting_sha256(paused.request_id, waiting, paused.paused_at),
         waiting_sha256(paused.request_id, waiting),
     }
@@ -1037,9 +1070,10 @@ def check_waiting(
         raise VeridicError(
             f"the paused run of request {clip(str(paused.request_id))} holds waiting calls "
             f"that are not the ones that waited when it paused (the approval of "
-            f"{clip(str(changed[0]))} was made among others, or at another time): a call was "
-            "added, removed or changed where it was kept, or the time it paused was, so "
-            "nothing was run; resume only what a run returned, and ask the user anew"
+            f"{clip(str(changed[0]))} was made among others, at another time or for another "
+            "model call): a call was added, removed or changed where it was kept, or the "
+            "time it paused or a hash of the model call that asked was, so nothing was run; "
+            "resume only what a run returned, and ask the user anew"
         )
 
 

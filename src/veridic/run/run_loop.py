@@ -379,7 +379,8 @@ class _Run(Generic[OutputT]):
         ``again`` holds, by call id, why an earlier answer no longer holds.
         """
         approvals = []
-        waiting_digest = waiting_sha256(self.request_id, waiting, paused_at)
+        asked_with = (reply.prompt_sha256, reply.tools_sha256, reply.options_sha256)
+        waiting_digest = waiting_sha256(self.request_id, waiting, paused_at, asked_with)
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
             if request is not None:
