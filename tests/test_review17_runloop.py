@@ -298,3 +298,32 @@ def test_a_paused_run_of_format_6_resumes_with_the_answers_its_dialog_got() -> N
     ran: list[str] = []
     _resume_approved_as(older, older, audit, ran)
     assert ran == ["refund 42", "get_order 43"]
+
+
+@pytest.mark.parametrize(
+    ("key", "edited"),
+    [
+        ("limits", {"turns": 10, "tool_calls": 10_000, "seconds": None, "tokens": None}),
+        ("turns", 0),
+        ("tool_calls", 2),  # the two that wait: the one that ran before them uncounted
+        ("retries", 5),
+        ("usage", {"input_tokens": 1, "output_tokens": 1}),
+        ("model", "another-model"),
+        ("response_id", "another-response"),
+    ],
+)
+def test_a_paused_run_whose_spending_was_edited_matches_no_answer(key: str, edited: object) -> None:
+    # What a run had spent, and the limits it ran under, count on across the pause: edited
+    # where the run was kept, they lifted its limits (a resume left without limits= holds
+    # the stored ones) while the answers the dialog got still matched.
+    audit = SQLiteAuditSink()
+    run = paused(audit)
+    document = json.loads(run.to_json())
+    if isinstance(edited, dict) and isinstance(document[key], dict):
+        document[key] = {**document[key], **edited}
+    else:
+        document[key] = edited
+    ran: list[str] = []
+    with pytest.raises(VeridicError, match="not the ones that waited"):
+        _resume_approved_as(PausedRun.from_json(json.dumps(document)), run, audit, ran)
+    assert ran == []

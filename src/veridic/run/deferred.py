@@ -987,7 +987,7 @@ def waiting_sha256(
     request_id: str,
     calls: Sequence[ToolCall],
     paused_at: datetime | None = None,
-    asked_with: Sequence[str] = (),
+    held: Sequence[object] = (),
 ) -> str:
     """SHA-256 (hex) of the calls that wait together, in order (each id, tool and
     arguments), of the request they wait in, and of when they paused (``paused_at``).
@@ -1003,27 +1003,49 @@ def waiting_sha256(
     was asked matches none. Without a time (``None``: a paused run of format 5 or earlier)
     the digest is of the calls and the request alone, as those formats made it.
 
-    ``asked_with`` are the hashes of the model call that asked for the calls (its
-    prompt's, its tool list's and its options'), which the records of the resumed calls
-    carry, and by which a resume knows a copy resumed before: edited where the paused run
-    was kept, a copy was resumed again (its records looked for under another prompt), and
-    the records named a prompt, tools or options never sent. Left out (``()``: a paused
-    run of format 6 or earlier, or of 5 with no time either) the digest covers none, as
+    ``held`` is what the paused run holds beside them (:func:`asked_with`): the
+    hashes of the model call that asked for the calls, which the records of the resumed
+    calls carry and by which a resume knows a copy resumed before, and what the run had
+    spent and the limits it ran under. Edited where the paused run was kept, a copy was
+    resumed again (its records looked for under another prompt), its records named a
+    prompt, tools or options never sent, and its limits were lifted. Left out (``()``: a
+    paused run of format 6, or of 5 with no time either) the digest covers none of it, as
     those formats made it.
     """
     calls_shown = [[call.id, call.name, dict(call_arguments(call))] for call in calls]
     if paused_at is None:
         return _sha256_of(["veridic-waiting/2", request_id, calls_shown])
-    if not asked_with:
+    if not held:
         return _sha256_of(["veridic-waiting/3", request_id, calls_shown, _utc_text(paused_at)])
-    shown = ["veridic-waiting/4", request_id, calls_shown, _utc_text(paused_at), list(asked_with)]
+    shown = ["veridic-waiting/4", request_id, calls_shown, _utc_text(paused_at), list(held)]
     return _sha256_of(shown)
 
 
-def asked_with(paused: PausedRun) -> tuple[str, str, str]:
-    """The hashes of the model call that asked for ``paused``'s waiting calls, as its
-    approvals' digests cover them (:func:`waiting_sha256`)."""
-    return (paused.prompt_sha256, paused.tools_sha256, paused.options_sha256)
+def asked_with(paused: PausedRun) -> list[object]:
+    """What ``paused`` holds beside its conversation and approvals, as its approvals'
+    digests cover it (:func:`waiting_sha256`): the model call that asked for the waiting
+    calls (its hashes, response id and model), and what the run had spent and the limits
+    it ran under, which count on across the pause.
+
+    Each as :meth:`PausedRun.to_json` keeps it, so that a run read back digests alike:
+    edited where it was kept, a copy's records were looked for under another prompt (and
+    it was resumed again), and the limits a resume holds unless given others were lifted.
+    Not ``seconds``: a measured time, which differs between two runs of the same answers,
+    whose approvals would then differ too; edited, it lengthens the ``seconds`` limit
+    alone (pass ``limits=`` to a resume where others write where runs are kept).
+    """
+    return [
+        paused.prompt_sha256,
+        paused.tools_sha256,
+        paused.options_sha256,
+        paused.response_id,
+        paused.model,
+        paused.turns,
+        paused.tool_calls,
+        paused.retries,
+        None if paused.usage is None else _usage_object(paused.usage),
+        None if paused.limits is None else _limits_object(paused.limits),
+    ]
 
 
 def _sha256_of(shown: object) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final, Generic, NoReturn, TypeVar, cast
 
@@ -29,6 +29,7 @@ from veridic.run.deferred import (
     PausedRun,
     PendingApproval,
     answered,
+    asked_with,
     bound_grant,
     check_waiting,
     clock_moment,
@@ -378,9 +379,26 @@ class _Run(Generic[OutputT]):
         ``paused_at`` is :meth:`pause_moment`, read before the calls before them ran;
         ``again`` holds, by call id, why an earlier answer no longer holds.
         """
+        # Built first without its approvals, whose digests cover what it holds beside them.
+        unasked = PausedRun(
+            request_id=self.request_id,
+            conversation=self.composer.conversation(),
+            approvals=(),
+            prompt_sha256=reply.prompt_sha256,
+            tools_sha256=reply.tools_sha256,
+            response_id=reply.response_id,
+            model=reply.model,
+            turns=self.turns,
+            tool_calls=self.earlier_calls + len(self.outcomes) + len(waiting),
+            retries=self.retries,
+            usage=self.usage,
+            limits=self.limits,
+            options_sha256=reply.options_sha256,
+            seconds=time.monotonic() - self.started,
+            paused_at=paused_at,
+        )
+        waiting_digest = waiting_sha256(self.request_id, waiting, paused_at, asked_with(unasked))
         approvals = []
-        asked_with = (reply.prompt_sha256, reply.tools_sha256, reply.options_sha256)
-        waiting_digest = waiting_sha256(self.request_id, waiting, paused_at, asked_with)
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
             if request is not None:
@@ -403,23 +421,7 @@ class _Run(Generic[OutputT]):
                 approvals.append(
                     PendingApproval.of(call.id, request, arguments, waiting_digest, grant)
                 )
-        paused = PausedRun(
-            request_id=self.request_id,
-            conversation=self.composer.conversation(),
-            approvals=tuple(approvals),
-            prompt_sha256=reply.prompt_sha256,
-            tools_sha256=reply.tools_sha256,
-            response_id=reply.response_id,
-            model=reply.model,
-            turns=self.turns,
-            tool_calls=self.earlier_calls + len(self.outcomes) + len(waiting),
-            retries=self.retries,
-            usage=self.usage,
-            limits=self.limits,
-            options_sha256=reply.options_sha256,
-            seconds=time.monotonic() - self.started,
-            paused_at=paused_at,
-        )
+        paused = replace(unasked, approvals=tuple(approvals))
         return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage, paused=paused)
 
     def answered(self, reply: Reply) -> RunResult[OutputT] | None:
@@ -758,7 +760,6 @@ def _resumed(
             f"approvals name (no waiting call for {sorted(missing) or 'any approval'}): it was "
             "changed after PausedRun.to_json(); resume only what a run returned"
         )
-    check_waiting(paused, waiting, answers)
     if paused.tool_calls < len(waiting):
         raise VeridicError(
             f"the paused run of request {clip(paused.request_id)} counts {paused.tool_calls} tool "
@@ -766,6 +767,7 @@ def _resumed(
             "pauses): it was changed after PausedRun.to_json(), and would resume with its "
             "tool_calls limit lifted; nothing ran: resume only what a run returned"
         )
+    check_waiting(paused, waiting, answers)  # after the change it can name, said first
     reply = _ResumedReply(
         text="",
         tool_calls=waiting,
