@@ -49,9 +49,11 @@ What resuming checks, because the world may have changed meanwhile:
   is one whose other waiting calls changed (a call added beside the approved
   one, which the rules would let run unasked, or another's arguments): the
   digest covers them too (``PendingApproval.waiting_sha256``, which covers the
-  hashes of the model call that asked as well: a copy whose prompt hash was
-  edited would not be known as resumed before, and its records would name a
-  prompt never sent), and the tool's
+  rest of the paused run as well but for its measured ``seconds``: the turns
+  the model goes on from, the hashes of the model call that asked (a copy
+  whose prompt hash was edited would not be known as resumed before, and its
+  records would name a prompt never sent), what the run had spent and the
+  limits it ran under), and the tool's
   grant (``PendingApproval.grant``), so a grant stripped in storage matches no
   answer either. Key
   answers by ``call_id`` only when nobody else can write where the paused run
@@ -1022,19 +1024,23 @@ def waiting_sha256(
 
 
 def asked_with(paused: PausedRun) -> list[object]:
-    """What ``paused`` holds beside its conversation and approvals, as its approvals'
-    digests cover it (:func:`waiting_sha256`): the model call that asked for the waiting
-    calls (its hashes, response id and model), and what the run had spent and the limits
-    it ran under, which count on across the pause.
+    """What ``paused`` holds beside its approvals, as their digests cover it
+    (:func:`waiting_sha256`): its conversation (the turns the model reads when the run goes
+    on), the model call that asked for the waiting calls (its hashes, response id and
+    model), and what the run had spent and the limits it ran under, which count on across
+    the pause.
 
     Each as :meth:`PausedRun.to_json` keeps it, so that a run read back digests alike:
-    edited where it was kept, a copy's records were looked for under another prompt (and
-    it was resumed again), and the limits a resume holds unless given others were lifted.
+    edited where it was kept, the model went on from a history nobody wrote, a copy's
+    records were looked for under another prompt (and it was resumed again), and the
+    limits a resume holds unless given others were lifted.
     Not ``seconds``: a measured time, which differs between two runs of the same answers,
     whose approvals would then differ too; edited, it lengthens the ``seconds`` limit
     alone (pass ``limits=`` to a resume where others write where runs are kept).
     """
+    history = paused.conversation.to_json().encode("utf-8")  # escapes lone surrogates
     return [
+        hashlib.sha256(history).hexdigest(),
         paused.prompt_sha256,
         paused.tools_sha256,
         paused.options_sha256,

@@ -691,7 +691,9 @@ class ModelGateway:
         ``limits`` hold for the whole run, the part before the pause included;
         left out, they are the ones the run ran under, which
         :class:`~veridic.PausedRun` keeps beside what it had spent (``Limits()`` for a
-        paused run of format ``veridic-paused-run/2``, which kept none). A paused run
+        paused run of format ``veridic-paused-run/2``, which kept none; from format 7 on,
+        both are covered by each approval's digest, so that answers by digest hold them
+        as the run paused, its measured seconds aside). A paused run
         that had spent more than they allow is refused before anything runs, as a run
         does not run the calls of an answer past its limits. ``seconds`` counts on from
         the seconds the run ran before the pause (:attr:`PausedRun.seconds
