@@ -343,3 +343,60 @@ def test_a_paused_run_whose_history_was_edited_matches_no_answer() -> None:
     with pytest.raises(VeridicError, match="not the ones that waited"):
         _resume_approved_as(PausedRun.from_json(json.dumps(document)), run, audit, ran)
     assert ran == []
+
+
+def _anthropic_message(content: list[dict[str, object]], stop_reason: str) -> dict[str, object]:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def test_a_resume_through_the_anthropic_sdk_checks_its_request_and_runs_the_calls() -> None:
+    # The check of the adapter's own request before the waiting calls builds the prompt of
+    # the first send; Anthropic's request wants it to start with the user's turn and each
+    # tool_use answered: a resume that the send would take is not refused by the check.
+    anthropic = pytest.importorskip("anthropic")
+    from _sdk_server import FakeServer, http_module
+
+    from veridic import AnthropicMessages
+
+    calls = [
+        {"type": "tool_use", "id": "c1", "name": "get_order", "input": {"order_id": 42}},
+        {"type": "tool_use", "id": "c2", "name": "refund", "input": {"order_id": 42}},
+    ]
+    server = FakeServer(
+        http_module("anthropic"),
+        [
+            ("json", _anthropic_message(calls, "tool_use")),
+            ("json", _anthropic_message([{"type": "text", "text": "Refunded."}], "end_turn")),
+        ],
+    )
+    adapter = AnthropicMessages(
+        server.client(anthropic, "Anthropic"), model="claude-test", max_tokens=64
+    )
+    audit = SQLiteAuditSink()
+    ran: list[str] = []
+    view = make_view(ran)
+    running = ModelGateway(adapter, audit=audit, clock=at(PAUSED_AT))
+    result = running.run(
+        Composer().system(SYSTEM).user("My parcel 42 is lost, refund it."),
+        view,
+        policy=ApprovalPolicy(view),
+        request_id="req-a",
+        defer=True,
+    )
+    assert result.paused is not None
+    resuming = ModelGateway(adapter, audit=audit, clock=at(PAUSED_AT + HOUR))
+    done = _resume_approved(
+        resuming, result.paused, Composer().system(SYSTEM), view, asynchronous=False
+    )
+    assert done.text == "Refunded."
+    assert ran == ["get_order 42", "refund 42"]
+    assert len(server.sent) == 2  # the check sent nothing
