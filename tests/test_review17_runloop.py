@@ -367,7 +367,7 @@ def test_a_resume_through_the_anthropic_sdk_checks_its_request_and_runs_the_call
 
     from veridic import AnthropicMessages
 
-    calls = [
+    calls: list[dict[str, object]] = [
         {"type": "tool_use", "id": "c1", "name": "get_order", "input": {"order_id": 42}},
         {"type": "tool_use", "id": "c2", "name": "refund", "input": {"order_id": 42}},
     ]
