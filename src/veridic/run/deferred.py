@@ -1069,9 +1069,10 @@ def check_waiting(
     Only an answer keyed by an approval's digest binds what the user was shown; one
     keyed by ``call_id`` trusts the stored copy (its approval stale if the call's
     arguments changed), as documented. The digest covers when the run paused too, so a
-    paused run re-dated where it was kept is refused here, and the hashes of the model
-    call that asked (format 7), so is one whose prompt, tools or options hash was edited.
-    An approval of format 6 covers the time and not the hashes, and is checked against
+    paused run re-dated where it was kept is refused here, and (format 7) what else the
+    paused run holds but its seconds (:func:`asked_with`: its conversation, the model call
+    that asked, what it had spent and its limits), so is one where any of it was edited.
+    An approval of format 6 covers the time and not the rest, and is checked against
     what it covers, as is one made before paused runs kept their time (format 5 or
     earlier, dated since by the caller), which covers the calls alone. Such a run is
     dated only in the process that resumes it: a document that dates approvals asked
@@ -1081,8 +1082,9 @@ def check_waiting(
 
     Raises:
         VeridicError: a waiting call was added, removed or changed since the run
-            paused, or the time it paused was, or a hash of the model call that asked,
-            and an approval made among the calls as they were is answered by its digest.
+            paused, or the time it paused was, or (format 7) what else the paused run
+            holds but its seconds (:func:`asked_with`), and an approval made among them
+            as they were is answered by its digest.
     """
     digests = {
         waiting_sha256(paused.request_id, waiting, paused.paused_at, asked_with(paused)),
@@ -1098,10 +1100,11 @@ def check_waiting(
         raise VeridicError(
             f"the paused run of request {clip(str(paused.request_id))} holds waiting calls "
             f"that are not the ones that waited when it paused (the approval of "
-            f"{clip(str(changed[0]))} was made among others, at another time or for another "
-            "model call): a call was added, removed or changed where it was kept, or the "
-            "time it paused or a hash of the model call that asked was, so nothing was run; "
-            "resume only what a run returned, and ask the user anew"
+            f"{clip(str(changed[0]))} was made among others, at another time or in another "
+            "run): a call was added, removed or changed where it was kept, or the time it "
+            "paused, its conversation, the model call that asked, what it had spent or its "
+            "limits were, so nothing was run; resume only what a run returned, and ask the "
+            "user anew"
         )
 
 
