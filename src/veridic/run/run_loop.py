@@ -760,6 +760,7 @@ def _resumed(
             f"approvals name (no waiting call for {sorted(missing) or 'any approval'}): it was "
             "changed after PausedRun.to_json(); resume only what a run returned"
         )
+    check_waiting(paused, waiting, answers)
     if paused.tool_calls < len(waiting):
         raise VeridicError(
             f"the paused run of request {clip(paused.request_id)} counts {paused.tool_calls} tool "
@@ -767,7 +768,6 @@ def _resumed(
             "pauses): it was changed after PausedRun.to_json(), and would resume with its "
             "tool_calls limit lifted; nothing ran: resume only what a run returned"
         )
-    check_waiting(paused, waiting, answers)  # after the change it can name, said first
     reply = _ResumedReply(
         text="",
         tool_calls=waiting,
