@@ -734,9 +734,11 @@ class ModelGateway:
                 audit store holds no trace of the paused run (it is not the
                 store the run wrote to, so it could not tell), or the
                 audit store cannot be asked for a request's records, or the send
-                after the calls would refuse the composer's system part, the view
-                or the client (:meth:`send`'s checks, made first; a
-                :class:`~veridic.ToolCouplingError` for another view's section):
+                after the calls would refuse the composer's system part, the view,
+                the client or the adapter's request (:meth:`send`'s checks, made first,
+                the request's on the prompt the first send will build; a
+                :class:`~veridic.ToolCouplingError` for another view's section, or a
+                request whose tool list is not the view's):
                 nothing runs in each case, and ``composer`` is left as it was
                 given, to resume with again; and what :meth:`run` raises. Raised after
                 the waiting calls ran (the next model call failed), the error has a
