@@ -400,3 +400,23 @@ def test_a_resume_through_the_anthropic_sdk_checks_its_request_and_runs_the_call
     assert done.text == "Refunded."
     assert ran == ["get_order 42", "refund 42"]
     assert len(server.sent) == 2  # the check sent nothing
+
+
+# --- what a new user trips on ------------------------------------------------------------
+
+
+def test_running_the_composer_of_a_paused_run_again_says_to_resume_it() -> None:
+    # The natural next step after a pause, run() of the same composer once the user said
+    # yes, was told to answer the waiting calls with Composer.tool_result: it would have
+    # written results for calls that never ran. The way on is resume().
+    audit = SQLiteAuditSink()
+    ran: list[str] = []
+    view = make_view(ran)
+    composer = Composer().system(SYSTEM).user("My parcel 42 is lost, refund it.")
+    running = gateway([CALLS, {"text": "Refunded."}], audit, at(PAUSED_AT))
+    first = running.run(composer, view, policy=ApprovalPolicy(view), request_id="r", defer=True)
+    assert first.paused is not None
+    with pytest.raises(VeridicError, match=r"gateway\.resume\(") as raised:
+        running.run(composer, view, policy=ApprovalPolicy(view), request_id="r", defer=True)
+    assert "PausedRun" in str(raised.value)
+    assert ran == ["get_order 42"]

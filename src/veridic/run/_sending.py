@@ -373,7 +373,10 @@ def check_request(
         raise VeridicError(
             f"prompt {prompt.sha256[:12]} has tool calls without results: {listed}; "
             "providers reject it: answer each with Composer.tool_result(call_id, ...) "
-            "(Reply.record(composer, outcomes) does) before sending"
+            "(Reply.record(composer, outcomes) does) before sending; calls a run paused on "
+            "(defer=True) wait for the user's answers: go on with gateway.resume(paused, "
+            "composer, ...) of the PausedRun (RunResult.paused), with a composer holding only "
+            "the system part, which runs them and records them"
         )
     given = given_options(type(provider).__name__, options, "the call's options")
     request = provider.request(prompt, view.tool_specs(provider.spec_format), given)
