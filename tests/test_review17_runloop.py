@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 
 import pytest
 from _paused_formats import as_format_5, as_format_6
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_deferred_expiry import (
     CALLS,
     HOUR,
@@ -42,7 +44,10 @@ from veridic import (
     ToolCouplingError,
     ToolView,
     VeridicError,
+    untrusted,
 )
+from veridic.testing import adversarial_text, data_modes
+from veridic.text.fence import DataMode
 from veridic.text.prompt import Prompt
 from veridic.tools.tool import JsonObject
 
@@ -420,3 +425,42 @@ def test_running_the_composer_of_a_paused_run_again_says_to_resume_it() -> None:
         running.run(composer, view, policy=ApprovalPolicy(view), request_id="r", defer=True)
     assert "PausedRun" in str(raised.value)
     assert ran == ["get_order 42"]
+
+
+# --- the digests hold for every paused run kept and read back --------------------------------
+
+
+@settings(max_examples=25)
+@given(
+    said=adversarial_text().filter(lambda text: bool(text.strip())),
+    page=adversarial_text(),
+    mode=data_modes(),
+    order=st.integers(min_value=-(2**53), max_value=2**53),
+)
+def test_every_paused_run_kept_as_json_resumes_with_the_answers_its_dialog_got(
+    said: str, page: str, mode: DataMode, order: int
+) -> None:
+    # The digests now cover the conversation, the usage and the limits as to_json() keeps
+    # them: for any text a user, a document or a model writes, the run read back digests
+    # as the run that paused, and the answer the dialog got runs the call.
+    audit = SQLiteAuditSink()
+    ran: list[str] = []
+    view = make_view(ran)
+    composer = (
+        Composer()
+        .system(SYSTEM)
+        .data("page", untrusted(page, source="test:page"), mode=mode)
+        .user(said)
+    )
+    script = {
+        "tool_calls": [("c1", "refund", json.dumps({"order_id": order}))],
+        "usage": {"input_tokens": 7, "output_tokens": 3},
+    }
+    first = gateway([script], audit, at(PAUSED_AT)).run(
+        composer, view, policy=ApprovalPolicy(view), request_id="req-p", defer=True
+    )
+    assert first.paused is not None
+    kept = PausedRun.from_json(first.paused.to_json())
+    assert [a.digest for a in kept.approvals] == [a.digest for a in first.paused.approvals]
+    _resume_approved_as(kept, first.paused, audit, ran)
+    assert ran == [f"refund {order}"]
