@@ -1,5 +1,5 @@
-"""A paused run of format 6 rewritten as an earlier veridic wrote it, for the tests that read
-the earlier formats (``PausedRun.from_json`` still reads 5, 4, 3 and 2)."""
+"""A paused run of format 7 rewritten as an earlier veridic wrote it, for the tests that read
+the earlier formats (``PausedRun.from_json`` still reads 6, 5, 4, 3 and 2)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,19 @@ from veridic import Composer, PausedRun
 from veridic.run.deferred import waiting_sha256
 
 _PARTS = ("cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_output_tokens")
+
+
+def as_format_6(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` (what ``PausedRun.to_json()`` writes, as JSON) as format 6 has it: each
+    approval's digest of the calls that wait made without the hashes of the model call that
+    asked (``veridic-waiting/3``). Changed in place, and returned."""
+    paused = PausedRun.from_json(json.dumps(document))
+    waiting = Composer().restore(paused.conversation).build().pending_tool_calls
+    dated = waiting_sha256(paused.request_id, waiting, paused.paused_at)
+    for approval in document["approvals"]:
+        approval["waiting_sha256"] = dated
+    document["format"] = "veridic-paused-run/6"
+    return document
 
 
 def as_format_5(document: dict[str, Any]) -> dict[str, Any]:

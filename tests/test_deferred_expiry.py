@@ -108,7 +108,7 @@ def test_a_paused_run_records_when_it_paused_in_utc_and_keeps_it_in_its_json() -
     run = paused(SQLiteAuditSink(), PAUSED_AT + 0.25)
     assert run.paused_at == datetime(2025, 6, 15, 15, 6, 40, 250000, tzinfo=UTC)
     document = json.loads(run.to_json())
-    assert document["format"] == "veridic-paused-run/6"
+    assert document["format"] == "veridic-paused-run/7"
     assert document["paused_at"] == "2025-06-15T15:06:40.250000+00:00"
     assert PausedRun.from_json(run.to_json()) == run
 
@@ -311,7 +311,7 @@ def test_a_paused_at_other_than_to_json_writes_is_refused(written: object) -> No
 def test_an_undated_paused_run_is_kept_undated_in_the_current_format() -> None:
     run = dataclasses.replace(paused(SQLiteAuditSink()), paused_at=None)
     document = json.loads(run.to_json())
-    assert (document["format"], document["paused_at"]) == ("veridic-paused-run/6", None)
+    assert (document["format"], document["paused_at"]) == ("veridic-paused-run/7", None)
     assert PausedRun.from_json(run.to_json()).paused_at is None
 
 

@@ -379,9 +379,9 @@ def test_a_paused_run_of_format_4_on_a_store_without_its_trace_is_refused_with_a
 
 def test_a_paused_run_of_a_later_format_is_refused_naming_the_release_that_wrote_it() -> None:
     document = json.loads(_paused(SQLiteAuditSink(":memory:")).to_json())
-    assert document["format"] == "veridic-paused-run/6"
+    assert document["format"] == "veridic-paused-run/7"
     assert document["release"] == f"veridic {veridic.__version__}"
-    document.update(format="veridic-paused-run/7", release="veridic 9.1.0")
+    document.update(format="veridic-paused-run/8", release="veridic 9.1.0")
     with pytest.raises(VeridicError) as refused:
         PausedRun.from_json(json.dumps(document))
     said = str(refused.value)

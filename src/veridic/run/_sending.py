@@ -49,6 +49,7 @@ __all__ = [
     "anothing",
     "awaited",
     "check_call_ids",
+    "check_request",
     "check_usage",
     "checked",
     "nothing",
@@ -333,9 +334,8 @@ def check_system_part(
     system message's instruction spans once they pass.
 
     :meth:`ModelGateway.resume <veridic.ModelGateway.resume>` runs them on the system part
-    alone before any waiting call runs. The rest of :func:`checked` (calls without
-    results, the adapter's own request: Anthropic's needs a user turn) depends on the
-    conversation the resume goes on to restore and answer.
+    before any waiting call runs, and :func:`check_request` on the prompt its first send
+    will build.
     """
     if not isinstance(prompt, Prompt) or not isinstance(view, ToolView):
         raise VeridicError(
@@ -349,6 +349,42 @@ def check_system_part(
     spans = _instruction_spans(prompt)
     _check_section(prompt, view, spans)
     return spans
+
+
+def check_request(
+    provider: Adapter,
+    prompt: Prompt,
+    view: ToolView,
+    options: Mapping[str, object] | None,
+) -> dict[str, object]:
+    """The adapter's request for ``prompt`` and ``view``'s tools, once the checks of a send
+    that it decides have passed: no call of the prompt waits for its result, the tool list
+    the request carries is the view's (:meth:`ToolView.assert_coupled`), and a
+    ``tool_choice`` names a tool the view exposes.
+
+    :meth:`ModelGateway.resume <veridic.ModelGateway.resume>` runs them, before any
+    waiting call runs, on the prompt its first send will build (the waiting calls
+    answered with empty results): an adapter that edits the tool list was refused at
+    that send, after the approved calls had run and the paused run was spent.
+    """
+    pending = prompt.pending_tool_calls
+    if pending:
+        listed = ", ".join(f"{call.id} ({call.name})" for call in pending)
+        raise VeridicError(
+            f"prompt {prompt.sha256[:12]} has tool calls without results: {listed}; "
+            "providers reject it: answer each with Composer.tool_result(call_id, ...) "
+            "(Reply.record(composer, outcomes) does) before sending; calls a run paused on "
+            "(defer=True) wait for the user's answers: go on with gateway.resume(paused, "
+            "composer, ...) of the PausedRun (RunResult.paused), with a composer holding only "
+            "the system part, which runs them and records them"
+        )
+    given = given_options(type(provider).__name__, options, "the call's options")
+    request = provider.request(prompt, view.tool_specs(provider.spec_format), given)
+    sent_tools = provider.sent_tools(request)
+    view.assert_coupled(sent_tools)
+    for name in provider.tool_choice_names(request.get("tool_choice")):
+        view.tool(name)
+    return request
 
 
 def checked(
@@ -368,20 +404,7 @@ def checked(
     there, and a sync client in async code).
     """
     spans = check_system_part(provider, prompt, view, request_id, sync=sync)
-    pending = prompt.pending_tool_calls
-    if pending:
-        listed = ", ".join(f"{call.id} ({call.name})" for call in pending)
-        raise VeridicError(
-            f"prompt {prompt.sha256[:12]} has tool calls without results: {listed}; "
-            "providers reject it: answer each with Composer.tool_result(call_id, ...) "
-            "(Reply.record(composer, outcomes) does) before sending"
-        )
-    given = given_options(type(provider).__name__, options, "the call's options")
-    request = provider.request(prompt, view.tool_specs(provider.spec_format), given)
-    sent_tools = provider.sent_tools(request)
-    view.assert_coupled(sent_tools)
-    for name in provider.tool_choice_names(request.get("tool_choice")):
-        view.tool(name)
+    request = check_request(provider, prompt, view, options)
     digest = tools_sha256(view)
     options_digest = options_sha256(provider, request)
     names = tuple(sorted(view.names()))

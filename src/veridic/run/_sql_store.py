@@ -281,6 +281,8 @@ class SQLStore:
         Raises:
             AuditRecordError: ``paused`` is not a :class:`~veridic.PausedRun`, or
                 its request id could not claim it back (empty, a NUL, a lone surrogate).
+            VeridicError: ``paused`` is dated and its approvals were asked without a time
+                (:meth:`PausedRun.to_json <veridic.PausedRun.to_json>` says why).
         """
         self._run(_statements.save_paused(repr(self), paused))
 
@@ -302,6 +304,14 @@ class SQLStore:
         returns, or save the paused run again to retry (a resume that ran
         some of its calls before failing is refused then: see
         :meth:`ModelGateway.resume <veridic.ModelGateway.resume>`).
+
+        The paused run is handed out as it was saved. One saved without the time it
+        paused (by a release that kept none, format 5 or earlier) is handed out undated,
+        never dated by the row's ``time``: that is when it was saved, by the saving host's
+        clock, not by the gateway's ``clock`` that measures the answers' age; it is later
+        than the pause; and whoever writes the table writes it, uncovered by any digest.
+        An application that trusts it dates the run itself,
+        ``dataclasses.replace(paused, paused_at=...)``, in the process that resumes it.
 
         Raises:
             AuditRecordError: ``request_id`` is empty or holds a NUL or a lone

@@ -590,6 +590,9 @@ def save_paused(where: str, paused: object) -> Statement[None]:
 
 def claim_paused(request_id: str) -> Statement[PausedRun | None]:
     check_key(request_id, "claim_paused()")
+    # The document is handed out as saved: the row's time never dates a run saved undated
+    # (format 5): it is the saving host's clock, not the gateway's, later than the pause, and
+    # no digest covers it (SQLStore.claim_paused says so to the caller).
     # Every unclaimed save of the request is taken at once, and the latest one handed out:
     # a run saved twice (save_paused sent again, an application that saved it on two hosts)
     # was handed out once per save, its second claim taking the earlier save, so a double

@@ -29,9 +29,13 @@ What resuming checks, because the world may have changed meanwhile:
   the order, the price and the mind of then. A paused run that does not say
   when it paused (format 5 or earlier) is refused with nothing recorded: a
   caller who knows when it paused (when its store saved it) dates it,
-  ``dataclasses.replace(paused, paused_at=...)``, and resumes that. The time is
-  covered by every approval's digest too, so a paused run re-dated where it
-  was kept matches no answer the dialog got;
+  ``dataclasses.replace(paused, paused_at=...)``, and resumes that, in that
+  process: the digests of approvals asked without a time cover none, so such a
+  run is never kept dated (``to_json`` refuses it, and ``from_json`` a document
+  that dates them), and ``claim_paused`` hands it out undated, its row's save
+  time being another clock's, later than the pause, and written by whoever writes
+  the table. The time is covered by every approval's digest made with one, so a
+  paused run re-dated where it was kept matches no answer the dialog got;
 - the calls run against the view of the new request: a tool that became
   unavailable or denied is refused (and recorded) as it would be in any run;
 - an answer holds only for what the user saw: a tool that became riskier
@@ -44,7 +48,12 @@ What resuming checks, because the world may have changed meanwhile:
   arguments, another tool) matches no answer and the resume is refused, and so
   is one whose other waiting calls changed (a call added beside the approved
   one, which the rules would let run unasked, or another's arguments): the
-  digest covers them too (``PendingApproval.waiting_sha256``), and the tool's
+  digest covers them too (``PendingApproval.waiting_sha256``, which covers the
+  rest of the paused run as well but for its measured ``seconds``: the turns
+  the model goes on from, the hashes of the model call that asked (a copy
+  whose prompt hash was edited would not be known as resumed before, and its
+  records would name a prompt never sent), what the run had spent and the
+  limits it ran under), and the tool's
   grant (``PendingApproval.grant``), so a grant stripped in storage matches no
   answer either. Key
   answers by ``call_id`` only when nobody else can write where the paused run
@@ -120,7 +129,11 @@ from veridic.tools.view import ToolView
 
 __all__ = ["PausedRun", "PendingApproval"]
 
-FORMAT: Final = "veridic-paused-run/6"
+FORMAT: Final = "veridic-paused-run/7"
+_FORMAT_6: Final = "veridic-paused-run/6"
+"""The format before each approval's digest of the calls that wait covered the hashes of the
+paused model call (``veridic-waiting/3``): read as it is, keys and digests alike, so its
+approvals bind the calls, the request and the time, as they did."""
 _FORMAT_5: Final = "veridic-paused-run/5"
 """The format before the paused run kept the time it paused: read, with ``paused_at``
 ``None`` (which a resume refuses until the caller dates it: ``PausedRun.paused_at``)."""
@@ -410,7 +423,13 @@ class PausedRun:
 
         Text UTF-8 can encode, whatever the model wrote (see :meth:`Conversation.to_json
         <veridic.Conversation.to_json>`): a run is never paused in a form no store keeps.
+
+        Raises:
+            VeridicError: the paused run is dated, and its approvals were asked without a
+                time (a paused run of format 5 or earlier, dated since by the caller):
+                :meth:`from_json` would refuse the document (it says why).
         """
+        _check_dated_as_asked(self, "PausedRun.to_json()")
         document = {
             "format": FORMAT,
             "request_id": self.request_id,
@@ -450,7 +469,7 @@ class PausedRun:
                 "pass the text PausedRun.to_json() wrote, unchanged"
             ) from error
         read = _Reader(document)
-        return cls(
+        paused = cls(
             request_id=read.text("request_id"),
             conversation=Conversation.from_json(json.dumps(read.value("conversation", dict))),
             approvals=tuple(
@@ -470,6 +489,50 @@ class PausedRun:
             seconds=read.seconds(),
             paused_at=read.paused_at(),
         )
+        _check_dated_as_asked(paused, "PausedRun.from_json()")
+        return paused
+
+
+def _check_dated_as_asked(paused: PausedRun, where: str) -> None:
+    """Refuse a dated paused run, as a document, whose approvals were asked without a time.
+
+    Their digests (the answers the dialog got) cover no time: asked by a veridic that kept
+    none (format 5 or earlier), they were dated since by the caller. A document cannot bind
+    that time to them, so whoever writes where it is kept could rewrite an old run's time
+    as now, and answers given weeks ago would pass for fresh ones. The dating of such a run
+    is the caller's, in the process that resumes it (``dataclasses.replace``), and is never
+    kept; a run veridic paused dates its approvals' digests with its time.
+
+    Raises:
+        VeridicError: naming ``where``, the first such approval and what to do instead.
+    """
+    if paused.paused_at is None:
+        return
+    undated = waiting_sha256(paused.request_id, _waiting_calls(paused.conversation))
+    asked = [a.call_id for a in paused.approvals if a.waiting_sha256 == undated]
+    if asked:
+        raise VeridicError(
+            f"{where}: the paused run of request {clip(str(paused.request_id))} is dated "
+            f"(paused_at {_utc_text(paused.paused_at)}), but its approval of call "
+            f"{clip(str(asked[0]))} was asked without a time (its digest covers none: an "
+            "earlier veridic asked it, format 5 or before, and the run was dated since); a "
+            "document cannot bind that time to the answers, so whoever writes where it is "
+            "kept could date answers given long ago as given now; nothing was run: keep the "
+            "paused run as it was read (paused_at None), date it with "
+            "dataclasses.replace(paused, paused_at=...) in the process that resumes it, or "
+            "ask the user anew"
+        )
+
+
+def _waiting_calls(conversation: Conversation) -> list[ToolCall]:
+    """The calls of ``conversation`` without a result, in order: those a resume finds waiting
+    (``Prompt.pending_tool_calls`` of the conversation restored), read from its turns."""
+    answered = {turn.call_id for turn in conversation.turns if turn.kind == "tool_result"}
+    return [
+        ToolCall(turn.call_id, turn.label, turn.text)
+        for turn in conversation.turns
+        if turn.kind == "tool_call" and turn.call_id not in answered
+    ]
 
 
 _KEYS: Final = frozenset(
@@ -615,6 +678,7 @@ class _Reader:
             raise VeridicError(_written_later(found, document.get("release")))
         if not isinstance(document, dict) or found not in (
             FORMAT,
+            _FORMAT_6,
             _FORMAT_5,
             _FORMAT_4,
             _FORMAT_3,
@@ -624,8 +688,10 @@ class _Reader:
                 f"PausedRun.from_json() got a document of format {clip(str(found))}, not "
                 f"{FORMAT!r}: pass the text PausedRun.to_json() wrote"
             )
-        expected = {FORMAT: _KEYS, _FORMAT_5: _KEYS_5, _FORMAT_2: _KEYS_2}.get(found, _KEYS_4)
-        self.granted = found in (FORMAT, _FORMAT_5, _FORMAT_4)
+        expected = {FORMAT: _KEYS, _FORMAT_6: _KEYS, _FORMAT_5: _KEYS_5, _FORMAT_2: _KEYS_2}.get(
+            found, _KEYS_4
+        )
+        self.granted = found in (FORMAT, _FORMAT_6, _FORMAT_5, _FORMAT_4)
         """Whether each approval holds the grant of its tool (``grant``)."""
         self.format = cast(str, found)
         """The document's format."""
@@ -663,7 +729,7 @@ class _Reader:
     def usage(self) -> Usage | None:
         """The run's usage: in format 5 every count and the parts stated; before it, the
         counts only (:func:`_usage_of_counts`)."""
-        if self.format not in (FORMAT, _FORMAT_5):
+        if self.format not in (FORMAT, _FORMAT_6, _FORMAT_5):
             counts = self.value("usage", list | None)
             return None if counts is None else _usage_of_counts(counts)
         value = self.value("usage", dict | None)
@@ -671,7 +737,7 @@ class _Reader:
 
     def options_sha256(self) -> str:
         """The digest of the paused call's options; ``""`` where the format did not keep it."""
-        if self.format not in (FORMAT, _FORMAT_5):
+        if self.format not in (FORMAT, _FORMAT_6, _FORMAT_5):
             return ""
         value = self.text("options_sha256", empty=True)
         if not _options_digest_well(value):
@@ -684,7 +750,7 @@ class _Reader:
     def seconds(self) -> float | None:
         """The seconds the run ran before the pause; ``None`` where the format did not keep
         them (and where the paused run was built without them)."""
-        if self.format not in (FORMAT, _FORMAT_5):
+        if self.format not in (FORMAT, _FORMAT_6, _FORMAT_5):
             return None
         value = self._document["seconds"]
         if value is None:
@@ -704,7 +770,7 @@ class _Reader:
         with its offset (``+00:00``). Any other spelling of a time was not written by it,
         and a time without an offset could be any zone's.
         """
-        if self.format != FORMAT:
+        if self.format not in (FORMAT, _FORMAT_6):
             return None
         value = self._document["paused_at"]
         if value is None:
@@ -920,7 +986,10 @@ def call_arguments(call: ToolCall) -> Mapping[str, object]:
 
 
 def waiting_sha256(
-    request_id: str, calls: Sequence[ToolCall], paused_at: datetime | None = None
+    request_id: str,
+    calls: Sequence[ToolCall],
+    paused_at: datetime | None = None,
+    held: Sequence[object] = (),
 ) -> str:
     """SHA-256 (hex) of the calls that wait together, in order (each id, tool and
     arguments), of the request they wait in, and of when they paused (``paused_at``).
@@ -935,11 +1004,54 @@ def waiting_sha256(
     pass for one asked recently, has other digests, and the answer the dialog got when it
     was asked matches none. Without a time (``None``: a paused run of format 5 or earlier)
     the digest is of the calls and the request alone, as those formats made it.
+
+    ``held`` is what the paused run holds beside them (:func:`asked_with`): the
+    hashes of the model call that asked for the calls, which the records of the resumed
+    calls carry and by which a resume knows a copy resumed before, and what the run had
+    spent and the limits it ran under. Edited where the paused run was kept, a copy was
+    resumed again (its records looked for under another prompt), its records named a
+    prompt, tools or options never sent, and its limits were lifted. Left out (``()``: a
+    paused run of format 6, or of 5 with no time either) the digest covers none of it, as
+    those formats made it.
     """
     calls_shown = [[call.id, call.name, dict(call_arguments(call))] for call in calls]
     if paused_at is None:
         return _sha256_of(["veridic-waiting/2", request_id, calls_shown])
-    return _sha256_of(["veridic-waiting/3", request_id, calls_shown, _utc_text(paused_at)])
+    if not held:
+        return _sha256_of(["veridic-waiting/3", request_id, calls_shown, _utc_text(paused_at)])
+    shown = ["veridic-waiting/4", request_id, calls_shown, _utc_text(paused_at), list(held)]
+    return _sha256_of(shown)
+
+
+def asked_with(paused: PausedRun) -> list[object]:
+    """What ``paused`` holds beside its approvals, as their digests cover it
+    (:func:`waiting_sha256`): its conversation (the turns the model reads when the run goes
+    on), the model call that asked for the waiting calls (its hashes, response id and
+    model), and what the run had spent and the limits it ran under, which count on across
+    the pause.
+
+    Each as :meth:`PausedRun.to_json` keeps it, so that a run read back digests alike:
+    edited where it was kept, the model went on from a history nobody wrote, a copy's
+    records were looked for under another prompt (and it was resumed again), and the
+    limits a resume holds unless given others were lifted.
+    Not ``seconds``: a measured time, which differs between two runs of the same answers,
+    whose approvals would then differ too; edited, it lengthens the ``seconds`` limit
+    alone (pass ``limits=`` to a resume where others write where runs are kept).
+    """
+    history = paused.conversation.to_json().encode("utf-8")  # escapes lone surrogates
+    return [
+        hashlib.sha256(history).hexdigest(),
+        paused.prompt_sha256,
+        paused.tools_sha256,
+        paused.options_sha256,
+        paused.response_id,
+        paused.model,
+        paused.turns,
+        paused.tool_calls,
+        paused.retries,
+        None if paused.usage is None else _usage_object(paused.usage),
+        None if paused.limits is None else _limits_object(paused.limits),
+    ]
 
 
 def _sha256_of(shown: object) -> str:
@@ -957,16 +1069,25 @@ def check_waiting(
     Only an answer keyed by an approval's digest binds what the user was shown; one
     keyed by ``call_id`` trusts the stored copy (its approval stale if the call's
     arguments changed), as documented. The digest covers when the run paused too, so a
-    paused run re-dated where it was kept is refused here; an approval made before paused
-    runs kept their time (format 5 or earlier, dated since by the caller) covers the calls
-    alone, and is checked against them alone.
+    paused run re-dated where it was kept is refused here, and (format 7) what else the
+    paused run holds but its seconds (:func:`asked_with`: its conversation, the model call
+    that asked, what it had spent and its limits), so is one where any of it was edited.
+    An approval of format 6 covers the time and not the rest, and is checked against
+    what it covers, as is one made before paused runs kept their time (format 5 or
+    earlier, dated since by the caller), which covers the calls alone. Such a run is
+    dated only in the process that resumes it: a document that dates approvals asked
+    without a time is refused when it is read (:meth:`PausedRun.from_json`), since
+    whoever writes where it is kept could have dated it, so the undated digest passes
+    here only for a run its caller dated.
 
     Raises:
         VeridicError: a waiting call was added, removed or changed since the run
-            paused, or the time it paused was, and an approval made among the calls
+            paused, or the time it paused was, or (format 7) what else the paused run
+            holds but its seconds (:func:`asked_with`), and an approval made among them
             as they were is answered by its digest.
     """
     digests = {
+        waiting_sha256(paused.request_id, waiting, paused.paused_at, asked_with(paused)),
         waiting_sha256(paused.request_id, waiting, paused.paused_at),
         waiting_sha256(paused.request_id, waiting),
     }
@@ -979,9 +1100,11 @@ def check_waiting(
         raise VeridicError(
             f"the paused run of request {clip(str(paused.request_id))} holds waiting calls "
             f"that are not the ones that waited when it paused (the approval of "
-            f"{clip(str(changed[0]))} was made among others, or at another time): a call was "
-            "added, removed or changed where it was kept, or the time it paused was, so "
-            "nothing was run; resume only what a run returned, and ask the user anew"
+            f"{clip(str(changed[0]))} was made among others, at another time or in another "
+            "run): a call was added, removed or changed where it was kept, or the time it "
+            "paused, its conversation, the model call that asked, what it had spent or its "
+            "limits were, so nothing was run; resume only what a run returned, and ask the "
+            "user anew"
         )
 
 
@@ -1338,6 +1461,31 @@ class ResumeSteps:
             self.plans[call.id] = (policy, _yes if answer else _no)
         self.runnable = calls[:stop]
         self.waiting = calls[stop:]
+
+    @classmethod
+    def expired(
+        cls, calls: tuple[ToolCall, ...], policy: ApprovalPolicy, expired: ApprovalExpiredError
+    ) -> ResumeSteps:
+        """Every waiting call run denied, its record saying the approval ``expired``
+        (:func:`expiry`): none reaches its handler, and none waits again.
+
+        Through the resume's own path, so that an expired resume records and answers its
+        calls as any resume does; the caller raises ``expired`` once they are recorded.
+
+        Raises:
+            ApprovalExpiredError: ``expired`` itself when the paused run does not say when
+                it paused (no ``age``): nothing is recorded, so that a caller who knows the
+                time can date it and resume.
+        """
+        if expired.age is None:
+            raise expired
+        denied = denying_expired(policy, expired)
+        steps = cls.__new__(cls)
+        steps.plans = {call.id: (denied, None) for call in calls}
+        steps.again = {}
+        steps.runnable = calls
+        steps.waiting = ()
+        return steps
 
     def approving(self, call: ToolCall) -> tuple[ApprovalPolicy, Confirm | None]:
         return self.plans[call.id]

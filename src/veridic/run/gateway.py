@@ -73,10 +73,10 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import NoReturn, overload
+from typing import overload
 
 from veridic._words import a_type
-from veridic.errors import ApprovalExpiredError, AuditWriteError, VeridicError
+from veridic.errors import AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.providers._raw import araw_events, not_a_stream, raw_events
 from veridic.run import telemetry as _telemetry
@@ -103,6 +103,7 @@ from veridic.run._sending import (
     Sent,
     anothing,
     awaited,
+    check_request,
     check_system_part,
     checked,
     nothing,
@@ -123,7 +124,6 @@ from veridic.run.deferred import (
     check_not_resumed,
     check_store_saw,
     clock_moment,
-    denying_expired,
     expiry,
 )
 from veridic.run.executor import (
@@ -551,7 +551,10 @@ class ModelGateway:
         user's approval does not wait for one: the run stops before it and
         returns with :attr:`RunResult.paused` set; the calls before it have
         run, it and the calls after it wait for :meth:`resume` (see
-        :mod:`veridic.run.deferred`).
+        :mod:`veridic.run.deferred`). The pause is dated by the gateway's
+        ``clock`` (:attr:`PausedRun.paused_at <veridic.PausedRun>`), read before
+        any call of that answer runs: a clock that names no time a paused run
+        can hold is refused with none of them run.
 
         Raises:
             RunLimitError: a limit of ``limits`` was reached (turns, tool
@@ -602,6 +605,7 @@ class ModelGateway:
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
             check_none_async(reply.view, calls)  # none ran: the composer stays as it was
+            paused_at = None if waiting is None else state.pause_moment()  # so is this
             done: list[ToolOutcome] = []
             try:
                 self._run_calls(
@@ -611,8 +615,8 @@ class ModelGateway:
                 state.broken(reply, done, error)
                 raise
             state.after_calls(reply, done)
-            if waiting is not None:
-                return state.pause(reply, reply.tool_calls[waiting:], policy)
+            if paused_at is not None:
+                return state.pause(reply, reply.tool_calls[waiting:], policy, paused_at)
 
     @overload
     def resume(
@@ -687,7 +691,9 @@ class ModelGateway:
         ``limits`` hold for the whole run, the part before the pause included;
         left out, they are the ones the run ran under, which
         :class:`~veridic.PausedRun` keeps beside what it had spent (``Limits()`` for a
-        paused run of format ``veridic-paused-run/2``, which kept none). A paused run
+        paused run of format ``veridic-paused-run/2``, which kept none; from format 7 on,
+        both are covered by each approval's digest, so that answers by digest hold them
+        as the run paused, its measured seconds aside). A paused run
         that had spent more than they allow is refused before anything runs, as a run
         does not run the calls of an answer past its limits. ``seconds`` counts on from
         the seconds the run ran before the pause (:attr:`PausedRun.seconds
@@ -703,7 +709,9 @@ class ModelGateway:
         the composer gets the paused conversation with them answered so, and
         :class:`~veridic.ApprovalExpiredError` is raised: ask the user anew, by
         :meth:`run` of that composer (``defer=True``: the model asks again, in a paused
-        run dated then) or by sending the request again. The paused run is then spent,
+        run dated then) or by sending the request again. A resume that pauses again is
+        dated by the clock's reading that measured the answers' age, before any waiting
+        call ran. The paused run is then spent,
         as after any resume that reached its calls. A paused run that does not say when
         it paused (format 5 or earlier) is refused the same way, with nothing recorded
         and the composer left as it was given: date it, ``dataclasses.replace(paused,
@@ -726,9 +734,11 @@ class ModelGateway:
                 audit store holds no trace of the paused run (it is not the
                 store the run wrote to, so it could not tell), or the
                 audit store cannot be asked for a request's records, or the send
-                after the calls would refuse the composer's system part, the view
-                or the client (:meth:`send`'s checks, made first; a
-                :class:`~veridic.ToolCouplingError` for another view's section):
+                after the calls would refuse the composer's system part, the view,
+                the client or the adapter's request (:meth:`send`'s checks, made first,
+                the request's on the prompt the first send will build; a
+                :class:`~veridic.ToolCouplingError` for another view's section, or a
+                request whose tool list is not the view's):
                 nothing runs in each case, and ``composer`` is left as it was
                 given, to resume with again; and what :meth:`run` raises. Raised after
                 the waiting calls ran (the next model call failed), the error has a
@@ -753,11 +763,14 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
-            self._check_sendable(composer, view, paused.request_id, sync=True)
-            expired = expiry(paused, policy, self._now())
-            if expired is not None:
-                self._deny_expired(paused, state, reply, policy, expired, context)
-            steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+            self._check_sendable(state, paused, reply.tool_calls, view, sync=True)
+            now = self._now()  # a pause of this resume is dated by it too
+            expired = expiry(paused, policy, now)
+            steps = (
+                ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+                if expired is None
+                else ResumeSteps.expired(reply.tool_calls, policy, expired)
+            )
             check_none_async(reply.view, steps.runnable)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
@@ -767,9 +780,11 @@ class ModelGateway:
                 state.broken(reply, done, error, resumed=True)
                 raise
             state.after_resumed(done)
+            if expired is not None:
+                raise expired  # its calls are recorded denied, and answered so
             if steps.waiting:
                 return span.ran(
-                    state.pause(reply, steps.waiting, policy, steps.again), since=paused
+                    state.pause(reply, steps.waiting, policy, now, steps.again), since=paused
                 )
             try:
                 return span.ran(self._loop(state, view, policy, None, True), since=paused)
@@ -859,6 +874,7 @@ class ModelGateway:
                 continue
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
+            paused_at = None if waiting is None else state.pause_moment()  # before any call
             done: list[ToolOutcome] = []
             try:
                 if waiting is None and all_queries(reply):
@@ -873,8 +889,8 @@ class ModelGateway:
                 state.broken(reply, done, error)
                 raise
             state.after_calls(reply, done)
-            if waiting is not None:
-                return state.pause(reply, reply.tool_calls[waiting:], policy)
+            if paused_at is not None:
+                return state.pause(reply, reply.tool_calls[waiting:], policy, paused_at)
 
     @overload
     async def aresume(
@@ -931,11 +947,14 @@ class ModelGateway:
                 else None
             )
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
-            self._check_sendable(composer, view, paused.request_id, sync=False)
-            expired = expiry(paused, policy, self._now())
-            if expired is not None:
-                await self._adeny_expired(paused, state, reply, policy, expired, context)
-            steps = ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+            self._check_sendable(state, paused, reply.tool_calls, view, sync=False)
+            now = self._now()  # a pause of this resume is dated by it too
+            expired = expiry(paused, policy, now)
+            steps = (
+                ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+                if expired is None
+                else ResumeSteps.expired(reply.tool_calls, policy, expired)
+            )
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
@@ -946,9 +965,11 @@ class ModelGateway:
                 state.broken(reply, done, error, resumed=True)
                 raise
             state.after_resumed(done)
+            if expired is not None:
+                raise expired  # its calls are recorded denied, and answered so
             if steps.waiting:
                 return span.ran(
-                    state.pause(reply, steps.waiting, policy, steps.again), since=paused
+                    state.pause(reply, steps.waiting, policy, now, steps.again), since=paused
                 )
             try:
                 return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
@@ -1009,59 +1030,6 @@ class ModelGateway:
         """This gateway's clock as a UTC time: what a paused run's age is measured to."""
         return clock_moment(self._clock(), "ModelGateway.resume()")
 
-    def _deny_expired(
-        self,
-        paused: PausedRun,
-        state: _Run[OutputT],
-        reply: Reply,
-        policy: ApprovalPolicy,
-        expired: ApprovalExpiredError,
-        context: object,
-    ) -> NoReturn:
-        """Record every waiting call of ``paused`` denied (its approval expired), answer them
-        so on the composer, and raise ``expired``; an undated paused run is refused with
-        nothing recorded (:func:`~veridic.run.deferred.expiry`)."""
-        if expired.age is None:
-            raise expired
-        check_none_async(reply.view, reply.tool_calls)  # refused before anything is recorded
-        state.restore(paused)
-        denied = denying_expired(policy, expired)
-        done: list[ToolOutcome] = []
-        try:
-            self._run_calls(
-                "resume()", reply, reply.tool_calls, lambda call: (denied, None), context, done
-            )
-        except BaseException as error:
-            state.broken(reply, done, error, resumed=True)
-            raise
-        state.after_resumed(done)
-        raise expired
-
-    async def _adeny_expired(
-        self,
-        paused: PausedRun,
-        state: _Run[OutputT],
-        reply: Reply,
-        policy: ApprovalPolicy,
-        expired: ApprovalExpiredError,
-        context: object,
-    ) -> NoReturn:
-        """:meth:`_deny_expired` for async code: the records awaited where the store can."""
-        if expired.age is None:
-            raise expired
-        state.restore(paused)
-        denied = denying_expired(policy, expired)
-        done: list[ToolOutcome] = []
-        try:
-            await self._arun_calls(
-                "aresume()", reply, reply.tool_calls, lambda call: (denied, None), context, done
-            )
-        except BaseException as error:
-            state.broken(reply, done, error, resumed=True)
-            raise
-        state.after_resumed(done)
-        raise expired
-
     # --- the checks every call passes ---------------------------------------------------
 
     def _check_blocking(self, where: str) -> None:
@@ -1070,22 +1038,33 @@ class ModelGateway:
         self._calls.blocking(where)
 
     def _check_sendable(
-        self, composer: Composer, view: ToolView, request_id: str, *, sync: bool
+        self,
+        state: _Run[OutputT],
+        paused: PausedRun,
+        waiting: Sequence[ToolCall],
+        view: ToolView,
+        *,
+        sync: bool,
     ) -> None:
         """Refuse a resume, before any waiting call runs or is recorded, whose next send
-        would be refused for the composer's system part, the view or the client.
+        would be refused for the composer's system part, the view, the client or the
+        adapter's request.
 
         A resume runs the approved calls first and sends after them: a system part with
-        another view's capability section, or a client of the other kind, was refused at
-        that send, after a write had run and the paused run was spent. These are the send
-        path's own checks of the system part, the view and the client
-        (:func:`~veridic.run._sending.check_system_part`), of the prompt the system part
-        makes alone: the paused conversation restored after it adds no system text but the
-        fence preamble its blocks need (veridic's own). The adapter's own request is not
-        built here: it judges the conversation too (Anthropic's needs a user turn), which
-        the system part alone does not hold.
+        another view's capability section, a client of the other kind, or an adapter whose
+        request edits the tool list, was refused at that send, after a write had run and
+        the paused run was spent. These are the send path's own checks: of the system part,
+        the view and the client (:func:`~veridic.run._sending.check_system_part`) on the
+        prompt the system part makes alone (the paused conversation restored after it adds
+        no system text but the fence preamble its blocks need, veridic's own), and of the
+        adapter's request (:func:`~veridic.run._sending.check_request`) on the prompt the
+        first send will build, the waiting calls answered with empty results
+        (:meth:`_Run.next_prompt`). A check that turns on what a result says cannot be
+        made before the call runs; none of the send path's does.
         """
-        check_system_part(self._provider, composer.build(), view, request_id, sync=sync)
+        composer = state.composer
+        check_system_part(self._provider, composer.build(), view, paused.request_id, sync=sync)
+        check_request(self._provider, state.next_prompt(paused, waiting), view, None)
 
     def _prepare(
         self,

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Final, Generic, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -28,6 +29,7 @@ from veridic.run.deferred import (
     PausedRun,
     PendingApproval,
     answered,
+    asked_with,
     bound_grant,
     check_waiting,
     clock_moment,
@@ -40,9 +42,12 @@ from veridic.run.limits import Limits
 from veridic.run.reply import Reply, ToolOutcome, _check_whole, _ResumedReply
 from veridic.text.compose import Composer
 from veridic.text.prompt import Prompt, ToolCall
+from veridic.text.provenance import untrusted
 from veridic.tools.view import ToolView
 
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_NO_RESULT: Final = untrusted("", source="veridic: the check of a resume's next request")
+"""The result each waiting call has in :meth:`_Run.next_prompt`, which is never sent."""
 
 OutputT = TypeVar("OutputT")
 """The pydantic model a run's last answer is validated as (checked when the run starts)."""
@@ -159,6 +164,22 @@ class _Run(Generic[OutputT]):
         """Put the paused conversation on the composer: every check of the resume passed,
         and its waiting calls are about to run."""
         self.composer.restore(paused.conversation)
+
+    def next_prompt(self, paused: PausedRun, waiting: Sequence[ToolCall]) -> Prompt:
+        """The prompt a resume of ``paused`` first sends, but for the waiting calls' results
+        (empty here): what the adapter's request is checked on before any of them runs.
+
+        Built apart: the composer is left as it was given until every check passed. Its
+        system message is the composer's system part without the fence preamble that the
+        restored blocks add (veridic's own text, a system message of its own in the scratch
+        composer, which holds no system part), so the turns follow it as they will.
+        """
+        system = self.composer.build().messages[:1]
+        scratch = Composer(data_mode=self.composer.data_mode).restore(paused.conversation)
+        for call in waiting:
+            scratch.tool_result(call.id, _NO_RESULT)
+        turns = tuple(message for message in scratch.build().messages if message.role != "system")
+        return Prompt(system + turns)
 
     def before_turn(self) -> Prompt:
         limits = self.limits
@@ -327,20 +348,57 @@ class _Run(Generic[OutputT]):
         for outcome in outcomes:
             self.composer.tool_result(outcome.call.id, outcome.text, error=not outcome.result.ok)
 
+    def pause_moment(self) -> datetime:
+        """The time a pause of this run is dated with, read before any call of the answer
+        that pauses runs.
+
+        Read at the pause itself, a clock that names no time (one past the years a
+        ``datetime`` holds) was refused after the calls before the waiting one had run:
+        their effects happened, and the run was lost with the error.
+
+        Raises:
+            VeridicError: the gateway's clock names no time (nothing of the answer ran,
+                and the answer is not on the composer).
+        """
+        return clock_moment(
+            self.clock(),
+            f"the pause of request {clip(self.request_id)}, read before any call of the "
+            "model's answer (none of its calls ran, and the composer does not hold the answer)",
+        )
+
     def pause(
         self,
         reply: Reply,
         waiting: Sequence[ToolCall],
         policy: ApprovalPolicy,
+        paused_at: datetime,
         again: Mapping[str, str] | None = None,
     ) -> RunResult[OutputT]:
         """Stop with ``waiting`` calls unanswered, asking for the approvals they need.
 
+        ``paused_at`` is :meth:`pause_moment`, read before the calls before them ran;
         ``again`` holds, by call id, why an earlier answer no longer holds.
         """
+        # Built first without its approvals, whose digests cover what it holds beside them.
+        unasked = PausedRun(
+            request_id=self.request_id,
+            conversation=self.composer.conversation(),
+            approvals=(),
+            prompt_sha256=reply.prompt_sha256,
+            tools_sha256=reply.tools_sha256,
+            response_id=reply.response_id,
+            model=reply.model,
+            turns=self.turns,
+            tool_calls=self.earlier_calls + len(self.outcomes) + len(waiting),
+            retries=self.retries,
+            usage=self.usage,
+            limits=self.limits,
+            options_sha256=reply.options_sha256,
+            seconds=time.monotonic() - self.started,
+            paused_at=paused_at,
+        )
+        waiting_digest = waiting_sha256(self.request_id, waiting, paused_at, asked_with(unasked))
         approvals = []
-        paused_at = clock_moment(self.clock(), f"the pause of request {clip(self.request_id)}")
-        waiting_digest = waiting_sha256(self.request_id, waiting, paused_at)
         for call in waiting:
             request = needs_answer(reply.view, policy, call)
             if request is not None:
@@ -363,23 +421,7 @@ class _Run(Generic[OutputT]):
                 approvals.append(
                     PendingApproval.of(call.id, request, arguments, waiting_digest, grant)
                 )
-        paused = PausedRun(
-            request_id=self.request_id,
-            conversation=self.composer.conversation(),
-            approvals=tuple(approvals),
-            prompt_sha256=reply.prompt_sha256,
-            tools_sha256=reply.tools_sha256,
-            response_id=reply.response_id,
-            model=reply.model,
-            turns=self.turns,
-            tool_calls=self.earlier_calls + len(self.outcomes) + len(waiting),
-            retries=self.retries,
-            usage=self.usage,
-            limits=self.limits,
-            options_sha256=reply.options_sha256,
-            seconds=time.monotonic() - self.started,
-            paused_at=paused_at,
-        )
+        paused = replace(unasked, approvals=tuple(approvals))
         return RunResult(reply, None, tuple(self.outcomes), self.turns, self.usage, paused=paused)
 
     def answered(self, reply: Reply) -> RunResult[OutputT] | None:
