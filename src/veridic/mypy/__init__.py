@@ -346,7 +346,9 @@ class VeridicPlugin(Plugin):
             _any_overrides,
             _attribute_writes,
             _bare_fields,
+            _checking_only,
             _escapes,
+            _narrowed_overrides,
             _notes,
             _overload_returns,
             _stub_trust,
@@ -358,6 +360,8 @@ class VeridicPlugin(Plugin):
             _in_module(walked, _attribute_writes.report_namespaces)
             _in_module(walked, _notes.report_silenced)
             _in_module(walked, _any_overrides.report)
+            _in_module(walked, _narrowed_overrides.report)
+            _in_module(walked, _checking_only.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
             if file.is_stub and _stub_trust.may_report(file):
@@ -380,6 +384,7 @@ class VeridicPlugin(Plugin):
             or _bare_fields.may_report(file)
             or _any_declared.may_report(file)
             or _overload_returns.may_report(file)
+            or _checking_only.may_report(file, self.options)
             or _notes.has_silenced(file.path)
         ):
             return set()
@@ -389,6 +394,7 @@ class VeridicPlugin(Plugin):
         _in_module(checker, _attribute_writes.report_namespaces)
         _in_module(checker, _notes.report_silenced)
         _in_module(checker, _overload_returns.report)
+        _in_module(checker, _checking_only.report)
         _in_module(checker, _unchecked.report)
         return set()
 
