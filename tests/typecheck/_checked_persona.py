@@ -10,3 +10,6 @@ def persona() -> TrustedInstruction:
 class Persona:
     def rules(self) -> TrustedInstruction:
         return instruction("Answer in French.")
+
+
+BANNER: TrustedInstruction = instruction("Billing assistant.")
