@@ -30,6 +30,11 @@ module                 rule                                          error code
                        more than its overloads declare
 ``_stub_trust``        a stub of the project declares no trusted     ``veridic-forge``
                        text (mypy checks no implementation)
+``_narrowed_attrs``    no attribute declared trusted over a base's   ``veridic-forge``
+                       attribute that takes any ``str``
+``_checking_only``     no trusted text declared under                ``veridic-forge``
+                       ``TYPE_CHECKING`` without a body, nor bound
+                       again where only the run time reads it
 ``_attribute_writes``  no ``setattr()`` (nor a write through an      ``veridic-forge``
                        object's ``vars()``) of other text into an
                        attribute declared trusted
@@ -44,7 +49,8 @@ module                 rule                                          error code
 ``_unchecked``         a call of ``instruction()`` (or any function  ``veridic-literal``
                        trusting a parameter) in code mypy skipped
 ``_namespace``         a ``Final`` text constant is not rewritten    ``veridic-literal``
-                       through its module's namespace (``exec``)
+                       through its module's namespace (``exec``),
+                       nor a variable declared trusted               ``veridic-forge``
 ``_unvalidated``       ``model_construct``/``model_copy`` fill a     ``veridic-literal``
                        ``Literal`` field only with code text,
                        and ``model_copy`` an ``InstructionField``    ``veridic-forge``
@@ -348,7 +354,7 @@ class VeridicPlugin(Plugin):
             _bare_fields,
             _checking_only,
             _escapes,
-            _narrowed_overrides,
+            _narrowed_attrs,
             _notes,
             _overload_returns,
             _stub_trust,
@@ -360,7 +366,7 @@ class VeridicPlugin(Plugin):
             _in_module(walked, _attribute_writes.report_namespaces)
             _in_module(walked, _notes.report_silenced)
             _in_module(walked, _any_overrides.report)
-            _in_module(walked, _narrowed_overrides.report)
+            _in_module(walked, _narrowed_attrs.report)
             _in_module(walked, _checking_only.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)

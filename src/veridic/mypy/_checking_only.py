@@ -104,9 +104,9 @@ def _findings(tree: MypyFile, options: Options) -> Iterator[tuple[str, str, Type
             continue
         for name, where in _bindings(statement):
             symbol = names.get(name)
-            declared = None if symbol is None else _trusted_type(symbol.node)
-            if declared is not None:
-                yield reader, name, declared, where
+            trusted = None if symbol is None else _trusted_type(symbol.node)
+            if trusted is not None:
+                yield reader, name, trusted, where
 
 
 def _split(

@@ -8,6 +8,12 @@ the module's namespace, which mypy types as ``dict[str, Any]`` or ``object``:
 ``prompts.__dict__[...]``, ``setattr(prompts, "TONE", reply)``. At run time the
 name then holds the outside text, and ``instruction(TONE)`` mints it.
 
+The same writes into a module's variable declared to hold trusted text (``PROMPT:
+TrustedInstruction = instruction(...)``, then ``globals()["PROMPT"] = reply``) leave reads
+of it typed trusted while it holds the reply unminted, which a ``TrustedText`` position
+prints in the capability section: reported as ``veridic-forge``, wherever a write to a
+``Final`` constant is.
+
 Hooks (``veridic-literal``), only for a module that holds such a constant (or one
 the plugin cannot name):
 

@@ -36,10 +36,13 @@ always makes a call, so the end of its check comes with the checker its first ca
 from __future__ import annotations
 
 from mypy.checker import TypeChecker
+from mypy.expandtype import expand_type_by_instance
+from mypy.maptype import map_instance_to_supertype
 from mypy.messages import format_type
 from mypy.nodes import Decorator, OverloadedFuncDef, SymbolNode, TypeInfo, Var
 from mypy.subtypes import is_subtype
 from mypy.types import CallableType, Type, get_proper_type
+from mypy.typevars import fill_typevars_with_any
 
 from veridic.mypy import errorcodes
 from veridic.mypy._any_declared import holds_trusted
@@ -58,9 +61,20 @@ def report(checker: TypeChecker) -> None:
                 if found is None:
                     continue
                 written = _written_as(found.node)
+                if written is not None:
+                    written = _as_seen_from(info, base, written)
                 if written is not None and not is_subtype(written, own.type):
                     _fail(checker, name, own, written, base)
                 break  # the nearest base's declaration is the one a caller writes through
+
+
+def _as_seen_from(info: TypeInfo, base: TypeInfo, declared: Type) -> Type:
+    """``declared``, a member type of generic ``base``, with its type variables filled in as
+    ``info`` fills them (``Box[TrustedInstruction]``'s ``item: T`` takes a trusted text)."""
+    if not base.type_vars:
+        return declared
+    mapped = map_instance_to_supertype(fill_typevars_with_any(info), base)
+    return expand_type_by_instance(declared, mapped)
 
 
 def _written_as(node: SymbolNode | None) -> Type | None:
@@ -95,6 +109,6 @@ def _fail(checker: TypeChecker, name: str, own: Var, written: Type, base: TypeIn
         "it, which a TrustedText position prints in the capability section; declare it as "
         f"the base does ({theirs}) and mint where the text is written, or declare the "
         f"base's attribute {mine} too",
-        own,
+        own if own.line > 0 else own.info.defn,  # a plugin's attribute has no line of its own
         code=errorcodes.FORGE,
     )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from veridic import TrustedInstruction, UntrustedText, instruction
 
 reply = os.environ["REPLY"]
+Text = TypeVar("Text", bound=str)
 
 
 class Page:
@@ -107,3 +108,18 @@ class Loose(Page):
 
 class Data(Page):
     prompt: UntrustedText  # P: [reportIncompatibleVariableOverride]
+
+
+class Holder(Generic[Text]):
+    def __init__(self, item: Text) -> None:
+        self.item = item
+
+
+class TrustedHolder(Holder[TrustedInstruction]):
+    # The base's attribute, as this class fills it in, takes trusted text already.
+    item: TrustedInstruction
+
+
+class LooseHolder(Holder[str]):
+    # pyright reads an attribute the base only assigns (no declaration) as no override.
+    item: TrustedInstruction  # E: [veridic-forge] which takes "str"
