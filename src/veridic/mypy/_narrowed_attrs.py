@@ -41,7 +41,7 @@ from mypy.maptype import map_instance_to_supertype
 from mypy.messages import format_type
 from mypy.nodes import Decorator, OverloadedFuncDef, SymbolNode, TypeInfo, Var
 from mypy.subtypes import is_subtype
-from mypy.types import CallableType, Type, get_proper_type
+from mypy.types import CallableType, TupleType, Type, get_proper_type
 from mypy.typevars import fill_typevars_with_any
 
 from veridic.mypy import errorcodes
@@ -73,7 +73,9 @@ def _as_seen_from(info: TypeInfo, base: TypeInfo, declared: Type) -> Type:
     ``info`` fills them (``Box[TrustedInstruction]``'s ``item: T`` takes a trusted text)."""
     if not base.type_vars:
         return declared
-    mapped = map_instance_to_supertype(fill_typevars_with_any(info), base)
+    itself = fill_typevars_with_any(info)
+    instance = itself.partial_fallback if isinstance(itself, TupleType) else itself
+    mapped = map_instance_to_supertype(instance, base)
     return expand_type_by_instance(declared, mapped)
 
 
