@@ -30,6 +30,11 @@ module                 rule                                          error code
                        more than its overloads declare
 ``_stub_trust``        a stub of the project declares no trusted     ``veridic-forge``
                        text (mypy checks no implementation)
+``_narrowed_attrs``    no attribute declared trusted over a base's   ``veridic-forge``
+                       attribute that takes any ``str``
+``_checking_only``     no trusted text declared under                ``veridic-forge``
+                       ``TYPE_CHECKING`` without a body, nor bound
+                       again where only the run time reads it
 ``_attribute_writes``  no ``setattr()`` (nor a write through an      ``veridic-forge``
                        object's ``vars()``) of other text into an
                        attribute declared trusted
@@ -44,7 +49,8 @@ module                 rule                                          error code
 ``_unchecked``         a call of ``instruction()`` (or any function  ``veridic-literal``
                        trusting a parameter) in code mypy skipped
 ``_namespace``         a ``Final`` text constant is not rewritten    ``veridic-literal``
-                       through its module's namespace (``exec``)
+                       through its module's namespace (``exec``),
+                       nor a variable declared trusted               ``veridic-forge``
 ``_unvalidated``       ``model_construct``/``model_copy`` fill a     ``veridic-literal``
                        ``Literal`` field only with code text,
                        and ``model_copy`` an ``InstructionField``    ``veridic-forge``
@@ -346,7 +352,9 @@ class VeridicPlugin(Plugin):
             _any_overrides,
             _attribute_writes,
             _bare_fields,
+            _checking_only,
             _escapes,
+            _narrowed_attrs,
             _notes,
             _overload_returns,
             _stub_trust,
@@ -358,6 +366,8 @@ class VeridicPlugin(Plugin):
             _in_module(walked, _attribute_writes.report_namespaces)
             _in_module(walked, _notes.report_silenced)
             _in_module(walked, _any_overrides.report)
+            _in_module(walked, _narrowed_attrs.report)
+            _in_module(walked, _checking_only.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
             if file.is_stub and _stub_trust.may_report(file):
@@ -380,6 +390,7 @@ class VeridicPlugin(Plugin):
             or _bare_fields.may_report(file)
             or _any_declared.may_report(file)
             or _overload_returns.may_report(file)
+            or _checking_only.may_report(file, self.options)
             or _notes.has_silenced(file.path)
         ):
             return set()
@@ -389,6 +400,7 @@ class VeridicPlugin(Plugin):
         _in_module(checker, _attribute_writes.report_namespaces)
         _in_module(checker, _notes.report_silenced)
         _in_module(checker, _overload_returns.report)
+        _in_module(checker, _checking_only.report)
         _in_module(checker, _unchecked.report)
         return set()
 

@@ -53,7 +53,7 @@ from veridic.mypy._rebinding import every_statement
 
 def report(checker: TypeChecker) -> None:
     """Report each member declared ``Any`` over a base's trusted one."""
-    for info in _classes(checker.tree):
+    for info in classes(checker.tree):
         for name, symbol in info.names.items():
             own = _declared(symbol.node)
             if own is None or not _mentions_any(own[0]):
@@ -66,12 +66,16 @@ def report(checker: TypeChecker) -> None:
                     break
 
 
-def _classes(tree: MypyFile) -> Iterator[TypeInfo]:
+def classes(tree: MypyFile) -> Iterator[TypeInfo]:
+    """The classes ``tree`` defines, at any depth, when it is a module of the project (not
+    veridic's, not a stub): the ones whose overrides are compared with their bases. A class
+    in code mypy skipped (``else:`` of ``if TYPE_CHECKING:``, another platform's branch)
+    was never analysed: it has no members to read."""
     if _names.in_package(tree.fullname) or tree.is_stub:
         return
     for statement in every_statement(tree.defs):
-        if isinstance(statement, ClassDef):
-            yield statement.info
+        if isinstance(statement, ClassDef) and statement.info:
+            yield statement.info  # not a class mypy skipped (its info is a falsy FakeInfo)
 
 
 def _declared(node: SymbolNode | None) -> tuple[Type, FuncDef | Var] | None:

@@ -8,6 +8,12 @@ the module's namespace, which mypy types as ``dict[str, Any]`` or ``object``:
 ``prompts.__dict__[...]``, ``setattr(prompts, "TONE", reply)``. At run time the
 name then holds the outside text, and ``instruction(TONE)`` mints it.
 
+The same writes into a module's variable declared to hold trusted text (``PROMPT:
+TrustedInstruction = instruction(...)``, then ``globals()["PROMPT"] = reply``) leave reads
+of it typed trusted while it holds the reply unminted, which a ``TrustedText`` position
+prints in the capability section: reported as ``veridic-forge``, wherever a write to a
+``Final`` constant is.
+
 Hooks (``veridic-literal``), only for a module that holds such a constant (or one
 the plugin cannot name):
 
@@ -70,6 +76,7 @@ from mypy.types import (
 )
 
 from veridic.mypy import _names, errorcodes
+from veridic.mypy._any_declared import holds_trusted
 from veridic.mypy._rebinding import assigned, every_statement
 
 ATTRIBUTE_WRITERS: Final = frozenset({"builtins.setattr", "builtins.delattr"})
@@ -213,6 +220,10 @@ def writable(formal: Type | None, own: bool) -> bool:
 def _check_runs_in(
     checker: TypeChecker, module: MypyFile | object, how: str, context: Context, hint: str = ""
 ) -> None:
+    trusted = _trusted(module)
+    if trusted:
+        shown = f" (its variables declared trusted: {', '.join(sorted(trusted)[:5])})"
+        _fail_trusted(checker, f"{how} the namespace of {_display(module)}{shown}", context)
     constants = _constants(module)
     if constants == frozenset():
         return
@@ -240,6 +251,14 @@ def check_attribute_write(
             if module is None:
                 return  # neither a module nor a class: no Final constant lives there
     what = f"{callee.rpartition('.')[2]}()"
+    trusted = _trusted(module)
+    if trusted and (not isinstance(name, StrExpr) or name.value in trusted):
+        target = (
+            f'the variable "{name.value}", declared trusted'
+            if isinstance(name, StrExpr)
+            else "an attribute named by text not known in the code"
+        )
+        _fail_trusted(checker, f"{what} on {_display(module)} sets {target}", ctx.context)
     constants = _constants(module)
     if isinstance(name, StrExpr):
         if constants is not None and name.value not in constants:
@@ -368,6 +387,21 @@ def _constants(module: MypyFile | TypeInfo | object) -> frozenset[str] | None:
     )
 
 
+def _trusted(module: MypyFile | TypeInfo | object) -> frozenset[str]:
+    """The names of a module's variables declared to hold trusted text (its own or
+    imported): mypy reads them as minted wherever they are used. A class's are
+    ``_attribute_writes``'s, which checks ``setattr()`` on any object."""
+    if not isinstance(module, MypyFile):
+        return frozenset()
+    return frozenset(
+        name
+        for name, symbol in module.names.items()
+        if isinstance(symbol.node, Var)
+        and symbol.node.type is not None
+        and holds_trusted(symbol.node.type)
+    )
+
+
 def _display(module: MypyFile | TypeInfo | object) -> str:
     if isinstance(module, TypeInfo):
         return f'class "{module.name}"'
@@ -383,4 +417,16 @@ def _fail(checker: TypeChecker, what: str, context: Context, hint: str = "") -> 
         f"written there, and instruction() mints it; {hint}{_ADVICE}",
         context,
         code=errorcodes.LITERAL,
+    )
+
+
+def _fail_trusted(checker: TypeChecker, what: str, context: Context) -> None:
+    checker.fail(
+        f"{what}: mypy types such a write as Any and checks nothing, while reads of the "
+        "variable stay typed trusted, so it got whatever was written (a reply, unminted), "
+        "which a TrustedText position prints in the capability section; assign the variable "
+        "by its name (mypy checks that), and mint the text with instruction(), join() or "
+        'TrustPolicy("name").vouch(text, reason=...)',
+        context,
+        code=errorcodes.FORGE,
     )

@@ -67,7 +67,11 @@ outside veridic: they mint without any check. And a pydantic model's field typed
 ``TrustedInstruction`` without ``InstructionField``: pydantic stores a plain ``str`` there,
 so the type claims a brand the value never has. And other text written into an attribute
 declared trusted by ``setattr()`` or through the object's ``vars()``, or a ``type: ignore``
-of mypy's own code that kept a ``str`` typed trusted (outside an argument of veridic's own)."""
+of mypy's own code that kept a ``str`` typed trusted (outside an argument of veridic's own).
+And an attribute declared trusted over a base's attribute that takes any ``str``, trusted
+text declared under ``if TYPE_CHECKING:`` without a body (or bound again in the branch only
+the run time reads), and a module's variable declared trusted written through the module's
+namespace (``globals()``, ``setattr(module, ...)``)."""
 
 ANY: Final = ErrorCode(
     "veridic-any",
