@@ -12,11 +12,14 @@ A link at the name is refused rather than replaced: the user who made it meant
 the file it names, and replacing the link would quietly change their layout.
 A device or a pipe (``/dev/null``, ``/dev/stdout``, a shell's ``>(...)``) is
 written into, since nothing there can be replaced: it is opened without creating
-anything, and refused if what was opened is a regular file after all.
+anything, and refused if what was opened is a regular file after all. A pipe no
+program reads is refused too: opening it for writing would wait for a reader
+forever.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -27,7 +30,11 @@ from veridic.checks._cli_report import _UsageError
 from veridic.text.terminal_view import visible
 
 _NEW: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-_EXISTING: Final = os.O_WRONLY | getattr(os, "O_BINARY", 0)
+_EXISTING: Final = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+"""Without waiting: a pipe with no reader fails (``ENXIO``) rather than blocks."""
+_NAME_KEPT: Final = 32
+"""Characters of the target's name the new file's name holds: enough to tell what it
+was for, short enough that a name as long as the folder allows still has room."""
 
 
 def _write_output(path: Path, text: str) -> bool:
@@ -88,8 +95,14 @@ def _write_stream(path: Path, shown: str, text: str) -> None:
     try:
         descriptor = os.open(path, _EXISTING)
     except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise _UsageError(
+                f"-o {shown} is a pipe no program reads, so writing it would wait forever: "
+                "start the program that reads it first, or choose a file with -o"
+            ) from error
         raise _cannot(shown, error) from error
     try:
+        os.set_blocking(descriptor, True)  # a full pipe is waited on, not an error
         if stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise _UsageError(
                 f"-o {shown} became a regular file while veridic opened it, so nothing was "
@@ -108,7 +121,7 @@ def _replace(path: Path, data: bytes, mode: int | None) -> None:
     The new file keeps ``mode`` (the replaced file's permissions), or is created
     as any new file is (``0o666`` less the umask); it is removed if anything fails.
     """
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    temporary = path.with_name(f".{path.name[:_NAME_KEPT]}.{secrets.token_hex(8)}.tmp")
     descriptor = os.open(temporary, _NEW, 0o666)
     try:
         try:
