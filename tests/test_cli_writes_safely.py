@@ -347,3 +347,36 @@ def test_show_still_writes_into_a_pipe_a_program_reads(
         assert b"a prompt document" in os.read(reader, 1 << 16)
     finally:
         os.close(reader)
+
+
+SURROGATE_APP = '''
+from veridic import Registry
+
+registry = Registry("weather")
+
+
+@registry.tool(kind="query")
+def get_weather(city: str) -> str:
+    """Tell the weather \\ud800 in a city.
+
+    Args:
+        city: The city.
+    """
+    return "sunny"
+'''
+
+
+def test_manifest_of_text_utf_8_cannot_hold_is_a_usage_error_naming_the_character(
+    tmp_path: Path,
+) -> None:
+    # A lone surrogate in a description (an escape typed in a docstring) cannot be encoded:
+    # UnicodeEncodeError was a traceback, exit 1, read by CI as findings.
+    (tmp_path / "surrogate_app.py").write_text(SURROGATE_APP, encoding="utf-8")
+    done = _veridic("manifest", "surrogate_app:registry", "-o", "manifest.json", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (EXIT_USAGE, ""), done.stderr
+    assert "Traceback" not in done.stderr
+    assert "U+D800" in done.stderr
+    assert "nothing was written" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == [
+        "surrogate_app.py"
+    ]

@@ -44,6 +44,7 @@ def _write_output(path: Path, text: str) -> bool:
     path that cannot be written, naming it and saying what to pass instead.
     """
     shown = visible(str(path), None)
+    data = _encoded(text, shown)
     try:
         found = os.lstat(path)
     except FileNotFoundError:
@@ -51,25 +52,25 @@ def _write_output(path: Path, text: str) -> bool:
     except OSError as error:
         raise _cannot(shown, error) from error
     if found is not None and stat.S_ISLNK(found.st_mode):
-        _write_through_link_to_a_stream(path, shown, text)
+        _write_through_link_to_a_stream(path, shown, data)
         return False
     if found is not None and stat.S_ISDIR(found.st_mode):
         raise _UsageError(
             f"cannot write {shown}: it is a folder: name a file in it (-o {shown}/NAME)"
         )
     if found is not None and not stat.S_ISREG(found.st_mode):
-        _write_stream(path, shown, text)
+        _write_stream(path, shown, data)
         return False
     mode = None if found is None else stat.S_IMODE(found.st_mode)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _replace(path, text.encode("utf-8"), mode)
+        _replace(path, data, mode)
     except OSError as error:
         raise _cannot(shown, error) from error
     return found is not None
 
 
-def _write_through_link_to_a_stream(path: Path, shown: str, text: str) -> None:
+def _write_through_link_to_a_stream(path: Path, shown: str, data: bytes) -> None:
     """A link to a device or a pipe (``/dev/stdout``, ``/dev/fd/63``) is written into;
     a link to a file, a folder or nothing is refused (see the module's docstring)."""
     try:
@@ -77,7 +78,7 @@ def _write_through_link_to_a_stream(path: Path, shown: str, text: str) -> None:
     except OSError:
         named = None
     if named is not None and not stat.S_ISREG(named.st_mode) and not stat.S_ISDIR(named.st_mode):
-        _write_stream(path, shown, text)
+        _write_stream(path, shown, data)
         return
     try:
         target = visible(os.readlink(path), None)
@@ -90,7 +91,7 @@ def _write_through_link_to_a_stream(path: Path, shown: str, text: str) -> None:
     )
 
 
-def _write_stream(path: Path, shown: str, text: str) -> None:
+def _write_stream(path: Path, shown: str, data: bytes) -> None:
     """Write into a device or a pipe that exists; never create, never write a regular file."""
     try:
         descriptor = os.open(path, _EXISTING)
@@ -108,11 +109,26 @@ def _write_stream(path: Path, shown: str, text: str) -> None:
                 f"-o {shown} became a regular file while veridic opened it, so nothing was "
                 "written: run the command again"
             )
-        _write_all(descriptor, text.encode("utf-8"))
+        _write_all(descriptor, data)
     except OSError as error:
         raise _cannot(shown, error) from error
     finally:
         os.close(descriptor)
+
+
+def _encoded(text: str, shown: str) -> bytes:
+    """``text`` in UTF-8, before anything is opened; a character UTF-8 cannot hold (a lone
+    surrogate, from an escape such as ``\\ud800`` in a docstring) is a usage error naming
+    it, not a traceback."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise _UsageError(
+            f"cannot write {shown}: the text holds {visible(error.object[error.start], None)} "
+            f"(character {error.start}), which UTF-8 cannot encode ({error.reason}), so nothing "
+            "was written: remove it from the text it comes from (a tool's description, a "
+            "document's message)"
+        ) from error
 
 
 def _replace(path: Path, data: bytes, mode: int | None) -> None:
