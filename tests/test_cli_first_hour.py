@@ -193,7 +193,7 @@ def test_a_config_path_that_is_a_folder_says_so(
 
 # --- second read: what the application writes while it is imported ---------------------------
 
-BYTES_APP = '''
+BYTES_APP = """
 import sys
 
 from veridic import Registry
@@ -204,7 +204,7 @@ sys.stdout.buffer.write("caf\\u00e9 ".encode("utf-8")[-2:] + b"##[error]split\\n
 sys.stdout.buffer.flush()
 print("loading", end="")  # an unended line: the next writer starts a line of its own
 registry = Registry("banner")
-'''
+"""
 
 
 @pytest.mark.parametrize("command", ["lint", "check", "manifest"])
@@ -225,7 +225,7 @@ def test_an_application_writing_bytes_at_import_is_read_and_made_inert(
     assert done.stderr.endswith("loading\n")
 
 
-THREADED_APP = '''
+THREADED_APP = """
 import sys
 import threading
 
@@ -243,7 +243,7 @@ for thread in threads:
 for thread in threads:
     thread.join()
 registry = Registry("threads")
-'''
+"""
 
 
 def test_what_threads_print_at_import_reaches_stderr_once(tmp_path: Path) -> None:
