@@ -189,3 +189,71 @@ def test_a_config_path_that_is_a_folder_says_so(
     err = capsys.readouterr().err
     assert "is a folder" in err
     assert "no such file" not in err
+
+
+# --- second read: what the application writes while it is imported ---------------------------
+
+BYTES_APP = """
+import sys
+
+from veridic import Registry
+
+sys.stdout.buffer.write(b"banner from bytes\\n::error file=app.py,line=1::forged in bytes\\n")
+sys.stdout.buffer.write("caf\\u00e9 ".encode("utf-8")[:-2])  # a character split over two writes
+sys.stdout.buffer.write("caf\\u00e9 ".encode("utf-8")[-2:] + b"##[error]split\\n")
+sys.stdout.buffer.flush()
+print("loading", end="")  # an unended line: the next writer starts a line of its own
+registry = Registry("banner")
+"""
+
+
+@pytest.mark.parametrize("command", ["lint", "check", "manifest"])
+def test_an_application_writing_bytes_at_import_is_read_and_made_inert(
+    tmp_path: Path, command: str
+) -> None:
+    # While the application was imported, sys.stdout had no .buffer: an application that
+    # writes bytes there (a banner) failed to import, exit 2, nothing checked.
+    (tmp_path / "bytes_app.py").write_text(BYTES_APP, encoding="utf-8")
+    extra = ["-o", "manifest.json"] if command == "manifest" else []
+    done = _veridic(command, "bytes_app:registry", *extra, cwd=tmp_path)
+    assert done.returncode == EXIT_CLEAN, done.stderr
+    assert "banner from bytes" in done.stderr
+    assert "forged in bytes" in done.stderr
+    assert "caf\u00e9 ##" in done.stderr
+    assert _workflow_commands(done.stderr) == []
+    assert _workflow_commands(done.stdout) == []
+    assert done.stderr.endswith("loading\n")
+
+
+THREADED_APP = """
+import sys
+import threading
+
+from veridic import Registry
+
+def _say(tag: str) -> None:
+    for number in range(20000):
+        print(f"{tag}{number}", end="")
+        print()
+
+sys.setswitchinterval(1e-6)  # switch threads as often as possible
+threads = [threading.Thread(target=_say, args=(tag,)) for tag in "ab"]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+registry = Registry("threads")
+"""
+
+
+def test_what_threads_print_at_import_reaches_stderr_once(tmp_path: Path) -> None:
+    # Two threads writing at once (the application's, or an MCP server's stderr reader)
+    # both read the unended line before either stored it: text was written twice or lost.
+    (tmp_path / "threaded_app.py").write_text(THREADED_APP, encoding="utf-8")
+    done = _veridic("lint", "threaded_app:registry", cwd=tmp_path)
+    assert done.returncode == EXIT_CLEAN, done.stderr
+    # Lines of two threads may interleave, as on any shared stream; no character may be
+    # lost or doubled. (A race: the old code failed this often, not every run.)
+    said = "".join(done.stderr.split())
+    printed = "".join(f"{tag}{number}" for tag in "ab" for number in range(20000))
+    assert sorted(said) == sorted(printed)

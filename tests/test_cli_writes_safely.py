@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -284,3 +285,98 @@ def test_mcp_pin_does_not_write_through_a_link_and_reads_no_bytes_as_text(
     code, _, err = _run(capsys, "mcp", "pin", pin_target, "--check", str(pins))
     assert code == EXIT_USAGE
     assert "are not UTF-8" in err
+
+
+# --- second read: names and pipes the first tests did not try --------------------------------
+
+
+def test_show_writes_a_file_whose_name_is_as_long_as_the_system_allows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The new file beside the target was named ".NAME.<16 hex>.tmp": 22 characters longer
+    # than NAME, so a name the folder accepts was refused as "File name too long".
+    longest = os.pathconf(tmp_path, "PC_NAME_MAX")
+    output = tmp_path / ("v" * (longest - len(".txt")) + ".txt")
+    code, out, err = _run(capsys, "show", str(_document(tmp_path)), "-o", str(output))
+    assert (code, err) == (EXIT_CLEAN, "")
+    assert out == f"wrote {output}\n"
+    assert "a prompt document" in output.read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["prompt.json", output.name])
+
+
+def _veridic(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The command as a subprocess: one that waits forever fails the test (and is killed)
+    instead of hanging the suite; no duration is asserted."""
+    return subprocess.run(
+        [sys.executable, "-m", "veridic", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_show_to_a_pipe_no_program_reads_is_a_usage_error_not_a_wait(tmp_path: Path) -> None:
+    # A FIFO at the name (planted, or left by a shell) was opened for writing, which waits
+    # for a reader: with none, the command (a CI step) waited forever.
+    fifo = tmp_path / "view.txt"
+    os.mkfifo(fifo)
+    link = tmp_path / "current.txt"
+    link.symlink_to(fifo)
+    document = _document(tmp_path)
+    for output in (fifo, link):
+        done = _veridic("show", str(document), "-o", str(output), cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (EXIT_USAGE, ""), done.stderr
+        assert "no program reads" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_show_still_writes_into_a_pipe_a_program_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A shell's >(...) is such a pipe; the reader is opened first, as the shell does.
+    fifo = tmp_path / "view.txt"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        code, out, _ = _run(capsys, "show", str(_document(tmp_path)), "-o", str(fifo))
+        assert (code, out) == (EXIT_CLEAN, f"wrote {fifo}\n")
+        assert b"a prompt document" in os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+
+
+SURROGATE_APP = '''
+from veridic import Registry
+
+registry = Registry("weather")
+
+
+@registry.tool(kind="query")
+def get_weather(city: str) -> str:
+    """Tell the weather \\ud800 in a city.
+
+    Args:
+        city: The city.
+    """
+    return "sunny"
+'''
+
+
+def test_manifest_of_text_utf_8_cannot_hold_is_a_usage_error_naming_the_character(
+    tmp_path: Path,
+) -> None:
+    # A lone surrogate in a description (an escape typed in a docstring) cannot be encoded:
+    # UnicodeEncodeError was a traceback, exit 1, read by CI as findings.
+    (tmp_path / "surrogate_app.py").write_text(SURROGATE_APP, encoding="utf-8")
+    done = _veridic("manifest", "surrogate_app:registry", "-o", "manifest.json", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (EXIT_USAGE, ""), done.stderr
+    assert "Traceback" not in done.stderr
+    assert "U+D800" in done.stderr
+    assert "nothing was written" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == [
+        "surrogate_app.py"
+    ]

@@ -8,9 +8,11 @@ them as the command's public names.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Final, TextIO
 
@@ -180,17 +182,27 @@ class _InertLines(io.TextIOBase):
     boot check's exception (maybe a licence server's answer). A CI log obeyed a
     ``##[error]`` there. Each line is passed through :func:`_no_workflow_command`
     when it ends, so a command split over two writes is caught too; the rest of
-    a line is written by :meth:`finish`.
+    a line is written, ended, by :meth:`finish`. Bytes written to :attr:`buffer`
+    are decoded and read as text is. One lock keeps the unended line whole when
+    threads write at once (an MCP server's stderr is logged from a thread of its own).
     """
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
         self._stream = stream
         self._pending = ""
+        self._lock = threading.RLock()  # a signal handler that prints waits for no one
+        self._bytes = _InertBytes(self)
 
     @property
     def encoding(self) -> str:  # type: ignore[override]  # typeshed: an attribute; io: read-only
         return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def buffer(self) -> _InertBytes:
+        """Where bytes are written (``sys.stdout.buffer``): without it, an application
+        writing a banner as bytes at import failed to import."""
+        return self._bytes
 
     def isatty(self) -> bool:
         return self._stream.isatty()
@@ -202,21 +214,50 @@ class _InertLines(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
-        parts = _LINE_BREAK.split(self._pending + text)
-        self._pending = parts.pop()
-        for index in range(0, len(parts), 2):
-            self._stream.write(_no_workflow_command(parts[index]) + parts[index + 1])
+        with self._lock:
+            parts = _LINE_BREAK.split(self._pending + text)
+            self._pending = parts.pop()
+            for index in range(0, len(parts), 2):
+                self._stream.write(_no_workflow_command(parts[index]) + parts[index + 1])
         return len(text)
 
     def flush(self) -> None:
         self._stream.flush()
 
     def finish(self) -> None:
-        """Write the unended rest of the last line, and flush."""
-        if self._pending:
-            self._stream.write(_no_workflow_command(self._pending))
-            self._pending = ""
+        """Write the unended rest of the last line, ended (what is written next starts a
+        line of its own, not the rest of this one), and flush."""
+        self._bytes.finish()
+        with self._lock:
+            if self._pending:
+                self._stream.write(_no_workflow_command(self._pending) + "\n")
+                self._pending = ""
         self._stream.flush()
+
+
+class _InertBytes:
+    """The ``buffer`` of an :class:`_InertLines`: bytes decoded in its encoding (a character
+    split over two writes kept whole, bytes that are no text shown escaped) and written
+    there as text."""
+
+    def __init__(self, lines: _InertLines) -> None:
+        self._lines = lines
+        self._decoder = codecs.getincrementaldecoder(lines.encoding)(errors="backslashreplace")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        chunk = bytes(data)
+        self._lines.write(self._decoder.decode(chunk))
+        return len(chunk)
+
+    def flush(self) -> None:
+        self._lines.flush()
+
+    def finish(self) -> None:
+        """Write what is left of a character cut short."""
+        self._lines.write(self._decoder.decode(b"", final=True))
 
 
 def _shown(text: str) -> str:

@@ -12,11 +12,14 @@ A link at the name is refused rather than replaced: the user who made it meant
 the file it names, and replacing the link would quietly change their layout.
 A device or a pipe (``/dev/null``, ``/dev/stdout``, a shell's ``>(...)``) is
 written into, since nothing there can be replaced: it is opened without creating
-anything, and refused if what was opened is a regular file after all.
+anything, and refused if what was opened is a regular file after all. A pipe no
+program reads is refused too: opening it for writing would wait for a reader
+forever.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -27,7 +30,11 @@ from veridic.checks._cli_report import _UsageError
 from veridic.text.terminal_view import visible
 
 _NEW: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-_EXISTING: Final = os.O_WRONLY | getattr(os, "O_BINARY", 0)
+_EXISTING: Final = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+"""Without waiting: a pipe with no reader fails (``ENXIO``) rather than blocks."""
+_NAME_KEPT: Final = 32
+"""Characters of the target's name the new file's name holds: enough to tell what it
+was for, short enough that a name as long as the folder allows still has room."""
 
 
 def _write_output(path: Path, text: str) -> bool:
@@ -37,6 +44,7 @@ def _write_output(path: Path, text: str) -> bool:
     path that cannot be written, naming it and saying what to pass instead.
     """
     shown = visible(str(path), None)
+    data = _encoded(text, shown)
     try:
         found = os.lstat(path)
     except FileNotFoundError:
@@ -44,25 +52,25 @@ def _write_output(path: Path, text: str) -> bool:
     except OSError as error:
         raise _cannot(shown, error) from error
     if found is not None and stat.S_ISLNK(found.st_mode):
-        _write_through_link_to_a_stream(path, shown, text)
+        _write_through_link_to_a_stream(path, shown, data)
         return False
     if found is not None and stat.S_ISDIR(found.st_mode):
         raise _UsageError(
             f"cannot write {shown}: it is a folder: name a file in it (-o {shown}/NAME)"
         )
     if found is not None and not stat.S_ISREG(found.st_mode):
-        _write_stream(path, shown, text)
+        _write_stream(path, shown, data)
         return False
     mode = None if found is None else stat.S_IMODE(found.st_mode)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _replace(path, text.encode("utf-8"), mode)
+        _replace(path, data, mode)
     except OSError as error:
         raise _cannot(shown, error) from error
     return found is not None
 
 
-def _write_through_link_to_a_stream(path: Path, shown: str, text: str) -> None:
+def _write_through_link_to_a_stream(path: Path, shown: str, data: bytes) -> None:
     """A link to a device or a pipe (``/dev/stdout``, ``/dev/fd/63``) is written into;
     a link to a file, a folder or nothing is refused (see the module's docstring)."""
     try:
@@ -70,7 +78,7 @@ def _write_through_link_to_a_stream(path: Path, shown: str, text: str) -> None:
     except OSError:
         named = None
     if named is not None and not stat.S_ISREG(named.st_mode) and not stat.S_ISDIR(named.st_mode):
-        _write_stream(path, shown, text)
+        _write_stream(path, shown, data)
         return
     try:
         target = visible(os.readlink(path), None)
@@ -83,23 +91,44 @@ def _write_through_link_to_a_stream(path: Path, shown: str, text: str) -> None:
     )
 
 
-def _write_stream(path: Path, shown: str, text: str) -> None:
+def _write_stream(path: Path, shown: str, data: bytes) -> None:
     """Write into a device or a pipe that exists; never create, never write a regular file."""
     try:
         descriptor = os.open(path, _EXISTING)
     except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise _UsageError(
+                f"-o {shown} is a pipe no program reads, so writing it would wait forever: "
+                "start the program that reads it first, or choose a file with -o"
+            ) from error
         raise _cannot(shown, error) from error
     try:
+        os.set_blocking(descriptor, True)  # a full pipe is waited on, not an error
         if stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise _UsageError(
                 f"-o {shown} became a regular file while veridic opened it, so nothing was "
                 "written: run the command again"
             )
-        _write_all(descriptor, text.encode("utf-8"))
+        _write_all(descriptor, data)
     except OSError as error:
         raise _cannot(shown, error) from error
     finally:
         os.close(descriptor)
+
+
+def _encoded(text: str, shown: str) -> bytes:
+    """``text`` in UTF-8, before anything is opened; a character UTF-8 cannot hold (a lone
+    surrogate, from an escape such as ``\\ud800`` in a docstring) is a usage error naming
+    it, not a traceback."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise _UsageError(
+            f"cannot write {shown}: the text holds {visible(error.object[error.start], None)} "
+            f"(character {error.start}), which UTF-8 cannot encode ({error.reason}), so nothing "
+            "was written: remove it from the text it comes from (a tool's description, a "
+            "document's message)"
+        ) from error
 
 
 def _replace(path: Path, data: bytes, mode: int | None) -> None:
@@ -108,7 +137,7 @@ def _replace(path: Path, data: bytes, mode: int | None) -> None:
     The new file keeps ``mode`` (the replaced file's permissions), or is created
     as any new file is (``0o666`` less the umask); it is removed if anything fails.
     """
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    temporary = path.with_name(f".{path.name[:_NAME_KEPT]}.{secrets.token_hex(8)}.tmp")
     descriptor = os.open(temporary, _NEW, 0o666)
     try:
         try:
