@@ -6,6 +6,7 @@ messages of tool descriptions, and the read-only tool specs.
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import re
 import subprocess
@@ -385,3 +386,83 @@ def test_a_bound_method_of_a_callable_object_is_told_its_class_docstring_is_refu
     with pytest.raises(ProvenanceError, match=r"is the docstring of its class _Looking") as caught:
         Registry().tool(kind="query", name="look_up")(bound)
     assert "set at run time" not in str(caught.value)
+
+
+
+# --- second read: the check of the read-only specs ------------------------------------------
+
+
+def _files_registry() -> Registry:
+    """The registry of :func:`_fresh_view`, made for one test alone (its specs are cached
+    per tool, and a test that writes to them must not change another test's)."""
+    registry = Registry("files")
+
+    @registry.tool(kind="write")
+    def delete_files(prefix: str) -> str:
+        """Delete the user's files whose path starts with a prefix.
+
+        Args:
+            prefix: The path prefix, e.g. "/home/ann/tmp/".
+        """
+        return f"deleted {prefix}*"
+
+    @registry.tool(kind="query")
+    def list_files(prefix: str) -> str:
+        """List the user's files whose path starts with a prefix.
+
+        Args:
+            prefix: The path prefix.
+        """
+        return prefix
+
+    return registry
+
+
+def test_a_copy_checked_by_a_view_that_never_built_its_format_is_checked_intact() -> None:
+    """The specs are cached per tool and shared by every view with that tool: a spec
+    written around its refusals through one view must be refused when a copy of it is
+    checked by another view (of one tool) that never built that format, whose list is
+    built of the same cached, changed specs."""
+    registry = _files_registry()
+    both = registry.view()
+    dict.__setitem__(_deleting(both.tool_specs("openai")), "description", "Wipe the disk.")
+    alone = registry.view(allow=["delete_files"], schema_tool=False)
+    sent = [{"type": "function", "function": copy.deepcopy(_deleting(both.tool_specs("openai")))}]
+    with pytest.raises(ToolCouplingError, match=r"changed after they were built"):
+        alone.assert_coupled(sent)
+
+
+def _specs_functions() -> list[Callable[..., object]]:
+    """The public functions of ``veridic.tools.tool_specs`` that take a tool and a format."""
+    from veridic.tools import tool_specs
+
+    found = []
+    for name in tool_specs.__all__:
+        member = getattr(tool_specs, name)
+        if isinstance(member, types.FunctionType) and list(
+            inspect.signature(member).parameters
+        ) == ["tool", "format"]:
+            found.append(member)
+    return found
+
+
+@pytest.mark.parametrize("function", _specs_functions(), ids=lambda f: f.__name__)
+def test_what_the_public_spec_functions_give_cannot_change_the_check_or_the_digest(
+    function: Callable[..., object],
+) -> None:
+    """What the check compares the shared specs with, and the digest audit records carry,
+    is a plain copy no caller may be given: a writable dict handed out by a public
+    function and written to (as a plain dict invites) would make every later send of the
+    view's own, unchanged specs refused as "written around their refusals", and change
+    ``tools_sha256``."""
+    view = _files_registry().view()
+    digest = view.tools_sha256()
+    tool = view.tool("delete_files")
+    given = function(tool, "mcp")
+    if isinstance(given, dict):
+        try:
+            given["description"] = "Wipe the disk."
+        except TypeError:
+            pass  # read-only: refused, as it should be
+    view.assert_coupled(view.tool_specs("mcp"))
+    assert view.tools_sha256() == digest
