@@ -5,6 +5,7 @@ messages of tool descriptions, and the read-only tool specs.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import json
@@ -460,9 +461,72 @@ def test_what_the_public_spec_functions_give_cannot_change_the_check_or_the_dige
     tool = view.tool("delete_files")
     given = function(tool, "mcp")
     if isinstance(given, dict):
-        try:
+        with contextlib.suppress(TypeError):  # read-only: refused, as it should be
             given["description"] = "Wipe the disk."
-        except TypeError:
-            pass  # read-only: refused, as it should be
     view.assert_coupled(view.tool_specs("mcp"))
     assert view.tools_sha256() == digest
+
+
+# --- second read: find_doc_gaps under -OO ---------------------------------------------------
+
+_OO_GAPS_SCRIPT = '''
+import json, sys
+from typing import Annotated
+from pydantic import Field
+from veridic import Registry
+from veridic.checks.doc_gaps import find_doc_gaps
+registry = Registry()
+
+@registry.tool(kind="query", description="")
+def blank_described(order_id: int) -> str:
+    """Look up an order."""
+    return "open"
+
+@registry.tool(kind="query")
+def never_documented(order_id: int) -> str:
+    return "open"
+
+@registry.tool(kind="query")
+def documented(order_id: int) -> str:
+    """Look up an order.
+
+    Args:
+        order_id: The order's number.
+    """
+    return "open"
+
+@registry.tool(kind="query", description="Look up an order.")
+def described_in_code(order_id: int) -> str:
+    return "open"
+
+@registry.tool(kind="query", description="Look up an order.")
+def placeholder_parameter(order_id: Annotated[int, Field(description="TODO")]) -> str:
+    return "open"
+
+json.dump(
+    {f"{gap.tool}.{gap.parameter or ''}": gap.message for gap in find_doc_gaps(registry)},
+    sys.stdout,
+)
+'''
+
+
+def test_find_doc_gaps_under_oo_tells_each_gap_its_own_cause(tmp_path: Path) -> None:
+    """``find_doc_gaps`` under ``-OO`` told every missing description and every
+    undescribed parameter that ``-OO`` stripped a docstring and to run without it: a blank
+    ``description=``, a function with no docstring, a placeholder ``Field(description=)``
+    too, which running without ``-OO`` does not fix. Each is now told what the view's
+    hint tells it."""
+    script = tmp_path / "oo_gaps.py"
+    script.write_text(_OO_GAPS_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-OO", str(script)], capture_output=True, text=True, check=True
+    )
+    told = json.loads(done.stdout)
+    assert "-OO" not in told["blank_described."]
+    assert "without -OO" not in told["never_documented."]
+    assert "has no docstring" in told["never_documented."]
+    assert "without -OO" in told["documented."]
+    assert "without -OO" in told["documented.order_id"]
+    assert "without -OO" not in told["described_in_code.order_id"]
+    assert "has no docstring" in told["described_in_code.order_id"]
+    assert "-OO" not in told["placeholder_parameter.order_id"]

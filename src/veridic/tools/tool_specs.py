@@ -178,8 +178,9 @@ def _plain_spec(tool: Tool, format: SpecFormat) -> dict[str, object]:
     <veridic.ToolView.assert_coupled>` compares the shared spec with, and what
     :meth:`ToolView.tools_sha256 <veridic.ToolView.tools_sha256>` digests. It is
     writable and shared, so it is private and never handed out: a caller writing to it
-    would have the view's own specs refused at every send, and change the digest. It holds the spec's own leaves (names, descriptions, numbers), so the
-    comparison reads a leaf only where it was replaced.
+    would have the view's own specs refused at every send, and change the digest. It
+    holds the spec's own leaves (names, descriptions, numbers), so the comparison reads
+    a leaf only where it was replaced.
     """
     return _specs(tool, format)[1]
 

@@ -121,9 +121,9 @@ from veridic.tools.tool_specs import (
     McpToolSpec,
     OpenAIToolSpec,
     SpecFormat,
+    _plain_spec,
     frozen_list,
     frozen_spec,
-    _plain_spec,
 )
 from veridic.tools.wording import CapabilityWording
 
