@@ -5,6 +5,7 @@ messages of tool descriptions, and the read-only tool specs.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import inspect
@@ -13,7 +14,7 @@ import re
 import subprocess
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, TypedDict, cast
 
@@ -389,7 +390,6 @@ def test_a_bound_method_of_a_callable_object_is_told_its_class_docstring_is_refu
     assert "set at run time" not in str(caught.value)
 
 
-
 # --- second read: the check of the read-only specs ------------------------------------------
 
 
@@ -530,3 +530,111 @@ def test_find_doc_gaps_under_oo_tells_each_gap_its_own_cause(tmp_path: Path) -> 
     assert "without -OO" not in told["described_in_code.order_id"]
     assert "has no docstring" in told["described_in_code.order_id"]
     assert "-OO" not in told["placeholder_parameter.order_id"]
+
+
+# --- second read: list subclasses and mappings holding a set --------------------------------
+
+
+class _Shelf(list[Any]):
+    """A list subclass with what a template may call: a property and an attribute."""
+
+    label = "shelf"
+
+    @property
+    def kind(self) -> str:
+        return "shelf"
+
+
+class _Catalogue(dict[str, Any]):
+    """A dict subclass with a property a template reads."""
+
+    @property
+    def kind(self) -> str:
+        return "catalogue"
+
+
+class _Index(Mapping[str, Any]):
+    """A read-only mapping that is not a dict, built from one mapping of its items."""
+
+    def __init__(self, items: Mapping[str, Any]) -> None:
+        self._items = dict(items)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def kind(self) -> str:
+        return "index"
+
+
+class _KeywordIndex(_Index):
+    """A mapping built from keyword arguments only: it cannot be remade of its items."""
+
+    def __init__(self, **items: Any) -> None:
+        super().__init__(items)
+
+
+class _SealedShelf(list[Any]):
+    """A list subclass that refuses every write through its own methods."""
+
+    def clear(self) -> None:
+        raise TypeError("sealed")
+
+    def extend(self, items: object) -> None:
+        raise TypeError("sealed")
+
+
+def _instance_noted(shelf: _Shelf) -> _Shelf:
+    shelf.note = "kept"  # type: ignore[attr-defined]  # an instance attribute, set on purpose
+    return shelf
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "shown"),
+    [
+        (_instance_noted(_Shelf([{"b", "a"}])), "{{ value.kind }}/{{ value.note }}", "shelf/kept"),
+        (_Catalogue(tags={"b", "a"}), "{{ value.kind }}", "catalogue"),
+        (_Index({"tags": {"b", "a"}}), "{{ value.kind }}", "index"),
+        (collections.OrderedDict(tags={"b", "a"}), "{{ value.move_to_end is defined }}", "True"),
+        (collections.defaultdict(set, tags={"b", "a"}), "{{ value.default_factory }}", "<class"),
+    ],
+    ids=["list", "dict", "mapping", "ordered", "defaultdict"],
+)
+def test_a_list_subclass_or_mapping_holding_a_set_keeps_its_type_when_the_set_is_sorted(
+    tmp_path: Path, value: Any, source: str, shown: str
+) -> None:
+    """As a tuple subclass does: a list subclass came to the template as a plain list, and
+    any mapping that is not exactly a dict as a plain dict, so what the class adds (a
+    property, an instance attribute, a defaultdict's factory) was gone. Each is remade as
+    its own type, the set in it sorted, and the value passed is left as it is."""
+    before = copy.deepcopy(value)
+    first = value[0] if isinstance(value, list) else value["tags"]
+    items = "(value['tags'] if value is mapping else value[0])"
+    template = _data(tmp_path, source + "|{{ " + items + "|join(',') }}")
+    [(_, text)] = unfence(template.render({"value": value}))
+    kept, _, joined = text.rpartition("|")
+    assert kept.startswith(shown)
+    assert joined == "a,b"
+    assert value == before
+    assert (value[0] if isinstance(value, list) else value["tags"]) is first
+
+
+@pytest.mark.parametrize(
+    "value",
+    [_KeywordIndex(tags={"b", "a"}), _SealedShelf([{"b", "a"}])],
+    ids=["keyword-mapping", "sealed-list"],
+)
+def test_a_list_subclass_or_mapping_that_cannot_be_remade_is_refused_by_name(
+    tmp_path: Path, value: Any
+) -> None:
+    """One that cannot be remade of its items is refused naming its type, not given to the
+    template as a plain list or dict."""
+    template = _data(tmp_path, "{{ value|length }}")
+    with pytest.raises(TemplateError, match=rf"{type(value).__name__}.*pass the set as a list"):
+        template.render({"value": value})
