@@ -437,7 +437,7 @@ def _specs_functions() -> list[Callable[..., object]]:
     """The public functions of ``veridic.tools.tool_specs`` that take a tool and a format."""
     from veridic.tools import tool_specs
 
-    found = []
+    found: list[Callable[..., object]] = []
     for name in tool_specs.__all__:
         member = getattr(tool_specs, name)
         if isinstance(member, types.FunctionType) and list(
@@ -638,3 +638,59 @@ def test_a_list_subclass_or_mapping_that_cannot_be_remade_is_refused_by_name(
     template = _data(tmp_path, "{{ value|length }}")
     with pytest.raises(TemplateError, match=rf"{type(value).__name__}.*pass the set as a list"):
         template.render({"value": value})
+
+
+# --- second read: the -OO message when the source on disk changed ----------------------------
+
+_OO_MODULE_BEFORE = """
+def order_lookup(order_id: int) -> str:
+    return "open"
+"""
+
+_OO_MODULE_AFTER = """
+def order_lookup_documented(order_id: int) -> str:
+    \"\"\"Look up an order.\"\"\"
+    return "open"
+"""
+
+_OO_CHANGED_SCRIPT = """
+import json, sys, pathlib
+sys.path.insert(0, sys.argv[1])
+import oo_changed
+pathlib.Path(sys.argv[1], "oo_changed.py").write_text(sys.argv[2])
+from veridic import Registry
+registry = Registry()
+registry.tool(kind="query")(oo_changed.order_lookup)
+json.dump(registry.view().status("order_lookup").hint, sys.stdout)
+"""
+
+
+_OO_MODULE_UNCLOSED = """
+def order_lookup(order_id: int) -> str:
+    return (
+"""
+
+
+@pytest.mark.parametrize(
+    "after", [_OO_MODULE_AFTER, _OO_MODULE_UNCLOSED], ids=["another-function", "unclosed"]
+)
+def test_under_oo_a_function_whose_source_changed_on_disk_is_not_told_it_had_a_docstring(
+    tmp_path: Path, after: str
+) -> None:
+    """The source read to tell a stripped docstring from none is the file as it is now: a
+    function without a docstring whose file was changed after import (another function,
+    with a docstring, now where it stood) was told that -OO stripped its docstring, and a
+    file left with a bracket unclosed failed the registration with tokenize's error. Now
+    the block read must parse and be the function's own (its name), or the source counts
+    as unreadable, and the message says both causes."""
+    (tmp_path / "oo_changed.py").write_text(_OO_MODULE_BEFORE)
+    script = tmp_path / "oo_script.py"
+    script.write_text(_OO_CHANGED_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-OO", str(script), str(tmp_path), after],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    hint = json.loads(done.stdout)
+    assert "cannot be read" in hint

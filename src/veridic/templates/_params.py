@@ -569,7 +569,7 @@ class _Sorting:
         Raises:
             TemplateParamsError: the call raised, or made something else.
         """
-        kind = type(value)
+        kind: Callable[[object], object] = type(value)
         try:
             made = kind(given)
         except Exception as error:
