@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import dataclasses
 import inspect
 import json
 import re
@@ -694,3 +695,29 @@ def test_under_oo_a_function_whose_source_changed_on_disk_is_not_told_it_had_a_d
     )
     hint = json.loads(done.stdout)
     assert "cannot be read" in hint
+
+
+# --- second read: an uncopyable value whose error's message raises --------------------------
+
+
+@dataclasses.dataclass
+class _Uncopyable:
+    """A dataclass holding a set whose copy fails with an error whose message raises."""
+
+    tags: set[str]
+
+    def __copy__(self) -> _Uncopyable:
+        raise _Unsayable
+
+
+def test_a_value_whose_copy_raises_an_unsayable_error_is_refused_with_a_template_error(
+    tmp_path: Path,
+) -> None:
+    """The sorting of a set held by an instance copies the instance; a copy that raised an
+    exception whose ``__str__`` raises gave that second error (``RuntimeError``) instead
+    of the ``TemplateError`` naming the variable, as the render's own errors did before."""
+    template = _data(tmp_path, "{{ value.tags|join(',') }}")
+    with pytest.raises(
+        TemplateError, match=r"cannot be copied \(_Unsayable: '<its message could not be read"
+    ):
+        template.render({"value": _Uncopyable({"b", "a"})})

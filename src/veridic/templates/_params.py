@@ -63,6 +63,7 @@ __all__ = [
     "SortedSet",
     "changeable_member",
     "declared_text",
+    "error_message",
     "instruction_checks",
     "keys_holding_sets",
     "ordered",
@@ -608,9 +609,9 @@ class _Sorting:
         except Exception as error:
             raise TemplateParamsError(
                 f"{self.where} holds {a_type(value)} with a set in it, and the instance cannot "
-                f"be copied ({type(error).__name__}: {clip(str(error))}): the render reads a "
-                "set sorted on a shallow copy, to leave the instance you passed as it is: pass "
-                "the set as a list in the order the prompt should show, or let copy.copy() "
+                f"be copied ({type(error).__name__}: {clip(error_message(error))}): the render "
+                "reads a set sorted on a shallow copy, to leave the instance you passed as it is: "
+                "pass the set as a list in the order the prompt should show, or let copy.copy() "
                 "copy the instance"
             ) from error
 
@@ -653,6 +654,16 @@ class _Sorting:
         return SortedSet(
             [items[at] for at in order], "set" if isinstance(value, set) else type(value).__name__
         )
+
+
+def error_message(error: BaseException) -> str:
+    """``str(error)``, or what stands in for it when the exception's ``__str__`` raises: an
+    error of the render or of its values must be a ``TemplateError`` whatever the error it
+    reports does."""
+    try:
+        return str(error)
+    except Exception as failure:  # the error's own fault, said in its place
+        return f"<its message could not be read: str() raised {type(failure).__name__}>"
 
 
 def _holds_each(made: list[object], items: list[object]) -> bool:
