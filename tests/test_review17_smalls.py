@@ -5,13 +5,17 @@ messages of tool descriptions, and the read-only tool specs.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import copy
+import dataclasses
+import inspect
 import json
 import re
 import subprocess
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, TypedDict, cast
 
@@ -385,3 +389,335 @@ def test_a_bound_method_of_a_callable_object_is_told_its_class_docstring_is_refu
     with pytest.raises(ProvenanceError, match=r"is the docstring of its class _Looking") as caught:
         Registry().tool(kind="query", name="look_up")(bound)
     assert "set at run time" not in str(caught.value)
+
+
+# --- second read: the check of the read-only specs ------------------------------------------
+
+
+def _files_registry() -> Registry:
+    """The registry of :func:`_fresh_view`, made for one test alone (its specs are cached
+    per tool, and a test that writes to them must not change another test's)."""
+    registry = Registry("files")
+
+    @registry.tool(kind="write")
+    def delete_files(prefix: str) -> str:
+        """Delete the user's files whose path starts with a prefix.
+
+        Args:
+            prefix: The path prefix, e.g. "/home/ann/tmp/".
+        """
+        return f"deleted {prefix}*"
+
+    @registry.tool(kind="query")
+    def list_files(prefix: str) -> str:
+        """List the user's files whose path starts with a prefix.
+
+        Args:
+            prefix: The path prefix.
+        """
+        return prefix
+
+    return registry
+
+
+def test_a_copy_checked_by_a_view_that_never_built_its_format_is_checked_intact() -> None:
+    """The specs are cached per tool and shared by every view with that tool: a spec
+    written around its refusals through one view must be refused when a copy of it is
+    checked by another view (of one tool) that never built that format, whose list is
+    built of the same cached, changed specs."""
+    registry = _files_registry()
+    both = registry.view()
+    dict.__setitem__(_deleting(both.tool_specs("openai")), "description", "Wipe the disk.")
+    alone = registry.view(allow=["delete_files"], schema_tool=False)
+    sent = [{"type": "function", "function": copy.deepcopy(_deleting(both.tool_specs("openai")))}]
+    with pytest.raises(ToolCouplingError, match=r"changed after they were built"):
+        alone.assert_coupled(sent)
+
+
+def _specs_functions() -> list[Callable[..., object]]:
+    """The public functions of ``veridic.tools.tool_specs`` that take a tool and a format."""
+    from veridic.tools import tool_specs
+
+    found: list[Callable[..., object]] = []
+    for name in tool_specs.__all__:
+        member = getattr(tool_specs, name)
+        if isinstance(member, types.FunctionType) and list(
+            inspect.signature(member).parameters
+        ) == ["tool", "format"]:
+            found.append(member)
+    return found
+
+
+@pytest.mark.parametrize("function", _specs_functions(), ids=lambda f: f.__name__)
+def test_what_the_public_spec_functions_give_cannot_change_the_check_or_the_digest(
+    function: Callable[..., object],
+) -> None:
+    """What the check compares the shared specs with, and the digest audit records carry,
+    is a plain copy no caller may be given: a writable dict handed out by a public
+    function and written to (as a plain dict invites) would make every later send of the
+    view's own, unchanged specs refused as "written around their refusals", and change
+    ``tools_sha256``."""
+    view = _files_registry().view()
+    digest = view.tools_sha256()
+    tool = view.tool("delete_files")
+    given = function(tool, "mcp")
+    if isinstance(given, dict):
+        with contextlib.suppress(TypeError):  # read-only: refused, as it should be
+            given["description"] = "Wipe the disk."
+    view.assert_coupled(view.tool_specs("mcp"))
+    assert view.tools_sha256() == digest
+
+
+# --- second read: find_doc_gaps under -OO ---------------------------------------------------
+
+_OO_GAPS_SCRIPT = '''
+import json, sys
+from typing import Annotated
+from pydantic import Field
+from veridic import Registry
+from veridic.checks.doc_gaps import find_doc_gaps
+registry = Registry()
+
+@registry.tool(kind="query", description="")
+def blank_described(order_id: int) -> str:
+    """Look up an order."""
+    return "open"
+
+@registry.tool(kind="query")
+def never_documented(order_id: int) -> str:
+    return "open"
+
+@registry.tool(kind="query")
+def documented(order_id: int) -> str:
+    """Look up an order.
+
+    Args:
+        order_id: The order's number.
+    """
+    return "open"
+
+@registry.tool(kind="query", description="Look up an order.")
+def described_in_code(order_id: int) -> str:
+    return "open"
+
+@registry.tool(kind="query", description="Look up an order.")
+def placeholder_parameter(order_id: Annotated[int, Field(description="TODO")]) -> str:
+    return "open"
+
+json.dump(
+    {f"{gap.tool}.{gap.parameter or ''}": gap.message for gap in find_doc_gaps(registry)},
+    sys.stdout,
+)
+'''
+
+
+def test_find_doc_gaps_under_oo_tells_each_gap_its_own_cause(tmp_path: Path) -> None:
+    """``find_doc_gaps`` under ``-OO`` told every missing description and every
+    undescribed parameter that ``-OO`` stripped a docstring and to run without it: a blank
+    ``description=``, a function with no docstring, a placeholder ``Field(description=)``
+    too, which running without ``-OO`` does not fix. Each is now told what the view's
+    hint tells it."""
+    script = tmp_path / "oo_gaps.py"
+    script.write_text(_OO_GAPS_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-OO", str(script)], capture_output=True, text=True, check=True
+    )
+    told = json.loads(done.stdout)
+    assert "-OO" not in told["blank_described."]
+    assert "without -OO" not in told["never_documented."]
+    assert "has no docstring" in told["never_documented."]
+    assert "without -OO" in told["documented."]
+    assert "without -OO" in told["documented.order_id"]
+    assert "without -OO" not in told["described_in_code.order_id"]
+    assert "has no docstring" in told["described_in_code.order_id"]
+    assert "-OO" not in told["placeholder_parameter.order_id"]
+
+
+# --- second read: list subclasses and mappings holding a set --------------------------------
+
+
+class _Shelf(list[Any]):
+    """A list subclass with what a template may call: a property and an attribute."""
+
+    label = "shelf"
+
+    @property
+    def kind(self) -> str:
+        return "shelf"
+
+
+class _Catalogue(dict[str, Any]):
+    """A dict subclass with a property a template reads."""
+
+    @property
+    def kind(self) -> str:
+        return "catalogue"
+
+
+class _Index(Mapping[str, Any]):
+    """A read-only mapping that is not a dict, built from one mapping of its items."""
+
+    def __init__(self, items: Mapping[str, Any]) -> None:
+        self._items = dict(items)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def kind(self) -> str:
+        return "index"
+
+
+class _KeywordIndex(_Index):
+    """A mapping built from keyword arguments only: it cannot be remade of its items."""
+
+    def __init__(self, **items: Any) -> None:
+        super().__init__(items)
+
+
+class _SealedShelf(list[Any]):
+    """A list subclass that refuses every write through its own methods."""
+
+    def clear(self) -> None:
+        raise TypeError("sealed")
+
+    def extend(self, items: object) -> None:
+        raise TypeError("sealed")
+
+
+def _instance_noted(shelf: _Shelf) -> _Shelf:
+    shelf.note = "kept"  # type: ignore[attr-defined]  # an instance attribute, set on purpose
+    return shelf
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "shown"),
+    [
+        (_instance_noted(_Shelf([{"b", "a"}])), "{{ value.kind }}/{{ value.note }}", "shelf/kept"),
+        (_Catalogue(tags={"b", "a"}), "{{ value.kind }}", "catalogue"),
+        (_Index({"tags": {"b", "a"}}), "{{ value.kind }}", "index"),
+        (collections.OrderedDict(tags={"b", "a"}), "{{ value.move_to_end is defined }}", "True"),
+        (collections.defaultdict(set, tags={"b", "a"}), "{{ value.default_factory }}", "<class"),
+    ],
+    ids=["list", "dict", "mapping", "ordered", "defaultdict"],
+)
+def test_a_list_subclass_or_mapping_holding_a_set_keeps_its_type_when_the_set_is_sorted(
+    tmp_path: Path, value: Any, source: str, shown: str
+) -> None:
+    """As a tuple subclass does: a list subclass came to the template as a plain list, and
+    any mapping that is not exactly a dict as a plain dict, so what the class adds (a
+    property, an instance attribute, a defaultdict's factory) was gone. Each is remade as
+    its own type, the set in it sorted, and the value passed is left as it is."""
+    before = copy.deepcopy(value)
+    first = value[0] if isinstance(value, list) else value["tags"]
+    items = "(value['tags'] if value is mapping else value[0])"
+    template = _data(tmp_path, source + "|{{ " + items + "|join(',') }}")
+    [(_, text)] = unfence(template.render({"value": value}))
+    kept, _, joined = text.rpartition("|")
+    assert kept.startswith(shown)
+    assert joined == "a,b"
+    assert value == before
+    assert (value[0] if isinstance(value, list) else value["tags"]) is first
+
+
+@pytest.mark.parametrize(
+    "value",
+    [_KeywordIndex(tags={"b", "a"}), _SealedShelf([{"b", "a"}])],
+    ids=["keyword-mapping", "sealed-list"],
+)
+def test_a_list_subclass_or_mapping_that_cannot_be_remade_is_refused_by_name(
+    tmp_path: Path, value: Any
+) -> None:
+    """One that cannot be remade of its items is refused naming its type, not given to the
+    template as a plain list or dict."""
+    template = _data(tmp_path, "{{ value|length }}")
+    with pytest.raises(TemplateError, match=rf"{type(value).__name__}.*pass the set as a list"):
+        template.render({"value": value})
+
+
+# --- second read: the -OO message when the source on disk changed ----------------------------
+
+_OO_MODULE_BEFORE = """
+def order_lookup(order_id: int) -> str:
+    return "open"
+"""
+
+_OO_MODULE_AFTER = """
+def order_lookup_documented(order_id: int) -> str:
+    \"\"\"Look up an order.\"\"\"
+    return "open"
+"""
+
+_OO_CHANGED_SCRIPT = """
+import json, sys, pathlib
+sys.path.insert(0, sys.argv[1])
+import oo_changed
+pathlib.Path(sys.argv[1], "oo_changed.py").write_text(sys.argv[2])
+from veridic import Registry
+registry = Registry()
+registry.tool(kind="query")(oo_changed.order_lookup)
+json.dump(registry.view().status("order_lookup").hint, sys.stdout)
+"""
+
+
+_OO_MODULE_UNCLOSED = """
+def order_lookup(order_id: int) -> str:
+    return (
+"""
+
+
+@pytest.mark.parametrize(
+    "after", [_OO_MODULE_AFTER, _OO_MODULE_UNCLOSED], ids=["another-function", "unclosed"]
+)
+def test_under_oo_a_function_whose_source_changed_on_disk_is_not_told_it_had_a_docstring(
+    tmp_path: Path, after: str
+) -> None:
+    """The source read to tell a stripped docstring from none is the file as it is now: a
+    function without a docstring whose file was changed after import (another function,
+    with a docstring, now where it stood) was told that -OO stripped its docstring, and a
+    file left with a bracket unclosed failed the registration with tokenize's error. Now
+    the block read must parse and be the function's own (its name), or the source counts
+    as unreadable, and the message says both causes."""
+    (tmp_path / "oo_changed.py").write_text(_OO_MODULE_BEFORE)
+    script = tmp_path / "oo_script.py"
+    script.write_text(_OO_CHANGED_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-OO", str(script), str(tmp_path), after],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    hint = json.loads(done.stdout)
+    assert "cannot be read" in hint
+
+
+# --- second read: an uncopyable value whose error's message raises --------------------------
+
+
+@dataclasses.dataclass
+class _Uncopyable:
+    """A dataclass holding a set whose copy fails with an error whose message raises."""
+
+    tags: set[str]
+
+    def __copy__(self) -> _Uncopyable:
+        raise _Unsayable
+
+
+def test_a_value_whose_copy_raises_an_unsayable_error_is_refused_with_a_template_error(
+    tmp_path: Path,
+) -> None:
+    """The sorting of a set held by an instance copies the instance; a copy that raised an
+    exception whose ``__str__`` raises gave that second error (``RuntimeError``) instead
+    of the ``TemplateError`` naming the variable, as the render's own errors did before."""
+    template = _data(tmp_path, "{{ value.tags|join(',') }}")
+    with pytest.raises(
+        TemplateError, match=r"cannot be copied \(_Unsayable: '<its message could not be read"
+    ):
+        template.render({"value": _Uncopyable({"b", "a"})})

@@ -37,14 +37,8 @@ from typing import Final
 from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import VeridicError
-from veridic.tools._descriptions import (
-    STRIPPED_FIX,
-    GapCode,
-    backticked_names,
-    description_problem,
-    docstrings_stripped,
-    stripped_away,
-)
+from veridic.tools._descriptions import GapCode, backticked_names, description_problem
+from veridic.tools._written_doc import stripped_fix
 from veridic.tools.registry import Registry
 from veridic.tools.tool import SCHEMA_TOOL, Tool
 from veridic.tools.view import ToolView
@@ -114,7 +108,7 @@ def _gaps(tool: Tool, known: set[str]) -> list[DocGap]:
                     f"parameter {parameter!r} of tool {tool.name!r} ({tool.origin}) has "
                     + (f"only {clip(text)} as description" if text.strip() else "no description")
                     + ", so the model guesses what to send: "
-                    + _parameter_fix(tool, parameter),
+                    + _parameter_fix(tool, parameter, text),
                 )
             )
     for name in sorted(tool.documented_elsewhere):
@@ -167,8 +161,8 @@ def _description_gap(tool: Tool, problem: GapCode) -> DocGap:
     where = f"tool {tool.name!r} ({tool.origin})"
     if tool.external:
         fix = "the spec that provides it must describe it; until it does, the tool stays hidden"
-    elif stripped_away(problem):
-        fix = STRIPPED_FIX
+    elif tool._stripped_fix:
+        fix = tool._stripped_fix
     else:
         fix = (
             "write what it does and what it changes where it is defined: a docstring whose "
@@ -201,11 +195,14 @@ def _description_gap(tool: Tool, problem: GapCode) -> DocGap:
     return DocGap(tool.name, None, problem, f"{summary}: {fix}")
 
 
-def _parameter_fix(tool: Tool, parameter: str) -> str:
+def _parameter_fix(tool: Tool, parameter: str, text: str) -> str:
+    """What to do about ``parameter`` described by ``text`` (none, or a placeholder): under
+    ``-OO`` not a docstring Python strips, unless its text is a placeholder (given in code,
+    which ``-OO`` does not touch) or its function has no docstring to strip."""
     if tool.external:
         return "the spec that provides the tool must describe its input properties"
-    if docstrings_stripped():
-        return STRIPPED_FIX
+    if not text.strip() and (fix := stripped_fix(tool.handler, described=False)):
+        return fix
     return (
         f"describe {parameter!r} in the docstring's Args section, or annotate it "
         "Annotated[..., Field(description=...)]"

@@ -28,6 +28,7 @@ from veridic.templates._params import (
     Check,
     Params,
     declared_text,
+    error_message,
     ordered,
     snapshot,
     trusted_text,
@@ -117,7 +118,7 @@ class Bound(Generic[P]):
             whose, fix = "template", "fix the template or the values passed to it"
         return TemplateError(
             f"{whose} {self.origin!r}{_line(error)} failed to render: "
-            f"{type(error).__name__}: {clip(_message(error))}; an expression of the template "
+            f"{type(error).__name__}: {clip(error_message(error))}; an expression of the template "
             f"failed on the values it was given: {fix}, or guard the expression "
             "({% if %}, |default)"
         )
@@ -366,19 +367,10 @@ def _said(error: BaseException) -> str:
     check of veridic's own (the sandbox's bounds) already quotes what it was given clipped,
     and says what to do: that is kept whole.
     """
-    said = _message(error)
+    said = error_message(error)
     if _raised_in(error).startswith("veridic.") or (said.isprintable() and len(said) <= _SAID):
         return said
     return clip(said, _SAID)
-
-
-def _message(error: BaseException) -> str:
-    """``str(error)``, or what stands in for it when the exception's ``__str__`` raises: the
-    render's error must be a ``TemplateError`` whatever the error it reports does."""
-    try:
-        return str(error)
-    except Exception as failure:  # the error's own fault, said in its place
-        return f"<its message could not be read: str() raised {type(failure).__name__}>"
 
 
 def _raised_in(error: BaseException) -> str:

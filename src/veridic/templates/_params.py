@@ -32,7 +32,15 @@ import math
 import operator
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSet, Sequence
+from collections.abc import (
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    MutableSet,
+    Sequence,
+)
 from collections.abc import Set as AbstractSet
 from decimal import Decimal
 from enum import Enum, Flag
@@ -55,6 +63,7 @@ __all__ = [
     "SortedSet",
     "changeable_member",
     "declared_text",
+    "error_message",
     "instruction_checks",
     "keys_holding_sets",
     "ordered",
@@ -448,7 +457,7 @@ class _Sorting:
             if key not in self.looped and all(map(operator.is_, items, value)):
                 return self._kept(value)
             copy.extend(items)
-            return copy
+            return copy if type(value) is list else self._refilled(value, items, items)
         if isinstance(value, tuple):
             items = [self.of(item) for item in value]
             if key in self.became:  # made while its items were read, through a loop
@@ -466,7 +475,7 @@ class _Sorting:
             if key not in self.looped and all(map(operator.is_, chain(*read), chain(*given))):
                 return self._kept(value)
             pairs.update(read)
-            return pairs
+            return pairs if type(value) is dict else self._remapped(value, pairs)
         names = _fields(value)
         if names is None:
             return value
@@ -506,28 +515,90 @@ class _Sorting:
             TemplateParamsError: the subclass cannot be remade so (its constructor takes
                 its items one by one, or makes other items of them).
         """
-        kind = type(value)
-        if kind is tuple:
+        if type(value) is tuple:
             return tuple(items)
         if hasattr(value, "_make"):
             return cast("tuple[object, ...]", value._make(items))
+        return cast("tuple[object, ...]", self._called(value, items, items))
+
+    def _remapped(self, value: Mapping[object, object], pairs: dict[object, object]) -> object:
+        """``value``, a mapping that is not exactly a ``dict``, remade of ``pairs`` as its own
+        type: a ``dict`` subclass (``defaultdict``, ``OrderedDict``, ...) copied and refilled
+        through its own methods, another mapping called with ``pairs``.
+
+        Raises:
+            TemplateParamsError: it cannot be remade so.
+        """
+        held = list(chain.from_iterable(pairs.items()))
+        if isinstance(value, MutableMapping):
+            return self._refilled(value, pairs, held)
+        return self._called(value, pairs, held)
+
+    def _refilled(self, value: object, items: Iterable[object], held: list[object]) -> object:
+        """A list subclass or mutable mapping remade as its own type: a shallow copy
+        (``copy.copy``, which keeps its instance attributes), cleared and refilled with
+        ``items`` through its own ``clear`` and ``update`` or ``extend``.
+
+        Raises:
+            TemplateParamsError: it holds itself (a loop, which the copy cannot keep), or
+                its copy is not a new one of its type holding ``held``.
+        """
+        if id(value) in self.looped:
+            raise self._unremade(value, " (it holds itself)", "hold itself")
         try:
-            made = kind(items)
+            made = copy.copy(value)
+            if made is value or type(made) is not type(value):
+                raise TypeError("copy.copy() did not make a new one of its type")
+            cast("MutableMapping[object, object] | list[object]", made).clear()
+            if isinstance(made, list):
+                made.extend(items)
+            else:
+                cast("MutableMapping[object, object]", made).update(
+                    cast("dict[object, object]", items)
+                )
         except Exception as error:
-            raise self._unremade(value, f" (it raised {type(error).__name__})") from error
-        if type(made) is not kind or not _holds_each(made, items):
-            raise self._unremade(value, "")
-        if state := getattr(value, "__dict__", None):
-            vars(made).update(state)
+            raise self._unremade(value, f" (it raised {type(error).__name__})", "") from error
+        if not _holds_each(_held(made), held):
+            raise self._unremade(value, "", "")
+        self.became[id(value)] = made
         return made
 
-    def _unremade(self, value: tuple[object, ...], tried: str) -> TemplateParamsError:
+    def _called(self, value: object, given: object, held: list[object]) -> object:
+        """``type(value)(given)``, checked to hold ``held`` itself, with the instance
+        attributes of ``value`` its constructor did not set copied.
+
+        Raises:
+            TemplateParamsError: the call raised, or made something else.
+        """
+        kind: Callable[[object], object] = type(value)
+        try:
+            made = kind(given)
+        except Exception as error:
+            raise self._unremade(value, f" (it raised {type(error).__name__})", "") from error
+        if type(made) is not kind or not _holds_each(_held(made), held):
+            raise self._unremade(value, "", "")
+        if state := getattr(value, "__dict__", None):
+            # What the constructor set (a mapping's own store of its items) is its own.
+            vars(made).update(
+                (name, held) for name, held in state.items() if name not in vars(made)
+            )
+        self.became[id(value)] = made
+        return made
+
+    def _unremade(self, value: object, tried: str, instead: str) -> TemplateParamsError:
+        """A refusal of ``value`` (a subclass of a list, tuple or mapping, or another
+        mapping) that cannot be remade of its items with its sets sorted."""
+        instead = instead or (
+            "be remade by copy.copy() and refilled"
+            if isinstance(value, list | MutableMapping)
+            else "be built from one iterable of its items"
+        )
         return TemplateParamsError(
             f"{self.where} holds {a_type(value)} with a set in it, and "
-            f"{type(value).__qualname__}(items) does not remake it of its items{tried}: the "
-            "render reads a set sorted on a copy, to leave the value you passed as it is: pass "
-            "the set as a list in the order the prompt should show, or let the tuple subclass "
-            "be built from one iterable of its items"
+            f"{type(value).__qualname__} cannot be remade of its items{tried}: the render "
+            "reads a set sorted on a copy, to leave the value you passed as it is: pass the "
+            f"set as a list in the order the prompt should show, or let {a_type(value)} "
+            f"{instead}"
         )
 
     def _copied(self, value: object) -> object:
@@ -538,9 +609,9 @@ class _Sorting:
         except Exception as error:
             raise TemplateParamsError(
                 f"{self.where} holds {a_type(value)} with a set in it, and the instance cannot "
-                f"be copied ({type(error).__name__}: {clip(str(error))}): the render reads a "
-                "set sorted on a shallow copy, to leave the instance you passed as it is: pass "
-                "the set as a list in the order the prompt should show, or let copy.copy() "
+                f"be copied ({type(error).__name__}: {clip(error_message(error))}): the render "
+                "reads a set sorted on a shallow copy, to leave the instance you passed as it is: "
+                "pass the set as a list in the order the prompt should show, or let copy.copy() "
                 "copy the instance"
             ) from error
 
@@ -585,9 +656,26 @@ class _Sorting:
         )
 
 
-def _holds_each(made: tuple[object, ...], items: list[object]) -> bool:
+def error_message(error: BaseException) -> str:
+    """``str(error)``, or what stands in for it when the exception's ``__str__`` raises: an
+    error of the render or of its values must be a ``TemplateError`` whatever the error it
+    reports does."""
+    try:
+        return str(error)
+    except Exception as failure:  # the error's own fault, said in its place
+        return f"<its message could not be read: str() raised {type(failure).__name__}>"
+
+
+def _holds_each(made: list[object], items: list[object]) -> bool:
     """Whether ``made`` holds ``items`` themselves, in order (not items equal to them)."""
     return len(made) == len(items) and all(map(operator.is_, made, items))
+
+
+def _held(made: object) -> list[object]:
+    """What a remade sequence holds, or a remade mapping's pairs' keys and values, in order."""
+    if isinstance(made, Mapping):
+        return list(chain.from_iterable(made.items()))
+    return list(cast("Iterable[object]", made))
 
 
 def _holds_nan(item: object) -> bool:

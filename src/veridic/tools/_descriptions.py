@@ -32,7 +32,6 @@ __all__ = [
     "description_problem",
     "docstrings_stripped",
     "one_line",
-    "stripped_away",
 ]
 
 
@@ -87,14 +86,6 @@ def docstrings_stripped() -> bool:
     :data:`STRIPPED_FIX` instead.
     """
     return sys.flags.optimize >= 2
-
-
-def stripped_away(problem: GapCode | None) -> bool:
-    """Whether a tool's description ``problem`` is what ``-OO`` makes of a docstring: none
-    at all. A placeholder or a description that repeats the name is text given in code
-    (Python keeps no docstring to read one from), so its fix is the usual one.
-    """
-    return problem is GapCode.MISSING_DESCRIPTION and docstrings_stripped()
 
 
 WITHHOLDING_CODES: Final = frozenset(

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import tokenize
 import types
 from collections.abc import Callable, Iterator
 from typing import Final
@@ -185,7 +186,8 @@ def stripped_fix(function: Callable[..., object], *, described: bool) -> str:
 
 def _source_has_docstring(function: object) -> bool | None:
     """Whether the source of the function a tool reads its docstring from has one
-    (``None``: its source cannot be read). A callable object, a builtin or a lambda has
+    (``None``: its source cannot be read, or what stands at its line now is another
+    function: its file changed after import). A callable object, a builtin or a lambda has
     none a tool reads (a class docstring is refused, a builtin's is not stripped)."""
     unbound = _unbound(function)
     if not callable(unbound):
@@ -198,9 +200,11 @@ def _source_has_docstring(function: object) -> bool | None:
         return False
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
-    except (OSError, TypeError, SyntaxError):
+    except (OSError, TypeError, SyntaxError, tokenize.TokenError):  # not found, or not whole
         return None
     node = tree.body[0] if tree.body else None
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    if node.name != target.__code__.co_name:  # its file changed on disk since it was read
         return None
     return ast.get_docstring(node, clean=False) is not None

@@ -44,7 +44,6 @@ __all__ = [
     "frozen_list",
     "frozen_spec",
     "mcp_annotations",
-    "plain_spec",
     "spec_json",
 ]
 
@@ -170,15 +169,18 @@ def frozen_spec(tool: Tool, format: SpecFormat) -> FrozenDict:
     return _specs(tool, format)[0]
 
 
-def plain_spec(tool: Tool, format: SpecFormat) -> dict[str, object]:
+def _plain_spec(tool: Tool, format: SpecFormat) -> dict[str, object]:
     """What :func:`frozen_spec` held when it was built, as plain dicts and lists.
 
     The read-only spec refuses every write made through its own methods, but not one
     that goes around them (``dict.__setitem__(spec, key, value)``, ``dict.update(spec,
-    ...)``, C code writing to the dict): this copy, which no caller is given, is what
-    :meth:`ToolView.assert_coupled <veridic.ToolView.assert_coupled>` compares the shared
-    spec with. It holds the spec's own leaves (names, descriptions, numbers), so the
-    comparison reads a leaf only where it was replaced.
+    ...)``, C code writing to the dict): this copy is what :meth:`ToolView.assert_coupled
+    <veridic.ToolView.assert_coupled>` compares the shared spec with, and what
+    :meth:`ToolView.tools_sha256 <veridic.ToolView.tools_sha256>` digests. It is
+    writable and shared, so it is private and never handed out: a caller writing to it
+    would have the view's own specs refused at every send, and change the digest. It
+    holds the spec's own leaves (names, descriptions, numbers), so the comparison reads
+    a leaf only where it was replaced.
     """
     return _specs(tool, format)[1]
 

@@ -121,9 +121,9 @@ from veridic.tools.tool_specs import (
     McpToolSpec,
     OpenAIToolSpec,
     SpecFormat,
+    _plain_spec,
     frozen_list,
     frozen_spec,
-    plain_spec,
 )
 from veridic.tools.wording import CapabilityWording
 
@@ -659,7 +659,8 @@ class ToolView:
                 self._tool_set.check_intact(format, self._origin)
                 return
         for format, _ in self._tool_set.built():
-            # What the sent specs are compared with (a list not built yet is built intact).
+            # What the sent specs are compared with (a list built for the comparison is
+            # checked as it is built: see _built_by_name).
             self._tool_set.check_intact(format, self._origin)
         names = [_spec_name(index, spec) for index, spec in enumerate(sent_list)]
         sent = Counter(names)
@@ -740,6 +741,9 @@ class ToolView:
         """The view's specs in ``format`` by name (built in the order of its tools), once per
         check."""
         specs = cast("list[Mapping[str, object]]", self._tool_set.specs(self._tools, format))
+        # Built now, perhaps, of specs cached per tool that a write through another view
+        # changed: compared with what they were built with before the sent ones with them.
+        self._tool_set.check_intact(format, self._origin)
         found = built[format] = dict(zip((tool.name for tool in self._tools), specs, strict=True))
         return found
 
@@ -1131,7 +1135,7 @@ class _ToolSet:
     def specs(self, tools: tuple[Tool, ...], format: SpecFormat) -> FrozenList:
         made = self._specs.get(format)
         if made is None:
-            self._plain[format] = [plain_spec(tool, format) for tool in tools]
+            self._plain[format] = [_plain_spec(tool, format) for tool in tools]
             made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
         return made
 
@@ -1189,7 +1193,7 @@ class _ToolSet:
 
 def _canonical_mcp(tool: Tool) -> str:
     return json.dumps(
-        plain_spec(tool, "mcp"),
+        _plain_spec(tool, "mcp"),
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
