@@ -1098,13 +1098,14 @@ def check_waiting(
     ]
     if changed:
         raise VeridicError(
-            f"the paused run of request {clip(str(paused.request_id))} holds waiting calls "
-            f"that are not the ones that waited when it paused (the approval of "
-            f"{clip(str(changed[0]))} was made among others, at another time or in another "
-            "run): a call was added, removed or changed where it was kept, or the time it "
-            "paused, its conversation, the model call that asked, what it had spent or its "
-            "limits were, so nothing was run; resume only what a run returned, and ask the "
-            "user anew"
+            f"the paused run of request {clip(str(paused.request_id))} is not the one the "
+            f"approval of call {clip(str(changed[0]))} was asked in: its waiting calls, or "
+            "what it holds beside them, are not the ones that waited when it paused. The "
+            "approval's digest covers the calls that wait, when the run paused and (from "
+            f"format {FORMAT} on) its conversation, the model call that asked (its hashes, "
+            "response id and model), what it had spent and the limits it ran under; one of "
+            "them was changed where it was kept, so nothing was run: resume only what a run "
+            "returned, and ask the user anew"
         )
 
 
