@@ -12,6 +12,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from _paused_formats import as_format_5
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_deferred_expiry import PAUSED_AT, SYSTEM, at, gateway, make_view, paused
@@ -163,3 +164,17 @@ def test_a_paused_run_whose_history_was_edited_is_not_told_its_calls_changed() -
     assert "its conversation" in said
     assert "nothing was run" in said
     assert ran == []
+
+
+def test_a_kept_document_dating_approvals_asked_without_a_time_says_how_to_read_it() -> None:
+    # A release that wrote format 6 kept a run its caller had dated: from_json() now
+    # refuses that document, and told the reader to "keep the paused run as it was read
+    # (paused_at None)", a run it never got. The way it names reads it, undated.
+    audit = SQLiteAuditSink()
+    document = as_format_5(json.loads(paused(audit).to_json()))
+    document.update(format="veridic-paused-run/6", paused_at="2025-06-15T15:06:40.000000+00:00")
+    with pytest.raises(VeridicError) as raised:
+        PausedRun.from_json(json.dumps(document))
+    assert '"paused_at" set to null' in str(raised.value)
+    document["paused_at"] = None
+    assert PausedRun.from_json(json.dumps(document)).paused_at is None

@@ -517,8 +517,9 @@ def _check_dated_as_asked(paused: PausedRun, where: str) -> None:
             f"{clip(str(asked[0]))} was asked without a time (its digest covers none: an "
             "earlier veridic asked it, format 5 or before, and the run was dated since); a "
             "document cannot bind that time to the answers, so whoever writes where it is "
-            "kept could date answers given long ago as given now; nothing was run: keep the "
-            "paused run as it was read (paused_at None), date it with "
+            "kept could date answers given long ago as given now; nothing was run: keep it "
+            "undated (to_json() of dataclasses.replace(paused, paused_at=None); a document "
+            'kept already is read with its "paused_at" set to null), date it with '
             "dataclasses.replace(paused, paused_at=...) in the process that resumes it, or "
             "ask the user anew"
         )
