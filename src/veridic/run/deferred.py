@@ -517,8 +517,9 @@ def _check_dated_as_asked(paused: PausedRun, where: str) -> None:
             f"{clip(str(asked[0]))} was asked without a time (its digest covers none: an "
             "earlier veridic asked it, format 5 or before, and the run was dated since); a "
             "document cannot bind that time to the answers, so whoever writes where it is "
-            "kept could date answers given long ago as given now; nothing was run: keep the "
-            "paused run as it was read (paused_at None), date it with "
+            "kept could date answers given long ago as given now; nothing was run: keep it "
+            "undated (to_json() of dataclasses.replace(paused, paused_at=None); a document "
+            'kept already is read with its "paused_at" set to null), date it with '
             "dataclasses.replace(paused, paused_at=...) in the process that resumes it, or "
             "ask the user anew"
         )
@@ -1098,13 +1099,14 @@ def check_waiting(
     ]
     if changed:
         raise VeridicError(
-            f"the paused run of request {clip(str(paused.request_id))} holds waiting calls "
-            f"that are not the ones that waited when it paused (the approval of "
-            f"{clip(str(changed[0]))} was made among others, at another time or in another "
-            "run): a call was added, removed or changed where it was kept, or the time it "
-            "paused, its conversation, the model call that asked, what it had spent or its "
-            "limits were, so nothing was run; resume only what a run returned, and ask the "
-            "user anew"
+            f"the paused run of request {clip(str(paused.request_id))} is not the one the "
+            f"approval of call {clip(str(changed[0]))} was asked in: its waiting calls, or "
+            "what it holds beside them, are not the ones that waited when it paused. The "
+            "approval's digest covers the calls that wait, when the run paused and (from "
+            f"format {FORMAT} on) its conversation, the model call that asked (its hashes, "
+            "response id and model), what it had spent and the limits it ran under; one of "
+            "them was changed where it was kept, so nothing was run: resume only what a run "
+            "returned, and ask the user anew"
         )
 
 
@@ -1415,31 +1417,49 @@ class ResumeSteps:
     again. An answer given for a call behind one left unanswered could not be used,
     and the paused run that follows would ask for it anew, so it is refused instead,
     before anything runs (the caller's mistake, which the user would not see).
-
-    Raises:
-        VeridicError: a call behind an approval left unanswered has an answer.
+    Made by :meth:`planned` from the answers, or by :meth:`expired` (every call denied).
     """
 
     __slots__ = ("again", "plans", "runnable", "waiting")
 
     def __init__(
         self,
+        plans: Mapping[str, tuple[ApprovalPolicy, Confirm | None]],
+        again: Mapping[str, str],
+        runnable: tuple[ToolCall, ...],
+        waiting: tuple[ToolCall, ...],
+    ) -> None:
+        self.plans = plans
+        """By call id, the policy each call of ``runnable`` runs under and its answer."""
+        self.again = again
+        """By call id, why an earlier answer to a call of ``waiting`` no longer holds."""
+        self.runnable = runnable
+        self.waiting = waiting
+
+    @classmethod
+    def planned(
+        cls,
         calls: tuple[ToolCall, ...],
         view: ToolView,
         policy: ApprovalPolicy,
         paused: PausedRun,
         answers: Mapping[str, bool],
-    ) -> None:
+    ) -> ResumeSteps:
+        """The steps of ``paused``'s waiting ``calls`` under ``answers`` (keyed by call id).
+
+        Raises:
+            VeridicError: a call behind an approval left unanswered has an answer.
+        """
         approvals = {approval.call_id: approval for approval in paused.approvals}
-        self.plans: dict[str, tuple[ApprovalPolicy, Confirm | None]] = {}
-        self.again: dict[str, str] = {}
+        plans: dict[str, tuple[ApprovalPolicy, Confirm | None]] = {}
+        again: dict[str, str] = {}
         stop = len(calls)
         for index, call in enumerate(calls):
             answer = answers.get(call.id)
             request = needs_answer(view, policy, call)
             if request is None:
                 # The rules decide alone now (or the view refuses it): a "no" still holds.
-                self.plans[call.id] = (policy.asking(), _no) if answer is False else (policy, None)
+                plans[call.id] = (policy.asking(), _no) if answer is False else (policy, None)
                 continue
             approval = approvals.get(call.id)
             stale = (
@@ -1452,15 +1472,14 @@ class ResumeSteps:
                 else "it needs the user's approval now, and none was asked for before"
             )
             if stale:
-                self.again[call.id] = stale
+                again[call.id] = stale
             if stale or answer is None:
                 stop = index
                 if answer is None:  # changed since or not, it was left unanswered
                     _check_none_behind(paused, calls[index:], answers)
                 break
-            self.plans[call.id] = (policy, _yes if answer else _no)
-        self.runnable = calls[:stop]
-        self.waiting = calls[stop:]
+            plans[call.id] = (policy, _yes if answer else _no)
+        return cls(plans, again, calls[:stop], calls[stop:])
 
     @classmethod
     def expired(
@@ -1480,12 +1499,7 @@ class ResumeSteps:
         if expired.age is None:
             raise expired
         denied = denying_expired(policy, expired)
-        steps = cls.__new__(cls)
-        steps.plans = {call.id: (denied, None) for call in calls}
-        steps.again = {}
-        steps.runnable = calls
-        steps.waiting = ()
-        return steps
+        return cls({call.id: (denied, None) for call in calls}, {}, calls, ())
 
     def approving(self, call: ToolCall) -> tuple[ApprovalPolicy, Confirm | None]:
         return self.plans[call.id]

@@ -767,7 +767,7 @@ class ModelGateway:
             now = self._now()  # a pause of this resume is dated by it too
             expired = expiry(paused, policy, now)
             steps = (
-                ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+                ResumeSteps.planned(reply.tool_calls, view, policy, paused, bound)
                 if expired is None
                 else ResumeSteps.expired(reply.tool_calls, policy, expired)
             )
@@ -951,7 +951,7 @@ class ModelGateway:
             now = self._now()  # a pause of this resume is dated by it too
             expired = expiry(paused, policy, now)
             steps = (
-                ResumeSteps(reply.tool_calls, view, policy, paused, bound)
+                ResumeSteps.planned(reply.tool_calls, view, policy, paused, bound)
                 if expired is None
                 else ResumeSteps.expired(reply.tool_calls, policy, expired)
             )
