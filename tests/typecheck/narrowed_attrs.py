@@ -127,6 +127,9 @@ class LooseHolder(Holder[str]):
 
 # An Optional narrowed to its trusted type gives no text the brand: a write through the
 # base can put None there, not a reply (these were refused).
+SIGNATURE = instruction("Sign as the bot.")
+
+
 @dataclass
 class Draft:
     prompt: TrustedInstruction | None = None
@@ -136,7 +139,7 @@ class Draft:
 @dataclass
 class Signed(Draft):
     # P: [reportIncompatibleVariableOverride]
-    prompt: TrustedInstruction = instruction("Sign as the bot.")
+    prompt: TrustedInstruction = SIGNATURE
     # P: [reportIncompatibleVariableOverride]
     rules: list[TrustedInstruction] = field(default_factory=list)
 
