@@ -37,9 +37,9 @@ mapping (``dict``, ``MutableMapping``, or ``Any`` in the project's own code: not
 ``json.dumps(globals())``), which may write through it.
 
 A module reached as ``sys.modules[__name__]`` is the module itself. Not seen: a namespace
-reached through what the plugin cannot name (``sys.modules[name].__dict__``), or passed through a parameter typed ``Mapping``
-and cast back; ``exec()`` of text that names another module (``import prompts;
-prompts.TONE = ...``): code run by ``exec`` is not checked at all.
+reached through what the plugin cannot name (``sys.modules[name].__dict__``), or passed
+through a parameter typed ``Mapping`` and cast back; ``exec()`` of text that names another
+module (``import prompts; prompts.TONE = ...``): code run by ``exec`` is not checked at all.
 """
 
 from __future__ import annotations
