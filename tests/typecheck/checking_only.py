@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from veridic import instruction
 
@@ -80,3 +80,38 @@ class Page:
 
     def __init__(self) -> None:
         self.body = instruction("Be brief.")
+
+
+# The same declarations inside a try statement (these were not seen).
+try:
+    if TYPE_CHECKING:
+        # E: [veridic-forge] got "checked_again" declared "TrustedInstruction"
+        def checked_again(text: str) -> TrustedInstruction: ...
+    else:
+
+        def checked_again(text):  # E: [veridic-forge] got "checked_again" bound again
+            return text
+
+except ImportError:
+    pass
+
+# What users write for an optional dependency or a name used only in annotations: the
+# run time binds a placeholder that holds no text, or imports the very name mypy reads
+# (these were refused).
+if TYPE_CHECKING:
+    from _checked_persona import BANNER as SHOWN
+    from _checked_persona import Persona as Shown
+    from _checked_persona import Persona as Typed
+    from _checked_persona import persona as persona_again
+else:
+    Shown = object
+    Typed = Any
+    try:
+        from _checked_persona import persona as persona_again
+    except ImportError:
+        persona_again = None
+    from _checked_persona import BANNER as SHOWN
+
+
+def shown(persona: Shown, typed: Typed) -> None:
+    print(persona.rules(), typed.rules(), SHOWN, persona_again())

@@ -20,8 +20,10 @@ reply = os.environ["REPLY"]
 globals()["TONE"] = reply  # E: [veridic-literal] an item assigned through the namespace
 globals().update({"TONE": reply})  # E: [veridic-literal] update() called on the namespace
 vars()["TONE"] = reply  # E: [veridic-literal] (its Final constants: TONE)
-# E: [veridic-literal] setattr() on a module the plugin cannot name
+# E: [veridic-literal] setattr() on module "final_namespace" sets the Final constant "TONE"
 setattr(sys.modules[__name__], "TONE", reply)  # noqa: B010
+# E: [veridic-literal] setattr() on a module the plugin cannot name
+setattr(sys.modules[os.environ["MODULE"]], "TONE", reply)  # noqa: B010
 # E: [veridic-literal] setattr() on module "_constants" sets the Final constant
 setattr(_constants, "GREETING", reply)  # noqa: B010
 setattr(_constants, reply, reply)  # E: [veridic-literal] named by text not known in the code

@@ -9,8 +9,8 @@ position (a component's hint) printed it in the capability section.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar
 
 from veridic import TrustedInstruction, UntrustedText, instruction
 
@@ -123,3 +123,32 @@ class TrustedHolder(Holder[TrustedInstruction]):
 class LooseHolder(Holder[str]):
     # pyright reads an attribute the base only assigns (no declaration) as no override.
     item: TrustedInstruction  # E: [veridic-forge] which takes "str"
+
+
+# An Optional narrowed to its trusted type gives no text the brand: a write through the
+# base can put None there, not a reply (these were refused).
+SIGNATURE = instruction("Sign as the bot.")
+
+
+@dataclass
+class Draft:
+    prompt: TrustedInstruction | None = None
+    rules: list[TrustedInstruction] | None = None
+
+
+@dataclass
+class Signed(Draft):
+    # P: [reportIncompatibleVariableOverride]
+    prompt: TrustedInstruction = SIGNATURE
+    # P: [reportIncompatibleVariableOverride]
+    rules: list[TrustedInstruction] = field(default_factory=list)
+
+
+# A base that takes Any takes any text (this was accepted).
+class Loosely:
+    prompt: Any = ""
+
+
+class Tightly(Loosely):
+    # E: [veridic-forge] its base class "Loosely", which takes "Any"
+    prompt: TrustedInstruction = instruction("Be brief.")

@@ -7,6 +7,7 @@ printed it in the capability section.
 
 import json
 import os
+import sys
 
 import _checked_persona
 
@@ -24,11 +25,20 @@ setattr(_checked_persona, reply, reply)  # E: [veridic-forge] named by text not 
 # E: [veridic-forge] the namespace of module "_checked_persona"
 _checked_persona.__dict__["BANNER"] = reply
 exec(f"PROMPT = {reply!r}")  # E: [veridic-forge] exec() without globals runs in
+# The module reached through sys.modules by its own name (these were not seen, or seen
+# only as a module the plugin cannot name).
+# E: [veridic-forge] the namespace of module "trusted_namespace"
+sys.modules[__name__].__dict__["PROMPT"] = reply
+# E: [veridic-forge] setattr() on module "trusted_namespace" sets the variable "PROMPT"
+setattr(sys.modules[__name__], "PROMPT", reply)  # noqa: B010
+namespace = vars(sys.modules[__name__])
+namespace["PROMPT"] = reply  # E: [veridic-forge] the namespace of module "trusted_namespace"
 
 # Reads, a copy, another attribute, a namespace of its own: clean.
 print(json.dumps(globals(), default=str), globals().get("PROMPT"))
 copied = dict(globals())
 copied["PROMPT"] = reply
 setattr(_checked_persona, "counter", 1)  # noqa: B010
+setattr(sys.modules[__name__], "counter", 1)  # noqa: B010
 exec(reply, {})
 PROMPT = instruction("Be thorough.")

@@ -48,7 +48,10 @@ def under_a_version_check(parts: list[TrustedInstruction], reply: str) -> None:
         instruction("Be " + "brief.")
         instruction(WINDOWS + " Always.")
         instruction("Be brief." if reply else "Be thorough.")
-        instruction(f"{WINDOWS} Always.")
+        # An f-string with values, even of constants, is refused where mypy checks it; so
+        # here too, or the same line fails the check on Python 3.12 (this was accepted).
+        instruction(f"{WINDOWS} Always.")  # E: [veridic-literal] instruction() got arguments mypy
+        instruction(f"Always.")  # noqa: F541
         instruction(f"Say {reply}.")  # E: [veridic-literal] instruction() got arguments mypy
         join(parts, sep=reply)  # E: [veridic-literal] join() got arguments mypy did not check
         instruction("Be " + reply)  # E: [veridic-literal] instruction() got arguments mypy

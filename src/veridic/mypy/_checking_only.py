@@ -28,9 +28,12 @@ Reported (``veridic-forge``), in a module of the project (not a stub, which
   type, a class with such a member): the run time binds it to code no mypy run checks.
 
 Type-only imports (``from veridic import TrustedInstruction``) bind nothing trusted and
-are accepted; so is a real body under ``TYPE_CHECKING``, which mypy checks. Only
-module and class bodies are read (a function's local ``TYPE_CHECKING`` test is rare, and
-its names have no table to look them up in).
+are accepted; so is a real body under ``TYPE_CHECKING``, which mypy checks, and the run
+time's side of a type-only name: a placeholder that holds no text (``Persona = object``,
+``= Any``, ``= None``, what users write for an optional dependency), or an import of the
+very name the other branch imports. Module and class bodies are read, through ``try`` and
+``with`` statements; a function's local ``TYPE_CHECKING`` test is not (it is rare, and its
+names have no table to look them up in).
 
 Hook: the end of a module's check, with the module-wide reports.
 """
@@ -55,21 +58,26 @@ from mypy.nodes import (
     Import,
     ImportFrom,
     ListExpr,
+    MemberExpr,
     MypyFile,
     NameExpr,
     OverloadedFuncDef,
     Statement,
     SymbolNode,
     SymbolTable,
+    SymbolTableNode,
     TempNode,
+    TryStmt,
     TupleExpr,
     TypeInfo,
     Var,
+    WithStmt,
 )
 from mypy.options import Options
 from mypy.reachability import MYPY_FALSE, MYPY_TRUE, infer_condition_value
 from mypy.semanal import is_trivial_body
 from mypy.types import CallableType, Type, get_proper_type
+from mypy.util import correct_relative_import
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted
@@ -78,6 +86,9 @@ _MYPY: Final = "mypy"
 """A block only mypy reads (``if TYPE_CHECKING:``)."""
 _RUN_TIME: Final = "the run time"
 """A block only the run time reads (the ``else:`` of ``if TYPE_CHECKING:``)."""
+_PLACEHOLDERS: Final = frozenset({"object", "None", "Any"})
+"""What the run time's branch binds a type-only name to, holding no text (read by name:
+mypy resolves no name in a branch it skips), also as ``typing.Any``."""
 
 
 def may_report(tree: MypyFile, options: Options) -> bool:
@@ -97,16 +108,55 @@ def report(checker: TypeChecker) -> None:
 def _findings(tree: MypyFile, options: Options) -> Iterator[tuple[str, str, Type, Context]]:
     if tree.is_stub or _names.in_package(tree.fullname):
         return
-    for reader, statement, names in _split(tree.defs, tree.names, options, None):
+    split = list(_split(tree.defs, tree.names, options, None))
+    checked_imports = {
+        (id(names), bound): source
+        for reader, statement, names in split
+        if reader == _MYPY
+        for bound, source in _imported(statement, tree)
+    }
+    for reader, statement, names in split:
         if reader == _MYPY:
             for name, declared, where in _declarations(statement):
                 yield reader, name, declared, where
             continue
+        imported = dict(_imported(statement, tree))
         for name, where in _bindings(statement):
             symbol = names.get(name)
             trusted = None if symbol is None else _trusted_type(symbol.node)
-            if trusted is not None:
-                yield reader, name, trusted, where
+            if trusted is None or _holds_no_text(statement):
+                continue
+            source = imported.get(name)
+            if source is not None and source in (
+                checked_imports.get((id(names), name)),
+                _fullname(symbol),
+            ):
+                continue  # the very name mypy reads, imported at run time too
+            yield reader, name, trusted, where
+
+
+def _imported(statement: Statement, tree: MypyFile) -> Iterator[tuple[str, str]]:
+    """Each name a ``from ... import`` binds, with the full name it imports."""
+    if isinstance(statement, ImportFrom):
+        module, _ = correct_relative_import(
+            tree.fullname, statement.relative, statement.id, tree.is_package_init_file()
+        )
+        for name, alias in statement.names:
+            yield alias or name, f"{module}.{name}"
+
+
+def _fullname(symbol: SymbolTableNode | None) -> str | None:
+    return None if symbol is None or symbol.node is None else symbol.node.fullname
+
+
+def _holds_no_text(statement: Statement) -> bool:
+    """Whether ``statement`` binds a placeholder that holds no text (``Persona = object``,
+    ``= Any``, ``= None``): the run time's side of a name used in annotations, or of an
+    optional dependency. Reads of it fail at run time; none reads a reply as trusted."""
+    if not isinstance(statement, AssignmentStmt):
+        return False
+    value = statement.rvalue
+    return isinstance(value, NameExpr | MemberExpr) and value.name in _PLACEHOLDERS
 
 
 def _split(
@@ -122,6 +172,22 @@ def _split(
         elif isinstance(statement, IfStmt):
             for inner, block in _branches(statement, options, reader):
                 yield from _split(block.body, names, options, inner)
+        elif isinstance(statement, TryStmt | WithStmt):
+            for block in _blocks(statement):
+                yield from _split(block.body, names, options, reader)
+
+
+def _blocks(statement: TryStmt | WithStmt) -> Iterator[Block]:
+    """The blocks of a ``try`` or ``with`` statement, which run (or not) alike for mypy and
+    the run time: an ``if TYPE_CHECKING:`` inside them is read as at the top."""
+    if isinstance(statement, WithStmt):
+        yield statement.body
+        return
+    yield statement.body
+    yield from statement.handlers
+    for block in (statement.else_body, statement.finally_body):
+        if block is not None:
+            yield block
 
 
 def _branches(

@@ -36,10 +36,10 @@ and stays clean), and so is a namespace passed where a function takes a mutable
 mapping (``dict``, ``MutableMapping``, or ``Any`` in the project's own code: not
 ``json.dumps(globals())``), which may write through it.
 
-Not seen: a namespace reached through what the plugin cannot name
-(``sys.modules[name].__dict__``), or passed through a parameter typed ``Mapping``
-and cast back; ``exec()`` of text that names another module (``import prompts;
-prompts.TONE = ...``): code run by ``exec`` is not checked at all.
+A module reached as ``sys.modules[__name__]`` is the module itself. Not seen: a namespace
+reached through what the plugin cannot name (``sys.modules[name].__dict__``), or passed
+through a parameter typed ``Mapping`` and cast back; ``exec()`` of text that names another
+module (``import prompts; prompts.TONE = ...``): code run by ``exec`` is not checked at all.
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ def check_attribute_write(
     if len(ctx.args) < 2 or len(ctx.args[0]) != 1 or len(ctx.args[1]) != 1:
         return
     owner, name = ctx.args[0][0], ctx.args[1][0]
-    module: MypyFile | TypeInfo | object | None = _module(owner)
+    module: MypyFile | TypeInfo | object | None = _module(owner, checker.tree)
     if module is None:
         typ = get_proper_type(ctx.arg_types[0][0])
         if isinstance(typ, Instance) and typ.type.fullname == _MODULE_TYPE:
@@ -343,14 +343,26 @@ def _namespace_of(
             return None
         if not expr.args:
             return tree
-        return _module(expr.args[0]) if len(expr.args) == 1 else None
+        return _module(expr.args[0], tree) if len(expr.args) == 1 else None
     if isinstance(expr, MemberExpr) and expr.name == "__dict__":
-        return _module(expr.expr)
+        return _module(expr.expr, tree)
     return None
 
 
-def _module(expr: Expression) -> MypyFile | None:
+def _module(expr: Expression, tree: MypyFile) -> MypyFile | None:
+    """The module ``expr`` names: an imported module, or ``tree`` itself reached through
+    ``sys.modules[__name__]``."""
+    if isinstance(expr, IndexExpr) and _is_own_name(expr.index, tree):
+        base = expr.base
+        return tree if isinstance(base, RefExpr) and base.fullname == "sys.modules" else None
     return expr.node if isinstance(expr, RefExpr) and isinstance(expr.node, MypyFile) else None
+
+
+def _is_own_name(expr: Expression, tree: MypyFile) -> bool:
+    """Whether ``expr`` is the module's ``__name__`` (or its name written out)."""
+    if isinstance(expr, StrExpr):
+        return expr.value == tree.fullname
+    return isinstance(expr, NameExpr) and expr.fullname == f"{tree.fullname}.__name__"
 
 
 def _class_of(typ: ProperType) -> TypeInfo | None:

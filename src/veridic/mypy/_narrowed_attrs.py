@@ -41,9 +41,18 @@ from mypy.maptype import map_instance_to_supertype
 from mypy.messages import format_type
 from mypy.nodes import Decorator, OverloadedFuncDef, SymbolNode, TypeInfo, Var
 from mypy.subtypes import is_subtype
-from mypy.types import CallableType, TupleType, Type, get_proper_type
+from mypy.types import (
+    AnyType,
+    CallableType,
+    NoneType,
+    TupleType,
+    Type,
+    UnionType,
+    get_proper_type,
+)
 from mypy.typevars import fill_typevars_with_any
 
+from veridic._words import article
 from veridic.mypy import errorcodes
 from veridic.mypy._any_declared import holds_trusted
 from veridic.mypy._any_overrides import classes
@@ -63,7 +72,7 @@ def report(checker: TypeChecker) -> None:
                 written = _written_as(found.node)
                 if written is not None:
                     written = _as_seen_from(info, base, written)
-                if written is not None and not is_subtype(written, own.type):
+                if written is not None and _admits_other(written, own.type):
                     _fail(checker, name, own, written, base)
                 break  # the nearest base's declaration is the one a caller writes through
 
@@ -77,6 +86,20 @@ def _as_seen_from(info: TypeInfo, base: TypeInfo, declared: Type) -> Type:
     instance = itself.partial_fallback if isinstance(itself, TupleType) else itself
     mapped = map_instance_to_supertype(instance, base)
     return expand_type_by_instance(declared, mapped)
+
+
+def _admits_other(written: Type, own: Type) -> bool:
+    """Whether a write checked against ``written`` may put there what ``own`` does not hold.
+
+    ``None`` is no text: a base's ``prompt: TrustedInstruction | None = None`` that a subclass
+    declares ``TrustedInstruction`` (ordinary dataclass and model code) lets no write give a
+    ``str`` the brand. ``Any`` takes any text, and counts."""
+    proper = get_proper_type(written)
+    items = proper.relevant_items() if isinstance(proper, UnionType) else [proper]
+    return any(
+        isinstance(item, AnyType) or not (isinstance(item, NoneType) or is_subtype(item, own))
+        for item in map(get_proper_type, items)
+    )
 
 
 def _written_as(node: SymbolNode | None) -> Type | None:
@@ -105,7 +128,7 @@ def _fail(checker: TypeChecker, name: str, own: Var, written: Type, base: TypeIn
     theirs = format_type(written, checker.options)
     checker.fail(
         f'class "{own.info.name}" got "{name}" declared {mine} over the attribute of its base '
-        f'class "{base.name}", which takes {theirs}: code holding a {base.name} writes any '
+        f'class "{base.name}", which takes {theirs}: code holding {article(base.name)} writes any '
         f"{theirs} there (a reply, a request's text), mypy checks that write against "
         f"{base.name}, and reads of this class then type it trusted although nothing minted "
         "it, which a TrustedText position prints in the capability section; declare it as "

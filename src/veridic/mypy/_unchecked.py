@@ -36,8 +36,6 @@ from mypy.nodes import (
     Decorator,
     Expression,
     FuncDef,
-    ListExpr,
-    MemberExpr,
     MypyFile,
     NameExpr,
     OpExpr,
@@ -129,8 +127,10 @@ def _trusted(call: CallExpr, callee: Expression) -> list[Expression]:
 
 def _literal(arg: Expression, tree: MypyFile) -> bool:
     """A string literal, a name of a ``Final`` constant bound to one, or literals joined
-    with ``+``, chosen with ``if``/``else`` or put in an f-string (which ``LiteralString``
-    accepts)."""
+    with ``+`` or chosen with ``if``/``else``: what ``instruction()`` accepts where mypy
+    checks it. Not an f-string with values, even of constants (mypy reads it as
+    ``str.format()``, which ``instruction()`` refuses): accepted here, the same line would
+    fail the check once the platform or version mypy checks for changes."""
     if isinstance(arg, StrExpr):
         return True
     if isinstance(arg, OpExpr) and arg.op == "+":
@@ -139,14 +139,6 @@ def _literal(arg: Expression, tree: MypyFile) -> bool:
         return _literal(arg.if_expr, tree) and _literal(arg.else_expr, tree)
     if isinstance(arg, CallExpr) and _mints(_bound(arg.callee, tree)):
         return all(_literal(part, tree) for part in arg.args)  # instruction("...")
-    if isinstance(arg, CallExpr) and isinstance(arg.callee, MemberExpr):
-        # An f-string: mypy reads f"{A} b" as "".join(["{:{}}".format(A, ""), " b"]).
-        method, on = arg.callee.name, arg.callee.expr
-        if isinstance(on, StrExpr) and method == "format":
-            return all(_literal(part, tree) for part in arg.args)
-        if isinstance(on, StrExpr) and method == "join" and len(arg.args) == 1:
-            parts = arg.args[0]
-            return isinstance(parts, ListExpr) and all(_literal(p, tree) for p in parts.items)
     bound = _bound(arg, tree)
     node = bound.node if isinstance(bound, NameExpr) else None
     return isinstance(node, Var) and node.is_final and isinstance(node.final_value, str)
