@@ -70,6 +70,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Final, Literal, cast, overload
+from weakref import WeakValueDictionary
 
 from veridic import _json_object
 from veridic._counted import counted
@@ -117,6 +118,7 @@ from veridic.tools.tool import (
 )
 from veridic.tools.tool_specs import (
     AnthropicToolSpec,
+    FrozenDict,
     FrozenList,
     McpToolSpec,
     OpenAIToolSpec,
@@ -138,6 +140,7 @@ __all__ = [
     "ToolView",
     "build_view",
     "check_view_options",
+    "responses_specs",
 ]
 
 _FORMATS: Final = ("openai", "anthropic", "mcp")
@@ -1093,9 +1096,12 @@ class _ToolSet:
     it at all (``schema_tool=``) is in the key.
     """
 
-    __slots__ = ("_digest", "_specs")
+    __slots__ = ("__weakref__", "_digest", "_specs")
     _kept: ClassVar[dict[tuple[bool, tuple[Tool, ...]], _ToolSet]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
+    _by_openai_list: ClassVar[WeakValueDictionary[int, _ToolSet]] = WeakValueDictionary()
+    """Each live tool set by the ``id`` of its OpenAI chat list, for :func:`responses_specs`
+    (which checks that the list found is the very one it was given)."""
 
     def __init__(self) -> None:
         self._specs: dict[str, FrozenList] = {}
@@ -1116,6 +1122,18 @@ class _ToolSet:
         made = self._specs.get(format)
         if made is None:
             made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
+            if format == "openai":
+                _ToolSet._by_openai_list[id(made)] = self
+        return made
+
+    def responses(self, openai: FrozenList) -> FrozenList:
+        """The Responses API's flat list of this set's OpenAI chat list ``openai``, read-only,
+        built once: :meth:`built` lists it, so it is coupled by identity."""
+        made = self._specs.get(_RESPONSES)
+        if made is None:
+            made = self._specs[_RESPONSES] = frozen_list(
+                FrozenDict(_responses_shape(cast("Mapping[str, object]", spec))) for spec in openai
+            )
         return made
 
     def built(self) -> tuple[FrozenList, ...]:
@@ -1131,6 +1149,31 @@ class _ToolSet:
                 f"[{canonical}]".encode("utf-8", "surrogatepass")
             ).hexdigest()
         return self._digest
+
+
+_RESPONSES: Final = "responses"
+"""The key of a tool set's Responses API list among its lists (no :data:`SpecFormat`: the
+view hands it out only through :func:`responses_specs`)."""
+
+
+def responses_specs(specs: object) -> FrozenList | None:
+    """The Responses API's flat tool list for ``specs``, when ``specs`` is the very OpenAI
+    chat list of a view (``view.tool_specs("openai")``); ``None`` for any other list, which
+    the caller flattens itself.
+
+    Why: :class:`~veridic.OpenAIResponses` flattened the view's list into new dicts on every
+    request, so :meth:`ToolView.assert_coupled` could not pass it by identity and compared
+    every spec with the view's, on every send. This list is built once per tool set, of the
+    same flat dicts as the comparison reads (``_responses_shape``), read-only like the
+    others, and kept among the tool set's own lists, which pass by identity.
+    """
+    found = _ToolSet._by_openai_list.get(id(specs))
+    if found is None:
+        return None
+    openai = found._specs.get("openai")
+    if openai is None or openai is not specs:
+        return None  # another list, made where a dead tool set's list was
+    return found.responses(openai)
 
 
 def _canonical_mcp(tool: Tool) -> str:
