@@ -1,10 +1,11 @@
 """The send path's fast paths agree with the slow paths they skip, and refuse what they refuse.
 
-The Responses adapter's tool list is the view's own flat list, built once per tool set
-and read-only, so :meth:`ToolView.assert_coupled` passes it by identity, as it does the
-chat and Anthropic lists: rebuilt on every request, it was compared tool by tool on every
-send (about 2.5 times the whole names-only check). Each test of a fast path holds it to
-the slow path on every input hypothesis draws.
+The system message's record spans are worked out once for the same part objects (every
+part is still checked on every send). The Responses adapter's tool list is the view's own
+flat list, built once per tool set and read-only, so :meth:`ToolView.assert_coupled`
+passes it by identity, as it does the chat and Anthropic lists: rebuilt on every request,
+it was compared tool by tool on every send (about 2.5 times the whole names-only check).
+Each test of a fast path holds it to the slow path on every input hypothesis draws.
 """
 
 from __future__ import annotations
@@ -21,13 +22,20 @@ from test_view_properties import FilterPlan, RegistryPlan, build, registries_wit
 from veridic import (
     Composer,
     ModelGateway,
+    Prompt,
+    ProvenanceError,
     Registry,
     ScriptedProvider,
     SQLiteAuditSink,
     ToolCouplingError,
     ToolView,
+    TrustPolicy,
     instruction,
+    join,
+    untrusted,
 )
+from veridic.gateway import ModelCallLog
+from veridic.prompt import Message, PromptSpan
 from veridic.providers.openai import responses_request
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -147,3 +155,47 @@ def test_property_a_copy_of_the_views_flat_list_with_a_value_changed_is_refused(
     spec[key] = data.draw(st.sampled_from([True, "edited", {"type": "object"}, None]))
     with pytest.raises(ToolCouplingError):
         view.assert_coupled(flat)
+
+
+# --- the system message's spans, worked out once for the same parts -----------------------
+
+_PARTS = (
+    instruction(""),
+    instruction("Answer briefly."),
+    instruction("Cite your sources."),
+    instruction("\n\n"),
+    join([instruction("One rule."), instruction("Another rule.")]),
+    TrustPolicy("test-vouched").vouch("Answer briefly.", reason="the same text, vouched"),
+)
+
+
+def _sent_spans(parts: tuple[str, ...]) -> tuple[PromptSpan, ...]:
+    """The instruction spans a send records of a system message made of ``parts``."""
+    prompt = Prompt((Message("system", "".join(parts), parts), Message("user", "Hi", ("Hi",))))
+    calls = ModelCallLog()
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "ok"}]), audit=SQLiteAuditSink(":memory:"), calls=calls
+    )
+    gateway.send(prompt, _view(), request_id="req-spans")
+    (record,) = calls.records()
+    assert record.instruction_spans == tuple(s for s in prompt.spans if s.message == 0)
+    return record.instruction_spans
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(range(len(_PARTS))), min_size=1, max_size=8), st.data())
+def test_property_a_system_message_sent_again_is_recorded_and_refused_as_the_first_time(
+    picked: list[int], data: st.DataObject
+) -> None:
+    parts = tuple(_PARTS[index] for index in picked)
+    first, again = _sent_spans(parts), _sent_spans(parts)
+    assert first == again
+    assert all(a is not b for a, b in zip(first, again, strict=True))  # no span shared
+    # The same texts, one part of them untrusted now: refused, whatever was sent before.
+    at = data.draw(st.integers(0, len(parts) - 1))
+    swapped = untrusted(str(parts[at]), source="ticket:7")
+    forged = (*parts[:at], swapped, *parts[at + 1 :])
+    prompt = Prompt((Message("system", "".join(forged), forged), Message("user", "Hi", ("Hi",))))
+    gateway = ModelGateway(ScriptedProvider([{"text": "ok"}]), audit=SQLiteAuditSink(":memory:"))
+    with pytest.raises(ProvenanceError, match="ticket:7"):
+        gateway.send(prompt, _view(), request_id="req-forged")
