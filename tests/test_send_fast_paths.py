@@ -32,11 +32,13 @@ from veridic import (
     TrustPolicy,
     instruction,
     join,
+    provenance,
     untrusted,
 )
 from veridic.gateway import ModelCallLog
 from veridic.prompt import Message, PromptSpan
 from veridic.providers.openai import responses_request
+from veridic.text.provenance import Span, spans_of
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -199,3 +201,28 @@ def test_property_a_system_message_sent_again_is_recorded_and_refused_as_the_fir
     gateway = ModelGateway(ScriptedProvider([{"text": "ok"}]), audit=SQLiteAuditSink(":memory:"))
     with pytest.raises(ProvenanceError, match="ticket:7"):
         gateway.send(prompt, _view(), request_id="req-forged")
+
+
+def test_a_views_capability_section_is_minted_once() -> None:
+    """The same value on every call, so a system message built with it on every request
+    is made of the same parts, whose record spans are worked out once."""
+    view = _view()
+    section = view.capability_section()
+    assert view.capability_section() is section
+    assert provenance(section).kind == "registry"
+    assert spans_of(section) == (Span(0, len(section), "registry", provenance(section).origin),)
+
+
+def test_a_system_message_with_the_views_section_is_checked_on_every_send() -> None:
+    """Sent once with the view's own section, then with another view's of the same names:
+    refused the second time, whatever the first send worked out."""
+    mine, theirs = _view(), _view(careful=False)
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "ok"}] * 2), audit=SQLiteAuditSink(":memory:")
+    )
+    for view in (mine, mine):
+        prompt = Composer().system(instruction("Tidy."), view.capability_section()).user("Hi")
+        gateway.send(prompt.build(), mine, request_id="req-own")
+    prompt = Composer().system(instruction("Tidy."), theirs.capability_section()).user("Hi")
+    with pytest.raises(ToolCouplingError, match="capability section from another view"):
+        gateway.send(prompt.build(), mine, request_id="req-theirs")

@@ -569,11 +569,19 @@ class ToolView:
         and the gateway's check hold for any wording. A wording let through
         by report mode (a field that was a plain ``str``) gives a plain
         ``str`` here: report mode never mints.
+
+        Minted once per view, so every call gives the same value: a system
+        message built with it on every request is made of the same parts, whose
+        record spans :class:`~veridic.ModelGateway` works out once.
         """
-        text = self._section_text()
         if not self._wording._minted:
-            return TrustedInstruction(text)  # report mode: plain text, never minted
-        return mint(text, "registry", self._origin)
+            return TrustedInstruction(self._section_text())  # report mode: never minted
+        minted = self._cache.get("section:minted")
+        if minted is None:
+            minted = self._cache["section:minted"] = mint(
+                self._section_text(), "registry", self._origin
+            )
+        return cast(TrustedInstruction, minted)
 
     def describes(self, text: str) -> bool:
         """Whether ``text`` is this view's capability section: what :class:`ModelGateway
