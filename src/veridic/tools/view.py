@@ -650,7 +650,9 @@ class ToolView:
         registry is the one source of what the model reads of a tool, so a
         description, a parameter or a flag a wrapper edited (or an adapter
         rebuilt otherwise) is refused, compared as JSON (``1`` is not
-        ``true``). The view's own specs, sent as they are, pass at once.
+        ``true``). The view's own specs, sent as they are, pass at once, and
+        so does the flat list :class:`~veridic.OpenAIResponses` sends of them
+        (built once per tool set, read-only).
 
         Raises:
             ToolCouplingError: the two disagree: the names, or a field of a spec
@@ -975,9 +977,10 @@ def _flat_of(spec: Mapping[str, object], openai: Mapping[str, object]) -> bool:
     """Whether ``spec`` is the flat copy :class:`~veridic.OpenAIResponses` makes of the
     view's OpenAI chat spec, holding its very name, description and schema objects.
 
-    The adapter builds its list anew for every request, so the identity of the whole list
-    cannot pass it; this keeps that send at a few identity checks a tool (the walk of
-    :func:`_first_difference` costs half as much again, on every request).
+    Given the view's own chat list, the adapter sends the view's own flat list, which
+    passes by its identity (:func:`responses_specs`); given another list (a copy, one of
+    its own), it flattens it anew, and this keeps that check at a few identity checks a
+    tool (the walk of :func:`_first_difference` costs half as much again).
     """
     function = cast("Mapping[str, object]", openai["function"])
     return (
