@@ -42,6 +42,13 @@ Contenders:
   that both formats are built. On top of the floor's work it checks the system
   message, the capability section and the coupling of the tool list, hashes the
   tool list and writes the model-call record.
+- **the Responses API** (section 2, in the same interleaved rounds): the same
+  request in the shape :class:`~veridic.OpenAIResponses` sends (``instructions``,
+  ``input`` items with ``function_call`` and ``function_call_output``, the flat tool
+  list with ``"strict": false``), with the Anthropic request and the hash: both
+  floors written by hand for it, veridic's rendering
+  (``ScriptedProvider(responses=True).render``, the adapter's), and
+  ``ModelGateway.send`` through ``ScriptedProvider(responses=True)``.
 - **peers** (``pip install -e '.[bench]'``; a row is left out, with a note, when
   its package is missing): langchain-core's ``ChatPromptTemplate`` in f-string
   and in jinja2 format (``convert_to_openai_messages``); mirascope's OpenAI and
@@ -539,12 +546,7 @@ class Floor:
     # -- the request
 
     def request(self) -> Output:
-        tools = [row for row in self.rows if row.enabled]
-        lines = [self.intro]
-        for row in tools:
-            requires = f"; requires {', '.join(row.required)}" if row.required else ""
-            lines.append(f"- {row.name} ({row.kind}, {row.risk} risk{requires}): {row.listing}")
-        system = "\n\n".join([*PARTS, "\n".join(lines), self.preamble])
+        system, tools, turns = self.turns()
         specs = [
             {
                 "type": "function",
@@ -556,26 +558,6 @@ class Floor:
             }
             for row in tools
         ]
-        # (role, content, [id, name, arguments JSON, arguments], call id)
-        turns: list[tuple[str, str, list[tuple[str, str, str, dict[str, object]]], str | None]]
-        turns = [("system", system, [], None)]
-        names: dict[str, str] = {}
-        for role, text, call_id, name in TURNS:
-            if role == "call":
-                arguments = ARGUMENTS[call_id]
-                encoded = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-                names[call_id] = name
-                turns.append(
-                    ("assistant", self.own_words(text), [(call_id, name, encoded, arguments)], None)
-                )
-            elif role == "tool":
-                turns.append(("tool", self.block(f"tool:{names[call_id]}", text), [], call_id))
-            else:
-                turns.append((role, self.own_words(text), [], None))
-        for label, document in DOCUMENTS:
-            turns.append(("user", self.block(label, document), [], None))
-        turns.append(("user", self.own_words(QUESTION), [], None))
-
         openai: list[dict[str, object]] = []
         pieces: list[str] = []
         anthropic: list[dict[str, object]] = []
@@ -604,27 +586,114 @@ class Floor:
                 openai.append({"role": role, "content": content, "tool_call_id": answers})
             else:
                 openai.append({"role": role, "content": content})
+            if role != "system":
+                last = _anthropic_turn(anthropic, last, role, content, calls, answers)
+        return Output(openai, {"system": system, "messages": anthropic}, specs, _hashed(pieces))
+
+    def responses(self) -> Output:
+        """The same request for the OpenAI Responses API: ``instructions``, ``input`` items
+        and the flat tool list (function tools, not strict), with the Anthropic request and
+        the hash as in :meth:`request`."""
+        system, tools, turns = self.turns()
+        specs = [
+            {
+                "type": "function",
+                "name": row.name,
+                "description": row.description,
+                "parameters": row.schema,
+                "strict": False,
+            }
+            for row in tools
+        ]
+        items: list[dict[str, object]] = []
+        pieces: list[str] = []
+        anthropic: list[dict[str, object]] = []
+        last = ""
+        for role, content, calls, answers in turns:
+            pieces += (role, content, str(len(calls)))
+            for c in calls:
+                pieces += (c[0], c[1], c[2])
+            pieces += (answers or "", "0")  # no reasoning items
             if role == "system":
                 continue
-            blocks: list[dict[str, object]]
-            if role == "tool":
-                blocks = [{"type": "tool_result", "tool_use_id": answers, "content": content}]
-            else:
-                blocks = [{"type": "text", "text": content}] if content else []
-                blocks.extend(
-                    {"type": "tool_use", "id": c[0], "name": c[1], "input": c[3]} for c in calls
+            if answers is not None:
+                items.append(
+                    {"type": "function_call_output", "call_id": answers, "output": content}
                 )
-            side = "assistant" if role == "assistant" else "user"
-            if side == last:
-                content_list = anthropic[-1]["content"]
-                assert isinstance(content_list, list)
-                content_list.extend(blocks)
-            elif blocks:
-                anthropic.append({"role": side, "content": blocks})
-                last = side
-        encoded = "".join([f"{len(piece)}:{piece}" for piece in pieces])
-        digest = hashlib.sha256(HASH_HEADER + encoded.encode("utf-8", "surrogatepass")).hexdigest()
-        return Output(openai, {"system": system, "messages": anthropic}, specs, digest)
+            else:
+                if content or not calls:
+                    items.append({"role": role, "content": content})
+                items.extend(
+                    {"type": "function_call", "call_id": c[0], "name": c[1], "arguments": c[2]}
+                    for c in calls
+                )
+            last = _anthropic_turn(anthropic, last, role, content, calls, answers)
+        request = {"instructions": system, "input": items}
+        return Output(request, {"system": system, "messages": anthropic}, specs, _hashed(pieces))
+
+    def turns(self) -> tuple[str, list[ToolRow], list[FloorTurn]]:
+        """The system message, the tools and the turns of the request, fenced."""
+        tools = [row for row in self.rows if row.enabled]
+        lines = [self.intro]
+        for row in tools:
+            requires = f"; requires {', '.join(row.required)}" if row.required else ""
+            lines.append(f"- {row.name} ({row.kind}, {row.risk} risk{requires}): {row.listing}")
+        system = "\n\n".join([*PARTS, "\n".join(lines), self.preamble])
+        # (role, content, [id, name, arguments JSON, arguments], call id)
+        turns: list[FloorTurn] = [("system", system, [], None)]
+        names: dict[str, str] = {}
+        for role, text, call_id, name in TURNS:
+            if role == "call":
+                arguments = ARGUMENTS[call_id]
+                encoded = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+                names[call_id] = name
+                turns.append(
+                    ("assistant", self.own_words(text), [(call_id, name, encoded, arguments)], None)
+                )
+            elif role == "tool":
+                turns.append(("tool", self.block(f"tool:{names[call_id]}", text), [], call_id))
+            else:
+                turns.append((role, self.own_words(text), [], None))
+        for label, document in DOCUMENTS:
+            turns.append(("user", self.block(label, document), [], None))
+        turns.append(("user", self.own_words(QUESTION), [], None))
+        return system, tools, turns
+
+
+FloorTurn = tuple[str, str, list[tuple[str, str, str, dict[str, object]]], str | None]
+"""(role, content, the calls as [id, name, arguments JSON, arguments], the call answered)."""
+
+
+def _anthropic_turn(
+    anthropic: list[dict[str, object]],
+    last: str,
+    role: str,
+    content: str,
+    calls: list[tuple[str, str, str, dict[str, object]]],
+    answers: str | None,
+) -> str:
+    """Add one turn to the Anthropic messages (same-side turns merged); the side last added."""
+    blocks: list[dict[str, object]]
+    if role == "tool":
+        blocks = [{"type": "tool_result", "tool_use_id": answers, "content": content}]
+    else:
+        blocks = [{"type": "text", "text": content}] if content else []
+        blocks.extend({"type": "tool_use", "id": c[0], "name": c[1], "input": c[3]} for c in calls)
+    side = "assistant" if role == "assistant" else "user"
+    if side == last:
+        content_list = anthropic[-1]["content"]
+        assert isinstance(content_list, list)
+        content_list.extend(blocks)
+    elif blocks:
+        anthropic.append({"role": side, "content": blocks})
+        return side
+    return last
+
+
+def _hashed(pieces: list[str]) -> str:
+    """``Prompt.sha256`` of the pieces, as its docstring defines it."""
+    encoded = "".join([f"{len(piece)}:{piece}" for piece in pieces])
+    return hashlib.sha256(HASH_HEADER + encoded.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # --- veridic -----------------------------------------------------------------------------------
@@ -658,16 +727,38 @@ def veridic_request(registry: Registry, mode: DataMode) -> Callable[[], Output]:
     return request
 
 
-class Gateway:
-    """The request through ``ModelGateway.send``: a scripted provider, records in memory."""
+def veridic_responses(registry: Registry, mode: DataMode) -> Callable[[], Output]:
+    """The request in the Responses API's shape, rendered as ``OpenAIResponses`` renders it
+    (``ScriptedProvider(responses=True)`` renders the same request and needs no client)."""
+    provider = ScriptedProvider([], responses=True)
 
-    def __init__(self, registry: Registry, mode: DataMode) -> None:
+    def request() -> Output:
+        view, prompt = compose(registry, mode)
+        rendered = provider.render(prompt, view.tool_specs("openai"))
+        return Output(
+            {"instructions": rendered["instructions"], "input": rendered["input"]},
+            prompt.to_anthropic(),
+            rendered["tools"],
+            prompt.sha256,
+        )
+
+    return request
+
+
+class Gateway:
+    """The request through ``ModelGateway.send``: a scripted provider, records in memory;
+    ``responses=True`` sends it in the OpenAI Responses API's shape."""
+
+    def __init__(self, registry: Registry, mode: DataMode, *, responses: bool = False) -> None:
         self.registry = registry
         self.mode = mode
+        self.responses = responses
         self.audit = SQLiteAuditSink(":memory:")
 
     def batch(self, number: int) -> Callable[[], object]:
-        provider = ScriptedProvider([{"text": "Set the 5 GHz channel to 36."}] * number)
+        provider = ScriptedProvider(
+            [{"text": "Set the 5 GHz channel to 36."}] * number, responses=self.responses
+        )
         gateway = ModelGateway(provider, audit=self.audit, calls=ModelCallLog())
         registry, mode = self.registry, self.mode
 
@@ -682,14 +773,21 @@ class Gateway:
         return self.batch(1)()
 
     def output(self) -> Output:
-        provider = ScriptedProvider([{"text": "Set the 5 GHz channel to 36."}])
+        provider = ScriptedProvider(
+            [{"text": "Set the 5 GHz channel to 36."}], responses=self.responses
+        )
         log = ModelCallLog()
         gateway = ModelGateway(provider, audit=self.audit, calls=log)
         view, prompt = compose(self.registry, self.mode)
         gateway.send(prompt, view, request_id="req-1")
         sent = provider.requests[0]
+        messages = (
+            {"instructions": sent["instructions"], "input": sent["input"]}
+            if self.responses
+            else sent["messages"]
+        )
         return Output(
-            sent["messages"], prompt.to_anthropic(), sent["tools"], log.records()[0].prompt_sha256
+            messages, prompt.to_anthropic(), sent["tools"], log.records()[0].prompt_sha256
         )
 
 
@@ -1047,7 +1145,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     marks = Marks.read()
     contenders: list[h.Contender] = []
     notes: dict[str, str] = {}
-    modes: tuple[tuple[DataMode, str], ...] = (("verbatim", "hash fence"), ("datamark", "datamark"))
+    modes = tuple(FLOOR_LABELS.items())
     floors = {mode: Floor(mode, intro, rows, marks) for mode, _ in modes}
     for mode, label in modes:
         reference = veridic_request(registry, mode)()
@@ -1063,11 +1161,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         contenders.append(
             h.Contender(f"veridic, {mode}, ModelGateway.send", gateway.run_once, gateway.batch)
         )
+    responses = responses_contenders(registry, floors)
     found, missing = peers(intro, rows, registry)
     for peer in found:
         contenders.append(h.Contender(peer.name, peer.run))
         notes[peer.name] = peer.note
-    timings = h.measure(contenders, rounds=25, budget=0.02)
+    timings = h.measure([*contenders, *responses], rounds=25, budget=0.02)
     report = h.Report("request.py")
     section = report.section(
         "1. the realistic request, per request",
@@ -1105,14 +1204,74 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     else:
         section.notes.append("dspy is not measured (its adapter brings litellm and ~40 packages).")
+    responses_section(report, responses, timings)
     h.finish(report, argv)
+
+
+def responses_contenders(registry: Registry, floors: dict[DataMode, Floor]) -> list[h.Contender]:
+    """The request in the OpenAI Responses API's shape: its floors (the same turns, items
+    and flat tool list written by hand), veridic's rendering, and ``ModelGateway.send``
+    through ``ScriptedProvider(responses=True)``; each checked against veridic's first."""
+    made: list[h.Contender] = []
+    for mode, floor in floors.items():
+        reference = veridic_responses(registry, mode)()
+        check(f"floor, {FLOOR_LABELS[mode]}, Responses", reference, floor.responses())
+        check(
+            f"gateway, {mode}, Responses",
+            reference,
+            Gateway(registry, mode, responses=True).output(),
+        )
+        made.append(h.Contender(f"floor, {FLOOR_LABELS[mode]}, Responses", floor.responses))
+    for mode in floors:
+        made.append(h.Contender(f"veridic, {mode}, Responses", veridic_responses(registry, mode)))
+    for mode in floors:
+        gateway = Gateway(registry, mode, responses=True)
+        made.append(
+            h.Contender(
+                f"veridic, {mode}, ModelGateway.send, Responses", gateway.run_once, gateway.batch
+            )
+        )
+    return made
+
+
+FLOOR_LABELS: Final[dict[DataMode, str]] = {"verbatim": "hash fence", "datamark": "datamark"}
+
+
+def responses_section(
+    report: h.Report, contenders: list[h.Contender], timings: dict[str, h.Stats]
+) -> None:
+    section = report.section(
+        "2. the same request through the OpenAI Responses API, per request",
+        about=[
+            "The same work in the Responses shape: instructions + input items (function_call, "
+            "function_call_output) + the flat tool list",
+            "(function tools, not strict) + Anthropic request + prompt sha256; measured in the "
+            "same interleaved rounds as section 1.",
+            "Floors and veridic rows: output checked byte-identical to veridic's in the same "
+            "data mode before timing.",
+        ],
+        baselines=["hash floor", "datamark floor"],
+    )
+    floor_hash = timings["floor, hash fence, Responses"].median
+    floor_mark = timings["floor, datamark, Responses"].median
+    for contender in contenders:
+        section.timed(
+            contender.name.removesuffix(", Responses"),
+            timings[contender.name],
+            against=(floor_hash, floor_mark),
+        )
 
 
 def profile(registry: Registry, calls: int = 3000) -> None:
     """The top of a profile of veridic's request (default mode), through the gateway too."""
     direct = veridic_request(registry, "datamark")
     gateway = Gateway(registry, "datamark").batch(calls)
-    for title, call in (("veridic, datamark", direct), ("through ModelGateway.send", gateway)):
+    responses = Gateway(registry, "datamark", responses=True).batch(calls)
+    for title, call in (
+        ("veridic, datamark", direct),
+        ("through ModelGateway.send", gateway),
+        ("through ModelGateway.send, OpenAI Responses shape", responses),
+    ):
         profiler = cProfile.Profile()
         profiler.enable()
         for _ in range(calls):

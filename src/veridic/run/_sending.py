@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import operator
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -638,22 +639,62 @@ def _system_where(prompt: Prompt) -> str:
 
 def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...]:
     """The spans of the system message of ``prompt``, made of ``parts``, as the record's
-    :class:`PromptSpan` s of message 0, refusing each part that is not trusted (in order,
-    before its spans are read).
+    :class:`PromptSpan` s of message 0, after refusing each part that is not trusted (in
+    order, the first one refused).
 
     Read from the parts, which are checked here, and not from :attr:`Message.spans`,
     which a subclass of :class:`Message` may override: such a message said it was all
     code, and a capability section of another view in it went unrefused.
 
+    Every part is checked on every send; what the parts' spans come to is worked out once
+    for the same part objects (:func:`_span_rows`), since a part is immutable text whose
+    spans were fixed when it was made, and an application sends the same instructions
+    and the same view's section with every request. The record's spans are made anew on
+    every send, so no record shares a span with another.
+    """
+    where = ""
+    for part in parts:
+        if not is_trusted(part):
+            where = where or _system_where(prompt)
+            report(part, where)
+    return tuple([_prompt_span(*row) for row in _span_rows(parts)])
+
+
+_Row = tuple[int, int, Kind, str]
+"""A record span of message 0 as plain values: start, end, kind, origin."""
+
+_ROWS_KEPT: Final = 64
+"""System messages whose span rows are kept (by the identity of their parts); past it the
+rows are worked out again, as for a message never sent before."""
+
+_kept_rows: dict[tuple[int, ...], tuple[tuple[str, ...], tuple[_Row, ...]]] = {}
+""":func:`_span_rows` by the ``id`` of each part, with the parts themselves: kept alive by
+the entry, no part's ``id`` is another object's, and a hit is checked part by part."""
+
+
+def _span_rows(parts: Sequence[str]) -> tuple[_Row, ...]:
+    """:func:`_rows_of` ``parts``, worked out once for the same part objects."""
+    key = tuple(map(id, parts))
+    kept = _kept_rows.get(key)
+    if kept is not None and len(kept[0]) == len(parts) and all(map(operator.is_, kept[0], parts)):
+        return kept[1]
+    rows = _rows_of(parts)
+    if len(_kept_rows) >= _ROWS_KEPT:
+        _kept_rows.clear()
+    _kept_rows[key] = (tuple(parts), rows)
+    return rows
+
+
+def _rows_of(parts: Sequence[str]) -> tuple[_Row, ...]:
+    """The rows of the record spans of a system message made of ``parts``.
+
     The rule is :func:`~veridic.text.provenance.concat_spans`'s with no separator
     (each part's spans shifted into place, empty ones left out, adjacent twins merged,
     and a message of empty parts keeping the first part's origin in one empty span),
-    applied in one pass that makes each record span once: every send worked the
-    message's spans out, then copied each into a ``PromptSpan`` through the frozen
-    dataclass's ``__init__``. ``tests/test_gateway.py`` holds the two equal for all
-    system messages.
+    applied in one pass. ``tests/test_gateway.py`` holds the record's spans equal to
+    the message's for all system messages, sent once or again.
     """
-    made: list[PromptSpan] = []
+    made: list[_Row] = []
     offset = 0
     growing = False  # whether start, end, kind and origin hold a span not yet made
     start = end = 0
@@ -661,8 +702,6 @@ def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...
     origin = ""
     first: Span | None = None  # the first span of any part, kept for a message of empty parts
     for part in parts:
-        if not is_trusted(part):
-            report(part, _system_where(prompt))
         own = spans_of(part)
         if first is None and own:
             first = own[0]
@@ -674,14 +713,14 @@ def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...
                 end = span_end
                 continue
             if growing:
-                made.append(_prompt_span(start, end, kind, origin))
+                made.append((start, end, kind, origin))
             growing = True
             start, end, kind, origin = span_start, span_end, span.kind, span.origin
         offset += len(part)
     if growing:
-        made.append(_prompt_span(start, end, kind, origin))
+        made.append((start, end, kind, origin))
     elif first is not None:
-        made.append(_prompt_span(0, 0, first.kind, first.origin))
+        made.append((0, 0, first.kind, first.origin))
     return tuple(made)
 
 

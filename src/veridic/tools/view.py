@@ -70,6 +70,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Final, Literal, cast, overload
+from weakref import WeakValueDictionary
 
 from veridic import _json_object
 from veridic._counted import counted
@@ -117,6 +118,7 @@ from veridic.tools.tool import (
 )
 from veridic.tools.tool_specs import (
     AnthropicToolSpec,
+    FrozenDict,
     FrozenList,
     McpToolSpec,
     OpenAIToolSpec,
@@ -139,6 +141,7 @@ __all__ = [
     "ToolView",
     "build_view",
     "check_view_options",
+    "responses_specs",
 ]
 
 _FORMATS: Final = ("openai", "anthropic", "mcp")
@@ -567,11 +570,19 @@ class ToolView:
         and the gateway's check hold for any wording. A wording let through
         by report mode (a field that was a plain ``str``) gives a plain
         ``str`` here: report mode never mints.
+
+        Minted once per view, so every call gives the same value: a system
+        message built with it on every request is made of the same parts, whose
+        record spans :class:`~veridic.ModelGateway` works out once.
         """
-        text = self._section_text()
         if not self._wording._minted:
-            return TrustedInstruction(text)  # report mode: plain text, never minted
-        return mint(text, "registry", self._origin)
+            return TrustedInstruction(self._section_text())  # report mode: never minted
+        minted = self._cache.get("section:minted")
+        if minted is None:
+            minted = self._cache["section:minted"] = mint(
+                self._section_text(), "registry", self._origin
+            )
+        return cast(TrustedInstruction, minted)
 
     def describes(self, text: str) -> bool:
         """Whether ``text`` is this view's capability section: what :class:`ModelGateway
@@ -641,9 +652,11 @@ class ToolView:
         description, a parameter or a flag a wrapper edited (or an adapter
         rebuilt otherwise) is refused, compared as JSON (``1`` is not
         ``true``). The view's own specs, sent as they are, pass once they are
-        shown to hold what they were built with: a write that went around their
-        refusals (``dict.__setitem__(spec, ...)``) is refused, sent as they are
-        or copied (see :class:`~veridic.tools.tool_specs.FrozenDict`).
+        shown to hold what they were built with, and so does the flat list
+        :class:`~veridic.OpenAIResponses` sends of them (built once per tool
+        set, read-only): a write that went around their refusals
+        (``dict.__setitem__(spec, ...)``) is refused, sent as they are or
+        copied (see :class:`~veridic.tools.tool_specs.FrozenDict`).
 
         Raises:
             ToolCouplingError: the two disagree: the names, or a field of a spec
@@ -978,9 +991,10 @@ def _flat_of(spec: Mapping[str, object], openai: Mapping[str, object]) -> bool:
     """Whether ``spec`` is the flat copy :class:`~veridic.OpenAIResponses` makes of the
     view's OpenAI chat spec, holding its very name, description and schema objects.
 
-    The adapter builds its list anew for every request, so the identity of the whole list
-    cannot pass it; this keeps that send at a few identity checks a tool (the walk of
-    :func:`_first_difference` costs half as much again, on every request).
+    Given the view's own chat list, the adapter sends the view's own flat list, which
+    passes by its identity (:func:`responses_specs`); given another list (a copy, one of
+    its own), it flattens it anew, and this keeps that check at a few identity checks a
+    tool (the walk of :func:`_first_difference` costs half as much again).
     """
     function = cast("Mapping[str, object]", openai["function"])
     return (
@@ -1112,13 +1126,16 @@ class _ToolSet:
     it at all (``schema_tool=``) is in the key.
     """
 
-    __slots__ = ("_digest", "_plain", "_specs")
+    __slots__ = ("__weakref__", "_digest", "_plain", "_specs")
     _kept: ClassVar[dict[tuple[bool, tuple[Tool, ...]], _ToolSet]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
+    _by_openai_list: ClassVar[WeakValueDictionary[int, _ToolSet]] = WeakValueDictionary()
+    """Each live tool set by the ``id`` of its OpenAI chat list, for :func:`responses_specs`
+    (which checks that the list found is the very one it was given)."""
 
     def __init__(self) -> None:
-        self._specs: dict[SpecFormat, FrozenList] = {}
-        self._plain: dict[SpecFormat, list[dict[str, object]]] = {}
+        self._specs: dict[str, FrozenList] = {}
+        self._plain: dict[str, list[dict[str, object]]] = {}
         self._digest: str | None = None
 
     @classmethod
@@ -1137,13 +1154,27 @@ class _ToolSet:
         if made is None:
             self._plain[format] = [_plain_spec(tool, format) for tool in tools]
             made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
+            if format == "openai":
+                _ToolSet._by_openai_list[id(made)] = self
         return made
 
-    def built(self) -> tuple[tuple[SpecFormat, FrozenList], ...]:
-        """The lists built so far, with their formats."""
+    def responses(self, openai: FrozenList) -> FrozenList:
+        """The Responses API's flat list of this set's OpenAI chat list ``openai``, read-only,
+        built once: :meth:`built` lists it, so it is coupled by identity."""
+        made = self._specs.get(_RESPONSES)
+        if made is None:
+            self._plain[_RESPONSES] = [_responses_shape(own) for own in self._plain["openai"]]
+            made = self._specs[_RESPONSES] = frozen_list(
+                FrozenDict(_responses_shape(cast("Mapping[str, object]", spec))) for spec in openai
+            )
+        return made
+
+    def built(self) -> tuple[tuple[str, FrozenList], ...]:
+        """The lists built so far, with their formats (a :data:`SpecFormat`, or the
+        Responses API's flat list)."""
         return tuple(self._specs.items())
 
-    def check_intact(self, format: SpecFormat, origin: str) -> None:
+    def check_intact(self, format: str, origin: str) -> None:
         """Refuse the list of ``format`` if it no longer holds what it was built with.
 
         Its dicts and lists refuse every write made through their own methods, but not
@@ -1189,6 +1220,31 @@ class _ToolSet:
                 f"[{canonical}]".encode("utf-8", "surrogatepass")
             ).hexdigest()
         return self._digest
+
+
+_RESPONSES: Final = "responses"
+"""The key of a tool set's Responses API list among its lists (no :data:`SpecFormat`: the
+view hands it out only through :func:`responses_specs`)."""
+
+
+def responses_specs(specs: object) -> FrozenList | None:
+    """The Responses API's flat tool list for ``specs``, when ``specs`` is the very OpenAI
+    chat list of a view (``view.tool_specs("openai")``); ``None`` for any other list, which
+    the caller flattens itself.
+
+    Why: :class:`~veridic.OpenAIResponses` flattened the view's list into new dicts on every
+    request, so :meth:`ToolView.assert_coupled` could not pass it by identity and compared
+    every spec with the view's, on every send. This list is built once per tool set, of the
+    same flat dicts as the comparison reads (``_responses_shape``), read-only like the
+    others, and kept among the tool set's own lists, which pass by identity.
+    """
+    found = _ToolSet._by_openai_list.get(id(specs))
+    if found is None:
+        return None
+    openai = found._specs.get("openai")
+    if openai is None or openai is not specs:
+        return None  # another list, made where a dead tool set's list was
+    return found.responses(openai)
 
 
 def _canonical_mcp(tool: Tool) -> str:
