@@ -785,10 +785,11 @@ def test_a_model_wrapper_of_another_capability_cannot_add_a_tool_after_the_check
     assert script.shown == []  # the model never saw the added tool
 
 
-def test_a_wrapper_capability_holding_veridics_still_has_the_request_checked_as_sent() -> None:
+def test_a_wrapper_capability_holding_veridics_is_refused_before_the_request() -> None:
     s = setup()
     script = Script("Done.")
-    with pytest.raises(ToolCouplingError, match="'wipe_disk'"):
+    # The wrapper hides veridic's ordering: it would no longer check the request last.
+    with pytest.raises(VeridicError, match="hides it from pydantic-ai's ordering"):
         agent(script).run_sync("Tidy up", capabilities=[WrapperCapability(s.veridic), AddsATool()])
     assert script.shown == []
 

@@ -61,6 +61,7 @@ from pydantic_ai.models import (
     ModelRequestParameters,
     StreamedResponse,
 )
+from pydantic_ai.models.batch import BatchRequest, EncodedBatchRequest
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.output import OutputContext
 from pydantic_ai.profiles import DEFAULT_PROMPTED_OUTPUT_TEMPLATE
@@ -130,6 +131,9 @@ class VeridicToolset(AbstractToolset[object]):
         tool one id, in two turns: :meth:`check_told`); a run's table is made when the run
         starts (:meth:`begin`) and dropped when it ends, however it ends (:meth:`forget`), so
         a capability that serves many runs holds the answers of the runs under way only."""
+        self._known: dict[str | None, frozenset[str]] = {}
+        """The trusted texts the capability recognised in each run under way, by run id (the
+        stripped copies pydantic-ai sends of trusted instructions), for :meth:`check_sent`."""
 
     def __repr__(self) -> str:
         return f"<VeridicToolset of {self.view!r}, request {clip(self.request_id)}>"
@@ -444,6 +448,37 @@ class VeridicToolset(AbstractToolset[object]):
         """Drop what the toolset answered and recorded in the run ``run_id``, which has ended."""
         self._told.pop(run_id, None)
         self._recorded.pop(run_id, None)
+        self._known.pop(run_id, None)
+
+    def checked(self, run_id: str | None, known: set[str]) -> None:
+        """Note the trusted texts the capability recognised in the request it has just checked."""
+        self._known[run_id] = frozenset(known)
+
+    def check_sent(
+        self, messages: Sequence[ModelMessage], parameters: ModelRequestParameters
+    ) -> None:
+        """Refuse a request, as it leaves for the model, whose instructions are not trusted text.
+
+        The capability checks each request in its ``prepare_model_request`` hook, but a model
+        wrapper outside this one can still change it. The model wrapper has no run context, so
+        it checks what needs none: each instruction part and each system part (or instruction
+        change) of the messages must be trusted text, or text the capability recognised as
+        trusted in a run under way. What needs the run (whether a tool result is the one the
+        toolset answered, a user part beside it, an output's description) is checked by the
+        hook only: pydantic-ai changes the messages between the hook and the model (it merges
+        a resumed run's trailing requests), so the request as sent cannot be compared with
+        the one checked.
+
+        Raises:
+            ProvenanceError: an instruction part or a system part of the messages, as sent, is
+                not trusted text.
+        """
+        where = f"request {clip(self.request_id)} as sent to the model"
+        known: set[str] = set().union(*self._known.values())
+        parts = parameters.instruction_parts or ()
+        blocks = {str(part.id) for part in parts if part.id is not None}
+        _check_system_parts(messages, known, blocks, where)
+        _check_instruction_parts(parts, known, where)
 
     async def _record_not_run(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
@@ -547,8 +582,16 @@ class VeridicCapability(AbstractCapability[object]):
         it) makes the order a cycle, and pydantic-ai refuses the agent or the run
         (``UserError``, "Circular ordering constraints among capabilities") before any
         request is sent: there is no order in which this one checks the sent request.
+
+        Two veridic capabilities in one agent (or one listed twice, or one inside a
+        ``WrapperCapability`` beside another) would each have to follow the other: they are
+        refused while pydantic-ai orders them, with a :class:`~veridic.VeridicError` that says
+        what to do (:class:`_EveryOtherCapability`).
         """
-        return CapabilityOrdering(position="innermost", wrapped_by=[AbstractCapability])
+        # pydantic-ai matches a wrapped_by type with issubclass only: this one answers it for
+        # every capability, and is no capability itself.
+        every_other: list[type[AbstractCapability[Any]]] = [_EveryOtherCapability]  # type: ignore[list-item]  # a stand-in matched by issubclass, never made
+        return CapabilityOrdering(position="innermost", wrapped_by=every_other)
 
     def get_toolset(self) -> VeridicToolset:
         return self.toolset
@@ -563,7 +606,7 @@ class VeridicCapability(AbstractCapability[object]):
         what this one checked. This wrapper is the innermost of the model wrappers when this
         capability is the innermost capability.
         """
-        return _SentAsChecked(model, self.view, self.request_id)
+        return _SentAsChecked(model, self.view, self.toolset)
 
     def get_instructions(self) -> TrustedInstruction:
         return self.instructions
@@ -624,9 +667,10 @@ class VeridicCapability(AbstractCapability[object]):
         known = {self.instructions.strip(), *_trusted_static(ctx.agent)}
         parts = request_context.model_request_parameters.instruction_parts or ()
         blocks = {str(part.id) for part in parts if part.id is not None}
-        _check_system_parts(request_context.messages, known, blocks, self.request_id)
+        where = f"request {clip(self.request_id)}"
+        _check_system_parts(request_context.messages, known, blocks, where)
         _check_settings(request_context.model_settings, self.request_id)
-        _check_instruction_parts(parts, known, self.request_id)
+        _check_instruction_parts(parts, known, where)
         _check_labelled(parts, request_context.messages, self.view, self.request_id)
         parameters = request_context.model_request_parameters
         _check_output_template(
@@ -634,6 +678,7 @@ class VeridicCapability(AbstractCapability[object]):
         )
         _check_output_descriptions(parameters, ctx.agent, self.request_id)
         _check_tools(parameters, self.view, self.request_id)
+        self.toolset.checked(ctx.run_id, known)
         return request_context
 
     async def before_output_process(
@@ -717,13 +762,68 @@ class VeridicCapability(AbstractCapability[object]):
 
         Raises:
             VeridicError: another run of this capability is under way under the same run id
-                (:meth:`VeridicToolset.begin`); nothing of this run ran.
+                (:meth:`VeridicToolset.begin`), or the capability is held by one that hides
+                its ordering (:func:`_check_ordered`); nothing of this run ran.
         """
+        _check_ordered(self, ctx.root_capability, self.request_id)
         self.toolset.begin(ctx.run_id, self.request_id)
         try:
             return await handler()
         finally:
             self.toolset.forget(ctx.run_id)
+
+
+def _check_ordered(capability: VeridicCapability, root: object, request_id: str) -> None:
+    """Refuse a run in which pydantic-ai does not order the capability after every other.
+
+    pydantic-ai orders the capabilities it can see (the leaves ``apply`` visits); a
+    ``WrapperCapability`` around a single capability (``WrapperCapability(veridic)``, a
+    subclass of it, ``PrefixTools``) is visited in its place, and has no ordering of its own:
+    the veridic capability inside it is not ``innermost``, so a capability listed after the
+    wrapper, its model wrapper, or the wrapper's own hooks would change the request after
+    the veridic capability checked it.
+
+    Raises:
+        VeridicError: the run's capabilities do not list this one as a capability of their own.
+    """
+    seen: list[object] = []
+    apply = getattr(root, "apply", None)
+    if callable(apply):
+        apply(seen.append)
+    if any(found is capability for found in seen):
+        return
+    raise VeridicError(
+        f"the veridic capability of request {clip(request_id)} is held by another capability "
+        "that hides it from pydantic-ai's ordering (a WrapperCapability, or a subclass of it "
+        "such as PrefixTools): it would no longer check the request after every other "
+        "capability, so the run did not start; give it to the agent or the run itself, "
+        "capabilities=[capability(view, ...)], and shape the view with its filters, "
+        "registry.view(...)"
+    )
+
+
+class _OrderedAfterEveryOther(type):
+    """The metaclass of :class:`_EveryOtherCapability`: pydantic-ai matches a ``wrapped_by``
+    type against the other capabilities of the agent with ``issubclass``, and this answers it."""
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        if issubclass(subclass, VeridicCapability):
+            raise VeridicError(
+                "an agent or run was given two veridic capabilities (two calls of capability(), "
+                "or one listed twice): each must check the request after every other "
+                "capability, so neither could, and the agent was not made; give one capability "
+                "per agent and run, built for the request's view: to offer the tools of two "
+                "views, build one view that holds both (one registry, registry.view(...) with "
+                "the filters of both), and give its instructions in capability(..., "
+                "instructions=[...])"
+            )
+        return issubclass(subclass, AbstractCapability)
+
+
+class _EveryOtherCapability(metaclass=_OrderedAfterEveryOther):
+    """What a veridic capability is ordered after (``wrapped_by``): every capability but a veridic
+    one, whose presence beside it is refused (pydantic-ai would say only that the order is a
+    cycle)."""
 
 
 class _SentAsChecked(WrapperModel):
@@ -734,16 +834,21 @@ class _SentAsChecked(WrapperModel):
     request hooks and after the model wrappers outside this one.
     """
 
-    def __init__(self, wrapped: Model, view: ToolView, request_id: str) -> None:
+    def __init__(self, wrapped: Model, view: ToolView, toolset: VeridicToolset) -> None:
         super().__init__(wrapped)
         self._view = view
-        self._request_id = request_id
+        self._toolset = toolset
 
     def _check(
-        self, model_settings: ModelSettings | None, parameters: ModelRequestParameters
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        parameters: ModelRequestParameters,
     ) -> None:
-        _check_settings(model_settings, self._request_id)
-        _check_tools(parameters, self._view, self._request_id)
+        request_id = self._toolset.request_id
+        _check_settings(model_settings, request_id)
+        _check_tools(parameters, self._view, request_id)
+        self._toolset.check_sent(messages, parameters)
 
     async def request(
         self,
@@ -751,8 +856,14 @@ class _SentAsChecked(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        self._check(model_settings, model_request_parameters)
+        self._check(messages, model_settings, model_request_parameters)
         return await super().request(messages, model_settings, model_request_parameters)
+
+    async def batch_encode(self, request: BatchRequest) -> EncodedBatchRequest:
+        """The request checked as :meth:`request` checks it: pydantic-ai's batching
+        (``BatchModelRequests``) sends a request through here, not through :meth:`request`."""
+        self._check(request.messages, request.model_settings, request.model_request_parameters)
+        return await super().batch_encode(request)
 
     @asynccontextmanager
     async def request_stream(
@@ -762,7 +873,7 @@ class _SentAsChecked(WrapperModel):
         model_request_parameters: ModelRequestParameters,
         run_context: RunContext[Any] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
-        self._check(model_settings, model_request_parameters)
+        self._check(messages, model_settings, model_request_parameters)
         async with super().request_stream(
             messages, model_settings, model_request_parameters, run_context
         ) as stream:
@@ -878,7 +989,7 @@ def _added_after(
 
 
 def _check_system_parts(
-    messages: Sequence[ModelMessage], known: set[str], blocks: set[str], request_id: str
+    messages: Sequence[ModelMessage], known: set[str], blocks: set[str], where: str
 ) -> None:
     """Refuse a system part or an instruction change of the history that is not trusted text.
 
@@ -900,7 +1011,7 @@ def _check_system_parts(
             if isinstance(part, SystemPromptPart) and not is_trusted(part.content):
                 report(
                     part.content,
-                    f"a system part of message {index} of request {clip(request_id)} (pydantic-ai "
+                    f"a system part of message {index} of {where} (pydantic-ai "
                     "sends it as instructions; a history read back from storage is outside "
                     "text: give the agent its instructions with capability(..., "
                     "instructions=...), not system_prompt=, and drop system parts from a "
@@ -911,7 +1022,7 @@ def _check_system_parts(
                 report(
                     shown,
                     f"an instruction change ({type(part).__name__}) of message {index} of "
-                    f"request {clip(request_id)} (pydantic-ai sends it as a system part that "
+                    f"{where} (pydantic-ai sends it as a system part that "
                     "replaces or withdraws a block of the agent's instructions; a history read "
                     "back from storage is outside text: load it through "
                     "pydantic_ai.messages.sanitize_messages(), which drops instruction changes "
@@ -1170,9 +1281,7 @@ def _trusted_static(agent: object) -> set[str]:
     return {text.strip() for text in texts if isinstance(text, str) and is_trusted(text)}
 
 
-def _check_instruction_parts(
-    parts: Sequence[InstructionPart], known: set[str], request_id: str
-) -> None:
+def _check_instruction_parts(parts: Sequence[InstructionPart], known: set[str], where: str) -> None:
     """Refuse an instruction part that is neither trusted text nor known trusted text.
 
     pydantic-ai strips every part it is given, and a stripped string is a plain ``str``:
@@ -1188,7 +1297,7 @@ def _check_instruction_parts(
             continue
         report(
             part.content,
-            f"instruction part {index} of request {clip(request_id)} (pydantic-ai sends the "
+            f"instruction part {index} of {where} (pydantic-ai sends the "
             "agent's and the run's instructions=, and what @agent.instructions functions "
             "return, as instructions beside the capability section; a run's instructions= "
             "string reaches veridic copied, as a plain str, even when it was instruction() "

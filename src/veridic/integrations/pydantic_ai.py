@@ -173,7 +173,16 @@ def capability(
             or a user part sits beside the toolset's results (a hook's
             ``ToolReturn(content=...)``).
         VeridicError: (from a run, before it starts) another run of the
-            capability is under way under the same explicit ``run_id``.
+            capability is under way under the same explicit ``run_id``, or the
+            capability is held by a ``WrapperCapability`` (which hides its
+            ordering: it would not check the request after every other).
+        VeridicError: (when pydantic-ai orders the capabilities, at ``Agent(...)``
+            or at a run) two veridic capabilities in one agent or run: give one.
+        ProvenanceError: (where the request leaves for the model, batched or
+            not) an instruction part or a system part of the messages, as another
+            capability's model wrapper left it, is not trusted text. A tool
+            result or an output description a model wrapper rewrites is not
+            checked there (no run context): see docs/integrations/pydantic_ai.md.
     """
     require("pydantic_ai", "pydantic-ai", "veridic.integrations.pydantic_ai.capability()")
     from veridic.integrations._pydantic_ai_capability import VeridicCapability
