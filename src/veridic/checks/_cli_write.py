@@ -6,7 +6,10 @@ report goes into whatever file it names. So no existing file is opened for
 writing here. The text goes into a file created new (``O_EXCL``: it cannot be a
 link, nor another's file) in the target's folder, and ``os.replace`` renames it
 over the name, which replaces the name's entry and never writes into the file it
-held (another hard link to that file keeps its content).
+held (another hard link to that file keeps its content). The new file takes the
+replaced file's permissions, less its set-uid and set-gid bits; a file its owner
+cannot write (``chmod 444``) is refused rather than replaced, since the rename
+asks only the folder.
 
 A link at the name is refused rather than replaced: the user who made it meant
 the file it names, and replacing the link would quietly change their layout.
@@ -61,13 +64,31 @@ def _write_output(path: Path, text: str) -> bool:
     if found is not None and not stat.S_ISREG(found.st_mode):
         _write_stream(path, shown, data)
         return False
-    mode = None if found is None else stat.S_IMODE(found.st_mode)
+    mode = None if found is None else _kept_mode(found.st_mode, shown)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _replace(path, data, mode)
     except OSError as error:
         raise _cannot(shown, error) from error
     return found is not None
+
+
+def _kept_mode(found: int, shown: str) -> int:
+    """The permissions the new file takes from the file it replaces, which must be writable.
+
+    A file whose owner has no write bit (``chmod 444``) was made read-only on purpose;
+    the rename needs only the folder's write permission, so it was replaced without a
+    word. The set-uid and set-gid bits are dropped, as ``cp`` drops them on a file it
+    creates: the new file belongs to whoever runs veridic (root in many CI containers),
+    so a set-uid bit kept would let anyone who can run the report run it as them.
+    """
+    if not found & stat.S_IWUSR:
+        raise _UsageError(
+            f"-o {shown} is read-only (mode {stat.filemode(found)}), so veridic does not "
+            f"replace it: make it writable first (chmod u+w {shown}) if it may be "
+            "replaced, or choose another file with -o"
+        )
+    return stat.S_IMODE(found) & ~(stat.S_ISUID | stat.S_ISGID)
 
 
 def _write_through_link_to_a_stream(path: Path, shown: str, data: bytes) -> None:
@@ -134,7 +155,7 @@ def _encoded(text: str, shown: str) -> bytes:
 def _replace(path: Path, data: bytes, mode: int | None) -> None:
     """Write ``data`` to a new file in ``path``'s folder and rename it to ``path``.
 
-    The new file keeps ``mode`` (the replaced file's permissions), or is created
+    The new file takes ``mode`` (the replaced file's permissions), or is created
     as any new file is (``0o666`` less the umask); it is removed if anything fails.
     """
     temporary = path.with_name(f".{path.name[:_NAME_KEPT]}.{secrets.token_hex(8)}.tmp")
