@@ -24,20 +24,16 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Final
 
 from veridic.checks._cli_report import _UsageError
+from veridic.checks._replacing import _replace, _write_all
 from veridic.text.terminal_view import visible
 
-_NEW: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 _EXISTING: Final = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 """Without waiting: a pipe with no reader fails (``ENXIO``) rather than blocks."""
-_NAME_KEPT: Final = 32
-"""Characters of the target's name the new file's name holds: enough to tell what it
-was for, short enough that a name as long as the folder allows still has room."""
 
 
 def _write_output(path: Path, text: str) -> bool:
@@ -150,33 +146,6 @@ def _encoded(text: str, shown: str) -> bytes:
             "was written: remove it from the text it comes from (a tool's description, a "
             "document's message)"
         ) from error
-
-
-def _replace(path: Path, data: bytes, mode: int | None) -> None:
-    """Write ``data`` to a new file in ``path``'s folder and rename it to ``path``.
-
-    The new file takes ``mode`` (the replaced file's permissions), or is created
-    as any new file is (``0o666`` less the umask); it is removed if anything fails.
-    """
-    temporary = path.with_name(f".{path.name[:_NAME_KEPT]}.{secrets.token_hex(8)}.tmp")
-    descriptor = os.open(temporary, _NEW, 0o666)
-    try:
-        try:
-            if mode is not None and os.chmod in os.supports_fd:
-                os.chmod(descriptor, mode)
-            _write_all(descriptor, data)
-        finally:
-            os.close(descriptor)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
 
 
 def _cannot(shown: str, error: OSError) -> _UsageError:
