@@ -461,7 +461,9 @@ def _weather_registry(description: str) -> Registry:
 def test_a_description_utf_8_cannot_hold_is_a_finding_naming_the_tool() -> None:
     # A lone surrogate (an escape such as \ud800 typed in a docstring) passed the lint, and
     # then crashed "veridic manifest" and any provider's request that sent the tool.
-    found = [f for f in lint(_weather_registry("Tell the \ud800 weather.")) if f.severity == "error"]
+    found = [
+        f for f in lint(_weather_registry("Tell the \ud800 weather.")) if f.severity == "error"
+    ]
     assert [(f.code, f.tool) for f in found] == [("unencodable-text", "get_weather")]
     assert "U+D800" in found[0].message
     assert "description" in found[0].message
@@ -495,7 +497,9 @@ def test_property_a_description_is_a_finding_exactly_when_utf_8_cannot_hold_it(
     before: str, surrogate: str, after: str
 ) -> None:
     def codes(description: str) -> list[str]:
-        return [f.code for f in lint(_weather_registry(description)) if f.code == "unencodable-text"]
+        return [
+            f.code for f in lint(_weather_registry(description)) if f.code == "unencodable-text"
+        ]
 
     assert codes(f"Tell the weather. {before}{after}") == []
     assert codes(f"Tell the weather. {before}{surrogate}{after}") == ["unencodable-text"]

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from veridic._counted import counted
+from veridic._workflow_commands import inert_line
 from veridic.checks._ci_log import inert_json
 from veridic.checks._cli_audit import _is_postgres, _named, _not_a_file, _open_store
 from veridic.checks._cli_report import (
     EXIT_CLEAN,
     EXIT_USAGE,
-    _no_workflow_command,
     _say,
     _UsageError,
 )
@@ -138,7 +138,7 @@ def _inert(text: str, form: str) -> str:
         return inert_json(text)
     if form == "html":
         return "\n".join(map(_no_html_workflow_command, text.split("\n")))
-    return "\n".join(map(_no_workflow_command, text.split("\n")))
+    return "\n".join(map(inert_line, text.split("\n")))
 
 
 def _no_html_workflow_command(line: str) -> str:
