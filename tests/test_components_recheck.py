@@ -336,7 +336,7 @@ def _logged_boot_failure(caplog: pytest.LogCaptureFixture, answer: str) -> str:
     """The one line logged when a component's boot check raises with ``answer`` in it."""
 
     def check() -> None:
-        raise BootError(f"the licence server refused: {answer}")
+        raise BootError("the licence server refused") from RuntimeError(answer)
 
     registry = Registry("site")
     registry.component("Pro plan", boot=check)

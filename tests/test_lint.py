@@ -29,7 +29,7 @@ from veridic import (
     RiskFloorError,
     ToolView,
     TrustedInstruction,
-    instruction,
+    TrustPolicy,
 )
 from veridic.lint import check_projections, lint
 from veridic.tools._similarity import naive_similar_pairs, similar_pairs
@@ -443,10 +443,16 @@ def test_a_write_declared_as_it_describes_itself_has_no_such_warning(
 # --- text UTF-8 cannot hold ------------------------------------------------------------------
 
 
+_LINT_TEST = TrustPolicy("lint-test")
+
+
 def _weather_registry(description: str) -> Registry:
     registry = Registry("weather")
 
-    @registry.tool(kind="query", description=instruction(description))
+    @registry.tool(
+        kind="query",
+        description=_LINT_TEST.vouch(description, reason="a description the test writes"),
+    )
     def get_weather(city: str) -> str:
         """Unused summary.
 
