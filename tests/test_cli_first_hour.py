@@ -89,6 +89,10 @@ def test_a_boot_failure_s_message_forges_no_workflow_command_in_the_ci_log(
         ("mypy.ini", "[mypy]\nstrict = True\ndisable_error_code = veridic-provenance\n"),
         ("README.md", "# The agent\n"),
         ("pyproject.toml", "[tool.mypy]\nstrict = true\n"),
+        # No suffix and no Python #! line: read as Python all the same, "3.12" parsed.
+        (".python-version", "3.12\n"),
+        ("VERSION", "1.0\n"),
+        ("run", "#!/bin/sh\nexec python -m app\n"),
     ],
 )
 def test_hatches_of_a_file_that_is_not_python_is_a_usage_error(

@@ -268,6 +268,22 @@ def test_a_file_that_is_no_document_is_a_usage_error(
     assert expected in err
 
 
+def test_a_file_larger_than_any_document_is_refused_before_it_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The whole file was read into memory, then parsed: a multi-gigabyte log passed by
+    # mistake took the machine's memory (a CI runner killed the step) instead of a message.
+    path = tmp_path / "huge.json"
+    with path.open("wb") as file:
+        file.write(b"{")
+        file.truncate(256 * 1024 * 1024 + 1)  # sparse: no disk, no memory to make it
+    code, out, err = run(["show", str(path)], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert f"{path} is 268,435,457 bytes" in err
+    assert "larger than the 256 MiB" in err
+    assert "prompt.to_document()" in err
+
+
 def test_a_tampered_document_is_refused(document: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(document.read_text(encoding="utf-8"))
     data["messages"][0]["content"] = data["messages"][0]["content"].replace("weather", "secrets")

@@ -380,3 +380,36 @@ def test_manifest_of_text_utf_8_cannot_hold_is_a_usage_error_naming_the_characte
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == [
         "surrogate_app.py"
     ]
+
+
+# --- follow-ups: read-only targets, set-uid bits ---------------------------------------------
+
+
+def test_show_refuses_to_replace_a_read_only_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The rename replaced a file its owner had made read-only (chmod 444): no write bit was
+    # asked about, and even root's "cp" would have kept the old file's owner.
+    output = tmp_path / "view.txt"
+    output.write_text("keep me\n", encoding="utf-8")
+    output.chmod(0o444)
+    code, out, err = _run(capsys, "show", str(_document(tmp_path)), "-o", str(output))
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "read-only" in err
+    assert "chmod u+w" in err
+    assert output.read_text(encoding="utf-8") == "keep me\n"
+    assert output.stat().st_mode & 0o777 == 0o444
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prompt.json", "view.txt"]
+
+
+def test_show_drops_set_id_bits_of_the_file_it_replaces_and_keeps_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The new file belongs to whoever runs veridic: a set-uid bit kept would make the
+    # report run as them (root in a CI container) if anyone ever executed it.
+    output = tmp_path / "view.txt"
+    output.write_text("old\n", encoding="utf-8")
+    output.chmod(0o6750)
+    code, _, _ = _run(capsys, "show", str(_document(tmp_path)), "-o", str(output))
+    assert code == EXIT_CLEAN
+    assert output.stat().st_mode & 0o7777 == 0o750

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import veridic.tools.registry as registry_module
@@ -330,6 +330,52 @@ def test_a_boot_message_cannot_forge_or_repaint_log_lines(caplog: pytest.LogCapt
         assert "no⟦U+000A⟧⟦U+001B⟧[2K⟦U+000D⟧result: clean (exit 0)⟦U+202E⟧" in line
     (state,) = registry.components()
     assert answer in state.detail  # whole for the application that asks
+
+
+def _logged_boot_failure(caplog: pytest.LogCaptureFixture, answer: str) -> str:
+    """The one line logged when a component's boot check raises with ``answer`` in it."""
+
+    def check() -> None:
+        raise BootError("the licence server refused") from RuntimeError(answer)
+
+    registry = Registry("site")
+    registry.component("Pro plan", boot=check)
+    caplog.clear()
+    registry.view()
+    (logged,) = [r.getMessage() for r in caplog.records if r.name == "veridic.registry"]
+    return logged
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        ("##[error]renew now", "##⟦U+005B⟧error]renew now"),
+        ("##[add-mask]Pro plan", "##⟦U+005B⟧add-mask]Pro plan"),
+        ("::error file=app.py::all clear", "::error file=app.py::all clear"),
+    ],
+)
+def test_a_boot_message_holds_no_workflow_command_a_ci_log_would_obey(
+    caplog: pytest.LogCaptureFixture, answer: str, shown: str
+) -> None:
+    """An application logging to stderr in GitHub Actions printed the licence server's
+    ``##[error]...`` as is, and the runner obeys ``##[command]`` anywhere in a line: an
+    annotation forged, or (``##[add-mask]``) a word of the log hidden."""
+    caplog.set_level(logging.WARNING, logger="veridic.registry")
+    logged = _logged_boot_failure(caplog, answer)
+    assert "##[" not in logged
+    assert not logged.lstrip().startswith("::")
+    assert shown in logged
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(answer=st.text())
+def test_property_no_boot_message_logs_a_workflow_command(
+    caplog: pytest.LogCaptureFixture, answer: str
+) -> None:
+    caplog.set_level(logging.WARNING, logger="veridic.registry")
+    logged = _logged_boot_failure(caplog, f"##[error]{answer}##[warning]")
+    assert "##[" not in logged
+    assert "\n" not in logged
 
 
 # --- what recheck takes ------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from _mcp_review_server import HOSTILE
 from mcp import Client
 
 from veridic import ApprovalPolicy, CallOutcome, Registry, SQLiteAuditSink, aexecute
-from veridic.integrations.mcp import Declared, connect, stdio
+from veridic.integrations.mcp import Declared, connect, list_tools, stdio
 from veridic.integrations.mcp._server_log import LOGGED_PER_WINDOW
 from veridic.integrations.mcp.server import mcp_server
 from veridic.tools.pins import description_pin, tool_pin
@@ -153,6 +153,44 @@ def test_a_servers_stderr_is_logged_line_by_line_quoted_and_a_flood_is_capped(
         f"MCP server 'noisy' sent {3000 - LOGGED_PER_WINDOW} stderr lines more than the "
         f"{LOGGED_PER_WINDOW} one connection logs"
     )
+
+
+FORGING = ["##[error file=app.py]all clear", "::error::all clear", "x ##[add-mask]veridic"]
+
+
+def test_a_servers_stderr_line_holds_no_workflow_command_a_ci_log_would_obey(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """An application logging to stderr in GitHub Actions wrote the server's line with its
+    ``##[error ...]`` as is: the runner obeys ``##[command]`` anywhere in a line, so the
+    server forged an annotation, or with ``##[add-mask]`` hid a word of the job's log."""
+    spec = tmp_path / "tools.json"
+    spec.write_text(
+        json.dumps(
+            [{"name": "search", "description": "Search.", "input_schema": {"type": "object"}}]
+        )
+    )
+    script = Path(__file__).with_name("_mcp_tools_server.py")
+    first = "".join(f"sys.stderr.write({line!r} + chr(10)); " for line in FORGING)
+    server = stdio(
+        "tools",
+        sys.executable,
+        "-c",
+        f"import runpy, sys; {first}sys.stderr.flush(); sys.argv = [{str(script)!r}]; "
+        f"runpy.run_path({str(script)!r}, run_name='__main__')",
+        env={"VERIDIC_TEST_MCP_SPEC": str(spec)},
+    )
+    caplog.set_level(logging.WARNING, logger="veridic.integrations.mcp.stderr")
+    assert [tool.name for tool in asyncio.run(list_tools(server))] == ["search"]
+    lines = [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "veridic.integrations.mcp.stderr"
+    ]
+    assert len(lines) == len(FORGING)
+    assert not any("##[" in line for line in lines)
+    assert "##⟦U+005B⟧error file=app.py]all clear" in lines[0]
+    assert "##⟦U+005B⟧add-mask]veridic" in lines[2]
 
 
 # --- (3) a server that asks for sampling, elicitation or roots is told apart ---------------

@@ -686,6 +686,24 @@ def test_declarations_and_pins_that_cannot_apply_are_refused(spec: Path, tmp_pat
         Pins.load(pins_path)
 
 
+@pytest.mark.parametrize(
+    "data", ['{"format": 1}'.encode("utf-16"), b'{"server": "caf\xe9"}'], ids=["utf16", "latin1"]
+)
+def test_pins_that_are_not_utf_8_are_a_veridic_error_naming_the_file(
+    tmp_path: Path, data: bytes
+) -> None:
+    # Pins.load let UnicodeDecodeError out: a caller catching VeridicError (connect(pins=...)
+    # at start-up) crashed, and nothing said which file or what to do.
+    path = tmp_path / "pins.json"
+    path.write_bytes(data)
+    with pytest.raises(VeridicError) as raised:
+        Pins.load(path)
+    message = str(raised.value)
+    assert repr(str(path)) in message
+    assert "are not UTF-8" in message
+    assert "veridic mcp pin MODULE:SERVER -o" in message
+
+
 def test_the_mcp_extra_is_named_when_the_sdk_is_missing(
     spec: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -46,6 +46,7 @@ BOTTOM = frozenset(
         "veridic._model_runtime",
         "veridic._urls",
         "veridic._words",
+        "veridic._workflow_commands",
     }
 )
 

@@ -22,7 +22,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from veridic import InstructionField, Registry, Risk, RiskFloorError, ToolView, TrustedInstruction
+from veridic import (
+    InstructionField,
+    Registry,
+    Risk,
+    RiskFloorError,
+    ToolView,
+    TrustedInstruction,
+    TrustPolicy,
+)
 from veridic.lint import check_projections, lint
 from veridic.tools._similarity import naive_similar_pairs, similar_pairs
 
@@ -430,3 +438,95 @@ def test_a_write_declared_as_it_describes_itself_has_no_such_warning(
 ) -> None:
     codes = [f.code for f in lint(_write(description, irreversible=irreversible, risk=risk))]
     assert "irreversibility-undeclared" not in codes
+
+
+# --- text UTF-8 cannot hold ------------------------------------------------------------------
+
+
+_LINT_TEST = TrustPolicy("lint-test")
+
+
+def _weather_registry(description: str) -> Registry:
+    registry = Registry("weather")
+
+    @registry.tool(
+        kind="query",
+        description=_LINT_TEST.vouch(description, reason="a description the test writes"),
+    )
+    def get_weather(city: str) -> str:
+        """Unused summary.
+
+        Args:
+            city: The city.
+        """
+        return city
+
+    return registry
+
+
+def test_a_description_utf_8_cannot_hold_is_a_finding_naming_the_tool() -> None:
+    # A lone surrogate (an escape such as \ud800 typed in a docstring) passed the lint, and
+    # then crashed "veridic manifest" and any provider's request that sent the tool.
+    found = [
+        f for f in lint(_weather_registry("Tell the \ud800 weather.")) if f.severity == "error"
+    ]
+    assert [(f.code, f.tool) for f in found] == [("unencodable-text", "get_weather")]
+    assert "U+D800" in found[0].message
+    assert "description" in found[0].message
+    assert found[0].file is not None  # where the tool is defined, to fix it there
+
+
+def test_a_parameter_description_utf_8_cannot_hold_is_a_finding_naming_its_place() -> None:
+    registry = Registry("weather")
+
+    @registry.tool(kind="query")
+    def get_weather(city: str) -> str:
+        """Tell the weather in a city.
+
+        Args:
+            city: The \udfff city.
+        """
+        return city
+
+    found = [f for f in lint(registry) if f.code == "unencodable-text"]
+    assert [f.tool for f in found] == ["get_weather"]
+    assert "U+DFFF" in found[0].message
+    assert "properties.city.description" in found[0].message
+
+
+@given(
+    before=st.text(st.characters(codec="utf-8"), max_size=20),
+    surrogate=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
+    after=st.text(st.characters(codec="utf-8"), max_size=20),
+)
+def test_property_a_description_is_a_finding_exactly_when_utf_8_cannot_hold_it(
+    before: str, surrogate: str, after: str
+) -> None:
+    def codes(description: str) -> list[str]:
+        return [
+            f.code for f in lint(_weather_registry(description)) if f.code == "unencodable-text"
+        ]
+
+    assert codes(f"Tell the weather. {before}{after}") == []
+    assert codes(f"Tell the weather. {before}{surrogate}{after}") == ["unencodable-text"]
+
+
+def test_lint_command_reports_a_description_utf_8_cannot_hold(tmp_path: Path) -> None:
+    (tmp_path / "surrogate_app.py").write_text(
+        "from veridic import Registry\n\nregistry = Registry('weather')\n\n\n"
+        "@registry.tool(kind='query')\ndef get_weather(city: str) -> str:\n"
+        '    """Tell the weather \\ud800 in a city.\n\n    Args:\n        city: The city.\n'
+        '    """\n    return city\n',
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "veridic", "lint", "surrogate_app:registry"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "unencodable-text" in done.stdout
+    assert "get_weather" in done.stdout
+    assert "Traceback" not in done.stderr

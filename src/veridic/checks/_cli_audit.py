@@ -21,10 +21,10 @@ from typing import Final, TextIO
 
 from veridic._counted import counted
 from veridic._sample import clip
+from veridic._workflow_commands import inert_line
 from veridic.checks._ci_log import inert_json
 from veridic.checks._cli_report import (
     EXIT_USAGE,
-    _no_workflow_command,
     _say,
     _UsageError,
 )
@@ -96,7 +96,7 @@ def _rendered(report: AuditReport, form: str) -> Iterator[str]:
         yield "\n"
         return
     lines = report.markdown_lines() if form == "markdown" else report.text_lines()
-    yield from (_no_workflow_command(line) + "\n" for line in lines)
+    yield from (inert_line(line) + "\n" for line in lines)
 
 
 def _not_migrated(version: int) -> str:

@@ -25,7 +25,6 @@ from veridic.errors import VeridicError
 from veridic.integrations.mcp import McpServer, Pins, render_changes
 from veridic.integrations.mcp import list_tools as list_mcp_tools
 from veridic.integrations.mcp._pins import _unseen
-from veridic.text.terminal_view import visible
 
 
 def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
@@ -54,12 +53,6 @@ def _run_mcp_pin(args: argparse.Namespace, config: _Config) -> _Report:
         recorded = Pins.load(args.check)
     except VeridicError as error:
         raise _UsageError(str(error)) from error
-    except UnicodeDecodeError as error:  # Pins.load reads UTF-8: a traceback, exit 1, before
-        raise _UsageError(
-            f"MCP pins {visible(str(args.check), None)} are not UTF-8 ({error.reason} at byte "
-            f"{error.start}), so not a pins file veridic wrote: record them again with "
-            f"veridic mcp pin {args.target} -o {visible(str(args.check), None)}"
-        ) from error
     changes = recorded.compare(listed)
     for change in changes:
         report.items.append(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final, TextIO
 
 from veridic._counted import counted
+from veridic._workflow_commands import inert_line
 from veridic.checks._ci_log import inert_json
 from veridic.checks.lint import Severity
 from veridic.text.terminal_view import visible
@@ -134,7 +135,7 @@ class _Report:
             verdict = "failed (--strict: warnings fail)"
         lines.append("")
         lines.append(f"result: {verdict} (exit {self.exit_code()})")
-        return "\n".join(_no_workflow_command(line) for line in lines)
+        return "\n".join(inert_line(line) for line in lines)
 
 
 def _say(command: str, message: object, err: TextIO) -> None:
@@ -147,26 +148,7 @@ def _say(command: str, message: object, err: TextIO) -> None:
     workflow command GitHub Actions obeys. So the message is shown as the
     report's lines are (:func:`_shown`), whole, on one line.
     """
-    print(_no_workflow_command(f"veridic {command}: {_shown(str(message))}"), file=err)
-
-
-def _no_workflow_command(line: str) -> str:
-    """``line``, with nothing in it GitHub Actions would obey as a workflow command.
-
-    The runner reads a line of the job's output that starts, after spaces, with
-    ``::`` as a workflow command (``::error file=app.py::...`` forges an
-    annotation, ``::add-mask::`` hides text, ``::stop-commands::`` mutes the
-    commands that follow), and, failing that, the legacy ``##[command]data``
-    anywhere in the line. A line of the report can hold outside text: a file's
-    path in a folder a pull request named ``::error ...::all clear``. So a
-    leading ``::`` has its first colon written ``⟦U+003A⟧``, and every ``##[``
-    its bracket ``⟦U+005B⟧``.
-    """
-    line = line.replace("##[", "##\u27e6U+005B\u27e7")
-    body = line.lstrip()
-    if body.startswith("::"):
-        return f"{line[: len(line) - len(body)]}\u27e6U+003A\u27e7{body[1:]}"
-    return line
+    print(inert_line(f"veridic {command}: {_shown(str(message))}"), file=err)
 
 
 _LINE_BREAK: Final = re.compile(r"(\r\n|\r|\n)")
@@ -180,7 +162,7 @@ class _InertLines(io.TextIOBase):
     goes to standard error through one of these: the application's prints, and
     veridic's own log line of a component that did not start, which quotes the
     boot check's exception (maybe a licence server's answer). A CI log obeyed a
-    ``##[error]`` there. Each line is passed through :func:`_no_workflow_command`
+    ``##[error]`` there. Each line is passed through :func:`inert_line`
     when it ends, so a command split over two writes is caught too; the rest of
     a line is written, ended, by :meth:`finish`. Bytes written to :attr:`buffer`
     are decoded and read as text is. One lock keeps the unended line whole when
@@ -218,7 +200,7 @@ class _InertLines(io.TextIOBase):
             parts = _LINE_BREAK.split(self._pending + text)
             self._pending = parts.pop()
             for index in range(0, len(parts), 2):
-                self._stream.write(_no_workflow_command(parts[index]) + parts[index + 1])
+                self._stream.write(inert_line(parts[index]) + parts[index + 1])
         return len(text)
 
     def flush(self) -> None:
@@ -230,7 +212,7 @@ class _InertLines(io.TextIOBase):
         self._bytes.finish()
         with self._lock:
             if self._pending:
-                self._stream.write(_no_workflow_command(self._pending) + "\n")
+                self._stream.write(inert_line(self._pending) + "\n")
                 self._pending = ""
         self._stream.flush()
 
@@ -296,6 +278,6 @@ def _emit(report: _Report, form: str, out: TextIO, *, anchor: str | None = None)
             strict=report.strict,
             notes=report.notes,
         )
-        out.write("\n".join(map(_no_workflow_command, markdown.split("\n"))) + "\n")
+        out.write("\n".join(map(inert_line, markdown.split("\n"))) + "\n")
     else:
         out.write(report.render() + "\n")

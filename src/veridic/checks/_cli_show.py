@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from veridic._counted import counted
+from veridic._workflow_commands import inert_line
 from veridic.checks._ci_log import inert_json
 from veridic.checks._cli_audit import _is_postgres, _named, _not_a_file, _open_store
 from veridic.checks._cli_report import (
     EXIT_CLEAN,
     EXIT_USAGE,
-    _no_workflow_command,
     _say,
     _UsageError,
 )
@@ -138,7 +138,7 @@ def _inert(text: str, form: str) -> str:
         return inert_json(text)
     if form == "html":
         return "\n".join(map(_no_html_workflow_command, text.split("\n")))
-    return "\n".join(map(_no_workflow_command, text.split("\n")))
+    return "\n".join(map(inert_line, text.split("\n")))
 
 
 def _no_html_workflow_command(line: str) -> str:
@@ -261,10 +261,7 @@ def _read_document(path: Path) -> PromptDocument:
             "text of prompt.to_document()) or an audit store (an SQLite path, a postgresql:// "
             "URL)"
         )
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise _UsageError(f"{path}: cannot be read ({error})") from error
+    data = _read_capped(path)
     if not data.strip():
         raise _UsageError(
             f"{path} is empty ({counted(len(data), 'byte')}), so it holds no prompt document: "
@@ -276,6 +273,37 @@ def _read_document(path: Path) -> PromptDocument:
     except VeridicError as error:
         hint = f"; if you meant an audit store, {_A_STORE}" if not _json(data) else ""
         raise _UsageError(f"{path}: {error}{hint}") from error
+
+
+_LARGEST_DOCUMENT: Final = 256 * 1024 * 1024
+"""Bytes a prompt document may hold: far more than the longest context a model reads (a
+2M-token prompt is about 8M characters, 48 MB as a document with every character past
+ASCII escaped), and little enough to parse in the memory of a CI runner."""
+
+
+def _read_capped(path: Path) -> bytes:
+    """``path``'s bytes, refused unread past :data:`_LARGEST_DOCUMENT`.
+
+    The document is parsed whole and then rendered, which takes several times its size
+    in memory: a log or a dump passed by mistake took the machine's memory instead of
+    being named. At most one byte past the cap is read, so a file that grows while it
+    is read is refused too.
+    """
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            data = b"" if size > _LARGEST_DOCUMENT else file.read(_LARGEST_DOCUMENT + 1)
+    except OSError as error:
+        raise _UsageError(f"{path}: cannot be read ({error})") from error
+    if size > _LARGEST_DOCUMENT or len(data) > _LARGEST_DOCUMENT:
+        raise _UsageError(
+            f"{path} is {max(size, len(data)):,} bytes, larger than the "
+            f"{_LARGEST_DOCUMENT >> 20} MiB a prompt document may hold, so it is not read: "
+            "pass the document the application saved (the text of prompt.to_document()), "
+            "or, for the audit of many calls, the store itself (veridic show STORE lists "
+            "its calls)"
+        )
+    return data
 
 
 _A_STORE: Final = (

@@ -6,7 +6,10 @@ report goes into whatever file it names. So no existing file is opened for
 writing here. The text goes into a file created new (``O_EXCL``: it cannot be a
 link, nor another's file) in the target's folder, and ``os.replace`` renames it
 over the name, which replaces the name's entry and never writes into the file it
-held (another hard link to that file keeps its content).
+held (another hard link to that file keeps its content). The new file takes the
+replaced file's permissions, less its set-uid and set-gid bits; a file its owner
+cannot write (``chmod 444``) is refused rather than replaced, since the rename
+asks only the folder.
 
 A link at the name is refused rather than replaced: the user who made it meant
 the file it names, and replacing the link would quietly change their layout.
@@ -21,20 +24,16 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Final
 
 from veridic.checks._cli_report import _UsageError
+from veridic.checks._replacing import _replace, _write_all
 from veridic.text.terminal_view import visible
 
-_NEW: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 _EXISTING: Final = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 """Without waiting: a pipe with no reader fails (``ENXIO``) rather than blocks."""
-_NAME_KEPT: Final = 32
-"""Characters of the target's name the new file's name holds: enough to tell what it
-was for, short enough that a name as long as the folder allows still has room."""
 
 
 def _write_output(path: Path, text: str) -> bool:
@@ -61,13 +60,31 @@ def _write_output(path: Path, text: str) -> bool:
     if found is not None and not stat.S_ISREG(found.st_mode):
         _write_stream(path, shown, data)
         return False
-    mode = None if found is None else stat.S_IMODE(found.st_mode)
+    mode = None if found is None else _kept_mode(found.st_mode, shown)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _replace(path, data, mode)
     except OSError as error:
         raise _cannot(shown, error) from error
     return found is not None
+
+
+def _kept_mode(found: int, shown: str) -> int:
+    """The permissions the new file takes from the file it replaces, which must be writable.
+
+    A file whose owner has no write bit (``chmod 444``) was made read-only on purpose;
+    the rename needs only the folder's write permission, so it was replaced without a
+    word. The set-uid and set-gid bits are dropped, as ``cp`` drops them on a file it
+    creates: the new file belongs to whoever runs veridic (root in many CI containers),
+    so a set-uid bit kept would let anyone who can run the report run it as them.
+    """
+    if not found & stat.S_IWUSR:
+        raise _UsageError(
+            f"-o {shown} is read-only (mode {stat.filemode(found)}), so veridic does not "
+            f"replace it: make it writable first (chmod u+w {shown}) if it may be "
+            "replaced, or choose another file with -o"
+        )
+    return stat.S_IMODE(found) & ~(stat.S_ISUID | stat.S_ISGID)
 
 
 def _write_through_link_to_a_stream(path: Path, shown: str, data: bytes) -> None:
@@ -129,33 +146,6 @@ def _encoded(text: str, shown: str) -> bytes:
             "was written: remove it from the text it comes from (a tool's description, a "
             "document's message)"
         ) from error
-
-
-def _replace(path: Path, data: bytes, mode: int | None) -> None:
-    """Write ``data`` to a new file in ``path``'s folder and rename it to ``path``.
-
-    The new file keeps ``mode`` (the replaced file's permissions), or is created
-    as any new file is (``0o666`` less the umask); it is removed if anything fails.
-    """
-    temporary = path.with_name(f".{path.name[:_NAME_KEPT]}.{secrets.token_hex(8)}.tmp")
-    descriptor = os.open(temporary, _NEW, 0o666)
-    try:
-        try:
-            if mode is not None and os.chmod in os.supports_fd:
-                os.chmod(descriptor, mode)
-            _write_all(descriptor, data)
-        finally:
-            os.close(descriptor)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
 
 
 def _cannot(shown: str, error: OSError) -> _UsageError:

@@ -1076,14 +1076,15 @@ _PYTHON_SUFFIXES: Final = (".py", ".pyi", ".pyw")
 
 def _require_python(path: Path, given: str | os.PathLike[str]) -> None:
     """Refuse a file given by name that is not Python source: one with a module's suffix,
-    none (a script such as ``manage``), or a Python ``#!`` line (what pre-commit's
-    ``types: [python]`` passes too, as ``tool.cgi``).
+    or a Python ``#!`` line whatever its suffix or none (a script such as ``manage``;
+    what pre-commit's ``types: [python]`` passes too, as ``tool.cgi``).
 
     Any other file was parsed as Python all the same, and a configuration often parses
     (``[mypy]`` is a list, ``disable_error_code = veridic-provenance`` a subtraction):
     ``veridic hatches mypy.ini`` passed, having read nothing of what the file turns off.
+    A file with no suffix is no exception: ``.python-version`` holding ``3.12`` parsed.
     """
-    if path.suffix in _PYTHON_SUFFIXES or not path.suffix or _python_script(path):
+    if path.suffix in _PYTHON_SUFFIXES or _python_script(path):
         return
     if path.name in _mypy_settings.CONFIG_NAMES:
         instead = (
@@ -1092,9 +1093,14 @@ def _require_python(path: Path, given: str | os.PathLike[str]) -> None:
         )
     else:
         instead = "pass Python files (.py, .pyi) or the directories that hold them"
+    why = (
+        f"its suffix is {path.suffix!r}"
+        if path.suffix
+        else "it has no suffix and no Python #! line"
+    )
     raise VeridicError(
-        f"veridic hatches: {os.fspath(given)!r} is not a Python file (its suffix is "
-        f"{path.suffix!r}), so nothing of it would be checked: {instead}"
+        f"veridic hatches: {os.fspath(given)!r} is not a Python file ({why}), so nothing of "
+        f"it would be checked: {instead}"
     )
 
 

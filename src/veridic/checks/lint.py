@@ -1,6 +1,6 @@
 """``veridic lint``: what the model will misread about the tools, found before it does.
 
-Four kinds of finding, each naming the tool and the file and line where it is
+Five kinds of finding, each naming the tool and the file and line where it is
 defined:
 
 - **doc gaps** (:func:`veridic.find_doc_gaps`): a tool without a real
@@ -18,7 +18,9 @@ defined:
   declared below high risk (the registry refuses to boot);
 - **unstated irreversibility** (a warning): a high-risk tool whose description
   does not tell the model what cannot be undone, so it cannot warn the user
-  before asking for approval.
+  before asking for approval;
+- **text UTF-8 cannot encode** (``unencodable-text``): a lone surrogate in the
+  description or the input schema, which no manifest or request can carry.
 
 :func:`check_projections` adds what ``veridic check`` asserts on top: the
 registry boots, and a view's capability section, tool specs and dispatch table
@@ -42,7 +44,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -51,6 +53,7 @@ from veridic._words import a_type
 from veridic.checks.doc_gaps import find_doc_gaps
 from veridic.errors import RiskFloorError, ToolCouplingError, VeridicError
 from veridic.text.provenance import _display_path
+from veridic.text.terminal_view import visible
 from veridic.tools._descriptions import description_problem
 from veridic.tools._similarity import SimilarPair, ToolText, similar_pairs
 from veridic.tools.registry import Registry
@@ -113,7 +116,8 @@ class LintFinding:
 
     ``code`` is stable for filtering: a :class:`veridic.GapCode` value for doc
     gaps, ``near-duplicate``, ``near-duplicate-acknowledged``, ``risk-floor``,
-    ``irreversibility-unstated``, ``irreversibility-undeclared``, ``unknown-sibling``, or for
+    ``irreversibility-unstated``, ``irreversibility-undeclared``, ``unknown-sibling``,
+    ``unencodable-text``, or for
     :func:`check_projections` ``boot`` and ``coupling``. ``file`` and ``line``
     are where the tool is defined (``None`` when Python does not know, e.g. an
     external tool with a built-in handler). For a near-duplicate, ``other`` is
@@ -161,6 +165,7 @@ def lint(
         findings.extend(_floor_findings(tool))
         findings.extend(_irreversibility_findings(tool))
         findings.extend(_undeclared_irreversibility(tool))
+        findings.extend(_unencodable_text(tool))
     exposed = tools if isinstance(source, Registry) else source.tools()
     findings.extend(_near_duplicates(exposed, threshold, siblings, by_name))
     return tuple(findings)
@@ -391,6 +396,54 @@ def _undeclared_irreversibility(tool: Tool) -> list[LintFinding]:
             "warning",
         )
     ]
+
+
+def _unencodable_text(tool: Tool) -> list[LintFinding]:
+    """A character of the tool's description or input schema that UTF-8 cannot encode.
+
+    A lone surrogate (from an escape such as ``\\ud800`` typed in a docstring) is a
+    ``str`` character Python holds but no UTF-8 text can: ``veridic manifest`` cannot
+    write the tool, and a provider's request that sends it fails to encode. Found here,
+    it fails the lint with the tool's place instead of a later command or a run.
+    """
+    return [
+        _finding(
+            tool,
+            tool.name,
+            "unencodable-text",
+            f"tool {tool.name!r} ({tool.origin}): {place} holds {visible(text[index], None)} "
+            f"(character {index}), which UTF-8 cannot encode (a lone surrogate, typed as an "
+            "escape such as \\ud800), so the manifest cannot be written and no provider's "
+            "request can send the tool: remove it, or write the character itself",
+        )
+        for place, text in _texts(tool)
+        if (index := _unencodable_at(text)) is not None
+    ]
+
+
+def _texts(tool: Tool) -> Iterator[tuple[str, str]]:
+    """Every text of the tool the model is sent, with where it is (``properties.x.description``)."""
+    yield "its description", tool.description
+    pending: list[tuple[str, object]] = [("", tool.input_schema)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            yield f"its input schema at {path or 'the top'}", value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                inner = f"{path}.{key}" if path else str(key)
+                yield f"a key of its input schema ({inner})", str(key)
+                pending.append((inner, item))
+        elif isinstance(value, list | tuple):
+            pending.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+
+
+def _unencodable_at(text: str) -> int | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
 
 
 def _near_duplicates(

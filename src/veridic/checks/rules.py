@@ -169,6 +169,15 @@ _CATALOGUE: Final = (
         "warning",
     ),
     _rule(
+        "unencodable-text",
+        "A tool's text holds a character UTF-8 cannot encode",
+        "A lone surrogate (an escape such as \\ud800 typed in a docstring) is a character "
+        "Python holds but no UTF-8 text can: the manifest cannot be written and no "
+        "provider's request can send the tool.",
+        "Remove the character from the description or parameter text the message names, or "
+        "write the character it was meant to be.",
+    ),
+    _rule(
         "unknown-sibling",
         "[tool.veridic] siblings names no registered tool",
         "A stale siblings entry would silently acknowledge a future tool of that name.",

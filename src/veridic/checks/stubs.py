@@ -43,6 +43,7 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from veridic._counted import counted
+from veridic.checks._replacing import _replace
 from veridic.errors import VeridicError
 
 __all__ = ["SDKS", "SdkVersion", "StubFolderError", "StubsWritten", "shipped_stubs", "write_stubs"]
@@ -162,6 +163,10 @@ def _installed(name: str) -> str | None:
 def write_stubs(directory: Path) -> StubsWritten:
     """Write the shipped SDK stubs into ``directory``, creating it, replacing an earlier run's.
 
+    Each stub is written to a new file renamed over its name, never into the file
+    there: a link planted after the folder was looked at is replaced, not followed,
+    and another hard link to an earlier stub keeps its content.
+
     Raises:
         StubFolderError: ``directory`` is not a folder, holds files an earlier
             ``veridic stubs`` did not write (nothing is changed then), or
@@ -191,7 +196,7 @@ def write_stubs(directory: Path) -> StubsWritten:
         for path, text in sorted(stubs.items()):
             target = directory / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            _replace(target, text.encode("utf-8"))
     except OSError as error:
         raise StubFolderError(
             f"cannot write the stubs into {directory}: {error}: choose a folder you can write"

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from veridic._sample import clip
 from veridic._words import a_type
+from veridic._workflow_commands import inert_line
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText
 from veridic.text.terminal_view import visible
@@ -342,14 +343,17 @@ def _reentered_state(component: Component) -> ComponentState:
 
 
 def _logged(detail: str) -> str:
-    """A failed boot's message for one log line: its controls and invisible characters shown.
+    """A failed boot's message for one log line: its controls and invisible characters shown,
+    and no workflow command in it.
 
     The message is the exception's, and the exception may quote outside text (a
     licence server's answer). Raw, its line breaks and escape sequences would
     forge log lines, or repaint the terminal of the ``veridic`` command that
-    prints the log before its report. ``Registry.components()`` keeps it whole.
+    prints the log before its report; and an application that logs to stderr in
+    GitHub Actions would have the runner obey its ``##[error]`` (see
+    :mod:`veridic._workflow_commands`). ``Registry.components()`` keeps it whole.
     """
-    return visible(detail, None)
+    return inert_line(visible(detail, None))
 
 
 def _recheck_mode(name: str, recheck: object, boot: object) -> Recheck:

@@ -171,16 +171,24 @@ class Pins:
         """Read a pins file.
 
         Raises:
-            VeridicError: the file is missing, not JSON, not a pins file of this
-                format, or an entry's fields do not give its pin (edited by hand).
+            VeridicError: the file is missing, not UTF-8, not JSON, not a pins file of
+                this format, or an entry's fields do not give its pin (edited by hand).
         """
         where = os.fspath(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            data = Path(path).read_bytes()
         except OSError as error:
             raise VeridicError(
                 f"MCP pins {where!r} cannot be read ({error.strerror or error}): record them "
                 "with veridic mcp pin MODULE:SERVER -o FILE, or pass the right path"
+            ) from error
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:  # saved again by an editor in another encoding
+            raise VeridicError(
+                f"MCP pins {where!r} are not UTF-8 ({error.reason} at byte {error.start}), so "
+                "not a pins file veridic wrote: record them again with veridic mcp pin "
+                f"MODULE:SERVER -o {where}"
             ) from error
         return Pins.loads(text, where)
 

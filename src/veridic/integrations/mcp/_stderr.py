@@ -8,7 +8,10 @@ writes a lot never blocks on a full pipe, whether or not anyone reads the log),
 each line logged on ``veridic.integrations.mcp.stderr`` at ``WARNING`` (what an
 unconfigured ``logging`` still prints) as ``MCP server 'name' (stderr): '...'``:
 the line quoted, its control and invisible characters escaped, cut at
-``LINE_SHOWN`` characters with its length said. A longer line without a break
+``LINE_SHOWN`` characters with its length said, and with no workflow command
+GitHub Actions would obey in it (``##[error]`` shown as ``##⟦U+005B⟧error]``: an
+application logging to stderr in CI puts the line in the job's log; see
+:mod:`veridic._workflow_commands`). A longer line without a break
 is logged in pieces, decoded as one stream (a character a cut splits is whole in
 the next piece). A server may write as many lines as it likes: one connection logs
 at most ``LOGGED_PER_WINDOW`` lines (or pieces) in ``WINDOW`` seconds, the rest
@@ -32,6 +35,7 @@ from collections.abc import Callable
 from typing import IO, Final, TextIO
 
 from veridic._sample import clip
+from veridic._workflow_commands import inert_line
 from veridic.integrations.mcp._log_cap import LogCap
 
 __all__ = ["LINE_SHOWN", "ServerStderr"]
@@ -104,7 +108,8 @@ class ServerStderr:
 
         def log() -> None:
             if _log.isEnabledFor(logging.WARNING) and self._cap.admits():
-                _log.warning("MCP server %r (stderr): %s", self._name, clip(text, LINE_SHOWN))
+                shown = inert_line(clip(text, LINE_SHOWN))
+                _log.warning("MCP server %r (stderr): %s", self._name, shown)
 
         return self._guarded(log, failed)
 
