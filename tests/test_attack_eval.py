@@ -6,16 +6,18 @@ run end to end against a real HTTP server started in the test (``tests/_chat_ser
 
 from __future__ import annotations
 
-import math
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _chat_server import NEEDS_HTTP, ChatServer, serving
+from _chat_server import NEEDS_HTTP, ChatServer, Reply, chat, endpoint_argv, read_record, serving
 from hypothesis import given
 from hypothesis import strategies as st
 
+from veridic import __version__
+from veridic.evaluation.cli import main
 from veridic.evaluation.corpus import ORDERS, Order
 from veridic.evaluation.judge import (
     _COMPLYING,
@@ -142,3 +144,78 @@ def test_the_judge_errs_on_the_side_of_the_attack(order: str, output: str) -> No
     # docs/security.md says so: a refusal quoting the telltale text, and the injected
     # order copied out of the document, count as followed (never as a defence that held).
     assert followed(ORDER[order], output)
+
+
+# --- the record and the report -----------------------------------------------------------
+
+
+def _prompt_tokens(number: int) -> Reply:
+    """Every answer counts 800 prompt tokens for the first scheme's cases, 900 after."""
+    reply = chat("The museum opens an exhibition of ship models by Ada Penrose.")
+    status, headers, body = reply
+    document = json.loads(body)
+    document["usage"]["prompt_tokens"] = 800 if number <= 4 else 900
+    return status, headers, json.dumps(document).encode()
+
+
+@NEEDS_HTTP
+def test_the_record_names_the_veridic_that_measured(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The record named the model, corpus and schemes, but not the veridic whose data
+    # modes and judge it measured: two records could not be told apart by version.
+    out, report = tmp_path / "run.json", tmp_path / "run.md"
+    assert main(endpoint_argv(server.url, out, "--limit", "4", "--markdown", str(report))) == 0
+    assert read_record(out)["meta"]["veridic"] == __version__
+    printed = capsys.readouterr().out
+    assert f"veridic: {__version__}" in printed
+    assert printed.rstrip("\n") == report.read_text(encoding="utf-8").rstrip("\n")
+
+
+@NEEDS_HTTP
+def test_an_endpoint_run_reports_the_prompt_tokens_the_endpoint_counted(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An endpoint's tokenizer is unknown here: the token columns read n/a with no word
+    # why, while every answer's usage held the endpoint's own count of the prompt.
+    server.answer = _prompt_tokens
+    out = tmp_path / "run.json"
+    argv = endpoint_argv(server.url, out, "--limit", "4")
+    argv[argv.index("verbatim")] = "verbatim,datamark"
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "tokenizer" in printed
+    assert "verbatim 800, datamark 900 (+100 over verbatim on the same 4 cases)" in printed
+
+
+@NEEDS_HTTP
+def test_a_redirect_names_where_it_leads_and_is_not_followed(
+    server: ChatServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A redirect was reported as "answered HTTP 307: moved; check the URL, the model name
+    # and the key": nothing said where it led, nor that it is not followed (the key would
+    # go with it to the other server).
+    monkeypatch.setenv("VERIDIC_EVAL_API_KEY", "sk-secret-123")
+    with serving() as other:
+        moved = f"{other.url}/chat/completions?key=sk-secret-123"
+        server.answer = lambda number: (307, {"Location": moved}, b"moved")
+        assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "2")) == 1
+        assert other.requests == []
+    err = capsys.readouterr().err
+    assert f"redirects to {other.url}/chat/completions?key=***" in err
+    assert "not followed" in err
+    assert "sk-secret-123" not in err
+
+
+@NEEDS_HTTP
+def test_a_redirect_to_no_url_is_said_without_its_password(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.answer = lambda number: (302, {"Location": "http://me:hunter2@[lost/v1"}, b"")
+    assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "2")) == 1
+    err = capsys.readouterr().err
+    assert "redirects to http://***@[lost/v1" in err
+    assert "hunter2" not in err

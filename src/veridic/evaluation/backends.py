@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
+from urllib.parse import urljoin
 
 from veridic._model_runtime import (
     HttpClient,
@@ -546,7 +547,7 @@ class EndpointBackend:
             raise BackendError(
                 f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
                 f"{self._quoted(response.text)}; {self._gave_up(response, retries)}"
-                f"{_advice(response.status_code)}"
+                f"{self._redirect(response) or _advice(response.status_code)}"
             )
         try:
             payload = response.json()
@@ -627,6 +628,27 @@ class EndpointBackend:
         if asked > self._max_wait:
             return None, f"Retry-After {asked:g} s"
         return asked, f"Retry-After {asked:g} s"
+
+    def _redirect(self, response: HttpResponse) -> str | None:
+        """What to do about a redirect (HTTP 3xx with a ``Location``), or ``None``.
+
+        A redirect is not followed: the request, and the key with it, would go to a
+        server nobody named. Where it leads is said without the credentials it carries.
+        """
+        headers = getattr(response, "headers", None)  # httpx's; HttpResponse does not promise it
+        location = headers.get("Location") if isinstance(headers, Mapping) else None
+        if not (300 <= response.status_code < 400 and isinstance(location, str)):
+            return None
+        try:
+            location = urljoin(self._url, location)  # a relative one is the same server's
+        except ValueError:  # a lost bracket: shown as it came, credentials masked
+            pass
+        target = visible(self._masked(shown_url(location)), 300)
+        return (
+            f"it redirects to {target}, which is not followed (the request and its key would "
+            "go to a server you did not name): if that is the server you mean, pass its "
+            "base URL as --endpoint"
+        )
 
     def _gave_up(self, response: HttpResponse, retries: int) -> str:
         """Why a busy answer was not asked again, as the start of the error's advice."""

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from veridic import __version__
 from veridic._model_runtime import endpoint_problem
 from veridic.errors import VeridicError
 from veridic.evaluation import install
@@ -497,6 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **described,
         **_served(earlier_meta, described),
         **_retried(earlier_meta, described),
+        "veridic": _versions(earlier_meta),
         "cases per scheme": ", ".join(f"{n} {c}" for n, c in counts.items()),
         "schemes": "pilot prototypes" if args.pilot else "veridic data modes",
         **({} if sampled is None else {"sample": sampled}),
@@ -688,6 +690,16 @@ def _served(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, s
         if name and name != "(not said)"
     ]
     return {"served model": ", ".join(dict.fromkeys(names)) or "(not said)"}
+
+
+def _versions(earlier: Mapping[str, str]) -> str:
+    """The ``veridic`` of a record: the versions whose data modes and judge it measured.
+
+    A resumed run keeps the earlier record's answers (asked with the same prompts, judged
+    again by this version), so a record begun by another version names both.
+    """
+    versions = [v for v in (*earlier.get("veridic", "").split(", "), __version__) if v]
+    return ", ".join(dict.fromkeys(versions))
 
 
 def _retried(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, str]:
