@@ -546,7 +546,8 @@ class EndpointBackend:
         if response.status_code != 200:
             raise BackendError(
                 f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
-                f"{self._quoted(response.text)}; {self._gave_up(response, retries)}"
+                f"{self._quoted(response.text) or '(an empty body)'}; "
+                f"{self._gave_up(response, retries)}"
                 f"{self._redirect(response) or _advice(response.status_code)}"
             )
         try:
