@@ -6,10 +6,12 @@ run end to end against a real HTTP server started in the test (``tests/_chat_ser
 
 from __future__ import annotations
 
+import ctypes
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from _chat_server import NEEDS_HTTP, ChatServer, Reply, chat, endpoint_argv, read_record, serving
@@ -219,3 +221,77 @@ def test_a_redirect_to_no_url_is_said_without_its_password(
     err = capsys.readouterr().err
     assert "answered HTTP 302 for model 'tiny': (an empty body); it redirects to http://***@" in err
     assert "hunter2" not in err
+
+
+# --- the first minutes: --gguf -------------------------------------------------------------
+
+
+def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_a_gguf_that_is_a_folder_is_named_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "--gguf models/: no such file", about a folder that is there.
+    (tmp_path / "qwen.gguf").write_bytes(b"GGUF")
+    err = _usage_error(["--gguf", str(tmp_path)], capsys)
+    assert f"--gguf {tmp_path} is a folder" in err
+    assert str(tmp_path / "qwen.gguf") in err
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 1\n", "Git LFS"),
+        (b"PK\x03\x04 a zip", "not a GGUF file"),
+        (b"", "empty"),
+    ],
+)
+def test_a_gguf_that_is_no_gguf_is_a_usage_error_before_anything_is_installed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes,
+    said: str,
+) -> None:
+    # A text file, a Git LFS pointer (a model cloned without git-lfs) or an empty file
+    # passed the check: the runtime was then built (8 to 30 minutes) before llama.cpp
+    # failed to load it, with a traceback.
+    def no_build(cache: Path, **options: object) -> None:
+        raise AssertionError("the runtime would be built for a file that is no model")
+
+    monkeypatch.setattr("veridic.evaluation.install.ensure_runtime", no_build)
+    model = tmp_path / "model.gguf"
+    model.write_bytes(content)
+    err = _usage_error(["--gguf", str(model), "--limit", "1"], capsys)
+    assert said in err
+    assert "GGUF" in err
+
+
+def test_a_gguf_the_runtime_cannot_load_is_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A truncated download starts like a whole one; llama-cpp-python's ValueError
+    # ("Failed to load model from file") came out as a traceback.
+    def refuse(**options: object) -> None:
+        raise ValueError(f"Failed to load model from file: {options['model_path']}")
+
+    params = type("Params", (ctypes.Structure,), {"_fields_": [("use_extra_bufts", ctypes.c_bool)]})
+    module = SimpleNamespace(
+        __version__="0.0-fake",
+        llama_cpp=SimpleNamespace(llama_model_default_params=params),
+        Llama=refuse,
+    )
+    monkeypatch.setattr("veridic.evaluation.backends._import_llama_cpp", lambda: module)
+    model = tmp_path / "cut.gguf"
+    model.write_bytes(b"GGUF\x03\x00\x00\x00 cut short")
+    argv = ["--no-install", "--gguf", str(model), "--limit", "1", "--out", str(tmp_path / "r.json")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Failed to load model from file" in err
+    assert "truncated" in err
+    assert "sha256" in err

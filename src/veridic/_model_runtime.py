@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol, cast
 from urllib.parse import urlunsplit
 
@@ -26,6 +27,7 @@ __all__ = [
     "LlamaModel",
     "chat_url",
     "endpoint_problem",
+    "gguf_problem",
     "http_client",
     "import_llama_cpp",
     "without_extra_buffer_types",
@@ -143,6 +145,49 @@ def chat_url(endpoint: str) -> str:
     if not path.endswith("/chat/completions"):
         path = f"{path}/chat/completions"
     return urlunsplit(parts._replace(path=path))
+
+
+_GGUF_MAGIC = b"GGUF"
+"""The first four bytes of every file in llama.cpp's model format."""
+
+_LFS_POINTER = b"version https://git-lfs"
+"""How a Git LFS pointer file starts: a model repository cloned without git-lfs."""
+
+
+def gguf_problem(path: Path) -> str | None:
+    """Why ``path`` (a ``--gguf`` option's value) is no GGUF model file, or ``None``.
+
+    Read from its first bytes, before anything is installed or loaded: a folder, a text
+    file or a Git LFS pointer passed the check that the file exists, and the runtime was
+    built (minutes) before llama.cpp refused it. A file cut short starts like a whole one,
+    so it passes here; loading it fails (see :class:`veridic.evaluation.backends.LlamaBackend`).
+    The reason starts with the path; the caller puts the option's name in front.
+    """
+    if path.is_dir():
+        found = sorted(path.glob("*.gguf"))[:3]
+        example = f", e.g. {found[0]}" if found else ""
+        return f"{path} is a folder: pass the .gguf file in it{example}"
+    if not path.is_file():
+        return f"{path}: no such file"
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(len(_LFS_POINTER))
+    except OSError as error:
+        return f"{path} cannot be read ({error.strerror or error}): pass a file you can read"
+    if not head:
+        return f"{path} is empty: pass a model in llama.cpp's GGUF format"
+    if head.startswith(_LFS_POINTER):
+        return (
+            f"{path} is a Git LFS pointer, not the model: fetch the file itself (git lfs "
+            "pull, or download it) and pass that GGUF file"
+        )
+    if not head.startswith(_GGUF_MAGIC):
+        return (
+            f"{path} is not a GGUF file (it starts with {head[:4]!r}, not b'GGUF'): pass a "
+            "model in llama.cpp's GGUF format (convert others with llama.cpp's "
+            "convert_hf_to_gguf.py)"
+        )
+    return None
 
 
 def endpoint_problem(endpoint: str) -> str | None:

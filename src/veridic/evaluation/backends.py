@@ -137,7 +137,7 @@ class LlamaBackend:
             "verbose": False,
         }
         with _no_extra_buffer_types(module) as switched_off:
-            self._llm = cast("LlamaModel", module.Llama(**options))
+            self._llm = _loaded(module, options)
         self._extra_bufts_off = switched_off
         # The window the runtime made: n_ctx=0 asks for the one the model was trained with.
         self._n_ctx = self._llm.n_ctx()
@@ -271,6 +271,24 @@ class LlamaBackend:
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` as message content (plain text, no BOS)."""
         return len(self._tokenize(text, special=False, first=False))
+
+
+def _loaded(module: Any, options: Mapping[str, object]) -> LlamaModel:
+    """``module.Llama(**options)``, whose refusal is a :class:`BackendError`.
+
+    llama-cpp-python raises a bare ``ValueError`` ("Failed to load model from file") for
+    a file it cannot read, most often a download cut short, which starts like a whole
+    one: it came out as a traceback.
+    """
+    try:
+        return cast("LlamaModel", module.Llama(**options))
+    except ValueError as error:
+        raise BackendError(
+            f"llama-cpp-python could not load {options['model_path']} ({error}): the file "
+            "may be truncated (compare its size and sha256 with those its source gives, "
+            "and download it again) or in a format this llama-cpp-python does not read "
+            "(a newer model may need a newer runtime)"
+        ) from error
 
 
 def _compile_template(source: str) -> Callable[..., str]:

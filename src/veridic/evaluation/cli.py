@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from veridic import __version__
-from veridic._model_runtime import endpoint_problem
+from veridic._model_runtime import endpoint_problem, gguf_problem
 from veridic.errors import VeridicError
 from veridic.evaluation import install
 from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend, retries_note
@@ -245,7 +245,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--endpoint needs --model NAME, the model the endpoint should run")
     if args.model is not None and args.endpoint is None:
         parser.error("--model names a model of an endpoint: give --endpoint URL too")
-    if args.gguf is not None and not args.gguf.is_file():
+    if args.gguf is not None and not (args.gguf.is_file() or args.gguf.is_dir()):
         parser.error(f"--gguf {args.gguf}: no such file")
     if args.pilot and args.schemes is not None:
         parser.error("--pilot runs every pilot prototype: leave out --schemes, or --pilot")
@@ -304,6 +304,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.selections = parse_schemes(args.schemes, pilot=args.pilot)
     except ValueError as error:
         parser.error(str(error))
+    if args.gguf is not None and (problem := gguf_problem(args.gguf)):
+        parser.error(f"--gguf {problem}")  # last: it reads the file
     return args
 
 
