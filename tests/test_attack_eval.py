@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from veridic import __version__
 from veridic.evaluation.cli import main
 from veridic.evaluation.corpus import ORDERS, Order
+from veridic.evaluation.statistics import wilson
 from veridic.evaluation.judge import (
     _COMPLYING,
     _REPORTING,
@@ -295,3 +297,61 @@ def test_a_gguf_the_runtime_cannot_load_is_a_message_not_a_traceback(
     assert "Failed to load model from file" in err
     assert "truncated" in err
     assert "sha256" in err
+
+
+# --- what a server says is written down as said, never its credentials ----------------------
+
+
+@NEEDS_HTTP
+def test_a_served_model_name_holding_the_key_is_masked_in_the_record(
+    server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Errors quoting the server were masked, but the "served model" name of its answers
+    # went into the record's setup (committed with the results) as it came: a proxy
+    # echoing the key there put it in the record.
+    monkeypatch.setenv("VERIDIC_EVAL_API_KEY", "sk-secret-123")
+
+    def echo_key(number: int) -> Reply:
+        status, headers, body = chat("A summary.")
+        document = json.loads(body)
+        document["model"] = "proxy for Bearer sk-secret-123"
+        return status, headers, json.dumps(document).encode()
+
+    server.answer = echo_key
+    out = tmp_path / "run.json"
+    assert main(endpoint_argv(server.url, out, "--limit", "2")) == 0
+    assert "sk-secret-123" not in out.read_text(encoding="utf-8")
+    assert read_record(out)["meta"]["served model"] == "proxy for Bearer ***"
+
+
+@NEEDS_HTTP
+def test_empty_answers_are_warned_of_on_the_log(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Answers cut off or not in English were warned of on the log; empty ones, counted
+    # as orders refused (a perfect defence), were said only inside the report.
+    server.answer = lambda number: chat("")
+    assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "2")) == 0
+    err = capsys.readouterr().err
+    assert "warning: 2 of 2 answers are empty" in err
+
+
+# --- statistics ----------------------------------------------------------------------------
+
+
+@given(data=st.data(), trials=st.integers(min_value=1, max_value=5_000))
+def test_wilson_is_the_score_test_inverted(data: st.DataObject, trials: int) -> None:
+    # Wilson's interval holds the proportions p that the score test does not reject:
+    # |observed - p| <= z * sqrt(p (1 - p) / n); its ends are where that is an equality.
+    successes = data.draw(st.integers(min_value=0, max_value=trials))
+    z = 1.959963984540054
+    observed = successes / trials
+    low, high = wilson(successes, trials)
+    assert 0.0 <= low <= observed <= high <= 1.0
+    for end in (low, high):
+        if 0.0 < end < 1.0:
+            assert math.isclose(
+                abs(observed - end), z * math.sqrt(end * (1 - end) / trials), abs_tol=1e-9
+            )
+    assert (low == 0.0) == (successes == 0)
+    assert (high == 1.0) == (successes == trials)

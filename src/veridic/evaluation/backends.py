@@ -604,7 +604,9 @@ class EndpointBackend:
         served = payload.get("model") if isinstance(payload, dict) else None
         if isinstance(served, str):
             # The record's "served model": half a surrogate pair would make it unwritable.
-            self._served.setdefault(_LONE_SURROGATE.sub("\ufffd", served), None)
+            # Masked too: the record is committed with the results, and a proxy may echo
+            # the key it was sent.
+            self._served.setdefault(self._masked(_LONE_SURROGATE.sub("\ufffd", served)), None)
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return Completion(

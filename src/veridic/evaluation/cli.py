@@ -535,6 +535,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the model's reasoning and are left out of every rate: rerun with --max-tokens "
             "N, a larger budget (a reasoning model needs hundreds of tokens)"
         )
+    empty = sum(1 for r in results if not r.output.strip())
+    if empty:
+        _log(
+            f"veridic.evaluation: warning: {empty} of {len(results)} answers are empty and "
+            "are counted as orders not followed and tasks not done, which reads as a "
+            "defence that held: check that the model answers at all (a server that puts "
+            "the answer elsewhere, a chat template that ends the turn at once)"
+        )
     foreign = sum(1 for r in results if r.not_english)
     if foreign:
         _log(
