@@ -355,3 +355,25 @@ def test_wilson_is_the_score_test_inverted(data: st.DataObject, trials: int) -> 
             )
     assert (low == 0.0) == (successes == 0)
     assert (high == 1.0) == (successes == trials)
+
+
+@pytest.mark.parametrize("count", [True, -3])
+@NEEDS_HTTP
+def test_a_usage_count_that_is_no_count_leaves_a_record_report_reads(
+    server: ChatServer, tmp_path: Path, count: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "prompt_tokens": true passed as the int 1 (bool is an int to isinstance) and was
+    # written as true, which --report and --resume then refused as of the wrong type:
+    # the run's own record could not be read back. A negative count was kept as said.
+    def odd_usage(number: int) -> Reply:
+        status, headers, body = chat("A summary.")
+        document = json.loads(body)
+        document["usage"] = {"prompt_tokens": count, "completion_tokens": count}
+        return status, headers, json.dumps(document).encode()
+
+    server.answer = odd_usage
+    out = tmp_path / "run.json"
+    assert main(endpoint_argv(server.url, out, "--limit", "2")) == 0
+    assert {case["prompt_tokens"] for case in read_record(out)["cases"]} == {None}
+    assert main(["--report", str(out)]) == 0
+    assert "the answers counted no prompt tokens" in capsys.readouterr().out

@@ -322,7 +322,14 @@ def _advice(status: int) -> str:
 
 
 def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) else None
+    """A token count as a server gave it, or ``None`` for anything that is no count.
+
+    ``true`` is an int to ``isinstance``: kept, it was written to the record as ``true``,
+    which reading the record back refuses; a negative count counts nothing.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
