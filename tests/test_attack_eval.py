@@ -377,3 +377,15 @@ def test_a_usage_count_that_is_no_count_leaves_a_record_report_reads(
     assert {case["prompt_tokens"] for case in read_record(out)["cases"]} == {None}
     assert main(["--report", str(out)]) == 0
     assert "the answers counted no prompt tokens" in capsys.readouterr().out
+
+
+def test_the_help_says_what_each_exit_status_means(capsys: pytest.CaptureFixture[str]) -> None:
+    # The exit statuses were written in the module's docstring only: a script that runs
+    # the evaluation in CI could not learn from --help that 1 keeps the answers so far.
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for status in ("0:", "1:", "2:", "130:"):
+        assert status in shown
+    assert "--resume" in shown.partition("exit status")[2]

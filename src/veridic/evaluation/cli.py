@@ -143,6 +143,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m veridic.evaluation",
         description="Measure how often a model obeys orders injected into veridic data "
         "blocks, per data mode, and what each mode costs in tokens.",
+        epilog="exit status: 0: the measurement ran (the table is printed); 1: it could "
+        "not (install, model or endpoint failure; the answers given so far are kept in "
+        "--out, and the same command with --resume asks only the rest); 2: a usage error; "
+        "130: interrupted (Ctrl-C; the answers are kept, as for 1)",
     )
     model = parser.add_argument_group("model (default: the pinned Qwen2.5-Coder-1.5B, cached)")
     model.add_argument("--gguf", type=Path, help="a local GGUF chat model (llama-cpp-python)")
