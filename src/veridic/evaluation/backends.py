@@ -19,6 +19,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -667,10 +668,10 @@ class EndpointBackend:
         location = headers.get("Location") if isinstance(headers, Mapping) else None
         if not (300 <= response.status_code < 400 and isinstance(location, str)):
             return None
-        try:
-            location = urljoin(self._url, location)  # a relative one is the same server's
-        except ValueError:  # a lost bracket: shown as it came, credentials masked
-            pass
+        # A relative one is the same server's; a lost bracket (ValueError) is shown as it
+        # came, its credentials masked.
+        with suppress(ValueError):
+            location = urljoin(self._url, location)
         target = visible(self._masked(shown_url(location)), 300)
         return (
             f"it redirects to {target}, which is not followed (the request and its key would "
