@@ -10,7 +10,11 @@ import ctypes
 import json
 import math
 import re
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -389,3 +393,55 @@ def test_the_help_says_what_each_exit_status_means(capsys: pytest.CaptureFixture
     for status in ("0:", "1:", "2:", "130:"):
         assert status in shown
     assert "--resume" in shown.partition("exit status")[2]
+
+
+# --- a server that answers one byte at a time -------------------------------------------
+
+
+@contextmanager
+def _trickling(delay: float) -> Iterator[str]:
+    """A chat server that sends its answer's body one byte every ``delay`` seconds."""
+    body = chat("A summary of the document, sent slowly.")[2]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for byte in body:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(delay)
+            except OSError:
+                pass  # the client gave up
+
+        def log_message(self, format: str, *args: object) -> None:
+            del format, args
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@NEEDS_HTTP
+def test_timeout_bounds_the_whole_answer_not_each_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --timeout bounded each read of the HTTP client: a server sending a byte now and
+    # then (a slow-loris proxy, a stuck stream) was never timed out, and the run waited
+    # for as long as it kept sending (here some 20 s, against --timeout 1).
+    with _trickling(0.1) as url:
+        argv = endpoint_argv(url, tmp_path / "run.json", "--limit", "2", "--timeout", "1")
+        assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "gave no answer for model 'tiny' within 1 s" in err
+    assert "--timeout" in err

@@ -12,6 +12,7 @@ client. Each is imported lazily, only when a model is asked.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -247,8 +248,49 @@ def unreached(url: str, model: str, timeout: float, error: Exception, *, longer:
     )
 
 
+class _WholeAnswerTimeout:
+    """An ``httpx.Client`` (or ``httpx2``'s) whose ``timeout`` bounds the whole answer.
+
+    httpx's timeout bounds each read: a server that sends a byte now and then (a stuck
+    stream, a slow-loris proxy) was never timed out, and a run waited for as long as it
+    kept sending. The body is read as it comes, and once ``timeout`` seconds have passed
+    since the request was sent the client's own ``ReadTimeout`` is raised, as for a
+    server that went silent. (Each read is still bounded by ``timeout`` too, so the
+    error comes at most one read late.)
+    """
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+        self._client = module.Client()
+
+    def post(
+        self, url: str, *, json: Any, headers: Mapping[str, str], timeout: float
+    ) -> HttpResponse:
+        deadline = time.monotonic() + timeout
+        with self._client.stream(
+            "POST", url, json=json, headers=headers, timeout=timeout
+        ) as streamed:
+            chunks: list[bytes] = []
+            for chunk in streamed.iter_raw():  # raw: the new response decodes it once
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise self._module.ReadTimeout(
+                        f"no whole answer within {timeout:g} s", request=streamed.request
+                    )
+            return cast(
+                "HttpResponse",
+                self._module.Response(
+                    streamed.status_code,
+                    headers=streamed.headers,
+                    content=b"".join(chunks),
+                    request=streamed.request,
+                ),
+            )
+
+
 def http_client(needed_by: str) -> HttpClient:
-    """A new ``httpx.Client`` (or one of ``httpx2``, the fork the openai SDK 3 depends on).
+    """A new ``httpx.Client`` (or one of ``httpx2``, the fork the openai SDK 3 depends on),
+    whose ``timeout`` bounds the whole answer (:class:`_WholeAnswerTimeout`).
 
     Raises:
         MissingExtraError: neither is installed; the message says ``needed_by`` needs it.
@@ -258,7 +300,7 @@ def http_client(needed_by: str) -> HttpClient:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        return cast("HttpClient", module.Client())
+        return _WholeAnswerTimeout(module)
     raise MissingExtraError(
         f"{needed_by} needs httpx, which is not installed: pip install 'veridic[eval-model]' "
         "(or pip install httpx)"
