@@ -445,3 +445,19 @@ def test_timeout_bounds_the_whole_answer_not_each_read(
     err = capsys.readouterr().err
     assert "gave no answer for model 'tiny' within 1 s" in err
     assert "--timeout" in err
+
+
+@NEEDS_HTTP
+def test_a_key_taken_from_the_default_variable_is_said_to_be_sent(
+    server: ChatServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A key left in VERIDIC_EVAL_API_KEY (for a hosted model) went, unsaid, to whatever
+    # --endpoint named next, a server on the local network over plain HTTP included.
+    monkeypatch.setenv("VERIDIC_EVAL_API_KEY", "sk-secret-123")
+    assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "2")) == 0
+    err = capsys.readouterr().err
+    assert "sending the key in VERIDIC_EVAL_API_KEY to 127.0.0.1" in err
+    assert "sk-secret-123" not in err

@@ -19,6 +19,7 @@ failure), 2 for a usage error, 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 import sys
@@ -27,6 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from veridic import __version__
 from veridic._model_runtime import endpoint_problem, gguf_problem
@@ -342,6 +344,8 @@ def _log(message: str) -> None:
 def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, str]]:
     if args.endpoint is not None:
         key = os.environ.get(args.api_key_env or API_KEY_ENV) or None
+        if key is not None and args.api_key_env is None:
+            _log(f"veridic.evaluation: {_sending_default_key(args.endpoint)}")
         timeout = {} if args.timeout is None else {"timeout": args.timeout}
         endpoint = EndpointBackend(
             args.endpoint,
@@ -365,6 +369,33 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
         window = N_CTX if args.max_tokens is None else N_CTX + args.max_tokens
     backend = LlamaBackend(model, n_threads=args.threads, n_ctx=window)
     return backend, {"model sha256": _model_sha256(model, pinned=args.gguf is None)}
+
+
+def _sending_default_key(endpoint: str) -> str:
+    """The log line that says a key nobody named on the command line is being sent.
+
+    A key left in the default variable for a hosted model went, unsaid, to whatever
+    ``--endpoint`` named next: a server on the local network over plain HTTP included.
+    """
+    parts = urlsplit(endpoint)  # checked by endpoint_problem already
+    host = parts.hostname or "?"
+    plain = parts.scheme == "http" and not _loopback(host)
+    how = " over plain HTTP, unencrypted," if plain else ""
+    return (
+        f"sending the key in {API_KEY_ENV} to {host}{how} as the endpoint's bearer token: "
+        f"if it is another server's key, unset {API_KEY_ENV} (or name the variable that "
+        "holds this server's key with --api-key-env)"
+    )
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` names this machine (a key sent there stays on it)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _model_sha256(model: Path, *, pinned: bool) -> str:
