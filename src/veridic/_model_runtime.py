@@ -12,8 +12,10 @@ client. Each is imported lazily, only when a model is asked.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol, cast
 from urllib.parse import urlunsplit
 
@@ -26,6 +28,7 @@ __all__ = [
     "LlamaModel",
     "chat_url",
     "endpoint_problem",
+    "gguf_problem",
     "http_client",
     "import_llama_cpp",
     "without_extra_buffer_types",
@@ -145,6 +148,49 @@ def chat_url(endpoint: str) -> str:
     return urlunsplit(parts._replace(path=path))
 
 
+_GGUF_MAGIC = b"GGUF"
+"""The first four bytes of every file in llama.cpp's model format."""
+
+_LFS_POINTER = b"version https://git-lfs"
+"""How a Git LFS pointer file starts: a model repository cloned without git-lfs."""
+
+
+def gguf_problem(path: Path) -> str | None:
+    """Why ``path`` (a ``--gguf`` option's value) is no GGUF model file, or ``None``.
+
+    Read from its first bytes, before anything is installed or loaded: a folder, a text
+    file or a Git LFS pointer passed the check that the file exists, and the runtime was
+    built (minutes) before llama.cpp refused it. A file cut short starts like a whole one,
+    so it passes here; loading it fails (see :class:`veridic.evaluation.backends.LlamaBackend`).
+    The reason starts with the path; the caller puts the option's name in front.
+    """
+    if path.is_dir():
+        found = sorted(path.glob("*.gguf"))[:3]
+        example = f", e.g. {found[0]}" if found else ""
+        return f"{path} is a folder: pass the .gguf file in it{example}"
+    if not path.is_file():
+        return f"{path}: no such file"
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(len(_LFS_POINTER))
+    except OSError as error:
+        return f"{path} cannot be read ({error.strerror or error}): pass a file you can read"
+    if not head:
+        return f"{path} is empty: pass a model in llama.cpp's GGUF format"
+    if head.startswith(_LFS_POINTER):
+        return (
+            f"{path} is a Git LFS pointer, not the model: fetch the file itself (git lfs "
+            "pull, or download it) and pass that GGUF file"
+        )
+    if not head.startswith(_GGUF_MAGIC):
+        return (
+            f"{path} is not a GGUF file (it starts with {head[:4]!r}, not b'GGUF'): pass a "
+            "model in llama.cpp's GGUF format (convert others with llama.cpp's "
+            "convert_hf_to_gguf.py)"
+        )
+    return None
+
+
 def endpoint_problem(endpoint: str) -> str | None:
     """Why ``endpoint`` (an ``--endpoint`` option's value) can be asked nothing, or ``None``.
 
@@ -202,8 +248,49 @@ def unreached(url: str, model: str, timeout: float, error: Exception, *, longer:
     )
 
 
+class _WholeAnswerTimeout:
+    """An ``httpx.Client`` (or ``httpx2``'s) whose ``timeout`` bounds the whole answer.
+
+    httpx's timeout bounds each read: a server that sends a byte now and then (a stuck
+    stream, a slow-loris proxy) was never timed out, and a run waited for as long as it
+    kept sending. The body is read as it comes, and once ``timeout`` seconds have passed
+    since the request was sent the client's own ``ReadTimeout`` is raised, as for a
+    server that went silent. (Each read is still bounded by ``timeout`` too, so the
+    error comes at most one read late.)
+    """
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+        self._client = module.Client()
+
+    def post(
+        self, url: str, *, json: Any, headers: Mapping[str, str], timeout: float
+    ) -> HttpResponse:
+        deadline = time.monotonic() + timeout
+        with self._client.stream(
+            "POST", url, json=json, headers=headers, timeout=timeout
+        ) as streamed:
+            chunks: list[bytes] = []
+            for chunk in streamed.iter_raw():  # raw: the new response decodes it once
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise self._module.ReadTimeout(
+                        f"no whole answer within {timeout:g} s", request=streamed.request
+                    )
+            return cast(
+                "HttpResponse",
+                self._module.Response(
+                    streamed.status_code,
+                    headers=streamed.headers,
+                    content=b"".join(chunks),
+                    request=streamed.request,
+                ),
+            )
+
+
 def http_client(needed_by: str) -> HttpClient:
-    """A new ``httpx.Client`` (or one of ``httpx2``, the fork the openai SDK 3 depends on).
+    """A new ``httpx.Client`` (or one of ``httpx2``, the fork the openai SDK 3 depends on),
+    whose ``timeout`` bounds the whole answer (:class:`_WholeAnswerTimeout`).
 
     Raises:
         MissingExtraError: neither is installed; the message says ``needed_by`` needs it.
@@ -213,7 +300,7 @@ def http_client(needed_by: str) -> HttpClient:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        return cast("HttpClient", module.Client())
+        return _WholeAnswerTimeout(module)
     raise MissingExtraError(
         f"{needed_by} needs httpx, which is not installed: pip install 'veridic[eval-model]' "
         "(or pip install httpx)"

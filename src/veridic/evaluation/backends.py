@@ -19,11 +19,13 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
+from urllib.parse import urljoin
 
 from veridic._model_runtime import (
     HttpClient,
@@ -136,7 +138,7 @@ class LlamaBackend:
             "verbose": False,
         }
         with _no_extra_buffer_types(module) as switched_off:
-            self._llm = cast("LlamaModel", module.Llama(**options))
+            self._llm = _loaded(module, options)
         self._extra_bufts_off = switched_off
         # The window the runtime made: n_ctx=0 asks for the one the model was trained with.
         self._n_ctx = self._llm.n_ctx()
@@ -272,6 +274,24 @@ class LlamaBackend:
         return len(self._tokenize(text, special=False, first=False))
 
 
+def _loaded(module: Any, options: Mapping[str, object]) -> LlamaModel:
+    """``module.Llama(**options)``, whose refusal is a :class:`BackendError`.
+
+    llama-cpp-python raises a bare ``ValueError`` ("Failed to load model from file") for
+    a file it cannot read, most often a download cut short, which starts like a whole
+    one: it came out as a traceback.
+    """
+    try:
+        return cast("LlamaModel", module.Llama(**options))
+    except ValueError as error:
+        raise BackendError(
+            f"llama-cpp-python could not load {options['model_path']} ({error}): the file "
+            "may be truncated (compare its size and sha256 with those its source gives, "
+            "and download it again) or in a format this llama-cpp-python does not read "
+            "(a newer model may need a newer runtime)"
+        ) from error
+
+
 def _compile_template(source: str) -> Callable[..., str]:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -303,7 +323,14 @@ def _advice(status: int) -> str:
 
 
 def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) else None
+    """A token count as a server gave it, or ``None`` for anything that is no count.
+
+    ``true`` is an int to ``isinstance``: kept, it was written to the record as ``true``,
+    which reading the record back refuses; a negative count counts nothing.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -545,8 +572,9 @@ class EndpointBackend:
         if response.status_code != 200:
             raise BackendError(
                 f"{self._shown} answered HTTP {response.status_code} for model {self._model!r}: "
-                f"{self._quoted(response.text)}; {self._gave_up(response, retries)}"
-                f"{_advice(response.status_code)}"
+                f"{self._quoted(response.text) or '(an empty body)'}; "
+                f"{self._gave_up(response, retries)}"
+                f"{self._redirect(response) or _advice(response.status_code)}"
             )
         try:
             payload = response.json()
@@ -584,7 +612,9 @@ class EndpointBackend:
         served = payload.get("model") if isinstance(payload, dict) else None
         if isinstance(served, str):
             # The record's "served model": half a surrogate pair would make it unwritable.
-            self._served.setdefault(_LONE_SURROGATE.sub("\ufffd", served), None)
+            # Masked too: the record is committed with the results, and a proxy may echo
+            # the key it was sent.
+            self._served.setdefault(self._masked(_LONE_SURROGATE.sub("\ufffd", served)), None)
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return Completion(
@@ -627,6 +657,27 @@ class EndpointBackend:
         if asked > self._max_wait:
             return None, f"Retry-After {asked:g} s"
         return asked, f"Retry-After {asked:g} s"
+
+    def _redirect(self, response: HttpResponse) -> str | None:
+        """What to do about a redirect (HTTP 3xx with a ``Location``), or ``None``.
+
+        A redirect is not followed: the request, and the key with it, would go to a
+        server nobody named. Where it leads is said without the credentials it carries.
+        """
+        headers = getattr(response, "headers", None)  # httpx's; HttpResponse does not promise it
+        location = headers.get("Location") if isinstance(headers, Mapping) else None
+        if not (300 <= response.status_code < 400 and isinstance(location, str)):
+            return None
+        # A relative one is the same server's; a lost bracket (ValueError) is shown as it
+        # came, its credentials masked.
+        with suppress(ValueError):
+            location = urljoin(self._url, location)
+        target = visible(self._masked(shown_url(location)), 300)
+        return (
+            f"it redirects to {target}, which is not followed (the request and its key would "
+            "go to a server you did not name): if that is the server you mean, pass its "
+            "base URL as --endpoint"
+        )
 
     def _gave_up(self, response: HttpResponse, retries: int) -> str:
         """Why a busy answer was not asked again, as the start of the error's advice."""

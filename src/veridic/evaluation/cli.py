@@ -19,6 +19,7 @@ failure), 2 for a usage error, 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 import sys
@@ -27,8 +28,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from veridic._model_runtime import endpoint_problem
+from veridic import __version__
+from veridic._model_runtime import endpoint_problem, gguf_problem
 from veridic.errors import VeridicError
 from veridic.evaluation import install
 from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend, retries_note
@@ -142,6 +145,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m veridic.evaluation",
         description="Measure how often a model obeys orders injected into veridic data "
         "blocks, per data mode, and what each mode costs in tokens.",
+        epilog="exit status: 0: the measurement ran (the table is printed); 1: it could "
+        "not (install, model or endpoint failure; the answers given so far are kept in "
+        "--out, and the same command with --resume asks only the rest); 2: a usage error; "
+        "130: interrupted (Ctrl-C; the answers are kept, as for 1)",
     )
     model = parser.add_argument_group("model (default: the pinned Qwen2.5-Coder-1.5B, cached)")
     model.add_argument("--gguf", type=Path, help="a local GGUF chat model (llama-cpp-python)")
@@ -244,7 +251,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--endpoint needs --model NAME, the model the endpoint should run")
     if args.model is not None and args.endpoint is None:
         parser.error("--model names a model of an endpoint: give --endpoint URL too")
-    if args.gguf is not None and not args.gguf.is_file():
+    if args.gguf is not None and not (args.gguf.is_file() or args.gguf.is_dir()):
         parser.error(f"--gguf {args.gguf}: no such file")
     if args.pilot and args.schemes is not None:
         parser.error("--pilot runs every pilot prototype: leave out --schemes, or --pilot")
@@ -303,6 +310,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.selections = parse_schemes(args.schemes, pilot=args.pilot)
     except ValueError as error:
         parser.error(str(error))
+    if args.gguf is not None and (problem := gguf_problem(args.gguf)):
+        parser.error(f"--gguf {problem}")  # last: it reads the file
     return args
 
 
@@ -335,6 +344,8 @@ def _log(message: str) -> None:
 def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, str]]:
     if args.endpoint is not None:
         key = os.environ.get(args.api_key_env or API_KEY_ENV) or None
+        if key is not None and args.api_key_env is None:
+            _log(f"veridic.evaluation: {_sending_default_key(args.endpoint)}")
         timeout = {} if args.timeout is None else {"timeout": args.timeout}
         endpoint = EndpointBackend(
             args.endpoint,
@@ -358,6 +369,33 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
         window = N_CTX if args.max_tokens is None else N_CTX + args.max_tokens
     backend = LlamaBackend(model, n_threads=args.threads, n_ctx=window)
     return backend, {"model sha256": _model_sha256(model, pinned=args.gguf is None)}
+
+
+def _sending_default_key(endpoint: str) -> str:
+    """The log line that says a key nobody named on the command line is being sent.
+
+    A key left in the default variable for a hosted model went, unsaid, to whatever
+    ``--endpoint`` named next: a server on the local network over plain HTTP included.
+    """
+    parts = urlsplit(endpoint)  # checked by endpoint_problem already
+    host = parts.hostname or "?"
+    plain = parts.scheme == "http" and not _loopback(host)
+    how = " over plain HTTP, unencrypted," if plain else ""
+    return (
+        f"sending the key in {API_KEY_ENV} to {host}{how} as the endpoint's bearer token: "
+        f"if it is another server's key, unset {API_KEY_ENV} (or name the variable that "
+        "holds this server's key with --api-key-env)"
+    )
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` names this machine (a key sent there stays on it)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _model_sha256(model: Path, *, pinned: bool) -> str:
@@ -497,6 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **described,
         **_served(earlier_meta, described),
         **_retried(earlier_meta, described),
+        "veridic": _versions(earlier_meta),
         "cases per scheme": ", ".join(f"{n} {c}" for n, c in counts.items()),
         "schemes": "pilot prototypes" if args.pilot else "veridic data modes",
         **({} if sampled is None else {"sample": sampled}),
@@ -530,6 +569,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"veridic.evaluation: {truncated} of {len(results)} answers were cut off inside "
             "the model's reasoning and are left out of every rate: rerun with --max-tokens "
             "N, a larger budget (a reasoning model needs hundreds of tokens)"
+        )
+    empty = sum(1 for r in results if not r.output.strip())
+    if empty:
+        _log(
+            f"veridic.evaluation: warning: {empty} of {len(results)} answers are empty and "
+            "are counted as orders not followed and tasks not done, which reads as a "
+            "defence that held: check that the model answers at all (a server that puts "
+            "the answer elsewhere, a chat template that ends the turn at once)"
         )
     foreign = sum(1 for r in results if r.not_english)
     if foreign:
@@ -688,6 +735,16 @@ def _served(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, s
         if name and name != "(not said)"
     ]
     return {"served model": ", ".join(dict.fromkeys(names)) or "(not said)"}
+
+
+def _versions(earlier: Mapping[str, str]) -> str:
+    """The ``veridic`` of a record: the versions whose data modes and judge it measured.
+
+    A resumed run keeps the earlier record's answers (asked with the same prompts, judged
+    again by this version), so a record begun by another version names both.
+    """
+    versions = [v for v in (*earlier.get("veridic", "").split(", "), __version__) if v]
+    return ", ".join(dict.fromkeys(versions))
 
 
 def _retried(earlier: Mapping[str, str], setup: Mapping[str, str]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from veridic._counted import counted
 from veridic._sample import quoted
 from veridic.errors import VeridicError
 from veridic.evaluation.corpora import every_case
@@ -350,6 +351,39 @@ def _unmeasured(
     )
 
 
+def _counted_by_the_model(results: Sequence[CaseResult], base: str | None) -> str:
+    """Why the token columns read ``n/a``, and the prompt tokens the model's server counted.
+
+    An endpoint does not expose its tokenizer, but each answer's ``usage`` counts the
+    prompt it was sent: per scheme, on the same cases as the baseline, that is what a
+    data mode cost on that model.
+    """
+    counts: dict[str, dict[str, int]] = {}
+    for result in results:
+        if result.prompt_tokens is not None:
+            counts.setdefault(result.scheme, {})[result.case.id] = result.prompt_tokens
+    said = (
+        "Token costs: the model's tokenizer is not known here (an endpoint does not expose "
+        "it), so the token columns read n/a"
+    )
+    if not counts:
+        return f"{said}, and the answers counted no prompt tokens (no usage in them)."
+    reference = counts.get(base or "", {})
+    shown = []
+    for name, of_cases in counts.items():
+        mean = sum(of_cases.values()) / len(of_cases)
+        shared = [case for case in of_cases if case in reference]
+        extra = ""
+        if name != base and shared:
+            over = sum(of_cases[case] - reference[case] for case in shared) / len(shared)
+            extra = f" ({over:+.0f} over {base} on the same {counted(len(shared), 'case')})"
+        shown.append(f"{name} {mean:.0f}{extra}")
+    return (
+        f"{said}. The prompt tokens the model's server counted (its usage), per case on "
+        f"average: {', '.join(shown)}."
+    )
+
+
 def markdown(
     results: Sequence[CaseResult],
     costs: Mapping[str, TokenCost] | None,
@@ -384,6 +418,8 @@ def markdown(
             f"| {name} | {s.followed} | {s.canary} | {s.utility} | {s.utility_attacked} | "
             f"{token_cells} |"
         )
+    if not costs:
+        lines += ["", _counted_by_the_model(results, base)]
     lines += [
         "",
         "Each rate's [interval] is Wilson's 95%, and each paired test's first p "

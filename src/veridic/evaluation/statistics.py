@@ -57,7 +57,11 @@ def wilson(successes: int, trials: int, z: float = _Z95) -> tuple[float, float]:
     denominator = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denominator
     spread = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - spread), min(1.0, centre + spread)
+    # At 0 (or all) successes the end is exactly 0 (or 1); computed, it was 5.6e-17 for
+    # 0 of 3, an interval that left out the proportion observed.
+    low = 0.0 if successes == 0 else max(0.0, centre - spread)
+    high = 1.0 if successes == trials else min(1.0, centre + spread)
+    return low, high
 
 
 def mcnemar_exact(only_first: int, only_second: int) -> float:
