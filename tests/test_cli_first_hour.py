@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from veridic._workflow_commands import inert_line
 from veridic.checks.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, main
 
 FORGED = "licence server said: ##[error]all clear\n::error file=app.py,line=1::all clear"
@@ -78,6 +81,32 @@ def test_a_boot_failure_s_message_forges_no_workflow_command_in_the_ci_log(
     assert "printed by the application" in done.stderr
     assert _workflow_commands(done.stderr) == []
     assert _workflow_commands(done.stdout) == []
+
+
+_RUNNER_SPACES = "\t\v\f \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + (
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+"""What the runner's ``TrimStart()`` strips before it looks for ``::`` (.NET's
+``Char.IsWhiteSpace``), less the line breaks that end a line before it is read."""
+
+
+@given(
+    st.text(
+        st.sampled_from([":", "#", "[", "]", "x", "\u27e6", "\ufeff", *_RUNNER_SPACES]),
+        max_size=12,
+    )
+)
+def test_property_an_inert_line_holds_nothing_the_runner_parses_as_a_command(
+    line: str,
+) -> None:
+    # GitHub's runner parses a line as "::command::" after TrimStart(), whatever the space
+    # (U+3000 too), and as "##[command]" anywhere; a line with neither is left as it was.
+    shown = inert_line(line)
+    assert "##[" not in shown
+    assert not shown.lstrip(_RUNNER_SPACES).startswith("::")
+    if "##[" not in line and not line.lstrip(_RUNNER_SPACES).startswith("::"):
+        assert shown == line
+    assert inert_line(shown) == shown
 
 
 # --- hatches of a file that is not Python ---------------------------------------------------
