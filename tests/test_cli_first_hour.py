@@ -83,8 +83,10 @@ def test_a_boot_failure_s_message_forges_no_workflow_command_in_the_ci_log(
     assert _workflow_commands(done.stdout) == []
 
 
-_RUNNER_SPACES = "\t\v\f \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + (
-    "\u2028\u2029\u202f\u205f\u3000"
+_RUNNER_SPACES = (
+    "\t\v\f \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
 )
 """What the runner's ``TrimStart()`` strips before it looks for ``::`` (.NET's
 ``Char.IsWhiteSpace``), less the line breaks that end a line before it is read."""
