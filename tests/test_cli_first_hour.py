@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from veridic._workflow_commands import inert_line
 from veridic.checks.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, main
 
 FORGED = "licence server said: ##[error]all clear\n::error file=app.py,line=1::all clear"
@@ -80,6 +83,34 @@ def test_a_boot_failure_s_message_forges_no_workflow_command_in_the_ci_log(
     assert _workflow_commands(done.stdout) == []
 
 
+_RUNNER_SPACES = (
+    "\t\v\f \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
+)
+"""What the runner's ``TrimStart()`` strips before it looks for ``::`` (.NET's
+``Char.IsWhiteSpace``), less the line breaks that end a line before it is read."""
+
+
+@given(
+    st.text(
+        st.sampled_from([":", "#", "[", "]", "x", "\u27e6", "\ufeff", *_RUNNER_SPACES]),
+        max_size=12,
+    )
+)
+def test_property_an_inert_line_holds_nothing_the_runner_parses_as_a_command(
+    line: str,
+) -> None:
+    # GitHub's runner parses a line as "::command::" after TrimStart(), whatever the space
+    # (U+3000 too), and as "##[command]" anywhere; a line with neither is left as it was.
+    shown = inert_line(line)
+    assert "##[" not in shown
+    assert not shown.lstrip(_RUNNER_SPACES).startswith("::")
+    if "##[" not in line and not line.lstrip(_RUNNER_SPACES).startswith("::"):
+        assert shown == line
+    assert inert_line(shown) == shown
+
+
 # --- hatches of a file that is not Python ---------------------------------------------------
 
 
@@ -93,6 +124,11 @@ def test_a_boot_failure_s_message_forges_no_workflow_command_in_the_ci_log(
         (".python-version", "3.12\n"),
         ("VERSION", "1.0\n"),
         ("run", "#!/bin/sh\nexec python -m app\n"),
+        # A #! line that names "python" somewhere but runs something else was read as
+        # Python: a shell from a folder so named, Jython's Python 2, IPython's magics.
+        ("deploy", "#!/opt/python-tools/bin/bash\necho [python]\n"),
+        ("legacy", "#!/usr/bin/env jython\nfrom java.lang import System\n"),
+        ("notebook", "#!/usr/bin/env ipython\n%pip list\n"),
     ],
 )
 def test_hatches_of_a_file_that_is_not_python_is_a_usage_error(
@@ -118,14 +154,27 @@ def test_hatches_of_a_mypy_configuration_says_to_pass_its_folder(
     assert "pass its folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["app.py", "types.pyi", "manage", "hook.cgi"])
+@pytest.mark.parametrize(
+    ("name", "shebang"),
+    [
+        ("app.py", "#!/usr/bin/env python3"),
+        ("types.pyi", "#!/usr/bin/env python3"),
+        ("manage", "#!/usr/bin/env python3"),
+        ("hook.cgi", "#!/usr/bin/env python3"),
+        ("tool", "#! /usr/local/bin/python3.12 -u"),
+        ("serve", "#!/usr/bin/env -S python3 -X dev"),
+        ("task", "#!/usr/bin/python"),
+        ("win", '#!"C:\\Program Files\\Python312\\python.exe"'),
+        ("winexe", "#!C:\\Python312\\python.exe"),
+    ],
+)
 def test_hatches_still_reads_python_files_and_scripts_given_by_name(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, shebang: str
 ) -> None:
     # pre-commit's "types: [python]" passes a script of any suffix with a Python #! line.
     path = tmp_path / name
     path.write_text(
-        "#!/usr/bin/env python3\n"
+        f"{shebang}\n"
         "from typing import cast\nfrom veridic import TrustedInstruction\n"
         "x = cast(TrustedInstruction, input())\n",
         encoding="utf-8",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -282,6 +283,35 @@ def test_a_file_larger_than_any_document_is_refused_before_it_is_read(
     assert f"{path} is 268,435,457 bytes" in err
     assert "larger than the 256 MiB" in err
     assert "prompt.to_document()" in err
+
+
+def test_a_small_document_is_read_without_reserving_the_cap(
+    document: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The cap was read as "read(256 MiB + 1)", which allocates that much for any file, a
+    # 2 KB document too: a CI runner with a memory limit (ulimit -v, a Windows commit
+    # charge) failed every "veridic show" with a MemoryError.
+    tracemalloc.start()
+    try:
+        code, out, _ = run(["show", str(document)], capsys)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == EXIT_CLEAN
+    assert out
+    assert peak < 32 * 1024 * 1024, f"{peak:,} bytes at most, for a document of a few KB"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="no /proc (Linux only)")
+def test_a_file_whose_size_says_nothing_is_read_whole(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A /proc file says 0 bytes and holds more: read past the size it gave, it is named
+    # for what it holds (no JSON), not said to be empty.
+    code, _, err = run(["show", "/proc/self/status"], capsys)
+    assert code == EXIT_USAGE
+    assert "is empty" not in err
+    assert "Umask" in err  # its second line: more than the one byte past "0" was read
 
 
 def test_a_tampered_document_is_refused(document: Path, capsys: pytest.CaptureFixture[str]) -> None:

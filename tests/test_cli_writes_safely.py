@@ -413,3 +413,19 @@ def test_show_drops_set_id_bits_of_the_file_it_replaces_and_keeps_the_rest(
     code, _, _ = _run(capsys, "show", str(_document(tmp_path)), "-o", str(output))
     assert code == EXIT_CLEAN
     assert output.stat().st_mode & 0o7777 == 0o750
+
+
+def test_the_chmod_a_read_only_refusal_suggests_runs_as_given_in_a_shell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The hint said "chmod u+w" and the path as it was: a name with a space made chmod
+    # look for two files, and one with "$(...)" in it ran a command when pasted.
+    output = tmp_path / "the view $(touch pwned).txt"
+    output.write_text("keep me\n", encoding="utf-8")
+    output.chmod(0o444)
+    code, _, err = _run(capsys, "show", str(_document(tmp_path)), "-o", str(output))
+    assert code == EXIT_USAGE
+    suggested = err.split("(chmod ", 1)[1].split(") if it may be replaced", 1)[0]
+    subprocess.run(["sh", "-c", f"chmod {suggested}"], cwd=tmp_path, check=True)
+    assert output.stat().st_mode & 0o200
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prompt.json", output.name]

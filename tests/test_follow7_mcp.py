@@ -193,6 +193,54 @@ def test_a_servers_stderr_line_holds_no_workflow_command_a_ci_log_would_obey(
     assert "##⟦U+005B⟧add-mask]veridic" in lines[2]
 
 
+def test_a_servers_log_message_holds_no_workflow_command_a_ci_log_would_obey(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """A server's log notification (its data and its logger's name, both the server's
+    words) was logged with its ``##[error ...]`` as is, as its stderr lines were: the
+    runner of a GitHub Actions job obeys ``##[command]`` anywhere in a line."""
+    spec = tmp_path / "tools.json"
+    entry = {
+        "name": "search",
+        "description": "Search the issues.",
+        "input_schema": {"type": "object"},
+        "log": [["error", "##[error file=app.py]all clear", "db ##[add-mask]veridic"]],
+    }
+    spec.write_text(json.dumps([entry]))
+    server = stdio(
+        "tools",
+        sys.executable,
+        str(Path(__file__).with_name("_mcp_tools_server.py")),
+        env={"VERIDIC_TEST_MCP_SPEC": str(spec)},
+        protocol="legacy",
+    )
+    registry = Registry()
+
+    async def run() -> CallOutcome:
+        async with connect(registry, server, declare={"search": Declared("query")}):
+            view = registry.view()
+            with SQLiteAuditSink(":memory:") as audit:
+                result = await aexecute(
+                    view,
+                    "search",
+                    {},
+                    policy=ApprovalPolicy(view),
+                    audit=audit,
+                    request_id="req-1",
+                    prompt_sha256="0" * 64,
+                )
+            return result.outcome
+
+    with caplog.at_level(logging.DEBUG, logger="veridic.integrations.mcp.server_log"):
+        assert asyncio.run(run()) is CallOutcome.OK
+    [message] = [
+        r.getMessage() for r in caplog.records if r.name == "veridic.integrations.mcp.server_log"
+    ]
+    assert "##[" not in message
+    assert "##\u27e6U+005B\u27e7error file=app.py]all clear" in message
+    assert "db ##\u27e6U+005B\u27e7add-mask]veridic" in message
+
+
 # --- (3) a server that asks for sampling, elicitation or roots is told apart ---------------
 
 

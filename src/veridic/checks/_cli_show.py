@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, TextIO
+from typing import BinaryIO, Final, TextIO
 
 from veridic._counted import counted
 from veridic._workflow_commands import inert_line
@@ -292,7 +292,7 @@ def _read_capped(path: Path) -> bytes:
     try:
         with path.open("rb") as file:
             size = os.fstat(file.fileno()).st_size
-            data = b"" if size > _LARGEST_DOCUMENT else file.read(_LARGEST_DOCUMENT + 1)
+            data = b"" if size > _LARGEST_DOCUMENT else _read_at_most(file, size)
     except OSError as error:
         raise _UsageError(f"{path}: cannot be read ({error})") from error
     if size > _LARGEST_DOCUMENT or len(data) > _LARGEST_DOCUMENT:
@@ -304,6 +304,30 @@ def _read_capped(path: Path) -> bytes:
             "its calls)"
         )
     return data
+
+
+def _read_at_most(file: BinaryIO, size: int) -> bytes:
+    """The ``size`` bytes ``fstat`` said the file holds, and any it grew by meanwhile (or a
+    file that says 0, as ``/proc`` does), up to one byte past :data:`_LARGEST_DOCUMENT`.
+
+    ``file.read(n)`` sets ``n`` bytes aside before it reads any: asked for the cap, it
+    took 256 MiB for a document of a few KB, and a runner with a memory limit failed.
+    """
+    data = file.read(size + 1)
+    if len(data) <= size:
+        return data  # all of it: the file did not grow
+    chunks = [data]
+    held = len(data)
+    while held <= _LARGEST_DOCUMENT and (
+        more := file.read(min(_CHUNK, _LARGEST_DOCUMENT + 1 - held))
+    ):
+        chunks.append(more)
+        held += len(more)
+    return b"".join(chunks)
+
+
+_CHUNK: Final = 1024 * 1024
+"""Bytes read at a time past the size the file said it had."""
 
 
 _A_STORE: Final = (

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import stat
 from pathlib import Path
 from typing import Final
@@ -55,7 +56,8 @@ def _write_output(path: Path, text: str) -> bool:
         return False
     if found is not None and stat.S_ISDIR(found.st_mode):
         raise _UsageError(
-            f"cannot write {shown}: it is a folder: name a file in it (-o {shown}/NAME)"
+            f"cannot write {shown}: it is a folder: name a file in it "
+            f"(-o {shlex.quote(f'{shown}/NAME')})"
         )
     if found is not None and not stat.S_ISREG(found.st_mode):
         _write_stream(path, shown, data)
@@ -81,7 +83,7 @@ def _kept_mode(found: int, shown: str) -> int:
     if not found & stat.S_IWUSR:
         raise _UsageError(
             f"-o {shown} is read-only (mode {stat.filemode(found)}), so veridic does not "
-            f"replace it: make it writable first (chmod u+w {shown}) if it may be "
+            f"replace it: make it writable first (chmod u+w {shlex.quote(shown)}) if it may be "
             "replaced, or choose another file with -o"
         )
     return stat.S_IMODE(found) & ~(stat.S_ISUID | stat.S_ISGID)
@@ -104,7 +106,7 @@ def _write_through_link_to_a_stream(path: Path, shown: str, data: bytes) -> None
     raise _UsageError(
         f"-o {shown} is a symbolic link (to {target}): veridic does not write through a "
         "link, which may name another file by the time it writes: pass the file itself "
-        f"(-o {visible(os.path.realpath(path), None)}), or remove the link"
+        f"(-o {shlex.quote(visible(os.path.realpath(path), None))}), or remove the link"
     )
 
 

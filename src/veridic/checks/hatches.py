@@ -111,6 +111,7 @@ import ast
 import io
 import os
 import re
+import shlex
 import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -1104,6 +1105,11 @@ def _require_python(path: Path, given: str | os.PathLike[str]) -> None:
     )
 
 
+_PYTHONS: Final = frozenset({"python", "python2", "python3"})
+"""The interpreters whose ``#!`` line pre-commit's ``types: [python]`` passes, each also
+with its version (``python3.12``) or ``.exe`` after it."""
+
+
 def _python_script(path: Path) -> bool:
     """Whether ``path`` starts with a ``#!`` line that runs Python; one that cannot be read
     is left to the scan, which says so."""
@@ -1112,7 +1118,43 @@ def _python_script(path: Path) -> bool:
             first = file.readline(256)
     except OSError:
         return True
-    return first.startswith(b"#!") and b"python" in first
+    if not first.startswith(b"#!"):
+        return False
+    return _runs_python(_words(first[2:].decode("utf-8", "replace")))
+
+
+def _words(line: str) -> list[str]:
+    """A ``#!`` line's words, a quoted one whole: pip quotes a path with a space in it
+    (``#!"C:\\Program Files\\Python312\\python.exe"``) and leaves its backslashes, so
+    they are no escapes here. A line with a quote left open is split at its spaces."""
+    splitter = shlex.shlex(line, posix=False)
+    splitter.whitespace_split = True
+    try:
+        return [word.strip("\"'") for word in splitter]
+    except ValueError:
+        return line.split()
+
+
+def _runs_python(words: list[str]) -> bool:
+    """Whether a ``#!`` line's words run Python: the program it names (or ``env`` names,
+    past its options and settings), by its last path part, less any ``.`` suffixes.
+
+    Any line holding ``python`` passed: ``#!/usr/bin/env ipython`` (its ``%`` magics are
+    no Python) and ``#!/opt/python-tools/bin/bash`` were read as Python. Jython and
+    IronPython are not passed either: they read another language's version of it.
+    """
+    names = [_program(word) for word in words]
+    if names[:1] == ["env"]:
+        names = [name for name in names[1:] if not name.startswith("-") and "=" not in name]
+    name = names[0] if names else ""
+    while name and name not in _PYTHONS:
+        name = name.rpartition(".")[0]
+    return bool(name)
+
+
+def _program(word: str) -> str:
+    """The last part of a path in a ``#!`` line, with ``/`` or ``\\`` between its parts."""
+    return word.replace("\\", "/").rpartition("/")[2]
 
 
 def _same_file(file: Path) -> object:

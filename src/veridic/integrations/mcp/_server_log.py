@@ -4,7 +4,9 @@ The SDK's ``logging_callback``: without one the SDK drops them without a word, a
 what a server says of a call (a write it did in part, a token that expired) was
 lost. Each is logged on ``veridic.integrations.mcp.server_log`` as the server's
 stderr lines are (``_stderr``): its data and logger name quoted, escaped and
-clipped, its level said, at ``DEBUG`` or ``INFO`` for those levels and ``WARNING``
+clipped, with no workflow command GitHub Actions would obey in them (the server's
+``##[error]`` shown as ``##⟦U+005B⟧error]``: see :mod:`veridic._workflow_commands`),
+its level said, at ``DEBUG`` or ``INFO`` for those levels and ``WARNING``
 for the rest (the server's word, never one of the application's errors). A message
 whose level is not logged is not written out at all (its data not encoded).
 
@@ -20,6 +22,7 @@ import logging
 from typing import Final
 
 from veridic._sample import clip
+from veridic._workflow_commands import inert_line
 from veridic.integrations.mcp._log_cap import LOGGED_PER_WINDOW, WINDOW, LogCap
 from veridic.integrations.mcp._stderr import LINE_SHOWN
 
@@ -55,9 +58,9 @@ class ServerLog:
             levelno,
             "MCP server %r (log message, level %s%s): %s",
             self._name,
-            clip(str(level), 16),
-            f", logger {clip(logger, 64)}" if isinstance(logger, str) else "",
-            clip(text, LINE_SHOWN),
+            inert_line(clip(str(level), 16)),
+            f", logger {inert_line(clip(logger, 64))}" if isinstance(logger, str) else "",
+            inert_line(clip(text, LINE_SHOWN)),
         )
 
     def close(self) -> None:
