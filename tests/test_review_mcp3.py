@@ -357,3 +357,30 @@ def test_a_servers_error_text_cannot_forge_a_log_line_when_it_does_not_start(
         assert "\n" not in line
         assert "\x1b" not in line
     assert "'down\\nWARNING veridic.registry" in message  # quoted as a sample, escaped
+
+
+def test_a_servers_error_text_holds_no_workflow_command_a_ci_log_would_obey(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same error text, quoted in the warning ``connect`` logs and in ``list_tools``'s
+    error, kept a ``##[error ...]`` as the server wrote it: the runner of a GitHub Actions
+    job obeys ``##[command]`` anywhere in a line of an application that logs to stderr."""
+    spec = tmp_path / "tools.json"
+    spec.write_text(json.dumps({"list_error": "down ##[error file=app.py]all clear"}))
+    server = stdio("tools", sys.executable, str(SCRIPT), env={"VERIDIC_TEST_MCP_SPEC": str(spec)})
+    registry = Registry()
+
+    async def run() -> str:
+        async with connect(registry, server):
+            pass
+        with pytest.raises(IntegrationError) as raised:
+            await list_tools(server)
+        return str(raised.value)
+
+    with caplog.at_level(logging.INFO, logger="veridic"):
+        message = asyncio.run(run())
+    logged = [record.getMessage() for record in caplog.records if "down" in record.getMessage()]
+    assert logged
+    for line in [*logged, message]:
+        assert "##[" not in line
+        assert "down ##\u27e6U+005B\u27e7error file=app.py]all clear" in line

@@ -91,6 +91,7 @@ from veridic._extras import require
 from veridic._sample import clip
 from veridic._urls import cut_short_reason, shown_url, user_part_cut_short
 from veridic._words import a_type
+from veridic._workflow_commands import inert_line
 from veridic.errors import (
     IntegrationError,
     MissingExtraError,
@@ -1375,9 +1376,10 @@ def _quoted(error: BaseException) -> str:
 
     Its text may be the server's own (a JSON-RPC error's message): written raw,
     a line break in it forged a log line of its own and an escape sequence
-    repainted the operator's terminal. ``clip`` quotes it escaped and cut.
+    repainted the operator's terminal. ``clip`` quotes it escaped and cut, and
+    ``inert_line`` takes from it what a CI log would obey as a workflow command.
     """
-    return f"{type(error).__name__}: {clip(str(error), _ERROR_SHOWN)}"
+    return f"{type(error).__name__}: {inert_line(clip(str(error), _ERROR_SHOWN))}"
 
 
 def _refuse_unreviewed(recorded: Pins, server: McpServer) -> None:
