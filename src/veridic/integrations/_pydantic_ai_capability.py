@@ -40,6 +40,7 @@ from pydantic_ai.capabilities import (
     AgentNode,
     CapabilityOrdering,
     NodeResult,
+    WrapperCapability,
     WrapRunHandler,
 )
 from pydantic_ai.messages import (
@@ -776,30 +777,47 @@ class VeridicCapability(AbstractCapability[object]):
 def _check_ordered(capability: VeridicCapability, root: object, request_id: str) -> None:
     """Refuse a run in which pydantic-ai does not order the capability after every other.
 
-    pydantic-ai orders the capabilities it can see (the leaves ``apply`` visits); a
-    ``WrapperCapability`` around a single capability (``WrapperCapability(veridic)``, a
-    subclass of it, ``PrefixTools``) is visited in its place, and has no ordering of its own:
-    the veridic capability inside it is not ``innermost``, so a capability listed after the
-    wrapper, its model wrapper, or the wrapper's own hooks would change the request after
-    the veridic capability checked it.
+    pydantic-ai orders the capabilities it can see (what ``apply`` visits). A
+    ``WrapperCapability`` (a subclass of it, ``PrefixTools``, or the one pydantic-ai puts around
+    what a capability function returns) is visited in place of a single capability it holds and
+    has no ordering of its own: the veridic capability inside it is not ``innermost``. Around a
+    group (``WrapperCapability(CombinedCapability([veridic]))``) both are visited, but the
+    wrapper's own hooks run around veridic's. Either way a capability listed after the wrapper,
+    its model wrapper, or the wrapper's hooks would change the request after the veridic
+    capability checked it: a tool result rewritten there reaches the model unchecked.
 
     Raises:
-        VeridicError: the run's capabilities do not list this one as a capability of their own.
+        VeridicError: the run's capabilities do not list this one as a capability of their own,
+            or a wrapper among them holds it.
     """
+    seen = _visited(root)
+    holders = [
+        found
+        for found in seen
+        if isinstance(found, WrapperCapability)
+        and any(held is capability for held in _visited(found.wrapped))
+    ]
+    if any(found is capability for found in seen) and not holders:
+        return
+    raise VeridicError(
+        f"the veridic capability of request {clip(request_id)} is held by another capability "
+        "(a WrapperCapability, a subclass of it such as PrefixTools, or the wrapper pydantic-ai "
+        "puts around what a capability function returns, capabilities=[lambda ctx: ...]), which "
+        "hides it from pydantic-ai's ordering or runs hooks around its own: it would no longer "
+        "check the request after every other capability, so the run did not start; give it to "
+        "the agent or the run itself, capabilities=[capability(view, ...)] (built per request "
+        "and passed to run(), not returned from a function), and shape the view with its "
+        "filters, registry.view(...)"
+    )
+
+
+def _visited(root: object) -> list[object]:
+    """The capabilities pydantic-ai registers for ``root`` (what its ``apply`` visits)."""
     seen: list[object] = []
     apply = getattr(root, "apply", None)
     if callable(apply):
         apply(seen.append)
-    if any(found is capability for found in seen):
-        return
-    raise VeridicError(
-        f"the veridic capability of request {clip(request_id)} is held by another capability "
-        "that hides it from pydantic-ai's ordering (a WrapperCapability, or a subclass of it "
-        "such as PrefixTools): it would no longer check the request after every other "
-        "capability, so the run did not start; give it to the agent or the run itself, "
-        "capabilities=[capability(view, ...)], and shape the view with its filters, "
-        "registry.view(...)"
-    )
+    return seen
 
 
 class _OrderedAfterEveryOther(type):

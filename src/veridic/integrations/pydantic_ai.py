@@ -174,8 +174,10 @@ def capability(
             ``ToolReturn(content=...)``).
         VeridicError: (from a run, before it starts) another run of the
             capability is under way under the same explicit ``run_id``, or the
-            capability is held by a ``WrapperCapability`` (which hides its
-            ordering: it would not check the request after every other).
+            capability is held by a ``WrapperCapability``, directly or around a
+            group, or returned by a capability function (a wrapper hides its
+            ordering or runs hooks around it: it would not check the request after
+            every other).
         VeridicError: (when pydantic-ai orders the capabilities, at ``Agent(...)``
             or at a run) two veridic capabilities in one agent or run: give one.
         ProvenanceError: (where the request leaves for the model, batched or
