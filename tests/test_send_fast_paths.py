@@ -11,7 +11,9 @@ Each test of a fast path holds it to the slow path on every input hypothesis dra
 from __future__ import annotations
 
 import copy
+import gc
 import json
+import weakref
 from typing import Any
 
 import pytest
@@ -30,6 +32,7 @@ from veridic import (
     ToolCouplingError,
     ToolView,
     TrustPolicy,
+    configured,
     instruction,
     join,
     provenance,
@@ -248,3 +251,43 @@ def test_a_system_message_with_the_views_section_is_checked_on_every_send() -> N
     prompt = Composer().system(instruction("Tidy."), theirs.capability_section()).user("Hi")
     with pytest.raises(ToolCouplingError, match="capability section from another view"):
         gateway.send(prompt.build(), mine, request_id="req-theirs")
+
+
+class _Lookalike(str):
+    """A ``str`` subclass of the trusted class's layout, so CPython lets an instruction's
+    ``__class__`` be set to it: the same object, no longer trusted."""
+
+    __slots__ = ("_seal", "_spans")
+
+
+class _Tracked(str):
+    """A ``str`` subclass a weak reference can watch (``str`` itself cannot be one's)."""
+
+
+def test_a_part_no_longer_trusted_is_recorded_as_it_is_now_in_report_mode(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Report mode lets an untrusted part through, and the record says what it is: the
+    rows kept for the same part objects stood for it as it was when first sent, an
+    instruction, although the same object was no longer trusted."""
+    part = instruction("Answer briefly.")
+    parts: tuple[str, ...] = (part,)
+    assert _sent_spans(parts)[0].kind == "code"
+    part.__class__ = _Lookalike
+    with configured(mode="report"):
+        again = _sent_spans(parts)
+    assert "report mode, let pass" in caplog.text
+    assert [(span.kind, span.origin) for span in again] == [("unknown", "unbranded str")]
+
+
+def test_untrusted_text_a_system_message_let_through_in_report_mode_is_not_kept() -> None:
+    """The rows kept for a system message hold its parts alive; report mode lets text
+    that is no instruction (a user's ticket, say) into one, which was kept past its send
+    in a table of the module, 64 system messages deep."""
+    ticket = _Tracked("Ann's ticket: my card number is 4111 1111 1111 1111.")
+    watched = weakref.ref(ticket)
+    with configured(mode="report"):
+        _sent_spans((instruction("Answer briefly."), ticket))
+    del ticket
+    gc.collect()
+    assert watched() is None
