@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import sys
+import threading
 import weakref
 from typing import Any
 
@@ -291,3 +293,58 @@ def test_untrusted_text_a_system_message_let_through_in_report_mode_is_not_kept(
     del ticket
     gc.collect()
     assert watched() is None
+
+
+def _view_of_tools(name: str, count: int) -> ToolView:
+    """A view of ``count`` tools of their own, so its tool set (and its lists) are new."""
+    registry = Registry(name)
+    for index in range(count):
+
+        def look_up(key: str) -> str:
+            """Look a key up.
+
+            Args:
+                key: The key.
+            """
+            return key
+
+        registry.tool(kind="query", name=f"look_up_{index}")(look_up)
+    return registry.view()
+
+
+def test_threads_sending_a_new_tool_sets_first_responses_requests_at_once_all_pass() -> None:
+    """The flat list is built by whichever send asks first, and every list the tool set
+    holds is checked against its plain copy: sends at once through a new tool set each
+    pass (a list stored before its plain copy was a ``KeyError`` in another thread's
+    check). Not every interleaving is reached; each round starts the threads together."""
+    prompt = _prompt()
+    failed: list[BaseException] = []
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often, so more interleavings are reached
+    try:
+        _send_at_once(prompt, failed)
+    finally:
+        sys.setswitchinterval(switch)
+    assert failed == []
+
+
+def _send_at_once(prompt: Prompt, failed: list[BaseException]) -> None:
+    """Rounds of four threads sending ``prompt`` at once through a new tool set."""
+    for round_number in range(40):
+        view = _view_of_tools(f"round-{round_number}", 12)
+        start = threading.Barrier(4)
+
+        def send(view: ToolView = view, start: threading.Barrier = start) -> None:
+            provider = ScriptedProvider([{"text": "ok"}], responses=True)
+            gateway = ModelGateway(provider, audit=SQLiteAuditSink(":memory:"))
+            start.wait()
+            try:
+                gateway.send(prompt, view, request_id="req-threads")
+            except BaseException as error:  # noqa: BLE001  # each thread's failure, reported below
+                failed.append(error)
+
+        threads = [threading.Thread(target=send) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
