@@ -272,8 +272,8 @@ def test_a_part_no_longer_trusted_is_recorded_as_it_is_now_in_report_mode(
     """Report mode lets an untrusted part through, and the record says what it is: the
     rows kept for the same part objects stood for it as it was when first sent, an
     instruction, although the same object was no longer trusted."""
-    part = instruction("Answer briefly.")
-    parts: tuple[str, ...] = (part,)
+    part: str = instruction("Answer briefly.")  # a str: its class is set to another below
+    parts = (part,)
     assert _sent_spans(parts)[0].kind == "code"
     part.__class__ = _Lookalike
     with configured(mode="report"):
@@ -340,7 +340,7 @@ def _send_at_once(prompt: Prompt, failed: list[BaseException]) -> None:
             start.wait()
             try:
                 gateway.send(prompt, view, request_id="req-threads")
-            except BaseException as error:  # noqa: BLE001  # each thread's failure, reported below
+            except BaseException as error:  # each thread's failure, reported below
                 failed.append(error)
 
         threads = [threading.Thread(target=send) for _ in range(4)]
