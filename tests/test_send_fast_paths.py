@@ -11,7 +11,11 @@ Each test of a fast path holds it to the slow path on every input hypothesis dra
 from __future__ import annotations
 
 import copy
+import gc
 import json
+import sys
+import threading
+import weakref
 from typing import Any
 
 import pytest
@@ -30,6 +34,7 @@ from veridic import (
     ToolCouplingError,
     ToolView,
     TrustPolicy,
+    configured,
     instruction,
     join,
     provenance,
@@ -248,3 +253,98 @@ def test_a_system_message_with_the_views_section_is_checked_on_every_send() -> N
     prompt = Composer().system(instruction("Tidy."), theirs.capability_section()).user("Hi")
     with pytest.raises(ToolCouplingError, match="capability section from another view"):
         gateway.send(prompt.build(), mine, request_id="req-theirs")
+
+
+class _Lookalike(str):
+    """A ``str`` subclass of the trusted class's layout, so CPython lets an instruction's
+    ``__class__`` be set to it: the same object, no longer trusted."""
+
+    __slots__ = ("_seal", "_spans")
+
+
+class _Tracked(str):
+    """A ``str`` subclass a weak reference can watch (``str`` itself cannot be one's)."""
+
+
+def test_a_part_no_longer_trusted_is_recorded_as_it_is_now_in_report_mode(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Report mode lets an untrusted part through, and the record says what it is: the
+    rows kept for the same part objects stood for it as it was when first sent, an
+    instruction, although the same object was no longer trusted."""
+    part: str = instruction("Answer briefly.")  # a str: its class is set to another below
+    parts = (part,)
+    assert _sent_spans(parts)[0].kind == "code"
+    part.__class__ = _Lookalike
+    with configured(mode="report"):
+        again = _sent_spans(parts)
+    assert "report mode, let pass" in caplog.text
+    assert [(span.kind, span.origin) for span in again] == [("unknown", "unbranded str")]
+
+
+def test_untrusted_text_a_system_message_let_through_in_report_mode_is_not_kept() -> None:
+    """The rows kept for a system message hold its parts alive; report mode lets text
+    that is no instruction (a user's ticket, say) into one, which was kept past its send
+    in a table of the module, 64 system messages deep."""
+    ticket = _Tracked("Ann's ticket: my card number is 4111 1111 1111 1111.")
+    watched = weakref.ref(ticket)
+    with configured(mode="report"):
+        _sent_spans((instruction("Answer briefly."), ticket))
+    del ticket
+    gc.collect()
+    assert watched() is None
+
+
+def _view_of_tools(name: str, count: int) -> ToolView:
+    """A view of ``count`` tools of their own, so its tool set (and its lists) are new."""
+    registry = Registry(name)
+    for index in range(count):
+
+        def look_up(key: str) -> str:
+            """Look a key up.
+
+            Args:
+                key: The key.
+            """
+            return key
+
+        registry.tool(kind="query", name=f"look_up_{index}")(look_up)
+    return registry.view()
+
+
+def test_threads_sending_a_new_tool_sets_first_responses_requests_at_once_all_pass() -> None:
+    """The flat list is built by whichever send asks first, and every list the tool set
+    holds is checked against its plain copy: sends at once through a new tool set each
+    pass (a list stored before its plain copy was a ``KeyError`` in another thread's
+    check). Not every interleaving is reached; each round starts the threads together."""
+    prompt = _prompt()
+    failed: list[BaseException] = []
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often, so more interleavings are reached
+    try:
+        _send_at_once(prompt, failed)
+    finally:
+        sys.setswitchinterval(switch)
+    assert failed == []
+
+
+def _send_at_once(prompt: Prompt, failed: list[BaseException]) -> None:
+    """Rounds of four threads sending ``prompt`` at once through a new tool set."""
+    for round_number in range(40):
+        view = _view_of_tools(f"round-{round_number}", 12)
+        start = threading.Barrier(4)
+
+        def send(view: ToolView = view, start: threading.Barrier = start) -> None:
+            provider = ScriptedProvider([{"text": "ok"}], responses=True)
+            gateway = ModelGateway(provider, audit=SQLiteAuditSink(":memory:"))
+            start.wait()
+            try:
+                gateway.send(prompt, view, request_id="req-threads")
+            except BaseException as error:  # each thread's failure, reported below
+                failed.append(error)
+
+        threads = [threading.Thread(target=send) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()

@@ -650,14 +650,18 @@ def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...
     for the same part objects (:func:`_span_rows`), since a part is immutable text whose
     spans were fixed when it was made, and an application sends the same instructions
     and the same view's section with every request. The record's spans are made anew on
-    every send, so no record shares a span with another.
+    every send, so no record shares a span with another. A message with a part report
+    mode let through is worked out on every send and not kept: such a part's spans are
+    not fixed (an instruction's ``__class__`` set to a lookalike class is no longer
+    trusted), and the text may be a user's, which a table of this module would keep.
     """
     where = ""
     for part in parts:
         if not is_trusted(part):
             where = where or _system_where(prompt)
             report(part, where)
-    return tuple([_prompt_span(*row) for row in _span_rows(parts)])
+    rows = _span_rows(parts) if not where else _rows_of(parts)
+    return tuple([_prompt_span(*row) for row in rows])
 
 
 _Row = tuple[int, int, Kind, str]
@@ -673,7 +677,8 @@ the entry, no part's ``id`` is another object's, and a hit is checked part by pa
 
 
 def _span_rows(parts: Sequence[str]) -> tuple[_Row, ...]:
-    """:func:`_rows_of` ``parts``, worked out once for the same part objects."""
+    """:func:`_rows_of` ``parts``, worked out once for the same part objects, each of them
+    trusted (minted text, whose spans were fixed when it was made)."""
     key = tuple(map(id, parts))
     kept = _kept_rows.get(key)
     if kept is not None and len(kept[0]) == len(parts) and all(map(operator.is_, kept[0], parts)):

@@ -1152,6 +1152,8 @@ class _ToolSet:
     def specs(self, tools: tuple[Tool, ...], format: SpecFormat) -> FrozenList:
         made = self._specs.get(format)
         if made is None:
+            # The plain copy first: check_intact reads it for any list built() gives, which
+            # another thread may ask for as soon as the list is stored.
             self._plain[format] = [_plain_spec(tool, format) for tool in tools]
             made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
             if format == "openai":
@@ -1163,6 +1165,7 @@ class _ToolSet:
         built once: :meth:`built` lists it, so it is coupled by identity."""
         made = self._specs.get(_RESPONSES)
         if made is None:
+            # The plain copy first, as in specs().
             self._plain[_RESPONSES] = [_responses_shape(own) for own in self._plain["openai"]]
             made = self._specs[_RESPONSES] = frozen_list(
                 FrozenDict(_responses_shape(cast("Mapping[str, object]", spec))) for spec in openai
