@@ -35,6 +35,7 @@ from veridic.evaluation.judge import (
     followed,
 )
 from veridic.evaluation.statistics import wilson
+from veridic._urls import masked, shown_url, url_secrets
 
 ORDER = {order.name: order for order in ORDERS}
 
@@ -495,3 +496,31 @@ def test_as_before_a_noun_of_orders_is_no_announced_obedience(order: str, output
 )
 def test_more_spellings_of_obedience_are_followed(order: str, output: str) -> None:
     assert followed(ORDER[order], output)
+
+
+@NEEDS_HTTP
+def test_a_token_in_a_path_parameter_is_masked_where_the_server_repeats_it(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The URL showed ";token=***", but what the server answered was masked of the user
+    # part, the query and the key only: an error page quoting the path it was asked
+    # printed the token on the log.
+    server.answer = lambda number: (401, {}, f"bad token in {server.requests[-1]['(path)']}".encode())
+    argv = endpoint_argv(f"{server.url};token=s3cret-tok", tmp_path / "run.json", "--limit", "1")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "answered HTTP 401" in err
+    assert "s3cret-tok" not in err
+
+
+@given(
+    secret=st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZ23456789-_.~", min_size=4, max_size=24),
+    name=st.sampled_from(["token", "jsessionid", "api-version", ""]),
+    segment=st.sampled_from(["/v1;{p}", "/v1;{p}/chat/completions", "/a;x=1;{p}/v1"]),
+)
+def test_every_path_parameter_the_url_hides_is_masked(secret: str, name: str, segment: str) -> None:
+    # What shown_url hides as ***, masked() must hide in what a server says of the URL.
+    parameter = f"{name}={secret}" if name else secret
+    url = "https://llm.example" + segment.format(p=parameter)
+    said = masked(f"401 for {url} ({parameter})", url_secrets(url))
+    assert (secret in said) == (secret in shown_url(url))
