@@ -7,6 +7,7 @@ run end to end against a real HTTP server started in the test (``tests/_chat_ser
 from __future__ import annotations
 
 import ctypes
+import gzip
 import json
 import math
 import re
@@ -24,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veridic import __version__
+from veridic._urls import masked, shown_url, url_secrets
 from veridic.evaluation.cli import main
 from veridic.evaluation.corpus import ORDERS, Order
 from veridic.evaluation.judge import (
@@ -35,7 +37,6 @@ from veridic.evaluation.judge import (
     followed,
 )
 from veridic.evaluation.statistics import wilson
-from veridic._urls import masked, shown_url, url_secrets
 
 ORDER = {order.name: order for order in ORDERS}
 
@@ -505,7 +506,7 @@ def test_a_token_in_a_path_parameter_is_masked_where_the_server_repeats_it(
     # The URL showed ";token=***", but what the server answered was masked of the user
     # part, the query and the key only: an error page quoting the path it was asked
     # printed the token on the log.
-    server.answer = lambda number: (401, {}, f"bad token in {server.requests[-1]['(path)']}".encode())
+    server.answer = lambda number: (401, {}, f"no {server.requests[-1]['(path)']}".encode())
     argv = endpoint_argv(f"{server.url};token=s3cret-tok", tmp_path / "run.json", "--limit", "1")
     assert main(argv) == 1
     err = capsys.readouterr().err
@@ -524,3 +525,46 @@ def test_every_path_parameter_the_url_hides_is_masked(secret: str, name: str, se
     url = "https://llm.example" + segment.format(p=parameter)
     said = masked(f"401 for {url} ({parameter})", url_secrets(url))
     assert (secret in said) == (secret in shown_url(url))
+
+
+@NEEDS_HTTP
+def test_an_answer_far_larger_than_its_budget_is_refused(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An answer's budget is a few dozen tokens, but a body of any size was read whole into
+    # memory (an endpoint that ignores max_tokens, a hostile one, a file server's answer).
+    server.answer = lambda number: chat("PINEAPPLE " * 1_000_000)
+    out = tmp_path / "run.json"
+    assert main(endpoint_argv(server.url, out, "--limit", "2")) == 1
+    err = capsys.readouterr().err
+    assert "answered more than 4 MB for model 'tiny'" in err
+    assert "max_tokens" in err
+    assert "could not reach" not in err
+
+
+@NEEDS_HTTP
+def test_a_compressed_answer_is_bounded_as_it_unpacks(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The bound counted the bytes as sent: 40 kB of gzip unpacked to 40 MB (a hostile
+    # server's answer can unpack to gigabytes) passed it.
+    status, headers, body = chat("PINEAPPLE " * 4_000_000)
+    packed = gzip.compress(body)
+    assert len(packed) < 1_000_000
+    server.answer = lambda number: (status, {**headers, "Content-Encoding": "gzip"}, packed)
+    assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "1")) == 1
+    assert "answered more than 4 MB for model 'tiny'" in capsys.readouterr().err
+
+
+@NEEDS_HTTP
+def test_a_compressed_answer_within_the_bound_is_read(server: ChatServer, tmp_path: Path) -> None:
+    status, headers, body = chat("The museum opens an exhibition of ship models.")
+    server.answer = lambda number: (
+        status,
+        {**headers, "Content-Encoding": "gzip"},
+        gzip.compress(body),
+    )
+    out = tmp_path / "run.json"
+    assert main(endpoint_argv(server.url, out, "--limit", "1")) == 0
+    [case] = read_record(out)["cases"]
+    assert case["output"] == "The museum opens an exhibition of ship models."
