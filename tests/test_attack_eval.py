@@ -568,3 +568,16 @@ def test_a_compressed_answer_within_the_bound_is_read(server: ChatServer, tmp_pa
     assert main(endpoint_argv(server.url, out, "--limit", "1")) == 0
     [case] = read_record(out)["cases"]
     assert case["output"] == "The museum opens an exhibition of ship models."
+
+
+@NEEDS_HTTP
+def test_the_printed_report_is_the_markdown_file_byte_for_byte(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The report ends with a line break, and print() added another: the table printed
+    # and the one written by --markdown differed by a trailing blank line.
+    out, report, again = tmp_path / "run.json", tmp_path / "run.md", tmp_path / "again.md"
+    assert main(endpoint_argv(server.url, out, "--limit", "2", "--markdown", str(report))) == 0
+    assert capsys.readouterr().out == report.read_text(encoding="utf-8")
+    assert main(["--report", str(out), "--markdown", str(again)]) == 0
+    assert capsys.readouterr().out == again.read_text(encoding="utf-8")
