@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from veridic import __version__
 from veridic._urls import masked, shown_url, url_secrets
+from veridic.checks.choosers import LlamaChooser, ProbeModelError
 from veridic.evaluation.cli import main
 from veridic.evaluation.corpus import ORDERS, Order
 from veridic.evaluation.judge import (
@@ -581,3 +582,30 @@ def test_the_printed_report_is_the_markdown_file_byte_for_byte(
     assert capsys.readouterr().out == report.read_text(encoding="utf-8")
     assert main(["--report", str(out), "--markdown", str(again)]) == 0
     assert capsys.readouterr().out == again.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 1\n", "Git LFS"),
+        (b"PK\x03\x04 a zip", "not a GGUF file"),
+        (b"", "empty"),
+    ],
+)
+def test_veridic_probe_refuses_a_gguf_that_is_no_gguf_before_loading_it(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    # veridic probe --gguf checked only that the file exists: a Git LFS pointer went on to
+    # the runtime's import (saying to install it, a build of minutes) or to llama.cpp,
+    # which refused it with a traceback.
+    model = tmp_path / "model.gguf"
+    model.write_bytes(content)
+    with pytest.raises(ProbeModelError, match=said) as refused:
+        LlamaChooser(model)
+    assert str(model) in str(refused.value)
+
+
+def test_veridic_probe_names_a_folder_given_as_its_model(tmp_path: Path) -> None:
+    (tmp_path / "qwen.gguf").write_bytes(b"GGUF")
+    with pytest.raises(ProbeModelError, match="is a folder: pass the .gguf file in it"):
+        LlamaChooser(tmp_path)
