@@ -607,5 +607,37 @@ def test_veridic_probe_refuses_a_gguf_that_is_no_gguf_before_loading_it(
 
 def test_veridic_probe_names_a_folder_given_as_its_model(tmp_path: Path) -> None:
     (tmp_path / "qwen.gguf").write_bytes(b"GGUF")
-    with pytest.raises(ProbeModelError, match="is a folder: pass the .gguf file in it"):
+    with pytest.raises(ProbeModelError, match=r"is a folder: pass the \.gguf file in it"):
         LlamaChooser(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"content": {"echo": "Bearer sk-secret-123"}},
+        {"content": None, "refusal": "no"},
+    ],
+)
+@NEEDS_HTTP
+def test_an_answer_with_no_text_is_said_without_the_key_it_echoes(
+    server: ChatServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    message: dict[str, object],
+) -> None:
+    # Every other text of the server's was masked before an error quoted it; the content
+    # and finish_reason of an answer with no text were quoted as they came.
+    monkeypatch.setenv("VERIDIC_EVAL_API_KEY", "sk-secret-123")
+
+    def echo(number: int) -> Reply:
+        status, headers, body = chat(**message)
+        document = json.loads(body)
+        document["choices"][0]["finish_reason"] = "filtered for sk-secret-123"
+        return status, headers, json.dumps(document).encode()
+
+    server.answer = echo
+    assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "1")) == 1
+    err = capsys.readouterr().err
+    assert "with no text" in err
+    assert "sk-secret-123" not in err
