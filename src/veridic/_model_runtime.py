@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 from urllib.parse import urlunsplit
 
 from veridic._urls import cut_short_reason, shown_url, split_url, user_part_cut_short
@@ -234,9 +234,16 @@ def unreached(url: str, model: str, timeout: float, error: Exception, *, longer:
     """What went wrong when no HTTP answer came back from ``url``, and what to do about it.
 
     ``error`` is the HTTP client's own (httpx's or httpx2's, not imported here, so
-    it is told apart by its class's name); ``longer`` says how to wait longer.
+    it is told apart by its class's name), or :class:`_AnswerTooLarge` of
+    :func:`http_client`'s; ``longer`` says how to wait longer.
     """
     kind = type(error).__name__
+    if isinstance(error, _AnswerTooLarge):
+        return (
+            f"{url} answered {error} for model {model!r}, far more than an answer within "
+            "its max_tokens: the server ignores max_tokens or is no chat endpoint; check "
+            "that --endpoint is the base URL of an OpenAI-compatible API"
+        )
     if "Timeout" in kind:
         return (
             f"{url} gave no answer for model {model!r} within {timeout:g} s ({kind}): a "
@@ -248,15 +255,30 @@ def unreached(url: str, model: str, timeout: float, error: Exception, *, longer:
     )
 
 
-class _WholeAnswerTimeout:
-    """An ``httpx.Client`` (or ``httpx2``'s) whose ``timeout`` bounds the whole answer.
+_ANSWER_BYTES_MOST: Final = 4 * 1024 * 1024
+"""The most bytes an answer may hold: the answers asked for are a few hundred tokens (a
+few kB); a reasoning model given ``--max-tokens`` in the tens of thousands writes some
+hundred kB, which this leaves room for many times over."""
+
+
+class _AnswerTooLarge(Exception):
+    """An answer went on past :data:`_ANSWER_BYTES_MOST`; :func:`unreached` says so."""
+
+
+class _BoundedAnswers:
+    """An ``httpx.Client`` (or ``httpx2``'s) whose ``timeout`` bounds the whole answer,
+    and which reads no answer past :data:`_ANSWER_BYTES_MOST`.
 
     httpx's timeout bounds each read: a server that sends a byte now and then (a stuck
     stream, a slow-loris proxy) was never timed out, and a run waited for as long as it
     kept sending. The body is read as it comes, and once ``timeout`` seconds have passed
     since the request was sent the client's own ``ReadTimeout`` is raised, as for a
     server that went silent. (Each read is still bounded by ``timeout`` too, so the
-    error comes at most one read late.)
+    error comes at most one read late. The status line and headers come before the body:
+    each of their reads is bounded, not their whole, so a server that trickles its
+    headers is still waited for.) A body of any size was read whole into memory (an
+    endpoint that ignores ``max_tokens``, a hostile one): past the bound it raises
+    :class:`_AnswerTooLarge`. Either way the connection is closed, not kept for the next.
     """
 
     def __init__(self, module: Any) -> None:
@@ -271,8 +293,13 @@ class _WholeAnswerTimeout:
             "POST", url, json=json, headers=headers, timeout=timeout
         ) as streamed:
             chunks: list[bytes] = []
-            for chunk in streamed.iter_raw():  # raw: the new response decodes it once
+            size = 0
+            # Unpacked as it comes, and counted unpacked: 40 kB of gzip may unpack to 40 MB.
+            for chunk in streamed.iter_bytes():
                 chunks.append(chunk)
+                size += len(chunk)
+                if size > _ANSWER_BYTES_MOST:
+                    raise _AnswerTooLarge(f"more than {_ANSWER_BYTES_MOST // 2**20} MB")
                 if time.monotonic() > deadline:
                     raise self._module.ReadTimeout(
                         f"no whole answer within {timeout:g} s", request=streamed.request
@@ -281,16 +308,24 @@ class _WholeAnswerTimeout:
                 "HttpResponse",
                 self._module.Response(
                     streamed.status_code,
-                    headers=streamed.headers,
+                    headers=_unpacked(streamed.headers),
                     content=b"".join(chunks),
                     request=streamed.request,
                 ),
             )
 
 
+def _unpacked(headers: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``headers`` of an answer whose body is given unpacked: without those that say how
+    it was packed and how long it was, so that the new response reads it as it is."""
+    packing = {"content-encoding", "content-length", "transfer-encoding"}
+    return [(name, value) for name, value in headers.items() if name.lower() not in packing]
+
+
 def http_client(needed_by: str) -> HttpClient:
     """A new ``httpx.Client`` (or one of ``httpx2``, the fork the openai SDK 3 depends on),
-    whose ``timeout`` bounds the whole answer (:class:`_WholeAnswerTimeout`).
+    whose ``timeout`` bounds the whole answer and whose answers are bounded in size
+    (:class:`_BoundedAnswers`).
 
     Raises:
         MissingExtraError: neither is installed; the message says ``needed_by`` needs it.
@@ -300,7 +335,7 @@ def http_client(needed_by: str) -> HttpClient:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        return _WholeAnswerTimeout(module)
+        return _BoundedAnswers(module)
     raise MissingExtraError(
         f"{needed_by} needs httpx, which is not installed: pip install 'veridic[eval-model]' "
         "(or pip install httpx)"

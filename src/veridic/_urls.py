@@ -391,9 +391,22 @@ def url_secrets(url: str, api_key: str | None = None) -> tuple[str, ...]:
         for name, value in parse_qsl(parts.query, keep_blank_values=True)
         if not _shown_value(name, value)
     }
+    written |= _path_parameters(parts.path)
     plain = {form for value in written for form in (value, value.strip(), unquote(value))}
     found = {spelled for value in plain for spelled in _spellings(value)}
     return tuple(sorted((v for v in found if len(v) >= _SECRET_MIN), key=len, reverse=True))
+
+
+def _path_parameters(path: str) -> set[str]:
+    """The values of ``path``'s ``;params`` (a session id, a token), as :func:`_shown_path`
+    hides them: each item's value, or the item whole when it has no ``=``."""
+    return {
+        value if equals else name
+        for segment in path.split("/")
+        for item in segment.partition(";")[2].split(";")
+        for name, equals, value in [item.partition("=")]
+        if not _shown_value(name, value)
+    }
 
 
 def _user_parts(url: str, parts: SplitResult) -> set[str]:

@@ -41,6 +41,7 @@ from veridic._model_runtime import (
     HttpClient,
     LlamaModel,
     chat_url,
+    gguf_problem,
     http_client,
     import_llama_cpp,
     unreached,
@@ -489,7 +490,9 @@ class LlamaChooser:
 
     Raises:
         MissingExtraError: llama-cpp-python is not installed.
-        ProbeModelError: the file is missing or has no chat template that renders tools.
+        ProbeModelError: the file is missing, is no GGUF model (a folder, an empty file,
+            a Git LFS pointer, another format: told before the runtime is imported), or
+            has no chat template that renders tools.
     """
 
     def __init__(
@@ -505,11 +508,15 @@ class LlamaChooser:
         self._threads = n_threads
         self._seed = seed
         if llm is None:
-            if not model_path.is_file():
+            if not model_path.exists():
                 raise ProbeModelError(
                     f"no model file at {model_path}: pass the path of a GGUF chat model to "
                     "--gguf (`python -m veridic.evaluation --install-only` prints the pinned one)"
                 )
+            # Before the runtime: a folder or a Git LFS pointer was loaded, or an install
+            # of minutes suggested, for a file that is no model.
+            if (problem := gguf_problem(model_path)) is not None:
+                raise ProbeModelError(problem)
             module = _llama_cpp()
             options = {
                 "model_path": str(model_path),

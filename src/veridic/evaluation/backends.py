@@ -604,10 +604,10 @@ class EndpointBackend:
             # the defence that the model never gave.
             raise BackendError(
                 f"{self._shown} answered model {self._model!r} with no text (content "
-                f"{quoted(text, 80)}, finish_reason {quoted(finish)}): a refusal, a filtered "
-                "answer or a tool call is neither an order followed nor one refused, so the "
-                "evaluation stops; turn the endpoint's filter or tools off, or measure another "
-                "model"
+                f"{self._quoted_value(text)}, finish_reason {self._quoted_value(finish)}): a "
+                "refusal, a filtered answer or a tool call is neither an order followed nor "
+                "one refused, so the evaluation stops; turn the endpoint's filter or tools "
+                "off, or measure another model"
             )
         served = payload.get("model") if isinstance(payload, dict) else None
         if isinstance(served, str):
@@ -630,6 +630,14 @@ class EndpointBackend:
         sends replaced by ``***`` (a server refusing a key often repeats it, an error page
         the URL it was asked), then clipped, each control or bidi character as a code."""
         return visible(self._masked(text), limit)
+
+    def _quoted_value(self, value: object, limit: int = 80) -> str:
+        """A value of the server's answer as :func:`quoted` gives it, the credentials this
+        backend sends masked first (a ``repr`` spells them as written)."""
+        if isinstance(value, str):
+            return quoted(self._masked(value), limit)
+        text = self._masked(repr(value))
+        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
 
     def _masked(self, text: str) -> str:
         """``text`` with the credentials this backend sends replaced by ``***``."""

@@ -559,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = markdown(
         results, costs, {**meta, "time": f"{seconds / 60:.1f} min"}, baseline=_base(schemes)
     )
-    print(report)
+    print(report, end="")  # it ends with its line break, as --markdown writes it
     if args.markdown is not None:
         args.markdown.write_text(report, encoding="utf-8")
     _log(f"every case's output and verdicts: {out}")
@@ -818,7 +818,7 @@ def _report(paths: Sequence[Path], target: Path | None, *, common: bool = False)
     meta["cases per scheme"] = ", ".join(f"{n} {c}" for n, c in counts.items())
     base = next((n for n in names if n in ("verbatim", "pilot:verbatim")), None)
     report = markdown(results, costs, meta, baseline=base)
-    print(report)
+    print(report, end="")  # it ends with its line break, as --markdown writes it
     if target is not None:
         target.write_text(report, encoding="utf-8")
     return 0
