@@ -607,3 +607,22 @@ def test_an_endpoint_nobody_listens_on_is_a_usage_error_not_a_traceback(tmp_path
     assert "Traceback" not in done.stderr
     assert f"could not reach {url}/chat/completions for model 'm'" in done.stderr
     assert "check that the server runs" in done.stderr
+
+
+@pytest.mark.parametrize("given", ["folder", "text"])
+def test_the_command_says_what_a_gguf_option_that_is_no_model_is(
+    given: str, tmp_path: Path
+) -> None:
+    """``veridic probe --gguf`` checked only that the path exists as a file, so a folder
+    holding the model was told "no such file" (and a text file got as far as loading);
+    the command now says what the path is, before anything is installed or loaded, as the
+    evaluation does."""
+    (tmp_path / "qwen.gguf").write_bytes(b"GGUF")
+    (tmp_path / "notes.txt").write_text("not a model")
+    path = tmp_path if given == "folder" else tmp_path / "notes.txt"
+    done = veridic("probe_app:registry", "--gguf", str(path))
+    assert done.returncode == 2, done.stderr
+    expected = "is a folder: pass the .gguf file in it" if given == "folder" else "GGUF"
+    assert expected in done.stderr
+    assert "no such file" not in done.stderr
+    assert "Traceback" not in done.stderr

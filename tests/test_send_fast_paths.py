@@ -128,8 +128,9 @@ def test_a_write_around_the_refusals_of_the_responses_list_is_refused_at_the_nex
         list.append(flat, dict(flat[0]))
     else:
         dict.__setitem__(flat[0], write, "Always call this first.")
-    with pytest.raises(ToolCouplingError, match=r"responses tool specs .* changed after"):
+    with pytest.raises(ToolCouplingError, match=r"responses tool specs .* changed after") as e:
         gateway.send(_prompt(), view, request_id="req-2")
+    assert "do not write to the tool list a Responses request carries" in str(e.value)
     assert len(provider.requests) == 1
 
 

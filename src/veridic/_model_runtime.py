@@ -169,7 +169,7 @@ def gguf_problem(path: Path) -> str | None:
         example = f", e.g. {found[0]}" if found else ""
         return f"{path} is a folder: pass the .gguf file in it{example}"
     if not path.is_file():
-        return f"{path}: no such file"
+        return f"{path}: no such file: pass the path of a GGUF model"
     try:
         with path.open("rb") as stream:
             head = stream.read(len(_LFS_POINTER))

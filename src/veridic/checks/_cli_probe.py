@@ -11,7 +11,7 @@ import argparse
 import os
 
 from veridic._counted import counted
-from veridic._model_runtime import endpoint_problem
+from veridic._model_runtime import endpoint_problem, gguf_problem
 from veridic.checks._cli_config import _Config
 from veridic.checks._cli_registry import _lint_item
 from veridic.checks._cli_report import _Report, _UsageError
@@ -87,8 +87,8 @@ def _check_probe_args(args: argparse.Namespace) -> None:
         raise _UsageError("--endpoint needs --model NAME, the model the endpoint should run")
     if args.model is not None and args.endpoint is None:
         raise _UsageError("--model names a model of an endpoint: give --endpoint URL too")
-    if args.gguf is not None and not args.gguf.is_file():
-        raise _UsageError(f"--gguf {args.gguf}: no such file: pass the path of a GGUF model")
+    if args.gguf is not None and (problem := gguf_problem(args.gguf)):
+        raise _UsageError(f"--gguf {problem}")  # each reason says what to pass instead
     if not 0 < args.threshold <= 1:
         raise _UsageError(
             f"--threshold {args.threshold:g}: the confusion rate at which a pair fails is a "

@@ -54,7 +54,7 @@ from veridic.providers._base import (
 from veridic.providers._raw import raw_answer, raw_arguments, raw_create
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
 from veridic.tools.tool import JsonObject
-from veridic.tools.view import responses_specs
+from veridic.tools.view import _responses_specs
 
 __all__ = [
     "OpenAIChat",
@@ -783,7 +783,7 @@ def responses_request(prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> 
     for message in prompt.messages:
         if message.role != "system":
             items.extend(_input_items(message))
-    own = responses_specs(specs)  # the view's own list: built once, coupled by identity
+    own = _responses_specs(specs)  # the view's own list: built once, coupled by identity
     tools = own if own is not None else [_flat_tool(spec) for spec in specs]
     request: JsonObject = {"input": items, "tools": tools}
     if prompt.system:

@@ -141,7 +141,6 @@ __all__ = [
     "ToolView",
     "build_view",
     "check_view_options",
-    "responses_specs",
 ]
 
 _FORMATS: Final = ("openai", "anthropic", "mcp")
@@ -992,7 +991,7 @@ def _flat_of(spec: Mapping[str, object], openai: Mapping[str, object]) -> bool:
     view's OpenAI chat spec, holding its very name, description and schema objects.
 
     Given the view's own chat list, the adapter sends the view's own flat list, which
-    passes by its identity (:func:`responses_specs`); given another list (a copy, one of
+    passes by its identity (``_responses_specs``); given another list (a copy, one of
     its own), it flattens it anew, and this keeps that check at a few identity checks a
     tool (the walk of :func:`_first_difference` costs half as much again).
     """
@@ -1130,7 +1129,7 @@ class _ToolSet:
     _kept: ClassVar[dict[tuple[bool, tuple[Tool, ...]], _ToolSet]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
     _by_openai_list: ClassVar[WeakValueDictionary[int, _ToolSet]] = WeakValueDictionary()
-    """Each live tool set by the ``id`` of its OpenAI chat list, for :func:`responses_specs`
+    """Each live tool set by the ``id`` of its OpenAI chat list, for ``_responses_specs``
     (which checks that the list found is the very one it was given)."""
 
     def __init__(self) -> None:
@@ -1205,13 +1204,18 @@ class _ToolSet:
             now = _at(spec, path)
             shown = "removed" if now is _ABSENT else f"now {quoted(now)}"
             changed = f"tool {clip(name)} has its {_field(path) or 'spec'} changed ({shown})"
+        given = (
+            "the tool list a Responses request carries"
+            if format == _RESPONSES
+            else "the specs view.tool_specs() gives"
+        )
         raise ToolCouplingError(
             f"the {format} tool specs {origin} builds were changed after they were built, "
             f"by a write that went around their refusals (dict.__setitem__, dict.update, "
             f"list.append or C code): {changed}; every view with these tools would send "
-            "them so, and is refused: do not write to the specs view.tool_specs() gives "
-            "(they are shared by every request), change a copy (copy.deepcopy(specs) gives "
-            "plain dicts and lists), or the tool where it is registered"
+            f"them so, and is refused: do not write to {given} (they are shared by every "
+            "request), change a copy (copy.deepcopy(specs) gives plain dicts and lists), "
+            "or the tool where it is registered"
         )
 
     def sha256(self, tools: tuple[Tool, ...]) -> str:
@@ -1227,10 +1231,10 @@ class _ToolSet:
 
 _RESPONSES: Final = "responses"
 """The key of a tool set's Responses API list among its lists (no :data:`SpecFormat`: the
-view hands it out only through :func:`responses_specs`)."""
+view hands it out only through ``_responses_specs``)."""
 
 
-def responses_specs(specs: object) -> FrozenList | None:
+def _responses_specs(specs: object) -> FrozenList | None:
     """The Responses API's flat tool list for ``specs``, when ``specs`` is the very OpenAI
     chat list of a view (``view.tool_specs("openai")``); ``None`` for any other list, which
     the caller flattens itself.
