@@ -266,7 +266,8 @@ def test_a_combined_capability_subclass_runs_none_of_its_own_hooks_around_veridi
     assert agent(script).run_sync("Hi", capabilities=[group]).output == "Done."
     built = GroupThatRewrites([capability(s.view, policy=s.policy, audit=s.audit, request_id="r")])
     Agent(FunctionModel(Script("Done.")), capabilities=[built]).run_sync("Hi")
-    assert group.ran == [] and built.ran == []
+    assert group.ran == []
+    assert built.ran == []
     assert str(script.told("c1").content).startswith('<data label="tool:list_notes">')
 
 
