@@ -556,6 +556,19 @@ class VeridicCapability(AbstractCapability[object]):
 
     Made by :func:`veridic.integrations.pydantic_ai.capability`; give it to
     ``Agent(capabilities=[...])`` or to one run's ``capabilities=``.
+
+    It is never loaded late. pydantic-ai runs none of a deferred capability's hooks
+    (``wrap_run`` included) until the model calls ``load_capability``, so the requests
+    before that would carry none of the view's tools, instructions or checks. Built with
+    ``defer_loading=True`` it is refused at once (:class:`~veridic.VeridicError`); deferred
+    later, or held by a deferred group, its toolset refuses the run before the first request
+    (:meth:`VeridicToolset.get_tools`, the one hook pydantic-ai runs for a capability not
+    loaded yet). A subclass of ``CombinedCapability`` around it needs no refusal:
+    pydantic-ai merges the group's children into the agent's and calls each child's hooks
+    itself, so the group's own hooks never run.
+
+    Raises:
+        VeridicError: ``defer_loading=True`` (``replace(capability, defer_loading=True)``).
     """
 
     view: ToolView
