@@ -1,7 +1,8 @@
 """What an adapter checked is what is sent: the gaps left around the framework adapters.
 
 pydantic-ai: two veridic capabilities in one agent, a ``WrapperCapability`` around veridic's
-that changes the request after veridic's checks, and the batch path of the model wrapper.
+that changes the request after veridic's checks, veridic's capability deferred (loaded late),
+and the batch path of the model wrapper.
 Every test drives a whole run of the real SDK on a scripted model (no network).
 """
 
