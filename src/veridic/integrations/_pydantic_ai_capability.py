@@ -150,7 +150,17 @@ class VeridicToolset(AbstractToolset[object]):
         specs are read-only and shared by every request) and ``strict=False``:
         a provider's strict mode rewrites a schema, and the model would read
         another contract than the one the capability section states.
+
+        Asked before every request, the first included, whether the capability is deferred
+        or not (and however it was given, a capability function's included): the one place
+        pydantic-ai lets a deferred capability see the run before the model is asked, as it
+        runs none of its hooks (``wrap_run`` included) until the model loads it.
+
+        Raises:
+            VeridicError: the capability holding this toolset, or a group that holds it, is
+                deferred (:func:`_check_not_deferred`).
         """
+        _check_not_deferred(self, ctx.root_capability, self.request_id)
         return {
             spec["name"]: ToolsetTool(
                 toolset=self,
@@ -546,6 +556,19 @@ class VeridicCapability(AbstractCapability[object]):
 
     Made by :func:`veridic.integrations.pydantic_ai.capability`; give it to
     ``Agent(capabilities=[...])`` or to one run's ``capabilities=``.
+
+    It is never loaded late. pydantic-ai runs none of a deferred capability's hooks
+    (``wrap_run`` included) until the model calls ``load_capability``, so the requests
+    before that would carry none of the view's tools, instructions or checks. Built with
+    ``defer_loading=True`` it is refused at once (:class:`~veridic.VeridicError`); deferred
+    later, or held by a deferred group, its toolset refuses the run before the first request
+    (:meth:`VeridicToolset.get_tools`, the one hook pydantic-ai runs for a capability not
+    loaded yet). A subclass of ``CombinedCapability`` around it needs no refusal:
+    pydantic-ai merges the group's children into the agent's and calls each child's hooks
+    itself, so the group's own hooks never run.
+
+    Raises:
+        VeridicError: ``defer_loading=True`` (``replace(capability, defer_loading=True)``).
     """
 
     view: ToolView
@@ -558,6 +581,8 @@ class VeridicCapability(AbstractCapability[object]):
     toolset: VeridicToolset = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.defer_loading is True:
+            raise _deferred(self.request_id, "itself (defer_loading=True)")
         self.toolset = VeridicToolset(
             self.view, self.policy, self.audit, self.request_id, self.max_retries, self.data_mode
         )
@@ -808,6 +833,47 @@ def _check_ordered(capability: VeridicCapability, root: object, request_id: str)
         "the agent or the run itself, capabilities=[capability(view, ...)] (built per request "
         "and passed to run(), not returned from a function), and shape the view with its "
         "filters, registry.view(...)"
+    )
+
+
+def _check_not_deferred(toolset: VeridicToolset, root: object, request_id: str) -> None:
+    """Refuse a run in which the veridic capability holding ``toolset`` is loaded late.
+
+    A deferred capability (``defer_loading=True`` on it, or on a group that holds it,
+    ``CombinedCapability([...], id=..., defer_loading=True)``) has none of its hooks run until
+    the model calls pydantic-ai's ``load_capability``: the requests before that carry neither
+    the view's tools nor its instructions, and none is checked; a run that loads it midway
+    never began under it (:meth:`VeridicCapability.wrap_run`).
+
+    Raises:
+        VeridicError: the capability, or a group that holds it, is deferred.
+    """
+    for found in _visited(root):
+        if getattr(found, "defer_loading", False) is not True:
+            continue
+        if any(
+            isinstance(held, VeridicCapability) and held.toolset is toolset
+            for held in _visited(found)
+        ):
+            group = clip(str(getattr(found, "id", None)))
+            where = (
+                "itself (defer_loading=True)"
+                if isinstance(found, VeridicCapability)
+                else f"in the deferred group {group} (defer_loading=True)"
+            )
+            raise _deferred(request_id, where)
+
+
+def _deferred(request_id: str, where: str) -> VeridicError:
+    """The refusal of a deferred veridic capability, saying where the deferral is."""
+    return VeridicError(
+        f"the veridic capability of request {clip(request_id)} is deferred, {where}: "
+        "pydantic-ai runs none of its hooks until the model loads it with load_capability, so "
+        "the requests before that would go out without the view's instructions, tools or "
+        "checks, and a run that loads it midway would not be checked as a whole; nothing was "
+        "sent: give it to the agent or the run undeferred, capabilities=[capability(view, "
+        "...)], and defer nothing beside it (pydantic-ai's load_capability tool and its "
+        "catalog of deferred capabilities are not the view's, and are refused)"
     )
 
 

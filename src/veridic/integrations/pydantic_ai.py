@@ -178,6 +178,14 @@ def capability(
             group, or returned by a capability function (a wrapper hides its
             ordering or runs hooks around it: it would not check the request after
             every other).
+        VeridicError: (from a run, before the first request) the capability is
+            deferred, ``defer_loading=True`` set on it after it was made or on a
+            group that holds it (``CombinedCapability([...], id=...,
+            defer_loading=True)``): pydantic-ai would run none of its hooks until
+            the model loaded it, and the requests before that would carry none of
+            the view's tools, instructions or checks. Deferring another capability
+            beside it is refused at the first request (``ProvenanceError``: the
+            catalog of deferred capabilities is not trusted text).
         VeridicError: (when pydantic-ai orders the capabilities, at ``Agent(...)``
             or at a run) two veridic capabilities in one agent or run: give one.
         ProvenanceError: (where the request leaves for the model, batched or
