@@ -77,7 +77,7 @@ from veridic.run.audit import AuditSink
 from veridic.run.deferred import shown_arguments
 from veridic.run.executor import CallResult, aexecute, execute
 from veridic.run.records import AuditRecord, arguments_sha256
-from veridic.text.fence import _is_label, fence
+from veridic.text.fence import REMINDER, FoundBlock, _is_label, blocks_in, fence
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import is_trusted, report
 from veridic.text.terminal_view import visible
@@ -93,6 +93,7 @@ DECISIONS: Final = ("approve", "edit", "reject")
 _PREFIX: Final = "veridic asks for your approval of this tool call"
 
 _T = TypeVar("_T")
+_Message = TypeVar("_Message", bound=BaseMessage)
 _log = logging.getLogger("veridic.integrations.langchain")
 
 
@@ -211,6 +212,11 @@ class Binding:
     prompt: Prompt
     tools: dict[str, VeridicTool] = field(default_factory=dict)
     awaiting: _Awaiting = field(default_factory=_Awaiting)
+    code_answers: set[str] = field(default_factory=set)
+    """Texts of a structured output's tool messages that were code's (trusted) when made:
+    LangChain keeps them as plain ``str``, so the later model calls know them by their text."""
+    warned: set[tuple[str | None, str, str]] = field(default_factory=set)
+    """The tool messages (thread, call id, digest) whose fencing was logged already."""
 
     def run(self, name: str, arguments: Mapping[str, object] | str, call_id: str | None) -> str:
         """Run one call of ``name`` through :func:`~veridic.run.executor.execute`."""
@@ -744,6 +750,114 @@ def _fenced_note(message: ToolMessage) -> ToolMessage:
     return message.model_copy(update={"content": fence("unparsed_tool_call", text)})
 
 
+_OWN_LABELS: Final = ("tool:", "tool_result", "structured_output", "unparsed_tool_call")
+"""How the labels of the blocks veridic writes into tool messages begin."""
+
+
+def _fenced_tool_messages(
+    request: ModelRequest[Any], binding: Binding, kept: Set[str]
+) -> ModelRequest[Any]:
+    """The model call, every tool message in it a data block veridic wrote, as it is sent.
+
+    A tool result leaves a veridic tool as a data block, but the conversation a model call
+    carries is what every middleware made of it: one listed before veridic's rewrites a
+    tool message in its ``wrap_tool_call`` (unwraps it, summarises it), its ``before_model``
+    or ``wrap_model_call`` (a summary, a placeholder), or answers a call in the tool's place
+    (``after_model``, a call limit, LangChain's rejection): that text reached the model as
+    written, outside text among it. This hook is the innermost ``wrap_model_call``
+    (:func:`_check_innermost`), so what it sends is what the model reads: a tool message
+    that is not one of veridic's answers (:func:`_is_own_answer`) or code's text
+    (``kept``, :attr:`Binding.code_answers`) is fenced here, in both modes, as a data
+    block of its call's tool (``tool:<name>``; ``tool_result`` for a call of no tool of the
+    view), and a warning names the call once. A block whose text a middleware edited in
+    place (a redaction) is written again as the block of the text it now holds, not fenced
+    twice. The thread keeps the message as the middleware wrote it; the audit record holds
+    what the tool returned.
+    """
+    messages: list[AnyMessage] = []
+    called: dict[str, str] = {}  # the latest turn's call ids, with the tools they name
+    changed = False
+    for message in request.messages:
+        if isinstance(message, AIMessage):
+            called = {c["id"]: c["name"] for c in message.tool_calls if c["id"]}
+        elif message.type == "tool" and not _is_code_answer(message, binding, kept):
+            message = _fenced_foreign(message, called.get(_call_id(message)), binding)
+            changed = True
+        messages.append(message)
+    return request.override(messages=messages) if changed else request
+
+
+def _call_id(message: BaseMessage) -> str:
+    call_id = getattr(message, "tool_call_id", "")
+    return call_id if isinstance(call_id, str) else ""
+
+
+def _is_code_answer(message: BaseMessage, binding: Binding, kept: Set[str]) -> bool:
+    """Whether the tool message is veridic's answer, or a structured output's code text."""
+    content = message.content
+    return isinstance(content, str) and (
+        _is_own_answer(content) or content in kept or content in binding.code_answers
+    )
+
+
+def _is_own_answer(content: str) -> bool:
+    """Whether ``content`` is a tool message as veridic writes one: a whole data block,
+    exactly as :func:`~veridic.text.fence.fence` writes it, under a label veridic gives
+    tool messages; or the note of a reviewer's edit (:func:`_noted_edit`), the block of
+    the arguments that ran, and such a block of the tool's answer."""
+    found = _whole_block(content)
+    if found is not None:
+        return found.label.startswith(_OWN_LABELS) and content == fence(found.label, found.text)
+    head, _, tail = _edit_notice("\0").partition("\0")
+    name, noted, _ = content.removeprefix(head).partition(tail)
+    if not (content.startswith(head) and noted):
+        return False
+    rest = content[len(_edit_notice(name)) :]
+    ran = next(blocks_in(rest), None)
+    if ran is None or ran.opening.start() != 0 or ran.label != f"tool_call:{name}":
+        return False
+    shown = fence(ran.label, ran.text) + "\n\n"
+    return rest.startswith(shown) and _is_own_answer(rest[len(shown) :])
+
+
+def _whole_block(text: str) -> FoundBlock | None:
+    """The data block ``text`` is, whole (its closing reminder included), if it is one."""
+    found = next(blocks_in(text), None)
+    if found is None or found.opening.start() != 0:
+        return None
+    end = found.end
+    if text.startswith("\n" + REMINDER, end):
+        end += len("\n" + REMINDER)
+    return found if end == len(text) else None
+
+
+def _fenced_foreign(message: _Message, tool: str | None, binding: Binding) -> _Message:
+    """``message`` as a data block of its call's tool, and a warning (once) that says so."""
+    content = message.content
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    found = _whole_block(text)
+    if found is not None:
+        text = found.text  # a block edited in place: the text it holds now, fenced once
+    label = f"tool:{tool}" if tool in binding.tools else "tool_result"
+    key = (
+        _thread(),
+        _call_id(message),
+        hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
+    )
+    if key not in binding.warned:
+        binding.warned.add(key)
+        _log.warning(
+            "the tool message of the call %s in a model call of request %s is not a data block "
+            "veridic wrote (a middleware listed before veridic's replaced or added it), so the "
+            "model gets it as a data block labelled %s; list before approval_middleware only "
+            "middleware that keeps a tool result's block whole",
+            quoted(_call_id(message)),
+            clip(binding.request_id),
+            label,
+        )
+    return message.model_copy(update={"content": fence(label, text)})
+
+
 _MODEL_CALLS: Final = frozenset({"_execute_model_sync", "_execute_model_async"})
 """The names of ``create_agent``'s own model call, the handler the innermost middleware gets."""
 
@@ -1093,7 +1207,10 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
         asked, kept = _output_answers(_fenced_unparsed(request))
-        return _fenced_answers(handler(asked), kept)
+        asked = _fenced_tool_messages(asked, self._binding, kept)
+        response = handler(asked)
+        self._binding.code_answers.update(kept)
+        return _fenced_answers(response, kept)
 
     async def awrap_model_call(
         self,
@@ -1104,7 +1221,10 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
         asked, kept = _output_answers(_fenced_unparsed(request))
-        return _fenced_answers(await handler(asked), kept)
+        asked = _fenced_tool_messages(asked, self._binding, kept)
+        response = await handler(asked)
+        self._binding.code_answers.update(kept)
+        return _fenced_answers(response, kept)
 
     # --- calls that never reached a tool: recorded when the next model call starts or the run ends
 
@@ -1218,6 +1338,13 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         gated = (
             [] if last is None else [c for c in last.tool_calls if c["name"] in self.interrupt_on]
         )
+        gated_ids = {c["id"] for c in gated}
+        messages = [
+            _fenced_rejection(m)
+            if isinstance(m, ToolMessage) and m.tool_call_id in gated_ids
+            else m
+            for m in messages
+        ]
         answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
         edits: dict[str, Any] = dict(update.get(_EDITED_TOOL_CALLS_KEY) or {})
         refused = [c for c in gated if c["id"] in answered]
@@ -1283,6 +1410,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
 
         result = super().wrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
+            result = _fenced_rejection(result)
             self._binding.refuse(*_name_args(request), call_id=request.tool_call["id"])
         return result
 
@@ -1309,6 +1437,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
 
         result = await super().awrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
+            result = _fenced_rejection(result)
             await self._binding.arefuse(*_name_args(request), call_id=request.tool_call["id"])
         return result
 
@@ -1397,15 +1526,37 @@ def _noted_edit(
     if call["args"] == request.tool_call["args"] or not isinstance(result, ToolMessage):
         return result
     shown = json.dumps(call["args"], ensure_ascii=False, sort_keys=True, default=repr)
-    notice = (
+    block = fence(f"tool_call:{call['name']}", shown)
+    content = f"{_edit_notice(call['name'])}{block}\n\n{result.content}"
+    return result.model_copy(update={"content": content})
+
+
+def _edit_notice(name: str) -> str:
+    """veridic's words before the data block of the arguments a reviewer's edit ran."""
+    return (
         "Note: a human reviewer replaced this tool call before it ran, so the call in your "
         "message is the one you produced, not the one that ran; do not make your call again. "
-        f"The arguments that ran are in the data block labelled tool_call:{call['name']}, "
+        f"The arguments that ran are in the data block labelled tool_call:{name}, "
         "and the tool's response follows it.\n"
     )
-    block = fence(f"tool_call:{call['name']}", shown)
-    content = f"{notice}{block}\n\n{result.content}"
-    return result.model_copy(update={"content": content})
+
+
+def _fenced_rejection(result: _T) -> _T:
+    """LangChain's answer to a call the reviewer rejected, as a data block of the tool.
+
+    LangChain writes it (``User rejected the tool call ...``, or the reviewer's message,
+    which may quote anything) in the tool's place; it reaches the model as the tool's data
+    block, as every tool message of the view's tools does.
+    """
+    if not isinstance(result, ToolMessage) or (
+        isinstance(result.content, str) and _is_own_answer(result.content)
+    ):
+        return result
+    content = result.content
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    label = f"tool:{result.name}" if _is_label(f"tool:{result.name}") else "tool_result"
+    fenced: _T = result.model_copy(update={"content": fence(label, text)})
+    return fenced
 
 
 def _switched_message(call: ToolCall, named: object) -> ToolMessage:

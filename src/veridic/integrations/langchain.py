@@ -20,7 +20,8 @@ call is denied and recorded, never run silently. Each model call is checked too:
 its system message must be the prompt's trusted system text, no other message may be
 a system or developer message, its tools must be exactly the view's, and its model
 settings may send no instructions, tools or history of their own, or the call is
-refused before the model sees it.
+refused before the model sees it. Every tool message of the call reaches the model as a
+data block, whatever another middleware wrote in it (:func:`approval_middleware`).
 
 >>> from veridic import ApprovalPolicy, Registry
 >>> registry = Registry()
@@ -228,6 +229,18 @@ def approval_middleware(
     output's description and a ``ToolStrategy``'s messages given as text must be code
     text (``ProvenanceError``); list this middleware
     last, nearest the model, so no other middleware changes the request after the check.
+
+    A middleware listed before this one may rewrite a tool message (its
+    ``wrap_tool_call``, ``before_model`` or ``wrap_model_call``) or answer a call in the
+    tool's place (its ``after_model``, a call limit). Each tool message of a model call is
+    looked at as it is about to be sent: one that is not a data block veridic wrote (nor a
+    structured output's trusted text) is sent as a data block labelled ``tool:<name>``
+    (``tool_result`` for a call of no tool of the view), in either mode, and a warning names
+    the call; a block whose text was edited in place (a redaction) is sent as the block of
+    the text it now holds. Fenced rather than refused: LangChain's own middleware
+    (context editing, PII redaction, call limits) does it on purpose, and the text reaches
+    the model as data either way. LangChain's answer to a rejected call is fenced where it is
+    made.
 
     LangChain answers the model's call of a structured output's tool itself, in the model
     call, and its own words quote the model's output: ``Returning structured response:
