@@ -8,6 +8,7 @@ Every test drives a whole run of the real SDK on a scripted model (no network).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -211,6 +212,68 @@ def test_veridics_capability_in_an_agents_deferred_group_is_refused_before_the_f
     assert script.shown == []
 
 
+def _deferred_behind_a_wrapper(s: Setup, how: str) -> AbstractCapability[Any]:
+    """veridic's capability deferred with a ``WrapperCapability`` between it and the deferral."""
+    if how == "wrapper":
+        return WrapperCapability(s.veridic, id="notes", defer_loading=True)
+    if how == "group of a wrapper":
+        return CombinedCapability([WrapperCapability(s.veridic)], id="notes", defer_loading=True)
+    s.veridic.id = "notes"
+    s.veridic.defer_loading = True
+    return WrapperCapability(s.veridic)  # adopts the id and the deferral of what it wraps
+
+
+@pytest.mark.parametrize("how", ["wrapper", "group of a wrapper", "adopted"])
+def test_veridics_capability_deferred_behind_a_wrapper_is_refused_before_the_first_request(
+    how: str,
+) -> None:
+    # The wrapper is what pydantic-ai registers (and defers) in veridic's place: none of
+    # veridic's hooks ran, wrap_run's refusal of the wrapper included, and the first request
+    # went out with the load_capability tool and unchecked.
+    s = setup()
+    script = Script([call("c1", "list_notes")], "Done.")
+    with pytest.raises(VeridicError, match="deferred") as refused:
+        agent(script).run_sync("Hi", capabilities=[_deferred_behind_a_wrapper(s, how)])
+    assert script.shown == []
+    assert "held by the deferred capability 'notes'" in str(refused.value)
+
+
+def _run_through(entry: str, built: Agent[None, Any], capabilities: list[Any]) -> None:
+    """One run of ``built`` through one of pydantic-ai's entry points, to its end."""
+
+    async def streamed() -> None:
+        async with built.run_stream("Hi", capabilities=capabilities) as run:
+            await run.get_output()
+
+    async def iterated() -> None:
+        async with built.iter("Hi", capabilities=capabilities) as run:
+            async for _ in run:
+                pass
+
+    async def events() -> None:
+        async with built.run_stream_events("Hi", capabilities=capabilities) as stream:
+            async for _ in stream:
+                pass
+
+    runs = {
+        "run": lambda: built.run("Hi", capabilities=capabilities),
+        "run_stream": streamed,
+        "iter": iterated,
+        "run_stream_events": events,
+    }
+    asyncio.run(runs[entry]())
+
+
+@pytest.mark.parametrize("entry", ["run", "run_stream", "iter", "run_stream_events"])
+def test_a_deferred_veridic_capability_is_refused_on_every_entry_point(entry: str) -> None:
+    s = setup()
+    script = Script("Done.")
+    group = CombinedCapability([s.veridic], id="notes", defer_loading=True)
+    with pytest.raises(VeridicError, match="deferred"):
+        _run_through(entry, agent(script), [group])
+    assert script.shown == []
+
+
 def test_a_veridic_capability_built_deferred_is_refused_with_what_to_do() -> None:
     s = setup()
     with pytest.raises(VeridicError, match="deferred") as refused:
@@ -223,15 +286,22 @@ class Other(AbstractCapability[object]):
     """A capability of the application's that adds nothing."""
 
 
-def test_a_deferred_group_beside_veridics_is_refused_at_the_first_request() -> None:
+@pytest.mark.parametrize("where", ["agent", "run"])
+def test_a_deferred_capability_beside_veridics_is_refused_naming_it(where: str) -> None:
     # Not veridic's capability deferred: the load_capability tool and pydantic-ai's catalog of
-    # deferred capabilities are in the first request, and neither is the view's.
+    # deferred capabilities would be in every request, and neither is the view's. The refusal
+    # names the deferred capability, not a stored history's instruction change.
     s = setup()
     script = Script("Done.")
     beside = CombinedCapability([Other()], id="other", defer_loading=True)
-    with pytest.raises(ProvenanceError, match="InstructionBaselinePart"):
-        agent(script).run_sync("Hi", capabilities=[s.veridic, beside])
+    built = Agent(FunctionModel(script), capabilities=[beside] if where == "agent" else [])
+    given = [s.veridic] if where == "agent" else [s.veridic, beside]
+    with pytest.raises(VeridicError, match="deferred") as refused:
+        built.run_sync("Hi", capabilities=given)
     assert script.shown == []
+    assert "the capability 'other' beside it is deferred" in str(refused.value)
+    assert "load_capability" in str(refused.value)
+    assert "history" not in str(refused.value)
 
 
 @dataclass

@@ -70,7 +70,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic.errors import (
     ApprovalDeniedError,
     InvalidArgumentsError,
@@ -157,8 +157,9 @@ class VeridicToolset(AbstractToolset[object]):
         runs none of its hooks (``wrap_run`` included) until the model loads it.
 
         Raises:
-            VeridicError: the capability holding this toolset, or a group that holds it, is
-                deferred (:func:`_check_not_deferred`).
+            VeridicError: a capability of the run is deferred: the one holding this toolset,
+                a group or a wrapper that holds it, or one beside it
+                (:func:`_check_not_deferred`).
         """
         _check_not_deferred(self, ctx.root_capability, self.request_id)
         return {
@@ -561,7 +562,8 @@ class VeridicCapability(AbstractCapability[object]):
     (``wrap_run`` included) until the model calls ``load_capability``, so the requests
     before that would carry none of the view's tools, instructions or checks. Built with
     ``defer_loading=True`` it is refused at once (:class:`~veridic.VeridicError`); deferred
-    later, or held by a deferred group, its toolset refuses the run before the first request
+    later, or held by a deferred group or wrapper, or beside a deferred capability, its toolset
+    refuses the run before the first request
     (:meth:`VeridicToolset.get_tools`, the one hook pydantic-ai runs for a capability not
     loaded yet). A subclass of ``CombinedCapability`` around it needs no refusal:
     pydantic-ai merges the group's children into the agent's and calls each child's hooks
@@ -837,31 +839,57 @@ def _check_ordered(capability: VeridicCapability, root: object, request_id: str)
 
 
 def _check_not_deferred(toolset: VeridicToolset, root: object, request_id: str) -> None:
-    """Refuse a run in which the veridic capability holding ``toolset`` is loaded late.
+    """Refuse a run in which a capability is loaded late: veridic's, or one beside it.
 
-    A deferred capability (``defer_loading=True`` on it, or on a group that holds it,
-    ``CombinedCapability([...], id=..., defer_loading=True)``) has none of its hooks run until
-    the model calls pydantic-ai's ``load_capability``: the requests before that carry neither
-    the view's tools nor its instructions, and none is checked; a run that loads it midway
-    never began under it (:meth:`VeridicCapability.wrap_run`).
+    A deferred capability (``defer_loading=True`` on it, or on a group or a wrapper that holds
+    it, ``CombinedCapability([...], id=..., defer_loading=True)``) has none of its hooks run
+    until the model calls pydantic-ai's ``load_capability``: were it veridic's, the requests
+    before that would carry neither the view's tools nor its instructions, and none would be
+    checked; a run that loads it midway never began under it
+    (:meth:`VeridicCapability.wrap_run`). Any deferred capability of the run, veridic's or not,
+    puts pydantic-ai's ``load_capability`` tool and its catalog of deferred capabilities in
+    every request, which the capability's checks would refuse at the first request as a tool
+    beside the view's and an instruction change of unknown provenance: refused here instead,
+    with the capability named.
+
+    What pydantic-ai defers is what it registers (``apply``): a wrapper is registered in place
+    of a single capability it holds, so the capabilities beneath a deferred one are looked for
+    through wrappers too (:func:`_holds`).
 
     Raises:
-        VeridicError: the capability, or a group that holds it, is deferred.
+        VeridicError: a capability of the run is deferred.
     """
-    for found in _visited(root):
-        if getattr(found, "defer_loading", False) is not True:
+    deferred = [found for found in _visited(root) if getattr(found, "defer_loading", False) is True]
+    if not deferred:
+        return
+    holder = next((found for found in deferred if _holds(found, toolset)), None)
+    if holder is None:
+        raise _deferred_beside(request_id, deferred[0])
+    name = quoted(getattr(holder, "id", None))
+    where = (
+        "itself (defer_loading=True)"
+        if isinstance(holder, VeridicCapability)
+        else f"held by the deferred capability {name} (defer_loading=True)"
+    )
+    raise _deferred(request_id, where)
+
+
+def _holds(found: object, toolset: VeridicToolset) -> bool:
+    """Whether ``found`` is, or holds (in a group, or in a wrapper, at any depth), the veridic
+    capability of ``toolset``."""
+    pending = [found]
+    seen: set[int] = set()
+    while pending:
+        capability = pending.pop()
+        if id(capability) in seen:
             continue
-        if any(
-            isinstance(held, VeridicCapability) and held.toolset is toolset
-            for held in _visited(found)
-        ):
-            group = clip(str(getattr(found, "id", None)))
-            where = (
-                "itself (defer_loading=True)"
-                if isinstance(found, VeridicCapability)
-                else f"in the deferred group {group} (defer_loading=True)"
-            )
-            raise _deferred(request_id, where)
+        seen.add(id(capability))
+        if isinstance(capability, VeridicCapability) and capability.toolset is toolset:
+            return True
+        pending.extend(_visited(capability))
+        if isinstance(capability, WrapperCapability):
+            pending.append(capability.wrapped)
+    return False
 
 
 def _deferred(request_id: str, where: str) -> VeridicError:
@@ -874,6 +902,20 @@ def _deferred(request_id: str, where: str) -> VeridicError:
         "sent: give it to the agent or the run undeferred, capabilities=[capability(view, "
         "...)], and defer nothing beside it (pydantic-ai's load_capability tool and its "
         "catalog of deferred capabilities are not the view's, and are refused)"
+    )
+
+
+def _deferred_beside(request_id: str, deferred: object) -> VeridicError:
+    """The refusal of a run that defers a capability beside the veridic one, naming it."""
+    name = quoted(getattr(deferred, "id", None))
+    return VeridicError(
+        f"the veridic capability of request {clip(request_id)} is in a run where the "
+        f"capability {name} beside it is deferred (defer_loading=True): "
+        "pydantic-ai would put its load_capability tool and its catalog of deferred "
+        "capabilities in every request, and neither is the view's (a tool the view does not "
+        "offer, instructions that are not trusted text); nothing was sent: give that "
+        "capability undeferred, or register its tools in the veridic registry and shape the "
+        "view with its filters, registry.view(...)"
     )
 
 

@@ -180,12 +180,12 @@ def capability(
             every other).
         VeridicError: (from a run, before the first request) the capability is
             deferred, ``defer_loading=True`` set on it after it was made or on a
-            group that holds it (``CombinedCapability([...], id=...,
+            group or a wrapper that holds it (``CombinedCapability([...], id=...,
             defer_loading=True)``): pydantic-ai would run none of its hooks until
             the model loaded it, and the requests before that would carry none of
-            the view's tools, instructions or checks. Deferring another capability
-            beside it is refused at the first request (``ProvenanceError``: the
-            catalog of deferred capabilities is not trusted text).
+            the view's tools, instructions or checks. So is a run that defers
+            another capability beside it: pydantic-ai's ``load_capability`` tool
+            and its catalog of deferred capabilities are not the view's.
         VeridicError: (when pydantic-ai orders the capabilities, at ``Agent(...)``
             or at a run) two veridic capabilities in one agent or run: give one.
         ProvenanceError: (where the request leaves for the model, batched or
