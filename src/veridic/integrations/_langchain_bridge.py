@@ -93,7 +93,6 @@ DECISIONS: Final = ("approve", "edit", "reject")
 _PREFIX: Final = "veridic asks for your approval of this tool call"
 
 _T = TypeVar("_T")
-_Message = TypeVar("_Message", bound=BaseMessage)
 _log = logging.getLogger("veridic.integrations.langchain")
 
 
@@ -750,8 +749,9 @@ def _fenced_note(message: ToolMessage) -> ToolMessage:
     return message.model_copy(update={"content": fence("unparsed_tool_call", text)})
 
 
-_OWN_LABELS: Final = ("tool:", "tool_result", "structured_output", "unparsed_tool_call")
-"""How the labels of the blocks veridic writes into tool messages begin."""
+_WARNED_MOST: Final = 1024
+"""How many fenced tool messages :attr:`Binding.warned` remembers before it starts over (one
+binding may serve many threads; a message forgotten is warned of again, no more)."""
 
 
 def _fenced_tool_messages(
@@ -766,7 +766,7 @@ def _fenced_tool_messages(
     (``after_model``, a call limit, LangChain's rejection): that text reached the model as
     written, outside text among it. This hook is the innermost ``wrap_model_call``
     (:func:`_check_innermost`), so what it sends is what the model reads: a tool message
-    that is not one of veridic's answers (:func:`_is_own_answer`) or code's text
+    that is not one of veridic's answers to its call (:func:`_is_own_answer`) or code's text
     (``kept``, :attr:`Binding.code_answers`) is fenced here, in both modes, as a data
     block of its call's tool (``tool:<name>``; ``tool_result`` for a call of no tool of the
     view), and a warning names the call once. A block whose text a middleware edited in
@@ -774,50 +774,81 @@ def _fenced_tool_messages(
     twice. The thread keeps the message as the middleware wrote it; the audit record holds
     what the tool returned.
     """
+    registered = {*binding.tools, *(status.name for status in binding.view.withheld())}
+    outputs = {name for name, _, _ in _output_schemas(request.response_format)}
+    code = kept | binding.code_answers
     messages: list[AnyMessage] = []
     called: dict[str, str] = {}  # the latest turn's call ids, with the tools they name
     changed = False
     for message in request.messages:
         if isinstance(message, AIMessage):
             called = {c["id"]: c["name"] for c in message.tool_calls if c["id"]}
-        elif message.type == "tool" and not _is_code_answer(message, binding, kept):
-            message = _fenced_foreign(message, called.get(_call_id(message)), binding)
-            changed = True
+        elif isinstance(message, ToolMessage):  # a ToolMessageChunk too, sent as one
+            tool = called.get(message.tool_call_id)
+            labels = _own_labels(tool, registered, outputs)
+            if not _is_code_answer(message, labels, tool, code):
+                message = _fenced_foreign(message, tool, binding)
+                changed = True
         messages.append(message)
     return request.override(messages=messages) if changed else request
 
 
-def _call_id(message: BaseMessage) -> str:
-    call_id = getattr(message, "tool_call_id", "")
-    return call_id if isinstance(call_id, str) else ""
+def _own_labels(tool: str | None, registered: Set[str], outputs: Set[str]) -> frozenset[str]:
+    """The labels veridic gives an answer to a call of ``tool`` (``None``: a call of no turn).
+
+    Only these: a label is shown to the model in the block's opening line, outside the
+    marked lines, so a block under ``tool:<any words>`` is not veridic's answer to this call.
+    ``tool:<name>`` for a tool registered with the view's registry (the view's tools: an
+    answer, a refusal, a reviewer's rejection; a tool it does not expose is refused under
+    it too), ``structured_output:<name>`` for a call of the structured output's tool, and
+    the fixed labels (a refusal of a call of no registered tool, a call LangChain could
+    not parse, an output tool whose name is no label).
+    """
+    labels = {"tool_result", "unparsed_tool_call", "structured_output"}
+    if tool in registered:
+        labels.add(f"tool:{tool}")
+    if tool in outputs:
+        labels.add(_output_label(tool))
+    return frozenset(labels)
 
 
-def _is_code_answer(message: BaseMessage, binding: Binding, kept: Set[str]) -> bool:
-    """Whether the tool message is veridic's answer, or a structured output's code text."""
+def _is_code_answer(
+    message: ToolMessage, labels: Set[str], tool: str | None, kept: Set[str]
+) -> bool:
+    """Whether the tool message is veridic's answer to its call of ``tool`` (under one of
+    ``labels``), or a structured output's text that was code's (``kept``)."""
     content = message.content
-    return isinstance(content, str) and (
-        _is_own_answer(content) or content in kept or content in binding.code_answers
-    )
+    return isinstance(content, str) and (content in kept or _is_own_answer(content, labels, tool))
 
 
-def _is_own_answer(content: str) -> bool:
-    """Whether ``content`` is a tool message as veridic writes one: a whole data block,
-    exactly as :func:`~veridic.text.fence.fence` writes it, under a label veridic gives
-    tool messages; or the note of a reviewer's edit (:func:`_noted_edit`), the block of
-    the arguments that ran, and such a block of the tool's answer."""
-    found = _whole_block(content)
-    if found is not None:
-        return found.label.startswith(_OWN_LABELS) and content == fence(found.label, found.text)
-    head, _, tail = _edit_notice("\0").partition("\0")
-    name, noted, _ = content.removeprefix(head).partition(tail)
-    if not (content.startswith(head) and noted):
+def _is_own_answer(content: str, labels: Set[str], tool: str | None) -> bool:
+    """Whether ``content`` is a tool message as veridic writes one for a call of ``tool``:
+    a whole data block, exactly as :func:`~veridic.text.fence.fence` writes it, under one
+    of ``labels``; or the note of a reviewer's edit of that call (:func:`_noted_edit`):
+    the notice naming ``tool``, the block of the arguments that ran, and the tool's block.
+
+    The notice names the tool outside any block, so it is veridic's only with the call's
+    own tool there: any other words in its place would reach the model unfenced.
+    """
+    if _is_own_block(content, labels):
+        return True
+    if tool is None or f"tool:{tool}" not in labels:
         return False
-    rest = content[len(_edit_notice(name)) :]
+    notice = _edit_notice(tool)
+    if not content.startswith(notice):
+        return False
+    rest = content[len(notice) :]
     ran = next(blocks_in(rest), None)
-    if ran is None or ran.opening.start() != 0 or ran.label != f"tool_call:{name}":
+    if ran is None or ran.opening.start() != 0 or ran.label != f"tool_call:{tool}":
         return False
     shown = fence(ran.label, ran.text) + "\n\n"
-    return rest.startswith(shown) and _is_own_answer(rest[len(shown) :])
+    return rest.startswith(shown) and _is_own_block(rest[len(shown) :], labels)
+
+
+def _is_own_block(content: str, labels: Set[str]) -> bool:
+    """Whether ``content`` is one whole block under one of ``labels``, as fence() writes it."""
+    found = _whole_block(content)
+    return found is not None and found.label in labels and content == fence(found.label, found.text)
 
 
 def _whole_block(text: str) -> FoundBlock | None:
@@ -831,7 +862,7 @@ def _whole_block(text: str) -> FoundBlock | None:
     return found if end == len(text) else None
 
 
-def _fenced_foreign(message: _Message, tool: str | None, binding: Binding) -> _Message:
+def _fenced_foreign(message: ToolMessage, tool: str | None, binding: Binding) -> ToolMessage:
     """``message`` as a data block of its call's tool, and a warning (once) that says so."""
     content = message.content
     text = content if isinstance(content, str) else json.dumps(content, default=str)
@@ -841,17 +872,19 @@ def _fenced_foreign(message: _Message, tool: str | None, binding: Binding) -> _M
     label = f"tool:{tool}" if tool in binding.tools else "tool_result"
     key = (
         _thread(),
-        _call_id(message),
+        message.tool_call_id,
         hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
     )
     if key not in binding.warned:
+        if len(binding.warned) >= _WARNED_MOST:
+            binding.warned.clear()
         binding.warned.add(key)
         _log.warning(
             "the tool message of the call %s in a model call of request %s is not a data block "
             "veridic wrote (a middleware listed before veridic's replaced or added it), so the "
             "model gets it as a data block labelled %s; list before approval_middleware only "
             "middleware that keeps a tool result's block whole",
-            quoted(_call_id(message)),
+            quoted(message.tool_call_id),
             clip(binding.request_id),
             label,
         )
@@ -1548,13 +1581,13 @@ def _fenced_rejection(result: _T) -> _T:
     which may quote anything) in the tool's place; it reaches the model as the tool's data
     block, as every tool message of the view's tools does.
     """
-    if not isinstance(result, ToolMessage) or (
-        isinstance(result.content, str) and _is_own_answer(result.content)
-    ):
+    if not isinstance(result, ToolMessage):
         return result
-    content = result.content
-    text = content if isinstance(content, str) else json.dumps(content, default=str)
     label = f"tool:{result.name}" if _is_label(f"tool:{result.name}") else "tool_result"
+    content = result.content
+    if isinstance(content, str) and _is_own_block(content, {label}):
+        return result  # fenced already (the hook ran again from a checkpoint)
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
     fenced: _T = result.model_copy(update={"content": fence(label, text)})
     return fenced
 
