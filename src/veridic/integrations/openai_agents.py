@@ -75,7 +75,7 @@ from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.compose import system_parts
-from veridic.text.fence import DataMode, check_mode, fence, preamble
+from veridic.text.fence import DataMode, blocks_in, check_mode, fence, preamble
 from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
 from veridic.tools.view import ToolView
 
@@ -102,6 +102,24 @@ _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _PROBE: Final = "veridic:no-tool-call-has-this-id"
 """A call id no model writes: the SDK approves it only under a standing ``always_approve``."""
 _log = logging.getLogger("veridic.integrations.openai_agents")
+_UNRUN_OUTPUTS: Final = frozenset(
+    {
+        "apply_patch_call_output",
+        "code_interpreter_call",
+        "computer_call_output",
+        "custom_tool_call_output",
+        "file_search_call",
+        "local_shell_call_output",
+        "mcp_call",
+        "mcp_list_tools",
+        "program_output",
+        "shell_call_output",
+        "tool_search_output",
+    }
+)
+"""Input items that carry what a tool other than a ``FunctionTool`` answered (or, for
+``mcp_list_tools``, an MCP server's tool descriptions): text from outside, written by a tool
+the checked agent cannot hold, which the model reads with no data block around it."""
 
 
 def function_tools(
@@ -170,7 +188,13 @@ def function_tools(
     request would carry them in place of the checked ones); and when the run's
     input holds an item with the role ``system`` or ``developer``, an ``item_reference``
     (an item the provider keeps, which veridic cannot read; an item with neither a ``type``
-    nor a ``role`` is one) or ``additional_tools``. The run's ``RunConfig`` is
+    nor a ``role`` is one) or ``additional_tools``, or a tool result that is not a data block
+    of these tools (a ``function_call_output`` a run without them wrote, or one edited in a
+    session's store; the output of a hosted, built-in or MCP tool). The run's input is the
+    session's stored items and the new input together, so replayed history is read as it
+    is sent; history the provider keeps (``previous_response_id``, ``conversation_id``) is
+    never shown to the tools and is not checked (docs/integrations/openai_agents.md,
+    "Limits"). The run's ``RunConfig`` is
     not shown to that check: a call made in a run whose ``RunConfig`` has a
     ``call_model_input_filter`` (it rewrites the instructions and input each request is sent),
     ``model_settings`` that set those keys, or a ``tool_not_found_behavior`` other than
@@ -448,7 +472,8 @@ class _Binding:
             ProvenanceError: its instructions are a ``str`` that is not trusted text or a
                 function, it names a stored prompt, its output schema is described by text
                 that is not code text, or an item of the run's input has the role
-                ``system`` or ``developer`` or is an ``item_reference``.
+                ``system`` or ``developer``, is an ``item_reference``, or is a tool result
+                that is not a data block of these tools.
         """
         name = getattr(agent, "name", None)
         given = list(getattr(agent, "tools", None) or ())
@@ -490,10 +515,16 @@ class _Binding:
         offers the model tools from the input, and a ``configuration_update`` may set the
         answer's format (a JSON schema whose descriptions the model reads as what to answer).
 
+        A tool result in it (a session's stored item, ``result.to_input_list()`` of an
+        earlier run) is read by ``_check_replayed_result``; the output of a tool the
+        agent cannot hold (``_UNRUN_OUTPUTS``) was written elsewhere and is refused.
+
         Raises:
             ProvenanceError: the item has the role ``system`` or ``developer`` (in report
-                mode: logged), or it is an ``item_reference``, or a ``configuration_update``
-                that sets the answer's text format (in report mode too).
+                mode: logged), or it is an ``item_reference``, a ``configuration_update``
+                that sets the answer's text format, a ``function_call_output`` that is not
+                a data block of these tools, or the output of another kind of tool (in
+                report mode too).
             ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
         where = (
@@ -526,6 +557,17 @@ class _Binding:
                 "text as the role 'user'",
                 slot=f"input[{index}] of agent {quoted(name)}",
             )
+        if kind == "function_call_output":
+            self._check_replayed_result(item, where, slot=f"input[{index}] of agent {quoted(name)}")
+        if kind in _UNRUN_OUTPUTS:
+            raise ProvenanceError(
+                f"{where}) is a {kind} item ({_clipped(item)}): the output of a tool the agent "
+                "does not hold (a hosted or built-in tool, an MCP server of another agent or a "
+                "client), whose text the model would read bare, with no data block around it "
+                "and no record of the call: leave it out of the input, or make the tool a tool "
+                "of the registry, whose results come back as data blocks",
+                slot=f"input[{index}] of agent {quoted(name)}",
+            )
         role = _item_field(item, "role")
         if role in ("system", "developer"):
             content = _item_field(item, "content")
@@ -535,6 +577,35 @@ class _Binding:
                 "instructions, and only the agent's instructions may give them: pass "
                 "outside text with the role 'user')",
             )
+
+    def _check_replayed_result(self, item: object, where: str, slot: str) -> None:
+        """Refuse a tool result in the run's input that is not a data block of these tools.
+
+        A session's items, ``result.to_input_list()`` and a client's history reach the model
+        as they were stored, and the model reads a ``function_call_output`` as the tool's
+        answer. One the tools of :func:`function_tools` wrote is one data block in their
+        mode, labelled ``tool:<name>``; one a run without them wrote (a plain
+        ``@function_tool``), one stored before it was fenced, or one edited in the store,
+        is outside text with no fence (in another mode, a block the preamble never
+        explained). Its form is checked, never what it says: any text in its block passes.
+
+        Raises:
+            ProvenanceError: the output is not one such block, whole (in report mode too:
+                it is data that lost its fence, not text at an instruction position).
+        """
+        output = _item_field(item, "output")
+        if isinstance(output, str) and _is_result_block(output, self.data_mode):
+            return
+        raise ProvenanceError(
+            f"{where}) is a function_call_output {_clipped(_item_field(item, 'call_id'))} "
+            f"whose output is no data block of these tools ({_clipped(output)}; they write "
+            f"one block labelled tool:<name> in the data mode {self.data_mode!r}): the model "
+            "would read outside text as the tool's answer, with no fence around it. Replay "
+            "the items of runs of these tools as they were stored (the session's, "
+            "result.to_input_list()); leave out a result another tool made, or one edited "
+            "since, or pass its text as data in a user turn",
+            slot=slot,
+        )
 
     def _check_instructions(self, agent: object, name: object) -> None:
         """Refuse instructions the check cannot read, or that describe another view's tools.
@@ -1057,6 +1128,19 @@ def _handoff_problem(handoffs: list[object]) -> str:
         "under instructions and tools veridic never checks: hand off to this agent from "
         "one without veridic tools, or run the other agent as its own request)"
     )
+
+
+def _is_result_block(text: str, mode: DataMode) -> bool:
+    """Whether ``text`` is, whole, one ``tool:<name>`` data block ``fence`` wrote in ``mode``.
+
+    The first block must start the text, and rendering its label and content again in
+    ``mode`` (with the reminder ``fence`` writes after the closing line) must give the
+    whole text back: a block of another mode, or text beside the block, fails.
+    """
+    found = next(blocks_in(text), None)
+    if found is None or found.opening.start() != 0:
+        return False
+    return found.label.startswith("tool:") and fence(found.label, found.text, mode) == text
 
 
 def _item_field(item: object, key: str) -> object:
