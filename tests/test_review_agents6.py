@@ -294,6 +294,7 @@ def test_a_tool_result_edited_in_a_stored_run_state_is_refused_by_answer(app: Ap
     with pytest.raises(ProvenanceError, match=r"paused run's item\[1\] .* function_call_output"):
         asyncio.run(answer(state, item, approved=True))
     assert [row[0] for row in app.rows()] == ["search_docs"]
+    assert len(model.seen) == 2  # the two turns before the pause, no more
 
 
 def test_a_system_item_staged_in_a_paused_run_is_refused_by_answer(app: App) -> None:
@@ -306,6 +307,7 @@ def test_a_system_item_staged_in_a_paused_run_is_refused_by_answer(app: App) -> 
     with pytest.raises(ProvenanceError, match=r"paused run's staged input\[0\] .* 'system'"):
         asyncio.run(answer(state, item, approved=False))
     assert [row[0] for row in app.rows()] == ["search_docs"]
+    assert len(model.seen) == 2
 
 
 def test_a_paused_run_of_these_tools_is_answered_and_resumed(app: App) -> None:
@@ -316,3 +318,4 @@ def test_a_paused_run_of_these_tools_is_answered_and_resumed(app: App) -> None:
     asyncio.run(answer(state, item, approved=True))
     asyncio.run(Runner.run(agent, state))
     assert app.store.ran == ["search_docs", "rename_fixture"]
+    assert {"role": "user", "content": "And tell me when it is done."} in model.seen[-1].input

@@ -325,11 +325,21 @@ async def answer(
     runs (an approval given with ``state.approve`` on such a copy is refused
     there).
 
+    The paused run's own items (its tool results, the model's answers) and the
+    input staged with ``state.add_input`` are sent with the resumed run's next
+    request, beside the input the tools are shown, so they are checked here,
+    as the run's input is (a state kept in a store may have been edited there):
+    stage input before the last answer, which is the last moment veridic sees it.
+
     Raises:
         VeridicError: the item is not a call of a tool :func:`function_tools`
             made, it was answered already, ``approved`` is not a bool, or the
             audit store cannot be asked for the request's records
             (``records(request_id)``).
+        ProvenanceError: an item of the paused run, or one staged, is refused
+            as an item of the run's input is (a ``system`` or ``developer``
+            item, a tool result that is not a data block of these tools, ...);
+            nothing is answered.
         ApprovalDeniedError: the call is on record already (the state was
             answered or resumed before); nothing is answered.
         AlwaysAllowRefusedError: ``always=True`` for a high-risk tool.
@@ -343,6 +353,7 @@ async def answer(
             f"{invoker.name!r}: pass the user's answer as True or False"
         )
     binding = invoker.binding
+    binding.check_paused(state, getattr(item.agent, "name", None))
     call_id = binding.claim(invoker.name, item.call_id)
     try:
         await invoker.check_not_on_record(call_id, item.arguments)
@@ -503,7 +514,43 @@ class _Binding:
         for index, item in enumerate(turn_input):
             self._check_input_item(index, item, name)
 
-    def _check_input_item(self, index: int, item: object, name: object) -> None:
+    def check_paused(self, state: object, name: object) -> None:
+        """Refuse a paused run whose own items, or staged input, the model would read unchecked.
+
+        On resume the SDK sends the run's first input (which the tools are shown), the items
+        the run made before it paused, and the input staged with ``state.add_input``; the
+        tools never see the last two. Both are read here as the run's input is read. The
+        SDK keeps a paused run's items in ``RunState._generated_items`` (its ``to_json``
+        refuses some states, so it is no way in): a state without it is refused rather than
+        let through unread.
+
+        Raises:
+            ProvenanceError, ToolCouplingError: an item is refused as
+                :meth:`_check_input_item` refuses one.
+            VeridicError: the state does not hold its items where this SDK keeps them.
+        """
+        made = getattr(state, "_generated_items", None)
+        if not isinstance(made, list):
+            raise VeridicError(
+                f"answer() cannot read the items of the paused run of agent {quoted(name)} "
+                f"(request {clip(self.request_id)}): this Agents SDK keeps them elsewhere, so "
+                "the items the resumed run would send cannot be checked: install the "
+                "openai-agents version veridic[openai-agents] names"
+            )
+        from agents import ToolApprovalItem
+
+        for index, run_item in enumerate(made):
+            if isinstance(run_item, ToolApprovalItem):
+                continue  # a pending call's question, which the SDK never sends
+            self._check_input_item(
+                index, run_item.to_input_item(), name, place="the paused run's item"
+            )
+        for index, staged in enumerate(getattr(state, "pending_input", None) or ()):
+            self._check_input_item(index, staged, name, place="the paused run's staged input")
+
+    def _check_input_item(
+        self, index: int, item: object, name: object, place: str = "input"
+    ) -> None:
         """Refuse an item of the run's input that instructs, or that veridic cannot read.
 
         The SDK hands the tools the run's input as dicts (an ``openai`` model object given
@@ -528,7 +575,7 @@ class _Binding:
             ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
         where = (
-            f"input[{index}] of the run of agent {quoted(name)} (request {clip(self.request_id)}"
+            f"{place}[{index}] of the run of agent {quoted(name)} (request {clip(self.request_id)}"
         )
         kind = _item_field(item, "type")
         if kind == "additional_tools":
