@@ -252,4 +252,3 @@ def test_a_verbatim_result_of_its_call_is_kept_byte_for_byte(verbatim: App) -> N
     given = [{"role": "user", "content": "Hi"}, LOOKED_UP, _replayed(block)[2]]
     asyncio.run(Runner.run(agent, given))  # type: ignore[arg-type]  # dicts, as a client sends them
     assert len(server.sent) == 1
-

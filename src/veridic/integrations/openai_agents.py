@@ -120,6 +120,39 @@ _UNRUN_OUTPUTS: Final = frozenset(
 """Input items that carry what a tool other than a ``FunctionTool`` answered (or, for
 ``mcp_list_tools``, an MCP server's tool descriptions): text from outside, written by a tool
 the checked agent cannot hold, which the model reads with no data block around it."""
+_PASSED_TYPES: Final = frozenset(
+    {
+        "apply_patch_call",
+        "compaction",
+        "compaction_trigger",
+        "computer_call",
+        "custom_tool_call",
+        "function_call",
+        "image_generation_call",
+        "local_shell_call",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "message",
+        "program",
+        "reasoning",
+        "shell_call",
+        "tool_search_call",
+        "web_search_call",
+    }
+)
+"""Input item types sent on as they are: messages (read for their role), the model's own
+calls and reasoning, and items whose text only the provider reads. Every type the Responses
+API takes is here, in ``_UNRUN_OUTPUTS`` or read by :meth:`_Binding._check_input_item`; a
+type it adds later is refused until it is read here, rather than passed unread."""
+_CHECKED_TYPES: Final = frozenset(
+    {"additional_tools", "configuration_update", "function_call_output", "item_reference"}
+)
+_KNOWN_TYPES: Final = _PASSED_TYPES | _UNRUN_OUTPUTS | _CHECKED_TYPES
+_RESULT_OPENING: Final = re.compile(r'<data label="tool:([A-Za-z0-9_-]{1,64})"')
+"""The start of a tool result's block: ``fence`` shows a tool's name (``Tool``'s rule) as is."""
+_PROVIDER_KEPT: Final = ("conversation_id", "previous_response_id", "auto_previous_response_id")
+"""What ``Runner.run`` was given to make the provider prepend the history it keeps, as a
+``RunState`` holds it (``_<key>``) and the SDK resumes with it."""
 
 
 def function_tools(
@@ -333,9 +366,12 @@ async def answer(
 
     Raises:
         VeridicError: the item is not a call of a tool :func:`function_tools`
-            made, it was answered already, ``approved`` is not a bool, or the
+            made, it was answered already, ``approved`` is not a bool, the
             audit store cannot be asked for the request's records
-            (``records(request_id)``).
+            (``records(request_id)``), or the run was started with history the
+            provider keeps (``conversation_id``, ``previous_response_id``,
+            ``auto_previous_response_id``), which the resumed run would send
+            unread.
         ProvenanceError: an item of the paused run, or one staged, is refused
             as an item of the run's input is (a ``system`` or ``developer``
             item, a tool result that is not a data block of these tools, ...);
@@ -511,8 +547,9 @@ class _Binding:
         self._check_instructions(agent, name)
         self._check_settings(agent, name)
         self._check_output(agent, name)
+        calls = _calls_in(turn_input)
         for index, item in enumerate(turn_input):
-            self._check_input_item(index, item, name)
+            self._check_input_item(index, item, name, calls)
 
     def check_paused(self, state: object, name: object) -> None:
         """Refuse a paused run whose own items, or staged input, the model would read unchecked.
@@ -522,13 +559,31 @@ class _Binding:
         tools never see the last two. Both are read here as the run's input is read. The
         SDK keeps a paused run's items in ``RunState._generated_items`` (its ``to_json``
         refuses some states, so it is no way in): a state without it is refused rather than
-        let through unread.
+        let through unread. A state of a run given ``conversation_id``,
+        ``previous_response_id`` or ``auto_previous_response_id`` resumes with them, and the
+        provider prepends items it keeps that veridic never reads: here, unlike in
+        ``Runner.run``'s arguments, veridic sees them, so it refuses the state, as it refuses
+        those keys in ``model_settings``.
 
         Raises:
             ProvenanceError, ToolCouplingError: an item is refused as
                 :meth:`_check_input_item` refuses one.
-            VeridicError: the state does not hold its items where this SDK keeps them.
+            VeridicError: the state does not hold its items where this SDK keeps them, or
+                it resumes with history the provider keeps.
         """
+        kept = [
+            f"{key}={_clipped(getattr(state, f'_{key}', None))}"
+            for key in _PROVIDER_KEPT
+            if getattr(state, f"_{key}", None)
+        ]
+        if kept:
+            raise VeridicError(
+                f"answer() got a paused run of agent {quoted(name)} (request "
+                f"{clip(self.request_id)}) started with {', '.join(kept)}: on resume the "
+                "provider prepends the history it keeps (a developer message, a tool result "
+                "nobody fenced), which veridic never reads: keep the history yourself (a "
+                "session, or result.to_input_list()) and run without these arguments"
+            )
         made = getattr(state, "_generated_items", None)
         if not isinstance(made, list):
             raise VeridicError(
@@ -539,17 +594,26 @@ class _Binding:
             )
         from agents import ToolApprovalItem
 
-        for index, run_item in enumerate(made):
-            if isinstance(run_item, ToolApprovalItem):
-                continue  # a pending call's question, which the SDK never sends
-            self._check_input_item(
-                index, run_item.to_input_item(), name, place="the paused run's item"
-            )
-        for index, staged in enumerate(getattr(state, "pending_input", None) or ()):
-            self._check_input_item(index, staged, name, place="the paused run's staged input")
+        # A pending call's question (a ToolApprovalItem) is never sent.
+        sent = [
+            (index, run_item.to_input_item())
+            for index, run_item in enumerate(made)
+            if not isinstance(run_item, ToolApprovalItem)
+        ]
+        staged = list(getattr(state, "pending_input", None) or ())
+        calls = _calls_in([*(item for _, item in sent), *staged])
+        for index, item in sent:
+            self._check_input_item(index, item, name, calls, place="the paused run's item")
+        for index, item in enumerate(staged):
+            self._check_input_item(index, item, name, calls, place="the paused run's staged input")
 
     def _check_input_item(
-        self, index: int, item: object, name: object, place: str = "input"
+        self,
+        index: int,
+        item: object,
+        name: object,
+        calls: Mapping[str, str],
+        place: str = "input",
     ) -> None:
         """Refuse an item of the run's input that instructs, or that veridic cannot read.
 
@@ -563,21 +627,32 @@ class _Binding:
         answer's format (a JSON schema whose descriptions the model reads as what to answer).
 
         A tool result in it (a session's stored item, ``result.to_input_list()`` of an
-        earlier run) is read by ``_check_replayed_result``; the output of a tool the
-        agent cannot hold (``_UNRUN_OUTPUTS``) was written elsewhere and is refused.
+        earlier run) is read by ``_check_replayed_result`` against its call in ``calls``
+        (call id to tool name); the output of a tool the agent cannot hold
+        (``_UNRUN_OUTPUTS``) was written elsewhere and is refused, and so is an item of a
+        type no list here knows (``_KNOWN_TYPES``), which would reach the model unread.
 
         Raises:
             ProvenanceError: the item has the role ``system`` or ``developer`` (in report
                 mode: logged), or it is an ``item_reference``, a ``configuration_update``
                 that sets the answer's text format, a ``function_call_output`` that is not
-                a data block of these tools, or the output of another kind of tool (in
-                report mode too).
+                a data block of these tools, the output of another kind of tool, or an item
+                of a type veridic does not know (in report mode too).
             ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
         where = (
             f"{place}[{index}] of the run of agent {quoted(name)} (request {clip(self.request_id)}"
         )
         kind = _item_field(item, "type")
+        if kind is not None and (not isinstance(kind, str) or kind not in _KNOWN_TYPES):
+            raise ProvenanceError(
+                f"{where}) is an item of the type {_clipped(kind)}, which veridic does not "
+                "know, so it cannot tell whether the model would read outside text in it as "
+                "instructions or as a tool's answer: leave it out of the input, or pass its "
+                "text as the role 'user' (a type the Responses API added since: install the "
+                "veridic version that reads it)",
+                slot=f"input[{index}] of agent {quoted(name)}",
+            )
         if kind == "additional_tools":
             raise ToolCouplingError(
                 f"{where}) is an additional_tools item, which offers the model tools of its "
@@ -605,7 +680,9 @@ class _Binding:
                 slot=f"input[{index}] of agent {quoted(name)}",
             )
         if kind == "function_call_output":
-            self._check_replayed_result(item, where, slot=f"input[{index}] of agent {quoted(name)}")
+            self._check_replayed_result(
+                item, where, calls, name, slot=f"input[{index}] of agent {quoted(name)}"
+            )
         if kind in _UNRUN_OUTPUTS:
             raise ProvenanceError(
                 f"{where}) is a {kind} item ({_clipped(item)}): the output of a tool the agent "
@@ -625,7 +702,9 @@ class _Binding:
                 "outside text with the role 'user')",
             )
 
-    def _check_replayed_result(self, item: object, where: str, slot: str) -> None:
+    def _check_replayed_result(
+        self, item: object, where: str, calls: Mapping[str, str], name: object, slot: str
+    ) -> None:
         """Refuse a tool result in the run's input that is not a data block of these tools.
 
         A session's items, ``result.to_input_list()`` and a client's history reach the model
@@ -635,18 +714,28 @@ class _Binding:
         ``@function_tool``), one stored before it was fenced, or one edited in the store,
         is outside text with no fence (in another mode, a block the preamble never
         explained). Its form is checked, never what it says: any text in its block passes.
+        The block's label must name the tool of its call when the call is in the input (the
+        API refuses an output without one), and a tool in any case: a label is outside text
+        too. The SDK's answer to a handoff to this agent, ``{"assistant": "<its name>"}``,
+        holds only the agent's own name, and passes.
 
         Raises:
             ProvenanceError: the output is not one such block, whole (in report mode too:
                 it is data that lost its fence, not text at an instruction position).
         """
         output = _item_field(item, "output")
-        if isinstance(output, str) and _is_result_block(output, self.data_mode):
+        call_id = _item_field(item, "call_id")
+        called = calls.get(call_id) if isinstance(call_id, str) else None
+        if isinstance(output, str) and (
+            _is_result_block(output, self.data_mode, called)
+            or (isinstance(name, str) and output == json.dumps({"assistant": name}))
+        ):
             return
+        label = "tool:<name>" if called is None else f"tool:<name> of its call, {_clipped(called)}"
         raise ProvenanceError(
-            f"{where}) is a function_call_output {_clipped(_item_field(item, 'call_id'))} "
+            f"{where}) is a function_call_output {_clipped(call_id)} "
             f"whose output is no data block of these tools ({_clipped(output)}; they write "
-            f"one block labelled tool:<name> in the data mode {self.data_mode!r}): the model "
+            f"one block labelled {label} in the data mode {self.data_mode!r}): the model "
             "would read outside text as the tool's answer, with no fence around it. Replay "
             "the items of runs of these tools as they were stored (the session's, "
             "result.to_input_list()); leave out a result another tool made, or one edited "
@@ -1177,17 +1266,39 @@ def _handoff_problem(handoffs: list[object]) -> str:
     )
 
 
-def _is_result_block(text: str, mode: DataMode) -> bool:
+def _is_result_block(text: str, mode: DataMode, called: str | None) -> bool:
     """Whether ``text`` is, whole, one ``tool:<name>`` data block ``fence`` wrote in ``mode``.
 
-    The first block must start the text, and rendering its label and content again in
-    ``mode`` (with the reminder ``fence`` writes after the closing line) must give the
-    whole text back: a block of another mode, or text beside the block, fails.
+    Its opening line must start the text and name a tool (``called``, when the call is
+    known), and rendering its label and content again in ``mode`` (with the reminder
+    ``fence`` writes after the closing line) must give the whole text back: a block of
+    another mode, or text beside the block, fails. Only the block at the start is read:
+    ``blocks_in`` would go on to every later opening line, and text built of many forged
+    verbatim ones costs it time that grows with their number times the text's length
+    (800 KB of them took 6 s, before every model call).
     """
-    found = next(blocks_in(text), None)
-    if found is None or found.opening.start() != 0:
+    opening = _RESULT_OPENING.match(text)
+    if opening is None or (called is not None and opening.group(1) != called):
         return False
-    return found.label.startswith("tool:") and fence(found.label, found.text, mode) == text
+    label = f"tool:{opening.group(1)}"
+    if mode == "verbatim":
+        # Its content is the text as given, between the opening line and the closing one.
+        first, last = text.find("\n"), text.rfind("\n")
+        return 0 < first < last and fence(label, text[first + 1 : last], mode) == text
+    if "\n<data" in text:
+        return False  # every later line of a datamark or encode block is the mark's, or base64
+    found = next(blocks_in(text), None)
+    return found is not None and found.label == label and fence(label, found.text, mode) == text
+
+
+def _calls_in(items: Sequence[object]) -> dict[str, str]:
+    """The tool name of each ``function_call`` among ``items``, by call id."""
+    calls: dict[str, str] = {}
+    for item in items:
+        call_id, name = _item_field(item, "call_id"), _item_field(item, "name")
+        if _item_field(item, "type") == "function_call" and isinstance(call_id, str):
+            calls[call_id] = name if isinstance(name, str) else ""
+    return calls
 
 
 def _item_field(item: object, key: str) -> object:
