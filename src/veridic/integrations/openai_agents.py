@@ -75,7 +75,7 @@ from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.compose import system_parts
-from veridic.text.fence import DataMode, check_mode, fence, preamble
+from veridic.text.fence import DataMode, blocks_in, check_mode, fence, preamble
 from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
 from veridic.tools.view import ToolView
 
@@ -102,6 +102,57 @@ _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _PROBE: Final = "veridic:no-tool-call-has-this-id"
 """A call id no model writes: the SDK approves it only under a standing ``always_approve``."""
 _log = logging.getLogger("veridic.integrations.openai_agents")
+_UNRUN_OUTPUTS: Final = frozenset(
+    {
+        "apply_patch_call_output",
+        "code_interpreter_call",
+        "computer_call_output",
+        "custom_tool_call_output",
+        "file_search_call",
+        "local_shell_call_output",
+        "mcp_call",
+        "mcp_list_tools",
+        "program_output",
+        "shell_call_output",
+        "tool_search_output",
+    }
+)
+"""Input items that carry what a tool other than a ``FunctionTool`` answered (or, for
+``mcp_list_tools``, an MCP server's tool descriptions): text from outside, written by a tool
+the checked agent cannot hold, which the model reads with no data block around it."""
+_PASSED_TYPES: Final = frozenset(
+    {
+        "apply_patch_call",
+        "compaction",
+        "compaction_trigger",
+        "computer_call",
+        "custom_tool_call",
+        "function_call",
+        "image_generation_call",
+        "local_shell_call",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "message",
+        "program",
+        "reasoning",
+        "shell_call",
+        "tool_search_call",
+        "web_search_call",
+    }
+)
+"""Input item types sent on as they are: messages (read for their role), the model's own
+calls and reasoning, and items whose text only the provider reads. Every type the Responses
+API takes is here, in ``_UNRUN_OUTPUTS`` or read by :meth:`_Binding._check_input_item`; a
+type it adds later is refused until it is read here, rather than passed unread."""
+_CHECKED_TYPES: Final = frozenset(
+    {"additional_tools", "configuration_update", "function_call_output", "item_reference"}
+)
+_KNOWN_TYPES: Final = _PASSED_TYPES | _UNRUN_OUTPUTS | _CHECKED_TYPES
+_RESULT_OPENING: Final = re.compile(r'<data label="tool:([A-Za-z0-9_-]{1,64})"')
+"""The start of a tool result's block: ``fence`` shows a tool's name (``Tool``'s rule) as is."""
+_PROVIDER_KEPT: Final = ("conversation_id", "previous_response_id", "auto_previous_response_id")
+"""What ``Runner.run`` was given to make the provider prepend the history it keeps, as a
+``RunState`` holds it (``_<key>``) and the SDK resumes with it."""
 
 
 def function_tools(
@@ -170,7 +221,13 @@ def function_tools(
     request would carry them in place of the checked ones); and when the run's
     input holds an item with the role ``system`` or ``developer``, an ``item_reference``
     (an item the provider keeps, which veridic cannot read; an item with neither a ``type``
-    nor a ``role`` is one) or ``additional_tools``. The run's ``RunConfig`` is
+    nor a ``role`` is one) or ``additional_tools``, or a tool result that is not a data block
+    of these tools (a ``function_call_output`` a run without them wrote, or one edited in a
+    session's store; the output of a hosted, built-in or MCP tool). The run's input is the
+    session's stored items and the new input together, so replayed history is read as it
+    is sent; history the provider keeps (``previous_response_id``, ``conversation_id``) is
+    never shown to the tools and is not checked (docs/integrations/openai_agents.md,
+    "Limits"). The run's ``RunConfig`` is
     not shown to that check: a call made in a run whose ``RunConfig`` has a
     ``call_model_input_filter`` (it rewrites the instructions and input each request is sent),
     ``model_settings`` that set those keys, or a ``tool_not_found_behavior`` other than
@@ -301,11 +358,24 @@ async def answer(
     runs (an approval given with ``state.approve`` on such a copy is refused
     there).
 
+    The paused run's own items (its tool results, the model's answers) and the
+    input staged with ``state.add_input`` are sent with the resumed run's next
+    request, beside the input the tools are shown, so they are checked here,
+    as the run's input is (a state kept in a store may have been edited there):
+    stage input before the last answer, which is the last moment veridic sees it.
+
     Raises:
         VeridicError: the item is not a call of a tool :func:`function_tools`
-            made, it was answered already, ``approved`` is not a bool, or the
+            made, it was answered already, ``approved`` is not a bool, the
             audit store cannot be asked for the request's records
-            (``records(request_id)``).
+            (``records(request_id)``), or the run was started with history the
+            provider keeps (``conversation_id``, ``previous_response_id``,
+            ``auto_previous_response_id``), which the resumed run would send
+            unread.
+        ProvenanceError: an item of the paused run, or one staged, is refused
+            as an item of the run's input is (a ``system`` or ``developer``
+            item, a tool result that is not a data block of these tools, ...);
+            nothing is answered.
         ApprovalDeniedError: the call is on record already (the state was
             answered or resumed before); nothing is answered.
         AlwaysAllowRefusedError: ``always=True`` for a high-risk tool.
@@ -319,6 +389,7 @@ async def answer(
             f"{invoker.name!r}: pass the user's answer as True or False"
         )
     binding = invoker.binding
+    binding.check_paused(state, getattr(item.agent, "name", None))
     call_id = binding.claim(invoker.name, item.call_id)
     try:
         await invoker.check_not_on_record(call_id, item.arguments)
@@ -448,7 +519,8 @@ class _Binding:
             ProvenanceError: its instructions are a ``str`` that is not trusted text or a
                 function, it names a stored prompt, its output schema is described by text
                 that is not code text, or an item of the run's input has the role
-                ``system`` or ``developer`` or is an ``item_reference``.
+                ``system`` or ``developer``, is an ``item_reference``, or is a tool result
+                that is not a data block of these tools.
         """
         name = getattr(agent, "name", None)
         given = list(getattr(agent, "tools", None) or ())
@@ -475,10 +547,74 @@ class _Binding:
         self._check_instructions(agent, name)
         self._check_settings(agent, name)
         self._check_output(agent, name)
+        calls = _calls_in(turn_input)
         for index, item in enumerate(turn_input):
-            self._check_input_item(index, item, name)
+            self._check_input_item(index, item, name, calls)
 
-    def _check_input_item(self, index: int, item: object, name: object) -> None:
+    def check_paused(self, state: object, name: object) -> None:
+        """Refuse a paused run whose own items, or staged input, the model would read unchecked.
+
+        On resume the SDK sends the run's first input (which the tools are shown), the items
+        the run made before it paused, and the input staged with ``state.add_input``; the
+        tools never see the last two. Both are read here as the run's input is read. The
+        SDK keeps a paused run's items in ``RunState._generated_items`` (its ``to_json``
+        refuses some states, so it is no way in): a state without it is refused rather than
+        let through unread. A state of a run given ``conversation_id``,
+        ``previous_response_id`` or ``auto_previous_response_id`` resumes with them, and the
+        provider prepends items it keeps that veridic never reads: here, unlike in
+        ``Runner.run``'s arguments, veridic sees them, so it refuses the state, as it refuses
+        those keys in ``model_settings``.
+
+        Raises:
+            ProvenanceError, ToolCouplingError: an item is refused as
+                :meth:`_check_input_item` refuses one.
+            VeridicError: the state does not hold its items where this SDK keeps them, or
+                it resumes with history the provider keeps.
+        """
+        kept = [
+            f"{key}={_clipped(getattr(state, f'_{key}', None))}"
+            for key in _PROVIDER_KEPT
+            if getattr(state, f"_{key}", None)
+        ]
+        if kept:
+            raise VeridicError(
+                f"answer() got a paused run of agent {quoted(name)} (request "
+                f"{clip(self.request_id)}) started with {', '.join(kept)}: on resume the "
+                "provider prepends the history it keeps (a developer message, a tool result "
+                "nobody fenced), which veridic never reads: keep the history yourself (a "
+                "session, or result.to_input_list()) and run without these arguments"
+            )
+        made = getattr(state, "_generated_items", None)
+        if not isinstance(made, list):
+            raise VeridicError(
+                f"answer() cannot read the items of the paused run of agent {quoted(name)} "
+                f"(request {clip(self.request_id)}): this Agents SDK keeps them elsewhere, so "
+                "the items the resumed run would send cannot be checked: install the "
+                "openai-agents version veridic[openai-agents] names"
+            )
+        from agents import ToolApprovalItem
+
+        # A pending call's question (a ToolApprovalItem) is never sent.
+        sent = [
+            (index, run_item.to_input_item())
+            for index, run_item in enumerate(made)
+            if not isinstance(run_item, ToolApprovalItem)
+        ]
+        staged = list(getattr(state, "pending_input", None) or ())
+        calls = _calls_in([*(item for _, item in sent), *staged])
+        for index, item in sent:
+            self._check_input_item(index, item, name, calls, place="the paused run's item")
+        for index, item in enumerate(staged):
+            self._check_input_item(index, item, name, calls, place="the paused run's staged input")
+
+    def _check_input_item(
+        self,
+        index: int,
+        item: object,
+        name: object,
+        calls: Mapping[str, str],
+        place: str = "input",
+    ) -> None:
         """Refuse an item of the run's input that instructs, or that veridic cannot read.
 
         The SDK hands the tools the run's input as dicts (an ``openai`` model object given
@@ -490,16 +626,33 @@ class _Binding:
         offers the model tools from the input, and a ``configuration_update`` may set the
         answer's format (a JSON schema whose descriptions the model reads as what to answer).
 
+        A tool result in it (a session's stored item, ``result.to_input_list()`` of an
+        earlier run) is read by ``_check_replayed_result`` against its call in ``calls``
+        (call id to tool name); the output of a tool the agent cannot hold
+        (``_UNRUN_OUTPUTS``) was written elsewhere and is refused, and so is an item of a
+        type no list here knows (``_KNOWN_TYPES``), which would reach the model unread.
+
         Raises:
             ProvenanceError: the item has the role ``system`` or ``developer`` (in report
-                mode: logged), or it is an ``item_reference``, or a ``configuration_update``
-                that sets the answer's text format (in report mode too).
+                mode: logged), or it is an ``item_reference``, a ``configuration_update``
+                that sets the answer's text format, a ``function_call_output`` that is not
+                a data block of these tools, the output of another kind of tool, or an item
+                of a type veridic does not know (in report mode too).
             ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
         where = (
-            f"input[{index}] of the run of agent {quoted(name)} (request {clip(self.request_id)}"
+            f"{place}[{index}] of the run of agent {quoted(name)} (request {clip(self.request_id)}"
         )
         kind = _item_field(item, "type")
+        if kind is not None and (not isinstance(kind, str) or kind not in _KNOWN_TYPES):
+            raise ProvenanceError(
+                f"{where}) is an item of the type {_clipped(kind)}, which veridic does not "
+                "know, so it cannot tell whether the model would read outside text in it as "
+                "instructions or as a tool's answer: leave it out of the input, or pass its "
+                "text as the role 'user' (a type the Responses API added since: install the "
+                "veridic version that reads it)",
+                slot=f"input[{index}] of agent {quoted(name)}",
+            )
         if kind == "additional_tools":
             raise ToolCouplingError(
                 f"{where}) is an additional_tools item, which offers the model tools of its "
@@ -526,6 +679,19 @@ class _Binding:
                 "text as the role 'user'",
                 slot=f"input[{index}] of agent {quoted(name)}",
             )
+        if kind == "function_call_output":
+            self._check_replayed_result(
+                item, where, calls, name, slot=f"input[{index}] of agent {quoted(name)}"
+            )
+        if kind in _UNRUN_OUTPUTS:
+            raise ProvenanceError(
+                f"{where}) is a {kind} item ({_clipped(item)}): the output of a tool the agent "
+                "does not hold (a hosted or built-in tool, an MCP server of another agent or a "
+                "client), whose text the model would read bare, with no data block around it "
+                "and no record of the call: leave it out of the input, or make the tool a tool "
+                "of the registry, whose results come back as data blocks",
+                slot=f"input[{index}] of agent {quoted(name)}",
+            )
         role = _item_field(item, "role")
         if role in ("system", "developer"):
             content = _item_field(item, "content")
@@ -535,6 +701,47 @@ class _Binding:
                 "instructions, and only the agent's instructions may give them: pass "
                 "outside text with the role 'user')",
             )
+
+    def _check_replayed_result(
+        self, item: object, where: str, calls: Mapping[str, str], name: object, slot: str
+    ) -> None:
+        """Refuse a tool result in the run's input that is not a data block of these tools.
+
+        A session's items, ``result.to_input_list()`` and a client's history reach the model
+        as they were stored, and the model reads a ``function_call_output`` as the tool's
+        answer. One the tools of :func:`function_tools` wrote is one data block in their
+        mode, labelled ``tool:<name>``; one a run without them wrote (a plain
+        ``@function_tool``), one stored before it was fenced, or one edited in the store,
+        is outside text with no fence (in another mode, a block the preamble never
+        explained). Its form is checked, never what it says: any text in its block passes.
+        The block's label must name the tool of its call when the call is in the input (the
+        API refuses an output without one), and a tool in any case: a label is outside text
+        too. The SDK's answer to a handoff to this agent, ``{"assistant": "<its name>"}``,
+        holds only the agent's own name, and passes.
+
+        Raises:
+            ProvenanceError: the output is not one such block, whole (in report mode too:
+                it is data that lost its fence, not text at an instruction position).
+        """
+        output = _item_field(item, "output")
+        call_id = _item_field(item, "call_id")
+        called = calls.get(call_id) if isinstance(call_id, str) else None
+        if isinstance(output, str) and (
+            _is_result_block(output, self.data_mode, called)
+            or (isinstance(name, str) and output == json.dumps({"assistant": name}))
+        ):
+            return
+        label = "tool:<name>" if called is None else f"tool:<name> of its call, {_clipped(called)}"
+        raise ProvenanceError(
+            f"{where}) is a function_call_output {_clipped(call_id)} "
+            f"whose output is no data block of these tools ({_clipped(output)}; they write "
+            f"one block labelled {label} in the data mode {self.data_mode!r}): the model "
+            "would read outside text as the tool's answer, with no fence around it. Replay "
+            "the items of runs of these tools as they were stored (the session's, "
+            "result.to_input_list()); leave out a result another tool made, or one edited "
+            "since, or pass its text as data in a user turn",
+            slot=slot,
+        )
 
     def _check_instructions(self, agent: object, name: object) -> None:
         """Refuse instructions the check cannot read, or that describe another view's tools.
@@ -1057,6 +1264,41 @@ def _handoff_problem(handoffs: list[object]) -> str:
         "under instructions and tools veridic never checks: hand off to this agent from "
         "one without veridic tools, or run the other agent as its own request)"
     )
+
+
+def _is_result_block(text: str, mode: DataMode, called: str | None) -> bool:
+    """Whether ``text`` is, whole, one ``tool:<name>`` data block ``fence`` wrote in ``mode``.
+
+    Its opening line must start the text and name a tool (``called``, when the call is
+    known), and rendering its label and content again in ``mode`` (with the reminder
+    ``fence`` writes after the closing line) must give the whole text back: a block of
+    another mode, or text beside the block, fails. Only the block at the start is read:
+    ``blocks_in`` would go on to every later opening line, and text built of many forged
+    verbatim ones costs it time that grows with their number times the text's length
+    (800 KB of them took 6 s, before every model call).
+    """
+    opening = _RESULT_OPENING.match(text)
+    if opening is None or (called is not None and opening.group(1) != called):
+        return False
+    label = f"tool:{opening.group(1)}"
+    if mode == "verbatim":
+        # Its content is the text as given, between the opening line and the closing one.
+        first, last = text.find("\n"), text.rfind("\n")
+        return 0 < first < last and fence(label, text[first + 1 : last], mode) == text
+    if "\n<data" in text:
+        return False  # every later line of a datamark or encode block is the mark's, or base64
+    found = next(blocks_in(text), None)
+    return found is not None and found.label == label and fence(label, found.text, mode) == text
+
+
+def _calls_in(items: Sequence[object]) -> dict[str, str]:
+    """The tool name of each ``function_call`` among ``items``, by call id."""
+    calls: dict[str, str] = {}
+    for item in items:
+        call_id, name = _item_field(item, "call_id"), _item_field(item, "name")
+        if _item_field(item, "type") == "function_call" and isinstance(call_id, str):
+            calls[call_id] = name if isinstance(name, str) else ""
+    return calls
 
 
 def _item_field(item: object, key: str) -> object:
