@@ -141,13 +141,19 @@ _PASSED_TYPES: Final = frozenset(
     }
 )
 """Input item types sent on as they are: messages (read for their role), the model's own
-calls and reasoning, and items whose text only the provider reads. Every type the Responses
+calls and reasoning, and items whose text only the provider reads. An ``mcp_approval_response``
+passes without its ``reason``: the API documents it only as the reason for the decision, free
+text that goes to the provider in the model's input, and does not say the model never reads
+it, so a non-empty one is refused rather than fenced (the item is the provider's, its fields
+not veridic's to rewrite). Every type the Responses
 API takes is here, in ``_UNRUN_OUTPUTS`` or read by :meth:`_Binding._check_input_item`; a
 type it adds later is refused until it is read here, rather than passed unread."""
 _CHECKED_TYPES: Final = frozenset(
     {"additional_tools", "configuration_update", "function_call_output", "item_reference"}
 )
 _KNOWN_TYPES: Final = _PASSED_TYPES | _UNRUN_OUTPUTS | _CHECKED_TYPES
+_MESSAGE_ROLES: Final = ("user", "assistant", "system", "developer")
+"""The roles the Responses API reads a message in: any other is refused, as an unknown type is."""
 _RESULT_OPENING: Final = re.compile(r'<data label="tool:([A-Za-z0-9_-]{1,64})"')
 """The start of a tool result's block: ``fence`` shows a tool's name (``Tool``'s rule) as is."""
 _PROVIDER_KEPT: Final = ("conversation_id", "previous_response_id", "auto_previous_response_id")
@@ -219,7 +225,8 @@ def function_tools(
     stored with the provider (``prompt=``); when its ``model_settings`` put
     instructions, tools or history in ``extra_body`` or ``extra_args`` (the
     request would carry them in place of the checked ones); and when the run's
-    input holds an item with the role ``system`` or ``developer``, an ``item_reference``
+    input holds an item with the role ``system`` or ``developer`` (or any role but those,
+    ``user`` and ``assistant``), an ``mcp_approval_response`` with a ``reason``, an ``item_reference``
     (an item the provider keeps, which veridic cannot read; an item with neither a ``type``
     nor a ``role`` is one) or ``additional_tools``, or a tool result that is not a data block
     of these tools (a ``function_call_output`` a run without them wrote, or one edited in a
@@ -519,8 +526,9 @@ class _Binding:
             ProvenanceError: its instructions are a ``str`` that is not trusted text or a
                 function, it names a stored prompt, its output schema is described by text
                 that is not code text, or an item of the run's input has the role
-                ``system`` or ``developer``, is an ``item_reference``, or is a tool result
-                that is not a data block of these tools.
+                ``system`` or ``developer`` or a role no message has, is an
+                ``item_reference`` or an ``mcp_approval_response`` with a reason, or is a tool
+                result that is not a data block of these tools.
         """
         name = getattr(agent, "name", None)
         given = list(getattr(agent, "tools", None) or ())
@@ -630,14 +638,18 @@ class _Binding:
         earlier run) is read by ``_check_replayed_result`` against its call in ``calls``
         (call id to tool name); the output of a tool the agent cannot hold
         (``_UNRUN_OUTPUTS``) was written elsewhere and is refused, and so is an item of a
-        type no list here knows (``_KNOWN_TYPES``), which would reach the model unread.
+        type no list here knows (``_KNOWN_TYPES``), which would reach the model unread, and
+        so is a message of a role the API does not document (``_MESSAGE_ROLES``), whose text
+        a provider might read as a tool's answer or as instructions.
 
         Raises:
             ProvenanceError: the item has the role ``system`` or ``developer`` (in report
                 mode: logged), or it is an ``item_reference``, a ``configuration_update``
                 that sets the answer's text format, a ``function_call_output`` that is not
-                a data block of these tools, the output of another kind of tool, or an item
-                of a type veridic does not know (in report mode too).
+                a data block of these tools, the output of another kind of tool, an
+                ``mcp_approval_response`` with a ``reason``, a message of a role other than
+                ``user``, ``assistant``, ``system`` and ``developer``, or an item of a type
+                veridic does not know (in report mode too).
             ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
         where = (
@@ -692,7 +704,26 @@ class _Binding:
                 "of the registry, whose results come back as data blocks",
                 slot=f"input[{index}] of agent {quoted(name)}",
             )
+        if kind == "mcp_approval_response" and _item_field(item, "reason") not in (None, ""):
+            raise ProvenanceError(
+                f"{where}) is an mcp_approval_response with the reason "
+                f"{_clipped(_item_field(item, 'reason'))}: free text an application or a "
+                "user wrote, which goes to the provider in the model's input, where the model "
+                "may read it (the API does not say it does not) with no data block around it: "
+                "leave the reason out (the answer is in 'approve'), or pass its text as data "
+                "in a user turn",
+                slot=f"input[{index}] of agent {quoted(name)}",
+            )
         role = _item_field(item, "role")
+        if role is not None and (not isinstance(role, str) or role not in _MESSAGE_ROLES):
+            raise ProvenanceError(
+                f"{where}) is a message with the role {_clipped(role)}, none of "
+                f"{', '.join(map(repr, _MESSAGE_ROLES))}: what the provider makes of its text "
+                "(a tool's answer, instructions) is not documented, so veridic cannot tell "
+                "whether the model would read outside text in it as instructions: pass "
+                "outside text with the role 'user'",
+                slot=f"input[{index}] of agent {quoted(name)}",
+            )
         if role in ("system", "developer"):
             content = _item_field(item, "content")
             report(
