@@ -493,3 +493,72 @@ def test_the_calls_warned_of_are_remembered_within_a_bound(world: World) -> None
     assert len(sent_tool_messages(agent)) == 1100
     remembered = cast("Any", middleware)._binding.warned  # no public name: memory, not behaviour
     assert 0 < len(remembered) <= 1024
+
+
+# --- a FunctionMessage (the legacy role "function") ---------------------------------------------
+
+
+def _function_messages_sent(world: World, *messages: Any) -> list[Any]:
+    """The function messages of the model's call, after an outer middleware added ``messages``
+    behind a model turn that called the function ``get_weather`` (the legacy form)."""
+    from langchain_core.messages import FunctionMessage
+
+    def added(request: ModelRequest[Any]) -> list[Any]:
+        called = {"function_call": {"name": "get_weather", "arguments": "{}"}}
+        return [AIMessage("", additional_kwargs=called), *messages]
+
+    agent = world.agent(middleware=[Injecting(added), approval_middleware(world.tools)])
+    agent.ask()
+    return [m for m in agent.model.seen[-1] if isinstance(m, FunctionMessage)]
+
+
+def test_a_function_message_reaches_the_model_fenced(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A FunctionMessage is sent (Chat Completions: the role ``function``) as a function's
+    answer, and was neither fenced nor refused: its text reached the model as written."""
+    from langchain_core.messages import FunctionMessage
+
+    with caplog.at_level(logging.WARNING, logger="veridic.integrations.langchain"):
+        (sent,) = _function_messages_sent(world, FunctionMessage(content=ORDER, name="get_weather"))
+    assert_whole_block(_text(sent), "tool_result", ORDER)
+    assert sent.name == "get_weather"
+    (warned,) = [r.getMessage() for r in caplog.records if "not a data block" in r.getMessage()]
+    assert "'get_weather'" in warned
+    assert ORDER not in warned
+
+
+def test_a_function_message_chunk_and_content_parts_are_fenced_too(world: World) -> None:
+    from langchain_core.messages import FunctionMessageChunk
+
+    parts: list[str | dict[Any, Any]] = [{"type": "text", "text": ORDER}]
+    chunk = FunctionMessageChunk(content=parts, name="get_weather")
+    (sent,) = _function_messages_sent(world, chunk)
+    ((label, text),) = unfence(_text(sent))
+    assert label == "tool_result"
+    assert ORDER in text
+
+
+def test_a_function_message_holding_a_block_veridic_wrote_is_fenced_once(world: World) -> None:
+    """veridic answers with tool messages only, so a function message is never its own: a
+    block in one is sent as a block of the text it holds, under the fixed label."""
+    from langchain_core.messages import FunctionMessage
+
+    block = fence("tool:get_weather", "Sunny")
+    (sent,) = _function_messages_sent(world, FunctionMessage(content=block, name="get_weather"))
+    assert_whole_block(_text(sent), "tool_result", "Sunny")
+
+
+@settings(max_examples=20, deadline=None)
+@given(text=st.text(max_size=60))
+def test_for_all_texts_a_function_message_reaches_the_model_as_one_block_of_it(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
+    from langchain_core.messages import FunctionMessage
+
+    world = make_world(tmp_path_factory.mktemp("any"))
+    try:
+        (sent,) = _function_messages_sent(world, FunctionMessage(content=text, name="get_weather"))
+        assert unfence(_text(sent)) == [("tool_result", text)]
+    finally:
+        world.audit.close()

@@ -56,6 +56,7 @@ from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
     ChatMessage,
+    FunctionMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -749,6 +750,8 @@ def _fenced_note(message: ToolMessage) -> ToolMessage:
     return message.model_copy(update={"content": fence("unparsed_tool_call", text)})
 
 
+_Answer = TypeVar("_Answer", ToolMessage, FunctionMessage)
+"""A message the model reads as a tool's (or a legacy function's) answer."""
 _WARNED_MOST: Final = 1024
 """How many fenced tool messages :attr:`Binding.warned` remembers before it starts over (one
 binding may serve many threads; a message forgotten is warned of again, no more)."""
@@ -773,6 +776,13 @@ def _fenced_tool_messages(
     place (a redaction) is written again as the block of the text it now holds, not fenced
     twice. The thread keeps the message as the middleware wrote it; the audit record holds
     what the tool returned.
+
+    A ``FunctionMessage`` (the legacy role ``function``, which a provider sends as a
+    function's answer) is never veridic's: its tools answer with tool messages. It is fenced
+    in the same way, always, under ``tool_result``: its ``name`` is the message's own word,
+    not a call the model made that veridic could match it to. Fenced rather than refused: it
+    is data that lost its fence, as a rewritten tool message is, and a stored thread of an
+    older LangChain program keeps working.
     """
     registered = {*binding.tools, *(status.name for status in binding.view.withheld())}
     outputs = {name for name, _, _ in _output_schemas(request.response_format)}
@@ -789,6 +799,9 @@ def _fenced_tool_messages(
             if not _is_code_answer(message, labels, tool, code):
                 message = _fenced_foreign(message, tool, binding)
                 changed = True
+        elif isinstance(message, FunctionMessage):  # a FunctionMessageChunk too
+            message = _fenced_foreign(message, None, binding)
+            changed = True
         messages.append(message)
     return request.override(messages=messages) if changed else request
 
@@ -862,7 +875,7 @@ def _whole_block(text: str) -> FoundBlock | None:
     return found if end == len(text) else None
 
 
-def _fenced_foreign(message: ToolMessage, tool: str | None, binding: Binding) -> ToolMessage:
+def _fenced_foreign(message: _Answer, tool: str | None, binding: Binding) -> _Answer:
     """``message`` as a data block of its call's tool, and a warning (once) that says so."""
     content = message.content
     text = content if isinstance(content, str) else json.dumps(content, default=str)
@@ -870,21 +883,22 @@ def _fenced_foreign(message: ToolMessage, tool: str | None, binding: Binding) ->
     if found is not None:
         text = found.text  # a block edited in place: the text it holds now, fenced once
     label = f"tool:{tool}" if tool in binding.tools else "tool_result"
-    key = (
-        _thread(),
-        message.tool_call_id,
-        hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
-    )
+    if isinstance(message, ToolMessage):
+        said, call = "tool message of the call", message.tool_call_id
+    else:
+        said, call = "function message of", message.name
+    key = (_thread(), f"{said} {call}", hashlib.sha256(text.encode("utf-8", "replace")).hexdigest())
     if key not in binding.warned:
         if len(binding.warned) >= _WARNED_MOST:
             binding.warned.clear()
         binding.warned.add(key)
         _log.warning(
-            "the tool message of the call %s in a model call of request %s is not a data block "
+            "the %s %s in a model call of request %s is not a data block "
             "veridic wrote (a middleware listed before veridic's replaced or added it), so the "
             "model gets it as a data block labelled %s; list before approval_middleware only "
             "middleware that keeps a tool result's block whole",
-            quoted(message.tool_call_id),
+            said,
+            quoted(call),
             clip(binding.request_id),
             label,
         )

@@ -226,7 +226,8 @@ def function_tools(
     instructions, tools or history in ``extra_body`` or ``extra_args`` (the
     request would carry them in place of the checked ones); and when the run's
     input holds an item with the role ``system`` or ``developer`` (or any role but those,
-    ``user`` and ``assistant``), an ``mcp_approval_response`` with a ``reason``, an ``item_reference``
+    ``user`` and ``assistant``), an ``mcp_approval_response`` with a ``reason``, an
+    ``item_reference``
     (an item the provider keeps, which veridic cannot read; an item with neither a ``type``
     nor a ``role`` is one) or ``additional_tools``, or a tool result that is not a data block
     of these tools (a ``function_call_output`` a run without them wrote, or one edited in a
