@@ -141,13 +141,13 @@ _PASSED_TYPES: Final = frozenset(
     }
 )
 """Input item types sent on as they are: messages (read for their role), the model's own
-calls and reasoning, and items whose text only the provider reads. An ``mcp_approval_response``
-passes without its ``reason``: the API documents it only as the reason for the decision, free
-text that goes to the provider in the model's input, and does not say the model never reads
-it, so a non-empty one is refused rather than fenced (the item is the provider's, its fields
-not veridic's to rewrite). Every type the Responses
-API takes is here, in ``_UNRUN_OUTPUTS`` or read by :meth:`_Binding._check_input_item`; a
-type it adds later is refused until it is read here, rather than passed unread."""
+calls and reasoning, and items whose text only the provider reads. An
+``mcp_approval_response`` passes without its ``reason``: the API documents it only as the
+reason for the decision, free text that goes to the provider in the model's input, and does
+not say the model never reads it, so a non-empty one is refused rather than fenced (the item
+is the provider's, its fields not veridic's to rewrite). Every type the Responses API takes
+is here, in ``_UNRUN_OUTPUTS`` or read by :meth:`_Binding._check_input_item`; a type it adds
+later is refused until it is read here, rather than passed unread."""
 _CHECKED_TYPES: Final = frozenset(
     {"additional_tools", "configuration_update", "function_call_output", "item_reference"}
 )
