@@ -1437,6 +1437,24 @@ class ResumeSteps:
         self.waiting = waiting
 
     @classmethod
+    def at(
+        cls,
+        now: datetime,
+        calls: tuple[ToolCall, ...],
+        view: ToolView,
+        policy: ApprovalPolicy,
+        paused: PausedRun,
+        answers: Mapping[str, bool],
+    ) -> tuple[ResumeSteps, ApprovalExpiredError | None]:
+        """The steps of a resume at ``now``: :meth:`planned` under ``answers`` while they
+        hold, :meth:`expired` once they do not (:func:`expiry`), with the error the caller
+        raises once the calls are recorded (``None`` while they hold)."""
+        expired = expiry(paused, policy, now)
+        if expired is None:
+            return cls.planned(calls, view, policy, paused, answers), None
+        return cls.expired(calls, policy, expired), expired
+
+    @classmethod
     def planned(
         cls,
         calls: tuple[ToolCall, ...],

@@ -124,7 +124,6 @@ from veridic.run.deferred import (
     check_not_resumed,
     check_store_saw,
     clock_moment,
-    expiry,
 )
 from veridic.run.executor import (
     AsyncConfirm,
@@ -765,12 +764,7 @@ class ModelGateway:
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
             self._check_sendable(state, paused, reply.tool_calls, view, sync=True)
             now = self._now()  # a pause of this resume is dated by it too
-            expired = expiry(paused, policy, now)
-            steps = (
-                ResumeSteps.planned(reply.tool_calls, view, policy, paused, bound)
-                if expired is None
-                else ResumeSteps.expired(reply.tool_calls, policy, expired)
-            )
+            steps, expired = ResumeSteps.at(now, reply.tool_calls, view, policy, paused, bound)
             check_none_async(reply.view, steps.runnable)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
@@ -949,12 +943,7 @@ class ModelGateway:
             check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
             self._check_sendable(state, paused, reply.tool_calls, view, sync=False)
             now = self._now()  # a pause of this resume is dated by it too
-            expired = expiry(paused, policy, now)
-            steps = (
-                ResumeSteps.planned(reply.tool_calls, view, policy, paused, bound)
-                if expired is None
-                else ResumeSteps.expired(reply.tool_calls, policy, expired)
-            )
+            steps, expired = ResumeSteps.at(now, reply.tool_calls, view, policy, paused, bound)
             state.restore(paused)  # refused before here, the composer is as it was given
             done: list[ToolOutcome] = []
             try:
