@@ -31,7 +31,10 @@ is ``gen_ai.provider.name``):
   (the audit record keeps the name).
 - ``guard_refused {name}`` (kind ``INTERNAL``) when a guard refuses an
   operation of a task or thread a call started, after the call ended (its
-  follow-up ``BLOCKED`` record): an error, a child of the call's span.
+  follow-up ``BLOCKED`` record): an error, a child of the call's span;
+  ``late_effect {name}`` when a delegated tool the call dispatched finished its
+  effect after the call ended (a follow-up record too): not an error, it was
+  allowed.
 
 A run and its model calls carry the request id as ``gen_ai.conversation.id``:
 a paused run's spans and its resume's (often in another trace, another
@@ -434,13 +437,19 @@ def agent(provider: Adapter, request_id: object, *, resumed: bool) -> AgentSpan:
     return _LiveAgent(tracer, provider, request_id, resumed)
 
 
-def refused_late(record: AuditRecord) -> None:
-    """A guard refused an operation after the call ended (a follow-up ``BLOCKED`` record).
+def late(record: AuditRecord, *, refused: bool) -> None:
+    """A follow-up record of a call that had ended: a guard refused an operation of a task or
+    thread the call started (``refused``), or a delegated tool the call dispatched finished
+    its effect after the call ended (not ``refused``: it happened).
 
-    The call's own span has ended, often ``ok``; the refusal gets a span of its own,
-    ``guard_refused {name}``, started and ended now, an error, a child of whatever span is
-    current (the call's own, whose context the task or thread that tried it carries).
-    It has no ``gen_ai.operation.name``: it is not a second call of the tool.
+    The call's own span has ended, often ``ok``; the follow-up gets a span of its own,
+    started and ended now, a child of whatever span is current (the call's own, whose
+    context the task or thread carries). A refusal is ``guard_refused {name}``, an error;
+    an effect is ``late_effect {name}``, not an error (it was allowed while the call ran),
+    its record's ``veridic.irreversible`` or ``veridic.wrote_instruction_fields`` saying
+    which. Both records are ``BLOCKED`` (what makes a record a follow-up), so only the span
+    tells a reader who looks for the effect that there is one to look for.
+    Neither has a ``gen_ai.operation.name``: it is not a second call of the tool.
     """
     tracer = _tracer
     if tracer is None:
@@ -448,15 +457,17 @@ def refused_late(record: AuditRecord) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     name = record.tool
-    plain = _PLAIN.fullmatch(name) is not None
-    attributes = {**_record_attributes(record), "veridic.follow_up": True}
-    attributes["error.type"] = _GUARD_DENIED
-    span_name = f"guard_refused {name}" if plain else "guard_refused"
+    what = "guard_refused" if refused else "late_effect"
+    span_name = f"{what} {name}" if _PLAIN.fullmatch(name) is not None else what
+    attributes: dict[str, _Value] = {**_record_attributes(record), "veridic.follow_up": True}
+    if refused:
+        attributes["error.type"] = _GUARD_DENIED
     try:
         span = tracer.start_span(span_name, attributes=attributes)
-        span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
+        if refused:
+            span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
         span.end()
-    except Exception as error:  # the guard's refusal and its record go on without the span
+    except Exception as error:  # the follow-up and its record go on without the span
         _tracer_failed(span_name, "make", error)
 
 
