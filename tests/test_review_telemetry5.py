@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,9 +22,11 @@ from veridic import (
     Registry,
     SQLiteAuditSink,
     aexecute,
+    execute,
     instruction,
 )
 from veridic.run.telemetry import instrumented
+from veridic.testing import adversarial_text
 
 SYSTEM = instruction("You report the weather.")
 
@@ -118,3 +121,114 @@ def test_a_delegated_effect_that_finished_after_the_call_is_not_traced_as_refuse
     assert shown["veridic.follow_up"] is True
     assert shown["veridic.request_id"] == "r"
     assert "gen_ai.operation.name" not in shown  # not a second call of the tool
+
+
+# --- an error's class named by outside text ---------------------------------------------------
+
+
+def test_an_exception_class_named_by_outside_text_reaches_error_type_escaped(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A task queue's client (Celery's ``create_exception_cls``) or an RPC library makes the
+    class of a remote error from the name the remote end sent. ``error.type`` held that
+    name as it was: a terminal escape, a newline and a forged ``##[error]`` line reached
+    every log exporter and CI annotation that prints the attribute, and a lone surrogate
+    an exporter cannot encode."""
+    registry = Registry()
+    remote = type("RemoteError", (Exception,), {})
+    remote.__qualname__ = "Boom\x1b[2J\n##[error]deploy approved\ud800" + "X" * 5000
+    remote.__module__ = "celery.backends.base"
+
+    @registry.tool(kind="query")
+    def fetch_report(key: str) -> str:
+        """Fetch a report a worker built.
+
+        Args:
+            key: The report's key.
+        """
+        raise remote("the worker's message")
+
+    view = registry.view()
+    result = execute(
+        view,
+        "fetch_report",
+        {"key": "k"},
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(),
+        request_id="r",
+        prompt_sha256="0" * 64,
+    )
+    assert not result.ok
+    (span,) = by_name(spans, "execute_tool fetch_report")
+    assert span.status.status_code is StatusCode.ERROR
+    kind = attributes(span)["error.type"]
+    assert isinstance(kind, str)
+    assert kind.isprintable()
+    assert len(kind) <= 256
+    assert "Boom" in kind  # still recognisable
+    assert span.status.description is not None
+    assert span.status.description.isprintable()
+
+
+def test_a_plain_exception_class_is_error_type_as_it_is(spans: InMemorySpanExporter) -> None:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def parse(text: str) -> str:
+        """Parse a number.
+
+        Args:
+            text: The number, as text.
+        """
+        return str(int(text))
+
+    view = registry.view()
+    execute(
+        view,
+        "parse",
+        {"text": "x"},
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(),
+        request_id="r",
+        prompt_sha256="0" * 64,
+    )
+    (span,) = by_name(spans, "execute_tool parse")
+    assert attributes(span)["error.type"] == "ValueError"
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(qualname=adversarial_text(), module=adversarial_text())
+def test_error_type_is_printable_and_bounded_for_every_class_name(
+    spans: InMemorySpanExporter, qualname: str, module: str
+) -> None:
+    spans.clear()
+    registry = Registry()
+    remote = type("RemoteError", (Exception,), {})
+    remote.__qualname__ = qualname
+    remote.__module__ = module
+
+    @registry.tool(kind="query")
+    def fetch_report(key: str) -> str:
+        """Fetch a report a worker built.
+
+        Args:
+            key: The report's key.
+        """
+        raise remote
+
+    view = registry.view()
+    execute(
+        view,
+        "fetch_report",
+        {"key": "k"},
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(),
+        request_id="r",
+        prompt_sha256="0" * 64,
+    )
+    (span,) = by_name(spans, "execute_tool fetch_report")
+    kind = attributes(span)["error.type"]
+    assert isinstance(kind, str)
+    assert kind.isprintable()
+    assert 0 < len(kind) <= 256
+    assert kind == kind.strip()

@@ -484,10 +484,20 @@ def provider_name(api: str) -> str:
 
 
 def error_type(error: BaseException) -> str:
-    """``error.type``: the class's qualified name (never the message, which may hold secrets)."""
+    """``error.type``: the class's qualified name (never the message, which may hold secrets),
+    as :func:`_shown` shows text.
+
+    A class is not always named in code: a task queue's client (Celery's
+    ``create_exception_cls``) or an RPC library makes the class of a remote error from the
+    name the remote end sent, which can hold a terminal escape, a forged log line, a lone
+    surrogate an exporter cannot encode, or thousands of characters.
+
+    >>> error_type(ValueError("a secret")), error_type(type("E\\n!", (Exception,), {})())
+    ('ValueError', "'veridic.run.telemetry.E\\\\n!'")
+    """
     kind = type(error)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    module, name = kind.__module__, kind.__qualname__
+    return _shown(name if module == "builtins" else f"{module}.{name}")
 
 
 def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
@@ -607,7 +617,7 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
     an exception's message)."""
     attributes: dict[str, str | bool] = {
         "gen_ai.tool.name": record.tool,
-        "veridic.request_id": _shown_id(record.request_id),
+        "veridic.request_id": _shown(record.request_id),
         "veridic.approval": record.approval.value,
         "veridic.outcome": record.outcome.value,
         "veridic.prompt_sha256": record.prompt_sha256,
@@ -623,8 +633,8 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
 
 
 def _request_id(request_id: object) -> dict[str, str]:
-    """``veridic.request_id``, as :func:`_shown_id` shows it (none when it is not text)."""
-    return {"veridic.request_id": _shown_id(request_id)} if isinstance(request_id, str) else {}
+    """``veridic.request_id``, as :func:`_shown` shows it (none when it is not text)."""
+    return {"veridic.request_id": _shown(request_id)} if isinstance(request_id, str) else {}
 
 
 def _conversation(request_id: object) -> dict[str, str]:
@@ -675,24 +685,25 @@ def _tool_names(name: object, view: object) -> dict[str, str]:
     return {"gen_ai.tool.name": _OTHER, "veridic.tool.name_sha256": digest}
 
 
-def _shown_id(request_id: str) -> str:
-    """A request id as a span may hold it: as it is when printable (no control, bidi or
-    invisible character, no surrounding space) and at most 256 characters, else escaped
-    and clipped as an audit record quotes text, to at most 256 characters too.
+def _shown(text: str) -> str:
+    """A request id or an error's class as a span may hold it: as it is when printable (no
+    control, bidi or invisible character, no surrounding space) and at most 256
+    characters, else escaped and clipped as an audit record quotes text, to at most 256
+    characters too.
 
     Applications often take the id from outside (an ``X-Request-Id`` header, a stored
     paused run), and the audit store keeps any text without NUL as the key.
 
-    >>> _shown_id("req-1"), _shown_id("req-1\x1b[2J")
+    >>> _shown("req-1"), _shown("req-1\x1b[2J")
     ('req-1', "'req-1\\\\x1b[2J'")
     """
-    if 0 < len(request_id) <= 256 and request_id.isprintable() and request_id == request_id.strip():
-        return request_id
+    if 0 < len(text) <= 256 and text.isprintable() and text == text.strip():
+        return text
     limit = 60
-    shown = clip(request_id, limit)
+    shown = clip(text, limit)
     while len(shown) > 256:  # an escape takes up to ten characters (\U000e0001)
         limit //= 2
-        shown = clip(request_id, limit)
+        shown = clip(text, limit)
     return shown
 
 
