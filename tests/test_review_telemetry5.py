@@ -8,10 +8,12 @@ them.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -19,7 +21,10 @@ from opentelemetry.trace import StatusCode
 
 from veridic import (
     ApprovalPolicy,
+    Composer,
+    ModelGateway,
     Registry,
+    ScriptedProvider,
     SQLiteAuditSink,
     aexecute,
     execute,
@@ -232,3 +237,48 @@ def test_error_type_is_printable_and_bounded_for_every_class_name(
     assert kind.isprintable()
     assert 0 < len(kind) <= 256
     assert kind == kind.strip()
+
+
+# --- content capture asked for by the environment ---------------------------------------------
+
+
+@pytest.mark.parametrize("asked", ["true", "SPAN_ONLY", "span_and_event", "EVENT_ONLY"])
+def test_content_capture_asked_by_the_environment_is_not_ignored_silently(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, asked: str
+) -> None:
+    """An operator who set ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (the
+    switch of the OpenTelemetry GenAI instrumentations) expects the prompts in the trace;
+    veridic's spans never hold them, and nothing said so: the operator looked for content
+    that was never going to come, or believed a trace without it was complete."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", asked)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with caplog.at_level(logging.WARNING, logger="veridic.telemetry"):
+        with instrumented(provider):
+            gateway = ModelGateway(
+                ScriptedProvider([{"text": "Sunny in Oslo."}]), audit=SQLiteAuditSink()
+            )
+            gateway.send(
+                Composer().system(SYSTEM).user("Weather in Oslo?").build(),
+                Registry().view(),
+                request_id="r",
+            )
+    (warning,) = [r for r in caplog.records if r.name == "veridic.telemetry"]
+    message = warning.getMessage()
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in message
+    assert "audit" in message  # where to look instead
+    exported = "\n".join(span.to_json() for span in exporter.get_finished_spans())
+    assert "Weather in Oslo" not in exported
+    assert "Sunny in Oslo" not in exported
+
+
+@pytest.mark.parametrize("asked", ["", "false", "NO_CONTENT", "no_content"])
+def test_content_capture_left_off_says_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, asked: str
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", asked)
+    with caplog.at_level(logging.WARNING, logger="veridic.telemetry"):
+        with instrumented(TracerProvider()):
+            pass
+    assert [r for r in caplog.records if r.name == "veridic.telemetry"] == []

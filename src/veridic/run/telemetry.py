@@ -96,6 +96,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import threading
 import weakref
@@ -202,8 +203,42 @@ def _tracer_of(tracer_provider: TracerProvider | None, where: str) -> Tracer:
             "OpenTelemetry TracerProvider (opentelemetry.sdk.trace.TracerProvider), or None for "
             "the global one"
         )
-    return trace.get_tracer(
+    tracer = trace.get_tracer(
         SCOPE, _version(), tracer_provider=tracer_provider, schema_url=SCHEMA_URL
+    )
+    _say_content_is_never_captured(where)
+    return tracer
+
+
+CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The environment variable the OpenTelemetry GenAI instrumentations read to put prompts,
+arguments and results in their spans (``true``; ``SPAN_ONLY``, ``EVENT_ONLY``,
+``SPAN_AND_EVENT`` in the newer ones)."""
+
+_NO_CONTENT: Final = frozenset({"", "false", "no_content"})
+"""The values of :data:`CAPTURE_CONTENT` that ask for no content (case aside)."""
+
+
+def _say_content_is_never_captured(where: str) -> None:
+    """Warn when :data:`CAPTURE_CONTENT` asks for content: veridic's spans never hold it.
+
+    The operator who set it expects the prompts in the trace. Ignored in silence, it
+    would have them look for content that is not coming, or take a trace without it for
+    the whole story.
+    """
+    asked = os.environ.get(CAPTURE_CONTENT, "")
+    if asked.strip().lower() in _NO_CONTENT:
+        return
+    _log.warning(
+        "%s is %s, but veridic's spans (turned on by %s) never hold prompts, arguments, "
+        "results or error messages (they may quote the user's data or a secret); other "
+        "instrumentations may still capture them. Find a span's content by its "
+        "veridic.prompt_sha256, the digest its audit records and Prompt.sha256 carry, in "
+        "what the application keeps (unset %s if veridic's spans were the ones it was for)",
+        CAPTURE_CONTENT,
+        clip(asked),
+        where,
+        CAPTURE_CONTENT,
     )
 
 
